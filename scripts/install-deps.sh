@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what gpumem needs to build and test on Debian 12: the compiler tool chain, CMake,
+# jansson, zlib, cmocka, and for the browser tests of the HTML report Debian's Chromium and
+# the npm package playwright-core (into tests/browser/node_modules; no browser download).
+# Idempotent: installs only what is missing.
+set -eu
+cd "$(dirname "$0")/.."
+
+pkgs="build-essential cmake pkg-config clang libjansson-dev zlib1g-dev libcmocka-dev python3 chromium nodejs npm"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    echo "installing:$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if [ -f tests/browser/package.json ] && [ ! -d tests/browser/node_modules/playwright-core ]; then
+    (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
+fi
+echo "dependencies ok"

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* buf.c - capped growable buffer. */
+#include "base/buf.h"
+
+#include "gpumem/arena.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void gm_buf_init(struct gm_buf *b, size_t max_bytes)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max_bytes;
+}
+
+void gm_buf_release(struct gm_buf *b)
+{
+    gm_free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+enum gm_status gm_buf_reserve(struct gm_buf *b, size_t extra, struct gm_error *err)
+{
+    size_t need, ncap;
+    char *p;
+
+    if (extra > b->max || b->len > b->max - extra)
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "buffer: over its limit of %zu bytes",
+                       b->max);
+    need = b->len + extra + 1; /* room for the terminating NUL */
+    if (need <= b->cap)
+        return GM_OK;
+    ncap = b->cap ? b->cap : 64;
+    while (ncap < need)
+        ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+    p = gm_realloc(b->data, ncap);
+    if (!p)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "buffer: out of memory for %zu bytes",
+                       ncap);
+    b->data = p;
+    b->cap = ncap;
+    return GM_OK;
+}
+
+enum gm_status gm_buf_append(struct gm_buf *b, const void *p, size_t n, struct gm_error *err)
+{
+    enum gm_status st = gm_buf_reserve(b, n, err);
+    if (st != GM_OK)
+        return st;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return GM_OK;
+}
+
+enum gm_status gm_buf_printf(struct gm_buf *b, struct gm_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    enum gm_status st;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return gm_fail(err, GM_ERR_INTERNAL, GM_NO_OFFSET, "buffer: bad format");
+    st = gm_buf_reserve(b, (size_t)n, err);
+    if (st != GM_OK)
+        return st;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return GM_OK;
+}
+
+enum gm_status gm_buf_read_file(struct gm_buf *b, const char *path, struct gm_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    char tmp[65536];
+    size_t n;
+    enum gm_status st = GM_OK;
+
+    if (!f) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': no such file", path);
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
+    }
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0) {
+        st = gm_buf_append(b, tmp, n, err);
+        if (st != GM_OK)
+            break;
+    }
+    if (st == GM_OK && ferror(f))
+        st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': read error", path);
+    fclose(f);
+    if (st == GM_OK && !b->data)
+        st = gm_buf_reserve(b, 0, err); /* an empty file still gives a NUL-terminated buffer */
+    if (st == GM_OK)
+        b->data[b->len] = '\0';
+    return st;
+}

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/* json_writer.c - streaming JSON writer (see gpumem/json.h). */
+#include "gpumem/json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gm_json_init(struct gm_json *w, FILE *f, unsigned flags)
+{
+    memset(w, 0, sizeof(*w));
+    w->f = f;
+    w->flags = flags;
+    w->depth = 0;
+    w->first[0] = true;
+}
+
+static void newline_indent(struct gm_json *w)
+{
+    if (!(w->flags & GM_JSON_PRETTY))
+        return;
+    fputc('\n', w->f);
+    for (int i = 0; i < w->depth; i++)
+        fputs("  ", w->f);
+}
+
+/* Called before every value: writes the separator, or checks that a key came first. */
+static bool before_value(struct gm_json *w)
+{
+    if (w->failed)
+        return false;
+    if (w->depth > 0 && w->is_obj[w->depth]) {
+        if (!w->want_value) {
+            w->failed = true; /* a value inside an object without a key */
+            return false;
+        }
+        w->want_value = false;
+        return true;
+    }
+    if (w->depth == 0 && !w->first[0]) {
+        w->failed = true; /* two top-level values */
+        return false;
+    }
+    if (!w->first[w->depth])
+        fputc(',', w->f);
+    if (w->depth > 0)
+        newline_indent(w);
+    w->first[w->depth] = false;
+    return true;
+}
+
+static void open_level(struct gm_json *w, bool obj, char c)
+{
+    if (!before_value(w))
+        return;
+    if (w->depth + 1 >= GM_JSON_MAX_DEPTH) {
+        w->failed = true;
+        return;
+    }
+    fputc(c, w->f);
+    w->depth++;
+    w->first[w->depth] = true;
+    w->is_obj[w->depth] = obj;
+}
+
+static void close_level(struct gm_json *w, bool obj, char c)
+{
+    if (w->failed)
+        return;
+    if (w->depth == 0 || w->is_obj[w->depth] != obj || w->want_value) {
+        w->failed = true;
+        return;
+    }
+    w->depth--;
+    if (!w->first[w->depth + 1])
+        newline_indent(w);
+    fputc(c, w->f);
+}
+
+void gm_json_begin_object(struct gm_json *w)
+{
+    open_level(w, true, '{');
+}
+
+void gm_json_end_object(struct gm_json *w)
+{
+    close_level(w, true, '}');
+}
+
+void gm_json_begin_array(struct gm_json *w)
+{
+    open_level(w, false, '[');
+}
+
+void gm_json_end_array(struct gm_json *w)
+{
+    close_level(w, false, ']');
+}
+
+/* Length of a valid UTF-8 sequence starting at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+void gm_json_escape(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t len;
+        switch (c) {
+        case '"':
+            fputs("\\\"", f);
+            i++;
+            continue;
+        case '\\':
+            fputs("\\\\", f);
+            i++;
+            continue;
+        case '\n':
+            fputs("\\n", f);
+            i++;
+            continue;
+        case '\r':
+            fputs("\\r", f);
+            i++;
+            continue;
+        case '\t':
+            fputs("\\t", f);
+            i++;
+            continue;
+        default:
+            break;
+        }
+        if (c < 0x20 || c == 0x7F) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+            continue;
+        }
+        len = utf8_len(p + i, n - i);
+        if (len == 0) {
+            fputs("\\ufffd", f);
+            i++;
+            continue;
+        }
+        fwrite(p + i, 1, len, f);
+        i += len;
+    }
+}
+
+void gm_json_key(struct gm_json *w, const char *key)
+{
+    if (w->failed)
+        return;
+    if (w->depth == 0 || !w->is_obj[w->depth] || w->want_value) {
+        w->failed = true;
+        return;
+    }
+    if (!w->first[w->depth])
+        fputc(',', w->f);
+    newline_indent(w);
+    w->first[w->depth] = false;
+    fputc('"', w->f);
+    gm_json_escape(w->f, key, strlen(key));
+    fputs((w->flags & GM_JSON_PRETTY) ? "\": " : "\":", w->f);
+    w->want_value = true;
+}
+
+void gm_json_strn(struct gm_json *w, const char *s, size_t n)
+{
+    if (!before_value(w))
+        return;
+    fputc('"', w->f);
+    gm_json_escape(w->f, s, n);
+    fputc('"', w->f);
+}
+
+void gm_json_str(struct gm_json *w, const char *s)
+{
+    if (!s) {
+        gm_json_null(w);
+        return;
+    }
+    gm_json_strn(w, s, strlen(s));
+}
+
+void gm_json_u64(struct gm_json *w, uint64_t v)
+{
+    if (before_value(w))
+        fprintf(w->f, "%" PRIu64, v);
+}
+
+void gm_json_i64(struct gm_json *w, int64_t v)
+{
+    if (before_value(w))
+        fprintf(w->f, "%" PRId64, v);
+}
+
+void gm_json_double(struct gm_json *w, double v)
+{
+    char buf[32];
+    if (!isfinite(v)) {
+        gm_json_null(w);
+        return;
+    }
+    if (!before_value(w))
+        return;
+    /* The shortest of %.15g..%.17g that reads back exactly. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, w->f);
+    /* Keep it a JSON number that reads back as floating point. */
+    if (!strpbrk(buf, ".eEn"))
+        fputs(".0", w->f);
+}
+
+void gm_json_bool(struct gm_json *w, bool v)
+{
+    if (before_value(w))
+        fputs(v ? "true" : "false", w->f);
+}
+
+void gm_json_null(struct gm_json *w)
+{
+    if (before_value(w))
+        fputs("null", w->f);
+}
+
+void gm_json_raw(struct gm_json *w, const char *text)
+{
+    if (before_value(w))
+        fputs(text, w->f);
+}
+
+void gm_json_kv_str(struct gm_json *w, const char *key, const char *v)
+{
+    gm_json_key(w, key);
+    gm_json_str(w, v);
+}
+
+void gm_json_kv_u64(struct gm_json *w, const char *key, uint64_t v)
+{
+    gm_json_key(w, key);
+    gm_json_u64(w, v);
+}
+
+void gm_json_kv_i64(struct gm_json *w, const char *key, int64_t v)
+{
+    gm_json_key(w, key);
+    gm_json_i64(w, v);
+}
+
+void gm_json_kv_double(struct gm_json *w, const char *key, double v)
+{
+    gm_json_key(w, key);
+    gm_json_double(w, v);
+}
+
+void gm_json_kv_bool(struct gm_json *w, const char *key, bool v)
+{
+    gm_json_key(w, key);
+    gm_json_bool(w, v);
+}
+
+void gm_json_kv_null(struct gm_json *w, const char *key)
+{
+    gm_json_key(w, key);
+    gm_json_null(w);
+}
+
+bool gm_json_finish(struct gm_json *w)
+{
+    if (w->depth != 0 || w->want_value)
+        w->failed = true;
+    fputc('\n', w->f);
+    if (fflush(w->f) != 0 || ferror(w->f))
+        w->failed = true;
+    return !w->failed;
+}

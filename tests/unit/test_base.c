@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/* test_base.c - arena, buffer, reader, units, JSON writer, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/reader.h"
+#include "gpumem/gpumem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_format_bytes(void **state)
+{
+    char b[64];
+    (void)state;
+    assert_string_equal(gm_format_bytes(b, sizeof b, 14000000000ull, GM_UNITS_IEC), "13.04 GiB");
+    assert_string_equal(gm_format_bytes(b, sizeof b, 14000000000ull, GM_UNITS_SI), "14.00 GB");
+    assert_string_equal(gm_format_bytes(b, sizeof b, 14000000000ull, GM_UNITS_BYTES),
+                        "14000000000 B");
+    assert_string_equal(gm_format_bytes(b, sizeof b, 512, GM_UNITS_IEC), "512 B");
+    assert_string_equal(gm_format_bytes(b, sizeof b, 1024, GM_UNITS_IEC), "1.00 KiB");
+    /* 1048575 bytes would round to "1024.00 KiB": it steps up to MiB. */
+    assert_string_equal(gm_format_bytes(b, sizeof b, 1048575, GM_UNITS_IEC), "1.00 MiB");
+    assert_string_equal(gm_format_bytes(b, sizeof b, UINT64_MAX, GM_UNITS_IEC), "16.00 EiB");
+    assert_string_equal(gm_format_fixed(b, sizeof b, 4 * GM_GIB + 14000000000ull, GM_GIB, "GiB"),
+                        "17.04 GiB");
+}
+
+static void test_parse_size(void **state)
+{
+    uint64_t v;
+    struct gm_error e;
+    (void)state;
+    assert_int_equal(gm_parse_size("24GiB", &v, &e), GM_OK);
+    assert_true(v == 24 * GM_GIB);
+    assert_int_equal(gm_parse_size("80GB", &v, &e), GM_OK);
+    assert_true(v == 80 * GM_GB);
+    assert_int_equal(gm_parse_size("1.5 GiB", &v, &e), GM_OK);
+    assert_true(v == 3 * GM_GIB / 2);
+    assert_int_equal(gm_parse_size("4096", &v, &e), GM_OK);
+    assert_true(v == 4096);
+    assert_int_equal(gm_parse_size("24G", &v, &e), GM_ERR_INVALID);
+    assert_non_null(strstr(e.msg, "ambiguous"));
+    assert_int_equal(gm_parse_size("-1GB", &v, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_size("1.5", &v, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_size("99999999999EB", &v, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_size("12 parsecs", &v, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_size("", &v, &e), GM_ERR_INVALID);
+}
+
+static void test_parse_u64(void **state)
+{
+    uint64_t v;
+    (void)state;
+    assert_int_equal(gm_parse_u64("7000000000", &v, NULL), GM_OK);
+    assert_true(v == 7000000000ull);
+    assert_int_equal(gm_parse_u64("7e9", &v, NULL), GM_OK);
+    assert_true(v == 7000000000ull);
+    assert_int_equal(gm_parse_u64("7_000_000_000", &v, NULL), GM_OK);
+    assert_true(v == 7000000000ull);
+    assert_int_equal(gm_parse_u64("18446744073709551615", &v, NULL), GM_OK);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(gm_parse_u64("18446744073709551616", &v, NULL), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_u64("1e30", &v, NULL), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_u64("-5", &v, NULL), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_u64("12x", &v, NULL), GM_ERR_INVALID);
+}
+
+static void test_saturating(void **state)
+{
+    (void)state;
+    assert_true(gm_add_sat(UINT64_MAX, 1) == UINT64_MAX);
+    assert_true(gm_mul_sat(UINT64_MAX / 2, 3) == UINT64_MAX);
+    assert_true(gm_mul_div_u64(UINT64_MAX / 2, 4, 8) == UINT64_MAX / 4);
+}
+
+static char *json_of(void (*fn)(struct gm_json *), unsigned flags, bool *ok)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct gm_json w;
+    gm_json_init(&w, f, flags);
+    fn(&w);
+    *ok = gm_json_finish(&w);
+    fclose(f);
+    return text;
+}
+
+static void doc_basic(struct gm_json *w)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "big", UINT64_MAX);
+    gm_json_kv_i64(w, "neg", INT64_MIN);
+    gm_json_kv_str(w, "s", "a\"b\\c\n\x01\xff\xc3\xa9");
+    gm_json_kv_double(w, "d", 0.1);
+    gm_json_kv_double(w, "two", 2.0);
+    gm_json_kv_double(w, "nan", 0.0 / 0.0);
+    gm_json_key(w, "list");
+    gm_json_begin_array(w);
+    gm_json_bool(w, true);
+    gm_json_null(w);
+    gm_json_begin_object(w);
+    gm_json_end_object(w);
+    gm_json_begin_array(w);
+    gm_json_end_array(w);
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+static void test_json_compact(void **state)
+{
+    bool ok;
+    char *t = json_of(doc_basic, 0, &ok);
+    (void)state;
+    assert_true(ok);
+    assert_string_equal(t, "{\"big\":18446744073709551615,\"neg\":-9223372036854775808,"
+                           "\"s\":\"a\\\"b\\\\c\\n\\u0001\\ufffd\xc3\xa9\",\"d\":0.1,"
+                           "\"two\":2.0,\"nan\":null,\"list\":[true,null,{},[]]}\n");
+    free(t);
+}
+
+static void test_json_pretty(void **state)
+{
+    bool ok;
+    char *t = json_of(doc_basic, GM_JSON_PRETTY, &ok);
+    (void)state;
+    assert_true(ok);
+    assert_non_null(strstr(t, "{\n  \"big\": 18446744073709551615,\n"));
+    assert_non_null(strstr(t, "\"list\": [\n    true,\n    null,\n    {},\n    []\n  ]\n}\n"));
+    free(t);
+}
+
+static void doc_misuse_value_without_key(struct gm_json *w)
+{
+    gm_json_begin_object(w);
+    gm_json_u64(w, 1);
+    gm_json_end_object(w);
+}
+
+static void doc_unbalanced(struct gm_json *w)
+{
+    gm_json_begin_array(w);
+}
+
+static void test_json_misuse(void **state)
+{
+    bool ok;
+    char *t = json_of(doc_misuse_value_without_key, 0, &ok);
+    (void)state;
+    assert_false(ok);
+    free(t);
+    t = json_of(doc_unbalanced, 0, &ok);
+    assert_false(ok);
+    free(t);
+}
+
+static void test_arena(void **state)
+{
+    struct gm_arena a;
+    char *s;
+    void *big;
+    (void)state;
+    gm_arena_init(&a, 1 << 20);
+    s = gm_arena_strndup(&a, "hello world", 5);
+    assert_string_equal(s, "hello");
+    for (int i = 0; i < 1000; i++) {
+        uint64_t *p = gm_arena_alloc(&a, sizeof(uint64_t), 8);
+        assert_non_null(p);
+        assert_true(((uintptr_t)p & 7) == 0);
+        *p = (uint64_t)i;
+    }
+    big = gm_arena_alloc(&a, 200000, 16);
+    assert_non_null(big);
+    memset(big, 1, 200000);
+    /* The cap: 1 MiB in all. */
+    assert_null(gm_arena_alloc(&a, 2 << 20, 16));
+    assert_true(a.limit_hit);
+    assert_null(gm_arena_calloc(&a, SIZE_MAX / 2, 4));
+    gm_arena_release(&a);
+}
+
+static void test_alloc_failure_injection(void **state)
+{
+    struct gm_buf b = GM_BUF_INIT;
+    struct gm_error e;
+    (void)state;
+    gm_alloc_fail_after(0);
+    assert_int_equal(gm_buf_append(&b, "x", 1, &e), GM_ERR_NOMEM);
+    gm_alloc_fail_after(-1);
+    assert_int_equal(gm_buf_append(&b, "x", 1, &e), GM_OK);
+    gm_buf_release(&b);
+}
+
+static void test_buf_cap(void **state)
+{
+    struct gm_buf b;
+    struct gm_error e;
+    (void)state;
+    gm_buf_init(&b, 10);
+    assert_int_equal(gm_buf_append(&b, "0123456789", 10, &e), GM_OK);
+    assert_int_equal(gm_buf_append(&b, "x", 1, &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_buf_printf(&b, &e, "%d", 5), GM_ERR_LIMIT);
+    assert_string_equal(b.data, "0123456789");
+    gm_buf_release(&b);
+    gm_buf_init(&b, 1 << 20);
+    assert_int_equal(gm_buf_read_file(&b, "/nonexistent/x", &e), GM_ERR_NOENT);
+    gm_buf_release(&b);
+}
+
+static void test_reader(void **state)
+{
+    const uint8_t data[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    struct gm_reader r;
+    uint64_t v;
+    const uint8_t *p;
+    (void)state;
+    gm_reader_init(&r, data, sizeof data, 100);
+    assert_true(gm_reader_le(&r, 4, &v));
+    assert_true(v == 0x04030201u);
+    assert_true(gm_reader_offset(&r) == 104);
+    assert_false(gm_reader_le(&r, 8, &v)); /* only 5 left: no move */
+    assert_true(gm_reader_offset(&r) == 104);
+    assert_true(gm_reader_bytes(&r, 5, &p));
+    assert_int_equal(p[0], 5);
+    assert_false(gm_reader_skip(&r, 1));
+}
+
+static void test_error(void **state)
+{
+    struct gm_error e;
+    (void)state;
+    assert_int_equal(gm_fail(&e, GM_ERR_FORMAT, 12, "bad %s", "thing"), GM_ERR_FORMAT);
+    assert_string_equal(e.msg, "bad thing");
+    assert_true(e.offset == 12);
+    gm_error_prefix(&e, "file '%s'", "x.pkl");
+    assert_string_equal(e.msg, "file 'x.pkl': bad thing");
+    assert_int_equal(gm_fail(NULL, GM_ERR_IO, 0, "ignored"), GM_ERR_IO);
+    assert_int_equal(gm_status_exit_code(GM_ERR_FORMAT), 65);
+    assert_int_equal(gm_status_exit_code(GM_ERR_NOENT), 66);
+    assert_int_equal(gm_status_exit_code(GM_ERR_EXISTS), 73);
+    assert_int_equal(gm_status_exit_code(GM_ERR_NODEV), 2);
+    assert_int_equal(gm_status_exit_code(GM_ERR_INVALID), 64);
+    assert_int_equal(gm_status_exit_code(GM_ERR_INTERNAL), 70);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_bytes), cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_u64),    cmocka_unit_test(test_saturating),
+        cmocka_unit_test(test_json_compact), cmocka_unit_test(test_json_pretty),
+        cmocka_unit_test(test_json_misuse),  cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_alloc_failure_injection),
+        cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
