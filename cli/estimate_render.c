@@ -76,7 +76,7 @@ static void text_fit(FILE *f, const struct est_view *v)
     if (v->n_sugg) {
         fprintf(f, "\nwhat to change (one change at a time, device used):\n");
         for (int i = 0; i < v->n_sugg; i++)
-            fprintf(f, "  %-40s %9.2f GiB%s\n", v->sugg[i].change,
+            fprintf(f, "  %-48s %9.2f GiB%s\n", v->sugg[i].change,
                     (double)v->sugg[i].device_bytes / (double)GM_GIB,
                     v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "");
     }
@@ -103,7 +103,7 @@ void est_render_text(FILE *f, const struct est_view *v)
                     (unsigned long long)in->batch, (unsigned long long)in->seq,
                     in->method == GM_METHOD_BLOG ? "blog" : "arch");
         else
-            fprintf(f, "job: inference, %llu sequences x (%llu context + %llu new tokens)\n",
+            fprintf(f, "job: inference, batch %llu x (%llu context + %llu new tokens)\n",
                     (unsigned long long)in->batch, (unsigned long long)in->context,
                     (unsigned long long)in->new_tokens);
         fprintf(f, "\n%-30s %-24s %16s %11s %11s\n", "component", "live during", "bytes", "GB",

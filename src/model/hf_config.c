@@ -48,7 +48,7 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
         json_int_t i = json_integer_value(v);
         if (i < 0) {
             r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                            "config.json: '%s' is negative (%lld)", key, (long long)i);
+                            "'%s' is negative (%lld)", key, (long long)i);
             return false;
         }
         *out = (uint64_t)i;
@@ -62,7 +62,7 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
         }
     }
     r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                    "config.json: '%s' must be a non-negative whole number", key);
+                    "'%s' must be a non-negative whole number", key);
     return false;
 }
 
@@ -83,7 +83,7 @@ static bool get_bool(struct reader *r, const char *key, bool dflt)
         return json_is_true(v);
     if (r->st == GM_OK)
         r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                        "config.json: '%s' must be true or false", key);
+                        "'%s' must be true or false", key);
     return dflt;
 }
 
@@ -99,7 +99,7 @@ static double get_double(struct reader *r, const char *key, double dflt)
     }
     if (r->st == GM_OK)
         r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                        "config.json: '%s' must be a probability between 0 and 1", key);
+                        "'%s' must be a probability between 0 and 1", key);
     return dflt;
 }
 
@@ -254,7 +254,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
         return r->st;
     if (r->missing[0])
         return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "config.json (model type '%s'): missing fields: %s",
+                       "model type '%s'): missing fields: %s",
                        m->model_type[0] ? m->model_type : "?", r->missing);
 
     m->n_kv_heads = m->n_heads;
@@ -321,7 +321,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
         return r->st;
     if (r->missing[0])
         return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "config.json (model type '%s'): missing fields: %s", m->model_type,
+                       "model type '%s'): missing fields: %s", m->model_type,
                        r->missing);
     if (m->arch == GM_ARCH_UNKNOWN)
         return GM_OK; /* generic fields only; gm_model_validate() says what is missing */
@@ -337,18 +337,18 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     enum gm_status st;
 
     if (len > CONFIG_MAX_BYTES)
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "config.json: larger than %zu bytes",
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes",
                        CONFIG_MAX_BYTES);
     memset(&r, 0, sizeof(r));
     r.err = err;
     r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!r.root)
         return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "config.json: invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
                        jerr.column);
     if (!json_is_object(r.root)) {
         json_decref(r.root);
-        return gm_fail(err, GM_ERR_FORMAT, 0, "config.json: top level is not an object");
+        return gm_fail(err, GM_ERR_FORMAT, 0, "top level is not an object");
     }
     gm_model_init(&m);
     st = parse_root(&r, &m);
