@@ -83,7 +83,7 @@ struct combined {
 };
 
 static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, const char *change,
-                    struct combined *all, void (*apply)(struct gm_estimate_inputs *))
+                    struct combined *all, void (*apply)(struct gm_estimate_inputs *), bool combine)
 {
     struct gm_estimate e;
     struct gm_error err;
@@ -98,6 +98,8 @@ static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, co
     sg->device_bytes = e.device_bytes;
     sg->fits = v->gpu_bytes && e.device_bytes <= v->gpu_bytes;
     /* Accumulate into the combined alternative when it helps. */
+    if (!combine)
+        return;
     c = all->in;
     apply(&c);
     if (gm_estimate_run(&c, &e, &err) == GM_OK && e.device_bytes < all->device_bytes) {
@@ -150,11 +152,11 @@ static void ap_bits4(struct gm_estimate_inputs *a)
 }
 
 static void try_change(struct est_view *v, struct combined *all, const char *change,
-                       void (*apply)(struct gm_estimate_inputs *))
+                       void (*apply)(struct gm_estimate_inputs *), bool combine)
 {
     struct gm_estimate_inputs a = *v->in;
     apply(&a);
-    suggest(v, &a, change, all, apply);
+    suggest(v, &a, change, all, apply, combine);
 }
 
 /* One change at a time, the ones that usually matter most first; then all the helpful
@@ -169,31 +171,31 @@ static void suggestions(struct est_view *v)
     all.device_bytes = v->e->device_bytes;
     if (in->mode == GM_EST_TRAIN && in->method == GM_METHOD_ARCH) {
         if (in->grad_ckpt == GM_CKPT_NONE)
-            try_change(v, &all, "--grad-checkpointing full", ap_ckpt);
+            try_change(v, &all, "--grad-checkpointing full", ap_ckpt, true);
         if (in->batch > 1) {
             snprintf(buf, sizeof(buf), "--batch %llu (raise gradient accumulation)",
                      (unsigned long long)(in->batch / 2));
-            try_change(v, &all, buf, ap_half_batch);
+            try_change(v, &all, buf, ap_half_batch, true);
         }
         if (in->optimizer == GM_OPT_ADAMW || in->optimizer == GM_OPT_ADAM) {
-            try_change(v, &all, "--optimizer adamw-8bit", ap_8bit);
+            try_change(v, &all, "--optimizer adamw-8bit", ap_8bit, true);
             if (in->optim_impl == GM_OPTIM_FOREACH)
-                try_change(v, &all, "--optimizer-impl fused", ap_fused);
+                try_change(v, &all, "--optimizer-impl fused", ap_fused, true);
         }
         if (in->attention == GM_ATTN_EAGER)
-            try_change(v, &all, "--attention sdpa", ap_sdpa);
+            try_change(v, &all, "--attention sdpa", ap_sdpa, true);
         if (in->precision != GM_PREC_BF16)
-            try_change(v, &all, "--precision bf16 (pure bf16, no fp32 master)", ap_bf16);
+            try_change(v, &all, "--precision bf16 (pure bf16, no fp32 master)", ap_bf16, true);
     } else if (in->mode == GM_EST_INFER) {
         if (in->kv_dtype != GM_DTYPE_F8_E4M3 && in->kv_dtype != GM_DTYPE_INT4)
-            try_change(v, &all, "--kv-dtype fp8", ap_kv_fp8);
+            try_change(v, &all, "--kv-dtype fp8", ap_kv_fp8, true);
         if (in->weight_bits == 0 || in->weight_bits > 8)
-            try_change(v, &all, "--bits 8 (int8/fp8 weights)", ap_bits8);
+            try_change(v, &all, "--bits 8 (int8/fp8 weights)", ap_bits8, false);
         if (in->weight_bits == 0 || in->weight_bits > 4.5)
-            try_change(v, &all, "--bits 4.5 (4-bit weights + scales)", ap_bits4);
+            try_change(v, &all, "--bits 4.5 (4-bit weights + scales)", ap_bits4, true);
         if (in->batch > 1) {
             snprintf(buf, sizeof(buf), "--batch %llu", (unsigned long long)(in->batch / 2));
-            try_change(v, &all, buf, ap_half_batch);
+            try_change(v, &all, buf, ap_half_batch, true);
         }
     }
     if (all.n > 1) {
