@@ -52,6 +52,9 @@ static void text_weights(FILE *f, const struct est_view *v)
     }
 }
 
+/* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
+#define WRAP_PAD "                                                  "
+
 static void text_fit(FILE *f, const struct est_view *v)
 {
     const struct gm_estimate *e = v->e;
@@ -76,7 +79,8 @@ static void text_fit(FILE *f, const struct est_view *v)
     if (v->n_sugg) {
         fprintf(f, "\nwhat to change (one change at a time, device used):\n");
         for (int i = 0; i < v->n_sugg; i++)
-            fprintf(f, "  %-48s %9.2f GiB%s\n", v->sugg[i].change,
+            fprintf(f, "  %-48s%s %9.2f GiB%s\n", v->sugg[i].change,
+                    strlen(v->sugg[i].change) > 48 ? "\n" WRAP_PAD : "",
                     (double)v->sugg[i].device_bytes / (double)GM_GIB,
                     v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "");
     }

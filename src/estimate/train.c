@@ -331,9 +331,9 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     gm_estimate_assume(e, "optimizer %s: %s; step temporaries: %s",
                        gm_optimizer_name(in->optimizer), state_what, temp_what);
     gm_estimate_assume(e,
-                       "activations per layer from the architecture (%s attention%s), "
+                       "activations per layer from the architecture (attention: %s%s), "
                        "batch %llu x seq %llu",
-                       eager ? "eager" : "sdpa/flash, no s*s scores",
+                       eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
                        in->grad_ckpt == GM_CKPT_FULL ? ", full checkpointing" : "",
                        (unsigned long long)in->batch, (unsigned long long)in->seq);
     if (m->head == GM_HEAD_CAUSAL_LM)
