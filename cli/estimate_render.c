@@ -196,7 +196,10 @@ static void json_inputs(struct gm_json *w, const struct est_view *v)
         gm_json_kv_u64(w, "parameters", in->n_params);
     else
         gm_json_kv_null(w, "parameters");
-    gm_json_kv_double(w, "bits", in->weight_bits);
+    if (in->weight_bits > 0)
+        gm_json_kv_double(w, "bits", in->weight_bits);
+    else
+        gm_json_kv_null(w, "bits");
     gm_json_kv_u64(w, "reserve_bytes", in->reserve_bytes);
     if (in->mode == GM_EST_TRAIN) {
         gm_json_kv_str(w, "precision", gm_precision_name(in->precision));
@@ -208,7 +211,10 @@ static void json_inputs(struct gm_json *w, const struct est_view *v)
         gm_json_kv_str(w, "attention", in->attention == GM_ATTN_EAGER ? "eager" : "sdpa");
         gm_json_kv_str(w, "zero_grad",
                        in->zero_grad == GM_ZERO_GRAD_ZEROS ? "zeros" : "set-to-none");
-        gm_json_kv_double(w, "activations_per_token", in->activations_per_token);
+        if (in->activations_per_token > 0)
+            gm_json_kv_double(w, "activations_per_token", in->activations_per_token);
+        else
+            gm_json_kv_null(w, "activations_per_token");
     }
     if (in->mode == GM_EST_INFER) {
         gm_json_kv_u64(w, "batch", in->batch);
