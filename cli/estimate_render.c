@@ -52,6 +52,24 @@ static void text_weights(FILE *f, const struct est_view *v)
     }
 }
 
+/* Catalog indices in ascending capacity order (smallest GPU that fits first). */
+static size_t gpus_by_size(size_t *idx, size_t max)
+{
+    size_t n = gm_gpu_catalog_count() < max ? gm_gpu_catalog_count() : max;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        idx[i] = i;
+        while (j > 0 && gm_gpu_catalog_get(idx[j - 1])->memory_bytes >
+                            gm_gpu_catalog_get(idx[j])->memory_bytes) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+            j--;
+        }
+    }
+    return n;
+}
+
 /* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
 #define WRAP_PAD "                                                  "
 
@@ -66,9 +84,10 @@ static void text_fit(FILE *f, const struct est_view *v)
                 fits ? "headroom" : "short by", (double)d / (double)GM_GIB);
     } else {
         int n = 0;
+        size_t idx[64], count = gpus_by_size(idx, 64);
         fprintf(f, "\nfits on (device used <= total memory):");
-        for (size_t i = 0; i < gm_gpu_catalog_count(); i++) {
-            const struct gm_gpu *g = gm_gpu_catalog_get(i);
+        for (size_t i = 0; i < count; i++) {
+            const struct gm_gpu *g = gm_gpu_catalog_get(idx[i]);
             if (g->memory_bytes >= e->device_bytes) {
                 fprintf(f, "%s %s", n ? "," : "", g->name);
                 n++;
@@ -296,11 +315,12 @@ void est_render_json(struct gm_json *w, const struct est_view *v)
         gm_json_kv_i64(w, "headroom_bytes", (int64_t)v->gpu_bytes - (int64_t)e->device_bytes);
         gm_json_end_object(w);
     } else {
+        size_t idx[64], count = gpus_by_size(idx, 64);
         gm_json_key(w, "fits_on");
         gm_json_begin_array(w);
-        for (size_t i = 0; i < gm_gpu_catalog_count(); i++)
-            if (gm_gpu_catalog_get(i)->memory_bytes >= e->device_bytes)
-                gm_json_str(w, gm_gpu_catalog_get(i)->name);
+        for (size_t i = 0; i < count; i++)
+            if (gm_gpu_catalog_get(idx[i])->memory_bytes >= e->device_bytes)
+                gm_json_str(w, gm_gpu_catalog_get(idx[i])->name);
         gm_json_end_array(w);
     }
     gm_json_key(w, "suggestions");
