@@ -324,6 +324,9 @@ int cmd_estimate(int argc, char **argv)
         return cli_usage(cmd, "--reserve-gib applies to the weights-only estimate");
     if (s_reserve && !(reserve_gib >= 0 && reserve_gib <= 1048576.0))
         return cli_usage(cmd, "--reserve-gib: must be between 0 and 1048576");
+    if (s_bits && train)
+        return cli_usage(
+            cmd, "--bits applies to weights and --infer estimates; training uses --precision");
     if (s_bits && !(bits > 0 && bits <= 64))
         return cli_usage(cmd, "--bits: must be above 0 and at most 64");
     if (s_apt && !(apt > 0 && apt <= 1e12))

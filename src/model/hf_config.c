@@ -10,6 +10,8 @@
  *   bert     type_vocab_size hidden_dropout_prob attention_probs_dropout_prob
  *   qwen2    use_sliding_window max_window_layers
  *   mixtral  num_local_experts num_experts_per_tok
+ * A config whose top level has no hidden size but a "text_config" object is read from that
+ * object (multimodal wrappers).
  * Integers must be non-negative whole numbers (a real with an integral value is accepted);
  * null counts as absent.  Unknown model types are read with the common keys and marked
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
@@ -47,8 +49,8 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i < 0) {
-            r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                            "'%s' is negative (%lld)", key, (long long)i);
+            r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' is negative (%lld)", key,
+                            (long long)i);
             return false;
         }
         *out = (uint64_t)i;
@@ -61,8 +63,8 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
             return true;
         }
     }
-    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                    "'%s' must be a non-negative whole number", key);
+    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' must be a non-negative whole number",
+                    key);
     return false;
 }
 
@@ -82,8 +84,7 @@ static bool get_bool(struct reader *r, const char *key, bool dflt)
     if (json_is_boolean(v))
         return json_is_true(v);
     if (r->st == GM_OK)
-        r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                        "'%s' must be true or false", key);
+        r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' must be true or false", key);
     return dflt;
 }
 
@@ -253,8 +254,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "model type '%s'): missing fields: %s",
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
                        m->model_type[0] ? m->model_type : "?", r->missing);
 
     m->n_kv_heads = m->n_heads;
@@ -320,9 +320,8 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "model type '%s'): missing fields: %s", m->model_type,
-                       r->missing);
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
+                       m->model_type, r->missing);
     if (m->arch == GM_ARCH_UNKNOWN)
         return GM_OK; /* generic fields only; gm_model_validate() says what is missing */
     return gm_model_validate(m, r->err);
@@ -337,18 +336,24 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     enum gm_status st;
 
     if (len > CONFIG_MAX_BYTES)
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes",
-                       CONFIG_MAX_BYTES);
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes", CONFIG_MAX_BYTES);
     memset(&r, 0, sizeof(r));
     r.err = err;
     r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!r.root)
         return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
-                       jerr.column);
+                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
     if (!json_is_object(r.root)) {
         json_decref(r.root);
         return gm_fail(err, GM_ERR_FORMAT, 0, "top level is not an object");
+    }
+    /* Multimodal configs (Llava, Mllama, Gemma-3) nest the language model in "text_config";
+     * size that one when the top level has no hidden size of its own. */
+    if (!json_object_get(r.root, "hidden_size") && !json_object_get(r.root, "n_embd") &&
+        json_is_object(json_object_get(r.root, "text_config"))) {
+        json_t *text = json_incref(json_object_get(r.root, "text_config"));
+        json_decref(r.root);
+        r.root = text;
     }
     gm_model_init(&m);
     st = parse_root(&r, &m);
