@@ -44,6 +44,8 @@ double est_layer_saved_per_token(const struct gm_model *m, double ea, double er,
     attn = norm_one + ea * (q + 2.0 * kv_saved) + ea * q + drop_h;
     if (rotary)
         attn += 2.0 * ea * (q + kv);
+    if (m->qk_norm)
+        attn += (4.0 + ea) * (q + kv); /* fp32 normalised copy + output of q/k norms */
     if (eager) {
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;

@@ -8,7 +8,7 @@
  *            tie_word_embeddings torch_dtype|dtype sliding_window attention_dropout
  *   gpt2     n_embd n_layer n_head n_inner (null: 4*n_embd) n_positions attn_pdrop resid_pdrop
  *   bert     type_vocab_size hidden_dropout_prob attention_probs_dropout_prob
- *   qwen2    use_sliding_window max_window_layers
+ *   qwen2/3  use_sliding_window max_window_layers (qwen3: q_norm/k_norm always present)
  *   mixtral  num_local_experts num_experts_per_tok
  * A config whose top level has no hidden size but a "text_config" object is read from that
  * object (multimodal wrappers).
@@ -144,7 +144,7 @@ static const struct {
     {"gemma2", "Gemma2", GM_ARCH_GEMMA2},    {"gemma", "Gemma", GM_ARCH_GEMMA},
     {"phi3", "Phi3", GM_ARCH_PHI3},          {"phi", "Phi", GM_ARCH_PHI},
     {"gpt2", "GPT2", GM_ARCH_GPT2},          {"gpt_neox", "GPTNeoX", GM_ARCH_GPT_NEOX},
-    {"bert", "Bert", GM_ARCH_BERT},
+    {"bert", "Bert", GM_ARCH_BERT},          {"qwen3", "Qwen3For", GM_ARCH_QWEN3},
 };
 
 static enum gm_arch find_arch(const char *model_type, json_t *archs)
@@ -176,6 +176,9 @@ static void set_layout(struct gm_model *m)
     switch (m->arch) {
     case GM_ARCH_QWEN2:
         m->qkv_bias = true;
+        break;
+    case GM_ARCH_QWEN3:
+        m->qk_norm = true;
         break;
     case GM_ARCH_GEMMA:
     case GM_ARCH_GEMMA2:
@@ -278,6 +281,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (get_u64(r, "sliding_window", &v) && v > 0) {
         switch (m->arch) {
         case GM_ARCH_QWEN2:
+        case GM_ARCH_QWEN3:
             if (get_bool(r, "use_sliding_window", false)) {
                 uint64_t full = m->n_layers;
                 get_u64(r, "max_window_layers", &full);

@@ -126,7 +126,8 @@ static const struct {
     {"pythia-160m", 162322944ull},        {"pythia-1b", 1011781632ull},
     {"pythia-6.9b", 6857302016ull},       {"pythia-12b", 11846072320ull},
     {"gpt-neox-20b", 20554567680ull},     {"bert-base-uncased", 109482240ull},
-    {"bert-large-uncased", 335141888ull},
+    {"bert-large-uncased", 335141888ull}, {"qwen3-0.6b", 596049920ull},
+    {"qwen3-8b", 8190735360ull},
 };
 
 static void test_catalog_counts(void **state)
