@@ -70,6 +70,17 @@ static size_t gpus_by_size(size_t *idx, size_t max)
     return n;
 }
 
+/* ANSI colour for verdicts (--color; NO_COLOR honoured by the caller). */
+static const char *color_on(const struct est_view *v, bool good)
+{
+    return v->color ? (good ? "\033[32m" : "\033[1;31m") : "";
+}
+
+static const char *color_off(const struct est_view *v)
+{
+    return v->color ? "\033[0m" : "";
+}
+
 /* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
 #define WRAP_PAD "                                                  "
 
@@ -79,9 +90,10 @@ static void text_fit(FILE *f, const struct est_view *v)
     if (v->gpu_bytes) {
         bool fits = e->device_bytes <= v->gpu_bytes;
         uint64_t d = fits ? v->gpu_bytes - e->device_bytes : e->device_bytes - v->gpu_bytes;
-        fprintf(f, "\nfit on %s (%.2f GiB): %s, %s %.2f GiB\n", v->gpu_label,
-                (double)v->gpu_bytes / (double)GM_GIB, fits ? "yes" : "NO",
-                fits ? "headroom" : "short by", (double)d / (double)GM_GIB);
+        fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s %.2f GiB\n", v->gpu_label,
+                (double)v->gpu_bytes / (double)GM_GIB, color_on(v, fits),
+                fits ? "yes" : "NO", color_off(v), fits ? "headroom" : "short by",
+                (double)d / (double)GM_GIB);
     } else {
         int n = 0;
         size_t idx[64], count = gpus_by_size(idx, 64);
@@ -98,10 +110,12 @@ static void text_fit(FILE *f, const struct est_view *v)
     if (v->n_sugg) {
         fprintf(f, "\nwhat to change (one change at a time, device used):\n");
         for (int i = 0; i < v->n_sugg; i++)
-            fprintf(f, "  %-48s%s %9.2f GiB%s\n", v->sugg[i].change,
+            fprintf(f, "  %-48s%s %9.2f GiB%s%s%s\n", v->sugg[i].change,
                     strlen(v->sugg[i].change) > 48 ? "\n" WRAP_PAD : "",
                     (double)v->sugg[i].device_bytes / (double)GM_GIB,
-                    v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "");
+                    v->gpu_bytes ? color_on(v, v->sugg[i].fits) : "",
+                    v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "",
+                    v->gpu_bytes ? color_off(v) : "");
     }
 }
 
