@@ -67,6 +67,14 @@ void gm_host_probe(struct gm_host_info *h);
  * CUDA_MODULE_LOADING, ... (static storage). */
 extern const char *const gm_memory_env_vars[];
 
+/* Process tree from /proc: 'root' and every live descendant (by PPID), into out[0..cap);
+ * returns how many there are (may exceed cap).  Returns 0 when 'root' does not exist. */
+size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
+
+/* Whether 'pid' names a live process in our /proc (false for a host PID that our PID
+ * namespace cannot see). */
+bool gm_proc_exists(uint32_t pid);
+
 /* ------------------------------------------------------------------------------------ */
 /* Vendor-neutral device view */
 
