@@ -4,5 +4,7 @@
 #define GM_CLI_COMMANDS_H
 
 int cmd_version(int argc, char **argv);
+int cmd_environment(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 #endif

@@ -7,6 +7,8 @@
 
 static const struct cli_command commands[] = {
     {"version", cmd_version, "print the version and compiled-in features"},
+    {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
+    {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
     {NULL, NULL, NULL},
 };
 

@@ -166,8 +166,9 @@ enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err
     if (cu && cu->state == GM_BACKEND_NODEV && nv && nv->state == GM_BACKEND_OK && cvd)
         return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
                        "no CUDA device visible: NVML sees %zu device%s but CUDA_VISIBLE_DEVICES=\"%s\" "
-                       "hides them (%s)",
-                       d->n_dev, d->n_dev == 1 ? "" : "s", cvd, cu->msg);
+                       "hides %s (%s)",
+                       d->n_dev, d->n_dev == 1 ? "" : "s", cvd, d->n_dev == 1 ? "it" : "them",
+                       cu->msg);
     if (cu && cu->state == GM_BACKEND_NODEV)
         return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET, "%s", cu->msg);
     if (nv && cu && nv->state == GM_BACKEND_MISSING && cu->state == GM_BACKEND_MISSING)
@@ -248,6 +249,15 @@ enum gm_status gm_device_parse_spec(const char *spec, int *cuda_index, struct gm
     return GM_OK;
 }
 
+/* Live readings come from NVML only: say why it is not there. */
+static enum gm_status no_backend(const struct gm_devices *d, const char *what, struct gm_error *err)
+{
+    const struct gm_backend_status *nv = find_backend(d, "nvml");
+    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                   "cannot %s this device without NVML (%s)", what,
+                   nv && nv->state != GM_BACKEND_OK ? nv->msg : "NVML does not see it");
+}
+
 enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_device_memory *out,
                                  struct gm_error *err)
 {
@@ -265,8 +275,7 @@ enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_devic
             return GM_OK;
     }
     if (!tried)
-        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                       "no backend can read the memory of this device (NVML is not available)");
+        return no_backend(d, "read the memory of", err);
     return st;
 }
 
@@ -281,6 +290,5 @@ enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_pr
             continue;
         return backends[b]->processes(d->ctx[b], d->dev[i].backend_index[b], out, cap, n, err);
     }
-    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                   "no backend lists the processes of this device (NVML is not available)");
+    return no_backend(d, "list the processes of", err);
 }
