@@ -32,12 +32,14 @@ static const char *state_word(enum gm_backend_state s)
     return "error";
 }
 
-/* "80.00 GiB (85899345920 B)" or "unknown". */
+/* "80.00 GiB (85899345920 B)", "0 B" or "unknown". */
 static const char *bytes_text(char *out, size_t n, struct gm_reading r)
 {
     char h[32];
     if (!r.valid)
         return "unknown";
+    if (r.value < 1024) /* already exact */
+        return gm_format_bytes(out, n, r.value, GM_UNITS_IEC);
     snprintf(out, n, "%s (%" PRIu64 " B)", gm_format_bytes(h, sizeof(h), r.value, GM_UNITS_IEC),
              r.value);
     return out;

@@ -41,7 +41,8 @@
  *   GPUMEM_FAKE_CC, _SMS       compute capability "8.0", SM count
  *   GPUMEM_FAKE_CUINIT_ERROR   forced cuInit result: 34 acts as the toolkit stub (then
  *                              cuDriverGetVersion fails with 34 too), 100, 999, ...
- *   GPUMEM_FAKE_OOM_AFTER      cuMemAlloc_v2 fails with 2 after N successful calls
+ *   GPUMEM_FAKE_OOM_AFTER      cuMemAlloc_v2 fails with 2 after N successful calls (counted
+ *                              from the last cuInit)
  *   GPUMEM_FAKE_CONTEXT_BYTES  charge of a primary context (default 300MiB)
  *   GPUMEM_FAKE_GRANULE        allocation charge unit (default 2MiB)
  *   GPUMEM_FAKE_STATE          path of the state file shared with the fake NVML
@@ -162,6 +163,7 @@ FAKE_API CUresult cuInit(unsigned flags)
             r = CUDA_ERROR_NO_DEVICE;
     }
     initialised = r == CUDA_SUCCESS;
+    n_alloc_calls = 0; /* GPUMEM_FAKE_OOM_AFTER counts from the (last) cuInit */
     pthread_mutex_unlock(&lock);
     return r;
 }

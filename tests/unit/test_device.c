@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/* test_device.c - the device layer against the fake drivers (tests/fake/): CUDA driver
+ * calls, no-GPU states, the joined device list, NVML memory v1/v2, process lists through
+ * the shared state file, the watch record, and small helpers.
+ * ctest sets GPUMEM_CUDA_LIBRARY / GPUMEM_NVML_LIBRARY to the fakes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "device/device_int.h"
+#include "gpumem/device.h"
+#include "gpumem/watch.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIB (1024ull * 1024ull)
+
+static char state_path[256];
+
+/* Every test starts from the fakes' defaults and a fresh state file. */
+static int setup(void **state)
+{
+    static const char *const vars[] = {
+        "GPUMEM_FAKE_DEVICES",      "GPUMEM_FAKE_NAME",         "GPUMEM_FAKE_MEMORY",
+        "GPUMEM_FAKE_RESERVED",     "GPUMEM_FAKE_CUINIT_ERROR", "GPUMEM_FAKE_NVML_INIT_ERROR",
+        "GPUMEM_FAKE_NVML_MEMORY_ERROR", "GPUMEM_FAKE_NO_MEMORY_V2", "GPUMEM_FAKE_OOM_AFTER",
+        "GPUMEM_FAKE_PID_OFFSET",   "GPUMEM_FAKE_PTX_ISA",      "CUDA_VISIBLE_DEVICES",
+        NULL};
+    (void)state;
+    for (int k = 0; vars[k]; k++)
+        unsetenv(vars[k]);
+    snprintf(state_path, sizeof(state_path), "/tmp/gm-test-device-%d.state", (int)getpid());
+    unlink(state_path);
+    setenv("GPUMEM_FAKE_STATE", state_path, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(state_path);
+    return 0;
+}
+
+static void test_parse_spec(void **state)
+{
+    int i = -1;
+    struct gm_error e;
+    (void)state;
+    assert_int_equal(gm_device_parse_spec("cuda:3", &i, &e), GM_OK);
+    assert_int_equal(i, 3);
+    assert_int_equal(gm_device_parse_spec("0", &i, &e), GM_OK);
+    assert_int_equal(i, 0);
+    assert_int_equal(gm_device_parse_spec("gpu:1", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:1x", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:-1", &i, &e), GM_ERR_INVALID);
+}
+
+static void test_pci_normalise(void **state)
+{
+    char b[32];
+    (void)state;
+    assert_true(gm_pci_normalise("0000:17:00.0", b, sizeof b));
+    assert_string_equal(b, "00000000:17:00.0");
+    assert_true(gm_pci_normalise("00000000:3b:00.1", b, sizeof b));
+    assert_string_equal(b, "00000000:3B:00.1");
+    assert_false(gm_pci_normalise("17:00.0", b, sizeof b));
+    assert_false(gm_pci_normalise("0000:17:00.0x", b, sizeof b));
+}
+
+static void test_cuda_basics(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_device_info info;
+    uint64_t f0, t0, f1, t1, p, q;
+    int v = 0, n = 0;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_MEMORY", "16GiB", 1);
+    setenv("GPUMEM_FAKE_RESERVED", "256MiB", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_driver_version(cu, &v, &e), GM_OK);
+    assert_int_equal(v, 12040);
+    assert_int_equal(gm_cuda_device_count(cu, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gm_cuda_device_info(cu, 0, &info, &e), GM_OK);
+    assert_string_equal(info.name, "NVIDIA Fake A100-SXM4-80GB");
+    assert_string_equal(info.uuid, "GPU-fa4e0000-6d65-6d00-8000-000000000010");
+    assert_string_equal(info.pci_bus_id, "00000000:17:00.0");
+    assert_true(info.cc_valid);
+    assert_int_equal(info.cc_major, 8);
+    assert_true(info.cuda_total.valid);
+    assert_int_equal(info.cuda_total.value, 16 * 1024 * MIB - 256 * MIB);
+    assert_int_equal(info.cuda_index, 0);
+    assert_int_equal(info.nvml_index, -1);
+
+    /* Memory calls need a context; the context itself costs 300 MiB. */
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f0, &t0, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_cuda_context_begin(cu, 5, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "cuda:5 is out of range: 1 CUDA device visible"));
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f0, &t0, &e), GM_OK);
+    assert_int_equal(t0, 16 * 1024 * MIB - 256 * MIB);
+    assert_int_equal(f0, t0 - 300 * MIB);
+
+    /* 5 GiB + 1 byte: above 4 GiB (a 32-bit binding would truncate) and charged in
+     * 2 MiB granules. */
+    assert_int_equal(gm_cuda_mem_alloc(cu, 5 * 1024 * MIB + 1, &p, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f1, &t1, &e), GM_OK);
+    assert_int_equal(f0 - f1, 5 * 1024 * MIB + 2 * MIB);
+
+    /* Past the capacity: GM_ERR_LIMIT with CUresult 2. */
+    assert_int_equal(gm_cuda_mem_alloc(cu, 11ull * 1024 * MIB, &q, &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_OUT_OF_MEMORY);
+    assert_non_null(strstr(e.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
+
+    {
+        unsigned char in[64], out[64];
+        for (int k = 0; k < 64; k++)
+            in[k] = (unsigned char)(k * 7);
+        assert_int_equal(gm_cuda_memcpy_htod(cu, p + 4096, in, sizeof in, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p + 4096, sizeof out, &e), GM_OK);
+        assert_memory_equal(in, out, sizeof in);
+        assert_int_equal(gm_cuda_memset_d8(cu, p, 0x11, 16, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p, 16, &e), GM_OK);
+        assert_int_equal(out[15], 0x11);
+    }
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_ERR_DRIVER); /* double free */
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f1, &t1, &e), GM_OK);
+    assert_int_equal(f1, f0);
+    assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
+    gm_cuda_unload(cu);
+}
+
+static void test_cuda_oom_after(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    uint64_t p[3];
+    (void)state;
+    setenv("GPUMEM_FAKE_OOM_AFTER", "2", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[0], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[1], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[2], &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_cuda_mem_free(cu, p[0], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p[1], &e), GM_OK);
+    gm_cuda_unload(cu); /* releases the context too */
+}
+
+static const char fill_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                               ".visible .entry gpumem_fill_u32(.param .u64 p, .param .u32 v, "
+                               ".param .u64 n)\n{\n ret;\n}\n"
+                               ".visible .entry other_kernel()\n{\n ret;\n}\n";
+
+static void test_cuda_module(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_cuda_module *m;
+    struct gm_cuda_function *f;
+    uint64_t p, n = 1000;
+    uint32_t value = 0xdeadbeefu, out[1000];
+    struct gm_cuda_launch_dims dims = {{4, 1, 1}, {256, 1, 1}, 0};
+    void *params[3] = {&p, &value, &n};
+    (void)state;
+
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, sizeof out, &p, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_function(cu, m, "missing", &f, &e), GM_ERR_DRIVER);
+    assert_non_null(strstr(e.msg, "kernel 'missing'"));
+    assert_int_equal(gm_cuda_module_function(cu, m, "gpumem_fill_u32", &f, &e), GM_OK);
+    assert_int_equal(gm_cuda_launch(cu, f, &dims, params, &e), GM_OK);
+    assert_int_equal(gm_cuda_synchronize(cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p, sizeof out, &e), GM_OK);
+    assert_int_equal(out[0], value);
+    assert_int_equal(out[999], value);
+    assert_int_equal(gm_cuda_module_function(cu, m, "other_kernel", &f, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_unload(cu, m, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+
+    /* A PTX ISA newer than the driver's: 222 with the JIT log in the message. */
+    setenv("GPUMEM_FAKE_PTX_ISA", "6.4", 1);
+    gm_cuda_unload(cu);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_ERR_DRIVER);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_UNSUPPORTED_PTX_VERSION);
+    assert_non_null(strstr(e.msg, "Unsupported .version 7.0"));
+    assert_int_equal(gm_cuda_module_load_ptx(cu, "garbage", &m, &e), GM_ERR_DRIVER);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_INVALID_PTX);
+    gm_cuda_unload(cu);
+}
+
+static void test_cuda_no_gpu(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    const char *lib = getenv("GPUMEM_CUDA_LIBRARY");
+    char saved[1024];
+    (void)state;
+
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_null(cu);
+    assert_non_null(strstr(e.msg, "only the CUDA stub library"));
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "999", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "999"));
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "3", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_DRIVER);
+    unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
+    setenv("GPUMEM_FAKE_DEVICES", "0", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no CUDA device"));
+    unsetenv("GPUMEM_FAKE_DEVICES");
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+
+    assert_non_null(lib);
+    snprintf(saved, sizeof saved, "%s", lib);
+    setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no NVIDIA driver"));
+    setenv("GPUMEM_CUDA_LIBRARY", saved, 1);
+}
+
+static void test_devices_join(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_device_memory m;
+    size_t pos;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "3", 1);
+    setenv("GPUMEM_FAKE_NAME", "Card A,Card B,Card C", 1);
+    setenv("GPUMEM_FAKE_MEMORY", "24GiB,48GiB,80GiB", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "2,0", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_OK);
+    assert_int_equal(gm_devices_count(d), 3);
+    /* CUDA order first (cuda:0 is physical 2), then the device CUDA does not see. */
+    assert_string_equal(gm_devices_info(d, 0)->name, "Card C");
+    assert_int_equal(gm_devices_info(d, 0)->cuda_index, 0);
+    assert_int_equal(gm_devices_info(d, 0)->nvml_index, 2);
+    assert_int_equal(gm_devices_info(d, 1)->cuda_index, 1);
+    assert_int_equal(gm_devices_info(d, 1)->nvml_index, 0);
+    assert_int_equal(gm_devices_info(d, 2)->cuda_index, -1);
+    assert_int_equal(gm_devices_info(d, 2)->nvml_index, 1);
+    assert_int_equal(gm_devices_find_cuda(d, 1, &pos, &e), GM_OK);
+    assert_int_equal(pos, 1);
+    assert_int_equal(gm_devices_find_cuda(d, 2, &pos, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "cuda:2 is out of range: 2 CUDA devices visible"));
+
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.source, GM_MEMORY_NVML_V2);
+    assert_int_equal(m.total.value, 80 * 1024 * MIB);
+    assert_int_equal(m.reserved.value, 512 * MIB);
+    assert_int_equal(m.used.value, 0);
+    assert_int_equal(m.free.value, 80 * 1024 * MIB - 512 * MIB);
+    assert_true(gm_devices_versions(d)->cuda_driver_api_valid);
+    assert_string_equal(gm_devices_versions(d)->driver, "550.54.15");
+    gm_devices_close(d);
+}
+
+static void test_devices_memory_fallbacks(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_device_memory m;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
+    setenv("GPUMEM_FAKE_BASE_USED", "1GiB", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.source, GM_MEMORY_NVML_V1);
+    assert_false(m.reserved.valid);           /* v1 cannot tell: unknown, not 0 */
+    assert_int_equal(m.used.value, 1536 * MIB); /* v1 used includes reserved */
+    gm_devices_close(d);
+    unsetenv("GPUMEM_FAKE_BASE_USED");
+
+    setenv("GPUMEM_FAKE_NVML_MEMORY_ERROR", "3", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_ERR_UNSUPPORTED);
+    assert_false(m.used.valid);
+    assert_false(m.total.valid);
+    gm_devices_close(d);
+}
+
+static void test_devices_no_gpu(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
+    setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "9", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "stub library"));
+    assert_int_equal(gm_devices_backend(d, 0)->state, GM_BACKEND_NODEV);
+    assert_int_equal(gm_devices_backend(d, 0)->driver_code, 9);
+    assert_int_equal(gm_devices_backend(d, 1)->state, GM_BACKEND_STUB);
+    assert_int_equal(gm_devices_backend(d, 1)->driver_code, 34);
+    gm_devices_close(d);
+
+    unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
+    setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "999", 1);
+    setenv("GPUMEM_FAKE_DEVICES", "0", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no CUDA device"));
+    assert_int_equal(gm_devices_count(d), 0);
+    gm_devices_close(d);
+}
+
+/* Our own allocations through the fake CUDA show up in the fake NVML's process list. */
+static void test_devices_processes(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_process_memory procs[8];
+    struct gm_device_memory m;
+    uint64_t p;
+    size_t n = 99;
+    (void)state;
+
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, 100 * MIB + 5, &p, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(procs[0].pid, (uint32_t)getpid());
+    assert_true(procs[0].used.valid);
+    assert_int_equal(procs[0].used.value, 102 * MIB + 300 * MIB);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.used.value, 402 * MIB);
+    /* cap smaller than the count: *n says how many there are. */
+    assert_int_equal(gm_devices_processes(d, 0, procs, 0, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 0);
+    gm_cuda_unload(cu);
+    gm_devices_close(d);
+}
+
+static void test_proc_tree(void **state)
+{
+    uint32_t tree[64];
+    size_t n;
+    pid_t child;
+    (void)state;
+
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    n = gm_proc_tree((uint32_t)getpid(), tree, 64);
+    assert_true(n >= 2);
+    assert_int_equal(tree[0], (uint32_t)getpid());
+    {
+        bool found = false;
+        for (size_t k = 0; k < n && k < 64; k++)
+            found = found || tree[k] == (uint32_t)child;
+        assert_true(found);
+    }
+    assert_true(gm_proc_exists((uint32_t)child));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_false(gm_proc_exists((uint32_t)child));
+    assert_int_equal(gm_proc_tree((uint32_t)child, tree, 64), 0);
+}
+
+static void test_watch_record(void **state)
+{
+    struct gm_watch w;
+    struct gm_error e;
+    struct gm_device_memory m = {{100, true}, {50, true}, {10, true}, {5, true}, GM_MEMORY_NVML_V2};
+    struct gm_process_memory p[3] = {{11, {300, true}}, {12, {0, false}}, {13, {700, true}}};
+    enum gm_watch_attr a[3] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_PID_TREE,
+                               GM_WATCH_ATTR_NONE};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    gm_watch_init(&w, 6);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "X", m.total, m.used), 0);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:1", "Y", m.total, m.used), 1);
+    assert_int_equal(gm_watch_device_sample(&w, 0, 0, &m, &e), GM_OK);
+    m.used.value = 40;
+    assert_int_equal(gm_watch_device_sample(&w, 100, 0, &m, &e), GM_OK);
+    m.used.value = 20;
+    assert_int_equal(gm_watch_device_sample(&w, 200, 0, &m, &e), GM_OK);
+    assert_int_equal(w.dev[0].peak.value, 40);
+    assert_int_equal(w.dev[0].peak_t_ms, 100);
+    /* Two devices read at the same time add up for the command's peak. */
+    assert_int_equal(gm_watch_process_sample(&w, 500, 0, p, a, NULL, 3, &e), GM_OK);
+    assert_int_equal(gm_watch_process_sample(&w, 500, 1, p, a, NULL, 1, &e), GM_OK);
+    assert_int_equal(w.cmd_peak, 600);
+    assert_int_equal(w.cmd_peak_t_ms, 500);
+    assert_int_equal(w.dev[0].cmd_peak.value, 300);
+    assert_int_equal(w.n_proc, 3); /* pid 11 and 12 on cuda:0, pid 11 on cuda:1; 13 not ours */
+    assert_int_equal(w.n_samples, 6);
+    assert_false(w.samples_dropped);
+    assert_int_equal(gm_watch_process_sample(&w, 600, 1, p, a, NULL, 1, &e), GM_OK);
+    assert_true(w.samples_dropped); /* the store holds 6; peaks still count */
+
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_true(gm_watch_write_csv(&w, f));
+    fclose(f);
+    assert_string_equal(buf, "time_s,device,pid,used_bytes,free_bytes,attribution\n"
+                             "0.000,cuda:0,,10,50,device\n"
+                             "0.100,cuda:0,,40,50,device\n"
+                             "0.200,cuda:0,,20,50,device\n"
+                             "0.500,cuda:0,11,300,,pid_tree\n"
+                             "0.500,cuda:0,12,,,pid_tree\n"
+                             "0.500,cuda:1,11,300,,pid_tree\n");
+    free(buf);
+    gm_watch_release(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_parse_spec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pci_normalise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_basics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_oom_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_module, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_no_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_join, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_memory_fallbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_no_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proc_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
