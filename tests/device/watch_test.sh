@@ -59,9 +59,11 @@ rc=$?
 # 3. Ctrl-C (SIGINT sent to gpumem by another process): forwarded to the command, the
 #    samples collected so far are still written, exit 130.
 "$GPUMEM" watch --interval 50 --process-interval 100 --output "$work/d.csv" -- \
-    "$WORKLOAD" alloc:512 sleep:20000 2>"$work/d.err" &
+    "$WORKLOAD" alloc:512 info sleep:20000 >"$work/d.out" 2>"$work/d.err" &
 gp=$!
-sleep 1.5
+i=0
+while [ ! -s "$work/d.out" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.5 # a few process readings at the plateau
 kill -INT "$gp"
 wait "$gp"
 rc=$?
@@ -71,7 +73,7 @@ rc=$?
 grep -q 'interrupted' "$work/d.err" || fail "SIGINT: report does not say interrupted"
 
 # 4. --pid: attach to a running process until it exits.
-"$WORKLOAD" sleep:300 alloc:1024 sleep:800 &
+"$WORKLOAD" sleep:300 alloc:1024 sleep:1500 &
 wp=$!
 "$GPUMEM" watch --pid "$wp" --interval 50 --process-interval 100 --output "$work/e.json" 2>"$work/e.err"
 rc=$?
@@ -107,6 +109,19 @@ grep -q 'no NVIDIA driver' "$work/h.err" || fail "no driver: message"
 "$GPUMEM" watch -- "$work/does-not-exist" 2>"$work/i.err"
 rc=$?
 [ "$rc" = 127 ] || fail "missing command: exit $rc, expected 127"
+
+# 9. A driver older than CUDA 11 (no cuDeviceGetUuid_v2, no cuDevicePrimaryCtxRelease_v2):
+#    the fallback names give the same UUID (so CUDA and NVML still join) and a clean exit.
+GPUMEM_CUDA_LIBRARY=$GM_FAKE_DIR/pre11/libcuda.so.1 "$GPUMEM" environment --json >"$work/j.json" 2>"$work/j.err"
+rc=$?
+[ "$rc" = 0 ] || fail "pre-11 driver: environment exit $rc"
+grep -q '"nvml_index": 0,' "$work/j.json" || fail "pre-11 driver: CUDA device not joined to NVML by UUID"
+GPUMEM_CUDA_LIBRARY=$GM_FAKE_DIR/pre11/libcuda.so.1 "$WORKLOAD" alloc:64 info >"$work/k.out" 2>"$work/k.err"
+rc=$?
+[ "$rc" = 0 ] || fail "pre-11 driver: workload exit $rc"
+if nm -D "$GM_FAKE_DIR/pre11/libcuda.so.1" 2>/dev/null | grep -q 'cuDevicePrimaryCtxRelease_v2'; then
+    fail "pre-11 fake exports cuDevicePrimaryCtxRelease_v2"
+fi
 
 if [ "$fails" -ne 0 ]; then
     for f in "$work"/*.err; do

@@ -264,7 +264,7 @@ FAKE_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d)
     return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
+static CUresult get_uuid(unsigned char uuid[16], CUdevice d)
 {
     NEED_INIT();
     if (phys(d) < 0)
@@ -273,9 +273,18 @@ FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
     return CUDA_SUCCESS;
 }
 
+/* Built with FAKE_CUDA_PRE_11, the library has only the names of drivers before CUDA 11
+ * (no cuDeviceGetUuid_v2, no cuDevicePrimaryCtxRelease_v2): gpumem's fallbacks run. */
+#ifndef FAKE_CUDA_PRE_11
+FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
+{
+    return get_uuid(uuid, d);
+}
+#endif
+
 FAKE_API CUresult cuDeviceGetUuid(unsigned char uuid[16], CUdevice d)
 {
-    return cuDeviceGetUuid_v2(uuid, d);
+    return get_uuid(uuid, d);
 }
 
 FAKE_API CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
@@ -303,7 +312,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
     return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+static CUresult primary_release(CUdevice d)
 {
     int p;
     NEED_INIT();
@@ -321,9 +330,16 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
     return CUDA_SUCCESS;
 }
 
+#ifndef FAKE_CUDA_PRE_11
+FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+    return primary_release(d);
+}
+#endif
+
 FAKE_API CUresult cuDevicePrimaryCtxRelease(CUdevice d)
 {
-    return cuDevicePrimaryCtxRelease_v2(d);
+    return primary_release(d);
 }
 
 FAKE_API CUresult cuCtxSetCurrent(CUcontext c)

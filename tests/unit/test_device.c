@@ -13,6 +13,7 @@
 #include "gpumem/device.h"
 #include "gpumem/watch.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,100 @@ static void test_watch_record(void **state)
     gm_watch_release(&w);
 }
 
+/* The environment members parse as JSON, with null for what is unknown. */
+static void test_environment_json(void **state)
+{
+    struct gm_devices *d;
+    struct gm_host_info h;
+    struct gm_error e;
+    struct gm_json w;
+    json_t *root, *dev;
+    json_error_t jerr;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "2", 1);
+    setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_host_probe(&h);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    gm_json_init(&w, f, GM_JSON_PRETTY);
+    gm_json_begin_object(&w);
+    gm_devices_write_json(&w, d, &h, -1);
+    gm_json_end_object(&w);
+    assert_true(gm_json_finish(&w));
+    fclose(f);
+    root = json_loads(buf, 0, &jerr);
+    assert_non_null(root);
+    assert_int_equal(json_array_size(json_object_get(root, "devices")), 2);
+    dev = json_array_get(json_object_get(root, "devices"), 0);
+    assert_int_equal(json_integer_value(json_object_get(dev, "cuda_index")), 0);
+    assert_int_equal(json_integer_value(json_object_get(dev, "nvml_index")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(dev, "memory"), "source")),
+                        "nvml_v1");
+    /* v1 cannot tell reserved memory: null, not 0. */
+    assert_true(json_is_null(json_object_get(json_object_get(dev, "memory"), "reserved_bytes")));
+    dev = json_array_get(json_object_get(root, "devices"), 1);
+    assert_true(json_is_null(json_object_get(dev, "cuda_index")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(root, "settings"), "CUDA_VISIBLE_DEVICES")),
+        "1");
+    assert_true(json_is_boolean(json_object_get(json_object_get(root, "host"), "pid_namespace")));
+    json_decref(root);
+    free(buf);
+    gm_devices_close(d);
+}
+
+static void test_watch_json(void **state)
+{
+    struct gm_watch w;
+    struct gm_error e;
+    struct gm_device_memory m = {{1000, true}, {600, true}, {100, true}, {0, false}, GM_MEMORY_NVML_V1};
+    struct gm_process_memory p[1] = {{4242, {300, true}}};
+    enum gm_watch_attr a[1] = {GM_WATCH_ATTR_NEW_PID};
+    const char *names[1] = {"python3"};
+    char arg0[] = "python3", arg1[] = "train.py";
+    char *cmd[] = {arg0, arg1, NULL};
+    struct gm_watch_run run = {cmd, 77, 100, 500, 130, true};
+    json_t *root, *proc;
+    json_error_t jerr;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "Card \"A\"", m.total, m.used), 0);
+    assert_int_equal(gm_watch_device_sample(&w, 0, 0, &m, &e), GM_OK);
+    assert_int_equal(gm_watch_process_sample(&w, 250, 0, p, a, names, 1, &e), GM_OK);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_true(gm_watch_write_json(&w, &run, f));
+    fclose(f);
+    root = json_loads(buf, 0, &jerr);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "schema")), "gpumem.watch/1");
+    assert_string_equal(json_string_value(json_object_get(root, "attribution")), "new_pid");
+    assert_int_equal(json_integer_value(json_object_get(root, "exit_status")), 130);
+    assert_true(json_is_true(json_object_get(root, "interrupted")));
+    assert_int_equal(json_integer_value(json_object_get(root, "peak_bytes")), 300);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(root, "command"), 1)),
+                        "train.py");
+    proc = json_array_get(json_object_get(root, "processes"), 0);
+    assert_string_equal(json_string_value(json_object_get(proc, "name")), "python3");
+    assert_int_equal(json_array_size(json_object_get(root, "samples")), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(root, "devices"), 0), "memory_source")),
+                        "nvml_v1");
+    json_decref(root);
+    free(buf);
+    gm_watch_release(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +555,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_devices_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proc_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
