@@ -120,6 +120,8 @@ static void print_text(struct gm_devices *d, const struct gm_host_info *h, int o
     for (size_t k = 0; k < gm_devices_n_backends(d); k++) {
         const struct gm_backend_status *s = gm_devices_backend(d, k);
         printf("backend %-10s %s, %s\n", s->name, state_word(s->state), s->library);
+        if (s->state != GM_BACKEND_OK)
+            printf("                   %s\n", s->msg);
     }
     for (size_t i = 0; i < gm_devices_count(d); i++)
         if (only_cuda < 0 || gm_devices_info(d, i)->cuda_index == only_cuda)
