@@ -51,3 +51,8 @@ endif()
 add_test(NAME device/watch
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/watch_test.sh $<TARGET_FILE:gpumem>)
 set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)
+
+# scripts/gpu-check.sh against the fakes and a stand-in nvidia-smi (its logic, not the GPU).
+add_test(NAME device/gpu-check-dryrun
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/gpu_check_dryrun.sh $<TARGET_FILE:gpumem>)
+set_tests_properties(device/gpu-check-dryrun PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)
