@@ -95,11 +95,12 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         printf("  processes          unknown: %s\n", e.msg);
         return;
     }
-    printf("  processes          %zu%s\n", n, n ? " (PID as NVML reports it: a host PID)" : "");
+    printf("  processes          %zu%s\n", n,
+           n ? " (PID as NVML reports it, a host PID; C compute, G graphics)" : "");
     for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
         bool visible = gm_proc_exists(procs[k].pid);
-        printf("    pid %-10" PRIu32 "   %s%s\n", procs[k].pid,
-               bytes_text(b, sizeof(b), procs[k].used),
+        printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
+               gm_process_kind_name(procs[k].kinds), bytes_text(b, sizeof(b), procs[k].used),
                visible ? ""
                : host->pid_namespace ? "  (not in this PID namespace)"
                                      : "  (no such process here)");

@@ -133,9 +133,15 @@ struct gm_device_memory {
     enum gm_memory_source source;
 };
 
+enum gm_process_kind {
+    GM_PROCESS_COMPUTE = 1 << 0, /* holds a compute (CUDA) context */
+    GM_PROCESS_GRAPHICS = 1 << 1 /* holds a graphics context (display server, ...) */
+};
+
 struct gm_process_memory {
     uint32_t pid;          /* as NVML reports it: a host PID, even inside a container */
     struct gm_reading used; /* usedGpuMemory, bytes; invalid when NVML says "not available" */
+    unsigned kinds;        /* enum gm_process_kind bits */
 };
 
 /* Open every registered backend (NVML, CUDA) and join their devices.  Succeeds (GM_OK)
@@ -173,8 +179,12 @@ enum gm_status gm_device_parse_spec(const char *spec, int *cuda_index, struct gm
 enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_device_memory *out,
                                  struct gm_error *err);
 
-/* Processes with a compute context on device 'i' (NVML) into out[0..cap); *n receives
- * how many there are, which may exceed cap (then only cap were written).
+/* nvidia-smi's spelling of a process's kinds: "C", "G", "C+G" or "-" (static). */
+const char *gm_process_kind_name(unsigned kinds);
+
+/* Processes with a compute or graphics context on device 'i' (NVML, one entry per PID)
+ * into out[0..cap); *n receives how many there are, which may exceed cap (then only cap
+ * were written).
  * GM_ERR_UNSUPPORTED when no backend lists processes. */
 enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_process_memory *out,
                                     size_t cap, size_t *n, struct gm_error *err);

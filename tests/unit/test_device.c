@@ -33,6 +33,7 @@ static int setup(void **state)
         "GPUMEM_FAKE_RESERVED",     "GPUMEM_FAKE_CUINIT_ERROR", "GPUMEM_FAKE_NVML_INIT_ERROR",
         "GPUMEM_FAKE_NVML_MEMORY_ERROR", "GPUMEM_FAKE_NO_MEMORY_V2", "GPUMEM_FAKE_OOM_AFTER",
         "GPUMEM_FAKE_PID_OFFSET",   "GPUMEM_FAKE_PTX_ISA",      "CUDA_VISIBLE_DEVICES",
+        "GPUMEM_FAKE_BASE_USED",    "GPUMEM_FAKE_GRAPHICS_PID", "GPUMEM_FAKE_GRAPHICS_BYTES",
         NULL};
     (void)state;
     for (int k = 0; vars[k]; k++)
@@ -354,6 +355,7 @@ static void test_devices_processes(void **state)
     assert_int_equal(procs[0].pid, (uint32_t)getpid());
     assert_true(procs[0].used.valid);
     assert_int_equal(procs[0].used.value, 102 * MIB + 300 * MIB);
+    assert_int_equal(procs[0].kinds, GM_PROCESS_COMPUTE);
     assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
     assert_int_equal(m.used.value, 402 * MIB);
     /* cap smaller than the count: *n says how many there are. */
@@ -365,6 +367,48 @@ static void test_devices_processes(void **state)
     assert_int_equal(n, 0);
     gm_cuda_unload(cu);
     gm_devices_close(d);
+}
+
+/* A display server's graphics context is listed too, and one process in both lists
+ * ("C+G") is one entry. */
+static void test_devices_graphics(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_process_memory procs[8];
+    struct gm_device_memory m;
+    size_t n = 0;
+    char pid[32];
+    (void)state;
+
+    setenv("GPUMEM_FAKE_GRAPHICS_PID", "1", 1);
+    setenv("GPUMEM_FAKE_GRAPHICS_BYTES", "256MiB", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(procs[0].pid, 1);
+    assert_int_equal(procs[0].kinds, GM_PROCESS_GRAPHICS);
+    assert_int_equal(procs[0].used.value, 256 * MIB);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.used.value, 256 * MIB);
+    gm_devices_close(d);
+
+    /* Our own process in both lists. */
+    {
+        struct gm_cuda *cu;
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        setenv("GPUMEM_FAKE_GRAPHICS_PID", pid, 1);
+        assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+        assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+        assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+        assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(procs[0].kinds, GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS);
+        gm_devices_close(d);
+        gm_cuda_unload(cu);
+    }
+    unsetenv("GPUMEM_FAKE_GRAPHICS_PID");
+    unsetenv("GPUMEM_FAKE_GRAPHICS_BYTES");
 }
 
 static void test_proc_tree(void **state)
@@ -401,7 +445,9 @@ static void test_watch_record(void **state)
     struct gm_watch w;
     struct gm_error e;
     struct gm_device_memory m = {{100, true}, {50, true}, {10, true}, {5, true}, GM_MEMORY_NVML_V2};
-    struct gm_process_memory p[3] = {{11, {300, true}}, {12, {0, false}}, {13, {700, true}}};
+    struct gm_process_memory p[3] = {{11, {300, true}, GM_PROCESS_COMPUTE},
+                                     {12, {0, false}, GM_PROCESS_COMPUTE},
+                                     {13, {700, true}, GM_PROCESS_COMPUTE}};
     enum gm_watch_attr a[3] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_PID_TREE,
                                GM_WATCH_ATTR_NONE};
     char *buf = NULL;
@@ -499,7 +545,7 @@ static void test_watch_json(void **state)
     struct gm_watch w;
     struct gm_error e;
     struct gm_device_memory m = {{1000, true}, {600, true}, {100, true}, {0, false}, GM_MEMORY_NVML_V1};
-    struct gm_process_memory p[1] = {{4242, {300, true}}};
+    struct gm_process_memory p[1] = {{4242, {300, true}, GM_PROCESS_COMPUTE}};
     enum gm_watch_attr a[1] = {GM_WATCH_ATTR_NEW_PID};
     const char *names[1] = {"python3"};
     char arg0[] = "python3", arg1[] = "train.py";
@@ -553,6 +599,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_devices_memory_fallbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_no_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_graphics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proc_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
