@@ -251,6 +251,12 @@ enum gm_status gm_cuda_mem_alloc(struct gm_cuda *cu, uint64_t bytes, uint64_t *d
 enum gm_status gm_cuda_mem_free(struct gm_cuda *cu, uint64_t dptr, struct gm_error *err);
 enum gm_status gm_cuda_memset_d8(struct gm_cuda *cu, uint64_t dptr, uint8_t value, uint64_t n,
                                  struct gm_error *err);
+/* cuMemsetD32_v2: 'n' 32-bit words (e.g. the bits of a float) from 'dptr' (4-byte aligned). */
+enum gm_status gm_cuda_memset_d32(struct gm_cuda *cu, uint64_t dptr, uint32_t value, uint64_t n,
+                                  struct gm_error *err);
+/* cuMemcpyDtoD_v2: 'n' bytes between two device buffers. */
+enum gm_status gm_cuda_memcpy_dtod(struct gm_cuda *cu, uint64_t dst, uint64_t src, uint64_t n,
+                                   struct gm_error *err);
 enum gm_status gm_cuda_memcpy_htod(struct gm_cuda *cu, uint64_t dst, const void *src, uint64_t n,
                                    struct gm_error *err);
 enum gm_status gm_cuda_memcpy_dtoh(struct gm_cuda *cu, void *dst, uint64_t src, uint64_t n,

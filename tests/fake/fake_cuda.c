@@ -7,7 +7,7 @@
  *   - SONAME libcuda.so.1; exports the versioned names (cuMemAlloc_v2, cuMemGetInfo_v2,
  *     cuDeviceTotalMem_v2, ...).  The legacy unversioned names with the 32-bit ABI
  *     (cuMemAlloc, cuMemFree, cuMemGetInfo, cuDeviceTotalMem, cuMemcpyHtoD, cuMemcpyDtoH,
- *     cuMemsetD8, cuCtxCreate, cuCtxDestroy) are exported too, but print a line on stderr and
+ *     cuMemcpyDtoD, cuMemsetD8, cuMemsetD32, cuCtxCreate, cuCtxDestroy) are exported too, but print a line on stderr and
  *     return CUDA_ERROR_NOT_SUPPORTED (801): a wrong binding is caught at once.
  *   - Each allocation is its own mmap(MAP_NORESERVE) mapping: the device pointer is a host
  *     address, untouched "gigabytes" cost no RAM.  Allocations are charged in granules
@@ -535,6 +535,45 @@ FAKE_API CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
         return CUDA_ERROR_INVALID_VALUE;
     memset((void *)(uintptr_t)p, v, n);
     return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n)
+{
+    uint32_t *q = (uint32_t *)(uintptr_t)p;
+    NEED_CTX();
+    if (p % 4 || n > SIZE_MAX / 4 || !in_allocation(p, n * 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < n; k++)
+        q[k] = v;
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    NEED_CTX();
+    if (!in_allocation(dst, n) || !in_allocation(src, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n)
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemsetD32(unsigned p, unsigned v, unsigned n)
+{
+    (void)p;
+    (void)v;
+    (void)n;
+    legacy("cuMemsetD32", "cuMemsetD32_v2");
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_API CUresult cuMemcpyDtoD(unsigned dst, unsigned src, unsigned n)
+{
+    (void)dst;
+    (void)src;
+    (void)n;
+    legacy("cuMemcpyDtoD", "cuMemcpyDtoD_v2");
+    return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 FAKE_API CUresult cuMemcpyHtoD(unsigned dst, const void *src, unsigned n)

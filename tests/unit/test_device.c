@@ -135,6 +135,17 @@ static void test_cuda_basics(void **state)
         assert_int_equal(gm_cuda_memset_d8(cu, p, 0x11, 16, &e), GM_OK);
         assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p, 16, &e), GM_OK);
         assert_int_equal(out[15], 0x11);
+        /* 32-bit fill (the bits of 1.0f) and a device-to-device copy. */
+        assert_int_equal(gm_cuda_memset_d32(cu, p + 8192, 0x3f800000u, 4, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtod(cu, p + 16384, p + 8192, 16, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p + 16384, 16, &e), GM_OK);
+        {
+            uint32_t w[4];
+            memcpy(w, out, sizeof w);
+            assert_int_equal(w[0], 0x3f800000u);
+            assert_int_equal(w[3], 0x3f800000u);
+        }
+        assert_int_equal(gm_cuda_memset_d32(cu, p + 2, 0, 1, &e), GM_ERR_DRIVER); /* unaligned */
     }
     assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_ERR_DRIVER); /* double free */
