@@ -337,9 +337,19 @@ int cmd_watch(int argc, char **argv)
     if (command && status < 0) {
         /* Interrupted: the command got the signal too; wait for it (a second signal
          * kills it), sampling no more. */
-        int wst;
-        while (waitpid(g_child, &wst, 0) < 0 && errno == EINTR) {
+        int wst = 0;
+        pid_t got = 0;
+        for (int k = 0; k < 20 && got == 0; k++) {
+            got = waitpid(g_child, &wst, WNOHANG);
+            if (got == 0)
+                sleep_ms(50);
         }
+        if (got == 0)
+            cli_errorf(argv[0], "stopped sampling; waiting for %s to exit (interrupt again to "
+                                "kill it)",
+                       command[0]);
+        while (got == 0 || (got < 0 && errno == EINTR))
+            got = waitpid(g_child, &wst, 0);
         status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     }
     {
