@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "device/device_int.h"
+#include "gpumem/arena.h"
 #include "gpumem/device.h"
 #include "gpumem/watch.h"
 
@@ -597,6 +598,50 @@ static void test_watch_json(void **state)
     gm_watch_release(&w);
 }
 
+/* Fail the Nth host allocation for every N: each call fails cleanly (no crash, no leak
+ * under ASan) or succeeds, and once N is past the last allocation everything works. */
+static void test_alloc_failures(void **state)
+{
+    bool completed = false;
+    (void)state;
+    for (long nth = 0; nth < 200 && !completed; nth++) {
+        struct gm_devices *d = NULL;
+        struct gm_cuda *cu = NULL;
+        struct gm_error e;
+        struct gm_process_memory procs[4];
+        struct gm_device_memory m;
+        struct gm_watch w;
+        size_t n;
+        uint64_t p;
+        enum gm_status st;
+
+        gm_alloc_fail_after(nth);
+        st = gm_devices_open(&d, &e);
+        if (st == GM_OK) {
+            bool ok = gm_devices_check(d, &e) == GM_OK && gm_devices_count(d) == 1 &&
+                      gm_devices_memory(d, 0, &m, &e) == GM_OK;
+            ok = ok && gm_cuda_load(&cu, &e) == GM_OK;
+            ok = ok && gm_cuda_context_begin(cu, 0, &e) == GM_OK &&
+                 gm_cuda_mem_alloc(cu, MIB, &p, &e) == GM_OK;
+            ok = ok && gm_devices_processes(d, 0, procs, 4, &n, &e) == GM_OK && n == 1;
+            gm_watch_init(&w, 0);
+            ok = ok && gm_watch_add_device(&w, "cuda:0", "x", m.total, m.used) == 0 &&
+                 gm_watch_device_sample(&w, 0, 0, &m, &e) == GM_OK;
+            gm_watch_release(&w);
+            if (cu && ok)
+                assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+            gm_cuda_unload(cu);
+            gm_devices_close(d);
+            completed = ok;
+        } else {
+            assert_int_equal(st, GM_ERR_NOMEM);
+            assert_null(d);
+        }
+        gm_alloc_fail_after(-1);
+    }
+    assert_true(completed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +660,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
