@@ -71,6 +71,9 @@ extern const char *const gm_memory_env_vars[];
  * returns how many there are (may exceed cap).  Returns 0 when 'root' does not exist. */
 size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
 
+/* The command name of 'pid' (/proc/<pid>/comm) into out[n]; "" when not visible. */
+void gm_proc_name(uint32_t pid, char *out, size_t n);
+
 /* Whether 'pid' names a live process in our /proc (false for a host PID that our PID
  * namespace cannot see). */
 bool gm_proc_exists(uint32_t pid);

@@ -105,6 +105,12 @@ rc=$?
 [ ! -e "$work/ran2" ] || fail "no driver: the command ran"
 grep -q 'no NVIDIA driver' "$work/h.err" || fail "no driver: message"
 
+# 7b. CUDA works but NVML cannot be loaded: nothing to watch, exit 2, the command does not run.
+GPUMEM_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$GPUMEM" watch -- sh -c "touch '$work/ran3'" 2>"$work/h2.err"
+rc=$?
+[ "$rc" = 2 ] || fail "no NVML: exit $rc, expected 2"
+[ ! -e "$work/ran3" ] || fail "no NVML: the command ran"
+
 # 8. A command that cannot be run: 127, like a shell.
 "$GPUMEM" watch -- "$work/does-not-exist" 2>"$work/i.err"
 rc=$?

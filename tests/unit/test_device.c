@@ -598,6 +598,61 @@ static void test_watch_json(void **state)
     gm_watch_release(&w);
 }
 
+/* The sampler: our own process, allocating through the fake CUDA, is found in the process
+ * tree of our PID; seen through a "PID namespace" (PID offset) it is a new, invisible PID. */
+static void test_watch_poll(void **state)
+{
+    struct gm_devices *d;
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_watch w;
+    uint64_t p;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "2", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_setup(&w, d, 1, &e), GM_OK);
+    assert_int_equal(w.n_dev, 1);
+    assert_string_equal(w.dev[0].label, "cuda:1");
+    assert_int_equal(w.dev[0].n_baseline_pids, 0);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 1, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, 64 * MIB, &p, &e), GM_OK);
+    gm_watch_poll_devices(&w, d, 10);
+    gm_watch_poll_processes(&w, d, 10, (uint32_t)getpid(), false);
+    assert_int_equal(w.dev[0].peak.value, 364 * MIB);
+    assert_int_equal(w.cmd_peak, 364 * MIB);
+    assert_int_equal(w.n_proc, 1);
+    assert_int_equal(w.proc[0].pid, (uint32_t)getpid());
+    assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_PID_TREE);
+    assert_string_not_equal(w.proc[0].name, "");
+    gm_watch_release(&w);
+    gm_devices_close(d);
+
+    /* The same process seen as host PID + 3000000 from a namespace that cannot see it. */
+    setenv("GPUMEM_FAKE_PID_OFFSET", "3000000", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_setup(&w, d, -1, &e), GM_OK);
+    assert_int_equal(w.n_dev, 2);
+    assert_int_equal(w.dev[1].n_baseline_pids, 1); /* already there at the start */
+    gm_watch_poll_processes(&w, d, 10, (uint32_t)getpid(), false);
+    assert_false(w.cmd_seen);                      /* a baseline PID is not the command's */
+    w.dev[1].n_baseline_pids = 0;                  /* as if it had started after the baseline */
+    gm_watch_poll_processes(&w, d, 20, (uint32_t)getpid(), false);
+    assert_true(w.cmd_seen);
+    assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_NEW_PID);
+    assert_int_equal(w.proc[0].pid, (uint32_t)getpid() + 3000000u);
+    gm_watch_poll_processes(&w, d, 30, (uint32_t)getpid(), true); /* attached: no guessing */
+    assert_int_equal(w.proc[0].last_t_ms, 20);
+    gm_watch_release(&w);
+    gm_devices_close(d);
+
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    gm_cuda_unload(cu);
+}
+
 /* Fail the Nth host allocation for every N: each call fails cleanly (no crash, no leak
  * under ASan) or succeeds, and once N is past the last allocation everything works. */
 static void test_alloc_failures(void **state)
@@ -660,6 +715,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
