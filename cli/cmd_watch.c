@@ -114,7 +114,8 @@ int cmd_watch(int argc, char **argv)
     uint64_t start, next_proc = 0;
     size_t pos;
     const struct opt opts[] = {
-        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)", NULL),
+        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
+                NULL),
         OPT_U64("process-interval", 0, &proc_interval, "MS",
                 "process list every MS milliseconds (500; NVML process queries are slow)", NULL),
         OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
@@ -150,7 +151,8 @@ int cmd_watch(int argc, char **argv)
                                           : "nothing to watch: give -- COMMAND or --pid PID");
     if (interval < 10 || interval > 3600000 || proc_interval < 10 || proc_interval > 3600000)
         return cli_usage(argv[0], "intervals must be between 10 ms and 1 hour");
-    if (has_pid && (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
+    if (has_pid &&
+        (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
         return cli_usage(argv[0], "no process with PID %" PRIu64, attach_pid);
     if (device && gm_device_parse_spec(device, &only_cuda, &err))
         return cli_usage(argv[0], "%s", err.msg);
@@ -250,8 +252,9 @@ int cmd_watch(int argc, char **argv)
                 sleep_ms(50);
         }
         if (got == 0)
-            cli_errorf(argv[0], "stopped sampling; waiting for %s to exit (interrupt again to "
-                                "kill it)",
+            cli_errorf(argv[0],
+                       "stopped sampling; waiting for %s to exit (interrupt again to "
+                       "kill it)",
                        command[0]);
         while (got == 0 || (got < 0 && errno == EINTR))
             got = waitpid(g_child, &wst, 0);

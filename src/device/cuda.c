@@ -69,7 +69,10 @@ struct cu_api {
     CUresult (*get_error_string)(CUresult e, const char **s);
 };
 
-#define SYM(field, req, ...) {{__VA_ARGS__}, offsetof(struct cu_api, field), req}
+#define SYM(field, req, ...)                                                                       \
+    {                                                                                              \
+        {__VA_ARGS__}, offsetof(struct cu_api, field), req                                         \
+    }
 static const struct gm_dl_sym cu_syms[] = {
     SYM(init, true, "cuInit"),
     SYM(driver_get_version, true, "cuDriverGetVersion"),
@@ -104,9 +107,9 @@ static const struct gm_dl_sym cu_syms[] = {
 struct gm_cuda {
     void *dl;
     struct cu_api api;
-    int last;            /* CUresult of the last call */
+    int last; /* CUresult of the last call */
     char library[256];
-    CUcontext ctx;       /* retained primary context, NULL when none */
+    CUcontext ctx; /* retained primary context, NULL when none */
     CUdevice ctx_device;
 };
 
@@ -136,7 +139,8 @@ static enum gm_status check(struct gm_cuda *cu, CUresult r, const char *call, st
     if (r == GM_CU_ERROR_OUT_OF_MEMORY)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "%s: out of device memory (%s, %d)", call,
                        err_name(cu, r), r);
-    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", call, err_name(cu, r), r);
+    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", call, err_name(cu, r),
+                   r);
 }
 
 /* The sentence for a cuInit failure that means "no usable GPU" (driver-abi.md §1.1), or
@@ -196,8 +200,8 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     if (!gm_dl_bind(cu->dl, cu_syms, sizeof(cu_syms) / sizeof(cu_syms[0]), &cu->api, missing,
                     sizeof(missing))) {
         gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET,
-                "%s does not export %s: the driver is too old or this is not libcuda",
-                cu->library, missing);
+                "%s does not export %s: the driver is too old or this is not libcuda", cu->library,
+                missing);
         gm_cuda_unload(cu);
         return GM_ERR_DRIVER;
     }
@@ -306,15 +310,17 @@ enum gm_status gm_cuda_device_info(struct gm_cuda *cu, int ordinal, struct gm_de
     st = get_device(cu, ordinal, &d, err);
     if (st)
         return st;
-    st = check(cu, cu->api.device_get_name(out->name, (int)sizeof(out->name), d),
-               "cuDeviceGetName", err);
+    st = check(cu, cu->api.device_get_name(out->name, (int)sizeof(out->name), d), "cuDeviceGetName",
+               err);
     if (st)
         return st;
     out->name[sizeof(out->name) - 1] = '\0';
     if (cu->api.device_total_mem(&total, d) == 0)
         out->cuda_total = (struct gm_reading){(uint64_t)total, true};
-    if (cu->api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == 0 &&
-        cu->api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == 0) {
+    if (cu->api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) ==
+            0 &&
+        cu->api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) ==
+            0) {
         out->cc_major = major;
         out->cc_minor = minor;
         out->cc_valid = true;
@@ -385,8 +391,8 @@ static enum gm_status need_ctx(struct gm_cuda *cu, const char *call, struct gm_e
 static enum gm_status fits_size_t(uint64_t n, const char *call, struct gm_error *err)
 {
     if (n > SIZE_MAX)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s: %llu bytes do not fit size_t",
-                       call, (unsigned long long)n);
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s: %llu bytes do not fit size_t", call,
+                       (unsigned long long)n);
     return GM_OK;
 }
 

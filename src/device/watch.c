@@ -39,7 +39,8 @@ int gm_watch_add_device(struct gm_watch *w, const char *label, const char *name,
     return (int)w->n_dev++;
 }
 
-static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s, struct gm_error *err)
+static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s,
+                           struct gm_error *err)
 {
     if (w->n_samples >= w->max_samples) {
         w->samples_dropped = true;
@@ -221,8 +222,8 @@ static bool contains(const uint32_t *v, size_t n, uint32_t x)
 #define POLL_TREE  1024
 #define POLL_PROCS 128
 
-void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms,
-                             uint32_t root, bool attached)
+void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,
+                             bool attached)
 {
     uint32_t tree[POLL_TREE];
     size_t n_tree = gm_proc_tree(root, tree, POLL_TREE);
@@ -371,9 +372,10 @@ bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *ru
         gm_json_begin_object(&j);
         gm_json_kv_str(&j, "device", d->label);
         gm_json_kv_str(&j, "name", d->name);
-        gm_json_kv_str(&j, "memory_source", d->source == GM_MEMORY_NVML_V2   ? "nvml_v2"
-                                            : d->source == GM_MEMORY_NVML_V1 ? "nvml_v1"
-                                                                             : "none");
+        gm_json_kv_str(&j, "memory_source",
+                       d->source == GM_MEMORY_NVML_V2   ? "nvml_v2"
+                       : d->source == GM_MEMORY_NVML_V1 ? "nvml_v1"
+                                                        : "none");
         kv_reading(&j, "total_bytes", d->total);
         kv_reading(&j, "baseline_used_bytes", d->baseline);
         kv_reading(&j, "peak_used_bytes", d->peak);

@@ -144,8 +144,8 @@ void fake_uuid_string(int i, char *out, size_t n)
     unsigned char u[16];
     fake_uuid(i, u);
     snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15]);
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
 }
 
 unsigned fake_pci_bus(int i)
