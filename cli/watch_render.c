@@ -108,7 +108,7 @@ static void columns(const struct gm_watch *w, bool by_process, uint32_t device, 
 
 void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run, bool chart)
 {
-    char b1[32], b2[32], b3[32], t1[32], t2[32];
+    char b1[32], b2[32], b3[32], t1[32];
     uint64_t col[CHART_COLS];
 
     fprintf(f, "\ngpumem watch: ");
@@ -159,7 +159,7 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
                 "name");
         for (uint32_t k = 0; k < w->n_proc; k++) {
             const struct gm_watch_proc *p = &w->proc[k];
-            char seen[64];
+            char seen[64], t2[32];
             snprintf(seen, sizeof(seen), "%s", secs(t2, sizeof(t2), p->first_t_ms));
             fprintf(f, "  %-10" PRIu32 " %-8s %-12s %-9s %-9s %s\n", p->pid,
                     w->dev[p->device].label, gm_format_bytes(b1, sizeof(b1), p->peak, GM_UNITS_IEC),

@@ -172,13 +172,16 @@ fi
 
 # ---- 3. watch a known workload ---------------------------------------------------------------
 # info (baseline) | A MiB | info | B MiB more | info | fill kernel | plateau 3 s | free all
+rm -f "$OUT/workload.out" # a previous run's would end the wait below at once
 "$GPUMEM" watch --interval 50 --process-interval 200 --output "$OUT/watch.csv" --force -- \
     "$WORKLOAD" --device "$DEV" pid info "alloc:$A_MIB" touch info sleep:1500 "alloc:$B_MIB" touch info \
     fill sleep:3000 freeall sleep:500 >"$OUT/workload.out" 2>"$OUT/watch.err" &
 wpid=$!
 # At the A + B plateau (third "free=" line), take nvidia-smi's view of the same process.
 i=0
-while [ "$(grep -c '^free=' "$OUT/workload.out" 2>/dev/null)" -lt 3 ] && [ $i -lt 600 ]; do
+while :; do
+    n=$(grep -c '^free=' "$OUT/workload.out" 2>/dev/null)
+    [ "${n:-0}" -ge 3 ] || [ $i -ge 600 ] && break
     sleep 0.05
     i=$((i + 1))
 done

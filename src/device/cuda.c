@@ -130,6 +130,14 @@ static const char *err_name(const struct gm_cuda *cu, CUresult r)
     }
 }
 
+static const char *err_text(const struct gm_cuda *cu, CUresult r)
+{
+    const char *s = NULL;
+    if (cu->api.get_error_string && cu->api.get_error_string(r, &s) == 0 && s)
+        return s;
+    return "no description";
+}
+
 /* Record 'r' and turn a failure into a gm_error naming the call. */
 static enum gm_status check(struct gm_cuda *cu, CUresult r, const char *call, struct gm_error *err)
 {
@@ -139,8 +147,8 @@ static enum gm_status check(struct gm_cuda *cu, CUresult r, const char *call, st
     if (r == GM_CU_ERROR_OUT_OF_MEMORY)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "%s: out of device memory (%s, %d)", call,
                        err_name(cu, r), r);
-    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", call, err_name(cu, r),
-                   r);
+    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d): %s", call,
+                   err_name(cu, r), r, err_text(cu, r));
 }
 
 /* The sentence for a cuInit failure that means "no usable GPU" (driver-abi.md §1.1), or
@@ -179,7 +187,6 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
 {
     struct gm_cuda *cu;
     char why[512], missing[64];
-    const char *reason;
     CUresult r;
     int n = 0;
 
@@ -209,7 +216,7 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     cu->last = r;
     *code = r;
     if (r != 0) {
-        reason = init_reason(r);
+        const char *reason = init_reason(r);
         *kind = r == GM_CU_ERROR_STUB_LIBRARY ? GM_BACKEND_STUB
                 : reason                      ? GM_BACKEND_NODEV
                                               : GM_BACKEND_ERROR;

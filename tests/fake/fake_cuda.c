@@ -608,7 +608,7 @@ FAKE_API CUresult cuMemsetD8(unsigned p, unsigned char v, unsigned n)
 struct fake_launch {
     unsigned grid[3];
     unsigned block[3];
-    unsigned shared_bytes;
+    unsigned shared_bytes; /* dynamic shared memory asked for (kernels may check it) */
 };
 
 typedef CUresult (*fake_kernel_fn)(const struct fake_launch *l, void **params);
@@ -676,7 +676,6 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
     const char *ptx = image, *p;
     struct CUmod_st *mod;
     int major, minor;
-    char msg[256];
 
     NEED_CTX();
     if (!m || !ptx)
@@ -687,6 +686,7 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
         return CUDA_ERROR_INVALID_PTX;
     }
     if (major > cfg.ptx_major || (major == cfg.ptx_major && minor > cfg.ptx_minor)) {
+        char msg[256];
         snprintf(msg, sizeof(msg),
                  "ptxas application ptx input, line 1; fatal   : Unsupported .version %d.%d; "
                  "current version is '%d.%d'",
