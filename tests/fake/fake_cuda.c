@@ -608,7 +608,7 @@ FAKE_API CUresult cuMemsetD8(unsigned p, unsigned char v, unsigned n)
 struct fake_launch {
     unsigned grid[3];
     unsigned block[3];
-    unsigned shared_bytes; /* dynamic shared memory asked for (kernels may check it) */
+    unsigned shared_bytes;
 };
 
 typedef CUresult (*fake_kernel_fn)(const struct fake_launch *l, void **params);
