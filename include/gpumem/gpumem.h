@@ -9,5 +9,6 @@
 #include "gpumem/json.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
+#include "gpumem/watch.h"
 
 #endif
