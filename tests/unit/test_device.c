@@ -43,6 +43,7 @@ static int setup(void **state)
                                        "GPUMEM_FAKE_PID_OFFSET",
                                        "GPUMEM_FAKE_PTX_ISA",
                                        "CUDA_VISIBLE_DEVICES",
+                                       "GPUMEM_FAKE_PROC_MEMORY_NA",
                                        "GPUMEM_FAKE_BASE_USED",
                                        "GPUMEM_FAKE_GRAPHICS_PID",
                                        "GPUMEM_FAKE_GRAPHICS_BYTES",
@@ -384,6 +385,14 @@ static void test_devices_processes(void **state)
     /* cap smaller than the count: *n says how many there are. */
     assert_int_equal(gm_devices_processes(d, 0, procs, 0, &n, &e), GM_OK);
     assert_int_equal(n, 1);
+    /* NVML_VALUE_NOT_AVAILABLE (WDDM, MIG): the process is listed, its usage unknown. */
+    setenv("GPUMEM_FAKE_PROC_MEMORY_NA", "1", 1);
+    gm_devices_close(d);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_false(procs[0].used.valid);
+    unsetenv("GPUMEM_FAKE_PROC_MEMORY_NA");
     assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
     assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
