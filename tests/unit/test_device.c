@@ -3,7 +3,8 @@
  * calls, no-GPU states, the joined device list, NVML memory v1/v2, process lists through
  * the shared state file, the watch record, and small helpers.
  * ctest sets GPUMEM_CUDA_LIBRARY / GPUMEM_NVML_LIBRARY to the fakes. */
-// clang-format off: cmocka.h needs these first
+/* cmocka.h needs these first */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
