@@ -60,7 +60,14 @@ struct watch_state {
 };
 
 /* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
-static int spawn(const char *cmd, char **argv, pid_t *out)
+/* --json: every sample as a JSON line on stdout as it is taken. */
+static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
+{
+    (void)arg;
+    gm_watch_jsonl_sample(w, smp, stdout);
+}
+
+static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out)
 {
     int fds[2], child_errno = 0;
     ssize_t got;
@@ -80,6 +87,9 @@ static int spawn(const char *cmd, char **argv, pid_t *out)
         close(fds[0]);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        /* With --json, stdout carries only gpumem's JSON lines. */
+        if (stdout_to_stderr && dup2(2, 1) < 0)
+            _exit(126);
         execvp(argv[0], argv);
         child_errno = errno;
         got = write(fds[1], &child_errno, sizeof(child_errno));
@@ -103,7 +113,7 @@ static int spawn(const char *cmd, char **argv, pid_t *out)
 int cmd_watch(int argc, char **argv)
 {
     uint64_t interval = 100, proc_interval = 500, attach_pid = 0;
-    bool force = false, has_pid = false, no_chart = false;
+    bool force = false, has_pid = false, no_chart = false, json = false;
     const char *output = NULL, *device = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1;
     struct watch_state s;
@@ -123,6 +133,9 @@ int cmd_watch(int argc, char **argv)
         OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
         OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
         OPT_FLAG("no-chart", 0, &no_chart, "no terminal chart in the report"),
+        OPT_FLAG("json", 0, &json,
+                 "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
+                 "the command's stdout goes to stderr"),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -136,7 +149,8 @@ int cmd_watch(int argc, char **argv)
         "peaks shorter than the interval.",
         "gpumem watch -- python train.py\n"
         "gpumem watch --interval 50 --output run.csv -- ./bench --size 8G\n"
-        "gpumem watch --pid 4242 --output attach.json"};
+        "gpumem watch --pid 4242 --output attach.json\n"
+        "gpumem watch --json -- ./train.sh | jq -c 'select(.type == \"process\")'"};
 
     switch (opts_parse(argc, argv, opts, &usage, true, &n_pos)) {
     case OPTS_HELP:
@@ -210,7 +224,7 @@ int cmd_watch(int argc, char **argv)
     start = now_ms();
     if (command) {
         pid_t pid = 0;
-        rc = spawn(argv[0], command, &pid);
+        rc = spawn(argv[0], command, json, &pid);
         if (rc) {
             if (output)
                 cli_output_abort(&out);
@@ -221,6 +235,17 @@ int cmd_watch(int argc, char **argv)
     } else {
         s.root = (uint32_t)attach_pid;
         s.attached = true;
+    }
+
+    memset(&run, 0, sizeof(run));
+    run.command = command;
+    run.pid = s.root;
+    run.interval_ms = interval;
+    run.process_interval_ms = proc_interval;
+    run.exit_status = -1;
+    if (json) {
+        gm_watch_jsonl_start(&s.w, &run, stdout);
+        s.w.on_sample = stream_sample;
     }
 
     for (;;) {
@@ -266,14 +291,11 @@ int cmd_watch(int argc, char **argv)
             s.w.end_t_ms = t;
     }
 
-    memset(&run, 0, sizeof(run));
-    run.command = command;
-    run.pid = s.root;
-    run.interval_ms = interval;
-    run.process_interval_ms = proc_interval;
     run.exit_status = status;
     run.interrupted = g_stop != 0;
-    watch_report(stderr, &s.w, &run, !no_chart);
+    if (json)
+        gm_watch_jsonl_end(&s.w, &run, stdout);
+    watch_report(stderr, &s.w, &run, !no_chart && !json);
     rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
     if (output) {
         bool ok = watch_output_kind(output) == 'c' ? gm_watch_write_csv(&s.w, out.f)

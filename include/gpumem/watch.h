@@ -88,6 +88,10 @@ struct gm_watch {
     uint64_t end_t_ms;
     uint64_t round_t_ms; /* the process reading in progress (sums across devices) */
     uint64_t round_total;
+    /* Optional: called with every sample as it is recorded (streaming output), even when
+     * the store is full. */
+    void (*on_sample)(const struct gm_watch *w, const struct gm_watch_sample *s, void *arg);
+    void *on_sample_arg;
 };
 
 /* Prepare 'w' with room for at most 'max_samples' stored samples (0: a default of 4M).
@@ -129,20 +133,32 @@ void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t 
 /* Human words for an attribution ("process tree", ...); static. */
 const char *gm_watch_attr_name(enum gm_watch_attr a);
 
-/* Samples as CSV (header: time_s,device,pid,used_bytes,free_bytes,attribution; unknown
- * values are empty fields) or as the JSON document gpumem.watch/1 with the summary.
- * 'command' is the watched argv (NULL-terminated) or NULL when attached to a PID.  false
- * on a write error. */
-bool gm_watch_write_csv(const struct gm_watch *w, FILE *f);
+/* The outcome of a run, for the files written at the end. */
 struct gm_watch_run {
-    char *const *command; /* NULL when attached */
+    char *const *command; /* the watched argv (NULL-terminated), NULL when attached */
     uint32_t pid;         /* the child or the attached process */
     uint64_t interval_ms;
     uint64_t process_interval_ms;
     int exit_status;  /* the command's status as a shell shows it, -1 unknown */
     bool interrupted; /* stopped by SIGINT/SIGTERM */
 };
+
+/* Samples as CSV: header time_ms,device,pid,used_bytes,free_bytes,attribution; device rows
+ * have an empty pid, process rows an empty free_bytes, unknown values are empty.  Rows in
+ * time order.  false on a write error. */
+bool gm_watch_write_csv(const struct gm_watch *w, FILE *f);
+
+/* The whole run as one JSON document, schema gpumem.watch/1: command, intervals, outcome,
+ * the command's peak, devices (watch order), processes (first-seen order), samples (time
+ * order).  Times are integer milliseconds since the start (*_ms). */
 bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
+
+/* JSON Lines, one object per line, flushed (schema gpumem.watch.stream/1): a "start" line
+ * (command, devices, baselines), a "device" or "process" line per sample, an "end" line
+ * with the summary members of gm_watch_write_json(). */
+bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
+bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sample *s, FILE *f);
+bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
 
 #ifdef __cplusplus
 }

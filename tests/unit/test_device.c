@@ -513,13 +513,13 @@ static void test_watch_record(void **state)
     assert_non_null(f);
     assert_true(gm_watch_write_csv(&w, f));
     fclose(f);
-    assert_string_equal(buf, "time_s,device,pid,used_bytes,free_bytes,attribution\n"
-                             "0.000,cuda:0,,10,50,device\n"
-                             "0.100,cuda:0,,40,50,device\n"
-                             "0.200,cuda:0,,20,50,device\n"
-                             "0.500,cuda:0,11,300,,pid_tree\n"
-                             "0.500,cuda:0,12,,,pid_tree\n"
-                             "0.500,cuda:1,11,300,,pid_tree\n");
+    assert_string_equal(buf, "time_ms,device,pid,used_bytes,free_bytes,attribution\n"
+                             "0,cuda:0,,10,50,device\n"
+                             "100,cuda:0,,40,50,device\n"
+                             "200,cuda:0,,20,50,device\n"
+                             "500,cuda:0,11,300,,pid_tree\n"
+                             "500,cuda:0,12,,,pid_tree\n"
+                             "500,cuda:1,11,300,,pid_tree\n");
     free(buf);
     gm_watch_release(&w);
 }
@@ -606,6 +606,10 @@ static void test_watch_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(root, "exit_status")), 130);
     assert_true(json_is_true(json_object_get(root, "interrupted")));
     assert_int_equal(json_integer_value(json_object_get(root, "peak_bytes")), 300);
+    assert_int_equal(json_integer_value(json_object_get(root, "peak_time_ms")), 250);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(root, "samples"), 1), "t_ms")),
+                     250);
     assert_string_equal(json_string_value(json_array_get(json_object_get(root, "command"), 1)),
                         "train.py");
     proc = json_array_get(json_object_get(root, "processes"), 0);
