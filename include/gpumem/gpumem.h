@@ -4,11 +4,13 @@
 #define GPUMEM_GPUMEM_H
 
 #include "gpumem/arena.h"
+#include "gpumem/device.h"
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
 #include "gpumem/json.h"
 #include "gpumem/model.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
+#include "gpumem/watch.h"
 
 #endif

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_watch.c - gpumem watch: run a command (or attach to a PID) and follow the GPU memory
+ * of it and its children (NVML per-process usedGpuMemory) and of each device (NVML used),
+ * then report peaks with their times and a terminal chart.  The report goes to stderr, as
+ * time(1) does, so the command's own stdout stays clean.  gpumem exits with the command's
+ * status (128 + signal when it was killed). */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+#include "watch_render.h"
+
+#include "gpumem/device.h"
+#include "gpumem/units.h"
+#include "gpumem/watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Signal state: the handler only sets flags and forwards signals sent by another process
+ * (a terminal's Ctrl-C already reaches the whole foreground process group). */
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_signal;
+static volatile pid_t g_child;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    g_signal = sig;
+    if (g_child > 0 && (g_stop || si->si_code <= 0)) /* SI_USER, SI_QUEUE: sent by kill() */
+        kill(g_child, g_stop ? SIGKILL : sig);
+    g_stop = 1;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
+}
+
+struct watch_state {
+    struct gm_devices *d;
+    struct gm_watch w;
+    uint32_t root; /* the child or the attached PID */
+    bool attached;
+};
+
+/* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
+/* --json: every sample as a JSON line on stdout as it is taken. */
+static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
+{
+    (void)arg;
+    gm_watch_jsonl_sample(w, smp, stdout);
+}
+
+static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out)
+{
+    int fds[2], child_errno = 0;
+    ssize_t got;
+    pid_t pid;
+
+    if (pipe(fds) != 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
+        cli_errorf(cmd, "pipe: %s", strerror(errno));
+        return GM_EXIT_SOFTWARE;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        cli_errorf(cmd, "fork: %s", strerror(errno));
+        return GM_EXIT_SOFTWARE;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        /* With --json, stdout carries only gpumem's JSON lines. */
+        if (stdout_to_stderr && dup2(2, 1) < 0)
+            _exit(126);
+        execvp(argv[0], argv);
+        child_errno = errno;
+        got = write(fds[1], &child_errno, sizeof(child_errno));
+        (void)got;
+        _exit(127);
+    }
+    close(fds[1]);
+    do
+        got = read(fds[0], &child_errno, sizeof(child_errno));
+    while (got < 0 && errno == EINTR);
+    close(fds[0]);
+    if (got == (ssize_t)sizeof(child_errno)) {
+        waitpid(pid, NULL, 0);
+        cli_errorf(cmd, "cannot run '%s': %s", argv[0], strerror(child_errno));
+        return child_errno == ENOENT ? 127 : 126;
+    }
+    *out = pid;
+    return 0;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    uint64_t interval = 100, proc_interval = 500, attach_pid = 0;
+    bool force = false, has_pid = false, no_chart = false, json = false;
+    const char *output = NULL, *device = NULL;
+    int n_pos = 0, only_cuda = -1, rc, status = -1;
+    struct watch_state s;
+    struct cli_output out;
+    struct gm_error err;
+    struct gm_watch_run run;
+    char **command = NULL;
+    uint64_t start, next_proc = 0;
+    size_t pos;
+    const struct opt opts[] = {
+        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
+                NULL),
+        OPT_U64("process-interval", 0, &proc_interval, "MS",
+                "process list every MS milliseconds (500; NVML process queries are slow)", NULL),
+        OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
+        OPT_FLAG("force", 'f', &force, "overwrite --output if it exists"),
+        OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
+        OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
+        OPT_FLAG("no-chart", 0, &no_chart, "no terminal chart in the report"),
+        OPT_FLAG("json", 0, &json,
+                 "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
+                 "the command's stdout goes to stderr"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem watch [OPTIONS] -- COMMAND [ARGS...]\n       gpumem watch [OPTIONS] --pid PID",
+        "Run COMMAND and follow the GPU memory of it and its children (NVML usedGpuMemory per "
+        "process) and of each device (NVML used). At the end, report the peak per device and per "
+        "process with the time it happened, and a chart, on stderr. gpumem exits with the "
+        "command's status. Ctrl-C stops cleanly and still writes --output. In a container with "
+        "its own PID namespace NVML reports host PIDs: new GPU processes that appear after the "
+        "start are then attributed to the command, and the report says so. Sampling misses "
+        "peaks shorter than the interval.",
+        "gpumem watch -- python train.py\n"
+        "gpumem watch --interval 50 --output run.csv -- ./bench --size 8G\n"
+        "gpumem watch --pid 4242 --output attach.json\n"
+        "gpumem watch --json -- ./train.sh | jq -c 'select(.type == \"process\")'"};
+
+    switch (opts_parse(argc, argv, opts, &usage, true, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (has_pid == (n_pos > 0))
+        return cli_usage(argv[0], has_pid ? "give either --pid or a command, not both"
+                                          : "nothing to watch: give -- COMMAND or --pid PID");
+    if (interval < 10 || interval > 3600000 || proc_interval < 10 || proc_interval > 3600000)
+        return cli_usage(argv[0], "intervals must be between 10 ms and 1 hour");
+    if (has_pid &&
+        (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
+        return cli_usage(argv[0], "no process with PID %" PRIu64, attach_pid);
+    if (device && gm_device_parse_spec(device, &only_cuda, &err))
+        return cli_usage(argv[0], "%s", err.msg);
+    if (output && !watch_output_kind(output))
+        return cli_usage(argv[0], "--output must end in .csv or .json");
+    if (n_pos) {
+        command = calloc((size_t)n_pos + 1, sizeof(*command));
+        if (!command)
+            return GM_EXIT_SOFTWARE;
+        for (int k = 0; k < n_pos; k++)
+            command[k] = argv[1 + k];
+    }
+
+    memset(&s, 0, sizeof(s));
+    gm_watch_init(&s.w, 0);
+    rc = 0;
+    if (gm_devices_open(&s.d, &err)) {
+        rc = cli_fail(argv[0], &err);
+        goto out_free;
+    }
+    if (gm_devices_check(s.d, &err) ||
+        (only_cuda >= 0 && gm_devices_find_cuda(s.d, only_cuda, &pos, &err))) {
+        rc = cli_fail(argv[0], &err);
+        goto out_close;
+    }
+    if (gm_watch_setup(&s.w, s.d, only_cuda, &err)) {
+        /* Without NVML there is nothing to watch: that is "no GPU" too (exit 2). */
+        rc = cli_fail(argv[0], &err);
+        if (err.code == GM_ERR_UNSUPPORTED)
+            rc = GM_EXIT_NODEV;
+        goto out_close;
+    }
+    if (s.w.n_dev == 0) {
+        cli_errorf(argv[0], "no device to watch");
+        rc = GM_EXIT_NODEV;
+        goto out_close;
+    }
+    /* Open the output first: a refusal to overwrite must come before the command runs. */
+    if (output) {
+        rc = cli_output_open(&out, argv[0], output, force);
+        if (rc)
+            goto out_close;
+    }
+
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    start = now_ms();
+    if (command) {
+        pid_t pid = 0;
+        rc = spawn(argv[0], command, json, &pid);
+        if (rc) {
+            if (output)
+                cli_output_abort(&out);
+            goto out_close;
+        }
+        g_child = pid;
+        s.root = (uint32_t)pid;
+    } else {
+        s.root = (uint32_t)attach_pid;
+        s.attached = true;
+    }
+
+    memset(&run, 0, sizeof(run));
+    run.command = command;
+    run.pid = s.root;
+    run.interval_ms = interval;
+    run.process_interval_ms = proc_interval;
+    run.exit_status = -1;
+    if (json) {
+        gm_watch_jsonl_start(&s.w, &run, stdout);
+        s.w.on_sample = stream_sample;
+    }
+
+    for (;;) {
+        uint64_t t = now_ms() - start;
+        int wst;
+        gm_watch_poll_devices(&s.w, s.d, t);
+        if (t >= next_proc) {
+            gm_watch_poll_processes(&s.w, s.d, t, s.root, s.attached);
+            next_proc = t + proc_interval;
+        }
+        if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
+            status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+            break;
+        }
+        if (!command && !gm_proc_exists(s.root))
+            break;
+        if (g_stop)
+            break;
+        sleep_ms(interval - (now_ms() - start - t) % interval);
+    }
+    if (command && status < 0) {
+        /* Interrupted: the command got the signal too; wait for it (a second signal
+         * kills it), sampling no more. */
+        int wst = 0;
+        pid_t got = 0;
+        for (int k = 0; k < 20 && got == 0; k++) {
+            got = waitpid(g_child, &wst, WNOHANG);
+            if (got == 0)
+                sleep_ms(50);
+        }
+        if (got == 0)
+            cli_errorf(argv[0],
+                       "stopped sampling; waiting for %s to exit (interrupt again to "
+                       "kill it)",
+                       command[0]);
+        while (got == 0 || (got < 0 && errno == EINTR))
+            got = waitpid(g_child, &wst, 0);
+        status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+    }
+    {
+        uint64_t t = now_ms() - start;
+        if (t > s.w.end_t_ms)
+            s.w.end_t_ms = t;
+    }
+
+    run.exit_status = status;
+    run.interrupted = g_stop != 0;
+    if (json)
+        gm_watch_jsonl_end(&s.w, &run, stdout);
+    watch_report(stderr, &s.w, &run, !no_chart && !json);
+    rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
+    if (output) {
+        bool ok = watch_output_kind(output) == 'c' ? gm_watch_write_csv(&s.w, out.f)
+                                                   : gm_watch_write_json(&s.w, &run, out.f);
+        int orc = ok ? cli_output_commit(&out, argv[0]) : GM_EXIT_IOERR;
+        if (!ok) {
+            cli_errorf(argv[0], "writing '%s' failed", output);
+            cli_output_abort(&out);
+        }
+        if (orc && rc == 0)
+            rc = orc;
+        if (!orc)
+            fprintf(stderr, "samples written to %s\n", output);
+    }
+
+out_close:
+    gm_devices_close(s.d);
+out_free:
+    gm_watch_release(&s.w);
+    free(command);
+    return rc;
+}
