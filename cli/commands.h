@@ -11,5 +11,9 @@ int cmd_snapshot_info(int argc, char **argv);
 int cmd_snapshot_stats(int argc, char **argv);
 int cmd_snapshot_trace(int argc, char **argv);
 int cmd_snapshot_peak(int argc, char **argv);
+int cmd_snapshot_categories(int argc, char **argv);
+int cmd_snapshot_leaks(int argc, char **argv);
+int cmd_snapshot_diff(int argc, char **argv);
+int cmd_snapshot_oom(int argc, char **argv);
 
 #endif

@@ -3,6 +3,7 @@
 #ifndef GPUMEM_GPUMEM_H
 #define GPUMEM_GPUMEM_H
 
+#include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
 #include "gpumem/json.h"
