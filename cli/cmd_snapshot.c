@@ -9,6 +9,10 @@ static const struct cli_command snapshot_commands[] = {
     {"stats", cmd_snapshot_stats, "reserved/allocated/active/requested/free per device and pool"},
     {"trace", cmd_snapshot_trace, "one line per trace event, with running totals"},
     {"peak", cmd_snapshot_peak, "the peak per device and the allocations alive at it"},
+    {"categories", cmd_snapshot_categories, "parameters, activations, gradients, ... at the peak"},
+    {"leaks", cmd_snapshot_leaks, "training iterations and memory that grows between them"},
+    {"diff", cmd_snapshot_diff, "compare two snapshots: peak, categories, allocation sites"},
+    {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
     {NULL, NULL, NULL},
 };
 

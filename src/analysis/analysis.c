@@ -30,6 +30,7 @@ struct work {
     uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
     bool has_backward;
     bool trace_has_frames;
+    struct ana_map survivors; /* stack -> 1 + earliest iteration of its never-freed allocs */
 };
 
 /* ---------------------------------------------------------------- allocations */
@@ -485,8 +486,11 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(dev, f->first_event);
             bool batch;
+            /* Kept to the end: the last batch, unless its site keeps more (a leak). */
             if (a->free_event < 0)
-                batch = it >= 0 && (size_t)it + 1 == dev->n_iterations;
+                batch = it >= 0 && (size_t)it + 1 == dev->n_iterations &&
+                        ana_map_get(&w->survivors, a->stack) ==
+                            (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
             else
                 batch = free_it >= 0 && free_it <= it + 1;
             /* The batch of an inference loop without iterations: consumed by one forward. */
@@ -778,7 +782,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false};
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}};
     enum gm_status st;
 
     dev->device = sd->index;
@@ -809,6 +813,19 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
+    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK)
+        goto out;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event < 0 || a->free_event >= 0)
+            continue;
+        /* allocations come in event order: the first one seen is the earliest */
+        if (ana_map_get(&w.survivors, a->stack) != UINT32_MAX)
+            continue;
+        uint32_t first = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+        if ((st = ana_map_put(&w.survivors, a->stack, first, err)) != GM_OK)
+            goto out;
+    }
     for (size_t i = 0; i < dev->n_allocs; i++) {
         classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
@@ -862,6 +879,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     }
     st = GM_OK;
 out:
+    ana_map_release(&w.survivors);
     gm_free(w.phase);
     gm_free(w.ev_free);
     gm_snapshot_timeline_release(&tl);
