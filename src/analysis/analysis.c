@@ -251,6 +251,9 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         if (w->phase[k] != RAW_UNKNOWN)
             nk = w->phase[k];
     }
+    bool raw_backward = false;
+    for (size_t k = 0; k < n && !raw_backward; k++)
+        raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = w->phase[k];
@@ -264,8 +267,9 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         bool empty = sd->events[k].stack == 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD))
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
-        else if (p == q && p != RAW_UNKNOWN)
-            out = p;
+        else if (p == q && p != RAW_UNKNOWN && (p != RAW_FORWARD || raw_backward))
+            out = p; /* between two forwards: top-level code of a training forward; with no
+                      * backward anywhere it is code between inference calls */
         else if (p == RAW_FORWARD && q == RAW_BACKWARD)
             out = RAW_FORWARD; /* the loss, computed outside any module */
         else
@@ -552,7 +556,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             lifetime += a->bytes;
     }
-    size_t it = 0;
+    size_t it = 0, is = 0;
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         if (k >= 0) {
@@ -582,6 +586,11 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             dev->at_peak_lifetime_only = lifetime;
         }
         /* Iteration figures. */
+        while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
+            if (dev->iterations[is].first_event == k + 1)
+                dev->iterations[is].start_bytes = total; /* before its first event */
+            is++;
+        }
         if (k >= 0) {
             while (it < dev->n_iterations && dev->iterations[it].last_event < k)
                 it++;
@@ -596,11 +605,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (iv->last_event == k)
                     iv->end_bytes = total;
             }
-            if (it + 1 < dev->n_iterations && dev->iterations[it + 1].first_event == k + 1)
-                dev->iterations[it + 1].start_bytes = total;
         }
-        if (p == 0 && dev->n_iterations && dev->iterations[0].first_event == 0)
-            dev->iterations[0].start_bytes = total;
         /* Which point slot: the first and last points alone, the rest in buckets. */
         size_t slot;
         if (p == 0)
@@ -626,8 +631,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         }
     }
     copy_bytes(dev->at_end, cur);
-    /* Iteration times and the start bytes of iterations starting at event > 0 are set;
-     * fill times. */
+    /* Iteration times. */
     for (size_t i = 0; i < dev->n_iterations; i++) {
         struct gm_analysis_iteration *iv = &dev->iterations[i];
         const struct gm_snapshot_event *a = &sd->events[iv->first_event];
