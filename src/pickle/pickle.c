@@ -436,6 +436,25 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
                            name, what);
         }
     }
+    if (op == OP_STACK_GLOBAL && vm->sp - floor_sp(vm) >= 2) {
+        const char *m, *n;
+        size_t ml, nl;
+        if (pk_get_str(vm->doc, vm->stack[vm->sp - 2], &m, &ml, NULL) &&
+            pk_get_str(vm->doc, vm->stack[vm->sp - 1], &n, &nl, NULL) && ml < 100 && nl < 100) {
+            char what[256];
+            size_t k = 0;
+            for (size_t i = 0; i < ml; i++)
+                what[k++] = (m[i] >= 0x20 && m[i] < 0x7f) ? m[i] : '?';
+            what[k++] = '.';
+            for (size_t i = 0; i < nl; i++)
+                what[k++] = (n[i] >= 0x20 && n[i] < 0x7f) ? n[i] : '?';
+            what[k] = '\0';
+            return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                           "pickle: opcode %s would import '%s': refusing to run code from the "
+                           "file (snapshots contain only plain data)",
+                           name, what);
+        }
+    }
     if (op == OP_NEXT_BUFFER || op == OP_READONLY_BUFFER)
         return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
                        "pickle: opcode %s needs out-of-band buffers, which snapshots never use",
