@@ -3,6 +3,7 @@
 #include "analysis_common.h"
 
 #include "cli.h"
+#include "snapshot_cli.h"
 
 #include "gpumem/units.h"
 
@@ -15,10 +16,9 @@ int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
     struct gm_error err = {0};
     *snap = NULL;
     *an = NULL;
-    if (gm_snapshot_load(path, NULL, snap, &err) != GM_OK) {
-        gm_error_prefix(&err, "%s", path);
-        return cli_fail(cmd, &err);
-    }
+    int rc = snapcli_load(cmd, path, snap);
+    if (rc)
+        return rc;
     if (gm_analysis_run(*snap, NULL, an, &err) != GM_OK) {
         gm_snapshot_free(*snap);
         *snap = NULL;

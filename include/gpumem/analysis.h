@@ -298,8 +298,9 @@ size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, 
 
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 
-/* One allocation site (Python frames as filename+function, lines ignored so that an edit
- * elsewhere in the file does not split a site) in A and B. */
+/* One allocation site in A and B: its Python frames as filename + function, with the line
+ * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
+ * does not split a site). */
 struct gm_analysis_diff_site {
     uint32_t stack[2];   /* a representative stack in A / in B; UINT32_MAX when absent */
     uint64_t bytes[2];   /* bytes alive at the peak in A / B */
