@@ -153,14 +153,16 @@ struct gm_analysis_iteration {
 
 enum gm_leak_kind {
     GM_LEAK_FORWARD_OUTPUT = 0, /* a forward result (loss, output) kept every iteration */
-    GM_LEAK_GRAPH_NO_GRAD,      /* forward without backward keeps its graph (eval w/o no_grad) */
+    GM_LEAK_GRAPH_NO_GRAD,      /* "graph_kept": many forward sites leak together, a whole
+                                 * graph is kept (eval without no_grad, y_sum = y_sum + y) */
     GM_LEAK_USER_TENSOR,        /* user code keeps a new tensor every iteration */
     GM_LEAK_OPTIMIZER,          /* optimizer state grows every iteration */
     GM_LEAK_OTHER,
 };
 #define GM_LEAK_KIND_COUNT 5
 
-/* "forward_output", ... and a paragraph: what causes it and the fix; static storage. */
+/* "forward_output", "graph_kept", ... and a paragraph: what causes it and the fix;
+ * static storage. */
 const char *gm_leak_kind_name(enum gm_leak_kind k);
 const char *gm_leak_kind_advice(enum gm_leak_kind k);
 

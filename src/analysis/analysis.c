@@ -764,6 +764,17 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             lk->kind = GM_LEAK_OTHER;
     }
     dev->n_leaks = n_leaks;
+    /* Several forward sites leaking together: a whole autograd graph (and the activations
+     * it saved) is kept, not just one output tensor. */
+    size_t n_fwd = 0;
+    for (size_t i = 0; i < n_leaks; i++)
+        if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT ||
+            dev->leaks[i].kind == GM_LEAK_GRAPH_NO_GRAD)
+            n_fwd++;
+    if (n_fwd > 2)
+        for (size_t i = 0; i < n_leaks; i++)
+            if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT)
+                dev->leaks[i].kind = GM_LEAK_GRAPH_NO_GRAD;
     qsort(dev->leaks, n_leaks, sizeof(*dev->leaks), cmp_leak);
     st = GM_OK;
     goto out;
