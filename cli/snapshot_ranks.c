@@ -132,12 +132,18 @@ static const char *human(char *buf, size_t n, uint64_t b)
 void ranks_print(const struct rank_table *t, FILE *f)
 {
     char a[32], b[32], c[32], d[32];
+    int w = 4;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t l = strlen(t->rows[i].file);
+        if ((int)l > w)
+            w = l > 72 ? 72 : (int)l;
+    }
     fprintf(f, "\nper file (rank) and device:\n");
-    fprintf(f, "  %-40s %6s %12s %14s %12s %12s\n", "file", "device", "peak", "peak reserved",
+    fprintf(f, "  %-*s %6s %12s %14s %12s %12s\n", w, "file", "device", "peak", "peak reserved",
             "reserved", "allocated");
     for (size_t i = 0; i < t->n; i++) {
         const struct rank_row *r = &t->rows[i];
-        fprintf(f, "  %-40.40s %6d %12s %14s %12s %12s\n", r->file, (int)r->device,
+        fprintf(f, "  %-*.*s %6d %12s %14s %12s %12s\n", w, w, r->file, (int)r->device,
                 human(a, sizeof(a), r->peak), human(b, sizeof(b), r->peak_reserved),
                 human(c, sizeof(c), r->reserved), human(d, sizeof(d), r->allocated));
     }

@@ -204,6 +204,7 @@ static void apply_step_annotations(struct work *w)
     if (!snap->n_annotations || !snap->has_time)
         return;
     int64_t open = -1;
+    size_t k = 0; /* events are in time order: one walk over them for all windows */
     for (size_t i = 0; i < snap->n_annotations; i++) {
         const struct gm_snapshot_annotation *an = &snap->annotations[i];
         if (an->device != sd->index || !has_prefix(an->name, "Optimizer.step#"))
@@ -214,10 +215,15 @@ static void apply_step_annotations(struct work *w)
         }
         if (open < 0)
             continue;
-        for (size_t k = 0; k < sd->n_events; k++) {
+        while (k < sd->n_events && (!(sd->events[k].flags & GM_EVENT_HAS_TIME) ||
+                                    sd->events[k].time_us < open))
+            k++;
+        for (; k < sd->n_events; k++) {
             const struct gm_snapshot_event *e = &sd->events[k];
-            if (!(e->flags & GM_EVENT_HAS_TIME) || e->time_us < open || e->time_us > an->time_us)
+            if (!(e->flags & GM_EVENT_HAS_TIME))
                 continue;
+            if (e->time_us > an->time_us)
+                break;
             if (w->phase[k] == RAW_UNKNOWN)
                 w->phase[k] = RAW_STEP;
         }
@@ -656,6 +662,20 @@ struct site {
     uint8_t rule;
 };
 
+struct kept_alloc {
+    uint32_t site;
+    int32_t iteration;
+    uint64_t bytes;
+};
+
+static int cmp_kept(const void *a, const void *b)
+{
+    const struct kept_alloc *x = a, *y = b;
+    if (x->site != y->site)
+        return x->site < y->site ? -1 : 1;
+    return (x->iteration > y->iteration) - (x->iteration < y->iteration);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -680,6 +700,7 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     struct ana_map map;
     struct site *sites = NULL;
     uint64_t *per_it = NULL;
+    struct kept_alloc *kept = NULL;
     size_t n_sites = 0, cap = 0;
     st = ana_map_init(&map, 64, err);
     if (st != GM_OK)
@@ -728,23 +749,40 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
         goto out;
     dev->leaks = gm_arena_calloc(w->arena, n_leaks, sizeof(*dev->leaks));
     per_it = gm_calloc(n_it, sizeof(uint64_t));
-    if (!dev->leaks || !per_it)
+    size_t n_kept = 0;
+    for (size_t i = 0; i < dev->n_allocs; i++)
+        if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
+            n_kept++;
+    kept = gm_malloc((n_kept ? n_kept : 1) * sizeof(*kept));
+    if (!dev->leaks || !per_it || !kept)
         goto nomem;
-    size_t l = 0;
-    for (size_t s = 0; s < n_sites; s++) {
-        const struct site *si = &sites[s];
-        if (si->n_iters < need)
+    /* The kept allocations of leaking sites, grouped by site (then iteration: allocations
+     * come in event order and qsort ties are broken by the iteration). */
+    n_kept = 0;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->iteration < 0 || a->free_event >= 0)
             continue;
-        memset(per_it, 0, n_it * sizeof(uint64_t));
-        for (size_t i = 0; i < dev->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &dev->allocs[i];
-            if (a->iteration >= 0 && a->free_event < 0 && a->stack == si->stack)
-                per_it[a->iteration] += a->bytes;
-        }
+        uint32_t si = ana_map_get(&map, a->stack);
+        if (si == NO_ALLOC || sites[si].n_iters < need)
+            continue;
+        kept[n_kept].site = si;
+        kept[n_kept].iteration = a->iteration;
+        kept[n_kept].bytes = a->bytes;
+        n_kept++;
+    }
+    qsort(kept, n_kept, sizeof(*kept), cmp_kept);
+    size_t l = 0;
+    for (size_t k = 0; k < n_kept;) {
+        const struct site *si = &sites[kept[k].site];
         size_t nz = 0;
-        for (size_t i = 0; i < n_it; i++)
-            if (per_it[i])
-                per_it[nz++] = per_it[i];
+        uint32_t cur = kept[k].site;
+        for (; k < n_kept && kept[k].site == cur; k++) {
+            if (nz && kept[k - 1].iteration == kept[k].iteration && kept[k - 1].site == cur)
+                per_it[nz - 1] += kept[k].bytes;
+            else
+                per_it[nz++] = kept[k].bytes;
+        }
         qsort(per_it, nz, sizeof(uint64_t), cmp_u64);
         struct gm_analysis_leak *lk = &dev->leaks[l++];
         lk->stack = si->stack;
@@ -782,6 +820,7 @@ nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
 out:
     gm_free(per_it);
+    gm_free(kept);
     gm_free(sites);
     ana_map_release(&map);
     return st;
