@@ -371,12 +371,61 @@ static void test_nomem(void **state)
     assert_true(ok);
 }
 
+/* Two 20 MiB segments with 20 MiB free in total, the largest free range 8 MiB. */
+static enum gm_oom_verdict oom_verdict(uint64_t request, uint64_t device_free,
+                                       struct gm_analysis_frag *copy)
+{
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    const uint64_t M = 1 << 20, A = 0x7f0000000000ULL, B = A + 64 * M;
+    t.n = 0;
+    ev(&t, GM_ACTION_SEGMENT_ALLOC, A, 20 * M, S_FWD);
+    alloc(&t, A, 4 * M, S_FWD);
+    alloc(&t, A + 12 * M, 4 * M, S_FWD);
+    ev(&t, GM_ACTION_SEGMENT_ALLOC, B, 20 * M, S_FWD);
+    alloc(&t, B, 12 * M, S_FWD);
+    ev(&t, GM_ACTION_OOM, device_free, request, S_FWD);
+    make_snapshot(&s, &d, &t);
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    assert_int_equal(an->devices[0].n_ooms, 1);
+    const struct gm_analysis_frag *f = &an->devices[0].ooms[0];
+    enum gm_oom_verdict v = (enum gm_oom_verdict)f->verdict;
+    *copy = *f;
+    copy->pools = NULL;
+    assert_int_equal(f->n_pools, 1);
+    assert_int_equal(f->pools[0].n_segments, 2);
+    gm_analysis_free(an);
+    return v;
+}
+
+static void test_oom(void **state)
+{
+    (void)state;
+    const uint64_t M = 1 << 20;
+    struct gm_analysis_frag f;
+    assert_int_equal(oom_verdict(12 * M, 2 * M, &f), GM_VERDICT_FRAGMENTATION);
+    assert_int_equal(f.reserved, 40 * M);
+    assert_int_equal(f.allocated, 20 * M);
+    assert_int_equal(f.reserved_unallocated, 20 * M);
+    assert_int_equal(f.largest_free, 8 * M);
+    assert_int_equal(f.requested, 12 * M);
+    assert_int_equal(f.device_free, 2 * M);
+    assert_true(f.is_oom);
+    assert_int_equal(oom_verdict(40 * M, 2 * M, &f), GM_VERDICT_SHORTAGE);
+    assert_int_equal(oom_verdict(12 * M, 100 * M, &f), GM_VERDICT_LIMIT);
+    assert_int_equal(oom_verdict(6 * M, 0, &f), GM_VERDICT_LIMIT); /* fits a free range */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),         cmocka_unit_test(test_frame_flags),
         cmocka_unit_test(test_map),           cmocka_unit_test(test_training_trace),
         cmocka_unit_test(test_names),         cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
