@@ -31,6 +31,7 @@ struct work {
     bool has_backward;
     bool trace_has_frames;
     struct ana_map survivors; /* stack -> 1 + earliest iteration of its never-freed allocs */
+    struct ana_map survivors_last; /* stack -> 1 + latest iteration of them */
 };
 
 /* ---------------------------------------------------------------- allocations */
@@ -248,38 +249,50 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     apply_step_annotations(w);
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
-    uint8_t *next = gm_malloc(n ? n : 1);
+    uint32_t *next = gm_malloc((n ? n : 1) * sizeof(uint32_t)); /* next known event */
     if (!next)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
-    uint8_t nk = RAW_UNKNOWN;
+    uint32_t nk = UINT32_MAX;
     for (size_t k = n; k-- > 0;) {
         next[k] = nk;
         if (w->phase[k] != RAW_UNKNOWN)
-            nk = w->phase[k];
+            nk = (uint32_t)k;
     }
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
+    uint32_t prev_caller = ANA_NO_FRAME; /* who called the model in the last forward event */
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = w->phase[k];
         if (raw != RAW_UNKNOWN) {
             pk = raw;
+            if (raw == RAW_FORWARD)
+                prev_caller = ana_stack_caller(w->cls, sd->events[k].stack);
             w->phase[k] = (uint8_t)phase_of_raw(raw);
             continue;
         }
-        uint8_t p = pk, q = next[k];
+        uint8_t p = pk, q = next[k] == UINT32_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[next[k]];
         uint8_t out;
         bool empty = sd->events[k].stack == 0;
-        if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD))
+        if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
-        else if (p == q && p != RAW_UNKNOWN && (p != RAW_FORWARD || raw_backward))
-            out = p; /* between two forwards: top-level code of a training forward; with no
-                      * backward anywhere it is code between inference calls */
-        else if (p == RAW_FORWARD && q == RAW_BACKWARD)
+        } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
+            /* Between two forward events: code of a training forward that runs outside any
+             * module (in the function that calls the model), else code between two model
+             * calls (a batch, an evaluation, logging). */
+            uint32_t u = ana_stack_first_user(w->cls, sd->events[k].stack);
+            uint32_t nc = ana_stack_caller(w->cls, sd->events[next[k]].stack);
+            bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
+                        ana_same_function(w->snap, u, nc);
+            out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
+        } else if (p == q && p != RAW_UNKNOWN) {
+            out = p;
+        } else if (p == RAW_FORWARD && q == RAW_BACKWARD) {
             out = RAW_FORWARD; /* the loss, computed outside any module */
-        else
+        } else {
             out = RAW_OTHER;
+        }
         w->phase[k] = (uint8_t)phase_of_raw(out);
     }
     gm_free(next);
@@ -496,11 +509,13 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(dev, f->first_event);
             bool batch;
-            /* Kept to the end: the last batch, unless its site keeps more (a leak). */
-            if (a->free_event < 0)
-                batch = it >= 0 && (size_t)it + 1 == dev->n_iterations &&
-                        ana_map_get(&w->survivors, a->stack) ==
-                            (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+            /* Kept to the end: the last batch, unless its site keeps allocations from
+             * other iterations too (a leak). */
+            if (a->free_event < 0) {
+                uint32_t own = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+                batch = it >= 0 && ana_map_get(&w->survivors, a->stack) == own &&
+                        ana_map_get(&w->survivors_last, a->stack) == own;
+            }
             else
                 batch = free_it >= 0 && free_it <= it + 1;
             /* The batch of an inference loop without iterations: consumed by one forward. */
@@ -836,7 +851,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}};
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}, {0}};
     enum gm_status st;
 
     dev->device = sd->index;
@@ -867,17 +882,20 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
-    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK)
+    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK ||
+        (st = ana_map_init(&w.survivors_last, 256, err)) != GM_OK)
         goto out;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0 || a->free_event >= 0)
             continue;
         /* allocations come in event order: the first one seen is the earliest */
+        uint32_t itv = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+        if ((st = ana_map_put(&w.survivors_last, a->stack, itv, err)) != GM_OK)
+            goto out;
         if (ana_map_get(&w.survivors, a->stack) != UINT32_MAX)
             continue;
-        uint32_t first = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
-        if ((st = ana_map_put(&w.survivors, a->stack, first, err)) != GM_OK)
+        if ((st = ana_map_put(&w.survivors, a->stack, itv, err)) != GM_OK)
             goto out;
     }
     for (size_t i = 0; i < dev->n_allocs; i++) {
@@ -934,6 +952,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     st = GM_OK;
 out:
     ana_map_release(&w.survivors);
+    ana_map_release(&w.survivors_last);
     gm_free(w.phase);
     gm_free(w.ev_free);
     gm_snapshot_timeline_release(&tl);
