@@ -135,6 +135,7 @@ struct vm {
                                 struct gm_error *err);
     void *append_ctx;
     bool drop_behind;
+    bool limit_hit; /* a heap array hit the memory cap */
     /* recycled containers (from consumed appends) and item arrays by slot count */
     struct pk_node *free_nodes;
     pk_val *free_items[FREE_CLASSES + 1];
@@ -144,7 +145,7 @@ struct vm {
 
 static enum gm_status nomem(struct vm *vm, uint64_t off)
 {
-    if (vm->doc->arena.limit_hit || (vm->max_memory && vm->heap_bytes > vm->max_memory / 2))
+    if (vm->doc->arena.limit_hit || vm->limit_hit)
         return gm_fail(vm->err, GM_ERR_LIMIT, off,
                        "pickle: memory cap of %zu bytes exceeded (a larger file needs more)",
                        vm->max_memory);
@@ -164,8 +165,10 @@ static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t ele
     if (ncap > SIZE_MAX / elem)
         return false;
     if (vm->max_memory &&
-        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory)
+        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory) {
+        vm->limit_hit = true;
         return false;
+    }
     n = gm_realloc(*arr, ncap * elem);
     if (!n)
         return false;

@@ -507,7 +507,9 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.b = b;
     sc.items = l->items;
     sc.n = l->len;
-    hs = hmap_hash_bytes(l->items, (size_t)l->len * sizeof(pk_val), 2);
+    hs = (uint64_t)l->len;
+    for (uint32_t i = 0; i < l->len; i++)
+        hs = hmap_mix(hs ^ l->items[i]) + i;
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
@@ -530,7 +532,9 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
             all_shared = false;
     }
     c.n = l->len;
-    h = hmap_hash_bytes(b->tmp, c.n * sizeof(uint32_t), 1);
+    h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < c.n; i++)
+        h = hmap_mix(h ^ b->tmp[i]) + i;
     id = hmap_find(&b->stack_by_content, h, stack_eq, &c);
     if (id == HMAP_NONE) {
         if (b->n_pool + c.n > UINT32_MAX || b->n_stacks >= UINT32_MAX - 1 ||
