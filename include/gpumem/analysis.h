@@ -76,7 +76,8 @@ enum gm_rule {
     GM_RULE_PARAM_LIFETIME,    /* parameter: alive from before the trace to its end, with no
                                 * stack (allocated before recording started) */
     GM_RULE_INPUT_FRAMES,      /* input: torch/utils/data frames */
-    GM_RULE_INPUT_BATCH,       /* input: user code before a forward, replaced each iteration */
+    GM_RULE_INPUT_BATCH,       /* input: a few tensors allocated by user code before a forward,
+                                * freed by the next iteration (or the latest such batch) */
     GM_RULE_ACT_SAVED,         /* activation: born in forward, freed in backward */
     GM_RULE_ACT_HELD,          /* activation: born in forward, freed later in the iteration
                                 * (or, with no backward at all, kept past the forward) */

@@ -30,8 +30,18 @@ struct work {
     uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
     bool has_backward;
     bool trace_has_frames;
-    struct ana_map survivors; /* stack -> 1 + earliest iteration of its never-freed allocs */
-    struct ana_map survivors_last; /* stack -> 1 + latest iteration of them */
+    struct ana_map site_of;   /* stack -> index in sites[] */
+    struct site_stat *sites;  /* per allocation stack seen in the trace */
+};
+
+/* What an allocation site (stack) does over the trace, for the input-batch rule. */
+struct site_stat {
+    uint32_t count;      /* trace allocations */
+    uint32_t n_iters;    /* distinct iterations (or the prelude) it allocates in */
+    int32_t last_iter;
+    int32_t first_kept;  /* iteration of its first / last allocation never freed, -2: none */
+    int32_t last_kept;
+    uint32_t n_batches;  /* allocations already classified as freed batches */
 };
 
 /* ---------------------------------------------------------------- allocations */
@@ -508,20 +518,27 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         const struct gm_analysis_phase_run *f = next_forward(dev, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(dev, f->first_event);
+            uint32_t si = ana_map_get(&w->site_of, a->stack);
+            struct site_stat *ss = si != NO_ALLOC ? &w->sites[si] : NULL;
+            /* A batch is a few tensors per iteration (x, y, a mask, a dict of them), not
+             * per-parameter work done in a loop. */
+            bool few = ss && ss->count <= 8 * (ss->n_iters ? ss->n_iters : 1);
             bool batch;
-            /* Kept to the end: the last batch, unless its site keeps allocations from
-             * other iterations too (a leak). */
             if (a->free_event < 0) {
-                uint32_t own = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
-                batch = it >= 0 && ana_map_get(&w->survivors, a->stack) == own &&
-                        ana_map_get(&w->survivors_last, a->stack) == own;
-            }
-            else
+                /* Kept to the end: the latest batch of a site whose earlier batches were
+                 * freed, and which keeps nothing from other iterations (else a leak). */
+                int32_t own = iteration_of(dev, a->alloc_event);
+                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == own &&
+                        ss->last_kept == own;
+            } else {
                 batch = free_it >= 0 && free_it <= it + 1;
-            /* The batch of an inference loop without iterations: consumed by one forward. */
-            if (it < 0 && a->free_event >= 0)
-                batch = true;
-            if (batch) {
+                /* the batch of an inference loop without iterations: used by one forward */
+                if (it < 0)
+                    batch = true;
+            }
+            if (batch && few) {
+                if (a->free_event >= 0)
+                    ss->n_batches++;
                 set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_BATCH);
                 return;
             }
@@ -843,6 +860,50 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
+/* Per allocation stack: allocations, iterations, the never-freed ones (allocations come
+ * in event order, so iterations are visited in order). */
+static enum gm_status site_stats(struct work *w, struct gm_error *err)
+{
+    const struct gm_analysis_device *dev = w->dev;
+    size_t n = 0, cap = 0;
+    enum gm_status st = ana_map_init(&w->site_of, 256, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event < 0)
+            continue;
+        uint32_t si = ana_map_get(&w->site_of, a->stack);
+        if (si == NO_ALLOC) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                struct site_stat *v = gm_realloc(w->sites, cap * sizeof(*v));
+                if (!v)
+                    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+                w->sites = v;
+            }
+            si = (uint32_t)n++;
+            memset(&w->sites[si], 0, sizeof(w->sites[si]));
+            w->sites[si].last_iter = -2;
+            w->sites[si].first_kept = w->sites[si].last_kept = -2;
+            if ((st = ana_map_put(&w->site_of, a->stack, si, err)) != GM_OK)
+                return st;
+        }
+        struct site_stat *ss = &w->sites[si];
+        int32_t itv = iteration_of(dev, a->alloc_event);
+        ss->count++;
+        if (itv != ss->last_iter)
+            ss->n_iters++;
+        ss->last_iter = itv;
+        if (a->free_event < 0) {
+            if (ss->first_kept == -2)
+                ss->first_kept = itv;
+            ss->last_kept = itv;
+        }
+    }
+    return GM_OK;
+}
+
 static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
                                      struct ana_classifier *cls, struct gm_arena *arena,
                                      uint32_t max_points, struct gm_analysis_device *dev,
@@ -851,7 +912,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}, {0}};
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}, NULL};
     enum gm_status st;
 
     dev->device = sd->index;
@@ -882,22 +943,8 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
-    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK ||
-        (st = ana_map_init(&w.survivors_last, 256, err)) != GM_OK)
+    if ((st = site_stats(&w, err)) != GM_OK)
         goto out;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event < 0 || a->free_event >= 0)
-            continue;
-        /* allocations come in event order: the first one seen is the earliest */
-        uint32_t itv = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
-        if ((st = ana_map_put(&w.survivors_last, a->stack, itv, err)) != GM_OK)
-            goto out;
-        if (ana_map_get(&w.survivors, a->stack) != UINT32_MAX)
-            continue;
-        if ((st = ana_map_put(&w.survivors, a->stack, itv, err)) != GM_OK)
-            goto out;
-    }
     for (size_t i = 0; i < dev->n_allocs; i++) {
         classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
@@ -951,8 +998,8 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     }
     st = GM_OK;
 out:
-    ana_map_release(&w.survivors);
-    ana_map_release(&w.survivors_last);
+    ana_map_release(&w.site_of);
+    gm_free(w.sites);
     gm_free(w.phase);
     gm_free(w.ev_free);
     gm_snapshot_timeline_release(&tl);

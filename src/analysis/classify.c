@@ -120,7 +120,12 @@ static uint16_t python_flags(const char *fn, const char *nm)
     }
     if (eq(nm, "zero_grad"))
         fl |= FR_ZERO_GRAD;
-    if (ana_path_has(fn, "/torch/utils/data/"))
+    /* Data loading and batches moved to the GPU by the libraries that do it for the user:
+     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(). */
+    if (ana_path_has(fn, "/torch/utils/data/") || ana_path_has(fn, "/torch_geometric/data/") ||
+        ((ana_path_has(fn, "/transformers/tokenization_utils_base.py") ||
+          ana_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
+         eq(nm, "to")))
         fl |= FR_DATA;
 
     /* User code: not torch, not an installed package, not the Python standard library. */

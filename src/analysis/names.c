@@ -26,7 +26,8 @@ static const struct {
                      "from_pretrained, torch.load or DataParallel replicate"},
     {"param_lifetime", "alive from before the trace to its end, without a stack"},
     {"input_frames", "allocated by torch.utils.data code"},
-    {"input_batch", "allocated by user code before a forward and replaced every iteration"},
+    {"input_batch", "a few tensors allocated by user code before a forward and freed by "
+                    "the next iteration (or the latest such batch)"},
     {"act_saved", "allocated in forward, freed during backward (saved for backward)"},
     {"act_held", "allocated in forward and kept after it within the iteration"},
     {"temp_forward", "allocated and freed inside one forward"},

@@ -65,6 +65,9 @@ static void test_frame_flags(void **state)
                  FR_OPTIM_STEP);
     assert_true(flags_of("/e/site-packages/torch/utils/data/dataloader.py", "__next__", true) &
                 FR_DATA);
+    assert_true(flags_of("/e/site-packages/torch_geometric/data/data.py", "to", true) & FR_DATA);
+    assert_true(flags_of("/e/site-packages/transformers/tokenization_utils_base.py", "to", true) &
+                FR_DATA);
     assert_true(flags_of("/home/u/proj/train.py", "main", true) & FR_USER);
     assert_true(flags_of("/tmp/ipykernel_1/123.py", "<module>", true) & FR_USER);
     assert_false(flags_of("/usr/lib/python3.10/threading.py", "run", true) & FR_USER);
