@@ -149,6 +149,19 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
         gm_json_kv_u64(w, gm_phase_name((enum gm_phase)p), dev->phase_events[p]);
     gm_json_end_object(w);
     gm_json_kv_u64(w, "iterations", dev->n_iterations);
+    gm_json_key(w, "iteration_peaks");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < dev->n_iterations; i++) {
+        const struct gm_analysis_iteration *it = &dev->iterations[i];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "iteration", i + 1);
+        gm_json_kv_u64(w, "peak_bytes", it->peak_bytes);
+        gm_json_kv_i64(w, "peak_event_index", it->peak_event);
+        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)it->peak_phase));
+        json_cats(w, "at_peak", it->at_peak);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
     if (series) {
         gm_json_key(w, "phases");
         gm_json_begin_array(w);
