@@ -406,6 +406,8 @@ static enum gm_status need_stack(struct vm *vm, size_t n, uint64_t off, uint8_t 
 static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
                                 uint64_t off)
 {
+    if (k == 0)
+        return GM_OK;
     if (!node_reserve(vm, n, k))
         return nomem(vm, off);
     memcpy(n->items + n->len, items, k * sizeof(pk_val));
@@ -418,6 +420,8 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
 {
     if (k % 2)
         return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: SETITEMS with an odd number of values");
+    if (k == 0)
+        return GM_OK;
     if (!node_reserve(vm, n, k / 2))
         return nomem(vm, off);
     memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
@@ -816,7 +820,8 @@ static enum gm_status run(struct vm *vm)
             n = new_node(vm, PK_TUPLE, (uint32_t)k);
             if (!n)
                 return nomem(vm, off);
-            memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
+            if (k)
+                memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
             n->len = (uint32_t)k;
             vm->sp -= k;
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));

@@ -118,6 +118,7 @@ struct builder {
     struct dm_entry words[1 << DM_BITS];      /* string value -> enum word */
     struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
     struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
+    struct dm_entry list_dm[1 << DM_BITS];    /* frames list object -> stack id */
     struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
     struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
@@ -148,6 +149,11 @@ struct builder {
     size_t cap_tmp;
 
     struct hmap extra_by_content;
+    /* the key sequence of the last trace entry: entries repeat it, with memoized keys */
+    pk_val shape_keys[16];
+    uint8_t shape_words[16];
+    uint32_t shape_n;
+    uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -309,6 +315,10 @@ static enum gm_status get_u64(struct builder *b, const char *where, size_t i, en
                               pk_val v, uint64_t *out)
 {
     int64_t s;
+    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
+        *out = v >> 3;
+        return GM_OK;
+    }
     if (pk_get_u64(v, out))
         return GM_OK;
     /* Negative values where the schema has unsigned ones: keep the two's complement, as the
@@ -492,7 +502,7 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
-    struct dm_entry *dc;
+    struct dm_entry *dc, *ldc;
     uint64_t h, hs;
     bool all_shared = true;
     enum gm_status st;
@@ -504,6 +514,13 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         *out = 0;
         return GM_OK;
     }
+    /* A frames list object is never recycled by the parser (only trace entry dicts are),
+     * so its address identifies it for the whole parse. */
+    ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
+    if (ldc->key == (uint64_t)(uintptr_t)l) {
+        *out = ldc->val;
+        return GM_OK;
+    }
     sc.b = b;
     sc.items = l->items;
     sc.n = l->len;
@@ -513,6 +530,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
+        ldc->key = (uint64_t)(uintptr_t)l;
+        ldc->val = *out;
         return GM_OK;
     }
     gi = hmap_find(&b->sig_map, hs, sig_eq, &sc);
@@ -520,6 +539,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         dc->key = hs;
         dc->val = gi;
         *out = b->sigs[gi].stack;
+        ldc->key = (uint64_t)(uintptr_t)l;
+        ldc->val = *out;
         return GM_OK;
     }
     if (!grow_arr((void **)&b->tmp, &b->cap_tmp, l->len, sizeof(uint32_t)))
@@ -567,6 +588,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         dc->key = hs;
         dc->val = (uint32_t)b->n_sigs++;
     }
+    ldc->key = (uint64_t)(uintptr_t)l;
+    ldc->val = id;
     *out = id;
     return GM_OK;
 }
@@ -789,7 +812,12 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                           ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
     struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
     uint32_t id;
+    if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {
+        *out = b->last_extra;
+        return GM_OK;
+    }
     if (dc->key == h && extra_eq(&c, dc->val)) {
+        b->last_extra = dc->val + 1;
         *out = dc->val + 1;
         return GM_OK;
     }
@@ -805,6 +833,7 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
     }
     dc->key = h;
     dc->val = id;
+    b->last_extra = id + 1;
     *out = id + 1;
     return GM_OK;
 }
@@ -817,6 +846,7 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
     bool has_extra = false, has_action = false;
     uint64_t device_free = 0;
     bool has_device_free = false;
+    const uint8_t *shape;
     enum gm_status st = GM_OK;
 
     if (!d)
@@ -824,9 +854,25 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
                        "snapshot: trace entry %zu is a %s, expected a dict", ei, pk_type_name(v));
     memset(e, 0, sizeof(*e));
     memset(&x, 0, sizeof(x));
+    {
+        bool same = d->len == b->shape_n;
+        for (uint32_t i = 0; same && i < d->len; i++)
+            same = d->items[2 * i] == b->shape_keys[i];
+        if (!same && d->len <= 16) {
+            for (uint32_t i = 0; i < d->len; i++) {
+                b->shape_keys[i] = d->items[2 * i];
+                b->shape_words[i] = (uint8_t)word_of(b, d->items[2 * i]);
+            }
+            b->shape_n = d->len;
+            same = true;
+        }
+        if (!same)
+            b->shape_n = 0;
+        shape = same ? b->shape_words : NULL;
+    }
     for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        enum word w = word_of(b, k);
+        enum word w = shape ? (enum word)shape[i] : word_of(b, k);
         switch (w) {
         case W_ACTION: {
             enum word a = word_of(b, val);
