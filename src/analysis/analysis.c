@@ -467,6 +467,12 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         set_cat(a, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_FRAMES);
         return;
     }
+    /* Batches built by data-loading code, even inside a forward (PyG DataParallel collates
+     * the batch in its forward). */
+    if ((fl & FR_DATA) && a->phase != GM_PHASE_BACKWARD && a->phase != GM_PHASE_OPTIMIZER_STEP) {
+        set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_FRAMES);
+        return;
+    }
     if (from_start && a->stack == 0) {
         if (a->free_event < 0)
             set_cat(a, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_LIFETIME);
@@ -510,11 +516,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     default:
         break;
     }
-    /* Phase other: data loading, a batch, or user code. */
-    if (fl & FR_DATA) {
-        set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_FRAMES);
-        return;
-    }
+    /* Phase other: a batch, or user code. */
     if (!from_start) {
         const struct gm_analysis_phase_run *f = next_forward(w, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
