@@ -88,7 +88,8 @@ enum gm_rule {
     GM_RULE_OPT_TEMP,          /* optimizer_temp: born and freed in one step */
     GM_RULE_KEPT_FORWARD,      /* other: born in forward, kept into later iterations (loss
                                 * kept for logging, leaks) */
-    GM_RULE_USER,              /* other: user code outside model/autograd/optimizer */
+    GM_RULE_USER,              /* other: code outside model/autograd/optimizer (user code,
+                                * other libraries) */
 };
 #define GM_RULE_COUNT 14
 

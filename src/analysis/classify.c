@@ -64,6 +64,17 @@ static const char *const optim_not_step[] = {
     "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
     "_process_value_according_to_param_policy", "zero_grad", NULL};
 
+/* Batch transfer helpers of training libraries (HF Trainer, accelerate, Lightning). */
+static const char *const batch_fns[] = {
+    "_prepare_input", "_prepare_inputs", "send_to_device", "move_data_to_device",
+    "batch_to_device", "transfer_batch_to_device", "_apply_batch_transfer_handler", NULL};
+
+/* An installed package (not the user's own code). */
+static bool outside_packages(const char *fn)
+{
+    return !ana_path_has(fn, "site-packages") && !ana_path_has(fn, "dist-packages");
+}
+
 static uint16_t python_flags(const char *fn, const char *nm)
 {
     uint16_t fl = FR_PY;
@@ -113,7 +124,7 @@ static uint16_t python_flags(const char *fn, const char *nm)
             !in_list(nm, optim_not_step))
             fl |= FR_OPTIM_STEP;
     } else if ((ana_path_has(fn, "/optim/") || ana_path_has(fn, "/optimizers/") ||
-                ana_path_has(fn, "/optimization.py")) &&
+                ana_path_has(fn, "/optimization.py") || ana_path_has(fn, "/deepspeed/ops/")) &&
                (eq(nm, "step") || starts(nm, "_multi_tensor_") || starts(nm, "_single_tensor_") ||
                 starts(nm, "_fused_") || eq(nm, "_init_group"))) {
         fl |= FR_OPTIM_STEP;
@@ -121,11 +132,13 @@ static uint16_t python_flags(const char *fn, const char *nm)
     if (eq(nm, "zero_grad"))
         fl |= FR_ZERO_GRAD;
     /* Data loading and batches moved to the GPU by the libraries that do it for the user:
-     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(). */
+     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(),
+     * the HF Trainer, accelerate and Lightning batch transfer helpers. */
     if (ana_path_has(fn, "/torch/utils/data/") || ana_path_has(fn, "/torch_geometric/data/") ||
         ((ana_path_has(fn, "/transformers/tokenization_utils_base.py") ||
           ana_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
-         eq(nm, "to")))
+         eq(nm, "to")) ||
+        (!in_torch && !outside_packages(fn) && in_list(nm, batch_fns)))
         fl |= FR_DATA;
 
     /* User code: not torch, not an installed package, not the Python standard library. */

@@ -36,7 +36,7 @@ static const struct {
     {"opt_state", "allocated in an optimizer step and kept after it"},
     {"opt_temp", "allocated and freed inside one optimizer step"},
     {"kept_forward", "allocated in forward and kept into later iterations"},
-    {"user", "allocated by user code outside model, autograd and optimizer"},
+    {"user", "allocated outside model, autograd and optimizer code (user code, libraries)"},
 };
 
 const char *gm_rule_name(enum gm_rule r)

@@ -68,6 +68,13 @@ static void test_frame_flags(void **state)
     assert_true(flags_of("/e/site-packages/torch_geometric/data/data.py", "to", true) & FR_DATA);
     assert_true(flags_of("/e/site-packages/transformers/tokenization_utils_base.py", "to", true) &
                 FR_DATA);
+    assert_true(flags_of("/e/site-packages/transformers/trainer.py", "_prepare_input", true) &
+                FR_DATA);
+    assert_true(flags_of("/e/site-packages/accelerate/utils/operations.py", "send_to_device",
+                         true) & FR_DATA);
+    assert_false(flags_of("/home/u/train.py", "send_to_device", true) & FR_DATA);
+    assert_true(flags_of("/e/site-packages/deepspeed/ops/adam/fused_adam.py", "step", true) &
+                FR_OPTIM_STEP);
     assert_true(flags_of("/home/u/proj/train.py", "main", true) & FR_USER);
     assert_true(flags_of("/tmp/ipykernel_1/123.py", "<module>", true) & FR_USER);
     assert_false(flags_of("/usr/lib/python3.10/threading.py", "run", true) & FR_USER);
