@@ -507,6 +507,11 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     bool all_shared = true;
     enum gm_status st;
 
+    if (pk_is_token(v) && pk_token_id(v) < b->n_stacks) {
+        /* a frames list read in an earlier trace entry, recycled by the parser */
+        *out = pk_token_id(v);
+        return GM_OK;
+    }
     if (!l)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: 'frames' is a %s, expected a list", pk_type_name(v));
@@ -514,8 +519,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         *out = 0;
         return GM_OK;
     }
-    /* A frames list object is never recycled by the parser (only trace entry dicts are),
-     * so its address identifies it for the whole parse. */
+    /* A frames list object is recycled by the parser only through list_token(), which
+     * clears its entry here, so an address found here is still that list. */
     ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
     if (ldc->key == (uint64_t)(uintptr_t)l) {
         *out = ldc->val;
@@ -1016,6 +1021,21 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     return GM_OK;
 }
 
+/* The parser recycles a trace entry's frames list: hand it the stack id we read it as. */
+static uint32_t list_token(void *ctx, const struct pk_node *list)
+{
+    struct builder *b = ctx;
+    struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
+    uint32_t id;
+    if (list->len == 0)
+        return 0;
+    if (ldc->key != (uint64_t)(uintptr_t)list)
+        return UINT32_MAX; /* not read as a frames list (or evicted): keep it */
+    id = ldc->val;
+    ldc->key = 0; /* the address may now be reused for another list */
+    return id;
+}
+
 /* ---- top level ---- */
 
 static enum gm_status read_settings(struct builder *b, pk_val v)
@@ -1505,6 +1525,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     po.on_append = on_append;
     po.append_ctx = b;
+    po.list_token = list_token;
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */
