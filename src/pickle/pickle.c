@@ -521,6 +521,17 @@ static enum gm_status string_op(struct vm *vm, uint8_t op, uint64_t off, unsigne
     return push(vm, (off << 3) | PK_TAG_STR, off);
 }
 
+/* A MEMOIZE right after the value it memoizes (the common case), without a dispatch. */
+static inline enum gm_status fused_memoize(struct vm *vm)
+{
+    if (vm->p < vm->end && *vm->p == OP_MEMOIZE) {
+        uint64_t off = OFF(vm, vm->p);
+        vm->p++;
+        return memo_put(vm, vm->memo_len, vm->stack[vm->sp - 1], off);
+    }
+    return GM_OK;
+}
+
 static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
 {
     const char *name = pk_opcode_name(op);
@@ -807,6 +818,7 @@ static enum gm_status run(struct vm *vm)
         case OP_SHORT_BINSTRING:
         case OP_SHORT_BINBYTES:
             CHECK(string_op(vm, op, off, 1));
+            CHECK(fused_memoize(vm));
             break;
         case OP_BINUNICODE:
         case OP_BINSTRING:
@@ -831,6 +843,7 @@ static enum gm_status run(struct vm *vm)
             if (!n)
                 return nomem(vm, off);
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
+            CHECK(fused_memoize(vm));
             break;
         }
         case OP_EMPTY_TUPLE:
