@@ -154,6 +154,8 @@ struct builder {
     uint8_t shape_words[16];
     uint32_t shape_n;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+    uint32_t last_str;   /* index in strs of the last string interned from a value */
+    bool last_str_ok;
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -295,8 +297,15 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
                        what, pk_type_name(v));
-    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
+    if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
+        !memcmp(p, b->strs[b->last_str], n)) {
+        idx = b->last_str;
+    } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
         return st;
+    }
+    b->last_str = idx;
+    b->last_str_ok = true;
     c->key = v;
     c->val = idx;
     *out = b->strs[idx];
@@ -531,7 +540,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.n = l->len;
     hs = (uint64_t)l->len;
     for (uint32_t i = 0; i < l->len; i++)
-        hs = hmap_mix(hs ^ l->items[i]) + i;
+        hs = (hs ^ l->items[i]) * 0x100000001b3ULL;
+    hs = hmap_mix(hs);
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
