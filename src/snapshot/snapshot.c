@@ -154,6 +154,8 @@ struct builder {
     uint8_t shape_words[16];
     uint32_t shape_n;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+    uint32_t last_str;   /* index in strs of the last string interned from a value */
+    bool last_str_ok;
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -295,8 +297,15 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
                        what, pk_type_name(v));
-    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
+    if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
+        !memcmp(p, b->strs[b->last_str], n)) {
+        idx = b->last_str;
+    } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
         return st;
+    }
+    b->last_str = idx;
+    b->last_str_ok = true;
     c->key = v;
     c->val = idx;
     *out = b->strs[idx];
@@ -507,6 +516,11 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     bool all_shared = true;
     enum gm_status st;
 
+    if (pk_is_token(v) && pk_token_id(v) < b->n_stacks) {
+        /* a frames list read in an earlier trace entry, recycled by the parser */
+        *out = pk_token_id(v);
+        return GM_OK;
+    }
     if (!l)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: 'frames' is a %s, expected a list", pk_type_name(v));
@@ -514,8 +528,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         *out = 0;
         return GM_OK;
     }
-    /* A frames list object is never recycled by the parser (only trace entry dicts are),
-     * so its address identifies it for the whole parse. */
+    /* A frames list object is recycled by the parser only through list_token(), which
+     * clears its entry here, so an address found here is still that list. */
     ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
     if (ldc->key == (uint64_t)(uintptr_t)l) {
         *out = ldc->val;
@@ -526,7 +540,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.n = l->len;
     hs = (uint64_t)l->len;
     for (uint32_t i = 0; i < l->len; i++)
-        hs = hmap_mix(hs ^ l->items[i]) + i;
+        hs = (hs ^ l->items[i]) * 0x100000001b3ULL;
+    hs = hmap_mix(hs);
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
@@ -1014,6 +1029,21 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     }
     *consumed = true;
     return GM_OK;
+}
+
+/* The parser recycles a trace entry's frames list: hand it the stack id we read it as. */
+static uint32_t list_token(void *ctx, const struct pk_node *list)
+{
+    struct builder *b = ctx;
+    struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
+    uint32_t id;
+    if (list->len == 0)
+        return 0;
+    if (ldc->key != (uint64_t)(uintptr_t)list)
+        return UINT32_MAX; /* not read as a frames list (or evicted): keep it */
+    id = ldc->val;
+    ldc->key = 0; /* the address may now be reused for another list */
+    return id;
 }
 
 /* ---- top level ---- */
@@ -1505,6 +1535,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     po.on_append = on_append;
     po.append_ctx = b;
+    po.list_token = list_token;
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */
