@@ -65,6 +65,10 @@ enum gm_phase {
 };
 #define GM_PHASE_COUNT 4
 
+/* What reduces the memory of a category when it dominates a peak (a paragraph naming
+ * the PyTorch features that help); static storage. */
+const char *gm_category_advice(enum gm_category c);
+
 /* "other", "forward", "backward", "optimizer_step"; static storage. */
 const char *gm_phase_name(enum gm_phase p);
 

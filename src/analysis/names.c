@@ -10,6 +10,42 @@ const char *gm_category_name(enum gm_category c)
     return (unsigned)c < GM_CATEGORY_COUNT ? names[c] : "other";
 }
 
+const char *gm_category_advice(enum gm_category c)
+{
+    switch (c) {
+    case GM_CATEGORY_PARAMETER:
+        return "The weights dominate: load them in bf16/fp16 (or 8/4-bit quantized for "
+               "inference), shard them across GPUs (FSDP, ZeRO-3) or offload part of them.";
+    case GM_CATEGORY_INPUT:
+        return "The input batches dominate: use a smaller batch (with gradient accumulation "
+               "to keep the effective batch), keep only the current batch on the GPU, and "
+               "move data in its compact dtype (uint8 images, int32 tokens).";
+    case GM_CATEGORY_ACTIVATION:
+        return "Activations dominate: they grow with batch and sequence length. Use a "
+               "smaller micro-batch with gradient accumulation, activation checkpointing "
+               "(torch.utils.checkpoint), bf16/fp16 autocast, or memory-efficient attention "
+               "(scaled_dot_product_attention).";
+    case GM_CATEGORY_GRADIENT:
+        return "Parameter gradients dominate: they are as large as the trainable weights. "
+               "Freeze what you do not train (requires_grad_(False), LoRA), keep gradients in "
+               "bf16, shard them (ZeRO-2, FSDP), and free them with zero_grad(set_to_none=True).";
+    case GM_CATEGORY_OPTIMIZER_STATE:
+        return "Optimizer state dominates: Adam/AdamW keep two moments per parameter (twice "
+               "the fp32 weights). Use an 8-bit optimizer (bitsandbytes), a factored one "
+               "(Adafactor), SGD with momentum, or shard the state (ZeRO-1, FSDP).";
+    case GM_CATEGORY_OPTIMIZER_TEMP:
+        return "Optimizer temporaries dominate: the foreach implementation copies whole "
+               "parameter groups. Use fused=True (Adam/AdamW on CUDA), or foreach=False to "
+               "step one tensor at a time.";
+    case GM_CATEGORY_OTHER:
+        break;
+    }
+    return "Temporaries and unclassified tensors dominate: see the largest sites (--top). "
+           "Large activation gradients or logits (vocabulary x tokens) shrink with a smaller "
+           "micro-batch or a chunked loss; memory kept across iterations is a leak "
+           "(gpumem snapshot leaks).";
+}
+
 const char *gm_phase_name(enum gm_phase p)
 {
     static const char *const names[GM_PHASE_COUNT] = {"other", "forward", "backward",

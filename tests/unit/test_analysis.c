@@ -350,6 +350,8 @@ static void test_names(void **state)
     assert_string_equal(gm_oom_verdict_name(GM_VERDICT_FRAGMENTATION), "fragmentation");
     assert_non_null(strstr(gm_oom_verdict_advice(GM_VERDICT_FRAGMENTATION), "expandable_segments"));
     assert_non_null(strstr(gm_leak_kind_advice(GM_LEAK_FORWARD_OUTPUT), ".item()"));
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        assert_true(strlen(gm_category_advice((enum gm_category)c)) > 40);
     for (int r = 0; r < GM_RULE_COUNT; r++)
         assert_true(strlen(gm_rule_text((enum gm_rule)r)) > 0);
 }
