@@ -106,8 +106,8 @@ void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack
     for (size_t i = 0; i < shown; i++) {
         const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
         if (fr->is_python)
-            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename),
-                    fr->line, fr->name);
+            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename), fr->line,
+                    fr->name);
         else
             fprintf(f, "%s%.160s\n", indent, fr->name);
     }

@@ -239,15 +239,14 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     printf("\n");
     printf("  %-16s %14s %7s %14s\n", "category", "at peak", "share", "at end");
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
-        double share = dev->peak_bytes ? 100.0 * (double)dev->at_peak[c] / (double)dev->peak_bytes
-                                       : 0.0;
+        double share =
+            dev->peak_bytes ? 100.0 * (double)dev->at_peak[c] / (double)dev->peak_bytes : 0.0;
         printf("  %-16s %14s %6.1f%% %14s\n", gm_category_name((enum gm_category)c),
                ana_cli_short(b1, sizeof(b1), dev->at_peak[c]), share,
                ana_cli_short(b2, sizeof(b2), dev->at_end[c]));
     }
-    double unexp = dev->peak_bytes
-                       ? 100.0 * (double)dev->at_peak_unexplained / (double)dev->peak_bytes
-                       : 0.0;
+    double unexp =
+        dev->peak_bytes ? 100.0 * (double)dev->at_peak_unexplained / (double)dev->peak_bytes : 0.0;
     printf("  unexplained (no rule matched, counted in other): %s, %.1f%% of the peak\n",
            ana_cli_short(b1, sizeof(b1), dev->at_peak_unexplained), unexp);
     if (dev->at_peak_lifetime_only)

@@ -52,22 +52,49 @@ static bool in_list(const char *s, const char *const *list)
 }
 
 /* Module methods that move or create parameters and buffers (all end in _apply/convert). */
-static const char *const module_param_fns[] = {
-    "_apply", "convert", "to", "cuda", "to_empty", "_load_from_state_dict", "load_state_dict",
-    "half", "float", "double", "bfloat16", "type", "xpu", NULL};
+static const char *const module_param_fns[] = {"_apply",
+                                               "convert",
+                                               "to",
+                                               "cuda",
+                                               "to_empty",
+                                               "_load_from_state_dict",
+                                               "load_state_dict",
+                                               "half",
+                                               "float",
+                                               "double",
+                                               "bfloat16",
+                                               "type",
+                                               "xpu",
+                                               NULL};
 
 /* torch.optim.Optimizer methods that are not part of step(). */
-static const char *const optim_not_step[] = {
-    "__init__", "add_param_group", "state_dict", "load_state_dict", "__setstate__",
-    "__getstate__", "__repr__", "_patch_step_function", "register_step_pre_hook",
-    "register_step_post_hook", "register_state_dict_pre_hook", "register_state_dict_post_hook",
-    "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
-    "_process_value_according_to_param_policy", "zero_grad", NULL};
+static const char *const optim_not_step[] = {"__init__",
+                                             "add_param_group",
+                                             "state_dict",
+                                             "load_state_dict",
+                                             "__setstate__",
+                                             "__getstate__",
+                                             "__repr__",
+                                             "_patch_step_function",
+                                             "register_step_pre_hook",
+                                             "register_step_post_hook",
+                                             "register_state_dict_pre_hook",
+                                             "register_state_dict_post_hook",
+                                             "register_load_state_dict_pre_hook",
+                                             "register_load_state_dict_post_hook",
+                                             "_process_value_according_to_param_policy",
+                                             "zero_grad",
+                                             NULL};
 
 /* Batch transfer helpers of training libraries (HF Trainer, accelerate, Lightning). */
-static const char *const batch_fns[] = {
-    "_prepare_input", "_prepare_inputs", "send_to_device", "move_data_to_device",
-    "batch_to_device", "transfer_batch_to_device", "_apply_batch_transfer_handler", NULL};
+static const char *const batch_fns[] = {"_prepare_input",
+                                        "_prepare_inputs",
+                                        "send_to_device",
+                                        "move_data_to_device",
+                                        "batch_to_device",
+                                        "transfer_batch_to_device",
+                                        "_apply_batch_transfer_handler",
+                                        NULL};
 
 /* An installed package (not the user's own code). */
 static bool outside_packages(const char *fn)
@@ -86,7 +113,8 @@ static uint16_t python_flags(const char *fn, const char *nm)
             fl |= FR_MODULE_CALL;
         else if (in_list(nm, module_param_fns))
             fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/torch/nn/init.py") || ana_path_has(fn, "/torch/nn/parameter.py") ||
+    } else if (ana_path_has(fn, "/torch/nn/init.py") ||
+               ana_path_has(fn, "/torch/nn/parameter.py") ||
                ana_path_has(fn, "/torch/serialization.py") ||
                ana_path_has(fn, "/torch/nn/parallel/replicate.py") ||
                ana_path_has(fn, "/safetensors/torch.py")) {
@@ -95,8 +123,8 @@ static uint16_t python_flags(const char *fn, const char *nm)
                (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
         fl |= FR_PARAM_LOAD;
     } else if (ana_path_has(fn, "/transformers/modeling_utils.py") &&
-               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") ||
-                eq(nm, "cuda") || eq(nm, "half") || eq(nm, "float"))) {
+               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") || eq(nm, "cuda") ||
+                eq(nm, "half") || eq(nm, "float"))) {
         fl |= FR_PARAM_LOAD;
     } else if (ana_path_has(fn, "/accelerate/utils/modeling.py") &&
                (strstr(nm, "set_module_tensor_to_device") || strstr(nm, "load"))) {
@@ -142,9 +170,9 @@ static uint16_t python_flags(const char *fn, const char *nm)
         fl |= FR_DATA;
 
     /* User code: not torch, not an installed package, not the Python standard library. */
-    bool stdlib = (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") ||
-                   ana_path_has(fn, "/lib64/")) &&
-                  ana_path_has(fn, "python");
+    bool stdlib =
+        (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") || ana_path_has(fn, "/lib64/")) &&
+        ana_path_has(fn, "python");
     if (!in_torch && !stdlib && fn[0] != '<' && !ana_path_has(fn, "site-packages") &&
         !ana_path_has(fn, "dist-packages"))
         fl |= FR_USER;

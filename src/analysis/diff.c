@@ -116,8 +116,7 @@ struct sites {
 };
 
 static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
-                               const struct gm_analysis_device *dev, int side,
-                               struct gm_error *err)
+                               const struct gm_analysis_device *dev, int side, struct gm_error *err)
 {
     struct ana_map by_stack;
     enum gm_status st = ana_map_init(&by_stack, 256, err);

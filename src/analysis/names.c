@@ -5,8 +5,8 @@
 const char *gm_category_name(enum gm_category c)
 {
     static const char *const names[GM_CATEGORY_COUNT] = {
-        "parameter", "input", "activation", "gradient", "optimizer_state", "optimizer_temp",
-        "other"};
+        "parameter",       "input",          "activation", "gradient",
+        "optimizer_state", "optimizer_temp", "other"};
     return (unsigned)c < GM_CATEGORY_COUNT ? names[c] : "other";
 }
 
@@ -87,8 +87,8 @@ const char *gm_rule_text(enum gm_rule r)
 
 const char *gm_leak_kind_name(enum gm_leak_kind k)
 {
-    static const char *const names[GM_LEAK_KIND_COUNT] = {
-        "forward_output", "graph_kept", "user_tensor", "optimizer", "other"};
+    static const char *const names[GM_LEAK_KIND_COUNT] = {"forward_output", "graph_kept",
+                                                          "user_tensor", "optimizer", "other"};
     return (unsigned)k < GM_LEAK_KIND_COUNT ? names[k] : "other";
 }
 
