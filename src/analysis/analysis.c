@@ -372,11 +372,10 @@ static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
 {
     struct gm_analysis_device *dev = w->dev;
     size_t n_it = 0;
-    bool armed = true;
     /* Count, then fill: a forward run starts an iteration when a backward or a step ran
      * since the last start (training), or, with no backward anywhere, every forward run. */
     for (int pass = 0; pass < 2; pass++) {
-        armed = true;
+        bool armed = true;
         size_t i = 0;
         for (size_t r = 0; r < dev->n_phases; r++) {
             const struct gm_analysis_phase_run *run = &dev->phases[r];
