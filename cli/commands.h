@@ -7,5 +7,16 @@ int cmd_version(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+
+/* gpumem snapshot <sub-command>: the table is in cmd_snapshot.c, one line each. */
+int cmd_snapshot_info(int argc, char **argv);
+int cmd_snapshot_stats(int argc, char **argv);
+int cmd_snapshot_trace(int argc, char **argv);
+int cmd_snapshot_peak(int argc, char **argv);
+int cmd_snapshot_categories(int argc, char **argv);
+int cmd_snapshot_leaks(int argc, char **argv);
+int cmd_snapshot_diff(int argc, char **argv);
+int cmd_snapshot_oom(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@ static const struct cli_command commands[] = {
     {"estimate", cmd_estimate, "predict peak GPU memory of a training or inference job"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
+    {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
     {NULL, NULL, NULL},
 };
 

@@ -3,12 +3,14 @@
 #ifndef GPUMEM_GPUMEM_H
 #define GPUMEM_GPUMEM_H
 
+#include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 #include "gpumem/device.h"
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
 #include "gpumem/json.h"
 #include "gpumem/model.h"
+#include "gpumem/snapshot.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 #include "gpumem/watch.h"

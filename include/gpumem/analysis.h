@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis.h - explain a memory snapshot: what each allocation is (parameter, activation,
+ * gradient, ...), which phase of training every moment belongs to (forward, backward,
+ * optimizer step), the training iterations, memory that leaks from iteration to iteration,
+ * fragmentation and out-of-memory events, and the difference between two snapshots.
+ *
+ * Everything is derived from a loaded struct gm_snapshot (snapshot.h): the stack frames
+ * that PyTorch records (torch/nn/modules/module.py module calls, the autograd engine,
+ * torch/optim, zero_grad, torch/utils/data, user code) combined with each allocation's
+ * lifetime.  The rules are documented in docs/analysis.md; every allocation carries the
+ * rule that decided its category (enum gm_rule), and the bytes no rule explained are
+ * reported apart (never guessed silently).
+ *
+ * Usage:
+ *   struct gm_analysis *an;
+ *   if (gm_analysis_run(snap, NULL, &an, &err) != GM_OK) ...;
+ *   for (size_t d = 0; d < an->n_devices; d++) {
+ *       const struct gm_analysis_device *dev = &an->devices[d];
+ *       for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+ *           printf("%s %llu\n", gm_category_name(c), (unsigned long long)dev->at_peak[c]);
+ *       for (size_t i = 0; i < dev->n_points; i++) ... dev->points[i].bytes[c] ...
+ *   }
+ *   gm_analysis_free(an);
+ *
+ * Ownership: a struct gm_analysis owns every array reachable from it (one arena) and
+ * borrows the snapshot: keep the snapshot alive until gm_analysis_free().  Stack ids are
+ * the snapshot's (snap->stacks[id]).  Sizes are the trace's bytes (requested bytes, as
+ * memory_viz draws them), so totals match gm_snapshot_timeline(). */
+#ifndef GPUMEM_ANALYSIS_H
+#define GPUMEM_ANALYSIS_H
+
+#include "gpumem/error.h"
+#include "gpumem/snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- categories and phases ---- */
+
+enum gm_category {
+    GM_CATEGORY_PARAMETER = 0,   /* weights and buffers of the model */
+    GM_CATEGORY_INPUT,           /* batches copied to the GPU */
+    GM_CATEGORY_ACTIVATION,      /* forward results kept for backward (or held by the caller) */
+    GM_CATEGORY_GRADIENT,        /* parameter gradients (.grad), alive past backward */
+    GM_CATEGORY_OPTIMIZER_STATE, /* optimizer state (Adam moments), born in a step, kept */
+    GM_CATEGORY_OPTIMIZER_TEMP,  /* temporaries of an optimizer step, freed in the step */
+    GM_CATEGORY_OTHER,           /* temporaries, activation gradients, unexplained */
+};
+#define GM_CATEGORY_COUNT 7
+
+/* "parameter", "input", "activation", "gradient", "optimizer_state", "optimizer_temp",
+ * "other" (the JSON keys); static storage. */
+const char *gm_category_name(enum gm_category c);
+
+enum gm_phase {
+    GM_PHASE_OTHER = 0, /* data loading, zero_grad, clipping, logging, setup, unknown */
+    GM_PHASE_FORWARD,
+    GM_PHASE_BACKWARD,
+    GM_PHASE_OPTIMIZER_STEP,
+};
+#define GM_PHASE_COUNT 4
+
+/* What reduces the memory of a category when it dominates a peak (a paragraph naming
+ * the PyTorch features that help); static storage. */
+const char *gm_category_advice(enum gm_category c);
+
+/* "other", "forward", "backward", "optimizer_step"; static storage. */
+const char *gm_phase_name(enum gm_phase p);
+
+/* The rule that decided an allocation's category (docs/analysis.md lists them). */
+enum gm_rule {
+    GM_RULE_NONE = 0,       /* no rule matched: counted as unexplained "other" */
+    GM_RULE_PARAM_FRAMES,   /* parameter: Module._apply/to/cuda, init, load_state_dict,
+                             * from_pretrained, torch.load frames */
+    GM_RULE_PARAM_LIFETIME, /* parameter: alive from before the trace to its end, with no
+                             * stack (allocated before recording started) */
+    GM_RULE_INPUT_FRAMES,   /* input: torch/utils/data frames */
+    GM_RULE_INPUT_BATCH,    /* input: a few tensors allocated by user code before a forward,
+                             * freed by the next iteration (or the latest such batch) */
+    GM_RULE_ACT_SAVED,      /* activation: born in forward, freed in backward */
+    GM_RULE_ACT_HELD,       /* activation: born in forward, freed later in the iteration
+                             * (or, with no backward at all, kept past the forward) */
+    GM_RULE_TEMP_FORWARD,   /* other: born and freed inside one forward */
+    GM_RULE_GRAD,           /* gradient: born in backward, alive past its end */
+    GM_RULE_TEMP_BACKWARD,  /* other: born and freed in backward (activation gradients) */
+    GM_RULE_OPT_STATE,      /* optimizer_state: born in a step, alive past it */
+    GM_RULE_OPT_TEMP,       /* optimizer_temp: born and freed in one step */
+    GM_RULE_KEPT_FORWARD,   /* other: born in forward, kept into later iterations (loss
+                             * kept for logging, leaks) */
+    GM_RULE_USER,           /* other: code outside model/autograd/optimizer (user code,
+                             * other libraries) */
+};
+#define GM_RULE_COUNT 14
+
+/* Short name ("param_frames") and one-line explanation; static storage. */
+const char *gm_rule_name(enum gm_rule r);
+const char *gm_rule_text(enum gm_rule r);
+
+/* ---- per-allocation results ---- */
+
+/* One allocation: from its alloc event (or the start) to its free_completed (or the end),
+ * matched by address exactly as gm_snapshot_timeline() does. */
+struct gm_analysis_alloc {
+    uint64_t addr;
+    uint64_t bytes; /* trace (requested) bytes */
+    uint64_t stream;
+    int64_t alloc_event;          /* index in the device trace; -1: alive from the start */
+    int64_t free_event;           /* index of its free_completed; -1: alive at the end */
+    int64_t free_requested_event; /* -1 when none */
+    uint32_t stack;               /* stack of the alloc (or of the block / free when from start) */
+    uint32_t free_stack;          /* stack of the free_requested/free_completed; 0 if none */
+    uint8_t category;             /* enum gm_category */
+    uint8_t rule;                 /* enum gm_rule */
+    uint8_t phase;                /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
+    uint8_t free_phase;           /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
+    int32_t iteration;            /* iteration of the alloc, -1 outside any */
+};
+
+/* A maximal run of consecutive events of one phase. Runs cover the whole trace. */
+struct gm_analysis_phase_run {
+    int64_t first_event;
+    int64_t last_event; /* inclusive */
+    uint8_t phase;      /* enum gm_phase */
+    int32_t iteration;  /* -1 outside any iteration */
+};
+
+/* One point of the per-category series: the state after 'event' (-1: initial state). */
+struct gm_analysis_point {
+    int64_t event;
+    int64_t time_us; /* valid when has_time */
+    bool has_time;
+    uint8_t phase;     /* enum gm_phase of 'event' */
+    uint64_t total;    /* allocated bytes (sum of bytes[]) */
+    uint64_t reserved; /* reserved bytes (segments) */
+    uint64_t bytes[GM_CATEGORY_COUNT];
+};
+
+/* One training iteration: a forward (and its backward and step) up to the next one. */
+struct gm_analysis_iteration {
+    int64_t first_event;
+    int64_t last_event;    /* inclusive */
+    int64_t forward_event; /* first event of each phase, -1 when the phase is absent */
+    int64_t backward_event;
+    int64_t step_event;
+    uint64_t start_bytes; /* allocated bytes before first_event */
+    uint64_t peak_bytes;  /* max allocated bytes inside the iteration */
+    int64_t peak_event;
+    uint8_t peak_phase; /* enum gm_phase */
+    uint64_t end_bytes; /* allocated bytes after last_event */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+    bool has_time;
+    int64_t start_us, end_us;
+};
+
+enum gm_leak_kind {
+    GM_LEAK_FORWARD_OUTPUT = 0, /* a forward result (loss, output) kept every iteration */
+    GM_LEAK_GRAPH_NO_GRAD,      /* "graph_kept": many forward sites leak together, a whole
+                                 * graph is kept (eval without no_grad, y_sum = y_sum + y) */
+    GM_LEAK_USER_TENSOR,        /* user code keeps a new tensor every iteration */
+    GM_LEAK_OPTIMIZER,          /* optimizer state grows every iteration */
+    GM_LEAK_OTHER,
+};
+#define GM_LEAK_KIND_COUNT 5
+
+/* "forward_output", "graph_kept", ... and a paragraph: what causes it and the fix;
+ * static storage. */
+const char *gm_leak_kind_name(enum gm_leak_kind k);
+const char *gm_leak_kind_advice(enum gm_leak_kind k);
+
+/* Memory from one allocation site that grows from iteration to iteration. */
+struct gm_analysis_leak {
+    uint32_t stack;               /* the allocation site (snapshot stack id) */
+    uint8_t kind;                 /* enum gm_leak_kind */
+    uint8_t category;             /* enum gm_category of the kept allocations */
+    uint64_t bytes_per_iteration; /* median bytes kept per iteration */
+    uint64_t total_bytes;         /* bytes of this site still kept at the end */
+    uint64_t count;               /* allocations kept */
+    uint32_t n_iterations;        /* iterations that left memory behind */
+};
+
+/* Free memory inside reserved segments, for one pool and stream. */
+struct gm_analysis_pool_free {
+    uint64_t stream;
+    bool is_small;         /* the <= 1 MiB pool */
+    uint64_t reserved;     /* bytes of segments (mapped ranges) */
+    uint64_t free;         /* bytes not covered by live allocations */
+    uint64_t largest_free; /* largest contiguous free range */
+    uint32_t n_segments;
+};
+
+enum gm_oom_verdict {
+    GM_VERDICT_NONE = 0,      /* not an oom (the peak) */
+    GM_VERDICT_SHORTAGE,      /* not enough memory even if every free byte were usable */
+    GM_VERDICT_FRAGMENTATION, /* enough free bytes in total, but no range large enough */
+    GM_VERDICT_LIMIT,         /* CUDA reported enough free memory: a per-process limit
+                               * (set_per_process_memory_fraction) or another pool */
+};
+
+/* "none", "shortage", "fragmentation", "limit"; static storage. */
+const char *gm_oom_verdict_name(enum gm_oom_verdict v);
+/* What to change, including the PYTORCH_CUDA_ALLOC_CONF options that apply; static. */
+const char *gm_oom_verdict_advice(enum gm_oom_verdict v);
+
+/* Fragmentation at one moment (the peak, or an oom event). */
+struct gm_analysis_frag {
+    int64_t event; /* -1: the initial state */
+    bool is_oom;
+    uint64_t requested;                  /* oom: bytes asked for */
+    uint64_t device_free;                /* oom: bytes CUDA reported free */
+    uint32_t stack;                      /* oom: stack of the failed request */
+    uint64_t reserved;                   /* bytes reserved by the allocator */
+    uint64_t allocated;                  /* bytes allocated (trace bytes rounded up to 512) */
+    uint64_t reserved_unallocated;       /* reserved - allocated */
+    uint64_t largest_free;               /* largest free range over every pool and stream */
+    struct gm_analysis_pool_free *pools; /* one per (stream, pool) with segments */
+    size_t n_pools;
+    uint64_t at_event[GM_CATEGORY_COUNT]; /* allocated bytes by category at that moment */
+    uint8_t phase;                        /* enum gm_phase */
+    uint8_t verdict;                      /* enum gm_oom_verdict */
+};
+
+/* The whole explanation of one device. */
+struct gm_analysis_device {
+    int32_t device;
+    size_t n_events;
+    bool has_trace;  /* a trace with events (else only the snapshot state) */
+    bool has_frames; /* some event or block has a stack */
+
+    uint64_t peak_bytes; /* = gm_snapshot_timeline() peak_bytes */
+    int64_t peak_event;  /* -1: the initial state */
+    bool peak_has_time;
+    int64_t peak_time_us;
+    uint8_t peak_phase;     /* enum gm_phase */
+    int32_t peak_iteration; /* -1 outside any */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+    uint64_t at_peak_unexplained;       /* part of at_peak[OTHER] with GM_RULE_NONE */
+    uint64_t at_peak_lifetime_only;     /* bytes whose category came from lifetime alone */
+    uint64_t at_end[GM_CATEGORY_COUNT]; /* after the last event */
+
+    struct gm_analysis_alloc *allocs; /* by alloc event; those from the start first */
+    size_t n_allocs;
+
+    struct gm_analysis_phase_run *phases; /* cover events 0..n_events-1 */
+    size_t n_phases;
+    uint64_t phase_events[GM_PHASE_COUNT]; /* events per phase */
+
+    /* Per-category bytes over time, at most opts.max_points points; where events are
+     * merged, the point kept is the one with the most bytes so peaks are never lost.
+     * The first point is the initial state (event -1), the last the end. */
+    struct gm_analysis_point *points;
+    size_t n_points;
+
+    struct gm_analysis_iteration *iterations;
+    size_t n_iterations;
+
+    struct gm_analysis_leak *leaks; /* largest total_bytes first */
+    size_t n_leaks;
+
+    struct gm_analysis_frag peak_frag;
+    struct gm_analysis_frag *ooms; /* one per oom event, in trace order */
+    size_t n_ooms;
+};
+
+struct gm_analysis {
+    const struct gm_snapshot *snap;     /* borrowed */
+    struct gm_analysis_device *devices; /* one per snap->devices entry, same order */
+    size_t n_devices;
+    /* allocator settings that matter for the advice (from the snapshot) */
+    bool expandable_segments;
+    int64_t max_split_size; /* bytes, -1: unlimited / unknown */
+    double gc_threshold;    /* 0: off / unknown */
+    void *priv_;            /* arena; internal */
+};
+
+struct gm_analysis_opts {
+    uint32_t max_points; /* points per device in the series; 0: 2000 */
+};
+
+/* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:
+ * release it with gm_analysis_free(); it borrows 'snap'.  Errors: GM_ERR_NOMEM,
+ * GM_ERR_LIMIT. */
+enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
+                               struct gm_analysis **out, struct gm_error *err);
+
+/* NULL is a no-op. */
+void gm_analysis_free(struct gm_analysis *an);
+
+/* The device with CUDA index 'index', or NULL. Borrowed. */
+const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
+                                                             int32_t index);
+
+/* Phase of event 'event' of 'dev' (GM_PHASE_OTHER outside the trace). */
+enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
+
+/* Frames worth showing for 'stack': its Python frames when it has any, else its frames
+ * that are not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the
+ * stack has (may exceed cap). */
+size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
+                                size_t cap);
+
+/* ---- comparing two snapshots (two runs, or two ranks) ---- */
+
+/* One allocation site in A and B: its Python frames as filename + function, with the line
+ * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
+ * does not split a site). */
+struct gm_analysis_diff_site {
+    uint32_t stack[2]; /* a representative stack in A / in B; UINT32_MAX when absent */
+    uint64_t bytes[2]; /* bytes alive at the peak in A / B */
+    uint64_t count[2]; /* allocations alive at the peak */
+    uint64_t total[2]; /* bytes allocated over the whole trace */
+};
+
+struct gm_analysis_diff_device {
+    int32_t device;
+    bool present[2];
+    uint64_t peak_bytes[2];
+    uint8_t peak_phase[2];
+    uint64_t at_peak[2][GM_CATEGORY_COUNT];
+    struct gm_analysis_diff_site *sites; /* by |bytes[1]-bytes[0]| descending, then total */
+    size_t n_sites;
+};
+
+struct gm_analysis_diff {
+    struct gm_analysis_diff_device *devices; /* union of the device indexes, ascending */
+    size_t n_devices;
+    void *priv_;
+};
+
+/* Compare two analyses.  On success *out is owned by the caller (gm_analysis_diff_free());
+ * it borrows both analyses and their snapshots.  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
+                                struct gm_analysis_diff **out, struct gm_error *err);
+void gm_analysis_diff_free(struct gm_analysis_diff *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
