@@ -4,5 +4,12 @@
 #define GM_CLI_COMMANDS_H
 
 int cmd_version(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+
+/* gpumem snapshot <sub-command>: the table is in cmd_snapshot.c, one line each. */
+int cmd_snapshot_info(int argc, char **argv);
+int cmd_snapshot_stats(int argc, char **argv);
+int cmd_snapshot_trace(int argc, char **argv);
+int cmd_snapshot_peak(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
 #include "gpumem/json.h"
+#include "gpumem/snapshot.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 

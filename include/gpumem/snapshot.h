@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/* snapshot.h - PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot() pickles),
+ * read safely: nothing in the file is ever executed.
+ *
+ * A loaded struct gm_snapshot is a plain tree of arrays and counts that C code can walk
+ * without any internal header:
+ *
+ *   snap->segments[i].blocks[j]          segments and their blocks, sorted as in the file
+ *   snap->devices[d].events[k]           the trace of one device, oldest first
+ *   snap->stacks[id].frames[f]           an interned stack: frame ids, innermost first
+ *   snap->frames[frame_id]               an interned frame (filename, line, name)
+ *
+ * Frames and stacks are interned: equal (filename, line, name) triples have one frame id,
+ * equal frame-id sequences one stack id, and stack id 0 is always the empty stack.
+ * Strings are NUL-terminated UTF-8 as found in the file (invalid UTF-8 is kept as bytes;
+ * an embedded NUL byte truncates the C string) and equal strings share one pointer.
+ *
+ * Ownership: everything reachable from a struct gm_snapshot lives in the snapshot's arena
+ * and is valid until gm_snapshot_free(); callers never free any of it.  A snapshot is
+ * read-only after loading, so several threads may read one at the same time.
+ * Results of the analysis functions (gm_snapshot_stats, gm_snapshot_timeline) are owned by
+ * the caller through their own *_free() / *_release() functions. */
+#ifndef GPUMEM_SNAPSHOT_H
+#define GPUMEM_SNAPSHOT_H
+
+#include "gpumem/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Format generations (docs: shared/docs/snapshot-format.md section 3), detected from the
+ * keys present; there is no version field in the file.  Ordered: a later generation
+ * implies the features of the earlier ones. */
+enum gm_snapshot_gen {
+    GM_SNAPSHOT_GEN_G0 = 0, /* top-level list of segments (1.13, or memory_snapshot()) */
+    GM_SNAPSHOT_GEN_G1,     /* 2.0: dict, device_traces, blocks carry 'history' */
+    GM_SNAPSHOT_GEN_G2,     /* 2.1: block 'frames'/'address', segment pool id, no time_us */
+    GM_SNAPSHOT_GEN_G3,     /* 2.2: trace entries carry 'time_us' */
+    GM_SNAPSHOT_GEN_G4,     /* 2.3: 'allocator_settings' */
+    GM_SNAPSHOT_GEN_G5,     /* 2.4-2.7: 'external_annotations' */
+    GM_SNAPSHOT_GEN_G6,     /* 2.8: 'compile_context' on trace entries */
+    GM_SNAPSHOT_GEN_G7,     /* 2.9: settings have 'graph_capture_record_stream_reuse' */
+    GM_SNAPSHOT_GEN_G8,     /* 2.10: 'user_metadata' on trace entries */
+    GM_SNAPSHOT_GEN_G9      /* 2026: 'pool_id'/'forward_frames'/host data/overflow flag */
+};
+
+/* "g5"; static storage. */
+const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen);
+/* "2.4-2.7"-style torch version range of a generation; static storage. */
+const char *gm_snapshot_gen_torch(enum gm_snapshot_gen gen);
+
+/* One interned frame.  Python frames have a .py filename; C++ frames usually "??" and 0. */
+struct gm_snapshot_frame {
+    const char *filename; /* never NULL ("" when missing) */
+    const char *name;     /* function; never NULL */
+    int64_t line;         /* 0 when unknown */
+    bool is_python;       /* filename ends in ".py" (not "??", not a C/C++ source) */
+    bool is_noise;        /* matched by the memory_viz noise filter (unwind::, PyEval_, ...) */
+};
+
+/* One interned stack: frame ids into gm_snapshot.frames, innermost first (file order). */
+struct gm_snapshot_stack {
+    const uint32_t *frames; /* n_frames ids; NULL when n_frames == 0 */
+    uint32_t n_frames;
+};
+
+enum gm_block_state {
+    GM_BLOCK_INACTIVE = 0,        /* cached, free */
+    GM_BLOCK_ACTIVE_ALLOCATED,    /* held by a tensor */
+    GM_BLOCK_ACTIVE_PENDING_FREE, /* freed, still in use on another stream (record_stream) */
+    GM_BLOCK_UNKNOWN              /* any other state string (see gm_snapshot_block.state_name) */
+};
+
+/* "active_allocated" etc.; static storage. */
+const char *gm_block_state_name(enum gm_block_state s);
+
+struct gm_snapshot_block {
+    uint64_t address;        /* segment address + sizes of earlier blocks when not in file */
+    uint64_t size;           /* bytes (rounded, multiple of 512) */
+    uint64_t requested_size; /* bytes asked for; falls back to history[0].real_size, then size */
+    enum gm_block_state state;
+    const char *state_name; /* the state string as written */
+    uint32_t stack;         /* stack id: 'frames', or history[0].frames (2.0); 0 if none */
+    bool has_requested;     /* 'requested_size' (or history real_size) was in the file */
+    bool has_history;       /* a 2.0 'history' list was present */
+    const char *user_metadata; /* NULL when absent */
+};
+
+/* One segment: a cudaMalloc, or an expandable-segments virtual range. */
+struct gm_snapshot_segment {
+    int32_t device;
+    uint64_t address;
+    uint64_t total_size;     /* bytes reserved */
+    uint64_t allocated_size; /* as written in the file (0 when absent) */
+    uint64_t active_size;    /* as written (0 when absent) */
+    uint64_t requested_size; /* as written (0 when absent) */
+    uint64_t stream;         /* raw cudaStream_t value; 0 is the default stream */
+    bool is_small;           /* segment_type == "small" (the <= 1 MiB pool) */
+    bool is_expandable;
+    bool has_pool_id;
+    int64_t pool_id[2]; /* segment_pool_id; (0,0) is the default pool */
+    uint32_t stack;     /* stack of the cudaMalloc; 0 if none */
+    const struct gm_snapshot_block *blocks;
+    size_t n_blocks;
+};
+
+enum gm_snapshot_action {
+    GM_ACTION_ALLOC = 0,
+    GM_ACTION_FREE_REQUESTED,
+    GM_ACTION_FREE_COMPLETED,
+    GM_ACTION_SEGMENT_ALLOC,
+    GM_ACTION_SEGMENT_FREE,
+    GM_ACTION_SEGMENT_MAP,
+    GM_ACTION_SEGMENT_UNMAP,
+    GM_ACTION_SNAPSHOT,
+    GM_ACTION_OOM,
+    GM_ACTION_OTHER /* unknown action (e.g. 'user_defined'): kept so indexes match the file */
+};
+#define GM_ACTION_COUNT 10
+
+/* "alloc", "free_requested", ...; "other" for GM_ACTION_OTHER; static storage. */
+const char *gm_snapshot_action_name(enum gm_snapshot_action a);
+
+enum gm_event_flags {
+    GM_EVENT_HAS_TIME = 1 << 0,    /* time_us is valid */
+    GM_EVENT_HAS_ADDR = 1 << 1,    /* 'addr' was in the entry */
+    GM_EVENT_HAS_FRAMES = 1 << 2,  /* 'frames' was in the entry (stack may still be 0) */
+    GM_EVENT_HAS_POOL_ID = 1 << 3, /* pool_id is valid */
+};
+
+/* One trace entry.  48 bytes; a device trace is a plain array of these. */
+struct gm_snapshot_event {
+    uint64_t addr;   /* block or segment address; for GM_ACTION_OOM: device_free (bytes) */
+    uint64_t size;   /* bytes: requested bytes for alloc/free_*, range for segment_* */
+    uint64_t stream; /* raw cudaStream_t value */
+    int64_t time_us; /* microseconds since the epoch; valid if flags & GM_EVENT_HAS_TIME */
+    uint32_t stack;  /* stack id, 0 when not recorded */
+    uint32_t extra;  /* index+1 into gm_snapshot.extras, 0 when none */
+    uint8_t action;  /* enum gm_snapshot_action */
+    uint8_t flags;   /* enum gm_event_flags */
+};
+
+/* Per-event fields that repeat (compile_context is "N/A" on every 2.8+ entry), kept out of
+ * the hot 48-byte event and interned: equal combinations share one entry. */
+struct gm_snapshot_event_extra {
+    const char *action_name;     /* the raw action string of GM_ACTION_OTHER, else NULL */
+    const char *compile_context; /* NULL when absent */
+    const char *user_metadata;   /* NULL when absent */
+    int64_t pool_id[2];          /* valid if event flags & GM_EVENT_HAS_POOL_ID */
+};
+
+/* device_free of an oom event (bytes CUDA reported free). */
+static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_event *e)
+{
+    return e->action == GM_ACTION_OOM ? e->addr : 0;
+}
+
+/* Everything the file says about one device index. */
+struct gm_snapshot_device {
+    int32_t index;          /* CUDA device index */
+    bool has_trace;         /* device_traces had a list for this index */
+    size_t n_segments;      /* segments of this device (they are contiguous in segments[]) */
+    size_t first_segment;   /* index in gm_snapshot.segments of the first of them */
+    const struct gm_snapshot_event *events; /* the trace, oldest first */
+    size_t n_events;
+};
+
+struct gm_snapshot_annotation {
+    const char *name;  /* record_function range, e.g. "ProfilerStep#3" */
+    const char *stage; /* "START" or "END" as written */
+    int32_t device;
+    int64_t time_us;
+    bool is_start;
+};
+
+/* One allocator_settings item; nested dicts (roundup_power2_divisions) are flattened
+ * as "parent.key". */
+enum gm_setting_type { GM_SETTING_INT, GM_SETTING_FLOAT, GM_SETTING_BOOL, GM_SETTING_STR,
+                       GM_SETTING_NONE, GM_SETTING_OTHER };
+struct gm_snapshot_setting {
+    const char *key;
+    enum gm_setting_type type;
+    int64_t i;     /* INT, BOOL (0/1) */
+    double d;      /* FLOAT (and INT converted) */
+    const char *s; /* STR; for OTHER a short description ("list") */
+};
+
+struct gm_snapshot {
+    enum gm_snapshot_gen gen;
+    int protocol;       /* pickle protocol (2..5) */
+    bool is_list;       /* top level was a list of segments (g0) */
+    uint64_t file_size; /* bytes */
+
+    const struct gm_snapshot_segment *segments; /* sorted as in the file */
+    size_t n_segments;
+    size_t n_blocks; /* over all segments */
+
+    /* Devices named by the file: every index of device_traces plus every segment device,
+     * ascending. */
+    const struct gm_snapshot_device *devices;
+    size_t n_devices;
+    size_t n_events; /* over all devices */
+
+    const struct gm_snapshot_frame *frames;
+    size_t n_frames;
+    const struct gm_snapshot_stack *stacks; /* stacks[0] is the empty stack */
+    size_t n_stacks;
+
+    const struct gm_snapshot_event_extra *extras; /* event.extra - 1 indexes this */
+    size_t n_extras;
+
+    bool has_allocator_settings;
+    const struct gm_snapshot_setting *settings;
+    size_t n_settings;
+
+    bool has_annotations; /* 'external_annotations' key present (may be empty) */
+    const struct gm_snapshot_annotation *annotations;
+    size_t n_annotations;
+
+    bool has_time;           /* some event has time_us */
+    int64_t time_first_us;   /* earliest / latest time_us over all events, when has_time */
+    int64_t time_last_us;
+    bool has_host_data;      /* host_segments / host_traces present (not modelled further) */
+    bool trace_overflowed;   /* allocator_settings.trace_alloc_overflowed is true */
+    size_t n_unknown_actions;
+};
+
+/* Load options; zero-initialise and set what you need. */
+struct gm_snapshot_opts {
+    uint64_t max_memory;  /* cap on the parser's and model's memory, bytes; 0: 4x file + 1 GiB */
+    uint32_t max_depth;   /* pickle nesting cap; 0: 1000 */
+    /* Called now and then while parsing with bytes read so far and the file size; may be
+     * NULL.  Never called for inputs under 16 MiB. */
+    void (*progress)(uint64_t done, uint64_t total, void *ctx);
+    void *progress_ctx;
+};
+
+/* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all
+ * memory; release it with gm_snapshot_free().  'opts' may be NULL.  Errors:
+ * GM_ERR_NOENT/GM_ERR_IO (file), GM_ERR_FORMAT (malformed pickle or not a snapshot, with
+ * the byte offset), GM_ERR_UNSUPPORTED (an executing opcode such as GLOBAL/REDUCE, named
+ * with its offset), GM_ERR_LIMIT (memory or depth cap), GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
+                                struct gm_snapshot **out, struct gm_error *err);
+
+/* The same for 'len' bytes at 'data' (borrowed only during the call). */
+enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
+                                    const struct gm_snapshot_opts *opts,
+                                    struct gm_snapshot **out, struct gm_error *err);
+
+/* Release a snapshot and everything reachable from it; NULL is a no-op. */
+void gm_snapshot_free(struct gm_snapshot *snap);
+
+/* The extra fields of event 'e', or NULL when it has none. Borrowed. */
+const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
+                                                                 const struct gm_snapshot_event *e);
+
+/* The device with CUDA index 'index', or NULL. Borrowed. */
+const struct gm_snapshot_device *gm_snapshot_device_by_index(const struct gm_snapshot *snap,
+                                                             int32_t index);
+
+/* ---- stats: the segment/block state at snapshot time ---- */
+
+/* Figures over a set of segments (a device, or one pool of a device). */
+struct gm_snapshot_figures {
+    uint64_t reserved_bytes;   /* sum of segment total_size */
+    uint64_t allocated_bytes;  /* sum of size of active_allocated blocks */
+    uint64_t active_bytes;     /* allocated + active_pending_free blocks */
+    uint64_t requested_bytes;  /* sum of requested_size of active_allocated blocks */
+    uint64_t internal_free_bytes; /* allocated - requested: rounding and split waste */
+    uint64_t external_free_bytes; /* sum of inactive blocks */
+    uint64_t largest_free_block_bytes;
+    uint64_t n_segments;
+    uint64_t n_blocks;
+    uint64_t n_active_blocks; /* active_allocated */
+    uint64_t n_pending_free_blocks;
+    uint64_t n_inactive_blocks;
+};
+
+/* Segment size histogram bucket: segments with lo <= total_size < hi (powers of two). */
+struct gm_snapshot_hist_bucket {
+    uint64_t lo; /* bytes, inclusive */
+    uint64_t hi; /* bytes, exclusive */
+    uint64_t n_segments;
+    uint64_t bytes;
+};
+
+struct gm_snapshot_pool_stats {
+    bool is_small;      /* small (<= 1 MiB) or large pool */
+    int64_t pool_id[2]; /* (0,0) default; other: private pool / CUDA graph / MemPool */
+    bool is_expandable; /* all its segments are expandable */
+    struct gm_snapshot_figures fig;
+};
+
+struct gm_snapshot_device_stats {
+    int32_t device;
+    struct gm_snapshot_figures fig;
+    struct gm_snapshot_pool_stats *pools; /* ordered: default large, default small, others */
+    size_t n_pools;
+    struct gm_snapshot_hist_bucket *hist; /* non-empty buckets, ascending */
+    size_t n_hist;
+};
+
+struct gm_snapshot_stats {
+    struct gm_snapshot_device_stats *devices; /* one per gm_snapshot.devices entry */
+    size_t n_devices;
+};
+
+/* Compute the stats of every device.  On success 'out' is owned by the caller: release it
+ * with gm_snapshot_stats_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_stats(const struct gm_snapshot *snap, struct gm_snapshot_stats *out,
+                                 struct gm_error *err);
+void gm_snapshot_stats_release(struct gm_snapshot_stats *st);
+
+/* ---- timeline: memory over the trace (memory_viz "Active Memory Timeline") ----
+ *
+ * Allocated bytes follow memory_viz: an allocation lives from its 'alloc' event to the
+ * matching 'free_completed' (same address); sizes are the trace's (requested) bytes.
+ * Alive from the start are (a) 'free_completed' events whose address had no earlier alloc,
+ * at their size, and (b) blocks 'active_allocated' at snapshot time whose address has no
+ * alloc still pending at the end of the trace, at their requested_size.  A second alloc at
+ * an address with a pending alloc replaces the pending one in the address map (the first
+ * stays alive to the end), as memory_viz does.
+ *
+ * Reserved bytes are replayed backwards from the snapshot's segments: reserved at the end
+ * of the trace is the sum of the device's segment total_size, and each segment_alloc /
+ * segment_map adds its size, each segment_free / segment_unmap subtracts it (clamped at
+ * 0 when a file is inconsistent). */
+
+/* One allocation alive at the peak. */
+struct gm_snapshot_live {
+    uint64_t addr;
+    uint64_t bytes;   /* trace (requested) bytes */
+    uint64_t stream;
+    uint32_t stack;   /* stack id */
+    int64_t alloc_event; /* index of its alloc event in the device trace; -1: from the start */
+};
+
+struct gm_snapshot_timeline {
+    int32_t device;
+    size_t n_points;     /* n_events + 1: point 0 is the initial state, point k+1 is after
+                          * event k */
+    uint64_t *allocated; /* n_points values, bytes */
+    uint64_t *reserved;  /* n_points values, bytes */
+    uint64_t initial_bytes;      /* allocated bytes alive from the start */
+    uint64_t peak_bytes;         /* max of allocated[] */
+    int64_t peak_event_index;    /* event after which the peak first holds; -1: initial */
+    bool peak_time_valid;
+    int64_t peak_time_us;        /* time_us of that event, when valid */
+    uint64_t reserved_at_peak_bytes;
+    uint64_t peak_reserved_bytes; /* max of reserved[] */
+    int64_t peak_reserved_event_index;
+    uint64_t final_bytes;         /* allocated bytes after the last event */
+    struct gm_snapshot_live *live; /* alive at the peak, largest first, then by address */
+    size_t n_live;
+    uint64_t n_allocs_matched;    /* alloc events that met their free_completed */
+};
+
+/* Build the timeline of device 'index' ('want_points': also fill allocated[]/reserved[]).
+ * On success 'out' is owned by the caller: gm_snapshot_timeline_release().  A device with
+ * no trace yields one point (the snapshot state).  Errors: GM_ERR_INVALID (no such device),
+ * GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
+                                    bool want_points, struct gm_snapshot_timeline *out,
+                                    struct gm_error *err);
+void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl);
+
+/* Group live allocations by stack: one group per distinct stack, summed bytes and count,
+ * largest first. */
+struct gm_snapshot_live_group {
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+/* Group tl->live by stack into a caller-owned array (*out, released with gm_free from
+ * arena.h); *n_out groups. Errors: GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
+                                      struct gm_snapshot_live_group **out, size_t *n_out,
+                                      struct gm_error *err);
+
+/* Index of the first frame of 'stack' that is user code (a Python frame outside torch/ and
+ * not noise), or of the first non-noise frame when there is none; -1 for an empty stack. */
+long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
