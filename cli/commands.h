@@ -11,5 +11,6 @@ int cmd_snapshot_info(int argc, char **argv);
 int cmd_snapshot_stats(int argc, char **argv);
 int cmd_snapshot_trace(int argc, char **argv);
 int cmd_snapshot_peak(int argc, char **argv);
+int cmd_snapshot_replay(int argc, char **argv);
 
 #endif
