@@ -9,6 +9,7 @@ static const struct cli_command snapshot_commands[] = {
     {"stats", cmd_snapshot_stats, "reserved/allocated/active/requested/free per device and pool"},
     {"trace", cmd_snapshot_trace, "one line per trace event, with running totals"},
     {"peak", cmd_snapshot_peak, "the peak per device and the allocations alive at it"},
+    {"replay", cmd_snapshot_replay, "replay the trace through the allocator model; what-if settings"},
     {NULL, NULL, NULL},
 };
 

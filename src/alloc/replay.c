@@ -261,7 +261,8 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                            struct gm_replay_device *rd)
 {
     struct addrmap live = {0}, segs = {0};
-    uint64_t reserved = 0, peak = 0, final_total = 0;
+    int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
+    uint64_t final_total = 0;
     enum gm_status st = GM_OK;
 
     rd->replayable = true;
@@ -316,9 +317,9 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             break;
         case GM_ACTION_SEGMENT_ALLOC:
         case GM_ACTION_SEGMENT_MAP:
-            reserved += e->size;
-            if (reserved > peak)
-                peak = reserved;
+            net += (int64_t)e->size;
+            if (net > max_net)
+                max_net = net;
             rd->recorded_segment_events++;
             if (e->action == GM_ACTION_SEGMENT_ALLOC)
                 st = am_put(&segs, e->addr, e->size);
@@ -326,7 +327,9 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         case GM_ACTION_SEGMENT_FREE:
         case GM_ACTION_SEGMENT_UNMAP:
             rd->recorded_segment_events++;
-            reserved = e->size <= reserved ? reserved - e->size : 0;
+            net -= (int64_t)e->size;
+            if (net < min_net)
+                min_net = net;
             if (e->action == GM_ACTION_SEGMENT_FREE) {
                 j = am_find(&segs, e->addr);
                 if (j == SIZE_MAX) {
@@ -351,20 +354,28 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         if (st)
             goto out_release;
     }
-    rd->recorded_peak_reserved_bytes = peak;
+    /* a trace that starts late began with (final - net) bytes already reserved */
+    {
+        int64_t initial = (int64_t)final_total - net;
+        if (initial < -min_net)
+            initial = -min_net;
+        if (initial < 0)
+            initial = 0;
+        rd->recorded_peak_reserved_bytes = (uint64_t)(initial + max_net);
+    }
     if (rd->replayable && rd->n_allocs == 0) {
         rd->replayable = false;
         snprintf(rd->reason, sizeof(rd->reason),
                  "the trace holds no alloc event (%zu entries): nothing to replay",
                  dev->n_events);
     }
-    if (rd->replayable && reserved != final_total) {
+    if (rd->replayable && net != (int64_t)final_total) {
         char a[32], b[32];
         rd->replayable = false;
         snprintf(rd->reason, sizeof(rd->reason),
                  "the trace does not start from an empty allocator: its segment events "
                  "account for %s but the snapshot holds %s",
-                 gm_format_bytes(a, sizeof(a), reserved, GM_UNITS_IEC),
+                 gm_format_bytes(a, sizeof(a), net > 0 ? (uint64_t)net : 0, GM_UNITS_IEC),
                  gm_format_bytes(b, sizeof(b), final_total, GM_UNITS_IEC));
     }
 out_release:
