@@ -100,17 +100,30 @@ static size_t set_lower_bound(const struct blockset *s, const struct block *key)
     return lo;
 }
 
+/* Make room for 'extra' more elements, so that the inserts of an operation cannot fail
+ * half-way through it: every mutating operation reserves first, then mutates. */
+static enum gm_status set_reserve(struct blockset *s, size_t extra)
+{
+    size_t cap;
+    struct block **v;
+    if (s->n + extra <= s->cap)
+        return GM_OK;
+    cap = s->cap ? s->cap * 2 : 64;
+    if (cap < s->n + extra)
+        cap = s->n + extra;
+    v = gm_realloc(s->v, cap * sizeof(*v));
+    if (!v)
+        return GM_ERR_NOMEM;
+    s->v = v;
+    s->cap = cap;
+    return GM_OK;
+}
+
 static enum gm_status set_insert(struct blockset *s, struct block *b)
 {
     size_t i;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        struct block **v = gm_realloc(s->v, cap * sizeof(*v));
-        if (!v)
-            return GM_ERR_NOMEM;
-        s->v = v;
-        s->cap = cap;
-    }
+    if (set_reserve(s, 1))
+        return GM_ERR_NOMEM;
     i = set_lower_bound(s, b);
     memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof(*s->v));
     s->v[i] = b;
@@ -170,10 +183,17 @@ static enum gm_status map_grow(struct ptrmap *m)
     return GM_OK;
 }
 
+static enum gm_status map_reserve(struct ptrmap *m)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        return map_grow(m);
+    return GM_OK;
+}
+
 static enum gm_status map_put(struct ptrmap *m, struct block *b)
 {
     size_t j;
-    if ((m->n + 1) * 2 > m->cap && map_grow(m) != GM_OK)
+    if (map_reserve(m))
         return GM_ERR_NOMEM;
     j = ptr_hash(b->addr, m->cap);
     while (m->vals[j])
@@ -313,6 +333,8 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
     struct block *rest = NULL;
     enum gm_status st;
 
+    if (set_reserve(&p->unmapped, 1) || set_reserve(&p->blocks, 1))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     if (mapped < b->size) {
         rest = block_new(b->addr + mapped, b->size - mapped, b->stream, p, xs);
         if (!rest)
@@ -361,6 +383,8 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     *out = b;
     if (lo >= hi || lo < b->addr)
         return GM_OK;
+    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 1))
+        return GM_ERR_NOMEM;
     if (lo > b->addr) {
         before = block_new(b->addr, lo - b->addr, b->stream, p, xs);
         if (!before)
@@ -788,6 +812,10 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     size = gm_alloc_round_size(&a->conf, orig);
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
     alloc_size = gm_alloc_segment_size(size);
+    /* room for the remainder of a split and the new allocation: once a block is taken
+     * from the pool, nothing below may fail half-way */
+    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 2) || map_reserve(&a->active))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream);
     if (!b) {
         if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
@@ -876,6 +904,8 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "free: 0x%llx is not an allocated block", (unsigned long long)ptr);
     b = a->active.vals[j];
+    if (set_reserve(&b->pool->blocks, 1))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     map_remove_at(&a->active, j);
     b->allocated = false;
     pool_dec(a->stats.allocation, b->pool, 1);

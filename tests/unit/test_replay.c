@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gpumem/arena.h"
 #include "gpumem/replay.h"
 
 #include <string.h>
@@ -236,6 +237,36 @@ static void test_bad_opts(void **state)
     assert_int_equal(gm_replay_snapshot(&f.snap, &o, &r, &e), GM_ERR_INVALID);
 }
 
+/* host allocation failures at every step: GM_ERR_NOMEM, nothing leaked (ASan checks) */
+static void test_host_alloc_failures(void **state)
+{
+    struct fake_snap f;
+    struct gm_replay_opts o;
+    struct gm_alloc_conf wi;
+    (void)state;
+    init(&f);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x10000000, 20 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x10000000, 6 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x10600000, 6 * MiB);
+    ev(&f, GM_ACTION_FREE_COMPLETED, 0x10000000, 6 * MiB);
+    ev(&f, GM_ACTION_FREE_COMPLETED, 0x10600000, 6 * MiB);
+    ev(&f, GM_ACTION_SEGMENT_FREE, 0x10000000, 20 * MiB);
+    gm_alloc_conf_init(&wi);
+    wi.expandable_segments = true;
+    memset(&o, 0, sizeof(o));
+    o.what_if = &wi;
+    for (long n = 0; n < 80; n++) {
+        struct gm_replay_result r;
+        enum gm_status st;
+        gm_alloc_fail_after(n);
+        st = gm_replay_snapshot(&f.snap, &o, &r, NULL);
+        gm_alloc_fail_after(-1);
+        assert_true(st == GM_OK || st == GM_ERR_NOMEM);
+        if (st == GM_OK)
+            gm_replay_release(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_not_replayable),
         cmocka_unit_test(test_recorded_settings),
         cmocka_unit_test(test_bad_opts),
+        cmocka_unit_test(test_host_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
