@@ -12,5 +12,7 @@ int cmd_snapshot_stats(int argc, char **argv);
 int cmd_snapshot_trace(int argc, char **argv);
 int cmd_snapshot_peak(int argc, char **argv);
 int cmd_snapshot_replay(int argc, char **argv);
+int cmd_environment(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 #endif

@@ -8,6 +8,8 @@
 static const struct cli_command commands[] = {
     {"version", cmd_version, "print the version and compiled-in features"},
     {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
+    {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
+    {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
     {NULL, NULL, NULL},
 };
 

@@ -4,6 +4,7 @@
 #define GPUMEM_GPUMEM_H
 
 #include "gpumem/arena.h"
+#include "gpumem/device.h"
 #include "gpumem/error.h"
 #include "gpumem/json.h"
 #include "gpumem/snapshot.h"

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_watch.c - gpumem watch: run a command (or attach to a PID) and follow the GPU memory
+ * of it and its children (NVML per-process usedGpuMemory) and of each device (NVML used),
+ * then report peaks with their times and a terminal chart.  The report goes to stderr, as
+ * time(1) does, so the command's own stdout stays clean.  gpumem exits with the command's
+ * status (128 + signal when it was killed). */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+#include "watch_render.h"
+
+#include "gpumem/device.h"
+#include "gpumem/units.h"
+#include "gpumem/watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Signal state: the handler only sets flags and forwards signals sent by another process
+ * (a terminal's Ctrl-C already reaches the whole foreground process group). */
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_signal;
+static volatile pid_t g_child;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    g_signal = sig;
+    if (g_child > 0 && (g_stop || si->si_code <= 0)) /* SI_USER, SI_QUEUE: sent by kill() */
+        kill(g_child, g_stop ? SIGKILL : sig);
+    g_stop = 1;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
+}
+
+static bool contains(const uint32_t *v, size_t n, uint32_t x)
+{
+    for (size_t k = 0; k < n; k++)
+        if (v[k] == x)
+            return true;
+    return false;
+}
+
+struct watch_state {
+    struct gm_devices *d;
+    struct gm_watch w;
+    size_t pos[GM_WATCH_MAX_DEVICES];      /* device list position of each watched device */
+    uint32_t baseline_pids[GM_WATCH_MAX_DEVICES][64];
+    size_t n_baseline[GM_WATCH_MAX_DEVICES];
+    uint32_t root;                          /* the child or the attached PID */
+    bool attached;
+};
+
+static void read_comm(uint32_t pid, char *out, size_t n)
+{
+    char path[64];
+    FILE *f;
+    out[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%u/comm", (unsigned)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return;
+    if (fgets(out, (int)n, f))
+        out[strcspn(out, "\n")] = '\0';
+    fclose(f);
+}
+
+static void sample_devices(struct watch_state *s, uint64_t t)
+{
+    for (uint32_t k = 0; k < s->w.n_dev; k++) {
+        struct gm_device_memory m;
+        struct gm_error e;
+        if (gm_devices_memory(s->d, s->pos[k], &m, &e) == GM_OK)
+            gm_watch_device_sample(&s->w, t, k, &m, &e);
+    }
+}
+
+static void sample_processes(struct watch_state *s, uint64_t t)
+{
+    uint32_t tree[1024];
+    size_t n_tree = gm_proc_tree(s->root, tree, sizeof(tree) / sizeof(tree[0]));
+
+    for (uint32_t k = 0; k < s->w.n_dev; k++) {
+        struct gm_process_memory procs[128];
+        enum gm_watch_attr attr[128];
+        char names[128][32];
+        const char *name_ptr[128];
+        struct gm_error e;
+        size_t n = 0;
+
+        if (gm_devices_processes(s->d, s->pos[k], procs, 128, &n, &e) != GM_OK)
+            continue;
+        if (n > 128)
+            n = 128;
+        for (size_t j = 0; j < n; j++) {
+            uint32_t pid = procs[j].pid;
+            attr[j] = GM_WATCH_ATTR_NONE;
+            names[j][0] = '\0';
+            name_ptr[j] = names[j];
+            if (contains(tree, n_tree < 1024 ? n_tree : 1024, pid))
+                attr[j] = GM_WATCH_ATTR_PID_TREE;
+            else if (!s->attached && !gm_proc_exists(pid) &&
+                     !contains(s->baseline_pids[k], s->n_baseline[k], pid))
+                attr[j] = GM_WATCH_ATTR_NEW_PID; /* a host PID we cannot see: PID namespace */
+            if (attr[j] == GM_WATCH_ATTR_PID_TREE)
+                read_comm(pid, names[j], sizeof(names[j]));
+        }
+        gm_watch_process_sample(&s->w, t, k, procs, attr, name_ptr, n, &e);
+    }
+}
+
+/* Register the devices to watch and take the baseline (used memory, PIDs present). */
+static int setup_devices(struct watch_state *s, const char *cmd, int only_cuda)
+{
+    struct gm_error e;
+    for (size_t i = 0; i < gm_devices_count(s->d) && s->w.n_dev < GM_WATCH_MAX_DEVICES; i++) {
+        const struct gm_device_info *info = gm_devices_info(s->d, i);
+        struct gm_device_memory m;
+        struct gm_process_memory procs[64];
+        char label[16];
+        size_t n = 0;
+        int k;
+
+        if (only_cuda >= 0 && info->cuda_index != only_cuda)
+            continue;
+        if (info->cuda_index >= 0)
+            snprintf(label, sizeof(label), "cuda:%d", info->cuda_index);
+        else
+            snprintf(label, sizeof(label), "nvml:%d", info->nvml_index);
+        if (gm_devices_memory(s->d, i, &m, &e) != GM_OK) {
+            cli_errorf(cmd, "%s: %s", label, e.msg);
+            return GM_EXIT_NODEV;
+        }
+        k = gm_watch_add_device(&s->w, label, info->name, m.total, m.used);
+        s->pos[k] = i;
+        if (gm_devices_processes(s->d, i, procs, 64, &n, &e) == GM_OK)
+            for (size_t j = 0; j < n && j < 64; j++)
+                s->baseline_pids[k][s->n_baseline[k]++] = procs[j].pid;
+    }
+    return 0;
+}
+
+/* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
+static int spawn(const char *cmd, char **argv, pid_t *out)
+{
+    int fds[2], child_errno = 0;
+    ssize_t got;
+    pid_t pid;
+
+    if (pipe(fds) != 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
+        cli_errorf(cmd, "pipe: %s", strerror(errno));
+        return GM_EXIT_SOFTWARE;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        cli_errorf(cmd, "fork: %s", strerror(errno));
+        return GM_EXIT_SOFTWARE;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execvp(argv[0], argv);
+        child_errno = errno;
+        got = write(fds[1], &child_errno, sizeof(child_errno));
+        (void)got;
+        _exit(127);
+    }
+    close(fds[1]);
+    do
+        got = read(fds[0], &child_errno, sizeof(child_errno));
+    while (got < 0 && errno == EINTR);
+    close(fds[0]);
+    if (got == (ssize_t)sizeof(child_errno)) {
+        waitpid(pid, NULL, 0);
+        cli_errorf(cmd, "cannot run '%s': %s", argv[0], strerror(child_errno));
+        return child_errno == ENOENT ? 127 : 126;
+    }
+    *out = pid;
+    return 0;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    uint64_t interval = 100, proc_interval = 500, attach_pid = 0;
+    bool force = false, has_pid = false, no_chart = false;
+    const char *output = NULL, *device = NULL;
+    int n_pos = 0, only_cuda = -1, rc, status = -1;
+    struct watch_state s;
+    struct cli_output out;
+    struct gm_error err;
+    struct gm_watch_run run;
+    char **command = NULL;
+    uint64_t start, next_proc = 0;
+    const struct opt opts[] = {
+        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)", NULL),
+        OPT_U64("process-interval", 0, &proc_interval, "MS",
+                "process list every MS milliseconds (500; NVML process queries are slow)", NULL),
+        OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
+        OPT_FLAG("force", 'f', &force, "overwrite --output if it exists"),
+        OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
+        OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
+        OPT_FLAG("no-chart", 0, &no_chart, "no terminal chart in the report"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem watch [OPTIONS] -- COMMAND [ARGS...]\n       gpumem watch [OPTIONS] --pid PID",
+        "Run COMMAND and follow the GPU memory of it and its children (NVML usedGpuMemory per "
+        "process) and of each device (NVML used). At the end, report the peak per device and per "
+        "process with the time it happened, and a chart, on stderr. gpumem exits with the "
+        "command's status. Ctrl-C stops cleanly and still writes --output. In a container with "
+        "its own PID namespace NVML reports host PIDs: new GPU processes that appear after the "
+        "start are then attributed to the command, and the report says so. Sampling misses "
+        "peaks shorter than the interval.",
+        "gpumem watch -- python train.py\n"
+        "gpumem watch --interval 50 --output run.csv -- ./bench --size 8G\n"
+        "gpumem watch --pid 4242 --output attach.json"};
+
+    switch (opts_parse(argc, argv, opts, &usage, true, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (has_pid == (n_pos > 0))
+        return cli_usage(argv[0], has_pid ? "give either --pid or a command, not both"
+                                          : "nothing to watch: give -- COMMAND or --pid PID");
+    if (interval < 10 || interval > 3600000 || proc_interval < 10 || proc_interval > 3600000)
+        return cli_usage(argv[0], "intervals must be between 10 ms and 1 hour");
+    if (has_pid && (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
+        return cli_usage(argv[0], "no process with PID %" PRIu64, attach_pid);
+    if (device && gm_device_parse_spec(device, &only_cuda, &err))
+        return cli_usage(argv[0], "%s", err.msg);
+    if (output && !watch_output_kind(output))
+        return cli_usage(argv[0], "--output must end in .csv or .json");
+    if (n_pos) {
+        command = calloc((size_t)n_pos + 1, sizeof(*command));
+        if (!command)
+            return GM_EXIT_SOFTWARE;
+        for (int k = 0; k < n_pos; k++)
+            command[k] = argv[1 + k];
+    }
+
+    memset(&s, 0, sizeof(s));
+    gm_watch_init(&s.w, 0);
+    rc = 0;
+    if (gm_devices_open(&s.d, &err)) {
+        rc = cli_fail(argv[0], &err);
+        goto out_free;
+    }
+    if (gm_devices_check(s.d, &err) ||
+        (only_cuda >= 0 && gm_devices_find_cuda(s.d, only_cuda, &s.pos[0], &err))) {
+        rc = cli_fail(argv[0], &err);
+        goto out_close;
+    }
+    rc = setup_devices(&s, argv[0], only_cuda);
+    if (rc)
+        goto out_close;
+    if (s.w.n_dev == 0) {
+        cli_errorf(argv[0], "no device to watch");
+        rc = GM_EXIT_NODEV;
+        goto out_close;
+    }
+    /* Open the output first: a refusal to overwrite must come before the command runs. */
+    if (output) {
+        rc = cli_output_open(&out, argv[0], output, force);
+        if (rc)
+            goto out_close;
+    }
+
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_signal;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    start = now_ms();
+    if (command) {
+        pid_t pid = 0;
+        rc = spawn(argv[0], command, &pid);
+        if (rc) {
+            if (output)
+                cli_output_abort(&out);
+            goto out_close;
+        }
+        g_child = pid;
+        s.root = (uint32_t)pid;
+    } else {
+        s.root = (uint32_t)attach_pid;
+        s.attached = true;
+    }
+
+    for (;;) {
+        uint64_t t = now_ms() - start;
+        int wst;
+        sample_devices(&s, t);
+        if (t >= next_proc) {
+            sample_processes(&s, t);
+            next_proc = t + proc_interval;
+        }
+        if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
+            status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+            break;
+        }
+        if (!command && !gm_proc_exists(s.root))
+            break;
+        if (g_stop)
+            break;
+        sleep_ms(interval - (now_ms() - start - t) % interval);
+    }
+    if (command && status < 0) {
+        /* Interrupted: the command got the signal too; wait for it (a second signal
+         * kills it), sampling no more. */
+        int wst;
+        while (waitpid(g_child, &wst, 0) < 0 && errno == EINTR) {
+        }
+        status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+    }
+    {
+        uint64_t t = now_ms() - start;
+        if (t > s.w.end_t_ms)
+            s.w.end_t_ms = t;
+    }
+
+    memset(&run, 0, sizeof(run));
+    run.command = command;
+    run.pid = s.root;
+    run.interval_ms = interval;
+    run.process_interval_ms = proc_interval;
+    run.exit_status = status;
+    run.interrupted = g_stop != 0;
+    watch_report(stderr, &s.w, &run, !no_chart);
+    rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
+    if (output) {
+        bool ok = watch_output_kind(output) == 'c' ? gm_watch_write_csv(&s.w, out.f)
+                                                   : gm_watch_write_json(&s.w, &run, out.f);
+        int orc = ok ? cli_output_commit(&out, argv[0]) : GM_EXIT_IOERR;
+        if (!ok) {
+            cli_errorf(argv[0], "writing '%s' failed", output);
+            cli_output_abort(&out);
+        }
+        if (orc && rc == 0)
+            rc = orc;
+        if (!orc)
+            fprintf(stderr, "samples written to %s\n", output);
+    }
+
+out_close:
+    gm_devices_close(s.d);
+out_free:
+    gm_watch_release(&s.w);
+    free(command);
+    return rc;
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/* host.c - facts about the host that matter for GPU memory: OS, kernel, CPU, container and
+ * PID namespace (NVML always reports host PIDs), and the process tree under a PID. */
+#include "device/device_int.h"
+
+#include "gpumem/arena.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+const char *const gm_memory_env_vars[] = {
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "CUDA_MODULE_LOADING",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    NULL,
+};
+
+/* The value after "key" up to the end of the line, trimmed, from the first line of file
+ * 'path' that starts with 'key'. */
+static bool file_field(const char *path, const char *key, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    size_t klen = strlen(key);
+    bool found = false;
+
+    if (!f)
+        return false;
+    while (fgets(line, sizeof(line), f)) {
+        char *v, *e;
+        if (strncmp(line, key, klen))
+            continue;
+        v = line + klen;
+        while (*v == ' ' || *v == '\t' || *v == ':' || *v == '=')
+            v++;
+        if (*v == '"')
+            v++;
+        e = v + strlen(v);
+        while (e > v && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '"' || e[-1] == '\t'))
+            *--e = '\0';
+        gm_strlcpy(out, v, n);
+        found = true;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    bool found = false;
+    if (!f)
+        return false;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+static void detect_container(struct gm_host_info *h)
+{
+    const char *c = getenv("container");
+    if (access("/.dockerenv", F_OK) == 0)
+        gm_strlcpy(h->container, "docker", sizeof(h->container));
+    else if (access("/run/.containerenv", F_OK) == 0)
+        gm_strlcpy(h->container, "podman", sizeof(h->container));
+    else if (getenv("KUBERNETES_SERVICE_HOST"))
+        gm_strlcpy(h->container, "kubernetes", sizeof(h->container));
+    else if (c && *c)
+        gm_strlcpy(h->container, c, sizeof(h->container));
+    else if (file_contains("/proc/1/cgroup", "docker") || file_contains("/proc/1/cgroup", "kubepods"))
+        gm_strlcpy(h->container, "container", sizeof(h->container));
+    h->in_container = h->container[0] != '\0';
+}
+
+/* NSpid lists our PID in each nested namespace: more than one entry means we are not in
+ * the initial PID namespace, so NVML's host PIDs will not match ours. */
+static bool in_pid_namespace(void)
+{
+    char v[256];
+    int fields = 0;
+    if (!file_field("/proc/self/status", "NSpid", v, sizeof(v)))
+        return false;
+    for (const char *p = v; *p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        fields++;
+        while (*p && *p != ' ' && *p != '\t')
+            p++;
+    }
+    return fields > 1;
+}
+
+void gm_host_probe(struct gm_host_info *h)
+{
+    struct utsname u;
+    char mem[64];
+    long n;
+
+    memset(h, 0, sizeof(*h));
+    if (!file_field("/etc/os-release", "PRETTY_NAME", h->os, sizeof(h->os)))
+        file_field("/usr/lib/os-release", "PRETTY_NAME", h->os, sizeof(h->os));
+    if (uname(&u) == 0)
+        snprintf(h->kernel, sizeof(h->kernel), "%.40s %.60s %.20s", u.sysname, u.release,
+                 u.machine);
+    if (!file_field("/proc/cpuinfo", "model name", h->cpu, sizeof(h->cpu)))
+        file_field("/proc/cpuinfo", "Model", h->cpu, sizeof(h->cpu)); /* aarch64 boards */
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    h->n_cpus = n > 0 ? (unsigned)n : 0;
+    if (file_field("/proc/meminfo", "MemTotal", mem, sizeof(mem))) {
+        char *end;
+        unsigned long long kib;
+        errno = 0;
+        kib = strtoull(mem, &end, 10);
+        if (!errno && end != mem)
+            h->mem_total = (struct gm_reading){(uint64_t)kib * 1024u, true};
+    }
+    detect_container(h);
+    h->pid_namespace = in_pid_namespace();
+}
+
+bool gm_proc_exists(uint32_t pid)
+{
+    char path[64];
+    if (pid == 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%u", (unsigned)pid);
+    return access(path, F_OK) == 0;
+}
+
+/* PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and parentheses,
+ * so parse after the last ')'. */
+static bool read_ppid(uint32_t pid, uint32_t *ppid)
+{
+    char path[64], buf[1024];
+    FILE *f;
+    size_t n;
+    char *p, state;
+    unsigned pp;
+
+    snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %u", &state, &pp) != 2)
+        return false;
+    *ppid = pp;
+    return true;
+}
+
+size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap)
+{
+    uint32_t *pid = NULL, *ppid = NULL, *tree = NULL;
+    size_t n = 0, alloc = 0, n_tree = 0;
+    DIR *dir;
+    struct dirent *de;
+
+    if (!gm_proc_exists(root))
+        return 0;
+    dir = opendir("/proc");
+    if (!dir)
+        goto out_root_only;
+    while ((de = readdir(dir))) {
+        char *end;
+        unsigned long v = strtoul(de->d_name, &end, 10);
+        uint32_t pp;
+        if (*end || !v || v > UINT32_MAX || !read_ppid((uint32_t)v, &pp))
+            continue;
+        if (n == alloc) {
+            size_t na = alloc ? alloc * 2 : 512;
+            uint32_t *a = gm_realloc(pid, na * sizeof(*a)), *b;
+            if (!a)
+                break;
+            pid = a;
+            b = gm_realloc(ppid, na * sizeof(*b));
+            if (!b)
+                break;
+            ppid = b;
+            alloc = na;
+        }
+        pid[n] = (uint32_t)v;
+        ppid[n] = pp;
+        n++;
+    }
+    closedir(dir);
+    tree = gm_malloc((n + 1) * sizeof(*tree));
+    if (!tree)
+        goto out_root_only;
+    tree[n_tree++] = root;
+    /* Breadth-first over the snapshot: each pass adds the children of what is known. */
+    for (size_t k = 0; k < n_tree; k++)
+        for (size_t j = 0; j < n; j++)
+            if (ppid[j] == tree[k] && pid[j] != root && n_tree <= n)
+                tree[n_tree++] = pid[j];
+    for (size_t k = 0; k < n_tree && k < cap; k++)
+        out[k] = tree[k];
+    gm_free(tree);
+    gm_free(pid);
+    gm_free(ppid);
+    return n_tree;
+
+out_root_only:
+    gm_free(pid);
+    gm_free(ppid);
+    if (cap)
+        out[0] = root;
+    return 1;
+}

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# The fake driver libraries (tests/fake/), the workload program that allocates through the
+# fake CUDA, and the end-to-end tests of `gpumem environment` and `gpumem watch`.
+# The fakes live only in the build tree and are never installed.
+set(GM_FAKE_DIR ${PROJECT_BINARY_DIR}/tests/fake)
+
+function(gm_fake_library target soname dir)
+  add_library(${target} SHARED ${ARGN} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_common.c)
+  # SUFFIX ".so.1" and an explicit SONAME: the file is exactly what the real driver ships,
+  # with no unversioned "libcuda.so" symlink beside it.
+  set_target_properties(${target} PROPERTIES
+    PREFIX "" OUTPUT_NAME ${soname} SUFFIX "" NO_SONAME ON
+    LIBRARY_OUTPUT_DIRECTORY ${dir}
+    C_VISIBILITY_PRESET hidden)
+  # The exported entry points have no header of ours: no prototypes to see.
+  target_compile_options(${target} PRIVATE ${GM_WARNINGS} -Wno-missing-prototypes)
+  target_link_options(${target} PRIVATE -Wl,-soname,${soname} -Wl,--no-undefined)
+  target_link_libraries(${target} PRIVATE Threads::Threads)
+endfunction()
+
+find_package(Threads REQUIRED)
+gm_fake_library(gm_fake_cuda libcuda.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda.c)
+gm_fake_library(gm_fake_nvml libnvidia-ml.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
+# A variant without the unversioned (v1) process list: exercises _v3/_v2 and the stride probe.
+gm_fake_library(gm_fake_nvml_nov1 libnvidia-ml.so.1 ${GM_FAKE_DIR}/nov1
+  ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
+target_compile_definitions(gm_fake_nvml_nov1 PRIVATE FAKE_NVML_NO_V1_PROCESSES=1)
+
+# A program that allocates and frees through the device API (and so the fake CUDA) on a
+# script of steps, for `watch` to follow.
+add_executable(gm_workload ${CMAKE_CURRENT_SOURCE_DIR}/device/workload.c)
+target_compile_options(gm_workload PRIVATE ${GM_WARNINGS})
+target_link_libraries(gm_workload PRIVATE gpumem_static)
+set_target_properties(gm_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GM_FAKE_DIR})
+
+set(GM_DEVICE_TEST_ENV ${GM_TEST_ENV}
+  "GM_FAKE_DIR=${GM_FAKE_DIR}"
+  "GPUMEM_CUDA_LIBRARY=${GM_FAKE_DIR}/libcuda.so.1"
+  "GPUMEM_NVML_LIBRARY=${GM_FAKE_DIR}/libnvidia-ml.so.1")
+
+if(TARGET test_device)
+  add_dependencies(test_device gm_fake_cuda gm_fake_nvml gm_fake_nvml_nov1 gm_workload)
+  set_tests_properties(unit/test_device PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}")
+endif()
+
+add_test(NAME device/watch
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/watch_test.sh $<TARGET_FILE:gpumem>)
+set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)

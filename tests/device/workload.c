@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* workload.c - a test program that uses the GPU through gpumem's CUDA driver layer, on a
+ * script of steps given as arguments, so that `gpumem watch` has something to follow:
+ *
+ *   gm_workload [--device N] STEP...
+ *     alloc:MIB   allocate MIB MiB (cuMemAlloc_v2), untouched
+ *     touch       write the newest allocation (cuMemsetD8_v2; costs host RAM with the fake)
+ *     free        free the newest allocation
+ *     freeall     free every allocation
+ *     sleep:MS    sleep MS milliseconds
+ *     info        print "free=N total=N" from cuMemGetInfo_v2
+ *     fill        run the gpumem_fill_u32 kernel over the newest allocation from PTX and
+ *                 check the result with cuMemcpyDtoH_v2 (prints "fill ok")
+ *     exit:N      leave now with status N (without freeing)
+ *
+ * The context is created before the first step and released at the end.  Exit status:
+ * 0 ok, 2 no GPU, 1 any other failure. */
+#include "gpumem/device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char fill_ptx[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    ".visible .entry gpumem_fill_u32(.param .u64 p, .param .u32 v, .param .u64 n)\n"
+    "{\n"
+    "  ret;\n"
+    "}\n";
+
+static int fail(const struct gm_error *e)
+{
+    fprintf(stderr, "gm_workload: %s\n", e->msg);
+    return e->code == GM_ERR_NODEV ? 2 : 1;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    uint64_t ptrs[256], sizes[256];
+    int n = 0, device = 0, first = 1;
+
+    if (argc > 2 && !strcmp(argv[1], "--device")) {
+        device = atoi(argv[2]);
+        first = 3;
+    }
+    if (gm_cuda_load(&cu, &e) || gm_cuda_context_begin(cu, device, &e))
+        return fail(&e);
+    for (int i = first; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strncmp(s, "alloc:", 6)) {
+            uint64_t bytes = strtoull(s + 6, NULL, 10) << 20;
+            if (n == 256)
+                return 1;
+            if (gm_cuda_mem_alloc(cu, bytes, &ptrs[n], &e))
+                return fail(&e);
+            sizes[n++] = bytes;
+        } else if (!strcmp(s, "touch") && n > 0) {
+            if (gm_cuda_memset_d8(cu, ptrs[n - 1], 0x5a, sizes[n - 1], &e))
+                return fail(&e);
+        } else if (!strcmp(s, "free") && n > 0) {
+            if (gm_cuda_mem_free(cu, ptrs[--n], &e))
+                return fail(&e);
+        } else if (!strcmp(s, "freeall")) {
+            while (n > 0)
+                if (gm_cuda_mem_free(cu, ptrs[--n], &e))
+                    return fail(&e);
+        } else if (!strncmp(s, "sleep:", 6)) {
+            sleep_ms(strtol(s + 6, NULL, 10));
+        } else if (!strcmp(s, "info")) {
+            uint64_t f, t;
+            if (gm_cuda_mem_get_info(cu, &f, &t, &e))
+                return fail(&e);
+            printf("free=%llu total=%llu\n", (unsigned long long)f, (unsigned long long)t);
+        } else if (!strcmp(s, "fill") && n > 0) {
+            struct gm_cuda_module *m;
+            struct gm_cuda_function *f;
+            uint32_t value = 0xC0FFEEu, probe[4];
+            uint64_t count = sizes[n - 1] / 4;
+            unsigned blocks = (unsigned)((count + 255) / 256);
+            struct gm_cuda_launch_dims dims = {{blocks, 1, 1}, {256, 1, 1}, 0};
+            void *params[3] = {&ptrs[n - 1], &value, &count};
+            if (gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e) ||
+                gm_cuda_module_function(cu, m, "gpumem_fill_u32", &f, &e) ||
+                gm_cuda_launch(cu, f, &dims, params, &e) || gm_cuda_synchronize(cu, &e) ||
+                gm_cuda_memcpy_dtoh(cu, probe, ptrs[n - 1] + sizes[n - 1] - sizeof(probe),
+                                    sizeof(probe), &e) ||
+                gm_cuda_module_unload(cu, m, &e))
+                return fail(&e);
+            for (int k = 0; k < 4; k++)
+                if (probe[k] != value) {
+                    fprintf(stderr, "gm_workload: fill wrote %08x, expected %08x\n", probe[k],
+                            value);
+                    return 1;
+                }
+            printf("fill ok\n");
+        } else if (!strncmp(s, "exit:", 5)) {
+            fflush(stdout);
+            return atoi(s + 5);
+        } else {
+            fprintf(stderr, "gm_workload: bad step '%s'\n", s);
+            return 64;
+        }
+        fflush(stdout);
+    }
+    while (n > 0)
+        if (gm_cuda_mem_free(cu, ptrs[--n], &e))
+            return fail(&e);
+    if (gm_cuda_context_end(cu, &e))
+        return fail(&e);
+    gm_cuda_unload(cu);
+    return 0;
+}

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/* fake_nvml.c - a fake libnvidia-ml.so.1 for tests (driver-abi.md §1.3, §5.2).  Never
+ * installed; tests pass its absolute path in GPUMEM_NVML_LIBRARY.
+ *
+ *   - SONAME libnvidia-ml.so.1; the versioned entry points gpumem binds (nvmlInit_v2,
+ *     nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetPciInfo_v3,
+ *     nvmlDeviceGetMemoryInfo_v2, ...).  Legacy names whose semantics or layout differ
+ *     (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetPciInfo)
+ *     print a line on stderr and fail with NVML_ERROR_UNKNOWN.
+ *   - nvmlDeviceGetMemoryInfo_v2 insists on version 0x02000028 (else 25,
+ *     ARGUMENT_VERSION_MISMATCH) and reports used without reserved; the v1 call's used
+ *     includes reserved, as the real driver's does.
+ *   - Process lists come from the state file the fake libcuda writes
+ *     (GPUMEM_FAKE_STATE), each symbol with its own entry stride: unversioned 16 bytes,
+ *     _v2/_v3 24 bytes (32 with GPUMEM_FAKE_STRIDE_BUG=1, like drivers 535.43-535.85).
+ *     PIDs are reported plus GPUMEM_FAKE_PID_OFFSET (a container's PID namespace).
+ *   - GPUMEM_FAKE_NVML_INIT_ERROR forces nvmlInit_v2's result (9: driver not loaded);
+ *     GPUMEM_FAKE_NVML_MEMORY_ERROR forces the memory calls' result (3: a UMA device);
+ *     GPUMEM_FAKE_NO_MEMORY_V2=1 makes the v2 call fail so the v1 fallback is used.
+ * Other variables (device count, names, memory, driver version) as in fake_cuda.c. */
+#include "fake_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+    NVML_ERROR_UNKNOWN = 999
+};
+
+struct nvml_memory_v1 {
+    unsigned long long total, free, used;
+};
+
+struct nvml_memory_v2 {
+    unsigned version;
+    unsigned long long total, reserved, free, used;
+};
+
+struct nvml_pci_info {
+    char bus_id_legacy[16];
+    unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+};
+
+_Static_assert(sizeof(struct nvml_memory_v2) == 40, "nvmlMemory_v2_t is 40 bytes");
+_Static_assert(sizeof(struct nvml_pci_info) == 68, "nvmlPciInfo_t is 68 bytes");
+
+static struct fake_config cfg;
+static int init_count;
+
+/* Handles encode the device index; nothing is dereferenced. */
+static nvmlDevice_t to_handle(int i)
+{
+    return (nvmlDevice_t)(uintptr_t)(0x6e760000u + (unsigned)i);
+}
+
+static int from_handle(nvmlDevice_t d)
+{
+    uintptr_t v = (uintptr_t)d;
+    if (!init_count || v < 0x6e760000u || v >= 0x6e760000u + (unsigned)cfg.n_devices)
+        return -1;
+    return (int)(v - 0x6e760000u);
+}
+
+static void legacy(const char *name, const char *use)
+{
+    fprintf(stderr, "fake NVML: legacy symbol %s called; bind %s instead\n", name, use);
+}
+
+FAKE_API nvmlReturn_t nvmlInit_v2(void)
+{
+    fake_config_load(&cfg);
+    if (cfg.nvml_init_error)
+        return cfg.nvml_init_error;
+    init_count++;
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlInit(void)
+{
+    legacy("nvmlInit", "nvmlInit_v2");
+    return NVML_ERROR_UNKNOWN;
+}
+
+FAKE_API nvmlReturn_t nvmlShutdown(void)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    init_count--;
+    return NVML_SUCCESS;
+}
+
+FAKE_API const char *nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case 0:
+        return "Success";
+    case 1:
+        return "Uninitialized";
+    case 2:
+        return "Invalid Argument";
+    case 3:
+        return "Not Supported";
+    case 7:
+        return "Insufficient Size";
+    case 9:
+        return "Driver Not Loaded";
+    case 12:
+        return "NVML Shared Library Not Found";
+    case 18:
+        return "RM has detected an NVML/RM version mismatch.";
+    case 25:
+        return "Argument version mismatch";
+    default:
+        return "Unknown Error";
+    }
+}
+
+FAKE_API nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned len)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!buf || len < strlen(cfg.driver) + 1)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    snprintf(buf, len, "%s", cfg.driver);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *buf, unsigned len)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!buf || len < strlen(cfg.driver) + 4)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    snprintf(buf, len, "%d.%s", cfg.cuda_version / 1000, cfg.driver);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    *v = cfg.cuda_version;
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return nvmlSystemGetCudaDriverVersion_v2(v);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    *n = (unsigned)cfg.n_devices;
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetCount(unsigned *n)
+{
+    (void)n;
+    legacy("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2");
+    return NVML_ERROR_UNKNOWN;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (i >= (unsigned)cfg.n_devices || !d)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *d = to_handle((int)i);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i, nvmlDevice_t *d)
+{
+    (void)i;
+    (void)d;
+    legacy("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2");
+    return NVML_ERROR_UNKNOWN;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned len)
+{
+    int i = from_handle(d);
+    if (i < 0 || !buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (len < strlen(cfg.name[i]) + 1)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    snprintf(buf, len, "%s", cfg.name[i]);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned len)
+{
+    int i = from_handle(d);
+    if (i < 0 || !buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (len < 41)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    fake_uuid_string(i, buf, len);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, struct nvml_pci_info *p)
+{
+    int i = from_handle(d);
+    if (i < 0 || !p)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(p, 0, sizeof(*p));
+    p->bus = fake_pci_bus(i);
+    p->pci_device_id = 0x20b210deu;
+    snprintf(p->bus_id_legacy, sizeof(p->bus_id_legacy), "0000:%02X:00.0", p->bus);
+    snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%02X:00.0", p->bus);
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, void *p)
+{
+    (void)d;
+    (void)p;
+    legacy("nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v3");
+    return NVML_ERROR_UNKNOWN;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+{
+    if (from_handle(d) < 0 || !major || !minor)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *major = cfg.cc_major;
+    *minor = cfg.cc_minor;
+    return NVML_SUCCESS;
+}
+
+/* used (without reserved) on device i: every listed process plus the base load. */
+static unsigned long long used_of(int i)
+{
+    unsigned long long used = cfg.base_used + fake_state_device_used(cfg.state, i);
+    unsigned long long cap = cfg.total[i] - cfg.reserved[i];
+    return used < cap ? used : cap;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, struct nvml_memory_v2 *m)
+{
+    int i = from_handle(d);
+    if (i < 0 || !m)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (m->version != (unsigned)(sizeof(*m) | (2u << 24)))
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (cfg.nvml_memory_error)
+        return cfg.nvml_memory_error;
+    if (cfg.no_memory_v2)
+        return NVML_ERROR_NOT_SUPPORTED;
+    m->total = cfg.total[i];
+    m->reserved = cfg.reserved[i];
+    m->used = used_of(i);
+    m->free = m->total - m->reserved - m->used;
+    return NVML_SUCCESS;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, struct nvml_memory_v1 *m)
+{
+    int i = from_handle(d);
+    if (i < 0 || !m)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (cfg.nvml_memory_error)
+        return cfg.nvml_memory_error;
+    m->total = cfg.total[i];
+    m->used = used_of(i) + cfg.reserved[i];
+    m->free = m->total - m->used;
+    return NVML_SUCCESS;
+}
+
+/* The compute process list of device 'd' with entries of 'stride' bytes, each starting
+ * {u32 pid; pad; u64 usedGpuMemory}; the rest of an entry (instance ids) is zero. */
+static nvmlReturn_t processes(nvmlDevice_t d, unsigned *count, void *infos, size_t stride)
+{
+    struct fake_slot slots[FAKE_STATE_SLOTS];
+    unsigned n = 0;
+    size_t got;
+    int i = from_handle(d);
+
+    if (i < 0 || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    got = fake_state_get(cfg.state, slots, FAKE_STATE_SLOTS);
+    for (size_t k = 0; k < got; k++)
+        if (slots[k].device == i)
+            slots[n++] = slots[k];
+    if (*count < n) {
+        *count = n;
+        return n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+    }
+    if (!infos && n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned char *e = (unsigned char *)infos + k * stride;
+        unsigned pid = (unsigned)slots[k].pid + cfg.pid_offset;
+        unsigned long long used = slots[k].used + slots[k].ctx;
+        memset(e, 0, stride);
+        memcpy(e, &pid, sizeof(pid));
+        memcpy(e + 8, &used, sizeof(used));
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+/* Built with FAKE_NVML_NO_V1_PROCESSES, the library lacks the unversioned entry point, so
+ * gpumem must use _v3/_v2 and probe their stride. */
+#ifndef FAKE_NVML_NO_V1_PROCESSES
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *count,
+                                                           void *infos)
+{
+    return processes(d, count, infos, 16);
+}
+#endif
+
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned *count,
+                                                              void *infos)
+{
+    return processes(d, count, infos, cfg.stride_bug ? 32 : 24);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
+                                                              void *infos)
+{
+    return processes(d, count, infos, cfg.stride_bug ? 32 : 24);
+}
