@@ -14,5 +14,6 @@ int cmd_snapshot_peak(int argc, char **argv);
 int cmd_snapshot_replay(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_measure(int argc, char **argv);
 
 #endif

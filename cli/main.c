@@ -10,6 +10,7 @@ static const struct cli_command commands[] = {
     {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
+    {"measure", cmd_measure, "run a dense network on the GPU phase by phase: allocated, reserved, device"},
     {NULL, NULL, NULL},
 };
 
