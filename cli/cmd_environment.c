@@ -32,12 +32,14 @@ static const char *state_word(enum gm_backend_state s)
     return "error";
 }
 
-/* "80.00 GiB (85899345920 B)" or "unknown". */
+/* "80.00 GiB (85899345920 B)", "0 B" or "unknown". */
 static const char *bytes_text(char *out, size_t n, struct gm_reading r)
 {
     char h[32];
     if (!r.valid)
         return "unknown";
+    if (r.value < 1024) /* already exact */
+        return gm_format_bytes(out, n, r.value, GM_UNITS_IEC);
     snprintf(out, n, "%s (%" PRIu64 " B)", gm_format_bytes(h, sizeof(h), r.value, GM_UNITS_IEC),
              r.value);
     return out;
@@ -93,11 +95,12 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         printf("  processes          unknown: %s\n", e.msg);
         return;
     }
-    printf("  processes          %zu%s\n", n, n ? " (PID as NVML reports it: a host PID)" : "");
+    printf("  processes          %zu%s\n", n,
+           n ? " (PID as NVML reports it, a host PID; C compute, G graphics)" : "");
     for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
         bool visible = gm_proc_exists(procs[k].pid);
-        printf("    pid %-10" PRIu32 "   %s%s\n", procs[k].pid,
-               bytes_text(b, sizeof(b), procs[k].used),
+        printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
+               gm_process_kind_name(procs[k].kinds), bytes_text(b, sizeof(b), procs[k].used),
                visible ? ""
                : host->pid_namespace ? "  (not in this PID namespace)"
                                      : "  (no such process here)");
@@ -118,6 +121,8 @@ static void print_text(struct gm_devices *d, const struct gm_host_info *h, int o
     for (size_t k = 0; k < gm_devices_n_backends(d); k++) {
         const struct gm_backend_status *s = gm_devices_backend(d, k);
         printf("backend %-10s %s, %s\n", s->name, state_word(s->state), s->library);
+        if (s->state != GM_BACKEND_OK)
+            printf("                   %s\n", s->msg);
     }
     for (size_t i = 0; i < gm_devices_count(d); i++)
         if (only_cuda < 0 || gm_devices_info(d, i)->cuda_index == only_cuda)

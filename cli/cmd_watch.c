@@ -52,112 +52,12 @@ static void sleep_ms(uint64_t ms)
     nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
 }
 
-static bool contains(const uint32_t *v, size_t n, uint32_t x)
-{
-    for (size_t k = 0; k < n; k++)
-        if (v[k] == x)
-            return true;
-    return false;
-}
-
 struct watch_state {
     struct gm_devices *d;
     struct gm_watch w;
-    size_t pos[GM_WATCH_MAX_DEVICES];      /* device list position of each watched device */
-    uint32_t baseline_pids[GM_WATCH_MAX_DEVICES][64];
-    size_t n_baseline[GM_WATCH_MAX_DEVICES];
-    uint32_t root;                          /* the child or the attached PID */
+    uint32_t root; /* the child or the attached PID */
     bool attached;
 };
-
-static void read_comm(uint32_t pid, char *out, size_t n)
-{
-    char path[64];
-    FILE *f;
-    out[0] = '\0';
-    snprintf(path, sizeof(path), "/proc/%u/comm", (unsigned)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return;
-    if (fgets(out, (int)n, f))
-        out[strcspn(out, "\n")] = '\0';
-    fclose(f);
-}
-
-static void sample_devices(struct watch_state *s, uint64_t t)
-{
-    for (uint32_t k = 0; k < s->w.n_dev; k++) {
-        struct gm_device_memory m;
-        struct gm_error e;
-        if (gm_devices_memory(s->d, s->pos[k], &m, &e) == GM_OK)
-            gm_watch_device_sample(&s->w, t, k, &m, &e);
-    }
-}
-
-static void sample_processes(struct watch_state *s, uint64_t t)
-{
-    uint32_t tree[1024];
-    size_t n_tree = gm_proc_tree(s->root, tree, sizeof(tree) / sizeof(tree[0]));
-
-    for (uint32_t k = 0; k < s->w.n_dev; k++) {
-        struct gm_process_memory procs[128];
-        enum gm_watch_attr attr[128];
-        char names[128][32];
-        const char *name_ptr[128];
-        struct gm_error e;
-        size_t n = 0;
-
-        if (gm_devices_processes(s->d, s->pos[k], procs, 128, &n, &e) != GM_OK)
-            continue;
-        if (n > 128)
-            n = 128;
-        for (size_t j = 0; j < n; j++) {
-            uint32_t pid = procs[j].pid;
-            attr[j] = GM_WATCH_ATTR_NONE;
-            names[j][0] = '\0';
-            name_ptr[j] = names[j];
-            if (contains(tree, n_tree < 1024 ? n_tree : 1024, pid))
-                attr[j] = GM_WATCH_ATTR_PID_TREE;
-            else if (!s->attached && !gm_proc_exists(pid) &&
-                     !contains(s->baseline_pids[k], s->n_baseline[k], pid))
-                attr[j] = GM_WATCH_ATTR_NEW_PID; /* a host PID we cannot see: PID namespace */
-            if (attr[j] == GM_WATCH_ATTR_PID_TREE)
-                read_comm(pid, names[j], sizeof(names[j]));
-        }
-        gm_watch_process_sample(&s->w, t, k, procs, attr, name_ptr, n, &e);
-    }
-}
-
-/* Register the devices to watch and take the baseline (used memory, PIDs present). */
-static int setup_devices(struct watch_state *s, const char *cmd, int only_cuda)
-{
-    struct gm_error e;
-    for (size_t i = 0; i < gm_devices_count(s->d) && s->w.n_dev < GM_WATCH_MAX_DEVICES; i++) {
-        const struct gm_device_info *info = gm_devices_info(s->d, i);
-        struct gm_device_memory m;
-        struct gm_process_memory procs[64];
-        char label[16];
-        size_t n = 0;
-        int k;
-
-        if (only_cuda >= 0 && info->cuda_index != only_cuda)
-            continue;
-        if (info->cuda_index >= 0)
-            snprintf(label, sizeof(label), "cuda:%d", info->cuda_index);
-        else
-            snprintf(label, sizeof(label), "nvml:%d", info->nvml_index);
-        if (gm_devices_memory(s->d, i, &m, &e) != GM_OK) {
-            cli_errorf(cmd, "%s: %s", label, e.msg);
-            return GM_EXIT_NODEV;
-        }
-        k = gm_watch_add_device(&s->w, label, info->name, m.total, m.used);
-        s->pos[k] = i;
-        if (gm_devices_processes(s->d, i, procs, 64, &n, &e) == GM_OK)
-            for (size_t j = 0; j < n && j < 64; j++)
-                s->baseline_pids[k][s->n_baseline[k]++] = procs[j].pid;
-    }
-    return 0;
-}
 
 /* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
 static int spawn(const char *cmd, char **argv, pid_t *out)
@@ -212,6 +112,7 @@ int cmd_watch(int argc, char **argv)
     struct gm_watch_run run;
     char **command = NULL;
     uint64_t start, next_proc = 0;
+    size_t pos;
     const struct opt opts[] = {
         OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)", NULL),
         OPT_U64("process-interval", 0, &proc_interval, "MS",
@@ -271,13 +172,17 @@ int cmd_watch(int argc, char **argv)
         goto out_free;
     }
     if (gm_devices_check(s.d, &err) ||
-        (only_cuda >= 0 && gm_devices_find_cuda(s.d, only_cuda, &s.pos[0], &err))) {
+        (only_cuda >= 0 && gm_devices_find_cuda(s.d, only_cuda, &pos, &err))) {
         rc = cli_fail(argv[0], &err);
         goto out_close;
     }
-    rc = setup_devices(&s, argv[0], only_cuda);
-    if (rc)
+    if (gm_watch_setup(&s.w, s.d, only_cuda, &err)) {
+        /* Without NVML there is nothing to watch: that is "no GPU" too (exit 2). */
+        rc = cli_fail(argv[0], &err);
+        if (err.code == GM_ERR_UNSUPPORTED)
+            rc = GM_EXIT_NODEV;
         goto out_close;
+    }
     if (s.w.n_dev == 0) {
         cli_errorf(argv[0], "no device to watch");
         rc = GM_EXIT_NODEV;
@@ -319,9 +224,9 @@ int cmd_watch(int argc, char **argv)
     for (;;) {
         uint64_t t = now_ms() - start;
         int wst;
-        sample_devices(&s, t);
+        gm_watch_poll_devices(&s.w, s.d, t);
         if (t >= next_proc) {
-            sample_processes(&s, t);
+            gm_watch_poll_processes(&s.w, s.d, t, s.root, s.attached);
             next_proc = t + proc_interval;
         }
         if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
@@ -337,9 +242,19 @@ int cmd_watch(int argc, char **argv)
     if (command && status < 0) {
         /* Interrupted: the command got the signal too; wait for it (a second signal
          * kills it), sampling no more. */
-        int wst;
-        while (waitpid(g_child, &wst, 0) < 0 && errno == EINTR) {
+        int wst = 0;
+        pid_t got = 0;
+        for (int k = 0; k < 20 && got == 0; k++) {
+            got = waitpid(g_child, &wst, WNOHANG);
+            if (got == 0)
+                sleep_ms(50);
         }
+        if (got == 0)
+            cli_errorf(argv[0], "stopped sampling; waiting for %s to exit (interrupt again to "
+                                "kill it)",
+                       command[0]);
+        while (got == 0 || (got < 0 && errno == EINTR))
+            got = waitpid(g_child, &wst, 0);
         status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     }
     {

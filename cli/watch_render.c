@@ -40,17 +40,24 @@ void watch_chart(FILE *f, const uint64_t *v, size_t n, int height, uint64_t t_en
     for (size_t k = 0; k < n; k++)
         if (v[k] > top)
             top = v[k];
+    if (!top) {
+        fprintf(f, "  (nothing to chart: 0 B throughout)\n");
+        return;
+    }
     gm_format_bytes(label, sizeof(label), top, GM_UNITS_IEC);
     for (int row = height; row >= 1; row--) {
-        fprintf(f, "  %10s |", row == height ? label : "");
-        for (size_t k = 0; k < n; k++) {
+        char line[256];
+        size_t len = 0;
+        for (size_t k = 0; k < n && k < sizeof(line) - 1; k++) {
             /* A column reaches 'row' when its value is at least row/height of the top
              * (rounded, so that any non-zero value shows at least one mark). */
-            uint64_t need = top ? gm_mul_div_u64(top, (uint64_t)row * 2 - 1, (uint64_t)height * 2)
-                                : 1;
-            fputc(top && v[k] >= need && v[k] > 0 ? '#' : ' ', f);
+            uint64_t need = gm_mul_div_u64(top, (uint64_t)row * 2 - 1, (uint64_t)height * 2);
+            line[k] = v[k] >= need && v[k] > 0 ? '#' : ' ';
+            if (line[k] == '#')
+                len = k + 1;
         }
-        fputc('\n', f);
+        line[len] = '\0';
+        fprintf(f, "  %10s |%s\n", row == height ? label : "", line);
     }
     fprintf(f, "  %10s +", "0 B");
     for (size_t k = 0; k < n; k++)

@@ -71,6 +71,9 @@ extern const char *const gm_memory_env_vars[];
  * returns how many there are (may exceed cap).  Returns 0 when 'root' does not exist. */
 size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
 
+/* The command name of 'pid' (/proc/<pid>/comm) into out[n]; "" when not visible. */
+void gm_proc_name(uint32_t pid, char *out, size_t n);
+
 /* Whether 'pid' names a live process in our /proc (false for a host PID that our PID
  * namespace cannot see). */
 bool gm_proc_exists(uint32_t pid);
@@ -133,9 +136,15 @@ struct gm_device_memory {
     enum gm_memory_source source;
 };
 
+enum gm_process_kind {
+    GM_PROCESS_COMPUTE = 1 << 0, /* holds a compute (CUDA) context */
+    GM_PROCESS_GRAPHICS = 1 << 1 /* holds a graphics context (display server, ...) */
+};
+
 struct gm_process_memory {
     uint32_t pid;          /* as NVML reports it: a host PID, even inside a container */
     struct gm_reading used; /* usedGpuMemory, bytes; invalid when NVML says "not available" */
+    unsigned kinds;        /* enum gm_process_kind bits */
 };
 
 /* Open every registered backend (NVML, CUDA) and join their devices.  Succeeds (GM_OK)
@@ -173,8 +182,12 @@ enum gm_status gm_device_parse_spec(const char *spec, int *cuda_index, struct gm
 enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_device_memory *out,
                                  struct gm_error *err);
 
-/* Processes with a compute context on device 'i' (NVML) into out[0..cap); *n receives
- * how many there are, which may exceed cap (then only cap were written).
+/* nvidia-smi's spelling of a process's kinds: "C", "G", "C+G" or "-" (static). */
+const char *gm_process_kind_name(unsigned kinds);
+
+/* Processes with a compute or graphics context on device 'i' (NVML, one entry per PID)
+ * into out[0..cap); *n receives how many there are, which may exceed cap (then only cap
+ * were written).
  * GM_ERR_UNSUPPORTED when no backend lists processes. */
 enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_process_memory *out,
                                     size_t cap, size_t *n, struct gm_error *err);
@@ -241,6 +254,12 @@ enum gm_status gm_cuda_mem_alloc(struct gm_cuda *cu, uint64_t bytes, uint64_t *d
 enum gm_status gm_cuda_mem_free(struct gm_cuda *cu, uint64_t dptr, struct gm_error *err);
 enum gm_status gm_cuda_memset_d8(struct gm_cuda *cu, uint64_t dptr, uint8_t value, uint64_t n,
                                  struct gm_error *err);
+/* cuMemsetD32_v2: 'n' 32-bit words (e.g. the bits of a float) from 'dptr' (4-byte aligned). */
+enum gm_status gm_cuda_memset_d32(struct gm_cuda *cu, uint64_t dptr, uint32_t value, uint64_t n,
+                                  struct gm_error *err);
+/* cuMemcpyDtoD_v2: 'n' bytes between two device buffers. */
+enum gm_status gm_cuda_memcpy_dtod(struct gm_cuda *cu, uint64_t dst, uint64_t src, uint64_t n,
+                                   struct gm_error *err);
 enum gm_status gm_cuda_memcpy_htod(struct gm_cuda *cu, uint64_t dst, const void *src, uint64_t n,
                                    struct gm_error *err);
 enum gm_status gm_cuda_memcpy_dtoh(struct gm_cuda *cu, void *dst, uint64_t src, uint64_t n,

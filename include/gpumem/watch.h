@@ -41,8 +41,13 @@ struct gm_watch_sample {
 #define GM_WATCH_MAX_DEVICES 16
 #define GM_WATCH_MAX_PROCS   256
 
+#define GM_WATCH_BASELINE_PIDS 64
+
 struct gm_watch_device {
     char label[16];              /* "cuda:0" or "nvml:3" */
+    size_t pos;                  /* position in the gm_devices list (gm_watch_setup()) */
+    uint32_t baseline_pids[GM_WATCH_BASELINE_PIDS]; /* NVML PIDs present before the start */
+    size_t n_baseline_pids;
     char name[96];
     struct gm_reading total;     /* bytes */
     struct gm_reading baseline;  /* used before the start */
@@ -104,6 +109,22 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
                                        const struct gm_process_memory *procs,
                                        const enum gm_watch_attr *attr, const char *const *names,
                                        size_t n, struct gm_error *err);
+
+/* Register the devices of 'd' to watch (every one, or only CUDA device 'only_cuda' when
+ * >= 0) and take the baseline: used memory and the NVML PIDs already there.  A device whose
+ * memory cannot be read fails the setup (GM_ERR_UNSUPPORTED / GM_ERR_DRIVER, naming it). */
+enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only_cuda,
+                              struct gm_error *err);
+
+/* One reading of every watched device's memory at 't_ms'. */
+void gm_watch_poll_devices(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms);
+
+/* One reading of every watched device's process list at 't_ms', attributing to the command
+ * the processes in the tree of 'root' (GM_WATCH_ATTR_PID_TREE) and, unless 'attached',
+ * PIDs that this PID namespace cannot see and that were not there at the baseline
+ * (GM_WATCH_ATTR_NEW_PID). */
+void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms,
+                             uint32_t root, bool attached);
 
 /* Human words for an attribution ("process tree", ...); static. */
 const char *gm_watch_attr_name(enum gm_watch_attr a);

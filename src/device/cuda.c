@@ -56,6 +56,8 @@ struct cu_api {
     CUresult (*memcpy_htod)(CUdeviceptr dst, const void *src, size_t n);
     CUresult (*memcpy_dtoh)(void *dst, CUdeviceptr src, size_t n);
     CUresult (*memset_d8)(CUdeviceptr p, unsigned char v, size_t n);
+    CUresult (*memset_d32)(CUdeviceptr p, unsigned v, size_t n);
+    CUresult (*memcpy_dtod)(CUdeviceptr dst, CUdeviceptr src, size_t n);
     CUresult (*module_load_data_ex)(CUmodule *m, const void *image, unsigned n_opt,
                                     CUjit_option *opt, void **vals);
     CUresult (*module_get_function)(CUfunction *f, CUmodule m, const char *name);
@@ -88,6 +90,8 @@ static const struct gm_dl_sym cu_syms[] = {
     SYM(memcpy_htod, true, "cuMemcpyHtoD_v2"),
     SYM(memcpy_dtoh, true, "cuMemcpyDtoH_v2"),
     SYM(memset_d8, true, "cuMemsetD8_v2"),
+    SYM(memset_d32, true, "cuMemsetD32_v2"),
+    SYM(memcpy_dtod, true, "cuMemcpyDtoD_v2"),
     SYM(module_load_data_ex, true, "cuModuleLoadDataEx"),
     SYM(module_get_function, true, "cuModuleGetFunction"),
     SYM(module_unload, true, "cuModuleUnload"),
@@ -434,6 +438,28 @@ enum gm_status gm_cuda_memset_d8(struct gm_cuda *cu, uint64_t dptr, uint8_t valu
     if (st)
         return st;
     return check(cu, cu->api.memset_d8(dptr, value, (size_t)n), "cuMemsetD8_v2", err);
+}
+
+enum gm_status gm_cuda_memset_d32(struct gm_cuda *cu, uint64_t dptr, uint32_t value, uint64_t n,
+                                  struct gm_error *err)
+{
+    enum gm_status st = need_ctx(cu, "cuMemsetD32_v2", err);
+    if (!st)
+        st = fits_size_t(n, "cuMemsetD32_v2", err);
+    if (st)
+        return st;
+    return check(cu, cu->api.memset_d32(dptr, value, (size_t)n), "cuMemsetD32_v2", err);
+}
+
+enum gm_status gm_cuda_memcpy_dtod(struct gm_cuda *cu, uint64_t dst, uint64_t src, uint64_t n,
+                                   struct gm_error *err)
+{
+    enum gm_status st = need_ctx(cu, "cuMemcpyDtoD_v2", err);
+    if (!st)
+        st = fits_size_t(n, "cuMemcpyDtoD_v2", err);
+    if (st)
+        return st;
+    return check(cu, cu->api.memcpy_dtod(dst, src, (size_t)n), "cuMemcpyDtoD_v2", err);
 }
 
 enum gm_status gm_cuda_memcpy_htod(struct gm_cuda *cu, uint64_t dst, const void *src, uint64_t n,

@@ -292,3 +292,17 @@ enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_pr
     }
     return no_backend(d, "list the processes of", err);
 }
+
+const char *gm_process_kind_name(unsigned kinds)
+{
+    switch (kinds & (GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS)) {
+    case GM_PROCESS_COMPUTE:
+        return "C";
+    case GM_PROCESS_GRAPHICS:
+        return "G";
+    case GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS:
+        return "C+G";
+    default:
+        return "-";
+    }
+}

@@ -61,7 +61,9 @@ bool gm_pci_normalise(const char *in, char *out, size_t n)
 {
     unsigned dom, bus, dev, fn;
     char tail;
-    if (!in || sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4)
+    /* Only hex digits and separators: sscanf's %x would also take "0x" prefixes. */
+    if (!in || strspn(in, "0123456789abcdefABCDEF:.") != strlen(in) ||
+        sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4)
         return false;
     if (bus > 0xff || dev > 0x1f || fn > 7)
         return false;

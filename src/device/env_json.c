@@ -117,6 +117,7 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
         for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
             gm_json_begin_object(w);
             gm_json_kv_u64(w, "pid", procs[k].pid);
+            gm_json_kv_str(w, "type", gm_process_kind_name(procs[k].kinds));
             kv_reading(w, "used_bytes", procs[k].used);
             gm_json_end_object(w);
         }

@@ -146,6 +146,24 @@ bool gm_proc_exists(uint32_t pid)
     return access(path, F_OK) == 0;
 }
 
+void gm_proc_name(uint32_t pid, char *out, size_t n)
+{
+    char path[64];
+    FILE *f;
+    if (!n)
+        return;
+    out[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%u/comm", (unsigned)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return;
+    if (n > 1 && fgets(out, (int)(n < 4096 ? n : 4096), f))
+        out[strcspn(out, "\n")] = '\0';
+    else
+        out[0] = '\0';
+    fclose(f);
+}
+
 /* PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and parentheses,
  * so parse after the last ')'. */
 static bool read_ppid(uint32_t pid, uint32_t *ppid)

@@ -11,7 +11,8 @@
  *   nvmlProcessInfo_v2  v1 + {u32 gpuInstanceId, computeInstanceId}     24 B (_v2 and _v3 symbols;
  *                        32 B on drivers 535.43-535.85, found by probing the stride)
  * Process lists use the unversioned (v1, 16-byte) entry point as PyTorch does; when a
- * driver lacks it, _v3/_v2 with the stride probe. */
+ * driver lacks it, _v3/_v2 with the stride probe.  Compute and graphics lists are merged
+ * by PID (nvidia-smi's "C", "G", "C+G"). */
 #include "device/device_int.h"
 
 #include "gpumem/arena.h"
@@ -71,6 +72,8 @@ struct nvml_api {
     nvmlReturn_t (*device_memory_v1)(nvmlDevice_t d, struct nvml_memory_v1 *m);
     nvmlReturn_t (*device_procs_v1)(nvmlDevice_t d, unsigned *count, void *infos);
     nvmlReturn_t (*device_procs_v23)(nvmlDevice_t d, unsigned *count, void *infos);
+    nvmlReturn_t (*device_gfx_v1)(nvmlDevice_t d, unsigned *count, void *infos);
+    nvmlReturn_t (*device_gfx_v23)(nvmlDevice_t d, unsigned *count, void *infos);
 };
 
 #define SYM(field, req, ...) {{__VA_ARGS__}, offsetof(struct nvml_api, field), req}
@@ -93,6 +96,9 @@ static const struct gm_dl_sym nvml_syms[] = {
     SYM(device_procs_v1, false, "nvmlDeviceGetComputeRunningProcesses"),
     SYM(device_procs_v23, false, "nvmlDeviceGetComputeRunningProcesses_v3",
         "nvmlDeviceGetComputeRunningProcesses_v2"),
+    SYM(device_gfx_v1, false, "nvmlDeviceGetGraphicsRunningProcesses"),
+    SYM(device_gfx_v23, false, "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v2"),
 };
 #undef SYM
 
@@ -309,27 +315,20 @@ static size_t probe_stride(const unsigned char *buf, size_t len, unsigned count)
     return count && last > (size_t)24 * count ? 32 : 24;
 }
 
-static enum gm_status nvml_processes(void *ctx, int i, struct gm_process_memory *out, size_t cap,
-                                     size_t *n, struct gm_error *err)
-{
-    struct nvml_ctx *c = ctx;
-    nvmlReturn_t (*fn)(nvmlDevice_t, unsigned *, void *);
-    size_t entry;
-    nvmlDevice_t d;
-    unsigned count = 0, alloc_n = 0;
-    nvmlReturn_t r;
-    unsigned char *buf = NULL;
-    enum gm_status st;
+typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned *, void *);
 
-    *n = 0;
-    st = handle(c, i, &d, err);
-    if (st)
-        return st;
-    fn = c->api.device_procs_v1 ? c->api.device_procs_v1 : c->api.device_procs_v23;
-    entry = c->api.device_procs_v1 ? 16 : 32; /* room for the widest layout */
-    if (!fn)
-        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                       "this NVML has no nvmlDeviceGetComputeRunningProcesses");
+/* Read one process list ('fn' writes v1 16-byte entries when 'v1', else _v2/_v3 entries of
+ * a probed stride) and merge it into out[0..cap) by PID with kind 'kind'; *n counts the
+ * distinct processes seen, which may exceed cap. */
+static enum gm_status read_list(struct nvml_ctx *c, nvmlDevice_t d, procs_fn fn, bool v1,
+                                unsigned kind, const char *what, struct gm_process_memory *out,
+                                size_t cap, size_t *n, struct gm_error *err)
+{
+    size_t entry = v1 ? 16 : 32; /* room for the widest layout */
+    unsigned count = 0, alloc_n = 0;
+    unsigned char *buf = NULL;
+    nvmlReturn_t r = NVML_SUCCESS;
+
     /* Processes come and go between the size query and the call: retry with headroom. */
     for (int attempt = 0; attempt < 4; attempt++) {
         unsigned want = 0, got;
@@ -353,26 +352,64 @@ static enum gm_status nvml_processes(void *ctx, int i, struct gm_process_memory 
             break;
     }
     if (r != NVML_SUCCESS)
-        return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET,
-                       "nvmlDeviceGetComputeRunningProcesses failed: %s (%d)", nvml_err(c, r), r);
+        return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", what,
+                       nvml_err(c, r), r);
     if (count > alloc_n)
         count = alloc_n; /* never trust a count past our buffer */
     {
-        size_t stride = c->api.device_procs_v1
-                            ? 16
-                            : probe_stride(buf, (size_t)alloc_n * entry, count);
+        size_t stride = v1 ? 16 : probe_stride(buf, (size_t)alloc_n * entry, count);
         /* The v1, v2 and v3 layouts all start with {u32 pid; pad; u64 usedGpuMemory}. */
         for (unsigned k = 0; k < count; k++) {
             struct nvml_process_v1 p;
+            size_t j, stored = *n < cap ? *n : cap;
             memcpy(&p, buf + (size_t)k * stride, sizeof(p));
-            if (k < cap) {
-                out[k].pid = p.pid;
-                out[k].used = reading(p.used);
+            for (j = 0; j < stored && out[j].pid != p.pid; j++) {
             }
+            if (j < stored) {
+                /* Both lists hold the process ("C+G"): one figure for the process. */
+                out[j].kinds |= kind;
+                if (!out[j].used.valid)
+                    out[j].used = reading(p.used);
+                continue;
+            }
+            if (*n < cap) {
+                out[*n].pid = p.pid;
+                out[*n].used = reading(p.used);
+                out[*n].kinds = kind;
+            }
+            (*n)++;
         }
-        *n = count;
     }
     gm_free(buf);
+    return GM_OK;
+}
+
+static enum gm_status nvml_processes(void *ctx, int i, struct gm_process_memory *out, size_t cap,
+                                     size_t *n, struct gm_error *err)
+{
+    struct nvml_ctx *c = ctx;
+    nvmlDevice_t d;
+    enum gm_status st;
+    struct gm_error ignored;
+
+    *n = 0;
+    st = handle(c, i, &d, err);
+    if (st)
+        return st;
+    if (!c->api.device_procs_v1 && !c->api.device_procs_v23)
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "this NVML has no nvmlDeviceGetComputeRunningProcesses");
+    st = read_list(c, d, c->api.device_procs_v1 ? c->api.device_procs_v1 : c->api.device_procs_v23,
+                   c->api.device_procs_v1 != NULL, GM_PROCESS_COMPUTE,
+                   "nvmlDeviceGetComputeRunningProcesses", out, cap, n, err);
+    if (st)
+        return st;
+    /* Graphics contexts (a desktop's display server) hold memory too; a failure here only
+     * loses them. */
+    if (c->api.device_gfx_v1 || c->api.device_gfx_v23)
+        read_list(c, d, c->api.device_gfx_v1 ? c->api.device_gfx_v1 : c->api.device_gfx_v23,
+                  c->api.device_gfx_v1 != NULL, GM_PROCESS_GRAPHICS,
+                  "nvmlDeviceGetGraphicsRunningProcesses", out, cap, n, &ignored);
     return GM_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "gpumem/version.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 void gm_watch_init(struct gm_watch *w, size_t max_samples)
@@ -163,6 +164,99 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
         w->cmd_peak_t_ms = t_ms;
     }
     return GM_OK;
+}
+
+enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only_cuda,
+                              struct gm_error *err)
+{
+    for (size_t i = 0; i < gm_devices_count(d) && w->n_dev < GM_WATCH_MAX_DEVICES; i++) {
+        const struct gm_device_info *info = gm_devices_info(d, i);
+        struct gm_device_memory m;
+        struct gm_process_memory procs[GM_WATCH_BASELINE_PIDS];
+        struct gm_watch_device *wd;
+        char label[16];
+        size_t n = 0;
+        enum gm_status st;
+        int k;
+
+        if (only_cuda >= 0 && info->cuda_index != only_cuda)
+            continue;
+        if (info->cuda_index >= 0)
+            snprintf(label, sizeof(label), "cuda:%d", info->cuda_index);
+        else
+            snprintf(label, sizeof(label), "nvml:%d", info->nvml_index);
+        st = gm_devices_memory(d, i, &m, err);
+        if (st)
+            return gm_error_prefix(err, "%s", label);
+        k = gm_watch_add_device(w, label, info->name, m.total, m.used);
+        if (k < 0)
+            break;
+        wd = &w->dev[k];
+        wd->pos = i;
+        if (gm_devices_processes(d, i, procs, GM_WATCH_BASELINE_PIDS, &n, NULL) == GM_OK)
+            for (size_t j = 0; j < n && j < GM_WATCH_BASELINE_PIDS; j++)
+                wd->baseline_pids[wd->n_baseline_pids++] = procs[j].pid;
+    }
+    return GM_OK;
+}
+
+void gm_watch_poll_devices(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms)
+{
+    for (uint32_t k = 0; k < w->n_dev; k++) {
+        struct gm_device_memory m;
+        struct gm_error e;
+        if (gm_devices_memory(d, w->dev[k].pos, &m, &e) == GM_OK)
+            gm_watch_device_sample(w, t_ms, k, &m, &e);
+    }
+}
+
+static bool contains(const uint32_t *v, size_t n, uint32_t x)
+{
+    for (size_t k = 0; k < n; k++)
+        if (v[k] == x)
+            return true;
+    return false;
+}
+
+#define POLL_TREE  1024
+#define POLL_PROCS 128
+
+void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms,
+                             uint32_t root, bool attached)
+{
+    uint32_t tree[POLL_TREE];
+    size_t n_tree = gm_proc_tree(root, tree, POLL_TREE);
+
+    if (n_tree > POLL_TREE)
+        n_tree = POLL_TREE;
+    for (uint32_t k = 0; k < w->n_dev; k++) {
+        const struct gm_watch_device *wd = &w->dev[k];
+        struct gm_process_memory procs[POLL_PROCS];
+        enum gm_watch_attr attr[POLL_PROCS];
+        char names[POLL_PROCS][32];
+        const char *name_ptr[POLL_PROCS];
+        struct gm_error e;
+        size_t n = 0;
+
+        if (gm_devices_processes(d, wd->pos, procs, POLL_PROCS, &n, &e) != GM_OK)
+            continue;
+        if (n > POLL_PROCS)
+            n = POLL_PROCS;
+        for (size_t j = 0; j < n; j++) {
+            uint32_t pid = procs[j].pid;
+            attr[j] = GM_WATCH_ATTR_NONE;
+            names[j][0] = '\0';
+            name_ptr[j] = names[j];
+            if (contains(tree, n_tree, pid))
+                attr[j] = GM_WATCH_ATTR_PID_TREE;
+            else if (!attached && !gm_proc_exists(pid) &&
+                     !contains(wd->baseline_pids, wd->n_baseline_pids, pid))
+                attr[j] = GM_WATCH_ATTR_NEW_PID; /* a host PID we cannot see: PID namespace */
+            if (attr[j] == GM_WATCH_ATTR_PID_TREE)
+                gm_proc_name(pid, names[j], sizeof(names[j]));
+        }
+        gm_watch_process_sample(w, t_ms, k, procs, attr, name_ptr, n, &e);
+    }
 }
 
 const char *gm_watch_attr_name(enum gm_watch_attr a)

@@ -21,6 +21,10 @@ endfunction()
 find_package(Threads REQUIRED)
 gm_fake_library(gm_fake_cuda libcuda.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda.c)
 gm_fake_library(gm_fake_nvml libnvidia-ml.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
+# A variant with only the names of drivers before CUDA 11: exercises the fallback names.
+gm_fake_library(gm_fake_cuda_pre11 libcuda.so.1 ${GM_FAKE_DIR}/pre11
+  ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda.c)
+target_compile_definitions(gm_fake_cuda_pre11 PRIVATE FAKE_CUDA_PRE_11=1)
 # A variant without the unversioned (v1) process list: exercises _v3/_v2 and the stride probe.
 gm_fake_library(gm_fake_nvml_nov1 libnvidia-ml.so.1 ${GM_FAKE_DIR}/nov1
   ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
@@ -39,10 +43,16 @@ set(GM_DEVICE_TEST_ENV ${GM_TEST_ENV}
   "GPUMEM_NVML_LIBRARY=${GM_FAKE_DIR}/libnvidia-ml.so.1")
 
 if(TARGET test_device)
-  add_dependencies(test_device gm_fake_cuda gm_fake_nvml gm_fake_nvml_nov1 gm_workload)
+  add_dependencies(test_device gm_fake_cuda gm_fake_cuda_pre11 gm_fake_nvml gm_fake_nvml_nov1
+    gm_workload)
   set_tests_properties(unit/test_device PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}")
 endif()
 
 add_test(NAME device/watch
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/watch_test.sh $<TARGET_FILE:gpumem>)
 set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)
+
+# scripts/gpu-check.sh against the fakes and a stand-in nvidia-smi (its logic, not the GPU).
+add_test(NAME device/gpu-check-dryrun
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/gpu_check_dryrun.sh $<TARGET_FILE:gpumem>)
+set_tests_properties(device/gpu-check-dryrun PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)

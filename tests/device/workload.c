@@ -9,6 +9,7 @@
  *     freeall     free every allocation
  *     sleep:MS    sleep MS milliseconds
  *     info        print "free=N total=N" from cuMemGetInfo_v2
+ *     pid         print "pid=N" (this process)
  *     fill        run the gpumem_fill_u32 kernel over the newest allocation from PTX and
  *                 check the result with cuMemcpyDtoH_v2 (prints "fill ok")
  *     exit:N      leave now with status N (without freeing)
@@ -21,20 +22,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+/* p[i] = v for i < n, one thread per element.  Hand-written PTX at the oldest ISA/target
+ * gpumem supports (driver-abi.md §2.2); the fake driver runs its CPU twin by name. */
 static const char fill_ptx[] =
     ".version 7.0\n"
     ".target sm_70\n"
     ".address_size 64\n"
-    ".visible .entry gpumem_fill_u32(.param .u64 p, .param .u32 v, .param .u64 n)\n"
+    "\n"
+    ".visible .entry gpumem_fill_u32(\n"
+    "    .param .u64 param_p,\n"
+    "    .param .u32 param_v,\n"
+    "    .param .u64 param_n\n"
+    ")\n"
     "{\n"
-    "  ret;\n"
+    "    .reg .pred %p<2>;\n"
+    "    .reg .b32 %r<5>;\n"
+    "    .reg .b64 %rd<9>;\n"
+    "\n"
+    "    ld.param.u64 %rd1, [param_p];\n"
+    "    ld.param.u32 %r1, [param_v];\n"
+    "    ld.param.u64 %rd2, [param_n];\n"
+    "    mov.u32 %r2, %ctaid.x;\n"
+    "    mov.u32 %r3, %ntid.x;\n"
+    "    mov.u32 %r4, %tid.x;\n"
+    "    mul.wide.u32 %rd3, %r2, %r3;\n"
+    "    cvt.u64.u32 %rd4, %r4;\n"
+    "    add.s64 %rd5, %rd3, %rd4;\n"
+    "    setp.ge.u64 %p1, %rd5, %rd2;\n"
+    "    @%p1 bra DONE;\n"
+    "    cvta.to.global.u64 %rd6, %rd1;\n"
+    "    shl.b64 %rd7, %rd5, 2;\n"
+    "    add.s64 %rd8, %rd6, %rd7;\n"
+    "    st.global.u32 [%rd8], %r1;\n"
+    "DONE:\n"
+    "    ret;\n"
     "}\n";
+
+static struct gm_cuda *cu;
+
+/* Leave with 'rc': the context handle is released, device memory is not freed. */
+static int finish(int rc)
+{
+    fflush(stdout);
+    gm_cuda_unload(cu);
+    return rc;
+}
 
 static int fail(const struct gm_error *e)
 {
     fprintf(stderr, "gm_workload: %s\n", e->msg);
-    return e->code == GM_ERR_NODEV ? 2 : 1;
+    return finish(e->code == GM_ERR_NODEV ? 2 : 1);
 }
 
 static void sleep_ms(long ms)
@@ -46,13 +85,12 @@ static void sleep_ms(long ms)
 
 int main(int argc, char **argv)
 {
-    struct gm_cuda *cu;
     struct gm_error e;
     uint64_t ptrs[256], sizes[256];
     int n = 0, device = 0, first = 1;
 
     if (argc > 2 && !strcmp(argv[1], "--device")) {
-        device = atoi(argv[2]);
+        device = (int)strtol(argv[2], NULL, 10);
         first = 3;
     }
     if (gm_cuda_load(&cu, &e) || gm_cuda_context_begin(cu, device, &e))
@@ -62,7 +100,7 @@ int main(int argc, char **argv)
         if (!strncmp(s, "alloc:", 6)) {
             uint64_t bytes = strtoull(s + 6, NULL, 10) << 20;
             if (n == 256)
-                return 1;
+                return finish(1);
             if (gm_cuda_mem_alloc(cu, bytes, &ptrs[n], &e))
                 return fail(&e);
             sizes[n++] = bytes;
@@ -83,6 +121,8 @@ int main(int argc, char **argv)
             if (gm_cuda_mem_get_info(cu, &f, &t, &e))
                 return fail(&e);
             printf("free=%llu total=%llu\n", (unsigned long long)f, (unsigned long long)t);
+        } else if (!strcmp(s, "pid")) {
+            printf("pid=%ld\n", (long)getpid());
         } else if (!strcmp(s, "fill") && n > 0) {
             struct gm_cuda_module *m;
             struct gm_cuda_function *f;
@@ -102,15 +142,14 @@ int main(int argc, char **argv)
                 if (probe[k] != value) {
                     fprintf(stderr, "gm_workload: fill wrote %08x, expected %08x\n", probe[k],
                             value);
-                    return 1;
+                    return finish(1);
                 }
             printf("fill ok\n");
         } else if (!strncmp(s, "exit:", 5)) {
-            fflush(stdout);
-            return atoi(s + 5);
+            return finish((int)strtol(s + 5, NULL, 10));
         } else {
             fprintf(stderr, "gm_workload: bad step '%s'\n", s);
-            return 64;
+            return finish(64);
         }
         fflush(stdout);
     }
@@ -119,6 +158,5 @@ int main(int argc, char **argv)
             return fail(&e);
     if (gm_cuda_context_end(cu, &e))
         return fail(&e);
-    gm_cuda_unload(cu);
-    return 0;
+    return finish(0);
 }

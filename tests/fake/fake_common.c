@@ -121,6 +121,8 @@ void fake_config_load(struct fake_config *c)
     snprintf(c->state, sizeof(c->state), "%s", s ? s : "");
     c->pid_offset = (uint32_t)env_long("GPUMEM_FAKE_PID_OFFSET", 0);
     c->stride_bug = env_long("GPUMEM_FAKE_STRIDE_BUG", 0) != 0;
+    c->graphics_pid = (int32_t)env_long("GPUMEM_FAKE_GRAPHICS_PID", 0);
+    c->graphics_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPHICS_BYTES"), 128 * 1048576ull);
     s = getenv("GPUMEM_FAKE_PTX_ISA");
     if (!s || sscanf(s, "%d.%d", &c->ptx_major, &c->ptx_minor) != 2) {
         c->ptx_major = 8;

@@ -35,6 +35,8 @@ struct fake_config {
     uint32_t pid_offset;             /* NVML reports pid + offset (a PID namespace) */
     bool stride_bug;                 /* _v2/_v3 process entries of 32 bytes (drivers 535.43-85) */
     int ptx_major, ptx_minor;        /* highest PTX ISA the "driver" JITs */
+    int32_t graphics_pid;            /* a process with a graphics context on device 0, 0 none */
+    uint64_t graphics_bytes;         /* its usage (counted in device used) */
 };
 
 /* Read the configuration (once per call; cheap). */

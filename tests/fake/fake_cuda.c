@@ -7,7 +7,7 @@
  *   - SONAME libcuda.so.1; exports the versioned names (cuMemAlloc_v2, cuMemGetInfo_v2,
  *     cuDeviceTotalMem_v2, ...).  The legacy unversioned names with the 32-bit ABI
  *     (cuMemAlloc, cuMemFree, cuMemGetInfo, cuDeviceTotalMem, cuMemcpyHtoD, cuMemcpyDtoH,
- *     cuMemsetD8, cuCtxCreate, cuCtxDestroy) are exported too, but print a line on stderr and
+ *     cuMemcpyDtoD, cuMemsetD8, cuMemsetD32, cuCtxCreate, cuCtxDestroy) are exported too, but print a line on stderr and
  *     return CUDA_ERROR_NOT_SUPPORTED (801): a wrong binding is caught at once.
  *   - Each allocation is its own mmap(MAP_NORESERVE) mapping: the device pointer is a host
  *     address, untouched "gigabytes" cost no RAM.  Allocations are charged in granules
@@ -41,7 +41,8 @@
  *   GPUMEM_FAKE_CC, _SMS       compute capability "8.0", SM count
  *   GPUMEM_FAKE_CUINIT_ERROR   forced cuInit result: 34 acts as the toolkit stub (then
  *                              cuDriverGetVersion fails with 34 too), 100, 999, ...
- *   GPUMEM_FAKE_OOM_AFTER      cuMemAlloc_v2 fails with 2 after N successful calls
+ *   GPUMEM_FAKE_OOM_AFTER      cuMemAlloc_v2 fails with 2 after N successful calls (counted
+ *                              from the last cuInit)
  *   GPUMEM_FAKE_CONTEXT_BYTES  charge of a primary context (default 300MiB)
  *   GPUMEM_FAKE_GRANULE        allocation charge unit (default 2MiB)
  *   GPUMEM_FAKE_STATE          path of the state file shared with the fake NVML
@@ -163,6 +164,7 @@ FAKE_API CUresult cuInit(unsigned flags)
             r = CUDA_ERROR_NO_DEVICE;
     }
     initialised = r == CUDA_SUCCESS;
+    n_alloc_calls = 0; /* GPUMEM_FAKE_OOM_AFTER counts from the (last) cuInit */
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -263,7 +265,7 @@ FAKE_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d)
     return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
+static CUresult get_uuid(unsigned char uuid[16], CUdevice d)
 {
     NEED_INIT();
     if (phys(d) < 0)
@@ -272,9 +274,18 @@ FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
     return CUDA_SUCCESS;
 }
 
+/* Built with FAKE_CUDA_PRE_11, the library has only the names of drivers before CUDA 11
+ * (no cuDeviceGetUuid_v2, no cuDevicePrimaryCtxRelease_v2): gpumem's fallbacks run. */
+#ifndef FAKE_CUDA_PRE_11
+FAKE_API CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], CUdevice d)
+{
+    return get_uuid(uuid, d);
+}
+#endif
+
 FAKE_API CUresult cuDeviceGetUuid(unsigned char uuid[16], CUdevice d)
 {
-    return cuDeviceGetUuid_v2(uuid, d);
+    return get_uuid(uuid, d);
 }
 
 FAKE_API CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
@@ -302,7 +313,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
     return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+static CUresult primary_release(CUdevice d)
 {
     int p;
     NEED_INIT();
@@ -320,9 +331,16 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
     return CUDA_SUCCESS;
 }
 
+#ifndef FAKE_CUDA_PRE_11
+FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+    return primary_release(d);
+}
+#endif
+
 FAKE_API CUresult cuDevicePrimaryCtxRelease(CUdevice d)
 {
-    return cuDevicePrimaryCtxRelease_v2(d);
+    return primary_release(d);
 }
 
 FAKE_API CUresult cuCtxSetCurrent(CUcontext c)
@@ -518,6 +536,45 @@ FAKE_API CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
         return CUDA_ERROR_INVALID_VALUE;
     memset((void *)(uintptr_t)p, v, n);
     return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n)
+{
+    uint32_t *q = (uint32_t *)(uintptr_t)p;
+    NEED_CTX();
+    if (p % 4 || n > SIZE_MAX / 4 || !in_allocation(p, n * 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < n; k++)
+        q[k] = v;
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    NEED_CTX();
+    if (!in_allocation(dst, n) || !in_allocation(src, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n)
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemsetD32(unsigned p, unsigned v, unsigned n)
+{
+    (void)p;
+    (void)v;
+    (void)n;
+    legacy("cuMemsetD32", "cuMemsetD32_v2");
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_API CUresult cuMemcpyDtoD(unsigned dst, unsigned src, unsigned n)
+{
+    (void)dst;
+    (void)src;
+    (void)n;
+    legacy("cuMemcpyDtoD", "cuMemcpyDtoD_v2");
+    return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 FAKE_API CUresult cuMemcpyHtoD(unsigned dst, const void *src, unsigned n)

@@ -14,6 +14,9 @@
  *     (GPUMEM_FAKE_STATE), each symbol with its own entry stride: unversioned 16 bytes,
  *     _v2/_v3 24 bytes (32 with GPUMEM_FAKE_STRIDE_BUG=1, like drivers 535.43-535.85).
  *     PIDs are reported plus GPUMEM_FAKE_PID_OFFSET (a container's PID namespace).
+ *   - GPUMEM_FAKE_GRAPHICS_PID / _BYTES: a process with a graphics context on device 0 (a
+ *     display server; default 128MiB), listed by nvmlDeviceGetGraphicsRunningProcesses and
+ *     counted in the device's used memory.
  *   - GPUMEM_FAKE_NVML_INIT_ERROR forces nvmlInit_v2's result (9: driver not loaded);
  *     GPUMEM_FAKE_NVML_MEMORY_ERROR forces the memory calls' result (3: a UMA device);
  *     GPUMEM_FAKE_NO_MEMORY_V2=1 makes the v2 call fail so the v1 fallback is used.
@@ -247,6 +250,8 @@ FAKE_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *ma
 static unsigned long long used_of(int i)
 {
     unsigned long long used = cfg.base_used + fake_state_device_used(cfg.state, i);
+    if (i == 0 && cfg.graphics_pid)
+        used += cfg.graphics_bytes;
     unsigned long long cap = cfg.total[i] - cfg.reserved[i];
     return used < cap ? used : cap;
 }
@@ -282,24 +287,14 @@ FAKE_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, struct nvml_memory
     return NVML_SUCCESS;
 }
 
-/* The compute process list of device 'd' with entries of 'stride' bytes, each starting
- * {u32 pid; pad; u64 usedGpuMemory}; the rest of an entry (instance ids) is zero. */
-static nvmlReturn_t processes(nvmlDevice_t d, unsigned *count, void *infos, size_t stride)
+/* Write 'n' process entries of 'stride' bytes, each starting {u32 pid; pad; u64
+ * usedGpuMemory} (the rest, instance ids, zero), honouring the size-query contract. */
+static nvmlReturn_t write_list(const struct fake_slot *slots, unsigned n, unsigned *count,
+                               void *infos, size_t stride)
 {
-    struct fake_slot slots[FAKE_STATE_SLOTS];
-    unsigned n = 0;
-    size_t got;
-    int i = from_handle(d);
-
-    if (i < 0 || !count)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    got = fake_state_get(cfg.state, slots, FAKE_STATE_SLOTS);
-    for (size_t k = 0; k < got; k++)
-        if (slots[k].device == i)
-            slots[n++] = slots[k];
     if (*count < n) {
         *count = n;
-        return n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     if (!infos && n)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -313,6 +308,38 @@ static nvmlReturn_t processes(nvmlDevice_t d, unsigned *count, void *infos, size
     }
     *count = n;
     return NVML_SUCCESS;
+}
+
+/* The compute process list of device 'd': the processes of the state file. */
+static nvmlReturn_t processes(nvmlDevice_t d, unsigned *count, void *infos, size_t stride)
+{
+    struct fake_slot slots[FAKE_STATE_SLOTS];
+    unsigned n = 0;
+    size_t got;
+    int i = from_handle(d);
+
+    if (i < 0 || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    got = fake_state_get(cfg.state, slots, FAKE_STATE_SLOTS);
+    for (size_t k = 0; k < got; k++)
+        if (slots[k].device == i)
+            slots[n++] = slots[k];
+    return write_list(slots, n, count, infos, stride);
+}
+
+/* The graphics list: GPUMEM_FAKE_GRAPHICS_PID on device 0 (a display server). When that
+ * PID also uses the fake CUDA, the real driver reports one figure for the process: the
+ * same total in both lists. */
+static nvmlReturn_t graphics(nvmlDevice_t d, unsigned *count, void *infos, size_t stride)
+{
+    struct fake_slot g;
+    int i = from_handle(d);
+    if (i < 0 || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(&g, 0, sizeof(g));
+    g.pid = cfg.graphics_pid;
+    g.used = cfg.graphics_bytes;
+    return write_list(&g, i == 0 && cfg.graphics_pid ? 1 : 0, count, infos, stride);
 }
 
 /* Built with FAKE_NVML_NO_V1_PROCESSES, the library lacks the unversioned entry point, so
@@ -335,4 +362,16 @@ FAKE_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, un
                                                               void *infos)
 {
     return processes(d, count, infos, cfg.stride_bug ? 32 : 24);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned *count,
+                                                            void *infos)
+{
+    return graphics(d, count, infos, 16);
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
+                                                               void *infos)
+{
+    return graphics(d, count, infos, cfg.stride_bug ? 32 : 24);
 }

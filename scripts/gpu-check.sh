@@ -1,0 +1,230 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# gpu-check.sh - check gpumem's device layer against a real NVIDIA GPU and driver.
+#
+# Run from anywhere on a machine with an NVIDIA driver (nvidia-smi on PATH):
+#     sh scripts/gpu-check.sh [BUILD_DIR]
+# It
+#   1. builds gpumem (BUILD_DIR, default build-gpucheck) and the workload program;
+#   2. runs `gpumem environment --json` and compares driver version, name, UUID, PCI bus id,
+#      compute capability and memory (total, reserved, used) with
+#      `nvidia-smi --query-gpu=... --format=csv`;
+#   3. runs `gpumem watch` on a program that allocates known amounts through the CUDA
+#      driver API (1 GiB, then 4 GiB more) and runs a PTX kernel (.version 7.0 / sm_70)
+#      checked on the host; it compares the peak with nvidia-smi's per-process figure taken
+#      at the same plateau, and cuMemGetInfo's delta with the 4 GiB asked for (the delta
+#      also shows the driver's allocation granularity);
+#   4. prints a table of agreement and leaves every raw output in GPU_CHECK_OUT
+#      (default ./gpu-check-out).
+# Exit status: 0 all agree, 1 some check disagrees or failed, 2 no GPU/driver here.
+# Dependencies: a C compiler, cmake, pkg-config, jansson and zlib development files
+# (cmocka is optional: without it the test suite is not built, only what this needs).
+# Uses device 0 (CUDA numbering) unless GPU_CHECK_DEVICE=N is set; the allocation sizes are
+# GPU_CHECK_ALLOC_A / GPU_CHECK_ALLOC_B (MiB, default 1024 and 4096).  Nothing is installed.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+BUILD=${1:-build-gpucheck}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+OUT=${GPU_CHECK_OUT:-$ROOT/gpu-check-out}
+DEV=${GPU_CHECK_DEVICE:-0}
+A_MIB=${GPU_CHECK_ALLOC_A:-1024} # first allocation
+B_MIB=${GPU_CHECK_ALLOC_B:-4096} # second allocation
+mkdir -p "$OUT" || exit 1
+# The real driver, never the test fakes (GPU_CHECK_USE_FAKES=1 keeps them: only for
+# testing this script itself, with a stand-in nvidia-smi on PATH).
+[ "${GPU_CHECK_USE_FAKES:-0}" = 1 ] || unset GPUMEM_CUDA_LIBRARY GPUMEM_NVML_LIBRARY GPUMEM_FAKE_STATE
+
+rows="$OUT/table.txt"
+: >"$rows"
+bad=0
+row() { # check, gpumem, reference, agree(yes/no/info)
+    printf '%-40s %-26s %-26s %s\n' "$1" "$2" "$3" "$4" >>"$rows"
+    [ "$4" = no ] && bad=$((bad + 1))
+    return 0
+}
+say() { echo "gpu-check: $*"; }
+mib() { # bytes -> MiB with one decimal
+    awk -v b="$1" 'BEGIN { if (b == "" || b == "null") print "unknown"; else printf "%.1f", b / 1048576 }'
+}
+near() { # |a - b| <= tol (numbers; "unknown" never agrees)
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "unknown" && b != "" && d <= t) }'
+}
+same() { if [ "$1" = "$2" ]; then echo yes; else echo no; fi; }
+
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    say "nvidia-smi not found: this is not a machine with an NVIDIA driver; nothing to check"
+    exit 2
+fi
+nvidia-smi -L >"$OUT/nvidia-smi-L.txt" 2>&1 || {
+    say "nvidia-smi fails (see $OUT/nvidia-smi-L.txt): no usable GPU"
+    exit 2
+}
+
+# ---- 1. build (GPU_CHECK_NO_BUILD=1: use what BUILD_DIR has) ------------------------------
+if [ "${GPU_CHECK_NO_BUILD:-0}" != 1 ]; then
+    for tool in cc cmake pkg-config; do
+        command -v "$tool" >/dev/null 2>&1 || { say "missing '$tool' (install build-essential cmake pkg-config)"; exit 1; }
+    done
+    pkg-config --exists jansson || { say "missing jansson development files (libjansson-dev)"; exit 1; }
+    tests=OFF
+    pkg-config --exists cmocka && tests=ON
+    say "building in $BUILD (tests: $tests)"
+    if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_BUILD_TESTS=$tests &&
+           cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)"; } >"$OUT/build.log" 2>&1; then
+        say "build failed, see $OUT/build.log"
+        tail -20 "$OUT/build.log"
+        exit 1
+    fi
+fi
+GPUMEM=$BUILD/gpumem
+WORKLOAD=$BUILD/tests/fake/gm_workload
+[ -x "$GPUMEM" ] || { say "no $GPUMEM"; exit 1; }
+if [ ! -x "$WORKLOAD" ]; then
+    WORKLOAD=$BUILD/gm_workload
+    # shellcheck disable=SC2046
+    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude \
+        tests/device/workload.c "$BUILD/libgpumem.a" $(pkg-config --libs jansson) -lz -ldl -lm \
+        -o "$WORKLOAD" >>"$OUT/build.log" 2>&1 || { say "building the workload failed, see $OUT/build.log"; exit 1; }
+fi
+
+# ---- 2. environment vs nvidia-smi ---------------------------------------------------------
+"$GPUMEM" environment --json --device "cuda:$DEV" >"$OUT/environment.json" 2>"$OUT/environment.err"
+rc=$?
+"$GPUMEM" environment >"$OUT/environment.txt" 2>&1
+if [ "$rc" -ne 0 ]; then
+    say "gpumem environment failed with exit $rc:"
+    cat "$OUT/environment.err"
+    row "gpumem environment exit status" "$rc" "0" no
+    cat "$rows"
+    exit 1
+fi
+
+# One "key<TAB>value" line per scalar of the device entry (the JSON is pretty-printed, one
+# member per line; only the first device entry is read: --device selects it).
+json_get() {
+    awk -v want="$1" '
+        /"devices": \[/ { indev = 1 }
+        /"host": \{/ { indev = 0 }
+        {
+            line = $0
+            if (line !~ /^[ ]*"[a-z_]+": /) next
+            key = line; sub(/^[ ]*"/, "", key); sub(/".*/, "", key)
+            val = line; sub(/^[ ]*"[a-z_]+": /, "", val); sub(/,$/, "", val); gsub(/"/, "", val)
+            if (key == want && (indev || key == "version") && !(key in seen)) { seen[key] = 1; print val }
+        }' "$OUT/environment.json"
+}
+g_uuid=$(json_get uuid)
+g_name=$(json_get name)
+g_pci=$(json_get pci_bus_id)
+g_cc=$(json_get compute_capability)
+g_total=$(json_get total_bytes)
+g_used=$(json_get used_bytes)
+g_reserved=$(json_get reserved_bytes)
+g_driver=$(json_get version)
+g_source=$(json_get source)
+
+# One query with the fields every nvidia-smi has, then the newer fields one by one (an
+# old nvidia-smi rejects the whole query when one field is unknown).
+nvidia-smi --query-gpu=uuid,name,pci.bus_id,driver_version,memory.total,memory.used,memory.free \
+    --format=csv,noheader,nounits >"$OUT/nvidia-smi.csv" 2>"$OUT/nvidia-smi.err"
+line=$(grep -F "$g_uuid" "$OUT/nvidia-smi.csv" | head -1)
+field() { # n-th comma-separated field of the nvidia-smi line, trimmed
+    echo "$line" | awk -F', *' -v n="$1" '{ gsub(/^ +| +$/, "", $n); print $n }'
+}
+smi_one() { # one --query-gpu field of our device, empty when this nvidia-smi lacks it
+    v=$(nvidia-smi --id="$g_uuid" --query-gpu="$1" --format=csv,noheader,nounits 2>/dev/null | head -1)
+    case $v in *[Nn]ot*|*[Ee]rror*|*nvalid*|"") echo "" ;; *) echo "$v" | sed 's/^ *//; s/ *$//' ;; esac
+}
+if [ -z "$line" ]; then
+    row "uuid found by nvidia-smi" "$g_uuid" "(not listed)" no
+else
+    s_name=$(field 2)
+    s_pci=$(field 3)
+    s_driver=$(field 4)
+    s_total=$(field 5)
+    s_used=$(field 6)
+    s_cc=$(smi_one compute_cap)
+    s_reserved=$(smi_one memory.reserved)
+    row "driver version" "$g_driver" "$s_driver" "$(same "$g_driver" "$s_driver")"
+    row "cuda:$DEV name" "$g_name" "$s_name" "$(same "$g_name" "$s_name")"
+    row "cuda:$DEV uuid (CUDA joined to NVML)" "$g_uuid" "$(field 1)" "$(same "$g_uuid" "$(field 1)")"
+    row "cuda:$DEV pci bus id" "$g_pci" "$s_pci" "$(same "$g_pci" "$s_pci")"
+    if [ -n "$s_cc" ]; then
+        row "cuda:$DEV compute capability" "$g_cc" "$s_cc" "$(same "$g_cc" "$s_cc")"
+    else
+        row "cuda:$DEV compute capability" "$g_cc" "(nvidia-smi too old)" info
+    fi
+    row "cuda:$DEV memory source" "$g_source" "nvml_v2 expected" "$(same "$g_source" nvml_v2)"
+    t=$(mib "$g_total")
+    if near "$t" "$s_total" 1; then a=yes; else a=no; fi
+    row "cuda:$DEV total (MiB)" "$t" "$s_total" "$a"
+    if [ -n "$s_reserved" ]; then
+        r=$(mib "$g_reserved")
+        if near "$r" "$s_reserved" 1; then a=yes; else a=no; fi
+        row "cuda:$DEV reserved (MiB)" "$r" "$s_reserved" "$a"
+    fi
+    u=$(mib "$g_used")
+    # Other processes may change the figure between the two readings: 64 MiB of slack.
+    if near "$u" "$s_used" 64; then a=yes; else a=no; fi
+    row "cuda:$DEV used (MiB, +-64)" "$u" "$s_used" "$a"
+fi
+
+# ---- 3. watch a known workload ---------------------------------------------------------------
+# info (baseline) | A MiB | info | B MiB more | info | fill kernel | plateau 3 s | free all
+"$GPUMEM" watch --interval 50 --process-interval 200 --output "$OUT/watch.csv" --force -- \
+    "$WORKLOAD" --device "$DEV" pid info "alloc:$A_MIB" touch info sleep:1500 "alloc:$B_MIB" touch info \
+    fill sleep:3000 freeall sleep:500 >"$OUT/workload.out" 2>"$OUT/watch.err" &
+wpid=$!
+# At the A + B plateau (third "free=" line), take nvidia-smi's view of the same process.
+i=0
+while [ "$(grep -c '^free=' "$OUT/workload.out" 2>/dev/null)" -lt 3 ] && [ $i -lt 600 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+sleep 0.5
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUT/compute-apps.csv" 2>&1
+wait "$wpid"
+wrc=$?
+row "watch: exit status (command's own)" "$wrc" "0" "$(same "$wrc" 0)"
+wl_pid=$(sed -n 's/^pid=//p' "$OUT/workload.out")
+grep -q '^fill ok' "$OUT/workload.out" && fill=ok || fill=failed
+row "PTX .version 7.0/sm_70 JIT + kernel" "$fill" "ok" "$(same "$fill" ok)"
+# cuMemGetInfo: free before/after the second allocation.
+f2=$(sed -n 's/^free=\([0-9]*\).*/\1/p' "$OUT/workload.out" | sed -n 2p)
+f3=$(sed -n 's/^free=\([0-9]*\).*/\1/p' "$OUT/workload.out" | sed -n 3p)
+if [ -n "$f2" ] && [ -n "$f3" ]; then
+    dd=$(awk -v a="$f2" -v b="$f3" 'BEGIN { printf "%.1f", (a - b) / 1048576 }')
+    if near "$dd" "$B_MIB" 2; then a=yes; else a=no; fi
+    row "cuMemGetInfo delta for $B_MIB MiB" "$dd" "$B_MIB (+-2)" "$a"
+else
+    row "cuMemGetInfo delta for $B_MIB MiB" "missing" "$B_MIB" no
+fi
+# The watch peak of the workload.  NVML reports host PIDs, which differ from $wl_pid in a
+# container with its own PID namespace: take the PID from watch's process rows (only the
+# workload runs under watch) and look that one up in nvidia-smi's list.
+nvml_pid=$(awk -F, 'NR > 1 && $3 != "" { p = $3 } END { print p }' "$OUT/watch.csv")
+peak=$(awk -F, 'NR > 1 && $3 != "" && $4 > m { m = $4 } END { print m + 0 }' "$OUT/watch.csv")
+attr=$(awk -F, 'NR > 1 && $3 != "" { a = $6 } END { print a }' "$OUT/watch.csv")
+s_app=$(awk -F', *' -v p="$nvml_pid" '$1 == p { print $2 }' "$OUT/compute-apps.csv")
+pk=$(mib "$peak")
+if [ -n "$s_app" ] && near "$pk" "$s_app" 2; then a=yes; else a=no; fi
+row "watch peak of the workload (MiB)" "$pk" "${s_app:-not listed} (nvidia-smi)" "$a"
+row "workload PID here / in NVML" "$wl_pid" "${nvml_pid:-none}" info
+row "watch attribution" "${attr:-none}" "pid_tree (host) or new_pid" "$( [ -n "$attr" ] && echo yes || echo no)"
+ctx=$(awk -v p="$pk" -v a="$A_MIB" -v b="$B_MIB" 'BEGIN { printf "%.1f", p - a - b }')
+if awk -v c="$ctx" 'BEGIN { exit !(c > 0 && c < 2048) }'; then a=yes; else a=no; fi
+row "context + overhead = peak - A - B (MiB)" "$ctx" "0 .. 2048" "$a"
+
+# ---- 4. report --------------------------------------------------------------------------------
+{
+    echo
+    echo "gpumem gpu-check on $(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n "$((DEV + 1))p") ($(date -u +%Y-%m-%dT%H:%MZ))"
+    printf '%-40s %-26s %-26s %s\n' check gpumem "nvidia-smi / expected" agree
+    cat "$rows"
+    echo
+    echo "raw outputs in $OUT; watch report in $OUT/watch.err"
+} | tee "$OUT/report.txt"
+[ "$bad" -eq 0 ] || { say "$bad check(s) disagree"; exit 1; }
+say "all checks agree"
+exit 0

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/* test_device.c - the device layer against the fake drivers (tests/fake/): CUDA driver
+ * calls, no-GPU states, the joined device list, NVML memory v1/v2, process lists through
+ * the shared state file, the watch record, and small helpers.
+ * ctest sets GPUMEM_CUDA_LIBRARY / GPUMEM_NVML_LIBRARY to the fakes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "device/device_int.h"
+#include "gpumem/arena.h"
+#include "gpumem/device.h"
+#include "gpumem/watch.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIB (1024ull * 1024ull)
+
+static char state_path[256];
+
+/* Every test starts from the fakes' defaults and a fresh state file. */
+static int setup(void **state)
+{
+    static const char *const vars[] = {
+        "GPUMEM_FAKE_DEVICES",      "GPUMEM_FAKE_NAME",         "GPUMEM_FAKE_MEMORY",
+        "GPUMEM_FAKE_RESERVED",     "GPUMEM_FAKE_CUINIT_ERROR", "GPUMEM_FAKE_NVML_INIT_ERROR",
+        "GPUMEM_FAKE_NVML_MEMORY_ERROR", "GPUMEM_FAKE_NO_MEMORY_V2", "GPUMEM_FAKE_OOM_AFTER",
+        "GPUMEM_FAKE_PID_OFFSET",   "GPUMEM_FAKE_PTX_ISA",      "CUDA_VISIBLE_DEVICES",
+        "GPUMEM_FAKE_BASE_USED",    "GPUMEM_FAKE_GRAPHICS_PID", "GPUMEM_FAKE_GRAPHICS_BYTES",
+        NULL};
+    (void)state;
+    for (int k = 0; vars[k]; k++)
+        unsetenv(vars[k]);
+    snprintf(state_path, sizeof(state_path), "/tmp/gm-test-device-%d.state", (int)getpid());
+    unlink(state_path);
+    setenv("GPUMEM_FAKE_STATE", state_path, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(state_path);
+    return 0;
+}
+
+static void test_parse_spec(void **state)
+{
+    int i = -1;
+    struct gm_error e;
+    (void)state;
+    assert_int_equal(gm_device_parse_spec("cuda:3", &i, &e), GM_OK);
+    assert_int_equal(i, 3);
+    assert_int_equal(gm_device_parse_spec("0", &i, &e), GM_OK);
+    assert_int_equal(i, 0);
+    assert_int_equal(gm_device_parse_spec("gpu:1", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:1x", &i, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_device_parse_spec("cuda:-1", &i, &e), GM_ERR_INVALID);
+}
+
+static void test_pci_normalise(void **state)
+{
+    char b[32];
+    (void)state;
+    assert_true(gm_pci_normalise("0000:17:00.0", b, sizeof b));
+    assert_string_equal(b, "00000000:17:00.0");
+    assert_true(gm_pci_normalise("00000000:3b:00.1", b, sizeof b));
+    assert_string_equal(b, "00000000:3B:00.1");
+    assert_false(gm_pci_normalise("17:00.0", b, sizeof b));
+    assert_false(gm_pci_normalise("0000:17:00.0x", b, sizeof b));
+}
+
+static void test_cuda_basics(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_device_info info;
+    uint64_t f0, t0, f1, t1, p, q;
+    int v = 0, n = 0;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_MEMORY", "16GiB", 1);
+    setenv("GPUMEM_FAKE_RESERVED", "256MiB", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_driver_version(cu, &v, &e), GM_OK);
+    assert_int_equal(v, 12040);
+    assert_int_equal(gm_cuda_device_count(cu, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gm_cuda_device_info(cu, 0, &info, &e), GM_OK);
+    assert_string_equal(info.name, "NVIDIA Fake A100-SXM4-80GB");
+    assert_string_equal(info.uuid, "GPU-fa4e0000-6d65-6d00-8000-000000000010");
+    assert_string_equal(info.pci_bus_id, "00000000:17:00.0");
+    assert_true(info.cc_valid);
+    assert_int_equal(info.cc_major, 8);
+    assert_true(info.cuda_total.valid);
+    assert_int_equal(info.cuda_total.value, 16 * 1024 * MIB - 256 * MIB);
+    assert_int_equal(info.cuda_index, 0);
+    assert_int_equal(info.nvml_index, -1);
+
+    /* Memory calls need a context; the context itself costs 300 MiB. */
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f0, &t0, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_cuda_context_begin(cu, 5, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "cuda:5 is out of range: 1 CUDA device visible"));
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f0, &t0, &e), GM_OK);
+    assert_int_equal(t0, 16 * 1024 * MIB - 256 * MIB);
+    assert_int_equal(f0, t0 - 300 * MIB);
+
+    /* 5 GiB + 1 byte: above 4 GiB (a 32-bit binding would truncate) and charged in
+     * 2 MiB granules. */
+    assert_int_equal(gm_cuda_mem_alloc(cu, 5 * 1024 * MIB + 1, &p, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f1, &t1, &e), GM_OK);
+    assert_int_equal(f0 - f1, 5 * 1024 * MIB + 2 * MIB);
+
+    /* Past the capacity: GM_ERR_LIMIT with CUresult 2. */
+    assert_int_equal(gm_cuda_mem_alloc(cu, 11ull * 1024 * MIB, &q, &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_OUT_OF_MEMORY);
+    assert_non_null(strstr(e.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
+
+    {
+        unsigned char in[64], out[64];
+        for (int k = 0; k < 64; k++)
+            in[k] = (unsigned char)(k * 7);
+        assert_int_equal(gm_cuda_memcpy_htod(cu, p + 4096, in, sizeof in, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p + 4096, sizeof out, &e), GM_OK);
+        assert_memory_equal(in, out, sizeof in);
+        assert_int_equal(gm_cuda_memset_d8(cu, p, 0x11, 16, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p, 16, &e), GM_OK);
+        assert_int_equal(out[15], 0x11);
+        /* 32-bit fill (the bits of 1.0f) and a device-to-device copy. */
+        assert_int_equal(gm_cuda_memset_d32(cu, p + 8192, 0x3f800000u, 4, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtod(cu, p + 16384, p + 8192, 16, &e), GM_OK);
+        assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p + 16384, 16, &e), GM_OK);
+        {
+            uint32_t w[4];
+            memcpy(w, out, sizeof w);
+            assert_int_equal(w[0], 0x3f800000u);
+            assert_int_equal(w[3], 0x3f800000u);
+        }
+        assert_int_equal(gm_cuda_memset_d32(cu, p + 2, 0, 1, &e), GM_ERR_DRIVER); /* unaligned */
+    }
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_ERR_DRIVER); /* double free */
+    assert_int_equal(gm_cuda_mem_get_info(cu, &f1, &t1, &e), GM_OK);
+    assert_int_equal(f1, f0);
+    assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
+    gm_cuda_unload(cu);
+}
+
+static void test_cuda_oom_after(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    uint64_t p[3];
+    (void)state;
+    setenv("GPUMEM_FAKE_OOM_AFTER", "2", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[0], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[1], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[2], &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_cuda_mem_free(cu, p[0], &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p[1], &e), GM_OK);
+    gm_cuda_unload(cu); /* releases the context too */
+}
+
+static const char fill_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                               ".visible .entry gpumem_fill_u32(.param .u64 p, .param .u32 v, "
+                               ".param .u64 n)\n{\n ret;\n}\n"
+                               ".visible .entry other_kernel()\n{\n ret;\n}\n";
+
+static void test_cuda_module(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_cuda_module *m;
+    struct gm_cuda_function *f;
+    uint64_t p, n = 1000;
+    uint32_t value = 0xdeadbeefu, out[1000];
+    struct gm_cuda_launch_dims dims = {{4, 1, 1}, {256, 1, 1}, 0};
+    void *params[3] = {&p, &value, &n};
+    (void)state;
+
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, sizeof out, &p, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_function(cu, m, "missing", &f, &e), GM_ERR_DRIVER);
+    assert_non_null(strstr(e.msg, "kernel 'missing'"));
+    assert_int_equal(gm_cuda_module_function(cu, m, "gpumem_fill_u32", &f, &e), GM_OK);
+    assert_int_equal(gm_cuda_launch(cu, f, &dims, params, &e), GM_OK);
+    assert_int_equal(gm_cuda_synchronize(cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_memcpy_dtoh(cu, out, p, sizeof out, &e), GM_OK);
+    assert_int_equal(out[0], value);
+    assert_int_equal(out[999], value);
+    assert_int_equal(gm_cuda_module_function(cu, m, "other_kernel", &f, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_unload(cu, m, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+
+    /* A PTX ISA newer than the driver's: 222 with the JIT log in the message. */
+    setenv("GPUMEM_FAKE_PTX_ISA", "6.4", 1);
+    gm_cuda_unload(cu);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_ERR_DRIVER);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_UNSUPPORTED_PTX_VERSION);
+    assert_non_null(strstr(e.msg, "Unsupported .version 7.0"));
+    assert_int_equal(gm_cuda_module_load_ptx(cu, "garbage", &m, &e), GM_ERR_DRIVER);
+    assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_INVALID_PTX);
+    gm_cuda_unload(cu);
+}
+
+static void test_cuda_no_gpu(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_error e;
+    const char *lib = getenv("GPUMEM_CUDA_LIBRARY");
+    char saved[1024];
+    (void)state;
+
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_null(cu);
+    assert_non_null(strstr(e.msg, "only the CUDA stub library"));
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "999", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "999"));
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "3", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_DRIVER);
+    unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
+    setenv("GPUMEM_FAKE_DEVICES", "0", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no CUDA device"));
+    unsetenv("GPUMEM_FAKE_DEVICES");
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+
+    assert_non_null(lib);
+    snprintf(saved, sizeof saved, "%s", lib);
+    setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no NVIDIA driver"));
+    setenv("GPUMEM_CUDA_LIBRARY", saved, 1);
+}
+
+static void test_devices_join(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_device_memory m;
+    size_t pos;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "3", 1);
+    setenv("GPUMEM_FAKE_NAME", "Card A,Card B,Card C", 1);
+    setenv("GPUMEM_FAKE_MEMORY", "24GiB,48GiB,80GiB", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "2,0", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_OK);
+    assert_int_equal(gm_devices_count(d), 3);
+    /* CUDA order first (cuda:0 is physical 2), then the device CUDA does not see. */
+    assert_string_equal(gm_devices_info(d, 0)->name, "Card C");
+    assert_int_equal(gm_devices_info(d, 0)->cuda_index, 0);
+    assert_int_equal(gm_devices_info(d, 0)->nvml_index, 2);
+    assert_int_equal(gm_devices_info(d, 1)->cuda_index, 1);
+    assert_int_equal(gm_devices_info(d, 1)->nvml_index, 0);
+    assert_int_equal(gm_devices_info(d, 2)->cuda_index, -1);
+    assert_int_equal(gm_devices_info(d, 2)->nvml_index, 1);
+    assert_int_equal(gm_devices_find_cuda(d, 1, &pos, &e), GM_OK);
+    assert_int_equal(pos, 1);
+    assert_int_equal(gm_devices_find_cuda(d, 2, &pos, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "cuda:2 is out of range: 2 CUDA devices visible"));
+
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.source, GM_MEMORY_NVML_V2);
+    assert_int_equal(m.total.value, 80 * 1024 * MIB);
+    assert_int_equal(m.reserved.value, 512 * MIB);
+    assert_int_equal(m.used.value, 0);
+    assert_int_equal(m.free.value, 80 * 1024 * MIB - 512 * MIB);
+    assert_true(gm_devices_versions(d)->cuda_driver_api_valid);
+    assert_string_equal(gm_devices_versions(d)->driver, "550.54.15");
+    gm_devices_close(d);
+}
+
+static void test_devices_memory_fallbacks(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_device_memory m;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
+    setenv("GPUMEM_FAKE_BASE_USED", "1GiB", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.source, GM_MEMORY_NVML_V1);
+    assert_false(m.reserved.valid);           /* v1 cannot tell: unknown, not 0 */
+    assert_int_equal(m.used.value, 1536 * MIB); /* v1 used includes reserved */
+    gm_devices_close(d);
+    unsetenv("GPUMEM_FAKE_BASE_USED");
+
+    setenv("GPUMEM_FAKE_NVML_MEMORY_ERROR", "3", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_ERR_UNSUPPORTED);
+    assert_false(m.used.valid);
+    assert_false(m.total.valid);
+    gm_devices_close(d);
+}
+
+static void test_devices_no_gpu(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
+    setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "9", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "stub library"));
+    assert_int_equal(gm_devices_backend(d, 0)->state, GM_BACKEND_NODEV);
+    assert_int_equal(gm_devices_backend(d, 0)->driver_code, 9);
+    assert_int_equal(gm_devices_backend(d, 1)->state, GM_BACKEND_STUB);
+    assert_int_equal(gm_devices_backend(d, 1)->driver_code, 34);
+    gm_devices_close(d);
+
+    unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
+    setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "999", 1);
+    setenv("GPUMEM_FAKE_DEVICES", "0", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "no CUDA device"));
+    assert_int_equal(gm_devices_count(d), 0);
+    gm_devices_close(d);
+}
+
+/* Our own allocations through the fake CUDA show up in the fake NVML's process list. */
+static void test_devices_processes(void **state)
+{
+    struct gm_cuda *cu;
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_process_memory procs[8];
+    struct gm_device_memory m;
+    uint64_t p;
+    size_t n = 99;
+    (void)state;
+
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, 100 * MIB + 5, &p, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(procs[0].pid, (uint32_t)getpid());
+    assert_true(procs[0].used.valid);
+    assert_int_equal(procs[0].used.value, 102 * MIB + 300 * MIB);
+    assert_int_equal(procs[0].kinds, GM_PROCESS_COMPUTE);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.used.value, 402 * MIB);
+    /* cap smaller than the count: *n says how many there are. */
+    assert_int_equal(gm_devices_processes(d, 0, procs, 0, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 0);
+    gm_cuda_unload(cu);
+    gm_devices_close(d);
+}
+
+/* A display server's graphics context is listed too, and one process in both lists
+ * ("C+G") is one entry. */
+static void test_devices_graphics(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    struct gm_process_memory procs[8];
+    struct gm_device_memory m;
+    size_t n = 0;
+    char pid[32];
+    (void)state;
+
+    setenv("GPUMEM_FAKE_GRAPHICS_PID", "1", 1);
+    setenv("GPUMEM_FAKE_GRAPHICS_BYTES", "256MiB", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(procs[0].pid, 1);
+    assert_int_equal(procs[0].kinds, GM_PROCESS_GRAPHICS);
+    assert_int_equal(procs[0].used.value, 256 * MIB);
+    assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
+    assert_int_equal(m.used.value, 256 * MIB);
+    gm_devices_close(d);
+
+    /* Our own process in both lists. */
+    {
+        struct gm_cuda *cu;
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        setenv("GPUMEM_FAKE_GRAPHICS_PID", pid, 1);
+        assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+        assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+        assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+        assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(procs[0].kinds, GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS);
+        gm_devices_close(d);
+        gm_cuda_unload(cu);
+    }
+    unsetenv("GPUMEM_FAKE_GRAPHICS_PID");
+    unsetenv("GPUMEM_FAKE_GRAPHICS_BYTES");
+}
+
+static void test_proc_tree(void **state)
+{
+    uint32_t tree[64];
+    size_t n;
+    pid_t child;
+    (void)state;
+
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    n = gm_proc_tree((uint32_t)getpid(), tree, 64);
+    assert_true(n >= 2);
+    assert_int_equal(tree[0], (uint32_t)getpid());
+    {
+        bool found = false;
+        for (size_t k = 0; k < n && k < 64; k++)
+            found = found || tree[k] == (uint32_t)child;
+        assert_true(found);
+    }
+    assert_true(gm_proc_exists((uint32_t)child));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_false(gm_proc_exists((uint32_t)child));
+    assert_int_equal(gm_proc_tree((uint32_t)child, tree, 64), 0);
+}
+
+static void test_watch_record(void **state)
+{
+    struct gm_watch w;
+    struct gm_error e;
+    struct gm_device_memory m = {{100, true}, {50, true}, {10, true}, {5, true}, GM_MEMORY_NVML_V2};
+    struct gm_process_memory p[3] = {{11, {300, true}, GM_PROCESS_COMPUTE},
+                                     {12, {0, false}, GM_PROCESS_COMPUTE},
+                                     {13, {700, true}, GM_PROCESS_COMPUTE}};
+    enum gm_watch_attr a[3] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_PID_TREE,
+                               GM_WATCH_ATTR_NONE};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    gm_watch_init(&w, 6);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "X", m.total, m.used), 0);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:1", "Y", m.total, m.used), 1);
+    assert_int_equal(gm_watch_device_sample(&w, 0, 0, &m, &e), GM_OK);
+    m.used.value = 40;
+    assert_int_equal(gm_watch_device_sample(&w, 100, 0, &m, &e), GM_OK);
+    m.used.value = 20;
+    assert_int_equal(gm_watch_device_sample(&w, 200, 0, &m, &e), GM_OK);
+    assert_int_equal(w.dev[0].peak.value, 40);
+    assert_int_equal(w.dev[0].peak_t_ms, 100);
+    /* Two devices read at the same time add up for the command's peak. */
+    assert_int_equal(gm_watch_process_sample(&w, 500, 0, p, a, NULL, 3, &e), GM_OK);
+    assert_int_equal(gm_watch_process_sample(&w, 500, 1, p, a, NULL, 1, &e), GM_OK);
+    assert_int_equal(w.cmd_peak, 600);
+    assert_int_equal(w.cmd_peak_t_ms, 500);
+    assert_int_equal(w.dev[0].cmd_peak.value, 300);
+    assert_int_equal(w.n_proc, 3); /* pid 11 and 12 on cuda:0, pid 11 on cuda:1; 13 not ours */
+    assert_int_equal(w.n_samples, 6);
+    assert_false(w.samples_dropped);
+    assert_int_equal(gm_watch_process_sample(&w, 600, 1, p, a, NULL, 1, &e), GM_OK);
+    assert_true(w.samples_dropped); /* the store holds 6; peaks still count */
+
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_true(gm_watch_write_csv(&w, f));
+    fclose(f);
+    assert_string_equal(buf, "time_s,device,pid,used_bytes,free_bytes,attribution\n"
+                             "0.000,cuda:0,,10,50,device\n"
+                             "0.100,cuda:0,,40,50,device\n"
+                             "0.200,cuda:0,,20,50,device\n"
+                             "0.500,cuda:0,11,300,,pid_tree\n"
+                             "0.500,cuda:0,12,,,pid_tree\n"
+                             "0.500,cuda:1,11,300,,pid_tree\n");
+    free(buf);
+    gm_watch_release(&w);
+}
+
+/* The environment members parse as JSON, with null for what is unknown. */
+static void test_environment_json(void **state)
+{
+    struct gm_devices *d;
+    struct gm_host_info h;
+    struct gm_error e;
+    struct gm_json w;
+    json_t *root, *dev;
+    json_error_t jerr;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "2", 1);
+    setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_host_probe(&h);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    gm_json_init(&w, f, GM_JSON_PRETTY);
+    gm_json_begin_object(&w);
+    gm_devices_write_json(&w, d, &h, -1);
+    gm_json_end_object(&w);
+    assert_true(gm_json_finish(&w));
+    fclose(f);
+    root = json_loads(buf, 0, &jerr);
+    assert_non_null(root);
+    assert_int_equal(json_array_size(json_object_get(root, "devices")), 2);
+    dev = json_array_get(json_object_get(root, "devices"), 0);
+    assert_int_equal(json_integer_value(json_object_get(dev, "cuda_index")), 0);
+    assert_int_equal(json_integer_value(json_object_get(dev, "nvml_index")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(dev, "memory"), "source")),
+                        "nvml_v1");
+    /* v1 cannot tell reserved memory: null, not 0. */
+    assert_true(json_is_null(json_object_get(json_object_get(dev, "memory"), "reserved_bytes")));
+    dev = json_array_get(json_object_get(root, "devices"), 1);
+    assert_true(json_is_null(json_object_get(dev, "cuda_index")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(root, "settings"), "CUDA_VISIBLE_DEVICES")),
+        "1");
+    assert_true(json_is_boolean(json_object_get(json_object_get(root, "host"), "pid_namespace")));
+    json_decref(root);
+    free(buf);
+    gm_devices_close(d);
+}
+
+static void test_watch_json(void **state)
+{
+    struct gm_watch w;
+    struct gm_error e;
+    struct gm_device_memory m = {{1000, true}, {600, true}, {100, true}, {0, false}, GM_MEMORY_NVML_V1};
+    struct gm_process_memory p[1] = {{4242, {300, true}, GM_PROCESS_COMPUTE}};
+    enum gm_watch_attr a[1] = {GM_WATCH_ATTR_NEW_PID};
+    const char *names[1] = {"python3"};
+    char arg0[] = "python3", arg1[] = "train.py";
+    char *cmd[] = {arg0, arg1, NULL};
+    struct gm_watch_run run = {cmd, 77, 100, 500, 130, true};
+    json_t *root, *proc;
+    json_error_t jerr;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    (void)state;
+
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "Card \"A\"", m.total, m.used), 0);
+    assert_int_equal(gm_watch_device_sample(&w, 0, 0, &m, &e), GM_OK);
+    assert_int_equal(gm_watch_process_sample(&w, 250, 0, p, a, names, 1, &e), GM_OK);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_true(gm_watch_write_json(&w, &run, f));
+    fclose(f);
+    root = json_loads(buf, 0, &jerr);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "schema")), "gpumem.watch/1");
+    assert_string_equal(json_string_value(json_object_get(root, "attribution")), "new_pid");
+    assert_int_equal(json_integer_value(json_object_get(root, "exit_status")), 130);
+    assert_true(json_is_true(json_object_get(root, "interrupted")));
+    assert_int_equal(json_integer_value(json_object_get(root, "peak_bytes")), 300);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(root, "command"), 1)),
+                        "train.py");
+    proc = json_array_get(json_object_get(root, "processes"), 0);
+    assert_string_equal(json_string_value(json_object_get(proc, "name")), "python3");
+    assert_int_equal(json_array_size(json_object_get(root, "samples")), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(root, "devices"), 0), "memory_source")),
+                        "nvml_v1");
+    json_decref(root);
+    free(buf);
+    gm_watch_release(&w);
+}
+
+/* The sampler: our own process, allocating through the fake CUDA, is found in the process
+ * tree of our PID; seen through a "PID namespace" (PID offset) it is a new, invisible PID. */
+static void test_watch_poll(void **state)
+{
+    struct gm_devices *d;
+    struct gm_cuda *cu;
+    struct gm_error e;
+    struct gm_watch w;
+    uint64_t p;
+    (void)state;
+
+    setenv("GPUMEM_FAKE_DEVICES", "2", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_setup(&w, d, 1, &e), GM_OK);
+    assert_int_equal(w.n_dev, 1);
+    assert_string_equal(w.dev[0].label, "cuda:1");
+    assert_int_equal(w.dev[0].n_baseline_pids, 0);
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 1, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, 64 * MIB, &p, &e), GM_OK);
+    gm_watch_poll_devices(&w, d, 10);
+    gm_watch_poll_processes(&w, d, 10, (uint32_t)getpid(), false);
+    assert_int_equal(w.dev[0].peak.value, 364 * MIB);
+    assert_int_equal(w.cmd_peak, 364 * MIB);
+    assert_int_equal(w.n_proc, 1);
+    assert_int_equal(w.proc[0].pid, (uint32_t)getpid());
+    assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_PID_TREE);
+    assert_string_not_equal(w.proc[0].name, "");
+    gm_watch_release(&w);
+    gm_devices_close(d);
+
+    /* The same process seen as host PID + 3000000 from a namespace that cannot see it. */
+    setenv("GPUMEM_FAKE_PID_OFFSET", "3000000", 1);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_setup(&w, d, -1, &e), GM_OK);
+    assert_int_equal(w.n_dev, 2);
+    assert_int_equal(w.dev[1].n_baseline_pids, 1); /* already there at the start */
+    gm_watch_poll_processes(&w, d, 10, (uint32_t)getpid(), false);
+    assert_false(w.cmd_seen);                      /* a baseline PID is not the command's */
+    w.dev[1].n_baseline_pids = 0;                  /* as if it had started after the baseline */
+    gm_watch_poll_processes(&w, d, 20, (uint32_t)getpid(), false);
+    assert_true(w.cmd_seen);
+    assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_NEW_PID);
+    assert_int_equal(w.proc[0].pid, (uint32_t)getpid() + 3000000u);
+    gm_watch_poll_processes(&w, d, 30, (uint32_t)getpid(), true); /* attached: no guessing */
+    assert_int_equal(w.proc[0].last_t_ms, 20);
+    gm_watch_release(&w);
+    gm_devices_close(d);
+
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    gm_cuda_unload(cu);
+}
+
+/* Fail the Nth host allocation for every N: each call fails cleanly (no crash, no leak
+ * under ASan) or succeeds, and once N is past the last allocation everything works. */
+static void test_alloc_failures(void **state)
+{
+    bool completed = false;
+    (void)state;
+    for (long nth = 0; nth < 200 && !completed; nth++) {
+        struct gm_devices *d = NULL;
+        struct gm_cuda *cu = NULL;
+        struct gm_error e;
+        struct gm_process_memory procs[4];
+        struct gm_device_memory m;
+        struct gm_watch w;
+        size_t n;
+        uint64_t p;
+        enum gm_status st;
+
+        gm_alloc_fail_after(nth);
+        st = gm_devices_open(&d, &e);
+        if (st == GM_OK) {
+            bool ok = gm_devices_check(d, &e) == GM_OK && gm_devices_count(d) == 1 &&
+                      gm_devices_memory(d, 0, &m, &e) == GM_OK;
+            ok = ok && gm_cuda_load(&cu, &e) == GM_OK;
+            ok = ok && gm_cuda_context_begin(cu, 0, &e) == GM_OK &&
+                 gm_cuda_mem_alloc(cu, MIB, &p, &e) == GM_OK;
+            ok = ok && gm_devices_processes(d, 0, procs, 4, &n, &e) == GM_OK && n == 1;
+            gm_watch_init(&w, 0);
+            ok = ok && gm_watch_add_device(&w, "cuda:0", "x", m.total, m.used) == 0 &&
+                 gm_watch_device_sample(&w, 0, 0, &m, &e) == GM_OK;
+            gm_watch_release(&w);
+            if (cu && ok)
+                assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+            gm_cuda_unload(cu);
+            gm_devices_close(d);
+            completed = ok;
+        } else {
+            assert_int_equal(st, GM_ERR_NOMEM);
+            assert_null(d);
+        }
+        gm_alloc_fail_after(-1);
+    }
+    assert_true(completed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_parse_spec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pci_normalise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_basics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_oom_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_module, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_no_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_join, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_memory_fallbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_no_gpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_graphics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proc_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_poll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
