@@ -2,10 +2,13 @@
 # gpumem measure against the fake driver: the fake libcuda.so.1 gets the CPU versions of
 # the measure kernels (tests/fake/fake_measure_kernels.c), and the whole command runs in
 # tests/measure/measure_test.sh.
-if(TARGET gm_fake_cuda)
-  target_sources(gm_fake_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_measure_kernels.c)
-  target_link_libraries(gm_fake_cuda PRIVATE m)
-endif()
+# Every fake libcuda built from fake_cuda.c needs them (it looks kernels up by name there).
+foreach(t gm_fake_cuda gm_fake_cuda_pre11)
+  if(TARGET ${t})
+    target_sources(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_measure_kernels.c)
+    target_link_libraries(${t} PRIVATE m)
+  endif()
+endforeach()
 
 # tests/measure/<case>/{cmd,stdout,exit[,stderr]}: golden tests run by tests/cli/run.sh with
 # the fake drivers (timings are masked in the cmd files).
