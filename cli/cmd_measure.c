@@ -73,6 +73,7 @@ static void json_phase(struct gm_json *w, enum gm_measure_phase_id id,
         gm_json_key(w, "check");
         gm_json_begin_object(w);
         gm_json_kv_bool(w, "ok", p->check_ok);
+        gm_json_kv_double(w, "seconds", p->check_seconds);
         gm_json_kv_double(w, "max_rel_error", p->max_rel_error);
         gm_json_end_object(w);
     }

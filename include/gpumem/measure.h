@@ -82,7 +82,8 @@ struct gm_measure_phase {
     struct gm_reading device_free_end;
     struct gm_reading device_used_begin; /* total - free */
     struct gm_reading device_used_end;
-    double seconds;            /* wall time of the phase, synchronized */
+    double seconds;            /* wall time of the phase, synchronized, without the check */
+    double check_seconds;      /* time spent on the CPU check (copies + reference) */
     uint32_t passes;           /* forward (or training) passes run */
     double pass_seconds_min;   /* per pass, when passes > 0 */
     double pass_seconds_mean;
