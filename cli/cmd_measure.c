@@ -121,8 +121,9 @@ static void write_json(FILE *f, struct gm_devices *devs, const struct gm_host_in
         gm_json_kv_double(&w, "momentum", (double)o->momentum);
         gm_json_kv_str(&w, "loss", "mean of y^2 / 2 (target 0)");
     }
-    gm_json_kv_str(&w, "kernels", "embedded PTX (.version 7.0, .target sm_70) of "
-                                  "src/measure/kernels.cu, hand-written");
+    gm_json_kv_str(&w, "kernels",
+                   "embedded PTX (.version 7.0, .target sm_70) of "
+                   "src/measure/kernels.cu, hand-written");
     gm_json_end_object(&w);
     gm_json_key(&w, "device");
     gm_json_begin_object(&w);
@@ -194,16 +195,14 @@ static void print_text(const struct gm_measure_opts *o, const struct gm_device_i
         }
         snprintf(t, sizeof t, "%.3f ms", p->seconds * 1e3);
         if (p->checked)
-            snprintf(chk, sizeof chk, "%s (%.1e)", p->check_ok ? "ok" : "WRONG",
-                     p->max_rel_error);
+            snprintf(chk, sizeof chk, "%s (%.1e)", p->check_ok ? "ok" : "WRONG", p->max_rel_error);
         else
             snprintf(chk, sizeof chk, "-");
         printf("%-15s %12s %12s %12s %12s %12s %10s  %s\n",
                gm_measure_phase_name((enum gm_measure_phase_id)id),
                b(s1, sizeof s1, p->allocated_end), b(s2, sizeof s2, p->peak_allocated),
                b(s3, sizeof s3, p->reserved_end), b(s4, sizeof s4, p->peak_reserved),
-               p->device_used_end.valid ? b(s5, sizeof s5, p->device_used_end.value) : "?", t,
-               chk);
+               p->device_used_end.valid ? b(s5, sizeof s5, p->device_used_end.value) : "?", t, chk);
         if (!p->ok)
             printf("  error: %s\n", p->error);
     }
@@ -249,8 +248,9 @@ int cmd_measure(int argc, char **argv)
         OPT_FLAG("train", 0, &train, "also measure backward and an SGD (momentum) step"),
         OPT_STRING("alloc-conf", 0, &conf_str, "STRING",
                    "PYTORCH_CUDA_ALLOC_CONF settings for the allocator model"),
-        OPT_STRING("output", 'o', &output, "FILE", "write the JSON result to FILE (never "
-                                                   "replaced unless --force)"),
+        OPT_STRING("output", 'o', &output, "FILE",
+                   "write the JSON result to FILE (never "
+                   "replaced unless --force)"),
         OPT_FLAG("force", 0, &force, "replace an existing --output file"),
         OPT_JSON(&json, "gpumem.measure/1"),
         OPT_END,
@@ -281,8 +281,8 @@ int cmd_measure(int argc, char **argv)
     gm_measure_opts_init(&o);
     if (gm_device_parse_spec(device, &o.device, &err) != GM_OK)
         return cli_usage(argv[0], "--device: %s", err.msg);
-    if (batch > UINT32_MAX || context > UINT32_MAX || width > UINT32_MAX ||
-        layers > 4096 || warmup > 100000 || repeats > 100000)
+    if (batch > UINT32_MAX || context > UINT32_MAX || width > UINT32_MAX || layers > 4096 ||
+        warmup > 100000 || repeats > 100000)
         return cli_usage(argv[0], "a dimension is too large");
     o.batch = (uint32_t)batch;
     o.context = (uint32_t)context;

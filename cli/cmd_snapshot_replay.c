@@ -162,8 +162,7 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
                (unsigned long long)d->recorded_segment_events);
     if (d->has_divergence) {
         const struct gm_replay_divergence *v = &d->first_divergence;
-        printf("  first divergence at segment event %llu: recorded ",
-               (unsigned long long)v->index);
+        printf("  first divergence at segment event %llu: recorded ", (unsigned long long)v->index);
         if (v->has_recorded)
             printf("%s %s (trace event %lld)", gm_alloc_event_name(v->recorded.kind),
                    fmt(r, sizeof(r), v->recorded.size), (long long)v->recorded.trace_index);
@@ -194,8 +193,8 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
     snprintf(o, sizeof(o), "%.1f%%",
              100.0 * frag(d->own.peak_reserved_bytes, d->own.allocated_at_peak_reserved_bytes));
     snprintf(x, sizeof(x), "%.1f%%",
-             100.0 * frag(d->what_if.peak_reserved_bytes,
-                          d->what_if.allocated_at_peak_reserved_bytes));
+             100.0 *
+                 frag(d->what_if.peak_reserved_bytes, d->what_if.allocated_at_peak_reserved_bytes));
     print_row("unallocated at peak", "-", o, what_if ? x : NULL);
     fmt(r, sizeof(r), d->recorded_final_reserved_bytes);
     fmt(o, sizeof(o), d->own.final_reserved_bytes);
@@ -213,7 +212,7 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
 int cmd_snapshot_replay(int argc, char **argv)
 {
     const char *conf_str = NULL;
-    bool json = false, have_mem = false, have_frac = false, any_replayed = false;
+    bool json = false, have_mem = false, have_frac = false;
     uint64_t device_mem = 0;
     double fraction = 0.0;
     int n_pos = 0, rc;
@@ -295,6 +294,7 @@ int cmd_snapshot_replay(int argc, char **argv)
     if (json) {
         rc = write_json(argv[0], argv[1], snap, &res, conf_str ? what_if_str : NULL);
     } else {
+        bool any_replayed = false;
         printf("snapshot: %s (%s, torch %s)\n", argv[1], gm_snapshot_gen_name(snap->gen),
                gm_snapshot_gen_torch(snap->gen));
         printf("recorded settings: %s%s\n",

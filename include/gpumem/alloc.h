@@ -26,14 +26,14 @@ extern "C" {
 #endif
 
 /* Constants of the allocator (allocator-model.md section 1). */
-#define GM_ALLOC_MIN_BLOCK       ((uint64_t)512)          /* kMinBlockSize */
-#define GM_ALLOC_SMALL_SIZE      ((uint64_t)1 << 20)      /* kSmallSize */
-#define GM_ALLOC_SMALL_BUFFER    ((uint64_t)2 << 20)      /* kSmallBuffer */
-#define GM_ALLOC_MIN_LARGE_ALLOC ((uint64_t)10 << 20)     /* kMinLargeAlloc */
-#define GM_ALLOC_ROUND_LARGE     ((uint64_t)2 << 20)      /* kRoundLarge */
-#define GM_ALLOC_LARGE_BUFFER    ((uint64_t)20 << 20)     /* kLargeBuffer */
-#define GM_ALLOC_NO_SPLIT_LIMIT  UINT64_MAX               /* max_split_size "unlimited" */
-#define GM_ALLOC_ROUNDUP_INTERVALS 16                     /* 1 MiB ... 32 GiB and above */
+#define GM_ALLOC_MIN_BLOCK         ((uint64_t)512)      /* kMinBlockSize */
+#define GM_ALLOC_SMALL_SIZE        ((uint64_t)1 << 20)  /* kSmallSize */
+#define GM_ALLOC_SMALL_BUFFER      ((uint64_t)2 << 20)  /* kSmallBuffer */
+#define GM_ALLOC_MIN_LARGE_ALLOC   ((uint64_t)10 << 20) /* kMinLargeAlloc */
+#define GM_ALLOC_ROUND_LARGE       ((uint64_t)2 << 20)  /* kRoundLarge */
+#define GM_ALLOC_LARGE_BUFFER      ((uint64_t)20 << 20) /* kLargeBuffer */
+#define GM_ALLOC_NO_SPLIT_LIMIT    UINT64_MAX           /* max_split_size "unlimited" */
+#define GM_ALLOC_ROUNDUP_INTERVALS 16                   /* 1 MiB ... 32 GiB and above */
 
 enum gm_alloc_backend {
     GM_ALLOC_BACKEND_NATIVE = 0,
@@ -42,16 +42,16 @@ enum gm_alloc_backend {
 
 /* The settings of PYTORCH_CUDA_ALLOC_CONF. */
 struct gm_alloc_conf {
-    uint64_t max_split_size;                /* bytes; GM_ALLOC_NO_SPLIT_LIMIT: none */
-    uint64_t max_non_split_rounding_size;   /* bytes; default 20 MiB */
-    double garbage_collection_threshold;    /* fraction in (0,1); 0: off */
+    uint64_t max_split_size;              /* bytes; GM_ALLOC_NO_SPLIT_LIMIT: none */
+    uint64_t max_non_split_rounding_size; /* bytes; default 20 MiB */
+    double garbage_collection_threshold;  /* fraction in (0,1); 0: off */
     bool expandable_segments;
     uint32_t roundup_power2_divisions[GM_ALLOC_ROUNDUP_INTERVALS]; /* 0 or a power of two */
     enum gm_alloc_backend backend;
-    bool release_lock_on_cudamalloc;        /* accepted, no effect on the model */
-    bool pinned_use_cuda_host_register;     /* accepted, no effect on the model */
-    uint64_t pinned_num_register_threads;   /* accepted, no effect on the model */
-    bool pinned_use_background_threads;     /* accepted, no effect on the model */
+    bool release_lock_on_cudamalloc;      /* accepted, no effect on the model */
+    bool pinned_use_cuda_host_register;   /* accepted, no effect on the model */
+    uint64_t pinned_num_register_threads; /* accepted, no effect on the model */
+    bool pinned_use_background_threads;   /* accepted, no effect on the model */
 };
 
 /* PyTorch's defaults: no split limit, 20 MiB non-split rounding, no GC, no expandable
@@ -63,8 +63,7 @@ void gm_alloc_conf_init(struct gm_alloc_conf *conf);
  * (call gm_alloc_conf_init() first).  NULL or "" changes nothing.  GM_ERR_INVALID with the
  * option named and the byte offset of the offending token in err->offset.  Unknown keys
  * are errors, as in PyTorch. */
-enum gm_status gm_alloc_conf_parse(struct gm_alloc_conf *conf, const char *s,
-                                   struct gm_error *err);
+enum gm_status gm_alloc_conf_parse(struct gm_alloc_conf *conf, const char *s, struct gm_error *err);
 
 /* Write the canonical PYTORCH_CUDA_ALLOC_CONF form of the options that differ from the
  * defaults into 'out' ("" for the defaults), truncating at n-1 bytes.  Returns 'out'. */
@@ -206,13 +205,13 @@ size_t gm_alloc_segment_count(const struct gm_alloc *a);
  * aligned to 2 MiB, never touched), an optional capacity on physical bytes (0: unlimited).
  * Initialise with gm_alloc_fakedev_init() and pass gm_alloc_fakedev_ops with &fake as ctx. */
 struct gm_alloc_fakedev {
-    uint64_t capacity;    /* bytes of physical memory, 0: unlimited */
-    uint64_t used;        /* bytes held by segments and mapped pages */
-    uint64_t peak_used;   /* bytes */
-    uint64_t next_addr;   /* next address handed out */
-    uint64_t n_alloc;     /* seg_alloc + map calls that succeeded */
-    uint64_t n_free;      /* seg_free + unmap calls */
-    uint64_t fail_after;  /* fail every seg_alloc/map once this many succeeded; 0: never */
+    uint64_t capacity;   /* bytes of physical memory, 0: unlimited */
+    uint64_t used;       /* bytes held by segments and mapped pages */
+    uint64_t peak_used;  /* bytes */
+    uint64_t next_addr;  /* next address handed out */
+    uint64_t n_alloc;    /* seg_alloc + map calls that succeeded */
+    uint64_t n_free;     /* seg_free + unmap calls */
+    uint64_t fail_after; /* fail every seg_alloc/map once this many succeeded; 0: never */
 };
 void gm_alloc_fakedev_init(struct gm_alloc_fakedev *f, uint64_t capacity);
 extern const struct gm_alloc_device_ops gm_alloc_fakedev_ops;

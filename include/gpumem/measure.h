@@ -43,16 +43,16 @@ enum gm_measure_phase_id {
 const char *gm_measure_phase_name(enum gm_measure_phase_id id);
 
 struct gm_measure_opts {
-    int device;        /* CUDA ordinal */
+    int device; /* CUDA ordinal */
     uint32_t batch;
-    uint32_t context;  /* rows per sample: the input is batch * context rows */
+    uint32_t context; /* rows per sample: the input is batch * context rows */
     uint32_t width;
     uint32_t layers;
-    uint32_t warmup;   /* passes in the warmup phase */
-    uint32_t repeats;  /* timed passes in warm_forward */
+    uint32_t warmup;  /* passes in the warmup phase */
+    uint32_t repeats; /* timed passes in warm_forward */
     bool train;
-    float lr;          /* SGD learning rate */
-    float momentum;    /* SGD momentum */
+    float lr;                         /* SGD learning rate */
+    float momentum;                   /* SGD momentum */
     const struct gm_alloc_conf *conf; /* allocator settings; NULL: defaults */
 };
 
@@ -64,9 +64,9 @@ void gm_measure_opts_init(struct gm_measure_opts *o);
 enum gm_status gm_measure_opts_check(const struct gm_measure_opts *o, struct gm_error *err);
 
 struct gm_measure_phase {
-    bool ran;                  /* false: skipped (not requested, or an earlier phase failed) */
+    bool ran; /* false: skipped (not requested, or an earlier phase failed) */
     bool ok;
-    char error[256];           /* when ran && !ok */
+    char error[256]; /* when ran && !ok */
     /* the four allocator counters, bytes */
     uint64_t allocated_begin;
     uint64_t reserved_begin;
@@ -82,29 +82,29 @@ struct gm_measure_phase {
     struct gm_reading device_free_end;
     struct gm_reading device_used_begin; /* total - free */
     struct gm_reading device_used_end;
-    double seconds;            /* wall time of the phase, synchronized, without the check */
-    double check_seconds;      /* time spent on the CPU check (copies + reference) */
-    uint32_t passes;           /* forward (or training) passes run */
-    double pass_seconds_min;   /* per pass, when passes > 0 */
+    double seconds;          /* wall time of the phase, synchronized, without the check */
+    double check_seconds;    /* time spent on the CPU check (copies + reference) */
+    uint32_t passes;         /* forward (or training) passes run */
+    double pass_seconds_min; /* per pass, when passes > 0 */
     double pass_seconds_mean;
     double pass_seconds_max;
-    bool checked;              /* a result was compared with the CPU reference */
+    bool checked; /* a result was compared with the CPU reference */
     bool check_ok;
-    double max_rel_error;      /* max |gpu - cpu| / max |cpu| */
+    double max_rel_error; /* max |gpu - cpu| / max |cpu| */
 };
 
 struct gm_measure_result {
     struct gm_measure_phase phases[GM_MEASURE_N_PHASES];
-    uint64_t parameter_bytes;   /* weights + biases */
+    uint64_t parameter_bytes; /* weights + biases */
     uint64_t input_bytes;
-    uint64_t activation_bytes;  /* one layer output */
+    uint64_t activation_bytes; /* one layer output */
     struct gm_reading device_total;
     struct gm_reading used_before_context; /* NVML-free view is not available: invalid */
     struct gm_reading used_after_context;  /* cuMemGetInfo right after the context and module */
     struct gm_alloc_stats stats;           /* memory_stats() at the end */
     uint64_t peak_allocated;               /* max over the phases that ran, bytes */
     uint64_t peak_reserved;
-    uint64_t estimate_peak_allocated;      /* over all phases, allocator model alone */
+    uint64_t estimate_peak_allocated; /* over all phases, allocator model alone */
     uint64_t estimate_peak_reserved;
     bool all_ok;
     bool all_checks_ok;

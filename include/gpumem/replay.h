@@ -30,46 +30,46 @@ extern "C" {
 
 struct gm_replay_opts {
     const struct gm_alloc_conf *what_if; /* other settings to predict; NULL: none */
-    uint64_t device_bytes;    /* device memory: caps the what-if model (0: unlimited) */
-    double memory_fraction;   /* set_per_process_memory_fraction (0: not set); needs
-                               * device_bytes; the precondition of garbage collection */
+    uint64_t device_bytes;               /* device memory: caps the what-if model (0: unlimited) */
+    double memory_fraction;              /* set_per_process_memory_fraction (0: not set); needs
+                                          * device_bytes; the precondition of garbage collection */
 };
 
 /* Figures of one model run over a device trace. */
 struct gm_replay_run {
-    uint64_t segment_events;           /* segment_alloc/free/map/unmap produced */
+    uint64_t segment_events; /* segment_alloc/free/map/unmap produced */
     uint64_t peak_reserved_bytes;
     uint64_t peak_allocated_bytes;
     uint64_t final_reserved_bytes;
     uint64_t final_allocated_bytes;
     uint64_t allocated_at_peak_reserved_bytes; /* allocated when reserved first peaked */
-    uint64_t n_ooms;                   /* allocations the model could not satisfy */
-    uint64_t n_alloc_retries;          /* cache flushes forced by a full device */
-    struct gm_alloc_stats stats;       /* memory_stats() at the end */
+    uint64_t n_ooms;                           /* allocations the model could not satisfy */
+    uint64_t n_alloc_retries;                  /* cache flushes forced by a full device */
+    struct gm_alloc_stats stats;               /* memory_stats() at the end */
 };
 
 /* A recorded or predicted segment event. */
 struct gm_replay_event {
     enum gm_alloc_event_kind kind;
-    uint64_t size;        /* bytes */
-    int64_t trace_index;  /* recorded: index in the device trace; predicted: the index of the
-                           * trace event being replayed when the model produced it */
+    uint64_t size;       /* bytes */
+    int64_t trace_index; /* recorded: index in the device trace; predicted: the index of the
+                          * trace event being replayed when the model produced it */
 };
 
 struct gm_replay_divergence {
-    uint64_t index;        /* position in the segment-event sequences */
-    bool has_recorded;     /* false: the recording ended first */
+    uint64_t index;    /* position in the segment-event sequences */
+    bool has_recorded; /* false: the recording ended first */
     struct gm_replay_event recorded;
-    bool has_predicted;    /* false: the model produced fewer events */
+    bool has_predicted; /* false: the model produced fewer events */
     struct gm_replay_event predicted;
 };
 
 struct gm_replay_device {
     int32_t device;
     bool replayable;
-    char reason[200];              /* why not, when !replayable */
+    char reason[200]; /* why not, when !replayable */
     uint64_t n_trace_events;
-    uint64_t n_allocs;             /* alloc events replayed */
+    uint64_t n_allocs; /* alloc events replayed */
     uint64_t recorded_segment_events;
     uint64_t recorded_peak_reserved_bytes;
     uint64_t recorded_final_reserved_bytes; /* sum of the final segments */
@@ -86,9 +86,9 @@ struct gm_replay_device {
 };
 
 struct gm_replay_result {
-    struct gm_alloc_conf own_conf;   /* the snapshot's settings as the model uses them */
-    bool own_conf_assumed;           /* no allocator_settings in the file: defaults assumed */
-    char own_conf_string[256];       /* canonical PYTORCH_CUDA_ALLOC_CONF of own_conf */
+    struct gm_alloc_conf own_conf;    /* the snapshot's settings as the model uses them */
+    bool own_conf_assumed;            /* no allocator_settings in the file: defaults assumed */
+    char own_conf_string[256];        /* canonical PYTORCH_CUDA_ALLOC_CONF of own_conf */
     struct gm_replay_device *devices; /* one per device with a non-empty trace */
     size_t n_devices;
 };

@@ -417,8 +417,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
             return GM_ERR_NOMEM;
     }
     a->dev.ops->unmap(a->dev.ctx, lo, hi - lo);
-    memset(xs->mapped + (size_t)((lo - xs->base) / xs->page), 0,
-           (size_t)((hi - lo) / xs->page));
+    memset(xs->mapped + (size_t)((lo - xs->base) / xs->page), 0, (size_t)((hi - lo) / xs->page));
     b->addr = lo;
     b->size = hi - lo;
     b->mapped = false;
@@ -538,8 +537,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
 static void garbage_collect(struct gm_alloc *a)
 {
     struct alloc_pool *p = &a->large;
-    uint64_t threshold =
-        (uint64_t)(a->conf.garbage_collection_threshold * (double)a->allowed_max);
+    uint64_t threshold = (uint64_t)(a->conf.garbage_collection_threshold * (double)a->allowed_max);
     uint64_t target, reclaimed = 0, total_age = 0;
     uint64_t freeable = 0;
     bool freed = true;
@@ -743,8 +741,8 @@ static bool should_split(const struct gm_alloc *a, const struct block *b, uint64
 }
 
 /* alloc_found_block(): split if wanted, mark allocated, count */
-static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t size,
-                                  uint64_t orig, struct block **out, struct gm_error *err)
+static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t size, uint64_t orig,
+                                  struct block **out, struct gm_error *err)
 {
     struct alloc_pool *p = b->pool;
     bool already_split = is_split(b);
@@ -839,8 +837,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
                            gm_format_bytes(al, sizeof(al),
                                            a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current,
                                            GM_UNITS_IEC),
-                           gm_format_bytes(fr, sizeof(fr), cached_unallocated(a),
-                                           GM_UNITS_IEC));
+                           gm_format_bytes(fr, sizeof(fr), cached_unallocated(a), GM_UNITS_IEC));
         }
         if (st) {
             if (err)
@@ -901,8 +898,8 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
         return GM_OK;
     j = map_find(&a->active, ptr);
     if (j == SIZE_MAX)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "free: 0x%llx is not an allocated block", (unsigned long long)ptr);
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
+                       (unsigned long long)ptr);
     b = a->active.vals[j];
     if (set_reserve(&b->pool->blocks, 1))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
@@ -936,8 +933,8 @@ enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_al
         return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                        "allocator model: backend:cudaMallocAsync is not modelled (the driver's "
                        "stream-ordered pool has other rules)");
-    if (conf->expandable_segments && (!dev->ops->va_reserve || !dev->ops->va_release ||
-                                      !dev->ops->map || !dev->ops->unmap))
+    if (conf->expandable_segments &&
+        (!dev->ops->va_reserve || !dev->ops->va_release || !dev->ops->map || !dev->ops->unmap))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "allocator model: expandable_segments needs a device with virtual "
                        "memory management");
@@ -1110,8 +1107,7 @@ static uint64_t fake_take(struct gm_alloc_fakedev *f, uint64_t size)
     return addr;
 }
 
-static enum gm_status fake_seg_alloc(void *ctx, uint64_t size, uint64_t *addr,
-                                     struct gm_error *err)
+static enum gm_status fake_seg_alloc(void *ctx, uint64_t size, uint64_t *addr, struct gm_error *err)
 {
     struct gm_alloc_fakedev *f = ctx;
     if (fake_full(f, size))

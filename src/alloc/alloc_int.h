@@ -20,17 +20,17 @@ struct alloc_pool;
 struct xseg;
 
 struct block {
-    uint64_t addr;          /* device address */
-    uint64_t size;          /* bytes */
-    uint64_t requested;     /* bytes the caller asked for (allocated blocks) */
+    uint64_t addr;      /* device address */
+    uint64_t size;      /* bytes */
+    uint64_t requested; /* bytes the caller asked for (allocated blocks) */
     int64_t stream;
-    struct block *prev;     /* lower-address neighbour in the same segment */
-    struct block *next;     /* higher-address neighbour */
+    struct block *prev; /* lower-address neighbour in the same segment */
+    struct block *next; /* higher-address neighbour */
     struct alloc_pool *pool;
-    struct xseg *xseg;      /* the expandable segment, NULL for a cudaMalloc segment */
-    uint64_t gc_base;       /* pool->free_block_calls when the block entered the pool */
+    struct xseg *xseg; /* the expandable segment, NULL for a cudaMalloc segment */
+    uint64_t gc_base;  /* pool->free_block_calls when the block entered the pool */
     bool allocated;
-    bool mapped;            /* false only for unmapped ranges of expandable segments */
+    bool mapped; /* false only for unmapped ranges of expandable segments */
 };
 
 /* A sorted array of blocks with lower_bound; small N makes memmove cheap enough. */
@@ -50,12 +50,12 @@ struct alloc_pool {
 
 /* One expandable segment: a reserved virtual range mapped page by page. */
 struct xseg {
-    uint64_t base;       /* device address of the reservation */
-    uint64_t page;       /* bytes per page: 2 MiB small pool, 20 MiB large pool */
+    uint64_t base; /* device address of the reservation */
+    uint64_t page; /* bytes per page: 2 MiB small pool, 20 MiB large pool */
     size_t n_pages;
     int64_t stream;
     struct alloc_pool *pool;
-    uint8_t *mapped;     /* per page: 1 when physical memory backs it */
+    uint8_t *mapped; /* per page: 1 when physical memory backs it */
     struct xseg *next_seg;
 };
 
@@ -77,8 +77,8 @@ struct gm_alloc {
     struct gm_alloc_stats stats;
     uint64_t total_allocated; /* bytes: total_allocated_memory (what the device holds) */
     bool set_fraction;
-    uint64_t allowed_max;     /* bytes: fraction * device total */
-    size_t n_segments;        /* cudaMalloc segments */
+    uint64_t allowed_max; /* bytes: fraction * device total */
+    size_t n_segments;    /* cudaMalloc segments */
     size_t n_xsegs;
     gm_alloc_event_fn hook;
     void *hook_ctx;

@@ -10,8 +10,8 @@
 #include "alloc/alloc_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +60,7 @@ static enum gm_status lex(const char *s, struct lexer *lx, struct gm_error *err)
             if (s[i] != ' ') {
                 if (len + 1 >= TOKEN_MAX)
                     return gm_fail(err, GM_ERR_INVALID, t->offset,
-                                   "allocator settings: token longer than %d bytes",
-                                   TOKEN_MAX - 1);
+                                   "allocator settings: token longer than %d bytes", TOKEN_MAX - 1);
                 t->text[len++] = s[i];
             }
             i++;
@@ -96,8 +95,7 @@ static enum gm_status tok_u64(const struct token *t, const char *key, uint64_t *
             return gm_fail(err, GM_ERR_INVALID, t->offset,
                            "%s: '%s' is not a whole non-negative number", key, t->text);
         if (v > (UINT64_MAX - 9) / 10)
-            return gm_fail(err, GM_ERR_INVALID, t->offset, "%s: '%s' is too large", key,
-                           t->text);
+            return gm_fail(err, GM_ERR_INVALID, t->offset, "%s: '%s' is too large", key, t->text);
         v = v * 10 + (uint64_t)(*p - '0');
     }
     *out = v;
@@ -269,8 +267,8 @@ static enum gm_status parse_divisions(struct parser *ps, struct gm_alloc_conf *c
         if (!strcmp(t->text, "]"))
             return GM_OK;
         if (strcmp(t->text, ","))
-            return gm_fail(err, GM_ERR_INVALID, t->offset, "%s: expected ',' or ']', got '%s'",
-                           key, t->text);
+            return gm_fail(err, GM_ERR_INVALID, t->offset, "%s: expected ',' or ']', got '%s'", key,
+                           t->text);
     }
 }
 
@@ -343,8 +341,7 @@ static enum gm_status parse_option(struct parser *ps, const struct token *k,
                    key);
 }
 
-enum gm_status gm_alloc_conf_parse(struct gm_alloc_conf *conf, const char *s,
-                                   struct gm_error *err)
+enum gm_status gm_alloc_conf_parse(struct gm_alloc_conf *conf, const char *s, struct gm_error *err)
 {
     struct lexer *lx;
     struct parser ps;
@@ -380,13 +377,11 @@ enum gm_status gm_alloc_conf_parse(struct gm_alloc_conf *conf, const char *s,
             const struct token *t = next_tok(&ps);
             if (strcmp(t->text, ",")) {
                 st = gm_fail(err, GM_ERR_INVALID, t->offset,
-                             "%s: expected ',' before the next option, got '%s'", k->text,
-                             t->text);
+                             "%s: expected ',' before the next option, got '%s'", k->text, t->text);
                 goto out_free_lexer;
             }
             if (ps.i == lx->n) {
-                st = gm_fail(err, GM_ERR_INVALID, t->offset,
-                             "allocator settings: trailing ','");
+                st = gm_fail(err, GM_ERR_INVALID, t->offset, "allocator settings: trailing ','");
                 goto out_free_lexer;
             }
         }

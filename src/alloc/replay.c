@@ -156,8 +156,8 @@ static void ev_push(struct evlist *l, enum gm_alloc_event_kind k, uint64_t size,
 
 struct run_ctx {
     struct evlist pred;
-    int64_t at;         /* trace index being replayed */
-    uint64_t n_frees;   /* segment_free + segment_unmap produced */
+    int64_t at;       /* trace index being replayed */
+    uint64_t n_frees; /* segment_free + segment_unmap produced */
 };
 
 static void on_model_event(void *ctx, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
@@ -218,8 +218,8 @@ void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_con
             conf->garbage_collection_threshold = s->d > 0.0 && s->d < 1.0 ? s->d : 0.0;
         } else if (!strcmp(s->key, "expandable_segments") && s->type == GM_SETTING_BOOL) {
             conf->expandable_segments = s->i != 0;
-        } else if (!strncmp(s->key, "roundup_power2_divisions.", 25) &&
-                   s->type == GM_SETTING_INT && s->i >= 0 && s->i <= UINT32_MAX) {
+        } else if (!strncmp(s->key, "roundup_power2_divisions.", 25) && s->type == GM_SETTING_INT &&
+                   s->i >= 0 && s->i <= UINT32_MAX) {
             uint64_t mb = 0;
             if (gm_parse_u64(s->key + 25, &mb, NULL) == GM_OK && mb) {
                 unsigned idx = log2_u64(mb);
@@ -366,8 +366,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
     if (rd->replayable && rd->n_allocs == 0) {
         rd->replayable = false;
         snprintf(rd->reason, sizeof(rd->reason),
-                 "the trace holds no alloc event (%zu entries): nothing to replay",
-                 dev->n_events);
+                 "the trace holds no alloc event (%zu entries): nothing to replay", dev->n_events);
     }
     if (rd->replayable && net != (int64_t)final_total) {
         char a[32], b[32];

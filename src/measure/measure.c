@@ -64,7 +64,8 @@ enum gm_status gm_measure_opts_check(const struct gm_measure_opts *o, struct gm_
                        "batch, context, width and layers must be at least 1");
     if (!o->repeats)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "repeats must be at least 1");
-    if (rows * o->width >= ((uint64_t)1 << 31) || (uint64_t)o->width * o->width >= ((uint64_t)1 << 31))
+    if (rows * o->width >= ((uint64_t)1 << 31) ||
+        (uint64_t)o->width * o->width >= ((uint64_t)1 << 31))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "a tensor of %llu x %u elements is too large (the kernels index with "
                        "32 bits: keep rows x width and width x width under 2^31)",
@@ -81,12 +82,12 @@ struct ws {
     struct gm_cuda_function *fn[K_N];
     struct gm_alloc *a;
     uint32_t rows, width, layers;
-    uint64_t *w, *b;        /* per layer: weights [width, width], bias [width] */
-    uint64_t *gw, *gb;      /* gradients, 0 until the first backward */
-    uint64_t *mw, *mb;      /* momentum, 0 until the first step */
-    uint64_t *act;          /* training: saved layer outputs, 0 when not held */
-    uint64_t x;             /* input */
-    float *hw, *hb, *hx;    /* host copies of the initial values */
+    uint64_t *w, *b;     /* per layer: weights [width, width], bias [width] */
+    uint64_t *gw, *gb;   /* gradients, 0 until the first backward */
+    uint64_t *mw, *mb;   /* momentum, 0 until the first step */
+    uint64_t *act;       /* training: saved layer outputs, 0 when not held */
+    uint64_t x;          /* input */
+    float *hw, *hb, *hx; /* host copies of the initial values */
 };
 
 static uint64_t fbytes(uint64_t n)
@@ -202,15 +203,22 @@ static enum gm_status forward(struct ws *s, bool keep, uint64_t *y, struct gm_er
 {
     uint64_t cur = s->x, next = 0;
     uint64_t act_bytes = fbytes((uint64_t)s->rows * s->width);
-    enum gm_status st;
     *y = 0;
     for (uint32_t l = 0; l < s->layers; l++) {
-        st = t_alloc(s, act_bytes, &next, err);
-        if (st)
+        enum gm_status st = t_alloc(s, act_bytes, &next, err);
+        if (st == GM_OK)
+            st = layer_fwd(s, l, cur, next, err);
+        if (st) {
+            /* leave no tensor behind that nothing refers to */
+            if (keep) {
+                s->act[l] = next;
+            } else {
+                t_free(s, &next);
+                if (cur != s->x)
+                    t_free(s, &cur);
+            }
             return st;
-        st = layer_fwd(s, l, cur, next, err);
-        if (st)
-            return st;
+        }
         if (keep)
             s->act[l] = next;
         else if (cur != s->x)
@@ -372,8 +380,8 @@ out_free:
 }
 
 /* The bias gradient of the last layer is the column sum of dy = y / n; compare. */
-static enum gm_status check_backward(struct ws *s, const float *y_host,
-                                     struct gm_measure_phase *ph, struct gm_error *err)
+static enum gm_status check_backward(struct ws *s, const float *y_host, struct gm_measure_phase *ph,
+                                     struct gm_error *err)
 {
     uint64_t n = (uint64_t)s->rows * s->width;
     uint32_t l = s->layers - 1;
@@ -424,8 +432,7 @@ static void read_device(struct ws *s, struct gm_reading *free_r, struct gm_readi
 }
 
 struct phase_state {
-    uint64_t last_y;     /* last forward output still held (inference), 0 if none */
-    float *y_host;       /* host copy of the last training forward output */
+    float *y_host;   /* host copy of the last training forward output */
 };
 
 static void pass_time(struct gm_measure_phase *ph, double t)
@@ -494,8 +501,7 @@ static enum gm_status run_phase(struct ws *s, enum gm_measure_phase_id id,
                 st = check_forward(s, y, ph, err);
                 ph->check_seconds += now() - c0;
             }
-            if (st == GM_OK && y && last && o->train && id == GM_MEASURE_WARM_FORWARD &&
-                !s->dry) {
+            if (st == GM_OK && y && last && o->train && id == GM_MEASURE_WARM_FORWARD && !s->dry) {
                 double c0 = now();
                 st = d2h(s, ps->y_host, y, fbytes(n_act), err);
                 ph->check_seconds += now() - c0;
@@ -783,8 +789,8 @@ static void cu_seg_free(void *ctx, uint64_t addr, uint64_t size)
     (void)gm_cuda_mem_free(ctx, addr, NULL);
 }
 
-static const struct gm_alloc_device_ops cuda_ops = {cu_seg_alloc, cu_seg_free, NULL, NULL,
-                                                    NULL, NULL};
+static const struct gm_alloc_device_ops cuda_ops = {cu_seg_alloc, cu_seg_free, NULL,
+                                                    NULL,         NULL,        NULL};
 
 enum gm_status gm_measure_run(struct gm_cuda *cu, const struct gm_measure_opts *o,
                               struct gm_measure_result *out, struct gm_error *err)

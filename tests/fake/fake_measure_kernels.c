@@ -17,8 +17,7 @@
 
 static uint64_t threads(const struct fake_launch *l)
 {
-    return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] *
-           l->block[2];
+    return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] * l->block[2];
 }
 
 static float *fptr(void **params, int i)
@@ -44,8 +43,8 @@ static float f32(void **params, int i)
 
 static int ok(const float *p, uint64_t n_floats)
 {
-    return n_floats == 0 || fake_in_allocation((unsigned long long)(uintptr_t)p,
-                                               (size_t)n_floats * sizeof(float));
+    return n_floats == 0 ||
+           fake_in_allocation((unsigned long long)(uintptr_t)p, (size_t)n_floats * sizeof(float));
 }
 
 /* gm_linear_fwd(x, w, b, y, rows, in, out, relu) */
@@ -70,7 +69,8 @@ static int k_linear_fwd(const struct fake_launch *l, void **params)
         y[idx] = acc;
     }
     /* GPUMEM_FAKE_KERNEL_CORRUPT=1: a wrong result, to test that measure's check sees it */
-    if (n && getenv("GPUMEM_FAKE_KERNEL_CORRUPT") && !strcmp(getenv("GPUMEM_FAKE_KERNEL_CORRUPT"), "1"))
+    if (n && getenv("GPUMEM_FAKE_KERNEL_CORRUPT") &&
+        !strcmp(getenv("GPUMEM_FAKE_KERNEL_CORRUPT"), "1"))
         y[0] += 1.0f;
     return 0;
 }
@@ -105,8 +105,7 @@ static int k_linear_bwd_weight(const struct fake_launch *l, void **params)
     uint64_t n = (uint64_t)out * in, t = threads(l);
     if (n > t)
         n = t;
-    if (!ok(dy, (uint64_t)rows * out) || !ok(x, (uint64_t)rows * in) || !ok(dw, n) ||
-        !ok(db, out))
+    if (!ok(dy, (uint64_t)rows * out) || !ok(x, (uint64_t)rows * in) || !ok(dw, n) || !ok(db, out))
         return ILLEGAL_ADDRESS;
     for (uint64_t idx = 0; idx < n; idx++) {
         uint64_t o = idx / in, i = idx % in;
@@ -177,9 +176,12 @@ static const struct {
     const char *name;
     fake_kernel_fn run;
 } kernels[] = {
-    {"gm_linear_fwd", k_linear_fwd},       {"gm_linear_bwd_data", k_linear_bwd_data},
-    {"gm_linear_bwd_weight", k_linear_bwd_weight}, {"gm_relu_bwd", k_relu_bwd},
-    {"gm_mse_grad", k_mse_grad},           {"gm_sgd_momentum", k_sgd_momentum},
+    {"gm_linear_fwd", k_linear_fwd},
+    {"gm_linear_bwd_data", k_linear_bwd_data},
+    {"gm_linear_bwd_weight", k_linear_bwd_weight},
+    {"gm_relu_bwd", k_relu_bwd},
+    {"gm_mse_grad", k_mse_grad},
+    {"gm_sgd_momentum", k_sgd_momentum},
 };
 
 fake_kernel_fn fake_measure_kernel(const char *name)

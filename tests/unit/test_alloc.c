@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "alloc/alloc_int.h"
@@ -129,8 +130,7 @@ static void test_vec_just_over_one_mib(void **state)
     assert_true(reserved(&f) == 20 * MiB);
     assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_LARGE_POOL].current == 1049088);
     /* split: the 20 MiB segment leaves a cached remainder */
-    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current ==
-                20 * MiB - 1049088);
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 20 * MiB - 1049088);
     teardown(&f);
 }
 
@@ -496,8 +496,9 @@ static void test_conf_parse_ok(void **state)
     assert_int_equal(gm_alloc_conf_parse(&c, "", &e), GM_OK);
     assert_true(c.max_split_size == GM_ALLOC_NO_SPLIT_LIMIT);
     assert_string_equal(gm_alloc_conf_format(&c, buf, sizeof buf), "");
-    assert_int_equal(gm_alloc_conf_parse(&c, "expandable_segments:True, max_split_size_mb:128,"
-                                             "garbage_collection_threshold:0.6",
+    assert_int_equal(gm_alloc_conf_parse(&c,
+                                         "expandable_segments:True, max_split_size_mb:128,"
+                                         "garbage_collection_threshold:0.6",
                                          &e),
                      GM_OK);
     assert_true(c.expandable_segments);
@@ -506,9 +507,10 @@ static void test_conf_parse_ok(void **state)
     assert_string_equal(gm_alloc_conf_format(&c, buf, sizeof buf),
                         "expandable_segments:True,max_split_size_mb:128,"
                         "garbage_collection_threshold:0.6");
-    assert_int_equal(gm_alloc_conf_parse(&c, "backend:native,max_non_split_rounding_mb:40,"
-                                             "release_lock_on_cudamalloc:True,"
-                                             "pinned_num_register_threads:8",
+    assert_int_equal(gm_alloc_conf_parse(&c,
+                                         "backend:native,max_non_split_rounding_mb:40,"
+                                         "release_lock_on_cudamalloc:True,"
+                                         "pinned_num_register_threads:8",
                                          &e),
                      GM_OK);
     assert_true(c.max_non_split_rounding_size == 40 * MiB);
@@ -673,8 +675,7 @@ static void random_run(const char *conf, uint64_t capacity, uint64_t seed, int s
                 size = 1 + (r >> 16) % (90 * MiB);
                 break;
             }
-            if (gm_alloc_malloc(f.a, size, (int64_t)((r >> 40) % 2), &live[slot], NULL) !=
-                GM_OK)
+            if (gm_alloc_malloc(f.a, size, (int64_t)((r >> 40) % 2), &live[slot], NULL) != GM_OK)
                 live[slot] = 0;
             else
                 assert_true(gm_alloc_block_size(f.a, live[slot]) >=

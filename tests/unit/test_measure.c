@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/arena.h"
@@ -37,10 +38,8 @@ static void test_estimate_inference(void **state)
     /* the input: 16 rows x 64 floats = 4 KiB */
     assert_true(r.phases[GM_MEASURE_INPUTS].estimate_peak_allocated == params + 4 * KiB);
     /* a forward pass holds at most two layer outputs besides the input */
-    assert_true(r.phases[GM_MEASURE_COLD_FORWARD].estimate_peak_allocated ==
-                params + 3 * 4 * KiB);
-    assert_true(r.phases[GM_MEASURE_WARM_FORWARD].estimate_peak_allocated ==
-                params + 3 * 4 * KiB);
+    assert_true(r.phases[GM_MEASURE_COLD_FORWARD].estimate_peak_allocated == params + 3 * 4 * KiB);
+    assert_true(r.phases[GM_MEASURE_WARM_FORWARD].estimate_peak_allocated == params + 3 * 4 * KiB);
     /* everything fits in one 2 MiB small-pool segment */
     assert_true(r.estimate_peak_reserved == 2 * MiB);
     /* no training phases */
@@ -98,8 +97,8 @@ static void test_embedded_ptx(void **state)
 {
     const char *ptx = gm_measure_ptx_text();
     static const char *const entries[] = {
-        ".entry gm_linear_fwd(",   ".entry gm_linear_bwd_data(", ".entry gm_linear_bwd_weight(",
-        ".entry gm_relu_bwd(",     ".entry gm_mse_grad(",        ".entry gm_sgd_momentum(",
+        ".entry gm_linear_fwd(", ".entry gm_linear_bwd_data(", ".entry gm_linear_bwd_weight(",
+        ".entry gm_relu_bwd(",   ".entry gm_mse_grad(",        ".entry gm_sgd_momentum(",
     };
     (void)state;
     assert_non_null(strstr(ptx, "\n.version 7.0\n"));
@@ -131,10 +130,8 @@ static void test_host_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_estimate_inference),
-        cmocka_unit_test(test_estimate_training),
-        cmocka_unit_test(test_opts_check),
-        cmocka_unit_test(test_embedded_ptx),
+        cmocka_unit_test(test_estimate_inference),  cmocka_unit_test(test_estimate_training),
+        cmocka_unit_test(test_opts_check),          cmocka_unit_test(test_embedded_ptx),
         cmocka_unit_test(test_host_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
