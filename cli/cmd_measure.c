@@ -122,8 +122,8 @@ static void write_json(FILE *f, struct gm_devices *devs, const struct gm_host_in
         gm_json_kv_str(&w, "loss", "mean of y^2 / 2 (target 0)");
     }
     gm_json_kv_str(&w, "kernels",
-                   "embedded PTX (.version 7.0, .target sm_70) of "
-                   "src/measure/kernels.cu, hand-written");
+                   "embedded PTX (.version 7.0, .target sm_70) generated from "
+                   "src/measure/kernels.cu by nvcc");
     gm_json_end_object(&w);
     gm_json_key(&w, "device");
     gm_json_begin_object(&w);

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# gpumem measure: embed the hand-checked PTX of src/measure/kernels.cu into the library as
-# the C string gm_measure_ptx (see src/measure/kernels.ptx and driver-abi.md section 2.4).
+# gpumem measure: embed the PTX generated from src/measure/kernels.cu into the library as
+# the C string gm_measure_ptx (scripts/regen-ptx.sh makes it; driver-abi.md section 2.4).
 set(GM_MEASURE_PTX ${PROJECT_SOURCE_DIR}/src/measure/kernels.ptx)
 set(GM_MEASURE_PTX_C ${PROJECT_BINARY_DIR}/generated/measure_ptx.c)
 add_custom_command(

@@ -2,13 +2,13 @@
 // kernels.cu - the kernels of `gpumem measure`: a dense network (Linear + ReLU layers),
 // its backward pass and an SGD-with-momentum step, float32, row-major.
 //
-// kernels.ptx beside this file is the PTX of these kernels with the header
-// `.version 7.0` / `.target sm_70` / `.address_size 64` (driver-abi.md section 2.2).
-// It was WRITTEN BY HAND from this source (no nvcc was available) and has not been run on
-// a GPU yet; regenerate it on a machine with nvcc with
-//   nvcc -ptx -arch=compute_75 -o kernels.ptx kernels.cu
-// and rewrite the header to 7.0 / sm_70.  The fake libcuda of the test suite runs CPU
-// versions of the same kernels, found by name (tests/fake/fake_measure_kernels.c).
+// kernels.ptx beside this file is generated from this source by scripts/regen-ptx.sh
+// (nvcc 13.0: nvcc -ptx -arch=compute_75; clang's NVPTX back end where nvcc is missing),
+// with the header rewritten to `.version 7.0` / `.target sm_70` / `.address_size 64`
+// (driver-abi.md section 2.2).  ptxas 13.0 assembles it for sm_75, sm_80, sm_90, sm_100 and
+// sm_120 (the ptxas test of tests/cmake/measure.cmake, where a toolkit is installed); it has
+// not yet been run on a GPU.  The fake libcuda of the test suite runs CPU versions of the
+// same kernels, found by name (tests/fake/fake_measure_kernels.c).
 //
 // Shapes: x [rows, in], w [out, in] (PyTorch's nn.Linear layout), b [out], y [rows, out].
 // One thread per output element; indices are 32-bit (gpumem measure keeps every tensor

@@ -26,3 +26,14 @@ endforeach()
 if(TARGET gm_fake_cuda)
   add_custom_target(gm_measure_fakes ALL DEPENDS gm_fake_cuda gm_fake_nvml)
 endif()
+
+# Where a CUDA toolkit is installed (not in CI), ptxas checks the shipped PTX for every
+# architecture from Turing to Blackwell.
+find_program(GM_PTXAS ptxas PATHS /usr/local/cuda/bin NO_CACHE)
+if(GM_PTXAS)
+  foreach(arch sm_75 sm_80 sm_90 sm_100 sm_120)
+    add_test(NAME measure/ptxas_${arch}
+      COMMAND ${GM_PTXAS} -arch=${arch} ${PROJECT_SOURCE_DIR}/src/measure/kernels.ptx
+              -o ${PROJECT_BINARY_DIR}/measure_${arch}.cubin)
+  endforeach()
+endif()
