@@ -110,6 +110,18 @@ static int write_json(const char *cmd, const char *path, const struct gm_snapsho
                                                  : d->own.segment_events)
                               : 1.0);
         gm_json_kv_u64(&w, "inferred_empty_cache_calls", d->n_inferred_empty_cache);
+        gm_json_key(&w, "final_segments");
+        gm_json_begin_object(&w);
+        gm_json_kv_u64(&w, "recorded", d->final_segments_recorded);
+        gm_json_kv_u64(&w, "model", d->final_segments_model);
+        gm_json_kv_bool(&w, "sizes_match", d->final_segments_match);
+        gm_json_end_object(&w);
+        gm_json_key(&w, "final_allocated_blocks");
+        gm_json_begin_object(&w);
+        gm_json_kv_u64(&w, "recorded", d->final_blocks_recorded);
+        gm_json_kv_u64(&w, "model", d->final_blocks_model);
+        gm_json_kv_bool(&w, "sizes_match", d->final_blocks_match);
+        gm_json_end_object(&w);
         gm_json_key(&w, "first_divergence");
         if (!d->has_divergence) {
             gm_json_null(&w);
@@ -175,6 +187,13 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
         else
             printf("nothing\n");
     }
+    printf("  final segments: %llu in the snapshot, %llu in the model, sizes %s\n",
+           (unsigned long long)d->final_segments_recorded,
+           (unsigned long long)d->final_segments_model,
+           d->final_segments_match ? "match" : "differ");
+    printf("  allocated blocks at the end: %llu in the snapshot, %llu in the model, sizes %s\n",
+           (unsigned long long)d->final_blocks_recorded, (unsigned long long)d->final_blocks_model,
+           d->final_blocks_match ? "match" : "differ");
     if (d->n_inferred_empty_cache)
         printf("  empty_cache() inferred at %llu trace positions\n",
                (unsigned long long)d->n_inferred_empty_cache);

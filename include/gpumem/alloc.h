@@ -201,6 +201,11 @@ void gm_alloc_reset_accumulated(struct gm_alloc *a);
 /* Number of segments the model holds (expandable segments count once each). */
 size_t gm_alloc_segment_count(const struct gm_alloc *a);
 
+/* The segments as torch.cuda.memory_snapshot() lists them: each cudaMalloc segment, and
+ * each contiguous mapped range of an expandable segment.  Writes up to 'cap' sizes (bytes,
+ * in no particular order) to 'out' and returns how many there are. */
+size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t cap);
+
 /* The deterministic fake device for tests and replay: addresses from a counter (each range
  * aligned to 2 MiB, never touched), an optional capacity on physical bytes (0: unlimited).
  * Initialise with gm_alloc_fakedev_init() and pass gm_alloc_fakedev_ops with &fake as ctx. */

@@ -78,6 +78,12 @@ struct gm_replay_device {
     /* the model with the snapshot's own settings (valid when replayable) */
     struct gm_replay_run own;
     uint64_t segment_events_matched; /* common prefix of recorded and predicted events */
+    uint64_t final_segments_recorded; /* segments in the snapshot for this device */
+    uint64_t final_segments_model;    /* segments the model ends with */
+    bool final_segments_match;        /* same multiset of segment sizes */
+    uint64_t final_blocks_recorded;   /* active_allocated blocks in the snapshot */
+    uint64_t final_blocks_model;      /* allocated blocks in the model at the end */
+    bool final_blocks_match;          /* same multiset of allocated block sizes */
     bool has_divergence;
     struct gm_replay_divergence first_divergence;
     /* the model with opts.what_if (valid when replayable and what_if was given) */

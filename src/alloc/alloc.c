@@ -1090,6 +1090,52 @@ size_t gm_alloc_segment_count(const struct gm_alloc *a)
     return a->n_segments + a->n_xsegs;
 }
 
+static size_t put_size(uint64_t *out, size_t cap, size_t n, uint64_t v)
+{
+    if (n < cap)
+        out[n] = v;
+    return n + 1;
+}
+
+static uint64_t chain_size(const struct block *h)
+{
+    uint64_t total = 0;
+    for (; h; h = h->next)
+        total += h->size;
+    return total;
+}
+
+size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t cap)
+{
+    const struct alloc_pool *pools[2] = {&a->large, &a->small};
+    size_t n = 0;
+    /* cudaMalloc segments: walk from each head block, wherever the head is */
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
+            const struct block *b = pools[k]->blocks.v[i];
+            if (!b->xseg && !b->prev)
+                n = put_size(out, cap, n, chain_size(b));
+        }
+    for (size_t i = 0; i < a->active.cap; i++) {
+        const struct block *b = a->active.vals[i];
+        if (b && !b->xseg && !b->prev)
+            n = put_size(out, cap, n, chain_size(b));
+    }
+    /* expandable segments: one entry per run of mapped pages */
+    for (const struct xseg *xs = a->xsegs; xs; xs = xs->next_seg) {
+        uint64_t run = 0;
+        for (size_t i = 0; i <= xs->n_pages; i++) {
+            if (i < xs->n_pages && xs->mapped[i]) {
+                run += xs->page;
+            } else if (run) {
+                n = put_size(out, cap, n, run);
+                run = 0;
+            }
+        }
+    }
+    return n;
+}
+
 /* ---- the fake device -------------------------------------------------------------------- */
 
 static bool fake_full(struct gm_alloc_fakedev *f, uint64_t size)

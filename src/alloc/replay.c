@@ -20,6 +20,7 @@
 #include "gpumem/units.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- address map: recorded address -> model address --------------------------------- */
@@ -385,6 +386,64 @@ out_release:
 
 /* ---- model runs ----------------------------------------------------------------------- */
 
+struct sizes {
+    uint64_t *v;      /* final segment sizes */
+    size_t n;
+    uint64_t *blocks; /* final allocated block sizes */
+    size_t n_blocks;
+};
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Whether the model's final segments have the sizes of the snapshot's. */
+static enum gm_status compare_final(const struct gm_snapshot *snap,
+                                    const struct gm_snapshot_device *dev, struct sizes *model,
+                                    struct gm_replay_device *rd)
+{
+    uint64_t *rec = gm_calloc(dev->n_segments ? dev->n_segments : 1, sizeof(uint64_t));
+    if (!rec)
+        return GM_ERR_NOMEM;
+    for (size_t i = 0; i < dev->n_segments; i++)
+        rec[i] = snap->segments[dev->first_segment + i].total_size;
+    qsort(rec, dev->n_segments, sizeof(uint64_t), cmp_u64);
+    qsort(model->v, model->n, sizeof(uint64_t), cmp_u64);
+    rd->final_segments_recorded = dev->n_segments;
+    rd->final_segments_model = model->n;
+    rd->final_segments_match = model->n == dev->n_segments &&
+                               (model->n == 0 || !memcmp(rec, model->v, model->n * sizeof(uint64_t)));
+    gm_free(rec);
+    /* the allocated blocks */
+    {
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < dev->n_segments; i++) {
+            const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
+            for (size_t j = 0; j < sg->n_blocks; j++)
+                n += sg->blocks[j].state == GM_BLOCK_ACTIVE_ALLOCATED;
+        }
+        rec = gm_calloc(n ? n : 1, sizeof(uint64_t));
+        if (!rec)
+            return GM_ERR_NOMEM;
+        for (size_t i = 0; i < dev->n_segments; i++) {
+            const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
+            for (size_t j = 0; j < sg->n_blocks; j++)
+                if (sg->blocks[j].state == GM_BLOCK_ACTIVE_ALLOCATED)
+                    rec[k++] = sg->blocks[j].size;
+        }
+        qsort(rec, n, sizeof(uint64_t), cmp_u64);
+        qsort(model->blocks, model->n_blocks, sizeof(uint64_t), cmp_u64);
+        rd->final_blocks_recorded = n;
+        rd->final_blocks_model = model->n_blocks;
+        rd->final_blocks_match =
+            n == model->n_blocks && (n == 0 || !memcmp(rec, model->blocks, n * sizeof(uint64_t)));
+        gm_free(rec);
+    }
+    return GM_OK;
+}
+
 struct empties {
     int64_t *at; /* trace indices of inferred empty_cache() calls, ascending */
     size_t n;
@@ -396,7 +455,7 @@ struct empties {
 static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_alloc_conf *conf,
                           uint64_t capacity, uint64_t device_bytes, double fraction, bool infer,
                           struct empties *emp, struct run_ctx *rc, struct gm_replay_run *out,
-                          struct gm_error *err)
+                          struct sizes *final, struct gm_error *err)
 {
     struct gm_alloc_fakedev fake;
     struct gm_alloc_device d;
@@ -495,6 +554,23 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     out->final_reserved_bytes = out->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current;
     out->final_allocated_bytes = out->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     out->n_alloc_retries = out->stats.num_alloc_retries;
+    if (final) {
+        size_t n = gm_alloc_segment_sizes(a, NULL, 0);
+        final->v = gm_calloc(n ? n : 1, sizeof(uint64_t));
+        if (!final->v) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+            goto out_free;
+        }
+        final->n = gm_alloc_segment_sizes(a, final->v, n);
+        final->blocks = gm_calloc(a->active.n ? a->active.n : 1, sizeof(uint64_t));
+        if (!final->blocks) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+            goto out_free;
+        }
+        for (size_t i = 0; i < a->active.cap; i++)
+            if (a->active.vals[i])
+                final->blocks[final->n_blocks++] = a->active.vals[i]->size;
+    }
 out_free:
     am_release(&map);
     gm_alloc_free(a);
@@ -567,6 +643,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         const struct gm_snapshot_device *dev = &snap->devices[d];
         struct gm_replay_device *rd;
         struct empties emp = {0};
+        struct sizes final = {NULL, 0, NULL, 0};
         struct run_ctx rc;
         if (!dev->n_events)
             continue;
@@ -587,16 +664,21 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
             continue;
         }
         memset(&rc, 0, sizeof(rc));
-        st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, err);
+        st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own,
+                 &final, err);
         if (st == GM_OK) {
             compare(dev, &rc.pred, rd);
             rd->n_inferred_empty_cache = emp.n;
+            if (compare_final(snap, dev, &final, rd))
+                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
         }
+        gm_free(final.v);
+        gm_free(final.blocks);
         gm_free(rc.pred.v);
         if (st == GM_OK && opts->what_if) {
             memset(&rc, 0, sizeof(rc));
             st = run(dev, opts->what_if, opts->device_bytes, opts->device_bytes,
-                     opts->memory_fraction, false, &emp, &rc, &rd->what_if, err);
+                     opts->memory_fraction, false, &emp, &rc, &rd->what_if, NULL, err);
             rd->has_what_if = st == GM_OK;
             gm_free(rc.pred.v);
         }

@@ -79,6 +79,10 @@ static void test_reproduces_and_infers_empty_cache(void **state)
     assert_true(r.devices[0].own.peak_allocated_bytes == 12 * MiB);
     assert_true(r.devices[0].own.final_reserved_bytes == 0);
     assert_true(r.devices[0].recorded_peak_reserved_bytes == 20 * MiB);
+    /* nothing is left: no segment, no block, on either side */
+    assert_true(r.devices[0].final_segments_match);
+    assert_true(r.devices[0].final_segments_model == 0);
+    assert_true(r.devices[0].final_blocks_match);
     gm_replay_release(&r);
 }
 
@@ -108,6 +112,12 @@ static void test_what_if_expandable(void **state)
     assert_true(r.devices[0].has_what_if);
     assert_true(r.devices[0].what_if.peak_reserved_bytes == 40 * MiB);
     assert_true(r.devices[0].what_if.segment_events == 2);
+    /* two 12 MiB segments on both sides; the hand-built segments list no blocks, while the
+     * model holds two allocated blocks */
+    assert_true(r.devices[0].final_segments_match);
+    assert_true(r.devices[0].final_segments_model == 2);
+    assert_false(r.devices[0].final_blocks_match);
+    assert_true(r.devices[0].final_blocks_model == 2);
     /* on a 30 MiB device the expandable variant no longer fits */
     o.device_bytes = 30 * MiB;
     gm_replay_release(&r);
