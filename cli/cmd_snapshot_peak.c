@@ -58,9 +58,8 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
 {
     const struct gm_snapshot_timeline *tl = &p->tl;
     char a[48], b[48], t[64];
-    printf("device %d: peak %s (%" PRIu64 " bytes, %s)", d->index,
-           gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes,
-           gm_format_bytes(b, sizeof(b), tl->peak_bytes, GM_UNITS_IEC));
+    printf("device %d: peak %s (%" PRIu64 " bytes)", d->index,
+           gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes);
     if (tl->peak_event_index < 0)
         printf(" at the start of the trace (%zu events)\n", d->n_events);
     else

@@ -109,7 +109,7 @@ struct file_stats {
 static void text_file(const struct file_stats *fs)
 {
     const struct gm_snapshot_stats *st = &fs->st;
-    char a[48], c[48];
+    char a[48], c[48], e[48];
     printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices,
            fs->n_segments, fs->n_blocks);
     for (size_t i = 0; i < st->n_devices; i++) {
@@ -135,7 +135,7 @@ static void text_file(const struct file_stats *fs)
             printf("    [%10s, %10s)  %6" PRIu64 " segments  %s\n",
                    gm_format_bytes(a, sizeof(a), d->hist[h].lo, GM_UNITS_IEC),
                    gm_format_bytes(c, sizeof(c), d->hist[h].hi, GM_UNITS_IEC),
-                   d->hist[h].n_segments, gm_format_bytes(c, sizeof(c), d->hist[h].bytes, GM_UNITS_IEC));
+                   d->hist[h].n_segments, gm_format_bytes(e, sizeof(e), d->hist[h].bytes, GM_UNITS_IEC));
     }
 }
 
