@@ -101,7 +101,7 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         bool visible = gm_proc_exists(procs[k].pid);
         printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
                gm_process_kind_name(procs[k].kinds), bytes_text(b, sizeof(b), procs[k].used),
-               visible ? ""
+               visible               ? ""
                : host->pid_namespace ? "  (not in this PID namespace)"
                                      : "  (no such process here)");
     }

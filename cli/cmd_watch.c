@@ -60,7 +60,14 @@ struct watch_state {
 };
 
 /* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
-static int spawn(const char *cmd, char **argv, pid_t *out)
+/* --json: every sample as a JSON line on stdout as it is taken. */
+static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
+{
+    (void)arg;
+    gm_watch_jsonl_sample(w, smp, stdout);
+}
+
+static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out)
 {
     int fds[2], child_errno = 0;
     ssize_t got;
@@ -80,6 +87,9 @@ static int spawn(const char *cmd, char **argv, pid_t *out)
         close(fds[0]);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        /* With --json, stdout carries only gpumem's JSON lines. */
+        if (stdout_to_stderr && dup2(2, 1) < 0)
+            _exit(126);
         execvp(argv[0], argv);
         child_errno = errno;
         got = write(fds[1], &child_errno, sizeof(child_errno));
@@ -103,7 +113,7 @@ static int spawn(const char *cmd, char **argv, pid_t *out)
 int cmd_watch(int argc, char **argv)
 {
     uint64_t interval = 100, proc_interval = 500, attach_pid = 0;
-    bool force = false, has_pid = false, no_chart = false;
+    bool force = false, has_pid = false, no_chart = false, json = false;
     const char *output = NULL, *device = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1;
     struct watch_state s;
@@ -114,7 +124,8 @@ int cmd_watch(int argc, char **argv)
     uint64_t start, next_proc = 0;
     size_t pos;
     const struct opt opts[] = {
-        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)", NULL),
+        OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
+                NULL),
         OPT_U64("process-interval", 0, &proc_interval, "MS",
                 "process list every MS milliseconds (500; NVML process queries are slow)", NULL),
         OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
@@ -122,6 +133,9 @@ int cmd_watch(int argc, char **argv)
         OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
         OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
         OPT_FLAG("no-chart", 0, &no_chart, "no terminal chart in the report"),
+        OPT_FLAG("json", 0, &json,
+                 "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
+                 "the command's stdout goes to stderr"),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -135,7 +149,8 @@ int cmd_watch(int argc, char **argv)
         "peaks shorter than the interval.",
         "gpumem watch -- python train.py\n"
         "gpumem watch --interval 50 --output run.csv -- ./bench --size 8G\n"
-        "gpumem watch --pid 4242 --output attach.json"};
+        "gpumem watch --pid 4242 --output attach.json\n"
+        "gpumem watch --json -- ./train.sh | jq -c 'select(.type == \"process\")'"};
 
     switch (opts_parse(argc, argv, opts, &usage, true, &n_pos)) {
     case OPTS_HELP:
@@ -150,7 +165,8 @@ int cmd_watch(int argc, char **argv)
                                           : "nothing to watch: give -- COMMAND or --pid PID");
     if (interval < 10 || interval > 3600000 || proc_interval < 10 || proc_interval > 3600000)
         return cli_usage(argv[0], "intervals must be between 10 ms and 1 hour");
-    if (has_pid && (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
+    if (has_pid &&
+        (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
         return cli_usage(argv[0], "no process with PID %" PRIu64, attach_pid);
     if (device && gm_device_parse_spec(device, &only_cuda, &err))
         return cli_usage(argv[0], "%s", err.msg);
@@ -208,7 +224,7 @@ int cmd_watch(int argc, char **argv)
     start = now_ms();
     if (command) {
         pid_t pid = 0;
-        rc = spawn(argv[0], command, &pid);
+        rc = spawn(argv[0], command, json, &pid);
         if (rc) {
             if (output)
                 cli_output_abort(&out);
@@ -219,6 +235,17 @@ int cmd_watch(int argc, char **argv)
     } else {
         s.root = (uint32_t)attach_pid;
         s.attached = true;
+    }
+
+    memset(&run, 0, sizeof(run));
+    run.command = command;
+    run.pid = s.root;
+    run.interval_ms = interval;
+    run.process_interval_ms = proc_interval;
+    run.exit_status = -1;
+    if (json) {
+        gm_watch_jsonl_start(&s.w, &run, stdout);
+        s.w.on_sample = stream_sample;
     }
 
     for (;;) {
@@ -250,8 +277,9 @@ int cmd_watch(int argc, char **argv)
                 sleep_ms(50);
         }
         if (got == 0)
-            cli_errorf(argv[0], "stopped sampling; waiting for %s to exit (interrupt again to "
-                                "kill it)",
+            cli_errorf(argv[0],
+                       "stopped sampling; waiting for %s to exit (interrupt again to "
+                       "kill it)",
                        command[0]);
         while (got == 0 || (got < 0 && errno == EINTR))
             got = waitpid(g_child, &wst, 0);
@@ -263,14 +291,11 @@ int cmd_watch(int argc, char **argv)
             s.w.end_t_ms = t;
     }
 
-    memset(&run, 0, sizeof(run));
-    run.command = command;
-    run.pid = s.root;
-    run.interval_ms = interval;
-    run.process_interval_ms = proc_interval;
     run.exit_status = status;
     run.interrupted = g_stop != 0;
-    watch_report(stderr, &s.w, &run, !no_chart);
+    if (json)
+        gm_watch_jsonl_end(&s.w, &run, stdout);
+    watch_report(stderr, &s.w, &run, !no_chart && !json);
     rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
     if (output) {
         bool ok = watch_output_kind(output) == 'c' ? gm_watch_write_csv(&s.w, out.f)

@@ -62,7 +62,8 @@ void watch_chart(FILE *f, const uint64_t *v, size_t n, int height, uint64_t t_en
     fprintf(f, "  %10s +", "0 B");
     for (size_t k = 0; k < n; k++)
         fputc('-', f);
-    fprintf(f, "\n  %10s  0 s%*s\n", "", (int)(n > 4 ? n - 4 : 0) + 1, secs(t, sizeof(t), t_end_ms));
+    fprintf(f, "\n  %10s  0 s%*s\n", "", (int)(n > 4 ? n - 4 : 0) + 1,
+            secs(t, sizeof(t), t_end_ms));
 }
 
 /* One column per time slice: the highest value whose sample falls in it; empty slices
@@ -107,7 +108,7 @@ static void columns(const struct gm_watch *w, bool by_process, uint32_t device, 
 
 void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run, bool chart)
 {
-    char b1[32], b2[32], b3[32], t1[32], t2[32];
+    char b1[32], b2[32], b3[32], t1[32];
     uint64_t col[CHART_COLS];
 
     fprintf(f, "\ngpumem watch: ");
@@ -118,8 +119,9 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
                 run->exit_status);
     fprintf(f, "%s after %s\n", run->interrupted ? ", interrupted," : "",
             secs(t1, sizeof(t1), w->end_t_ms));
-    fprintf(f, "  %" PRIu64 " device readings every %" PRIu64 " ms, %" PRIu64
-               " process readings every %" PRIu64 " ms%s\n",
+    fprintf(f,
+            "  %" PRIu64 " device readings every %" PRIu64 " ms, %" PRIu64
+            " process readings every %" PRIu64 " ms%s\n",
             w->n_device_reads, run->interval_ms, w->n_process_reads, run->process_interval_ms,
             w->samples_dropped ? " (sample store full: later samples only in the peaks)" : "");
     if (w->cmd_seen) {
@@ -128,8 +130,9 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
                     ? "new GPU processes whose host PIDs are not visible here (PID namespace); "
                       "anything else starting on the GPU meanwhile is counted too"
                     : "NVML PIDs of the command and its children");
-        fprintf(f, "  peak of the command: %s at %s (all its processes, all devices, NVML "
-                   "usedGpuMemory)\n",
+        fprintf(f,
+                "  peak of the command: %s at %s (all its processes, all devices, NVML "
+                "usedGpuMemory)\n",
                 gm_format_bytes(b1, sizeof(b1), w->cmd_peak, GM_UNITS_IEC),
                 secs(t1, sizeof(t1), w->cmd_peak_t_ms));
     } else {
@@ -146,22 +149,20 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
                 bytes(b2, sizeof(b2), d->baseline), bytes(b3, sizeof(b3), d->total), d->name);
         if (!w->cmd_seen && d->peak.valid && d->baseline.valid)
             fprintf(f, "  %-8s device delta: %s\n", "",
-                    gm_format_bytes(b1, sizeof(b1),
-                                    d->peak.value > d->baseline.value
-                                        ? d->peak.value - d->baseline.value
-                                        : 0,
-                                    GM_UNITS_IEC));
+                    gm_format_bytes(
+                        b1, sizeof(b1),
+                        d->peak.value > d->baseline.value ? d->peak.value - d->baseline.value : 0,
+                        GM_UNITS_IEC));
     }
     if (w->n_proc) {
-        fprintf(f, "\n  %-10s %-8s %-12s %-9s %-9s %s\n", "pid", "device", "peak", "at",
-                "seen", "name");
+        fprintf(f, "\n  %-10s %-8s %-12s %-9s %-9s %s\n", "pid", "device", "peak", "at", "seen",
+                "name");
         for (uint32_t k = 0; k < w->n_proc; k++) {
             const struct gm_watch_proc *p = &w->proc[k];
-            char seen[64];
+            char seen[64], t2[32];
             snprintf(seen, sizeof(seen), "%s", secs(t2, sizeof(t2), p->first_t_ms));
             fprintf(f, "  %-10" PRIu32 " %-8s %-12s %-9s %-9s %s\n", p->pid,
-                    w->dev[p->device].label,
-                    gm_format_bytes(b1, sizeof(b1), p->peak, GM_UNITS_IEC),
+                    w->dev[p->device].label, gm_format_bytes(b1, sizeof(b1), p->peak, GM_UNITS_IEC),
                     secs(t1, sizeof(t1), p->peak_t_ms), seen,
                     p->name[0] ? p->name : "(not visible here)");
         }

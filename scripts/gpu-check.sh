@@ -22,7 +22,8 @@
 # Dependencies: a C compiler, cmake, pkg-config, jansson and zlib development files
 # (cmocka is optional: without it the test suite is not built, only what this needs).
 # Uses device 0 (CUDA numbering) unless GPU_CHECK_DEVICE=N is set; the allocation sizes are
-# GPU_CHECK_ALLOC_A / GPU_CHECK_ALLOC_B (MiB, default 1024 and 4096).  Nothing is installed.
+# GPU_CHECK_ALLOC_A / GPU_CHECK_ALLOC_B (MiB, default 1024 and 4096), the hold time
+# GPU_CHECK_HOLD_MS (1500).  Nothing is installed.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -32,6 +33,7 @@ OUT=${GPU_CHECK_OUT:-$ROOT/gpu-check-out}
 DEV=${GPU_CHECK_DEVICE:-0}
 A_MIB=${GPU_CHECK_ALLOC_A:-1024} # first allocation
 B_MIB=${GPU_CHECK_ALLOC_B:-4096} # second allocation
+HOLD_MS=${GPU_CHECK_HOLD_MS:-1500} # time at the first level; the peak is held twice as long
 mkdir -p "$OUT" || exit 1
 # The real driver, never the test fakes (GPU_CHECK_USE_FAKES=1 keeps them: only for
 # testing this script itself, with a stand-in nvidia-smi on PATH).
@@ -174,13 +176,16 @@ fi
 
 # ---- 3. watch a known workload ---------------------------------------------------------------
 # info (baseline) | A MiB | info | B MiB more | info | fill kernel | plateau 3 s | free all
+rm -f "$OUT/workload.out" # a previous run's would end the wait below at once
 "$GPUMEM" watch --interval 50 --process-interval 200 --output "$OUT/watch.csv" --force -- \
-    "$WORKLOAD" --device "$DEV" pid info "alloc:$A_MIB" touch info sleep:1500 "alloc:$B_MIB" touch info \
-    fill sleep:3000 freeall sleep:500 >"$OUT/workload.out" 2>"$OUT/watch.err" &
+    "$WORKLOAD" --device "$DEV" pid info "alloc:$A_MIB" touch info "sleep:$HOLD_MS" "alloc:$B_MIB" touch \
+    info fill "sleep:$((HOLD_MS * 2))" freeall sleep:500 >"$OUT/workload.out" 2>"$OUT/watch.err" &
 wpid=$!
 # At the A + B plateau (third "free=" line), take nvidia-smi's view of the same process.
 i=0
-while [ "$(grep -c '^free=' "$OUT/workload.out" 2>/dev/null)" -lt 3 ] && [ $i -lt 600 ]; do
+while :; do
+    n=$(grep -c '^free=' "$OUT/workload.out" 2>/dev/null)
+    [ "${n:-0}" -ge 3 ] || [ $i -ge 600 ] && break
     sleep 0.05
     i=$((i + 1))
 done

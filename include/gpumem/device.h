@@ -48,14 +48,14 @@ struct gm_reading {
 /* Host */
 
 struct gm_host_info {
-    char os[128];          /* PRETTY_NAME of /etc/os-release, "" unknown */
-    char kernel[128];      /* uname sysname + release + machine */
-    char cpu[128];         /* "model name" of /proc/cpuinfo, "" unknown */
-    unsigned n_cpus;       /* online CPUs, 0 unknown */
+    char os[128];                /* PRETTY_NAME of /etc/os-release, "" unknown */
+    char kernel[128];            /* uname sysname + release + machine */
+    char cpu[128];               /* "model name" of /proc/cpuinfo, "" unknown */
+    unsigned n_cpus;             /* online CPUs, 0 unknown */
     struct gm_reading mem_total; /* host RAM (MemTotal), bytes */
-    bool in_container;     /* /.dockerenv, /run/.containerenv, cgroup or container= hints */
-    char container[32];    /* "docker", "podman", "kubernetes", "lxc", "container" or "" */
-    bool pid_namespace;    /* we run in a PID namespace: NVML reports host PIDs, not ours */
+    bool in_container;           /* /.dockerenv, /run/.containerenv, cgroup or container= hints */
+    char container[32];          /* "docker", "podman", "kubernetes", "lxc", "container" or "" */
+    bool pid_namespace;          /* we run in a PID namespace: NVML reports host PIDs, not ours */
 };
 
 /* Fill 'h' from /proc, /etc/os-release and uname().  Never fails: unknown fields stay
@@ -92,32 +92,32 @@ enum gm_backend_state {
 };
 
 struct gm_backend_status {
-    const char *name;           /* "nvml", "cuda" (static) */
+    const char *name; /* "nvml", "cuda" (static) */
     enum gm_backend_state state;
-    char library[256];          /* what was dlopen()ed: SONAME or the override path */
-    int driver_code;            /* the failing call's return code, 0 when none */
-    char msg[256];              /* the reason when state != GM_BACKEND_OK */
+    char library[256]; /* what was dlopen()ed: SONAME or the override path */
+    int driver_code;   /* the failing call's return code, 0 when none */
+    char msg[256];     /* the reason when state != GM_BACKEND_OK */
 };
 
 struct gm_driver_versions {
-    char driver[80];              /* NVML system driver version "550.54.15", "" unknown */
-    char nvml[80];                /* NVML library version "12.550.54.15", "" unknown */
-    int cuda_driver_api;          /* cuDriverGetVersion, e.g. 12040 */
+    char driver[80];     /* NVML system driver version "550.54.15", "" unknown */
+    char nvml[80];       /* NVML library version "12.550.54.15", "" unknown */
+    int cuda_driver_api; /* cuDriverGetVersion, e.g. 12040 */
     bool cuda_driver_api_valid;
-    int nvml_cuda_version;        /* nvmlSystemGetCudaDriverVersion_v2 */
+    int nvml_cuda_version; /* nvmlSystemGetCudaDriverVersion_v2 */
     bool nvml_cuda_version_valid;
 };
 
 struct gm_device_info {
-    int cuda_index;          /* CUDA ordinal (after CUDA_VISIBLE_DEVICES); -1: CUDA does not see it */
-    int nvml_index;          /* NVML index (PCI order, ignores CUDA_VISIBLE_DEVICES); -1: none */
-    char name[96];           /* "" unknown */
-    char uuid[96];           /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "" unknown */
-    char pci_bus_id[32];     /* "00000000:17:00.0", "" unknown */
-    int cc_major;            /* compute capability */
+    int cuda_index;      /* CUDA ordinal (after CUDA_VISIBLE_DEVICES); -1: CUDA does not see it */
+    int nvml_index;      /* NVML index (PCI order, ignores CUDA_VISIBLE_DEVICES); -1: none */
+    char name[96];       /* "" unknown */
+    char uuid[96];       /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "" unknown */
+    char pci_bus_id[32]; /* "00000000:17:00.0", "" unknown */
+    int cc_major;        /* compute capability */
     int cc_minor;
     bool cc_valid;
-    int multiprocessors;     /* SM count */
+    int multiprocessors; /* SM count */
     bool multiprocessors_valid;
     struct gm_reading cuda_total; /* cuDeviceTotalMem_v2: the total CUDA programs see */
 };
@@ -142,9 +142,9 @@ enum gm_process_kind {
 };
 
 struct gm_process_memory {
-    uint32_t pid;          /* as NVML reports it: a host PID, even inside a container */
+    uint32_t pid;           /* as NVML reports it: a host PID, even inside a container */
     struct gm_reading used; /* usedGpuMemory, bytes; invalid when NVML says "not available" */
-    unsigned kinds;        /* enum gm_process_kind bits */
+    unsigned kinds;         /* enum gm_process_kind bits */
 };
 
 /* Open every registered backend (NVML, CUDA) and join their devices.  Succeeds (GM_OK)

@@ -10,5 +10,6 @@
 #include "gpumem/snapshot.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
+#include "gpumem/watch.h"
 
 #endif

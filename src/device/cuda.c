@@ -69,7 +69,10 @@ struct cu_api {
     CUresult (*get_error_string)(CUresult e, const char **s);
 };
 
-#define SYM(field, req, ...) {{__VA_ARGS__}, offsetof(struct cu_api, field), req}
+#define SYM(field, req, ...)                                                                       \
+    {                                                                                              \
+        {__VA_ARGS__}, offsetof(struct cu_api, field), req                                         \
+    }
 static const struct gm_dl_sym cu_syms[] = {
     SYM(init, true, "cuInit"),
     SYM(driver_get_version, true, "cuDriverGetVersion"),
@@ -104,9 +107,9 @@ static const struct gm_dl_sym cu_syms[] = {
 struct gm_cuda {
     void *dl;
     struct cu_api api;
-    int last;            /* CUresult of the last call */
+    int last; /* CUresult of the last call */
     char library[256];
-    CUcontext ctx;       /* retained primary context, NULL when none */
+    CUcontext ctx; /* retained primary context, NULL when none */
     CUdevice ctx_device;
 };
 
@@ -127,6 +130,14 @@ static const char *err_name(const struct gm_cuda *cu, CUresult r)
     }
 }
 
+static const char *err_text(const struct gm_cuda *cu, CUresult r)
+{
+    const char *s = NULL;
+    if (cu->api.get_error_string && cu->api.get_error_string(r, &s) == 0 && s)
+        return s;
+    return "no description";
+}
+
 /* Record 'r' and turn a failure into a gm_error naming the call. */
 static enum gm_status check(struct gm_cuda *cu, CUresult r, const char *call, struct gm_error *err)
 {
@@ -136,7 +147,8 @@ static enum gm_status check(struct gm_cuda *cu, CUresult r, const char *call, st
     if (r == GM_CU_ERROR_OUT_OF_MEMORY)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "%s: out of device memory (%s, %d)", call,
                        err_name(cu, r), r);
-    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", call, err_name(cu, r), r);
+    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d): %s", call,
+                   err_name(cu, r), r, err_text(cu, r));
 }
 
 /* The sentence for a cuInit failure that means "no usable GPU" (driver-abi.md §1.1), or
@@ -175,7 +187,6 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
 {
     struct gm_cuda *cu;
     char why[512], missing[64];
-    const char *reason;
     CUresult r;
     int n = 0;
 
@@ -196,8 +207,8 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     if (!gm_dl_bind(cu->dl, cu_syms, sizeof(cu_syms) / sizeof(cu_syms[0]), &cu->api, missing,
                     sizeof(missing))) {
         gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET,
-                "%s does not export %s: the driver is too old or this is not libcuda",
-                cu->library, missing);
+                "%s does not export %s: the driver is too old or this is not libcuda", cu->library,
+                missing);
         gm_cuda_unload(cu);
         return GM_ERR_DRIVER;
     }
@@ -205,7 +216,7 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     cu->last = r;
     *code = r;
     if (r != 0) {
-        reason = init_reason(r);
+        const char *reason = init_reason(r);
         *kind = r == GM_CU_ERROR_STUB_LIBRARY ? GM_BACKEND_STUB
                 : reason                      ? GM_BACKEND_NODEV
                                               : GM_BACKEND_ERROR;
@@ -306,15 +317,17 @@ enum gm_status gm_cuda_device_info(struct gm_cuda *cu, int ordinal, struct gm_de
     st = get_device(cu, ordinal, &d, err);
     if (st)
         return st;
-    st = check(cu, cu->api.device_get_name(out->name, (int)sizeof(out->name), d),
-               "cuDeviceGetName", err);
+    st = check(cu, cu->api.device_get_name(out->name, (int)sizeof(out->name), d), "cuDeviceGetName",
+               err);
     if (st)
         return st;
     out->name[sizeof(out->name) - 1] = '\0';
     if (cu->api.device_total_mem(&total, d) == 0)
         out->cuda_total = (struct gm_reading){(uint64_t)total, true};
-    if (cu->api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == 0 &&
-        cu->api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == 0) {
+    if (cu->api.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) ==
+            0 &&
+        cu->api.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) ==
+            0) {
         out->cc_major = major;
         out->cc_minor = minor;
         out->cc_valid = true;
@@ -385,8 +398,8 @@ static enum gm_status need_ctx(struct gm_cuda *cu, const char *call, struct gm_e
 static enum gm_status fits_size_t(uint64_t n, const char *call, struct gm_error *err)
 {
     if (n > SIZE_MAX)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s: %llu bytes do not fit size_t",
-                       call, (unsigned long long)n);
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s: %llu bytes do not fit size_t", call,
+                       (unsigned long long)n);
     return GM_OK;
 }
 

@@ -164,11 +164,11 @@ enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err
     if (d->n_dev > 0 && (!cu || cu->state == GM_BACKEND_OK || cu->state == GM_BACKEND_MISSING))
         return GM_OK;
     if (cu && cu->state == GM_BACKEND_NODEV && nv && nv->state == GM_BACKEND_OK && cvd)
-        return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
-                       "no CUDA device visible: NVML sees %zu device%s but CUDA_VISIBLE_DEVICES=\"%s\" "
-                       "hides %s (%s)",
-                       d->n_dev, d->n_dev == 1 ? "" : "s", cvd, d->n_dev == 1 ? "it" : "them",
-                       cu->msg);
+        return gm_fail(
+            err, GM_ERR_NODEV, GM_NO_OFFSET,
+            "no CUDA device visible: NVML sees %zu device%s but CUDA_VISIBLE_DEVICES=\"%s\" "
+            "hides %s (%s)",
+            d->n_dev, d->n_dev == 1 ? "" : "s", cvd, d->n_dev == 1 ? "it" : "them", cu->msg);
     if (cu && cu->state == GM_BACKEND_NODEV)
         return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET, "%s", cu->msg);
     if (nv && cu && nv->state == GM_BACKEND_MISSING && cu->state == GM_BACKEND_MISSING)
@@ -253,9 +253,8 @@ enum gm_status gm_device_parse_spec(const char *spec, int *cuda_index, struct gm
 static enum gm_status no_backend(const struct gm_devices *d, const char *what, struct gm_error *err)
 {
     const struct gm_backend_status *nv = find_backend(d, "nvml");
-    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                   "cannot %s this device without NVML (%s)", what,
-                   nv && nv->state != GM_BACKEND_OK ? nv->msg : "NVML does not see it");
+    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET, "cannot %s this device without NVML (%s)",
+                   what, nv && nv->state != GM_BACKEND_OK ? nv->msg : "NVML does not see it");
 }
 
 enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_device_memory *out,

@@ -49,8 +49,8 @@ void *gm_dl_open(const char *env_override, const char *soname, char *library, si
 bool gm_dl_bind(void *handle, const struct gm_dl_sym *syms, size_t n_syms, void *table,
                 char *missing, size_t nm);
 
-/* Normalise a PCI bus id ("0000:17:00.0" or "00000000:17:00.0") into "00000000:17:00.0" (upper-case hex, as nvidia-smi prints it);
- * false when it does not parse. */
+/* Normalise a PCI bus id ("0000:17:00.0" or "00000000:17:00.0") into "00000000:17:00.0" (upper-case
+ * hex, as nvidia-smi prints it); false when it does not parse. */
 bool gm_pci_normalise(const char *in, char *out, size_t n);
 
 /* Copy a string into a fixed buffer, always terminated. */

@@ -15,18 +15,12 @@
 #include <unistd.h>
 
 const char *const gm_memory_env_vars[] = {
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "PYTORCH_CUDA_ALLOC_CONF",
-    "PYTORCH_ALLOC_CONF",
-    "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "CUDA_MODULE_LOADING",
-    "CUDA_LAUNCH_BLOCKING",
-    "CUDA_MPS_PIPE_DIRECTORY",
-    "TF_FORCE_GPU_ALLOW_GROWTH",
-    "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_PREALLOCATE",
-    NULL,
+    "CUDA_VISIBLE_DEVICES",           "CUDA_DEVICE_ORDER",
+    "PYTORCH_CUDA_ALLOC_CONF",        "PYTORCH_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_MODULE_LOADING",
+    "CUDA_LAUNCH_BLOCKING",           "CUDA_MPS_PIPE_DIRECTORY",
+    "TF_FORCE_GPU_ALLOW_GROWTH",      "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",  NULL,
 };
 
 /* The value after "key" up to the end of the line, trimmed, from the first line of file
@@ -84,7 +78,8 @@ static void detect_container(struct gm_host_info *h)
         gm_strlcpy(h->container, "kubernetes", sizeof(h->container));
     else if (c && *c)
         gm_strlcpy(h->container, c, sizeof(h->container));
-    else if (file_contains("/proc/1/cgroup", "docker") || file_contains("/proc/1/cgroup", "kubepods"))
+    else if (file_contains("/proc/1/cgroup", "docker") ||
+             file_contains("/proc/1/cgroup", "kubepods"))
         gm_strlcpy(h->container, "container", sizeof(h->container));
     h->in_container = h->container[0] != '\0';
 }

@@ -3,9 +3,9 @@
  * per-process usage.
  *
  * Our own declarations (driver-abi.md §1.3), no nvml.h.  Layouts (LP64):
- *   nvmlMemory_t        {u64 total, free, used}                         24 B (used includes reserved)
- *   nvmlMemory_v2_t     {u32 version; pad; u64 total, reserved, free, used}  40 B, version 0x02000028
- *   nvmlPciInfo_t (v3)  {char busIdLegacy[16]; u32 domain, bus, device, pciDeviceId,
+ *   nvmlMemory_t        {u64 total, free, used}                         24 B (used includes
+ * reserved) nvmlMemory_v2_t     {u32 version; pad; u64 total, reserved, free, used}  40 B, version
+ * 0x02000028 nvmlPciInfo_t (v3)  {char busIdLegacy[16]; u32 domain, bus, device, pciDeviceId,
  *                        pciSubSystemId; char busId[32]}               68 B
  *   nvmlProcessInfo_v1  {u32 pid; pad; u64 usedGpuMemory}               16 B (unversioned symbol)
  *   nvmlProcessInfo_v2  v1 + {u32 gpuInstanceId, computeInstanceId}     24 B (_v2 and _v3 symbols;
@@ -49,10 +49,10 @@ _Static_assert(sizeof(struct nvml_memory_v2) == 40, "nvmlMemory_v2_t is 40 bytes
 _Static_assert(sizeof(struct nvml_pci_info) == 68, "nvmlPciInfo_t is 68 bytes");
 _Static_assert(sizeof(struct nvml_process_v1) == 16, "nvmlProcessInfo_v1_t is 16 bytes");
 
-#define NVML_MEMORY_V2_VERSION    (unsigned)(sizeof(struct nvml_memory_v2) | (2u << 24))
-#define NVML_VALUE_NOT_AVAILABLE  0xFFFFFFFFFFFFFFFFull
-#define NVML_SUCCESS              0
-#define NVML_ERROR_NOT_SUPPORTED  3
+#define NVML_MEMORY_V2_VERSION       (unsigned)(sizeof(struct nvml_memory_v2) | (2u << 24))
+#define NVML_VALUE_NOT_AVAILABLE     0xFFFFFFFFFFFFFFFFull
+#define NVML_SUCCESS                 0
+#define NVML_ERROR_NOT_SUPPORTED     3
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 
 struct nvml_api {
@@ -76,7 +76,10 @@ struct nvml_api {
     nvmlReturn_t (*device_gfx_v23)(nvmlDevice_t d, unsigned *count, void *infos);
 };
 
-#define SYM(field, req, ...) {{__VA_ARGS__}, offsetof(struct nvml_api, field), req}
+#define SYM(field, req, ...)                                                                       \
+    {                                                                                              \
+        {__VA_ARGS__}, offsetof(struct nvml_api, field), req                                       \
+    }
 static const struct gm_dl_sym nvml_syms[] = {
     SYM(init, true, "nvmlInit_v2", "nvmlInit"),
     SYM(shutdown, true, "nvmlShutdown"),
@@ -352,8 +355,8 @@ static enum gm_status read_list(struct nvml_ctx *c, nvmlDevice_t d, procs_fn fn,
             break;
     }
     if (r != NVML_SUCCESS)
-        return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", what,
-                       nvml_err(c, r), r);
+        return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "%s failed: %s (%d)", what, nvml_err(c, r),
+                       r);
     if (count > alloc_n)
         count = alloc_n; /* never trust a count past our buffer */
     {

@@ -39,8 +39,11 @@ int gm_watch_add_device(struct gm_watch *w, const char *label, const char *name,
     return (int)w->n_dev++;
 }
 
-static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s, struct gm_error *err)
+static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s,
+                           struct gm_error *err)
 {
+    if (w->on_sample)
+        w->on_sample(w, s, w->on_sample_arg);
     if (w->n_samples >= w->max_samples) {
         w->samples_dropped = true;
         return GM_OK;
@@ -221,8 +224,8 @@ static bool contains(const uint32_t *v, size_t n, uint32_t x)
 #define POLL_TREE  1024
 #define POLL_PROCS 128
 
-void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms,
-                             uint32_t root, bool attached)
+void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,
+                             bool attached)
 {
     uint32_t tree[POLL_TREE];
     size_t n_tree = gm_proc_tree(root, tree, POLL_TREE);
@@ -293,11 +296,10 @@ static void csv_reading(FILE *f, struct gm_reading r)
 
 bool gm_watch_write_csv(const struct gm_watch *w, FILE *f)
 {
-    fprintf(f, "time_s,device,pid,used_bytes,free_bytes,attribution\n");
+    fprintf(f, "time_ms,device,pid,used_bytes,free_bytes,attribution\n");
     for (size_t k = 0; k < w->n_samples; k++) {
         const struct gm_watch_sample *s = &w->samples[k];
-        fprintf(f, "%" PRIu64 ".%03u,%s,", s->t_ms / 1000, (unsigned)(s->t_ms % 1000),
-                w->dev[s->device].label);
+        fprintf(f, "%" PRIu64 ",%s,", s->t_ms, w->dev[s->device].label);
         if (s->pid)
             fprintf(f, "%" PRIu32, s->pid);
         fputc(',', f);
@@ -328,6 +330,106 @@ static const char *attribution(const struct gm_watch *w)
     return "pid_tree";
 }
 
+static void kv_time(struct gm_json *j, const char *key, bool valid, uint64_t t_ms)
+{
+    if (valid)
+        gm_json_kv_u64(j, key, t_ms);
+    else
+        gm_json_kv_null(j, key);
+}
+
+static void write_command(struct gm_json *j, const struct gm_watch_run *run)
+{
+    gm_json_key(j, "command");
+    if (run->command) {
+        gm_json_begin_array(j);
+        for (char *const *a = run->command; *a; a++)
+            gm_json_str(j, *a);
+        gm_json_end_array(j);
+    } else {
+        gm_json_null(j);
+    }
+    gm_json_kv_u64(j, "pid", run->pid);
+    gm_json_kv_u64(j, "interval_ms", run->interval_ms);
+    gm_json_kv_u64(j, "process_interval_ms", run->process_interval_ms);
+}
+
+/* The summary members: outcome, peaks, devices, processes (no samples). */
+static void write_summary(struct gm_json *j, const struct gm_watch *w,
+                          const struct gm_watch_run *run)
+{
+    if (run->exit_status >= 0)
+        gm_json_kv_i64(j, "exit_status", run->exit_status);
+    else
+        gm_json_kv_null(j, "exit_status");
+    gm_json_kv_bool(j, "interrupted", run->interrupted);
+    gm_json_kv_u64(j, "duration_ms", w->end_t_ms);
+    gm_json_kv_str(j, "attribution", attribution(w));
+    gm_json_kv_bool(j, "samples_dropped", w->samples_dropped);
+    if (w->cmd_seen)
+        gm_json_kv_u64(j, "peak_bytes", w->cmd_peak);
+    else
+        gm_json_kv_null(j, "peak_bytes");
+    kv_time(j, "peak_time_ms", w->cmd_seen, w->cmd_peak_t_ms);
+
+    gm_json_key(j, "devices");
+    gm_json_begin_array(j);
+    for (uint32_t k = 0; k < w->n_dev; k++) {
+        const struct gm_watch_device *d = &w->dev[k];
+        gm_json_begin_object(j);
+        gm_json_kv_str(j, "device", d->label);
+        gm_json_kv_str(j, "name", d->name);
+        gm_json_kv_str(j, "memory_source",
+                       d->source == GM_MEMORY_NVML_V2   ? "nvml_v2"
+                       : d->source == GM_MEMORY_NVML_V1 ? "nvml_v1"
+                                                        : "none");
+        kv_reading(j, "total_bytes", d->total);
+        kv_reading(j, "baseline_used_bytes", d->baseline);
+        kv_reading(j, "peak_used_bytes", d->peak);
+        kv_time(j, "peak_used_time_ms", d->peak.valid, d->peak_t_ms);
+        kv_reading(j, "command_peak_bytes", d->cmd_peak);
+        kv_time(j, "command_peak_time_ms", d->cmd_peak.valid, d->cmd_peak_t_ms);
+        gm_json_end_object(j);
+    }
+    gm_json_end_array(j);
+
+    gm_json_key(j, "processes");
+    gm_json_begin_array(j);
+    for (uint32_t k = 0; k < w->n_proc; k++) {
+        const struct gm_watch_proc *p = &w->proc[k];
+        gm_json_begin_object(j);
+        gm_json_kv_u64(j, "pid", p->pid);
+        gm_json_kv_str(j, "device", w->dev[p->device].label);
+        if (p->name[0])
+            gm_json_kv_str(j, "name", p->name);
+        else
+            gm_json_kv_null(j, "name");
+        gm_json_kv_str(j, "attribution", attr_key(p->attr));
+        gm_json_kv_u64(j, "peak_bytes", p->peak);
+        gm_json_kv_u64(j, "peak_time_ms", p->peak_t_ms);
+        gm_json_kv_u64(j, "first_seen_ms", p->first_t_ms);
+        gm_json_kv_u64(j, "last_seen_ms", p->last_t_ms);
+        gm_json_end_object(j);
+    }
+    gm_json_end_array(j);
+}
+
+/* One sample's members. */
+static void write_sample(struct gm_json *j, const struct gm_watch *w,
+                         const struct gm_watch_sample *s)
+{
+    gm_json_kv_u64(j, "t_ms", s->t_ms);
+    gm_json_kv_str(j, "device", w->dev[s->device].label);
+    if (s->pid)
+        gm_json_kv_u64(j, "pid", s->pid);
+    else
+        gm_json_kv_null(j, "pid");
+    kv_reading(j, "used_bytes", s->used);
+    if (!s->pid)
+        kv_reading(j, "free_bytes", s->free);
+    gm_json_kv_str(j, "attribution", attr_key(s->attr));
+}
+
 bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
 {
     struct gm_json j;
@@ -336,95 +438,62 @@ bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *ru
     gm_json_begin_object(&j);
     gm_json_kv_str(&j, "schema", "gpumem.watch/1");
     gm_json_kv_str(&j, "gpumem_version", gm_version());
-    gm_json_key(&j, "command");
-    if (run->command) {
-        gm_json_begin_array(&j);
-        for (char *const *a = run->command; *a; a++)
-            gm_json_str(&j, *a);
-        gm_json_end_array(&j);
-    } else {
-        gm_json_null(&j);
-    }
-    gm_json_kv_u64(&j, "pid", run->pid);
-    gm_json_kv_u64(&j, "interval_ms", run->interval_ms);
-    gm_json_kv_u64(&j, "process_interval_ms", run->process_interval_ms);
-    if (run->exit_status >= 0)
-        gm_json_kv_i64(&j, "exit_status", run->exit_status);
-    else
-        gm_json_kv_null(&j, "exit_status");
-    gm_json_kv_bool(&j, "interrupted", run->interrupted);
-    gm_json_kv_double(&j, "duration_s", (double)w->end_t_ms / 1000.0);
-    gm_json_kv_str(&j, "attribution", attribution(w));
-    gm_json_kv_bool(&j, "samples_dropped", w->samples_dropped);
-    if (w->cmd_seen) {
-        gm_json_kv_u64(&j, "peak_bytes", w->cmd_peak);
-        gm_json_kv_double(&j, "peak_time_s", (double)w->cmd_peak_t_ms / 1000.0);
-    } else {
-        gm_json_kv_null(&j, "peak_bytes");
-        gm_json_kv_null(&j, "peak_time_s");
-    }
-
-    gm_json_key(&j, "devices");
-    gm_json_begin_array(&j);
-    for (uint32_t k = 0; k < w->n_dev; k++) {
-        const struct gm_watch_device *d = &w->dev[k];
-        gm_json_begin_object(&j);
-        gm_json_kv_str(&j, "device", d->label);
-        gm_json_kv_str(&j, "name", d->name);
-        gm_json_kv_str(&j, "memory_source", d->source == GM_MEMORY_NVML_V2   ? "nvml_v2"
-                                            : d->source == GM_MEMORY_NVML_V1 ? "nvml_v1"
-                                                                             : "none");
-        kv_reading(&j, "total_bytes", d->total);
-        kv_reading(&j, "baseline_used_bytes", d->baseline);
-        kv_reading(&j, "peak_used_bytes", d->peak);
-        if (d->peak.valid)
-            gm_json_kv_double(&j, "peak_used_time_s", (double)d->peak_t_ms / 1000.0);
-        else
-            gm_json_kv_null(&j, "peak_used_time_s");
-        kv_reading(&j, "command_peak_bytes", d->cmd_peak);
-        if (d->cmd_peak.valid)
-            gm_json_kv_double(&j, "command_peak_time_s", (double)d->cmd_peak_t_ms / 1000.0);
-        else
-            gm_json_kv_null(&j, "command_peak_time_s");
-        gm_json_end_object(&j);
-    }
-    gm_json_end_array(&j);
-
-    gm_json_key(&j, "processes");
-    gm_json_begin_array(&j);
-    for (uint32_t k = 0; k < w->n_proc; k++) {
-        const struct gm_watch_proc *p = &w->proc[k];
-        gm_json_begin_object(&j);
-        gm_json_kv_u64(&j, "pid", p->pid);
-        gm_json_kv_str(&j, "device", w->dev[p->device].label);
-        if (p->name[0])
-            gm_json_kv_str(&j, "name", p->name);
-        else
-            gm_json_kv_null(&j, "name");
-        gm_json_kv_str(&j, "attribution", attr_key(p->attr));
-        gm_json_kv_u64(&j, "peak_bytes", p->peak);
-        gm_json_kv_double(&j, "peak_time_s", (double)p->peak_t_ms / 1000.0);
-        gm_json_end_object(&j);
-    }
-    gm_json_end_array(&j);
-
+    write_command(&j, run);
+    write_summary(&j, w, run);
     gm_json_key(&j, "samples");
     gm_json_begin_array(&j);
     for (size_t k = 0; k < w->n_samples; k++) {
-        const struct gm_watch_sample *s = &w->samples[k];
         gm_json_begin_object(&j);
-        gm_json_kv_double(&j, "t", (double)s->t_ms / 1000.0);
-        gm_json_kv_str(&j, "device", w->dev[s->device].label);
-        if (s->pid)
-            gm_json_kv_u64(&j, "pid", s->pid);
-        else
-            gm_json_kv_null(&j, "pid");
-        kv_reading(&j, "used_bytes", s->used);
-        if (!s->pid)
-            kv_reading(&j, "free_bytes", s->free);
+        write_sample(&j, w, &w->samples[k]);
         gm_json_end_object(&j);
     }
     gm_json_end_array(&j);
+    gm_json_end_object(&j);
+    return gm_json_finish(&j);
+}
+
+bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
+{
+    struct gm_json j;
+    gm_json_init(&j, f, 0);
+    gm_json_begin_object(&j);
+    gm_json_kv_str(&j, "schema", "gpumem.watch.stream/1");
+    gm_json_kv_str(&j, "gpumem_version", gm_version());
+    gm_json_kv_str(&j, "type", "start");
+    write_command(&j, run);
+    gm_json_key(&j, "devices");
+    gm_json_begin_array(&j);
+    for (uint32_t k = 0; k < w->n_dev; k++) {
+        gm_json_begin_object(&j);
+        gm_json_kv_str(&j, "device", w->dev[k].label);
+        gm_json_kv_str(&j, "name", w->dev[k].name);
+        kv_reading(&j, "total_bytes", w->dev[k].total);
+        kv_reading(&j, "baseline_used_bytes", w->dev[k].baseline);
+        gm_json_end_object(&j);
+    }
+    gm_json_end_array(&j);
+    gm_json_end_object(&j);
+    return gm_json_finish(&j);
+}
+
+bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sample *s, FILE *f)
+{
+    struct gm_json j;
+    gm_json_init(&j, f, 0);
+    gm_json_begin_object(&j);
+    gm_json_kv_str(&j, "type", s->pid ? "process" : "device");
+    write_sample(&j, w, s);
+    gm_json_end_object(&j);
+    return gm_json_finish(&j);
+}
+
+bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
+{
+    struct gm_json j;
+    gm_json_init(&j, f, 0);
+    gm_json_begin_object(&j);
+    gm_json_kv_str(&j, "type", "end");
+    write_summary(&j, w, run);
     gm_json_end_object(&j);
     return gm_json_finish(&j);
 }

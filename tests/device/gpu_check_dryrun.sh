@@ -12,7 +12,7 @@ mkdir "$work/bin"
 cp "$GM_SOURCE_DIR/tests/device/nvidia-smi-standin" "$work/bin/nvidia-smi"
 chmod +x "$work/bin/nvidia-smi"
 export PATH="$work/bin:$PATH" GPUMEM_BIN="$GPUMEM" GPU_CHECK_NO_BUILD=1 GPU_CHECK_USE_FAKES=1
-export GPU_CHECK_ALLOC_A=64 GPU_CHECK_ALLOC_B=256 GPUMEM_FAKE_STATE="$work/state"
+export GPU_CHECK_ALLOC_A=64 GPU_CHECK_ALLOC_B=256 GPU_CHECK_HOLD_MS=500 GPUMEM_FAKE_STATE="$work/state"
 build=$(dirname "$GPUMEM")
 
 GPU_CHECK_OUT="$work/out1" sh "$GM_SOURCE_DIR/scripts/gpu-check.sh" "$build" >"$work/run1.txt" 2>&1

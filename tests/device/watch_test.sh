@@ -38,7 +38,7 @@ grep -q 'exited with status 3' "$work/a.err" || fail "report does not give the e
 grep -q 'peak of the command: 1.54 GiB' "$work/a.err" || fail "report peak is not 1.54 GiB"
 grep -q 'NVML PIDs of the command and its children' "$work/a.err" || fail "attribution not by process tree"
 grep -q 'gm_workload' "$work/a.err" || fail "process name missing from the report"
-grep -q '^time_s,device,pid,used_bytes,free_bytes,attribution$' "$work/a.csv" || fail "CSV header"
+grep -q '^time_ms,device,pid,used_bytes,free_bytes,attribution$' "$work/a.csv" || fail "CSV header"
 grep -q ',pid_tree$' "$work/a.csv" || fail "no process rows attributed in the CSV"
 if grep -q 'legacy symbol' "$work/a.err"; then fail "a legacy (32-bit ABI) symbol was called"; fi
 
@@ -96,6 +96,18 @@ GPUMEM_NVML_LIBRARY=$GM_FAKE_DIR/nov1/libnvidia-ml.so.1 GPUMEM_FAKE_STRIDE_BUG=1
     "$WORKLOAD" alloc:256 sleep:400 alloc:1024 sleep:500 2>"$work/g.err"
 grep -q "\"peak_bytes\":$PEAK," "$work/g.json" || fail "stride probe: peak"
 grep -q '"memory_source":"nvml_v1"' "$work/g.json" || fail "memory v1 fallback not reported"
+
+# 6b. --json: JSON Lines on stdout (start, samples, end); the command's stdout goes to
+#     stderr so that stdout stays parseable.
+"$GPUMEM" watch --json --interval 50 --process-interval 100 -- \
+    "$WORKLOAD" alloc:256 info sleep:400 alloc:1024 sleep:500 >"$work/l.jsonl" 2>"$work/l.err"
+rc=$?
+[ "$rc" = 0 ] || fail "--json: exit $rc"
+head -1 "$work/l.jsonl" | grep -q '"schema":"gpumem.watch.stream/1".*"type":"start"' || fail "--json: no start line"
+tail -1 "$work/l.jsonl" | grep -q "\"type\":\"end\".*\"peak_bytes\":$PEAK," || fail "--json: end line peak"
+grep -q '"type":"process".*"attribution":"pid_tree"' "$work/l.jsonl" || fail "--json: no process lines"
+if grep -v '^{.*}$' "$work/l.jsonl" | grep -q .; then fail "--json: stdout has a line that is not a JSON object"; fi
+grep -q '^free=' "$work/l.err" || fail "--json: the command's stdout did not go to stderr"
 
 # 7. No driver: exit 2, one sentence, and the command is not run.
 GPUMEM_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1 \

@@ -121,6 +121,7 @@ void fake_config_load(struct fake_config *c)
     snprintf(c->state, sizeof(c->state), "%s", s ? s : "");
     c->pid_offset = (uint32_t)env_long("GPUMEM_FAKE_PID_OFFSET", 0);
     c->stride_bug = env_long("GPUMEM_FAKE_STRIDE_BUG", 0) != 0;
+    c->proc_mem_na = env_long("GPUMEM_FAKE_PROC_MEMORY_NA", 0) != 0;
     c->graphics_pid = (int32_t)env_long("GPUMEM_FAKE_GRAPHICS_PID", 0);
     c->graphics_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPHICS_BYTES"), 128 * 1048576ull);
     s = getenv("GPUMEM_FAKE_PTX_ISA");
@@ -144,8 +145,8 @@ void fake_uuid_string(int i, char *out, size_t n)
     unsigned char u[16];
     fake_uuid(i, u);
     snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15]);
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
 }
 
 unsigned fake_pci_bus(int i)

@@ -24,19 +24,20 @@ struct fake_config {
     int cuda_version;                /* 12040 */
     int cc_major, cc_minor;
     int sms;
-    int cuinit_error;                /* forced cuInit result (34 = stub), 0 none */
-    int nvml_init_error;             /* forced nvmlInit_v2 result (9 = driver not loaded) */
-    int nvml_memory_error;           /* forced result of both memory-info calls (3 = UMA) */
-    bool no_memory_v2;               /* nvmlDeviceGetMemoryInfo_v2 fails: test the v1 fallback */
-    long oom_after;                  /* cuMemAlloc_v2 fails after this many successes, -1 never */
-    uint64_t context_bytes;          /* charged per retained primary context */
-    uint64_t granule;                /* allocations are charged in these units */
-    char state[1024];                /* state file path, "" none */
-    uint32_t pid_offset;             /* NVML reports pid + offset (a PID namespace) */
-    bool stride_bug;                 /* _v2/_v3 process entries of 32 bytes (drivers 535.43-85) */
-    int ptx_major, ptx_minor;        /* highest PTX ISA the "driver" JITs */
-    int32_t graphics_pid;            /* a process with a graphics context on device 0, 0 none */
-    uint64_t graphics_bytes;         /* its usage (counted in device used) */
+    int cuinit_error;         /* forced cuInit result (34 = stub), 0 none */
+    int nvml_init_error;      /* forced nvmlInit_v2 result (9 = driver not loaded) */
+    int nvml_memory_error;    /* forced result of both memory-info calls (3 = UMA) */
+    bool no_memory_v2;        /* nvmlDeviceGetMemoryInfo_v2 fails: test the v1 fallback */
+    long oom_after;           /* cuMemAlloc_v2 fails after this many successes, -1 never */
+    uint64_t context_bytes;   /* charged per retained primary context */
+    uint64_t granule;         /* allocations are charged in these units */
+    char state[1024];         /* state file path, "" none */
+    uint32_t pid_offset;      /* NVML reports pid + offset (a PID namespace) */
+    bool stride_bug;          /* _v2/_v3 process entries of 32 bytes (drivers 535.43-85) */
+    int ptx_major, ptx_minor; /* highest PTX ISA the "driver" JITs */
+    bool proc_mem_na;                /* usedGpuMemory = NVML_VALUE_NOT_AVAILABLE (WDDM, MIG) */
+    int32_t graphics_pid;     /* a process with a graphics context on device 0, 0 none */
+    uint64_t graphics_bytes;  /* its usage (counted in device used) */
 };
 
 /* Read the configuration (once per call; cheap). */
@@ -50,10 +51,10 @@ unsigned fake_pci_bus(int i) __attribute__((visibility("hidden")));
 
 /* One process's usage on one device, as published in the state file. */
 struct fake_slot {
-    int32_t pid;     /* 0: free slot */
-    int32_t device;  /* physical index */
-    uint64_t used;   /* bytes charged for allocations */
-    uint64_t ctx;    /* bytes charged for the context */
+    int32_t pid;    /* 0: free slot */
+    int32_t device; /* physical index */
+    uint64_t used;  /* bytes charged for allocations */
+    uint64_t ctx;   /* bytes charged for the context */
 };
 
 #define FAKE_STATE_SLOTS 256

@@ -7,8 +7,8 @@
  *   - SONAME libcuda.so.1; exports the versioned names (cuMemAlloc_v2, cuMemGetInfo_v2,
  *     cuDeviceTotalMem_v2, ...).  The legacy unversioned names with the 32-bit ABI
  *     (cuMemAlloc, cuMemFree, cuMemGetInfo, cuDeviceTotalMem, cuMemcpyHtoD, cuMemcpyDtoH,
- *     cuMemcpyDtoD, cuMemsetD8, cuMemsetD32, cuCtxCreate, cuCtxDestroy) are exported too, but print a line on stderr and
- *     return CUDA_ERROR_NOT_SUPPORTED (801): a wrong binding is caught at once.
+ *     cuMemcpyDtoD, cuMemsetD8, cuMemsetD32, cuCtxCreate, cuCtxDestroy) are exported too, but print
+ * a line on stderr and return CUDA_ERROR_NOT_SUPPORTED (801): a wrong binding is caught at once.
  *   - Each allocation is its own mmap(MAP_NORESERVE) mapping: the device pointer is a host
  *     address, untouched "gigabytes" cost no RAM.  Allocations are charged in granules
  *     (default 2 MiB, like the real driver's pages); a retained primary context is charged
@@ -143,10 +143,10 @@ static void legacy(const char *name, const char *use)
             use);
 }
 
-#define NEED_INIT()                                                                               \
-    do {                                                                                          \
-        if (!initialised)                                                                         \
-            return CUDA_ERROR_NOT_INITIALIZED;                                                    \
+#define NEED_INIT()                                                                                \
+    do {                                                                                           \
+        if (!initialised)                                                                          \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
     } while (0)
 
 FAKE_API CUresult cuInit(unsigned flags)
@@ -372,11 +372,11 @@ FAKE_API CUresult cuCtxDestroy(CUcontext c)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-#define NEED_CTX()                                                                                \
-    do {                                                                                          \
-        NEED_INIT();                                                                              \
-        if (!current || current->refs <= 0)                                                       \
-            return CUDA_ERROR_INVALID_CONTEXT;                                                    \
+#define NEED_CTX()                                                                                 \
+    do {                                                                                           \
+        NEED_INIT();                                                                               \
+        if (!current || current->refs <= 0)                                                        \
+            return CUDA_ERROR_INVALID_CONTEXT;                                                     \
     } while (0)
 
 static uint64_t device_usable(int dev)
@@ -447,8 +447,8 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
         cap_allocs = nc;
     }
     mapped = (n + page - 1) / page * page;
-    p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-             -1, 0);
+    p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
     if (p == MAP_FAILED) {
         pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -623,8 +623,8 @@ static CUresult k_fill_u32(const struct fake_launch *l, void **params)
     memcpy(&p, params[0], sizeof(p));
     memcpy(&value, params[1], sizeof(value));
     memcpy(&n, params[2], sizeof(n));
-    threads = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] *
-              l->block[2];
+    threads =
+        (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] * l->block[2];
     if (n > threads)
         n = threads; /* a real launch covers only its threads */
     if (n && !in_allocation(p, (size_t)n * sizeof(uint32_t)))
@@ -674,7 +674,6 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
     const char *ptx = image, *p;
     struct CUmod_st *mod;
     int major, minor;
-    char msg[256];
 
     NEED_CTX();
     if (!m || !ptx)
@@ -685,6 +684,7 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
         return CUDA_ERROR_INVALID_PTX;
     }
     if (major > cfg.ptx_major || (major == cfg.ptx_major && minor > cfg.ptx_minor)) {
+        char msg[256];
         snprintf(msg, sizeof(msg),
                  "ptxas application ptx input, line 1; fatal   : Unsupported .version %d.%d; "
                  "current version is '%d.%d'",
@@ -776,7 +776,8 @@ static const struct {
     {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},

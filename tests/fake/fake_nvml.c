@@ -14,6 +14,8 @@
  *     (GPUMEM_FAKE_STATE), each symbol with its own entry stride: unversioned 16 bytes,
  *     _v2/_v3 24 bytes (32 with GPUMEM_FAKE_STRIDE_BUG=1, like drivers 535.43-535.85).
  *     PIDs are reported plus GPUMEM_FAKE_PID_OFFSET (a container's PID namespace).
+ *   - GPUMEM_FAKE_PROC_MEMORY_NA=1: usedGpuMemory is NVML_VALUE_NOT_AVAILABLE (all ones), as
+ *     under WDDM or for MIG without privileges.
  *   - GPUMEM_FAKE_GRAPHICS_PID / _BYTES: a process with a graphics context on device 0 (a
  *     display server; default 128MiB), listed by nvmlDeviceGetGraphicsRunningProcesses and
  *     counted in the device's used memory.
@@ -301,7 +303,7 @@ static nvmlReturn_t write_list(const struct fake_slot *slots, unsigned n, unsign
     for (unsigned k = 0; k < n; k++) {
         unsigned char *e = (unsigned char *)infos + k * stride;
         unsigned pid = (unsigned)slots[k].pid + cfg.pid_offset;
-        unsigned long long used = slots[k].used + slots[k].ctx;
+        unsigned long long used = cfg.proc_mem_na ? ~0ull : slots[k].used + slots[k].ctx;
         memset(e, 0, stride);
         memcpy(e, &pid, sizeof(pid));
         memcpy(e + 8, &used, sizeof(used));

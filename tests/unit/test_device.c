@@ -3,11 +3,14 @@
  * calls, no-GPU states, the joined device list, NVML memory v1/v2, process lists through
  * the shared state file, the watch record, and small helpers.
  * ctest sets GPUMEM_CUDA_LIBRARY / GPUMEM_NVML_LIBRARY to the fakes. */
+/* cmocka.h needs these first */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include "device/device_int.h"
 #include "gpumem/arena.h"
@@ -29,13 +32,23 @@ static char state_path[256];
 /* Every test starts from the fakes' defaults and a fresh state file. */
 static int setup(void **state)
 {
-    static const char *const vars[] = {
-        "GPUMEM_FAKE_DEVICES",      "GPUMEM_FAKE_NAME",         "GPUMEM_FAKE_MEMORY",
-        "GPUMEM_FAKE_RESERVED",     "GPUMEM_FAKE_CUINIT_ERROR", "GPUMEM_FAKE_NVML_INIT_ERROR",
-        "GPUMEM_FAKE_NVML_MEMORY_ERROR", "GPUMEM_FAKE_NO_MEMORY_V2", "GPUMEM_FAKE_OOM_AFTER",
-        "GPUMEM_FAKE_PID_OFFSET",   "GPUMEM_FAKE_PTX_ISA",      "CUDA_VISIBLE_DEVICES",
-        "GPUMEM_FAKE_BASE_USED",    "GPUMEM_FAKE_GRAPHICS_PID", "GPUMEM_FAKE_GRAPHICS_BYTES",
-        NULL};
+    static const char *const vars[] = {"GPUMEM_FAKE_DEVICES",
+                                       "GPUMEM_FAKE_NAME",
+                                       "GPUMEM_FAKE_MEMORY",
+                                       "GPUMEM_FAKE_RESERVED",
+                                       "GPUMEM_FAKE_CUINIT_ERROR",
+                                       "GPUMEM_FAKE_NVML_INIT_ERROR",
+                                       "GPUMEM_FAKE_NVML_MEMORY_ERROR",
+                                       "GPUMEM_FAKE_NO_MEMORY_V2",
+                                       "GPUMEM_FAKE_OOM_AFTER",
+                                       "GPUMEM_FAKE_PID_OFFSET",
+                                       "GPUMEM_FAKE_PTX_ISA",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "GPUMEM_FAKE_PROC_MEMORY_NA",
+                                       "GPUMEM_FAKE_BASE_USED",
+                                       "GPUMEM_FAKE_GRAPHICS_PID",
+                                       "GPUMEM_FAKE_GRAPHICS_BYTES",
+                                       NULL};
     (void)state;
     for (int k = 0; vars[k]; k++)
         unsetenv(vars[k]);
@@ -304,7 +317,7 @@ static void test_devices_memory_fallbacks(void **state)
     assert_int_equal(gm_devices_open(&d, &e), GM_OK);
     assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
     assert_int_equal(m.source, GM_MEMORY_NVML_V1);
-    assert_false(m.reserved.valid);           /* v1 cannot tell: unknown, not 0 */
+    assert_false(m.reserved.valid);             /* v1 cannot tell: unknown, not 0 */
     assert_int_equal(m.used.value, 1536 * MIB); /* v1 used includes reserved */
     gm_devices_close(d);
     unsetenv("GPUMEM_FAKE_BASE_USED");
@@ -373,6 +386,14 @@ static void test_devices_processes(void **state)
     /* cap smaller than the count: *n says how many there are. */
     assert_int_equal(gm_devices_processes(d, 0, procs, 0, &n, &e), GM_OK);
     assert_int_equal(n, 1);
+    /* NVML_VALUE_NOT_AVAILABLE (WDDM, MIG): the process is listed, its usage unknown. */
+    setenv("GPUMEM_FAKE_PROC_MEMORY_NA", "1", 1);
+    gm_devices_close(d);
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_false(procs[0].used.valid);
+    unsetenv("GPUMEM_FAKE_PROC_MEMORY_NA");
     assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
     assert_int_equal(gm_cuda_context_end(cu, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
@@ -460,8 +481,7 @@ static void test_watch_record(void **state)
     struct gm_process_memory p[3] = {{11, {300, true}, GM_PROCESS_COMPUTE},
                                      {12, {0, false}, GM_PROCESS_COMPUTE},
                                      {13, {700, true}, GM_PROCESS_COMPUTE}};
-    enum gm_watch_attr a[3] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_PID_TREE,
-                               GM_WATCH_ATTR_NONE};
+    enum gm_watch_attr a[3] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_NONE};
     char *buf = NULL;
     size_t len = 0;
     FILE *f;
@@ -493,13 +513,13 @@ static void test_watch_record(void **state)
     assert_non_null(f);
     assert_true(gm_watch_write_csv(&w, f));
     fclose(f);
-    assert_string_equal(buf, "time_s,device,pid,used_bytes,free_bytes,attribution\n"
-                             "0.000,cuda:0,,10,50,device\n"
-                             "0.100,cuda:0,,40,50,device\n"
-                             "0.200,cuda:0,,20,50,device\n"
-                             "0.500,cuda:0,11,300,,pid_tree\n"
-                             "0.500,cuda:0,12,,,pid_tree\n"
-                             "0.500,cuda:1,11,300,,pid_tree\n");
+    assert_string_equal(buf, "time_ms,device,pid,used_bytes,free_bytes,attribution\n"
+                             "0,cuda:0,,10,50,device\n"
+                             "100,cuda:0,,40,50,device\n"
+                             "200,cuda:0,,20,50,device\n"
+                             "500,cuda:0,11,300,,pid_tree\n"
+                             "500,cuda:0,12,,,pid_tree\n"
+                             "500,cuda:1,11,300,,pid_tree\n");
     free(buf);
     gm_watch_release(&w);
 }
@@ -537,15 +557,15 @@ static void test_environment_json(void **state)
     dev = json_array_get(json_object_get(root, "devices"), 0);
     assert_int_equal(json_integer_value(json_object_get(dev, "cuda_index")), 0);
     assert_int_equal(json_integer_value(json_object_get(dev, "nvml_index")), 1);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(dev, "memory"), "source")),
-                        "nvml_v1");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(dev, "memory"), "source")), "nvml_v1");
     /* v1 cannot tell reserved memory: null, not 0. */
     assert_true(json_is_null(json_object_get(json_object_get(dev, "memory"), "reserved_bytes")));
     dev = json_array_get(json_object_get(root, "devices"), 1);
     assert_true(json_is_null(json_object_get(dev, "cuda_index")));
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(root, "settings"), "CUDA_VISIBLE_DEVICES")),
-        "1");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(root, "settings"),
+                                                          "CUDA_VISIBLE_DEVICES")),
+                        "1");
     assert_true(json_is_boolean(json_object_get(json_object_get(root, "host"), "pid_namespace")));
     json_decref(root);
     free(buf);
@@ -556,7 +576,8 @@ static void test_watch_json(void **state)
 {
     struct gm_watch w;
     struct gm_error e;
-    struct gm_device_memory m = {{1000, true}, {600, true}, {100, true}, {0, false}, GM_MEMORY_NVML_V1};
+    struct gm_device_memory m = {
+        {1000, true}, {600, true}, {100, true}, {0, false}, GM_MEMORY_NVML_V1};
     struct gm_process_memory p[1] = {{4242, {300, true}, GM_PROCESS_COMPUTE}};
     enum gm_watch_attr a[1] = {GM_WATCH_ATTR_NEW_PID};
     const char *names[1] = {"python3"};
@@ -585,6 +606,10 @@ static void test_watch_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(root, "exit_status")), 130);
     assert_true(json_is_true(json_object_get(root, "interrupted")));
     assert_int_equal(json_integer_value(json_object_get(root, "peak_bytes")), 300);
+    assert_int_equal(json_integer_value(json_object_get(root, "peak_time_ms")), 250);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(root, "samples"), 1), "t_ms")),
+                     250);
     assert_string_equal(json_string_value(json_array_get(json_object_get(root, "command"), 1)),
                         "train.py");
     proc = json_array_get(json_object_get(root, "processes"), 0);
@@ -638,8 +663,8 @@ static void test_watch_poll(void **state)
     assert_int_equal(w.n_dev, 2);
     assert_int_equal(w.dev[1].n_baseline_pids, 1); /* already there at the start */
     gm_watch_poll_processes(&w, d, 10, (uint32_t)getpid(), false);
-    assert_false(w.cmd_seen);                      /* a baseline PID is not the command's */
-    w.dev[1].n_baseline_pids = 0;                  /* as if it had started after the baseline */
+    assert_false(w.cmd_seen);     /* a baseline PID is not the command's */
+    w.dev[1].n_baseline_pids = 0; /* as if it had started after the baseline */
     gm_watch_poll_processes(&w, d, 20, (uint32_t)getpid(), false);
     assert_true(w.cmd_seen);
     assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_NEW_PID);
