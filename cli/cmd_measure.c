@@ -149,16 +149,7 @@ static void write_json(FILE *f, struct gm_devices *devs, const struct gm_host_in
     gm_json_kv_u64(&w, "peak_reserved_bytes", r->peak_reserved);
     gm_json_end_object(&w);
     gm_json_key(&w, "memory_stats");
-    gm_json_begin_object(&w);
-    gm_json_kv_u64(&w, "allocated_bytes.all.current",
-                   r->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
-    gm_json_kv_u64(&w, "reserved_bytes.all.current",
-                   r->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current);
-    gm_json_kv_u64(&w, "num_device_alloc", r->stats.num_device_alloc);
-    gm_json_kv_u64(&w, "num_device_free", r->stats.num_device_free);
-    gm_json_kv_u64(&w, "num_alloc_retries", r->stats.num_alloc_retries);
-    gm_json_kv_u64(&w, "num_ooms", r->stats.num_ooms);
-    gm_json_end_object(&w);
+    gm_alloc_stats_write_json(&w, &r->stats);
     gm_json_kv_bool(&w, "ok", r->all_ok && r->all_checks_ok);
     gm_json_end_object(&w);
     gm_json_finish(&w);

@@ -37,6 +37,8 @@ static void json_run(struct gm_json *w, const struct gm_replay_run *r)
     gm_json_kv_u64(w, "num_device_free", r->stats.num_device_free);
     gm_json_kv_u64(w, "num_alloc_retries", r->n_alloc_retries);
     gm_json_kv_u64(w, "num_ooms", r->n_ooms);
+    gm_json_key(w, "memory_stats");
+    gm_alloc_stats_write_json(w, &r->stats);
     gm_json_end_object(w);
 }
 

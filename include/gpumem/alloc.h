@@ -152,6 +152,12 @@ typedef void (*gm_alloc_event_fn)(void *ctx, enum gm_alloc_event_kind kind, uint
                                   uint64_t size, int64_t stream);
 
 struct gm_alloc;
+struct gm_json;
+
+/* Write 's' as a JSON object with torch.cuda.memory_stats()'s keys ("allocated_bytes.all.
+ * peak", ..., "max_split_size" = -1 when unlimited), sorted as torch sorts them.  The
+ * caller writes the key first when inside an object. */
+void gm_alloc_stats_write_json(struct gm_json *w, const struct gm_alloc_stats *s);
 
 /* Create a model with 'conf' (copied) over 'dev' (copied; the ops table and its ctx must
  * outlive the model).  The configuration is fixed for the model's lifetime, as PyTorch

@@ -13,6 +13,7 @@
 #include "alloc/alloc_int.h"
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
+#include "gpumem/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -597,6 +598,33 @@ static void test_cuda_malloc_async_refused(void **state)
     assert_null(a);
 }
 
+static void test_stats_json(void **state)
+{
+    struct fixture f;
+    struct gm_json w;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 1);
+    mem = open_memstream(&buf, &len);
+    assert_non_null(mem);
+    gm_json_init(&w, mem, 0);
+    gm_alloc_stats_write_json(&w, &f.a->stats);
+    assert_true(gm_json_finish(&w));
+    fclose(mem);
+    /* torch's key names, torch's "unlimited", sorted keys */
+    assert_non_null(strstr(buf, "\"allocated_bytes.all.current\":512"));
+    assert_non_null(strstr(buf, "\"reserved_bytes.small_pool.peak\":2097152"));
+    assert_non_null(strstr(buf, "\"inactive_split_bytes.all.current\":2096640"));
+    assert_non_null(strstr(buf, "\"max_split_size\":-1"));
+    assert_non_null(strstr(buf, "\"num_device_alloc\":1"));
+    assert_true(strstr(buf, "\"active.all.allocated\"") < strstr(buf, "\"segment.small_pool.freed\""));
+    free(buf);
+    teardown(&f);
+}
+
 /* ---- invariants under a random workload ---- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -764,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_conf_parse_ok),
         cmocka_unit_test(test_conf_parse_errors),
         cmocka_unit_test(test_cuda_malloc_async_refused),
+        cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_random_default),
         cmocka_unit_test(test_random_options),
         cmocka_unit_test(test_host_alloc_failures),
