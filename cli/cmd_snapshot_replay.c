@@ -37,6 +37,13 @@ static void json_run(struct gm_json *w, const struct gm_replay_run *r)
     gm_json_kv_u64(w, "num_device_free", r->stats.num_device_free);
     gm_json_kv_u64(w, "num_alloc_retries", r->n_alloc_retries);
     gm_json_kv_u64(w, "num_ooms", r->n_ooms);
+    if (r->n_ooms) {
+        gm_json_key(w, "first_oom");
+        gm_json_begin_object(w);
+        gm_json_kv_i64(w, "trace_index", r->first_oom_event);
+        gm_json_kv_u64(w, "requested_bytes", r->first_oom_request_bytes);
+        gm_json_end_object(w);
+    }
     gm_json_key(w, "memory_stats");
     gm_alloc_stats_write_json(w, &r->stats);
     gm_json_end_object(w);
@@ -225,6 +232,11 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
     snprintf(o, sizeof(o), "%llu", (unsigned long long)d->own.n_ooms);
     snprintf(x, sizeof(x), "%llu", (unsigned long long)d->what_if.n_ooms);
     print_row("out-of-memory errors", r, o, what_if ? x : NULL);
+    if (what_if && d->what_if.n_ooms)
+        printf("  what-if: the first allocation that would not fit is trace event %lld (%s "
+               "requested)\n",
+               (long long)d->what_if.first_oom_event,
+               fmt(x, sizeof(x), d->what_if.first_oom_request_bytes));
     if (what_if && d->has_divergence)
         printf("  note: the model did not reproduce the recording exactly, so the what-if "
                "figures are approximate\n");

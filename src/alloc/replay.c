@@ -466,6 +466,7 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
+    out->first_oom_event = -1;
     gm_alloc_fakedev_init(&fake, capacity);
     d.ops = &gm_alloc_fakedev_ops;
     d.ctx = &fake;
@@ -493,7 +494,10 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
         case GM_ACTION_ALLOC:
             st = gm_alloc_malloc(a, e->size, (int64_t)e->stream, &ptr, err);
             if (st == GM_ERR_LIMIT) {
-                out->n_ooms++;
+                if (!out->n_ooms++) {
+                    out->first_oom_event = (int64_t)k;
+                    out->first_oom_request_bytes = e->size;
+                }
                 st = GM_OK;
             } else if (st == GM_OK && ptr) {
                 st = am_put(&map, e->addr, ptr);
