@@ -4,7 +4,8 @@
  * arithmetic (fmaf where the kernel uses fmaf), one loop iteration per GPU thread; a launch
  * with too few threads computes only the elements its threads cover, and an access outside
  * an allocation fails with 700 (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU.
- * GPUMEM_FAKE_KERNEL_CORRUPT=1 makes gm_linear_fwd wrong by 1.0 in its first element. */
+ * GPUMEM_FAKE_KERNEL_CORRUPT=1 (or =gm_linear_fwd, =gm_linear_bwd_data) makes that kernel
+ * wrong by 1.0 in its first element. */
 #include "fake_common.h"
 #include "fake_kernels.h"
 
@@ -14,6 +15,16 @@
 #include <string.h>
 
 #define ILLEGAL_ADDRESS 700
+
+/* GPUMEM_FAKE_KERNEL_CORRUPT=NAME (1 means gm_linear_fwd): that kernel's first result is
+ * off by 1.0, to test that measure's checks see a wrong result */
+static int corrupt(const char *kernel)
+{
+    const char *v = getenv("GPUMEM_FAKE_KERNEL_CORRUPT");
+    if (!v)
+        return 0;
+    return !strcmp(v, kernel) || (!strcmp(v, "1") && !strcmp(kernel, "gm_linear_fwd"));
+}
 
 static uint64_t threads(const struct fake_launch *l)
 {
@@ -93,6 +104,8 @@ static int k_linear_bwd_data(const struct fake_launch *l, void **params)
             acc = fmaf(dy[r * out + o], w[(uint64_t)o * in + i], acc);
         dx[idx] = acc;
     }
+    if (n && corrupt("gm_linear_bwd_data"))
+        dx[0] += 1.0f;
     return 0;
 }
 
