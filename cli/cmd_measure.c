@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const dtype_choices[] = {"float32", NULL};
+static const char *const dtype_choices[] = {"float32", "bfloat16", NULL};
 
 static void kv_reading(struct gm_json *w, const char *key, struct gm_reading r)
 {
@@ -102,7 +102,7 @@ static void write_json(FILE *f, struct gm_devices *devs, const struct gm_host_in
     gm_json_kv_u64(&w, "rows", rows);
     gm_json_kv_u64(&w, "width", o->width);
     gm_json_kv_u64(&w, "layers", o->layers);
-    gm_json_kv_str(&w, "dtype", "float32");
+    gm_json_kv_str(&w, "dtype", dtype_choices[o->dtype]);
     gm_json_kv_u64(&w, "parameters", ((uint64_t)o->width * o->width + o->width) * o->layers);
     gm_json_kv_u64(&w, "parameter_bytes", r->parameter_bytes);
     gm_json_kv_u64(&w, "input_bytes", r->input_bytes);
@@ -164,9 +164,10 @@ static void print_text(const struct gm_measure_opts *o, const struct gm_device_i
                        const struct gm_measure_result *r)
 {
     char s1[32], s2[32], s3[32], s4[32], s5[32];
-    printf("gpumem measure: cuda:%d %s, float32, %u x Linear(%u, %u), input %u x %u rows, %s\n",
-           o->device, info && info->name[0] ? info->name : "(unnamed)", o->layers, o->width,
-           o->width, o->batch, o->context, o->train ? "training (SGD, momentum)" : "inference");
+    printf("gpumem measure: cuda:%d %s, %s, %u x Linear(%u, %u), input %u x %u rows, %s\n",
+           o->device, info && info->name[0] ? info->name : "(unnamed)", dtype_choices[o->dtype],
+           o->layers, o->width, o->width, o->batch, o->context,
+           o->train ? "training (SGD, momentum)" : "inference");
     printf("parameters %s, input %s, one activation %s\n", b(s1, sizeof s1, r->parameter_bytes),
            b(s2, sizeof s2, r->input_bytes), b(s3, sizeof s3, r->activation_bytes));
     if (r->used_after_context.valid)
@@ -233,7 +234,8 @@ int cmd_measure(int argc, char **argv)
         OPT_U64("context", 0, &context, "N", "rows per sample (default 128)", NULL),
         OPT_U64("width", 0, &width, "N", "features of every layer (default 1024)", NULL),
         OPT_U64("layers", 0, &layers, "N", "Linear layers (default 4)", NULL),
-        OPT_CHOICE("dtype", 0, &dtype, dtype_choices, "element type: float32", NULL),
+        OPT_CHOICE("dtype", 0, &dtype, dtype_choices,
+                   "tensor type: float32 (default) or bfloat16 (float32 arithmetic)", NULL),
         OPT_U64("warmup", 0, &warmup, "N", "passes in the warmup phase (default 3)", NULL),
         OPT_U64("repeats", 0, &repeats, "N", "timed passes in warm_forward (default 5)", NULL),
         OPT_FLAG("train", 0, &train, "also measure backward and an SGD (momentum) step"),
@@ -248,7 +250,8 @@ int cmd_measure(int argc, char **argv)
     };
     const struct opt_usage usage = {
         "gpumem measure [--device cuda:N] [--batch N] [--context N] [--width N] [--layers N]\n"
-        "               [--warmup N] [--repeats N] [--train] [--output FILE] [--json]",
+        "               [--dtype float32|bfloat16] [--warmup N] [--repeats N] [--train]\n"
+        "               [--output FILE] [--json]",
         "Run a small dense network on the GPU, phase by phase (model_load, inputs, "
         "cold_forward, warmup, warm_forward; with --train also backward and optimizer_step), "
         "and record PyTorch's allocated and reserved memory (current and peak) through "
@@ -266,10 +269,10 @@ int cmd_measure(int argc, char **argv)
     case OPTS_OK:
         break;
     }
-    (void)dtype;
     if (n_pos)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     gm_measure_opts_init(&o);
+    o.dtype = dtype == 1 ? GM_MEASURE_BF16 : GM_MEASURE_F32;
     if (gm_device_parse_spec(device, &o.device, &err) != GM_OK)
         return cli_usage(argv[0], "--device: %s", err.msg);
     if (batch > UINT32_MAX || context > UINT32_MAX || width > UINT32_MAX || layers > 4096 ||

@@ -25,6 +25,9 @@ else
 #define __device__ __attribute__((device))
 #include <__clang_cuda_builtin_vars.h>
 #define fmaf __builtin_fmaf
+#define __forceinline__ __attribute__((always_inline)) inline
+#define __float_as_uint(x) __builtin_bit_cast(unsigned, x)
+#define __uint_as_float(x) __builtin_bit_cast(float, x)
 #include "$(pwd)/$src"
 WRAP
     # shellcheck disable=SC2086

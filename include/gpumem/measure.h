@@ -3,8 +3,8 @@
  * and record what memory each phase takes.
  *
  * The network is `layers` Linear(width, width) layers (ReLU after all but the last) on a
- * synthetic input of batch * context rows, float32.  Every tensor is allocated through
- * the caching-allocator model (alloc.h) whose segments come from cuMemAlloc_v2, so
+ * synthetic input of batch * context rows, in float32 or bfloat16.  Every tensor is allocated
+ * through the caching-allocator model (alloc.h) whose segments come from cuMemAlloc_v2, so
  * "allocated" and "reserved" mean exactly what torch.cuda.memory_allocated() and
  * memory_reserved() mean; the driver's cuMemGetInfo adds the device-level view (context,
  * modules, driver granularity).  Kernels are the embedded PTX of src/measure/kernels.cu.
@@ -42,8 +42,14 @@ enum gm_measure_phase_id {
 /* "model_load", ...; static storage. */
 const char *gm_measure_phase_name(enum gm_measure_phase_id id);
 
+enum gm_measure_dtype {
+    GM_MEASURE_F32 = 0, /* float32 tensors */
+    GM_MEASURE_BF16     /* bfloat16 tensors, float32 arithmetic (rounded when stored) */
+};
+
 struct gm_measure_opts {
     int device; /* CUDA ordinal */
+    enum gm_measure_dtype dtype;
     uint32_t batch;
     uint32_t context; /* rows per sample: the input is batch * context rows */
     uint32_t width;

@@ -44,8 +44,8 @@ struct gm_replay_run {
     uint64_t final_allocated_bytes;
     uint64_t allocated_at_peak_reserved_bytes; /* allocated when reserved first peaked */
     uint64_t n_ooms;                           /* allocations the model could not satisfy */
-    int64_t first_oom_event;          /* trace index of the first of them, -1 if none */
-    uint64_t first_oom_request_bytes; /* its requested size */
+    int64_t first_oom_event;                   /* trace index of the first of them, -1 if none */
+    uint64_t first_oom_request_bytes;          /* its requested size */
     uint64_t n_alloc_retries;                  /* cache flushes forced by a full device */
     struct gm_alloc_stats stats;               /* memory_stats() at the end */
 };
@@ -79,7 +79,7 @@ struct gm_replay_device {
     uint64_t n_inferred_empty_cache;
     /* the model with the snapshot's own settings (valid when replayable) */
     struct gm_replay_run own;
-    uint64_t segment_events_matched; /* common prefix of recorded and predicted events */
+    uint64_t segment_events_matched;  /* common prefix of recorded and predicted events */
     uint64_t final_segments_recorded; /* segments in the snapshot for this device */
     uint64_t final_segments_model;    /* segments the model ends with */
     bool final_segments_match;        /* same multiset of segment sizes */

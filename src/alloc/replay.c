@@ -387,7 +387,7 @@ out_release:
 /* ---- model runs ----------------------------------------------------------------------- */
 
 struct sizes {
-    uint64_t *v;      /* final segment sizes */
+    uint64_t *v; /* final segment sizes */
     size_t n;
     uint64_t *blocks; /* final allocated block sizes */
     size_t n_blocks;
@@ -413,8 +413,9 @@ static enum gm_status compare_final(const struct gm_snapshot *snap,
     qsort(model->v, model->n, sizeof(uint64_t), cmp_u64);
     rd->final_segments_recorded = dev->n_segments;
     rd->final_segments_model = model->n;
-    rd->final_segments_match = model->n == dev->n_segments &&
-                               (model->n == 0 || !memcmp(rec, model->v, model->n * sizeof(uint64_t)));
+    rd->final_segments_match =
+        model->n == dev->n_segments &&
+        (model->n == 0 || !memcmp(rec, model->v, model->n * sizeof(uint64_t)));
     gm_free(rec);
     /* the allocated blocks */
     {
@@ -668,8 +669,8 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
             continue;
         }
         memset(&rc, 0, sizeof(rc));
-        st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own,
-                 &final, err);
+        st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, &final,
+                 err);
         if (st == GM_OK) {
             compare(dev, &rc.pred, rd);
             rd->n_inferred_empty_cache = emp.n;

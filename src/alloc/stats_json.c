@@ -37,8 +37,7 @@ static size_t add_stat(struct kv *out, size_t n, const char *name, const struct 
     return n;
 }
 
-static size_t add_array(struct kv *out, size_t n, const char *name,
-                        const struct gm_alloc_stat *arr)
+static size_t add_array(struct kv *out, size_t n, const char *name, const struct gm_alloc_stat *arr)
 {
     for (int p = 0; p < GM_ALLOC_STAT_N; p++) {
         char full[48];
@@ -79,7 +78,8 @@ void gm_alloc_stats_write_json(struct gm_json *w, const struct gm_alloc_stats *s
     snprintf(kv[n].key, sizeof(kv[n].key), "num_device_free");
     kv[n++].value = clamp_i64(s->num_device_free);
     snprintf(kv[n].key, sizeof(kv[n].key), "max_split_size");
-    kv[n++].value = s->max_split_size == GM_ALLOC_NO_SPLIT_LIMIT ? -1 : clamp_i64(s->max_split_size);
+    kv[n++].value =
+        s->max_split_size == GM_ALLOC_NO_SPLIT_LIMIT ? -1 : clamp_i64(s->max_split_size);
     qsort(kv, n, sizeof(kv[0]), cmp_kv);
     gm_json_begin_object(w);
     for (size_t i = 0; i < n; i++)

@@ -24,9 +24,11 @@ extern const char gm_measure_ptx[];
 
 enum kernel_id { K_FWD, K_BWD_DATA, K_BWD_WEIGHT, K_RELU_BWD, K_MSE_GRAD, K_SGD, K_N };
 
-static const char *const kernel_names[K_N] = {
-    "gm_linear_fwd", "gm_linear_bwd_data", "gm_linear_bwd_weight",
-    "gm_relu_bwd",   "gm_mse_grad",        "gm_sgd_momentum",
+static const char *const kernel_names[2][K_N] = {
+    {"gm_linear_fwd", "gm_linear_bwd_data", "gm_linear_bwd_weight", "gm_relu_bwd", "gm_mse_grad",
+     "gm_sgd_momentum"},
+    {"gm_linear_fwd_bf16", "gm_linear_bwd_data_bf16", "gm_linear_bwd_weight_bf16",
+     "gm_relu_bwd_bf16", "gm_mse_grad_bf16", "gm_sgd_momentum_bf16"},
 };
 
 static const char *const phase_names[GM_MEASURE_N_PHASES] = {
@@ -78,6 +80,8 @@ enum gm_status gm_measure_opts_check(const struct gm_measure_opts *o, struct gm_
 struct ws {
     const struct gm_measure_opts *o;
     bool dry;
+    bool bf;        /* tensors are bfloat16 (else float32) */
+    uint64_t esize; /* bytes per element */
     struct gm_cuda *cu;
     struct gm_cuda_function *fn[K_N];
     struct gm_alloc *a;
@@ -90,9 +94,41 @@ struct ws {
     float *hw, *hb, *hx; /* host copies of the initial values */
 };
 
+/* host arrays are float32 */
 static uint64_t fbytes(uint64_t n)
 {
     return n * sizeof(float);
+}
+
+/* device tensors are float32 or bfloat16 */
+static uint64_t ebytes(const struct ws *s, uint64_t n)
+{
+    return n * s->esize;
+}
+
+/* float -> bfloat16 bits, round to nearest even, NaN kept quiet (as the kernels do) */
+static uint16_t bf16_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_float(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
+/* what storing 'v' in a tensor keeps */
+static float q(const struct ws *s, float v)
+{
+    return s->bf ? bf16_float(bf16_bits(v)) : v;
 }
 
 static enum gm_status t_alloc(struct ws *s, uint64_t bytes, uint64_t *p, struct gm_error *err)
@@ -107,16 +143,43 @@ static void t_free(struct ws *s, uint64_t *p)
     *p = 0;
 }
 
-static enum gm_status h2d(struct ws *s, uint64_t dst, const void *src, uint64_t bytes,
+/* copy 'n' elements from host floats to a tensor (converted when it is bfloat16) */
+static enum gm_status h2d(struct ws *s, uint64_t dst, const float *src, uint64_t n,
                           struct gm_error *err)
 {
-    return s->dry ? GM_OK : gm_cuda_memcpy_htod(s->cu, dst, src, bytes, err);
+    uint16_t *tmp;
+    enum gm_status st;
+    if (s->dry)
+        return GM_OK;
+    if (!s->bf)
+        return gm_cuda_memcpy_htod(s->cu, dst, src, fbytes(n), err);
+    tmp = gm_malloc(n * sizeof(uint16_t) + 1);
+    if (!tmp)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "measure: out of host memory");
+    for (uint64_t i = 0; i < n; i++)
+        tmp[i] = bf16_bits(src[i]);
+    st = gm_cuda_memcpy_htod(s->cu, dst, tmp, n * sizeof(uint16_t), err);
+    gm_free(tmp);
+    return st;
 }
 
-static enum gm_status d2h(struct ws *s, void *dst, uint64_t src, uint64_t bytes,
-                          struct gm_error *err)
+/* copy 'n' elements of a tensor into host floats */
+static enum gm_status d2h(struct ws *s, float *dst, uint64_t src, uint64_t n, struct gm_error *err)
 {
-    return s->dry ? GM_OK : gm_cuda_memcpy_dtoh(s->cu, dst, src, bytes, err);
+    uint16_t *tmp;
+    enum gm_status st;
+    if (s->dry)
+        return GM_OK;
+    if (!s->bf)
+        return gm_cuda_memcpy_dtoh(s->cu, dst, src, fbytes(n), err);
+    tmp = gm_malloc(n * sizeof(uint16_t) + 1);
+    if (!tmp)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "measure: out of host memory");
+    st = gm_cuda_memcpy_dtoh(s->cu, tmp, src, n * sizeof(uint16_t), err);
+    for (uint64_t i = 0; st == GM_OK && i < n; i++)
+        dst[i] = bf16_float(tmp[i]);
+    gm_free(tmp);
+    return st;
 }
 
 static enum gm_status launch(struct ws *s, enum kernel_id k, uint64_t n, void **params,
@@ -156,9 +219,9 @@ static void fill_uniform(float *p, uint64_t n, float scale, uint64_t seed)
 
 /* ---- CPU reference -------------------------------------------------------------------- */
 
-/* y = x w^T + b (relu) with the kernel's summation order and fmaf */
-static void cpu_linear(const float *x, const float *w, const float *b, float *y, uint32_t rows,
-                       uint32_t n, bool relu)
+/* y = x w^T + b (relu) with the kernel's summation order and fmaf, rounded as stored */
+static void cpu_linear(const struct ws *s, const float *x, const float *w, const float *b, float *y,
+                       uint32_t rows, uint32_t n, bool relu)
 {
     for (uint64_t r = 0; r < rows; r++)
         for (uint64_t o = 0; o < n; o++) {
@@ -167,7 +230,7 @@ static void cpu_linear(const float *x, const float *w, const float *b, float *y,
                 acc = fmaf(x[r * n + i], w[o * n + i], acc);
             if (relu && acc < 0.0f)
                 acc = 0.0f;
-            y[r * n + o] = acc;
+            y[r * n + o] = q(s, acc);
         }
 }
 
@@ -208,7 +271,7 @@ static enum gm_status layer_fwd(struct ws *s, uint32_t l, uint64_t in, uint64_t 
 static enum gm_status forward(struct ws *s, bool keep, uint64_t *y, struct gm_error *err)
 {
     uint64_t cur = s->x, next = 0;
-    uint64_t act_bytes = fbytes((uint64_t)s->rows * s->width);
+    uint64_t act_bytes = ebytes(s, (uint64_t)s->rows * s->width);
     *y = 0;
     for (uint32_t l = 0; l < s->layers; l++) {
         enum gm_status st = t_alloc(s, act_bytes, &next, err);
@@ -244,7 +307,7 @@ static void drop_activations(struct ws *s)
 /* Backward from s->act (freed as it goes); gradients are created on first use. */
 static enum gm_status backward(struct ws *s, struct gm_error *err)
 {
-    uint64_t n = (uint64_t)s->rows * s->width, bytes = fbytes(n), dy = 0, dx = 0;
+    uint64_t n = (uint64_t)s->rows * s->width, bytes = ebytes(s, n), dy = 0, dx = 0;
     uint32_t rows = s->rows, width = s->width, n32 = (uint32_t)n;
     float scale = 1.0f / (float)n;
     enum gm_status st;
@@ -268,9 +331,9 @@ static enum gm_status backward(struct ws *s, struct gm_error *err)
                 break;
         }
         if (!s->gw[l]) {
-            st = t_alloc(s, fbytes((uint64_t)width * width), &s->gw[l], err);
+            st = t_alloc(s, ebytes(s, (uint64_t)width * width), &s->gw[l], err);
             if (st == GM_OK)
-                st = t_alloc(s, fbytes(width), &s->gb[l], err);
+                st = t_alloc(s, ebytes(s, width), &s->gb[l], err);
             if (st)
                 break;
         }
@@ -311,13 +374,13 @@ static enum gm_status optimizer_step(struct ws *s, struct gm_error *err)
         if (!s->gw[l])
             continue; /* no gradient yet: torch's SGD skips the parameter */
         if (!s->mw[l]) {
-            st = t_alloc(s, fbytes(nw), &s->mw[l], err);
+            st = t_alloc(s, ebytes(s, nw), &s->mw[l], err);
             if (st == GM_OK)
-                st = t_alloc(s, fbytes(width), &s->mb[l], err);
+                st = t_alloc(s, ebytes(s, width), &s->mb[l], err);
             if (st == GM_OK && !s->dry)
-                st = gm_cuda_memset_d8(s->cu, s->mw[l], 0, fbytes(nw), err);
+                st = gm_cuda_memset_d8(s->cu, s->mw[l], 0, ebytes(s, nw), err);
             if (st == GM_OK && !s->dry)
-                st = gm_cuda_memset_d8(s->cu, s->mb[l], 0, fbytes(width), err);
+                st = gm_cuda_memset_d8(s->cu, s->mb[l], 0, ebytes(s, width), err);
             if (st)
                 break;
         }
@@ -357,16 +420,16 @@ static enum gm_status check_forward(struct ws *s, uint64_t y, struct gm_measure_
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "measure: out of host memory");
         goto out_free;
     }
-    st = d2h(s, got, y, fbytes(n), err);
+    st = d2h(s, got, y, n, err);
     memcpy(a, s->hx, fbytes(n));
     for (uint32_t l = 0; l < s->layers && st == GM_OK; l++) {
         float *t;
-        st = d2h(s, w, s->w[l], fbytes(nw), err);
+        st = d2h(s, w, s->w[l], nw, err);
         if (st == GM_OK)
-            st = d2h(s, bias, s->b[l], fbytes(s->width), err);
+            st = d2h(s, bias, s->b[l], s->width, err);
         if (st)
             break;
-        cpu_linear(a, w, bias, b, s->rows, s->width, l + 1 < s->layers);
+        cpu_linear(s, a, w, bias, b, s->rows, s->width, l + 1 < s->layers);
         t = a;
         a = b;
         b = t;
@@ -405,18 +468,18 @@ static enum gm_status check_backward(struct ws *s, const float *y_host, struct g
     if (!w || !b || !act || !dy || !dx || !got || !want)
         goto out_free; /* not checked */
     for (uint32_t l = 0; l < L && st == GM_OK; l++) {
-        st = d2h(s, w + (uint64_t)l * nw, s->w[l], fbytes(nw), err);
+        st = d2h(s, w + (uint64_t)l * nw, s->w[l], nw, err);
         if (st == GM_OK)
-            st = d2h(s, b + (uint64_t)l * W, s->b[l], fbytes(W), err);
+            st = d2h(s, b + (uint64_t)l * W, s->b[l], W, err);
     }
     if (st)
         goto out_free;
     for (uint32_t l = 0; l < L; l++)
-        cpu_linear(l ? act + (uint64_t)(l - 1) * n : s->hx, w + (uint64_t)l * nw,
+        cpu_linear(s, l ? act + (uint64_t)(l - 1) * n : s->hx, w + (uint64_t)l * nw,
                    b + (uint64_t)l * W, act + (uint64_t)l * n, rows, W, l + 1 < L);
     worst = rel_error(y_host, act + (uint64_t)(L - 1) * n, n);
     for (uint64_t i = 0; i < n; i++)
-        dy[i] = scale * act[(uint64_t)(L - 1) * n + i];
+        dy[i] = q(s, scale * act[(uint64_t)(L - 1) * n + i]);
     for (uint32_t l = L; l-- > 0;) {
         const float *in = l ? act + (uint64_t)(l - 1) * n : s->hx;
         const float *out = act + (uint64_t)l * n;
@@ -433,9 +496,9 @@ static enum gm_status check_backward(struct ws *s, const float *y_host, struct g
             float accb = 0.0f;
             for (uint64_t r = 0; r < rows; r++)
                 accb += dy[r * W + o];
-            want[o] = accb;
+            want[o] = q(s, accb);
         }
-        st = d2h(s, got, s->gb[l], fbytes(W), err);
+        st = d2h(s, got, s->gb[l], W, err);
         if (st)
             goto out_free;
         e = rel_error(got, want, W);
@@ -446,9 +509,9 @@ static enum gm_status check_backward(struct ws *s, const float *y_host, struct g
                     float acc = 0.0f;
                     for (uint64_t r = 0; r < rows; r++)
                         acc = fmaf(dy[r * W + o], in[r * W + i], acc);
-                    want[o * W + i] = acc;
+                    want[o * W + i] = q(s, acc);
                 }
-            st = d2h(s, got, s->gw[l], fbytes(nw), err);
+            st = d2h(s, got, s->gw[l], nw, err);
             if (st)
                 goto out_free;
             e = rel_error(got, want, nw);
@@ -461,7 +524,7 @@ static enum gm_status check_backward(struct ws *s, const float *y_host, struct g
                 float acc = 0.0f;
                 for (uint64_t o = 0; o < W; o++)
                     acc = fmaf(dy[r * W + o], wl[o * W + i], acc);
-                dx[r * W + i] = acc;
+                dx[r * W + i] = q(s, acc);
             }
         t = dy;
         dy = dx;
@@ -506,7 +569,7 @@ static void read_device(struct ws *s, struct gm_reading *free_r, struct gm_readi
 }
 
 struct phase_state {
-    float *y_host;   /* host copy of the last training forward output */
+    float *y_host; /* host copy of the last training forward output */
 };
 
 static void pass_time(struct gm_measure_phase *ph, double t)
@@ -531,20 +594,19 @@ static enum gm_status run_phase(struct ws *s, enum gm_measure_phase_id id,
     switch (id) {
     case GM_MEASURE_MODEL_LOAD:
         for (uint32_t l = 0; l < s->layers && st == GM_OK; l++) {
-            st = t_alloc(s, fbytes(nw), &s->w[l], err);
+            st = t_alloc(s, ebytes(s, nw), &s->w[l], err);
             if (st == GM_OK)
-                st = t_alloc(s, fbytes(s->width), &s->b[l], err);
+                st = t_alloc(s, ebytes(s, s->width), &s->b[l], err);
             if (st == GM_OK)
-                st = h2d(s, s->w[l], s->dry ? NULL : s->hw + (uint64_t)l * nw, fbytes(nw), err);
+                st = h2d(s, s->w[l], s->dry ? NULL : s->hw + (uint64_t)l * nw, nw, err);
             if (st == GM_OK)
-                st = h2d(s, s->b[l], s->dry ? NULL : s->hb + (uint64_t)l * s->width,
-                         fbytes(s->width), err);
+                st = h2d(s, s->b[l], s->dry ? NULL : s->hb + (uint64_t)l * s->width, s->width, err);
         }
         break;
     case GM_MEASURE_INPUTS:
-        st = t_alloc(s, fbytes(n_act), &s->x, err);
+        st = t_alloc(s, ebytes(s, n_act), &s->x, err);
         if (st == GM_OK)
-            st = h2d(s, s->x, s->hx, fbytes(n_act), err);
+            st = h2d(s, s->x, s->hx, n_act, err);
         break;
     case GM_MEASURE_COLD_FORWARD:
     case GM_MEASURE_WARMUP:
@@ -577,7 +639,7 @@ static enum gm_status run_phase(struct ws *s, enum gm_measure_phase_id id,
             }
             if (st == GM_OK && y && last && o->train && id == GM_MEASURE_WARM_FORWARD && !s->dry) {
                 double c0 = now();
-                st = d2h(s, ps->y_host, y, fbytes(n_act), err);
+                st = d2h(s, ps->y_host, y, n_act, err);
                 ph->check_seconds += now() - c0;
             }
             /* the output is dropped after each pass; in training the layer outputs stay
@@ -611,21 +673,21 @@ static enum gm_status run_phase(struct ws *s, enum gm_measure_phase_id id,
             if (!b0 || !g0 || !m0 || !b1)
                 st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "measure: out of host memory");
             if (st == GM_OK)
-                st = d2h(s, b0, s->b[0], fbytes(s->width), err);
+                st = d2h(s, b0, s->b[0], s->width, err);
             if (st == GM_OK)
-                st = d2h(s, g0, s->gb[0], fbytes(s->width), err);
+                st = d2h(s, g0, s->gb[0], s->width, err);
             if (st == GM_OK && have_m)
-                st = d2h(s, m0, s->mb[0], fbytes(s->width), err);
+                st = d2h(s, m0, s->mb[0], s->width, err);
         }
         if (st == GM_OK)
             st = optimizer_step(s, err);
         if (st == GM_OK)
             st = sync(s, err);
         if (st == GM_OK && !s->dry) {
-            st = d2h(s, b1, s->b[0], fbytes(s->width), err);
+            st = d2h(s, b1, s->b[0], s->width, err);
             if (st == GM_OK) {
                 for (uint32_t i = 0; i < s->width; i++)
-                    b0[i] = fmaf(-o->lr, fmaf(o->momentum, m0[i], g0[i]), b0[i]);
+                    b0[i] = q(s, fmaf(-o->lr, fmaf(o->momentum, m0[i], g0[i]), b0[i]));
                 ph->checked = true;
                 ph->max_rel_error = rel_error(b1, b0, s->width);
                 ph->check_ok = ph->max_rel_error <= CHECK_TOLERANCE;
@@ -675,6 +737,8 @@ static enum gm_status ws_init(struct ws *s, const struct gm_measure_opts *o, boo
     s->rows = o->batch * o->context;
     s->width = o->width;
     s->layers = L;
+    s->bf = o->dtype == GM_MEASURE_BF16;
+    s->esize = s->bf ? 2 : 4;
     s->w = gm_calloc((size_t)L * 7, sizeof(uint64_t));
     if (!s->w)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "measure: out of host memory");
@@ -695,6 +759,13 @@ static enum gm_status ws_init(struct ws *s, const struct gm_measure_opts *o, boo
         fill_uniform(s->hw, nw * L, scale, 1);
         fill_uniform(s->hb, (uint64_t)o->width * L, scale, 2);
         fill_uniform(s->hx, nx, 1.0f, 3);
+        /* in bfloat16 the tensors hold these values exactly */
+        for (uint64_t i = 0; i < nw * L; i++)
+            s->hw[i] = q(s, s->hw[i]);
+        for (uint64_t i = 0; i < (uint64_t)o->width * L; i++)
+            s->hb[i] = q(s, s->hb[i]);
+        for (uint64_t i = 0; i < nx; i++)
+            s->hx[i] = q(s, s->hx[i]);
     }
     return GM_OK;
 }
@@ -806,8 +877,9 @@ static enum gm_status run_all(struct ws *s, struct gm_measure_result *out, struc
 static void fill_sizes(const struct gm_measure_opts *o, struct gm_measure_result *out)
 {
     uint64_t rows = (uint64_t)o->batch * o->context;
-    out->parameter_bytes = fbytes(((uint64_t)o->width * o->width + o->width) * o->layers);
-    out->input_bytes = fbytes(rows * o->width);
+    uint64_t esize = o->dtype == GM_MEASURE_BF16 ? 2 : 4;
+    out->parameter_bytes = ((uint64_t)o->width * o->width + o->width) * o->layers * esize;
+    out->input_bytes = rows * o->width * esize;
     out->activation_bytes = out->input_bytes;
 }
 
@@ -889,7 +961,8 @@ enum gm_status gm_measure_run(struct gm_cuda *cu, const struct gm_measure_opts *
         return st;
     st = gm_cuda_module_load_ptx(cu, gm_measure_ptx, &mod, err);
     for (int k = 0; k < K_N && st == GM_OK; k++)
-        st = gm_cuda_module_function(cu, mod, kernel_names[k], &s.fn[k], err);
+        st = gm_cuda_module_function(cu, mod, kernel_names[o->dtype == GM_MEASURE_BF16][k],
+                                     &s.fn[k], err);
     if (st)
         goto out_ctx;
     if (gm_cuda_mem_get_info(cu, &fr, &total, NULL) == GM_OK) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fake_measure_kernels.c - CPU versions of the kernels of src/measure/kernels.cu, run by
- * the fake libcuda.so.1 when gpumem measure launches them by name.  Same arguments, same
- * arithmetic (fmaf where the kernel uses fmaf), one loop iteration per GPU thread; a launch
+/* fake_measure_kernels.c - CPU versions of the kernels of src/measure/kernels.cu (float32
+ * and _bf16), run by the fake libcuda.so.1 when gpumem measure launches them by name.  Same
+ * arguments, same arithmetic (fmaf where the kernel uses fmaf, bfloat16 rounded to nearest
+ * even when stored), one loop iteration per GPU thread; a launch
  * with too few threads computes only the elements its threads cover, and an access outside
  * an allocation fails with 700 (CUDA_ERROR_ILLEGAL_ADDRESS) as on a GPU.
  * GPUMEM_FAKE_KERNEL_CORRUPT=1 (or =gm_linear_fwd, =gm_linear_bwd_data) makes that kernel
@@ -10,6 +11,7 @@
 #include "fake_kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +33,48 @@ static uint64_t threads(const struct fake_launch *l)
     return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] * l->block[2];
 }
 
-static float *fptr(void **params, int i)
+/* element access: 'bf' selects bfloat16 storage (raw 16-bit patterns), else float32 */
+struct ten {
+    void *p;
+    bool bf;
+};
+
+static struct ten tptr(void **params, int i, bool bf)
 {
     unsigned long long p;
+    struct ten t;
     memcpy(&p, params[i], sizeof(p));
-    return (float *)(uintptr_t)p;
+    t.p = (void *)(uintptr_t)p;
+    t.bf = bf;
+    return t;
+}
+
+static float ld(struct ten t, uint64_t i)
+{
+    if (t.bf) {
+        uint32_t u = (uint32_t)((const uint16_t *)t.p)[i] << 16;
+        float f;
+        memcpy(&f, &u, sizeof(f));
+        return f;
+    }
+    return ((const float *)t.p)[i];
+}
+
+/* float -> bfloat16 rounding to nearest even, NaN kept quiet: as the kernel does */
+static void st(struct ten t, uint64_t i, float v)
+{
+    uint32_t u;
+    if (!t.bf) {
+        ((float *)t.p)[i] = v;
+        return;
+    }
+    memcpy(&u, &v, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        ((uint16_t *)t.p)[i] = (uint16_t)((u >> 16) | 0x40u);
+        return;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    ((uint16_t *)t.p)[i] = (uint16_t)(u >> 16);
 }
 
 static unsigned u32(void **params, int i)
@@ -52,17 +91,17 @@ static float f32(void **params, int i)
     return v;
 }
 
-static int ok(const float *p, uint64_t n_floats)
+static int ok(struct ten t, uint64_t n)
 {
-    return n_floats == 0 ||
-           fake_in_allocation((unsigned long long)(uintptr_t)p, (size_t)n_floats * sizeof(float));
+    return n == 0 ||
+           fake_in_allocation((unsigned long long)(uintptr_t)t.p, (size_t)n * (t.bf ? 2 : 4));
 }
 
 /* gm_linear_fwd(x, w, b, y, rows, in, out, relu) */
-static int k_linear_fwd(const struct fake_launch *l, void **params)
+static int linear_fwd(const struct fake_launch *l, void **params, bool bf)
 {
-    const float *x = fptr(params, 0), *w = fptr(params, 1), *b = fptr(params, 2);
-    float *y = fptr(params, 3);
+    struct ten x = tptr(params, 0, bf), w = tptr(params, 1, bf), b = tptr(params, 2, bf);
+    struct ten y = tptr(params, 3, bf);
     unsigned rows = u32(params, 4), in = u32(params, 5), out = u32(params, 6);
     unsigned relu = u32(params, 7);
     uint64_t n = (uint64_t)rows * out, t = threads(l);
@@ -72,25 +111,22 @@ static int k_linear_fwd(const struct fake_launch *l, void **params)
         return ILLEGAL_ADDRESS;
     for (uint64_t idx = 0; idx < n; idx++) {
         uint64_t r = idx / out, o = idx % out;
-        float acc = b[o];
+        float acc = ld(b, o);
         for (unsigned i = 0; i < in; i++)
-            acc = fmaf(x[r * in + i], w[o * in + i], acc);
+            acc = fmaf(ld(x, r * in + i), ld(w, o * in + i), acc);
         if (relu && acc < 0.0f)
             acc = 0.0f;
-        y[idx] = acc;
+        st(y, idx, acc);
     }
-    /* GPUMEM_FAKE_KERNEL_CORRUPT=1: a wrong result, to test that measure's check sees it */
-    if (n && getenv("GPUMEM_FAKE_KERNEL_CORRUPT") &&
-        !strcmp(getenv("GPUMEM_FAKE_KERNEL_CORRUPT"), "1"))
-        y[0] += 1.0f;
+    if (n && corrupt("gm_linear_fwd"))
+        st(y, 0, ld(y, 0) + 1.0f);
     return 0;
 }
 
 /* gm_linear_bwd_data(dy, w, dx, rows, in, out) */
-static int k_linear_bwd_data(const struct fake_launch *l, void **params)
+static int linear_bwd_data(const struct fake_launch *l, void **params, bool bf)
 {
-    const float *dy = fptr(params, 0), *w = fptr(params, 1);
-    float *dx = fptr(params, 2);
+    struct ten dy = tptr(params, 0, bf), w = tptr(params, 1, bf), dx = tptr(params, 2, bf);
     unsigned rows = u32(params, 3), in = u32(params, 4), out = u32(params, 5);
     uint64_t n = (uint64_t)rows * in, t = threads(l);
     if (n > t)
@@ -101,19 +137,19 @@ static int k_linear_bwd_data(const struct fake_launch *l, void **params)
         uint64_t r = idx / in, i = idx % in;
         float acc = 0.0f;
         for (unsigned o = 0; o < out; o++)
-            acc = fmaf(dy[r * out + o], w[(uint64_t)o * in + i], acc);
-        dx[idx] = acc;
+            acc = fmaf(ld(dy, r * out + o), ld(w, (uint64_t)o * in + i), acc);
+        st(dx, idx, acc);
     }
     if (n && corrupt("gm_linear_bwd_data"))
-        dx[0] += 1.0f;
+        st(dx, 0, ld(dx, 0) + 1.0f);
     return 0;
 }
 
 /* gm_linear_bwd_weight(dy, x, dw, db, rows, in, out) */
-static int k_linear_bwd_weight(const struct fake_launch *l, void **params)
+static int linear_bwd_weight(const struct fake_launch *l, void **params, bool bf)
 {
-    const float *dy = fptr(params, 0), *x = fptr(params, 1);
-    float *dw = fptr(params, 2), *db = fptr(params, 3);
+    struct ten dy = tptr(params, 0, bf), x = tptr(params, 1, bf);
+    struct ten dw = tptr(params, 2, bf), db = tptr(params, 3, bf);
     unsigned rows = u32(params, 4), in = u32(params, 5), out = u32(params, 6);
     uint64_t n = (uint64_t)out * in, t = threads(l);
     if (n > t)
@@ -124,38 +160,36 @@ static int k_linear_bwd_weight(const struct fake_launch *l, void **params)
         uint64_t o = idx / in, i = idx % in;
         float acc = 0.0f, accb = 0.0f;
         for (unsigned r = 0; r < rows; r++) {
-            float g = dy[(uint64_t)r * out + o];
-            acc = fmaf(g, x[(uint64_t)r * in + i], acc);
+            float g = ld(dy, (uint64_t)r * out + o);
+            acc = fmaf(g, ld(x, (uint64_t)r * in + i), acc);
             accb += g;
         }
-        dw[idx] = acc;
+        st(dw, idx, acc);
         if (i == 0)
-            db[o] = accb;
+            st(db, o, accb);
     }
     return 0;
 }
 
 /* gm_relu_bwd(y, dy, n) */
-static int k_relu_bwd(const struct fake_launch *l, void **params)
+static int relu_bwd(const struct fake_launch *l, void **params, bool bf)
 {
-    const float *y = fptr(params, 0);
-    float *dy = fptr(params, 1);
+    struct ten y = tptr(params, 0, bf), dy = tptr(params, 1, bf);
     uint64_t n = u32(params, 2), t = threads(l);
     if (n > t)
         n = t;
     if (!ok(y, n) || !ok(dy, n))
         return ILLEGAL_ADDRESS;
     for (uint64_t i = 0; i < n; i++)
-        if (!(y[i] > 0.0f))
-            dy[i] = 0.0f;
+        if (!(ld(y, i) > 0.0f))
+            st(dy, i, 0.0f);
     return 0;
 }
 
 /* gm_mse_grad(y, dy, n, scale) */
-static int k_mse_grad(const struct fake_launch *l, void **params)
+static int mse_grad(const struct fake_launch *l, void **params, bool bf)
 {
-    const float *y = fptr(params, 0);
-    float *dy = fptr(params, 1);
+    struct ten y = tptr(params, 0, bf), dy = tptr(params, 1, bf);
     uint64_t n = u32(params, 2), t = threads(l);
     float scale = f32(params, 3);
     if (n > t)
@@ -163,14 +197,14 @@ static int k_mse_grad(const struct fake_launch *l, void **params)
     if (!ok(y, n) || !ok(dy, n))
         return ILLEGAL_ADDRESS;
     for (uint64_t i = 0; i < n; i++)
-        dy[i] = scale * y[i];
+        st(dy, i, scale * ld(y, i));
     return 0;
 }
 
 /* gm_sgd_momentum(w, g, m, lr, mu, n) */
-static int k_sgd_momentum(const struct fake_launch *l, void **params)
+static int sgd_momentum(const struct fake_launch *l, void **params, bool bf)
 {
-    float *w = fptr(params, 0), *g = fptr(params, 1), *m = fptr(params, 2);
+    struct ten w = tptr(params, 0, bf), g = tptr(params, 1, bf), m = tptr(params, 2, bf);
     float lr = f32(params, 3), mu = f32(params, 4);
     uint64_t n = u32(params, 5), t = threads(l);
     if (n > t)
@@ -178,12 +212,28 @@ static int k_sgd_momentum(const struct fake_launch *l, void **params)
     if (!ok(w, n) || !ok(g, n) || !ok(m, n))
         return ILLEGAL_ADDRESS;
     for (uint64_t i = 0; i < n; i++) {
-        float v = fmaf(mu, m[i], g[i]);
-        m[i] = v;
-        w[i] = fmaf(-lr, v, w[i]);
+        float v = fmaf(mu, ld(m, i), ld(g, i));
+        st(m, i, v);
+        st(w, i, fmaf(-lr, v, ld(w, i)));
     }
     return 0;
 }
+
+#define BOTH(name)                                                                                 \
+    static int k_##name(const struct fake_launch *l, void **params)                                \
+    {                                                                                              \
+        return name(l, params, false);                                                             \
+    }                                                                                              \
+    static int k_##name##_bf16(const struct fake_launch *l, void **params)                         \
+    {                                                                                              \
+        return name(l, params, true);                                                              \
+    }
+BOTH(linear_fwd)
+BOTH(linear_bwd_data)
+BOTH(linear_bwd_weight)
+BOTH(relu_bwd)
+BOTH(mse_grad)
+BOTH(sgd_momentum)
 
 static const struct {
     const char *name;
@@ -195,6 +245,12 @@ static const struct {
     {"gm_relu_bwd", k_relu_bwd},
     {"gm_mse_grad", k_mse_grad},
     {"gm_sgd_momentum", k_sgd_momentum},
+    {"gm_linear_fwd_bf16", k_linear_fwd_bf16},
+    {"gm_linear_bwd_data_bf16", k_linear_bwd_data_bf16},
+    {"gm_linear_bwd_weight_bf16", k_linear_bwd_weight_bf16},
+    {"gm_relu_bwd_bf16", k_relu_bwd_bf16},
+    {"gm_mse_grad_bf16", k_mse_grad_bf16},
+    {"gm_sgd_momentum_bf16", k_sgd_momentum_bf16},
 };
 
 fake_kernel_fn fake_measure_kernel(const char *name)

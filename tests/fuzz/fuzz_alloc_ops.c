@@ -70,8 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (size_t i = 1; i + 4 <= size && i < 1 + 4 * 4000; i += 4) {
         uint8_t op = data[i];
-        uint32_t arg = (uint32_t)data[i + 1] | (uint32_t)data[i + 2] << 8 |
-                       (uint32_t)data[i + 3] << 16;
+        uint32_t arg =
+            (uint32_t)data[i + 1] | (uint32_t)data[i + 2] << 8 | (uint32_t)data[i + 3] << 16;
         switch (op % 5) {
         case 0:
         case 1: {

@@ -620,7 +620,8 @@ static void test_stats_json(void **state)
     assert_non_null(strstr(buf, "\"inactive_split_bytes.all.current\":2096640"));
     assert_non_null(strstr(buf, "\"max_split_size\":-1"));
     assert_non_null(strstr(buf, "\"num_device_alloc\":1"));
-    assert_true(strstr(buf, "\"active.all.allocated\"") < strstr(buf, "\"segment.small_pool.freed\""));
+    assert_true(strstr(buf, "\"active.all.allocated\"") <
+                strstr(buf, "\"segment.small_pool.freed\""));
     free(buf);
     teardown(&f);
 }

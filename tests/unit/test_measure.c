@@ -13,6 +13,7 @@
 #include "gpumem/arena.h"
 #include "gpumem/measure.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define KiB ((uint64_t)1024)
@@ -75,6 +76,25 @@ static void test_estimate_training(void **state)
     assert_true(r.phases[GM_MEASURE_OPTIMIZER_STEP].estimate_peak_allocated == 3 * params + act);
 }
 
+static void test_estimate_bf16(void **state)
+{
+    struct gm_measure_opts o;
+    struct gm_measure_result r;
+    (void)state;
+    gm_measure_opts_init(&o);
+    o.width = 64;
+    o.batch = 2;
+    o.context = 8;
+    o.layers = 3;
+    o.dtype = GM_MEASURE_BF16;
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(gm_measure_estimate(&o, &r, NULL), GM_OK);
+    /* half the bytes: weights 8 KiB, bias 128 B rounded to 512 B, activations 2 KiB */
+    assert_true(r.parameter_bytes == 3 * (8 * KiB + 128));
+    assert_true(r.phases[GM_MEASURE_COLD_FORWARD].estimate_peak_allocated ==
+                3 * (8 * KiB + 512) + 3 * 2 * KiB);
+}
+
 static void test_opts_check(void **state)
 {
     struct gm_measure_opts o;
@@ -104,8 +124,13 @@ static void test_embedded_ptx(void **state)
     assert_non_null(strstr(ptx, "\n.version 7.0\n"));
     assert_non_null(strstr(ptx, "\n.target sm_70\n"));
     assert_non_null(strstr(ptx, "\n.address_size 64\n"));
-    for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+    for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+        char bf[64];
         assert_non_null(strstr(ptx, entries[i]));
+        /* and the bfloat16 variant: ".entry NAME_bf16(" */
+        snprintf(bf, sizeof(bf), "%.*s_bf16(", (int)strlen(entries[i]) - 1, entries[i]);
+        assert_non_null(strstr(ptx, bf));
+    }
 }
 
 static void test_host_alloc_failures(void **state)
@@ -130,9 +155,9 @@ static void test_host_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_estimate_inference),  cmocka_unit_test(test_estimate_training),
-        cmocka_unit_test(test_opts_check),          cmocka_unit_test(test_embedded_ptx),
-        cmocka_unit_test(test_host_alloc_failures),
+        cmocka_unit_test(test_estimate_inference), cmocka_unit_test(test_estimate_training),
+        cmocka_unit_test(test_estimate_bf16),      cmocka_unit_test(test_opts_check),
+        cmocka_unit_test(test_embedded_ptx),       cmocka_unit_test(test_host_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
