@@ -83,7 +83,7 @@ struct gm_replay_device {
     uint64_t final_segments_recorded; /* segments in the snapshot for this device */
     uint64_t final_segments_model;    /* segments the model ends with */
     bool final_segments_match;        /* same multiset of segment sizes */
-    uint64_t final_blocks_recorded;   /* active_allocated blocks in the snapshot */
+    uint64_t final_blocks_recorded;   /* active_allocated + active_pending_free blocks */
     uint64_t final_blocks_model;      /* allocated blocks in the model at the end */
     bool final_blocks_match;          /* same multiset of allocated block sizes */
     bool has_divergence;

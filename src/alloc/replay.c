@@ -393,6 +393,13 @@ struct sizes {
     size_t n_blocks;
 };
 
+/* blocks the model still holds at the end: allocated, or freed but pending on another
+ * stream (no free_completed yet) */
+static bool is_held(enum gm_block_state st)
+{
+    return st == GM_BLOCK_ACTIVE_ALLOCATED || st == GM_BLOCK_ACTIVE_PENDING_FREE;
+}
+
 static int cmp_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -423,7 +430,7 @@ static enum gm_status compare_final(const struct gm_snapshot *snap,
         for (size_t i = 0; i < dev->n_segments; i++) {
             const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
             for (size_t j = 0; j < sg->n_blocks; j++)
-                n += sg->blocks[j].state == GM_BLOCK_ACTIVE_ALLOCATED;
+                n += is_held(sg->blocks[j].state);
         }
         rec = gm_calloc(n ? n : 1, sizeof(uint64_t));
         if (!rec)
@@ -431,7 +438,7 @@ static enum gm_status compare_final(const struct gm_snapshot *snap,
         for (size_t i = 0; i < dev->n_segments; i++) {
             const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
             for (size_t j = 0; j < sg->n_blocks; j++)
-                if (sg->blocks[j].state == GM_BLOCK_ACTIVE_ALLOCATED)
+                if (is_held(sg->blocks[j].state))
                     rec[k++] = sg->blocks[j].size;
         }
         qsort(rec, n, sizeof(uint64_t), cmp_u64);
