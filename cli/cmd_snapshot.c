@@ -13,6 +13,7 @@ static const struct cli_command snapshot_commands[] = {
     {"leaks", cmd_snapshot_leaks, "training iterations and memory that grows between them"},
     {"diff", cmd_snapshot_diff, "compare two snapshots: peak, categories, allocation sites"},
     {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
+    {"replay", cmd_snapshot_replay, "replay the trace through the allocator model; what-if settings"},
     {NULL, NULL, NULL},
 };
 

@@ -18,5 +18,9 @@ int cmd_snapshot_categories(int argc, char **argv);
 int cmd_snapshot_leaks(int argc, char **argv);
 int cmd_snapshot_diff(int argc, char **argv);
 int cmd_snapshot_oom(int argc, char **argv);
+int cmd_snapshot_replay(int argc, char **argv);
+int cmd_environment(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_measure(int argc, char **argv);
 
 #endif

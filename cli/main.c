@@ -8,9 +8,10 @@
 static const struct cli_command commands[] = {
     {"version", cmd_version, "print the version and compiled-in features"},
     {"estimate", cmd_estimate, "predict peak GPU memory of a training or inference job"},
+    {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
-    {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
+    {"measure", cmd_measure, "run a dense network on the GPU phase by phase: allocated, reserved, device"},
     {NULL, NULL, NULL},
 };
 

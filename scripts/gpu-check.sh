@@ -14,6 +14,8 @@
 #      checked on the host; it compares the peak with nvidia-smi's per-process figure taken
 #      at the same plateau, and cuMemGetInfo's delta with the 4 GiB asked for (the delta
 #      also shows the driver's allocation granularity);
+#   3b. runs `gpumem measure --train` (the measure kernels, PTX made by nvcc, checked against
+#      a CPU computation of the same network; result in GPU_CHECK_OUT/measure.json);
 #   4. prints a table of agreement and leaves every raw output in GPU_CHECK_OUT
 #      (default ./gpu-check-out).
 # Exit status: 0 all agree, 1 some check disagrees or failed, 2 no GPU/driver here.
@@ -220,6 +222,19 @@ row "watch attribution" "${attr:-none}" "pid_tree (host) or new_pid" "$( [ -n "$
 ctx=$(awk -v p="$pk" -v a="$A_MIB" -v b="$B_MIB" 'BEGIN { printf "%.1f", p - a - b }')
 if awk -v c="$ctx" 'BEGIN { exit !(c > 0 && c < 2048) }'; then a=yes; else a=no; fi
 row "context + overhead = peak - A - B (MiB)" "$ctx" "0 .. 2048" "$a"
+
+# ---- 3b. gpumem measure: the measure kernels (nvcc PTX of src/measure/kernels.cu)
+# run on the GPU, phase by phase, every result compared with a CPU computation ------------
+if [ "${GPU_CHECK_USE_FAKES:-0}" = 1 ]; then
+    mdims="--width 64 --batch 2 --context 8" # the fake runs kernels on the CPU
+else
+    mdims="--width 1024 --batch 2 --context 128"
+fi
+# shellcheck disable=SC2086
+"$GPUMEM" measure --device "cuda:$DEV" $mdims --layers 4 --warmup 3 --repeats 5 --train \
+    --output "$OUT/measure.json" --force >"$OUT/measure.out" 2>&1
+m_rc=$?
+row "measure --train: phases ok, CPU checks" "exit $m_rc" "exit 0" "$(same "$m_rc" 0)"
 
 # ---- 4. report --------------------------------------------------------------------------------
 {

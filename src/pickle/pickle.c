@@ -981,12 +981,15 @@ static enum gm_status run(struct vm *vm)
             break;
         }
         case OP_BINGET:
+            NEED(1);
+            CHECK(memo_get(vm, *vm->p++, off));
+            break;
         case OP_LONG_BINGET: {
-            unsigned w = op == OP_BINGET ? 1 : 4;
-            uint64_t idx;
-            NEED(w);
-            idx = le(vm->p, w);
-            vm->p += w;
+            uint32_t idx;
+            NEED(4);
+            idx = (uint32_t)vm->p[0] | (uint32_t)vm->p[1] << 8 | (uint32_t)vm->p[2] << 16 |
+                  (uint32_t)vm->p[3] << 24;
+            vm->p += 4;
             CHECK(memo_get(vm, idx, off));
             break;
         }

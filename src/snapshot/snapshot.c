@@ -97,6 +97,12 @@ struct dm_entry {
     uint32_t val;
 };
 
+/* Hash keys are never 0, the empty entry's key. */
+static inline uint64_t dm_key(uint64_t h)
+{
+    return h ? h : 1;
+}
+
 static inline size_t dm_slot(uint64_t key)
 {
     return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - DM_BITS));
@@ -244,7 +250,7 @@ static bool str_eq(void *ctx, uint32_t idx)
 static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t n, uint32_t *idx)
 {
     struct str_eq_ctx c = {b, p, n};
-    uint64_t h = hmap_hash_bytes(p, n, 0);
+    uint64_t h = dm_key(hmap_hash_bytes(p, n, 0));
     struct dm_entry *dc = &b->content_dm[dm_slot(h)];
     uint32_t i;
     char *s;
@@ -551,7 +557,7 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     hs = (uint64_t)l->len;
     for (uint32_t i = 0; i < l->len; i++)
         hs = (hs ^ l->items[i]) * 0x100000001b3ULL;
-    hs = hmap_mix(hs);
+    hs = dm_key(hmap_mix(hs));
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
@@ -831,10 +837,10 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                                    uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
-    uint64_t h = hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+    uint64_t h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
                           ((uint64_t)(uintptr_t)x->compile_context * 3) ^
                           ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
-                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
+                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
     struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
     uint32_t id;
     if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {

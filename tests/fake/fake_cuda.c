@@ -48,6 +48,7 @@
  *   GPUMEM_FAKE_STATE          path of the state file shared with the fake NVML
  *   GPUMEM_FAKE_PTX_ISA        highest PTX ISA accepted (default 8.5) */
 #include "fake_common.h"
+#include "fake_kernels.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -605,13 +606,10 @@ FAKE_API CUresult cuMemsetD8(unsigned p, unsigned char v, unsigned n)
 
 /* ---- modules and kernels ---- */
 
-struct fake_launch {
-    unsigned grid[3];
-    unsigned block[3];
-    unsigned shared_bytes;
-};
-
-typedef CUresult (*fake_kernel_fn)(const struct fake_launch *l, void **params);
+int fake_in_allocation(unsigned long long p, size_t n)
+{
+    return in_allocation(p, n);
+}
 
 /* gpumem_fill_u32(u32 *p, u32 value, u64 n): p[i] = value for i < n, one thread per
  * element in the real kernel; the whole range here. */
@@ -713,6 +711,8 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
         for (size_t k = 0; k < sizeof(fake_kernels) / sizeof(fake_kernels[0]); k++)
             if (!strcmp(fake_kernels[k].name, f->name))
                 f->run = fake_kernels[k].run;
+        if (!f->run)
+            f->run = fake_measure_kernel(f->name);
         mod->n_fn++;
     }
     *m = mod;

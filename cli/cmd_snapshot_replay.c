@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_replay.c - gpumem snapshot replay FILE [--alloc-conf STRING]: replay a
+ * snapshot's alloc/free trace through the caching-allocator model; validate against the
+ * recorded segment events, and predict reserved memory under other settings. */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+
+#include "gpumem/alloc.h"
+#include "gpumem/arena.h"
+#include "gpumem/replay.h"
+#include "gpumem/snapshot.h"
+#include "gpumem/units.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static double frag(uint64_t reserved, uint64_t allocated)
+{
+    if (!reserved || allocated > reserved)
+        return 0.0;
+    return (double)(reserved - allocated) / (double)reserved;
+}
+
+static void json_run(struct gm_json *w, const struct gm_replay_run *r)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "segment_events", r->segment_events);
+    gm_json_kv_u64(w, "peak_reserved_bytes", r->peak_reserved_bytes);
+    gm_json_kv_u64(w, "peak_allocated_bytes", r->peak_allocated_bytes);
+    gm_json_kv_u64(w, "allocated_at_peak_reserved_bytes", r->allocated_at_peak_reserved_bytes);
+    gm_json_kv_double(w, "fragmentation_at_peak_reserved",
+                      frag(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
+    gm_json_kv_u64(w, "final_reserved_bytes", r->final_reserved_bytes);
+    gm_json_kv_u64(w, "final_allocated_bytes", r->final_allocated_bytes);
+    gm_json_kv_u64(w, "num_device_alloc", r->stats.num_device_alloc);
+    gm_json_kv_u64(w, "num_device_free", r->stats.num_device_free);
+    gm_json_kv_u64(w, "num_alloc_retries", r->n_alloc_retries);
+    gm_json_kv_u64(w, "num_ooms", r->n_ooms);
+    if (r->n_ooms) {
+        gm_json_key(w, "first_oom");
+        gm_json_begin_object(w);
+        gm_json_kv_i64(w, "trace_index", r->first_oom_event);
+        gm_json_kv_u64(w, "requested_bytes", r->first_oom_request_bytes);
+        gm_json_end_object(w);
+    }
+    gm_json_key(w, "memory_stats");
+    gm_alloc_stats_write_json(w, &r->stats);
+    gm_json_end_object(w);
+}
+
+static void json_event(struct gm_json *w, const char *key, bool has,
+                       const struct gm_replay_event *e)
+{
+    gm_json_key(w, key);
+    if (!has) {
+        gm_json_null(w);
+        return;
+    }
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "action", gm_alloc_event_name(e->kind));
+    gm_json_kv_u64(w, "size", e->size);
+    gm_json_kv_i64(w, "trace_index", e->trace_index);
+    gm_json_end_object(w);
+}
+
+static int write_json(const char *cmd, const char *path, const struct gm_snapshot *snap,
+                      const struct gm_replay_result *res, const char *what_if)
+{
+    struct gm_json w;
+    cli_json_begin(&w, stdout, "snapshot.replay");
+    gm_json_kv_str(&w, "file", path);
+    gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(snap->gen));
+    gm_json_key(&w, "settings");
+    gm_json_begin_object(&w);
+    gm_json_kv_str(&w, "recorded", res->own_conf_string);
+    gm_json_kv_bool(&w, "recorded_assumed", res->own_conf_assumed);
+    if (what_if)
+        gm_json_kv_str(&w, "predicted", what_if);
+    else
+        gm_json_kv_str(&w, "predicted", res->own_conf_string);
+    gm_json_end_object(&w);
+    gm_json_key(&w, "devices");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < res->n_devices; i++) {
+        const struct gm_replay_device *d = &res->devices[i];
+        gm_json_begin_object(&w);
+        gm_json_kv_i64(&w, "device", d->device);
+        gm_json_kv_bool(&w, "replayable", d->replayable);
+        if (!d->replayable)
+            gm_json_kv_str(&w, "reason", d->reason);
+        gm_json_kv_u64(&w, "trace_events", d->n_trace_events);
+        gm_json_key(&w, "recorded");
+        gm_json_begin_object(&w);
+        gm_json_kv_u64(&w, "segment_events", d->recorded_segment_events);
+        gm_json_kv_u64(&w, "peak_reserved_bytes", d->recorded_peak_reserved_bytes);
+        gm_json_kv_u64(&w, "final_reserved_bytes", d->recorded_final_reserved_bytes);
+        gm_json_kv_u64(&w, "num_ooms", d->recorded_ooms);
+        gm_json_end_object(&w);
+        if (!d->replayable) {
+            gm_json_kv_null(&w, "predicted");
+            gm_json_kv_null(&w, "segment_events_matched");
+            gm_json_kv_null(&w, "first_divergence");
+            gm_json_end_object(&w);
+            continue;
+        }
+        gm_json_key(&w, "predicted");
+        json_run(&w, d->has_what_if ? &d->what_if : &d->own);
+        if (d->has_what_if) {
+            gm_json_key(&w, "model_with_recorded_settings");
+            json_run(&w, &d->own);
+        }
+        gm_json_kv_u64(&w, "segment_events_matched", d->segment_events_matched);
+        gm_json_kv_double(&w, "match_rate",
+                          d->recorded_segment_events || d->own.segment_events
+                              ? (double)d->segment_events_matched /
+                                    (double)(d->recorded_segment_events > d->own.segment_events
+                                                 ? d->recorded_segment_events
+                                                 : d->own.segment_events)
+                              : 1.0);
+        gm_json_kv_u64(&w, "inferred_empty_cache_calls", d->n_inferred_empty_cache);
+        gm_json_key(&w, "final_segments");
+        gm_json_begin_object(&w);
+        gm_json_kv_u64(&w, "recorded", d->final_segments_recorded);
+        gm_json_kv_u64(&w, "model", d->final_segments_model);
+        gm_json_kv_bool(&w, "sizes_match", d->final_segments_match);
+        gm_json_end_object(&w);
+        gm_json_key(&w, "final_allocated_blocks");
+        gm_json_begin_object(&w);
+        gm_json_kv_u64(&w, "recorded", d->final_blocks_recorded);
+        gm_json_kv_u64(&w, "model", d->final_blocks_model);
+        gm_json_kv_bool(&w, "sizes_match", d->final_blocks_match);
+        gm_json_end_object(&w);
+        gm_json_key(&w, "first_divergence");
+        if (!d->has_divergence) {
+            gm_json_null(&w);
+        } else {
+            gm_json_begin_object(&w);
+            gm_json_kv_u64(&w, "index", d->first_divergence.index);
+            json_event(&w, "recorded", d->first_divergence.has_recorded,
+                       &d->first_divergence.recorded);
+            json_event(&w, "predicted", d->first_divergence.has_predicted,
+                       &d->first_divergence.predicted);
+            gm_json_end_object(&w);
+        }
+        gm_json_end_object(&w);
+    }
+    gm_json_end_array(&w);
+    return cli_json_end(&w, cmd);
+}
+
+static const char *fmt(char *buf, size_t n, uint64_t v)
+{
+    return gm_format_bytes(buf, n, v, GM_UNITS_IEC);
+}
+
+static void print_row(const char *label, const char *rec, const char *own, const char *wi)
+{
+    if (wi)
+        printf("  %-24s %16s %16s %16s\n", label, rec, own, wi);
+    else
+        printf("  %-24s %16s %16s\n", label, rec, own);
+}
+
+static void print_device(const struct gm_replay_device *d, bool what_if)
+{
+    char r[32], o[32], x[32];
+    printf("device %d: %llu trace events\n", d->device, (unsigned long long)d->n_trace_events);
+    if (!d->replayable) {
+        printf("  not replayable: %s\n", d->reason);
+        printf("  recorded: %llu segment events, peak reserved %s (trace and final segments)\n",
+               (unsigned long long)d->recorded_segment_events,
+               fmt(r, sizeof(r), d->recorded_peak_reserved_bytes));
+        return;
+    }
+    if (!d->has_divergence)
+        printf("  validation: all %llu recorded segment events reproduced in order\n",
+               (unsigned long long)d->recorded_segment_events);
+    else
+        printf("  validation: %llu of %llu recorded segment events reproduced before the first "
+               "divergence\n",
+               (unsigned long long)d->segment_events_matched,
+               (unsigned long long)d->recorded_segment_events);
+    if (d->has_divergence) {
+        const struct gm_replay_divergence *v = &d->first_divergence;
+        printf("  first divergence at segment event %llu: recorded ", (unsigned long long)v->index);
+        if (v->has_recorded)
+            printf("%s %s (trace event %lld)", gm_alloc_event_name(v->recorded.kind),
+                   fmt(r, sizeof(r), v->recorded.size), (long long)v->recorded.trace_index);
+        else
+            printf("nothing");
+        printf(", model ");
+        if (v->has_predicted)
+            printf("%s %s (at trace event %lld)\n", gm_alloc_event_name(v->predicted.kind),
+                   fmt(o, sizeof(o), v->predicted.size), (long long)v->predicted.trace_index);
+        else
+            printf("nothing\n");
+    }
+    printf("  final segments: %llu in the snapshot, %llu in the model, sizes %s\n",
+           (unsigned long long)d->final_segments_recorded,
+           (unsigned long long)d->final_segments_model,
+           d->final_segments_match ? "match" : "differ");
+    printf("  allocated blocks at the end: %llu in the snapshot, %llu in the model, sizes %s\n",
+           (unsigned long long)d->final_blocks_recorded, (unsigned long long)d->final_blocks_model,
+           d->final_blocks_match ? "match" : "differ");
+    if (d->n_inferred_empty_cache)
+        printf("  empty_cache() inferred at %llu trace positions\n",
+               (unsigned long long)d->n_inferred_empty_cache);
+    print_row("", "recorded", "model", what_if ? "what-if" : NULL);
+    snprintf(r, sizeof(r), "%llu", (unsigned long long)d->recorded_segment_events);
+    snprintf(o, sizeof(o), "%llu", (unsigned long long)d->own.segment_events);
+    snprintf(x, sizeof(x), "%llu", (unsigned long long)d->what_if.segment_events);
+    print_row("segment events", r, o, what_if ? x : NULL);
+    fmt(r, sizeof(r), d->recorded_peak_reserved_bytes);
+    fmt(o, sizeof(o), d->own.peak_reserved_bytes);
+    fmt(x, sizeof(x), d->what_if.peak_reserved_bytes);
+    print_row("peak reserved", r, o, what_if ? x : NULL);
+    fmt(o, sizeof(o), d->own.peak_allocated_bytes);
+    fmt(x, sizeof(x), d->what_if.peak_allocated_bytes);
+    print_row("peak allocated", "-", o, what_if ? x : NULL);
+    snprintf(o, sizeof(o), "%.1f%%",
+             100.0 * frag(d->own.peak_reserved_bytes, d->own.allocated_at_peak_reserved_bytes));
+    snprintf(x, sizeof(x), "%.1f%%",
+             100.0 *
+                 frag(d->what_if.peak_reserved_bytes, d->what_if.allocated_at_peak_reserved_bytes));
+    print_row("unallocated at peak", "-", o, what_if ? x : NULL);
+    fmt(r, sizeof(r), d->recorded_final_reserved_bytes);
+    fmt(o, sizeof(o), d->own.final_reserved_bytes);
+    fmt(x, sizeof(x), d->what_if.final_reserved_bytes);
+    print_row("final reserved", r, o, what_if ? x : NULL);
+    snprintf(r, sizeof(r), "%llu", (unsigned long long)d->recorded_ooms);
+    snprintf(o, sizeof(o), "%llu", (unsigned long long)d->own.n_ooms);
+    snprintf(x, sizeof(x), "%llu", (unsigned long long)d->what_if.n_ooms);
+    print_row("out-of-memory errors", r, o, what_if ? x : NULL);
+    if (what_if && d->what_if.n_ooms)
+        printf("  what-if: the first allocation that would not fit is trace event %lld (%s "
+               "requested)\n",
+               (long long)d->what_if.first_oom_event,
+               fmt(x, sizeof(x), d->what_if.first_oom_request_bytes));
+    if (what_if && d->has_divergence)
+        printf("  note: the model did not reproduce the recording exactly, so the what-if "
+               "figures are approximate\n");
+}
+
+int cmd_snapshot_replay(int argc, char **argv)
+{
+    const char *conf_str = NULL;
+    bool json = false, have_mem = false, have_frac = false;
+    uint64_t device_mem = 0;
+    double fraction = 0.0;
+    int n_pos = 0, rc;
+    struct gm_alloc_conf what_if;
+    char what_if_str[256];
+    struct gm_snapshot *snap = NULL;
+    struct gm_replay_result res;
+    struct gm_replay_opts ro;
+    struct gm_error err;
+    const struct opt opts[] = {
+        OPT_STRING("alloc-conf", 0, &conf_str, "STRING",
+                   "predict with these PYTORCH_CUDA_ALLOC_CONF settings, applied on top of the "
+                   "recorded ones (e.g. expandable_segments:True)"),
+        OPT_SIZE("device-memory", 0, &device_mem, "SIZE",
+                 "device memory for the prediction (e.g. 80GB, 24GiB): a larger need is "
+                 "reported as out of memory; default unlimited",
+                 &have_mem),
+        OPT_DOUBLE("memory-fraction", 0, &fraction, "F",
+                   "set_per_process_memory_fraction(F) for the prediction; needs "
+                   "--device-memory (garbage_collection_threshold acts only with it)",
+                   &have_frac),
+        OPT_JSON(&json, "gpumem.snapshot.replay/1"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot replay FILE [--alloc-conf STRING] [--device-memory SIZE] [--json]",
+        "Replay the alloc/free trace of a memory snapshot through gpumem's model of PyTorch's "
+        "CUDA caching allocator. With the recorded settings the model must reproduce the "
+        "recorded segment events (cudaMalloc/cudaFree, map/unmap): the match is reported, and "
+        "the first divergence if any. With --alloc-conf it predicts peak reserved memory and "
+        "fragmentation under other settings, for the same allocation sequence.",
+        "gpumem snapshot replay snap.pickle\n"
+        "gpumem snapshot replay snap.pickle --alloc-conf expandable_segments:True\n"
+        "gpumem snapshot replay snap.pickle --alloc-conf max_split_size_mb:256 --json"};
+
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos == 0)
+        return cli_usage(argv[0], "missing the snapshot FILE");
+    if (n_pos > 1)
+        return cli_usage(argv[0], "expected one snapshot file, got %d arguments", n_pos);
+    if (have_frac && !have_mem)
+        return cli_usage(argv[0], "--memory-fraction needs --device-memory");
+    if (have_frac && !(fraction > 0.0 && fraction <= 1.0))
+        return cli_usage(argv[0], "--memory-fraction %g is out of range (0, 1]", fraction);
+
+    rc = gm_snapshot_load(argv[1], NULL, &snap, &err);
+    if (rc != GM_OK)
+        return cli_fail(argv[0], &err);
+    memset(&ro, 0, sizeof(ro));
+    if (conf_str) {
+        bool assumed;
+        gm_replay_snapshot_conf(snap, &what_if, &assumed);
+        if (gm_alloc_conf_parse(&what_if, conf_str, &err) != GM_OK) {
+            gm_snapshot_free(snap);
+            return cli_usage(argv[0], "--alloc-conf: %s (at byte %llu)", err.msg,
+                             (unsigned long long)err.offset);
+        }
+        if (what_if.backend != GM_ALLOC_BACKEND_NATIVE) {
+            gm_snapshot_free(snap);
+            return cli_usage(argv[0], "--alloc-conf: backend:cudaMallocAsync is not modelled");
+        }
+        gm_alloc_conf_format(&what_if, what_if_str, sizeof(what_if_str));
+        ro.what_if = &what_if;
+    }
+    ro.device_bytes = device_mem;
+    ro.memory_fraction = fraction;
+    rc = gm_replay_snapshot(snap, &ro, &res, &err);
+    if (rc != GM_OK) {
+        gm_snapshot_free(snap);
+        return cli_fail(argv[0], &err);
+    }
+    if (json) {
+        rc = write_json(argv[0], argv[1], snap, &res, conf_str ? what_if_str : NULL);
+    } else {
+        bool any_replayed = false;
+        printf("snapshot: %s (%s, torch %s)\n", argv[1], gm_snapshot_gen_name(snap->gen),
+               gm_snapshot_gen_torch(snap->gen));
+        printf("recorded settings: %s%s\n",
+               res.own_conf_string[0] ? res.own_conf_string : "(defaults)",
+               res.own_conf_assumed ? " (assumed: the file predates allocator_settings)" : "");
+        if (conf_str)
+            printf("what-if settings:  %s\n", what_if_str[0] ? what_if_str : "(defaults)");
+        if (conf_str && what_if.garbage_collection_threshold > 0.0 && !have_frac)
+            printf("note: garbage_collection_threshold acts only with a memory fraction "
+                   "(--memory-fraction)\n");
+        if (!res.n_devices)
+            printf("nothing to replay: no device has trace entries (record with "
+                   "torch.cuda.memory._record_memory_history() before allocating)\n");
+        for (size_t i = 0; i < res.n_devices; i++) {
+            printf("\n");
+            print_device(&res.devices[i], conf_str != NULL);
+        }
+        for (size_t i = 0; i < res.n_devices; i++)
+            any_replayed = any_replayed || res.devices[i].replayable;
+        if (any_replayed)
+            printf("\nfigures are for the same allocation sequence; a program that sizes its "
+                   "caches from free memory would allocate differently\n");
+        rc = 0;
+    }
+    gm_replay_release(&res);
+    gm_snapshot_free(snap);
+    return rc;
+}

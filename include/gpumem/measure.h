@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* measure.h - the measurement lab: run a small dense network on the GPU, phase by phase,
+ * and record what memory each phase takes.
+ *
+ * The network is `layers` Linear(width, width) layers (ReLU after all but the last) on a
+ * synthetic input of batch * context rows, in float32 or bfloat16.  Every tensor is allocated
+ * through the caching-allocator model (alloc.h) whose segments come from cuMemAlloc_v2, so
+ * "allocated" and "reserved" mean exactly what torch.cuda.memory_allocated() and
+ * memory_reserved() mean; the driver's cuMemGetInfo adds the device-level view (context,
+ * modules, driver granularity).  Kernels are the embedded PTX of src/measure/kernels.cu.
+ *
+ * Phases, in order: model_load, inputs, cold_forward, warmup, warm_forward, and with
+ * training: backward, optimizer_step (SGD with momentum).  Each phase: synchronize, read
+ * allocated/reserved, reset the peaks (peak = current), run, synchronize, read the peaks
+ * and the end values.  All repeats run in the same process.  Results are checked against
+ * a CPU computation of the same network. */
+#ifndef GPUMEM_MEASURE_H
+#define GPUMEM_MEASURE_H
+
+#include "gpumem/alloc.h"
+#include "gpumem/device.h"
+#include "gpumem/error.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gm_measure_phase_id {
+    GM_MEASURE_MODEL_LOAD = 0,
+    GM_MEASURE_INPUTS,
+    GM_MEASURE_COLD_FORWARD,
+    GM_MEASURE_WARMUP,
+    GM_MEASURE_WARM_FORWARD,
+    GM_MEASURE_BACKWARD,
+    GM_MEASURE_OPTIMIZER_STEP,
+    GM_MEASURE_N_PHASES
+};
+
+/* "model_load", ...; static storage. */
+const char *gm_measure_phase_name(enum gm_measure_phase_id id);
+
+enum gm_measure_dtype {
+    GM_MEASURE_F32 = 0, /* float32 tensors */
+    GM_MEASURE_BF16     /* bfloat16 tensors, float32 arithmetic (rounded when stored) */
+};
+
+struct gm_measure_opts {
+    int device; /* CUDA ordinal */
+    enum gm_measure_dtype dtype;
+    uint32_t batch;
+    uint32_t context; /* rows per sample: the input is batch * context rows */
+    uint32_t width;
+    uint32_t layers;
+    uint32_t warmup;  /* passes in the warmup phase */
+    uint32_t repeats; /* timed passes in warm_forward */
+    bool train;
+    float lr;                         /* SGD learning rate */
+    float momentum;                   /* SGD momentum */
+    const struct gm_alloc_conf *conf; /* allocator settings; NULL: defaults */
+};
+
+/* Defaults: batch 2, context 128, width 1024, 4 layers, warmup 3, repeats 5, inference,
+ * lr 0.01, momentum 0.9, device 0. */
+void gm_measure_opts_init(struct gm_measure_opts *o);
+
+/* Check the dimensions (non-zero, every tensor under 2^31 elements).  GM_ERR_INVALID. */
+enum gm_status gm_measure_opts_check(const struct gm_measure_opts *o, struct gm_error *err);
+
+struct gm_measure_phase {
+    bool ran; /* false: skipped (not requested, or an earlier phase failed) */
+    bool ok;
+    char error[256]; /* when ran && !ok */
+    /* the four allocator counters, bytes */
+    uint64_t allocated_begin;
+    uint64_t reserved_begin;
+    uint64_t allocated_end;
+    uint64_t reserved_end;
+    uint64_t peak_allocated;
+    uint64_t peak_reserved;
+    /* the allocator model alone on the same allocation sequence, without a GPU */
+    uint64_t estimate_peak_allocated;
+    uint64_t estimate_peak_reserved;
+    /* driver view (cuMemGetInfo_v2) before and after */
+    struct gm_reading device_free_begin;
+    struct gm_reading device_free_end;
+    struct gm_reading device_used_begin; /* total - free */
+    struct gm_reading device_used_end;
+    double seconds;          /* wall time of the phase, synchronized, without the check */
+    double check_seconds;    /* time spent on the CPU check (copies + reference) */
+    uint32_t passes;         /* forward (or training) passes run */
+    double pass_seconds_min; /* per pass, when passes > 0 */
+    double pass_seconds_mean;
+    double pass_seconds_max;
+    bool checked; /* a result was compared with the CPU reference */
+    bool check_ok;
+    double max_rel_error; /* max |gpu - cpu| / max |cpu| */
+};
+
+struct gm_measure_result {
+    struct gm_measure_phase phases[GM_MEASURE_N_PHASES];
+    uint64_t parameter_bytes; /* weights + biases */
+    uint64_t input_bytes;
+    uint64_t activation_bytes; /* one layer output */
+    struct gm_reading device_total;
+    struct gm_reading used_before_context; /* NVML-free view is not available: invalid */
+    struct gm_reading used_after_context;  /* cuMemGetInfo right after the context and module */
+    struct gm_alloc_stats stats;           /* memory_stats() at the end */
+    uint64_t peak_allocated;               /* max over the phases that ran, bytes */
+    uint64_t peak_reserved;
+    uint64_t estimate_peak_allocated; /* over all phases, allocator model alone */
+    uint64_t estimate_peak_reserved;
+    bool all_ok;
+    bool all_checks_ok;
+};
+
+/* Run the allocator model alone over the workload (no GPU): fills only the estimate_*
+ * fields of 'out'.  Never needs a driver. */
+enum gm_status gm_measure_estimate(const struct gm_measure_opts *o, struct gm_measure_result *out,
+                                   struct gm_error *err);
+
+/* Run the workload on CUDA device o->device through 'cu' (loaded, no context current).
+ * A phase that fails (out of memory, a driver error, a wrong result) is recorded in its
+ * phase and the later phases are skipped; that is not an error of this function.  Returns
+ * GM_ERR_NODEV / GM_ERR_DRIVER when the context or the module cannot be set up,
+ * GM_ERR_NOMEM for host memory. */
+enum gm_status gm_measure_run(struct gm_cuda *cu, const struct gm_measure_opts *o,
+                              struct gm_measure_result *out, struct gm_error *err);
+
+/* The PTX the kernels are loaded from (NUL-terminated, static storage). */
+const char *gm_measure_ptx_text(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* replay.h - replay a memory snapshot's alloc/free trace through the allocator model.
+ *
+ * With the snapshot's own allocator settings the model must reproduce the recorded
+ * segment_alloc / segment_free / segment_map / segment_unmap events (kind and size, in
+ * order); that is the validation (allocator-model.md section 10.3).  With other settings
+ * the same allocation sequence answers "what would peak reserved memory and fragmentation
+ * be with expandable_segments:True / another max_split_size_mb / GC?".
+ *
+ * Soundness conditions checked per device (section 10.4): the trace must start from an
+ * empty allocator and not have wrapped (no free of an unknown address, no segment_free of
+ * an unknown segment, the recorded segment events account for every final segment), no
+ * private (CUDA graph) pools.  empty_cache() calls are not trace actions: they are
+ * inferred where the trace frees segments the model still caches, and replayed at the
+ * same trace positions under other settings. */
+#ifndef GPUMEM_REPLAY_H
+#define GPUMEM_REPLAY_H
+
+#include "gpumem/alloc.h"
+#include "gpumem/error.h"
+#include "gpumem/snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gm_replay_opts {
+    const struct gm_alloc_conf *what_if; /* other settings to predict; NULL: none */
+    uint64_t device_bytes;               /* device memory: caps the what-if model (0: unlimited) */
+    double memory_fraction;              /* set_per_process_memory_fraction (0: not set); needs
+                                          * device_bytes; the precondition of garbage collection */
+};
+
+/* Figures of one model run over a device trace. */
+struct gm_replay_run {
+    uint64_t segment_events; /* segment_alloc/free/map/unmap produced */
+    uint64_t peak_reserved_bytes;
+    uint64_t peak_allocated_bytes;
+    uint64_t final_reserved_bytes;
+    uint64_t final_allocated_bytes;
+    uint64_t allocated_at_peak_reserved_bytes; /* allocated when reserved first peaked */
+    uint64_t n_ooms;                           /* allocations the model could not satisfy */
+    int64_t first_oom_event;                   /* trace index of the first of them, -1 if none */
+    uint64_t first_oom_request_bytes;          /* its requested size */
+    uint64_t n_alloc_retries;                  /* cache flushes forced by a full device */
+    struct gm_alloc_stats stats;               /* memory_stats() at the end */
+};
+
+/* A recorded or predicted segment event. */
+struct gm_replay_event {
+    enum gm_alloc_event_kind kind;
+    uint64_t size;       /* bytes */
+    int64_t trace_index; /* recorded: index in the device trace; predicted: the index of the
+                          * trace event being replayed when the model produced it */
+};
+
+struct gm_replay_divergence {
+    uint64_t index;    /* position in the segment-event sequences */
+    bool has_recorded; /* false: the recording ended first */
+    struct gm_replay_event recorded;
+    bool has_predicted; /* false: the model produced fewer events */
+    struct gm_replay_event predicted;
+};
+
+struct gm_replay_device {
+    int32_t device;
+    bool replayable;
+    char reason[200]; /* why not, when !replayable */
+    uint64_t n_trace_events;
+    uint64_t n_allocs; /* alloc events replayed */
+    uint64_t recorded_segment_events;
+    uint64_t recorded_peak_reserved_bytes;
+    uint64_t recorded_final_reserved_bytes; /* sum of the final segments */
+    uint64_t recorded_ooms;
+    uint64_t n_inferred_empty_cache;
+    /* the model with the snapshot's own settings (valid when replayable) */
+    struct gm_replay_run own;
+    uint64_t segment_events_matched;  /* common prefix of recorded and predicted events */
+    uint64_t final_segments_recorded; /* segments in the snapshot for this device */
+    uint64_t final_segments_model;    /* segments the model ends with */
+    bool final_segments_match;        /* same multiset of segment sizes */
+    uint64_t final_blocks_recorded;   /* active_allocated + active_pending_free blocks */
+    uint64_t final_blocks_model;      /* allocated blocks in the model at the end */
+    bool final_blocks_match;          /* same multiset of allocated block sizes */
+    bool has_divergence;
+    struct gm_replay_divergence first_divergence;
+    /* the model with opts.what_if (valid when replayable and what_if was given) */
+    bool has_what_if;
+    struct gm_replay_run what_if;
+};
+
+struct gm_replay_result {
+    struct gm_alloc_conf own_conf;    /* the snapshot's settings as the model uses them */
+    bool own_conf_assumed;            /* no allocator_settings in the file: defaults assumed */
+    char own_conf_string[256];        /* canonical PYTORCH_CUDA_ALLOC_CONF of own_conf */
+    struct gm_replay_device *devices; /* one per device with a non-empty trace */
+    size_t n_devices;
+};
+
+/* The allocator settings recorded in 'snap' (allocator_settings), or the defaults with
+ * *assumed = true when the file predates them (expandable segments are then inferred
+ * from expandable segments or segment_map events in the file). */
+void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_conf *conf,
+                             bool *assumed);
+
+/* Replay every device trace of 'snap'.  On success 'out' is owned by the caller: release
+ * it with gm_replay_release().  A device that cannot be replayed soundly is reported
+ * (replayable = false, reason), not an error.  Errors: GM_ERR_INVALID (bad opts),
+ * GM_ERR_NOMEM. */
+enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct gm_replay_opts *opts,
+                                  struct gm_replay_result *out, struct gm_error *err);
+void gm_replay_release(struct gm_replay_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1217 @@
+/* SPDX-License-Identifier: MIT */
+/* alloc.c - the caching-allocator model: DeviceCachingAllocator's malloc / free / empty_cache
+ * with its statistics, over a struct gm_alloc_device.
+ *
+ * Each function below names the PyTorch function it models; the rules are stated in
+ * ../shared/docs/allocator-model.md sections 3-7.  One stream set per model, no CUDA
+ * graphs, no cross-stream events (free returns a block to the pool at once: what a trace's
+ * free_completed records). */
+#include "alloc/alloc_int.h"
+
+#include "gpumem/units.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- statistics ------------------------------------------------------------------- */
+
+static void stat_inc(struct gm_alloc_stat *s, uint64_t v)
+{
+    s->current += v;
+    s->allocated += v;
+    if (s->current > s->peak)
+        s->peak = s->current;
+}
+
+static void stat_dec(struct gm_alloc_stat *s, uint64_t v)
+{
+    /* a decrease below zero would be a bookkeeping bug; clamp rather than wrap */
+    s->current = v <= s->current ? s->current - v : 0;
+    s->freed += v;
+}
+
+static enum gm_alloc_stat_type pool_type(const struct alloc_pool *p)
+{
+    return p->small ? GM_ALLOC_STAT_SMALL_POOL : GM_ALLOC_STAT_LARGE_POOL;
+}
+
+/* increase_stat / decrease_stat on the aggregate and the pool's own entry */
+static void pool_inc(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+{
+    stat_inc(&arr[GM_ALLOC_STAT_ALL], v);
+    stat_inc(&arr[pool_type(p)], v);
+}
+
+static void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+{
+    stat_dec(&arr[GM_ALLOC_STAT_ALL], v);
+    stat_dec(&arr[pool_type(p)], v);
+}
+
+static void emit(struct gm_alloc *a, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
+                 int64_t stream)
+{
+    if (a->hook)
+        a->hook(a->hook_ctx, k, addr, size, stream);
+}
+
+const char *gm_alloc_event_name(enum gm_alloc_event_kind kind)
+{
+    switch (kind) {
+    case GM_ALLOC_EV_SEGMENT_ALLOC:
+        return "segment_alloc";
+    case GM_ALLOC_EV_SEGMENT_FREE:
+        return "segment_free";
+    case GM_ALLOC_EV_SEGMENT_MAP:
+        return "segment_map";
+    case GM_ALLOC_EV_SEGMENT_UNMAP:
+        return "segment_unmap";
+    case GM_ALLOC_EV_OOM:
+        return "oom";
+    }
+    return "unknown";
+}
+
+/* ---- sorted block sets (std::set<Block*, Comparator> with lower_bound) --------------- */
+
+static int cmp_blocks(const struct blockset *s, const struct block *x, const struct block *y)
+{
+    /* streams compare as unsigned, like the pointers PyTorch compares */
+    if (x->stream != y->stream)
+        return (uint64_t)x->stream < (uint64_t)y->stream ? -1 : 1;
+    if (s->by_size && x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return 0;
+}
+
+/* index of the first element not less than 'key' */
+static size_t set_lower_bound(const struct blockset *s, const struct block *key)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_blocks(s, s->v[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Make room for 'extra' more elements, so that the inserts of an operation cannot fail
+ * half-way through it: every mutating operation reserves first, then mutates. */
+static enum gm_status set_reserve(struct blockset *s, size_t extra)
+{
+    size_t cap;
+    struct block **v;
+    if (s->n + extra <= s->cap)
+        return GM_OK;
+    cap = s->cap ? s->cap * 2 : 64;
+    if (cap < s->n + extra)
+        cap = s->n + extra;
+    v = gm_realloc(s->v, cap * sizeof(*v));
+    if (!v)
+        return GM_ERR_NOMEM;
+    s->v = v;
+    s->cap = cap;
+    return GM_OK;
+}
+
+static enum gm_status set_insert(struct blockset *s, struct block *b)
+{
+    size_t i;
+    if (set_reserve(s, 1))
+        return GM_ERR_NOMEM;
+    i = set_lower_bound(s, b);
+    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof(*s->v));
+    s->v[i] = b;
+    s->n++;
+    return GM_OK;
+}
+
+static bool set_erase(struct blockset *s, const struct block *b)
+{
+    size_t i = set_lower_bound(s, b);
+    if (i >= s->n || s->v[i] != b)
+        return false;
+    memmove(s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof(*s->v));
+    s->n--;
+    return true;
+}
+
+/* pool.insert_into_blocks(): also restarts the block's GC age */
+static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
+{
+    b->gc_base = p->free_block_calls;
+    return set_insert(&p->blocks, b);
+}
+
+/* ---- allocated-address map ---------------------------------------------------------- */
+
+static size_t ptr_hash(uint64_t k, size_t cap)
+{
+    return (size_t)(((k >> 9) * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static enum gm_status map_grow(struct ptrmap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    uint64_t *keys = gm_calloc(cap, sizeof(*keys));
+    struct block **vals = gm_calloc(cap, sizeof(*vals));
+    if (!keys || !vals) {
+        gm_free(keys);
+        gm_free(vals);
+        return GM_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        size_t j;
+        if (!m->vals[i])
+            continue;
+        j = ptr_hash(m->keys[i], cap);
+        while (vals[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    gm_free(m->keys);
+    gm_free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return GM_OK;
+}
+
+static enum gm_status map_reserve(struct ptrmap *m)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        return map_grow(m);
+    return GM_OK;
+}
+
+static enum gm_status map_put(struct ptrmap *m, struct block *b)
+{
+    size_t j;
+    if (map_reserve(m))
+        return GM_ERR_NOMEM;
+    j = ptr_hash(b->addr, m->cap);
+    while (m->vals[j])
+        j = (j + 1) & (m->cap - 1);
+    m->keys[j] = b->addr;
+    m->vals[j] = b;
+    m->n++;
+    return GM_OK;
+}
+
+static size_t map_find(const struct ptrmap *m, uint64_t k)
+{
+    size_t j;
+    if (!m->cap)
+        return SIZE_MAX;
+    j = ptr_hash(k, m->cap);
+    while (m->vals[j]) {
+        if (m->keys[j] == k)
+            return j;
+        j = (j + 1) & (m->cap - 1);
+    }
+    return SIZE_MAX;
+}
+
+/* remove slot j with backward-shift deletion (no tombstones) */
+static void map_remove_at(struct ptrmap *m, size_t j)
+{
+    size_t i = j;
+    m->vals[i] = NULL;
+    m->n--;
+    for (;;) {
+        size_t h;
+        j = (j + 1) & (m->cap - 1);
+        if (!m->vals[j])
+            return;
+        h = ptr_hash(m->keys[j], m->cap);
+        /* move j back to i unless its home lies cyclically in (i, j] */
+        if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            m->vals[j] = NULL;
+            i = j;
+        }
+    }
+}
+
+/* ---- blocks --------------------------------------------------------------------------- */
+
+static struct block *block_new(uint64_t addr, uint64_t size, int64_t stream,
+                               struct alloc_pool *pool, struct xseg *xs)
+{
+    struct block *b = gm_calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->addr = addr;
+    b->size = size;
+    b->stream = stream;
+    b->pool = pool;
+    b->xseg = xs;
+    b->mapped = true;
+    return b;
+}
+
+static bool is_split(const struct block *b)
+{
+    return b->prev || b->next;
+}
+
+/* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
+ * mapped state; returns the bytes absorbed (0: no merge). */
+static uint64_t try_merge(struct block *dst, struct block *src)
+{
+    uint64_t sub;
+    if (!src || src->allocated || dst->mapped != src->mapped)
+        return 0;
+    if (dst->prev == src) {
+        dst->addr = src->addr;
+        dst->prev = src->prev;
+        if (dst->prev)
+            dst->prev->next = dst;
+    } else {
+        dst->next = src->next;
+        if (dst->next)
+            dst->next->prev = dst;
+    }
+    sub = src->size;
+    dst->size += sub;
+    if (src->mapped)
+        set_erase(&src->pool->blocks, src);
+    else
+        set_erase(&src->pool->unmapped, src);
+    gm_free(src);
+    return sub;
+}
+
+/* ---- segments ------------------------------------------------------------------------ */
+
+/* release_block(): cudaFree an unsplit cached block */
+static void release_block(struct gm_alloc *a, struct block *b)
+{
+    struct alloc_pool *p = b->pool;
+    emit(a, GM_ALLOC_EV_SEGMENT_FREE, b->addr, b->size, b->stream);
+    a->dev.ops->seg_free(a->dev.ctx, b->addr, b->size);
+    a->total_allocated -= b->size;
+    pool_dec(a->stats.segment, p, 1);
+    pool_dec(a->stats.reserved_bytes, p, b->size);
+    a->stats.num_device_free++;
+    if (b->size >= a->conf.max_split_size)
+        stat_dec(&a->stats.oversize_segments, 1);
+    set_erase(&p->blocks, b);
+    a->n_segments--;
+    gm_free(b);
+}
+
+static uint64_t page_floor(const struct xseg *xs, uint64_t addr)
+{
+    return xs->base + (addr - xs->base) / xs->page * xs->page;
+}
+
+static uint64_t page_ceil(const struct xseg *xs, uint64_t addr)
+{
+    uint64_t off = addr - xs->base;
+    return xs->base + (off + xs->page - 1) / xs->page * xs->page;
+}
+
+/* map_block(): back the first 'size' bytes of the unmapped block 'b' with pages, merge it
+ * with free mapped neighbours and put it in the pool.  *out is the resulting free block. */
+static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t size,
+                                struct block **out, struct gm_error *err)
+{
+    struct xseg *xs = b->xseg;
+    struct alloc_pool *p = b->pool;
+    uint64_t end = page_ceil(xs, b->addr + size);
+    uint64_t mapped = end - b->addr;
+    size_t first = (size_t)((b->addr - xs->base) / xs->page);
+    size_t n = (size_t)(mapped / xs->page);
+    struct block *rest = NULL;
+    enum gm_status st;
+
+    if (set_reserve(&p->unmapped, 1) || set_reserve(&p->blocks, 1))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    if (mapped < b->size) {
+        rest = block_new(b->addr + mapped, b->size - mapped, b->stream, p, xs);
+        if (!rest)
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        rest->mapped = false;
+    }
+    st = a->dev.ops->map(a->dev.ctx, b->addr, mapped, err);
+    if (st) {
+        gm_free(rest);
+        return st;
+    }
+    memset(xs->mapped + first, 1, n);
+    set_erase(&p->unmapped, b);
+    b->mapped = true;
+    if (rest) {
+        rest->prev = b;
+        rest->next = b->next;
+        if (b->next)
+            b->next->prev = rest;
+        b->next = rest;
+        b->size = mapped;
+        if (set_insert(&p->unmapped, rest))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    }
+    try_merge(b, b->prev);
+    try_merge(b, b->next);
+    if (pool_insert(p, b))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    a->total_allocated += mapped;
+    pool_inc(a->stats.reserved_bytes, p, mapped);
+    a->stats.num_device_alloc++;
+    emit(a, GM_ALLOC_EV_SEGMENT_MAP, end - mapped, mapped, b->stream);
+    *out = b;
+    return GM_OK;
+}
+
+/* unmap_block(): give back the whole pages inside the free mapped block 'b'. */
+static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct block **out)
+{
+    struct xseg *xs = b->xseg;
+    struct alloc_pool *p = b->pool;
+    uint64_t lo = page_ceil(xs, b->addr);
+    uint64_t hi = page_floor(xs, b->addr + b->size);
+    struct block *before = NULL, *after = NULL;
+
+    *out = b;
+    if (lo >= hi || lo < b->addr)
+        return GM_OK;
+    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 1))
+        return GM_ERR_NOMEM;
+    if (lo > b->addr) {
+        before = block_new(b->addr, lo - b->addr, b->stream, p, xs);
+        if (!before)
+            return GM_ERR_NOMEM;
+    }
+    if (b->addr + b->size > hi) {
+        after = block_new(hi, b->addr + b->size - hi, b->stream, p, xs);
+        if (!after) {
+            gm_free(before);
+            return GM_ERR_NOMEM;
+        }
+    }
+    set_erase(&p->blocks, b);
+    if (before) {
+        before->prev = b->prev;
+        before->next = b;
+        if (b->prev)
+            b->prev->next = before;
+        b->prev = before;
+        if (pool_insert(p, before))
+            return GM_ERR_NOMEM;
+    }
+    if (after) {
+        after->prev = b;
+        after->next = b->next;
+        if (b->next)
+            b->next->prev = after;
+        b->next = after;
+        if (pool_insert(p, after))
+            return GM_ERR_NOMEM;
+    }
+    a->dev.ops->unmap(a->dev.ctx, lo, hi - lo);
+    memset(xs->mapped + (size_t)((lo - xs->base) / xs->page), 0, (size_t)((hi - lo) / xs->page));
+    b->addr = lo;
+    b->size = hi - lo;
+    b->mapped = false;
+    try_merge(b, b->prev);
+    try_merge(b, b->next);
+    if (set_insert(&p->unmapped, b))
+        return GM_ERR_NOMEM;
+    a->total_allocated -= hi - lo;
+    pool_dec(a->stats.reserved_bytes, p, hi - lo);
+    a->stats.num_device_free++;
+    emit(a, GM_ALLOC_EV_SEGMENT_UNMAP, lo, hi - lo, b->stream);
+    return GM_OK;
+}
+
+/* release_expandable_segment(): the segment is one unmapped block; drop it */
+static void release_xseg(struct gm_alloc *a, struct block *b)
+{
+    struct xseg *xs = b->xseg, **pp;
+    set_erase(&b->pool->unmapped, b);
+    a->dev.ops->va_release(a->dev.ctx, xs->base, (uint64_t)xs->n_pages * xs->page);
+    for (pp = &a->xsegs; *pp; pp = &(*pp)->next_seg)
+        if (*pp == xs) {
+            *pp = xs->next_seg;
+            break;
+        }
+    gm_free(xs->mapped);
+    gm_free(xs);
+    gm_free(b);
+    a->n_xsegs--;
+}
+
+/* release_blocks(pool): free every unsplit cudaMalloc block, unmap every free page */
+static enum gm_status release_blocks(struct gm_alloc *a, struct alloc_pool *p)
+{
+    size_t n = p->blocks.n, n_unmap = 0;
+    struct block **v;
+    enum gm_status st = GM_OK;
+    if (!n)
+        return GM_OK;
+    v = gm_malloc(n * sizeof(*v));
+    if (!v)
+        return GM_ERR_NOMEM;
+    memcpy(v, p->blocks.v, n * sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        struct block *b = v[i];
+        if (b->xseg)
+            v[n_unmap++] = b; /* unmapping changes the pool: gather first */
+        else if (!is_split(b))
+            release_block(a, b);
+    }
+    for (size_t i = 0; i < n_unmap && st == GM_OK; i++) {
+        struct block *b;
+        st = unmap_block(a, v[i], &b);
+        if (st == GM_OK && !is_split(b) && !b->mapped)
+            release_xseg(a, b);
+    }
+    gm_free(v);
+    return st;
+}
+
+/* release_cached_blocks(): what empty_cache() does */
+static enum gm_status release_cached(struct gm_alloc *a)
+{
+    enum gm_status st = release_blocks(a, &a->large);
+    if (st == GM_OK)
+        st = release_blocks(a, &a->small);
+    return st;
+}
+
+void gm_alloc_empty_cache(struct gm_alloc *a)
+{
+    (void)release_cached(a);
+}
+
+/* ---- malloc --------------------------------------------------------------------------- */
+
+static uint64_t expandable_size(const struct block *b)
+{
+    return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+}
+
+/* get_free_block(): best fit by (stream, size, address), with the oversize rules */
+static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, uint64_t size,
+                                    int64_t stream)
+{
+    struct block key;
+    size_t i;
+    struct block *b;
+    if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
+        p->free_block_calls++;
+    memset(&key, 0, sizeof(key));
+    key.stream = stream;
+    key.size = size;
+    i = set_lower_bound(&p->blocks, &key);
+    if (i >= p->blocks.n || p->blocks.v[i]->stream != stream)
+        return NULL;
+    if (p->blocks.v[i]->xseg && a->conf.expandable_segments) {
+        /* prefer a block that cannot grow: a block followed by unmapped space counts as
+         * the size it can expand to */
+        while (p->blocks.v[i]->xseg && i + 1 < p->blocks.n &&
+               p->blocks.v[i + 1]->stream == stream &&
+               expandable_size(p->blocks.v[i + 1]) < expandable_size(p->blocks.v[i]))
+            i++;
+    }
+    b = p->blocks.v[i];
+    if (size < a->conf.max_split_size && b->size >= a->conf.max_split_size)
+        return NULL;
+    if (size >= a->conf.max_split_size &&
+        b->size >= gm_add_sat(size, a->conf.max_non_split_rounding_size))
+        return NULL;
+    set_erase(&p->blocks, b);
+    return b;
+}
+
+/* garbage_collect_cached_blocks(): free old unsplit large blocks until reserved is back
+ * under threshold * allowed */
+static void garbage_collect(struct gm_alloc *a)
+{
+    struct alloc_pool *p = &a->large;
+    uint64_t threshold = (uint64_t)(a->conf.garbage_collection_threshold * (double)a->allowed_max);
+    uint64_t target, reclaimed = 0, total_age = 0;
+    uint64_t freeable = 0;
+    bool freed = true;
+
+    if (a->total_allocated <= threshold)
+        return;
+    target = a->total_allocated - threshold;
+    for (size_t i = 0; i < p->blocks.n; i++)
+        if (!is_split(p->blocks.v[i])) {
+            total_age += p->free_block_calls - p->blocks.v[i]->gc_base;
+            freeable++;
+        }
+    if (!freeable)
+        return;
+    while (reclaimed < target && freed && freeable > 0) {
+        double age_threshold = (double)total_age / (double)freeable;
+        size_t i = 0;
+        freed = false;
+        while (i < p->blocks.n) {
+            struct block *b = p->blocks.v[i];
+            uint64_t age = p->free_block_calls - b->gc_base;
+            if (!is_split(b) && !b->xseg && (double)age >= age_threshold) {
+                freed = true;
+                reclaimed += b->size;
+                total_age -= age;
+                freeable--;
+                release_block(a, b); /* removes v[i]: do not advance */
+            } else {
+                i++;
+            }
+        }
+    }
+}
+
+/* find_expandable_block(): the lowest-address run of free + unmapped space of this stream
+ * that can hold 'size'; a new segment when none can */
+static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
+                                      uint64_t size, struct block **out, struct gm_error *err)
+{
+    struct block key, *c;
+    struct xseg *xs;
+    uint64_t page = p->small ? GM_ALLOC_SMALL_BUFFER : GM_ALLOC_LARGE_BUFFER;
+    uint64_t total = a->dev.total_bytes, va;
+    enum gm_status st;
+
+    memset(&key, 0, sizeof(key));
+    key.stream = stream;
+    for (size_t i = set_lower_bound(&p->unmapped, &key);
+         i < p->unmapped.n && p->unmapped.v[i]->stream == stream; i++) {
+        uint64_t bytes = 0;
+        struct block *b;
+        c = p->unmapped.v[i];
+        if (c->prev && !c->prev->allocated)
+            c = c->prev;
+        for (b = c; b && bytes < size && !b->allocated; b = b->next)
+            bytes += b->size;
+        if (bytes >= size) {
+            *out = c;
+            return GM_OK;
+        }
+    }
+    /* 1.125 x device memory of address space, in whole pages */
+    va = total / 8 * 9;
+    if (va < size)
+        va = size;
+    xs = gm_calloc(1, sizeof(*xs));
+    if (!xs)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    xs->page = page;
+    xs->n_pages = (size_t)((va + page - 1) / page);
+    xs->stream = stream;
+    xs->pool = p;
+    xs->mapped = gm_calloc(xs->n_pages, 1);
+    c = xs->mapped ? block_new(0, (uint64_t)xs->n_pages * page, stream, p, xs) : NULL;
+    if (!c) {
+        gm_free(xs->mapped);
+        gm_free(xs);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    }
+    st = a->dev.ops->va_reserve(a->dev.ctx, c->size, page, &xs->base, err);
+    if (st) {
+        gm_free(c);
+        gm_free(xs->mapped);
+        gm_free(xs);
+        return st;
+    }
+    c->addr = xs->base;
+    c->mapped = false;
+    if (set_insert(&p->unmapped, c)) {
+        a->dev.ops->va_release(a->dev.ctx, xs->base, c->size);
+        gm_free(c);
+        gm_free(xs->mapped);
+        gm_free(xs);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    }
+    xs->next_seg = a->xsegs;
+    a->xsegs = xs;
+    a->n_xsegs++;
+    *out = c;
+    return GM_OK;
+}
+
+/* try_allocate_expandable_block() */
+static enum gm_status alloc_expandable(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
+                                       uint64_t size, struct block **out, struct gm_error *err)
+{
+    struct block *c = NULL;
+    enum gm_status st = find_expandable(a, p, stream, size, &c, err);
+    if (st)
+        return st;
+    if (!c->mapped) {
+        st = map_block(a, c, size < c->size ? size : c->size, &c, err);
+        if (st)
+            return st;
+    }
+    while (c->size < size) {
+        /* invariant: free mapped block -> unmapped block -> ... */
+        uint64_t remaining = size - c->size;
+        struct block *next = c->next;
+        st = map_block(a, next, remaining < next->size ? remaining : next->size, &c, err);
+        if (st)
+            return st;
+    }
+    set_erase(&p->blocks, c);
+    *out = c;
+    return GM_OK;
+}
+
+/* alloc_block(): a new segment (or new pages) for a request of rounded size 'size' */
+static enum gm_status alloc_block(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
+                                  uint64_t size, uint64_t alloc_size, bool retry,
+                                  struct block **out, struct gm_error *err)
+{
+    uint64_t addr;
+    struct block *b;
+    enum gm_status st;
+    if (retry)
+        a->stats.num_alloc_retries++;
+    if (a->set_fraction && gm_add_sat(a->total_allocated, alloc_size) > a->allowed_max)
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "over the memory fraction");
+    if (a->conf.expandable_segments)
+        return alloc_expandable(a, p, stream, size, out, err);
+    st = a->dev.ops->seg_alloc(a->dev.ctx, alloc_size, &addr, err);
+    if (st)
+        return st;
+    b = block_new(addr, alloc_size, stream, p, NULL);
+    if (!b) {
+        a->dev.ops->seg_free(a->dev.ctx, addr, alloc_size);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    }
+    a->total_allocated += alloc_size;
+    pool_inc(a->stats.segment, p, 1);
+    pool_inc(a->stats.reserved_bytes, p, alloc_size);
+    a->stats.num_device_alloc++;
+    if (alloc_size >= a->conf.max_split_size)
+        stat_inc(&a->stats.oversize_segments, 1);
+    a->n_segments++;
+    emit(a, GM_ALLOC_EV_SEGMENT_ALLOC, addr, alloc_size, stream);
+    *out = b;
+    return GM_OK;
+}
+
+/* release_available_cached_blocks(): with a split limit, free oversize cached blocks */
+static bool release_available(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
+                              uint64_t size)
+{
+    struct block key;
+    size_t i;
+    uint64_t released = 0;
+    if (a->conf.max_split_size == GM_ALLOC_NO_SPLIT_LIMIT)
+        return false;
+    memset(&key, 0, sizeof(key));
+    key.stream = stream;
+    key.size = size < a->conf.max_split_size ? a->conf.max_split_size : size;
+    i = set_lower_bound(&p->blocks, &key);
+    if (i < p->blocks.n && p->blocks.v[i]->stream == stream && !p->blocks.v[i]->xseg &&
+        !is_split(p->blocks.v[i])) {
+        release_block(a, p->blocks.v[i]);
+        return true;
+    }
+    /* no single block is large enough: free oversize blocks, largest first */
+    while (i > 0 && released < key.size) {
+        struct block *b = p->blocks.v[i - 1];
+        if (b->size < a->conf.max_split_size || b->stream != stream)
+            break;
+        i--;
+        if (!b->xseg && !is_split(b)) {
+            released += b->size;
+            release_block(a, b);
+        }
+    }
+    return released >= key.size;
+}
+
+static bool should_split(const struct gm_alloc *a, const struct block *b, uint64_t size)
+{
+    uint64_t remaining = b->size - size;
+    if (b->pool->small || a->conf.expandable_segments)
+        return remaining >= GM_ALLOC_MIN_BLOCK;
+    return size < a->conf.max_split_size && remaining > GM_ALLOC_SMALL_SIZE;
+}
+
+/* alloc_found_block(): split if wanted, mark allocated, count */
+static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t size, uint64_t orig,
+                                  struct block **out, struct gm_error *err)
+{
+    struct alloc_pool *p = b->pool;
+    bool already_split = is_split(b);
+    if (should_split(a, b, size)) {
+        struct block *rest = b;
+        b = block_new(rest->addr, size, rest->stream, p, rest->xseg);
+        if (!b) {
+            (void)pool_insert(p, rest);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        }
+        b->prev = rest->prev;
+        if (b->prev)
+            b->prev->next = b;
+        b->next = rest;
+        rest->prev = b;
+        rest->addr += size;
+        rest->size -= size;
+        if (pool_insert(p, rest))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        if (already_split && !b->xseg) {
+            pool_dec(a->stats.inactive_split_bytes, p, b->size);
+        } else if (!b->xseg) {
+            pool_inc(a->stats.inactive_split_bytes, p, rest->size);
+            pool_inc(a->stats.inactive_split, p, 1);
+        }
+    } else if (already_split && !b->xseg) {
+        pool_dec(a->stats.inactive_split_bytes, p, b->size);
+        pool_dec(a->stats.inactive_split, p, 1);
+    }
+    b->allocated = true;
+    b->requested = orig;
+    if (map_put(&a->active, b))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    pool_inc(a->stats.allocation, p, 1);
+    pool_inc(a->stats.allocated_bytes, p, b->size);
+    pool_inc(a->stats.active, p, 1);
+    pool_inc(a->stats.active_bytes, p, b->size);
+    pool_inc(a->stats.requested_bytes, p, orig);
+    if (b->size >= a->conf.max_split_size)
+        stat_inc(&a->stats.oversize_allocations, 1);
+    *out = b;
+    return GM_OK;
+}
+
+static uint64_t cached_unallocated(const struct gm_alloc *a)
+{
+    const struct gm_alloc_stats *s = &a->stats;
+    uint64_t r = s->reserved_bytes[GM_ALLOC_STAT_ALL].current;
+    uint64_t al = s->allocated_bytes[GM_ALLOC_STAT_ALL].current;
+    return r > al ? r - al : 0;
+}
+
+enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream, uint64_t *ptr,
+                               struct gm_error *err)
+{
+    uint64_t size, alloc_size;
+    struct alloc_pool *p;
+    struct block *b;
+    enum gm_status st;
+    struct gm_error e2;
+
+    *ptr = 0;
+    if (orig == 0)
+        return GM_OK;
+    size = gm_alloc_round_size(&a->conf, orig);
+    p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
+    alloc_size = gm_alloc_segment_size(size);
+    /* room for the remainder of a split and the new allocation: once a block is taken
+     * from the pool, nothing below may fail half-way */
+    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 2) || map_reserve(&a->active))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    b = get_free_block(a, p, size, stream);
+    if (!b) {
+        if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
+            garbage_collect(a);
+        st = alloc_block(a, p, stream, size, alloc_size, false, &b, &e2);
+        if (st == GM_ERR_LIMIT && release_available(a, p, stream, size))
+            st = alloc_block(a, p, stream, size, alloc_size, false, &b, &e2);
+        if (st == GM_ERR_LIMIT) {
+            st = release_cached(a);
+            if (st == GM_OK)
+                st = alloc_block(a, p, stream, size, alloc_size, true, &b, &e2);
+        }
+        if (st == GM_ERR_LIMIT) {
+            char t[32], al[32], fr[32];
+            a->stats.num_ooms++;
+            emit(a, GM_ALLOC_EV_OOM, 0, orig, stream);
+            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                           "cuda out of memory: tried to allocate %s; %s allocated by the "
+                           "model, %s reserved but unallocated",
+                           gm_format_bytes(t, sizeof(t), alloc_size, GM_UNITS_IEC),
+                           gm_format_bytes(al, sizeof(al),
+                                           a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current,
+                                           GM_UNITS_IEC),
+                           gm_format_bytes(fr, sizeof(fr), cached_unallocated(a), GM_UNITS_IEC));
+        }
+        if (st) {
+            if (err)
+                *err = e2;
+            return st;
+        }
+    }
+    st = alloc_found(a, b, size, orig, &b, err);
+    if (st)
+        return st;
+    *ptr = b->addr;
+    return GM_OK;
+}
+
+/* ---- free ----------------------------------------------------------------------------- */
+
+/* free_block(): merge with free neighbours and return to the pool */
+static enum gm_status free_block(struct gm_alloc *a, struct block *b)
+{
+    struct alloc_pool *p = b->pool;
+    uint64_t orig_size = b->size, requested = b->requested;
+    int64_t d_blocks = 0, d_bytes = 0;
+    struct block *cand[2] = {b->prev, b->next};
+    for (int i = 0; i < 2; i++) {
+        uint64_t sub = try_merge(b, cand[i]);
+        if (sub) {
+            d_blocks -= 1;
+            d_bytes -= (int64_t)sub;
+        }
+    }
+    if (pool_insert(p, b))
+        return GM_ERR_NOMEM;
+    if (is_split(b)) {
+        d_blocks += 1;
+        d_bytes += (int64_t)b->size;
+    }
+    if (!b->xseg) {
+        if (d_blocks > 0)
+            pool_inc(a->stats.inactive_split, p, (uint64_t)d_blocks);
+        else if (d_blocks < 0)
+            pool_dec(a->stats.inactive_split, p, (uint64_t)-d_blocks);
+        if (d_bytes > 0)
+            pool_inc(a->stats.inactive_split_bytes, p, (uint64_t)d_bytes);
+        else if (d_bytes < 0)
+            pool_dec(a->stats.inactive_split_bytes, p, (uint64_t)-d_bytes);
+    }
+    pool_dec(a->stats.active, p, 1);
+    pool_dec(a->stats.active_bytes, p, orig_size);
+    pool_dec(a->stats.requested_bytes, p, requested);
+    return GM_OK;
+}
+
+enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err)
+{
+    size_t j;
+    struct block *b;
+    if (ptr == 0)
+        return GM_OK;
+    j = map_find(&a->active, ptr);
+    if (j == SIZE_MAX)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
+                       (unsigned long long)ptr);
+    b = a->active.vals[j];
+    if (set_reserve(&b->pool->blocks, 1))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    map_remove_at(&a->active, j);
+    b->allocated = false;
+    pool_dec(a->stats.allocation, b->pool, 1);
+    pool_dec(a->stats.allocated_bytes, b->pool, b->size);
+    if (b->size >= a->conf.max_split_size)
+        stat_dec(&a->stats.oversize_allocations, 1);
+    if (free_block(a, b))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    return GM_OK;
+}
+
+uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr)
+{
+    size_t j = map_find(&a->active, ptr);
+    return j == SIZE_MAX ? 0 : a->active.vals[j]->size;
+}
+
+/* ---- lifecycle and stats -------------------------------------------------------------- */
+
+enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_alloc_device *dev,
+                            struct gm_alloc **out, struct gm_error *err)
+{
+    struct gm_alloc *a;
+    *out = NULL;
+    if (!dev || !dev->ops || !dev->ops->seg_alloc || !dev->ops->seg_free)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "allocator model: no device");
+    if (conf->backend == GM_ALLOC_BACKEND_CUDA_MALLOC_ASYNC)
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "allocator model: backend:cudaMallocAsync is not modelled (the driver's "
+                       "stream-ordered pool has other rules)");
+    if (conf->expandable_segments &&
+        (!dev->ops->va_reserve || !dev->ops->va_release || !dev->ops->map || !dev->ops->unmap))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "allocator model: expandable_segments needs a device with virtual "
+                       "memory management");
+    a = gm_calloc(1, sizeof(*a));
+    if (!a)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    a->conf = *conf;
+    a->dev = *dev;
+    a->small.small = true;
+    a->small.blocks.by_size = true;
+    a->large.blocks.by_size = true;
+    a->stats.max_split_size = conf->max_split_size;
+    *out = a;
+    return GM_OK;
+}
+
+enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
+                                            struct gm_error *err)
+{
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "memory fraction %g is out of range (0, 1]", fraction);
+    if (!a->dev.total_bytes)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "memory fraction: the device's total memory is unknown");
+    a->set_fraction = true;
+    a->allowed_max = (uint64_t)(fraction * (double)a->dev.total_bytes);
+    return GM_OK;
+}
+
+void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx)
+{
+    a->hook = fn;
+    a->hook_ctx = ctx;
+}
+
+static void free_set(struct blockset *s, bool blocks_too)
+{
+    if (blocks_too)
+        for (size_t i = 0; i < s->n; i++)
+            gm_free(s->v[i]);
+    gm_free(s->v);
+}
+
+void gm_alloc_free(struct gm_alloc *a)
+{
+    struct alloc_pool *pools[2];
+    if (!a)
+        return;
+    pools[0] = &a->large;
+    pools[1] = &a->small;
+    /* give cudaMalloc segments back: walk each segment from its head */
+    for (int k = 0; k < 2; k++) {
+        struct blockset *s = &pools[k]->blocks;
+        for (size_t i = 0; i < s->n; i++) {
+            struct block *h = s->v[i], *b;
+            uint64_t total = 0;
+            if (h->xseg || h->prev)
+                continue;
+            for (b = h; b; b = b->next)
+                total += b->size;
+            a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
+        }
+    }
+    for (size_t i = 0; i < a->active.cap; i++) {
+        struct block *h = a->active.vals[i], *b;
+        uint64_t total = 0;
+        if (!h || h->xseg || h->prev)
+            continue;
+        for (b = h; b; b = b->next)
+            total += b->size;
+        a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
+    }
+    while (a->xsegs) {
+        struct xseg *xs = a->xsegs;
+        for (size_t i = 0; i < xs->n_pages; i++)
+            if (xs->mapped[i])
+                a->dev.ops->unmap(a->dev.ctx, xs->base + (uint64_t)i * xs->page, xs->page);
+        a->dev.ops->va_release(a->dev.ctx, xs->base, (uint64_t)xs->n_pages * xs->page);
+        a->xsegs = xs->next_seg;
+        gm_free(xs->mapped);
+        gm_free(xs);
+    }
+    for (int k = 0; k < 2; k++) {
+        free_set(&pools[k]->blocks, true);
+        free_set(&pools[k]->unmapped, true);
+    }
+    for (size_t i = 0; i < a->active.cap; i++)
+        gm_free(a->active.vals[i]);
+    gm_free(a->active.keys);
+    gm_free(a->active.vals);
+    gm_free(a);
+}
+
+void gm_alloc_get_stats(const struct gm_alloc *a, struct gm_alloc_stats *out)
+{
+    *out = a->stats;
+}
+
+static void reset_peak(struct gm_alloc_stat *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i].peak = s[i].current;
+}
+
+void gm_alloc_reset_peak(struct gm_alloc *a)
+{
+    struct gm_alloc_stats *s = &a->stats;
+    reset_peak(s->allocation, GM_ALLOC_STAT_N);
+    reset_peak(s->segment, GM_ALLOC_STAT_N);
+    reset_peak(s->active, GM_ALLOC_STAT_N);
+    reset_peak(s->inactive_split, GM_ALLOC_STAT_N);
+    reset_peak(s->allocated_bytes, GM_ALLOC_STAT_N);
+    reset_peak(s->reserved_bytes, GM_ALLOC_STAT_N);
+    reset_peak(s->active_bytes, GM_ALLOC_STAT_N);
+    reset_peak(s->inactive_split_bytes, GM_ALLOC_STAT_N);
+    reset_peak(s->requested_bytes, GM_ALLOC_STAT_N);
+    reset_peak(&s->oversize_allocations, 1);
+    reset_peak(&s->oversize_segments, 1);
+}
+
+static void reset_acc(struct gm_alloc_stat *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        s[i].allocated = 0;
+        s[i].freed = 0;
+    }
+}
+
+void gm_alloc_reset_accumulated(struct gm_alloc *a)
+{
+    struct gm_alloc_stats *s = &a->stats;
+    reset_acc(s->allocation, GM_ALLOC_STAT_N);
+    reset_acc(s->segment, GM_ALLOC_STAT_N);
+    reset_acc(s->active, GM_ALLOC_STAT_N);
+    reset_acc(s->inactive_split, GM_ALLOC_STAT_N);
+    reset_acc(s->allocated_bytes, GM_ALLOC_STAT_N);
+    reset_acc(s->reserved_bytes, GM_ALLOC_STAT_N);
+    reset_acc(s->active_bytes, GM_ALLOC_STAT_N);
+    reset_acc(s->inactive_split_bytes, GM_ALLOC_STAT_N);
+    reset_acc(s->requested_bytes, GM_ALLOC_STAT_N);
+    reset_acc(&s->oversize_allocations, 1);
+    reset_acc(&s->oversize_segments, 1);
+    s->num_alloc_retries = 0;
+    s->num_ooms = 0;
+    s->num_sync_all_streams = 0;
+    s->num_device_alloc = 0;
+    s->num_device_free = 0;
+}
+
+size_t gm_alloc_segment_count(const struct gm_alloc *a)
+{
+    return a->n_segments + a->n_xsegs;
+}
+
+static size_t put_size(uint64_t *out, size_t cap, size_t n, uint64_t v)
+{
+    if (n < cap)
+        out[n] = v;
+    return n + 1;
+}
+
+static uint64_t chain_size(const struct block *h)
+{
+    uint64_t total = 0;
+    for (; h; h = h->next)
+        total += h->size;
+    return total;
+}
+
+size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t cap)
+{
+    const struct alloc_pool *pools[2] = {&a->large, &a->small};
+    size_t n = 0;
+    /* cudaMalloc segments: walk from each head block, wherever the head is */
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
+            const struct block *b = pools[k]->blocks.v[i];
+            if (!b->xseg && !b->prev)
+                n = put_size(out, cap, n, chain_size(b));
+        }
+    for (size_t i = 0; i < a->active.cap; i++) {
+        const struct block *b = a->active.vals[i];
+        if (b && !b->xseg && !b->prev)
+            n = put_size(out, cap, n, chain_size(b));
+    }
+    /* expandable segments: one entry per run of mapped pages */
+    for (const struct xseg *xs = a->xsegs; xs; xs = xs->next_seg) {
+        uint64_t run = 0;
+        for (size_t i = 0; i <= xs->n_pages; i++) {
+            if (i < xs->n_pages && xs->mapped[i]) {
+                run += xs->page;
+            } else if (run) {
+                n = put_size(out, cap, n, run);
+                run = 0;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- the fake device -------------------------------------------------------------------- */
+
+static bool fake_full(struct gm_alloc_fakedev *f, uint64_t size)
+{
+    if (f->fail_after && f->n_alloc >= f->fail_after)
+        return true;
+    return f->capacity && (size > f->capacity || f->used > f->capacity - size);
+}
+
+static uint64_t fake_take(struct gm_alloc_fakedev *f, uint64_t size)
+{
+    uint64_t addr = f->next_addr;
+    /* keep every range 2 MiB aligned, with a gap, so neighbours never touch */
+    f->next_addr += (size + (4u << 20) - 1) / (2u << 20) * (2u << 20);
+    return addr;
+}
+
+static enum gm_status fake_seg_alloc(void *ctx, uint64_t size, uint64_t *addr, struct gm_error *err)
+{
+    struct gm_alloc_fakedev *f = ctx;
+    if (fake_full(f, size))
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "fake device: out of memory");
+    *addr = fake_take(f, size);
+    f->used += size;
+    if (f->used > f->peak_used)
+        f->peak_used = f->used;
+    f->n_alloc++;
+    return GM_OK;
+}
+
+static void fake_seg_free(void *ctx, uint64_t addr, uint64_t size)
+{
+    struct gm_alloc_fakedev *f = ctx;
+    (void)addr;
+    f->used -= size <= f->used ? size : f->used;
+    f->n_free++;
+}
+
+static enum gm_status fake_va_reserve(void *ctx, uint64_t size, uint64_t align, uint64_t *addr,
+                                      struct gm_error *err)
+{
+    struct gm_alloc_fakedev *f = ctx;
+    (void)err;
+    if (align > 1)
+        f->next_addr = (f->next_addr + align - 1) / align * align;
+    *addr = fake_take(f, size);
+    return GM_OK;
+}
+
+static void fake_va_release(void *ctx, uint64_t addr, uint64_t size)
+{
+    (void)ctx;
+    (void)addr;
+    (void)size;
+}
+
+static enum gm_status fake_map(void *ctx, uint64_t addr, uint64_t size, struct gm_error *err)
+{
+    struct gm_alloc_fakedev *f = ctx;
+    (void)addr;
+    if (fake_full(f, size))
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "fake device: out of memory");
+    f->used += size;
+    if (f->used > f->peak_used)
+        f->peak_used = f->used;
+    f->n_alloc++;
+    return GM_OK;
+}
+
+const struct gm_alloc_device_ops gm_alloc_fakedev_ops = {
+    fake_seg_alloc, fake_seg_free, fake_va_reserve, fake_va_release, fake_map, fake_seg_free,
+};
+
+void gm_alloc_fakedev_init(struct gm_alloc_fakedev *f, uint64_t capacity)
+{
+    memset(f, 0, sizeof(*f));
+    f->capacity = capacity;
+    f->next_addr = (uint64_t)1 << 40;
+}

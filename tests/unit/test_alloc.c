@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: MIT */
+/* test_alloc.c - the caching-allocator model: every test vector of
+ * ../shared/docs/allocator-model.md section 8, the expandable-segments worked example of
+ * section 6, statistics semantics (section 7), the OOM retry path, garbage collection, the
+ * PYTORCH_CUDA_ALLOC_CONF parser, and a randomised run that checks the invariants. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "alloc/alloc_int.h"
+#include "gpumem/alloc.h"
+#include "gpumem/arena.h"
+#include "gpumem/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB ((uint64_t)1 << 20)
+
+struct fixture {
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc *a;
+    struct gm_alloc_conf conf;
+    /* events seen through the hook */
+    int n_ev;
+    enum gm_alloc_event_kind ev[64];
+    uint64_t ev_size[64];
+};
+
+static void on_event(void *ctx, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
+                     int64_t stream)
+{
+    struct fixture *f = ctx;
+    (void)addr;
+    (void)stream;
+    if (f->n_ev < 64) {
+        f->ev[f->n_ev] = k;
+        f->ev_size[f->n_ev] = size;
+    }
+    f->n_ev++;
+}
+
+/* a model with 'conf_str' on a fake device of 'capacity' bytes (0: unlimited) */
+static void setup(struct fixture *f, const char *conf_str, uint64_t capacity)
+{
+    struct gm_alloc_device dev;
+    struct gm_error e;
+    memset(f, 0, sizeof(*f));
+    gm_alloc_conf_init(&f->conf);
+    assert_int_equal(gm_alloc_conf_parse(&f->conf, conf_str, &e), GM_OK);
+    gm_alloc_fakedev_init(&f->fake, capacity);
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &f->fake;
+    dev.total_bytes = 80ull << 30;
+    assert_int_equal(gm_alloc_new(&f->conf, &dev, &f->a, &e), GM_OK);
+    gm_alloc_set_event_hook(f->a, on_event, f);
+}
+
+static uint64_t m(struct fixture *f, uint64_t size)
+{
+    uint64_t p = 0;
+    struct gm_error e;
+    assert_int_equal(gm_alloc_malloc(f->a, size, 0, &p, &e), GM_OK);
+    assert_true(p != 0);
+    return p;
+}
+
+static void fr(struct fixture *f, uint64_t p)
+{
+    assert_int_equal(gm_alloc_dealloc(f->a, p, NULL), GM_OK);
+}
+
+static uint64_t allocated(struct fixture *f)
+{
+    return f->a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+}
+
+static uint64_t reserved(struct fixture *f)
+{
+    return f->a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current;
+}
+
+static void teardown(struct fixture *f)
+{
+    gm_alloc_free(f->a);
+    /* every byte went back to the device */
+    assert_true(f->fake.used == 0);
+}
+
+/* ---- section 8 test vectors ---- */
+
+static void test_vec_malloc_1(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 1);
+    assert_true(allocated(&f) == 512);
+    assert_true(reserved(&f) == 2 * MiB);
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 2 * MiB - 512);
+    assert_true(f.a->stats.inactive_split[GM_ALLOC_STAT_SMALL_POOL].current == 1);
+    assert_true(f.a->stats.requested_bytes[GM_ALLOC_STAT_ALL].current == 1);
+    assert_true(f.a->stats.segment[GM_ALLOC_STAT_SMALL_POOL].current == 1);
+    assert_true(f.a->stats.segment[GM_ALLOC_STAT_LARGE_POOL].current == 0);
+    teardown(&f);
+}
+
+static void test_vec_one_mib_is_small(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, MiB);
+    assert_true(allocated(&f) == MiB);
+    assert_true(reserved(&f) == 2 * MiB);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_SMALL_POOL].current == MiB);
+    teardown(&f);
+}
+
+static void test_vec_just_over_one_mib(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, MiB + 1);
+    assert_true(allocated(&f) == 1049088);
+    assert_true(reserved(&f) == 20 * MiB);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_LARGE_POOL].current == 1049088);
+    /* split: the 20 MiB segment leaves a cached remainder */
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 20 * MiB - 1049088);
+    teardown(&f);
+}
+
+static void test_vec_ten_mib_exact(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 10 * MiB);
+    assert_true(allocated(&f) == 10 * MiB);
+    assert_true(reserved(&f) == 10 * MiB);
+    teardown(&f);
+}
+
+static void test_vec_eleven_mib_plus_one(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 11 * MiB + 1);
+    /* 12 MiB segment; remainder 1,048,064 is not > 1 MiB: no split, whole block counts */
+    assert_true(allocated(&f) == 12 * MiB);
+    assert_true(reserved(&f) == 12 * MiB);
+    assert_true(f.a->stats.requested_bytes[GM_ALLOC_STAT_ALL].current == 11 * MiB + 1);
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 0);
+    teardown(&f);
+}
+
+static void test_vec_six_mib_twice_then_empty(void **state)
+{
+    struct fixture f;
+    uint64_t p1, p2;
+    (void)state;
+    setup(&f, NULL, 0);
+    p1 = m(&f, 6 * MiB);
+    p2 = m(&f, 6 * MiB);
+    assert_true(allocated(&f) == 12 * MiB);
+    assert_true(reserved(&f) == 20 * MiB);
+    assert_true(p2 == p1 + 6 * MiB); /* the low-address front of the remainder */
+    assert_int_equal(f.n_ev, 1);     /* one segment_alloc */
+    fr(&f, p1);
+    fr(&f, p2);
+    assert_true(f.a->stats.inactive_split[GM_ALLOC_STAT_ALL].current == 0);
+    assert_true(f.a->large.blocks.n == 1); /* merged back into one unsplit block */
+    gm_alloc_empty_cache(f.a);
+    assert_true(allocated(&f) == 0);
+    assert_true(reserved(&f) == 0);
+    assert_int_equal(f.n_ev, 2);
+    assert_int_equal(f.ev[1], GM_ALLOC_EV_SEGMENT_FREE);
+    assert_true(f.ev_size[1] == 20 * MiB);
+    assert_true(f.a->stats.num_device_alloc == 1 && f.a->stats.num_device_free == 1);
+    teardown(&f);
+}
+
+static void test_vec_twelve_free_ten(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    fr(&f, m(&f, 12 * MiB));
+    m(&f, 10 * MiB);
+    /* remainder 2 MiB > 1 MiB: split */
+    assert_true(allocated(&f) == 10 * MiB);
+    assert_true(reserved(&f) == 12 * MiB);
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 2 * MiB);
+    teardown(&f);
+}
+
+static void test_vec_max_split(void **state)
+{
+    struct fixture f;
+    uint64_t p;
+    (void)state;
+    setup(&f, "max_split_size_mb:20", 0);
+    fr(&f, m(&f, 100 * MiB));
+    p = m(&f, 90 * MiB);
+    /* 100 < 90 + 20: the oversize block is reused, not split */
+    assert_true(allocated(&f) == 100 * MiB);
+    assert_true(reserved(&f) == 100 * MiB);
+    assert_true(f.a->stats.oversize_allocations.current == 1);
+    assert_true(f.a->stats.oversize_segments.current == 1);
+    fr(&f, p);
+    p = m(&f, 70 * MiB);
+    /* 100 >= 70 + 20: rejected, a new 70 MiB segment */
+    assert_true(allocated(&f) == 70 * MiB);
+    assert_true(reserved(&f) == 170 * MiB);
+    /* with the 100 MiB block cached, a normal request never takes it */
+    m(&f, 5 * MiB);
+    assert_true(allocated(&f) == 75 * MiB);
+    assert_true(reserved(&f) == 190 * MiB);
+    (void)p;
+    teardown(&f);
+}
+
+static void test_vec_roundup_divisions(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, "roundup_power2_divisions:4", 0);
+    m(&f, 5 * MiB + 1);
+    assert_true(allocated(&f) == 6 * MiB);
+    assert_true(reserved(&f) == 20 * MiB);
+    teardown(&f);
+    setup(&f, "roundup_power2_divisions:4", 0);
+    m(&f, 1200);
+    assert_true(allocated(&f) == 1536);
+    assert_true(reserved(&f) == 2 * MiB);
+    teardown(&f);
+}
+
+static void test_malloc_zero(void **state)
+{
+    struct fixture f;
+    uint64_t p = 7;
+    (void)state;
+    setup(&f, NULL, 0);
+    assert_int_equal(gm_alloc_malloc(f.a, 0, 0, &p, NULL), GM_OK);
+    assert_true(p == 0);
+    assert_true(f.a->stats.allocation[GM_ALLOC_STAT_ALL].allocated == 0);
+    assert_int_equal(gm_alloc_dealloc(f.a, 0, NULL), GM_OK);
+    assert_int_equal(gm_alloc_dealloc(f.a, 12345, NULL), GM_ERR_INVALID);
+    teardown(&f);
+}
+
+/* ---- section 3 rounding ---- */
+
+static void test_round_size(void **state)
+{
+    struct gm_alloc_conf c;
+    struct gm_error e;
+    (void)state;
+    gm_alloc_conf_init(&c);
+    assert_true(gm_alloc_round_size(&c, 1) == 512);
+    assert_true(gm_alloc_round_size(&c, 512) == 512);
+    assert_true(gm_alloc_round_size(&c, 513) == 1024);
+    assert_true(gm_alloc_segment_size(MiB) == 2 * MiB);
+    assert_true(gm_alloc_segment_size(MiB + 512) == 20 * MiB);
+    assert_true(gm_alloc_segment_size(10 * MiB - 512) == 20 * MiB);
+    assert_true(gm_alloc_segment_size(10 * MiB) == 10 * MiB);
+    assert_true(gm_alloc_segment_size(11 * MiB) == 12 * MiB);
+    assert_int_equal(gm_alloc_conf_parse(&c, "roundup_power2_divisions:[256:1,512:2,>:8]", &e),
+                     GM_OK);
+    /* intervals below 256 MiB take the first value (1: off), 512 MiB takes 2, above 8 */
+    assert_int_equal(c.roundup_power2_divisions[0], 1);
+    assert_int_equal(c.roundup_power2_divisions[8], 1);
+    assert_int_equal(c.roundup_power2_divisions[9], 2);
+    assert_int_equal(c.roundup_power2_divisions[10], 8);
+    assert_int_equal(c.roundup_power2_divisions[15], 8);
+    /* 600 MiB in the 512 MiB interval, 2 divisions: step 256 MiB -> 768 MiB */
+    assert_true(gm_alloc_round_size(&c, 600 * MiB) == 768 * MiB);
+    /* 1100 MiB, 8 divisions of 1 GiB: step 128 MiB -> 1152 MiB */
+    assert_true(gm_alloc_round_size(&c, 1100 * MiB) == 1152 * MiB);
+    /* a power of two maps to itself */
+    assert_true(gm_alloc_round_size(&c, 1024 * MiB) == 1024 * MiB);
+    assert_true(gm_alloc_round_size(&c, 300 * MiB) == 300 * MiB);
+}
+
+/* ---- section 6 expandable segments ---- */
+
+static void test_expandable_worked_example(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 12 * MiB);
+    m(&f, 12 * MiB);
+    assert_true(reserved(&f) == 24 * MiB);
+    teardown(&f);
+
+    setup(&f, "expandable_segments:True", 0);
+    m(&f, 12 * MiB);
+    /* one 20 MiB page mapped, split into 12 + 8 */
+    assert_true(reserved(&f) == 20 * MiB);
+    assert_int_equal(f.n_ev, 1);
+    assert_int_equal(f.ev[0], GM_ALLOC_EV_SEGMENT_MAP);
+    m(&f, 12 * MiB);
+    /* the 8 MiB tail grows by one more page and merges */
+    assert_true(reserved(&f) == 40 * MiB);
+    assert_true(allocated(&f) == 24 * MiB);
+    assert_int_equal(f.n_ev, 2);
+    assert_true(f.ev_size[1] == 20 * MiB);
+    /* expandable segments: no segment count, no inactive_split */
+    assert_true(f.a->stats.segment[GM_ALLOC_STAT_ALL].current == 0);
+    assert_true(f.a->stats.inactive_split_bytes[GM_ALLOC_STAT_ALL].current == 0);
+    assert_true(gm_alloc_segment_count(f.a) == 1);
+    teardown(&f);
+}
+
+static void test_expandable_small_pages_and_unmap(void **state)
+{
+    struct fixture f;
+    uint64_t p1, p2, p3;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    p1 = m(&f, 1000);
+    assert_true(reserved(&f) == 2 * MiB); /* small pool pages are 2 MiB */
+    p2 = m(&f, 30 * MiB);
+    assert_true(reserved(&f) == 2 * MiB + 40 * MiB);
+    p3 = m(&f, 30 * MiB);
+    /* 40 - 30 = 10 MiB tail + 20 more -> 30 */
+    assert_true(reserved(&f) == 2 * MiB + 60 * MiB);
+    assert_true(p3 == p2 + 30 * MiB);
+    fr(&f, p2);
+    gm_alloc_empty_cache(f.a);
+    /* [0,30) free: pages 0 (0-20) can go, page 1 (20-40) holds p3's start */
+    assert_true(reserved(&f) == 2 * MiB + 40 * MiB);
+    assert_int_equal(f.ev[f.n_ev - 1], GM_ALLOC_EV_SEGMENT_UNMAP);
+    assert_true(f.ev_size[f.n_ev - 1] == 20 * MiB);
+    fr(&f, p3);
+    fr(&f, p1);
+    gm_alloc_empty_cache(f.a);
+    assert_true(reserved(&f) == 0);
+    assert_true(gm_alloc_segment_count(f.a) == 0);
+    assert_true(f.a->stats.num_device_alloc == f.a->stats.num_device_free + 1 ||
+                f.a->stats.num_device_free >= 3);
+    teardown(&f);
+}
+
+static void test_expandable_reuse_after_unmap(void **state)
+{
+    struct fixture f;
+    uint64_t p1, p2;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    p1 = m(&f, 40 * MiB);
+    p2 = m(&f, 20 * MiB);
+    fr(&f, p1);
+    gm_alloc_empty_cache(f.a);
+    assert_true(reserved(&f) == 20 * MiB);
+    /* the hole at the front is remapped before the segment grows */
+    p1 = m(&f, 20 * MiB);
+    assert_true(reserved(&f) == 40 * MiB);
+    assert_true(p1 < p2);
+    teardown(&f);
+}
+
+/* ---- section 7 statistics ---- */
+
+static void test_reset_peak(void **state)
+{
+    struct fixture f;
+    uint64_t p;
+    (void)state;
+    setup(&f, NULL, 0);
+    p = m(&f, 30 * MiB);
+    fr(&f, m(&f, 50 * MiB));
+    fr(&f, p);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].peak == 80 * MiB);
+    gm_alloc_reset_peak(f.a);
+    /* peak = current, not zero */
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].peak == 0);
+    assert_true(f.a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].peak == 80 * MiB);
+    p = m(&f, 4 * MiB);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].peak == 4 * MiB);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].allocated == 84 * MiB);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].freed == 80 * MiB);
+    gm_alloc_reset_accumulated(f.a);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].allocated == 0);
+    assert_true(f.a->stats.num_device_alloc == 0);
+    assert_true(f.a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current == 4 * MiB);
+    (void)p;
+    teardown(&f);
+}
+
+static void test_streams_do_not_share(void **state)
+{
+    struct fixture f;
+    uint64_t p;
+    (void)state;
+    setup(&f, NULL, 0);
+    fr(&f, m(&f, 4 * MiB));
+    assert_int_equal(gm_alloc_malloc(f.a, 4 * MiB, 7, &p, NULL), GM_OK);
+    /* the cached 20 MiB block belongs to stream 0 */
+    assert_true(reserved(&f) == 40 * MiB);
+    teardown(&f);
+}
+
+/* ---- out of memory ---- */
+
+static void test_oom_retry_frees_cache(void **state)
+{
+    struct fixture f;
+    uint64_t p;
+    struct gm_error e;
+    (void)state;
+    setup(&f, NULL, 100 * MiB);
+    fr(&f, m(&f, 60 * MiB));
+    /* 60 MiB cached; 70 MiB does not fit in it nor beside it: release_cached_blocks, then
+     * the retry succeeds */
+    p = m(&f, 70 * MiB);
+    assert_true(reserved(&f) == 70 * MiB);
+    assert_true(f.a->stats.num_alloc_retries == 1);
+    assert_true(f.a->stats.num_ooms == 0);
+    assert_int_equal(f.ev[f.n_ev - 2], GM_ALLOC_EV_SEGMENT_FREE);
+    assert_int_equal(f.ev[f.n_ev - 1], GM_ALLOC_EV_SEGMENT_ALLOC);
+    /* 40 MiB more cannot fit next to 70 */
+    assert_int_equal(gm_alloc_malloc(f.a, 40 * MiB, 0, &p, &e), GM_ERR_LIMIT);
+    assert_non_null(strstr(e.msg, "out of memory"));
+    assert_true(f.a->stats.num_ooms == 1);
+    assert_int_equal(f.ev[f.n_ev - 1], GM_ALLOC_EV_OOM);
+    teardown(&f);
+}
+
+static void test_oom_release_available(void **state)
+{
+    struct fixture f;
+    (void)state;
+    setup(&f, "max_split_size_mb:32", 200 * MiB);
+    fr(&f, m(&f, 40 * MiB));
+    fr(&f, m(&f, 100 * MiB));
+    m(&f, 2 * MiB); /* oversize blocks are refused: a new 20 MiB segment, split */
+    assert_true(reserved(&f) == 160 * MiB);
+    /* 60 MiB: the cached 100 MiB block is too big to reuse (100 >= 60 + 20), and a new
+     * segment does not fit; release_available_cached_blocks frees that one block only */
+    m(&f, 60 * MiB);
+    assert_true(reserved(&f) == 120 * MiB);
+    assert_true(f.a->stats.num_alloc_retries == 0);
+    assert_true(f.a->stats.oversize_segments.current == 2);
+    teardown(&f);
+    /* no single block is enough: the largest oversize blocks go, then a full release */
+    setup(&f, "max_split_size_mb:32", 205 * MiB);
+    fr(&f, m(&f, 40 * MiB));
+    fr(&f, m(&f, 50 * MiB));
+    m(&f, 2 * MiB);
+    m(&f, 100 * MiB);
+    assert_true(reserved(&f) == 120 * MiB);
+    assert_true(f.a->stats.num_alloc_retries == 1);
+    teardown(&f);
+}
+
+static void test_memory_fraction_and_gc(void **state)
+{
+    struct fixture f;
+    uint64_t p;
+    struct gm_error e;
+    (void)state;
+    setup(&f, "garbage_collection_threshold:0.5", 0);
+    assert_int_equal(gm_alloc_set_memory_fraction(f.a, 0.00125, &e), GM_OK); /* 102.4 MiB */
+    fr(&f, m(&f, 30 * MiB));
+    fr(&f, m(&f, 40 * MiB));
+    assert_true(reserved(&f) == 70 * MiB);
+    /* reserved 70 > 0.5 * 102.4: a miss collects the old unsplit blocks first */
+    p = m(&f, 50 * MiB);
+    assert_true(reserved(&f) < 70 * MiB + 50 * MiB);
+    assert_true(f.a->stats.num_device_free >= 1);
+    assert_true(reserved(&f) <= f.a->allowed_max);
+    (void)p;
+    /* over the fraction: fail without calling the device */
+    assert_int_equal(gm_alloc_malloc(f.a, 90 * MiB, 0, &p, &e), GM_ERR_LIMIT);
+    assert_int_equal(gm_alloc_set_memory_fraction(f.a, 1.5, &e), GM_ERR_INVALID);
+    teardown(&f);
+}
+
+/* ---- configuration parser ---- */
+
+static void test_conf_parse_ok(void **state)
+{
+    struct gm_alloc_conf c;
+    struct gm_error e;
+    char buf[512];
+    (void)state;
+    gm_alloc_conf_init(&c);
+    assert_int_equal(gm_alloc_conf_parse(&c, "", &e), GM_OK);
+    assert_true(c.max_split_size == GM_ALLOC_NO_SPLIT_LIMIT);
+    assert_string_equal(gm_alloc_conf_format(&c, buf, sizeof buf), "");
+    assert_int_equal(gm_alloc_conf_parse(&c,
+                                         "expandable_segments:True, max_split_size_mb:128,"
+                                         "garbage_collection_threshold:0.6",
+                                         &e),
+                     GM_OK);
+    assert_true(c.expandable_segments);
+    assert_true(c.max_split_size == 128 * MiB);
+    assert_true(c.garbage_collection_threshold > 0.59 && c.garbage_collection_threshold < 0.61);
+    assert_string_equal(gm_alloc_conf_format(&c, buf, sizeof buf),
+                        "expandable_segments:True,max_split_size_mb:128,"
+                        "garbage_collection_threshold:0.6");
+    assert_int_equal(gm_alloc_conf_parse(&c,
+                                         "backend:native,max_non_split_rounding_mb:40,"
+                                         "release_lock_on_cudamalloc:True,"
+                                         "pinned_num_register_threads:8",
+                                         &e),
+                     GM_OK);
+    assert_true(c.max_non_split_rounding_size == 40 * MiB);
+    assert_true(c.pinned_num_register_threads == 8);
+    /* the canonical form parses back to the same settings */
+    {
+        struct gm_alloc_conf c2;
+        gm_alloc_conf_init(&c2);
+        assert_int_equal(gm_alloc_conf_parse(&c2, gm_alloc_conf_format(&c, buf, sizeof buf), &e),
+                         GM_OK);
+        assert_memory_equal(&c, &c2, sizeof(c));
+    }
+    gm_alloc_conf_init(&c);
+    assert_int_equal(gm_alloc_conf_parse(&c, "roundup_power2_divisions:[>:4]", &e), GM_OK);
+    assert_int_equal(c.roundup_power2_divisions[0], 4);
+    assert_int_equal(c.roundup_power2_divisions[15], 4);
+    assert_string_equal(gm_alloc_conf_format(&c, buf, sizeof buf), "roundup_power2_divisions:4");
+    assert_int_equal(gm_alloc_conf_parse(&c, "max_split_size_mb:20", &e), GM_OK);
+}
+
+static void expect_bad(const char *s, const char *needle, uint64_t offset)
+{
+    struct gm_alloc_conf c, before;
+    struct gm_error e;
+    gm_alloc_conf_init(&c);
+    before = c;
+    gm_error_clear(&e);
+    if (gm_alloc_conf_parse(&c, s, &e) != GM_ERR_INVALID) {
+        fprintf(stderr, "accepted: '%s'\n", s);
+        fail();
+    }
+    if (!strstr(e.msg, needle)) {
+        fprintf(stderr, "'%s': message '%s' lacks '%s'\n", s, e.msg, needle);
+        fail();
+    }
+    if (offset != GM_NO_OFFSET && e.offset != offset) {
+        fprintf(stderr, "'%s': offset %llu, want %llu\n", s, (unsigned long long)e.offset,
+                (unsigned long long)offset);
+        fail();
+    }
+    /* a failed parse leaves the settings untouched */
+    assert_memory_equal(&c, &before, sizeof(c));
+}
+
+static void test_conf_parse_errors(void **state)
+{
+    (void)state;
+    expect_bad("max_split_size_mb:19", "too small", 18);
+    expect_bad("max_split_size_mb:abc", "not a whole", 18);
+    expect_bad("max_split_size_mb:12abc", "not a whole", 18);
+    expect_bad("max_split_size_mb", "expected ':'", 17);
+    expect_bad("max_split_size_mb:", "missing value", 18);
+    expect_bad("expandable_segments:true", "True or False", 20);
+    expect_bad("expandable_segment:True", "unknown allocator option 'expandable_segment'", 0);
+    expect_bad("garbage_collection_threshold:1.0", "strictly between", 29);
+    expect_bad("garbage_collection_threshold:0", "strictly between", 29);
+    expect_bad("garbage_collection_threshold:nan", "not a number", 29);
+    expect_bad("roundup_power2_divisions:3", "not a power of two", 25);
+    expect_bad("roundup_power2_divisions:[256:3]", "not a power of two", 30);
+    expect_bad("roundup_power2_divisions:[300:2]", "interval 300 MiB", 26);
+    expect_bad("roundup_power2_divisions:[256:2", "missing ']'", 31);
+    expect_bad("roundup_power2_divisions:[]", "empty list", 26);
+    expect_bad("roundup_power2_divisions:[256:2;512:4]", "not a whole", GM_NO_OFFSET);
+    expect_bad("backend:cuda", "native or cudaMallocAsync", 8);
+    expect_bad("expandable_segments:True,", "trailing ','", 24);
+    expect_bad("expandable_segments:True max_split_size_mb:30", "True or False", GM_NO_OFFSET);
+    expect_bad(",", "expected an option name", 0);
+    expect_bad("pinned_num_register_threads:3", "power of two", 28);
+    expect_bad("max_split_size_mb:99999999999999999999999", "too large", 18);
+}
+
+static void test_cuda_malloc_async_refused(void **state)
+{
+    struct gm_alloc_conf c;
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc_device dev = {&gm_alloc_fakedev_ops, &fake, 0};
+    struct gm_alloc *a;
+    struct gm_error e;
+    (void)state;
+    gm_alloc_fakedev_init(&fake, 0);
+    gm_alloc_conf_init(&c);
+    assert_int_equal(gm_alloc_conf_parse(&c, "backend:cudaMallocAsync", &e), GM_OK);
+    assert_int_equal(gm_alloc_new(&c, &dev, &a, &e), GM_ERR_UNSUPPORTED);
+    assert_null(a);
+}
+
+static void test_stats_json(void **state)
+{
+    struct fixture f;
+    struct gm_json w;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem;
+    (void)state;
+    setup(&f, NULL, 0);
+    m(&f, 1);
+    mem = open_memstream(&buf, &len);
+    assert_non_null(mem);
+    gm_json_init(&w, mem, 0);
+    gm_alloc_stats_write_json(&w, &f.a->stats);
+    assert_true(gm_json_finish(&w));
+    fclose(mem);
+    /* torch's key names, torch's "unlimited", sorted keys */
+    assert_non_null(strstr(buf, "\"allocated_bytes.all.current\":512"));
+    assert_non_null(strstr(buf, "\"reserved_bytes.small_pool.peak\":2097152"));
+    assert_non_null(strstr(buf, "\"inactive_split_bytes.all.current\":2096640"));
+    assert_non_null(strstr(buf, "\"max_split_size\":-1"));
+    assert_non_null(strstr(buf, "\"num_device_alloc\":1"));
+    assert_true(strstr(buf, "\"active.all.allocated\"") <
+                strstr(buf, "\"segment.small_pool.freed\""));
+    free(buf);
+    teardown(&f);
+}
+
+/* ---- invariants under a random workload ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* every segment's blocks tile it; sums of allocated and free blocks match the stats */
+static void check_invariants(struct gm_alloc *a)
+{
+    uint64_t alloc_bytes = 0, free_bytes = 0, unmapped = 0;
+    struct alloc_pool *pools[2] = {&a->large, &a->small};
+    for (size_t i = 0; i < a->active.cap; i++)
+        if (a->active.vals[i]) {
+            struct block *b = a->active.vals[i];
+            assert_true(b->allocated);
+            assert_true(a->active.keys[i] == b->addr);
+            alloc_bytes += b->size;
+            if (b->next)
+                assert_true(b->next->addr == b->addr + b->size);
+        }
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
+            struct block *b = pools[k]->blocks.v[i];
+            assert_false(b->allocated);
+            assert_true(b->mapped);
+            /* two free mapped neighbours would have been merged */
+            if (b->next)
+                assert_true(b->next->allocated || !b->next->mapped);
+            if (i > 0) {
+                const struct block *q = pools[k]->blocks.v[i - 1];
+                assert_true((uint64_t)q->stream < (uint64_t)b->stream ||
+                            (q->stream == b->stream &&
+                             (q->size < b->size || (q->size == b->size && q->addr < b->addr))));
+            }
+            free_bytes += b->size;
+        }
+        for (size_t i = 0; i < pools[k]->unmapped.n; i++)
+            unmapped += pools[k]->unmapped.v[i]->size;
+    }
+    assert_true(alloc_bytes == a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
+    assert_true(alloc_bytes == a->stats.active_bytes[GM_ALLOC_STAT_ALL].current);
+    assert_true(alloc_bytes + free_bytes == a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current);
+    assert_true(a->total_allocated == a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current);
+    (void)unmapped;
+}
+
+static void random_run(const char *conf, uint64_t capacity, uint64_t seed, int steps)
+{
+    struct fixture f;
+    uint64_t live[64] = {0};
+    uint64_t s = seed;
+    setup(&f, conf, capacity);
+    for (int i = 0; i < steps; i++) {
+        uint64_t r = rng_next(&s);
+        size_t slot = (size_t)(r % 64);
+        if (live[slot]) {
+            fr(&f, live[slot]);
+            live[slot] = 0;
+        } else {
+            uint64_t size;
+            switch ((r >> 8) % 4) {
+            case 0:
+                size = 1 + (r >> 16) % 4096;
+                break;
+            case 1:
+                size = 1 + (r >> 16) % (2 * MiB);
+                break;
+            case 2:
+                size = 1 + (r >> 16) % (12 * MiB);
+                break;
+            default:
+                size = 1 + (r >> 16) % (90 * MiB);
+                break;
+            }
+            if (gm_alloc_malloc(f.a, size, (int64_t)((r >> 40) % 2), &live[slot], NULL) != GM_OK)
+                live[slot] = 0;
+            else
+                assert_true(gm_alloc_block_size(f.a, live[slot]) >=
+                            gm_alloc_round_size(&f.conf, size));
+        }
+        if (r % 97 == 0)
+            gm_alloc_empty_cache(f.a);
+        check_invariants(f.a);
+        assert_true(f.fake.used == reserved(&f));
+    }
+    for (size_t k = 0; k < 64; k++)
+        if (live[k])
+            fr(&f, live[k]);
+    check_invariants(f.a);
+    assert_true(allocated(&f) == 0);
+    assert_true(f.a->stats.inactive_split[GM_ALLOC_STAT_ALL].current == 0);
+    gm_alloc_empty_cache(f.a);
+    assert_true(reserved(&f) == 0);
+    teardown(&f);
+}
+
+static void test_random_default(void **state)
+{
+    (void)state;
+    random_run(NULL, 0, 88172645463325252ull, 3000);
+    random_run(NULL, 512 * MiB, 1234567, 3000);
+}
+
+static void test_random_options(void **state)
+{
+    (void)state;
+    random_run("max_split_size_mb:40", 600 * MiB, 42, 3000);
+    random_run("roundup_power2_divisions:[1:2,64:4,>:8]", 0, 7, 2000);
+    random_run("expandable_segments:True", 0, 99, 3000);
+    random_run("expandable_segments:True", 700 * MiB, 5, 3000);
+}
+
+/* host allocation failures at every step: clean errors, no leaks (ASan checks) */
+static void test_host_alloc_failures(void **state)
+{
+    (void)state;
+    for (long n = 0; n < 40; n++) {
+        struct gm_alloc_conf c;
+        struct gm_alloc_fakedev fake;
+        struct gm_alloc_device dev = {&gm_alloc_fakedev_ops, &fake, 1ull << 34};
+        struct gm_alloc *a = NULL;
+        uint64_t p[8] = {0};
+        gm_alloc_fakedev_init(&fake, 0);
+        gm_alloc_conf_init(&c);
+        c.expandable_segments = (n % 2) != 0;
+        gm_alloc_fail_after(n);
+        if (gm_alloc_new(&c, &dev, &a, NULL) == GM_OK) {
+            for (int i = 0; i < 8; i++)
+                (void)gm_alloc_malloc(a, (uint64_t)(i + 1) * 3 * MiB, 0, &p[i], NULL);
+            for (int i = 0; i < 8; i += 2)
+                (void)gm_alloc_dealloc(a, p[i], NULL);
+            gm_alloc_empty_cache(a);
+        }
+        gm_alloc_fail_after(-1);
+        gm_alloc_free(a);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vec_malloc_1),
+        cmocka_unit_test(test_vec_one_mib_is_small),
+        cmocka_unit_test(test_vec_just_over_one_mib),
+        cmocka_unit_test(test_vec_ten_mib_exact),
+        cmocka_unit_test(test_vec_eleven_mib_plus_one),
+        cmocka_unit_test(test_vec_six_mib_twice_then_empty),
+        cmocka_unit_test(test_vec_twelve_free_ten),
+        cmocka_unit_test(test_vec_max_split),
+        cmocka_unit_test(test_vec_roundup_divisions),
+        cmocka_unit_test(test_malloc_zero),
+        cmocka_unit_test(test_round_size),
+        cmocka_unit_test(test_expandable_worked_example),
+        cmocka_unit_test(test_expandable_small_pages_and_unmap),
+        cmocka_unit_test(test_expandable_reuse_after_unmap),
+        cmocka_unit_test(test_reset_peak),
+        cmocka_unit_test(test_streams_do_not_share),
+        cmocka_unit_test(test_oom_retry_frees_cache),
+        cmocka_unit_test(test_oom_release_available),
+        cmocka_unit_test(test_memory_fraction_and_gc),
+        cmocka_unit_test(test_conf_parse_ok),
+        cmocka_unit_test(test_conf_parse_errors),
+        cmocka_unit_test(test_cuda_malloc_async_refused),
+        cmocka_unit_test(test_stats_json),
+        cmocka_unit_test(test_random_default),
+        cmocka_unit_test(test_random_options),
+        cmocka_unit_test(test_host_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
