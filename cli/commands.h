@@ -15,5 +15,8 @@ int cmd_snapshot_categories(int argc, char **argv);
 int cmd_snapshot_leaks(int argc, char **argv);
 int cmd_snapshot_diff(int argc, char **argv);
 int cmd_snapshot_oom(int argc, char **argv);
+int cmd_snapshot_example(int argc, char **argv);
+int cmd_snapshot_report(int argc, char **argv);
+int cmd_snapshot_plot(int argc, char **argv);
 
 #endif
