@@ -7,6 +7,7 @@
 
 static const struct cli_command commands[] = {
     {"version", cmd_version, "print the version and compiled-in features"},
+    {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
     {NULL, NULL, NULL},
 };
 

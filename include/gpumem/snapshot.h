@@ -164,8 +164,8 @@ static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_ev
 struct gm_snapshot_device {
     int32_t index;          /* CUDA device index */
     bool has_trace;         /* device_traces had a list for this index */
-    size_t n_segments;      /* segments of this device (they are contiguous in segments[]) */
-    size_t first_segment;   /* index in gm_snapshot.segments of the first of them */
+    size_t first_segment;   /* index in gm_snapshot.segments of its first segment */
+    size_t n_segments;      /* its segments: segments[first_segment .. +n_segments) */
     const struct gm_snapshot_event *events; /* the trace, oldest first */
     size_t n_events;
 };
@@ -196,7 +196,9 @@ struct gm_snapshot {
     bool is_list;       /* top level was a list of segments (g0) */
     uint64_t file_size; /* bytes */
 
-    const struct gm_snapshot_segment *segments; /* sorted as in the file */
+    /* Grouped by device (ascending), file order within a device, which is address order
+     * in every real file. */
+    const struct gm_snapshot_segment *segments;
     size_t n_segments;
     size_t n_blocks; /* over all segments */
 

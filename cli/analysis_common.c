@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis_common.c - helpers of the snapshot analysis commands. */
+#include "analysis_common.h"
+
+#include "cli.h"
+
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
+                 struct gm_analysis **an)
+{
+    struct gm_error err = {0};
+    *snap = NULL;
+    *an = NULL;
+    if (gm_snapshot_load(path, NULL, snap, &err) != GM_OK) {
+        gm_error_prefix(&err, "%s", path);
+        return cli_fail(cmd, &err);
+    }
+    if (gm_analysis_run(*snap, NULL, an, &err) != GM_OK) {
+        gm_snapshot_free(*snap);
+        *snap = NULL;
+        gm_error_prefix(&err, "%s", path);
+        return cli_fail(cmd, &err);
+    }
+    return 0;
+}
+
+void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an)
+{
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+const char *ana_cli_short(char *buf, size_t n, uint64_t bytes)
+{
+    if (bytes < 1024)
+        snprintf(buf, n, "%" PRIu64 " B", bytes);
+    else
+        gm_format_bytes(buf, n, bytes, GM_UNITS_IEC);
+    return buf;
+}
+
+const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes)
+{
+    char s[32];
+    if (bytes < 1024)
+        snprintf(buf, n, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buf, n, "%s (%" PRIu64 " B)", gm_format_bytes(s, sizeof(s), bytes, GM_UNITS_IEC),
+                 bytes);
+    return buf;
+}
+
+const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b)
+{
+    char s[32];
+    uint64_t d = a > b ? a - b : b - a;
+    if (d == 0) {
+        snprintf(buf, n, "0 B");
+        return buf;
+    }
+    snprintf(buf, n, "%c%s", b >= a ? '+' : '-', ana_cli_short(s, sizeof(s), d));
+    return buf;
+}
+
+const char *ana_cli_short_path(const char *path)
+{
+    const char *p = strstr(path, "site-packages");
+    if (!p)
+        p = strstr(path, "dist-packages");
+    if (p) {
+        p += strlen("site-packages");
+        if (*p == '/' || *p == '\\')
+            p++;
+        return p;
+    }
+    /* last three components */
+    const char *cut = path;
+    int seps = 0;
+    for (const char *q = path + strlen(path); q > path; q--) {
+        if (q[-1] == '/' || q[-1] == '\\') {
+            if (++seps == 3) {
+                cut = q;
+                break;
+            }
+        }
+    }
+    return cut;
+}
+
+void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
+                         const char *indent, size_t max)
+{
+    uint32_t ids[64];
+    size_t n = gm_analysis_stack_frames(snap, stack, ids, 64);
+    if (!n) {
+        fprintf(f, "%s(no stack recorded)\n", indent);
+        return;
+    }
+    size_t shown = n < 64 ? n : 64;
+    if (shown > max)
+        shown = max;
+    for (size_t i = 0; i < shown; i++) {
+        const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
+        if (fr->is_python)
+            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename),
+                    fr->line, fr->name);
+        else
+            fprintf(f, "%s%.160s\n", indent, fr->name);
+    }
+    if (n > shown)
+        fprintf(f, "%s... %zu more frames\n", indent, n - shown);
+}
+
+void ana_cli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack)
+{
+    uint32_t ids[64];
+    size_t nf = gm_analysis_stack_frames(snap, stack, ids, 64);
+    if (!nf) {
+        snprintf(buf, n, "(no stack recorded)");
+        return;
+    }
+    if (nf > 64)
+        nf = 64;
+    /* innermost frame, then the first user frame if it is another one */
+    const struct gm_snapshot_frame *in = &snap->frames[ids[0]];
+    long u = gm_snapshot_stack_user_frame(snap, stack);
+    const struct gm_snapshot_frame *user = NULL;
+    if (u >= 0 && (size_t)u < snap->stacks[stack].n_frames) {
+        uint32_t id = snap->stacks[stack].frames[u];
+        if (id < snap->n_frames && id != ids[0])
+            user = &snap->frames[id];
+    }
+    int len;
+    if (in->is_python)
+        len = snprintf(buf, n, "%s:%" PRId64 " %s", ana_cli_short_path(in->filename), in->line,
+                       in->name);
+    else
+        len = snprintf(buf, n, "%.80s", in->name);
+    if (user && len > 0 && (size_t)len < n)
+        snprintf(buf + len, n - (size_t)len, " < %s:%" PRId64 " %s",
+                 ana_cli_short_path(user->filename), user->line, user->name);
+}
+
+void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
+{
+    uint32_t ids[256];
+    size_t n = gm_analysis_stack_frames(snap, stack, ids, 256);
+    if (n > 256)
+        n = 256;
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < n; i++) {
+        const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "filename", fr->filename);
+        gm_json_kv_i64(w, "line", fr->line);
+        gm_json_kv_str(w, "name", fr->name);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis_common.h - what the snapshot analysis commands (categories, leaks, diff, oom)
+ * share: loading and analysing a file, printing stacks and byte figures, JSON frames. */
+#ifndef GM_CLI_ANALYSIS_COMMON_H
+#define GM_CLI_ANALYSIS_COMMON_H
+
+#include "gpumem/analysis.h"
+#include "gpumem/json.h"
+#include "gpumem/snapshot.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Load 'path' and analyse it; on failure prints the error and returns its exit code
+ * (0 on success).  Release with ana_cli_close(). */
+int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
+                 struct gm_analysis **an);
+void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an);
+
+/* "40.74 MiB (42715148 B)" into buf (>= 64 bytes). */
+const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes);
+/* "40.74 MiB" (IEC units only). */
+const char *ana_cli_short(char *buf, size_t n, uint64_t bytes);
+/* "+1.50 MiB" / "-512 B" for b - a. */
+const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b);
+
+/* Print the shown frames of 'stack' (Python frames, else non-noise ones), at most 'max'
+ * lines, each prefixed by 'indent'; "(no stack recorded)" for an empty stack. */
+void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
+                         const char *indent, size_t max);
+/* One line: the first user frame and the innermost shown frame, "a.py:12 f < b.py:3 g". */
+void ana_cli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack);
+
+/* JSON array of the shown frames of 'stack': [{"filename","line","name"}, ...]. */
+void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
+
+/* A path shortened for display: from "site-packages/" on, else the last 3 components. */
+const char *ana_cli_short_path(const char *path);
+
+#endif

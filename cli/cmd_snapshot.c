@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot.c - gpumem snapshot <sub-command>: read PyTorch CUDA memory snapshots.
+ * The sub-command table: one line per sub-command, each in cli/cmd_snapshot_<name>.c. */
+#include "cli.h"
+#include "commands.h"
+
+static const struct cli_command snapshot_commands[] = {
+    {"info", cmd_snapshot_info, "generation, protocol, devices, counts, time span, settings"},
+    {"stats", cmd_snapshot_stats, "reserved/allocated/active/requested/free per device and pool"},
+    {"trace", cmd_snapshot_trace, "one line per trace event, with running totals"},
+    {"peak", cmd_snapshot_peak, "the peak per device and the allocations alive at it"},
+    {"categories", cmd_snapshot_categories, "parameters, activations, gradients, ... at the peak"},
+    {"leaks", cmd_snapshot_leaks, "training iterations and memory that grows between them"},
+    {"diff", cmd_snapshot_diff, "compare two snapshots: peak, categories, allocation sites"},
+    {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
+    {NULL, NULL, NULL},
+};
+
+int cmd_snapshot(int argc, char **argv)
+{
+    return cli_dispatch(snapshot_commands, "gpumem snapshot", argc, argv);
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_categories.c - gpumem snapshot categories FILE: what the memory at the peak
+ * is (parameters, activations, gradients, optimizer state, ...), the phase of the peak,
+ * and how each figure was decided. */
+#include "analysis_common.h"
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void rules_at(const struct gm_analysis_device *dev, int64_t k, uint64_t *rules)
+{
+    memset(rules, 0, GM_RULE_COUNT * sizeof(uint64_t));
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event <= k && (a->free_event < 0 || a->free_event > k))
+            rules[a->rule] += a->bytes;
+    }
+}
+
+static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
+{
+    gm_json_key(w, key);
+    gm_json_begin_object(w);
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        gm_json_kv_u64(w, gm_category_name((enum gm_category)c), b[c]);
+    gm_json_end_object(w);
+}
+
+static void json_device(struct gm_json *w, const struct gm_analysis *an,
+                        const struct gm_analysis_device *dev, bool series)
+{
+    uint64_t rules[GM_RULE_COUNT];
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", dev->device);
+    gm_json_kv_u64(w, "peak_bytes", dev->peak_bytes);
+    gm_json_kv_i64(w, "peak_event_index", dev->peak_event);
+    if (dev->peak_has_time)
+        gm_json_kv_i64(w, "peak_time_us", dev->peak_time_us);
+    else
+        gm_json_kv_null(w, "peak_time_us");
+    gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase));
+    gm_json_kv_i64(w, "peak_iteration", dev->peak_iteration);
+    json_cats(w, "at_peak", dev->at_peak);
+    gm_json_kv_u64(w, "unexplained_bytes", dev->at_peak_unexplained);
+    gm_json_kv_u64(w, "lifetime_only_bytes", dev->at_peak_lifetime_only);
+    rules_at(dev, dev->peak_event, rules);
+    gm_json_key(w, "rules_at_peak");
+    gm_json_begin_object(w);
+    for (int r = 0; r < GM_RULE_COUNT; r++)
+        if (rules[r])
+            gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
+    gm_json_end_object(w);
+    json_cats(w, "at_end", dev->at_end);
+    gm_json_kv_u64(w, "events", dev->n_events);
+    gm_json_key(w, "phase_events");
+    gm_json_begin_object(w);
+    for (int p = 0; p < GM_PHASE_COUNT; p++)
+        gm_json_kv_u64(w, gm_phase_name((enum gm_phase)p), dev->phase_events[p]);
+    gm_json_end_object(w);
+    gm_json_kv_u64(w, "iterations", dev->n_iterations);
+    if (series) {
+        gm_json_key(w, "phases");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < dev->n_phases; i++) {
+            const struct gm_analysis_phase_run *r = &dev->phases[i];
+            gm_json_begin_object(w);
+            gm_json_kv_i64(w, "first_event", r->first_event);
+            gm_json_kv_i64(w, "last_event", r->last_event);
+            gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)r->phase));
+            gm_json_kv_i64(w, "iteration", r->iteration);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
+        gm_json_key(w, "series");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < dev->n_points; i++) {
+            const struct gm_analysis_point *p = &dev->points[i];
+            gm_json_begin_object(w);
+            gm_json_kv_i64(w, "event", p->event);
+            if (p->has_time)
+                gm_json_kv_i64(w, "time_us", p->time_us);
+            else
+                gm_json_kv_null(w, "time_us");
+            gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)p->phase));
+            gm_json_kv_u64(w, "total", p->total);
+            gm_json_kv_u64(w, "reserved", p->reserved);
+            json_cats(w, "bytes", p->bytes);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
+    }
+    (void)an;
+    gm_json_end_object(w);
+}
+
+static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev)
+{
+    char b1[64], b2[64];
+    uint64_t rules[GM_RULE_COUNT];
+    printf("device %d: ", (int)dev->device);
+    if (!dev->peak_bytes && !dev->n_events) {
+        printf("no allocations\n\n");
+        return;
+    }
+    printf("peak %s", ana_cli_bytes(b1, sizeof(b1), dev->peak_bytes));
+    if (dev->peak_event < 0)
+        printf(" in the initial state (before the first trace event)");
+    else
+        printf(" after event %" PRId64 ", in %s", dev->peak_event,
+               gm_phase_name((enum gm_phase)dev->peak_phase));
+    if (dev->peak_iteration >= 0)
+        printf(" (iteration %d of %zu)", (int)dev->peak_iteration + 1, dev->n_iterations);
+    printf("\n");
+    printf("  %-16s %14s %7s %14s\n", "category", "at peak", "share", "at end");
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
+        double share = dev->peak_bytes ? 100.0 * (double)dev->at_peak[c] / (double)dev->peak_bytes
+                                       : 0.0;
+        printf("  %-16s %14s %6.1f%% %14s\n", gm_category_name((enum gm_category)c),
+               ana_cli_short(b1, sizeof(b1), dev->at_peak[c]), share,
+               ana_cli_short(b2, sizeof(b2), dev->at_end[c]));
+    }
+    double unexp = dev->peak_bytes
+                       ? 100.0 * (double)dev->at_peak_unexplained / (double)dev->peak_bytes
+                       : 0.0;
+    printf("  unexplained (no rule matched, counted in other): %s, %.1f%% of the peak\n",
+           ana_cli_short(b1, sizeof(b1), dev->at_peak_unexplained), unexp);
+    if (dev->at_peak_lifetime_only)
+        printf("  decided from lifetime alone (no stack; counted as parameter): %s\n",
+               ana_cli_short(b1, sizeof(b1), dev->at_peak_lifetime_only));
+    rules_at(dev, dev->peak_event, rules);
+    printf("  how the bytes at the peak were classified:\n");
+    for (int r = 0; r < GM_RULE_COUNT; r++)
+        if (rules[r])
+            printf("    %-14s %12s  %s\n", gm_rule_name((enum gm_rule)r),
+                   ana_cli_short(b1, sizeof(b1), rules[r]), gm_rule_text((enum gm_rule)r));
+    if (dev->n_events) {
+        printf("  phases (share of %zu trace events):", dev->n_events);
+        for (int p = 1; p <= GM_PHASE_COUNT; p++) {
+            int q = p % GM_PHASE_COUNT; /* forward, backward, step, other */
+            printf(" %s %.1f%%%s", gm_phase_name((enum gm_phase)q),
+                   100.0 * (double)dev->phase_events[q] / (double)dev->n_events,
+                   p < GM_PHASE_COUNT ? "," : "\n");
+        }
+        printf("  iterations: %zu\n", dev->n_iterations);
+    } else {
+        printf("  no trace: the figures are the snapshot state only\n");
+    }
+    if (!dev->has_frames)
+        printf("  no stack frames recorded: categories come from lifetimes only\n");
+    (void)an;
+    printf("\n");
+}
+
+int cmd_snapshot_categories(int argc, char **argv)
+{
+    bool json = false, series = false;
+    int device = -1;
+    bool device_set = false;
+    int n_pos = 0;
+    const struct opt opts[] = {
+        OPT_JSON(&json, "gpumem.snapshot.categories/1"),
+        OPT_INT("device", 'd', &device, "N", "only this CUDA device", &device_set),
+        OPT_FLAG("series", 0, &series,
+                 "with --json: also the per-category series and the phase runs"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot categories [--json] [--device N] [--series] FILE",
+        "Classify every allocation of a PyTorch memory snapshot as parameter, input, "
+        "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
+        "frames and its lifetime, and show the split at the peak of each device. Sizes are "
+        "the trace's requested bytes (as memory_viz draws them). The rules are in "
+        "docs/analysis.md.",
+        "gpumem snapshot categories snapshot.pickle\n"
+        "gpumem snapshot categories --json --series snapshot.pickle"};
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos != 1)
+        return cli_usage(argv[0], "expected one snapshot file");
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    int rc = ana_cli_open(argv[0], argv[1], &snap, &an);
+    if (rc)
+        return rc;
+    if (device_set && !gm_analysis_device_by_index(an, device)) {
+        ana_cli_close(snap, an);
+        return cli_usage(argv[0], "the file has no device %d", device);
+    }
+    if (json) {
+        struct gm_json w;
+        cli_json_begin(&w, stdout, "snapshot.categories");
+        gm_json_key(&w, "devices");
+        gm_json_begin_array(&w);
+        for (size_t d = 0; d < an->n_devices; d++)
+            if (!device_set || an->devices[d].device == device)
+                json_device(&w, an, &an->devices[d], series);
+        gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else {
+        for (size_t d = 0; d < an->n_devices; d++)
+            if (!device_set || an->devices[d].device == device)
+                print_device(an, &an->devices[d]);
+        printf("(sizes are requested bytes from the trace, below what max_memory_allocated "
+               "counts after rounding)\n");
+    }
+    ana_cli_close(snap, an);
+    return rc;
+}

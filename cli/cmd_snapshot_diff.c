@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_diff.c - gpumem snapshot diff A B: two runs (before/after a change) or two
+ * ranks: the peak, the category split at the peak, and the allocation sites that differ
+ * most in bytes alive at the peak, with new and vanished sites. */
+#include "analysis_common.h"
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+
+#include <inttypes.h>
+
+static const char *status_of(const struct gm_analysis_diff_site *s)
+{
+    if (!s->total[0] && s->total[1])
+        return "new";
+    if (s->total[0] && !s->total[1])
+        return "vanished";
+    if (s->bytes[0] != s->bytes[1] || s->total[0] != s->total[1])
+        return "changed";
+    return "same";
+}
+
+static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
+                                           const struct gm_snapshot *a,
+                                           const struct gm_snapshot *b, uint32_t *stack)
+{
+    if (s->stack[0] != UINT32_MAX) {
+        *stack = s->stack[0];
+        return a;
+    }
+    *stack = s->stack[1];
+    return b;
+}
+
+static void json_pair(struct gm_json *w, const char *key, uint64_t a, uint64_t b)
+{
+    gm_json_key(w, key);
+    gm_json_begin_array(w);
+    gm_json_u64(w, a);
+    gm_json_u64(w, b);
+    gm_json_end_array(w);
+}
+
+static void json_device(struct gm_json *w, const struct gm_analysis_diff_device *d,
+                        const struct gm_snapshot *sa, const struct gm_snapshot *sb, uint64_t top)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", d->device);
+    gm_json_key(w, "present");
+    gm_json_begin_array(w);
+    gm_json_bool(w, d->present[0]);
+    gm_json_bool(w, d->present[1]);
+    gm_json_end_array(w);
+    json_pair(w, "peak_bytes", d->peak_bytes[0], d->peak_bytes[1]);
+    gm_json_key(w, "peak_phase");
+    gm_json_begin_array(w);
+    gm_json_str(w, gm_phase_name((enum gm_phase)d->peak_phase[0]));
+    gm_json_str(w, gm_phase_name((enum gm_phase)d->peak_phase[1]));
+    gm_json_end_array(w);
+    gm_json_key(w, "at_peak");
+    gm_json_begin_object(w);
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        json_pair(w, gm_category_name((enum gm_category)c), d->at_peak[0][c], d->at_peak[1][c]);
+    gm_json_end_object(w);
+    gm_json_kv_u64(w, "n_sites", d->n_sites);
+    gm_json_key(w, "sites");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < d->n_sites && (!top || i < top); i++) {
+        const struct gm_analysis_diff_site *s = &d->sites[i];
+        uint32_t stack;
+        const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
+        gm_json_begin_object(w);
+        gm_json_key(w, "frames");
+        ana_cli_json_frames(w, snap, stack);
+        json_pair(w, "bytes", s->bytes[0], s->bytes[1]);
+        json_pair(w, "count", s->count[0], s->count[1]);
+        json_pair(w, "total_bytes", s->total[0], s->total[1]);
+        gm_json_kv_str(w, "status", status_of(s));
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+static void print_device(const struct gm_analysis_diff_device *d, const struct gm_snapshot *sa,
+                         const struct gm_snapshot *sb, uint64_t top)
+{
+    char b1[64], b2[64], b3[64], line[512];
+    printf("device %d:", (int)d->device);
+    if (!d->present[0] || !d->present[1]) {
+        printf(" only in %s\n", d->present[0] ? "A" : "B");
+    }
+    double pct = d->peak_bytes[0]
+                     ? 100.0 * ((double)d->peak_bytes[1] - (double)d->peak_bytes[0]) /
+                           (double)d->peak_bytes[0]
+                     : 0.0;
+    printf(" peak %s -> %s (%s, %+.1f%%), at the peak: %s -> %s\n",
+           ana_cli_short(b1, sizeof(b1), d->peak_bytes[0]),
+           ana_cli_short(b2, sizeof(b2), d->peak_bytes[1]),
+           ana_cli_delta(b3, sizeof(b3), d->peak_bytes[0], d->peak_bytes[1]), pct,
+           gm_phase_name((enum gm_phase)d->peak_phase[0]),
+           gm_phase_name((enum gm_phase)d->peak_phase[1]));
+    printf("  %-16s %14s %14s %14s\n", "category", "A", "B", "change");
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        printf("  %-16s %14s %14s %14s\n", gm_category_name((enum gm_category)c),
+               ana_cli_short(b1, sizeof(b1), d->at_peak[0][c]),
+               ana_cli_short(b2, sizeof(b2), d->at_peak[1][c]),
+               ana_cli_delta(b3, sizeof(b3), d->at_peak[0][c], d->at_peak[1][c]));
+    printf("  allocation sites, bytes alive at the peak, largest change first (%zu sites):\n",
+           d->n_sites);
+    printf("  %12s %12s %12s  %-8s %s\n", "change", "A", "B", "status", "site");
+    size_t shown = 0;
+    for (size_t i = 0; i < d->n_sites && (!top || shown < top); i++) {
+        const struct gm_analysis_diff_site *s = &d->sites[i];
+        if (!s->bytes[0] && !s->bytes[1] && s->total[0] == s->total[1])
+            continue;
+        uint32_t stack;
+        const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
+        ana_cli_stack_line(line, sizeof(line), snap, stack);
+        printf("  %12s %12s %12s  %-8s %s\n", ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
+               ana_cli_short(b1, sizeof(b1), s->bytes[0]), ana_cli_short(b2, sizeof(b2), s->bytes[1]),
+               status_of(s), line);
+        shown++;
+    }
+    printf("\n");
+}
+
+int cmd_snapshot_diff(int argc, char **argv)
+{
+    bool json = false;
+    uint64_t top = 20;
+    int n_pos = 0;
+    const struct opt opts[] = {
+        OPT_JSON(&json, "gpumem.snapshot.diff/1"),
+        OPT_U64("top", 'n', &top, "N", "at most N sites per device (20; 0: all)", NULL),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot diff [--json] [--top N] A B",
+        "Compare two PyTorch memory snapshots (before/after a change, or two ranks): the "
+        "peak of each device, the category split at the peak, and the allocation sites "
+        "(Python frames, lines ignored) whose bytes alive at the peak changed most, with new "
+        "and vanished sites.",
+        "gpumem snapshot diff before.pickle after.pickle\n"
+        "gpumem snapshot diff --json rank0.pickle rank1.pickle"};
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos != 2)
+        return cli_usage(argv[0], "expected two snapshot files");
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *aa, *ab;
+    int rc = ana_cli_open(argv[0], argv[1], &sa, &aa);
+    if (rc)
+        return rc;
+    rc = ana_cli_open(argv[0], argv[2], &sb, &ab);
+    if (rc) {
+        ana_cli_close(sa, aa);
+        return rc;
+    }
+    struct gm_analysis_diff *d = NULL;
+    struct gm_error err = {0};
+    if (gm_analysis_diff(aa, ab, &d, &err) != GM_OK) {
+        rc = cli_fail(argv[0], &err);
+        goto out;
+    }
+    if (json) {
+        struct gm_json w;
+        cli_json_begin(&w, stdout, "snapshot.diff");
+        gm_json_key(&w, "files");
+        gm_json_begin_array(&w);
+        gm_json_str(&w, argv[1]);
+        gm_json_str(&w, argv[2]);
+        gm_json_end_array(&w);
+        gm_json_key(&w, "devices");
+        gm_json_begin_array(&w);
+        for (size_t i = 0; i < d->n_devices; i++)
+            json_device(&w, &d->devices[i], sa, sb, top);
+        gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else {
+        printf("A: %s\nB: %s\n\n", argv[1], argv[2]);
+        for (size_t i = 0; i < d->n_devices; i++)
+            print_device(&d->devices[i], sa, sb, top);
+    }
+out:
+    gm_analysis_diff_free(d);
+    ana_cli_close(sa, aa);
+    ana_cli_close(sb, ab);
+    return rc;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_info.c - gpumem snapshot info FILE: what the file is and holds. */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+#include "snapshot_cli.h"
+
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void json_setting(struct gm_json *w, const struct gm_snapshot_setting *s)
+{
+    gm_json_key(w, s->key);
+    switch (s->type) {
+    case GM_SETTING_INT:
+        gm_json_i64(w, s->i);
+        break;
+    case GM_SETTING_FLOAT:
+        gm_json_double(w, s->d);
+        break;
+    case GM_SETTING_BOOL:
+        gm_json_bool(w, s->i != 0);
+        break;
+    case GM_SETTING_STR:
+        gm_json_str(w, s->s);
+        break;
+    default:
+        gm_json_null(w);
+        break;
+    }
+}
+
+static void print_setting(const struct gm_snapshot_setting *s)
+{
+    printf("  %-36s ", s->key);
+    switch (s->type) {
+    case GM_SETTING_INT:
+        printf("%" PRId64 "\n", s->i);
+        break;
+    case GM_SETTING_FLOAT:
+        printf("%g\n", s->d);
+        break;
+    case GM_SETTING_BOOL:
+        printf("%s\n", s->i ? "True" : "False");
+        break;
+    case GM_SETTING_STR:
+        printf("\"%s\"\n", s->s);
+        break;
+    case GM_SETTING_NONE:
+        printf("None\n");
+        break;
+    default:
+        printf("(%s)\n", s->s ? s->s : "?");
+        break;
+    }
+}
+
+static size_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
+{
+    size_t n = 0;
+    for (size_t d = 0; d < snap->n_devices; d++)
+        for (size_t k = 0; k < snap->devices[d].n_events; k++)
+            n += snap->devices[d].events[k].action == (uint8_t)a;
+    return n;
+}
+
+static int info_json(const char *cmd, const char *path, const struct gm_snapshot *s)
+{
+    struct gm_json w;
+    cli_json_begin(&w, stdout, "snapshot.info");
+    gm_json_kv_str(&w, "file", path);
+    gm_json_kv_u64(&w, "file_bytes", s->file_size);
+    gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(s->gen));
+    gm_json_kv_str(&w, "torch", gm_snapshot_gen_torch(s->gen));
+    gm_json_kv_i64(&w, "pickle_protocol", s->protocol);
+    gm_json_kv_bool(&w, "top_level_list", s->is_list);
+    gm_json_kv_u64(&w, "segments", s->n_segments);
+    gm_json_kv_u64(&w, "blocks", s->n_blocks);
+    gm_json_kv_u64(&w, "trace_events", s->n_events);
+    gm_json_kv_u64(&w, "unique_frames", s->n_frames);
+    gm_json_kv_u64(&w, "unique_stacks", s->n_stacks > 0 ? s->n_stacks - 1 : 0);
+    gm_json_key(&w, "devices");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        size_t blocks = 0;
+        for (size_t j = d->first_segment; j < d->first_segment + d->n_segments; j++)
+            blocks += s->segments[j].n_blocks;
+        gm_json_begin_object(&w);
+        gm_json_kv_i64(&w, "device", d->index);
+        gm_json_kv_bool(&w, "has_trace", d->has_trace);
+        gm_json_kv_u64(&w, "segments", d->n_segments);
+        gm_json_kv_u64(&w, "blocks", blocks);
+        gm_json_kv_u64(&w, "trace_events", d->n_events);
+        gm_json_end_object(&w);
+    }
+    gm_json_end_array(&w);
+    gm_json_key(&w, "actions");
+    gm_json_begin_object(&w);
+    for (int a = 0; a < GM_ACTION_COUNT; a++)
+        gm_json_kv_u64(&w, gm_snapshot_action_name((enum gm_snapshot_action)a),
+                       count_action(s, (enum gm_snapshot_action)a));
+    gm_json_end_object(&w);
+    if (s->has_time) {
+        gm_json_kv_i64(&w, "time_first_us", s->time_first_us);
+        gm_json_kv_i64(&w, "time_last_us", s->time_last_us);
+    } else {
+        gm_json_kv_null(&w, "time_first_us");
+        gm_json_kv_null(&w, "time_last_us");
+    }
+    gm_json_key(&w, "allocator_settings");
+    if (s->has_allocator_settings) {
+        gm_json_begin_object(&w);
+        for (size_t i = 0; i < s->n_settings; i++)
+            json_setting(&w, &s->settings[i]);
+        gm_json_end_object(&w);
+    } else {
+        gm_json_null(&w);
+    }
+    gm_json_key(&w, "annotations");
+    if (s->has_annotations) {
+        gm_json_begin_array(&w);
+        for (size_t i = 0; i < s->n_annotations; i++) {
+            const struct gm_snapshot_annotation *a = &s->annotations[i];
+            gm_json_begin_object(&w);
+            gm_json_kv_str(&w, "name", a->name);
+            gm_json_kv_str(&w, "stage", a->stage);
+            gm_json_kv_i64(&w, "device", a->device);
+            gm_json_kv_i64(&w, "time_us", a->time_us);
+            gm_json_end_object(&w);
+        }
+        gm_json_end_array(&w);
+    } else {
+        gm_json_null(&w);
+    }
+    gm_json_kv_bool(&w, "host_data", s->has_host_data);
+    gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
+    return cli_json_end(&w, cmd);
+}
+
+static void info_text(const char *path, const struct gm_snapshot *s)
+{
+    char b1[64], b2[64];
+    printf("file               %s (%" PRIu64 " bytes, %s)\n", path, s->file_size,
+           gm_format_bytes(b1, sizeof(b1), s->file_size, GM_UNITS_IEC));
+    printf("generation         %s (torch %s)%s\n", gm_snapshot_gen_name(s->gen),
+           gm_snapshot_gen_torch(s->gen),
+           s->is_list ? ", top-level list of segments: no trace" : "");
+    printf("pickle protocol    %d\n", s->protocol);
+    printf("devices            ");
+    if (!s->n_devices)
+        printf("none");
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        printf("%s%d (%zu segments, %zu events%s)", i ? ", " : "", d->index, d->n_segments,
+               d->n_events, d->has_trace ? "" : ", no trace");
+    }
+    printf("\n");
+    printf("segments           %zu (%zu blocks)\n", s->n_segments, s->n_blocks);
+    printf("trace events       %zu", s->n_events);
+    if (s->n_events) {
+        const char *sep = " (";
+        for (int a = 0; a < GM_ACTION_COUNT; a++) {
+            size_t n = count_action(s, (enum gm_snapshot_action)a);
+            if (n) {
+                printf("%s%s %zu", sep, gm_snapshot_action_name((enum gm_snapshot_action)a), n);
+                sep = ", ";
+            }
+        }
+        printf(")");
+    }
+    printf("\n");
+    printf("frames             %zu unique frames in %zu unique stacks\n", s->n_frames,
+           s->n_stacks ? s->n_stacks - 1 : 0);
+    if (s->has_time)
+        printf("time span          %s .. %s (%.3f s)\n", snapcli_time(b1, sizeof(b1), s->time_first_us),
+               snapcli_time(b2, sizeof(b2), s->time_last_us),
+               (double)(s->time_last_us - s->time_first_us) / 1e6);
+    else
+        printf("time span          unknown (no time_us in the trace)\n");
+    if (s->has_allocator_settings) {
+        printf("allocator settings\n");
+        for (size_t i = 0; i < s->n_settings; i++)
+            print_setting(&s->settings[i]);
+    } else {
+        printf("allocator settings not in the file (written by torch >= 2.3)\n");
+    }
+    if (s->has_annotations) {
+        printf("annotations        %zu\n", s->n_annotations);
+        for (size_t i = 0; i < s->n_annotations && i < 20; i++) {
+            const struct gm_snapshot_annotation *a = &s->annotations[i];
+            printf("  device %d %-5s %s  %s\n", a->device, a->stage,
+                   snapcli_time(b1, sizeof(b1), a->time_us), a->name);
+        }
+        if (s->n_annotations > 20)
+            printf("  ... %zu more\n", s->n_annotations - 20);
+    } else {
+        printf("annotations        not in the file (written by torch >= 2.4)\n");
+    }
+    if (s->has_host_data)
+        printf("host memory        host_segments/host_traces present (not analysed)\n");
+    if (s->trace_overflowed)
+        printf("warning            the trace ring buffer overflowed: the oldest events are lost\n");
+}
+
+int cmd_snapshot_info(int argc, char **argv)
+{
+    bool json = false;
+    int n_pos = 0, rc;
+    struct gm_snapshot *snap;
+    const struct opt opts[] = {
+        OPT_JSON(&json, "gpumem.snapshot.info/1"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot info [--json] FILE",
+        "Describe a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot()): format "
+        "generation, pickle protocol, devices, segment/block/trace counts, time span, allocator "
+        "settings and annotations. Nothing in the file is executed.",
+        "gpumem snapshot info profile.pkl"};
+
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos != 1)
+        return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
+    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
+        return rc;
+    if (json)
+        rc = info_json(argv[0], argv[1], snap);
+    else
+        info_text(argv[1], snap);
+    gm_snapshot_free(snap);
+    return rc;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_oom.c - gpumem snapshot oom FILE: fragmentation (reserved but unallocated
+ * memory, largest free block per pool and stream) at the peak and at every out-of-memory
+ * event, with the verdict (true shortage or fragmentation) and the allocator settings
+ * that help. */
+#include "analysis_common.h"
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+
+#include <inttypes.h>
+
+static void json_frag(struct gm_json *w, const struct gm_snapshot *snap,
+                      const struct gm_analysis_frag *f)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "event_index", f->event);
+    gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)f->phase));
+    if (f->is_oom) {
+        gm_json_kv_u64(w, "requested_bytes", f->requested);
+        gm_json_kv_u64(w, "device_free_bytes", f->device_free);
+    }
+    gm_json_kv_u64(w, "reserved_bytes", f->reserved);
+    gm_json_kv_u64(w, "allocated_bytes", f->allocated);
+    gm_json_kv_u64(w, "reserved_unallocated_bytes", f->reserved_unallocated);
+    gm_json_kv_u64(w, "largest_free_block_bytes", f->largest_free);
+    gm_json_key(w, "pools");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < f->n_pools; i++) {
+        const struct gm_analysis_pool_free *p = &f->pools[i];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "stream", p->stream);
+        gm_json_kv_str(w, "pool", p->is_small ? "small" : "large");
+        gm_json_kv_u64(w, "reserved_bytes", p->reserved);
+        gm_json_kv_u64(w, "free_bytes", p->free);
+        gm_json_kv_u64(w, "largest_free_block_bytes", p->largest_free);
+        gm_json_kv_u64(w, "segments", p->n_segments);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "at_event");
+    gm_json_begin_object(w);
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        gm_json_kv_u64(w, gm_category_name((enum gm_category)c), f->at_event[c]);
+    gm_json_end_object(w);
+    if (f->is_oom) {
+        gm_json_kv_str(w, "verdict", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
+        gm_json_kv_str(w, "advice", gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict));
+        gm_json_key(w, "frames");
+        ana_cli_json_frames(w, snap, f->stack);
+    }
+    gm_json_end_object(w);
+}
+
+static void print_frag(const struct gm_analysis_frag *f)
+{
+    char b1[64];
+    printf("    reserved                  %s\n", ana_cli_bytes(b1, sizeof(b1), f->reserved));
+    printf("    allocated (512 B rounded) %s\n", ana_cli_bytes(b1, sizeof(b1), f->allocated));
+    printf("    reserved but unallocated  %s", ana_cli_bytes(b1, sizeof(b1), f->reserved_unallocated));
+    if (f->reserved)
+        printf(" (%.1f%% of reserved)", 100.0 * (double)f->reserved_unallocated / (double)f->reserved);
+    printf("\n    largest free block        %s\n", ana_cli_bytes(b1, sizeof(b1), f->largest_free));
+    for (size_t i = 0; i < f->n_pools; i++) {
+        const struct gm_analysis_pool_free *p = &f->pools[i];
+        char b2[64], b3[64];
+        printf("      stream %-14" PRIu64 " %-5s pool: %u segment%s, reserved %s, free %s, "
+               "largest free %s\n",
+               p->stream, p->is_small ? "small" : "large", p->n_segments,
+               p->n_segments == 1 ? "" : "s", ana_cli_short(b1, sizeof(b1), p->reserved),
+               ana_cli_short(b2, sizeof(b2), p->free), ana_cli_short(b3, sizeof(b3), p->largest_free));
+    }
+}
+
+static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev)
+{
+    char b1[64];
+    printf("device %d: ", (int)dev->device);
+    if (!dev->peak_frag.reserved && !dev->n_ooms) {
+        printf("no segments\n\n");
+        return;
+    }
+    printf("at the peak (%s, ", ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
+    if (dev->peak_event < 0)
+        printf("initial state):\n");
+    else
+        printf("after event %" PRId64 ", %s):\n", dev->peak_event,
+               gm_phase_name((enum gm_phase)dev->peak_phase));
+    print_frag(&dev->peak_frag);
+    if (!dev->n_ooms)
+        printf("  no out-of-memory event in the trace\n");
+    for (size_t i = 0; i < dev->n_ooms; i++) {
+        const struct gm_analysis_frag *f = &dev->ooms[i];
+        printf("  out of memory at event %" PRId64 " (%s):\n", f->event,
+               gm_phase_name((enum gm_phase)f->phase));
+        printf("    requested                 %s\n", ana_cli_bytes(b1, sizeof(b1), f->requested));
+        printf("    free in CUDA              %s\n", ana_cli_bytes(b1, sizeof(b1), f->device_free));
+        print_frag(f);
+        printf("    allocated by:\n");
+        ana_cli_print_stack(stdout, an->snap, f->stack, "      ", 6);
+        printf("    verdict: %s\n", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
+        printf("    %s\n", gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict));
+    }
+    printf("\n");
+}
+
+int cmd_snapshot_oom(int argc, char **argv)
+{
+    bool json = false;
+    int n_pos = 0;
+    const struct opt opts[] = {
+        OPT_JSON(&json, "gpumem.snapshot.oom/1"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot oom [--json] FILE",
+        "Fragmentation of each device at its peak and at every out-of-memory event of a "
+        "PyTorch memory snapshot: reserved, allocated, reserved but unallocated, the largest "
+        "free block per pool and stream; for an oom, the requested bytes, the bytes CUDA "
+        "reported free, the verdict (shortage, fragmentation, limit) and the "
+        "PYTORCH_CUDA_ALLOC_CONF settings that help.",
+        "gpumem snapshot oom oom_snapshot.pickle"};
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos != 1)
+        return cli_usage(argv[0], "expected one snapshot file");
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    int rc = ana_cli_open(argv[0], argv[1], &snap, &an);
+    if (rc)
+        return rc;
+    if (json) {
+        struct gm_json w;
+        cli_json_begin(&w, stdout, "snapshot.oom");
+        gm_json_key(&w, "allocator_settings");
+        gm_json_begin_object(&w);
+        gm_json_kv_bool(&w, "expandable_segments", an->expandable_segments);
+        gm_json_kv_i64(&w, "max_split_size", an->max_split_size);
+        gm_json_kv_double(&w, "garbage_collection_threshold", an->gc_threshold);
+        gm_json_end_object(&w);
+        gm_json_key(&w, "devices");
+        gm_json_begin_array(&w);
+        for (size_t d = 0; d < an->n_devices; d++) {
+            const struct gm_analysis_device *dev = &an->devices[d];
+            gm_json_begin_object(&w);
+            gm_json_kv_i64(&w, "device", dev->device);
+            gm_json_kv_u64(&w, "peak_bytes", dev->peak_bytes);
+            gm_json_key(&w, "at_peak");
+            json_frag(&w, snap, &dev->peak_frag);
+            gm_json_key(&w, "ooms");
+            gm_json_begin_array(&w);
+            for (size_t i = 0; i < dev->n_ooms; i++)
+                json_frag(&w, snap, &dev->ooms[i]);
+            gm_json_end_array(&w);
+            gm_json_end_object(&w);
+        }
+        gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else {
+        printf("allocator settings: expandable_segments %s, max_split_size %s, "
+               "garbage_collection_threshold %g\n\n",
+               an->expandable_segments ? "on" : "off",
+               an->max_split_size < 0 ? "unlimited" : "set", an->gc_threshold);
+        for (size_t d = 0; d < an->n_devices; d++)
+            print_device(an, &an->devices[d]);
+    }
+    ana_cli_close(snap, an);
+    return rc;
+}

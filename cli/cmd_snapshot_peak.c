@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_peak.c - gpumem snapshot peak FILE: the peak of the Active Memory Timeline
+ * per device and the allocations alive at it, grouped by stack. */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+#include "snapshot_cli.h"
+
+#include "gpumem/arena.h"
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+struct dev_peak {
+    struct gm_snapshot_timeline tl;
+    struct gm_snapshot_live_group *groups;
+    size_t n_groups;
+};
+
+static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
+                        const struct gm_snapshot_device *d, const struct dev_peak *p,
+                        uint64_t top)
+{
+    const struct gm_snapshot_timeline *tl = &p->tl;
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", d->index);
+    gm_json_kv_u64(w, "peak_bytes", tl->peak_bytes);
+    gm_json_kv_i64(w, "peak_event_index", tl->peak_event_index);
+    if (tl->peak_time_valid)
+        gm_json_kv_i64(w, "peak_time_us", tl->peak_time_us);
+    else
+        gm_json_kv_null(w, "peak_time_us");
+    gm_json_kv_u64(w, "peak_reserved_bytes", tl->peak_reserved_bytes);
+    gm_json_kv_u64(w, "reserved_at_peak_bytes", tl->reserved_at_peak_bytes);
+    gm_json_kv_u64(w, "initial_bytes", tl->initial_bytes);
+    gm_json_kv_u64(w, "final_bytes", tl->final_bytes);
+    gm_json_kv_u64(w, "trace_events", d->n_events);
+    gm_json_kv_u64(w, "live_allocations", tl->n_live);
+    gm_json_kv_u64(w, "live_groups", p->n_groups);
+    gm_json_key(w, "live_at_peak");
+    gm_json_begin_array(w);
+    for (size_t g = 0; g < p->n_groups && (top == 0 || g < top); g++) {
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "bytes", p->groups[g].bytes);
+        gm_json_kv_u64(w, "count", p->groups[g].count);
+        gm_json_key(w, "frames");
+        snapcli_json_stack(w, snap, p->groups[g].stack, 0);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
+                        const struct dev_peak *p, uint64_t top)
+{
+    const struct gm_snapshot_timeline *tl = &p->tl;
+    char a[48], b[48], t[64];
+    printf("device %d: peak %s (%" PRIu64 " bytes)", d->index,
+           gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes);
+    if (tl->peak_event_index < 0)
+        printf(" at the start of the trace (%zu events)\n", d->n_events);
+    else
+        printf(" after event %" PRId64 " of %zu%s%s\n", tl->peak_event_index, d->n_events,
+               tl->peak_time_valid ? ", at " : "",
+               tl->peak_time_valid ? snapcli_time(t, sizeof(t), tl->peak_time_us) : "");
+    printf("  reserved at the peak %s; most reserved %s\n",
+           gm_format_bytes(a, sizeof(a), tl->reserved_at_peak_bytes, GM_UNITS_IEC),
+           gm_format_bytes(b, sizeof(b), tl->peak_reserved_bytes, GM_UNITS_IEC));
+    printf("  allocated at the start %s, at the end %s\n",
+           gm_format_bytes(a, sizeof(a), tl->initial_bytes, GM_UNITS_IEC),
+           gm_format_bytes(b, sizeof(b), tl->final_bytes, GM_UNITS_IEC));
+    if (!tl->n_live) {
+        printf("  nothing allocated at the peak\n");
+        return;
+    }
+    printf("  %zu allocations alive at the peak, in %zu stacks%s:\n", tl->n_live, p->n_groups,
+           top && p->n_groups > top ? " (largest first; --top to see more)" : " (largest first)");
+    printf("  %16s %12s %6s %6s  where\n", "bytes", "GiB", "share", "count");
+    for (size_t g = 0; g < p->n_groups && (top == 0 || g < top); g++) {
+        const struct gm_snapshot_live_group *gr = &p->groups[g];
+        printf("  %16" PRIu64 " %12s %5.1f%% %6" PRIu64 "  ", gr->bytes,
+               gm_format_fixed(a, sizeof(a), gr->bytes, GM_GIB, "GiB"),
+               tl->peak_bytes ? 100.0 * (double)gr->bytes / (double)tl->peak_bytes : 0.0,
+               gr->count);
+        snapcli_print_stack(stdout, snap, gr->stack, 2, 51);
+    }
+}
+
+int cmd_snapshot_peak(int argc, char **argv)
+{
+    bool json = false;
+    uint64_t top = 10;
+    const char *device = NULL;
+    int32_t want = -1;
+    int n_pos = 0, rc;
+    struct gm_snapshot *snap;
+    struct dev_peak *peaks;
+    struct gm_error err;
+    bool top_seen = false;
+    const struct opt opts[] = {
+        OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)",
+                &top_seen),
+        OPT_STRING("device", 'd', &device, "N", "only this device (default: all)"),
+        OPT_JSON(&json, "gpumem.snapshot.peak/1"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot peak [--top N] [--device N] [--json] FILE",
+        "The peak of memory_viz's Active Memory Timeline per device: live allocations at the "
+        "sizes the trace records (requested bytes), counting blocks allocated at snapshot time "
+        "and frees without an alloc in the trace from the start. Then the allocations alive at "
+        "the peak, grouped by stack, largest first, user frames first and torch internals "
+        "folded. --json lists every group unless --top is given.",
+        "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl"};
+
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos != 1)
+        return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
+    if ((rc = snapcli_device_arg(argv[0], device, &want)) != 0)
+        return rc;
+    if (json && !top_seen)
+        top = 0;
+    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
+        return rc;
+    if (want >= 0 && !gm_snapshot_device_by_index(snap, want)) {
+        gm_snapshot_free(snap);
+        cli_errorf(argv[0], "'%s' has no device %d", argv[1], want);
+        return GM_EXIT_USAGE;
+    }
+    peaks = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(*peaks));
+    if (!peaks) {
+        gm_snapshot_free(snap);
+        return GM_EXIT_SOFTWARE;
+    }
+    for (size_t i = 0; i < snap->n_devices && rc == 0; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        if (want >= 0 && d->index != want)
+            continue;
+        if (gm_snapshot_timeline(snap, d->index, false, &peaks[i].tl, &err) != GM_OK ||
+            gm_snapshot_group_live(&peaks[i].tl, &peaks[i].groups, &peaks[i].n_groups, &err) !=
+                GM_OK)
+            rc = cli_fail(argv[0], &err);
+    }
+    if (rc == 0 && json) {
+        struct gm_json w;
+        cli_json_begin(&w, stdout, "snapshot.peak");
+        gm_json_kv_str(&w, "file", argv[1]);
+        gm_json_kv_str(&w, "sizes", "requested bytes as recorded in the trace");
+        gm_json_key(&w, "devices");
+        gm_json_begin_array(&w);
+        for (size_t i = 0; i < snap->n_devices; i++)
+            if (want < 0 || snap->devices[i].index == want)
+                json_device(&w, snap, &snap->devices[i], &peaks[i], top);
+        gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else if (rc == 0) {
+        bool first = true;
+        for (size_t i = 0; i < snap->n_devices; i++) {
+            if (want >= 0 && snap->devices[i].index != want)
+                continue;
+            if (!first)
+                printf("\n");
+            first = false;
+            text_device(snap, &snap->devices[i], &peaks[i], top);
+        }
+        if (!snap->n_devices)
+            printf("the file names no device\n");
+        printf("\nnote: trace sizes are requested bytes, below what "
+               "torch.cuda.max_memory_allocated() counts after rounding to 512 B blocks\n");
+    }
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        gm_snapshot_timeline_release(&peaks[i].tl);
+        gm_free(peaks[i].groups);
+    }
+    gm_free(peaks);
+    gm_snapshot_free(snap);
+    return rc;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_snapshot_stats.c - gpumem snapshot stats FILE...: the allocator state at snapshot time
+ * per device and pool (the figures of torch.cuda._memory_viz stats, from the blocks). */
+#include "cli.h"
+#include "commands.h"
+#include "opts.h"
+#include "snapshot_cli.h"
+
+#include "gpumem/arena.h"
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void json_figures(struct gm_json *w, const struct gm_snapshot_figures *f)
+{
+    gm_json_kv_u64(w, "reserved_bytes", f->reserved_bytes);
+    gm_json_kv_u64(w, "allocated_bytes", f->allocated_bytes);
+    gm_json_kv_u64(w, "active_bytes", f->active_bytes);
+    gm_json_kv_u64(w, "requested_bytes", f->requested_bytes);
+    gm_json_kv_u64(w, "internal_free_bytes", f->internal_free_bytes);
+    gm_json_kv_u64(w, "external_free_bytes", f->external_free_bytes);
+    gm_json_kv_u64(w, "largest_free_block_bytes", f->largest_free_block_bytes);
+    gm_json_kv_u64(w, "segments", f->n_segments);
+    gm_json_kv_u64(w, "blocks", f->n_blocks);
+    gm_json_kv_u64(w, "active_allocated_blocks", f->n_active_blocks);
+    gm_json_kv_u64(w, "active_pending_free_blocks", f->n_pending_free_blocks);
+    gm_json_kv_u64(w, "inactive_blocks", f->n_inactive_blocks);
+}
+
+static void json_file(struct gm_json *w, const struct gm_snapshot_stats *st)
+{
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < st->n_devices; i++) {
+        const struct gm_snapshot_device_stats *d = &st->devices[i];
+        gm_json_begin_object(w);
+        gm_json_kv_i64(w, "device", d->device);
+        json_figures(w, &d->fig);
+        gm_json_key(w, "pools");
+        gm_json_begin_array(w);
+        for (size_t p = 0; p < d->n_pools; p++) {
+            const struct gm_snapshot_pool_stats *ps = &d->pools[p];
+            gm_json_begin_object(w);
+            gm_json_kv_str(w, "pool", ps->is_small ? "small" : "large");
+            gm_json_key(w, "pool_id");
+            gm_json_begin_array(w);
+            gm_json_i64(w, ps->pool_id[0]);
+            gm_json_i64(w, ps->pool_id[1]);
+            gm_json_end_array(w);
+            gm_json_kv_bool(w, "expandable", ps->is_expandable);
+            json_figures(w, &ps->fig);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
+        gm_json_key(w, "segment_size_histogram");
+        gm_json_begin_array(w);
+        for (size_t h = 0; h < d->n_hist; h++) {
+            gm_json_begin_object(w);
+            gm_json_kv_u64(w, "min_bytes", d->hist[h].lo);
+            gm_json_kv_u64(w, "max_bytes_exclusive", d->hist[h].hi);
+            gm_json_kv_u64(w, "segments", d->hist[h].n_segments);
+            gm_json_kv_u64(w, "bytes", d->hist[h].bytes);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}
+
+static const char *fmt(char *b, uint64_t v)
+{
+    char x[48];
+    snprintf(b, 80, "%s (%" PRIu64 " B)", gm_format_bytes(x, sizeof(x), v, GM_UNITS_IEC), v);
+    return b;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+    return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static void text_figures(const struct gm_snapshot_figures *f, const char *ind)
+{
+    char b[80];
+    printf("%sreserved            %s in %" PRIu64 " segments\n", ind, fmt(b, f->reserved_bytes),
+           f->n_segments);
+    printf("%sallocated           %s in %" PRIu64 " blocks\n", ind, fmt(b, f->allocated_bytes),
+           f->n_active_blocks);
+    printf("%sactive              %s (allocated + %" PRIu64 " pending-free blocks)\n", ind,
+           fmt(b, f->active_bytes), f->n_pending_free_blocks);
+    printf("%srequested           %s\n", ind, fmt(b, f->requested_bytes));
+    printf("%sfree, internal      %s (%.1f%% of allocated: rounding and split waste)\n", ind,
+           fmt(b, f->internal_free_bytes), pct(f->internal_free_bytes, f->allocated_bytes));
+    printf("%sfree, external      %s (%.1f%% of reserved: %" PRIu64 " inactive blocks)\n", ind,
+           fmt(b, f->external_free_bytes), pct(f->external_free_bytes, f->reserved_bytes),
+           f->n_inactive_blocks);
+    printf("%slargest free block  %s\n", ind, fmt(b, f->largest_free_block_bytes));
+}
+
+struct file_stats {
+    const char *path;
+    size_t n_segments, n_blocks;
+    struct gm_snapshot_stats st;
+};
+
+static void text_file(const struct file_stats *fs)
+{
+    const struct gm_snapshot_stats *st = &fs->st;
+    char a[48], c[48], e[48];
+    printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices,
+           fs->n_segments, fs->n_blocks);
+    for (size_t i = 0; i < st->n_devices; i++) {
+        const struct gm_snapshot_device_stats *d = &st->devices[i];
+        printf("\ndevice %d\n", d->device);
+        if (!d->fig.n_segments) {
+            printf("  no segments at snapshot time\n");
+            continue;
+        }
+        text_figures(&d->fig, "  ");
+        for (size_t p = 0; p < d->n_pools; p++) {
+            const struct gm_snapshot_pool_stats *ps = &d->pools[p];
+            printf("  %s pool%s", ps->is_small ? "small (<= 1 MiB)" : "large",
+                   ps->is_expandable ? ", expandable segments" : "");
+            if (ps->pool_id[0] || ps->pool_id[1])
+                printf(", private pool (%" PRId64 ", %" PRId64 ")", ps->pool_id[0],
+                       ps->pool_id[1]);
+            printf("\n");
+            text_figures(&ps->fig, "    ");
+        }
+        printf("  segment sizes\n");
+        for (size_t h = 0; h < d->n_hist; h++)
+            printf("    [%10s, %10s)  %6" PRIu64 " segments  %s\n",
+                   gm_format_bytes(a, sizeof(a), d->hist[h].lo, GM_UNITS_IEC),
+                   gm_format_bytes(c, sizeof(c), d->hist[h].hi, GM_UNITS_IEC),
+                   d->hist[h].n_segments, gm_format_bytes(e, sizeof(e), d->hist[h].bytes, GM_UNITS_IEC));
+    }
+}
+
+int cmd_snapshot_stats(int argc, char **argv)
+{
+    bool json = false;
+    int n_pos = 0, rc = 0;
+    const struct opt opts[] = {
+        OPT_JSON(&json, "gpumem.snapshot.stats/1"),
+        OPT_END,
+    };
+    const struct opt_usage usage = {
+        "gpumem snapshot stats [--json] FILE...",
+        "Per device and pool: reserved, allocated, active and requested bytes, free bytes inside "
+        "segments (internal: rounding and split waste; external: inactive blocks), the largest "
+        "free block and a segment size histogram, summed from the blocks at snapshot time. "
+        "With several files, --json writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
+    struct gm_json w;
+    struct file_stats *files;
+    int n_done = 0;
+
+    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        return GM_EXIT_USAGE;
+    case OPTS_OK:
+        break;
+    }
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing FILE");
+    files = gm_calloc((size_t)n_pos, sizeof(*files));
+    if (!files)
+        return GM_EXIT_SOFTWARE;
+    /* Read everything first, so that a bad file leaves no partial output. */
+    for (int i = 0; i < n_pos && rc == 0; i++) {
+        struct gm_snapshot *snap;
+        struct gm_error err;
+        if ((rc = snapcli_load(argv[0], argv[i + 1], &snap)) != 0)
+            break;
+        files[i].path = argv[i + 1];
+        files[i].n_segments = snap->n_segments;
+        files[i].n_blocks = snap->n_blocks;
+        if (gm_snapshot_stats(snap, &files[i].st, &err) != GM_OK)
+            rc = cli_fail(argv[0], &err);
+        gm_snapshot_free(snap);
+        n_done = i + 1;
+    }
+    if (rc == 0 && json) {
+        cli_json_begin(&w, stdout, "snapshot.stats");
+        if (n_pos > 1) {
+            gm_json_key(&w, "files");
+            gm_json_begin_array(&w);
+        }
+        for (int i = 0; i < n_pos; i++) {
+            if (n_pos > 1)
+                gm_json_begin_object(&w);
+            gm_json_kv_str(&w, "file", files[i].path);
+            json_file(&w, &files[i].st);
+            if (n_pos > 1)
+                gm_json_end_object(&w);
+        }
+        if (n_pos > 1)
+            gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else if (rc == 0) {
+        for (int i = 0; i < n_pos; i++) {
+            if (i)
+                printf("\n");
+            text_file(&files[i]);
+        }
+    }
+    for (int i = 0; i < n_done; i++)
+        gm_snapshot_stats_release(&files[i].st);
+    gm_free(files);
+    return rc;
+}

@@ -1,0 +1,996 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis.c - gm_analysis_run(): per device, match allocations to their frees, give every
+ * event a phase, find the iterations, classify every allocation, build the per-category
+ * series, find leaks and compute fragmentation at the peak and at each oom.
+ *
+ * Order of the work for one device:
+ *   1. allocations: alloc -> free_completed by address, as gm_snapshot_timeline() does
+ *   2. raw phase of each event from its stack (classify.c), then unknown events smoothed
+ *      from their neighbours (docs/analysis.md, "Phases")
+ *   3. phase runs and iterations (a forward following a backward or a step starts one)
+ *   4. category of each allocation from its alloc phase, stack and lifetime
+ *   5. one replay of the trace for the series, the peak split and the iteration figures
+ *   6. leaks (sites that keep memory from iteration to iteration), fragmentation */
+#include "analysis/analysis_int.h"
+
+#include "gpumem/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_ALLOC UINT32_MAX
+
+struct work {
+    const struct gm_snapshot *snap;
+    const struct gm_snapshot_device *sd;
+    struct gm_analysis_device *dev;
+    struct ana_classifier *cls;
+    struct gm_arena *arena;
+    uint8_t *phase;     /* per event: enum gm_phase (raw phase while smoothing) */
+    uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
+    bool has_backward;
+    bool trace_has_frames;
+    struct ana_map survivors; /* stack -> 1 + earliest iteration of its never-freed allocs */
+};
+
+/* ---------------------------------------------------------------- allocations */
+
+struct alloc_vec {
+    struct gm_analysis_alloc *v;
+    size_t n, cap;
+};
+
+static struct gm_analysis_alloc *vec_push(struct alloc_vec *a)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        struct gm_analysis_alloc *v = gm_realloc(a->v, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        a->v = v;
+        a->cap = cap;
+    }
+    struct gm_analysis_alloc *x = &a->v[a->n++];
+    memset(x, 0, sizeof(*x));
+    x->alloc_event = -1;
+    x->free_event = -1;
+    x->free_requested_event = -1;
+    x->iteration = -1;
+    return x;
+}
+
+static enum gm_status build_allocs(struct work *w, struct gm_error *err)
+{
+    const struct gm_snapshot_device *sd = w->sd;
+    struct gm_analysis_device *dev = w->dev;
+    struct alloc_vec early = {0}, trace = {0};
+    struct ana_map map;
+    enum gm_status st = ana_map_init(&map, 1024, err);
+    if (st != GM_OK)
+        return st;
+    /* Trace allocations are indexed in 'trace' (final index = n_early + i); frees without
+     * an alloc go to 'early'.  ev_free[] temporarily holds trace-relative indexes with the
+     * top bit set for early ones. */
+    for (size_t k = 0; k < sd->n_events; k++) {
+        const struct gm_snapshot_event *e = &sd->events[k];
+        switch (e->action) {
+        case GM_ACTION_ALLOC: {
+            struct gm_analysis_alloc *a = vec_push(&trace);
+            if (!a)
+                goto nomem;
+            a->addr = e->addr;
+            a->bytes = e->size;
+            a->stream = e->stream;
+            a->alloc_event = (int64_t)k;
+            a->stack = e->stack;
+            if (trace.n - 1 >= (size_t)0x7fffffff)
+                goto limit;
+            st = ana_map_put(&map, e->addr, (uint32_t)(trace.n - 1), err);
+            if (st != GM_OK)
+                goto out;
+            break;
+        }
+        case GM_ACTION_FREE_REQUESTED: {
+            uint32_t i = ana_map_get(&map, e->addr);
+            if (i != NO_ALLOC && trace.v[i].free_requested_event < 0) {
+                trace.v[i].free_requested_event = (int64_t)k;
+                trace.v[i].free_stack = e->stack;
+            }
+            break;
+        }
+        case GM_ACTION_FREE_COMPLETED: {
+            uint32_t i = ana_map_get(&map, e->addr);
+            if (i != NO_ALLOC) {
+                trace.v[i].free_event = (int64_t)k;
+                if (!trace.v[i].free_stack)
+                    trace.v[i].free_stack = e->stack;
+                w->ev_free[k] = i;
+                ana_map_del(&map, e->addr);
+            } else {
+                struct gm_analysis_alloc *a = vec_push(&early);
+                if (!a)
+                    goto nomem;
+                a->addr = e->addr;
+                a->bytes = e->size;
+                a->stream = e->stream;
+                a->free_event = (int64_t)k;
+                a->free_stack = e->stack;
+                w->ev_free[k] = (uint32_t)(early.n - 1) | 0x80000000u;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
+    for (size_t s = 0; s < w->snap->n_segments; s++) {
+        const struct gm_snapshot_segment *seg = &w->snap->segments[s];
+        if (seg->device != sd->index)
+            continue;
+        for (size_t b = 0; b < seg->n_blocks; b++) {
+            const struct gm_snapshot_block *blk = &seg->blocks[b];
+            if (blk->state != GM_BLOCK_ACTIVE_ALLOCATED)
+                continue;
+            if (ana_map_get(&map, blk->address) != NO_ALLOC)
+                continue;
+            struct gm_analysis_alloc *a = vec_push(&early);
+            if (!a)
+                goto nomem;
+            a->addr = blk->address;
+            a->bytes = blk->requested_size;
+            a->stream = seg->stream;
+            a->stack = blk->stack;
+        }
+    }
+    if (early.n + trace.n >= (size_t)0x7fffffff)
+        goto limit;
+    dev->n_allocs = early.n + trace.n;
+    dev->allocs = gm_arena_calloc(w->arena, dev->n_allocs ? dev->n_allocs : 1,
+                                  sizeof(*dev->allocs));
+    if (!dev->allocs)
+        goto nomem;
+    if (early.n)
+        memcpy(dev->allocs, early.v, early.n * sizeof(*early.v));
+    if (trace.n)
+        memcpy(dev->allocs + early.n, trace.v, trace.n * sizeof(*trace.v));
+    for (size_t k = 0; k < sd->n_events; k++) {
+        uint32_t v = w->ev_free[k];
+        if (v == NO_ALLOC)
+            continue;
+        w->ev_free[k] = (v & 0x80000000u) ? (v & 0x7fffffffu) : (uint32_t)(v + early.n);
+    }
+    st = GM_OK;
+    goto out;
+nomem:
+    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for allocations");
+    goto out;
+limit:
+    st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "analysis: too many allocations on one device");
+out:
+    gm_free(early.v);
+    gm_free(trace.v);
+    ana_map_release(&map);
+    return st;
+}
+
+/* ---------------------------------------------------------------- phases */
+
+static enum gm_phase phase_of_raw(uint8_t raw)
+{
+    switch (raw) {
+    case RAW_FORWARD:
+        return GM_PHASE_FORWARD;
+    case RAW_BACKWARD:
+        return GM_PHASE_BACKWARD;
+    case RAW_STEP:
+        return GM_PHASE_OPTIMIZER_STEP;
+    default:
+        return GM_PHASE_OTHER;
+    }
+}
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return s && strncmp(s, p, strlen(p)) == 0;
+}
+
+/* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
+ * time; events inside one that the frames left unknown are step events. */
+static void apply_step_annotations(struct work *w)
+{
+    const struct gm_snapshot *snap = w->snap;
+    const struct gm_snapshot_device *sd = w->sd;
+    if (!snap->n_annotations || !snap->has_time)
+        return;
+    int64_t open = -1;
+    for (size_t i = 0; i < snap->n_annotations; i++) {
+        const struct gm_snapshot_annotation *an = &snap->annotations[i];
+        if (an->device != sd->index || !has_prefix(an->name, "Optimizer.step#"))
+            continue;
+        if (an->is_start) {
+            open = an->time_us;
+            continue;
+        }
+        if (open < 0)
+            continue;
+        for (size_t k = 0; k < sd->n_events; k++) {
+            const struct gm_snapshot_event *e = &sd->events[k];
+            if (!(e->flags & GM_EVENT_HAS_TIME) || e->time_us < open || e->time_us > an->time_us)
+                continue;
+            if (w->phase[k] == RAW_UNKNOWN)
+                w->phase[k] = RAW_STEP;
+        }
+        open = -1;
+    }
+}
+
+static enum gm_status compute_phases(struct work *w, struct gm_error *err)
+{
+    const struct gm_snapshot_device *sd = w->sd;
+    struct gm_analysis_device *dev = w->dev;
+    size_t n = sd->n_events;
+    for (size_t k = 0; k < n; k++) {
+        const struct gm_snapshot_event *e = &sd->events[k];
+        uint8_t raw = RAW_UNKNOWN;
+        if (e->stack)
+            w->trace_has_frames = true;
+        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
+            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        w->phase[k] = raw;
+    }
+    apply_step_annotations(w);
+
+    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
+    uint8_t *next = gm_malloc(n ? n : 1);
+    if (!next)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
+    uint8_t nk = RAW_UNKNOWN;
+    for (size_t k = n; k-- > 0;) {
+        next[k] = nk;
+        if (w->phase[k] != RAW_UNKNOWN)
+            nk = w->phase[k];
+    }
+    uint8_t pk = RAW_UNKNOWN;
+    for (size_t k = 0; k < n; k++) {
+        uint8_t raw = w->phase[k];
+        if (raw != RAW_UNKNOWN) {
+            pk = raw;
+            w->phase[k] = (uint8_t)phase_of_raw(raw);
+            continue;
+        }
+        uint8_t p = pk, q = next[k];
+        uint8_t out;
+        bool empty = sd->events[k].stack == 0;
+        if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD))
+            out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
+        else if (p == q && p != RAW_UNKNOWN)
+            out = p;
+        else if (p == RAW_FORWARD && q == RAW_BACKWARD)
+            out = RAW_FORWARD; /* the loss, computed outside any module */
+        else
+            out = RAW_OTHER;
+        w->phase[k] = (uint8_t)phase_of_raw(out);
+    }
+    gm_free(next);
+
+    /* Runs. */
+    size_t n_runs = 0;
+    for (size_t k = 0; k < n; k++)
+        if (k == 0 || w->phase[k] != w->phase[k - 1])
+            n_runs++;
+    dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
+    if (!dev->phases)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
+    size_t r = 0;
+    for (size_t k = 0; k < n; k++) {
+        dev->phase_events[w->phase[k]]++;
+        if (k == 0 || w->phase[k] != w->phase[k - 1]) {
+            dev->phases[r].first_event = (int64_t)k;
+            dev->phases[r].phase = w->phase[k];
+            dev->phases[r].iteration = -1;
+            r++;
+        }
+        dev->phases[r - 1].last_event = (int64_t)k;
+    }
+    dev->n_phases = n_runs;
+    w->has_backward = dev->phase_events[GM_PHASE_BACKWARD] > 0;
+    return GM_OK;
+}
+
+/* Index of the run holding event k (runs cover 0..n-1). */
+static size_t run_of(const struct gm_analysis_device *dev, int64_t k)
+{
+    size_t lo = 0, hi = dev->n_phases;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dev->phases[mid].first_event <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
+{
+    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
+        return GM_PHASE_OTHER;
+    return (enum gm_phase)dev->phases[run_of(dev, event)].phase;
+}
+
+static int32_t iteration_of(const struct gm_analysis_device *dev, int64_t k)
+{
+    if (k < 0 || !dev->n_iterations || k < dev->iterations[0].first_event)
+        return -1;
+    size_t lo = 0, hi = dev->n_iterations;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dev->iterations[mid].first_event <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (int32_t)lo;
+}
+
+static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
+{
+    struct gm_analysis_device *dev = w->dev;
+    size_t n_it = 0;
+    bool armed = true;
+    /* Count, then fill: a forward run starts an iteration when a backward or a step ran
+     * since the last start (training), or, with no backward anywhere, every forward run. */
+    for (int pass = 0; pass < 2; pass++) {
+        armed = true;
+        size_t i = 0;
+        for (size_t r = 0; r < dev->n_phases; r++) {
+            const struct gm_analysis_phase_run *run = &dev->phases[r];
+            if (run->phase == GM_PHASE_FORWARD && (armed || !w->has_backward)) {
+                if (pass == 1) {
+                    struct gm_analysis_iteration *it = &dev->iterations[i];
+                    memset(it, 0, sizeof(*it));
+                    it->first_event = run->first_event;
+                    it->forward_event = run->first_event;
+                    it->backward_event = -1;
+                    it->step_event = -1;
+                    it->peak_event = -1;
+                    if (i > 0)
+                        dev->iterations[i - 1].last_event = run->first_event - 1;
+                }
+                i++;
+                armed = false;
+            }
+            if (run->phase == GM_PHASE_BACKWARD || run->phase == GM_PHASE_OPTIMIZER_STEP)
+                armed = true;
+        }
+        if (pass == 0) {
+            n_it = i;
+            if (!n_it)
+                return GM_OK;
+            dev->iterations = gm_arena_calloc(w->arena, n_it, sizeof(*dev->iterations));
+            if (!dev->iterations)
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET,
+                               "analysis: out of memory for iterations");
+        }
+    }
+    dev->n_iterations = n_it;
+    dev->iterations[n_it - 1].last_event = (int64_t)dev->n_events - 1;
+    for (size_t r = 0; r < dev->n_phases; r++) {
+        struct gm_analysis_phase_run *run = &dev->phases[r];
+        run->iteration = iteration_of(dev, run->first_event);
+        if (run->iteration < 0)
+            continue;
+        struct gm_analysis_iteration *it = &dev->iterations[run->iteration];
+        if (run->phase == GM_PHASE_BACKWARD && it->backward_event < 0)
+            it->backward_event = run->first_event;
+        if (run->phase == GM_PHASE_OPTIMIZER_STEP && it->step_event < 0)
+            it->step_event = run->first_event;
+    }
+    return GM_OK;
+}
+
+/* ---------------------------------------------------------------- categories */
+
+static void set_cat(struct gm_analysis_alloc *a, enum gm_category c, enum gm_rule r)
+{
+    a->category = (uint8_t)c;
+    a->rule = (uint8_t)r;
+}
+
+/* The first forward run that starts after event k, or NULL. */
+static const struct gm_analysis_phase_run *next_forward(const struct gm_analysis_device *dev,
+                                                        int64_t k)
+{
+    size_t r = k < 0 ? 0 : run_of(dev, k) + 1;
+    for (; r < dev->n_phases; r++)
+        if (dev->phases[r].phase == GM_PHASE_FORWARD)
+            return &dev->phases[r];
+    return NULL;
+}
+
+static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
+{
+    const struct gm_analysis_device *dev = w->dev;
+    uint16_t fl = ana_stack_flags(w->cls, a->stack);
+    int64_t freed = a->free_requested_event >= 0 ? a->free_requested_event : a->free_event;
+    bool from_start = a->alloc_event < 0;
+
+    if (from_start)
+        a->phase = (uint8_t)phase_of_raw((uint8_t)ana_phase_of_flags(fl));
+    else
+        a->phase = w->phase[a->alloc_event];
+    a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
+    a->iteration = iteration_of(dev, a->alloc_event);
+    int32_t free_it = iteration_of(dev, freed);
+
+    /* End of the phase run the allocation was born in (from the start: none). */
+    int64_t run_end = from_start ? -1 : dev->phases[run_of(dev, a->alloc_event)].last_event;
+    bool freed_in_run = freed >= 0 && !from_start && a->free_event <= run_end;
+
+    if ((fl & FR_PARAM_LOAD) && a->phase != GM_PHASE_BACKWARD &&
+        a->phase != GM_PHASE_OPTIMIZER_STEP) {
+        set_cat(a, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_FRAMES);
+        return;
+    }
+    if (from_start && a->stack == 0) {
+        if (a->free_event < 0)
+            set_cat(a, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_LIFETIME);
+        else
+            set_cat(a, GM_CATEGORY_OTHER, GM_RULE_NONE);
+        return;
+    }
+    switch (a->phase) {
+    case GM_PHASE_OPTIMIZER_STEP:
+        /* Temporaries die in the step (or at least before the next iteration starts). */
+        if (freed >= 0 && (freed_in_run || (a->iteration >= 0 && free_it == a->iteration)))
+            set_cat(a, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP);
+        else
+            set_cat(a, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE);
+        return;
+    case GM_PHASE_BACKWARD:
+        if (freed_in_run)
+            set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_BACKWARD);
+        else
+            set_cat(a, GM_CATEGORY_GRADIENT, GM_RULE_GRAD);
+        return;
+    case GM_PHASE_FORWARD:
+        if (freed_in_run) {
+            set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD);
+        } else if (freed >= 0 && a->free_phase == GM_PHASE_BACKWARD &&
+                   (from_start || free_it == a->iteration)) {
+            set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED);
+        } else if (!w->has_backward) {
+            set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
+        } else if (freed >= 0 && !from_start && free_it == a->iteration) {
+            set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
+        } else if (freed < 0 && a->iteration >= 0 &&
+                   (size_t)a->iteration + 1 == dev->n_iterations &&
+                   dev->iterations[a->iteration].backward_event < a->alloc_event) {
+            /* The trace ends before this iteration's backward: still a live activation. */
+            set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
+        } else {
+            set_cat(a, GM_CATEGORY_OTHER, GM_RULE_KEPT_FORWARD);
+        }
+        return;
+    default:
+        break;
+    }
+    /* Phase other: data loading, a batch, or user code. */
+    if (fl & FR_DATA) {
+        set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_FRAMES);
+        return;
+    }
+    if (!from_start) {
+        const struct gm_analysis_phase_run *f = next_forward(dev, a->alloc_event);
+        if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
+            int32_t it = iteration_of(dev, f->first_event);
+            bool batch;
+            /* Kept to the end: the last batch, unless its site keeps more (a leak). */
+            if (a->free_event < 0)
+                batch = it >= 0 && (size_t)it + 1 == dev->n_iterations &&
+                        ana_map_get(&w->survivors, a->stack) ==
+                            (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+            else
+                batch = free_it >= 0 && free_it <= it + 1;
+            /* The batch of an inference loop without iterations: consumed by one forward. */
+            if (it < 0 && a->free_event >= 0)
+                batch = true;
+            if (batch) {
+                set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_BATCH);
+                return;
+            }
+        }
+    }
+    if (a->stack || a->free_stack)
+        set_cat(a, GM_CATEGORY_OTHER, GM_RULE_USER);
+    else
+        set_cat(a, GM_CATEGORY_OTHER, GM_RULE_NONE);
+}
+
+/* ---------------------------------------------------------------- series */
+
+static void copy_bytes(uint64_t *dst, const uint64_t *src)
+{
+    memcpy(dst, src, GM_CATEGORY_COUNT * sizeof(uint64_t));
+}
+
+static uint64_t sum_bytes(const uint64_t *b)
+{
+    uint64_t s = 0;
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        s += b[c];
+    return s;
+}
+
+static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
+                                   uint32_t max_points, struct gm_error *err)
+{
+    const struct gm_snapshot_device *sd = w->sd;
+    struct gm_analysis_device *dev = w->dev;
+    size_t n = sd->n_events;
+    size_t n_pts = n + 1;
+    size_t m = max_points < 3 ? 3 : max_points;
+    if (m > n_pts)
+        m = n_pts;
+    dev->points = gm_arena_calloc(w->arena, m, sizeof(*dev->points));
+    if (!dev->points)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
+    dev->n_points = m;
+    for (size_t i = 0; i < m; i++)
+        dev->points[i].event = -2; /* unset */
+
+    uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    uint64_t unexplained = 0, lifetime = 0;
+    size_t ai = 0;
+    /* Alive from the start. */
+    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[ai];
+        cur[a->category] += a->bytes;
+        if (a->rule == GM_RULE_NONE)
+            unexplained += a->bytes;
+        if (a->rule == GM_RULE_PARAM_LIFETIME)
+            lifetime += a->bytes;
+    }
+    size_t it = 0;
+    for (size_t p = 0; p < n_pts; p++) {
+        int64_t k = (int64_t)p - 1;
+        if (k >= 0) {
+            if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
+                const struct gm_analysis_alloc *a = &dev->allocs[ai++];
+                cur[a->category] += a->bytes;
+                if (a->rule == GM_RULE_NONE)
+                    unexplained += a->bytes;
+                if (a->rule == GM_RULE_PARAM_LIFETIME)
+                    lifetime += a->bytes;
+            }
+            uint32_t f = w->ev_free[k];
+            if (f != NO_ALLOC) {
+                const struct gm_analysis_alloc *a = &dev->allocs[f];
+                cur[a->category] -= a->bytes;
+                if (a->rule == GM_RULE_NONE)
+                    unexplained -= a->bytes;
+                if (a->rule == GM_RULE_PARAM_LIFETIME)
+                    lifetime -= a->bytes;
+            }
+        }
+        uint64_t total = sum_bytes(cur);
+        uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
+        if (k == dev->peak_event) {
+            copy_bytes(dev->at_peak, cur);
+            dev->at_peak_unexplained = unexplained;
+            dev->at_peak_lifetime_only = lifetime;
+        }
+        /* Iteration figures. */
+        if (k >= 0) {
+            while (it < dev->n_iterations && dev->iterations[it].last_event < k)
+                it++;
+            if (it < dev->n_iterations && dev->iterations[it].first_event <= k) {
+                struct gm_analysis_iteration *iv = &dev->iterations[it];
+                if (iv->peak_event < 0 || total > iv->peak_bytes) {
+                    iv->peak_bytes = total;
+                    iv->peak_event = k;
+                    iv->peak_phase = ph;
+                    copy_bytes(iv->at_peak, cur);
+                }
+                if (iv->last_event == k)
+                    iv->end_bytes = total;
+            }
+            if (it + 1 < dev->n_iterations && dev->iterations[it + 1].first_event == k + 1)
+                dev->iterations[it + 1].start_bytes = total;
+        }
+        if (p == 0 && dev->n_iterations && dev->iterations[0].first_event == 0)
+            dev->iterations[0].start_bytes = total;
+        /* Which point slot: the first and last points alone, the rest in buckets. */
+        size_t slot;
+        if (p == 0)
+            slot = 0;
+        else if (p == n_pts - 1)
+            slot = m - 1;
+        else if (m <= 2)
+            slot = m - 1;
+        else
+            slot = 1 + (size_t)((uint64_t)(p - 1) * (m - 2) / (n_pts > 2 ? n_pts - 2 : 1));
+        if (slot >= m)
+            slot = m - 1;
+        struct gm_analysis_point *pt = &dev->points[slot];
+        if (pt->event == -2 || total > pt->total) {
+            pt->event = k;
+            pt->total = total;
+            pt->phase = ph;
+            copy_bytes(pt->bytes, cur);
+            pt->reserved = (tl->reserved && p < tl->n_points) ? tl->reserved[p] : 0;
+            const struct gm_snapshot_event *e = k >= 0 ? &sd->events[k] : NULL;
+            pt->has_time = e && (e->flags & GM_EVENT_HAS_TIME);
+            pt->time_us = pt->has_time ? e->time_us : 0;
+        }
+    }
+    copy_bytes(dev->at_end, cur);
+    /* Iteration times and the start bytes of iterations starting at event > 0 are set;
+     * fill times. */
+    for (size_t i = 0; i < dev->n_iterations; i++) {
+        struct gm_analysis_iteration *iv = &dev->iterations[i];
+        const struct gm_snapshot_event *a = &sd->events[iv->first_event];
+        const struct gm_snapshot_event *b = &sd->events[iv->last_event];
+        iv->has_time = (a->flags & GM_EVENT_HAS_TIME) && (b->flags & GM_EVENT_HAS_TIME);
+        iv->start_us = iv->has_time ? a->time_us : 0;
+        iv->end_us = iv->has_time ? b->time_us : 0;
+    }
+    return GM_OK;
+}
+
+/* ---------------------------------------------------------------- leaks */
+
+struct site {
+    uint32_t stack;
+    uint32_t n_iters;     /* distinct iterations (before the last) that kept memory */
+    int32_t last_iter;
+    uint64_t total;
+    uint64_t count;
+    uint8_t phase;
+    uint8_t category;
+    uint8_t rule;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_leak(const void *a, const void *b)
+{
+    const struct gm_analysis_leak *x = a, *y = b;
+    if (x->total_bytes != y->total_bytes)
+        return x->total_bytes > y->total_bytes ? -1 : 1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static enum gm_status find_leaks(struct work *w, struct gm_error *err)
+{
+    struct gm_analysis_device *dev = w->dev;
+    size_t n_it = dev->n_iterations;
+    if (n_it < 3)
+        return GM_OK;
+    enum gm_status st;
+    struct ana_map map;
+    struct site *sites = NULL;
+    uint64_t *per_it = NULL;
+    size_t n_sites = 0, cap = 0;
+    st = ana_map_init(&map, 64, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->iteration < 0 || a->free_event >= 0)
+            continue;
+        uint32_t s = ana_map_get(&map, a->stack);
+        if (s == NO_ALLOC) {
+            if (n_sites == cap) {
+                cap = cap ? cap * 2 : 64;
+                struct site *ns = gm_realloc(sites, cap * sizeof(*ns));
+                if (!ns)
+                    goto nomem;
+                sites = ns;
+            }
+            s = (uint32_t)n_sites++;
+            memset(&sites[s], 0, sizeof(sites[s]));
+            sites[s].stack = a->stack;
+            sites[s].last_iter = -1;
+            sites[s].phase = a->phase;
+            sites[s].category = a->category;
+            sites[s].rule = a->rule;
+            st = ana_map_put(&map, a->stack, s, err);
+            if (st != GM_OK)
+                goto out;
+        }
+        struct site *si = &sites[s];
+        si->total += a->bytes;
+        si->count++;
+        if (a->iteration != si->last_iter && (size_t)a->iteration + 1 < n_it)
+            si->n_iters++;
+        si->last_iter = a->iteration;
+    }
+    /* A leak: kept memory in at least two iterations before the last one, and in at least
+     * half of them. */
+    size_t n_leaks = 0;
+    uint32_t need = (uint32_t)((n_it - 1) / 2);
+    if (need < 2)
+        need = 2;
+    for (size_t s = 0; s < n_sites; s++)
+        if (sites[s].n_iters >= need)
+            n_leaks++;
+    if (!n_leaks)
+        goto out;
+    dev->leaks = gm_arena_calloc(w->arena, n_leaks, sizeof(*dev->leaks));
+    per_it = gm_calloc(n_it, sizeof(uint64_t));
+    if (!dev->leaks || !per_it)
+        goto nomem;
+    size_t l = 0;
+    for (size_t s = 0; s < n_sites; s++) {
+        const struct site *si = &sites[s];
+        if (si->n_iters < need)
+            continue;
+        memset(per_it, 0, n_it * sizeof(uint64_t));
+        for (size_t i = 0; i < dev->n_allocs; i++) {
+            const struct gm_analysis_alloc *a = &dev->allocs[i];
+            if (a->iteration >= 0 && a->free_event < 0 && a->stack == si->stack)
+                per_it[a->iteration] += a->bytes;
+        }
+        size_t nz = 0;
+        for (size_t i = 0; i < n_it; i++)
+            if (per_it[i])
+                per_it[nz++] = per_it[i];
+        qsort(per_it, nz, sizeof(uint64_t), cmp_u64);
+        struct gm_analysis_leak *lk = &dev->leaks[l++];
+        lk->stack = si->stack;
+        lk->category = si->category;
+        lk->bytes_per_iteration = nz ? per_it[nz / 2] : 0;
+        lk->total_bytes = si->total;
+        lk->count = si->count;
+        lk->n_iterations = (uint32_t)nz;
+        if (si->phase == GM_PHASE_FORWARD)
+            lk->kind = w->has_backward ? GM_LEAK_FORWARD_OUTPUT : GM_LEAK_GRAPH_NO_GRAD;
+        else if (si->phase == GM_PHASE_OPTIMIZER_STEP)
+            lk->kind = GM_LEAK_OPTIMIZER;
+        else if (si->rule == GM_RULE_USER || si->rule == GM_RULE_INPUT_BATCH ||
+                 si->rule == GM_RULE_NONE || si->rule == GM_RULE_INPUT_FRAMES)
+            lk->kind = GM_LEAK_USER_TENSOR;
+        else
+            lk->kind = GM_LEAK_OTHER;
+    }
+    dev->n_leaks = n_leaks;
+    qsort(dev->leaks, n_leaks, sizeof(*dev->leaks), cmp_leak);
+    st = GM_OK;
+    goto out;
+nomem:
+    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
+out:
+    gm_free(per_it);
+    gm_free(sites);
+    ana_map_release(&map);
+    return st;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
+                                     struct ana_classifier *cls, struct gm_arena *arena,
+                                     uint32_t max_points, struct gm_analysis_device *dev,
+                                     struct gm_error *err)
+{
+    const struct gm_snapshot_device *sd = &snap->devices[d];
+    struct gm_snapshot_timeline tl;
+    memset(&tl, 0, sizeof(tl));
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}};
+    enum gm_status st;
+
+    dev->device = sd->index;
+    dev->n_events = sd->n_events;
+    dev->has_trace = sd->n_events > 0;
+    dev->peak_iteration = -1;
+    st = gm_snapshot_timeline(snap, sd->index, true, &tl, err);
+    if (st != GM_OK)
+        return st;
+    dev->peak_bytes = tl.peak_bytes;
+    dev->peak_event = tl.peak_event_index;
+    dev->peak_has_time = tl.peak_time_valid;
+    dev->peak_time_us = tl.peak_time_us;
+
+    size_t n = sd->n_events;
+    w.phase = gm_calloc(n ? n : 1, 1);
+    w.ev_free = gm_malloc((n ? n : 1) * sizeof(uint32_t));
+    if (!w.phase || !w.ev_free) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for device %d",
+                     (int)sd->index);
+        goto out;
+    }
+    memset(w.ev_free, 0xff, (n ? n : 1) * sizeof(uint32_t));
+
+    if ((st = build_allocs(&w, err)) != GM_OK)
+        goto out;
+    if ((st = compute_phases(&w, err)) != GM_OK)
+        goto out;
+    if ((st = compute_iterations(&w, err)) != GM_OK)
+        goto out;
+    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK)
+        goto out;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event < 0 || a->free_event >= 0)
+            continue;
+        /* allocations come in event order: the first one seen is the earliest */
+        if (ana_map_get(&w.survivors, a->stack) != UINT32_MAX)
+            continue;
+        uint32_t first = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
+        if ((st = ana_map_put(&w.survivors, a->stack, first, err)) != GM_OK)
+            goto out;
+    }
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        classify_alloc(&w, &dev->allocs[i]);
+        if (dev->allocs[i].stack || dev->allocs[i].free_stack)
+            dev->has_frames = true;
+    }
+    if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
+        goto out;
+    dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
+    dev->peak_iteration = iteration_of(dev, dev->peak_event);
+    if ((st = find_leaks(&w, err)) != GM_OK)
+        goto out;
+
+    /* Fragmentation at the peak and at every oom. */
+    size_t n_oom = 0;
+    for (size_t k = 0; k < n; k++)
+        if (sd->events[k].action == GM_ACTION_OOM)
+            n_oom++;
+    if (n_oom) {
+        dev->ooms = gm_arena_calloc(arena, n_oom, sizeof(*dev->ooms));
+        if (!dev->ooms) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for ooms");
+            goto out;
+        }
+        dev->n_ooms = n_oom;
+    }
+    {
+        size_t t = 0, pos = 0;
+        struct ana_frag_target *targets = gm_malloc((n_oom + 1) * sizeof(*targets));
+        if (!targets) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (sd->events[k].action != GM_ACTION_OOM)
+                continue;
+            targets[t].event = (int64_t)k;
+            targets[t].out = &dev->ooms[t];
+            t++;
+        }
+        /* The peak, inserted where it belongs so that the targets stay sorted. */
+        while (pos < t && targets[pos].event <= dev->peak_event)
+            pos++;
+        memmove(&targets[pos + 1], &targets[pos], (t - pos) * sizeof(*targets));
+        targets[pos].event = dev->peak_event;
+        targets[pos].out = &dev->peak_frag;
+        t++;
+        st = ana_frag_compute(snap, sd, dev, arena, targets, t, err);
+        gm_free(targets);
+        if (st != GM_OK)
+            goto out;
+    }
+    st = GM_OK;
+out:
+    ana_map_release(&w.survivors);
+    gm_free(w.phase);
+    gm_free(w.ev_free);
+    gm_snapshot_timeline_release(&tl);
+    return st;
+}
+
+static void read_settings(struct gm_analysis *an, const struct gm_snapshot *snap)
+{
+    an->max_split_size = -1;
+    for (size_t i = 0; i < snap->n_settings; i++) {
+        const struct gm_snapshot_setting *s = &snap->settings[i];
+        if (!s->key)
+            continue;
+        if (!strcmp(s->key, "expandable_segments") &&
+            (s->type == GM_SETTING_BOOL || s->type == GM_SETTING_INT))
+            an->expandable_segments = s->i != 0;
+        else if (!strcmp(s->key, "max_split_size") && s->type == GM_SETTING_INT)
+            an->max_split_size = s->i;
+        else if (!strcmp(s->key, "garbage_collection_threshold") &&
+                 (s->type == GM_SETTING_FLOAT || s->type == GM_SETTING_INT))
+            an->gc_threshold = s->d;
+    }
+}
+
+enum gm_status gm_analysis_run(const struct gm_snapshot *snap,
+                               const struct gm_analysis_opts *opts,
+                               struct gm_analysis **out, struct gm_error *err)
+{
+    *out = NULL;
+    uint32_t max_points = opts && opts->max_points ? opts->max_points : 2000;
+    struct gm_analysis *an = gm_calloc(1, sizeof(*an));
+    struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
+    if (!an || !priv) {
+        gm_free(an);
+        gm_free(priv);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    }
+    gm_arena_init(&priv->arena, 0);
+    an->priv_ = priv;
+    an->snap = snap;
+    read_settings(an, snap);
+
+    struct ana_classifier cls;
+    enum gm_status st = ana_classifier_init(&cls, snap, err);
+    if (st != GM_OK) {
+        gm_analysis_free(an);
+        return st;
+    }
+    an->n_devices = snap->n_devices;
+    an->devices = gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1,
+                                  sizeof(*an->devices));
+    if (!an->devices) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        goto fail;
+    }
+    for (size_t d = 0; d < snap->n_devices; d++) {
+        st = analyse_device(snap, d, &cls, &priv->arena, max_points, &an->devices[d], err);
+        if (st != GM_OK)
+            goto fail;
+    }
+    ana_classifier_release(&cls);
+    *out = an;
+    return GM_OK;
+fail:
+    ana_classifier_release(&cls);
+    gm_analysis_free(an);
+    return st;
+}
+
+void gm_analysis_free(struct gm_analysis *an)
+{
+    if (!an)
+        return;
+    struct ana_priv *priv = an->priv_;
+    if (priv) {
+        gm_arena_release(&priv->arena);
+        gm_free(priv);
+    }
+    gm_free(an);
+}
+
+const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
+                                                             int32_t index)
+{
+    for (size_t d = 0; an && d < an->n_devices; d++)
+        if (an->devices[d].device == index)
+            return &an->devices[d];
+    return NULL;
+}
+
+size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
+                                size_t cap)
+{
+    if (!snap || stack >= snap->n_stacks)
+        return 0;
+    const struct gm_snapshot_stack *st = &snap->stacks[stack];
+    bool any_py = false;
+    for (uint32_t i = 0; i < st->n_frames; i++)
+        if (st->frames[i] < snap->n_frames && snap->frames[st->frames[i]].is_python)
+            any_py = true;
+    size_t n = 0;
+    for (uint32_t i = 0; i < st->n_frames; i++) {
+        uint32_t id = st->frames[i];
+        if (id >= snap->n_frames)
+            continue;
+        const struct gm_snapshot_frame *f = &snap->frames[id];
+        if (any_py ? !f->is_python : f->is_noise)
+            continue;
+        if (n < cap)
+            ids[n] = id;
+        n++;
+    }
+    return n;
+}

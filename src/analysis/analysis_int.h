@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis_int.h - internals shared by the files of src/analysis/: frame and stack
+ * classification, the per-device working state, and a small address map. */
+#ifndef GM_ANALYSIS_INT_H
+#define GM_ANALYSIS_INT_H
+
+#include "gpumem/analysis.h"
+#include "gpumem/arena.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a frame (or, ORed over its frames, a stack) says about the code that allocated. */
+enum ana_frame_flag {
+    FR_PY = 1 << 0,          /* a Python frame */
+    FR_MODULE_CALL = 1 << 1, /* torch/nn/modules/module.py _call_impl & co: inside forward */
+    FR_PARAM_LOAD = 1 << 2,  /* Module._apply/to/cuda, nn.init, load_state_dict, torch.load,
+                              * from_pretrained, DataParallel replicate */
+    FR_BACKWARD = 1 << 3,    /* autograd engine / loss.backward() / torch.autograd.grad */
+    FR_OPTIM_STEP = 1 << 4,  /* torch/optim (and other optimizers') step code */
+    FR_ZERO_GRAD = 1 << 5,   /* zero_grad */
+    FR_DATA = 1 << 6,        /* torch/utils/data */
+    FR_USER = 1 << 7,        /* Python code outside torch and site-packages */
+    FR_AUTOGRAD_PY = 1 << 8, /* a Python frame in torch/autograd/ or torch/utils/checkpoint */
+    FR_STACK_DONE = 1 << 15  /* cache marker of ana_stack_flags() */
+};
+
+/* Raw phase of one event before smoothing. */
+enum ana_raw_phase { RAW_UNKNOWN = 0, RAW_OTHER, RAW_FORWARD, RAW_BACKWARD, RAW_STEP };
+
+struct ana_classifier {
+    const struct gm_snapshot *snap;
+    uint16_t *frame_flags; /* per frame id */
+    uint16_t *stack_flags; /* per stack id, FR_STACK_DONE once computed */
+};
+
+/* Prepare per-frame flags (gm_malloc'ed arrays). */
+enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_snapshot *snap,
+                                   struct gm_error *err);
+void ana_classifier_release(struct ana_classifier *c);
+
+/* Flags of one frame (computed without cache, for tests). */
+uint16_t ana_frame_flags(const struct gm_snapshot_frame *f);
+
+/* ORed flags of a stack; FR_BACKWARD also when the outermost Python frame is in
+ * torch/autograd (a Python function called by the engine thread). Cached. */
+uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack);
+
+/* Phase the flags of a stack imply (RAW_UNKNOWN when they say nothing). */
+enum ana_raw_phase ana_phase_of_flags(uint16_t flags);
+
+/* Does 'path' contain 'needle', treating '/' and '\\' as the same character? */
+bool ana_path_has(const char *path, const char *needle);
+
+/* --- address map: u64 key -> u32 value (open addressing, linear probing) --- */
+struct ana_map {
+    uint64_t *keys;
+    uint32_t *vals; /* UINT32_MAX: empty slot */
+    size_t cap;     /* power of two */
+    size_t n;
+};
+
+enum gm_status ana_map_init(struct ana_map *m, size_t expect, struct gm_error *err);
+void ana_map_release(struct ana_map *m);
+/* Value for 'key' or UINT32_MAX. */
+uint32_t ana_map_get(const struct ana_map *m, uint64_t key);
+/* Insert or replace. */
+enum gm_status ana_map_put(struct ana_map *m, uint64_t key, uint32_t val, struct gm_error *err);
+/* Remove 'key' if present. */
+void ana_map_del(struct ana_map *m, uint64_t key);
+
+/* --- internals of the analysis object --- */
+struct ana_priv {
+    struct gm_arena arena;
+};
+
+/* Where to put the fragmentation figures of one moment (event -1: the initial state). */
+struct ana_frag_target {
+    int64_t event;
+    struct gm_analysis_frag *out;
+};
+
+/* Fragmentation at the given moments of one device; 'targets' sorted by event. */
+enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
+                                const struct gm_analysis_device *dev, struct gm_arena *arena,
+                                const struct ana_frag_target *targets, size_t n_targets,
+                                struct gm_error *err);
+
+#endif

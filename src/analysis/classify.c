@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/* classify.c - what the frames of a stack say about the code that allocated or freed:
+ * module forward, autograd engine, optimizer step, zero_grad, data loading, parameter
+ * loading, user code.  Only frames that real PyTorch programs produce are matched (file
+ * paths inside the torch package and the function names PyTorch defines there, plus the
+ * C++ symbols of the autograd engine); docs/analysis.md lists every pattern.  Paths are
+ * compared with '/' and '\\' as the same character so Windows files match too. */
+#include "analysis/analysis_int.h"
+
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+static bool same_sep(char a, char b)
+{
+    if ((a == '/' || a == '\\') && (b == '/' || b == '\\'))
+        return true;
+    return a == b;
+}
+
+bool ana_path_has(const char *path, const char *needle)
+{
+    size_t nl = strlen(needle);
+    if (!nl)
+        return true;
+    for (const char *p = path; *p; p++) {
+        size_t i = 0;
+        while (i < nl && p[i] && same_sep(p[i], needle[i]))
+            i++;
+        if (i == nl)
+            return true;
+    }
+    return false;
+}
+
+static bool eq(const char *a, const char *b)
+{
+    return strcmp(a, b) == 0;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool in_list(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (eq(s, *list))
+            return true;
+    return false;
+}
+
+/* Module methods that move or create parameters and buffers (all end in _apply/convert). */
+static const char *const module_param_fns[] = {
+    "_apply", "convert", "to", "cuda", "to_empty", "_load_from_state_dict", "load_state_dict",
+    "half", "float", "double", "bfloat16", "type", "xpu", NULL};
+
+/* torch.optim.Optimizer methods that are not part of step(). */
+static const char *const optim_not_step[] = {
+    "__init__", "add_param_group", "state_dict", "load_state_dict", "__setstate__",
+    "__getstate__", "__repr__", "_patch_step_function", "register_step_pre_hook",
+    "register_step_post_hook", "register_state_dict_pre_hook", "register_state_dict_post_hook",
+    "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
+    "_process_value_according_to_param_policy", "zero_grad", NULL};
+
+static uint16_t python_flags(const char *fn, const char *nm)
+{
+    uint16_t fl = FR_PY;
+    bool in_torch = ana_path_has(fn, "/torch/") || starts(fn, "torch/") || starts(fn, "torch\\");
+
+    if (ana_path_has(fn, "/torch/nn/modules/module.py")) {
+        if (eq(nm, "_call_impl") || eq(nm, "_wrapped_call_impl") || eq(nm, "__call__") ||
+            eq(nm, "_slow_forward"))
+            fl |= FR_MODULE_CALL;
+        else if (in_list(nm, module_param_fns))
+            fl |= FR_PARAM_LOAD;
+    } else if (ana_path_has(fn, "/torch/nn/init.py") || ana_path_has(fn, "/torch/nn/parameter.py") ||
+               ana_path_has(fn, "/torch/serialization.py") ||
+               ana_path_has(fn, "/torch/nn/parallel/replicate.py") ||
+               ana_path_has(fn, "/safetensors/torch.py")) {
+        fl |= FR_PARAM_LOAD;
+    } else if (ana_path_has(fn, "/torch/nn/modules/") &&
+               (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
+        fl |= FR_PARAM_LOAD;
+    } else if (ana_path_has(fn, "/transformers/modeling_utils.py") &&
+               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") ||
+                eq(nm, "cuda") || eq(nm, "half") || eq(nm, "float"))) {
+        fl |= FR_PARAM_LOAD;
+    } else if (ana_path_has(fn, "/accelerate/utils/modeling.py") &&
+               (strstr(nm, "set_module_tensor_to_device") || strstr(nm, "load"))) {
+        fl |= FR_PARAM_LOAD;
+    }
+
+    if (ana_path_has(fn, "/torch/autograd/")) {
+        fl |= FR_AUTOGRAD_PY;
+        if (ana_path_has(fn, "/torch/autograd/__init__.py") &&
+            (eq(nm, "backward") || eq(nm, "grad") || eq(nm, "_make_grads")))
+            fl |= FR_BACKWARD;
+        if (ana_path_has(fn, "/torch/autograd/graph.py") && eq(nm, "_engine_run_backward"))
+            fl |= FR_BACKWARD;
+    }
+    if (ana_path_has(fn, "/torch/_tensor.py") && eq(nm, "backward"))
+        fl |= FR_BACKWARD;
+    if (ana_path_has(fn, "/torch/utils/checkpoint.py")) {
+        fl |= FR_AUTOGRAD_PY;
+        if (strstr(nm, "unpack") || strstr(nm, "recompute") || strstr(nm, "backward"))
+            fl |= FR_BACKWARD;
+    }
+
+    if (ana_path_has(fn, "/torch/optim/")) {
+        if (!ana_path_has(fn, "lr_scheduler") && !ana_path_has(fn, "swa_utils") &&
+            !in_list(nm, optim_not_step))
+            fl |= FR_OPTIM_STEP;
+    } else if ((ana_path_has(fn, "/optim/") || ana_path_has(fn, "/optimizers/") ||
+                ana_path_has(fn, "/optimization.py")) &&
+               (eq(nm, "step") || starts(nm, "_multi_tensor_") || starts(nm, "_single_tensor_") ||
+                starts(nm, "_fused_") || eq(nm, "_init_group"))) {
+        fl |= FR_OPTIM_STEP;
+    }
+    if (eq(nm, "zero_grad"))
+        fl |= FR_ZERO_GRAD;
+    if (ana_path_has(fn, "/torch/utils/data/"))
+        fl |= FR_DATA;
+
+    /* User code: not torch, not an installed package, not the Python standard library. */
+    bool stdlib = (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") ||
+                   ana_path_has(fn, "/lib64/")) &&
+                  ana_path_has(fn, "python");
+    if (!in_torch && !stdlib && fn[0] != '<' && !ana_path_has(fn, "site-packages") &&
+        !ana_path_has(fn, "dist-packages"))
+        fl |= FR_USER;
+    return fl;
+}
+
+static uint16_t cpp_flags(const char *nm)
+{
+    if (starts(nm, "torch::autograd::Engine::") ||
+        starts(nm, "torch::autograd::python::PythonEngine::") ||
+        starts(nm, "torch::autograd::Node::operator()") ||
+        starts(nm, "torch::autograd::AccumulateGrad::") ||
+        starts(nm, "torch::autograd::generated::details::") ||
+        strstr(nm, "torch::autograd::CppNode"))
+        return FR_BACKWARD;
+    /* torch::autograd::generated::MmBackward0::apply(...): a backward node running.  Not
+     * ...::release_variables(), which also runs when a graph is dropped in forward. */
+    if (strstr(nm, "torch::autograd::") && strstr(nm, "Backward") && strstr(nm, "::apply("))
+        return FR_BACKWARD;
+    return 0;
+}
+
+uint16_t ana_frame_flags(const struct gm_snapshot_frame *f)
+{
+    const char *fn = f->filename ? f->filename : "";
+    const char *nm = f->name ? f->name : "";
+    if (f->is_python)
+        return python_flags(fn, nm);
+    return cpp_flags(nm);
+}
+
+enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_snapshot *snap,
+                                   struct gm_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->snap = snap;
+    c->frame_flags = gm_calloc(snap->n_frames ? snap->n_frames : 1, sizeof(uint16_t));
+    c->stack_flags = gm_calloc(snap->n_stacks ? snap->n_stacks : 1, sizeof(uint16_t));
+    if (!c->frame_flags || !c->stack_flags) {
+        ana_classifier_release(c);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for frame flags");
+    }
+    for (size_t i = 0; i < snap->n_frames; i++)
+        c->frame_flags[i] = ana_frame_flags(&snap->frames[i]);
+    return GM_OK;
+}
+
+void ana_classifier_release(struct ana_classifier *c)
+{
+    gm_free(c->frame_flags);
+    gm_free(c->stack_flags);
+    c->frame_flags = NULL;
+    c->stack_flags = NULL;
+}
+
+uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
+{
+    const struct gm_snapshot *snap = c->snap;
+    if (stack >= snap->n_stacks)
+        return 0;
+    uint16_t cached = c->stack_flags[stack];
+    if (cached & FR_STACK_DONE)
+        return (uint16_t)(cached & ~FR_STACK_DONE);
+    const struct gm_snapshot_stack *st = &snap->stacks[stack];
+    uint16_t fl = 0;
+    long outer_py = -1;
+    for (uint32_t i = 0; i < st->n_frames; i++) {
+        uint32_t id = st->frames[i];
+        if (id >= snap->n_frames)
+            continue;
+        fl |= c->frame_flags[id];
+        if (c->frame_flags[id] & FR_PY)
+            outer_py = (long)id;
+    }
+    /* A Python stack that starts inside torch/autograd (or checkpoint) was entered from the
+     * C++ autograd engine: a custom Function's backward, a hook, a recomputation. */
+    if (outer_py >= 0 && (c->frame_flags[outer_py] & FR_AUTOGRAD_PY))
+        fl |= FR_BACKWARD;
+    c->stack_flags[stack] = (uint16_t)(fl | FR_STACK_DONE);
+    return fl;
+}
+
+enum ana_raw_phase ana_phase_of_flags(uint16_t fl)
+{
+    if (fl & FR_BACKWARD)
+        return RAW_BACKWARD;
+    if (fl & FR_OPTIM_STEP)
+        return RAW_STEP;
+    if (fl & FR_ZERO_GRAD)
+        return RAW_OTHER;
+    if (fl & FR_MODULE_CALL)
+        return RAW_FORWARD;
+    if (fl & (FR_PARAM_LOAD | FR_DATA))
+        return RAW_OTHER;
+    return RAW_UNKNOWN;
+}
+
+/* ---- address map ---- */
+
+static size_t hash_u64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+enum gm_status ana_map_init(struct ana_map *m, size_t expect, struct gm_error *err)
+{
+    size_t cap = 64;
+    while (cap < expect * 2 && cap < ((size_t)1 << 40))
+        cap <<= 1;
+    m->keys = gm_malloc(cap * sizeof(uint64_t));
+    m->vals = gm_malloc(cap * sizeof(uint32_t));
+    m->cap = cap;
+    m->n = 0;
+    if (!m->keys || !m->vals) {
+        ana_map_release(m);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for address map");
+    }
+    memset(m->vals, 0xff, cap * sizeof(uint32_t));
+    return GM_OK;
+}
+
+void ana_map_release(struct ana_map *m)
+{
+    gm_free(m->keys);
+    gm_free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+    m->cap = m->n = 0;
+}
+
+uint32_t ana_map_get(const struct ana_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return UINT32_MAX;
+    size_t mask = m->cap - 1;
+    for (size_t i = hash_u64(key) & mask;; i = (i + 1) & mask) {
+        if (m->vals[i] == UINT32_MAX)
+            return UINT32_MAX;
+        if (m->keys[i] == key)
+            return m->vals[i];
+    }
+}
+
+static enum gm_status grow(struct ana_map *m, struct gm_error *err)
+{
+    struct ana_map bigger;
+    enum gm_status st = ana_map_init(&bigger, m->cap, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->vals[i] != UINT32_MAX)
+            (void)ana_map_put(&bigger, m->keys[i], m->vals[i], err);
+    ana_map_release(m);
+    *m = bigger;
+    return GM_OK;
+}
+
+enum gm_status ana_map_put(struct ana_map *m, uint64_t key, uint32_t val, struct gm_error *err)
+{
+    if ((m->n + 1) * 4 > m->cap * 3) {
+        enum gm_status st = grow(m, err);
+        if (st != GM_OK)
+            return st;
+    }
+    size_t mask = m->cap - 1;
+    for (size_t i = hash_u64(key) & mask;; i = (i + 1) & mask) {
+        if (m->vals[i] == UINT32_MAX) {
+            m->keys[i] = key;
+            m->vals[i] = val;
+            m->n++;
+            return GM_OK;
+        }
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return GM_OK;
+        }
+    }
+}
+
+void ana_map_del(struct ana_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return;
+    size_t mask = m->cap - 1;
+    size_t i = hash_u64(key) & mask;
+    for (;; i = (i + 1) & mask) {
+        if (m->vals[i] == UINT32_MAX)
+            return;
+        if (m->keys[i] == key)
+            break;
+    }
+    /* Backward-shift deletion keeps probe chains intact without tombstones. */
+    m->vals[i] = UINT32_MAX;
+    m->n--;
+    for (size_t j = (i + 1) & mask; m->vals[j] != UINT32_MAX; j = (j + 1) & mask) {
+        size_t home = hash_u64(m->keys[j]) & mask;
+        bool move = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
+        if (move) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            m->vals[j] = UINT32_MAX;
+            i = j;
+        }
+    }
+}

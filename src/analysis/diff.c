@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* diff.c - compare two analysed snapshots (before/after a change, or two ranks): peak,
+ * per-category split at the peak, and allocation sites with their bytes at the peak.
+ *
+ * A site is keyed by its shown frames (gm_analysis_stack_frames(): the Python frames, or
+ * the non-noise frames of a C++-only stack) as filename + function, without line numbers,
+ * so that an edit elsewhere in a file does not turn one site into a vanished and a new
+ * one. */
+#include "analysis/analysis_int.h"
+
+#include "gpumem/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct skey {
+    char *key; /* gm_malloc'ed */
+    size_t site;
+};
+
+struct smap {
+    struct skey *v;
+    size_t cap, n;
+};
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void smap_release(struct smap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        gm_free(m->v[i].key);
+    gm_free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Index of 'key' (taking ownership of it when new: *is_new set), or SIZE_MAX on NOMEM. */
+static size_t smap_get_or_add(struct smap *m, char *key, size_t next_site, bool *is_new)
+{
+    *is_new = false;
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        struct skey *v = gm_calloc(cap, sizeof(*v));
+        if (!v)
+            return SIZE_MAX;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->v[i].key)
+                continue;
+            size_t j = fnv(m->v[i].key) & (cap - 1);
+            while (v[j].key)
+                j = (j + 1) & (cap - 1);
+            v[j] = m->v[i];
+        }
+        gm_free(m->v);
+        m->v = v;
+        m->cap = cap;
+    }
+    size_t j = fnv(key) & (m->cap - 1);
+    while (m->v[j].key) {
+        if (!strcmp(m->v[j].key, key)) {
+            gm_free(key);
+            return m->v[j].site;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->v[j].key = key;
+    m->v[j].site = next_site;
+    m->n++;
+    *is_new = true;
+    return next_site;
+}
+
+/* The site key of a stack: "file\x1ffunction\x1e..." (gm_malloc'ed). */
+static char *stack_key(const struct gm_snapshot *snap, uint32_t stack)
+{
+    uint32_t ids[256];
+    size_t n = gm_analysis_stack_frames(snap, stack, ids, 256);
+    if (n > 256)
+        n = 256;
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(snap->frames[ids[i]].filename) + strlen(snap->frames[ids[i]].name) + 2;
+    char *k = gm_malloc(len);
+    if (!k)
+        return NULL;
+    char *p = k;
+    for (size_t i = 0; i < n; i++) {
+        const struct gm_snapshot_frame *f = &snap->frames[ids[i]];
+        size_t a = strlen(f->filename), b = strlen(f->name);
+        memcpy(p, f->filename, a);
+        p += a;
+        *p++ = '\x1f';
+        memcpy(p, f->name, b);
+        p += b;
+        *p++ = '\x1e';
+    }
+    *p = 0;
+    return k;
+}
+
+struct sites {
+    struct gm_analysis_diff_site *v;
+    size_t n, cap;
+};
+
+static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
+                               const struct gm_analysis_device *dev, int side,
+                               struct gm_error *err)
+{
+    struct ana_map by_stack;
+    enum gm_status st = ana_map_init(&by_stack, 256, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        uint32_t site = ana_map_get(&by_stack, a->stack);
+        if (site == UINT32_MAX) {
+            char *key = stack_key(an->snap, a->stack);
+            if (!key)
+                goto nomem;
+            bool is_new;
+            size_t idx = smap_get_or_add(m, key, s->n, &is_new);
+            if (idx == SIZE_MAX) {
+                gm_free(key);
+                goto nomem;
+            }
+            if (is_new) {
+                if (s->n == s->cap) {
+                    size_t cap = s->cap ? s->cap * 2 : 256;
+                    struct gm_analysis_diff_site *v = gm_realloc(s->v, cap * sizeof(*v));
+                    if (!v)
+                        goto nomem;
+                    s->v = v;
+                    s->cap = cap;
+                }
+                memset(&s->v[s->n], 0, sizeof(s->v[0]));
+                s->v[s->n].stack[0] = s->v[s->n].stack[1] = UINT32_MAX;
+                s->n++;
+            }
+            if (idx >= UINT32_MAX) {
+                st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "diff: too many sites");
+                goto out;
+            }
+            site = (uint32_t)idx;
+            st = ana_map_put(&by_stack, a->stack, site, err);
+            if (st != GM_OK)
+                goto out;
+        }
+        struct gm_analysis_diff_site *ds = &s->v[site];
+        if (ds->stack[side] == UINT32_MAX)
+            ds->stack[side] = a->stack;
+        ds->total[side] += a->bytes;
+        bool alive = a->alloc_event <= dev->peak_event &&
+                     (a->free_event < 0 || a->free_event > dev->peak_event);
+        if (alive) {
+            ds->bytes[side] += a->bytes;
+            ds->count[side]++;
+        }
+    }
+    st = GM_OK;
+    goto out;
+nomem:
+    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+out:
+    ana_map_release(&by_stack);
+    return st;
+}
+
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+static int cmp_site(const void *pa, const void *pb)
+{
+    const struct gm_analysis_diff_site *x = pa, *y = pb;
+    uint64_t dx = absdiff(x->bytes[0], x->bytes[1]), dy = absdiff(y->bytes[0], y->bytes[1]);
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    uint64_t tx = x->total[0] > x->total[1] ? x->total[0] : x->total[1];
+    uint64_t ty = y->total[0] > y->total[1] ? y->total[0] : y->total[1];
+    if (tx != ty)
+        return tx > ty ? -1 : 1;
+    uint64_t bx = x->bytes[0] + x->bytes[1], by = y->bytes[0] + y->bytes[1];
+    return bx > by ? -1 : bx < by;
+}
+
+static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_analysis *b,
+                                  int32_t index, struct gm_arena *arena,
+                                  struct gm_analysis_diff_device *out, struct gm_error *err)
+{
+    const struct gm_analysis *an[2] = {a, b};
+    struct smap m = {0};
+    struct sites s = {0};
+    enum gm_status st = GM_OK;
+    out->device = index;
+    for (int side = 0; side < 2; side++) {
+        const struct gm_analysis_device *dev = gm_analysis_device_by_index(an[side], index);
+        if (!dev)
+            continue;
+        out->present[side] = true;
+        out->peak_bytes[side] = dev->peak_bytes;
+        out->peak_phase[side] = dev->peak_phase;
+        memcpy(out->at_peak[side], dev->at_peak, sizeof(dev->at_peak));
+        st = add_side(&m, &s, an[side], dev, side, err);
+        if (st != GM_OK)
+            goto out;
+    }
+    qsort(s.v, s.n, sizeof(*s.v), cmp_site);
+    out->sites = gm_arena_calloc(arena, s.n ? s.n : 1, sizeof(*out->sites));
+    if (!out->sites) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+        goto out;
+    }
+    if (s.n)
+        memcpy(out->sites, s.v, s.n * sizeof(*s.v));
+    out->n_sites = s.n;
+out:
+    gm_free(s.v);
+    smap_release(&m);
+    return st;
+}
+
+static int cmp_i32(const void *pa, const void *pb)
+{
+    int32_t x = *(const int32_t *)pa, y = *(const int32_t *)pb;
+    return x < y ? -1 : x > y;
+}
+
+enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
+                                struct gm_analysis_diff **out, struct gm_error *err)
+{
+    *out = NULL;
+    struct gm_analysis_diff *d = gm_calloc(1, sizeof(*d));
+    struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
+    int32_t *idx = gm_malloc((a->n_devices + b->n_devices + 1) * sizeof(int32_t));
+    enum gm_status st = GM_OK;
+    if (!d || !priv || !idx) {
+        gm_free(d);
+        gm_free(priv);
+        gm_free(idx);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+    }
+    gm_arena_init(&priv->arena, 0);
+    d->priv_ = priv;
+    size_t n = 0;
+    for (size_t i = 0; i < a->n_devices; i++)
+        idx[n++] = a->devices[i].device;
+    for (size_t i = 0; i < b->n_devices; i++)
+        idx[n++] = b->devices[i].device;
+    qsort(idx, n, sizeof(int32_t), cmp_i32);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || idx[u - 1] != idx[i])
+            idx[u++] = idx[i];
+    d->devices = gm_arena_calloc(&priv->arena, u ? u : 1, sizeof(*d->devices));
+    if (!d->devices) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+        goto fail;
+    }
+    d->n_devices = u;
+    for (size_t i = 0; i < u; i++) {
+        st = diff_device(a, b, idx[i], &priv->arena, &d->devices[i], err);
+        if (st != GM_OK)
+            goto fail;
+    }
+    gm_free(idx);
+    *out = d;
+    return GM_OK;
+fail:
+    gm_free(idx);
+    gm_analysis_diff_free(d);
+    return st;
+}
+
+void gm_analysis_diff_free(struct gm_analysis_diff *d)
+{
+    if (!d)
+        return;
+    struct ana_priv *priv = d->priv_;
+    if (priv) {
+        gm_arena_release(&priv->arena);
+        gm_free(priv);
+    }
+    gm_free(d);
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* names.c - names, rule texts and advice paragraphs of the analysis (static strings). */
+#include "gpumem/analysis.h"
+
+const char *gm_category_name(enum gm_category c)
+{
+    static const char *const names[GM_CATEGORY_COUNT] = {
+        "parameter", "input", "activation", "gradient", "optimizer_state", "optimizer_temp",
+        "other"};
+    return (unsigned)c < GM_CATEGORY_COUNT ? names[c] : "other";
+}
+
+const char *gm_phase_name(enum gm_phase p)
+{
+    static const char *const names[GM_PHASE_COUNT] = {"other", "forward", "backward",
+                                                      "optimizer_step"};
+    return (unsigned)p < GM_PHASE_COUNT ? names[p] : "other";
+}
+
+static const struct {
+    const char *name;
+    const char *text;
+} rules[GM_RULE_COUNT] = {
+    {"none", "no rule matched (unexplained)"},
+    {"param_frames", "allocated by Module.to/_apply/cuda, nn.init, load_state_dict, "
+                     "from_pretrained, torch.load or DataParallel replicate"},
+    {"param_lifetime", "alive from before the trace to its end, without a stack"},
+    {"input_frames", "allocated by torch.utils.data code"},
+    {"input_batch", "allocated by user code before a forward and replaced every iteration"},
+    {"act_saved", "allocated in forward, freed during backward (saved for backward)"},
+    {"act_held", "allocated in forward and kept after it within the iteration"},
+    {"temp_forward", "allocated and freed inside one forward"},
+    {"grad", "allocated in backward and alive after it (parameter gradient)"},
+    {"temp_backward", "allocated and freed inside backward (activation gradient, temporary)"},
+    {"opt_state", "allocated in an optimizer step and kept after it"},
+    {"opt_temp", "allocated and freed inside one optimizer step"},
+    {"kept_forward", "allocated in forward and kept into later iterations"},
+    {"user", "allocated by user code outside model, autograd and optimizer"},
+};
+
+const char *gm_rule_name(enum gm_rule r)
+{
+    return (unsigned)r < GM_RULE_COUNT ? rules[r].name : "none";
+}
+
+const char *gm_rule_text(enum gm_rule r)
+{
+    return (unsigned)r < GM_RULE_COUNT ? rules[r].text : rules[0].text;
+}
+
+const char *gm_leak_kind_name(enum gm_leak_kind k)
+{
+    static const char *const names[GM_LEAK_KIND_COUNT] = {
+        "forward_output", "graph_no_grad", "user_tensor", "optimizer", "other"};
+    return (unsigned)k < GM_LEAK_KIND_COUNT ? names[k] : "other";
+}
+
+const char *gm_leak_kind_advice(enum gm_leak_kind k)
+{
+    switch (k) {
+    case GM_LEAK_FORWARD_OUTPUT:
+        return "A result of the forward pass (typically the loss or an output) is kept from "
+               "every iteration, for example accumulated for logging with "
+               "`total = total + loss` or `losses.append(loss)`. The kept tensor also keeps "
+               "its autograd graph. Keep a number instead: `total += loss.item()`, or "
+               "`loss.detach()` when a tensor is needed.";
+    case GM_LEAK_GRAPH_NO_GRAD:
+        return "Forward passes without a backward keep their autograd graph (and every "
+               "activation it saved) as long as their outputs are referenced. This is the "
+               "evaluation loop without `torch.no_grad()`: wrap it in `with torch.no_grad():` "
+               "(or `torch.inference_mode()`), and keep `.item()`/`.cpu()` copies of what "
+               "you collect.";
+    case GM_LEAK_USER_TENSOR:
+        return "Your code creates a GPU tensor every iteration and keeps it (a list, a "
+               "dict, a cache). Keep a CPU copy (`.cpu()`, `.item()`), bound the container, "
+               "or clear it.";
+    case GM_LEAK_OPTIMIZER:
+        return "The optimizer state grows every iteration: parameters are added to the "
+               "optimizer repeatedly, or a new optimizer is created per step while the old "
+               "one is still referenced. Create the optimizer once.";
+    case GM_LEAK_OTHER:
+        break;
+    }
+    return "Memory allocated at this site in every iteration is never freed. Find what "
+           "keeps a reference to these tensors.";
+}
+
+const char *gm_oom_verdict_name(enum gm_oom_verdict v)
+{
+    switch (v) {
+    case GM_VERDICT_SHORTAGE:
+        return "shortage";
+    case GM_VERDICT_FRAGMENTATION:
+        return "fragmentation";
+    case GM_VERDICT_LIMIT:
+        return "limit";
+    case GM_VERDICT_NONE:
+        break;
+    }
+    return "none";
+}
+
+const char *gm_oom_verdict_advice(enum gm_oom_verdict v)
+{
+    switch (v) {
+    case GM_VERDICT_SHORTAGE:
+        return "True shortage: even if every free byte (free in CUDA plus cached but "
+               "unallocated) could be used, the request would not fit. Allocator settings "
+               "cannot fix this; need less memory at this point: a smaller batch or "
+               "sequence, activation checkpointing, bf16/fp16, an 8-bit or fused optimizer, "
+               "or sharding (FSDP/ZeRO).";
+    case GM_VERDICT_FRAGMENTATION:
+        return "Fragmentation: enough bytes are free in total, but no single free range is "
+               "large enough. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments "
+               "grow in place, so freed pages are reused for any size (the usual fix). "
+               "max_split_size_mb:N stops the allocator from splitting cached blocks larger "
+               "than N MiB, keeping large blocks whole for large requests. "
+               "garbage_collection_threshold:0.8 makes it release unused cached blocks "
+               "before it reaches the limit instead of after a failed cudaMalloc.";
+    case GM_VERDICT_LIMIT:
+        return "CUDA reported enough free memory for the request, so the allocator hit "
+               "another limit: torch.cuda.set_per_process_memory_fraction, a private pool "
+               "(CUDA graphs, MemPool), or another stream's cached blocks. Check the "
+               "memory fraction and the pools.";
+    case GM_VERDICT_NONE:
+        break;
+    }
+    return "";
+}

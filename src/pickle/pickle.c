@@ -1,0 +1,1000 @@
+/* SPDX-License-Identifier: MIT */
+/* pickle.c - the pickle virtual machine: data opcodes of protocols 0 to 5, no execution.
+ *
+ * Layout: a pickle is a flat sequence of opcodes, each one byte followed by its argument
+ * (fixed-width little-endian integers, length-prefixed strings, or for the text opcodes of
+ * protocol 0 a line ending in '\n'), ending with STOP.  The machine has a value stack, a
+ * stack of MARK positions and a memo (index -> value).  Everything is iterative: nesting in
+ * the file grows the explicit stacks, never the C stack.  Lengths and counts are checked
+ * against the bytes left before use; all memory (nodes, memo, stack) is counted against
+ * one cap.  Opcodes that import or call (GLOBAL, REDUCE, BUILD, ...) and out-of-band
+ * buffers are rejected with their name and offset. */
+#include "pickle/pickle.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Opcode bytes (CPython Lib/pickle.py names). */
+enum {
+    OP_MARK = '(', OP_STOP = '.', OP_POP = '0', OP_POP_MARK = '1', OP_DUP = '2',
+    OP_FLOAT = 'F', OP_INT = 'I', OP_BININT = 'J', OP_BININT1 = 'K', OP_LONG = 'L',
+    OP_BININT2 = 'M', OP_NONE = 'N', OP_PERSID = 'P', OP_BINPERSID = 'Q', OP_REDUCE = 'R',
+    OP_STRING = 'S', OP_BINSTRING = 'T', OP_SHORT_BINSTRING = 'U', OP_UNICODE = 'V',
+    OP_BINUNICODE = 'X', OP_APPEND = 'a', OP_BUILD = 'b', OP_GLOBAL = 'c', OP_DICT = 'd',
+    OP_EMPTY_DICT = '}', OP_APPENDS = 'e', OP_GET = 'g', OP_BINGET = 'h', OP_INST = 'i',
+    OP_LONG_BINGET = 'j', OP_LIST = 'l', OP_EMPTY_LIST = ']', OP_OBJ = 'o', OP_PUT = 'p',
+    OP_BINPUT = 'q', OP_LONG_BINPUT = 'r', OP_SETITEM = 's', OP_TUPLE = 't',
+    OP_EMPTY_TUPLE = ')', OP_SETITEMS = 'u', OP_BINFLOAT = 'G',
+    OP_PROTO = 0x80, OP_NEWOBJ = 0x81, OP_EXT1 = 0x82, OP_EXT2 = 0x83, OP_EXT4 = 0x84,
+    OP_TUPLE1 = 0x85, OP_TUPLE2 = 0x86, OP_TUPLE3 = 0x87, OP_NEWTRUE = 0x88, OP_NEWFALSE = 0x89,
+    OP_LONG1 = 0x8a, OP_LONG4 = 0x8b, OP_BINBYTES = 'B', OP_SHORT_BINBYTES = 'C',
+    OP_SHORT_BINUNICODE = 0x8c, OP_BINUNICODE8 = 0x8d, OP_BINBYTES8 = 0x8e, OP_EMPTY_SET = 0x8f,
+    OP_ADDITEMS = 0x90, OP_FROZENSET = 0x91, OP_NEWOBJ_EX = 0x92, OP_STACK_GLOBAL = 0x93,
+    OP_MEMOIZE = 0x94, OP_FRAME = 0x95, OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97,
+    OP_READONLY_BUFFER = 0x98
+};
+
+const char *pk_opcode_name(uint8_t op)
+{
+    switch (op) {
+    case OP_MARK: return "MARK";
+    case OP_STOP: return "STOP";
+    case OP_POP: return "POP";
+    case OP_POP_MARK: return "POP_MARK";
+    case OP_DUP: return "DUP";
+    case OP_FLOAT: return "FLOAT";
+    case OP_INT: return "INT";
+    case OP_BININT: return "BININT";
+    case OP_BININT1: return "BININT1";
+    case OP_LONG: return "LONG";
+    case OP_BININT2: return "BININT2";
+    case OP_NONE: return "NONE";
+    case OP_PERSID: return "PERSID";
+    case OP_BINPERSID: return "BINPERSID";
+    case OP_REDUCE: return "REDUCE";
+    case OP_STRING: return "STRING";
+    case OP_BINSTRING: return "BINSTRING";
+    case OP_SHORT_BINSTRING: return "SHORT_BINSTRING";
+    case OP_UNICODE: return "UNICODE";
+    case OP_BINUNICODE: return "BINUNICODE";
+    case OP_APPEND: return "APPEND";
+    case OP_BUILD: return "BUILD";
+    case OP_GLOBAL: return "GLOBAL";
+    case OP_DICT: return "DICT";
+    case OP_EMPTY_DICT: return "EMPTY_DICT";
+    case OP_APPENDS: return "APPENDS";
+    case OP_GET: return "GET";
+    case OP_BINGET: return "BINGET";
+    case OP_INST: return "INST";
+    case OP_LONG_BINGET: return "LONG_BINGET";
+    case OP_LIST: return "LIST";
+    case OP_EMPTY_LIST: return "EMPTY_LIST";
+    case OP_OBJ: return "OBJ";
+    case OP_PUT: return "PUT";
+    case OP_BINPUT: return "BINPUT";
+    case OP_LONG_BINPUT: return "LONG_BINPUT";
+    case OP_SETITEM: return "SETITEM";
+    case OP_TUPLE: return "TUPLE";
+    case OP_EMPTY_TUPLE: return "EMPTY_TUPLE";
+    case OP_SETITEMS: return "SETITEMS";
+    case OP_BINFLOAT: return "BINFLOAT";
+    case OP_PROTO: return "PROTO";
+    case OP_NEWOBJ: return "NEWOBJ";
+    case OP_EXT1: return "EXT1";
+    case OP_EXT2: return "EXT2";
+    case OP_EXT4: return "EXT4";
+    case OP_TUPLE1: return "TUPLE1";
+    case OP_TUPLE2: return "TUPLE2";
+    case OP_TUPLE3: return "TUPLE3";
+    case OP_NEWTRUE: return "NEWTRUE";
+    case OP_NEWFALSE: return "NEWFALSE";
+    case OP_LONG1: return "LONG1";
+    case OP_LONG4: return "LONG4";
+    case OP_BINBYTES: return "BINBYTES";
+    case OP_SHORT_BINBYTES: return "SHORT_BINBYTES";
+    case OP_SHORT_BINUNICODE: return "SHORT_BINUNICODE";
+    case OP_BINUNICODE8: return "BINUNICODE8";
+    case OP_BINBYTES8: return "BINBYTES8";
+    case OP_EMPTY_SET: return "EMPTY_SET";
+    case OP_ADDITEMS: return "ADDITEMS";
+    case OP_FROZENSET: return "FROZENSET";
+    case OP_NEWOBJ_EX: return "NEWOBJ_EX";
+    case OP_STACK_GLOBAL: return "STACK_GLOBAL";
+    case OP_MEMOIZE: return "MEMOIZE";
+    case OP_FRAME: return "FRAME";
+    case OP_BYTEARRAY8: return "BYTEARRAY8";
+    case OP_NEXT_BUFFER: return "NEXT_BUFFER";
+    case OP_READONLY_BUFFER: return "READONLY_BUFFER";
+    default: return NULL;
+    }
+}
+
+/* The machine's state during one parse. */
+struct vm {
+    struct pk_doc *doc;
+    const uint8_t *base;
+    const uint8_t *p;
+    const uint8_t *end;
+    pk_val *stack;
+    size_t sp, stack_cap, stack_max;
+    size_t *marks;
+    size_t n_marks, marks_cap, marks_max;
+    pk_val *memo;
+    size_t memo_len, memo_cap;
+    size_t heap_bytes; /* stack + marks + memo, counted against the cap with the arena */
+    size_t max_memory;
+    struct gm_error *err;
+    void (*progress)(uint64_t done, uint64_t total, void *ctx);
+    void *progress_ctx;
+};
+
+#define OFF(vm, ptr) ((uint64_t)((ptr) - (vm)->base))
+
+static enum gm_status nomem(struct vm *vm, uint64_t off)
+{
+    if (vm->doc->arena.limit_hit || (vm->max_memory && vm->heap_bytes > vm->max_memory / 2))
+        return gm_fail(vm->err, GM_ERR_LIMIT, off,
+                       "pickle: memory cap of %zu bytes exceeded (a larger file needs more)",
+                       vm->max_memory);
+    return gm_fail(vm->err, GM_ERR_NOMEM, off, "pickle: out of memory");
+}
+
+/* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
+static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
+{
+    size_t ncap = *cap ? *cap : 64;
+    void *n;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / elem)
+            return false;
+        ncap *= 2;
+    }
+    if (ncap > SIZE_MAX / elem)
+        return false;
+    if (vm->max_memory &&
+        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory)
+        return false;
+    n = gm_realloc(*arr, ncap * elem);
+    if (!n)
+        return false;
+    vm->heap_bytes = vm->heap_bytes - *cap * elem + ncap * elem;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+static enum gm_status push(struct vm *vm, pk_val v, uint64_t off)
+{
+    if (vm->sp == vm->stack_cap) {
+        if (vm->sp >= vm->stack_max)
+            return gm_fail(vm->err, GM_ERR_LIMIT, off,
+                           "pickle: more than %zu values on the stack", vm->stack_max);
+        if (!grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
+            return nomem(vm, off);
+    }
+    vm->stack[vm->sp++] = v;
+    return GM_OK;
+}
+
+static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
+{
+    struct pk_node *n = gm_arena_alloc(&vm->doc->arena, sizeof(*n), 8);
+    size_t slots = kind == PK_DICT ? (size_t)cap * 2 : cap;
+    if (!n)
+        return NULL;
+    n->kind = kind;
+    n->len = 0;
+    n->cap = cap;
+    n->items = NULL;
+    if (cap) {
+        n->items = gm_arena_alloc(&vm->doc->arena, slots * sizeof(pk_val), 8);
+        if (!n->items)
+            return NULL;
+    }
+    return n;
+}
+
+/* Make room for 'extra' more items (pairs for a dict) in 'n'.  Arena arrays cannot be
+ * resized in place, so a growing list leaves its old array behind: doubling keeps that
+ * waste below the final size. */
+static bool node_reserve(struct vm *vm, struct pk_node *n, size_t extra)
+{
+    size_t need = (size_t)n->len + extra, ncap, per = n->kind == PK_DICT ? 2 : 1;
+    pk_val *items;
+    if (need <= n->cap)
+        return true;
+    if (need > UINT32_MAX)
+        return false;
+    ncap = n->cap ? (size_t)n->cap * 2 : 0;
+    if (ncap < need)
+        ncap = need;
+    if (ncap > UINT32_MAX)
+        ncap = UINT32_MAX;
+    items = gm_arena_alloc(&vm->doc->arena, ncap * per * sizeof(pk_val), 8);
+    if (!items)
+        return false;
+    if (n->len)
+        memcpy(items, n->items, (size_t)n->len * per * sizeof(pk_val));
+    n->items = items;
+    n->cap = (uint32_t)ncap;
+    return true;
+}
+
+static pk_val box(struct vm *vm, uint8_t kind, const void *v)
+{
+    struct pk_box *b = gm_arena_alloc(&vm->doc->arena, sizeof(*b), 8);
+    if (!b)
+        return 0;
+    b->kind = kind;
+    memcpy(&b->v, v, 8);
+    return (pk_val)(uintptr_t)b | PK_TAG_BOX;
+}
+
+#define SMALL_MIN (-((int64_t)1 << 60))
+#define SMALL_MAX (((int64_t)1 << 60) - 1)
+
+static pk_val make_i64(struct vm *vm, int64_t i)
+{
+    if (i >= SMALL_MIN && i <= SMALL_MAX)
+        return ((pk_val)i << 3) | PK_TAG_INT;
+    return box(vm, PK_BOX_I64, &i);
+}
+
+/* Little-endian two's complement integer of n bytes (LONG1/LONG4): an int64 when it fits,
+ * a u64 when it is non-negative and fits 64 bits (a 9-byte LONG1), else a BIGINT box. */
+static pk_val make_long(struct vm *vm, const uint8_t *b, size_t n)
+{
+    uint64_t u = 0;
+    bool neg;
+    if (n == 0)
+        return make_i64(vm, 0);
+    neg = (b[n - 1] & 0x80) != 0;
+    for (size_t i = 0; i < 8; i++) {
+        uint8_t byte = i < n ? b[i] : (neg ? 0xff : 0x00);
+        u |= (uint64_t)byte << (8 * i);
+    }
+    if (n > 8) {
+        uint8_t ext = neg ? 0xff : 0x00;
+        for (size_t i = 8; i < n; i++)
+            if (b[i] != ext) {
+                uint64_t z = 0;
+                return box(vm, PK_BOX_BIGINT, &z);
+            }
+        if (!neg && (u >> 63)) /* 2^63 .. 2^64-1 */
+            return box(vm, PK_BOX_U64, &u);
+        if (neg && !(u >> 63)) {
+            uint64_t z = 0;
+            return box(vm, PK_BOX_BIGINT, &z);
+        }
+    }
+    return make_i64(vm, (int64_t)u);
+}
+
+static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t off)
+{
+    /* A real pickler numbers memo slots densely from 0; a slot far beyond the slots used so
+     * far only serves to make us allocate, so it is refused. */
+    if (idx >= vm->memo_len + (1u << 20) || idx >= SIZE_MAX / sizeof(pk_val))
+        return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                       "pickle: memo index %llu is far beyond the %zu slots used",
+                       (unsigned long long)idx, vm->memo_len);
+    if (idx >= vm->memo_cap &&
+        !grow(vm, (void **)&vm->memo, &vm->memo_cap, (size_t)idx + 1, sizeof(pk_val)))
+        return nomem(vm, off);
+    while (vm->memo_len <= idx)
+        vm->memo[vm->memo_len++] = PK_HOLE;
+    vm->memo[idx] = v;
+    return GM_OK;
+}
+
+static enum gm_status memo_get(struct vm *vm, uint64_t idx, uint64_t off)
+{
+    if (idx >= vm->memo_len || vm->memo[idx] == PK_HOLE)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: memo slot %llu is empty",
+                       (unsigned long long)idx);
+    return push(vm, vm->memo[idx], off);
+}
+
+/* Items from the topmost MARK to the top of the stack: start index, count. */
+static enum gm_status pop_mark(struct vm *vm, size_t *start, uint64_t off, uint8_t op)
+{
+    if (!vm->n_marks)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s without a MARK",
+                       pk_opcode_name(op));
+    *start = vm->marks[--vm->n_marks];
+    return GM_OK;
+}
+
+/* Values above the topmost MARK must not be consumed by opcodes that ignore marks. */
+static size_t floor_sp(const struct vm *vm)
+{
+    return vm->n_marks ? vm->marks[vm->n_marks - 1] : 0;
+}
+
+static enum gm_status need_stack(struct vm *vm, size_t n, uint64_t off, uint8_t op)
+{
+    if (vm->sp - floor_sp(vm) < n)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s on a stack with too few values",
+                       pk_opcode_name(op));
+    return GM_OK;
+}
+
+static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
+                                uint64_t off)
+{
+    if (!node_reserve(vm, n, k))
+        return nomem(vm, off);
+    memcpy(n->items + n->len, items, k * sizeof(pk_val));
+    n->len += (uint32_t)k;
+    return GM_OK;
+}
+
+static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
+                                uint64_t off)
+{
+    if (k % 2)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: SETITEMS with an odd number of values");
+    if (!node_reserve(vm, n, k / 2))
+        return nomem(vm, off);
+    memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
+    n->len += (uint32_t)(k / 2);
+    return GM_OK;
+}
+
+/* A line argument of a protocol-0 opcode, without its '\n'. */
+static bool read_line(struct vm *vm, const uint8_t **s, size_t *n)
+{
+    const uint8_t *nl = memchr(vm->p, '\n', (size_t)(vm->end - vm->p));
+    if (!nl)
+        return false;
+    *s = vm->p;
+    *n = (size_t)(nl - vm->p);
+    vm->p = nl + 1;
+    return true;
+}
+
+static bool parse_decimal(const uint8_t *s, size_t n, int64_t *out)
+{
+    char buf[32];
+    char *endp;
+    long long v;
+    if (n && s[n - 1] == 'L') /* protocol-0 LONG: "123L" */
+        n--;
+    if (n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    v = strtoll(buf, &endp, 10);
+    if (errno || *endp)
+        return false;
+    *out = v;
+    return true;
+}
+
+#define NEED(k)                                                                                  \
+    do {                                                                                         \
+        if ((size_t)(vm->end - vm->p) < (size_t)(k))                                             \
+            return gm_fail(vm->err, GM_ERR_FORMAT, off,                                          \
+                           "pickle: truncated %s argument (file ends at byte %llu)",             \
+                           pk_opcode_name(op), (unsigned long long)OFF(vm, vm->end));            \
+    } while (0)
+
+#define CHECK(expr)                                                                              \
+    do {                                                                                         \
+        enum gm_status st_ = (expr);                                                             \
+        if (st_ != GM_OK)                                                                        \
+            return st_;                                                                          \
+    } while (0)
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* A string-like opcode with a length prefix of 'w' bytes at the current position. */
+static enum gm_status string_op(struct vm *vm, uint8_t op, uint64_t off, unsigned w)
+{
+    uint64_t n;
+    NEED(w);
+    n = le(vm->p, w);
+    if (n > (uint64_t)(vm->end - vm->p) - w)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                       "pickle: %s of %llu bytes runs past the end of the file (%llu left)",
+                       pk_opcode_name(op), (unsigned long long)n,
+                       (unsigned long long)((uint64_t)(vm->end - vm->p) - w));
+    vm->p += w + n;
+    return push(vm, (off << 3) | PK_TAG_STR, off);
+}
+
+static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
+{
+    const char *name = pk_opcode_name(op);
+    if (op == OP_GLOBAL || op == OP_INST) {
+        /* Name what it wanted to import: "module name\n" lines follow. */
+        const uint8_t *s = vm->p, *nl1, *nl2 = NULL;
+        size_t left = (size_t)(vm->end - vm->p);
+        nl1 = memchr(s, '\n', left);
+        if (nl1)
+            nl2 = memchr(nl1 + 1, '\n', (size_t)(vm->end - nl1 - 1));
+        if (nl1 && nl2 && nl2 - s < 200) {
+            char what[256];
+            size_t a = (size_t)(nl1 - s), b = (size_t)(nl2 - nl1 - 1);
+            for (size_t i = 0; i < a + 1 + b; i++) {
+                uint8_t c = s[i];
+                what[i] = (char)((c == '\n') ? '.' : (c >= 0x20 && c < 0x7f ? c : '?'));
+            }
+            what[a + 1 + b] = '\0';
+            return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                           "pickle: opcode %s would import '%s': refusing to run code from the "
+                           "file (snapshots contain only plain data)",
+                           name, what);
+        }
+    }
+    if (op == OP_STACK_GLOBAL && vm->sp - floor_sp(vm) >= 2) {
+        const char *m, *n;
+        size_t ml, nl;
+        if (pk_get_str(vm->doc, vm->stack[vm->sp - 2], &m, &ml, NULL) &&
+            pk_get_str(vm->doc, vm->stack[vm->sp - 1], &n, &nl, NULL) && ml < 100 && nl < 100) {
+            char what[256];
+            size_t k = 0;
+            for (size_t i = 0; i < ml; i++)
+                what[k++] = (m[i] >= 0x20 && m[i] < 0x7f) ? m[i] : '?';
+            what[k++] = '.';
+            for (size_t i = 0; i < nl; i++)
+                what[k++] = (n[i] >= 0x20 && n[i] < 0x7f) ? n[i] : '?';
+            what[k] = '\0';
+            return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                           "pickle: opcode %s would import '%s': refusing to run code from the "
+                           "file (snapshots contain only plain data)",
+                           name, what);
+        }
+    }
+    if (op == OP_NEXT_BUFFER || op == OP_READONLY_BUFFER)
+        return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                       "pickle: opcode %s needs out-of-band buffers, which snapshots never use",
+                       name);
+    if (name)
+        return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                       "pickle: opcode %s would import or call code: refusing it (snapshots "
+                       "contain only plain data)",
+                       name);
+    return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: unknown opcode 0x%02x", op);
+}
+
+static enum gm_status run(struct vm *vm)
+{
+    uint64_t next_progress = 16u << 20;
+    struct pk_doc *doc = vm->doc;
+
+    for (;;) {
+        const uint8_t *at = vm->p;
+        uint64_t off = OFF(vm, at);
+        uint8_t op;
+        size_t start = 0;
+        pk_val v;
+
+        if (at >= vm->end)
+            return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                           "pickle: file ends without STOP (truncated at byte %llu?)",
+                           (unsigned long long)off);
+        op = *vm->p++;
+        if (off >= next_progress) {
+            next_progress = off + (16u << 20);
+            if (vm->progress)
+                vm->progress(off, (uint64_t)(vm->end - vm->base), vm->progress_ctx);
+        }
+        switch (op) {
+        case OP_PROTO:
+            NEED(1);
+            if (*vm->p > 5)
+                return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                               "pickle: protocol %u is newer than 5", (unsigned)*vm->p);
+            doc->protocol = *vm->p++;
+            break;
+        case OP_FRAME: {
+            uint64_t n;
+            NEED(8);
+            n = le(vm->p, 8);
+            vm->p += 8;
+            if (n > (uint64_t)(vm->end - vm->p))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                               "pickle: FRAME of %llu bytes runs past the end of the file "
+                               "(%llu left): truncated?",
+                               (unsigned long long)n, (unsigned long long)(vm->end - vm->p));
+            break;
+        }
+        case OP_STOP:
+            if (vm->sp != 1 || vm->n_marks)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                               "pickle: STOP with %zu values and %zu marks on the stack "
+                               "(expected one value)",
+                               vm->sp, vm->n_marks);
+            doc->root = vm->stack[0];
+            return GM_OK;
+        case OP_MARK:
+            if (vm->n_marks >= vm->marks_max)
+                return gm_fail(vm->err, GM_ERR_LIMIT, off,
+                               "pickle: nesting deeper than %zu MARKs", vm->marks_max);
+            if (vm->n_marks == vm->marks_cap &&
+                !grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
+                return nomem(vm, off);
+            vm->marks[vm->n_marks++] = vm->sp;
+            break;
+        case OP_POP:
+            if (vm->sp > floor_sp(vm)) {
+                vm->sp--;
+            } else if (vm->n_marks) {
+                vm->n_marks--; /* POP of a MARK, as CPython does */
+            } else {
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: POP on an empty stack");
+            }
+            break;
+        case OP_POP_MARK:
+            CHECK(pop_mark(vm, &start, off, op));
+            vm->sp = start;
+            break;
+        case OP_DUP:
+            CHECK(need_stack(vm, 1, off, op));
+            CHECK(push(vm, vm->stack[vm->sp - 1], off));
+            break;
+
+        /* ---- constants and numbers ---- */
+        case OP_NONE:
+            CHECK(push(vm, PK_NONE, off));
+            break;
+        case OP_NEWTRUE:
+            CHECK(push(vm, PK_TRUE, off));
+            break;
+        case OP_NEWFALSE:
+            CHECK(push(vm, PK_FALSE, off));
+            break;
+        case OP_BININT1:
+            NEED(1);
+            CHECK(push(vm, ((pk_val)vm->p[0] << 3) | PK_TAG_INT, off));
+            vm->p += 1;
+            break;
+        case OP_BININT2:
+            NEED(2);
+            CHECK(push(vm, (le(vm->p, 2) << 3) | PK_TAG_INT, off));
+            vm->p += 2;
+            break;
+        case OP_BININT:
+            NEED(4);
+            CHECK(push(vm, make_i64(vm, (int32_t)(uint32_t)le(vm->p, 4)), off));
+            vm->p += 4;
+            break;
+        case OP_LONG1:
+        case OP_LONG4: {
+            unsigned w = op == OP_LONG1 ? 1 : 4;
+            uint64_t n;
+            NEED(w);
+            n = le(vm->p, w);
+            if (op == OP_LONG4 && (n & 0x80000000u))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: LONG4 with a negative length");
+            if (n > (uint64_t)(vm->end - vm->p) - w)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                               "pickle: %s of %llu bytes runs past the end of the file",
+                               pk_opcode_name(op), (unsigned long long)n);
+            v = make_long(vm, vm->p + w, (size_t)n);
+            if (!v)
+                return nomem(vm, off);
+            vm->p += w + n;
+            CHECK(push(vm, v, off));
+            break;
+        }
+        case OP_INT:
+        case OP_LONG: {
+            const uint8_t *s;
+            size_t n;
+            int64_t i;
+            if (!read_line(vm, &s, &n))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s without a newline",
+                               pk_opcode_name(op));
+            if (op == OP_INT && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1')) {
+                CHECK(push(vm, s[1] == '1' ? PK_TRUE : PK_FALSE, off));
+                break;
+            }
+            if (!parse_decimal(s, n, &i))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad %s literal",
+                               pk_opcode_name(op));
+            v = make_i64(vm, i);
+            if (!v)
+                return nomem(vm, off);
+            CHECK(push(vm, v, off));
+            break;
+        }
+        case OP_BINFLOAT: {
+            uint64_t bits = 0;
+            double d;
+            NEED(8);
+            for (int i = 0; i < 8; i++)
+                bits = (bits << 8) | vm->p[i]; /* big-endian */
+            vm->p += 8;
+            memcpy(&d, &bits, 8);
+            v = box(vm, PK_BOX_FLOAT, &d);
+            if (!v)
+                return nomem(vm, off);
+            CHECK(push(vm, v, off));
+            break;
+        }
+        case OP_FLOAT: {
+            const uint8_t *s;
+            size_t n;
+            char buf[64];
+            char *endp;
+            double d;
+            if (!read_line(vm, &s, &n) || n == 0 || n >= sizeof(buf))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad FLOAT literal");
+            memcpy(buf, s, n);
+            buf[n] = '\0';
+            d = strtod(buf, &endp);
+            if (*endp)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad FLOAT literal");
+            v = box(vm, PK_BOX_FLOAT, &d);
+            if (!v)
+                return nomem(vm, off);
+            CHECK(push(vm, v, off));
+            break;
+        }
+
+        /* ---- strings and bytes (kept in the input, referenced by offset) ---- */
+        case OP_SHORT_BINUNICODE:
+        case OP_SHORT_BINSTRING:
+        case OP_SHORT_BINBYTES:
+            CHECK(string_op(vm, op, off, 1));
+            break;
+        case OP_BINUNICODE:
+        case OP_BINSTRING:
+        case OP_BINBYTES:
+            CHECK(string_op(vm, op, off, 4));
+            break;
+        case OP_BINUNICODE8:
+        case OP_BINBYTES8:
+        case OP_BYTEARRAY8:
+            CHECK(string_op(vm, op, off, 8));
+            break;
+
+        /* ---- containers ---- */
+        case OP_EMPTY_LIST:
+        case OP_EMPTY_DICT:
+        case OP_EMPTY_SET: {
+            struct pk_node *n = new_node(vm,
+                                         op == OP_EMPTY_LIST   ? PK_LIST
+                                         : op == OP_EMPTY_DICT ? PK_DICT
+                                                               : PK_SET,
+                                         0);
+            if (!n)
+                return nomem(vm, off);
+            CHECK(push(vm, (pk_val)(uintptr_t)n, off));
+            break;
+        }
+        case OP_EMPTY_TUPLE:
+        case OP_TUPLE1:
+        case OP_TUPLE2:
+        case OP_TUPLE3: {
+            size_t k = op == OP_EMPTY_TUPLE ? 0 : (size_t)(op - OP_TUPLE1 + 1);
+            struct pk_node *n;
+            CHECK(need_stack(vm, k, off, op));
+            n = new_node(vm, PK_TUPLE, (uint32_t)k);
+            if (!n)
+                return nomem(vm, off);
+            memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
+            n->len = (uint32_t)k;
+            vm->sp -= k;
+            CHECK(push(vm, (pk_val)(uintptr_t)n, off));
+            break;
+        }
+        case OP_TUPLE:
+        case OP_LIST:
+        case OP_FROZENSET:
+        case OP_DICT: {
+            size_t k;
+            struct pk_node *n;
+            uint8_t kind = op == OP_TUPLE ? PK_TUPLE : op == OP_LIST ? PK_LIST
+                                                   : op == OP_DICT   ? PK_DICT
+                                                                     : PK_FROZENSET;
+            CHECK(pop_mark(vm, &start, off, op));
+            k = vm->sp - start;
+            if (k > UINT32_MAX)
+                return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: container too large");
+            if (op == OP_DICT && k % 2)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: DICT with an odd number of values");
+            n = new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
+            if (!n)
+                return nomem(vm, off);
+            if (k)
+                memcpy(n->items, vm->stack + start, k * sizeof(pk_val));
+            n->len = (uint32_t)(op == OP_DICT ? k / 2 : k);
+            vm->sp = start;
+            CHECK(push(vm, (pk_val)(uintptr_t)n, off));
+            break;
+        }
+        case OP_APPEND:
+        case OP_SETITEM: {
+            size_t k = op == OP_APPEND ? 1 : 2;
+            struct pk_node *n;
+            CHECK(need_stack(vm, k + 1, off, op));
+            n = (struct pk_node *)(uintptr_t)pk_node(vm->stack[vm->sp - k - 1]);
+            if (!n || n->kind != (op == OP_APPEND ? PK_LIST : PK_DICT))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s to a %s",
+                               pk_opcode_name(op), pk_type_name(vm->stack[vm->sp - k - 1]));
+            if (op == OP_APPEND)
+                CHECK(add_items(vm, n, vm->stack + vm->sp - 1, 1, off));
+            else
+                CHECK(add_pairs(vm, n, vm->stack + vm->sp - 2, 2, off));
+            vm->sp -= k;
+            break;
+        }
+        case OP_APPENDS:
+        case OP_SETITEMS:
+        case OP_ADDITEMS: {
+            struct pk_node *n;
+            uint8_t want = op == OP_APPENDS ? PK_LIST : op == OP_SETITEMS ? PK_DICT : PK_SET;
+            CHECK(pop_mark(vm, &start, off, op));
+            if (start == 0 || start - 1 < floor_sp(vm))
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s with no container",
+                               pk_opcode_name(op));
+            n = (struct pk_node *)(uintptr_t)pk_node(vm->stack[start - 1]);
+            if (!n || n->kind != want)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s to a %s",
+                               pk_opcode_name(op), pk_type_name(vm->stack[start - 1]));
+            if (op == OP_SETITEMS)
+                CHECK(add_pairs(vm, n, vm->stack + start, vm->sp - start, off));
+            else
+                CHECK(add_items(vm, n, vm->stack + start, vm->sp - start, off));
+            vm->sp = start;
+            break;
+        }
+
+        /* ---- memo ---- */
+        case OP_MEMOIZE:
+            CHECK(need_stack(vm, 1, off, op));
+            CHECK(memo_put(vm, vm->memo_len, vm->stack[vm->sp - 1], off));
+            break;
+        case OP_BINPUT:
+        case OP_LONG_BINPUT: {
+            unsigned w = op == OP_BINPUT ? 1 : 4;
+            uint64_t idx;
+            NEED(w);
+            idx = le(vm->p, w);
+            vm->p += w;
+            CHECK(need_stack(vm, 1, off, op));
+            CHECK(memo_put(vm, idx, vm->stack[vm->sp - 1], off));
+            break;
+        }
+        case OP_BINGET:
+        case OP_LONG_BINGET: {
+            unsigned w = op == OP_BINGET ? 1 : 4;
+            uint64_t idx;
+            NEED(w);
+            idx = le(vm->p, w);
+            vm->p += w;
+            CHECK(memo_get(vm, idx, off));
+            break;
+        }
+        case OP_PUT:
+        case OP_GET: {
+            const uint8_t *s;
+            size_t n;
+            int64_t idx;
+            if (!read_line(vm, &s, &n) || !parse_decimal(s, n, &idx) || idx < 0)
+                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad %s index",
+                               pk_opcode_name(op));
+            if (op == OP_GET) {
+                CHECK(memo_get(vm, (uint64_t)idx, off));
+            } else {
+                CHECK(need_stack(vm, 1, off, op));
+                CHECK(memo_put(vm, (uint64_t)idx, vm->stack[vm->sp - 1], off));
+            }
+            break;
+        }
+
+        /* ---- never: they import, call or need the caller's objects ---- */
+        default:
+            return refuse(vm, op, off);
+        }
+    }
+}
+
+enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const struct pk_opts *o,
+                        struct gm_error *err)
+{
+    struct vm vm;
+    enum gm_status st;
+
+    memset(doc, 0, sizeof(*doc));
+    gm_arena_init(&doc->arena, o && o->max_memory ? o->max_memory : 0);
+    doc->data = data;
+    doc->len = len;
+    doc->root = PK_NONE;
+
+    memset(&vm, 0, sizeof(vm));
+    vm.doc = doc;
+    vm.base = data;
+    vm.p = data;
+    vm.end = vm.p + len;
+    vm.err = err;
+    vm.max_memory = o ? o->max_memory : 0;
+    vm.marks_max = o && o->max_depth ? o->max_depth : 1000;
+    vm.stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 22);
+
+    if (len == 0) {
+        st = gm_fail(err, GM_ERR_FORMAT, 0, "pickle: empty file");
+    } else {
+        if (o && len >= (16u << 20)) {
+            vm.progress = o->progress;
+            vm.progress_ctx = o->progress_ctx;
+        }
+        if (vm.progress)
+            vm.progress(0, len, vm.progress_ctx);
+        st = run(&vm);
+        if (st == GM_OK && vm.progress)
+            vm.progress(len, len, vm.progress_ctx);
+    }
+    doc->n_memo = vm.memo_len;
+    gm_free(vm.stack);
+    gm_free(vm.marks);
+    gm_free(vm.memo);
+    if (st != GM_OK) {
+        gm_arena_release(&doc->arena);
+        doc->root = PK_NONE;
+    }
+    return st;
+}
+
+void pk_doc_release(struct pk_doc *doc)
+{
+    if (!doc)
+        return;
+    gm_arena_release(&doc->arena);
+    doc->root = PK_NONE;
+}
+
+/* ---- accessors ---- */
+
+static const struct pk_box *box_of(pk_val v)
+{
+    return pk_tag(v) == PK_TAG_BOX ? (const struct pk_box *)(uintptr_t)(v & ~(pk_val)7) : NULL;
+}
+
+bool pk_get_i64(pk_val v, int64_t *out)
+{
+    const struct pk_box *b;
+    if (pk_tag(v) == PK_TAG_INT) {
+        *out = (int64_t)v >> 3;
+        return true;
+    }
+    if (v == PK_TRUE || v == PK_FALSE) {
+        *out = v == PK_TRUE;
+        return true;
+    }
+    b = box_of(v);
+    if (b && b->kind == PK_BOX_I64) {
+        *out = b->v.i;
+        return true;
+    }
+    if (b && b->kind == PK_BOX_U64 && b->v.u <= INT64_MAX) {
+        *out = (int64_t)b->v.u;
+        return true;
+    }
+    return false;
+}
+
+bool pk_get_u64(pk_val v, uint64_t *out)
+{
+    const struct pk_box *b = box_of(v);
+    int64_t i;
+    if (b && b->kind == PK_BOX_U64) {
+        *out = b->v.u;
+        return true;
+    }
+    if (pk_get_i64(v, &i) && i >= 0) {
+        *out = (uint64_t)i;
+        return true;
+    }
+    return false;
+}
+
+bool pk_get_double(pk_val v, double *out)
+{
+    const struct pk_box *b = box_of(v);
+    int64_t i;
+    uint64_t u;
+    if (b && b->kind == PK_BOX_FLOAT) {
+        *out = b->v.d;
+        return true;
+    }
+    if (pk_get_i64(v, &i)) {
+        *out = (double)i;
+        return true;
+    }
+    if (pk_get_u64(v, &u)) {
+        *out = (double)u;
+        return true;
+    }
+    return false;
+}
+
+bool pk_get_str(const struct pk_doc *doc, pk_val v, const char **p, size_t *n, bool *is_bytes)
+{
+    uint64_t off;
+    uint8_t op;
+    unsigned w;
+    uint64_t len;
+    if (pk_tag(v) != PK_TAG_STR)
+        return false;
+    off = v >> 3;
+    if (off >= doc->len)
+        return false;
+    op = doc->data[off];
+    switch (op) {
+    case OP_SHORT_BINUNICODE: case OP_SHORT_BINSTRING: case OP_SHORT_BINBYTES:
+        w = 1;
+        break;
+    case OP_BINUNICODE: case OP_BINSTRING: case OP_BINBYTES:
+        w = 4;
+        break;
+    default:
+        w = 8;
+        break;
+    }
+    /* The parser checked these bounds when it read the opcode. */
+    len = le(doc->data + off + 1, w);
+    *p = (const char *)doc->data + off + 1 + w;
+    *n = (size_t)len;
+    if (is_bytes)
+        *is_bytes = !(op == OP_SHORT_BINUNICODE || op == OP_BINUNICODE || op == OP_BINUNICODE8 ||
+                      op == OP_SHORT_BINSTRING || op == OP_BINSTRING);
+    return true;
+}
+
+bool pk_str_eq(const struct pk_doc *doc, pk_val v, const char *s)
+{
+    const char *p;
+    size_t n;
+    return pk_get_str(doc, v, &p, &n, NULL) && n == strlen(s) && memcmp(p, s, n) == 0;
+}
+
+pk_val pk_dict_get(const struct pk_doc *doc, const struct pk_node *d, const char *s)
+{
+    size_t want = strlen(s);
+    if (!d || d->kind != PK_DICT)
+        return PK_HOLE;
+    for (size_t i = d->len; i-- > 0;) {
+        const char *p;
+        size_t n;
+        if (pk_get_str(doc, d->items[2 * i], &p, &n, NULL) && n == want && !memcmp(p, s, n))
+            return d->items[2 * i + 1];
+    }
+    return PK_HOLE;
+}
+
+const char *pk_type_name(pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    const struct pk_box *b = box_of(v);
+    if (n) {
+        switch (n->kind) {
+        case PK_LIST: return "list";
+        case PK_DICT: return "dict";
+        case PK_TUPLE: return "tuple";
+        case PK_SET: return "set";
+        default: return "frozenset";
+        }
+    }
+    switch (pk_tag(v)) {
+    case PK_TAG_INT: return "int";
+    case PK_TAG_STR: return "str";
+    case PK_TAG_CONST: return v == PK_NONE ? "None" : v == PK_HOLE ? "nothing" : "bool";
+    default: break;
+    }
+    if (b)
+        return b->kind == PK_BOX_FLOAT ? "float" : "int";
+    return "nothing";
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* pickle.h - a pickle reader that builds a generic object graph and never executes
+ * anything (library-internal).  It knows nothing about torch.
+ *
+ * Values are 64-bit tagged words (struct pk_val would only add noise, so they are plain
+ * uint64_t "pk_val"s):
+ *
+ *   low 3 bits 0  pointer to a struct pk_node (list, dict, tuple, set), 8-byte aligned
+ *              1  a signed integer of 61 bits, value << 3
+ *              2  a string or bytes object: the byte offset of its opcode in the input,
+ *                 << 3 (the length and bytes are read back from the input on demand, so
+ *                 strings are never copied)
+ *              3  a constant: None, False, True, or the "missing memo slot" hole
+ *              4  pointer to a struct pk_box (wide integer or float), | 4
+ *
+ * Memo entries are the same words, so a memo reference shares the object: the graph is a
+ * DAG (or, in a hostile file, may even contain cycles: consumers must not recurse on it).
+ * Containers live in the document's arena; the input must outlive the document. */
+#ifndef GM_PICKLE_PICKLE_H
+#define GM_PICKLE_PICKLE_H
+
+#include "gpumem/arena.h"
+#include "gpumem/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint64_t pk_val;
+
+#define PK_TAG_NODE  0u
+#define PK_TAG_INT   1u
+#define PK_TAG_STR   2u
+#define PK_TAG_CONST 3u
+#define PK_TAG_BOX   4u
+
+#define PK_NONE  ((pk_val)((0u << 3) | PK_TAG_CONST))
+#define PK_FALSE ((pk_val)((1u << 3) | PK_TAG_CONST))
+#define PK_TRUE  ((pk_val)((2u << 3) | PK_TAG_CONST))
+#define PK_HOLE  ((pk_val)((3u << 3) | PK_TAG_CONST))
+
+enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
+
+struct pk_node {
+    uint8_t kind;   /* enum pk_kind */
+    uint32_t len;   /* items (a dict: key/value pairs) */
+    uint32_t cap;   /* slots allocated in items (a dict: pairs) */
+    pk_val *items;  /* a dict stores key0, value0, key1, value1, ... */
+};
+
+enum pk_box_kind { PK_BOX_I64 = 1, PK_BOX_U64, PK_BOX_BIGINT, PK_BOX_FLOAT };
+
+struct pk_box {
+    uint8_t kind; /* enum pk_box_kind; BIGINT: does not fit 64 bits (value not kept) */
+    union {
+        int64_t i;
+        uint64_t u;
+        double d;
+    } v;
+};
+
+struct pk_opts {
+    size_t max_memory; /* bytes for nodes, memo and stack together; 0: no cap */
+    uint32_t max_depth;  /* open MARKs at one time; 0: 1000 */
+    uint32_t max_stack;  /* values on the stack; 0: 1 << 22 */
+    void (*progress)(uint64_t done, uint64_t total, void *ctx);
+    void *progress_ctx;
+};
+
+struct pk_doc {
+    const uint8_t *data; /* the input (borrowed) */
+    size_t len;
+    struct gm_arena arena;
+    pk_val root;
+    int protocol;     /* from PROTO, 0 when absent */
+    uint64_t n_memo;  /* memo slots used */
+};
+
+/* Parse 'len' bytes at 'data' (which must stay valid while 'doc' is used).  On success
+ * doc->root is the unpickled value and doc owns the graph (pk_doc_release()).  Errors carry
+ * the byte offset: GM_ERR_FORMAT (malformed, truncated), GM_ERR_UNSUPPORTED (an opcode that
+ * would import or call something: GLOBAL, REDUCE, ...; or out-of-band buffers),
+ * GM_ERR_LIMIT (memory, depth or stack cap), GM_ERR_NOMEM.  On failure doc holds nothing. */
+enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const struct pk_opts *o,
+                        struct gm_error *err);
+
+/* Release the graph; the doc may then be reused. */
+void pk_doc_release(struct pk_doc *doc);
+
+/* The name of an opcode byte ("GLOBAL"), or NULL when it is no pickle opcode. */
+const char *pk_opcode_name(uint8_t op);
+
+static inline unsigned pk_tag(pk_val v)
+{
+    return (unsigned)(v & 7u);
+}
+
+/* The container behind 'v', or NULL. */
+static inline const struct pk_node *pk_node(pk_val v)
+{
+    return pk_tag(v) == PK_TAG_NODE && v ? (const struct pk_node *)(uintptr_t)v : NULL;
+}
+
+static inline const struct pk_node *pk_node_of_kind(pk_val v, enum pk_kind k)
+{
+    const struct pk_node *n = pk_node(v);
+    return n && n->kind == (uint8_t)k ? n : NULL;
+}
+
+/* Integers: Python ints (and bools, as Python does) that fit the target type. */
+bool pk_get_i64(pk_val v, int64_t *out);
+bool pk_get_u64(pk_val v, uint64_t *out);
+/* Floats and ints as a double. */
+bool pk_get_double(pk_val v, double *out);
+static inline bool pk_is_bool(pk_val v)
+{
+    return v == PK_TRUE || v == PK_FALSE;
+}
+
+/* A str (or bytes) value: its bytes (not NUL-terminated) and length, borrowed from the
+ * input.  'is_bytes' (may be NULL) tells bytes from str. */
+bool pk_get_str(const struct pk_doc *doc, pk_val v, const char **p, size_t *n, bool *is_bytes);
+
+/* A stable identity of a string value (equal for two references to one memoized string),
+ * 0 if 'v' is not a string: a cache key for consumers. */
+static inline uint64_t pk_str_id(pk_val v)
+{
+    return pk_tag(v) == PK_TAG_STR ? v : 0;
+}
+
+/* Whether string value 'v' equals the NUL-terminated 's'. */
+bool pk_str_eq(const struct pk_doc *doc, pk_val v, const char *s);
+
+/* The value of key 's' in dict 'd' (the last one when a key repeats), or PK_HOLE. */
+pk_val pk_dict_get(const struct pk_doc *doc, const struct pk_node *d, const char *s);
+
+/* "list", "dict", "str", "int", ...; static storage. */
+const char *pk_type_name(pk_val v);
+
+#endif

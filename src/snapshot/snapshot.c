@@ -1,0 +1,1366 @@
+/* SPDX-License-Identifier: MIT */
+/* snapshot.c - build a struct gm_snapshot from the pickle graph of a torch CUDA memory
+ * snapshot (schema: shared/docs/snapshot-format.md section 2).
+ *
+ * The top level is a dict {segments, device_traces, allocator_settings,
+ * external_annotations, ...} or, for memory_snapshot() and 1.13, a bare list of segments.
+ * Only the key names are trusted, never the shape: every value is type-checked, unknown keys
+ * are ignored, missing optional keys take the documented defaults.  The walk follows the
+ * schema (at most five levels deep), never the graph, so shared or even cyclic references
+ * cannot make it recurse.  Frames and stacks are interned through two maps each: one keyed
+ * by the pickle object (memo sharing makes most look-ups hit there) and one by content
+ * (for writers that share nothing, like 2.0). */
+#include "snapshot/snapshot_int.h"
+
+#include "gpumem/arena.h"
+#include "pickle/pickle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_DEVICES 4096
+
+/* The snapshot and what it owns. */
+struct snap_impl {
+    struct gm_snapshot pub;
+    struct gm_arena arena;
+};
+
+/* Every string the schema gives meaning to. */
+enum word {
+    W_UNKNOWN = 0,
+    /* keys */
+    W_SEGMENTS, W_DEVICE_TRACES, W_ALLOCATOR_SETTINGS, W_EXTERNAL_ANNOTATIONS, W_HOST_SEGMENTS,
+    W_HOST_TRACES, W_DEVICE, W_ADDRESS, W_TOTAL_SIZE, W_ALLOCATED_SIZE, W_ACTIVE_SIZE,
+    W_REQUESTED_SIZE, W_STREAM, W_SEGMENT_TYPE, W_SEGMENT_POOL_ID, W_IS_EXPANDABLE, W_FRAMES,
+    W_BLOCKS, W_SIZE, W_STATE, W_HISTORY, W_USER_METADATA, W_ADDR, W_REAL_SIZE, W_ACTION,
+    W_DEVICE_FREE, W_TIME_US, W_COMPILE_CONTEXT, W_POOL_ID, W_FORWARD_FRAMES, W_FILENAME,
+    W_LINE, W_NAME, W_STAGE, W_GRAPH_CAPTURE_RSR, W_TRACE_OVERFLOWED,
+    /* actions */
+    W_A_ALLOC, W_A_FREE_REQUESTED, W_A_FREE_COMPLETED, W_A_SEGMENT_ALLOC, W_A_SEGMENT_FREE,
+    W_A_SEGMENT_MAP, W_A_SEGMENT_UNMAP, W_A_SNAPSHOT, W_A_OOM,
+    /* values */
+    W_ACTIVE_ALLOCATED, W_ACTIVE_PENDING_FREE, W_INACTIVE, W_SMALL, W_LARGE,
+    W_COUNT
+};
+
+static const char *const word_text[W_COUNT] = {
+    [W_SEGMENTS] = "segments", [W_DEVICE_TRACES] = "device_traces",
+    [W_ALLOCATOR_SETTINGS] = "allocator_settings",
+    [W_EXTERNAL_ANNOTATIONS] = "external_annotations", [W_HOST_SEGMENTS] = "host_segments",
+    [W_HOST_TRACES] = "host_traces", [W_DEVICE] = "device", [W_ADDRESS] = "address",
+    [W_TOTAL_SIZE] = "total_size", [W_ALLOCATED_SIZE] = "allocated_size",
+    [W_ACTIVE_SIZE] = "active_size", [W_REQUESTED_SIZE] = "requested_size",
+    [W_STREAM] = "stream", [W_SEGMENT_TYPE] = "segment_type",
+    [W_SEGMENT_POOL_ID] = "segment_pool_id", [W_IS_EXPANDABLE] = "is_expandable",
+    [W_FRAMES] = "frames", [W_BLOCKS] = "blocks", [W_SIZE] = "size", [W_STATE] = "state",
+    [W_HISTORY] = "history", [W_USER_METADATA] = "user_metadata", [W_ADDR] = "addr",
+    [W_REAL_SIZE] = "real_size", [W_ACTION] = "action", [W_DEVICE_FREE] = "device_free",
+    [W_TIME_US] = "time_us", [W_COMPILE_CONTEXT] = "compile_context", [W_POOL_ID] = "pool_id",
+    [W_FORWARD_FRAMES] = "forward_frames", [W_FILENAME] = "filename", [W_LINE] = "line",
+    [W_NAME] = "name", [W_STAGE] = "stage",
+    [W_GRAPH_CAPTURE_RSR] = "graph_capture_record_stream_reuse",
+    [W_TRACE_OVERFLOWED] = "trace_alloc_overflowed",
+    [W_A_ALLOC] = "alloc", [W_A_FREE_REQUESTED] = "free_requested",
+    [W_A_FREE_COMPLETED] = "free_completed", [W_A_SEGMENT_ALLOC] = "segment_alloc",
+    [W_A_SEGMENT_FREE] = "segment_free", [W_A_SEGMENT_MAP] = "segment_map",
+    [W_A_SEGMENT_UNMAP] = "segment_unmap", [W_A_SNAPSHOT] = "snapshot", [W_A_OOM] = "oom",
+    [W_ACTIVE_ALLOCATED] = "active_allocated", [W_ACTIVE_PENDING_FREE] = "active_pending_free",
+    [W_INACTIVE] = "inactive", [W_SMALL] = "small", [W_LARGE] = "large",
+};
+
+struct stack_rec {
+    uint32_t off; /* into the frame-id pool */
+    uint32_t n;
+};
+
+struct builder {
+    const struct pk_doc *doc;
+    struct snap_impl *impl;
+    struct gm_arena *arena;
+    struct gm_error *err;
+
+    struct hmap words; /* string value -> enum word */
+
+    struct hmap str_by_val;     /* string value -> index in strs */
+    struct hmap str_by_content; /* content hash -> index in strs */
+    const char **strs;
+    size_t *str_lens;
+    size_t n_strs, cap_strs;
+
+    struct hmap frame_by_node, frame_by_content;
+    struct gm_snapshot_frame *frames;
+    size_t n_frames, cap_frames;
+
+    struct hmap stack_by_node, stack_by_content;
+    struct stack_rec *stacks;
+    size_t n_stacks, cap_stacks;
+    uint32_t *pool;
+    size_t n_pool, cap_pool;
+    uint32_t *tmp;
+    size_t cap_tmp;
+
+    struct hmap extra_by_content;
+    struct gm_snapshot_event_extra *extras;
+    size_t n_extras, cap_extras;
+
+    /* generation evidence */
+    bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
+        any_g9, settings_g7;
+};
+
+/* ---- small helpers ---- */
+
+static bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    size_t ncap = *cap ? *cap : 16;
+    void *n;
+    if (need <= *cap)
+        return true;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / elem)
+            return false;
+        ncap *= 2;
+    }
+    n = gm_realloc(*arr, ncap * elem);
+    if (!n)
+        return false;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+static enum gm_status nomem(struct builder *b)
+{
+    if (b->arena->limit_hit)
+        return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "snapshot: memory cap of %zu bytes exceeded", b->arena->cap);
+    return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
+}
+
+static enum word word_of(struct builder *b, pk_val v)
+{
+    uint32_t w;
+    const char *p;
+    size_t n;
+    if (pk_tag(v) != PK_TAG_STR)
+        return W_UNKNOWN;
+    w = hmap_find(&b->words, v, NULL, NULL);
+    if (w != HMAP_NONE)
+        return (enum word)w;
+    w = W_UNKNOWN;
+    if (pk_get_str(b->doc, v, &p, &n, NULL)) {
+        for (unsigned i = 1; i < W_COUNT; i++) {
+            if (strlen(word_text[i]) == n && !memcmp(word_text[i], p, n)) {
+                w = i;
+                break;
+            }
+        }
+    }
+    /* A failed put only costs speed: the next look-up compares again. */
+    (void)hmap_put(&b->words, v, w);
+    return (enum word)w;
+}
+
+struct str_eq_ctx {
+    struct builder *b;
+    const char *p;
+    size_t n;
+};
+
+static bool str_eq(void *ctx, uint32_t idx)
+{
+    struct str_eq_ctx *c = ctx;
+    return c->b->str_lens[idx] == c->n && !memcmp(c->b->strs[idx], c->p, c->n);
+}
+
+/* Intern 'n' bytes at 'p'; *idx is its index in strs. */
+static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t n, uint32_t *idx)
+{
+    struct str_eq_ctx c = {b, p, n};
+    uint64_t h = hmap_hash_bytes(p, n, 0);
+    uint32_t i = hmap_find(&b->str_by_content, h, str_eq, &c);
+    char *s;
+    if (i != HMAP_NONE) {
+        *idx = i;
+        return GM_OK;
+    }
+    if (b->n_strs >= UINT32_MAX - 1)
+        return nomem(b);
+    if (b->n_strs == b->cap_strs) {
+        size_t cap = b->cap_strs;
+        size_t *nl;
+        if (!grow_arr((void **)&b->strs, &cap, b->n_strs + 1, sizeof(char *)))
+            return nomem(b);
+        nl = gm_realloc(b->str_lens, cap * sizeof(size_t));
+        if (!nl)
+            return nomem(b);
+        b->str_lens = nl;
+        b->cap_strs = cap;
+    }
+    s = gm_arena_strndup(b->arena, p, n);
+    if (!s)
+        return nomem(b);
+    b->strs[b->n_strs] = s;
+    b->str_lens[b->n_strs] = n;
+    if (!hmap_put(&b->str_by_content, h, (uint32_t)b->n_strs))
+        return nomem(b);
+    *idx = (uint32_t)b->n_strs++;
+    return GM_OK;
+}
+
+static enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
+{
+    uint32_t idx;
+    enum gm_status st = intern_bytes_idx(b, p, n, &idx);
+    if (st == GM_OK)
+        *out = b->strs[idx];
+    return st;
+}
+
+/* An interned copy of string value 'v'. */
+static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
+{
+    const char *p;
+    size_t n;
+    uint32_t idx = hmap_find(&b->str_by_val, v, NULL, NULL);
+    enum gm_status st;
+    if (idx != HMAP_NONE) {
+        *out = b->strs[idx];
+        return GM_OK;
+    }
+    if (!pk_get_str(b->doc, v, &p, &n, NULL))
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
+                       what, pk_type_name(v));
+    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
+        return st;
+    if (!hmap_put(&b->str_by_val, v, idx))
+        return nomem(b);
+    *out = b->strs[idx];
+    return GM_OK;
+}
+
+static enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum word key,
+                               pk_val v, const char *want)
+{
+    return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                   "snapshot: %s %zu: '%s' is a %s, expected %s", where, i, word_text[key],
+                   pk_type_name(v), want);
+}
+
+static enum gm_status get_u64(struct builder *b, const char *where, size_t i, enum word key,
+                              pk_val v, uint64_t *out)
+{
+    int64_t s;
+    if (pk_get_u64(v, out))
+        return GM_OK;
+    /* Negative values where the schema has unsigned ones: keep the two's complement, as the
+     * C++ side stores int64 (a stream handle above 2^63 arrives negative from writer C). */
+    if (pk_get_i64(v, &s)) {
+        *out = (uint64_t)s;
+        return GM_OK;
+    }
+    return bad_type(b, where, i, key, v, "an int");
+}
+
+static enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
+                              pk_val v, int64_t *out)
+{
+    if (pk_get_i64(v, out))
+        return GM_OK;
+    return bad_type(b, where, i, key, v, "an int");
+}
+
+static enum gm_status get_pair(struct builder *b, const char *where, size_t i, enum word key,
+                               pk_val v, int64_t out[2])
+{
+    const struct pk_node *t = pk_node(v);
+    if (!t || (t->kind != PK_TUPLE && t->kind != PK_LIST) || t->len != 2 ||
+        !pk_get_i64(t->items[0], &out[0]) || !pk_get_i64(t->items[1], &out[1]))
+        return bad_type(b, where, i, key, v, "a pair of ints");
+    return GM_OK;
+}
+
+static const struct pk_node *as_list(pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    return n && (n->kind == PK_LIST || n->kind == PK_TUPLE) ? n : NULL;
+}
+
+/* ---- frames and stacks ---- */
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !memcmp(s + a - b, suf, b);
+}
+
+/* memory_viz's noise filter (shared/docs/snapshot-format.md section 2.5). */
+static bool frame_is_noise(const char *filename, const char *name)
+{
+    static const char *const names[] = {"unwind::unwind", "CapturedTraceback::gather",
+                                        "gather_with_cpp", "_start", "__libc_start_main",
+                                        "PyEval_", "PyObject_", "PyFunction_"};
+    static const char *const files[] = {"core/boxing", "/Register", "/Redispatch",
+                                        "pythonrun.c", "Modules/main.c", "Objects/call.c",
+                                        "Objects/methodobject.c", "pycore_ceval.h", "ceval.c",
+                                        "cpython/abstract.h"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strstr(name, names[i]))
+            return true;
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        if (strstr(filename, files[i]))
+            return true;
+    return false;
+}
+
+struct frame_eq_ctx {
+    struct builder *b;
+    const char *filename, *name;
+    int64_t line;
+};
+
+static bool frame_eq(void *ctx, uint32_t id)
+{
+    struct frame_eq_ctx *c = ctx;
+    const struct gm_snapshot_frame *f = &c->b->frames[id];
+    return f->filename == c->filename && f->name == c->name && f->line == c->line;
+}
+
+static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    uint32_t id;
+    struct frame_eq_ctx c = {b, "", "", 0};
+    uint64_t h;
+    enum gm_status st;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: a frame is a %s, expected a dict", pk_type_name(v));
+    id = hmap_find(&b->frame_by_node, (uint64_t)(uintptr_t)d, NULL, NULL);
+    if (id != HMAP_NONE) {
+        *out = id;
+        return GM_OK;
+    }
+    for (uint32_t i = 0; i < d->len; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        switch (word_of(b, k)) {
+        case W_FILENAME:
+            if ((st = intern_str(b, val, "filename", &c.filename)) != GM_OK)
+                return st;
+            break;
+        case W_NAME:
+            if ((st = intern_str(b, val, "name", &c.name)) != GM_OK)
+                return st;
+            break;
+        case W_LINE:
+            if (!pk_get_i64(val, &c.line))
+                return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                               "snapshot: frame 'line' is a %s, expected an int",
+                               pk_type_name(val));
+            break;
+        default:
+            break; /* fx_node_* and future fields */
+        }
+    }
+    if (!c.filename[0] && !c.name[0]) {
+        /* Interned "" so that every frame's strings compare by pointer. */
+        if ((st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+            return st;
+        c.name = c.filename;
+    } else {
+        if (!c.filename[0] && (st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+            return st;
+        if (!c.name[0] && (st = intern_bytes(b, "", 0, &c.name)) != GM_OK)
+            return st;
+    }
+    h = hmap_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
+                 (uint64_t)c.line);
+    id = hmap_find(&b->frame_by_content, h, frame_eq, &c);
+    if (id == HMAP_NONE) {
+        struct gm_snapshot_frame *f;
+        if (b->n_frames >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->frames, &b->cap_frames, b->n_frames + 1, sizeof(*f)))
+            return nomem(b);
+        f = &b->frames[b->n_frames];
+        f->filename = c.filename;
+        f->name = c.name;
+        f->line = c.line;
+        f->is_python = has_suffix(c.filename, ".py");
+        f->is_noise = frame_is_noise(c.filename, c.name);
+        id = (uint32_t)b->n_frames++;
+        if (!hmap_put(&b->frame_by_content, h, id))
+            return nomem(b);
+    }
+    if (!hmap_put(&b->frame_by_node, (uint64_t)(uintptr_t)d, id))
+        return nomem(b);
+    *out = id;
+    return GM_OK;
+}
+
+struct stack_eq_ctx {
+    struct builder *b;
+    size_t n;
+};
+
+static bool stack_eq(void *ctx, uint32_t id)
+{
+    struct stack_eq_ctx *c = ctx;
+    const struct stack_rec *s = &c->b->stacks[id];
+    return s->n == c->n && !memcmp(c->b->pool + s->off, c->b->tmp, c->n * sizeof(uint32_t));
+}
+
+/* The stack id of a list of frame dicts. */
+static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
+{
+    const struct pk_node *l = as_list(v);
+    uint32_t id;
+    struct stack_eq_ctx c = {b, 0};
+    uint64_t h;
+    enum gm_status st;
+
+    if (!l)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'frames' is a %s, expected a list", pk_type_name(v));
+    if (l->len == 0) {
+        *out = 0;
+        return GM_OK;
+    }
+    id = hmap_find(&b->stack_by_node, (uint64_t)(uintptr_t)l, NULL, NULL);
+    if (id != HMAP_NONE) {
+        *out = id;
+        return GM_OK;
+    }
+    if (!grow_arr((void **)&b->tmp, &b->cap_tmp, l->len, sizeof(uint32_t)))
+        return nomem(b);
+    for (uint32_t i = 0; i < l->len; i++)
+        if ((st = intern_frame(b, l->items[i], &b->tmp[i])) != GM_OK)
+            return st;
+    c.n = l->len;
+    h = hmap_hash_bytes(b->tmp, c.n * sizeof(uint32_t), 1);
+    id = hmap_find(&b->stack_by_content, h, stack_eq, &c);
+    if (id == HMAP_NONE) {
+        if (b->n_pool + c.n > UINT32_MAX || b->n_stacks >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->pool, &b->cap_pool, b->n_pool + c.n, sizeof(uint32_t)) ||
+            !grow_arr((void **)&b->stacks, &b->cap_stacks, b->n_stacks + 1,
+                      sizeof(struct stack_rec)))
+            return nomem(b);
+        memcpy(b->pool + b->n_pool, b->tmp, c.n * sizeof(uint32_t));
+        b->stacks[b->n_stacks].off = (uint32_t)b->n_pool;
+        b->stacks[b->n_stacks].n = (uint32_t)c.n;
+        b->n_pool += c.n;
+        id = (uint32_t)b->n_stacks++;
+        if (!hmap_put(&b->stack_by_content, h, id))
+            return nomem(b);
+    }
+    if (!hmap_put(&b->stack_by_node, (uint64_t)(uintptr_t)l, id))
+        return nomem(b);
+    *out = id;
+    return GM_OK;
+}
+
+/* ---- segments and blocks ---- */
+
+static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t bi,
+                                 uint64_t *running, struct gm_snapshot_block *blk)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    bool has_addr = false, has_frames = false;
+    pk_val history = PK_HOLE;
+    enum gm_status st = GM_OK;
+    (void)si;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: block %zu of segment %zu is a %s, expected a dict", bi, si,
+                       pk_type_name(v));
+    memset(blk, 0, sizeof(*blk));
+    blk->state = GM_BLOCK_UNKNOWN;
+    blk->state_name = "";
+    for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        enum word w = word_of(b, k);
+        switch (w) {
+        case W_SIZE:
+            st = get_u64(b, "block", bi, w, val, &blk->size);
+            break;
+        case W_REQUESTED_SIZE:
+            st = get_u64(b, "block", bi, w, val, &blk->requested_size);
+            blk->has_requested = true;
+            break;
+        case W_ADDRESS:
+            st = get_u64(b, "block", bi, w, val, &blk->address);
+            has_addr = true;
+            break;
+        case W_STATE:
+            st = intern_str(b, val, "state", &blk->state_name);
+            switch (word_of(b, val)) {
+            case W_ACTIVE_ALLOCATED:
+                blk->state = GM_BLOCK_ACTIVE_ALLOCATED;
+                break;
+            case W_ACTIVE_PENDING_FREE:
+                blk->state = GM_BLOCK_ACTIVE_PENDING_FREE;
+                break;
+            case W_INACTIVE:
+                blk->state = GM_BLOCK_INACTIVE;
+                break;
+            default:
+                break;
+            }
+            break;
+        case W_FRAMES:
+            st = intern_stack(b, val, &blk->stack);
+            has_frames = true;
+            b->any_block_frames = true;
+            break;
+        case W_HISTORY:
+            history = val;
+            break;
+        case W_USER_METADATA:
+            if (pk_tag(val) == PK_TAG_STR)
+                st = intern_str(b, val, "user_metadata", &blk->user_metadata);
+            break;
+        default:
+            break;
+        }
+    }
+    if (st != GM_OK)
+        return st;
+    if (!has_addr)
+        blk->address = *running;
+    *running += blk->size;
+    if (history != PK_HOLE) {
+        /* 2.0: frames and the real size come from history[0] (memory_viz does the same). */
+        const struct pk_node *h = as_list(history);
+        b->any_history = true;
+        blk->has_history = true;
+        if (!h)
+            return bad_type(b, "block", bi, W_HISTORY, history, "a list");
+        if (h->len > 0) {
+            const struct pk_node *h0 = pk_node_of_kind(h->items[0], PK_DICT);
+            pk_val rs, fr;
+            if (!h0)
+                return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                               "snapshot: block %zu: history[0] is a %s, expected a dict", bi,
+                               pk_type_name(h->items[0]));
+            rs = pk_dict_get(b->doc, h0, "real_size");
+            fr = pk_dict_get(b->doc, h0, "frames");
+            if (!has_frames && fr != PK_HOLE && (st = intern_stack(b, fr, &blk->stack)) != GM_OK)
+                return st;
+            if (rs != PK_HOLE && !has_frames && (!blk->has_requested || !blk->requested_size)) {
+                if ((st = get_u64(b, "block", bi, W_REAL_SIZE, rs, &blk->requested_size)) != GM_OK)
+                    return st;
+                blk->has_requested = true;
+            }
+        }
+    }
+    if (!blk->has_requested)
+        blk->requested_size = blk->size;
+    return GM_OK;
+}
+
+static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
+                                   struct gm_snapshot_segment *seg)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    pk_val blocks = PK_HOLE;
+    int64_t dev = 0;
+    bool has_dev = false;
+    enum gm_status st = GM_OK;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: segment %zu is a %s, expected a dict", si, pk_type_name(v));
+    memset(seg, 0, sizeof(*seg));
+    for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        enum word w = word_of(b, k);
+        switch (w) {
+        case W_DEVICE:
+            st = get_i64(b, "segment", si, w, val, &dev);
+            has_dev = true;
+            break;
+        case W_ADDRESS:
+            st = get_u64(b, "segment", si, w, val, &seg->address);
+            break;
+        case W_TOTAL_SIZE:
+            st = get_u64(b, "segment", si, w, val, &seg->total_size);
+            break;
+        case W_ALLOCATED_SIZE:
+            st = get_u64(b, "segment", si, w, val, &seg->allocated_size);
+            break;
+        case W_ACTIVE_SIZE:
+            st = get_u64(b, "segment", si, w, val, &seg->active_size);
+            break;
+        case W_REQUESTED_SIZE:
+            st = get_u64(b, "segment", si, w, val, &seg->requested_size);
+            break;
+        case W_STREAM:
+            st = get_u64(b, "segment", si, w, val, &seg->stream);
+            break;
+        case W_SEGMENT_TYPE:
+            seg->is_small = word_of(b, val) == W_SMALL;
+            break;
+        case W_SEGMENT_POOL_ID:
+            st = get_pair(b, "segment", si, w, val, seg->pool_id);
+            seg->has_pool_id = true;
+            b->any_seg_g2 = true;
+            break;
+        case W_IS_EXPANDABLE:
+            seg->is_expandable = val == PK_TRUE;
+            b->any_seg_g2 = true;
+            break;
+        case W_FRAMES:
+            st = intern_stack(b, val, &seg->stack);
+            b->any_seg_g2 = true;
+            break;
+        case W_BLOCKS:
+            blocks = val;
+            break;
+        default:
+            break;
+        }
+    }
+    if (st != GM_OK)
+        return st;
+    if (!has_dev)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: segment %zu has no 'device'",
+                       si);
+    if (dev < 0 || dev >= MAX_DEVICES)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: segment %zu: device %lld is out of range (0..%d)", si,
+                       (long long)dev, MAX_DEVICES - 1);
+    seg->device = (int32_t)dev;
+    if (blocks != PK_HOLE) {
+        const struct pk_node *l = as_list(blocks);
+        struct gm_snapshot_block *arr;
+        uint64_t running = seg->address;
+        if (!l)
+            return bad_type(b, "segment", si, W_BLOCKS, blocks, "a list");
+        if (l->len) {
+            arr = gm_arena_calloc(b->arena, l->len, sizeof(*arr));
+            if (!arr)
+                return nomem(b);
+            for (uint32_t i = 0; i < l->len; i++)
+                if ((st = read_block(b, l->items[i], si, i, &running, &arr[i])) != GM_OK)
+                    return st;
+            seg->blocks = arr;
+            seg->n_blocks = l->len;
+        }
+    }
+    return GM_OK;
+}
+
+/* ---- trace entries ---- */
+
+struct extra_eq_ctx {
+    struct builder *b;
+    const struct gm_snapshot_event_extra *x;
+};
+
+static bool extra_eq(void *ctx, uint32_t id)
+{
+    struct extra_eq_ctx *c = ctx;
+    const struct gm_snapshot_event_extra *a = &c->b->extras[id], *x = c->x;
+    return a->action_name == x->action_name && a->compile_context == x->compile_context &&
+           a->user_metadata == x->user_metadata && a->pool_id[0] == x->pool_id[0] &&
+           a->pool_id[1] == x->pool_id[1];
+}
+
+static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
+                                   uint32_t *out)
+{
+    struct extra_eq_ctx c = {b, x};
+    uint64_t h = hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+                          ((uint64_t)(uintptr_t)x->compile_context * 3) ^
+                          ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
+                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
+    uint32_t id = hmap_find(&b->extra_by_content, h, extra_eq, &c);
+    if (id == HMAP_NONE) {
+        if (b->n_extras >= UINT32_MAX - 2 ||
+            !grow_arr((void **)&b->extras, &b->cap_extras, b->n_extras + 1, sizeof(*x)))
+            return nomem(b);
+        b->extras[b->n_extras] = *x;
+        id = (uint32_t)b->n_extras++;
+        if (!hmap_put(&b->extra_by_content, h, id))
+            return nomem(b);
+    }
+    *out = id + 1;
+    return GM_OK;
+}
+
+static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
+                                 struct gm_snapshot_event *e, size_t *n_unknown)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    struct gm_snapshot_event_extra x;
+    bool has_extra = false, has_action = false;
+    uint64_t device_free = 0;
+    bool has_device_free = false;
+    enum gm_status st = GM_OK;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: trace entry %zu is a %s, expected a dict", ei, pk_type_name(v));
+    memset(e, 0, sizeof(*e));
+    memset(&x, 0, sizeof(x));
+    for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        enum word w = word_of(b, k);
+        switch (w) {
+        case W_ACTION: {
+            enum word a = word_of(b, val);
+            has_action = true;
+            if (a >= W_A_ALLOC && a <= W_A_OOM) {
+                e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
+            } else {
+                e->action = GM_ACTION_OTHER;
+                if (pk_tag(val) == PK_TAG_STR)
+                    st = intern_str(b, val, "action", &x.action_name);
+                has_extra = true;
+            }
+            break;
+        }
+        case W_ADDR:
+            st = get_u64(b, "trace entry", ei, w, val, &e->addr);
+            e->flags |= GM_EVENT_HAS_ADDR;
+            break;
+        case W_DEVICE_FREE:
+            st = get_u64(b, "trace entry", ei, w, val, &device_free);
+            has_device_free = true;
+            break;
+        case W_SIZE:
+            st = get_u64(b, "trace entry", ei, w, val, &e->size);
+            break;
+        case W_STREAM:
+            st = get_u64(b, "trace entry", ei, w, val, &e->stream);
+            break;
+        case W_TIME_US:
+            st = get_i64(b, "trace entry", ei, w, val, &e->time_us);
+            e->flags |= GM_EVENT_HAS_TIME;
+            b->any_time = true;
+            break;
+        case W_FRAMES:
+            st = intern_stack(b, val, &e->stack);
+            e->flags |= GM_EVENT_HAS_FRAMES;
+            break;
+        case W_COMPILE_CONTEXT:
+            b->any_compile_ctx = true;
+            if (pk_tag(val) == PK_TAG_STR) {
+                st = intern_str(b, val, "compile_context", &x.compile_context);
+                has_extra = true;
+            }
+            break;
+        case W_USER_METADATA:
+            b->any_user_meta = true;
+            if (pk_tag(val) == PK_TAG_STR) {
+                st = intern_str(b, val, "user_metadata", &x.user_metadata);
+                has_extra = true;
+            }
+            break;
+        case W_POOL_ID:
+            b->any_g9 = true;
+            st = get_pair(b, "trace entry", ei, w, val, x.pool_id);
+            e->flags |= GM_EVENT_HAS_POOL_ID;
+            has_extra = true;
+            break;
+        case W_FORWARD_FRAMES:
+            b->any_g9 = true;
+            break;
+        default:
+            break;
+        }
+    }
+    if (st != GM_OK)
+        return st;
+    if (!has_action) {
+        e->action = GM_ACTION_OTHER;
+        has_extra = true;
+    }
+    if (e->action == GM_ACTION_OTHER)
+        (*n_unknown)++;
+    if (e->action == GM_ACTION_OOM && has_device_free)
+        e->addr = device_free;
+    if (has_extra)
+        return intern_extra(b, &x, &e->extra);
+    return GM_OK;
+}
+
+/* ---- top level ---- */
+
+static enum gm_status read_settings(struct builder *b, pk_val v)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    struct gm_snapshot *s = &b->impl->pub;
+    struct gm_snapshot_setting *arr;
+    size_t n = 0, cap = 0;
+    enum gm_status st;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'allocator_settings' is a %s, expected a dict", pk_type_name(v));
+    s->has_allocator_settings = true;
+    for (uint32_t i = 0; i < d->len; i++) {
+        const struct pk_node *sub = pk_node_of_kind(d->items[2 * i + 1], PK_DICT);
+        cap += 1 + (sub ? sub->len : 0);
+    }
+    arr = gm_arena_calloc(b->arena, cap ? cap : 1, sizeof(*arr));
+    if (!arr)
+        return nomem(b);
+    for (uint32_t i = 0; i < d->len; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        const struct pk_node *sub = pk_node_of_kind(val, PK_DICT);
+        const char *key;
+        const char *kp;
+        size_t kn;
+        if (!pk_get_str(b->doc, k, &kp, &kn, NULL))
+            continue; /* a non-str key: nothing we could name */
+        if ((st = intern_bytes(b, kp, kn, &key)) != GM_OK)
+            return st;
+        if (word_of(b, k) == W_GRAPH_CAPTURE_RSR)
+            b->settings_g7 = true;
+        if (word_of(b, k) == W_TRACE_OVERFLOWED) {
+            s->trace_overflowed = val == PK_TRUE;
+            b->any_g9 = true;
+        }
+        if (sub) {
+            for (uint32_t j = 0; j < sub->len; j++) {
+                const char *sp;
+                size_t sn;
+                char name[256];
+                int len;
+                struct gm_snapshot_setting *it = &arr[n];
+                if (!pk_get_str(b->doc, sub->items[2 * j], &sp, &sn, NULL))
+                    continue;
+                len = snprintf(name, sizeof(name), "%s.%.*s", key, (int)(sn > 200 ? 200 : sn), sp);
+                if (len < 0)
+                    continue;
+                if ((st = intern_bytes(b, name, strlen(name), &it->key)) != GM_OK)
+                    return st;
+                val = sub->items[2 * j + 1];
+                if (val == PK_TRUE || val == PK_FALSE) {
+                    it->type = GM_SETTING_BOOL;
+                    it->i = val == PK_TRUE;
+                } else if (pk_get_i64(val, &it->i)) {
+                    it->type = GM_SETTING_INT;
+                    it->d = (double)it->i;
+                } else if (pk_get_double(val, &it->d)) {
+                    it->type = GM_SETTING_FLOAT;
+                } else {
+                    it->type = GM_SETTING_OTHER;
+                    it->s = pk_type_name(val);
+                }
+                n++;
+            }
+            continue;
+        }
+        {
+            struct gm_snapshot_setting *it = &arr[n++];
+            it->key = key;
+            if (val == PK_TRUE || val == PK_FALSE) {
+                it->type = GM_SETTING_BOOL;
+                it->i = val == PK_TRUE;
+            } else if (val == PK_NONE) {
+                it->type = GM_SETTING_NONE;
+            } else if (pk_tag(val) == PK_TAG_STR) {
+                it->type = GM_SETTING_STR;
+                if ((st = intern_str(b, val, "allocator_settings", &it->s)) != GM_OK)
+                    return st;
+            } else if (pk_get_i64(val, &it->i)) {
+                it->type = GM_SETTING_INT;
+                it->d = (double)it->i;
+            } else if (pk_get_double(val, &it->d)) {
+                it->type = GM_SETTING_FLOAT;
+            } else {
+                it->type = GM_SETTING_OTHER;
+                it->s = pk_type_name(val);
+            }
+        }
+    }
+    s->settings = arr;
+    s->n_settings = n;
+    return GM_OK;
+}
+
+static enum gm_status read_annotations(struct builder *b, pk_val v)
+{
+    const struct pk_node *l = as_list(v);
+    struct gm_snapshot *s = &b->impl->pub;
+    struct gm_snapshot_annotation *arr;
+    enum gm_status st;
+
+    if (!l)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'external_annotations' is a %s, expected a list",
+                       pk_type_name(v));
+    s->has_annotations = true;
+    if (!l->len)
+        return GM_OK;
+    arr = gm_arena_calloc(b->arena, l->len, sizeof(*arr));
+    if (!arr)
+        return nomem(b);
+    for (uint32_t i = 0; i < l->len; i++) {
+        const struct pk_node *d = pk_node_of_kind(l->items[i], PK_DICT);
+        struct gm_snapshot_annotation *a = &arr[i];
+        int64_t dev = 0;
+        a->name = a->stage = "";
+        if (!d)
+            return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "snapshot: annotation %u is a %s, expected a dict", i,
+                           pk_type_name(l->items[i]));
+        for (uint32_t j = 0; j < d->len; j++) {
+            pk_val k = d->items[2 * j], val = d->items[2 * j + 1];
+            enum word w = word_of(b, k);
+            st = GM_OK;
+            if (w == W_NAME)
+                st = intern_str(b, val, "name", &a->name);
+            else if (w == W_STAGE)
+                st = intern_str(b, val, "stage", &a->stage);
+            else if (w == W_DEVICE)
+                st = get_i64(b, "annotation", i, w, val, &dev);
+            else if (w == W_TIME_US)
+                st = get_i64(b, "annotation", i, w, val, &a->time_us);
+            if (st != GM_OK)
+                return st;
+        }
+        a->device = dev < INT32_MIN ? INT32_MIN : dev > INT32_MAX ? INT32_MAX : (int32_t)dev;
+        a->is_start = !strcmp(a->stage, "START");
+    }
+    s->annotations = arr;
+    s->n_annotations = l->len;
+    return GM_OK;
+}
+
+struct seg_key {
+    int32_t device;
+    uint32_t pos;
+};
+
+static int cmp_seg_key(const void *pa, const void *pb)
+{
+    const struct seg_key *a = pa, *b = pb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Group segments by device, keeping file order within a device (a stable sort). */
+static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segment **segs,
+                                     size_t n)
+{
+    struct seg_key *keys;
+    struct gm_snapshot_segment *out;
+    bool sorted = true;
+    for (size_t i = 1; i < n; i++)
+        if ((*segs)[i].device < (*segs)[i - 1].device)
+            sorted = false;
+    if (sorted)
+        return GM_OK;
+    keys = gm_malloc(n * sizeof(*keys));
+    out = gm_arena_alloc(b->arena, n * sizeof(*out), 8);
+    if (!keys || !out) {
+        gm_free(keys);
+        return nomem(b);
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i].device = (*segs)[i].device;
+        keys[i].pos = (uint32_t)i;
+    }
+    qsort(keys, n, sizeof(*keys), cmp_seg_key);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (*segs)[keys[i].pos];
+    gm_free(keys);
+    *segs = out;
+    return GM_OK;
+}
+
+static enum gm_status build(struct builder *b, pk_val root)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    const struct pk_node *top = pk_node(root);
+    pk_val segments = PK_HOLE, traces = PK_HOLE;
+    const struct pk_node *segl, *trl = NULL;
+    struct gm_snapshot_segment *segs = NULL;
+    struct gm_snapshot_device *devs;
+    bool named[MAX_DEVICES];
+    size_t n_named = 0;
+    enum gm_status st;
+
+    if (!top || (top->kind != PK_DICT && top->kind != PK_LIST))
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: the pickle holds a %s, not a memory snapshot (a dict or a "
+                       "list of segments)",
+                       pk_type_name(root));
+    if (top->kind == PK_LIST) {
+        s->is_list = true;
+        segments = root;
+    } else {
+        for (uint32_t i = 0; i < top->len; i++) {
+            pk_val k = top->items[2 * i], val = top->items[2 * i + 1];
+            switch (word_of(b, k)) {
+            case W_SEGMENTS:
+                segments = val;
+                break;
+            case W_DEVICE_TRACES:
+                traces = val;
+                break;
+            case W_ALLOCATOR_SETTINGS:
+                if ((st = read_settings(b, val)) != GM_OK)
+                    return st;
+                break;
+            case W_EXTERNAL_ANNOTATIONS:
+                if ((st = read_annotations(b, val)) != GM_OK)
+                    return st;
+                break;
+            case W_HOST_SEGMENTS:
+            case W_HOST_TRACES:
+                s->has_host_data = true;
+                b->any_g9 = true;
+                break;
+            default:
+                break;
+            }
+        }
+        if (segments == PK_HOLE)
+            return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "snapshot: the dict has no 'segments' key: not a memory snapshot");
+    }
+    segl = as_list(segments);
+    if (!segl)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'segments' is a %s, expected a list", pk_type_name(segments));
+    if (traces != PK_HOLE && !(trl = as_list(traces)))
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'device_traces' is a %s, expected a list", pk_type_name(traces));
+    if (trl && trl->len > MAX_DEVICES)
+        return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "snapshot: 'device_traces' has %u device lists (at most %d supported)",
+                       trl->len, MAX_DEVICES);
+
+    /* segments */
+    if (segl->len) {
+        segs = gm_arena_calloc(b->arena, segl->len, sizeof(*segs));
+        if (!segs)
+            return nomem(b);
+    }
+    for (uint32_t i = 0; i < segl->len; i++) {
+        if ((st = read_segment(b, segl->items[i], i, &segs[i])) != GM_OK)
+            return st;
+        s->n_blocks += segs[i].n_blocks;
+    }
+    if (segl->len > 1 && (st = group_segments(b, &segs, segl->len)) != GM_OK)
+        return st;
+    s->segments = segs;
+    s->n_segments = segl->len;
+
+    /* devices: every trace slot and every segment device */
+    memset(named, 0, sizeof(named));
+    for (uint32_t i = 0; trl && i < trl->len; i++)
+        named[i] = true;
+    for (size_t i = 0; i < s->n_segments; i++)
+        named[segs[i].device] = true;
+    for (size_t i = 0; i < MAX_DEVICES; i++)
+        n_named += named[i];
+    devs = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(*devs));
+    if (!devs)
+        return nomem(b);
+    {
+        size_t di = 0, si = 0;
+        for (int32_t i = 0; i < MAX_DEVICES; i++) {
+            struct gm_snapshot_device *d;
+            if (!named[i])
+                continue;
+            d = &devs[di++];
+            d->index = i;
+            while (si < s->n_segments && segs[si].device < i)
+                si++;
+            d->first_segment = si;
+            while (si < s->n_segments && segs[si].device == i) {
+                si++;
+                d->n_segments++;
+            }
+            if (trl && (uint32_t)i < trl->len) {
+                const struct pk_node *l = as_list(trl->items[i]);
+                struct gm_snapshot_event *ev = NULL;
+                size_t unknown = 0;
+                d->has_trace = true;
+                if (!l)
+                    return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                                   "snapshot: device_traces[%d] is a %s, expected a list", i,
+                                   pk_type_name(trl->items[i]));
+                if (l->len) {
+                    ev = gm_arena_alloc(b->arena, (size_t)l->len * sizeof(*ev), 8);
+                    if (!ev)
+                        return nomem(b);
+                }
+                for (uint32_t k = 0; k < l->len; k++) {
+                    if ((st = read_event(b, l->items[k], k, &ev[k], &unknown)) != GM_OK)
+                        return gm_error_prefix(b->err, "device %d", i);
+                    if (ev[k].flags & GM_EVENT_HAS_TIME) {
+                        if (!s->has_time || ev[k].time_us < s->time_first_us)
+                            s->time_first_us = ev[k].time_us;
+                        if (!s->has_time || ev[k].time_us > s->time_last_us)
+                            s->time_last_us = ev[k].time_us;
+                        s->has_time = true;
+                    }
+                }
+                d->events = ev;
+                d->n_events = l->len;
+                s->n_events += l->len;
+                s->n_unknown_actions += unknown;
+            }
+        }
+    }
+    s->devices = devs;
+    s->n_devices = n_named;
+
+    /* generation: the newest evidence wins */
+    if (s->is_list)
+        s->gen = GM_SNAPSHOT_GEN_G0;
+    else if (b->any_g9)
+        s->gen = GM_SNAPSHOT_GEN_G9;
+    else if (b->any_user_meta)
+        s->gen = GM_SNAPSHOT_GEN_G8;
+    else if (b->settings_g7)
+        s->gen = GM_SNAPSHOT_GEN_G7;
+    else if (b->any_compile_ctx)
+        s->gen = GM_SNAPSHOT_GEN_G6;
+    else if (s->has_annotations)
+        s->gen = GM_SNAPSHOT_GEN_G5;
+    else if (s->has_allocator_settings)
+        s->gen = GM_SNAPSHOT_GEN_G4;
+    else if (b->any_time)
+        s->gen = GM_SNAPSHOT_GEN_G3;
+    else if (b->any_block_frames || b->any_seg_g2)
+        s->gen = GM_SNAPSHOT_GEN_G2;
+    else
+        s->gen = GM_SNAPSHOT_GEN_G1;
+    return GM_OK;
+}
+
+/* Move the interning tables' results into the arena. */
+static enum gm_status finish(struct builder *b)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    struct gm_snapshot_frame *frames = NULL;
+    struct gm_snapshot_stack *stacks;
+    uint32_t *pool = NULL;
+
+    if (b->n_frames) {
+        frames = gm_arena_alloc(b->arena, b->n_frames * sizeof(*frames), 8);
+        if (!frames)
+            return nomem(b);
+        memcpy(frames, b->frames, b->n_frames * sizeof(*frames));
+    }
+    if (b->n_pool) {
+        pool = gm_arena_alloc(b->arena, b->n_pool * sizeof(uint32_t), 8);
+        if (!pool)
+            return nomem(b);
+        memcpy(pool, b->pool, b->n_pool * sizeof(uint32_t));
+    }
+    stacks = gm_arena_calloc(b->arena, b->n_stacks, sizeof(*stacks));
+    if (!stacks)
+        return nomem(b);
+    for (size_t i = 1; i < b->n_stacks; i++) {
+        stacks[i].frames = pool + b->stacks[i].off;
+        stacks[i].n_frames = b->stacks[i].n;
+    }
+    if (b->n_extras) {
+        struct gm_snapshot_event_extra *x = gm_arena_alloc(b->arena, b->n_extras * sizeof(*x), 8);
+        if (!x)
+            return nomem(b);
+        memcpy(x, b->extras, b->n_extras * sizeof(*x));
+        s->extras = x;
+        s->n_extras = b->n_extras;
+    }
+    s->frames = frames;
+    s->n_frames = b->n_frames;
+    s->stacks = stacks;
+    s->n_stacks = b->n_stacks;
+    return GM_OK;
+}
+
+static void builder_release(struct builder *b)
+{
+    hmap_release(&b->words);
+    hmap_release(&b->str_by_val);
+    hmap_release(&b->str_by_content);
+    hmap_release(&b->frame_by_node);
+    hmap_release(&b->frame_by_content);
+    hmap_release(&b->stack_by_node);
+    hmap_release(&b->stack_by_content);
+    hmap_release(&b->extra_by_content);
+    gm_free(b->strs);
+    gm_free(b->str_lens);
+    gm_free(b->frames);
+    gm_free(b->stacks);
+    gm_free(b->pool);
+    gm_free(b->tmp);
+    gm_free(b->extras);
+}
+
+enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
+                                    const struct gm_snapshot_opts *opts,
+                                    struct gm_snapshot **out, struct gm_error *err)
+{
+    struct pk_opts po;
+    struct pk_doc doc;
+    struct builder b;
+    struct snap_impl *impl;
+    size_t cap;
+    enum gm_status st;
+
+    *out = NULL;
+    if (opts && opts->max_memory)
+        cap = opts->max_memory > SIZE_MAX ? SIZE_MAX : (size_t)opts->max_memory;
+    else
+        cap = len > (SIZE_MAX - ((size_t)1 << 30)) / 4 ? SIZE_MAX : len * 4 + ((size_t)1 << 30);
+    memset(&po, 0, sizeof(po));
+    po.max_memory = cap;
+    po.max_depth = opts ? opts->max_depth : 0;
+    if (opts) {
+        po.progress = opts->progress;
+        po.progress_ctx = opts->progress_ctx;
+    }
+    st = pk_parse(&doc, data, len, &po, err);
+    if (st != GM_OK)
+        return st;
+
+    impl = gm_calloc(1, sizeof(*impl));
+    if (!impl) {
+        pk_doc_release(&doc);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
+    }
+    gm_arena_init(&impl->arena, cap);
+    impl->pub.protocol = doc.protocol;
+    impl->pub.file_size = len;
+
+    memset(&b, 0, sizeof(b));
+    b.doc = &doc;
+    b.impl = impl;
+    b.arena = &impl->arena;
+    b.err = err;
+    /* stack id 0 is the empty stack */
+    if (!grow_arr((void **)&b.stacks, &b.cap_stacks, 1, sizeof(struct stack_rec))) {
+        st = nomem(&b);
+    } else {
+        b.stacks[0].off = 0;
+        b.stacks[0].n = 0;
+        b.n_stacks = 1;
+        st = build(&b, doc.root);
+        if (st == GM_OK)
+            st = finish(&b);
+    }
+    builder_release(&b);
+    pk_doc_release(&doc);
+    if (st != GM_OK) {
+        gm_snapshot_free(&impl->pub);
+        return st;
+    }
+    *out = &impl->pub;
+    return GM_OK;
+}
+
+enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
+                                struct gm_snapshot **out, struct gm_error *err)
+{
+    int fd;
+    struct stat st;
+    void *map;
+    enum gm_status rc;
+
+    *out = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return gm_fail(err, e == ENOENT ? GM_ERR_NOENT : GM_ERR_IO, GM_NO_OFFSET,
+                       "cannot open '%s': %s", path, strerror(e));
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s' is not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return gm_fail(err, GM_ERR_FORMAT, 0, "'%s' is empty: not a pickle", path);
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s' is too large", path);
+    }
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot map '%s': %s", path, strerror(errno));
+    (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    rc = gm_snapshot_load_mem(map, (size_t)st.st_size, opts, out, err);
+    munmap(map, (size_t)st.st_size);
+    if (rc != GM_OK && err)
+        gm_error_prefix(err, "%s", path);
+    return rc;
+}
+
+void gm_snapshot_free(struct gm_snapshot *snap)
+{
+    struct snap_impl *impl = (struct snap_impl *)snap;
+    if (!snap)
+        return;
+    gm_arena_release(&impl->arena);
+    gm_free(impl);
+}
+
+const struct gm_snapshot_device *gm_snapshot_device_by_index(const struct gm_snapshot *snap,
+                                                             int32_t index)
+{
+    for (size_t i = 0; i < snap->n_devices; i++)
+        if (snap->devices[i].index == index)
+            return &snap->devices[i];
+    return NULL;
+}
+
+const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
+                                                                 const struct gm_snapshot_event *e)
+{
+    if (!e->extra || e->extra > snap->n_extras)
+        return NULL;
+    return &snap->extras[e->extra - 1];
+}
+
+const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen)
+{
+    static const char *const names[] = {"g0", "g1", "g2", "g3", "g4",
+                                        "g5", "g6", "g7", "g8", "g9"};
+    return (unsigned)gen < sizeof(names) / sizeof(names[0]) ? names[gen] : "?";
+}
+
+const char *gm_snapshot_gen_torch(enum gm_snapshot_gen gen)
+{
+    static const char *const torch[] = {"1.13+ (list of segments)", "2.0", "2.1", "2.2", "2.3",
+                                        "2.4-2.7", "2.8", "2.9", "2.10+", "2026 (2.12+?)"};
+    return (unsigned)gen < sizeof(torch) / sizeof(torch[0]) ? torch[gen] : "?";
+}
+
+const char *gm_block_state_name(enum gm_block_state s)
+{
+    switch (s) {
+    case GM_BLOCK_INACTIVE: return "inactive";
+    case GM_BLOCK_ACTIVE_ALLOCATED: return "active_allocated";
+    case GM_BLOCK_ACTIVE_PENDING_FREE: return "active_pending_free";
+    default: return "unknown";
+    }
+}
+
+const char *gm_snapshot_action_name(enum gm_snapshot_action a)
+{
+    static const char *const names[GM_ACTION_COUNT] = {
+        "alloc",       "free_requested", "free_completed", "segment_alloc", "segment_free",
+        "segment_map", "segment_unmap",  "snapshot",       "oom",           "other"};
+    return (unsigned)a < GM_ACTION_COUNT ? names[a] : "other";
+}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* timeline.c - memory over a device's trace, as memory_viz's Active Memory Timeline
+ * computes it (semantics in include/gpumem/snapshot.h, above gm_snapshot_timeline()).
+ *
+ * Pass 1 pairs each alloc with the free_completed at its address (an address map, like
+ * memory_viz's addr_to_alloc) and collects the allocations alive from the start.  Pass 2
+ * runs the total forward from the initial bytes and finds the first maximum.  Reserved
+ * bytes need no arrays: their total change over the trace is summed first, so the initial
+ * value is the snapshot's segment total minus that change. */
+#include "snapshot/snapshot_int.h"
+
+#include "gpumem/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct elem {
+    uint64_t addr;
+    uint64_t bytes;
+    uint64_t stream;
+    uint32_t stack;
+    int64_t alloc_ev; /* -1: alive from the start */
+    int64_t free_ev;  /* INT64_MAX: never freed in the trace */
+};
+
+struct elems {
+    struct elem *v;
+    size_t n, cap;
+};
+
+static bool push_elem(struct elems *e, const struct elem *x)
+{
+    if (e->n == e->cap) {
+        size_t ncap = e->cap ? e->cap * 2 : 256;
+        struct elem *nv;
+        if (ncap > SIZE_MAX / sizeof(*nv))
+            return false;
+        nv = gm_realloc(e->v, ncap * sizeof(*nv));
+        if (!nv)
+            return false;
+        e->v = nv;
+        e->cap = ncap;
+    }
+    e->v[e->n++] = *x;
+    return true;
+}
+
+static int cmp_live(const void *pa, const void *pb)
+{
+    const struct gm_snapshot_live *a = pa, *b = pb;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    if (a->addr != b->addr)
+        return a->addr < b->addr ? -1 : 1;
+    return a->alloc_event < b->alloc_event ? -1 : a->alloc_event > b->alloc_event;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Reserved bytes as an unsigned value interpreted as signed, clamped at 0. */
+static uint64_t clamp_signed(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? 0 : v;
+}
+
+static int64_t reserved_delta_sign(uint8_t action)
+{
+    switch (action) {
+    case GM_ACTION_SEGMENT_ALLOC:
+    case GM_ACTION_SEGMENT_MAP:
+        return 1;
+    case GM_ACTION_SEGMENT_FREE:
+    case GM_ACTION_SEGMENT_UNMAP:
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
+                                    bool want_points, struct gm_snapshot_timeline *out,
+                                    struct gm_error *err)
+{
+    const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
+    struct elems el = {NULL, 0, 0};
+    struct hmap pending = {NULL, NULL, 0, 0}; /* addr -> element index */
+    int64_t *touch = NULL;                   /* per event: element index or -1 */
+    uint64_t total, best, res, res_final = 0, res_change = 0;
+    int64_t best_k = -1;
+    size_t n;
+
+    memset(out, 0, sizeof(*out));
+    if (!d)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
+    out->device = index;
+    n = d->n_events;
+    out->n_points = n + 1;
+    if (n) {
+        touch = gm_malloc(n * sizeof(*touch));
+        if (!touch)
+            goto out_nomem;
+    }
+
+    /* pass 1: pair allocs with free_completed */
+    for (size_t k = 0; k < n; k++) {
+        const struct gm_snapshot_event *e = &d->events[k];
+        touch[k] = -1;
+        if (e->action == GM_ACTION_ALLOC) {
+            struct elem x = {e->addr, e->size, e->stream, e->stack, (int64_t)k, INT64_MAX};
+            if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+                goto out_nomem;
+            (void)hmap_del(&pending, e->addr);
+            if (!hmap_put(&pending, e->addr, (uint32_t)(el.n - 1)))
+                goto out_nomem;
+            touch[k] = (int64_t)(el.n - 1);
+        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
+            uint32_t idx = hmap_find(&pending, e->addr, NULL, NULL);
+            if (idx != HMAP_NONE) {
+                el.v[idx].free_ev = (int64_t)k;
+                (void)hmap_del(&pending, e->addr);
+                touch[k] = idx;
+                out->n_allocs_matched++;
+            } else {
+                /* freed without an alloc in the trace: alive from the start */
+                struct elem x = {e->addr, e->size, e->stream, e->stack, -1, (int64_t)k};
+                if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+                    goto out_nomem;
+                touch[k] = (int64_t)(el.n - 1);
+            }
+        }
+        res_change += (uint64_t)reserved_delta_sign(e->action) * e->size;
+    }
+    /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
+        res_final += seg->total_size;
+        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
+            const struct gm_snapshot_block *b = &seg->blocks[bi];
+            struct elem x;
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED ||
+                hmap_find(&pending, b->address, NULL, NULL) != HMAP_NONE)
+                continue;
+            x.addr = b->address;
+            x.bytes = b->requested_size;
+            x.stream = seg->stream;
+            x.stack = b->stack;
+            x.alloc_ev = -1;
+            x.free_ev = INT64_MAX;
+            if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+                goto out_nomem;
+        }
+    }
+    hmap_release(&pending);
+
+    total = 0;
+    for (size_t i = 0; i < el.n; i++)
+        if (el.v[i].alloc_ev < 0)
+            total = sat_add(total, el.v[i].bytes);
+    out->initial_bytes = total;
+    if (want_points) {
+        out->allocated = gm_malloc((n + 1) * sizeof(uint64_t));
+        out->reserved = gm_malloc((n + 1) * sizeof(uint64_t));
+        if (!out->allocated || !out->reserved)
+            goto out_nomem;
+    }
+
+    /* pass 2: forward */
+    res = res_final - res_change; /* modular; interpreted as signed */
+    best = total;
+    out->peak_reserved_bytes = clamp_signed(res);
+    out->peak_reserved_event_index = -1;
+    out->reserved_at_peak_bytes = clamp_signed(res);
+    if (want_points) {
+        out->allocated[0] = total;
+        out->reserved[0] = clamp_signed(res);
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct gm_snapshot_event *e = &d->events[k];
+        if (touch[k] >= 0) {
+            const struct elem *x = &el.v[touch[k]];
+            if (x->alloc_ev == (int64_t)k)
+                total = sat_add(total, x->bytes);
+            else
+                total = total >= x->bytes ? total - x->bytes : 0;
+        }
+        res += (uint64_t)reserved_delta_sign(e->action) * e->size;
+        if (want_points) {
+            out->allocated[k + 1] = total;
+            out->reserved[k + 1] = clamp_signed(res);
+        }
+        if (total > best) {
+            best = total;
+            best_k = (int64_t)k;
+            out->reserved_at_peak_bytes = clamp_signed(res);
+        }
+        if (clamp_signed(res) > out->peak_reserved_bytes) {
+            out->peak_reserved_bytes = clamp_signed(res);
+            out->peak_reserved_event_index = (int64_t)k;
+        }
+    }
+    out->final_bytes = total;
+    out->peak_bytes = best;
+    out->peak_event_index = best_k;
+    if (best_k >= 0 && (d->events[best_k].flags & GM_EVENT_HAS_TIME)) {
+        out->peak_time_valid = true;
+        out->peak_time_us = d->events[best_k].time_us;
+    }
+
+    /* live at the peak: allocated at or before it, freed after it */
+    {
+        size_t m = 0;
+        for (size_t i = 0; i < el.n; i++)
+            if (el.v[i].alloc_ev <= best_k && el.v[i].free_ev > best_k)
+                m++;
+        if (m) {
+            out->live = gm_malloc(m * sizeof(*out->live));
+            if (!out->live)
+                goto out_nomem;
+        }
+        for (size_t i = 0; i < el.n; i++) {
+            const struct elem *x = &el.v[i];
+            if (x->alloc_ev <= best_k && x->free_ev > best_k) {
+                struct gm_snapshot_live *l = &out->live[out->n_live++];
+                l->addr = x->addr;
+                l->bytes = x->bytes;
+                l->stream = x->stream;
+                l->stack = x->stack;
+                l->alloc_event = x->alloc_ev;
+            }
+        }
+        if (out->n_live > 1)
+            qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
+    }
+    gm_free(el.v);
+    gm_free(touch);
+    return GM_OK;
+
+out_nomem:
+    hmap_release(&pending);
+    gm_free(el.v);
+    gm_free(touch);
+    gm_snapshot_timeline_release(out);
+    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
+}
+
+void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl)
+{
+    if (!tl)
+        return;
+    gm_free(tl->allocated);
+    gm_free(tl->reserved);
+    gm_free(tl->live);
+    tl->allocated = tl->reserved = NULL;
+    tl->live = NULL;
+    tl->n_live = 0;
+}
+
+static int cmp_group(const void *pa, const void *pb)
+{
+    const struct gm_snapshot_live_group *a = pa, *b = pb;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
+                                      struct gm_snapshot_live_group **out, size_t *n_out,
+                                      struct gm_error *err)
+{
+    struct hmap by_stack = {NULL, NULL, 0, 0};
+    struct gm_snapshot_live_group *g = NULL;
+    size_t n = 0;
+
+    *out = NULL;
+    *n_out = 0;
+    if (!tl->n_live)
+        return GM_OK;
+    g = gm_malloc(tl->n_live * sizeof(*g));
+    if (!g)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    for (size_t i = 0; i < tl->n_live; i++) {
+        const struct gm_snapshot_live *l = &tl->live[i];
+        uint32_t idx = hmap_find(&by_stack, (uint64_t)l->stack + 1, NULL, NULL);
+        if (idx == HMAP_NONE) {
+            idx = (uint32_t)n++;
+            g[idx].stack = l->stack;
+            g[idx].bytes = 0;
+            g[idx].count = 0;
+            if (!hmap_put(&by_stack, (uint64_t)l->stack + 1, idx)) {
+                hmap_release(&by_stack);
+                gm_free(g);
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+            }
+        }
+        g[idx].bytes = sat_add(g[idx].bytes, l->bytes);
+        g[idx].count++;
+    }
+    hmap_release(&by_stack);
+    qsort(g, n, sizeof(*g), cmp_group);
+    *out = g;
+    *n_out = n;
+    return GM_OK;
+}
+
+static bool is_torch_internal(const char *filename)
+{
+    return strstr(filename, "/torch/") || strstr(filename, "\\torch\\") ||
+           !strncmp(filename, "torch/", 6);
+}
+
+long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack)
+{
+    const struct gm_snapshot_stack *s;
+    long first_clean = -1;
+    if (stack >= snap->n_stacks)
+        return -1;
+    s = &snap->stacks[stack];
+    for (uint32_t i = 0; i < s->n_frames; i++) {
+        const struct gm_snapshot_frame *f = &snap->frames[s->frames[i]];
+        if (f->is_noise)
+            continue;
+        if (first_clean < 0)
+            first_clean = (long)i;
+        if (f->is_python && !is_torch_internal(f->filename))
+            return (long)i;
+    }
+    return first_clean;
+}

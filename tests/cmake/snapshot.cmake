@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: MIT
+# Snapshot reader: exact agreement with an independent Python reference on every real test
+# file and the synthetic ones, and hostile inputs (exit 65, never a crash).
+find_program(GM_PYTHON3 python3)
+if(GM_PYTHON3)
+  add_test(NAME snapshot/reference
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/run_reference.sh $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/reference PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+  add_test(NAME snapshot/hostile
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/hostile.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/hostile PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()
