@@ -252,7 +252,7 @@ static int t_alloc(struct sim *s, uint64_t nbytes, int stack)
     int best = -1;
     int cap = capture(s, stack);
 
-    tick(s, 60);
+    tick(s, 700);
     if (s->nomem)
         return -1;
     for (size_t i = 0; i < s->blocks.n; i++) {
@@ -303,7 +303,7 @@ static int t_alloc(struct sim *s, uint64_t nbytes, int stack)
 static void t_free(struct sim *s, int h, int stack)
 {
     int cap = capture(s, stack);
-    tick(s, 8);
+    tick(s, 90);
     if (s->nomem || h < 0)
         return;
     struct block *b = &s->blocks.v[h];
@@ -575,7 +575,7 @@ static void get_batch(struct sim *s, uint64_t batch, int line, int *x, int *y)
     int st = STK(s, -1, {"get_batch", U_TRAIN, 41}, {"main", U_TRAIN, line},
                  {"<module>", U_TRAIN, 142});
     annotate(s, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", true);
-    tick(s, 2000);
+    tick(s, 6000);
     annotate(s, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false);
     *x = t_alloc(s, batch * SEQ * 8, st);
     *y = t_alloc(s, batch * SEQ * 8, st);
@@ -622,7 +622,7 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
             j->p[i].grad = j->p[i].exp_avg = j->p[i].exp_avg_sq = -1;
         }
     }
-    tick(s, 400000);
+    tick(s, 60000);
     for (unsigned it = 0; it < o->iterations && !s->nomem; it++) {
         int nx, ny;
         struct fwd f;
@@ -651,7 +651,7 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
             forward(s, &ev, 1, STK(s, -1, {"evaluate", U_TRAIN, 70}, {"main", U_TRAIN, 133},
                                    {"<module>", U_TRAIN, 142}));
         }
-        tick(s, 150000);
+        tick(s, 25000);
     }
 }
 

@@ -36,3 +36,33 @@ size_t gm_report_stack_frames(const struct gm_snapshot *snap, uint32_t stack, ui
     }
     return n;
 }
+
+void gm_report_xmap_init(struct gm_report_xmap *m, const struct gm_snapshot_device *d)
+{
+    m->ev = d->events;
+    m->n = d->n_events;
+    m->time = d->n_events > 0;
+    for (size_t i = 0; i < d->n_events && m->time; i++)
+        if (!(d->events[i].flags & GM_EVENT_HAS_TIME))
+            m->time = false;
+    m->t0 = m->time ? d->events[0].time_us : 0;
+}
+
+double gm_report_x(const struct gm_report_xmap *m, int64_t k)
+{
+    if (m->n == 0)
+        return 0.0;
+    if (k < 0)
+        k = 0;
+    if ((size_t)k >= m->n)
+        k = (int64_t)m->n - 1;
+    if (m->time)
+        return (double)(m->ev[k].time_us - m->t0);
+    return (double)k;
+}
+
+double gm_report_xend(const struct gm_report_xmap *m)
+{
+    double x = gm_report_x(m, (int64_t)m->n - 1);
+    return m->time ? x : x + 1.0;
+}

@@ -47,45 +47,12 @@ static void use_stack(struct ctx *c, uint32_t id)
         c->stack_used[id] = 1;
 }
 
-/* ---- x positions ---- */
+/* ---- x positions (report_int.h) ---- */
 
-struct xmap {
-    bool time;
-    int64_t t0;
-    const struct gm_snapshot_event *ev;
-    size_t n;
-};
-
-static void xmap_init(struct xmap *m, const struct gm_snapshot_device *d)
-{
-    m->ev = d->events;
-    m->n = d->n_events;
-    m->time = d->n_events > 0;
-    for (size_t i = 0; i < d->n_events && m->time; i++)
-        if (!(d->events[i].flags & GM_EVENT_HAS_TIME))
-            m->time = false;
-    m->t0 = m->time ? d->events[0].time_us : 0;
-}
-
-/* x of event k (-1: the initial state, at the first event; k >= n: the end). */
-static double xat(const struct xmap *m, int64_t k)
-{
-    if (m->n == 0)
-        return 0.0;
-    if (k < 0)
-        k = 0;
-    if ((size_t)k >= m->n)
-        k = (int64_t)m->n - 1;
-    if (m->time)
-        return (double)(m->ev[k].time_us - m->t0);
-    return (double)k;
-}
-
-static double xend(const struct xmap *m)
-{
-    double x = xat(m, (int64_t)m->n - 1);
-    return m->time ? x : x + 1.0;
-}
+#define xmap gm_report_xmap
+#define xat gm_report_x
+#define xend gm_report_xend
+#define xmap_init gm_report_xmap_init
 
 /* ---- JSON helpers ---- */
 
@@ -298,8 +265,9 @@ static void write_series(struct ctx *c, const struct xmap *m, const struct gm_an
         if (r->phase == GM_PHASE_OTHER)
             continue;
         gm_json_begin_array(w);
+        /* a phase ends at its last event: idle time after it is no phase */
         num(w, xat(m, r->first_event));
-        num(w, r->last_event + 1 >= (int64_t)m->n ? xend(m) : xat(m, r->last_event + 1));
+        num(w, m->time ? xat(m, r->last_event) : (double)r->last_event + 1.0);
         gm_json_u64(w, r->phase);
         gm_json_end_array(w);
     }

@@ -18,4 +18,19 @@ bool gm_report_frame_is_user(const struct gm_snapshot_frame *f);
 size_t gm_report_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
                               size_t cap);
 
+/* x positions of a device's events: microseconds since its first event when every event
+ * has time_us, else the event index. */
+struct gm_report_xmap {
+    bool time;
+    int64_t t0;
+    const struct gm_snapshot_event *ev;
+    size_t n;
+};
+
+void gm_report_xmap_init(struct gm_report_xmap *m, const struct gm_snapshot_device *d);
+/* x of event k (-1: the initial state, at the first event). */
+double gm_report_x(const struct gm_report_xmap *m, int64_t k);
+/* x of the end of the trace. */
+double gm_report_xend(const struct gm_report_xmap *m);
+
 #endif

@@ -42,7 +42,7 @@
   function fmtX(x) {
     if (!dev || dev.x_unit !== 'us') return 'event ' + Math.round(x);
     const s = x / 1e6;
-    if (Math.abs(dev.x1) >= 10e6) return s.toFixed(2) + ' s';
+    if (Math.abs(dev.x1) >= 1e6) return s.toFixed(Math.abs(dev.x1) >= 100e6 ? 1 : 2) + ' s';
     if (Math.abs(dev.x1) >= 1e4) return (x / 1e3).toFixed(1) + ' ms';
     return Math.round(x) + ' µs';
   }
@@ -136,7 +136,8 @@
     for (let x = Math.ceil(view[0] / step) * step; x <= view[1]; x += step) {
       const px = M.l + (x - view[0]) / span * c.pw;
       g.beginPath(); g.moveTo(px + 0.5, M.t + c.ph); g.lineTo(px + 0.5, M.t + c.ph + 4); g.stroke();
-      g.fillText(fmtX(x), px, M.t + c.ph + 7);
+      g.textAlign = px > M.l + c.pw - 40 ? 'right' : 'center';
+      g.fillText(fmtX(x), Math.min(px, M.l + c.pw), M.t + c.ph + 7);
     }
     g.strokeStyle = '#9aa5b1';
     g.beginPath(); g.moveTo(M.l + 0.5, M.t); g.lineTo(M.l + 0.5, M.t + c.ph); g.lineTo(M.l + c.pw, M.t + c.ph + 0.5); g.stroke();
@@ -218,7 +219,7 @@
       }
     }
     // the rest, merged, on top of the bands
-    g.fillStyle = 'rgba(150,150,150,0.55)';
+    g.fillStyle = 'rgba(200,200,200,0.75)';
     g.beginPath();
     for (let x = 0; x < pw; x++) { const y = Y(Math.max(top[x], cols.amax[x])); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     for (let x = pw - 1; x >= 0; x--) { const y = Y(top[x]); g.lineTo(M.l + x + 1, y); g.lineTo(M.l + x, y); }
@@ -242,6 +243,7 @@
     tl = { c, pw, cols, off, top, Y, ymax };
     drawn.timeline = polys + 1;
     canvas.dataset.drawn = String(drawn.timeline);
+    canvas.dataset.view = view[0] + ',' + view[1];
   }
 
   function hoverTimeline(ev) {
@@ -597,7 +599,7 @@
     tlg.textContent = ''; clg.textContent = '';
     const used = new Set(dev.bands.map((b) => b[5]));
     for (let k = 0; k < 7; k++) if (used.has(k)) tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
-    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:rgba(150,150,150,0.55)' }), 'smaller allocations, merged'));
+    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:rgba(200,200,200,0.75)' }), 'smaller allocations, merged'));
     tlg.appendChild(el('span', null, '━ reserved'));
     tlg.appendChild(el('span', { style: 'color:#d62728' }, '┆ peak'));
     tlg.appendChild(el('span', null, group3(dev.bands.length) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one'));
