@@ -32,8 +32,7 @@ static const char *const cat_ansi[GM_CATEGORY_COUNT] = {
 };
 static const char cat_char[GM_CATEGORY_COUNT] = {'P', 'i', 'a', 'g', 's', 't', '.'};
 static const char *const cat_label[GM_CATEGORY_COUNT] = {
-    "parameters", "inputs", "activations", "gradients", "optimizer state",
-    "optimizer temps", "other"};
+    "params", "inputs", "activations", "grads", "opt state", "opt temps", "other"};
 
 #define ANSI_RESET "\033[0m"
 #define ANSI_ALLOC "\033[38;5;32m"
@@ -184,9 +183,19 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
             fmt_x(at, sizeof(at), &m, gm_report_x(&m, tl.peak_event_index), span);
         fprintf(f, "device %d: allocated and reserved over %s\n", (int)device,
                 m.time ? "time" : "trace events");
-        put_rep(f, " ", YLAB + 1 + peak_col);
-        fprintf(f, "%s%s peak %s at %s%s\n", color ? ANSI_PEAK : "", ascii ? "v" : "▼", pk, at,
-                color ? ANSI_RESET : "");
+        char text[160];
+        int tl_len = snprintf(text, sizeof(text), "peak %s at %s", pk, at);
+        unsigned col = YLAB + 1 + peak_col, len = tl_len > 0 ? (unsigned)tl_len : 0;
+        /* the text goes right of the marker when it fits, else left of it */
+        if (col + 2 + len <= width || col < len + 1) {
+            put_rep(f, " ", col);
+            fprintf(f, "%s%s %s%s\n", color ? ANSI_PEAK : "", ascii ? "v" : "▼", text,
+                    color ? ANSI_RESET : "");
+        } else {
+            put_rep(f, " ", col - len - 1);
+            fprintf(f, "%s%s %s%s\n", color ? ANSI_PEAK : "", text, ascii ? "v" : "▼",
+                    color ? ANSI_RESET : "");
+        }
     }
     for (unsigned r = height; r-- > 0;) {
         double lo = (double)ymax * r / height, hi = (double)ymax * (r + 1) / height;
@@ -279,18 +288,26 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
     gm_format_bytes(buf2, sizeof(buf2), tl.peak_reserved_bytes, GM_UNITS_IEC);
     if (cats) {
         for (int k = 0; k < GM_CATEGORY_COUNT; k++) {
+            bool used = false;
+            for (unsigned c = 0; c < pw && !used; c++)
+                used = cv[c][k] != 0;
+            if (!used)
+                continue; /* the legend lists only what the chart shows */
             if (color)
-                fprintf(f, "%s%s%s %s  ", cat_ansi[k], ascii ? "#" : "█", ANSI_RESET,
+                fprintf(f, "%s%s%s %s ", cat_ansi[k], ascii ? "#" : "█", ANSI_RESET,
                         cat_label[k]);
             else
-                fprintf(f, "%c %s  ", cat_char[k], cat_label[k]);
+                fprintf(f, "%c %s ", cat_char[k], cat_label[k]);
         }
     } else {
         fprintf(f, "%s%s%s allocated  ", color ? ANSI_ALLOC : "", ascii ? "#" : "█",
                 color ? ANSI_RESET : "");
     }
-    fprintf(f, "%s reserved (max %s)  %s peak %s (%llu bytes)\n", ascii ? "-" : "─", buf2,
-            ascii ? "v" : "▼", buf, (unsigned long long)tl.peak_bytes);
+    if (cats)
+        fprintf(f, "%s reserved %s peak %s\n", ascii ? "-" : "─", ascii ? "v" : "▼", buf);
+    else
+        fprintf(f, "%s reserved (max %s)  %s peak %s (%llu bytes)\n", ascii ? "-" : "─", buf2,
+                ascii ? "v" : "▼", buf, (unsigned long long)tl.peak_bytes);
     gm_free(amax);
     gm_free(rmax);
     gm_free(cv);

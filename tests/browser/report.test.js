@@ -140,6 +140,7 @@ async function testOne(chromium, args, snap, tmp, first) {
     await page.evaluate(() => window.dispatchEvent(new Event('resize')));
     await page.waitForTimeout(400);
     await page.mouse.move(0, 0);
+    fs.mkdirSync(path.dirname(path.resolve(args.screenshot)), { recursive: true });
     await page.screenshot({ path: args.screenshot, clip: { x: 0, y: 0, width: 1200, height: 1100 } });
     console.log('  screenshot: ' + args.screenshot);
   }
