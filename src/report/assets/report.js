@@ -476,6 +476,7 @@
       for (const b of s[4]) {
         span(base + b[0], base + b[0] + Math.min(b[2], b[1]), b[5] ? '#8c564b' : catColor(b[3]));
         if (b[1] > b[2]) span(base + b[0] + b[2], base + b[0] + b[1], '#d62728');
+        if (b[1] / perPx >= 4) { const [x, y] = pos(base + b[0]); g.fillStyle = 'rgba(255,255,255,0.8)'; g.fillRect(x, y, 1, rh - 3); }
       }
       base += s[1];
     }
@@ -531,10 +532,33 @@
           '; unexplained: ' + fmtBytes(dev.at_peak_unexplained) + (dev.at_peak_lifetime_only ? '; from lifetime alone: ' + fmtBytes(dev.at_peak_lifetime_only) : '') + '.')));
       n++;
     }
-    for (const l of dev.leaks || []) {
-      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(l.per_iteration) + ' more every iteration (' + l.kind.replace(/_/g, ' ') + ')',
-        el('p', null, group3(l.count) + ' allocation(s) from this site are still alive, ' + fmtBytes(l.total) + ' in all, left behind by ' + l.iterations + ' iteration(s); category ' + CAT_LABELS[l.cat] + '.'),
-        el('p', null, l.advice), stackList(l.stack, 30)));
+    // leaks: one finding per kind, its advice once, the sites in a table (click for a stack)
+    const kinds = new Map();
+    for (const l of dev.leaks || []) { if (!kinds.has(l.kind)) kinds.set(l.kind, []); kinds.get(l.kind).push(l); }
+    for (const [kind, ls] of kinds) {
+      let per = 0, total = 0;
+      for (const l of ls) { per += l.per_iteration; total += l.total; }
+      const tb = el('tbody');
+      for (const l of ls) {
+        const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, fmtBytes(l.per_iteration)), el('td', { class: 'num' }, fmtBytes(l.total)),
+          el('td', { class: 'num' }, group3(l.count)), el('td', { class: 'num' }, String(l.iterations)),
+          el('td', null, el('span', { class: 'chip', style: 'background:' + catColor(l.cat) }), CAT_LABELS[l.cat]),
+          el('td', { class: 'where' }, whereText(l.stack)));
+        let open = null;
+        row.addEventListener('click', () => {
+          if (open) { open.remove(); open = null; return; }
+          open = el('tr', { class: 'stack' }, el('td', { colspan: '6' }, stackList(l.stack, 60)));
+          row.after(open);
+        });
+        row.addEventListener('mousemove', (ev) => showTip(ev, fmtBytes(l.per_iteration) + ' per iteration', [group3(l.count) + ' allocation(s) still alive, ' + fmtBytes(l.total)], l.stack));
+        row.addEventListener('mouseleave', hideTip);
+        tb.appendChild(row);
+      }
+      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(per) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + kind.replace(/_/g, ' ') + ')',
+        el('p', null, fmtBytes(total) + ' is still alive at the end. ' + ls[0].advice),
+        el('p', null, 'Where the largest part is allocated:'), stackList(ls[0].stack, 14),
+        el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'per iteration'), el('th', { class: 'num' }, 'kept at the end'),
+          el('th', { class: 'num' }, 'allocations'), el('th', { class: 'num' }, 'iterations'), el('th', null, 'category'), el('th', null, 'where (first user frame)'))), tb)));
       n++;
     }
     if (dev.leaks && !dev.leaks.length && dev.iterations && dev.iterations.length > 1)
