@@ -472,8 +472,12 @@ static int cmp_alloc_addr(const void *a, const void *b)
     return x->alloc_event < y->alloc_event ? 1 : -1; /* the newest first */
 }
 
+/* The allocator state after event k: the snapshot's segments with the segment events after
+ * k undone ('segev': indexes of the device's segment_alloc/segment_free events, ascending),
+ * and the allocations alive at k placed in them. */
 static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
-                         const struct gm_analysis_device *ad, int64_t k, const char *label)
+                         const struct gm_analysis_device *ad, int64_t k, const char *label,
+                         const int64_t *segev, size_t n_segev)
 {
     const struct gm_snapshot *snap = c->snap;
     struct gm_json *w = c->w;
@@ -492,8 +496,8 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
         segs[ns++] = (struct mseg){g->address, g->total_size, g->stream, g->is_small,
                                    g->is_expandable, sd->first_segment + i};
     }
-    for (int64_t e = (int64_t)sd->n_events - 1; e > k; e--) {
-        const struct gm_snapshot_event *ev = &sd->events[e];
+    for (size_t si = n_segev; si-- > 0 && segev[si] > k;) {
+        const struct gm_snapshot_event *ev = &sd->events[segev[si]];
         if (ev->action == GM_ACTION_SEGMENT_ALLOC) {
             for (size_t i = 0; i < ns; i++) {
                 if (segs[i].addr == ev->addr) {
@@ -671,8 +675,8 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
                           const struct gm_snapshot_timeline *tl, uint32_t max_moments)
 {
     struct gm_json *w = c->w;
-    int64_t ks[64];
-    size_t nk = 0;
+    int64_t ks[64], *segev = NULL;
+    size_t nk = 0, n_segev = 0;
     int64_t end = (int64_t)sd->n_events - 1;
 
     if (max_moments > 64)
@@ -692,6 +696,21 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
         }
     }
     qsort(ks, nk, sizeof(ks[0]), cmp_i64);
+    {
+        size_t n = 0;
+        for (size_t e = 0; e < sd->n_events; e++)
+            n += sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
+                 sd->events[e].action == GM_ACTION_SEGMENT_FREE;
+        segev = gm_malloc((n + 1) * sizeof(int64_t));
+        if (!segev) {
+            c->nomem = true;
+            return;
+        }
+        for (size_t e = 0; e < sd->n_events; e++)
+            if (sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
+                sd->events[e].action == GM_ACTION_SEGMENT_FREE)
+                segev[n_segev++] = (int64_t)e;
+    }
     gm_json_key(w, "moments");
     gm_json_begin_array(w);
     for (size_t i = 0; i < nk; i++) {
@@ -715,9 +734,10 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
                     snprintf(label + len, sizeof(label) - len, ": peak of iteration %zu",
                              it + 1);
         }
-        write_moment(c, m, sd, ad, ks[i], label);
+        write_moment(c, m, sd, ad, ks[i], label, segev, n_segev);
     }
     gm_json_end_array(w);
+    gm_free(segev);
 }
 
 /* ---- findings ---- */
