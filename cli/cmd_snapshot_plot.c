@@ -19,8 +19,12 @@ static unsigned term_width(void)
     const char *cols = getenv("COLUMNS");
     if (isatty(1) == 1 && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
         return ws.ws_col;
-    if (cols && atoi(cols) >= 40) /* NOLINT: a bad value falls back to 80 */
-        return (unsigned)strtoul(cols, NULL, 10);
+    if (cols) {
+        char *end;
+        unsigned long v = strtoul(cols, &end, 10);
+        if (*end == 0 && v >= 40 && v <= 1000) /* anything else falls back to 80 */
+            return (unsigned)v;
+    }
     return 80;
 }
 
