@@ -36,6 +36,8 @@
   const group3 = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   const fmtExact = (b) => group3(b) + ' bytes';
   const fmtBoth = (b) => fmtBytes(b) + ' (' + fmtExact(b) + ')';
+  // for hover: bytes, and GiB whatever the magnitude
+  const fmtHover = (b) => fmtBytes(b) + ' = ' + fmtExact(b) + ' = ' + (b / GIB).toFixed(b >= GIB ? 2 : 4) + ' GiB';
   const pct = (a, b) => (b > 0 ? (100 * a / b).toFixed(1) : '0.0') + '%';
   const hex = (a) => '0x' + Number(a).toString(16);
   let dev = null; // current device data
@@ -257,7 +259,7 @@
       const o = tl.off[i * tl.pw + x];
       if (o >= 0 && v >= o && v < o + bands[i][4]) {
         const b = bands[i];
-        showTip(ev, fmtBytes(b[4]) + ' (' + fmtExact(b[4]) + ')', [
+        showTip(ev, fmtHover(b[4]), [
           'category: ' + CAT_LABELS[b[5]],
           'address: ' + hex(b[7]) + ', stream: ' + b[8],
           'alive: ' + fmtX(b[2]) + (b[0] < 0 ? ' (before the trace)' : '') + ' to ' + (b[1] >= dev.n_events ? 'the end' : fmtX(b[3])),
@@ -409,7 +411,7 @@
         open = el('tr', { class: 'stack' }, el('td', { colspan: '6' }, stackList(r[3], 60)));
         row.after(open);
       });
-      row.addEventListener('mousemove', (ev) => showTip(ev, fmtBoth(r[0]) + ' in ' + r[1] + ' allocation(s)', ['category: ' + CAT_LABELS[r[2]]], r[3]));
+      row.addEventListener('mousemove', (ev) => showTip(ev, fmtHover(r[0]), [group3(r[1]) + ' allocation(s), ' + pct(r[0], p.bytes) + ' of the peak', 'category: ' + CAT_LABELS[r[2]]], r[3]));
       row.addEventListener('mouseleave', hideTip);
       tb.appendChild(row);
     }
@@ -500,7 +502,7 @@
     const head = 'segment ' + hex(s[0]) + ': ' + fmtBytes(s[1]) + ', ' + (s[3] & 1 ? 'small' : 'large') + ' pool' + (s[3] & 2 ? ', expandable' : '') + ', stream ' + s[2];
     for (const b of s[4]) {
       if (o >= b[0] && o < b[0] + b[1]) {
-        showTip(ev, fmtBytes(b[2]) + ' (' + fmtExact(b[2]) + ')', [
+        showTip(ev, fmtHover(b[2]), [
           'category: ' + CAT_LABELS[b[3]] + (b[5] ? ', freed but pending on another stream' : ''),
           'block: ' + fmtBytes(b[1]) + ' at ' + hex(s[0] + b[0]) + (b[1] > b[2] ? ', waste ' + fmtBytes(b[1] - b[2]) : ''),
           head], b[4]);
