@@ -3,6 +3,7 @@
 #include "analysis_common.h"
 
 #include "cli.h"
+#include "snapshot_cli.h"
 
 #include "gpumem/units.h"
 
@@ -15,10 +16,9 @@ int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
     struct gm_error err = {0};
     *snap = NULL;
     *an = NULL;
-    if (gm_snapshot_load(path, NULL, snap, &err) != GM_OK) {
-        gm_error_prefix(&err, "%s", path);
-        return cli_fail(cmd, &err);
-    }
+    int rc = snapcli_load(cmd, path, snap);
+    if (rc)
+        return rc;
     if (gm_analysis_run(*snap, NULL, an, &err) != GM_OK) {
         gm_snapshot_free(*snap);
         *snap = NULL;
@@ -125,8 +125,24 @@ void ana_cli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uin
     }
     if (nf > 64)
         nf = 64;
-    /* innermost frame, then the first user frame if it is another one */
+    /* innermost frame, then the first user frame if it is another one; a C++-only stack
+     * shows the ATen op and the autograd node instead of the allocator's own frames */
     const struct gm_snapshot_frame *in = &snap->frames[ids[0]];
+    if (!in->is_python) {
+        const char *op = NULL, *node = NULL;
+        for (size_t i = 0; i < nf; i++) {
+            const char *nm = snap->frames[ids[i]].name;
+            if (!op && !strncmp(nm, "at::_ops::", 10))
+                op = nm;
+            if (!node && !strncmp(nm, "torch::autograd::generated::", 28) && strstr(nm, "::apply("))
+                node = nm + 28;
+        }
+        if (op || node) {
+            snprintf(buf, n, "%.60s%s%.60s", op ? op : "", op && node ? " < " : "",
+                     node ? node : "");
+            return;
+        }
+    }
     long u = gm_snapshot_stack_user_frame(snap, stack);
     const struct gm_snapshot_frame *user = NULL;
     if (u >= 0 && (size_t)u < snap->stacks[stack].n_frames) {

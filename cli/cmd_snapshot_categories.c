@@ -7,8 +7,96 @@
 #include "commands.h"
 #include "opts.h"
 
+#include "gpumem/arena.h"
+
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+
+struct site_row {
+    uint8_t category;
+    uint8_t rule;
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+static int cmp_key(const void *pa, const void *pb)
+{
+    const struct site_row *a = pa, *b = pb;
+    if (a->category != b->category)
+        return a->category < b->category ? -1 : 1;
+    if (a->stack != b->stack)
+        return a->stack < b->stack ? -1 : 1;
+    return (a->rule > b->rule) - (a->rule < b->rule);
+}
+
+static int cmp_bytes(const void *pa, const void *pb)
+{
+    const struct site_row *a = pa, *b = pb;
+    if (a->category != b->category)
+        return a->category < b->category ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* The allocations alive at the peak, grouped by category and stack, largest first within
+ * each category; returns the number of rows (0 on allocation failure). */
+static size_t sites_at_peak(const struct gm_analysis_device *dev, struct site_row **out)
+{
+    size_t n = 0;
+    int64_t k = dev->peak_event;
+    struct site_row *v = gm_malloc((dev->n_allocs ? dev->n_allocs : 1) * sizeof(*v));
+    *out = v;
+    if (!v)
+        return 0;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event <= k && (a->free_event < 0 || a->free_event > k)) {
+            v[n].category = a->category;
+            v[n].rule = a->rule;
+            v[n].stack = a->stack;
+            v[n].bytes = a->bytes;
+            v[n].count = 1;
+            n++;
+        }
+    }
+    qsort(v, n, sizeof(*v), cmp_key);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[m - 1].category == v[i].category && v[m - 1].stack == v[i].stack &&
+            v[m - 1].rule == v[i].rule) {
+            v[m - 1].bytes += v[i].bytes;
+            v[m - 1].count++;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    qsort(v, m, sizeof(*v), cmp_bytes);
+    return m;
+}
+
+static void print_sites(const struct gm_snapshot *snap, const struct gm_analysis_device *dev,
+                        uint64_t top)
+{
+    struct site_row *v;
+    size_t n = sites_at_peak(dev, &v);
+    char b1[64], line[512];
+    printf("  largest allocation sites at the peak, per category:\n");
+    for (size_t i = 0, shown = 0; i < n; i++) {
+        if (i && v[i].category != v[i - 1].category)
+            shown = 0;
+        if (shown++ >= top)
+            continue;
+        ana_cli_stack_line(line, sizeof(line), snap, v[i].stack);
+        printf("    %-16s %12s %6" PRIu64 "x  %-14s %s\n",
+               gm_category_name((enum gm_category)v[i].category),
+               ana_cli_short(b1, sizeof(b1), v[i].bytes), v[i].count,
+               gm_rule_name((enum gm_rule)v[i].rule), line);
+    }
+    gm_free(v);
+}
 
 static void rules_at(const struct gm_analysis_device *dev, int64_t k, uint64_t *rules)
 {
@@ -61,6 +149,19 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
         gm_json_kv_u64(w, gm_phase_name((enum gm_phase)p), dev->phase_events[p]);
     gm_json_end_object(w);
     gm_json_kv_u64(w, "iterations", dev->n_iterations);
+    gm_json_key(w, "iteration_peaks");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < dev->n_iterations; i++) {
+        const struct gm_analysis_iteration *it = &dev->iterations[i];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "iteration", i + 1);
+        gm_json_kv_u64(w, "peak_bytes", it->peak_bytes);
+        gm_json_kv_i64(w, "peak_event_index", it->peak_event);
+        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)it->peak_phase));
+        json_cats(w, "at_peak", it->at_peak);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
     if (series) {
         gm_json_key(w, "phases");
         gm_json_begin_array(w);
@@ -96,7 +197,8 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
     gm_json_end_object(w);
 }
 
-static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev)
+static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                         uint64_t top)
 {
     char b1[64], b2[64];
     uint64_t rules[GM_RULE_COUNT];
@@ -150,13 +252,15 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     }
     if (!dev->has_frames)
         printf("  no stack frames recorded: categories come from lifetimes only\n");
-    (void)an;
+    if (top)
+        print_sites(an->snap, dev, top);
     printf("\n");
 }
 
 int cmd_snapshot_categories(int argc, char **argv)
 {
     bool json = false, series = false;
+    uint64_t top = 0;
     int device = -1;
     bool device_set = false;
     int n_pos = 0;
@@ -165,10 +269,12 @@ int cmd_snapshot_categories(int argc, char **argv)
         OPT_INT("device", 'd', &device, "N", "only this CUDA device", &device_set),
         OPT_FLAG("series", 0, &series,
                  "with --json: also the per-category series and the phase runs"),
+        OPT_U64("top", 'n', &top, "N", "also list the N largest allocation sites per category",
+                NULL),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot categories [--json] [--device N] [--series] FILE",
+        "gpumem snapshot categories [--json] [--device N] [--series] [--top N] FILE",
         "Classify every allocation of a PyTorch memory snapshot as parameter, input, "
         "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
         "frames and its lifetime, and show the split at the peak of each device. Sizes are "
@@ -208,7 +314,7 @@ int cmd_snapshot_categories(int argc, char **argv)
     } else {
         for (size_t d = 0; d < an->n_devices; d++)
             if (!device_set || an->devices[d].device == device)
-                print_device(an, &an->devices[d]);
+                print_device(an, &an->devices[d], top);
         printf("(sizes are requested bytes from the trace, below what max_memory_allocated "
                "counts after rounding)\n");
     }

@@ -139,7 +139,8 @@ int cmd_snapshot_diff(int argc, char **argv)
         "gpumem snapshot diff [--json] [--top N] A B",
         "Compare two PyTorch memory snapshots (before/after a change, or two ranks): the "
         "peak of each device, the category split at the peak, and the allocation sites "
-        "(Python frames, lines ignored) whose bytes alive at the peak changed most, with new "
+        "(Python frames; only the innermost line counts) whose bytes alive at the peak changed "
+        "most, with new "
         "and vanished sites.",
         "gpumem snapshot diff before.pickle after.pickle\n"
         "gpumem snapshot diff --json rank0.pickle rank1.pickle"};

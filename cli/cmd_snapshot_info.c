@@ -41,7 +41,7 @@ static void print_setting(const struct gm_snapshot_setting *s)
         printf("%" PRId64 "\n", s->i);
         break;
     case GM_SETTING_FLOAT:
-        printf("%g\n", s->d);
+        printf(s->d == (double)(int64_t)s->d ? "%.1f\n" : "%g\n", s->d);
         break;
     case GM_SETTING_BOOL:
         printf("%s\n", s->i ? "True" : "False");
@@ -183,8 +183,25 @@ static void info_text(const char *path, const struct gm_snapshot *s)
         printf("time span          unknown (no time_us in the trace)\n");
     if (s->has_allocator_settings) {
         printf("allocator settings\n");
-        for (size_t i = 0; i < s->n_settings; i++)
+        for (size_t i = 0; i < s->n_settings; i++) {
+            const char *key = s->settings[i].key, *dot = strchr(key, '.');
+            if (dot && s->settings[i].type == GM_SETTING_INT) {
+                /* a nested dict (roundup_power2_divisions): one line of "k=v" */
+                int plen = (int)(dot - key);
+                const char *sep = "";
+                printf("  %-36.*s ", plen, key);
+                while (i < s->n_settings && s->settings[i].type == GM_SETTING_INT &&
+                       !strncmp(s->settings[i].key, key, (size_t)plen + 1)) {
+                    printf("%s%s=%" PRId64, sep, s->settings[i].key + plen + 1, s->settings[i].i);
+                    sep = " ";
+                    i++;
+                }
+                printf("\n");
+                i--;
+                continue;
+            }
             print_setting(&s->settings[i]);
+        }
     } else {
         printf("allocator settings not in the file (written by torch >= 2.3)\n");
     }

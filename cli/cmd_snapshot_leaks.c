@@ -8,6 +8,7 @@
 #include "opts.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 
 static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
                         const struct gm_analysis_device *dev, uint64_t top)
@@ -96,8 +97,18 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
         printf("  no leak: no allocation site keeps memory from one iteration to the next\n\n");
         return;
     }
+    uint64_t per_it = 0, kept = 0;
+    for (size_t i = 0; i < dev->n_leaks; i++) {
+        per_it += dev->leaks[i].bytes_per_iteration;
+        kept += dev->leaks[i].total_bytes;
+    }
+    printf("  LEAK: %zu allocation site%s keep memory from iteration to iteration: %s per "
+           "iteration, %s kept at the end\n",
+           dev->n_leaks, dev->n_leaks == 1 ? "" : "s", ana_cli_short(b1, sizeof(b1), per_it),
+           ana_cli_short(b2, sizeof(b2), kept));
     for (size_t i = 0; i < dev->n_leaks && i < top; i++) {
         const struct gm_analysis_leak *l = &dev->leaks[i];
+        bool same = i > 0 && l->kind == dev->leaks[i - 1].kind;
         printf("  leak %zu: %s per iteration, %s kept at the end (%" PRIu64
                " allocations from %u iterations), %s, %s\n",
                i + 1, ana_cli_short(b1, sizeof(b1), l->bytes_per_iteration),
@@ -106,7 +117,8 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
                gm_leak_kind_name((enum gm_leak_kind)l->kind));
         printf("    allocated at:\n");
         ana_cli_print_stack(stdout, snap, l->stack, "      ", 8);
-        printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+        if (!same)
+            printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
     }
     if (dev->n_leaks > top)
         printf("  ... %zu more leaking sites (--top)\n", dev->n_leaks - (size_t)top);

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "opts.h"
 #include "snapshot_cli.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/units.h"
@@ -156,6 +157,7 @@ int cmd_snapshot_stats(int argc, char **argv)
         "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
     struct gm_json w;
     struct file_stats *files;
+    struct rank_table ranks = {0};
     int n_done = 0;
 
     switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
@@ -182,6 +184,8 @@ int cmd_snapshot_stats(int argc, char **argv)
         files[i].n_blocks = snap->n_blocks;
         if (gm_snapshot_stats(snap, &files[i].st, &err) != GM_OK)
             rc = cli_fail(argv[0], &err);
+        else if (n_pos > 1)
+            rc = ranks_add(&ranks, argv[0], argv[i + 1], snap, &files[i].st);
         gm_snapshot_free(snap);
         n_done = i + 1;
     }
@@ -199,8 +203,10 @@ int cmd_snapshot_stats(int argc, char **argv)
             if (n_pos > 1)
                 gm_json_end_object(&w);
         }
-        if (n_pos > 1)
+        if (n_pos > 1) {
             gm_json_end_array(&w);
+            ranks_json(&ranks, &w);
+        }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
         for (int i = 0; i < n_pos; i++) {
@@ -208,7 +214,10 @@ int cmd_snapshot_stats(int argc, char **argv)
                 printf("\n");
             text_file(&files[i]);
         }
+        if (n_pos > 1)
+            ranks_print(&ranks, stdout);
     }
+    ranks_release(&ranks);
     for (int i = 0; i < n_done; i++)
         gm_snapshot_stats_release(&files[i].st);
     gm_free(files);

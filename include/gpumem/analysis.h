@@ -76,7 +76,8 @@ enum gm_rule {
     GM_RULE_PARAM_LIFETIME,    /* parameter: alive from before the trace to its end, with no
                                 * stack (allocated before recording started) */
     GM_RULE_INPUT_FRAMES,      /* input: torch/utils/data frames */
-    GM_RULE_INPUT_BATCH,       /* input: user code before a forward, replaced each iteration */
+    GM_RULE_INPUT_BATCH,       /* input: a few tensors allocated by user code before a forward,
+                                * freed by the next iteration (or the latest such batch) */
     GM_RULE_ACT_SAVED,         /* activation: born in forward, freed in backward */
     GM_RULE_ACT_HELD,          /* activation: born in forward, freed later in the iteration
                                 * (or, with no backward at all, kept past the forward) */
@@ -153,14 +154,16 @@ struct gm_analysis_iteration {
 
 enum gm_leak_kind {
     GM_LEAK_FORWARD_OUTPUT = 0, /* a forward result (loss, output) kept every iteration */
-    GM_LEAK_GRAPH_NO_GRAD,      /* forward without backward keeps its graph (eval w/o no_grad) */
+    GM_LEAK_GRAPH_NO_GRAD,      /* "graph_kept": many forward sites leak together, a whole
+                                 * graph is kept (eval without no_grad, y_sum = y_sum + y) */
     GM_LEAK_USER_TENSOR,        /* user code keeps a new tensor every iteration */
     GM_LEAK_OPTIMIZER,          /* optimizer state grows every iteration */
     GM_LEAK_OTHER,
 };
 #define GM_LEAK_KIND_COUNT 5
 
-/* "forward_output", ... and a paragraph: what causes it and the fix; static storage. */
+/* "forward_output", "graph_kept", ... and a paragraph: what causes it and the fix;
+ * static storage. */
 const char *gm_leak_kind_name(enum gm_leak_kind k);
 const char *gm_leak_kind_advice(enum gm_leak_kind k);
 
@@ -298,8 +301,9 @@ size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, 
 
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 
-/* One allocation site (Python frames as filename+function, lines ignored so that an edit
- * elsewhere in the file does not split a site) in A and B. */
+/* One allocation site in A and B: its Python frames as filename + function, with the line
+ * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
+ * does not split a site). */
 struct gm_analysis_diff_site {
     uint32_t stack[2];   /* a representative stack in A / in B; UINT32_MAX when absent */
     uint64_t bytes[2];   /* bytes alive at the peak in A / B */

@@ -30,7 +30,18 @@ struct work {
     uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
     bool has_backward;
     bool trace_has_frames;
-    struct ana_map survivors; /* stack -> 1 + earliest iteration of its never-freed allocs */
+    struct ana_map site_of;   /* stack -> index in sites[] */
+    struct site_stat *sites;  /* per allocation stack seen in the trace */
+};
+
+/* What an allocation site (stack) does over the trace, for the input-batch rule. */
+struct site_stat {
+    uint32_t count;      /* trace allocations */
+    uint32_t n_iters;    /* distinct iterations (or the prelude) it allocates in */
+    int32_t last_iter;
+    int32_t first_kept;  /* iteration of its first / last allocation never freed, -2: none */
+    int32_t last_kept;
+    uint32_t n_batches;  /* allocations already classified as freed batches */
 };
 
 /* ---------------------------------------------------------------- allocations */
@@ -204,6 +215,7 @@ static void apply_step_annotations(struct work *w)
     if (!snap->n_annotations || !snap->has_time)
         return;
     int64_t open = -1;
+    size_t k = 0; /* events are in time order: one walk over them for all windows */
     for (size_t i = 0; i < snap->n_annotations; i++) {
         const struct gm_snapshot_annotation *an = &snap->annotations[i];
         if (an->device != sd->index || !has_prefix(an->name, "Optimizer.step#"))
@@ -214,10 +226,15 @@ static void apply_step_annotations(struct work *w)
         }
         if (open < 0)
             continue;
-        for (size_t k = 0; k < sd->n_events; k++) {
+        while (k < sd->n_events && (!(sd->events[k].flags & GM_EVENT_HAS_TIME) ||
+                                    sd->events[k].time_us < open))
+            k++;
+        for (; k < sd->n_events; k++) {
             const struct gm_snapshot_event *e = &sd->events[k];
-            if (!(e->flags & GM_EVENT_HAS_TIME) || e->time_us < open || e->time_us > an->time_us)
+            if (!(e->flags & GM_EVENT_HAS_TIME))
                 continue;
+            if (e->time_us > an->time_us)
+                break;
             if (w->phase[k] == RAW_UNKNOWN)
                 w->phase[k] = RAW_STEP;
         }
@@ -242,34 +259,50 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     apply_step_annotations(w);
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
-    uint8_t *next = gm_malloc(n ? n : 1);
+    uint32_t *next = gm_malloc((n ? n : 1) * sizeof(uint32_t)); /* next known event */
     if (!next)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
-    uint8_t nk = RAW_UNKNOWN;
+    uint32_t nk = UINT32_MAX;
     for (size_t k = n; k-- > 0;) {
         next[k] = nk;
         if (w->phase[k] != RAW_UNKNOWN)
-            nk = w->phase[k];
+            nk = (uint32_t)k;
     }
+    bool raw_backward = false;
+    for (size_t k = 0; k < n && !raw_backward; k++)
+        raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
+    uint32_t prev_caller = ANA_NO_FRAME; /* who called the model in the last forward event */
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = w->phase[k];
         if (raw != RAW_UNKNOWN) {
             pk = raw;
+            if (raw == RAW_FORWARD)
+                prev_caller = ana_stack_caller(w->cls, sd->events[k].stack);
             w->phase[k] = (uint8_t)phase_of_raw(raw);
             continue;
         }
-        uint8_t p = pk, q = next[k];
+        uint8_t p = pk, q = next[k] == UINT32_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[next[k]];
         uint8_t out;
         bool empty = sd->events[k].stack == 0;
-        if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD))
+        if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
-        else if (p == q && p != RAW_UNKNOWN)
+        } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
+            /* Between two forward events: code of a training forward that runs outside any
+             * module (in the function that calls the model), else code between two model
+             * calls (a batch, an evaluation, logging). */
+            uint32_t u = ana_stack_first_user(w->cls, sd->events[k].stack);
+            uint32_t nc = ana_stack_caller(w->cls, sd->events[next[k]].stack);
+            bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
+                        ana_same_function(w->snap, u, nc);
+            out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
+        } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
-        else if (p == RAW_FORWARD && q == RAW_BACKWARD)
+        } else if (p == RAW_FORWARD && q == RAW_BACKWARD) {
             out = RAW_FORWARD; /* the loss, computed outside any module */
-        else
+        } else {
             out = RAW_OTHER;
+        }
         w->phase[k] = (uint8_t)phase_of_raw(out);
     }
     gm_free(next);
@@ -485,18 +518,27 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         const struct gm_analysis_phase_run *f = next_forward(dev, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(dev, f->first_event);
+            uint32_t si = ana_map_get(&w->site_of, a->stack);
+            struct site_stat *ss = si != NO_ALLOC ? &w->sites[si] : NULL;
+            /* A batch is a few tensors per iteration (x, y, a mask, a dict of them), not
+             * per-parameter work done in a loop. */
+            bool few = ss && ss->count <= 8 * (ss->n_iters ? ss->n_iters : 1);
             bool batch;
-            /* Kept to the end: the last batch, unless its site keeps more (a leak). */
-            if (a->free_event < 0)
-                batch = it >= 0 && (size_t)it + 1 == dev->n_iterations &&
-                        ana_map_get(&w->survivors, a->stack) ==
-                            (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
-            else
+            if (a->free_event < 0) {
+                /* Kept to the end: the latest batch of a site whose earlier batches were
+                 * freed, and which keeps nothing from other iterations (else a leak). */
+                int32_t own = iteration_of(dev, a->alloc_event);
+                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == own &&
+                        ss->last_kept == own;
+            } else {
                 batch = free_it >= 0 && free_it <= it + 1;
-            /* The batch of an inference loop without iterations: consumed by one forward. */
-            if (it < 0 && a->free_event >= 0)
-                batch = true;
-            if (batch) {
+                /* the batch of an inference loop without iterations: used by one forward */
+                if (it < 0)
+                    batch = true;
+            }
+            if (batch && few) {
+                if (a->free_event >= 0)
+                    ss->n_batches++;
                 set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_BATCH);
                 return;
             }
@@ -552,7 +594,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             lifetime += a->bytes;
     }
-    size_t it = 0;
+    size_t it = 0, is = 0;
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         if (k >= 0) {
@@ -582,6 +624,11 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             dev->at_peak_lifetime_only = lifetime;
         }
         /* Iteration figures. */
+        while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
+            if (dev->iterations[is].first_event == k + 1)
+                dev->iterations[is].start_bytes = total; /* before its first event */
+            is++;
+        }
         if (k >= 0) {
             while (it < dev->n_iterations && dev->iterations[it].last_event < k)
                 it++;
@@ -596,11 +643,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (iv->last_event == k)
                     iv->end_bytes = total;
             }
-            if (it + 1 < dev->n_iterations && dev->iterations[it + 1].first_event == k + 1)
-                dev->iterations[it + 1].start_bytes = total;
         }
-        if (p == 0 && dev->n_iterations && dev->iterations[0].first_event == 0)
-            dev->iterations[0].start_bytes = total;
         /* Which point slot: the first and last points alone, the rest in buckets. */
         size_t slot;
         if (p == 0)
@@ -626,8 +669,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         }
     }
     copy_bytes(dev->at_end, cur);
-    /* Iteration times and the start bytes of iterations starting at event > 0 are set;
-     * fill times. */
+    /* Iteration times. */
     for (size_t i = 0; i < dev->n_iterations; i++) {
         struct gm_analysis_iteration *iv = &dev->iterations[i];
         const struct gm_snapshot_event *a = &sd->events[iv->first_event];
@@ -651,6 +693,20 @@ struct site {
     uint8_t category;
     uint8_t rule;
 };
+
+struct kept_alloc {
+    uint32_t site;
+    int32_t iteration;
+    uint64_t bytes;
+};
+
+static int cmp_kept(const void *a, const void *b)
+{
+    const struct kept_alloc *x = a, *y = b;
+    if (x->site != y->site)
+        return x->site < y->site ? -1 : 1;
+    return (x->iteration > y->iteration) - (x->iteration < y->iteration);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -676,6 +732,7 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     struct ana_map map;
     struct site *sites = NULL;
     uint64_t *per_it = NULL;
+    struct kept_alloc *kept = NULL;
     size_t n_sites = 0, cap = 0;
     st = ana_map_init(&map, 64, err);
     if (st != GM_OK)
@@ -724,23 +781,40 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
         goto out;
     dev->leaks = gm_arena_calloc(w->arena, n_leaks, sizeof(*dev->leaks));
     per_it = gm_calloc(n_it, sizeof(uint64_t));
-    if (!dev->leaks || !per_it)
+    size_t n_kept = 0;
+    for (size_t i = 0; i < dev->n_allocs; i++)
+        if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
+            n_kept++;
+    kept = gm_malloc((n_kept ? n_kept : 1) * sizeof(*kept));
+    if (!dev->leaks || !per_it || !kept)
         goto nomem;
-    size_t l = 0;
-    for (size_t s = 0; s < n_sites; s++) {
-        const struct site *si = &sites[s];
-        if (si->n_iters < need)
+    /* The kept allocations of leaking sites, grouped by site (then iteration: allocations
+     * come in event order and qsort ties are broken by the iteration). */
+    n_kept = 0;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->iteration < 0 || a->free_event >= 0)
             continue;
-        memset(per_it, 0, n_it * sizeof(uint64_t));
-        for (size_t i = 0; i < dev->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &dev->allocs[i];
-            if (a->iteration >= 0 && a->free_event < 0 && a->stack == si->stack)
-                per_it[a->iteration] += a->bytes;
-        }
+        uint32_t si = ana_map_get(&map, a->stack);
+        if (si == NO_ALLOC || sites[si].n_iters < need)
+            continue;
+        kept[n_kept].site = si;
+        kept[n_kept].iteration = a->iteration;
+        kept[n_kept].bytes = a->bytes;
+        n_kept++;
+    }
+    qsort(kept, n_kept, sizeof(*kept), cmp_kept);
+    size_t l = 0;
+    for (size_t k = 0; k < n_kept;) {
+        const struct site *si = &sites[kept[k].site];
         size_t nz = 0;
-        for (size_t i = 0; i < n_it; i++)
-            if (per_it[i])
-                per_it[nz++] = per_it[i];
+        uint32_t cur = kept[k].site;
+        for (; k < n_kept && kept[k].site == cur; k++) {
+            if (nz && kept[k - 1].iteration == kept[k].iteration && kept[k - 1].site == cur)
+                per_it[nz - 1] += kept[k].bytes;
+            else
+                per_it[nz++] = kept[k].bytes;
+        }
         qsort(per_it, nz, sizeof(uint64_t), cmp_u64);
         struct gm_analysis_leak *lk = &dev->leaks[l++];
         lk->stack = si->stack;
@@ -760,6 +834,17 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             lk->kind = GM_LEAK_OTHER;
     }
     dev->n_leaks = n_leaks;
+    /* Several forward sites leaking together: a whole autograd graph (and the activations
+     * it saved) is kept, not just one output tensor. */
+    size_t n_fwd = 0;
+    for (size_t i = 0; i < n_leaks; i++)
+        if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT ||
+            dev->leaks[i].kind == GM_LEAK_GRAPH_NO_GRAD)
+            n_fwd++;
+    if (n_fwd > 2)
+        for (size_t i = 0; i < n_leaks; i++)
+            if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT)
+                dev->leaks[i].kind = GM_LEAK_GRAPH_NO_GRAD;
     qsort(dev->leaks, n_leaks, sizeof(*dev->leaks), cmp_leak);
     st = GM_OK;
     goto out;
@@ -767,12 +852,57 @@ nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
 out:
     gm_free(per_it);
+    gm_free(kept);
     gm_free(sites);
     ana_map_release(&map);
     return st;
 }
 
 /* ---------------------------------------------------------------- driver */
+
+/* Per allocation stack: allocations, iterations, the never-freed ones (allocations come
+ * in event order, so iterations are visited in order). */
+static enum gm_status site_stats(struct work *w, struct gm_error *err)
+{
+    const struct gm_analysis_device *dev = w->dev;
+    size_t n = 0, cap = 0;
+    enum gm_status st = ana_map_init(&w->site_of, 256, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event < 0)
+            continue;
+        uint32_t si = ana_map_get(&w->site_of, a->stack);
+        if (si == NO_ALLOC) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                struct site_stat *v = gm_realloc(w->sites, cap * sizeof(*v));
+                if (!v)
+                    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+                w->sites = v;
+            }
+            si = (uint32_t)n++;
+            memset(&w->sites[si], 0, sizeof(w->sites[si]));
+            w->sites[si].last_iter = -2;
+            w->sites[si].first_kept = w->sites[si].last_kept = -2;
+            if ((st = ana_map_put(&w->site_of, a->stack, si, err)) != GM_OK)
+                return st;
+        }
+        struct site_stat *ss = &w->sites[si];
+        int32_t itv = iteration_of(dev, a->alloc_event);
+        ss->count++;
+        if (itv != ss->last_iter)
+            ss->n_iters++;
+        ss->last_iter = itv;
+        if (a->free_event < 0) {
+            if (ss->first_kept == -2)
+                ss->first_kept = itv;
+            ss->last_kept = itv;
+        }
+    }
+    return GM_OK;
+}
 
 static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
                                      struct ana_classifier *cls, struct gm_arena *arena,
@@ -782,7 +912,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}};
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}, NULL};
     enum gm_status st;
 
     dev->device = sd->index;
@@ -813,19 +943,8 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
-    if ((st = ana_map_init(&w.survivors, 256, err)) != GM_OK)
+    if ((st = site_stats(&w, err)) != GM_OK)
         goto out;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event < 0 || a->free_event >= 0)
-            continue;
-        /* allocations come in event order: the first one seen is the earliest */
-        if (ana_map_get(&w.survivors, a->stack) != UINT32_MAX)
-            continue;
-        uint32_t first = (uint32_t)(iteration_of(dev, a->alloc_event) + 1);
-        if ((st = ana_map_put(&w.survivors, a->stack, first, err)) != GM_OK)
-            goto out;
-    }
     for (size_t i = 0; i < dev->n_allocs; i++) {
         classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
@@ -879,7 +998,8 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     }
     st = GM_OK;
 out:
-    ana_map_release(&w.survivors);
+    ana_map_release(&w.site_of);
+    gm_free(w.sites);
     gm_free(w.phase);
     gm_free(w.ev_free);
     gm_snapshot_timeline_release(&tl);

@@ -33,7 +33,10 @@ struct ana_classifier {
     const struct gm_snapshot *snap;
     uint16_t *frame_flags; /* per frame id */
     uint16_t *stack_flags; /* per stack id, FR_STACK_DONE once computed */
+    uint32_t *caller;      /* per stack id: see ana_stack_caller(); CALLER_UNSET until done */
 };
+
+#define ANA_NO_FRAME UINT32_MAX
 
 /* Prepare per-frame flags (gm_malloc'ed arrays). */
 enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_snapshot *snap,
@@ -46,6 +49,16 @@ uint16_t ana_frame_flags(const struct gm_snapshot_frame *f);
 /* ORed flags of a stack; FR_BACKWARD also when the outermost Python frame is in
  * torch/autograd (a Python function called by the engine thread). Cached. */
 uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack);
+
+/* The frame that called the model: the first Python frame outside the outermost module
+ * call of 'stack' (ANA_NO_FRAME when there is none). Cached. */
+uint32_t ana_stack_caller(struct ana_classifier *c, uint32_t stack);
+
+/* The first user-code frame of 'stack' (innermost first), or ANA_NO_FRAME. */
+uint32_t ana_stack_first_user(const struct ana_classifier *c, uint32_t stack);
+
+/* Do two frame ids name the same function (filename and name)? */
+bool ana_same_function(const struct gm_snapshot *snap, uint32_t a, uint32_t b);
 
 /* Phase the flags of a stack imply (RAW_UNKNOWN when they say nothing). */
 enum ana_raw_phase ana_phase_of_flags(uint16_t flags);

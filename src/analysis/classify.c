@@ -120,7 +120,12 @@ static uint16_t python_flags(const char *fn, const char *nm)
     }
     if (eq(nm, "zero_grad"))
         fl |= FR_ZERO_GRAD;
-    if (ana_path_has(fn, "/torch/utils/data/"))
+    /* Data loading and batches moved to the GPU by the libraries that do it for the user:
+     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(). */
+    if (ana_path_has(fn, "/torch/utils/data/") || ana_path_has(fn, "/torch_geometric/data/") ||
+        ((ana_path_has(fn, "/transformers/tokenization_utils_base.py") ||
+          ana_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
+         eq(nm, "to")))
         fl |= FR_DATA;
 
     /* User code: not torch, not an installed package, not the Python standard library. */
@@ -165,12 +170,14 @@ enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_sna
     c->snap = snap;
     c->frame_flags = gm_calloc(snap->n_frames ? snap->n_frames : 1, sizeof(uint16_t));
     c->stack_flags = gm_calloc(snap->n_stacks ? snap->n_stacks : 1, sizeof(uint16_t));
-    if (!c->frame_flags || !c->stack_flags) {
+    c->caller = gm_malloc((snap->n_stacks ? snap->n_stacks : 1) * sizeof(uint32_t));
+    if (!c->frame_flags || !c->stack_flags || !c->caller) {
         ana_classifier_release(c);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for frame flags");
     }
     for (size_t i = 0; i < snap->n_frames; i++)
         c->frame_flags[i] = ana_frame_flags(&snap->frames[i]);
+    memset(c->caller, 0xfe, (snap->n_stacks ? snap->n_stacks : 1) * sizeof(uint32_t));
     return GM_OK;
 }
 
@@ -178,8 +185,10 @@ void ana_classifier_release(struct ana_classifier *c)
 {
     gm_free(c->frame_flags);
     gm_free(c->stack_flags);
+    gm_free(c->caller);
     c->frame_flags = NULL;
     c->stack_flags = NULL;
+    c->caller = NULL;
 }
 
 uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
@@ -207,6 +216,54 @@ uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
         fl |= FR_BACKWARD;
     c->stack_flags[stack] = (uint16_t)(fl | FR_STACK_DONE);
     return fl;
+}
+
+#define CALLER_UNSET 0xfefefefeu
+
+uint32_t ana_stack_caller(struct ana_classifier *c, uint32_t stack)
+{
+    const struct gm_snapshot *snap = c->snap;
+    if (stack >= snap->n_stacks)
+        return ANA_NO_FRAME;
+    if (c->caller[stack] != CALLER_UNSET)
+        return c->caller[stack];
+    const struct gm_snapshot_stack *st = &snap->stacks[stack];
+    long outer_call = -1;
+    for (uint32_t i = 0; i < st->n_frames; i++)
+        if (st->frames[i] < snap->n_frames && (c->frame_flags[st->frames[i]] & FR_MODULE_CALL))
+            outer_call = (long)i;
+    uint32_t found = ANA_NO_FRAME;
+    for (uint32_t i = (uint32_t)(outer_call + 1); outer_call >= 0 && i < st->n_frames; i++) {
+        uint32_t id = st->frames[i];
+        if (id < snap->n_frames && (c->frame_flags[id] & FR_PY) &&
+            !(c->frame_flags[id] & FR_MODULE_CALL)) {
+            found = id;
+            break;
+        }
+    }
+    c->caller[stack] = found;
+    return found;
+}
+
+uint32_t ana_stack_first_user(const struct ana_classifier *c, uint32_t stack)
+{
+    const struct gm_snapshot *snap = c->snap;
+    if (stack >= snap->n_stacks)
+        return ANA_NO_FRAME;
+    const struct gm_snapshot_stack *st = &snap->stacks[stack];
+    for (uint32_t i = 0; i < st->n_frames; i++)
+        if (st->frames[i] < snap->n_frames && (c->frame_flags[st->frames[i]] & FR_USER))
+            return st->frames[i];
+    return ANA_NO_FRAME;
+}
+
+bool ana_same_function(const struct gm_snapshot *snap, uint32_t a, uint32_t b)
+{
+    if (a >= snap->n_frames || b >= snap->n_frames)
+        return false;
+    const struct gm_snapshot_frame *x = &snap->frames[a], *y = &snap->frames[b];
+    return (x->filename == y->filename || !strcmp(x->filename, y->filename)) &&
+           (x->name == y->name || !strcmp(x->name, y->name));
 }
 
 enum ana_raw_phase ana_phase_of_flags(uint16_t fl)

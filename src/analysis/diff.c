@@ -3,13 +3,15 @@
  * per-category split at the peak, and allocation sites with their bytes at the peak.
  *
  * A site is keyed by its shown frames (gm_analysis_stack_frames(): the Python frames, or
- * the non-noise frames of a C++-only stack) as filename + function, without line numbers,
- * so that an edit elsewhere in a file does not turn one site into a vanished and a new
- * one. */
+ * the non-noise frames of a C++-only stack) as filename + function, with the line number of
+ * the innermost frame only, so that an edit that shifts the callers' lines does not turn
+ * one site into a vanished and a new one, while two allocations of one function stay
+ * apart. */
 #include "analysis/analysis_int.h"
 
 #include "gpumem/arena.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,14 +79,15 @@ static size_t smap_get_or_add(struct smap *m, char *key, size_t next_site, bool 
     return next_site;
 }
 
-/* The site key of a stack: "file\x1ffunction\x1e..." (gm_malloc'ed). */
+/* The site key of a stack: "file\x1ffunction\x1fline\x1e" for the innermost shown frame,
+ * then "file\x1ffunction\x1e" for its callers (gm_malloc'ed). */
 static char *stack_key(const struct gm_snapshot *snap, uint32_t stack)
 {
     uint32_t ids[256];
     size_t n = gm_analysis_stack_frames(snap, stack, ids, 256);
     if (n > 256)
         n = 256;
-    size_t len = 1;
+    size_t len = 24;
     for (size_t i = 0; i < n; i++)
         len += strlen(snap->frames[ids[i]].filename) + strlen(snap->frames[ids[i]].name) + 2;
     char *k = gm_malloc(len);
@@ -99,6 +102,8 @@ static char *stack_key(const struct gm_snapshot *snap, uint32_t stack)
         *p++ = '\x1f';
         memcpy(p, f->name, b);
         p += b;
+        if (i == 0)
+            p += snprintf(p, 24, "\x1f%lld", (long long)f->line);
         *p++ = '\x1e';
     }
     *p = 0;

@@ -26,7 +26,8 @@ static const struct {
                      "from_pretrained, torch.load or DataParallel replicate"},
     {"param_lifetime", "alive from before the trace to its end, without a stack"},
     {"input_frames", "allocated by torch.utils.data code"},
-    {"input_batch", "allocated by user code before a forward and replaced every iteration"},
+    {"input_batch", "a few tensors allocated by user code before a forward and freed by "
+                    "the next iteration (or the latest such batch)"},
     {"act_saved", "allocated in forward, freed during backward (saved for backward)"},
     {"act_held", "allocated in forward and kept after it within the iteration"},
     {"temp_forward", "allocated and freed inside one forward"},
@@ -51,7 +52,7 @@ const char *gm_rule_text(enum gm_rule r)
 const char *gm_leak_kind_name(enum gm_leak_kind k)
 {
     static const char *const names[GM_LEAK_KIND_COUNT] = {
-        "forward_output", "graph_no_grad", "user_tensor", "optimizer", "other"};
+        "forward_output", "graph_kept", "user_tensor", "optimizer", "other"};
     return (unsigned)k < GM_LEAK_KIND_COUNT ? names[k] : "other";
 }
 
@@ -65,11 +66,13 @@ const char *gm_leak_kind_advice(enum gm_leak_kind k)
                "its autograd graph. Keep a number instead: `total += loss.item()`, or "
                "`loss.detach()` when a tensor is needed.";
     case GM_LEAK_GRAPH_NO_GRAD:
-        return "Forward passes without a backward keep their autograd graph (and every "
-               "activation it saved) as long as their outputs are referenced. This is the "
-               "evaluation loop without `torch.no_grad()`: wrap it in `with torch.no_grad():` "
-               "(or `torch.inference_mode()`), and keep `.item()`/`.cpu()` copies of what "
-               "you collect.";
+        return "Whole autograd graphs are kept: many forward allocation sites (the "
+               "activations a graph saved for backward) stay alive from every iteration. "
+               "Either a forward runs without backward and without `torch.no_grad()` (an "
+               "evaluation loop) while its output is kept, or an output is accumulated with "
+               "its graph (`y_sum = y_sum + y`). Wrap evaluation in `with torch.no_grad():` "
+               "(or `torch.inference_mode()`), and keep `loss.item()` or `y.detach()` "
+               "instead of the tensor.";
     case GM_LEAK_USER_TENSOR:
         return "Your code creates a GPU tensor every iteration and keeps it (a list, a "
                "dict, a cache). Keep a CPU copy (`.cpu()`, `.item()`), bound the container, "

@@ -12,9 +12,10 @@
 #include "pickle/pickle.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Opcode bytes (CPython Lib/pickle.py names). */
 enum {
@@ -111,6 +112,8 @@ const char *pk_opcode_name(uint8_t op)
     }
 }
 
+#define FREE_CLASSES 64
+
 /* The machine's state during one parse. */
 struct vm {
     struct pk_doc *doc;
@@ -128,13 +131,21 @@ struct vm {
     struct gm_error *err;
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
+    enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
+                                struct gm_error *err);
+    void *append_ctx;
+    bool drop_behind;
+    bool limit_hit; /* a heap array hit the memory cap */
+    /* recycled containers (from consumed appends) and item arrays by slot count */
+    struct pk_node *free_nodes;
+    pk_val *free_items[FREE_CLASSES + 1];
 };
 
 #define OFF(vm, ptr) ((uint64_t)((ptr) - (vm)->base))
 
 static enum gm_status nomem(struct vm *vm, uint64_t off)
 {
-    if (vm->doc->arena.limit_hit || (vm->max_memory && vm->heap_bytes > vm->max_memory / 2))
+    if (vm->doc->arena.limit_hit || vm->limit_hit)
         return gm_fail(vm->err, GM_ERR_LIMIT, off,
                        "pickle: memory cap of %zu bytes exceeded (a larger file needs more)",
                        vm->max_memory);
@@ -154,8 +165,10 @@ static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t ele
     if (ncap > SIZE_MAX / elem)
         return false;
     if (vm->max_memory &&
-        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory)
+        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory) {
+        vm->limit_hit = true;
         return false;
+    }
     n = gm_realloc(*arr, ncap * elem);
     if (!n)
         return false;
@@ -165,7 +178,7 @@ static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t ele
     return true;
 }
 
-static enum gm_status push(struct vm *vm, pk_val v, uint64_t off)
+static enum gm_status push_slow(struct vm *vm, pk_val v, uint64_t off)
 {
     if (vm->sp == vm->stack_cap) {
         if (vm->sp >= vm->stack_max)
@@ -178,22 +191,76 @@ static enum gm_status push(struct vm *vm, pk_val v, uint64_t off)
     return GM_OK;
 }
 
+static inline enum gm_status push(struct vm *vm, pk_val v, uint64_t off)
+{
+    if (vm->sp < vm->stack_cap) {
+        vm->stack[vm->sp++] = v;
+        return GM_OK;
+    }
+    return push_slow(vm, v, off);
+}
+
+static pk_val *alloc_items(struct vm *vm, size_t slots)
+{
+    if (slots && slots <= FREE_CLASSES && vm->free_items[slots]) {
+        pk_val *it = vm->free_items[slots];
+        vm->free_items[slots] = (pk_val *)(uintptr_t)it[0];
+        return it;
+    }
+    return gm_arena_alloc(&vm->doc->arena, slots * sizeof(pk_val), 8);
+}
+
 static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
 {
-    struct pk_node *n = gm_arena_alloc(&vm->doc->arena, sizeof(*n), 8);
+    struct pk_node *n;
     size_t slots = kind == PK_DICT ? (size_t)cap * 2 : cap;
-    if (!n)
-        return NULL;
+    if (vm->free_nodes) {
+        n = vm->free_nodes;
+        vm->free_nodes = (struct pk_node *)(void *)n->items;
+    } else {
+        n = gm_arena_alloc(&vm->doc->arena, sizeof(*n), 8);
+        if (!n)
+            return NULL;
+    }
     n->kind = kind;
+    n->flags = 0;
+    n->n_puts = 0;
+    n->memo_idx = 0;
     n->len = 0;
     n->cap = cap;
     n->items = NULL;
     if (cap) {
-        n->items = gm_arena_alloc(&vm->doc->arena, slots * sizeof(pk_val), 8);
+        n->items = alloc_items(vm, slots);
         if (!n->items)
             return NULL;
     }
     return n;
+}
+
+/* Give back an item the append hook consumed, if nothing else can reach it: it was never
+ * pushed again (memo, DUP) and at most one memo slot holds it, which becomes PK_DEAD.
+ * Only the items themselves: what they contain may still be fetched from the memo later
+ * (a trace entry's frames list is shared by later entries), so it stays. */
+static void recycle(struct vm *vm, pk_val v)
+{
+    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    size_t slots;
+    if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1)
+        return;
+    if (n->n_puts == 1) {
+        if (n->memo_idx < vm->memo_len && vm->memo[n->memo_idx] == v)
+            vm->memo[n->memo_idx] = PK_DEAD;
+        else
+            return; /* the slot was reused; be conservative */
+    }
+    slots = (size_t)n->cap * (n->kind == PK_DICT ? 2 : 1);
+    if (n->items && slots && slots <= FREE_CLASSES) {
+        n->items[0] = (pk_val)(uintptr_t)vm->free_items[slots];
+        vm->free_items[slots] = n->items;
+    }
+    n->kind = 0;
+    n->items = (pk_val *)(void *)vm->free_nodes;
+    vm->free_nodes = n;
 }
 
 /* Make room for 'extra' more items (pairs for a dict) in 'n'.  Arena arrays cannot be
@@ -212,7 +279,7 @@ static bool node_reserve(struct vm *vm, struct pk_node *n, size_t extra)
         ncap = need;
     if (ncap > UINT32_MAX)
         ncap = UINT32_MAX;
-    items = gm_arena_alloc(&vm->doc->arena, ncap * per * sizeof(pk_val), 8);
+    items = alloc_items(vm, ncap * per);
     if (!items)
         return false;
     if (n->len)
@@ -286,15 +353,30 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
     while (vm->memo_len <= idx)
         vm->memo[vm->memo_len++] = PK_HOLE;
     vm->memo[idx] = v;
+    if (pk_node(v)) {
+        struct pk_node *n = (struct pk_node *)(uintptr_t)v;
+        if (n->n_puts < UINT16_MAX)
+            n->n_puts++;
+        n->memo_idx = (uint32_t)(idx > UINT32_MAX ? UINT32_MAX : idx);
+    }
     return GM_OK;
 }
 
-static enum gm_status memo_get(struct vm *vm, uint64_t idx, uint64_t off)
+static inline enum gm_status memo_get(struct vm *vm, uint64_t idx, uint64_t off)
 {
+    pk_val v;
     if (idx >= vm->memo_len || vm->memo[idx] == PK_HOLE)
         return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: memo slot %llu is empty",
                        (unsigned long long)idx);
-    return push(vm, vm->memo[idx], off);
+    v = vm->memo[idx];
+    if (v == PK_DEAD)
+        return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                       "pickle: memo slot %llu refers to a trace entry that was already consumed "
+                       "(a trace entry shared between lists is not supported)",
+                       (unsigned long long)idx);
+    if (pk_node(v))
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    return push(vm, v, off);
 }
 
 /* Items from the topmost MARK to the top of the stack: start index, count. */
@@ -324,6 +406,8 @@ static enum gm_status need_stack(struct vm *vm, size_t n, uint64_t off, uint8_t 
 static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
                                 uint64_t off)
 {
+    if (k == 0)
+        return GM_OK;
     if (!node_reserve(vm, n, k))
         return nomem(vm, off);
     memcpy(n->items + n->len, items, k * sizeof(pk_val));
@@ -336,6 +420,8 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
 {
     if (k % 2)
         return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: SETITEMS with an odd number of values");
+    if (k == 0)
+        return GM_OK;
     if (!node_reserve(vm, n, k / 2))
         return nomem(vm, off);
     memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
@@ -467,6 +553,52 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
     return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: unknown opcode 0x%02x", op);
 }
 
+/* Return the pages of the mapped input well behind 'at' to the kernel: a private read-only
+ * file mapping refaults them from the page cache if a memoized string there is read again. */
+static void drop_behind(struct vm *vm, const uint8_t *at)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)vm->base, hi;
+    if (pg <= 0 || (size_t)(at - vm->base) < (8u << 20))
+        return;
+    hi = (uintptr_t)at - (4u << 20);
+    lo = (lo + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    hi &= ~((uintptr_t)pg - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Offer the items stack[first..sp) for list 'n' at stack[list_pos] to the append hook. */
+static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, size_t first,
+                           uint64_t off, bool *consumed)
+{
+    struct pk_append a;
+    enum gm_status st;
+    a.doc = vm->doc;
+    a.stack = vm->stack;
+    a.list_pos = list_pos;
+    a.marks = vm->marks;
+    a.n_marks = vm->n_marks;
+    a.items = vm->stack + first;
+    a.n_items = vm->sp - first;
+    a.offset = off;
+    *consumed = false;
+    if (n->len && !(n->flags & PK_NODE_STREAMED))
+        return GM_OK; /* a list that already holds items stays a plain list */
+    st = vm->on_append(vm->append_ctx, &a, consumed, vm->err);
+    if (st != GM_OK)
+        return st;
+    if (*consumed) {
+        n->flags |= PK_NODE_STREAMED;
+        for (size_t i = first; i < vm->sp; i++)
+            recycle(vm, vm->stack[i]);
+    } else if (n->flags & PK_NODE_STREAMED) {
+        return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                       "pickle: a streamed list got items its consumer refused");
+    }
+    return GM_OK;
+}
+
 static enum gm_status run(struct vm *vm)
 {
     uint64_t next_progress = 16u << 20;
@@ -488,6 +620,8 @@ static enum gm_status run(struct vm *vm)
             next_progress = off + (16u << 20);
             if (vm->progress)
                 vm->progress(off, (uint64_t)(vm->end - vm->base), vm->progress_ctx);
+            if (vm->drop_behind)
+                drop_behind(vm, at);
         }
         switch (op) {
         case OP_PROTO:
@@ -541,6 +675,8 @@ static enum gm_status run(struct vm *vm)
             break;
         case OP_DUP:
             CHECK(need_stack(vm, 1, off, op));
+            if (pk_node(vm->stack[vm->sp - 1]))
+                ((struct pk_node *)(uintptr_t)vm->stack[vm->sp - 1])->flags |= PK_NODE_SHARED;
             CHECK(push(vm, vm->stack[vm->sp - 1], off));
             break;
 
@@ -684,7 +820,8 @@ static enum gm_status run(struct vm *vm)
             n = new_node(vm, PK_TUPLE, (uint32_t)k);
             if (!n)
                 return nomem(vm, off);
-            memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
+            if (k)
+                memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
             n->len = (uint32_t)k;
             vm->sp -= k;
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
@@ -724,9 +861,13 @@ static enum gm_status run(struct vm *vm)
             if (!n || n->kind != (op == OP_APPEND ? PK_LIST : PK_DICT))
                 return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s to a %s",
                                pk_opcode_name(op), pk_type_name(vm->stack[vm->sp - k - 1]));
-            if (op == OP_APPEND)
-                CHECK(add_items(vm, n, vm->stack + vm->sp - 1, 1, off));
-            else
+            if (op == OP_APPEND) {
+                bool consumed = false;
+                if (vm->on_append)
+                    CHECK(hook(vm, n, vm->sp - 2, vm->sp - 1, off, &consumed));
+                if (!consumed)
+                    CHECK(add_items(vm, n, vm->stack + vm->sp - 1, 1, off));
+            } else
                 CHECK(add_pairs(vm, n, vm->stack + vm->sp - 2, 2, off));
             vm->sp -= k;
             break;
@@ -744,10 +885,15 @@ static enum gm_status run(struct vm *vm)
             if (!n || n->kind != want)
                 return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: %s to a %s",
                                pk_opcode_name(op), pk_type_name(vm->stack[start - 1]));
-            if (op == OP_SETITEMS)
+            if (op == OP_SETITEMS) {
                 CHECK(add_pairs(vm, n, vm->stack + start, vm->sp - start, off));
-            else
-                CHECK(add_items(vm, n, vm->stack + start, vm->sp - start, off));
+            } else {
+                bool consumed = false;
+                if (op == OP_APPENDS && vm->on_append)
+                    CHECK(hook(vm, n, start - 1, start, off, &consumed));
+                if (!consumed)
+                    CHECK(add_items(vm, n, vm->stack + start, vm->sp - start, off));
+            }
             vm->sp = start;
             break;
         }
@@ -822,7 +968,12 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm.err = err;
     vm.max_memory = o ? o->max_memory : 0;
     vm.marks_max = o && o->max_depth ? o->max_depth : 1000;
-    vm.stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 22);
+    vm.stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
+    if (o) {
+        vm.on_append = o->on_append;
+        vm.append_ctx = o->append_ctx;
+        vm.drop_behind = o->drop_behind;
+    }
 
     if (len == 0) {
         st = gm_fail(err, GM_ERR_FORMAT, 0, "pickle: empty file");
@@ -991,7 +1142,8 @@ const char *pk_type_name(pk_val v)
     switch (pk_tag(v)) {
     case PK_TAG_INT: return "int";
     case PK_TAG_STR: return "str";
-    case PK_TAG_CONST: return v == PK_NONE ? "None" : v == PK_HOLE ? "nothing" : "bool";
+    case PK_TAG_CONST:
+        return v == PK_NONE ? "None" : (v == PK_HOLE || v == PK_DEAD) ? "nothing" : "bool";
     default: break;
     }
     if (b)

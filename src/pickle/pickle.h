@@ -38,14 +38,37 @@ typedef uint64_t pk_val;
 #define PK_FALSE ((pk_val)((1u << 3) | PK_TAG_CONST))
 #define PK_TRUE  ((pk_val)((2u << 3) | PK_TAG_CONST))
 #define PK_HOLE  ((pk_val)((3u << 3) | PK_TAG_CONST))
+/* A memo slot whose object was handed to an append hook and recycled (see pk_opts). */
+#define PK_DEAD  ((pk_val)((4u << 3) | PK_TAG_CONST))
 
 enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
 
+enum pk_node_flags {
+    PK_NODE_SHARED = 1 << 0,   /* pushed again from the memo or by DUP */
+    PK_NODE_STREAMED = 1 << 1, /* a list whose items an append hook consumed */
+};
+
 struct pk_node {
-    uint8_t kind;   /* enum pk_kind */
-    uint32_t len;   /* items (a dict: key/value pairs) */
-    uint32_t cap;   /* slots allocated in items (a dict: pairs) */
-    pk_val *items;  /* a dict stores key0, value0, key1, value1, ... */
+    uint8_t kind;      /* enum pk_kind */
+    uint8_t flags;     /* enum pk_node_flags */
+    uint16_t n_puts;   /* memo slots holding it (saturating) */
+    uint32_t len;      /* items (a dict: key/value pairs); a streamed list: 0 */
+    uint32_t cap;      /* slots allocated in items (a dict: pairs) */
+    uint32_t memo_idx; /* the last memo slot holding it */
+    pk_val *items;     /* a dict stores key0, value0, key1, value1, ... */
+};
+
+/* What an append hook sees: the list being appended to sits at stack[list_pos]; 'marks'
+ * are the open MARK positions (the APPENDS mark already removed). */
+struct pk_append {
+    const struct pk_doc *doc;
+    const pk_val *stack;
+    size_t list_pos;
+    const size_t *marks;
+    size_t n_marks;
+    const pk_val *items;
+    size_t n_items;
+    uint64_t offset; /* of the APPEND/APPENDS opcode */
 };
 
 enum pk_box_kind { PK_BOX_I64 = 1, PK_BOX_U64, PK_BOX_BIGINT, PK_BOX_FLOAT };
@@ -65,6 +88,17 @@ struct pk_opts {
     uint32_t max_stack;  /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
+    /* Called before items are appended to a list.  Setting *consumed keeps them out of the
+     * list (the list gets PK_NODE_STREAMED); items that are containers referenced from
+     * nowhere else are then recycled, and their memo slot reads as PK_DEAD.  This lets a
+     * consumer turn a huge list of dicts into compact records while parsing, in constant
+     * extra memory.  A non-OK status aborts the parse with 'err' as filled by the hook. */
+    enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
+                                struct gm_error *err);
+    void *append_ctx;
+    /* The input is a private file mapping: give back pages well behind the cursor
+     * (madvise MADV_DONTNEED), so resident memory stays below the file size. */
+    bool drop_behind;
 };
 
 struct pk_doc {

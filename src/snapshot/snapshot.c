@@ -30,6 +30,8 @@
 struct snap_impl {
     struct gm_snapshot pub;
     struct gm_arena arena;
+    void **heap; /* event arrays of streamed traces (gm_malloc'd) */
+    size_t n_heap;
 };
 
 /* Every string the schema gives meaning to. */
@@ -75,9 +77,36 @@ static const char *const word_text[W_COUNT] = {
     [W_INACTIVE] = "inactive", [W_SMALL] = "small", [W_LARGE] = "large",
 };
 
+/* A frames list remembered by its items: the frame dict objects (see intern_stack). */
+struct sig {
+    uint32_t off; /* into sig_pool */
+    uint32_t n;
+    uint32_t stack;
+};
+
 struct stack_rec {
     uint32_t off; /* into the frame-id pool */
     uint32_t n;
+};
+
+/* A direct-mapped cache in front of a map: most look-ups repeat the last few keys. */
+#define DM_BITS 12
+struct dm_entry {
+    uint64_t key; /* 0: empty */
+    uint32_t val;
+};
+
+static inline size_t dm_slot(uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - DM_BITS));
+}
+
+/* A device trace list consumed while parsing (see on_append). */
+struct stream {
+    int32_t device;
+    struct gm_snapshot_event *ev;
+    size_t n, cap;
+    size_t unknown;
 };
 
 struct builder {
@@ -86,9 +115,16 @@ struct builder {
     struct gm_arena *arena;
     struct gm_error *err;
 
-    struct hmap words; /* string value -> enum word */
+    struct dm_entry words[1 << DM_BITS];      /* string value -> enum word */
+    struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
+    struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
+    struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
+    struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
-    struct hmap str_by_val;     /* string value -> index in strs */
+    struct stream *streams;
+    size_t n_streams, cap_streams;
+    struct hmap stream_by_node;
+
     struct hmap str_by_content; /* content hash -> index in strs */
     const char **strs;
     size_t *str_lens;
@@ -98,7 +134,12 @@ struct builder {
     struct gm_snapshot_frame *frames;
     size_t n_frames, cap_frames;
 
-    struct hmap stack_by_node, stack_by_content;
+    struct hmap stack_by_content;
+    struct hmap sig_map; /* frame-objects hash -> index in sigs */
+    struct sig *sigs;
+    size_t n_sigs, cap_sigs;
+    pk_val *sig_pool;
+    size_t n_sig_pool, cap_sig_pool;
     struct stack_rec *stacks;
     size_t n_stacks, cap_stacks;
     uint32_t *pool;
@@ -149,11 +190,12 @@ static enum word word_of(struct builder *b, pk_val v)
     uint32_t w;
     const char *p;
     size_t n;
+    struct dm_entry *c;
     if (pk_tag(v) != PK_TAG_STR)
         return W_UNKNOWN;
-    w = hmap_find(&b->words, v, NULL, NULL);
-    if (w != HMAP_NONE)
-        return (enum word)w;
+    c = &b->words[dm_slot(v)];
+    if (c->key == v)
+        return (enum word)c->val;
     w = W_UNKNOWN;
     if (pk_get_str(b->doc, v, &p, &n, NULL)) {
         for (unsigned i = 1; i < W_COUNT; i++) {
@@ -163,8 +205,8 @@ static enum word word_of(struct builder *b, pk_val v)
             }
         }
     }
-    /* A failed put only costs speed: the next look-up compares again. */
-    (void)hmap_put(&b->words, v, w);
+    c->key = v;
+    c->val = w;
     return (enum word)w;
 }
 
@@ -185,9 +227,17 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
 {
     struct str_eq_ctx c = {b, p, n};
     uint64_t h = hmap_hash_bytes(p, n, 0);
-    uint32_t i = hmap_find(&b->str_by_content, h, str_eq, &c);
+    struct dm_entry *dc = &b->content_dm[dm_slot(h)];
+    uint32_t i;
     char *s;
+    if (dc->key == h && str_eq(&c, dc->val)) {
+        *idx = dc->val;
+        return GM_OK;
+    }
+    i = hmap_find(&b->str_by_content, h, str_eq, &c);
     if (i != HMAP_NONE) {
+        dc->key = h;
+        dc->val = i;
         *idx = i;
         return GM_OK;
     }
@@ -229,10 +279,11 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
 {
     const char *p;
     size_t n;
-    uint32_t idx = hmap_find(&b->str_by_val, v, NULL, NULL);
+    uint32_t idx;
+    struct dm_entry *c = &b->str_by_val[dm_slot(v)];
     enum gm_status st;
-    if (idx != HMAP_NONE) {
-        *out = b->strs[idx];
+    if (c->key == v && pk_tag(v) == PK_TAG_STR) {
+        *out = b->strs[c->val];
         return GM_OK;
     }
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
@@ -240,8 +291,8 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
                        what, pk_type_name(v));
     if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
         return st;
-    if (!hmap_put(&b->str_by_val, v, idx))
-        return nomem(b);
+    c->key = v;
+    c->val = idx;
     *out = b->strs[idx];
     return GM_OK;
 }
@@ -417,13 +468,33 @@ static bool stack_eq(void *ctx, uint32_t id)
     return s->n == c->n && !memcmp(c->b->pool + s->off, c->b->tmp, c->n * sizeof(uint32_t));
 }
 
-/* The stack id of a list of frame dicts. */
+struct sig_eq_ctx {
+    struct builder *b;
+    const pk_val *items;
+    size_t n;
+};
+
+static bool sig_eq(void *ctx, uint32_t idx)
+{
+    struct sig_eq_ctx *c = ctx;
+    const struct sig *g = &c->b->sigs[idx];
+    return g->n == c->n && !memcmp(c->b->sig_pool + g->off, c->items, c->n * sizeof(pk_val));
+}
+
+/* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
+ * frame dict objects, shared through the memo), not by the list object: writers share
+ * either the list or its frames, and lists inside trace entries are recycled while
+ * parsing.  Only lists of memo-shared frames are remembered by items; others go through
+ * the content maps every time (2.0 files share nothing). */
 static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *l = as_list(v);
-    uint32_t id;
+    uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
-    uint64_t h;
+    struct sig_eq_ctx sc;
+    struct dm_entry *dc;
+    uint64_t h, hs;
+    bool all_shared = true;
     enum gm_status st;
 
     if (!l)
@@ -433,18 +504,37 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         *out = 0;
         return GM_OK;
     }
-    id = hmap_find(&b->stack_by_node, (uint64_t)(uintptr_t)l, NULL, NULL);
-    if (id != HMAP_NONE) {
-        *out = id;
+    sc.b = b;
+    sc.items = l->items;
+    sc.n = l->len;
+    hs = (uint64_t)l->len;
+    for (uint32_t i = 0; i < l->len; i++)
+        hs = hmap_mix(hs ^ l->items[i]) + i;
+    dc = &b->sig_dm[dm_slot(hs)];
+    if (dc->key == hs && sig_eq(&sc, dc->val)) {
+        *out = b->sigs[dc->val].stack;
+        return GM_OK;
+    }
+    gi = hmap_find(&b->sig_map, hs, sig_eq, &sc);
+    if (gi != HMAP_NONE) {
+        dc->key = hs;
+        dc->val = gi;
+        *out = b->sigs[gi].stack;
         return GM_OK;
     }
     if (!grow_arr((void **)&b->tmp, &b->cap_tmp, l->len, sizeof(uint32_t)))
         return nomem(b);
-    for (uint32_t i = 0; i < l->len; i++)
+    for (uint32_t i = 0; i < l->len; i++) {
+        const struct pk_node *f = pk_node(l->items[i]);
         if ((st = intern_frame(b, l->items[i], &b->tmp[i])) != GM_OK)
             return st;
+        if (!f || !(f->flags & PK_NODE_SHARED))
+            all_shared = false;
+    }
     c.n = l->len;
-    h = hmap_hash_bytes(b->tmp, c.n * sizeof(uint32_t), 1);
+    h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < c.n; i++)
+        h = hmap_mix(h ^ b->tmp[i]) + i;
     id = hmap_find(&b->stack_by_content, h, stack_eq, &c);
     if (id == HMAP_NONE) {
         if (b->n_pool + c.n > UINT32_MAX || b->n_stacks >= UINT32_MAX - 1 ||
@@ -460,8 +550,23 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         if (!hmap_put(&b->stack_by_content, h, id))
             return nomem(b);
     }
-    if (!hmap_put(&b->stack_by_node, (uint64_t)(uintptr_t)l, id))
-        return nomem(b);
+    if (all_shared) {
+        /* remember these frame objects: the next list of the same frames is one look-up */
+        if (b->n_sig_pool + c.n > UINT32_MAX || b->n_sigs >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->sig_pool, &b->cap_sig_pool, b->n_sig_pool + c.n,
+                      sizeof(pk_val)) ||
+            !grow_arr((void **)&b->sigs, &b->cap_sigs, b->n_sigs + 1, sizeof(struct sig)))
+            return nomem(b);
+        memcpy(b->sig_pool + b->n_sig_pool, l->items, c.n * sizeof(pk_val));
+        b->sigs[b->n_sigs].off = (uint32_t)b->n_sig_pool;
+        b->sigs[b->n_sigs].n = (uint32_t)c.n;
+        b->sigs[b->n_sigs].stack = id;
+        b->n_sig_pool += c.n;
+        if (!hmap_put(&b->sig_map, hs, (uint32_t)b->n_sigs))
+            return nomem(b);
+        dc->key = hs;
+        dc->val = (uint32_t)b->n_sigs++;
+    }
     *out = id;
     return GM_OK;
 }
@@ -682,7 +787,13 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                           ((uint64_t)(uintptr_t)x->compile_context * 3) ^
                           ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
                           ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
-    uint32_t id = hmap_find(&b->extra_by_content, h, extra_eq, &c);
+    struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
+    uint32_t id;
+    if (dc->key == h && extra_eq(&c, dc->val)) {
+        *out = dc->val + 1;
+        return GM_OK;
+    }
+    id = hmap_find(&b->extra_by_content, h, extra_eq, &c);
     if (id == HMAP_NONE) {
         if (b->n_extras >= UINT32_MAX - 2 ||
             !grow_arr((void **)&b->extras, &b->cap_extras, b->n_extras + 1, sizeof(*x)))
@@ -692,6 +803,8 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
         if (!hmap_put(&b->extra_by_content, h, id))
             return nomem(b);
     }
+    dc->key = h;
+    dc->val = id;
     *out = id + 1;
     return GM_OK;
 }
@@ -790,6 +903,70 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
         e->addr = device_free;
     if (has_extra)
         return intern_extra(b, &x, &e->extra);
+    return GM_OK;
+}
+
+/* ---- streaming: device traces are converted while the pickle is parsed ---- */
+
+/* The append hook (pickle.h): when the list being appended to is device_traces[i], turn
+ * the trace entries into events now and let the parser recycle their dicts, so that a
+ * trace of millions of entries never exists as a generic graph.  The list is recognised by
+ * the stack shape every known writer produces for {"device_traces": [[...], ...]}:
+ * "device_traces", outer list, [MARK,] earlier inner lists, this list. */
+static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *consumed,
+                                struct gm_error *err)
+{
+    struct builder *b = ctx;
+    const struct pk_node *list = pk_node(a->stack[a->list_pos]);
+    uint32_t si = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)list, NULL, NULL);
+    struct stream *str;
+    enum gm_status st;
+    (void)err;
+
+    if (si == HMAP_NONE) {
+        const struct pk_node *outer = NULL;
+        size_t dev = 0;
+        size_t p = a->list_pos;
+        if (p >= 2 && pk_node_of_kind(a->stack[p - 1], PK_LIST) &&
+            pk_str_eq(a->doc, a->stack[p - 2], "device_traces")) {
+            outer = pk_node(a->stack[p - 1]);
+            dev = outer->len;
+        } else if (a->n_marks) {
+            size_t m = a->marks[a->n_marks - 1];
+            if (m < 2 || m > p || !pk_node_of_kind(a->stack[m - 1], PK_LIST) ||
+                !pk_str_eq(a->doc, a->stack[m - 2], "device_traces"))
+                return GM_OK;
+            for (size_t i = m; i < p; i++)
+                if (!pk_node_of_kind(a->stack[i], PK_LIST))
+                    return GM_OK;
+            outer = pk_node(a->stack[m - 1]);
+            dev = (size_t)outer->len + (p - m);
+        } else {
+            return GM_OK;
+        }
+        if (dev >= MAX_DEVICES)
+            return GM_OK; /* build() reports it */
+        if (!grow_arr((void **)&b->streams, &b->cap_streams, b->n_streams + 1,
+                      sizeof(struct stream)))
+            return nomem(b);
+        si = (uint32_t)b->n_streams++;
+        memset(&b->streams[si], 0, sizeof(struct stream));
+        b->streams[si].device = (int32_t)dev;
+        if (!hmap_put(&b->stream_by_node, (uint64_t)(uintptr_t)list, si))
+            return nomem(b);
+    }
+    str = &b->streams[si];
+    if (!grow_arr((void **)&str->ev, &str->cap, str->n + a->n_items,
+                  sizeof(struct gm_snapshot_event)))
+        return nomem(b);
+    for (size_t i = 0; i < a->n_items; i++) {
+        if ((st = read_event(b, a->items[i], str->n, &str->ev[str->n], &str->unknown)) != GM_OK) {
+            b->err->offset = a->offset;
+            return gm_error_prefix(b->err, "device %d", str->device);
+        }
+        str->n++;
+    }
+    *consumed = true;
     return GM_OK;
 }
 
@@ -1089,20 +1266,48 @@ static enum gm_status build(struct builder *b, pk_val root)
             if (trl && (uint32_t)i < trl->len) {
                 const struct pk_node *l = as_list(trl->items[i]);
                 struct gm_snapshot_event *ev = NULL;
-                size_t unknown = 0;
+                size_t unknown = 0, n_ev = 0;
                 d->has_trace = true;
                 if (!l)
                     return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                                    "snapshot: device_traces[%d] is a %s, expected a list", i,
                                    pk_type_name(trl->items[i]));
-                if (l->len) {
+                if (l->flags & PK_NODE_STREAMED) {
+                    uint32_t sj = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)l, NULL, NULL);
+                    struct stream *str;
+                    void **nh;
+                    if (sj == HMAP_NONE || b->streams[sj].device != i ||
+                        (b->streams[sj].n && b->streams[sj].ev == NULL))
+                        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                                       "snapshot: device_traces[%d] is a trace list read for "
+                                       "another device (shared between devices?)",
+                                       i);
+                    str = &b->streams[sj];
+                    nh = gm_realloc(b->impl->heap, (b->impl->n_heap + 1) * sizeof(void *));
+                    if (!nh)
+                        return nomem(b);
+                    b->impl->heap = nh;
+                    /* shrink to fit; keep the larger block if that fails */
+                    if (str->n) {
+                        void *fit = gm_realloc(str->ev, str->n * sizeof(*str->ev));
+                        if (fit)
+                            str->ev = fit;
+                    }
+                    nh[b->impl->n_heap++] = str->ev;
+                    ev = str->ev;
+                    n_ev = str->n;
+                    unknown = str->unknown;
+                    str->ev = NULL; /* owned by the snapshot now */
+                } else if (l->len) {
                     ev = gm_arena_alloc(b->arena, (size_t)l->len * sizeof(*ev), 8);
                     if (!ev)
                         return nomem(b);
+                    for (uint32_t k = 0; k < l->len; k++)
+                        if ((st = read_event(b, l->items[k], k, &ev[k], &unknown)) != GM_OK)
+                            return gm_error_prefix(b->err, "device %d", i);
+                    n_ev = l->len;
                 }
-                for (uint32_t k = 0; k < l->len; k++) {
-                    if ((st = read_event(b, l->items[k], k, &ev[k], &unknown)) != GM_OK)
-                        return gm_error_prefix(b->err, "device %d", i);
+                for (size_t k = 0; k < n_ev; k++) {
                     if (ev[k].flags & GM_EVENT_HAS_TIME) {
                         if (!s->has_time || ev[k].time_us < s->time_first_us)
                             s->time_first_us = ev[k].time_us;
@@ -1112,8 +1317,8 @@ static enum gm_status build(struct builder *b, pk_val root)
                     }
                 }
                 d->events = ev;
-                d->n_events = l->len;
-                s->n_events += l->len;
+                d->n_events = n_ev;
+                s->n_events += n_ev;
                 s->n_unknown_actions += unknown;
             }
         }
@@ -1189,12 +1394,16 @@ static enum gm_status finish(struct builder *b)
 
 static void builder_release(struct builder *b)
 {
-    hmap_release(&b->words);
-    hmap_release(&b->str_by_val);
+    hmap_release(&b->stream_by_node);
+    for (size_t i = 0; i < b->n_streams; i++)
+        gm_free(b->streams[i].ev);
+    gm_free(b->streams);
     hmap_release(&b->str_by_content);
     hmap_release(&b->frame_by_node);
     hmap_release(&b->frame_by_content);
-    hmap_release(&b->stack_by_node);
+    hmap_release(&b->sig_map);
+    gm_free(b->sigs);
+    gm_free(b->sig_pool);
     hmap_release(&b->stack_by_content);
     hmap_release(&b->extra_by_content);
     gm_free(b->strs);
@@ -1206,22 +1415,41 @@ static void builder_release(struct builder *b)
     gm_free(b->extras);
 }
 
-enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
-                                    const struct gm_snapshot_opts *opts,
-                                    struct gm_snapshot **out, struct gm_error *err)
+static enum gm_status load(const void *data, size_t len, const struct gm_snapshot_opts *opts,
+                           bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
     struct pk_opts po;
     struct pk_doc doc;
-    struct builder b;
+    struct builder *b;
     struct snap_impl *impl;
     size_t cap;
     enum gm_status st;
+    struct gm_error local;
 
     *out = NULL;
+    if (!err) {
+        gm_error_clear(&local);
+        err = &local;
+    }
     if (opts && opts->max_memory)
         cap = opts->max_memory > SIZE_MAX ? SIZE_MAX : (size_t)opts->max_memory;
     else
         cap = len > (SIZE_MAX - ((size_t)1 << 30)) / 4 ? SIZE_MAX : len * 4 + ((size_t)1 << 30);
+
+    impl = gm_calloc(1, sizeof(*impl));
+    b = gm_calloc(1, sizeof(*b));
+    if (!impl || !b) {
+        gm_free(impl);
+        gm_free(b);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
+    }
+    gm_arena_init(&impl->arena, cap);
+    impl->pub.file_size = len;
+    b->doc = &doc;
+    b->impl = impl;
+    b->arena = &impl->arena;
+    b->err = err;
+
     memset(&po, 0, sizeof(po));
     po.max_memory = cap;
     po.max_depth = opts ? opts->max_depth : 0;
@@ -1229,43 +1457,41 @@ enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
         po.progress = opts->progress;
         po.progress_ctx = opts->progress_ctx;
     }
-    st = pk_parse(&doc, data, len, &po, err);
-    if (st != GM_OK)
-        return st;
+    po.on_append = on_append;
+    po.append_ctx = b;
+    po.drop_behind = mapped;
 
-    impl = gm_calloc(1, sizeof(*impl));
-    if (!impl) {
-        pk_doc_release(&doc);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
-    }
-    gm_arena_init(&impl->arena, cap);
-    impl->pub.protocol = doc.protocol;
-    impl->pub.file_size = len;
-
-    memset(&b, 0, sizeof(b));
-    b.doc = &doc;
-    b.impl = impl;
-    b.arena = &impl->arena;
-    b.err = err;
     /* stack id 0 is the empty stack */
-    if (!grow_arr((void **)&b.stacks, &b.cap_stacks, 1, sizeof(struct stack_rec))) {
-        st = nomem(&b);
+    if (!grow_arr((void **)&b->stacks, &b->cap_stacks, 1, sizeof(struct stack_rec))) {
+        st = nomem(b);
     } else {
-        b.stacks[0].off = 0;
-        b.stacks[0].n = 0;
-        b.n_stacks = 1;
-        st = build(&b, doc.root);
-        if (st == GM_OK)
-            st = finish(&b);
+        b->stacks[0].off = 0;
+        b->stacks[0].n = 0;
+        b->n_stacks = 1;
+        st = pk_parse(&doc, data, len, &po, err);
+        if (st == GM_OK) {
+            impl->pub.protocol = doc.protocol;
+            st = build(b, doc.root);
+            if (st == GM_OK)
+                st = finish(b);
+            pk_doc_release(&doc);
+        }
     }
-    builder_release(&b);
-    pk_doc_release(&doc);
+    builder_release(b);
+    gm_free(b);
     if (st != GM_OK) {
         gm_snapshot_free(&impl->pub);
         return st;
     }
     *out = &impl->pub;
     return GM_OK;
+}
+
+enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
+                                    const struct gm_snapshot_opts *opts,
+                                    struct gm_snapshot **out, struct gm_error *err)
+{
+    return load(data, len, opts, false, out, err);
 }
 
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
@@ -1300,7 +1526,7 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
     if (map == MAP_FAILED)
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot map '%s': %s", path, strerror(errno));
     (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-    rc = gm_snapshot_load_mem(map, (size_t)st.st_size, opts, out, err);
+    rc = load(map, (size_t)st.st_size, opts, true, out, err);
     munmap(map, (size_t)st.st_size);
     if (rc != GM_OK && err)
         gm_error_prefix(err, "%s", path);
@@ -1312,6 +1538,9 @@ void gm_snapshot_free(struct gm_snapshot *snap)
     struct snap_impl *impl = (struct snap_impl *)snap;
     if (!snap)
         return;
+    for (size_t i = 0; i < impl->n_heap; i++)
+        gm_free(impl->heap[i]);
+    gm_free(impl->heap);
     gm_arena_release(&impl->arena);
     gm_free(impl);
 }

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/* test_analysis.c - unit tests of src/analysis: frame patterns of real PyTorch programs
+ * (Linux and Windows paths, C++ autograd symbols), the address map, and a hand-built
+ * training trace whose every allocation has a known category, phase, iteration and leak. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "analysis/analysis_int.h"
+#include "gpumem/analysis.h"
+
+#include <string.h>
+
+static uint16_t flags_of(const char *file, const char *name, bool py)
+{
+    struct gm_snapshot_frame f = {file, name, 1, py, false};
+    return ana_frame_flags(&f);
+}
+
+static void test_paths(void **state)
+{
+    (void)state;
+    assert_true(ana_path_has("C:\\x\\lib\\site-packages\\torch\\nn\\modules\\module.py",
+                             "/torch/nn/modules/module.py"));
+    assert_true(ana_path_has("/a/torch/optim/adam.py", "/torch/optim/"));
+    assert_false(ana_path_has("/a/torch_geometric/data.py", "/torch/"));
+    assert_false(ana_path_has("", "/x"));
+    assert_true(ana_path_has("abc", ""));
+}
+
+static void test_frame_flags(void **state)
+{
+    (void)state;
+    const char *mod = "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py";
+    const char *wmod = "C:\\r\\.venv\\lib\\site-packages\\torch\\nn\\modules\\module.py";
+    assert_true(flags_of(mod, "_call_impl", true) & FR_MODULE_CALL);
+    assert_true(flags_of(wmod, "_wrapped_call_impl", true) & FR_MODULE_CALL);
+    assert_true(flags_of(mod, "convert", true) & FR_PARAM_LOAD);
+    assert_true(flags_of(mod, "_apply", true) & FR_PARAM_LOAD);
+    assert_false(flags_of(mod, "_apply", true) & FR_MODULE_CALL);
+    assert_true(flags_of("/e/lib/python3.10/site-packages/torch/autograd/__init__.py",
+                         "_make_grads", true) & FR_BACKWARD);
+    assert_true(flags_of("/e/site-packages/torch/_tensor.py", "backward", true) & FR_BACKWARD);
+    assert_false(flags_of("/e/site-packages/torch/_tensor.py", "wrapped", true) & FR_BACKWARD);
+    assert_true(flags_of("??",
+                         "torch::autograd::Engine::evaluate_function(std::shared_ptr<"
+                         "torch::autograd::GraphTask>&, torch::autograd::Node*)",
+                         false) & FR_BACKWARD);
+    assert_true(flags_of("??", "torch::autograd::generated::MmBackward0::apply(std::vector<"
+                               "at::Tensor, std::allocator<at::Tensor> >&&)",
+                         false) & FR_BACKWARD);
+    /* dropping a graph in forward runs release_variables(): not backward */
+    assert_false(flags_of("??", "torch::autograd::generated::PowBackward0::release_variables()",
+                          false) & FR_BACKWARD);
+    assert_true(flags_of("/e/site-packages/torch/optim/adam.py", "_init_group", true) &
+                FR_OPTIM_STEP);
+    assert_true(flags_of("/e/site-packages/torch/optim/adamw.py", "_multi_tensor_adamw", true) &
+                FR_OPTIM_STEP);
+    uint16_t zg = flags_of("/e/site-packages/torch/optim/optimizer.py", "zero_grad", true);
+    assert_true(zg & FR_ZERO_GRAD);
+    assert_false(zg & FR_OPTIM_STEP);
+    assert_false(flags_of("/e/site-packages/torch/optim/lr_scheduler.py", "step", true) &
+                 FR_OPTIM_STEP);
+    assert_true(flags_of("/e/site-packages/torch/utils/data/dataloader.py", "__next__", true) &
+                FR_DATA);
+    assert_true(flags_of("/e/site-packages/torch_geometric/data/data.py", "to", true) & FR_DATA);
+    assert_true(flags_of("/e/site-packages/transformers/tokenization_utils_base.py", "to", true) &
+                FR_DATA);
+    assert_true(flags_of("/home/u/proj/train.py", "main", true) & FR_USER);
+    assert_true(flags_of("/tmp/ipykernel_1/123.py", "<module>", true) & FR_USER);
+    assert_false(flags_of("/usr/lib/python3.10/threading.py", "run", true) & FR_USER);
+    assert_false(flags_of("C:\\py\\cpython-3.10-windows\\lib\\copy.py", "deepcopy", true) &
+                 FR_USER);
+    assert_false(flags_of("/e/site-packages/transformers/models/opt/modeling_opt.py",
+                          "forward", true) & FR_USER);
+    assert_true(flags_of("/e/site-packages/torch/nn/parallel/replicate.py", "replicate", true) &
+                FR_PARAM_LOAD);
+    assert_int_equal(ana_phase_of_flags(FR_MODULE_CALL | FR_BACKWARD), RAW_BACKWARD);
+    assert_int_equal(ana_phase_of_flags(FR_MODULE_CALL | FR_USER), RAW_FORWARD);
+    assert_int_equal(ana_phase_of_flags(FR_USER), RAW_UNKNOWN);
+}
+
+static void test_map(void **state)
+{
+    (void)state;
+    struct ana_map m;
+    assert_int_equal(ana_map_init(&m, 4, NULL), GM_OK);
+    for (uint32_t i = 0; i < 5000; i++)
+        assert_int_equal(ana_map_put(&m, (uint64_t)i * 512 + 0x7f0000000000ULL, i, NULL), GM_OK);
+    for (uint32_t i = 0; i < 5000; i += 2)
+        ana_map_del(&m, (uint64_t)i * 512 + 0x7f0000000000ULL);
+    for (uint32_t i = 0; i < 5000; i++) {
+        uint32_t v = ana_map_get(&m, (uint64_t)i * 512 + 0x7f0000000000ULL);
+        assert_int_equal(v, (i % 2) ? i : UINT32_MAX);
+    }
+    assert_int_equal(m.n, 2500);
+    ana_map_release(&m);
+}
+
+/* ---- a hand-built training trace ---- */
+
+enum { F_APPLY, F_MAIN, F_CALL, F_FWD, F_AG_BWD, F_T_BWD, F_INIT, F_WRAP, F_MT, F_ZG, F_LEAK,
+       N_FR };
+static const struct gm_snapshot_frame frames[N_FR] = {
+    {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false},
+    {"/home/u/train.py", "main", 40, true, false},
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false},
+    {"/home/u/model.py", "forward", 12, true, false},
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},
+    {"/e/site-packages/torch/_tensor.py", "backward", 522, true, false},
+    {"/e/site-packages/torch/optim/adam.py", "_init_group", 111, true, false},
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},
+    {"/e/site-packages/torch/optim/adam.py", "_multi_tensor_adam", 579, true, false},
+    {"/e/site-packages/torch/optim/optimizer.py", "zero_grad", 820, true, false},
+    {"/home/u/train.py", "main", 99, true, false},
+};
+enum { S_EMPTY, S_PARAM, S_FWD, S_USER, S_BWD, S_INIT, S_TEMP, S_LEAK, S_ZG, N_ST };
+static const uint32_t st_param[] = {F_APPLY, F_MAIN};
+static const uint32_t st_fwd[] = {F_FWD, F_CALL, F_MAIN};
+static const uint32_t st_user[] = {F_MAIN};
+static const uint32_t st_bwd[] = {F_AG_BWD, F_T_BWD, F_MAIN};
+static const uint32_t st_init[] = {F_INIT, F_WRAP, F_MAIN};
+static const uint32_t st_temp[] = {F_MT, F_WRAP, F_MAIN};
+static const uint32_t st_leak[] = {F_LEAK};
+static const uint32_t st_zg[] = {F_ZG, F_MAIN};
+static const struct gm_snapshot_stack stacks[N_ST] = {
+    {NULL, 0}, {st_param, 2}, {st_fwd, 3}, {st_user, 1}, {st_bwd, 3},
+    {st_init, 3}, {st_temp, 3}, {st_leak, 1}, {st_zg, 2},
+};
+
+struct trace {
+    struct gm_snapshot_event ev[256];
+    size_t n;
+};
+
+static void ev(struct trace *t, enum gm_snapshot_action a, uint64_t addr, uint64_t size,
+               uint32_t stack)
+{
+    struct gm_snapshot_event *e = &t->ev[t->n++];
+    memset(e, 0, sizeof(*e));
+    e->action = (uint8_t)a;
+    e->addr = addr;
+    e->size = size;
+    e->stack = stack;
+    e->flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_FRAMES;
+}
+
+static void alloc(struct trace *t, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    ev(t, GM_ACTION_ALLOC, addr, size, stack);
+}
+
+static void release(struct trace *t, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    ev(t, GM_ACTION_FREE_REQUESTED, addr, size, stack);
+    ev(t, GM_ACTION_FREE_COMPLETED, addr, size, stack);
+}
+
+/* W param; per iteration: batch (input), A1 (activation), T (forward temp), loss, ones and
+ * tmpgrad (backward temps), G (gradient), S1/S2 (state, first step), tmp (optimizer temp),
+ * L (a 50-byte leak when 'leak'). */
+static void build_trace(struct trace *t, bool leak)
+{
+    t->n = 0;
+    alloc(t, 0x1000, 1000, S_PARAM);
+    for (int it = 0; it < 4; it++) {
+        if (it)
+            release(t, 0x2000, 100, S_USER);
+        alloc(t, 0x2000, 100, S_USER);
+        alloc(t, 0x3000, 500, S_FWD);
+        alloc(t, 0x3800, 300, S_FWD);
+        release(t, 0x3800, 300, S_FWD);
+        alloc(t, 0x3c00, 4, S_FWD);
+        alloc(t, 0x4000, 4, S_BWD);
+        alloc(t, 0x5000, 1000, S_EMPTY);
+        alloc(t, 0x5800, 200, S_EMPTY);
+        release(t, 0x5800, 200, S_EMPTY);
+        release(t, 0x3000, 500, S_EMPTY);
+        release(t, 0x4000, 4, S_BWD);
+        if (it == 0) {
+            alloc(t, 0x6000, 1000, S_INIT);
+            alloc(t, 0x6800, 1000, S_INIT);
+        }
+        alloc(t, 0x7000, 1000, S_TEMP);
+        release(t, 0x7000, 1000, S_TEMP);
+        release(t, 0x5000, 1000, S_ZG);
+        if (leak)
+            alloc(t, 0x9000 + (uint64_t)it * 0x100, 50, S_LEAK);
+        release(t, 0x3c00, 4, S_USER);
+    }
+}
+
+static void make_snapshot(struct gm_snapshot *s, struct gm_snapshot_device *d, struct trace *t)
+{
+    memset(s, 0, sizeof(*s));
+    memset(d, 0, sizeof(*d));
+    d->index = 0;
+    d->has_trace = true;
+    d->events = t->ev;
+    d->n_events = t->n;
+    s->gen = GM_SNAPSHOT_GEN_G7;
+    s->devices = d;
+    s->n_devices = 1;
+    s->n_events = t->n;
+    s->frames = frames;
+    s->n_frames = N_FR;
+    s->stacks = stacks;
+    s->n_stacks = N_ST;
+}
+
+static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev, uint64_t addr,
+                                            int32_t iteration)
+{
+    for (size_t i = 0; i < dev->n_allocs; i++)
+        if (dev->allocs[i].addr == addr &&
+            (iteration < -1 || dev->allocs[i].iteration == iteration))
+            return &dev->allocs[i];
+    return NULL;
+}
+
+static void test_training_trace(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(dev->n_iterations, 4);
+    struct {
+        uint64_t addr;
+        enum gm_category cat;
+        enum gm_rule rule;
+    } want[] = {
+        {0x1000, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_FRAMES},
+        {0x3000, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED},
+        {0x3800, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD},
+        {0x3c00, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD},
+        {0x4000, GM_CATEGORY_OTHER, GM_RULE_TEMP_BACKWARD},
+        {0x5000, GM_CATEGORY_GRADIENT, GM_RULE_GRAD},
+        {0x5800, GM_CATEGORY_OTHER, GM_RULE_TEMP_BACKWARD},
+        {0x6000, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE},
+        {0x7000, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP},
+        {0x9000, GM_CATEGORY_OTHER, GM_RULE_USER},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct gm_analysis_alloc *a = find(dev, want[i].addr, -2);
+        assert_non_null(a);
+        assert_int_equal(a->category, want[i].cat);
+        assert_int_equal(a->rule, want[i].rule);
+    }
+    /* batches: the last is alive at the end, all are inputs */
+    for (int it = 0; it < 4; it++) {
+        const struct gm_analysis_alloc *a = find(dev, 0x2000, it - 1);
+        assert_non_null(a);
+        assert_int_equal(a->category, GM_CATEGORY_INPUT);
+    }
+    /* phases of a few events: the engine's empty stacks are backward */
+    const struct gm_analysis_alloc *g = find(dev, 0x5000, 0);
+    assert_non_null(g);
+    assert_int_equal(gm_analysis_phase_at(dev, g->alloc_event), GM_PHASE_BACKWARD);
+    assert_int_equal(gm_analysis_phase_at(dev, find(dev, 0x7000, 0)->alloc_event),
+                     GM_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(gm_analysis_phase_at(dev, find(dev, 0x3000, 0)->alloc_event),
+                     GM_PHASE_FORWARD);
+    /* the peak: last step, with three 50-byte leaks alive */
+    assert_int_equal(dev->peak_bytes, 1000 + 100 + 4 + 1000 + 2000 + 1000 + 150);
+    assert_int_equal(dev->peak_phase, GM_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(dev->peak_iteration, 3);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_PARAMETER], 1000);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_INPUT], 100);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_ACTIVATION], 4);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_GRADIENT], 1000);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_OPTIMIZER_STATE], 2000);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_OPTIMIZER_TEMP], 1000);
+    assert_int_equal(dev->at_peak[GM_CATEGORY_OTHER], 150);
+    assert_int_equal(dev->at_peak_unexplained, 0);
+    /* the leak */
+    assert_int_equal(dev->n_leaks, 1);
+    assert_int_equal(dev->leaks[0].bytes_per_iteration, 50);
+    assert_int_equal(dev->leaks[0].total_bytes, 200);
+    assert_int_equal(dev->leaks[0].count, 4);
+    assert_int_equal(dev->leaks[0].stack, S_LEAK);
+    assert_int_equal(dev->leaks[0].kind, GM_LEAK_USER_TENSOR);
+    /* iterations: memory left at the end grows by the leak */
+    assert_int_equal(dev->iterations[1].end_bytes - dev->iterations[0].end_bytes, 50);
+    assert_int_equal(dev->iterations[0].start_bytes, 1000 + 100);
+    /* the series keeps the peak and ends with the final state */
+    uint64_t best = 0;
+    for (size_t i = 0; i < dev->n_points; i++)
+        if (dev->points[i].total > best)
+            best = dev->points[i].total;
+    assert_int_equal(best, dev->peak_bytes);
+    assert_int_equal(dev->points[0].event, -1);
+    assert_int_equal(dev->points[dev->n_points - 1].event, (int64_t)t.n - 1);
+
+    /* a coarse series still keeps the peak */
+    struct gm_analysis *coarse = NULL;
+    struct gm_analysis_opts o = {5};
+    assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
+    assert_int_equal(coarse->devices[0].n_points, 5);
+    best = 0;
+    for (size_t i = 0; i < 5; i++)
+        if (coarse->devices[0].points[i].total > best)
+            best = coarse->devices[0].points[i].total;
+    assert_int_equal(best, dev->peak_bytes);
+    gm_analysis_free(coarse);
+
+    /* diff against the same program without the leak: the leak site vanished */
+    static struct trace t2;
+    struct gm_snapshot s2;
+    struct gm_snapshot_device d2;
+    build_trace(&t2, false);
+    make_snapshot(&s2, &d2, &t2);
+    struct gm_analysis *an2 = NULL;
+    assert_int_equal(gm_analysis_run(&s2, NULL, &an2, &err), GM_OK);
+    assert_int_equal(an2->devices[0].n_leaks, 0);
+    struct gm_analysis_diff *df = NULL;
+    assert_int_equal(gm_analysis_diff(an, an2, &df, &err), GM_OK);
+    assert_int_equal(df->n_devices, 1);
+    assert_int_equal(df->devices[0].peak_bytes[0] - df->devices[0].peak_bytes[1], 150);
+    const struct gm_analysis_diff_site *top = &df->devices[0].sites[0];
+    assert_int_equal(top->stack[0], S_LEAK);
+    assert_int_equal(top->stack[1], UINT32_MAX);
+    assert_int_equal(top->bytes[0], 150);
+    assert_int_equal(top->bytes[1], 0);
+    gm_analysis_diff_free(df);
+    gm_analysis_free(an2);
+    gm_analysis_free(an);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(gm_category_name(GM_CATEGORY_OPTIMIZER_STATE), "optimizer_state");
+    assert_string_equal(gm_phase_name(GM_PHASE_OPTIMIZER_STEP), "optimizer_step");
+    assert_string_equal(gm_oom_verdict_name(GM_VERDICT_FRAGMENTATION), "fragmentation");
+    assert_non_null(strstr(gm_oom_verdict_advice(GM_VERDICT_FRAGMENTATION), "expandable_segments"));
+    assert_non_null(strstr(gm_leak_kind_advice(GM_LEAK_FORWARD_OUTPUT), ".item()"));
+    for (int r = 0; r < GM_RULE_COUNT; r++)
+        assert_true(strlen(gm_rule_text((enum gm_rule)r)) > 0);
+}
+
+/* Allocation failures anywhere must give GM_ERR_NOMEM and leak nothing (ASan checks). */
+static void test_nomem(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    bool ok = false;
+    for (long n = 0; n < 400 && !ok; n++) {
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        gm_alloc_fail_after(n);
+        enum gm_status st = gm_analysis_run(&s, NULL, &an, &err);
+        gm_alloc_fail_after(-1);
+        if (st == GM_OK) {
+            ok = true;
+            gm_analysis_free(an);
+        } else {
+            assert_int_equal(st, GM_ERR_NOMEM);
+            assert_null(an);
+        }
+    }
+    assert_true(ok);
+}
+
+/* Two 20 MiB segments with 20 MiB free in total, the largest free range 8 MiB. */
+static enum gm_oom_verdict oom_verdict(uint64_t request, uint64_t device_free,
+                                       struct gm_analysis_frag *copy)
+{
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    const uint64_t M = 1 << 20, A = 0x7f0000000000ULL, B = A + 64 * M;
+    t.n = 0;
+    ev(&t, GM_ACTION_SEGMENT_ALLOC, A, 20 * M, S_FWD);
+    alloc(&t, A, 4 * M, S_FWD);
+    alloc(&t, A + 12 * M, 4 * M, S_FWD);
+    ev(&t, GM_ACTION_SEGMENT_ALLOC, B, 20 * M, S_FWD);
+    alloc(&t, B, 12 * M, S_FWD);
+    ev(&t, GM_ACTION_OOM, device_free, request, S_FWD);
+    make_snapshot(&s, &d, &t);
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    assert_int_equal(an->devices[0].n_ooms, 1);
+    const struct gm_analysis_frag *f = &an->devices[0].ooms[0];
+    enum gm_oom_verdict v = (enum gm_oom_verdict)f->verdict;
+    *copy = *f;
+    copy->pools = NULL;
+    assert_int_equal(f->n_pools, 1);
+    assert_int_equal(f->pools[0].n_segments, 2);
+    gm_analysis_free(an);
+    return v;
+}
+
+static void test_oom(void **state)
+{
+    (void)state;
+    const uint64_t M = 1 << 20;
+    struct gm_analysis_frag f;
+    assert_int_equal(oom_verdict(12 * M, 2 * M, &f), GM_VERDICT_FRAGMENTATION);
+    assert_int_equal(f.reserved, 40 * M);
+    assert_int_equal(f.allocated, 20 * M);
+    assert_int_equal(f.reserved_unallocated, 20 * M);
+    assert_int_equal(f.largest_free, 8 * M);
+    assert_int_equal(f.requested, 12 * M);
+    assert_int_equal(f.device_free, 2 * M);
+    assert_true(f.is_oom);
+    assert_int_equal(oom_verdict(40 * M, 2 * M, &f), GM_VERDICT_SHORTAGE);
+    assert_int_equal(oom_verdict(12 * M, 100 * M, &f), GM_VERDICT_LIMIT);
+    assert_int_equal(oom_verdict(6 * M, 0, &f), GM_VERDICT_LIMIT); /* fits a free range */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paths),         cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_map),           cmocka_unit_test(test_training_trace),
+        cmocka_unit_test(test_names),         cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

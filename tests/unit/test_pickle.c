@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/* test_pickle.c - the pickle VM: every data opcode, memo sharing, refused opcodes with
+ * their offsets, truncation and lying lengths, caps, allocation failures, the append hook. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "pickle/pickle.h"
+
+#include <string.h>
+
+#define P(lit) (const uint8_t *)(lit), sizeof(lit) - 1
+
+static enum gm_status parse(struct pk_doc *d, const uint8_t *p, size_t n, struct gm_error *e)
+{
+    gm_error_clear(e);
+    return pk_parse(d, p, n, NULL, e);
+}
+
+static void test_ints(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    const struct pk_node *l;
+    int64_t i;
+    uint64_t u;
+    /* [1, 300, -2, 2**40 (LONG1 6), -2**63 (LONG1 8), 2**64-1 (LONG1 9), 2**70 (LONG1 9+) ] */
+    static const uint8_t pk[] = {
+        0x80, 4, ']', '(', 'K', 1, 'M', 0x2c, 0x01, 'J', 0xfe, 0xff, 0xff, 0xff,
+        0x8a, 6, 0, 0, 0, 0, 0, 1,
+        0x8a, 8, 0, 0, 0, 0, 0, 0, 0, 0x80,
+        0x8a, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0,
+        0x8a, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0,
+        'I', '4', '2', '\n', 'L', '-', '7', 'L', '\n', 'I', '0', '1', '\n',
+        'e', '.'};
+    (void)state;
+    assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
+    l = pk_node_of_kind(d.root, PK_LIST);
+    assert_non_null(l);
+    assert_int_equal(l->len, 10);
+    assert_true(pk_get_i64(l->items[0], &i) && i == 1);
+    assert_true(pk_get_i64(l->items[1], &i) && i == 300);
+    assert_true(pk_get_i64(l->items[2], &i) && i == -2);
+    assert_false(pk_get_u64(l->items[2], &u));
+    assert_true(pk_get_i64(l->items[3], &i) && i == ((int64_t)1 << 40));
+    assert_true(pk_get_i64(l->items[4], &i) && i == INT64_MIN);
+    assert_true(pk_get_u64(l->items[5], &u) && u == UINT64_MAX);
+    assert_false(pk_get_i64(l->items[5], &i));
+    assert_false(pk_get_i64(l->items[6], &i));
+    assert_false(pk_get_u64(l->items[6], &u));
+    assert_string_equal(pk_type_name(l->items[6]), "int");
+    assert_true(pk_get_i64(l->items[7], &i) && i == 42);
+    assert_true(pk_get_i64(l->items[8], &i) && i == -7);
+    assert_true(l->items[9] == PK_TRUE);
+    pk_doc_release(&d);
+}
+
+static void test_strings_floats_consts(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    const struct pk_node *t;
+    const char *s;
+    size_t n;
+    bool is_bytes;
+    double x;
+    static const uint8_t pk[] = {0x80, 5, 0x95, 30, 0, 0, 0, 0, 0, 0, 0, '(',
+                                 0x8c, 2, 'h', 'i',
+                                 'X', 3, 0, 0, 0, 'a', 'b', 'c',
+                                 0x8d, 1, 0, 0, 0, 0, 0, 0, 0, 'z',
+                                 'C', 2, 0, 1,
+                                 'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0,
+                                 'N', 0x88, 0x89, 't', '.'};
+    (void)state;
+    assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
+    assert_int_equal(d.protocol, 5);
+    t = pk_node_of_kind(d.root, PK_TUPLE);
+    assert_non_null(t);
+    assert_int_equal(t->len, 8);
+    assert_true(pk_get_str(&d, t->items[0], &s, &n, &is_bytes));
+    assert_int_equal(n, 2);
+    assert_memory_equal(s, "hi", 2);
+    assert_false(is_bytes);
+    assert_true(pk_str_eq(&d, t->items[1], "abc"));
+    assert_true(pk_str_eq(&d, t->items[2], "z"));
+    assert_true(pk_get_str(&d, t->items[3], &s, &n, &is_bytes) && is_bytes && n == 2);
+    assert_true(pk_get_double(t->items[4], &x) && x == 1.5);
+    assert_true(t->items[5] == PK_NONE && t->items[6] == PK_TRUE && t->items[7] == PK_FALSE);
+    pk_doc_release(&d);
+}
+
+static void test_containers_and_memo(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    const struct pk_node *top, *a, *b, *tup;
+    /* {"a": L, "b": L} with L = [1] memoized (protocol 2 BINPUT/BINGET) plus tuples */
+    static const uint8_t pk[] = {0x80, 2, '}', 'q', 0, '(',
+                                 'X', 1, 0, 0, 0, 'a', ']', 'q', 1, 'K', 1, 'a',
+                                 'X', 1, 0, 0, 0, 'b', 'h', 1,
+                                 'X', 1, 0, 0, 0, 't', ')', 'K', 1, 0x85, 'K', 1, 'K', 2, 0x86,
+                                 0x87,
+                                 'u', '.'};
+    (void)state;
+    assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
+    top = pk_node_of_kind(d.root, PK_DICT);
+    assert_non_null(top);
+    assert_int_equal(top->len, 3);
+    a = pk_node(pk_dict_get(&d, top, "a"));
+    b = pk_node(pk_dict_get(&d, top, "b"));
+    assert_non_null(a);
+    assert_ptr_equal(a, b); /* shared, not copied */
+    assert_true(a->flags & PK_NODE_SHARED);
+    tup = pk_node_of_kind(pk_dict_get(&d, top, "t"), PK_TUPLE);
+    assert_non_null(tup);
+    assert_int_equal(tup->len, 3);
+    assert_true(pk_dict_get(&d, top, "missing") == PK_HOLE);
+    pk_doc_release(&d);
+
+    /* protocol 0/1: DICT, LIST, TUPLE with MARK, PUT/GET, POP, DUP, POP_MARK */
+    {
+        static const uint8_t p0[] = "(K\x01K\x02lp0\n(K\x03K\x04K\x05" "1g0\n2" "0d.";
+        /* MARK 1 2 LIST; PUT 0; MARK 3 4 5 POP_MARK; GET 0; DUP; POP; DICT without MARK */
+        assert_int_equal(parse(&d, (const uint8_t *)p0, sizeof p0 - 1, &e), GM_ERR_FORMAT);
+    }
+    {
+        static const uint8_t p1[] = "(X\x01\x00\x00\x00kK\x07" "d.";
+        assert_int_equal(parse(&d, (const uint8_t *)p1, sizeof p1 - 1, &e), GM_OK);
+        assert_non_null(pk_node_of_kind(d.root, PK_DICT));
+        pk_doc_release(&d);
+    }
+}
+
+static void test_refused(void **state)
+{
+    static const struct {
+        const char *pk;
+        size_t len;
+        const char *name;
+        uint64_t off;
+    } cases[] = {
+        {"cos\nsystem\n(S'x'\ntR.", 21, "os.system", 0},
+        {"\x80\x04N\x8c\x02os\x8c\x06system\x93.", 17, "os.system", 15},
+        {"\x80\x04NNR.", 6, "REDUCE", 4},
+        {"\x80\x04NNb.", 6, "BUILD", 4},
+        {"\x80\x02NN\x81.", 6, "NEWOBJ", 4},
+        {"\x80\x04(o.", 5, "OBJ", 3},
+        {"\x80\x04(imod\nname\n.", 16, "mod.name", 3},
+        {"\x80\x04NQ.", 5, "BINPERSID", 3},
+        {"\x80\x04Pid\n.", 7, "PERSID", 2},
+        {"\x80\x04\x82\x01.", 5, "EXT1", 2},
+        {"\x80\x05\x97.", 4, "NEXT_BUFFER", 2},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pk_doc d;
+        struct gm_error e;
+        assert_int_equal(parse(&d, (const uint8_t *)cases[i].pk, cases[i].len, &e),
+                         GM_ERR_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, cases[i].name));
+        assert_int_equal(e.offset, cases[i].off);
+    }
+}
+
+static void test_malformed(void **state)
+{
+    static const struct {
+        const char *pk;
+        size_t len;
+        enum gm_status st;
+    } cases[] = {
+        {"", 0, GM_ERR_FORMAT},
+        {"\x80\x04", 2, GM_ERR_FORMAT},                         /* no STOP */
+        {"\x80\x04.", 3, GM_ERR_FORMAT},                        /* STOP, empty stack */
+        {"\x80\x04NN.", 5, GM_ERR_FORMAT},                      /* two values at STOP */
+        {"\x80\x04X\xff\xff\xff\xff.", 8, GM_ERR_FORMAT},       /* lying length */
+        {"\x80\x04\x8c\x05" "ab.", 6, GM_ERR_FORMAT},
+        {"\x80\x04\x95\xff\xff\xff\xff\xff\xff\xff\x7fN.", 13, GM_ERR_FORMAT},
+        {"\x80\x04\x8a\xff\x00.", 6, GM_ERR_FORMAT},
+        {"\x80\x04\x8b\xff\xff\xff\xff.", 8, GM_ERR_FORMAT},
+        {"\x80\x04h\x00.", 5, GM_ERR_FORMAT},                   /* empty memo slot */
+        {"\x80\x02Nr\xff\xff\xff\x7f.", 9, GM_ERR_FORMAT},      /* memo index far away */
+        {"\x80\x04" "e.", 4, GM_ERR_FORMAT},                       /* APPENDS without MARK */
+        {"\x80\x04" "(e.", 5, GM_ERR_FORMAT},                      /* APPENDS without list */
+        {"\x80\x04N(Ke.", 7, GM_ERR_FORMAT},                    /* truncated BININT1 */
+        {"\x80\x04}K\x01" "a.", 7, GM_ERR_FORMAT},               /* APPEND to a dict */
+        {"\x80\x04}(K\x01u.", 7, GM_ERR_FORMAT},                /* odd SETITEMS */
+        {"\x80\x04\xff.", 4, GM_ERR_FORMAT},                    /* unknown opcode */
+        {"\x80\x07N.", 4, GM_ERR_UNSUPPORTED},                  /* protocol 7 */
+        {"\x80\x04" "1.", 4, GM_ERR_FORMAT},                    /* POP_MARK without MARK */
+        {"\x80\x04I12x\n.", 8, GM_ERR_FORMAT},                  /* bad INT */
+        {"\x80\x04" "0.", 4, GM_ERR_FORMAT},                    /* POP on empty */
+        {"\x80\x04)N\x86" "a.", 7, GM_ERR_FORMAT},               /* APPEND to a tuple */
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pk_doc d;
+        struct gm_error e;
+        enum gm_status st = parse(&d, (const uint8_t *)cases[i].pk, cases[i].len, &e);
+        if (st != cases[i].st)
+            print_error("case %zu: status %d, want %d (%s)\n", i, st, cases[i].st, e.msg);
+        assert_int_equal(st, cases[i].st);
+        assert_true(e.msg[0] != '\0');
+    }
+}
+
+static void test_limits(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    struct pk_opts o;
+    uint8_t buf[5000];
+    (void)state;
+    memset(&o, 0, sizeof o);
+    /* 3000 MARKs */
+    buf[0] = 0x80;
+    buf[1] = 4;
+    memset(buf + 2, '(', 3000);
+    buf[3002] = '.';
+    assert_int_equal(pk_parse(&d, buf, 3003, &o, &e), GM_ERR_LIMIT);
+    /* 4000 lists on the stack with a stack cap of 1000 */
+    memset(buf + 2, ']', 4000);
+    buf[4002] = '.';
+    o.max_stack = 1000;
+    assert_int_equal(pk_parse(&d, buf, 4003, &o, &e), GM_ERR_LIMIT);
+    /* memory cap */
+    o.max_stack = 0;
+    o.max_memory = 4096;
+    assert_int_equal(pk_parse(&d, buf, 4003, &o, &e), GM_ERR_LIMIT);
+}
+
+static void test_alloc_failures(void **state)
+{
+    static const uint8_t pk[] = {0x80, 4, '}', 0x94, '(', 0x8c, 1, 'a', 0x94, ']', 0x94, '(',
+                                 'K', 1, 'K', 2, 'e', 0x8c, 1, 'b', 'h', 2, 'u', '.'};
+    bool ok = false;
+    (void)state;
+    for (long n = 0; n < 200 && !ok; n++) {
+        struct pk_doc d;
+        struct gm_error e;
+        enum gm_status st;
+        gm_alloc_fail_after(n);
+        st = pk_parse(&d, pk, sizeof pk, NULL, &e);
+        gm_alloc_fail_after(-1);
+        assert_true(st == GM_OK || st == GM_ERR_NOMEM);
+        if (st == GM_OK) {
+            ok = true;
+            pk_doc_release(&d);
+        }
+    }
+    assert_true(ok);
+}
+
+struct hook_state {
+    size_t seen;
+};
+
+static enum gm_status take_all(void *ctx, const struct pk_append *a, bool *consumed,
+                               struct gm_error *err)
+{
+    struct hook_state *h = ctx;
+    (void)err;
+    h->seen += a->n_items;
+    *consumed = true;
+    return GM_OK;
+}
+
+static void test_append_hook(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    struct pk_opts o;
+    struct hook_state h = {0};
+    /* [ {..}, {..} ] memoized dicts; then a BINGET of a consumed dict must fail */
+    static const uint8_t ok_pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, '}', 0x94, 'e', '.'};
+    static const uint8_t bad_pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, '}', 0x94, 'e',
+                                     'h', 1, 0x86, '.'};
+    (void)state;
+    memset(&o, 0, sizeof o);
+    o.on_append = take_all;
+    o.append_ctx = &h;
+    assert_int_equal(pk_parse(&d, ok_pk, sizeof ok_pk, &o, &e), GM_OK);
+    assert_int_equal(h.seen, 2);
+    assert_non_null(pk_node(d.root));
+    assert_int_equal(pk_node(d.root)->len, 0);
+    assert_true(pk_node(d.root)->flags & PK_NODE_STREAMED);
+    pk_doc_release(&d);
+    assert_int_equal(pk_parse(&d, bad_pk, sizeof bad_pk, &o, &e), GM_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "consumed"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_strings_floats_consts),
+        cmocka_unit_test(test_containers_and_memo),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_append_hook),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

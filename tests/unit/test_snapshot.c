@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/* test_snapshot.c - the snapshot model, stats and timeline on hand-built pickles with known
+ * answers, and robustness on real files: every proper prefix, random byte flips, and
+ * allocation failures at every point. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gpumem/gpumem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A tiny protocol-2 pickle writer (the TorchScript pickler's shapes). */
+struct em {
+    uint8_t b[16384];
+    size_t n;
+};
+
+static void e_raw(struct em *e, const void *p, size_t n)
+{
+    assert_true(e->n + n <= sizeof e->b);
+    memcpy(e->b + e->n, p, n);
+    e->n += n;
+}
+
+static void e_op(struct em *e, uint8_t op)
+{
+    e_raw(e, &op, 1);
+}
+
+static void e_str(struct em *e, const char *s)
+{
+    uint32_t n = (uint32_t)strlen(s);
+    uint8_t len[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    e_op(e, 'X');
+    e_raw(e, len, 4);
+    e_raw(e, s, n);
+}
+
+static void e_int(struct em *e, int64_t v)
+{
+    uint8_t b[10];
+    uint64_t u = (uint64_t)v;
+    b[0] = 0x8a;
+    b[1] = 8;
+    for (int i = 0; i < 8; i++)
+        b[2 + i] = (uint8_t)(u >> (8 * i));
+    e_raw(e, b, 10);
+}
+
+static void e_kv_int(struct em *e, const char *k, int64_t v)
+{
+    e_str(e, k);
+    e_int(e, v);
+}
+
+static void e_kv_str(struct em *e, const char *k, const char *v)
+{
+    e_str(e, k);
+    e_str(e, v);
+}
+
+static void e_begin_dict(struct em *e)
+{
+    e_raw(e, "}(", 2);
+}
+
+static void e_begin_list(struct em *e)
+{
+    e_raw(e, "](", 2);
+}
+
+static void e_end_dict(struct em *e)
+{
+    e_op(e, 'u');
+}
+
+static void e_end_list(struct em *e)
+{
+    e_op(e, 'e');
+}
+
+static void e_block(struct em *e, uint64_t size, uint64_t req, const char *state)
+{
+    e_begin_dict(e);
+    e_kv_int(e, "size", (int64_t)size);
+    e_kv_int(e, "requested_size", (int64_t)req);
+    e_kv_str(e, "state", state);
+    e_str(e, "frames");
+    e_begin_list(e);
+    e_begin_dict(e);
+    e_kv_str(e, "filename", "D:\\work\\train.py");
+    e_kv_int(e, "line", 7);
+    e_kv_str(e, "name", "step");
+    e_end_dict(e);
+    e_end_list(e);
+    e_end_dict(e);
+}
+
+static void e_event(struct em *e, const char *action, uint64_t addr, uint64_t size, int64_t t)
+{
+    e_begin_dict(e);
+    e_kv_str(e, "action", action);
+    e_kv_int(e, strcmp(action, "oom") ? "addr" : "device_free", (int64_t)addr);
+    e_kv_int(e, "size", (int64_t)size);
+    e_kv_int(e, "stream", 0);
+    e_kv_int(e, "time_us", t);
+    e_end_dict(e);
+}
+
+/* The scenario of the timeline test (see test_timeline for the expected figures). */
+static void build_scenario(struct em *e)
+{
+    e->n = 0;
+    e_raw(e, "\x80\x02", 2);
+    e_begin_dict(e);
+    e_str(e, "segments");
+    e_begin_list(e);
+    e_begin_dict(e);
+    e_kv_int(e, "device", 0);
+    e_kv_int(e, "address", 0x1000);
+    e_kv_int(e, "total_size", 4096);
+    e_kv_int(e, "stream", 0);
+    e_kv_str(e, "segment_type", "small");
+    e_str(e, "blocks");
+    e_begin_list(e);
+    e_block(e, 1024, 1000, "active_allocated");
+    e_block(e, 1024, 900, "active_allocated");
+    e_block(e, 2048, 0, "inactive");
+    e_end_list(e);
+    e_end_dict(e);
+    e_end_list(e);
+    e_str(e, "device_traces");
+    e_begin_list(e);
+    e_begin_list(e);
+    e_event(e, "segment_alloc", 0x1000, 4096, 100);
+    e_event(e, "alloc", 0x2000, 300, 101);
+    e_event(e, "alloc", 0x1000, 1000, 102);
+    e_event(e, "free_requested", 0x2000, 300, 103);
+    e_event(e, "free_completed", 0x2000, 300, 104);
+    e_event(e, "free_completed", 0x5000, 50, 105);
+    e_event(e, "alloc", 0x3000, 700, 106);
+    e_event(e, "alloc", 0x3000, 200, 107);
+    e_event(e, "free_completed", 0x3000, 200, 108);
+    e_event(e, "oom", 123, 999, 109);
+    e_end_list(e);
+    e_begin_list(e);
+    e_end_list(e);
+    e_end_list(e);
+    e_str(e, "external_annotations");
+    e_begin_list(e);
+    e_end_list(e);
+    e_end_dict(e);
+    e_op(e, '.');
+}
+
+static void test_model(void **state)
+{
+    struct em e;
+    struct gm_snapshot *s;
+    struct gm_error err;
+    const struct gm_snapshot_device *d;
+    const struct gm_snapshot_stack *st;
+    (void)state;
+    build_scenario(&e);
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
+    assert_int_equal(s->gen, GM_SNAPSHOT_GEN_G5);
+    assert_int_equal(s->protocol, 2);
+    assert_int_equal(s->n_devices, 2);
+    assert_int_equal(s->n_segments, 1);
+    assert_int_equal(s->n_blocks, 3);
+    assert_true(s->segments[0].is_small);
+    /* block addresses from the running sum */
+    assert_true(s->segments[0].blocks[1].address == 0x1400);
+    assert_true(s->segments[0].blocks[2].address == 0x1800);
+    /* one frame, one stack, shared by both active blocks (interned by content) */
+    assert_int_equal(s->n_frames, 1);
+    assert_int_equal(s->n_stacks, 2);
+    assert_int_equal(s->segments[0].blocks[0].stack, 1);
+    assert_int_equal(s->segments[0].blocks[2].stack, 1);
+    st = &s->stacks[1];
+    assert_int_equal(st->n_frames, 1);
+    assert_string_equal(s->frames[st->frames[0]].filename, "D:\\work\\train.py");
+    assert_true(s->frames[st->frames[0]].is_python);
+    d = gm_snapshot_device_by_index(s, 0);
+    assert_non_null(d);
+    assert_int_equal(d->n_events, 10);
+    assert_int_equal(d->events[9].action, GM_ACTION_OOM);
+    assert_true(gm_snapshot_event_device_free(&d->events[9]) == 123);
+    assert_true(d->events[0].flags & GM_EVENT_HAS_TIME);
+    assert_true(s->has_time && s->time_first_us == 100 && s->time_last_us == 109);
+    d = gm_snapshot_device_by_index(s, 1);
+    assert_non_null(d);
+    assert_true(d->has_trace);
+    assert_int_equal(d->n_events, 0);
+    assert_null(gm_snapshot_device_by_index(s, 2));
+    gm_snapshot_free(s);
+}
+
+static void test_stats(void **state)
+{
+    struct em e;
+    struct gm_snapshot *s;
+    struct gm_snapshot_stats st;
+    struct gm_error err;
+    const struct gm_snapshot_figures *f;
+    (void)state;
+    build_scenario(&e);
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
+    assert_int_equal(gm_snapshot_stats(s, &st, &err), GM_OK);
+    assert_int_equal(st.n_devices, 2);
+    f = &st.devices[0].fig;
+    assert_true(f->reserved_bytes == 4096);
+    assert_true(f->allocated_bytes == 2048);
+    assert_true(f->active_bytes == 2048);
+    assert_true(f->requested_bytes == 1900);
+    assert_true(f->internal_free_bytes == 148);
+    assert_true(f->external_free_bytes == 2048);
+    assert_true(f->largest_free_block_bytes == 2048);
+    assert_int_equal(st.devices[0].n_pools, 1);
+    assert_true(st.devices[0].pools[0].is_small);
+    assert_int_equal(st.devices[0].n_hist, 1);
+    assert_true(st.devices[0].hist[0].lo == 4096);
+    assert_true(st.devices[1].fig.reserved_bytes == 0);
+    gm_snapshot_stats_release(&st);
+    gm_snapshot_free(s);
+}
+
+static void test_timeline(void **state)
+{
+    static const uint64_t want[11] = {950,  950,  1250, 2250, 2250, 1950,
+                                      1900, 2600, 2800, 2600, 2600};
+    struct em e;
+    struct gm_snapshot *s;
+    struct gm_snapshot_timeline tl;
+    struct gm_snapshot_live_group *g;
+    size_t ng;
+    struct gm_error err;
+    (void)state;
+    build_scenario(&e);
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
+    assert_int_equal(gm_snapshot_timeline(s, 0, true, &tl, &err), GM_OK);
+    assert_int_equal(tl.n_points, 11);
+    for (int i = 0; i < 11; i++)
+        assert_true(tl.allocated[i] == want[i]);
+    assert_true(tl.initial_bytes == 950);
+    assert_true(tl.peak_bytes == 2800);
+    assert_int_equal(tl.peak_event_index, 7);
+    assert_true(tl.peak_time_valid && tl.peak_time_us == 107);
+    assert_true(tl.final_bytes == 2600);
+    assert_true(tl.reserved[0] == 0 && tl.reserved[1] == 4096 && tl.reserved[10] == 4096);
+    assert_true(tl.peak_reserved_bytes == 4096);
+    assert_int_equal(tl.peak_reserved_event_index, 0);
+    assert_int_equal(tl.n_live, 4);
+    assert_true(tl.live[0].bytes == 1000 && tl.live[0].alloc_event == 2);
+    assert_true(tl.live[1].bytes == 900 && tl.live[1].alloc_event == -1);
+    assert_true(tl.live[2].bytes == 700 && tl.live[3].bytes == 200);
+    assert_int_equal(gm_snapshot_group_live(&tl, &g, &ng, &err), GM_OK);
+    assert_int_equal(ng, 2); /* the blocks' stack, and the events' empty stack */
+    assert_true(g[0].bytes == 1900 && g[0].count == 3 && g[0].stack == 0);
+    assert_true(g[1].bytes == 900 && g[1].count == 1 && g[1].stack == 1);
+    gm_free(g);
+    gm_snapshot_timeline_release(&tl);
+    /* a device without events: one point, the initial state */
+    assert_int_equal(gm_snapshot_timeline(s, 1, false, &tl, &err), GM_OK);
+    assert_int_equal(tl.n_points, 1);
+    assert_int_equal(tl.peak_event_index, -1);
+    assert_true(tl.peak_bytes == 0);
+    gm_snapshot_timeline_release(&tl);
+    assert_int_equal(gm_snapshot_timeline(s, 7, false, &tl, &err), GM_ERR_INVALID);
+    gm_snapshot_free(s);
+}
+
+static void test_alloc_failures(void **state)
+{
+    struct em e;
+    bool ok = false;
+    (void)state;
+    build_scenario(&e);
+    for (long n = 0; n < 2000 && !ok; n++) {
+        struct gm_snapshot *s = NULL;
+        struct gm_error err;
+        enum gm_status st;
+        gm_alloc_fail_after(n);
+        st = gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err);
+        if (st == GM_OK) {
+            struct gm_snapshot_timeline tl;
+            struct gm_snapshot_stats sst;
+            enum gm_status t1 = gm_snapshot_timeline(s, 0, true, &tl, &err);
+            enum gm_status t2 = gm_snapshot_stats(s, &sst, &err);
+            gm_alloc_fail_after(-1);
+            assert_true(t1 == GM_OK || t1 == GM_ERR_NOMEM);
+            assert_true(t2 == GM_OK || t2 == GM_ERR_NOMEM);
+            if (t1 == GM_OK)
+                gm_snapshot_timeline_release(&tl);
+            if (t2 == GM_OK)
+                gm_snapshot_stats_release(&sst);
+            ok = t1 == GM_OK && t2 == GM_OK;
+            gm_snapshot_free(s);
+        } else {
+            gm_alloc_fail_after(-1);
+            assert_true(st == GM_ERR_NOMEM || st == GM_ERR_LIMIT);
+            assert_null(s);
+        }
+    }
+    gm_alloc_fail_after(-1);
+    assert_true(ok);
+}
+
+static uint8_t *read_shared(const char *name, size_t *len)
+{
+    const char *dir = getenv("GM_SHARED");
+    char path[4096];
+    FILE *f;
+    uint8_t *buf;
+    long n;
+    if (!dir)
+        return NULL;
+    snprintf(path, sizeof path, "%s/testdata/snapshots/%s", dir, name);
+    f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void exercise(const struct gm_snapshot *s)
+{
+    struct gm_snapshot_stats st;
+    struct gm_error err;
+    assert_int_equal(gm_snapshot_stats(s, &st, &err), GM_OK);
+    gm_snapshot_stats_release(&st);
+    for (size_t i = 0; i < s->n_devices; i++) {
+        struct gm_snapshot_timeline tl;
+        struct gm_snapshot_live_group *g;
+        size_t ng;
+        assert_int_equal(gm_snapshot_timeline(s, s->devices[i].index, true, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_group_live(&tl, &g, &ng, &err), GM_OK);
+        for (size_t k = 0; k < ng; k++)
+            (void)gm_snapshot_stack_user_frame(s, g[k].stack);
+        gm_free(g);
+        gm_snapshot_timeline_release(&tl);
+    }
+}
+
+static void test_real_file_prefixes(void **state)
+{
+    size_t len;
+    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    struct gm_snapshot *s;
+    struct gm_error err;
+    (void)state;
+    if (!data)
+        skip();
+    assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
+    assert_int_equal(s->n_segments, 2);
+    assert_int_equal(s->n_blocks, 79);
+    assert_int_equal(s->n_events, 5);
+    assert_int_equal(s->gen, GM_SNAPSHOT_GEN_G5);
+    exercise(s);
+    gm_snapshot_free(s);
+    /* every proper prefix fails cleanly */
+    for (size_t n = 0; n < len; n++) {
+        enum gm_status st = gm_snapshot_load_mem(data, n, NULL, &s, &err);
+        assert_int_not_equal(st, GM_OK);
+        assert_true(st == GM_ERR_FORMAT);
+        assert_null(s);
+    }
+    free(data);
+}
+
+static void test_real_file_flips(void **state)
+{
+    size_t len;
+    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    uint8_t *copy;
+    uint32_t rnd = 12345;
+    size_t ok = 0;
+    (void)state;
+    if (!data)
+        skip();
+    copy = malloc(len);
+    assert_non_null(copy);
+    for (int round = 0; round < 3000; round++) {
+        struct gm_snapshot *s;
+        struct gm_error err;
+        enum gm_status st;
+        int flips;
+        memcpy(copy, data, len);
+        rnd = rnd * 1103515245u + 12345u;
+        flips = 1 + (int)((rnd >> 16) % 4);
+        for (int f = 0; f < flips; f++) {
+            rnd = rnd * 1103515245u + 12345u;
+            size_t at = (rnd >> 8) % len;
+            rnd = rnd * 1103515245u + 12345u;
+            copy[at] = (uint8_t)(rnd >> 16);
+        }
+        st = gm_snapshot_load_mem(copy, len, NULL, &s, &err);
+        if (st == GM_OK) {
+            exercise(s);
+            gm_snapshot_free(s);
+            ok++;
+        } else {
+            assert_true(st == GM_ERR_FORMAT || st == GM_ERR_UNSUPPORTED || st == GM_ERR_LIMIT);
+        }
+    }
+    assert_true(ok > 0);
+    free(copy);
+    free(data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_real_file_prefixes),
+        cmocka_unit_test(test_real_file_flips),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
