@@ -8,7 +8,7 @@
  * the device has time_us, else the event index; "k" is an event index, -1 the initial state):
  *   {schema, title, meta{...}, settings[[key, value]], categories[], phases[],
  *    devices[{device, n_events, x_unit, x0, x1, peak{bytes, k, x, reserved, phase, iteration},
- *             lod[{n, amax[], amin[], kmax[], rmax[]}]  buckets uniform in x, finest last,
+ *             lod[{n, amax[], kmax[], rmax[]}]  buckets uniform in x, finest last,
  *             bands[[k_alloc, k_free, x0, x1, bytes, cat, stack, addr, stream]], n_allocs,
  *             series{x[], k[], ph[], r[], c[7][]}, runs[[x0, x1, phase]],
  *             iterations[...], at_peak[[bytes, count, cat, stack]], moments[...],
@@ -84,12 +84,11 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
     for (unsigned li = 0; li < n_levels; li++) {
         unsigned nb = levels[li];
         uint64_t *amax = gm_calloc(nb, sizeof(uint64_t));
-        uint64_t *amin = gm_calloc(nb, sizeof(uint64_t));
         uint64_t *rmax = gm_calloc(nb, sizeof(uint64_t));
         int64_t *kmax = gm_calloc(nb, sizeof(int64_t));
         int64_t *klast = gm_calloc(nb, sizeof(int64_t));
         uint8_t *seen = gm_calloc(nb, 1);
-        if (!amax || !amin || !rmax || !kmax || !klast || !seen) {
+        if (!amax || !rmax || !kmax || !klast || !seen) {
             c->nomem = true;
         } else {
             for (size_t p = 0; p < np; p++) {
@@ -103,8 +102,6 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
                     amax[b] = a;
                     kmax[b] = k;
                 }
-                if (!seen[b] || a < amin[b])
-                    amin[b] = a;
                 if (!seen[b] || r > rmax[b])
                     rmax[b] = r;
                 klast[b] = k;
@@ -115,7 +112,7 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
                 if (seen[b])
                     continue;
                 int64_t lk = klast[b - 1];
-                amax[b] = amin[b] = tl->allocated[(size_t)(lk + 1)];
+                amax[b] = tl->allocated[(size_t)(lk + 1)];
                 rmax[b] = tl->reserved[(size_t)(lk + 1)];
                 kmax[b] = klast[b] = lk;
                 seen[b] = 1;
@@ -126,11 +123,6 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
             gm_json_begin_array(w);
             for (unsigned b = 0; b < nb; b++)
                 gm_json_u64(w, amax[b]);
-            gm_json_end_array(w);
-            gm_json_key(w, "amin");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_u64(w, amin[b]);
             gm_json_end_array(w);
             gm_json_key(w, "kmax");
             gm_json_begin_array(w);
@@ -145,7 +137,6 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
             gm_json_end_object(w);
         }
         gm_free(amax);
-        gm_free(amin);
         gm_free(rmax);
         gm_free(kmax);
         gm_free(klast);

@@ -159,18 +159,17 @@
     const span = view[1] - view[0], dx = span / pw, full = dev.x1 - dev.x0 || 1;
     let L = dev.lod[dev.lod.length - 1];
     for (const l of dev.lod) if (full / l.n <= dx) { L = l; break; }
-    const n = L.n, cols = { amax: new Float64Array(pw), amin: new Float64Array(pw), rmax: new Float64Array(pw), k: new Float64Array(pw) };
+    const n = L.n, cols = { amax: new Float64Array(pw), rmax: new Float64Array(pw), k: new Float64Array(pw) };
     for (let c = 0; c < pw; c++) {
       const xa = view[0] + c * dx, xb = xa + dx;
       let b0 = Math.floor((xa - dev.x0) / full * n), b1 = Math.ceil((xb - dev.x0) / full * n) - 1;
       b0 = Math.max(0, Math.min(n - 1, b0)); b1 = Math.max(b0, Math.min(n - 1, b1));
-      let am = -1, ai = Infinity, rm = 0, k = -1;
+      let am = -1, rm = 0, k = -1;
       for (let b = b0; b <= b1; b++) {
         if (L.amax[b] > am) { am = L.amax[b]; k = L.kmax[b]; }
-        if (L.amin[b] < ai) ai = L.amin[b];
         if (L.rmax[b] > rm) rm = L.rmax[b];
       }
-      cols.amax[c] = am; cols.amin[c] = ai; cols.rmax[c] = rm; cols.k[c] = k;
+      cols.amax[c] = am; cols.rmax[c] = rm; cols.k[c] = k;
     }
     return cols;
   }
