@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_cli.h"
 
 #include "gpumem/analysis.h"
 #include "gpumem/report.h"
@@ -69,8 +70,9 @@ int cmd_snapshot_plot(int argc, char **argv)
         return cli_usage(argv[0], "--width: choose 40 to 1000");
     if (height < 4 || height > 200)
         return cli_usage(argv[0], "--height: choose 4 to 200");
-    if (gm_snapshot_load(argv[1], NULL, &snap, &err) != GM_OK)
-        return cli_fail(argv[0], &err);
+    rc = snapcli_load(argv[0], argv[1], &snap);
+    if (rc)
+        return rc;
     if (!snap->n_devices) {
         gm_snapshot_free(snap);
         cli_errorf(argv[0], "'%s' has no device: nothing to plot", argv[1]);

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_cli.h"
 
 #include "gpumem/analysis.h"
 #include "gpumem/report.h"
@@ -71,8 +72,9 @@ int cmd_snapshot_report(int argc, char **argv)
         cli_errorf(argv[0], "'%s' exists: refusing to overwrite it (use --force)", out);
         return GM_EXIT_CANTCREAT;
     }
-    if (gm_snapshot_load(argv[1], NULL, &snap, &err) != GM_OK)
-        return cli_fail(argv[0], &err);
+    rc = snapcli_load(argv[0], argv[1], &snap);
+    if (rc)
+        return rc;
     if (!no_analysis) {
         ao.max_points = (uint32_t)points;
         if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
