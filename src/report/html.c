@@ -10,6 +10,7 @@
  *    devices[{device, n_events, x_unit, x0, x1, peak{bytes, k, x, reserved, phase, iteration},
  *             lod[{n, amax[], kmax[], rmax[]}]  buckets uniform in x, finest last,
  *             bands[[k_alloc, k_free, x0, x1, bytes, cat, stack, addr, stream]], n_allocs,
+ *             rbands[{x0, x1, b[band...]}]  more bands per window of events, for zoomed views,
  *             series{x[], k[], ph[], r[], c[7][]}, runs[[x0, x1, phase]],
  *             iterations[...], at_peak[[bytes, count, cat, stack]], moments[...],
  *             leaks[...], ooms[...], frag{...}}],
@@ -172,18 +173,44 @@ static void write_stream(struct gm_json *w, uint64_t stream)
     gm_json_str(w, b);
 }
 
+static void write_band(struct ctx *c, const struct xmap *m, const struct gm_analysis_alloc *a)
+{
+    struct gm_json *w = c->w;
+    gm_json_begin_array(w);
+    gm_json_i64(w, a->alloc_event);
+    gm_json_i64(w, a->free_event < 0 ? (int64_t)m->n : a->free_event);
+    num(w, xat(m, a->alloc_event));
+    num(w, a->free_event < 0 ? xend(m) : xat(m, a->free_event));
+    gm_json_u64(w, a->bytes);
+    gm_json_u64(w, a->category);
+    gm_json_u64(w, a->stack);
+    gm_json_u64(w, a->addr);
+    write_stream(w, a->stream);
+    gm_json_end_array(w);
+    use_stack(c, a->stack);
+}
+
+/* The largest allocations of the whole trace ("bands"), and for each of RB_WINDOWS equal
+ * windows of events the largest of those alive in it that are not bands already
+ * ("rbands"): the page adds a window's bands when the view is zoomed into it, so zooming
+ * shows more allocations one by one (level of detail for the bands). */
+#define RB_WINDOWS 32u
+
 static void write_bands(struct ctx *c, const struct xmap *m, const struct gm_analysis_device *ad,
                         uint32_t max_bands)
 {
     struct gm_json *w = c->w;
     size_t n = ad ? ad->n_allocs : 0, keep;
     const struct gm_analysis_alloc **v = NULL;
+    uint8_t *chosen = NULL;
+    uint32_t per_window = max_bands / 4 + 1;
 
     gm_json_key(w, "bands");
     gm_json_begin_array(w);
     if (n) {
         v = gm_malloc(n * sizeof(*v));
-        if (!v) {
+        chosen = gm_calloc(n, 1);
+        if (!v || !chosen) {
             c->nomem = true;
             n = 0;
         }
@@ -193,27 +220,54 @@ static void write_bands(struct ctx *c, const struct xmap *m, const struct gm_ana
     keep = n < max_bands ? n : max_bands;
     if (n)
         qsort(v, n, sizeof(*v), cmp_alloc_big);
+    for (size_t i = 0; i < keep; i++)
+        chosen[v[i] - ad->allocs] = 1;
     /* stacked in allocation order, the oldest at the bottom, as memory_viz does */
     if (keep)
         qsort(v, keep, sizeof(*v), cmp_alloc_time);
-    for (size_t i = 0; i < keep; i++) {
-        const struct gm_analysis_alloc *a = v[i];
-        gm_json_begin_array(w);
-        gm_json_i64(w, a->alloc_event);
-        gm_json_i64(w, a->free_event < 0 ? (int64_t)m->n : a->free_event);
-        num(w, xat(m, a->alloc_event));
-        num(w, a->free_event < 0 ? xend(m) : xat(m, a->free_event));
-        gm_json_u64(w, a->bytes);
-        gm_json_u64(w, a->category);
-        gm_json_u64(w, a->stack);
-        gm_json_u64(w, a->addr);
-        write_stream(w, a->stream);
-        gm_json_end_array(w);
-        use_stack(c, a->stack);
-    }
+    for (size_t i = 0; i < keep; i++)
+        write_band(c, m, v[i]);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_allocs", n);
+
+    gm_json_key(w, "rbands");
+    gm_json_begin_array(w);
+    if (n > keep && m->n > 0) {
+        for (uint32_t wi = 0; wi < RB_WINDOWS; wi++) {
+            int64_t k0 = (int64_t)(m->n * wi / RB_WINDOWS);
+            int64_t k1 = (int64_t)(m->n * (wi + 1) / RB_WINDOWS);
+            size_t nc = 0, take;
+            if (k1 <= k0)
+                continue;
+            /* v (past the first 'keep' entries) is reused as the candidate list */
+            for (size_t i = 0; i < n; i++) {
+                const struct gm_analysis_alloc *a = &ad->allocs[i];
+                int64_t end = a->free_event < 0 ? (int64_t)m->n : a->free_event;
+                if (chosen[i] || a->alloc_event >= k1 || end <= k0)
+                    continue;
+                v[nc++] = a;
+            }
+            if (!nc)
+                continue;
+            qsort(v, nc, sizeof(*v), cmp_alloc_big);
+            take = nc < per_window ? nc : per_window;
+            qsort(v, take, sizeof(*v), cmp_alloc_time);
+            gm_json_begin_object(w);
+            gm_json_key(w, "x0");
+            num(w, xat(m, k0));
+            gm_json_key(w, "x1");
+            num(w, k1 >= (int64_t)m->n ? xend(m) : xat(m, k1));
+            gm_json_key(w, "b");
+            gm_json_begin_array(w);
+            for (size_t i = 0; i < take; i++)
+                write_band(c, m, v[i]);
+            gm_json_end_array(w);
+            gm_json_end_object(w);
+        }
+    }
+    gm_json_end_array(w);
     gm_free(v);
+    gm_free(chosen);
 }
 
 /* ---- categories over time, phases, iterations ---- */

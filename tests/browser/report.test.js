@@ -118,11 +118,18 @@ async function testOne(chromium, args, snap, tmp, first) {
     check(stackShown || anyStack === 0, 'hovering the timeline shows a stack');
     // drag to zoom, double-click to reset
     const before = await page.$eval('#timeline canvas', (c) => c.dataset.view);
+    const bandsBefore = Number(await page.$eval('#timeline canvas', (c) => c.dataset.bands));
     await page.mouse.move(box.x + 74 + (box.w - 90) * 0.3, box.y + 100);
     await page.mouse.down();
     await page.mouse.move(box.x + 74 + (box.w - 90) * 0.6, box.y + 100, { steps: 4 });
     await page.mouse.up();
     const zoomed = await page.$eval('#timeline canvas', (c) => c.dataset.view);
+    const bandsZoomed = Number(await page.$eval('#timeline canvas', (c) => c.dataset.bands));
+    const hasRegional = await page.evaluate(() => {
+      const D = JSON.parse(document.getElementById('gm-data').textContent);
+      return (D.devices[Number(document.getElementById('device').value)].rbands || []).length > 0;
+    });
+    check(!hasRegional || bandsZoomed > bandsBefore, 'zooming in draws more allocations one by one (' + bandsBefore + ' -> ' + bandsZoomed + ')');
     await page.mouse.dblclick(box.x + 74 + (box.w - 90) * 0.5, box.y + 100);
     const reset = await page.$eval('#timeline canvas', (c) => c.dataset.view);
     check(zoomed !== before && reset === before, 'drag zooms (' + before + ' -> ' + zoomed + ') and double-click resets');

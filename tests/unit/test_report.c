@@ -144,6 +144,23 @@ static void test_example_report(void **state)
     for (i = 1; i < json_array_size(bands); i++)
         assert_true(json_integer_value(json_array_get(json_array_get(bands, i - 1), 0)) <=
                     json_integer_value(json_array_get(json_array_get(bands, i), 0)));
+    /* zoomed views get more bands: per window, none of them a global band */
+    {
+        json_t *rb = json_object_get(dev, "rbands"), *win, *b, *g;
+        size_t wi, bi, gi;
+        assert_true(json_array_size(rb) > 0);
+        json_array_foreach(rb, wi, win) {
+            assert_true(json_array_size(json_object_get(win, "b")) <= 50 / 4 + 1);
+            json_array_foreach(json_object_get(win, "b"), bi, b) {
+                json_array_foreach(bands, gi, g) {
+                    assert_false(json_integer_value(json_array_get(g, 0)) ==
+                                     json_integer_value(json_array_get(b, 0)) &&
+                                 json_integer_value(json_array_get(g, 7)) ==
+                                     json_integer_value(json_array_get(b, 7)));
+                }
+            }
+        }
+    }
     /* the moments include the peak and the snapshot itself */
     moments = json_object_get(dev, "moments");
     assert_true(json_array_size(moments) >= 2 && json_array_size(moments) <= 6);

@@ -175,6 +175,23 @@
   }
 
   // ---- view 1: active memory timeline ----
+  // The bands to draw: the largest of the whole trace, plus, once zoomed in, the largest of
+  // each window of events in view (level of detail), in allocation order.
+  function bandsInView() {
+    const full = dev.x1 - dev.x0, span = view[1] - view[0];
+    if (!dev.rbands || !dev.rbands.length || span > full / 3) return dev.bands;
+    const out = dev.bands.slice(), seen = new Set();
+    for (const b of out) seen.add(b[0] + ':' + b[7]);
+    for (const r of dev.rbands) {
+      if (r.x1 < view[0] || r.x0 > view[1]) continue;
+      for (const b of r.b) {
+        const key = b[0] + ':' + b[7];
+        if (!seen.has(key)) { seen.add(key); out.push(b); }
+      }
+    }
+    out.sort((p, q) => p[0] - q[0] || p[7] - q[7]);
+    return out;
+  }
   let tl = null; // layout of the last drawing, for hover
   function drawTimeline() {
     const canvas = $('timeline').querySelector('canvas');
@@ -185,7 +202,7 @@
     ymax *= 1.06;
     axes(c, view, ymax);
     const Y = (v) => M.t + c.ph - v / ymax * c.ph;
-    const bands = dev.bands, nb = bands.length;
+    const bands = bandsInView(), nb = bands.length;
     const off = new Float64Array(nb * pw).fill(-1), top = new Float64Array(pw);
     for (let x = 0; x < pw; x++) {
       const k = cols.k[x];
@@ -241,10 +258,13 @@
       g.textAlign = px > M.l + pw - 160 ? 'right' : 'left';
       g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), Math.max(M.t + 14, py - 4));
     }
-    tl = { c, pw, cols, off, top, Y, ymax };
+    tl = { c, pw, cols, off, top, Y, ymax, bands };
     drawn.timeline = polys + 1;
     canvas.dataset.drawn = String(drawn.timeline);
     canvas.dataset.view = view[0] + ',' + view[1];
+    canvas.dataset.bands = String(nb);
+    const note = $('bands-note');
+    if (note) note.textContent = group3(nb) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one' + (nb > dev.bands.length ? ' (more in this zoomed view)' : '');
   }
 
   function hoverTimeline(ev) {
@@ -252,7 +272,7 @@
     const r = ev.currentTarget.getBoundingClientRect();
     const x = Math.floor(ev.clientX - r.left - M.l), y = ev.clientY - r.top;
     if (x < 0 || x >= tl.pw || y < M.t || y > M.t + tl.c.ph) { hideTip(); return; }
-    const v = (M.t + tl.c.ph - y) / tl.c.ph * tl.ymax, bands = dev.bands;
+    const v = (M.t + tl.c.ph - y) / tl.c.ph * tl.ymax, bands = tl.bands;
     const xv = view[0] + (x + 0.5) / tl.pw * (view[1] - view[0]);
     for (let i = 0; i < bands.length; i++) {
       const o = tl.off[i * tl.pw + x];
@@ -269,7 +289,7 @@
     const a = tl.cols.amax[x], rs = tl.cols.rmax[x];
     if (v >= tl.top[x] && v < a) {
       showTip(ev, 'smaller allocations, merged', ['allocated in this band: ' + fmtBytes(a - tl.top[x]),
-        (dev.bands.length) + ' largest of ' + group3(dev.n_allocs) + ' allocations are drawn one by one',
+        group3(tl.bands.length) + ' largest of ' + group3(dev.n_allocs) + ' allocations are drawn one by one here (zoom in for more)',
         'at ' + fmtX(xv)]);
       return;
     }
@@ -627,7 +647,7 @@
     tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:rgba(200,200,200,0.75)' }), 'smaller allocations, merged'));
     tlg.appendChild(el('span', null, '━ reserved'));
     tlg.appendChild(el('span', { style: 'color:#d62728' }, '┆ peak'));
-    tlg.appendChild(el('span', null, group3(dev.bands.length) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one'));
+    tlg.appendChild(el('span', { id: 'bands-note' }, group3(dev.bands.length) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one'));
     for (let k = 0; k < 7; k++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
     for (let p = 1; p < 4; p++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'border:1px solid #ccc;background:' + PHASE_FILL[p] }), PHASE_LABELS[p]));
     clg.appendChild(el('span', null, '━ reserved'));
