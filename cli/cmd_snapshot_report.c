@@ -78,8 +78,14 @@ int cmd_snapshot_report(int argc, char **argv)
     if (!no_analysis) {
         ao.max_points = (uint32_t)points;
         if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
-            gm_snapshot_free(snap);
-            return cli_fail(argv[0], &err);
+            /* the timeline, the peak and the segments do not need the analysis */
+            if (err.code != GM_ERR_LIMIT && err.code != GM_ERR_NOMEM) {
+                gm_snapshot_free(snap);
+                return cli_fail(argv[0], &err);
+            }
+            cli_errorf(argv[0], "warning: no categories, phases or leaks in the report: %s",
+                       err.msg);
+            an = NULL;
         }
     }
     memset(&ro, 0, sizeof(ro));
