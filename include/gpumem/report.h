@@ -31,9 +31,8 @@ struct gm_report_opts {
 /* Write the HTML report of 'snap' to 'f'.  'an' (may be NULL) adds categories, phases,
  * iterations, leaks and the fragmentation/OOM findings; it must come from 'snap'.
  * Errors: GM_ERR_NOMEM, GM_ERR_IO (write error on 'f'). */
-enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap,
-                              const struct gm_analysis *an, const struct gm_report_opts *o,
-                              struct gm_error *err);
+enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+                              const struct gm_report_opts *o, struct gm_error *err);
 
 enum gm_plot_flags {
     GM_PLOT_COLOR = 1 << 0,      /* ANSI colours */
@@ -51,9 +50,8 @@ struct gm_plot_opts {
  * 'f', with the peak marked, an axis and a one-line legend.  With GM_PLOT_CATEGORIES the
  * allocated area is stacked by category ('an' required).  Errors: GM_ERR_INVALID (no such
  * device, categories without analysis), GM_ERR_NOMEM, GM_ERR_IO. */
-enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
-                              const struct gm_analysis *an, int32_t device,
-                              const struct gm_plot_opts *o, struct gm_error *err);
+enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+                              int32_t device, const struct gm_plot_opts *o, struct gm_error *err);
 
 #ifdef __cplusplus
 }

@@ -38,22 +38,22 @@ struct capture {
 
 /* ---- allocator ---------------------------------------------------------------------------- */
 
-#define K_MIN_BLOCK     512u
-#define K_SMALL_SIZE    (1u << 20)
-#define K_SMALL_BUFFER  (2u << 20)
-#define K_LARGE_BUFFER  (20u << 20)
-#define K_MIN_LARGE     (10u << 20)
-#define K_ROUND_LARGE   (2u << 20)
+#define K_MIN_BLOCK    512u
+#define K_SMALL_SIZE   (1u << 20)
+#define K_SMALL_BUFFER (2u << 20)
+#define K_LARGE_BUFFER (20u << 20)
+#define K_MIN_LARGE    (10u << 20)
+#define K_ROUND_LARGE  (2u << 20)
 
 struct block {
     uint64_t addr;
     uint64_t size;      /* bytes, rounded */
     uint64_t requested; /* bytes asked for (stale once free) */
     int seg;
-    int prev, next;     /* neighbours in the segment, -1 at the ends */
-    int capture;        /* traceback of the allocation, -1 when free */
+    int prev, next; /* neighbours in the segment, -1 at the ends */
+    int capture;    /* traceback of the allocation, -1 when free */
     bool allocated;
-    bool dead;          /* merged into a neighbour */
+    bool dead; /* merged into a neighbour */
 };
 
 struct segment {
@@ -80,10 +80,10 @@ struct annotation {
     uint64_t time_us;
 };
 
-#define VEC(T)                                                                               \
-    struct {                                                                                 \
-        T *v;                                                                                \
-        size_t n, cap;                                                                       \
+#define VEC(T)                                                                                     \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n, cap;                                                                             \
     }
 
 struct sim {
@@ -114,14 +114,13 @@ static void *grow(void *v, size_t *cap, size_t n, size_t elem, bool *nomem)
     return nv;
 }
 
-#define PUSH(s, vec, val)                                                                    \
-    do {                                                                                     \
-        void *nv_ = grow((s)->vec.v, &(s)->vec.cap, (s)->vec.n, sizeof(*(s)->vec.v),         \
-                         &(s)->nomem);                                                       \
-        if (nv_) {                                                                           \
-            (s)->vec.v = nv_;                                                                \
-            (s)->vec.v[(s)->vec.n++] = (val);                                                \
-        }                                                                                    \
+#define PUSH(s, vec, val)                                                                          \
+    do {                                                                                           \
+        void *nv_ = grow((s)->vec.v, &(s)->vec.cap, (s)->vec.n, sizeof(*(s)->vec.v), &(s)->nomem); \
+        if (nv_) {                                                                                 \
+            (s)->vec.v = nv_;                                                                      \
+            (s)->vec.v[(s)->vec.n++] = (val);                                                      \
+        }                                                                                          \
     } while (0)
 
 static int frame_id(struct sim *s, const char *name, const char *file, int line)
@@ -179,8 +178,8 @@ static int mkstack(struct sim *s, const struct fdef *inner, int n_inner, int out
     return s->nomem ? 0 : (int)s->stacks.n - 1;
 }
 
-#define STK(s, outer, ...)                                                                   \
-    mkstack((s), (const struct fdef[]){__VA_ARGS__},                                         \
+#define STK(s, outer, ...)                                                                         \
+    mkstack((s), (const struct fdef[]){__VA_ARGS__},                                               \
             (int)(sizeof((const struct fdef[]){__VA_ARGS__}) / sizeof(struct fdef)), (outer))
 
 /* A module call: the module's forward at 'line' of 'file', under _call_impl. */
@@ -336,13 +335,13 @@ static void t_free(struct sim *s, int h, int stack)
 
 /* ---- the training script ------------------------------------------------------------------ */
 
-#define VOCAB   32000u
-#define HIDDEN  1024u
-#define LAYERS  4
-#define HEADS   16u
-#define SEQ     512u
-#define BATCH   8u
-#define F32     4u
+#define VOCAB  32000u
+#define HIDDEN 1024u
+#define LAYERS 4
+#define HEADS  16u
+#define SEQ    512u
+#define BATCH  8u
+#define F32    4u
 
 struct param {
     uint64_t bytes;
@@ -369,7 +368,7 @@ static uint64_t pbytes(int i)
 {
     static const uint64_t per_layer[12] = {
         HIDDEN, HIDDEN, 3ull * HIDDEN * HIDDEN, 3ull * HIDDEN, (uint64_t)HIDDEN * HIDDEN, HIDDEN,
-        HIDDEN, HIDDEN, 4ull * HIDDEN * HIDDEN, 4ull * HIDDEN, 4ull * HIDDEN * HIDDEN, HIDDEN};
+        HIDDEN, HIDDEN, 4ull * HIDDEN * HIDDEN, 4ull * HIDDEN, 4ull * HIDDEN * HIDDEN,    HIDDEN};
     if (i == P_WTE || i == P_HEAD)
         return (uint64_t)VOCAB * HIDDEN * F32;
     if (i == P_LNF_W || i == P_LNF_B)
@@ -389,8 +388,7 @@ struct fwd {
 };
 
 /* A LayerNorm call: output plus the saved mean and rstd. */
-static void layer_norm(struct sim *s, uint64_t tokens, int outer, int *out, int *mean,
-                       int *rstd)
+static void layer_norm(struct sim *s, uint64_t tokens, int outer, int *out, int *mean, int *rstd)
 {
     int st = STK(s, call(s, "forward", T_NORM, 217, outer), {"layer_norm", T_FUNC, 2910});
     *out = t_alloc(s, tokens * HIDDEN * F32, st);
@@ -403,8 +401,8 @@ static void forward(struct sim *s, struct fwd *f, uint64_t batch, int site)
 {
     uint64_t tok = batch * SEQ, a = tok * HIDDEN * F32;
     int gpt = call(s, "forward", U_MODEL, 95, site);
-    int x = t_alloc(s, a, STK(s, call(s, "forward", T_SPARSE, 190, gpt),
-                              {"embedding", T_FUNC, 2551}));
+    int x =
+        t_alloc(s, a, STK(s, call(s, "forward", T_SPARSE, 190, gpt), {"embedding", T_FUNC, 2551}));
 
     for (int l = 0; l < LAYERS; l++) {
         struct layer_acts *L = &f->l[l];
@@ -415,34 +413,35 @@ static void forward(struct sim *s, struct fwd *f, uint64_t batch, int site)
         int res2_site = STK(s, blk, {"forward", U_MODEL, 61});
         L->x_in = x;
         layer_norm(s, tok, attn_site, &L->ln1, &L->ln1_mean, &L->ln1_rstd);
-        L->qkv = t_alloc(s, 3 * a,
-                         call(s, "forward", T_LINEAR, 125, STK(s, attn_site, {"forward", U_MODEL, 35})));
+        L->qkv =
+            t_alloc(s, 3 * a,
+                    call(s, "forward", T_LINEAR, 125, STK(s, attn_site, {"forward", U_MODEL, 35})));
         {
             int sdpa = STK(s, attn_site, {"forward", U_MODEL, 38});
             L->att = t_alloc(s, a, sdpa);
             L->lse = t_alloc(s, batch * HEADS * SEQ * F32, sdpa);
         }
-        int proj = t_alloc(s, a, call(s, "forward", T_LINEAR, 125,
-                                      STK(s, attn_site, {"forward", U_MODEL, 40})));
+        int proj = t_alloc(
+            s, a, call(s, "forward", T_LINEAR, 125, STK(s, attn_site, {"forward", U_MODEL, 40})));
         L->res1 = t_alloc(s, a, res1_site);
         t_free(s, proj, res1_site);
         layer_norm(s, tok, mlp_site, &L->ln2, &L->ln2_mean, &L->ln2_rstd);
-        L->fc1 = t_alloc(s, 4 * a, call(s, "forward", T_LINEAR, 125,
-                                        STK(s, mlp_site, {"forward", U_MODEL, 48})));
-        L->gelu = t_alloc(s, 4 * a, call(s, "forward", T_ACTV, 734,
-                                         STK(s, mlp_site, {"forward", U_MODEL, 49})));
-        int fc2 = t_alloc(s, a, call(s, "forward", T_LINEAR, 125,
-                                     STK(s, mlp_site, {"forward", U_MODEL, 50})));
+        L->fc1 =
+            t_alloc(s, 4 * a,
+                    call(s, "forward", T_LINEAR, 125, STK(s, mlp_site, {"forward", U_MODEL, 48})));
+        L->gelu = t_alloc(
+            s, 4 * a, call(s, "forward", T_ACTV, 734, STK(s, mlp_site, {"forward", U_MODEL, 49})));
+        int fc2 = t_alloc(
+            s, a, call(s, "forward", T_LINEAR, 125, STK(s, mlp_site, {"forward", U_MODEL, 50})));
         x = t_alloc(s, a, res2_site);
         t_free(s, fc2, res2_site);
     }
     f->head_in = x;
-    layer_norm(s, tok, STK(s, site, {"forward", U_MODEL, 98}), &f->lnf, &f->lnf_mean,
-               &f->lnf_rstd);
+    layer_norm(s, tok, STK(s, site, {"forward", U_MODEL, 98}), &f->lnf, &f->lnf_mean, &f->lnf_rstd);
     {
-        int logits = t_alloc(s, tok * VOCAB * F32,
-                             call(s, "forward", T_LINEAR, 125,
-                                  STK(s, site, {"forward", U_MODEL, 99})));
+        int logits =
+            t_alloc(s, tok * VOCAB * F32,
+                    call(s, "forward", T_LINEAR, 125, STK(s, site, {"forward", U_MODEL, 99})));
         int ce = STK(s, site, {"cross_entropy", T_FUNC, 3494}, {"forward", U_MODEL, 100});
         f->logp = t_alloc(s, tok * VOCAB * F32, ce);
         f->loss = t_alloc(s, F32, ce);
@@ -572,8 +571,8 @@ static void zero_grad(struct job *j)
 /* x, y = get_batch(split): token ids and targets copied to the GPU (int64). */
 static void get_batch(struct sim *s, uint64_t batch, int line, int *x, int *y)
 {
-    int st = STK(s, -1, {"get_batch", U_TRAIN, 41}, {"main", U_TRAIN, line},
-                 {"<module>", U_TRAIN, 142});
+    int st =
+        STK(s, -1, {"get_batch", U_TRAIN, 41}, {"main", U_TRAIN, line}, {"<module>", U_TRAIN, 142});
     annotate(s, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", true);
     tick(s, 6000);
     annotate(s, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false);
@@ -588,8 +587,8 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
 
     j->st_module = STK(s, -1, {"<module>", U_TRAIN, 142});
     j->st_main = STK(s, j->st_module, {"main", U_TRAIN, 131});
-    j->st_train_step = STK(s, -1, {"train_step", U_TRAIN, 58}, {"main", U_TRAIN, 131},
-                           {"<module>", U_TRAIN, 142});
+    j->st_train_step =
+        STK(s, -1, {"train_step", U_TRAIN, 58}, {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
     j->st_bwd = STK(s, -1, {"_engine_run_backward", T_GRAPH, 829}, {"backward", T_AG, 353},
                     {"backward", T_TENSOR, 648}, {"train_step", U_TRAIN, 59},
                     {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
@@ -598,10 +597,10 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
                             {"wrapper", T_OPTIM, 487}, {"train_step", U_TRAIN, 60},
                             {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
         j->st_init = step_site;
-        j->st_foreach = STK(s, -1, {"adamw", T_ADAMW, 335}, {"maybe_fallback", T_OPTIM, 154},
-                            {"step", T_ADAMW, 220}, {"_use_grad", T_OPTIM, 91},
-                            {"wrapper", T_OPTIM, 487}, {"train_step", U_TRAIN, 60},
-                            {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
+        j->st_foreach =
+            STK(s, -1, {"adamw", T_ADAMW, 335}, {"maybe_fallback", T_OPTIM, 154},
+                {"step", T_ADAMW, 220}, {"_use_grad", T_OPTIM, 91}, {"wrapper", T_OPTIM, 487},
+                {"train_step", U_TRAIN, 60}, {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
     }
     j->st_zero = STK(s, -1, {"zero_grad", T_OPTIM, 1021}, {"train_step", U_TRAIN, 61},
                      {"main", U_TRAIN, 131}, {"<module>", U_TRAIN, 142});
@@ -648,8 +647,9 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
             int xv, yv;
             struct fwd ev;
             get_batch(s, 1, 132, &xv, &yv);
-            forward(s, &ev, 1, STK(s, -1, {"evaluate", U_TRAIN, 70}, {"main", U_TRAIN, 133},
-                                   {"<module>", U_TRAIN, 142}));
+            forward(s, &ev, 1,
+                    STK(s, -1, {"evaluate", U_TRAIN, 70}, {"main", U_TRAIN, 133},
+                        {"<module>", U_TRAIN, 142}));
         }
         tick(s, 25000);
     }

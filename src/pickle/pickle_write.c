@@ -33,9 +33,9 @@ struct gm_pickle_writer {
     unsigned char *buf; /* pending bytes: the current frame, header space first */
     size_t len;
     size_t cap;
-    bool in_frame;      /* buf starts with a reserved frame header */
+    bool in_frame; /* buf starts with a reserved frame header */
     uint32_t n_memo;
-    uint64_t written;   /* bytes handed to f */
+    uint64_t written; /* bytes handed to f */
     struct level stack[MAX_DEPTH];
     int depth;
     bool nomem;

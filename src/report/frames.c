@@ -7,7 +7,7 @@
 bool gm_report_frame_is_user(const struct gm_snapshot_frame *f)
 {
     static const char *const lib[] = {"site-packages", "dist-packages", "/torch/", "\\torch\\",
-                                      "/lib/python3", "\\Lib\\", "<frozen", NULL};
+                                      "/lib/python3",  "\\Lib\\",       "<frozen", NULL};
     if (!f->is_python)
         return false;
     for (int i = 0; lib[i]; i++)

@@ -50,9 +50,9 @@ static void use_stack(struct ctx *c, uint32_t id)
 
 /* ---- x positions (report_int.h) ---- */
 
-#define xmap gm_report_xmap
-#define xat gm_report_x
-#define xend gm_report_xend
+#define xmap      gm_report_xmap
+#define xat       gm_report_x
+#define xend      gm_report_xend
 #define xmap_init gm_report_xmap_init
 
 /* ---- JSON helpers ---- */
@@ -538,8 +538,8 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
     }
     for (size_t i = 0; i < sd->n_segments; i++) {
         const struct gm_snapshot_segment *g = &snap->segments[sd->first_segment + i];
-        segs[ns++] = (struct mseg){g->address, g->total_size, g->stream, g->is_small,
-                                   g->is_expandable, sd->first_segment + i};
+        segs[ns++] = (struct mseg){g->address,  g->total_size,    g->stream,
+                                   g->is_small, g->is_expandable, sd->first_segment + i};
     }
     for (size_t si = n_segev; si-- > 0 && segev[si] > k;) {
         const struct gm_snapshot_event *ev = &sd->events[segev[si]];
@@ -562,7 +562,7 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
                 cap *= 2;
             }
             segs[ns++] = (struct mseg){ev->addr, ev->size, ev->stream, ev->size <= (2u << 20),
-                                       false, SIZE_MAX};
+                                       false,    SIZE_MAX};
         }
     }
     qsort(segs, ns, sizeof(*segs), cmp_mseg);
@@ -635,14 +635,11 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
                 blocks = nbk;
                 bcap = nc;
             }
-            blocks[nb++] = (struct mblock){a->addr,
-                                           a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512,
-                                           a->bytes,
-                                           a->stack,
-                                           a->category,
-                                           0,
-                                           si,
-                                           false};
+            blocks[nb++] =
+                (struct mblock){a->addr,     a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512,
+                                a->bytes,    a->stack,
+                                a->category, 0,
+                                si,          false};
         }
     }
     for (size_t i = 0; i < nb; i++) {
@@ -766,8 +763,7 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
         if (ks[i] == end)
             len = (size_t)snprintf(label, sizeof(label), "end of the trace (the snapshot)");
         else
-            len = (size_t)snprintf(label, sizeof(label), "after event %lld",
-                                   (long long)ks[i]);
+            len = (size_t)snprintf(label, sizeof(label), "after event %lld", (long long)ks[i]);
         if (sd->n_events && ks[i] == tl->peak_event_index && len < sizeof(label))
             snprintf(label + len, sizeof(label) - len, ": the peak");
         for (size_t o = 0; ad && o < ad->n_ooms; o++)
@@ -776,8 +772,7 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
         if (ad && ks[i] != tl->peak_event_index && ks[i] != end) {
             for (size_t it = 0; it < ad->n_iterations; it++)
                 if (ad->iterations[it].peak_event == ks[i] && len < sizeof(label))
-                    snprintf(label + len, sizeof(label) - len, ": peak of iteration %zu",
-                             it + 1);
+                    snprintf(label + len, sizeof(label) - len, ": peak of iteration %zu", it + 1);
         }
         write_moment(c, m, sd, ad, ks[i], label, segev, n_segev);
     }
@@ -803,8 +798,8 @@ static void write_frag(struct ctx *c, const struct xmap *m, const struct gm_anal
     gm_json_kv_u64(w, "largest_free", f->largest_free);
     gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)f->phase));
     gm_json_kv_str(w, "verdict", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
-    gm_json_kv_str(w, "advice", f->verdict ? gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict)
-                                           : "");
+    gm_json_kv_str(w, "advice",
+                   f->verdict ? gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict) : "");
     gm_json_kv_u64(w, "stack", f->stack);
     use_stack(c, f->stack);
     gm_json_key(w, "pools");
@@ -1103,9 +1098,8 @@ static void put_json_for_script(FILE *f, const char *s, size_t n)
     }
 }
 
-enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap,
-                              const struct gm_analysis *an, const struct gm_report_opts *o,
-                              struct gm_error *err)
+enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+                              const struct gm_report_opts *o, struct gm_error *err)
 {
     struct gm_report_opts def = {NULL, 0, 0};
     struct gm_json w;

@@ -63,9 +63,8 @@ static void put_rep(FILE *f, const char *s, unsigned n)
         fputs(s, f);
 }
 
-enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
-                              const struct gm_analysis *an, int32_t device,
-                              const struct gm_plot_opts *o, struct gm_error *err)
+enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+                              int32_t device, const struct gm_plot_opts *o, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, device);
     const struct gm_analysis_device *ad = NULL;
@@ -257,8 +256,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
     /* x axis */
     fprintf(f, "%*s %s", YLAB - 1, "", ascii ? "+" : "└");
     for (unsigned c = 0; c < pw; c++)
-        fputs(c == 0 || c == pw / 2 || c == pw - 1 ? (ascii ? "+" : "┬") : (ascii ? "-" : "─"),
-              f);
+        fputs(c == 0 || c == pw / 2 || c == pw - 1 ? (ascii ? "+" : "┬") : (ascii ? "-" : "─"), f);
     fputc('\n', f);
     {
         char a[48], b[48], e[48];
@@ -294,8 +292,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap,
             if (!used)
                 continue; /* the legend lists only what the chart shows */
             if (color)
-                fprintf(f, "%s%s%s %s ", cat_ansi[k], ascii ? "#" : "█", ANSI_RESET,
-                        cat_label[k]);
+                fprintf(f, "%s%s%s %s ", cat_ansi[k], ascii ? "#" : "█", ANSI_RESET, cat_label[k]);
             else
                 fprintf(f, "%c %s ", cat_char[k], cat_label[k]);
         }

@@ -3,11 +3,13 @@
  * and on a hand-written hostile one: the page is self-contained (no URL to fetch, the data
  * cannot close its <script> element), the figures agree with the timeline (peak, level of
  * detail, at-the-peak table), and the plot fits its width. */
+// clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+// clang-format on
 
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
@@ -124,7 +126,8 @@ static void test_example_report(void **state)
     /* every level of detail keeps the peak */
     lod = json_object_get(dev, "lod");
     assert_true(json_array_size(lod) >= 1);
-    json_array_foreach(lod, i, finest) {
+    json_array_foreach(lod, i, finest)
+    {
         max = 0;
         amax = json_object_get(finest, "amax");
         assert_int_equal(json_array_size(amax), json_integer_value(json_object_get(finest, "n")));
@@ -149,10 +152,13 @@ static void test_example_report(void **state)
         json_t *rb = json_object_get(dev, "rbands"), *win, *b, *g;
         size_t wi, bi, gi;
         assert_true(json_array_size(rb) > 0);
-        json_array_foreach(rb, wi, win) {
+        json_array_foreach(rb, wi, win)
+        {
             assert_true(json_array_size(json_object_get(win, "b")) <= 50 / 4 + 1);
-            json_array_foreach(json_object_get(win, "b"), bi, b) {
-                json_array_foreach(bands, gi, g) {
+            json_array_foreach(json_object_get(win, "b"), bi, b)
+            {
+                json_array_foreach(bands, gi, g)
+                {
                     assert_false(json_integer_value(json_array_get(g, 0)) ==
                                      json_integer_value(json_array_get(b, 0)) &&
                                  json_integer_value(json_array_get(g, 7)) ==
@@ -164,7 +170,8 @@ static void test_example_report(void **state)
     /* the moments include the peak and the snapshot itself */
     moments = json_object_get(dev, "moments");
     assert_true(json_array_size(moments) >= 2 && json_array_size(moments) <= 6);
-    json_array_foreach(moments, i, v) {
+    json_array_foreach(moments, i, v)
+    {
         if (json_integer_value(json_object_get(v, "k")) == tl.peak_event_index) {
             peak_moment = true;
             /* at the peak, the allocations drawn add up to the peak */
@@ -173,8 +180,8 @@ static void test_example_report(void **state)
         }
     }
     assert_true(peak_moment);
-    assert_true(json_is_true(json_object_get(
-        json_array_get(moments, json_array_size(moments) - 1), "snapshot")));
+    assert_true(json_is_true(
+        json_object_get(json_array_get(moments, json_array_size(moments) - 1), "snapshot")));
     assert_true(json_array_size(json_object_get(dev, "leaks")) > 0);
     assert_true(json_object_size(json_object_get(j, "stacks")) > 0);
     json_decref(j);
@@ -250,9 +257,9 @@ static void test_hostile_strings(void **state)
     assert_null(strstr(html, "<!--"));
     j = page_data(html);
     /* the name survives intact in the page data */
-    assert_string_equal(json_string_value(json_array_get(
-                            json_array_get(json_object_get(j, "frames"), 0), 1)),
-                        "</script><script>alert(1)</script><!--");
+    assert_string_equal(
+        json_string_value(json_array_get(json_array_get(json_object_get(j, "frames"), 0), 1)),
+        "</script><script>alert(1)</script><!--");
     json_decref(j);
     free(html);
     gm_analysis_free(an);
@@ -276,7 +283,7 @@ static void test_plot(void **state)
     for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         for (const char *p = line; *p; p++)
             assert_true((unsigned char)*p < 128); /* ASCII only */
-        if (lines < 12) /* every line but the legend fits */
+        if (lines < 12)                           /* every line but the legend fits */
             assert_true(strlen(line) <= 60);
         lines++;
     }
