@@ -541,6 +541,17 @@
     box.textContent = '';
     let n = 0;
     const p = dev.peak;
+    // out-of-memory events and leaks on the other devices
+    for (const o of D.devices) {
+      if (o === dev) continue;
+      const nooms = (o.ooms || []).length, nleaks = (o.leaks || []).length;
+      if (!nooms && !nleaks) continue;
+      const idx = D.devices.indexOf(o);
+      box.appendChild(finding('warn', 'cuda:' + o.device + ' has ' + (nooms ? nooms + ' out-of-memory event(s)' : '') +
+        (nooms && nleaks ? ' and ' : '') + (nleaks ? nleaks + ' leaking allocation site(s)' : ''),
+        el('p', null, el('button', { onclick: () => { $('device').value = String(idx); selectDevice(idx); } }, 'show cuda:' + o.device))));
+      n++;
+    }
     // what the peak is made of
     if (dev.at_peak_cat) {
       const parts = [];
