@@ -35,7 +35,8 @@ static void json_setting(struct gm_json *w, const struct gm_snapshot_setting *s)
 
 static void print_setting(const struct gm_snapshot_setting *s)
 {
-    printf("  %-36s ", s->key);
+    char kb[256];
+    printf("  %-36s ", snapcli_safe(kb, sizeof(kb), s->key));
     switch (s->type) {
     case GM_SETTING_INT:
         printf("%" PRId64 "\n", s->i);
@@ -46,9 +47,11 @@ static void print_setting(const struct gm_snapshot_setting *s)
     case GM_SETTING_BOOL:
         printf("%s\n", s->i ? "True" : "False");
         break;
-    case GM_SETTING_STR:
-        printf("\"%s\"\n", s->s);
+    case GM_SETTING_STR: {
+        char buf[512];
+        printf("\"%s\"\n", snapcli_safe(buf, sizeof(buf), s->s));
         break;
+    }
     case GM_SETTING_NONE:
         printf("None\n");
         break;
@@ -209,8 +212,9 @@ static void info_text(const char *path, const struct gm_snapshot *s)
         printf("annotations        %zu\n", s->n_annotations);
         for (size_t i = 0; i < s->n_annotations && i < 20; i++) {
             const struct gm_snapshot_annotation *a = &s->annotations[i];
-            printf("  device %d %-5s %s  %s\n", a->device, a->stage,
-                   snapcli_time(b1, sizeof(b1), a->time_us), a->name);
+            char st[16], nm[512];
+            printf("  device %d %-5s %s  %s\n", a->device, snapcli_safe(st, sizeof(st), a->stage),
+                   snapcli_time(b1, sizeof(b1), a->time_us), snapcli_safe(nm, sizeof(nm), a->name));
         }
         if (s->n_annotations > 20)
             printf("  ... %zu more\n", s->n_annotations - 20);

@@ -72,6 +72,19 @@ static void print_frag(const struct gm_analysis_frag *f)
     }
 }
 
+/* Reserved minus allocated over the trace, from the analysis series: the largest gap. */
+static const struct gm_analysis_point *max_gap(const struct gm_analysis_device *dev)
+{
+    const struct gm_analysis_point *best = NULL;
+    for (size_t i = 0; i < dev->n_points; i++) {
+        const struct gm_analysis_point *p = &dev->points[i];
+        uint64_t gap = p->reserved > p->total ? p->reserved - p->total : 0;
+        if (!best || gap > (best->reserved > best->total ? best->reserved - best->total : 0))
+            best = p;
+    }
+    return best;
+}
+
 static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev)
 {
     char b1[64];
@@ -87,6 +100,15 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         printf("after event %" PRId64 ", %s):\n", dev->peak_event,
                gm_phase_name((enum gm_phase)dev->peak_phase));
     print_frag(&dev->peak_frag);
+    const struct gm_analysis_point *g = max_gap(dev);
+    if (g && dev->n_events) {
+        char b2[64];
+        printf("  reserved minus allocated over the trace: largest %s after event %" PRId64
+               " (%s; reserved %s)\n",
+               ana_cli_short(b1, sizeof(b1), g->reserved > g->total ? g->reserved - g->total : 0),
+               g->event, gm_phase_name((enum gm_phase)g->phase),
+               ana_cli_short(b2, sizeof(b2), g->reserved));
+    }
     if (!dev->n_ooms)
         printf("  no out-of-memory event in the trace\n");
     for (size_t i = 0; i < dev->n_ooms; i++) {
@@ -106,14 +128,16 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
 
 int cmd_snapshot_oom(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, series = false;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.oom/1"),
+        OPT_FLAG("series", 0, &series,
+                 "with --json: reserved and allocated bytes over the trace (else [])"),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot oom [--json] FILE",
+        "gpumem snapshot oom [--json [--series]] FILE",
         "Fragmentation of each device at its peak and at every out-of-memory event of a "
         "PyTorch memory snapshot: reserved, allocated, reserved but unallocated, the largest "
         "free block per pool and stream; for an oom, the requested bytes, the bytes CUDA "
@@ -153,6 +177,17 @@ int cmd_snapshot_oom(int argc, char **argv)
             gm_json_kv_u64(&w, "peak_bytes", dev->peak_bytes);
             gm_json_key(&w, "at_peak");
             json_frag(&w, snap, &dev->peak_frag);
+            gm_json_key(&w, "series");
+            gm_json_begin_array(&w);
+            for (size_t i = 0; series && i < dev->n_points; i++) {
+                const struct gm_analysis_point *p = &dev->points[i];
+                gm_json_begin_object(&w);
+                gm_json_kv_i64(&w, "event", p->event);
+                gm_json_kv_u64(&w, "reserved_bytes", p->reserved);
+                gm_json_kv_u64(&w, "allocated_bytes", p->total);
+                gm_json_end_object(&w);
+            }
+            gm_json_end_array(&w);
             gm_json_key(&w, "ooms");
             gm_json_begin_array(&w);
             for (size_t i = 0; i < dev->n_ooms; i++)

@@ -57,7 +57,8 @@ static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     printf("%7zu ", k);
     if (e->flags & GM_EVENT_HAS_TIME)
         printf("%+12.6fs ", (double)(e->time_us - t0) / 1e6);
-    printf("%-15s ", x && x->action_name ? x->action_name : gm_snapshot_action_name(e->action));
+    printf("%-15s ", x && x->action_name ? snapcli_safe(fr, 32, x->action_name)
+                                         : gm_snapshot_action_name(e->action));
     if (e->action == GM_ACTION_OOM)
         printf("%-16s %11s", "requested", gm_format_bytes(sz, sizeof(sz), e->size, GM_UNITS_IEC));
     else

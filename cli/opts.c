@@ -170,14 +170,56 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
     return OPTS_OK;
 }
 
+/* Print 'text' wrapped at 'width' columns; explicit newlines are kept. */
+static void print_wrapped(FILE *f, const char *text, int width)
+{
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        while (len > (size_t)width) {
+            size_t cut = (size_t)width;
+            while (cut > 0 && p[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                break;
+            fprintf(f, "%.*s\n", (int)cut, p);
+            p += cut + 1;
+            len -= cut + 1;
+        }
+        fprintf(f, "%.*s\n", (int)len, p);
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
+}
+
+/* Print example lines, each indented by two spaces unless already indented. */
+static void print_examples(FILE *f, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        fprintf(f, "%s%.*s\n", (len && p[0] != ' ') ? "  " : "", (int)len, p);
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
+}
+
 void opts_print_help(const struct opt *opts, const struct opt_usage *usage)
 {
     FILE *f = stdout;
     fprintf(f, "usage: %s\n", usage->synopsis);
-    if (usage->description)
-        fprintf(f, "\n%s\n", usage->description);
-    if (usage->examples)
-        fprintf(f, "\nexamples:\n%s\n", usage->examples);
+    if (usage->description) {
+        fputc('\n', f);
+        print_wrapped(f, usage->description, 78);
+    }
+    if (usage->examples) {
+        fprintf(f, "\nexamples:\n");
+        print_examples(f, usage->examples);
+    }
     fprintf(f, "\noptions:\n");
     for (const struct opt *o = opts; o->name; o++) {
         char left[64];

@@ -48,12 +48,29 @@ int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out)
     return 0;
 }
 
+char *snapcli_safe(char *buf, size_t n, const char *s)
+{
+    size_t i = 0;
+    if (!n)
+        return buf;
+    for (; s[i] && i + 1 < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[i] = (char)((c < 0x20 || c == 0x7f) ? '?' : c);
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
 char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f)
 {
     if (f->filename[0] && strcmp(f->filename, "??"))
         snprintf(buf, n, "%s (%s:%" PRId64 ")", f->name, f->filename, f->line);
     else
         snprintf(buf, n, "%s", f->name[0] ? f->name : "??");
+    /* in place: the result only gets shorter or stays the same */
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return buf;
 }
 

@@ -15,7 +15,11 @@
  * with *out set, or the exit code after printing the error. */
 int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out);
 
-/* "name (file:line)" of a frame into buf; returns buf. */
+/* 's' with control characters (terminal escapes from a hostile file) replaced by '?',
+ * truncated to fit 'buf'; returns buf. */
+char *snapcli_safe(char *buf, size_t n, const char *s);
+
+/* "name (file:line)" of a frame into buf, control characters replaced; returns buf. */
 char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f);
 
 /* "2024-02-18 12:34:56.123456 UTC" into buf; returns buf. */

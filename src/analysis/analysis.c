@@ -30,6 +30,7 @@ struct work {
     uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
     bool has_backward;
     bool trace_has_frames;
+    size_t *next_fwd;         /* per phase run: index of the next forward run */
     struct ana_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites;  /* per allocation stack seen in the trace */
 };
@@ -431,15 +432,15 @@ static void set_cat(struct gm_analysis_alloc *a, enum gm_category c, enum gm_rul
     a->rule = (uint8_t)r;
 }
 
-/* The first forward run that starts after event k, or NULL. */
-static const struct gm_analysis_phase_run *next_forward(const struct gm_analysis_device *dev,
-                                                        int64_t k)
+/* The first forward run that starts after event k, or NULL (w->next_fwd[r]: the first
+ * forward run at or after run r, n_phases when none). */
+static const struct gm_analysis_phase_run *next_forward(const struct work *w, int64_t k)
 {
+    const struct gm_analysis_device *dev = w->dev;
     size_t r = k < 0 ? 0 : run_of(dev, k) + 1;
-    for (; r < dev->n_phases; r++)
-        if (dev->phases[r].phase == GM_PHASE_FORWARD)
-            return &dev->phases[r];
-    return NULL;
+    if (r >= dev->n_phases || w->next_fwd[r] >= dev->n_phases)
+        return NULL;
+    return &dev->phases[w->next_fwd[r]];
 }
 
 static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
@@ -464,6 +465,12 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     if ((fl & FR_PARAM_LOAD) && a->phase != GM_PHASE_BACKWARD &&
         a->phase != GM_PHASE_OPTIMIZER_STEP) {
         set_cat(a, GM_CATEGORY_PARAMETER, GM_RULE_PARAM_FRAMES);
+        return;
+    }
+    /* Batches built by data-loading code, even inside a forward (PyG DataParallel collates
+     * the batch in its forward). */
+    if ((fl & FR_DATA) && a->phase != GM_PHASE_BACKWARD && a->phase != GM_PHASE_OPTIMIZER_STEP) {
+        set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_FRAMES);
         return;
     }
     if (from_start && a->stack == 0) {
@@ -509,13 +516,9 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     default:
         break;
     }
-    /* Phase other: data loading, a batch, or user code. */
-    if (fl & FR_DATA) {
-        set_cat(a, GM_CATEGORY_INPUT, GM_RULE_INPUT_FRAMES);
-        return;
-    }
+    /* Phase other: a batch, or user code. */
     if (!from_start) {
-        const struct gm_analysis_phase_run *f = next_forward(dev, a->alloc_event);
+        const struct gm_analysis_phase_run *f = next_forward(w, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(dev, f->first_event);
             uint32_t si = ana_map_get(&w->site_of, a->stack);
@@ -912,7 +915,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, {0}, NULL};
+    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, NULL, {0}, NULL};
     enum gm_status st;
 
     dev->device = sd->index;
@@ -945,6 +948,16 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
         goto out;
     if ((st = site_stats(&w, err)) != GM_OK)
         goto out;
+    w.next_fwd = gm_malloc((dev->n_phases ? dev->n_phases : 1) * sizeof(size_t));
+    if (!w.next_fwd) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
+        goto out;
+    }
+    for (size_t r = dev->n_phases, nf = dev->n_phases; r-- > 0;) {
+        if (dev->phases[r].phase == GM_PHASE_FORWARD)
+            nf = r;
+        w.next_fwd[r] = nf;
+    }
     for (size_t i = 0; i < dev->n_allocs; i++) {
         classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
@@ -1000,6 +1013,7 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
 out:
     ana_map_release(&w.site_of);
     gm_free(w.sites);
+    gm_free(w.next_fwd);
     gm_free(w.phase);
     gm_free(w.ev_free);
     gm_snapshot_timeline_release(&tl);

@@ -218,7 +218,8 @@ static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_a
         if (st != GM_OK)
             goto out;
     }
-    qsort(s.v, s.n, sizeof(*s.v), cmp_site);
+    if (s.n)
+        qsort(s.v, s.n, sizeof(*s.v), cmp_site);
     out->sites = gm_arena_calloc(arena, s.n ? s.n : 1, sizeof(*out->sites));
     if (!out->sites) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");

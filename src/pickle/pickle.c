@@ -134,6 +134,7 @@ struct vm {
     enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
                                 struct gm_error *err);
     void *append_ctx;
+    uint32_t (*list_token)(void *ctx, const struct pk_node *list);
     bool drop_behind;
     bool limit_hit; /* a heap array hit the memory cap */
     /* recycled containers (from consumed appends) and item arrays by slot count */
@@ -238,10 +239,32 @@ static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
 }
 
 /* Give back an item the append hook consumed, if nothing else can reach it: it was never
- * pushed again (memo, DUP) and at most one memo slot holds it, which becomes PK_DEAD.
- * Only the items themselves: what they contain may still be fetched from the memo later
- * (a trace entry's frames list is shared by later entries), so it stays. */
+ * pushed again (memo, DUP) and at most one memo slot holds it, which becomes 'tomb'
+ * (PK_DEAD, or the consumer's token for a list). */
+static void recycle_node(struct vm *vm, pk_val v, pk_val tomb);
+
+/* A consumed item, and the lists directly inside it the consumer has tokens for. */
 static void recycle(struct vm *vm, pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1)
+        return;
+    if (n->kind == PK_DICT && vm->list_token) {
+        for (uint32_t i = 0; i < n->len; i++) {
+            pk_val c = n->items[2 * i + 1];
+            const struct pk_node *cn = pk_node_of_kind(c, PK_LIST);
+            uint32_t tok;
+            if (!cn || (cn->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || cn->n_puts > 1)
+                continue;
+            tok = vm->list_token(vm->append_ctx, cn);
+            if (tok != UINT32_MAX)
+                recycle_node(vm, c, PK_TOKEN(tok));
+        }
+    }
+    recycle_node(vm, v, PK_DEAD);
+}
+
+static void recycle_node(struct vm *vm, pk_val v, pk_val tomb)
 {
     struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
     size_t slots;
@@ -249,7 +272,7 @@ static void recycle(struct vm *vm, pk_val v)
         return;
     if (n->n_puts == 1) {
         if (n->memo_idx < vm->memo_len && vm->memo[n->memo_idx] == v)
-            vm->memo[n->memo_idx] = PK_DEAD;
+            vm->memo[n->memo_idx] = tomb;
         else
             return; /* the slot was reused; be conservative */
     }
@@ -498,6 +521,17 @@ static enum gm_status string_op(struct vm *vm, uint8_t op, uint64_t off, unsigne
     return push(vm, (off << 3) | PK_TAG_STR, off);
 }
 
+/* A MEMOIZE right after the value it memoizes (the common case), without a dispatch. */
+static inline enum gm_status fused_memoize(struct vm *vm)
+{
+    if (vm->p < vm->end && *vm->p == OP_MEMOIZE) {
+        uint64_t off = OFF(vm, vm->p);
+        vm->p++;
+        return memo_put(vm, vm->memo_len, vm->stack[vm->sp - 1], off);
+    }
+    return GM_OK;
+}
+
 static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
 {
     const char *name = pk_opcode_name(op);
@@ -559,9 +593,9 @@ static void drop_behind(struct vm *vm, const uint8_t *at)
 {
     long pg = sysconf(_SC_PAGESIZE);
     uintptr_t lo = (uintptr_t)vm->base, hi;
-    if (pg <= 0 || (size_t)(at - vm->base) < (8u << 20))
+    if (pg <= 0 || (size_t)(at - vm->base) < (4u << 20))
         return;
-    hi = (uintptr_t)at - (4u << 20);
+    hi = (uintptr_t)at - (2u << 20);
     lo = (lo + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
     hi &= ~((uintptr_t)pg - 1);
     if (hi > lo)
@@ -617,7 +651,7 @@ static enum gm_status run(struct vm *vm)
                            (unsigned long long)off);
         op = *vm->p++;
         if (off >= next_progress) {
-            next_progress = off + (16u << 20);
+            next_progress = off + (8u << 20);
             if (vm->progress)
                 vm->progress(off, (uint64_t)(vm->end - vm->base), vm->progress_ctx);
             if (vm->drop_behind)
@@ -784,6 +818,7 @@ static enum gm_status run(struct vm *vm)
         case OP_SHORT_BINSTRING:
         case OP_SHORT_BINBYTES:
             CHECK(string_op(vm, op, off, 1));
+            CHECK(fused_memoize(vm));
             break;
         case OP_BINUNICODE:
         case OP_BINSTRING:
@@ -808,6 +843,7 @@ static enum gm_status run(struct vm *vm)
             if (!n)
                 return nomem(vm, off);
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
+            CHECK(fused_memoize(vm));
             break;
         }
         case OP_EMPTY_TUPLE:
@@ -972,6 +1008,7 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     if (o) {
         vm.on_append = o->on_append;
         vm.append_ctx = o->append_ctx;
+        vm.list_token = o->list_token;
         vm.drop_behind = o->drop_behind;
     }
 
@@ -1143,7 +1180,10 @@ const char *pk_type_name(pk_val v)
     case PK_TAG_INT: return "int";
     case PK_TAG_STR: return "str";
     case PK_TAG_CONST:
-        return v == PK_NONE ? "None" : (v == PK_HOLE || v == PK_DEAD) ? "nothing" : "bool";
+        return v == PK_NONE                    ? "None"
+               : (v == PK_HOLE || v == PK_DEAD) ? "nothing"
+               : pk_is_token(v)                 ? "list (already read)"
+                                                : "bool";
     default: break;
     }
     if (b)

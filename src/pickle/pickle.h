@@ -40,6 +40,16 @@ typedef uint64_t pk_val;
 #define PK_HOLE  ((pk_val)((3u << 3) | PK_TAG_CONST))
 /* A memo slot whose object was handed to an append hook and recycled (see pk_opts). */
 #define PK_DEAD  ((pk_val)((4u << 3) | PK_TAG_CONST))
+/* A token the consumer gave for a recycled list (pk_opts.list_token): constants from 16 up. */
+#define PK_TOKEN(id) ((pk_val)(((uint64_t)(id) + 16u) << 3) | PK_TAG_CONST)
+static inline bool pk_is_token(pk_val v)
+{
+    return (v & 7u) == 3u && (v >> 3) >= 16u;
+}
+static inline uint32_t pk_token_id(pk_val v)
+{
+    return (uint32_t)((v >> 3) - 16u);
+}
 
 enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
 
@@ -96,6 +106,12 @@ struct pk_opts {
     enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
                                 struct gm_error *err);
     void *append_ctx;
+    /* For a list directly inside a consumed dict that nothing else references yet: return
+     * a token (< 2^32 - 1) that stands for it, or UINT32_MAX to keep the list.  With a
+     * token the list is recycled and its memo slot reads PK_TOKEN(token) from then on, so
+     * a later memo reference gets the token instead of the list (a trace entry's frames,
+     * referenced again by later entries, become the consumer's stack id). */
+    uint32_t (*list_token)(void *ctx, const struct pk_node *list);
     /* The input is a private file mapping: give back pages well behind the cursor
      * (madvise MADV_DONTNEED), so resident memory stays below the file size. */
     bool drop_behind;

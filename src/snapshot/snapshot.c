@@ -118,6 +118,7 @@ struct builder {
     struct dm_entry words[1 << DM_BITS];      /* string value -> enum word */
     struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
     struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
+    struct dm_entry list_dm[1 << DM_BITS];    /* frames list object -> stack id */
     struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
     struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
@@ -148,6 +149,11 @@ struct builder {
     size_t cap_tmp;
 
     struct hmap extra_by_content;
+    /* the key sequence of the last trace entry: entries repeat it, with memoized keys */
+    pk_val shape_keys[16];
+    uint8_t shape_words[16];
+    uint32_t shape_n;
+    uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -309,6 +315,10 @@ static enum gm_status get_u64(struct builder *b, const char *where, size_t i, en
                               pk_val v, uint64_t *out)
 {
     int64_t s;
+    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
+        *out = v >> 3;
+        return GM_OK;
+    }
     if (pk_get_u64(v, out))
         return GM_OK;
     /* Negative values where the schema has unsigned ones: keep the two's complement, as the
@@ -492,16 +502,28 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
-    struct dm_entry *dc;
+    struct dm_entry *dc, *ldc;
     uint64_t h, hs;
     bool all_shared = true;
     enum gm_status st;
 
+    if (pk_is_token(v) && pk_token_id(v) < b->n_stacks) {
+        /* a frames list read in an earlier trace entry, recycled by the parser */
+        *out = pk_token_id(v);
+        return GM_OK;
+    }
     if (!l)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: 'frames' is a %s, expected a list", pk_type_name(v));
     if (l->len == 0) {
         *out = 0;
+        return GM_OK;
+    }
+    /* A frames list object is recycled by the parser only through list_token(), which
+     * clears its entry here, so an address found here is still that list. */
+    ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
+    if (ldc->key == (uint64_t)(uintptr_t)l) {
+        *out = ldc->val;
         return GM_OK;
     }
     sc.b = b;
@@ -513,6 +535,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
+        ldc->key = (uint64_t)(uintptr_t)l;
+        ldc->val = *out;
         return GM_OK;
     }
     gi = hmap_find(&b->sig_map, hs, sig_eq, &sc);
@@ -520,6 +544,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         dc->key = hs;
         dc->val = gi;
         *out = b->sigs[gi].stack;
+        ldc->key = (uint64_t)(uintptr_t)l;
+        ldc->val = *out;
         return GM_OK;
     }
     if (!grow_arr((void **)&b->tmp, &b->cap_tmp, l->len, sizeof(uint32_t)))
@@ -567,6 +593,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
         dc->key = hs;
         dc->val = (uint32_t)b->n_sigs++;
     }
+    ldc->key = (uint64_t)(uintptr_t)l;
+    ldc->val = id;
     *out = id;
     return GM_OK;
 }
@@ -789,7 +817,12 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                           ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
     struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
     uint32_t id;
+    if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {
+        *out = b->last_extra;
+        return GM_OK;
+    }
     if (dc->key == h && extra_eq(&c, dc->val)) {
+        b->last_extra = dc->val + 1;
         *out = dc->val + 1;
         return GM_OK;
     }
@@ -805,6 +838,7 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
     }
     dc->key = h;
     dc->val = id;
+    b->last_extra = id + 1;
     *out = id + 1;
     return GM_OK;
 }
@@ -817,6 +851,7 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
     bool has_extra = false, has_action = false;
     uint64_t device_free = 0;
     bool has_device_free = false;
+    const uint8_t *shape;
     enum gm_status st = GM_OK;
 
     if (!d)
@@ -824,9 +859,25 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
                        "snapshot: trace entry %zu is a %s, expected a dict", ei, pk_type_name(v));
     memset(e, 0, sizeof(*e));
     memset(&x, 0, sizeof(x));
+    {
+        bool same = d->len == b->shape_n;
+        for (uint32_t i = 0; same && i < d->len; i++)
+            same = d->items[2 * i] == b->shape_keys[i];
+        if (!same && d->len <= 16) {
+            for (uint32_t i = 0; i < d->len; i++) {
+                b->shape_keys[i] = d->items[2 * i];
+                b->shape_words[i] = (uint8_t)word_of(b, d->items[2 * i]);
+            }
+            b->shape_n = d->len;
+            same = true;
+        }
+        if (!same)
+            b->shape_n = 0;
+        shape = same ? b->shape_words : NULL;
+    }
     for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        enum word w = word_of(b, k);
+        enum word w = shape ? (enum word)shape[i] : word_of(b, k);
         switch (w) {
         case W_ACTION: {
             enum word a = word_of(b, val);
@@ -968,6 +1019,21 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     }
     *consumed = true;
     return GM_OK;
+}
+
+/* The parser recycles a trace entry's frames list: hand it the stack id we read it as. */
+static uint32_t list_token(void *ctx, const struct pk_node *list)
+{
+    struct builder *b = ctx;
+    struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
+    uint32_t id;
+    if (list->len == 0)
+        return 0;
+    if (ldc->key != (uint64_t)(uintptr_t)list)
+        return UINT32_MAX; /* not read as a frames list (or evicted): keep it */
+    id = ldc->val;
+    ldc->key = 0; /* the address may now be reused for another list */
+    return id;
 }
 
 /* ---- top level ---- */
@@ -1459,6 +1525,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     po.on_append = on_append;
     po.append_ctx = b;
+    po.list_token = list_token;
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */

@@ -422,13 +422,77 @@ static void test_oom(void **state)
     assert_int_equal(oom_verdict(6 * M, 0, &f), GM_VERDICT_LIMIT); /* fits a free range */
 }
 
+/* Random traces over a small address pool (collisions, frees without allocs, segment
+ * events, ooms): the analysis must hold its invariants on all of them. */
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void test_random_traces(void **state)
+{
+    (void)state;
+    static struct trace t;
+    static const uint8_t actions[] = {
+        GM_ACTION_ALLOC, GM_ACTION_ALLOC, GM_ACTION_ALLOC, GM_ACTION_FREE_REQUESTED,
+        GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED, GM_ACTION_SEGMENT_ALLOC,
+        GM_ACTION_SEGMENT_FREE, GM_ACTION_SEGMENT_MAP, GM_ACTION_SEGMENT_UNMAP, GM_ACTION_OOM,
+        GM_ACTION_SNAPSHOT, GM_ACTION_OTHER};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int round = 0; round < 300; round++) {
+        size_t n = (size_t)(rng_next(&x) % 250);
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t a = actions[rng_next(&x) % sizeof(actions)];
+            uint64_t addr = 0x10000 + (rng_next(&x) % 12) * 0x1000;
+            uint64_t size = 1 + rng_next(&x) % 0x3000;
+            ev(&t, (enum gm_snapshot_action)a, addr, size, (uint32_t)(rng_next(&x) % N_ST));
+            if (rng_next(&x) % 2) {
+                t.ev[t.n - 1].flags |= GM_EVENT_HAS_TIME;
+                t.ev[t.n - 1].time_us = (int64_t)(i * 10);
+            }
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40)};
+        assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        uint64_t sum = 0;
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+            sum += dev->at_peak[c];
+        assert_int_equal(sum, dev->peak_bytes);
+        int64_t next = 0;
+        for (size_t r = 0; r < dev->n_phases; r++) {
+            assert_int_equal(dev->phases[r].first_event, next);
+            next = dev->phases[r].last_event + 1;
+        }
+        assert_int_equal(next, (int64_t)t.n);
+        for (size_t i = 1; i < dev->n_points; i++)
+            assert_true(dev->points[i].event > dev->points[i - 1].event);
+        for (size_t i = 0; i < dev->n_iterations; i++)
+            assert_true(dev->iterations[i].peak_bytes >= dev->iterations[i].end_bytes);
+        struct gm_analysis_diff *df = NULL;
+        assert_int_equal(gm_analysis_diff(an, an, &df, &err), GM_OK);
+        for (size_t i = 0; i < df->devices[0].n_sites; i++)
+            assert_int_equal(df->devices[0].sites[i].bytes[0], df->devices[0].sites[i].bytes[1]);
+        gm_analysis_diff_free(df);
+        gm_analysis_free(an);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),         cmocka_unit_test(test_frame_flags),
         cmocka_unit_test(test_map),           cmocka_unit_test(test_training_trace),
         cmocka_unit_test(test_names),         cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_oom),           cmocka_unit_test(test_random_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,6 +291,43 @@ static void test_append_hook(void **state)
     assert_non_null(strstr(e.msg, "consumed"));
 }
 
+static enum gm_status take_outer(void *ctx, const struct pk_append *a, bool *consumed,
+                                 struct gm_error *err)
+{
+    (void)ctx;
+    (void)err;
+    *consumed = a->list_pos == 0;
+    return GM_OK;
+}
+
+static uint32_t token_7(void *ctx, const struct pk_node *list)
+{
+    (void)ctx;
+    return list->len == 1 ? 7 : UINT32_MAX;
+}
+
+static void test_list_token(void **state)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    struct pk_opts o;
+    const struct pk_node *t;
+    /* ([{"f": L}], L) where L = [1] is first seen inside the consumed dict (memo slot 2),
+     * then fetched again: it comes back as the consumer's token */
+    static const uint8_t pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, 0x8c, 1, 'f',
+                                 ']', 0x94, 'K', 1, 'a', 's', 'e', 'h', 2, 0x86, '.'};
+    (void)state;
+    memset(&o, 0, sizeof o);
+    o.on_append = take_outer;
+    o.list_token = token_7;
+    assert_int_equal(pk_parse(&d, pk, sizeof pk, &o, &e), GM_OK);
+    t = pk_node_of_kind(d.root, PK_TUPLE);
+    assert_non_null(t);
+    assert_true(pk_is_token(t->items[1]));
+    assert_int_equal(pk_token_id(t->items[1]), 7);
+    pk_doc_release(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_append_hook),
+        cmocka_unit_test(test_list_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_analysis.c - the snapshot analysis (categories, phases, iterations, leaks,
+ * fragmentation, diff) on whatever snapshot arbitrary bytes load into.  The corpus in
+ * corpus/analysis/ is written by tests/analysis/make_corpus.py. */
+#include "gpumem/gpumem.h"
+
+#include <stdint.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct gm_snapshot *s;
+    struct gm_snapshot_opts o;
+    struct gm_error err;
+    struct gm_analysis *an = NULL;
+    struct gm_analysis_opts ao = {7};
+    memset(&o, 0, sizeof o);
+    o.max_memory = 64u << 20;
+    if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
+        return 0;
+    if (gm_analysis_run(s, &ao, &an, &err) == GM_OK) {
+        struct gm_analysis_diff *d = NULL;
+        for (size_t i = 0; i < an->n_devices; i++) {
+            const struct gm_analysis_device *dev = &an->devices[i];
+            uint64_t sum = 0;
+            for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+                sum += dev->at_peak[c];
+            /* the split always adds up to the timeline's peak */
+            if (sum != dev->peak_bytes)
+                __builtin_trap();
+            for (int64_t k = -1; k <= (int64_t)dev->n_events; k++)
+                (void)gm_analysis_phase_at(dev, k);
+            for (size_t l = 0; l < dev->n_leaks; l++) {
+                uint32_t ids[8];
+                (void)gm_analysis_stack_frames(s, dev->leaks[l].stack, ids, 8);
+            }
+        }
+        if (gm_analysis_diff(an, an, &d, &err) == GM_OK)
+            gm_analysis_diff_free(d);
+        gm_analysis_free(an);
+    }
+    gm_snapshot_free(s);
+    return 0;
+}
