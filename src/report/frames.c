@@ -64,5 +64,6 @@ double gm_report_x(const struct gm_report_xmap *m, int64_t k)
 double gm_report_xend(const struct gm_report_xmap *m)
 {
     double x = gm_report_x(m, (int64_t)m->n - 1);
-    return m->time ? x : x + 1.0;
+    /* an empty range would divide by zero when drawn */
+    return m->time && x > 0 ? x : x + 1.0;
 }

@@ -679,7 +679,13 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
         gm_json_u64(w, (segs[i].small ? 1u : 0u) | (segs[i].expandable ? 2u : 0u));
         gm_json_begin_array(w);
         for (; b < nb && blocks[b].seg == i; b++) {
-            const struct mblock *bl = &blocks[b];
+            struct mblock *bl = &blocks[b];
+            /* an inconsistent file can claim more than the segment holds: clip to it */
+            uint64_t room = segs[i].addr + segs[i].size - bl->addr;
+            if (bl->size > room)
+                bl->size = room;
+            if (bl->bytes > bl->size)
+                bl->bytes = bl->size;
             if (threshold && bl->size < threshold) {
                 merged += bl->size;
                 merged_n++;

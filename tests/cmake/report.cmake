@@ -28,6 +28,9 @@ if(GM_NODE)
       --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g0_list_segments_only_dev1.pkl
       --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g5_empty_no_segments_4dev.pickle
       --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g2_cpp_frames_no_time.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/no_time_orphans.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
       --screenshot ${PROJECT_BINARY_DIR}/artifacts/report.png --timing)
   set_tests_properties(browser/report PROPERTIES
     ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -121,7 +121,7 @@
   function byteTicks(max) {
     const unit = max >= GIB ? GIB : max >= MIB ? MIB : KIB;
     const step = niceStep(max / unit, 5) * unit, out = [];
-    for (let v = 0; v <= max + 1e-9; v += step) out.push(v);
+    for (let v = 0, i = 0; v <= max + 1e-9 && i < 50; v += step, i++) out.push(v);
     return out;
   }
   function axes(c, view, ymax) {
@@ -135,7 +135,7 @@
     }
     g.textAlign = 'center'; g.textBaseline = 'top';
     const span = view[1] - view[0], step = niceStep(span, Math.max(2, Math.floor(c.pw / 110)));
-    for (let x = Math.ceil(view[0] / step) * step; x <= view[1]; x += step) {
+    for (let x = Math.ceil(view[0] / step) * step, i = 0; x <= view[1] && i < 100; x += step, i++) {
       const px = M.l + (x - view[0]) / span * c.pw;
       g.beginPath(); g.moveTo(px + 0.5, M.t + c.ph); g.lineTo(px + 0.5, M.t + c.ph + 4); g.stroke();
       g.textAlign = px > M.l + c.pw - 40 ? 'right' : 'center';
@@ -149,8 +149,12 @@
   let view = [0, 1];
   const drawn = {};
   function setView(a, b) {
-    const lo = Math.max(dev.x0, Math.min(a, b)), hi = Math.min(dev.x1, Math.max(a, b));
-    view = hi - lo > 1e-9 ? [lo, hi] : [dev.x0, dev.x1];
+    let lo = Math.max(dev.x0, Math.min(a, b)), hi = Math.min(dev.x1, Math.max(a, b));
+    if (hi - lo < 1) { // one microsecond or one event is the finest view
+      const mid = (lo + hi) / 2;
+      lo = Math.max(dev.x0, mid - 0.5); hi = Math.min(dev.x1, lo + 1);
+    }
+    view = hi > lo ? [lo, hi] : [dev.x0, dev.x1];
     drawTimeline(); drawCats();
   }
 
@@ -481,12 +485,13 @@
     const total = m.reserved, perPx = total / (rows * W);
     const pos = (byte) => { const p = byte / perPx; return [4 + (p % W), 3 + Math.floor(p / W) * rh]; };
     const span = (a, b, color) => { // draw bytes [a, b) wrapping over rows
-      let p = a / perPx; const e = b / perPx;
+      let p = Math.max(0, a / perPx); const e = Math.min(b, total) / perPx;
       g.fillStyle = color;
-      while (p < e) {
+      for (let guard = 0; p < e && guard <= rows; guard++) {
         const row = Math.floor(p / W), x = p - row * W, w = Math.min(e - p, W - x);
         g.fillRect(4 + x, 3 + row * rh, Math.max(w, 0.6), rh - 3);
-        p += w;
+        p = (row + 1) * W; // the next row (w reaches the row's end unless the span ends)
+        if (w < W - x) break;
       }
     };
     span(0, total, '#e6e9ed');
@@ -495,6 +500,7 @@
     for (const s of m.segments) {
       starts.push(base);
       for (const b of s[4]) {
+        if (b[0] >= s[1]) continue;
         span(base + b[0], base + b[0] + Math.min(b[2], b[1]), b[5] ? '#8c564b' : catColor(b[3]));
         if (b[1] > b[2]) span(base + b[0] + b[2], base + b[0] + b[1], '#d62728');
         if (b[1] / perPx >= 4) { const [x, y] = pos(base + b[0]); g.fillStyle = 'rgba(255,255,255,0.8)'; g.fillRect(x, y, 1, rh - 3); }
