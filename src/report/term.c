@@ -74,7 +74,8 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     unsigned pw = width - YLAB - 1, peak_col = 0;
     struct gm_snapshot_timeline tl;
     struct gm_report_xmap m;
-    uint64_t *amax, *rmax, ymax = 1, (*cv)[GM_CATEGORY_COUNT] = NULL;
+    uint64_t *amax, *rmax, (*cv)[GM_CATEGORY_COUNT] = NULL;
+    uint64_t ymax = 1024; /* bytes; so that an empty trace still has an axis */
     double x1, span;
     enum gm_status st;
     char buf[64], buf2[64];
