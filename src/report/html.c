@@ -374,16 +374,62 @@ static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
     return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
 }
 
-static void write_at_peak(struct ctx *c, const struct gm_analysis_device *ad, int64_t k)
+/* Category index the page shows as "unknown (no analysis)". */
+#define CAT_UNKNOWN GM_CATEGORY_COUNT
+
+struct live_item {
+    uint64_t addr;
+    uint64_t bytes;
+    uint32_t stack;
+    uint8_t cat;
+};
+
+/* The allocations alive after event k: from the analysis when there is one, else from the
+ * timeline's list at the peak (k must be the peak then; other moments give none).  A
+ * caller-owned array (gm_free), NULL with *n == 0 when empty. */
+static struct live_item *live_at(struct ctx *c, const struct gm_analysis_device *ad,
+                                 const struct gm_snapshot_timeline *tl, int64_t k, size_t *n)
+{
+    struct live_item *v = NULL;
+    size_t cnt = 0;
+    *n = 0;
+    if (ad) {
+        for (size_t i = 0; i < ad->n_allocs; i++)
+            cnt += alive_at(&ad->allocs[i], k);
+    } else if (k == tl->peak_event_index) {
+        cnt = tl->n_live;
+    }
+    if (!cnt)
+        return NULL;
+    v = gm_malloc(cnt * sizeof(*v));
+    if (!v) {
+        c->nomem = true;
+        return NULL;
+    }
+    if (ad) {
+        for (size_t i = 0; i < ad->n_allocs; i++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[i];
+            if (alive_at(a, k))
+                v[(*n)++] = (struct live_item){a->addr, a->bytes, a->stack, a->category};
+        }
+    } else {
+        for (size_t i = 0; i < tl->n_live; i++)
+            v[(*n)++] = (struct live_item){tl->live[i].addr, tl->live[i].bytes, tl->live[i].stack,
+                                           CAT_UNKNOWN};
+    }
+    return v;
+}
+
+static void write_at_peak(struct ctx *c, const struct gm_analysis_device *ad,
+                          const struct gm_snapshot_timeline *tl)
 {
     struct gm_json *w = c->w;
     size_t n = 0, ng = 0;
+    struct live_item *live = live_at(c, ad, tl, tl->peak_event_index, &n);
     struct group *g = NULL;
 
     gm_json_key(w, "at_peak");
     gm_json_begin_array(w);
-    for (size_t i = 0; ad && i < ad->n_allocs; i++)
-        n += alive_at(&ad->allocs[i], k);
     if (n) {
         g = gm_malloc(n * sizeof(*g));
         if (!g) {
@@ -391,16 +437,13 @@ static void write_at_peak(struct ctx *c, const struct gm_analysis_device *ad, in
             n = 0;
         }
     }
-    for (size_t i = 0, j = 0; n && i < ad->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        if (!alive_at(a, k))
-            continue;
-        g[j].stack = a->stack;
-        g[j].cat = a->category;
-        g[j].bytes = a->bytes;
-        g[j].count = 1;
-        j++;
+    for (size_t i = 0; i < n; i++) {
+        g[i].stack = live[i].stack;
+        g[i].cat = live[i].cat;
+        g[i].bytes = live[i].bytes;
+        g[i].count = 1;
     }
+    gm_free(live);
     if (n) {
         qsort(g, n, sizeof(*g), cmp_group_key);
         for (size_t i = 0; i < n; i++) {
@@ -521,8 +564,8 @@ static int cmp_alloc_addr(const void *a, const void *b)
  * k undone ('segev': indexes of the device's segment_alloc/segment_free events, ascending),
  * and the allocations alive at k placed in them. */
 static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
-                         const struct gm_analysis_device *ad, int64_t k, const char *label,
-                         const int64_t *segev, size_t n_segev)
+                         const struct gm_analysis_device *ad, const struct gm_snapshot_timeline *tl,
+                         int64_t k, const char *label, const int64_t *segev, size_t n_segev)
 {
     const struct gm_snapshot *snap = c->snap;
     struct gm_json *w = c->w;
@@ -605,24 +648,24 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
                     bcap = nc;
                 }
                 a = live ? end_alloc(live, nl, bl->address) : NULL;
-                blocks[nb++] = (struct mblock){bl->address,
-                                               bl->size,
-                                               bl->requested_size,
-                                               a ? a->stack : bl->stack,
-                                               a ? a->category : GM_CATEGORY_OTHER,
-                                               bl->state == GM_BLOCK_ACTIVE_PENDING_FREE,
-                                               i,
-                                               false};
+                blocks[nb++] =
+                    (struct mblock){bl->address,
+                                    bl->size,
+                                    bl->requested_size,
+                                    a ? a->stack : bl->stack,
+                                    a ? a->category : (ad ? GM_CATEGORY_OTHER : CAT_UNKNOWN),
+                                    bl->state == GM_BLOCK_ACTIVE_PENDING_FREE,
+                                    i,
+                                    false};
             }
         }
         gm_free(live);
     } else {
-        for (size_t i = 0; ad && i < ad->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[i];
-            size_t si;
-            if (!alive_at(a, k))
-                continue;
-            si = find_seg(segs, ns, a->addr);
+        size_t nl = 0;
+        struct live_item *live = live_at(c, ad, tl, k, &nl);
+        for (size_t i = 0; i < nl; i++) {
+            const struct live_item *a = &live[i];
+            size_t si = find_seg(segs, ns, a->addr);
             if (si == SIZE_MAX)
                 continue;
             if (nb == bcap) {
@@ -636,11 +679,12 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
                 bcap = nc;
             }
             blocks[nb++] =
-                (struct mblock){a->addr,     a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512,
-                                a->bytes,    a->stack,
-                                a->category, 0,
-                                si,          false};
+                (struct mblock){a->addr,  a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512,
+                                a->bytes, a->stack,
+                                a->cat,   0,
+                                si,       false};
         }
+        gm_free(live);
     }
     for (size_t i = 0; i < nb; i++) {
         occupied += blocks[i].size;
@@ -780,7 +824,7 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
                 if (ad->iterations[it].peak_event == ks[i] && len < sizeof(label))
                     snprintf(label + len, sizeof(label) - len, ": peak of iteration %zu", it + 1);
         }
-        write_moment(c, m, sd, ad, ks[i], label, segev, n_segev);
+        write_moment(c, m, sd, ad, tl, ks[i], label, segev, n_segev);
     }
     gm_json_end_array(w);
     gm_free(segev);
@@ -919,7 +963,7 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
         write_series(c, &m, ad);
         write_findings(c, &m, ad);
     }
-    write_at_peak(c, ad, tl.peak_event_index);
+    write_at_peak(c, ad, &tl);
     write_moments(c, &m, sd, ad, &tl, o->max_moments ? o->max_moments : 12);
     gm_json_end_object(w);
     gm_snapshot_timeline_release(&tl);

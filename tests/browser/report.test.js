@@ -3,7 +3,7 @@
 // driven by playwright-core; no browser download).
 //
 //   node report.test.js --gpumem BIN --snapshot FILE [--snapshot FILE...] [--screenshot PNG]
-//                       [--timing]
+//                       [--timing] [--also-no-analysis]
 //
 // For each snapshot: writes the report with `gpumem snapshot report`, opens it from file://
 // and checks: zero console errors and page errors, zero network requests (anything but the
@@ -11,7 +11,8 @@
 // the findings are there), hovering the timeline shows a stack, drag-zoom changes the view,
 // every device and every moment can be selected without error, and the peak shown equals
 // `gpumem snapshot peak --json`.  --screenshot writes a PNG of the first report;
-// --timing prints the load time and the report size.  Exit 0 ok, 1 failure, 77 skipped
+// --timing prints the load time and the report size; --also-no-analysis tests the first
+// snapshot's report without the analysis too.  Exit 0 ok, 1 failure, 77 skipped
 // (no Chromium or no playwright-core: run scripts/install-deps.sh).
 'use strict';
 const fs = require('fs');
@@ -24,12 +25,13 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], gpumem: process.env.GPUMEM, screenshot: null, timing: false };
+  const a = { snapshots: [], gpumem: process.env.GPUMEM, screenshot: null, timing: false, noAnalysis: false };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
     else if (argv[i] === '--snapshot') a.snapshots.push(argv[++i]);
     else if (argv[i] === '--screenshot') a.screenshot = argv[++i];
     else if (argv[i] === '--timing') a.timing = true;
+    else if (argv[i] === '--also-no-analysis') a.noAnalysis = true;
     else throw new Error('unknown argument ' + argv[i]);
   }
   if (!a.gpumem || !a.snapshots.length) throw new Error('usage: report.test.js --gpumem BIN --snapshot FILE...');
@@ -43,11 +45,11 @@ function check(cond, what) {
   failures++;
 }
 
-async function testOne(chromium, args, snap, tmp, first) {
-  console.log('report of ' + snap);
-  const html = path.join(tmp, path.basename(snap) + '.html');
+async function testOne(chromium, args, snap, tmp, first, noAnalysis) {
+  console.log('report of ' + snap + (noAnalysis ? ' (--no-analysis)' : ''));
+  const html = path.join(tmp, path.basename(snap) + (noAnalysis ? '.plain' : '') + '.html');
   const t0 = Date.now();
-  execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', html, '--force']);
+  execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', html, '--force'].concat(noAnalysis ? ['--no-analysis'] : []));
   const genMs = Date.now() - t0;
   const peakJson = JSON.parse(execFileSync(args.gpumem, ['snapshot', 'peak', snap, '--json'], { maxBuffer: 1 << 28 }).toString());
   const size = fs.statSync(html).size;
@@ -188,7 +190,8 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-browser-'));
   try {
     let first = true;
-    for (const s of args.snapshots) { await testOne(chromium, args, s, tmp, first); first = false; }
+    for (const s of args.snapshots) { await testOne(chromium, args, s, tmp, first, false); first = false; }
+    if (args.noAnalysis) await testOne(chromium, args, args.snapshots[0], tmp, false, true);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -31,7 +31,7 @@ if(GM_NODE)
       --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle
       --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/no_time_orphans.pickle
       --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
-      --screenshot ${PROJECT_BINARY_DIR}/artifacts/report.png --timing)
+      --screenshot ${PROJECT_BINARY_DIR}/artifacts/report.png --timing --also-no-analysis)
   set_tests_properties(browser/report PROPERTIES
     ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

@@ -6,9 +6,9 @@
   const D = JSON.parse(document.getElementById('gm-data').textContent);
   // Hugging Face post colours: parameters blue, activations orange, gradients yellow,
   // optimizer state green, optimizer temporaries red, others grey (inputs purple).
-  const CAT_COLORS = ['#1f77b4', '#9467bd', '#ff7f0e', '#e8c021', '#2ca02c', '#d62728', '#a0a0a0'];
+  const CAT_COLORS = ['#1f77b4', '#9467bd', '#ff7f0e', '#e8c021', '#2ca02c', '#d62728', '#a0a0a0', '#7f7f7f'];
   const CAT_LABELS = ['parameters', 'inputs', 'activations', 'gradients', 'optimizer state',
-    'optimizer temporaries', 'other'];
+    'optimizer temporaries', 'other', 'unknown (no analysis)'];
   const PHASE_FILL = [null, 'rgba(255,127,14,0.09)', 'rgba(31,119,180,0.09)', 'rgba(44,160,44,0.12)'];
   const PHASE_LABELS = ['other', 'forward', 'backward', 'optimizer step'];
   const GIB = 1073741824, MIB = 1048576, KIB = 1024;
@@ -66,11 +66,14 @@
     for (const i of fr) if (D.frames[i][3]) return D.frames[i];
     return fr.length ? D.frames[fr[0]] : null;
   }
+  const short = (f) => f[0].split(/[\\/]/).pop() + ':' + f[2] + ' ' + f[1];
+  // The first user frame, and the innermost frame when that is another one (two sites
+  // called from the same user line stay apart: "train.py:60 train_step via adamw.py:120 _init_group").
   function whereText(id) {
-    const f = whereOf(id);
+    const f = whereOf(id), fr = stackFrames(id);
     if (!f) return '(no stack recorded)';
-    const file = f[0].split(/[\\/]/).pop();
-    return file + ':' + f[2] + ' ' + f[1];
+    const inner = D.frames[fr[0]];
+    return short(f) + (inner && inner !== f ? ' via ' + short(inner) : '');
   }
   // The stack with the user's frames first, then the library frames (innermost first).
   function stackList(id, max) {
