@@ -45,12 +45,13 @@ const char *ana_cli_short(char *buf, size_t n, uint64_t bytes)
 
 const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes)
 {
-    char s[32];
-    if (bytes < 1024)
+    if (bytes < 1024) {
         snprintf(buf, n, "%" PRIu64 " B", bytes);
-    else
+    } else {
+        char s[32];
         snprintf(buf, n, "%s (%" PRIu64 " B)", gm_format_bytes(s, sizeof(s), bytes, GM_UNITS_IEC),
                  bytes);
+    }
     return buf;
 }
 
@@ -100,14 +101,16 @@ void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack
         fprintf(f, "%s(no stack recorded)\n", indent);
         return;
     }
-    size_t shown = n < 64 ? n : 64;
+    size_t shown = n;
+    if (shown > 64)
+        shown = 64;
     if (shown > max)
         shown = max;
     for (size_t i = 0; i < shown; i++) {
         const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
         if (fr->is_python)
-            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename),
-                    fr->line, fr->name);
+            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename), fr->line,
+                    fr->name);
         else
             fprintf(f, "%s%.160s\n", indent, fr->name);
     }

@@ -117,6 +117,19 @@ static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
     gm_json_end_object(w);
 }
 
+/* The category with the most bytes at the peak (GM_CATEGORY_COUNT when the peak is 0). */
+static int dominant(const struct gm_analysis_device *dev)
+{
+    int best = GM_CATEGORY_COUNT;
+    uint64_t b = 0;
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        if (dev->at_peak[c] > b) {
+            b = dev->at_peak[c];
+            best = c;
+        }
+    return best;
+}
+
 static void json_device(struct gm_json *w, const struct gm_analysis *an,
                         const struct gm_analysis_device *dev, bool series)
 {
@@ -132,6 +145,14 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
     gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase));
     gm_json_kv_i64(w, "peak_iteration", dev->peak_iteration);
     json_cats(w, "at_peak", dev->at_peak);
+    int dom = dominant(dev);
+    if (dom < GM_CATEGORY_COUNT) {
+        gm_json_kv_str(w, "dominant", gm_category_name((enum gm_category)dom));
+        gm_json_kv_str(w, "advice", gm_category_advice((enum gm_category)dom));
+    } else {
+        gm_json_kv_null(w, "dominant");
+        gm_json_kv_null(w, "advice");
+    }
     gm_json_kv_u64(w, "unexplained_bytes", dev->at_peak_unexplained);
     gm_json_kv_u64(w, "lifetime_only_bytes", dev->at_peak_lifetime_only);
     rules_at(dev, dev->peak_event, rules);
@@ -218,15 +239,14 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     printf("\n");
     printf("  %-16s %14s %7s %14s\n", "category", "at peak", "share", "at end");
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
-        double share = dev->peak_bytes ? 100.0 * (double)dev->at_peak[c] / (double)dev->peak_bytes
-                                       : 0.0;
+        double share =
+            dev->peak_bytes ? 100.0 * (double)dev->at_peak[c] / (double)dev->peak_bytes : 0.0;
         printf("  %-16s %14s %6.1f%% %14s\n", gm_category_name((enum gm_category)c),
                ana_cli_short(b1, sizeof(b1), dev->at_peak[c]), share,
                ana_cli_short(b2, sizeof(b2), dev->at_end[c]));
     }
-    double unexp = dev->peak_bytes
-                       ? 100.0 * (double)dev->at_peak_unexplained / (double)dev->peak_bytes
-                       : 0.0;
+    double unexp =
+        dev->peak_bytes ? 100.0 * (double)dev->at_peak_unexplained / (double)dev->peak_bytes : 0.0;
     printf("  unexplained (no rule matched, counted in other): %s, %.1f%% of the peak\n",
            ana_cli_short(b1, sizeof(b1), dev->at_peak_unexplained), unexp);
     if (dev->at_peak_lifetime_only)
@@ -252,6 +272,16 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     }
     if (!dev->has_frames)
         printf("  no stack frames recorded: categories come from lifetimes only\n");
+    int dom = dominant(dev);
+    if (dom < GM_CATEGORY_COUNT) {
+        printf("  largest at the peak: %s (%.1f%%). %s\n", gm_category_name((enum gm_category)dom),
+               100.0 * (double)dev->at_peak[dom] / (double)dev->peak_bytes,
+               gm_category_advice((enum gm_category)dom));
+        if (rules[GM_RULE_KEPT_FORWARD] * 20 > dev->peak_bytes)
+            printf("  %s of the peak are forward results kept from earlier iterations: "
+                   "see gpumem snapshot leaks\n",
+                   ana_cli_short(b1, sizeof(b1), rules[GM_RULE_KEPT_FORWARD]));
+    }
     if (top)
         print_sites(an->snap, dev, top);
     printf("\n");

@@ -21,8 +21,8 @@ static const char *status_of(const struct gm_analysis_diff_site *s)
 }
 
 static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
-                                           const struct gm_snapshot *a,
-                                           const struct gm_snapshot *b, uint32_t *stack)
+                                           const struct gm_snapshot *a, const struct gm_snapshot *b,
+                                           uint32_t *stack)
 {
     if (s->stack[0] != UINT32_MAX) {
         *stack = s->stack[0];
@@ -90,10 +90,9 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
     if (!d->present[0] || !d->present[1]) {
         printf(" only in %s\n", d->present[0] ? "A" : "B");
     }
-    double pct = d->peak_bytes[0]
-                     ? 100.0 * ((double)d->peak_bytes[1] - (double)d->peak_bytes[0]) /
-                           (double)d->peak_bytes[0]
-                     : 0.0;
+    double pct = d->peak_bytes[0] ? 100.0 * ((double)d->peak_bytes[1] - (double)d->peak_bytes[0]) /
+                                        (double)d->peak_bytes[0]
+                                  : 0.0;
     printf(" peak %s -> %s (%s, %+.1f%%), at the peak: %s -> %s\n",
            ana_cli_short(b1, sizeof(b1), d->peak_bytes[0]),
            ana_cli_short(b2, sizeof(b2), d->peak_bytes[1]),
@@ -117,9 +116,10 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
         uint32_t stack;
         const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
         ana_cli_stack_line(line, sizeof(line), snap, stack);
-        printf("  %12s %12s %12s  %-8s %s\n", ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
-               ana_cli_short(b1, sizeof(b1), s->bytes[0]), ana_cli_short(b2, sizeof(b2), s->bytes[1]),
-               status_of(s), line);
+        printf("  %12s %12s %12s  %-8s %s\n",
+               ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
+               ana_cli_short(b1, sizeof(b1), s->bytes[0]),
+               ana_cli_short(b2, sizeof(b2), s->bytes[1]), status_of(s), line);
         shown++;
     }
     printf("\n");

@@ -60,7 +60,7 @@ static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
 static void print_device(const struct gm_snapshot *snap, const struct gm_analysis_device *dev,
                          uint64_t top)
 {
-    char b1[64], b2[64], b3[64], b4[64];
+    char b1[64], b2[64];
     printf("device %d: %zu iteration%s", (int)dev->device, dev->n_iterations,
            dev->n_iterations == 1 ? "" : "s");
     if (!dev->n_events) {
@@ -69,6 +69,7 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
     }
     printf("\n");
     if (dev->n_iterations) {
+        char b3[64];
         printf("  %5s %12s %14s %14s %-15s %14s\n", "iter", "first event", "start", "peak",
                "peak phase", "end");
         for (size_t i = 0; i < dev->n_iterations; i++) {
@@ -80,6 +81,7 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
                    ana_cli_short(b3, sizeof(b3), it->end_bytes));
         }
         if (dev->n_iterations >= 2) {
+            char b4[64];
             const struct gm_analysis_iteration *a = &dev->iterations[0];
             const struct gm_analysis_iteration *b = &dev->iterations[dev->n_iterations - 1];
             printf("  alive at the end of an iteration: %s after the first, %s after the "

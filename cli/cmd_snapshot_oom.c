@@ -57,9 +57,11 @@ static void print_frag(const struct gm_analysis_frag *f)
     char b1[64];
     printf("    reserved                  %s\n", ana_cli_bytes(b1, sizeof(b1), f->reserved));
     printf("    allocated (512 B rounded) %s\n", ana_cli_bytes(b1, sizeof(b1), f->allocated));
-    printf("    reserved but unallocated  %s", ana_cli_bytes(b1, sizeof(b1), f->reserved_unallocated));
+    printf("    reserved but unallocated  %s",
+           ana_cli_bytes(b1, sizeof(b1), f->reserved_unallocated));
     if (f->reserved)
-        printf(" (%.1f%% of reserved)", 100.0 * (double)f->reserved_unallocated / (double)f->reserved);
+        printf(" (%.1f%% of reserved)",
+               100.0 * (double)f->reserved_unallocated / (double)f->reserved);
     printf("\n    largest free block        %s\n", ana_cli_bytes(b1, sizeof(b1), f->largest_free));
     for (size_t i = 0; i < f->n_pools; i++) {
         const struct gm_analysis_pool_free *p = &f->pools[i];
@@ -68,7 +70,8 @@ static void print_frag(const struct gm_analysis_frag *f)
                "largest free %s\n",
                p->stream, p->is_small ? "small" : "large", p->n_segments,
                p->n_segments == 1 ? "" : "s", ana_cli_short(b1, sizeof(b1), p->reserved),
-               ana_cli_short(b2, sizeof(b2), p->free), ana_cli_short(b3, sizeof(b3), p->largest_free));
+               ana_cli_short(b2, sizeof(b2), p->free),
+               ana_cli_short(b3, sizeof(b3), p->largest_free));
     }
 }
 
@@ -200,8 +203,8 @@ int cmd_snapshot_oom(int argc, char **argv)
     } else {
         printf("allocator settings: expandable_segments %s, max_split_size %s, "
                "garbage_collection_threshold %g\n\n",
-               an->expandable_segments ? "on" : "off",
-               an->max_split_size < 0 ? "unlimited" : "set", an->gc_threshold);
+               an->expandable_segments ? "on" : "off", an->max_split_size < 0 ? "unlimited" : "set",
+               an->gc_threshold);
         for (size_t d = 0; d < an->n_devices; d++)
             print_device(an, &an->devices[d]);
     }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 struct rank_row {
-    const char *file;       /* borrowed (argv) */
+    const char *file; /* borrowed (argv) */
     int32_t device;
     uint64_t peak;          /* timeline peak (requested bytes) */
     uint64_t peak_reserved; /* max reserved over the trace */

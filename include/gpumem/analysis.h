@@ -43,10 +43,10 @@ extern "C" {
 /* ---- categories and phases ---- */
 
 enum gm_category {
-    GM_CATEGORY_PARAMETER = 0, /* weights and buffers of the model */
-    GM_CATEGORY_INPUT,         /* batches copied to the GPU */
-    GM_CATEGORY_ACTIVATION,    /* forward results kept for backward (or held by the caller) */
-    GM_CATEGORY_GRADIENT,      /* parameter gradients (.grad), alive past backward */
+    GM_CATEGORY_PARAMETER = 0,   /* weights and buffers of the model */
+    GM_CATEGORY_INPUT,           /* batches copied to the GPU */
+    GM_CATEGORY_ACTIVATION,      /* forward results kept for backward (or held by the caller) */
+    GM_CATEGORY_GRADIENT,        /* parameter gradients (.grad), alive past backward */
     GM_CATEGORY_OPTIMIZER_STATE, /* optimizer state (Adam moments), born in a step, kept */
     GM_CATEGORY_OPTIMIZER_TEMP,  /* temporaries of an optimizer step, freed in the step */
     GM_CATEGORY_OTHER,           /* temporaries, activation gradients, unexplained */
@@ -65,30 +65,35 @@ enum gm_phase {
 };
 #define GM_PHASE_COUNT 4
 
+/* What reduces the memory of a category when it dominates a peak (a paragraph naming
+ * the PyTorch features that help); static storage. */
+const char *gm_category_advice(enum gm_category c);
+
 /* "other", "forward", "backward", "optimizer_step"; static storage. */
 const char *gm_phase_name(enum gm_phase p);
 
 /* The rule that decided an allocation's category (docs/analysis.md lists them). */
 enum gm_rule {
-    GM_RULE_NONE = 0,          /* no rule matched: counted as unexplained "other" */
-    GM_RULE_PARAM_FRAMES,      /* parameter: Module._apply/to/cuda, init, load_state_dict,
-                                * from_pretrained, torch.load frames */
-    GM_RULE_PARAM_LIFETIME,    /* parameter: alive from before the trace to its end, with no
-                                * stack (allocated before recording started) */
-    GM_RULE_INPUT_FRAMES,      /* input: torch/utils/data frames */
-    GM_RULE_INPUT_BATCH,       /* input: a few tensors allocated by user code before a forward,
-                                * freed by the next iteration (or the latest such batch) */
-    GM_RULE_ACT_SAVED,         /* activation: born in forward, freed in backward */
-    GM_RULE_ACT_HELD,          /* activation: born in forward, freed later in the iteration
-                                * (or, with no backward at all, kept past the forward) */
-    GM_RULE_TEMP_FORWARD,      /* other: born and freed inside one forward */
-    GM_RULE_GRAD,              /* gradient: born in backward, alive past its end */
-    GM_RULE_TEMP_BACKWARD,     /* other: born and freed in backward (activation gradients) */
-    GM_RULE_OPT_STATE,         /* optimizer_state: born in a step, alive past it */
-    GM_RULE_OPT_TEMP,          /* optimizer_temp: born and freed in one step */
-    GM_RULE_KEPT_FORWARD,      /* other: born in forward, kept into later iterations (loss
-                                * kept for logging, leaks) */
-    GM_RULE_USER,              /* other: user code outside model/autograd/optimizer */
+    GM_RULE_NONE = 0,       /* no rule matched: counted as unexplained "other" */
+    GM_RULE_PARAM_FRAMES,   /* parameter: Module._apply/to/cuda, init, load_state_dict,
+                             * from_pretrained, torch.load frames */
+    GM_RULE_PARAM_LIFETIME, /* parameter: alive from before the trace to its end, with no
+                             * stack (allocated before recording started) */
+    GM_RULE_INPUT_FRAMES,   /* input: torch/utils/data frames */
+    GM_RULE_INPUT_BATCH,    /* input: a few tensors allocated by user code before a forward,
+                             * freed by the next iteration (or the latest such batch) */
+    GM_RULE_ACT_SAVED,      /* activation: born in forward, freed in backward */
+    GM_RULE_ACT_HELD,       /* activation: born in forward, freed later in the iteration
+                             * (or, with no backward at all, kept past the forward) */
+    GM_RULE_TEMP_FORWARD,   /* other: born and freed inside one forward */
+    GM_RULE_GRAD,           /* gradient: born in backward, alive past its end */
+    GM_RULE_TEMP_BACKWARD,  /* other: born and freed in backward (activation gradients) */
+    GM_RULE_OPT_STATE,      /* optimizer_state: born in a step, alive past it */
+    GM_RULE_OPT_TEMP,       /* optimizer_temp: born and freed in one step */
+    GM_RULE_KEPT_FORWARD,   /* other: born in forward, kept into later iterations (loss
+                             * kept for logging, leaks) */
+    GM_RULE_USER,           /* other: code outside model/autograd/optimizer (user code,
+                             * other libraries) */
 };
 #define GM_RULE_COUNT 14
 
@@ -102,18 +107,18 @@ const char *gm_rule_text(enum gm_rule r);
  * matched by address exactly as gm_snapshot_timeline() does. */
 struct gm_analysis_alloc {
     uint64_t addr;
-    uint64_t bytes;         /* trace (requested) bytes */
+    uint64_t bytes; /* trace (requested) bytes */
     uint64_t stream;
-    int64_t alloc_event;    /* index in the device trace; -1: alive from the start */
-    int64_t free_event;     /* index of its free_completed; -1: alive at the end */
+    int64_t alloc_event;          /* index in the device trace; -1: alive from the start */
+    int64_t free_event;           /* index of its free_completed; -1: alive at the end */
     int64_t free_requested_event; /* -1 when none */
-    uint32_t stack;         /* stack of the alloc (or of the block / free when from start) */
-    uint32_t free_stack;    /* stack of the free_requested/free_completed; 0 if none */
-    uint8_t category;       /* enum gm_category */
-    uint8_t rule;           /* enum gm_rule */
-    uint8_t phase;          /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
-    uint8_t free_phase;     /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
-    int32_t iteration;      /* iteration of the alloc, -1 outside any */
+    uint32_t stack;               /* stack of the alloc (or of the block / free when from start) */
+    uint32_t free_stack;          /* stack of the free_requested/free_completed; 0 if none */
+    uint8_t category;             /* enum gm_category */
+    uint8_t rule;                 /* enum gm_rule */
+    uint8_t phase;                /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
+    uint8_t free_phase;           /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
+    int32_t iteration;            /* iteration of the alloc, -1 outside any */
 };
 
 /* A maximal run of consecutive events of one phase. Runs cover the whole trace. */
@@ -127,7 +132,7 @@ struct gm_analysis_phase_run {
 /* One point of the per-category series: the state after 'event' (-1: initial state). */
 struct gm_analysis_point {
     int64_t event;
-    int64_t time_us;   /* valid when has_time */
+    int64_t time_us; /* valid when has_time */
     bool has_time;
     uint8_t phase;     /* enum gm_phase of 'event' */
     uint64_t total;    /* allocated bytes (sum of bytes[]) */
@@ -142,11 +147,11 @@ struct gm_analysis_iteration {
     int64_t forward_event; /* first event of each phase, -1 when the phase is absent */
     int64_t backward_event;
     int64_t step_event;
-    uint64_t start_bytes;  /* allocated bytes before first_event */
-    uint64_t peak_bytes;   /* max allocated bytes inside the iteration */
+    uint64_t start_bytes; /* allocated bytes before first_event */
+    uint64_t peak_bytes;  /* max allocated bytes inside the iteration */
     int64_t peak_event;
-    uint8_t peak_phase;    /* enum gm_phase */
-    uint64_t end_bytes;    /* allocated bytes after last_event */
+    uint8_t peak_phase; /* enum gm_phase */
+    uint64_t end_bytes; /* allocated bytes after last_event */
     uint64_t at_peak[GM_CATEGORY_COUNT];
     bool has_time;
     int64_t start_us, end_us;
@@ -181,10 +186,10 @@ struct gm_analysis_leak {
 /* Free memory inside reserved segments, for one pool and stream. */
 struct gm_analysis_pool_free {
     uint64_t stream;
-    bool is_small;          /* the <= 1 MiB pool */
-    uint64_t reserved;      /* bytes of segments (mapped ranges) */
-    uint64_t free;          /* bytes not covered by live allocations */
-    uint64_t largest_free;  /* largest contiguous free range */
+    bool is_small;         /* the <= 1 MiB pool */
+    uint64_t reserved;     /* bytes of segments (mapped ranges) */
+    uint64_t free;         /* bytes not covered by live allocations */
+    uint64_t largest_free; /* largest contiguous free range */
     uint32_t n_segments;
 };
 
@@ -203,35 +208,35 @@ const char *gm_oom_verdict_advice(enum gm_oom_verdict v);
 
 /* Fragmentation at one moment (the peak, or an oom event). */
 struct gm_analysis_frag {
-    int64_t event;          /* -1: the initial state */
+    int64_t event; /* -1: the initial state */
     bool is_oom;
-    uint64_t requested;     /* oom: bytes asked for */
-    uint64_t device_free;   /* oom: bytes CUDA reported free */
-    uint32_t stack;         /* oom: stack of the failed request */
-    uint64_t reserved;      /* bytes reserved by the allocator */
-    uint64_t allocated;     /* bytes allocated (trace bytes rounded up to 512) */
-    uint64_t reserved_unallocated; /* reserved - allocated */
-    uint64_t largest_free;  /* largest free range over every pool and stream */
+    uint64_t requested;                  /* oom: bytes asked for */
+    uint64_t device_free;                /* oom: bytes CUDA reported free */
+    uint32_t stack;                      /* oom: stack of the failed request */
+    uint64_t reserved;                   /* bytes reserved by the allocator */
+    uint64_t allocated;                  /* bytes allocated (trace bytes rounded up to 512) */
+    uint64_t reserved_unallocated;       /* reserved - allocated */
+    uint64_t largest_free;               /* largest free range over every pool and stream */
     struct gm_analysis_pool_free *pools; /* one per (stream, pool) with segments */
     size_t n_pools;
     uint64_t at_event[GM_CATEGORY_COUNT]; /* allocated bytes by category at that moment */
-    uint8_t phase;          /* enum gm_phase */
-    uint8_t verdict;        /* enum gm_oom_verdict */
+    uint8_t phase;                        /* enum gm_phase */
+    uint8_t verdict;                      /* enum gm_oom_verdict */
 };
 
 /* The whole explanation of one device. */
 struct gm_analysis_device {
     int32_t device;
     size_t n_events;
-    bool has_trace;          /* a trace with events (else only the snapshot state) */
-    bool has_frames;         /* some event or block has a stack */
+    bool has_trace;  /* a trace with events (else only the snapshot state) */
+    bool has_frames; /* some event or block has a stack */
 
-    uint64_t peak_bytes;     /* = gm_snapshot_timeline() peak_bytes */
-    int64_t peak_event;      /* -1: the initial state */
+    uint64_t peak_bytes; /* = gm_snapshot_timeline() peak_bytes */
+    int64_t peak_event;  /* -1: the initial state */
     bool peak_has_time;
     int64_t peak_time_us;
-    uint8_t peak_phase;      /* enum gm_phase */
-    int32_t peak_iteration;  /* -1 outside any */
+    uint8_t peak_phase;     /* enum gm_phase */
+    int32_t peak_iteration; /* -1 outside any */
     uint64_t at_peak[GM_CATEGORY_COUNT];
     uint64_t at_peak_unexplained;       /* part of at_peak[OTHER] with GM_RULE_NONE */
     uint64_t at_peak_lifetime_only;     /* bytes whose category came from lifetime alone */
@@ -262,14 +267,14 @@ struct gm_analysis_device {
 };
 
 struct gm_analysis {
-    const struct gm_snapshot *snap; /* borrowed */
+    const struct gm_snapshot *snap;     /* borrowed */
     struct gm_analysis_device *devices; /* one per snap->devices entry, same order */
     size_t n_devices;
     /* allocator settings that matter for the advice (from the snapshot) */
     bool expandable_segments;
-    int64_t max_split_size;   /* bytes, -1: unlimited / unknown */
-    double gc_threshold;      /* 0: off / unknown */
-    void *priv_;              /* arena; internal */
+    int64_t max_split_size; /* bytes, -1: unlimited / unknown */
+    double gc_threshold;    /* 0: off / unknown */
+    void *priv_;            /* arena; internal */
 };
 
 struct gm_analysis_opts {
@@ -279,8 +284,7 @@ struct gm_analysis_opts {
 /* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:
  * release it with gm_analysis_free(); it borrows 'snap'.  Errors: GM_ERR_NOMEM,
  * GM_ERR_LIMIT. */
-enum gm_status gm_analysis_run(const struct gm_snapshot *snap,
-                               const struct gm_analysis_opts *opts,
+enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                                struct gm_analysis **out, struct gm_error *err);
 
 /* NULL is a no-op. */
@@ -305,10 +309,10 @@ size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, 
  * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
  * does not split a site). */
 struct gm_analysis_diff_site {
-    uint32_t stack[2];   /* a representative stack in A / in B; UINT32_MAX when absent */
-    uint64_t bytes[2];   /* bytes alive at the peak in A / B */
-    uint64_t count[2];   /* allocations alive at the peak */
-    uint64_t total[2];   /* bytes allocated over the whole trace */
+    uint32_t stack[2]; /* a representative stack in A / in B; UINT32_MAX when absent */
+    uint64_t bytes[2]; /* bytes alive at the peak in A / B */
+    uint64_t count[2]; /* allocations alive at the peak */
+    uint64_t total[2]; /* bytes allocated over the whole trace */
 };
 
 struct gm_analysis_diff_device {

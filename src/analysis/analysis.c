@@ -26,23 +26,23 @@ struct work {
     struct gm_analysis_device *dev;
     struct ana_classifier *cls;
     struct gm_arena *arena;
-    uint8_t *phase;     /* per event: enum gm_phase (raw phase while smoothing) */
-    uint32_t *ev_free;  /* per event: alloc index ended by that free_completed */
+    uint8_t *phase;    /* per event: enum gm_phase (raw phase while smoothing) */
+    uint32_t *ev_free; /* per event: alloc index ended by that free_completed */
     bool has_backward;
     bool trace_has_frames;
-    size_t *next_fwd;         /* per phase run: index of the next forward run */
-    struct ana_map site_of;   /* stack -> index in sites[] */
-    struct site_stat *sites;  /* per allocation stack seen in the trace */
+    size_t *next_fwd;        /* per phase run: index of the next forward run */
+    struct ana_map site_of;  /* stack -> index in sites[] */
+    struct site_stat *sites; /* per allocation stack seen in the trace */
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
 struct site_stat {
-    uint32_t count;      /* trace allocations */
-    uint32_t n_iters;    /* distinct iterations (or the prelude) it allocates in */
+    uint32_t count;   /* trace allocations */
+    uint32_t n_iters; /* distinct iterations (or the prelude) it allocates in */
     int32_t last_iter;
-    int32_t first_kept;  /* iteration of its first / last allocation never freed, -2: none */
+    int32_t first_kept; /* iteration of its first / last allocation never freed, -2: none */
     int32_t last_kept;
-    uint32_t n_batches;  /* allocations already classified as freed batches */
+    uint32_t n_batches; /* allocations already classified as freed batches */
 };
 
 /* ---------------------------------------------------------------- allocations */
@@ -158,8 +158,8 @@ static enum gm_status build_allocs(struct work *w, struct gm_error *err)
     if (early.n + trace.n >= (size_t)0x7fffffff)
         goto limit;
     dev->n_allocs = early.n + trace.n;
-    dev->allocs = gm_arena_calloc(w->arena, dev->n_allocs ? dev->n_allocs : 1,
-                                  sizeof(*dev->allocs));
+    dev->allocs =
+        gm_arena_calloc(w->arena, dev->n_allocs ? dev->n_allocs : 1, sizeof(*dev->allocs));
     if (!dev->allocs)
         goto nomem;
     if (early.n)
@@ -227,8 +227,8 @@ static void apply_step_annotations(struct work *w)
         }
         if (open < 0)
             continue;
-        while (k < sd->n_events && (!(sd->events[k].flags & GM_EVENT_HAS_TIME) ||
-                                    sd->events[k].time_us < open))
+        while (k < sd->n_events &&
+               (!(sd->events[k].flags & GM_EVENT_HAS_TIME) || sd->events[k].time_us < open))
             k++;
         for (; k < sd->n_events; k++) {
             const struct gm_snapshot_event *e = &sd->events[k];
@@ -372,11 +372,10 @@ static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
 {
     struct gm_analysis_device *dev = w->dev;
     size_t n_it = 0;
-    bool armed = true;
     /* Count, then fill: a forward run starts an iteration when a backward or a step ran
      * since the last start (training), or, with no backward anywhere, every forward run. */
     for (int pass = 0; pass < 2; pass++) {
-        armed = true;
+        bool armed = true;
         size_t i = 0;
         for (size_t r = 0; r < dev->n_phases; r++) {
             const struct gm_analysis_phase_run *run = &dev->phases[r];
@@ -688,7 +687,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
 
 struct site {
     uint32_t stack;
-    uint32_t n_iters;     /* distinct iterations (before the last) that kept memory */
+    uint32_t n_iters; /* distinct iterations (before the last) that kept memory */
     int32_t last_iter;
     uint64_t total;
     uint64_t count;
@@ -1038,8 +1037,7 @@ static void read_settings(struct gm_analysis *an, const struct gm_snapshot *snap
     }
 }
 
-enum gm_status gm_analysis_run(const struct gm_snapshot *snap,
-                               const struct gm_analysis_opts *opts,
+enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                                struct gm_analysis **out, struct gm_error *err)
 {
     *out = NULL;
@@ -1063,8 +1061,8 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap,
         return st;
     }
     an->n_devices = snap->n_devices;
-    an->devices = gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1,
-                                  sizeof(*an->devices));
+    an->devices =
+        gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     if (!an->devices) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;

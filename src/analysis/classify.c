@@ -52,17 +52,55 @@ static bool in_list(const char *s, const char *const *list)
 }
 
 /* Module methods that move or create parameters and buffers (all end in _apply/convert). */
-static const char *const module_param_fns[] = {
-    "_apply", "convert", "to", "cuda", "to_empty", "_load_from_state_dict", "load_state_dict",
-    "half", "float", "double", "bfloat16", "type", "xpu", NULL};
+static const char *const module_param_fns[] = {"_apply",
+                                               "convert",
+                                               "to",
+                                               "cuda",
+                                               "to_empty",
+                                               "_load_from_state_dict",
+                                               "load_state_dict",
+                                               "half",
+                                               "float",
+                                               "double",
+                                               "bfloat16",
+                                               "type",
+                                               "xpu",
+                                               NULL};
 
 /* torch.optim.Optimizer methods that are not part of step(). */
-static const char *const optim_not_step[] = {
-    "__init__", "add_param_group", "state_dict", "load_state_dict", "__setstate__",
-    "__getstate__", "__repr__", "_patch_step_function", "register_step_pre_hook",
-    "register_step_post_hook", "register_state_dict_pre_hook", "register_state_dict_post_hook",
-    "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
-    "_process_value_according_to_param_policy", "zero_grad", NULL};
+static const char *const optim_not_step[] = {"__init__",
+                                             "add_param_group",
+                                             "state_dict",
+                                             "load_state_dict",
+                                             "__setstate__",
+                                             "__getstate__",
+                                             "__repr__",
+                                             "_patch_step_function",
+                                             "register_step_pre_hook",
+                                             "register_step_post_hook",
+                                             "register_state_dict_pre_hook",
+                                             "register_state_dict_post_hook",
+                                             "register_load_state_dict_pre_hook",
+                                             "register_load_state_dict_post_hook",
+                                             "_process_value_according_to_param_policy",
+                                             "zero_grad",
+                                             NULL};
+
+/* Batch transfer helpers of training libraries (HF Trainer, accelerate, Lightning). */
+static const char *const batch_fns[] = {"_prepare_input",
+                                        "_prepare_inputs",
+                                        "send_to_device",
+                                        "move_data_to_device",
+                                        "batch_to_device",
+                                        "transfer_batch_to_device",
+                                        "_apply_batch_transfer_handler",
+                                        NULL};
+
+/* An installed package (not the user's own code). */
+static bool outside_packages(const char *fn)
+{
+    return !ana_path_has(fn, "site-packages") && !ana_path_has(fn, "dist-packages");
+}
 
 static uint16_t python_flags(const char *fn, const char *nm)
 {
@@ -75,7 +113,8 @@ static uint16_t python_flags(const char *fn, const char *nm)
             fl |= FR_MODULE_CALL;
         else if (in_list(nm, module_param_fns))
             fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/torch/nn/init.py") || ana_path_has(fn, "/torch/nn/parameter.py") ||
+    } else if (ana_path_has(fn, "/torch/nn/init.py") ||
+               ana_path_has(fn, "/torch/nn/parameter.py") ||
                ana_path_has(fn, "/torch/serialization.py") ||
                ana_path_has(fn, "/torch/nn/parallel/replicate.py") ||
                ana_path_has(fn, "/safetensors/torch.py")) {
@@ -84,8 +123,8 @@ static uint16_t python_flags(const char *fn, const char *nm)
                (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
         fl |= FR_PARAM_LOAD;
     } else if (ana_path_has(fn, "/transformers/modeling_utils.py") &&
-               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") ||
-                eq(nm, "cuda") || eq(nm, "half") || eq(nm, "float"))) {
+               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") || eq(nm, "cuda") ||
+                eq(nm, "half") || eq(nm, "float"))) {
         fl |= FR_PARAM_LOAD;
     } else if (ana_path_has(fn, "/accelerate/utils/modeling.py") &&
                (strstr(nm, "set_module_tensor_to_device") || strstr(nm, "load"))) {
@@ -113,7 +152,7 @@ static uint16_t python_flags(const char *fn, const char *nm)
             !in_list(nm, optim_not_step))
             fl |= FR_OPTIM_STEP;
     } else if ((ana_path_has(fn, "/optim/") || ana_path_has(fn, "/optimizers/") ||
-                ana_path_has(fn, "/optimization.py")) &&
+                ana_path_has(fn, "/optimization.py") || ana_path_has(fn, "/deepspeed/ops/")) &&
                (eq(nm, "step") || starts(nm, "_multi_tensor_") || starts(nm, "_single_tensor_") ||
                 starts(nm, "_fused_") || eq(nm, "_init_group"))) {
         fl |= FR_OPTIM_STEP;
@@ -121,17 +160,19 @@ static uint16_t python_flags(const char *fn, const char *nm)
     if (eq(nm, "zero_grad"))
         fl |= FR_ZERO_GRAD;
     /* Data loading and batches moved to the GPU by the libraries that do it for the user:
-     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(). */
+     * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(),
+     * the HF Trainer, accelerate and Lightning batch transfer helpers. */
     if (ana_path_has(fn, "/torch/utils/data/") || ana_path_has(fn, "/torch_geometric/data/") ||
         ((ana_path_has(fn, "/transformers/tokenization_utils_base.py") ||
           ana_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
-         eq(nm, "to")))
+         eq(nm, "to")) ||
+        (!in_torch && !outside_packages(fn) && in_list(nm, batch_fns)))
         fl |= FR_DATA;
 
     /* User code: not torch, not an installed package, not the Python standard library. */
-    bool stdlib = (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") ||
-                   ana_path_has(fn, "/lib64/")) &&
-                  ana_path_has(fn, "python");
+    bool stdlib =
+        (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") || ana_path_has(fn, "/lib64/")) &&
+        ana_path_has(fn, "python");
     if (!in_torch && !stdlib && fn[0] != '<' && !ana_path_has(fn, "site-packages") &&
         !ana_path_has(fn, "dist-packages"))
         fl |= FR_USER;

@@ -116,8 +116,7 @@ struct sites {
 };
 
 static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
-                               const struct gm_analysis_device *dev, int side,
-                               struct gm_error *err)
+                               const struct gm_analysis_device *dev, int side, struct gm_error *err)
 {
     struct ana_map by_stack;
     enum gm_status st = ana_map_init(&by_stack, 256, err);
@@ -247,7 +246,7 @@ enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_ana
     struct gm_analysis_diff *d = gm_calloc(1, sizeof(*d));
     struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
     int32_t *idx = gm_malloc((a->n_devices + b->n_devices + 1) * sizeof(int32_t));
-    enum gm_status st = GM_OK;
+    enum gm_status st;
     if (!d || !priv || !idx) {
         gm_free(d);
         gm_free(priv);

@@ -58,7 +58,7 @@ static bool ranges_remove(struct ranges *r, uint64_t addr, uint64_t size)
         uint64_t xe = x->addr + x->size;
         if (xe <= addr || x->addr >= end)
             continue;
-        bool left = x->addr < addr, right = xe > end;
+        bool left = x->addr<addr, right = xe> end;
         if (left && right) {
             if (!ranges_reserve(r, 1))
                 return false;
@@ -85,8 +85,7 @@ static bool ranges_remove(struct ranges *r, uint64_t addr, uint64_t size)
 }
 
 /* Add [addr, addr+size) (after removing any overlap), keeping the array sorted. */
-static bool ranges_add(struct ranges *r, uint64_t addr, uint64_t size, uint64_t stream,
-                       bool small)
+static bool ranges_add(struct ranges *r, uint64_t addr, uint64_t size, uint64_t stream, bool small)
 {
     if (!size)
         return true;

@@ -5,9 +5,45 @@
 const char *gm_category_name(enum gm_category c)
 {
     static const char *const names[GM_CATEGORY_COUNT] = {
-        "parameter", "input", "activation", "gradient", "optimizer_state", "optimizer_temp",
-        "other"};
+        "parameter",       "input",          "activation", "gradient",
+        "optimizer_state", "optimizer_temp", "other"};
     return (unsigned)c < GM_CATEGORY_COUNT ? names[c] : "other";
+}
+
+const char *gm_category_advice(enum gm_category c)
+{
+    switch (c) {
+    case GM_CATEGORY_PARAMETER:
+        return "The weights dominate: load them in bf16/fp16 (or 8/4-bit quantized for "
+               "inference), shard them across GPUs (FSDP, ZeRO-3) or offload part of them.";
+    case GM_CATEGORY_INPUT:
+        return "The input batches dominate: use a smaller batch (with gradient accumulation "
+               "to keep the effective batch), keep only the current batch on the GPU, and "
+               "move data in its compact dtype (uint8 images, int32 tokens).";
+    case GM_CATEGORY_ACTIVATION:
+        return "Activations dominate: they grow with batch and sequence length. Use a "
+               "smaller micro-batch with gradient accumulation, activation checkpointing "
+               "(torch.utils.checkpoint), bf16/fp16 autocast, or memory-efficient attention "
+               "(scaled_dot_product_attention).";
+    case GM_CATEGORY_GRADIENT:
+        return "Parameter gradients dominate: they are as large as the trainable weights. "
+               "Freeze what you do not train (requires_grad_(False), LoRA), keep gradients in "
+               "bf16, shard them (ZeRO-2, FSDP), and free them with zero_grad(set_to_none=True).";
+    case GM_CATEGORY_OPTIMIZER_STATE:
+        return "Optimizer state dominates: Adam/AdamW keep two moments per parameter (twice "
+               "the fp32 weights). Use an 8-bit optimizer (bitsandbytes), a factored one "
+               "(Adafactor), SGD with momentum, or shard the state (ZeRO-1, FSDP).";
+    case GM_CATEGORY_OPTIMIZER_TEMP:
+        return "Optimizer temporaries dominate: the foreach implementation copies whole "
+               "parameter groups. Use fused=True (Adam/AdamW on CUDA), or foreach=False to "
+               "step one tensor at a time.";
+    case GM_CATEGORY_OTHER:
+        break;
+    }
+    return "Temporaries and unclassified tensors dominate: see the largest sites (--top). "
+           "Large activation gradients or logits (vocabulary x tokens) shrink with a smaller "
+           "micro-batch or a chunked loss; memory kept across iterations is a leak "
+           "(gpumem snapshot leaks).";
 }
 
 const char *gm_phase_name(enum gm_phase p)
@@ -36,7 +72,7 @@ static const struct {
     {"opt_state", "allocated in an optimizer step and kept after it"},
     {"opt_temp", "allocated and freed inside one optimizer step"},
     {"kept_forward", "allocated in forward and kept into later iterations"},
-    {"user", "allocated by user code outside model, autograd and optimizer"},
+    {"user", "allocated outside model, autograd and optimizer code (user code, libraries)"},
 };
 
 const char *gm_rule_name(enum gm_rule r)
@@ -51,8 +87,8 @@ const char *gm_rule_text(enum gm_rule r)
 
 const char *gm_leak_kind_name(enum gm_leak_kind k)
 {
-    static const char *const names[GM_LEAK_KIND_COUNT] = {
-        "forward_output", "graph_kept", "user_tensor", "optimizer", "other"};
+    static const char *const names[GM_LEAK_KIND_COUNT] = {"forward_output", "graph_kept",
+                                                          "user_tensor", "optimizer", "other"};
     return (unsigned)k < GM_LEAK_KIND_COUNT ? names[k] : "other";
 }
 

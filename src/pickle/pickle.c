@@ -226,6 +226,7 @@ static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
     n->kind = kind;
     n->flags = 0;
     n->n_puts = 0;
+    n->refs = 0;
     n->memo_idx = 0;
     n->len = 0;
     n->cap = cap;
@@ -239,37 +240,12 @@ static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
 }
 
 /* Give back an item the append hook consumed, if nothing else can reach it: it was never
- * pushed again (memo, DUP) and at most one memo slot holds it, which becomes 'tomb'
- * (PK_DEAD, or the consumer's token for a list). */
-static void recycle_node(struct vm *vm, pk_val v, pk_val tomb);
-
-/* A consumed item, and the lists directly inside it the consumer has tokens for. */
-static void recycle(struct vm *vm, pk_val v)
+ * pushed again (memo, DUP), no container holds it, and at most one memo slot holds it,
+ * which becomes 'tomb' (PK_DEAD, or the consumer's token for a list). */
+static void recycle_node(struct vm *vm, struct pk_node *n, pk_val tomb)
 {
-    const struct pk_node *n = pk_node(v);
-    if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1)
-        return;
-    if (n->kind == PK_DICT && vm->list_token) {
-        for (uint32_t i = 0; i < n->len; i++) {
-            pk_val c = n->items[2 * i + 1];
-            const struct pk_node *cn = pk_node_of_kind(c, PK_LIST);
-            uint32_t tok;
-            if (!cn || (cn->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || cn->n_puts > 1)
-                continue;
-            tok = vm->list_token(vm->append_ctx, cn);
-            if (tok != UINT32_MAX)
-                recycle_node(vm, c, PK_TOKEN(tok));
-        }
-    }
-    recycle_node(vm, v, PK_DEAD);
-}
-
-static void recycle_node(struct vm *vm, pk_val v, pk_val tomb)
-{
-    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    pk_val v = (pk_val)(uintptr_t)n;
     size_t slots;
-    if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1)
-        return;
     if (n->n_puts == 1) {
         if (n->memo_idx < vm->memo_len && vm->memo[n->memo_idx] == v)
             vm->memo[n->memo_idx] = tomb;
@@ -284,6 +260,42 @@ static void recycle_node(struct vm *vm, pk_val v, pk_val tomb)
     n->kind = 0;
     n->items = (pk_val *)(void *)vm->free_nodes;
     vm->free_nodes = n;
+}
+
+static bool on_stack(const struct vm *vm, size_t below, pk_val v)
+{
+    for (size_t i = 0; i < below; i++)
+        if (vm->stack[i] == v)
+            return true;
+    return false;
+}
+
+/* A consumed item (stack[i] with i >= 'below'), and the lists inside it that were held
+ * only by consumed dicts: their reference count drops, and at zero the consumer may give
+ * a token for them. */
+static void recycle(struct vm *vm, pk_val v, size_t below)
+{
+    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1 || n->refs)
+        return;
+    if (n->kind == PK_DICT && vm->list_token) {
+        for (uint32_t i = 0; i < n->len; i++) {
+            pk_val c = n->items[2 * i + 1];
+            struct pk_node *cn = (struct pk_node *)(uintptr_t)pk_node_of_kind(c, PK_LIST);
+            uint32_t tok;
+            if (!cn || cn->refs == UINT8_MAX || cn->refs == 0)
+                continue;
+            if (--cn->refs != 0 || (cn->flags & PK_NODE_STREAMED) || cn->n_puts > 1)
+                continue;
+            /* a list pushed from the memo may still sit lower on the stack */
+            if ((cn->flags & PK_NODE_SHARED) && (below > 64 || on_stack(vm, below, c)))
+                continue;
+            tok = vm->list_token(vm->append_ctx, cn);
+            if (tok != UINT32_MAX)
+                recycle_node(vm, cn, PK_TOKEN(tok));
+        }
+    }
+    recycle_node(vm, n, PK_DEAD);
 }
 
 /* Make room for 'extra' more items (pairs for a dict) in 'n'.  Arena arrays cannot be
@@ -378,7 +390,7 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
     vm->memo[idx] = v;
     if (pk_node(v)) {
         struct pk_node *n = (struct pk_node *)(uintptr_t)v;
-        if (n->n_puts < UINT16_MAX)
+        if (n->n_puts < UINT8_MAX)
             n->n_puts++;
         n->memo_idx = (uint32_t)(idx > UINT32_MAX ? UINT32_MAX : idx);
     }
@@ -426,6 +438,18 @@ static enum gm_status need_stack(struct vm *vm, size_t n, uint64_t off, uint8_t 
     return GM_OK;
 }
 
+/* Containers put into a container: count the reference (see recycle()). */
+static inline void ref_items(const pk_val *items, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        if (pk_tag(items[i]) == PK_TAG_NODE && items[i]) {
+            struct pk_node *c = (struct pk_node *)(uintptr_t)items[i];
+            if (c->refs < UINT8_MAX)
+                c->refs++;
+        }
+    }
+}
+
 static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
                                 uint64_t off)
 {
@@ -433,6 +457,7 @@ static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *
         return GM_OK;
     if (!node_reserve(vm, n, k))
         return nomem(vm, off);
+    ref_items(items, k);
     memcpy(n->items + n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)k;
     return GM_OK;
@@ -447,6 +472,7 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
         return GM_OK;
     if (!node_reserve(vm, n, k / 2))
         return nomem(vm, off);
+    ref_items(items, k);
     memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)(k / 2);
     return GM_OK;
@@ -625,7 +651,7 @@ static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, si
     if (*consumed) {
         n->flags |= PK_NODE_STREAMED;
         for (size_t i = first; i < vm->sp; i++)
-            recycle(vm, vm->stack[i]);
+            recycle(vm, vm->stack[i], first);
     } else if (n->flags & PK_NODE_STREAMED) {
         return gm_fail(vm->err, GM_ERR_FORMAT, off,
                        "pickle: a streamed list got items its consumer refused");
@@ -856,8 +882,10 @@ static enum gm_status run(struct vm *vm)
             n = new_node(vm, PK_TUPLE, (uint32_t)k);
             if (!n)
                 return nomem(vm, off);
-            if (k)
+            if (k) {
+                ref_items(vm->stack + vm->sp - k, k);
                 memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
+            }
             n->len = (uint32_t)k;
             vm->sp -= k;
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
@@ -881,8 +909,10 @@ static enum gm_status run(struct vm *vm)
             n = new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
             if (!n)
                 return nomem(vm, off);
-            if (k)
+            if (k) {
+                ref_items(vm->stack + start, k);
                 memcpy(n->items, vm->stack + start, k * sizeof(pk_val));
+            }
             n->len = (uint32_t)(op == OP_DICT ? k / 2 : k);
             vm->sp = start;
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
@@ -951,12 +981,15 @@ static enum gm_status run(struct vm *vm)
             break;
         }
         case OP_BINGET:
+            NEED(1);
+            CHECK(memo_get(vm, *vm->p++, off));
+            break;
         case OP_LONG_BINGET: {
-            unsigned w = op == OP_BINGET ? 1 : 4;
-            uint64_t idx;
-            NEED(w);
-            idx = le(vm->p, w);
-            vm->p += w;
+            uint32_t idx;
+            NEED(4);
+            idx = (uint32_t)vm->p[0] | (uint32_t)vm->p[1] << 8 | (uint32_t)vm->p[2] << 16 |
+                  (uint32_t)vm->p[3] << 24;
+            vm->p += 4;
             CHECK(memo_get(vm, idx, off));
             break;
         }

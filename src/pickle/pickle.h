@@ -61,7 +61,8 @@ enum pk_node_flags {
 struct pk_node {
     uint8_t kind;      /* enum pk_kind */
     uint8_t flags;     /* enum pk_node_flags */
-    uint16_t n_puts;   /* memo slots holding it (saturating) */
+    uint8_t n_puts;    /* memo slots holding it (saturating at 255) */
+    uint8_t refs;      /* container slots holding it (saturating at 255: then sticky) */
     uint32_t len;      /* items (a dict: key/value pairs); a streamed list: 0 */
     uint32_t cap;      /* slots allocated in items (a dict: pairs) */
     uint32_t memo_idx; /* the last memo slot holding it */
@@ -106,11 +107,12 @@ struct pk_opts {
     enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
                                 struct gm_error *err);
     void *append_ctx;
-    /* For a list directly inside a consumed dict that nothing else references yet: return
-     * a token (< 2^32 - 1) that stands for it, or UINT32_MAX to keep the list.  With a
-     * token the list is recycled and its memo slot reads PK_TOKEN(token) from then on, so
-     * a later memo reference gets the token instead of the list (a trace entry's frames,
-     * referenced again by later entries, become the consumer's stack id). */
+    /* For a list inside consumed dicts that nothing else references any more (no other
+     * container, not on the stack, at most one memo slot): return a token (< 2^32 - 1)
+     * that stands for it, or UINT32_MAX to keep the list.  With a token the list is
+     * recycled and its memo slot reads PK_TOKEN(token) from then on, so a later memo
+     * reference gets the token instead of the list (a trace entry's frames, referenced
+     * again by later entries, become the consumer's stack id). */
     uint32_t (*list_token)(void *ctx, const struct pk_node *list);
     /* The input is a private file mapping: give back pages well behind the cursor
      * (madvise MADV_DONTNEED), so resident memory stays below the file size. */

@@ -91,10 +91,17 @@ struct stack_rec {
 
 /* A direct-mapped cache in front of a map: most look-ups repeat the last few keys. */
 #define DM_BITS 12
+#define BATCH_BITS 14
 struct dm_entry {
     uint64_t key; /* 0: empty */
     uint32_t val;
 };
+
+/* Hash keys are never 0, the empty entry's key. */
+static inline uint64_t dm_key(uint64_t h)
+{
+    return h ? h : 1;
+}
 
 static inline size_t dm_slot(uint64_t key)
 {
@@ -154,6 +161,17 @@ struct builder {
     uint8_t shape_words[16];
     uint32_t shape_n;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+    /* frames lists read from the trace entries of the current append batch, for
+     * list_token(): list object -> stack id, valid when gen is the batch's */
+    struct batch_list {
+        const struct pk_node *list;
+        uint32_t stack;
+        uint32_t gen;
+    } batch[1 << BATCH_BITS];
+    uint32_t batch_gen;
+    uint32_t last_str;   /* index in strs of the last string interned from a value */
+    bool last_str_ok;
+    bool in_hook; /* read_event runs inside on_append */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -232,7 +250,7 @@ static bool str_eq(void *ctx, uint32_t idx)
 static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t n, uint32_t *idx)
 {
     struct str_eq_ctx c = {b, p, n};
-    uint64_t h = hmap_hash_bytes(p, n, 0);
+    uint64_t h = dm_key(hmap_hash_bytes(p, n, 0));
     struct dm_entry *dc = &b->content_dm[dm_slot(h)];
     uint32_t i;
     char *s;
@@ -295,8 +313,15 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
                        what, pk_type_name(v));
-    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
+    if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
+        !memcmp(p, b->strs[b->last_str], n)) {
+        idx = b->last_str;
+    } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
         return st;
+    }
+    b->last_str = idx;
+    b->last_str_ok = true;
     c->key = v;
     c->val = idx;
     *out = b->strs[idx];
@@ -531,7 +556,8 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.n = l->len;
     hs = (uint64_t)l->len;
     for (uint32_t i = 0; i < l->len; i++)
-        hs = hmap_mix(hs ^ l->items[i]) + i;
+        hs = (hs ^ l->items[i]) * 0x100000001b3ULL;
+    hs = dm_key(hmap_mix(hs));
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
@@ -811,10 +837,10 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                                    uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
-    uint64_t h = hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+    uint64_t h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
                           ((uint64_t)(uintptr_t)x->compile_context * 3) ^
                           ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
-                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11));
+                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
     struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
     uint32_t id;
     if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {
@@ -914,6 +940,16 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
         case W_FRAMES:
             st = intern_stack(b, val, &e->stack);
             e->flags |= GM_EVENT_HAS_FRAMES;
+            /* the lists the parser may recycle (see pickle.c recycle()) */
+            if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
+                !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
+                struct batch_list *bl =
+                    &b->batch[(size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
+                                       (64 - BATCH_BITS))];
+                bl->list = pk_node(val);
+                bl->stack = e->stack;
+                bl->gen = b->batch_gen;
+            }
             break;
         case W_COMPILE_CONTEXT:
             b->any_compile_ctx = true;
@@ -1010,29 +1046,35 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     if (!grow_arr((void **)&str->ev, &str->cap, str->n + a->n_items,
                   sizeof(struct gm_snapshot_event)))
         return nomem(b);
+    b->batch_gen++;
+    b->in_hook = true;
     for (size_t i = 0; i < a->n_items; i++) {
         if ((st = read_event(b, a->items[i], str->n, &str->ev[str->n], &str->unknown)) != GM_OK) {
+            b->in_hook = false;
             b->err->offset = a->offset;
             return gm_error_prefix(b->err, "device %d", str->device);
         }
         str->n++;
     }
+    b->in_hook = false;
     *consumed = true;
     return GM_OK;
 }
 
-/* The parser recycles a trace entry's frames list: hand it the stack id we read it as. */
+/* The parser recycles a trace entry's frames list: hand it the stack id we read it as (a
+ * list not found, e.g. evicted by a collision, is simply kept). */
 static uint32_t list_token(void *ctx, const struct pk_node *list)
 {
     struct builder *b = ctx;
     struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
+    const struct batch_list *bl =
+        &b->batch[(size_t)(((uint64_t)(uintptr_t)list * 0x9e3779b97f4a7c15ULL) >> (64 - BATCH_BITS))];
     uint32_t id;
-    if (list->len == 0)
-        return 0;
-    if (ldc->key != (uint64_t)(uintptr_t)list)
-        return UINT32_MAX; /* not read as a frames list (or evicted): keep it */
-    id = ldc->val;
-    ldc->key = 0; /* the address may now be reused for another list */
+    if (bl->list != list || bl->gen != b->batch_gen)
+        return UINT32_MAX; /* not read as a frames list in this batch: keep it */
+    id = bl->stack;
+    if (ldc->key == (uint64_t)(uintptr_t)list)
+        ldc->key = 0; /* the address may now be reused for another list */
     return id;
 }
 

@@ -14,14 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 32 bytes: a trace of millions of allocations is one such array. */
 struct elem {
     uint64_t addr;
     uint64_t bytes;
-    uint64_t stream;
     uint32_t stack;
-    int64_t alloc_ev; /* -1: alive from the start */
-    int64_t free_ev;  /* INT64_MAX: never freed in the trace */
+    uint32_t seg;     /* a block alive at snapshot time: its segment's index; else NO_SEG */
+    int32_t alloc_ev; /* -1: alive from the start */
+    int32_t free_ev;  /* NEVER: not freed in the trace */
 };
+
+#define NO_SEG UINT32_MAX
+#define NEVER  INT32_MAX
 
 struct elems {
     struct elem *v;
@@ -87,7 +91,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
     struct elems el = {NULL, 0, 0};
     struct hmap pending = {NULL, NULL, 0, 0}; /* addr -> element index */
-    int64_t *touch = NULL;                   /* per event: element index or -1 */
+    int32_t *touch = NULL;                   /* per event: element index or -1 */
     uint64_t total, best, res, res_final = 0, res_change = 0;
     int64_t best_k = -1;
     size_t n;
@@ -97,6 +101,10 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
     out->device = index;
     n = d->n_events;
+    if (n >= (size_t)INT32_MAX - 1)
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "timeline: device %d has %zu events (at most %d supported)", index, n,
+                       INT32_MAX - 2);
     out->n_points = n + 1;
     if (n) {
         touch = gm_malloc(n * sizeof(*touch));
@@ -109,26 +117,26 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
         const struct gm_snapshot_event *e = &d->events[k];
         touch[k] = -1;
         if (e->action == GM_ACTION_ALLOC) {
-            struct elem x = {e->addr, e->size, e->stream, e->stack, (int64_t)k, INT64_MAX};
-            if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+            struct elem x = {e->addr, e->size, e->stack, NO_SEG, (int32_t)k, NEVER};
+            if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
             (void)hmap_del(&pending, e->addr);
             if (!hmap_put(&pending, e->addr, (uint32_t)(el.n - 1)))
                 goto out_nomem;
-            touch[k] = (int64_t)(el.n - 1);
+            touch[k] = (int32_t)(el.n - 1);
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
             uint32_t idx = hmap_find(&pending, e->addr, NULL, NULL);
             if (idx != HMAP_NONE) {
-                el.v[idx].free_ev = (int64_t)k;
+                el.v[idx].free_ev = (int32_t)k;
                 (void)hmap_del(&pending, e->addr);
-                touch[k] = idx;
+                touch[k] = (int32_t)idx;
                 out->n_allocs_matched++;
             } else {
                 /* freed without an alloc in the trace: alive from the start */
-                struct elem x = {e->addr, e->size, e->stream, e->stack, -1, (int64_t)k};
-                if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+                struct elem x = {e->addr, e->size, e->stack, NO_SEG, -1, (int32_t)k};
+                if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                     goto out_nomem;
-                touch[k] = (int64_t)(el.n - 1);
+                touch[k] = (int32_t)(el.n - 1);
             }
         }
         res_change += (uint64_t)reserved_delta_sign(e->action) * e->size;
@@ -145,11 +153,11 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
                 continue;
             x.addr = b->address;
             x.bytes = b->requested_size;
-            x.stream = seg->stream;
             x.stack = b->stack;
+            x.seg = (uint32_t)si;
             x.alloc_ev = -1;
-            x.free_ev = INT64_MAX;
-            if (el.n >= UINT32_MAX - 1 || !push_elem(&el, &x))
+            x.free_ev = NEVER;
+            if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
         }
     }
@@ -181,7 +189,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
         const struct gm_snapshot_event *e = &d->events[k];
         if (touch[k] >= 0) {
             const struct elem *x = &el.v[touch[k]];
-            if (x->alloc_ev == (int64_t)k)
+            if (x->alloc_ev == (int32_t)k)
                 total = sat_add(total, x->bytes);
             else
                 total = total >= x->bytes ? total - x->bytes : 0;
@@ -226,7 +234,10 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
                 struct gm_snapshot_live *l = &out->live[out->n_live++];
                 l->addr = x->addr;
                 l->bytes = x->bytes;
-                l->stream = x->stream;
+                if (x->seg != NO_SEG)
+                    l->stream = snap->segments[x->seg].stream;
+                else
+                    l->stream = d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev].stream;
                 l->stack = x->stack;
                 l->alloc_event = x->alloc_ev;
             }

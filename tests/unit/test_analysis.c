@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* clang-format off: cmocka.h needs the headers above first */
 #include <cmocka.h>
+/* clang-format on */
 
 #include "analysis/analysis_int.h"
 #include "gpumem/analysis.h"
@@ -41,19 +43,24 @@ static void test_frame_flags(void **state)
     assert_true(flags_of(mod, "_apply", true) & FR_PARAM_LOAD);
     assert_false(flags_of(mod, "_apply", true) & FR_MODULE_CALL);
     assert_true(flags_of("/e/lib/python3.10/site-packages/torch/autograd/__init__.py",
-                         "_make_grads", true) & FR_BACKWARD);
+                         "_make_grads", true) &
+                FR_BACKWARD);
     assert_true(flags_of("/e/site-packages/torch/_tensor.py", "backward", true) & FR_BACKWARD);
     assert_false(flags_of("/e/site-packages/torch/_tensor.py", "wrapped", true) & FR_BACKWARD);
     assert_true(flags_of("??",
                          "torch::autograd::Engine::evaluate_function(std::shared_ptr<"
                          "torch::autograd::GraphTask>&, torch::autograd::Node*)",
-                         false) & FR_BACKWARD);
-    assert_true(flags_of("??", "torch::autograd::generated::MmBackward0::apply(std::vector<"
-                               "at::Tensor, std::allocator<at::Tensor> >&&)",
-                         false) & FR_BACKWARD);
+                         false) &
+                FR_BACKWARD);
+    assert_true(flags_of("??",
+                         "torch::autograd::generated::MmBackward0::apply(std::vector<"
+                         "at::Tensor, std::allocator<at::Tensor> >&&)",
+                         false) &
+                FR_BACKWARD);
     /* dropping a graph in forward runs release_variables(): not backward */
-    assert_false(flags_of("??", "torch::autograd::generated::PowBackward0::release_variables()",
-                          false) & FR_BACKWARD);
+    assert_false(
+        flags_of("??", "torch::autograd::generated::PowBackward0::release_variables()", false) &
+        FR_BACKWARD);
     assert_true(flags_of("/e/site-packages/torch/optim/adam.py", "_init_group", true) &
                 FR_OPTIM_STEP);
     assert_true(flags_of("/e/site-packages/torch/optim/adamw.py", "_multi_tensor_adamw", true) &
@@ -68,13 +75,22 @@ static void test_frame_flags(void **state)
     assert_true(flags_of("/e/site-packages/torch_geometric/data/data.py", "to", true) & FR_DATA);
     assert_true(flags_of("/e/site-packages/transformers/tokenization_utils_base.py", "to", true) &
                 FR_DATA);
+    assert_true(flags_of("/e/site-packages/transformers/trainer.py", "_prepare_input", true) &
+                FR_DATA);
+    assert_true(
+        flags_of("/e/site-packages/accelerate/utils/operations.py", "send_to_device", true) &
+        FR_DATA);
+    assert_false(flags_of("/home/u/train.py", "send_to_device", true) & FR_DATA);
+    assert_true(flags_of("/e/site-packages/deepspeed/ops/adam/fused_adam.py", "step", true) &
+                FR_OPTIM_STEP);
     assert_true(flags_of("/home/u/proj/train.py", "main", true) & FR_USER);
     assert_true(flags_of("/tmp/ipykernel_1/123.py", "<module>", true) & FR_USER);
     assert_false(flags_of("/usr/lib/python3.10/threading.py", "run", true) & FR_USER);
     assert_false(flags_of("C:\\py\\cpython-3.10-windows\\lib\\copy.py", "deepcopy", true) &
                  FR_USER);
-    assert_false(flags_of("/e/site-packages/transformers/models/opt/modeling_opt.py",
-                          "forward", true) & FR_USER);
+    assert_false(
+        flags_of("/e/site-packages/transformers/models/opt/modeling_opt.py", "forward", true) &
+        FR_USER);
     assert_true(flags_of("/e/site-packages/torch/nn/parallel/replicate.py", "replicate", true) &
                 FR_PARAM_LOAD);
     assert_int_equal(ana_phase_of_flags(FR_MODULE_CALL | FR_BACKWARD), RAW_BACKWARD);
@@ -101,8 +117,20 @@ static void test_map(void **state)
 
 /* ---- a hand-built training trace ---- */
 
-enum { F_APPLY, F_MAIN, F_CALL, F_FWD, F_AG_BWD, F_T_BWD, F_INIT, F_WRAP, F_MT, F_ZG, F_LEAK,
-       N_FR };
+enum {
+    F_APPLY,
+    F_MAIN,
+    F_CALL,
+    F_FWD,
+    F_AG_BWD,
+    F_T_BWD,
+    F_INIT,
+    F_WRAP,
+    F_MT,
+    F_ZG,
+    F_LEAK,
+    N_FR
+};
 static const struct gm_snapshot_frame frames[N_FR] = {
     {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false},
     {"/home/u/train.py", "main", 40, true, false},
@@ -126,8 +154,8 @@ static const uint32_t st_temp[] = {F_MT, F_WRAP, F_MAIN};
 static const uint32_t st_leak[] = {F_LEAK};
 static const uint32_t st_zg[] = {F_ZG, F_MAIN};
 static const struct gm_snapshot_stack stacks[N_ST] = {
-    {NULL, 0}, {st_param, 2}, {st_fwd, 3}, {st_user, 1}, {st_bwd, 3},
-    {st_init, 3}, {st_temp, 3}, {st_leak, 1}, {st_zg, 2},
+    {NULL, 0},    {st_param, 2}, {st_fwd, 3},  {st_user, 1}, {st_bwd, 3},
+    {st_init, 3}, {st_temp, 3},  {st_leak, 1}, {st_zg, 2},
 };
 
 struct trace {
@@ -343,6 +371,8 @@ static void test_names(void **state)
     assert_string_equal(gm_oom_verdict_name(GM_VERDICT_FRAGMENTATION), "fragmentation");
     assert_non_null(strstr(gm_oom_verdict_advice(GM_VERDICT_FRAGMENTATION), "expandable_segments"));
     assert_non_null(strstr(gm_leak_kind_advice(GM_LEAK_FORWARD_OUTPUT), ".item()"));
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        assert_true(strlen(gm_category_advice((enum gm_category)c)) > 40);
     for (int r = 0; r < GM_RULE_COUNT; r++)
         assert_true(strlen(gm_rule_text((enum gm_rule)r)) > 0);
 }
@@ -436,11 +466,19 @@ static void test_random_traces(void **state)
 {
     (void)state;
     static struct trace t;
-    static const uint8_t actions[] = {
-        GM_ACTION_ALLOC, GM_ACTION_ALLOC, GM_ACTION_ALLOC, GM_ACTION_FREE_REQUESTED,
-        GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED, GM_ACTION_SEGMENT_ALLOC,
-        GM_ACTION_SEGMENT_FREE, GM_ACTION_SEGMENT_MAP, GM_ACTION_SEGMENT_UNMAP, GM_ACTION_OOM,
-        GM_ACTION_SNAPSHOT, GM_ACTION_OTHER};
+    static const uint8_t actions[] = {GM_ACTION_ALLOC,
+                                      GM_ACTION_ALLOC,
+                                      GM_ACTION_ALLOC,
+                                      GM_ACTION_FREE_REQUESTED,
+                                      GM_ACTION_FREE_COMPLETED,
+                                      GM_ACTION_FREE_COMPLETED,
+                                      GM_ACTION_SEGMENT_ALLOC,
+                                      GM_ACTION_SEGMENT_FREE,
+                                      GM_ACTION_SEGMENT_MAP,
+                                      GM_ACTION_SEGMENT_UNMAP,
+                                      GM_ACTION_OOM,
+                                      GM_ACTION_SNAPSHOT,
+                                      GM_ACTION_OTHER};
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int round = 0; round < 300; round++) {
         size_t n = (size_t)(rng_next(&x) % 250);
@@ -489,10 +527,10 @@ static void test_random_traces(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),         cmocka_unit_test(test_frame_flags),
-        cmocka_unit_test(test_map),           cmocka_unit_test(test_training_trace),
-        cmocka_unit_test(test_names),         cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),           cmocka_unit_test(test_random_traces),
+        cmocka_unit_test(test_paths), cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_map),   cmocka_unit_test(test_training_trace),
+        cmocka_unit_test(test_names), cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),   cmocka_unit_test(test_random_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

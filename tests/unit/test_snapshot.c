@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void exercise(const struct gm_snapshot *s);
+
 /* A tiny protocol-2 pickle writer (the TorchScript pickler's shapes). */
 struct em {
     uint8_t b[16384];
@@ -275,6 +277,39 @@ static void test_timeline(void **state)
     gm_snapshot_free(s);
 }
 
+/* Trace entries with no keys at all (found by fuzzing: an all-empty extra hashed to the
+ * empty cache key). */
+static void test_empty_entries(void **state)
+{
+    struct em e;
+    struct gm_snapshot *s;
+    struct gm_error err;
+    (void)state;
+    e.n = 0;
+    e_raw(&e, "\x80\x02", 2);
+    e_begin_dict(&e);
+    e_str(&e, "segments");
+    e_begin_list(&e);
+    e_end_list(&e);
+    e_str(&e, "device_traces");
+    e_begin_list(&e);
+    e_begin_list(&e);
+    e_begin_dict(&e);
+    e_end_dict(&e);
+    e_begin_dict(&e);
+    e_end_dict(&e);
+    e_end_list(&e);
+    e_end_list(&e);
+    e_end_dict(&e);
+    e_op(&e, '.');
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
+    assert_int_equal(s->n_events, 2);
+    assert_int_equal(s->devices[0].events[1].action, GM_ACTION_OTHER);
+    assert_int_equal(s->n_unknown_actions, 2);
+    exercise(s);
+    gm_snapshot_free(s);
+}
+
 static void test_alloc_failures(void **state)
 {
     struct em e;
@@ -429,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_empty_entries),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_real_file_prefixes),
         cmocka_unit_test(test_real_file_flips),
