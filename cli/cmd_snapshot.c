@@ -14,6 +14,9 @@ static const struct cli_command snapshot_commands[] = {
     {"diff", cmd_snapshot_diff, "compare two snapshots: peak, categories, allocation sites"},
     {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
     {"replay", cmd_snapshot_replay, "replay the trace through the allocator model; what-if settings"},
+    {"report", cmd_snapshot_report, "self-contained HTML report (timeline, categories, peak)"},
+    {"plot", cmd_snapshot_plot, "terminal chart of allocated and reserved over time"},
+    {"example", cmd_snapshot_example, "write gpumem's example snapshot (training with a leak)"},
     {NULL, NULL, NULL},
 };
 

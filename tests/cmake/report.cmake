@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# The example snapshot (generated at build time by the gpumem binary), its validation with
+# Python's pickle, and the browser test of the HTML report (headless Debian Chromium through
+# playwright-core; skipped with a message when they are not installed).
+set(GM_EXAMPLE_PICKLE ${PROJECT_BINARY_DIR}/examples/train_leak.pickle)
+add_custom_command(
+  OUTPUT ${GM_EXAMPLE_PICKLE}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/examples
+  COMMAND $<TARGET_FILE:gpumem> snapshot example --force -o ${GM_EXAMPLE_PICKLE}
+  DEPENDS gpumem
+  COMMENT "Writing the example snapshot examples/train_leak.pickle")
+add_custom_target(gm_example ALL DEPENDS ${GM_EXAMPLE_PICKLE})
+
+find_program(GM_PYTHON3 python3)
+if(GM_PYTHON3)
+  add_test(NAME report/example_pickle
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/report/check_example.py ${GM_EXAMPLE_PICKLE})
+  set_tests_properties(report/example_pickle PROPERTIES ENVIRONMENT "${GM_TEST_ENV}")
+endif()
+
+find_program(GM_NODE node)
+if(GM_NODE)
+  add_test(NAME browser/report
+    COMMAND ${GM_NODE} ${CMAKE_CURRENT_SOURCE_DIR}/browser/report.test.js
+      --gpumem $<TARGET_FILE:gpumem>
+      --snapshot ${GM_EXAMPLE_PICKLE}
+      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g6_compile_ctx_3dev_expandable_oom.pickle
+      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g0_list_segments_only_dev1.pkl
+      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g5_empty_no_segments_4dev.pickle
+      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g2_cpp_frames_no_time.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/no_time_orphans.pickle
+      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
+      --screenshot ${PROJECT_BINARY_DIR}/artifacts/report.png --timing --also-no-analysis)
+  set_tests_properties(browser/report PROPERTIES
+    ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* test_report.c - the HTML report's page data and the terminal plot, on the example snapshot
+ * and on a hand-written hostile one: the page is self-contained (no URL to fetch, the data
+ * cannot close its <script> element), the figures agree with the timeline (peak, level of
+ * detail, at-the-peak table), and the plot fits its width. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "gpumem/analysis.h"
+#include "gpumem/example.h"
+#include "gpumem/pickle_write.h"
+#include "gpumem/report.h"
+#include "gpumem/snapshot.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_all(FILE *f, size_t *n)
+{
+    long size;
+    char *buf;
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)size + 1);
+    assert_non_null(buf);
+    *n = fread(buf, 1, (size_t)size, f);
+    buf[*n] = 0;
+    return buf;
+}
+
+static struct gm_snapshot *example(unsigned iterations)
+{
+    struct gm_example_opts o;
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    FILE *f = tmpfile();
+    size_t n;
+    char *data;
+    gm_example_opts_init(&o);
+    o.iterations = iterations;
+    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+    data = read_all(f, &n);
+    fclose(f);
+    assert_int_equal(gm_snapshot_load_mem(data, n, NULL, &snap, &err), GM_OK);
+    free(data);
+    return snap;
+}
+
+static char *render(const struct gm_snapshot *snap, const struct gm_analysis *an, size_t *n)
+{
+    struct gm_report_opts o = {"test </title><b>", 50, 6};
+    struct gm_error err;
+    FILE *f = tmpfile();
+    char *html;
+    assert_int_equal(gm_report_html(f, snap, an, &o, &err), GM_OK);
+    html = read_all(f, n);
+    fclose(f);
+    return html;
+}
+
+static size_t count(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static json_t *page_data(const char *html)
+{
+    const char *tag = "<script type=\"application/json\" id=\"gm-data\">";
+    const char *a = strstr(html, tag), *b;
+    json_error_t je;
+    json_t *j;
+    assert_non_null(a);
+    a += strlen(tag);
+    b = strstr(a, "</script>");
+    assert_non_null(b);
+    j = json_loadb(a, (size_t)(b - a), 0, &je);
+    if (!j)
+        fprintf(stderr, "page data: %s at %d\n", je.text, je.position);
+    assert_non_null(j);
+    return j;
+}
+
+static void test_example_report(void **state)
+{
+    struct gm_snapshot *snap = example(3);
+    struct gm_analysis *an;
+    struct gm_snapshot_timeline tl;
+    struct gm_error err;
+    size_t n;
+    char *html;
+    json_t *j, *dev, *lod, *finest, *amax, *at_peak, *moments, *bands;
+    uint64_t max = 0, sum = 0;
+    size_t i;
+    json_t *v;
+    bool peak_moment = false;
+    (void)state;
+
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    html = render(snap, an, &n);
+    /* self-contained: nothing to fetch, and exactly our two script elements */
+    assert_null(strstr(html, "http://"));
+    assert_null(strstr(html, "https://"));
+    assert_null(strstr(html, " src="));
+    assert_int_equal(count(html, "</script>"), 2);
+    assert_non_null(strstr(html, "Content-Security-Policy"));
+    assert_non_null(strstr(html, "<title>gpumem report: test &lt;/title&gt;&lt;b&gt;</title>"));
+
+    j = page_data(html);
+    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpumem.report/1");
+    dev = json_array_get(json_object_get(j, "devices"), 0);
+    assert_int_equal(gm_snapshot_timeline(snap, 0, false, &tl, &err), GM_OK);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(dev, "peak"), "bytes")),
+                     (json_int_t)tl.peak_bytes);
+    assert_string_equal(json_string_value(json_object_get(dev, "x_unit")), "us");
+    /* every level of detail keeps the peak */
+    lod = json_object_get(dev, "lod");
+    assert_true(json_array_size(lod) >= 1);
+    json_array_foreach(lod, i, finest)
+    {
+        max = 0;
+        amax = json_object_get(finest, "amax");
+        assert_int_equal(json_array_size(amax), json_integer_value(json_object_get(finest, "n")));
+        for (size_t b = 0; b < json_array_size(amax); b++)
+            if ((uint64_t)json_integer_value(json_array_get(amax, b)) > max)
+                max = (uint64_t)json_integer_value(json_array_get(amax, b));
+        assert_int_equal(max, tl.peak_bytes);
+    }
+    /* the table at the peak adds up to the peak */
+    at_peak = json_object_get(dev, "at_peak");
+    json_array_foreach(at_peak, i, v) sum += (uint64_t)json_integer_value(json_array_get(v, 0));
+    sum += (uint64_t)json_integer_value(json_object_get(dev, "at_peak_rest_bytes"));
+    assert_int_equal(sum, tl.peak_bytes);
+    /* bands capped, stacked in allocation order */
+    bands = json_object_get(dev, "bands");
+    assert_int_equal(json_array_size(bands), 50);
+    for (i = 1; i < json_array_size(bands); i++)
+        assert_true(json_integer_value(json_array_get(json_array_get(bands, i - 1), 0)) <=
+                    json_integer_value(json_array_get(json_array_get(bands, i), 0)));
+    /* zoomed views get more bands: per window, none of them a global band */
+    {
+        json_t *rb = json_object_get(dev, "rbands"), *win, *b, *g;
+        size_t wi, bi, gi;
+        assert_true(json_array_size(rb) > 0);
+        json_array_foreach(rb, wi, win)
+        {
+            assert_true(json_array_size(json_object_get(win, "b")) <= 50 / 4 + 1);
+            json_array_foreach(json_object_get(win, "b"), bi, b)
+            {
+                json_array_foreach(bands, gi, g)
+                {
+                    assert_false(json_integer_value(json_array_get(g, 0)) ==
+                                     json_integer_value(json_array_get(b, 0)) &&
+                                 json_integer_value(json_array_get(g, 7)) ==
+                                     json_integer_value(json_array_get(b, 7)));
+                }
+            }
+        }
+    }
+    /* the moments include the peak and the snapshot itself */
+    moments = json_object_get(dev, "moments");
+    assert_true(json_array_size(moments) >= 2 && json_array_size(moments) <= 6);
+    json_array_foreach(moments, i, v)
+    {
+        if (json_integer_value(json_object_get(v, "k")) == tl.peak_event_index) {
+            peak_moment = true;
+            /* at the peak, the allocations drawn add up to the peak */
+            assert_int_equal(json_integer_value(json_object_get(v, "requested")),
+                             (json_int_t)tl.peak_bytes);
+        }
+    }
+    assert_true(peak_moment);
+    assert_true(json_is_true(
+        json_object_get(json_array_get(moments, json_array_size(moments) - 1), "snapshot")));
+    assert_true(json_array_size(json_object_get(dev, "leaks")) > 0);
+    assert_true(json_object_size(json_object_get(j, "stacks")) > 0);
+    json_decref(j);
+    free(html);
+
+    /* without analysis: still a page, no categories */
+    html = render(snap, NULL, &n);
+    j = page_data(html);
+    dev = json_array_get(json_object_get(j, "devices"), 0);
+    assert_null(json_object_get(dev, "series"));
+    assert_int_equal(json_array_size(json_object_get(dev, "bands")), 0);
+    json_decref(j);
+    free(html);
+    gm_snapshot_timeline_release(&tl);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+/* A snapshot whose frame and settings try to close the script element. */
+static void test_hostile_strings(void **state)
+{
+    struct gm_pickle_writer *w;
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_error err;
+    FILE *f = tmpfile();
+    size_t n;
+    char *data, *html;
+    json_t *j;
+    (void)state;
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, 2);
+    for (int e = 0; e < 2; e++) {
+        gm_pickle_dict_begin(w, 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, e ? "free_completed" : "alloc");
+        gm_pickle_str(w, "addr");
+        gm_pickle_int(w, 1 << 20);
+        gm_pickle_str(w, "size");
+        gm_pickle_int(w, 4096);
+        gm_pickle_str(w, "stream");
+        gm_pickle_int(w, 0);
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, 1);
+        gm_pickle_dict_begin(w, 3);
+        gm_pickle_str(w, "name");
+        gm_pickle_str(w, "</script><script>alert(1)</script><!--");
+        gm_pickle_str(w, "filename");
+        gm_pickle_str(w, "/home/u/x.py");
+        gm_pickle_str(w, "line");
+        gm_pickle_int(w, 1);
+        gm_pickle_dict_end(w);
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    data = read_all(f, &n);
+    fclose(f);
+    assert_int_equal(gm_snapshot_load_mem(data, n, NULL, &snap, &err), GM_OK);
+    free(data);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    html = render(snap, an, &n);
+    assert_int_equal(count(html, "</script>"), 2);
+    assert_null(strstr(html, "<!--"));
+    j = page_data(html);
+    /* the name survives intact in the page data */
+    assert_string_equal(
+        json_string_value(json_array_get(json_array_get(json_object_get(j, "frames"), 0), 1)),
+        "</script><script>alert(1)</script><!--");
+    json_decref(j);
+    free(html);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+static void test_plot(void **state)
+{
+    struct gm_snapshot *snap = example(2);
+    struct gm_analysis *an;
+    struct gm_plot_opts po = {60, 8, GM_PLOT_ASCII};
+    struct gm_error err;
+    FILE *f = tmpfile();
+    size_t n, lines = 0;
+    char *out, *line, *save = NULL;
+    (void)state;
+    assert_int_equal(gm_report_plot(f, snap, NULL, 0, &po, &err), GM_OK);
+    out = read_all(f, &n);
+    fclose(f);
+    assert_non_null(strstr(out, "v peak"));
+    for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        for (const char *p = line; *p; p++)
+            assert_true((unsigned char)*p < 128); /* ASCII only */
+        if (lines < 12)                           /* every line but the legend fits */
+            assert_true(strlen(line) <= 60);
+        lines++;
+    }
+    assert_int_equal(lines, 1 + 1 + 8 + 2 + 1);
+    free(out);
+    /* categories need an analysis; a device that is not there is an error */
+    po.flags = GM_PLOT_CATEGORIES;
+    assert_int_equal(gm_report_plot(stdout, snap, NULL, 0, &po, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_report_plot(stdout, snap, NULL, 7, &po, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    f = tmpfile();
+    po.flags = GM_PLOT_CATEGORIES | GM_PLOT_COLOR;
+    assert_int_equal(gm_report_plot(f, snap, an, 0, &po, &err), GM_OK);
+    out = read_all(f, &n);
+    fclose(f);
+    assert_non_null(strstr(out, "\033[38;5;32m")); /* parameters in blue */
+    assert_non_null(strstr(out, "activations"));
+    free(out);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_report),
+        cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_plot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
