@@ -7,11 +7,15 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="build-essential cmake pkg-config clang libjansson-dev zlib1g-dev libcmocka-dev python3 chromium nodejs npm"
+pkgs="build-essential cmake pkg-config clang libjansson-dev zlib1g-dev libcmocka-dev python3 chromium"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Node.js and npm may come from elsewhere than Debian (a newer node bundles its own npm, and
+# Debian's npm package then conflicts with it): only ask Debian when the commands are missing.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO=sudo

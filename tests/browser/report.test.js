@@ -181,11 +181,11 @@ async function main() {
     chromium = require('playwright-core').chromium;
   } catch (e) {
     console.log('skipped: playwright-core is not installed (run scripts/install-deps.sh)');
-    process.exit(77);
+    process.exit(process.env.CI ? 1 : 77); // CI must run it, never skip
   }
   if (!fs.existsSync(CHROMIUM)) {
     console.log('skipped: ' + CHROMIUM + ' is missing (run scripts/install-deps.sh)');
-    process.exit(77);
+    process.exit(process.env.CI ? 1 : 77); // CI must run it, never skip
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-browser-'));
   try {
