@@ -5,7 +5,9 @@
 
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
+#include "gpumem/estimate.h"
 #include "gpumem/json.h"
+#include "gpumem/model.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 

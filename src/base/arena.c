@@ -109,7 +109,6 @@ static struct gm_arena_chunk *new_chunk(struct gm_arena *a, size_t payload)
 void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
 {
     struct gm_arena_chunk *c = a->head;
-    size_t pos;
 
     if (align == 0)
         align = 1;
@@ -131,7 +130,7 @@ void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
     return (char *)c + CHUNK_HDR;
 #else
     if (c) {
-        pos = (c->pos + (align - 1)) & ~(align - 1);
+        size_t pos = (c->pos + (align - 1)) & ~(align - 1);
         if (pos <= c->size && c->size - pos >= size) {
             c->pos = pos + size;
             a->used += size;
