@@ -16,6 +16,7 @@
 
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
+#include "gpumem/model.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,6 +150,20 @@ enum gm_status gm_modelfile_finish(struct gm_modelfile *m, struct gm_error *err)
  * type table); false for an unknown or removed type, or when n_elements is not a whole
  * number of blocks.  'name' (may be NULL) receives the type's name, static storage. */
 bool gm_ggml_type_bytes(uint32_t type, uint64_t n_elements, uint64_t *bytes, const char **name);
+
+/* Fill a struct gm_model from a loaded summary.  GGUF: from the architecture keys of its
+ * metadata and the tensor names (tied output, gated MLP, q/k/v biases).  safetensors: from
+ * the config.json beside the weights (GM_ERR_NOENT with a hint when there is none).  Either
+ * way n_params_file and weight_bytes_file carry the exact figures of the file, and dtype
+ * its dominant stored type when it is a plain float type. */
+enum gm_status gm_modelfile_to_model(const struct gm_modelfile *mf, struct gm_model *out,
+                                     struct gm_error *err);
+
+/* The dtype holding the most bytes (index into mf->dtypes), or -1 when there are none. */
+int gm_modelfile_dominant_dtype(const struct gm_modelfile *mf);
+
+/* Whether a tensor with this exact name exists. */
+bool gm_modelfile_has_tensor(const struct gm_modelfile *mf, const char *name);
 
 /* Bits per element of a safetensors dtype name ("BF16" -> 16, "F4" -> 4); 0 if unknown. */
 unsigned gm_safetensors_dtype_bits(const char *name);
