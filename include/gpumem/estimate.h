@@ -85,9 +85,12 @@ enum gm_phase {
     GM_PHASE_FORWARD_BACKWARD = 1 << 0,
     GM_PHASE_OPTIMIZER_STEP = 1 << 1,
     GM_PHASE_PREFILL = 1 << 2,
-    GM_PHASE_DECODE = 1 << 3
+    GM_PHASE_DECODE = 1 << 3,
+    /* The end of the backward pass: every gradient allocated, activations released.  The
+     * forward/backward peak is the larger of its start and its end. */
+    GM_PHASE_BACKWARD_END = 1 << 4
 };
-#define GM_PHASE_TRAIN_ALL (GM_PHASE_FORWARD_BACKWARD | GM_PHASE_OPTIMIZER_STEP)
+#define GM_PHASE_TRAIN_ALL (GM_PHASE_FORWARD_BACKWARD | GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP)
 #define GM_PHASE_INFER_ALL (GM_PHASE_PREFILL | GM_PHASE_DECODE)
 #define GM_PHASE_ALL       (GM_PHASE_TRAIN_ALL | GM_PHASE_INFER_ALL)
 
@@ -148,7 +151,9 @@ struct gm_estimate {
     uint64_t weight_bytes;             /* weights as stored for this job */
     struct gm_est_component components[GM_EST_MAX_COMPONENTS];
     size_t n_components;
-    uint64_t forward_backward_bytes;   /* training phase peaks (allocated) */
+    uint64_t forward_backward_bytes;   /* training phase peaks (allocated): max of the two */
+    uint64_t backward_start_bytes;     /*   moments of the forward/backward phase */
+    uint64_t backward_end_bytes;
     uint64_t optimizer_step_bytes;
     uint64_t prefill_bytes;            /* inference phase peaks (allocated) */
     uint64_t decode_bytes;

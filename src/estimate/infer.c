@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* infer.c - memory of generation: weights, KV cache, prefill and decode activations.
+ *
+ * KV cache = 2 (K and V) x layers x num_key_value_heads x head_dim x tokens x bytes x
+ * sequences, with tokens = context + new tokens, capped at the sliding window for the
+ * layers that use one.  Prefill runs without autograd, so activations are the transient
+ * peak of one layer (the residual and norm output, then the larger of attention - q, k,
+ * v, output, and for eager attention the fp32 scores - and the MLP's three I-wide
+ * tensors), plus the logits of the positions that are sampled. */
+#include "estimate/estimate_int.h"
+
+#include "gpumem/units.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static double kv_tokens_bytes(const struct gm_model *m, uint64_t tokens, double bytes,
+                              uint64_t seqs, uint64_t *capped_layers)
+{
+    double per_tok_layer = 2.0 * (double)m->n_kv_heads * (double)m->head_dim * bytes;
+    uint64_t full_layers = m->n_layers - m->n_sliding_layers;
+    uint64_t win = tokens;
+    *capped_layers = 0;
+    if (m->sliding_window && m->n_sliding_layers && tokens > m->sliding_window) {
+        win = m->sliding_window;
+        *capped_layers = m->n_sliding_layers;
+    } else {
+        full_layers = m->n_layers;
+    }
+    return per_tok_layer * (double)seqs *
+           ((double)full_layers * (double)tokens +
+            (double)(m->n_layers - full_layers) * (double)win);
+}
+
+static double prefill_layer_peak(const struct gm_model *m, double ea, bool eager, uint64_t seqs,
+                                 uint64_t tokens)
+{
+    double T = (double)seqs * (double)tokens;
+    double h = (double)m->hidden;
+    double q = (double)m->n_heads * (double)m->head_dim;
+    double kv = (double)m->n_kv_heads * (double)m->head_dim;
+    double I = (double)m->intermediate;
+    double attn = T * ea * (2.0 * q + 2.0 * kv);
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    double mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * I * (m->n_experts ? 1.0 : k);
+    if (eager)
+        attn += (double)seqs * (double)m->n_heads * (double)tokens * (double)tokens * (4.0 + ea);
+    return T * ea * 2.0 * h + (attn > mlp ? attn : mlp);
+}
+
+enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_model *m,
+                         const struct gm_param_counts *pc, struct gm_estimate *e,
+                         struct gm_error *err)
+{
+    double bits = in->weight_bits > 0 ? in->weight_bits
+                  : (m && gm_dtype_bits(m->dtype)) ? (double)gm_dtype_bits(m->dtype)
+                                                   : 16.0;
+    double ea = bits >= 32 ? 4.0 : 2.0;
+    double kvb = in->kv_dtype != GM_DTYPE_UNKNOWN ? (double)gm_dtype_bits(in->kv_dtype) / 8.0
+                                                  : ea;
+    uint64_t tokens = in->context + in->new_tokens;
+    bool eager = in->attention == GM_ATTN_EAGER;
+    char note[GM_EST_NOTE_MAX];
+    double kv, pre, logits, dec;
+    uint64_t capped = 0;
+    enum gm_status st;
+
+    (void)pc;
+    e->weight_bytes = est_bits_bytes(e->n_params, bits);
+    snprintf(note, sizeof(note), "%llu parameters x %g bits", (unsigned long long)e->n_params,
+             bits);
+    st = gm_estimate_add_component(e, "weights", e->weight_bytes, GM_PHASE_INFER_ALL, false, note,
+                                   err);
+    if (st != GM_OK)
+        return st;
+    if (!m)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "inference estimate needs a model for the KV cache (give MODEL)");
+    if (m->head != GM_HEAD_CAUSAL_LM)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "model '%s' is an encoder: it has no KV cache to generate with",
+                       m->name[0] ? m->name : m->model_type);
+
+    kv = kv_tokens_bytes(m, tokens, kvb, in->batch, &capped);
+    snprintf(note, sizeof(note), "2 x %llu layers x %llu KV heads x %llu head_dim x %llu "
+                                 "tokens x %g B x %llu seqs%s",
+             (unsigned long long)m->n_layers, (unsigned long long)m->n_kv_heads,
+             (unsigned long long)m->head_dim, (unsigned long long)tokens, kvb,
+             (unsigned long long)in->batch, capped ? " (window-capped layers)" : "");
+    st = gm_estimate_add_component(e, "kv_cache", est_round(kv), GM_PHASE_INFER_ALL, false, note,
+                                   err);
+    if (st != GM_OK)
+        return st;
+
+    pre = in->context ? prefill_layer_peak(m, ea, eager, in->batch, in->context) : 0;
+    st = gm_estimate_add_component(e, "prefill_activations", est_round(pre), GM_PHASE_PREFILL,
+                                   true, "transient peak of one layer over the whole prompt", err);
+    if (st != GM_OK)
+        return st;
+    logits = (double)in->batch * (in->full_logits ? (double)(in->context ? in->context : 1) : 1.0) *
+             (double)m->vocab * (ea + 4.0);
+    st = gm_estimate_add_component(e, "logits", est_round(logits), GM_PHASE_PREFILL, true,
+                                   in->full_logits ? "every prompt position, compute dtype + fp32"
+                                                   : "last position per sequence, compute dtype "
+                                                     "+ fp32",
+                                   err);
+    if (st != GM_OK)
+        return st;
+    dec = prefill_layer_peak(m, ea, false, in->batch, 1) +
+          (double)in->batch * (double)m->vocab * (ea + 4.0);
+    st = gm_estimate_add_component(e, "decode_activations", est_round(dec), GM_PHASE_DECODE, true,
+                                   "one token per sequence: one layer + logits", err);
+    if (st != GM_OK)
+        return st;
+
+    gm_estimate_assume(e, "weights at %g bits per parameter%s", bits,
+                       bits < 16 ? " (quantisation constants not included unless in --bits)"
+                                 : "");
+    gm_estimate_assume(e, "KV cache: num_key_value_heads=%llu (not the %llu query heads), "
+                          "head_dim=%llu, %g bytes per element, preallocated for context + "
+                          "new tokens = %llu",
+                       (unsigned long long)m->n_kv_heads, (unsigned long long)m->n_heads,
+                       (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
+    if (capped)
+        gm_estimate_assume(e, "%llu of %llu layers keep only the last %llu tokens (sliding "
+                              "window; an engine that keeps every token needs more)",
+                           (unsigned long long)capped, (unsigned long long)m->n_layers,
+                           (unsigned long long)m->sliding_window);
+    gm_estimate_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",
+                       eager ? "eager (fp32 scores materialised)" : "sdpa/flash");
+    gm_estimate_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "
+                          "the GPU for KV blocks up front");
+    return GM_OK;
+}
