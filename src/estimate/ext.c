@@ -158,6 +158,11 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         pc.total = in->n_params;
 
     if (in->mode == GM_EST_TRAIN) {
+        /* With accumulation the gradients of earlier micro-batches stay allocated through
+         * the forward of the next ones. */
+        for (size_t i = 0; x->grad_accum > 1 && i < out->n_components; i++)
+            if (ext_component_role(&out->components[i]) == ROLE_GRADS)
+                out->components[i].phases = GM_PHASE_TRAIN_ALL;
         if (x->lora != GM_LORA_NONE && (st = ext_apply_lora(&bi, x, &pc, out, res, err)))
             return st;
         if ((x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE) &&
@@ -168,8 +173,9 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
                                     "(s x s scores, softmax, dropout) is recomputed, the rest "
                                     "kept (Korthikanti et al. 2022)");
         if (x->grad_accum > 1)
-            gm_estimate_assume(out, "gradient accumulation over %llu micro-batches: the peak is "
-                                    "that of one micro-batch (gradients are accumulated in place)",
+            gm_estimate_assume(out, "gradient accumulation over %llu micro-batches: activations "
+                                    "are those of one micro-batch; the gradients stay allocated "
+                                    "through the next micro-batches' forward passes",
                                (unsigned long long)x->grad_accum);
         if (x->paged_optimizer)
             gm_estimate_assume(out, "paged optimizer: its state lives in CUDA unified memory and "

@@ -204,8 +204,9 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
         return st;
     snprintf(note, sizeof note, "adapter gradients, %u B each", ab);
     if ((st = gm_estimate_add_component(e, "lora_gradients", adapter_b,
-                                        x->grad_accum > 1 ? GM_PHASE_TRAIN_ALL
-                                                          : GM_PHASE_TRAIN_ALL,
+                                        x->grad_accum > 1 || in->zero_grad == GM_ZERO_GRAD_ZEROS
+                                            ? GM_PHASE_TRAIN_ALL
+                                            : GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP,
                                         false, note, err)))
         return st;
     {
