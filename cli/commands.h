@@ -4,5 +4,6 @@
 #define GM_CLI_COMMANDS_H
 
 int cmd_version(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
 
 static const struct cli_command commands[] = {
     {"version", cmd_version, "print the version and compiled-in features"},
+    {"estimate", cmd_estimate, "predict peak GPU memory of a training or inference job"},
     {NULL, NULL, NULL},
 };
 

@@ -90,7 +90,8 @@ enum gm_phase {
      * forward/backward peak is the larger of its start and its end. */
     GM_PHASE_BACKWARD_END = 1 << 4
 };
-#define GM_PHASE_TRAIN_ALL (GM_PHASE_FORWARD_BACKWARD | GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP)
+#define GM_PHASE_TRAIN_ALL                                                                         \
+    (GM_PHASE_FORWARD_BACKWARD | GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP)
 #define GM_PHASE_INFER_ALL (GM_PHASE_PREFILL | GM_PHASE_DECODE)
 #define GM_PHASE_ALL       (GM_PHASE_TRAIN_ALL | GM_PHASE_INFER_ALL)
 
@@ -101,9 +102,9 @@ struct gm_estimate_inputs {
     uint64_t n_params;            /* overrides the model's count; required without a model */
 
     /* weights */
-    double weight_bits;           /* bits per weight for inference / weights mode; 0 = from
-                                     precision (training) or the model dtype (else 16) */
-    uint64_t reserve_bytes;       /* flat reserve added in weights mode (an assumption) */
+    double weight_bits;     /* bits per weight for inference / weights mode; 0 = from
+                               precision (training) or the model dtype (else 16) */
+    uint64_t reserve_bytes; /* flat reserve added in weights mode (an assumption) */
 
     /* training */
     enum gm_precision precision;
@@ -117,19 +118,19 @@ struct gm_estimate_inputs {
     double activations_per_token; /* blog method: A (elements per token); 0 = the blog's fit */
 
     /* inference */
-    uint64_t context;             /* prompt tokens per sequence */
-    uint64_t new_tokens;          /* generated tokens per sequence */
-    enum gm_dtype kv_dtype;       /* KV cache element type; UNKNOWN = activation dtype */
-    bool full_logits;             /* prefill computes logits for every position */
+    uint64_t context;       /* prompt tokens per sequence */
+    uint64_t new_tokens;    /* generated tokens per sequence */
+    enum gm_dtype kv_dtype; /* KV cache element type; UNKNOWN = activation dtype */
+    bool full_logits;       /* prefill computes logits for every position */
 
     /* runtime overheads (defaults documented in docs/estimate.md) */
-    uint64_t cuda_context_bytes;  /* CUDA context + loaded kernels, outside the allocator */
-    uint64_t workspace_bytes;     /* cuBLAS/cuDNN workspaces, outside the allocator */
-    double fragmentation;         /* reserved/allocated excess on transient memory (0.25) */
+    uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
+    uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
+    double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
 
     /* fit */
-    uint64_t gpu_memory_bytes;    /* capacity to judge against; 0 = none */
-    const char *gpu_name;         /* borrowed, for messages; may be NULL */
+    uint64_t gpu_memory_bytes; /* capacity to judge against; 0 = none */
+    const char *gpu_name;      /* borrowed, for messages; may be NULL */
 };
 
 #define GM_EST_MAX_COMPONENTS  32
@@ -138,32 +139,32 @@ struct gm_estimate_inputs {
 #define GM_EST_NOTE_MAX        200
 
 struct gm_est_component {
-    char name[GM_EST_NAME_MAX];   /* "weights", "kv_cache", ... (stable, snake_case) */
+    char name[GM_EST_NAME_MAX]; /* "weights", "kv_cache", ... (stable, snake_case) */
     uint64_t bytes;
-    unsigned phases;              /* enum gm_phase flags */
-    bool transient;               /* freed within the phase (counted as dynamic memory) */
-    char note[GM_EST_NOTE_MAX];   /* how it was computed, human-readable */
+    unsigned phases;            /* enum gm_phase flags */
+    bool transient;             /* freed within the phase (counted as dynamic memory) */
+    char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 
 struct gm_estimate {
     enum gm_est_mode mode;
-    uint64_t n_params;                 /* parameters used */
-    uint64_t weight_bytes;             /* weights as stored for this job */
+    uint64_t n_params;     /* parameters used */
+    uint64_t weight_bytes; /* weights as stored for this job */
     struct gm_est_component components[GM_EST_MAX_COMPONENTS];
     size_t n_components;
-    uint64_t forward_backward_bytes;   /* training phase peaks (allocated): max of the two */
-    uint64_t backward_start_bytes;     /*   moments of the forward/backward phase */
+    uint64_t forward_backward_bytes; /* training phase peaks (allocated): max of the two */
+    uint64_t backward_start_bytes;   /*   moments of the forward/backward phase */
     uint64_t backward_end_bytes;
     uint64_t optimizer_step_bytes;
-    uint64_t prefill_bytes;            /* inference phase peaks (allocated) */
+    uint64_t prefill_bytes; /* inference phase peaks (allocated) */
     uint64_t decode_bytes;
-    enum gm_phase peak_phase;          /* the phase that dominates */
+    enum gm_phase peak_phase; /* the phase that dominates */
     uint64_t peak_allocated_bytes;
     uint64_t peak_reserved_bytes;
-    uint64_t device_bytes;             /* nvidia-smi view */
-    uint64_t cuda_context_bytes;       /* as used */
-    uint64_t workspace_bytes;          /* as used */
-    double activations_per_token;      /* blog method: A as used */
+    uint64_t device_bytes;        /* nvidia-smi view */
+    uint64_t cuda_context_bytes;  /* as used */
+    uint64_t workspace_bytes;     /* as used */
+    double activations_per_token; /* blog method: A as used */
     char assumptions[GM_EST_MAX_ASSUMPTIONS][GM_EST_NOTE_MAX];
     size_t n_assumptions;
 };
@@ -181,9 +182,9 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
 
 /* Append a component; 'note' may be NULL.  Used by gm_estimate_run() and by extensions
  * (LoRA, ZeRO, serving engines) before gm_estimate_finish().  GM_ERR_LIMIT when full. */
-enum gm_status gm_estimate_add_component(struct gm_estimate *e, const char *name,
-                                         uint64_t bytes, unsigned phases, bool transient,
-                                         const char *note, struct gm_error *err);
+enum gm_status gm_estimate_add_component(struct gm_estimate *e, const char *name, uint64_t bytes,
+                                         unsigned phases, bool transient, const char *note,
+                                         struct gm_error *err);
 /* Append an assumption sentence (printf-style); silently dropped when the list is full. */
 void gm_estimate_assume(struct gm_estimate *e, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -203,10 +204,10 @@ const char *gm_phases_name(unsigned phases);
 
 /* GPU catalog: memory as nvidia-smi reports the total (MiB-exact where known). */
 struct gm_gpu {
-    const char *name;       /* "H100-80GB" */
-    const char *aliases;    /* space-separated lowercase aliases ("h100 h100-sxm") */
-    uint64_t memory_bytes;  /* total device memory */
-    const char *kind;       /* "data-centre" or "consumer" */
+    const char *name;      /* "H100-80GB" */
+    const char *aliases;   /* space-separated lowercase aliases ("h100 h100-sxm") */
+    uint64_t memory_bytes; /* total device memory */
+    const char *kind;      /* "data-centre" or "consumer" */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

@@ -72,9 +72,9 @@ enum gm_norm {
  * intermediate-sized tensors autograd keeps. */
 enum gm_act {
     GM_ACT_UNKNOWN = 0,
-    GM_ACT_SILU,      /* native op: saves its input */
-    GM_ACT_GELU,      /* native erf or tanh GELU: saves its input */
-    GM_ACT_GELU_NEW,  /* Python tanh formula (gelu_new): keeps 4 intermediate tensors */
+    GM_ACT_SILU,     /* native op: saves its input */
+    GM_ACT_GELU,     /* native erf or tanh GELU: saves its input */
+    GM_ACT_GELU_NEW, /* Python tanh formula (gelu_new): keeps 4 intermediate tensors */
     GM_ACT_RELU
 };
 
@@ -87,39 +87,39 @@ enum gm_head {
 #define GM_MODEL_NAME_MAX 64
 
 struct gm_model {
-    char name[GM_MODEL_NAME_MAX];       /* catalog name or Hub id; "" when unknown */
-    char model_type[32];                /* HF model_type ("llama"); "" when unknown */
+    char name[GM_MODEL_NAME_MAX]; /* catalog name or Hub id; "" when unknown */
+    char model_type[32];          /* HF model_type ("llama"); "" when unknown */
     enum gm_arch arch;
     enum gm_head head;
-    uint64_t hidden;                    /* hidden_size */
-    uint64_t n_layers;                  /* num_hidden_layers */
-    uint64_t n_heads;                   /* num_attention_heads (query heads) */
-    uint64_t n_kv_heads;                /* num_key_value_heads (== n_heads without GQA) */
-    uint64_t head_dim;                  /* explicit head_dim, else hidden / n_heads */
-    uint64_t intermediate;              /* MLP width (per expert for MoE) */
-    uint64_t vocab;                     /* vocab_size */
-    uint64_t max_positions;             /* max_position_embeddings */
-    uint64_t n_positions_learned;       /* rows of a learned position table, 0 = rotary */
-    uint64_t n_token_types;             /* BERT token-type rows, 0 = none */
-    uint64_t sliding_window;            /* tokens, 0 = full attention */
-    uint64_t n_sliding_layers;          /* layers that use the window (<= n_layers) */
-    uint64_t n_experts;                 /* MoE experts per layer, 0 = dense MLP */
-    uint64_t n_experts_active;          /* experts per token (top-k), 0 = dense */
-    unsigned norms_per_layer;           /* 1 (phi-2), 2 (most), 4 (gemma-2) */
+    uint64_t hidden;              /* hidden_size */
+    uint64_t n_layers;            /* num_hidden_layers */
+    uint64_t n_heads;             /* num_attention_heads (query heads) */
+    uint64_t n_kv_heads;          /* num_key_value_heads (== n_heads without GQA) */
+    uint64_t head_dim;            /* explicit head_dim, else hidden / n_heads */
+    uint64_t intermediate;        /* MLP width (per expert for MoE) */
+    uint64_t vocab;               /* vocab_size */
+    uint64_t max_positions;       /* max_position_embeddings */
+    uint64_t n_positions_learned; /* rows of a learned position table, 0 = rotary */
+    uint64_t n_token_types;       /* BERT token-type rows, 0 = none */
+    uint64_t sliding_window;      /* tokens, 0 = full attention */
+    uint64_t n_sliding_layers;    /* layers that use the window (<= n_layers) */
+    uint64_t n_experts;           /* MoE experts per layer, 0 = dense MLP */
+    uint64_t n_experts_active;    /* experts per token (top-k), 0 = dense */
+    unsigned norms_per_layer;     /* 1 (phi-2), 2 (most), 4 (gemma-2) */
     enum gm_norm norm;
     enum gm_act act;
-    bool tied_embeddings;               /* lm_head shares the embedding matrix */
-    bool gated_mlp;                     /* gate/up/down (3 matrices) instead of up/down */
-    bool qkv_bias;                      /* biases on q, k and v projections */
-    bool out_bias;                      /* bias on the attention output projection */
-    bool mlp_bias;                      /* biases on the MLP projections */
-    bool lm_head_bias;                  /* bias on the untied lm_head (phi-2) */
-    bool final_norm;                    /* a norm after the last layer */
-    double attn_dropout;                /* dropout on attention probabilities */
-    double hidden_dropout;              /* dropout on residual branches */
-    enum gm_dtype dtype;                /* torch_dtype of the published weights */
-    uint64_t n_params_file;             /* exact count from tensor headers, 0 = unknown */
-    uint64_t weight_bytes_file;         /* bytes of the weights in a file, 0 = unknown */
+    bool tied_embeddings;       /* lm_head shares the embedding matrix */
+    bool gated_mlp;             /* gate/up/down (3 matrices) instead of up/down */
+    bool qkv_bias;              /* biases on q, k and v projections */
+    bool out_bias;              /* bias on the attention output projection */
+    bool mlp_bias;              /* biases on the MLP projections */
+    bool lm_head_bias;          /* bias on the untied lm_head (phi-2) */
+    bool final_norm;            /* a norm after the last layer */
+    double attn_dropout;        /* dropout on attention probabilities */
+    double hidden_dropout;      /* dropout on residual branches */
+    enum gm_dtype dtype;        /* torch_dtype of the published weights */
+    uint64_t n_params_file;     /* exact count from tensor headers, 0 = unknown */
+    uint64_t weight_bytes_file; /* bytes of the weights in a file, 0 = unknown */
 };
 
 /* Parameter counts by role; every figure is elements (not bytes). */

@@ -61,9 +61,9 @@ uint64_t est_bits_bytes(uint64_t n, double bits)
     return est_round(ceil((double)n * bits / 8.0));
 }
 
-enum gm_status gm_estimate_add_component(struct gm_estimate *e, const char *name,
-                                         uint64_t bytes, unsigned phases, bool transient,
-                                         const char *note, struct gm_error *err)
+enum gm_status gm_estimate_add_component(struct gm_estimate *e, const char *name, uint64_t bytes,
+                                         unsigned phases, bool transient, const char *note,
+                                         struct gm_error *err)
 {
     struct gm_est_component *c;
     if (e->n_components >= GM_EST_MAX_COMPONENTS)
@@ -102,8 +102,7 @@ static uint64_t phase_sum(const struct gm_estimate *e, unsigned phase, bool tran
 void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate *e)
 {
     static const unsigned order[] = {GM_PHASE_FORWARD_BACKWARD, GM_PHASE_BACKWARD_END,
-                                     GM_PHASE_OPTIMIZER_STEP, GM_PHASE_PREFILL,
-                                     GM_PHASE_DECODE};
+                                     GM_PHASE_OPTIMIZER_STEP, GM_PHASE_PREFILL, GM_PHASE_DECODE};
     unsigned best = 0;
     uint64_t peak = 0, transient, frag, reserved;
 
@@ -148,15 +147,14 @@ void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate 
         e->peak_reserved_bytes = peak;
     e->cuda_context_bytes = in->cuda_context_bytes;
     e->workspace_bytes = in->workspace_bytes;
-    e->device_bytes = gm_add_sat(gm_add_sat(e->peak_reserved_bytes, in->cuda_context_bytes),
-                                 in->workspace_bytes);
+    e->device_bytes =
+        gm_add_sat(gm_add_sat(e->peak_reserved_bytes, in->cuda_context_bytes), in->workspace_bytes);
 }
 
 static enum gm_status check_inputs(const struct gm_estimate_inputs *in, struct gm_error *err)
 {
     if (in->n_params > EST_MAX_PARAMS)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "parameters: %llu is absurd (limit 2^50)",
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "parameters: %llu is absurd (limit 2^50)",
                        (unsigned long long)in->n_params);
     if (in->weight_bits < 0 || in->weight_bits > 64 || isnan(in->weight_bits))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "bits: must be in (0, 64]");
@@ -206,8 +204,9 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
         if (st == GM_ERR_UNSUPPORTED && in->n_params) {
             /* Unknown family: the caller gave the count; the architecture fields still
              * drive activations and KV. */
-            gm_estimate_assume(out, "model type '%s' is not one gpumem counts; parameters "
-                                    "given explicitly, layout assumed llama-like",
+            gm_estimate_assume(out,
+                               "model type '%s' is not one gpumem counts; parameters "
+                               "given explicitly, layout assumed llama-like",
                                m->model_type[0] ? m->model_type : "?");
         } else if (st != GM_OK) {
             if (err)
@@ -227,27 +226,29 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
 
     switch (in->mode) {
     case GM_EST_WEIGHTS: {
-        double bits = in->weight_bits > 0 ? in->weight_bits
+        double bits = in->weight_bits > 0              ? in->weight_bits
                       : (m && gm_dtype_bits(m->dtype)) ? (double)gm_dtype_bits(m->dtype)
                                                        : 16.0;
         char note[GM_EST_NOTE_MAX];
         out->weight_bytes = est_bits_bytes(out->n_params, bits);
-        snprintf(note, sizeof(note), "%llu parameters x %g bits",
-                 (unsigned long long)out->n_params, bits);
-        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_PHASE_INFER_ALL,
-                                       false, note, err);
+        snprintf(note, sizeof(note), "%llu parameters x %g bits", (unsigned long long)out->n_params,
+                 bits);
+        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_PHASE_INFER_ALL, false,
+                                       note, err);
         if (st != GM_OK)
             return st;
         gm_estimate_assume(out, "weights only: %g bits per parameter, no quantisation constants",
                            bits);
         if (in->reserve_bytes)
-            gm_estimate_assume(out, "the %.2f GiB reserve is an assumption for everything else "
-                                    "(CUDA context, activations, KV cache, fragmentation), not "
-                                    "a proof that the job fits",
+            gm_estimate_assume(out,
+                               "the %.2f GiB reserve is an assumption for everything else "
+                               "(CUDA context, activations, KV cache, fragmentation), not "
+                               "a proof that the job fits",
                                (double)in->reserve_bytes / (double)GM_GIB);
         else
-            gm_estimate_assume(out, "device used adds the CUDA context (%.0f MiB) and library "
-                                    "workspaces (%.0f MiB) only; no activations or KV cache",
+            gm_estimate_assume(out,
+                               "device used adds the CUDA context (%.0f MiB) and library "
+                               "workspaces (%.0f MiB) only; no activations or KV cache",
                                (double)in->cuda_context_bytes / (double)GM_MIB,
                                (double)in->workspace_bytes / (double)GM_MIB);
         break;
@@ -271,7 +272,7 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
 }
 
 static const char *const precision_names[GM_PREC__COUNT] = {"fp32", "fp16-mixed", "bf16-mixed",
-                                                             "bf16"};
+                                                            "bf16"};
 static const char *const optimizer_names[GM_OPT__COUNT] = {
     "adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit", "adafactor", "lion"};
 

@@ -6,10 +6,10 @@
 #include "gpumem/estimate.h"
 
 /* Limits on inputs: far above real jobs, low enough that products stay in 64 bits. */
-#define EST_MAX_PARAMS  ((uint64_t)1 << 50) /* 1.1e15 parameters */
-#define EST_MAX_BATCH   ((uint64_t)1 << 20)
-#define EST_MAX_TOKENS  ((uint64_t)1 << 26) /* per sequence */
-#define EST_MAX_BYTES   ((uint64_t)1 << 60) /* any single input size */
+#define EST_MAX_PARAMS ((uint64_t)1 << 50) /* 1.1e15 parameters */
+#define EST_MAX_BATCH  ((uint64_t)1 << 20)
+#define EST_MAX_TOKENS ((uint64_t)1 << 26) /* per sequence */
+#define EST_MAX_BYTES  ((uint64_t)1 << 60) /* any single input size */
 
 /* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
 uint64_t est_bits_bytes(uint64_t n, double bits);

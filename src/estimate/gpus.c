@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define MIB(x) ((uint64_t)(x) * GM_MIB)
+#define MIB(x) ((uint64_t)(x)*GM_MIB)
 
 static const struct gm_gpu gpus[] = {
     /* data-centre */

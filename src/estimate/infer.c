@@ -52,12 +52,11 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
                          const struct gm_param_counts *pc, struct gm_estimate *e,
                          struct gm_error *err)
 {
-    double bits = in->weight_bits > 0 ? in->weight_bits
+    double bits = in->weight_bits > 0              ? in->weight_bits
                   : (m && gm_dtype_bits(m->dtype)) ? (double)gm_dtype_bits(m->dtype)
                                                    : 16.0;
     double ea = bits >= 32 ? 4.0 : 2.0;
-    double kvb = in->kv_dtype != GM_DTYPE_UNKNOWN ? (double)gm_dtype_bits(in->kv_dtype) / 8.0
-                                                  : ea;
+    double kvb = in->kv_dtype != GM_DTYPE_UNKNOWN ? (double)gm_dtype_bits(in->kv_dtype) / 8.0 : ea;
     uint64_t tokens = in->context + in->new_tokens;
     bool eager = in->attention == GM_ATTN_EAGER;
     char note[GM_EST_NOTE_MAX];
@@ -82,8 +81,9 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
                        m->name[0] ? m->name : m->model_type);
 
     kv = kv_tokens_bytes(m, tokens, kvb, in->batch, &capped);
-    snprintf(note, sizeof(note), "2 x %llu layers x %llu KV heads x %llu head_dim x %llu "
-                                 "tokens x %g B x %llu seqs%s",
+    snprintf(note, sizeof(note),
+             "2 x %llu layers x %llu KV heads x %llu head_dim x %llu "
+             "tokens x %g B x %llu seqs%s",
              (unsigned long long)m->n_layers, (unsigned long long)m->n_kv_heads,
              (unsigned long long)m->head_dim, (unsigned long long)tokens, kvb,
              (unsigned long long)in->batch, capped ? " (window-capped layers)" : "");
@@ -93,8 +93,8 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
         return st;
 
     pre = in->context ? prefill_layer_peak(m, ea, eager, in->batch, in->context) : 0;
-    st = gm_estimate_add_component(e, "prefill_activations", est_round(pre), GM_PHASE_PREFILL,
-                                   true, "transient peak of one layer over the whole prompt", err);
+    st = gm_estimate_add_component(e, "prefill_activations", est_round(pre), GM_PHASE_PREFILL, true,
+                                   "transient peak of one layer over the whole prompt", err);
     if (st != GM_OK)
         return st;
     logits = (double)in->batch * (in->full_logits ? (double)(in->context ? in->context : 1) : 1.0) *
@@ -114,16 +114,17 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
         return st;
 
     gm_estimate_assume(e, "weights at %g bits per parameter%s", bits,
-                       bits < 16 ? " (quantisation constants not included unless in --bits)"
-                                 : "");
-    gm_estimate_assume(e, "KV cache: num_key_value_heads=%llu (not the %llu query heads), "
-                          "head_dim=%llu, %g bytes per element, preallocated for context + "
-                          "new tokens = %llu",
+                       bits < 16 ? " (quantisation constants not included unless in --bits)" : "");
+    gm_estimate_assume(e,
+                       "KV cache: num_key_value_heads=%llu (not the %llu query heads), "
+                       "head_dim=%llu, %g bytes per element, preallocated for context + "
+                       "new tokens = %llu",
                        (unsigned long long)m->n_kv_heads, (unsigned long long)m->n_heads,
                        (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
     if (capped)
-        gm_estimate_assume(e, "%llu of %llu layers keep only the last %llu tokens (sliding "
-                              "window; an engine that keeps every token needs more)",
+        gm_estimate_assume(e,
+                           "%llu of %llu layers keep only the last %llu tokens (sliding "
+                           "window; an engine that keeps every token needs more)",
                            (unsigned long long)capped, (unsigned long long)m->n_layers,
                            (unsigned long long)m->sliding_window);
     gm_estimate_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",

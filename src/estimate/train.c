@@ -78,8 +78,7 @@ static enum gm_status train_blog(const struct gm_estimate_inputs *in, struct gm_
 {
     double N = (double)e->n_params;
     double P = in->precision == GM_PREC_FP32 ? 4.0 : 2.0;
-    double A = in->activations_per_token > 0 ? in->activations_per_token
-                                             : 4.6894e-4 * N + 1.8494e6;
+    double A = in->activations_per_token > 0 ? in->activations_per_token : 4.6894e-4 * N + 1.8494e6;
     double acts = A * (double)in->batch * (double)in->seq * P;
     uint64_t np = est_round(N * P);
     char note[GM_EST_NOTE_MAX];
@@ -95,18 +94,17 @@ static enum gm_status train_blog(const struct gm_estimate_inputs *in, struct gm_
         st = gm_estimate_add_component(e, "optimizer_state", est_round(2 * N * P),
                                        GM_PHASE_TRAIN_ALL, false, "2*N*P (AdamW moments)", err);
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "gradients", np,
-                                       GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP, false,
-                                       "N*P", err);
+        st = gm_estimate_add_component(
+            e, "gradients", np, GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP, false, "N*P", err);
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "optimizer_intermediates", np,
-                                       GM_PHASE_OPTIMIZER_STEP, true, "N*P", err);
+        st = gm_estimate_add_component(e, "optimizer_intermediates", np, GM_PHASE_OPTIMIZER_STEP,
+                                       true, "N*P", err);
     snprintf(note, sizeof(note), "A*B*L*P = %.1f x %llu x %llu x %g%s", A,
              (unsigned long long)in->batch, (unsigned long long)in->seq, P,
              in->grad_ckpt == GM_CKPT_FULL ? " / 5 (checkpointing)" : "");
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "activations", est_round(acts),
-                                       GM_PHASE_FORWARD_BACKWARD, true, note, err);
+        st = gm_estimate_add_component(e, "activations", est_round(acts), GM_PHASE_FORWARD_BACKWARD,
+                                       true, note, err);
     if (st != GM_OK)
         return st;
     gm_estimate_assume(e, "method blog (HF blog 'Visualize and understand GPU memory in "
@@ -114,18 +112,21 @@ static enum gm_status train_blog(const struct gm_estimate_inputs *in, struct gm_
     if (in->activations_per_token > 0)
         gm_estimate_assume(e, "A = %.1f activations per token, given", A);
     else
-        gm_estimate_assume(e, "A = 4.6894e-4*N + 1.8494e6 = %.1f activations per token "
-                              "(the blog's linear fit across LLMs)",
+        gm_estimate_assume(e,
+                           "A = 4.6894e-4*N + 1.8494e6 = %.1f activations per token "
+                           "(the blog's linear fit across LLMs)",
                            A);
-    gm_estimate_assume(e, "P = %g bytes for weights, AdamW state, gradients and activations "
-                          "alike; no fp32 master copy, no logits term",
+    gm_estimate_assume(e,
+                       "P = %g bytes for weights, AdamW state, gradients and activations "
+                       "alike; no fp32 master copy, no logits term",
                        P);
     if (in->grad_ckpt == GM_CKPT_FULL)
         gm_estimate_assume(e, "gradient checkpointing divides activations by 5 (the blog's "
                               "companion app)");
     if (in->optimizer != GM_OPT_ADAMW && in->optimizer != GM_OPT_ADAM)
-        gm_estimate_assume(e, "the blog formula assumes AdamW; --optimizer %s is ignored by "
-                              "this method",
+        gm_estimate_assume(e,
+                           "the blog formula assumes AdamW; --optimizer %s is ignored by "
+                           "this method",
                            gm_optimizer_name(in->optimizer));
     return GM_OK;
 }
@@ -232,8 +233,9 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     if (st != GM_OK)
         return st;
     if (mixed) {
-        snprintf(note, sizeof(note), "%llu matmul weights x 2 bytes, cast by autocast and "
-                                     "saved for backward",
+        snprintf(note, sizeof(note),
+                 "%llu matmul weights x 2 bytes, cast by autocast and "
+                 "saved for backward",
                  (unsigned long long)pc->matmul);
         st = gm_estimate_add_component(e, "weights_16bit_autocast_copies",
                                        est_round(2.0 * (double)pc->matmul),
@@ -266,8 +268,9 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     /* Saved activations. */
     if (in->grad_ckpt == GM_CKPT_FULL) {
         acts = (double)m->n_layers * er * (double)m->hidden * T + layer;
-        snprintf(note, sizeof(note), "checkpointed: %llu layer inputs x %g B x h, plus one "
-                                     "layer recomputed (%s)",
+        snprintf(note, sizeof(note),
+                 "checkpointed: %llu layer inputs x %g B x h, plus one "
+                 "layer recomputed (%s)",
                  (unsigned long long)m->n_layers, er, mib(b1, sizeof(b1), est_round(layer)));
     } else {
         acts = (double)m->n_layers * layer;
@@ -280,9 +283,8 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         return st;
 
     /* Inputs, embedding output extras, final norm. */
-    final_norm = m->final_norm ? (er + (m->norm == GM_NORM_RMS ? 4.0 : 0.0) + ea) *
-                                     (double)m->hidden
-                               : 0.0;
+    final_norm =
+        m->final_norm ? (er + (m->norm == GM_NORM_RMS ? 4.0 : 0.0) + ea) * (double)m->hidden : 0.0;
     emb = T * (8.0 + final_norm);
     if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
         emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
@@ -296,8 +298,8 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     if (m->head == GM_HEAD_CAUSAL_LM) {
         double per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0;
         logits = T * (double)m->vocab * per;
-        snprintf(note, sizeof(note), "B*L*V x %g bytes: logits (%g B)%s + fp32 log-softmax",
-                 per, ea, ea != 4.0 ? " + fp32 upcast" : "");
+        snprintf(note, sizeof(note), "B*L*V x %g bytes: logits (%g B)%s + fp32 log-softmax", per,
+                 ea, ea != 4.0 ? " + fp32 upcast" : "");
         st = gm_estimate_add_component(e, "logits_and_loss", est_round(logits),
                                        GM_PHASE_FORWARD_BACKWARD, true, note, err);
         if (st != GM_OK)
@@ -328,8 +330,9 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
                            : "pure bf16 parameters, gradients, optimizer state and activations");
     gm_estimate_assume(e, "optimizer %s: %s; step temporaries: %s",
                        gm_optimizer_name(in->optimizer), state_what, temp_what);
-    gm_estimate_assume(e, "activations per layer from the architecture (%s attention%s), "
-                          "batch %llu x seq %llu",
+    gm_estimate_assume(e,
+                       "activations per layer from the architecture (%s attention%s), "
+                       "batch %llu x seq %llu",
                        eager ? "eager" : "sdpa/flash, no s*s scores",
                        in->grad_ckpt == GM_CKPT_FULL ? ", full checkpointing" : "",
                        (unsigned long long)in->batch, (unsigned long long)in->seq);
@@ -337,11 +340,12 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         gm_estimate_assume(e, "loss over all B*L positions, logits upcast to fp32 (HF "
                               "ForCausalLMLoss); fused or chunked cross-entropy would remove "
                               "most of logits_and_loss");
-    gm_estimate_assume(e, "gradients %s", in->zero_grad == GM_ZERO_GRAD_ZEROS
-                                              ? "kept between steps (zero_grad to zeros), so "
-                                                "they coexist with activations"
-                                              : "freed by zero_grad(set_to_none=True) (PyTorch "
-                                                ">= 2.0), allocated during backward");
+    gm_estimate_assume(e, "gradients %s",
+                       in->zero_grad == GM_ZERO_GRAD_ZEROS
+                           ? "kept between steps (zero_grad to zeros), so "
+                             "they coexist with activations"
+                           : "freed by zero_grad(set_to_none=True) (PyTorch "
+                             ">= 2.0), allocated during backward");
     gm_estimate_assume(e, "single GPU, no tensor/pipeline/data-parallel sharding, no "
                           "CPU offload");
     return GM_OK;

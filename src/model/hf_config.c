@@ -344,8 +344,8 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!r.root)
         return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "config.json: invalid JSON: %s (line %d, column %d)", jerr.text,
-                       jerr.line, jerr.column);
+                       "config.json: invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+                       jerr.column);
     if (!json_is_object(r.root)) {
         json_decref(r.root);
         return gm_fail(err, GM_ERR_FORMAT, 0, "config.json: top level is not an object");
@@ -358,8 +358,7 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     return st;
 }
 
-enum gm_status gm_model_load_hf_config(const char *path, struct gm_model *out,
-                                       struct gm_error *err)
+enum gm_status gm_model_load_hf_config(const char *path, struct gm_model *out, struct gm_error *err)
 {
     struct gm_buf b;
     struct stat sb;

@@ -26,7 +26,7 @@ void gm_model_init(struct gm_model *m)
 }
 
 static const char *const arch_names[GM_ARCH__COUNT] = {
-    "unknown", "llama", "mistral", "mixtral", "qwen2", "gemma",
+    "unknown", "llama", "mistral", "mixtral", "qwen2",    "gemma",
     "gemma2",  "phi",   "phi3",    "gpt2",    "gpt_neox", "bert",
 };
 
@@ -106,25 +106,25 @@ enum gm_dtype gm_dtype_parse(const char *s)
 
 /* Caps on architecture fields: far above any real model, low enough that products of a
  * few of them stay meaningful (the arithmetic saturates anyway). */
-#define CAP_DIM    ((uint64_t)1 << 24) /* hidden, intermediate, head_dim */
-#define CAP_COUNT  ((uint64_t)1 << 20) /* layers, heads, positions, experts */
-#define CAP_VOCAB  ((uint64_t)1 << 28)
+#define CAP_DIM   ((uint64_t)1 << 24) /* hidden, intermediate, head_dim */
+#define CAP_COUNT ((uint64_t)1 << 20) /* layers, heads, positions, experts */
+#define CAP_VOCAB ((uint64_t)1 << 28)
 
 enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
 {
     char missing[200] = "";
     char bad[200] = "";
-#define NEED(field, key)                                                                     \
-    do {                                                                                     \
-        if (m->field == 0)                                                                   \
-            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",   \
-                     missing[0] ? ", " : "", key);                                           \
+#define NEED(field, key)                                                                           \
+    do {                                                                                           \
+        if (m->field == 0)                                                                         \
+            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",         \
+                     missing[0] ? ", " : "", key);                                                 \
     } while (0)
-#define CAP(field, key, cap)                                                                 \
-    do {                                                                                     \
-        if (m->field > (cap))                                                                \
-            snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s%s=%llu", bad[0] ? ", " : "", \
-                     key, (unsigned long long)m->field);                                     \
+#define CAP(field, key, cap)                                                                       \
+    do {                                                                                           \
+        if (m->field > (cap))                                                                      \
+            snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s%s=%llu",                    \
+                     bad[0] ? ", " : "", key, (unsigned long long)m->field);                       \
     } while (0)
     NEED(hidden, "hidden_size");
     NEED(n_layers, "num_hidden_layers");
@@ -160,8 +160,7 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     if (m->n_experts_active > m->n_experts)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "model: num_experts_per_tok (%llu) exceeds num_local_experts (%llu)",
-                       (unsigned long long)m->n_experts_active,
-                       (unsigned long long)m->n_experts);
+                       (unsigned long long)m->n_experts_active, (unsigned long long)m->n_experts);
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
     if (m->arch == GM_ARCH_UNKNOWN)
@@ -189,14 +188,15 @@ static void tensor(struct gm_param_counts *c, uint64_t *role, uint64_t rows, uin
     /* Adafactor keeps a row and a column accumulator for a matrix, a full one for a
      * vector. */
     if (rows > 1 && cols > 1)
-        c->factored_state = gm_add_sat(c->factored_state, gm_mul_sat(gm_add_sat(rows, cols), copies));
+        c->factored_state =
+            gm_add_sat(c->factored_state, gm_mul_sat(gm_add_sat(rows, cols), copies));
     else
         c->factored_state = gm_add_sat(c->factored_state, all);
 }
 
 /* A linear layer out x in, with an optional bias vector, repeated 'copies' times. */
-static void linear(struct gm_param_counts *c, uint64_t *role, uint64_t out, uint64_t in,
-                   bool bias, uint64_t copies)
+static void linear(struct gm_param_counts *c, uint64_t *role, uint64_t out, uint64_t in, bool bias,
+                   uint64_t copies)
 {
     tensor(c, role, out, in, copies, true);
     if (bias)

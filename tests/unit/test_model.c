@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
@@ -17,11 +18,16 @@ static const struct {
     const char *file;
     uint64_t params;
 } configs[] = {
-    {"Llama-2-7b-hf.json", 6738415616ull},    {"Meta-Llama-3-8B.json", 8030261248ull},
-    {"Meta-Llama-3-70B.json", 70553706496ull}, {"Qwen2.5-0.5B.json", 494032768ull},
-    {"Qwen2.5-1.5B.json", 1543714304ull},     {"Qwen2.5-7B.json", 7615616512ull},
-    {"Mistral-7B-v0.1.json", 7241732096ull},  {"gpt2.json", 124439808ull},
-    {"phi-2.json", 2779683840ull},            {"gemma-2b.json", 2506172416ull},
+    {"Llama-2-7b-hf.json", 6738415616ull},
+    {"Meta-Llama-3-8B.json", 8030261248ull},
+    {"Meta-Llama-3-70B.json", 70553706496ull},
+    {"Qwen2.5-0.5B.json", 494032768ull},
+    {"Qwen2.5-1.5B.json", 1543714304ull},
+    {"Qwen2.5-7B.json", 7615616512ull},
+    {"Mistral-7B-v0.1.json", 7241732096ull},
+    {"gpt2.json", 124439808ull},
+    {"phi-2.json", 2779683840ull},
+    {"gemma-2b.json", 2506172416ull},
     {"gemma-7b.json", 8537680896ull},
 };
 
@@ -86,22 +92,22 @@ static const struct {
     const char *name;
     uint64_t params;
 } published[] = {
-    {"llama-2-7b", 6738415616ull},      {"llama-2-13b", 13015864320ull},
-    {"llama-2-70b", 68976648192ull},    {"llama-3-8b", 8030261248ull},
-    {"llama-3-70b", 70553706496ull},    {"llama-3.1-8b", 8030261248ull},
-    {"llama-3.1-70b", 70553706496ull},  {"llama-3.1-405b", 405853388800ull},
-    {"llama-3.2-1b", 1235814400ull},    {"llama-3.2-3b", 3212749824ull},
-    {"mistral-7b", 7241732096ull},      {"mixtral-8x7b", 46702792704ull},
-    {"qwen2.5-0.5b", 494032768ull},     {"qwen2.5-1.5b", 1543714304ull},
-    {"qwen2.5-3b", 3085938688ull},      {"qwen2.5-7b", 7615616512ull},
-    {"qwen2.5-14b", 14770033664ull},    {"qwen2.5-32b", 32763876352ull},
-    {"qwen2.5-72b", 72706203648ull},    {"gemma-2b", 2506172416ull},
-    {"gemma-7b", 8537680896ull},        {"gemma-2-9b", 9241705984ull},
-    {"gemma-2-27b", 27227128320ull},    {"phi-2", 2779683840ull},
-    {"phi-3-mini", 3821079552ull},      {"gpt2", 124439808ull},
-    {"pythia-160m", 162322944ull},      {"pythia-1b", 1011781632ull},
-    {"pythia-6.9b", 6857302016ull},     {"pythia-12b", 11846072320ull},
-    {"gpt-neox-20b", 20554567680ull},   {"bert-base-uncased", 109482240ull},
+    {"llama-2-7b", 6738415616ull},        {"llama-2-13b", 13015864320ull},
+    {"llama-2-70b", 68976648192ull},      {"llama-3-8b", 8030261248ull},
+    {"llama-3-70b", 70553706496ull},      {"llama-3.1-8b", 8030261248ull},
+    {"llama-3.1-70b", 70553706496ull},    {"llama-3.1-405b", 405853388800ull},
+    {"llama-3.2-1b", 1235814400ull},      {"llama-3.2-3b", 3212749824ull},
+    {"mistral-7b", 7241732096ull},        {"mixtral-8x7b", 46702792704ull},
+    {"qwen2.5-0.5b", 494032768ull},       {"qwen2.5-1.5b", 1543714304ull},
+    {"qwen2.5-3b", 3085938688ull},        {"qwen2.5-7b", 7615616512ull},
+    {"qwen2.5-14b", 14770033664ull},      {"qwen2.5-32b", 32763876352ull},
+    {"qwen2.5-72b", 72706203648ull},      {"gemma-2b", 2506172416ull},
+    {"gemma-7b", 8537680896ull},          {"gemma-2-9b", 9241705984ull},
+    {"gemma-2-27b", 27227128320ull},      {"phi-2", 2779683840ull},
+    {"phi-3-mini", 3821079552ull},        {"gpt2", 124439808ull},
+    {"pythia-160m", 162322944ull},        {"pythia-1b", 1011781632ull},
+    {"pythia-6.9b", 6857302016ull},       {"pythia-12b", 11846072320ull},
+    {"gpt-neox-20b", 20554567680ull},     {"bert-base-uncased", 109482240ull},
     {"bert-large-uncased", 335141888ull},
 };
 
@@ -279,9 +285,9 @@ static void test_dtypes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_counts),   cmocka_unit_test(test_config_fields),
-        cmocka_unit_test(test_catalog_counts),  cmocka_unit_test(test_catalog_matches_configs),
-        cmocka_unit_test(test_bad_configs),     cmocka_unit_test(test_tiny_counts),
+        cmocka_unit_test(test_config_counts),  cmocka_unit_test(test_config_fields),
+        cmocka_unit_test(test_catalog_counts), cmocka_unit_test(test_catalog_matches_configs),
+        cmocka_unit_test(test_bad_configs),    cmocka_unit_test(test_tiny_counts),
         cmocka_unit_test(test_dtypes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
