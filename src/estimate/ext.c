@@ -97,6 +97,40 @@ uint64_t ext_layer_params(const struct gm_model *m, const struct gm_param_counts
     return (pc->attention + pc->mlp + pc->norms) / m->n_layers;
 }
 
+/* Drop the base estimate's assumptions that start with 'prefix' (superseded). */
+static void drop_assumption(struct gm_estimate *e, const char *prefix)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->n_assumptions; i++) {
+        if (strncmp(e->assumptions[i], prefix, strlen(prefix)) == 0)
+            continue;
+        if (k != i)
+            memcpy(e->assumptions[k], e->assumptions[i], sizeof(e->assumptions[0]));
+        k++;
+    }
+    e->n_assumptions = k;
+}
+
+/* Weights and inference from model files: the bytes the files really hold. */
+static void use_file_weight_bytes(const struct gm_estimate_inputs *in, struct gm_estimate *e)
+{
+    const struct gm_model *m = in->model;
+    if (!m || !m->weight_bytes_file || in->weight_bits > 0)
+        return;
+    for (size_t i = 0; i < e->n_components; i++) {
+        struct gm_est_component *c = &e->components[i];
+        if (strcmp(c->name, "weights") != 0)
+            continue;
+        c->bytes = m->weight_bytes_file;
+        snprintf(c->note, sizeof c->note, "%llu bytes of tensor data in the model files",
+                 (unsigned long long)m->weight_bytes_file);
+        e->weight_bytes = m->weight_bytes_file;
+        gm_estimate_assume(e, "weights as stored in the model files (%llu bytes, every dtype and "
+                              "quantisation block counted from the headers)",
+                           (unsigned long long)m->weight_bytes_file);
+    }
+}
+
 static enum gm_status check_ext(const struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
                                 struct gm_error *err)
 {
@@ -146,10 +180,13 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         return st;
     memset(&pc, 0, sizeof(pc));
     if (in->model) {
-        if ((st = gm_model_count_params(in->model, &pc, err)))
-            return st;
-        if (in->model->n_params_file)
-            pc.total = in->model->n_params_file;
+        struct gm_error cerr;
+        if (gm_model_count_params(in->model, &pc, &cerr) != GM_OK) {
+            /* an architecture gpumem does not count: the base estimate ran on n_params */
+            memset(&pc, 0, sizeof(pc));
+            pc.largest_tensor = out->n_params;
+        }
+        pc.total = out->n_params;
     } else {
         pc.total = in->n_params;
         pc.largest_tensor = in->n_params;
@@ -157,6 +194,11 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
     if (in->n_params)
         pc.total = in->n_params;
 
+    if (in->mode == GM_EST_WEIGHTS ||
+        (in->mode == GM_EST_INFER && x->engine != GM_ENGINE_VLLM && x->engine != GM_ENGINE_LLAMACPP))
+        use_file_weight_bytes(in, out);
+    if (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)
+        drop_assumption(out, "single GPU");
     if (in->mode == GM_EST_TRAIN) {
         /* With accumulation the gradients of earlier micro-batches stay allocated through
          * the forward of the next ones. */

@@ -156,6 +156,18 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                        "LoRA rank %llu must be between 1 and the hidden size %llu",
                        (unsigned long long)x->lora_rank, (unsigned long long)m->hidden);
     pa = gm_lora_params(m, x->lora_rank, x->lora_targets);
+    /* the base estimate's precision sentence describes full training */
+    for (size_t i = 0, k = 0; i <= e->n_assumptions; i++) {
+        if (i == e->n_assumptions) {
+            e->n_assumptions = k;
+            break;
+        }
+        if (strncmp(e->assumptions[i], "precision ", 10) == 0)
+            continue;
+        if (k != i)
+            memcpy(e->assumptions[k], e->assumptions[i], sizeof(e->assumptions[0]));
+        k++;
+    }
     res->lora_params = pa;
     res->frozen_params = n;
     /* Drop the full-training model states: the base is frozen. */
@@ -260,11 +272,11 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                            (unsigned long long)(x->qlora_block ? x->qlora_block : 64),
                            x->qlora_double_quant ? "double quantisation" : "fp32 absmax constants");
     }
-    gm_estimate_assume(e,
-                       "LoRA: %llu trainable adapter parameters (%.3f%% of %llu), adapters in %s; "
-                       "activations of the frozen layers counted as in full training (an upper "
-                       "bound: frozen linears do not save their inputs)",
+    gm_estimate_assume(e, "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
+                          "their gradients and optimizer state; base frozen",
                        (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
                        (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
+    gm_estimate_assume(e, "LoRA activations counted as in full training: an upper bound, frozen "
+                          "linears do not save their inputs");
     return GM_OK;
 }
