@@ -181,7 +181,7 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     return 0;
 }
 
-enum gm_status est_ext_run(struct est_ext_opts *o, const struct gm_estimate_inputs *in,
+enum gm_status est_ext_run(struct est_ext_opts *o, struct gm_estimate_inputs *in,
                            struct gm_estimate *e, struct gm_error *err)
 {
     enum gm_status st;
@@ -216,6 +216,18 @@ enum gm_status est_ext_run(struct est_ext_opts *o, const struct gm_estimate_inpu
     st = gm_estimate_ext_search(in, &o->x, e, &o->res, err);
     if (st)
         return st;
+    /* Show the job at the value found. */
+    if (o->res.search_value) {
+        if (o->x.search == GM_SEARCH_BATCH)
+            in->batch = o->res.search_value;
+        else if (in->mode == GM_EST_TRAIN)
+            in->seq = o->res.search_value;
+        else
+            in->context = o->res.search_value;
+    }
+    /* Engines that preallocate exact buffers: the rendered assumptions should say so. */
+    if (o->x.engine == GM_ENGINE_VLLM || o->x.engine == GM_ENGINE_LLAMACPP)
+        in->fragmentation = 0;
     return GM_OK;
 }
 
@@ -294,7 +306,7 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     }
     if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)) {
         fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s\n",
-                gm_shard_name(x->shard), (unsigned long long)r->gpus,
+                v->in->mode == GM_EST_TRAIN ? gm_shard_name(x->shard) : "inference", (unsigned long long)r->gpus,
                 (unsigned long long)r->gpus_per_node, (unsigned long long)r->nodes,
                 r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
                 x->sequence_parallel ? " + sequence parallel" : "");
@@ -341,7 +353,8 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
         if (r->search_value)
             fprintf(f, "\nlargest %s that fits %s: %llu%s (device %s at that %s)\n", what,
                     v->gpu_label, (unsigned long long)r->search_value,
-                    r->search_hit_limit ? " (search limit reached)" : "", a, what);
+                    r->search_hit_limit ? " (the search limit: the model's positions or 2^20)" : "",
+                    a, what);
         else
             fprintf(f, "\nlargest %s that fits %s: none (even 1 needs %s)\n", what, v->gpu_label,
                     a);
@@ -443,6 +456,7 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
                                       : (v->in->mode == GM_EST_TRAIN ? "seq" : "context"));
         gm_json_kv_u64(w, "largest_fitting", r->search_value);
         gm_json_kv_bool(w, "limit_reached", r->search_hit_limit);
+        gm_json_kv_u64(w, "limit", r->search_limit);
         gm_json_end_object(w);
     }
     if (o->deepspeed) {

@@ -104,7 +104,7 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
                     bool method_deepspeed, bool train, bool infer);
 
 /* Run the estimate (search included).  GM_OK or an error in 'err'. */
-enum gm_status est_ext_run(struct est_ext_opts *o, const struct gm_estimate_inputs *in,
+enum gm_status est_ext_run(struct est_ext_opts *o, struct gm_estimate_inputs *in,
                            struct gm_estimate *e, struct gm_error *err);
 
 /* Extra human sections (setup, model file, devices, engine, search, DeepSpeed). */

@@ -175,7 +175,8 @@ struct gm_estimate_ext_result {
     uint64_t compute_buffer_bytes; /* llama.cpp */
     /* search */
     uint64_t search_value;         /* largest batch / context that fits, 0 = none */
-    bool search_hit_limit;
+    bool search_hit_limit;         /* the limit fits: the answer may be larger */
+    uint64_t search_limit;         /* the limit used (the model's positions for a context) */
 };
 
 /* Defaults as documented above. */

@@ -298,6 +298,13 @@ enum gm_status gm_estimate_ext_search(const struct gm_estimate_inputs *in,
 
     if (x->search == GM_SEARCH_NONE)
         return gm_estimate_ext_run(in, x, out, res, err);
+    /* A context beyond the model's positions is not a useful answer. */
+    if (x->search == GM_SEARCH_CONTEXT && in->model && in->model->max_positions &&
+        in->model->max_positions < limit) {
+        limit = in->model->max_positions;
+        if (in->mode == GM_EST_INFER && limit > in->new_tokens)
+            limit -= in->new_tokens;
+    }
     if (!in->gpu_memory_bytes)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
@@ -329,5 +336,6 @@ enum gm_status gm_estimate_ext_search(const struct gm_estimate_inputs *in,
         return st;
     res->search_value = lo;
     res->search_hit_limit = hit;
+    res->search_limit = limit;
     return GM_OK;
 }

@@ -30,9 +30,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The engine's accounting replaces the generic inference estimate, assumptions included. */
 static void clear_components(struct gm_estimate *e)
 {
     e->n_components = 0;
+    e->n_assumptions = 0;
 }
 
 static unsigned kv_elem_bytes_x100(enum gm_dtype t)
@@ -139,6 +141,10 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
                                                "(outside gpu_memory_utilization)",
                                         err)))
         return st;
+    gm_estimate_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s; "
+                          "sliding windows not modelled (full-length blocks)",
+                       (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
+                       (unsigned long long)m->head_dim, gm_dtype_name(kvt));
     /* vLLM preallocates: no fragmentation margin; non-torch memory sits outside torch. */
     in->fragmentation = 0;
     in->workspace_bytes = non_torch;
@@ -206,6 +212,12 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
     res->compute_buffer_bytes = compute;
     res->kv_bytes_per_token = ctx ? kv / ctx : 0;
 
+    if (x->gguf_weight_bytes)
+        gm_estimate_assume(e, "weights: the GGUF tensors as stored (%llu bytes, ggml block sizes)",
+                           (unsigned long long)w);
+    else
+        gm_estimate_assume(e, "weights: %llu parameters at %g bits (no GGUF file given)",
+                           (unsigned long long)n, in->weight_bits > 0 ? in->weight_bits : 16.0);
     snprintf(note, sizeof note, "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
              (unsigned long long)embd);
     if ((st = gm_estimate_add_component(e, "weights", w - embd, GM_PHASE_INFER_ALL, false, note,

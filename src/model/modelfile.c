@@ -533,7 +533,8 @@ bool gm_modelfile_is_weights(const char *path)
         if (!d)
             return false;
         while (!found && (e = readdir(d)) != NULL)
-            found = ends_with(e->d_name, ".safetensors") || ends_with(e->d_name, ".gguf");
+            found = ends_with(e->d_name, ".safetensors") || ends_with(e->d_name, ".gguf") ||
+                    strcmp(e->d_name, "model.safetensors.index.json") == 0;
         closedir(d);
         return found;
     }

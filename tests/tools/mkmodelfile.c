@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* mkmodelfile.c - write model files for the CLI golden tests: real headers, sparse data
+ * (the tensor bytes are a hole made by ftruncate, so a "5 GB" checkpoint costs nothing).
+ *
+ *   mkmodelfile gguf-llama PATH LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB CTX
+ *       a llama GGUF v3 quantised like Q4_K_M: attn_v and ffn_down Q6_K, output Q6_K,
+ *       other matrices Q4_K, norms F32
+ *   mkmodelfile safetensors PATH NAME:DTYPE:D0xD1... [...]
+ *       one safetensors file with these tensors, in this order */
+#include "modelfile_build.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t num(const char *s)
+{
+    return strtoull(s, NULL, 10);
+}
+
+struct t {
+    char name[64];
+    uint32_t n_dims;
+    uint64_t ne[2];
+    uint32_t type;
+    uint64_t bytes;
+};
+
+static uint64_t type_bytes(uint32_t type, uint64_t n)
+{
+    switch (type) {
+    case 0:
+        return 4 * n;
+    case 12:
+        return n / 256 * 144;
+    case 14:
+        return n / 256 * 210;
+    default:
+        return 2 * n;
+    }
+}
+
+static int finish(struct tb *b, const char *path, uint64_t total)
+{
+    FILE *f;
+    if (tb_write(b, path) != 0)
+        return 1;
+    if (truncate(path, (off_t)total) != 0)
+        return 1;
+    (void)f;
+    return 0;
+}
+
+static void add(struct t *ts, size_t *n, const char *name, uint32_t nd, uint64_t a, uint64_t b,
+                uint32_t type)
+{
+    struct t *t = &ts[(*n)++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n_dims = nd;
+    t->ne[0] = a;
+    t->ne[1] = b;
+    t->type = type;
+    t->bytes = type_bytes(type, nd == 2 ? a * b : a);
+}
+
+static int gguf_llama(char **av)
+{
+    uint64_t L = num(av[1]), h = num(av[2]), nh = num(av[3]), kv = num(av[4]), ffn = num(av[5]),
+             V = num(av[6]), ctx = num(av[7]), hd = h / nh, off = 0;
+    size_t n = 0;
+    struct t *ts = calloc(L * 9 + 3, sizeof(*ts));
+    struct tb b = {0};
+    char nm[64];
+    if (!ts)
+        return 1;
+    add(ts, &n, "token_embd.weight", 2, h, V, 12);
+    for (uint64_t i = 0; i < L; i++) {
+#define T(suffix, nd, a, bb, ty)                                                                   \
+    snprintf(nm, sizeof nm, "blk.%llu." suffix, (unsigned long long)i);                            \
+    add(ts, &n, nm, nd, a, bb, ty)
+        T("attn_norm.weight", 1, h, 0, 0);
+        T("attn_q.weight", 2, h, nh * hd, 12);
+        T("attn_k.weight", 2, h, kv * hd, 12);
+        T("attn_v.weight", 2, h, kv * hd, 14);
+        T("attn_output.weight", 2, nh * hd, h, 12);
+        T("ffn_norm.weight", 1, h, 0, 0);
+        T("ffn_gate.weight", 2, h, ffn, 12);
+        T("ffn_up.weight", 2, h, ffn, 12);
+        T("ffn_down.weight", 2, ffn, h, 14);
+#undef T
+    }
+    add(ts, &n, "output_norm.weight", 1, h, 0, 0);
+    add(ts, &n, "output.weight", 2, h, V, 14);
+    tb_put(&b, "GGUF", 4);
+    tb_le(&b, 3, 4);
+    tb_le(&b, n, 8);
+    tb_le(&b, 10, 8);
+    tb_gguf_kv_str(&b, "general.architecture", "llama");
+    tb_gguf_kv_str(&b, "general.name", "test-llama");
+    tb_gguf_kv_u32(&b, "general.file_type", 15);
+    tb_gguf_kv_u32(&b, "llama.block_count", (uint32_t)L);
+    tb_gguf_kv_u32(&b, "llama.context_length", (uint32_t)ctx);
+    tb_gguf_kv_u32(&b, "llama.embedding_length", (uint32_t)h);
+    tb_gguf_kv_u32(&b, "llama.feed_forward_length", (uint32_t)ffn);
+    tb_gguf_kv_u32(&b, "llama.attention.head_count", (uint32_t)nh);
+    tb_gguf_kv_u32(&b, "llama.attention.head_count_kv", (uint32_t)kv);
+    tb_gguf_kv_u32(&b, "llama.vocab_size", (uint32_t)V);
+    for (size_t i = 0; i < n; i++) {
+        tb_gguf_tensor(&b, ts[i].name, ts[i].n_dims, ts[i].ne, ts[i].type, off);
+        off += (ts[i].bytes + 31) / 32 * 32;
+    }
+    tb_zeros(&b, (32 - b.len % 32) % 32);
+    off += b.len;
+    free(ts);
+    if (finish(&b, av[0], off))
+        return 1;
+    tb_free(&b);
+    return 0;
+}
+
+static int safetensors(int ac, char **av)
+{
+    struct tb js = {0}, b = {0};
+    uint64_t off = 0;
+    tb_put(&js, "{", 1);
+    for (int i = 1; i < ac; i++) {
+        char name[128], dtype[16], shape[64], item[512];
+        uint64_t numel = 1, d;
+        unsigned bits;
+        char *p;
+        if (sscanf(av[i], "%127[^:]:%15[^:]:%63s", name, dtype, shape) != 3)
+            return 1;
+        bits = strcmp(dtype, "F32") == 0 ? 32 : 16;
+        snprintf(item, sizeof item, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i > 1 ? "," : "",
+                 name, dtype);
+        tb_put(&js, item, strlen(item));
+        p = shape;
+        for (int k = 0; *p; k++) {
+            d = strtoull(p, &p, 10);
+            numel *= d;
+            snprintf(item, sizeof item, "%s%llu", k ? "," : "", (unsigned long long)d);
+            tb_put(&js, item, strlen(item));
+            if (*p == 'x')
+                p++;
+        }
+        snprintf(item, sizeof item, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                 (unsigned long long)(off + numel * bits / 8));
+        tb_put(&js, item, strlen(item));
+        off += numel * bits / 8;
+    }
+    tb_put(&js, "}", 1);
+    tb_le(&b, js.len, 8);
+    tb_put(&b, js.p, js.len);
+    off += b.len;
+    tb_free(&js);
+    if (finish(&b, av[0], off))
+        return 1;
+    tb_free(&b);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 10 && strcmp(argv[1], "gguf-llama") == 0)
+        return gguf_llama(argv + 2);
+    if (argc >= 4 && strcmp(argv[1], "safetensors") == 0)
+        return safetensors(argc - 2, argv + 2);
+    fprintf(stderr, "usage: mkmodelfile gguf-llama PATH L H HEADS KV FFN VOCAB CTX | "
+                    "safetensors PATH NAME:DTYPE:SHAPE...\n");
+    return 64;
+}
