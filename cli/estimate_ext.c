@@ -289,6 +289,14 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
             ds_option_text(opt, sizeof opt, d, &d->rows[i]);
             fprintf(f, "  %12s %12s   %s\n", a, b, opt);
         }
+        {
+            uint64_t zp[4];
+            gm_zero_paper_model_states(d->total_params, d->gpus_per_node * d->nodes, 12, zp);
+            fprintf(f, "  ZeRO paper (Rajbhandari et al. 2020, K = 12) per GPU over %llu ranks: "
+                       "baseline %.2f GB, P_os %.2f GB, P_os+g %.2f GB, P_os+g+p %.2f GB\n",
+                    (unsigned long long)(d->gpus_per_node * d->nodes), (double)zp[0] / 1e9,
+                    (double)zp[1] / 1e9, (double)zp[2] / 1e9, (double)zp[3] / 1e9);
+        }
         fprintf(f, "  DeepSpeed prints these GiB (2^30) figures labelled \"GB\"; model states "
                    "only: no activations, buffers or CUDA context.\n");
         fprintf(f, "  %s\n", o->ds_only ? "Give a MODEL for gpumem's fuller per-device estimate "
@@ -469,6 +477,17 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
         gm_json_kv_u64(w, "gpus_per_node", d->gpus_per_node);
         gm_json_kv_u64(w, "nodes", d->nodes);
         gm_json_kv_double(w, "additional_buffer_factor", d->buffer_factor);
+        {
+            uint64_t zp[4];
+            gm_zero_paper_model_states(d->total_params, d->gpus_per_node * d->nodes, 12, zp);
+            gm_json_key(w, "zero_paper_bytes");
+            gm_json_begin_object(w);
+            gm_json_kv_u64(w, "baseline", zp[0]);
+            gm_json_kv_u64(w, "os", zp[1]);
+            gm_json_kv_u64(w, "os_g", zp[2]);
+            gm_json_kv_u64(w, "os_g_p", zp[3]);
+            gm_json_end_object(w);
+        }
         gm_json_key(w, "rows");
         gm_json_begin_array(w);
         for (size_t i = 0; i < d->n_rows; i++) {

@@ -50,6 +50,12 @@ enum gm_status gm_deepspeed_estimate(int stage, uint64_t total_params,
                                      uint64_t nodes, double buffer_factor,
                                      struct gm_deepspeed *out, struct gm_error *err);
 
+/* The ZeRO paper's per-GPU model states (Rajbhandari et al. 2020, Fig. 1 / Table 1):
+ * mixed-precision Adam with K = 12 bytes of optimizer state per parameter, N_d
+ * data-parallel ranks: baseline (4 + K)P, P_os 4P + KP/N_d, P_os+g 2P + (2 + K)P/N_d,
+ * P_os+g+p (4 + K)P/N_d.  out[0..3] in that order, bytes (rounded down). */
+void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint64_t out[4]);
+
 /* ---- the extended estimate ---- */
 
 enum gm_lora_kind {

@@ -109,3 +109,12 @@ enum gm_status gm_deepspeed_estimate(int stage, uint64_t total_params,
     }
     return GM_OK;
 }
+
+void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint64_t out[4])
+{
+    double P = (double)params, N = n_d ? (double)n_d : 1.0, K = (double)k;
+    out[0] = py_int((4.0 + K) * P);
+    out[1] = py_int(4.0 * P + K * P / N);
+    out[2] = py_int(2.0 * P + (2.0 + K) * P / N);
+    out[3] = py_int((4.0 + K) * P / N);
+}

@@ -80,6 +80,23 @@ static void test_deepspeed_documented(void **state)
     assert_int_equal(gm_deepspeed_estimate(3, 1, 0, 0, 1, 1.5, &d, &e), GM_ERR_INVALID);
 }
 
+/* ZeRO paper Fig. 1: 7.5B parameters, N_d = 64 -> 120 / 31.4 / 16.6 / 1.9 GB */
+static void test_zero_paper(void **state)
+{
+    uint64_t b[4];
+    char t[32];
+    const char *const want[4] = {"120.0", "31.4", "16.6", "1.9"};
+    (void)state;
+    gm_zero_paper_model_states(7500000000ull, 64, 12, b);
+    for (int i = 0; i < 4; i++) {
+        snprintf(t, sizeof t, "%.1f", (double)b[i] / 1e9);
+        assert_string_equal(t, want[i]);
+    }
+    /* 1.5B GPT-2 needs >= 24 GB of model states (16 bytes per parameter) */
+    gm_zero_paper_model_states(1500000000ull, 1, 12, b);
+    assert_int_equal(b[0], 24000000000ull);
+}
+
 static void test_lora_params(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
@@ -320,6 +337,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deepspeed_documented),
+        cmocka_unit_test(test_zero_paper),
         cmocka_unit_test(test_lora_params),
         cmocka_unit_test(test_nf4),
         cmocka_unit_test(test_lora_estimate),
