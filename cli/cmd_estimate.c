@@ -75,12 +75,22 @@ static enum gm_status parse_gpu_memory(const char *s, uint64_t *out, struct gm_e
     return GM_OK;
 }
 
-static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, const char *change)
+/* The changes tried so far, applied together, while each one lowered the figure. */
+struct combined {
+    struct gm_estimate_inputs in;
+    uint64_t device_bytes;
+    char flags[96];
+    int n;
+};
+
+static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, const char *change,
+                    struct combined *all, void (*apply)(struct gm_estimate_inputs *), bool combine)
 {
     struct gm_estimate e;
     struct gm_error err;
     struct est_suggestion *sg;
-    if (v->n_sugg >= (int)(sizeof(v->sugg) / sizeof(v->sugg[0])))
+    struct gm_estimate_inputs c;
+    if (v->n_sugg >= (int)(sizeof(v->sugg) / sizeof(v->sugg[0])) - 1)
         return;
     if (gm_estimate_run(alt, &e, &err) != GM_OK)
         return;
@@ -88,69 +98,112 @@ static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, co
     snprintf(sg->change, sizeof(sg->change), "%s", change);
     sg->device_bytes = e.device_bytes;
     sg->fits = v->gpu_bytes && e.device_bytes <= v->gpu_bytes;
+    /* Accumulate into the combined alternative when it helps. */
+    if (!combine)
+        return;
+    c = all->in;
+    apply(&c);
+    if (gm_estimate_run(&c, &e, &err) == GM_OK && e.device_bytes < all->device_bytes) {
+        size_t len = strlen(all->flags);
+        const char *sp = strchr(change, ' ');
+        const char *end = sp ? strchr(sp + 1, ' ') : NULL;
+        int n = end ? (int)(end - change) : (int)strlen(change);
+        all->in = c;
+        all->device_bytes = e.device_bytes;
+        snprintf(all->flags + len, sizeof(all->flags) - len, "%s%.*s", len ? " " : "", n, change);
+        all->n++;
+    }
 }
 
-/* One change at a time, the ones that usually matter most first. */
+static void ap_ckpt(struct gm_estimate_inputs *a)
+{
+    a->grad_ckpt = GM_CKPT_FULL;
+}
+static void ap_half_batch(struct gm_estimate_inputs *a)
+{
+    a->batch = a->batch > 1 ? a->batch / 2 : 1;
+}
+static void ap_8bit(struct gm_estimate_inputs *a)
+{
+    a->optimizer = GM_OPT_ADAMW_8BIT;
+}
+static void ap_fused(struct gm_estimate_inputs *a)
+{
+    a->optim_impl = GM_OPTIM_FUSED;
+}
+static void ap_sdpa(struct gm_estimate_inputs *a)
+{
+    a->attention = GM_ATTN_SDPA;
+}
+static void ap_bf16(struct gm_estimate_inputs *a)
+{
+    a->precision = GM_PREC_BF16;
+}
+static void ap_kv_fp8(struct gm_estimate_inputs *a)
+{
+    a->kv_dtype = GM_DTYPE_F8_E4M3;
+}
+static void ap_bits8(struct gm_estimate_inputs *a)
+{
+    a->weight_bits = 8;
+}
+static void ap_bits4(struct gm_estimate_inputs *a)
+{
+    a->weight_bits = 4.5;
+}
+
+static void try_change(struct est_view *v, struct combined *all, const char *change,
+                       void (*apply)(struct gm_estimate_inputs *), bool combine)
+{
+    struct gm_estimate_inputs a = *v->in;
+    apply(&a);
+    suggest(v, &a, change, all, apply, combine);
+}
+
+/* One change at a time, the ones that usually matter most first; then all the helpful
+ * ones together. */
 static void suggestions(struct est_view *v)
 {
     const struct gm_estimate_inputs *in = v->in;
-    struct gm_estimate_inputs a;
+    struct combined all;
     char buf[96];
+    memset(&all, 0, sizeof(all));
+    all.in = *in;
+    all.device_bytes = v->e->device_bytes;
     if (in->mode == GM_EST_TRAIN && in->method == GM_METHOD_ARCH) {
-        if (in->grad_ckpt == GM_CKPT_NONE) {
-            a = *in;
-            a.grad_ckpt = GM_CKPT_FULL;
-            suggest(v, &a, "--grad-checkpointing full");
-        }
+        if (in->grad_ckpt == GM_CKPT_NONE)
+            try_change(v, &all, "--grad-checkpointing full", ap_ckpt, true);
         if (in->batch > 1) {
-            a = *in;
-            a.batch = in->batch / 2;
             snprintf(buf, sizeof(buf), "--batch %llu (raise gradient accumulation)",
-                     (unsigned long long)a.batch);
-            suggest(v, &a, buf);
+                     (unsigned long long)(in->batch / 2));
+            try_change(v, &all, buf, ap_half_batch, true);
         }
         if (in->optimizer == GM_OPT_ADAMW || in->optimizer == GM_OPT_ADAM) {
-            a = *in;
-            a.optimizer = GM_OPT_ADAMW_8BIT;
-            suggest(v, &a, "--optimizer adamw-8bit");
-            if (in->optim_impl == GM_OPTIM_FOREACH) {
-                a = *in;
-                a.optim_impl = GM_OPTIM_FUSED;
-                suggest(v, &a, "--optimizer-impl fused");
-            }
+            try_change(v, &all, "--optimizer adamw-8bit", ap_8bit, true);
+            if (in->optim_impl == GM_OPTIM_FOREACH)
+                try_change(v, &all, "--optimizer-impl fused", ap_fused, true);
         }
-        if (in->attention == GM_ATTN_EAGER) {
-            a = *in;
-            a.attention = GM_ATTN_SDPA;
-            suggest(v, &a, "--attention sdpa");
-        }
-        if (in->precision != GM_PREC_BF16) {
-            a = *in;
-            a.precision = GM_PREC_BF16;
-            suggest(v, &a, "--precision bf16 (pure bf16, no fp32 master)");
-        }
+        if (in->attention == GM_ATTN_EAGER)
+            try_change(v, &all, "--attention sdpa", ap_sdpa, true);
+        if (in->precision != GM_PREC_BF16)
+            try_change(v, &all, "--precision bf16 (pure bf16, no fp32 master)", ap_bf16, true);
     } else if (in->mode == GM_EST_INFER) {
-        if (in->kv_dtype != GM_DTYPE_F8_E4M3 && in->kv_dtype != GM_DTYPE_INT4) {
-            a = *in;
-            a.kv_dtype = GM_DTYPE_F8_E4M3;
-            suggest(v, &a, "--kv-dtype fp8");
-        }
-        if (in->weight_bits == 0 || in->weight_bits > 8) {
-            a = *in;
-            a.weight_bits = 8;
-            suggest(v, &a, "--bits 8 (int8/fp8 weights)");
-        }
-        if (in->weight_bits == 0 || in->weight_bits > 4.5) {
-            a = *in;
-            a.weight_bits = 4.5;
-            suggest(v, &a, "--bits 4.5 (4-bit weights + scales)");
-        }
+        if (in->kv_dtype != GM_DTYPE_F8_E4M3 && in->kv_dtype != GM_DTYPE_INT4)
+            try_change(v, &all, "--kv-dtype fp8", ap_kv_fp8, true);
+        if (in->weight_bits == 0 || in->weight_bits > 8)
+            try_change(v, &all, "--bits 8 (int8/fp8 weights)", ap_bits8, false);
+        if (in->weight_bits == 0 || in->weight_bits > 4.5)
+            try_change(v, &all, "--bits 4.5 (4-bit weights + scales)", ap_bits4, true);
         if (in->batch > 1) {
-            a = *in;
-            a.batch = in->batch / 2;
-            snprintf(buf, sizeof(buf), "--batch %llu", (unsigned long long)a.batch);
-            suggest(v, &a, buf);
+            snprintf(buf, sizeof(buf), "--batch %llu", (unsigned long long)(in->batch / 2));
+            try_change(v, &all, buf, ap_half_batch, true);
         }
+    }
+    if (all.n > 1) {
+        struct est_suggestion *sg = &v->sugg[v->n_sugg++];
+        snprintf(sg->change, sizeof(sg->change), "together: %s", all.flags);
+        sg->device_bytes = all.device_bytes;
+        sg->fits = v->gpu_bytes && all.device_bytes <= v->gpu_bytes;
     }
 }
 
@@ -275,6 +328,9 @@ int cmd_estimate(int argc, char **argv)
         return cli_usage(cmd, "--reserve-gib applies to the weights-only estimate");
     if (s_reserve && !(reserve_gib >= 0 && reserve_gib <= 1048576.0))
         return cli_usage(cmd, "--reserve-gib: must be between 0 and 1048576");
+    if (s_bits && train)
+        return cli_usage(
+            cmd, "--bits applies to weights and --infer estimates; training uses --precision");
     if (s_bits && !(bits > 0 && bits <= 64))
         return cli_usage(cmd, "--bits: must be above 0 and at most 64");
     if (s_apt && !(apt > 0 && apt <= 1e12))

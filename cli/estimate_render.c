@@ -52,20 +52,54 @@ static void text_weights(FILE *f, const struct est_view *v)
     }
 }
 
+/* Catalog indices in ascending capacity order (smallest GPU that fits first). */
+static size_t gpus_by_size(size_t *idx, size_t max)
+{
+    size_t n = gm_gpu_catalog_count() < max ? gm_gpu_catalog_count() : max;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        idx[i] = i;
+        while (j > 0 && gm_gpu_catalog_get(idx[j - 1])->memory_bytes >
+                            gm_gpu_catalog_get(idx[j])->memory_bytes) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+            j--;
+        }
+    }
+    return n;
+}
+
+/* ANSI colour for verdicts (--color; NO_COLOR honoured by the caller). */
+static const char *color_on(const struct est_view *v, bool good)
+{
+    return v->color ? (good ? "\033[32m" : "\033[1;31m") : "";
+}
+
+static const char *color_off(const struct est_view *v)
+{
+    return v->color ? "\033[0m" : "";
+}
+
+/* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
+#define WRAP_PAD "                                                  "
+
 static void text_fit(FILE *f, const struct est_view *v)
 {
     const struct gm_estimate *e = v->e;
     if (v->gpu_bytes) {
         bool fits = e->device_bytes <= v->gpu_bytes;
         uint64_t d = fits ? v->gpu_bytes - e->device_bytes : e->device_bytes - v->gpu_bytes;
-        fprintf(f, "\nfit on %s (%.2f GiB): %s, %s %.2f GiB\n", v->gpu_label,
-                (double)v->gpu_bytes / (double)GM_GIB, fits ? "yes" : "NO",
-                fits ? "headroom" : "short by", (double)d / (double)GM_GIB);
+        fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s %.2f GiB\n", v->gpu_label,
+                (double)v->gpu_bytes / (double)GM_GIB, color_on(v, fits),
+                fits ? "yes" : "NO", color_off(v), fits ? "headroom" : "short by",
+                (double)d / (double)GM_GIB);
     } else {
         int n = 0;
+        size_t idx[64], count = gpus_by_size(idx, 64);
         fprintf(f, "\nfits on (device used <= total memory):");
-        for (size_t i = 0; i < gm_gpu_catalog_count(); i++) {
-            const struct gm_gpu *g = gm_gpu_catalog_get(i);
+        for (size_t i = 0; i < count; i++) {
+            const struct gm_gpu *g = gm_gpu_catalog_get(idx[i]);
             if (g->memory_bytes >= e->device_bytes) {
                 fprintf(f, "%s %s", n ? "," : "", g->name);
                 n++;
@@ -76,9 +110,12 @@ static void text_fit(FILE *f, const struct est_view *v)
     if (v->n_sugg) {
         fprintf(f, "\nwhat to change (one change at a time, device used):\n");
         for (int i = 0; i < v->n_sugg; i++)
-            fprintf(f, "  %-40s %9.2f GiB%s\n", v->sugg[i].change,
+            fprintf(f, "  %-48s%s %9.2f GiB%s%s%s\n", v->sugg[i].change,
+                    strlen(v->sugg[i].change) > 48 ? "\n" WRAP_PAD : "",
                     (double)v->sugg[i].device_bytes / (double)GM_GIB,
-                    v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "");
+                    v->gpu_bytes ? color_on(v, v->sugg[i].fits) : "",
+                    v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "",
+                    v->gpu_bytes ? color_off(v) : "");
     }
 }
 
@@ -103,7 +140,7 @@ void est_render_text(FILE *f, const struct est_view *v)
                     (unsigned long long)in->batch, (unsigned long long)in->seq,
                     in->method == GM_METHOD_BLOG ? "blog" : "arch");
         else
-            fprintf(f, "job: inference, %llu sequences x (%llu context + %llu new tokens)\n",
+            fprintf(f, "job: inference, batch %llu x (%llu context + %llu new tokens)\n",
                     (unsigned long long)in->batch, (unsigned long long)in->context,
                     (unsigned long long)in->new_tokens);
         fprintf(f, "\n%-30s %-24s %16s %11s %11s\n", "component", "live during", "bytes", "GB",
@@ -192,7 +229,10 @@ static void json_inputs(struct gm_json *w, const struct est_view *v)
         gm_json_kv_u64(w, "parameters", in->n_params);
     else
         gm_json_kv_null(w, "parameters");
-    gm_json_kv_double(w, "bits", in->weight_bits);
+    if (in->weight_bits > 0)
+        gm_json_kv_double(w, "bits", in->weight_bits);
+    else
+        gm_json_kv_null(w, "bits");
     gm_json_kv_u64(w, "reserve_bytes", in->reserve_bytes);
     if (in->mode == GM_EST_TRAIN) {
         gm_json_kv_str(w, "precision", gm_precision_name(in->precision));
@@ -204,7 +244,10 @@ static void json_inputs(struct gm_json *w, const struct est_view *v)
         gm_json_kv_str(w, "attention", in->attention == GM_ATTN_EAGER ? "eager" : "sdpa");
         gm_json_kv_str(w, "zero_grad",
                        in->zero_grad == GM_ZERO_GRAD_ZEROS ? "zeros" : "set-to-none");
-        gm_json_kv_double(w, "activations_per_token", in->activations_per_token);
+        if (in->activations_per_token > 0)
+            gm_json_kv_double(w, "activations_per_token", in->activations_per_token);
+        else
+            gm_json_kv_null(w, "activations_per_token");
     }
     if (in->mode == GM_EST_INFER) {
         gm_json_kv_u64(w, "batch", in->batch);
@@ -286,11 +329,12 @@ void est_render_json(struct gm_json *w, const struct est_view *v)
         gm_json_kv_i64(w, "headroom_bytes", (int64_t)v->gpu_bytes - (int64_t)e->device_bytes);
         gm_json_end_object(w);
     } else {
+        size_t idx[64], count = gpus_by_size(idx, 64);
         gm_json_key(w, "fits_on");
         gm_json_begin_array(w);
-        for (size_t i = 0; i < gm_gpu_catalog_count(); i++)
-            if (gm_gpu_catalog_get(i)->memory_bytes >= e->device_bytes)
-                gm_json_str(w, gm_gpu_catalog_get(i)->name);
+        for (size_t i = 0; i < count; i++)
+            if (gm_gpu_catalog_get(idx[i])->memory_bytes >= e->device_bytes)
+                gm_json_str(w, gm_gpu_catalog_get(idx[i])->name);
         gm_json_end_array(w);
     }
     gm_json_key(w, "suggestions");

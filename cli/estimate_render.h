@@ -11,7 +11,7 @@
 
 /* One "what to change" alternative: the flag to add and its device figure. */
 struct est_suggestion {
-    char change[96];
+    char change[128];
     uint64_t device_bytes;
     bool fits;
 };

@@ -39,6 +39,7 @@ enum gm_arch {
     GM_ARCH_GPT2,     /* learned positions, fused qkv with bias, LayerNorm, GELU 4h */
     GM_ARCH_GPT_NEOX, /* pythia / gpt-neox: parallel residual, biases, untied embed_out */
     GM_ARCH_BERT,     /* encoder, learned positions + token types, post-LN, pooler */
+    GM_ARCH_QWEN3,    /* llama layout + RMSNorm on q and k per head (q_norm, k_norm) */
     GM_ARCH__COUNT
 };
 
@@ -120,6 +121,7 @@ struct gm_model {
     enum gm_dtype dtype;        /* torch_dtype of the published weights */
     uint64_t n_params_file;     /* exact count from tensor headers, 0 = unknown */
     uint64_t weight_bytes_file; /* bytes of the weights in a file, 0 = unknown */
+    bool qk_norm;               /* RMSNorm (head_dim weights) on q and k (qwen3) */
 };
 
 /* Parameter counts by role; every figure is elements (not bytes). */

@@ -41,8 +41,8 @@ static double prefill_layer_peak(const struct gm_model *m, double ea, bool eager
     double kv = (double)m->n_kv_heads * (double)m->head_dim;
     double I = (double)m->intermediate;
     double attn = T * ea * (2.0 * q + 2.0 * kv);
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * I * (m->n_experts ? 1.0 : k);
+    /* MoE layers run one expert at a time over its routed tokens: at most T tokens wide. */
+    double mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * I;
     if (eager)
         attn += (double)seqs * (double)m->n_heads * (double)tokens * (double)tokens * (4.0 + ea);
     return T * ea * 2.0 * h + (attn > mlp ? attn : mlp);

@@ -44,6 +44,8 @@ double est_layer_saved_per_token(const struct gm_model *m, double ea, double er,
     attn = norm_one + ea * (q + 2.0 * kv_saved) + ea * q + drop_h;
     if (rotary)
         attn += 2.0 * ea * (q + kv);
+    if (m->qk_norm)
+        attn += (4.0 + ea) * (q + kv); /* fp32 normalised copy + output of q/k norms */
     if (eager) {
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
@@ -331,9 +333,9 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     gm_estimate_assume(e, "optimizer %s: %s; step temporaries: %s",
                        gm_optimizer_name(in->optimizer), state_what, temp_what);
     gm_estimate_assume(e,
-                       "activations per layer from the architecture (%s attention%s), "
+                       "activations per layer from the architecture (attention: %s%s), "
                        "batch %llu x seq %llu",
-                       eager ? "eager" : "sdpa/flash, no s*s scores",
+                       eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
                        in->grad_ckpt == GM_CKPT_FULL ? ", full checkpointing" : "",
                        (unsigned long long)in->batch, (unsigned long long)in->seq);
     if (m->head == GM_HEAD_CAUSAL_LM)

@@ -8,8 +8,10 @@
  *            tie_word_embeddings torch_dtype|dtype sliding_window attention_dropout
  *   gpt2     n_embd n_layer n_head n_inner (null: 4*n_embd) n_positions attn_pdrop resid_pdrop
  *   bert     type_vocab_size hidden_dropout_prob attention_probs_dropout_prob
- *   qwen2    use_sliding_window max_window_layers
+ *   qwen2/3  use_sliding_window max_window_layers (qwen3: q_norm/k_norm always present)
  *   mixtral  num_local_experts num_experts_per_tok
+ * A config whose top level has no hidden size but a "text_config" object is read from that
+ * object (multimodal wrappers).
  * Integers must be non-negative whole numbers (a real with an integral value is accepted);
  * null counts as absent.  Unknown model types are read with the common keys and marked
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
@@ -47,8 +49,8 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
     if (json_is_integer(v)) {
         json_int_t i = json_integer_value(v);
         if (i < 0) {
-            r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                            "config.json: '%s' is negative (%lld)", key, (long long)i);
+            r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' is negative (%lld)", key,
+                            (long long)i);
             return false;
         }
         *out = (uint64_t)i;
@@ -61,8 +63,8 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
             return true;
         }
     }
-    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                    "config.json: '%s' must be a non-negative whole number", key);
+    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' must be a non-negative whole number",
+                    key);
     return false;
 }
 
@@ -82,8 +84,7 @@ static bool get_bool(struct reader *r, const char *key, bool dflt)
     if (json_is_boolean(v))
         return json_is_true(v);
     if (r->st == GM_OK)
-        r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                        "config.json: '%s' must be true or false", key);
+        r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' must be true or false", key);
     return dflt;
 }
 
@@ -99,7 +100,7 @@ static double get_double(struct reader *r, const char *key, double dflt)
     }
     if (r->st == GM_OK)
         r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                        "config.json: '%s' must be a probability between 0 and 1", key);
+                        "'%s' must be a probability between 0 and 1", key);
     return dflt;
 }
 
@@ -143,7 +144,7 @@ static const struct {
     {"gemma2", "Gemma2", GM_ARCH_GEMMA2},    {"gemma", "Gemma", GM_ARCH_GEMMA},
     {"phi3", "Phi3", GM_ARCH_PHI3},          {"phi", "Phi", GM_ARCH_PHI},
     {"gpt2", "GPT2", GM_ARCH_GPT2},          {"gpt_neox", "GPTNeoX", GM_ARCH_GPT_NEOX},
-    {"bert", "Bert", GM_ARCH_BERT},
+    {"bert", "Bert", GM_ARCH_BERT},          {"qwen3", "Qwen3For", GM_ARCH_QWEN3},
 };
 
 static enum gm_arch find_arch(const char *model_type, json_t *archs)
@@ -175,6 +176,9 @@ static void set_layout(struct gm_model *m)
     switch (m->arch) {
     case GM_ARCH_QWEN2:
         m->qkv_bias = true;
+        break;
+    case GM_ARCH_QWEN3:
+        m->qk_norm = true;
         break;
     case GM_ARCH_GEMMA:
     case GM_ARCH_GEMMA2:
@@ -253,8 +257,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "config.json (model type '%s'): missing fields: %s",
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
                        m->model_type[0] ? m->model_type : "?", r->missing);
 
     m->n_kv_heads = m->n_heads;
@@ -278,6 +281,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (get_u64(r, "sliding_window", &v) && v > 0) {
         switch (m->arch) {
         case GM_ARCH_QWEN2:
+        case GM_ARCH_QWEN3:
             if (get_bool(r, "use_sliding_window", false)) {
                 uint64_t full = m->n_layers;
                 get_u64(r, "max_window_layers", &full);
@@ -320,9 +324,8 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "config.json (model type '%s'): missing fields: %s", m->model_type,
-                       r->missing);
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
+                       m->model_type, r->missing);
     if (m->arch == GM_ARCH_UNKNOWN)
         return GM_OK; /* generic fields only; gm_model_validate() says what is missing */
     return gm_model_validate(m, r->err);
@@ -337,18 +340,24 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     enum gm_status st;
 
     if (len > CONFIG_MAX_BYTES)
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "config.json: larger than %zu bytes",
-                       CONFIG_MAX_BYTES);
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes", CONFIG_MAX_BYTES);
     memset(&r, 0, sizeof(r));
     r.err = err;
     r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!r.root)
         return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "config.json: invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
-                       jerr.column);
+                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
     if (!json_is_object(r.root)) {
         json_decref(r.root);
-        return gm_fail(err, GM_ERR_FORMAT, 0, "config.json: top level is not an object");
+        return gm_fail(err, GM_ERR_FORMAT, 0, "top level is not an object");
+    }
+    /* Multimodal configs (Llava, Mllama, Gemma-3) nest the language model in "text_config";
+     * size that one when the top level has no hidden size of its own. */
+    if (!json_object_get(r.root, "hidden_size") && !json_object_get(r.root, "n_embd") &&
+        json_is_object(json_object_get(r.root, "text_config"))) {
+        json_t *text = json_incref(json_object_get(r.root, "text_config"));
+        json_decref(r.root);
+        r.root = text;
     }
     gm_model_init(&m);
     st = parse_root(&r, &m);

@@ -26,8 +26,8 @@ void gm_model_init(struct gm_model *m)
 }
 
 static const char *const arch_names[GM_ARCH__COUNT] = {
-    "unknown", "llama", "mistral", "mixtral", "qwen2",    "gemma",
-    "gemma2",  "phi",   "phi3",    "gpt2",    "gpt_neox", "bert",
+    "unknown", "llama", "mistral", "mixtral",  "qwen2", "gemma", "gemma2",
+    "phi",     "phi3",  "gpt2",    "gpt_neox", "bert",  "qwen3",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -256,8 +256,10 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
             linear(&c, &c.mlp, m->n_experts, h, false, L); /* router */
     }
 
-    /* Norms in the layers and after the last one. */
+    /* Norms in the layers and after the last one; qwen3 also normalises q and k per head. */
     norm(&c, m, gm_mul_sat(L, m->norms_per_layer));
+    if (m->qk_norm)
+        tensor(&c, &c.norms, 1, m->head_dim, gm_mul_sat(L, 2), false);
     if (m->final_norm)
         norm(&c, m, 1);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The published exact counts of ../shared/testdata/configs (README.md there). */
 static const struct {
@@ -82,9 +83,26 @@ static void test_config_fields(void **state)
     assert_int_equal(m.intermediate, 4 * 768);
     assert_int_equal(m.n_positions_learned, 1024);
     assert_int_equal(m.act, GM_ACT_GELU_NEW);
-    /* A directory holding config.json works too. */
+    /* A directory without config.json: missing input. */
     snprintf(path, sizeof(path), "%s/testdata", shared_dir());
     assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_ERR_NOENT);
+    /* A directory holding one works. */
+    {
+        char dir[] = "/tmp/gm-test-model-XXXXXX";
+        FILE *f;
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12, "
+              "\"n_positions\": 1024, \"vocab_size\": 50257}",
+              f);
+        fclose(f);
+        assert_int_equal(gm_model_load_hf_config(dir, &m, &err), GM_OK);
+        assert_int_equal(m.n_positions_learned, 1024);
+        remove(path);
+        rmdir(dir);
+    }
 }
 
 /* Every catalog model against its published exact count. */
@@ -108,7 +126,8 @@ static const struct {
     {"pythia-160m", 162322944ull},        {"pythia-1b", 1011781632ull},
     {"pythia-6.9b", 6857302016ull},       {"pythia-12b", 11846072320ull},
     {"gpt-neox-20b", 20554567680ull},     {"bert-base-uncased", 109482240ull},
-    {"bert-large-uncased", 335141888ull},
+    {"bert-large-uncased", 335141888ull}, {"qwen3-0.6b", 596049920ull},
+    {"qwen3-8b", 8190735360ull},
 };
 
 static void test_catalog_counts(void **state)
@@ -235,6 +254,14 @@ static void test_bad_configs(void **state)
                            &m, &err),
                      GM_OK);
     assert_int_equal(m.arch, GM_ARCH_LLAMA);
+    /* Multimodal wrapper: the text model is sized. */
+    assert_int_equal(parse("{\"model_type\": \"llava\", \"vision_config\": {}, \"text_config\": "
+                           "{\"model_type\": \"mistral\", \"hidden_size\": 64, "
+                           "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"vocab_size\": 10, \"intermediate_size\": 8}}",
+                           &m, &err),
+                     GM_OK);
+    assert_int_equal(m.arch, GM_ARCH_MISTRAL);
 }
 
 static void test_tiny_counts(void **state)
