@@ -399,6 +399,8 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
         gm_json_kv_u64(w, "largest_module_parameters", o->file.largest_module_params);
         gm_json_end_object(w);
     }
+    if (!est_ext_active(o))
+        return;
     gm_json_key(w, "setup");
     gm_json_begin_object(w);
     gm_json_kv_str(w, "lora", x->lora == GM_LORA_QLORA ? "qlora" : x->lora ? "lora" : "none");
