@@ -149,7 +149,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     }
     x->lora_dropout = o->dropout;
     x->qlora_double_quant = !o->no_dq;
-    x->gpus = o->gpus;
+    /* --tp N alone means N GPUs */
+    x->gpus = o->s_gpus ? o->gpus : o->tp;
     x->gpus_per_node = o->gpn;
     x->shard = o->fsdp ? GM_SHARD_FSDP : (enum gm_shard)o->zero;
     x->offload_optimizer = o->off_opt;

@@ -128,6 +128,10 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
     }
     res->cpu_bytes_per_node = cpu;
 
+    if (in->mode == GM_EST_INFER && D > 1)
+        gm_estimate_assume(e, "%llu independent replicas of the model (data parallel inference): "
+                              "figures are per GPU",
+                           (unsigned long long)D);
     if (stage == 0 && D > 1 && !x->ddp_bucket_view && grads) {
         if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_PHASE_TRAIN_ALL, false,
                                             "DDP bucket copy of the gradients "
@@ -172,7 +176,7 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                 return st;
         }
     }
-    if (g > 1) {
+    if (g > 1 && (in->mode == GM_EST_TRAIN || t > 1)) {
         in->workspace_bytes = gm_add_sat(in->workspace_bytes, NCCL_BYTES);
         gm_estimate_assume(e, "NCCL communicator buffers: 1 GiB per GPU outside the caching "
                               "allocator (added to the device figure)");
@@ -184,7 +188,7 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                            x->sequence_parallel ? "divided by t (sequence parallel)"
                                                 : "x (10 + 24/t)/34 (Korthikanti, no sequence "
                                                   "parallelism)");
-    if (x->shard != GM_SHARD_NONE || D > 1)
+    if (in->mode == GM_EST_TRAIN && (x->shard != GM_SHARD_NONE || D > 1))
         gm_estimate_assume(e, "%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
                            gm_shard_name(x->shard), (unsigned long long)D, (unsigned long long)g,
                            (unsigned long long)res->gpus_per_node,
