@@ -404,7 +404,9 @@ int cmd_estimate(int argc, char **argv)
     v.e = &e;
     v.model = in.model;
     v.color = cli_use_color((enum cli_color)color, stdout);
-    if (v.gpu_bytes && e.device_bytes > v.gpu_bytes && !est_ext_active(&xo))
+    if (v.gpu_bytes && est_ext_active(&xo))
+        est_ext_suggestions(&xo, &v);
+    else if (v.gpu_bytes && e.device_bytes > v.gpu_bytes)
         suggestions(&v);
 
     if (xo.ds_only && !json) {

@@ -508,3 +508,186 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
         gm_json_end_object(w);
     }
 }
+
+/* ---- what to change, for the extended setups ---- */
+
+typedef void (*ext_apply_fn)(struct gm_estimate_inputs *, struct gm_estimate_ext *);
+
+static void ap_ckpt(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    in->grad_ckpt = GM_CKPT_FULL;
+    x->selective_ckpt = false;
+}
+static void ap_half_batch(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)x;
+    in->batch = in->batch > 1 ? in->batch / 2 : 1;
+}
+static void ap_qlora(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->lora = GM_LORA_QLORA;
+}
+static void ap_zero3(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->shard = GM_SHARD_ZERO3;
+}
+static void ap_offload_par(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    if (x->shard != GM_SHARD_FSDP)
+        x->shard = GM_SHARD_ZERO3;
+    x->offload_optimizer = true;
+    x->offload_params = true;
+}
+static void ap_offload_opt(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->offload_optimizer = true;
+}
+static void ap_8bit(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)x;
+    in->optimizer = GM_OPT_ADAMW_8BIT;
+}
+static void ap_kv_fp8(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)x;
+    in->kv_dtype = GM_DTYPE_F8_E4M3;
+}
+static void ap_half_len(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->max_model_len /= 2;
+}
+static void ap_util(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->gpu_memory_utilization = 0.95;
+}
+static void ap_fa(struct gm_estimate_inputs *in, struct gm_estimate_ext *x)
+{
+    (void)in;
+    x->flash_attn = true;
+}
+
+static bool ext_fits(const struct gm_estimate_ext *x, const struct gm_estimate *e,
+                     const struct gm_estimate_ext_result *r, uint64_t gpu)
+{
+    if (x->engine == GM_ENGINE_VLLM)
+        return r->kv_tokens >= r->max_model_len && e->device_bytes <= gpu;
+    return e->device_bytes <= gpu;
+}
+
+struct ext_combined {
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    uint64_t device_bytes;
+    bool fits;
+    char flags[96];
+    int n;
+};
+
+static void ext_try(struct est_view *v, const struct est_ext_opts *o, struct ext_combined *all,
+                    const char *change, ext_apply_fn apply)
+{
+    struct gm_estimate_inputs in = *v->in;
+    struct gm_estimate_ext x = o->x;
+    struct gm_estimate e;
+    struct gm_estimate_ext_result r;
+    struct gm_error err;
+    struct est_suggestion *sg;
+    if (v->n_sugg >= (int)(sizeof(v->sugg) / sizeof(v->sugg[0])) - 1)
+        return;
+    x.search = GM_SEARCH_NONE;
+    apply(&in, &x);
+    if (gm_estimate_ext_run(&in, &x, &e, &r, &err) != GM_OK)
+        return;
+    sg = &v->sugg[v->n_sugg++];
+    snprintf(sg->change, sizeof(sg->change), "%s", change);
+    sg->device_bytes = e.device_bytes;
+    sg->fits = ext_fits(&x, &e, &r, v->gpu_bytes);
+    in = all->in;
+    x = all->x;
+    apply(&in, &x);
+    if (gm_estimate_ext_run(&in, &x, &e, &r, &err) == GM_OK &&
+        (e.device_bytes < all->device_bytes || (!all->fits && ext_fits(&x, &e, &r, v->gpu_bytes)))) {
+        size_t len = strlen(all->flags);
+        all->in = in;
+        all->x = x;
+        all->device_bytes = e.device_bytes;
+        all->fits = ext_fits(&x, &e, &r, v->gpu_bytes);
+        snprintf(all->flags + len, sizeof(all->flags) - len, "%s%s", len ? " " : "", change);
+        all->n++;
+    }
+}
+
+void est_ext_suggestions(const struct est_ext_opts *o, struct est_view *v)
+{
+    const struct gm_estimate_inputs *in = v->in;
+    const struct gm_estimate_ext *x = &o->x;
+    struct ext_combined all;
+    char buf[64];
+    if (!v->gpu_bytes || o->ds_only || ext_fits(x, v->e, &o->res, v->gpu_bytes))
+        return;
+    memset(&all, 0, sizeof(all));
+    all.in = *in;
+    all.x = *x;
+    all.x.search = GM_SEARCH_NONE;
+    all.device_bytes = v->e->device_bytes;
+    if (in->mode == GM_EST_TRAIN) {
+        if (in->grad_ckpt == GM_CKPT_NONE)
+            ext_try(v, o, &all, "--grad-checkpointing full", ap_ckpt);
+        if (in->batch > 1) {
+            snprintf(buf, sizeof buf, "--batch %llu", (unsigned long long)(in->batch / 2));
+            ext_try(v, o, &all, buf, ap_half_batch);
+        }
+        if (x->lora == GM_LORA_LORA)
+            ext_try(v, o, &all, "--qlora", ap_qlora);
+        if (x->gpus > x->tp && x->shard != GM_SHARD_FSDP && x->shard < GM_SHARD_ZERO3)
+            ext_try(v, o, &all, "--zero 3", ap_zero3);
+        if (x->shard != GM_SHARD_NONE && !x->offload_optimizer)
+            ext_try(v, o, &all, "--offload-optimizer", ap_offload_opt);
+        if (x->shard != GM_SHARD_NONE && !x->offload_params)
+            ext_try(v, o, &all,
+                    x->shard == GM_SHARD_FSDP || (x->shard == GM_SHARD_ZERO3 && x->offload_optimizer)
+                        ? "--offload-params"
+                        : "--zero 3 --offload-optimizer --offload-params",
+                    ap_offload_par);
+        if (in->optimizer == GM_OPT_ADAMW || in->optimizer == GM_OPT_ADAM)
+            ext_try(v, o, &all, "--optimizer adamw-8bit", ap_8bit);
+    } else if (in->mode == GM_EST_INFER) {
+        if (in->kv_dtype != GM_DTYPE_F8_E4M3 && in->kv_dtype != GM_DTYPE_INT4 &&
+            x->engine != GM_ENGINE_LLAMACPP)
+            ext_try(v, o, &all, "--kv-dtype fp8", ap_kv_fp8);
+        if (x->engine == GM_ENGINE_LLAMACPP && !x->flash_attn)
+            ext_try(v, o, &all, "--flash-attn", ap_fa);
+        if (x->engine == GM_ENGINE_VLLM) {
+            struct gm_estimate_ext half = *x;
+            if (!half.max_model_len)
+                half.max_model_len = o->res.max_model_len;
+            snprintf(buf, sizeof buf, "--max-model-len %llu",
+                     (unsigned long long)(half.max_model_len / 2));
+            all.x.max_model_len = half.max_model_len;
+            {
+                /* the halving applies to the resolved length */
+                struct est_ext_opts t = *o;
+                t.x.max_model_len = half.max_model_len;
+                ext_try(v, &t, &all, buf, ap_half_len);
+            }
+            if (x->gpu_memory_utilization < 0.95)
+                ext_try(v, o, &all, "--gpu-memory-utilization 0.95", ap_util);
+        }
+        if (in->batch > 1) {
+            snprintf(buf, sizeof buf, "--batch %llu", (unsigned long long)(in->batch / 2));
+            ext_try(v, o, &all, buf, ap_half_batch);
+        }
+    }
+    if (all.n > 1) {
+        struct est_suggestion *sg = &v->sugg[v->n_sugg++];
+        snprintf(sg->change, sizeof(sg->change), "together: %s", all.flags);
+        sg->device_bytes = all.device_bytes;
+        sg->fits = all.fits;
+    }
+}

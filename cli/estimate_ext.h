@@ -107,6 +107,10 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
 enum gm_status est_ext_run(struct est_ext_opts *o, struct gm_estimate_inputs *in,
                            struct gm_estimate *e, struct gm_error *err);
 
+/* When the job does not fit the GPU: one change at a time to the extended setup (and the
+ * helpful ones together) in v->sugg. */
+void est_ext_suggestions(const struct est_ext_opts *o, struct est_view *v);
+
 /* Extra human sections (setup, model file, devices, engine, search, DeepSpeed). */
 void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est_view *v);
 /* Extra JSON fields: "model_file", "setup", "devices", "lora", "serving", "search",
