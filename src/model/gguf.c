@@ -466,7 +466,8 @@ enum gm_status gm_gguf_parse_prefix(const void *data, size_t len, uint64_t file_
     }
     pad = gm_reader_offset(&ps.r) % ps.alignment;
     data_start = gm_reader_offset(&ps.r) + (pad ? ps.alignment - pad : 0);
-    if (data_start > file_size || max_end > file_size - data_start) {
+    /* a file without tensor data need not carry the padding */
+    if (max_end > 0 && (data_start > file_size || max_end > file_size - data_start)) {
         st = gm_fail(err, GM_ERR_FORMAT, gm_reader_offset(&ps.r),
                      "tensor data ends at %llu, past the end of the %llu-byte file",
                      (unsigned long long)(data_start + max_end), (unsigned long long)file_size);

@@ -68,6 +68,48 @@ static void test_valid_v3_and_v2(void **state)
     }
 }
 
+/* The architecture keys and tensor names fill a struct gm_model. */
+static void test_to_model(void **state)
+{
+    struct tb b = {0};
+    struct gm_modelfile m;
+    struct gm_model model;
+    struct gm_error e;
+    (void)state;
+    tb_gguf_small(&b, 3);
+    assert_int_equal(parse(&b, &m, &e), GM_OK);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_OK);
+    assert_int_equal(model.arch, GM_ARCH_LLAMA);
+    assert_string_equal(model.name, "Tiny Llama");
+    assert_int_equal(model.n_layers, 2);
+    assert_int_equal(model.hidden, 64);
+    assert_int_equal(model.n_heads, 4);
+    assert_int_equal(model.n_kv_heads, 2);
+    assert_int_equal(model.head_dim, 16); /* no key_length: hidden / heads */
+    assert_int_equal(model.intermediate, 172);
+    assert_int_equal(model.vocab, 3);
+    assert_int_equal(model.max_positions, 4096);
+    assert_true(model.tied_embeddings); /* no output.weight */
+    assert_false(model.gated_mlp);
+    assert_true(model.final_norm);
+    assert_int_equal(model.n_params_file, 192 + 512 + 64);
+    assert_int_equal(model.weight_bytes_file, 204 + 288 + 256);
+    assert_int_equal(model.dtype, GM_DTYPE_UNKNOWN); /* quantised: bytes are in weight_bytes_file */
+    gm_modelfile_release(&m);
+    tb_free(&b);
+
+    /* no general.architecture */
+    tb_put(&b, "GGUF", 4);
+    tb_le(&b, 3, 4);
+    tb_le(&b, 0, 8);
+    tb_le(&b, 0, 8);
+    assert_int_equal(parse(&b, &m, &e), GM_OK);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "general.architecture"));
+    gm_modelfile_release(&m);
+    tb_free(&b);
+}
+
 static void test_type_sizes(void **state)
 {
     uint64_t bytes = 0;
@@ -378,7 +420,8 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_v3_and_v2),  cmocka_unit_test(test_type_sizes),
+        cmocka_unit_test(test_valid_v3_and_v2),  cmocka_unit_test(test_to_model),
+        cmocka_unit_test(test_type_sizes),
         cmocka_unit_test(test_every_truncation), cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_load_big_header),  cmocka_unit_test(test_alloc_failures),
     };

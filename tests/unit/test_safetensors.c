@@ -256,6 +256,53 @@ static void test_shards(void **state)
     assert_int_equal(gm_modelfile_load("/nonexistent/x.safetensors", NULL, &m, &e), GM_ERR_NOENT);
 }
 
+/* A folder with a real config.json (from ../shared) and shards: the model comes from the
+ * config, the exact counts from the headers. */
+static void test_to_model(void **state)
+{
+    const char *shared = getenv("GM_SHARED");
+    struct gm_modelfile m;
+    struct gm_model model;
+    struct gm_error e;
+    char src[512], dst[256], buf[8192];
+    FILE *in, *out;
+    size_t n;
+    (void)state;
+    if (!shared)
+        skip();
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gm_test_st_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    snprintf(src, sizeof src, "%s/testdata/configs/Qwen2.5-0.5B.json", shared);
+    snprintf(dst, sizeof dst, "%s/config.json", tmpdir);
+    in = fopen(src, "rb");
+    assert_non_null(in);
+    out = fopen(dst, "wb");
+    assert_non_null(out);
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    write_file("model.safetensors", SHARD2, 96);
+    gm_modelfile_init(&m);
+    assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_OK);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_OK);
+    assert_int_equal(model.arch, GM_ARCH_QWEN2);
+    assert_int_equal(model.n_layers, 24);
+    assert_int_equal(model.n_kv_heads, 2);
+    assert_int_equal(model.n_params_file, 44);
+    assert_int_equal(model.weight_bytes_file, 96);
+    assert_int_equal(model.dtype, GM_DTYPE_BF16);
+    gm_modelfile_release(&m);
+    /* without config.json: a clear error */
+    unlink(dst);
+    assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_OK);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_NOENT);
+    assert_non_null(strstr(e.msg, "config.json"));
+    gm_modelfile_release(&m);
+    rm("model.safetensors");
+    rmdir(tmpdir);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -279,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_to_model),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
