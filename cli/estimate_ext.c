@@ -95,6 +95,7 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     struct gm_estimate_ext *x = &o->x;
     struct gm_error err;
     bool train_opt = o->lora || o->qlora || o->s_rank || o->targets || o->s_dropout || o->no_dq ||
+                     o->no_upcast ||
                      o->s_zero || o->fsdp || o->off_opt || o->off_par || o->s_accum || o->paged ||
                      o->sp || o->s_bucket || o->ddp_view;
     bool serve_opt = o->s_engine || o->s_util || o->s_mml || o->s_block || o->s_seqs || o->s_mnbt ||
@@ -111,8 +112,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
         return cli_usage(cmd, "--lora and --qlora exclude each other");
     if ((o->s_rank || o->targets || o->s_dropout) && !o->lora && !o->qlora)
         return cli_usage(cmd, "--lora-rank, --lora-targets and --lora-dropout need --lora or --qlora");
-    if (o->no_dq && !o->qlora)
-        return cli_usage(cmd, "--no-double-quant needs --qlora");
+    if ((o->no_dq || o->no_upcast) && !o->qlora)
+        return cli_usage(cmd, "--no-double-quant and --no-fp32-upcast need --qlora");
     if (o->fsdp && o->s_zero)
         return cli_usage(cmd, "--fsdp and --zero exclude each other");
     if (o->max_batch && o->max_ctx)
@@ -149,6 +150,7 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     }
     x->lora_dropout = o->dropout;
     x->qlora_double_quant = !o->no_dq;
+    x->qlora_fp32_rest = !o->no_upcast;
     /* --tp N alone means N GPUs */
     x->gpus = o->s_gpus ? o->gpus : o->tp;
     x->gpus_per_node = o->gpn;

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 struct est_ext_opts {
-    bool lora, qlora, no_dq, fsdp, off_opt, off_par, sp, paged, eager, fa, max_batch, max_ctx;
+    bool lora, qlora, no_dq, no_upcast, fsdp, off_opt, off_par, sp, paged, eager, fa, max_batch, max_ctx;
     bool ddp_view;
     uint64_t rank, gpus, gpn, tp, accum, largest, mml, block, seqs, mnbt, ubatch, bucket;
     uint64_t non_torch;
@@ -48,6 +48,8 @@ extern const char *const est_ext_engine_choices[];
     OPT_DOUBLE("lora-dropout", 0, &(o)->dropout, "P",                                           \
                "LoRA dropout (keeps a dropped-out input copy; default 0)", &(o)->s_dropout),    \
     OPT_FLAG("no-double-quant", 0, &(o)->no_dq, "QLoRA without double quantisation"),           \
+    OPT_FLAG("no-fp32-upcast", 0, &(o)->no_upcast,                                              \
+             "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)"),          \
     OPT_U64("gpus", 0, &(o)->gpus, "N", "GPUs in the job (default 1)", &(o)->s_gpus),           \
     OPT_U64("gpus-per-node", 0, &(o)->gpn, "N", "GPUs per node (default min(gpus, 8))",         \
             &(o)->s_gpn),                                                                       \

@@ -106,6 +106,8 @@ struct gm_estimate_ext {
     bool qlora_double_quant;     /* quantise the quantisation constants too (default true) */
     uint64_t qlora_block;        /* NF4 block size, 64 */
     double lora_dropout;         /* PEFT lora_dropout; > 0 keeps a dropped-out input copy */
+    bool qlora_fp32_rest;        /* PEFT prepare_model_for_kbit_training: the parameters that
+                                    are not NF4 are upcast to fp32 (default true) */
 
     /* parallelism */
     uint64_t gpus;               /* total GPUs, 1 */

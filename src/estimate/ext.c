@@ -14,6 +14,7 @@ void gm_estimate_ext_init(struct gm_estimate_ext *x)
     x->lora_targets = GM_LORA_ATTENTION;
     x->qlora_double_quant = true;
     x->qlora_block = 64;
+    x->qlora_fp32_rest = true;
     x->gpus = 1;
     x->tp = 1;
     x->bucket_elements = 500000000;

@@ -144,7 +144,7 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
     const struct gm_model *m = in->model;
     uint64_t n = in->n_params ? in->n_params : pc->total, pa, frozen_bytes, adapter_b, tokens,
              per_target_act = 0, quantised = 0, consts = 0;
-    unsigned ab = in->precision == GM_PREC_BF16 ? 2 : 4, wb, ntargets = 0;
+    unsigned ab = in->precision == GM_PREC_BF16 ? 2 : 4, wb, ntargets = 0, rest_b = 2;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
@@ -187,17 +187,18 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
         quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
         if (quantised > n)
             quantised = n;
+        rest_b = x->qlora_fp32_rest ? 4 : 2;
         frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, x->qlora_block, x->qlora_double_quant),
-                                  gm_mul_sat(n - quantised, 2));
+                                  gm_mul_sat(n - quantised, rest_b));
         consts = gm_nf4_bytes(quantised, x->qlora_block, x->qlora_double_quant) -
                  (quantised / 2 + quantised % 2);
         res->nf4_constant_bytes = consts;
         snprintf(note, sizeof note,
                  "%llu linear weights in NF4 (0.5 B) + %llu B of %s constants, %llu other params "
-                 "in bf16",
+                 "in %s",
                  (unsigned long long)quantised, (unsigned long long)consts,
                  x->qlora_double_quant ? "double-quantised" : "fp32 absmax",
-                 (unsigned long long)(n - quantised));
+                 (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
     } else {
         frozen_bytes = gm_mul_sat(n, wb);
         snprintf(note, sizeof note, "%llu frozen parameters x %u B (no gradients, no optimizer state)",
@@ -267,10 +268,13 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                                             "successor) during its matmul",
                                             err)))
             return st;
-        gm_estimate_assume(e, "QLoRA: NF4 blocks of %llu with %s; embeddings, lm_head, norms and "
-                              "biases stay bf16 (bitsandbytes Linear4bit, compute dtype bf16)",
+        gm_estimate_assume(e, "QLoRA: NF4 blocks of %llu with %s (bitsandbytes Linear4bit, bf16 "
+                              "compute); embeddings, lm_head, norms and biases in %s",
                            (unsigned long long)(x->qlora_block ? x->qlora_block : 64),
-                           x->qlora_double_quant ? "double quantisation" : "fp32 absmax constants");
+                           x->qlora_double_quant ? "double quantisation" : "fp32 absmax constants",
+                           rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training; "
+                                         "--no-fp32-upcast keeps them bf16)"
+                                       : "bf16");
     }
     gm_estimate_assume(e, "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
                           "their gradients and optimizer state; base frozen",

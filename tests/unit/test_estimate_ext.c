@@ -171,6 +171,10 @@ static void test_lora_estimate(void **state)
 
     x.lora = GM_LORA_QLORA;
     assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
+    /* PEFT's prepare_model_for_kbit_training: the 262,410,240 parameters outside NF4 in fp32 */
+    assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 4);
+    x.qlora_fp32_rest = false;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
     /* 6,476,005,376 decoder linear weights in NF4 with double quantisation, the other
      * 262,410,240 parameters in bf16 */
     assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 2);
