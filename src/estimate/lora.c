@@ -268,13 +268,12 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                                             "successor) during its matmul",
                                             err)))
             return st;
-        gm_estimate_assume(e, "QLoRA: NF4 blocks of %llu with %s (bitsandbytes Linear4bit, bf16 "
-                              "compute); embeddings, lm_head, norms and biases in %s",
+        gm_estimate_assume(e, "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
+                              "embeddings, lm_head, norms, biases in %s",
                            (unsigned long long)(x->qlora_block ? x->qlora_block : 64),
-                           x->qlora_double_quant ? "double quantisation" : "fp32 absmax constants",
-                           rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training; "
-                                         "--no-fp32-upcast keeps them bf16)"
-                                       : "bf16");
+                           x->qlora_double_quant ? "double quantisation" : "fp32 absmax",
+                           rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
+                                       : "bf16 (--no-fp32-upcast)");
     }
     gm_estimate_assume(e, "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
                           "their gradients and optimizer state; base frozen",
