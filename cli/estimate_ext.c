@@ -55,6 +55,16 @@ int est_ext_resolve_model(const char *cmd, struct est_ext_opts *o, const char *s
     o->have_file = true;
     if (gm_modelfile_to_model(&o->file, model, &err) != GM_OK)
         return cli_fail(cmd, &err);
+    if (!model->name[0]) {
+        /* name the model after its folder (or file) */
+        const char *end = spec + strlen(spec), *start;
+        while (end > spec + 1 && end[-1] == '/')
+            end--;
+        start = end;
+        while (start > spec && start[-1] != '/')
+            start--;
+        snprintf(model->name, sizeof(model->name), "%.*s", (int)(end - start), start);
+    }
     if (o->file.format == GM_MODELFILE_GGUF) {
         o->x.gguf_weight_bytes = o->file.n_bytes;
         for (size_t i = 0; i < o->file.n_tensors; i++)
