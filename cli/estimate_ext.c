@@ -105,9 +105,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     struct gm_estimate_ext *x = &o->x;
     struct gm_error err;
     bool train_opt = o->lora || o->qlora || o->s_rank || o->targets || o->s_dropout || o->no_dq ||
-                     o->no_upcast ||
-                     o->s_zero || o->fsdp || o->off_opt || o->off_par || o->s_accum || o->paged ||
-                     o->sp || o->s_bucket || o->ddp_view;
+                     o->no_upcast || o->s_zero || o->fsdp || o->off_opt || o->off_par ||
+                     o->s_accum || o->paged || o->sp || o->s_bucket || o->ddp_view;
     bool serve_opt = o->s_engine || o->s_util || o->s_mml || o->s_block || o->s_seqs || o->s_mnbt ||
                      o->eager || o->s_ubatch || o->fa || o->s_nontorch;
 
@@ -121,7 +120,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     if (o->lora && o->qlora)
         return cli_usage(cmd, "--lora and --qlora exclude each other");
     if ((o->s_rank || o->targets || o->s_dropout) && !o->lora && !o->qlora)
-        return cli_usage(cmd, "--lora-rank, --lora-targets and --lora-dropout need --lora or --qlora");
+        return cli_usage(cmd,
+                         "--lora-rank, --lora-targets and --lora-dropout need --lora or --qlora");
     if ((o->no_dq || o->no_upcast) && !o->qlora)
         return cli_usage(cmd, "--no-double-quant and --no-fp32-upcast need --qlora");
     if (o->fsdp && o->s_zero)
@@ -136,8 +136,9 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
         return cli_usage(cmd, "--lora-dropout: must be in [0, 1)");
     if ((o->s_block && (o->block == 0 || o->block > 4096)) || (o->s_seqs && o->seqs == 0) ||
         (o->s_ubatch && (o->ubatch == 0 || o->ubatch > 65536)) || (o->s_rank && o->rank == 0) ||
-        (o->s_gpus && (o->gpus == 0 || o->gpus > 65536)) || (o->s_tp && (o->tp == 0 || o->tp > 1024)) ||
-        (o->s_accum && o->accum == 0) || (o->s_gpn && (o->gpn == 0 || o->gpn > 65536)))
+        (o->s_gpus && (o->gpus == 0 || o->gpus > 65536)) ||
+        (o->s_tp && (o->tp == 0 || o->tp > 1024)) || (o->s_accum && o->accum == 0) ||
+        (o->s_gpn && (o->gpn == 0 || o->gpn > 65536)))
         return cli_usage(cmd, "counts (--gpus, --tp, --lora-rank, --block-size, ...) must be "
                               "positive and in range");
     if (method_deepspeed) {
@@ -268,8 +269,9 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     char a[32], b[32], c[32];
 
     if (o->have_file) {
-        fprintf(f, "\nmodel files: %s, %llu file%s, %llu tensors, %llu parameters, %llu bytes "
-                   "(headers read: %llu bytes)\n",
+        fprintf(f,
+                "\nmodel files: %s, %llu file%s, %llu tensors, %llu parameters, %llu bytes "
+                "(headers read: %llu bytes)\n",
                 o->file.format == GM_MODELFILE_GGUF ? "GGUF" : "safetensors",
                 (unsigned long long)o->file.n_files, o->file.n_files == 1 ? "" : "s",
                 (unsigned long long)o->file.n_tensors, (unsigned long long)o->file.n_params,
@@ -285,8 +287,9 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     }
     if (o->deepspeed) {
         const struct gm_deepspeed *d = &o->ds;
-        fprintf(f, "%sDeepSpeed ZeRO-%d model-state estimator (estimate_zero%d_model_states_mem_"
-                   "needs_all_cold), reproduced:\n",
+        fprintf(f,
+                "%sDeepSpeed ZeRO-%d model-state estimator (estimate_zero%d_model_states_mem_"
+                "needs_all_cold), reproduced:\n",
                 o->ds_only ? "" : "\n", d->stage, d->stage);
         fprintf(f, "  HW: %llu node%s, %llu GPU%s per node; SW: %llu params",
                 (unsigned long long)d->nodes, d->nodes > 1 ? "s" : "",
@@ -305,17 +308,19 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
         {
             uint64_t zp[4];
             gm_zero_paper_model_states(d->total_params, d->gpus_per_node * d->nodes, 12, zp);
-            fprintf(f, "  ZeRO paper (Rajbhandari et al. 2020, K = 12) per GPU over %llu ranks: "
-                       "baseline %.2f GB, P_os %.2f GB, P_os+g %.2f GB, P_os+g+p %.2f GB\n",
+            fprintf(f,
+                    "  ZeRO paper (Rajbhandari et al. 2020, K = 12) per GPU over %llu ranks: "
+                    "baseline %.2f GB, P_os %.2f GB, P_os+g %.2f GB, P_os+g+p %.2f GB\n",
                     (unsigned long long)(d->gpus_per_node * d->nodes), (double)zp[0] / 1e9,
                     (double)zp[1] / 1e9, (double)zp[2] / 1e9, (double)zp[3] / 1e9);
         }
         fprintf(f, "  DeepSpeed prints these GiB (2^30) figures labelled \"GB\"; model states "
                    "only: no activations, buffers or CUDA context.\n");
-        fprintf(f, "  %s\n", o->ds_only ? "Give a MODEL for gpumem's fuller per-device estimate "
-                                         "(activations, buffers, context)."
-                                       : "gpumem's fuller per-device estimate for this setup is "
-                                         "above.");
+        fprintf(f, "  %s\n",
+                o->ds_only ? "Give a MODEL for gpumem's fuller per-device estimate "
+                             "(activations, buffers, context)."
+                           : "gpumem's fuller per-device estimate for this setup is "
+                             "above.");
     }
     if (x->lora != GM_LORA_NONE) {
         fprintf(f, "\n%s: rank %llu, %llu trainable adapter parameters, frozen base %llu bytes",
@@ -327,9 +332,9 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     }
     if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)) {
         fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s\n",
-                v->in->mode == GM_EST_TRAIN ? gm_shard_name(x->shard) : "inference", (unsigned long long)r->gpus,
-                (unsigned long long)r->gpus_per_node, (unsigned long long)r->nodes,
-                r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
+                v->in->mode == GM_EST_TRAIN ? gm_shard_name(x->shard) : "inference",
+                (unsigned long long)r->gpus, (unsigned long long)r->gpus_per_node,
+                (unsigned long long)r->nodes, r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
                 x->sequence_parallel ? " + sequence parallel" : "");
         for (size_t i = 0; i < r->n_groups; i++) {
             gib(a, sizeof a, r->groups[i].allocated_bytes);
@@ -349,8 +354,9 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     if (x->engine == GM_ENGINE_VLLM) {
         gib(a, sizeof a, r->budget_bytes);
         gib(b, sizeof b, r->kv_pool_bytes);
-        fprintf(f, "\nvLLM: budget %s (%.2f x capacity); KV pool %s = %llu blocks x %llu tokens "
-                   "= %llu tokens (%llu bytes per token)\n",
+        fprintf(f,
+                "\nvLLM: budget %s (%.2f x capacity); KV pool %s = %llu blocks x %llu tokens "
+                "= %llu tokens (%llu bytes per token)\n",
                 a, x->gpu_memory_utilization, b, (unsigned long long)r->kv_blocks,
                 (unsigned long long)x->block_size, (unsigned long long)r->kv_tokens,
                 (unsigned long long)r->kv_bytes_per_token);
@@ -474,9 +480,10 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
     if (x->search != GM_SEARCH_NONE) {
         gm_json_key(w, "search");
         gm_json_begin_object(w);
-        gm_json_kv_str(w, "what", x->search == GM_SEARCH_BATCH
-                                      ? "batch"
-                                      : (v->in->mode == GM_EST_TRAIN ? "seq" : "context"));
+        gm_json_kv_str(w, "what",
+                       x->search == GM_SEARCH_BATCH
+                           ? "batch"
+                           : (v->in->mode == GM_EST_TRAIN ? "seq" : "context"));
         gm_json_kv_u64(w, "largest_fitting", r->search_value);
         gm_json_kv_bool(w, "limit_reached", r->search_hit_limit);
         gm_json_kv_u64(w, "limit", r->search_limit);
@@ -624,7 +631,8 @@ static void ext_try(struct est_view *v, const struct est_ext_opts *o, struct ext
     x = all->x;
     apply(&in, &x);
     if (gm_estimate_ext_run(&in, &x, &e, &r, &err) == GM_OK &&
-        (e.device_bytes < all->device_bytes || (!all->fits && ext_fits(&x, &e, &r, v->gpu_bytes)))) {
+        (e.device_bytes < all->device_bytes ||
+         (!all->fits && ext_fits(&x, &e, &r, v->gpu_bytes)))) {
         size_t len = strlen(all->flags);
         all->in = in;
         all->x = x;
@@ -657,13 +665,14 @@ void est_ext_suggestions(const struct est_ext_opts *o, struct est_view *v)
         }
         if (x->lora == GM_LORA_LORA)
             ext_try(v, o, &all, "--qlora", ap_qlora);
-        if (x->gpus > x->tp && x->shard != GM_SHARD_FSDP && x->shard < GM_SHARD_ZERO3)
+        if (x->gpus > x->tp && x->shard < GM_SHARD_ZERO3)
             ext_try(v, o, &all, "--zero 3", ap_zero3);
         if (x->shard != GM_SHARD_NONE && !x->offload_optimizer)
             ext_try(v, o, &all, "--offload-optimizer", ap_offload_opt);
         if (x->shard != GM_SHARD_NONE && !x->offload_params)
             ext_try(v, o, &all,
-                    x->shard == GM_SHARD_FSDP || (x->shard == GM_SHARD_ZERO3 && x->offload_optimizer)
+                    x->shard == GM_SHARD_FSDP ||
+                            (x->shard == GM_SHARD_ZERO3 && x->offload_optimizer)
                         ? "--offload-params"
                         : "--zero 3 --offload-optimizer --offload-params",
                     ap_offload_par);

@@ -26,11 +26,7 @@
 extern "C" {
 #endif
 
-enum gm_modelfile_format {
-    GM_MODELFILE_NONE = 0,
-    GM_MODELFILE_SAFETENSORS,
-    GM_MODELFILE_GGUF
-};
+enum gm_modelfile_format { GM_MODELFILE_NONE = 0, GM_MODELFILE_SAFETENSORS, GM_MODELFILE_GGUF };
 
 /* Caps on what a header may make the reader do; gm_modelfile_limits_default() fills
  * generous values that every real checkpoint stays far below. */
@@ -82,14 +78,14 @@ struct gm_modelfile_arch {
 
 struct gm_modelfile {
     enum gm_modelfile_format format;
-    uint32_t gguf_version;  /* 2 or 3 for GGUF */
+    uint32_t gguf_version;   /* 2 or 3 for GGUF */
     uint64_t gguf_file_type; /* general.file_type (llama_ftype), UINT64_MAX if absent */
-    char model_name[128];   /* general.name, or "" */
+    char model_name[128];    /* general.name, or "" */
     uint64_t n_files;
-    uint64_t file_bytes;    /* sum of the sizes of the files read */
-    uint64_t header_bytes;  /* sum of header sizes (what was really read) */
-    uint64_t n_params;      /* elements over all tensors */
-    uint64_t n_bytes;       /* tensor-data bytes over all tensors */
+    uint64_t file_bytes;   /* sum of the sizes of the files read */
+    uint64_t header_bytes; /* sum of header sizes (what was really read) */
+    uint64_t n_params;     /* elements over all tensors */
+    uint64_t n_bytes;      /* tensor-data bytes over all tensors */
     uint64_t n_tensors;
     uint64_t index_total_size; /* metadata.total_size of an index.json, 0 if none */
     size_t n_dtypes;

@@ -18,7 +18,6 @@
  * P = total params, G = all GPUs, n = GPUs per node, f = additional_buffer_factor. */
 #include "gpumem/estimate_ext.h"
 
-
 /* Python's int() of a non-negative double. */
 static uint64_t py_int(double v)
 {
@@ -38,8 +37,8 @@ static double mul_exact_then(uint64_t a, uint64_t b, double f)
 
 enum gm_status gm_deepspeed_estimate(int stage, uint64_t total_params,
                                      uint64_t largest_layer_params, uint64_t gpus_per_node,
-                                     uint64_t nodes, double buffer_factor,
-                                     struct gm_deepspeed *out, struct gm_error *err)
+                                     uint64_t nodes, double buffer_factor, struct gm_deepspeed *out,
+                                     struct gm_error *err)
 {
     uint64_t P = total_params, n = gpus_per_node, G;
     double f = buffer_factor;

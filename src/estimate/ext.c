@@ -126,14 +126,15 @@ static void use_file_weight_bytes(const struct gm_estimate_inputs *in, struct gm
         snprintf(c->note, sizeof c->note, "%llu bytes of tensor data in the model files",
                  (unsigned long long)m->weight_bytes_file);
         e->weight_bytes = m->weight_bytes_file;
-        gm_estimate_assume(e, "weights as stored in the model files (%llu bytes, every dtype and "
-                              "quantisation block counted from the headers)",
+        gm_estimate_assume(e,
+                           "weights as stored in the model files (%llu bytes, every dtype and "
+                           "quantisation block counted from the headers)",
                            (unsigned long long)m->weight_bytes_file);
     }
 }
 
-static enum gm_status check_ext(const struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
-                                struct gm_error *err)
+static enum gm_status check_ext(const struct gm_estimate_inputs *in,
+                                const struct gm_estimate_ext *x, struct gm_error *err)
 {
     if (x->lora != GM_LORA_NONE && in->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "LoRA/QLoRA applies to --train");
@@ -195,8 +196,8 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
     if (in->n_params)
         pc.total = in->n_params;
 
-    if (in->mode == GM_EST_WEIGHTS ||
-        (in->mode == GM_EST_INFER && x->engine != GM_ENGINE_VLLM && x->engine != GM_ENGINE_LLAMACPP))
+    if (in->mode == GM_EST_WEIGHTS || (in->mode == GM_EST_INFER && x->engine != GM_ENGINE_VLLM &&
+                                       x->engine != GM_ENGINE_LLAMACPP))
         use_file_weight_bytes(in, out);
     if (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)
         drop_assumption(out, "single GPU");
@@ -216,9 +217,10 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
                                     "(s x s scores, softmax, dropout) is recomputed, the rest "
                                     "kept (Korthikanti et al. 2022)");
         if (x->grad_accum > 1)
-            gm_estimate_assume(out, "gradient accumulation over %llu micro-batches: activations "
-                                    "are those of one micro-batch; the gradients stay allocated "
-                                    "through the next micro-batches' forward passes",
+            gm_estimate_assume(out,
+                               "gradient accumulation over %llu micro-batches: activations "
+                               "are those of one micro-batch; the gradients stay allocated "
+                               "through the next micro-batches' forward passes",
                                (unsigned long long)x->grad_accum);
         if (x->paged_optimizer)
             gm_estimate_assume(out, "paged optimizer: its state lives in CUDA unified memory and "
@@ -261,8 +263,7 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
 /* Does the job fit at this value?  vLLM fits when the pool holds the sequences. */
 static enum gm_status fits_at(const struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
                               uint64_t v, struct gm_estimate *out,
-                              struct gm_estimate_ext_result *res, bool *fits,
-                              struct gm_error *err)
+                              struct gm_estimate_ext_result *res, bool *fits, struct gm_error *err)
 {
     struct gm_estimate_inputs t = *in;
     struct gm_estimate_ext tx = *x;

@@ -14,9 +14,9 @@ enum ext_role {
     ROLE_AUTOCAST,    /* 16-bit copies of the weights made by autocast */
     ROLE_GRADS,
     ROLE_OPT_STATE,
-    ROLE_OPT_TEMP,    /* optimizer-step temporaries */
-    ROLE_ACT,         /* activations saved for backward, prefill activations */
-    ROLE_LOGITS,      /* logits and loss */
+    ROLE_OPT_TEMP, /* optimizer-step temporaries */
+    ROLE_ACT,      /* activations saved for backward, prefill activations */
+    ROLE_LOGITS,   /* logits and loss */
     ROLE_KV,
     ROLE_OTHER
 };

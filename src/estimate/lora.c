@@ -83,12 +83,23 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
         const char *name;
         unsigned flags;
     } names[] = {
-        {"q", GM_LORA_Q},         {"q_proj", GM_LORA_Q},       {"k", GM_LORA_K},
-        {"k_proj", GM_LORA_K},    {"v", GM_LORA_V},            {"v_proj", GM_LORA_V},
-        {"o", GM_LORA_O},         {"o_proj", GM_LORA_O},       {"gate", GM_LORA_GATE},
-        {"gate_proj", GM_LORA_GATE}, {"up", GM_LORA_UP},       {"up_proj", GM_LORA_UP},
-        {"down", GM_LORA_DOWN},   {"down_proj", GM_LORA_DOWN}, {"attention", GM_LORA_ATTENTION},
-        {"mlp", GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN},     {"all-linear", GM_LORA_ALL_LINEAR},
+        {"q", GM_LORA_Q},
+        {"q_proj", GM_LORA_Q},
+        {"k", GM_LORA_K},
+        {"k_proj", GM_LORA_K},
+        {"v", GM_LORA_V},
+        {"v_proj", GM_LORA_V},
+        {"o", GM_LORA_O},
+        {"o_proj", GM_LORA_O},
+        {"gate", GM_LORA_GATE},
+        {"gate_proj", GM_LORA_GATE},
+        {"up", GM_LORA_UP},
+        {"up_proj", GM_LORA_UP},
+        {"down", GM_LORA_DOWN},
+        {"down_proj", GM_LORA_DOWN},
+        {"attention", GM_LORA_ATTENTION},
+        {"mlp", GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN},
+        {"all-linear", GM_LORA_ALL_LINEAR},
         {"all", GM_LORA_ALL_LINEAR},
     };
     unsigned flags = 0;
@@ -201,11 +212,13 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
     } else {
         frozen_bytes = gm_mul_sat(n, wb);
-        snprintf(note, sizeof note, "%llu frozen parameters x %u B (no gradients, no optimizer state)",
+        snprintf(note, sizeof note,
+                 "%llu frozen parameters x %u B (no gradients, no optimizer state)",
                  (unsigned long long)n, wb);
     }
     res->base_weight_bytes = frozen_bytes;
-    st = gm_estimate_add_component(e, "weights", frozen_bytes, GM_PHASE_TRAIN_ALL, false, note, err);
+    st =
+        gm_estimate_add_component(e, "weights", frozen_bytes, GM_PHASE_TRAIN_ALL, false, note, err);
     if (st)
         return st;
 
@@ -230,10 +243,9 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                                                    GM_PHASE_TRAIN_ALL, false, note, err)))
             return st;
         if (in->optim_impl == GM_OPTIM_FOREACH && osb &&
-            (st = gm_estimate_add_component(e, "lora_optimizer_step_temp", adapter_b,
-                                            GM_PHASE_OPTIMIZER_STEP, true,
-                                            "foreach step temporaries, one adapter-sized copy",
-                                            err)))
+            (st = gm_estimate_add_component(
+                 e, "lora_optimizer_step_temp", adapter_b, GM_PHASE_OPTIMIZER_STEP, true,
+                 "foreach step temporaries, one adapter-sized copy", err)))
             return st;
     }
     /* What the adapters save for backward: A's r-wide output per target; with dropout
@@ -253,7 +265,8 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
     }
     if (in->grad_ckpt == GM_CKPT_NONE && ntargets) {
         uint64_t b = gm_mul_sat(gm_mul_sat(tokens, per_target_act), m->n_layers);
-        snprintf(note, sizeof note, "A outputs (r = %llu, 16-bit)%s of %u targeted linears x %llu layers",
+        snprintf(note, sizeof note,
+                 "A outputs (r = %llu, 16-bit)%s of %u targeted linears x %llu layers",
                  (unsigned long long)x->lora_rank, x->lora_dropout > 0 ? " and dropout copies" : "",
                  ntargets, (unsigned long long)m->n_layers);
         if ((st = gm_estimate_add_component(e, "lora_activations", b, GM_PHASE_FORWARD_BACKWARD,
@@ -268,15 +281,17 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                                             "successor) during its matmul",
                                             err)))
             return st;
-        gm_estimate_assume(e, "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
-                              "embeddings, lm_head, norms, biases in %s",
+        gm_estimate_assume(e,
+                           "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
+                           "embeddings, lm_head, norms, biases in %s",
                            (unsigned long long)(x->qlora_block ? x->qlora_block : 64),
                            x->qlora_double_quant ? "double quantisation" : "fp32 absmax",
                            rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
                                        : "bf16 (--no-fp32-upcast)");
     }
-    gm_estimate_assume(e, "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
-                          "their gradients and optimizer state; base frozen",
+    gm_estimate_assume(e,
+                       "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
+                       "their gradients and optimizer state; base frozen",
                        (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
                        (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
     gm_estimate_assume(e, "LoRA activations counted as in full training: an upper bound, frozen "

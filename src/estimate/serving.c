@@ -59,8 +59,8 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
                               struct gm_estimate_ext_result *res, struct gm_error *err)
 {
     const struct gm_model *m = in->model;
-    uint64_t t = x->tp ? x->tp : 1, n = in->n_params ? in->n_params : pc->total, w, act,
-             sampler, budget, non_torch, block, per_token, T, kv_heads, q, need, pool;
+    uint64_t t = x->tp ? x->tp : 1, n = in->n_params ? in->n_params : pc->total, w, act, sampler,
+             budget, non_torch, block, per_token, T, kv_heads, q, need, pool;
     unsigned kvb100;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -80,8 +80,9 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu does not divide %llu KV heads",
                        (unsigned long long)t, (unsigned long long)m->n_kv_heads);
     clear_components(e);
-    kvt = in->kv_dtype != GM_DTYPE_UNKNOWN ? in->kv_dtype
-          : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
+    kvt = in->kv_dtype != GM_DTYPE_UNKNOWN
+              ? in->kv_dtype
+              : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
     kvb100 = kv_elem_bytes_x100(kvt);
     /* vLLM replicates KV heads when tp exceeds them */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
@@ -92,13 +93,14 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
     q = m->n_heads * m->head_dim;
     {
         uint64_t ffn = m->intermediate * (m->n_experts_active ? m->n_experts_active : 1);
-        uint64_t per_tok = (ffn * (m->gated_mlp ? 3 : 2) + q + 2 * m->n_kv_heads * m->head_dim) / t +
-                           2 * m->hidden;
+        uint64_t per_tok =
+            (ffn * (m->gated_mlp ? 3 : 2) + q + 2 * m->n_kv_heads * m->head_dim) / t +
+            2 * m->hidden;
         act = gm_mul_sat(gm_mul_sat(T, per_tok), 2);
     }
     sampler = gm_mul_sat(gm_mul_sat(x->max_num_seqs ? x->max_num_seqs : 256, m->vocab), 4 * 2);
-    non_torch = x->non_torch_bytes ? x->non_torch_bytes
-                                   : (t > 1 ? (uint64_t)2 << 30 : (uint64_t)256 << 20);
+    non_torch =
+        x->non_torch_bytes ? x->non_torch_bytes : (t > 1 ? (uint64_t)2 << 30 : (uint64_t)256 << 20);
     budget = (uint64_t)((double)in->gpu_memory_bytes * x->gpu_memory_utilization);
     res->budget_bytes = budget;
     res->non_torch_bytes = non_torch;
@@ -109,15 +111,14 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
     res->kv_blocks = block ? pool / block : 0;
     res->kv_pool_bytes = res->kv_blocks * block;
     res->kv_tokens = res->kv_blocks * (x->block_size ? x->block_size : 16);
-    res->max_model_len = x->max_model_len ? x->max_model_len
+    res->max_model_len = x->max_model_len   ? x->max_model_len
                          : m->max_positions ? m->max_positions
                                             : in->context + in->new_tokens;
     res->max_concurrency =
         res->max_model_len ? (double)res->kv_tokens / (double)res->max_model_len : 0.0;
 
-    snprintf(note, sizeof note, "%llu parameters%s, divided over tp = %llu",
-             (unsigned long long)n, m->weight_bytes_file ? " as stored in the model files" : "",
-             (unsigned long long)t);
+    snprintf(note, sizeof note, "%llu parameters%s, divided over tp = %llu", (unsigned long long)n,
+             m->weight_bytes_file ? " as stored in the model files" : "", (unsigned long long)t);
     if ((st = gm_estimate_add_component(e, "weights", w, GM_PHASE_INFER_ALL, false, note, err)))
         return st;
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
@@ -135,35 +136,38 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
     if ((st = gm_estimate_add_component(e, "kv_cache", res->kv_pool_bytes, GM_PHASE_INFER_ALL,
                                         false, note, err)))
         return st;
-    if (!x->enforce_eager &&
-        (st = gm_estimate_add_component(e, "cuda_graphs", x->cuda_graph_bytes, GM_PHASE_DECODE,
-                                        false, "CUDA-graph pool captured after the KV pool "
-                                               "(outside gpu_memory_utilization)",
-                                        err)))
+    if (!x->enforce_eager && (st = gm_estimate_add_component(
+                                  e, "cuda_graphs", x->cuda_graph_bytes, GM_PHASE_DECODE, false,
+                                  "CUDA-graph pool captured after the KV pool "
+                                  "(outside gpu_memory_utilization)",
+                                  err)))
         return st;
-    gm_estimate_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s; "
-                          "sliding windows not modelled (full-length blocks)",
+    gm_estimate_assume(e,
+                       "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s; "
+                       "sliding windows not modelled (full-length blocks)",
                        (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
                        (unsigned long long)m->head_dim, gm_dtype_name(kvt));
     /* vLLM preallocates: no fragmentation margin; non-torch memory sits outside torch. */
     in->fragmentation = 0;
     in->workspace_bytes = non_torch;
-    gm_estimate_assume(e, "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
-                          "max_num_batched_tokens %llu, max_num_seqs %llu",
+    gm_estimate_assume(e,
+                       "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
+                       "max_num_batched_tokens %llu, max_num_seqs %llu",
                        x->gpu_memory_utilization, (unsigned long long)(non_torch >> 20),
                        x->non_torch_bytes ? "given" : (t > 1 ? "NCCL at tp >= 2" : "default"),
                        (unsigned long long)T,
                        (unsigned long long)(x->max_num_seqs ? x->max_num_seqs : 256));
     if (res->kv_tokens < res->max_model_len)
-        gm_estimate_assume(e, "vLLM would refuse to start: the KV pool holds %llu tokens, less "
-                              "than max_model_len %llu",
+        gm_estimate_assume(e,
+                           "vLLM would refuse to start: the KV pool holds %llu tokens, less "
+                           "than max_model_len %llu",
                            (unsigned long long)res->kv_tokens,
                            (unsigned long long)res->max_model_len);
     return GM_OK;
 }
 
-enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type,
-                                    uint64_t tokens, uint64_t *bytes, struct gm_error *err)
+enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
+                                    uint64_t *bytes, struct gm_error *err)
 {
     uint64_t row = m->n_kv_heads * m->head_dim, row_bytes;
     if (!gm_ggml_type_bytes(ggml_type, row, &row_bytes, NULL))
@@ -179,8 +183,8 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
                                   struct gm_estimate_ext_result *res, struct gm_error *err)
 {
     const struct gm_model *m = in->model;
-    uint64_t n = in->n_params ? in->n_params : pc->total, w, embd, kv, ctx, ub, scores, logits,
-             mlp, compute, batch = in->batch ? in->batch : 1;
+    uint64_t n = in->n_params ? in->n_params : pc->total, w, embd, kv, ctx, ub, scores, logits, mlp,
+             compute, batch = in->batch ? in->batch : 1;
     const char *kvname = "f16";
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
@@ -190,9 +194,8 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
                        "--engine llama.cpp needs a model (a GGUF file, config or catalog name)");
     clear_components(e);
     w = x->gguf_weight_bytes ? x->gguf_weight_bytes : weight_bytes(in, n);
-    embd = x->gguf_input_bytes
-               ? x->gguf_input_bytes
-               : gm_mul_div_u64(gm_mul_sat(m->vocab, m->hidden), w, n ? n : 1);
+    embd = x->gguf_input_bytes ? x->gguf_input_bytes
+                               : gm_mul_div_u64(gm_mul_sat(m->vocab, m->hidden), w, n ? n : 1);
     if (embd > w)
         embd = w;
     ctx = gm_mul_sat(gm_add_sat(in->context, in->new_tokens), batch);
@@ -203,9 +206,9 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
     if (ub > ctx)
         ub = ctx;
     /* the cache is padded to 256 cells */
-    scores = x->flash_attn ? 0
-                           : gm_mul_sat(gm_mul_sat(ub, (ctx + 255) / 256 * 256),
-                                        gm_mul_sat(m->n_heads, 4));
+    scores = x->flash_attn
+                 ? 0
+                 : gm_mul_sat(gm_mul_sat(ub, (ctx + 255) / 256 * 256), gm_mul_sat(m->n_heads, 4));
     logits = gm_mul_sat(gm_mul_sat(ub, m->vocab), 4);
     mlp = gm_mul_sat(gm_mul_sat(ub, gm_add_sat(gm_mul_sat(m->intermediate, 2), 3 * m->hidden)), 4);
     compute = gm_add_sat(scores > logits ? scores : logits, mlp);
@@ -218,7 +221,8 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
     else
         gm_estimate_assume(e, "weights: %llu parameters at %g bits (no GGUF file given)",
                            (unsigned long long)n, in->weight_bits > 0 ? in->weight_bits : 16.0);
-    snprintf(note, sizeof note, "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
+    snprintf(note, sizeof note,
+             "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
              (unsigned long long)embd);
     if ((st = gm_estimate_add_component(e, "weights", w - embd, GM_PHASE_INFER_ALL, false, note,
                                         err)))
@@ -235,9 +239,10 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
      * beyond the context. */
     in->fragmentation = 0;
     in->workspace_bytes = 0;
-    gm_estimate_assume(e, "llama.cpp: every layer offloaded (-ngl 999), n_ctx = %llu tokens "
-                          "(%llu sequences x %llu), KV type %s, n_ubatch %llu; the compute-buffer "
-                          "size is an approximation",
+    gm_estimate_assume(e,
+                       "llama.cpp: every layer offloaded (-ngl 999), n_ctx = %llu tokens "
+                       "(%llu sequences x %llu), KV type %s, n_ubatch %llu; the compute-buffer "
+                       "size is an approximation",
                        (unsigned long long)ctx, (unsigned long long)batch,
                        (unsigned long long)(in->context + in->new_tokens), kvname,
                        (unsigned long long)ub);

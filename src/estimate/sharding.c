@@ -129,8 +129,9 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
     res->cpu_bytes_per_node = cpu;
 
     if (in->mode == GM_EST_INFER && D > 1)
-        gm_estimate_assume(e, "%llu independent replicas of the model (data parallel inference): "
-                              "figures are per GPU",
+        gm_estimate_assume(e,
+                           "%llu independent replicas of the model (data parallel inference): "
+                           "figures are per GPU",
                            (unsigned long long)D);
     if (stage == 0 && D > 1 && !x->ddp_bucket_view && grads) {
         if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_PHASE_TRAIN_ALL, false,
@@ -162,8 +163,10 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
         if ((st = gm_estimate_add_component(e, "gathered_params", gathered,
                                             GM_PHASE_FORWARD_BACKWARD, true, note, err)))
             return st;
-        snprintf(note, sizeof note, "one layer's unsharded gradient during reduce-scatter (%llu B "
-                 "each)", (unsigned long long)gbytes);
+        snprintf(note, sizeof note,
+                 "one layer's unsharded gradient during reduce-scatter (%llu B "
+                 "each)",
+                 (unsigned long long)gbytes);
         if ((st = gm_estimate_add_component(e, "gathered_grads", gm_mul_sat(layer, gbytes),
                                             GM_PHASE_FORWARD_BACKWARD, true, note, err)))
             return st;
@@ -182,8 +185,9 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                               "allocator (added to the device figure)");
     }
     if (t > 1)
-        gm_estimate_assume(e, "tensor parallel %llu: weights, gradients, optimizer state and logits "
-                              "divided by %llu; activations %s",
+        gm_estimate_assume(e,
+                           "tensor parallel %llu: weights, gradients, optimizer state and logits "
+                           "divided by %llu; activations %s",
                            (unsigned long long)t, (unsigned long long)t,
                            x->sequence_parallel ? "divided by t (sequence parallel)"
                                                 : "x (10 + 24/t)/34 (Korthikanti, no sequence "

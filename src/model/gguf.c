@@ -28,18 +28,18 @@ static const struct {
     uint32_t blck;
     uint32_t size;
 } ggml_types[] = {
-    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},        [2] = {"Q4_0", 32, 18},
-    [3] = {"Q4_1", 32, 20},      [4] = {"Q4_2", 0, 0},       [5] = {"Q4_3", 0, 0},
-    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},     [8] = {"Q8_0", 32, 34},
-    [9] = {"Q8_1", 32, 36},      [10] = {"Q2_K", 256, 84},   [11] = {"Q3_K", 256, 110},
-    [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},  [14] = {"Q6_K", 256, 210},
+    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},         [2] = {"Q4_0", 32, 18},
+    [3] = {"Q4_1", 32, 20},      [4] = {"Q4_2", 0, 0},        [5] = {"Q4_3", 0, 0},
+    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},      [8] = {"Q8_0", 32, 34},
+    [9] = {"Q8_1", 32, 36},      [10] = {"Q2_K", 256, 84},    [11] = {"Q3_K", 256, 110},
+    [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},   [14] = {"Q6_K", 256, 210},
     [15] = {"Q8_K", 256, 292},   [16] = {"IQ2_XXS", 256, 66}, [17] = {"IQ2_XS", 256, 74},
-    [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},  [20] = {"IQ4_NL", 32, 18},
-    [21] = {"IQ3_S", 256, 110},  [22] = {"IQ2_S", 256, 82},  [23] = {"IQ4_XS", 256, 136},
-    [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},       [26] = {"I32", 1, 4},
-    [27] = {"I64", 1, 8},        [28] = {"F64", 1, 8},       [29] = {"IQ1_M", 256, 56},
-    [30] = {"BF16", 1, 2},       [31] = {"Q4_0_4_4", 0, 0},  [32] = {"Q4_0_4_8", 0, 0},
-    [33] = {"Q4_0_8_8", 0, 0},   [34] = {"TQ1_0", 256, 54},  [35] = {"TQ2_0", 256, 66},
+    [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},   [20] = {"IQ4_NL", 32, 18},
+    [21] = {"IQ3_S", 256, 110},  [22] = {"IQ2_S", 256, 82},   [23] = {"IQ4_XS", 256, 136},
+    [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},        [26] = {"I32", 1, 4},
+    [27] = {"I64", 1, 8},        [28] = {"F64", 1, 8},        [29] = {"IQ1_M", 256, 56},
+    [30] = {"BF16", 1, 2},       [31] = {"Q4_0_4_4", 0, 0},   [32] = {"Q4_0_4_8", 0, 0},
+    [33] = {"Q4_0_8_8", 0, 0},   [34] = {"TQ1_0", 256, 54},   [35] = {"TQ2_0", 256, 66},
     [36] = {"IQ4_NL_4_4", 0, 0}, [37] = {"IQ4_NL_4_8", 0, 0}, [38] = {"IQ4_NL_8_8", 0, 0},
     [39] = {"MXFP4", 32, 17},
 };
@@ -62,8 +62,20 @@ bool gm_ggml_type_bytes(uint32_t type, uint64_t n_elements, uint64_t *bytes, con
 }
 
 enum gguf_vtype {
-    GGUF_U8 = 0, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL,
-    GGUF_STRING, GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_N_TYPES
+    GGUF_U8 = 0,
+    GGUF_I8,
+    GGUF_U16,
+    GGUF_I16,
+    GGUF_U32,
+    GGUF_I32,
+    GGUF_F32,
+    GGUF_BOOL,
+    GGUF_STRING,
+    GGUF_ARRAY,
+    GGUF_U64,
+    GGUF_I64,
+    GGUF_F64,
+    GGUF_N_TYPES
 };
 
 static const unsigned scalar_size[GGUF_N_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
@@ -325,8 +337,7 @@ static enum gm_status parse_tensor_info(struct parser *ps, uint64_t index, uint6
     const char *name, *tname = NULL;
     size_t nlen;
     uint32_t n_dims, type, idx;
-    uint64_t ne[GM_MODELFILE_MAX_DIMS], numel = 1, offset, bytes,
-                                         off = gm_reader_offset(&ps->r);
+    uint64_t ne[GM_MODELFILE_MAX_DIMS], numel = 1, offset, bytes, off = gm_reader_offset(&ps->r);
     char what[48];
     enum gm_status st;
 
@@ -450,7 +461,8 @@ enum gm_status gm_gguf_parse_prefix(const void *data, size_t len, uint64_t file_
     if (ps.alignment == 0 || (ps.alignment & (ps.alignment - 1)) != 0 ||
         ps.alignment > ((uint64_t)1 << 30)) {
         st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                     "general.alignment %llu is not a power of two", (unsigned long long)ps.alignment);
+                     "general.alignment %llu is not a power of two",
+                     (unsigned long long)ps.alignment);
         goto out;
     }
     for (uint64_t i = 0; i < n_tensors; i++) {

@@ -60,11 +60,11 @@ enum gm_status gm_modelfile_dtype_index(struct gm_modelfile *m, const char *name
     return GM_OK;
 }
 
-enum gm_status gm_modelfile_add_tensor(struct gm_modelfile *m, const struct gm_modelfile_limits *lim,
-                                       const char *name, size_t len, uint32_t dtype,
-                                       uint32_t n_dims, const uint64_t *shape,
-                                       uint64_t n_elements, uint64_t n_bytes, uint64_t offset,
-                                       struct gm_error *err)
+enum gm_status gm_modelfile_add_tensor(struct gm_modelfile *m,
+                                       const struct gm_modelfile_limits *lim, const char *name,
+                                       size_t len, uint32_t dtype, uint32_t n_dims,
+                                       const uint64_t *shape, uint64_t n_elements, uint64_t n_bytes,
+                                       uint64_t offset, struct gm_error *err)
 {
     struct gm_modelfile_tensor *t;
     if (m->n_tensors >= lim->max_tensors)
@@ -242,8 +242,9 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
         goto out;
     }
     if (hlen > size - 8) {
-        st = gm_fail(err, GM_ERR_FORMAT, 0, "'%s': header length %llu runs past the end of the file",
-                     path, (unsigned long long)hlen);
+        st =
+            gm_fail(err, GM_ERR_FORMAT, 0, "'%s': header length %llu runs past the end of the file",
+                    path, (unsigned long long)hlen);
         goto out;
     }
     st = read_prefix(f, path, 8 + hlen, &data, err);
@@ -389,12 +390,13 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", path);
         goto out;
     }
-    json_object_foreach(map, key, v) {
+    json_object_foreach(map, key, v)
+    {
         const char *s = json_string_value(v);
         if (!s || !*s || strchr(s, '/') || strcmp(s, "..") == 0) {
             st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                         "'%s': weight_map entry '%s' is not a file name in the same folder",
-                         path, key);
+                         "'%s': weight_map entry '%s' is not a file name in the same folder", path,
+                         key);
             goto out;
         }
         files[n++] = s;
@@ -419,8 +421,8 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
         st = load_safetensors_file(p, lim, m, err);
         if (st) {
             if (st == GM_ERR_NOENT)
-                gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': shard '%s' named by the index is missing",
-                        path, files[i]);
+                gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
+                        "'%s': shard '%s' named by the index is missing", path, files[i]);
             goto out;
         }
     }

@@ -13,11 +13,11 @@ enum gm_status gm_modelfile_dtype_index(struct gm_modelfile *m, const char *name
                                         struct gm_error *err);
 
 /* Append one tensor (the name is copied, 'len' bytes) and add it to the totals. */
-enum gm_status gm_modelfile_add_tensor(struct gm_modelfile *m, const struct gm_modelfile_limits *lim,
-                                       const char *name, size_t len, uint32_t dtype,
-                                       uint32_t n_dims, const uint64_t *shape,
-                                       uint64_t n_elements, uint64_t n_bytes, uint64_t offset,
-                                       struct gm_error *err);
+enum gm_status gm_modelfile_add_tensor(struct gm_modelfile *m,
+                                       const struct gm_modelfile_limits *lim, const char *name,
+                                       size_t len, uint32_t dtype, uint32_t n_dims,
+                                       const uint64_t *shape, uint64_t n_elements, uint64_t n_bytes,
+                                       uint64_t offset, struct gm_error *err);
 
 /* gm_gguf_parse() on a prefix of the file: when the header runs past 'len' but not past
  * the file, fails with *need_more set so that the caller can read a longer prefix. */

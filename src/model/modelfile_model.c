@@ -32,8 +32,8 @@ static enum gm_dtype plain_dtype(const char *name)
         const char *name;
         enum gm_dtype t;
     } map[] = {
-        {"F32", GM_DTYPE_F32},         {"F16", GM_DTYPE_F16},         {"BF16", GM_DTYPE_BF16},
-        {"F64", GM_DTYPE_F64},         {"F8_E4M3", GM_DTYPE_F8_E4M3}, {"F8_E5M2", GM_DTYPE_F8_E5M2},
+        {"F32", GM_DTYPE_F32}, {"F16", GM_DTYPE_F16},         {"BF16", GM_DTYPE_BF16},
+        {"F64", GM_DTYPE_F64}, {"F8_E4M3", GM_DTYPE_F8_E4M3}, {"F8_E5M2", GM_DTYPE_F8_E5M2},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i].name, name) == 0)
@@ -45,9 +45,9 @@ static const struct {
     const char *gguf;
     enum gm_arch arch;
 } gguf_archs[] = {
-    {"llama", GM_ARCH_LLAMA},   {"mistral", GM_ARCH_MISTRAL}, {"qwen2", GM_ARCH_QWEN2},
-    {"gemma", GM_ARCH_GEMMA},   {"gemma2", GM_ARCH_GEMMA2},   {"phi2", GM_ARCH_PHI},
-    {"phi3", GM_ARCH_PHI3},     {"gpt2", GM_ARCH_GPT2},       {"gptneox", GM_ARCH_GPT_NEOX},
+    {"llama", GM_ARCH_LLAMA}, {"mistral", GM_ARCH_MISTRAL}, {"qwen2", GM_ARCH_QWEN2},
+    {"gemma", GM_ARCH_GEMMA}, {"gemma2", GM_ARCH_GEMMA2},   {"phi2", GM_ARCH_PHI},
+    {"phi3", GM_ARCH_PHI3},   {"gpt2", GM_ARCH_GPT2},       {"gptneox", GM_ARCH_GPT_NEOX},
     {"bert", GM_ARCH_BERT},
 };
 
@@ -59,9 +59,9 @@ static enum gm_status from_gguf(const struct gm_modelfile *mf, struct gm_model *
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "GGUF file has no general.architecture key");
     if (a->n_layers == 0 || a->hidden == 0 || a->n_heads == 0)
-        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "GGUF metadata lacks %s%s%s", a->n_layers ? "" : "block_count ",
-                       a->hidden ? "" : "embedding_length ", a->n_heads ? "" : "attention.head_count");
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "GGUF metadata lacks %s%s%s",
+                       a->n_layers ? "" : "block_count ", a->hidden ? "" : "embedding_length ",
+                       a->n_heads ? "" : "attention.head_count");
     snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof(m->name) - 1,
              mf->model_name[0] ? mf->model_name : a->name);
     snprintf(m->model_type, sizeof m->model_type, "%.*s", (int)sizeof(m->model_type) - 1, a->name);

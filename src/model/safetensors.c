@@ -18,10 +18,10 @@ static const struct {
     const char *name;
     unsigned bits;
 } dtype_bits[] = {
-    {"BOOL", 8},    {"U8", 8},       {"I8", 8},       {"F8_E5M2", 8}, {"F8_E4M3", 8},
-    {"F8_E8M0", 8}, {"I16", 16},     {"U16", 16},     {"F16", 16},    {"BF16", 16},
-    {"I32", 32},    {"U32", 32},     {"F32", 32},     {"F64", 64},    {"I64", 64},
-    {"U64", 64},    {"F4", 4},       {"F6_E2M3", 6},  {"F6_E3M2", 6}, {"C64", 64},
+    {"BOOL", 8},    {"U8", 8},   {"I8", 8},      {"F8_E5M2", 8}, {"F8_E4M3", 8},
+    {"F8_E8M0", 8}, {"I16", 16}, {"U16", 16},    {"F16", 16},    {"BF16", 16},
+    {"I32", 32},    {"U32", 32}, {"F32", 32},    {"F64", 64},    {"I64", 64},
+    {"U64", 64},    {"F4", 4},   {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"C64", 64},
 };
 
 unsigned gm_safetensors_dtype_bits(const char *name)
@@ -86,7 +86,8 @@ static enum gm_status parse_tensor(struct gm_modelfile *m, const struct gm_model
                        n_dims, GM_MODELFILE_MAX_DIMS);
     for (size_t i = 0; i < n_dims; i++) {
         if (!json_u64(json_array_get(shape, i), &dims[i]))
-            return gm_fail(err, GM_ERR_FORMAT, 8, "tensor '%s': shape[%zu] is not a count", name, i);
+            return gm_fail(err, GM_ERR_FORMAT, 8, "tensor '%s': shape[%zu] is not a count", name,
+                           i);
         if (dims[i] != 0 && numel > UINT64_MAX / dims[i])
             return gm_fail(err, GM_ERR_FORMAT, 8, "tensor '%s': shape overflows 64 bits", name);
         numel *= dims[i];
@@ -101,8 +102,9 @@ static enum gm_status parse_tensor(struct gm_modelfile *m, const struct gm_model
                        (unsigned long long)begin, (unsigned long long)end,
                        (unsigned long long)data_len);
     if (numel > UINT64_MAX / bits || (numel * bits) % 8 != 0)
-        return gm_fail(err, GM_ERR_FORMAT, 8, "tensor '%s': %llu elements of %u bits are not whole bytes",
-                       name, (unsigned long long)numel, bits);
+        return gm_fail(err, GM_ERR_FORMAT, 8,
+                       "tensor '%s': %llu elements of %u bits are not whole bytes", name,
+                       (unsigned long long)numel, bits);
     bytes = numel * bits / 8;
     if (end - begin != bytes)
         return gm_fail(err, GM_ERR_FORMAT, 8,
@@ -167,7 +169,8 @@ enum gm_status gm_safetensors_parse(const void *data, size_t len, uint64_t file_
         st = gm_fail(err, GM_ERR_NOMEM, 8, "out of memory for %zu tensors", n_obj);
         goto out;
     }
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         if (strcmp(key, "__metadata__") == 0) {
             if (!json_is_object(v)) {
                 st = gm_fail(err, GM_ERR_FORMAT, 8, "\"__metadata__\" is not an object");
@@ -185,10 +188,11 @@ enum gm_status gm_safetensors_parse(const void *data, size_t len, uint64_t file_
         qsort(spans, n, sizeof(*spans), cmp_span);
     for (size_t i = 0; i < n; i++) {
         if (spans[i].begin != pos) {
-            st = gm_fail(err, GM_ERR_FORMAT, 8,
-                         "tensor '%s': data starts at %llu but the previous tensor ends at %llu (%s)",
-                         spans[i].name, (unsigned long long)spans[i].begin,
-                         (unsigned long long)pos, spans[i].begin < pos ? "overlap" : "hole");
+            st = gm_fail(
+                err, GM_ERR_FORMAT, 8,
+                "tensor '%s': data starts at %llu but the previous tensor ends at %llu (%s)",
+                spans[i].name, (unsigned long long)spans[i].begin, (unsigned long long)pos,
+                spans[i].begin < pos ? "overlap" : "hole");
             goto out;
         }
         pos = spans[i].end;

@@ -44,12 +44,10 @@ static uint64_t type_bytes(uint32_t type, uint64_t n)
 
 static int finish(struct tb *b, const char *path, uint64_t total)
 {
-    FILE *f;
     if (tb_write(b, path) != 0)
         return 1;
     if (truncate(path, (off_t)total) != 0)
         return 1;
-    (void)f;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/estimate_ext.h"
@@ -19,8 +20,7 @@ static void ds_fmt(char *out, size_t n, uint64_t bytes)
     snprintf(out, n, "%.2f", (double)bytes / (double)GM_GIB);
 }
 
-static void check_rows(const struct gm_deepspeed *d, const char *const *cpu,
-                       const char *const *gpu)
+static void check_rows(const struct gm_deepspeed *d, const char *const *cpu, const char *const *gpu)
 {
     char b[32];
     for (size_t i = 0; i < d->n_rows; i++) {
@@ -47,8 +47,7 @@ static void test_deepspeed_documented(void **state)
     assert_int_equal(gm_deepspeed_estimate(3, 2851000000ull, 32000000ull, 8, 1, 1.5, &d, &e),
                      GM_OK);
     assert_int_equal(d.n_rows, 6);
-    check_rows(&d,
-               (const char *const[]){"71.69", "127.45", "63.72", "127.45", "1.43", "127.45"},
+    check_rows(&d, (const char *const[]){"71.69", "127.45", "63.72", "127.45", "1.43", "127.45"},
                (const char *const[]){"0.12", "0.12", "0.78", "0.78", "6.09", "6.09"});
     /* live t5-3b: 2,851,598,336 parameters (shared 32128 x 1024 embedding counted once),
      * largest layer the embedding, 32,899,072 */
@@ -57,17 +56,14 @@ static void test_deepspeed_documented(void **state)
                (const char *const[]){"5.31", "15.93"});
     assert_int_equal(gm_deepspeed_estimate(3, 2851598336ull, 32899072ull, 8, 1, 1.5, &d, &e),
                      GM_OK);
-    check_rows(&d,
-               (const char *const[]){"71.71", "127.48", "63.74", "127.48", "1.47", "127.48"},
+    check_rows(&d, (const char *const[]){"71.71", "127.48", "63.74", "127.48", "1.47", "127.48"},
                (const char *const[]){"0.12", "0.12", "0.79", "0.79", "6.10", "6.10"});
     /* t5-small on 1 GPU: 60,506,624 params, 16,449,536 largest layer */
-    assert_int_equal(gm_deepspeed_estimate(3, 60506624ull, 16449536ull, 1, 1, 1.5, &d, &e),
-                     GM_OK);
+    assert_int_equal(gm_deepspeed_estimate(3, 60506624ull, 16449536ull, 1, 1, 1.5, &d, &e), GM_OK);
     check_rows(&d, (const char *const[]){"1.52", "1.52", "1.35", "1.35", "0.09", "0.34"},
                (const char *const[]){"0.06", "0.06", "0.17", "0.17", "1.08", "1.08"});
     /* t5-large worked example (4 GPUs): case1 3291 MB, case2 125, case3 477 (>> 20) */
-    assert_int_equal(gm_deepspeed_estimate(3, 737668096ull, 32899072ull, 4, 1, 1.5, &d, &e),
-                     GM_OK);
+    assert_int_equal(gm_deepspeed_estimate(3, 737668096ull, 32899072ull, 4, 1, 1.5, &d, &e), GM_OK);
     assert_int_equal(d.rows[4].gpu_bytes >> 20, 3291);
     assert_int_equal(d.rows[0].gpu_bytes >> 20, 125);
     assert_int_equal(d.rows[2].gpu_bytes >> 20, 477);
@@ -252,12 +248,11 @@ static void test_llamacpp_kv(void **state)
     struct gm_error e;
     (void)state;
     /* measured llama.cpp KV allocations at n_ctx 2048, f16 (estimation.md (g)) */
-    assert_int_equal(gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-8B"), 1, 2048, &b, &e),
-                     GM_OK);
+    assert_int_equal(
+        gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-8B"), 1, 2048, &b, &e), GM_OK);
     assert_int_equal(b, 256 * GM_MIB);
-    assert_int_equal(gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-70B"), 1, 2048, &b,
-                                          &e),
-                     GM_OK);
+    assert_int_equal(
+        gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-70B"), 1, 2048, &b, &e), GM_OK);
     assert_int_equal(b, 640 * GM_MIB);
     /* Command-R 35B: 40 layers, 64 KV heads (MHA), head_dim 128 */
     gm_model_init(&m);
@@ -290,8 +285,8 @@ static void test_vllm(void **state)
     assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_OK);
     assert_int_equal(r.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
     assert_int_equal(r.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
-    need = component(&est, "weights") + component(&est, "activations") +
-           component(&est, "logits") + r.non_torch_bytes;
+    need = component(&est, "weights") + component(&est, "activations") + component(&est, "logits") +
+           r.non_torch_bytes;
     assert_int_equal(r.kv_blocks, (r.budget_bytes - need) / (16 * 131072));
     assert_int_equal(r.kv_tokens, r.kv_blocks * 16);
     assert_int_equal(component(&est, "weights"), 8030261248ull * 2);

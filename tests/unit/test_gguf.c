@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/modelfile.h"
@@ -128,8 +129,8 @@ static void test_type_sizes(void **state)
     assert_int_equal(bytes, 6);
     assert_true(gm_ggml_type_bytes(39, 32, &bytes, &name)); /* MXFP4: 32 -> 17 */
     assert_int_equal(bytes, 17);
-    assert_false(gm_ggml_type_bytes(4, 32, &bytes, &name));  /* Q4_2: removed */
-    assert_false(gm_ggml_type_bytes(40, 32, &bytes, &name)); /* unknown */
+    assert_false(gm_ggml_type_bytes(4, 32, &bytes, &name));   /* Q4_2: removed */
+    assert_false(gm_ggml_type_bytes(40, 32, &bytes, &name));  /* unknown */
     assert_false(gm_ggml_type_bytes(12, 100, &bytes, &name)); /* not whole blocks */
     /* bits per weight of common quantisations: Q4_K 4.5, Q8_0 8.5 */
     assert_true(gm_ggml_type_bytes(12, 256, &bytes, NULL));
@@ -420,10 +421,10 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_v3_and_v2),  cmocka_unit_test(test_to_model),
-        cmocka_unit_test(test_type_sizes),
-        cmocka_unit_test(test_every_truncation), cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_load_big_header),  cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_valid_v3_and_v2), cmocka_unit_test(test_to_model),
+        cmocka_unit_test(test_type_sizes),      cmocka_unit_test(test_every_truncation),
+        cmocka_unit_test(test_hostile),         cmocka_unit_test(test_load_big_header),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

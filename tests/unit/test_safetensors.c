@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/modelfile.h"
@@ -89,8 +90,8 @@ static void test_hostile(void **state)
     expect("[1,2]", 0, GM_ERR_FORMAT, "start with '{'");
     expect("{\"a\":1}", 0, GM_ERR_FORMAT, "not an object");
     expect("{\"a\":{\"shape\":[2],\"data_offsets\":[0,8]}}", 8, GM_ERR_FORMAT, "dtype");
-    expect("{\"a\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
-           GM_ERR_UNSUPPORTED, "unknown dtype");
+    expect("{\"a\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, GM_ERR_UNSUPPORTED,
+           "unknown dtype");
     expect("{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, GM_ERR_FORMAT,
            "not a count");
     expect("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}",
@@ -177,11 +178,10 @@ static const char *const SHARD1 =
 static const char *const SHARD2 =
     "{\"lm_head.weight\":{\"dtype\":\"BF16\",\"shape\":[10,4],\"data_offsets\":[0,80]},"
     "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[80,96]}}";
-static const char *const INDEX =
-    "{\"metadata\":{\"total_size\":176},\"weight_map\":{"
-    "\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
-    "\"lm_head.weight\":\"model-00002-of-00002.safetensors\","
-    "\"model.norm.weight\":\"model-00002-of-00002.safetensors\"}}";
+static const char *const INDEX = "{\"metadata\":{\"total_size\":176},\"weight_map\":{"
+                                 "\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
+                                 "\"lm_head.weight\":\"model-00002-of-00002.safetensors\","
+                                 "\"model.norm.weight\":\"model-00002-of-00002.safetensors\"}}";
 
 static void test_shards(void **state)
 {
@@ -232,8 +232,7 @@ static void test_shards(void **state)
     assert_non_null(strstr(e.msg, "model-00002-of-00002.safetensors"));
 
     /* an index naming a path outside the folder */
-    write_text("model.safetensors.index.json",
-               "{\"weight_map\":{\"a\":\"../../etc/passwd\"}}");
+    write_text("model.safetensors.index.json", "{\"weight_map\":{\"a\":\"../../etc/passwd\"}}");
     assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_ERR_FORMAT);
     write_text("model.safetensors.index.json", "{\"weight_map\":3}");
     assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_ERR_FORMAT);
@@ -323,10 +322,8 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_shards),
-        cmocka_unit_test(test_to_model),
+        cmocka_unit_test(test_valid),          cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_shards),         cmocka_unit_test(test_to_model),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
