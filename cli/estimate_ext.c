@@ -351,6 +351,19 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
                     (unsigned long long)r->cpu_bytes_per_node, a);
         }
     }
+    if (x->paged_optimizer && v->gpu_bytes && e->device_bytes > v->gpu_bytes) {
+        uint64_t over = e->device_bytes - v->gpu_bytes;
+        gib(a, sizeof a, r->pageable_bytes);
+        gib(b, sizeof b, over);
+        if (over <= r->pageable_bytes)
+            fprintf(f, "\npaged optimizer: %s of its %s state would live in host memory; the job "
+                       "runs, with slower optimizer steps\n",
+                    b, a);
+        else
+            fprintf(f, "\npaged optimizer: even with all %s of its state in host memory the job "
+                       "does not fit\n",
+                    a);
+    }
     if (x->engine == GM_ENGINE_VLLM) {
         gib(a, sizeof a, r->budget_bytes);
         gib(b, sizeof b, r->kv_pool_bytes);
@@ -447,6 +460,16 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    if (x->paged_optimizer) {
+        gm_json_key(w, "paged_optimizer");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "pageable_bytes", r->pageable_bytes);
+        if (v->gpu_bytes)
+            gm_json_kv_bool(w, "fits_with_paging",
+                            v->e->device_bytes <= v->gpu_bytes ||
+                                v->e->device_bytes - v->gpu_bytes <= r->pageable_bytes);
+        gm_json_end_object(w);
+    }
     if (x->lora != GM_LORA_NONE) {
         gm_json_key(w, "lora");
         gm_json_begin_object(w);

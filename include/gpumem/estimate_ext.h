@@ -181,6 +181,8 @@ struct gm_estimate_ext_result {
     uint64_t max_model_len;
     double max_concurrency;        /* kv_tokens / max_model_len */
     uint64_t compute_buffer_bytes; /* llama.cpp */
+    /* paged optimizer */
+    uint64_t pageable_bytes;       /* optimizer state that may page out to host memory */
     /* search */
     uint64_t search_value; /* largest batch / context that fits, 0 = none */
     bool search_hit_limit; /* the limit fits: the answer may be larger */

@@ -222,10 +222,16 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
                                "are those of one micro-batch; the gradients stay allocated "
                                "through the next micro-batches' forward passes",
                                (unsigned long long)x->grad_accum);
-        if (x->paged_optimizer)
-            gm_estimate_assume(out, "paged optimizer: its state lives in CUDA unified memory and "
-                                    "is evicted to host memory under pressure instead of failing; "
-                                    "the figures assume it stays resident");
+        if (x->paged_optimizer) {
+            for (size_t i = 0; i < out->n_components; i++)
+                if (ext_component_role(&out->components[i]) == ROLE_OPT_STATE)
+                    res->pageable_bytes = gm_add_sat(res->pageable_bytes,
+                                                     out->components[i].bytes);
+            gm_estimate_assume(out, "paged optimizer: its state (%llu bytes) lives in CUDA "
+                                    "unified memory and pages to host memory under pressure; "
+                                    "the figures assume it stays resident",
+                               (unsigned long long)res->pageable_bytes);
+        }
     } else if (in->mode == GM_EST_INFER) {
         switch (x->engine) {
         case GM_ENGINE_VLLM:
