@@ -148,6 +148,57 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
     }
 }
 
+/* A frozen linear layer does not keep its input for backward: autograd saves the input of
+ * a matmul only for the weight's gradient (mm/addmm save 'self' only when the weight needs
+ * a gradient; bitsandbytes' 4-bit matmul keeps only the weight).  With LoRA a targeted
+ * linear's input is still kept (the adapter's A needs it), so per layer and token the
+ * saved-tensor count drops by the inputs of the untargeted linears that nothing else
+ * saves: the attention norm output (q, k, v all untargeted), the attention output (o
+ * untargeted), the MLP norm output (gate and up untargeted) and the down projection's
+ * input (down untargeted; top-k experts).  The saved-tensor list is the base estimator's
+ * (est_layer_saved_per_token). */
+static enum gm_status frozen_linear_savings(const struct gm_estimate_inputs *in,
+                                            const struct gm_estimate_ext *x, struct gm_estimate *e,
+                                            struct gm_error *err)
+{
+    const struct gm_model *m = in->model;
+    double ea = in->precision == GM_PREC_FP32 ? 4.0 : 2.0, per_tok = 0, T, layers, cut;
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    unsigned t = x->lora_targets;
+    (void)err;
+    if (in->method != GM_METHOD_ARCH)
+        return GM_OK;
+    if (!(t & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)))
+        per_tok += ea * (double)m->hidden;
+    if (!(t & GM_LORA_O))
+        per_tok += ea * (double)(m->n_heads * m->head_dim);
+    if (!(t & (GM_LORA_GATE | GM_LORA_UP)))
+        per_tok += ea * (double)m->hidden;
+    if (!(t & GM_LORA_DOWN))
+        per_tok += k * ea * (double)m->intermediate;
+    T = (double)in->batch * (double)in->seq;
+    /* with full checkpointing only the recomputed layer holds the per-layer tensors */
+    layers = in->grad_ckpt == GM_CKPT_FULL ? 1.0 : (double)m->n_layers;
+    cut = per_tok * T * layers;
+    for (size_t i = 0; i < e->n_components && cut > 0; i++) {
+        struct gm_est_component *c = &e->components[i];
+        size_t len;
+        if (strcmp(c->name, "activations") != 0)
+            continue;
+        if (cut >= (double)c->bytes)
+            cut = 0;
+        c->bytes -= (uint64_t)cut;
+        len = strlen(c->note);
+        if (len + 40 < sizeof(c->note))
+            snprintf(c->note + len, sizeof(c->note) - len, "; -%.0f B/token/layer frozen inputs",
+                     per_tok);
+        gm_estimate_assume(e, "LoRA: untargeted frozen linears keep no input for backward "
+                              "(%.0f bytes per token per layer fewer saved)",
+                           per_tok);
+    }
+    return GM_OK;
+}
+
 enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
                               const struct gm_param_counts *pc, struct gm_estimate *e,
                               struct gm_estimate_ext_result *res, struct gm_error *err)
@@ -294,7 +345,5 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                        "their gradients and optimizer state; base frozen",
                        (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
                        (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
-    gm_estimate_assume(e, "LoRA activations counted as in full training: an upper bound, frozen "
-                          "linears do not save their inputs");
-    return GM_OK;
+    return frozen_linear_savings(in, x, e, err);
 }

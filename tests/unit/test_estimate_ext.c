@@ -161,8 +161,15 @@ static void test_lora_estimate(void **state)
     assert_int_equal(component(&lo, "lora_optimizer_state"), r.lora_params * 8);
     assert_int_equal(component(&lo, "gradients"), UINT64_MAX);
     assert_int_equal(component(&lo, "optimizer_state"), UINT64_MAX);
-    /* activations are kept from the full estimate */
+    /* activations of the full estimate, less the inputs of the frozen MLP linears (MLP norm
+     * output and down_proj input, 16-bit) that autograd no longer saves */
+    assert_int_equal(component(&lo, "activations"),
+                     component(&full, "activations") - (2ull * 4096 + 2ull * 11008) * 2048 * 32);
+    /* all-linear targets keep every input */
+    x.lora_targets = GM_LORA_ALL_LINEAR;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &lo, &r, &e), GM_OK);
     assert_int_equal(component(&lo, "activations"), component(&full, "activations"));
+    x.lora_targets = GM_LORA_ATTENTION;
     assert_true(lo.peak_allocated_bytes < full.peak_allocated_bytes / 4);
 
     x.lora = GM_LORA_QLORA;
