@@ -347,6 +347,10 @@ static enum gm_status parse_tensor_info(struct parser *ps, uint64_t index, uint6
         st = read_u32(ps, &n_dims, what);
     if (st)
         return st;
+    /* ggml names are under 64 bytes (GGML_MAX_NAME); allow some slack, not megabytes */
+    if (nlen == 0 || nlen > 1024)
+        return gm_fail(ps->err, GM_ERR_FORMAT, off, "%s: name of %zu bytes (1 to 1024)", what,
+                       nlen);
     if (n_dims == 0 || n_dims > 4)
         return gm_fail(ps->err, GM_ERR_FORMAT, off, "tensor '%.*s': %u dimensions (1 to 4)",
                        (int)(nlen > 64 ? 64 : nlen), name, n_dims);

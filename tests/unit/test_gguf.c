@@ -337,6 +337,13 @@ static void test_hostile(void **state)
     expect_fail(&b, GM_ERR_FORMAT, "power of two");
     tb_free(&b);
 
+    /* an empty tensor name */
+    header(&b, 3, 1, 0);
+    tb_gguf_tensor(&b, "", 1, ne, 0, 0);
+    tb_zeros(&b, 256);
+    expect_fail(&b, GM_ERR_FORMAT, "name of 0 bytes");
+    tb_free(&b);
+
     /* the same tensor twice */
     header(&b, 3, 2, 0);
     tb_gguf_tensor(&b, "t", 1, ne, 0, 0);
