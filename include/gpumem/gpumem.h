@@ -6,8 +6,10 @@
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
+#include "gpumem/estimate_ext.h"
 #include "gpumem/json.h"
 #include "gpumem/model.h"
+#include "gpumem/modelfile.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 
