@@ -237,6 +237,31 @@ static void test_sharding(void **state)
     assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_OK);
     assert_int_equal(component(&tp, "activations"), (component(&one, "activations") + 1) / 2);
     assert_true(component(&tp, "ddp_grad_buckets") != UINT64_MAX);
+    /* LoRA under ZeRO-3: the frozen base is partitioned too, the adapters' state as well */
+    {
+        struct gm_estimate lz;
+        x.tp = 1;
+        x.sequence_parallel = false;
+        x.shard = GM_SHARD_ZERO3;
+        x.lora = GM_LORA_LORA;
+        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
+        assert_int_equal(component(&lz, "weights"), (8030261248ull * 2 + 7) / 8);
+        assert_int_equal(component(&lz, "lora_optimizer_state"), (r.lora_params * 8 + 7) / 8);
+        /* FSDP with parameter and optimizer offload: no model state left on the GPU */
+        x.lora = GM_LORA_NONE;
+        x.shard = GM_SHARD_FSDP;
+        x.offload_optimizer = x.offload_params = true;
+        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
+        assert_int_equal(component(&lz, "weights_fp32_master"), UINT64_MAX);
+        assert_int_equal(component(&lz, "optimizer_state"), UINT64_MAX);
+        assert_int_equal(component(&lz, "gradients"), UINT64_MAX);
+        /* host: (master + state + temps + grads) / 8 per GPU x 8 GPUs per node */
+        assert_true(r.cpu_bytes_per_node >= 8030261248ull * 16);
+        x.offload_optimizer = x.offload_params = false;
+        x.shard = GM_SHARD_NONE;
+        x.tp = 2;
+        x.sequence_parallel = true;
+    }
     /* inconsistent options */
     x.gpus = 3;
     assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);

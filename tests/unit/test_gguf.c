@@ -402,6 +402,43 @@ static void test_load_big_header(void **state)
     tb_free(&b);
 }
 
+/* A folder holding one GGUF file loads it; two are ambiguous. */
+static void test_load_dir(void **state)
+{
+    struct tb b = {0};
+    struct gm_modelfile m;
+    struct gm_error e;
+    char dir[] = "/tmp/gm_test_ggufdir_XXXXXX", p1[64], p2[64];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(p1, sizeof p1, "%s/a.gguf", dir);
+    snprintf(p2, sizeof p2, "%s/b.gguf", dir);
+    tb_gguf_small(&b, 3);
+    assert_int_equal(tb_write(&b, p1), 0);
+    gm_modelfile_init(&m);
+    assert_true(gm_modelfile_is_weights(dir));
+    assert_int_equal(gm_modelfile_load(dir, NULL, &m, &e), GM_OK);
+    check_small(&m, 3);
+    gm_modelfile_release(&m);
+    /* by content: a GGUF file without the .gguf suffix */
+    assert_int_equal(rename(p1, p2), 0);
+    snprintf(p1, sizeof p1, "%s/model.bin", dir);
+    assert_int_equal(rename(p2, p1), 0);
+    assert_int_equal(gm_modelfile_load(p1, NULL, &m, &e), GM_OK);
+    check_small(&m, 3);
+    gm_modelfile_release(&m);
+    snprintf(p2, sizeof p2, "%s/a.gguf", dir);
+    assert_int_equal(rename(p1, p2), 0);
+    snprintf(p1, sizeof p1, "%s/b.gguf", dir);
+    assert_int_equal(tb_write(&b, p1), 0);
+    assert_int_equal(gm_modelfile_load(dir, NULL, &m, &e), GM_ERR_INVALID);
+    assert_non_null(strstr(e.msg, "2 GGUF files"));
+    unlink(p1);
+    unlink(p2);
+    rmdir(dir);
+    tb_free(&b);
+}
+
 static void test_alloc_failures(void **state)
 {
     struct tb b = {0};
@@ -430,7 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_v3_and_v2), cmocka_unit_test(test_to_model),
         cmocka_unit_test(test_type_sizes),      cmocka_unit_test(test_every_truncation),
-        cmocka_unit_test(test_hostile),         cmocka_unit_test(test_load_big_header),
+        cmocka_unit_test(test_hostile),         cmocka_unit_test(test_load_big_header),  cmocka_unit_test(test_load_dir),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
