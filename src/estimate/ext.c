@@ -251,6 +251,17 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         if (st)
             return st;
     }
+    if (x->lora != GM_LORA_NONE || x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE ||
+        x->engine == GM_ENGINE_VLLM || x->engine == GM_ENGINE_LLAMACPP) {
+        /* the weights held by one device in this setup */
+        uint64_t w = 0;
+        for (size_t i = 0; i < out->n_components; i++) {
+            enum ext_role r = ext_component_role(&out->components[i]);
+            if (r == ROLE_WEIGHTS || r == ROLE_MASTER)
+                w = gm_add_sat(w, out->components[i].bytes);
+        }
+        out->weight_bytes = w;
+    }
     gm_estimate_finish(&bi, out);
     if (!res->gpus) {
         res->gpus = x->gpus;
