@@ -332,7 +332,9 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
     }
     if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)) {
         fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s\n",
-                v->in->mode == GM_EST_TRAIN ? gm_shard_name(x->shard) : "inference",
+                v->in->mode != GM_EST_TRAIN                    ? "inference"
+                : x->shard != GM_SHARD_NONE || r->gpus > x->tp ? gm_shard_name(x->shard)
+                                                               : "no data parallelism",
                 (unsigned long long)r->gpus, (unsigned long long)r->gpus_per_node,
                 (unsigned long long)r->nodes, r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
                 x->sequence_parallel ? " + sequence parallel" : "");
@@ -356,12 +358,14 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
         gib(a, sizeof a, r->pageable_bytes);
         gib(b, sizeof b, over);
         if (over <= r->pageable_bytes)
-            fprintf(f, "\npaged optimizer: %s of its %s state would live in host memory; the job "
-                       "runs, with slower optimizer steps\n",
+            fprintf(f,
+                    "\npaged optimizer: %s of its %s state would live in host memory; the job "
+                    "runs, with slower optimizer steps\n",
                     b, a);
         else
-            fprintf(f, "\npaged optimizer: even with all %s of its state in host memory the job "
-                       "does not fit\n",
+            fprintf(f,
+                    "\npaged optimizer: even with all %s of its state in host memory the job "
+                    "does not fit\n",
                     a);
     }
     if (x->engine == GM_ENGINE_VLLM) {

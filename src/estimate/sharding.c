@@ -53,7 +53,9 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--gpus %llu is not a multiple of --tp %llu", (unsigned long long)g,
                        (unsigned long long)t);
-    if (t > 1 && m && (m->n_heads % t != 0 || m->n_kv_heads % t != 0) && m->n_kv_heads >= t)
+    /* query heads split evenly; KV heads split, or are replicated when fewer than t */
+    if (t > 1 && m && m->n_heads && m->n_kv_heads &&
+        (m->n_heads % t != 0 || (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--tp %llu does not divide the %llu attention heads / %llu KV heads",
                        (unsigned long long)t, (unsigned long long)m->n_heads,
