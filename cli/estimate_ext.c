@@ -21,6 +21,7 @@ void est_ext_opts_init(struct est_ext_opts *o)
     o->rank = o->x.lora_rank;
     o->gpus = 1;
     o->tp = 1;
+    o->pp = 1;
     o->accum = 1;
     o->util = o->x.gpu_memory_utilization;
     o->block = o->x.block_size;
@@ -37,8 +38,8 @@ void est_ext_release(struct est_ext_opts *o)
 bool est_ext_active(const struct est_ext_opts *o)
 {
     return o->lora || o->qlora || o->fsdp || o->off_opt || o->off_par || o->sp || o->paged ||
-           o->max_batch || o->max_ctx || o->s_gpus || o->s_tp || o->s_zero || o->s_engine ||
-           o->s_accum || o->x.selective_ckpt || o->deepspeed;
+           o->max_batch || o->max_ctx || o->s_gpus || o->s_tp || o->s_pp || o->s_zero ||
+           o->s_engine || o->s_accum || o->x.selective_ckpt || o->deepspeed;
 }
 
 int est_ext_resolve_model(const char *cmd, struct est_ext_opts *o, const char *spec,
@@ -105,7 +106,7 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     struct gm_estimate_ext *x = &o->x;
     struct gm_error err;
     bool train_opt = o->lora || o->qlora || o->s_rank || o->targets || o->s_dropout || o->no_dq ||
-                     o->no_upcast || o->s_zero || o->fsdp || o->off_opt || o->off_par ||
+                     o->no_upcast || o->s_pp || o->s_zero || o->fsdp || o->off_opt || o->off_par ||
                      o->s_accum || o->paged || o->sp || o->s_bucket || o->ddp_view;
     bool serve_opt = o->s_engine || o->s_util || o->s_mml || o->s_block || o->s_seqs || o->s_mnbt ||
                      o->eager || o->s_ubatch || o->fa || o->s_nontorch;
@@ -137,8 +138,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     if ((o->s_block && (o->block == 0 || o->block > 4096)) || (o->s_seqs && o->seqs == 0) ||
         (o->s_ubatch && (o->ubatch == 0 || o->ubatch > 65536)) || (o->s_rank && o->rank == 0) ||
         (o->s_gpus && (o->gpus == 0 || o->gpus > 65536)) ||
-        (o->s_tp && (o->tp == 0 || o->tp > 1024)) || (o->s_accum && o->accum == 0) ||
-        (o->s_gpn && (o->gpn == 0 || o->gpn > 65536)))
+        (o->s_tp && (o->tp == 0 || o->tp > 1024)) || (o->s_pp && (o->pp == 0 || o->pp > 1024)) ||
+        (o->s_accum && o->accum == 0) || (o->s_gpn && (o->gpn == 0 || o->gpn > 65536)))
         return cli_usage(cmd, "counts (--gpus, --tp, --lora-rank, --block-size, ...) must be "
                               "positive and in range");
     if (method_deepspeed) {
@@ -162,8 +163,9 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
     x->lora_dropout = o->dropout;
     x->qlora_double_quant = !o->no_dq;
     x->qlora_fp32_rest = !o->no_upcast;
-    /* --tp N alone means N GPUs */
-    x->gpus = o->s_gpus ? o->gpus : o->tp;
+    /* --tp N --pp M alone means N x M GPUs */
+    x->gpus = o->s_gpus ? o->gpus : o->tp * o->pp;
+    x->pp = o->pp;
     x->gpus_per_node = o->gpn;
     x->shard = o->fsdp ? GM_SHARD_FSDP : (enum gm_shard)o->zero;
     x->offload_optimizer = o->off_opt;
@@ -330,22 +332,26 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
             fprintf(f, " (NF4 constants %llu bytes)", (unsigned long long)r->nf4_constant_bytes);
         fprintf(f, "\n");
     }
-    if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE)) {
-        fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s\n",
-                v->in->mode != GM_EST_TRAIN                    ? "inference"
-                : x->shard != GM_SHARD_NONE || r->gpus > x->tp ? gm_shard_name(x->shard)
-                                                               : "no data parallelism",
+    if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->pp > 1 || x->shard != GM_SHARD_NONE)) {
+        fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s, pp %llu\n",
+                v->in->mode != GM_EST_TRAIN                            ? "inference"
+                : x->shard != GM_SHARD_NONE || r->gpus > x->tp * x->pp ? gm_shard_name(x->shard)
+                                                                       : "no data parallelism",
                 (unsigned long long)r->gpus, (unsigned long long)r->gpus_per_node,
                 (unsigned long long)r->nodes, r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
-                x->sequence_parallel ? " + sequence parallel" : "");
+                x->sequence_parallel ? " + sequence parallel" : "", (unsigned long long)x->pp);
         for (size_t i = 0; i < r->n_groups; i++) {
             gib(a, sizeof a, r->groups[i].allocated_bytes);
             gib(b, sizeof b, r->groups[i].reserved_bytes);
             gib(c, sizeof c, r->groups[i].device_bytes);
-            fprintf(f, "  ranks %llu-%llu: allocated %s, reserved %s, device %s each\n",
+            char layers[48] = "";
+            if (r->groups[i].layers)
+                snprintf(layers, sizeof layers, " (%s, %llu layers)", r->groups[i].role,
+                         (unsigned long long)r->groups[i].layers);
+            fprintf(f, "  ranks %llu-%llu%s: allocated %s, reserved %s, device %s each\n",
                     (unsigned long long)r->groups[i].first_rank,
-                    (unsigned long long)(r->groups[i].first_rank + r->groups[i].count - 1), a, b,
-                    c);
+                    (unsigned long long)(r->groups[i].first_rank + r->groups[i].count - 1), layers,
+                    a, b, c);
         }
         if (r->cpu_bytes_per_node) {
             gib(a, sizeof a, r->cpu_bytes_per_node);
@@ -443,6 +449,7 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
     gm_json_kv_str(w, "sharding", gm_shard_name(x->shard));
     gm_json_kv_u64(w, "gpus", x->gpus);
     gm_json_kv_u64(w, "tp", x->tp);
+    gm_json_kv_u64(w, "pp", x->pp);
     gm_json_kv_bool(w, "sequence_parallel", x->sequence_parallel);
     gm_json_kv_bool(w, "offload_optimizer", x->offload_optimizer);
     gm_json_kv_bool(w, "offload_params", x->offload_params);
@@ -455,8 +462,11 @@ void est_ext_render_json(struct gm_json *w, const struct est_ext_opts *o, const 
     gm_json_begin_array(w);
     for (size_t i = 0; i < r->n_groups; i++) {
         gm_json_begin_object(w);
+        gm_json_kv_str(w, "role", r->groups[i].role);
         gm_json_kv_u64(w, "first_rank", r->groups[i].first_rank);
         gm_json_kv_u64(w, "count", r->groups[i].count);
+        if (r->groups[i].layers)
+            gm_json_kv_u64(w, "layers", r->groups[i].layers);
         gm_json_kv_u64(w, "allocated_bytes", r->groups[i].allocated_bytes);
         gm_json_kv_u64(w, "reserved_bytes", r->groups[i].reserved_bytes);
         gm_json_kv_u64(w, "device_bytes", r->groups[i].device_bytes);

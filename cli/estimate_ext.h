@@ -20,12 +20,13 @@ struct est_ext_opts {
     bool lora, qlora, no_dq, no_upcast, fsdp, off_opt, off_par, sp, paged, eager, fa, max_batch,
         max_ctx;
     bool ddp_view;
-    uint64_t rank, gpus, gpn, tp, accum, largest, mml, block, seqs, mnbt, ubatch, bucket;
+    uint64_t rank, gpus, gpn, tp, pp, accum, largest, mml, block, seqs, mnbt, ubatch, bucket;
     uint64_t non_torch;
     double util, dropout;
     const char *targets;
     int zero, engine;
-    bool s_rank, s_targets, s_dropout, s_gpus, s_gpn, s_tp, s_accum, s_largest, s_zero, s_engine;
+    bool s_rank, s_targets, s_dropout, s_gpus, s_gpn, s_tp, s_pp, s_accum, s_largest, s_zero,
+        s_engine;
     bool s_util, s_mml, s_block, s_seqs, s_mnbt, s_ubatch, s_nontorch, s_bucket;
     /* resolved */
     struct gm_estimate_ext x;
@@ -61,6 +62,8 @@ extern const char *const est_ext_engine_choices[];
                  "optimizer state, master weights and step on the CPU"),                           \
         OPT_FLAG("offload-params", 0, &(o)->off_par, "ZeRO-3/FSDP parameters on the CPU"),         \
         OPT_U64("tp", 0, &(o)->tp, "N", "tensor-parallel degree (default 1)", &(o)->s_tp),         \
+        OPT_U64("pp", 0, &(o)->pp, "N", "pipeline stages (training, 1F1B; default 1)",             \
+                &(o)->s_pp),                                                                       \
         OPT_FLAG("sequence-parallel", 0, &(o)->sp, "Megatron sequence parallelism (with --tp)"),   \
         OPT_U64("bucket-elements", 0, &(o)->bucket, "N",                                           \
                 "ZeRO reduce/all-gather bucket in elements (default 5e8)", &(o)->s_bucket),        \

@@ -116,6 +116,7 @@ struct gm_estimate_ext {
     bool offload_optimizer;   /* optimizer state + fp32 master weights on the CPU */
     bool offload_params;      /* ZeRO-3 / FSDP parameters on the CPU */
     uint64_t tp;              /* tensor-parallel degree, 1 */
+    uint64_t pp;              /* pipeline stages (training, 1F1B schedule), 1 */
     bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
     uint64_t bucket_elements; /* ZeRO reduce/all-gather bucket, elements (5e8 DeepSpeed) */
     bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
@@ -148,10 +149,12 @@ struct gm_estimate_ext {
 
 #define GM_EXT_MAX_DEVICE_GROUPS 4
 
-/* Devices that get the same figures ("ranks 0-7"). */
+/* Devices that get the same figures ("ranks 0-7", or one pipeline stage). */
 struct gm_device_group {
+    char role[24]; /* "all", "first stage", "middle stages", "last stage" */
     uint64_t first_rank;
     uint64_t count;
+    uint64_t layers; /* decoder layers held (pipeline), 0 = all */
     uint64_t allocated_bytes;
     uint64_t reserved_bytes;
     uint64_t device_bytes;
@@ -182,7 +185,7 @@ struct gm_estimate_ext_result {
     double max_concurrency;        /* kv_tokens / max_model_len */
     uint64_t compute_buffer_bytes; /* llama.cpp */
     /* paged optimizer */
-    uint64_t pageable_bytes;       /* optimizer state that may page out to host memory */
+    uint64_t pageable_bytes; /* optimizer state that may page out to host memory */
     /* search */
     uint64_t search_value; /* largest batch / context that fits, 0 = none */
     bool search_hit_limit; /* the limit fits: the answer may be larger */

@@ -17,6 +17,7 @@ void gm_estimate_ext_init(struct gm_estimate_ext *x)
     x->qlora_fp32_rest = true;
     x->gpus = 1;
     x->tp = 1;
+    x->pp = 1;
     x->bucket_elements = 500000000;
     x->grad_accum = 1;
     x->gpu_memory_utilization = 0.9;
@@ -147,6 +148,17 @@ static enum gm_status check_ext(const struct gm_estimate_inputs *in,
     if (x->tp > x->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)x->tp, (unsigned long long)x->gpus);
+    if (x->pp == 0 || x->pp > 1024)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp must be in 1..1024");
+    if (x->pp > 1 && in->mode != GM_EST_TRAIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp applies to --train");
+    if (x->pp > 1 && x->shard >= GM_SHARD_ZERO2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp combines with ZeRO-1 at most (DeepSpeed and Megatron refuse "
+                       "stages 2 and 3 with pipelining)");
+    if (x->tp * x->pp > x->gpus)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp x --pp exceeds --gpus %llu",
+                       (unsigned long long)x->gpus);
     if (x->sequence_parallel && x->tp < 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
     if (x->engine == GM_ENGINE_LLAMACPP && x->tp > 1)
@@ -212,6 +224,8 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         if ((x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE) &&
             (st = ext_apply_parallel(&bi, x, &pc, out, res, err)))
             return st;
+        if (x->pp > 1 && (st = ext_apply_pipeline(&bi, x, &pc, out, res, err)))
+            return st;
         if (x->selective_ckpt)
             gm_estimate_assume(out, "selective activation recomputation: the attention core "
                                     "(s x s scores, softmax, dropout) is recomputed, the rest "
@@ -225,11 +239,11 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         if (x->paged_optimizer) {
             for (size_t i = 0; i < out->n_components; i++)
                 if (ext_component_role(&out->components[i]) == ROLE_OPT_STATE)
-                    res->pageable_bytes = gm_add_sat(res->pageable_bytes,
-                                                     out->components[i].bytes);
-            gm_estimate_assume(out, "paged optimizer: its state (%llu bytes) lives in CUDA "
-                                    "unified memory and pages to host memory under pressure; "
-                                    "the figures assume it stays resident",
+                    res->pageable_bytes = gm_add_sat(res->pageable_bytes, out->components[i].bytes);
+            gm_estimate_assume(out,
+                               "paged optimizer: its state (%llu bytes) lives in CUDA "
+                               "unified memory and pages to host memory under pressure; "
+                               "the figures assume it stays resident",
                                (unsigned long long)res->pageable_bytes);
         }
     } else if (in->mode == GM_EST_INFER) {
@@ -268,9 +282,13 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
         res->gpus_per_node = x->gpus_per_node ? x->gpus_per_node : (x->gpus < 8 ? x->gpus : 8);
         res->nodes = (x->gpus + res->gpus_per_node - 1) / res->gpus_per_node;
     }
+    if (x->pp > 1 && in->mode == GM_EST_TRAIN)
+        return GM_OK; /* ext_apply_pipeline filled one group per stage */
     res->n_groups = 1;
+    snprintf(res->groups[0].role, sizeof res->groups[0].role, "all");
     res->groups[0].first_rank = 0;
     res->groups[0].count = x->gpus;
+    res->groups[0].layers = 0;
     res->groups[0].allocated_bytes = out->peak_allocated_bytes;
     res->groups[0].reserved_bytes = out->peak_reserved_bytes;
     res->groups[0].device_bytes = out->device_bytes;

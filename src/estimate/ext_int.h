@@ -46,6 +46,13 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                                   const struct gm_param_counts *pc, struct gm_estimate *e,
                                   struct gm_estimate_ext_result *res, struct gm_error *err);
 
+/* Pipeline parallelism: split the per-device estimate 'e' into stage groups in 'res' and
+ * leave in 'e' the stage with the largest device figure. */
+enum gm_status ext_apply_pipeline(const struct gm_estimate_inputs *in,
+                                  const struct gm_estimate_ext *x, const struct gm_param_counts *pc,
+                                  struct gm_estimate *e, struct gm_estimate_ext_result *res,
+                                  struct gm_error *err);
+
 /* Serving engines: replace the inference estimate with the engine's accounting. */
 enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
                               const struct gm_param_counts *pc, struct gm_estimate *e,

@@ -42,17 +42,17 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                                   struct gm_estimate_ext_result *res, struct gm_error *err)
 {
     const struct gm_model *m = in->model;
-    uint64_t t = x->tp ? x->tp : 1, g = x->gpus ? x->gpus : 1, D, cpu = 0, grads = 0,
-             n = in->n_params ? in->n_params : pc->total;
+    uint64_t t = x->tp ? x->tp : 1, g = x->gpus ? x->gpus : 1, pp = x->pp ? x->pp : 1, D, cpu = 0,
+             grads = 0, n = in->n_params ? in->n_params : pc->total;
     int stage = x->shard == GM_SHARD_FSDP ? 3 : (int)x->shard;
     unsigned wbytes = in->precision == GM_PREC_FP32 ? 4 : 2;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (g % t != 0)
+    if (g % (t * pp) != 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--gpus %llu is not a multiple of --tp %llu", (unsigned long long)g,
-                       (unsigned long long)t);
+                       "--gpus %llu is not a multiple of --tp %llu x --pp %llu",
+                       (unsigned long long)g, (unsigned long long)t, (unsigned long long)pp);
     /* query heads split evenly; KV heads split, or are replicated when fewer than t */
     if (t > 1 && m && m->n_heads && m->n_kv_heads &&
         (m->n_heads % t != 0 || (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0)))
@@ -66,7 +66,7 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
     if (x->offload_optimizer && stage == 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "optimizer offload needs --zero 1|2|3 or --fsdp");
-    D = g / t;
+    D = g / (t * pp);
     res->gpus = g;
     res->gpus_per_node = x->gpus_per_node ? x->gpus_per_node : (g < 8 ? g : 8);
     res->nodes = div_up(g, res->gpus_per_node);

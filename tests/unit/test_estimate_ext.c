@@ -273,6 +273,46 @@ static void test_sharding(void **state)
     assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);
 }
 
+/* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
+ * last stage L/p layers of one micro-batch plus the logits. */
+static void test_pipeline(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate one, pp;
+    struct gm_estimate_ext_result r;
+    struct gm_error e;
+    (void)state;
+    train_inputs(&in, m);
+    gm_estimate_ext_init(&x);
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &one, &r, &e), GM_OK);
+    x.gpus = 4;
+    x.pp = 4;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_OK);
+    assert_int_equal(r.n_groups, 3);
+    assert_string_equal(r.groups[0].role, "first stage");
+    assert_int_equal(r.groups[0].count, 1);
+    assert_int_equal(r.groups[0].layers, 8);
+    assert_int_equal(r.groups[1].count, 2);
+    assert_int_equal(r.groups[1].first_rank, 1);
+    assert_int_equal(r.groups[2].first_rank, 3);
+    /* the kept estimate is the largest stage: here the first (embedding, p micro-batches) */
+    assert_int_equal(pp.device_bytes, r.groups[0].device_bytes);
+    assert_true(r.groups[0].device_bytes > r.groups[2].device_bytes);
+    assert_int_equal(component(&pp, "activations"), component(&one, "activations"));
+    assert_int_equal(component(&pp, "logits_and_loss"), UINT64_MAX);
+    /* about a quarter of the optimizer state, plus the embedding's share */
+    assert_true(component(&pp, "optimizer_state") > component(&one, "optimizer_state") / 4);
+    assert_true(component(&pp, "optimizer_state") < component(&one, "optimizer_state") / 3);
+    x.shard = GM_SHARD_ZERO3;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
+    x.shard = GM_SHARD_NONE;
+    x.pp = 64;
+    x.gpus = 64;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
+}
+
 static void test_llamacpp_kv(void **state)
 {
     struct gm_model m;
@@ -373,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_nf4),
         cmocka_unit_test(test_lora_estimate),
         cmocka_unit_test(test_sharding),
+        cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_vllm),
         cmocka_unit_test(test_search),
