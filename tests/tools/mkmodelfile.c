@@ -6,7 +6,10 @@
  *       a llama GGUF v3 quantised like Q4_K_M: attn_v and ffn_down Q6_K, output Q6_K,
  *       other matrices Q4_K, norms F32
  *   mkmodelfile safetensors PATH NAME:DTYPE:D0xD1... [...]
- *       one safetensors file with these tensors, in this order */
+ *       one safetensors file with these tensors, in this order
+ *   mkmodelfile hf-llama DIR LAYERS HIDDEN HEADS KV_HEADS FFN VOCAB SHARDS
+ *       a transformers Llama checkpoint in bf16: DIR/model-0000i-of-0000n.safetensors with
+ *       the real tensor names, layers spread over the shards, and the index.json */
 #include "modelfile_build.h"
 
 #include <stdint.h>
@@ -159,8 +162,112 @@ static int safetensors(int ac, char **av)
     return 0;
 }
 
+struct hf_t {
+    char name[96];
+    uint64_t d0, d1; /* d1 = 0: a vector */
+};
+
+static int write_shard(const char *path, const struct hf_t *ts, size_t n)
+{
+    struct tb js = {0}, b = {0};
+    uint64_t off = 0;
+    char item[256];
+    tb_put(&js, "{", 1);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bytes = 2 * ts[i].d0 * (ts[i].d1 ? ts[i].d1 : 1);
+        if (ts[i].d1)
+            snprintf(
+                item, sizeof item,
+                "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
+                i ? "," : "", ts[i].name, (unsigned long long)ts[i].d0,
+                (unsigned long long)ts[i].d1, (unsigned long long)off,
+                (unsigned long long)(off + bytes));
+        else
+            snprintf(item, sizeof item,
+                     "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]}",
+                     i ? "," : "", ts[i].name, (unsigned long long)ts[i].d0,
+                     (unsigned long long)off, (unsigned long long)(off + bytes));
+        tb_put(&js, item, strlen(item));
+        off += bytes;
+    }
+    tb_put(&js, "}", 1);
+    tb_le(&b, js.len, 8);
+    tb_put(&b, js.p, js.len);
+    off += b.len;
+    tb_free(&js);
+    if (finish(&b, path, off))
+        return 1;
+    tb_free(&b);
+    return 0;
+}
+
+static uint64_t vec_bytes(uint64_t d0, uint64_t d1)
+{
+    return 2 * d0 * (d1 ? d1 : 1);
+}
+
+static int hf_llama(char **av)
+{
+    const char *dir = av[0];
+    uint64_t L = num(av[1]), h = num(av[2]), nh = num(av[3]), kv = num(av[4]), ffn = num(av[5]),
+             V = num(av[6]), S = num(av[7]), hd = h / nh, total = 0;
+    struct hf_t *ts = calloc(L * 9 + 3, sizeof(*ts));
+    size_t n = 0, start = 0;
+    char path[512];
+    FILE *idx;
+    if (!ts || S == 0 || S > L)
+        return 1;
+#define ADD(d0_, d1_, ...)                                                                         \
+    do {                                                                                           \
+        snprintf(ts[n].name, sizeof ts[n].name, __VA_ARGS__);                                      \
+        ts[n].d0 = d0_;                                                                            \
+        ts[n].d1 = d1_;                                                                            \
+        total += vec_bytes(d0_, d1_);                                                              \
+        n++;                                                                                       \
+    } while (0)
+    ADD(V, h, "model.embed_tokens.weight");
+    for (uint64_t i = 0; i < L; i++) {
+        unsigned long long li = (unsigned long long)i;
+        ADD(h, 0, "model.layers.%llu.input_layernorm.weight", li);
+        ADD(nh * hd, h, "model.layers.%llu.self_attn.q_proj.weight", li);
+        ADD(kv * hd, h, "model.layers.%llu.self_attn.k_proj.weight", li);
+        ADD(kv * hd, h, "model.layers.%llu.self_attn.v_proj.weight", li);
+        ADD(h, nh * hd, "model.layers.%llu.self_attn.o_proj.weight", li);
+        ADD(h, 0, "model.layers.%llu.post_attention_layernorm.weight", li);
+        ADD(ffn, h, "model.layers.%llu.mlp.gate_proj.weight", li);
+        ADD(ffn, h, "model.layers.%llu.mlp.up_proj.weight", li);
+        ADD(h, ffn, "model.layers.%llu.mlp.down_proj.weight", li);
+    }
+    ADD(h, 0, "model.norm.weight");
+    ADD(V, h, "lm_head.weight");
+#undef ADD
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    idx = fopen(path, "w");
+    if (!idx)
+        return 1;
+    fprintf(idx, "{\"metadata\": {\"total_size\": %llu}, \"weight_map\": {",
+            (unsigned long long)total);
+    for (uint64_t s = 0; s < S; s++) {
+        /* shard s: an equal share of the tensors, the last takes the rest */
+        size_t end = s + 1 == S ? n : (size_t)((s + 1) * n / S);
+        snprintf(path, sizeof path, "%s/model-%05llu-of-%05llu.safetensors", dir,
+                 (unsigned long long)(s + 1), (unsigned long long)S);
+        if (write_shard(path, ts + start, end - start))
+            return 1;
+        for (size_t i = start; i < end; i++)
+            fprintf(idx, "%s\"%s\": \"model-%05llu-of-%05llu.safetensors\"", i ? ", " : "",
+                    ts[i].name, (unsigned long long)(s + 1), (unsigned long long)S);
+        start = end;
+    }
+    fprintf(idx, "}}\n");
+    free(ts);
+    return fclose(idx) != 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 10 && strcmp(argv[1], "hf-llama") == 0)
+        return hf_llama(argv + 2);
     if (argc >= 10 && strcmp(argv[1], "gguf-llama") == 0)
         return gguf_llama(argv + 2);
     if (argc >= 4 && strcmp(argv[1], "safetensors") == 0)
