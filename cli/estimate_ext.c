@@ -333,13 +333,16 @@ void est_ext_render_text(FILE *f, const struct est_ext_opts *o, const struct est
         fprintf(f, "\n");
     }
     if (!o->ds_only && (x->gpus > 1 || x->tp > 1 || x->pp > 1 || x->shard != GM_SHARD_NONE)) {
-        fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s, pp %llu\n",
+        char pp[32] = "";
+        if (x->pp > 1)
+            snprintf(pp, sizeof pp, ", pp %llu", (unsigned long long)x->pp);
+        fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s%s\n",
                 v->in->mode != GM_EST_TRAIN                            ? "inference"
                 : x->shard != GM_SHARD_NONE || r->gpus > x->tp * x->pp ? gm_shard_name(x->shard)
                                                                        : "no data parallelism",
                 (unsigned long long)r->gpus, (unsigned long long)r->gpus_per_node,
                 (unsigned long long)r->nodes, r->nodes > 1 ? "s" : "", (unsigned long long)x->tp,
-                x->sequence_parallel ? " + sequence parallel" : "", (unsigned long long)x->pp);
+                x->sequence_parallel ? " + sequence parallel" : "", pp);
         for (size_t i = 0; i < r->n_groups; i++) {
             gib(a, sizeof a, r->groups[i].allocated_bytes);
             gib(b, sizeof b, r->groups[i].reserved_bytes);
