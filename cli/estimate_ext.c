@@ -116,6 +116,8 @@ int est_ext_prepare(const char *cmd, struct est_ext_opts *o, struct gm_estimate_
         return cli_usage(cmd, "LoRA, sharding and offload options need --train");
     if (serve_opt && !infer)
         return cli_usage(cmd, "--engine and its options need --infer");
+    if ((o->s_gpus || o->s_tp || o->s_pp || o->s_gpn) && !train && !infer)
+        return cli_usage(cmd, "--gpus, --gpus-per-node, --tp and --pp need --train or --infer");
     if (o->s_largest && !method_deepspeed)
         return cli_usage(cmd, "--largest-layer applies to --method deepspeed");
     if (o->lora && o->qlora)
