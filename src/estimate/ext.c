@@ -154,8 +154,8 @@ static enum gm_status check_ext(const struct gm_estimate_inputs *in,
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp applies to --train");
     if (x->pp > 1 && x->shard >= GM_SHARD_ZERO2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--pp combines with ZeRO-1 at most (DeepSpeed and Megatron refuse "
-                       "stages 2 and 3 with pipelining)");
+                       "--pp combines with ZeRO-1 at most (DeepSpeed's pipeline engine refuses "
+                       "ZeRO-2 and ZeRO-3)");
     if (x->tp * x->pp > x->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp x --pp exceeds --gpus %llu",
                        (unsigned long long)x->gpus);
