@@ -149,8 +149,10 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
 }
 
 /* A frozen linear layer does not keep its input for backward: autograd saves the input of
- * a matmul only for the weight's gradient (mm/addmm save 'self' only when the weight needs
- * a gradient; bitsandbytes' 4-bit matmul keeps only the weight).  With LoRA a targeted
+ * a matmul only for the weight's gradient (PyTorch's generated autograd saves an argument
+ * used by one derivative only when that derivative is needed: mm/addmm keep their input
+ * only when the weight requires grad; bitsandbytes' MatMul4Bit keeps ctx.tensors =
+ * (None, B), the packed weight and not the input).  With LoRA a targeted
  * linear's input is still kept (the adapter's A needs it), so per layer and token the
  * saved-tensor count drops by the inputs of the untargeted linears that nothing else
  * saves: the attention norm output (q, k, v all untargeted), the attention output (o
@@ -192,8 +194,9 @@ static enum gm_status frozen_linear_savings(const struct gm_estimate_inputs *in,
         if (len + 40 < sizeof(c->note))
             snprintf(c->note + len, sizeof(c->note) - len, "; -%.0f B/token/layer frozen inputs",
                      per_tok);
-        gm_estimate_assume(e, "LoRA: untargeted frozen linears keep no input for backward "
-                              "(%.0f bytes per token per layer fewer saved)",
+        gm_estimate_assume(e,
+                           "LoRA: untargeted frozen linears keep no input for backward "
+                           "(%.0f bytes per token per layer fewer saved)",
                            per_tok);
     }
     return GM_OK;
