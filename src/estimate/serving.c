@@ -237,6 +237,8 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
         return st;
     /* ggml allocates exact buffers: no caching-allocator margin, no cuBLAS workspace
      * beyond the context. */
+    gm_estimate_assume(e, "llama.cpp does not use PyTorch: \"allocated\" and \"reserved\" are "
+                          "its ggml buffers (weights, KV cache, compute buffer)");
     in->fragmentation = 0;
     in->workspace_bytes = 0;
     gm_estimate_assume(e,
