@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "gpumem/arena.h"
 #include "gpumem/estimate_ext.h"
 #include "gpumem/units.h"
 
@@ -305,6 +306,14 @@ static void test_pipeline(void **state)
     /* about a quarter of the optimizer state, plus the embedding's share */
     assert_true(component(&pp, "optimizer_state") > component(&one, "optimizer_state") / 4);
     assert_true(component(&pp, "optimizer_state") < component(&one, "optimizer_state") / 3);
+    /* allocation failures are reported, never a crash */
+    for (long k = 0; k < 4; k++) {
+        enum gm_status st;
+        gm_alloc_fail_after(k);
+        st = gm_estimate_ext_run(&in, &x, &pp, &r, &e);
+        gm_alloc_fail_after(-1);
+        assert_true(st == GM_OK || st == GM_ERR_NOMEM);
+    }
     x.shard = GM_SHARD_ZERO3;
     assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
     x.shard = GM_SHARD_NONE;
@@ -396,6 +405,23 @@ static void test_search(void **state)
     x.search = GM_SEARCH_NONE;
     assert_int_equal(gm_estimate_ext_run(&in, &x, &above, &r2, &e), GM_OK);
     assert_true(above.device_bytes > in.gpu_memory_bytes);
+    /* vLLM: the largest batch of 2048-token sequences is what the pool holds */
+    {
+        struct gm_estimate_inputs vi;
+        gm_estimate_inputs_init(&vi);
+        vi.mode = GM_EST_INFER;
+        vi.model = m;
+        vi.context = 2048;
+        vi.gpu_memory_bytes = 80 * GM_GIB;
+        x.lora = GM_LORA_NONE;
+        x.engine = GM_ENGINE_VLLM;
+        x.max_num_seqs = 100000;
+        x.search = GM_SEARCH_BATCH;
+        assert_int_equal(gm_estimate_ext_search(&vi, &x, &est, &r, &e), GM_OK);
+        assert_int_equal(r.search_value, r.kv_tokens / 2048);
+        x.engine = GM_ENGINE_NONE;
+        x.max_num_seqs = 256;
+    }
     /* full fine-tuning of 8B on a 24 GiB card: not even batch 1 */
     x.lora = GM_LORA_NONE;
     x.search = GM_SEARCH_BATCH;
