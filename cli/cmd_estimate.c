@@ -4,6 +4,7 @@
  * does not fit a given GPU re-runs it with one change at a time to say what helps. */
 #include "cli.h"
 #include "commands.h"
+#include "estimate_ext.h"
 #include "estimate_render.h"
 #include "opts.h"
 
@@ -19,9 +20,9 @@ static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixe
 static const char *const optimizer_choices[] = {"adamw",      "adam",      "sgd",  "sgd-momentum",
                                                 "adamw-8bit", "adafactor", "lion", NULL};
 static const char *const impl_choices[] = {"foreach", "fused", "for-loop", NULL};
-static const char *const ckpt_choices[] = {"none", "full", NULL};
+static const char *const ckpt_choices[] = {"none", "full", "selective", NULL};
 static const char *const attn_choices[] = {"sdpa", "eager", NULL};
-static const char *const method_choices[] = {"arch", "blog", NULL};
+static const char *const method_choices[] = {"arch", "blog", "deepspeed", NULL};
 static const char *const zero_grad_choices[] = {"set-to-none", "zeros", NULL};
 static const char *const kv_choices[] = {"auto", "fp32", "fp16", "bf16",
                                          "fp8",  "int8", "int4", NULL};
@@ -224,9 +225,11 @@ int cmd_estimate(int argc, char **argv)
     const char *gpu = NULL, *gpu_mem = NULL;
     bool s_train[8] = {false}, s_infer[4] = {false}, s_apt = false, s_bits = false;
     bool s_reserve = false;
-    int n_pos = 0;
+    int n_pos = 0, rc;
+    struct est_ext_opts xo;
 
     gm_estimate_inputs_init(&in);
+    est_ext_opts_init(&xo);
     ctx_bytes = in.cuda_context_bytes;
     ws_bytes = in.workspace_bytes;
     frag = in.fragmentation;
@@ -279,6 +282,7 @@ int cmd_estimate(int argc, char **argv)
                        "judge the fit on this capacity (bare number: GiB)"),
             OPT_FLAG("list-models", 0, &list_m, "list the built-in models"),
             OPT_FLAG("list-gpus", 0, &list_g, "list the GPU catalog"),
+            EST_EXT_OPTS(&xo),
             OPT_JSON(&json, "gpumem.estimate/1"),
             OPT_COLOR(&color),
             OPT_END,
@@ -337,19 +341,20 @@ int cmd_estimate(int argc, char **argv)
         return cli_usage(cmd, "give a MODEL or --parameters N");
 
     if (n_pos == 1) {
-        if (gm_model_resolve(argv[1], &model, &err) != GM_OK)
-            return cli_fail(cmd, &err);
+        if ((rc = est_ext_resolve_model(cmd, &xo, argv[1], &model)) != 0)
+            goto out;
         in.model = &model;
     }
     in.mode = train ? GM_EST_TRAIN : infer ? GM_EST_INFER : GM_EST_WEIGHTS;
-    in.method = (enum gm_method)method;
+    in.method = method == 2 ? GM_METHOD_ARCH : (enum gm_method)method;
     in.n_params = params;
     in.weight_bits = bits;
     in.reserve_bytes = (uint64_t)llround(reserve_gib * (double)GM_GIB);
     in.precision = (enum gm_precision)precision;
     in.optimizer = (enum gm_optimizer)optimizer;
     in.optim_impl = (enum gm_optim_impl)impl;
-    in.grad_ckpt = (enum gm_grad_ckpt)ckpt;
+    in.grad_ckpt = ckpt == 2 ? GM_CKPT_NONE : (enum gm_grad_ckpt)ckpt;
+    xo.x.selective_ckpt = ckpt == 2;
     in.attention = (enum gm_attention)attn;
     in.zero_grad = (enum gm_zero_grad)zero_grad;
     in.activations_per_token = apt;
@@ -368,40 +373,59 @@ int cmd_estimate(int argc, char **argv)
         v.gpu = gm_gpu_find(gpu);
         if (!v.gpu) {
             cli_errorf(cmd, "--gpu: unknown GPU '%s' (see --list-gpus, or give --gpu-memory)", gpu);
-            return GM_EXIT_USAGE;
+            rc = GM_EXIT_USAGE;
+            goto out;
         }
         v.gpu_bytes = v.gpu->memory_bytes;
         v.gpu_label = v.gpu->name;
     }
     if (gpu_mem) {
-        if (gpu)
-            return cli_usage(cmd, "--gpu and --gpu-memory exclude each other");
+        if (gpu) {
+            rc = cli_usage(cmd, "--gpu and --gpu-memory exclude each other");
+            goto out;
+        }
         if (parse_gpu_memory(gpu_mem, &v.gpu_bytes, &err) != GM_OK) {
             cli_errorf(cmd, "%s", err.msg);
-            return GM_EXIT_USAGE;
+            rc = GM_EXIT_USAGE;
+            goto out;
         }
         v.gpu_label = gpu_mem;
     }
     in.gpu_memory_bytes = v.gpu_bytes;
     in.gpu_name = v.gpu_label;
 
-    if (gm_estimate_run(&in, &e, &err) != GM_OK)
-        return cli_fail(cmd, &err);
+    if ((rc = est_ext_prepare(cmd, &xo, &in, method == 2, train, infer)) != 0)
+        goto out;
+    if (est_ext_run(&xo, &in, &e, &err) != GM_OK) {
+        rc = cli_fail(cmd, &err);
+        goto out;
+    }
     v.in = &in;
     v.e = &e;
     v.model = in.model;
     v.color = cli_use_color((enum cli_color)color, stdout);
-    if (v.gpu_bytes && e.device_bytes > v.gpu_bytes)
+    if (v.gpu_bytes && est_ext_active(&xo))
+        est_ext_suggestions(&xo, &v);
+    else if (v.gpu_bytes && e.device_bytes > v.gpu_bytes)
         suggestions(&v);
 
+    if (xo.ds_only && !json) {
+        est_ext_render_text(stdout, &xo, &v);
+        rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+        goto out;
+    }
     if (json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "estimate");
         est_render_json(&w, &v);
-        return cli_json_end(&w, cmd);
+        est_ext_render_json(&w, &xo, &v);
+        rc = cli_json_end(&w, cmd);
+        goto out;
     }
     est_render_text(stdout, &v);
-    if (fflush(stdout) != 0)
-        return GM_EXIT_IOERR;
-    return 0;
+    est_ext_render_text(stdout, &xo, &v);
+    rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+out:
+    est_ext_release(&xo);
+    return rc;
 }

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* lora.c - LoRA and QLoRA fine-tuning on top of a full-training estimate.
+ *
+ * LoRA (Hu et al. 2021; PEFT's LoraConfig): every targeted linear W (in x out) of every
+ * decoder layer gets A (in x r) and B (r x out): r * (in + out) trainable parameters.  The
+ * base is frozen: no gradients, no optimizer state, no fp32 master copy; it is held in the
+ * compute dtype (16-bit unless --precision fp32).  Adapters are fp32 (PEFT casts adapter
+ * weights to fp32 by default, autocast_adapter_dtype) and get gradients, optimizer state
+ * and step temporaries as in full training.  Activations stay those of the full model
+ * (gradients still flow through every layer to the earliest adapter), plus what the
+ * adapters save: the r-wide output of A per targeted linear, and with lora_dropout a
+ * dropped-out copy of the input and its mask.
+ *
+ * QLoRA (Dettmers et al. 2023; bitsandbytes Linear4bit): the decoder-layer linear weights
+ * are NF4, 4 bits per weight plus one absmax per block of 64 weights: fp32 (32/64 = 0.5
+ * bit per weight) or, with double quantisation, 8-bit absmax plus one fp32 constant per
+ * 256 blocks (8/64 + 32/(64*256) = 0.127 bit per weight).  Embeddings, lm_head, norms and
+ * biases stay in bf16.  Each linear is dequantised to bf16 for its matmul (forward and
+ * backward): a transient the size of the largest linear in bf16. */
+#include "estimate/ext_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant)
+{
+    uint64_t blocks, data = n / 2 + n % 2;
+    if (block == 0)
+        block = 64;
+    blocks = n / block + (n % block != 0);
+    if (!double_quant)
+        return gm_add_sat(data, gm_mul_sat(blocks, 4));
+    /* 8-bit absmax per block, then one fp32 scale (and offset folded in) per 256 blocks */
+    return gm_add_sat(gm_add_sat(data, blocks), gm_mul_sat(blocks / 256 + (blocks % 256 != 0), 4));
+}
+
+/* in/out widths of the seven projections a target flag can name. */
+static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64_t *out)
+{
+    uint64_t q = m->n_heads * m->head_dim, kv = m->n_kv_heads * m->head_dim;
+    switch (t) {
+    case GM_LORA_Q:
+        *in = m->hidden, *out = q;
+        break;
+    case GM_LORA_K:
+    case GM_LORA_V:
+        *in = m->hidden, *out = kv;
+        break;
+    case GM_LORA_O:
+        *in = q, *out = m->hidden;
+        break;
+    case GM_LORA_GATE:
+        *in = m->gated_mlp ? m->hidden : 0, *out = m->gated_mlp ? m->intermediate : 0;
+        break;
+    case GM_LORA_UP:
+        *in = m->hidden, *out = m->intermediate;
+        break;
+    default: /* down */
+        *in = m->intermediate, *out = m->hidden;
+        break;
+    }
+}
+
+uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned targets)
+{
+    uint64_t per_layer = 0, experts = m->n_experts ? m->n_experts : 1;
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+        uint64_t in = 0, out = 0, p;
+        if (!(targets & t))
+            continue;
+        proj_dims(m, t, &in, &out);
+        p = gm_mul_sat(rank, gm_add_sat(in, out));
+        if (t >= GM_LORA_GATE)
+            p = gm_mul_sat(p, experts);
+        per_layer = gm_add_sat(per_layer, p);
+    }
+    return gm_mul_sat(per_layer, m->n_layers);
+}
+
+enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err)
+{
+    static const struct {
+        const char *name;
+        unsigned flags;
+    } names[] = {
+        {"q", GM_LORA_Q},
+        {"q_proj", GM_LORA_Q},
+        {"k", GM_LORA_K},
+        {"k_proj", GM_LORA_K},
+        {"v", GM_LORA_V},
+        {"v_proj", GM_LORA_V},
+        {"o", GM_LORA_O},
+        {"o_proj", GM_LORA_O},
+        {"gate", GM_LORA_GATE},
+        {"gate_proj", GM_LORA_GATE},
+        {"up", GM_LORA_UP},
+        {"up_proj", GM_LORA_UP},
+        {"down", GM_LORA_DOWN},
+        {"down_proj", GM_LORA_DOWN},
+        {"attention", GM_LORA_ATTENTION},
+        {"mlp", GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN},
+        {"all-linear", GM_LORA_ALL_LINEAR},
+        {"all", GM_LORA_ALL_LINEAR},
+    };
+    unsigned flags = 0;
+    const char *p = s;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        bool found = false;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
+            if (strlen(names[i].name) == n && strncmp(names[i].name, p, n) == 0) {
+                flags |= names[i].flags;
+                found = true;
+            }
+        }
+        if (!found)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, attention, mlp "
+                           "or all-linear)",
+                           (int)(n > 32 ? 32 : n), p);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!flags)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no LoRA targets given");
+    *out = flags;
+    return GM_OK;
+}
+
+/* Optimizer state bytes per trainable parameter, for state kept at 'sb' bytes. */
+static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
+{
+    switch (o) {
+    case GM_OPT_ADAMW:
+    case GM_OPT_ADAM:
+        return 2 * (uint64_t)sb;
+    case GM_OPT_ADAMW_8BIT:
+        return 2;
+    case GM_OPT_SGD_MOMENTUM:
+    case GM_OPT_LION:
+        return sb;
+    case GM_OPT_ADAFACTOR: /* adapters are thin matrices: factoring saves little */
+        return sb;
+    default:
+        return 0;
+    }
+}
+
+/* A frozen linear layer does not keep its input for backward: autograd saves the input of
+ * a matmul only for the weight's gradient (PyTorch's generated autograd saves an argument
+ * used by one derivative only when that derivative is needed: mm/addmm keep their input
+ * only when the weight requires grad; bitsandbytes' MatMul4Bit keeps ctx.tensors =
+ * (None, B), the packed weight and not the input).  With LoRA a targeted
+ * linear's input is still kept (the adapter's A needs it), so per layer and token the
+ * saved-tensor count drops by the inputs of the untargeted linears that nothing else
+ * saves: the attention norm output (q, k, v all untargeted), the attention output (o
+ * untargeted), the MLP norm output (gate and up untargeted) and the down projection's
+ * input (down untargeted; top-k experts).  The saved-tensor list is the base estimator's
+ * (est_layer_saved_per_token). */
+static enum gm_status frozen_linear_savings(const struct gm_estimate_inputs *in,
+                                            const struct gm_estimate_ext *x, struct gm_estimate *e,
+                                            struct gm_error *err)
+{
+    const struct gm_model *m = in->model;
+    double ea = in->precision == GM_PREC_FP32 ? 4.0 : 2.0, per_tok = 0, T, layers, cut;
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    unsigned t = x->lora_targets;
+    (void)err;
+    if (in->method != GM_METHOD_ARCH)
+        return GM_OK;
+    if (!(t & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)))
+        per_tok += ea * (double)m->hidden;
+    if (!(t & GM_LORA_O))
+        per_tok += ea * (double)(m->n_heads * m->head_dim);
+    if (!(t & (GM_LORA_GATE | GM_LORA_UP)))
+        per_tok += ea * (double)m->hidden;
+    if (!(t & GM_LORA_DOWN))
+        per_tok += k * ea * (double)m->intermediate;
+    T = (double)in->batch * (double)in->seq;
+    /* with full checkpointing only the recomputed layer holds the per-layer tensors */
+    layers = in->grad_ckpt == GM_CKPT_FULL ? 1.0 : (double)m->n_layers;
+    cut = per_tok * T * layers;
+    for (size_t i = 0; i < e->n_components && cut > 0; i++) {
+        struct gm_est_component *c = &e->components[i];
+        size_t len;
+        if (strcmp(c->name, "activations") != 0)
+            continue;
+        if (cut >= (double)c->bytes)
+            cut = 0;
+        c->bytes -= (uint64_t)cut;
+        len = strlen(c->note);
+        if (len + 40 < sizeof(c->note))
+            snprintf(c->note + len, sizeof(c->note) - len, "; -%.0f B/token/layer frozen inputs",
+                     per_tok);
+        gm_estimate_assume(e,
+                           "LoRA: untargeted frozen linears keep no input for backward "
+                           "(%.0f bytes per token per layer fewer saved)",
+                           per_tok);
+    }
+    return GM_OK;
+}
+
+enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct gm_estimate_ext *x,
+                              const struct gm_param_counts *pc, struct gm_estimate *e,
+                              struct gm_estimate_ext_result *res, struct gm_error *err)
+{
+    const struct gm_model *m = in->model;
+    uint64_t n = in->n_params ? in->n_params : pc->total, pa, frozen_bytes, adapter_b, tokens,
+             per_target_act = 0, quantised = 0, consts = 0;
+    unsigned ab = in->precision == GM_PREC_BF16 ? 2 : 4, wb, ntargets = 0, rest_b = 2;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (!m)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "LoRA needs a model (its layer shapes decide the adapter size)");
+    if (x->lora_rank == 0 || x->lora_rank > m->hidden)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "LoRA rank %llu must be between 1 and the hidden size %llu",
+                       (unsigned long long)x->lora_rank, (unsigned long long)m->hidden);
+    pa = gm_lora_params(m, x->lora_rank, x->lora_targets);
+    /* the base estimate's precision sentence describes full training */
+    for (size_t i = 0, k = 0; i <= e->n_assumptions; i++) {
+        if (i == e->n_assumptions) {
+            e->n_assumptions = k;
+            break;
+        }
+        if (strncmp(e->assumptions[i], "precision ", 10) == 0)
+            continue;
+        if (k != i)
+            memcpy(e->assumptions[k], e->assumptions[i], sizeof(e->assumptions[0]));
+        k++;
+    }
+    res->lora_params = pa;
+    res->frozen_params = n;
+    /* Drop the full-training model states: the base is frozen. */
+    for (size_t i = e->n_components; i-- > 0;) {
+        enum ext_role r = ext_component_role(&e->components[i]);
+        if (r == ROLE_WEIGHTS || r == ROLE_MASTER || r == ROLE_AUTOCAST || r == ROLE_GRADS ||
+            r == ROLE_OPT_STATE || r == ROLE_OPT_TEMP)
+            ext_remove_component(e, i);
+    }
+    wb = in->precision == GM_PREC_FP32 ? 4 : 2;
+    if (x->lora == GM_LORA_QLORA) {
+        /* decoder-layer linear weights (biases excluded) are NF4 */
+        uint64_t qkv = m->n_heads * m->head_dim + 2 * m->n_kv_heads * m->head_dim;
+        uint64_t attn = m->hidden * qkv + m->n_heads * m->head_dim * m->hidden;
+        uint64_t mlp = m->hidden * m->intermediate * (m->gated_mlp ? 3 : 2) *
+                       (m->n_experts ? m->n_experts : 1);
+        quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
+        if (quantised > n)
+            quantised = n;
+        rest_b = x->qlora_fp32_rest ? 4 : 2;
+        frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, x->qlora_block, x->qlora_double_quant),
+                                  gm_mul_sat(n - quantised, rest_b));
+        consts = gm_nf4_bytes(quantised, x->qlora_block, x->qlora_double_quant) -
+                 (quantised / 2 + quantised % 2);
+        res->nf4_constant_bytes = consts;
+        snprintf(note, sizeof note,
+                 "%llu linear weights in NF4 (0.5 B) + %llu B of %s constants, %llu other params "
+                 "in %s",
+                 (unsigned long long)quantised, (unsigned long long)consts,
+                 x->qlora_double_quant ? "double-quantised" : "fp32 absmax",
+                 (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
+    } else {
+        frozen_bytes = gm_mul_sat(n, wb);
+        snprintf(note, sizeof note,
+                 "%llu frozen parameters x %u B (no gradients, no optimizer state)",
+                 (unsigned long long)n, wb);
+    }
+    res->base_weight_bytes = frozen_bytes;
+    st =
+        gm_estimate_add_component(e, "weights", frozen_bytes, GM_PHASE_TRAIN_ALL, false, note, err);
+    if (st)
+        return st;
+
+    adapter_b = gm_mul_sat(pa, ab);
+    snprintf(note, sizeof note, "%llu adapter parameters (rank %llu) x %u B",
+             (unsigned long long)pa, (unsigned long long)x->lora_rank, ab);
+    if ((st = gm_estimate_add_component(e, "lora_adapters", adapter_b, GM_PHASE_TRAIN_ALL, false,
+                                        note, err)))
+        return st;
+    snprintf(note, sizeof note, "adapter gradients, %u B each", ab);
+    if ((st = gm_estimate_add_component(e, "lora_gradients", adapter_b,
+                                        x->grad_accum > 1 || in->zero_grad == GM_ZERO_GRAD_ZEROS
+                                            ? GM_PHASE_TRAIN_ALL
+                                            : GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP,
+                                        false, note, err)))
+        return st;
+    {
+        uint64_t osb = gm_mul_sat(pa, opt_state_per_param(in->optimizer, ab));
+        snprintf(note, sizeof note, "%s state of the adapters only",
+                 gm_optimizer_name(in->optimizer));
+        if (osb && (st = gm_estimate_add_component(e, "lora_optimizer_state", osb,
+                                                   GM_PHASE_TRAIN_ALL, false, note, err)))
+            return st;
+        if (in->optim_impl == GM_OPTIM_FOREACH && osb &&
+            (st = gm_estimate_add_component(
+                 e, "lora_optimizer_step_temp", adapter_b, GM_PHASE_OPTIMIZER_STEP, true,
+                 "foreach step temporaries, one adapter-sized copy", err)))
+            return st;
+    }
+    /* What the adapters save for backward: A's r-wide output per target; with dropout
+     * also the dropped-out input (16-bit) and its 1-byte mask. */
+    tokens = gm_mul_sat(in->batch, in->seq);
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+        uint64_t i_dim = 0, o_dim = 0;
+        if (!(x->lora_targets & t))
+            continue;
+        proj_dims(m, t, &i_dim, &o_dim);
+        if (!i_dim)
+            continue;
+        ntargets++;
+        per_target_act = gm_add_sat(per_target_act, gm_mul_sat(x->lora_rank, 2));
+        if (x->lora_dropout > 0)
+            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 3));
+    }
+    if (in->grad_ckpt == GM_CKPT_NONE && ntargets) {
+        uint64_t b = gm_mul_sat(gm_mul_sat(tokens, per_target_act), m->n_layers);
+        snprintf(note, sizeof note,
+                 "A outputs (r = %llu, 16-bit)%s of %u targeted linears x %llu layers",
+                 (unsigned long long)x->lora_rank, x->lora_dropout > 0 ? " and dropout copies" : "",
+                 ntargets, (unsigned long long)m->n_layers);
+        if ((st = gm_estimate_add_component(e, "lora_activations", b, GM_PHASE_FORWARD_BACKWARD,
+                                            true, note, err)))
+            return st;
+    }
+    if (x->lora == GM_LORA_QLORA) {
+        uint64_t b = gm_mul_sat(ext_largest_linear(m), 2 * 2);
+        if ((st = gm_estimate_add_component(e, "nf4_dequant_buffer", b, GM_PHASE_FORWARD_BACKWARD,
+                                            true,
+                                            "bf16 dequantised copy of the largest linear (and its "
+                                            "successor) during its matmul",
+                                            err)))
+            return st;
+        gm_estimate_assume(e,
+                           "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
+                           "embeddings, lm_head, norms, biases in %s",
+                           (unsigned long long)(x->qlora_block ? x->qlora_block : 64),
+                           x->qlora_double_quant ? "double quantisation" : "fp32 absmax",
+                           rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
+                                       : "bf16 (--no-fp32-upcast)");
+    }
+    gm_estimate_assume(e,
+                       "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
+                       "their gradients and optimizer state; base frozen",
+                       (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
+                       (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
+    return frozen_linear_savings(in, x, e, err);
+}

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_ext.c - DeepSpeed's documented estimator outputs, LoRA/QLoRA sizes,
+ * parallelism, serving engines and the max-batch search. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/arena.h"
+#include "gpumem/estimate_ext.h"
+#include "gpumem/units.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* DeepSpeed prints f"{bytes/2**30:7.2f}GB". */
+static void ds_fmt(char *out, size_t n, uint64_t bytes)
+{
+    snprintf(out, n, "%.2f", (double)bytes / (double)GM_GIB);
+}
+
+static void check_rows(const struct gm_deepspeed *d, const char *const *cpu, const char *const *gpu)
+{
+    char b[32];
+    for (size_t i = 0; i < d->n_rows; i++) {
+        ds_fmt(b, sizeof b, d->rows[i].cpu_bytes);
+        if (strcmp(b, cpu[i]) != 0)
+            fail_msg("row %zu cpu %s, want %s", i, b, cpu[i]);
+        ds_fmt(b, sizeof b, d->rows[i].gpu_bytes);
+        if (strcmp(b, gpu[i]) != 0)
+            fail_msg("row %zu gpu %s, want %s", i, b, gpu[i]);
+    }
+}
+
+/* docs/code-docs/source/memory.rst of DeepSpeed: every printed figure. */
+static void test_deepspeed_documented(void **state)
+{
+    struct gm_deepspeed d;
+    struct gm_error e;
+    (void)state;
+    /* cold: total_params=2851e6, 8 GPUs, 1 node */
+    assert_int_equal(gm_deepspeed_estimate(2, 2851000000ull, 0, 8, 1, 1.5, &d, &e), GM_OK);
+    assert_int_equal(d.n_rows, 2);
+    check_rows(&d, (const char *const[]){"127.45", "127.45"},
+               (const char *const[]){"5.31", "15.93"});
+    assert_int_equal(gm_deepspeed_estimate(3, 2851000000ull, 32000000ull, 8, 1, 1.5, &d, &e),
+                     GM_OK);
+    assert_int_equal(d.n_rows, 6);
+    check_rows(&d, (const char *const[]){"71.69", "127.45", "63.72", "127.45", "1.43", "127.45"},
+               (const char *const[]){"0.12", "0.12", "0.78", "0.78", "6.09", "6.09"});
+    /* live t5-3b: 2,851,598,336 parameters (shared 32128 x 1024 embedding counted once),
+     * largest layer the embedding, 32,899,072 */
+    assert_int_equal(gm_deepspeed_estimate(2, 2851598336ull, 0, 8, 1, 1.5, &d, &e), GM_OK);
+    check_rows(&d, (const char *const[]){"127.48", "127.48"},
+               (const char *const[]){"5.31", "15.93"});
+    assert_int_equal(gm_deepspeed_estimate(3, 2851598336ull, 32899072ull, 8, 1, 1.5, &d, &e),
+                     GM_OK);
+    check_rows(&d, (const char *const[]){"71.71", "127.48", "63.74", "127.48", "1.47", "127.48"},
+               (const char *const[]){"0.12", "0.12", "0.79", "0.79", "6.10", "6.10"});
+    /* t5-small on 1 GPU: 60,506,624 params, 16,449,536 largest layer */
+    assert_int_equal(gm_deepspeed_estimate(3, 60506624ull, 16449536ull, 1, 1, 1.5, &d, &e), GM_OK);
+    check_rows(&d, (const char *const[]){"1.52", "1.52", "1.35", "1.35", "0.09", "0.34"},
+               (const char *const[]){"0.06", "0.06", "0.17", "0.17", "1.08", "1.08"});
+    /* t5-large worked example (4 GPUs): case1 3291 MB, case2 125, case3 477 (>> 20) */
+    assert_int_equal(gm_deepspeed_estimate(3, 737668096ull, 32899072ull, 4, 1, 1.5, &d, &e), GM_OK);
+    assert_int_equal(d.rows[4].gpu_bytes >> 20, 3291);
+    assert_int_equal(d.rows[0].gpu_bytes >> 20, 125);
+    assert_int_equal(d.rows[2].gpu_bytes >> 20, 477);
+    /* several nodes: gpus_factor = 1/nodes */
+    assert_int_equal(gm_deepspeed_estimate(3, 1000000000ull, 10000000ull, 8, 4, 1.5, &d, &e),
+                     GM_OK);
+    assert_int_equal(d.rows[0].cpu_bytes, 1000000000ull * 18 / 4 * 3 / 2);
+    assert_int_equal(d.rows[1].cpu_bytes, 1000000000ull * 32 * 3 / 2); /* max(4n, 18/4) = 32 */
+    assert_int_equal(gm_deepspeed_estimate(1, 1, 0, 1, 1, 1.5, &d, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_deepspeed_estimate(3, 1, 0, 0, 1, 1.5, &d, &e), GM_ERR_INVALID);
+}
+
+/* ZeRO paper Fig. 1: 7.5B parameters, N_d = 64 -> 120 / 31.4 / 16.6 / 1.9 GB */
+static void test_zero_paper(void **state)
+{
+    uint64_t b[4];
+    char t[32];
+    const char *const want[4] = {"120.0", "31.4", "16.6", "1.9"};
+    (void)state;
+    gm_zero_paper_model_states(7500000000ull, 64, 12, b);
+    for (int i = 0; i < 4; i++) {
+        snprintf(t, sizeof t, "%.1f", (double)b[i] / 1e9);
+        assert_string_equal(t, want[i]);
+    }
+    /* 1.5B GPT-2 needs >= 24 GB of model states (16 bytes per parameter) */
+    gm_zero_paper_model_states(1500000000ull, 1, 12, b);
+    assert_int_equal(b[0], 24000000000ull);
+}
+
+static void test_lora_params(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
+    unsigned t = 0;
+    struct gm_error e;
+    (void)state;
+    assert_non_null(m);
+    /* PEFT's well-known figure for Llama-2-7B, r = 8, q_proj + v_proj: 4,194,304 */
+    assert_int_equal(gm_lora_targets_parse("q_proj,v_proj", &t, &e), GM_OK);
+    assert_int_equal(gm_lora_params(m, 8, t), 4194304);
+    /* all linear layers, r = 16: 32 x 16 x (4 x 8192 + 3 x (4096 + 11008)) */
+    assert_int_equal(gm_lora_targets_parse("all-linear", &t, &e), GM_OK);
+    assert_int_equal(gm_lora_params(m, 16, t), 32ull * 16 * (4 * 8192 + 3 * (4096 + 11008)));
+    /* GQA: k/v outputs are kv_heads x head_dim (Llama-3-8B: 1024) */
+    m = gm_model_catalog_find("Meta-Llama-3-8B");
+    assert_non_null(m);
+    assert_int_equal(gm_lora_params(m, 8, GM_LORA_K), 32ull * 8 * (4096 + 1024));
+    assert_int_equal(gm_lora_targets_parse("q,bogus", &t, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_lora_targets_parse("", &t, &e), GM_ERR_INVALID);
+}
+
+static void test_nf4(void **state)
+{
+    (void)state;
+    /* 0.5 B per weight + 4 B per 64 weights (0.5 bit/weight) */
+    assert_int_equal(gm_nf4_bytes(64 * 1024, 64, false), 32 * 1024 + 4 * 1024);
+    /* double quantisation: 1 B per block + 4 B per 256 blocks (0.127 bit/weight) */
+    assert_int_equal(gm_nf4_bytes(64 * 1024, 64, true), 32 * 1024 + 1024 + 4 * 4);
+}
+
+static void train_inputs(struct gm_estimate_inputs *in, const struct gm_model *m)
+{
+    gm_estimate_inputs_init(in);
+    in->mode = GM_EST_TRAIN;
+    in->model = m;
+    in->batch = 1;
+    in->seq = 2048;
+}
+
+static uint64_t component(const struct gm_estimate *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (strcmp(e->components[i].name, name) == 0)
+            return e->components[i].bytes;
+    return UINT64_MAX;
+}
+
+static void test_lora_estimate(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate full, lo, qlo;
+    struct gm_estimate_ext_result r;
+    struct gm_error e;
+    (void)state;
+    train_inputs(&in, m);
+    gm_estimate_ext_init(&x);
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &full, &r, &e), GM_OK);
+    x.lora = GM_LORA_LORA;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &lo, &r, &e), GM_OK);
+    /* default targets q,k,v,o at r = 16 */
+    assert_int_equal(r.lora_params, 32ull * 16 * 4 * 8192);
+    assert_int_equal(component(&lo, "weights"), 6738415616ull * 2);
+    assert_int_equal(component(&lo, "lora_adapters"), r.lora_params * 4);
+    assert_int_equal(component(&lo, "lora_optimizer_state"), r.lora_params * 8);
+    assert_int_equal(component(&lo, "gradients"), UINT64_MAX);
+    assert_int_equal(component(&lo, "optimizer_state"), UINT64_MAX);
+    /* activations of the full estimate, less the inputs of the frozen MLP linears (MLP norm
+     * output and down_proj input, 16-bit) that autograd no longer saves */
+    assert_int_equal(component(&lo, "activations"),
+                     component(&full, "activations") - (2ull * 4096 + 2ull * 11008) * 2048 * 32);
+    /* all-linear targets keep every input */
+    x.lora_targets = GM_LORA_ALL_LINEAR;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &lo, &r, &e), GM_OK);
+    assert_int_equal(component(&lo, "activations"), component(&full, "activations"));
+    x.lora_targets = GM_LORA_ATTENTION;
+    assert_true(lo.peak_allocated_bytes < full.peak_allocated_bytes / 4);
+
+    x.lora = GM_LORA_QLORA;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
+    /* PEFT's prepare_model_for_kbit_training: the 262,410,240 parameters outside NF4 in fp32 */
+    assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 4);
+    x.qlora_fp32_rest = false;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
+    /* 6,476,005,376 decoder linear weights in NF4 with double quantisation, the other
+     * 262,410,240 parameters in bf16 */
+    assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 2);
+    assert_int_equal(r.base_weight_bytes, 3865591808ull);
+    assert_true(component(&qlo, "nf4_dequant_buffer") != UINT64_MAX);
+    assert_true(qlo.peak_allocated_bytes < lo.peak_allocated_bytes);
+
+    /* LoRA outside training is refused */
+    in.mode = GM_EST_INFER;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_ERR_INVALID);
+}
+
+static void test_sharding(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate one, z1, z2, z3, fsdp, off, tp;
+    struct gm_estimate_ext_result r;
+    struct gm_error e;
+    uint64_t w;
+    (void)state;
+    train_inputs(&in, m);
+    gm_estimate_ext_init(&x);
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &one, &r, &e), GM_OK);
+    w = component(&one, "optimizer_state");
+    x.gpus = 8;
+    x.shard = GM_SHARD_ZERO1;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &z1, &r, &e), GM_OK);
+    assert_int_equal(component(&z1, "optimizer_state"), (w + 7) / 8);
+    assert_int_equal(component(&z1, "gradients"), component(&one, "gradients"));
+    x.shard = GM_SHARD_ZERO2;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &z2, &r, &e), GM_OK);
+    assert_int_equal(component(&z2, "gradients"), (component(&one, "gradients") + 7) / 8);
+    x.shard = GM_SHARD_ZERO3;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &z3, &r, &e), GM_OK);
+    assert_true(component(&z3, "gathered_params") != UINT64_MAX);
+    assert_int_equal(component(&z3, "weights_16bit_autocast_copies"), UINT64_MAX);
+    assert_true(z3.peak_allocated_bytes < z2.peak_allocated_bytes);
+    assert_true(z2.peak_allocated_bytes < z1.peak_allocated_bytes);
+    assert_true(z1.peak_allocated_bytes < one.peak_allocated_bytes);
+    x.shard = GM_SHARD_FSDP;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &fsdp, &r, &e), GM_OK);
+    assert_int_equal(r.n_groups, 1);
+    assert_int_equal(r.groups[0].count, 8);
+    /* optimizer offload: state on the host, 8 GPUs per node hold 8 partitions */
+    x.shard = GM_SHARD_ZERO3;
+    x.offload_optimizer = true;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &off, &r, &e), GM_OK);
+    assert_int_equal(component(&off, "optimizer_state"), UINT64_MAX);
+    assert_true(r.cpu_bytes_per_node >= w);
+    /* tensor parallel 2 x data parallel 4, sequence parallel: activations halve */
+    x.offload_optimizer = false;
+    x.shard = GM_SHARD_NONE;
+    x.tp = 2;
+    x.sequence_parallel = true;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_OK);
+    assert_int_equal(component(&tp, "activations"), (component(&one, "activations") + 1) / 2);
+    assert_true(component(&tp, "ddp_grad_buckets") != UINT64_MAX);
+    /* LoRA under ZeRO-3: the frozen base is partitioned too, the adapters' state as well */
+    {
+        struct gm_estimate lz;
+        x.tp = 1;
+        x.sequence_parallel = false;
+        x.shard = GM_SHARD_ZERO3;
+        x.lora = GM_LORA_LORA;
+        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
+        assert_int_equal(component(&lz, "weights"), (8030261248ull * 2 + 7) / 8);
+        assert_int_equal(component(&lz, "lora_optimizer_state"), (r.lora_params * 8 + 7) / 8);
+        /* FSDP with parameter and optimizer offload: no model state left on the GPU */
+        x.lora = GM_LORA_NONE;
+        x.shard = GM_SHARD_FSDP;
+        x.offload_optimizer = x.offload_params = true;
+        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
+        assert_int_equal(component(&lz, "weights_fp32_master"), UINT64_MAX);
+        assert_int_equal(component(&lz, "optimizer_state"), UINT64_MAX);
+        assert_int_equal(component(&lz, "gradients"), UINT64_MAX);
+        /* host: (master + state + temps + grads) / 8 per GPU x 8 GPUs per node */
+        assert_true(r.cpu_bytes_per_node >= 8030261248ull * 16);
+        x.offload_optimizer = x.offload_params = false;
+        x.shard = GM_SHARD_NONE;
+        x.tp = 2;
+        x.sequence_parallel = true;
+    }
+    /* inconsistent options */
+    x.gpus = 3;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);
+    x.gpus = 8;
+    x.tp = 1;
+    x.sequence_parallel = false;
+    x.offload_params = true;
+    x.shard = GM_SHARD_ZERO2;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);
+}
+
+/* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
+ * last stage L/p layers of one micro-batch plus the logits. */
+static void test_pipeline(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate one, pp;
+    struct gm_estimate_ext_result r;
+    struct gm_error e;
+    (void)state;
+    train_inputs(&in, m);
+    gm_estimate_ext_init(&x);
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &one, &r, &e), GM_OK);
+    x.gpus = 4;
+    x.pp = 4;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_OK);
+    assert_int_equal(r.n_groups, 3);
+    assert_string_equal(r.groups[0].role, "first stage");
+    assert_int_equal(r.groups[0].count, 1);
+    assert_int_equal(r.groups[0].layers, 8);
+    assert_int_equal(r.groups[1].count, 2);
+    assert_int_equal(r.groups[1].first_rank, 1);
+    assert_int_equal(r.groups[2].first_rank, 3);
+    /* the kept estimate is the largest stage: here the first (embedding, p micro-batches) */
+    assert_int_equal(pp.device_bytes, r.groups[0].device_bytes);
+    assert_true(r.groups[0].device_bytes > r.groups[2].device_bytes);
+    assert_int_equal(component(&pp, "activations"), component(&one, "activations"));
+    assert_int_equal(component(&pp, "logits_and_loss"), UINT64_MAX);
+    /* about a quarter of the optimizer state, plus the embedding's share */
+    assert_true(component(&pp, "optimizer_state") > component(&one, "optimizer_state") / 4);
+    assert_true(component(&pp, "optimizer_state") < component(&one, "optimizer_state") / 3);
+    /* allocation failures are reported, never a crash */
+    for (long k = 0; k < 4; k++) {
+        enum gm_status st;
+        gm_alloc_fail_after(k);
+        st = gm_estimate_ext_run(&in, &x, &pp, &r, &e);
+        gm_alloc_fail_after(-1);
+        assert_true(st == GM_OK || st == GM_ERR_NOMEM);
+    }
+    x.shard = GM_SHARD_ZERO3;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
+    x.shard = GM_SHARD_NONE;
+    x.pp = 64;
+    x.gpus = 64;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
+}
+
+static void test_llamacpp_kv(void **state)
+{
+    struct gm_model m;
+    uint64_t b = 0;
+    struct gm_error e;
+    (void)state;
+    /* measured llama.cpp KV allocations at n_ctx 2048, f16 (estimation.md (g)) */
+    assert_int_equal(
+        gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-8B"), 1, 2048, &b, &e), GM_OK);
+    assert_int_equal(b, 256 * GM_MIB);
+    assert_int_equal(
+        gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-70B"), 1, 2048, &b, &e), GM_OK);
+    assert_int_equal(b, 640 * GM_MIB);
+    /* Command-R 35B: 40 layers, 64 KV heads (MHA), head_dim 128 */
+    gm_model_init(&m);
+    m.n_layers = 40;
+    m.n_kv_heads = 64;
+    m.head_dim = 128;
+    assert_int_equal(gm_llamacpp_kv_bytes(&m, 1, 2048, &b, &e), GM_OK);
+    assert_int_equal(b, 2560 * GM_MIB);
+    /* q8_0: 34 bytes per 32 elements */
+    assert_int_equal(gm_llamacpp_kv_bytes(&m, 8, 2048, &b, &e), GM_OK);
+    assert_int_equal(b, 2ull * 40 * (64 * 128 / 32 * 34) * 2048);
+}
+
+static void test_vllm(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate est;
+    struct gm_estimate_ext_result r;
+    struct gm_error e;
+    uint64_t need;
+    (void)state;
+    gm_estimate_inputs_init(&in);
+    in.mode = GM_EST_INFER;
+    in.model = m;
+    in.gpu_memory_bytes = 80 * GM_GIB;
+    gm_estimate_ext_init(&x);
+    x.engine = GM_ENGINE_VLLM;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_OK);
+    assert_int_equal(r.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
+    assert_int_equal(r.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
+    need = component(&est, "weights") + component(&est, "activations") + component(&est, "logits") +
+           r.non_torch_bytes;
+    assert_int_equal(r.kv_blocks, (r.budget_bytes - need) / (16 * 131072));
+    assert_int_equal(r.kv_tokens, r.kv_blocks * 16);
+    assert_int_equal(component(&est, "weights"), 8030261248ull * 2);
+    assert_int_equal(r.max_model_len, 8192);
+    /* TP 2: half the weights and KV heads, NCCL-sized non-torch memory */
+    x.tp = 2;
+    x.gpus = 2;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_OK);
+    assert_int_equal(r.kv_bytes_per_token, 65536);
+    assert_int_equal(r.non_torch_bytes, 2 * GM_GIB);
+    /* no GPU given */
+    in.gpu_memory_bytes = 0;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_ERR_INVALID);
+}
+
+static void test_search(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate_inputs in;
+    struct gm_estimate_ext x;
+    struct gm_estimate est, above;
+    struct gm_estimate_ext_result r, r2;
+    struct gm_error e;
+    (void)state;
+    train_inputs(&in, m);
+    in.gpu_memory_bytes = 80 * GM_GIB;
+    gm_estimate_ext_init(&x);
+    x.lora = GM_LORA_QLORA;
+    x.search = GM_SEARCH_BATCH;
+    assert_int_equal(gm_estimate_ext_search(&in, &x, &est, &r, &e), GM_OK);
+    assert_true(r.search_value >= 1);
+    assert_true(est.device_bytes <= in.gpu_memory_bytes);
+    /* one more does not fit */
+    in.batch = r.search_value + 1;
+    x.search = GM_SEARCH_NONE;
+    assert_int_equal(gm_estimate_ext_run(&in, &x, &above, &r2, &e), GM_OK);
+    assert_true(above.device_bytes > in.gpu_memory_bytes);
+    /* vLLM: the largest batch of 2048-token sequences is what the pool holds */
+    {
+        struct gm_estimate_inputs vi;
+        gm_estimate_inputs_init(&vi);
+        vi.mode = GM_EST_INFER;
+        vi.model = m;
+        vi.context = 2048;
+        vi.gpu_memory_bytes = 80 * GM_GIB;
+        x.lora = GM_LORA_NONE;
+        x.engine = GM_ENGINE_VLLM;
+        x.max_num_seqs = 100000;
+        x.search = GM_SEARCH_BATCH;
+        assert_int_equal(gm_estimate_ext_search(&vi, &x, &est, &r, &e), GM_OK);
+        assert_int_equal(r.search_value, r.kv_tokens / 2048);
+        x.engine = GM_ENGINE_NONE;
+        x.max_num_seqs = 256;
+    }
+    /* full fine-tuning of 8B on a 24 GiB card: not even batch 1 */
+    x.lora = GM_LORA_NONE;
+    x.search = GM_SEARCH_BATCH;
+    in.gpu_memory_bytes = 24 * GM_GIB;
+    assert_int_equal(gm_estimate_ext_search(&in, &x, &est, &r, &e), GM_OK);
+    assert_int_equal(r.search_value, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deepspeed_documented),
+        cmocka_unit_test(test_zero_paper),
+        cmocka_unit_test(test_lora_params),
+        cmocka_unit_test(test_nf4),
+        cmocka_unit_test(test_lora_estimate),
+        cmocka_unit_test(test_sharding),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_llamacpp_kv),
+        cmocka_unit_test(test_vllm),
+        cmocka_unit_test(test_search),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
