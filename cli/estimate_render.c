@@ -24,7 +24,7 @@ static const char *peak_phase_name(const struct est_view *v)
 {
     if (v->e->mode == GM_EST_WEIGHTS)
         return "weights";
-    return gm_phase_name(v->e->peak_phase);
+    return gm_est_phase_name(v->e->peak_phase);
 }
 
 static void text_weights(FILE *f, const struct est_view *v)
@@ -147,7 +147,7 @@ void est_render_text(FILE *f, const struct est_view *v)
                 "GiB");
         for (size_t i = 0; i < e->n_components; i++) {
             fprintf(f, "%-30s %-24s", e->components[i].name,
-                    gm_phases_name(e->components[i].phases));
+                    gm_est_phases_name(e->components[i].phases));
             bytes_cols(f, e->components[i].bytes);
         }
         fprintf(f, "\nphase peaks (allocated)\n");
@@ -282,7 +282,7 @@ void est_render_json(struct gm_json *w, const struct est_view *v)
         gm_json_begin_object(w);
         gm_json_kv_str(w, "name", e->components[i].name);
         gm_json_kv_u64(w, "bytes", e->components[i].bytes);
-        gm_json_kv_str(w, "phase", gm_phases_name(e->components[i].phases));
+        gm_json_kv_str(w, "phase", gm_est_phases_name(e->components[i].phases));
         gm_json_kv_bool(w, "transient", e->components[i].transient);
         gm_json_kv_str(w, "note", e->components[i].note);
         gm_json_end_object(w);

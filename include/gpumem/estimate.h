@@ -14,7 +14,7 @@
  *
  * Extension points: new job kinds add fields to the inputs (keep gm_estimate_inputs_init
  * defaults neutral) and add components with gm_estimate_add_component(); new phases are
- * appended to enum gm_phase. */
+ * appended to enum gm_est_phase. */
 #ifndef GPUMEM_ESTIMATE_H
 #define GPUMEM_ESTIMATE_H
 
@@ -81,19 +81,19 @@ enum gm_method {
 enum gm_zero_grad { GM_ZERO_GRAD_SET_TO_NONE = 0, GM_ZERO_GRAD_ZEROS, GM_ZERO_GRAD__COUNT };
 
 /* Phases of a step; a component is live during a set of them (flags). */
-enum gm_phase {
-    GM_PHASE_FORWARD_BACKWARD = 1 << 0,
-    GM_PHASE_OPTIMIZER_STEP = 1 << 1,
-    GM_PHASE_PREFILL = 1 << 2,
-    GM_PHASE_DECODE = 1 << 3,
+enum gm_est_phase {
+    GM_EST_PHASE_FORWARD_BACKWARD = 1 << 0,
+    GM_EST_PHASE_OPTIMIZER_STEP = 1 << 1,
+    GM_EST_PHASE_PREFILL = 1 << 2,
+    GM_EST_PHASE_DECODE = 1 << 3,
     /* The end of the backward pass: every gradient allocated, activations released.  The
      * forward/backward peak is the larger of its start and its end. */
-    GM_PHASE_BACKWARD_END = 1 << 4
+    GM_EST_PHASE_BACKWARD_END = 1 << 4
 };
-#define GM_PHASE_TRAIN_ALL                                                                         \
-    (GM_PHASE_FORWARD_BACKWARD | GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP)
-#define GM_PHASE_INFER_ALL (GM_PHASE_PREFILL | GM_PHASE_DECODE)
-#define GM_PHASE_ALL       (GM_PHASE_TRAIN_ALL | GM_PHASE_INFER_ALL)
+#define GM_EST_PHASE_TRAIN_ALL                                                                         \
+    (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP)
+#define GM_EST_PHASE_INFER_ALL (GM_EST_PHASE_PREFILL | GM_EST_PHASE_DECODE)
+#define GM_PHASE_ALL       (GM_EST_PHASE_TRAIN_ALL | GM_EST_PHASE_INFER_ALL)
 
 struct gm_estimate_inputs {
     enum gm_est_mode mode;
@@ -141,7 +141,7 @@ struct gm_estimate_inputs {
 struct gm_est_component {
     char name[GM_EST_NAME_MAX]; /* "weights", "kv_cache", ... (stable, snake_case) */
     uint64_t bytes;
-    unsigned phases;            /* enum gm_phase flags */
+    unsigned phases;            /* enum gm_est_phase flags */
     bool transient;             /* freed within the phase (counted as dynamic memory) */
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
@@ -158,7 +158,7 @@ struct gm_estimate {
     uint64_t optimizer_step_bytes;
     uint64_t prefill_bytes; /* inference phase peaks (allocated) */
     uint64_t decode_bytes;
-    enum gm_phase peak_phase; /* the phase that dominates */
+    enum gm_est_phase peak_phase; /* the phase that dominates */
     uint64_t peak_allocated_bytes;
     uint64_t peak_reserved_bytes;
     uint64_t device_bytes;        /* nvidia-smi view */
@@ -198,9 +198,9 @@ void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate 
 /* Stable names for enums (CLI choices and JSON). */
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
-const char *gm_phase_name(enum gm_phase p);
+const char *gm_est_phase_name(enum gm_est_phase p);
 /* "persistent", "forward_backward", ... for a set of phase flags; static storage. */
-const char *gm_phases_name(unsigned phases);
+const char *gm_est_phases_name(unsigned phases);
 
 /* GPU catalog: memory as nvidia-smi reports the total (MiB-exact where known). */
 struct gm_gpu {

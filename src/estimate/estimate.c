@@ -101,19 +101,19 @@ static uint64_t phase_sum(const struct gm_estimate *e, unsigned phase, bool tran
 
 void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate *e)
 {
-    static const unsigned order[] = {GM_PHASE_FORWARD_BACKWARD, GM_PHASE_BACKWARD_END,
-                                     GM_PHASE_OPTIMIZER_STEP, GM_PHASE_PREFILL, GM_PHASE_DECODE};
+    static const unsigned order[] = {GM_EST_PHASE_FORWARD_BACKWARD, GM_EST_PHASE_BACKWARD_END,
+                                     GM_EST_PHASE_OPTIMIZER_STEP, GM_EST_PHASE_PREFILL, GM_EST_PHASE_DECODE};
     unsigned best = 0;
     uint64_t peak = 0, transient, frag, reserved;
 
-    e->backward_start_bytes = phase_sum(e, GM_PHASE_FORWARD_BACKWARD, false);
-    e->backward_end_bytes = phase_sum(e, GM_PHASE_BACKWARD_END, false);
+    e->backward_start_bytes = phase_sum(e, GM_EST_PHASE_FORWARD_BACKWARD, false);
+    e->backward_end_bytes = phase_sum(e, GM_EST_PHASE_BACKWARD_END, false);
     e->forward_backward_bytes = e->backward_start_bytes > e->backward_end_bytes
                                     ? e->backward_start_bytes
                                     : e->backward_end_bytes;
-    e->optimizer_step_bytes = phase_sum(e, GM_PHASE_OPTIMIZER_STEP, false);
-    e->prefill_bytes = phase_sum(e, GM_PHASE_PREFILL, false);
-    e->decode_bytes = phase_sum(e, GM_PHASE_DECODE, false);
+    e->optimizer_step_bytes = phase_sum(e, GM_EST_PHASE_OPTIMIZER_STEP, false);
+    e->prefill_bytes = phase_sum(e, GM_EST_PHASE_PREFILL, false);
+    e->decode_bytes = phase_sum(e, GM_EST_PHASE_DECODE, false);
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         uint64_t s = phase_sum(e, order[i], false);
         if (s > peak) {
@@ -122,10 +122,10 @@ void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate 
         }
     }
     /* The end of backward belongs to the forward/backward phase. */
-    e->peak_phase = best == GM_PHASE_BACKWARD_END ? GM_PHASE_FORWARD_BACKWARD
-                                                  : (enum gm_phase)(best ? best : GM_PHASE_PREFILL);
+    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END ? GM_EST_PHASE_FORWARD_BACKWARD
+                                                  : (enum gm_est_phase)(best ? best : GM_EST_PHASE_PREFILL);
     if (e->mode == GM_EST_WEIGHTS)
-        e->peak_phase = GM_PHASE_PREFILL;
+        e->peak_phase = GM_EST_PHASE_PREFILL;
     e->peak_allocated_bytes = peak;
 
     transient = best ? phase_sum(e, best, true) : 0;
@@ -233,7 +233,7 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
         out->weight_bytes = est_bits_bytes(out->n_params, bits);
         snprintf(note, sizeof(note), "%llu parameters x %g bits", (unsigned long long)out->n_params,
                  bits);
-        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_PHASE_INFER_ALL, false,
+        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_EST_PHASE_INFER_ALL, false,
                                        note, err);
         if (st != GM_OK)
             return st;
@@ -286,37 +286,37 @@ const char *gm_optimizer_name(enum gm_optimizer o)
     return (int)o >= 0 && o < GM_OPT__COUNT ? optimizer_names[o] : "unknown";
 }
 
-const char *gm_phase_name(enum gm_phase p)
+const char *gm_est_phase_name(enum gm_est_phase p)
 {
     switch (p) {
-    case GM_PHASE_FORWARD_BACKWARD:
+    case GM_EST_PHASE_FORWARD_BACKWARD:
         return "forward_backward";
-    case GM_PHASE_OPTIMIZER_STEP:
+    case GM_EST_PHASE_OPTIMIZER_STEP:
         return "optimizer_step";
-    case GM_PHASE_PREFILL:
+    case GM_EST_PHASE_PREFILL:
         return "prefill";
-    case GM_PHASE_DECODE:
+    case GM_EST_PHASE_DECODE:
         return "decode";
-    case GM_PHASE_BACKWARD_END:
+    case GM_EST_PHASE_BACKWARD_END:
         return "backward_end";
     }
     return "unknown";
 }
 
-const char *gm_phases_name(unsigned phases)
+const char *gm_est_phases_name(unsigned phases)
 {
-    if ((phases & GM_PHASE_TRAIN_ALL) == GM_PHASE_TRAIN_ALL ||
-        (phases & GM_PHASE_INFER_ALL) == GM_PHASE_INFER_ALL)
+    if ((phases & GM_EST_PHASE_TRAIN_ALL) == GM_EST_PHASE_TRAIN_ALL ||
+        (phases & GM_EST_PHASE_INFER_ALL) == GM_EST_PHASE_INFER_ALL)
         return "persistent";
-    if (phases == (GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP))
+    if (phases == (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP))
         return "backward+optimizer_step";
-    if (phases & GM_PHASE_FORWARD_BACKWARD)
+    if (phases & GM_EST_PHASE_FORWARD_BACKWARD)
         return "forward_backward";
-    if (phases & GM_PHASE_OPTIMIZER_STEP)
+    if (phases & GM_EST_PHASE_OPTIMIZER_STEP)
         return "optimizer_step";
-    if (phases & GM_PHASE_PREFILL)
+    if (phases & GM_EST_PHASE_PREFILL)
         return "prefill";
-    if (phases & GM_PHASE_DECODE)
+    if (phases & GM_EST_PHASE_DECODE)
         return "decode";
     return "none";
 }

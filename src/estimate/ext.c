@@ -62,7 +62,7 @@ enum ext_role ext_component_role(const struct gm_est_component *c)
         return ROLE_KV;
     if (strstr(n, "activation") || strstr(n, "embedding"))
         return ROLE_ACT;
-    if (c->phases & GM_PHASE_OPTIMIZER_STEP)
+    if (c->phases & GM_EST_PHASE_OPTIMIZER_STEP)
         return ROLE_OTHER;
     return c->transient ? ROLE_ACT : ROLE_OTHER;
 }
@@ -218,7 +218,7 @@ enum gm_status gm_estimate_ext_run(const struct gm_estimate_inputs *in,
          * the forward of the next ones. */
         for (size_t i = 0; x->grad_accum > 1 && i < out->n_components; i++)
             if (ext_component_role(&out->components[i]) == ROLE_GRADS)
-                out->components[i].phases = GM_PHASE_TRAIN_ALL;
+                out->components[i].phases = GM_EST_PHASE_TRAIN_ALL;
         if (x->lora != GM_LORA_NONE && (st = ext_apply_lora(&bi, x, &pc, out, res, err)))
             return st;
         if ((x->gpus > 1 || x->tp > 1 || x->shard != GM_SHARD_NONE) &&

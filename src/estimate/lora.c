@@ -272,21 +272,21 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
     }
     res->base_weight_bytes = frozen_bytes;
     st =
-        gm_estimate_add_component(e, "weights", frozen_bytes, GM_PHASE_TRAIN_ALL, false, note, err);
+        gm_estimate_add_component(e, "weights", frozen_bytes, GM_EST_PHASE_TRAIN_ALL, false, note, err);
     if (st)
         return st;
 
     adapter_b = gm_mul_sat(pa, ab);
     snprintf(note, sizeof note, "%llu adapter parameters (rank %llu) x %u B",
              (unsigned long long)pa, (unsigned long long)x->lora_rank, ab);
-    if ((st = gm_estimate_add_component(e, "lora_adapters", adapter_b, GM_PHASE_TRAIN_ALL, false,
+    if ((st = gm_estimate_add_component(e, "lora_adapters", adapter_b, GM_EST_PHASE_TRAIN_ALL, false,
                                         note, err)))
         return st;
     snprintf(note, sizeof note, "adapter gradients, %u B each", ab);
     if ((st = gm_estimate_add_component(e, "lora_gradients", adapter_b,
                                         x->grad_accum > 1 || in->zero_grad == GM_ZERO_GRAD_ZEROS
-                                            ? GM_PHASE_TRAIN_ALL
-                                            : GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP,
+                                            ? GM_EST_PHASE_TRAIN_ALL
+                                            : GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP,
                                         false, note, err)))
         return st;
     {
@@ -294,11 +294,11 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
         snprintf(note, sizeof note, "%s state of the adapters only",
                  gm_optimizer_name(in->optimizer));
         if (osb && (st = gm_estimate_add_component(e, "lora_optimizer_state", osb,
-                                                   GM_PHASE_TRAIN_ALL, false, note, err)))
+                                                   GM_EST_PHASE_TRAIN_ALL, false, note, err)))
             return st;
         if (in->optim_impl == GM_OPTIM_FOREACH && osb &&
             (st = gm_estimate_add_component(
-                 e, "lora_optimizer_step_temp", adapter_b, GM_PHASE_OPTIMIZER_STEP, true,
+                 e, "lora_optimizer_step_temp", adapter_b, GM_EST_PHASE_OPTIMIZER_STEP, true,
                  "foreach step temporaries, one adapter-sized copy", err)))
             return st;
     }
@@ -323,13 +323,13 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                  "A outputs (r = %llu, 16-bit)%s of %u targeted linears x %llu layers",
                  (unsigned long long)x->lora_rank, x->lora_dropout > 0 ? " and dropout copies" : "",
                  ntargets, (unsigned long long)m->n_layers);
-        if ((st = gm_estimate_add_component(e, "lora_activations", b, GM_PHASE_FORWARD_BACKWARD,
+        if ((st = gm_estimate_add_component(e, "lora_activations", b, GM_EST_PHASE_FORWARD_BACKWARD,
                                             true, note, err)))
             return st;
     }
     if (x->lora == GM_LORA_QLORA) {
         uint64_t b = gm_mul_sat(ext_largest_linear(m), 2 * 2);
-        if ((st = gm_estimate_add_component(e, "nf4_dequant_buffer", b, GM_PHASE_FORWARD_BACKWARD,
+        if ((st = gm_estimate_add_component(e, "nf4_dequant_buffer", b, GM_EST_PHASE_FORWARD_BACKWARD,
                                             true,
                                             "bf16 dequantised copy of the largest linear (and its "
                                             "successor) during its matmul",

@@ -119,25 +119,25 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
 
     snprintf(note, sizeof note, "%llu parameters%s, divided over tp = %llu", (unsigned long long)n,
              m->weight_bytes_file ? " as stored in the model files" : "", (unsigned long long)t);
-    if ((st = gm_estimate_add_component(e, "weights", w, GM_PHASE_INFER_ALL, false, note, err)))
+    if ((st = gm_estimate_add_component(e, "weights", w, GM_EST_PHASE_INFER_ALL, false, note, err)))
         return st;
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
              (unsigned long long)T);
-    if ((st = gm_estimate_add_component(e, "activations", act, GM_PHASE_PREFILL, true, note, err)))
+    if ((st = gm_estimate_add_component(e, "activations", act, GM_EST_PHASE_PREFILL, true, note, err)))
         return st;
     snprintf(note, sizeof note, "sampler: fp32 logits and probabilities of %llu sequences",
              (unsigned long long)(x->max_num_seqs ? x->max_num_seqs : 256));
-    if ((st = gm_estimate_add_component(e, "logits", sampler, GM_PHASE_PREFILL, true, note, err)))
+    if ((st = gm_estimate_add_component(e, "logits", sampler, GM_EST_PHASE_PREFILL, true, note, err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)res->kv_blocks,
              (unsigned long long)(x->block_size ? x->block_size : 16),
              (unsigned long long)per_token, gm_dtype_name(kvt));
-    if ((st = gm_estimate_add_component(e, "kv_cache", res->kv_pool_bytes, GM_PHASE_INFER_ALL,
+    if ((st = gm_estimate_add_component(e, "kv_cache", res->kv_pool_bytes, GM_EST_PHASE_INFER_ALL,
                                         false, note, err)))
         return st;
     if (!x->enforce_eager && (st = gm_estimate_add_component(
-                                  e, "cuda_graphs", x->cuda_graph_bytes, GM_PHASE_DECODE, false,
+                                  e, "cuda_graphs", x->cuda_graph_bytes, GM_EST_PHASE_DECODE, false,
                                   "CUDA-graph pool captured after the KV pool "
                                   "(outside gpu_memory_utilization)",
                                   err)))
@@ -224,15 +224,15 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
     snprintf(note, sizeof note,
              "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
              (unsigned long long)embd);
-    if ((st = gm_estimate_add_component(e, "weights", w - embd, GM_PHASE_INFER_ALL, false, note,
+    if ((st = gm_estimate_add_component(e, "weights", w - embd, GM_EST_PHASE_INFER_ALL, false, note,
                                         err)))
         return st;
     snprintf(note, sizeof note, "n_ctx %llu cells at %s", (unsigned long long)ctx, kvname);
-    if ((st = gm_estimate_add_component(e, "kv_cache", kv, GM_PHASE_INFER_ALL, false, note, err)))
+    if ((st = gm_estimate_add_component(e, "kv_cache", kv, GM_EST_PHASE_INFER_ALL, false, note, err)))
         return st;
     snprintf(note, sizeof note, "ggml graph of one %llu-token micro-batch%s",
              (unsigned long long)ub, x->flash_attn ? " (flash attention)" : "");
-    if ((st = gm_estimate_add_component(e, "compute_buffer", compute, GM_PHASE_INFER_ALL, false,
+    if ((st = gm_estimate_add_component(e, "compute_buffer", compute, GM_EST_PHASE_INFER_ALL, false,
                                         note, err)))
         return st;
     /* ggml allocates exact buffers: no caching-allocator margin, no cuBLAS workspace

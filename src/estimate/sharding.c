@@ -136,7 +136,7 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                            "figures are per GPU",
                            (unsigned long long)D);
     if (stage == 0 && D > 1 && !x->ddp_bucket_view && grads) {
-        if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_PHASE_TRAIN_ALL, false,
+        if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_EST_PHASE_TRAIN_ALL, false,
                                             "DDP bucket copy of the gradients "
                                             "(gradient_as_bucket_view=False)",
                                             err)))
@@ -147,12 +147,12 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
         snprintf(note, sizeof note, "ZeRO reduce bucket, %llu elements in 16-bit",
                  (unsigned long long)el);
         if ((st = gm_estimate_add_component(e, "zero_reduce_bucket", gm_mul_sat(el, 2),
-                                            GM_PHASE_FORWARD_BACKWARD, true, note, err)))
+                                            GM_EST_PHASE_FORWARD_BACKWARD, true, note, err)))
             return st;
         snprintf(note, sizeof note, "ZeRO all-gather bucket, %llu elements in 16-bit",
                  (unsigned long long)el);
         if ((st = gm_estimate_add_component(e, "zero_allgather_bucket", gm_mul_sat(el, 2),
-                                            GM_PHASE_OPTIMIZER_STEP, true, note, err)))
+                                            GM_EST_PHASE_OPTIMIZER_STEP, true, note, err)))
             return st;
     }
     if (stage == 3) {
@@ -163,21 +163,21 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                  "gathered parameters: current + prefetched layer, %llu params each in %u B",
                  (unsigned long long)layer, wbytes);
         if ((st = gm_estimate_add_component(e, "gathered_params", gathered,
-                                            GM_PHASE_FORWARD_BACKWARD, true, note, err)))
+                                            GM_EST_PHASE_FORWARD_BACKWARD, true, note, err)))
             return st;
         snprintf(note, sizeof note,
                  "one layer's unsharded gradient during reduce-scatter (%llu B "
                  "each)",
                  (unsigned long long)gbytes);
         if ((st = gm_estimate_add_component(e, "gathered_grads", gm_mul_sat(layer, gbytes),
-                                            GM_PHASE_FORWARD_BACKWARD, true, note, err)))
+                                            GM_EST_PHASE_FORWARD_BACKWARD, true, note, err)))
             return st;
         if (x->shard == GM_SHARD_ZERO3 && D > 1) {
             uint64_t el = x->bucket_elements < div_up(n, t) ? x->bucket_elements : div_up(n, t);
             snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
                      (unsigned long long)el);
             if ((st = gm_estimate_add_component(e, "zero_reduce_bucket", gm_mul_sat(el, 2),
-                                                GM_PHASE_FORWARD_BACKWARD, true, note, err)))
+                                                GM_EST_PHASE_FORWARD_BACKWARD, true, note, err)))
                 return st;
         }
     }

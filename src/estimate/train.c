@@ -91,21 +91,21 @@ static enum gm_status train_blog(const struct gm_estimate_inputs *in, struct gm_
     e->activations_per_token = A;
     e->weight_bytes = np;
     snprintf(note, sizeof(note), "N*P = %llu x %g", (unsigned long long)e->n_params, P);
-    st = gm_estimate_add_component(e, "weights", np, GM_PHASE_TRAIN_ALL, false, note, err);
+    st = gm_estimate_add_component(e, "weights", np, GM_EST_PHASE_TRAIN_ALL, false, note, err);
     if (st == GM_OK)
         st = gm_estimate_add_component(e, "optimizer_state", est_round(2 * N * P),
-                                       GM_PHASE_TRAIN_ALL, false, "2*N*P (AdamW moments)", err);
+                                       GM_EST_PHASE_TRAIN_ALL, false, "2*N*P (AdamW moments)", err);
     if (st == GM_OK)
         st = gm_estimate_add_component(
-            e, "gradients", np, GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP, false, "N*P", err);
+            e, "gradients", np, GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP, false, "N*P", err);
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "optimizer_intermediates", np, GM_PHASE_OPTIMIZER_STEP,
+        st = gm_estimate_add_component(e, "optimizer_intermediates", np, GM_EST_PHASE_OPTIMIZER_STEP,
                                        true, "N*P", err);
     snprintf(note, sizeof(note), "A*B*L*P = %.1f x %llu x %llu x %g%s", A,
              (unsigned long long)in->batch, (unsigned long long)in->seq, P,
              in->grad_ckpt == GM_CKPT_FULL ? " / 5 (checkpointing)" : "");
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "activations", est_round(acts), GM_PHASE_FORWARD_BACKWARD,
+        st = gm_estimate_add_component(e, "activations", est_round(acts), GM_EST_PHASE_FORWARD_BACKWARD,
                                        true, note, err);
     if (st != GM_OK)
         return st;
@@ -219,8 +219,8 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     const char *state_what, *temp_what;
     char note[GM_EST_NOTE_MAX], b1[32];
     unsigned grad_phases = in->zero_grad == GM_ZERO_GRAD_ZEROS
-                               ? GM_PHASE_TRAIN_ALL
-                               : (GM_PHASE_BACKWARD_END | GM_PHASE_OPTIMIZER_STEP);
+                               ? GM_EST_PHASE_TRAIN_ALL
+                               : (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP);
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
     enum gm_status st;
 
@@ -231,7 +231,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     snprintf(note, sizeof(note), "%llu parameters x %g bytes%s", (unsigned long long)n, ew,
              mixed ? " (fp32 master weights; autocast computes in 16-bit)" : "");
     st = gm_estimate_add_component(e, mixed ? "weights_fp32_master" : "weights", e->weight_bytes,
-                                   GM_PHASE_TRAIN_ALL, false, note, err);
+                                   GM_EST_PHASE_TRAIN_ALL, false, note, err);
     if (st != GM_OK)
         return st;
     if (mixed) {
@@ -241,7 +241,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
                  (unsigned long long)pc->matmul);
         st = gm_estimate_add_component(e, "weights_16bit_autocast_copies",
                                        est_round(2.0 * (double)pc->matmul),
-                                       GM_PHASE_FORWARD_BACKWARD, true, note, err);
+                                       GM_EST_PHASE_FORWARD_BACKWARD, true, note, err);
         if (st != GM_OK)
             return st;
     }
@@ -254,7 +254,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         return st;
     state = state_bytes(in, ew, pc, n, &state_what);
     if (state > 0) {
-        st = gm_estimate_add_component(e, "optimizer_state", est_round(state), GM_PHASE_TRAIN_ALL,
+        st = gm_estimate_add_component(e, "optimizer_state", est_round(state), GM_EST_PHASE_TRAIN_ALL,
                                        false, state_what, err);
         if (st != GM_OK)
             return st;
@@ -262,7 +262,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     temps = step_temporaries(in, ew, n, largest, &temp_what);
     if (temps > 0) {
         st = gm_estimate_add_component(e, "optimizer_step_temporaries", est_round(temps),
-                                       GM_PHASE_OPTIMIZER_STEP, true, temp_what, err);
+                                       GM_EST_PHASE_OPTIMIZER_STEP, true, temp_what, err);
         if (st != GM_OK)
             return st;
     }
@@ -279,7 +279,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         snprintf(note, sizeof(note), "%llu layers x %.0f bytes/token x %.0f tokens (%s attention)",
                  (unsigned long long)m->n_layers, layer_tok, T, eager ? "eager" : "sdpa");
     }
-    st = gm_estimate_add_component(e, "activations", est_round(acts), GM_PHASE_FORWARD_BACKWARD,
+    st = gm_estimate_add_component(e, "activations", est_round(acts), GM_EST_PHASE_FORWARD_BACKWARD,
                                    true, note, err);
     if (st != GM_OK)
         return st;
@@ -291,7 +291,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
     if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
         emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
     st = gm_estimate_add_component(e, "embeddings_and_final_norm", est_round(emb),
-                                   GM_PHASE_FORWARD_BACKWARD, true,
+                                   GM_EST_PHASE_FORWARD_BACKWARD, true,
                                    "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
@@ -303,7 +303,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         snprintf(note, sizeof(note), "B*L*V x %g bytes: logits (%g B)%s + fp32 log-softmax", per,
                  ea, ea != 4.0 ? " + fp32 upcast" : "");
         st = gm_estimate_add_component(e, "logits_and_loss", est_round(logits),
-                                       GM_PHASE_FORWARD_BACKWARD, true, note, err);
+                                       GM_EST_PHASE_FORWARD_BACKWARD, true, note, err);
         if (st != GM_OK)
             return st;
     }
@@ -316,7 +316,7 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
             bwd_tmp = g;
     }
     st = gm_estimate_add_component(e, "backward_transients", est_round(bwd_tmp),
-                                   GM_PHASE_FORWARD_BACKWARD, true,
+                                   GM_EST_PHASE_FORWARD_BACKWARD, true,
                                    "max(gradient of the logits, gradients of one layer's "
                                    "activations)",
                                    err);

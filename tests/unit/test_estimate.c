@@ -120,7 +120,7 @@ static void test_blog(void **state)
                 (uint64_t)llround(3 * N * 4) + (uint64_t)llround(A * 16 * 256 * 4));
     assert_true(fabs((double)e.peak_allocated_bytes / 1e9 - 60.69) < 0.005);
     assert_true(fabs((double)e.peak_allocated_bytes / (double)GM_GIB - 56.52) < 0.005);
-    assert_int_equal(e.peak_phase, GM_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(e.peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
     /* The hook-measured A = 5,065,216 gives 101.5 GB. */
     in.activations_per_token = 5065216;
     assert_int_equal(gm_estimate_run(&in, &e, &err), GM_OK);
@@ -129,7 +129,7 @@ static void test_blog(void **state)
     in.activations_per_token = 0;
     in.batch = 2;
     assert_int_equal(gm_estimate_run(&in, &e, &err), GM_OK);
-    assert_int_equal(e.peak_phase, GM_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(e.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
     assert_true(e.peak_allocated_bytes == 5 * (uint64_t)llround(N * 4));
     /* Plain numbers work with the blog method. */
     in.model = NULL;
@@ -170,7 +170,7 @@ static void test_train_phases(void **state)
     in.batch = 1;
     /* Small batch: the optimizer step dominates (weights + grads + state + temporaries). */
     assert_int_equal(gm_estimate_run(&in, &e, &err), GM_OK);
-    assert_int_equal(e.peak_phase, GM_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(e.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
     assert_non_null(find(&e, "weights_fp32_master"));
     assert_non_null(find(&e, "weights_16bit_autocast_copies"));
     assert_true(find(&e, "optimizer_state")->bytes == 8 * e.n_params);
@@ -183,7 +183,7 @@ static void test_train_phases(void **state)
     in.batch = 16;
     in.seq = 4096;
     assert_int_equal(gm_estimate_run(&in, &e, &err), GM_OK);
-    assert_int_equal(e.peak_phase, GM_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(e.peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
     assert_true(find(&e, "logits_and_loss")->bytes == 16ull * 4096 * 128256 * (2 + 4 + 4));
     /* Checkpointing shrinks activations by more than 8x here (32 layers). */
     {
@@ -259,9 +259,9 @@ static void test_components_limit(void **state)
     (void)state;
     memset(&e, 0, sizeof(e));
     for (int i = 0; i < GM_EST_MAX_COMPONENTS; i++)
-        assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_PHASE_PREFILL, false, NULL, &err),
+        assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_EST_PHASE_PREFILL, false, NULL, &err),
                          GM_OK);
-    assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_PHASE_PREFILL, false, NULL, &err),
+    assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_EST_PHASE_PREFILL, false, NULL, &err),
                      GM_ERR_LIMIT);
     for (int i = 0; i < GM_EST_MAX_ASSUMPTIONS + 3; i++)
         gm_estimate_assume(&e, "assumption %d", i);
@@ -278,8 +278,8 @@ static void test_gpus(void **state)
     assert_null(gm_gpu_find("voodoo2"));
     for (size_t i = 0; i < gm_gpu_catalog_count(); i++)
         assert_true(gm_gpu_catalog_get(i)->memory_bytes >= 8 * GM_GIB);
-    assert_string_equal(gm_phases_name(GM_PHASE_TRAIN_ALL), "persistent");
-    assert_string_equal(gm_phases_name(GM_PHASE_OPTIMIZER_STEP), "optimizer_step");
+    assert_string_equal(gm_est_phases_name(GM_EST_PHASE_TRAIN_ALL), "persistent");
+    assert_string_equal(gm_est_phases_name(GM_EST_PHASE_OPTIMIZER_STEP), "optimizer_step");
 }
 
 int main(void)
