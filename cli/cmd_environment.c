@@ -176,14 +176,9 @@ int cmd_environment(int argc, char **argv)
         "no usable GPU or driver, with a sentence saying why.",
         "gpumem environment\ngpumem environment --device cuda:1 --json"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     if (device && gm_device_parse_spec(device, &only_cuda, &err))

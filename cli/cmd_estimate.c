@@ -297,14 +297,9 @@ int cmd_estimate(int argc, char **argv)
             "  gpumem estimate llama-3-8b --train --batch 4 --seq 2048 --gpu H100\n"
             "  gpumem estimate qwen2.5-1.5b --train --method blog --precision fp32 --batch 16 --seq 256\n"
             "  gpumem estimate mistral-7b --infer --batch 8 --context 8192 --kv-dtype fp8"};
-        switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-        case OPTS_HELP:
-            return 0;
-        case OPTS_ERROR:
-            return GM_EXIT_USAGE;
-        case OPTS_OK:
-            break;
-        }
+        int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+        if (prc >= 0)
+            return prc;
     }
     if (list_m)
         return list_models();

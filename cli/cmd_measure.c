@@ -261,14 +261,9 @@ int cmd_measure(int argc, char **argv)
         "--output results.json\n"
         "gpumem measure --train --layers 8 --width 2048 --json"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     gm_measure_opts_init(&o);

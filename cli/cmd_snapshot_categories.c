@@ -312,14 +312,9 @@ int cmd_snapshot_categories(int argc, char **argv)
         "docs/analysis.md.",
         "gpumem snapshot categories snapshot.pickle\n"
         "gpumem snapshot categories --json --series snapshot.pickle"};
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], "expected one snapshot file");
     struct gm_snapshot *snap;

@@ -144,14 +144,9 @@ int cmd_snapshot_diff(int argc, char **argv)
         "and vanished sites.",
         "gpumem snapshot diff before.pickle after.pickle\n"
         "gpumem snapshot diff --json rank0.pickle rank1.pickle"};
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 2)
         return cli_usage(argv[0], "expected two snapshot files");
     struct gm_snapshot *sa, *sb;

@@ -36,14 +36,9 @@ int cmd_snapshot_example(int argc, char **argv)
         "gpumem snapshot example -o train_leak.pickle\n"
         "gpumem snapshot report train_leak.pickle -o report.html"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     if (!out)

@@ -243,14 +243,9 @@ int cmd_snapshot_info(int argc, char **argv)
         "settings and annotations. Nothing in the file is executed.",
         "gpumem snapshot info profile.pkl"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
     if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)

@@ -147,14 +147,9 @@ int cmd_snapshot_oom(int argc, char **argv)
         "reported free, the verdict (shortage, fragmentation, limit) and the "
         "PYTORCH_CUDA_ALLOC_CONF settings that help.",
         "gpumem snapshot oom oom_snapshot.pickle"};
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], "expected one snapshot file");
     struct gm_snapshot *snap;

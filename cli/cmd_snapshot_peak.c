@@ -116,14 +116,9 @@ int cmd_snapshot_peak(int argc, char **argv)
         "folded. --json lists every group unless --top is given.",
         "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
     if ((rc = snapcli_device_arg(argv[0], device, &want)) != 0)

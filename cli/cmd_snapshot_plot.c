@@ -55,14 +55,9 @@ int cmd_snapshot_plot(int argc, char **argv)
         "index. Colour only on a terminal without NO_COLOR (or --color=always).",
         "gpumem snapshot plot profile.pickle\ngpumem snapshot plot profile.pickle --category"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "give one snapshot file" : "missing snapshot FILE");
     if (width && (width < 40 || width > 1000))

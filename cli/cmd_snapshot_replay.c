@@ -281,14 +281,9 @@ int cmd_snapshot_replay(int argc, char **argv)
         "gpumem snapshot replay snap.pickle --alloc-conf expandable_segments:True\n"
         "gpumem snapshot replay snap.pickle --alloc-conf max_split_size_mb:256 --json"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos == 0)
         return cli_usage(argv[0], "missing the snapshot FILE");
     if (n_pos > 1)

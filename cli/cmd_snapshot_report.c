@@ -51,14 +51,9 @@ int cmd_snapshot_report(int argc, char **argv)
         "gpumem snapshot report profile.pickle -o report.html\n"
         "gpumem snapshot example -o train.pickle && gpumem snapshot report train.pickle -o r.html"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "give one snapshot file" : "missing snapshot FILE");
     if (!out)

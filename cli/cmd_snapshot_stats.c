@@ -160,14 +160,9 @@ int cmd_snapshot_stats(int argc, char **argv)
     struct rank_table ranks = {0};
     int n_done = 0;
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing FILE");
     files = gm_calloc((size_t)n_pos, sizeof(*files));

@@ -99,14 +99,9 @@ int cmd_snapshot_trace(int argc, char **argv)
         "with allocated_bytes and reserved_bytes after each event.",
         "gpumem snapshot trace --device 0 --from 100 --to 200 profile.pkl"};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     (void)from_seen;
     (void)to_seen;
     if (n_pos != 1)

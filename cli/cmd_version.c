@@ -20,14 +20,9 @@ int cmd_version(int argc, char **argv)
     const struct opt_usage usage = {"gpumem version [--json]",
                                     "Print the version and the compiled-in features.", NULL};
 
-    switch (opts_parse(argc, argv, opts, &usage, false, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (n_pos)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     if (json) {

@@ -152,14 +152,9 @@ int cmd_watch(int argc, char **argv)
         "gpumem watch --pid 4242 --output attach.json\n"
         "gpumem watch --json -- ./train.sh | jq -c 'select(.type == \"process\")'"};
 
-    switch (opts_parse(argc, argv, opts, &usage, true, &n_pos)) {
-    case OPTS_HELP:
-        return 0;
-    case OPTS_ERROR:
-        return GM_EXIT_USAGE;
-    case OPTS_OK:
-        break;
-    }
+    int prc = opts_parse_cmd(argc, argv, opts, &usage, true, &n_pos);
+    if (prc >= 0)
+        return prc;
     if (has_pid == (n_pos > 0))
         return cli_usage(argv[0], has_pid ? "give either --pid or a command, not both"
                                           : "nothing to watch: give -- COMMAND or --pid PID");

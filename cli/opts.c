@@ -208,6 +208,20 @@ static void print_examples(FILE *f, const char *text)
     }
 }
 
+int opts_parse_cmd(int argc, char **argv, const struct opt *opts, const struct opt_usage *usage,
+                   bool stop_at_positional, int *n_pos)
+{
+    switch (opts_parse(argc, argv, opts, usage, stop_at_positional, n_pos)) {
+    case OPTS_OK:
+        return -1;
+    case OPTS_HELP:
+        return 0;
+    case OPTS_ERROR:
+        break;
+    }
+    return 64; /* EX_USAGE */
+}
+
 void opts_print_help(const struct opt *opts, const struct opt_usage *usage)
 {
     FILE *f = stdout;

@@ -72,6 +72,14 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
                             const struct opt_usage *usage, bool stop_at_positional,
                             int *n_pos);
 
+/* opts_parse() for a command's entry point: returns -1 to go on, or the exit code the
+ * command returns at once (0 after --help, 64 after a usage error):
+ *   int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
+ *   if (prc >= 0)
+ *       return prc; */
+int opts_parse_cmd(int argc, char **argv, const struct opt *opts, const struct opt_usage *usage,
+                   bool stop_at_positional, int *n_pos);
+
 /* Print the help generated from the table to stdout. */
 void opts_print_help(const struct opt *opts, const struct opt_usage *usage);
 
