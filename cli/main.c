@@ -6,12 +6,14 @@
 #include <string.h>
 
 static const struct cli_command commands[] = {
-    {"version", cmd_version, "print the version and compiled-in features"},
     {"estimate", cmd_estimate, "predict peak GPU memory of a training or inference job"},
-    {"snapshot", cmd_snapshot, "read PyTorch CUDA memory snapshots (info, stats, trace, peak)"},
+    {"snapshot", cmd_snapshot,
+     "read PyTorch CUDA memory snapshots: peak, categories, leaks, OOM, report, replay"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
-    {"measure", cmd_measure, "run a dense network on the GPU phase by phase: allocated, reserved, device"},
+    {"measure", cmd_measure,
+     "run a dense network on the GPU phase by phase: allocated, reserved, device"},
+    {"version", cmd_version, "print the version and compiled-in features"},
     {NULL, NULL, NULL},
 };
 
