@@ -114,6 +114,7 @@ struct stream {
     struct gm_snapshot_event *ev;
     size_t n, cap;
     size_t unknown;
+    size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat), after n */
 };
 
 struct builder {
@@ -172,6 +173,9 @@ struct builder {
     uint32_t last_str;   /* index in strs of the last string interned from a value */
     bool last_str_ok;
     bool in_hook; /* read_event runs inside on_append */
+    const struct pk_node *flat_list; /* the list of the last on_flat, and its stream */
+    uint32_t flat_si;
+    uint32_t scratch_tok; /* the stack id read from a transient frames list */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -527,7 +531,7 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
-    struct dm_entry *dc, *ldc;
+    struct dm_entry *dc, *ldc, scratch_dc;
     uint64_t h, hs;
     bool all_shared = true;
     enum gm_status st;
@@ -547,7 +551,9 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     /* A frames list object is recycled by the parser only through list_token(), which
      * clears its entry here, so an address found here is still that list. */
     ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
-    if (ldc->key == (uint64_t)(uintptr_t)l) {
+    if (l->flags & PK_NODE_SCRATCH) {
+        ldc = &scratch_dc; /* a transient list: never remembered by its address */
+    } else if (ldc->key == (uint64_t)(uintptr_t)l) {
         *out = ldc->val;
         return GM_OK;
     }
@@ -940,6 +946,10 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
         case W_FRAMES:
             st = intern_stack(b, val, &e->stack);
             e->flags |= GM_EVENT_HAS_FRAMES;
+            if (st == GM_OK && pk_node(val) && (pk_node(val)->flags & PK_NODE_SCRATCH)) {
+                b->scratch_tok = e->stack;
+                break;
+            }
             /* the lists the parser may recycle (see pickle.c recycle()) */
             if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
                 !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
@@ -1059,6 +1069,52 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     b->in_hook = false;
     *consumed = true;
     return GM_OK;
+}
+
+/* The flat fast path (pickle.h): one trace entry of a streamed device trace, kept
+ * provisionally until on_flat_end. */
+static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item,
+                              uint32_t *list_tok, struct gm_error *err)
+{
+    struct builder *b = ctx;
+    struct stream *str;
+    size_t at;
+    enum gm_status st;
+    (void)err;
+    if (list != b->flat_list) {
+        uint32_t si = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)list, NULL, NULL);
+        if (si == HMAP_NONE)
+            return GM_ERR_FORMAT; /* not a device trace: the ordinary path reads it */
+        b->flat_list = list;
+        b->flat_si = si;
+    }
+    str = &b->streams[b->flat_si];
+    at = str->n + str->prov;
+    if (at >= str->cap &&
+        !grow_arr((void **)&str->ev, &str->cap, at + 1, sizeof(struct gm_snapshot_event)))
+        return GM_ERR_NOMEM;
+    b->scratch_tok = UINT32_MAX;
+    st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
+    if (st != GM_OK)
+        return st;
+    str->prov++;
+    *list_tok = b->scratch_tok;
+    return GM_OK;
+}
+
+static void on_flat_end(void *ctx, const struct pk_node *list, bool commit)
+{
+    struct builder *b = ctx;
+    struct stream *str;
+    if (list != b->flat_list)
+        return; /* no on_flat call got this far */
+    str = &b->streams[b->flat_si];
+    if (commit) {
+        str->n += str->prov;
+        str->unknown += str->prov_unknown;
+    }
+    str->prov = 0;
+    str->prov_unknown = 0;
 }
 
 /* The parser recycles a trace entry's frames list: hand it the stack id we read it as (a
@@ -1568,6 +1624,10 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     po.on_append = on_append;
     po.append_ctx = b;
     po.list_token = list_token;
+    if (!getenv("GM_PICKLE_NO_FAST")) {
+        po.on_flat = on_flat;
+        po.on_flat_end = on_flat_end;
+    }
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */
