@@ -302,6 +302,14 @@ static enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, c
     return st;
 }
 
+static inline bool short_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 /* An interned copy of string value 'v'. */
 static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
 {
@@ -319,7 +327,7 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
                        what, pk_type_name(v));
     /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
     if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
-        !memcmp(p, b->strs[b->last_str], n)) {
+        short_eq(p, b->strs[b->last_str], n)) {
         idx = b->last_str;
     } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
         return st;
@@ -340,14 +348,10 @@ static enum gm_status bad_type(struct builder *b, const char *where, size_t i, e
                    pk_type_name(v), want);
 }
 
-static enum gm_status get_u64(struct builder *b, const char *where, size_t i, enum word key,
-                              pk_val v, uint64_t *out)
+static enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i,
+                                   enum word key, pk_val v, uint64_t *out)
 {
     int64_t s;
-    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
-        *out = v >> 3;
-        return GM_OK;
-    }
     if (pk_get_u64(v, out))
         return GM_OK;
     /* Negative values where the schema has unsigned ones: keep the two's complement, as the
@@ -359,9 +363,23 @@ static enum gm_status get_u64(struct builder *b, const char *where, size_t i, en
     return bad_type(b, where, i, key, v, "an int");
 }
 
-static enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
-                              pk_val v, int64_t *out)
+static inline enum gm_status get_u64(struct builder *b, const char *where, size_t i,
+                                     enum word key, pk_val v, uint64_t *out)
 {
+    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
+        *out = v >> 3;
+        return GM_OK;
+    }
+    return get_u64_slow(b, where, i, key, v, out);
+}
+
+static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i,
+                                     enum word key, pk_val v, int64_t *out)
+{
+    if (pk_tag(v) == PK_TAG_INT) {
+        *out = (int64_t)v >> 3;
+        return GM_OK;
+    }
     if (pk_get_i64(v, out))
         return GM_OK;
     return bad_type(b, where, i, key, v, "an int");
@@ -843,16 +861,18 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                                    uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
-    uint64_t h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
-                          ((uint64_t)(uintptr_t)x->compile_context * 3) ^
-                          ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
-                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
-    struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
+    uint64_t h;
+    struct dm_entry *dc;
     uint32_t id;
     if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {
         *out = b->last_extra;
         return GM_OK;
     }
+    h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+                        ((uint64_t)(uintptr_t)x->compile_context * 3) ^
+                        ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
+                        ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
+    dc = &b->extra_dm[dm_slot(h)];
     if (dc->key == h && extra_eq(&c, dc->val)) {
         b->last_extra = dc->val + 1;
         *out = dc->val + 1;
