@@ -689,13 +689,14 @@ static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, si
  *   key:   a string literal [put], or a memo reference to a string or number
  *   value: BININT1/BININT2/BININT/LONG1 (fitting a small int), NONE/NEWTRUE/NEWFALSE, a
  *          string literal [put], a memo reference, or (once per dict) a list of memo
- *          references: EMPTY_LIST [put] (MARK ref* APPENDS | ref APPEND)*
+ *          references and new dicts of strings and scalars (frames seen for the first time,
+ *          built as real nodes): EMPTY_LIST [put] (MARK item* APPENDS | ref APPEND)*
  * with FRAME opcodes between objects, is read here without building nodes or pushing
  * anything: each dict goes to on_flat as a transient node.  The memo slots the batch puts
  * are written past memo_len with their final values (PK_DEAD for a consumed dict, the
  * consumer's token for its list, the string itself) and only counted once the batch ends
- * with its APPENDS.  Anything else (a put that is not the next slot, a reference to a slot
- * the current dict put, a dict put twice, a reference to a consumed dict, a consumer
+ * with its APPENDS.  Anything else (a put that is not the next slot, a reference to the
+ * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a consumer
  * error, a limit) abandons the batch, which the ordinary path then reads again from its
  * MARK, reporting any error itself.  The effects that stay behind (SHARED flags and
  * reference counts on nodes the batch referenced) are the ones the ordinary path has too,
@@ -747,8 +748,9 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
     return true;
 }
 
-/* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot filled
- * before the current dict began ('first').  Returns the position after it, or NULL. */
+/* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot below
+ * 'first' (the slots in use) and final (the current dict's own slot and its list's are holes
+ * until the dict is done).  Returns the position after it, or NULL. */
 static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
 {
     uint64_t idx;
@@ -857,6 +859,63 @@ static inline void flat_ref_value(pk_val v)
     }
 }
 
+/* A dict of scalars and strings inside a list (a frame seen for the first time):
+ * EMPTY_DICT [put] MARK (key value)* SETITEMS, built as a real node, since later entries
+ * refer to it.  Returns the position after it, or NULL. */
+static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *vlen, pk_val *out)
+{
+    const uint8_t *end = vm->end;
+    pk_val kv[2 * 8];
+    size_t n = 0, slot, dslot;
+    struct pk_node *d;
+    p++;
+    if (!flat_put(vm, &p, vlen, &dslot))
+        return NULL;
+    if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
+        return NULL;
+    p++;
+    for (;;) {
+        pk_val v;
+        if (!(p = skip_frames(p, end)) || p >= end)
+            return NULL;
+        if (*p == OP_SETITEMS) {
+            p++;
+            break;
+        }
+        if (n == 2 * 8)
+            return NULL;
+        if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
+            if (!(p = flat_get(vm, p, *vlen, &v)) || pk_tag(v) == PK_TAG_NODE)
+                return NULL;
+        } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
+            if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, vlen, &slot))
+                return NULL;
+            if (slot != SIZE_MAX)
+                vm->memo[slot] = v;
+        } else if (n % 2 == 0 || !(p = flat_scalar(vm, p, &v))) {
+            return NULL; /* keys: strings; values: strings or scalars */
+        }
+        kv[n++] = v;
+        if (n % 2 == 0 && !(p = skip_frames(p, end)))
+            return NULL;
+    }
+    if (n % 2)
+        return NULL;
+    d = new_node(vm, PK_DICT, (uint32_t)(n / 2));
+    if (!d)
+        return NULL;
+    if (n)
+        memcpy(d->items, kv, n * sizeof(pk_val));
+    d->len = (uint32_t)(n / 2);
+    if (dslot != SIZE_MAX) {
+        d->n_puts = 1;
+        d->memo_idx = (uint32_t)(dslot > UINT32_MAX ? UINT32_MAX : dslot);
+        vm->memo[dslot] = (pk_val)(uintptr_t)d;
+    }
+    *out = (pk_val)(uintptr_t)d;
+    return p;
+}
+
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
  * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
 static bool flat_batch(struct vm *vm, struct pk_node *list)
@@ -868,7 +927,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
     if (vm->n_marks + 2 > vm->marks_max)
         return false;
     for (;;) {
-        size_t first, dict_slot, list_slot = SIZE_MAX, n = 0;
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
         bool have_list = false;
         uint32_t tok;
 
@@ -880,7 +939,6 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
         }
         if (*p != OP_EMPTY_DICT || ++count + vm->sp + 64 > vm->stack_max)
             goto abandon;
-        first = vlen;
         p++;
         if (!flat_put(vm, &p, &vlen, &dict_slot))
             goto abandon;
@@ -900,7 +958,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                 goto abandon;
             /* key */
             if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
-                if (!(p = flat_get(vm, p, first, &k)) || pk_tag(k) == PK_TAG_NODE)
+                if (!(p = flat_get(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
                     goto abandon;
             } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
                 if (!(p = flat_str(vm, p, &k)) || !flat_put(vm, &p, &vlen, &slot))
@@ -916,7 +974,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             switch (*p) {
             case OP_BINGET:
             case OP_LONG_BINGET:
-                if (!(p = flat_get(vm, p, first, &v)))
+                if (!(p = flat_get(vm, p, vlen, &v)))
                     goto abandon;
                 break;
             case OP_SHORT_BINUNICODE:
@@ -948,15 +1006,21 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                                 p++;
                                 break;
                             }
-                            if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
-                                l->len == FLAT_MAX_ITEMS || !(p = flat_get(vm, p, first, &it)))
+                            if (l->len == FLAT_MAX_ITEMS)
                                 goto abandon;
+                            if (*p == OP_EMPTY_DICT) {
+                                if (!(p = flat_inner_dict(vm, p, &vlen, &it)))
+                                    goto abandon;
+                            } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
+                                       !(p = flat_get(vm, p, vlen, &it))) {
+                                goto abandon;
+                            }
                             vm->flat_items[l->len++] = it;
                         }
                         continue;
                     }
                     if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
-                        (q = flat_get(vm, p, first, &it)) != NULL && q < end && *q == OP_APPEND) {
+                        (q = flat_get(vm, p, vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
                         if (l->len == FLAT_MAX_ITEMS)
                             goto abandon;
                         vm->flat_items[l->len++] = it;

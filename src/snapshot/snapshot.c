@@ -1644,7 +1644,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     po.on_append = on_append;
     po.append_ctx = b;
     po.list_token = list_token;
-    if (!getenv("GM_PICKLE_NO_FAST")) {
+    if (!getenv("GM_SNAPSHOT_NO_FAST_PATH")) {
         po.on_flat = on_flat;
         po.on_flat_end = on_flat_end;
     }
