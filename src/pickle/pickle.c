@@ -820,14 +820,16 @@ static inline const uint8_t *flat_scalar(struct vm *vm, const uint8_t *p, pk_val
         n = p[1];
         if (n > 8 || left - 2 < n)
             return NULL;
-        if (n == 8) {
-            u = le64(p + 2);
-        } else if (n) {
+        if (left - 2 >= 8) {
+            u = le64(p + 2); /* one load, then keep the n bytes of the number */
+            if (n < 8)
+                u &= ((uint64_t)1 << (8 * n)) - 1;
+        } else {
             for (size_t k = 0; k < n; k++)
                 u |= (uint64_t)p[2 + k] << (8 * k);
-            if (p[1 + n] & 0x80)
-                u |= ~(uint64_t)0 << (8 * n);
         }
+        if (n && n < 8 && (p[1 + n] & 0x80))
+            u |= ~(uint64_t)0 << (8 * n);
         i = (int64_t)u;
         if (i < SMALL_MIN || i > SMALL_MAX)
             return NULL;
@@ -1008,6 +1010,21 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                             }
                             if (l->len == FLAT_MAX_ITEMS)
                                 goto abandon;
+                            /* the common run of LONG_BINGETs, without the general checks */
+                            while (*p == OP_LONG_BINGET && end - p >= 6 &&
+                                   l->len < FLAT_MAX_ITEMS) {
+                                uint32_t idx = le32(p + 1);
+                                if (idx >= vlen || vm->memo[idx] == PK_HOLE ||
+                                    vm->memo[idx] == PK_DEAD)
+                                    goto abandon;
+                                it = vm->memo[idx];
+                                if (pk_tag(it) == PK_TAG_NODE)
+                                    ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
+                                vm->flat_items[l->len++] = it;
+                                p += 5;
+                            }
+                            if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
+                                continue;
                             if (*p == OP_EMPTY_DICT) {
                                 if (!(p = flat_inner_dict(vm, p, &vlen, &it)))
                                     goto abandon;

@@ -316,8 +316,16 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     const char *p;
     size_t n;
     uint32_t idx;
-    struct dm_entry *c = &b->str_by_val[dm_slot(v)];
+    struct dm_entry *c;
     enum gm_status st;
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string:
+     * checked first, and not cached by value (that value never comes again). */
+    if (b->last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
+        n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
+        *out = b->strs[b->last_str];
+        return GM_OK;
+    }
+    c = &b->str_by_val[dm_slot(v)];
     if (c->key == v && pk_tag(v) == PK_TAG_STR) {
         *out = b->strs[c->val];
         return GM_OK;
@@ -325,13 +333,8 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
                        what, pk_type_name(v));
-    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
-    if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
-        short_eq(p, b->strs[b->last_str], n)) {
-        idx = b->last_str;
-    } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
+    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
         return st;
-    }
     b->last_str = idx;
     b->last_str_ok = true;
     c->key = v;
