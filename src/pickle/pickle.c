@@ -978,6 +978,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             case OP_LONG_BINGET:
                 if (!(p = flat_get(vm, p, vlen, &v)))
                     goto abandon;
+                flat_ref_value(v);
                 break;
             case OP_SHORT_BINUNICODE:
             case OP_BINUNICODE:
@@ -1073,9 +1074,6 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
         l->cap = l->len;
         l->memo_idx = 0;
         l->items = vm->flat_items;
-        for (size_t i = 0; i < n; i++)
-            if (vm->flat_pairs[2 * i + 1] != (pk_val)(uintptr_t)l)
-                flat_ref_value(vm->flat_pairs[2 * i + 1]);
         tok = UINT32_MAX;
         if (vm->on_flat(vm->append_ctx, list, (pk_val)(uintptr_t)d, &tok, vm->err) != GM_OK)
             goto abandon;
