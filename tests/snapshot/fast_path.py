@@ -144,13 +144,13 @@ def main():
     rnd = random.Random(7)
     lo, hi = len(base) // 3, len(base) - 100
     path = os.path.join(tmp, "cut.pickle")
-    for i in range(16):
+    for i in range(12):
         cut = rnd.randrange(lo, hi)
         with open(path, "wb") as f:
             f.write(base[:cut])
         if not same("prefix of %d bytes" % cut, path, ("peak --json",)):
             break
-    for i in range(100):
+    for i in range(60):
         data = bytearray(base)
         for _ in range(1 + i % 3):
             at = rnd.randrange(lo, hi)
