@@ -113,6 +113,8 @@ const char *pk_opcode_name(uint8_t op)
 }
 
 #define FREE_CLASSES 64
+#define FLAT_MAX_PAIRS 32
+#define FLAT_MAX_ITEMS 1024
 
 /* The machine's state during one parse. */
 struct vm {
@@ -135,6 +137,12 @@ struct vm {
                                 struct gm_error *err);
     void *append_ctx;
     uint32_t (*list_token)(void *ctx, const struct pk_node *list);
+    enum gm_status (*on_flat)(void *ctx, const struct pk_node *list, pk_val item,
+                              uint32_t *list_tok, struct gm_error *err);
+    void (*on_flat_end)(void *ctx, const struct pk_node *list, bool commit);
+    struct pk_node flat_dict, flat_list; /* the transient nodes of flat_batch() */
+    pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
+    pk_val flat_items[FLAT_MAX_ITEMS];
     bool drop_behind;
     bool limit_hit; /* a heap array hit the memory cap */
     /* recycled containers (from consumed appends) and item arrays by slot count */
@@ -532,6 +540,22 @@ static uint64_t le(const uint8_t *p, unsigned n)
     return v;
 }
 
+/* Fixed-width little-endian loads (compilers merge the byte loads into one). */
+static inline uint32_t le16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static inline uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t le64(const uint8_t *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
 /* A string-like opcode with a length prefix of 'w' bytes at the current position. */
 static enum gm_status string_op(struct vm *vm, uint8_t op, uint64_t off, unsigned w)
 {
@@ -659,6 +683,429 @@ static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, si
     return GM_OK;
 }
 
+/* ---- the flat fast path (pk_opts.on_flat) ----
+ * A batch "MARK item... APPENDS" of a streamed list in which every item is
+ *   EMPTY_DICT [put] MARK (key value)* SETITEMS
+ *   key:   a string literal [put], or a memo reference to a string or number
+ *   value: BININT1/BININT2/BININT/LONG1 (fitting a small int), NONE/NEWTRUE/NEWFALSE, a
+ *          string literal [put], a memo reference, or (once per dict) a list of memo
+ *          references and new dicts of strings and scalars (frames seen for the first time,
+ *          built as real nodes): EMPTY_LIST [put] (MARK item* APPENDS | ref APPEND)*
+ * with FRAME opcodes between objects, is read here without building nodes or pushing
+ * anything: each dict goes to on_flat as a transient node.  The memo slots the batch puts
+ * are written past memo_len with their final values (PK_DEAD for a consumed dict, the
+ * consumer's token for its list, the string itself) and only counted once the batch ends
+ * with its APPENDS.  Anything else (a put that is not the next slot, a reference to the
+ * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a consumer
+ * error, a limit) abandons the batch, which the ordinary path then reads again from its
+ * MARK, reporting any error itself.  The effects that stay behind (SHARED flags and
+ * reference counts on nodes the batch referenced) are the ones the ordinary path has too,
+ * counts at most overstated, which only keeps more nodes alive. */
+
+static inline const uint8_t *skip_frames(const uint8_t *p, const uint8_t *end)
+{
+    while (p < end && *p == OP_FRAME) {
+        if ((size_t)(end - p) < 9 || le64(p + 1) > (uint64_t)(end - p - 9))
+            return NULL;
+        p += 9;
+    }
+    return p;
+}
+
+/* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
+ * slot or SIZE_MAX; false abandons the batch. */
+static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+{
+    const uint8_t *p = *pp;
+    uint64_t idx;
+    *slot = SIZE_MAX;
+    if (p >= vm->end)
+        return true;
+    if (*p == OP_MEMOIZE) {
+        idx = *vlen;
+        p += 1;
+    } else if (*p == OP_BINPUT) {
+        if (vm->end - p < 2)
+            return false;
+        idx = p[1];
+        p += 2;
+    } else if (*p == OP_LONG_BINPUT) {
+        if (vm->end - p < 5)
+            return false;
+        idx = le32(p + 1);
+        p += 5;
+    } else {
+        return true;
+    }
+    if (idx != *vlen)
+        return false;
+    if (*vlen >= vm->memo_cap &&
+        !grow(vm, (void **)&vm->memo, &vm->memo_cap, *vlen + 1, sizeof(pk_val)))
+        return false;
+    vm->memo[*vlen] = PK_HOLE;
+    *slot = (*vlen)++;
+    *pp = p;
+    return true;
+}
+
+/* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot below
+ * 'first' (the slots in use) and final (the current dict's own slot and its list's are holes
+ * until the dict is done).  Returns the position after it, or NULL. */
+static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
+{
+    uint64_t idx;
+    pk_val v;
+    if (*p == OP_BINGET) {
+        if (vm->end - p < 2)
+            return NULL;
+        idx = p[1];
+        p += 2;
+    } else {
+        if (vm->end - p < 5)
+            return NULL;
+        idx = le32(p + 1);
+        p += 5;
+    }
+    if (idx >= first)
+        return NULL;
+    v = vm->memo[idx];
+    if (v == PK_HOLE || v == PK_DEAD)
+        return NULL;
+    if (pk_tag(v) == PK_TAG_NODE)
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    *out = v;
+    return p;
+}
+
+/* A string literal at p: its value, or NULL when it runs past the end. */
+static inline const uint8_t *flat_str(struct vm *vm, const uint8_t *p, pk_val *out)
+{
+    uint64_t n;
+    unsigned w = *p == OP_SHORT_BINUNICODE ? 1 : 4;
+    if ((size_t)(vm->end - p) < 1 + w)
+        return NULL;
+    n = w == 1 ? p[1] : le32(p + 1);
+    if (n > (uint64_t)(vm->end - p) - 1 - w)
+        return NULL;
+    *out = ((pk_val)OFF(vm, p) << 3) | PK_TAG_STR;
+    return p + 1 + w + n;
+}
+
+/* A scalar value at p (not a memo reference, not a string): NULL when it is none. */
+static inline const uint8_t *flat_scalar(struct vm *vm, const uint8_t *p, pk_val *out)
+{
+    size_t left = (size_t)(vm->end - p);
+    switch (*p) {
+    case OP_BININT1:
+        if (left < 2)
+            return NULL;
+        *out = ((pk_val)p[1] << 3) | PK_TAG_INT;
+        return p + 2;
+    case OP_BININT2:
+        if (left < 3)
+            return NULL;
+        *out = ((pk_val)le16(p + 1) << 3) | PK_TAG_INT;
+        return p + 3;
+    case OP_BININT:
+        if (left < 5)
+            return NULL;
+        *out = ((pk_val)(int64_t)(int32_t)le32(p + 1) << 3) | PK_TAG_INT;
+        return p + 5;
+    case OP_LONG1: {
+        size_t n;
+        uint64_t u = 0;
+        int64_t i;
+        if (left < 2)
+            return NULL;
+        n = p[1];
+        if (n > 8 || left - 2 < n)
+            return NULL;
+        if (left - 2 >= 8) {
+            u = le64(p + 2); /* one load, then keep the n bytes of the number */
+            if (n < 8)
+                u &= ((uint64_t)1 << (8 * n)) - 1;
+        } else {
+            for (size_t k = 0; k < n; k++)
+                u |= (uint64_t)p[2 + k] << (8 * k);
+        }
+        if (n && n < 8 && (p[1 + n] & 0x80))
+            u |= ~(uint64_t)0 << (8 * n);
+        i = (int64_t)u;
+        if (i < SMALL_MIN || i > SMALL_MAX)
+            return NULL;
+        *out = ((pk_val)i << 3) | PK_TAG_INT;
+        return p + 2 + n;
+    }
+    case OP_NONE:
+        *out = PK_NONE;
+        return p + 1;
+    case OP_NEWTRUE:
+        *out = PK_TRUE;
+        return p + 1;
+    case OP_NEWFALSE:
+        *out = PK_FALSE;
+        return p + 1;
+    default:
+        return NULL;
+    }
+}
+
+/* A container value put into the dict: count the reference as add_pairs and recycle do
+ * (a list's count goes back down when the dict is consumed). */
+static inline void flat_ref_value(pk_val v)
+{
+    if (pk_tag(v) == PK_TAG_NODE && v) {
+        struct pk_node *c = (struct pk_node *)(uintptr_t)v;
+        if (c->kind != PK_LIST ? c->refs < UINT8_MAX : c->refs == UINT8_MAX - 1)
+            c->refs++;
+    }
+}
+
+/* A dict of scalars and strings inside a list (a frame seen for the first time):
+ * EMPTY_DICT [put] MARK (key value)* SETITEMS, built as a real node, since later entries
+ * refer to it.  Returns the position after it, or NULL. */
+static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *vlen, pk_val *out)
+{
+    const uint8_t *end = vm->end;
+    pk_val kv[2 * 8];
+    size_t n = 0, slot, dslot;
+    struct pk_node *d;
+    p++;
+    if (!flat_put(vm, &p, vlen, &dslot))
+        return NULL;
+    if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
+        return NULL;
+    p++;
+    for (;;) {
+        pk_val v;
+        if (!(p = skip_frames(p, end)) || p >= end)
+            return NULL;
+        if (*p == OP_SETITEMS) {
+            p++;
+            break;
+        }
+        if (n == 2 * 8)
+            return NULL;
+        if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
+            if (!(p = flat_get(vm, p, *vlen, &v)) || pk_tag(v) == PK_TAG_NODE)
+                return NULL;
+        } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
+            if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, vlen, &slot))
+                return NULL;
+            if (slot != SIZE_MAX)
+                vm->memo[slot] = v;
+        } else if (n % 2 == 0 || !(p = flat_scalar(vm, p, &v))) {
+            return NULL; /* keys: strings; values: strings or scalars */
+        }
+        kv[n++] = v;
+        if (n % 2 == 0 && !(p = skip_frames(p, end)))
+            return NULL;
+    }
+    if (n % 2)
+        return NULL;
+    d = new_node(vm, PK_DICT, (uint32_t)(n / 2));
+    if (!d)
+        return NULL;
+    if (n)
+        memcpy(d->items, kv, n * sizeof(pk_val));
+    d->len = (uint32_t)(n / 2);
+    if (dslot != SIZE_MAX) {
+        d->n_puts = 1;
+        d->memo_idx = (uint32_t)(dslot > UINT32_MAX ? UINT32_MAX : dslot);
+        vm->memo[dslot] = (pk_val)(uintptr_t)d;
+    }
+    *out = (pk_val)(uintptr_t)d;
+    return p;
+}
+
+/* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
+ * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
+static bool flat_batch(struct vm *vm, struct pk_node *list)
+{
+    const uint8_t *p = vm->p, *end = vm->end;
+    size_t vlen = vm->memo_len, count = 0;
+    struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
+
+    if (vm->n_marks + 2 > vm->marks_max)
+        return false;
+    for (;;) {
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
+        bool have_list = false;
+        uint32_t tok;
+
+        if (!(p = skip_frames(p, end)) || p >= end)
+            goto abandon;
+        if (*p == OP_APPENDS) {
+            p++;
+            break;
+        }
+        if (*p != OP_EMPTY_DICT || ++count + vm->sp + 64 > vm->stack_max)
+            goto abandon;
+        p++;
+        if (!flat_put(vm, &p, &vlen, &dict_slot))
+            goto abandon;
+        if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
+            goto abandon;
+        p++;
+        for (;;) {
+            pk_val k, v;
+            size_t slot;
+            if (!(p = skip_frames(p, end)) || p >= end)
+                goto abandon;
+            if (*p == OP_SETITEMS) {
+                p++;
+                break;
+            }
+            if (n == FLAT_MAX_PAIRS)
+                goto abandon;
+            /* key */
+            if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
+                if (!(p = flat_get(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
+                    goto abandon;
+            } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
+                if (!(p = flat_str(vm, p, &k)) || !flat_put(vm, &p, &vlen, &slot))
+                    goto abandon;
+                if (slot != SIZE_MAX)
+                    vm->memo[slot] = k;
+            } else {
+                goto abandon;
+            }
+            /* value */
+            if (!(p = skip_frames(p, end)) || p >= end)
+                goto abandon;
+            switch (*p) {
+            case OP_BINGET:
+            case OP_LONG_BINGET:
+                if (!(p = flat_get(vm, p, vlen, &v)))
+                    goto abandon;
+                flat_ref_value(v);
+                break;
+            case OP_SHORT_BINUNICODE:
+            case OP_BINUNICODE:
+                if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, &vlen, &slot))
+                    goto abandon;
+                if (slot != SIZE_MAX)
+                    vm->memo[slot] = v;
+                break;
+            case OP_EMPTY_LIST:
+                if (have_list)
+                    goto abandon;
+                have_list = true;
+                p++;
+                if (!flat_put(vm, &p, &vlen, &list_slot))
+                    goto abandon;
+                l->len = 0;
+                for (;;) {
+                    const uint8_t *q;
+                    pk_val it;
+                    if (!(p = skip_frames(p, end)) || p >= end)
+                        goto abandon;
+                    if (*p == OP_MARK) {
+                        p++;
+                        for (;;) {
+                            if (!(p = skip_frames(p, end)) || p >= end)
+                                goto abandon;
+                            if (*p == OP_APPENDS) {
+                                p++;
+                                break;
+                            }
+                            if (l->len == FLAT_MAX_ITEMS)
+                                goto abandon;
+                            /* the common run of LONG_BINGETs, without the general checks */
+                            while (*p == OP_LONG_BINGET && end - p >= 6 &&
+                                   l->len < FLAT_MAX_ITEMS) {
+                                uint32_t idx = le32(p + 1);
+                                if (idx >= vlen || vm->memo[idx] == PK_HOLE ||
+                                    vm->memo[idx] == PK_DEAD)
+                                    goto abandon;
+                                it = vm->memo[idx];
+                                if (pk_tag(it) == PK_TAG_NODE)
+                                    ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
+                                vm->flat_items[l->len++] = it;
+                                p += 5;
+                            }
+                            if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
+                                continue;
+                            if (*p == OP_EMPTY_DICT) {
+                                if (!(p = flat_inner_dict(vm, p, &vlen, &it)))
+                                    goto abandon;
+                            } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
+                                       !(p = flat_get(vm, p, vlen, &it))) {
+                                goto abandon;
+                            }
+                            vm->flat_items[l->len++] = it;
+                        }
+                        continue;
+                    }
+                    if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
+                        (q = flat_get(vm, p, vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
+                        if (l->len == FLAT_MAX_ITEMS)
+                            goto abandon;
+                        vm->flat_items[l->len++] = it;
+                        p = q + 1;
+                        continue;
+                    }
+                    break; /* the next key */
+                }
+                ref_items(vm->flat_items, l->len);
+                v = (pk_val)(uintptr_t)l;
+                break;
+            default:
+                if (!(p = flat_scalar(vm, p, &v)))
+                    goto abandon;
+                break;
+            }
+            vm->flat_pairs[2 * n] = k;
+            vm->flat_pairs[2 * n + 1] = v;
+            n++;
+        }
+        /* the dict is complete: hand it over */
+        d->kind = PK_DICT;
+        d->flags = PK_NODE_SCRATCH;
+        d->n_puts = dict_slot != SIZE_MAX;
+        d->refs = 0;
+        d->len = d->cap = (uint32_t)n;
+        d->memo_idx = 0;
+        d->items = vm->flat_pairs;
+        l->kind = PK_LIST;
+        l->flags = PK_NODE_SCRATCH;
+        l->n_puts = list_slot != SIZE_MAX;
+        l->refs = 1;
+        l->cap = l->len;
+        l->memo_idx = 0;
+        l->items = vm->flat_items;
+        tok = UINT32_MAX;
+        if (vm->on_flat(vm->append_ctx, list, (pk_val)(uintptr_t)d, &tok, vm->err) != GM_OK)
+            goto abandon;
+        if (dict_slot != SIZE_MAX)
+            vm->memo[dict_slot] = PK_DEAD;
+        if (list_slot != SIZE_MAX) {
+            if (tok != UINT32_MAX) {
+                vm->memo[list_slot] = PK_TOKEN(tok);
+            } else {
+                /* not read as a stack: keep it as a real list */
+                struct pk_node *c = new_node(vm, PK_LIST, l->len);
+                if (!c)
+                    goto abandon;
+                if (l->len)
+                    memcpy(c->items, l->items, (size_t)l->len * sizeof(pk_val));
+                c->len = l->len;
+                c->n_puts = 1;
+                c->memo_idx = (uint32_t)(list_slot > UINT32_MAX ? UINT32_MAX : list_slot);
+                vm->memo[list_slot] = (pk_val)(uintptr_t)c;
+            }
+        }
+    }
+    vm->memo_len = vlen;
+    vm->n_marks--;
+    vm->p = p;
+    vm->on_flat_end(vm->append_ctx, list, true);
+    return true;
+abandon:
+    vm->on_flat_end(vm->append_ctx, list, false);
+    return false;
+}
+
 static enum gm_status run(struct vm *vm)
 {
     uint64_t next_progress = 16u << 20;
@@ -719,6 +1166,9 @@ static enum gm_status run(struct vm *vm)
                 !grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
                 return nomem(vm, off);
             vm->marks[vm->n_marks++] = vm->sp;
+            if (vm->on_flat && vm->sp && pk_node_of_kind(vm->stack[vm->sp - 1], PK_LIST) &&
+                (pk_node(vm->stack[vm->sp - 1])->flags & PK_NODE_STREAMED))
+                (void)flat_batch(vm, (struct pk_node *)(uintptr_t)vm->stack[vm->sp - 1]);
             break;
         case OP_POP:
             if (vm->sp > floor_sp(vm)) {
@@ -1043,6 +1493,8 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
         vm.append_ctx = o->append_ctx;
         vm.list_token = o->list_token;
         vm.drop_behind = o->drop_behind;
+        vm.on_flat = o->on_flat;
+        vm.on_flat_end = o->on_flat_end;
     }
 
     if (len == 0) {

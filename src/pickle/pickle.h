@@ -56,6 +56,8 @@ enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
 enum pk_node_flags {
     PK_NODE_SHARED = 1 << 0,   /* pushed again from the memo or by DUP */
     PK_NODE_STREAMED = 1 << 1, /* a list whose items an append hook consumed */
+    PK_NODE_SCRATCH = 1 << 2,  /* a transient node of the flat fast path (see pk_opts.on_flat):
+                                  valid only during the call, never to be remembered */
 };
 
 struct pk_node {
@@ -114,6 +116,19 @@ struct pk_opts {
      * reference gets the token instead of the list (a trace entry's frames, referenced
      * again by later entries, become the consumer's stack id). */
     uint32_t (*list_token)(void *ctx, const struct pk_node *list);
+    /* Fast path for the items of a streamed list (one whose items on_append consumed):
+     * when a whole MARK ... APPENDS batch of it consists of flat dicts (scalar or string
+     * values, at most one list of memo references), the parser decodes them without
+     * building nodes and calls on_flat once per dict with a transient dict (its list value,
+     * if any, a transient list flagged PK_NODE_SCRATCH).  The consumer records the item
+     * provisionally and sets *list_tok to the token for the transient list (as list_token
+     * would), or leaves it UINT32_MAX.  on_flat_end(commit) ends the batch: commit is true
+     * when the batch was fully read this way; false means the provisional items must be
+     * dropped, and the batch is then read again by the ordinary path.  A non-OK status from
+     * on_flat only makes the parser fall back to the ordinary path. */
+    enum gm_status (*on_flat)(void *ctx, const struct pk_node *list, pk_val item,
+                              uint32_t *list_tok, struct gm_error *err);
+    void (*on_flat_end)(void *ctx, const struct pk_node *list, bool commit);
     /* The input is a private file mapping: give back pages well behind the cursor
      * (madvise MADV_DONTNEED), so resident memory stays below the file size. */
     bool drop_behind;

@@ -119,3 +119,18 @@ uint64_t hmap_hash_bytes(const void *p, size_t n, uint64_t seed)
     }
     return hmap_mix(h ^ n);
 }
+
+bool hmap_set(struct hmap *m, uint64_t key, uint32_t val)
+{
+    size_t i, mask;
+    uint64_t k = fix(key);
+    if (m->cap) {
+        mask = m->cap - 1;
+        for (i = hmap_mix(k) & mask; m->keys[i]; i = (i + 1) & mask)
+            if (m->keys[i] == k) {
+                m->vals[i] = val;
+                return true;
+            }
+    }
+    return hmap_put(m, key, val);
+}

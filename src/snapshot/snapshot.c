@@ -114,6 +114,7 @@ struct stream {
     struct gm_snapshot_event *ev;
     size_t n, cap;
     size_t unknown;
+    size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat), after n */
 };
 
 struct builder {
@@ -172,6 +173,9 @@ struct builder {
     uint32_t last_str;   /* index in strs of the last string interned from a value */
     bool last_str_ok;
     bool in_hook; /* read_event runs inside on_append */
+    const struct pk_node *flat_list; /* the list of the last on_flat, and its stream */
+    uint32_t flat_si;
+    uint32_t scratch_tok; /* the stack id read from a transient frames list */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -298,14 +302,30 @@ static enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, c
     return st;
 }
 
+static inline bool short_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 /* An interned copy of string value 'v'. */
 static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
 {
     const char *p;
     size_t n;
     uint32_t idx;
-    struct dm_entry *c = &b->str_by_val[dm_slot(v)];
+    struct dm_entry *c;
     enum gm_status st;
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string:
+     * checked first, and not cached by value (that value never comes again). */
+    if (b->last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
+        n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
+        *out = b->strs[b->last_str];
+        return GM_OK;
+    }
+    c = &b->str_by_val[dm_slot(v)];
     if (c->key == v && pk_tag(v) == PK_TAG_STR) {
         *out = b->strs[c->val];
         return GM_OK;
@@ -313,13 +333,8 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
                        what, pk_type_name(v));
-    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string. */
-    if (b->last_str_ok && n == b->str_lens[b->last_str] && n <= 16 &&
-        !memcmp(p, b->strs[b->last_str], n)) {
-        idx = b->last_str;
-    } else if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK) {
+    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
         return st;
-    }
     b->last_str = idx;
     b->last_str_ok = true;
     c->key = v;
@@ -336,14 +351,10 @@ static enum gm_status bad_type(struct builder *b, const char *where, size_t i, e
                    pk_type_name(v), want);
 }
 
-static enum gm_status get_u64(struct builder *b, const char *where, size_t i, enum word key,
-                              pk_val v, uint64_t *out)
+static enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i,
+                                   enum word key, pk_val v, uint64_t *out)
 {
     int64_t s;
-    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
-        *out = v >> 3;
-        return GM_OK;
-    }
     if (pk_get_u64(v, out))
         return GM_OK;
     /* Negative values where the schema has unsigned ones: keep the two's complement, as the
@@ -355,9 +366,23 @@ static enum gm_status get_u64(struct builder *b, const char *where, size_t i, en
     return bad_type(b, where, i, key, v, "an int");
 }
 
-static enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
-                              pk_val v, int64_t *out)
+static inline enum gm_status get_u64(struct builder *b, const char *where, size_t i,
+                                     enum word key, pk_val v, uint64_t *out)
 {
+    if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
+        *out = v >> 3;
+        return GM_OK;
+    }
+    return get_u64_slow(b, where, i, key, v, out);
+}
+
+static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i,
+                                     enum word key, pk_val v, int64_t *out)
+{
+    if (pk_tag(v) == PK_TAG_INT) {
+        *out = (int64_t)v >> 3;
+        return GM_OK;
+    }
     if (pk_get_i64(v, out))
         return GM_OK;
     return bad_type(b, where, i, key, v, "an int");
@@ -527,7 +552,7 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
-    struct dm_entry *dc, *ldc;
+    struct dm_entry *dc, *ldc, scratch_dc;
     uint64_t h, hs;
     bool all_shared = true;
     enum gm_status st;
@@ -547,7 +572,9 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     /* A frames list object is recycled by the parser only through list_token(), which
      * clears its entry here, so an address found here is still that list. */
     ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)l)];
-    if (ldc->key == (uint64_t)(uintptr_t)l) {
+    if (l->flags & PK_NODE_SCRATCH) {
+        ldc = &scratch_dc; /* a transient list: never remembered by its address */
+    } else if (ldc->key == (uint64_t)(uintptr_t)l) {
         *out = ldc->val;
         return GM_OK;
     }
@@ -837,16 +864,18 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
                                    uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
-    uint64_t h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
-                          ((uint64_t)(uintptr_t)x->compile_context * 3) ^
-                          ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
-                          ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
-    struct dm_entry *dc = &b->extra_dm[dm_slot(h)];
+    uint64_t h;
+    struct dm_entry *dc;
     uint32_t id;
     if (b->last_extra && extra_eq(&c, b->last_extra - 1)) {
         *out = b->last_extra;
         return GM_OK;
     }
+    h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+                        ((uint64_t)(uintptr_t)x->compile_context * 3) ^
+                        ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
+                        ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
+    dc = &b->extra_dm[dm_slot(h)];
     if (dc->key == h && extra_eq(&c, dc->val)) {
         b->last_extra = dc->val + 1;
         *out = dc->val + 1;
@@ -940,6 +969,10 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
         case W_FRAMES:
             st = intern_stack(b, val, &e->stack);
             e->flags |= GM_EVENT_HAS_FRAMES;
+            if (st == GM_OK && pk_node(val) && (pk_node(val)->flags & PK_NODE_SCRATCH)) {
+                b->scratch_tok = e->stack;
+                break;
+            }
             /* the lists the parser may recycle (see pickle.c recycle()) */
             if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
                 !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
@@ -1059,6 +1092,52 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     b->in_hook = false;
     *consumed = true;
     return GM_OK;
+}
+
+/* The flat fast path (pickle.h): one trace entry of a streamed device trace, kept
+ * provisionally until on_flat_end. */
+static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item,
+                              uint32_t *list_tok, struct gm_error *err)
+{
+    struct builder *b = ctx;
+    struct stream *str;
+    size_t at;
+    enum gm_status st;
+    (void)err;
+    if (list != b->flat_list) {
+        uint32_t si = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)list, NULL, NULL);
+        if (si == HMAP_NONE)
+            return GM_ERR_FORMAT; /* not a device trace: the ordinary path reads it */
+        b->flat_list = list;
+        b->flat_si = si;
+    }
+    str = &b->streams[b->flat_si];
+    at = str->n + str->prov;
+    if (at >= str->cap &&
+        !grow_arr((void **)&str->ev, &str->cap, at + 1, sizeof(struct gm_snapshot_event)))
+        return GM_ERR_NOMEM;
+    b->scratch_tok = UINT32_MAX;
+    st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
+    if (st != GM_OK)
+        return st;
+    str->prov++;
+    *list_tok = b->scratch_tok;
+    return GM_OK;
+}
+
+static void on_flat_end(void *ctx, const struct pk_node *list, bool commit)
+{
+    struct builder *b = ctx;
+    struct stream *str;
+    if (list != b->flat_list)
+        return; /* no on_flat call got this far */
+    str = &b->streams[b->flat_si];
+    if (commit) {
+        str->n += str->prov;
+        str->unknown += str->prov_unknown;
+    }
+    str->prov = 0;
+    str->prov_unknown = 0;
 }
 
 /* The parser recycles a trace entry's frames list: hand it the stack id we read it as (a
@@ -1568,6 +1647,10 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     po.on_append = on_append;
     po.append_ctx = b;
     po.list_token = list_token;
+    if (!getenv("GM_SNAPSHOT_NO_FAST_PATH")) {
+        po.on_flat = on_flat;
+        po.on_flat_end = on_flat_end;
+    }
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */

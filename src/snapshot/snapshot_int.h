@@ -28,6 +28,9 @@ uint32_t hmap_find(const struct hmap *m, uint64_t key, bool (*eq)(void *ctx, uin
 bool hmap_put(struct hmap *m, uint64_t key, uint32_t val);
 /* Remove the first entry with 'key' (eq NULL); returns whether one was removed. */
 bool hmap_del(struct hmap *m, uint64_t key);
+/* For maps with one entry per key: set key -> val, replacing the value of an existing entry
+ * (one probe instead of hmap_del + hmap_put).  false when out of memory. */
+bool hmap_set(struct hmap *m, uint64_t key, uint32_t val);
 
 static inline uint64_t hmap_mix(uint64_t h)
 {

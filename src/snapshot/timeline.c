@@ -120,8 +120,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
             struct elem x = {e->addr, e->size, e->stack, NO_SEG, (int32_t)k, NEVER};
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
-            (void)hmap_del(&pending, e->addr);
-            if (!hmap_put(&pending, e->addr, (uint32_t)(el.n - 1)))
+            if (!hmap_set(&pending, e->addr, (uint32_t)(el.n - 1)))
                 goto out_nomem;
             touch[k] = (int32_t)(el.n - 1);
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {

@@ -10,3 +10,8 @@ if(GM_PYTHON3)
     COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/hostile.py $<TARGET_FILE:gpumem>)
   set_tests_properties(snapshot/hostile PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
 endif()
+if(GM_PYTHON3)
+  add_test(NAME snapshot/fast-path
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/fast_path.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/fast-path PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()
