@@ -188,6 +188,18 @@ static inline bool pk_is_bool(pk_val v)
  * input.  'is_bytes' (may be NULL) tells bytes from str. */
 bool pk_get_str(const struct pk_doc *doc, pk_val v, const char **p, size_t *n, bool *is_bytes);
 
+/* pk_get_str() for the commonest case, inline: a str written with SHORT_BINUNICODE (the
+ * parser checked its bounds when it read it).  false for any other value. */
+static inline bool pk_short_str(const struct pk_doc *doc, pk_val v, const char **p, size_t *n)
+{
+    uint64_t off = v >> 3;
+    if ((v & 7u) != PK_TAG_STR || off + 1 >= doc->len || doc->data[off] != 0x8c)
+        return false;
+    *n = doc->data[off + 1];
+    *p = (const char *)doc->data + off + 2;
+    return true;
+}
+
 /* A stable identity of a string value (equal for two references to one memoized string),
  * 0 if 'v' is not a string: a cache key for consumers. */
 static inline uint64_t pk_str_id(pk_val v)

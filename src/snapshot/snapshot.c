@@ -11,6 +11,7 @@
  * by the pickle object (memo sharing makes most look-ups hit there) and one by content
  * (for writers that share nothing, like 2.0). */
 #include "snapshot/snapshot_int.h"
+#include "base/prefault.h"
 
 #include "gpumem/arena.h"
 #include "pickle/pickle.h"
@@ -115,6 +116,7 @@ struct stream {
     size_t n, cap;
     size_t unknown;
     size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat), after n */
+    size_t prefaulted;         /* bytes of ev mapped ahead (base/prefault.h) */
 };
 
 struct builder {
@@ -320,7 +322,13 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
     enum gm_status st;
     /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string:
      * checked first, and not cached by value (that value never comes again). */
-    if (b->last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
+    if (b->last_str_ok && pk_short_str(b->doc, v, &p, &n)) {
+        /* the common case, without a call: a SHORT_BINUNICODE */
+        if (n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
+            *out = b->strs[b->last_str];
+            return GM_OK;
+        }
+    } else if (b->last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
         n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
         *out = b->strs[b->last_str];
         return GM_OK;
@@ -1116,6 +1124,9 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
     if (at >= str->cap &&
         !grow_arr((void **)&str->ev, &str->cap, at + 1, sizeof(struct gm_snapshot_event)))
         return GM_ERR_NOMEM;
+    if ((at + 1) * sizeof(struct gm_snapshot_event) > str->prefaulted)
+        str->prefaulted = gm_prefault_ahead(str->ev, str->cap * sizeof(struct gm_snapshot_event),
+                                            at * sizeof(struct gm_snapshot_event));
     b->scratch_tok = UINT32_MAX;
     st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
     if (st != GM_OK)
