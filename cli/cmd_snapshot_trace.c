@@ -30,7 +30,7 @@ static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_
         gm_json_kv_u64(&w, "addr", e->addr);
     }
     gm_json_kv_u64(&w, "size", e->size);
-    gm_json_kv_u64(&w, "stream", e->stream);
+    gm_json_kv_u64(&w, "stream", x ? x->stream : 0);
     if (e->flags & GM_EVENT_HAS_TIME)
         gm_json_kv_i64(&w, "time_us", e->time_us);
     else
@@ -65,8 +65,8 @@ static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_
         printf("0x%014" PRIx64 " %11s", e->addr,
                gm_format_bytes(sz, sizeof(sz), e->size, GM_UNITS_IEC));
     printf("  total %11s", gm_format_bytes(tot, sizeof(tot), tl->allocated[k + 1], GM_UNITS_IEC));
-    if (e->stream)
-        printf("  stream 0x%" PRIx64, e->stream);
+    if (x && x->stream)
+        printf("  stream 0x%" PRIx64, x->stream);
     if (e->action == GM_ACTION_OOM)
         printf("  (%s free in CUDA)", gm_format_bytes(sz, sizeof(sz), e->addr, GM_UNITS_IEC));
     if (u >= 0)

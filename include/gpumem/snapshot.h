@@ -133,11 +133,11 @@ enum gm_event_flags {
     GM_EVENT_HAS_POOL_ID = 1 << 3, /* pool_id is valid */
 };
 
-/* One trace entry.  48 bytes; a device trace is a plain array of these. */
+/* One trace entry.  40 bytes; a device trace is a plain array of these.  The stream is
+ * one of the interned extra fields: gm_snapshot_event_stream(). */
 struct gm_snapshot_event {
     uint64_t addr;   /* block or segment address; for GM_ACTION_OOM: device_free (bytes) */
     uint64_t size;   /* bytes: requested bytes for alloc/free_*, range for segment_* */
-    uint64_t stream; /* raw cudaStream_t value */
     int64_t time_us; /* microseconds since the epoch; valid if flags & GM_EVENT_HAS_TIME */
     uint32_t stack;  /* stack id, 0 when not recorded */
     uint32_t extra;  /* index+1 into gm_snapshot.extras, 0 when none */
@@ -145,9 +145,11 @@ struct gm_snapshot_event {
     uint8_t flags;   /* enum gm_event_flags */
 };
 
-/* Per-event fields that repeat (compile_context is "N/A" on every 2.8+ entry), kept out of
- * the hot 48-byte event and interned: equal combinations share one entry. */
+/* Per-event fields that repeat (the stream; compile_context is "N/A" on every 2.8+ entry),
+ * kept out of the hot 40-byte event and interned: equal combinations share one entry.  An
+ * event on stream 0 without any of the other fields has none (extra 0). */
 struct gm_snapshot_event_extra {
+    uint64_t stream;             /* raw cudaStream_t value */
     const char *action_name;     /* the raw action string of GM_ACTION_OTHER, else NULL */
     const char *compile_context; /* NULL when absent */
     const char *user_metadata;   /* NULL when absent */
@@ -261,6 +263,13 @@ void gm_snapshot_free(struct gm_snapshot *snap);
 /* The extra fields of event 'e', or NULL when it has none. Borrowed. */
 const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
                                                                  const struct gm_snapshot_event *e);
+
+/* The raw cudaStream_t value of event 'e' (0: the default stream). */
+static inline uint64_t gm_snapshot_event_stream(const struct gm_snapshot *snap,
+                                                const struct gm_snapshot_event *e)
+{
+    return e->extra && e->extra <= snap->n_extras ? snap->extras[e->extra - 1].stream : 0;
+}
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_snapshot_device *gm_snapshot_device_by_index(const struct gm_snapshot *snap,

@@ -156,6 +156,7 @@ static void ev_push(struct evlist *l, enum gm_alloc_event_kind k, uint64_t size,
 }
 
 struct run_ctx {
+    const struct gm_snapshot *snap;
     struct evlist pred;
     int64_t at;       /* trace index being replayed */
     uint64_t n_frees; /* segment_free + segment_unmap produced */
@@ -500,7 +501,7 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
         }
         switch (e->action) {
         case GM_ACTION_ALLOC:
-            st = gm_alloc_malloc(a, e->size, (int64_t)e->stream, &ptr, err);
+            st = gm_alloc_malloc(a, e->size, (int64_t)gm_snapshot_event_stream(rc->snap, e), &ptr, err);
             if (st == GM_ERR_LIMIT) {
                 if (!out->n_ooms++) {
                     out->first_oom_event = (int64_t)k;
@@ -676,6 +677,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
             continue;
         }
         memset(&rc, 0, sizeof(rc));
+        rc.snap = snap;
         st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, &final,
                  err);
         if (st == GM_OK) {
@@ -689,6 +691,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         gm_free(rc.pred.v);
         if (st == GM_OK && opts->what_if) {
             memset(&rc, 0, sizeof(rc));
+            rc.snap = snap;
             st = run(dev, opts->what_if, opts->device_bytes, opts->device_bytes,
                      opts->memory_fraction, false, &emp, &rc, &rd->what_if, NULL, err);
             rd->has_what_if = st == GM_OK;

@@ -92,7 +92,7 @@ static enum gm_status build_allocs(struct work *w, struct gm_error *err)
                 goto nomem;
             a->addr = e->addr;
             a->bytes = e->size;
-            a->stream = e->stream;
+            a->stream = gm_snapshot_event_stream(w->snap, e);
             a->alloc_event = (int64_t)k;
             a->stack = e->stack;
             if (trace.n - 1 >= (size_t)0x7fffffff)
@@ -124,7 +124,7 @@ static enum gm_status build_allocs(struct work *w, struct gm_error *err)
                     goto nomem;
                 a->addr = e->addr;
                 a->bytes = e->size;
-                a->stream = e->stream;
+                a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int64_t)k;
                 a->free_stack = e->stack;
                 w->ev_free[k] = (uint32_t)(early.n - 1) | 0x80000000u;

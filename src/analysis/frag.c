@@ -157,7 +157,7 @@ static enum gm_oom_verdict verdict_of(const struct gm_analysis_frag *f, uint64_t
     return GM_VERDICT_SHORTAGE;
 }
 
-static enum gm_status compute_at(const struct gm_snapshot_device *sd,
+static enum gm_status compute_at(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
                                  const struct gm_analysis_device *dev, struct gm_arena *arena,
                                  const struct ranges *rs, int64_t k, struct gm_analysis_frag *f,
                                  struct live *buf, struct gm_error *err)
@@ -229,12 +229,13 @@ static enum gm_status compute_at(const struct gm_snapshot_device *sd,
         f->requested = e->size;
         f->device_free = gm_snapshot_event_device_free(e);
         f->stack = e->stack;
-        f->verdict = (uint8_t)verdict_of(f, e->stream);
+        f->verdict = (uint8_t)verdict_of(f, gm_snapshot_event_stream(snap, e));
     }
     return GM_OK;
 }
 
-static bool apply_event(struct ranges *rs, const struct gm_snapshot_event *e, bool forward)
+static bool apply_event(const struct gm_snapshot *snap, struct ranges *rs,
+                        const struct gm_snapshot_event *e, bool forward)
 {
     bool add;
     switch (e->action) {
@@ -250,7 +251,7 @@ static bool apply_event(struct ranges *rs, const struct gm_snapshot_event *e, bo
         return true;
     }
     if (add)
-        return ranges_add(rs, e->addr, e->size, e->stream, e->size == SMALL_SEGMENT);
+        return ranges_add(rs, e->addr, e->size, gm_snapshot_event_stream(snap, e), e->size == SMALL_SEGMENT);
     return ranges_remove(rs, e->addr, e->size);
 }
 
@@ -271,14 +272,14 @@ enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_
             goto nomem;
     }
     for (size_t k = sd->n_events; k-- > 0;)
-        if (!apply_event(&rs, &sd->events[k], false))
+        if (!apply_event(snap, &rs, &sd->events[k], false))
             goto nomem;
     size_t t = 0;
     for (int64_t k = -1; k < (int64_t)sd->n_events && t < n_targets; k++) {
-        if (k >= 0 && !apply_event(&rs, &sd->events[k], true))
+        if (k >= 0 && !apply_event(snap, &rs, &sd->events[k], true))
             goto nomem;
         while (t < n_targets && targets[t].event <= k) {
-            st = compute_at(sd, dev, arena, &rs, k, targets[t].out, buf, err);
+            st = compute_at(snap, sd, dev, arena, &rs, k, targets[t].out, buf, err);
             if (st != GM_OK)
                 goto out;
             t++;

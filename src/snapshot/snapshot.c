@@ -863,7 +863,8 @@ static bool extra_eq(void *ctx, uint32_t id)
 {
     struct extra_eq_ctx *c = ctx;
     const struct gm_snapshot_event_extra *a = &c->b->extras[id], *x = c->x;
-    return a->action_name == x->action_name && a->compile_context == x->compile_context &&
+    return a->stream == x->stream && a->action_name == x->action_name &&
+           a->compile_context == x->compile_context &&
            a->user_metadata == x->user_metadata && a->pool_id[0] == x->pool_id[0] &&
            a->pool_id[1] == x->pool_id[1];
 }
@@ -879,7 +880,7 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
         *out = b->last_extra;
         return GM_OK;
     }
-    h = dm_key(hmap_mix((uint64_t)(uintptr_t)x->action_name ^
+    h = dm_key(hmap_mix((x->stream * 13) ^ (uint64_t)(uintptr_t)x->action_name ^
                         ((uint64_t)(uintptr_t)x->compile_context * 3) ^
                         ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
                         ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
@@ -967,7 +968,8 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
             st = get_u64(b, "trace entry", ei, w, val, &e->size);
             break;
         case W_STREAM:
-            st = get_u64(b, "trace entry", ei, w, val, &e->stream);
+            st = get_u64(b, "trace entry", ei, w, val, &x.stream);
+            has_extra |= x.stream != 0;
             break;
         case W_TIME_US:
             st = get_i64(b, "trace entry", ei, w, val, &e->time_us);

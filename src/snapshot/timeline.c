@@ -236,7 +236,8 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
                 if (x->seg != NO_SEG)
                     l->stream = snap->segments[x->seg].stream;
                 else
-                    l->stream = d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev].stream;
+                    l->stream = gm_snapshot_event_stream(
+                        snap, &d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev]);
                 l->stack = x->stack;
                 l->alloc_event = x->alloc_ev;
             }
