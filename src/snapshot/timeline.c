@@ -84,9 +84,21 @@ static int64_t reserved_delta_sign(uint8_t action)
     }
 }
 
-enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
-                                    bool want_points, struct gm_snapshot_timeline *out,
-                                    struct gm_error *err)
+/* Sizes below this, summed over a whole trace, cannot overflow or go below zero in the
+ * one-pass computation (see timeline()). */
+#define ONE_PASS_LIMIT ((uint64_t)1 << 62)
+
+/* one_pass (no per-event points wanted): the peaks are found during pass 1, with no
+ * per-event array and no pass 2.  Allocated bytes after event k are the initial bytes
+ * (known only after pass 1) plus a running sum 'rel'; reserved bytes likewise the initial
+ * reserved bytes plus 'rr'.  A constant offset does not move the first maximum, so the
+ * first maximum of rel (when above 0) is the allocated peak, and that of rr the reserved
+ * one.  This equals pass 2's result when no sum can saturate or wrap, which holds when all
+ * sizes together stay below ONE_PASS_LIMIT; otherwise *redo is set and nothing is
+ * returned, and the caller runs the two-pass computation. */
+static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
+                               bool one_pass, bool *redo, struct gm_snapshot_timeline *out,
+                               struct gm_error *err)
 {
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
     struct elems el = {NULL, 0, 0};
@@ -95,6 +107,9 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
     uint64_t total, best, res, res_final = 0, res_change = 0;
     int64_t best_k = -1;
     size_t n;
+    /* one_pass: running sums (as signed), their first maxima, all sizes summed */
+    uint64_t rel = 0, rr = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, mag = 0;
+    int64_t best_rr_k = -1;
 
     memset(out, 0, sizeof(*out));
     if (!d)
@@ -106,7 +121,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
                        "timeline: device %d has %zu events (at most %d supported)", index, n,
                        INT32_MAX - 2);
     out->n_points = n + 1;
-    if (n) {
+    if (n && !one_pass) {
         touch = gm_malloc(n * sizeof(*touch));
         if (!touch)
             goto out_nomem;
@@ -115,35 +130,54 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
     /* pass 1: pair allocs with free_completed */
     for (size_t k = 0; k < n; k++) {
         const struct gm_snapshot_event *e = &d->events[k];
-        touch[k] = -1;
+        int32_t t = -1;
         if (e->action == GM_ACTION_ALLOC) {
             struct elem x = {e->addr, e->size, e->stack, NO_SEG, (int32_t)k, NEVER};
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
             if (!hmap_set(&pending, e->addr, (uint32_t)(el.n - 1)))
                 goto out_nomem;
-            touch[k] = (int32_t)(el.n - 1);
+            t = (int32_t)(el.n - 1);
+            rel += e->size;
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
             uint32_t idx = hmap_find(&pending, e->addr, NULL, NULL);
             if (idx != HMAP_NONE) {
                 el.v[idx].free_ev = (int32_t)k;
                 (void)hmap_del(&pending, e->addr);
-                touch[k] = (int32_t)idx;
+                t = (int32_t)idx;
                 out->n_allocs_matched++;
+                rel -= el.v[idx].bytes;
             } else {
                 /* freed without an alloc in the trace: alive from the start */
                 struct elem x = {e->addr, e->size, e->stack, NO_SEG, -1, (int32_t)k};
                 if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                     goto out_nomem;
-                touch[k] = (int32_t)(el.n - 1);
+                t = (int32_t)(el.n - 1);
+                rel -= e->size;
             }
         }
         res_change += (uint64_t)reserved_delta_sign(e->action) * e->size;
+        if (touch) {
+            touch[k] = t;
+        } else {
+            mag = sat_add(mag, e->size);
+            rr = res_change;
+            if ((int64_t)rel > (int64_t)best_rel) {
+                best_rel = rel;
+                best_k = (int64_t)k;
+                rr_at_best = rr;
+            }
+            if ((int64_t)rr > (int64_t)best_rr) {
+                best_rr = rr;
+                best_rr_k = (int64_t)k;
+            }
+        }
     }
     /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         res_final += seg->total_size;
+        mag = sat_add(mag, seg->total_size);
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
             struct elem x;
@@ -152,6 +186,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
                 continue;
             x.addr = b->address;
             x.bytes = b->requested_size;
+            mag = sat_add(mag, b->requested_size);
             x.stack = b->stack;
             x.seg = (uint32_t)si;
             x.alloc_ev = -1;
@@ -167,6 +202,24 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
         if (el.v[i].alloc_ev < 0)
             total = sat_add(total, el.v[i].bytes);
     out->initial_bytes = total;
+    if (one_pass) {
+        if (mag >= ONE_PASS_LIMIT) {
+            *redo = true;
+            goto out_release;
+        }
+        res = res_final - res_change; /* the initial reserved bytes, as in pass 2 */
+        out->final_bytes = total + rel;
+        best = best_k >= 0 ? total + best_rel : total;
+        out->reserved_at_peak_bytes = clamp_signed(best_k >= 0 ? res + rr_at_best : res);
+        if (best_rr_k >= 0 && (int64_t)(res + best_rr) > 0) {
+            out->peak_reserved_bytes = clamp_signed(res + best_rr);
+            out->peak_reserved_event_index = best_rr_k;
+        } else {
+            out->peak_reserved_bytes = clamp_signed(res);
+            out->peak_reserved_event_index = -1;
+        }
+        goto peak_found;
+    }
     if (want_points) {
         out->allocated = gm_malloc((n + 1) * sizeof(uint64_t));
         out->reserved = gm_malloc((n + 1) * sizeof(uint64_t));
@@ -209,6 +262,7 @@ enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t inde
         }
     }
     out->final_bytes = total;
+peak_found:
     out->peak_bytes = best;
     out->peak_event_index = best_k;
     if (best_k >= 0 && (d->events[best_k].flags & GM_EVENT_HAS_TIME)) {
@@ -255,6 +309,24 @@ out_nomem:
     gm_free(touch);
     gm_snapshot_timeline_release(out);
     return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
+out_release:
+    gm_free(el.v);
+    gm_snapshot_timeline_release(out);
+    return GM_OK;
+}
+
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
+                                    bool want_points, struct gm_snapshot_timeline *out,
+                                    struct gm_error *err)
+{
+    bool redo = false;
+    enum gm_status st;
+    if (!want_points && !getenv("GM_TIMELINE_TWO_PASS")) {
+        st = timeline(snap, index, false, true, &redo, out, err);
+        if (st != GM_OK || !redo)
+            return st;
+    }
+    return timeline(snap, index, want_points, false, &redo, out, err);
 }
 
 void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl)

@@ -6,7 +6,9 @@ message for every command, on every real file, on the synthetic ones, on traces 
 for many batches written with protocols 2 to 5, on files built to make the fast path give up
 halfway (shared dicts, lists referenced again under other keys, tuples, big ints, long
 stacks, a trace before the segments), and on prefixes and byte flips of such a file.
-GM_SNAPSHOT_NO_FAST_PATH=1 turns the fast path off.
+GM_SNAPSHOT_NO_FAST_PATH=1 turns the fast path off.  The slow runs also set
+GM_TIMELINE_TWO_PASS=1, so that the one-pass peak search of `peak` (timeline.c) is compared
+with the two-pass one on the same files.
 
 usage: fast_path.py GPUMEM      ($GM_SHARED names ../shared)
 """
@@ -30,8 +32,10 @@ compared = 0
 def run(args, fast):
     env = dict(os.environ)
     env.pop("GM_SNAPSHOT_NO_FAST_PATH", None)
+    env.pop("GM_TIMELINE_TWO_PASS", None)
     if not fast:
         env["GM_SNAPSHOT_NO_FAST_PATH"] = "1"
+        env["GM_TIMELINE_TWO_PASS"] = "1"
     p = subprocess.run([GPUMEM, "snapshot", *args], capture_output=True, timeout=120, env=env)
     return p.returncode, p.stdout, p.stderr
 
@@ -97,6 +101,15 @@ def long_trace(n, variant):
         trace[4001]["action"] = "user_defined"
         trace[4002]["size"] = True
         trace[4003]["extra"] = None
+    elif variant == "timeline_edges":
+        # reserved bytes below zero at the start (a segment mapped in the trace that the
+        # segments do not hold), then above; the one-pass peak search must agree
+        trace[10] = {"action": "segment_alloc", "addr": 0x7e0000000000, "size": 2048 * MiB,
+                     "stream": 0, "time_us": 1700000000000010, "frames": []}
+        trace[4000] = {"action": "segment_free", "addr": 0x7e0000000000, "size": 512 * MiB,
+                       "stream": 0, "time_us": 1700000000004000, "frames": []}
+    elif variant == "huge":
+        trace[20]["size"] = 1 << 62                 # sums could wrap: the two-pass search
     elif variant == "bad_value":
         trace[3000]["time_us"] = 1.5                # an error inside a fast batch
     segs = [{"device": 0, "address": 0x7f0000000000, "total_size": 512 * MiB,
@@ -129,7 +142,7 @@ def main():
 
     base = None
     for variant in ("plain", "shared_dict", "other_keys", "bad_value", "trace_first",
-                    "consumed_later"):
+                    "consumed_later", "timeline_edges", "huge"):
         obj = long_trace(5200, variant)
         for proto in ((2, 3, 4, 5) if variant == "plain" else (2, 4)):
             path = os.path.join(tmp, "%s_p%d.pickle" % (variant, proto))
@@ -157,7 +170,7 @@ def main():
             data[at] = rnd.randrange(256) if i % 2 else data[at] ^ (1 << rnd.randrange(8))
         with open(path, "wb") as f:
             f.write(data)
-        if not same("byte flip %d" % i, path, ("trace --json",)):
+        if not same("byte flip %d" % i, path, ("trace --json", "peak --json")):
             break
 
     shutil.rmtree(tmp, ignore_errors=True)
