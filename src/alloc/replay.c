@@ -501,7 +501,8 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
         }
         switch (e->action) {
         case GM_ACTION_ALLOC:
-            st = gm_alloc_malloc(a, e->size, (int64_t)gm_snapshot_event_stream(rc->snap, e), &ptr, err);
+            st = gm_alloc_malloc(a, e->size, (int64_t)gm_snapshot_event_stream(rc->snap, e), &ptr,
+                                 err);
             if (st == GM_ERR_LIMIT) {
                 if (!out->n_ooms++) {
                     out->first_oom_event = (int64_t)k;

@@ -157,7 +157,8 @@ static enum gm_oom_verdict verdict_of(const struct gm_analysis_frag *f, uint64_t
     return GM_VERDICT_SHORTAGE;
 }
 
-static enum gm_status compute_at(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
+static enum gm_status compute_at(const struct gm_snapshot *snap,
+                                 const struct gm_snapshot_device *sd,
                                  const struct gm_analysis_device *dev, struct gm_arena *arena,
                                  const struct ranges *rs, int64_t k, struct gm_analysis_frag *f,
                                  struct live *buf, struct gm_error *err)
@@ -251,7 +252,8 @@ static bool apply_event(const struct gm_snapshot *snap, struct ranges *rs,
         return true;
     }
     if (add)
-        return ranges_add(rs, e->addr, e->size, gm_snapshot_event_stream(snap, e), e->size == SMALL_SEGMENT);
+        return ranges_add(rs, e->addr, e->size, gm_snapshot_event_stream(snap, e),
+                          e->size == SMALL_SEGMENT);
     return ranges_remove(rs, e->addr, e->size);
 }
 

@@ -14,18 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 32 bytes: a trace of millions of allocations is one such array. */
+/* 16 bytes: a trace of millions of allocations is one such array.  The address and stack
+ * are those of event alloc_ev (or, alive from the start, free_ev); the elements after the
+ * trace's are the blocks alive at snapshot time (alloc_ev -1, free_ev NEVER), whose block
+ * is in a side array (struct bref). */
 struct elem {
-    uint64_t addr;
     uint64_t bytes;
-    uint32_t stack;
-    uint32_t seg;     /* a block alive at snapshot time: its segment's index; else NO_SEG */
     int32_t alloc_ev; /* -1: alive from the start */
     int32_t free_ev;  /* NEVER: not freed in the trace */
 };
 
-#define NO_SEG UINT32_MAX
-#define NEVER  INT32_MAX
+/* A block alive at snapshot time. */
+struct bref {
+    uint32_t seg, blk;
+};
+
+#define NEVER INT32_MAX
 
 struct elems {
     struct elem *v;
@@ -110,6 +114,8 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
     /* one_pass: running sums (as signed), their first maxima, all sizes summed */
     uint64_t rel = 0, rr = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, mag = 0;
     int64_t best_rr_k = -1;
+    struct bref *brefs = NULL; /* the blocks among the elements, from first_block on */
+    size_t first_block = 0;
 
     memset(out, 0, sizeof(*out));
     if (!d)
@@ -132,7 +138,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
         const struct gm_snapshot_event *e = &d->events[k];
         int32_t t = -1;
         if (e->action == GM_ACTION_ALLOC) {
-            struct elem x = {e->addr, e->size, e->stack, NO_SEG, (int32_t)k, NEVER};
+            struct elem x = {e->size, (int32_t)k, NEVER};
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
             if (!hmap_set(&pending, e->addr, (uint32_t)(el.n - 1)))
@@ -149,7 +155,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
                 rel -= el.v[idx].bytes;
             } else {
                 /* freed without an alloc in the trace: alive from the start */
-                struct elem x = {e->addr, e->size, e->stack, NO_SEG, -1, (int32_t)k};
+                struct elem x = {e->size, -1, (int32_t)k};
                 if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                     goto out_nomem;
                 t = (int32_t)(el.n - 1);
@@ -174,6 +180,14 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
         }
     }
     /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
+    first_block = el.n;
+    {
+        size_t nb = 0;
+        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++)
+            nb += snap->segments[si].n_blocks;
+        if (nb && !(brefs = gm_malloc(nb * sizeof(*brefs))))
+            goto out_nomem;
+    }
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         res_final += seg->total_size;
@@ -184,11 +198,10 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
             if (b->state != GM_BLOCK_ACTIVE_ALLOCATED ||
                 hmap_find(&pending, b->address, NULL, NULL) != HMAP_NONE)
                 continue;
-            x.addr = b->address;
             x.bytes = b->requested_size;
             mag = sat_add(mag, b->requested_size);
-            x.stack = b->stack;
-            x.seg = (uint32_t)si;
+            brefs[el.n - first_block].seg = (uint32_t)si;
+            brefs[el.n - first_block].blk = (uint32_t)bi;
             x.alloc_ev = -1;
             x.free_ev = NEVER;
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
@@ -285,14 +298,21 @@ peak_found:
             const struct elem *x = &el.v[i];
             if (x->alloc_ev <= best_k && x->free_ev > best_k) {
                 struct gm_snapshot_live *l = &out->live[out->n_live++];
-                l->addr = x->addr;
                 l->bytes = x->bytes;
-                if (x->seg != NO_SEG)
-                    l->stream = snap->segments[x->seg].stream;
-                else
-                    l->stream = gm_snapshot_event_stream(
-                        snap, &d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev]);
-                l->stack = x->stack;
+                if (i >= first_block) {
+                    const struct bref *r = &brefs[i - first_block];
+                    const struct gm_snapshot_segment *sg = &snap->segments[r->seg];
+                    const struct gm_snapshot_block *b = &sg->blocks[r->blk];
+                    l->addr = b->address;
+                    l->stream = sg->stream;
+                    l->stack = b->stack;
+                } else {
+                    const struct gm_snapshot_event *e =
+                        &d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev];
+                    l->addr = e->addr;
+                    l->stream = gm_snapshot_event_stream(snap, e);
+                    l->stack = e->stack;
+                }
                 l->alloc_event = x->alloc_ev;
             }
         }
@@ -300,17 +320,20 @@ peak_found:
             qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
     }
     gm_free(el.v);
+    gm_free(brefs);
     gm_free(touch);
     return GM_OK;
 
 out_nomem:
     hmap_release(&pending);
     gm_free(el.v);
+    gm_free(brefs);
     gm_free(touch);
     gm_snapshot_timeline_release(out);
     return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 out_release:
     gm_free(el.v);
+    gm_free(brefs);
     gm_snapshot_timeline_release(out);
     return GM_OK;
 }
