@@ -7,6 +7,7 @@ DESTDIR ?=
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+BENCH_SIZES ?= 100M
 
 .PHONY: all build test check asan demo install uninstall clean format bench fuzz
 
@@ -38,7 +39,7 @@ demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem
 
 bench: build
-	sh bench/run.sh $(BUILD)/gpumem
+	sh bench/snapshot.sh $(BUILD)/gpumem $(BENCH_SIZES)
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
