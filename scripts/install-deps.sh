@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="build-essential cmake pkg-config clang libjansson-dev zlib1g-dev libcmocka-dev python3 chromium"
+pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 chromium"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
