@@ -53,7 +53,7 @@ uninstall:
 	xargs -r rm -f < $(BUILD)/install_manifest.txt
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	find src cli include tests -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-asan build-ci build-fuzz

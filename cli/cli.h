@@ -73,9 +73,10 @@ int cli_output_commit(struct cli_output *o, const char *cmd);
 /* Close and delete the temporary file. */
 void cli_output_abort(struct cli_output *o);
 
-#define OPT_JSON(dest, schema) OPT_FLAG("json", 0, dest, "machine-readable JSON (schema " schema ")")
-#define OPT_COLOR(dest)                                                                   \
-    OPT_CHOICE("color", 0, dest, cli_color_choices,                                       \
+#define OPT_JSON(dest, schema)                                                                     \
+    OPT_FLAG("json", 0, dest, "machine-readable JSON (schema " schema ")")
+#define OPT_COLOR(dest)                                                                            \
+    OPT_CHOICE("color", 0, dest, cli_color_choices,                                                \
                "colour: auto (terminal, no NO_COLOR), always, never", NULL)
 
 #endif

@@ -179,7 +179,8 @@ static void info_text(const char *path, const struct gm_snapshot *s)
     printf("frames             %zu unique frames in %zu unique stacks\n", s->n_frames,
            s->n_stacks ? s->n_stacks - 1 : 0);
     if (s->has_time)
-        printf("time span          %s .. %s (%.3f s)\n", snapcli_time(b1, sizeof(b1), s->time_first_us),
+        printf("time span          %s .. %s (%.3f s)\n",
+               snapcli_time(b1, sizeof(b1), s->time_first_us),
                snapcli_time(b2, sizeof(b2), s->time_last_us),
                (double)(s->time_last_us - s->time_first_us) / 1e6);
     else

@@ -20,8 +20,7 @@ struct dev_peak {
 };
 
 static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
-                        const struct gm_snapshot_device *d, const struct dev_peak *p,
-                        uint64_t top)
+                        const struct gm_snapshot_device *d, const struct dev_peak *p, uint64_t top)
 {
     const struct gm_snapshot_timeline *tl = &p->tl;
     gm_json_begin_object(w);
@@ -101,8 +100,7 @@ int cmd_snapshot_peak(int argc, char **argv)
     struct gm_error err;
     bool top_seen = false;
     const struct opt opts[] = {
-        OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)",
-                &top_seen),
+        OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)", &top_seen),
         OPT_STRING("device", 'd', &device, "N", "only this device (default: all)"),
         OPT_JSON(&json, "gpumem.snapshot.peak/1"),
         OPT_END,

@@ -111,8 +111,8 @@ static void text_file(const struct file_stats *fs)
 {
     const struct gm_snapshot_stats *st = &fs->st;
     char a[48], c[48], e[48];
-    printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices,
-           fs->n_segments, fs->n_blocks);
+    printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices, fs->n_segments,
+           fs->n_blocks);
     for (size_t i = 0; i < st->n_devices; i++) {
         const struct gm_snapshot_device_stats *d = &st->devices[i];
         printf("\ndevice %d\n", d->device);
@@ -126,8 +126,7 @@ static void text_file(const struct file_stats *fs)
             printf("  %s pool%s", ps->is_small ? "small (<= 1 MiB)" : "large",
                    ps->is_expandable ? ", expandable segments" : "");
             if (ps->pool_id[0] || ps->pool_id[1])
-                printf(", private pool (%" PRId64 ", %" PRId64 ")", ps->pool_id[0],
-                       ps->pool_id[1]);
+                printf(", private pool (%" PRId64 ", %" PRId64 ")", ps->pool_id[0], ps->pool_id[1]);
             printf("\n");
             text_figures(&ps->fig, "    ");
         }
@@ -136,7 +135,8 @@ static void text_file(const struct file_stats *fs)
             printf("    [%10s, %10s)  %6" PRIu64 " segments  %s\n",
                    gm_format_bytes(a, sizeof(a), d->hist[h].lo, GM_UNITS_IEC),
                    gm_format_bytes(c, sizeof(c), d->hist[h].hi, GM_UNITS_IEC),
-                   d->hist[h].n_segments, gm_format_bytes(e, sizeof(e), d->hist[h].bytes, GM_UNITS_IEC));
+                   d->hist[h].n_segments,
+                   gm_format_bytes(e, sizeof(e), d->hist[h].bytes, GM_UNITS_IEC));
     }
 }
 

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
-                       size_t k, const struct gm_snapshot_timeline *tl)
+static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d, size_t k,
+                       const struct gm_snapshot_timeline *tl)
 {
     const struct gm_snapshot_event *e = &d->events[k];
     const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
@@ -22,8 +22,8 @@ static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     gm_json_begin_object(&w);
     gm_json_kv_i64(&w, "device", d->index);
     gm_json_kv_u64(&w, "index", k);
-    gm_json_kv_str(&w, "action", x && x->action_name ? x->action_name
-                                                      : gm_snapshot_action_name(e->action));
+    gm_json_kv_str(&w, "action",
+                   x && x->action_name ? x->action_name : gm_snapshot_action_name(e->action));
     if (e->action == GM_ACTION_OOM) {
         gm_json_kv_u64(&w, "device_free", e->addr);
     } else if (e->flags & GM_EVENT_HAS_ADDR) {
@@ -47,8 +47,8 @@ static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     gm_json_finish(&w);
 }
 
-static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
-                       size_t k, const struct gm_snapshot_timeline *tl, int64_t t0)
+static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d, size_t k,
+                       const struct gm_snapshot_timeline *tl, int64_t t0)
 {
     const struct gm_snapshot_event *e = &d->events[k];
     const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
@@ -70,8 +70,8 @@ static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     if (e->action == GM_ACTION_OOM)
         printf("  (%s free in CUDA)", gm_format_bytes(sz, sizeof(sz), e->addr, GM_UNITS_IEC));
     if (u >= 0)
-        printf("  %s", snapcli_frame(fr, sizeof(fr),
-                                     &snap->frames[snap->stacks[e->stack].frames[u]]));
+        printf("  %s",
+               snapcli_frame(fr, sizeof(fr), &snap->frames[snap->stacks[e->stack].frames[u]]));
     printf("\n");
 }
 
@@ -148,8 +148,7 @@ int cmd_snapshot_trace(int argc, char **argv)
             char a[48], b[48];
             printf("device %d: allocated at the end %s, peak %s after event %" PRId64 "\n",
                    d->index, gm_format_bytes(a, sizeof(a), tl.final_bytes, GM_UNITS_IEC),
-                   gm_format_bytes(b, sizeof(b), tl.peak_bytes, GM_UNITS_IEC),
-                   tl.peak_event_index);
+                   gm_format_bytes(b, sizeof(b), tl.peak_bytes, GM_UNITS_IEC), tl.peak_event_index);
         }
         gm_snapshot_timeline_release(&tl);
     }

@@ -91,9 +91,8 @@ static void text_fit(FILE *f, const struct est_view *v)
         bool fits = e->device_bytes <= v->gpu_bytes;
         uint64_t d = fits ? v->gpu_bytes - e->device_bytes : e->device_bytes - v->gpu_bytes;
         fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s %.2f GiB\n", v->gpu_label,
-                (double)v->gpu_bytes / (double)GM_GIB, color_on(v, fits),
-                fits ? "yes" : "NO", color_off(v), fits ? "headroom" : "short by",
-                (double)d / (double)GM_GIB);
+                (double)v->gpu_bytes / (double)GM_GIB, color_on(v, fits), fits ? "yes" : "NO",
+                color_off(v), fits ? "headroom" : "short by", (double)d / (double)GM_GIB);
     } else {
         int n = 0;
         size_t idx[64], count = gpus_by_size(idx, 64);

@@ -96,8 +96,7 @@ out_bad:
 }
 
 enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
-                            const struct opt_usage *usage, bool stop_at_positional,
-                            int *n_pos)
+                            const struct opt_usage *usage, bool stop_at_positional, int *n_pos)
 {
     const char *cmd = argv[0];
     int np = 0;
@@ -128,8 +127,7 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             o = find_long(opts, name, len);
             if (!o) {
-                cli_errorf(cmd, "unknown option '--%.*s' (see '%s --help')", (int)len, name,
-                           cmd);
+                cli_errorf(cmd, "unknown option '--%.*s' (see '%s --help')", (int)len, name, cmd);
                 return OPTS_ERROR;
             }
             if (eq)
@@ -242,8 +240,8 @@ void opts_print_help(const struct opt *opts, const struct opt_usage *usage)
             size_t used = 0;
             arg[0] = '\0';
             for (int j = 0; o->choices[j] && used + 2 < sizeof(arg); j++) {
-                int n = snprintf(arg + used, sizeof(arg) - used, "%s%s", j ? "|" : "",
-                                 o->choices[j]);
+                int n =
+                    snprintf(arg + used, sizeof(arg) - used, "%s%s", j ? "|" : "", o->choices[j]);
                 if (n < 0)
                     break;
                 used += (size_t)n;
@@ -254,8 +252,8 @@ void opts_print_help(const struct opt *opts, const struct opt_usage *usage)
             snprintf(arg, sizeof(arg), "%s", o->argname);
         }
         if (o->short_name)
-            snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
-                     arg[0] ? " " : "", arg);
+            snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name, arg[0] ? " " : "",
+                     arg);
         else
             snprintf(left, sizeof(left), "    --%s%s%s", o->name, arg[0] ? " " : "", arg);
         if (strlen(left) > 30)

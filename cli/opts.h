@@ -32,8 +32,8 @@ struct opt_list {
 };
 
 struct opt {
-    const char *name;           /* long name without "--" */
-    char short_name;            /* 0 for none */
+    const char *name; /* long name without "--" */
+    char short_name;  /* 0 for none */
     enum opt_type type;
     void *dest;                 /* typed destination, see enum opt_type */
     const char *argname;        /* shown in help ("N", "FILE"); NULL for flags */
@@ -42,15 +42,42 @@ struct opt {
     bool *seen;                 /* optional: set when the option was given */
 };
 
-#define OPT_FLAG(n, s, d, h)             {n, s, OPT_T_FLAG, d, NULL, h, NULL, NULL}
-#define OPT_STRING(n, s, d, a, h)        {n, s, OPT_T_STRING, d, a, h, NULL, NULL}
-#define OPT_U64(n, s, d, a, h, seen)     {n, s, OPT_T_U64, d, a, h, NULL, seen}
-#define OPT_INT(n, s, d, a, h, seen)     {n, s, OPT_T_INT, d, a, h, NULL, seen}
-#define OPT_SIZE(n, s, d, a, h, seen)    {n, s, OPT_T_SIZE, d, a, h, NULL, seen}
-#define OPT_DOUBLE(n, s, d, a, h, seen)  {n, s, OPT_T_DOUBLE, d, a, h, NULL, seen}
-#define OPT_CHOICE(n, s, d, c, h, seen)  {n, s, OPT_T_CHOICE, d, NULL, h, c, seen}
-#define OPT_LIST(n, s, d, a, h)          {n, s, OPT_T_LIST, d, a, h, NULL, NULL}
-#define OPT_END                          {NULL, 0, OPT_T_END, NULL, NULL, NULL, NULL, NULL}
+#define OPT_FLAG(n, s, d, h)                                                                       \
+    {                                                                                              \
+        n, s, OPT_T_FLAG, d, NULL, h, NULL, NULL                                                   \
+    }
+#define OPT_STRING(n, s, d, a, h)                                                                  \
+    {                                                                                              \
+        n, s, OPT_T_STRING, d, a, h, NULL, NULL                                                    \
+    }
+#define OPT_U64(n, s, d, a, h, seen)                                                               \
+    {                                                                                              \
+        n, s, OPT_T_U64, d, a, h, NULL, seen                                                       \
+    }
+#define OPT_INT(n, s, d, a, h, seen)                                                               \
+    {                                                                                              \
+        n, s, OPT_T_INT, d, a, h, NULL, seen                                                       \
+    }
+#define OPT_SIZE(n, s, d, a, h, seen)                                                              \
+    {                                                                                              \
+        n, s, OPT_T_SIZE, d, a, h, NULL, seen                                                      \
+    }
+#define OPT_DOUBLE(n, s, d, a, h, seen)                                                            \
+    {                                                                                              \
+        n, s, OPT_T_DOUBLE, d, a, h, NULL, seen                                                    \
+    }
+#define OPT_CHOICE(n, s, d, c, h, seen)                                                            \
+    {                                                                                              \
+        n, s, OPT_T_CHOICE, d, NULL, h, c, seen                                                    \
+    }
+#define OPT_LIST(n, s, d, a, h)                                                                    \
+    {                                                                                              \
+        n, s, OPT_T_LIST, d, a, h, NULL, NULL                                                      \
+    }
+#define OPT_END                                                                                    \
+    {                                                                                              \
+        NULL, 0, OPT_T_END, NULL, NULL, NULL, NULL, NULL                                           \
+    }
 
 struct opt_usage {
     const char *synopsis;    /* "gpumem estimate [OPTIONS] [MODEL]" (may hold several lines) */
@@ -60,8 +87,8 @@ struct opt_usage {
 
 enum opts_result {
     OPTS_OK = 0,
-    OPTS_HELP,  /* --help was printed; exit 0 */
-    OPTS_ERROR  /* a usage error was printed on stderr; exit 64 */
+    OPTS_HELP, /* --help was printed; exit 0 */
+    OPTS_ERROR /* a usage error was printed on stderr; exit 64 */
 };
 
 /* Parse argv[1..argc) (argv[0] is the command name, used in messages).  Options may come
@@ -69,8 +96,7 @@ enum opts_result {
  * are moved, in order, to argv[1..1+*n_pos).  With stop_at_positional, parsing stops at
  * the first positional argument (for commands that run a child: watch -- CMD). */
 enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
-                            const struct opt_usage *usage, bool stop_at_positional,
-                            int *n_pos);
+                            const struct opt_usage *usage, bool stop_at_positional, int *n_pos);
 
 /* opts_parse() for a command's entry point: returns -1 to go on, or the exit code the
  * command returns at once (0 after --help, 64 after a usage error):

@@ -92,8 +92,7 @@ char *snapcli_time(char *buf, size_t n, int64_t time_us)
     return buf;
 }
 
-void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack,
-                        int all)
+void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all)
 {
     const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;
     gm_json_begin_array(w);

@@ -26,8 +26,7 @@ char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f);
 char *snapcli_time(char *buf, size_t n, int64_t time_us);
 
 /* A stack as a JSON array of {filename, line, name}, noise frames left out unless 'all'. */
-void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack,
-                        int all);
+void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all);
 
 /* Print a stack folded: the user frame first, then up to 'callers' non-noise callers, and
  * a count of the folded frames.  'indent' spaces before each line after the first. */

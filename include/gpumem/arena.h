@@ -27,7 +27,10 @@ struct gm_arena {
     bool limit_hit;              /* the last failure was the cap, not malloc */
 };
 
-#define GM_ARENA_INIT {NULL, 0, 0, 0, false}
+#define GM_ARENA_INIT                                                                              \
+    {                                                                                              \
+        NULL, 0, 0, 0, false                                                                       \
+    }
 
 /* Prepare 'a' with a cap of 'cap' bytes (0: no cap).  Allocates nothing. */
 void gm_arena_init(struct gm_arena *a, size_t cap);

@@ -39,8 +39,8 @@ struct gm_error {
 /* Fill 'err' (may be NULL) with 'code', 'offset' and a printf-style message, and return
  * 'code', so that a failure path is one line:
  *   return gm_fail(err, GM_ERR_FORMAT, off, "tensor '%s': shape overflows int64", name); */
-enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offset,
-                       const char *fmt, ...)
+enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offset, const char *fmt,
+                       ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

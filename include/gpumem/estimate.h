@@ -90,10 +90,10 @@ enum gm_est_phase {
      * forward/backward peak is the larger of its start and its end. */
     GM_EST_PHASE_BACKWARD_END = 1 << 4
 };
-#define GM_EST_PHASE_TRAIN_ALL                                                                         \
+#define GM_EST_PHASE_TRAIN_ALL                                                                     \
     (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP)
 #define GM_EST_PHASE_INFER_ALL (GM_EST_PHASE_PREFILL | GM_EST_PHASE_DECODE)
-#define GM_PHASE_ALL       (GM_EST_PHASE_TRAIN_ALL | GM_EST_PHASE_INFER_ALL)
+#define GM_PHASE_ALL           (GM_EST_PHASE_TRAIN_ALL | GM_EST_PHASE_INFER_ALL)
 
 struct gm_estimate_inputs {
     enum gm_est_mode mode;

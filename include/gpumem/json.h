@@ -45,11 +45,11 @@ void gm_json_end_array(struct gm_json *w);
 /* A key inside an object; the next call writes its value. */
 void gm_json_key(struct gm_json *w, const char *key);
 
-void gm_json_str(struct gm_json *w, const char *s);         /* NULL writes null */
+void gm_json_str(struct gm_json *w, const char *s); /* NULL writes null */
 void gm_json_strn(struct gm_json *w, const char *s, size_t n);
 void gm_json_u64(struct gm_json *w, uint64_t v);
 void gm_json_i64(struct gm_json *w, int64_t v);
-void gm_json_double(struct gm_json *w, double v);           /* shortest round-trip form */
+void gm_json_double(struct gm_json *w, double v); /* shortest round-trip form */
 void gm_json_bool(struct gm_json *w, bool v);
 void gm_json_null(struct gm_json *w);
 /* Pre-formatted JSON text (the caller vouches for its validity). */

@@ -84,10 +84,10 @@ struct gm_snapshot_block {
     uint64_t size;           /* bytes (rounded, multiple of 512) */
     uint64_t requested_size; /* bytes asked for; falls back to history[0].real_size, then size */
     enum gm_block_state state;
-    const char *state_name; /* the state string as written */
-    uint32_t stack;         /* stack id: 'frames', or history[0].frames (2.0); 0 if none */
-    bool has_requested;     /* 'requested_size' (or history real_size) was in the file */
-    bool has_history;       /* a 2.0 'history' list was present */
+    const char *state_name;    /* the state string as written */
+    uint32_t stack;            /* stack id: 'frames', or history[0].frames (2.0); 0 if none */
+    bool has_requested;        /* 'requested_size' (or history real_size) was in the file */
+    bool has_history;          /* a 2.0 'history' list was present */
     const char *user_metadata; /* NULL when absent */
 };
 
@@ -164,10 +164,10 @@ static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_ev
 
 /* Everything the file says about one device index. */
 struct gm_snapshot_device {
-    int32_t index;          /* CUDA device index */
-    bool has_trace;         /* device_traces had a list for this index */
-    size_t first_segment;   /* index in gm_snapshot.segments of its first segment */
-    size_t n_segments;      /* its segments: segments[first_segment .. +n_segments) */
+    int32_t index;        /* CUDA device index */
+    bool has_trace;       /* device_traces had a list for this index */
+    size_t first_segment; /* index in gm_snapshot.segments of its first segment */
+    size_t n_segments;    /* its segments: segments[first_segment .. +n_segments) */
     const struct gm_snapshot_event *events; /* the trace, oldest first */
     size_t n_events;
 };
@@ -182,8 +182,14 @@ struct gm_snapshot_annotation {
 
 /* One allocator_settings item; nested dicts (roundup_power2_divisions) are flattened
  * as "parent.key". */
-enum gm_setting_type { GM_SETTING_INT, GM_SETTING_FLOAT, GM_SETTING_BOOL, GM_SETTING_STR,
-                       GM_SETTING_NONE, GM_SETTING_OTHER };
+enum gm_setting_type {
+    GM_SETTING_INT,
+    GM_SETTING_FLOAT,
+    GM_SETTING_BOOL,
+    GM_SETTING_STR,
+    GM_SETTING_NONE,
+    GM_SETTING_OTHER
+};
 struct gm_snapshot_setting {
     const char *key;
     enum gm_setting_type type;
@@ -226,18 +232,18 @@ struct gm_snapshot {
     const struct gm_snapshot_annotation *annotations;
     size_t n_annotations;
 
-    bool has_time;           /* some event has time_us */
-    int64_t time_first_us;   /* earliest / latest time_us over all events, when has_time */
+    bool has_time;         /* some event has time_us */
+    int64_t time_first_us; /* earliest / latest time_us over all events, when has_time */
     int64_t time_last_us;
-    bool has_host_data;      /* host_segments / host_traces present (not modelled further) */
-    bool trace_overflowed;   /* allocator_settings.trace_alloc_overflowed is true */
+    bool has_host_data;    /* host_segments / host_traces present (not modelled further) */
+    bool trace_overflowed; /* allocator_settings.trace_alloc_overflowed is true */
     size_t n_unknown_actions;
 };
 
 /* Load options; zero-initialise and set what you need. */
 struct gm_snapshot_opts {
-    uint64_t max_memory;  /* cap on the parser's and model's memory, bytes; 0: 4x file + 1 GiB */
-    uint32_t max_depth;   /* pickle nesting cap; 0: 1000 */
+    uint64_t max_memory; /* cap on the parser's and model's memory, bytes; 0: 4x file + 1 GiB */
+    uint32_t max_depth;  /* pickle nesting cap; 0: 1000 */
     /* Called now and then while parsing with bytes read so far and the file size; may be
      * NULL.  Never called for inputs under 16 MiB. */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
@@ -254,8 +260,8 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
 
 /* The same for 'len' bytes at 'data' (borrowed only during the call). */
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
-                                    const struct gm_snapshot_opts *opts,
-                                    struct gm_snapshot **out, struct gm_error *err);
+                                    const struct gm_snapshot_opts *opts, struct gm_snapshot **out,
+                                    struct gm_error *err);
 
 /* Release a snapshot and everything reachable from it; NULL is a no-op. */
 void gm_snapshot_free(struct gm_snapshot *snap);
@@ -279,10 +285,10 @@ const struct gm_snapshot_device *gm_snapshot_device_by_index(const struct gm_sna
 
 /* Figures over a set of segments (a device, or one pool of a device). */
 struct gm_snapshot_figures {
-    uint64_t reserved_bytes;   /* sum of segment total_size */
-    uint64_t allocated_bytes;  /* sum of size of active_allocated blocks */
-    uint64_t active_bytes;     /* allocated + active_pending_free blocks */
-    uint64_t requested_bytes;  /* sum of requested_size of active_allocated blocks */
+    uint64_t reserved_bytes;      /* sum of segment total_size */
+    uint64_t allocated_bytes;     /* sum of size of active_allocated blocks */
+    uint64_t active_bytes;        /* allocated + active_pending_free blocks */
+    uint64_t requested_bytes;     /* sum of requested_size of active_allocated blocks */
     uint64_t internal_free_bytes; /* allocated - requested: rounding and split waste */
     uint64_t external_free_bytes; /* sum of inactive blocks */
     uint64_t largest_free_block_bytes;
@@ -346,39 +352,38 @@ void gm_snapshot_stats_release(struct gm_snapshot_stats *st);
 /* One allocation alive at the peak. */
 struct gm_snapshot_live {
     uint64_t addr;
-    uint64_t bytes;   /* trace (requested) bytes */
+    uint64_t bytes; /* trace (requested) bytes */
     uint64_t stream;
-    uint32_t stack;   /* stack id */
+    uint32_t stack;      /* stack id */
     int64_t alloc_event; /* index of its alloc event in the device trace; -1: from the start */
 };
 
 struct gm_snapshot_timeline {
     int32_t device;
-    size_t n_points;     /* n_events + 1: point 0 is the initial state, point k+1 is after
-                          * event k */
-    uint64_t *allocated; /* n_points values, bytes */
-    uint64_t *reserved;  /* n_points values, bytes */
-    uint64_t initial_bytes;      /* allocated bytes alive from the start */
-    uint64_t peak_bytes;         /* max of allocated[] */
-    int64_t peak_event_index;    /* event after which the peak first holds; -1: initial */
+    size_t n_points;          /* n_events + 1: point 0 is the initial state, point k+1 is after
+                               * event k */
+    uint64_t *allocated;      /* n_points values, bytes */
+    uint64_t *reserved;       /* n_points values, bytes */
+    uint64_t initial_bytes;   /* allocated bytes alive from the start */
+    uint64_t peak_bytes;      /* max of allocated[] */
+    int64_t peak_event_index; /* event after which the peak first holds; -1: initial */
     bool peak_time_valid;
-    int64_t peak_time_us;        /* time_us of that event, when valid */
+    int64_t peak_time_us; /* time_us of that event, when valid */
     uint64_t reserved_at_peak_bytes;
     uint64_t peak_reserved_bytes; /* max of reserved[] */
     int64_t peak_reserved_event_index;
-    uint64_t final_bytes;         /* allocated bytes after the last event */
+    uint64_t final_bytes;          /* allocated bytes after the last event */
     struct gm_snapshot_live *live; /* alive at the peak, largest first, then by address */
     size_t n_live;
-    uint64_t n_allocs_matched;    /* alloc events that met their free_completed */
+    uint64_t n_allocs_matched; /* alloc events that met their free_completed */
 };
 
 /* Build the timeline of device 'index' ('want_points': also fill allocated[]/reserved[]).
  * On success 'out' is owned by the caller: gm_snapshot_timeline_release().  A device with
  * no trace yields one point (the snapshot state).  Errors: GM_ERR_INVALID (no such device),
  * GM_ERR_NOMEM. */
-enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
-                                    bool want_points, struct gm_snapshot_timeline *out,
-                                    struct gm_error *err);
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
+                                    struct gm_snapshot_timeline *out, struct gm_error *err);
 void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl);
 
 /* Group live allocations by stack: one group per distinct stack, summed bytes and count,

@@ -3,9 +3,9 @@
 #ifndef GPUMEM_VERSION_H
 #define GPUMEM_VERSION_H
 
-#define GM_VERSION_MAJOR 0
-#define GM_VERSION_MINOR 1
-#define GM_VERSION_PATCH 0
+#define GM_VERSION_MAJOR  0
+#define GM_VERSION_MINOR  1
+#define GM_VERSION_PATCH  0
 #define GM_VERSION_STRING "0.1.0"
 
 #ifdef __cplusplus

@@ -18,7 +18,10 @@ struct gm_buf {
     size_t max; /* hard cap in bytes */
 };
 
-#define GM_BUF_INIT {NULL, 0, 0, SIZE_MAX / 2}
+#define GM_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, SIZE_MAX / 2                                                                   \
+    }
 
 void gm_buf_init(struct gm_buf *b, size_t max_bytes);
 void gm_buf_release(struct gm_buf *b);

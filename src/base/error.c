@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offset,
-                       const char *fmt, ...)
+enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offset, const char *fmt,
+                       ...)
 {
     if (err) {
         va_list ap;

@@ -51,9 +51,8 @@ struct unit_name {
 };
 
 static const struct unit_name size_units[] = {
-    {"b", 1},          {"kb", 1000},          {"mb", 1000000},
-    {"gb", GM_GB},     {"tb", 1000 * GM_GB},  {"kib", GM_KIB},
-    {"mib", GM_MIB},   {"gib", GM_GIB},       {"tib", GM_TIB},
+    {"b", 1},        {"kb", 1000},    {"mb", 1000000}, {"gb", GM_GB},   {"tb", 1000 * GM_GB},
+    {"kib", GM_KIB}, {"mib", GM_MIB}, {"gib", GM_GIB}, {"tib", GM_TIB},
 };
 
 enum gm_status gm_parse_size(const char *s, uint64_t *out, struct gm_error *err)
@@ -82,18 +81,16 @@ enum gm_status gm_parse_size(const char *s, uint64_t *out, struct gm_error *err)
     unit[ui] = '\0';
     if (ui) {
         size_t i;
-        if (!strcmp(unit, "k") || !strcmp(unit, "m") || !strcmp(unit, "g") ||
-            !strcmp(unit, "t"))
+        if (!strcmp(unit, "k") || !strcmp(unit, "m") || !strcmp(unit, "g") || !strcmp(unit, "t"))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "'%s': ambiguous unit: write %sB (decimal) or %siB (binary)", s,
-                           p, p);
+                           "'%s': ambiguous unit: write %sB (decimal) or %siB (binary)", s, p, p);
         for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
             if (!strcmp(unit, size_units[i].name))
                 break;
         if (i == sizeof(size_units) / sizeof(size_units[0]))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "'%s': unknown unit '%s' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
-                           s, p);
+                           "'%s': unknown unit '%s' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s,
+                           p);
         mult = size_units[i].mult;
     }
     if (mult == 1) {

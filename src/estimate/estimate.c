@@ -102,7 +102,8 @@ static uint64_t phase_sum(const struct gm_estimate *e, unsigned phase, bool tran
 void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate *e)
 {
     static const unsigned order[] = {GM_EST_PHASE_FORWARD_BACKWARD, GM_EST_PHASE_BACKWARD_END,
-                                     GM_EST_PHASE_OPTIMIZER_STEP, GM_EST_PHASE_PREFILL, GM_EST_PHASE_DECODE};
+                                     GM_EST_PHASE_OPTIMIZER_STEP, GM_EST_PHASE_PREFILL,
+                                     GM_EST_PHASE_DECODE};
     unsigned best = 0;
     uint64_t peak = 0, transient, frag, reserved;
 
@@ -122,8 +123,9 @@ void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate 
         }
     }
     /* The end of backward belongs to the forward/backward phase. */
-    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END ? GM_EST_PHASE_FORWARD_BACKWARD
-                                                  : (enum gm_est_phase)(best ? best : GM_EST_PHASE_PREFILL);
+    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END
+                        ? GM_EST_PHASE_FORWARD_BACKWARD
+                        : (enum gm_est_phase)(best ? best : GM_EST_PHASE_PREFILL);
     if (e->mode == GM_EST_WEIGHTS)
         e->peak_phase = GM_EST_PHASE_PREFILL;
     e->peak_allocated_bytes = peak;
@@ -233,8 +235,8 @@ enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_es
         out->weight_bytes = est_bits_bytes(out->n_params, bits);
         snprintf(note, sizeof(note), "%llu parameters x %g bits", (unsigned long long)out->n_params,
                  bits);
-        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_EST_PHASE_INFER_ALL, false,
-                                       note, err);
+        st = gm_estimate_add_component(out, "weights", out->weight_bytes, GM_EST_PHASE_INFER_ALL,
+                                       false, note, err);
         if (st != GM_OK)
             return st;
         gm_estimate_assume(out, "weights only: %g bits per parameter, no quantisation constants",

@@ -68,8 +68,8 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
     e->weight_bytes = est_bits_bytes(e->n_params, bits);
     snprintf(note, sizeof(note), "%llu parameters x %g bits", (unsigned long long)e->n_params,
              bits);
-    st = gm_estimate_add_component(e, "weights", e->weight_bytes, GM_EST_PHASE_INFER_ALL, false, note,
-                                   err);
+    st = gm_estimate_add_component(e, "weights", e->weight_bytes, GM_EST_PHASE_INFER_ALL, false,
+                                   note, err);
     if (st != GM_OK)
         return st;
     if (!m)
@@ -87,14 +87,14 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
              (unsigned long long)m->n_layers, (unsigned long long)m->n_kv_heads,
              (unsigned long long)m->head_dim, (unsigned long long)tokens, kvb,
              (unsigned long long)in->batch, capped ? " (window-capped layers)" : "");
-    st = gm_estimate_add_component(e, "kv_cache", est_round(kv), GM_EST_PHASE_INFER_ALL, false, note,
-                                   err);
+    st = gm_estimate_add_component(e, "kv_cache", est_round(kv), GM_EST_PHASE_INFER_ALL, false,
+                                   note, err);
     if (st != GM_OK)
         return st;
 
     pre = in->context ? prefill_layer_peak(m, ea, eager, in->batch, in->context) : 0;
-    st = gm_estimate_add_component(e, "prefill_activations", est_round(pre), GM_EST_PHASE_PREFILL, true,
-                                   "transient peak of one layer over the whole prompt", err);
+    st = gm_estimate_add_component(e, "prefill_activations", est_round(pre), GM_EST_PHASE_PREFILL,
+                                   true, "transient peak of one layer over the whole prompt", err);
     if (st != GM_OK)
         return st;
     logits = (double)in->batch * (in->full_logits ? (double)(in->context ? in->context : 1) : 1.0) *
@@ -108,8 +108,8 @@ enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_mo
         return st;
     dec = prefill_layer_peak(m, ea, false, in->batch, 1) +
           (double)in->batch * (double)m->vocab * (ea + 4.0);
-    st = gm_estimate_add_component(e, "decode_activations", est_round(dec), GM_EST_PHASE_DECODE, true,
-                                   "one token per sequence: one layer + logits", err);
+    st = gm_estimate_add_component(e, "decode_activations", est_round(dec), GM_EST_PHASE_DECODE,
+                                   true, "one token per sequence: one layer + logits", err);
     if (st != GM_OK)
         return st;
 

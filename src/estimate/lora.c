@@ -271,22 +271,23 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
                  (unsigned long long)n, wb);
     }
     res->base_weight_bytes = frozen_bytes;
-    st =
-        gm_estimate_add_component(e, "weights", frozen_bytes, GM_EST_PHASE_TRAIN_ALL, false, note, err);
+    st = gm_estimate_add_component(e, "weights", frozen_bytes, GM_EST_PHASE_TRAIN_ALL, false, note,
+                                   err);
     if (st)
         return st;
 
     adapter_b = gm_mul_sat(pa, ab);
     snprintf(note, sizeof note, "%llu adapter parameters (rank %llu) x %u B",
              (unsigned long long)pa, (unsigned long long)x->lora_rank, ab);
-    if ((st = gm_estimate_add_component(e, "lora_adapters", adapter_b, GM_EST_PHASE_TRAIN_ALL, false,
-                                        note, err)))
+    if ((st = gm_estimate_add_component(e, "lora_adapters", adapter_b, GM_EST_PHASE_TRAIN_ALL,
+                                        false, note, err)))
         return st;
     snprintf(note, sizeof note, "adapter gradients, %u B each", ab);
     if ((st = gm_estimate_add_component(e, "lora_gradients", adapter_b,
                                         x->grad_accum > 1 || in->zero_grad == GM_ZERO_GRAD_ZEROS
                                             ? GM_EST_PHASE_TRAIN_ALL
-                                            : GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP,
+                                            : GM_EST_PHASE_BACKWARD_END |
+                                                  GM_EST_PHASE_OPTIMIZER_STEP,
                                         false, note, err)))
         return st;
     {
@@ -329,8 +330,8 @@ enum gm_status ext_apply_lora(const struct gm_estimate_inputs *in, const struct 
     }
     if (x->lora == GM_LORA_QLORA) {
         uint64_t b = gm_mul_sat(ext_largest_linear(m), 2 * 2);
-        if ((st = gm_estimate_add_component(e, "nf4_dequant_buffer", b, GM_EST_PHASE_FORWARD_BACKWARD,
-                                            true,
+        if ((st = gm_estimate_add_component(e, "nf4_dequant_buffer", b,
+                                            GM_EST_PHASE_FORWARD_BACKWARD, true,
                                             "bf16 dequantised copy of the largest linear (and its "
                                             "successor) during its matmul",
                                             err)))

@@ -123,11 +123,13 @@ enum gm_status ext_apply_vllm(struct gm_estimate_inputs *in, const struct gm_est
         return st;
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
              (unsigned long long)T);
-    if ((st = gm_estimate_add_component(e, "activations", act, GM_EST_PHASE_PREFILL, true, note, err)))
+    if ((st = gm_estimate_add_component(e, "activations", act, GM_EST_PHASE_PREFILL, true, note,
+                                        err)))
         return st;
     snprintf(note, sizeof note, "sampler: fp32 logits and probabilities of %llu sequences",
              (unsigned long long)(x->max_num_seqs ? x->max_num_seqs : 256));
-    if ((st = gm_estimate_add_component(e, "logits", sampler, GM_EST_PHASE_PREFILL, true, note, err)))
+    if ((st = gm_estimate_add_component(e, "logits", sampler, GM_EST_PHASE_PREFILL, true, note,
+                                        err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)res->kv_blocks,
@@ -228,7 +230,8 @@ enum gm_status ext_apply_llamacpp(struct gm_estimate_inputs *in, const struct gm
                                         err)))
         return st;
     snprintf(note, sizeof note, "n_ctx %llu cells at %s", (unsigned long long)ctx, kvname);
-    if ((st = gm_estimate_add_component(e, "kv_cache", kv, GM_EST_PHASE_INFER_ALL, false, note, err)))
+    if ((st = gm_estimate_add_component(e, "kv_cache", kv, GM_EST_PHASE_INFER_ALL, false, note,
+                                        err)))
         return st;
     snprintf(note, sizeof note, "ggml graph of one %llu-token micro-batch%s",
              (unsigned long long)ub, x->flash_attn ? " (flash attention)" : "");

@@ -136,7 +136,8 @@ enum gm_status ext_apply_parallel(struct gm_estimate_inputs *in, const struct gm
                            "figures are per GPU",
                            (unsigned long long)D);
     if (stage == 0 && D > 1 && !x->ddp_bucket_view && grads) {
-        if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_EST_PHASE_TRAIN_ALL, false,
+        if ((st = gm_estimate_add_component(e, "ddp_grad_buckets", grads, GM_EST_PHASE_TRAIN_ALL,
+                                            false,
                                             "DDP bucket copy of the gradients "
                                             "(gradient_as_bucket_view=False)",
                                             err)))

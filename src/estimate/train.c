@@ -96,17 +96,18 @@ static enum gm_status train_blog(const struct gm_estimate_inputs *in, struct gm_
         st = gm_estimate_add_component(e, "optimizer_state", est_round(2 * N * P),
                                        GM_EST_PHASE_TRAIN_ALL, false, "2*N*P (AdamW moments)", err);
     if (st == GM_OK)
-        st = gm_estimate_add_component(
-            e, "gradients", np, GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP, false, "N*P", err);
+        st = gm_estimate_add_component(e, "gradients", np,
+                                       GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP,
+                                       false, "N*P", err);
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "optimizer_intermediates", np, GM_EST_PHASE_OPTIMIZER_STEP,
-                                       true, "N*P", err);
+        st = gm_estimate_add_component(e, "optimizer_intermediates", np,
+                                       GM_EST_PHASE_OPTIMIZER_STEP, true, "N*P", err);
     snprintf(note, sizeof(note), "A*B*L*P = %.1f x %llu x %llu x %g%s", A,
              (unsigned long long)in->batch, (unsigned long long)in->seq, P,
              in->grad_ckpt == GM_CKPT_FULL ? " / 5 (checkpointing)" : "");
     if (st == GM_OK)
-        st = gm_estimate_add_component(e, "activations", est_round(acts), GM_EST_PHASE_FORWARD_BACKWARD,
-                                       true, note, err);
+        st = gm_estimate_add_component(e, "activations", est_round(acts),
+                                       GM_EST_PHASE_FORWARD_BACKWARD, true, note, err);
     if (st != GM_OK)
         return st;
     gm_estimate_assume(e, "method blog (HF blog 'Visualize and understand GPU memory in "
@@ -254,8 +255,8 @@ static enum gm_status train_arch(const struct gm_estimate_inputs *in, const stru
         return st;
     state = state_bytes(in, ew, pc, n, &state_what);
     if (state > 0) {
-        st = gm_estimate_add_component(e, "optimizer_state", est_round(state), GM_EST_PHASE_TRAIN_ALL,
-                                       false, state_what, err);
+        st = gm_estimate_add_component(e, "optimizer_state", est_round(state),
+                                       GM_EST_PHASE_TRAIN_ALL, false, state_what, err);
         if (st != GM_OK)
             return st;
     }

@@ -19,100 +19,221 @@
 
 /* Opcode bytes (CPython Lib/pickle.py names). */
 enum {
-    OP_MARK = '(', OP_STOP = '.', OP_POP = '0', OP_POP_MARK = '1', OP_DUP = '2',
-    OP_FLOAT = 'F', OP_INT = 'I', OP_BININT = 'J', OP_BININT1 = 'K', OP_LONG = 'L',
-    OP_BININT2 = 'M', OP_NONE = 'N', OP_PERSID = 'P', OP_BINPERSID = 'Q', OP_REDUCE = 'R',
-    OP_STRING = 'S', OP_BINSTRING = 'T', OP_SHORT_BINSTRING = 'U', OP_UNICODE = 'V',
-    OP_BINUNICODE = 'X', OP_APPEND = 'a', OP_BUILD = 'b', OP_GLOBAL = 'c', OP_DICT = 'd',
-    OP_EMPTY_DICT = '}', OP_APPENDS = 'e', OP_GET = 'g', OP_BINGET = 'h', OP_INST = 'i',
-    OP_LONG_BINGET = 'j', OP_LIST = 'l', OP_EMPTY_LIST = ']', OP_OBJ = 'o', OP_PUT = 'p',
-    OP_BINPUT = 'q', OP_LONG_BINPUT = 'r', OP_SETITEM = 's', OP_TUPLE = 't',
-    OP_EMPTY_TUPLE = ')', OP_SETITEMS = 'u', OP_BINFLOAT = 'G',
-    OP_PROTO = 0x80, OP_NEWOBJ = 0x81, OP_EXT1 = 0x82, OP_EXT2 = 0x83, OP_EXT4 = 0x84,
-    OP_TUPLE1 = 0x85, OP_TUPLE2 = 0x86, OP_TUPLE3 = 0x87, OP_NEWTRUE = 0x88, OP_NEWFALSE = 0x89,
-    OP_LONG1 = 0x8a, OP_LONG4 = 0x8b, OP_BINBYTES = 'B', OP_SHORT_BINBYTES = 'C',
-    OP_SHORT_BINUNICODE = 0x8c, OP_BINUNICODE8 = 0x8d, OP_BINBYTES8 = 0x8e, OP_EMPTY_SET = 0x8f,
-    OP_ADDITEMS = 0x90, OP_FROZENSET = 0x91, OP_NEWOBJ_EX = 0x92, OP_STACK_GLOBAL = 0x93,
-    OP_MEMOIZE = 0x94, OP_FRAME = 0x95, OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97,
+    OP_MARK = '(',
+    OP_STOP = '.',
+    OP_POP = '0',
+    OP_POP_MARK = '1',
+    OP_DUP = '2',
+    OP_FLOAT = 'F',
+    OP_INT = 'I',
+    OP_BININT = 'J',
+    OP_BININT1 = 'K',
+    OP_LONG = 'L',
+    OP_BININT2 = 'M',
+    OP_NONE = 'N',
+    OP_PERSID = 'P',
+    OP_BINPERSID = 'Q',
+    OP_REDUCE = 'R',
+    OP_STRING = 'S',
+    OP_BINSTRING = 'T',
+    OP_SHORT_BINSTRING = 'U',
+    OP_UNICODE = 'V',
+    OP_BINUNICODE = 'X',
+    OP_APPEND = 'a',
+    OP_BUILD = 'b',
+    OP_GLOBAL = 'c',
+    OP_DICT = 'd',
+    OP_EMPTY_DICT = '}',
+    OP_APPENDS = 'e',
+    OP_GET = 'g',
+    OP_BINGET = 'h',
+    OP_INST = 'i',
+    OP_LONG_BINGET = 'j',
+    OP_LIST = 'l',
+    OP_EMPTY_LIST = ']',
+    OP_OBJ = 'o',
+    OP_PUT = 'p',
+    OP_BINPUT = 'q',
+    OP_LONG_BINPUT = 'r',
+    OP_SETITEM = 's',
+    OP_TUPLE = 't',
+    OP_EMPTY_TUPLE = ')',
+    OP_SETITEMS = 'u',
+    OP_BINFLOAT = 'G',
+    OP_PROTO = 0x80,
+    OP_NEWOBJ = 0x81,
+    OP_EXT1 = 0x82,
+    OP_EXT2 = 0x83,
+    OP_EXT4 = 0x84,
+    OP_TUPLE1 = 0x85,
+    OP_TUPLE2 = 0x86,
+    OP_TUPLE3 = 0x87,
+    OP_NEWTRUE = 0x88,
+    OP_NEWFALSE = 0x89,
+    OP_LONG1 = 0x8a,
+    OP_LONG4 = 0x8b,
+    OP_BINBYTES = 'B',
+    OP_SHORT_BINBYTES = 'C',
+    OP_SHORT_BINUNICODE = 0x8c,
+    OP_BINUNICODE8 = 0x8d,
+    OP_BINBYTES8 = 0x8e,
+    OP_EMPTY_SET = 0x8f,
+    OP_ADDITEMS = 0x90,
+    OP_FROZENSET = 0x91,
+    OP_NEWOBJ_EX = 0x92,
+    OP_STACK_GLOBAL = 0x93,
+    OP_MEMOIZE = 0x94,
+    OP_FRAME = 0x95,
+    OP_BYTEARRAY8 = 0x96,
+    OP_NEXT_BUFFER = 0x97,
     OP_READONLY_BUFFER = 0x98
 };
 
 const char *pk_opcode_name(uint8_t op)
 {
     switch (op) {
-    case OP_MARK: return "MARK";
-    case OP_STOP: return "STOP";
-    case OP_POP: return "POP";
-    case OP_POP_MARK: return "POP_MARK";
-    case OP_DUP: return "DUP";
-    case OP_FLOAT: return "FLOAT";
-    case OP_INT: return "INT";
-    case OP_BININT: return "BININT";
-    case OP_BININT1: return "BININT1";
-    case OP_LONG: return "LONG";
-    case OP_BININT2: return "BININT2";
-    case OP_NONE: return "NONE";
-    case OP_PERSID: return "PERSID";
-    case OP_BINPERSID: return "BINPERSID";
-    case OP_REDUCE: return "REDUCE";
-    case OP_STRING: return "STRING";
-    case OP_BINSTRING: return "BINSTRING";
-    case OP_SHORT_BINSTRING: return "SHORT_BINSTRING";
-    case OP_UNICODE: return "UNICODE";
-    case OP_BINUNICODE: return "BINUNICODE";
-    case OP_APPEND: return "APPEND";
-    case OP_BUILD: return "BUILD";
-    case OP_GLOBAL: return "GLOBAL";
-    case OP_DICT: return "DICT";
-    case OP_EMPTY_DICT: return "EMPTY_DICT";
-    case OP_APPENDS: return "APPENDS";
-    case OP_GET: return "GET";
-    case OP_BINGET: return "BINGET";
-    case OP_INST: return "INST";
-    case OP_LONG_BINGET: return "LONG_BINGET";
-    case OP_LIST: return "LIST";
-    case OP_EMPTY_LIST: return "EMPTY_LIST";
-    case OP_OBJ: return "OBJ";
-    case OP_PUT: return "PUT";
-    case OP_BINPUT: return "BINPUT";
-    case OP_LONG_BINPUT: return "LONG_BINPUT";
-    case OP_SETITEM: return "SETITEM";
-    case OP_TUPLE: return "TUPLE";
-    case OP_EMPTY_TUPLE: return "EMPTY_TUPLE";
-    case OP_SETITEMS: return "SETITEMS";
-    case OP_BINFLOAT: return "BINFLOAT";
-    case OP_PROTO: return "PROTO";
-    case OP_NEWOBJ: return "NEWOBJ";
-    case OP_EXT1: return "EXT1";
-    case OP_EXT2: return "EXT2";
-    case OP_EXT4: return "EXT4";
-    case OP_TUPLE1: return "TUPLE1";
-    case OP_TUPLE2: return "TUPLE2";
-    case OP_TUPLE3: return "TUPLE3";
-    case OP_NEWTRUE: return "NEWTRUE";
-    case OP_NEWFALSE: return "NEWFALSE";
-    case OP_LONG1: return "LONG1";
-    case OP_LONG4: return "LONG4";
-    case OP_BINBYTES: return "BINBYTES";
-    case OP_SHORT_BINBYTES: return "SHORT_BINBYTES";
-    case OP_SHORT_BINUNICODE: return "SHORT_BINUNICODE";
-    case OP_BINUNICODE8: return "BINUNICODE8";
-    case OP_BINBYTES8: return "BINBYTES8";
-    case OP_EMPTY_SET: return "EMPTY_SET";
-    case OP_ADDITEMS: return "ADDITEMS";
-    case OP_FROZENSET: return "FROZENSET";
-    case OP_NEWOBJ_EX: return "NEWOBJ_EX";
-    case OP_STACK_GLOBAL: return "STACK_GLOBAL";
-    case OP_MEMOIZE: return "MEMOIZE";
-    case OP_FRAME: return "FRAME";
-    case OP_BYTEARRAY8: return "BYTEARRAY8";
-    case OP_NEXT_BUFFER: return "NEXT_BUFFER";
-    case OP_READONLY_BUFFER: return "READONLY_BUFFER";
-    default: return NULL;
+    case OP_MARK:
+        return "MARK";
+    case OP_STOP:
+        return "STOP";
+    case OP_POP:
+        return "POP";
+    case OP_POP_MARK:
+        return "POP_MARK";
+    case OP_DUP:
+        return "DUP";
+    case OP_FLOAT:
+        return "FLOAT";
+    case OP_INT:
+        return "INT";
+    case OP_BININT:
+        return "BININT";
+    case OP_BININT1:
+        return "BININT1";
+    case OP_LONG:
+        return "LONG";
+    case OP_BININT2:
+        return "BININT2";
+    case OP_NONE:
+        return "NONE";
+    case OP_PERSID:
+        return "PERSID";
+    case OP_BINPERSID:
+        return "BINPERSID";
+    case OP_REDUCE:
+        return "REDUCE";
+    case OP_STRING:
+        return "STRING";
+    case OP_BINSTRING:
+        return "BINSTRING";
+    case OP_SHORT_BINSTRING:
+        return "SHORT_BINSTRING";
+    case OP_UNICODE:
+        return "UNICODE";
+    case OP_BINUNICODE:
+        return "BINUNICODE";
+    case OP_APPEND:
+        return "APPEND";
+    case OP_BUILD:
+        return "BUILD";
+    case OP_GLOBAL:
+        return "GLOBAL";
+    case OP_DICT:
+        return "DICT";
+    case OP_EMPTY_DICT:
+        return "EMPTY_DICT";
+    case OP_APPENDS:
+        return "APPENDS";
+    case OP_GET:
+        return "GET";
+    case OP_BINGET:
+        return "BINGET";
+    case OP_INST:
+        return "INST";
+    case OP_LONG_BINGET:
+        return "LONG_BINGET";
+    case OP_LIST:
+        return "LIST";
+    case OP_EMPTY_LIST:
+        return "EMPTY_LIST";
+    case OP_OBJ:
+        return "OBJ";
+    case OP_PUT:
+        return "PUT";
+    case OP_BINPUT:
+        return "BINPUT";
+    case OP_LONG_BINPUT:
+        return "LONG_BINPUT";
+    case OP_SETITEM:
+        return "SETITEM";
+    case OP_TUPLE:
+        return "TUPLE";
+    case OP_EMPTY_TUPLE:
+        return "EMPTY_TUPLE";
+    case OP_SETITEMS:
+        return "SETITEMS";
+    case OP_BINFLOAT:
+        return "BINFLOAT";
+    case OP_PROTO:
+        return "PROTO";
+    case OP_NEWOBJ:
+        return "NEWOBJ";
+    case OP_EXT1:
+        return "EXT1";
+    case OP_EXT2:
+        return "EXT2";
+    case OP_EXT4:
+        return "EXT4";
+    case OP_TUPLE1:
+        return "TUPLE1";
+    case OP_TUPLE2:
+        return "TUPLE2";
+    case OP_TUPLE3:
+        return "TUPLE3";
+    case OP_NEWTRUE:
+        return "NEWTRUE";
+    case OP_NEWFALSE:
+        return "NEWFALSE";
+    case OP_LONG1:
+        return "LONG1";
+    case OP_LONG4:
+        return "LONG4";
+    case OP_BINBYTES:
+        return "BINBYTES";
+    case OP_SHORT_BINBYTES:
+        return "SHORT_BINBYTES";
+    case OP_SHORT_BINUNICODE:
+        return "SHORT_BINUNICODE";
+    case OP_BINUNICODE8:
+        return "BINUNICODE8";
+    case OP_BINBYTES8:
+        return "BINBYTES8";
+    case OP_EMPTY_SET:
+        return "EMPTY_SET";
+    case OP_ADDITEMS:
+        return "ADDITEMS";
+    case OP_FROZENSET:
+        return "FROZENSET";
+    case OP_NEWOBJ_EX:
+        return "NEWOBJ_EX";
+    case OP_STACK_GLOBAL:
+        return "STACK_GLOBAL";
+    case OP_MEMOIZE:
+        return "MEMOIZE";
+    case OP_FRAME:
+        return "FRAME";
+    case OP_BYTEARRAY8:
+        return "BYTEARRAY8";
+    case OP_NEXT_BUFFER:
+        return "NEXT_BUFFER";
+    case OP_READONLY_BUFFER:
+        return "READONLY_BUFFER";
+    default:
+        return NULL;
     }
 }
 
-#define FREE_CLASSES 64
+#define FREE_CLASSES   64
 #define FLAT_MAX_PAIRS 32
 #define FLAT_MAX_ITEMS 1024
 
@@ -191,8 +312,8 @@ static enum gm_status push_slow(struct vm *vm, pk_val v, uint64_t off)
 {
     if (vm->sp == vm->stack_cap) {
         if (vm->sp >= vm->stack_max)
-            return gm_fail(vm->err, GM_ERR_LIMIT, off,
-                           "pickle: more than %zu values on the stack", vm->stack_max);
+            return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: more than %zu values on the stack",
+                           vm->stack_max);
         if (!grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
             return nomem(vm, off);
     }
@@ -475,7 +596,8 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
                                 uint64_t off)
 {
     if (k % 2)
-        return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: SETITEMS with an odd number of values");
+        return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                       "pickle: SETITEMS with an odd number of values");
     if (k == 0)
         return GM_OK;
     if (!node_reserve(vm, n, k / 2))
@@ -517,19 +639,19 @@ static bool parse_decimal(const uint8_t *s, size_t n, int64_t *out)
     return true;
 }
 
-#define NEED(k)                                                                                  \
-    do {                                                                                         \
-        if ((size_t)(vm->end - vm->p) < (size_t)(k))                                             \
-            return gm_fail(vm->err, GM_ERR_FORMAT, off,                                          \
-                           "pickle: truncated %s argument (file ends at byte %llu)",             \
-                           pk_opcode_name(op), (unsigned long long)OFF(vm, vm->end));            \
+#define NEED(k)                                                                                    \
+    do {                                                                                           \
+        if ((size_t)(vm->end - vm->p) < (size_t)(k))                                               \
+            return gm_fail(vm->err, GM_ERR_FORMAT, off,                                            \
+                           "pickle: truncated %s argument (file ends at byte %llu)",               \
+                           pk_opcode_name(op), (unsigned long long)OFF(vm, vm->end));              \
     } while (0)
 
-#define CHECK(expr)                                                                              \
-    do {                                                                                         \
-        enum gm_status st_ = (expr);                                                             \
-        if (st_ != GM_OK)                                                                        \
-            return st_;                                                                          \
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        enum gm_status st_ = (expr);                                                               \
+        if (st_ != GM_OK)                                                                          \
+            return st_;                                                                            \
     } while (0)
 
 static uint64_t le(const uint8_t *p, unsigned n)
@@ -696,8 +818,8 @@ static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, si
  * are written past memo_len with their final values (PK_DEAD for a consumed dict, the
  * consumer's token for its list, the string itself) and only counted once the batch ends
  * with its APPENDS.  Anything else (a put that is not the next slot, a reference to the
- * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a consumer
- * error, a limit) abandons the batch, which the ordinary path then reads again from its
+ * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a
+ * consumer error, a limit) abandons the batch, which the ordinary path then reads again from its
  * MARK, reporting any error itself.  The effects that stay behind (SHARED flags and
  * reference counts on nodes the batch referenced) are the ones the ordinary path has too,
  * counts at most overstated, which only keeps more nodes alive. */
@@ -1160,8 +1282,8 @@ static enum gm_status run(struct vm *vm)
             return GM_OK;
         case OP_MARK:
             if (vm->n_marks >= vm->marks_max)
-                return gm_fail(vm->err, GM_ERR_LIMIT, off,
-                               "pickle: nesting deeper than %zu MARKs", vm->marks_max);
+                return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: nesting deeper than %zu MARKs",
+                               vm->marks_max);
             if (vm->n_marks == vm->marks_cap &&
                 !grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
                 return nomem(vm, off);
@@ -1347,15 +1469,17 @@ static enum gm_status run(struct vm *vm)
         case OP_DICT: {
             size_t k;
             struct pk_node *n;
-            uint8_t kind = op == OP_TUPLE ? PK_TUPLE : op == OP_LIST ? PK_LIST
-                                                   : op == OP_DICT   ? PK_DICT
-                                                                     : PK_FROZENSET;
+            uint8_t kind = op == OP_TUPLE  ? PK_TUPLE
+                           : op == OP_LIST ? PK_LIST
+                           : op == OP_DICT ? PK_DICT
+                                           : PK_FROZENSET;
             CHECK(pop_mark(vm, &start, off, op));
             k = vm->sp - start;
             if (k > UINT32_MAX)
                 return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: container too large");
             if (op == OP_DICT && k % 2)
-                return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: DICT with an odd number of values");
+                return gm_fail(vm->err, GM_ERR_FORMAT, off,
+                               "pickle: DICT with an odd number of values");
             n = new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
             if (!n)
                 return nomem(vm, off);
@@ -1607,10 +1731,14 @@ bool pk_get_str(const struct pk_doc *doc, pk_val v, const char **p, size_t *n, b
         return false;
     op = doc->data[off];
     switch (op) {
-    case OP_SHORT_BINUNICODE: case OP_SHORT_BINSTRING: case OP_SHORT_BINBYTES:
+    case OP_SHORT_BINUNICODE:
+    case OP_SHORT_BINSTRING:
+    case OP_SHORT_BINBYTES:
         w = 1;
         break;
-    case OP_BINUNICODE: case OP_BINSTRING: case OP_BINBYTES:
+    case OP_BINUNICODE:
+    case OP_BINSTRING:
+    case OP_BINBYTES:
         w = 4;
         break;
     default:
@@ -1654,22 +1782,30 @@ const char *pk_type_name(pk_val v)
     const struct pk_box *b = box_of(v);
     if (n) {
         switch (n->kind) {
-        case PK_LIST: return "list";
-        case PK_DICT: return "dict";
-        case PK_TUPLE: return "tuple";
-        case PK_SET: return "set";
-        default: return "frozenset";
+        case PK_LIST:
+            return "list";
+        case PK_DICT:
+            return "dict";
+        case PK_TUPLE:
+            return "tuple";
+        case PK_SET:
+            return "set";
+        default:
+            return "frozenset";
         }
     }
     switch (pk_tag(v)) {
-    case PK_TAG_INT: return "int";
-    case PK_TAG_STR: return "str";
+    case PK_TAG_INT:
+        return "int";
+    case PK_TAG_STR:
+        return "str";
     case PK_TAG_CONST:
-        return v == PK_NONE                    ? "None"
+        return v == PK_NONE                     ? "None"
                : (v == PK_HOLE || v == PK_DEAD) ? "nothing"
                : pk_is_token(v)                 ? "list (already read)"
                                                 : "bool";
-    default: break;
+    default:
+        break;
     }
     if (b)
         return b->kind == PK_BOX_FLOAT ? "float" : "int";

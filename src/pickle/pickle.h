@@ -39,7 +39,7 @@ typedef uint64_t pk_val;
 #define PK_TRUE  ((pk_val)((2u << 3) | PK_TAG_CONST))
 #define PK_HOLE  ((pk_val)((3u << 3) | PK_TAG_CONST))
 /* A memo slot whose object was handed to an append hook and recycled (see pk_opts). */
-#define PK_DEAD  ((pk_val)((4u << 3) | PK_TAG_CONST))
+#define PK_DEAD ((pk_val)((4u << 3) | PK_TAG_CONST))
 /* A token the consumer gave for a recycled list (pk_opts.list_token): constants from 16 up. */
 #define PK_TOKEN(id) ((pk_val)(((uint64_t)(id) + 16u) << 3) | PK_TAG_CONST)
 static inline bool pk_is_token(pk_val v)
@@ -96,9 +96,9 @@ struct pk_box {
 };
 
 struct pk_opts {
-    size_t max_memory; /* bytes for nodes, memo and stack together; 0: no cap */
-    uint32_t max_depth;  /* open MARKs at one time; 0: 1000 */
-    uint32_t max_stack;  /* values on the stack; 0: 1 << 22 */
+    size_t max_memory;  /* bytes for nodes, memo and stack together; 0: no cap */
+    uint32_t max_depth; /* open MARKs at one time; 0: 1000 */
+    uint32_t max_stack; /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
     /* Called before items are appended to a list.  Setting *consumed keeps them out of the
@@ -139,8 +139,8 @@ struct pk_doc {
     size_t len;
     struct gm_arena arena;
     pk_val root;
-    int protocol;     /* from PROTO, 0 when absent */
-    uint64_t n_memo;  /* memo slots used */
+    int protocol;    /* from PROTO, 0 when absent */
+    uint64_t n_memo; /* memo slots used */
 };
 
 /* Parse 'len' bytes at 'data' (which must stay valid while 'doc' is used).  On success

@@ -604,8 +604,9 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
                 segs = nsg;
                 cap *= 2;
             }
-            segs[ns++] = (struct mseg){ev->addr, ev->size, gm_snapshot_event_stream(snap, ev),
-                                       ev->size <= (2u << 20), false, SIZE_MAX};
+            segs[ns++] = (struct mseg){
+                ev->addr, ev->size, gm_snapshot_event_stream(snap, ev), ev->size <= (2u << 20),
+                false,    SIZE_MAX};
         }
     }
     qsort(segs, ns, sizeof(*segs), cmp_mseg);

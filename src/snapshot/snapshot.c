@@ -10,8 +10,8 @@
  * cannot make it recurse.  Frames and stacks are interned through two maps each: one keyed
  * by the pickle object (memo sharing makes most look-ups hit there) and one by content
  * (for writers that share nothing, like 2.0). */
-#include "snapshot/snapshot_int.h"
 #include "base/prefault.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 #include "pickle/pickle.h"
@@ -39,43 +39,112 @@ struct snap_impl {
 enum word {
     W_UNKNOWN = 0,
     /* keys */
-    W_SEGMENTS, W_DEVICE_TRACES, W_ALLOCATOR_SETTINGS, W_EXTERNAL_ANNOTATIONS, W_HOST_SEGMENTS,
-    W_HOST_TRACES, W_DEVICE, W_ADDRESS, W_TOTAL_SIZE, W_ALLOCATED_SIZE, W_ACTIVE_SIZE,
-    W_REQUESTED_SIZE, W_STREAM, W_SEGMENT_TYPE, W_SEGMENT_POOL_ID, W_IS_EXPANDABLE, W_FRAMES,
-    W_BLOCKS, W_SIZE, W_STATE, W_HISTORY, W_USER_METADATA, W_ADDR, W_REAL_SIZE, W_ACTION,
-    W_DEVICE_FREE, W_TIME_US, W_COMPILE_CONTEXT, W_POOL_ID, W_FORWARD_FRAMES, W_FILENAME,
-    W_LINE, W_NAME, W_STAGE, W_GRAPH_CAPTURE_RSR, W_TRACE_OVERFLOWED,
+    W_SEGMENTS,
+    W_DEVICE_TRACES,
+    W_ALLOCATOR_SETTINGS,
+    W_EXTERNAL_ANNOTATIONS,
+    W_HOST_SEGMENTS,
+    W_HOST_TRACES,
+    W_DEVICE,
+    W_ADDRESS,
+    W_TOTAL_SIZE,
+    W_ALLOCATED_SIZE,
+    W_ACTIVE_SIZE,
+    W_REQUESTED_SIZE,
+    W_STREAM,
+    W_SEGMENT_TYPE,
+    W_SEGMENT_POOL_ID,
+    W_IS_EXPANDABLE,
+    W_FRAMES,
+    W_BLOCKS,
+    W_SIZE,
+    W_STATE,
+    W_HISTORY,
+    W_USER_METADATA,
+    W_ADDR,
+    W_REAL_SIZE,
+    W_ACTION,
+    W_DEVICE_FREE,
+    W_TIME_US,
+    W_COMPILE_CONTEXT,
+    W_POOL_ID,
+    W_FORWARD_FRAMES,
+    W_FILENAME,
+    W_LINE,
+    W_NAME,
+    W_STAGE,
+    W_GRAPH_CAPTURE_RSR,
+    W_TRACE_OVERFLOWED,
     /* actions */
-    W_A_ALLOC, W_A_FREE_REQUESTED, W_A_FREE_COMPLETED, W_A_SEGMENT_ALLOC, W_A_SEGMENT_FREE,
-    W_A_SEGMENT_MAP, W_A_SEGMENT_UNMAP, W_A_SNAPSHOT, W_A_OOM,
+    W_A_ALLOC,
+    W_A_FREE_REQUESTED,
+    W_A_FREE_COMPLETED,
+    W_A_SEGMENT_ALLOC,
+    W_A_SEGMENT_FREE,
+    W_A_SEGMENT_MAP,
+    W_A_SEGMENT_UNMAP,
+    W_A_SNAPSHOT,
+    W_A_OOM,
     /* values */
-    W_ACTIVE_ALLOCATED, W_ACTIVE_PENDING_FREE, W_INACTIVE, W_SMALL, W_LARGE,
+    W_ACTIVE_ALLOCATED,
+    W_ACTIVE_PENDING_FREE,
+    W_INACTIVE,
+    W_SMALL,
+    W_LARGE,
     W_COUNT
 };
 
 static const char *const word_text[W_COUNT] = {
-    [W_SEGMENTS] = "segments", [W_DEVICE_TRACES] = "device_traces",
+    [W_SEGMENTS] = "segments",
+    [W_DEVICE_TRACES] = "device_traces",
     [W_ALLOCATOR_SETTINGS] = "allocator_settings",
-    [W_EXTERNAL_ANNOTATIONS] = "external_annotations", [W_HOST_SEGMENTS] = "host_segments",
-    [W_HOST_TRACES] = "host_traces", [W_DEVICE] = "device", [W_ADDRESS] = "address",
-    [W_TOTAL_SIZE] = "total_size", [W_ALLOCATED_SIZE] = "allocated_size",
-    [W_ACTIVE_SIZE] = "active_size", [W_REQUESTED_SIZE] = "requested_size",
-    [W_STREAM] = "stream", [W_SEGMENT_TYPE] = "segment_type",
-    [W_SEGMENT_POOL_ID] = "segment_pool_id", [W_IS_EXPANDABLE] = "is_expandable",
-    [W_FRAMES] = "frames", [W_BLOCKS] = "blocks", [W_SIZE] = "size", [W_STATE] = "state",
-    [W_HISTORY] = "history", [W_USER_METADATA] = "user_metadata", [W_ADDR] = "addr",
-    [W_REAL_SIZE] = "real_size", [W_ACTION] = "action", [W_DEVICE_FREE] = "device_free",
-    [W_TIME_US] = "time_us", [W_COMPILE_CONTEXT] = "compile_context", [W_POOL_ID] = "pool_id",
-    [W_FORWARD_FRAMES] = "forward_frames", [W_FILENAME] = "filename", [W_LINE] = "line",
-    [W_NAME] = "name", [W_STAGE] = "stage",
+    [W_EXTERNAL_ANNOTATIONS] = "external_annotations",
+    [W_HOST_SEGMENTS] = "host_segments",
+    [W_HOST_TRACES] = "host_traces",
+    [W_DEVICE] = "device",
+    [W_ADDRESS] = "address",
+    [W_TOTAL_SIZE] = "total_size",
+    [W_ALLOCATED_SIZE] = "allocated_size",
+    [W_ACTIVE_SIZE] = "active_size",
+    [W_REQUESTED_SIZE] = "requested_size",
+    [W_STREAM] = "stream",
+    [W_SEGMENT_TYPE] = "segment_type",
+    [W_SEGMENT_POOL_ID] = "segment_pool_id",
+    [W_IS_EXPANDABLE] = "is_expandable",
+    [W_FRAMES] = "frames",
+    [W_BLOCKS] = "blocks",
+    [W_SIZE] = "size",
+    [W_STATE] = "state",
+    [W_HISTORY] = "history",
+    [W_USER_METADATA] = "user_metadata",
+    [W_ADDR] = "addr",
+    [W_REAL_SIZE] = "real_size",
+    [W_ACTION] = "action",
+    [W_DEVICE_FREE] = "device_free",
+    [W_TIME_US] = "time_us",
+    [W_COMPILE_CONTEXT] = "compile_context",
+    [W_POOL_ID] = "pool_id",
+    [W_FORWARD_FRAMES] = "forward_frames",
+    [W_FILENAME] = "filename",
+    [W_LINE] = "line",
+    [W_NAME] = "name",
+    [W_STAGE] = "stage",
     [W_GRAPH_CAPTURE_RSR] = "graph_capture_record_stream_reuse",
     [W_TRACE_OVERFLOWED] = "trace_alloc_overflowed",
-    [W_A_ALLOC] = "alloc", [W_A_FREE_REQUESTED] = "free_requested",
-    [W_A_FREE_COMPLETED] = "free_completed", [W_A_SEGMENT_ALLOC] = "segment_alloc",
-    [W_A_SEGMENT_FREE] = "segment_free", [W_A_SEGMENT_MAP] = "segment_map",
-    [W_A_SEGMENT_UNMAP] = "segment_unmap", [W_A_SNAPSHOT] = "snapshot", [W_A_OOM] = "oom",
-    [W_ACTIVE_ALLOCATED] = "active_allocated", [W_ACTIVE_PENDING_FREE] = "active_pending_free",
-    [W_INACTIVE] = "inactive", [W_SMALL] = "small", [W_LARGE] = "large",
+    [W_A_ALLOC] = "alloc",
+    [W_A_FREE_REQUESTED] = "free_requested",
+    [W_A_FREE_COMPLETED] = "free_completed",
+    [W_A_SEGMENT_ALLOC] = "segment_alloc",
+    [W_A_SEGMENT_FREE] = "segment_free",
+    [W_A_SEGMENT_MAP] = "segment_map",
+    [W_A_SEGMENT_UNMAP] = "segment_unmap",
+    [W_A_SNAPSHOT] = "snapshot",
+    [W_A_OOM] = "oom",
+    [W_ACTIVE_ALLOCATED] = "active_allocated",
+    [W_ACTIVE_PENDING_FREE] = "active_pending_free",
+    [W_INACTIVE] = "inactive",
+    [W_SMALL] = "small",
+    [W_LARGE] = "large",
 };
 
 /* A frames list remembered by its items: the frame dict objects (see intern_stack). */
@@ -91,7 +160,7 @@ struct stack_rec {
 };
 
 /* A direct-mapped cache in front of a map: most look-ups repeat the last few keys. */
-#define DM_BITS 12
+#define DM_BITS    12
 #define BATCH_BITS 14
 struct dm_entry {
     uint64_t key; /* 0: empty */
@@ -172,9 +241,9 @@ struct builder {
         uint32_t gen;
     } batch[1 << BATCH_BITS];
     uint32_t batch_gen;
-    uint32_t last_str;   /* index in strs of the last string interned from a value */
+    uint32_t last_str; /* index in strs of the last string interned from a value */
     bool last_str_ok;
-    bool in_hook; /* read_event runs inside on_append */
+    bool in_hook;                    /* read_event runs inside on_append */
     const struct pk_node *flat_list; /* the list of the last on_flat, and its stream */
     uint32_t flat_si;
     uint32_t scratch_tok; /* the stack id read from a transient frames list */
@@ -329,7 +398,7 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
             return GM_OK;
         }
     } else if (b->last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
-        n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
+               n == b->str_lens[b->last_str] && n <= 16 && short_eq(p, b->strs[b->last_str], n)) {
         *out = b->strs[b->last_str];
         return GM_OK;
     }
@@ -339,8 +408,8 @@ static enum gm_status intern_str(struct builder *b, pk_val v, const char *what, 
         return GM_OK;
     }
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
-        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a str",
-                       what, pk_type_name(v));
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: '%s' is a %s, expected a str", what, pk_type_name(v));
     if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
         return st;
     b->last_str = idx;
@@ -359,8 +428,8 @@ static enum gm_status bad_type(struct builder *b, const char *where, size_t i, e
                    pk_type_name(v), want);
 }
 
-static enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i,
-                                   enum word key, pk_val v, uint64_t *out)
+static enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum word key,
+                                   pk_val v, uint64_t *out)
 {
     int64_t s;
     if (pk_get_u64(v, out))
@@ -374,8 +443,8 @@ static enum gm_status get_u64_slow(struct builder *b, const char *where, size_t 
     return bad_type(b, where, i, key, v, "an int");
 }
 
-static inline enum gm_status get_u64(struct builder *b, const char *where, size_t i,
-                                     enum word key, pk_val v, uint64_t *out)
+static inline enum gm_status get_u64(struct builder *b, const char *where, size_t i, enum word key,
+                                     pk_val v, uint64_t *out)
 {
     if (pk_tag(v) == PK_TAG_INT && (int64_t)v >= 0) {
         *out = v >> 3;
@@ -384,8 +453,8 @@ static inline enum gm_status get_u64(struct builder *b, const char *where, size_
     return get_u64_slow(b, where, i, key, v, out);
 }
 
-static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i,
-                                     enum word key, pk_val v, int64_t *out)
+static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
+                                     pk_val v, int64_t *out)
 {
     if (pk_tag(v) == PK_TAG_INT) {
         *out = (int64_t)v >> 3;
@@ -423,12 +492,19 @@ static bool has_suffix(const char *s, const char *suf)
 /* memory_viz's noise filter (shared/docs/snapshot-format.md section 2.5). */
 static bool frame_is_noise(const char *filename, const char *name)
 {
-    static const char *const names[] = {"unwind::unwind", "CapturedTraceback::gather",
-                                        "gather_with_cpp", "_start", "__libc_start_main",
-                                        "PyEval_", "PyObject_", "PyFunction_"};
-    static const char *const files[] = {"core/boxing", "/Register", "/Redispatch",
-                                        "pythonrun.c", "Modules/main.c", "Objects/call.c",
-                                        "Objects/methodobject.c", "pycore_ceval.h", "ceval.c",
+    static const char *const names[] = {"unwind::unwind",    "CapturedTraceback::gather",
+                                        "gather_with_cpp",   "_start",
+                                        "__libc_start_main", "PyEval_",
+                                        "PyObject_",         "PyFunction_"};
+    static const char *const files[] = {"core/boxing",
+                                        "/Register",
+                                        "/Redispatch",
+                                        "pythonrun.c",
+                                        "Modules/main.c",
+                                        "Objects/call.c",
+                                        "Objects/methodobject.c",
+                                        "pycore_ceval.h",
+                                        "ceval.c",
                                         "cpython/abstract.h"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strstr(name, names[i]))
@@ -864,9 +940,8 @@ static bool extra_eq(void *ctx, uint32_t id)
     struct extra_eq_ctx *c = ctx;
     const struct gm_snapshot_event_extra *a = &c->b->extras[id], *x = c->x;
     return a->stream == x->stream && a->action_name == x->action_name &&
-           a->compile_context == x->compile_context &&
-           a->user_metadata == x->user_metadata && a->pool_id[0] == x->pool_id[0] &&
-           a->pool_id[1] == x->pool_id[1];
+           a->compile_context == x->compile_context && a->user_metadata == x->user_metadata &&
+           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1];
 }
 
 static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
@@ -986,9 +1061,9 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
             /* the lists the parser may recycle (see pickle.c recycle()) */
             if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
                 !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
-                struct batch_list *bl =
-                    &b->batch[(size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
-                                       (64 - BATCH_BITS))];
+                struct batch_list *bl = &b->batch[(
+                    size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
+                            (64 - BATCH_BITS))];
                 bl->list = pk_node(val);
                 bl->stack = e->stack;
                 bl->gen = b->batch_gen;
@@ -1159,8 +1234,8 @@ static uint32_t list_token(void *ctx, const struct pk_node *list)
 {
     struct builder *b = ctx;
     struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
-    const struct batch_list *bl =
-        &b->batch[(size_t)(((uint64_t)(uintptr_t)list * 0x9e3779b97f4a7c15ULL) >> (64 - BATCH_BITS))];
+    const struct batch_list *bl = &b->batch[(
+        size_t)(((uint64_t)(uintptr_t)list * 0x9e3779b97f4a7c15ULL) >> (64 - BATCH_BITS))];
     uint32_t id;
     if (bl->list != list || bl->gen != b->batch_gen)
         return UINT32_MAX; /* not read as a frames list in this batch: keep it */
@@ -1329,8 +1404,7 @@ static int cmp_seg_key(const void *pa, const void *pb)
 }
 
 /* Group segments by device, keeping file order within a device (a stable sort). */
-static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segment **segs,
-                                     size_t n)
+static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segment **segs, size_t n)
 {
     struct seg_key *keys;
     struct gm_snapshot_segment *out;
@@ -1693,8 +1767,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
 }
 
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
-                                    const struct gm_snapshot_opts *opts,
-                                    struct gm_snapshot **out, struct gm_error *err)
+                                    const struct gm_snapshot_opts *opts, struct gm_snapshot **out,
+                                    struct gm_error *err)
 {
     return load(data, len, opts, false, out, err);
 }
@@ -1769,25 +1843,36 @@ const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm
 
 const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen)
 {
-    static const char *const names[] = {"g0", "g1", "g2", "g3", "g4",
-                                        "g5", "g6", "g7", "g8", "g9"};
+    static const char *const names[] = {"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8", "g9"};
     return (unsigned)gen < sizeof(names) / sizeof(names[0]) ? names[gen] : "?";
 }
 
 const char *gm_snapshot_gen_torch(enum gm_snapshot_gen gen)
 {
-    static const char *const torch[] = {"1.13+ (list of segments)", "2.0", "2.1", "2.2", "2.3",
-                                        "2.4-2.7", "2.8", "2.9", "2.10+", "2026 (2.12+?)"};
+    static const char *const torch[] = {"1.13+ (list of segments)",
+                                        "2.0",
+                                        "2.1",
+                                        "2.2",
+                                        "2.3",
+                                        "2.4-2.7",
+                                        "2.8",
+                                        "2.9",
+                                        "2.10+",
+                                        "2026 (2.12+?)"};
     return (unsigned)gen < sizeof(torch) / sizeof(torch[0]) ? torch[gen] : "?";
 }
 
 const char *gm_block_state_name(enum gm_block_state s)
 {
     switch (s) {
-    case GM_BLOCK_INACTIVE: return "inactive";
-    case GM_BLOCK_ACTIVE_ALLOCATED: return "active_allocated";
-    case GM_BLOCK_ACTIVE_PENDING_FREE: return "active_pending_free";
-    default: return "unknown";
+    case GM_BLOCK_INACTIVE:
+        return "inactive";
+    case GM_BLOCK_ACTIVE_ALLOCATED:
+        return "active_allocated";
+    case GM_BLOCK_ACTIVE_PENDING_FREE:
+        return "active_pending_free";
+    default:
+        return "unknown";
     }
 }
 

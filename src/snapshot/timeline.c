@@ -107,7 +107,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
     struct elems el = {NULL, 0, 0};
     struct hmap pending = {NULL, NULL, 0, 0}; /* addr -> element index */
-    int32_t *touch = NULL;                   /* per event: element index or -1 */
+    int32_t *touch = NULL;                    /* per event: element index or -1 */
     uint64_t total, best, res, res_final = 0, res_change = 0;
     int64_t best_k = -1;
     size_t n;
@@ -338,9 +338,8 @@ out_release:
     return GM_OK;
 }
 
-enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index,
-                                    bool want_points, struct gm_snapshot_timeline *out,
-                                    struct gm_error *err)
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
+                                    struct gm_snapshot_timeline *out, struct gm_error *err)
 {
     bool redo = false;
     enum gm_status st;

@@ -11,3 +11,11 @@ if(GM_CPPCHECK)
       --inline-suppr -j2 ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/cli)
   set_tests_properties(lint/cppcheck PROPERTIES LABELS no-asan TIMEOUT 300)
 endif()
+
+# Formatting (.clang-format, clang-format 14): `make format` fixes what this reports.
+find_program(GM_CLANG_FORMAT clang-format)
+if(GM_CLANG_FORMAT)
+  add_test(NAME lint/format
+    COMMAND sh -c "cd '${PROJECT_SOURCE_DIR}' && find src cli include tests -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | sort | xargs '${GM_CLANG_FORMAT}' --dry-run -Werror")
+  set_tests_properties(lint/format PROPERTIES LABELS no-asan)
+endif()

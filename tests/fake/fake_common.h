@@ -35,7 +35,7 @@ struct fake_config {
     uint32_t pid_offset;      /* NVML reports pid + offset (a PID namespace) */
     bool stride_bug;          /* _v2/_v3 process entries of 32 bytes (drivers 535.43-85) */
     int ptx_major, ptx_minor; /* highest PTX ISA the "driver" JITs */
-    bool proc_mem_na;                /* usedGpuMemory = NVML_VALUE_NOT_AVAILABLE (WDDM, MIG) */
+    bool proc_mem_na;         /* usedGpuMemory = NVML_VALUE_NOT_AVAILABLE (WDDM, MIG) */
     int32_t graphics_pid;     /* a process with a graphics context on device 0, 0 none */
     uint64_t graphics_bytes;  /* its usage (counted in device used) */
 };

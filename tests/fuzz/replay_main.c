@@ -68,7 +68,8 @@ int main(int argc, char **argv)
                 names[nn] = malloc(strlen(argv[i]) + strlen(e->d_name) + 2);
                 if (!names[nn])
                     return 1;
-                snprintf(names[nn], strlen(argv[i]) + strlen(e->d_name) + 2, "%s/%s", argv[i], e->d_name);
+                snprintf(names[nn], strlen(argv[i]) + strlen(e->d_name) + 2, "%s/%s", argv[i],
+                         e->d_name);
                 nn++;
             }
             closedir(d);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "base/buf.h"
@@ -252,12 +253,17 @@ static void test_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_bytes), cmocka_unit_test(test_parse_size),
-        cmocka_unit_test(test_parse_u64),    cmocka_unit_test(test_saturating),
-        cmocka_unit_test(test_json_compact), cmocka_unit_test(test_json_pretty),
-        cmocka_unit_test(test_json_misuse),  cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_saturating),
+        cmocka_unit_test(test_json_compact),
+        cmocka_unit_test(test_json_pretty),
+        cmocka_unit_test(test_json_misuse),
+        cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
-        cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_buf_cap),
+        cmocka_unit_test(test_reader),
         cmocka_unit_test(test_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

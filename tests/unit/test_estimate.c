@@ -177,8 +177,8 @@ static void test_train_phases(void **state)
     assert_true(find(&e, "optimizer_step_temporaries")->bytes == 4 * e.n_params);
     assert_true(e.optimizer_step_bytes == 20 * e.n_params);
     assert_true(e.peak_reserved_bytes >= e.peak_allocated_bytes);
-    assert_true(e.device_bytes == e.peak_reserved_bytes + in.cuda_context_bytes +
-                                      in.workspace_bytes);
+    assert_true(e.device_bytes ==
+                e.peak_reserved_bytes + in.cuda_context_bytes + in.workspace_bytes);
     /* Large batch: forward/backward dominates; the logits term scales with B*L*V. */
     in.batch = 16;
     in.seq = 4096;
@@ -259,8 +259,8 @@ static void test_components_limit(void **state)
     (void)state;
     memset(&e, 0, sizeof(e));
     for (int i = 0; i < GM_EST_MAX_COMPONENTS; i++)
-        assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_EST_PHASE_PREFILL, false, NULL, &err),
-                         GM_OK);
+        assert_int_equal(
+            gm_estimate_add_component(&e, "x", 1, GM_EST_PHASE_PREFILL, false, NULL, &err), GM_OK);
     assert_int_equal(gm_estimate_add_component(&e, "x", 1, GM_EST_PHASE_PREFILL, false, NULL, &err),
                      GM_ERR_LIMIT);
     for (int i = 0; i < GM_EST_MAX_ASSUMPTIONS + 3; i++)
@@ -285,10 +285,14 @@ static void test_gpus(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_7b),   cmocka_unit_test(test_kv_cache),
-        cmocka_unit_test(test_blog),         cmocka_unit_test(test_korthikanti),
-        cmocka_unit_test(test_train_phases), cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_components_limit), cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_weights_7b),
+        cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_blog),
+        cmocka_unit_test(test_korthikanti),
+        cmocka_unit_test(test_train_phases),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_components_limit),
+        cmocka_unit_test(test_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

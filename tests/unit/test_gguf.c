@@ -467,8 +467,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_v3_and_v2), cmocka_unit_test(test_to_model),
         cmocka_unit_test(test_type_sizes),      cmocka_unit_test(test_every_truncation),
-        cmocka_unit_test(test_hostile),         cmocka_unit_test(test_load_big_header),  cmocka_unit_test(test_load_dir),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_hostile),         cmocka_unit_test(test_load_big_header),
+        cmocka_unit_test(test_load_dir),        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

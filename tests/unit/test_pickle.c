@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "pickle/pickle.h"
@@ -28,13 +29,11 @@ static void test_ints(void **state)
     uint64_t u;
     /* [1, 300, -2, 2**40 (LONG1 6), -2**63 (LONG1 8), 2**64-1 (LONG1 9), 2**70 (LONG1 9+) ] */
     static const uint8_t pk[] = {
-        0x80, 4, ']', '(', 'K', 1, 'M', 0x2c, 0x01, 'J', 0xfe, 0xff, 0xff, 0xff,
-        0x8a, 6, 0, 0, 0, 0, 0, 1,
-        0x8a, 8, 0, 0, 0, 0, 0, 0, 0, 0x80,
-        0x8a, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0,
-        0x8a, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0,
-        'I', '4', '2', '\n', 'L', '-', '7', 'L', '\n', 'I', '0', '1', '\n',
-        'e', '.'};
+        0x80, 4,    ']',  '(',  'K',  1,   'M',  0x2c, 0x01, 'J',  0xfe, 0xff, 0xff, 0xff,
+        0x8a, 6,    0,    0,    0,    0,   0,    1,    0x8a, 8,    0,    0,    0,    0,
+        0,    0,    0,    0x80, 0x8a, 9,   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        0,    0x8a, 10,   0,    0,    0,   0,    0,    0,    0,    0,    0x40, 0,    'I',
+        '4',  '2',  '\n', 'L',  '-',  '7', 'L',  '\n', 'I',  '0',  '1',  '\n', 'e',  '.'};
     (void)state;
     assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
     l = pk_node_of_kind(d.root, PK_LIST);
@@ -66,13 +65,10 @@ static void test_strings_floats_consts(void **state)
     size_t n;
     bool is_bytes;
     double x;
-    static const uint8_t pk[] = {0x80, 5, 0x95, 30, 0, 0, 0, 0, 0, 0, 0, '(',
-                                 0x8c, 2, 'h', 'i',
-                                 'X', 3, 0, 0, 0, 'a', 'b', 'c',
-                                 0x8d, 1, 0, 0, 0, 0, 0, 0, 0, 'z',
-                                 'C', 2, 0, 1,
-                                 'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0,
-                                 'N', 0x88, 0x89, 't', '.'};
+    static const uint8_t pk[] = {0x80, 5,    0x95, 30,  0, 0, 0, 0,   0,   0,    0,    '(',  0x8c,
+                                 2,    'h',  'i',  'X', 3, 0, 0, 0,   'a', 'b',  'c',  0x8d, 1,
+                                 0,    0,    0,    0,   0, 0, 0, 'z', 'C', 2,    0,    1,    'G',
+                                 0x3f, 0xf8, 0,    0,   0, 0, 0, 0,   'N', 0x88, 0x89, 't',  '.'};
     (void)state;
     assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
     assert_int_equal(d.protocol, 5);
@@ -97,12 +93,10 @@ static void test_containers_and_memo(void **state)
     struct gm_error e;
     const struct pk_node *top, *a, *b, *tup;
     /* {"a": L, "b": L} with L = [1] memoized (protocol 2 BINPUT/BINGET) plus tuples */
-    static const uint8_t pk[] = {0x80, 2, '}', 'q', 0, '(',
-                                 'X', 1, 0, 0, 0, 'a', ']', 'q', 1, 'K', 1, 'a',
-                                 'X', 1, 0, 0, 0, 'b', 'h', 1,
-                                 'X', 1, 0, 0, 0, 't', ')', 'K', 1, 0x85, 'K', 1, 'K', 2, 0x86,
-                                 0x87,
-                                 'u', '.'};
+    static const uint8_t pk[] = {0x80, 2,   '}',  'q', 0,   '(', 'X', 1,    0,    0,   0,
+                                 'a',  ']', 'q',  1,   'K', 1,   'a', 'X',  1,    0,   0,
+                                 0,    'b', 'h',  1,   'X', 1,   0,   0,    0,    't', ')',
+                                 'K',  1,   0x85, 'K', 1,   'K', 2,   0x86, 0x87, 'u', '.'};
     (void)state;
     assert_int_equal(parse(&d, pk, sizeof pk, &e), GM_OK);
     top = pk_node_of_kind(d.root, PK_DICT);
@@ -121,12 +115,15 @@ static void test_containers_and_memo(void **state)
 
     /* protocol 0/1: DICT, LIST, TUPLE with MARK, PUT/GET, POP, DUP, POP_MARK */
     {
-        static const uint8_t p0[] = "(K\x01K\x02lp0\n(K\x03K\x04K\x05" "1g0\n2" "0d.";
+        static const uint8_t p0[] = "(K\x01K\x02lp0\n(K\x03K\x04K\x05"
+                                    "1g0\n2"
+                                    "0d.";
         /* MARK 1 2 LIST; PUT 0; MARK 3 4 5 POP_MARK; GET 0; DUP; POP; DICT without MARK */
         assert_int_equal(parse(&d, (const uint8_t *)p0, sizeof p0 - 1, &e), GM_ERR_FORMAT);
     }
     {
-        static const uint8_t p1[] = "(X\x01\x00\x00\x00kK\x07" "d.";
+        static const uint8_t p1[] = "(X\x01\x00\x00\x00kK\x07"
+                                    "d.";
         assert_int_equal(parse(&d, (const uint8_t *)p1, sizeof p1 - 1, &e), GM_OK);
         assert_non_null(pk_node_of_kind(d.root, PK_DICT));
         pk_doc_release(&d);
@@ -172,27 +169,41 @@ static void test_malformed(void **state)
         enum gm_status st;
     } cases[] = {
         {"", 0, GM_ERR_FORMAT},
-        {"\x80\x04", 2, GM_ERR_FORMAT},                         /* no STOP */
-        {"\x80\x04.", 3, GM_ERR_FORMAT},                        /* STOP, empty stack */
-        {"\x80\x04NN.", 5, GM_ERR_FORMAT},                      /* two values at STOP */
-        {"\x80\x04X\xff\xff\xff\xff.", 8, GM_ERR_FORMAT},       /* lying length */
-        {"\x80\x04\x8c\x05" "ab.", 6, GM_ERR_FORMAT},
+        {"\x80\x04", 2, GM_ERR_FORMAT},                   /* no STOP */
+        {"\x80\x04.", 3, GM_ERR_FORMAT},                  /* STOP, empty stack */
+        {"\x80\x04NN.", 5, GM_ERR_FORMAT},                /* two values at STOP */
+        {"\x80\x04X\xff\xff\xff\xff.", 8, GM_ERR_FORMAT}, /* lying length */
+        {"\x80\x04\x8c\x05"
+         "ab.",
+         6, GM_ERR_FORMAT},
         {"\x80\x04\x95\xff\xff\xff\xff\xff\xff\xff\x7fN.", 13, GM_ERR_FORMAT},
         {"\x80\x04\x8a\xff\x00.", 6, GM_ERR_FORMAT},
         {"\x80\x04\x8b\xff\xff\xff\xff.", 8, GM_ERR_FORMAT},
-        {"\x80\x04h\x00.", 5, GM_ERR_FORMAT},                   /* empty memo slot */
-        {"\x80\x02Nr\xff\xff\xff\x7f.", 9, GM_ERR_FORMAT},      /* memo index far away */
-        {"\x80\x04" "e.", 4, GM_ERR_FORMAT},                       /* APPENDS without MARK */
-        {"\x80\x04" "(e.", 5, GM_ERR_FORMAT},                      /* APPENDS without list */
-        {"\x80\x04N(Ke.", 7, GM_ERR_FORMAT},                    /* truncated BININT1 */
-        {"\x80\x04}K\x01" "a.", 7, GM_ERR_FORMAT},               /* APPEND to a dict */
-        {"\x80\x04}(K\x01u.", 7, GM_ERR_FORMAT},                /* odd SETITEMS */
-        {"\x80\x04\xff.", 4, GM_ERR_FORMAT},                    /* unknown opcode */
-        {"\x80\x07N.", 4, GM_ERR_UNSUPPORTED},                  /* protocol 7 */
-        {"\x80\x04" "1.", 4, GM_ERR_FORMAT},                    /* POP_MARK without MARK */
-        {"\x80\x04I12x\n.", 8, GM_ERR_FORMAT},                  /* bad INT */
-        {"\x80\x04" "0.", 4, GM_ERR_FORMAT},                    /* POP on empty */
-        {"\x80\x04)N\x86" "a.", 7, GM_ERR_FORMAT},               /* APPEND to a tuple */
+        {"\x80\x04h\x00.", 5, GM_ERR_FORMAT},              /* empty memo slot */
+        {"\x80\x02Nr\xff\xff\xff\x7f.", 9, GM_ERR_FORMAT}, /* memo index far away */
+        {"\x80\x04"
+         "e.",
+         4, GM_ERR_FORMAT}, /* APPENDS without MARK */
+        {"\x80\x04"
+         "(e.",
+         5, GM_ERR_FORMAT},                  /* APPENDS without list */
+        {"\x80\x04N(Ke.", 7, GM_ERR_FORMAT}, /* truncated BININT1 */
+        {"\x80\x04}K\x01"
+         "a.",
+         7, GM_ERR_FORMAT},                      /* APPEND to a dict */
+        {"\x80\x04}(K\x01u.", 7, GM_ERR_FORMAT}, /* odd SETITEMS */
+        {"\x80\x04\xff.", 4, GM_ERR_FORMAT},     /* unknown opcode */
+        {"\x80\x07N.", 4, GM_ERR_UNSUPPORTED},   /* protocol 7 */
+        {"\x80\x04"
+         "1.",
+         4, GM_ERR_FORMAT},                    /* POP_MARK without MARK */
+        {"\x80\x04I12x\n.", 8, GM_ERR_FORMAT}, /* bad INT */
+        {"\x80\x04"
+         "0.",
+         4, GM_ERR_FORMAT}, /* POP on empty */
+        {"\x80\x04)N\x86"
+         "a.",
+         7, GM_ERR_FORMAT}, /* APPEND to a tuple */
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -234,7 +245,7 @@ static void test_limits(void **state)
 static void test_alloc_failures(void **state)
 {
     static const uint8_t pk[] = {0x80, 4, '}', 0x94, '(', 0x8c, 1, 'a', 0x94, ']', 0x94, '(',
-                                 'K', 1, 'K', 2, 'e', 0x8c, 1, 'b', 'h', 2, 'u', '.'};
+                                 'K',  1, 'K', 2,    'e', 0x8c, 1, 'b', 'h',  2,   'u',  '.'};
     bool ok = false;
     (void)state;
     for (long n = 0; n < 200 && !ok; n++) {
@@ -275,8 +286,8 @@ static void test_append_hook(void **state)
     struct hook_state h = {0};
     /* [ {..}, {..} ] memoized dicts; then a BINGET of a consumed dict must fail */
     static const uint8_t ok_pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, '}', 0x94, 'e', '.'};
-    static const uint8_t bad_pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, '}', 0x94, 'e',
-                                     'h', 1, 0x86, '.'};
+    static const uint8_t bad_pk[] = {0x80, 4,    ']', 0x94, '(', '}',  0x94,
+                                     '}',  0x94, 'e', 'h',  1,   0x86, '.'};
     (void)state;
     memset(&o, 0, sizeof o);
     o.on_append = take_all;
@@ -314,8 +325,8 @@ static void test_list_token(void **state)
     const struct pk_node *t;
     /* ([{"f": L}], L) where L = [1] is first seen inside the consumed dict (memo slot 2),
      * then fetched again: it comes back as the consumer's token */
-    static const uint8_t pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, 0x8c, 1, 'f',
-                                 ']', 0x94, 'K', 1, 'a', 's', 'e', 'h', 2, 0x86, '.'};
+    static const uint8_t pk[] = {0x80, 4,   ']', 0x94, '(', '}', 0x94, 0x8c, 1,    'f', ']',
+                                 0x94, 'K', 1,   'a',  's', 'e', 'h',  2,    0x86, '.'};
     (void)state;
     memset(&o, 0, sizeof o);
     o.on_append = take_outer;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
@@ -461,12 +462,9 @@ static void test_real_file_flips(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_timeline),
-        cmocka_unit_test(test_empty_entries),
-        cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_real_file_prefixes),
+        cmocka_unit_test(test_model),           cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_timeline),        cmocka_unit_test(test_empty_entries),
+        cmocka_unit_test(test_alloc_failures),  cmocka_unit_test(test_real_file_prefixes),
         cmocka_unit_test(test_real_file_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
