@@ -43,7 +43,8 @@ bench: build
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
-	cmake --build build-fuzz -j $(JOBS)
+	cmake --build build-fuzz -j $(JOBS) --target fuzzers
+	@echo "fuzzers in build-fuzz/tests/: run e.g. build-fuzz/tests/fuzz_pickle tests/fuzz/corpus/pickle -max_total_time=60"
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)

@@ -14,6 +14,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
+#include "gpumem/units.h"
 #include "pickle/pickle.h"
 
 #include <errno.h>
@@ -1689,6 +1690,33 @@ static void builder_release(struct builder *b)
     gm_free(b->extras);
 }
 
+/* No device holds 2^63 bytes.  A file whose allocation, block and segment sizes add up to
+ * that much on one device is damaged or crafted; refusing it here means no later sum
+ * (timeline, categories, report) can overflow. */
+static enum gm_status check_sizes(const struct gm_snapshot *snap, struct gm_error *err)
+{
+    const uint64_t limit = (uint64_t)1 << 63;
+    for (size_t di = 0; di < snap->n_devices; di++) {
+        const struct gm_snapshot_device *d = &snap->devices[di];
+        uint64_t sum = 0;
+        for (size_t k = 0; k < d->n_events && sum < limit; k++)
+            if (d->events[k].action == GM_ACTION_ALLOC)
+                sum = gm_add_sat(sum, d->events[k].size);
+        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+            const struct gm_snapshot_segment *seg = &snap->segments[si];
+            sum = gm_add_sat(sum, seg->total_size);
+            for (size_t bi = 0; bi < seg->n_blocks; bi++)
+                sum = gm_add_sat(sum, seg->blocks[bi].size);
+        }
+        if (sum >= limit)
+            return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "device %d: the sizes in the file add up to more than 2^63 bytes, "
+                           "which no device can hold",
+                           (int)d->index);
+    }
+    return GM_OK;
+}
+
 static enum gm_status load(const void *data, size_t len, const struct gm_snapshot_opts *opts,
                            bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
@@ -1753,6 +1781,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
             st = build(b, doc.root);
             if (st == GM_OK)
                 st = finish(b);
+            if (st == GM_OK)
+                st = check_sizes(&impl->pub, err);
             pk_doc_release(&doc);
         }
     }
