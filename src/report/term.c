@@ -57,6 +57,16 @@ static void fmt_short(char *out, size_t n, uint64_t b)
     gm_format_bytes(out, n, b, GM_UNITS_IEC);
 }
 
+/* The chart column of position x on an axis of length 'span'.  time_us need not grow
+ * monotonically in a damaged file, so x may fall outside [0, span]: clamp it. */
+static unsigned column_of(double x, double span, unsigned pw)
+{
+    double col = x / span * pw;
+    if (!(col > 0))
+        return 0;
+    return col >= pw ? pw - 1 : (unsigned)col;
+}
+
 static void put_rep(FILE *f, const char *s, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
@@ -120,10 +130,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
         }
         for (size_t p = 0; p < tl.n_points; p++) {
-            double x = gm_report_x(&m, (int64_t)p - 1);
-            unsigned c = (unsigned)(x / span * pw);
-            if (c >= pw)
-                c = pw - 1;
+            unsigned c = column_of(gm_report_x(&m, (int64_t)p - 1), span, pw);
             if (tl.allocated[p] >= amax[c])
                 amax[c] = tl.allocated[p];
             if (tl.reserved[p] > rmax[c])
@@ -149,10 +156,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
         if (best) {
             for (size_t i = 0; i < ad->n_points; i++) {
                 const struct gm_analysis_point *pt = &ad->points[i];
-                double x = gm_report_x(&m, pt->event);
-                unsigned c = (unsigned)(x / span * pw);
-                if (c >= pw)
-                    c = pw - 1;
+                unsigned c = column_of(gm_report_x(&m, pt->event), span, pw);
                 if (pt->total >= best[c]) {
                     best[c] = pt->total;
                     memcpy(cv[c], pt->bytes, sizeof(cv[c]));
