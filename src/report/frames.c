@@ -61,6 +61,14 @@ double gm_report_x(const struct gm_report_xmap *m, int64_t k)
     return (double)k;
 }
 
+unsigned gm_report_bucket(double x, double x0, double x1, unsigned n)
+{
+    double b = x1 > x0 ? (x - x0) / (x1 - x0) * n : 0;
+    if (n == 0 || !(b > 0))
+        return 0;
+    return b >= n ? n - 1 : (unsigned)b;
+}
+
 double gm_report_xend(const struct gm_report_xmap *m)
 {
     double x = gm_report_x(m, (int64_t)m->n - 1);

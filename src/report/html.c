@@ -95,9 +95,7 @@ static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snaps
             for (size_t p = 0; p < np; p++) {
                 int64_t k = (int64_t)p - 1;
                 double x = xat(m, k);
-                size_t b = x1 > x0 ? (size_t)((x - x0) / (x1 - x0) * nb) : 0;
-                if (b >= nb)
-                    b = nb - 1;
+                size_t b = gm_report_bucket(x, x0, x1, nb);
                 uint64_t a = tl->allocated[p], r = tl->reserved[p];
                 if (!seen[b] || a > amax[b]) {
                     amax[b] = a;

@@ -32,5 +32,8 @@ void gm_report_xmap_init(struct gm_report_xmap *m, const struct gm_snapshot_devi
 double gm_report_x(const struct gm_report_xmap *m, int64_t k);
 /* x of the end of the trace. */
 double gm_report_xend(const struct gm_report_xmap *m);
+/* The bucket (0..n-1) of x on the axis [x0, x1] cut into n buckets.  time_us need not grow
+ * monotonically in a damaged file, so x may fall outside the axis: it is clamped. */
+unsigned gm_report_bucket(double x, double x0, double x1, unsigned n);
 
 #endif

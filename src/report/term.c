@@ -57,16 +57,6 @@ static void fmt_short(char *out, size_t n, uint64_t b)
     gm_format_bytes(out, n, b, GM_UNITS_IEC);
 }
 
-/* The chart column of position x on an axis of length 'span'.  time_us need not grow
- * monotonically in a damaged file, so x may fall outside [0, span]: clamp it. */
-static unsigned column_of(double x, double span, unsigned pw)
-{
-    double col = x / span * pw;
-    if (!(col > 0))
-        return 0;
-    return col >= pw ? pw - 1 : (unsigned)col;
-}
-
 static void put_rep(FILE *f, const char *s, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
@@ -130,7 +120,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
         }
         for (size_t p = 0; p < tl.n_points; p++) {
-            unsigned c = column_of(gm_report_x(&m, (int64_t)p - 1), span, pw);
+            unsigned c = gm_report_bucket(gm_report_x(&m, (int64_t)p - 1), 0, span, pw);
             if (tl.allocated[p] >= amax[c])
                 amax[c] = tl.allocated[p];
             if (tl.reserved[p] > rmax[c])
@@ -156,7 +146,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
         if (best) {
             for (size_t i = 0; i < ad->n_points; i++) {
                 const struct gm_analysis_point *pt = &ad->points[i];
-                unsigned c = column_of(gm_report_x(&m, pt->event), span, pw);
+                unsigned c = gm_report_bucket(gm_report_x(&m, pt->event), 0, span, pw);
                 if (pt->total >= best[c]) {
                     best[c] = pt->total;
                     memcpy(cv[c], pt->bytes, sizeof(cv[c]));
