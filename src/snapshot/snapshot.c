@@ -233,6 +233,8 @@ struct builder {
     pk_val shape_keys[16];
     uint8_t shape_words[16];
     uint32_t shape_n;
+    bool shape_canon;    /* shape_words is a subsequence of canon_words[], each once */
+    int8_t shape_pos[8]; /* per canon_words[] entry: its index in the shape, or -1 */
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
     /* frames lists read from the trace entries of the current append batch, for
      * list_token(): list object -> stack id, valid when gen is the batch's */
@@ -983,14 +985,132 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
     return GM_OK;
 }
 
+/* What read_event() gathers over the fields of one trace entry. */
+struct ev_state {
+    struct gm_snapshot_event_extra x;
+    size_t ei;
+    uint64_t device_free;
+    bool has_extra, has_action, has_device_free;
+};
+
+/* One field of a trace entry.  Always inlined: read_event() calls it with a constant word
+ * for the common key layouts, which folds the switch away. */
+static inline __attribute__((always_inline)) enum gm_status read_field(struct builder *b,
+                                                                       enum word w, pk_val val,
+                                                                       struct gm_snapshot_event *e,
+                                                                       struct ev_state *s)
+{
+    enum gm_status st = GM_OK;
+    switch (w) {
+    case W_ACTION: {
+        enum word a = word_of(b, val);
+        s->has_action = true;
+        if (a >= W_A_ALLOC && a <= W_A_OOM) {
+            e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
+        } else {
+            e->action = GM_ACTION_OTHER;
+            if (pk_tag(val) == PK_TAG_STR)
+                st = intern_str(b, val, "action", &s->x.action_name);
+            s->has_extra = true;
+        }
+        break;
+    }
+    case W_ADDR:
+        st = get_u64(b, "trace entry", s->ei, w, val, &e->addr);
+        e->flags |= GM_EVENT_HAS_ADDR;
+        break;
+    case W_DEVICE_FREE:
+        st = get_u64(b, "trace entry", s->ei, w, val, &s->device_free);
+        s->has_device_free = true;
+        break;
+    case W_SIZE:
+        st = get_u64(b, "trace entry", s->ei, w, val, &e->size);
+        break;
+    case W_STREAM:
+        st = get_u64(b, "trace entry", s->ei, w, val, &s->x.stream);
+        s->has_extra |= s->x.stream != 0;
+        break;
+    case W_TIME_US:
+        st = get_i64(b, "trace entry", s->ei, w, val, &e->time_us);
+        e->flags |= GM_EVENT_HAS_TIME;
+        b->any_time = true;
+        break;
+    case W_FRAMES:
+        st = intern_stack(b, val, &e->stack);
+        e->flags |= GM_EVENT_HAS_FRAMES;
+        if (st == GM_OK && pk_node(val) && (pk_node(val)->flags & PK_NODE_SCRATCH)) {
+            b->scratch_tok = e->stack;
+            break;
+        }
+        /* the lists the parser may recycle (see pickle.c recycle()) */
+        if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
+            !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
+            struct batch_list *bl =
+                &b->batch[(size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
+                                   (64 - BATCH_BITS))];
+            bl->list = pk_node(val);
+            bl->stack = e->stack;
+            bl->gen = b->batch_gen;
+        }
+        break;
+    case W_COMPILE_CONTEXT:
+        b->any_compile_ctx = true;
+        if (pk_tag(val) == PK_TAG_STR) {
+            st = intern_str(b, val, "compile_context", &s->x.compile_context);
+            s->has_extra = true;
+        }
+        break;
+    case W_USER_METADATA:
+        b->any_user_meta = true;
+        if (pk_tag(val) == PK_TAG_STR) {
+            st = intern_str(b, val, "user_metadata", &s->x.user_metadata);
+            s->has_extra = true;
+        }
+        break;
+    case W_POOL_ID:
+        b->any_g9 = true;
+        st = get_pair(b, "trace entry", s->ei, w, val, s->x.pool_id);
+        e->flags |= GM_EVENT_HAS_POOL_ID;
+        s->has_extra = true;
+        break;
+    case W_FORWARD_FRAMES:
+        b->any_g9 = true;
+        break;
+    default:
+        break;
+    }
+    return st;
+}
+
+/* The key order of every known writer's trace entries; an entry whose keys are a
+ * subsequence of it (each at most once) is read field by field in straight-line code. */
+static const uint8_t canon_words[] = {
+    W_ACTION, W_ADDR, W_SIZE, W_STREAM, W_TIME_US, W_COMPILE_CONTEXT, W_USER_METADATA, W_FRAMES};
+#define N_CANON (sizeof(canon_words) / sizeof(canon_words[0]))
+
+/* Fills b->shape_pos from b->shape_words (see struct builder). */
+static void shape_canon(struct builder *b)
+{
+    size_t c = 0;
+    b->shape_canon = true;
+    for (size_t j = 0; j < N_CANON; j++)
+        b->shape_pos[j] = -1;
+    for (uint32_t i = 0; i < b->shape_n; i++) {
+        while (c < N_CANON && canon_words[c] != b->shape_words[i])
+            c++;
+        if (c == N_CANON) {
+            b->shape_canon = false;
+            return;
+        }
+        b->shape_pos[c++] = (int8_t)i;
+    }
+}
+
 static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
                                  struct gm_snapshot_event *e, size_t *n_unknown)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
-    struct gm_snapshot_event_extra x;
-    bool has_extra = false, has_action = false;
-    uint64_t device_free = 0;
-    bool has_device_free = false;
+    struct ev_state s;
     const uint8_t *shape;
     enum gm_status st = GM_OK;
 
@@ -998,7 +1118,8 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: trace entry %zu is a %s, expected a dict", ei, pk_type_name(v));
     memset(e, 0, sizeof(*e));
-    memset(&x, 0, sizeof(x));
+    memset(&s, 0, sizeof(s));
+    s.ei = ei;
     {
         bool same = d->len == b->shape_n;
         for (uint32_t i = 0; same && i < d->len; i++)
@@ -1009,106 +1130,46 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
                 b->shape_words[i] = (uint8_t)word_of(b, d->items[2 * i]);
             }
             b->shape_n = d->len;
+            shape_canon(b);
             same = true;
         }
         if (!same)
             b->shape_n = 0;
         shape = same ? b->shape_words : NULL;
     }
-    for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
-        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        enum word w = shape ? (enum word)shape[i] : word_of(b, k);
-        switch (w) {
-        case W_ACTION: {
-            enum word a = word_of(b, val);
-            has_action = true;
-            if (a >= W_A_ALLOC && a <= W_A_OOM) {
-                e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
-            } else {
-                e->action = GM_ACTION_OTHER;
-                if (pk_tag(val) == PK_TAG_STR)
-                    st = intern_str(b, val, "action", &x.action_name);
-                has_extra = true;
-            }
-            break;
-        }
-        case W_ADDR:
-            st = get_u64(b, "trace entry", ei, w, val, &e->addr);
-            e->flags |= GM_EVENT_HAS_ADDR;
-            break;
-        case W_DEVICE_FREE:
-            st = get_u64(b, "trace entry", ei, w, val, &device_free);
-            has_device_free = true;
-            break;
-        case W_SIZE:
-            st = get_u64(b, "trace entry", ei, w, val, &e->size);
-            break;
-        case W_STREAM:
-            st = get_u64(b, "trace entry", ei, w, val, &x.stream);
-            has_extra |= x.stream != 0;
-            break;
-        case W_TIME_US:
-            st = get_i64(b, "trace entry", ei, w, val, &e->time_us);
-            e->flags |= GM_EVENT_HAS_TIME;
-            b->any_time = true;
-            break;
-        case W_FRAMES:
-            st = intern_stack(b, val, &e->stack);
-            e->flags |= GM_EVENT_HAS_FRAMES;
-            if (st == GM_OK && pk_node(val) && (pk_node(val)->flags & PK_NODE_SCRATCH)) {
-                b->scratch_tok = e->stack;
-                break;
-            }
-            /* the lists the parser may recycle (see pickle.c recycle()) */
-            if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
-                !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
-                struct batch_list *bl = &b->batch[(
-                    size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
-                            (64 - BATCH_BITS))];
-                bl->list = pk_node(val);
-                bl->stack = e->stack;
-                bl->gen = b->batch_gen;
-            }
-            break;
-        case W_COMPILE_CONTEXT:
-            b->any_compile_ctx = true;
-            if (pk_tag(val) == PK_TAG_STR) {
-                st = intern_str(b, val, "compile_context", &x.compile_context);
-                has_extra = true;
-            }
-            break;
-        case W_USER_METADATA:
-            b->any_user_meta = true;
-            if (pk_tag(val) == PK_TAG_STR) {
-                st = intern_str(b, val, "user_metadata", &x.user_metadata);
-                has_extra = true;
-            }
-            break;
-        case W_POOL_ID:
-            b->any_g9 = true;
-            st = get_pair(b, "trace entry", ei, w, val, x.pool_id);
-            e->flags |= GM_EVENT_HAS_POOL_ID;
-            has_extra = true;
-            break;
-        case W_FORWARD_FRAMES:
-            b->any_g9 = true;
-            break;
-        default:
-            break;
+    if (shape && b->shape_canon) {
+#define CANON_FIELD(j)                                                                             \
+    if (st == GM_OK && b->shape_pos[j] >= 0)                                                       \
+        st = read_field(b, (enum word)canon_words[j], d->items[2 * (uint32_t)b->shape_pos[j] + 1], \
+                        e, &s);
+        CANON_FIELD(0)
+        CANON_FIELD(1)
+        CANON_FIELD(2)
+        CANON_FIELD(3)
+        CANON_FIELD(4)
+        CANON_FIELD(5)
+        CANON_FIELD(6)
+        CANON_FIELD(7)
+#undef CANON_FIELD
+    } else {
+        for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
+            pk_val k = d->items[2 * i];
+            st = read_field(b, shape ? (enum word)shape[i] : word_of(b, k), d->items[2 * i + 1], e,
+                            &s);
         }
     }
     if (st != GM_OK)
         return st;
-    if (!has_action) {
+    if (!s.has_action) {
         e->action = GM_ACTION_OTHER;
-        has_extra = true;
+        s.has_extra = true;
     }
     if (e->action == GM_ACTION_OTHER)
         (*n_unknown)++;
-    if (e->action == GM_ACTION_OOM && has_device_free)
-        e->addr = device_free;
-    if (has_extra)
-        return intern_extra(b, &x, &e->extra);
+    if (e->action == GM_ACTION_OOM && s.has_device_free)
+        e->addr = s.device_free;
+    if (s.has_extra)
+        return intern_extra(b, &s.x, &e->extra);
     return GM_OK;
 }
 
