@@ -625,7 +625,15 @@ static bool sig_eq(void *ctx, uint32_t idx)
 {
     struct sig_eq_ctx *c = ctx;
     const struct sig *g = &c->b->sigs[idx];
-    return g->n == c->n && !memcmp(c->b->sig_pool + g->off, c->items, c->n * sizeof(pk_val));
+    const pk_val *a;
+    if (g->n != c->n)
+        return false;
+    /* stacks are a few dozen items at most: an inline loop beats a call to memcmp */
+    a = c->b->sig_pool + g->off;
+    for (size_t i = 0; i < c->n; i++)
+        if (a[i] != c->items[i])
+            return false;
+    return true;
 }
 
 /* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
