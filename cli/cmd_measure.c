@@ -22,6 +22,17 @@ static void kv_reading(struct gm_json *w, const char *key, struct gm_reading r)
         gm_json_kv_u64(w, key, r.value);
 }
 
+/* "key": {"begin": B, "end": E, "peak": P}: one of the allocator's counters over a phase. */
+static void kv_counter(struct gm_json *w, const char *key, uint64_t begin, uint64_t end,
+                       uint64_t peak)
+{
+    gm_json_key(w, key);
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "begin", begin);
+    gm_json_kv_u64(w, "end", end);
+    gm_json_kv_u64(w, "peak", peak);
+    gm_json_end_object(w);
+}
 static void json_phase(struct gm_json *w, enum gm_measure_phase_id id,
                        const struct gm_measure_phase *p)
 {
@@ -45,18 +56,8 @@ static void json_phase(struct gm_json *w, enum gm_measure_phase_id id,
         gm_json_kv_double(w, "max", p->pass_seconds_max);
         gm_json_end_object(w);
     }
-    gm_json_key(w, "allocated_bytes");
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "begin", p->allocated_begin);
-    gm_json_kv_u64(w, "end", p->allocated_end);
-    gm_json_kv_u64(w, "peak", p->peak_allocated);
-    gm_json_end_object(w);
-    gm_json_key(w, "reserved_bytes");
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "begin", p->reserved_begin);
-    gm_json_kv_u64(w, "end", p->reserved_end);
-    gm_json_kv_u64(w, "peak", p->peak_reserved);
-    gm_json_end_object(w);
+    kv_counter(w, "allocated_bytes", p->allocated_begin, p->allocated_end, p->peak_allocated);
+    kv_counter(w, "reserved_bytes", p->reserved_begin, p->reserved_end, p->peak_reserved);
     gm_json_key(w, "device_bytes");
     gm_json_begin_object(w);
     kv_reading(w, "free_begin", p->device_free_begin);
