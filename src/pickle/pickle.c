@@ -11,6 +11,8 @@
  * buffers are rejected with their name and offset. */
 #include "pickle/pickle.h"
 
+#include "base/big.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +301,7 @@ static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t ele
         vm->limit_hit = true;
         return false;
     }
-    n = gm_realloc(*arr, ncap * elem);
+    n = gm_big_realloc(*arr, *cap * elem, ncap * elem);
     if (!n)
         return false;
     vm->heap_bytes = vm->heap_bytes - *cap * elem + ncap * elem;
@@ -1635,9 +1637,9 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
             vm.progress(len, len, vm.progress_ctx);
     }
     doc->n_memo = vm.memo_len;
-    gm_free(vm.stack);
-    gm_free(vm.marks);
-    gm_free(vm.memo);
+    gm_big_free(vm.stack, vm.stack_cap * sizeof(pk_val));
+    gm_big_free(vm.marks, vm.marks_cap * sizeof(size_t));
+    gm_big_free(vm.memo, vm.memo_cap * sizeof(pk_val));
     if (st != GM_OK) {
         gm_arena_release(&doc->arena);
         doc->root = PK_NONE;

@@ -10,6 +10,7 @@
  * cannot make it recurse.  Frames and stacks are interned through two maps each: one keyed
  * by the pickle object (memo sharing makes most look-ups hit there) and one by content
  * (for writers that share nothing, like 2.0). */
+#include "base/big.h"
 #include "base/prefault.h"
 #include "snapshot/snapshot_int.h"
 
@@ -32,8 +33,12 @@
 struct snap_impl {
     struct gm_snapshot pub;
     struct gm_arena arena;
-    void **heap; /* event arrays of streamed traces (gm_malloc'd) */
+    struct big_arr {
+        void *p;
+        size_t bytes;
+    } * heap; /* event arrays of streamed traces (gm_big_realloc) */
     size_t n_heap;
+    uint64_t *alloc_sums; /* per device: its alloc events' sizes summed (check_sizes) */
 };
 
 /* Every string the schema gives meaning to. */
@@ -179,6 +184,44 @@ static inline size_t dm_slot(uint64_t key)
     return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - DM_BITS));
 }
 
+/* What later checks need from a trace, summed while its events are made (no extra pass
+ * over an array of tens of megabytes). */
+struct ev_sums {
+    int64_t t_min, t_max; /* over the events with a time */
+    uint64_t alloc_sum;   /* sizes of the alloc events, saturating */
+    bool has_time;
+};
+
+static inline uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
+{
+    if (e->flags & GM_EVENT_HAS_TIME) {
+        if (!s->has_time || e->time_us < s->t_min)
+            s->t_min = e->time_us;
+        if (!s->has_time || e->time_us > s->t_max)
+            s->t_max = e->time_us;
+        s->has_time = true;
+    }
+    if (e->action == GM_ACTION_ALLOC)
+        s->alloc_sum = add_sat(s->alloc_sum, e->size);
+}
+
+static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
+{
+    if (o->has_time) {
+        if (!s->has_time || o->t_min < s->t_min)
+            s->t_min = o->t_min;
+        if (!s->has_time || o->t_max > s->t_max)
+            s->t_max = o->t_max;
+        s->has_time = true;
+    }
+    s->alloc_sum = add_sat(s->alloc_sum, o->alloc_sum);
+}
+
 /* A device trace list consumed while parsing (see on_append). */
 struct stream {
     int32_t device;
@@ -186,7 +229,8 @@ struct stream {
     size_t n, cap;
     size_t unknown;
     size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat), after n */
-    size_t prefaulted;         /* bytes of ev mapped ahead (base/prefault.h) */
+    struct ev_sums sums, prov_sums;
+    size_t prefaulted; /* bytes of ev mapped ahead (base/prefault.h) */
 };
 
 struct builder {
@@ -276,6 +320,27 @@ static bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
         return false;
     *arr = n;
     *cap = ncap;
+    return true;
+}
+
+/* grow_arr() for a stream's events, which may reach hundreds of megabytes (base/big.h). */
+static bool grow_events(struct stream *str, size_t need)
+{
+    size_t ncap = str->cap ? str->cap : 1024;
+    void *n;
+    if (need <= str->cap)
+        return true;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / sizeof(struct gm_snapshot_event))
+            return false;
+        ncap *= 2;
+    }
+    n = gm_big_realloc(str->ev, str->cap * sizeof(struct gm_snapshot_event),
+                       ncap * sizeof(struct gm_snapshot_event));
+    if (!n)
+        return false;
+    str->ev = n;
+    str->cap = ncap;
     return true;
 }
 
@@ -1231,8 +1296,7 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
             return nomem(b);
     }
     str = &b->streams[si];
-    if (!grow_arr((void **)&str->ev, &str->cap, str->n + a->n_items,
-                  sizeof(struct gm_snapshot_event)))
+    if (!grow_events(str, str->n + a->n_items))
         return nomem(b);
     b->batch_gen++;
     b->in_hook = true;
@@ -1242,6 +1306,7 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
             b->err->offset = a->offset;
             return gm_error_prefix(b->err, "device %d", str->device);
         }
+        ev_sums_add(&str->sums, &str->ev[str->n]);
         str->n++;
     }
     b->in_hook = false;
@@ -1268,8 +1333,7 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
     }
     str = &b->streams[b->flat_si];
     at = str->n + str->prov;
-    if (at >= str->cap &&
-        !grow_arr((void **)&str->ev, &str->cap, at + 1, sizeof(struct gm_snapshot_event)))
+    if (at >= str->cap && !grow_events(str, at + 1))
         return GM_ERR_NOMEM;
     if ((at + 1) * sizeof(struct gm_snapshot_event) > str->prefaulted)
         str->prefaulted = gm_prefault_ahead(str->ev, str->cap * sizeof(struct gm_snapshot_event),
@@ -1278,6 +1342,7 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
     st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
     if (st != GM_OK)
         return st;
+    ev_sums_add(&str->prov_sums, &str->ev[at]);
     str->prov++;
     *list_tok = b->scratch_tok;
     return GM_OK;
@@ -1293,9 +1358,11 @@ static void on_flat_end(void *ctx, const struct pk_node *list, bool commit)
     if (commit) {
         str->n += str->prov;
         str->unknown += str->prov_unknown;
+        ev_sums_merge(&str->sums, &str->prov_sums);
     }
     str->prov = 0;
     str->prov_unknown = 0;
+    memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
 /* The parser recycles a trace entry's frames list: hand it the stack id we read it as (a
@@ -1590,7 +1657,8 @@ static enum gm_status build(struct builder *b, pk_val root)
     for (size_t i = 0; i < MAX_DEVICES; i++)
         n_named += named[i];
     devs = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(*devs));
-    if (!devs)
+    b->impl->alloc_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
+    if (!devs || !b->impl->alloc_sums)
         return nomem(b);
     {
         size_t di = 0, si = 0;
@@ -1611,6 +1679,8 @@ static enum gm_status build(struct builder *b, pk_val root)
                 const struct pk_node *l = as_list(trl->items[i]);
                 struct gm_snapshot_event *ev = NULL;
                 size_t unknown = 0, n_ev = 0;
+                struct ev_sums sums;
+                memset(&sums, 0, sizeof(sums));
                 d->has_trace = true;
                 if (!l)
                     return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
@@ -1619,7 +1689,7 @@ static enum gm_status build(struct builder *b, pk_val root)
                 if (l->flags & PK_NODE_STREAMED) {
                     uint32_t sj = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)l, NULL, NULL);
                     struct stream *str;
-                    void **nh;
+                    struct big_arr *nh;
                     if (sj == HMAP_NONE || b->streams[sj].device != i ||
                         (b->streams[sj].n && b->streams[sj].ev == NULL))
                         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
@@ -1627,39 +1697,45 @@ static enum gm_status build(struct builder *b, pk_val root)
                                        "another device (shared between devices?)",
                                        i);
                     str = &b->streams[sj];
-                    nh = gm_realloc(b->impl->heap, (b->impl->n_heap + 1) * sizeof(void *));
+                    nh = gm_realloc(b->impl->heap, (b->impl->n_heap + 1) * sizeof(*nh));
                     if (!nh)
                         return nomem(b);
                     b->impl->heap = nh;
                     /* shrink to fit; keep the larger block if that fails */
-                    if (str->n) {
-                        void *fit = gm_realloc(str->ev, str->n * sizeof(*str->ev));
-                        if (fit)
+                    if (str->n && str->n < str->cap) {
+                        void *fit = gm_big_realloc(str->ev, str->cap * sizeof(*str->ev),
+                                                   str->n * sizeof(*str->ev));
+                        if (fit) {
                             str->ev = fit;
+                            str->cap = str->n;
+                        }
                     }
-                    nh[b->impl->n_heap++] = str->ev;
+                    nh[b->impl->n_heap].p = str->ev;
+                    nh[b->impl->n_heap++].bytes = str->cap * sizeof(*str->ev);
                     ev = str->ev;
                     n_ev = str->n;
                     unknown = str->unknown;
+                    sums = str->sums;
                     str->ev = NULL; /* owned by the snapshot now */
                 } else if (l->len) {
                     ev = gm_arena_alloc(b->arena, (size_t)l->len * sizeof(*ev), 8);
                     if (!ev)
                         return nomem(b);
-                    for (uint32_t k = 0; k < l->len; k++)
+                    for (uint32_t k = 0; k < l->len; k++) {
                         if ((st = read_event(b, l->items[k], k, &ev[k], &unknown)) != GM_OK)
                             return gm_error_prefix(b->err, "device %d", i);
+                        ev_sums_add(&sums, &ev[k]);
+                    }
                     n_ev = l->len;
                 }
-                for (size_t k = 0; k < n_ev; k++) {
-                    if (ev[k].flags & GM_EVENT_HAS_TIME) {
-                        if (!s->has_time || ev[k].time_us < s->time_first_us)
-                            s->time_first_us = ev[k].time_us;
-                        if (!s->has_time || ev[k].time_us > s->time_last_us)
-                            s->time_last_us = ev[k].time_us;
-                        s->has_time = true;
-                    }
+                if (sums.has_time) {
+                    if (!s->has_time || sums.t_min < s->time_first_us)
+                        s->time_first_us = sums.t_min;
+                    if (!s->has_time || sums.t_max > s->time_last_us)
+                        s->time_last_us = sums.t_max;
+                    s->has_time = true;
                 }
+                b->impl->alloc_sums[di - 1] = sums.alloc_sum;
                 d->events = ev;
                 d->n_events = n_ev;
                 s->n_events += n_ev;
@@ -1740,7 +1816,7 @@ static void builder_release(struct builder *b)
 {
     hmap_release(&b->stream_by_node);
     for (size_t i = 0; i < b->n_streams; i++)
-        gm_free(b->streams[i].ev);
+        gm_big_free(b->streams[i].ev, b->streams[i].cap * sizeof(struct gm_snapshot_event));
     gm_free(b->streams);
     hmap_release(&b->str_by_content);
     hmap_release(&b->frame_by_node);
@@ -1762,15 +1838,13 @@ static void builder_release(struct builder *b)
 /* No device holds 2^63 bytes.  A file whose allocation, block and segment sizes add up to
  * that much on one device is damaged or crafted; refusing it here means no later sum
  * (timeline, categories, report) can overflow. */
-static enum gm_status check_sizes(const struct gm_snapshot *snap, struct gm_error *err)
+static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error *err)
 {
     const uint64_t limit = (uint64_t)1 << 63;
+    const struct gm_snapshot *snap = &impl->pub;
     for (size_t di = 0; di < snap->n_devices; di++) {
         const struct gm_snapshot_device *d = &snap->devices[di];
-        uint64_t sum = 0;
-        for (size_t k = 0; k < d->n_events && sum < limit; k++)
-            if (d->events[k].action == GM_ACTION_ALLOC)
-                sum = gm_add_sat(sum, d->events[k].size);
+        uint64_t sum = impl->alloc_sums ? impl->alloc_sums[di] : 0; /* the trace's allocs */
         for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
             const struct gm_snapshot_segment *seg = &snap->segments[si];
             sum = gm_add_sat(sum, seg->total_size);
@@ -1851,7 +1925,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
             if (st == GM_OK)
                 st = finish(b);
             if (st == GM_OK)
-                st = check_sizes(&impl->pub, err);
+                st = check_sizes(impl, err);
             pk_doc_release(&doc);
         }
     }
@@ -1917,7 +1991,7 @@ void gm_snapshot_free(struct gm_snapshot *snap)
     if (!snap)
         return;
     for (size_t i = 0; i < impl->n_heap; i++)
-        gm_free(impl->heap[i]);
+        gm_big_free(impl->heap[i].p, impl->heap[i].bytes);
     gm_free(impl->heap);
     gm_arena_release(&impl->arena);
     gm_free(impl);

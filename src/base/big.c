@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* big.c - growable arrays of many megabytes (see big.h). */
+#if defined(__linux__)
+#define _GNU_SOURCE 1 /* mremap */
+#endif
+#include "base/big.h"
+
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+#include <sys/mman.h>
+#define GM_BIG_MAPPED 1
+#endif
+
+#ifdef GM_BIG_MAPPED
+static size_t page_round(size_t n)
+{
+    return (n + 4095u) & ~(size_t)4095u;
+}
+
+static void *map_new(size_t bytes)
+{
+    void *m =
+        mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(m, page_round(bytes), MADV_HUGEPAGE);
+#endif
+    return m;
+}
+#endif
+
+void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
+{
+#ifdef GM_BIG_MAPPED
+    void *n;
+    if (new_bytes > SIZE_MAX - 4096u)
+        return NULL;
+    if (old_bytes < GM_BIG_MIN && new_bytes < GM_BIG_MIN)
+        return gm_realloc(p, new_bytes);
+    /* a mapping: counted by the failure hook like any allocation */
+    n = gm_malloc(1);
+    if (!n)
+        return NULL;
+    gm_free(n);
+    if (old_bytes < GM_BIG_MIN) {
+        /* from the heap to a mapping of its own: one copy of less than GM_BIG_MIN */
+        if (!(n = map_new(new_bytes)))
+            return NULL;
+        if (p)
+            memcpy(n, p, old_bytes);
+        gm_free(p);
+        return n;
+    }
+    if (new_bytes < GM_BIG_MIN) {
+        if (!(n = gm_malloc(new_bytes)))
+            return NULL;
+        memcpy(n, p, new_bytes);
+        (void)munmap(p, page_round(old_bytes));
+        return n;
+    }
+    if (page_round(new_bytes) == page_round(old_bytes))
+        return p;
+    n = mremap(p, page_round(old_bytes), page_round(new_bytes), MREMAP_MAYMOVE);
+    return n == MAP_FAILED ? NULL : n;
+#else
+    (void)old_bytes;
+    return gm_realloc(p, new_bytes);
+#endif
+}
+
+void gm_big_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+#ifdef GM_BIG_MAPPED
+    if (bytes >= GM_BIG_MIN) {
+        (void)munmap(p, page_round(bytes));
+        return;
+    }
+#else
+    (void)bytes;
+#endif
+    gm_free(p);
+}

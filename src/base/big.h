@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* big.h - growable arrays of many megabytes (library-internal).
+ *
+ * Reading a large snapshot fills a few arrays of tens of megabytes (the trace events, the
+ * pickle memo).  From malloc() their pages come 4 KiB at a time, one page fault each (about
+ * 2.5 us on a virtual machine: a quarter of the time of reading the file), and a larger
+ * realloc() may copy.  An array that reaches GM_BIG_MIN bytes moves to an anonymous
+ * mapping of its own advised for transparent huge pages (one fault per 2 MiB where the
+ * kernel allows it) that grows with mremap(), which moves page tables instead of bytes.
+ * Smaller arrays, other systems and the sanitizer build (GM_ARENA_MALLOC, so that
+ * AddressSanitizer sees every array) use gm_realloc().  The caller keeps the capacity in
+ * bytes, which tells the two kinds apart.  Both go through the allocation-failure hook. */
+#ifndef GM_BASE_BIG_H
+#define GM_BASE_BIG_H
+
+#include <stddef.h>
+
+#define GM_BIG_MIN ((size_t)4 << 20)
+
+/* Grow (or shrink) 'p', an array of 'old_bytes' capacity made by these functions (NULL
+ * with 0), to 'new_bytes'; the first min(old, new) bytes are kept.  NULL when out of
+ * memory ('p' is then unchanged). */
+void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
+
+/* Release 'p', of 'bytes' capacity (as last passed to gm_big_realloc()). */
+void gm_big_free(void *p, size_t bytes);
+
+#endif
