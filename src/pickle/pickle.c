@@ -1042,11 +1042,129 @@ static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *v
     return p;
 }
 
+/* The value of a dict key that is a list (frames): EMPTY_LIST [put] then
+ * (MARK item* APPENDS | ref APPEND)*, items memo references or new dicts of scalars
+ * (flat_inner_dict), into vm->flat_list.  Returns the position after it, or NULL. */
+static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *vlen,
+                                      size_t *list_slot)
+{
+    const uint8_t *end = vm->end;
+    struct pk_node *l = &vm->flat_list;
+    p++;
+    if (!flat_put(vm, &p, vlen, list_slot))
+        return NULL;
+    l->len = 0;
+    for (;;) {
+        const uint8_t *q;
+        pk_val it;
+        if (!(p = skip_frames(p, end)) || p >= end)
+            return NULL;
+        if (*p == OP_MARK) {
+            p++;
+            for (;;) {
+                if (!(p = skip_frames(p, end)) || p >= end)
+                    return NULL;
+                if (*p == OP_APPENDS) {
+                    p++;
+                    break;
+                }
+                if (l->len == FLAT_MAX_ITEMS)
+                    return NULL;
+                /* the common run of LONG_BINGETs, without the general checks */
+                while (*p == OP_LONG_BINGET && end - p >= 6 && l->len < FLAT_MAX_ITEMS) {
+                    uint32_t idx = le32(p + 1);
+                    if (idx >= *vlen || vm->memo[idx] == PK_HOLE || vm->memo[idx] == PK_DEAD)
+                        return NULL;
+                    it = vm->memo[idx];
+                    if (pk_tag(it) == PK_TAG_NODE)
+                        ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
+                    vm->flat_items[l->len++] = it;
+                    p += 5;
+                }
+                if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
+                    continue;
+                if (*p == OP_EMPTY_DICT) {
+                    if (!(p = flat_inner_dict(vm, p, vlen, &it)))
+                        return NULL;
+                } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
+                           !(p = flat_get(vm, p, *vlen, &it))) {
+                    return NULL;
+                }
+                vm->flat_items[l->len++] = it;
+            }
+            continue;
+        }
+        if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
+            (q = flat_get(vm, p, *vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
+            if (l->len == FLAT_MAX_ITEMS)
+                return NULL;
+            vm->flat_items[l->len++] = it;
+            p = q + 1;
+            continue;
+        }
+        break; /* the next key */
+    }
+    ref_items(vm->flat_items, l->len);
+    return p;
+}
+
+/* flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
+ * FLAT_GUARD bytes or more before the end (checked once per entry and once per pair);
+ * the last bytes of a file are left to the ordinary path. */
+#define FLAT_GUARD 32
+
+/* FRAME opcodes at p skipped (they come between objects, once per 64 KiB: out of the
+ * hot path).  NULL when what follows is within FLAT_GUARD bytes of the end. */
+static const uint8_t *flat_frames(const uint8_t *p, const uint8_t *end, const uint8_t *lim)
+{
+    p = skip_frames(p, end);
+    return p && p < lim ? p : NULL;
+}
+
+/* A memo reference in a flat dict (BINGET or LONG_BINGET at p, at least FLAT_GUARD bytes
+ * before the end): as flat_get(). */
+static inline __attribute__((always_inline)) const uint8_t *
+flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
+{
+    uint64_t idx;
+    pk_val v;
+    if (*p == OP_LONG_BINGET) {
+        idx = le32(p + 1);
+        p += 5;
+    } else {
+        idx = p[1];
+        p += 2;
+    }
+    if (idx >= first)
+        return NULL;
+    v = vm->memo[idx];
+    if (v == PK_HOLE || v == PK_DEAD)
+        return NULL;
+    if (pk_tag(v) == PK_TAG_NODE)
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    *out = v;
+    return p;
+}
+
+/* A string literal at p with its optional put: the value, or NULL (also when what follows
+ * is within FLAT_GUARD bytes of the end). */
+static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const uint8_t *lim,
+                                          size_t *vlen, pk_val *out)
+{
+    size_t slot;
+    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
+        return NULL;
+    if (slot != SIZE_MAX)
+        vm->memo[slot] = *out;
+    return p;
+}
+
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
  * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
 static bool flat_batch(struct vm *vm, struct pk_node *list)
 {
     const uint8_t *p = vm->p, *end = vm->end;
+    const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
     size_t vlen = vm->memo_len, count = 0;
     struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
 
@@ -1057,132 +1175,132 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
         bool have_list = false;
         uint32_t tok;
 
-        if (!(p = skip_frames(p, end)) || p >= end)
+        if (p >= lim)
             goto abandon;
-        if (*p == OP_APPENDS) {
-            p++;
-            break;
+        if (*p != OP_EMPTY_DICT) {
+            if (*p == OP_APPENDS) {
+                p++;
+                break;
+            }
+            if (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_EMPTY_DICT)
+                goto abandon;
         }
-        if (*p != OP_EMPTY_DICT || ++count + vm->sp + 64 > vm->stack_max)
+        if (++count + vm->sp + 64 > vm->stack_max)
             goto abandon;
         p++;
         if (!flat_put(vm, &p, &vlen, &dict_slot))
             goto abandon;
-        if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
+        if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
             goto abandon;
         p++;
         for (;;) {
             pk_val k, v;
-            size_t slot;
-            if (!(p = skip_frames(p, end)) || p >= end)
+            /* key */
+            if (p >= lim)
                 goto abandon;
-            if (*p == OP_SETITEMS) {
-                p++;
+        key:
+            switch (*p) {
+            case OP_LONG_BINGET:
+            case OP_BINGET:
+                if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
+                    goto abandon;
                 break;
+            case OP_SETITEMS:
+                p++;
+                goto dict_done;
+            case OP_SHORT_BINUNICODE:
+            case OP_BINUNICODE:
+                if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
+                    goto abandon;
+                break;
+            case OP_FRAME:
+                if (!(p = flat_frames(p, end, lim)))
+                    goto abandon;
+                goto key;
+            default:
+                goto abandon;
             }
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
-            /* key */
-            if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
-                if (!(p = flat_get(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
-                    goto abandon;
-            } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
-                if (!(p = flat_str(vm, p, &k)) || !flat_put(vm, &p, &vlen, &slot))
-                    goto abandon;
-                if (slot != SIZE_MAX)
-                    vm->memo[slot] = k;
-            } else {
-                goto abandon;
-            }
-            /* value */
-            if (!(p = skip_frames(p, end)) || p >= end)
-                goto abandon;
+            /* value: p is at most 5 bytes past a check, or checked after a string */
+        value:
             switch (*p) {
             case OP_BINGET:
             case OP_LONG_BINGET:
-                if (!(p = flat_get(vm, p, vlen, &v)))
+                if (!(p = flat_ref(vm, p, vlen, &v)))
                     goto abandon;
                 flat_ref_value(v);
                 break;
+            case OP_BININT1:
+                v = ((pk_val)p[1] << 3) | PK_TAG_INT;
+                p += 2;
+                break;
+            case OP_BININT2:
+                v = ((pk_val)le16(p + 1) << 3) | PK_TAG_INT;
+                p += 3;
+                break;
+            case OP_BININT:
+                v = ((pk_val)(int64_t)(int32_t)le32(p + 1) << 3) | PK_TAG_INT;
+                p += 5;
+                break;
+            case OP_LONG1: {
+                /* at most 8 bytes of number: one load, then keep its n bytes */
+                unsigned nb = p[1];
+                uint64_t u;
+                int64_t i;
+                if (nb > 8)
+                    goto abandon;
+                u = le64(p + 2);
+                if (nb < 8)
+                    u &= ((uint64_t)1 << (8 * nb)) - 1;
+                if (nb && nb < 8 && (p[1 + nb] & 0x80))
+                    u |= ~(uint64_t)0 << (8 * nb);
+                i = (int64_t)u;
+                if (i < SMALL_MIN || i > SMALL_MAX)
+                    goto abandon;
+                v = ((pk_val)i << 3) | PK_TAG_INT;
+                p += 2 + nb;
+                break;
+            }
+            case OP_NONE:
+                v = PK_NONE;
+                p++;
+                break;
+            case OP_NEWTRUE:
+                v = PK_TRUE;
+                p++;
+                break;
+            case OP_NEWFALSE:
+                v = PK_FALSE;
+                p++;
+                break;
             case OP_SHORT_BINUNICODE:
             case OP_BINUNICODE:
-                if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, &vlen, &slot))
+                if (!(p = flat_str_put(vm, p, lim, &vlen, &v)))
                     goto abandon;
-                if (slot != SIZE_MAX)
-                    vm->memo[slot] = v;
                 break;
             case OP_EMPTY_LIST:
                 if (have_list)
                     goto abandon;
                 have_list = true;
-                p++;
-                if (!flat_put(vm, &p, &vlen, &list_slot))
+                if (!(p = flat_list_value(vm, p, &vlen, &list_slot)))
                     goto abandon;
-                l->len = 0;
-                for (;;) {
-                    const uint8_t *q;
-                    pk_val it;
-                    if (!(p = skip_frames(p, end)) || p >= end)
-                        goto abandon;
-                    if (*p == OP_MARK) {
-                        p++;
-                        for (;;) {
-                            if (!(p = skip_frames(p, end)) || p >= end)
-                                goto abandon;
-                            if (*p == OP_APPENDS) {
-                                p++;
-                                break;
-                            }
-                            if (l->len == FLAT_MAX_ITEMS)
-                                goto abandon;
-                            /* the common run of LONG_BINGETs, without the general checks */
-                            while (*p == OP_LONG_BINGET && end - p >= 6 &&
-                                   l->len < FLAT_MAX_ITEMS) {
-                                uint32_t idx = le32(p + 1);
-                                if (idx >= vlen || vm->memo[idx] == PK_HOLE ||
-                                    vm->memo[idx] == PK_DEAD)
-                                    goto abandon;
-                                it = vm->memo[idx];
-                                if (pk_tag(it) == PK_TAG_NODE)
-                                    ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
-                                vm->flat_items[l->len++] = it;
-                                p += 5;
-                            }
-                            if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
-                                continue;
-                            if (*p == OP_EMPTY_DICT) {
-                                if (!(p = flat_inner_dict(vm, p, &vlen, &it)))
-                                    goto abandon;
-                            } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
-                                       !(p = flat_get(vm, p, vlen, &it))) {
-                                goto abandon;
-                            }
-                            vm->flat_items[l->len++] = it;
-                        }
-                        continue;
-                    }
-                    if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
-                        (q = flat_get(vm, p, vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
-                        if (l->len == FLAT_MAX_ITEMS)
-                            goto abandon;
-                        vm->flat_items[l->len++] = it;
-                        p = q + 1;
-                        continue;
-                    }
-                    break; /* the next key */
-                }
-                ref_items(vm->flat_items, l->len);
                 v = (pk_val)(uintptr_t)l;
                 break;
-            default:
-                if (!(p = flat_scalar(vm, p, &v)))
+            case OP_FRAME:
+                if (!(p = flat_frames(p, end, lim)))
                     goto abandon;
-                break;
+                goto value;
+            default:
+                goto abandon;
             }
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
         }
+    dict_done:
+        if (!have_list)
+            l->len = 0;
         /* the dict is complete: hand it over */
         d->kind = PK_DICT;
         d->flags = PK_NODE_SCRATCH;
