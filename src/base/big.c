@@ -15,9 +15,13 @@
 #endif
 
 #ifdef GM_BIG_MAPPED
+/* Mapping sizes are whole 2 MiB units: the kernel places such anonymous mappings on a
+ * 2 MiB boundary, where a huge page can back every part of them. */
+#define HUGE_UNIT ((size_t)2 << 20)
+
 static size_t page_round(size_t n)
 {
-    return (n + 4095u) & ~(size_t)4095u;
+    return (n + HUGE_UNIT - 1) & ~(HUGE_UNIT - 1);
 }
 
 static void *map_new(size_t bytes)
@@ -37,7 +41,7 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
 {
 #ifdef GM_BIG_MAPPED
     void *n;
-    if (new_bytes > SIZE_MAX - 4096u)
+    if (new_bytes > SIZE_MAX - HUGE_UNIT)
         return NULL;
     if (old_bytes < GM_BIG_MIN && new_bytes < GM_BIG_MIN)
         return gm_realloc(p, new_bytes);

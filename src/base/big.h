@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#define GM_BIG_MIN ((size_t)4 << 20)
+#define GM_BIG_MIN ((size_t)1 << 20)
 
 /* Grow (or shrink) 'p', an array of 'old_bytes' capacity made by these functions (NULL
  * with 0), to 'new_bytes'; the first min(old, new) bytes are kept.  NULL when out of

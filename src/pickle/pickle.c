@@ -267,6 +267,7 @@ struct vm {
     pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
     pk_val flat_items[FLAT_MAX_ITEMS];
     bool drop_behind;
+    size_t dropped; /* input bytes given back (input_window) */
     bool limit_hit; /* a heap array hit the memory cap */
     /* recycled containers (from consumed appends) and item arrays by slot count */
     struct pk_node *free_nodes;
@@ -761,19 +762,37 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
     return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: unknown opcode 0x%02x", op);
 }
 
-/* Return the pages of the mapped input well behind 'at' to the kernel: a private read-only
- * file mapping refaults them from the page cache if a memoized string there is read again. */
-static void drop_behind(struct vm *vm, const uint8_t *at)
+/* The mapped input is read through a window (pk_opts.drop_behind), moved at each
+ * checkpoint, every WINDOW_STEP bytes: the pages more than WINDOW_BEHIND behind 'at' go
+ * back to the kernel (a private read-only file mapping refaults them from the page cache if
+ * a memoized string there is read again), and the next WINDOW_STEP bytes are mapped in one
+ * system call (MADV_POPULATE_READ) instead of a page fault every 16 pages. */
+#define WINDOW_STEP   ((uint64_t)4 << 20)
+#define WINDOW_BEHIND ((uintptr_t)1 << 20)
+
+static void input_window(struct vm *vm, const uint8_t *at)
 {
     long pg = sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)vm->base, hi;
-    if (pg <= 0 || (size_t)(at - vm->base) < (4u << 20))
+    uintptr_t pmask, lo, hi;
+    if (pg <= 0)
         return;
-    hi = (uintptr_t)at - (2u << 20);
-    lo = (lo + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    hi &= ~((uintptr_t)pg - 1);
+    pmask = ~((uintptr_t)pg - 1);
+    lo = ((uintptr_t)vm->base + vm->dropped + (uintptr_t)pg - 1) & pmask;
+    if ((uintptr_t)at > lo + WINDOW_BEHIND) {
+        hi = ((uintptr_t)at - WINDOW_BEHIND) & pmask;
+        if (hi > lo) {
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            vm->dropped = (size_t)(hi - (uintptr_t)vm->base);
+        }
+    }
+#ifdef MADV_POPULATE_READ
+    lo = (uintptr_t)at & pmask;
+    hi = (size_t)(vm->end - at) > WINDOW_STEP + 4096u
+             ? ((uintptr_t)at + WINDOW_STEP + 4096u) & pmask
+             : (uintptr_t)vm->end & pmask;
     if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
+#endif
 }
 
 /* Offer the items stack[first..sp) for list 'n' at stack[list_pos] to the append hook. */
@@ -1350,7 +1369,7 @@ abandon:
 
 static enum gm_status run(struct vm *vm)
 {
-    uint64_t next_progress = 16u << 20;
+    uint64_t next_progress = 0;
     struct pk_doc *doc = vm->doc;
 
     for (;;) {
@@ -1366,11 +1385,11 @@ static enum gm_status run(struct vm *vm)
                            (unsigned long long)off);
         op = *vm->p++;
         if (off >= next_progress) {
-            next_progress = off + (8u << 20);
+            next_progress = off + WINDOW_STEP;
             if (vm->progress)
                 vm->progress(off, (uint64_t)(vm->end - vm->base), vm->progress_ctx);
             if (vm->drop_behind)
-                drop_behind(vm, at);
+                input_window(vm, at);
         }
         switch (op) {
         case OP_PROTO:

@@ -9,6 +9,8 @@
  * value is the snapshot's segment total minus that change. */
 #include "snapshot/snapshot_int.h"
 
+#include "base/big.h"
+
 #include "gpumem/arena.h"
 
 #include <stdlib.h>
@@ -43,7 +45,7 @@ static bool push_elem(struct elems *e, const struct elem *x)
         struct elem *nv;
         if (ncap > SIZE_MAX / sizeof(*nv))
             return false;
-        nv = gm_realloc(e->v, ncap * sizeof(*nv));
+        nv = gm_big_realloc(e->v, e->cap * sizeof(*nv), ncap * sizeof(*nv));
         if (!nv)
             return false;
         e->v = nv;
@@ -51,6 +53,104 @@ static bool push_elem(struct elems *e, const struct elem *x)
     }
     e->v[e->n++] = *x;
     return true;
+}
+
+/* The allocations pending a free, by address: an open-addressing map inlined into the
+ * pass over the trace (a trace of millions of events does one look-up each), with slots
+ * of key and value together, at most half full, linear probing and backward-shift
+ * deletion.  Training traces keep a few thousand allocations pending, so the map stays in
+ * cache. */
+struct addr_slot {
+    uint64_t addr;
+    uint32_t val; /* AM_EMPTY: a free slot */
+};
+
+#define AM_EMPTY UINT32_MAX
+
+struct addr_map {
+    struct addr_slot *s;
+    size_t mask; /* slots - 1; slots a power of two, 0 when none */
+    size_t n;
+};
+
+static inline size_t am_home(const struct addr_map *m, uint64_t addr)
+{
+    return (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> 32) & m->mask;
+}
+
+static bool am_grow(struct addr_map *m)
+{
+    size_t ncap = m->s ? (m->mask + 1) * 2 : 1024, nmask = ncap - 1;
+    struct addr_slot *ns;
+    if (ncap > SIZE_MAX / sizeof(*ns) || !(ns = gm_malloc(ncap * sizeof(*ns))))
+        return false;
+    for (size_t i = 0; i < ncap; i++)
+        ns[i].val = AM_EMPTY;
+    for (size_t j = 0; m->s && j <= m->mask; j++) {
+        size_t i;
+        if (m->s[j].val == AM_EMPTY)
+            continue;
+        for (i = (size_t)((m->s[j].addr * 0x9e3779b97f4a7c15ULL) >> 32) & nmask;
+             ns[i].val != AM_EMPTY; i = (i + 1) & nmask)
+            ;
+        ns[i] = m->s[j];
+    }
+    gm_free(m->s);
+    m->s = ns;
+    m->mask = nmask;
+    return true;
+}
+
+/* addr -> val, replacing the value of a pending allocation at the same address. */
+static inline bool am_set(struct addr_map *m, uint64_t addr, uint32_t val)
+{
+    size_t i;
+    if (!m->s || (m->n + 1) * 2 > m->mask + 1) {
+        if (!am_grow(m))
+            return false;
+    }
+    for (i = am_home(m, addr); m->s[i].val != AM_EMPTY; i = (i + 1) & m->mask) {
+        if (m->s[i].addr == addr) {
+            m->s[i].val = val;
+            return true;
+        }
+    }
+    m->s[i].addr = addr;
+    m->s[i].val = val;
+    m->n++;
+    return true;
+}
+
+static inline size_t am_slot(const struct addr_map *m, uint64_t addr)
+{
+    if (!m->s)
+        return SIZE_MAX;
+    for (size_t i = am_home(m, addr); m->s[i].val != AM_EMPTY; i = (i + 1) & m->mask)
+        if (m->s[i].addr == addr)
+            return i;
+    return SIZE_MAX;
+}
+
+/* The value at 'addr', removed from the map; AM_EMPTY when there is none. */
+static inline uint32_t am_take(struct addr_map *m, uint64_t addr)
+{
+    size_t i = am_slot(m, addr), j;
+    uint32_t val;
+    if (i == SIZE_MAX)
+        return AM_EMPTY;
+    val = m->s[i].val;
+    /* backward-shift the rest of the cluster into the hole */
+    for (j = (i + 1) & m->mask; m->s[j].val != AM_EMPTY; j = (j + 1) & m->mask) {
+        size_t home = am_home(m, m->s[j].addr);
+        /* j moves into i unless its home lies cyclically in (i, j] */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            m->s[i] = m->s[j];
+            i = j;
+        }
+    }
+    m->s[i].val = AM_EMPTY;
+    m->n--;
+    return val;
 }
 
 static int cmp_live(const void *pa, const void *pb)
@@ -106,8 +206,8 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
 {
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
     struct elems el = {NULL, 0, 0};
-    struct hmap pending = {NULL, NULL, 0, 0}; /* addr -> element index */
-    int32_t *touch = NULL;                    /* per event: element index or -1 */
+    struct addr_map pending = {NULL, 0, 0}; /* addr -> element index */
+    int32_t *touch = NULL;                  /* per event: element index or -1 */
     uint64_t total, best, res, res_final = 0, res_change = 0;
     int64_t best_k = -1;
     size_t n;
@@ -141,15 +241,14 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
             struct elem x = {e->size, (int32_t)k, NEVER};
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
                 goto out_nomem;
-            if (!hmap_set(&pending, e->addr, (uint32_t)(el.n - 1)))
+            if (!am_set(&pending, e->addr, (uint32_t)(el.n - 1)))
                 goto out_nomem;
             t = (int32_t)(el.n - 1);
             rel += e->size;
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
-            uint32_t idx = hmap_find(&pending, e->addr, NULL, NULL);
-            if (idx != HMAP_NONE) {
+            uint32_t idx = am_take(&pending, e->addr);
+            if (idx != AM_EMPTY) {
                 el.v[idx].free_ev = (int32_t)k;
-                (void)hmap_del(&pending, e->addr);
                 t = (int32_t)idx;
                 out->n_allocs_matched++;
                 rel -= el.v[idx].bytes;
@@ -195,8 +294,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
             struct elem x;
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED ||
-                hmap_find(&pending, b->address, NULL, NULL) != HMAP_NONE)
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&pending, b->address) != SIZE_MAX)
                 continue;
             x.bytes = b->requested_size;
             mag = sat_add(mag, b->requested_size);
@@ -208,7 +306,8 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
                 goto out_nomem;
         }
     }
-    hmap_release(&pending);
+    gm_free(pending.s);
+    pending.s = NULL;
 
     total = 0;
     for (size_t i = 0; i < el.n; i++)
@@ -319,20 +418,20 @@ peak_found:
         if (out->n_live > 1)
             qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
     }
-    gm_free(el.v);
+    gm_big_free(el.v, el.cap * sizeof(*el.v));
     gm_free(brefs);
     gm_free(touch);
     return GM_OK;
 
 out_nomem:
-    hmap_release(&pending);
-    gm_free(el.v);
+    gm_free(pending.s);
+    gm_big_free(el.v, el.cap * sizeof(*el.v));
     gm_free(brefs);
     gm_free(touch);
     gm_snapshot_timeline_release(out);
     return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 out_release:
-    gm_free(el.v);
+    gm_big_free(el.v, el.cap * sizeof(*el.v));
     gm_free(brefs);
     gm_snapshot_timeline_release(out);
     return GM_OK;
