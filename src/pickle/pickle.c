@@ -1184,14 +1184,14 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
 {
     const uint8_t *p = vm->p, *end = vm->end;
     const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
-    size_t vlen = vm->memo_len, count = 0;
+    size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
     struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
 
     if (vm->n_marks + 2 > vm->marks_max)
         return false;
     for (;;) {
         size_t dict_slot, list_slot = SIZE_MAX, n = 0;
-        bool have_list = false;
+        bool have_list = false, same_keys = true;
         uint32_t tok;
 
         if (p >= lim)
@@ -1313,6 +1313,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
+            same_keys &= vm->flat_pairs[2 * n] == k; /* a key of the previous dict, if n < prev_n */
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
@@ -1322,7 +1323,8 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             l->len = 0;
         /* the dict is complete: hand it over */
         d->kind = PK_DICT;
-        d->flags = PK_NODE_SCRATCH;
+        d->flags = PK_NODE_SCRATCH | (same_keys && n == prev_n ? PK_NODE_SAME_KEYS : 0);
+        prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
         d->refs = 0;
         d->len = d->cap = (uint32_t)n;

@@ -54,10 +54,12 @@ static inline uint32_t pk_token_id(pk_val v)
 enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
 
 enum pk_node_flags {
-    PK_NODE_SHARED = 1 << 0,   /* pushed again from the memo or by DUP */
-    PK_NODE_STREAMED = 1 << 1, /* a list whose items an append hook consumed */
-    PK_NODE_SCRATCH = 1 << 2,  /* a transient node of the flat fast path (see pk_opts.on_flat):
-                                  valid only during the call, never to be remembered */
+    PK_NODE_SHARED = 1 << 0,    /* pushed again from the memo or by DUP */
+    PK_NODE_STREAMED = 1 << 1,  /* a list whose items an append hook consumed */
+    PK_NODE_SCRATCH = 1 << 2,   /* a transient node of the flat fast path (see pk_opts.on_flat):
+                                   valid only during the call, never to be remembered */
+    PK_NODE_SAME_KEYS = 1 << 3, /* a transient dict of on_flat whose keys are those of the
+                                   previous on_flat dict of the same batch, in the same order */
 };
 
 struct pk_node {

@@ -294,6 +294,11 @@ struct builder {
     const struct pk_node *flat_list; /* the list of the last on_flat, and its stream */
     uint32_t flat_si;
     uint32_t scratch_tok; /* the stack id read from a transient frames list */
+    /* flat_event(): shape_* describe the keys of the last on_flat entry, which read_event()
+     * read in the canonical order; and the compile_context string last seen there */
+    bool flat_shape;
+    const char *flat_cc;
+    size_t flat_cc_len;
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -1187,6 +1192,7 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
     const uint8_t *shape;
     enum gm_status st = GM_OK;
 
+    b->flat_shape = false;
     if (!d)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: trace entry %zu is a %s, expected a dict", ei, pk_type_name(v));
@@ -1314,6 +1320,92 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     return GM_OK;
 }
 
+/* on_flat()'s common case, in straight-line code: an entry whose keys are those of the
+ * entry before (the parser says so) in the canonical order, with values of the usual types:
+ * action one of the known names, sizes and addresses small non-negative ints, the
+ * compile_context string of the entry before, frames a list or the token of one.  It fills
+ * *e exactly as read_event() would and returns true; false (having changed nothing but *e)
+ * for anything else, which read_event() then reads. */
+static inline bool flat_event(struct builder *b, const struct pk_node *d,
+                              struct gm_snapshot_event *e)
+{
+    const pk_val *it = d->items;
+    const int8_t *pos = b->shape_pos;
+    struct gm_snapshot_event_extra x;
+    bool has_extra = false;
+    enum word a;
+    pk_val v;
+
+    if (pos[0] < 0 || pos[6] >= 0)
+        return false; /* no action, or user_metadata: the general reader */
+    memset(&x, 0, sizeof(x));
+    e->addr = 0;
+    e->size = 0;
+    e->time_us = 0;
+    e->stack = 0;
+    e->extra = 0;
+    e->flags = 0;
+    a = word_of(b, it[2 * pos[0] + 1]);
+    if (a < W_A_ALLOC || a > W_A_OOM)
+        return false;
+    e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
+#define FLAT_U64(j, dst)                                                                           \
+    if (pos[j] >= 0) {                                                                             \
+        v = it[2 * pos[j] + 1];                                                                    \
+        if (pk_tag(v) != PK_TAG_INT || (int64_t)v < 0)                                             \
+            return false;                                                                          \
+        dst = v >> 3;                                                                              \
+    }
+    FLAT_U64(1, e->addr)
+    if (pos[1] >= 0)
+        e->flags |= GM_EVENT_HAS_ADDR;
+    FLAT_U64(2, e->size)
+    FLAT_U64(3, x.stream)
+#undef FLAT_U64
+    has_extra = x.stream != 0;
+    if (pos[4] >= 0) {
+        v = it[2 * pos[4] + 1];
+        if (pk_tag(v) != PK_TAG_INT)
+            return false;
+        e->time_us = (int64_t)v >> 3;
+        e->flags |= GM_EVENT_HAS_TIME;
+        b->any_time = true;
+    }
+    if (pos[5] >= 0) {
+        const char *p;
+        size_t n;
+        v = it[2 * pos[5] + 1];
+        b->any_compile_ctx = true;
+        if (b->flat_cc && pk_short_str(b->doc, v, &p, &n) && n == b->flat_cc_len && n <= 16 &&
+            short_eq(p, b->flat_cc, n)) {
+            x.compile_context = b->flat_cc;
+        } else if (pk_tag(v) == PK_TAG_STR) {
+            if (intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
+                return false;
+            b->flat_cc = x.compile_context;
+            b->flat_cc_len = strlen(x.compile_context);
+        }
+        has_extra |= pk_tag(v) == PK_TAG_STR;
+    }
+    if (pos[7] >= 0) {
+        v = it[2 * pos[7] + 1];
+        if (pk_is_token(v) && pk_token_id(v) < b->n_stacks) {
+            e->stack = pk_token_id(v);
+        } else if (pk_node_of_kind(v, PK_LIST)) {
+            if (intern_stack(b, v, &e->stack) != GM_OK)
+                return false;
+            if (pk_node(v)->flags & PK_NODE_SCRATCH)
+                b->scratch_tok = e->stack;
+        } else {
+            return false;
+        }
+        e->flags |= GM_EVENT_HAS_FRAMES;
+    }
+    if (has_extra && intern_extra(b, &x, &e->extra) != GM_OK)
+        return false;
+    return true;
+}
+
 /* The flat fast path (pickle.h): one trace entry of a streamed device trace, kept
  * provisionally until on_flat_end. */
 static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item,
@@ -1339,9 +1431,16 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
         str->prefaulted = gm_prefault_ahead(str->ev, str->cap * sizeof(struct gm_snapshot_event),
                                             at * sizeof(struct gm_snapshot_event));
     b->scratch_tok = UINT32_MAX;
-    st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
-    if (st != GM_OK)
-        return st;
+    if (!b->flat_shape || !(pk_node(item)->flags & PK_NODE_SAME_KEYS) ||
+        !flat_event(b, pk_node(item), &str->ev[at])) {
+        const struct pk_node *d = pk_node(item);
+        b->scratch_tok = UINT32_MAX;
+        st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
+        if (st != GM_OK)
+            return st;
+        /* the shape read_event() kept is this entry's: the next may take flat_event() */
+        b->flat_shape = b->shape_canon && b->shape_n == d->len && d->len;
+    }
     ev_sums_add(&str->prov_sums, &str->ev[at]);
     str->prov++;
     *list_tok = b->scratch_tok;
