@@ -1127,6 +1127,30 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
     return p;
 }
 
+/* The integer opcodes of a flat dict's values: bytes before the number (0: not one), bytes
+ * of the number (LONG1: its own count byte); masks and sign bits by byte count. */
+static const uint8_t int_head[256] = {
+    [OP_BININT1] = 1, [OP_BININT2] = 1, [OP_BININT] = 1, [OP_LONG1] = 2};
+static const uint8_t int_bytes[256] = {[OP_BININT1] = 1, [OP_BININT2] = 2, [OP_BININT] = 4};
+static const uint64_t int_mask[9] = {0,
+                                     0xff,
+                                     0xffff,
+                                     0xffffff,
+                                     0xffffffff,
+                                     0xffffffffffULL,
+                                     0xffffffffffffULL,
+                                     0xffffffffffffffULL,
+                                     ~(uint64_t)0};
+static const uint64_t int_sign[9] = {0,
+                                     (uint64_t)1 << 7,
+                                     (uint64_t)1 << 15,
+                                     (uint64_t)1 << 23,
+                                     (uint64_t)1 << 31,
+                                     (uint64_t)1 << 39,
+                                     (uint64_t)1 << 47,
+                                     (uint64_t)1 << 55,
+                                     (uint64_t)1 << 63};
+
 /* flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
  * FLAT_GUARD bytes or more before the end (checked once per entry and once per pair);
  * the last bytes of a file are left to the ordinary path. */
@@ -1243,6 +1267,23 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                 goto abandon;
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
+            if (int_head[*p]) {
+                /* BININT1, BININT2, BININT or LONG1 (of at most 8 bytes) without a branch on
+                 * which: a trace entry's ints change opcode from entry to entry */
+                unsigned op = *p, nb = op == OP_LONG1 ? p[1] : int_bytes[op];
+                uint64_t u, sb;
+                int64_t i;
+                if (nb > 8)
+                    goto abandon;
+                u = le64(p + int_head[op]) & int_mask[nb];
+                sb = (op == OP_BININT1 || op == OP_BININT2) ? 0 : int_sign[nb];
+                i = (int64_t)((u ^ sb) - sb);
+                if (i < SMALL_MIN || i > SMALL_MAX)
+                    goto abandon;
+                v = ((pk_val)i << 3) | PK_TAG_INT;
+                p += int_head[op] + nb;
+                goto have_value;
+            }
             switch (*p) {
             case OP_BINGET:
             case OP_LONG_BINGET:
@@ -1250,37 +1291,6 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                     goto abandon;
                 flat_ref_value(v);
                 break;
-            case OP_BININT1:
-                v = ((pk_val)p[1] << 3) | PK_TAG_INT;
-                p += 2;
-                break;
-            case OP_BININT2:
-                v = ((pk_val)le16(p + 1) << 3) | PK_TAG_INT;
-                p += 3;
-                break;
-            case OP_BININT:
-                v = ((pk_val)(int64_t)(int32_t)le32(p + 1) << 3) | PK_TAG_INT;
-                p += 5;
-                break;
-            case OP_LONG1: {
-                /* at most 8 bytes of number: one load, then keep its n bytes */
-                unsigned nb = p[1];
-                uint64_t u;
-                int64_t i;
-                if (nb > 8)
-                    goto abandon;
-                u = le64(p + 2);
-                if (nb < 8)
-                    u &= ((uint64_t)1 << (8 * nb)) - 1;
-                if (nb && nb < 8 && (p[1 + nb] & 0x80))
-                    u |= ~(uint64_t)0 << (8 * nb);
-                i = (int64_t)u;
-                if (i < SMALL_MIN || i > SMALL_MAX)
-                    goto abandon;
-                v = ((pk_val)i << 3) | PK_TAG_INT;
-                p += 2 + nb;
-                break;
-            }
             case OP_NONE:
                 v = PK_NONE;
                 p++;
@@ -1313,6 +1323,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
+        have_value:
             same_keys &= vm->flat_pairs[2 * n] == k; /* a key of the previous dict, if n < prev_n */
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
