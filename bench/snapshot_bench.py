@@ -5,18 +5,21 @@
 usage: snapshot_bench.py GPUMEM SIZE [SIZE...]     (SIZE as synth-snapshot --target-size: 100M, 1G)
 
 Wall-clock and CPU times are both printed: on a shared machine the CPU time (user + system)
-is the steadier comparison.  For each size: writes a synthetic snapshot with ../shared/tools/synth-snapshot into a
-temporary folder (deleted afterwards), runs gpumem under /usr/bin/time -v, then one Python
-process that times pickle.load and the peak (tests/reference/snapshot_ref.py), also under
-/usr/bin/time -v, checks both peaks agree and prints the ratios and peak RSS.
+is the steadier comparison.  For each size: writes a synthetic snapshot with
+../shared/tools/synth-snapshot into a temporary folder (deleted afterwards), runs gpumem
+BENCH_REPEAT times (default 7), then Python BENCH_PY_REPEAT times (default 3 below 300 MB,
+else 1), each a process that times pickle.load and then the peak
+(tests/reference/snapshot_ref.py); checks the peaks agree and prints the best and median
+times, the ratios and the peak RSS (each process's own, from wait4).
 """
 import json
 import os
-import re
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -40,20 +43,29 @@ print(json.dumps({"load_s": t1 - t0, "peak_s": t2 - t1, "load_cpu": c1 - c0,
 
 
 def timed(cmd):
-    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
-    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)",
-                  p.stderr)
-    wall = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
-    cpu = sum(float(re.search(r"%s time \(seconds\): ([\d.]+)" % k, p.stderr).group(1))
-              for k in ("User", "System"))
-    return p.stdout, wall, rss * 1024, cpu
+    """Run cmd; its stdout, wall seconds, peak RSS bytes and CPU seconds (user + system, from
+    the child's own rusage by wait4: microseconds, where /usr/bin/time rounds to 10 ms)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode:
+            sys.exit("failed: %s\n%s" % (" ".join(cmd), err.read().decode(errors="replace")[-2000:]))
+        return out.read().decode(), wall, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main():
     gpumem, sizes = os.path.abspath(sys.argv[1]), sys.argv[2:] or ["100M"]
+    repeat = int(os.environ.get("BENCH_REPEAT", "7"))
     for size in sizes:
         tmp = tempfile.mkdtemp(prefix="gpumem-bench-", dir="/tmp")
         try:
@@ -64,24 +76,43 @@ def main():
             with open(path, "rb") as f:
                 while f.read(1 << 24):
                     pass
-            out, g_wall, g_rss, g_cpu = timed(
-                [gpumem, "snapshot", "peak", "--json", "--top", "1", path])
+            g = []
+            for _ in range(repeat):
+                out, wall, rss, cpu = timed(
+                    [gpumem, "snapshot", "peak", "--json", "--top", "1", path])
+                g.append((wall, cpu, rss))
             g_peaks = [d["peak_bytes"] for d in json.loads(out)["devices"]]
-            out, p_wall, p_rss, _ = timed([sys.executable, "-c", PY, path])
-            py = json.loads(out)
-            agree = py["peaks"] == g_peaks
+            # Python needs about 30 s and 8.5 GB per GB of file: fewer runs for large files
+            py_repeat = int(os.environ.get("BENCH_PY_REPEAT", "3" if fsize < 300e6 else "1"))
+            py = []
+            for _ in range(py_repeat):
+                out, p_wall, p_rss, _ = timed([sys.executable, "-c", PY, path])
+                r = json.loads(out)
+                r["rss"] = p_rss
+                py.append(r)
+            agree = all(r["peaks"] == g_peaks for r in py)
             print("file %s: %d bytes (%.1f MiB), peaks %s %s" % (
-                size, fsize, fsize / 2**20, g_peaks, "agree" if agree else "DIFFER: %s" % py["peaks"]))
-            print("  gpumem snapshot peak        %8.3f s wall %8.3f s CPU   peak RSS %7.1f MiB (%.2f x file)"
-                  % (g_wall, g_cpu, g_rss / 2**20, g_rss / fsize))
-            print("  python pickle.load          %8.3f s wall %8.3f s CPU" % (py["load_s"], py["load_cpu"]))
-            print("  python pickle.load + peak   %8.3f s wall %8.3f s CPU   peak RSS %7.1f MiB (%.2f x file)"
-                  % (py["load_s"] + py["peak_s"], py["load_cpu"] + py["peak_cpu"], p_rss / 2**20,
-                     p_rss / fsize))
-            print("  speed-up vs pickle.load alone: %.1fx wall, %.1fx CPU; vs load + peak: %.1fx wall, "
-                  "%.1fx CPU" % (py["load_s"] / g_wall, py["load_cpu"] / g_cpu,
-                                 (py["load_s"] + py["peak_s"]) / g_wall,
-                                 (py["load_cpu"] + py["peak_cpu"]) / g_cpu))
+                size, fsize, fsize / 2**20, g_peaks,
+                "agree" if agree else "DIFFER: %s" % py[0]["peaks"]))
+            gw, gc = [x[0] for x in g], [x[1] for x in g]
+            g_rss = max(x[2] for x in g)
+            print("  gpumem snapshot peak (%d runs)    best %7.3f s wall %7.3f s CPU; median %7.3f s "
+                  "wall %7.3f s CPU; peak RSS %7.1f MiB (%.2f x file)"
+                  % (repeat, min(gw), min(gc), median(gw), median(gc), g_rss / 2**20, g_rss / fsize))
+            lw, lc = [r["load_s"] for r in py], [r["load_cpu"] for r in py]
+            tw = [r["load_s"] + r["peak_s"] for r in py]
+            tc = [r["load_cpu"] + r["peak_cpu"] for r in py]
+            print("  python pickle.load (%d runs)      best %7.3f s wall %7.3f s CPU; median %7.3f s "
+                  "wall %7.3f s CPU" % (py_repeat, min(lw), min(lc), median(lw), median(lc)))
+            print("  python pickle.load + peak         best %7.3f s wall %7.3f s CPU; "
+                  "peak RSS %7.1f MiB (%.2f x file)"
+                  % (min(tw), min(tc), max(r["rss"] for r in py) / 2**20,
+                     max(r["rss"] for r in py) / fsize))
+            print("  speed-up vs pickle.load alone: best %.1fx wall, %.1fx CPU; median %.1fx wall, "
+                  "%.1fx CPU" % (min(lw) / min(gw), min(lc) / min(gc), median(lw) / median(gw),
+                                 median(lc) / median(gc)))
+            print("  speed-up vs pickle.load + peak: best %.1fx wall, %.1fx CPU"
+                  % (min(tw) / min(gw), min(tc) / min(gc)))
             if not agree:
                 return 1
         finally:
