@@ -299,6 +299,11 @@ struct builder {
     bool flat_shape;
     const char *flat_cc;
     size_t flat_cc_len;
+    pk_val flat_act_val[2]; /* the last two action values and their actions */
+    uint8_t flat_act[2];
+    uint64_t flat_x_stream; /* the extra of the last entry (stream, compile_context) */
+    const char *flat_x_cc;
+    uint32_t flat_x_id; /* 0: none yet */
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
 
@@ -1345,10 +1350,22 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
     e->stack = 0;
     e->extra = 0;
     e->flags = 0;
-    a = word_of(b, it[2 * pos[0] + 1]);
-    if (a < W_A_ALLOC || a > W_A_OOM)
-        return false;
-    e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
+    /* the action: alloc and free alternate, so two values remembered do */
+    v = it[2 * pos[0] + 1];
+    if (v == b->flat_act_val[0] && v) {
+        e->action = b->flat_act[0];
+    } else if (v == b->flat_act_val[1] && v) {
+        e->action = b->flat_act[1];
+    } else {
+        a = word_of(b, v);
+        if (a < W_A_ALLOC || a > W_A_OOM)
+            return false;
+        e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
+        b->flat_act_val[1] = b->flat_act_val[0];
+        b->flat_act[1] = b->flat_act[0];
+        b->flat_act_val[0] = v;
+        b->flat_act[0] = e->action;
+    }
 #define FLAT_U64(j, dst)                                                                           \
     if (pos[j] >= 0) {                                                                             \
         v = it[2 * pos[j] + 1];                                                                    \
@@ -1401,8 +1418,18 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
         }
         e->flags |= GM_EVENT_HAS_FRAMES;
     }
-    if (has_extra && intern_extra(b, &x, &e->extra) != GM_OK)
-        return false;
+    if (has_extra) {
+        /* the extra of the entry before, when stream and compile_context are its */
+        if (b->flat_x_id && x.stream == b->flat_x_stream && x.compile_context == b->flat_x_cc) {
+            e->extra = b->flat_x_id;
+        } else {
+            if (intern_extra(b, &x, &e->extra) != GM_OK)
+                return false;
+            b->flat_x_stream = x.stream;
+            b->flat_x_cc = x.compile_context;
+            b->flat_x_id = e->extra;
+        }
+    }
     return true;
 }
 
