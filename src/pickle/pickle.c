@@ -266,6 +266,11 @@ struct vm {
     struct pk_node flat_dict, flat_list; /* the transient nodes of flat_batch() */
     pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
     pk_val flat_items[FLAT_MAX_ITEMS];
+    /* flat_batch(): the key at each position of the entry before, when a memo reference:
+     * its opcode bytes (masked) and value */
+    uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
+    pk_val key_val[FLAT_MAX_PAIRS];
+    uint8_t key_len[FLAT_MAX_PAIRS];
     bool drop_behind;
     size_t dropped; /* input bytes given back (input_window) */
     bool limit_hit; /* a heap array hit the memory cap */
@@ -1213,6 +1218,10 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
 
     if (vm->n_marks + 2 > vm->marks_max)
         return false;
+    for (size_t j = 0; j < FLAT_MAX_PAIRS; j++) {
+        vm->key_mask[j] = 0;
+        vm->key_bytes[j] = 1; /* matches nothing */
+    }
     for (;;) {
         size_t dict_slot, list_slot = SIZE_MAX, n = 0;
         bool have_list = false, same_keys = true;
@@ -1241,13 +1250,28 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             /* key */
             if (p >= lim)
                 goto abandon;
+            /* The same memo reference as the key at this position of the entry before: the
+             * same value, with no look-up (within a batch the slots in use never change). */
+            if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+                k = vm->key_val[n];
+                p += vm->key_len[n];
+                goto have_key;
+            }
         key:
             switch (*p) {
             case OP_LONG_BINGET:
-            case OP_BINGET:
+            case OP_BINGET: {
+                const uint8_t *q = p;
                 if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
                     goto abandon;
+                if (n < FLAT_MAX_PAIRS) {
+                    vm->key_len[n] = (uint8_t)(p - q);
+                    vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
+                    vm->key_bytes[n] = le64(q) & vm->key_mask[n];
+                    vm->key_val[n] = k;
+                }
                 break;
+            }
             case OP_SETITEMS:
                 p++;
                 goto dict_done;
@@ -1263,6 +1287,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
+        have_key:
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
             /* value: p is at most 5 bytes past a check, or checked after a string */
