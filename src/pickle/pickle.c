@@ -1128,7 +1128,9 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
         }
         break; /* the next key */
     }
-    ref_items(vm->flat_items, l->len);
+    /* No ref_items() here: the reference counts only guard recycle(), which never takes a
+     * node that was pushed again from the memo (SHARED), and these items are either that or
+     * new dicts that nothing but their memo slot can reach again. */
     return p;
 }
 
