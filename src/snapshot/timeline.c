@@ -195,11 +195,11 @@ static int64_t reserved_delta_sign(uint8_t action)
 /* one_pass (no per-event points wanted): the peaks are found during pass 1, with no
  * per-event array and no pass 2.  Allocated bytes after event k are the initial bytes
  * (known only after pass 1) plus a running sum 'rel'; reserved bytes likewise the initial
- * reserved bytes plus 'rr'.  A constant offset does not move the first maximum, so the
- * first maximum of rel (when above 0) is the allocated peak, and that of rr the reserved
- * one.  This equals pass 2's result when no sum can saturate or wrap, which holds when all
- * sizes together stay below ONE_PASS_LIMIT; otherwise *redo is set and nothing is
- * returned, and the caller runs the two-pass computation. */
+ * reserved bytes plus the change so far 'res_change'.  A constant offset does not move the first
+ * maximum, so the first maximum of rel (when above 0) is the allocated peak, and that of res_change
+ * the reserved one.  This equals pass 2's result when no sum can saturate or wrap, which holds when
+ * all sizes together stay below ONE_PASS_LIMIT; otherwise *redo is set and nothing is returned, and
+ * the caller runs the two-pass computation. */
 static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
                                bool one_pass, bool *redo, struct gm_snapshot_timeline *out,
                                struct gm_error *err)
@@ -212,7 +212,8 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
     int64_t best_k = -1;
     size_t n;
     /* one_pass: running sums (as signed), their first maxima, all sizes summed */
-    uint64_t rel = 0, rr = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, mag = 0;
+    uint64_t rel = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, mag = 0;
+    bool mag_over = false;
     int64_t best_rr_k = -1;
     struct bref *brefs = NULL; /* the blocks among the elements, from first_block on */
     size_t first_block = 0;
@@ -233,10 +234,13 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
             goto out_nomem;
     }
 
-    /* pass 1: pair allocs with free_completed */
+    /* pass 1: pair allocs with free_completed.  one_pass: the allocated sum rises only at an
+     * alloc and the reserved one only at a segment alloc or map, so their first maxima are
+     * looked for there alone. */
     for (size_t k = 0; k < n; k++) {
         const struct gm_snapshot_event *e = &d->events[k];
         int32_t t = -1;
+        mag_over |= __builtin_add_overflow(mag, e->size, &mag);
         if (e->action == GM_ACTION_ALLOC) {
             struct elem x = {e->size, (int32_t)k, NEVER};
             if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
@@ -245,6 +249,11 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
                 goto out_nomem;
             t = (int32_t)(el.n - 1);
             rel += e->size;
+            if ((int64_t)rel > (int64_t)best_rel) {
+                best_rel = rel;
+                best_k = (int64_t)k;
+                rr_at_best = res_change;
+            }
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
             uint32_t idx = am_take(&pending, e->addr);
             if (idx != AM_EMPTY) {
@@ -260,24 +269,20 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
                 t = (int32_t)(el.n - 1);
                 rel -= e->size;
             }
-        }
-        res_change += (uint64_t)reserved_delta_sign(e->action) * e->size;
-        if (touch) {
-            touch[k] = t;
-        } else {
-            mag = sat_add(mag, e->size);
-            rr = res_change;
-            if ((int64_t)rel > (int64_t)best_rel) {
-                best_rel = rel;
-                best_k = (int64_t)k;
-                rr_at_best = rr;
-            }
-            if ((int64_t)rr > (int64_t)best_rr) {
-                best_rr = rr;
+        } else if (e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_MAP) {
+            res_change += e->size;
+            if ((int64_t)res_change > (int64_t)best_rr) {
+                best_rr = res_change;
                 best_rr_k = (int64_t)k;
             }
+        } else if (e->action == GM_ACTION_SEGMENT_FREE || e->action == GM_ACTION_SEGMENT_UNMAP) {
+            res_change -= e->size;
         }
+        if (touch)
+            touch[k] = t;
     }
+    if (mag_over)
+        mag = UINT64_MAX;
     /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
     first_block = el.n;
     {
