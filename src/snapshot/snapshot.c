@@ -751,10 +751,19 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.b = b;
     sc.items = l->items;
     sc.n = l->len;
-    hs = (uint64_t)l->len;
-    for (uint32_t i = 0; i < l->len; i++)
-        hs = (hs ^ l->items[i]) * 0x100000001b3ULL;
-    hs = dm_key(hmap_mix(hs));
+    {
+        /* two rotate-xor chains (a cycle or two per item, where a multiply chain costs
+         * four), mixed at the end; sig_eq() settles collisions */
+        uint64_t h0 = (uint64_t)l->len, h1 = 0x9e3779b97f4a7c15ULL;
+        uint32_t i = 0;
+        for (; i + 1 < l->len; i += 2) {
+            h0 = ((h0 << 7) | (h0 >> 57)) ^ l->items[i];
+            h1 = ((h1 << 7) | (h1 >> 57)) ^ l->items[i + 1];
+        }
+        if (i < l->len)
+            h0 = ((h0 << 7) | (h0 >> 57)) ^ l->items[i];
+        hs = dm_key(hmap_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
+    }
     dc = &b->sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_eq(&sc, dc->val)) {
         *out = b->sigs[dc->val].stack;
