@@ -696,19 +696,40 @@ struct sig_eq_ctx {
     size_t n;
 };
 
+/* Whether sigs[idx] holds the n frame objects at items. */
+static inline bool sig_same(const struct builder *b, uint32_t idx, const pk_val *items, size_t n)
+{
+    const struct sig *g = &b->sigs[idx];
+    const pk_val *a;
+    if (g->n != n)
+        return false;
+    a = b->sig_pool + g->off;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != items[i])
+            return false;
+    return true;
+}
+
+/* The hash of a frames list's items for sig_dm and sig_map (never 0): two rotate-xor chains
+ * (a cycle or two per item, where a multiply chain costs four), mixed at the end;
+ * sig_same() settles collisions. */
+static inline uint64_t items_hash(const pk_val *items, uint32_t n)
+{
+    uint64_t h0 = (uint64_t)n, h1 = 0x9e3779b97f4a7c15ULL;
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        h0 = ((h0 << 7) | (h0 >> 57)) ^ items[i];
+        h1 = ((h1 << 7) | (h1 >> 57)) ^ items[i + 1];
+    }
+    if (i < n)
+        h0 = ((h0 << 7) | (h0 >> 57)) ^ items[i];
+    return dm_key(hmap_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
+}
+
 static bool sig_eq(void *ctx, uint32_t idx)
 {
     struct sig_eq_ctx *c = ctx;
-    const struct sig *g = &c->b->sigs[idx];
-    const pk_val *a;
-    if (g->n != c->n)
-        return false;
-    /* stacks are a few dozen items at most: an inline loop beats a call to memcmp */
-    a = c->b->sig_pool + g->off;
-    for (size_t i = 0; i < c->n; i++)
-        if (a[i] != c->items[i])
-            return false;
-    return true;
+    return sig_same(c->b, idx, c->items, c->n);
 }
 
 /* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
@@ -751,21 +772,9 @@ static enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
     sc.b = b;
     sc.items = l->items;
     sc.n = l->len;
-    {
-        /* two rotate-xor chains (a cycle or two per item, where a multiply chain costs
-         * four), mixed at the end; sig_eq() settles collisions */
-        uint64_t h0 = (uint64_t)l->len, h1 = 0x9e3779b97f4a7c15ULL;
-        uint32_t i = 0;
-        for (; i + 1 < l->len; i += 2) {
-            h0 = ((h0 << 7) | (h0 >> 57)) ^ l->items[i];
-            h1 = ((h1 << 7) | (h1 >> 57)) ^ l->items[i + 1];
-        }
-        if (i < l->len)
-            h0 = ((h0 << 7) | (h0 >> 57)) ^ l->items[i];
-        hs = dm_key(hmap_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
-    }
+    hs = items_hash(l->items, l->len);
     dc = &b->sig_dm[dm_slot(hs)];
-    if (dc->key == hs && sig_eq(&sc, dc->val)) {
+    if (dc->key == hs && sig_same(b, dc->val, l->items, l->len)) {
         *out = b->sigs[dc->val].stack;
         ldc->key = (uint64_t)(uintptr_t)l;
         ldc->val = *out;
@@ -1417,6 +1426,17 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
         v = it[2 * pos[7] + 1];
         if (pk_is_token(v) && pk_token_id(v) < b->n_stacks) {
             e->stack = pk_token_id(v);
+        } else if (pk_node_of_kind(v, PK_LIST) && (pk_node(v)->flags & PK_NODE_SCRATCH) &&
+                   pk_node(v)->len) {
+            /* a new frames list: most repeat one read before (intern_stack()'s first cache) */
+            const struct pk_node *ln = pk_node(v);
+            uint64_t hs = items_hash(ln->items, ln->len);
+            const struct dm_entry *dc = &b->sig_dm[dm_slot(hs)];
+            if (dc->key == hs && sig_same(b, dc->val, ln->items, ln->len))
+                e->stack = b->sigs[dc->val].stack;
+            else if (intern_stack(b, v, &e->stack) != GM_OK)
+                return false;
+            b->scratch_tok = e->stack;
         } else if (pk_node_of_kind(v, PK_LIST)) {
             if (intern_stack(b, v, &e->stack) != GM_OK)
                 return false;
