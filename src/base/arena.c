@@ -5,6 +5,8 @@
  * a chunk of its own, so big arrays do not waste the tail of the current chunk. */
 #include "gpumem/arena.h"
 
+#include "base/big.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +35,7 @@ long gm_alloc_count(void)
     return n_calls;
 }
 
-static bool inject_failure(void)
+bool gm_alloc_inject_failure(void)
 {
     n_calls++;
     if (fail_after < 0)
@@ -46,21 +48,21 @@ static bool inject_failure(void)
 
 void *gm_malloc(size_t size)
 {
-    if (inject_failure())
+    if (gm_alloc_inject_failure())
         return NULL;
     return malloc(size ? size : 1);
 }
 
 void *gm_calloc(size_t n, size_t size)
 {
-    if (inject_failure())
+    if (gm_alloc_inject_failure())
         return NULL;
     return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *gm_realloc(void *p, size_t size)
 {
-    if (inject_failure())
+    if (gm_alloc_inject_failure())
         return NULL;
     return realloc(p, size ? size : 1);
 }

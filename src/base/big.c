@@ -19,7 +19,7 @@
  * 2 MiB boundary, where a huge page can back every part of them. */
 #define HUGE_UNIT ((size_t)2 << 20)
 
-static size_t page_round(size_t n)
+static size_t map_round(size_t n)
 {
     return (n + HUGE_UNIT - 1) & ~(HUGE_UNIT - 1);
 }
@@ -27,11 +27,11 @@ static size_t page_round(size_t n)
 static void *map_new(size_t bytes)
 {
     void *m =
-        mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mmap(NULL, map_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
 #ifdef MADV_HUGEPAGE
-    (void)madvise(m, page_round(bytes), MADV_HUGEPAGE);
+    (void)madvise(m, map_round(bytes), MADV_HUGEPAGE);
 #endif
     return m;
 }
@@ -45,11 +45,8 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
         return NULL;
     if (old_bytes < GM_BIG_MIN && new_bytes < GM_BIG_MIN)
         return gm_realloc(p, new_bytes);
-    /* a mapping: counted by the failure hook like any allocation */
-    n = gm_malloc(1);
-    if (!n)
+    if (gm_alloc_inject_failure()) /* a mapping counts as an allocation, too */
         return NULL;
-    gm_free(n);
     if (old_bytes < GM_BIG_MIN) {
         /* from the heap to a mapping of its own: one copy of less than GM_BIG_MIN */
         if (!(n = map_new(new_bytes)))
@@ -63,12 +60,12 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
         if (!(n = gm_malloc(new_bytes)))
             return NULL;
         memcpy(n, p, new_bytes);
-        (void)munmap(p, page_round(old_bytes));
+        (void)munmap(p, map_round(old_bytes));
         return n;
     }
-    if (page_round(new_bytes) == page_round(old_bytes))
+    if (map_round(new_bytes) == map_round(old_bytes))
         return p;
-    n = mremap(p, page_round(old_bytes), page_round(new_bytes), MREMAP_MAYMOVE);
+    n = mremap(p, map_round(old_bytes), map_round(new_bytes), MREMAP_MAYMOVE);
     return n == MAP_FAILED ? NULL : n;
 #else
     (void)old_bytes;
@@ -82,7 +79,7 @@ void gm_big_free(void *p, size_t bytes)
         return;
 #ifdef GM_BIG_MAPPED
     if (bytes >= GM_BIG_MIN) {
-        (void)munmap(p, page_round(bytes));
+        (void)munmap(p, map_round(bytes));
         return;
     }
 #else

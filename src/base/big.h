@@ -13,6 +13,7 @@
 #ifndef GM_BASE_BIG_H
 #define GM_BASE_BIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define GM_BIG_MIN ((size_t)1 << 20)
@@ -24,5 +25,9 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 
 /* Release 'p', of 'bytes' capacity (as last passed to gm_big_realloc()). */
 void gm_big_free(void *p, size_t bytes);
+
+/* The allocation-failure hook of arena.h (gm_alloc_fail_after()): true when this
+ * allocation is to fail.  For allocators that do not go through gm_malloc(). */
+bool gm_alloc_inject_failure(void);
 
 #endif

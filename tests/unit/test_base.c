@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "base/big.h"
 #include "base/buf.h"
 #include "base/reader.h"
 #include "gpumem/gpumem.h"
@@ -198,6 +199,44 @@ static void test_alloc_failure_injection(void **state)
     gm_buf_release(&b);
 }
 
+/* A big array keeps its bytes as it grows from the heap into a mapping of its own, grows
+ * there, and shrinks back; every step can be failed by the allocation hook, leaving the
+ * array as it was. */
+static void check_pattern(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 4093)
+        assert_int_equal(p[i], (unsigned char)(i * 7 + 1));
+}
+
+static void test_big_array(void **state)
+{
+    static const size_t sizes[] = {4096,      (1u << 20) - 8, 3u << 20,   (10u << 20) + 24,
+                                   40u << 20, 12u << 20,      700u << 10, 100};
+    unsigned char *p = NULL;
+    size_t cap = 0;
+    (void)state;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t keep = cap < sizes[k] ? cap : sizes[k];
+        unsigned char *n;
+        gm_alloc_fail_after(0);
+        n = gm_big_realloc(p, cap, sizes[k]);
+        gm_alloc_fail_after(-1);
+        if (!n) { /* refused: the array is as it was */
+            check_pattern(p, cap);
+            n = gm_big_realloc(p, cap, sizes[k]);
+        }
+        assert_non_null(n);
+        check_pattern(n, keep);
+        for (size_t i = 0; i < sizes[k]; i += 4093)
+            n[i] = (unsigned char)(i * 7 + 1);
+        n[sizes[k] - 1] = 0xee; /* the whole array is writable */
+        p = n;
+        cap = sizes[k];
+    }
+    gm_big_free(p, cap);
+    gm_big_free(NULL, 0);
+}
+
 static void test_buf_cap(void **state)
 {
     struct gm_buf b;
@@ -262,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
+        cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_error),
