@@ -298,8 +298,8 @@ struct builder {
      * read in the canonical order; and the compile_context string last seen there */
     bool flat_shape;
     const char *flat_cc;
-    size_t flat_cc_len;
-    pk_val flat_act_val[2]; /* the last two action values and their actions */
+    uint64_t flat_cc_word, flat_cc_mask; /* its SHORT_BINUNICODE opcode, length and bytes */
+    pk_val flat_act_val[2];              /* the last two action values and their actions */
     uint8_t flat_act[2];
     uint64_t flat_x_stream; /* the extra of the last entry (stream, compile_context) */
     const char *flat_x_cc;
@@ -1343,6 +1343,14 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     return GM_OK;
 }
 
+/* 8 bytes at p as a native word (compared with masks made the same way). */
+static inline uint64_t load8(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
 /* on_flat()'s common case, in straight-line code: an entry whose keys are those of the
  * entry before (the parser says so) in the canonical order, with values of the usual types:
  * action one of the known names, sizes and addresses small non-negative ints, the
@@ -1411,14 +1419,23 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
         size_t n;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        if (b->flat_cc && pk_short_str(b->doc, v, &p, &n) && n == b->flat_cc_len && n <= 16 &&
-            short_eq(p, b->flat_cc, n)) {
+        /* "N/A" on every entry, a new literal each time: one 8-byte compare of its opcode,
+         * length and bytes with those of the last one */
+        if (b->flat_cc && pk_tag(v) == PK_TAG_STR && (v >> 3) < b->doc->len - 8 &&
+            (load8(b->doc->data + (v >> 3)) & b->flat_cc_mask) == b->flat_cc_word) {
             x.compile_context = b->flat_cc;
         } else if (pk_tag(v) == PK_TAG_STR) {
             if (intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
                 return false;
-            b->flat_cc = x.compile_context;
-            b->flat_cc_len = strlen(x.compile_context);
+            b->flat_cc = NULL;
+            if (pk_short_str(b->doc, v, &p, &n) && n <= 6 && b->doc->len >= 8 &&
+                (v >> 3) <= b->doc->len - 8) {
+                unsigned char m[8] = {0};
+                memset(m, 0xff, 2 + n);
+                memcpy(&b->flat_cc_mask, m, 8);
+                b->flat_cc_word = load8(b->doc->data + (v >> 3)) & b->flat_cc_mask;
+                b->flat_cc = x.compile_context;
+            }
         }
         has_extra |= pk_tag(v) == PK_TAG_STR;
     }
