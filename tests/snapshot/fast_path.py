@@ -5,7 +5,8 @@ nodes) must give exactly what the ordinary path gives: the same output, exit cod
 message for every command, on every real file, on the synthetic ones, on traces long enough
 for many batches written with protocols 2 to 5, on files built to make the fast path give up
 halfway (shared dicts, lists referenced again under other keys, tuples, big ints, long
-stacks, a trace before the segments), and on prefixes and byte flips of such a file.
+stacks, a trace before the segments, keys and values that change from entry to entry), and on
+prefixes and byte flips of such a file.
 GM_SNAPSHOT_NO_FAST_PATH=1 turns the fast path off.  The slow runs also set
 GM_TIMELINE_TWO_PASS=1, so that the one-pass peak search of `peak` (timeline.c) is compared
 with the two-pass one on the same files.
@@ -110,6 +111,33 @@ def long_trace(n, variant):
                        "stream": 0, "time_us": 1700000000004000, "frames": []}
     elif variant == "huge":
         trace[20]["size"] = 1 << 62                 # sums could wrap: the two-pass search
+    elif variant == "mixed_keys":
+        # what the fast path's key templates and straight-line reader must fall back from:
+        # keys in another order, keys missing or new (fresh string objects: new literals, not
+        # memo references), four actions, streams, other compile_context strings (short,
+        # long), negative and wide ints
+        for i in range(1000, 5200):
+            e = trace[i]
+            if i % 5 == 0:
+                trace[i] = e = {k: e[k] for k in reversed(list(e))}
+            if i % 7 == 0:
+                e.pop("compile_context", None)
+            if i % 11 == 0:
+                e.pop("stream", None)
+            if i % 13 == 0:
+                e["".join(["ac", "tion"])] = e.pop("action")
+            if i % 17 == 0:
+                e["compile_context"] = ("N/A", "eager", "compiled_region_%d" % (i % 3))[i % 3]
+            if i % 19 == 0:
+                e["stream"] = 0x7f00deadbeef + i % 2
+            if i % 23 == 0 and e.get("action") == "alloc":
+                e["action"] = ("segment_map", "free_requested", "snapshot")[i % 3]
+            if i % 29 == 0:
+                e["time_us"] = -i
+            if i % 31 == 0:
+                e["size"] = -(1 << 40)
+            if i % 37 == 0:
+                e["size"] = (1 << 59) + i
     elif variant == "bad_value":
         trace[3000]["time_us"] = 1.5                # an error inside a fast batch
     segs = [{"device": 0, "address": 0x7f0000000000, "total_size": 512 * MiB,
@@ -141,7 +169,7 @@ def main():
         same(os.path.basename(f), f)
 
     base = None
-    for variant in ("plain", "shared_dict", "other_keys", "bad_value", "trace_first",
+    for variant in ("plain", "shared_dict", "other_keys", "mixed_keys", "bad_value", "trace_first",
                     "consumed_later", "timeline_edges", "huge"):
         obj = long_trace(5200, variant)
         for proto in ((2, 3, 4, 5) if variant == "plain" else (2, 4)):
