@@ -281,13 +281,15 @@ struct builder {
     int8_t shape_pos[8]; /* per canon_words[] entry: its index in the shape, or -1 */
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
     /* frames lists read from the trace entries of the current append batch, for
-     * list_token(): list object -> stack id, valid when gen is the batch's */
+     * list_token(): list object -> stack id, an entry valid when gen is the batch's (see
+     * batch_put()) */
     struct batch_list {
         const struct pk_node *list;
         uint32_t stack;
         uint32_t gen;
     } batch[1 << BATCH_BITS];
     uint32_t batch_gen;
+    uint32_t batch_n;  /* entries of this batch */
     uint32_t last_str; /* index in strs of the last string interned from a value */
     bool last_str_ok;
     bool in_hook;                    /* read_event runs inside on_append */
@@ -1086,6 +1088,50 @@ static enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_e
     return GM_OK;
 }
 
+/* The slot of list 'l' in b->batch. */
+static inline size_t batch_home(const struct pk_node *l)
+{
+    return (size_t)(((uint64_t)(uintptr_t)l * 0x9e3779b97f4a7c15ULL) >> (64 - BATCH_BITS));
+}
+
+/* Remember that list 'l' of this batch reads as stack 'stack': open addressing with linear
+ * probing over the entries of this batch's generation (the others are free).  A batch that
+ * has filled half the table records no more, so which lists are remembered (and so
+ * recycled: list_token()) depends on their order, never on their addresses, and so does
+ * every message about a damaged file. */
+static void batch_put(struct builder *b, const struct pk_node *l, uint32_t stack)
+{
+    const size_t mask = ((size_t)1 << BATCH_BITS) - 1;
+    for (size_t i = batch_home(l);; i = (i + 1) & mask) {
+        struct batch_list *bl = &b->batch[i];
+        if (bl->gen != b->batch_gen) {
+            if (b->batch_n >= (1u << BATCH_BITS) / 2)
+                return;
+            bl->list = l;
+            bl->stack = stack;
+            bl->gen = b->batch_gen;
+            b->batch_n++;
+            return;
+        }
+        if (bl->list == l) {
+            bl->stack = stack;
+            return;
+        }
+    }
+}
+
+static const struct batch_list *batch_get(const struct builder *b, const struct pk_node *l)
+{
+    const size_t mask = ((size_t)1 << BATCH_BITS) - 1;
+    for (size_t i = batch_home(l);; i = (i + 1) & mask) {
+        const struct batch_list *bl = &b->batch[i];
+        if (bl->gen != b->batch_gen)
+            return NULL;
+        if (bl->list == l)
+            return bl;
+    }
+}
+
 /* What read_event() gathers over the fields of one trace entry. */
 struct ev_state {
     struct gm_snapshot_event_extra x;
@@ -1146,12 +1192,7 @@ static inline __attribute__((always_inline)) enum gm_status read_field(struct bu
         /* the lists the parser may recycle (see pickle.c recycle()) */
         if (st == GM_OK && b->in_hook && pk_node_of_kind(val, PK_LIST) &&
             !(pk_node(val)->flags & PK_NODE_STREAMED) && pk_node(val)->n_puts <= 1) {
-            struct batch_list *bl =
-                &b->batch[(size_t)(((uint64_t)(uintptr_t)pk_node(val) * 0x9e3779b97f4a7c15ULL) >>
-                                   (64 - BATCH_BITS))];
-            bl->list = pk_node(val);
-            bl->stack = e->stack;
-            bl->gen = b->batch_gen;
+            batch_put(b, pk_node(val), e->stack);
         }
         break;
     case W_COMPILE_CONTEXT:
@@ -1328,6 +1369,7 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     if (!grow_events(str, str->n + a->n_items))
         return nomem(b);
     b->batch_gen++;
+    b->batch_n = 0;
     b->in_hook = true;
     for (size_t i = 0; i < a->n_items; i++) {
         if ((st = read_event(b, a->items[i], str->n, &str->ev[str->n], &str->unknown)) != GM_OK) {
@@ -1538,15 +1580,14 @@ static void on_flat_end(void *ctx, const struct pk_node *list, bool commit)
 }
 
 /* The parser recycles a trace entry's frames list: hand it the stack id we read it as (a
- * list not found, e.g. evicted by a collision, is simply kept). */
+ * list not remembered, see batch_put(), is simply kept). */
 static uint32_t list_token(void *ctx, const struct pk_node *list)
 {
     struct builder *b = ctx;
     struct dm_entry *ldc = &b->list_dm[dm_slot((uint64_t)(uintptr_t)list)];
-    const struct batch_list *bl = &b->batch[(
-        size_t)(((uint64_t)(uintptr_t)list * 0x9e3779b97f4a7c15ULL) >> (64 - BATCH_BITS))];
+    const struct batch_list *bl = batch_get(b, list);
     uint32_t id;
-    if (bl->list != list || bl->gen != b->batch_gen)
+    if (!bl)
         return UINT32_MAX; /* not read as a frames list in this batch: keep it */
     id = bl->stack;
     if (ldc->key == (uint64_t)(uintptr_t)list)
