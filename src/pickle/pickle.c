@@ -1128,9 +1128,11 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
         }
         break; /* the next key */
     }
-    /* No ref_items() here: the reference counts only guard recycle(), which never takes a
-     * node that was pushed again from the memo (SHARED), and these items are either that or
-     * new dicts that nothing but their memo slot can reach again. */
+    /* The items' reference counts are taken only if the list is kept as a real node (see
+     * flat_batch()): a list read as a stack (a token) holds frame dicts, which recycle()
+     * takes only as consumed entries, and never when they were pushed again from the memo
+     * (SHARED), as anything in such a list is, or a new dict that only its memo slot can
+     * reach again. */
     return p;
 }
 
@@ -1390,6 +1392,7 @@ static bool flat_batch(struct vm *vm, struct pk_node *list)
                     goto abandon;
                 if (l->len)
                     memcpy(c->items, l->items, (size_t)l->len * sizeof(pk_val));
+                ref_items(c->items, l->len); /* it holds them now, as a list built by APPENDS */
                 c->len = l->len;
                 c->n_puts = 1;
                 c->memo_idx = (uint32_t)(list_slot > UINT32_MAX ? UINT32_MAX : list_slot);

@@ -38,7 +38,7 @@ struct snap_impl {
         size_t bytes;
     } * heap; /* event arrays of streamed traces (gm_big_realloc) */
     size_t n_heap;
-    uint64_t *alloc_sums; /* per device: its alloc events' sizes summed (check_sizes) */
+    uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
 };
 
 /* Every string the schema gives meaning to. */
@@ -188,7 +188,7 @@ static inline size_t dm_slot(uint64_t key)
  * over an array of tens of megabytes). */
 struct ev_sums {
     int64_t t_min, t_max; /* over the events with a time */
-    uint64_t alloc_sum;   /* sizes of the alloc events, saturating */
+    uint64_t size_sum;    /* sizes of all the events, saturating */
     bool has_time;
 };
 
@@ -206,8 +206,7 @@ static inline void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event
             s->t_max = e->time_us;
         s->has_time = true;
     }
-    if (e->action == GM_ACTION_ALLOC)
-        s->alloc_sum = add_sat(s->alloc_sum, e->size);
+    s->size_sum = add_sat(s->size_sum, e->size);
 }
 
 static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
@@ -219,7 +218,7 @@ static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
             s->t_max = o->t_max;
         s->has_time = true;
     }
-    s->alloc_sum = add_sat(s->alloc_sum, o->alloc_sum);
+    s->size_sum = add_sat(s->size_sum, o->size_sum);
 }
 
 /* A device trace list consumed while parsing (see on_append). */
@@ -1368,7 +1367,10 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     str = &b->streams[si];
     if (!grow_events(str, str->n + a->n_items))
         return nomem(b);
-    b->batch_gen++;
+    if (++b->batch_gen == 0) { /* after 2^32 batches: every entry would look current */
+        memset(b->batch, 0, sizeof(b->batch));
+        b->batch_gen = 1;
+    }
     b->batch_n = 0;
     b->in_hook = true;
     for (size_t i = 0; i < a->n_items; i++) {
@@ -1412,12 +1414,7 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
     if (pos[0] < 0 || pos[6] >= 0)
         return false; /* no action, or user_metadata: the general reader */
     memset(&x, 0, sizeof(x));
-    e->addr = 0;
-    e->size = 0;
-    e->time_us = 0;
-    e->stack = 0;
-    e->extra = 0;
-    e->flags = 0;
+    memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
     /* the action: alloc and free alternate, so two values remembered do */
     v = it[2 * pos[0] + 1];
     if (v == b->flat_act_val[0] && v) {
@@ -1471,7 +1468,7 @@ static inline bool flat_event(struct builder *b, const struct pk_node *d,
                 return false;
             b->flat_cc = NULL;
             if (pk_short_str(b->doc, v, &p, &n) && n <= 6 && b->doc->len >= 8 &&
-                (v >> 3) <= b->doc->len - 8) {
+                (v >> 3) < b->doc->len - 8) {
                 unsigned char m[8] = {0};
                 memset(m, 0xff, 2 + n);
                 memcpy(&b->flat_cc_mask, m, 8);
@@ -1870,8 +1867,8 @@ static enum gm_status build(struct builder *b, pk_val root)
     for (size_t i = 0; i < MAX_DEVICES; i++)
         n_named += named[i];
     devs = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(*devs));
-    b->impl->alloc_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
-    if (!devs || !b->impl->alloc_sums)
+    b->impl->size_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
+    if (!devs || !b->impl->size_sums)
         return nomem(b);
     {
         size_t di = 0, si = 0;
@@ -1948,7 +1945,7 @@ static enum gm_status build(struct builder *b, pk_val root)
                         s->time_last_us = sums.t_max;
                     s->has_time = true;
                 }
-                b->impl->alloc_sums[di - 1] = sums.alloc_sum;
+                b->impl->size_sums[di - 1] = sums.size_sum;
                 d->events = ev;
                 d->n_events = n_ev;
                 s->n_events += n_ev;
@@ -2048,21 +2045,25 @@ static void builder_release(struct builder *b)
     gm_free(b->extras);
 }
 
-/* No device holds 2^63 bytes.  A file whose allocation, block and segment sizes add up to
- * that much on one device is damaged or crafted; refusing it here means no later sum
- * (timeline, categories, report) can overflow. */
+/* No device holds 2^63 bytes, nor does a trace allocate and free that much.  A file whose
+ * event sizes (every event: a free without its alloc counts from the start), block sizes
+ * (reserved and requested) and segment sizes add up to that much on one device is damaged
+ * or crafted; refusing it here means no later sum (timeline, categories, report) can
+ * overflow. */
 static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error *err)
 {
     const uint64_t limit = (uint64_t)1 << 63;
     const struct gm_snapshot *snap = &impl->pub;
     for (size_t di = 0; di < snap->n_devices; di++) {
         const struct gm_snapshot_device *d = &snap->devices[di];
-        uint64_t sum = impl->alloc_sums ? impl->alloc_sums[di] : 0; /* the trace's allocs */
+        uint64_t sum = impl->size_sums ? impl->size_sums[di] : 0; /* the trace's events */
         for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
             const struct gm_snapshot_segment *seg = &snap->segments[si];
             sum = gm_add_sat(sum, seg->total_size);
-            for (size_t bi = 0; bi < seg->n_blocks; bi++)
+            for (size_t bi = 0; bi < seg->n_blocks; bi++) {
                 sum = gm_add_sat(sum, seg->blocks[bi].size);
+                sum = gm_add_sat(sum, seg->blocks[bi].requested_size);
+            }
         }
         if (sum >= limit)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,

@@ -344,9 +344,10 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
             goto out_nomem;
     }
 
-    /* pass 2: forward */
+    /* pass 2: forward (pass 1 tracked maxima of its own, which do not count here) */
     res = res_final - res_change; /* modular; interpreted as signed */
     best = total;
+    best_k = -1;
     out->peak_reserved_bytes = clamp_signed(res);
     out->peak_reserved_event_index = -1;
     out->reserved_at_peak_bytes = clamp_signed(res);

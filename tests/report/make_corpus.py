@@ -73,15 +73,16 @@ def main():
         },
         # the segments of a 1.13-style list, no trace at all
         'list_only.pickle': [seg(3, 0x2000000, [(512, 'active_allocated', 100), (2 * MiB - 512, 'inactive', 0)], small=True)],
-        # expandable segment with maps, one event with a huge size and stream
+        # expandable segment with maps, one event with a huge size (2^61: the loader refuses sizes
+        # that add up to 2^63) and stream
         'expandable.pickle': {
             'segments': [seg(0, 0x3000000000, [(20 * MiB, 'active_allocated', 20 * MiB), (4 * MiB, 'inactive', 0)], expandable=True,
                              stream=2 ** 63 + 5)],
             'device_traces': [[ev('segment_map', 0x3000000000, 20 * MiB, 1, [], 2 ** 63 + 5),
                                ev('alloc', 0x3000000000, 20 * MiB, 2, [fr('main')], 2 ** 63 + 5),
                                ev('segment_map', 0x3001400000, 4 * MiB, 3, [], 2 ** 63 + 5),
-                               ev('alloc', 0x3001400000, 2 ** 62, 4, [fr('main')]),
-                               ev('free_completed', 0x3001400000, 2 ** 62, 4)]],
+                               ev('alloc', 0x3001400000, 2 ** 61, 4, [fr('main')]),
+                               ev('free_completed', 0x3001400000, 2 ** 61, 4)]],
         },
     }
     for name, obj in files.items():

@@ -110,7 +110,9 @@ def long_trace(n, variant):
         trace[4000] = {"action": "segment_free", "addr": 0x7e0000000000, "size": 512 * MiB,
                        "stream": 0, "time_us": 1700000000004000, "frames": []}
     elif variant == "huge":
-        trace[20]["size"] = 1 << 62                 # sums could wrap: the two-pass search
+        # all sizes together reach 2^62 (the one-pass search gives way to the two-pass one),
+        # yet stay below the 2^63 the loader refuses
+        trace[20]["size"] = (1 << 61) + (1 << 59)
     elif variant == "mixed_keys":
         # what the fast path's key templates and straight-line reader must fall back from:
         # keys in another order, keys missing or new (fresh string objects: new literals, not
@@ -138,6 +140,19 @@ def long_trace(n, variant):
                 e["size"] = -(1 << 40)
             if i % 37 == 0:
                 e["size"] = (1 << 59) + i
+    elif variant == "kept_list":
+        # a list value that is no frames list is kept as a real list by the fast path; the
+        # list in it, used as frames later by the general path, must stay counted as held
+        # (a review found it recycled while still referenced: a made-up frame)
+        held = []
+        trace[100]["x"] = held
+        outer = [held]
+        trace[1100]["x"] = outer
+        del trace[1100]["frames"]
+        trace[2000]["bad"] = 1.5                    # the general path reads this batch
+        trace[2999]["frames"] = held
+        trace[3000]["bad"] = 1.5
+        trace[3000]["frames"] = outer
     elif variant == "bad_value":
         trace[3000]["time_us"] = 1.5                # an error inside a fast batch
     segs = [{"device": 0, "address": 0x7f0000000000, "total_size": 512 * MiB,
@@ -169,8 +184,8 @@ def main():
         same(os.path.basename(f), f)
 
     base = None
-    for variant in ("plain", "shared_dict", "other_keys", "mixed_keys", "bad_value", "trace_first",
-                    "consumed_later", "timeline_edges", "huge"):
+    for variant in ("plain", "shared_dict", "other_keys", "mixed_keys", "kept_list", "bad_value",
+                    "trace_first", "consumed_later", "timeline_edges", "huge"):
         obj = long_trace(5200, variant)
         for proto in ((2, 3, 4, 5) if variant == "plain" else (2, 4)):
             path = os.path.join(tmp, "%s_p%d.pickle" % (variant, proto))

@@ -118,6 +118,18 @@ def main():
     check("frames list containing itself",
           w("cyc2.pickle", pickle.dumps({"segments": [seg], "device_traces": [[]]}, protocol=4)))
 
+    # sizes that would saturate the sums: frees with no alloc before them count from the start
+    big_frees = [{"action": "free_completed", "addr": 0x100 * (i + 1), "size": 1 << 63,
+                  "stream": 0, "time_us": i, "frames": []} for i in range(2)]
+    big_frees.append({"action": "alloc", "addr": 0x300, "size": 1, "stream": 0, "time_us": 3,
+                      "frames": []})
+    check("frees of 2^63 bytes", w("bigfree.pickle", pickle.dumps(
+        {"segments": [], "device_traces": [big_frees]}, protocol=4)), must_say="2^63")
+    seg = {"device": 0, "address": 0, "total_size": 512, "stream": 0, "segment_type": "large",
+           "blocks": [{"size": 512, "requested_size": 1 << 63, "state": "active_allocated"}]}
+    check("a block requesting 2^63 bytes", w("bigreq.pickle", pickle.dumps(
+        {"segments": [seg], "device_traces": [[]]}, protocol=4)), must_say="2^63")
+
     # well-formed pickles that are not snapshots
     check("an int", w("int.pickle", pickle.dumps(5)), must_say="not a memory snapshot")
     check("a dict without segments", w("nodict.pickle", pickle.dumps({"a": 1})))
