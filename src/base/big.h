@@ -23,6 +23,11 @@
  * memory ('p' is then unchanged). */
 void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 
+/* Make room for 'need' elements of 'elem' bytes in the array *p of *cap elements, doubling
+ * from 'first' (elements): gm_big_realloc() for the growable arrays of this kind.  false when
+ * out of memory or the size overflows (*p and *cap are then unchanged). */
+bool gm_big_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
 /* Release 'p', of 'bytes' capacity (as last passed to gm_big_realloc()). */
 void gm_big_free(void *p, size_t bytes);
 

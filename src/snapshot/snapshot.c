@@ -192,11 +192,6 @@ struct ev_sums {
     bool has_time;
 };
 
-static inline uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static inline void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
     if (e->flags & GM_EVENT_HAS_TIME) {
@@ -206,7 +201,7 @@ static inline void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event
             s->t_max = e->time_us;
         s->has_time = true;
     }
-    s->size_sum = add_sat(s->size_sum, e->size);
+    s->size_sum = snap_sat_add(s->size_sum, e->size);
 }
 
 static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
@@ -218,7 +213,7 @@ static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
             s->t_max = o->t_max;
         s->has_time = true;
     }
-    s->size_sum = add_sat(s->size_sum, o->size_sum);
+    s->size_sum = snap_sat_add(s->size_sum, o->size_sum);
 }
 
 /* A device trace list consumed while parsing (see on_append). */
@@ -337,22 +332,7 @@ static bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
 /* grow_arr() for a stream's events, which may reach hundreds of megabytes (base/big.h). */
 static bool grow_events(struct stream *str, size_t need)
 {
-    size_t ncap = str->cap ? str->cap : 1024;
-    void *n;
-    if (need <= str->cap)
-        return true;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / sizeof(struct gm_snapshot_event))
-            return false;
-        ncap *= 2;
-    }
-    n = gm_big_realloc(str->ev, str->cap * sizeof(struct gm_snapshot_event),
-                       ncap * sizeof(struct gm_snapshot_event));
-    if (!n)
-        return false;
-    str->ev = n;
-    str->cap = ncap;
-    return true;
+    return gm_big_grow((void **)&str->ev, &str->cap, need, sizeof(struct gm_snapshot_event), 1024);
 }
 
 static enum gm_status nomem(struct builder *b)
@@ -1872,6 +1852,8 @@ static enum gm_status build(struct builder *b, pk_val root)
         return nomem(b);
     {
         size_t di = 0, si = 0;
+        struct ev_sums span; /* the time range over all devices */
+        memset(&span, 0, sizeof(span));
         for (int32_t i = 0; i < MAX_DEVICES; i++) {
             struct gm_snapshot_device *d;
             if (!named[i])
@@ -1938,13 +1920,7 @@ static enum gm_status build(struct builder *b, pk_val root)
                     }
                     n_ev = l->len;
                 }
-                if (sums.has_time) {
-                    if (!s->has_time || sums.t_min < s->time_first_us)
-                        s->time_first_us = sums.t_min;
-                    if (!s->has_time || sums.t_max > s->time_last_us)
-                        s->time_last_us = sums.t_max;
-                    s->has_time = true;
-                }
+                ev_sums_merge(&span, &sums);
                 b->impl->size_sums[di - 1] = sums.size_sum;
                 d->events = ev;
                 d->n_events = n_ev;
@@ -1952,6 +1928,9 @@ static enum gm_status build(struct builder *b, pk_val root)
                 s->n_unknown_actions += unknown;
             }
         }
+        s->has_time = span.has_time;
+        s->time_first_us = span.t_min;
+        s->time_last_us = span.t_max;
     }
     s->devices = devs;
     s->n_devices = n_named;
@@ -2059,10 +2038,10 @@ static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error 
         uint64_t sum = impl->size_sums ? impl->size_sums[di] : 0; /* the trace's events */
         for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
             const struct gm_snapshot_segment *seg = &snap->segments[si];
-            sum = gm_add_sat(sum, seg->total_size);
+            sum = snap_sat_add(sum, seg->total_size);
             for (size_t bi = 0; bi < seg->n_blocks; bi++) {
-                sum = gm_add_sat(sum, seg->blocks[bi].size);
-                sum = gm_add_sat(sum, seg->blocks[bi].requested_size);
+                sum = snap_sat_add(sum, seg->blocks[bi].size);
+                sum = snap_sat_add(sum, seg->blocks[bi].requested_size);
             }
         }
         if (sum >= limit)

@@ -44,4 +44,10 @@ static inline uint64_t hmap_mix(uint64_t h)
 
 uint64_t hmap_hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* a + b, UINT64_MAX when that overflows (gm_add_sat(), inline for the per-event loops). */
+static inline uint64_t snap_sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 #endif

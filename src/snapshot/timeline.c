@@ -40,17 +40,8 @@ struct elems {
 
 static bool push_elem(struct elems *e, const struct elem *x)
 {
-    if (e->n == e->cap) {
-        size_t ncap = e->cap ? e->cap * 2 : 256;
-        struct elem *nv;
-        if (ncap > SIZE_MAX / sizeof(*nv))
-            return false;
-        nv = gm_big_realloc(e->v, e->cap * sizeof(*nv), ncap * sizeof(*nv));
-        if (!nv)
-            return false;
-        e->v = nv;
-        e->cap = ncap;
-    }
+    if (e->n == e->cap && !gm_big_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*x), 256))
+        return false;
     e->v[e->n++] = *x;
     return true;
 }
@@ -161,11 +152,6 @@ static int cmp_live(const void *pa, const void *pb)
     if (a->addr != b->addr)
         return a->addr < b->addr ? -1 : 1;
     return a->alloc_event < b->alloc_event ? -1 : a->alloc_event > b->alloc_event;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /* Reserved bytes as an unsigned value interpreted as signed, clamped at 0. */
@@ -295,14 +281,14 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         res_final += seg->total_size;
-        mag = sat_add(mag, seg->total_size);
+        mag = snap_sat_add(mag, seg->total_size);
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
             struct elem x;
             if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&pending, b->address) != SIZE_MAX)
                 continue;
             x.bytes = b->requested_size;
-            mag = sat_add(mag, b->requested_size);
+            mag = snap_sat_add(mag, b->requested_size);
             brefs[el.n - first_block].seg = (uint32_t)si;
             brefs[el.n - first_block].blk = (uint32_t)bi;
             x.alloc_ev = -1;
@@ -317,7 +303,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
     total = 0;
     for (size_t i = 0; i < el.n; i++)
         if (el.v[i].alloc_ev < 0)
-            total = sat_add(total, el.v[i].bytes);
+            total = snap_sat_add(total, el.v[i].bytes);
     out->initial_bytes = total;
     if (one_pass) {
         if (mag >= ONE_PASS_LIMIT) {
@@ -360,7 +346,7 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
         if (touch[k] >= 0) {
             const struct elem *x = &el.v[touch[k]];
             if (x->alloc_ev == (int32_t)k)
-                total = sat_add(total, x->bytes);
+                total = snap_sat_add(total, x->bytes);
             else
                 total = total >= x->bytes ? total - x->bytes : 0;
         }
@@ -507,7 +493,7 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
             }
         }
-        g[idx].bytes = sat_add(g[idx].bytes, l->bytes);
+        g[idx].bytes = snap_sat_add(g[idx].bytes, l->bytes);
         g[idx].count++;
     }
     hmap_release(&by_stack);
