@@ -46,6 +46,13 @@ enum gm_status gm_parse_size(const char *s, uint64_t *out, struct gm_error *err)
  * "7e9" and "7_000_000_000" are accepted too as a convenience for parameter counts. */
 enum gm_status gm_parse_u64(const char *s, uint64_t *out, struct gm_error *err);
 
+/* Parse a count as people write it: a whole number ("7000000000", "7_000_000_000"), a
+ * decimal or exponent form ("1.5e9", "27.4e9"), or a suffix K, M, B (or G), T for 1e3,
+ * 1e6, 1e9, 1e12 ("8B", "70B", "1.5B", "500M").  The value must come out whole ("1.5"
+ * is refused, "1.5K" is 1500); computed exactly, without floating point.  GM_ERR_INVALID
+ * naming the problem. */
+enum gm_status gm_parse_count(const char *s, uint64_t *out, struct gm_error *err);
+
 /* Parse a finite double (strtod), the whole string. */
 enum gm_status gm_parse_double(const char *s, double *out, struct gm_error *err);
 

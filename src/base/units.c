@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,79 @@ enum gm_status gm_parse_u64(const char *s, uint64_t *out, struct gm_error *err)
         }
     }
     *out = v;
+    return GM_OK;
+}
+
+/* Exact decimal arithmetic: a mantissa of up to 38 digits in 128 bits, scaled by a power
+ * of ten that must leave a whole number. */
+enum gm_status gm_parse_count(const char *s, uint64_t *out, struct gm_error *err)
+{
+    __extension__ unsigned __int128 v = 0;
+    const char *p = s;
+    int digits = 0, frac = 0, exp10 = 0;
+    bool dot = false;
+
+    if (!s || !*s)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "empty number");
+    for (; *p; p++) {
+        if (*p == '_' && digits)
+            continue;
+        if (*p == '.' && !dot) {
+            dot = true;
+            continue;
+        }
+        if (!isdigit((unsigned char)*p))
+            break;
+        if (digits >= 38)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': too many digits", s);
+        v = v * 10 + (unsigned)(*p - '0');
+        if (v || digits)
+            digits++;
+        if (dot)
+            frac++;
+    }
+    if (p == s || (p == s + 1 && dot))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': not a non-negative whole number",
+                       s);
+    if (*p == 'e' || *p == 'E') {
+        bool neg = false;
+        int e = 0, n = 0;
+        p++;
+        if (*p == '+' || *p == '-')
+            neg = *p++ == '-';
+        for (; isdigit((unsigned char)*p); p++, n++) {
+            if (e > 60)
+                return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': bad exponent", s);
+            e = e * 10 + (*p - '0');
+        }
+        if (!n)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': bad exponent", s);
+        exp10 = neg ? -e : e;
+    }
+    if (*p) {
+        /* one suffix letter, as parameter counts are written: 500M, 8B, 1.2T */
+        static const char suffixes[] = "kKmMbBgGtT";
+        const char *q = strchr(suffixes, *p);
+        static const int powers[] = {3, 3, 6, 6, 9, 9, 9, 9, 12, 12};
+        if (!q || p[1])
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "'%s': not a non-negative whole number", s);
+        exp10 += powers[q - suffixes];
+    }
+    exp10 -= frac;
+    for (; exp10 > 0; exp10--) {
+        if (v > (__extension__(unsigned __int128) UINT64_MAX))
+            break;
+        v *= 10;
+    }
+    for (; exp10 < 0; exp10++) {
+        if (v % 10)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': not a whole number", s);
+        v /= 10;
+    }
+    if (v > UINT64_MAX)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "'%s': too large", s);
+    *out = (uint64_t)v;
     return GM_OK;
 }
 
