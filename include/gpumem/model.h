@@ -179,6 +179,14 @@ const char *gm_model_catalog_hub_id(size_t i);
  * catalog entry nor an existing path gives GM_ERR_NOENT with a hint. */
 enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct gm_error *err);
 
+/* Name 'm' after 'path' when it has no name yet: a folder by its name, a config file by its
+ * own name ("gpt2.json"), ".../m/config.json" by its folder "m". */
+void gm_model_name_from_path(struct gm_model *m, const char *path);
+
+/* The architectures gpumem knows, as their model_type names ("llama, mistral, ..."),
+ * written to 'out' (n bytes, always terminated). */
+void gm_arch_known_list(char *out, size_t n);
+
 /* Names: "llama", "bf16", ...; static storage, "unknown" for out-of-range values. */
 const char *gm_arch_name(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);

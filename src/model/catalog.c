@@ -262,6 +262,39 @@ const struct gm_model *gm_model_catalog_find(const char *name)
     return NULL;
 }
 
+/* The last component of [path, end), trailing slashes dropped. */
+static const char *last_component(const char *path, const char **end)
+{
+    const char *e = *end, *start;
+    while (e > path + 1 && e[-1] == '/')
+        e--;
+    start = e;
+    while (start > path && start[-1] != '/')
+        start--;
+    *end = e;
+    return start;
+}
+
+void gm_model_name_from_path(struct gm_model *m, const char *path)
+{
+    const char *end = path + strlen(path), *start;
+    if (m->name[0])
+        return;
+    start = last_component(path, &end);
+    /* ".../m/config.json" is better known by its folder */
+    if ((size_t)(end - start) == strlen("config.json") && !strncmp(start, "config.json", 11) &&
+        start > path) {
+        const char *pend = start - 1, *pstart = last_component(path, &pend);
+        size_t n = (size_t)(pend - pstart);
+        if (n && !(n == 1 && *pstart == '.') && !(n == 2 && !strncmp(pstart, "..", 2)) &&
+            *pstart != '/') {
+            start = pstart;
+            end = pend;
+        }
+    }
+    snprintf(m->name, sizeof(m->name), "%.*s", (int)(end - start), start);
+}
+
 enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct gm_error *err)
 {
     const struct gm_model *m;
@@ -269,8 +302,12 @@ enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct g
     if (!spec || !*spec)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "empty model name");
     /* An existing path wins over a catalog name. */
-    if (stat(spec, &sb) == 0)
-        return gm_model_load_hf_config(spec, out, err);
+    if (stat(spec, &sb) == 0) {
+        enum gm_status st = gm_model_load_hf_config(spec, out, err);
+        if (st == GM_OK)
+            gm_model_name_from_path(out, spec);
+        return st;
+    }
     m = gm_model_catalog_find(spec);
     if (m) {
         *out = *m;

@@ -256,8 +256,16 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     }
     if (r->st != GM_OK)
         return r->st;
+    if (r->missing[0] && m->arch == GM_ARCH_UNKNOWN) {
+        /* not a layout gpumem reads (gpt_bigcode, t5, ...): say so, not which keys lack */
+        char known[160];
+        gm_arch_known_list(known, sizeof known);
+        return gm_fail(r->err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "model type '%s' is not an architecture gpumem knows (known: %s)",
+                       m->model_type[0] ? m->model_type : "?", known);
+    }
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s': missing fields: %s",
                        m->model_type[0] ? m->model_type : "?", r->missing);
 
     m->n_kv_heads = m->n_heads;
@@ -324,7 +332,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s'): missing fields: %s",
+        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s': missing fields: %s",
                        m->model_type, r->missing);
     if (m->arch == GM_ARCH_UNKNOWN)
         return GM_OK; /* generic fields only; gm_model_validate() says what is missing */

@@ -2,7 +2,7 @@
 /* model.c - validation, exact parameter counting and names for struct gm_model.
  *
  * The count walks the parameter tensors an HF implementation of each family creates,
- * shared tensors once.  The rules that matter (docs/estimate.md, estimation.md section 2):
+ * shared tensors once.  The rules that matter (docs/estimate.md, "Parameter counts"):
  * tied models count the embedding once; Qwen2 has q/k/v biases; phi-2 and BERT have biases
  * everywhere, phi-2 also on lm_head; GPT-2 and BERT have learned positions; gemma-2 has
  * four norms per layer; MoE layers hold n_experts MLPs plus a router.  All arithmetic
@@ -29,6 +29,19 @@ static const char *const arch_names[GM_ARCH__COUNT] = {
     "unknown", "llama", "mistral", "mixtral",  "qwen2", "gemma", "gemma2",
     "phi",     "phi3",  "gpt2",    "gpt_neox", "bert",  "qwen3",
 };
+
+void gm_arch_known_list(char *out, size_t n)
+{
+    size_t len = 0;
+    if (n)
+        out[0] = '\0';
+    for (int a = GM_ARCH_UNKNOWN + 1; a < GM_ARCH__COUNT && len + 1 < n; a++) {
+        int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", arch_names[a]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
 
 const char *gm_arch_name(enum gm_arch a)
 {
@@ -163,11 +176,14 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
                        (unsigned long long)m->n_experts_active, (unsigned long long)m->n_experts);
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
-    if (m->arch == GM_ARCH_UNKNOWN)
+    if (m->arch == GM_ARCH_UNKNOWN) {
+        char known[160];
+        gm_arch_known_list(known, sizeof known);
         return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                       "model type '%s': unknown architecture, parameters cannot be counted "
-                       "exactly (give --parameters N)",
-                       m->model_type[0] ? m->model_type : "?");
+                       "model type '%s' is not an architecture gpumem counts (known: %s); give "
+                       "--parameters N to size it with a llama-like layout",
+                       m->model_type[0] ? m->model_type : "?", known);
+    }
     return GM_OK;
 }
 

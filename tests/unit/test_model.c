@@ -233,10 +233,11 @@ static void test_bad_configs(void **state)
                            "\"intermediate_size\": 8}",
                            &m, &err),
                      GM_ERR_FORMAT);
-    /* Unknown family: parsed, but the count is refused with a clear error. */
+    /* Unknown family without the common fields: said to be unknown, with the known ones
+     * (not a list of "missing" keys that its own layout names differently). */
     assert_int_equal(parse("{\"model_type\": \"mamba\", \"hidden_size\": 64}", &m, &err),
-                     GM_ERR_FORMAT);
-    assert_non_null(strstr(err.msg, "missing fields"));
+                     GM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "'mamba' is not an architecture gpumem knows (known: llama"));
     assert_int_equal(parse("{\"model_type\": \"fancy\", \"hidden_size\": 64, "
                            "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                            "\"vocab_size\": 10, \"intermediate_size\": 8}",
