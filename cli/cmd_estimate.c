@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_estimate.c - gpumem estimate: will this training or inference job fit on my GPU?
- * Parses options into a struct gm_estimate_inputs, runs the estimator, and when the job
- * does not fit a given GPU re-runs it with one change at a time to say what helps. */
+/* cmd_estimate.c - gpumem estimate: will this training or inference job fit on my GPU,
+ * and what would make it fit?  The options are the library's job settings
+ * (gm_job_settings()); the command loads MODEL, runs gm_estimate_report_run() and
+ * renders the report. */
 #include "cli.h"
 #include "commands.h"
-#include "estimate_ext.h"
 #include "estimate_render.h"
 #include "opts.h"
 
@@ -12,23 +12,9 @@
 #include "gpumem/model.h"
 #include "gpumem/units.h"
 
-#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixed", "bf16", NULL};
-static const char *const optimizer_choices[] = {"adamw",      "adam",      "sgd",  "sgd-momentum",
-                                                "adamw-8bit", "adafactor", "lion", NULL};
-static const char *const impl_choices[] = {"foreach", "fused", "for-loop", NULL};
-static const char *const ckpt_choices[] = {"none", "full", "selective", NULL};
-static const char *const attn_choices[] = {"sdpa", "eager", NULL};
-static const char *const method_choices[] = {"arch", "blog", "deepspeed", NULL};
-static const char *const zero_grad_choices[] = {"set-to-none", "zeros", NULL};
-static const char *const kv_choices[] = {"auto", "fp32", "fp16", "bf16",
-                                         "fp8",  "int8", "int4", NULL};
-static const enum gm_dtype kv_dtypes[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32,     GM_DTYPE_F16,
-                                          GM_DTYPE_BF16,    GM_DTYPE_F8_E4M3, GM_DTYPE_I8,
-                                          GM_DTYPE_INT4};
 
 static int list_models(void)
 {
@@ -57,370 +43,130 @@ static int list_gpus(void)
     return 0;
 }
 
-/* "80" means 80 GiB; anything with a unit goes through gm_parse_size(). */
-static enum gm_status parse_gpu_memory(const char *s, uint64_t *out, struct gm_error *err)
-{
-    double d;
-    if (strspn(s, "0123456789.") == strlen(s)) {
-        if (gm_parse_double(s, &d, err) != GM_OK || !(d > 0) || d > 1048576.0)
-            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "--gpu-memory: '%s' is not a size in GiB between 0 and 1048576", s);
-        *out = (uint64_t)llround(d * (double)GM_GIB);
-        return GM_OK;
-    }
-    if (gm_parse_size(s, out, err) != GM_OK)
-        return gm_error_prefix(err, "--gpu-memory");
-    if (*out == 0)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--gpu-memory: must be above zero");
-    return GM_OK;
-}
-
-/* The changes tried so far, applied together, while each one lowered the figure. */
-struct combined {
-    struct gm_estimate_inputs in;
-    uint64_t device_bytes;
-    char flags[96];
-    int n;
+/* What the option parser collected for each job setting. */
+struct collected {
+    const char *text[GM_JOB_MAX_SETTINGS];
+    bool flag[GM_JOB_MAX_SETTINGS];
+    int choice[GM_JOB_MAX_SETTINGS];
+    bool seen[GM_JOB_MAX_SETTINGS];
 };
 
-static void suggest(struct est_view *v, const struct gm_estimate_inputs *alt, const char *change,
-                    struct combined *all, void (*apply)(struct gm_estimate_inputs *), bool combine)
+/* One option per job setting, then the command's own. */
+static size_t build_options(struct opt *opts, struct collected *c, bool *list_m, bool *list_g,
+                            bool *json, int *color)
 {
-    struct gm_estimate e;
-    struct gm_error err;
-    struct est_suggestion *sg;
-    struct gm_estimate_inputs c;
-    if (v->n_sugg >= (int)(sizeof(v->sugg) / sizeof(v->sugg[0])) - 1)
-        return;
-    if (gm_estimate_run(alt, &e, &err) != GM_OK)
-        return;
-    sg = &v->sugg[v->n_sugg++];
-    snprintf(sg->change, sizeof(sg->change), "%s", change);
-    sg->device_bytes = e.device_bytes;
-    sg->fits = v->gpu_bytes && e.device_bytes <= v->gpu_bytes;
-    /* Accumulate into the combined alternative when it helps. */
-    if (!combine)
-        return;
-    c = all->in;
-    apply(&c);
-    if (gm_estimate_run(&c, &e, &err) == GM_OK && e.device_bytes < all->device_bytes) {
-        size_t len = strlen(all->flags);
-        const char *sp = strchr(change, ' ');
-        const char *end = sp ? strchr(sp + 1, ' ') : NULL;
-        int n = end ? (int)(end - change) : (int)strlen(change);
-        all->in = c;
-        all->device_bytes = e.device_bytes;
-        snprintf(all->flags + len, sizeof(all->flags) - len, "%s%.*s", len ? " " : "", n, change);
-        all->n++;
+    size_t n_set, n = 0;
+    const struct gm_job_setting *s = gm_job_settings(&n_set);
+    for (size_t i = 0; i < n_set; i++) {
+        struct opt o = {s[i].name,    0,         OPT_T_STRING, &c->text[i],
+                        s[i].argname, s[i].help, NULL,         &c->seen[i]};
+        if (s[i].type == GM_JOB_FLAG) {
+            o.type = OPT_T_FLAG;
+            o.dest = &c->flag[i];
+        } else if (s[i].type == GM_JOB_CHOICE) {
+            o.type = OPT_T_CHOICE;
+            o.dest = &c->choice[i];
+            o.choices = s[i].choices;
+        }
+        opts[n++] = o;
     }
+    opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
+    opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
+    opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
+    opts[n++] = (struct opt)OPT_COLOR(color);
+    opts[n++] = (struct opt)OPT_END;
+    return n;
 }
 
-static void ap_ckpt(struct gm_estimate_inputs *a)
+/* Hand every option given to the job, in table order. */
+static int fill_job(const char *cmd, const struct collected *c, struct gm_job *job)
 {
-    a->grad_ckpt = GM_CKPT_FULL;
-}
-static void ap_half_batch(struct gm_estimate_inputs *a)
-{
-    a->batch = a->batch > 1 ? a->batch / 2 : 1;
-}
-static void ap_8bit(struct gm_estimate_inputs *a)
-{
-    a->optimizer = GM_OPT_ADAMW_8BIT;
-}
-static void ap_fused(struct gm_estimate_inputs *a)
-{
-    a->optim_impl = GM_OPTIM_FUSED;
-}
-static void ap_sdpa(struct gm_estimate_inputs *a)
-{
-    a->attention = GM_ATTN_SDPA;
-}
-static void ap_bf16(struct gm_estimate_inputs *a)
-{
-    a->precision = GM_PREC_BF16;
-}
-static void ap_kv_fp8(struct gm_estimate_inputs *a)
-{
-    a->kv_dtype = GM_DTYPE_F8_E4M3;
-}
-static void ap_bits8(struct gm_estimate_inputs *a)
-{
-    a->weight_bits = 8;
-}
-static void ap_bits4(struct gm_estimate_inputs *a)
-{
-    a->weight_bits = 4.5;
-}
-
-static void try_change(struct est_view *v, struct combined *all, const char *change,
-                       void (*apply)(struct gm_estimate_inputs *), bool combine)
-{
-    struct gm_estimate_inputs a = *v->in;
-    apply(&a);
-    suggest(v, &a, change, all, apply, combine);
-}
-
-/* One change at a time, the ones that usually matter most first; then all the helpful
- * ones together. */
-static void suggestions(struct est_view *v)
-{
-    const struct gm_estimate_inputs *in = v->in;
-    struct combined all;
-    char buf[96];
-    memset(&all, 0, sizeof(all));
-    all.in = *in;
-    all.device_bytes = v->e->device_bytes;
-    if (in->mode == GM_EST_TRAIN && in->method == GM_METHOD_ARCH) {
-        if (in->grad_ckpt == GM_CKPT_NONE)
-            try_change(v, &all, "--grad-checkpointing full", ap_ckpt, true);
-        if (in->batch > 1) {
-            snprintf(buf, sizeof(buf), "--batch %llu (raise gradient accumulation)",
-                     (unsigned long long)(in->batch / 2));
-            try_change(v, &all, buf, ap_half_batch, true);
-        }
-        if (in->optimizer == GM_OPT_ADAMW || in->optimizer == GM_OPT_ADAM) {
-            try_change(v, &all, "--optimizer adamw-8bit", ap_8bit, true);
-            if (in->optim_impl == GM_OPTIM_FOREACH)
-                try_change(v, &all, "--optimizer-impl fused", ap_fused, true);
-        }
-        if (in->attention == GM_ATTN_EAGER)
-            try_change(v, &all, "--attention sdpa", ap_sdpa, true);
-        if (in->precision != GM_PREC_BF16)
-            try_change(v, &all, "--precision bf16 (pure bf16, no fp32 master)", ap_bf16, true);
-    } else if (in->mode == GM_EST_INFER) {
-        if (in->kv_dtype != GM_DTYPE_F8_E4M3 && in->kv_dtype != GM_DTYPE_INT4)
-            try_change(v, &all, "--kv-dtype fp8", ap_kv_fp8, true);
-        if (in->weight_bits == 0 || in->weight_bits > 8)
-            try_change(v, &all, "--bits 8 (int8/fp8 weights)", ap_bits8, false);
-        if (in->weight_bits == 0 || in->weight_bits > 4.5)
-            try_change(v, &all, "--bits 4.5 (4-bit weights + scales)", ap_bits4, true);
-        if (in->batch > 1) {
-            snprintf(buf, sizeof(buf), "--batch %llu", (unsigned long long)(in->batch / 2));
-            try_change(v, &all, buf, ap_half_batch, true);
+    size_t n_set;
+    const struct gm_job_setting *s = gm_job_settings(&n_set);
+    for (size_t i = 0; i < n_set; i++) {
+        const char *value = c->text[i];
+        struct gm_error err;
+        if (!c->seen[i])
+            continue;
+        if (s[i].type == GM_JOB_FLAG)
+            value = NULL;
+        else if (s[i].type == GM_JOB_CHOICE)
+            value = s[i].choices[c->choice[i]];
+        if (gm_job_set(job, s[i].name, value, &err) != GM_OK) {
+            cli_errorf(cmd, "%s", err.msg);
+            return GM_EXIT_USAGE;
         }
     }
-    if (all.n > 1) {
-        struct est_suggestion *sg = &v->sugg[v->n_sugg++];
-        snprintf(sg->change, sizeof(sg->change), "together: %s", all.flags);
-        sg->device_bytes = all.device_bytes;
-        sg->fits = v->gpu_bytes && all.device_bytes <= v->gpu_bytes;
-    }
+    return 0;
 }
+
+static const struct opt_usage usage = {
+    "gpumem estimate [MODEL] [--train|--infer] [OPTIONS]",
+    "Predict peak GPU memory before launching: peak allocated, peak reserved and\n"
+    "device used as nvidia-smi shows it, with every component and assumption, the\n"
+    "fit verdict on a GPU and what to change when it does not fit.\n"
+    "MODEL is a built-in name (--list-models), a config.json or a directory holding\n"
+    "one, or weight files read from their headers: a .safetensors file, a folder of\n"
+    "shards or its model.safetensors.index.json, or a .gguf file.\n"
+    "Without --train or --infer only the weights are sized.",
+    "  gpumem estimate --parameters 7B --bits 16 --reserve-gib 4\n"
+    "  gpumem estimate llama-3-8b --train --batch 4 --seq 2048 --gpu H100\n"
+    "  gpumem estimate qwen2.5-1.5b --train --method blog --precision fp32 --batch 16 --seq 256\n"
+    "  gpumem estimate mistral-7b --infer --batch 8 --context 8192 --kv-dtype fp8\n"
+    "  gpumem estimate llama-3.1-70b --infer --engine vllm --tp 2 --gpu \"NVIDIA H100 80GB HBM3\"\n"
+    "  gpumem estimate model.gguf --infer --engine llama.cpp --context 8192 --gpu RTX-4090"};
 
 int cmd_estimate(int argc, char **argv)
 {
     const char *cmd = argv[0];
-    struct gm_estimate_inputs in;
-    struct gm_estimate e;
-    struct gm_model model;
+    struct collected c;
+    struct opt opts[GM_JOB_MAX_SETTINGS + 8];
+    struct gm_job job;
+    struct gm_job_source src;
+    struct gm_estimate_report *r;
     struct gm_error err;
-    struct est_view v;
-    bool json = false, train = false, infer = false, list_m = false, list_g = false;
-    bool full_logits = false;
-    int precision = GM_PREC_BF16_MIXED, optimizer = 0, impl = 0, ckpt = 0, attn = 0, method = 0;
-    int zero_grad = 0, kv = 0, color = 0;
-    uint64_t params = 0, batch = 1, seq = 2048, context = 2048, new_tokens = 0;
-    uint64_t ctx_bytes, ws_bytes;
-    double bits = 0, reserve_gib = 0, apt = 0, frag;
-    const char *gpu = NULL, *gpu_mem = NULL;
-    bool s_train[8] = {false}, s_infer[4] = {false}, s_apt = false, s_bits = false;
-    bool s_reserve = false;
-    int n_pos = 0, rc;
-    struct est_ext_opts xo;
+    bool json = false, list_m = false, list_g = false, have_src = false;
+    int color = 0, n_pos = 0, rc;
 
-    gm_estimate_inputs_init(&in);
-    est_ext_opts_init(&xo);
-    ctx_bytes = in.cuda_context_bytes;
-    ws_bytes = in.workspace_bytes;
-    frag = in.fragmentation;
-    {
-        const struct opt opts[] = {
-            OPT_U64("parameters", 0, &params, "N", "parameter count (plain numbers, or override)",
-                    NULL),
-            OPT_DOUBLE("bits", 0, &bits, "B",
-                       "bits per weight (weights / inference), e.g. 16, 8, 4.5", &s_bits),
-            OPT_DOUBLE("reserve-gib", 0, &reserve_gib, "GIB",
-                       "weights mode: flat reserve for everything else (an assumption)",
-                       &s_reserve),
-            OPT_FLAG("train", 0, &train, "estimate one training step"),
-            OPT_FLAG("infer", 0, &infer, "estimate generation (KV cache, prefill)"),
-            OPT_CHOICE("precision", 0, &precision, precision_choices,
-                       "training precision (default bf16-mixed)", &s_train[0]),
-            OPT_CHOICE("optimizer", 0, &optimizer, optimizer_choices, "optimizer (default adamw)",
-                       &s_train[1]),
-            OPT_CHOICE("optimizer-impl", 0, &impl, impl_choices,
-                       "optimizer step implementation (default foreach)", &s_train[2]),
-            OPT_U64("seq", 0, &seq, "L", "training sequence length (default 2048)", &s_train[3]),
-            OPT_CHOICE("grad-checkpointing", 0, &ckpt, ckpt_choices,
-                       "activation checkpointing per layer (default none)", &s_train[4]),
-            OPT_CHOICE("zero-grad", 0, &zero_grad, zero_grad_choices,
-                       "gradients between steps (default set-to-none)", &s_train[5]),
-            OPT_CHOICE("method", 0, &method, method_choices,
-                       "arch (per-tensor) or blog (HF blog formula)", &s_train[6]),
-            OPT_DOUBLE("activations-per-token", 0, &apt, "A",
-                       "blog method: override A (elements per token)", &s_apt),
-            OPT_U64("batch", 0, &batch, "N",
-                    "micro-batch (training) or concurrent sequences (inference)", NULL),
-            OPT_CHOICE("attention", 0, &attn, attn_choices,
-                       "sdpa/flash (no s*s scores) or eager (default sdpa)", NULL),
-            OPT_U64("context", 0, &context, "T",
-                    "inference: prompt tokens per sequence (default 2048)", &s_infer[0]),
-            OPT_U64("new-tokens", 0, &new_tokens, "T",
-                    "inference: generated tokens per sequence (default 0)", &s_infer[1]),
-            OPT_CHOICE("kv-dtype", 0, &kv, kv_choices,
-                       "inference: KV cache element type (default: activation dtype)", &s_infer[2]),
-            OPT_FLAG("full-logits", 0, &full_logits,
-                     "inference: prefill computes logits for every position"),
-            OPT_SIZE("cuda-context", 0, &ctx_bytes, "SIZE",
-                     "CUDA context + kernels outside the allocator (default 450MiB)", NULL),
-            OPT_SIZE("workspace", 0, &ws_bytes, "SIZE",
-                     "cuBLAS/cuDNN workspaces outside the allocator (default 64MiB)", NULL),
-            OPT_DOUBLE("fragmentation", 0, &frag, "F",
-                       "reserved excess on transient memory (default 0.25)", NULL),
-            OPT_STRING("gpu", 0, &gpu, "NAME", "judge the fit on this GPU (see --list-gpus)"),
-            OPT_STRING("gpu-memory", 0, &gpu_mem, "SIZE",
-                       "judge the fit on this capacity (bare number: GiB)"),
-            OPT_FLAG("list-models", 0, &list_m, "list the built-in models"),
-            OPT_FLAG("list-gpus", 0, &list_g, "list the GPU catalog"),
-            EST_EXT_OPTS(&xo),
-            OPT_JSON(&json, "gpumem.estimate/1"),
-            OPT_COLOR(&color),
-            OPT_END,
-        };
-        const struct opt_usage usage = {
-            "gpumem estimate [MODEL] [--train|--infer] [OPTIONS]",
-            "Predict peak GPU memory before launching: peak allocated, peak reserved and\n"
-            "device used as nvidia-smi shows it, with every component and assumption.\n"
-            "MODEL is a built-in name (--list-models), a config.json or a directory holding\n"
-            "one.  Without --train or --infer only the weights are sized.",
-            "  gpumem estimate --parameters 7000000000 --bits 16 --reserve-gib 4\n"
-            "  gpumem estimate llama-3-8b --train --batch 4 --seq 2048 --gpu H100\n"
-            "  gpumem estimate qwen2.5-1.5b --train --method blog --precision fp32 --batch 16 --seq 256\n"
-            "  gpumem estimate mistral-7b --infer --batch 8 --context 8192 --kv-dtype fp8"};
-        int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
-        if (prc >= 0)
-            return prc;
-    }
+    memset(&c, 0, sizeof(c));
+    build_options(opts, &c, &list_m, &list_g, &json, &color);
+    if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
+        return rc;
     if (list_m)
         return list_models();
     if (list_g)
         return list_gpus();
     if (n_pos > 1)
         return cli_usage(cmd, "unexpected argument '%s'", argv[2]);
-    if (train && infer)
-        return cli_usage(cmd, "--train and --infer exclude each other");
-    for (size_t i = 0; i < sizeof(s_train) / sizeof(s_train[0]); i++)
-        if (s_train[i] && !train)
-            return cli_usage(
-                cmd, "training options (--precision, --optimizer, --seq, ...) need --train");
-    for (size_t i = 0; i < sizeof(s_infer) / sizeof(s_infer[0]); i++)
-        if ((s_infer[i] || full_logits) && !infer)
-            return cli_usage(cmd,
-                             "--context, --new-tokens, --kv-dtype and --full-logits need --infer");
-    if (s_apt && !(train && method == GM_METHOD_BLOG))
-        return cli_usage(cmd, "--activations-per-token needs --train --method blog");
-    if (s_reserve && (train || infer))
-        return cli_usage(cmd, "--reserve-gib applies to the weights-only estimate");
-    if (s_reserve && !(reserve_gib >= 0 && reserve_gib <= 1048576.0))
-        return cli_usage(cmd, "--reserve-gib: must be between 0 and 1048576");
-    if (s_bits && train)
-        return cli_usage(
-            cmd, "--bits applies to weights and --infer estimates; training uses --precision");
-    if (s_bits && !(bits > 0 && bits <= 64))
-        return cli_usage(cmd, "--bits: must be above 0 and at most 64");
-    if (s_apt && !(apt > 0 && apt <= 1e12))
-        return cli_usage(cmd, "--activations-per-token: must be above 0 and at most 1e12");
-    if (!(frag >= 0 && frag <= 4))
-        return cli_usage(cmd, "--fragmentation: must be between 0 and 4");
-    if (n_pos == 0 && params == 0)
+    gm_job_init(&job);
+    if ((rc = fill_job(cmd, &c, &job)) != 0)
+        return rc;
+    if (gm_job_check(&job, &err) != GM_OK)
+        return cli_usage(cmd, "%s", err.msg);
+    if (n_pos == 0 && !job.model.n_params)
         return cli_usage(cmd, "give a MODEL or --parameters N");
-
     if (n_pos == 1) {
-        if ((rc = est_ext_resolve_model(cmd, &xo, argv[1], &model)) != 0)
-            goto out;
-        in.model = &model;
+        if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
+            return cli_fail(cmd, &err);
+        have_src = true;
+        gm_job_use_source(&job, &src);
     }
-    in.mode = train ? GM_EST_TRAIN : infer ? GM_EST_INFER : GM_EST_WEIGHTS;
-    in.method = method == 2 ? GM_METHOD_ARCH : (enum gm_method)method;
-    in.n_params = params;
-    in.weight_bits = bits;
-    in.reserve_bytes = (uint64_t)llround(reserve_gib * (double)GM_GIB);
-    in.precision = (enum gm_precision)precision;
-    in.optimizer = (enum gm_optimizer)optimizer;
-    in.optim_impl = (enum gm_optim_impl)impl;
-    in.grad_ckpt = ckpt == 2 ? GM_CKPT_NONE : (enum gm_grad_ckpt)ckpt;
-    xo.x.selective_ckpt = ckpt == 2;
-    in.attention = (enum gm_attention)attn;
-    in.zero_grad = (enum gm_zero_grad)zero_grad;
-    in.activations_per_token = apt;
-    in.batch = batch;
-    in.seq = seq;
-    in.context = context;
-    in.new_tokens = new_tokens;
-    in.kv_dtype = kv_dtypes[kv];
-    in.full_logits = full_logits;
-    in.cuda_context_bytes = ctx_bytes;
-    in.workspace_bytes = ws_bytes;
-    in.fragmentation = frag;
-
-    memset(&v, 0, sizeof(v));
-    if (gpu) {
-        v.gpu = gm_gpu_find(gpu);
-        if (!v.gpu) {
-            cli_errorf(cmd, "--gpu: unknown GPU '%s' (see --list-gpus, or give --gpu-memory)", gpu);
-            rc = GM_EXIT_USAGE;
-            goto out;
-        }
-        v.gpu_bytes = v.gpu->memory_bytes;
-        v.gpu_label = v.gpu->name;
-    }
-    if (gpu_mem) {
-        if (gpu) {
-            rc = cli_usage(cmd, "--gpu and --gpu-memory exclude each other");
-            goto out;
-        }
-        if (parse_gpu_memory(gpu_mem, &v.gpu_bytes, &err) != GM_OK) {
-            cli_errorf(cmd, "%s", err.msg);
-            rc = GM_EXIT_USAGE;
-            goto out;
-        }
-        v.gpu_label = gpu_mem;
-    }
-    in.gpu_memory_bytes = v.gpu_bytes;
-    in.gpu_name = v.gpu_label;
-
-    if ((rc = est_ext_prepare(cmd, &xo, &in, method == 2, train, infer)) != 0)
+    r = malloc(sizeof(*r));
+    if (!r) {
+        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
         goto out;
-    if (est_ext_run(&xo, &in, &e, &err) != GM_OK) {
+    }
+    if (gm_estimate_report_run(&job, r, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
-        goto out;
-    }
-    v.in = &in;
-    v.e = &e;
-    v.model = in.model;
-    v.color = cli_use_color((enum cli_color)color, stdout);
-    if (v.gpu_bytes && est_ext_active(&xo))
-        est_ext_suggestions(&xo, &v);
-    else if (v.gpu_bytes && e.device_bytes > v.gpu_bytes)
-        suggestions(&v);
-
-    if (xo.ds_only && !json) {
-        est_ext_render_text(stdout, &xo, &v);
+    } else if (json) {
+        rc = gm_estimate_report_json(stdout, r, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
+    } else {
+        est_render_text(stdout, r, cli_use_color((enum cli_color)color, stdout));
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
-        goto out;
     }
-    if (json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "estimate");
-        est_render_json(&w, &v);
-        est_ext_render_json(&w, &xo, &v);
-        rc = cli_json_end(&w, cmd);
-        goto out;
-    }
-    est_render_text(stdout, &v);
-    est_ext_render_text(stdout, &xo, &v);
-    rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+    free(r);
 out:
-    est_ext_release(&xo);
+    if (have_src)
+        gm_job_source_release(&src);
     return rc;
 }

@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* estimate_render.c - render an estimate: a table with bytes, GB (1e9) and GiB (2^30)
- * columns, the phase peaks, the three predicted figures, the fit verdict and every
- * assumption; or the gpumem.estimate/1 JSON document.  Reads its inputs only. */
+/* estimate_render.c - render an estimate report as text: a table with bytes, GB (1e9) and
+ * GiB (2^30) columns, the phase peaks, the three predicted figures, the fit verdict with
+ * what to change, every assumption, and the setup's own sections.  Reads its input only:
+ * every figure, verdict and sentence comes from the library. */
 #include "estimate_render.h"
 
-#include "gpumem/json.h"
 #include "gpumem/units.h"
 
 #include <string.h>
-
-static const char *mode_name(enum gm_est_mode m)
-{
-    return m == GM_EST_TRAIN ? "train" : m == GM_EST_INFER ? "infer" : "weights";
-}
 
 static void bytes_cols(FILE *f, uint64_t b)
 {
@@ -20,331 +15,325 @@ static void bytes_cols(FILE *f, uint64_t b)
             (double)b / (double)GM_GIB);
 }
 
-static const char *peak_phase_name(const struct est_view *v)
+static void gib(char *b, size_t n, uint64_t v)
 {
-    if (v->e->mode == GM_EST_WEIGHTS)
-        return "weights";
-    return gm_est_phase_name(v->e->peak_phase);
+    gm_format_fixed(b, n, v, GM_GIB, "GiB");
 }
 
-static void text_weights(FILE *f, const struct est_view *v)
+static const char *color_on(bool color, bool good)
 {
-    const struct gm_estimate *e = v->e;
-    char gb[32], gib[32];
+    return color ? (good ? "\033[32m" : "\033[1;31m") : "";
+}
+
+static const char *color_off(bool color)
+{
+    return color ? "\033[0m" : "";
+}
+
+static const struct gm_est_component *find_kind(const struct gm_estimate *e, enum gm_est_kind k)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == k)
+            return &e->components[i];
+    return NULL;
+}
+
+static void text_weights(FILE *f, const struct gm_estimate_report *r)
+{
+    const struct gm_estimate *e = &r->est;
+    const struct gm_est_component *w = find_kind(e, GM_KIND_WEIGHTS);
+    uint64_t reserve = gm_estimate_kind_bytes(e, GM_KIND_RESERVE);
+    char gb[32], gi[32];
     fprintf(f, "parameters: %llu\n", (unsigned long long)e->n_params);
     gm_format_fixed(gb, sizeof gb, e->weight_bytes, GM_GB, "GB");
-    gm_format_fixed(gib, sizeof gib, e->weight_bytes, GM_GIB, "GiB");
-    fprintf(f, "weights: %llu bytes = %s = %s (%s)\n", (unsigned long long)e->weight_bytes, gb, gib,
-            e->components[0].note);
-    if (v->in->reserve_bytes) {
-        char r[32];
-        gm_format_fixed(r, sizeof r, v->in->reserve_bytes, GM_GIB, "GiB");
-        gm_format_fixed(gb, sizeof gb, e->device_bytes, GM_GB, "GB");
-        gm_format_fixed(gib, sizeof gib, e->device_bytes, GM_GIB, "GiB");
-        fprintf(f, "with the %s reserve: %llu bytes = %s = %s\n", r,
-                (unsigned long long)e->device_bytes, gb, gib);
-        fprintf(f, "note: the %s reserve is an assumption, not a proof that the job fits\n", r);
+    gm_format_fixed(gi, sizeof gi, e->weight_bytes, GM_GIB, "GiB");
+    fprintf(f, "weights: %llu bytes = %s = %s (%s)\n", (unsigned long long)e->weight_bytes, gb, gi,
+            w ? w->note : "");
+    gm_format_fixed(gb, sizeof gb, e->device_bytes, GM_GB, "GB");
+    gm_format_fixed(gi, sizeof gi, e->device_bytes, GM_GIB, "GiB");
+    if (reserve) {
+        char res[32];
+        gm_format_fixed(res, sizeof res, reserve, GM_GIB, "GiB");
+        fprintf(f, "with the %s reserve: %llu bytes = %s = %s\n", res,
+                (unsigned long long)e->device_bytes, gb, gi);
+        fprintf(f, "note: the %s reserve is an assumption, not a proof that the job fits\n", res);
     } else {
-        gm_format_fixed(gb, sizeof gb, e->device_bytes, GM_GB, "GB");
-        gm_format_fixed(gib, sizeof gib, e->device_bytes, GM_GIB, "GiB");
         fprintf(f, "with CUDA context and workspaces: %llu bytes = %s = %s\n",
-                (unsigned long long)e->device_bytes, gb, gib);
+                (unsigned long long)e->device_bytes, gb, gi);
     }
 }
 
-/* Catalog indices in ascending capacity order (smallest GPU that fits first). */
-static size_t gpus_by_size(size_t *idx, size_t max)
+static void text_table(FILE *f, const struct gm_estimate_report *r)
 {
-    size_t n = gm_gpu_catalog_count() < max ? gm_gpu_catalog_count() : max;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = i;
-        idx[i] = i;
-        while (j > 0 && gm_gpu_catalog_get(idx[j - 1])->memory_bytes >
-                            gm_gpu_catalog_get(idx[j])->memory_bytes) {
-            size_t t = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = t;
-            j--;
-        }
+    const struct gm_estimate *e = &r->est;
+    const struct gm_job *j = &r->job;
+    fprintf(f, "parameters: %llu\n", (unsigned long long)e->n_params);
+    if (e->mode == GM_EST_TRAIN)
+        fprintf(f, "job: training, %s, %s, batch %llu x seq %llu, method %s\n",
+                gm_precision_name(j->numerics.precision), gm_optimizer_name(j->numerics.optimizer),
+                (unsigned long long)j->workload.batch, (unsigned long long)j->workload.seq,
+                j->method == GM_METHOD_BLOG ? "blog" : "arch");
+    else
+        fprintf(f, "job: inference, batch %llu x (%llu context + %llu new tokens)\n",
+                (unsigned long long)j->workload.batch, (unsigned long long)j->workload.context,
+                (unsigned long long)j->workload.new_tokens);
+    fprintf(f, "\n%-30s %-24s %16s %11s %11s\n", "component", "live during", "bytes", "GB", "GiB");
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        if (gm_est_kind_outside_allocator(c->kind))
+            continue;
+        fprintf(f, "%-30s %-24s", c->name, gm_est_phases_name(c->phases));
+        bytes_cols(f, c->bytes);
     }
-    return n;
-}
-
-/* ANSI colour for verdicts (--color; NO_COLOR honoured by the caller). */
-static const char *color_on(const struct est_view *v, bool good)
-{
-    return v->color ? (good ? "\033[32m" : "\033[1;31m") : "";
-}
-
-static const char *color_off(const struct est_view *v)
-{
-    return v->color ? "\033[0m" : "";
+    fprintf(f, "\nphase peaks (allocated)\n");
+    if (e->mode == GM_EST_TRAIN) {
+        fprintf(f, "%-55s", "  forward/backward (max of start/end of backward)");
+        bytes_cols(f, e->forward_backward_bytes);
+        fprintf(f, "%-55s", "  optimizer step");
+        bytes_cols(f, e->optimizer_step_bytes);
+    } else {
+        fprintf(f, "%-55s", "  prefill");
+        bytes_cols(f, e->prefill_bytes);
+        fprintf(f, "%-55s", "  decode");
+        bytes_cols(f, e->decode_bytes);
+    }
+    fprintf(f, "  dominant phase: %s\n", gm_est_phase_name(e->peak_phase));
+    fprintf(f, "\npredicted\n");
+    fprintf(f, "%-55s", "  peak allocated (torch max_memory_allocated)");
+    bytes_cols(f, e->peak_allocated_bytes);
+    fprintf(f, "%-55s", "  peak reserved (torch max_memory_reserved)");
+    bytes_cols(f, e->peak_reserved_bytes);
+    fprintf(f, "%-55s", "  device used (nvidia-smi, + context + workspaces)");
+    bytes_cols(f, e->device_bytes);
 }
 
 /* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
 #define WRAP_PAD "                                                  "
 
-static void text_fit(FILE *f, const struct est_view *v)
+static void text_fit(FILE *f, const struct gm_estimate_report *r, bool color)
 {
-    const struct gm_estimate *e = v->e;
-    if (v->gpu_bytes) {
-        bool fits = e->device_bytes <= v->gpu_bytes;
-        uint64_t d = fits ? v->gpu_bytes - e->device_bytes : e->device_bytes - v->gpu_bytes;
-        fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s %.2f GiB\n", v->gpu_label,
-                (double)v->gpu_bytes / (double)GM_GIB, color_on(v, fits), fits ? "yes" : "NO",
-                color_off(v), fits ? "headroom" : "short by", (double)d / (double)GM_GIB);
-    } else {
-        int n = 0;
-        size_t idx[64], count = gpus_by_size(idx, 64);
+    const struct gm_est_fit *fit = &r->est.fit;
+    const struct gm_est_suggestions *s = &r->suggestions;
+    if (!r->job.gpu.memory_bytes) {
         fprintf(f, "\nfits on (device used <= total memory):");
-        for (size_t i = 0; i < count; i++) {
-            const struct gm_gpu *g = gm_gpu_catalog_get(idx[i]);
-            if (g->memory_bytes >= e->device_bytes) {
-                fprintf(f, "%s %s", n ? "," : "", g->name);
-                n++;
-            }
-        }
-        fprintf(f, "%s\n", n ? "" : " none of the catalog GPUs (see --list-gpus)");
+        for (size_t i = 0; i < r->n_fits_on; i++)
+            fprintf(f, "%s %s", i ? "," : "", gm_gpu_catalog_get(r->fits_on[i])->name);
+        fprintf(f, "%s\n", r->n_fits_on ? "" : " none of the catalog GPUs (see --list-gpus)");
+        return;
     }
-    if (v->n_sugg) {
-        fprintf(f, "\nwhat to change (one change at a time, device used):\n");
-        for (int i = 0; i < v->n_sugg; i++)
-            fprintf(f, "  %-48s%s %9.2f GiB%s%s%s\n", v->sugg[i].change,
-                    strlen(v->sugg[i].change) > 48 ? "\n" WRAP_PAD : "",
-                    (double)v->sugg[i].device_bytes / (double)GM_GIB,
-                    v->gpu_bytes ? color_on(v, v->sugg[i].fits) : "",
-                    v->gpu_bytes ? (v->sugg[i].fits ? "  fits" : "  does not fit") : "",
-                    v->gpu_bytes ? color_off(v) : "");
+    fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s\n", r->job.gpu.label,
+            (double)fit->capacity_bytes / (double)GM_GIB, color_on(color, fit->fits),
+            fit->fits ? "yes" : "NO", color_off(color), fit->text);
+    if (!s->n && !s->none_fits)
+        return;
+    fprintf(f, "\nwhat to change (device used; %s):\n",
+            s->n && s->items[0].fits ? "cheapest first" : "closest to fitting first");
+    for (size_t i = 0; i < s->n; i++) {
+        const struct gm_est_suggestion *g = &s->items[i];
+        char change[160];
+        snprintf(change, sizeof change, "%s%s", g->combined ? "together: " : "", g->change);
+        fprintf(f, "  %-48s%s %9.2f GiB%s  %s%s\n", change,
+                strlen(change) > 48 ? "\n" WRAP_PAD : "", (double)g->device_bytes / (double)GM_GIB,
+                color_on(color, g->fits),
+                g->reason == GM_FIT_FITS_PAGED ? "fits with paging"
+                : g->fits                      ? "fits"
+                                               : "does not fit",
+                color_off(color));
+        fprintf(f, "      %s\n", g->trade);
+    }
+    if (s->none_fits)
+        fprintf(f, "  nothing fits: no change above, no combination of them and no GPU of the "
+                   "catalog makes this job fit\n");
+}
+
+static void text_model_files(FILE *f, const struct gm_modelfile *mf)
+{
+    fprintf(f,
+            "\nmodel files: %s, %llu file%s, %llu tensors, %llu parameters, %llu bytes "
+            "(headers read: %llu bytes)\n",
+            mf->format == GM_MODELFILE_GGUF ? "GGUF" : "safetensors",
+            (unsigned long long)mf->n_files, mf->n_files == 1 ? "" : "s",
+            (unsigned long long)mf->n_tensors, (unsigned long long)mf->n_params,
+            (unsigned long long)mf->n_bytes, (unsigned long long)mf->header_bytes);
+    for (size_t i = 0; i < mf->n_dtypes; i++)
+        fprintf(f, "  %-10s %6llu tensors %16llu elements %16llu bytes\n", mf->dtypes[i].name,
+                (unsigned long long)mf->dtypes[i].n_tensors,
+                (unsigned long long)mf->dtypes[i].n_elements,
+                (unsigned long long)mf->dtypes[i].n_bytes);
+    if (mf->largest_module[0])
+        fprintf(f, "  largest module: %s (%llu parameters)\n", mf->largest_module,
+                (unsigned long long)mf->largest_module_params);
+}
+
+static void ds_option_text(char *b, size_t n, const struct gm_deepspeed *d,
+                           const struct gm_deepspeed_row *r)
+{
+    if (d->stage == 2)
+        snprintf(b, n, "offload_optimizer=%s", r->offload_optimizer ? "cpu" : "none");
+    else
+        snprintf(b, n, "offload_param=%s, offload_optimizer=%s, zero_init=%d",
+                 r->offload_params ? "cpu" : "none", r->offload_optimizer ? "cpu" : "none",
+                 r->zero_init ? 1 : 0);
+}
+
+static void text_deepspeed(FILE *f, const struct gm_estimate_report *r)
+{
+    const struct gm_deepspeed *d = &r->deepspeed;
+    char a[32], b[32];
+    fprintf(f,
+            "%sDeepSpeed ZeRO-%d model-state estimator (estimate_zero%d_model_states_mem_"
+            "needs_all_cold), reproduced:\n",
+            r->deepspeed_only ? "" : "\n", d->stage, d->stage);
+    fprintf(f, "  HW: %llu node%s, %llu GPU%s per node; SW: %llu params",
+            (unsigned long long)d->nodes, d->nodes > 1 ? "s" : "",
+            (unsigned long long)d->gpus_per_node, d->gpus_per_node > 1 ? "s" : "",
+            (unsigned long long)d->total_params);
+    if (d->stage == 3)
+        fprintf(f, ", %llu largest layer params", (unsigned long long)d->largest_layer_params);
+    fprintf(f, "\n  %12s %12s   %s\n", "per CPU", "per GPU", "options");
+    for (size_t i = 0; i < d->n_rows; i++) {
+        char opt[96];
+        gib(a, sizeof a, d->rows[i].cpu_bytes);
+        gib(b, sizeof b, d->rows[i].gpu_bytes);
+        ds_option_text(opt, sizeof opt, d, &d->rows[i]);
+        fprintf(f, "  %12s %12s   %s\n", a, b, opt);
+    }
+    fprintf(f,
+            "  ZeRO paper (Rajbhandari et al. 2020, K = 12) per GPU over %llu ranks: "
+            "baseline %.2f GB, P_os %.2f GB, P_os+g %.2f GB, P_os+g+p %.2f GB\n",
+            (unsigned long long)(d->gpus_per_node * d->nodes), (double)d->zero_paper[0] / 1e9,
+            (double)d->zero_paper[1] / 1e9, (double)d->zero_paper[2] / 1e9,
+            (double)d->zero_paper[3] / 1e9);
+    fprintf(f, "  DeepSpeed prints these GiB (2^30) figures labelled \"GB\"; model states "
+               "only: no activations, buffers or CUDA context.\n");
+    fprintf(f, "  %s\n",
+            r->deepspeed_only ? "Give a MODEL for gpumem's fuller per-device estimate "
+                                "(activations, buffers, context)."
+                              : "gpumem's fuller per-device estimate for this setup is above.");
+}
+
+static void text_devices(FILE *f, const struct gm_estimate_report *r)
+{
+    const struct gm_job *j = &r->job;
+    const struct gm_est_layout *l = &r->est.layout;
+    char a[32], b[32], c[32], pp[32] = "";
+    if (j->parallel.pp > 1)
+        snprintf(pp, sizeof pp, ", pp %llu", (unsigned long long)j->parallel.pp);
+    fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s%s\n",
+            j->mode != GM_EST_TRAIN                           ? "inference"
+            : j->parallel.shard != GM_SHARD_NONE || l->dp > 1 ? gm_shard_name(j->parallel.shard)
+                                                              : "no data parallelism",
+            (unsigned long long)l->gpus, (unsigned long long)l->gpus_per_node,
+            (unsigned long long)l->nodes, l->nodes > 1 ? "s" : "",
+            (unsigned long long)j->parallel.tp,
+            j->parallel.sequence_parallel ? " + sequence parallel" : "", pp);
+    for (size_t i = 0; i < l->n_groups; i++) {
+        const struct gm_device_group *g = &l->groups[i];
+        char layers[48] = "";
+        gib(a, sizeof a, g->allocated_bytes);
+        gib(b, sizeof b, g->reserved_bytes);
+        gib(c, sizeof c, g->device_bytes);
+        if (g->layers)
+            snprintf(layers, sizeof layers, " (%s, %llu layers)", g->role,
+                     (unsigned long long)g->layers);
+        fprintf(f, "  ranks %llu-%llu%s: allocated %s, reserved %s, device %s each\n",
+                (unsigned long long)g->first_rank,
+                (unsigned long long)(g->first_rank + g->count - 1), layers, a, b, c);
+    }
+    if (l->host_bytes_per_node) {
+        gib(a, sizeof a, l->host_bytes_per_node);
+        fprintf(f, "  host memory per node for offloaded state: %llu bytes = %s\n",
+                (unsigned long long)l->host_bytes_per_node, a);
     }
 }
 
-void est_render_text(FILE *f, const struct est_view *v)
+static void text_setup(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = v->e;
-    const struct gm_estimate_inputs *in = v->in;
+    const struct gm_job *j = &r->job;
+    const struct gm_estimate *e = &r->est;
+    const struct gm_est_serving *sv = &e->serving;
+    char a[32], b[32];
 
-    if (v->model)
-        fprintf(f, "model: %s (%s, %llu layers, hidden %llu, %llu heads / %llu KV heads)\n",
-                v->model->name[0] ? v->model->name : "config.json",
-                v->model->model_type[0] ? v->model->model_type : "?",
-                (unsigned long long)v->model->n_layers, (unsigned long long)v->model->hidden,
-                (unsigned long long)v->model->n_heads, (unsigned long long)v->model->n_kv_heads);
-    if (e->mode == GM_EST_WEIGHTS) {
-        text_weights(f, v);
-    } else {
-        fprintf(f, "parameters: %llu\n", (unsigned long long)e->n_params);
-        if (e->mode == GM_EST_TRAIN)
-            fprintf(f, "job: training, %s, %s, batch %llu x seq %llu, method %s\n",
-                    gm_precision_name(in->precision), gm_optimizer_name(in->optimizer),
-                    (unsigned long long)in->batch, (unsigned long long)in->seq,
-                    in->method == GM_METHOD_BLOG ? "blog" : "arch");
-        else
-            fprintf(f, "job: inference, batch %llu x (%llu context + %llu new tokens)\n",
-                    (unsigned long long)in->batch, (unsigned long long)in->context,
-                    (unsigned long long)in->new_tokens);
-        fprintf(f, "\n%-30s %-24s %16s %11s %11s\n", "component", "live during", "bytes", "GB",
-                "GiB");
-        for (size_t i = 0; i < e->n_components; i++) {
-            fprintf(f, "%-30s %-24s", e->components[i].name,
-                    gm_est_phases_name(e->components[i].phases));
-            bytes_cols(f, e->components[i].bytes);
-        }
-        fprintf(f, "\nphase peaks (allocated)\n");
-        if (e->mode == GM_EST_TRAIN) {
-            fprintf(f, "%-55s", "  forward/backward (max of start/end of backward)");
-            bytes_cols(f, e->forward_backward_bytes);
-            fprintf(f, "%-55s", "  optimizer step");
-            bytes_cols(f, e->optimizer_step_bytes);
-        } else {
-            fprintf(f, "%-55s", "  prefill");
-            bytes_cols(f, e->prefill_bytes);
-            fprintf(f, "%-55s", "  decode");
-            bytes_cols(f, e->decode_bytes);
-        }
-        fprintf(f, "  dominant phase: %s\n", peak_phase_name(v));
-        fprintf(f, "\npredicted\n");
-        fprintf(f, "%-55s", "  peak allocated (torch max_memory_allocated)");
-        bytes_cols(f, e->peak_allocated_bytes);
-        fprintf(f, "%-55s", "  peak reserved (torch max_memory_reserved)");
-        bytes_cols(f, e->peak_reserved_bytes);
-        fprintf(f, "%-55s", "  device used (nvidia-smi, + context + workspaces)");
-        bytes_cols(f, e->device_bytes);
+    if (j->model.files)
+        text_model_files(f, j->model.files);
+    if (r->has_deepspeed)
+        text_deepspeed(f, r);
+    if (j->memory.adapter != GM_ADAPTER_NONE) {
+        fprintf(f, "\n%s: rank %llu, %llu trainable adapter parameters, frozen base %llu bytes",
+                j->memory.adapter == GM_ADAPTER_QLORA ? "QLoRA" : "LoRA",
+                (unsigned long long)j->memory.lora.rank,
+                (unsigned long long)e->lora.trainable_params,
+                (unsigned long long)e->lora.base_weight_bytes);
+        if (j->memory.adapter == GM_ADAPTER_QLORA)
+            fprintf(f, " (NF4 constants %llu bytes)",
+                    (unsigned long long)e->lora.nf4_constant_bytes);
+        fprintf(f, "\n");
     }
-    text_fit(f, v);
+    if (!r->deepspeed_only && (j->parallel.gpus > 1 || j->parallel.tp > 1 || j->parallel.pp > 1 ||
+                               j->parallel.shard != GM_SHARD_NONE))
+        text_devices(f, r);
+    if (j->memory.paged_optimizer && e->fit.reason == GM_FIT_DEVICE_OVER) {
+        gib(a, sizeof a, e->pageable_bytes);
+        fprintf(f,
+                "\npaged optimizer: even with all %s of its state in host memory the job "
+                "does not fit\n",
+                a);
+    }
+    if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM) {
+        gib(a, sizeof a, sv->budget_bytes);
+        gib(b, sizeof b, sv->kv_pool_bytes);
+        fprintf(f,
+                "\nvLLM: budget %s (%.2f x capacity); KV pool %s = %llu blocks x %llu tokens "
+                "= %llu tokens (%llu bytes per token)\n",
+                a, j->engine.vllm.gpu_memory_utilization, b, (unsigned long long)sv->kv_blocks,
+                (unsigned long long)sv->block_size, (unsigned long long)sv->kv_tokens,
+                (unsigned long long)sv->kv_bytes_per_token);
+        fprintf(f, "  max_model_len %llu: %.2f concurrent sequences at full length%s\n",
+                (unsigned long long)sv->max_model_len, sv->max_concurrency,
+                sv->kv_tokens < sv->max_model_len ? " - vLLM would refuse to start" : "");
+    }
+    if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_LLAMACPP) {
+        gib(a, sizeof a, sv->compute_buffer_bytes);
+        fprintf(f, "\nllama.cpp: KV %llu bytes per token; compute buffer %s\n",
+                (unsigned long long)sv->kv_bytes_per_token, a);
+    }
+    if (r->searched) {
+        const char *what = r->search.what == GM_SEARCH_BATCH ? "batch"
+                           : j->mode == GM_EST_TRAIN         ? "seq"
+                                                             : "context";
+        gib(a, sizeof a, e->device_bytes);
+        if (r->search.value)
+            fprintf(f, "\nlargest %s that fits %s: %llu%s (device %s at that %s)\n", what,
+                    j->gpu.label, (unsigned long long)r->search.value,
+                    r->search.hit_limit ? " (the search limit: the model's positions or 2^20)" : "",
+                    a, what);
+        else
+            fprintf(f, "\nlargest %s that fits %s: none (even 1 needs %s)\n", what, j->gpu.label,
+                    a);
+    }
+}
+
+void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
+{
+    const struct gm_estimate *e = &r->est;
+    const struct gm_model *m = r->job.model.model;
+
+    if (r->deepspeed_only) {
+        text_deepspeed(f, r);
+        return;
+    }
+    if (m)
+        fprintf(f, "model: %s (%s, %llu layers, hidden %llu, %llu heads / %llu KV heads)\n",
+                m->name[0] ? m->name : "(unnamed)", m->model_type[0] ? m->model_type : "?",
+                (unsigned long long)m->n_layers, (unsigned long long)m->hidden,
+                (unsigned long long)m->n_heads, (unsigned long long)m->n_kv_heads);
+    if (e->mode == GM_EST_WEIGHTS)
+        text_weights(f, r);
+    else
+        text_table(f, r);
+    text_fit(f, r, color);
     fprintf(f, "\nassumptions:\n");
     for (size_t i = 0; i < e->n_assumptions; i++)
         fprintf(f, "  - %s\n", e->assumptions[i]);
-    if (e->mode != GM_EST_WEIGHTS || !in->reserve_bytes) {
-        fprintf(f,
-                "  - peak reserved = allocated + %.2f x transient memory of the peak phase "
-                "(allocator fragmentation), rounded to 2 MiB\n",
-                in->fragmentation);
-        fprintf(f,
-                "  - device used adds %.0f MiB CUDA context and %.0f MiB library workspaces "
-                "(--cuda-context, --workspace)\n",
-                (double)e->cuda_context_bytes / (double)GM_MIB,
-                (double)e->workspace_bytes / (double)GM_MIB);
-    }
-}
-
-static void json_model(struct gm_json *w, const struct gm_model *m)
-{
-    gm_json_key(w, "model");
-    if (!m) {
-        gm_json_null(w);
-        return;
-    }
-    gm_json_begin_object(w);
-    gm_json_kv_str(w, "name", m->name);
-    gm_json_kv_str(w, "model_type", m->model_type);
-    gm_json_kv_str(w, "arch", gm_arch_name(m->arch));
-    gm_json_kv_u64(w, "hidden_size", m->hidden);
-    gm_json_kv_u64(w, "num_hidden_layers", m->n_layers);
-    gm_json_kv_u64(w, "num_attention_heads", m->n_heads);
-    gm_json_kv_u64(w, "num_key_value_heads", m->n_kv_heads);
-    gm_json_kv_u64(w, "head_dim", m->head_dim);
-    gm_json_kv_u64(w, "intermediate_size", m->intermediate);
-    gm_json_kv_u64(w, "vocab_size", m->vocab);
-    gm_json_kv_bool(w, "tie_word_embeddings", m->tied_embeddings);
-    gm_json_kv_u64(w, "sliding_window", m->sliding_window);
-    gm_json_kv_u64(w, "num_experts", m->n_experts);
-    gm_json_kv_u64(w, "num_experts_per_tok", m->n_experts_active);
-    gm_json_end_object(w);
-}
-
-static void json_inputs(struct gm_json *w, const struct est_view *v)
-{
-    static const char *const impl[] = {"foreach", "fused", "for-loop"};
-    const struct gm_estimate_inputs *in = v->in;
-    gm_json_key(w, "inputs");
-    gm_json_begin_object(w);
-    gm_json_kv_str(w, "mode", mode_name(in->mode));
-    gm_json_kv_str(w, "method", in->method == GM_METHOD_BLOG ? "blog" : "arch");
-    if (v->model)
-        gm_json_kv_str(w, "model", v->model->name);
-    else
-        gm_json_kv_null(w, "model");
-    if (in->n_params)
-        gm_json_kv_u64(w, "parameters", in->n_params);
-    else
-        gm_json_kv_null(w, "parameters");
-    if (in->weight_bits > 0)
-        gm_json_kv_double(w, "bits", in->weight_bits);
-    else
-        gm_json_kv_null(w, "bits");
-    gm_json_kv_u64(w, "reserve_bytes", in->reserve_bytes);
-    if (in->mode == GM_EST_TRAIN) {
-        gm_json_kv_str(w, "precision", gm_precision_name(in->precision));
-        gm_json_kv_str(w, "optimizer", gm_optimizer_name(in->optimizer));
-        gm_json_kv_str(w, "optimizer_impl", impl[in->optim_impl]);
-        gm_json_kv_u64(w, "batch", in->batch);
-        gm_json_kv_u64(w, "seq", in->seq);
-        gm_json_kv_str(w, "grad_checkpointing", in->grad_ckpt == GM_CKPT_FULL ? "full" : "none");
-        gm_json_kv_str(w, "attention", in->attention == GM_ATTN_EAGER ? "eager" : "sdpa");
-        gm_json_kv_str(w, "zero_grad",
-                       in->zero_grad == GM_ZERO_GRAD_ZEROS ? "zeros" : "set-to-none");
-        if (in->activations_per_token > 0)
-            gm_json_kv_double(w, "activations_per_token", in->activations_per_token);
-        else
-            gm_json_kv_null(w, "activations_per_token");
-    }
-    if (in->mode == GM_EST_INFER) {
-        gm_json_kv_u64(w, "batch", in->batch);
-        gm_json_kv_u64(w, "context", in->context);
-        gm_json_kv_u64(w, "new_tokens", in->new_tokens);
-        gm_json_kv_str(w, "kv_dtype",
-                       in->kv_dtype == GM_DTYPE_UNKNOWN ? "auto" : gm_dtype_name(in->kv_dtype));
-        gm_json_kv_str(w, "attention", in->attention == GM_ATTN_EAGER ? "eager" : "sdpa");
-        gm_json_kv_bool(w, "full_logits", in->full_logits);
-    }
-    gm_json_kv_u64(w, "cuda_context_bytes", in->cuda_context_bytes);
-    gm_json_kv_u64(w, "workspace_bytes", in->workspace_bytes);
-    gm_json_kv_double(w, "fragmentation", in->fragmentation);
-    if (v->gpu_label)
-        gm_json_kv_str(w, "gpu", v->gpu_label);
-    else
-        gm_json_kv_null(w, "gpu");
-    gm_json_kv_u64(w, "gpu_memory_bytes", v->gpu_bytes);
-    gm_json_end_object(w);
-}
-
-void est_render_json(struct gm_json *w, const struct est_view *v)
-{
-    const struct gm_estimate *e = v->e;
-    json_inputs(w, v);
-    json_model(w, v->model);
-    gm_json_kv_u64(w, "parameters", e->n_params);
-    gm_json_kv_u64(w, "weights_bytes", e->weight_bytes);
-    gm_json_key(w, "components");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < e->n_components; i++) {
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "name", e->components[i].name);
-        gm_json_kv_u64(w, "bytes", e->components[i].bytes);
-        gm_json_kv_str(w, "phase", gm_est_phases_name(e->components[i].phases));
-        gm_json_kv_bool(w, "transient", e->components[i].transient);
-        gm_json_kv_str(w, "note", e->components[i].note);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_key(w, "phases");
-    gm_json_begin_object(w);
-    if (e->mode == GM_EST_TRAIN) {
-        gm_json_kv_u64(w, "forward_backward_bytes", e->forward_backward_bytes);
-        gm_json_kv_u64(w, "optimizer_step_bytes", e->optimizer_step_bytes);
-        gm_json_kv_u64(w, "backward_start_bytes", e->backward_start_bytes);
-        gm_json_kv_u64(w, "backward_end_bytes", e->backward_end_bytes);
-    } else if (e->mode == GM_EST_INFER) {
-        gm_json_kv_u64(w, "prefill_bytes", e->prefill_bytes);
-        gm_json_kv_u64(w, "decode_bytes", e->decode_bytes);
-    }
-    gm_json_end_object(w);
-    gm_json_key(w, "peak");
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "allocated_bytes", e->peak_allocated_bytes);
-    gm_json_kv_u64(w, "reserved_bytes", e->peak_reserved_bytes);
-    gm_json_kv_u64(w, "device_bytes", e->device_bytes);
-    gm_json_kv_str(w, "phase", peak_phase_name(v));
-    gm_json_end_object(w);
-    gm_json_key(w, "overheads");
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "cuda_context_bytes", e->cuda_context_bytes);
-    gm_json_kv_u64(w, "workspace_bytes", e->workspace_bytes);
-    gm_json_kv_u64(w, "reserve_bytes", v->in->reserve_bytes);
-    gm_json_end_object(w);
-    if (v->in->method == GM_METHOD_BLOG && e->mode == GM_EST_TRAIN)
-        gm_json_kv_double(w, "activations_per_token", e->activations_per_token);
-    gm_json_key(w, "assumptions");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < e->n_assumptions; i++)
-        gm_json_str(w, e->assumptions[i]);
-    gm_json_end_array(w);
-    if (v->gpu_bytes) {
-        gm_json_key(w, "fit");
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "gpu", v->gpu_label);
-        gm_json_kv_u64(w, "capacity_bytes", v->gpu_bytes);
-        gm_json_kv_bool(w, "fits", e->device_bytes <= v->gpu_bytes);
-        gm_json_kv_i64(w, "headroom_bytes", (int64_t)v->gpu_bytes - (int64_t)e->device_bytes);
-        gm_json_end_object(w);
-    } else {
-        size_t idx[64], count = gpus_by_size(idx, 64);
-        gm_json_key(w, "fits_on");
-        gm_json_begin_array(w);
-        for (size_t i = 0; i < count; i++)
-            if (gm_gpu_catalog_get(idx[i])->memory_bytes >= e->device_bytes)
-                gm_json_str(w, gm_gpu_catalog_get(idx[i])->name);
-        gm_json_end_array(w);
-    }
-    gm_json_key(w, "suggestions");
-    gm_json_begin_array(w);
-    for (int i = 0; i < v->n_sugg; i++) {
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "change", v->sugg[i].change);
-        gm_json_kv_u64(w, "device_bytes", v->sugg[i].device_bytes);
-        if (v->gpu_bytes)
-            gm_json_kv_bool(w, "fits", v->sugg[i].fits);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
+    text_setup(f, r);
 }

@@ -1,34 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* estimate_render.h - human table and JSON document of `gpumem estimate`. */
+/* estimate_render.h - the human output of `gpumem estimate` (the JSON document is the
+ * library's: gm_estimate_report_json()). */
 #ifndef GM_CLI_ESTIMATE_RENDER_H
 #define GM_CLI_ESTIMATE_RENDER_H
 
 #include "gpumem/estimate.h"
-#include "gpumem/json.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 
-/* One "what to change" alternative: the flag to add and its device figure. */
-struct est_suggestion {
-    char change[128];
-    uint64_t device_bytes;
-    bool fits;
-};
-
-struct est_view {
-    const struct gm_estimate_inputs *in;
-    const struct gm_estimate *e;
-    const struct gm_model *model; /* NULL for plain numbers */
-    const struct gm_gpu *gpu;     /* --gpu, or NULL */
-    uint64_t gpu_bytes;           /* capacity judged against, 0 = list the catalog */
-    const char *gpu_label;        /* name shown for the capacity */
-    struct est_suggestion sugg[8];
-    int n_sugg;
-    bool color;
-};
-
-void est_render_text(FILE *f, const struct est_view *v);
-void est_render_json(struct gm_json *w, const struct est_view *v);
+/* The report as text: the component table with bytes, GB (1e9) and GiB (2^30) columns,
+ * the phase peaks, the three figures, the verdict and what to change, every assumption,
+ * then the sections of the setup (model files, DeepSpeed, LoRA, devices, engine,
+ * search).  'color' marks the verdicts with ANSI colours. */
+void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color);
 
 #endif

@@ -1,38 +1,66 @@
 /* SPDX-License-Identifier: MIT */
 /* estimate.h - predict the GPU memory of a training or inference job before launching it.
  *
- * The caller fills a struct gm_estimate_inputs (start from gm_estimate_inputs_init(), which
- * sets every documented default, so fields added later keep working), and
- * gm_estimate_run() returns a struct gm_estimate: a list of components (name, bytes, the
- * phases during which each is live), the peak of each phase, and three predicted figures
- * named as users see them:
- *   peak allocated  torch.cuda.max_memory_allocated()
- *   peak reserved   torch.cuda.max_memory_reserved() (allocator rounding and fragmentation)
- *   device used     what nvidia-smi shows for the process (adds the CUDA context and the
- *                   library workspaces outside the caching allocator)
- * plus every assumption made, as sentences.  Formulas and sources: docs/estimate.md.
+ * One job description, one pipeline, one fit verdict, one suggestion engine:
  *
- * Extension points: new job kinds add fields to the inputs (keep gm_estimate_inputs_init
- * defaults neutral) and add components with gm_estimate_add_component(); new phases are
- * appended to enum gm_est_phase. */
+ *   struct gm_job job;                      the job, in sub-structs (model, workload,
+ *   gm_job_init(&job);                      numerics, memory techniques, parallel layout,
+ *   gm_job_set(&job, "batch", "4", &err);   serving engine, runtime overheads, GPU); set
+ *   ...                                     fields directly or by setting name (the table
+ *                                           gm_job_settings() is the CLI's option table)
+ *   gm_estimate_run(&job, &est, &err);      the pipeline: model and weights -> training or
+ *                                           inference -> adapters -> parallel layout ->
+ *                                           pipeline stages -> serving engine -> runtime
+ *                                           overheads, the three figures and the fit
+ *
+ * The result is a list of components, each with a typed kind (enum gm_est_kind), the
+ * phases during which it is live and its bytes on one device; the peak of each phase; the
+ * three predicted figures named as users see them
+ *   peak allocated  torch.cuda.max_memory_allocated()
+ *   peak reserved   torch.cuda.max_memory_reserved() (allocator rounding, fragmentation)
+ *   device used     what nvidia-smi shows for the process (adds what lives outside the
+ *                   caching allocator: CUDA context, workspaces, NCCL, engine overheads)
+ * per device group; the fit verdict with its reason; and every assumption as a sentence.
+ * gm_estimate_report_run() adds the searches (--max-batch, --max-context), DeepSpeed's own
+ * estimator and the suggestions, and gm_estimate_report_json() writes the document that
+ * `gpumem estimate --json` prints.  Formulas and sources: docs/estimate.md.
+ *
+ * Extension points (each one new value, field, stage or table row): a new technique is a
+ * field of a job sub-struct with its setting in the settings table; a new kind of memory
+ * is a value of enum gm_est_kind (with its category in gm_est_kind_category()); a new step
+ * of the computation is a stage in src/estimate/driver.c; a new "what to change" is a row
+ * of the candidate table in src/estimate/suggest.c. */
 #ifndef GPUMEM_ESTIMATE_H
 #define GPUMEM_ESTIMATE_H
 
+#include "gpumem/analysis.h"
 #include "gpumem/error.h"
 #include "gpumem/model.h"
+#include "gpumem/modelfile.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* ---- the job ---- */
+
 enum gm_est_mode {
     GM_EST_WEIGHTS = 0, /* weights only (+ an optional flat reserve) */
     GM_EST_TRAIN,
-    GM_EST_INFER
+    GM_EST_INFER,
+    GM_EST_MODE__COUNT
+};
+
+enum gm_method {
+    GM_METHOD_ARCH = 0,  /* per-tensor accounting from the model's architecture */
+    GM_METHOD_BLOG,      /* HF blog: N*P + 2NP + max(2NP, A*B*L*P) */
+    GM_METHOD_DEEPSPEED, /* arch, plus DeepSpeed's own ZeRO model-state estimator */
+    GM_METHOD__COUNT
 };
 
 enum gm_precision {
@@ -41,6 +69,13 @@ enum gm_precision {
     GM_PREC_BF16_MIXED, /* torch autocast bf16 */
     GM_PREC_BF16,       /* pure bf16: weights, grads and optimizer state in bf16 */
     GM_PREC__COUNT
+};
+
+/* How the weights are stored for inference and weights-only estimates. */
+enum gm_weight_format {
+    GM_WEIGHTS_AS_STORED = 0, /* the model files' bytes, else torch_dtype, else 16 bit */
+    GM_WEIGHTS_BITS,          /* every weight at numerics.weight_bits bits */
+    GM_WEIGHTS__COUNT
 };
 
 enum gm_optimizer {
@@ -62,7 +97,16 @@ enum gm_optim_impl {
     GM_OPTIM__COUNT
 };
 
-enum gm_grad_ckpt { GM_CKPT_NONE = 0, GM_CKPT_FULL, GM_CKPT__COUNT };
+/* When gradients are released: PyTorch >= 2.0 zero_grad() frees them (set_to_none), so
+ * they do not coexist with the next forward's activations; older code kept them. */
+enum gm_zero_grad { GM_ZERO_GRAD_SET_TO_NONE = 0, GM_ZERO_GRAD_ZEROS, GM_ZERO_GRAD__COUNT };
+
+enum gm_ckpt {
+    GM_CKPT_NONE = 0,
+    GM_CKPT_FULL,      /* every decoder layer recomputed in backward */
+    GM_CKPT_SELECTIVE, /* Korthikanti et al.: only the attention core is recomputed */
+    GM_CKPT__COUNT
+};
 
 enum gm_attention {
     GM_ATTN_SDPA = 0, /* SDPA / flash: the s*s scores are never stored */
@@ -70,15 +114,257 @@ enum gm_attention {
     GM_ATTN__COUNT
 };
 
-enum gm_method {
-    GM_METHOD_ARCH = 0, /* per-tensor accounting from the model's architecture */
-    GM_METHOD_BLOG,     /* HF blog: N*P + 2NP + max(2NP, A*B*L*P) */
-    GM_METHOD__COUNT
+enum gm_adapter {
+    GM_ADAPTER_NONE = 0, /* full training */
+    GM_ADAPTER_LORA,     /* frozen base in the compute dtype, trainable low-rank adapters */
+    GM_ADAPTER_QLORA,    /* frozen base in NF4 (bitsandbytes), adapters in bf16 compute */
+    GM_ADAPTER__COUNT
 };
 
-/* When gradients are released: PyTorch >= 2.0 zero_grad() frees them (set_to_none), so
- * they do not coexist with the next forward's activations; older code kept them. */
-enum gm_zero_grad { GM_ZERO_GRAD_SET_TO_NONE = 0, GM_ZERO_GRAD_ZEROS, GM_ZERO_GRAD__COUNT };
+/* Linear layers an adapter can target (PEFT's names). */
+enum gm_lora_target {
+    GM_LORA_Q = 1 << 0,
+    GM_LORA_K = 1 << 1,
+    GM_LORA_V = 1 << 2,
+    GM_LORA_O = 1 << 3,
+    GM_LORA_GATE = 1 << 4,
+    GM_LORA_UP = 1 << 5,
+    GM_LORA_DOWN = 1 << 6
+};
+#define GM_LORA_ATTENTION  (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_O)
+#define GM_LORA_ALL_LINEAR (GM_LORA_ATTENTION | GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
+
+enum gm_shard {
+    GM_SHARD_NONE = 0, /* plain data parallel (DDP) when gpus > 1 */
+    GM_SHARD_ZERO1,    /* optimizer state (and fp32 master) partitioned */
+    GM_SHARD_ZERO2,    /* + gradients */
+    GM_SHARD_ZERO3,    /* + parameters, gathered layer by layer */
+    GM_SHARD_FSDP,     /* PyTorch FSDP FULL_SHARD: like ZeRO-3, unit = one decoder layer */
+    GM_SHARD__COUNT
+};
+
+enum gm_engine {
+    GM_ENGINE_NONE = 0, /* the plain inference estimate (what generate() holds) */
+    GM_ENGINE_HF,       /* transformers generate() */
+    GM_ENGINE_VLLM,
+    GM_ENGINE_LLAMACPP,
+    GM_ENGINE__COUNT
+};
+
+/* What gm_estimate_report_run() searches for (--max-batch, --max-context). */
+enum gm_search {
+    GM_SEARCH_NONE = 0,
+    GM_SEARCH_BATCH,        /* largest micro-batch / concurrent sequences that fit */
+    GM_SEARCH_CONTEXT,      /* largest --seq (training) or --context (inference) that fits */
+    GM_SEARCH_MAX_MODEL_LEN /* vLLM: largest max_model_len that starts, context unchanged */
+};
+
+/* What the job runs on, and how big it is. */
+struct gm_job_model {
+    const struct gm_model *model;     /* borrowed; NULL for plain numbers */
+    const struct gm_modelfile *files; /* borrowed weight-file headers, or NULL */
+    uint64_t n_params;                /* overrides the model's count; needed without one */
+    uint64_t largest_layer_params;    /* DeepSpeed ZeRO-3 largest layer; 0 = from the model */
+};
+
+/* How much work one step does. */
+struct gm_job_workload {
+    uint64_t batch;      /* micro-batch (training) or concurrent sequences (inference) */
+    uint64_t seq;        /* training sequence length, tokens */
+    uint64_t context;    /* inference: prompt tokens per sequence */
+    uint64_t new_tokens; /* inference: generated tokens per sequence */
+    uint64_t grad_accum; /* training: micro-batches per optimizer step */
+    bool full_logits;    /* inference: prefill computes logits for every position */
+};
+
+/* Number formats and the optimizer. */
+struct gm_job_numerics {
+    enum gm_precision precision; /* training */
+    enum gm_weight_format weight_format;
+    double weight_bits;     /* GM_WEIGHTS_BITS: bits per weight (16, 8, 4.5, ...) */
+    enum gm_dtype kv_dtype; /* KV cache element type; UNKNOWN = the engine's default */
+    enum gm_optimizer optimizer;
+    enum gm_optim_impl optim_impl;
+    enum gm_zero_grad zero_grad;
+    double activations_per_token; /* --method blog: A (elements per token); 0 = the fit */
+};
+
+struct gm_job_lora {
+    uint64_t rank;     /* r, default 16 */
+    unsigned targets;  /* enum gm_lora_target flags, default GM_LORA_ATTENTION */
+    double dropout;    /* PEFT lora_dropout; > 0 keeps a dropped-out input copy */
+    bool double_quant; /* QLoRA: quantise the quantisation constants too (default true) */
+    uint64_t block;    /* QLoRA: NF4 block size, 64 */
+    bool fp32_upcast;  /* QLoRA: PEFT prepare_model_for_kbit_training upcasts the
+                          parameters that are not NF4 to fp32 (default true) */
+};
+
+/* Techniques that trade compute or quality for memory. */
+struct gm_job_memory {
+    enum gm_ckpt checkpointing;
+    enum gm_attention attention;
+    enum gm_adapter adapter;
+    struct gm_job_lora lora;
+    bool paged_optimizer; /* bitsandbytes paged optimizer (state may page to host) */
+};
+
+/* Where the job runs. */
+struct gm_job_parallel {
+    uint64_t gpus;          /* total GPUs; 0 = tp x pp */
+    uint64_t gpus_per_node; /* 0 = min(gpus, 8) */
+    enum gm_shard shard;
+    bool offload_optimizer;   /* optimizer state + fp32 master weights on the CPU */
+    bool offload_params;      /* ZeRO-3 / FSDP parameters on the CPU */
+    uint64_t tp;              /* tensor-parallel degree, 1 */
+    uint64_t pp;              /* pipeline stages (training, 1F1B schedule), 1 */
+    bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
+    uint64_t bucket_elements; /* ZeRO reduce/all-gather bucket, elements (5e8 DeepSpeed) */
+    bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
+};
+
+struct gm_job_vllm {
+    double gpu_memory_utilization;   /* 0.9 */
+    uint64_t max_model_len;          /* 0: the model's max positions (or the request) */
+    uint64_t block_size;             /* KV block, tokens (16) */
+    uint64_t max_num_seqs;           /* 256 */
+    uint64_t max_num_batched_tokens; /* profile run, 0: 8192 */
+    bool enforce_eager;              /* no CUDA graphs */
+    uint64_t cuda_graph_bytes;       /* CUDA-graph pool when not eager (512 MiB) */
+    uint64_t non_torch_bytes;        /* non-torch memory; 0: default by TP */
+};
+
+struct gm_job_llamacpp {
+    uint64_t n_ubatch; /* physical batch, 512 */
+    bool flash_attn;   /* -fa: no materialised KQ */
+};
+
+/* The serving engine and its settings. */
+struct gm_job_engine {
+    enum gm_engine kind;
+    struct gm_job_vllm vllm;
+    struct gm_job_llamacpp llamacpp;
+};
+
+/* What lives outside the tensors (defaults documented in docs/estimate.md). */
+struct gm_job_runtime {
+    uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
+    uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
+    double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
+    uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */
+};
+
+/* The GPU the fit is judged on. */
+struct gm_job_gpu {
+    uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
+    char label[48];        /* catalog name or the size as given, for messages */
+};
+
+#define GM_JOB_MAX_SETTINGS 128
+
+struct gm_job {
+    enum gm_est_mode mode;
+    enum gm_method method;
+    struct gm_job_model model;
+    struct gm_job_workload workload;
+    struct gm_job_numerics numerics;
+    struct gm_job_memory memory;
+    struct gm_job_parallel parallel;
+    struct gm_job_engine engine;
+    struct gm_job_runtime runtime;
+    struct gm_job_gpu gpu;
+    enum gm_search search; /* what gm_estimate_report_run() searches, if anything */
+    uint64_t search_limit; /* upper bound of a search (1 << 20) */
+    /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
+    uint64_t given[GM_JOB_MAX_SETTINGS / 64];
+};
+
+/* Every documented default: weights mode, arch method, bf16-mixed, adamw, foreach, no
+ * checkpointing, sdpa, set_to_none, batch 1, seq 2048, context 2048, no new tokens, one
+ * GPU, no engine, CUDA context 450 MiB, workspaces 64 MiB, fragmentation 0.25, no GPU. */
+void gm_job_init(struct gm_job *job);
+
+/* ---- job settings by name: what the CLI's options and a binding's keywords set ---- */
+
+enum gm_job_setting_type {
+    GM_JOB_FLAG = 0, /* no value (a binding passes NULL, "", "true"/"1" or "false"/"0") */
+    GM_JOB_U64,      /* whole number */
+    GM_JOB_COUNT,    /* whole number, also 1.5e9, 8B, 500M, 1.2T */
+    GM_JOB_SIZE,     /* bytes: "24GiB", "80GB", bare bytes */
+    GM_JOB_DOUBLE,
+    GM_JOB_CHOICE, /* one of 'choices' */
+    GM_JOB_TEXT    /* free text, parsed by the setting (GPU names, LoRA targets) */
+};
+
+/* Modes a setting applies to (flags of 1 << enum gm_est_mode). */
+#define GM_APPLIES_WEIGHTS (1u << GM_EST_WEIGHTS)
+#define GM_APPLIES_TRAIN   (1u << GM_EST_TRAIN)
+#define GM_APPLIES_INFER   (1u << GM_EST_INFER)
+#define GM_APPLIES_ANY     (GM_APPLIES_WEIGHTS | GM_APPLIES_TRAIN | GM_APPLIES_INFER)
+
+/* A value parsed by its setting's type. */
+union gm_job_value {
+    bool flag;
+    uint64_t u64; /* U64, COUNT, SIZE */
+    double number;
+    int choice; /* the enum value */
+    const char *text;
+};
+
+struct gm_job_setting {
+    const char *name; /* "batch": the CLI's --batch, a binding's batch= */
+    enum gm_job_setting_type type;
+    const char *argname;        /* "N", "SIZE"; NULL for flags and choices */
+    const char *help;           /* one line */
+    const char *const *choices; /* GM_JOB_CHOICE: NULL-terminated names */
+    unsigned modes;             /* GM_APPLIES_* where it applies */
+    enum gm_engine engine;      /* the engine it belongs to, or GM_ENGINE_NONE */
+    /* private: how the value reaches struct gm_job (see job.c) */
+    size_t offset;     /* of the field the value is stored in; SIZE_MAX: 'set' stores it */
+    double lo, hi;     /* accepted range of numbers */
+    unsigned open;     /* 1: lo excluded, 2: hi excluded */
+    const int *values; /* CHOICE: the enum value of each choice, NULL = its index */
+    enum gm_status (*set)(struct gm_job *job, const union gm_job_value *v, struct gm_error *err);
+};
+
+/* The settings in --help order; static storage.  *n receives the count. */
+const struct gm_job_setting *gm_job_settings(size_t *n);
+/* The setting called 'name' (dashes or underscores), or NULL. */
+const struct gm_job_setting *gm_job_setting_find(const char *name);
+
+/* Set one setting from its text value, checking the value itself (range, choice, GPU
+ * name); remembers that it was given.  GM_ERR_INVALID naming the setting ("--batch: ..."),
+ * or for an unknown setting.  A flag takes NULL, "", "true" or "1" (and "false" or "0",
+ * which leaves it unset). */
+enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
+                          struct gm_error *err);
+/* Whether gm_job_set() was given this setting. */
+bool gm_job_given(const struct gm_job *job, const char *name);
+
+/* The checks across settings, once for everyone: settings that do not apply to the mode
+ * or engine, options that exclude each other, counts that do not divide, ...  The
+ * pipeline runs them too.  GM_ERR_INVALID with a message naming the setting. */
+enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err);
+
+/* ---- MODEL as the user names it ---- */
+
+/* What MODEL names, loaded: a built-in name, a config.json (or a folder holding one), or
+ * weight files (safetensors file / shards / index, GGUF) read from their headers. */
+struct gm_job_source {
+    struct gm_model model;
+    struct gm_modelfile files;
+    bool has_files;
+};
+
+/* Load 'spec' into 'src' (which owns what it loads: release it with
+ * gm_job_source_release()).  The model is named after its file or folder when the files
+ * do not name it.  Errors: those of gm_model_resolve() and gm_modelfile_load(). */
+enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
+                                  struct gm_error *err);
+void gm_job_source_release(struct gm_job_source *src);
+/* Point job->model at what 'src' holds (borrowed: keep 'src' alive). */
+void gm_job_use_source(struct gm_job *job, const struct gm_job_source *src);
+
+/* ---- the estimate ---- */
 
 /* Phases of a step; a component is live during a set of them (flags). */
 enum gm_est_phase {
@@ -95,61 +381,128 @@ enum gm_est_phase {
 #define GM_EST_PHASE_INFER_ALL (GM_EST_PHASE_PREFILL | GM_EST_PHASE_DECODE)
 #define GM_PHASE_ALL           (GM_EST_PHASE_TRAIN_ALL | GM_EST_PHASE_INFER_ALL)
 
-struct gm_estimate_inputs {
-    enum gm_est_mode mode;
-    enum gm_method method;
-    const struct gm_model *model; /* borrowed; NULL for plain numbers */
-    uint64_t n_params;            /* overrides the model's count; required without a model */
-
-    /* weights */
-    double weight_bits;     /* bits per weight for inference / weights mode; 0 = from
-                               precision (training) or the model dtype (else 16) */
-    uint64_t reserve_bytes; /* flat reserve added in weights mode (an assumption) */
-
-    /* training */
-    enum gm_precision precision;
-    enum gm_optimizer optimizer;
-    enum gm_optim_impl optim_impl;
-    enum gm_grad_ckpt grad_ckpt;
-    enum gm_attention attention;
-    enum gm_zero_grad zero_grad;
-    uint64_t batch;               /* micro-batch (training) or concurrent sequences (inference) */
-    uint64_t seq;                 /* training sequence length, tokens */
-    double activations_per_token; /* blog method: A (elements per token); 0 = the blog's fit */
-
-    /* inference */
-    uint64_t context;       /* prompt tokens per sequence */
-    uint64_t new_tokens;    /* generated tokens per sequence */
-    enum gm_dtype kv_dtype; /* KV cache element type; UNKNOWN = activation dtype */
-    bool full_logits;       /* prefill computes logits for every position */
-
-    /* runtime overheads (defaults documented in docs/estimate.md) */
-    uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
-    uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
-    double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
-
-    /* fit */
-    uint64_t gpu_memory_bytes; /* capacity to judge against; 0 = none */
-    const char *gpu_name;      /* borrowed, for messages; may be NULL */
+/* What a component is.  Stages decide by kind, never by name. */
+enum gm_est_kind {
+    GM_KIND_WEIGHTS = 0,     /* weights the model computes with (a frozen base too) */
+    GM_KIND_MASTER_WEIGHTS,  /* fp32 master copy of mixed precision */
+    GM_KIND_ADAPTERS,        /* trainable adapter weights (LoRA) */
+    GM_KIND_WEIGHT_COPIES,   /* 16-bit autocast copies of the weights kept for backward */
+    GM_KIND_GATHERED,        /* one layer materialised for a moment: ZeRO-3/FSDP gathered
+                               parameters or unsharded gradient, a dequantised NF4 layer */
+    GM_KIND_GRADIENTS,       /* parameter gradients */
+    GM_KIND_OPTIMIZER_STATE, /* moments, momentum, factored statistics */
+    GM_KIND_OPTIMIZER_TEMP,  /* temporaries of the optimizer step */
+    GM_KIND_ACTIVATIONS,     /* saved for backward (training) or transient (inference) */
+    GM_KIND_LOGITS,          /* logits and the loss over them */
+    GM_KIND_BACKWARD_TEMP,   /* gradients of activations during backward */
+    GM_KIND_KV_CACHE,        /* attention keys and values kept for generation */
+    GM_KIND_COMM_BUFFERS,    /* DDP gradient buckets, ZeRO reduce/all-gather buckets */
+    GM_KIND_ENGINE_POOL,     /* an engine's own buffers: CUDA-graph pool, ggml compute */
+    /* Runtime overheads: outside the caching allocator, on the device figure only. */
+    GM_KIND_CUDA_CONTEXT, /* CUDA context and loaded kernels */
+    GM_KIND_WORKSPACE,    /* cuBLAS / cuDNN workspaces */
+    GM_KIND_NCCL,         /* NCCL communicator buffers */
+    GM_KIND_NON_TORCH,    /* vLLM's measured non-torch memory (NCCL, cuBLAS, ...) */
+    GM_KIND_RESERVE,      /* weights mode: the flat reserve for everything else */
+    GM_KIND__COUNT
 };
 
-#define GM_EST_MAX_COMPONENTS  32
+/* How a component scales with the decoder layers a device holds (pipeline stages). */
+enum gm_est_extent {
+    GM_EXTENT_ALL_LAYERS = 0, /* proportional to the layers (or parameters) held */
+    GM_EXTENT_ONE_LAYER,      /* the size of one layer or one bucket, however many are held */
+    GM_EXTENT_ENDS,           /* input and output side: the first and the last stage */
+    GM_EXTENT_HEAD            /* output side only: the last stage */
+};
+
+#define GM_EST_MAX_COMPONENTS  40
 #define GM_EST_MAX_ASSUMPTIONS 32
+#define GM_EST_MAX_GROUPS      4
 #define GM_EST_NAME_MAX        48
 #define GM_EST_NOTE_MAX        200
 
 struct gm_est_component {
-    char name[GM_EST_NAME_MAX]; /* "weights", "kv_cache", ... (stable, snake_case) */
-    uint64_t bytes;
+    enum gm_est_kind kind;
+    char name[GM_EST_NAME_MAX]; /* display name ("weights_fp32_master"); never decides */
+    uint64_t bytes;             /* on one device */
     unsigned phases;            /* enum gm_est_phase flags */
     bool transient;             /* freed within the phase (counted as dynamic memory) */
+    enum gm_est_extent extent;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
+};
+
+/* Devices that get the same figures ("ranks 0-7", or one pipeline stage). */
+struct gm_device_group {
+    char role[24]; /* "all", "first stage", "middle stages", "last stage" */
+    uint64_t first_rank;
+    uint64_t count;
+    uint64_t layers; /* decoder layers held (pipeline), 0 = all */
+    uint64_t allocated_bytes;
+    uint64_t reserved_bytes;
+    uint64_t device_bytes;
+};
+
+/* The parallel layout as resolved. */
+struct gm_est_layout {
+    uint64_t gpus;
+    uint64_t gpus_per_node;
+    uint64_t nodes;
+    uint64_t dp;                  /* data-parallel ranks: gpus / (tp x pp) */
+    uint64_t host_bytes_per_node; /* offloaded state held by one node's host memory */
+    size_t n_groups;
+    struct gm_device_group groups[GM_EST_MAX_GROUPS];
+};
+
+struct gm_est_lora {
+    uint64_t trainable_params;
+    uint64_t frozen_params;
+    uint64_t base_weight_bytes;  /* frozen base weights on one device, before sharding */
+    uint64_t nf4_constant_bytes; /* QLoRA quantisation constants */
+};
+
+struct gm_est_serving {
+    uint64_t budget_bytes; /* vLLM: total x gpu_memory_utilization */
+    uint64_t non_torch_bytes;
+    uint64_t activation_peak_bytes;
+    uint64_t kv_bytes_per_token; /* all layers, one device */
+    uint64_t kv_pool_bytes;
+    uint64_t kv_blocks;
+    uint64_t kv_tokens;
+    uint64_t block_size;
+    uint64_t max_model_len;
+    double max_concurrency;        /* kv_tokens / max_model_len */
+    uint64_t compute_buffer_bytes; /* llama.cpp */
+    uint64_t n_ctx;                /* llama.cpp cells */
+};
+
+enum gm_fit_reason {
+    GM_FIT_NOT_JUDGED = 0,     /* no GPU given */
+    GM_FIT_FITS,               /* every device within its memory; the engine starts */
+    GM_FIT_FITS_PAGED,         /* fits once part of the paged optimizer state is in host memory */
+    GM_FIT_DEVICE_OVER,        /* a device's predicted use exceeds its memory */
+    GM_FIT_ENGINE_NO_START,    /* vLLM: the KV pool holds less than one max_model_len sequence */
+    GM_FIT_ENGINE_CONCURRENCY, /* vLLM: fewer than the requested concurrent sequences */
+    GM_FIT_CONTEXT_OVER,       /* llama.cpp: the weights fit, the KV cache for n_ctx does not */
+    GM_FIT__COUNT
+};
+
+/* The one fit verdict. */
+struct gm_est_fit {
+    enum gm_fit_reason reason;
+    bool fits;
+    uint64_t capacity_bytes;
+    uint64_t device_bytes;    /* the largest device figure */
+    int64_t headroom_bytes;   /* capacity - device_bytes (negative: short) */
+    uint64_t shortfall_bytes; /* how far from fitting, in bytes; 0 when it fits */
+    uint64_t paged_bytes;     /* GM_FIT_FITS_PAGED: state that would live in host memory */
+    bool group_fits[GM_EST_MAX_GROUPS];
+    char text[200]; /* the reason as a sentence */
 };
 
 struct gm_estimate {
     enum gm_est_mode mode;
     uint64_t n_params;     /* parameters used */
-    uint64_t weight_bytes; /* weights as stored for this job */
+    uint64_t weight_bytes; /* weights held by one device for this job */
     struct gm_est_component components[GM_EST_MAX_COMPONENTS];
     size_t n_components;
     uint64_t forward_backward_bytes; /* training phase peaks (allocated): max of the two */
@@ -161,57 +514,192 @@ struct gm_estimate {
     enum gm_est_phase peak_phase; /* the phase that dominates */
     uint64_t peak_allocated_bytes;
     uint64_t peak_reserved_bytes;
-    uint64_t device_bytes;        /* nvidia-smi view */
-    uint64_t cuda_context_bytes;  /* as used */
-    uint64_t workspace_bytes;     /* as used */
+    uint64_t device_bytes;        /* nvidia-smi view of the largest device */
     double activations_per_token; /* blog method: A as used */
+    uint64_t pageable_bytes;      /* paged optimizer: state that may page out */
+    struct gm_est_layout layout;
+    struct gm_est_lora lora;
+    struct gm_est_serving serving;
+    struct gm_est_fit fit;
     char assumptions[GM_EST_MAX_ASSUMPTIONS][GM_EST_NOTE_MAX];
     size_t n_assumptions;
 };
 
-/* Defaults: weights mode, arch method, bf16-mixed, adamw, foreach, no checkpointing, sdpa,
- * set_to_none, batch 1, seq 2048, context 2048, new tokens 0, CUDA context 450 MiB,
- * workspaces 64 MiB, fragmentation 0.25. */
-void gm_estimate_inputs_init(struct gm_estimate_inputs *in);
-
-/* Compute the estimate.  GM_ERR_INVALID naming the bad input (zero batch, absurd sizes
- * whose result would overflow 2^64 bytes, no model and no n_params, ...), or the model's
- * validation error. */
-enum gm_status gm_estimate_run(const struct gm_estimate_inputs *in, struct gm_estimate *out,
+/* Run the pipeline on 'job'.  GM_ERR_INVALID naming the bad setting (those of
+ * gm_job_check(), settings that do not suit the model, results beyond 2^64 bytes), the
+ * model's validation error, or GM_ERR_NOMEM. */
+enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
                                struct gm_error *err);
 
-/* Append a component; 'note' may be NULL.  Used by gm_estimate_run() and by extensions
- * (LoRA, ZeRO, serving engines) before gm_estimate_finish().  GM_ERR_LIMIT when full. */
-enum gm_status gm_estimate_add_component(struct gm_estimate *e, const char *name, uint64_t bytes,
-                                         unsigned phases, bool transient, const char *note,
-                                         struct gm_error *err);
-/* Append an assumption sentence (printf-style); silently dropped when the list is full. */
-void gm_estimate_assume(struct gm_estimate *e, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-/* Recompute phase peaks, the dominating phase and the three predicted figures from the
- * components and the overheads in 'in'. */
-void gm_estimate_finish(const struct gm_estimate_inputs *in, struct gm_estimate *e);
+/* Bytes of 'kind' components of 'e' (all devices alike: one device's share). */
+uint64_t gm_estimate_kind_bytes(const struct gm_estimate *e, enum gm_est_kind kind);
 
-/* Stable names for enums (CLI choices and JSON). */
+/* "weights", "master_weights", ... (JSON); static storage. */
+const char *gm_est_kind_name(enum gm_est_kind k);
+/* Whether a kind lives outside PyTorch's caching allocator (runtime overheads). */
+bool gm_est_kind_outside_allocator(enum gm_est_kind k);
+/* The snapshot analysis category (gpumem snapshot categories) that memory of this kind
+ * falls in on a real run; false for runtime overheads, which no snapshot holds. */
+bool gm_est_kind_category(enum gm_est_kind k, enum gm_category *out);
+
+/* Stable names (CLI choices and JSON); static storage, "unknown" out of range. */
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
+const char *gm_shard_name(enum gm_shard s);
+const char *gm_engine_name(enum gm_engine e);
+const char *gm_fit_reason_name(enum gm_fit_reason r);
 const char *gm_est_phase_name(enum gm_est_phase p);
 /* "persistent", "forward_backward", ... for a set of phase flags; static storage. */
 const char *gm_est_phases_name(unsigned phases);
 
+/* ---- searches, suggestions, the report ---- */
+
+struct gm_est_search {
+    enum gm_search what;
+    uint64_t value; /* largest value that fits, 0 = none */
+    uint64_t shown; /* the value the estimate returned with it is at (value, or the least) */
+    bool hit_limit; /* the limit fits: the answer may be larger */
+    uint64_t limit; /* the limit used (the model's positions for a context) */
+};
+
+/* The largest batch, context (or seq) or vLLM max_model_len at which the job fits
+ * (doubling, then bisection, over gm_estimate_run() and the fit verdict).  'out' (may be
+ * NULL) receives the estimate at the value found, or at the smallest value when none
+ * fits.  GM_ERR_INVALID without a GPU. */
+enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
+                                  struct gm_est_search *res, struct gm_estimate *out,
+                                  struct gm_error *err);
+
+/* What a change costs. */
+enum gm_sugg_cost {
+    GM_COST_NONE = 0, /* same numerics, same speed */
+    GM_COST_SPEED,    /* slower steps: recomputation, communication, host memory */
+    GM_COST_NUMERICS, /* lower-precision state or caches */
+    GM_COST_QUALITY,  /* fewer trained parameters, quantised weights */
+    GM_COST_WORKLOAD, /* less work per step: shorter sequences, fewer at once */
+    GM_COST_HARDWARE  /* more or larger GPUs */
+};
+
+#define GM_EST_MAX_SUGGESTIONS 16
+
+struct gm_est_suggestion {
+    char change[128];  /* the settings to add, as the CLI spells them ("--zero 3") */
+    const char *trade; /* what it costs, a phrase; static storage */
+    enum gm_sugg_cost cost;
+    uint64_t device_bytes; /* largest device figure with the change */
+    bool fits;
+    enum gm_fit_reason reason;
+    bool combined; /* several changes together */
+};
+
+struct gm_est_suggestions {
+    size_t n;
+    struct gm_est_suggestion items[GM_EST_MAX_SUGGESTIONS]; /* fitting first, cheapest first */
+    bool none_fits; /* no change, combination or catalog GPU makes the job fit */
+};
+
+/* When the job does not fit: every applicable change from the candidate table, each run
+ * through the pipeline and judged by the fit verdict; when none fits alone, a combination
+ * found by search; when nothing fits, none_fits.  'base' is gm_estimate_run(job). */
+enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_estimate *base,
+                                   struct gm_est_suggestions *out, struct gm_error *err);
+
+/* ---- DeepSpeed's estimators (deepspeed.runtime.zero stage_1_and_2 / stage3) ---- */
+
+struct gm_deepspeed_row {
+    bool offload_optimizer; /* cpu_offload / offload_optimizer=cpu */
+    bool offload_params;    /* ZeRO-3 cpu_offload_params / offload_param=cpu */
+    bool zero_init;         /* ZeRO-3 zero.Init */
+    uint64_t cpu_bytes;     /* per CPU (node), as DeepSpeed computes it */
+    uint64_t gpu_bytes;     /* per GPU */
+};
+
+struct gm_deepspeed {
+    int stage;                     /* 2 or 3 */
+    uint64_t total_params;         /* shared parameters once */
+    uint64_t largest_layer_params; /* ZeRO-3: parameters of the largest module */
+    uint64_t gpus_per_node;
+    uint64_t nodes;
+    double buffer_factor; /* additional_buffer_factor, 1.5 */
+    size_t n_rows;
+    struct gm_deepspeed_row rows[6]; /* in the order DeepSpeed's *_all_cold prints them */
+    uint64_t zero_paper[4];          /* gm_zero_paper_model_states() over all GPUs, K = 12 */
+};
+
+/* Reproduce estimate_zero2/zero3_model_states_mem_needs_all_cold(): the same formulas, the
+ * same float arithmetic and integer truncations, so that the printed figures match to the
+ * last digit.  GM_ERR_INVALID for a stage other than 2/3 or zero GPUs/nodes. */
+enum gm_status gm_deepspeed_estimate(int stage, uint64_t total_params,
+                                     uint64_t largest_layer_params, uint64_t gpus_per_node,
+                                     uint64_t nodes, double buffer_factor, struct gm_deepspeed *out,
+                                     struct gm_error *err);
+
+/* The ZeRO paper's per-GPU model states (Rajbhandari et al. 2020, Fig. 1 / Table 1):
+ * mixed-precision Adam with K = 12 bytes of optimizer state per parameter, N_d
+ * data-parallel ranks: baseline (4 + K)P, P_os 4P + KP/N_d, P_os+g 2P + (2 + K)P/N_d,
+ * P_os+g+p (4 + K)P/N_d.  out[0..3] in that order, bytes (rounded down). */
+void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint64_t out[4]);
+
+#define GM_EST_MAX_CATALOG 64
+
+/* Everything `gpumem estimate` answers for one job. */
+struct gm_estimate_report {
+    struct gm_job job;      /* the job shown: at the value a search found */
+    struct gm_estimate est; /* its estimate */
+    bool searched;
+    struct gm_est_search search;
+    bool has_deepspeed;  /* --method deepspeed */
+    bool deepspeed_only; /* no model: DeepSpeed's table over a weights-only base */
+    struct gm_deepspeed deepspeed;
+    struct gm_est_suggestions suggestions; /* when a GPU is given and the job does not fit */
+    size_t n_fits_on; /* without a GPU: catalog GPUs that fit, smallest first */
+    unsigned short fits_on[GM_EST_MAX_CATALOG];
+};
+
+/* Run the search the job asks for (if any), the pipeline, DeepSpeed's estimator
+ * (--method deepspeed) and, when a GPU is given and the job does not fit, the suggestions;
+ * without a GPU, the catalog GPUs it fits on.  Errors of gm_job_check() and
+ * gm_estimate_run(). */
+enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report *out,
+                                      struct gm_error *err);
+
+/* Write the gpumem.estimate/1 JSON document of 'r' to 'f' (what `gpumem estimate --json`
+ * prints, byte for byte).  GM_ERR_IO on a write error. */
+enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report *r,
+                                       struct gm_error *err);
+
+/* ---- models and GPUs ---- */
+
+/* LoRA adapter parameters of 'm' for rank r and targets (enum gm_lora_target flags):
+ * r * (in + out) per targeted linear layer per decoder layer (per expert for MoE MLPs). */
+uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned targets);
+
+/* Parse "q,k,v,o", "q_proj,v_proj", "attention", "mlp", "all-linear" into target flags. */
+enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err);
+
+/* Bytes of 'n' NF4 weights in blocks of 'block' with fp32 absmax constants, or with
+ * double quantisation (8-bit absmax, one fp32 constant per 256 blocks). */
+uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant);
+
+/* KV bytes for llama.cpp's cache type (ggml type id) over 'tokens' cells, all layers. */
+enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
+                                    uint64_t *bytes, struct gm_error *err);
+
 /* GPU catalog: memory as nvidia-smi reports the total (MiB-exact where known). */
 struct gm_gpu {
     const char *name;      /* "H100-80GB" */
-    const char *aliases;   /* space-separated lowercase aliases ("h100 h100-sxm") */
+    const char *family;    /* space-separated lowercase family names ("h100 h100-sxm") */
+    unsigned memory_gb;    /* nominal size in the product name (80), to tell boards apart */
     uint64_t memory_bytes; /* total device memory */
-    const char *kind;      /* "data-centre" or "consumer" */
+    const char *kind;      /* "data-centre", "workstation" or "consumer" */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);
-/* Case-insensitive name or alias; NULL when unknown. */
+/* A catalog GPU from a name as people type it or nvidia-smi prints it ("H100",
+ * "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4", "rtx4090").  A name that
+ * fits several boards (A100: 40 or 80 GB) is refused with the choices.  GM_ERR_INVALID. */
+enum gm_status gm_gpu_lookup(const char *name, const struct gm_gpu **out, struct gm_error *err);
+/* gm_gpu_lookup() without the message: NULL when unknown or ambiguous. */
 const struct gm_gpu *gm_gpu_find(const char *name);
 
 #ifdef __cplusplus

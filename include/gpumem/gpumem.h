@@ -8,7 +8,6 @@
 #include "gpumem/device.h"
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
-#include "gpumem/estimate_ext.h"
 #include "gpumem/example.h"
 #include "gpumem/json.h"
 #include "gpumem/model.h"

@@ -16,7 +16,7 @@
  *           no offload:         gpu = LL + int(18P/G); cpu = L*4*n*f | P*4*n*f
  *           (cpu: with zero_init | without)
  * P = total params, G = all GPUs, n = GPUs per node, f = additional_buffer_factor. */
-#include "gpumem/estimate_ext.h"
+#include "gpumem/estimate.h"
 
 /* Python's int() of a non-negative double. */
 static uint64_t py_int(double v)

@@ -1,9 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* estimate_int.h - shared pieces of the estimator (library-internal). */
+/* estimate_int.h - the estimator's pipeline, library-internal.
+ *
+ * gm_estimate_run() (driver.c) resolves the job's derived defaults, checks it, and runs
+ * the stages in this order, each with the same signature:
+ *
+ *   est_stage_model      model and weights: parameter count, how the weights are stored
+ *   est_stage_train      one training step (arch or blog method)
+ *   est_stage_infer      generation as transformers holds it (weights, KV, prefill)
+ *   est_stage_adapters   LoRA / QLoRA: the frozen base replaces the full model states
+ *   est_stage_parallel   data and tensor parallelism, ZeRO / FSDP, CPU offload
+ *   est_stage_pipeline   pipeline stages: figures per stage kind, the largest kept
+ *   est_stage_engine     serving engines with their own accounting (vLLM, llama.cpp)
+ *   est_stage_runtime    what lives outside the caching allocator, the three figures
+ *   est_stage_fit        the one fit verdict
+ *
+ * A stage reads the job and what earlier stages decided (struct est_ctx, the components
+ * and their kinds) and adds or transforms components; it never finds a component by its
+ * name.  A stage that does not apply to the job returns GM_OK at once. */
 #ifndef GM_ESTIMATE_INT_H
 #define GM_ESTIMATE_INT_H
 
 #include "gpumem/estimate.h"
+#include "gpumem/units.h"
 
 /* Limits on inputs: far above real jobs, low enough that products stay in 64 bits. */
 #define EST_MAX_PARAMS ((uint64_t)1 << 50) /* 1.1e15 parameters */
@@ -11,21 +29,104 @@
 #define EST_MAX_TOKENS ((uint64_t)1 << 26) /* per sequence */
 #define EST_MAX_BYTES  ((uint64_t)1 << 60) /* any single input size */
 
+/* What the stages share for one run. */
+struct est_ctx {
+    const struct gm_job *job;     /* resolved: derived defaults filled in */
+    const struct gm_model *m;     /* job->model.model, may be NULL */
+    struct gm_param_counts pc;    /* the architecture's counts; total = parameters used,
+                                     largest_tensor = parameters when not counted */
+    uint64_t n;                   /* parameters used */
+    uint64_t stored_weight_bytes; /* inference / weights mode: the weights as stored */
+    double stored_bits;           /* bits per weight when not from the files */
+    bool weights_from_files;      /* stored_weight_bytes are the files' tensor bytes */
+    struct gm_estimate *e;
+};
+
+typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
+
+enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_engine(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err);
+enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err);
+
+/* ---- components.c ---- */
+
+/* Append a component; 'note' may be NULL.  GM_ERR_LIMIT when full. */
+enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
+                       uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
+                       const char *note, struct gm_error *err);
+/* Remove component i (order kept). */
+void est_remove(struct gm_estimate *e, size_t i);
+/* Append an assumption sentence (printf-style); dropped when the list is full. */
+void est_assume(struct gm_estimate *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Append "; <text>" to a component's note when it fits. */
+void est_note_append(struct gm_est_component *c, const char *text);
+
+/* Phase peaks, the dominating phase, peak allocated and peak reserved of 'e' (components
+ * inside the caching allocator), with 'fragmentation' x the transient bytes of the peak
+ * phase, rounded up to 2 MiB (weights mode: reserved = allocated). */
+void est_figures(struct gm_estimate *e, double fragmentation);
+/* Bytes outside the caching allocator (runtime overheads) of 'e'. */
+uint64_t est_outside_bytes(const struct gm_estimate *e);
+/* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
+ * training and transformers inference; none for engines that preallocate exact buffers. */
+double est_fragmentation(const struct gm_job *job);
+
 /* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
 uint64_t est_bits_bytes(uint64_t n, double bits);
 /* A double byte count, rounded to nearest, saturating at UINT64_MAX. */
 uint64_t est_round(double bytes);
+/* a / b rounded up (b = 0: a). */
+uint64_t est_div_up(uint64_t a, uint64_t b);
 
-enum gm_status est_train(const struct gm_estimate_inputs *in, const struct gm_model *m,
-                         const struct gm_param_counts *pc, struct gm_estimate *e,
-                         struct gm_error *err);
-enum gm_status est_infer(const struct gm_estimate_inputs *in, const struct gm_model *m,
-                         const struct gm_param_counts *pc, struct gm_estimate *e,
-                         struct gm_error *err);
-
+/* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
+unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Parameters of the largest linear layer inside a decoder layer, and of one decoder
+ * layer (what FSDP wraps as a unit). */
+uint64_t est_largest_linear(const struct gm_model *m);
+uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
 /* Activation bytes saved for backward by one transformer layer, per token, with 'seq'
  * tokens per sequence ('ea' compute dtype bytes, 'er' residual-stream bytes). */
 double est_layer_saved_per_token(const struct gm_model *m, double ea, double er, bool eager,
                                  uint64_t seq);
+/* Whether the job trains with eager attention scores kept (selective checkpointing
+ * recomputes them, so it keeps what SDPA keeps). */
+bool est_eager_scores(const struct gm_job *job);
+
+/* ---- fit.c ---- */
+
+/* Judge 'e' (figures final) for the job on devices of 'capacity' bytes. */
+void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t capacity,
+               struct gm_est_fit *fit);
+
+/* ---- job.c ---- */
+
+/* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
+ * deepspeed, nodes). */
+void est_job_resolve(struct gm_job *job);
+/* Mark or forget that a setting was given (the suggestion engine changes settings). */
+void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */
+bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *ggml_type);
+
+/* ---- search.c ---- */
+
+/* The job with a searched value set: batch, seq or context (and vLLM's max_model_len
+ * with it), or max_model_len. */
+void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, struct gm_job *out);
+
+/* ---- gpus.c ---- */
+
+/* Catalog indices in ascending capacity order (stable); returns the count. */
+size_t est_gpus_by_size(size_t *idx, size_t max);
 
 #endif

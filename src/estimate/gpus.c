@@ -1,49 +1,57 @@
 /* SPDX-License-Identifier: MIT */
-/* gpus.c - GPU catalog for fit verdicts.
+/* gpus.c - GPU catalog for fit verdicts, and GPU names as people type them.
  *
  * Capacities are the total memory the driver reports (nvidia-smi "Total", MiB-exact) where
  * that figure is known from published nvidia-smi output; otherwise the nominal capacity in
  * GiB.  The figure nvidia-smi shows is slightly below the marketing "80GB" on some boards
- * (H100: 81559 MiB); ECC, when enabled on older boards, takes a further share. */
-#include "gpumem/estimate.h"
+ * (H100: 81559 MiB); ECC, when enabled on older boards, takes a further share.
+ *
+ * Names: "H100", "h100-sxm", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4",
+ * "NVIDIA GeForce RTX 4090".  A name is cut into words at spaces, '-', '_' and '/'; vendor
+ * words (NVIDIA, Tesla, GeForce, Quadro), memory and form-factor words (HBM3, PCIe, SXM4,
+ * Generation) are dropped; a size word ("80GB", "80G", or "80" followed by "GB") picks the
+ * board; the words left name the family.  A family with several boards (A100: 40 and 80
+ * GB) needs the size, and without it the name is refused with the choices. */
+#include "estimate/estimate_int.h"
 
-#include "gpumem/units.h"
-
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define MIB(x) ((uint64_t)(x)*GM_MIB)
 
 static const struct gm_gpu gpus[] = {
     /* data-centre */
-    {"B200", "b200", MIB(183359), "data-centre"},
-    {"H200", "h200 h200-141gb", MIB(143771), "data-centre"},
-    {"H100-NVL", "h100-nvl h100nvl", MIB(95830), "data-centre"},
-    {"H100-80GB", "h100 h100-sxm h100-pcie h100-80gb", MIB(81559), "data-centre"},
-    {"A100-80GB", "a100-80gb a100-80g a100-sxm4-80gb", MIB(81920), "data-centre"},
-    {"A100-40GB", "a100 a100-40gb a100-40g a100-sxm4-40gb", MIB(40960), "data-centre"},
-    {"L40S", "l40s", MIB(46068), "data-centre"},
-    {"L40", "l40", MIB(46068), "data-centre"},
-    {"A40", "a40", MIB(46068), "data-centre"},
-    {"L4", "l4", MIB(23034), "data-centre"},
-    {"A10G", "a10g", MIB(23028), "data-centre"},
-    {"A10", "a10", MIB(23028), "data-centre"},
-    {"V100-32GB", "v100-32gb v100-32g", MIB(32768), "data-centre"},
-    {"V100-16GB", "v100 v100-16gb v100-16g", MIB(16160), "data-centre"},
-    {"T4", "t4", MIB(15360), "data-centre"},
+    {"B200", "b200", 192, MIB(183359), "data-centre"},
+    {"H200", "h200", 141, MIB(143771), "data-centre"},
+    {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre"},
+    {"H100-80GB", "h100", 80, MIB(81559), "data-centre"},
+    {"A100-80GB", "a100", 80, MIB(81920), "data-centre"},
+    {"A100-40GB", "a100", 40, MIB(40960), "data-centre"},
+    {"L40S", "l40s", 48, MIB(46068), "data-centre"},
+    {"L40", "l40", 48, MIB(46068), "data-centre"},
+    {"A40", "a40", 48, MIB(46068), "data-centre"},
+    {"L4", "l4", 24, MIB(23034), "data-centre"},
+    {"A10G", "a10g", 24, MIB(23028), "data-centre"},
+    {"A10", "a10", 24, MIB(23028), "data-centre"},
+    {"V100-32GB", "v100", 32, MIB(32768), "data-centre"},
+    {"V100-16GB", "v100", 16, MIB(16160), "data-centre"},
+    {"T4", "t4", 16, MIB(15360), "data-centre"},
     /* workstation and consumer */
-    {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada", MIB(49140), "workstation"},
-    {"RTX-A6000", "rtx-a6000 a6000", MIB(49140), "workstation"},
-    {"RTX-5090", "rtx-5090 5090 rtx5090", MIB(32607), "consumer"},
-    {"RTX-4090", "rtx-4090 4090 rtx4090", MIB(24564), "consumer"},
-    {"RTX-3090", "rtx-3090 3090 rtx3090", MIB(24576), "consumer"},
-    {"RTX-4080", "rtx-4080 4080 rtx4080", MIB(16376), "consumer"},
-    {"RTX-4070-Ti", "rtx-4070-ti 4070ti", MIB(12282), "consumer"},
-    {"RTX-3080", "rtx-3080 3080 rtx3080", MIB(10240), "consumer"},
-    {"RTX-3060", "rtx-3060 3060 rtx3060", MIB(12288), "consumer"},
+    {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada rtx-6000ada", 48, MIB(49140), "workstation"},
+    {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation"},
+    {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer"},
+    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer"},
+    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer"},
+    {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer"},
+    {"RTX-4070-Ti", "rtx-4070-ti 4070-ti 4070ti rtx4070ti", 12, MIB(12282), "consumer"},
+    {"RTX-3080", "rtx-3080 3080 rtx3080", 10, MIB(10240), "consumer"},
+    {"RTX-3060", "rtx-3060 3060 rtx3060", 12, MIB(12288), "consumer"},
 };
 
 #define N_GPUS (sizeof(gpus) / sizeof(gpus[0]))
+_Static_assert(N_GPUS <= GM_EST_MAX_CATALOG, "raise GM_EST_MAX_CATALOG");
 
 size_t gm_gpu_catalog_count(void)
 {
@@ -55,25 +63,134 @@ const struct gm_gpu *gm_gpu_catalog_get(size_t i)
     return i < N_GPUS ? &gpus[i] : NULL;
 }
 
-const struct gm_gpu *gm_gpu_find(const char *name)
+size_t est_gpus_by_size(size_t *idx, size_t max)
 {
-    size_t n;
-    if (!name || !*name)
-        return NULL;
-    n = strlen(name);
-    for (size_t i = 0; i < N_GPUS; i++) {
-        const char *p = gpus[i].aliases;
-        if (!strcasecmp(gpus[i].name, name))
-            return &gpus[i];
-        while (*p) {
-            const char *e = strchr(p, ' ');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len == n && !strncasecmp(p, name, n))
-                return &gpus[i];
-            if (!e)
-                break;
-            p = e + 1;
+    size_t n = N_GPUS < max ? N_GPUS : max;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        idx[i] = i;
+        while (j > 0 && gpus[idx[j - 1]].memory_bytes > gpus[idx[j]].memory_bytes) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+            j--;
         }
     }
-    return NULL;
+    return n;
+}
+
+/* Words that say nothing about which board it is. */
+static bool noise_word(const char *w)
+{
+    static const char *const words[] = {"nvidia", "tesla", "geforce", "quadro", "hbm2",
+                                        "hbm2e",  "hbm3",  "hbm3e",   "pcie",   "sxm",
+                                        "sxm2",   "sxm3",  "sxm4",    "sxm5",   "generation"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(w, words[i]))
+            return true;
+    return false;
+}
+
+/* "80gb" / "80g" -> 80; 0 when the word is not a size. */
+static unsigned size_word(const char *w, const char *next)
+{
+    size_t d = strspn(w, "0123456789");
+    if (d == 0 || d > 4)
+        return 0;
+    if (!strcmp(w + d, "gb") || !strcmp(w + d, "g") ||
+        (!w[d] && next && (!strcmp(next, "gb") || !strcmp(next, "g"))))
+        return (unsigned)strtoul(w, NULL, 10);
+    return 0;
+}
+
+/* Whether 'family' is one of the space-separated names in 'list'. */
+static bool in_family(const char *list, const char *family)
+{
+    size_t n = strlen(family);
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, family, n))
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/* A size word matches a board by its nominal size or its real capacity (within 5%). */
+static bool size_matches(const struct gm_gpu *g, unsigned gb)
+{
+    double gib = (double)g->memory_bytes / (double)GM_GIB;
+    return gb == g->memory_gb || ((double)gb > gib * 0.95 && (double)gb < gib * 1.05);
+}
+
+enum gm_status gm_gpu_lookup(const char *name, const struct gm_gpu **out, struct gm_error *err)
+{
+    char buf[96], family[96] = "", *words[16];
+    size_t n_words = 0, n_match = 0;
+    const struct gm_gpu *match[4];
+    unsigned gb = 0;
+
+    *out = NULL;
+    if (!name || !*name || strlen(name) >= sizeof buf)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown GPU '%.40s' (see --list-gpus)",
+                       name ? name : "");
+    for (size_t i = 0; name[i]; i++)
+        buf[i] = (char)tolower((unsigned char)name[i]);
+    buf[strlen(name)] = '\0';
+    for (char *p = buf; *p && n_words < sizeof words / sizeof words[0];) {
+        size_t len = strcspn(p, " -_/");
+        if (len) {
+            words[n_words++] = p;
+            p += len;
+        }
+        if (*p)
+            *p++ = '\0';
+    }
+    for (size_t i = 0; i < n_words; i++) {
+        unsigned s = size_word(words[i], i + 1 < n_words ? words[i + 1] : NULL);
+        if (s) {
+            gb = s;
+            if (!words[i][strspn(words[i], "0123456789")])
+                i++; /* "80" "GB": the unit is the next word */
+            continue;
+        }
+        if (noise_word(words[i]))
+            continue;
+        snprintf(family + strlen(family), sizeof family - strlen(family), "%s%s",
+                 family[0] ? "-" : "", words[i]);
+    }
+    for (size_t i = 0; i < N_GPUS && n_match < sizeof match / sizeof match[0]; i++)
+        if (in_family(gpus[i].family, family) && (!gb || size_matches(&gpus[i], gb)))
+            match[n_match++] = &gpus[i];
+    if (n_match == 1) {
+        *out = match[0];
+        return GM_OK;
+    }
+    if (n_match == 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "unknown GPU '%s' (see --list-gpus, or give --gpu-memory)", name);
+    {
+        char list[160] = "";
+        for (size_t i = 1; i < n_match; i++) /* smallest board first */
+            for (size_t j = i; j > 0 && match[j - 1]->memory_bytes > match[j]->memory_bytes; j--) {
+                const struct gm_gpu *t = match[j];
+                match[j] = match[j - 1];
+                match[j - 1] = t;
+            }
+        for (size_t i = 0; i < n_match; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                     i == 0 ? "" : (i + 1 == n_match ? " or " : ", "), match[i]->name);
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "'%s' is ambiguous: %s (name the size, as nvidia-smi does)", name, list);
+    }
+}
+
+const struct gm_gpu *gm_gpu_find(const char *name)
+{
+    const struct gm_gpu *g;
+    return gm_gpu_lookup(name, &g, NULL) == GM_OK ? g : NULL;
 }

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gm_model m;
     struct gm_param_counts pc;
-    struct gm_estimate_inputs in;
+    struct gm_job job;
     struct gm_estimate *e;
     struct gm_error err;
     static struct gm_estimate scratch; /* large: keep it off the stack */
@@ -23,16 +23,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     e = &scratch;
     (void)gm_model_count_params(&m, &pc, &err);
-    gm_estimate_inputs_init(&in);
-    in.model = &m;
-    in.n_params = m.arch == GM_ARCH_UNKNOWN ? 1000 : 0;
-    in.mode = GM_EST_TRAIN;
-    in.seq = 64;
-    in.attention = GM_ATTN_EAGER;
-    (void)gm_estimate_run(&in, e, &err);
-    in.mode = GM_EST_INFER;
-    in.context = 100;
-    in.new_tokens = 28;
-    (void)gm_estimate_run(&in, e, &err);
+    gm_job_init(&job);
+    job.model.model = &m;
+    job.model.n_params = m.arch == GM_ARCH_UNKNOWN ? 1000 : 0;
+    job.mode = GM_EST_TRAIN;
+    job.workload.seq = 64;
+    job.memory.attention = GM_ATTN_EAGER;
+    (void)gm_estimate_run(&job, e, &err);
+    job.mode = GM_EST_INFER;
+    job.workload.context = 100;
+    job.workload.new_tokens = 28;
+    (void)gm_estimate_run(&job, e, &err);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* test_estimate_ext.c - DeepSpeed's documented estimator outputs, LoRA/QLoRA sizes,
- * parallelism, serving engines and the max-batch search. */
+/* test_estimate_setups.c - the stages after training and inference: DeepSpeed's
+ * documented estimator outputs, LoRA/QLoRA sizes, data / tensor / pipeline parallelism,
+ * serving engines, and the search for the largest batch or context. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +10,7 @@
 #include <cmocka.h>
 
 #include "gpumem/arena.h"
-#include "gpumem/estimate_ext.h"
+#include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
 #include <stdio.h>
@@ -124,13 +125,15 @@ static void test_nf4(void **state)
     assert_int_equal(gm_nf4_bytes(64 * 1024, 64, true), 32 * 1024 + 1024 + 4 * 4);
 }
 
-static void train_inputs(struct gm_estimate_inputs *in, const struct gm_model *m)
+static struct gm_estimate full, lo, qlo, one, z1, z2, z3, fsdp, off, tp, lz, pp, est, above;
+
+static void train_job(struct gm_job *j, const struct gm_model *m)
 {
-    gm_estimate_inputs_init(in);
-    in->mode = GM_EST_TRAIN;
-    in->model = m;
-    in->batch = 1;
-    in->seq = 2048;
+    gm_job_init(j);
+    j->mode = GM_EST_TRAIN;
+    j->model.model = m;
+    j->workload.batch = 1;
+    j->workload.seq = 2048;
 }
 
 static uint64_t component(const struct gm_estimate *e, const char *name)
@@ -144,134 +147,137 @@ static uint64_t component(const struct gm_estimate *e, const char *name)
 static void test_lora_estimate(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
-    struct gm_estimate_inputs in;
-    struct gm_estimate_ext x;
-    struct gm_estimate full, lo, qlo;
-    struct gm_estimate_ext_result r;
+    struct gm_job j;
     struct gm_error e;
     (void)state;
-    train_inputs(&in, m);
-    gm_estimate_ext_init(&x);
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &full, &r, &e), GM_OK);
-    x.lora = GM_LORA_LORA;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &lo, &r, &e), GM_OK);
+    train_job(&j, m);
+    assert_int_equal(gm_estimate_run(&j, &full, &e), GM_OK);
+    j.memory.adapter = GM_ADAPTER_LORA;
+    assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
     /* default targets q,k,v,o at r = 16 */
-    assert_int_equal(r.lora_params, 32ull * 16 * 4 * 8192);
+    assert_int_equal(lo.lora.trainable_params, 32ull * 16 * 4 * 8192);
     assert_int_equal(component(&lo, "weights"), 6738415616ull * 2);
-    assert_int_equal(component(&lo, "lora_adapters"), r.lora_params * 4);
-    assert_int_equal(component(&lo, "lora_optimizer_state"), r.lora_params * 8);
+    assert_int_equal(component(&lo, "lora_adapters"), lo.lora.trainable_params * 4);
+    assert_int_equal(component(&lo, "lora_optimizer_state"), lo.lora.trainable_params * 8);
     assert_int_equal(component(&lo, "gradients"), UINT64_MAX);
     assert_int_equal(component(&lo, "optimizer_state"), UINT64_MAX);
+    assert_int_equal(gm_estimate_kind_bytes(&lo, GM_KIND_ADAPTERS), lo.lora.trainable_params * 4);
     /* activations of the full estimate, less the inputs of the frozen MLP linears (MLP norm
      * output and down_proj input, 16-bit) that autograd no longer saves */
     assert_int_equal(component(&lo, "activations"),
                      component(&full, "activations") - (2ull * 4096 + 2ull * 11008) * 2048 * 32);
     /* all-linear targets keep every input */
-    x.lora_targets = GM_LORA_ALL_LINEAR;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &lo, &r, &e), GM_OK);
+    j.memory.lora.targets = GM_LORA_ALL_LINEAR;
+    assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
     assert_int_equal(component(&lo, "activations"), component(&full, "activations"));
-    x.lora_targets = GM_LORA_ATTENTION;
+    j.memory.lora.targets = GM_LORA_ATTENTION;
     assert_true(lo.peak_allocated_bytes < full.peak_allocated_bytes / 4);
 
-    x.lora = GM_LORA_QLORA;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    assert_int_equal(gm_estimate_run(&j, &qlo, &e), GM_OK);
     /* PEFT's prepare_model_for_kbit_training: the 262,410,240 parameters outside NF4 in fp32 */
-    assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 4);
-    x.qlora_fp32_rest = false;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_OK);
+    assert_int_equal(qlo.lora.base_weight_bytes,
+                     gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 4);
+    j.memory.lora.fp32_upcast = false;
+    assert_int_equal(gm_estimate_run(&j, &qlo, &e), GM_OK);
     /* 6,476,005,376 decoder linear weights in NF4 with double quantisation, the other
      * 262,410,240 parameters in bf16 */
-    assert_int_equal(r.base_weight_bytes, gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 2);
-    assert_int_equal(r.base_weight_bytes, 3865591808ull);
+    assert_int_equal(qlo.lora.base_weight_bytes,
+                     gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 2);
+    assert_int_equal(qlo.lora.base_weight_bytes, 3865591808ull);
     assert_true(component(&qlo, "nf4_dequant_buffer") != UINT64_MAX);
     assert_true(qlo.peak_allocated_bytes < lo.peak_allocated_bytes);
 
     /* LoRA outside training is refused */
-    in.mode = GM_EST_INFER;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &qlo, &r, &e), GM_ERR_INVALID);
+    j.mode = GM_EST_INFER;
+    assert_int_equal(gm_estimate_run(&j, &qlo, &e), GM_ERR_INVALID);
 }
 
 static void test_sharding(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
-    struct gm_estimate_inputs in;
-    struct gm_estimate_ext x;
-    struct gm_estimate one, z1, z2, z3, fsdp, off, tp;
-    struct gm_estimate_ext_result r;
+    struct gm_job j;
     struct gm_error e;
     uint64_t w;
     (void)state;
-    train_inputs(&in, m);
-    gm_estimate_ext_init(&x);
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &one, &r, &e), GM_OK);
+    train_job(&j, m);
+    assert_int_equal(gm_estimate_run(&j, &one, &e), GM_OK);
     w = component(&one, "optimizer_state");
-    x.gpus = 8;
-    x.shard = GM_SHARD_ZERO1;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &z1, &r, &e), GM_OK);
+    j.parallel.gpus = 8;
+    j.parallel.shard = GM_SHARD_ZERO1;
+    assert_int_equal(gm_estimate_run(&j, &z1, &e), GM_OK);
     assert_int_equal(component(&z1, "optimizer_state"), (w + 7) / 8);
     assert_int_equal(component(&z1, "gradients"), component(&one, "gradients"));
-    x.shard = GM_SHARD_ZERO2;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &z2, &r, &e), GM_OK);
+    j.parallel.shard = GM_SHARD_ZERO2;
+    assert_int_equal(gm_estimate_run(&j, &z2, &e), GM_OK);
     assert_int_equal(component(&z2, "gradients"), (component(&one, "gradients") + 7) / 8);
-    x.shard = GM_SHARD_ZERO3;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &z3, &r, &e), GM_OK);
+    j.parallel.shard = GM_SHARD_ZERO3;
+    assert_int_equal(gm_estimate_run(&j, &z3, &e), GM_OK);
     assert_true(component(&z3, "gathered_params") != UINT64_MAX);
     assert_int_equal(component(&z3, "weights_16bit_autocast_copies"), UINT64_MAX);
     assert_true(z3.peak_allocated_bytes < z2.peak_allocated_bytes);
     assert_true(z2.peak_allocated_bytes < z1.peak_allocated_bytes);
     assert_true(z1.peak_allocated_bytes < one.peak_allocated_bytes);
-    x.shard = GM_SHARD_FSDP;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &fsdp, &r, &e), GM_OK);
-    assert_int_equal(r.n_groups, 1);
-    assert_int_equal(r.groups[0].count, 8);
+    /* NCCL's buffers are their own kind outside the allocator, not workspace */
+    assert_int_equal(gm_estimate_kind_bytes(&z3, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(&z3, GM_KIND_WORKSPACE), 64 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(&one, GM_KIND_NCCL), 0);
+    j.parallel.shard = GM_SHARD_FSDP;
+    assert_int_equal(gm_estimate_run(&j, &fsdp, &e), GM_OK);
+    assert_int_equal(fsdp.layout.n_groups, 1);
+    assert_int_equal(fsdp.layout.groups[0].count, 8);
     /* optimizer offload: state on the host, 8 GPUs per node hold 8 partitions */
-    x.shard = GM_SHARD_ZERO3;
-    x.offload_optimizer = true;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &off, &r, &e), GM_OK);
+    j.parallel.shard = GM_SHARD_ZERO3;
+    j.parallel.offload_optimizer = true;
+    assert_int_equal(gm_estimate_run(&j, &off, &e), GM_OK);
     assert_int_equal(component(&off, "optimizer_state"), UINT64_MAX);
-    assert_true(r.cpu_bytes_per_node >= w);
+    assert_true(off.layout.host_bytes_per_node >= w);
     /* tensor parallel 2 x data parallel 4, sequence parallel: activations halve */
-    x.offload_optimizer = false;
-    x.shard = GM_SHARD_NONE;
-    x.tp = 2;
-    x.sequence_parallel = true;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_OK);
+    j.parallel.offload_optimizer = false;
+    j.parallel.shard = GM_SHARD_NONE;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_estimate_run(&j, &tp, &e), GM_OK);
     assert_int_equal(component(&tp, "activations"), (component(&one, "activations") + 1) / 2);
     assert_true(component(&tp, "ddp_grad_buckets") != UINT64_MAX);
     /* LoRA under ZeRO-3: the frozen base is partitioned too, the adapters' state as well */
-    {
-        struct gm_estimate lz;
-        x.tp = 1;
-        x.sequence_parallel = false;
-        x.shard = GM_SHARD_ZERO3;
-        x.lora = GM_LORA_LORA;
-        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
-        assert_int_equal(component(&lz, "weights"), (8030261248ull * 2 + 7) / 8);
-        assert_int_equal(component(&lz, "lora_optimizer_state"), (r.lora_params * 8 + 7) / 8);
-        /* FSDP with parameter and optimizer offload: no model state left on the GPU */
-        x.lora = GM_LORA_NONE;
-        x.shard = GM_SHARD_FSDP;
-        x.offload_optimizer = x.offload_params = true;
-        assert_int_equal(gm_estimate_ext_run(&in, &x, &lz, &r, &e), GM_OK);
-        assert_int_equal(component(&lz, "weights_fp32_master"), UINT64_MAX);
-        assert_int_equal(component(&lz, "optimizer_state"), UINT64_MAX);
-        assert_int_equal(component(&lz, "gradients"), UINT64_MAX);
-        /* host: (master + state + temps + grads) / 8 per GPU x 8 GPUs per node */
-        assert_true(r.cpu_bytes_per_node >= 8030261248ull * 16);
-        x.offload_optimizer = x.offload_params = false;
-        x.shard = GM_SHARD_NONE;
-        x.tp = 2;
-        x.sequence_parallel = true;
-    }
+    j.parallel.tp = 1;
+    j.parallel.sequence_parallel = false;
+    j.parallel.shard = GM_SHARD_ZERO3;
+    j.memory.adapter = GM_ADAPTER_LORA;
+    assert_int_equal(gm_estimate_run(&j, &lz, &e), GM_OK);
+    assert_int_equal(component(&lz, "weights"), (8030261248ull * 2 + 7) / 8);
+    assert_int_equal(component(&lz, "lora_optimizer_state"),
+                     (lz.lora.trainable_params * 8 + 7) / 8);
+    /* FSDP with parameter and optimizer offload: no model state left on the GPU */
+    j.memory.adapter = GM_ADAPTER_NONE;
+    j.parallel.shard = GM_SHARD_FSDP;
+    j.parallel.offload_optimizer = j.parallel.offload_params = true;
+    assert_int_equal(gm_estimate_run(&j, &lz, &e), GM_OK);
+    assert_int_equal(component(&lz, "weights_fp32_master"), UINT64_MAX);
+    assert_int_equal(component(&lz, "optimizer_state"), UINT64_MAX);
+    assert_int_equal(component(&lz, "gradients"), UINT64_MAX);
+    /* host: (master + state + temps + grads) / 8 per GPU x 8 GPUs per node */
+    assert_true(lz.layout.host_bytes_per_node >= 8030261248ull * 16);
     /* inconsistent options */
-    x.gpus = 3;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);
-    x.gpus = 8;
-    x.tp = 1;
-    x.sequence_parallel = false;
-    x.offload_params = true;
-    x.shard = GM_SHARD_ZERO2;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &tp, &r, &e), GM_ERR_INVALID);
+    j.parallel.offload_optimizer = j.parallel.offload_params = false;
+    j.parallel.shard = GM_SHARD_NONE;
+    j.parallel.gpus = 3;
+    j.parallel.tp = 2;
+    assert_int_equal(gm_estimate_run(&j, &tp, &e), GM_ERR_INVALID);
+    j.parallel.gpus = 8;
+    j.parallel.tp = 1;
+    j.parallel.offload_params = true;
+    j.parallel.shard = GM_SHARD_ZERO2;
+    assert_int_equal(gm_estimate_run(&j, &tp, &e), GM_ERR_INVALID);
+    /* a TP degree that does not divide the heads needs the model: the stage refuses it */
+    j.parallel.offload_params = false;
+    j.parallel.shard = GM_SHARD_NONE;
+    j.parallel.tp = 8;
+    j.parallel.gpus = 8;
+    j.model.model = gm_model_catalog_find("qwen2.5-1.5b"); /* 12 heads */
+    assert_int_equal(gm_estimate_run(&j, &tp, &e), GM_ERR_INVALID);
+    assert_non_null(strstr(e.msg, "--tp 8 does not divide the 12 attention heads"));
 }
 
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
@@ -279,28 +285,24 @@ static void test_sharding(void **state)
 static void test_pipeline(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
-    struct gm_estimate_inputs in;
-    struct gm_estimate_ext x;
-    struct gm_estimate one, pp;
-    struct gm_estimate_ext_result r;
+    struct gm_job j;
     struct gm_error e;
     (void)state;
-    train_inputs(&in, m);
-    gm_estimate_ext_init(&x);
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &one, &r, &e), GM_OK);
-    x.gpus = 4;
-    x.pp = 4;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_OK);
-    assert_int_equal(r.n_groups, 3);
-    assert_string_equal(r.groups[0].role, "first stage");
-    assert_int_equal(r.groups[0].count, 1);
-    assert_int_equal(r.groups[0].layers, 8);
-    assert_int_equal(r.groups[1].count, 2);
-    assert_int_equal(r.groups[1].first_rank, 1);
-    assert_int_equal(r.groups[2].first_rank, 3);
+    train_job(&j, m);
+    assert_int_equal(gm_estimate_run(&j, &one, &e), GM_OK);
+    j.parallel.gpus = 4;
+    j.parallel.pp = 4;
+    assert_int_equal(gm_estimate_run(&j, &pp, &e), GM_OK);
+    assert_int_equal(pp.layout.n_groups, 3);
+    assert_string_equal(pp.layout.groups[0].role, "first stage");
+    assert_int_equal(pp.layout.groups[0].count, 1);
+    assert_int_equal(pp.layout.groups[0].layers, 8);
+    assert_int_equal(pp.layout.groups[1].count, 2);
+    assert_int_equal(pp.layout.groups[1].first_rank, 1);
+    assert_int_equal(pp.layout.groups[2].first_rank, 3);
     /* the kept estimate is the largest stage: here the first (embedding, p micro-batches) */
-    assert_int_equal(pp.device_bytes, r.groups[0].device_bytes);
-    assert_true(r.groups[0].device_bytes > r.groups[2].device_bytes);
+    assert_int_equal(pp.device_bytes, pp.layout.groups[0].device_bytes);
+    assert_true(pp.layout.groups[0].device_bytes > pp.layout.groups[2].device_bytes);
     assert_int_equal(component(&pp, "activations"), component(&one, "activations"));
     assert_int_equal(component(&pp, "logits_and_loss"), UINT64_MAX);
     /* about a quarter of the optimizer state, plus the embedding's share */
@@ -310,16 +312,16 @@ static void test_pipeline(void **state)
     for (long k = 0; k < 4; k++) {
         enum gm_status st;
         gm_alloc_fail_after(k);
-        st = gm_estimate_ext_run(&in, &x, &pp, &r, &e);
+        st = gm_estimate_run(&j, &pp, &e);
         gm_alloc_fail_after(-1);
         assert_true(st == GM_OK || st == GM_ERR_NOMEM);
     }
-    x.shard = GM_SHARD_ZERO3;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
-    x.shard = GM_SHARD_NONE;
-    x.pp = 64;
-    x.gpus = 64;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &pp, &r, &e), GM_ERR_INVALID);
+    j.parallel.shard = GM_SHARD_ZERO3;
+    assert_int_equal(gm_estimate_run(&j, &pp, &e), GM_ERR_INVALID);
+    j.parallel.shard = GM_SHARD_NONE;
+    j.parallel.pp = 64;
+    j.parallel.gpus = 64;
+    assert_int_equal(gm_estimate_run(&j, &pp, &e), GM_ERR_INVALID);
 }
 
 static void test_llamacpp_kv(void **state)
@@ -328,7 +330,8 @@ static void test_llamacpp_kv(void **state)
     uint64_t b = 0;
     struct gm_error e;
     (void)state;
-    /* measured llama.cpp KV allocations at n_ctx 2048, f16 (estimation.md (g)) */
+    /* measured llama.cpp KV allocations at n_ctx 2048, f16 (Hugging Face discussion
+     * dranger003/c4ai-command-r-v01-iMat.GGUF#6) */
     assert_int_equal(
         gm_llamacpp_kv_bytes(gm_model_catalog_find("Meta-Llama-3-8B"), 1, 2048, &b, &e), GM_OK);
     assert_int_equal(b, 256 * GM_MIB);
@@ -347,87 +350,114 @@ static void test_llamacpp_kv(void **state)
     assert_int_equal(b, 2ull * 40 * (64 * 128 / 32 * 34) * 2048);
 }
 
+/* The job's --kv-dtype reaches llama.cpp as its own cache type, in the library. */
+static void test_llamacpp_engine(void **state)
+{
+    struct gm_job j;
+    struct gm_error e;
+    uint64_t f16;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = gm_model_catalog_find("Meta-Llama-3-8B");
+    j.engine.kind = GM_ENGINE_LLAMACPP;
+    j.workload.context = 2048;
+    assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
+    f16 = component(&est, "kv_cache");
+    assert_int_equal(f16, 256 * GM_MIB);
+    j.numerics.kv_dtype = GM_DTYPE_I8; /* q8_0 */
+    assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
+    assert_int_equal(component(&est, "kv_cache"), 2ull * 32 * (8 * 128 / 32 * 34) * 2048);
+    /* ggml buffers are exact: no fragmentation margin, no cuBLAS workspace of PyTorch's */
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_WORKSPACE), 0);
+    assert_int_equal(est.peak_reserved_bytes - est.peak_allocated_bytes < 2 * GM_MIB, true);
+}
+
 static void test_vllm(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
-    struct gm_estimate_inputs in;
-    struct gm_estimate_ext x;
-    struct gm_estimate est;
-    struct gm_estimate_ext_result r;
+    struct gm_job j;
     struct gm_error e;
     uint64_t need;
     (void)state;
-    gm_estimate_inputs_init(&in);
-    in.mode = GM_EST_INFER;
-    in.model = m;
-    in.gpu_memory_bytes = 80 * GM_GIB;
-    gm_estimate_ext_init(&x);
-    x.engine = GM_ENGINE_VLLM;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_OK);
-    assert_int_equal(r.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
-    assert_int_equal(r.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = m;
+    j.gpu.memory_bytes = 80 * GM_GIB;
+    j.engine.kind = GM_ENGINE_VLLM;
+    assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
+    assert_int_equal(est.serving.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
+    assert_int_equal(est.serving.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
     need = component(&est, "weights") + component(&est, "activations") + component(&est, "logits") +
-           r.non_torch_bytes;
-    assert_int_equal(r.kv_blocks, (r.budget_bytes - need) / (16 * 131072));
-    assert_int_equal(r.kv_tokens, r.kv_blocks * 16);
+           est.serving.non_torch_bytes;
+    assert_int_equal(est.serving.kv_blocks, (est.serving.budget_bytes - need) / (16 * 131072));
+    assert_int_equal(est.serving.kv_tokens, est.serving.kv_blocks * 16);
     assert_int_equal(component(&est, "weights"), 8030261248ull * 2);
-    assert_int_equal(r.max_model_len, 8192);
+    assert_int_equal(est.serving.max_model_len, 8192);
+    /* the CUDA context is outside the budget and non-torch memory replaces the workspace */
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NON_TORCH), 256 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_WORKSPACE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    assert_true(est.fit.fits);
     /* TP 2: half the weights and KV heads, NCCL-sized non-torch memory */
-    x.tp = 2;
-    x.gpus = 2;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_OK);
-    assert_int_equal(r.kv_bytes_per_token, 65536);
-    assert_int_equal(r.non_torch_bytes, 2 * GM_GIB);
+    j.parallel.tp = 2;
+    j.parallel.gpus = 2;
+    assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
+    assert_int_equal(est.serving.kv_bytes_per_token, 65536);
+    assert_int_equal(est.serving.non_torch_bytes, 2 * GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NCCL), 0);
     /* no GPU given */
-    in.gpu_memory_bytes = 0;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &est, &r, &e), GM_ERR_INVALID);
+    j.gpu.memory_bytes = 0;
+    assert_int_equal(gm_estimate_run(&j, &est, &e), GM_ERR_INVALID);
 }
 
 static void test_search(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
-    struct gm_estimate_inputs in;
-    struct gm_estimate_ext x;
-    struct gm_estimate est, above;
-    struct gm_estimate_ext_result r, r2;
+    struct gm_job j;
+    struct gm_est_search r;
     struct gm_error e;
     (void)state;
-    train_inputs(&in, m);
-    in.gpu_memory_bytes = 80 * GM_GIB;
-    gm_estimate_ext_init(&x);
-    x.lora = GM_LORA_QLORA;
-    x.search = GM_SEARCH_BATCH;
-    assert_int_equal(gm_estimate_ext_search(&in, &x, &est, &r, &e), GM_OK);
-    assert_true(r.search_value >= 1);
-    assert_true(est.device_bytes <= in.gpu_memory_bytes);
+    train_job(&j, m);
+    j.gpu.memory_bytes = 80 * GM_GIB;
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, &est, &e), GM_OK);
+    assert_true(r.value >= 1);
+    assert_true(est.device_bytes <= j.gpu.memory_bytes);
+    assert_true(est.fit.fits);
     /* one more does not fit */
-    in.batch = r.search_value + 1;
-    x.search = GM_SEARCH_NONE;
-    assert_int_equal(gm_estimate_ext_run(&in, &x, &above, &r2, &e), GM_OK);
-    assert_true(above.device_bytes > in.gpu_memory_bytes);
+    j.workload.batch = r.value + 1;
+    assert_int_equal(gm_estimate_run(&j, &above, &e), GM_OK);
+    assert_true(above.device_bytes > j.gpu.memory_bytes);
+    assert_false(above.fit.fits);
     /* vLLM: the largest batch of 2048-token sequences is what the pool holds */
     {
-        struct gm_estimate_inputs vi;
-        gm_estimate_inputs_init(&vi);
-        vi.mode = GM_EST_INFER;
-        vi.model = m;
-        vi.context = 2048;
-        vi.gpu_memory_bytes = 80 * GM_GIB;
-        x.lora = GM_LORA_NONE;
-        x.engine = GM_ENGINE_VLLM;
-        x.max_num_seqs = 100000;
-        x.search = GM_SEARCH_BATCH;
-        assert_int_equal(gm_estimate_ext_search(&vi, &x, &est, &r, &e), GM_OK);
-        assert_int_equal(r.search_value, r.kv_tokens / 2048);
-        x.engine = GM_ENGINE_NONE;
-        x.max_num_seqs = 256;
+        struct gm_job v;
+        gm_job_init(&v);
+        v.mode = GM_EST_INFER;
+        v.model.model = m;
+        v.workload.context = 2048;
+        v.gpu.memory_bytes = 80 * GM_GIB;
+        v.engine.kind = GM_ENGINE_VLLM;
+        v.engine.vllm.max_num_seqs = 100000;
+        assert_int_equal(gm_estimate_search(&v, GM_SEARCH_BATCH, &r, &est, &e), GM_OK);
+        assert_int_equal(r.value, est.serving.kv_tokens / 2048);
+        /* the largest max_model_len that starts is what the pool holds (model limit 8192) */
+        v.engine.vllm.max_num_seqs = 256;
+        v.gpu.memory_bytes = 20 * GM_GIB;
+        assert_int_equal(gm_estimate_search(&v, GM_SEARCH_MAX_MODEL_LEN, &r, &est, &e), GM_OK);
+        assert_true(r.value >= 2048 && r.value <= 8192);
+        assert_true(r.hit_limit || r.value == est.serving.kv_tokens);
     }
     /* full fine-tuning of 8B on a 24 GiB card: not even batch 1 */
-    x.lora = GM_LORA_NONE;
-    x.search = GM_SEARCH_BATCH;
-    in.gpu_memory_bytes = 24 * GM_GIB;
-    assert_int_equal(gm_estimate_ext_search(&in, &x, &est, &r, &e), GM_OK);
-    assert_int_equal(r.search_value, 0);
+    j.memory.adapter = GM_ADAPTER_NONE;
+    j.workload.batch = 1;
+    j.gpu.memory_bytes = 24 * GM_GIB;
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, &est, &e), GM_OK);
+    assert_int_equal(r.value, 0);
+    /* a search needs a GPU */
+    j.gpu.memory_bytes = 0;
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, NULL, &e), GM_ERR_INVALID);
 }
 
 int main(void)
@@ -441,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
+        cmocka_unit_test(test_llamacpp_engine),
         cmocka_unit_test(test_vllm),
         cmocka_unit_test(test_search),
     };

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/* components.c - the estimate's components and what follows from them: the phase peaks,
+ * the dominating phase and the figures, the kinds (names, where they live, the snapshot
+ * category each lands in), and the enum names.
+ *
+ * Phase accounting: each component carries the set of phases during which it is live.  A
+ * phase's allocated peak is the sum of its live components inside the caching allocator;
+ * the job's peak allocated is the largest phase.  Reserved adds the allocator's excess on
+ * transient memory (blocks freed and reused at different sizes leave cached but unused
+ * segments): fragmentation x transient bytes of the peak phase, rounded up to the 2 MiB
+ * segment granularity.  Device used adds the components that live outside the caching
+ * allocator (CUDA context, workspaces, NCCL, an engine's non-torch memory). */
+#include "estimate/estimate_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
+                       uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
+                       const char *note, struct gm_error *err)
+{
+    struct gm_est_component *c;
+    if (e->n_components >= GM_EST_MAX_COMPONENTS)
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "estimate: more than %d components",
+                       GM_EST_MAX_COMPONENTS);
+    c = &e->components[e->n_components++];
+    memset(c, 0, sizeof(*c));
+    c->kind = kind;
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->bytes = bytes;
+    c->phases = phases;
+    c->transient = transient;
+    c->extent = extent;
+    if (note)
+        snprintf(c->note, sizeof(c->note), "%s", note);
+    return GM_OK;
+}
+
+void est_remove(struct gm_estimate *e, size_t i)
+{
+    if (i >= e->n_components)
+        return;
+    memmove(&e->components[i], &e->components[i + 1],
+            (e->n_components - i - 1) * sizeof(e->components[0]));
+    e->n_components--;
+}
+
+void est_assume(struct gm_estimate *e, const char *fmt, ...)
+{
+    va_list ap;
+    if (e->n_assumptions >= GM_EST_MAX_ASSUMPTIONS)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(e->assumptions[e->n_assumptions++], GM_EST_NOTE_MAX, fmt, ap);
+    va_end(ap);
+}
+
+void est_note_append(struct gm_est_component *c, const char *text)
+{
+    size_t len = strlen(c->note);
+    if (len + strlen(text) + 3 < sizeof(c->note))
+        snprintf(c->note + len, sizeof(c->note) - len, "%s%s", len ? "; " : "", text);
+}
+
+/* ---- kinds ---- */
+
+static const struct {
+    const char *name;
+    bool outside; /* outside PyTorch's caching allocator */
+    enum gm_category category;
+} kinds[GM_KIND__COUNT] = {
+    /* Categories as `gpumem snapshot categories` assigns them on a real run: autocast
+     * copies are born in forward and freed in backward (saved, like activations); a
+     * gathered layer lives within one pass (a temporary); generate()'s KV cache is born
+     * in forward and kept by the caller. */
+    [GM_KIND_WEIGHTS] = {"weights", false, GM_CATEGORY_PARAMETER},
+    [GM_KIND_MASTER_WEIGHTS] = {"master_weights", false, GM_CATEGORY_PARAMETER},
+    [GM_KIND_ADAPTERS] = {"adapters", false, GM_CATEGORY_PARAMETER},
+    [GM_KIND_WEIGHT_COPIES] = {"weight_copies", false, GM_CATEGORY_ACTIVATION},
+    [GM_KIND_GATHERED] = {"gathered", false, GM_CATEGORY_OTHER},
+    [GM_KIND_GRADIENTS] = {"gradients", false, GM_CATEGORY_GRADIENT},
+    [GM_KIND_OPTIMIZER_STATE] = {"optimizer_state", false, GM_CATEGORY_OPTIMIZER_STATE},
+    [GM_KIND_OPTIMIZER_TEMP] = {"optimizer_temp", false, GM_CATEGORY_OPTIMIZER_TEMP},
+    [GM_KIND_ACTIVATIONS] = {"activations", false, GM_CATEGORY_ACTIVATION},
+    [GM_KIND_LOGITS] = {"logits", false, GM_CATEGORY_ACTIVATION},
+    [GM_KIND_BACKWARD_TEMP] = {"backward_temp", false, GM_CATEGORY_OTHER},
+    [GM_KIND_KV_CACHE] = {"kv_cache", false, GM_CATEGORY_ACTIVATION},
+    [GM_KIND_COMM_BUFFERS] = {"comm_buffers", false, GM_CATEGORY_OTHER},
+    [GM_KIND_ENGINE_POOL] = {"engine_pool", false, GM_CATEGORY_OTHER},
+    [GM_KIND_CUDA_CONTEXT] = {"cuda_context", true, GM_CATEGORY_OTHER},
+    [GM_KIND_WORKSPACE] = {"workspace", true, GM_CATEGORY_OTHER},
+    [GM_KIND_NCCL] = {"nccl", true, GM_CATEGORY_OTHER},
+    [GM_KIND_NON_TORCH] = {"non_torch", true, GM_CATEGORY_OTHER},
+    [GM_KIND_RESERVE] = {"reserve", true, GM_CATEGORY_OTHER},
+};
+
+const char *gm_est_kind_name(enum gm_est_kind k)
+{
+    return (unsigned)k < GM_KIND__COUNT ? kinds[k].name : "unknown";
+}
+
+bool gm_est_kind_outside_allocator(enum gm_est_kind k)
+{
+    return (unsigned)k < GM_KIND__COUNT && kinds[k].outside;
+}
+
+bool gm_est_kind_category(enum gm_est_kind k, enum gm_category *out)
+{
+    if ((unsigned)k >= GM_KIND__COUNT || kinds[k].outside)
+        return false;
+    *out = kinds[k].category;
+    return true;
+}
+
+uint64_t gm_estimate_kind_bytes(const struct gm_estimate *e, enum gm_est_kind kind)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == kind)
+            s = gm_add_sat(s, e->components[i].bytes);
+    return s;
+}
+
+/* ---- figures ---- */
+
+static uint64_t phase_sum(const struct gm_estimate *e, unsigned phase, bool transient_only)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        if (gm_est_kind_outside_allocator(c->kind))
+            continue;
+        if ((c->phases & phase) && (!transient_only || c->transient))
+            s = gm_add_sat(s, c->bytes);
+    }
+    return s;
+}
+
+void est_figures(struct gm_estimate *e, double fragmentation)
+{
+    static const unsigned order[] = {GM_EST_PHASE_FORWARD_BACKWARD, GM_EST_PHASE_BACKWARD_END,
+                                     GM_EST_PHASE_OPTIMIZER_STEP, GM_EST_PHASE_PREFILL,
+                                     GM_EST_PHASE_DECODE};
+    unsigned best = 0;
+    uint64_t peak = 0, transient, frag, reserved;
+
+    e->backward_start_bytes = phase_sum(e, GM_EST_PHASE_FORWARD_BACKWARD, false);
+    e->backward_end_bytes = phase_sum(e, GM_EST_PHASE_BACKWARD_END, false);
+    e->forward_backward_bytes = e->backward_start_bytes > e->backward_end_bytes
+                                    ? e->backward_start_bytes
+                                    : e->backward_end_bytes;
+    e->optimizer_step_bytes = phase_sum(e, GM_EST_PHASE_OPTIMIZER_STEP, false);
+    e->prefill_bytes = phase_sum(e, GM_EST_PHASE_PREFILL, false);
+    e->decode_bytes = phase_sum(e, GM_EST_PHASE_DECODE, false);
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        uint64_t s = phase_sum(e, order[i], false);
+        if (s > peak) {
+            peak = s;
+            best = order[i];
+        }
+    }
+    /* The end of backward belongs to the forward/backward phase. */
+    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END
+                        ? GM_EST_PHASE_FORWARD_BACKWARD
+                        : (enum gm_est_phase)(best ? best : GM_EST_PHASE_PREFILL);
+    if (e->mode == GM_EST_WEIGHTS)
+        e->peak_phase = GM_EST_PHASE_PREFILL;
+    e->peak_allocated_bytes = peak;
+    if (e->mode == GM_EST_WEIGHTS) {
+        /* Weights loaded once: nothing is freed and reused. */
+        e->peak_reserved_bytes = peak;
+        return;
+    }
+    transient = best ? phase_sum(e, best, true) : 0;
+    frag = est_round((double)transient * (fragmentation > 0 ? fragmentation : 0));
+    reserved = gm_add_sat(peak, frag);
+    if (reserved % (2 * GM_MIB))
+        reserved = gm_add_sat(reserved, 2 * GM_MIB - reserved % (2 * GM_MIB));
+    e->peak_reserved_bytes = reserved;
+}
+
+uint64_t est_outside_bytes(const struct gm_estimate *e)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (gm_est_kind_outside_allocator(e->components[i].kind))
+            s = gm_add_sat(s, e->components[i].bytes);
+    return s;
+}
+
+double est_fragmentation(const struct gm_job *job)
+{
+    if (job->mode == GM_EST_INFER &&
+        (job->engine.kind == GM_ENGINE_VLLM || job->engine.kind == GM_ENGINE_LLAMACPP))
+        return 0;
+    return job->runtime.fragmentation;
+}
+
+/* ---- arithmetic and model shapes ---- */
+
+uint64_t est_round(double bytes)
+{
+    if (!(bytes > 0))
+        return 0;
+    if (bytes >= 18446744073709549568.0)
+        return UINT64_MAX;
+    return (uint64_t)llround(bytes);
+}
+
+uint64_t est_bits_bytes(uint64_t n, double bits)
+{
+    double whole = floor(bits);
+    /* Integral bit widths are computed exactly in integers. */
+    if (whole == bits && bits >= 1 && bits <= 64) {
+        uint64_t b = (uint64_t)bits;
+        uint64_t q = n / 8, r = n % 8;
+        return gm_add_sat(gm_mul_sat(q, b), (r * b + 7) / 8);
+    }
+    return est_round(ceil((double)n * bits / 8.0));
+}
+
+uint64_t est_div_up(uint64_t a, uint64_t b)
+{
+    return b ? a / b + (a % b != 0) : a;
+}
+
+unsigned est_weight_elem_bytes(enum gm_precision p)
+{
+    return p == GM_PREC_FP32 ? 4 : 2;
+}
+
+uint64_t est_largest_linear(const struct gm_model *m)
+{
+    uint64_t q = m->hidden * m->n_heads * m->head_dim, f = m->hidden * m->intermediate;
+    return q > f ? q : f;
+}
+
+uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc)
+{
+    if (!m->n_layers)
+        return pc->largest_tensor;
+    return (pc->attention + pc->mlp + pc->norms) / m->n_layers;
+}
+
+/* ---- names ---- */
+
+static const char *const precision_names[GM_PREC__COUNT] = {"fp32", "fp16-mixed", "bf16-mixed",
+                                                            "bf16"};
+static const char *const optimizer_names[GM_OPT__COUNT] = {
+    "adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit", "adafactor", "lion"};
+static const char *const shard_names[GM_SHARD__COUNT] = {"ddp", "zero-1", "zero-2", "zero-3",
+                                                         "fsdp"};
+static const char *const engine_names[GM_ENGINE__COUNT] = {"none", "hf", "vllm", "llama.cpp"};
+static const char *const fit_names[GM_FIT__COUNT] = {
+    "not_judged",         "fits",         "fits_paged", "device_over", "engine_would_not_start",
+    "engine_concurrency", "context_over",
+};
+
+const char *gm_precision_name(enum gm_precision p)
+{
+    return (unsigned)p < GM_PREC__COUNT ? precision_names[p] : "unknown";
+}
+
+const char *gm_optimizer_name(enum gm_optimizer o)
+{
+    return (unsigned)o < GM_OPT__COUNT ? optimizer_names[o] : "unknown";
+}
+
+const char *gm_shard_name(enum gm_shard s)
+{
+    return (unsigned)s < GM_SHARD__COUNT ? shard_names[s] : "unknown";
+}
+
+const char *gm_engine_name(enum gm_engine e)
+{
+    return (unsigned)e < GM_ENGINE__COUNT ? engine_names[e] : "unknown";
+}
+
+const char *gm_fit_reason_name(enum gm_fit_reason r)
+{
+    return (unsigned)r < GM_FIT__COUNT ? fit_names[r] : "unknown";
+}
+
+const char *gm_est_phase_name(enum gm_est_phase p)
+{
+    switch (p) {
+    case GM_EST_PHASE_FORWARD_BACKWARD:
+        return "forward_backward";
+    case GM_EST_PHASE_OPTIMIZER_STEP:
+        return "optimizer_step";
+    case GM_EST_PHASE_PREFILL:
+        return "prefill";
+    case GM_EST_PHASE_DECODE:
+        return "decode";
+    case GM_EST_PHASE_BACKWARD_END:
+        return "backward_end";
+    }
+    return "unknown";
+}
+
+const char *gm_est_phases_name(unsigned phases)
+{
+    if ((phases & GM_EST_PHASE_TRAIN_ALL) == GM_EST_PHASE_TRAIN_ALL ||
+        (phases & GM_EST_PHASE_INFER_ALL) == GM_EST_PHASE_INFER_ALL)
+        return "persistent";
+    if (phases == (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP))
+        return "backward+optimizer_step";
+    if (phases & GM_EST_PHASE_FORWARD_BACKWARD)
+        return "forward_backward";
+    if (phases & GM_EST_PHASE_OPTIMIZER_STEP)
+        return "optimizer_step";
+    if (phases & GM_EST_PHASE_PREFILL)
+        return "prefill";
+    if (phases & GM_EST_PHASE_DECODE)
+        return "decode";
+    return "none";
+}

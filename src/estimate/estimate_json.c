@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/* estimate_json.c - the gpumem.estimate/1 document of a report: what `gpumem estimate
+ * --json` prints and what a binding returns, written in one place.  Reads its input only.
+ *
+ * Keys in this order: schema, gpumem_version, inputs (the job as given), model,
+ * parameters, weights_bytes, components (inside the caching allocator, each with its
+ * kind), phases, peak, overheads (outside the allocator, by kind), activations_per_token
+ * (blog method), assumptions, fit (with a GPU) or fits_on, suggestions; then, when they
+ * apply, model_file, setup, devices, paged_optimizer, lora, serving, search, deepspeed. */
+#include "estimate/estimate_int.h"
+
+#include "gpumem/json.h"
+#include "gpumem/version.h"
+
+static const char *mode_name(enum gm_est_mode m)
+{
+    return m == GM_EST_TRAIN ? "train" : m == GM_EST_INFER ? "infer" : "weights";
+}
+
+static const char *choice_name(const char *setting, int index)
+{
+    const struct gm_job_setting *s = gm_job_setting_find(setting);
+    const char *const *c = s->choices;
+    for (int i = 0; c[i]; i++)
+        if ((s->values ? s->values[i] : i) == index)
+            return c[i];
+    return "unknown";
+}
+
+static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    const struct gm_job *j = &r->job;
+    const struct gm_model *m = j->model.model;
+    gm_json_key(w, "inputs");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "mode", mode_name(j->mode));
+    gm_json_kv_str(w, "method", choice_name("method", (int)j->method));
+    if (m)
+        gm_json_kv_str(w, "model", m->name);
+    else
+        gm_json_kv_null(w, "model");
+    if (j->model.n_params)
+        gm_json_kv_u64(w, "parameters", j->model.n_params);
+    else
+        gm_json_kv_null(w, "parameters");
+    if (j->numerics.weight_format == GM_WEIGHTS_BITS)
+        gm_json_kv_double(w, "bits", j->numerics.weight_bits);
+    else
+        gm_json_kv_null(w, "bits");
+    gm_json_kv_u64(w, "reserve_bytes", j->runtime.reserve_bytes);
+    if (j->mode == GM_EST_TRAIN) {
+        gm_json_kv_str(w, "precision", gm_precision_name(j->numerics.precision));
+        gm_json_kv_str(w, "optimizer", gm_optimizer_name(j->numerics.optimizer));
+        gm_json_kv_str(w, "optimizer_impl", choice_name("optimizer-impl", j->numerics.optim_impl));
+        gm_json_kv_u64(w, "batch", j->workload.batch);
+        gm_json_kv_u64(w, "seq", j->workload.seq);
+        gm_json_kv_str(w, "grad_checkpointing",
+                       choice_name("grad-checkpointing", j->memory.checkpointing));
+        gm_json_kv_str(w, "attention", choice_name("attention", j->memory.attention));
+        gm_json_kv_str(w, "zero_grad", choice_name("zero-grad", j->numerics.zero_grad));
+        if (j->numerics.activations_per_token > 0)
+            gm_json_kv_double(w, "activations_per_token", j->numerics.activations_per_token);
+        else
+            gm_json_kv_null(w, "activations_per_token");
+    }
+    if (j->mode == GM_EST_INFER) {
+        gm_json_kv_u64(w, "batch", j->workload.batch);
+        gm_json_kv_u64(w, "context", j->workload.context);
+        gm_json_kv_u64(w, "new_tokens", j->workload.new_tokens);
+        gm_json_kv_str(w, "kv_dtype",
+                       j->numerics.kv_dtype == GM_DTYPE_UNKNOWN
+                           ? "auto"
+                           : gm_dtype_name(j->numerics.kv_dtype));
+        gm_json_kv_str(w, "attention", choice_name("attention", j->memory.attention));
+        gm_json_kv_bool(w, "full_logits", j->workload.full_logits);
+    }
+    gm_json_kv_u64(w, "cuda_context_bytes", j->runtime.cuda_context_bytes);
+    gm_json_kv_u64(w, "workspace_bytes", j->runtime.workspace_bytes);
+    gm_json_kv_double(w, "fragmentation", j->runtime.fragmentation);
+    if (j->gpu.memory_bytes)
+        gm_json_kv_str(w, "gpu", j->gpu.label);
+    else
+        gm_json_kv_null(w, "gpu");
+    gm_json_kv_u64(w, "gpu_memory_bytes", j->gpu.memory_bytes);
+    gm_json_end_object(w);
+}
+
+static void json_model(struct gm_json *w, const struct gm_model *m)
+{
+    gm_json_key(w, "model");
+    if (!m) {
+        gm_json_null(w);
+        return;
+    }
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "name", m->name);
+    gm_json_kv_str(w, "model_type", m->model_type);
+    gm_json_kv_str(w, "arch", gm_arch_name(m->arch));
+    gm_json_kv_u64(w, "hidden_size", m->hidden);
+    gm_json_kv_u64(w, "num_hidden_layers", m->n_layers);
+    gm_json_kv_u64(w, "num_attention_heads", m->n_heads);
+    gm_json_kv_u64(w, "num_key_value_heads", m->n_kv_heads);
+    gm_json_kv_u64(w, "head_dim", m->head_dim);
+    gm_json_kv_u64(w, "intermediate_size", m->intermediate);
+    gm_json_kv_u64(w, "vocab_size", m->vocab);
+    gm_json_kv_bool(w, "tie_word_embeddings", m->tied_embeddings);
+    gm_json_kv_u64(w, "sliding_window", m->sliding_window);
+    gm_json_kv_u64(w, "num_experts", m->n_experts);
+    gm_json_kv_u64(w, "num_experts_per_tok", m->n_experts_active);
+    gm_json_end_object(w);
+}
+
+static const char *peak_phase_name(const struct gm_estimate *e)
+{
+    return e->mode == GM_EST_WEIGHTS ? "weights" : gm_est_phase_name(e->peak_phase);
+}
+
+static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
+{
+    gm_json_kv_u64(w, "parameters", e->n_params);
+    gm_json_kv_u64(w, "weights_bytes", e->weight_bytes);
+    gm_json_key(w, "components");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        if (gm_est_kind_outside_allocator(c->kind))
+            continue;
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "name", c->name);
+        gm_json_kv_str(w, "kind", gm_est_kind_name(c->kind));
+        gm_json_kv_u64(w, "bytes", c->bytes);
+        gm_json_kv_str(w, "phase", gm_est_phases_name(c->phases));
+        gm_json_kv_bool(w, "transient", c->transient);
+        gm_json_kv_str(w, "note", c->note);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "phases");
+    gm_json_begin_object(w);
+    if (e->mode == GM_EST_TRAIN) {
+        gm_json_kv_u64(w, "forward_backward_bytes", e->forward_backward_bytes);
+        gm_json_kv_u64(w, "optimizer_step_bytes", e->optimizer_step_bytes);
+        gm_json_kv_u64(w, "backward_start_bytes", e->backward_start_bytes);
+        gm_json_kv_u64(w, "backward_end_bytes", e->backward_end_bytes);
+    } else if (e->mode == GM_EST_INFER) {
+        gm_json_kv_u64(w, "prefill_bytes", e->prefill_bytes);
+        gm_json_kv_u64(w, "decode_bytes", e->decode_bytes);
+    }
+    gm_json_end_object(w);
+    gm_json_key(w, "peak");
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "allocated_bytes", e->peak_allocated_bytes);
+    gm_json_kv_u64(w, "reserved_bytes", e->peak_reserved_bytes);
+    gm_json_kv_u64(w, "device_bytes", e->device_bytes);
+    gm_json_kv_str(w, "phase", peak_phase_name(e));
+    gm_json_end_object(w);
+    gm_json_key(w, "overheads");
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "cuda_context_bytes", gm_estimate_kind_bytes(e, GM_KIND_CUDA_CONTEXT));
+    gm_json_kv_u64(w, "workspace_bytes", gm_estimate_kind_bytes(e, GM_KIND_WORKSPACE));
+    gm_json_kv_u64(w, "nccl_bytes", gm_estimate_kind_bytes(e, GM_KIND_NCCL));
+    gm_json_kv_u64(w, "non_torch_bytes", gm_estimate_kind_bytes(e, GM_KIND_NON_TORCH));
+    gm_json_kv_u64(w, "reserve_bytes", gm_estimate_kind_bytes(e, GM_KIND_RESERVE));
+    gm_json_end_object(w);
+}
+
+static const char *cost_name(enum gm_sugg_cost c)
+{
+    static const char *const names[] = {"none",    "speed",    "numerics",
+                                        "quality", "workload", "hardware"};
+    return (unsigned)c < sizeof names / sizeof names[0] ? names[c] : "unknown";
+}
+
+static void json_fit(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    const struct gm_estimate *e = &r->est;
+    const struct gm_est_fit *f = &e->fit;
+    if (r->job.gpu.memory_bytes) {
+        gm_json_key(w, "fit");
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "gpu", r->job.gpu.label);
+        gm_json_kv_u64(w, "capacity_bytes", f->capacity_bytes);
+        gm_json_kv_bool(w, "fits", f->fits);
+        gm_json_kv_str(w, "reason", gm_fit_reason_name(f->reason));
+        gm_json_kv_str(w, "message", f->text);
+        gm_json_kv_i64(w, "headroom_bytes", f->headroom_bytes);
+        gm_json_kv_u64(w, "shortfall_bytes", f->shortfall_bytes);
+        gm_json_key(w, "devices");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < e->layout.n_groups; i++) {
+            gm_json_begin_object(w);
+            gm_json_kv_str(w, "role", e->layout.groups[i].role);
+            gm_json_kv_u64(w, "first_rank", e->layout.groups[i].first_rank);
+            gm_json_kv_u64(w, "count", e->layout.groups[i].count);
+            gm_json_kv_u64(w, "device_bytes", e->layout.groups[i].device_bytes);
+            gm_json_kv_bool(w, "fits", f->group_fits[i]);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
+        if (!f->fits)
+            gm_json_kv_bool(w, "nothing_fits", r->suggestions.none_fits);
+        gm_json_end_object(w);
+    } else {
+        gm_json_key(w, "fits_on");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < r->n_fits_on; i++)
+            gm_json_str(w, gm_gpu_catalog_get(r->fits_on[i])->name);
+        gm_json_end_array(w);
+    }
+    gm_json_key(w, "suggestions");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < r->suggestions.n; i++) {
+        const struct gm_est_suggestion *s = &r->suggestions.items[i];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "change", s->change);
+        gm_json_kv_u64(w, "device_bytes", s->device_bytes);
+        gm_json_kv_bool(w, "fits", s->fits);
+        gm_json_kv_str(w, "cost", cost_name(s->cost));
+        gm_json_kv_str(w, "trade", s->trade);
+        gm_json_kv_bool(w, "combined", s->combined);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}
+
+static void json_model_file(struct gm_json *w, const struct gm_modelfile *f)
+{
+    gm_json_key(w, "model_file");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "format", f->format == GM_MODELFILE_GGUF ? "gguf" : "safetensors");
+    if (f->format == GM_MODELFILE_GGUF)
+        gm_json_kv_u64(w, "gguf_version", f->gguf_version);
+    gm_json_kv_u64(w, "files", f->n_files);
+    gm_json_kv_u64(w, "tensors", f->n_tensors);
+    gm_json_kv_u64(w, "parameters", f->n_params);
+    gm_json_kv_u64(w, "bytes", f->n_bytes);
+    gm_json_kv_u64(w, "header_bytes", f->header_bytes);
+    gm_json_key(w, "dtypes");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < f->n_dtypes; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "dtype", f->dtypes[i].name);
+        gm_json_kv_u64(w, "tensors", f->dtypes[i].n_tensors);
+        gm_json_kv_u64(w, "elements", f->dtypes[i].n_elements);
+        gm_json_kv_u64(w, "bytes", f->dtypes[i].n_bytes);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_kv_str(w, "largest_module", f->largest_module);
+    gm_json_kv_u64(w, "largest_module_parameters", f->largest_module_params);
+    gm_json_end_object(w);
+}
+
+/* Whether the job goes beyond one GPU, full training and plain generation. */
+static bool extended(const struct gm_estimate_report *r)
+{
+    const struct gm_job *j = &r->job;
+    return j->memory.adapter != GM_ADAPTER_NONE || j->parallel.shard != GM_SHARD_NONE ||
+           j->parallel.offload_optimizer || j->parallel.offload_params ||
+           j->parallel.sequence_parallel || j->memory.paged_optimizer || r->searched ||
+           j->parallel.gpus > 1 || j->parallel.tp > 1 || j->parallel.pp > 1 ||
+           j->engine.kind != GM_ENGINE_NONE || j->workload.grad_accum > 1 ||
+           j->memory.checkpointing == GM_CKPT_SELECTIVE || r->has_deepspeed;
+}
+
+static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    const struct gm_job *j = &r->job;
+    const struct gm_est_layout *l = &r->est.layout;
+    gm_json_key(w, "setup");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "lora",
+                   j->memory.adapter == GM_ADAPTER_QLORA  ? "qlora"
+                   : j->memory.adapter == GM_ADAPTER_LORA ? "lora"
+                                                          : "none");
+    gm_json_kv_str(w, "sharding", gm_shard_name(j->parallel.shard));
+    gm_json_kv_u64(w, "gpus", j->parallel.gpus);
+    gm_json_kv_u64(w, "tp", j->parallel.tp);
+    gm_json_kv_u64(w, "pp", j->parallel.pp);
+    gm_json_kv_bool(w, "sequence_parallel", j->parallel.sequence_parallel);
+    gm_json_kv_bool(w, "offload_optimizer", j->parallel.offload_optimizer);
+    gm_json_kv_bool(w, "offload_params", j->parallel.offload_params);
+    gm_json_kv_u64(w, "grad_accum", j->workload.grad_accum);
+    gm_json_kv_bool(w, "selective_checkpointing", j->memory.checkpointing == GM_CKPT_SELECTIVE);
+    gm_json_kv_bool(w, "paged_optimizer", j->memory.paged_optimizer);
+    gm_json_kv_str(w, "engine", gm_engine_name(j->engine.kind));
+    gm_json_end_object(w);
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    /* DeepSpeed's table alone (no model): gpumem made no per-device estimate */
+    for (size_t i = 0; i < l->n_groups && !r->deepspeed_only; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "role", l->groups[i].role);
+        gm_json_kv_u64(w, "first_rank", l->groups[i].first_rank);
+        gm_json_kv_u64(w, "count", l->groups[i].count);
+        if (l->groups[i].layers)
+            gm_json_kv_u64(w, "layers", l->groups[i].layers);
+        gm_json_kv_u64(w, "allocated_bytes", l->groups[i].allocated_bytes);
+        gm_json_kv_u64(w, "reserved_bytes", l->groups[i].reserved_bytes);
+        gm_json_kv_u64(w, "device_bytes", l->groups[i].device_bytes);
+        gm_json_kv_u64(w, "host_bytes_per_node", l->host_bytes_per_node);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}
+
+static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    const struct gm_job *j = &r->job;
+    const struct gm_estimate *e = &r->est;
+    const struct gm_est_serving *sv = &e->serving;
+    if (j->memory.paged_optimizer) {
+        gm_json_key(w, "paged_optimizer");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "pageable_bytes", e->pageable_bytes);
+        if (j->gpu.memory_bytes)
+            gm_json_kv_bool(w, "fits_with_paging", e->fit.fits);
+        gm_json_end_object(w);
+    }
+    if (j->memory.adapter != GM_ADAPTER_NONE) {
+        gm_json_key(w, "lora");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "rank", j->memory.lora.rank);
+        gm_json_kv_u64(w, "trainable_parameters", e->lora.trainable_params);
+        gm_json_kv_u64(w, "frozen_parameters", e->lora.frozen_params);
+        gm_json_kv_u64(w, "frozen_weight_bytes", e->lora.base_weight_bytes);
+        gm_json_kv_u64(w, "nf4_constant_bytes", e->lora.nf4_constant_bytes);
+        gm_json_end_object(w);
+    }
+    if (j->mode == GM_EST_INFER &&
+        (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_LLAMACPP)) {
+        gm_json_key(w, "serving");
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "engine", gm_engine_name(j->engine.kind));
+        gm_json_kv_u64(w, "kv_bytes_per_token", sv->kv_bytes_per_token);
+        if (j->engine.kind == GM_ENGINE_VLLM) {
+            gm_json_kv_u64(w, "budget_bytes", sv->budget_bytes);
+            gm_json_kv_u64(w, "non_torch_bytes", sv->non_torch_bytes);
+            gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
+            gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);
+            gm_json_kv_u64(w, "kv_blocks", sv->kv_blocks);
+            gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);
+            gm_json_kv_u64(w, "max_model_len", sv->max_model_len);
+            gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
+            gm_json_kv_bool(w, "starts", sv->kv_tokens >= sv->max_model_len);
+        } else {
+            gm_json_kv_u64(w, "compute_buffer_bytes", sv->compute_buffer_bytes);
+        }
+        gm_json_end_object(w);
+    }
+    if (r->searched) {
+        gm_json_key(w, "search");
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "what",
+                       r->search.what == GM_SEARCH_BATCH           ? "batch"
+                       : r->search.what == GM_SEARCH_MAX_MODEL_LEN ? "max_model_len"
+                       : j->mode == GM_EST_TRAIN                   ? "seq"
+                                                                   : "context");
+        gm_json_kv_u64(w, "largest_fitting", r->search.value);
+        gm_json_kv_bool(w, "limit_reached", r->search.hit_limit);
+        gm_json_kv_u64(w, "limit", r->search.limit);
+        gm_json_end_object(w);
+    }
+}
+
+static void json_deepspeed(struct gm_json *w, const struct gm_deepspeed *d)
+{
+    gm_json_key(w, "deepspeed");
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "stage", d->stage);
+    gm_json_kv_u64(w, "total_params", d->total_params);
+    gm_json_kv_u64(w, "largest_layer_params", d->largest_layer_params);
+    gm_json_kv_u64(w, "gpus_per_node", d->gpus_per_node);
+    gm_json_kv_u64(w, "nodes", d->nodes);
+    gm_json_kv_double(w, "additional_buffer_factor", d->buffer_factor);
+    gm_json_key(w, "zero_paper_bytes");
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "baseline", d->zero_paper[0]);
+    gm_json_kv_u64(w, "os", d->zero_paper[1]);
+    gm_json_kv_u64(w, "os_g", d->zero_paper[2]);
+    gm_json_kv_u64(w, "os_g_p", d->zero_paper[3]);
+    gm_json_end_object(w);
+    gm_json_key(w, "rows");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < d->n_rows; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_bool(w, "offload_optimizer", d->rows[i].offload_optimizer);
+        if (d->stage == 3) {
+            gm_json_kv_bool(w, "offload_params", d->rows[i].offload_params);
+            gm_json_kv_bool(w, "zero_init", d->rows[i].zero_init);
+        }
+        gm_json_kv_u64(w, "cpu_bytes", d->rows[i].cpu_bytes);
+        gm_json_kv_u64(w, "gpu_bytes", d->rows[i].gpu_bytes);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report *r,
+                                       struct gm_error *err)
+{
+    const struct gm_estimate *e = &r->est;
+    struct gm_json w;
+
+    gm_json_init(&w, f, GM_JSON_PRETTY);
+    gm_json_begin_object(&w);
+    gm_json_kv_str(&w, "schema", "gpumem.estimate/1");
+    gm_json_kv_str(&w, "gpumem_version", gm_version());
+    json_inputs(&w, r);
+    json_model(&w, r->job.model.model);
+    json_estimate(&w, e);
+    if (r->job.method == GM_METHOD_BLOG && e->mode == GM_EST_TRAIN)
+        gm_json_kv_double(&w, "activations_per_token", e->activations_per_token);
+    gm_json_key(&w, "assumptions");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < e->n_assumptions; i++)
+        gm_json_str(&w, e->assumptions[i]);
+    gm_json_end_array(&w);
+    json_fit(&w, r);
+    if (r->job.model.files)
+        json_model_file(&w, r->job.model.files);
+    if (extended(r)) {
+        json_layout(&w, r);
+        json_extras(&w, r);
+    }
+    if (r->has_deepspeed)
+        json_deepspeed(&w, &r->deepspeed);
+    gm_json_end_object(&w);
+    if (!gm_json_finish(&w))
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the JSON document failed");
+    return GM_OK;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* fit.c - the one fit predicate.
+ *
+ * A job fits when every device's predicted device-used figure is within its capacity AND
+ * the engine would start and serve what was asked:
+ *   vLLM       its KV pool holds one max_model_len sequence (else it refuses to start),
+ *              and the requested concurrent sequences (batch x (context + new tokens),
+ *              at most max_num_seqs);
+ *   llama.cpp  the KV cache for n_ctx fits beside the weights (it is allocated up front).
+ * A paged optimizer (bitsandbytes) keeps its state in unified memory: a job short by no
+ * more than that state runs, with part of it paged to host memory.  Every verdict carries
+ * its reason, a sentence, and how far the job is from fitting (shortfall_bytes), which the
+ * suggestion engine compares across candidate changes. */
+#include "estimate/estimate_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static double gib(uint64_t b)
+{
+    return (double)b / (double)GM_GIB;
+}
+
+void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t capacity,
+               struct gm_est_fit *fit)
+{
+    const struct gm_est_layout *l = &e->layout;
+    const struct gm_est_serving *sv = &e->serving;
+    size_t worst = 0;
+    bool over = false;
+
+    memset(fit, 0, sizeof(*fit));
+    fit->capacity_bytes = capacity;
+    fit->device_bytes = e->device_bytes;
+    for (size_t i = 0; i < l->n_groups; i++) {
+        if (l->groups[i].device_bytes > fit->device_bytes)
+            fit->device_bytes = l->groups[i].device_bytes;
+        if (l->groups[i].device_bytes > l->groups[worst].device_bytes)
+            worst = i;
+    }
+    if (!capacity) {
+        fit->reason = GM_FIT_NOT_JUDGED;
+        snprintf(fit->text, sizeof fit->text, "no GPU given");
+        return;
+    }
+    fit->headroom_bytes = (int64_t)capacity - (int64_t)fit->device_bytes;
+    for (size_t i = 0; i < l->n_groups; i++) {
+        fit->group_fits[i] = l->groups[i].device_bytes <= capacity;
+        over = over || !fit->group_fits[i];
+    }
+    if (!l->n_groups)
+        over = e->device_bytes > capacity;
+
+    if (over) {
+        uint64_t short_by = fit->device_bytes - capacity;
+        bool llamacpp = job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP;
+        uint64_t kv = gm_estimate_kind_bytes(e, GM_KIND_KV_CACHE);
+        if (job->mode == GM_EST_TRAIN && job->memory.paged_optimizer &&
+            short_by <= e->pageable_bytes) {
+            fit->reason = GM_FIT_FITS_PAGED;
+            fit->fits = true;
+            fit->paged_bytes = short_by;
+            snprintf(fit->text, sizeof fit->text,
+                     "with %.2f GiB of the paged optimizer state in host memory (slower "
+                     "optimizer steps)",
+                     gib(short_by));
+            return;
+        }
+        fit->shortfall_bytes = short_by;
+        if (llamacpp && kv >= short_by) {
+            fit->reason = GM_FIT_CONTEXT_OVER;
+            snprintf(fit->text, sizeof fit->text,
+                     "short by %.2f GiB: the weights fit, the KV cache for n_ctx %llu does not",
+                     gib(short_by), (unsigned long long)sv->n_ctx);
+            return;
+        }
+        fit->reason = GM_FIT_DEVICE_OVER;
+        if (l->n_groups > 1)
+            snprintf(fit->text, sizeof fit->text, "short by %.2f GiB on ranks %llu-%llu (%s)",
+                     gib(short_by), (unsigned long long)l->groups[worst].first_rank,
+                     (unsigned long long)(l->groups[worst].first_rank + l->groups[worst].count - 1),
+                     l->groups[worst].role);
+        else
+            snprintf(fit->text, sizeof fit->text, "short by %.2f GiB", gib(short_by));
+        return;
+    }
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM) {
+        uint64_t want =
+            gm_mul_sat(job->workload.batch, job->workload.context + job->workload.new_tokens);
+        uint64_t seqs = job->engine.vllm.max_num_seqs ? job->engine.vllm.max_num_seqs : 256;
+        if (sv->kv_tokens < sv->max_model_len) {
+            fit->reason = GM_FIT_ENGINE_NO_START;
+            fit->shortfall_bytes =
+                gm_mul_sat(sv->max_model_len - sv->kv_tokens, sv->kv_bytes_per_token);
+            snprintf(fit->text, sizeof fit->text,
+                     "vLLM would refuse to start: its KV pool holds %llu tokens, fewer than "
+                     "max_model_len %llu",
+                     (unsigned long long)sv->kv_tokens, (unsigned long long)sv->max_model_len);
+            return;
+        }
+        if (sv->kv_tokens < want || job->workload.batch > seqs) {
+            fit->reason = GM_FIT_ENGINE_CONCURRENCY;
+            fit->shortfall_bytes =
+                sv->kv_tokens < want
+                    ? gm_mul_sat(want - sv->kv_tokens, sv->kv_bytes_per_token)
+                    : gm_mul_sat(gm_mul_sat(job->workload.batch - seqs,
+                                            job->workload.context + job->workload.new_tokens),
+                                 sv->kv_bytes_per_token);
+            snprintf(fit->text, sizeof fit->text,
+                     "vLLM serves fewer than %llu sequences of %llu tokens at once (KV pool "
+                     "%llu tokens, max_num_seqs %llu)",
+                     (unsigned long long)job->workload.batch,
+                     (unsigned long long)(job->workload.context + job->workload.new_tokens),
+                     (unsigned long long)sv->kv_tokens, (unsigned long long)seqs);
+            return;
+        }
+    }
+    fit->reason = GM_FIT_FITS;
+    fit->fits = true;
+    snprintf(fit->text, sizeof fit->text, "headroom %.2f GiB", gib((uint64_t)fit->headroom_bytes));
+}
+
+enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err)
+{
+    (void)err;
+    est_judge(cx->job, cx->e, cx->job->gpu.memory_bytes, &cx->e->fit);
+    return GM_OK;
+}

@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: MIT */
+/* job.c - the job description: its defaults, the table of settings by name (what the
+ * CLI's options and a binding's keyword arguments set), and the checks across settings.
+ *
+ * Each setting is one row: name, type, help, where it applies (modes, engine), the field
+ * of struct gm_job it fills and the range it accepts, or a setter for the few that fill
+ * several fields.  gm_job_set() parses and checks one value; gm_job_check() checks what
+ * only the whole job can tell (settings that do not apply to the mode, settings that
+ * exclude each other, counts that must divide).  The stages check what needs the model. */
+#include "estimate/estimate_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void gm_job_init(struct gm_job *job)
+{
+    memset(job, 0, sizeof(*job));
+    job->mode = GM_EST_WEIGHTS;
+    job->method = GM_METHOD_ARCH;
+    job->workload.batch = 1;
+    job->workload.seq = 2048;
+    job->workload.context = 2048;
+    job->workload.grad_accum = 1;
+    job->numerics.precision = GM_PREC_BF16_MIXED;
+    job->numerics.weight_format = GM_WEIGHTS_AS_STORED;
+    job->numerics.kv_dtype = GM_DTYPE_UNKNOWN;
+    job->numerics.optimizer = GM_OPT_ADAMW;
+    job->numerics.optim_impl = GM_OPTIM_FOREACH;
+    job->numerics.zero_grad = GM_ZERO_GRAD_SET_TO_NONE;
+    job->memory.checkpointing = GM_CKPT_NONE;
+    job->memory.attention = GM_ATTN_SDPA;
+    job->memory.adapter = GM_ADAPTER_NONE;
+    job->memory.lora.rank = 16;
+    job->memory.lora.targets = GM_LORA_ATTENTION;
+    job->memory.lora.double_quant = true;
+    job->memory.lora.block = 64;
+    job->memory.lora.fp32_upcast = true;
+    job->parallel.tp = 1;
+    job->parallel.pp = 1;
+    job->parallel.shard = GM_SHARD_NONE;
+    job->parallel.bucket_elements = 500000000;
+    job->engine.kind = GM_ENGINE_NONE;
+    job->engine.vllm.gpu_memory_utilization = 0.9;
+    job->engine.vllm.block_size = 16;
+    job->engine.vllm.max_num_seqs = 256;
+    job->engine.vllm.cuda_graph_bytes = 512 * GM_MIB;
+    job->engine.llamacpp.n_ubatch = 512;
+    job->runtime.cuda_context_bytes = 450 * GM_MIB;
+    job->runtime.workspace_bytes = 64 * GM_MIB;
+    job->runtime.fragmentation = 0.25;
+    job->search = GM_SEARCH_NONE;
+    job->search_limit = (uint64_t)1 << 20;
+}
+
+/* ---- setters that fill more than one field ---- */
+
+static enum gm_status set_train(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->mode = GM_EST_TRAIN;
+    return GM_OK;
+}
+
+static enum gm_status set_infer(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->mode = GM_EST_INFER;
+    return GM_OK;
+}
+
+static enum gm_status set_bits(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    if (!(v->number > 0))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bits: must be above 0");
+    j->numerics.weight_format = GM_WEIGHTS_BITS;
+    j->numerics.weight_bits = v->number;
+    return GM_OK;
+}
+
+static enum gm_status set_reserve(struct gm_job *j, const union gm_job_value *v,
+                                  struct gm_error *err)
+{
+    (void)err;
+    j->runtime.reserve_bytes = (uint64_t)llround(v->number * (double)GM_GIB);
+    return GM_OK;
+}
+
+static enum gm_status set_lora(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->memory.adapter = GM_ADAPTER_LORA;
+    return GM_OK;
+}
+
+static enum gm_status set_qlora(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->memory.adapter = GM_ADAPTER_QLORA;
+    return GM_OK;
+}
+
+static enum gm_status set_targets(struct gm_job *j, const union gm_job_value *v,
+                                  struct gm_error *err)
+{
+    if (gm_lora_targets_parse(v->text, &j->memory.lora.targets, err) != GM_OK)
+        return gm_error_prefix(err, "--lora-targets");
+    return GM_OK;
+}
+
+static enum gm_status set_no_dq(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->memory.lora.double_quant = false;
+    return GM_OK;
+}
+
+static enum gm_status set_no_upcast(struct gm_job *j, const union gm_job_value *v,
+                                    struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->memory.lora.fp32_upcast = false;
+    return GM_OK;
+}
+
+static enum gm_status set_fsdp(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->parallel.shard = GM_SHARD_FSDP;
+    return GM_OK;
+}
+
+static enum gm_status set_max_batch(struct gm_job *j, const union gm_job_value *v,
+                                    struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->search = GM_SEARCH_BATCH;
+    return GM_OK;
+}
+
+static enum gm_status set_max_context(struct gm_job *j, const union gm_job_value *v,
+                                      struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->search = GM_SEARCH_CONTEXT;
+    return GM_OK;
+}
+
+static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    const struct gm_gpu *g;
+    if (gm_gpu_lookup(v->text, &g, err) != GM_OK)
+        return gm_error_prefix(err, "--gpu");
+    j->gpu.memory_bytes = g->memory_bytes;
+    snprintf(j->gpu.label, sizeof j->gpu.label, "%s", g->name);
+    return GM_OK;
+}
+
+/* "80" means 80 GiB; anything with a unit goes through gm_parse_size(). */
+static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    const char *s = v->text;
+    uint64_t b;
+    if (strspn(s, "0123456789.") == strlen(s)) {
+        double d;
+        if (gm_parse_double(s, &d, NULL) != GM_OK || !(d > 0) || d > 1048576.0)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--gpu-memory: '%s' is not a size in GiB between 0 and 1048576", s);
+        b = (uint64_t)llround(d * (double)GM_GIB);
+    } else {
+        if (gm_parse_size(s, &b, err) != GM_OK)
+            return gm_error_prefix(err, "--gpu-memory");
+        if (b == 0)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--gpu-memory: must be above zero");
+    }
+    j->gpu.memory_bytes = b;
+    snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);
+    return GM_OK;
+}
+
+/* ---- the table ---- */
+
+static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixed", "bf16", NULL};
+static const char *const optimizer_choices[] = {"adamw",      "adam",      "sgd",  "sgd-momentum",
+                                                "adamw-8bit", "adafactor", "lion", NULL};
+static const char *const impl_choices[] = {"foreach", "fused", "for-loop", NULL};
+static const char *const ckpt_choices[] = {"none", "full", "selective", NULL};
+static const char *const attn_choices[] = {"sdpa", "eager", NULL};
+static const char *const method_choices[] = {"arch", "blog", "deepspeed", NULL};
+static const char *const zero_grad_choices[] = {"set-to-none", "zeros", NULL};
+static const char *const kv_choices[] = {"auto", "fp32", "fp16", "bf16",
+                                         "fp8",  "int8", "int4", NULL};
+static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM_DTYPE_BF16,
+                                GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
+static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
+static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", NULL};
+
+#define OFF(field) offsetof(struct gm_job, field)
+#define NO_FIELD   SIZE_MAX
+#define TRAIN      GM_APPLIES_TRAIN
+#define INFER      GM_APPLIES_INFER
+#define RUN        (GM_APPLIES_TRAIN | GM_APPLIES_INFER)
+#define ANY        GM_APPLIES_ANY
+#define TOKENS     ((double)EST_MAX_TOKENS)
+#define BYTES      ((double)EST_MAX_BYTES)
+#define FLAG(n, h, modes, eng, field)                                                              \
+    {                                                                                              \
+        n, GM_JOB_FLAG, NULL, h, NULL, modes, eng, OFF(field), 0, 0, 0, NULL, NULL                 \
+    }
+#define FLAG_FN(n, h, modes, fn)                                                                   \
+    {                                                                                              \
+        n, GM_JOB_FLAG, NULL, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn          \
+    }
+#define NUM(n, type, a, h, modes, eng, field, lo, hi, open)                                        \
+    {                                                                                              \
+        n, type, a, h, NULL, modes, eng, OFF(field), lo, hi, open, NULL, NULL                      \
+    }
+#define NUM_FN(n, type, a, h, modes, lo, hi, open, fn)                                             \
+    {                                                                                              \
+        n, type, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, lo, hi, open, NULL, fn               \
+    }
+#define CHOICE(n, c, vals, h, modes, field)                                                        \
+    {                                                                                              \
+        n, GM_JOB_CHOICE, NULL, h, c, modes, GM_ENGINE_NONE, OFF(field), 0, 0, 0, vals, NULL       \
+    }
+#define TEXT_FN(n, a, h, modes, fn)                                                                \
+    {                                                                                              \
+        n, GM_JOB_TEXT, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn             \
+    }
+
+static const struct gm_job_setting settings[] = {
+    NUM("parameters", GM_JOB_COUNT, "N",
+        "parameter count (plain numbers, or override): 7000000000, 7e9, 1.5B, 500M", ANY,
+        GM_ENGINE_NONE, model.n_params, 0, (double)EST_MAX_PARAMS, 0),
+    NUM_FN("bits", GM_JOB_DOUBLE, "B", "bits per weight (weights / inference), e.g. 16, 8, 4.5",
+           GM_APPLIES_WEIGHTS | INFER, 0, 64, 1, set_bits),
+    NUM_FN("reserve-gib", GM_JOB_DOUBLE, "GIB",
+           "weights mode: flat reserve for everything else (an assumption)", GM_APPLIES_WEIGHTS, 0,
+           1048576, 0, set_reserve),
+    FLAG_FN("train", "estimate one training step", ANY, set_train),
+    FLAG_FN("infer", "estimate generation (KV cache, prefill)", ANY, set_infer),
+    CHOICE("precision", precision_choices, NULL, "training precision (default bf16-mixed)", TRAIN,
+           numerics.precision),
+    CHOICE("optimizer", optimizer_choices, NULL, "optimizer (default adamw)", TRAIN,
+           numerics.optimizer),
+    CHOICE("optimizer-impl", impl_choices, NULL, "optimizer step implementation (default foreach)",
+           TRAIN, numerics.optim_impl),
+    NUM("seq", GM_JOB_U64, "L", "training sequence length (default 2048)", TRAIN, GM_ENGINE_NONE,
+        workload.seq, 1, TOKENS, 0),
+    CHOICE("grad-checkpointing", ckpt_choices, NULL,
+           "activation checkpointing per layer (default none)", TRAIN, memory.checkpointing),
+    CHOICE("zero-grad", zero_grad_choices, NULL, "gradients between steps (default set-to-none)",
+           TRAIN, numerics.zero_grad),
+    CHOICE("method", method_choices, NULL,
+           "arch (per-tensor), blog (HF blog formula) or deepspeed (+ DeepSpeed's estimator)",
+           TRAIN, method),
+    NUM("activations-per-token", GM_JOB_DOUBLE, "A", "blog method: override A (elements per token)",
+        TRAIN, GM_ENGINE_NONE, numerics.activations_per_token, 0, 1e12, 1),
+    NUM("batch", GM_JOB_U64, "N", "micro-batch (training) or concurrent sequences (inference)", RUN,
+        GM_ENGINE_NONE, workload.batch, 1, (double)EST_MAX_BATCH, 0),
+    CHOICE("attention", attn_choices, NULL, "sdpa/flash (no s*s scores) or eager (default sdpa)",
+           RUN, memory.attention),
+    NUM("context", GM_JOB_U64, "T", "inference: prompt tokens per sequence (default 2048)", INFER,
+        GM_ENGINE_NONE, workload.context, 0, TOKENS, 0),
+    NUM("new-tokens", GM_JOB_U64, "T", "inference: generated tokens per sequence (default 0)",
+        INFER, GM_ENGINE_NONE, workload.new_tokens, 0, TOKENS, 0),
+    CHOICE("kv-dtype", kv_choices, kv_values,
+           "inference: KV cache element type (default: activation dtype)", INFER,
+           numerics.kv_dtype),
+    FLAG("full-logits", "inference: prefill computes logits for every position", INFER,
+         GM_ENGINE_NONE, workload.full_logits),
+    NUM("cuda-context", GM_JOB_SIZE, "SIZE",
+        "CUDA context + kernels outside the allocator (default 450MiB)", ANY, GM_ENGINE_NONE,
+        runtime.cuda_context_bytes, 0, BYTES, 0),
+    NUM("workspace", GM_JOB_SIZE, "SIZE",
+        "cuBLAS/cuDNN workspaces outside the allocator (default 64MiB)", ANY, GM_ENGINE_NONE,
+        runtime.workspace_bytes, 0, BYTES, 0),
+    NUM("fragmentation", GM_JOB_DOUBLE, "F", "reserved excess on transient memory (default 0.25)",
+        ANY, GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),
+    TEXT_FN("gpu", "NAME",
+            "judge the fit on this GPU: a catalog or nvidia-smi name (see --list-gpus)", ANY,
+            set_gpu),
+    TEXT_FN("gpu-memory", "SIZE", "judge the fit on this capacity (bare number: GiB)", ANY,
+            set_gpu_memory),
+    FLAG_FN("lora", "train LoRA adapters on a frozen base", TRAIN, set_lora),
+    FLAG_FN("qlora", "QLoRA: NF4 frozen base (bitsandbytes), bf16 compute", TRAIN, set_qlora),
+    NUM("lora-rank", GM_JOB_U64, "R", "LoRA rank (default 16)", TRAIN, GM_ENGINE_NONE,
+        memory.lora.rank, 1, (double)EST_MAX_BATCH, 0),
+    TEXT_FN("lora-targets", "LIST", "q,k,v,o,gate,up,down, attention (default), mlp or all-linear",
+            TRAIN, set_targets),
+    NUM("lora-dropout", GM_JOB_DOUBLE, "P",
+        "LoRA dropout (keeps a dropped-out input copy; default 0)", TRAIN, GM_ENGINE_NONE,
+        memory.lora.dropout, 0, 1, 2),
+    FLAG_FN("no-double-quant", "QLoRA without double quantisation", TRAIN, set_no_dq),
+    FLAG_FN("no-fp32-upcast",
+            "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)", TRAIN,
+            set_no_upcast),
+    NUM("gpus", GM_JOB_U64, "N", "GPUs in the job (default 1, or tp x pp)", RUN, GM_ENGINE_NONE,
+        parallel.gpus, 1, 65536, 0),
+    NUM("gpus-per-node", GM_JOB_U64, "N", "GPUs per node (default min(gpus, 8))", RUN,
+        GM_ENGINE_NONE, parallel.gpus_per_node, 1, 65536, 0),
+    CHOICE("zero", zero_choices, NULL, "DeepSpeed ZeRO stage 0-3 over the data-parallel GPUs",
+           TRAIN, parallel.shard),
+    FLAG_FN("fsdp", "PyTorch FSDP FULL_SHARD (one decoder layer per unit)", TRAIN, set_fsdp),
+    FLAG("offload-optimizer", "optimizer state, master weights and step on the CPU", TRAIN,
+         GM_ENGINE_NONE, parallel.offload_optimizer),
+    FLAG("offload-params", "ZeRO-3/FSDP parameters on the CPU", TRAIN, GM_ENGINE_NONE,
+         parallel.offload_params),
+    NUM("tp", GM_JOB_U64, "N", "tensor-parallel degree (default 1)", RUN, GM_ENGINE_NONE,
+        parallel.tp, 1, 1024, 0),
+    NUM("pp", GM_JOB_U64, "N", "pipeline stages (training, 1F1B; default 1)", TRAIN, GM_ENGINE_NONE,
+        parallel.pp, 1, 1024, 0),
+    FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN, GM_ENGINE_NONE,
+         parallel.sequence_parallel),
+    NUM("bucket-elements", GM_JOB_COUNT, "N",
+        "ZeRO reduce/all-gather bucket in elements (default 5e8)", TRAIN, GM_ENGINE_NONE,
+        parallel.bucket_elements, 1, 1e15, 0),
+    FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
+         GM_ENGINE_NONE, parallel.ddp_bucket_view),
+    NUM("grad-accum", GM_JOB_U64, "N", "micro-batches per optimizer step", TRAIN, GM_ENGINE_NONE,
+        workload.grad_accum, 1, (double)EST_MAX_BATCH, 0),
+    FLAG("paged-optimizer", "bitsandbytes paged optimizer", TRAIN, GM_ENGINE_NONE,
+         memory.paged_optimizer),
+    NUM("largest-layer", GM_JOB_COUNT, "N", "--method deepspeed: parameters of the largest layer",
+        TRAIN, GM_ENGINE_NONE, model.largest_layer_params, 0, (double)EST_MAX_PARAMS, 0),
+    CHOICE("engine", engine_choices, NULL, "inference engine: hf, vllm or llama.cpp", INFER,
+           engine.kind),
+    NUM("gpu-memory-utilization", GM_JOB_DOUBLE, "F", "vLLM budget share (default 0.9)", INFER,
+        GM_ENGINE_VLLM, engine.vllm.gpu_memory_utilization, 0, 1, 1),
+    NUM("max-model-len", GM_JOB_U64, "T", "vLLM max_model_len (default: the model's)", INFER,
+        GM_ENGINE_VLLM, engine.vllm.max_model_len, 1, TOKENS, 0),
+    NUM("block-size", GM_JOB_U64, "T", "vLLM KV block size (default 16)", INFER, GM_ENGINE_VLLM,
+        engine.vllm.block_size, 1, 4096, 0),
+    NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default 256)", INFER, GM_ENGINE_VLLM,
+        engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
+    NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default 8192)", INFER,
+        GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
+    FLAG("enforce-eager", "vLLM without CUDA graphs", INFER, GM_ENGINE_VLLM,
+         engine.vllm.enforce_eager),
+    NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory (default 256MiB, 2GiB at tp >= 2)",
+        INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
+    NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER, GM_ENGINE_LLAMACPP,
+        engine.llamacpp.n_ubatch, 1, 65536, 0),
+    FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER, GM_ENGINE_LLAMACPP,
+         engine.llamacpp.flash_attn),
+    FLAG_FN("max-batch", "find the largest --batch that fits the GPU", RUN, set_max_batch),
+    FLAG_FN("max-context", "find the largest --seq (training) or --context that fits the GPU", RUN,
+            set_max_context),
+};
+
+#define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+_Static_assert(N_SETTINGS <= GM_JOB_MAX_SETTINGS, "raise GM_JOB_MAX_SETTINGS");
+
+/* Choices are stored into enum fields as int: every such enum is int-sized. */
+_Static_assert(sizeof(enum gm_precision) == sizeof(int) && sizeof(enum gm_dtype) == sizeof(int) &&
+                   sizeof(enum gm_shard) == sizeof(int) && sizeof(enum gm_engine) == sizeof(int) &&
+                   sizeof(enum gm_method) == sizeof(int) && sizeof(enum gm_ckpt) == sizeof(int),
+               "enums are int-sized");
+
+const struct gm_job_setting *gm_job_settings(size_t *n)
+{
+    *n = N_SETTINGS;
+    return settings;
+}
+
+/* Names match with '-' and '_' alike (--max-model-len, max_model_len). */
+static bool same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
+        if (x != y)
+            return false;
+    }
+    return *a == *b;
+}
+
+static ptrdiff_t setting_index(const char *name)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (same_name(settings[i].name, name))
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+const struct gm_job_setting *gm_job_setting_find(const char *name)
+{
+    ptrdiff_t i = name ? setting_index(name) : -1;
+    return i < 0 ? NULL : &settings[i];
+}
+
+static bool is_given(const struct gm_job *j, size_t i)
+{
+    return (j->given[i / 64] >> (i % 64)) & 1;
+}
+
+static void mark(struct gm_job *j, size_t i, bool given)
+{
+    if (given)
+        j->given[i / 64] |= (uint64_t)1 << (i % 64);
+    else
+        j->given[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+bool gm_job_given(const struct gm_job *job, const char *name)
+{
+    ptrdiff_t i = setting_index(name);
+    return i >= 0 && is_given(job, (size_t)i);
+}
+
+void est_job_mark(struct gm_job *job, const char *name, bool given)
+{
+    ptrdiff_t i = setting_index(name);
+    if (i >= 0)
+        mark(job, (size_t)i, given);
+}
+
+/* A bound as people read it: 2^20 rather than 1048576. */
+static void bound_text(char *b, size_t n, double v)
+{
+    int e;
+    if (v >= 65536 && v == floor(v) && frexp(v, &e) == 0.5)
+        snprintf(b, n, "2^%d", e - 1);
+    else
+        snprintf(b, n, "%.15g", v);
+}
+
+static enum gm_status out_of_range(const struct gm_job_setting *s, const char *shown,
+                                   struct gm_error *err)
+{
+    char lo[32], hi[32];
+    bound_text(lo, sizeof lo, s->lo);
+    bound_text(hi, sizeof hi, s->hi);
+    return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s: %s is out of range %c%s, %s%c",
+                   s->name, shown, (s->open & 1) ? '(' : '[', lo, hi, (s->open & 2) ? ')' : ']');
+}
+
+static bool in_range(const struct gm_job_setting *s, double v)
+{
+    if ((s->open & 1) ? !(v > s->lo) : !(v >= s->lo))
+        return false;
+    return (s->open & 2) ? v < s->hi : v <= s->hi;
+}
+
+static enum gm_status parse_value(const struct gm_job_setting *s, const char *text,
+                                  union gm_job_value *v, struct gm_error *err)
+{
+    enum gm_status st = GM_OK;
+    memset(v, 0, sizeof(*v));
+    switch (s->type) {
+    case GM_JOB_FLAG:
+        v->flag = !text || !*text || !strcmp(text, "true") || !strcmp(text, "1");
+        if (!v->flag && strcmp(text, "false") != 0 && strcmp(text, "0") != 0)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s takes no value", s->name);
+        return GM_OK;
+    case GM_JOB_U64:
+        st = gm_parse_u64(text, &v->u64, err);
+        break;
+    case GM_JOB_COUNT:
+        st = gm_parse_count(text, &v->u64, err);
+        break;
+    case GM_JOB_SIZE:
+        st = gm_parse_size(text, &v->u64, err);
+        break;
+    case GM_JOB_DOUBLE:
+        st = gm_parse_double(text, &v->number, err);
+        break;
+    case GM_JOB_CHOICE: {
+        char list[256] = "";
+        for (int i = 0; s->choices[i]; i++) {
+            if (!strcmp(s->choices[i], text)) {
+                v->choice = s->values ? s->values[i] : i;
+                return GM_OK;
+            }
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     s->choices[i]);
+        }
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s: '%s' is not one of: %s", s->name,
+                       text, list);
+    }
+    case GM_JOB_TEXT:
+        if (!text || !*text)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s: needs a value", s->name);
+        v->text = text;
+        return GM_OK;
+    }
+    if (st != GM_OK)
+        return gm_error_prefix(err, "--%s", s->name);
+    if (s->lo < s->hi) {
+        double d = s->type == GM_JOB_DOUBLE ? v->number : (double)v->u64;
+        if (!in_range(s, d))
+            return out_of_range(s, text, err);
+    }
+    return GM_OK;
+}
+
+static void store(struct gm_job *j, const struct gm_job_setting *s, const union gm_job_value *v)
+{
+    char *field = (char *)j + s->offset;
+    switch (s->type) {
+    case GM_JOB_FLAG:
+        memcpy(field, &v->flag, sizeof(bool));
+        break;
+    case GM_JOB_U64:
+    case GM_JOB_COUNT:
+    case GM_JOB_SIZE:
+        memcpy(field, &v->u64, sizeof(uint64_t));
+        break;
+    case GM_JOB_DOUBLE:
+        memcpy(field, &v->number, sizeof(double));
+        break;
+    case GM_JOB_CHOICE:
+        memcpy(field, &v->choice, sizeof(int));
+        break;
+    case GM_JOB_TEXT:
+        break;
+    }
+}
+
+enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
+                          struct gm_error *err)
+{
+    ptrdiff_t i = name ? setting_index(name) : -1;
+    const struct gm_job_setting *s;
+    union gm_job_value v;
+    enum gm_status st;
+
+    if (i < 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name ? name : "");
+    s = &settings[i];
+    if (s->type != GM_JOB_FLAG && !value)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs a value (%s)", s->name,
+                       s->argname ? s->argname : "see --help");
+    if ((st = parse_value(s, value, &v, err)) != GM_OK)
+        return st;
+    if (s->type == GM_JOB_FLAG && !v.flag)
+        return GM_OK;
+    if (s->set)
+        st = s->set(job, &v, err);
+    else
+        store(job, s, &v);
+    if (st == GM_OK)
+        mark(job, (size_t)i, true);
+    return st;
+}
+
+/* ---- checks across settings ---- */
+
+static const char *modes_text(unsigned modes)
+{
+    switch (modes) {
+    case GM_APPLIES_TRAIN:
+        return "--train";
+    case GM_APPLIES_INFER:
+        return "--infer";
+    case GM_APPLIES_TRAIN | GM_APPLIES_INFER:
+        return "--train or --infer";
+    case GM_APPLIES_WEIGHTS:
+        return "the weights-only estimate (without --train or --infer)";
+    case GM_APPLIES_WEIGHTS | GM_APPLIES_INFER:
+        return "the weights-only estimate and --infer (training uses --precision)";
+    default:
+        return "another kind of estimate";
+    }
+}
+
+static bool given_name(const struct gm_job *j, const char *name)
+{
+    return gm_job_given(j, name);
+}
+
+void est_job_resolve(struct gm_job *j)
+{
+    if (!j->parallel.gpus)
+        j->parallel.gpus =
+            gm_mul_sat(j->parallel.tp ? j->parallel.tp : 1, j->parallel.pp ? j->parallel.pp : 1);
+    /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
+    if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
+        !given_name(j, "zero"))
+        j->parallel.shard = GM_SHARD_ZERO3;
+}
+
+bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *out)
+{
+    switch (t) {
+    case GM_DTYPE_UNKNOWN:
+    case GM_DTYPE_F16:
+        *out = 1;
+        return true;
+    case GM_DTYPE_F32:
+        *out = 0;
+        return true;
+    case GM_DTYPE_BF16:
+        *out = 30;
+        return true;
+    case GM_DTYPE_I8:
+        *out = 8; /* q8_0 */
+        return true;
+    case GM_DTYPE_INT4:
+        *out = 2; /* q4_0 */
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Limits that keep the arithmetic meaningful, for jobs filled in directly as well. */
+static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
+{
+    const struct gm_job_workload *w = &j->workload;
+    if (j->model.n_params > EST_MAX_PARAMS)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--parameters: %llu is absurd (limit 2^50)",
+                       (unsigned long long)j->model.n_params);
+    if (j->numerics.weight_format == GM_WEIGHTS_BITS &&
+        !(j->numerics.weight_bits > 0 && j->numerics.weight_bits <= 64))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bits: must be in (0, 64]");
+    if (j->runtime.reserve_bytes > EST_MAX_BYTES || j->runtime.cuda_context_bytes > EST_MAX_BYTES ||
+        j->runtime.workspace_bytes > EST_MAX_BYTES || j->gpu.memory_bytes > EST_MAX_BYTES ||
+        j->engine.vllm.non_torch_bytes > EST_MAX_BYTES ||
+        j->engine.vllm.cuda_graph_bytes > EST_MAX_BYTES)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "a size is absurd (limit 2^60 bytes)");
+    if (w->batch == 0 || w->batch > EST_MAX_BATCH)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--batch: must be 1 to %llu",
+                       (unsigned long long)EST_MAX_BATCH);
+    if (j->mode == GM_EST_TRAIN && (w->seq == 0 || w->seq > EST_MAX_TOKENS))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--seq: must be 1 to %llu tokens",
+                       (unsigned long long)EST_MAX_TOKENS);
+    if (j->mode == GM_EST_INFER && (w->context > EST_MAX_TOKENS || w->new_tokens > EST_MAX_TOKENS ||
+                                    w->context + w->new_tokens == 0))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--context + --new-tokens: must be 1 to %llu tokens each",
+                       (unsigned long long)EST_MAX_TOKENS);
+    if (w->grad_accum == 0 || w->grad_accum > EST_MAX_BATCH)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--grad-accum: must be 1 to %llu",
+                       (unsigned long long)EST_MAX_BATCH);
+    if (!(j->runtime.fragmentation >= 0 && j->runtime.fragmentation <= 4))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--fragmentation: must be in [0, 4]");
+    if (!(j->numerics.activations_per_token >= 0 && j->numerics.activations_per_token <= 1e12))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--activations-per-token: must be in [0, 1e12]");
+    if (!(j->memory.lora.dropout >= 0 && j->memory.lora.dropout < 1))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--lora-dropout: must be in [0, 1)");
+    if (j->engine.kind == GM_ENGINE_VLLM &&
+        !(j->engine.vllm.gpu_memory_utilization > 0 && j->engine.vllm.gpu_memory_utilization <= 1))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--gpu-memory-utilization: must be in (0, 1]");
+    if ((unsigned)j->mode >= GM_EST_MODE__COUNT || (unsigned)j->method >= GM_METHOD__COUNT ||
+        (unsigned)j->numerics.precision >= GM_PREC__COUNT ||
+        (unsigned)j->numerics.optimizer >= GM_OPT__COUNT ||
+        (unsigned)j->numerics.optim_impl >= GM_OPTIM__COUNT ||
+        (unsigned)j->numerics.zero_grad >= GM_ZERO_GRAD__COUNT ||
+        (unsigned)j->numerics.weight_format >= GM_WEIGHTS__COUNT ||
+        (unsigned)j->memory.checkpointing >= GM_CKPT__COUNT ||
+        (unsigned)j->memory.attention >= GM_ATTN__COUNT ||
+        (unsigned)j->memory.adapter >= GM_ADAPTER__COUNT ||
+        (unsigned)j->parallel.shard >= GM_SHARD__COUNT ||
+        (unsigned)j->engine.kind >= GM_ENGINE__COUNT)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
+    return GM_OK;
+}
+
+/* Settings given for a mode or an engine they do not belong to. */
+static enum gm_status check_applies(const struct gm_job *j, struct gm_error *err)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct gm_job_setting *s = &settings[i];
+        if (!is_given(j, i))
+            continue;
+        if (!(s->modes & (1u << j->mode)))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s applies to %s", s->name,
+                           modes_text(s->modes));
+        if (s->engine != GM_ENGINE_NONE && j->engine.kind != s->engine)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s applies to --engine %s",
+                           s->name, gm_engine_name(s->engine));
+    }
+    return GM_OK;
+}
+
+static enum gm_status exclusive(const struct gm_job *j, const char *a, const char *b,
+                                struct gm_error *err)
+{
+    if (given_name(j, a) && given_name(j, b))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s and --%s exclude each other", a, b);
+    return GM_OK;
+}
+
+static enum gm_status check_adapters(const struct gm_job *j, struct gm_error *err)
+{
+    static const char *const lora_only[] = {"lora-rank", "lora-targets", "lora-dropout"};
+    static const char *const qlora_only[] = {"no-double-quant", "no-fp32-upcast"};
+    enum gm_status st;
+    if ((st = exclusive(j, "lora", "qlora", err)))
+        return st;
+    for (size_t i = 0; i < sizeof lora_only / sizeof lora_only[0]; i++)
+        if (given_name(j, lora_only[i]) && j->memory.adapter == GM_ADAPTER_NONE)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs --lora or --qlora",
+                           lora_only[i]);
+    for (size_t i = 0; i < sizeof qlora_only / sizeof qlora_only[0]; i++)
+        if (given_name(j, qlora_only[i]) && j->memory.adapter != GM_ADAPTER_QLORA)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs --qlora", qlora_only[i]);
+    if (j->memory.adapter != GM_ADAPTER_NONE && j->mode != GM_EST_TRAIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "LoRA/QLoRA applies to --train");
+    return GM_OK;
+}
+
+static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *err)
+{
+    const struct gm_job_parallel *p = &j->parallel;
+    int stage = p->shard == GM_SHARD_FSDP ? 3 : (int)p->shard;
+    enum gm_status st;
+    if ((st = exclusive(j, "fsdp", "zero", err)))
+        return st;
+    if (p->gpus == 0 || p->tp == 0 || p->pp == 0 || p->gpus > 65536 || p->tp > 1024 || p->pp > 1024)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--gpus, --tp and --pp must be in 1..65536, 1..1024 and 1..1024");
+    if (p->tp > p->gpus)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
+                       (unsigned long long)p->tp, (unsigned long long)p->gpus);
+    if (p->tp * p->pp > p->gpus)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp x --pp exceeds --gpus %llu",
+                       (unsigned long long)p->gpus);
+    if (p->gpus % (p->tp * p->pp) != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--gpus %llu is not a multiple of --tp %llu x --pp %llu",
+                       (unsigned long long)p->gpus, (unsigned long long)p->tp,
+                       (unsigned long long)p->pp);
+    if (p->shard != GM_SHARD_NONE && j->mode != GM_EST_TRAIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero / --fsdp apply to --train");
+    if (p->pp > 1 && j->mode != GM_EST_TRAIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp applies to --train");
+    if (p->pp > 1 && stage >= 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp combines with ZeRO-1 at most (DeepSpeed's pipeline engine refuses "
+                       "ZeRO-2 and ZeRO-3)");
+    if (p->sequence_parallel && p->tp < 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
+    if (p->offload_params && stage != 3)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "parameter offload needs --zero 3 or --fsdp");
+    if (p->offload_optimizer && stage == 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "optimizer offload needs --zero 1|2|3 or --fsdp");
+    return GM_OK;
+}
+
+static enum gm_status check_engine(const struct gm_job *j, struct gm_error *err)
+{
+    uint32_t t;
+    if (j->engine.kind != GM_ENGINE_NONE && j->mode != GM_EST_INFER)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--engine applies to --infer");
+    if (j->engine.kind == GM_ENGINE_LLAMACPP && !est_llamacpp_kv_type(j->numerics.kv_dtype, &t))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--engine llama.cpp caches KV as fp32, fp16, bf16, int8 (q8_0) or int4 "
+                       "(q4_0)");
+    if (j->engine.kind == GM_ENGINE_LLAMACPP && j->parallel.tp > 1)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--engine llama.cpp splits layers, not tensors: --tp is not supported");
+    if (j->engine.kind == GM_ENGINE_VLLM && !j->gpu.memory_bytes)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--engine vllm sizes its KV pool from the GPU's memory: give --gpu or "
+                       "--gpu-memory");
+    return GM_OK;
+}
+
+static enum gm_status check_method(const struct gm_job *j, struct gm_error *err)
+{
+    if (given_name(j, "activations-per-token") && j->method != GM_METHOD_BLOG)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--activations-per-token applies to --method blog");
+    if (given_name(j, "largest-layer") && j->method != GM_METHOD_DEEPSPEED)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--largest-layer applies to --method deepspeed");
+    if (j->method != GM_METHOD_DEEPSPEED)
+        return GM_OK;
+    if (j->mode != GM_EST_TRAIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--method deepspeed needs --train");
+    if (j->parallel.shard != GM_SHARD_ZERO2 && j->parallel.shard != GM_SHARD_ZERO3)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--method deepspeed covers --zero 2 and --zero 3");
+    if (j->memory.adapter != GM_ADAPTER_NONE || j->parallel.tp > 1)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--method deepspeed sizes full training without tensor parallelism (no "
+                       "--lora, --qlora or --tp)");
+    return GM_OK;
+}
+
+enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
+{
+    struct gm_job j = *job;
+    enum gm_status st;
+
+    est_job_resolve(&j);
+    if ((st = exclusive(&j, "train", "infer", err)))
+        return st;
+    if ((st = check_applies(&j, err)) || (st = check_limits(&j, err)))
+        return st;
+    if ((st = exclusive(&j, "gpu", "gpu-memory", err)) ||
+        (st = exclusive(&j, "max-batch", "max-context", err)))
+        return st;
+    if ((st = check_method(&j, err)) || (st = check_adapters(&j, err)) ||
+        (st = check_parallel(&j, err)) || (st = check_engine(&j, err)))
+        return st;
+    if (j.search != GM_SEARCH_NONE && j.mode == GM_EST_WEIGHTS)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--max-batch / --max-context need --train or --infer");
+    if (j.search != GM_SEARCH_NONE && !j.gpu.memory_bytes)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--max-batch / --max-context need --gpu or --gpu-memory");
+    return GM_OK;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* search.c - the largest batch, context (training: seq) or vLLM max_model_len at which the
+ * job fits: doubling from the smallest value until the fit verdict says no, then bisection
+ * between the last fit and the first miss.  The verdict is the one of fit.c, so a search
+ * and a plain estimate never disagree about what fits. */
+#include "estimate/estimate_int.h"
+
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, struct gm_job *t)
+{
+    *t = *job;
+    t->search = GM_SEARCH_NONE;
+    switch (what) {
+    case GM_SEARCH_BATCH:
+        t->workload.batch = v;
+        break;
+    case GM_SEARCH_CONTEXT:
+        if (job->mode == GM_EST_TRAIN) {
+            t->workload.seq = v;
+        } else {
+            t->workload.context = v;
+            if (job->engine.kind == GM_ENGINE_VLLM)
+                t->engine.vllm.max_model_len = v + job->workload.new_tokens;
+        }
+        break;
+    case GM_SEARCH_MAX_MODEL_LEN:
+        t->engine.vllm.max_model_len = v;
+        break;
+    case GM_SEARCH_NONE:
+        break;
+    }
+}
+
+static enum gm_status fits_at(const struct gm_job *job, enum gm_search what, uint64_t v,
+                              struct gm_estimate *out, bool *fits, struct gm_error *err)
+{
+    struct gm_job t;
+    enum gm_status st;
+    est_search_job(job, what, v, &t);
+    if ((st = gm_estimate_run(&t, out, err)) != GM_OK)
+        return st;
+    *fits = out->fit.fits;
+    return GM_OK;
+}
+
+enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
+                                  struct gm_est_search *res, struct gm_estimate *out,
+                                  struct gm_error *err)
+{
+    uint64_t lo = 0, first = 1, hi, limit = job->search_limit ? job->search_limit : (1u << 20);
+    const struct gm_model *m = job->model.model;
+    struct gm_estimate *e = out ? out : gm_malloc(sizeof(*e));
+    bool fits = false, hit = false;
+    enum gm_status st = GM_OK;
+
+    memset(res, 0, sizeof(*res));
+    res->what = what;
+    if (!e)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    if (!job->gpu.memory_bytes) {
+        st = gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                     "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
+        goto out_free;
+    }
+    /* A context beyond the model's positions is not a useful answer. */
+    if ((what == GM_SEARCH_CONTEXT || what == GM_SEARCH_MAX_MODEL_LEN) && m && m->max_positions &&
+        m->max_positions < limit) {
+        limit = m->max_positions;
+        if (what == GM_SEARCH_CONTEXT && job->mode == GM_EST_INFER &&
+            limit > job->workload.new_tokens)
+            limit -= job->workload.new_tokens;
+    }
+    /* max_model_len must hold the request itself */
+    if (what == GM_SEARCH_MAX_MODEL_LEN) {
+        first = job->workload.context + job->workload.new_tokens;
+        if (first < 1)
+            first = 1;
+        if (first > limit)
+            limit = first;
+    }
+    res->limit = limit;
+    hi = first;
+    for (;;) {
+        if ((st = fits_at(job, what, hi, e, &fits, err)) != GM_OK)
+            goto out_free;
+        if (!fits)
+            break;
+        lo = hi;
+        if (hi >= limit) {
+            hit = true;
+            break;
+        }
+        hi = hi * 2 > limit ? limit : hi * 2;
+    }
+    if (!hit && lo) {
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if ((st = fits_at(job, what, mid, e, &fits, err)) != GM_OK)
+                goto out_free;
+            if (fits)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    }
+    st = fits_at(job, what, lo ? lo : first, e, &fits, err);
+    res->value = lo;
+    res->shown = lo ? lo : first;
+    res->hit_limit = hit;
+out_free:
+    if (e != out)
+        gm_free(e);
+    return st;
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* stage_engine.c - the serving engine stage: how vLLM sizes its KV pool, and what
+ * llama.cpp allocates.  transformers generate() is the inference stage's accounting.
+ *
+ * vLLM (vllm-project/vllm, determine_available_memory / determine_num_available_blocks;
+ * PR #10511's start-up log breaks memory into the same parts):
+ *   budget        = total GPU memory x gpu_memory_utilization
+ *   non_kv        = weights + activation peak of the profile run + non-torch memory
+ *   KV pool       = budget - non_kv, cut to whole blocks of
+ *                   2 x block_size x kv_heads/tp x head_dim x dtype bytes x layers
+ *   tokens        = blocks x block_size; concurrency at max_model_len = tokens / max_model_len
+ * The profile run pushes max_num_batched_tokens tokens through the model once; its peak is
+ * modelled per layer as the MLP intermediates (gate+up output, activation output), the
+ * q/k/v output and two hidden-sized tensors, plus the sampler's fp32 logits and
+ * probabilities for max_num_seqs sequences.  CUDA graphs are captured after the pool is
+ * allocated, outside the budget.  The CUDA context is outside the budget too: vLLM's
+ * non-torch figure is the increase since a baseline snapshot taken after the context
+ * exists (docs/estimate.md, "vLLM" gives the code and commits).
+ *
+ * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
+ * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x
+ * kv_heads x head_dim x n_ctx at the cache type's ggml size (f16 2 B, q8_0 34 B per 32,
+ * q4_0 18 B per 32); the compute buffer (ggml graph allocator, peak of one micro-batch of
+ * n_ubatch tokens) is modelled as max(f32 attention scores n_ubatch x n_ctx x heads without
+ * flash attention, f32 logits n_ubatch x vocab) + the f32 MLP intermediates and hidden
+ * states of one micro-batch.  The compute-buffer formula is an approximation (not taken
+ * from a checked source); KV and weights are exact. */
+#include "estimate/estimate_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static unsigned kv_elem_bytes_x100(enum gm_dtype t)
+{
+    unsigned bits = gm_dtype_bits(t);
+    return bits ? bits * 100 / 8 : 200;
+}
+
+/* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
+ * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
+ * whatever the budget leaves. */
+static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_job_vllm *v = &j->engine.vllm;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    struct gm_est_serving *sv = &e->serving;
+    uint64_t t = j->parallel.tp, n = cx->n, w, act, sampler, budget, non_torch, block, per_token, T,
+             kv_heads, q, need, pool, bs = v->block_size ? v->block_size : 16,
+             seqs = v->max_num_seqs ? v->max_num_seqs : 256;
+    unsigned kvb100;
+    enum gm_dtype kvt;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu does not divide %llu KV heads",
+                       (unsigned long long)t, (unsigned long long)m->n_kv_heads);
+    kvt = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
+              ? j->numerics.kv_dtype
+              : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
+    kvb100 = kv_elem_bytes_x100(kvt);
+    /* vLLM replicates KV heads when tp exceeds them */
+    kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
+    per_token = 2 * m->n_layers * kv_heads * m->head_dim * kvb100 / 100;
+    block = per_token * bs;
+    w = cx->stored_weight_bytes / t;
+    T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
+    q = m->n_heads * m->head_dim;
+    {
+        uint64_t ffn = m->intermediate * (m->n_experts_active ? m->n_experts_active : 1);
+        uint64_t per_tok =
+            (ffn * (m->gated_mlp ? 3 : 2) + q + 2 * m->n_kv_heads * m->head_dim) / t +
+            2 * m->hidden;
+        act = gm_mul_sat(gm_mul_sat(T, per_tok), 2);
+    }
+    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), 4 * 2);
+    non_torch = v->non_torch_bytes ? v->non_torch_bytes : (t > 1 ? 2 * GM_GIB : 256 * GM_MIB);
+    budget = (uint64_t)((double)j->gpu.memory_bytes * v->gpu_memory_utilization);
+    sv->budget_bytes = budget;
+    sv->non_torch_bytes = non_torch;
+    sv->activation_peak_bytes = gm_add_sat(act, sampler);
+    sv->kv_bytes_per_token = per_token;
+    sv->block_size = bs;
+    need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, non_torch));
+    pool = budget > need ? budget - need : 0;
+    sv->kv_blocks = block ? pool / block : 0;
+    sv->kv_pool_bytes = sv->kv_blocks * block;
+    sv->kv_tokens = sv->kv_blocks * bs;
+    sv->max_model_len = v->max_model_len   ? v->max_model_len
+                        : m->max_positions ? m->max_positions
+                                           : j->workload.context + j->workload.new_tokens;
+    sv->max_concurrency =
+        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
+
+    for (size_t i = 0; i < e->n_components; i++) {
+        struct gm_est_component *c = &e->components[i];
+        if (c->kind != GM_KIND_WEIGHTS)
+            continue;
+        c->bytes = w;
+        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu",
+                 (unsigned long long)n,
+                 cx->weights_from_files ? " as stored in the model files" : "",
+                 (unsigned long long)t);
+    }
+    snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
+             (unsigned long long)T);
+    if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
+                      GM_EXTENT_ONE_LAYER, note, err)))
+        return st;
+    snprintf(note, sizeof note, "sampler: fp32 logits and probabilities of %llu sequences",
+             (unsigned long long)seqs);
+    if ((st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
+                      GM_EXTENT_HEAD, note, err)))
+        return st;
+    snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
+             (unsigned long long)sv->kv_blocks, (unsigned long long)bs,
+             (unsigned long long)per_token, gm_dtype_name(kvt));
+    if ((st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", sv->kv_pool_bytes, GM_EST_PHASE_INFER_ALL,
+                      false, GM_EXTENT_ALL_LAYERS, note, err)))
+        return st;
+    if (!v->enforce_eager &&
+        (st = est_add(e, GM_KIND_ENGINE_POOL, "cuda_graphs", v->cuda_graph_bytes,
+                      GM_EST_PHASE_DECODE, false, GM_EXTENT_ONE_LAYER,
+                      "CUDA-graph pool captured after the KV pool "
+                      "(outside gpu_memory_utilization)",
+                      err)))
+        return st;
+    est_assume(e,
+               "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s; "
+               "sliding windows not modelled (full-length blocks)",
+               (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
+               (unsigned long long)m->head_dim, gm_dtype_name(kvt));
+    est_assume(e,
+               "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
+               "max_num_batched_tokens %llu, max_num_seqs %llu",
+               v->gpu_memory_utilization, (unsigned long long)(non_torch >> 20),
+               v->non_torch_bytes ? "given" : (t > 1 ? "NCCL at tp >= 2" : "default"),
+               (unsigned long long)T, (unsigned long long)seqs);
+    return GM_OK;
+}
+
+enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
+                                    uint64_t *bytes, struct gm_error *err)
+{
+    uint64_t row = m->n_kv_heads * m->head_dim, row_bytes;
+    if (!gm_ggml_type_bytes(ggml_type, row, &row_bytes, NULL))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "KV cache type %u cannot hold rows of %llu elements", ggml_type,
+                       (unsigned long long)row);
+    *bytes = gm_mul_sat(gm_mul_sat(gm_mul_sat(2, m->n_layers), row_bytes), tokens);
+    return GM_OK;
+}
+
+/* Bytes of the input embedding, which llama.cpp keeps in host memory: the GGUF tensor
+ * when the files have one, else its share of the weights. */
+static uint64_t input_embedding_bytes(const struct est_ctx *cx, uint64_t w)
+{
+    const struct gm_modelfile *f = cx->job->model.files;
+    uint64_t embd = 0;
+    if (f && f->format == GM_MODELFILE_GGUF)
+        for (size_t i = 0; i < f->n_tensors; i++)
+            if (strcmp(f->tensors[i].name, "token_embd.weight") == 0)
+                embd = f->tensors[i].n_bytes;
+    if (!embd)
+        embd = gm_mul_div_u64(gm_mul_sat(cx->m->vocab, cx->m->hidden), w, cx->n ? cx->n : 1);
+    return embd > w ? w : embd;
+}
+
+static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    uint64_t w = cx->stored_weight_bytes, embd, kv, ctx, ub, scores, logits, mlp, compute,
+             batch = j->workload.batch ? j->workload.batch : 1;
+    const char *kvname = "f16";
+    uint32_t kv_type = 1;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (!est_llamacpp_kv_type(j->numerics.kv_dtype, &kv_type))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--engine llama.cpp has no KV cache type for --kv-dtype %s",
+                       gm_dtype_name(j->numerics.kv_dtype));
+    embd = input_embedding_bytes(cx, w);
+    ctx = gm_mul_sat(gm_add_sat(j->workload.context, j->workload.new_tokens), batch);
+    if ((st = gm_llamacpp_kv_bytes(m, kv_type, ctx, &kv, err)))
+        return st;
+    (void)gm_ggml_type_bytes(kv_type, 0, &(uint64_t){0}, &kvname);
+    ub = j->engine.llamacpp.n_ubatch ? j->engine.llamacpp.n_ubatch : 512;
+    if (ub > ctx)
+        ub = ctx;
+    /* the cache is padded to 256 cells */
+    scores = j->engine.llamacpp.flash_attn
+                 ? 0
+                 : gm_mul_sat(gm_mul_sat(ub, (ctx + 255) / 256 * 256), gm_mul_sat(m->n_heads, 4));
+    logits = gm_mul_sat(gm_mul_sat(ub, m->vocab), 4);
+    mlp = gm_mul_sat(gm_mul_sat(ub, gm_add_sat(gm_mul_sat(m->intermediate, 2), 3 * m->hidden)), 4);
+    compute = gm_add_sat(scores > logits ? scores : logits, mlp);
+    e->serving.compute_buffer_bytes = compute;
+    e->serving.kv_bytes_per_token = ctx ? kv / ctx : 0;
+    e->serving.n_ctx = ctx;
+
+    for (size_t i = 0; i < e->n_components; i++) {
+        struct gm_est_component *c = &e->components[i];
+        if (c->kind != GM_KIND_WEIGHTS)
+            continue;
+        c->bytes = w - embd;
+        snprintf(c->note, sizeof c->note,
+                 "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
+                 (unsigned long long)embd);
+    }
+    snprintf(note, sizeof note, "n_ctx %llu cells at %s", (unsigned long long)ctx, kvname);
+    if ((st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", kv, GM_EST_PHASE_INFER_ALL, false,
+                      GM_EXTENT_ALL_LAYERS, note, err)))
+        return st;
+    snprintf(note, sizeof note, "ggml graph of one %llu-token micro-batch%s",
+             (unsigned long long)ub, j->engine.llamacpp.flash_attn ? " (flash attention)" : "");
+    if ((st = est_add(e, GM_KIND_ENGINE_POOL, "compute_buffer", compute, GM_EST_PHASE_INFER_ALL,
+                      false, GM_EXTENT_ONE_LAYER, note, err)))
+        return st;
+    est_assume(e, "llama.cpp does not use PyTorch: \"allocated\" and \"reserved\" are "
+                  "its ggml buffers (weights, KV cache, compute buffer)");
+    est_assume(e,
+               "llama.cpp: every layer offloaded (-ngl 999), n_ctx = %llu tokens "
+               "(%llu sequences x %llu), KV type %s, n_ubatch %llu; the compute-buffer "
+               "size is an approximation",
+               (unsigned long long)ctx, (unsigned long long)batch,
+               (unsigned long long)(j->workload.context + j->workload.new_tokens), kvname,
+               (unsigned long long)ub);
+    return GM_OK;
+}
+
+enum gm_status est_stage_engine(struct est_ctx *cx, struct gm_error *err)
+{
+    if (cx->job->mode != GM_EST_INFER)
+        return GM_OK;
+    switch (cx->job->engine.kind) {
+    case GM_ENGINE_VLLM:
+        return engine_vllm(cx, err);
+    case GM_ENGINE_LLAMACPP:
+        return engine_llamacpp(cx, err);
+    case GM_ENGINE_HF:
+        est_assume(cx->e, "transformers generate(): weights, KV cache of every "
+                          "sequence, prefill activations and logits");
+        return GM_OK;
+    default:
+        return GM_OK;
+    }
+}

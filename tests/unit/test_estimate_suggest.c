@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_suggest.c - the suggestion engine and the report: for the jobs users
+ * bring (vLLM serving a 70B model at TP 1 and 2 on H100s, a full fine-tune of Llama-3-8B
+ * on H100s), a change that fits is found; every suggested change is real settings that,
+ * applied again, give the figure shown; fitting changes come first, cheapest first; when
+ * nothing can fit, the answer says so; the JSON document carries the verdict. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/estimate.h"
+#include "gpumem/units.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct gm_estimate base, again;
+static struct gm_est_suggestions sugg;
+
+static void set(struct gm_job *j, const char *name, const char *value)
+{
+    struct gm_error err;
+    if (gm_job_set(j, name, value, &err) != GM_OK)
+        fail_msg("--%s %s: %s", name, value ? value : "", err.msg);
+}
+
+static void vllm_70b(struct gm_job *j, const char *tp)
+{
+    gm_job_init(j);
+    j->model.model = gm_model_catalog_find("llama-3.1-70b");
+    set(j, "infer", NULL);
+    set(j, "engine", "vllm");
+    set(j, "tp", tp);
+    set(j, "gpu", "H100");
+}
+
+static void finetune_8b(struct gm_job *j, const char *gpus, const char *batch)
+{
+    gm_job_init(j);
+    j->model.model = gm_model_catalog_find("llama-3-8b");
+    set(j, "train", NULL);
+    set(j, "batch", batch);
+    set(j, "gpu", "H100");
+    if (gpus)
+        set(j, "gpus", gpus);
+}
+
+static void suggest(const struct gm_job *j)
+{
+    struct gm_error err;
+    assert_int_equal(gm_estimate_run(j, &base, &err), GM_OK);
+    assert_false(base.fit.fits);
+    assert_int_equal(gm_estimate_suggest(j, &base, &sugg, &err), GM_OK);
+}
+
+/* The suggestion whose change starts with 'prefix', or NULL. */
+static const struct gm_est_suggestion *with(const char *prefix)
+{
+    for (size_t i = 0; i < sugg.n; i++)
+        if (!strncmp(sugg.items[i].change, prefix, strlen(prefix)))
+            return &sugg.items[i];
+    return NULL;
+}
+
+/* Apply a change as a user would type it ("--tp 4 --gpus 4") and run the job again. */
+static void replay(const struct gm_job *job, const struct gm_est_suggestion *s)
+{
+    char buf[160], *save = NULL, *tok;
+    struct gm_job j = *job;
+    struct gm_error err;
+    snprintf(buf, sizeof buf, "%s", s->change);
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        const struct gm_job_setting *st;
+        assert_true(tok[0] == '-' && tok[1] == '-');
+        st = gm_job_setting_find(tok + 2);
+        assert_non_null(st);
+        if (!strcmp(tok + 2, "qlora"))
+            j.memory.adapter = GM_ADAPTER_NONE; /* replaces --lora */
+        if (!strcmp(tok + 2, "gpu"))
+            j.gpu.memory_bytes = 0;
+        if (st->type == GM_JOB_FLAG) {
+            set(&j, tok + 2, NULL);
+        } else {
+            char *v = strtok_r(NULL, " ", &save);
+            assert_non_null(v);
+            set(&j, tok + 2, v);
+        }
+    }
+    assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
+    assert_int_equal(again.fit.fits, s->fits);
+    assert_int_equal(again.fit.device_bytes, s->device_bytes);
+}
+
+/* Fitting changes first, cheapest first; each one replays. */
+static void check_order_and_replay(const struct gm_job *j)
+{
+    for (size_t i = 0; i < sugg.n; i++) {
+        if (i && sugg.items[i].fits && sugg.items[i - 1].fits)
+            assert_true(sugg.items[i].cost >= sugg.items[i - 1].cost);
+        if (i && sugg.items[i].fits && !sugg.items[i].combined)
+            assert_true(sugg.items[i - 1].fits);
+        assert_non_null(sugg.items[i].trade);
+        replay(j, &sugg.items[i]);
+    }
+}
+
+static void test_vllm_70b_tp2(void **state)
+{
+    struct gm_job j;
+    const struct gm_est_suggestion *s;
+    char want[48];
+    (void)state;
+    vllm_70b(&j, "2");
+    suggest(&j);
+    assert_int_equal(base.fit.reason, GM_FIT_ENGINE_NO_START);
+    assert_int_equal(base.serving.kv_tokens, 17984);
+    /* the largest max_model_len vLLM starts with */
+    snprintf(want, sizeof want, "--max-model-len %llu", (unsigned long long)base.serving.kv_tokens);
+    s = with(want);
+    assert_non_null(s);
+    assert_true(s->fits);
+    s = with("--tp 4 --gpus 4");
+    assert_non_null(s);
+    assert_true(s->fits);
+    assert_int_equal(s->cost, GM_COST_HARDWARE);
+    assert_false(sugg.none_fits);
+    check_order_and_replay(&j);
+}
+
+static void test_vllm_70b_tp1(void **state)
+{
+    struct gm_job j;
+    const struct gm_est_suggestion *s;
+    (void)state;
+    vllm_70b(&j, "1");
+    suggest(&j);
+    assert_int_equal(base.fit.reason, GM_FIT_DEVICE_OVER);
+    s = with("--tp 4 --gpus 4");
+    assert_non_null(s);
+    assert_true(s->fits);
+    check_order_and_replay(&j);
+}
+
+/* Full fine-tune over 8 GPUs: adapters and sharding are both offered. */
+static void test_finetune_gpus(void **state)
+{
+    static const char *const wanted[] = {"--lora", "--qlora", "--zero 3", "--fsdp"};
+    struct gm_job j;
+    (void)state;
+    finetune_8b(&j, "8", "1");
+    suggest(&j);
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+        const struct gm_est_suggestion *s = with(wanted[i]);
+        if (!s)
+            fail_msg("no %s suggestion", wanted[i]);
+        assert_true(s->fits);
+    }
+    check_order_and_replay(&j);
+    /* at batch 4 nothing fits alone: the closest come first, then a combination that fits */
+    finetune_8b(&j, "8", "4");
+    suggest(&j);
+    assert_non_null(with("--lora"));
+    assert_non_null(with("--qlora"));
+    assert_true(with("--zero 3") || with("--fsdp"));
+    assert_true(sugg.n >= 2);
+    assert_true(sugg.items[sugg.n - 1].combined);
+    assert_true(sugg.items[sugg.n - 1].fits);
+    check_order_and_replay(&j);
+}
+
+/* One GPU: no sharding over data-parallel ranks, but adapters and offload. */
+static void test_finetune_one_gpu(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    finetune_8b(&j, NULL, "1");
+    suggest(&j);
+    assert_null(with("--zero 1"));
+    assert_null(with("--fsdp"));
+    assert_non_null(with("--lora"));
+    assert_non_null(with("--qlora"));
+    assert_non_null(with("--zero 2 --offload-optimizer"));
+    /* pure bf16 says that it changes the numerics */
+    if (with("--precision bf16"))
+        assert_non_null(strstr(with("--precision bf16")->trade, "changes the numerics"));
+    check_order_and_replay(&j);
+}
+
+/* 405B on a 12 GiB card: no change, combination or catalog GPU makes it fit. */
+static void test_nothing_fits(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3.1-405b");
+    set(&j, "infer", NULL);
+    set(&j, "engine", "vllm");
+    set(&j, "gpu", "RTX-3060");
+    suggest(&j);
+    assert_true(sugg.none_fits);
+    for (size_t i = 0; i < sugg.n; i++)
+        assert_false(sugg.items[i].fits);
+}
+
+/* The report: with a GPU the verdict and suggestions, and the JSON that carries them. */
+static void test_report_json(void **state)
+{
+    struct gm_job j;
+    struct gm_estimate_report *r = malloc(sizeof(*r));
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    json_t *doc, *fit;
+    json_error_t jerr;
+    (void)state;
+    assert_non_null(r);
+    vllm_70b(&j, "2");
+    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    assert_false(r->est.fit.fits);
+    assert_true(r->suggestions.n > 0);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gm_estimate_report_json(f, r, &err), GM_OK);
+    fclose(f);
+    doc = json_loadb(buf, len, 0, &jerr);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "schema")), "gpumem.estimate/1");
+    fit = json_object_get(doc, "fit");
+    assert_true(json_is_false(json_object_get(fit, "fits")));
+    assert_string_equal(json_string_value(json_object_get(fit, "reason")),
+                        "engine_would_not_start");
+    assert_int_equal(json_array_size(json_object_get(fit, "devices")), 1);
+    assert_true(json_array_size(json_object_get(doc, "suggestions")) > 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(doc, "components"), 0), "kind")),
+                        "weights");
+    json_decref(doc);
+    free(buf);
+    /* without a GPU: the catalog GPUs it fits on, smallest first */
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    assert_true(r->n_fits_on > 0);
+    for (size_t i = 1; i < r->n_fits_on; i++)
+        assert_true(gm_gpu_catalog_get(r->fits_on[i])->memory_bytes >=
+                    gm_gpu_catalog_get(r->fits_on[i - 1])->memory_bytes);
+    assert_true(gm_gpu_catalog_get(r->fits_on[0])->memory_bytes >= r->est.device_bytes);
+    /* --max-batch: the report shows the job at the value found */
+    finetune_8b(&j, NULL, "1");
+    set(&j, "qlora", NULL);
+    set(&j, "max-batch", NULL);
+    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    assert_true(r->searched && r->search.value >= 1);
+    assert_int_equal(r->job.workload.batch, r->search.value);
+    assert_true(r->est.fit.fits);
+    free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vllm_70b_tp2),  cmocka_unit_test(test_vllm_70b_tp1),
+        cmocka_unit_test(test_finetune_gpus), cmocka_unit_test(test_finetune_one_gpu),
+        cmocka_unit_test(test_nothing_fits),  cmocka_unit_test(test_report_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
