@@ -7,6 +7,7 @@ int cmd_version(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_measure(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 
 /* gpumem snapshot <sub-command>: the table is in cmd_snapshot.c, one line each. */
@@ -19,9 +20,6 @@ int cmd_snapshot_leaks(int argc, char **argv);
 int cmd_snapshot_diff(int argc, char **argv);
 int cmd_snapshot_oom(int argc, char **argv);
 int cmd_snapshot_replay(int argc, char **argv);
-int cmd_environment(int argc, char **argv);
-int cmd_watch(int argc, char **argv);
-int cmd_measure(int argc, char **argv);
 int cmd_snapshot_example(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);

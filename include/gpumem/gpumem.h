@@ -3,6 +3,7 @@
 #ifndef GPUMEM_GPUMEM_H
 #define GPUMEM_GPUMEM_H
 
+#include "gpumem/alloc.h"
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 #include "gpumem/device.h"
@@ -10,9 +11,11 @@
 #include "gpumem/estimate.h"
 #include "gpumem/example.h"
 #include "gpumem/json.h"
+#include "gpumem/measure.h"
 #include "gpumem/model.h"
 #include "gpumem/modelfile.h"
 #include "gpumem/pickle_write.h"
+#include "gpumem/replay.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
 #include "gpumem/units.h"
