@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write small synthetic snapshots for the features no real test file has
-(shared/docs/snapshot-format.md section 7.2) into DIR:
+"""Write small synthetic snapshots for the snapshot features that none of the real test
+files shows (docs/snapshot.md lists which) into DIR:
 
   syn_g1_history_p{2,4,5}.pickle     2.0-era blocks with 'history', no frames/address
   syn_g8_streams_meta_p{2,4,5}.pickle non-zero streams, several streams, segment_alloc/free,
@@ -12,8 +12,9 @@
                                      by value, 8-byte LONG1, EMPTY_LIST MARK APPENDS)
   syn_u64_stream.pickle              a stream handle above 2^63 (9-byte LONG1)
 
-usage: make_synthetic.py DIR
+usage: make_synthetic.py [--force] DIR
 """
+import argparse
 import os
 import pickle
 import struct
@@ -207,9 +208,28 @@ class WriterC:
         return bytes(self.out)
 
 
-def main():
-    d = sys.argv[1]
+NAMES = ["syn_g1_history_p%d.pickle" % p for p in (2, 4, 5)] + \
+    ["syn_g8_streams_meta_p%d.pickle" % p for p in (2, 4, 5)] + \
+    ["syn_g9_2026_p4.pickle", "syn_writer_c.pickle", "syn_u64_stream.pickle"]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        description="Write the synthetic snapshots (" + ", ".join(NAMES) + ") into DIR.")
+    ap.add_argument("dir", metavar="DIR", help="folder to write into (created if missing)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace files of these names that are already in DIR")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    d = args.dir
     os.makedirs(d, exist_ok=True)
+    existing = [n for n in NAMES if os.path.exists(os.path.join(d, n))]
+    if existing and not args.force:
+        sys.exit("make_synthetic.py: %s already holds %s (give --force to replace)"
+                 % (d, ", ".join(existing)))
 
     def w(name, data):
         with open(os.path.join(d, name), "wb") as f:
