@@ -1,21 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# House-rule checks that a compiler does not make (run by ctest as lint/house-rules):
-#  - banned C functions anywhere in src/, cli/ (strcpy strcat sprintf vsprintf strtok atoi atol gets);
-#  - the library never exits, aborts or prints to stdout/stderr by itself;
-#  - the CLI includes only public headers.
+# House-rule checks that a compiler does not make (run by ctest as lint/house-rules), over
+# every folder of src/ (each one a library module) and cli/:
+#  - banned C functions (strcpy strcat sprintf vsprintf strtok atoi atol gets): they write
+#    past buffers or cannot report errors; use snprintf, strtoull/gm_parse_u64 instead;
+#  - the library never exits, aborts or prints to stdout/stderr by itself (it returns a
+#    gm_status with a struct gm_error, and only cli/ maps it to an exit code);
+#  - the CLI includes only public headers (gpumem/*.h), never a module's own header.
 set -u
 cd "$(dirname "$0")/.."
 fail=0
 
 banned='(^|[^_[:alnum:]])(strcpy|strcat|sprintf|vsprintf|strtok|atoi|atol|gets)[[:space:]]*\('
-if grep -rnE "$banned" src cli --include='*.c' --include='*.h' | grep -v 'snprintf\|vsnprintf'; then
-    echo "lint: banned function used (see docs/style.md section 9)"
+if grep -rnE "$banned" src cli --include='*.c' --include='*.h' --include='*.cu' | grep -v 'snprintf\|vsnprintf'; then
+    echo "lint: banned function used (snprintf, strtoull or gm_parse_u64 instead)"
     fail=1
 fi
 
 noexit='(^|[^_[:alnum:]])(exit|_exit|abort|printf|puts|perror)[[:space:]]*\('
-if grep -rnE "$noexit" src --include='*.c' --include='*.h' | grep -vE '^\S+:[0-9]+:\s*(/\*|\*|//)'; then
+if grep -rnE "$noexit" src --include='*.c' --include='*.h' --include='*.cu' | grep -vE '^\S+:[0-9]+:\s*(/\*|\*|//)'; then
     echo "lint: library code must not exit, abort or print (return a gm_status instead)"
     fail=1
 fi
@@ -24,7 +27,12 @@ if grep -rnE 'f?printf[[:space:]]*\([[:space:]]*std(out|err)' src --include='*.c
     fail=1
 fi
 
-if grep -rnE '#include[[:space:]]+"(base|pickle|snapshot|model|estimate|alloc|device|report|analysis)/' cli; then
+# the modules are the folders of src/, whatever they are
+modules=$(find src -mindepth 1 -maxdepth 1 -type d -exec basename {} \; | sort | paste -sd'|' -)
+if [ -z "$modules" ]; then
+    echo "lint: no modules found under src/"
+    fail=1
+elif grep -rnE "#include[[:space:]]+\"($modules)/" cli; then
     echo "lint: the CLI may include only public headers (gpumem/*.h)"
     fail=1
 fi
