@@ -52,8 +52,8 @@ struct collected {
 };
 
 /* One option per job setting, then the command's own. */
-static size_t build_options(struct opt *opts, struct collected *c, bool *list_m, bool *list_g,
-                            bool *json, int *color)
+static void build_options(struct opt *opts, struct collected *c, bool *list_m, bool *list_g,
+                          bool *json, int *color)
 {
     size_t n_set, n = 0;
     const struct gm_job_setting *s = gm_job_settings(&n_set);
@@ -74,8 +74,7 @@ static size_t build_options(struct opt *opts, struct collected *c, bool *list_m,
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
-    opts[n++] = (struct opt)OPT_END;
-    return n;
+    opts[n] = (struct opt)OPT_END;
 }
 
 /* Hand every option given to the job, in table order. */

@@ -501,8 +501,10 @@ struct gm_est_fit {
 
 struct gm_estimate {
     enum gm_est_mode mode;
-    uint64_t n_params;     /* parameters used */
-    uint64_t weight_bytes; /* weights held by one device for this job */
+    uint64_t n_params;             /* parameters used */
+    uint64_t largest_layer_params; /* what ZeRO-3 gathers whole: --largest-layer, the files'
+                                      largest module, else the largest tensor; 0 = unknown */
+    uint64_t weight_bytes;         /* weights held by one device for this job */
     struct gm_est_component components[GM_EST_MAX_COMPONENTS];
     size_t n_components;
     uint64_t forward_backward_bytes; /* training phase peaks (allocated): max of the two */

@@ -190,12 +190,20 @@ uint64_t est_outside_bytes(const struct gm_estimate *e)
     return s;
 }
 
+enum est_allocator est_allocator(const struct gm_job *job)
+{
+    if (job->mode == GM_EST_WEIGHTS)
+        return EST_ALLOC_ONCE;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM)
+        return EST_ALLOC_VLLM;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP)
+        return EST_ALLOC_GGML;
+    return EST_ALLOC_TORCH;
+}
+
 double est_fragmentation(const struct gm_job *job)
 {
-    if (job->mode == GM_EST_INFER &&
-        (job->engine.kind == GM_ENGINE_VLLM || job->engine.kind == GM_ENGINE_LLAMACPP))
-        return 0;
-    return job->runtime.fragmentation;
+    return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
 }
 
 /* ---- arithmetic and model shapes ---- */
@@ -229,6 +237,13 @@ uint64_t est_div_up(uint64_t a, uint64_t b)
 unsigned est_weight_elem_bytes(enum gm_precision p)
 {
     return p == GM_PREC_FP32 ? 4 : 2;
+}
+
+bool est_tp_divides(const struct gm_model *m, uint64_t t)
+{
+    if (t <= 1 || !m->n_heads || !m->n_kv_heads)
+        return true;
+    return m->n_heads % t == 0 && (m->n_kv_heads % t == 0 || t % m->n_kv_heads == 0);
 }
 
 uint64_t est_largest_linear(const struct gm_model *m)

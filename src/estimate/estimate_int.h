@@ -88,6 +88,19 @@ uint64_t est_round(double bytes);
 /* a / b rounded up (b = 0: a). */
 uint64_t est_div_up(uint64_t a, uint64_t b);
 
+/* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
+ * the KV heads evenly or replicated when there are fewer of them than t. */
+bool est_tp_divides(const struct gm_model *m, uint64_t t);
+
+/* The memory manager that holds the job's tensors. */
+enum est_allocator {
+    EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
+    EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
+    EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
+    EST_ALLOC_GGML      /* llama.cpp: exact ggml buffers */
+};
+enum est_allocator est_allocator(const struct gm_job *job);
+
 /* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
 unsigned est_weight_elem_bytes(enum gm_precision p);
 /* Parameters of the largest linear layer inside a decoder layer, and of one decoder
@@ -113,6 +126,8 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */
 void est_job_resolve(struct gm_job *job);
+/* Data-parallel ranks of a resolved job: gpus / (tp x pp). */
+uint64_t est_data_parallel(const struct gm_job *job);
 /* Mark or forget that a setting was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, const char *name, bool given);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */

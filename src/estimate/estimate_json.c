@@ -20,8 +20,8 @@ static const char *mode_name(enum gm_est_mode m)
 static const char *choice_name(const char *setting, int index)
 {
     const struct gm_job_setting *s = gm_job_setting_find(setting);
-    const char *const *c = s->choices;
-    for (int i = 0; c[i]; i++)
+    const char *const *c = s ? s->choices : NULL;
+    for (int i = 0; c && c[i]; i++)
         if ((s->values ? s->values[i] : i) == index)
             return c[i];
     return "unknown";
@@ -327,8 +327,7 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_u64(w, "nf4_constant_bytes", e->lora.nf4_constant_bytes);
         gm_json_end_object(w);
     }
-    if (j->mode == GM_EST_INFER &&
-        (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_LLAMACPP)) {
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_GGML) {
         gm_json_key(w, "serving");
         gm_json_begin_object(w);
         gm_json_kv_str(w, "engine", gm_engine_name(j->engine.kind));

@@ -53,7 +53,7 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
 
     if (over) {
         uint64_t short_by = fit->device_bytes - capacity;
-        bool llamacpp = job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP;
+        bool llamacpp = est_allocator(job) == EST_ALLOC_GGML;
         uint64_t kv = gm_estimate_kind_bytes(e, GM_KIND_KV_CACHE);
         if (job->mode == GM_EST_TRAIN && job->memory.paged_optimizer &&
             short_by <= e->pageable_bytes) {
@@ -84,7 +84,7 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
             snprintf(fit->text, sizeof fit->text, "short by %.2f GiB", gib(short_by));
         return;
     }
-    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM) {
+    if (est_allocator(job) == EST_ALLOC_VLLM) {
         uint64_t want =
             gm_mul_sat(job->workload.batch, job->workload.context + job->workload.new_tokens);
         uint64_t seqs = job->engine.vllm.max_num_seqs ? job->engine.vllm.max_num_seqs : 256;

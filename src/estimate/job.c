@@ -589,6 +589,12 @@ void est_job_resolve(struct gm_job *j)
         j->parallel.shard = GM_SHARD_ZERO3;
 }
 
+uint64_t est_data_parallel(const struct gm_job *j)
+{
+    uint64_t per_replica = j->parallel.tp * j->parallel.pp;
+    return per_replica ? j->parallel.gpus / per_replica : 1;
+}
+
 bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *out)
 {
     switch (t) {

@@ -7,32 +7,24 @@
 
 #include <string.h>
 
-/* DeepSpeed's table for the job: its parameters and largest layer, over its nodes. */
-static enum gm_status deepspeed_table(const struct gm_job *j, struct gm_deepspeed *ds,
-                                      struct gm_error *err)
+/* DeepSpeed's table for the job: the parameters and largest layer the model stage found
+ * ('e'), over the job's nodes. */
+static enum gm_status deepspeed_table(const struct gm_job *j, const struct gm_estimate *e,
+                                      struct gm_deepspeed *ds, struct gm_error *err)
 {
-    const struct gm_model *m = j->model.model;
-    uint64_t total = j->model.n_params, largest = j->model.largest_layer_params;
     uint64_t gpus = j->parallel.gpus, gpn;
-    struct gm_param_counts pc;
     enum gm_status st;
 
-    if (m && gm_model_count_params(m, &pc, NULL) == GM_OK) {
-        if (!total)
-            total = m->n_params_file ? m->n_params_file : pc.total;
-        if (!largest)
-            largest = j->model.files ? j->model.files->largest_module_params : pc.largest_tensor;
-    }
     gpn = j->parallel.gpus_per_node ? j->parallel.gpus_per_node : (gpus < 8 ? gpus : 8);
     if (gpus % gpn != 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--gpus %llu is not a whole number of nodes of %llu GPUs",
                        (unsigned long long)gpus, (unsigned long long)gpn);
-    if (j->parallel.shard == GM_SHARD_ZERO3 && !largest)
+    if (j->parallel.shard == GM_SHARD_ZERO3 && !e->largest_layer_params)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "ZeRO-3 needs the largest layer: give a MODEL or --largest-layer N");
-    st = gm_deepspeed_estimate((int)j->parallel.shard, total, largest, gpn, gpus / gpn, 1.5, ds,
-                               err);
+    st = gm_deepspeed_estimate((int)j->parallel.shard, e->n_params, e->largest_layer_params, gpn,
+                               gpus / gpn, 1.5, ds, err);
     if (st == GM_OK)
         gm_zero_paper_model_states(ds->total_params, ds->gpus_per_node * ds->nodes, 12,
                                    ds->zero_paper);
@@ -43,7 +35,7 @@ static enum gm_status deepspeed_table(const struct gm_job *j, struct gm_deepspee
 static void weights_only(const struct gm_job *j, struct gm_job *w)
 {
     gm_job_init(w);
-    w->model = j->model;
+    w->model = j->model; /* --parameters and --largest-layer */
     w->runtime = j->runtime;
     w->gpu = j->gpu;
 }
@@ -60,14 +52,9 @@ enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estima
     if ((st = gm_job_check(&r->job, err)) != GM_OK)
         return st;
     run = r->job;
-    if (r->job.method == GM_METHOD_DEEPSPEED) {
-        if ((st = deepspeed_table(&r->job, &r->deepspeed, err)) != GM_OK)
-            return st;
-        r->has_deepspeed = true;
-        if (!r->job.model.model) {
-            r->deepspeed_only = true;
-            weights_only(&r->job, &run);
-        }
+    if (r->job.method == GM_METHOD_DEEPSPEED && !r->job.model.model) {
+        r->deepspeed_only = true;
+        weights_only(&r->job, &run);
     }
     if (run.search != GM_SEARCH_NONE) {
         st = gm_estimate_search(&run, run.search, &r->search, &r->est, err);
@@ -78,6 +65,11 @@ enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estima
         est_search_job(&run, run.search, r->search.shown, &run);
     } else if ((st = gm_estimate_run(&run, &r->est, err)) != GM_OK) {
         return st;
+    }
+    if (r->job.method == GM_METHOD_DEEPSPEED) {
+        if ((st = deepspeed_table(&r->job, &r->est, &r->deepspeed, err)) != GM_OK)
+            return st;
+        r->has_deepspeed = true;
     }
     if (run.gpu.memory_bytes) {
         if (!r->est.fit.fits && !r->deepspeed_only)

@@ -54,9 +54,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu does not divide %llu KV heads",
-                       (unsigned long long)t, (unsigned long long)m->n_kv_heads);
+    if (!est_tp_divides(m, t))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
+                       (unsigned long long)t, (unsigned long long)m->n_heads,
+                       (unsigned long long)m->n_kv_heads);
     kvt = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
               ? j->numerics.kv_dtype
               : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
@@ -65,7 +67,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     per_token = 2 * m->n_layers * kv_heads * m->head_dim * kvb100 / 100;
     block = per_token * bs;
-    w = cx->stored_weight_bytes / t;
+    w = est_div_up(cx->stored_weight_bytes, t);
     T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
     q = m->n_heads * m->head_dim;
     {

@@ -80,8 +80,8 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    "context + new tokens = %llu exceed the model's max_position_embeddings "
                    "%llu",
                    (unsigned long long)tokens, (unsigned long long)m->max_positions);
-    if (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_LLAMACPP)
-        return GM_OK;
+    if (est_allocator(j) != EST_ALLOC_TORCH)
+        return GM_OK; /* an engine with its own memory manager accounts for itself */
 
     kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);
     snprintf(note, sizeof(note),

@@ -58,6 +58,10 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
         cx->pc.largest_tensor = n;
     cx->n = n;
     e->n_params = n;
+    e->largest_layer_params = j->model.largest_layer_params ? j->model.largest_layer_params
+                              : j->model.files              ? j->model.files->largest_module_params
+                              : counted                     ? cx->pc.largest_tensor
+                                                            : 0;
 
     cx->stored_bits = j->numerics.weight_format == GM_WEIGHTS_BITS ? j->numerics.weight_bits
                       : (m && gm_dtype_bits(m->dtype))             ? (double)gm_dtype_bits(m->dtype)

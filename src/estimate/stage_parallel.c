@@ -34,11 +34,10 @@
 static void fill_layout(const struct gm_job *j, struct gm_est_layout *l)
 {
     const struct gm_job_parallel *p = &j->parallel;
-    uint64_t per_replica = p->tp * p->pp;
     l->gpus = p->gpus;
     l->gpus_per_node = p->gpus_per_node ? p->gpus_per_node : (p->gpus < 8 ? p->gpus : 8);
     l->nodes = est_div_up(p->gpus, l->gpus_per_node);
-    l->dp = per_replica ? p->gpus / per_replica : 1;
+    l->dp = est_data_parallel(j);
 }
 
 /* Rescale one component for tensor parallelism t and data parallelism D at ZeRO 'stage';
@@ -102,10 +101,8 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     enum gm_status st;
 
     fill_layout(j, l);
-    if (j->mode == GM_EST_WEIGHTS ||
-        (j->mode == GM_EST_INFER &&
-         (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_LLAMACPP)))
-        return GM_OK;
+    if (est_allocator(j) != EST_ALLOC_TORCH)
+        return GM_OK; /* weights only, or an engine that places its own shards */
     if (g <= 1 && t <= 1 && p->shard == GM_SHARD_NONE) {
         if (j->mode == GM_EST_TRAIN && j->method != GM_METHOD_BLOG)
             est_assume(e, "single GPU, no tensor/pipeline/data-parallel sharding, no "
@@ -113,8 +110,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
         return GM_OK;
     }
     /* query heads split evenly; KV heads split, or are replicated when fewer than t */
-    if (t > 1 && m && m->n_heads && m->n_kv_heads &&
-        (m->n_heads % t != 0 || (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0)))
+    if (m && !est_tp_divides(m, t))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--tp %llu does not divide the %llu attention heads / %llu KV heads",
                        (unsigned long long)t, (unsigned long long)m->n_heads,

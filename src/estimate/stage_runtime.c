@@ -61,22 +61,22 @@ static enum gm_status add_overheads(struct gm_estimate *e, const struct overhead
 /* How peak reserved follows from peak allocated for the job's memory manager. */
 static void reserved_rule(const struct gm_job *j, struct gm_estimate *e)
 {
-    if (j->mode == GM_EST_WEIGHTS)
-        return;
-    switch (j->mode == GM_EST_INFER ? j->engine.kind : GM_ENGINE_NONE) {
-    case GM_ENGINE_VLLM:
+    switch (est_allocator(j)) {
+    case EST_ALLOC_ONCE:
+        break;
+    case EST_ALLOC_VLLM:
         est_assume(e, "peak reserved = allocated rounded up to 2 MiB: vLLM allocates its KV "
                       "pool once, up front (no fragmentation margin)");
         break;
-    case GM_ENGINE_LLAMACPP:
+    case EST_ALLOC_GGML:
         est_assume(e, "\"reserved\" = allocated rounded up to 2 MiB: ggml allocates exact "
                       "buffers (no caching allocator, no fragmentation margin)");
         break;
-    default:
+    case EST_ALLOC_TORCH:
         est_assume(e,
                    "peak reserved = allocated + %.2f x transient memory of the peak phase "
                    "(allocator fragmentation), rounded to 2 MiB",
-                   j->runtime.fragmentation);
+                   est_fragmentation(j));
         break;
     }
 }
@@ -87,8 +87,8 @@ static enum gm_status overheads(const struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     struct overhead o[3];
     size_t n = 0;
-    bool vllm = j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM;
-    bool llamacpp = j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_LLAMACPP;
+    bool vllm = est_allocator(j) == EST_ALLOC_VLLM;
+    bool llamacpp = est_allocator(j) == EST_ALLOC_GGML;
 
     if (j->mode == GM_EST_WEIGHTS && j->runtime.reserve_bytes) {
         est_assume(e,

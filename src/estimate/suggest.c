@@ -87,7 +87,7 @@ static uint64_t data_parallel(const struct gm_job *j)
 {
     struct gm_job r = *j;
     est_job_resolve(&r);
-    return r.parallel.gpus / (r.parallel.tp * r.parallel.pp);
+    return est_data_parallel(&r);
 }
 
 /* ---- the candidates ---- */
@@ -369,7 +369,7 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
     for (uint64_t t = j->parallel.tp * 2; t <= 8; t *= 2) {
         struct change tc = {0};
         struct gm_job a;
-        if (m->n_heads % t != 0 || (m->n_kv_heads % t != 0 && t % m->n_kv_heads != 0))
+        if (!est_tp_divides(m, t))
             continue;
         put_u64(&tc, "tp", t);
         put_u64(&tc, "gpus", (t * replicas));
