@@ -2,6 +2,7 @@
 /* cli_common.c - shared CLI helpers (see cli.h). */
 #include "cli.h"
 
+#include "gpumem/text.h"
 #include "gpumem/version.h"
 
 #include <errno.h>
@@ -14,33 +15,47 @@
 
 const char *const cli_color_choices[] = {"auto", "always", "never", NULL};
 
+/* "<cmd>: <message><tail>" on stderr, the message escaped: it quotes paths, names from
+ * files and values from the environment, which must not reach a terminal raw. */
+static void report(const char *cmd, const char *msg, const char *tail)
+{
+    fprintf(stderr, "%s: ", cmd);
+    gm_text_write_escaped(stderr, msg);
+    fprintf(stderr, "%s\n", tail);
+}
+
+static void vreport(const char *cmd, const char *tail, const char *fmt, va_list ap)
+{
+    char msg[8192];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    report(cmd, msg, tail);
+}
+
 void cli_errorf(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport(cmd, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 int cli_fail(const char *cmd, const struct gm_error *err)
 {
+    char tail[64] = "";
     if (err->offset != GM_NO_OFFSET)
-        fprintf(stderr, "%s: %s (at byte %" PRIu64 ")\n", cmd, err->msg, err->offset);
-    else
-        fprintf(stderr, "%s: %s\n", cmd, err->msg[0] ? err->msg : gm_status_name(err->code));
+        snprintf(tail, sizeof(tail), " (at byte %" PRIu64 ")", err->offset);
+    report(cmd, err->msg[0] ? err->msg : gm_status_name(err->code), tail);
     return gm_status_exit_code(err->code);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
+    char tail[300];
     va_list ap;
-    fprintf(stderr, "%s: ", cmd);
+    snprintf(tail, sizeof(tail), " (see '%s --help')", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport(cmd, tail, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see '%s --help')\n", cmd);
     return GM_EXIT_USAGE;
 }
 
@@ -119,8 +134,11 @@ int cli_dispatch(const struct cli_command *table, const char *prefix, int argc, 
                        !(strcmp(want, "help") == 0 && argc == 2);
         if (unknown)
             f = stderr;
-        if (unknown)
-            fprintf(f, "%s: '%s' is not a command\n\n", prefix, want);
+        if (unknown) {
+            char safe[256];
+            fprintf(f, "%s: '%s' is not a command\n\n", prefix,
+                    gm_text_escape(safe, sizeof(safe), want));
+        }
         fprintf(f, "usage: %s COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", prefix);
         for (const struct cli_command *c = table; c->name; c++)
             fprintf(f, "  %-12s  %s\n", c->name, c->summary);

@@ -3,6 +3,7 @@
  * nothing but the chart's columns. */
 #include "watch_render.h"
 
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
@@ -108,15 +109,15 @@ static void columns(const struct gm_watch *w, bool by_process, uint32_t device, 
 
 void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run, bool chart)
 {
-    char b1[32], b2[32], b3[32], t1[32];
+    char b1[32], b2[32], b3[32], t1[32], name[4 * 96];
     uint64_t col[CHART_COLS];
 
     fprintf(f, "\ngpumem watch: ");
     if (!run->command)
         fprintf(f, "pid %" PRIu32 " %s", run->pid, run->interrupted ? "(detached)" : "ended");
     else if (run->exit_status >= 0)
-        fprintf(f, "%s (pid %" PRIu32 ") exited with status %d", run->command[0], run->pid,
-                run->exit_status);
+        fprintf(f, "%s (pid %" PRIu32 ") exited with status %d",
+                gm_text_escape(name, sizeof(name), run->command[0]), run->pid, run->exit_status);
     fprintf(f, "%s after %s\n", run->interrupted ? ", interrupted," : "",
             secs(t1, sizeof(t1), w->end_t_ms));
     fprintf(f,
@@ -146,7 +147,8 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
         const struct gm_watch_device *d = &w->dev[k];
         fprintf(f, "  %-8s %-12s %-9s %-12s %-12s %s\n", d->label, bytes(b1, sizeof(b1), d->peak),
                 d->peak.valid ? secs(t1, sizeof(t1), d->peak_t_ms) : "-",
-                bytes(b2, sizeof(b2), d->baseline), bytes(b3, sizeof(b3), d->total), d->name);
+                bytes(b2, sizeof(b2), d->baseline), bytes(b3, sizeof(b3), d->total),
+                gm_text_escape(name, sizeof(name), d->name));
         if (!w->cmd_seen && d->peak.valid && d->baseline.valid)
             fprintf(f, "  %-8s device delta: %s\n", "",
                     gm_format_bytes(
@@ -164,7 +166,8 @@ void watch_report(FILE *f, const struct gm_watch *w, const struct gm_watch_run *
             fprintf(f, "  %-10" PRIu32 " %-8s %-12s %-9s %-9s %s\n", p->pid,
                     w->dev[p->device].label, gm_format_bytes(b1, sizeof(b1), p->peak, GM_UNITS_IEC),
                     secs(t1, sizeof(t1), p->peak_t_ms), seen,
-                    p->name[0] ? p->name : "(not visible here)");
+                    p->name[0] ? gm_text_escape(name, sizeof(name), p->name)
+                               : "(not visible here)");
         }
     }
     if (!chart || !w->n_samples)

@@ -16,6 +16,7 @@
 #include "gpumem/pickle_write.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 #include "gpumem/watch.h"

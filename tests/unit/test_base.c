@@ -271,6 +271,38 @@ static void test_reader(void **state)
     assert_false(gm_reader_skip(&r, 1));
 }
 
+/* Control characters, C1 controls and broken UTF-8 come out as visible \xNN; printable
+ * ASCII and valid UTF-8 pass through; truncation never splits a character or an escape. */
+static void test_text_escape(void **state)
+{
+    char out[64];
+    char big[6];
+    FILE *f;
+    char *mem = NULL;
+    size_t len = 0;
+    (void)state;
+    assert_string_equal(gm_text_escape(out, sizeof out, "plain/path.json"), "plain/path.json");
+    assert_string_equal(gm_text_escape(out, sizeof out, "a\033[2Jb"), "a\\x1b[2Jb");
+    assert_string_equal(gm_text_escape(out, sizeof out, "t\tn\nd\177"), "t\\x09n\\x0ad\\x7f");
+    assert_string_equal(gm_text_escape(out, sizeof out, "caf\xc3\xa9 \xe2\x82\xac"),
+                        "caf\xc3\xa9 \xe2\x82\xac"); /* é and € are kept */
+    assert_string_equal(gm_text_escape(out, sizeof out, "x\xc2\x9by"), "x\\xc2\\x9by"); /* C1 CSI */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\x9b"), "\\x9b"); /* raw C1 byte */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xc0\xaf"), "\\xc0\\xaf"); /* overlong */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xed\xa0\x80"), "\\xed\\xa0\\x80");
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xe2\x82"), "\\xe2\\x82"); /* cut */
+    assert_string_equal(gm_text_escape(big, sizeof big, "abc\033def"), "abc"); /* no half escape */
+    assert_string_equal(gm_text_escape(big, sizeof big, "abcd\xc3\xa9"), "abcd");
+    assert_true(gm_text_needs_escape("a\033"));
+    assert_false(gm_text_needs_escape("caf\xc3\xa9"));
+    f = open_memstream(&mem, &len);
+    assert_non_null(f);
+    assert_true(gm_text_write_escaped(f, "ok \033]0;title\007 done"));
+    fclose(f);
+    assert_string_equal(mem, "ok \\x1b]0;title\\x07 done");
+    free(mem);
+}
+
 static void test_error(void **state)
 {
     struct gm_error e;
@@ -304,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_text_escape),
         cmocka_unit_test(test_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
