@@ -8,6 +8,7 @@
 #include "model/modelfile_int.h"
 
 #include "base/buf.h"
+#include "base/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -177,33 +178,21 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-static enum gm_status file_size_of(const char *path, uint64_t *size, struct gm_error *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': no such file", path);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode))
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': not a regular file", path);
-    *size = (uint64_t)st.st_size;
-    return GM_OK;
-}
-
-/* Read the first 'want' bytes of 'f' into a fresh buffer (*out, gm_free it). */
-static enum gm_status read_prefix(FILE *f, const char *path, uint64_t want, uint8_t **out,
+/* Read the first 'want' bytes of 'fd' into a fresh buffer (*out, gm_free it). */
+static enum gm_status read_prefix(int fd, const char *path, uint64_t want, uint8_t **out,
                                   struct gm_error *err)
 {
     uint8_t *p;
+    enum gm_status st;
     if (want > SIZE_MAX - 1)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s': header too large", path);
     p = gm_malloc((size_t)want + 1);
     if (!p)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", path);
-    if (fseek(f, 0, SEEK_SET) != 0 || fread(p, 1, (size_t)want, f) != (size_t)want) {
+    st = gm_file_read_at(fd, path, 0, p, (size_t)want, err);
+    if (st) {
         gm_free(p);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': read failed", path);
+        return st;
     }
     *out = p;
     return GM_OK;
@@ -214,19 +203,15 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
 {
     uint64_t size, hlen;
     uint8_t *data = NULL;
-    FILE *f;
-    enum gm_status st = file_size_of(path, &size, err);
+    int fd;
+    enum gm_status st = gm_file_open(path, &fd, &size, err);
     if (st)
         return st;
-    f = fopen(path, "rb");
-    if (!f)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
     if (size < 8) {
-        fclose(f);
-        return gm_fail(err, GM_ERR_FORMAT, 0, "'%s': %llu bytes, too short for a safetensors file",
-                       path, (unsigned long long)size);
+        st = gm_file_too_short(fd, path, size, "a safetensors file", err);
+        goto out;
     }
-    st = read_prefix(f, path, 8, &data, err);
+    st = read_prefix(fd, path, 8, &data, err);
     if (st)
         goto out;
     hlen = 0;
@@ -247,7 +232,7 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
                     path, (unsigned long long)hlen);
         goto out;
     }
-    st = read_prefix(f, path, 8 + hlen, &data, err);
+    st = read_prefix(fd, path, 8 + hlen, &data, err);
     if (st)
         goto out;
     st = gm_safetensors_parse(data, (size_t)(8 + hlen), size, lim, m, err);
@@ -258,7 +243,7 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
     m->header_bytes = gm_add_sat(m->header_bytes, 8 + hlen);
 out:
     gm_free(data);
-    fclose(f);
+    close(fd);
     return st;
 }
 
@@ -266,13 +251,15 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
                                      struct gm_modelfile *m, struct gm_error *err)
 {
     uint64_t size, want;
-    FILE *f;
-    enum gm_status st = file_size_of(path, &size, err);
+    int fd;
+    enum gm_status st = gm_file_open(path, &fd, &size, err);
     if (st)
         return st;
-    f = fopen(path, "rb");
-    if (!f)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
+    if (size == 0) {
+        st = gm_file_too_short(fd, path, size, "a GGUF file", err);
+        close(fd);
+        return st;
+    }
     /* Start with 4 MiB and double until the header fits: most GGUF headers are a few MB
      * (the tokenizer vocabulary dominates). */
     want = (uint64_t)4 << 20;
@@ -285,7 +272,7 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
             len = lim->max_header_bytes;
             whole = len == size;
         }
-        st = read_prefix(f, path, len, &data, err);
+        st = read_prefix(fd, path, len, &data, err);
         if (st)
             break;
         gm_modelfile_release(m);
@@ -314,7 +301,7 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
         m->file_bytes = size;
         break;
     }
-    fclose(f);
+    close(fd);
     return st;
 }
 
@@ -333,12 +320,13 @@ static enum gm_status join(char *out, size_t n, const char *dir, const char *nam
     return GM_OK;
 }
 
+/* The config.json beside the weights, when there is one.  Whatever it is (a FIFO, a
+ * folder): reading it later says what is wrong, rather than "no config.json". */
 static void set_config_path(struct gm_modelfile *m, const char *dir)
 {
     char p[4096];
     struct stat st;
-    if (snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0 &&
-        S_ISREG(st.st_mode))
+    if (snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0)
         snprintf(m->config_path, sizeof m->config_path, "%s", p);
 }
 
@@ -567,13 +555,16 @@ enum gm_status gm_modelfile_load(const char *path, const struct gm_modelfile_lim
         st = load_gguf_file(path, lim, out, err);
     } else {
         /* Decide by content: GGUF files start with the magic "GGUF". */
-        FILE *f = fopen(path, "rb");
         unsigned char magic[4] = {0};
+        uint64_t size;
+        int fd;
         bool is_gguf;
-        if (!f)
-            return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
-        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
-        fclose(f);
+        st = gm_file_open(path, &fd, &size, err);
+        if (st)
+            return st;
+        is_gguf = size >= 4 && gm_file_read_at(fd, path, 0, magic, 4, NULL) == GM_OK &&
+                  memcmp(magic, "GGUF", 4) == 0;
+        close(fd);
         if (is_gguf) {
             st = load_gguf_file(path, lim, out, err);
         } else {
