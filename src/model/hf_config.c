@@ -18,6 +18,7 @@
 #include "gpumem/model.h"
 
 #include "base/buf.h"
+#include "base/json_load.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -334,7 +335,6 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
 enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_model *out,
                                         struct gm_error *err)
 {
-    json_error_t jerr;
     struct reader r;
     struct gm_model m;
     enum gm_status st;
@@ -343,10 +343,9 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes", CONFIG_MAX_BYTES);
     memset(&r, 0, sizeof(r));
     r.err = err;
-    r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!r.root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    st = gm_json_load(json, len, 0, &r.root, err);
+    if (st)
+        return st;
     if (!json_is_object(r.root)) {
         json_decref(r.root);
         return gm_fail(err, GM_ERR_FORMAT, 0, "top level is not an object");

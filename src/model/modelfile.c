@@ -9,6 +9,7 @@
 
 #include "base/buf.h"
 #include "base/file.h"
+#include "base/json_load.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -346,7 +347,6 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
                                  struct gm_modelfile *m, struct gm_error *err)
 {
     struct gm_buf b = GM_BUF_INIT;
-    json_error_t je;
     json_t *root = NULL, *map, *meta, *v;
     const char *key;
     const char **files = NULL;
@@ -358,10 +358,9 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
     st = gm_buf_read_file(&b, path, err);
     if (st)
         goto out;
-    root = json_loadb(b.data ? b.data : "", b.len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        st = gm_fail(err, GM_ERR_FORMAT, (uint64_t)je.position, "'%s': invalid JSON: %s", path,
-                     je.text);
+    st = gm_json_load(b.data ? b.data : "", b.len, 0, &root, err);
+    if (st) {
+        gm_error_prefix(err, "'%s'", path);
         goto out;
     }
     map = json_object_get(root, "weight_map");

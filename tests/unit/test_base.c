@@ -9,6 +9,7 @@
 
 #include "base/big.h"
 #include "base/buf.h"
+#include "base/json_load.h"
 #include "base/reader.h"
 #include "gpumem/gpumem.h"
 
@@ -303,6 +304,52 @@ static void test_text_escape(void **state)
     free(mem);
 }
 
+/* The JSON pre-scan counts what jansson would build; a document of tiny objects whose tree
+ * would exceed the budget is refused before parsing, ordinary documents load, and nesting
+ * past the depth limit is refused. */
+static void test_json_budget(void **state)
+{
+    struct gm_json_scan sc;
+    struct gm_error e;
+    json_t *root = NULL;
+    const char *doc = "{\"a\": [1, 2.5, true, null], \"b\": {\"c\": \"x\\\"y\"}}";
+    size_t n = 1000000;
+    char *many = malloc(3 * n + 2), *deep = malloc(2 * 600 + 1);
+    (void)state;
+    assert_non_null(many);
+    assert_non_null(deep);
+    gm_json_scan(doc, strlen(doc), &sc);
+    assert_int_equal(sc.n_objects, 2);
+    assert_int_equal(sc.n_arrays, 1);
+    assert_int_equal(sc.n_strings, 4);
+    assert_int_equal(sc.string_bytes, 1 + 1 + 1 + 3); /* the escaped quote counts once */
+    assert_int_equal(sc.n_scalars, 4);
+    assert_int_equal(sc.max_depth, 2);
+    assert_int_equal(gm_json_load(doc, strlen(doc), 0, &root, &e), GM_OK);
+    json_decref(root);
+
+    many[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(many + 1 + 3 * i, i + 1 < n ? "{}," : "{}]", 3);
+    many[3 * n] = '\0'; /* 3,000,000 bytes: about 244 MiB of tree, budget 133 MiB */
+    assert_int_equal(gm_json_load(many, strlen(many), 8, &root, &e), GM_ERR_LIMIT);
+    assert_null(root);
+    assert_non_null(strstr(e.msg, "over the budget"));
+    assert_true(e.offset == 8);
+
+    memset(deep, '[', 600);
+    memset(deep + 600, ']', 600);
+    deep[1200] = '\0';
+    assert_int_equal(gm_json_load(deep, 1200, 0, &root, &e), GM_ERR_LIMIT);
+    assert_non_null(strstr(e.msg, "levels deep"));
+
+    assert_int_equal(gm_json_load("{\"a\":", 5, 100, &root, &e), GM_ERR_FORMAT);
+    assert_true(e.offset >= 100);
+    assert_non_null(strstr(e.msg, "invalid JSON"));
+    free(many);
+    free(deep);
+}
+
 static void test_error(void **state)
 {
     struct gm_error e;
@@ -337,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_text_escape),
+        cmocka_unit_test(test_json_budget),
         cmocka_unit_test(test_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -302,6 +302,38 @@ static void test_to_model(void **state)
     rmdir(tmpdir);
 }
 
+/* A header as large as real checkpoints get (100,000 tensors, about 11 MB of JSON with
+ * the shapes of an 8B model's matrices) stays inside the JSON memory budget and loads. */
+static void test_large_real_header(void **state)
+{
+    const size_t n = 100000;
+    const uint64_t bytes = (uint64_t)4096 * 4096 * 2;
+    struct tb b = {0};
+    struct gm_modelfile m;
+    struct gm_error e;
+    char *json = malloc(n * 128 + 16), *p = json;
+    (void)state;
+    assert_non_null(json);
+    *p++ = '{';
+    for (size_t i = 0; i < n; i++)
+        p += snprintf(p, 128,
+                      "%s\"model.layers.%zu.self_attn.q_proj.weight\":{\"dtype\":\"BF16\","
+                      "\"shape\":[4096,4096],\"data_offsets\":[%llu,%llu]}",
+                      i ? "," : "", i, (unsigned long long)(i * bytes),
+                      (unsigned long long)((i + 1) * bytes));
+    *p++ = '}';
+    *p = '\0';
+    tb_le(&b, strlen(json), 8);
+    tb_put(&b, json, strlen(json));
+    gm_modelfile_init(&m);
+    /* only the header is in memory: the file it describes is 3.4 TB */
+    assert_int_equal(gm_safetensors_parse(b.p, b.len, b.len + n * bytes, NULL, &m, &e), GM_OK);
+    assert_int_equal(m.n_tensors, n);
+    gm_modelfile_release(&m);
+    tb_free(&b);
+    free(json);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -324,7 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),          cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_shards),         cmocka_unit_test(test_to_model),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_large_real_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
