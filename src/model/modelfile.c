@@ -342,6 +342,136 @@ static void dir_of(const char *path, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)(slash - path), path);
 }
 
+/* Every tensor an index's weight_map names must be in the shards that were read: an index
+ * that promises tensors its shards do not hold describes another checkpoint. */
+static enum gm_status check_index_covered(const char *path, json_t *map,
+                                          const struct gm_modelfile *m, struct gm_error *err)
+{
+    const char **names;
+    const char *key;
+    json_t *v;
+    enum gm_status st = GM_OK;
+
+    names = gm_calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*names));
+    if (!names)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", path);
+    for (size_t i = 0; i < m->n_tensors; i++)
+        names[i] = m->tensors[i].name;
+    qsort(names, m->n_tensors, sizeof(*names), cmp_str);
+    json_object_foreach(map, key, v)
+    {
+        if (!bsearch(&key, names, m->n_tensors, sizeof(*names), cmp_str)) {
+            st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                         "'%s': the index puts tensor '%.160s' in '%.160s', which does not hold "
+                         "it",
+                         path, key, json_string_value(v));
+            break;
+        }
+    }
+    gm_free(names);
+    return st;
+}
+
+/* "model-00002-of-00004.safetensors": *no = 2, *of = 4, *prefix_len = length of "model".
+ * false for a name without that pattern (transformers' shard naming). */
+static bool shard_name(const char *name, unsigned long *no, unsigned long *of, size_t *prefix_len)
+{
+    const char *dot = strstr(name, ".safetensors"), *p;
+    char *end;
+    size_t n = strlen(name);
+    if (!dot || (size_t)(dot - name) + 12 != n)
+        return false;
+    /* "-NNNNN-of-MMMMM" ends right before ".safetensors" */
+    for (p = dot; p > name && p[-1] != '-'; p--) {
+    }
+    if (p == name || p - name < 4 || strncmp(p - 4, "-of-", 4) != 0)
+        return false;
+    *of = strtoul(p, &end, 10);
+    if (end != dot || *of == 0)
+        return false;
+    for (p -= 4; p > name && p[-1] != '-'; p--) {
+    }
+    if (p == name)
+        return false;
+    *no = strtoul(p, &end, 10);
+    if (strncmp(end, "-of-", 4) != 0 || *no == 0)
+        return false;
+    *prefix_len = (size_t)(p - 1 - name);
+    return true;
+}
+
+struct shard {
+    const char *name;
+    size_t prefix_len;
+    unsigned long no, of;
+};
+
+/* Shards of one set share the prefix and the total. */
+static int cmp_set(const struct shard *x, const struct shard *y)
+{
+    size_t n = x->prefix_len < y->prefix_len ? x->prefix_len : y->prefix_len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->prefix_len != y->prefix_len)
+        return x->prefix_len < y->prefix_len ? -1 : 1;
+    return x->of < y->of ? -1 : x->of > y->of;
+}
+
+static int cmp_shard(const void *a, const void *b)
+{
+    const struct shard *x = a, *y = b;
+    int c = cmp_set(x, y);
+    if (c)
+        return c;
+    return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* Shards named "<prefix>-i-of-n" must all be there: with one of four, a folder would be
+ * summarised as a quarter of the model.  GM_ERR_NOENT naming the first missing shard. */
+static enum gm_status check_shards_complete(const char *dir, char *const *names, size_t n,
+                                            struct gm_error *err)
+{
+    struct shard *v = gm_calloc(n ? n : 1, sizeof(*v));
+    size_t k = 0;
+    enum gm_status st = GM_OK;
+
+    if (!v)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", dir);
+    for (size_t i = 0; i < n; i++) {
+        v[k].name = names[i];
+        if (shard_name(names[i], &v[k].no, &v[k].of, &v[k].prefix_len))
+            k++;
+    }
+    qsort(v, k, sizeof(*v), cmp_shard);
+    /* each group (same prefix, same total) must number 1, 2, ..., of */
+    for (size_t i = 0; i < k && st == GM_OK;) {
+        size_t j = i;
+        unsigned long want = 1;
+        while (j < k && cmp_set(&v[i], &v[j]) == 0) {
+            if (v[j].no == want)
+                want++;
+            j++;
+        }
+        if (want <= v[i].of) {
+            const char *num = v[i].name + v[i].prefix_len + 1;
+            int width = (int)(strchr(num, '-') - num);
+            st = gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
+                         "'%s': shard '%.*s-%0*lu-of-%s' is missing (the names say %lu shards, "
+                         "%zu present)",
+                         dir, (int)v[i].prefix_len, v[i].name, width, want, num + width + 4,
+                         v[i].of, j - i);
+        } else if (j - i > v[i].of) {
+            st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                         "'%s': %zu shards named '%.*s-*-of-%lu', more than the names say", dir,
+                         j - i, (int)v[i].prefix_len, v[i].name, v[i].of);
+        }
+        i = j;
+    }
+    gm_free(v);
+    return st;
+}
+
 /* The shards named by an index's weight_map, deduplicated and sorted. */
 static enum gm_status load_index(const char *path, const struct gm_modelfile_limits *lim,
                                  struct gm_modelfile *m, struct gm_error *err)
@@ -413,6 +543,9 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
             goto out;
         }
     }
+    st = check_index_covered(path, map, m, err);
+    if (st)
+        goto out;
     m->format = GM_MODELFILE_SAFETENSORS;
     set_config_path(m, dir);
 out:
@@ -478,6 +611,7 @@ static enum gm_status load_dir(const char *dir, const struct gm_modelfile_limits
     }
     if (n_st > 0) {
         qsort(st_files, n_st, sizeof(*st_files), cmp_str);
+        st = check_shards_complete(dir, st_files, n_st, err);
         for (size_t i = 0; i < n_st && !st; i++) {
             st = join(p, sizeof p, dir, st_files[i], err);
             if (!st)
@@ -567,6 +701,13 @@ enum gm_status gm_modelfile_load(const char *path, const struct gm_modelfile_lim
         if (is_gguf) {
             st = load_gguf_file(path, lim, out, err);
         } else {
+            const char *slash = strrchr(path, '/');
+            unsigned long no, of;
+            size_t plen;
+            if (shard_name(slash ? slash + 1 : path, &no, &of, &plen) && of > 1)
+                return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                               "'%s' is shard %lu of %lu: give the folder that holds all of them",
+                               path, no, of);
             st = load_safetensors_file(path, lim, out, err);
             if (!st) {
                 out->format = GM_MODELFILE_SAFETENSORS;
