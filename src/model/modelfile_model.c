@@ -120,9 +120,10 @@ static bool all_plain(const struct gm_modelfile *mf)
     return true;
 }
 
-static const char *format_name(enum gm_modelfile_format f)
+/* "the GGUF file holds" / "the safetensors files hold" */
+static const char *files_hold(enum gm_modelfile_format f)
 {
-    return f == GM_MODELFILE_GGUF ? "GGUF file" : "safetensors files";
+    return f == GM_MODELFILE_GGUF ? "the GGUF file holds" : "the safetensors files hold";
 }
 
 /* The weights must hold the model the architecture describes: a folder with one shard of
@@ -142,17 +143,17 @@ static enum gm_status check_complete(const struct gm_modelfile *mf, const struct
         return GM_OK; /* no architecture to hold the files against */
     if (mf->n_tensors * 2 < pc.n_tensors)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "the %s hold %llu tensor%s, but a %s model of this configuration has %llu: "
+                       "%s %llu tensor%s, but a %s model of this configuration has %llu: "
                        "shards or tensors are missing (give every shard, or the config.json "
                        "alone to size the model from its architecture)",
-                       format_name(mf->format), (unsigned long long)mf->n_tensors,
+                       files_hold(mf->format), (unsigned long long)mf->n_tensors,
                        mf->n_tensors == 1 ? "" : "s", what, (unsigned long long)pc.n_tensors);
     if (all_plain(mf) && mf->n_params < pc.total / 10 * 9)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "the %s hold %llu parameters, but a %s model of this configuration has "
+                       "%s %llu parameters, but a %s model of this configuration has "
                        "%llu (%.1f%% of them present): shards or tensors are missing (give every "
                        "shard, or the config.json alone to size the model from its architecture)",
-                       format_name(mf->format), (unsigned long long)mf->n_params, what,
+                       files_hold(mf->format), (unsigned long long)mf->n_params, what,
                        (unsigned long long)pc.total,
                        100.0 * (double)mf->n_params / (double)pc.total);
     return GM_OK;
