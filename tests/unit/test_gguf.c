@@ -151,7 +151,7 @@ static void test_to_model(void **state)
     assert_int_equal(parse(&b, &m, &e), GM_OK);
     assert_int_equal(m.arch.context_length, 4096);
     assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
-    assert_non_null(strstr(e.msg, "hold 3 tensors"));
+    assert_non_null(strstr(e.msg, "holds 3 tensors"));
     gm_modelfile_release(&m);
     tb_free(&b);
 
