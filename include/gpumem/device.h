@@ -74,9 +74,16 @@ size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
 /* The command name of 'pid' (/proc/<pid>/comm) into out[n]; "" when not visible. */
 void gm_proc_name(uint32_t pid, char *out, size_t n);
 
-/* Whether 'pid' names a live process in our /proc (false for a host PID that our PID
- * namespace cannot see). */
+/* Whether 'pid' names a process in our /proc (false for a host PID that our PID
+ * namespace cannot see; true for a zombie). */
 bool gm_proc_exists(uint32_t pid);
+
+/* Whether 'pid' exists and still runs: false for a zombie (exited, not yet reaped by its
+ * parent) and for a PID that does not exist here. */
+bool gm_proc_running(uint32_t pid);
+
+/* "SIGSEGV" for SIGSEGV, ...; NULL for a number that is no signal this system names. */
+const char *gm_signal_name(int sig);
 
 /* ------------------------------------------------------------------------------------ */
 /* Vendor-neutral device view */

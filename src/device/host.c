@@ -159,14 +159,14 @@ void gm_proc_name(uint32_t pid, char *out, size_t n)
     fclose(f);
 }
 
-/* PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and parentheses,
- * so parse after the last ')'. */
-static bool read_ppid(uint32_t pid, uint32_t *ppid)
+/* State and PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and
+ * parentheses, so parse after the last ')'. */
+static bool read_stat(uint32_t pid, char *state, uint32_t *ppid)
 {
     char path[64], buf[1024];
     FILE *f;
     size_t n;
-    char *p, state;
+    char *p;
     unsigned pp;
 
     snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
@@ -177,10 +177,45 @@ static bool read_ppid(uint32_t pid, uint32_t *ppid)
     fclose(f);
     buf[n] = '\0';
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %u", &state, &pp) != 2)
+    if (!p || sscanf(p + 1, " %c %u", state, &pp) != 2)
         return false;
     *ppid = pp;
     return true;
+}
+
+static bool read_ppid(uint32_t pid, uint32_t *ppid)
+{
+    char state;
+    return read_stat(pid, &state, ppid);
+}
+
+bool gm_proc_running(uint32_t pid)
+{
+    char state;
+    uint32_t ppid;
+    if (pid == 0 || !read_stat(pid, &state, &ppid))
+        return false;
+    return state != 'Z' && state != 'X' && state != 'x';
+}
+
+const char *gm_signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+        {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+        {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+        {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
+        {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+        {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+        {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGSYS, "SIGSYS"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    return NULL;
 }
 
 size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap)
