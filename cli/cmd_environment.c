@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "opts.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/device.h"
 #include "gpumem/text.h"
 #include "gpumem/units.h"
@@ -59,7 +60,7 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
     const struct gm_device_info *info = gm_devices_info(d, i);
     char name[sizeof(info->name) * 4];
     struct gm_device_memory mem;
-    struct gm_process_memory procs[64];
+    struct gm_process_memory *procs = NULL;
     struct gm_error e;
     size_t n = 0;
     char b[64];
@@ -93,13 +94,13 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
     if (info->cuda_total.valid)
         printf("  CUDA total         %s (cuDeviceTotalMem_v2)\n",
                bytes_text(b, sizeof(b), info->cuda_total));
-    if (gm_devices_processes(d, i, procs, sizeof(procs) / sizeof(procs[0]), &n, &e) != GM_OK) {
+    if (gm_devices_process_list(d, i, &procs, &n, &e) != GM_OK) {
         printf("  processes          unknown: %s\n", gm_text_escape(name, sizeof(name), e.msg));
         return;
     }
     printf("  processes          %zu%s\n", n,
            n ? " (PID as NVML reports it, a host PID; C compute, G graphics)" : "");
-    for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
+    for (size_t k = 0; k < n; k++) {
         bool visible = gm_proc_exists(procs[k].pid);
         printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
                gm_process_kind_name(procs[k].kinds), bytes_text(b, sizeof(b), procs[k].used),
@@ -107,6 +108,7 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
                : host->pid_namespace ? "  (not in this PID namespace)"
                                      : "  (no such process here)");
     }
+    gm_free(procs);
 }
 
 static void print_text(struct gm_devices *d, const struct gm_host_info *h, int only_cuda)

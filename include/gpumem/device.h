@@ -199,6 +199,13 @@ const char *gm_process_kind_name(unsigned kinds);
 enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_process_memory *out,
                                     size_t cap, size_t *n, struct gm_error *err);
 
+/* Every process of device 'i', however many: gm_devices_processes() into a buffer that
+ * grows to what NVML reports.  *out (n entries, NULL when there are none) belongs to the
+ * caller: release it with gm_free(). */
+enum gm_status gm_devices_process_list(struct gm_devices *d, size_t i,
+                                       struct gm_process_memory **out, size_t *n,
+                                       struct gm_error *err);
+
 /* Write the environment as JSON members of the object open in 'w': "driver", "backends",
  * "devices" (only CUDA device 'only_cuda' when >= 0, with memory and processes), "host",
  * "settings".  The same layout as `gpumem environment --json` (schema

@@ -303,33 +303,6 @@ uint64_t gm_watch_unexplained_bytes(const struct gm_watch *w, uint32_t device)
     return delta > cmd + slack ? delta - cmd : 0;
 }
 
-/* The NVML process list of device position 'pos', however long: the buffer grows to what
- * NVML says there are.  *out is gm_free()d by the caller. */
-static enum gm_status list_processes(struct gm_devices *d, size_t pos,
-                                     struct gm_process_memory **out, size_t *n,
-                                     struct gm_error *err)
-{
-    size_t cap = 256;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        struct gm_process_memory *p = gm_calloc(cap, sizeof(*p));
-        enum gm_status st;
-        if (!p)
-            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for %zu processes", cap);
-        st = gm_devices_processes(d, pos, p, cap, n, err);
-        if (st) {
-            gm_free(p);
-            return st;
-        }
-        if (*n <= cap) {
-            *out = p;
-            return GM_OK;
-        }
-        gm_free(p);
-        cap = *n + 64; /* more came since: read again with room for them */
-    }
-    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET, "the process list kept growing");
-}
-
 enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only_cuda,
                               struct gm_error *err)
 {
@@ -357,7 +330,7 @@ enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only
             break;
         wd = &w->dev[k];
         wd->pos = i;
-        if (list_processes(d, i, &procs, &n, NULL) == GM_OK && n) {
+        if (gm_devices_process_list(d, i, &procs, &n, NULL) == GM_OK && n) {
             wd->baseline_pids = gm_calloc(n, sizeof(*wd->baseline_pids));
             if (!wd->baseline_pids) {
                 gm_free(procs);
@@ -437,7 +410,7 @@ void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t 
         struct gm_error e;
         size_t n = 0;
 
-        if (list_processes(d, wd->pos, &procs, &n, &e) != GM_OK)
+        if (gm_devices_process_list(d, wd->pos, &procs, &n, &e) != GM_OK)
             continue;
         attr = gm_calloc(n ? n : 1, sizeof(*attr));
         names = gm_calloc(n ? n : 1, sizeof(*names));
