@@ -164,6 +164,7 @@ static void test_to_model(void **state)
     assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
     assert_non_null(strstr(e.msg, "general.architecture"));
     gm_modelfile_release(&m);
+    tb_free(&b);
 }
 
 static void test_type_sizes(void **state)
