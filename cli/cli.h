@@ -63,7 +63,6 @@ int cli_json_end(struct gm_json *w, const char *cmd);
 struct cli_sink {
     int fd;
     int err; /* errno of the first failed write, 0 none */
-    bool own_fd;
 };
 
 /* main(): make stdout such a FILE before the command runs, and after it flush it and, on

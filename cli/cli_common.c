@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* fopencookie(): a FILE that keeps the errno of a failed write */
 #include "cli.h"
 
+#include "gpumem/file.h"
 #include "gpumem/text.h"
 #include "gpumem/version.h"
 
@@ -179,25 +180,12 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t n)
     return (ssize_t)n;
 }
 
-static int sink_close(void *cookie)
+/* The descriptor stays open: its owner closes it (stdout never, an output at commit). */
+static FILE *sink_open(struct cli_sink *s, int fd)
 {
-    struct cli_sink *s = cookie;
-    int rc = 0;
-    if (s->own_fd && close(s->fd) != 0) {
-        if (!s->err)
-            s->err = errno;
-        rc = -1;
-    }
-    s->fd = -1;
-    return rc;
-}
-
-static FILE *sink_open(struct cli_sink *s, int fd, bool own_fd)
-{
-    cookie_io_functions_t io = {NULL, sink_write, NULL, sink_close};
+    cookie_io_functions_t io = {NULL, sink_write, NULL, NULL};
     s->fd = fd;
     s->err = 0;
-    s->own_fd = own_fd;
     return fopencookie(s, "w", io);
 }
 
@@ -225,7 +213,7 @@ void cli_stdout_begin(void)
 {
     FILE *f;
     fflush(stdout);
-    f = sink_open(&stdout_sink, 1, false);
+    f = sink_open(&stdout_sink, 1);
     if (!f)
         return; /* keep the plain stdout: only the errno of a failure would be lost */
     setvbuf(f, NULL, isatty(1) == 1 ? _IOLBF : _IOFBF, BUFSIZ);
@@ -323,8 +311,8 @@ static void folder_of(const char *path, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)(slash - path), path);
 }
 
-/* Why an existing 'path' may not be replaced; NULL when it may (a regular file and
- * --force). */
+/* 0 when an existing 'path' may be replaced (a regular file, with --force); otherwise the
+ * exit code after saying why not. */
 static int refuse_existing(const char *cmd, const char *path, const struct stat *st, bool force)
 {
     if (S_ISDIR(st->st_mode)) {
@@ -337,12 +325,7 @@ static int refuse_existing(const char *cmd, const char *path, const struct stat 
     }
     if (!S_ISREG(st->st_mode)) {
         cli_errorf(cmd, "'%s' is %s: --force replaces only regular files", path,
-                   S_ISLNK(st->st_mode)    ? "a symbolic link"
-                   : S_ISFIFO(st->st_mode) ? "a FIFO"
-                   : S_ISCHR(st->st_mode)  ? "a character device"
-                   : S_ISBLK(st->st_mode)  ? "a block device"
-                   : S_ISSOCK(st->st_mode) ? "a socket"
-                                           : "not a regular file");
+                   gm_file_kind(st->st_mode));
         return GM_EXIT_CANTCREAT;
     }
     return 0;
@@ -412,15 +395,16 @@ int cli_output_open(struct cli_output *o, const char *cmd, const char *path, boo
     snprintf(o->tmp, sizeof(o->tmp), "%s/.gpumem-tmp-XXXXXX", dir);
     fd = mkstemp(o->tmp); /* 0600 while it is written */
     if (fd < 0) {
-        cli_errorf(cmd, "cannot create a file beside '%s': %s", path, strerror(errno));
+        int e = errno;
+        cli_errorf(cmd, "cannot create a file beside '%s': %s", path, strerror(e));
         o->tmp[0] = '\0';
-        return errno == ENOENT ? GM_EXIT_NOINPUT : GM_EXIT_CANTCREAT;
+        return e == ENOENT ? GM_EXIT_NOINPUT : GM_EXIT_CANTCREAT;
     }
     /* a command that gpumem runs (watch) must not inherit it */
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     pending_add(o);
     o->fd = fd;
-    o->f = sink_open(&o->sink, fd, false);
+    o->f = sink_open(&o->sink, fd);
     if (!o->f) {
         cli_errorf(cmd, "cannot open '%s': %s", o->tmp, strerror(errno));
         cli_output_abort(o);
@@ -484,13 +468,14 @@ int cli_output_commit(struct cli_output *o, const char *cmd)
     }
     /* --force keeps the mode of the file it replaces; a new file gets 0666 less the umask */
     if (lstat(o->path, &st) == 0) {
-        int rc = refuse_existing(cmd, o->path, &st, o->force);
-        if (rc && o->beside) {
+        int rc;
+        if (o->beside && !(o->force && S_ISREG(st.st_mode))) {
             (void)fchmod(o->fd, mode);
             close(o->fd);
             o->fd = -1;
             return commit_beside(o, cmd);
         }
+        rc = refuse_existing(cmd, o->path, &st, o->force);
         if (rc) {
             cli_output_abort(o);
             return rc;

@@ -9,6 +9,7 @@
 #include "opts.h"
 #include "watch_render.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/device.h"
 #include "gpumem/units.h"
 #include "gpumem/watch.h"
@@ -59,40 +60,23 @@ static void sleep_ms(uint64_t ms)
     nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
 }
 
-/* The command's process tree (root first), however large; NULL when it has ended. */
-static uint32_t *tree_of(pid_t root, size_t *n)
-{
-    size_t cap = 256;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        uint32_t *t = calloc(cap, sizeof(*t));
-        if (!t)
-            return NULL;
-        *n = gm_proc_tree((uint32_t)root, t, cap);
-        if (*n <= cap)
-            return t;
-        free(t);
-        cap = *n + 64;
-    }
-    return NULL;
-}
-
 /* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
  * it leads if it made one.  Every process is stopped first, so that none forks a child
  * between the listing and the kill, then the tree is listed again and killed. */
 static void kill_tree(pid_t root)
 {
     size_t n = 0;
-    uint32_t *t;
+    uint32_t *t = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        t = tree_of(root, &n);
-        for (size_t k = 0; t && k < n; k++)
-            kill((pid_t)t[k], SIGSTOP);
-        free(t);
+        if (gm_proc_tree_list((uint32_t)root, &t, &n, NULL) == GM_OK)
+            for (size_t k = 0; k < n; k++)
+                kill((pid_t)t[k], SIGSTOP);
+        gm_free(t);
     }
-    t = tree_of(root, &n);
-    for (size_t k = 0; t && k < n; k++)
-        kill((pid_t)t[k], SIGKILL);
-    free(t);
+    if (gm_proc_tree_list((uint32_t)root, &t, &n, NULL) == GM_OK)
+        for (size_t k = 0; k < n; k++)
+            kill((pid_t)t[k], SIGKILL);
+    gm_free(t);
     if (getpgid(root) == root)
         killpg(root, SIGKILL);
 }

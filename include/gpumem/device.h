@@ -71,6 +71,10 @@ extern const char *const gm_memory_env_vars[];
  * returns how many there are (may exceed cap).  Returns 0 when 'root' does not exist. */
 size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
 
+/* The same tree, whatever its size, in a new array: *out ('root' first, *n entries) is the
+ * caller's to gm_free(); *n is 0 and *out NULL when 'root' does not exist.  GM_ERR_NOMEM. */
+enum gm_status gm_proc_tree_list(uint32_t root, uint32_t **out, size_t *n, struct gm_error *err);
+
 /* The command name of 'pid' (/proc/<pid>/comm) into out[n]; "" when not visible. */
 void gm_proc_name(uint32_t pid, char *out, size_t n);
 

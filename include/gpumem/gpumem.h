@@ -10,6 +10,7 @@
 #include "gpumem/estimate.h"
 #include "gpumem/estimate_ext.h"
 #include "gpumem/example.h"
+#include "gpumem/file.h"
 #include "gpumem/json.h"
 #include "gpumem/model.h"
 #include "gpumem/modelfile.h"

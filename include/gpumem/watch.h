@@ -196,9 +196,6 @@ uint64_t gm_watch_unexplained_bytes(const struct gm_watch *w, uint32_t device);
 /* Human words for an attribution ("process tree", ...); static. */
 const char *gm_watch_attr_name(enum gm_watch_attr a);
 
-/* Human words for where a peak comes from ("process readings", ...); static. */
-const char *gm_watch_source_name(enum gm_watch_source s);
-
 /* The outcome of a run, for the files written at the end. */
 struct gm_watch_run {
     char *const *command; /* the watched argv (NULL-terminated), NULL when attached */

@@ -12,6 +12,7 @@
 #define GM_BASE_FILE_H
 
 #include "gpumem/error.h"
+#include "gpumem/file.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,9 +24,6 @@
  * does not exist; GM_ERR_IO when it cannot be opened or is not a regular file ("'p' is a
  * FIFO, not a regular file"). */
 enum gm_status gm_file_open(const char *path, int *fd, uint64_t *size, struct gm_error *err);
-
-/* "a FIFO", "a directory", "a character device", ... for a st_mode; static storage. */
-const char *gm_file_kind(mode_t mode);
 
 /* Read exactly 'n' bytes at offset 'off' of 'fd' (retrying short reads and EINTR).  A
  * file that ends first fails with GM_ERR_IO "'path' changed while being read: it ends at

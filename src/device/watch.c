@@ -169,8 +169,9 @@ static struct gm_watch_proc *find_proc(struct gm_watch *w, uint32_t pid, uint32_
             return &w->proc[k];
     if (w->n_proc == w->cap_proc) {
         uint32_t cap = w->cap_proc ? w->cap_proc * 2 : 64;
-        struct gm_watch_proc *p = gm_realloc(w->proc, (size_t)cap * sizeof(*p));
-        if (!p || cap < w->cap_proc) {
+        struct gm_watch_proc *p =
+            cap > w->cap_proc ? gm_realloc(w->proc, (size_t)cap * sizeof(*p)) : NULL;
+        if (!p) {
             gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for the process table");
             return NULL;
         }
@@ -366,7 +367,8 @@ static bool contains(const uint32_t *v, size_t n, uint32_t x)
  * last known tree that still runs (orphans of the command). */
 static void update_tree(struct gm_watch *w, uint32_t root, bool *after_exit)
 {
-    size_t cap = w->n_tree > 64 ? w->n_tree * 2 : 128;
+    uint32_t *t;
+    size_t n;
     *after_exit = root == 0 || !gm_proc_running(root);
     if (*after_exit) {
         size_t k = 0;
@@ -376,21 +378,11 @@ static void update_tree(struct gm_watch *w, uint32_t root, bool *after_exit)
         w->n_tree = k;
         return;
     }
-    for (int attempt = 0; attempt < 4; attempt++) {
-        uint32_t *t = gm_malloc(cap * sizeof(*t));
-        size_t n;
-        if (!t)
-            return; /* keep the last known tree */
-        n = gm_proc_tree(root, t, cap);
-        if (n <= cap) {
-            gm_free(w->tree);
-            w->tree = t;
-            w->n_tree = n;
-            return;
-        }
-        gm_free(t);
-        cap = n + 64;
-    }
+    if (gm_proc_tree_list(root, &t, &n, NULL) != GM_OK)
+        return; /* keep the last known tree */
+    gm_free(w->tree);
+    w->tree = t;
+    w->n_tree = n;
 }
 
 void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,
@@ -428,9 +420,10 @@ void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t 
             name_ptr[j] = names[j];
             if (contains(w->tree, w->n_tree, pid))
                 attr[j] = after_exit ? GM_WATCH_ATTR_AFTER_EXIT : GM_WATCH_ATTR_PID_TREE;
-            else if (!attached && !after_exit && !gm_proc_exists(pid) &&
+            else if (!attached && !gm_proc_exists(pid) &&
                      !contains(wd->baseline_pids, wd->n_baseline_pids, pid))
-                attr[j] = GM_WATCH_ATTR_NEW_PID; /* a host PID we cannot see: PID namespace */
+                /* a host PID we cannot see (PID namespace): new since the start */
+                attr[j] = after_exit ? GM_WATCH_ATTR_AFTER_EXIT : GM_WATCH_ATTR_NEW_PID;
             if (attr[j] == GM_WATCH_ATTR_PID_TREE || attr[j] == GM_WATCH_ATTR_AFTER_EXIT)
                 gm_proc_name(pid, names[j], sizeof(names[j]));
         }
@@ -455,19 +448,6 @@ const char *gm_watch_attr_name(enum gm_watch_attr a)
         break;
     }
     return "device";
-}
-
-const char *gm_watch_source_name(enum gm_watch_source s)
-{
-    switch (s) {
-    case GM_WATCH_SOURCE_PROCESSES:
-        return "process readings";
-    case GM_WATCH_SOURCE_DEVICE:
-        return "device readings";
-    case GM_WATCH_SOURCE_NONE:
-        break;
-    }
-    return "none";
 }
 
 static const char *source_key(enum gm_watch_source s)

@@ -195,6 +195,7 @@ wait "$r1"
 rc1=$?
 [ "$rc1" = 0 ] && [ "$rc2" = 0 ] || fail "same output: exit $rc1 and $rc2, expected 0 and 0"
 grep -q "wrote '$work/same-1.csv' instead" "$work/r1.err" || fail "same output: the later run did not say where"
+if grep -q 'refusing' "$work/r1.err"; then fail "same output: the later run says it refuses"; fi
 [ "$(grep -c ',pid_tree$' "$work/same-1.csv")" -gt 0 ] || fail "same output: samples lost"
 
 # 16. The command does not inherit the open temporary output file.
