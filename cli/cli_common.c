@@ -393,16 +393,18 @@ int cli_output_open(struct cli_output *o, const char *cmd, const char *path, boo
     o->mode = 0666 & ~current_umask();
     folder_of(path, dir, sizeof(dir));
     snprintf(o->tmp, sizeof(o->tmp), "%s/.gpumem-tmp-XXXXXX", dir);
+    /* registered before it exists: a signal right after the file is made still removes it */
+    pending_add(o);
     fd = mkstemp(o->tmp); /* 0600 while it is written */
     if (fd < 0) {
         int e = errno;
         cli_errorf(cmd, "cannot create a file beside '%s': %s", path, strerror(e));
+        pending_remove(o);
         o->tmp[0] = '\0';
         return e == ENOENT ? GM_EXIT_NOINPUT : GM_EXIT_CANTCREAT;
     }
     /* a command that gpumem runs (watch) must not inherit it */
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    pending_add(o);
     o->fd = fd;
     o->f = sink_open(&o->sink, fd);
     if (!o->f) {
