@@ -23,7 +23,7 @@ struct cli_command {
  * 'prefix' is the caller's name ("gpumem", "gpumem snapshot"). */
 int cli_dispatch(const struct cli_command *table, const char *prefix, int argc, char **argv);
 
-/* "<cmd>: <message>" on stderr. */
+/* "<cmd>: <message>" on stderr, the message escaped (gm_text_escape()). */
 void cli_errorf(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -57,21 +57,63 @@ void cli_json_begin(struct gm_json *w, FILE *f, const char *schema);
 /* Close the top-level object and finish; returns 0, or 74 on a write error. */
 int cli_json_end(struct gm_json *w, const char *cmd);
 
-/* An output file written atomically: to a temporary file beside 'path', renamed into
- * place by cli_output_commit().  Refuses to replace an existing file unless 'force'. */
+/* Checked writes.  A FILE from here sends its bytes to a descriptor with write(2) and
+ * keeps the errno of the first failure, so that a full disk is reported as ENOSPC and not
+ * as a bare "write error". */
+struct cli_sink {
+    int fd;
+    int err; /* errno of the first failed write, 0 none */
+};
+
+/* main(): make stdout such a FILE before the command runs, and after it flush it and, on
+ * a failed write, print "<cmd>: writing to standard output failed: <reason>" and return
+ * 74 (or 'rc' when the command had already failed).  'cmd' NULL: the command that
+ * cli_dispatch() ran.  Every command, text or JSON, --help included, is checked here. */
+void cli_stdout_begin(void);
+int cli_stdout_end(const char *cmd, int rc);
+
+/* The descriptor under 'f' (1 for stdout, 2 for stderr, whatever stdout has become). */
+int cli_fileno(FILE *f);
+
+/* strerror(e) with the errno's name for the ones users search for: "No space left on
+ * device (ENOSPC)".  Returns buf. */
+const char *cli_errno_text(char *buf, size_t n, int e);
+
+/* An output file written atomically: to a temporary file beside 'path' (mode 0600,
+ * close-on-exec, removed if SIGINT, SIGTERM or SIGHUP ends the process), then given the
+ * mode of the file it replaces or 0666 less the umask, and moved into place by
+ * cli_output_commit().  An existing file is replaced only with 'force', and only when it
+ * is a regular file (never a directory, FIFO, device, socket or symbolic link). */
 struct cli_output {
     FILE *f;
     char path[4096];
     char tmp[4096];
+    char written[4096]; /* where the data went: path, or the name beside it (beside) */
     bool force;
+    bool beside; /* when 'path' appears meanwhile, write beside it instead of failing */
+    int fd;
+    unsigned mode;
+    int slot; /* private: its place in the list of files to remove on a signal */
+    struct cli_sink sink;
 };
 
-/* 0, or an exit code after printing the reason (73 when the file exists). */
+/* The checks of cli_output_open() without creating anything, for a command to make before
+ * a long piece of work: an empty name or one too long (64), a name ending in '/' (64), a
+ * directory or an existing file (73, see above), a folder that does not exist (66) or
+ * cannot be written (73).  0, or the exit code after printing the reason. */
+int cli_output_check(const char *cmd, const char *path, bool force);
+
+/* 0, or an exit code after printing the reason (cli_output_check()). */
 int cli_output_open(struct cli_output *o, const char *cmd, const char *path, bool force);
-/* Close and move into place; 0 or an exit code (73 if the file appeared meanwhile). */
+/* Flush, check every write, and move into place; 0 or an exit code: 74 naming the errno
+ * of a failed write, 73 if the file appeared meanwhile (with 'beside': the data goes to
+ * "name-1.ext" and that is said instead; o->written has the name). */
 int cli_output_commit(struct cli_output *o, const char *cmd);
 /* Close and delete the temporary file. */
 void cli_output_abort(struct cli_output *o);
+/* A library call writing to o->f failed with 'err': report the write error with its errno
+ * when there was one (else 'err'), abort the output and return the exit code. */
+int cli_output_fail(struct cli_output *o, const char *cmd, const struct gm_error *err);
 
 #define OPT_JSON(dest, schema)                                                                     \
     OPT_FLAG("json", 0, dest, "machine-readable JSON (schema " schema ")")

@@ -7,7 +7,9 @@
 #include "commands.h"
 #include "opts.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/device.h"
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
@@ -56,17 +58,18 @@ static void print_version(const char *label, int v, bool valid)
 static void print_device(struct gm_devices *d, size_t i, const struct gm_host_info *host)
 {
     const struct gm_device_info *info = gm_devices_info(d, i);
+    char name[sizeof(info->name) * 4];
     struct gm_device_memory mem;
-    struct gm_process_memory procs[64];
+    struct gm_process_memory *procs = NULL;
     struct gm_error e;
     size_t n = 0;
     char b[64];
 
+    gm_text_escape(name, sizeof(name), info->name[0] ? info->name : "(no name)");
     if (info->cuda_index >= 0)
-        printf("\ncuda:%d  %s\n", info->cuda_index, info->name[0] ? info->name : "(no name)");
+        printf("\ncuda:%d  %s\n", info->cuda_index, name);
     else
-        printf("\nnvml:%d  %s  (not visible to CUDA here)\n", info->nvml_index,
-               info->name[0] ? info->name : "(no name)");
+        printf("\nnvml:%d  %s  (not visible to CUDA here)\n", info->nvml_index, name);
     printf("  uuid               %s\n", info->uuid[0] ? info->uuid : "unknown");
     printf("  pci bus id         %s\n", info->pci_bus_id[0] ? info->pci_bus_id : "unknown");
     if (info->nvml_index >= 0)
@@ -86,18 +89,18 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         printf("    free             %s\n", bytes_text(b, sizeof(b), mem.free));
         printf("    reserved         %s\n", bytes_text(b, sizeof(b), mem.reserved));
     } else {
-        printf("  memory             unknown: %s\n", e.msg);
+        printf("  memory             unknown: %s\n", gm_text_escape(name, sizeof(name), e.msg));
     }
     if (info->cuda_total.valid)
         printf("  CUDA total         %s (cuDeviceTotalMem_v2)\n",
                bytes_text(b, sizeof(b), info->cuda_total));
-    if (gm_devices_processes(d, i, procs, sizeof(procs) / sizeof(procs[0]), &n, &e) != GM_OK) {
-        printf("  processes          unknown: %s\n", e.msg);
+    if (gm_devices_process_list(d, i, &procs, &n, &e) != GM_OK) {
+        printf("  processes          unknown: %s\n", gm_text_escape(name, sizeof(name), e.msg));
         return;
     }
     printf("  processes          %zu%s\n", n,
            n ? " (PID as NVML reports it, a host PID; C compute, G graphics)" : "");
-    for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
+    for (size_t k = 0; k < n; k++) {
         bool visible = gm_proc_exists(procs[k].pid);
         printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
                gm_process_kind_name(procs[k].kinds), bytes_text(b, sizeof(b), procs[k].used),
@@ -105,51 +108,57 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
                : host->pid_namespace ? "  (not in this PID namespace)"
                                      : "  (no such process here)");
     }
+    gm_free(procs);
 }
 
 static void print_text(struct gm_devices *d, const struct gm_host_info *h, int only_cuda)
 {
     const struct gm_driver_versions *v = gm_devices_versions(d);
-    char b[64];
+    char b[64], t[1024];
 
-    printf("driver             %s\n", v->driver[0] ? v->driver : "unknown");
+    printf("driver             %s\n",
+           v->driver[0] ? gm_text_escape(t, sizeof(t), v->driver) : "unknown");
     printf("versions           ");
     print_version("CUDA driver API", v->cuda_driver_api, v->cuda_driver_api_valid);
-    printf(", NVML %s", v->nvml[0] ? v->nvml : "unknown");
+    printf(", NVML %s", v->nvml[0] ? gm_text_escape(t, sizeof(t), v->nvml) : "unknown");
     print_version(" (CUDA", v->nvml_cuda_version, v->nvml_cuda_version_valid);
     printf(")\n");
     for (size_t k = 0; k < gm_devices_n_backends(d); k++) {
         const struct gm_backend_status *s = gm_devices_backend(d, k);
-        printf("backend %-10s %s, %s\n", s->name, state_word(s->state), s->library);
+        printf("backend %-10s %s, %s\n", s->name, state_word(s->state),
+               gm_text_escape(t, sizeof(t), s->library));
         if (s->state != GM_BACKEND_OK)
-            printf("                   %s\n", s->msg);
+            printf("                   %s\n", gm_text_escape(t, sizeof(t), s->msg));
     }
     for (size_t i = 0; i < gm_devices_count(d); i++)
         if (only_cuda < 0 || gm_devices_info(d, i)->cuda_index == only_cuda)
             print_device(d, i, h);
 
     printf("\nhost\n");
-    printf("  os                 %s\n", h->os[0] ? h->os : "unknown");
-    printf("  kernel             %s\n", h->kernel[0] ? h->kernel : "unknown");
-    printf("  cpu                %s", h->cpu[0] ? h->cpu : "unknown");
+    printf("  os                 %s\n", h->os[0] ? gm_text_escape(t, sizeof(t), h->os) : "unknown");
+    printf("  kernel             %s\n",
+           h->kernel[0] ? gm_text_escape(t, sizeof(t), h->kernel) : "unknown");
+    printf("  cpu                %s", h->cpu[0] ? gm_text_escape(t, sizeof(t), h->cpu) : "unknown");
     if (h->n_cpus)
         printf(", %u logical CPUs", h->n_cpus);
     printf("\n  host memory        %s\n", bytes_text(b, sizeof(b), h->mem_total));
     if (h->pid_namespace)
         printf("  container          %s with its own PID namespace: NVML reports host PIDs, "
                "which do not match this container's (run with --pid=host to match them)\n",
-               h->in_container ? h->container : "a container");
+               h->in_container ? gm_text_escape(t, sizeof(t), h->container) : "a container");
     else if (h->in_container)
         printf("  container          %s, sharing the host's PID namespace (NVML PIDs match)\n",
-               h->container);
+               gm_text_escape(t, sizeof(t), h->container));
     else
         printf("  container          no\n");
     printf("\nsettings\n");
     for (const char *const *k = gm_memory_env_vars; *k; k++) {
         const char *val = getenv(*k);
-        if (val)
-            printf("  %-31s \"%s\"\n", *k, val);
-        else
+        if (val) {
+            printf("  %-31s \"", *k);
+            gm_text_write_escaped(stdout, val);
+            printf("\"\n");
+        } else
             printf("  %-31s (unset)\n", *k);
     }
 }

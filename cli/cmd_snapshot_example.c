@@ -54,9 +54,7 @@ int cmd_snapshot_example(int argc, char **argv)
     rc = cli_output_open(&o, argv[0], out, force);
     if (rc)
         return rc;
-    if (gm_example_write(o.f, &eo, &err) != GM_OK) {
-        cli_output_abort(&o);
-        return cli_fail(argv[0], &err);
-    }
+    if (gm_example_write(o.f, &eo, &err) != GM_OK)
+        return cli_output_fail(&o, argv[0], &err);
     return cli_output_commit(&o, argv[0]);
 }

@@ -12,7 +12,6 @@
 #include "gpumem/units.h"
 
 #include <string.h>
-#include <sys/stat.h>
 
 int cmd_snapshot_report(int argc, char **argv)
 {
@@ -26,7 +25,6 @@ int cmd_snapshot_report(int argc, char **argv)
     struct gm_report_opts ro;
     struct gm_error err;
     struct cli_output o;
-    struct stat st;
     const struct opt opts[] = {
         OPT_STRING("output", 'o', &out, "FILE", "HTML file to write (required)"),
         OPT_FLAG("force", 0, &force, "replace FILE if it exists"),
@@ -62,10 +60,9 @@ int cmd_snapshot_report(int argc, char **argv)
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
                                   "most 1000000");
     /* refuse early, before the (possibly long) load */
-    if (!force && stat(out, &st) == 0) {
-        cli_errorf(argv[0], "'%s' exists: refusing to overwrite it (use --force)", out);
-        return GM_EXIT_CANTCREAT;
-    }
+    rc = cli_output_check(argv[0], out, force);
+    if (rc)
+        return rc;
     rc = snapcli_load(argv[0], argv[1], &snap);
     if (rc)
         return rc;
@@ -93,8 +90,7 @@ int cmd_snapshot_report(int argc, char **argv)
     rc = cli_output_open(&o, argv[0], out, force);
     if (rc == 0) {
         if (gm_report_html(o.f, snap, an, &ro, &err) != GM_OK) {
-            cli_output_abort(&o);
-            rc = cli_fail(argv[0], &err);
+            rc = cli_output_fail(&o, argv[0], &err);
         } else {
             rc = cli_output_commit(&o, argv[0]);
         }

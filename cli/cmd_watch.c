@@ -9,6 +9,7 @@
 #include "opts.h"
 #include "watch_render.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/device.h"
 #include "gpumem/units.h"
 #include "gpumem/watch.h"
@@ -25,8 +26,12 @@
 #include <unistd.h>
 
 /* Signal state: the handler only sets flags and forwards signals sent by another process
- * (a terminal's Ctrl-C already reaches the whole foreground process group). */
+ * (a terminal's Ctrl-C already reaches the whole foreground process group).  After the
+ * second signal the main loop kills the command's whole tree: not the handler, since the
+ * tree must be listed while the command still holds it together (its children are
+ * reparented the moment it dies). */
 static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_kill;
 static volatile sig_atomic_t g_signal;
 static volatile pid_t g_child;
 
@@ -34,8 +39,11 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     g_signal = sig;
-    if (g_child > 0 && (g_stop || si->si_code <= 0)) /* SI_USER, SI_QUEUE: sent by kill() */
-        kill(g_child, g_stop ? SIGKILL : sig);
+    if (g_stop)
+        g_kill = 1;
+    else if (g_child > 0 && si->si_code <= 0) { /* SI_USER, SI_QUEUE: sent by kill() */
+        kill(g_child, sig);
+    }
     g_stop = 1;
 }
 
@@ -52,6 +60,27 @@ static void sleep_ms(uint64_t ms)
     nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
 }
 
+/* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
+ * it leads if it made one.  Every process is stopped first, so that none forks a child
+ * between the listing and the kill, then the tree is listed again and killed. */
+static void kill_tree(pid_t root)
+{
+    size_t n = 0;
+    uint32_t *t = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        if (gm_proc_tree_list((uint32_t)root, &t, &n, NULL) == GM_OK)
+            for (size_t k = 0; k < n; k++)
+                kill((pid_t)t[k], SIGSTOP);
+        gm_free(t);
+    }
+    if (gm_proc_tree_list((uint32_t)root, &t, &n, NULL) == GM_OK)
+        for (size_t k = 0; k < n; k++)
+            kill((pid_t)t[k], SIGKILL);
+    gm_free(t);
+    if (getpgid(root) == root)
+        killpg(root, SIGKILL);
+}
+
 struct watch_state {
     struct gm_devices *d;
     struct gm_watch w;
@@ -59,7 +88,6 @@ struct watch_state {
     bool attached;
 };
 
-/* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
 /* --json: every sample as a JSON line on stdout as it is taken. */
 static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
 {
@@ -67,6 +95,7 @@ static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample
     gm_watch_jsonl_sample(w, smp, stdout);
 }
 
+/* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
 static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out)
 {
     int fds[2], child_errno = 0;
@@ -87,6 +116,7 @@ static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out
         close(fds[0]);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         /* With --json, stdout carries only gpumem's JSON lines. */
         if (stdout_to_stderr && dup2(2, 1) < 0)
             _exit(126);
@@ -110,12 +140,19 @@ static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out
     return 0;
 }
 
+/* A wait status as a shell shows it, and the signal that ended the process (0 none). */
+static int shell_status(int wst, int *sig)
+{
+    *sig = WIFSIGNALED(wst) ? WTERMSIG(wst) : 0;
+    return WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+}
+
 int cmd_watch(int argc, char **argv)
 {
-    uint64_t interval = 100, proc_interval = 500, attach_pid = 0;
+    uint64_t interval = 100, proc_interval = 500, attach_pid = 0, max_samples = 4194304;
     bool force = false, has_pid = false, no_chart = false, json = false;
-    const char *output = NULL, *device = NULL;
-    int n_pos = 0, only_cuda = -1, rc, status = -1;
+    const char *output = NULL, *device = NULL, *written = NULL;
+    int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
     struct cli_output out;
     struct gm_error err;
@@ -127,11 +164,17 @@ int cmd_watch(int argc, char **argv)
         OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
                 NULL),
         OPT_U64("process-interval", 0, &proc_interval, "MS",
-                "process list every MS milliseconds (500; NVML process queries are slow)", NULL),
+                "process list every MS milliseconds (500; NVML process queries are slow), and "
+                "at once after a device-level change of 64 MiB or more",
+                NULL),
         OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
-        OPT_FLAG("force", 'f', &force, "overwrite --output if it exists"),
+        OPT_FLAG("force", 'f', &force, "overwrite --output if it exists (a regular file only)"),
         OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
         OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
+        OPT_U64("max-samples", 0, &max_samples, "N",
+                "keep at most N samples for --output (4194304); later ones still count in the "
+                "peaks, and every output says how many were left out",
+                NULL),
         OPT_FLAG("no-chart", 0, &no_chart, "no terminal chart in the report"),
         OPT_FLAG("json", 0, &json,
                  "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
@@ -141,12 +184,19 @@ int cmd_watch(int argc, char **argv)
     const struct opt_usage usage = {
         "gpumem watch [OPTIONS] -- COMMAND [ARGS...]\n       gpumem watch [OPTIONS] --pid PID",
         "Run COMMAND and follow the GPU memory of it and its children (NVML usedGpuMemory per "
-        "process) and of each device (NVML used). At the end, report the peak per device and per "
-        "process with the time it happened, and a chart, on stderr. gpumem exits with the "
-        "command's status. Ctrl-C stops cleanly and still writes --output. In a container with "
-        "its own PID namespace NVML reports host PIDs: new GPU processes that appear after the "
-        "start are then attributed to the command, and the report says so. Sampling misses "
-        "peaks shorter than the interval.",
+        "process) and of each device (NVML used). While no other process uses a device, its "
+        "readings count as the command's too (used minus the baseline), so a peak between two "
+        "process readings is not missed; the report says which readings each peak comes from "
+        "and warns when a device rose more than the command's peak explains. At the end, report "
+        "the peak per device and per process with the time it happened, the processes of the "
+        "command still holding GPU memory after it exited, and a chart, on stderr. gpumem exits "
+        "with the command's status (128 + the signal that killed it). --output is checked "
+        "before the command runs; a file of that name written meanwhile by someone else is "
+        "never replaced: the samples then go beside it, and the report says where. Ctrl-C stops "
+        "sampling and waits for the command; a second Ctrl-C kills the command and every "
+        "process of its tree. In a container with its own PID namespace NVML reports host "
+        "PIDs: new GPU processes that appear after the start are then attributed to the "
+        "command, and the report says so.",
         "gpumem watch -- python train.py\n"
         "gpumem watch --interval 50 --output run.csv -- ./bench --size 8G\n"
         "gpumem watch --pid 4242 --output attach.json\n"
@@ -160,9 +210,15 @@ int cmd_watch(int argc, char **argv)
                                           : "nothing to watch: give -- COMMAND or --pid PID");
     if (interval < 10 || interval > 3600000 || proc_interval < 10 || proc_interval > 3600000)
         return cli_usage(argv[0], "intervals must be between 10 ms and 1 hour");
+    if (max_samples < 1 || max_samples > ((uint64_t)1 << 32))
+        return cli_usage(argv[0], "--max-samples: choose 1 to 4294967296");
     if (has_pid &&
         (attach_pid == 0 || attach_pid > INT32_MAX || !gm_proc_exists((uint32_t)attach_pid)))
         return cli_usage(argv[0], "no process with PID %" PRIu64, attach_pid);
+    if (has_pid && !gm_proc_running((uint32_t)attach_pid))
+        return cli_usage(argv[0],
+                         "process %" PRIu64 " has exited (a zombie its parent has not reaped)",
+                         attach_pid);
     if (device && gm_device_parse_spec(device, &only_cuda, &err))
         return cli_usage(argv[0], "%s", err.msg);
     if (output && !watch_output_kind(output))
@@ -176,7 +232,8 @@ int cmd_watch(int argc, char **argv)
     }
 
     memset(&s, 0, sizeof(s));
-    gm_watch_init(&s.w, 0);
+    gm_watch_init(&s.w, (size_t)max_samples);
+    s.w.attached = has_pid;
     rc = 0;
     if (gm_devices_open(&s.d, &err)) {
         rc = cli_fail(argv[0], &err);
@@ -199,11 +256,13 @@ int cmd_watch(int argc, char **argv)
         rc = GM_EXIT_NODEV;
         goto out_close;
     }
-    /* Open the output first: a refusal to overwrite must come before the command runs. */
+    /* Open the output first: a refusal to overwrite must come before the command runs, and
+     * a file that appears meanwhile must not cost the samples (they go beside it). */
     if (output) {
         rc = cli_output_open(&out, argv[0], output, force);
         if (rc)
             goto out_close;
+        out.beside = true;
     }
 
     {
@@ -247,64 +306,79 @@ int cmd_watch(int argc, char **argv)
         uint64_t t = now_ms() - start;
         int wst;
         gm_watch_poll_devices(&s.w, s.d, t);
-        if (t >= next_proc) {
+        if (t >= next_proc || s.w.process_due) {
+            if (t < next_proc)
+                s.w.n_triggered_reads++;
             gm_watch_poll_processes(&s.w, s.d, t, s.root, s.attached);
-            next_proc = t + proc_interval;
+            if (t >= next_proc)
+                next_proc = t + proc_interval;
         }
         if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
-            status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+            status = shell_status(wst, &term_signal);
             break;
         }
-        if (!command && !gm_proc_exists(s.root))
+        if (!command && !gm_proc_running(s.root))
             break;
         if (g_stop)
             break;
         sleep_ms(interval - (now_ms() - start - t) % interval);
     }
     if (command && status < 0) {
-        /* Interrupted: the command got the signal too; wait for it (a second signal
-         * kills it), sampling no more. */
+        /* Interrupted: the command got the signal too; wait for it, sampling no more.  A
+         * second signal kills it and its whole tree. */
         int wst = 0;
         pid_t got = 0;
-        for (int k = 0; k < 20 && got == 0; k++) {
+        bool said = false, killed = false;
+        for (uint64_t waited = 0; got == 0 || (got < 0 && errno == EINTR); waited += 50) {
+            if (g_kill && !killed) {
+                kill_tree(g_child);
+                killed = true;
+            }
             got = waitpid(g_child, &wst, WNOHANG);
+            if (got == 0 && waited >= 1000 && !said) {
+                cli_errorf(argv[0],
+                           "stopped sampling; waiting for %s to exit (interrupt again to kill "
+                           "it and its children)",
+                           command[0]);
+                said = true;
+            }
             if (got == 0)
                 sleep_ms(50);
         }
-        if (got == 0)
-            cli_errorf(argv[0],
-                       "stopped sampling; waiting for %s to exit (interrupt again to "
-                       "kill it)",
-                       command[0]);
-        while (got == 0 || (got < 0 && errno == EINTR))
-            got = waitpid(g_child, &wst, 0);
-        status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+        if (got == g_child)
+            status = shell_status(wst, &term_signal);
     }
     {
         uint64_t t = now_ms() - start;
+        /* The end state, and the processes of the command that outlive it. */
+        if (command || !gm_proc_running(s.root)) {
+            gm_watch_poll_devices(&s.w, s.d, t);
+            gm_watch_poll_processes(&s.w, s.d, t, command ? 0 : s.root, s.attached);
+        }
         if (t > s.w.end_t_ms)
             s.w.end_t_ms = t;
     }
 
     run.exit_status = status;
+    run.term_signal = term_signal;
     run.interrupted = g_stop != 0;
     if (json)
         gm_watch_jsonl_end(&s.w, &run, stdout);
-    watch_report(stderr, &s.w, &run, !no_chart && !json);
     rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
     if (output) {
-        bool ok = watch_output_kind(output) == 'c' ? gm_watch_write_csv(&s.w, out.f)
-                                                   : gm_watch_write_json(&s.w, &run, out.f);
-        int orc = ok ? cli_output_commit(&out, argv[0]) : GM_EXIT_IOERR;
-        if (!ok) {
-            cli_errorf(argv[0], "writing '%s' failed", output);
-            cli_output_abort(&out);
-        }
+        int orc;
+        /* a failed write is reported by the commit, with its errno */
+        if (watch_output_kind(output) == 'c')
+            (void)gm_watch_write_csv(&s.w, out.f);
+        else
+            (void)gm_watch_write_json(&s.w, &run, out.f);
+        orc = cli_output_commit(&out, argv[0]);
         if (orc && rc == 0)
             rc = orc;
         if (!orc)
-            fprintf(stderr, "samples written to %s\n", output);
+            written = out.written;
     }
+    watch_report(stderr, &s.w, &run, !no_chart && !json, written);
 
 out_close:
     gm_devices_close(s.d);

@@ -19,10 +19,15 @@ static const struct cli_command commands[] = {
 
 int main(int argc, char **argv)
 {
+    int rc;
+    cli_stdout_begin();
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         static char name[] = "gpumem version";
         char *args[] = {name, NULL};
-        return cmd_version(1, args);
+        rc = cmd_version(1, args);
+    } else {
+        rc = cli_dispatch(commands, "gpumem", argc, argv);
     }
-    return cli_dispatch(commands, "gpumem", argc, argv);
+    /* every command's stdout is checked here, once: a full disk is exit 74 with ENOSPC */
+    return cli_stdout_end(NULL, rc);
 }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
@@ -50,15 +51,7 @@ int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out)
 
 char *snapcli_safe(char *buf, size_t n, const char *s)
 {
-    size_t i = 0;
-    if (!n)
-        return buf;
-    for (; s[i] && i + 1 < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        buf[i] = (char)((c < 0x20 || c == 0x7f) ? '?' : c);
-    }
-    buf[i] = '\0';
-    return buf;
+    return gm_text_escape(buf, n, s);
 }
 
 char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f)
@@ -67,11 +60,11 @@ char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f)
         snprintf(buf, n, "%s (%s:%" PRId64 ")", f->name, f->filename, f->line);
     else
         snprintf(buf, n, "%s", f->name[0] ? f->name : "??");
-    /* in place: the result only gets shorter or stays the same */
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-    return buf;
+    {
+        char raw[1024];
+        snprintf(raw, sizeof(raw), "%s", buf);
+        return gm_text_escape(buf, n, raw);
+    }
 }
 
 char *snapcli_time(char *buf, size_t n, int64_t time_us)

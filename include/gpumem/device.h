@@ -71,12 +71,23 @@ extern const char *const gm_memory_env_vars[];
  * returns how many there are (may exceed cap).  Returns 0 when 'root' does not exist. */
 size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap);
 
+/* The same tree, whatever its size, in a new array: *out ('root' first, *n entries) is the
+ * caller's to gm_free(); *n is 0 and *out NULL when 'root' does not exist.  GM_ERR_NOMEM. */
+enum gm_status gm_proc_tree_list(uint32_t root, uint32_t **out, size_t *n, struct gm_error *err);
+
 /* The command name of 'pid' (/proc/<pid>/comm) into out[n]; "" when not visible. */
 void gm_proc_name(uint32_t pid, char *out, size_t n);
 
-/* Whether 'pid' names a live process in our /proc (false for a host PID that our PID
- * namespace cannot see). */
+/* Whether 'pid' names a process in our /proc (false for a host PID that our PID
+ * namespace cannot see; true for a zombie). */
 bool gm_proc_exists(uint32_t pid);
+
+/* Whether 'pid' exists and still runs: false for a zombie (exited, not yet reaped by its
+ * parent) and for a PID that does not exist here. */
+bool gm_proc_running(uint32_t pid);
+
+/* "SIGSEGV" for SIGSEGV, ...; NULL for a number that is no signal this system names. */
+const char *gm_signal_name(int sig);
 
 /* ------------------------------------------------------------------------------------ */
 /* Vendor-neutral device view */
@@ -191,6 +202,13 @@ const char *gm_process_kind_name(unsigned kinds);
  * GM_ERR_UNSUPPORTED when no backend lists processes. */
 enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_process_memory *out,
                                     size_t cap, size_t *n, struct gm_error *err);
+
+/* Every process of device 'i', however many: gm_devices_processes() into a buffer that
+ * grows to what NVML reports.  *out (n entries, NULL when there are none) belongs to the
+ * caller: release it with gm_free(). */
+enum gm_status gm_devices_process_list(struct gm_devices *d, size_t i,
+                                       struct gm_process_memory **out, size_t *n,
+                                       struct gm_error *err);
 
 /* Write the environment as JSON members of the object open in 'w': "driver", "backends",
  * "devices" (only CUDA device 'only_cuda' when >= 0, with memory and processes), "host",

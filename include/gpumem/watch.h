@@ -6,9 +6,20 @@
  * Attribution: NVML reports host PIDs.  A process row is attributed to the watched command
  * either because its PID is in the command's process tree (GM_WATCH_ATTR_PID_TREE), or,
  * when NVML PIDs are not visible from here (a PID namespace), because it appeared after
- * the command started (GM_WATCH_ATTR_NEW_PID).  When neither finds anything, the summary
- * falls back to the device-level delta against the baseline taken before the start, valid
- * only when nothing else uses the GPU.  The method is always reported. */
+ * the command started (GM_WATCH_ATTR_NEW_PID).  A process of the command's tree that still
+ * holds GPU memory after the command itself exited is GM_WATCH_ATTR_AFTER_EXIT.
+ *
+ * The command's peak comes from two kinds of readings.  Process readings (NVML
+ * usedGpuMemory, slow to query) give the command's own memory wherever other processes
+ * run.  Device readings (NVML used, cheap, taken more often) are credited to the command
+ * as "used minus what others held at the start" while no other process uses the device:
+ * those credits are held back until the next process reading of the device shows no
+ * other process, and dropped for good once one is seen.  A device reading that moves by
+ * GM_WATCH_CHANGE_BYTES or more asks for a process reading at once (process_due), so that
+ * a short plateau between two scheduled process readings is still seen.  When nothing of
+ * the command appears in any process list, the summary falls back to the device-level
+ * delta against the baseline, valid only when nothing else uses the GPU.  The source of
+ * every peak is reported. */
 #ifndef GPUMEM_WATCH_H
 #define GPUMEM_WATCH_H
 
@@ -24,9 +35,17 @@ extern "C" {
 #endif
 
 enum gm_watch_attr {
-    GM_WATCH_ATTR_NONE = 0,     /* a device row */
-    GM_WATCH_ATTR_PID_TREE = 1, /* the PID is the command or one of its descendants */
-    GM_WATCH_ATTR_NEW_PID = 2   /* a PID not visible here that appeared after the start */
+    GM_WATCH_ATTR_NONE = 0,      /* a device row */
+    GM_WATCH_ATTR_PID_TREE = 1,  /* the PID is the command or one of its descendants */
+    GM_WATCH_ATTR_NEW_PID = 2,   /* a PID not visible here that appeared after the start */
+    GM_WATCH_ATTR_AFTER_EXIT = 3 /* of the command's tree, still running after it exited */
+};
+
+/* Where a command peak comes from. */
+enum gm_watch_source {
+    GM_WATCH_SOURCE_NONE = 0,
+    GM_WATCH_SOURCE_PROCESSES, /* a process reading: the sum of the command's usedGpuMemory */
+    GM_WATCH_SOURCE_DEVICE     /* a device reading while only the command used the device */
 };
 
 struct gm_watch_sample {
@@ -39,23 +58,35 @@ struct gm_watch_sample {
 };
 
 #define GM_WATCH_MAX_DEVICES 16
-#define GM_WATCH_MAX_PROCS   256
 
-#define GM_WATCH_BASELINE_PIDS 64
+/* A device reading that moves at least this far from the one before asks for a process
+ * reading (gm_watch.process_due). */
+#define GM_WATCH_CHANGE_BYTES ((uint64_t)64 << 20)
 
 struct gm_watch_device {
-    char label[16]; /* "cuda:0" or "nvml:3" */
-    size_t pos;     /* position in the gm_devices list (gm_watch_setup()) */
-    uint32_t baseline_pids[GM_WATCH_BASELINE_PIDS]; /* NVML PIDs present before the start */
+    char label[16];          /* "cuda:0" or "nvml:3" */
+    size_t pos;              /* position in the gm_devices list (gm_watch_setup()) */
+    uint32_t *baseline_pids; /* NVML PIDs present before the start (owned) */
     size_t n_baseline_pids;
     char name[96];
     struct gm_reading total;    /* bytes */
     struct gm_reading baseline; /* used before the start */
     struct gm_reading peak;     /* highest used seen */
     uint64_t peak_t_ms;
-    struct gm_reading cmd_peak; /* highest sum of the command's processes on this device */
+    struct gm_reading cmd_peak; /* highest memory of the command on this device */
     uint64_t cmd_peak_t_ms;
+    enum gm_watch_source cmd_peak_source;
+    struct gm_reading proc_peak; /* highest sum of the command's processes (process readings) */
+    uint64_t proc_peak_t_ms;
     enum gm_memory_source source;
+    /* Device credits (see the top): private to watch.c. */
+    bool others_seen;          /* a process not of the command was listed on this device */
+    bool listed;               /* at least one process reading of this device */
+    uint64_t others_base;      /* bytes of 'baseline' that are not the command's */
+    struct gm_reading pending; /* highest credit since the last process reading */
+    uint64_t pending_t_ms;
+    struct gm_reading last_used; /* the latest device reading */
+    uint64_t last_proc_sum;      /* the command's bytes at the latest process reading */
 };
 
 struct gm_watch_proc {
@@ -66,28 +97,50 @@ struct gm_watch_proc {
     uint64_t peak_t_ms;
     uint64_t first_t_ms;
     uint64_t last_t_ms;
-    enum gm_watch_attr attr;
+    uint64_t last_used;      /* bytes at the latest reading */
+    enum gm_watch_attr attr; /* of the latest reading */
 };
 
 struct gm_watch {
     struct gm_watch_device dev[GM_WATCH_MAX_DEVICES];
     uint32_t n_dev;
-    struct gm_watch_proc proc[GM_WATCH_MAX_PROCS];
+    struct gm_watch_proc *proc; /* n_proc entries, first-seen order (owned) */
     uint32_t n_proc;
+    uint32_t cap_proc;
     struct gm_watch_sample *samples; /* owned */
     size_t n_samples;
     size_t cap_samples;
-    size_t max_samples; /* past this, samples are dropped (peaks still update) */
+    size_t max_samples; /* past this, samples are not stored (peaks still update) */
     bool samples_dropped;
-    uint64_t cmd_peak; /* highest sum of the command's processes, all devices */
+    uint64_t n_samples_dropped;
+    uint64_t first_dropped_t_ms;
+    uint64_t cmd_peak; /* highest memory of the command, all devices at one moment */
     uint64_t cmd_peak_t_ms;
+    enum gm_watch_source cmd_peak_source;
     bool cmd_seen;      /* at least one process row was attributed */
     unsigned attr_seen; /* 1 << enum gm_watch_attr of every attribution used */
     uint64_t n_device_reads;
     uint64_t n_process_reads;
+    uint64_t n_triggered_reads; /* process readings asked for by a device-level change */
+    uint32_t n_after_exit;      /* processes still holding memory after the command exited */
     uint64_t end_t_ms;
-    uint64_t round_t_ms; /* the process reading in progress (sums across devices) */
+    bool process_due; /* a device reading moved by GM_WATCH_CHANGE_BYTES: read processes now */
+    bool attached;    /* the command was running before the start (its memory is in the
+                         baseline); set by the caller or gm_watch_poll_processes() */
+    /* private: the process reading in progress (sums across devices), the device-credit
+     * total of the current window, the command's last known process tree */
+    uint64_t round_t_ms;
     uint64_t round_total;
+    uint32_t round_mask;
+    bool round_others;
+    uint64_t dev_round_t_ms;
+    uint64_t dev_round_total;
+    uint32_t dev_round_mask;
+    bool dev_round_open;
+    uint64_t pending_total;
+    uint64_t pending_total_t_ms;
+    uint32_t *tree;
+    size_t n_tree;
     /* Optional: called with every sample as it is recorded (streaming output), even when
      * the store is full. */
     void (*on_sample)(const struct gm_watch *w, const struct gm_watch_sample *s, void *arg);
@@ -107,8 +160,9 @@ int gm_watch_add_device(struct gm_watch *w, const char *label, const char *name,
 enum gm_status gm_watch_device_sample(struct gm_watch *w, uint64_t t_ms, uint32_t device,
                                       const struct gm_device_memory *m, struct gm_error *err);
 
-/* Record one process-list reading of 'device' at 't_ms': only the rows attributed to the
- * command (attr != NONE) are passed; 'names' may be NULL or hold each process's name. */
+/* Record one process-list reading of 'device' at 't_ms': every row NVML listed, with its
+ * attribution (GM_WATCH_ATTR_NONE: another process, which is not stored but ends the
+ * device credits of this device); 'names' may be NULL or hold each process's name. */
 enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32_t device,
                                        const struct gm_process_memory *procs,
                                        const enum gm_watch_attr *attr, const char *const *names,
@@ -120,15 +174,24 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
 enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only_cuda,
                               struct gm_error *err);
 
-/* One reading of every watched device's memory at 't_ms'. */
+/* One reading of every watched device's memory at 't_ms'; sets w->process_due when one
+ * moved by GM_WATCH_CHANGE_BYTES or more. */
 void gm_watch_poll_devices(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms);
 
-/* One reading of every watched device's process list at 't_ms', attributing to the command
- * the processes in the tree of 'root' (GM_WATCH_ATTR_PID_TREE) and, unless 'attached',
- * PIDs that this PID namespace cannot see and that were not there at the baseline
- * (GM_WATCH_ATTR_NEW_PID). */
+/* One reading of every watched device's process list at 't_ms' (however many processes
+ * NVML lists), attributing to the command the processes in the tree of 'root'
+ * (GM_WATCH_ATTR_PID_TREE) and, unless 'attached', PIDs that this PID namespace cannot see
+ * and that were not there at the baseline (GM_WATCH_ATTR_NEW_PID).  When 'root' has ended
+ * (or is 0), the processes of its last known tree that still run are the ones attributed,
+ * as GM_WATCH_ATTR_AFTER_EXIT: call it once after the command exits to find them.  Clears
+ * w->process_due. */
 void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,
                              bool attached);
+
+/* After the last reading: the device delta of each device against what others held at the
+ * start, when it exceeds the command's peak there by more than 1% and 16 MiB (a peak the
+ * process readings missed, or memory of other processes).  0 when it does not. */
+uint64_t gm_watch_unexplained_bytes(const struct gm_watch *w, uint32_t device);
 
 /* Human words for an attribution ("process tree", ...); static. */
 const char *gm_watch_attr_name(enum gm_watch_attr a);
@@ -141,11 +204,14 @@ struct gm_watch_run {
     uint64_t process_interval_ms;
     int exit_status;  /* the command's status as a shell shows it, -1 unknown */
     bool interrupted; /* stopped by SIGINT/SIGTERM */
+    int term_signal;  /* the signal that killed the command (exit_status 128 + it), 0 none */
 };
 
 /* Samples as CSV: header time_ms,device,pid,used_bytes,free_bytes,attribution; device rows
  * have an empty pid, process rows an empty free_bytes, unknown values are empty.  Rows in
- * time order.  false on a write error. */
+ * time order.  When samples were not stored (the store was full), a last row
+ * "T,,,,,samples_dropped" gives the time of the first one left out.  false on a write
+ * error. */
 bool gm_watch_write_csv(const struct gm_watch *w, FILE *f);
 
 /* The whole run as one JSON document, schema gpumem.watch/1: command, intervals, outcome,

@@ -2,12 +2,14 @@
 /* buf.c - capped growable buffer. */
 #include "base/buf.h"
 
+#include "base/file.h"
 #include "gpumem/arena.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void gm_buf_init(struct gm_buf *b, size_t max_bytes)
 {
@@ -83,24 +85,36 @@ enum gm_status gm_buf_printf(struct gm_buf *b, struct gm_error *err, const char 
 
 enum gm_status gm_buf_read_file(struct gm_buf *b, const char *path, struct gm_error *err)
 {
-    FILE *f = fopen(path, "rb");
     char tmp[65536];
-    size_t n;
-    enum gm_status st = GM_OK;
+    uint64_t size;
+    int fd;
+    enum gm_status st = gm_file_open(path, &fd, &size, err);
 
-    if (!f) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': no such file", path);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
-    }
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0) {
-        st = gm_buf_append(b, tmp, n, err);
+    if (st != GM_OK)
+        return st;
+    /* Read to the end whatever fstat() said: /proc files report 0 bytes. */
+    for (;;) {
+        ssize_t n = read(fd, tmp, sizeof(tmp));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "reading '%s' failed: %s", path,
+                         strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        st = gm_buf_append(b, tmp, (size_t)n, err);
+        if (st == GM_ERR_LIMIT) {
+            st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                         "'%s' is larger than the limit of %zu bytes for this kind of file", path,
+                         b->max);
+            break;
+        }
         if (st != GM_OK)
             break;
     }
-    if (st == GM_OK && ferror(f))
-        st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': read error", path);
-    fclose(f);
+    close(fd);
     if (st == GM_OK && !b->data)
         st = gm_buf_reserve(b, 0, err); /* an empty file still gives a NUL-terminated buffer */
     if (st == GM_OK)

@@ -33,7 +33,9 @@ enum gm_status gm_buf_printf(struct gm_buf *b, struct gm_error *err, const char 
 #endif
     ;
 
-/* Read a whole file into 'b' (capped by b->max).  GM_ERR_NOENT when it does not exist. */
+/* Read a whole file into 'b' (capped by b->max, GM_ERR_LIMIT naming the file), to its end
+ * whatever size it reports; only a regular file is read (gm_file_open()).  GM_ERR_NOENT when
+ * it does not exist. */
 enum gm_status gm_buf_read_file(struct gm_buf *b, const char *path, struct gm_error *err);
 
 #endif

@@ -292,6 +292,32 @@ enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_pr
     return no_backend(d, "list the processes of", err);
 }
 
+enum gm_status gm_devices_process_list(struct gm_devices *d, size_t i,
+                                       struct gm_process_memory **out, size_t *n,
+                                       struct gm_error *err)
+{
+    size_t cap = 256;
+    *out = NULL;
+    *n = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        struct gm_process_memory *p = gm_calloc(cap, sizeof(*p));
+        enum gm_status st;
+        if (!p)
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for %zu processes", cap);
+        st = gm_devices_processes(d, i, p, cap, n, err);
+        if (st == GM_OK && *n <= cap) {
+            *out = p;
+            return GM_OK;
+        }
+        gm_free(p);
+        if (st)
+            return st;
+        cap = *n + 64; /* more than the buffer held: read again with room for them */
+    }
+    return gm_fail(err, GM_ERR_DRIVER, GM_NO_OFFSET,
+                   "the process list of device %zu kept growing while it was read", i);
+}
+
 const char *gm_process_kind_name(unsigned kinds)
 {
     switch (kinds & (GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS)) {

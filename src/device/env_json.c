@@ -4,6 +4,8 @@
  * Unknown values are null, never 0. */
 #include "device/device_int.h"
 
+#include "gpumem/arena.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,7 +70,7 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
 {
     const struct gm_device_info *info = gm_devices_info(d, i);
     struct gm_device_memory mem;
-    struct gm_process_memory procs[256];
+    struct gm_process_memory *procs = NULL;
     struct gm_error e;
     size_t n = 0;
     char cc[16];
@@ -111,10 +113,10 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
     kv_reading(w, "cuda_total_bytes", info->cuda_total);
     gm_json_end_object(w);
 
-    if (gm_devices_processes(d, i, procs, sizeof(procs) / sizeof(procs[0]), &n, &e) == GM_OK) {
+    if (gm_devices_process_list(d, i, &procs, &n, &e) == GM_OK) {
         gm_json_key(w, "processes");
         gm_json_begin_array(w);
-        for (size_t k = 0; k < n && k < sizeof(procs) / sizeof(procs[0]); k++) {
+        for (size_t k = 0; k < n; k++) {
             gm_json_begin_object(w);
             gm_json_kv_u64(w, "pid", procs[k].pid);
             gm_json_kv_str(w, "type", gm_process_kind_name(procs[k].kinds));
@@ -126,6 +128,7 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
         gm_json_kv_null(w, "processes");
         gm_json_kv_str(w, "processes_error", e.msg);
     }
+    gm_free(procs);
     gm_json_end_object(w);
 }
 

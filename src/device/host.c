@@ -159,14 +159,14 @@ void gm_proc_name(uint32_t pid, char *out, size_t n)
     fclose(f);
 }
 
-/* PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and parentheses,
- * so parse after the last ')'. */
-static bool read_ppid(uint32_t pid, uint32_t *ppid)
+/* State and PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and
+ * parentheses, so parse after the last ')'. */
+static bool read_stat(uint32_t pid, char *state, uint32_t *ppid)
 {
     char path[64], buf[1024];
     FILE *f;
     size_t n;
-    char *p, state;
+    char *p;
     unsigned pp;
 
     snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
@@ -177,67 +177,118 @@ static bool read_ppid(uint32_t pid, uint32_t *ppid)
     fclose(f);
     buf[n] = '\0';
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %u", &state, &pp) != 2)
+    if (!p || sscanf(p + 1, " %c %u", state, &pp) != 2)
         return false;
     *ppid = pp;
     return true;
 }
 
-size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap)
+static bool read_ppid(uint32_t pid, uint32_t *ppid)
+{
+    char state;
+    return read_stat(pid, &state, ppid);
+}
+
+bool gm_proc_running(uint32_t pid)
+{
+    char state;
+    uint32_t ppid;
+    if (pid == 0 || !read_stat(pid, &state, &ppid))
+        return false;
+    return state != 'Z' && state != 'X' && state != 'x';
+}
+
+const char *gm_signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+        {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+        {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+        {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
+        {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+        {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+        {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGSYS, "SIGSYS"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    return NULL;
+}
+
+enum gm_status gm_proc_tree_list(uint32_t root, uint32_t **out, size_t *n_out, struct gm_error *err)
 {
     uint32_t *pid = NULL, *ppid = NULL, *tree = NULL;
     size_t n = 0, alloc = 0, n_tree = 0;
+    enum gm_status st = GM_OK;
     DIR *dir;
     struct dirent *de;
 
+    *out = NULL;
+    *n_out = 0;
     if (!gm_proc_exists(root))
-        return 0;
+        return GM_OK;
     dir = opendir("/proc");
-    if (!dir)
-        goto out_root_only;
-    while ((de = readdir(dir))) {
-        char *end;
-        unsigned long v = strtoul(de->d_name, &end, 10);
-        uint32_t pp;
-        if (*end || !v || v > UINT32_MAX || !read_ppid((uint32_t)v, &pp))
-            continue;
-        if (n == alloc) {
-            size_t na = alloc ? alloc * 2 : 512;
-            uint32_t *a = gm_realloc(pid, na * sizeof(*a)), *b;
-            if (!a)
-                break;
-            pid = a;
-            b = gm_realloc(ppid, na * sizeof(*b));
-            if (!b)
-                break;
-            ppid = b;
-            alloc = na;
+    if (dir) {
+        while ((de = readdir(dir))) {
+            char *end;
+            unsigned long v = strtoul(de->d_name, &end, 10);
+            uint32_t pp;
+            if (*end || !v || v > UINT32_MAX || !read_ppid((uint32_t)v, &pp))
+                continue;
+            if (n == alloc) {
+                size_t na = alloc ? alloc * 2 : 512;
+                uint32_t *a = gm_realloc(pid, na * sizeof(*a)), *b;
+                if (a)
+                    pid = a;
+                b = a ? gm_realloc(ppid, na * sizeof(*b)) : NULL;
+                if (b)
+                    ppid = b;
+                if (!a || !b) {
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for /proc");
+                    break;
+                }
+                alloc = na;
+            }
+            pid[n] = (uint32_t)v;
+            ppid[n] = pp;
+            n++;
         }
-        pid[n] = (uint32_t)v;
-        ppid[n] = pp;
-        n++;
+        closedir(dir);
     }
-    closedir(dir);
-    tree = gm_malloc((n + 1) * sizeof(*tree));
-    if (!tree)
-        goto out_root_only;
+    tree = st ? NULL : gm_malloc((n + 1) * sizeof(*tree));
+    if (!tree) {
+        gm_free(pid);
+        gm_free(ppid);
+        return st ? st : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for /proc");
+    }
     tree[n_tree++] = root;
     /* Breadth-first over the snapshot: each pass adds the children of what is known. */
     for (size_t k = 0; k < n_tree; k++)
         for (size_t j = 0; j < n; j++)
             if (ppid[j] == tree[k] && pid[j] != root && n_tree <= n)
                 tree[n_tree++] = pid[j];
-    for (size_t k = 0; k < n_tree && k < cap; k++)
+    gm_free(pid);
+    gm_free(ppid);
+    *out = tree;
+    *n_out = n_tree;
+    return GM_OK;
+}
+
+size_t gm_proc_tree(uint32_t root, uint32_t *out, size_t cap)
+{
+    uint32_t *tree;
+    size_t n;
+    if (gm_proc_tree_list(root, &tree, &n, NULL) != GM_OK) {
+        /* no memory to walk /proc: the root alone, which is known to exist */
+        if (cap)
+            out[0] = root;
+        return 1;
+    }
+    for (size_t k = 0; k < n && k < cap; k++)
         out[k] = tree[k];
     gm_free(tree);
-    gm_free(pid);
-    gm_free(ppid);
-    return n_tree;
-
-out_root_only:
-    gm_free(pid);
-    gm_free(ppid);
-    if (cap)
-        out[0] = root;
-    return 1;
+    return n;
 }

@@ -5,6 +5,7 @@
 #include "device/device_int.h"
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
+#include "gpumem/units.h"
 #include "gpumem/version.h"
 
 #include <inttypes.h>
@@ -22,6 +23,17 @@ void gm_watch_release(struct gm_watch *w)
     gm_free(w->samples);
     w->samples = NULL;
     w->n_samples = w->cap_samples = 0;
+    gm_free(w->proc);
+    w->proc = NULL;
+    w->n_proc = w->cap_proc = 0;
+    gm_free(w->tree);
+    w->tree = NULL;
+    w->n_tree = 0;
+    for (uint32_t k = 0; k < w->n_dev; k++) {
+        gm_free(w->dev[k].baseline_pids);
+        w->dev[k].baseline_pids = NULL;
+        w->dev[k].n_baseline_pids = 0;
+    }
 }
 
 int gm_watch_add_device(struct gm_watch *w, const char *label, const char *name,
@@ -36,6 +48,7 @@ int gm_watch_add_device(struct gm_watch *w, const char *label, const char *name,
     gm_strlcpy(d->name, name, sizeof(d->name));
     d->total = total;
     d->baseline = baseline;
+    d->others_base = baseline.valid ? baseline.value : 0;
     return (int)w->n_dev++;
 }
 
@@ -45,7 +58,10 @@ static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s,
     if (w->on_sample)
         w->on_sample(w, s, w->on_sample_arg);
     if (w->n_samples >= w->max_samples) {
+        if (!w->samples_dropped)
+            w->first_dropped_t_ms = s->t_ms;
         w->samples_dropped = true;
+        w->n_samples_dropped++;
         return GM_OK;
     }
     if (w->n_samples == w->cap_samples) {
@@ -61,6 +77,32 @@ static enum gm_status push(struct gm_watch *w, const struct gm_watch_sample *s,
     }
     w->samples[w->n_samples++] = *s;
     return GM_OK;
+}
+
+/* A new highest value for the whole command. */
+static void command_peak(struct gm_watch *w, uint64_t v, uint64_t t_ms, enum gm_watch_source src)
+{
+    if (v > w->cmd_peak || w->cmd_peak_source == GM_WATCH_SOURCE_NONE) {
+        w->cmd_peak = v;
+        w->cmd_peak_t_ms = t_ms;
+        w->cmd_peak_source = src;
+    }
+}
+
+static void device_peak(struct gm_watch_device *d, uint64_t v, uint64_t t_ms,
+                        enum gm_watch_source src)
+{
+    if (!d->cmd_peak.valid || v > d->cmd_peak.value) {
+        d->cmd_peak = (struct gm_reading){v, true};
+        d->cmd_peak_t_ms = t_ms;
+        d->cmd_peak_source = src;
+    }
+}
+
+/* Whether the device readings of 'd' may be credited to the command (see watch.h). */
+static bool creditable(const struct gm_watch_device *d)
+{
+    return !d->others_seen && d->baseline.valid;
 }
 
 enum gm_status gm_watch_device_sample(struct gm_watch *w, uint64_t t_ms, uint32_t device,
@@ -82,19 +124,60 @@ enum gm_status gm_watch_device_sample(struct gm_watch *w, uint64_t t_ms, uint32_
         d->peak = m->used;
         d->peak_t_ms = t_ms;
     }
+    if (m->used.valid && d->last_used.valid &&
+        (m->used.value > d->last_used.value
+             ? m->used.value - d->last_used.value
+             : d->last_used.value - m->used.value) >= GM_WATCH_CHANGE_BYTES)
+        w->process_due = true;
+    if (m->used.valid)
+        d->last_used = m->used;
+    /* The command's memory now, for the credits: the device delta where only the command
+     * runs, else what the latest process reading said.  Devices read at one moment add. */
+    if (!w->dev_round_open || t_ms != w->dev_round_t_ms || (w->dev_round_mask & (1u << device))) {
+        w->dev_round_open = true;
+        w->dev_round_t_ms = t_ms;
+        w->dev_round_total = 0;
+        w->dev_round_mask = 0;
+    }
+    w->dev_round_mask |= 1u << device;
+    {
+        uint64_t now = d->last_proc_sum;
+        if (creditable(d) && m->used.valid) {
+            now = m->used.value > d->others_base ? m->used.value - d->others_base : 0;
+            if (!d->pending.valid || now > d->pending.value) {
+                d->pending = (struct gm_reading){now, true};
+                d->pending_t_ms = t_ms;
+            }
+        }
+        w->dev_round_total = gm_add_sat(w->dev_round_total, now);
+        if (w->dev_round_total > w->pending_total) {
+            w->pending_total = w->dev_round_total;
+            w->pending_total_t_ms = t_ms;
+        }
+    }
     w->n_device_reads++;
     if (t_ms > w->end_t_ms)
         w->end_t_ms = t_ms;
     return push(w, &s, err);
 }
 
-static struct gm_watch_proc *find_proc(struct gm_watch *w, uint32_t pid, uint32_t device)
+static struct gm_watch_proc *find_proc(struct gm_watch *w, uint32_t pid, uint32_t device,
+                                       struct gm_error *err)
 {
     for (uint32_t k = 0; k < w->n_proc; k++)
         if (w->proc[k].pid == pid && w->proc[k].device == device)
             return &w->proc[k];
-    if (w->n_proc >= GM_WATCH_MAX_PROCS)
-        return NULL;
+    if (w->n_proc == w->cap_proc) {
+        uint32_t cap = w->cap_proc ? w->cap_proc * 2 : 64;
+        struct gm_watch_proc *p =
+            cap > w->cap_proc ? gm_realloc(w->proc, (size_t)cap * sizeof(*p)) : NULL;
+        if (!p) {
+            gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for the process table");
+            return NULL;
+        }
+        w->proc = p;
+        w->cap_proc = cap;
+    }
     memset(&w->proc[w->n_proc], 0, sizeof(w->proc[0]));
     w->proc[w->n_proc].pid = pid;
     w->proc[w->n_proc].device = device;
@@ -108,14 +191,17 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
 {
     struct gm_watch_device *d;
     uint64_t sum = 0;
-    bool any = false;
+    bool any = false, others = false, all_known = true;
 
     if (device >= w->n_dev)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "watch: no device %u", device);
     d = &w->dev[device];
-    if (t_ms != w->round_t_ms || !w->n_process_reads) {
+    /* a new moment, or a device read twice at one moment: a new round */
+    if (t_ms != w->round_t_ms || !w->n_process_reads || (w->round_mask & (1u << device))) {
         w->round_t_ms = t_ms;
         w->round_total = 0;
+        w->round_mask = 0;
+        w->round_others = false;
     }
     w->n_process_reads++;
     for (size_t k = 0; k < n; k++) {
@@ -123,8 +209,10 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
         struct gm_watch_proc *p;
         enum gm_status st;
 
-        if (attr[k] == GM_WATCH_ATTR_NONE)
+        if (attr[k] == GM_WATCH_ATTR_NONE) {
+            others = true;
             continue;
+        }
         memset(&s, 0, sizeof(s));
         s.t_ms = t_ms;
         s.device = device;
@@ -136,37 +224,84 @@ enum gm_status gm_watch_process_sample(struct gm_watch *w, uint64_t t_ms, uint32
             return st;
         any = true;
         w->attr_seen |= 1u << attr[k];
-        p = find_proc(w, procs[k].pid, device);
-        if (p) {
-            if (!p->first_t_ms && !p->last_t_ms)
-                p->first_t_ms = t_ms;
-            p->last_t_ms = t_ms;
-            p->attr = attr[k];
-            if (names && names[k] && names[k][0])
-                gm_strlcpy(p->name, names[k], sizeof(p->name));
-            if (procs[k].used.valid && procs[k].used.value > p->peak) {
-                p->peak = procs[k].used.value;
-                p->peak_t_ms = t_ms;
-            }
+        p = find_proc(w, procs[k].pid, device, err);
+        if (!p)
+            return GM_ERR_NOMEM;
+        if (!p->first_t_ms && !p->last_t_ms)
+            p->first_t_ms = t_ms;
+        if (attr[k] == GM_WATCH_ATTR_AFTER_EXIT && p->attr != GM_WATCH_ATTR_AFTER_EXIT)
+            w->n_after_exit++;
+        p->last_t_ms = t_ms;
+        p->attr = attr[k];
+        p->last_used = procs[k].used.valid ? procs[k].used.value : 0;
+        if (names && names[k] && names[k][0])
+            gm_strlcpy(p->name, names[k], sizeof(p->name));
+        if (procs[k].used.valid && procs[k].used.value > p->peak) {
+            p->peak = procs[k].used.value;
+            p->peak_t_ms = t_ms;
         }
         if (procs[k].used.valid)
             sum += procs[k].used.value;
+        else
+            all_known = false;
     }
     if (t_ms > w->end_t_ms)
         w->end_t_ms = t_ms;
-    if (!any)
-        return GM_OK;
-    w->cmd_seen = true;
-    if (!d->cmd_peak.valid || sum > d->cmd_peak.value) {
-        d->cmd_peak = (struct gm_reading){sum, true};
-        d->cmd_peak_t_ms = t_ms;
+
+    /* The first reading of an attached command: what it already held is part of the
+     * baseline, and is the command's, not the others'. */
+    if (!d->listed && w->attached && d->baseline.valid && all_known)
+        d->others_base = sum < d->baseline.value ? d->baseline.value - sum : 0;
+    if (!d->listed && w->attached && !all_known)
+        d->others_seen = true; /* what the command held at the start is unknown */
+    d->listed = true;
+    d->last_proc_sum = sum;
+
+    /* The process sums first: a device credit of the same size adds nothing. */
+    if (any) {
+        w->cmd_seen = true;
+        if (!d->proc_peak.valid || sum > d->proc_peak.value) {
+            d->proc_peak = (struct gm_reading){sum, true};
+            d->proc_peak_t_ms = t_ms;
+        }
+        device_peak(d, sum, t_ms, GM_WATCH_SOURCE_PROCESSES);
+        w->round_total += sum;
+        command_peak(w, w->round_total, t_ms, GM_WATCH_SOURCE_PROCESSES);
     }
-    w->round_total += sum;
-    if (w->round_total > w->cmd_peak) {
-        w->cmd_peak = w->round_total;
-        w->cmd_peak_t_ms = t_ms;
+
+    /* Device credits since the last reading: confirmed when no other process is listed,
+     * dropped for good when one is. */
+    if (others || d->others_seen) {
+        d->others_seen = true;
+        w->round_others = true;
+    } else if (d->pending.valid) {
+        device_peak(d, d->pending.value, d->pending_t_ms, GM_WATCH_SOURCE_DEVICE);
+    }
+    d->pending = GM_READING_NONE;
+    w->round_mask |= 1u << device;
+    if (w->round_mask == (w->n_dev >= 32 ? UINT32_MAX : (1u << w->n_dev) - 1)) {
+        /* every device listed at this moment: the window's total is confirmed or dropped */
+        if (!w->round_others && w->pending_total > w->cmd_peak)
+            command_peak(w, w->pending_total, w->pending_total_t_ms, GM_WATCH_SOURCE_DEVICE);
+        w->pending_total = 0;
+        w->dev_round_open = false;
     }
     return GM_OK;
+}
+
+uint64_t gm_watch_unexplained_bytes(const struct gm_watch *w, uint32_t device)
+{
+    const struct gm_watch_device *d;
+    uint64_t delta, cmd, slack;
+    if (device >= w->n_dev)
+        return 0;
+    d = &w->dev[device];
+    if (!d->peak.valid || !d->baseline.valid)
+        return 0;
+    delta = d->peak.value > d->others_base ? d->peak.value - d->others_base : 0;
+    cmd = d->cmd_peak.valid ? d->cmd_peak.value : 0;
+    slack = cmd / 100 > ((uint64_t)16 << 20) ? cmd / 100 : (uint64_t)16 << 20;
+    return delta > cmd + slack ? delta - cmd : 0;
 }
 
 enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only_cuda,
@@ -175,7 +310,7 @@ enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only
     for (size_t i = 0; i < gm_devices_count(d) && w->n_dev < GM_WATCH_MAX_DEVICES; i++) {
         const struct gm_device_info *info = gm_devices_info(d, i);
         struct gm_device_memory m;
-        struct gm_process_memory procs[GM_WATCH_BASELINE_PIDS];
+        struct gm_process_memory *procs = NULL;
         struct gm_watch_device *wd;
         char label[16];
         size_t n = 0;
@@ -196,9 +331,16 @@ enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only
             break;
         wd = &w->dev[k];
         wd->pos = i;
-        if (gm_devices_processes(d, i, procs, GM_WATCH_BASELINE_PIDS, &n, NULL) == GM_OK)
-            for (size_t j = 0; j < n && j < GM_WATCH_BASELINE_PIDS; j++)
+        if (gm_devices_process_list(d, i, &procs, &n, NULL) == GM_OK && n) {
+            wd->baseline_pids = gm_calloc(n, sizeof(*wd->baseline_pids));
+            if (!wd->baseline_pids) {
+                gm_free(procs);
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+            }
+            for (size_t j = 0; j < n; j++)
                 wd->baseline_pids[wd->n_baseline_pids++] = procs[j].pid;
+        }
+        gm_free(procs);
     }
     return GM_OK;
 }
@@ -221,44 +363,75 @@ static bool contains(const uint32_t *v, size_t n, uint32_t x)
     return false;
 }
 
-#define POLL_TREE  1024
-#define POLL_PROCS 128
+/* The command's process tree now, kept in w->tree; when 'root' has ended, the part of the
+ * last known tree that still runs (orphans of the command). */
+static void update_tree(struct gm_watch *w, uint32_t root, bool *after_exit)
+{
+    uint32_t *t;
+    size_t n;
+    *after_exit = root == 0 || !gm_proc_running(root);
+    if (*after_exit) {
+        size_t k = 0;
+        for (size_t j = 0; j < w->n_tree; j++)
+            if (w->tree[j] != root && gm_proc_running(w->tree[j]))
+                w->tree[k++] = w->tree[j];
+        w->n_tree = k;
+        return;
+    }
+    if (gm_proc_tree_list(root, &t, &n, NULL) != GM_OK)
+        return; /* keep the last known tree */
+    gm_free(w->tree);
+    w->tree = t;
+    w->n_tree = n;
+}
 
 void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,
                              bool attached)
 {
-    uint32_t tree[POLL_TREE];
-    size_t n_tree = gm_proc_tree(root, tree, POLL_TREE);
+    bool after_exit;
 
-    if (n_tree > POLL_TREE)
-        n_tree = POLL_TREE;
+    w->attached = attached;
+    w->process_due = false;
+    update_tree(w, root, &after_exit);
     for (uint32_t k = 0; k < w->n_dev; k++) {
         const struct gm_watch_device *wd = &w->dev[k];
-        struct gm_process_memory procs[POLL_PROCS];
-        enum gm_watch_attr attr[POLL_PROCS];
-        char names[POLL_PROCS][32];
-        const char *name_ptr[POLL_PROCS];
+        struct gm_process_memory *procs = NULL;
+        enum gm_watch_attr *attr;
+        char(*names)[32];
+        const char **name_ptr;
         struct gm_error e;
         size_t n = 0;
 
-        if (gm_devices_processes(d, wd->pos, procs, POLL_PROCS, &n, &e) != GM_OK)
+        if (gm_devices_process_list(d, wd->pos, &procs, &n, &e) != GM_OK)
             continue;
-        if (n > POLL_PROCS)
-            n = POLL_PROCS;
+        attr = gm_calloc(n ? n : 1, sizeof(*attr));
+        names = gm_calloc(n ? n : 1, sizeof(*names));
+        name_ptr = gm_calloc(n ? n : 1, sizeof(*name_ptr));
+        if (!attr || !names || !name_ptr) {
+            gm_free(attr);
+            gm_free(names);
+            gm_free(name_ptr);
+            gm_free(procs);
+            continue;
+        }
         for (size_t j = 0; j < n; j++) {
             uint32_t pid = procs[j].pid;
             attr[j] = GM_WATCH_ATTR_NONE;
-            names[j][0] = '\0';
             name_ptr[j] = names[j];
-            if (contains(tree, n_tree, pid))
-                attr[j] = GM_WATCH_ATTR_PID_TREE;
+            if (contains(w->tree, w->n_tree, pid))
+                attr[j] = after_exit ? GM_WATCH_ATTR_AFTER_EXIT : GM_WATCH_ATTR_PID_TREE;
             else if (!attached && !gm_proc_exists(pid) &&
                      !contains(wd->baseline_pids, wd->n_baseline_pids, pid))
-                attr[j] = GM_WATCH_ATTR_NEW_PID; /* a host PID we cannot see: PID namespace */
-            if (attr[j] == GM_WATCH_ATTR_PID_TREE)
+                /* a host PID we cannot see (PID namespace): new since the start */
+                attr[j] = after_exit ? GM_WATCH_ATTR_AFTER_EXIT : GM_WATCH_ATTR_NEW_PID;
+            if (attr[j] == GM_WATCH_ATTR_PID_TREE || attr[j] == GM_WATCH_ATTR_AFTER_EXIT)
                 gm_proc_name(pid, names[j], sizeof(names[j]));
         }
         gm_watch_process_sample(w, t_ms, k, procs, attr, name_ptr, n, &e);
+        gm_free(attr);
+        gm_free(names);
+        gm_free(name_ptr);
+        gm_free(procs);
     }
 }
 
@@ -269,10 +442,25 @@ const char *gm_watch_attr_name(enum gm_watch_attr a)
         return "process tree";
     case GM_WATCH_ATTR_NEW_PID:
         return "new PID (not visible here)";
+    case GM_WATCH_ATTR_AFTER_EXIT:
+        return "still running after the command exited";
     case GM_WATCH_ATTR_NONE:
         break;
     }
     return "device";
+}
+
+static const char *source_key(enum gm_watch_source s)
+{
+    switch (s) {
+    case GM_WATCH_SOURCE_PROCESSES:
+        return "process_readings";
+    case GM_WATCH_SOURCE_DEVICE:
+        return "device_readings";
+    case GM_WATCH_SOURCE_NONE:
+        break;
+    }
+    return "none";
 }
 
 static const char *attr_key(enum gm_watch_attr a)
@@ -282,6 +470,8 @@ static const char *attr_key(enum gm_watch_attr a)
         return "pid_tree";
     case GM_WATCH_ATTR_NEW_PID:
         return "new_pid";
+    case GM_WATCH_ATTR_AFTER_EXIT:
+        return "after_exit";
     case GM_WATCH_ATTR_NONE:
         break;
     }
@@ -309,6 +499,8 @@ bool gm_watch_write_csv(const struct gm_watch *w, FILE *f)
             csv_reading(f, s->free);
         fprintf(f, ",%s\n", attr_key(s->attr));
     }
+    if (w->samples_dropped)
+        fprintf(f, "%" PRIu64 ",,,,,samples_dropped\n", w->first_dropped_t_ms);
     fflush(f);
     return !ferror(f);
 }
@@ -365,12 +557,26 @@ static void write_summary(struct gm_json *j, const struct gm_watch *w,
     gm_json_kv_bool(j, "interrupted", run->interrupted);
     gm_json_kv_u64(j, "duration_ms", w->end_t_ms);
     gm_json_kv_str(j, "attribution", attribution(w));
+    if (run->term_signal > 0 && gm_signal_name(run->term_signal))
+        gm_json_kv_str(j, "signal", gm_signal_name(run->term_signal));
+    else if (run->term_signal > 0)
+        gm_json_kv_i64(j, "signal", run->term_signal);
+    else
+        gm_json_kv_null(j, "signal");
     gm_json_kv_bool(j, "samples_dropped", w->samples_dropped);
+    gm_json_kv_u64(j, "n_samples_stored", w->n_samples);
+    gm_json_kv_u64(j, "n_samples_dropped", w->n_samples_dropped);
+    kv_time(j, "first_dropped_ms", w->samples_dropped, w->first_dropped_t_ms);
+    gm_json_kv_u64(j, "n_device_reads", w->n_device_reads);
+    gm_json_kv_u64(j, "n_process_reads", w->n_process_reads);
+    gm_json_kv_u64(j, "n_triggered_process_reads", w->n_triggered_reads);
     if (w->cmd_seen)
         gm_json_kv_u64(j, "peak_bytes", w->cmd_peak);
     else
         gm_json_kv_null(j, "peak_bytes");
     kv_time(j, "peak_time_ms", w->cmd_seen, w->cmd_peak_t_ms);
+    gm_json_kv_str(j, "peak_source", w->cmd_seen ? source_key(w->cmd_peak_source) : "none");
+    gm_json_kv_u64(j, "n_after_exit", w->n_after_exit);
 
     gm_json_key(j, "devices");
     gm_json_begin_array(j);
@@ -389,6 +595,10 @@ static void write_summary(struct gm_json *j, const struct gm_watch *w,
         kv_time(j, "peak_used_time_ms", d->peak.valid, d->peak_t_ms);
         kv_reading(j, "command_peak_bytes", d->cmd_peak);
         kv_time(j, "command_peak_time_ms", d->cmd_peak.valid, d->cmd_peak_t_ms);
+        gm_json_kv_str(j, "command_peak_source", source_key(d->cmd_peak_source));
+        kv_reading(j, "process_readings_peak_bytes", d->proc_peak);
+        gm_json_kv_bool(j, "other_processes_seen", d->others_seen);
+        gm_json_kv_u64(j, "unexplained_bytes", gm_watch_unexplained_bytes(w, k));
         gm_json_end_object(j);
     }
     gm_json_end_array(j);
@@ -409,6 +619,7 @@ static void write_summary(struct gm_json *j, const struct gm_watch *w,
         gm_json_kv_u64(j, "peak_time_ms", p->peak_t_ms);
         gm_json_kv_u64(j, "first_seen_ms", p->first_t_ms);
         gm_json_kv_u64(j, "last_seen_ms", p->last_t_ms);
+        gm_json_kv_bool(j, "after_exit", p->attr == GM_WATCH_ATTR_AFTER_EXIT);
         gm_json_end_object(j);
     }
     gm_json_end_array(j);

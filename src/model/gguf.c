@@ -16,6 +16,7 @@
 #include "model/modelfile_int.h"
 
 #include "base/reader.h"
+#include "gpumem/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,20 @@ enum gguf_vtype {
 
 static const unsigned scalar_size[GGUF_N_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
+/* The data range of one tensor, relative to the start of the data. */
+struct span {
+    uint64_t begin, end;
+    uint64_t index; /* tensor info number */
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
 struct parser {
     struct gm_reader r;
     const struct gm_modelfile_limits *lim;
@@ -89,6 +104,9 @@ struct parser {
     bool *need_more;
     struct gm_error *err;
     uint64_t alignment;
+    uint64_t split_count; /* split.count: the file is one part of a llama-gguf-split set */
+    uint64_t split_no;    /* split.no, 0-based */
+    struct span *spans;   /* each tensor's data range, for the overlap check */
     /* architecture keys are "<arch>.<suffix>"; the arch name comes first in real files but
      * the order is not guaranteed, so the values are kept by suffix and resolved at the end */
     char arch[64];
@@ -212,6 +230,14 @@ static void note_int(struct parser *ps, struct kvstate *kv, const char *key, siz
         ps->alignment = v;
         return;
     }
+    if (klen == 11 && memcmp(key, "split.count", 11) == 0) {
+        ps->split_count = v;
+        return;
+    }
+    if (klen == 8 && memcmp(key, "split.no", 8) == 0) {
+        ps->split_no = v;
+        return;
+    }
     if (!dot)
         return;
     plen = (size_t)(dot - key);
@@ -275,8 +301,10 @@ static enum gm_status parse_kv(struct parser *ps, struct kvstate *kv, uint64_t i
             memcpy(ps->arch, s, slen);
             ps->arch[slen] = '\0';
         } else if (key_is(key, klen, "general.name")) {
-            snprintf(ps->m->model_name, sizeof(ps->m->model_name), "%.*s",
-                     (int)(slen > 127 ? 127 : slen), s);
+            /* display text: control characters escaped (gm_text_escape()) */
+            char raw[sizeof(ps->m->model_name)];
+            snprintf(raw, sizeof(raw), "%.*s", (int)(slen > 127 ? 127 : slen), s);
+            gm_text_escape(ps->m->model_name, sizeof(ps->m->model_name), raw);
         }
         return GM_OK;
     }
@@ -393,6 +421,7 @@ static enum gm_status parse_tensor_info(struct parser *ps, uint64_t index, uint6
                        (unsigned long long)ps->alignment);
     if (offset + bytes > *max_end)
         *max_end = offset + bytes;
+    ps->spans[index] = (struct span){offset, offset + bytes, index};
     st = gm_modelfile_dtype_index(ps->m, tname, &idx, ps->err);
     if (st)
         return st;
@@ -462,17 +491,60 @@ enum gm_status gm_gguf_parse_prefix(const void *data, size_t len, uint64_t file_
         if (st)
             goto out;
     }
-    if (ps.alignment == 0 || (ps.alignment & (ps.alignment - 1)) != 0 ||
-        ps.alignment > ((uint64_t)1 << 30)) {
+    if (ps.alignment == 0 || (ps.alignment & (ps.alignment - 1)) != 0) {
         st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                      "general.alignment %llu is not a power of two",
                      (unsigned long long)ps.alignment);
+        goto out;
+    }
+    if (ps.alignment > ((uint64_t)1 << 30)) {
+        st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                     "general.alignment %llu is a power of two but larger than the 2^30 "
+                     "bytes gpumem accepts",
+                     (unsigned long long)ps.alignment);
+        goto out;
+    }
+    if (ps.split_count > 1) {
+        st = gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                     "part %llu of a GGUF model split into %llu files (llama-gguf-split): this "
+                     "part holds only some of the tensors; merge the parts with "
+                     "'llama-gguf-split --merge' and give the merged file",
+                     (unsigned long long)ps.split_no + 1, (unsigned long long)ps.split_count);
+        goto out;
+    }
+    ps.spans = gm_calloc(n_tensors ? n_tensors : 1, sizeof(*ps.spans));
+    if (!ps.spans) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for %llu tensors",
+                     (unsigned long long)n_tensors);
         goto out;
     }
     for (uint64_t i = 0; i < n_tensors; i++) {
         st = parse_tensor_info(&ps, i, &max_end);
         if (st)
             goto out;
+    }
+    /* Two tensors never share bytes: sorted by start, each begins at or after the end of
+     * the one before (empty tensors take no bytes and cannot overlap). */
+    qsort(ps.spans, n_tensors, sizeof(*ps.spans), cmp_span);
+    for (uint64_t i = 1, last = UINT64_MAX; i <= n_tensors; i++) {
+        const struct span *a, *b = &ps.spans[i - 1];
+        if (b->begin == b->end)
+            continue;
+        if (last != UINT64_MAX) {
+            a = &ps.spans[last];
+            if (b->begin < a->end) {
+                const struct gm_modelfile_tensor
+                    *ta = &m->tensors[m->n_tensors - n_tensors + a->index],
+                    *tb = &m->tensors[m->n_tensors - n_tensors + b->index];
+                st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                             "tensors '%.64s' [%llu, %llu) and '%.64s' [%llu, %llu) overlap in "
+                             "the tensor data",
+                             ta->name, (unsigned long long)a->begin, (unsigned long long)a->end,
+                             tb->name, (unsigned long long)b->begin, (unsigned long long)b->end);
+                goto out;
+            }
+        }
+        last = i - 1;
     }
     if (gm_reader_offset(&ps.r) > lim->max_header_bytes) {
         st = gm_fail(err, GM_ERR_LIMIT, gm_reader_offset(&ps.r),
@@ -506,6 +578,7 @@ enum gm_status gm_gguf_parse_prefix(const void *data, size_t len, uint64_t file_
             m->arch.vocab = kv->n_tokens;
     }
 out:
+    gm_free(ps.spans);
     gm_free(kv);
     return st;
 }

@@ -16,8 +16,10 @@
  * null counts as absent.  Unknown model types are read with the common keys and marked
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
 #include "gpumem/model.h"
+#include "gpumem/text.h"
 
 #include "base/buf.h"
+#include "base/json_load.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -68,10 +70,25 @@ static bool get_u64(struct reader *r, const char *key, uint64_t *out)
     return false;
 }
 
+/* A count that must be at least 1 when given: 0 is an error of its own, never "missing". */
+static bool get_count(struct reader *r, const char *key, uint64_t *out)
+{
+    uint64_t v;
+    if (!get_u64(r, key, &v))
+        return false;
+    if (v == 0) {
+        r->st =
+            gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "'%s' is 0: it must be at least 1", key);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 static uint64_t need_u64(struct reader *r, const char *key)
 {
     uint64_t v = 0;
-    if (!get_u64(r, key, &v) && r->st == GM_OK)
+    if (!get_count(r, key, &v) && r->st == GM_OK)
         add_missing(r, key);
     return v;
 }
@@ -110,13 +127,11 @@ static const char *get_str(struct reader *r, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* Names from the file are display text: kept with their control characters escaped
+ * (gm_text_escape()), so that no renderer can send a file's terminal escapes raw. */
 static void copy_str(char *dst, size_t n, const char *src)
 {
-    size_t len = strlen(src);
-    if (len >= n)
-        len = n - 1;
-    memcpy(dst, src, len);
-    dst[len] = '\0';
+    gm_text_escape(dst, n, src);
 }
 
 static enum gm_act parse_act(const char *s, enum gm_act dflt)
@@ -242,7 +257,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     m->n_heads = need_u64(r, gpt2 ? "n_head" : "num_attention_heads");
     m->vocab = need_u64(r, "vocab_size");
     if (gpt2) {
-        if (!get_u64(r, "n_inner", &m->intermediate))
+        if (!get_count(r, "n_inner", &m->intermediate))
             m->intermediate = 4 * m->hidden;
         get_u64(r, "n_positions", &m->max_positions);
         m->n_positions_learned = m->max_positions;
@@ -269,8 +284,8 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
                        m->model_type[0] ? m->model_type : "?", r->missing);
 
     m->n_kv_heads = m->n_heads;
-    get_u64(r, "num_key_value_heads", &m->n_kv_heads);
-    if (!get_u64(r, "head_dim", &m->head_dim) && m->n_heads)
+    get_count(r, "num_key_value_heads", &m->n_kv_heads);
+    if (!get_count(r, "head_dim", &m->head_dim) && m->n_heads)
         m->head_dim = m->hidden / m->n_heads;
     m->tied_embeddings = get_bool(r, "tie_word_embeddings", m->tied_embeddings);
     if (get_bool(r, "attention_bias", false))
@@ -342,7 +357,6 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
 enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_model *out,
                                         struct gm_error *err)
 {
-    json_error_t jerr;
     struct reader r;
     struct gm_model m;
     enum gm_status st;
@@ -351,10 +365,9 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "larger than %zu bytes", CONFIG_MAX_BYTES);
     memset(&r, 0, sizeof(r));
     r.err = err;
-    r.root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!r.root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)(jerr.position > 0 ? jerr.position : 0),
-                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    st = gm_json_load(json, len, 0, &r.root, err);
+    if (st)
+        return st;
     if (!json_is_object(r.root)) {
         json_decref(r.root);
         return gm_fail(err, GM_ERR_FORMAT, 0, "top level is not an object");

@@ -8,6 +8,8 @@
 #include "model/modelfile_int.h"
 
 #include "base/buf.h"
+#include "base/file.h"
+#include "base/json_load.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -177,33 +179,21 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-static enum gm_status file_size_of(const char *path, uint64_t *size, struct gm_error *err)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': no such file", path);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
-    }
-    if (!S_ISREG(st.st_mode))
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': not a regular file", path);
-    *size = (uint64_t)st.st_size;
-    return GM_OK;
-}
-
-/* Read the first 'want' bytes of 'f' into a fresh buffer (*out, gm_free it). */
-static enum gm_status read_prefix(FILE *f, const char *path, uint64_t want, uint8_t **out,
+/* Read the first 'want' bytes of 'fd' into a fresh buffer (*out, gm_free it). */
+static enum gm_status read_prefix(int fd, const char *path, uint64_t want, uint8_t **out,
                                   struct gm_error *err)
 {
     uint8_t *p;
+    enum gm_status st;
     if (want > SIZE_MAX - 1)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s': header too large", path);
     p = gm_malloc((size_t)want + 1);
     if (!p)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", path);
-    if (fseek(f, 0, SEEK_SET) != 0 || fread(p, 1, (size_t)want, f) != (size_t)want) {
+    st = gm_file_read_at(fd, path, 0, p, (size_t)want, err);
+    if (st) {
         gm_free(p);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': read failed", path);
+        return st;
     }
     *out = p;
     return GM_OK;
@@ -214,19 +204,15 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
 {
     uint64_t size, hlen;
     uint8_t *data = NULL;
-    FILE *f;
-    enum gm_status st = file_size_of(path, &size, err);
+    int fd;
+    enum gm_status st = gm_file_open(path, &fd, &size, err);
     if (st)
         return st;
-    f = fopen(path, "rb");
-    if (!f)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
     if (size < 8) {
-        fclose(f);
-        return gm_fail(err, GM_ERR_FORMAT, 0, "'%s': %llu bytes, too short for a safetensors file",
-                       path, (unsigned long long)size);
+        st = gm_file_too_short(fd, path, size, "a safetensors file", err);
+        goto out;
     }
-    st = read_prefix(f, path, 8, &data, err);
+    st = read_prefix(fd, path, 8, &data, err);
     if (st)
         goto out;
     hlen = 0;
@@ -247,7 +233,7 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
                     path, (unsigned long long)hlen);
         goto out;
     }
-    st = read_prefix(f, path, 8 + hlen, &data, err);
+    st = read_prefix(fd, path, 8 + hlen, &data, err);
     if (st)
         goto out;
     st = gm_safetensors_parse(data, (size_t)(8 + hlen), size, lim, m, err);
@@ -258,7 +244,7 @@ static enum gm_status load_safetensors_file(const char *path, const struct gm_mo
     m->header_bytes = gm_add_sat(m->header_bytes, 8 + hlen);
 out:
     gm_free(data);
-    fclose(f);
+    close(fd);
     return st;
 }
 
@@ -266,13 +252,15 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
                                      struct gm_modelfile *m, struct gm_error *err)
 {
     uint64_t size, want;
-    FILE *f;
-    enum gm_status st = file_size_of(path, &size, err);
+    int fd;
+    enum gm_status st = gm_file_open(path, &fd, &size, err);
     if (st)
         return st;
-    f = fopen(path, "rb");
-    if (!f)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
+    if (size == 0) {
+        st = gm_file_too_short(fd, path, size, "a GGUF file", err);
+        close(fd);
+        return st;
+    }
     /* Start with 4 MiB and double until the header fits: most GGUF headers are a few MB
      * (the tokenizer vocabulary dominates). */
     want = (uint64_t)4 << 20;
@@ -285,7 +273,7 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
             len = lim->max_header_bytes;
             whole = len == size;
         }
-        st = read_prefix(f, path, len, &data, err);
+        st = read_prefix(fd, path, len, &data, err);
         if (st)
             break;
         gm_modelfile_release(m);
@@ -314,7 +302,7 @@ static enum gm_status load_gguf_file(const char *path, const struct gm_modelfile
         m->file_bytes = size;
         break;
     }
-    fclose(f);
+    close(fd);
     return st;
 }
 
@@ -333,12 +321,13 @@ static enum gm_status join(char *out, size_t n, const char *dir, const char *nam
     return GM_OK;
 }
 
+/* The config.json beside the weights, when there is one.  Whatever it is (a FIFO, a
+ * folder): reading it later says what is wrong, rather than "no config.json". */
 static void set_config_path(struct gm_modelfile *m, const char *dir)
 {
     char p[4096];
     struct stat st;
-    if (snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0 &&
-        S_ISREG(st.st_mode))
+    if (snprintf(p, sizeof p, "%s/config.json", dir) < (int)sizeof p && stat(p, &st) == 0)
         snprintf(m->config_path, sizeof m->config_path, "%s", p);
 }
 
@@ -353,12 +342,141 @@ static void dir_of(const char *path, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)(slash - path), path);
 }
 
+/* Every tensor an index's weight_map names must be in the shards that were read: an index
+ * that promises tensors its shards do not hold describes another checkpoint. */
+static enum gm_status check_index_covered(const char *path, json_t *map,
+                                          const struct gm_modelfile *m, struct gm_error *err)
+{
+    const char **names;
+    const char *key;
+    json_t *v;
+    enum gm_status st = GM_OK;
+
+    names = gm_calloc(m->n_tensors ? m->n_tensors : 1, sizeof(*names));
+    if (!names)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", path);
+    for (size_t i = 0; i < m->n_tensors; i++)
+        names[i] = m->tensors[i].name;
+    qsort(names, m->n_tensors, sizeof(*names), cmp_str);
+    json_object_foreach(map, key, v)
+    {
+        if (!bsearch(&key, names, m->n_tensors, sizeof(*names), cmp_str)) {
+            st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                         "'%s': the index puts tensor '%.160s' in '%.160s', which does not hold "
+                         "it",
+                         path, key, json_string_value(v));
+            break;
+        }
+    }
+    gm_free(names);
+    return st;
+}
+
+/* "model-00002-of-00004.safetensors": *no = 2, *of = 4, *prefix_len = length of "model".
+ * false for a name without that pattern (transformers' shard naming). */
+static bool shard_name(const char *name, unsigned long *no, unsigned long *of, size_t *prefix_len)
+{
+    const char *dot = strstr(name, ".safetensors"), *p;
+    char *end;
+    size_t n = strlen(name);
+    if (!dot || (size_t)(dot - name) + 12 != n)
+        return false;
+    /* "-NNNNN-of-MMMMM" ends right before ".safetensors" */
+    for (p = dot; p > name && p[-1] != '-'; p--) {
+    }
+    if (p == name || p - name < 4 || strncmp(p - 4, "-of-", 4) != 0)
+        return false;
+    *of = strtoul(p, &end, 10);
+    if (end != dot || *of == 0)
+        return false;
+    for (p -= 4; p > name && p[-1] != '-'; p--) {
+    }
+    if (p == name)
+        return false;
+    *no = strtoul(p, &end, 10);
+    if (strncmp(end, "-of-", 4) != 0 || *no == 0)
+        return false;
+    *prefix_len = (size_t)(p - 1 - name);
+    return true;
+}
+
+struct shard {
+    const char *name;
+    size_t prefix_len;
+    unsigned long no, of;
+};
+
+/* Shards of one set share the prefix and the total. */
+static int cmp_set(const struct shard *x, const struct shard *y)
+{
+    size_t n = x->prefix_len < y->prefix_len ? x->prefix_len : y->prefix_len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->prefix_len != y->prefix_len)
+        return x->prefix_len < y->prefix_len ? -1 : 1;
+    return x->of < y->of ? -1 : x->of > y->of;
+}
+
+static int cmp_shard(const void *a, const void *b)
+{
+    const struct shard *x = a, *y = b;
+    int c = cmp_set(x, y);
+    if (c)
+        return c;
+    return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* Shards named "<prefix>-i-of-n" must all be there: with one of four, a folder would be
+ * summarised as a quarter of the model.  GM_ERR_NOENT naming the first missing shard. */
+static enum gm_status check_shards_complete(const char *dir, char *const *names, size_t n,
+                                            struct gm_error *err)
+{
+    struct shard *v = gm_calloc(n ? n : 1, sizeof(*v));
+    size_t k = 0;
+    enum gm_status st = GM_OK;
+
+    if (!v)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", dir);
+    for (size_t i = 0; i < n; i++) {
+        v[k].name = names[i];
+        if (shard_name(names[i], &v[k].no, &v[k].of, &v[k].prefix_len))
+            k++;
+    }
+    qsort(v, k, sizeof(*v), cmp_shard);
+    /* each group (same prefix, same total) must number 1, 2, ..., of */
+    for (size_t i = 0; i < k && st == GM_OK;) {
+        size_t j = i;
+        unsigned long want = 1;
+        while (j < k && cmp_set(&v[i], &v[j]) == 0) {
+            if (v[j].no == want)
+                want++;
+            j++;
+        }
+        if (want <= v[i].of) {
+            const char *num = v[i].name + v[i].prefix_len + 1;
+            int width = (int)(strchr(num, '-') - num);
+            st = gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
+                         "'%s': shard '%.*s-%0*lu-of-%s' is missing (the names say %lu shards, "
+                         "%zu present)",
+                         dir, (int)v[i].prefix_len, v[i].name, width, want, num + width + 4,
+                         v[i].of, j - i);
+        } else if (j - i > v[i].of) {
+            st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                         "'%s': %zu shards named '%.*s-*-of-%lu', more than the names say", dir,
+                         j - i, (int)v[i].prefix_len, v[i].name, v[i].of);
+        }
+        i = j;
+    }
+    gm_free(v);
+    return st;
+}
+
 /* The shards named by an index's weight_map, deduplicated and sorted. */
 static enum gm_status load_index(const char *path, const struct gm_modelfile_limits *lim,
                                  struct gm_modelfile *m, struct gm_error *err)
 {
     struct gm_buf b = GM_BUF_INIT;
-    json_error_t je;
     json_t *root = NULL, *map, *meta, *v;
     const char *key;
     const char **files = NULL;
@@ -370,10 +488,9 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
     st = gm_buf_read_file(&b, path, err);
     if (st)
         goto out;
-    root = json_loadb(b.data ? b.data : "", b.len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        st = gm_fail(err, GM_ERR_FORMAT, (uint64_t)je.position, "'%s': invalid JSON: %s", path,
-                     je.text);
+    st = gm_json_load(b.data ? b.data : "", b.len, 0, &root, err);
+    if (st) {
+        gm_error_prefix(err, "'%s'", path);
         goto out;
     }
     map = json_object_get(root, "weight_map");
@@ -426,6 +543,9 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
             goto out;
         }
     }
+    st = check_index_covered(path, map, m, err);
+    if (st)
+        goto out;
     m->format = GM_MODELFILE_SAFETENSORS;
     set_config_path(m, dir);
 out:
@@ -491,6 +611,7 @@ static enum gm_status load_dir(const char *dir, const struct gm_modelfile_limits
     }
     if (n_st > 0) {
         qsort(st_files, n_st, sizeof(*st_files), cmp_str);
+        st = check_shards_complete(dir, st_files, n_st, err);
         for (size_t i = 0; i < n_st && !st; i++) {
             st = join(p, sizeof p, dir, st_files[i], err);
             if (!st)
@@ -567,16 +688,26 @@ enum gm_status gm_modelfile_load(const char *path, const struct gm_modelfile_lim
         st = load_gguf_file(path, lim, out, err);
     } else {
         /* Decide by content: GGUF files start with the magic "GGUF". */
-        FILE *f = fopen(path, "rb");
         unsigned char magic[4] = {0};
+        uint64_t size;
+        int fd;
         bool is_gguf;
-        if (!f)
-            return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s': %s", path, strerror(errno));
-        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
-        fclose(f);
+        st = gm_file_open(path, &fd, &size, err);
+        if (st)
+            return st;
+        is_gguf = size >= 4 && gm_file_read_at(fd, path, 0, magic, 4, NULL) == GM_OK &&
+                  memcmp(magic, "GGUF", 4) == 0;
+        close(fd);
         if (is_gguf) {
             st = load_gguf_file(path, lim, out, err);
         } else {
+            const char *slash = strrchr(path, '/');
+            unsigned long no, of;
+            size_t plen;
+            if (shard_name(slash ? slash + 1 : path, &no, &of, &plen) && of > 1)
+                return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                               "'%s' is shard %lu of %lu: give the folder that holds all of them",
+                               path, no, of);
             st = load_safetensors_file(path, lim, out, err);
             if (!st) {
                 out->format = GM_MODELFILE_SAFETENSORS;

@@ -4,6 +4,8 @@
  * files carry none, so the config.json beside them is read. */
 #include "model/modelfile_int.h"
 
+#include "gpumem/text.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -62,9 +64,9 @@ static enum gm_status from_gguf(const struct gm_modelfile *mf, struct gm_model *
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "GGUF metadata lacks %s%s%s",
                        a->n_layers ? "" : "block_count ", a->hidden ? "" : "embedding_length ",
                        a->n_heads ? "" : "attention.head_count");
-    snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof(m->name) - 1,
-             mf->model_name[0] ? mf->model_name : a->name);
-    snprintf(m->model_type, sizeof m->model_type, "%.*s", (int)sizeof(m->model_type) - 1, a->name);
+    /* display text: the architecture name comes raw from the file (model_name is escaped) */
+    gm_text_escape(m->name, sizeof m->name, mf->model_name[0] ? mf->model_name : a->name);
+    gm_text_escape(m->model_type, sizeof m->model_type, a->name);
     m->arch = GM_ARCH_UNKNOWN;
     for (size_t i = 0; i < sizeof(gguf_archs) / sizeof(gguf_archs[0]); i++)
         if (strcmp(gguf_archs[i].gguf, a->name) == 0)
@@ -107,6 +109,56 @@ static enum gm_status from_gguf(const struct gm_modelfile *mf, struct gm_model *
     return GM_OK;
 }
 
+/* Whether every stored dtype is a plain float type: then one stored element is one
+ * parameter.  Packed integer storage (GPTQ/AWQ qweight in I32, bitsandbytes in U8) holds
+ * several parameters per element, so its element count says nothing about completeness. */
+static bool all_plain(const struct gm_modelfile *mf)
+{
+    for (size_t i = 0; i < mf->n_dtypes; i++)
+        if (plain_dtype(mf->dtypes[i].name) == GM_DTYPE_UNKNOWN)
+            return false;
+    return true;
+}
+
+/* "the GGUF file holds" / "the safetensors files hold" */
+static const char *files_hold(enum gm_modelfile_format f)
+{
+    return f == GM_MODELFILE_GGUF ? "the GGUF file holds" : "the safetensors files hold";
+}
+
+/* The weights must hold the model the architecture describes: a folder with one shard of
+ * four, or one tensor beside a config.json, would otherwise be sized as a quarter of the
+ * model or as 4 parameters.  Fewer than half the tensors the architecture has, or (for
+ * plain float storage) under 90% of its parameters, is refused: real checkpoints match
+ * the architecture's count to within a few percent (extra tensors, such as vision towers,
+ * only add). */
+static enum gm_status check_complete(const struct gm_modelfile *mf, const struct gm_model *m,
+                                     struct gm_error *err)
+{
+    struct gm_param_counts pc;
+    struct gm_error ignored;
+    const char *what = m->model_type[0] ? m->model_type : gm_arch_name(m->arch);
+
+    if (m->arch == GM_ARCH_UNKNOWN || gm_model_count_params(m, &pc, &ignored) != GM_OK)
+        return GM_OK; /* no architecture to hold the files against */
+    if (mf->n_tensors * 2 < pc.n_tensors)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "%s %llu tensor%s, but a %s model of this configuration has %llu: "
+                       "shards or tensors are missing (give every shard, or the config.json "
+                       "alone to size the model from its architecture)",
+                       files_hold(mf->format), (unsigned long long)mf->n_tensors,
+                       mf->n_tensors == 1 ? "" : "s", what, (unsigned long long)pc.n_tensors);
+    if (all_plain(mf) && mf->n_params < pc.total / 10 * 9)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "%s %llu parameters, but a %s model of this configuration has "
+                       "%llu (%.1f%% of them present): shards or tensors are missing (give every "
+                       "shard, or the config.json alone to size the model from its architecture)",
+                       files_hold(mf->format), (unsigned long long)mf->n_params, what,
+                       (unsigned long long)pc.total,
+                       100.0 * (double)mf->n_params / (double)pc.total);
+    return GM_OK;
+}
+
 enum gm_status gm_modelfile_to_model(const struct gm_modelfile *mf, struct gm_model *out,
                                      struct gm_error *err)
 {
@@ -125,6 +177,9 @@ enum gm_status gm_modelfile_to_model(const struct gm_modelfile *mf, struct gm_mo
     } else {
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no model file loaded");
     }
+    if (st)
+        return st;
+    st = check_complete(mf, out, err);
     if (st)
         return st;
     out->n_params_file = mf->n_params;

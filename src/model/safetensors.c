@@ -9,6 +9,8 @@
  * element counts we report are the ones the bytes can really hold. */
 #include "model/modelfile_int.h"
 
+#include "base/json_load.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +133,6 @@ enum gm_status gm_safetensors_parse(const void *data, size_t len, uint64_t file_
     const uint8_t *p = data;
     struct gm_modelfile_limits def;
     uint64_t hlen = 0, data_len, pos = 0;
-    json_error_t je;
     json_t *root, *v;
     const char *key;
     struct span *spans = NULL;
@@ -155,10 +156,9 @@ enum gm_status gm_safetensors_parse(const void *data, size_t len, uint64_t file_
     if (hlen < 2 || p[8] != '{')
         return gm_fail(err, GM_ERR_FORMAT, 8, "header does not start with '{'");
     data_len = file_size - 8 - hlen;
-    root = json_loadb((const char *)p + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return gm_fail(err, GM_ERR_FORMAT, 8 + (uint64_t)je.position, "invalid JSON header: %s",
-                       je.text);
+    st = gm_json_load((const char *)p + 8, (size_t)hlen, 8, &root, err);
+    if (st)
+        return gm_error_prefix(err, "header");
     if (!json_is_object(root)) {
         st = gm_fail(err, GM_ERR_FORMAT, 8, "header is not a JSON object");
         goto out;

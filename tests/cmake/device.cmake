@@ -50,7 +50,7 @@ endif()
 
 add_test(NAME device/watch
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/watch_test.sh $<TARGET_FILE:gpumem>)
-set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)
+set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 240)
 
 # scripts/gpu-check.sh against the fakes and a stand-in nvidia-smi (its logic, not the GPU).
 add_test(NAME device/gpu-check-dryrun

@@ -141,6 +141,119 @@ if nm -D "$GM_FAKE_DIR/pre11/libcuda.so.1" 2>/dev/null | grep -q 'cuDevicePrimar
     fail "pre-11 fake exports cuDevicePrimaryCtxRelease_v2"
 fi
 
+
+# 10. Issue 15: a 6 GiB plateau between two scheduled process readings (every 500 ms) is
+#     the command's peak: device readings count while no other process uses the GPU, and
+#     a device-level change asks for a process reading at once.  Before: 2.29 GiB.
+"$GPUMEM" watch --interval 50 --output "$work/m.json" -- \
+    "$WORKLOAD" sleep:200 alloc:2048 sleep:400 alloc:4096 sleep:300 free sleep:200 2>"$work/m.err"
+grep -q "\"peak_bytes\":$(((2048 + 4096 + 300) * 1048576))," "$work/m.json" || fail "issue 15: JSON peak is not 6444 MiB"
+grep -q 'peak of the command: 6.29 GiB' "$work/m.err" || fail "issue 15: report peak is not 6.29 GiB"
+grep -q 'at once after a device-level change' "$work/m.err" || fail "issue 15: no process reading after the change"
+
+# 11. A device that rose more than the command's readings explain is reported: another
+#     process starts on the GPU meanwhile, which also ends the device credits.
+"$WORKLOAD" sleep:300 alloc:2048 sleep:1500 >/dev/null &
+other=$!
+"$GPUMEM" watch --interval 50 --output "$work/n.json" -- "$WORKLOAD" alloc:256 sleep:1200 2>"$work/n.err"
+wait "$other"
+grep -q 'note: cuda:0 rose .* more than the command.*other processes used the device too' "$work/n.err" ||
+    fail "unexplained device peak not reported"
+grep -q '"other_processes_seen":true' "$work/n.json" || fail "other process not recorded"
+grep -q "\"peak_bytes\":$(((256 + 300) * 1048576))," "$work/n.json" || fail "another process counted as the command's"
+
+# 12. No cap on the processes NVML lists (before: 128 per poll): 150 processes of 10 MiB.
+GPUMEM_FAKE_CONTEXT_BYTES=8MiB GPUMEM_FAKE_STATE="$work/state150" "$GPUMEM" watch \
+    --output "$work/o.json" -- sh -c "for i in \$(seq 150); do '$WORKLOAD' alloc:2 sleep:3000 & done; wait" \
+    2>"$work/o.err"
+[ "$(grep -o '"pid":[0-9]*,"device":"cuda:0","name"' "$work/o.json" | sort -u | wc -l)" = 150 ] ||
+    fail "150 processes: $(grep -o '"pid":[0-9]*,"device":"cuda:0","name"' "$work/o.json" | sort -u | wc -l) in the process table"
+grep -q "\"peak_bytes\":$((150 * 10 * 1048576))," "$work/o.json" || fail "150 processes: peak is not 1500 MiB"
+
+# 13. A child that still holds GPU memory when the command exits is reported.
+"$GPUMEM" watch --output "$work/p.json" -- sh -c "'$WORKLOAD' alloc:256 sleep:2500 & sleep 0.6; exit 0" 2>"$work/p.err"
+grep -q 'warning: 1 process of the command still holds GPU memory after it exited' "$work/p.err" || fail "leftover child not reported"
+grep -q '"n_after_exit":1,' "$work/p.json" || fail "leftover child not in the JSON"
+grep -q '"after_exit":true' "$work/p.json" || fail "leftover process not marked"
+sleep 2
+
+# 14. Samples beyond --max-samples are reported in the summary, the CSV and the JSON.
+"$GPUMEM" watch --interval 50 --max-samples 5 --output "$work/q.csv" -- "$WORKLOAD" alloc:64 sleep:400 2>"$work/q.err"
+tail -1 "$work/q.csv" | grep -q '^[0-9]*,,,,,samples_dropped$' || fail "CSV does not say samples were dropped"
+grep -q 'samples: 5 stored; [0-9]* later ones' "$work/q.err" || fail "summary does not say samples were dropped"
+"$GPUMEM" watch --interval 50 --max-samples 5 --output "$work/q.json" -- "$WORKLOAD" alloc:64 sleep:400 2>/dev/null
+grep -q '"samples_dropped":true,"n_samples_stored":5,"n_samples_dropped":[1-9]' "$work/q.json" || fail "JSON drop counts"
+
+# 15. Two runs writing the same --output: the later one to finish keeps its samples beside
+#     the file (before: "exists: refusing", exit 73, samples deleted).
+"$GPUMEM" watch --output "$work/same.csv" -- "$WORKLOAD" alloc:64 sleep:1500 2>"$work/r1.err" &
+r1=$!
+sleep 0.3
+"$GPUMEM" watch --output "$work/same.csv" -- "$WORKLOAD" alloc:64 sleep:200 2>"$work/r2.err"
+rc2=$?
+wait "$r1"
+rc1=$?
+[ "$rc1" = 0 ] && [ "$rc2" = 0 ] || fail "same output: exit $rc1 and $rc2, expected 0 and 0"
+grep -q "wrote '$work/same-1.csv' instead" "$work/r1.err" || fail "same output: the later run did not say where"
+if grep -q 'refusing' "$work/r1.err"; then fail "same output: the later run says it refuses"; fi
+[ "$(grep -c ',pid_tree$' "$work/same-1.csv")" -gt 0 ] || fail "same output: samples lost"
+
+# 16. The command does not inherit the open temporary output file.
+"$GPUMEM" watch --output "$work/s.csv" -- sh -c "ls -l /proc/\$\$/fd/ > '$work/fds.txt'" 2>/dev/null
+if grep -q 'gpumem-tmp' "$work/fds.txt"; then fail "the command inherited the temporary output file"; fi
+
+# 17. A signal death is named, and is the exit status.
+"$GPUMEM" watch --output "$work/t.json" -- sh -c 'kill -SEGV $$' 2>"$work/t.err"
+rc=$?
+[ "$rc" = 139 ] || fail "SIGSEGV: exit $rc, expected 139"
+grep -q 'was killed by SIGSEGV (status 139)' "$work/t.err" || fail "SIGSEGV not named"
+grep -q '"signal":"SIGSEGV"' "$work/t.json" || fail "SIGSEGV not in the JSON"
+
+# 18. The second interrupt kills the command's whole tree, also a child that ignores the
+#     signal (before: only the shell was killed, the sleep kept running).
+"$GPUMEM" watch -- sh -c "trap '' TERM; sleep 30 & echo \$! > '$work/sleep.pid'; wait; wait" 2>"$work/u.err" &
+gp=$!
+i=0
+while [ ! -s "$work/sleep.pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.3
+kill -TERM "$gp"
+sleep 0.3
+kill -TERM "$gp"
+wait "$gp"
+rc=$?
+[ "$rc" = 137 ] || fail "second interrupt: exit $rc, expected 137"
+sp=$(cat "$work/sleep.pid")
+sleep 0.2
+# killed means gone or a zombie that init has not reaped yet
+state=$(cut -d' ' -f3 "/proc/$sp/stat" 2>/dev/null || echo gone)
+if [ "$state" != gone ] && [ "$state" != Z ]; then
+    fail "second interrupt: the child sleep $sp is still running ($state)"
+    kill -9 "$sp" 2>/dev/null
+fi
+
+# 19. --pid of a zombie is refused at once; a watched process that becomes a zombie ends
+#     the watch (before: it ran until the parent reaped it).
+sh -c "sleep 0.1 & echo \$! > '$work/z.pid'; exec sleep 3" &
+zp=$!
+sleep 0.5
+"$GPUMEM" watch --pid "$(cat "$work/z.pid")" 2>"$work/v.err"
+rc=$?
+[ "$rc" = 64 ] || fail "zombie --pid: exit $rc, expected 64"
+grep -q 'has exited (a zombie' "$work/v.err" || fail "zombie --pid: message"
+sh -c "sleep 0.5 & echo \$! > '$work/z2.pid'; exec sleep 8" &
+zp2=$!
+sleep 0.1
+s0=$(date +%s)
+"$GPUMEM" watch --pid "$(cat "$work/z2.pid")" 2>/dev/null
+[ $(($(date +%s) - s0)) -le 4 ] || fail "zombie --pid: the watch did not end when the process exited"
+kill "$zp" "$zp2" 2>/dev/null
+
+# 20. A process name with a terminal escape is shown escaped.
+ln -s "$WORKLOAD" "$work/$(printf 'gm\033[31mx')"
+"$GPUMEM" watch -- "$work/$(printf 'gm\033[31mx')" alloc:64 sleep:600 2>"$work/w.err"
+if LC_ALL=C grep -q "$(printf '\033')" "$work/w.err"; then fail "a raw escape reached the report"; fi
+grep -q 'gm\\x1b\[31mx' "$work/w.err" || fail "escaped process name missing"
+
 if [ "$fails" -ne 0 ]; then
     for f in "$work"/*.err; do
         echo "--- $f"

@@ -9,6 +9,7 @@
 
 #include "base/big.h"
 #include "base/buf.h"
+#include "base/json_load.h"
 #include "base/reader.h"
 #include "gpumem/gpumem.h"
 
@@ -271,6 +272,84 @@ static void test_reader(void **state)
     assert_false(gm_reader_skip(&r, 1));
 }
 
+/* Control characters, C1 controls and broken UTF-8 come out as visible \xNN; printable
+ * ASCII and valid UTF-8 pass through; truncation never splits a character or an escape. */
+static void test_text_escape(void **state)
+{
+    char out[64];
+    char big[6];
+    FILE *f;
+    char *mem = NULL;
+    size_t len = 0;
+    (void)state;
+    assert_string_equal(gm_text_escape(out, sizeof out, "plain/path.json"), "plain/path.json");
+    assert_string_equal(gm_text_escape(out, sizeof out, "a\033[2Jb"), "a\\x1b[2Jb");
+    assert_string_equal(gm_text_escape(out, sizeof out, "t\tn\nd\177"), "t\\x09n\\x0ad\\x7f");
+    assert_string_equal(gm_text_escape(out, sizeof out, "caf\xc3\xa9 \xe2\x82\xac"),
+                        "caf\xc3\xa9 \xe2\x82\xac"); /* é and € are kept */
+    assert_string_equal(gm_text_escape(out, sizeof out, "x\xc2\x9by"), "x\\xc2\\x9by"); /* C1 CSI */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\x9b"), "\\x9b"); /* raw C1 byte */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xc0\xaf"), "\\xc0\\xaf"); /* overlong */
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xed\xa0\x80"), "\\xed\\xa0\\x80");
+    assert_string_equal(gm_text_escape(out, sizeof out, "\xe2\x82"), "\\xe2\\x82"); /* cut */
+    assert_string_equal(gm_text_escape(big, sizeof big, "abc\033def"), "abc"); /* no half escape */
+    assert_string_equal(gm_text_escape(big, sizeof big, "abcd\xc3\xa9"), "abcd");
+    assert_true(gm_text_needs_escape("a\033"));
+    assert_false(gm_text_needs_escape("caf\xc3\xa9"));
+    f = open_memstream(&mem, &len);
+    assert_non_null(f);
+    assert_true(gm_text_write_escaped(f, "ok \033]0;title\007 done"));
+    fclose(f);
+    assert_string_equal(mem, "ok \\x1b]0;title\\x07 done");
+    free(mem);
+}
+
+/* The JSON pre-scan counts what jansson would build; a document of tiny objects whose tree
+ * would exceed the budget is refused before parsing, ordinary documents load, and nesting
+ * past the depth limit is refused. */
+static void test_json_budget(void **state)
+{
+    struct gm_json_scan sc;
+    struct gm_error e;
+    json_t *root = NULL;
+    const char *doc = "{\"a\": [1, 2.5, true, null], \"b\": {\"c\": \"x\\\"y\"}}";
+    size_t n = 1000000;
+    char *many = malloc(3 * n + 2), *deep = malloc(2 * 600 + 1);
+    (void)state;
+    assert_non_null(many);
+    assert_non_null(deep);
+    gm_json_scan(doc, strlen(doc), &sc);
+    assert_int_equal(sc.n_objects, 2);
+    assert_int_equal(sc.n_arrays, 1);
+    assert_int_equal(sc.n_strings, 4);
+    assert_int_equal(sc.string_bytes, 1 + 1 + 1 + 3); /* the escaped quote counts once */
+    assert_int_equal(sc.n_scalars, 4);
+    assert_int_equal(sc.max_depth, 2);
+    assert_int_equal(gm_json_load(doc, strlen(doc), 0, &root, &e), GM_OK);
+    json_decref(root);
+
+    many[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(many + 1 + 3 * i, i + 1 < n ? "{}," : "{}]", 3);
+    many[3 * n] = '\0'; /* 3,000,000 bytes: about 244 MiB of tree, budget 133 MiB */
+    assert_int_equal(gm_json_load(many, strlen(many), 8, &root, &e), GM_ERR_LIMIT);
+    assert_null(root);
+    assert_non_null(strstr(e.msg, "over the budget"));
+    assert_true(e.offset == 8);
+
+    memset(deep, '[', 600);
+    memset(deep + 600, ']', 600);
+    deep[1200] = '\0';
+    assert_int_equal(gm_json_load(deep, 1200, 0, &root, &e), GM_ERR_LIMIT);
+    assert_non_null(strstr(e.msg, "levels deep"));
+
+    assert_int_equal(gm_json_load("{\"a\":", 5, 100, &root, &e), GM_ERR_FORMAT);
+    assert_true(e.offset >= 100);
+    assert_non_null(strstr(e.msg, "invalid JSON"));
+    free(many);
+    free(deep);
+}
+
 static void test_error(void **state)
 {
     struct gm_error e;
@@ -304,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_text_escape),
+        cmocka_unit_test(test_json_budget),
         cmocka_unit_test(test_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -519,9 +519,109 @@ static void test_watch_record(void **state)
                              "200,cuda:0,,20,50,device\n"
                              "500,cuda:0,11,300,,pid_tree\n"
                              "500,cuda:0,12,,,pid_tree\n"
-                             "500,cuda:1,11,300,,pid_tree\n");
+                             "500,cuda:1,11,300,,pid_tree\n"
+                             "600,,,,,samples_dropped\n");
+    assert_int_equal(w.n_samples_dropped, 1);
+    assert_int_equal(w.first_dropped_t_ms, 600);
     free(buf);
     gm_watch_release(&w);
+}
+
+static void device_at(struct gm_watch *w, uint64_t t, uint64_t used_mib)
+{
+    struct gm_device_memory m = {
+        {80000 * MIB, true}, {0, false}, {used_mib * MIB, true}, {0, false}, GM_MEMORY_NVML_V2};
+    struct gm_error e;
+    assert_int_equal(gm_watch_device_sample(w, t, 0, &m, &e), GM_OK);
+}
+
+/* Device readings are credited to the command while no other process uses the device:
+ * a 6 GiB plateau between two process readings is the peak (issue 15's case), confirmed
+ * only by the next process reading; once another process is listed, device readings are
+ * no longer credited and the excess is reported as unexplained. */
+static void test_watch_device_credit(void **state)
+{
+    struct gm_watch w;
+    struct gm_error e;
+    struct gm_process_memory p[2] = {{11, {2048 * MIB, true}, GM_PROCESS_COMPUTE},
+                                     {99, {500 * MIB, true}, GM_PROCESS_COMPUTE}};
+    enum gm_watch_attr a[2] = {GM_WATCH_ATTR_PID_TREE, GM_WATCH_ATTR_NONE};
+    (void)state;
+
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "X", (struct gm_reading){80000 * MIB, true},
+                                         (struct gm_reading){100 * MIB, true}),
+                     0);
+    device_at(&w, 0, 100);
+    assert_false(w.process_due);
+    device_at(&w, 100, 2148);
+    assert_true(w.process_due); /* moved by 2 GiB: read the processes now */
+    w.process_due = false;
+    device_at(&w, 200, 6244);
+    device_at(&w, 300, 2148);
+    /* held back until a process reading shows no other process */
+    assert_false(w.dev[0].cmd_peak.valid);
+    assert_int_equal(gm_watch_process_sample(&w, 500, 0, p, a, NULL, 1, &e), GM_OK);
+    assert_true(w.dev[0].cmd_peak.value == 6144 * MIB);
+    assert_int_equal(w.dev[0].cmd_peak_t_ms, 200);
+    assert_int_equal(w.dev[0].cmd_peak_source, GM_WATCH_SOURCE_DEVICE);
+    assert_true(w.dev[0].proc_peak.value == 2048 * MIB);
+    assert_true(w.cmd_peak == 6144 * MIB);
+    assert_int_equal(w.cmd_peak_t_ms, 200);
+    assert_int_equal(w.cmd_peak_source, GM_WATCH_SOURCE_DEVICE);
+    assert_int_equal(gm_watch_unexplained_bytes(&w, 0), 0);
+
+    /* another process appears: the credit of this window is dropped, and no later one */
+    device_at(&w, 600, 8100);
+    assert_int_equal(gm_watch_process_sample(&w, 700, 0, p, a, NULL, 2, &e), GM_OK);
+    assert_true(w.dev[0].others_seen);
+    device_at(&w, 800, 9000);
+    assert_int_equal(gm_watch_process_sample(&w, 900, 0, p, a, NULL, 1, &e), GM_OK);
+    assert_true(w.cmd_peak == 6144 * MIB);
+    assert_true(gm_watch_unexplained_bytes(&w, 0) == (9000 - 100 - 6144) * MIB);
+    gm_watch_release(&w);
+
+    /* attached: what the command held at the start is in the baseline and is its own */
+    gm_watch_init(&w, 0);
+    w.attached = true;
+    assert_int_equal(gm_watch_add_device(&w, "cuda:0", "X", (struct gm_reading){80000 * MIB, true},
+                                         (struct gm_reading){2148 * MIB, true}),
+                     0);
+    device_at(&w, 0, 2148);
+    assert_int_equal(gm_watch_process_sample(&w, 0, 0, p, a, NULL, 1, &e), GM_OK);
+    device_at(&w, 100, 4148);
+    assert_int_equal(gm_watch_process_sample(&w, 500, 0, p, a, NULL, 1, &e), GM_OK);
+    assert_true(w.cmd_peak == 4048 * MIB);
+    assert_int_equal(w.cmd_peak_source, GM_WATCH_SOURCE_DEVICE);
+
+    /* a process of the command still running after it exited is counted once */
+    a[0] = GM_WATCH_ATTR_AFTER_EXIT;
+    assert_int_equal(gm_watch_process_sample(&w, 600, 0, p, a, NULL, 1, &e), GM_OK);
+    assert_int_equal(gm_watch_process_sample(&w, 700, 0, p, a, NULL, 1, &e), GM_OK);
+    assert_int_equal(w.n_after_exit, 1);
+    assert_int_equal(w.proc[0].attr, GM_WATCH_ATTR_AFTER_EXIT);
+    gm_watch_release(&w);
+}
+
+/* A zombie exists but no longer runs; signals have their names. */
+static void test_proc_zombie(void **state)
+{
+    pid_t child;
+    (void)state;
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(0);
+    for (int i = 0; i < 500 && gm_proc_running((uint32_t)child); i++)
+        usleep(10000);
+    assert_true(gm_proc_exists((uint32_t)child));
+    assert_false(gm_proc_running((uint32_t)child));
+    assert_true(gm_proc_running((uint32_t)getpid()));
+    waitpid(child, NULL, 0);
+    assert_false(gm_proc_running((uint32_t)child));
+    assert_string_equal(gm_signal_name(SIGSEGV), "SIGSEGV");
+    assert_string_equal(gm_signal_name(SIGKILL), "SIGKILL");
+    assert_null(gm_signal_name(0));
 }
 
 /* The environment members parse as JSON, with null for what is unknown. */
@@ -583,7 +683,7 @@ static void test_watch_json(void **state)
     const char *names[1] = {"python3"};
     char arg0[] = "python3", arg1[] = "train.py";
     char *cmd[] = {arg0, arg1, NULL};
-    struct gm_watch_run run = {cmd, 77, 100, 500, 130, true};
+    struct gm_watch_run run = {cmd, 77, 100, 500, 130, true, 0};
     json_t *root, *proc;
     json_error_t jerr;
     char *buf = NULL;
@@ -738,6 +838,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_devices_graphics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proc_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_device_credit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proc_zombie, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_poll, setup, teardown),

@@ -69,7 +69,57 @@ static void test_valid_v3_and_v2(void **state)
     }
 }
 
-/* The architecture keys and tensor names fill a struct gm_model. */
+/* A complete tiny llama in F32 (2 layers, hidden 64, 4 heads of 16, 2 KV heads, FFN 172,
+ * ungated, 3 tokens, tied): token_embd, per layer attn_norm q k v output ffn_norm up down,
+ * output_norm.  18 tensors, 69,120 parameters, which is what the architecture counts. */
+static void tb_gguf_tiny_llama(struct tb *b)
+{
+    static const struct {
+        const char *name;
+        uint64_t ne0, ne1;
+    } per_layer[] = {
+        {"attn_norm", 64, 1},    {"attn_q", 64, 64},  {"attn_k", 64, 32},  {"attn_v", 64, 32},
+        {"attn_output", 64, 64}, {"ffn_norm", 64, 1}, {"ffn_up", 64, 172}, {"ffn_down", 172, 64},
+    };
+    uint64_t off = 0, ne[2];
+    char name[64];
+    size_t pad;
+    tb_put(b, "GGUF", 4);
+    tb_le(b, 3, 4);
+    tb_le(b, 18, 8); /* tensors */
+    tb_le(b, 8, 8);  /* kv */
+    tb_gguf_kv_str(b, "general.architecture", "llama");
+    tb_gguf_kv_str(b, "general.name", "Tiny Llama");
+    tb_gguf_kv_u32(b, "llama.block_count", 2);
+    tb_gguf_kv_u32(b, "llama.embedding_length", 64);
+    tb_gguf_kv_u32(b, "llama.feed_forward_length", 172);
+    tb_gguf_kv_u32(b, "llama.attention.head_count", 4);
+    tb_gguf_kv_u32(b, "llama.attention.head_count_kv", 2);
+    tb_gguf_kv_u32(b, "llama.vocab_size", 3);
+    ne[0] = 64;
+    ne[1] = 3;
+    tb_gguf_tensor(b, "token_embd.weight", 2, ne, 0, off);
+    off += 64 * 3 * 4;
+    for (int l = 0; l < 2; l++) {
+        for (size_t k = 0; k < sizeof(per_layer) / sizeof(per_layer[0]); k++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, per_layer[k].name);
+            ne[0] = per_layer[k].ne0;
+            ne[1] = per_layer[k].ne1;
+            tb_gguf_tensor(b, name, ne[1] > 1 ? 2 : 1, ne, 0, off);
+            off += ne[0] * ne[1] * 4;
+            off = (off + 31) / 32 * 32;
+        }
+    }
+    ne[0] = 64;
+    tb_gguf_tensor(b, "output_norm.weight", 1, ne, 0, off);
+    off += 64 * 4;
+    pad = (32 - b->len % 32) % 32;
+    tb_zeros(b, pad);
+    tb_zeros(b, (size_t)off);
+}
+
+/* The architecture keys and tensor names fill a struct gm_model; a file that holds far
+ * less than its architecture (3 tensors of a 2-layer model) is refused. */
 static void test_to_model(void **state)
 {
     struct tb b = {0};
@@ -77,7 +127,7 @@ static void test_to_model(void **state)
     struct gm_model model;
     struct gm_error e;
     (void)state;
-    tb_gguf_small(&b, 3);
+    tb_gguf_tiny_llama(&b);
     assert_int_equal(parse(&b, &m, &e), GM_OK);
     assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_OK);
     assert_int_equal(model.arch, GM_ARCH_LLAMA);
@@ -89,13 +139,19 @@ static void test_to_model(void **state)
     assert_int_equal(model.head_dim, 16); /* no key_length: hidden / heads */
     assert_int_equal(model.intermediate, 172);
     assert_int_equal(model.vocab, 3);
-    assert_int_equal(model.max_positions, 4096);
     assert_true(model.tied_embeddings); /* no output.weight */
     assert_false(model.gated_mlp);
     assert_true(model.final_norm);
-    assert_int_equal(model.n_params_file, 192 + 512 + 64);
-    assert_int_equal(model.weight_bytes_file, 204 + 288 + 256);
-    assert_int_equal(model.dtype, GM_DTYPE_UNKNOWN); /* quantised: bytes are in weight_bytes_file */
+    assert_int_equal(model.n_params_file, 69120);
+    assert_int_equal(model.dtype, GM_DTYPE_F32);
+    gm_modelfile_release(&m);
+    tb_free(&b);
+
+    tb_gguf_small(&b, 3);
+    assert_int_equal(parse(&b, &m, &e), GM_OK);
+    assert_int_equal(m.arch.context_length, 4096);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "holds 3 tensors"));
     gm_modelfile_release(&m);
     tb_free(&b);
 
@@ -330,11 +386,42 @@ static void test_hostile(void **state)
     expect_fail(&b, GM_ERR_FORMAT, "alignment");
     tb_free(&b);
 
-    /* alignment not a power of two */
+    /* alignment not a power of two; a power of two past the 2^30 cap says so */
     header(&b, 3, 0, 1);
     tb_gguf_kv_u32(&b, "general.alignment", 24);
     tb_zeros(&b, 64);
-    expect_fail(&b, GM_ERR_FORMAT, "power of two");
+    expect_fail(&b, GM_ERR_FORMAT, "not a power of two");
+    tb_free(&b);
+    header(&b, 3, 0, 1);
+    tb_gguf_kv_u32(&b, "general.alignment", (uint32_t)1 << 31);
+    tb_zeros(&b, 64);
+    expect_fail(&b, GM_ERR_LIMIT, "is a power of two but larger than the 2^30");
+    tb_free(&b);
+
+    /* 1000 tensors whose data all start at offset 0: they overlap */
+    {
+        uint64_t e6400[1] = {6400};
+        char name[32];
+        header(&b, 3, 1000, 0);
+        for (int i = 0; i < 1000; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            tb_gguf_tensor(&b, name, 1, e6400, 0, 0);
+        }
+        tb_zeros(&b, (32 - b.len % 32) % 32 + 6400 * 4);
+        expect_fail(&b, GM_ERR_FORMAT, "overlap");
+        tb_free(&b);
+    }
+
+    /* one part of a llama-gguf-split set */
+    header(&b, 3, 0, 2);
+    tb_gguf_str(&b, "split.count");
+    tb_le(&b, 2, 4); /* u16 */
+    tb_le(&b, 3, 2);
+    tb_gguf_str(&b, "split.no");
+    tb_le(&b, 2, 4);
+    tb_le(&b, 0, 2);
+    tb_zeros(&b, 64);
+    expect_fail(&b, GM_ERR_UNSUPPORTED, "part 1 of a GGUF model split into 3 files");
     tb_free(&b);
 
     /* an empty tensor name */

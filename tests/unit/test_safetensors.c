@@ -220,11 +220,27 @@ static void test_shards(void **state)
     assert_true(gm_modelfile_is_weights(tmpdir));
     gm_modelfile_release(&m);
 
-    /* one shard file alone */
+    /* an index that puts a tensor in a shard that does not hold it */
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\":{\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
+               "\"model.layers.0.w\":\"model-00001-of-00002.safetensors\","
+               "\"lm_head.weight\":\"model-00002-of-00002.safetensors\"}}");
+    assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "puts tensor 'model.layers.0.w' in"));
+    write_text("model.safetensors.index.json", INDEX);
+
+    /* one shard file alone is one part of the model: refused, naming the folder */
     snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", tmpdir);
-    assert_int_equal(gm_modelfile_load(p, NULL, &m, &e), GM_OK);
-    assert_int_equal(m.n_params, 44);
-    gm_modelfile_release(&m);
+    assert_int_equal(gm_modelfile_load(p, NULL, &m, &e), GM_ERR_INVALID);
+    assert_non_null(strstr(e.msg, "is shard 2 of 2"));
+
+    /* without an index, a shard the names promise is missing */
+    rm("model.safetensors.index.json");
+    rm("model-00002-of-00002.safetensors");
+    assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_ERR_NOENT);
+    assert_non_null(strstr(e.msg, "shard 'model-00002-of-00002.safetensors' is missing"));
+    write_file("model-00002-of-00002.safetensors", SHARD2, 96);
+    write_text("model.safetensors.index.json", INDEX);
 
     /* a shard named by the index is missing */
     rm("model-00002-of-00002.safetensors");
@@ -283,14 +299,11 @@ static void test_to_model(void **state)
     fclose(out);
     write_file("model.safetensors", SHARD2, 96);
     gm_modelfile_init(&m);
+    /* two tensors beside the config of a 24-layer model: refused, not "44 parameters"
+     * (the complete case is the CLI test estimate6_safetensors_dir) */
     assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_OK);
-    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_OK);
-    assert_int_equal(model.arch, GM_ARCH_QWEN2);
-    assert_int_equal(model.n_layers, 24);
-    assert_int_equal(model.n_kv_heads, 2);
-    assert_int_equal(model.n_params_file, 44);
-    assert_int_equal(model.weight_bytes_file, 96);
-    assert_int_equal(model.dtype, GM_DTYPE_BF16);
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "hold 2 tensors, but a qwen2 model of this configuration has"));
     gm_modelfile_release(&m);
     /* without config.json: a clear error */
     unlink(dst);
@@ -300,6 +313,38 @@ static void test_to_model(void **state)
     gm_modelfile_release(&m);
     rm("model.safetensors");
     rmdir(tmpdir);
+}
+
+/* A header as large as real checkpoints get (100,000 tensors, about 11 MB of JSON with
+ * the shapes of an 8B model's matrices) stays inside the JSON memory budget and loads. */
+static void test_large_real_header(void **state)
+{
+    const size_t n = 100000;
+    const uint64_t bytes = (uint64_t)4096 * 4096 * 2;
+    struct tb b = {0};
+    struct gm_modelfile m;
+    struct gm_error e;
+    char *json = malloc(n * 128 + 16), *p = json;
+    (void)state;
+    assert_non_null(json);
+    *p++ = '{';
+    for (size_t i = 0; i < n; i++)
+        p += snprintf(p, 128,
+                      "%s\"model.layers.%zu.self_attn.q_proj.weight\":{\"dtype\":\"BF16\","
+                      "\"shape\":[4096,4096],\"data_offsets\":[%llu,%llu]}",
+                      i ? "," : "", i, (unsigned long long)(i * bytes),
+                      (unsigned long long)((i + 1) * bytes));
+    *p++ = '}';
+    *p = '\0';
+    tb_le(&b, strlen(json), 8);
+    tb_put(&b, json, strlen(json));
+    gm_modelfile_init(&m);
+    /* only the header is in memory: the file it describes is 3.4 TB */
+    assert_int_equal(gm_safetensors_parse(b.p, b.len, b.len + n * bytes, NULL, &m, &e), GM_OK);
+    assert_int_equal(m.n_tensors, n);
+    gm_modelfile_release(&m);
+    tb_free(&b);
+    free(json);
 }
 
 static void test_alloc_failures(void **state)
@@ -324,7 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),          cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_shards),         cmocka_unit_test(test_to_model),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_large_real_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
