@@ -54,7 +54,7 @@ uninstall:
 	xargs -r rm -f < $(BUILD)/install_manifest.txt
 
 format:
-	find src cli include tests -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
+	find src cli include tests python -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-asan build-ci build-fuzz
