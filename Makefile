@@ -40,6 +40,7 @@ demo: build
 
 bench: build
 	sh bench/snapshot.sh $(BUILD)/gpumem $(BENCH_SIZES)
+	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
