@@ -22,6 +22,8 @@ int cmd_snapshot_replay(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_measure(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_sheet(int argc, char **argv);
 int cmd_snapshot_example(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);

@@ -39,7 +39,6 @@ import datetime
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 
@@ -81,10 +80,22 @@ def _claim(path):
     os.close(fd)
 
 
+def _temporary(path, suffix=""):
+    """A new, empty file beside 'path' with the permissions a plain open() gives (the umask
+    applies, unlike mkstemp's 0600): its name and descriptor."""
+    d = os.path.dirname(os.path.abspath(path))
+    for _ in range(100):
+        tmp = os.path.join(d, ".gpumem-tmp-%d-%s%s" % (os.getpid(), os.urandom(4).hex(), suffix))
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temporary name beside %r" % path)
+
+
 def _replace(path, text):
     """Write 'text' to a temporary file beside 'path' and rename it over 'path'."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gpumem-tmp-", dir=d)
+    tmp, fd = _temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -553,18 +564,23 @@ def _marked(torch, name):
                 set_md(previous)
 
 
-def series():
+def series(**dimensions):
     """The series of the module-level phase(): created on first use, written to
-    $GPUMEM_TORCH_OUTPUT when set (else kept in memory: series().save(path))."""
+    $GPUMEM_TORCH_OUTPUT when set (else kept in memory: series().save(path)).  'dimensions'
+    (batch=8, seq=2048, ...) are added to the series' own."""
     global _default
     with _lock:
-        if _default is not None:
-            return _default
-    s = Measure()
-    with _lock:
-        if _default is None:
-            _default = s
-        return _default
+        s = _default
+    if s is None:
+        s = Measure()
+        with _lock:
+            if _default is None:
+                _default = s
+            s = _default
+    if dimensions:
+        s.dimensions.update(_jsonable(dimensions))
+        s._write()
+    return s
 
 
 def phase(name, **dimensions):
@@ -606,8 +622,7 @@ class record:
         return self
 
     def _dump(self):
-        d = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(prefix=".gpumem-tmp-", suffix=".pickle", dir=d)
+        tmp, fd = _temporary(self.path, ".pickle")
         os.close(fd)
         try:
             self._torch.cuda.memory._dump_snapshot(tmp)
