@@ -132,7 +132,7 @@ static int logs_dir(const char *cmd, const char *dir)
 int cmd_sweep(int argc, char **argv)
 {
     const char *param = NULL, *output = NULL, *device = NULL, *logs = NULL;
-    uint64_t interval = 100, proc_interval = 200, timeout_s = 0, runs = 32;
+    uint64_t interval = 100, proc_interval = 100, timeout_s = 0, runs = 32;
     bool no_bisect = false, json = false, force = false;
     int n_pos = 0, rc = 0;
     struct gm_sweep *s;
@@ -152,7 +152,7 @@ int cmd_sweep(int argc, char **argv)
         OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
                 NULL),
         OPT_U64("process-interval", 0, &proc_interval, "MS",
-                "process list every MS milliseconds (200)", NULL),
+                "process list every MS milliseconds (100)", NULL),
         OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
         OPT_STRING("logs", 0, &logs, "DIR",
                    "keep each run's output (run-N.log) and gpumem.torch series (run-N.json)"),

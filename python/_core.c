@@ -511,6 +511,11 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
         goto out_fail;
     }
     memset(&opts, 0, sizeof(opts));
+    if (!title) {
+        /* as the command: the snapshot's file name */
+        const char *src = PyUnicode_AsUTF8(s->path), *slash = src ? strrchr(src, '/') : NULL;
+        title = slash ? slash + 1 : src;
+    }
     opts.title = title;
     ts = PyEval_SaveThread();
     st = gm_report_html(f, s->snap, an, &opts, &err);

@@ -212,10 +212,10 @@ class Report(TempDir):
 
     def test_report_matches_the_cli(self):
         path = example_snapshot(self.path("ex.pickle"))
-        gpumem.Snapshot(path).report(self.path("py.html"), title="t")
-        run(GPUMEM, "snapshot", "report", path, "-o", self.path("cli.html"), "--title", "t")
+        gpumem.Snapshot(path).report(self.path("py.html"))
+        run(GPUMEM, "snapshot", "report", path, "-o", self.path("cli.html"))
         with open(self.path("py.html"), "rb") as a, open(self.path("cli.html"), "rb") as b:
-            self.assertEqual(a.read(), b.read())
+            self.assertEqual(a.read(), b.read(), "the same page, title (the file name) included")
 
 
 class NoLeak(TempDir):

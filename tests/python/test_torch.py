@@ -103,6 +103,10 @@ class Protocol(TempDir):
             self.assertEqual(self.load()["phases"], [])
         self.assertEqual(len(self.load()["phases"]), 1)
         self.assertEqual(os.listdir(self.tmp), ["s.json"], "no temporary file left")
+        umask = os.umask(0o022)
+        os.umask(umask)
+        self.assertEqual(os.stat(self.path("s.json")).st_mode & 0o777, 0o666 & ~umask,
+                         "the permissions of a plain open(), not mkstemp's 0600")
 
     def test_refuses_to_overwrite(self):
         with open(self.path("s.json"), "w") as f:
@@ -320,6 +324,7 @@ class Process(TempDir):
         out = self.path("sweep-run.json")
         code = (
             "import torch, gpumem.torch as gmt\n"
+            "gmt.series(batch=2, seq=64)\n"
             "with gmt.phase('forward', batch=2):\n"
             "    torch.cuda.alloc(1 << 20)\n"
             "m = gmt.Measure('own.json')\n"
@@ -330,6 +335,7 @@ class Process(TempDir):
         doc = load_json(out)
         self.assertTrue(doc["series"]["first_in_process"])
         self.assertEqual([p["name"] for p in doc["phases"]], ["forward"])
+        self.assertEqual(doc["dimensions"], {"batch": 2, "seq": 64, "device": "cuda:0"})
         own = load_json(self.path("own.json"))
         self.assertFalse(own["series"]["first_in_process"], "the second series of a process is not fresh")
         # a second process never replaces it
