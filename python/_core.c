@@ -22,6 +22,7 @@
 #include "gpumem/json.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
+#include "gpumem/sweep.h"
 #include "gpumem/version.h"
 
 #include <errno.h>
@@ -545,59 +546,39 @@ out_fail:
     return NULL;
 }
 
-static PyObject *snapshot_get_path(PyObject *self, void *closure)
+/* The scalar properties, one getter told apart by its closure. */
+enum snapshot_prop {
+    PROP_PATH,
+    PROP_GENERATION,
+    PROP_TORCH,
+    PROP_PROTOCOL,
+    PROP_SIZE,
+    PROP_EVENTS
+};
+
+static PyObject *snapshot_get(PyObject *self, void *closure)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
     if (!loaded(s))
         return NULL;
-    return Py_NewRef(s->path);
+    switch ((enum snapshot_prop)(intptr_t)closure) {
+    case PROP_PATH:
+        return Py_NewRef(s->path);
+    case PROP_GENERATION:
+        return PyUnicode_FromString(gm_snapshot_gen_name(s->snap->gen));
+    case PROP_TORCH:
+        return PyUnicode_FromString(gm_snapshot_gen_torch(s->snap->gen));
+    case PROP_PROTOCOL:
+        return PyLong_FromLong(s->snap->protocol);
+    case PROP_SIZE:
+        return PyLong_FromUnsignedLongLong(s->snap->file_size);
+    case PROP_EVENTS:
+        return PyLong_FromSize_t(s->snap->n_events);
+    }
+    Py_RETURN_NONE;
 }
 
-static PyObject *snapshot_get_generation(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    return PyUnicode_FromString(gm_snapshot_gen_name(s->snap->gen));
-}
-
-static PyObject *snapshot_get_torch_versions(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    return PyUnicode_FromString(gm_snapshot_gen_torch(s->snap->gen));
-}
-
-static PyObject *snapshot_get_protocol(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    return PyLong_FromLong(s->snap->protocol);
-}
-
-static PyObject *snapshot_get_file_size(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    return PyLong_FromUnsignedLongLong(s->snap->file_size);
-}
-
-static PyObject *snapshot_get_n_events(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    return PyLong_FromSize_t(s->snap->n_events);
-}
+#define PROP(p) ((void *)(intptr_t)(p))
 
 static PyObject *snapshot_get_devices(PyObject *self, void *closure)
 {
@@ -662,13 +643,12 @@ static PyMethodDef snapshot_methods[] = {
 };
 
 static PyGetSetDef snapshot_getset[] = {
-    {"path", snapshot_get_path, NULL, "the file as given", NULL},
-    {"generation", snapshot_get_generation, NULL, "format generation ('g7')", NULL},
-    {"torch_versions", snapshot_get_torch_versions, NULL, "torch versions of that generation",
-     NULL},
-    {"protocol", snapshot_get_protocol, NULL, "pickle protocol", NULL},
-    {"file_size", snapshot_get_file_size, NULL, "bytes", NULL},
-    {"n_events", snapshot_get_n_events, NULL, "trace events over all devices", NULL},
+    {"path", snapshot_get, NULL, "the file as given", PROP(PROP_PATH)},
+    {"generation", snapshot_get, NULL, "format generation ('g7')", PROP(PROP_GENERATION)},
+    {"torch_versions", snapshot_get, NULL, "torch versions of that generation", PROP(PROP_TORCH)},
+    {"protocol", snapshot_get, NULL, "pickle protocol", PROP(PROP_PROTOCOL)},
+    {"file_size", snapshot_get, NULL, "bytes", PROP(PROP_SIZE)},
+    {"n_events", snapshot_get, NULL, "trace events over all devices", PROP(PROP_EVENTS)},
     {"devices", snapshot_get_devices, NULL, "device indexes the file names, ascending", NULL},
     {"annotations", snapshot_get_annotations, NULL,
      "external_annotations as dicts (name, stage, device, time_us), or None", NULL},
@@ -934,7 +914,8 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddIntConstant(m, "EVENT_HAS_TIME", GM_EVENT_HAS_TIME) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_HAS_ADDR", GM_EVENT_HAS_ADDR) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_HAS_FRAMES", GM_EVENT_HAS_FRAMES) < 0 ||
-        PyModule_AddIntConstant(m, "EVENT_SIZE", (long)sizeof(struct py_event)) < 0)
+        PyModule_AddIntConstant(m, "EVENT_SIZE", (long)sizeof(struct py_event)) < 0 ||
+        PyModule_AddStringConstant(m, "SERIES_ENV", GM_SWEEP_SERIES_ENV) < 0)
         goto out_fail;
     return m;
 out_fail:

@@ -47,9 +47,9 @@ from . import _core
 __all__ = ["Measure", "OUTPUT_ENV", "MARK_PREFIX", "phase", "record", "series", "environment"]
 
 SCHEMA = "gpumem.measure/1"
-#: Environment variable naming the file of the default series (gpumem sweep sets it), and a
-#: file every series also writes its record to.
-OUTPUT_ENV = "GPUMEM_TORCH_OUTPUT"
+#: Environment variable naming the file of the default series, which the first series of a
+#: process also writes (gpumem sweep sets it for each run; the C library names it).
+OUTPUT_ENV = _core.SERIES_ENV
 #: Name prefix of the record_function range (and memory metadata) that marks a phase in a
 #: snapshot recorded by record(): "gpumem.phase:forward".
 MARK_PREFIX = "gpumem.phase:"
@@ -398,22 +398,23 @@ class Measure:
                 }
                 used = any((x or 0) > 0 for x in (b["reserved"], e_["reserved"], e_["peak_reserved"]))
                 if d == current or d in (self._devices or ()) or used:
-                    per.append(_device_record(d, b, e_))
+                    per.append((d, _device_record(d, b, e_)))
             self._finish(rec, per, current, seconds, error, synced)
 
     def _finish(self, rec, per, current, seconds, error, synced):
+        """Complete 'rec' from the per-device readings [(device, record)] and write."""
         torch = self._torch
         rec["seconds"] = seconds
         rec["ok"] = error is None
         if not synced:
             rec["synchronized"] = False  # a synchronize failed: readings may miss pending work
-        main = next((p for p in per if p["device"] == "cuda:%s" % current), per[0] if per else None)
+        main = next((r for d, r in per if d == current), per[0][1] if per else None)
         if main is not None:
             rec["device"] = main["device"]
             for k in ("allocated_bytes", "reserved_bytes", "device_bytes"):
                 rec[k] = main[k]
         if len(per) > 1:
-            rec["devices"] = per
+            rec["devices"] = [r for _, r in per]
         if error is not None:
             text = str(error).strip()
             first = text.splitlines()[0] if text else ""

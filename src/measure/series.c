@@ -91,6 +91,8 @@ static enum gm_status read_phase(struct holder *h, const json_t *p,
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "series: phase %zu is not an object",
                        index);
     out->name = dup(h, gm_jin_str(p, "name"));
+    if (h->nomem)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "series: out of memory");
     if (!out->name)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "series: phase %zu has no name", index);
     out->ran = gm_jin_bool(p, "ran", true);
@@ -215,9 +217,11 @@ static enum gm_status load_doc(const void *data, size_t len, const char *schema,
         return gm_fail(err, GM_ERR_FORMAT, (uint64_t)jerr.position, "not JSON: %s", jerr.text);
     got = gm_jin_str(root, "schema");
     if (!got || strcmp(got, schema) != 0) {
+        /* 'got' lives in 'root': the message is made before the tree is released */
+        st = gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "not a %s document (schema '%s')", schema,
+                     got ? got : "none");
         json_decref(root);
-        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "not a %s document (schema '%s')", schema,
-                       got ? got : "none");
+        return st;
     }
     h = gm_calloc(1, sizeof(*h));
     if (!h) {

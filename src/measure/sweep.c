@@ -119,8 +119,11 @@ enum gm_status gm_sweep_parse_param(struct gm_sweep *s, const char *spec, struct
                            spec);
         memcpy(num, p, len);
         num[len] = '\0';
-        if (gm_parse_u64(num, &v, err) != GM_OK)
-            return gm_error_prefix(err, "%s", s->param);
+        if (gm_parse_u64(num, &v, err) != GM_OK) {
+            if (err)
+                gm_error_prefix(err, "%s", s->param);
+            return GM_ERR_INVALID;
+        }
         if (s->n_values == GM_SWEEP_MAX_VALUES)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "more than %d values",
                            GM_SWEEP_MAX_VALUES);

@@ -167,6 +167,14 @@ static void read_estimate(struct gm_sheet *sh, const json_t *root, struct estima
                 dup(sh, json_string_value(json_array_get(assumptions, i)));
 }
 
+/* 'st' with the document's name before the message in 'err' (which may be NULL). */
+static enum gm_status named(struct gm_error *err, enum gm_status st, const char *name)
+{
+    if (err)
+        gm_error_prefix(err, "'%s'", name);
+    return st;
+}
+
 enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *data, size_t len,
                             struct gm_error *err)
 {
@@ -201,8 +209,8 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         return st;
     }
     json_decref(root); /* the other kinds have their own readers */
-    if (!strcmp(kind, "gpumem.measure/1") || !strcmp(kind, "gpumem.environment/1")) {
-        bool env = kind[7] == 'e';
+    bool env = !strcmp(kind, "gpumem.environment/1");
+    if (env || !strcmp(kind, "gpumem.measure/1")) {
         struct named_series *slot = env ? &sh->envs[sh->n_envs] : &sh->series[sh->n_series];
         if ((env ? sh->n_envs : sh->n_series) == GM_SHEET_MAX_DOCS)
             return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "more than %d documents of %s",
@@ -210,7 +218,7 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         st = env ? gm_measure_env_load_mem(data, len, &slot->s, err)
                  : gm_measure_series_load_mem(data, len, &slot->s, err);
         if (st != GM_OK)
-            return gm_error_prefix(err, "'%s'", name);
+            return named(err, st, name);
         slot->name = dup(sh, name);
         if (env)
             sh->n_envs++;
@@ -227,7 +235,7 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         st = gm_sweep_load_mem(slot->s, data, len, err);
         if (st != GM_OK) {
             gm_free(slot->s);
-            return gm_error_prefix(err, "'%s'", name);
+            return named(err, st, name);
         }
         slot->name = dup(sh, name);
         sh->n_sweeps++;
