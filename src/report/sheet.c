@@ -316,6 +316,11 @@ static void heading(struct out *o, int level, const char *text)
 }
 
 static void vtext(struct out *o, const char *open, const char *close, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 0)))
+#endif
+    ;
+static void vtext(struct out *o, const char *open, const char *close, const char *fmt, va_list ap)
 {
     char buf[2048];
     vsnprintf(buf, sizeof(buf), fmt, ap);
