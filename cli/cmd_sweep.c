@@ -41,19 +41,13 @@ static const char *bytes(char *buf, size_t n, struct gm_reading r)
 
 static void print_run(FILE *f, const struct gm_sweep *s, const struct gm_sweep_run *r)
 {
-    char name[96], peak[32], rise[40], cmd[32], alloc[32], t[32], what[400];
+    char name[96], peak[32], rise[40] = "+", cmd[32], alloc[32], t[32], what[400];
     snprintf(name, sizeof name, "%s=%" PRIu64, s->param, r->value);
-    if (r->device_peak.valid && r->baseline.valid && r->device_peak.value >= r->baseline.value) {
-        rise[0] = '+';
-        gm_format_bytes(rise + 1, sizeof rise - 1, r->device_peak.value - r->baseline.value,
-                        GM_UNITS_IEC);
-    } else {
-        snprintf(rise, sizeof rise, "-");
-    }
+    bytes(rise + 1, sizeof rise - 1, r->rise);
     snprintf(t, sizeof t, "%.1f s", (double)r->wall_ms / 1000.0);
     gm_sweep_describe_run(r, what, sizeof what);
     fprintf(f, ROW, name, r->bisection ? "bisection" : "", bytes(peak, sizeof peak, r->device_peak),
-            rise, bytes(cmd, sizeof cmd, r->command_peak),
+            r->rise.valid ? rise : "-", bytes(cmd, sizeof cmd, r->command_peak),
             bytes(alloc, sizeof alloc, r->peak_allocated), t, what);
 }
 
@@ -65,18 +59,15 @@ static void progress(const struct gm_sweep *s, const struct gm_sweep_run *r, voi
 
 static void print_result(const struct gm_sweep *s)
 {
-    const struct gm_sweep_run *fail = NULL;
-    char what[400];
+    const struct gm_sweep_run *fail = gm_sweep_failed_run(s);
+    char what[400] = "";
     printf("gpumem sweep: %s over", s->param);
     for (size_t i = 0; i < s->n_values; i++)
         printf("%s %" PRIu64, i ? "," : "", s->values[i]);
     printf(" (%zu runs, each a fresh process)\n", s->n_runs);
     printf(ROW, "run", "", "device peak", "(rise)", "command", "torch alloc", "time", "result");
-    for (size_t i = 0; i < s->n_runs; i++) {
+    for (size_t i = 0; i < s->n_runs; i++)
         print_run(stdout, s, &s->runs[i]);
-        if (s->has_fail && s->runs[i].value == s->fail)
-            fail = &s->runs[i];
-    }
     if (fail)
         gm_sweep_describe_run(fail, what, sizeof what);
     switch (gm_sweep_end(s)) {

@@ -60,6 +60,7 @@ struct gm_sweep_run {
     char device[16];                /* "cuda:0"; "" when no device was watched */
     struct gm_reading baseline;     /* used before the start, bytes */
     struct gm_reading device_peak;  /* highest used during the run, bytes */
+    struct gm_reading rise;         /* device_peak - baseline, bytes (0 when it fell) */
     struct gm_reading total;        /* bytes */
     struct gm_reading command_peak; /* highest sum of the command's own processes, bytes */
     /* From the run's gpumem.torch series, when it wrote one. */
@@ -124,6 +125,9 @@ void gm_sweep_record(struct gm_sweep *s, const struct gm_sweep_run *r);
 
 /* Why a finished sweep ended. */
 enum gm_sweep_end gm_sweep_end(const struct gm_sweep *s);
+
+/* The run of the smallest value that failed (the boundary's 'fail'), or NULL. Borrowed. */
+const struct gm_sweep_run *gm_sweep_failed_run(const struct gm_sweep *s);
 
 struct gm_sweep_opts {
     char *const *argv;            /* the command, NULL-terminated; "{param}" is replaced */

@@ -191,6 +191,14 @@ void gm_sweep_record(struct gm_sweep *s, const struct gm_sweep_run *r)
     }
 }
 
+const struct gm_sweep_run *gm_sweep_failed_run(const struct gm_sweep *s)
+{
+    for (size_t i = 0; s->has_fail && i < s->n_runs; i++)
+        if (s->runs[i].value == s->fail && s->runs[i].outcome != GM_SWEEP_RUN_OK)
+            return &s->runs[i];
+    return NULL;
+}
+
 enum gm_sweep_end gm_sweep_end(const struct gm_sweep *s)
 {
     if (s->interrupted)
@@ -360,6 +368,8 @@ static void take_watch(const struct gm_watch *w, struct gm_sweep_run *r)
         r->baseline = d->baseline;
         r->device_peak = d->peak;
         r->total = d->total;
+        if (d->peak.valid && d->baseline.valid)
+            r->rise = (struct gm_reading){best_rise, true};
     }
     r->command_peak = w->cmd_seen ? (struct gm_reading){w->cmd_peak, true} : GM_READING_NONE;
 }
@@ -605,6 +615,7 @@ bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o
         gm_json_kv_str(&w, "label", r->device[0] ? r->device : NULL);
         kv_reading(&w, "baseline_bytes", r->baseline);
         kv_reading(&w, "peak_bytes", r->device_peak);
+        kv_reading(&w, "rise_bytes", r->rise);
         kv_reading(&w, "total_bytes", r->total);
         gm_json_end_object(&w);
         kv_reading(&w, "command_peak_bytes", r->command_peak);
@@ -685,6 +696,7 @@ static enum gm_status load_run(const json_t *j, struct gm_sweep_run *r, size_t i
     copy_str(r->device, sizeof(r->device), gm_jin_str(dev, "label"));
     r->baseline = gm_jin_reading(dev, "baseline_bytes");
     r->device_peak = gm_jin_reading(dev, "peak_bytes");
+    r->rise = gm_jin_reading(dev, "rise_bytes");
     r->total = gm_jin_reading(dev, "total_bytes");
     r->command_peak = gm_jin_reading(j, "command_peak_bytes");
     if (ser) {

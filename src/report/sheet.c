@@ -606,14 +606,6 @@ static void section_computed(struct out *o, const struct gm_sheet *sh)
     }
 }
 
-static const struct gm_sweep_run *failed_run(const struct gm_sweep *w)
-{
-    for (size_t i = 0; i < w->n_runs; i++)
-        if (w->has_fail && w->runs[i].value == w->fail && w->runs[i].outcome != GM_SWEEP_RUN_OK)
-            return &w->runs[i];
-    return NULL;
-}
-
 static void largest_load(struct out *o, const struct gm_sheet *sh)
 {
     heading(o, 3, "Largest load tested");
@@ -623,7 +615,7 @@ static void largest_load(struct out *o, const struct gm_sheet *sh)
     }
     for (size_t i = 0; i < sh->n_sweeps; i++) {
         const struct gm_sweep *w = sh->sweeps[i].s;
-        const struct gm_sweep_run *f = failed_run(w);
+        const struct gm_sweep_run *f = gm_sweep_failed_run(w);
         char why[400] = "";
         if (f)
             gm_sweep_describe_run(f, why, sizeof(why));
