@@ -450,6 +450,7 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
     struct gm_watch w;
     enum gm_status st;
     uint64_t start, next_proc = 0, killed_at = 0, t;
+    bool killed = false;
     pid_t pid = 0;
     int exec_errno, wst = 0;
     bool timed_out = false, stopped = false;
@@ -488,12 +489,13 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
         }
         if (waitpid(pid, &wst, WNOHANG) == pid)
             break;
-        if (!killed_at && ((o->stop && *o->stop) || (o->timeout_ms && t >= o->timeout_ms))) {
+        if (!killed && ((o->stop && *o->stop) || (o->timeout_ms && t >= o->timeout_ms))) {
             stopped = o->stop && *o->stop;
             timed_out = !stopped;
             kill(-pid, SIGTERM);
             killed_at = t;
-        } else if (killed_at && t >= killed_at + KILL_GRACE_MS) {
+            killed = true;
+        } else if (killed && t >= killed_at + KILL_GRACE_MS) {
             kill(-pid, SIGKILL);
         }
         sleep_ms(o->interval_ms - (now_ms() - start - t) % o->interval_ms);

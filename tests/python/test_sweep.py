@@ -7,7 +7,10 @@ as observations with their phase and error, no bisection for a failure that is n
 the timeout, the refusal to overwrite, and the JSON read back by gpumem sheet."""
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 import unittest
 
 from common import FAKE_TORCH, GPUMEM, HERE, TempDir, python_env, run
@@ -112,6 +115,21 @@ class Sweep(TempDir):
         doc = json.loads(p.stdout)
         self.assertEqual([r["outcome"] for r in doc["runs"]][:2], ["ok", "timeout"])
         self.assertIn("timed out after 1000 ms", doc["runs"][1]["error"])
+
+    def test_interrupt_stops_the_run_and_keeps_the_record(self):
+        out = self.path("sweep.json")
+        p = subprocess.Popen([GPUMEM, "sweep", "--param", "ms=30000,60000", "--output", out, "--",
+                              self.workload, "alloc:16", "sleep:{ms}"],
+                             env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 130, err)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["boundary"]["end"], "interrupted")
+        self.assertEqual([r["outcome"] for r in doc["runs"]], ["interrupted"])
+        self.assertLess(doc["runs"][0]["seconds"], 10, "the run was stopped, not waited for")
 
     def test_refuses_to_overwrite_before_running(self):
         out = self.path("sweep.json")
