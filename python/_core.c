@@ -395,25 +395,15 @@ static PyObject *snapshot_categories(PyObject *self, PyObject *args, PyObject *k
     return category_dict(dev->at_peak);
 }
 
-static PyObject *snapshot_leaks(PyObject *self, PyObject *args, PyObject *kwds)
+/* A list of 'n' dicts, the i-th filled by fill(ctx, i, dict); NULL with an exception when
+ * one cannot be made. */
+static PyObject *dict_list(size_t n, bool (*fill)(const void *ctx, size_t i, PyObject *d),
+                           const void *ctx)
 {
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *device = device_arg(args, kwds), *list;
-    const struct gm_analysis_device *dev;
-    if (!device || !(dev = analysis_device(s, device)))
-        return NULL;
-    list = PyList_New(0);
-    for (size_t i = 0; list && i < dev->n_leaks; i++) {
-        const struct gm_analysis_leak *l = &dev->leaks[i];
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list && i < n; i++) {
         PyObject *d = PyDict_New();
-        bool ok = d && put_str(d, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind)) &&
-                  put_str(d, "category", gm_category_name((enum gm_category)l->category)) &&
-                  put_u64(d, "bytes_per_iteration", l->bytes_per_iteration) &&
-                  put_u64(d, "total_bytes", l->total_bytes) && put_u64(d, "count", l->count) &&
-                  put_u64(d, "n_iterations", l->n_iterations) &&
-                  put(d, "frames", frames_list(s->snap, l->stack, 8)) &&
-                  put_str(d, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind)) &&
-                  PyList_Append(list, d) == 0;
+        bool ok = d && fill(ctx, i, d) && PyList_Append(list, d) == 0;
         Py_XDECREF(d);
         if (!ok)
             Py_CLEAR(list);
@@ -421,36 +411,61 @@ static PyObject *snapshot_leaks(PyObject *self, PyObject *args, PyObject *kwds)
     return list;
 }
 
+struct in_device {
+    const struct gm_snapshot *snap;
+    const struct gm_analysis_device *dev;
+};
+
+static bool leak_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct in_device *c = ctx;
+    const struct gm_analysis_leak *l = &c->dev->leaks[i];
+    return put_str(d, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind)) &&
+           put_str(d, "category", gm_category_name((enum gm_category)l->category)) &&
+           put_u64(d, "bytes_per_iteration", l->bytes_per_iteration) &&
+           put_u64(d, "total_bytes", l->total_bytes) && put_u64(d, "count", l->count) &&
+           put_u64(d, "n_iterations", l->n_iterations) &&
+           put(d, "frames", frames_list(c->snap, l->stack, 8)) &&
+           put_str(d, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+}
+
+static bool oom_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct in_device *c = ctx;
+    const struct gm_analysis_frag *o = &c->dev->ooms[i];
+    enum gm_oom_verdict v = (enum gm_oom_verdict)o->verdict;
+    return put_i64(d, "event_index", o->event) &&
+           put_str(d, "phase", gm_phase_name((enum gm_phase)o->phase)) &&
+           put_u64(d, "requested_bytes", o->requested) &&
+           put_u64(d, "device_free_bytes", o->device_free) &&
+           put_u64(d, "reserved_bytes", o->reserved) &&
+           put_u64(d, "allocated_bytes", o->allocated) &&
+           put_u64(d, "reserved_unallocated_bytes", o->reserved_unallocated) &&
+           put_u64(d, "largest_free_block_bytes", o->largest_free) &&
+           put_str(d, "verdict", gm_oom_verdict_name(v)) &&
+           put_str(d, "advice", gm_oom_verdict_advice(v)) &&
+           put(d, "at_event", category_dict(o->at_event)) &&
+           put(d, "frames", frames_list(c->snap, o->stack, 8));
+}
+
+static PyObject *snapshot_leaks(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds);
+    struct in_device c = {s->snap, NULL};
+    if (!device || !(c.dev = analysis_device(s, device)))
+        return NULL;
+    return dict_list(c.dev->n_leaks, leak_dict, &c);
+}
+
 static PyObject *snapshot_ooms(PyObject *self, PyObject *args, PyObject *kwds)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *device = device_arg(args, kwds), *list;
-    const struct gm_analysis_device *dev;
-    if (!device || !(dev = analysis_device(s, device)))
+    PyObject *device = device_arg(args, kwds);
+    struct in_device c = {s->snap, NULL};
+    if (!device || !(c.dev = analysis_device(s, device)))
         return NULL;
-    list = PyList_New(0);
-    for (size_t i = 0; list && i < dev->n_ooms; i++) {
-        const struct gm_analysis_frag *o = &dev->ooms[i];
-        enum gm_oom_verdict v = (enum gm_oom_verdict)o->verdict;
-        PyObject *d = PyDict_New();
-        bool ok = d && put_i64(d, "event_index", o->event) &&
-                  put_str(d, "phase", gm_phase_name((enum gm_phase)o->phase)) &&
-                  put_u64(d, "requested_bytes", o->requested) &&
-                  put_u64(d, "device_free_bytes", o->device_free) &&
-                  put_u64(d, "reserved_bytes", o->reserved) &&
-                  put_u64(d, "allocated_bytes", o->allocated) &&
-                  put_u64(d, "reserved_unallocated_bytes", o->reserved_unallocated) &&
-                  put_u64(d, "largest_free_block_bytes", o->largest_free) &&
-                  put_str(d, "verdict", gm_oom_verdict_name(v)) &&
-                  put_str(d, "advice", gm_oom_verdict_advice(v)) &&
-                  put(d, "at_event", category_dict(o->at_event)) &&
-                  put(d, "frames", frames_list(s->snap, o->stack, 8)) &&
-                  PyList_Append(list, d) == 0;
-        Py_XDECREF(d);
-        if (!ok)
-            Py_CLEAR(list);
-    }
-    return list;
+    return dict_list(c.dev->n_ooms, oom_dict, &c);
 }
 
 static PyObject *snapshot_stack_frames(PyObject *self, PyObject *args)
@@ -599,29 +614,24 @@ static PyObject *snapshot_get_devices(PyObject *self, void *closure)
     return t;
 }
 
+static bool annotation_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct gm_snapshot_annotation *a = &((const struct gm_snapshot *)ctx)->annotations[i];
+    return put_str(d, "name", a->name) && put_str(d, "stage", a->stage) &&
+           put_i64(d, "device", a->device) && put_i64(d, "time_us", a->time_us);
+}
+
 /* external_annotations (record_function ranges, gpumem.torch's phase marks among them), in
  * file order; None when the file has no such key (written before torch 2.4). */
 static PyObject *snapshot_get_annotations(PyObject *self, void *closure)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *list;
     (void)closure;
     if (!loaded(s))
         return NULL;
     if (!s->snap->has_annotations)
         Py_RETURN_NONE;
-    list = PyList_New(0);
-    for (size_t i = 0; list && i < s->snap->n_annotations; i++) {
-        const struct gm_snapshot_annotation *a = &s->snap->annotations[i];
-        PyObject *d = PyDict_New();
-        bool ok = d && put_str(d, "name", a->name) && put_str(d, "stage", a->stage) &&
-                  put_i64(d, "device", a->device) && put_i64(d, "time_us", a->time_us) &&
-                  PyList_Append(list, d) == 0;
-        Py_XDECREF(d);
-        if (!ok)
-            Py_CLEAR(list);
-    }
-    return list;
+    return dict_list(s->snap->n_annotations, annotation_dict, s->snap);
 }
 
 static PyMethodDef snapshot_methods[] = {
