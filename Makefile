@@ -40,6 +40,7 @@ demo: build
 
 bench: build
 	sh bench/snapshot.sh $(BUILD)/gpumem $(BENCH_SIZES)
+	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
@@ -54,7 +55,7 @@ uninstall:
 	xargs -r rm -f < $(BUILD)/install_manifest.txt
 
 format:
-	find src cli include tests -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
+	find src cli include tests python -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD) build-asan build-ci build-fuzz

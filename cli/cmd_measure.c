@@ -89,6 +89,7 @@ static void write_json(FILE *f, struct gm_devices *devs, const struct gm_host_in
     char dev[32];
     uint64_t rows = (uint64_t)o->batch * o->context;
     cli_json_begin(&w, f, "measure");
+    gm_json_kv_str(&w, "source", "gpumem measure");
     gm_json_key(&w, "environment");
     gm_json_begin_object(&w);
     gm_devices_write_json(&w, devs, host, o->device);

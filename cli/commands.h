@@ -8,6 +8,8 @@ int cmd_estimate(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_measure(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_sheet(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 
 /* gpumem snapshot <sub-command>: the table is in cmd_snapshot.c, one line each. */

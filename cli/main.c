@@ -13,6 +13,8 @@ static const struct cli_command commands[] = {
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
     {"measure", cmd_measure,
      "run a dense network on the GPU phase by phase: allocated, reserved, device"},
+    {"sweep", cmd_sweep, "run a command per value of one parameter: the fit/OOM boundary"},
+    {"sheet", cmd_sheet, "the one-page record from estimate, measure, sweep, environment JSON"},
     {"version", cmd_version, "print the version and compiled-in features"},
     {NULL, NULL, NULL},
 };

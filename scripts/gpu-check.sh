@@ -16,6 +16,13 @@
 #      also shows the driver's allocation granularity);
 #   3b. runs `gpumem measure --train` (the measure kernels, PTX made by nvcc, checked against
 #      a CPU computation of the same network; result in GPU_CHECK_OUT/measure.json);
+#   3c. where a Python with PyTorch and CUDA is found (GPU_CHECK_PYTHON, else python3): the
+#      Python package on real PyTorch: a tiny model trained under gpumem.torch (one Measure
+#      series: model_load, inputs, forward, backward, optimizer_step, three steps) inside
+#      gpumem.torch.record(), then the series checked (every phase ok, the four counters,
+#      the weights exactly in model_load) and the recorded snapshot read back by
+#      `gpumem snapshot categories` and gpumem.Snapshot (the phase marks in it); skipped,
+#      and said so, without PyTorch;
 #   4. prints a table of agreement and leaves every raw output in GPU_CHECK_OUT
 #      (default ./gpu-check-out).
 # Exit status: 0 all agree, 1 some check disagrees or failed, 2 no GPU/driver here.
@@ -65,6 +72,16 @@ nvidia-smi -L >"$OUT/nvidia-smi-L.txt" 2>&1 || {
     exit 2
 }
 
+# A Python with PyTorch and a GPU for step 3c: the package is built for that interpreter.
+TORCH_PY=""
+for py in ${GPU_CHECK_PYTHON:-} python3 /usr/bin/python3; do
+    if command -v "$py" >/dev/null 2>&1 &&
+        "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+        TORCH_PY=$(command -v "$py")
+        break
+    fi
+done
+
 # ---- 1. build (GPU_CHECK_NO_BUILD=1: use what BUILD_DIR has) ------------------------------
 if [ "${GPU_CHECK_NO_BUILD:-0}" != 1 ]; then
     for tool in cc cmake pkg-config; do
@@ -74,7 +91,8 @@ if [ "${GPU_CHECK_NO_BUILD:-0}" != 1 ]; then
     tests=OFF
     pkg-config --exists cmocka && tests=ON
     say "building in $BUILD (tests: $tests)"
-    if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_BUILD_TESTS=$tests &&
+    if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_BUILD_TESTS=$tests \
+               ${TORCH_PY:+-DPython3_EXECUTABLE="$TORCH_PY"} &&
            cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)"; } >"$OUT/build.log" 2>&1; then
         say "build failed, see $OUT/build.log"
         tail -20 "$OUT/build.log"
@@ -235,6 +253,76 @@ fi
     --output "$OUT/measure.json" --force >"$OUT/measure.out" 2>&1
 m_rc=$?
 row "measure --train: phases ok, CPU checks" "exit $m_rc" "exit 0" "$(same "$m_rc" 0)"
+
+# ---- 3c. gpumem.torch on real PyTorch: a tiny model, one series, one recorded snapshot ----
+if [ -z "$TORCH_PY" ]; then
+    row "gpumem.torch on PyTorch" "skipped" "(no Python with torch+CUDA)" info
+else
+    rm -f "$OUT/torch-series.json" "$OUT/torch-snapshot.pickle"
+    PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$TORCH_PY" - "$OUT" "$DEV" >"$OUT/torch.out" 2>&1 <<'PYEOF'
+# A 4 x Linear(1024, 1024) MLP trained with AdamW for three steps on CUDA device DEV, every
+# phase measured by gpumem.torch, the whole run recorded; prints one JSON line of findings.
+import json, sys
+import torch
+import gpumem
+import gpumem.torch as gmt
+
+out, dev = sys.argv[1], int(sys.argv[2])
+torch.cuda.set_device(dev)
+series, snap = out + "/torch-series.json", out + "/torch-snapshot.pickle"
+m = gmt.Measure(series, model="4 x Linear(1024, 1024)", batch=64, dtype="float32")
+with gmt.record(snap):
+    with m.phase("model_load"):
+        model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).cuda()
+        opt = torch.optim.AdamW(model.parameters())
+    for step in range(3):
+        with m.phase("inputs", step=step):
+            x = torch.randn(64, 1024, device="cuda")
+        with m.phase("forward", step=step):
+            loss = model(x).square().mean()
+        with m.phase("backward", step=step):
+            loss.backward()
+        with m.phase("optimizer_step", step=step):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+doc = json.load(open(series))
+counters = all(k in p[c] for p in doc["phases"] for c in ("allocated_bytes", "reserved_bytes")
+               for k in ("begin", "end", "peak"))
+weights = 4 * (1024 * 1024 + 1024) * 4  # float32 weights and biases, each a multiple of 512 B
+s = gpumem.Snapshot(snap)
+marks = [a for a in (s.annotations or []) if a["name"].startswith(gmt.MARK_PREFIX)]
+print(json.dumps({
+    "phases": len(doc["phases"]), "ok": doc["ok"], "counters": counters,
+    "model_load_allocated": doc["phases"][0]["allocated_bytes"].get("end"), "weights": weights,
+    "marks": len(marks), "annotations_in_file": s.annotations is not None,
+    "torch": torch.__version__, "backend": doc["environment"]["torch"]["allocator_backend"],
+    "snapshot_peak": s.peak()["peak_bytes"], "torch_peak": doc["measured"]["peak_allocated_bytes"],
+}))
+PYEOF
+    t_rc=$?
+    t_line=$(tail -1 "$OUT/torch.out")
+    t_get() { echo "$t_line" | sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" | tr -d '"'; }
+    row "gpumem.torch: series + record ran" "exit $t_rc (torch $(t_get torch))" "exit 0" "$(same "$t_rc" 0)"
+    if [ "$t_rc" -eq 0 ]; then
+        row "gpumem.torch: 13 phases, all ok" "$(t_get phases) phases, ok=$(t_get ok)" "13, ok=true" \
+            "$( [ "$(t_get phases)" = 13 ] && [ "$(t_get ok)" = true ] && echo yes || echo no)"
+        row "gpumem.torch: four counters per phase" "$(t_get counters)" "true" "$(same "$(t_get counters)" true)"
+        row "model_load allocated = the weights (B)" "$(t_get model_load_allocated)" "$(t_get weights)" \
+            "$(same "$(t_get model_load_allocated)" "$(t_get weights)")"
+        if [ "$(t_get annotations_in_file)" = true ]; then
+            row "phase marks in the snapshot (26)" "$(t_get marks)" "26" "$(same "$(t_get marks)" 26)"
+        else
+            row "phase marks in the snapshot" "none" "(torch < 2.4 writes no annotations)" info
+        fi
+        row "snapshot peak / torch peak alloc (B)" "$(t_get snapshot_peak)" "$(t_get torch_peak)" info
+        "$GPUMEM" snapshot categories "$OUT/torch-snapshot.pickle" >"$OUT/torch-categories.txt" 2>&1
+        c_rc=$?
+        row "snapshot categories of the recording" "exit $c_rc" "exit 0" "$(same "$c_rc" 0)"
+        "$GPUMEM" sheet "$OUT/torch-series.json" "$OUT/environment.json" >"$OUT/torch-sheet.md" 2>&1
+        s_rc=$?
+        row "sheet of the series" "exit $s_rc" "exit 0" "$(same "$s_rc" 0)"
+    fi
+fi
 
 # ---- 4. report --------------------------------------------------------------------------------
 {

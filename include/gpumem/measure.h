@@ -132,6 +132,99 @@ enum gm_status gm_measure_run(struct gm_cuda *cu, const struct gm_measure_opts *
 /* The PTX the kernels are loaded from (NUL-terminated, static storage). */
 const char *gm_measure_ptx_text(void);
 
+/* ---- a recorded series: the JSON documents of schema gpumem.measure/1 ----
+ *
+ * Two writers share the schema: `gpumem measure --output` (gpumem's own network, phases of
+ * a fixed list, "ran": false for those skipped) and the Python module gpumem.torch (the
+ * user's phases, "pass": "first" / "warm", an OOM with "oom": true and "requested_bytes").
+ * docs/python.md lists the members.  A reading the file does not have stays invalid. */
+
+enum gm_measure_source {
+    GM_MEASURE_SOURCE_UNKNOWN = 0, /* no "source" member */
+    GM_MEASURE_SOURCE_LAB,         /* "gpumem measure": gpumem's own dense network */
+    GM_MEASURE_SOURCE_TORCH        /* "gpumem.torch": the user's PyTorch job */
+};
+
+/* One of the allocator's counters over a phase (bytes). */
+struct gm_measure_counter {
+    struct gm_reading begin;
+    struct gm_reading end;
+    struct gm_reading peak; /* since the reset at the start of the phase */
+};
+
+struct gm_measure_series_phase {
+    const char *name;
+    bool ran;            /* false: skipped (gpumem measure after a failure) */
+    bool ok;             /* when ran */
+    bool warm;           /* a later pass of its name ("pass": "warm") */
+    bool oom;            /* failed with an out-of-memory error */
+    uint32_t occurrence; /* pass number of its name, 0 when not written */
+    const char *device;  /* "cuda:0"; NULL when not written */
+    struct gm_measure_counter allocated;
+    struct gm_measure_counter reserved;
+    struct gm_reading used_begin; /* device used, the driver's view, bytes */
+    struct gm_reading used_end;
+    struct gm_reading requested; /* oom: bytes the allocator tried to get */
+    bool has_seconds;
+    double seconds;    /* wall time of the phase */
+    const char *error; /* NULL when none */
+};
+
+/* A member of "dimensions" or "settings": its value as text (strings unquoted, numbers and
+ * booleans as JSON writes them, null as "null"). */
+struct gm_measure_kv {
+    const char *key;
+    const char *value;
+};
+
+/* The environment a measurement ran in (the members `gpumem environment --json` writes, and
+ * gpumem.torch's "torch"); NULL strings are unknown. */
+struct gm_measure_env {
+    const char *gpu;               /* name of the first device listed */
+    struct gm_reading gpu_total;   /* its memory, bytes (NVML total) */
+    const char *driver;            /* driver version "550.54.15" */
+    const char *cuda_driver;       /* CUDA version of the driver API "12.4" */
+    const char *torch;             /* torch.__version__ */
+    const char *torch_cuda;        /* torch.version.cuda */
+    const char *torch_hip;         /* torch.version.hip */
+    const char *allocator_backend; /* "native", "cudaMallocAsync" */
+    const char *alloc_conf;        /* PYTORCH_CUDA_ALLOC_CONF, else PYTORCH_ALLOC_CONF */
+};
+
+struct gm_measure_series {
+    enum gm_measure_source source;
+    const struct gm_measure_series_phase *phases; /* in the order they ran */
+    size_t n_phases;
+    struct gm_reading peak_allocated; /* "measured": over the phases, bytes */
+    struct gm_reading peak_reserved;
+    const struct gm_measure_kv *dimensions;
+    size_t n_dimensions;
+    const struct gm_measure_kv *settings;
+    size_t n_settings;
+    struct gm_measure_env env;
+    const char *const *caveats; /* texts of "caveats" (e.g. backend:cudaMallocAsync) */
+    size_t n_caveats;
+    bool ok; /* every phase that ran succeeded */
+    void *priv_;
+};
+
+/* Read a gpumem.measure/1 document from 'len' bytes at 'data' (borrowed during the call).
+ * On success *out owns everything (gm_measure_series_free()).  GM_ERR_FORMAT when it is not
+ * JSON, not of that schema, or a member has the wrong type; GM_ERR_NOMEM, GM_ERR_LIMIT. */
+enum gm_status gm_measure_series_load_mem(const void *data, size_t len,
+                                          struct gm_measure_series **out, struct gm_error *err);
+/* The same for the file at 'path' (GM_ERR_NOENT, GM_ERR_IO besides). */
+enum gm_status gm_measure_series_load(const char *path, struct gm_measure_series **out,
+                                      struct gm_error *err);
+/* NULL is a no-op. */
+void gm_measure_series_free(struct gm_measure_series *s);
+
+/* The environment of a gpumem.environment/1 document (`gpumem environment --json`), in the
+ * same form, its strings owned by *holder (a series with no phases; free it with
+ * gm_measure_series_free()). */
+enum gm_status gm_measure_env_load_mem(const void *data, size_t len,
+                                       struct gm_measure_series **holder, struct gm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

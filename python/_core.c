@@ -1,0 +1,934 @@
+/* SPDX-License-Identifier: MIT */
+/* _core.c - gpumem._core, the C extension of the gpumem Python package: Python objects over
+ * the public library API (the headers of include/gpumem) and nothing else.
+ *
+ *   Snapshot(path)   a PyTorch CUDA memory snapshot read by gpumem's own reader (never
+ *                    Python's pickle); the analysis (categories, leaks, OOM verdicts) runs
+ *                    once, on first use, and is kept with the object
+ *   Devices()        the driver's view (NVML, CUDA): memory of a device, the environment JSON
+ *   event_fields()   the layout of one record of Snapshot._events() (struct py_event)
+ *
+ * A status of the library becomes one Python exception: GM_ERR_NOENT FileNotFoundError,
+ * GM_ERR_EXISTS FileExistsError, GM_ERR_NOMEM MemoryError, GM_ERR_IO OSError, bad input data
+ * (GM_ERR_FORMAT, GM_ERR_UNSUPPORTED, GM_ERR_LIMIT) gpumem.FormatError, GM_ERR_NODEV
+ * gpumem.NoDeviceError, GM_ERR_INVALID ValueError, anything else gpumem.Error.  Loading and
+ * writing a report release the GIL; the analysis is computed with it held, so that two
+ * threads never compute it twice, and so are the driver calls of Devices. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "gpumem/analysis.h"
+#include "gpumem/device.h"
+#include "gpumem/json.h"
+#include "gpumem/report.h"
+#include "gpumem/snapshot.h"
+#include "gpumem/sweep.h"
+#include "gpumem/version.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static PyObject *error_base;      /* gpumem.Error */
+static PyObject *error_format;    /* gpumem.FormatError(Error, ValueError) */
+static PyObject *error_no_device; /* gpumem.NoDeviceError(Error) */
+
+/* Raise the Python exception of 'err'; returns NULL for "return raise_gm(&err);". */
+static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
+{
+    PyObject *type = error_base;
+    switch (err->code) {
+    case GM_ERR_NOENT:
+    case GM_ERR_EXISTS: {
+        /* OSError(errno, strerror, filename) makes the subclass and sets .filename */
+        PyObject *args = Py_BuildValue("(isO)", err->code == GM_ERR_NOENT ? ENOENT : EEXIST,
+                                       err->msg, filename ? filename : Py_None);
+        if (args) {
+            PyErr_SetObject(PyExc_OSError, args);
+            Py_DECREF(args);
+        }
+        return NULL;
+    }
+    case GM_ERR_NOMEM:
+        return PyErr_NoMemory();
+    case GM_ERR_IO:
+        type = PyExc_OSError;
+        break;
+    case GM_ERR_FORMAT:
+    case GM_ERR_UNSUPPORTED:
+    case GM_ERR_LIMIT:
+        type = error_format;
+        break;
+    case GM_ERR_NODEV:
+        type = error_no_device;
+        break;
+    case GM_ERR_INVALID:
+        type = PyExc_ValueError;
+        break;
+    default:
+        break;
+    }
+    if (err->offset != GM_NO_OFFSET)
+        PyErr_Format(type, "%s (at byte %llu)", err->msg, (unsigned long long)err->offset);
+    else
+        PyErr_SetString(type, err->msg);
+    return NULL;
+}
+
+/* dict[key] = value, stealing the reference to 'value'; false (with an exception) on failure. */
+static bool put(PyObject *dict, const char *key, PyObject *value)
+{
+    int rc;
+    if (!value)
+        return false;
+    rc = PyDict_SetItemString(dict, key, value);
+    Py_DECREF(value);
+    return rc == 0;
+}
+
+static bool put_u64(PyObject *dict, const char *key, uint64_t v)
+{
+    return put(dict, key, PyLong_FromUnsignedLongLong(v));
+}
+
+static bool put_i64(PyObject *dict, const char *key, int64_t v)
+{
+    return put(dict, key, PyLong_FromLongLong(v));
+}
+
+static bool put_str(PyObject *dict, const char *key, const char *s)
+{
+    if (!s)
+        return PyDict_SetItemString(dict, key, Py_None) == 0;
+    return put(dict, key, PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace"));
+}
+
+/* A reading: its value, or None when it is unknown (never 0). */
+static bool put_reading(PyObject *dict, const char *key, struct gm_reading r)
+{
+    if (!r.valid)
+        return PyDict_SetItemString(dict, key, Py_None) == 0;
+    return put_u64(dict, key, r.value);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events as records */
+
+/* One trace event as Python sees it: a fixed layout of gpumem's own (numpy dtype and struct
+ * format are built from event_fields), independent of the library's internal event. */
+struct py_event {
+    int64_t time_us; /* valid when flags & GM_EVENT_HAS_TIME */
+    uint64_t addr;   /* block or segment address; for an oom event the device's free bytes */
+    uint64_t size;   /* bytes */
+    uint64_t stream; /* raw cudaStream_t */
+    uint32_t stack;  /* stack id (Snapshot.stack_frames) */
+    uint8_t action;  /* index into gpumem.ACTIONS */
+    uint8_t flags;   /* GM_EVENT_HAS_* bits */
+    uint8_t pad_[2];
+};
+_Static_assert(sizeof(struct py_event) == 40, "py_event is 40 bytes");
+
+static const struct {
+    const char *name;
+    size_t offset;
+    const char *numpy;   /* numpy type string */
+    const char *struct_; /* struct module code */
+} event_fields[] = {
+    {"time_us", offsetof(struct py_event, time_us), "<i8", "q"},
+    {"addr", offsetof(struct py_event, addr), "<u8", "Q"},
+    {"size", offsetof(struct py_event, size), "<u8", "Q"},
+    {"stream", offsetof(struct py_event, stream), "<u8", "Q"},
+    {"stack", offsetof(struct py_event, stack), "<u4", "I"},
+    {"action", offsetof(struct py_event, action), "u1", "B"},
+    {"flags", offsetof(struct py_event, flags), "u1", "B"},
+};
+
+/* The one conversion from the snapshot's public events to Python's records: adapt this
+ * function, and only this one, when the snapshot's event layout changes. */
+static void events_fill(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                        struct py_event *out)
+{
+    for (size_t k = 0; k < dev->n_events; k++) {
+        const struct gm_snapshot_event *e = &dev->events[k];
+        out[k] = (struct py_event){
+            .time_us = e->flags & GM_EVENT_HAS_TIME ? e->time_us : 0,
+            .addr = e->addr,
+            .size = e->size,
+            .stream = gm_snapshot_event_stream(snap, e),
+            .stack = e->stack,
+            .action = e->action,
+            .flags = e->flags,
+        };
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Snapshot */
+
+struct snapshot_obj {
+    PyObject_HEAD struct gm_snapshot *snap;
+    struct gm_analysis *an; /* NULL until first needed */
+    PyObject *path;         /* str, as given */
+};
+
+static void snapshot_dealloc(PyObject *self)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    gm_analysis_free(s->an);
+    gm_snapshot_free(s->snap);
+    Py_XDECREF(s->path);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char kw_path[] = "path", kw_max[] = "max_memory";
+    static char *kwlist[] = {kw_path, kw_max, NULL};
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    struct gm_snapshot_opts opts;
+    struct gm_snapshot *snap = NULL;
+    struct gm_error err;
+    enum gm_status st;
+    unsigned long long max_memory = 0;
+    PyObject *bytes = NULL;
+    PyThreadState *ts;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$K", kwlist, PyUnicode_FSConverter, &bytes,
+                                     &max_memory))
+        return -1;
+    if (s->snap) {
+        /* another thread may be reading the loaded one with the GIL released */
+        Py_DECREF(bytes);
+        PyErr_SetString(PyExc_TypeError, "the snapshot is already loaded");
+        return -1;
+    }
+    memset(&opts, 0, sizeof(opts));
+    opts.max_memory = max_memory;
+    ts = PyEval_SaveThread();
+    st = gm_snapshot_load(PyBytes_AS_STRING(bytes), &opts, &snap, &err);
+    PyEval_RestoreThread(ts);
+    if (st != GM_OK) {
+        PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
+        raise_gm(&err, name);
+        Py_XDECREF(name);
+        Py_DECREF(bytes);
+        return -1;
+    }
+    s->snap = snap;
+    s->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
+    Py_DECREF(bytes);
+    return s->path ? 0 : -1;
+}
+
+static bool loaded(struct snapshot_obj *s)
+{
+    if (s->snap)
+        return true;
+    PyErr_SetString(error_base, "the snapshot was not loaded (Snapshot.__init__ failed)");
+    return false;
+}
+
+static const struct gm_analysis *analysis_of(struct snapshot_obj *s)
+{
+    struct gm_error err;
+    if (!loaded(s))
+        return NULL;
+    /* As many points per category series as `gpumem snapshot report` draws by default, so
+     * that report() writes the same page as the command. */
+    struct gm_analysis_opts ao = {.max_points = 8000};
+    if (!s->an && gm_analysis_run(s->snap, &ao, &s->an, &err) != GM_OK) {
+        s->an = NULL;
+        raise_gm(&err, s->path);
+        return NULL;
+    }
+    return s->an;
+}
+
+/* The device an argument names: an index the file has; None: the only device, or the one
+ * with the largest allocated peak when there are several. */
+static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
+{
+    if (!loaded(s))
+        return false;
+    if (arg && arg != Py_None) {
+        long v = PyLong_AsLong(arg);
+        if (v == -1 && PyErr_Occurred())
+            return false;
+        if (v < INT32_MIN || v > INT32_MAX || !gm_snapshot_device_by_index(s->snap, (int32_t)v)) {
+            PyErr_Format(PyExc_ValueError, "the snapshot has no device %ld", v);
+            return false;
+        }
+        *out = (int32_t)v;
+        return true;
+    }
+    if (s->snap->n_devices == 0) {
+        PyErr_SetString(PyExc_ValueError, "the snapshot names no device");
+        return false;
+    }
+    if (s->snap->n_devices == 1) {
+        *out = s->snap->devices[0].index;
+        return true;
+    }
+    const struct gm_analysis *an = analysis_of(s);
+    if (!an)
+        return false;
+    size_t best = 0;
+    for (size_t i = 1; i < an->n_devices; i++)
+        if (an->devices[i].peak_bytes > an->devices[best].peak_bytes)
+            best = i;
+    *out = an->devices[best].device;
+    return true;
+}
+
+/* The device of 'arg' in the analysis. */
+static const struct gm_analysis_device *analysis_device(struct snapshot_obj *s, PyObject *arg)
+{
+    int32_t index;
+    const struct gm_analysis *an;
+    if (!resolve_device(s, arg, &index) || !(an = analysis_of(s)))
+        return NULL;
+    return gm_analysis_device_by_index(an, index);
+}
+
+/* The frames worth showing of 'stack' (the library's rule), innermost first, as a list of
+ * {"filename", "line", "name"} dicts (the CLI's JSON). */
+static PyObject *frames_list(const struct gm_snapshot *snap, uint32_t stack, size_t cap)
+{
+    uint32_t ids[64];
+    size_t want = cap < 64 ? cap : 64;
+    size_t n = gm_analysis_stack_frames(snap, stack, ids, want);
+    PyObject *list;
+    if (n > want)
+        n = want;
+    list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const struct gm_snapshot_frame *f = &snap->frames[ids[i]];
+        PyObject *t = PyDict_New();
+        if (!t || !put_str(t, "filename", f->filename) || !put_i64(t, "line", f->line) ||
+            !put_str(t, "name", f->name)) {
+            Py_XDECREF(t);
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+static PyObject *device_arg(PyObject *args, PyObject *kwds)
+{
+    static char kw_device[] = "device";
+    static char *kwlist[] = {kw_device, NULL};
+    PyObject *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O", kwlist, &device))
+        return NULL;
+    return device;
+}
+
+static PyObject *snapshot_events(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds), *buf;
+    int32_t index;
+    const struct gm_snapshot_device *dev;
+    if (!device || !resolve_device(s, device, &index))
+        return NULL;
+    dev = gm_snapshot_device_by_index(s->snap, index);
+    if ((uint64_t)dev->n_events > (uint64_t)PY_SSIZE_T_MAX / sizeof(struct py_event))
+        return PyErr_NoMemory();
+    buf =
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(dev->n_events * sizeof(struct py_event)));
+    if (buf)
+        events_fill(s->snap, dev, (struct py_event *)(void *)PyByteArray_AS_STRING(buf));
+    return buf;
+}
+
+/* The peak as `gpumem snapshot peak --json` and `categories --json` give it (same keys). */
+static PyObject *snapshot_peak(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds), *d;
+    const struct gm_analysis_device *dev;
+    struct gm_snapshot_timeline tl;
+    struct gm_error err;
+    bool ok;
+    if (!device || !(dev = analysis_device(s, device)))
+        return NULL;
+    if (gm_snapshot_timeline(s->snap, dev->device, false, &tl, &err) != GM_OK)
+        return raise_gm(&err, s->path);
+    d = PyDict_New();
+    ok = d && put_i64(d, "device", dev->device) && put_u64(d, "peak_bytes", tl.peak_bytes) &&
+         put_i64(d, "peak_event_index", tl.peak_event_index) && /* -1: the initial state */
+         put(d, "peak_time_us",
+             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : Py_NewRef(Py_None)) &&
+         put_u64(d, "peak_reserved_bytes", tl.peak_reserved_bytes) &&
+         put_u64(d, "reserved_at_peak_bytes", tl.reserved_at_peak_bytes) &&
+         put_u64(d, "initial_bytes", tl.initial_bytes) &&
+         put_u64(d, "final_bytes", tl.final_bytes) && put_u64(d, "trace_events", dev->n_events) &&
+         put_str(d, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase)) &&
+         put_i64(d, "peak_iteration", dev->peak_iteration); /* -1: outside any iteration */
+    gm_snapshot_timeline_release(&tl);
+    if (!ok)
+        Py_CLEAR(d);
+    return d;
+}
+
+static PyObject *category_dict(const uint64_t *bytes)
+{
+    PyObject *d = PyDict_New();
+    for (int c = 0; d && c < GM_CATEGORY_COUNT; c++)
+        if (!put_u64(d, gm_category_name((enum gm_category)c), bytes[c]))
+            Py_CLEAR(d);
+    return d;
+}
+
+static PyObject *snapshot_categories(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds);
+    const struct gm_analysis_device *dev;
+    if (!device || !(dev = analysis_device(s, device)))
+        return NULL;
+    return category_dict(dev->at_peak);
+}
+
+/* A list of 'n' dicts, the i-th filled by fill(ctx, i, dict); NULL with an exception when
+ * one cannot be made. */
+static PyObject *dict_list(size_t n, bool (*fill)(const void *ctx, size_t i, PyObject *d),
+                           const void *ctx)
+{
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *d = PyDict_New();
+        bool ok = d && fill(ctx, i, d) && PyList_Append(list, d) == 0;
+        Py_XDECREF(d);
+        if (!ok)
+            Py_CLEAR(list);
+    }
+    return list;
+}
+
+struct in_device {
+    const struct gm_snapshot *snap;
+    const struct gm_analysis_device *dev;
+};
+
+static bool leak_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct in_device *c = ctx;
+    const struct gm_analysis_leak *l = &c->dev->leaks[i];
+    return put_str(d, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind)) &&
+           put_str(d, "category", gm_category_name((enum gm_category)l->category)) &&
+           put_u64(d, "bytes_per_iteration", l->bytes_per_iteration) &&
+           put_u64(d, "total_bytes", l->total_bytes) && put_u64(d, "count", l->count) &&
+           put_u64(d, "n_iterations", l->n_iterations) &&
+           put(d, "frames", frames_list(c->snap, l->stack, 8)) &&
+           put_str(d, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+}
+
+static bool oom_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct in_device *c = ctx;
+    const struct gm_analysis_frag *o = &c->dev->ooms[i];
+    enum gm_oom_verdict v = (enum gm_oom_verdict)o->verdict;
+    return put_i64(d, "event_index", o->event) &&
+           put_str(d, "phase", gm_phase_name((enum gm_phase)o->phase)) &&
+           put_u64(d, "requested_bytes", o->requested) &&
+           put_u64(d, "device_free_bytes", o->device_free) &&
+           put_u64(d, "reserved_bytes", o->reserved) &&
+           put_u64(d, "allocated_bytes", o->allocated) &&
+           put_u64(d, "reserved_unallocated_bytes", o->reserved_unallocated) &&
+           put_u64(d, "largest_free_block_bytes", o->largest_free) &&
+           put_str(d, "verdict", gm_oom_verdict_name(v)) &&
+           put_str(d, "advice", gm_oom_verdict_advice(v)) &&
+           put(d, "at_event", category_dict(o->at_event)) &&
+           put(d, "frames", frames_list(c->snap, o->stack, 8));
+}
+
+static PyObject *snapshot_leaks(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds);
+    struct in_device c = {s->snap, NULL};
+    if (!device || !(c.dev = analysis_device(s, device)))
+        return NULL;
+    return dict_list(c.dev->n_leaks, leak_dict, &c);
+}
+
+static PyObject *snapshot_ooms(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device = device_arg(args, kwds);
+    struct in_device c = {s->snap, NULL};
+    if (!device || !(c.dev = analysis_device(s, device)))
+        return NULL;
+    return dict_list(c.dev->n_ooms, oom_dict, &c);
+}
+
+static PyObject *snapshot_stack_frames(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    unsigned long stack;
+    if (!PyArg_ParseTuple(args, "k", &stack) || !loaded(s))
+        return NULL;
+    if (stack >= s->snap->n_stacks) {
+        PyErr_Format(PyExc_ValueError, "no stack %lu (the snapshot has %zu)", stack,
+                     s->snap->n_stacks);
+        return NULL;
+    }
+    return frames_list(s->snap, (uint32_t)stack, 64);
+}
+
+/* Write the HTML report to a temporary file beside 'path', then rename it into place, so
+ * that a failed write never leaves half a report; an existing file is kept unless
+ * 'overwrite'. */
+static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char kw_path[] = "path", kw_title[] = "title", kw_over[] = "overwrite";
+    static char *kwlist[] = {kw_path, kw_title, kw_over, NULL};
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *bytes = NULL, *name;
+    const char *title = NULL, *path;
+    int overwrite = 0, fd;
+    struct gm_report_opts opts;
+    const struct gm_analysis *an;
+    struct gm_error err;
+    enum gm_status st;
+    char tmp[4096];
+    FILE *f;
+    PyThreadState *ts;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|z$p", kwlist, PyUnicode_FSConverter, &bytes,
+                                     &title, &overwrite))
+        return NULL;
+    path = PyBytes_AS_STRING(bytes);
+    name = PyUnicode_DecodeFSDefault(path);
+    if (!name || !(an = analysis_of(s)))
+        goto out_fail;
+    if (!overwrite && access(path, F_OK) == 0) {
+        gm_fail(&err, GM_ERR_EXISTS, GM_NO_OFFSET, "'%s' exists: refusing to overwrite it", path);
+        raise_gm(&err, name);
+        goto out_fail;
+    }
+    if (snprintf(tmp, sizeof(tmp), "%s.gpumem-tmp-XXXXXX", path) >= (int)sizeof(tmp)) {
+        PyErr_SetString(PyExc_ValueError, "report path too long");
+        goto out_fail;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0 || !(f = fdopen(fd, "wb"))) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name);
+        goto out_fail;
+    }
+    memset(&opts, 0, sizeof(opts));
+    if (!title) {
+        /* as the command: the snapshot's file name */
+        const char *src = PyUnicode_AsUTF8(s->path), *slash = src ? strrchr(src, '/') : NULL;
+        title = slash ? slash + 1 : src;
+    }
+    opts.title = title;
+    ts = PyEval_SaveThread();
+    st = gm_report_html(f, s->snap, an, &opts, &err);
+    if ((fflush(f) != 0 || ferror(f)) && st == GM_OK)
+        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "writing '%s' failed: %s", path,
+                     strerror(errno));
+    if (fclose(f) != 0 && st == GM_OK)
+        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "writing '%s' failed: %s", path,
+                     strerror(errno));
+    PyEval_RestoreThread(ts);
+    if (st == GM_OK && !overwrite && access(path, F_OK) == 0)
+        st = gm_fail(&err, GM_ERR_EXISTS, GM_NO_OFFSET, "'%s' appeared meanwhile: kept it", path);
+    if (st == GM_OK && rename(tmp, path) != 0)
+        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "renaming to '%s' failed: %s", path,
+                     strerror(errno));
+    if (st != GM_OK) {
+        unlink(tmp);
+        raise_gm(&err, name);
+        goto out_fail;
+    }
+    Py_DECREF(name);
+    Py_DECREF(bytes);
+    Py_RETURN_NONE;
+out_fail:
+    Py_XDECREF(name);
+    Py_DECREF(bytes);
+    return NULL;
+}
+
+/* The scalar properties, one getter told apart by its closure. */
+enum snapshot_prop {
+    PROP_PATH,
+    PROP_GENERATION,
+    PROP_TORCH,
+    PROP_PROTOCOL,
+    PROP_SIZE,
+    PROP_EVENTS
+};
+
+static PyObject *snapshot_get(PyObject *self, void *closure)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    if (!loaded(s))
+        return NULL;
+    switch ((enum snapshot_prop)(intptr_t)closure) {
+    case PROP_PATH:
+        return Py_NewRef(s->path);
+    case PROP_GENERATION:
+        return PyUnicode_FromString(gm_snapshot_gen_name(s->snap->gen));
+    case PROP_TORCH:
+        return PyUnicode_FromString(gm_snapshot_gen_torch(s->snap->gen));
+    case PROP_PROTOCOL:
+        return PyLong_FromLong(s->snap->protocol);
+    case PROP_SIZE:
+        return PyLong_FromUnsignedLongLong(s->snap->file_size);
+    case PROP_EVENTS:
+        return PyLong_FromSize_t(s->snap->n_events);
+    }
+    Py_RETURN_NONE;
+}
+
+#define PROP(p) ((void *)(intptr_t)(p))
+
+static PyObject *snapshot_get_devices(PyObject *self, void *closure)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *t;
+    (void)closure;
+    if (!loaded(s))
+        return NULL;
+    t = PyTuple_New((Py_ssize_t)s->snap->n_devices);
+    for (size_t i = 0; t && i < s->snap->n_devices; i++) {
+        PyObject *v = PyLong_FromLong(s->snap->devices[i].index);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
+    }
+    return t;
+}
+
+static bool annotation_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct gm_snapshot_annotation *a = &((const struct gm_snapshot *)ctx)->annotations[i];
+    return put_str(d, "name", a->name) && put_str(d, "stage", a->stage) &&
+           put_i64(d, "device", a->device) && put_i64(d, "time_us", a->time_us);
+}
+
+/* external_annotations (record_function ranges, gpumem.torch's phase marks among them), in
+ * file order; None when the file has no such key (written before torch 2.4). */
+static PyObject *snapshot_get_annotations(PyObject *self, void *closure)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    (void)closure;
+    if (!loaded(s))
+        return NULL;
+    if (!s->snap->has_annotations)
+        Py_RETURN_NONE;
+    return dict_list(s->snap->n_annotations, annotation_dict, s->snap);
+}
+
+static PyMethodDef snapshot_methods[] = {
+    {"_events", (PyCFunction)(void (*)(void))snapshot_events, METH_VARARGS | METH_KEYWORDS,
+     "_events(device=None) -> bytearray of event records (see event_fields())"},
+    {"peak", (PyCFunction)(void (*)(void))snapshot_peak, METH_VARARGS | METH_KEYWORDS,
+     "peak(device=None) -> dict: the allocated peak, when, its phase and iteration"},
+    {"categories", (PyCFunction)(void (*)(void))snapshot_categories, METH_VARARGS | METH_KEYWORDS,
+     "categories(device=None) -> dict: allocated bytes at the peak per category"},
+    {"leaks", (PyCFunction)(void (*)(void))snapshot_leaks, METH_VARARGS | METH_KEYWORDS,
+     "leaks(device=None) -> list of dicts: memory that grows from iteration to iteration"},
+    {"ooms", (PyCFunction)(void (*)(void))snapshot_ooms, METH_VARARGS | METH_KEYWORDS,
+     "ooms(device=None) -> list of dicts: each out-of-memory event with its verdict"},
+    {"stack_frames", snapshot_stack_frames, METH_VARARGS,
+     "stack_frames(stack) -> list of {filename, line, name}: the frames worth showing"},
+    {"report", (PyCFunction)(void (*)(void))snapshot_report, METH_VARARGS | METH_KEYWORDS,
+     "report(path, title=None, *, overwrite=False): write the offline HTML report"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef snapshot_getset[] = {
+    {"path", snapshot_get, NULL, "the file as given", PROP(PROP_PATH)},
+    {"generation", snapshot_get, NULL, "format generation ('g7')", PROP(PROP_GENERATION)},
+    {"torch_versions", snapshot_get, NULL, "torch versions of that generation", PROP(PROP_TORCH)},
+    {"protocol", snapshot_get, NULL, "pickle protocol", PROP(PROP_PROTOCOL)},
+    {"file_size", snapshot_get, NULL, "bytes", PROP(PROP_SIZE)},
+    {"n_events", snapshot_get, NULL, "trace events over all devices", PROP(PROP_EVENTS)},
+    {"devices", snapshot_get_devices, NULL, "device indexes the file names, ascending", NULL},
+    {"annotations", snapshot_get_annotations, NULL,
+     "external_annotations as dicts (name, stage, device, time_us), or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject snapshot_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpumem._core.Snapshot",
+    .tp_basicsize = sizeof(struct snapshot_obj),
+    .tp_dealloc = snapshot_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Snapshot(path, *, max_memory=0): a PyTorch CUDA memory snapshot read by gpumem's "
+              "own reader; nothing in the file is executed.",
+    .tp_methods = snapshot_methods,
+    .tp_getset = snapshot_getset,
+    .tp_init = snapshot_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Devices */
+
+struct devices_obj {
+    PyObject_HEAD struct gm_devices *d;
+};
+
+static void devices_dealloc(PyObject *self)
+{
+    struct devices_obj *o = (struct devices_obj *)self;
+    gm_devices_close(o->d);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int devices_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    struct devices_obj *o = (struct devices_obj *)self;
+    struct gm_devices *d = NULL;
+    struct gm_error err;
+    enum gm_status st;
+    PyThreadState *ts;
+    if (!PyArg_ParseTuple(args, "") || (kwds && PyDict_Size(kwds) > 0)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Devices() takes no arguments");
+        return -1;
+    }
+    ts = PyEval_SaveThread();
+    st = gm_devices_open(&d, &err);
+    PyEval_RestoreThread(ts);
+    if (st != GM_OK) {
+        raise_gm(&err, NULL);
+        return -1;
+    }
+    gm_devices_close(o->d);
+    o->d = d;
+    return 0;
+}
+
+static bool opened(struct devices_obj *o)
+{
+    if (o->d)
+        return true;
+    PyErr_SetString(error_base, "Devices.__init__ failed");
+    return false;
+}
+
+/* None when a device is usable, else the sentence saying why not. */
+static PyObject *devices_unavailable(PyObject *self, PyObject *unused)
+{
+    struct devices_obj *o = (struct devices_obj *)self;
+    struct gm_error err;
+    (void)unused;
+    if (!opened(o))
+        return NULL;
+    if (gm_devices_check(o->d, &err) == GM_OK)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(err.msg);
+}
+
+static PyObject *devices_memory(PyObject *self, PyObject *args)
+{
+    struct devices_obj *o = (struct devices_obj *)self;
+    struct gm_device_memory m;
+    struct gm_error err;
+    enum gm_status st;
+    int cuda_index;
+    size_t pos;
+    PyObject *d;
+    if (!PyArg_ParseTuple(args, "i", &cuda_index) || !opened(o))
+        return NULL;
+    if (gm_devices_find_cuda(o->d, cuda_index, &pos, &err) != GM_OK)
+        return raise_gm(&err, NULL);
+    st = gm_devices_memory(o->d, pos, &m, &err);
+    if (st != GM_OK)
+        return raise_gm(&err, NULL);
+    d = PyDict_New();
+    if (d &&
+        !(put_reading(d, "total_bytes", m.total) && put_reading(d, "free_bytes", m.free) &&
+          put_reading(d, "used_bytes", m.used) && put_reading(d, "reserved_bytes", m.reserved)))
+        Py_CLEAR(d);
+    return d;
+}
+
+/* The members of `gpumem environment --json` (schema gpumem.environment/1) as one JSON
+ * object, for CUDA device 'cuda_index' only (every device when -1). */
+static PyObject *devices_environment_json(PyObject *self, PyObject *args)
+{
+    struct devices_obj *o = (struct devices_obj *)self;
+    struct gm_host_info host;
+    struct gm_json w;
+    int cuda_index = -1;
+    char *text = NULL;
+    size_t len = 0;
+    bool ok;
+    FILE *f;
+    PyObject *s;
+    if (!PyArg_ParseTuple(args, "|i", &cuda_index) || !opened(o))
+        return NULL;
+    f = open_memstream(&text, &len);
+    if (!f)
+        return PyErr_NoMemory();
+    gm_host_probe(&host);
+    gm_json_init(&w, f, 0);
+    gm_json_begin_object(&w);
+    gm_devices_write_json(&w, o->d, &host, cuda_index);
+    gm_json_end_object(&w);
+    ok = gm_json_finish(&w);
+    if (fclose(f) != 0)
+        ok = false;
+    if (!ok) {
+        free(text);
+        PyErr_SetString(error_base, "writing the environment JSON failed");
+        return NULL;
+    }
+    s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
+    free(text);
+    return s;
+}
+
+static PyMethodDef devices_methods[] = {
+    {"unavailable", devices_unavailable, METH_NOARGS,
+     "unavailable() -> None when a GPU is usable, else why not (one sentence)"},
+    {"memory", devices_memory, METH_VARARGS,
+     "memory(cuda_index) -> dict of total/free/used/reserved bytes (None when unknown)"},
+    {"environment_json", devices_environment_json, METH_VARARGS,
+     "environment_json(cuda_index=-1) -> str: gpumem environment --json members"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject devices_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpumem._core.Devices",
+    .tp_basicsize = sizeof(struct devices_obj),
+    .tp_dealloc = devices_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Devices(): the driver's view of the GPUs (NVML and the CUDA driver, loaded at run "
+              "time); never fails for want of a GPU, see unavailable().",
+    .tp_methods = devices_methods,
+    .tp_init = devices_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Module */
+
+static PyObject *core_version(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(gm_version());
+}
+
+static PyObject *core_event_fields(PyObject *self, PyObject *unused)
+{
+    size_t n = sizeof(event_fields) / sizeof(event_fields[0]);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    (void)self;
+    (void)unused;
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *t =
+            Py_BuildValue("(snss)", event_fields[i].name, (Py_ssize_t)event_fields[i].offset,
+                          event_fields[i].numpy, event_fields[i].struct_);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+static PyObject *name_tuple(const char *(*name)(int), int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(name(i));
+        if (!s) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+static const char *action_name(int i)
+{
+    return gm_snapshot_action_name((enum gm_snapshot_action)i);
+}
+
+static const char *category_name(int i)
+{
+    return gm_category_name((enum gm_category)i);
+}
+
+static PyMethodDef core_methods[] = {
+    {"version", core_version, METH_NOARGS, "the version of the gpumem library"},
+    {"event_fields", core_event_fields, METH_NOARGS,
+     "event_fields() -> [(name, offset, numpy type, struct code)]: one event record"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gpumem._core",
+    .m_doc = "The C extension of gpumem: Snapshot and Devices over the gpumem C library.",
+    .m_size = -1,
+    .m_methods = core_methods,
+};
+
+static bool add_exception(PyObject *m, const char *name, PyObject *bases, const char *doc,
+                          PyObject **out)
+{
+    char full[64];
+    snprintf(full, sizeof(full), "gpumem.%s", name);
+    *out = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+    return *out && PyModule_AddObjectRef(m, name, *out) == 0;
+}
+
+PyMODINIT_FUNC PyInit__core(void);
+PyMODINIT_FUNC PyInit__core(void)
+{
+    PyObject *m, *bases;
+    if (PyType_Ready(&snapshot_type) < 0 || PyType_Ready(&devices_type) < 0)
+        return NULL;
+    m = PyModule_Create(&core_module);
+    if (!m)
+        return NULL;
+    if (!add_exception(m, "Error", NULL, "An error reported by the gpumem library.", &error_base))
+        goto out_fail;
+    bases = PyTuple_Pack(2, error_base, PyExc_ValueError);
+    if (!bases || !add_exception(m, "FormatError", bases,
+                                 "Malformed or unsupported input data (a damaged snapshot).",
+                                 &error_format)) {
+        Py_XDECREF(bases);
+        goto out_fail;
+    }
+    Py_DECREF(bases);
+    if (!add_exception(m, "NoDeviceError", error_base,
+                       "No usable GPU or driver (the CLI's exit status 2).", &error_no_device) ||
+        PyModule_AddObjectRef(m, "Snapshot", (PyObject *)&snapshot_type) < 0 ||
+        PyModule_AddObjectRef(m, "Devices", (PyObject *)&devices_type) < 0 ||
+        PyModule_AddObject(m, "ACTIONS", name_tuple(action_name, GM_ACTION_COUNT)) < 0 ||
+        PyModule_AddObject(m, "CATEGORIES", name_tuple(category_name, GM_CATEGORY_COUNT)) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_HAS_TIME", GM_EVENT_HAS_TIME) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_HAS_ADDR", GM_EVENT_HAS_ADDR) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_HAS_FRAMES", GM_EVENT_HAS_FRAMES) < 0 ||
+        PyModule_AddIntConstant(m, "EVENT_SIZE", (long)sizeof(struct py_event)) < 0 ||
+        PyModule_AddStringConstant(m, "SERIES_ENV", GM_SWEEP_SERIES_ENV) < 0)
+        goto out_fail;
+    return m;
+out_fail:
+    Py_DECREF(m);
+    return NULL;
+}

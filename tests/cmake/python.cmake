@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+# The Python package's tests (tests/python, unittest): the extension against the CLI and an
+# independent reader, gpumem.torch against the suite's own fake torch, and the two ways to
+# install it (make install, pip install --no-build-isolation).
+#
+# Under GM_SANITIZE the extension is built with ASan and UBSan, and the interpreter (which
+# is not) must load the ASan runtime first: LD_PRELOAD of the compiler's shared libasan.
+# Leak detection stays off there, because CPython keeps its own objects alive at exit by
+# design; tests/python/test_snapshot.py checks the extension's own memory with a loop (and
+# a small quarantine keeps ASan's own hold on freed memory out of that measure).
+if(NOT TARGET gpumem_python)
+  return()
+endif()
+
+set(GM_PYTHON_TEST_ENV ${GM_TEST_ENV}
+  "PYTHONPATH=${PROJECT_BINARY_DIR}/python"
+  "PYTHONDONTWRITEBYTECODE=1"
+  "GPUMEM_CUDA_LIBRARY=${PROJECT_BINARY_DIR}/tests/fake/libcuda.so.1"
+  "GPUMEM_NVML_LIBRARY=${PROJECT_BINARY_DIR}/tests/fake/libnvidia-ml.so.1"
+  "GM_FAKE_DIR=${PROJECT_BINARY_DIR}/tests/fake"
+  "GM_PYTHON_SITEDIR=${GM_PYTHON_SITEDIR}"
+  "GM_INSTALL_PREFIX=${CMAKE_INSTALL_PREFIX}")
+set(GM_PYTHON_SANITIZED OFF)
+if(GM_SANITIZE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE GM_LIBASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(IS_ABSOLUTE "${GM_LIBASAN}" AND EXISTS "${GM_LIBASAN}")
+    list(APPEND GM_PYTHON_TEST_ENV "LD_PRELOAD=${GM_LIBASAN}"
+      "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:quarantine_size_mb=8"
+      "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    set(GM_PYTHON_SANITIZED ON)
+  else()
+    message(STATUS "gpumem: ${CMAKE_C_COMPILER} has no shared ASan runtime to preload: the Python tests are not run in this sanitizer build")
+  endif()
+endif()
+
+if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
+  foreach(suite snapshot torch sweep)
+    add_test(NAME python/${suite}
+      COMMAND ${Python3_EXECUTABLE} -m unittest -v test_${suite}
+      WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+    set_tests_properties(python/${suite} PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}" TIMEOUT 300)
+  endforeach()
+endif()
+
+# Installing: `make install` into a staging folder, and `pip install .` (offline, without
+# build isolation) into a virtual environment; both must give `import gpumem`.  Not under
+# the sanitizers: they build and test the same sources as the plain build.
+if(NOT GM_SANITIZE)
+  add_test(NAME python/install
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python/install_test.sh ${PROJECT_BINARY_DIR} ${Python3_EXECUTABLE})
+  set_tests_properties(python/install PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}" TIMEOUT 900
+    LABELS no-asan)
+endif()
+
+# The extension's C source follows the house format too (lint/format covers src cli include tests).
+if(GM_CLANG_FORMAT)
+  add_test(NAME lint/format-python
+    COMMAND ${GM_CLANG_FORMAT} --dry-run -Werror ${PROJECT_SOURCE_DIR}/python/_core.c)
+  set_tests_properties(lint/format-python PROPERTIES LABELS no-asan)
+endif()

@@ -1,0 +1,3 @@
+# SPDX-License-Identifier: MIT
+"""torch.backends of the fake."""
+from . import cudnn  # noqa: F401

@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: MIT
+"""gpumem.Snapshot: the C extension over the snapshot reader and the analysis.
+
+Checks that what Python gets is what the `gpumem snapshot ... --json` commands print for the
+same file (real files of many PyTorch versions and gpumem's example), that events agree one
+by one with an independent reading of the pickle (tests/reference/snapshot_ref.py, Python's
+unpickler with classes refused), the NumPy and the no-NumPy forms of events, the errors, the
+report and its refusal to overwrite, and that loading again and again does not leak."""
+import glob
+import os
+import resource
+import struct
+import subprocess
+import sys
+import unittest
+
+from common import GPUMEM, SNAPSHOTS, SOURCE, TempDir, example_snapshot, gpumem_json, python_env, run
+
+import gpumem
+
+sys.path.insert(0, os.path.join(SOURCE, "tests", "reference"))
+import snapshot_ref  # noqa: E402
+
+PEAK_KEYS = ("peak_bytes", "peak_event_index", "peak_time_us", "peak_reserved_bytes",
+             "reserved_at_peak_bytes", "initial_bytes", "final_bytes", "trace_events")
+
+
+def real_files():
+    files = sorted(glob.glob(os.path.join(SNAPSHOTS, "*.pickle")) + glob.glob(os.path.join(SNAPSHOTS, "*.pkl")))
+    if not files:
+        raise unittest.SkipTest("no real snapshots in %s" % SNAPSHOTS)
+    return files
+
+
+class SnapshotAgreesWithCli(TempDir):
+    def test_peak_and_categories_of_every_real_file(self):
+        for path in real_files():
+            with self.subTest(file=os.path.basename(path)):
+                s = gpumem.Snapshot(path)
+                peak = gpumem_json("snapshot", "peak", "--json", path)
+                cats = gpumem_json("snapshot", "categories", "--json", path)
+                self.assertEqual(s.devices, tuple(d["device"] for d in peak["devices"]))
+                for want, cat in zip(peak["devices"], cats["devices"]):
+                    got = s.peak(want["device"])
+                    for k in PEAK_KEYS:
+                        self.assertEqual(got[k], want[k], k)
+                    self.assertEqual(got["peak_phase"], cat["peak_phase"])
+                    self.assertEqual(got["peak_iteration"], cat["peak_iteration"])
+                    self.assertEqual(s.categories(want["device"]), cat["at_peak"])
+                    self.assertEqual(list(s.categories(want["device"])), list(gpumem.CATEGORIES))
+
+    def test_leaks_of_the_example(self):
+        path = example_snapshot(self.path("ex.pickle"))
+        want = gpumem_json("snapshot", "leaks", "--json", "--top", "1000", path)["devices"][0]["leaks"]
+        got = gpumem.Snapshot(path).leaks()
+        self.assertGreater(len(want), 0)
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(got, want):
+            for k in ("kind", "category", "bytes_per_iteration", "total_bytes", "count", "n_iterations", "advice"):
+                self.assertEqual(g[k], w[k], k)
+            n = min(len(g["frames"]), len(w["frames"]))
+            self.assertGreater(n, 0)
+            self.assertEqual(g["frames"][:n], w["frames"][:n])
+
+    def test_oom_verdicts(self):
+        path = os.path.join(SNAPSHOTS, "g6_compile_ctx_3dev_expandable_oom.pickle")
+        if not os.path.exists(path):
+            self.skipTest("no g6 OOM snapshot")
+        want = gpumem_json("snapshot", "oom", "--json", path)
+        s = gpumem.Snapshot(path)
+        n = 0
+        for dev in want["devices"]:
+            got = s.ooms(dev["device"])
+            self.assertEqual(len(got), len(dev["ooms"]))
+            for g, w in zip(got, dev["ooms"]):
+                for k in ("event_index", "phase", "requested_bytes", "device_free_bytes", "reserved_bytes",
+                          "allocated_bytes", "reserved_unallocated_bytes", "largest_free_block_bytes",
+                          "verdict", "advice", "at_event"):
+                    self.assertEqual(g[k], w[k], k)
+                n += 1
+        self.assertGreater(n, 0, "the file has an OOM")
+
+    def test_default_device_is_the_largest_peak(self):
+        path = os.path.join(SNAPSHOTS, "g6_compile_ctx_3dev_expandable_oom.pickle")
+        if not os.path.exists(path):
+            self.skipTest("no multi-device snapshot")
+        s = gpumem.Snapshot(path)
+        peaks = {d: s.peak(d)["peak_bytes"] for d in s.devices}
+        self.assertGreater(len(peaks), 1)
+        self.assertEqual(s.peak()["device"], max(peaks, key=peaks.get))
+        with self.assertRaises(ValueError):
+            s.peak(99)
+
+
+class Events(TempDir):
+    def reference_trace(self, path, device):
+        data = snapshot_ref.normalise(snapshot_ref.load(path))
+        traces = data["device_traces"] or []
+        return traces[device] if device < len(traces) else []
+
+    def test_events_match_an_independent_reading(self):
+        np = gpumem._numpy()
+        if np is None:
+            self.skipTest("NumPy is not installed for this Python (Debian: python3-numpy)")
+        for path in real_files() + [example_snapshot(self.path("ex.pickle"))]:
+            s = gpumem.Snapshot(path)
+            for d in s.devices:
+                with self.subTest(file=os.path.basename(path), device=d):
+                    ev = s.events(d)
+                    self.assertIsInstance(ev, np.ndarray)
+                    self.assertEqual(ev.dtype, gpumem.event_dtype())
+                    ref = self.reference_trace(path, d)
+                    self.assertEqual(len(ev), len(ref))
+                    for e, r in zip(ev, ref):
+                        name = gpumem.ACTIONS[e["action"]]
+                        self.assertEqual(name, r["action"] if r["action"] in gpumem.ACTIONS else "other")
+                        self.assertEqual(int(e["size"]), r.get("size", 0))
+                        self.assertEqual(int(e["stream"]), r.get("stream", 0))
+                        addr = r.get("device_free", 0) if name == "oom" else r.get("addr", 0)
+                        self.assertEqual(int(e["addr"]), addr)
+                        has_time = bool(e["flags"] & gpumem.EVENT_HAS_TIME)
+                        self.assertEqual(has_time, "time_us" in r)
+                        if has_time:
+                            self.assertEqual(int(e["time_us"]), r["time_us"])
+                        if e["stack"]:
+                            self.assertTrue(s.stack_frames(int(e["stack"])))
+
+    def test_without_numpy_events_are_a_memoryview(self):
+        path = example_snapshot(self.path("ex.pickle"))
+        code = (
+            "import sys, struct\n"
+            "sys.modules['numpy'] = None  # import numpy now raises ImportError\n"
+            "import gpumem\n"
+            "s = gpumem.Snapshot(sys.argv[1])\n"
+            "v = s.events()\n"
+            "assert isinstance(v, memoryview), type(v)\n"
+            "rows = list(struct.iter_unpack(gpumem.EVENT_FORMAT, v))\n"
+            "assert len(rows) == s.peak()['trace_events']\n"
+            "first = dict(zip(gpumem.EVENT_FIELDS, rows[0]))\n"
+            "print(len(rows), gpumem.ACTIONS[first['action']], first['size'])\n"
+            "try:\n"
+            "    gpumem.event_dtype()\n"
+            "except ImportError:\n"
+            "    print('no dtype')\n"
+        )
+        p = run(sys.executable, "-c", code, path, env=python_env())
+        n, action, size, *_ = p.stdout.split()
+        ref = self.reference_trace(path, 0)
+        self.assertEqual(int(n), len(ref))
+        self.assertEqual(action, ref[0]["action"])
+        self.assertEqual(int(size), ref[0]["size"])
+        self.assertIn("no dtype", p.stdout)
+
+    def test_event_format_is_the_record_size(self):
+        self.assertEqual(struct.calcsize(gpumem.EVENT_FORMAT), gpumem._core.EVENT_SIZE)
+        self.assertEqual(gpumem.EVENT_FIELDS, ("time_us", "addr", "size", "stream", "stack", "action", "flags"))
+
+
+class Errors(TempDir):
+    def test_missing_file(self):
+        with self.assertRaises(FileNotFoundError) as cm:
+            gpumem.Snapshot(self.path("nope.pickle"))
+        self.assertEqual(cm.exception.filename, self.path("nope.pickle"))
+
+    def test_damaged_and_hostile_files_are_format_errors(self):
+        cases = {
+            "truncated.pickle": None,
+            "global.pickle": b"\x80\x04\x95\x15\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93\x94.",
+            "garbage.pickle": b"\x80\x04not a snapshot",
+            "list_of_ints.pickle": b"\x80\x04]\x94(K\x01K\x02e.",
+        }
+        with open(example_snapshot(self.path("ex.pickle")), "rb") as f:
+            example = f.read()
+        cases["truncated.pickle"] = example[: len(example) // 2]
+        for name, data in cases.items():
+            with self.subTest(case=name):
+                with open(self.path(name), "wb") as f:
+                    f.write(data)
+                with self.assertRaises(gpumem.FormatError) as cm:
+                    gpumem.Snapshot(self.path(name))
+                self.assertIsInstance(cm.exception, ValueError)
+                self.assertIsInstance(cm.exception, gpumem.Error)
+
+    def test_memory_cap(self):
+        path = example_snapshot(self.path("ex.pickle"))
+        with self.assertRaises(gpumem.FormatError) as cm:
+            gpumem.Snapshot(path, max_memory=4096)
+        self.assertIn("memory cap of 4096 bytes exceeded", str(cm.exception))
+
+    def test_not_loaded_twice(self):
+        s = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))
+        with self.assertRaises(TypeError):
+            s.__init__(s.path)
+
+
+class Report(TempDir):
+    def test_report_is_written_and_never_replaced(self):
+        s = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))
+        out = self.path("r.html")
+        s.report(out, title="example run")
+        with open(out, encoding="utf-8") as f:
+            html = f.read()
+        self.assertTrue(html.startswith("<!DOCTYPE html>") or html.lower().startswith("<!doctype html>"))
+        self.assertIn("example run", html)
+        before = os.stat(out).st_mtime_ns
+        with self.assertRaises(FileExistsError):
+            s.report(out)
+        self.assertEqual(os.stat(out).st_mtime_ns, before)
+        s.report(out, overwrite=True)
+        self.assertNotEqual(os.stat(out).st_mtime_ns, before)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["ex.pickle", "r.html"], "no temporary file left")
+
+    def test_report_matches_the_cli(self):
+        path = example_snapshot(self.path("ex.pickle"))
+        gpumem.Snapshot(path).report(self.path("py.html"))
+        run(GPUMEM, "snapshot", "report", path, "-o", self.path("cli.html"))
+        with open(self.path("py.html"), "rb") as a, open(self.path("cli.html"), "rb") as b:
+            self.assertEqual(a.read(), b.read(), "the same page, title (the file name) included")
+
+
+class NoLeak(TempDir):
+    def test_loading_again_and_again_frees_everything(self):
+        # The example snapshot costs several MiB in the reader's arena: a lost snapshot or
+        # analysis per load shows up as hundreds of MiB after 150 loads.
+        path = example_snapshot(self.path("ex.pickle"), "--iterations", "20")
+
+        def rss_mib():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+        for _ in range(10):
+            gpumem.Snapshot(path).categories()
+        start = rss_mib()
+        for _ in range(150):
+            s = gpumem.Snapshot(path)
+            s.categories()
+            s.events()
+            del s
+        self.assertLess(rss_mib() - start, 64, "memory grows with every load")
+
+
+class Import(unittest.TestCase):
+    def test_import_needs_neither_torch_nor_numpy(self):
+        code = (
+            "import sys\n"
+            "sys.modules['numpy'] = None\n"
+            "sys.modules['torch'] = None\n"
+            "import gpumem, gpumem.torch\n"
+            "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+            "print(gpumem.__version__)\n"
+        )
+        p = run(sys.executable, "-c", code, env=python_env())
+        self.assertEqual(p.stdout.strip(), run(GPUMEM, "version").stdout.split()[1])
+
+    def test_devices_without_a_driver(self):
+        env = python_env()
+        env["GPUMEM_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1"
+        env["GPUMEM_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1"
+        code = (
+            "import gpumem\n"
+            "d = gpumem.Devices()\n"
+            "print(d.unavailable())\n"
+            "try:\n"
+            "    d.memory(0)\n"
+            "except gpumem.NoDeviceError as e:\n"
+            "    print('nodev', e)\n"
+        )
+        p = run(sys.executable, "-c", code, env=env)
+        self.assertIn("nodev", p.stdout)
+        self.assertNotEqual(p.stdout.splitlines()[0], "None")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: MIT
+"""gpumem sweep end to end with the fake drivers: a workload that allocates through the fake
+CUDA (tests/device/workload.c) and fails above a size known from the fake's constants, and a
+training script on the fake torch that writes its gpumem.torch series (tests/python/
+workloads/train_fake.py).  Checks the runs, the bisection's exact boundary, the failures kept
+as observations with their phase and error, no bisection for a failure that is not an OOM,
+the timeout, the refusal to overwrite, and the JSON read back by gpumem sheet."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from common import FAKE_TORCH, GPUMEM, HERE, TempDir, python_env, run
+
+MIB = 1 << 20
+TRAIN = os.path.join(HERE, "workloads", "train_fake.py")
+
+
+class Sweep(TempDir):
+    def setUp(self):
+        super().setUp()
+        fake = os.environ.get("GM_FAKE_DIR")
+        if not fake or not os.path.exists(os.path.join(fake, "gm_workload")):
+            self.skipTest("no fake drivers in this build")
+        self.workload = os.path.join(fake, "gm_workload")
+        self.env = python_env([FAKE_TORCH])
+        # 4 GiB device, 512 MiB kept by the "driver" and 300 MiB per context, charged in
+        # 2 MiB granules: a process can allocate at most 4096 - 512 - 300 = 3284 MiB.
+        self.env.update(GPUMEM_FAKE_MEMORY="4GiB", GPUMEM_FAKE_STATE=self.path("fake.state"))
+        for k in ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "GPUMEM_TORCH_OUTPUT"):
+            self.env.pop(k, None)
+
+    def sweep(self, *args, check=True):
+        return run(GPUMEM, "sweep", *args, env=self.env, cwd=self.tmp, check=check)
+
+    def test_boundary_of_a_workload_on_the_fake_driver(self):
+        p = self.sweep("--param", "mib=1024,2048,4096,8192", "--interval", "20", "--process-interval", "20",
+                       "--json", "--", self.workload, "alloc:{mib}", "sleep:150")
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["schema"], "gpumem.sweep/1")
+        self.assertEqual(doc["boundary"], {"end": "boundary", "fits": 3284, "fails": 3285, "exact": True})
+        runs = doc["runs"]
+        self.assertEqual([r["value"] for r in runs[:3]], [1024, 2048, 4096])
+        self.assertEqual([r["bisection"] for r in runs[:4]], [False, False, False, True])
+        self.assertEqual(doc["not_run"], [8192], "values above the first failure are not run")
+        for r in runs:
+            fits = r["value"] <= 3284
+            self.assertEqual(r["outcome"], "ok" if fits else "failed", r)
+            if fits:
+                # device used as watch sees it: the allocation and the 300 MiB context
+                self.assertEqual(r["device"]["peak_bytes"], (r["value"] + 300) * MIB, r)
+                self.assertEqual(r["command_peak_bytes"], (r["value"] + 300) * MIB, r)
+                self.assertIsNone(r["error"])
+            else:
+                self.assertEqual(r["exit_status"], 1)
+                self.assertIn("out of device memory", r["error"], "the failure is kept with its error")
+            self.assertIsNone(r["series"], "gm_workload writes no series")
+        # each value ran once, in a fresh process
+        self.assertEqual(len({r["value"] for r in runs}), len(runs))
+
+    def test_training_script_with_gpumem_torch(self):
+        out = self.path("sweep.json")
+        p = self.sweep("--param", "batch=8,16,32,64", "--output", out, "--logs", self.path("logs"), "--",
+                       sys.executable, TRAIN, "--batch", "{batch}")
+        with open(out) as f:
+            doc = json.load(f)
+        b = doc["boundary"]
+        self.assertEqual((b["end"], b["exact"]), ("boundary", True))
+        self.assertEqual(b["fails"], b["fits"] + 1)
+        failed = [r for r in doc["runs"] if r["outcome"] != "ok"]
+        self.assertTrue(failed)
+        for r in failed:
+            s = r["series"]
+            self.assertTrue(s["oom"], r)
+            self.assertIn(s["phase"], ("forward", "optimizer_step"))
+            self.assertIn(s["requested_bytes"], (64 * MIB, 512 * MIB))
+            self.assertIn("OutOfMemoryError", r["error"])
+        for r in doc["runs"]:
+            if r["outcome"] == "ok":
+                self.assertEqual(r["series"]["phases"], 7)
+                self.assertEqual(r["series"]["phases_failed"], 0)
+        # the boundary agrees with running the script by hand at both values
+        for batch, ok in ((b["fits"], True), (b["fails"], False)):
+            q = run(sys.executable, TRAIN, "--batch", str(batch), env=self.env, cwd=self.tmp, check=False)
+            self.assertEqual(q.returncode == 0, ok, q.stderr)
+        self.assertIn("boundary: batch=%d fits, batch=%d fails (out of memory in phase" % (b["fits"], b["fails"]),
+                      p.stdout)
+        # --logs keeps every run's output and series
+        logs = sorted(os.listdir(self.path("logs")))
+        self.assertIn("run-1.log", logs)
+        self.assertIn("run-1.json", logs)
+        with open(self.path("logs/run-1.json")) as f:
+            self.assertEqual(json.load(f)["dimensions"]["batch"], 8)
+        # the sheet reads the sweep back
+        sheet = run(GPUMEM, "sheet", out, env=self.env).stdout
+        self.assertIn("batch=%d fits, batch=%d fails" % (b["fits"], b["fails"]), sheet)
+
+    def test_a_failure_that_is_not_an_oom_is_not_bisected(self):
+        p = self.sweep("--param", "batch=8,16,32,64", "--json", "--", sys.executable, TRAIN, "--batch", "{batch}",
+                       "--bug-at", "20")
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["boundary"]["end"], "not_oom")
+        self.assertEqual([r["value"] for r in doc["runs"]], [8, 16, 32])
+        bug = doc["runs"][-1]
+        self.assertFalse(bug["series"]["oom"])
+        self.assertEqual(bug["series"]["phase"], "forward")
+        self.assertIn("ValueError: shapes do not match", bug["error"])
+
+    def test_timeout(self):
+        p = self.sweep("--param", "ms=100,5000", "--timeout", "1", "--json", "--", self.workload, "alloc:16",
+                       "sleep:{ms}")
+        doc = json.loads(p.stdout)
+        self.assertEqual([r["outcome"] for r in doc["runs"]][:2], ["ok", "timeout"])
+        self.assertIn("timed out after 1000 ms", doc["runs"][1]["error"])
+
+    def test_interrupt_stops_the_run_and_keeps_the_record(self):
+        out = self.path("sweep.json")
+        p = subprocess.Popen([GPUMEM, "sweep", "--param", "ms=30000,60000", "--output", out, "--",
+                              self.workload, "alloc:16", "sleep:{ms}"],
+                             env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 130, err)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["boundary"]["end"], "interrupted")
+        self.assertEqual([r["outcome"] for r in doc["runs"]], ["interrupted"])
+        self.assertLess(doc["runs"][0]["seconds"], 10, "the run was stopped, not waited for")
+
+    def test_refuses_to_overwrite_before_running(self):
+        out = self.path("sweep.json")
+        with open(out, "w") as f:
+            f.write("earlier\n")
+        p = self.sweep("--param", "n=1,2", "--output", out, "--", "sh", "-c", "touch ran-{n}", check=False)
+        self.assertEqual(p.returncode, 73)
+        self.assertFalse(os.path.exists(self.path("ran-1")), "nothing ran")
+        with open(out) as f:
+            self.assertEqual(f.read(), "earlier\n")
+
+    def test_a_command_that_cannot_start(self):
+        p = self.sweep("--param", "n=1,2", "--json", "--", self.path("no-such-program"), "{n}", check=False)
+        self.assertEqual(p.returncode, 1)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["runs"][0]["outcome"], "not_started")
+        self.assertEqual(doc["boundary"]["end"], "first_fails")
+
+    def test_no_leftover_files(self):
+        os.mkdir(self.path("t"))
+        self.env["TMPDIR"] = self.path("t")
+        self.sweep("--param", "mib=16,32", "--json", "--", self.workload, "alloc:{mib}")
+        self.assertEqual(os.listdir(self.path("t")), [], "the runs' folder is removed")
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["fake.state", "t"])
+
+
+if __name__ == "__main__":
+    unittest.main()
