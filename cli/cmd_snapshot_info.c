@@ -61,12 +61,11 @@ static void print_setting(const struct gm_snapshot_setting *s)
     }
 }
 
-static size_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
+static uint64_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
 {
-    size_t n = 0;
+    uint64_t n = 0;
     for (size_t d = 0; d < snap->n_devices; d++)
-        for (size_t k = 0; k < snap->devices[d].n_events; k++)
-            n += snap->devices[d].events[k].action == (uint8_t)a;
+        n += snap->devices[d].n_actions[a];
     return n;
 }
 
@@ -167,9 +166,10 @@ static void info_text(const char *path, const struct gm_snapshot *s)
     if (s->n_events) {
         const char *sep = " (";
         for (int a = 0; a < GM_ACTION_COUNT; a++) {
-            size_t n = count_action(s, (enum gm_snapshot_action)a);
+            uint64_t n = count_action(s, (enum gm_snapshot_action)a);
             if (n) {
-                printf("%s%s %zu", sep, gm_snapshot_action_name((enum gm_snapshot_action)a), n);
+                printf("%s%s %" PRIu64, sep, gm_snapshot_action_name((enum gm_snapshot_action)a),
+                       n);
                 sep = ", ";
             }
         }

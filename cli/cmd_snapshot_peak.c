@@ -139,7 +139,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         const struct gm_snapshot_device *d = &snap->devices[i];
         if (want >= 0 && d->index != want)
             continue;
-        if (gm_snapshot_timeline(snap, d->index, false, &peaks[i].tl, &err) != GM_OK ||
+        if (gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &peaks[i].tl, &err) != GM_OK ||
             gm_snapshot_group_live(&peaks[i].tl, &peaks[i].groups, &peaks[i].n_groups, &err) !=
                 GM_OK)
             rc = cli_fail(argv[0], &err);

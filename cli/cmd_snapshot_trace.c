@@ -13,9 +13,8 @@
 #include <string.h>
 
 static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d, size_t k,
-                       const struct gm_snapshot_timeline *tl)
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl)
 {
-    const struct gm_snapshot_event *e = &d->events[k];
     const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
     struct gm_json w;
     gm_json_init(&w, stdout, 0);
@@ -35,8 +34,8 @@ static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_
         gm_json_kv_i64(&w, "time_us", e->time_us);
     else
         gm_json_kv_null(&w, "time_us");
-    gm_json_kv_u64(&w, "allocated_bytes", tl->allocated[k + 1]);
-    gm_json_kv_u64(&w, "reserved_bytes", tl->reserved[k + 1]);
+    gm_json_kv_u64(&w, "allocated_bytes", tl->allocated);
+    gm_json_kv_u64(&w, "reserved_bytes", tl->reserved);
     if (x && x->compile_context)
         gm_json_kv_str(&w, "compile_context", x->compile_context);
     if (x && x->user_metadata)
@@ -47,10 +46,9 @@ static void json_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     gm_json_finish(&w);
 }
 
-static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_device *d, size_t k,
-                       const struct gm_snapshot_timeline *tl, int64_t t0)
+static void text_event(const struct gm_snapshot *snap, size_t k, const struct gm_snapshot_event *e,
+                       const struct gm_snapshot_walk *tl, int64_t t0)
 {
-    const struct gm_snapshot_event *e = &d->events[k];
     const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
     char sz[48], tot[48], fr[512];
     long u = gm_snapshot_stack_user_frame(snap, e->stack);
@@ -64,7 +62,7 @@ static void text_event(const struct gm_snapshot *snap, const struct gm_snapshot_
     else
         printf("0x%014" PRIx64 " %11s", e->addr,
                gm_format_bytes(sz, sizeof(sz), e->size, GM_UNITS_IEC));
-    printf("  total %11s", gm_format_bytes(tot, sizeof(tot), tl->allocated[k + 1], GM_UNITS_IEC));
+    printf("  total %11s", gm_format_bytes(tot, sizeof(tot), tl->allocated, GM_UNITS_IEC));
     if (x && x->stream)
         printf("  stream 0x%" PRIx64, x->stream);
     if (e->action == GM_ACTION_OOM)
@@ -124,13 +122,18 @@ int cmd_snapshot_trace(int argc, char **argv)
         int64_t t0 = 0;
         if (want >= 0 && d->index != want)
             continue;
-        if (gm_snapshot_timeline(snap, d->index, true, &tl, &err) != GM_OK) {
+        struct gm_snapshot_walk wk;
+        struct gm_snapshot_cursor c;
+        const struct gm_snapshot_event *e;
+        if (gm_snapshot_timeline(snap, d->index, 0, &tl, &err) != GM_OK ||
+            gm_snapshot_walk_init(&wk, snap, d, &tl, &err) != GM_OK) {
             rc = cli_fail(argv[0], &err);
             break;
         }
-        for (size_t k = 0; k < d->n_events; k++)
-            if (d->events[k].flags & GM_EVENT_HAS_TIME) {
-                t0 = d->events[k].time_us;
+        gm_snapshot_cursor_init(&c, d, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+            if (e->flags & GM_EVENT_HAS_TIME) {
+                t0 = e->time_us;
                 break;
             }
         if (!json) {
@@ -138,12 +141,16 @@ int cmd_snapshot_trace(int argc, char **argv)
             printf("device %d: %zu events; allocated at the start %s\n", d->index, d->n_events,
                    gm_format_bytes(a, sizeof(a), tl.initial_bytes, GM_UNITS_IEC));
         }
-        for (size_t k = (size_t)from; k < d->n_events && k <= to; k++) {
+        while ((e = gm_snapshot_walk_next(&wk)) != NULL && wk.cur.index <= to) {
+            size_t k = wk.cur.index;
+            if (k < from)
+                continue;
             if (json)
-                json_event(snap, d, k, &tl);
+                json_event(snap, d, k, e, &wk);
             else
-                text_event(snap, d, k, &tl, t0);
+                text_event(snap, k, e, &wk, t0);
         }
+        gm_snapshot_walk_release(&wk);
         if (!json) {
             char a[48], b[48];
             printf("device %d: allocated at the end %s, peak %s after event %" PRId64 "\n",

@@ -195,10 +195,16 @@ void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_con
         for (size_t i = 0; i < snap->n_segments; i++)
             if (snap->segments[i].is_expandable)
                 conf->expandable_segments = true;
-        for (size_t d = 0; d < snap->n_devices; d++)
-            for (size_t k = 0; k < snap->devices[d].n_events; k++)
-                if (snap->devices[d].events[k].action == GM_ACTION_SEGMENT_MAP)
+        for (size_t d = 0; d < snap->n_devices && !conf->expandable_segments; d++) {
+            struct gm_snapshot_cursor c;
+            const struct gm_snapshot_event *e;
+            gm_snapshot_cursor_init(&c, &snap->devices[d], 0);
+            while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+                if (e->action == GM_ACTION_SEGMENT_MAP) {
                     conf->expandable_segments = true;
+                    break;
+                }
+        }
         return;
     }
     /* the string first (it holds what has no field of its own, such as
@@ -287,9 +293,11 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                  "the trace ring buffer overflowed (trace_alloc_overflowed): early events are "
                  "missing");
     }
-    for (size_t k = 0; k < dev->n_events; k++) {
-        const struct gm_snapshot_event *e = &dev->events[k];
-        size_t j;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index, j;
         switch (e->action) {
         case GM_ACTION_ALLOC:
             rd->n_allocs++;
@@ -490,9 +498,11 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
             goto out_free;
     }
     gm_alloc_set_event_hook(a, on_model_event, rc);
-    for (size_t k = 0; k < dev->n_events; k++) {
-        const struct gm_snapshot_event *e = &dev->events[k];
-        size_t j;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index, j;
         uint64_t ptr = 0;
         rc->at = (int64_t)k;
         if (!infer && next_empty < emp->n && emp->at[next_empty] == (int64_t)k) {
@@ -599,8 +609,10 @@ static void compare(const struct gm_snapshot_device *dev, const struct evlist *p
     uint64_t idx = 0;
     rd->segment_events_matched = 0;
     rd->has_divergence = false;
+    struct gm_snapshot_cursor c;
+    gm_snapshot_cursor_init(&c, dev, 0);
     for (size_t k = 0; k <= dev->n_events; k++) {
-        const struct gm_snapshot_event *e = k < dev->n_events ? &dev->events[k] : NULL;
+        const struct gm_snapshot_event *e = k < dev->n_events ? gm_snapshot_cursor_next(&c) : NULL;
         if (e && !is_seg_add(e->action) && !is_seg_sub(e->action))
             continue;
         if (!e && ip == pred->n)

@@ -68,80 +68,106 @@ static void num(struct gm_json *w, double v)
 
 /* ---- level of detail pyramid ---- */
 
-static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snapshot_timeline *tl)
+/* One level of the pyramid: per bucket the most allocated bytes (and the event where),
+ * the most reserved, and the state at the bucket's last point. */
+struct lod_level {
+    unsigned nb;
+    uint64_t *amax, *rmax, *alast, *rlast;
+    int64_t *kmax, *klast;
+    uint8_t *seen;
+};
+
+static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
+                      const struct gm_snapshot_timeline *tl)
 {
     struct gm_json *w = c->w;
     double x0 = 0.0, x1 = xend(m);
-    unsigned levels[8], n_levels = 0;
-    size_t np = tl->n_points;
+    struct lod_level lv[8];
+    unsigned n_levels = 0;
+    size_t np = sd->n_events + 1;
+    struct gm_report_points pt;
+    struct gm_error err;
 
     for (unsigned b = LOD_COARSEST; b <= LOD_FINEST && n_levels < 8; b *= 4) {
-        levels[n_levels++] = b;
+        struct lod_level *l = &lv[n_levels++];
+        l->nb = b;
+        l->amax = gm_calloc(b, sizeof(uint64_t));
+        l->rmax = gm_calloc(b, sizeof(uint64_t));
+        l->alast = gm_calloc(b, sizeof(uint64_t));
+        l->rlast = gm_calloc(b, sizeof(uint64_t));
+        l->kmax = gm_calloc(b, sizeof(int64_t));
+        l->klast = gm_calloc(b, sizeof(int64_t));
+        l->seen = gm_calloc(b, 1);
+        if (!l->amax || !l->rmax || !l->alast || !l->rlast || !l->kmax || !l->klast || !l->seen)
+            c->nomem = true;
         if (b >= np)
             break;
     }
+    /* one walk over the trace fills every level */
+    if (!c->nomem && gm_report_points_init(&pt, c->snap, sd, tl, m, &err) == GM_OK) {
+        while (gm_report_points_next(&pt)) {
+            for (unsigned li = 0; li < n_levels; li++) {
+                struct lod_level *l = &lv[li];
+                size_t b = gm_report_bucket(pt.x, x0, x1, l->nb);
+                if (!l->seen[b] || pt.allocated > l->amax[b]) {
+                    l->amax[b] = pt.allocated;
+                    l->kmax[b] = pt.k;
+                }
+                if (!l->seen[b] || pt.reserved > l->rmax[b])
+                    l->rmax[b] = pt.reserved;
+                l->klast[b] = pt.k;
+                l->alast[b] = pt.allocated;
+                l->rlast[b] = pt.reserved;
+                l->seen[b] = 1;
+            }
+        }
+        gm_report_points_release(&pt);
+    } else {
+        c->nomem = true;
+    }
     gm_json_key(w, "lod");
     gm_json_begin_array(w);
-    for (unsigned li = 0; li < n_levels; li++) {
-        unsigned nb = levels[li];
-        uint64_t *amax = gm_calloc(nb, sizeof(uint64_t));
-        uint64_t *rmax = gm_calloc(nb, sizeof(uint64_t));
-        int64_t *kmax = gm_calloc(nb, sizeof(int64_t));
-        int64_t *klast = gm_calloc(nb, sizeof(int64_t));
-        uint8_t *seen = gm_calloc(nb, 1);
-        if (!amax || !rmax || !kmax || !klast || !seen) {
-            c->nomem = true;
-        } else {
-            for (size_t p = 0; p < np; p++) {
-                int64_t k = (int64_t)p - 1;
-                double x = xat(m, k);
-                size_t b = gm_report_bucket(x, x0, x1, nb);
-                uint64_t a = tl->allocated[p], r = tl->reserved[p];
-                if (!seen[b] || a > amax[b]) {
-                    amax[b] = a;
-                    kmax[b] = k;
-                }
-                if (!seen[b] || r > rmax[b])
-                    rmax[b] = r;
-                klast[b] = k;
-                seen[b] = 1;
-            }
-            /* an empty bucket holds the state after the last event before it */
-            for (unsigned b = 1; b < nb; b++) {
-                if (seen[b])
-                    continue;
-                int64_t lk = klast[b - 1];
-                amax[b] = tl->allocated[(size_t)(lk + 1)];
-                rmax[b] = tl->reserved[(size_t)(lk + 1)];
-                kmax[b] = klast[b] = lk;
-                seen[b] = 1;
-            }
-            gm_json_begin_object(w);
-            gm_json_kv_u64(w, "n", nb);
-            gm_json_key(w, "amax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_u64(w, amax[b]);
-            gm_json_end_array(w);
-            gm_json_key(w, "kmax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_i64(w, kmax[b]);
-            gm_json_end_array(w);
-            gm_json_key(w, "rmax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_u64(w, rmax[b]);
-            gm_json_end_array(w);
-            gm_json_end_object(w);
+    for (unsigned li = 0; li < n_levels && !c->nomem; li++) {
+        struct lod_level *l = &lv[li];
+        unsigned nb = l->nb;
+        /* an empty bucket holds the state after the last event before it */
+        for (unsigned b = 1; b < nb; b++) {
+            if (l->seen[b])
+                continue;
+            l->amax[b] = l->alast[b] = l->alast[b - 1];
+            l->rmax[b] = l->rlast[b] = l->rlast[b - 1];
+            l->kmax[b] = l->klast[b] = l->klast[b - 1];
+            l->seen[b] = 1;
         }
-        gm_free(amax);
-        gm_free(rmax);
-        gm_free(kmax);
-        gm_free(klast);
-        gm_free(seen);
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "n", nb);
+        gm_json_key(w, "amax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_u64(w, l->amax[b]);
+        gm_json_end_array(w);
+        gm_json_key(w, "kmax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_i64(w, l->kmax[b]);
+        gm_json_end_array(w);
+        gm_json_key(w, "rmax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_u64(w, l->rmax[b]);
+        gm_json_end_array(w);
+        gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    for (unsigned li = 0; li < n_levels; li++) {
+        gm_free(lv[li].amax);
+        gm_free(lv[li].rmax);
+        gm_free(lv[li].alast);
+        gm_free(lv[li].rlast);
+        gm_free(lv[li].kmax);
+        gm_free(lv[li].klast);
+        gm_free(lv[li].seen);
+    }
 }
 
 /* ---- the largest allocations, drawn as bands ---- */
@@ -558,12 +584,18 @@ static int cmp_alloc_addr(const void *a, const void *b)
     return x->alloc_event < y->alloc_event ? 1 : -1; /* the newest first */
 }
 
+/* A segment_alloc or segment_free event of the device, and its index. */
+struct segev {
+    int64_t k;
+    struct gm_snapshot_event e;
+};
+
 /* The allocator state after event k: the snapshot's segments with the segment events after
- * k undone ('segev': indexes of the device's segment_alloc/segment_free events, ascending),
- * and the allocations alive at k placed in them. */
+ * k undone ('segev': the device's segment_alloc/segment_free events, ascending), and the
+ * allocations alive at k placed in them. */
 static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
                          const struct gm_analysis_device *ad, const struct gm_snapshot_timeline *tl,
-                         int64_t k, const char *label, const int64_t *segev, size_t n_segev)
+                         int64_t k, const char *label, const struct segev *segev, size_t n_segev)
 {
     const struct gm_snapshot *snap = c->snap;
     struct gm_json *w = c->w;
@@ -582,8 +614,8 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
         segs[ns++] = (struct mseg){g->address,  g->total_size,    g->stream,
                                    g->is_small, g->is_expandable, sd->first_segment + i};
     }
-    for (size_t si = n_segev; si-- > 0 && segev[si] > k;) {
-        const struct gm_snapshot_event *ev = &sd->events[segev[si]];
+    for (size_t si = n_segev; si-- > 0 && segev[si].k > k;) {
+        const struct gm_snapshot_event *ev = &segev[si].e;
         if (ev->action == GM_ACTION_SEGMENT_ALLOC) {
             for (size_t i = 0; i < ns; i++) {
                 if (segs[i].addr == ev->addr) {
@@ -766,7 +798,8 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
                           const struct gm_snapshot_timeline *tl, uint32_t max_moments)
 {
     struct gm_json *w = c->w;
-    int64_t ks[64], *segev = NULL;
+    int64_t ks[64];
+    struct segev *segev = NULL;
     size_t nk = 0, n_segev = 0;
     int64_t end = (int64_t)sd->n_events - 1;
 
@@ -788,19 +821,26 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
     }
     qsort(ks, nk, sizeof(ks[0]), cmp_i64);
     {
-        size_t n = 0;
-        for (size_t e = 0; e < sd->n_events; e++)
-            n += sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
-                 sd->events[e].action == GM_ACTION_SEGMENT_FREE;
-        segev = gm_malloc((n + 1) * sizeof(int64_t));
+        size_t n = sd->n_actions[GM_ACTION_SEGMENT_ALLOC] + sd->n_actions[GM_ACTION_SEGMENT_FREE];
+        struct gm_snapshot_cursor cur;
+        const struct gm_snapshot_event *e;
+        if (!sd->packed) { /* a snapshot built by hand has no counts */
+            n = 0;
+            gm_snapshot_cursor_init(&cur, sd, 0);
+            while ((e = gm_snapshot_cursor_next(&cur)) != NULL)
+                n += e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_FREE;
+        }
+        segev = gm_malloc((n + 1) * sizeof(*segev));
         if (!segev) {
             c->nomem = true;
             return;
         }
-        for (size_t e = 0; e < sd->n_events; e++)
-            if (sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
-                sd->events[e].action == GM_ACTION_SEGMENT_FREE)
-                segev[n_segev++] = (int64_t)e;
+        gm_snapshot_cursor_init(&cur, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&cur)) != NULL && n_segev < n)
+            if (e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_FREE) {
+                segev[n_segev].k = (int64_t)cur.index;
+                segev[n_segev++].e = *e;
+            }
     }
     gm_json_key(w, "moments");
     gm_json_begin_array(w);
@@ -923,7 +963,7 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
     struct gm_json *w = c->w;
     struct gm_snapshot_timeline tl;
     struct xmap m;
-    enum gm_status st = gm_snapshot_timeline(c->snap, sd->index, true, &tl, err);
+    enum gm_status st = gm_snapshot_timeline(c->snap, sd->index, GM_TIMELINE_LIVE, &tl, err);
     if (st != GM_OK)
         return st;
     xmap_init(&m, sd);
@@ -956,7 +996,7 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
         gm_json_kv_i64(w, "iteration", ad->peak_iteration);
     }
     gm_json_end_object(w);
-    write_lod(c, &m, &tl);
+    write_lod(c, &m, sd, &tl);
     write_bands(c, &m, ad, o->max_bands ? o->max_bands : 400);
     if (ad) {
         write_series(c, &m, ad);

@@ -29,15 +29,18 @@
 
 #define MAX_DEVICES 4096
 
+/* The default memory limit: what a real snapshot needs is well below its size (its trace
+ * packed, the analyses' arrays); a file that describes far more than that through shared
+ * references is refused rather than allowed to take the machine's memory. */
+#define DEFAULT_MEMORY_BASE   ((size_t)256 << 20)
+#define DEFAULT_MEMORY_FACTOR 4
+
 /* The snapshot and what it owns. */
 struct snap_impl {
     struct gm_snapshot pub;
     struct gm_arena arena;
-    struct big_arr {
-        void *p;
-        size_t bytes;
-    } * heap; /* event arrays of streamed traces (gm_big_realloc) */
-    size_t n_heap;
+    struct ev_writer *traces; /* the packed traces the devices point to */
+    size_t n_traces;
     uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
 };
 
@@ -219,12 +222,12 @@ static void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
 /* A device trace list consumed while parsing (see on_append). */
 struct stream {
     int32_t device;
-    struct gm_snapshot_event *ev;
-    size_t n, cap;
+    struct ev_writer w;  /* its events; the last 'prov' of them provisional */
+    struct ev_mark mark; /* where the provisional events of a flat batch start */
     size_t unknown;
-    size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat), after n */
+    size_t prov, prov_unknown; /* provisional events of a flat batch (on_flat) */
     struct ev_sums sums, prov_sums;
-    size_t prefaulted; /* bytes of ev mapped ahead (base/prefault.h) */
+    bool taken; /* its events moved to the snapshot (build()) */
 };
 
 struct builder {
@@ -232,6 +235,7 @@ struct builder {
     struct snap_impl *impl;
     struct gm_arena *arena;
     struct gm_error *err;
+    size_t ev_bytes; /* held by the packed traces, counted against the arena's cap */
 
     struct dm_entry words[1 << DM_BITS];      /* string value -> enum word */
     struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
@@ -329,18 +333,27 @@ static bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-/* grow_arr() for a stream's events, which may reach hundreds of megabytes (base/big.h). */
-static bool grow_events(struct stream *str, size_t need)
-{
-    return gm_big_grow((void **)&str->ev, &str->cap, need, sizeof(struct gm_snapshot_event), 1024);
-}
-
 static enum gm_status nomem(struct builder *b)
 {
     if (b->arena->limit_hit)
         return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
                        "snapshot: memory cap of %zu bytes exceeded", b->arena->cap);
     return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
+}
+
+/* Add event 'e' to trace 'w', within the memory cap the events count against with the
+ * snapshot's arena. */
+static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
+{
+    size_t before = ev_writer_capacity(w);
+    if (!ev_writer_append(w, e))
+        return false;
+    b->ev_bytes += ev_writer_capacity(w) - before;
+    if (b->arena->cap && b->ev_bytes + b->arena->used > b->arena->cap) {
+        b->arena->limit_hit = true;
+        return false;
+    }
+    return true;
 }
 
 static enum word word_of(struct builder *b, pk_val v)
@@ -1112,7 +1125,7 @@ static const struct batch_list *batch_get(const struct builder *b, const struct 
 }
 
 /* What read_event() gathers over the fields of one trace entry. */
-struct ev_state {
+struct entry_state {
     struct gm_snapshot_event_extra x;
     size_t ei;
     uint64_t device_free;
@@ -1124,7 +1137,7 @@ struct ev_state {
 static inline __attribute__((always_inline)) enum gm_status read_field(struct builder *b,
                                                                        enum word w, pk_val val,
                                                                        struct gm_snapshot_event *e,
-                                                                       struct ev_state *s)
+                                                                       struct entry_state *s)
 {
     enum gm_status st = GM_OK;
     switch (w) {
@@ -1231,7 +1244,7 @@ static enum gm_status read_event(struct builder *b, pk_val v, size_t ei,
                                  struct gm_snapshot_event *e, size_t *n_unknown)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
-    struct ev_state s;
+    struct entry_state s;
     const uint8_t *shape;
     enum gm_status st = GM_OK;
 
@@ -1345,8 +1358,6 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
             return nomem(b);
     }
     str = &b->streams[si];
-    if (!grow_events(str, str->n + a->n_items))
-        return nomem(b);
     if (++b->batch_gen == 0) { /* after 2^32 batches: every entry would look current */
         memset(b->batch, 0, sizeof(b->batch));
         b->batch_gen = 1;
@@ -1354,13 +1365,17 @@ static enum gm_status on_append(void *ctx, const struct pk_append *a, bool *cons
     b->batch_n = 0;
     b->in_hook = true;
     for (size_t i = 0; i < a->n_items; i++) {
-        if ((st = read_event(b, a->items[i], str->n, &str->ev[str->n], &str->unknown)) != GM_OK) {
+        struct gm_snapshot_event e;
+        if ((st = read_event(b, a->items[i], str->w.pk.n_events, &e, &str->unknown)) != GM_OK) {
             b->in_hook = false;
             b->err->offset = a->offset;
             return gm_error_prefix(b->err, "device %d", str->device);
         }
-        ev_sums_add(&str->sums, &str->ev[str->n]);
-        str->n++;
+        if (!append_event(b, &str->w, &e)) {
+            b->in_hook = false;
+            return nomem(b);
+        }
+        ev_sums_add(&str->sums, &e);
     }
     b->in_hook = false;
     *consumed = true;
@@ -1505,6 +1520,7 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
 {
     struct builder *b = ctx;
     struct stream *str;
+    struct gm_snapshot_event e;
     size_t at;
     enum gm_status st;
     (void)err;
@@ -1516,24 +1532,23 @@ static enum gm_status on_flat(void *ctx, const struct pk_node *list, pk_val item
         b->flat_si = si;
     }
     str = &b->streams[b->flat_si];
-    at = str->n + str->prov;
-    if (at >= str->cap && !grow_events(str, at + 1))
-        return GM_ERR_NOMEM;
-    if ((at + 1) * sizeof(struct gm_snapshot_event) > str->prefaulted)
-        str->prefaulted = gm_prefault_ahead(str->ev, str->cap * sizeof(struct gm_snapshot_event),
-                                            at * sizeof(struct gm_snapshot_event));
+    at = str->w.pk.n_events;
+    if (!str->prov)
+        ev_writer_mark(&str->w, &str->mark);
     b->scratch_tok = UINT32_MAX;
     if (!b->flat_shape || !(pk_node(item)->flags & PK_NODE_SAME_KEYS) ||
-        !flat_event(b, pk_node(item), &str->ev[at])) {
+        !flat_event(b, pk_node(item), &e)) {
         const struct pk_node *d = pk_node(item);
         b->scratch_tok = UINT32_MAX;
-        st = read_event(b, item, at, &str->ev[at], &str->prov_unknown);
+        st = read_event(b, item, at, &e, &str->prov_unknown);
         if (st != GM_OK)
             return st;
         /* the shape read_event() kept is this entry's: the next may take flat_event() */
         b->flat_shape = b->shape_canon && b->shape_n == d->len && d->len;
     }
-    ev_sums_add(&str->prov_sums, &str->ev[at]);
+    if (!append_event(b, &str->w, &e))
+        return GM_ERR_NOMEM;
+    ev_sums_add(&str->prov_sums, &e);
     str->prov++;
     *list_tok = b->scratch_tok;
     return GM_OK;
@@ -1547,9 +1562,10 @@ static void on_flat_end(void *ctx, const struct pk_node *list, bool commit)
         return; /* no on_flat call got this far */
     str = &b->streams[b->flat_si];
     if (commit) {
-        str->n += str->prov;
         str->unknown += str->prov_unknown;
         ev_sums_merge(&str->sums, &str->prov_sums);
+    } else if (str->prov) {
+        ev_writer_rewind(&str->w, &str->mark);
     }
     str->prov = 0;
     str->prov_unknown = 0;
@@ -1848,7 +1864,8 @@ static enum gm_status build(struct builder *b, pk_val root)
         n_named += named[i];
     devs = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(*devs));
     b->impl->size_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
-    if (!devs || !b->impl->size_sums)
+    b->impl->traces = gm_calloc(n_named ? n_named : 1, sizeof(struct ev_writer));
+    if (!devs || !b->impl->size_sums || !b->impl->traces)
         return nomem(b);
     {
         size_t di = 0, si = 0;
@@ -1869,8 +1886,8 @@ static enum gm_status build(struct builder *b, pk_val root)
             }
             if (trl && (uint32_t)i < trl->len) {
                 const struct pk_node *l = as_list(trl->items[i]);
-                struct gm_snapshot_event *ev = NULL;
-                size_t unknown = 0, n_ev = 0;
+                struct ev_writer *tw = &b->impl->traces[b->impl->n_traces];
+                size_t unknown = 0;
                 struct ev_sums sums;
                 memset(&sums, 0, sizeof(sums));
                 d->has_trace = true;
@@ -1881,50 +1898,37 @@ static enum gm_status build(struct builder *b, pk_val root)
                 if (l->flags & PK_NODE_STREAMED) {
                     uint32_t sj = hmap_find(&b->stream_by_node, (uint64_t)(uintptr_t)l, NULL, NULL);
                     struct stream *str;
-                    struct big_arr *nh;
-                    if (sj == HMAP_NONE || b->streams[sj].device != i ||
-                        (b->streams[sj].n && b->streams[sj].ev == NULL))
+                    if (sj == HMAP_NONE || b->streams[sj].device != i || b->streams[sj].taken)
                         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                                        "snapshot: device_traces[%d] is a trace list read for "
                                        "another device (shared between devices?)",
                                        i);
                     str = &b->streams[sj];
-                    nh = gm_realloc(b->impl->heap, (b->impl->n_heap + 1) * sizeof(*nh));
-                    if (!nh)
-                        return nomem(b);
-                    b->impl->heap = nh;
-                    /* shrink to fit; keep the larger block if that fails */
-                    if (str->n && str->n < str->cap) {
-                        void *fit = gm_big_realloc(str->ev, str->cap * sizeof(*str->ev),
-                                                   str->n * sizeof(*str->ev));
-                        if (fit) {
-                            str->ev = fit;
-                            str->cap = str->n;
-                        }
-                    }
-                    nh[b->impl->n_heap].p = str->ev;
-                    nh[b->impl->n_heap++].bytes = str->cap * sizeof(*str->ev);
-                    ev = str->ev;
-                    n_ev = str->n;
+                    /* the snapshot owns the events now */
+                    *tw = str->w;
+                    ev_writer_init(&str->w);
+                    str->taken = true;
                     unknown = str->unknown;
                     sums = str->sums;
-                    str->ev = NULL; /* owned by the snapshot now */
-                } else if (l->len) {
-                    ev = gm_arena_alloc(b->arena, (size_t)l->len * sizeof(*ev), 8);
-                    if (!ev)
-                        return nomem(b);
+                } else {
                     for (uint32_t k = 0; k < l->len; k++) {
-                        if ((st = read_event(b, l->items[k], k, &ev[k], &unknown)) != GM_OK)
+                        struct gm_snapshot_event e;
+                        if ((st = read_event(b, l->items[k], k, &e, &unknown)) != GM_OK)
                             return gm_error_prefix(b->err, "device %d", i);
-                        ev_sums_add(&sums, &ev[k]);
+                        if (!append_event(b, tw, &e))
+                            return nomem(b);
+                        ev_sums_add(&sums, &e);
                     }
-                    n_ev = l->len;
                 }
+                b->impl->n_traces++;
+                ev_writer_shrink(tw);
                 ev_sums_merge(&span, &sums);
                 b->impl->size_sums[di - 1] = sums.size_sum;
-                d->events = ev;
-                d->n_events = n_ev;
-                s->n_events += n_ev;
+                d->n_events = tw->pk.n_events;
+                if (d->n_events)
+                    d->packed = &tw->pk;
+                memcpy(d->n_actions, tw->n_actions, sizeof(d->n_actions));
+                s->n_events += d->n_events;
                 s->n_unknown_actions += unknown;
             }
         }
@@ -2005,7 +2009,7 @@ static void builder_release(struct builder *b)
 {
     hmap_release(&b->stream_by_node);
     for (size_t i = 0; i < b->n_streams; i++)
-        gm_big_free(b->streams[i].ev, b->streams[i].cap * sizeof(struct gm_snapshot_event));
+        ev_writer_release(&b->streams[i].w);
     gm_free(b->streams);
     hmap_release(&b->str_by_content);
     hmap_release(&b->frame_by_node);
@@ -2072,7 +2076,9 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     if (opts && opts->max_memory)
         cap = opts->max_memory > SIZE_MAX ? SIZE_MAX : (size_t)opts->max_memory;
     else
-        cap = len > (SIZE_MAX - ((size_t)1 << 30)) / 4 ? SIZE_MAX : len * 4 + ((size_t)1 << 30);
+        cap = len > (SIZE_MAX - DEFAULT_MEMORY_BASE) / DEFAULT_MEMORY_FACTOR
+                  ? SIZE_MAX
+                  : len * DEFAULT_MEMORY_FACTOR + DEFAULT_MEMORY_BASE;
 
     impl = gm_calloc(1, sizeof(*impl));
     b = gm_calloc(1, sizeof(*b));
@@ -2128,6 +2134,10 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
         gm_snapshot_free(&impl->pub);
         return st;
     }
+    impl->pub.memory_limit = cap;
+    impl->pub.memory_bytes = impl->arena.reserved;
+    for (size_t i = 0; i < impl->n_traces; i++)
+        impl->pub.memory_bytes += ev_writer_capacity(&impl->traces[i]);
     *out = &impl->pub;
     return GM_OK;
 }
@@ -2183,9 +2193,9 @@ void gm_snapshot_free(struct gm_snapshot *snap)
     struct snap_impl *impl = (struct snap_impl *)snap;
     if (!snap)
         return;
-    for (size_t i = 0; i < impl->n_heap; i++)
-        gm_big_free(impl->heap[i].p, impl->heap[i].bytes);
-    gm_free(impl->heap);
+    for (size_t i = 0; i < impl->n_traces; i++)
+        ev_writer_release(&impl->traces[i]);
+    gm_free(impl->traces);
     gm_arena_release(&impl->arena);
     gm_free(impl);
 }

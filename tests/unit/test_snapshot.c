@@ -168,6 +168,7 @@ static void test_model(void **state)
     struct gm_error err;
     const struct gm_snapshot_device *d;
     const struct gm_snapshot_stack *st;
+    struct gm_snapshot_event ev;
     (void)state;
     build_scenario(&e);
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
@@ -192,9 +193,13 @@ static void test_model(void **state)
     d = gm_snapshot_device_by_index(s, 0);
     assert_non_null(d);
     assert_int_equal(d->n_events, 10);
-    assert_int_equal(d->events[9].action, GM_ACTION_OOM);
-    assert_true(gm_snapshot_event_device_free(&d->events[9]) == 123);
-    assert_true(d->events[0].flags & GM_EVENT_HAS_TIME);
+    assert_true(gm_snapshot_event_at(d, 9, &ev));
+    assert_int_equal(ev.action, GM_ACTION_OOM);
+    assert_true(gm_snapshot_event_device_free(&ev) == 123);
+    assert_true(d->n_actions[GM_ACTION_OOM] == 1);
+    assert_true(gm_snapshot_event_at(d, 0, &ev));
+    assert_true(ev.flags & GM_EVENT_HAS_TIME);
+    assert_false(gm_snapshot_event_at(d, 10, &ev));
     assert_true(s->has_time && s->time_first_us == 100 && s->time_last_us == 109);
     d = gm_snapshot_device_by_index(s, 1);
     assert_non_null(d);
@@ -241,21 +246,30 @@ static void test_timeline(void **state)
     struct gm_snapshot *s;
     struct gm_snapshot_timeline tl;
     struct gm_snapshot_live_group *g;
+    struct gm_snapshot_walk w;
     size_t ng;
     struct gm_error err;
     (void)state;
     build_scenario(&e);
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
-    assert_int_equal(gm_snapshot_timeline(s, 0, true, &tl, &err), GM_OK);
-    assert_int_equal(tl.n_points, 11);
-    for (int i = 0; i < 11; i++)
-        assert_true(tl.allocated[i] == want[i]);
+    assert_int_equal(gm_snapshot_timeline(s, 0, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&w, s, gm_snapshot_device_by_index(s, 0), &tl, &err),
+                     GM_OK);
+    assert_true(w.allocated == want[0] && w.reserved == 0);
+    for (int i = 1; i < 11; i++) {
+        assert_non_null(gm_snapshot_walk_next(&w));
+        assert_int_equal(w.cur.index, i - 1);
+        assert_true(w.allocated == want[i]);
+        assert_true(w.reserved == 4096);
+    }
+    assert_null(gm_snapshot_walk_next(&w));
+    gm_snapshot_walk_release(&w);
     assert_true(tl.initial_bytes == 950);
     assert_true(tl.peak_bytes == 2800);
     assert_int_equal(tl.peak_event_index, 7);
     assert_true(tl.peak_time_valid && tl.peak_time_us == 107);
     assert_true(tl.final_bytes == 2600);
-    assert_true(tl.reserved[0] == 0 && tl.reserved[1] == 4096 && tl.reserved[10] == 4096);
+    assert_true(tl.initial_reserved_bytes == 0);
     assert_true(tl.peak_reserved_bytes == 4096);
     assert_int_equal(tl.peak_reserved_event_index, 0);
     assert_int_equal(tl.n_live, 4);
@@ -268,13 +282,13 @@ static void test_timeline(void **state)
     assert_true(g[1].bytes == 900 && g[1].count == 1 && g[1].stack == 1);
     gm_free(g);
     gm_snapshot_timeline_release(&tl);
-    /* a device without events: one point, the initial state */
-    assert_int_equal(gm_snapshot_timeline(s, 1, false, &tl, &err), GM_OK);
-    assert_int_equal(tl.n_points, 1);
+    /* a device without events: the initial state */
+    assert_int_equal(gm_snapshot_timeline(s, 1, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
+    assert_int_equal(tl.n_live, 0);
     assert_int_equal(tl.peak_event_index, -1);
     assert_true(tl.peak_bytes == 0);
     gm_snapshot_timeline_release(&tl);
-    assert_int_equal(gm_snapshot_timeline(s, 7, false, &tl, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_snapshot_timeline(s, 7, 0, &tl, &err), GM_ERR_INVALID);
     gm_snapshot_free(s);
 }
 
@@ -284,6 +298,7 @@ static void test_empty_entries(void **state)
 {
     struct em e;
     struct gm_snapshot *s;
+    struct gm_snapshot_event ev;
     struct gm_error err;
     (void)state;
     e.n = 0;
@@ -305,7 +320,8 @@ static void test_empty_entries(void **state)
     e_op(&e, '.');
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
     assert_int_equal(s->n_events, 2);
-    assert_int_equal(s->devices[0].events[1].action, GM_ACTION_OTHER);
+    assert_true(gm_snapshot_event_at(&s->devices[0], 1, &ev));
+    assert_int_equal(ev.action, GM_ACTION_OTHER);
     assert_int_equal(s->n_unknown_actions, 2);
     exercise(s);
     gm_snapshot_free(s);
@@ -326,7 +342,7 @@ static void test_alloc_failures(void **state)
         if (st == GM_OK) {
             struct gm_snapshot_timeline tl;
             struct gm_snapshot_stats sst;
-            enum gm_status t1 = gm_snapshot_timeline(s, 0, true, &tl, &err);
+            enum gm_status t1 = gm_snapshot_timeline(s, 0, GM_TIMELINE_LIVE, &tl, &err);
             enum gm_status t2 = gm_snapshot_stats(s, &sst, &err);
             gm_alloc_fail_after(-1);
             assert_true(t1 == GM_OK || t1 == GM_ERR_NOMEM);
@@ -384,7 +400,8 @@ static void exercise(const struct gm_snapshot *s)
         struct gm_snapshot_timeline tl;
         struct gm_snapshot_live_group *g;
         size_t ng;
-        assert_int_equal(gm_snapshot_timeline(s, s->devices[i].index, true, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_timeline(s, s->devices[i].index, GM_TIMELINE_LIVE, &tl, &err),
+                         GM_OK);
         assert_int_equal(gm_snapshot_group_live(&tl, &g, &ng, &err), GM_OK);
         for (size_t k = 0; k < ng; k++)
             (void)gm_snapshot_stack_user_frame(s, g[k].stack);
