@@ -140,6 +140,7 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     }
     gm_json_kv_bool(&w, "host_data", s->has_host_data);
     gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
+    gm_json_kv_u64(&w, "flat_batches", s->n_flat_batches);
     return cli_json_end(&w, cmd);
 }
 

@@ -7,6 +7,7 @@
 #include "gpumem/units.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,9 +32,17 @@ int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out)
     struct gm_error err;
     struct gm_snapshot_opts opts;
     struct progress pr = {path, 0};
+    const char *rd;
     enum gm_status st;
 
     memset(&opts, 0, sizeof(opts));
+    /* a testing knob (docs/snapshot.md): the general reader only, to hold it against the
+     * flat one */
+    rd = getenv("GPUMEM_SNAPSHOT_READER");
+    if (rd && !strcmp(rd, "general"))
+        opts.reader = GM_SNAPSHOT_READER_GENERAL;
+    else if (rd && *rd && strcmp(rd, "auto"))
+        return cli_usage(cmd, "GPUMEM_SNAPSHOT_READER is '%s': 'auto' or 'general'", rd);
     if (cli_stderr_is_tty()) {
         opts.progress = on_progress;
         opts.progress_ctx = &pr;

@@ -318,16 +318,31 @@ struct gm_snapshot {
      * 256 MiB + 4 x the file size; 0: no limit.  A caller may change it. */
     uint64_t memory_bytes;
     uint64_t memory_limit;
+
+    /* Batches of trace entries the flat reader decoded (0 with GM_SNAPSHOT_READER_GENERAL):
+     * a diagnostic of how the file was read. */
+    uint64_t n_flat_batches;
+};
+
+/* Which reader turns the pickle's trace entries into events.  Both give the same
+ * snapshot; AUTO reads the usual batches of trace entries with the flat reader (decoded
+ * straight from the bytes, pickle.h) and everything else with the general one; GENERAL
+ * never uses the flat reader (for tests that hold the two against each other). */
+enum gm_snapshot_reader {
+    GM_SNAPSHOT_READER_AUTO = 0,
+    GM_SNAPSHOT_READER_GENERAL,
 };
 
 /* Load options; zero-initialise and set what you need. */
 struct gm_snapshot_opts {
-    uint64_t max_memory; /* cap on the parser's and model's memory, bytes; 0: 4x file + 1 GiB */
+    uint64_t max_memory; /* the snapshot's memory limit (gm_snapshot.memory_limit), bytes;
+                          * 0: 256 MiB + 4 x the file size */
     uint32_t max_depth;  /* pickle nesting cap; 0: 1000 */
     /* Called now and then while parsing with bytes read so far and the file size; may be
      * NULL.  Never called for inputs under 16 MiB. */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
+    enum gm_snapshot_reader reader;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all
