@@ -165,6 +165,70 @@ static void alloc_init(struct gm_analysis_alloc *x)
     x->iteration = -1;
 }
 
+/* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
+ * time: events inside one that the frames left unknown are step events.  The ranges of the
+ * device, START to END in the order of the annotations, are applied in the pass over the
+ * events (events are in time order): an event is held against the current range, which
+ * starts at its first event at or after START and ends at the first one after END. */
+struct step_ranges {
+    int64_t *open, *close;
+    size_t n, i;
+    bool started;
+};
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return s && strncmp(s, p, strlen(p)) == 0;
+}
+
+static bool step_ranges_init(struct step_ranges *r, const struct gm_snapshot *snap, int32_t device)
+{
+    int64_t open = -1;
+    memset(r, 0, sizeof(*r));
+    if (!snap->n_annotations || !snap->has_time)
+        return true;
+    r->open = gm_malloc(snap->n_annotations * sizeof(int64_t));
+    r->close = gm_malloc(snap->n_annotations * sizeof(int64_t));
+    if (!r->open || !r->close)
+        return false;
+    for (size_t i = 0; i < snap->n_annotations; i++) {
+        const struct gm_snapshot_annotation *an = &snap->annotations[i];
+        if (an->device != device || !has_prefix(an->name, "Optimizer.step#"))
+            continue;
+        if (an->is_start) {
+            open = an->time_us;
+            continue;
+        }
+        if (open < 0)
+            continue;
+        r->open[r->n] = open;
+        r->close[r->n++] = an->time_us;
+        open = -1;
+    }
+    return true;
+}
+
+/* Whether event 'e' lies in a step range (and the ranges advance past it). */
+static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot_event *e)
+{
+    while (r->i < r->n) {
+        if (!(e->flags & GM_EVENT_HAS_TIME))
+            return false;
+        if (!r->started) {
+            if (e->time_us < r->open[r->i])
+                return false;
+            r->started = true;
+        }
+        if (e->time_us > r->close[r->i]) {
+            r->i++;
+            r->started = false;
+            continue;
+        }
+        return true;
+    }
+    return false;
+}
+
 /* Step 1: one pass over the trace. */
 static enum gm_status scan_trace(struct work *w, struct gm_error *err)
 {
@@ -175,9 +239,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
     struct ana_map map;
+    struct step_ranges steps;
     enum gm_status st = ana_map_init(&map, 1024, err);
     if (st != GM_OK)
         return st;
+    if (!step_ranges_init(&steps, w->snap, sd->index)) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        goto out;
+    }
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -193,6 +262,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             w->trace_has_frames = true;
         if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
             raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
+            raw = RAW_STEP;
         w->phase[k] = raw;
         switch (e->action) {
         case GM_ACTION_ALLOC: {
@@ -311,6 +382,8 @@ limit:
 out:
     gm_big_free(early, cap_early * sizeof(*early));
     gm_big_free(trace, cap_trace * sizeof(*trace));
+    gm_free(steps.open);
+    gm_free(steps.close);
     ana_map_release(&map);
     return st;
 }
@@ -331,50 +404,6 @@ static enum gm_phase phase_of_raw(uint8_t raw)
     }
 }
 
-static bool has_prefix(const char *s, const char *p)
-{
-    return s && strncmp(s, p, strlen(p)) == 0;
-}
-
-/* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
- * time; events inside one that the frames left unknown are step events. */
-static void apply_step_annotations(struct work *w)
-{
-    const struct gm_snapshot *snap = w->snap;
-    const struct gm_snapshot_device *sd = w->sd;
-    struct gm_snapshot_cursor c;
-    const struct gm_snapshot_event *e;
-    if (!snap->n_annotations || !snap->has_time)
-        return;
-    int64_t open = -1;
-    /* events are in time order: one walk over them for all windows; 'e' is the first
-     * event not yet looked at */
-    gm_snapshot_cursor_init(&c, sd, 0);
-    e = gm_snapshot_cursor_next(&c);
-    for (size_t i = 0; i < snap->n_annotations; i++) {
-        const struct gm_snapshot_annotation *an = &snap->annotations[i];
-        if (an->device != sd->index || !has_prefix(an->name, "Optimizer.step#"))
-            continue;
-        if (an->is_start) {
-            open = an->time_us;
-            continue;
-        }
-        if (open < 0)
-            continue;
-        while (e && (!(e->flags & GM_EVENT_HAS_TIME) || e->time_us < open))
-            e = gm_snapshot_cursor_next(&c);
-        for (; e; e = gm_snapshot_cursor_next(&c)) {
-            if (!(e->flags & GM_EVENT_HAS_TIME))
-                continue;
-            if (e->time_us > an->time_us)
-                break;
-            if (w->phase[c.index] == RAW_UNKNOWN)
-                w->phase[c.index] = RAW_STEP;
-        }
-        open = -1;
-    }
-}
-
 /* Step 2: smoothing, then the runs. */
 static enum gm_status compute_phases(struct work *w, struct gm_error *err)
 {
@@ -384,8 +413,6 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     struct gm_snapshot_cursor c, ahead;
     const struct gm_snapshot_event *e, *nx = NULL;
     size_t nk = SIZE_MAX; /* index of the next event of known phase after the current one */
-
-    apply_step_annotations(w);
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md).
      * 'ahead' finds the next known event: both cursors only move forward. */
@@ -408,7 +435,10 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
-             * only events up to k have their final phase yet) */
+             * only events up to k have their final phase yet); a cursor far behind starts
+             * again at k */
+            if (ahead.index == SIZE_MAX || ahead.index + GM_SNAPSHOT_CHECKPOINT < k)
+                gm_snapshot_cursor_init(&ahead, sd, k + 1);
             nk = SIZE_MAX;
             while ((nx = gm_snapshot_cursor_next(&ahead)) != NULL)
                 if (ahead.index > k && w->phase[ahead.index] != RAW_UNKNOWN) {

@@ -55,7 +55,20 @@ static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
     return p;
 }
 
-static inline uint64_t get_varint(const uint8_t **pp)
+/* The decoder reads 8 bytes at a time: the writer keeps SLACK bytes after the last event. */
+#define SLACK 16
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static uint64_t get_varint_slow(const uint8_t **pp)
 {
     const uint8_t *p = *pp;
     uint64_t v = *p++, b;
@@ -72,6 +85,26 @@ static inline uint64_t get_varint(const uint8_t **pp)
     } while (b >= 0x80);
     *pp = p;
     return v;
+}
+
+/* A varint of up to three bytes (sizes up to 2 MiB, most deltas) without a loop. */
+static inline uint64_t get_varint(const uint8_t **pp)
+{
+    const uint8_t *p = *pp;
+    uint64_t w = load64(p);
+    if (!(w & 0x80)) {
+        *pp = p + 1;
+        return w & 0x7f;
+    }
+    if (!(w & 0x8000)) {
+        *pp = p + 2;
+        return (w & 0x7f) | ((w >> 1) & 0x3f80);
+    }
+    if (!(w & 0x800000)) {
+        *pp = p + 3;
+        return (w & 0x7f) | ((w >> 1) & 0x3f80) | ((w >> 2) & 0x1fc000);
+    }
+    return get_varint_slow(pp);
 }
 
 /* ---- writing ---- */
@@ -98,10 +131,10 @@ bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
     struct ev_state *s = &w->st;
     uint8_t *p, *h;
     unsigned hb, a;
-    if (w->cap_bytes - w->pk.n_bytes < MAX_EVENT) {
+    if (w->cap_bytes - w->pk.n_bytes < MAX_EVENT + SLACK) {
         void *b = w->pk.bytes;
         size_t cap = w->cap_bytes;
-        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + MAX_EVENT, 1, FIRST_BYTES))
+        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + MAX_EVENT + SLACK, 1, FIRST_BYTES))
             return false;
         w->pk.bytes = b;
         w->cap_bytes = cap;
@@ -180,13 +213,15 @@ void ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m)
 
 void ev_writer_shrink(struct ev_writer *w)
 {
-    if (w->pk.n_bytes < w->cap_bytes) {
-        void *b = gm_big_realloc(w->pk.bytes, w->cap_bytes, w->pk.n_bytes ? w->pk.n_bytes : 1);
+    if (w->pk.bytes && w->pk.n_bytes + SLACK < w->cap_bytes) {
+        void *b = gm_big_realloc(w->pk.bytes, w->cap_bytes, w->pk.n_bytes + SLACK);
         if (b) {
             w->pk.bytes = b;
-            w->cap_bytes = w->pk.n_bytes ? w->pk.n_bytes : 1;
+            w->cap_bytes = w->pk.n_bytes + SLACK;
         }
     }
+    if (w->pk.bytes) /* what the decoder reads past the end is defined */
+        memset(w->pk.bytes + w->pk.n_bytes, 0, SLACK);
     if (w->pk.n_cps < w->cap_cps) {
         size_t n = w->pk.n_cps ? w->pk.n_cps : 1;
         void *c = gm_big_realloc(w->pk.cps, w->cap_cps * sizeof(struct ev_checkpoint),
