@@ -240,16 +240,6 @@ void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_con
 
 /* ---- soundness scan ------------------------------------------------------------------- */
 
-static bool is_seg_add(uint8_t a)
-{
-    return a == GM_ACTION_SEGMENT_ALLOC || a == GM_ACTION_SEGMENT_MAP;
-}
-
-static bool is_seg_sub(uint8_t a)
-{
-    return a == GM_ACTION_SEGMENT_FREE || a == GM_ACTION_SEGMENT_UNMAP;
-}
-
 static enum gm_alloc_event_kind kind_of(uint8_t a)
 {
     switch (a) {
@@ -264,9 +254,10 @@ static enum gm_alloc_event_kind kind_of(uint8_t a)
     }
 }
 
-/* Check the conditions; fills rd->replayable/reason and the recorded figures. */
+/* Check the conditions; fills rd->replayable/reason and the recorded figures, and 'rec'
+ * with the recorded segment events. */
 static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
-                           struct gm_replay_device *rd)
+                           struct gm_replay_device *rd, struct evlist *rec)
 {
     struct addrmap live = {0}, segs = {0};
     int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
@@ -331,12 +322,14 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             if (net > max_net)
                 max_net = net;
             rd->recorded_segment_events++;
+            ev_push(rec, kind_of(e->action), e->size, (int64_t)k);
             if (e->action == GM_ACTION_SEGMENT_ALLOC)
                 st = am_put(&segs, e->addr, e->size);
             break;
         case GM_ACTION_SEGMENT_FREE:
         case GM_ACTION_SEGMENT_UNMAP:
             rd->recorded_segment_events++;
+            ev_push(rec, kind_of(e->action), e->size, (int64_t)k);
             net -= (int64_t)e->size;
             if (net < min_net)
                 min_net = net;
@@ -361,6 +354,8 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         default:
             break;
         }
+        if (!st && rec->failed)
+            st = GM_ERR_NOMEM;
         if (st)
             goto out_release;
     }
@@ -602,36 +597,26 @@ out_free:
 }
 
 /* Compare recorded and predicted segment events (kind and size, in order). */
-static void compare(const struct gm_snapshot_device *dev, const struct evlist *pred,
+static void compare(const struct evlist *rec, const struct evlist *pred,
                     struct gm_replay_device *rd)
 {
     size_t ip = 0;
-    uint64_t idx = 0;
     rd->segment_events_matched = 0;
     rd->has_divergence = false;
-    struct gm_snapshot_cursor c;
-    gm_snapshot_cursor_init(&c, dev, 0);
-    for (size_t k = 0; k <= dev->n_events; k++) {
-        const struct gm_snapshot_event *e = k < dev->n_events ? gm_snapshot_cursor_next(&c) : NULL;
-        if (e && !is_seg_add(e->action) && !is_seg_sub(e->action))
-            continue;
+    for (size_t i = 0; i <= rec->n; i++) {
+        const struct gm_replay_event *e = i < rec->n ? &rec->v[i] : NULL;
         if (!e && ip == pred->n)
             return;
-        if (e && ip < pred->n && pred->v[ip].kind == kind_of(e->action) &&
-            pred->v[ip].size == e->size) {
+        if (e && ip < pred->n && pred->v[ip].kind == e->kind && pred->v[ip].size == e->size) {
             rd->segment_events_matched++;
             ip++;
-            idx++;
             continue;
         }
         rd->has_divergence = true;
-        rd->first_divergence.index = idx;
+        rd->first_divergence.index = i;
         rd->first_divergence.has_recorded = e != NULL;
-        if (e) {
-            rd->first_divergence.recorded.kind = kind_of(e->action);
-            rd->first_divergence.recorded.size = e->size;
-            rd->first_divergence.recorded.trace_index = (int64_t)k;
-        }
+        if (e)
+            rd->first_divergence.recorded = *e;
         rd->first_divergence.has_predicted = ip < pred->n;
         if (ip < pred->n)
             rd->first_divergence.predicted = pred->v[ip];
@@ -670,23 +655,28 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         struct gm_replay_device *rd;
         struct empties emp = {0};
         struct sizes final = {NULL, 0, NULL, 0};
+        struct evlist rec = {NULL, 0, 0, false};
         struct run_ctx rc;
         if (!dev->n_events)
             continue;
         rd = &out->devices[out->n_devices++];
         rd->device = dev->index;
         rd->n_trace_events = dev->n_events;
-        st = scan(snap, dev, rd);
+        st = scan(snap, dev, rd, &rec);
         if (st) {
+            gm_free(rec.v);
             gm_fail(err, st, GM_NO_OFFSET, "replay: out of memory");
             break;
         }
-        if (!rd->replayable)
+        if (!rd->replayable) {
+            gm_free(rec.v);
             continue;
+        }
         if (out->own_conf.backend != GM_ALLOC_BACKEND_NATIVE) {
             rd->replayable = false;
             snprintf(rd->reason, sizeof(rd->reason),
                      "recorded with backend:cudaMallocAsync, which the model does not replay");
+            gm_free(rec.v);
             continue;
         }
         memset(&rc, 0, sizeof(rc));
@@ -694,7 +684,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, &final,
                  err);
         if (st == GM_OK) {
-            compare(dev, &rc.pred, rd);
+            compare(&rec, &rc.pred, rd);
             rd->n_inferred_empty_cache = emp.n;
             if (compare_final(snap, dev, &final, rd))
                 st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
@@ -702,6 +692,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         gm_free(final.v);
         gm_free(final.blocks);
         gm_free(rc.pred.v);
+        gm_free(rec.v);
         if (st == GM_OK && opts->what_if) {
             memset(&rc, 0, sizeof(rc));
             rc.snap = snap;
