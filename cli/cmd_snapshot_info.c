@@ -233,9 +233,11 @@ int cmd_snapshot_info(int argc, char **argv)
 {
     bool json = false;
     int n_pos = 0, rc;
+    uint64_t mem_limit = 0;
     struct gm_snapshot *snap;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.info/1"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -250,7 +252,9 @@ int cmd_snapshot_info(int argc, char **argv)
         return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
-    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
+    /* the counts and sums of the trace are all info shows of it: its events are not kept */
+    struct snapcli_load_opts lo = {mem_limit, true};
+    if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
     if (json)
         rc = info_json(argv[0], argv[1], snap);

@@ -302,7 +302,7 @@ static void cache_release(struct cache *c)
 int cmd_snapshot_trace(int argc, char **argv)
 {
     bool json = false, from_seen = false, to_seen = false;
-    uint64_t from = 0, to = UINT64_MAX;
+    uint64_t from = 0, to = UINT64_MAX, mem_limit = 0;
     const char *device = NULL;
     int32_t want = -1;
     int n_pos = 0, rc;
@@ -316,6 +316,7 @@ int cmd_snapshot_trace(int argc, char **argv)
                 &to_seen),
         OPT_JSON(&json, "NDJSON, one gpumem.snapshot.trace/2 event per line, each stack's "
                         "frames once on a line before its first event"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -339,7 +340,8 @@ int cmd_snapshot_trace(int argc, char **argv)
         return rc;
     if (from > to)
         return cli_usage(argv[0], "--from %" PRIu64 " is after --to %" PRIu64, from, to);
-    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
+    struct snapcli_load_opts lo = {mem_limit, false};
+    if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
     if (want >= 0 && !gm_snapshot_device_by_index(snap, want)) {
         gm_snapshot_free(snap);

@@ -322,6 +322,7 @@ struct gm_snapshot {
     /* Batches of trace entries the flat reader decoded (0 with GM_SNAPSHOT_READER_GENERAL):
      * a diagnostic of how the file was read. */
     uint64_t n_flat_batches;
+    bool events_dropped; /* loaded with gm_snapshot_opts.drop_events: no cursor reads any */
 };
 
 /* Which reader turns the pickle's trace entries into events.  Both give the same
@@ -343,6 +344,11 @@ struct gm_snapshot_opts {
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
     enum gm_snapshot_reader reader;
+    /* Keep no events, only what the loader counts and sums from them (n_events,
+     * n_actions, the time span): for what needs only the snapshot state (stats, info),
+     * in a fraction of the memory.  gm_snapshot.events_dropped is then set, and the
+     * timeline and the analyses refuse the snapshot. */
+    bool drop_events;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all

@@ -640,6 +640,9 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         (!(opts->memory_fraction > 0.0 && opts->memory_fraction <= 1.0) || !opts->device_bytes))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "replay: a memory fraction needs the device memory and must be in (0, 1]");
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "replay: the snapshot was loaded without its events");
     gm_replay_snapshot_conf(snap, &out->own_conf, &out->own_conf_assumed);
     gm_alloc_conf_format(&out->own_conf, out->own_conf_string, sizeof(out->own_conf_string));
     for (size_t d = 0; d < snap->n_devices; d++)

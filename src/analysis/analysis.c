@@ -1260,6 +1260,9 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
                                struct gm_analysis **out, struct gm_error *err)
 {
     *out = NULL;
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "analysis: the snapshot was loaded without its events");
     uint32_t max_points = opts && opts->max_points ? opts->max_points : 2000;
     struct gm_analysis *an = gm_calloc(1, sizeof(*an));
     struct ana_priv *priv = gm_calloc(1, sizeof(*priv));

@@ -131,6 +131,11 @@ bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
     struct ev_state *s = &w->st;
     uint8_t *p, *h;
     unsigned hb, a;
+    if (w->count_only) {
+        w->pk.n_events++;
+        w->n_actions[e->action < GM_ACTION_COUNT ? e->action : GM_ACTION_OTHER]++;
+        return true;
+    }
     if (w->cap_bytes - w->pk.n_bytes < MAX_EVENT + SLACK) {
         void *b = w->pk.bytes;
         size_t cap = w->cap_bytes;

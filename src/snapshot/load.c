@@ -135,7 +135,7 @@ static enum gm_status build(struct builder *b, pk_val root)
                 ev_sums_merge(&span, &sums);
                 b->impl->size_sums[di - 1] = sums.size_sum;
                 d->n_events = tw->pk.n_events;
-                if (d->n_events)
+                if (d->n_events && !b->drop_events)
                     d->packed = &tw->pk;
                 memcpy(d->n_actions, tw->n_actions, sizeof(d->n_actions));
                 s->n_events += d->n_events;
@@ -257,6 +257,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     stream.ctx = b;
     po.stream = &stream;
     po.general_only = opts && opts->reader == GM_SNAPSHOT_READER_GENERAL;
+    b->drop_events = opts && opts->drop_events;
+    impl->pub.events_dropped = b->drop_events;
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */

@@ -218,6 +218,7 @@ struct builder {
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
+    bool drop_events; /* gm_snapshot_opts.drop_events */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
         any_g9, settings_g7;

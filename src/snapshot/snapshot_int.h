@@ -85,6 +85,7 @@ struct gm_snapshot_packed {
 /* Packs the events of one trace as they are made (a growing gm_big array). */
 struct ev_writer {
     struct gm_snapshot_packed pk;
+    bool count_only; /* keep no bytes: count the events only */
     size_t cap_bytes, cap_cps;
     struct ev_state st;
     uint64_t n_actions[GM_ACTION_COUNT];

@@ -313,6 +313,9 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
     memset(out, 0, sizeof(*out));
     if (!d)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "timeline: the snapshot was loaded without its events");
     out->device = index;
     if (d->n_events >= (size_t)INT32_MAX - 1)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,

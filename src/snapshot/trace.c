@@ -357,8 +357,10 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 static struct stream *stream_of(struct builder *b, uint32_t index)
 {
     struct stream **sp = &b->tr.streams[index];
-    if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL)
+    if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL) {
         ev_writer_init(&(*sp)->w);
+        (*sp)->w.count_only = b->drop_events;
+    }
     return *sp;
 }
 
@@ -451,6 +453,7 @@ enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writ
         return GM_OK;
     }
     /* a list the parser built (a writer that wrote the trace some other way) */
+    w->count_only = b->drop_events;
     for (uint32_t k = 0; k < l->len; k++) {
         struct gm_snapshot_event e;
         struct pk_record r;
