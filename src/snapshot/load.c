@@ -11,6 +11,7 @@
 #include "snapshot/load_int.h"
 
 #include "base/big.h"
+#include "base/guard.h"
 
 #include "gpumem/units.h"
 
@@ -208,6 +209,34 @@ static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error 
     return GM_OK;
 }
 
+/* The part of a load that reads the input: what it allocates stays reachable from 'r', so
+ * that a fault of a mapped input (base/guard.h) can release it. */
+struct load_run {
+    struct builder *b;
+    struct pk_doc *doc;
+    const void *data;
+    size_t len;
+    const struct pk_opts *po;
+    enum gm_status st;
+};
+
+static void read_input(void *ctx)
+{
+    struct load_run *r = ctx;
+    struct builder *b = r->b;
+    r->st = pk_parse(r->doc, r->data, r->len, r->po, b->err);
+    if (r->st != GM_OK)
+        return;
+    b->impl->pub.protocol = r->doc->protocol;
+    b->impl->pub.n_flat_batches = r->doc->n_flat_batches;
+    r->st = build(b, r->doc->root);
+    if (r->st == GM_OK)
+        r->st = intern_finish(b);
+    if (r->st == GM_OK)
+        r->st = check_sizes(b->impl, b->err);
+    pk_doc_release(r->doc);
+}
+
 static enum gm_status load(const void *data, size_t len, const struct gm_snapshot_opts *opts,
                            bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
@@ -262,22 +291,25 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */
+    memset(&doc, 0, sizeof(doc));
     if (!grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, 1, sizeof(struct stack_rec))) {
         st = nomem(b);
     } else {
+        struct load_run r = {b, &doc, data, len, &po, GM_OK};
         b->in.stacks[0].off = 0;
         b->in.stacks[0].n = 0;
         b->in.n_stacks = 1;
-        st = pk_parse(&doc, data, len, &po, err);
-        if (st == GM_OK) {
-            impl->pub.protocol = doc.protocol;
-            impl->pub.n_flat_batches = doc.n_flat_batches;
-            st = build(b, doc.root);
-            if (st == GM_OK)
-                st = intern_finish(b);
-            if (st == GM_OK)
-                st = check_sizes(impl, err);
-            pk_doc_release(&doc);
+        if (!mapped) {
+            read_input(&r);
+            st = r.st;
+        } else if (gm_guard_run(read_input, &r, data, len)) {
+            st = r.st;
+        } else {
+            /* the file shrank under the mapping: what the parse held goes with the rest */
+            pk_doc_abandon(&doc);
+            st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
+                         "the file changed while being read (it is shorter than when it was "
+                         "opened: written again meanwhile?)");
         }
     }
     builder_release(b);
@@ -310,15 +342,28 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
     enum gm_status rc;
 
     *out = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (or a device) is refused below instead of blocking the open until
+     * a writer comes; it changes nothing for the regular file that is mapped */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         return gm_fail(err, e == ENOENT ? GM_ERR_NOENT : GM_ERR_IO, GM_NO_OFFSET,
                        "cannot open '%s': %s", path, strerror(e));
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s' is not a regular file", path);
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
+                       "'%s' is %s, not a regular file: a snapshot is read from a file", path,
+                       S_ISFIFO(st.st_mode)                         ? "a FIFO (named pipe)"
+                       : S_ISDIR(st.st_mode)                        ? "a directory"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                    : "not a file");
     }
     if (st.st_size == 0) {
         close(fd);
