@@ -678,8 +678,8 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
  * back to the kernel (a private read-only file mapping refaults them from the page cache if
  * a memoized string there is read again), and the next WINDOW_STEP bytes are mapped in one
  * system call (MADV_POPULATE_READ) instead of a page fault every 16 pages. */
-#define WINDOW_STEP   ((uint64_t)4 << 20)
-#define WINDOW_BEHIND ((uintptr_t)1 << 20)
+#define WINDOW_STEP   ((uint64_t)2 << 20)
+#define WINDOW_BEHIND ((uintptr_t)512 << 10)
 
 static void input_window(struct vm *vm, const uint8_t *at)
 {
