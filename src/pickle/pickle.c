@@ -661,6 +661,12 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
                            name, what);
         }
     }
+    if (op == OP_STRING || op == OP_UNICODE)
+        return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                       "pickle: opcode %s (a string written as text, protocol 0) is plain data "
+                       "that gpumem does not read: save the snapshot with pickle protocol 2 or "
+                       "later (torch does by default)",
+                       name);
     if (op == OP_NEXT_BUFFER || op == OP_READONLY_BUFFER)
         return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
                        "pickle: opcode %s needs out-of-band buffers, which snapshots never use",

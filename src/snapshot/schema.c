@@ -127,8 +127,7 @@ enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum wor
     int64_t s;
     if (!strcmp(t, "int") && !pk_get_u64(v, &u) && !pk_get_i64(v, &s))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "snapshot: %s %zu: '%s' is an int that does not fit 64 bits (2^64 or more, "
-                       "or below -2^63), expected %s",
+                       "snapshot: %s %zu: '%s' is an int that does not fit 64 bits, expected %s",
                        where, i, word_text[key], want);
     return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                    "snapshot: %s %zu: '%s' is %s %s, expected %s", where, i, word_text[key],
