@@ -334,31 +334,53 @@
       g.fillRect(a, M.t, Math.max(1, b - a), c.ph);
     }
     axes(c, view, ymax);
-    const base = new Float64Array(i1 - i0 + 1);
+    const xs = (i) => Math.max(M.l, Math.min(M.l + pw, X(S.x[i])));
+    const xe = (i) => (i < i1 ? xs(i + 1) : M.l + pw);
+    // The steps to draw: each point's, or, with more points in view than pixel columns, one
+    // a column: the point with the most allocated bytes among those that hold in it (as the
+    // timeline does), so that a fill never has more vertices than the chart has pixels
+    // (thousands of sub-pixel steps made the browser take most of a second to paint it).
+    let pts = [], x0s = [], x1s = [], rmax = [];
+    if (i1 - i0 + 1 > pw) {
+      const ncol = Math.ceil(pw), rep = new Int32Array(ncol).fill(-1), best = new Float64Array(ncol).fill(-1), rm = new Float64Array(ncol);
+      for (let i = i0; i <= i1; i++) {
+        let t = 0; for (let k = 0; k < 7; k++) t += S.c[k][i];
+        const a = Math.max(0, Math.floor(xs(i) - M.l)), b = Math.min(ncol, Math.max(a + 1, Math.ceil(xe(i) - M.l)));
+        for (let col = a; col < b; col++) {
+          if (t > best[col]) { best[col] = t; rep[col] = i; }
+          if (S.r[i] > rm[col]) rm[col] = S.r[i];
+        }
+      }
+      for (let col = 0; col < ncol; col++) {
+        if (rep[col] < 0) continue;
+        pts.push(rep[col]); x0s.push(M.l + col); x1s.push(Math.min(M.l + pw, M.l + col + 1)); rmax.push(rm[col]);
+      }
+    } else {
+      for (let i = i0; i <= i1; i++) { pts.push(i); x0s.push(xs(i)); x1s.push(xe(i)); rmax.push(S.r[i]); }
+    }
+    const np = pts.length, base = new Float64Array(np);
     let polys = 0;
     for (let k = 0; k < 7; k++) {
       let any = false;
-      for (let i = i0; i <= i1; i++) if (S.c[k][i]) { any = true; break; }
+      for (let j = 0; j < np; j++) if (S.c[k][pts[j]]) { any = true; break; }
       if (!any) continue;
       g.fillStyle = CAT_COLORS[k];
       g.beginPath();
-      const xs = (i) => Math.max(M.l, Math.min(M.l + pw, X(S.x[i])));
-      const xe = (i) => (i < i1 ? xs(i + 1) : M.l + pw);
-      for (let i = i0; i <= i1; i++) {
-        const y = Y(base[i - i0] + S.c[k][i]);
-        if (i === i0) g.moveTo(xs(i), y); else g.lineTo(xs(i), y);
-        g.lineTo(xe(i), y);
+      for (let j = 0; j < np; j++) {
+        const y = Y(base[j] + S.c[k][pts[j]]);
+        if (j === 0) g.moveTo(x0s[j], y); else g.lineTo(x0s[j], y);
+        g.lineTo(x1s[j], y);
       }
-      for (let i = i1; i >= i0; i--) { const y = Y(base[i - i0]); g.lineTo(xe(i), y); g.lineTo(xs(i), y); }
+      for (let j = np - 1; j >= 0; j--) { const y = Y(base[j]); g.lineTo(x1s[j], y); g.lineTo(x0s[j], y); }
       g.closePath(); g.fill(); polys++;
-      for (let i = i0; i <= i1; i++) base[i - i0] += S.c[k][i];
+      for (let j = 0; j < np; j++) base[j] += S.c[k][pts[j]];
     }
     g.strokeStyle = '#1d2228'; g.lineWidth = 1;
     g.beginPath();
-    for (let i = i0; i <= i1; i++) {
-      const a = Math.max(M.l, Math.min(M.l + pw, X(S.x[i]))), b = i < i1 ? Math.max(M.l, Math.min(M.l + pw, X(S.x[i + 1]))) : M.l + pw, y = Y(S.r[i]);
-      if (i === i0) g.moveTo(a, y); else g.lineTo(a, y);
-      g.lineTo(b, y);
+    for (let j = 0; j < np; j++) {
+      const y = Y(rmax[j]);
+      if (j === 0) g.moveTo(x0s[j], y); else g.lineTo(x0s[j], y);
+      g.lineTo(x1s[j], y);
     }
     g.stroke();
     cs = { c, X, Y, i0, i1, ymax };
