@@ -13,6 +13,10 @@ never a timing):
    exit 70 (out of memory) or a signal, and its peak RSS stays below 256 MiB + 4 x the file
    (the default limit) plus what the process holds before it reads anything.
 3. --memory-limit is obeyed: a limit below what the 200 MB file needs is an error.
+4. Output in proportion to the input: a 2.4 MB pickle of 10,000 events that share one list of
+   10^6 frames gives `trace --json` output of one line of those frames and 10,000 event lines
+   (trace/2 names the stack), not 10,000 copies of the list (400 GB): the output is read
+   through a pipe and the command stopped once it passes that bound.
 
 RSS is measured by bench/measure (a small process of its own starts the command, so the
 figure is the command's, not Python's).
@@ -53,6 +57,23 @@ def measure(args, tmp, limit_as=None):
                        stderr=subprocess.PIPE, preexec_fn=set_limit, timeout=600)
     _, _, rss, code = open(res).read().split()
     return int(code), int(rss), p.stderr
+
+
+def bounded_output(cmd, bound):
+    """Bytes `cmd` writes to stdout and its exit status (None when it was stopped after
+    writing more than 'bound' bytes)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    got = 0
+    while True:
+        chunk = p.stdout.read(1 << 20)
+        if not chunk:
+            break
+        got += len(chunk)
+        if got > bound:
+            p.kill()
+            p.wait()
+            return got, None
+    return got, p.wait()
 
 
 def main():
@@ -118,6 +139,24 @@ def main():
             else:
                 print("ok memo bomb %-10s exit %d, RSS %7.1f MiB (at most %.1f)"
                       % (args[0], code, rss / MiB, inputs * bound / MiB))
+
+        # one frames list of 10^6 frames shared by 10,000 events
+        shared = os.path.join(tmp, "shared_frames.pickle")
+        frame = {"filename": "train.py", "line": 7, "name": "step"}
+        frames = [frame] * 1000000
+        events = [{"action": "alloc", "addr": 0x7f0000000000 + 512 * i, "size": 512, "stream": 0,
+                   "time_us": 1700000000000000 + i, "frames": frames} for i in range(10000)]
+        with open(shared, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [events]}, f, protocol=4)
+        one = len('{"filename":"train.py","line":7,"name":"step"},')
+        bound = one * len(frames) + 400 * len(events) + 4096
+        got, code = bounded_output([GPUMEM, "snapshot", "trace", "--json", shared], bound)
+        if code != 0 or got > bound:
+            fail("trace --json of a shared 10^6-frame list: %s%d bytes of output, at most %d "
+                 "expected" % ("exit %s, " % code if code else "", got, bound))
+        else:
+            print("ok trace --json of a shared 10^6-frame list: %d bytes (at most %d)"
+                  % (got, bound))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failures" % fails)
