@@ -182,7 +182,8 @@ static enum gm_status compute_at(const struct gm_snapshot *snap,
         buf[nl].size = sz;
         nl++;
     }
-    qsort(buf, nl, sizeof(*buf), cmp_live);
+    if (nl > 1)
+        qsort(buf, nl, sizeof(*buf), cmp_live);
 
     f->pools = gm_arena_calloc(arena, rs->n ? rs->n : 1, sizeof(*f->pools));
     if (!f->pools)

@@ -152,7 +152,8 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
             for (size_t i = 0; l.s && i <= l.mask; i++)
                 if (l.s[i] != EMPTY)
                     out[m++] = l.s[i];
-            qsort(out, m, sizeof(*out), cmp_u32);
+            if (m > 1)
+                qsort(out, m, sizeof(*out), cmp_u32);
             if ((st = fn(ctx, t, out, m, err)) != GM_OK)
                 goto done;
         }
