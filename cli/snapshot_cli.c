@@ -103,13 +103,12 @@ struct many {
     pthread_cond_t cv;
 };
 
-/* What a file may take while it is read and worked on: half its size (docs/snapshot.md:
- * a loaded snapshot holds a fifth of its file, an analysis a third more). */
+/* What a file may take while it is read and worked on (the library's estimate). */
 static uint64_t estimate(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size / 2 + ((uint64_t)64 << 20)
-                                                  : ((uint64_t)64 << 20);
+    return gm_snapshot_memory_estimate(stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size
+                                                                              : 0);
 }
 
 static void *many_worker(void *arg)

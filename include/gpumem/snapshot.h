@@ -367,6 +367,13 @@ enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
 /* Release a snapshot and everything reachable from it; NULL is a no-op. */
 void gm_snapshot_free(struct gm_snapshot *snap);
 
+/* What loading a snapshot file of 'file_bytes' and analysing it typically holds, for a
+ * caller that reads several files at once within a memory budget: half the file plus
+ * 64 MiB (the loaded snapshot about a fifth of its file, an analysis a third more, on
+ * training traces: docs/snapshot.md).  An estimate, not a bound: the bound is the
+ * snapshot's memory_limit. */
+uint64_t gm_snapshot_memory_estimate(uint64_t file_bytes);
+
 /* The extra fields of event 'e', or NULL when it has none. Borrowed. */
 const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
                                                                  const struct gm_snapshot_event *e);

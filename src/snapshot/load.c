@@ -333,6 +333,11 @@ enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
     return load(data, len, opts, false, out, err);
 }
 
+uint64_t gm_snapshot_memory_estimate(uint64_t file_bytes)
+{
+    return file_bytes / 2 + ((uint64_t)64 << 20);
+}
+
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err)
 {
