@@ -7,7 +7,7 @@ DESTDIR ?=
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-BENCH_SIZES ?= 100M
+BENCH_SIZES ?= 100M 1G
 
 .PHONY: all build test check asan demo install uninstall clean format bench fuzz
 
@@ -39,7 +39,7 @@ demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem
 
 bench: build
-	sh bench/snapshot.sh $(BUILD)/gpumem $(BENCH_SIZES)
+	sh bench/snapshot.sh $(BUILD)/gpumem $(BUILD)/bench $(BENCH_SIZES)
 	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
 
 fuzz:

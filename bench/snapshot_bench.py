@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Benchmark `gpumem snapshot peak` against Python's pickle.load + the same peak computation.
+"""Benchmark every `gpumem snapshot` command against two floors and Python's pickle.load.
 
-usage: snapshot_bench.py GPUMEM SIZE [SIZE...]     (SIZE as synth-snapshot --target-size: 100M, 1G)
+usage: snapshot_bench.py GPUMEM BENCH_DIR SIZE [SIZE...]
+       (SIZE as synth-snapshot --target-size: 100M, 1G; BENCH_DIR holds floor_bytes,
+       floor_opcodes and measure, built from bench/*.c)
 
-Wall-clock and CPU times are both printed: on a shared machine the CPU time (user + system)
-is the steadier comparison.  For each size: writes a synthetic snapshot with
-../shared/tools/synth-snapshot into a temporary folder (deleted afterwards), runs gpumem
-BENCH_REPEAT times (default 7), then Python BENCH_PY_REPEAT times (default 3 below 300 MB,
-else 1), each a process that times pickle.load and then the peak
-(tests/reference/snapshot_ref.py); checks the peaks agree and prints the best and median
-times, the ratios and the peak RSS (each process's own, from wait4).
+For each size a synthetic snapshot is written with ../shared/tools/synth-snapshot into a
+temporary folder (deleted afterwards) and read once to warm the page cache.  Then, BENCH_REPEAT
+times (default 3), every program runs once, in the same order each time, so that a slow
+moment of a shared machine touches all of them alike (interleaved):
+
+  floor-bytes     read(2) the whole file and sum its bytes
+  floor-opcodes   step over every pickle opcode and its argument, building nothing
+  gpumem info, stats, peak, trace (text, to /dev/null), trace --json, categories, leaks,
+  oom, replay, plot, diff (the file with itself), report (-o into the temporary folder)
+  pickle.load     Python's pickle.load of the file (tests/reference/snapshot_ref.py's safe
+                  unpickler), the first BENCH_PY_REPEAT rounds only (default 3 below 300 MB,
+                  else 1: it needs about 30 s and 8.5 GB per GB of file)
+
+Each run is a process of its own, started by bench/measure.c (a small process, so that the
+peak RSS the kernel reports is the command's, not the Python driver's): wall time around it,
+CPU time (user + system) and peak RSS from its own rusage (wait4).  Printed per program: median wall and CPU,
+the largest RSS and its ratio to the file size, and the median wall time as a ratio to
+`peak` and to the two floors.  The peaks of gpumem and Python must agree.
 """
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -27,35 +39,27 @@ SHARED = os.environ.get("GM_SHARED", os.path.join(ROOT, "..", "shared"))
 SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
 
 PY = r'''
-import json, sys, time, pickle
+import json, sys, pickle
 sys.path.insert(0, %r)
 import snapshot_ref
-t0, c0 = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as f:
     data = snapshot_ref.SafeUnpickler(f).load()
-t1, c1 = time.perf_counter(), time.process_time()
 s = snapshot_ref.normalise(data)
-peaks = [snapshot_ref.peak_of(s, d)["peak_bytes"] for d in snapshot_ref.devices_of(s)]
-t2, c2 = time.perf_counter(), time.process_time()
-print(json.dumps({"load_s": t1 - t0, "peak_s": t2 - t1, "load_cpu": c1 - c0,
-                  "peak_cpu": c2 - c1, "peaks": peaks}))
+print(json.dumps([snapshot_ref.peak_of(s, d)["peak_bytes"] for d in snapshot_ref.devices_of(s)]))
 ''' % os.path.join(ROOT, "tests", "reference")
 
 
-def timed(cmd):
-    """Run cmd; its stdout, wall seconds, peak RSS bytes and CPU seconds (user + system, from
-    the child's own rusage by wait4: microseconds, where /usr/bin/time rounds to 10 ms)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
+def timed(measure, cmd, stdout):
+    """Run cmd through bench/measure.c with stdout to the file object 'stdout': its wall
+    seconds, CPU seconds (user + system) and peak RSS bytes."""
+    with tempfile.NamedTemporaryFile() as res, tempfile.TemporaryFile() as err:
+        p = subprocess.run([measure, res.name, *cmd], stdout=stdout, stderr=err)
         if p.returncode:
-            sys.exit("failed: %s\n%s" % (" ".join(cmd), err.read().decode(errors="replace")[-2000:]))
-        return out.read().decode(), wall, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
+            err.seek(0)
+            sys.exit("failed (exit %d): %s\n%s" % (p.returncode, " ".join(cmd),
+                                                   err.read().decode(errors="replace")[-2000:]))
+        wall, cpu, rss, _ = open(res.name).read().split()
+        return float(wall), float(cpu), int(rss)
 
 
 def median(xs):
@@ -63,61 +67,84 @@ def median(xs):
     return xs[len(xs) // 2]
 
 
+def programs(gpumem, floors, path, tmp):
+    report = os.path.join(tmp, "report.html")
+    g = lambda *a: [gpumem, "snapshot", *a]
+    return [
+        ("floor-bytes", [os.path.join(floors, "floor_bytes"), path]),
+        ("floor-opcodes", [os.path.join(floors, "floor_opcodes"), path]),
+        ("info", g("info", path)),
+        ("stats", g("stats", path)),
+        ("peak", g("peak", "--json", "--top", "1", path)),
+        ("trace", g("trace", path)),
+        ("trace --json", g("trace", "--json", path)),
+        ("categories", g("categories", path)),
+        ("leaks", g("leaks", path)),
+        ("oom", g("oom", path)),
+        ("replay", g("replay", path)),
+        ("plot", g("plot", "--width", "120", path)),
+        ("diff", g("diff", path, path)),
+        ("report", g("report", path, "-o", report, "--force")),
+        ("pickle.load", [sys.executable, "-c", PY, path]),
+    ]
+
+
 def main():
-    gpumem, sizes = os.path.abspath(sys.argv[1]), sys.argv[2:] or ["100M"]
-    repeat = int(os.environ.get("BENCH_REPEAT", "7"))
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    gpumem, floors, sizes = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3:]
+    measure = os.path.join(floors, "measure")
+    repeat = int(os.environ.get("BENCH_REPEAT", "3"))
+    status = 0
     for size in sizes:
-        tmp = tempfile.mkdtemp(prefix="gpumem-bench-", dir="/tmp")
+        tmp = tempfile.mkdtemp(prefix="gpumem-bench-", dir=os.environ.get("TMPDIR", "/tmp"))
         try:
             path = os.path.join(tmp, "snapshot.pickle")
-            subprocess.run([SYNTH, "-o", path, "--target-size", size, "--quiet"], check=True)
+            subprocess.run([SYNTH, "-o", path, "--target-size", size, "--seed", "1", "--quiet"],
+                           check=True)
             fsize = os.path.getsize(path)
-            # warm the page cache equally for both
             with open(path, "rb") as f:
                 while f.read(1 << 24):
                     pass
-            g = []
-            for _ in range(repeat):
-                out, wall, rss, cpu = timed(
-                    [gpumem, "snapshot", "peak", "--json", "--top", "1", path])
-                g.append((wall, cpu, rss))
-            g_peaks = [d["peak_bytes"] for d in json.loads(out)["devices"]]
-            # Python needs about 30 s and 8.5 GB per GB of file: fewer runs for large files
+            progs = programs(gpumem, floors, path, tmp)
             py_repeat = int(os.environ.get("BENCH_PY_REPEAT", "3" if fsize < 300e6 else "1"))
-            py = []
-            for _ in range(py_repeat):
-                out, p_wall, p_rss, _ = timed([sys.executable, "-c", PY, path])
-                r = json.loads(out)
-                r["rss"] = p_rss
-                py.append(r)
-            agree = all(r["peaks"] == g_peaks for r in py)
-            print("file %s: %d bytes (%.1f MiB), peaks %s %s" % (
-                size, fsize, fsize / 2**20, g_peaks,
-                "agree" if agree else "DIFFER: %s" % py[0]["peaks"]))
-            gw, gc = [x[0] for x in g], [x[1] for x in g]
-            g_rss = max(x[2] for x in g)
-            print("  gpumem snapshot peak (%d runs)    best %7.3f s wall %7.3f s CPU; median %7.3f s "
-                  "wall %7.3f s CPU; peak RSS %7.1f MiB (%.2f x file)"
-                  % (repeat, min(gw), min(gc), median(gw), median(gc), g_rss / 2**20, g_rss / fsize))
-            lw, lc = [r["load_s"] for r in py], [r["load_cpu"] for r in py]
-            tw = [r["load_s"] + r["peak_s"] for r in py]
-            tc = [r["load_cpu"] + r["peak_cpu"] for r in py]
-            print("  python pickle.load (%d runs)      best %7.3f s wall %7.3f s CPU; median %7.3f s "
-                  "wall %7.3f s CPU" % (py_repeat, min(lw), min(lc), median(lw), median(lc)))
-            print("  python pickle.load + peak         best %7.3f s wall %7.3f s CPU; "
-                  "peak RSS %7.1f MiB (%.2f x file)"
-                  % (min(tw), min(tc), max(r["rss"] for r in py) / 2**20,
-                     max(r["rss"] for r in py) / fsize))
-            print("  speed-up vs pickle.load alone: best %.1fx wall, %.1fx CPU; median %.1fx wall, "
-                  "%.1fx CPU" % (min(lw) / min(gw), min(lc) / min(gc), median(lw) / median(gw),
-                                 median(lc) / median(gc)))
-            print("  speed-up vs pickle.load + peak: best %.1fx wall, %.1fx CPU"
-                  % (min(tw) / min(gw), min(tc) / min(gc)))
+            runs = {name: [] for name, _ in progs}
+            peaks = {}
+            for r in range(repeat):
+                for name, cmd in progs:
+                    if name == "pickle.load" and r >= py_repeat:
+                        continue
+                    keep = name in ("peak", "pickle.load")
+                    with (tempfile.TemporaryFile() if keep else open(os.devnull, "wb")) as out:
+                        runs[name].append(timed(measure, cmd, out))
+                        if keep:
+                            out.seek(0)
+                            doc = json.loads(out.read().decode())
+                            peaks[name] = ([d["peak_bytes"] for d in doc["devices"]]
+                                           if name == "peak" else doc)
+            agree = peaks.get("peak") == peaks.get("pickle.load")
+            med = {n: median([x[0] for x in v]) for n, v in runs.items() if v}
+            print("file %s: %d bytes (%.1f MiB); %d rounds; peaks %s %s" % (
+                size, fsize, fsize / 2**20, repeat, peaks.get("peak"),
+                "agree with Python" if agree else "DIFFER from Python's %s" % peaks.get("pickle.load")))
+            print("  %-14s %4s %9s %9s %10s %6s %7s %8s %8s" % (
+                "program", "runs", "wall s", "CPU s", "RSS MiB", "RSS/f", "x peak", "x bytes",
+                "x opcodes"))
+            for name, _ in progs:
+                v = runs[name]
+                if not v:
+                    continue
+                rss = max(x[2] for x in v)
+                print("  %-14s %4d %9.3f %9.3f %10.1f %6.2f %7.2f %8.2f %8.2f" % (
+                    name, len(v), med[name], median([x[1] for x in v]), rss / 2**20, rss / fsize,
+                    med[name] / med["peak"], med[name] / med["floor-bytes"],
+                    med[name] / med["floor-opcodes"]))
+            sys.stdout.flush()
             if not agree:
-                return 1
+                status = 1
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -10,22 +10,47 @@
 #include <inttypes.h>
 #include <string.h>
 
-int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
-                 struct gm_analysis **an)
+struct open_ctx {
+    char *const *paths;
+    struct gm_analysis **ans;
+};
+
+static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
-    struct gm_error err = {0};
-    *snap = NULL;
-    *an = NULL;
-    int rc = snapcli_load(cmd, path, snap);
-    if (rc)
-        return rc;
-    if (gm_analysis_run(*snap, NULL, an, &err) != GM_OK) {
-        gm_snapshot_free(*snap);
-        *snap = NULL;
-        gm_error_prefix(&err, "%s", path);
-        return cli_fail(cmd, &err);
+    struct open_ctx *c = ctx;
+    if (gm_analysis_run(snap, NULL, &c->ans[i], err) != GM_OK)
+        return gm_error_prefix(err, "%s", c->paths[i]);
+    return GM_OK;
+}
+
+int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
+                      struct gm_analysis **ans)
+{
+    struct open_ctx c = {paths, ans};
+    int rc;
+    memset(ans, 0, n * sizeof(*ans));
+    rc = snapcli_load_many(cmd, paths, n, o, analyse, &c, snaps);
+    if (rc) {
+        for (size_t i = 0; i < n; i++) {
+            gm_analysis_free(ans[i]);
+            ans[i] = NULL;
+        }
     }
-    return 0;
+    return rc;
+}
+
+void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ana_cli_close(snaps[i], ans[i]);
+}
+
+int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
+                 struct gm_snapshot **snap, struct gm_analysis **an)
+{
+    char *paths[1] = {path};
+    return ana_cli_open_many(cmd, paths, 1, o, snap, an);
 }
 
 void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an)

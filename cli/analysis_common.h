@@ -11,10 +11,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Load 'path' and analyse it; on failure prints the error and returns its exit code
- * (0 on success).  Release with ana_cli_close(). */
-int ana_cli_open(const char *cmd, const char *path, struct gm_snapshot **snap,
-                 struct gm_analysis **an);
+#include "snapshot_cli.h"
+
+/* Load and analyse the n files paths[] (in parallel: snapcli_load_many()) into snaps[i] and
+ * ans[i]; on failure prints the error of the first failing file and returns its exit code
+ * (0 on success).  'o' may be NULL.  Release with ana_cli_close_many(). */
+int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
+                      struct gm_analysis **ans);
+void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n);
+
+/* ana_cli_open_many() of one file; release with ana_cli_close(). */
+int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
+                 struct gm_snapshot **snap, struct gm_analysis **an);
 void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an);
 
 /* "40.74 MiB (42715148 B)" into buf (>= 64 bytes). */

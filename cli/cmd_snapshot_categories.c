@@ -287,10 +287,21 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     printf("\n");
 }
 
+static void json_file(struct gm_json *w, const struct gm_analysis *an, bool device_set, int device,
+                      bool series)
+{
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    for (size_t d = 0; d < an->n_devices; d++)
+        if (!device_set || an->devices[d].device == device)
+            json_device(w, an, &an->devices[d], series);
+    gm_json_end_array(w);
+}
+
 int cmd_snapshot_categories(int argc, char **argv)
 {
     bool json = false, series = false;
-    uint64_t top = 0;
+    uint64_t top = 0, mem_limit = 0;
     int device = -1;
     bool device_set = false;
     int n_pos = 0;
@@ -301,48 +312,65 @@ int cmd_snapshot_categories(int argc, char **argv)
                  "with --json: also the per-category series and the phase runs"),
         OPT_U64("top", 'n', &top, "N", "also list the N largest allocation sites per category",
                 NULL),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot categories [--json] [--device N] [--series] [--top N] FILE",
+        "gpumem snapshot categories [--json] [--device N] [--series] [--top N] FILE...",
         "Classify every allocation of a PyTorch memory snapshot as parameter, input, "
         "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
         "frames and its lifetime, and show the split at the peak of each device. Sizes are "
         "the trace's requested bytes (as memory_viz draws them). The rules are in "
-        "docs/analysis.md.",
+        "docs/analysis.md. Several files (ranks) are read and analysed at the same time; "
+        "--json then writes {\"files\": [{\"file\", \"devices\"}...]}.",
         "gpumem snapshot categories snapshot.pickle\n"
         "gpumem snapshot categories --json --series snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
         return prc;
-    if (n_pos != 1)
-        return cli_usage(argv[0], "expected one snapshot file");
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    int rc = ana_cli_open(argv[0], argv[1], &snap, &an);
-    if (rc)
-        return rc;
-    if (device_set && !gm_analysis_device_by_index(an, device)) {
-        ana_cli_close(snap, an);
-        return cli_usage(argv[0], "the file has no device %d", device);
-    }
-    if (json) {
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing snapshot FILE");
+    struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
+    struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
+    struct snapcli_load_opts lo = {mem_limit, false};
+    int rc = snaps && ans ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
+                          : GM_EXIT_SOFTWARE;
+    for (int f = 0; f < n_pos && rc == 0; f++)
+        if (device_set && !gm_analysis_device_by_index(ans[f], device))
+            rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
+                           device);
+    if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.categories");
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t d = 0; d < an->n_devices; d++)
-            if (!device_set || an->devices[d].device == device)
-                json_device(&w, an, &an->devices[d], series);
-        gm_json_end_array(&w);
+        if (n_pos == 1) {
+            json_file(&w, ans[0], device_set, device, series);
+        } else {
+            gm_json_key(&w, "files");
+            gm_json_begin_array(&w);
+            for (int f = 0; f < n_pos; f++) {
+                gm_json_begin_object(&w);
+                gm_json_kv_str(&w, "file", argv[f + 1]);
+                json_file(&w, ans[f], device_set, device, series);
+                gm_json_end_object(&w);
+            }
+            gm_json_end_array(&w);
+        }
         rc = cli_json_end(&w, argv[0]);
-    } else {
-        for (size_t d = 0; d < an->n_devices; d++)
-            if (!device_set || an->devices[d].device == device)
-                print_device(an, &an->devices[d], top);
+    } else if (rc == 0) {
+        for (int f = 0; f < n_pos; f++) {
+            const struct gm_analysis *an = ans[f];
+            if (n_pos > 1)
+                printf("==> %s <==\n", argv[f + 1]);
+            for (size_t d = 0; d < an->n_devices; d++)
+                if (!device_set || an->devices[d].device == device)
+                    print_device(an, &an->devices[d], top);
+        }
         printf("(sizes are requested bytes from the trace, below what max_memory_allocated "
                "counts after rounding)\n");
     }
-    ana_cli_close(snap, an);
+    if (snaps && ans)
+        ana_cli_close_many(snaps, ans, (size_t)n_pos);
+    gm_free(snaps);
+    gm_free(ans);
     return rc;
 }

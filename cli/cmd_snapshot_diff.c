@@ -128,11 +128,12 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
 int cmd_snapshot_diff(int argc, char **argv)
 {
     bool json = false;
-    uint64_t top = 20;
+    uint64_t top = 20, mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.diff/1"),
         OPT_U64("top", 'n', &top, "N", "at most N sites per device (20; 0: all)", NULL),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -149,16 +150,17 @@ int cmd_snapshot_diff(int argc, char **argv)
         return prc;
     if (n_pos != 2)
         return cli_usage(argv[0], "expected two snapshot files");
-    struct gm_snapshot *sa, *sb;
-    struct gm_analysis *aa, *ab;
-    int rc = ana_cli_open(argv[0], argv[1], &sa, &aa);
+    struct gm_snapshot *snaps[2], *sa, *sb;
+    struct gm_analysis *ans[2], *aa, *ab;
+    struct snapcli_load_opts lo = {mem_limit, false};
+    /* both read at the same time */
+    int rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
     if (rc)
         return rc;
-    rc = ana_cli_open(argv[0], argv[2], &sb, &ab);
-    if (rc) {
-        ana_cli_close(sa, aa);
-        return rc;
-    }
+    sa = snaps[0];
+    sb = snaps[1];
+    aa = ans[0];
+    ab = ans[1];
     struct gm_analysis_diff *d = NULL;
     struct gm_error err = {0};
     if (gm_analysis_diff(aa, ab, &d, &err) != GM_OK) {

@@ -61,12 +61,11 @@ static void print_setting(const struct gm_snapshot_setting *s)
     }
 }
 
-static size_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
+static uint64_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
 {
-    size_t n = 0;
+    uint64_t n = 0;
     for (size_t d = 0; d < snap->n_devices; d++)
-        for (size_t k = 0; k < snap->devices[d].n_events; k++)
-            n += snap->devices[d].events[k].action == (uint8_t)a;
+        n += snap->devices[d].n_actions[a];
     return n;
 }
 
@@ -141,6 +140,7 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     }
     gm_json_kv_bool(&w, "host_data", s->has_host_data);
     gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
+    gm_json_kv_u64(&w, "flat_batches", s->n_flat_batches);
     return cli_json_end(&w, cmd);
 }
 
@@ -167,9 +167,10 @@ static void info_text(const char *path, const struct gm_snapshot *s)
     if (s->n_events) {
         const char *sep = " (";
         for (int a = 0; a < GM_ACTION_COUNT; a++) {
-            size_t n = count_action(s, (enum gm_snapshot_action)a);
+            uint64_t n = count_action(s, (enum gm_snapshot_action)a);
             if (n) {
-                printf("%s%s %zu", sep, gm_snapshot_action_name((enum gm_snapshot_action)a), n);
+                printf("%s%s %" PRIu64, sep, gm_snapshot_action_name((enum gm_snapshot_action)a),
+                       n);
                 sep = ", ";
             }
         }
@@ -232,9 +233,11 @@ int cmd_snapshot_info(int argc, char **argv)
 {
     bool json = false;
     int n_pos = 0, rc;
+    uint64_t mem_limit = 0;
     struct gm_snapshot *snap;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.info/1"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -249,7 +252,9 @@ int cmd_snapshot_info(int argc, char **argv)
         return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
-    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
+    /* the counts and sums of the trace are all info shows of it: its events are not kept */
+    struct snapcli_load_opts lo = {mem_limit, true};
+    if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
     if (json)
         rc = info_json(argv[0], argv[1], snap);

@@ -130,11 +130,12 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
 int cmd_snapshot_leaks(int argc, char **argv)
 {
     bool json = false;
-    uint64_t top = 10;
+    uint64_t top = 10, mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.leaks/1"),
         OPT_U64("top", 'n', &top, "N", "show at most N leaking sites per device (10)", NULL),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -152,7 +153,8 @@ int cmd_snapshot_leaks(int argc, char **argv)
         return cli_usage(argv[0], "expected one snapshot file");
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    int rc = ana_cli_open(argv[0], argv[1], &snap, &an);
+    struct snapcli_load_opts lo = {mem_limit, false};
+    int rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
     if (rc)
         return rc;
     if (json) {

@@ -132,11 +132,13 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
 int cmd_snapshot_oom(int argc, char **argv)
 {
     bool json = false, series = false;
+    uint64_t mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.oom/1"),
         OPT_FLAG("series", 0, &series,
                  "with --json: reserved and allocated bytes over the trace (else [])"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -154,7 +156,8 @@ int cmd_snapshot_oom(int argc, char **argv)
         return cli_usage(argv[0], "expected one snapshot file");
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    int rc = ana_cli_open(argv[0], argv[1], &snap, &an);
+    struct snapcli_load_opts lo = {mem_limit, false};
+    int rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
     if (rc)
         return rc;
     if (json) {

@@ -88,94 +88,165 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
     }
 }
 
+/* One file's peaks, computed in the thread that loaded it. */
+struct file_peaks {
+    struct dev_peak *peaks; /* per snapshot device */
+    bool has_device;        /* the device asked for is in the file */
+};
+
+struct peak_work {
+    char *const *paths;
+    struct file_peaks *files;
+    int32_t want;
+};
+
+static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
+                                 struct gm_error *err)
+{
+    struct peak_work *pw = ctx;
+    struct file_peaks *fp = &pw->files[f];
+    fp->has_device = pw->want < 0 || gm_snapshot_device_by_index(snap, pw->want);
+    if (!fp->has_device)
+        return GM_OK;
+    fp->peaks = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(*fp->peaks));
+    if (!fp->peaks)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        struct dev_peak *p = &fp->peaks[i];
+        enum gm_status st;
+        if (pw->want >= 0 && d->index != pw->want)
+            continue;
+        if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &p->tl, err)) != GM_OK ||
+            (st = gm_snapshot_group_live(&p->tl, &p->groups, &p->n_groups, err)) != GM_OK)
+            return st;
+    }
+    return GM_OK;
+}
+
+static void file_peaks_release(struct file_peaks *fp, const struct gm_snapshot *snap)
+{
+    for (size_t i = 0; fp->peaks && snap && i < snap->n_devices; i++) {
+        gm_snapshot_timeline_release(&fp->peaks[i].tl);
+        gm_free(fp->peaks[i].groups);
+    }
+    gm_free(fp->peaks);
+}
+
+static void json_file(struct gm_json *w, const char *path, const struct gm_snapshot *snap,
+                      const struct file_peaks *fp, int32_t want, uint64_t top)
+{
+    gm_json_kv_str(w, "file", path);
+    gm_json_kv_str(w, "sizes", "requested bytes as recorded in the trace");
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < snap->n_devices; i++)
+        if (want < 0 || snap->devices[i].index == want)
+            json_device(w, snap, &snap->devices[i], &fp->peaks[i], top);
+    gm_json_end_array(w);
+}
+
+static void text_file(const struct gm_snapshot *snap, const struct file_peaks *fp, int32_t want,
+                      uint64_t top)
+{
+    bool first = true;
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        if (want >= 0 && snap->devices[i].index != want)
+            continue;
+        if (!first)
+            printf("\n");
+        first = false;
+        text_device(snap, &snap->devices[i], &fp->peaks[i], top);
+    }
+    if (!snap->n_devices)
+        printf("the file names no device\n");
+}
+
 int cmd_snapshot_peak(int argc, char **argv)
 {
     bool json = false;
-    uint64_t top = 10;
+    uint64_t top = 10, mem_limit = 0;
     const char *device = NULL;
     int32_t want = -1;
     int n_pos = 0, rc;
-    struct gm_snapshot *snap;
-    struct dev_peak *peaks;
-    struct gm_error err;
+    struct gm_snapshot **snaps;
+    struct file_peaks *files;
     bool top_seen = false;
     const struct opt opts[] = {
         OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)", &top_seen),
         OPT_STRING("device", 'd', &device, "N", "only this device (default: all)"),
         OPT_JSON(&json, "gpumem.snapshot.peak/1"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot peak [--top N] [--device N] [--json] FILE",
+        "gpumem snapshot peak [--top N] [--device N] [--json] FILE...",
         "The peak of memory_viz's Active Memory Timeline per device: live allocations at the "
         "sizes the trace records (requested bytes), counting blocks allocated at snapshot time "
         "and frees without an alloc in the trace from the start. Then the allocations alive at "
         "the peak, grouped by stack, largest first, user frames first and torch internals "
-        "folded. --json lists every group unless --top is given.",
-        "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl"};
+        "folded. --json lists every group unless --top is given. Several files (ranks) are "
+        "read at the same time; --json then writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl\n"
+        "gpumem snapshot peak rank*.pickle"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
         return prc;
-    if (n_pos != 1)
-        return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing FILE");
     if ((rc = snapcli_device_arg(argv[0], device, &want)) != 0)
         return rc;
     if (json && !top_seen)
         top = 0;
-    if ((rc = snapcli_load(argv[0], argv[1], &snap)) != 0)
-        return rc;
-    if (want >= 0 && !gm_snapshot_device_by_index(snap, want)) {
-        gm_snapshot_free(snap);
-        cli_errorf(argv[0], "'%s' has no device %d", argv[1], want);
-        return GM_EXIT_USAGE;
-    }
-    peaks = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(*peaks));
-    if (!peaks) {
-        gm_snapshot_free(snap);
+    snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
+    files = gm_calloc((size_t)n_pos, sizeof(*files));
+    if (!snaps || !files) {
+        gm_free(snaps);
+        gm_free(files);
         return GM_EXIT_SOFTWARE;
     }
-    for (size_t i = 0; i < snap->n_devices && rc == 0; i++) {
-        const struct gm_snapshot_device *d = &snap->devices[i];
-        if (want >= 0 && d->index != want)
-            continue;
-        if (gm_snapshot_timeline(snap, d->index, false, &peaks[i].tl, &err) != GM_OK ||
-            gm_snapshot_group_live(&peaks[i].tl, &peaks[i].groups, &peaks[i].n_groups, &err) !=
-                GM_OK)
-            rc = cli_fail(argv[0], &err);
+    {
+        struct peak_work pw = {argv + 1, files, want};
+        struct snapcli_load_opts lo = {mem_limit, false};
+        rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
+    }
+    for (int f = 0; f < n_pos && rc == 0; f++) {
+        if (!files[f].has_device) {
+            cli_errorf(argv[0], "'%s' has no device %d", argv[f + 1], want);
+            rc = GM_EXIT_USAGE;
+        }
     }
     if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.peak");
-        gm_json_kv_str(&w, "file", argv[1]);
-        gm_json_kv_str(&w, "sizes", "requested bytes as recorded in the trace");
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t i = 0; i < snap->n_devices; i++)
-            if (want < 0 || snap->devices[i].index == want)
-                json_device(&w, snap, &snap->devices[i], &peaks[i], top);
-        gm_json_end_array(&w);
+        if (n_pos == 1) {
+            json_file(&w, argv[1], snaps[0], &files[0], want, top);
+        } else {
+            gm_json_key(&w, "files");
+            gm_json_begin_array(&w);
+            for (int f = 0; f < n_pos; f++) {
+                gm_json_begin_object(&w);
+                json_file(&w, argv[f + 1], snaps[f], &files[f], want, top);
+                gm_json_end_object(&w);
+            }
+            gm_json_end_array(&w);
+        }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
-        bool first = true;
-        for (size_t i = 0; i < snap->n_devices; i++) {
-            if (want >= 0 && snap->devices[i].index != want)
-                continue;
-            if (!first)
-                printf("\n");
-            first = false;
-            text_device(snap, &snap->devices[i], &peaks[i], top);
+        for (int f = 0; f < n_pos; f++) {
+            if (n_pos > 1)
+                printf("%s==> %s <==\n", f ? "\n" : "", argv[f + 1]);
+            text_file(snaps[f], &files[f], want, top);
         }
-        if (!snap->n_devices)
-            printf("the file names no device\n");
         printf("\nnote: trace sizes are requested bytes, below what "
                "torch.cuda.max_memory_allocated() counts after rounding to 512 B blocks\n");
     }
-    for (size_t i = 0; i < snap->n_devices; i++) {
-        gm_snapshot_timeline_release(&peaks[i].tl);
-        gm_free(peaks[i].groups);
+    for (int f = 0; f < n_pos; f++) {
+        file_peaks_release(&files[f], snaps[f]);
+        gm_snapshot_free(snaps[f]);
     }
-    gm_free(peaks);
-    gm_snapshot_free(snap);
+    gm_free(files);
+    gm_free(snaps);
     return rc;
 }

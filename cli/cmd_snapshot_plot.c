@@ -33,7 +33,7 @@ int cmd_snapshot_plot(int argc, char **argv)
 {
     bool ascii = false, category = false, dev_seen = false;
     int color = CLI_COLOR_AUTO, device = 0, n_pos = 0, rc = 0;
-    uint64_t width = 0, height = 16;
+    uint64_t width = 0, height = 16, mem_limit = 0;
     struct gm_snapshot *snap = NULL;
     struct gm_analysis *an = NULL;
     struct gm_plot_opts po;
@@ -46,6 +46,7 @@ int cmd_snapshot_plot(int argc, char **argv)
         OPT_U64("width", 'w', &width, "N", "columns (default: the terminal's width, or 80)", NULL),
         OPT_U64("height", 0, &height, "N", "rows of the plot area (default 16)", NULL),
         OPT_COLOR(&color),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -64,7 +65,8 @@ int cmd_snapshot_plot(int argc, char **argv)
         return cli_usage(argv[0], "--width: choose 40 to 1000");
     if (height < 4 || height > 200)
         return cli_usage(argv[0], "--height: choose 4 to 200");
-    rc = snapcli_load(argv[0], argv[1], &snap);
+    struct snapcli_load_opts lo = {mem_limit, false};
+    rc = snapcli_load(argv[0], argv[1], &lo, &snap);
     if (rc)
         return rc;
     if (!snap->n_devices) {

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_cli.h"
 
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
@@ -246,7 +247,7 @@ int cmd_snapshot_replay(int argc, char **argv)
 {
     const char *conf_str = NULL;
     bool json = false, have_mem = false, have_frac = false;
-    uint64_t device_mem = 0;
+    uint64_t device_mem = 0, mem_limit = 0;
     double fraction = 0.0;
     int n_pos = 0, rc;
     struct gm_alloc_conf what_if;
@@ -268,6 +269,7 @@ int cmd_snapshot_replay(int argc, char **argv)
                    "--device-memory (garbage_collection_threshold acts only with it)",
                    &have_frac),
         OPT_JSON(&json, "gpumem.snapshot.replay/1"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -293,9 +295,9 @@ int cmd_snapshot_replay(int argc, char **argv)
     if (have_frac && !(fraction > 0.0 && fraction <= 1.0))
         return cli_usage(argv[0], "--memory-fraction %g is out of range (0, 1]", fraction);
 
-    rc = gm_snapshot_load(argv[1], NULL, &snap, &err);
-    if (rc != GM_OK)
-        return cli_fail(argv[0], &err);
+    struct snapcli_load_opts lo = {mem_limit, false};
+    if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
+        return rc;
     memset(&ro, 0, sizeof(ro));
     if (conf_str) {
         bool assumed;

@@ -105,7 +105,39 @@ struct file_stats {
     const char *path;
     size_t n_segments, n_blocks;
     struct gm_snapshot_stats st;
+    bool done; /* st holds figures */
 };
+
+/* What the files of one run share (snapcli_load_each()). */
+struct stats_job {
+    const char *cmd;
+    char *const *paths;
+    struct file_stats *files;
+    struct rank_table *ranks;
+    size_t n;
+};
+
+/* In the thread that read the file. */
+static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap,
+                                   struct gm_error *err)
+{
+    struct stats_job *j = ctx;
+    struct file_stats *fs = &j->files[i];
+    fs->path = j->paths[i];
+    fs->n_segments = snap->n_segments;
+    fs->n_blocks = snap->n_blocks;
+    if (gm_snapshot_stats(snap, &fs->st, err) != GM_OK)
+        return err->code;
+    fs->done = true;
+    return GM_OK;
+}
+
+/* In this thread, in argument order: the row of each rank (its timeline). */
+static int file_ranks(void *ctx, size_t i, struct gm_snapshot *snap)
+{
+    struct stats_job *j = ctx;
+    return j->n > 1 ? ranks_add(j->ranks, j->cmd, j->paths[i], snap, &j->files[i].st) : 0;
+}
 
 static void text_file(const struct file_stats *fs)
 {
@@ -144,8 +176,10 @@ int cmd_snapshot_stats(int argc, char **argv)
 {
     bool json = false;
     int n_pos = 0, rc = 0;
+    uint64_t mem_limit = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.stats/1"),
+        SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -153,12 +187,12 @@ int cmd_snapshot_stats(int argc, char **argv)
         "Per device and pool: reserved, allocated, active and requested bytes, free bytes inside "
         "segments (internal: rounding and split waste; external: inactive blocks), the largest "
         "free block and a segment size histogram, summed from the blocks at snapshot time. "
-        "With several files, --json writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "Several files (ranks) are read at the same time, and a table compares them; --json "
+        "then writes {\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\"}.",
         "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
     struct gm_json w;
     struct file_stats *files;
     struct rank_table ranks = {0};
-    int n_done = 0;
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
@@ -168,21 +202,12 @@ int cmd_snapshot_stats(int argc, char **argv)
     files = gm_calloc((size_t)n_pos, sizeof(*files));
     if (!files)
         return GM_EXIT_SOFTWARE;
-    /* Read everything first, so that a bad file leaves no partial output. */
-    for (int i = 0; i < n_pos && rc == 0; i++) {
-        struct gm_snapshot *snap;
-        struct gm_error err;
-        if ((rc = snapcli_load(argv[0], argv[i + 1], &snap)) != 0)
-            break;
-        files[i].path = argv[i + 1];
-        files[i].n_segments = snap->n_segments;
-        files[i].n_blocks = snap->n_blocks;
-        if (gm_snapshot_stats(snap, &files[i].st, &err) != GM_OK)
-            rc = cli_fail(argv[0], &err);
-        else if (n_pos > 1)
-            rc = ranks_add(&ranks, argv[0], argv[i + 1], snap, &files[i].st);
-        gm_snapshot_free(snap);
-        n_done = i + 1;
+    /* Read everything first, so that a bad file leaves no partial output; one file needs
+     * only the snapshot state, several the timeline of each (the ranks table). */
+    {
+        struct stats_job j = {argv[0], argv + 1, files, &ranks, (size_t)n_pos};
+        struct snapcli_load_opts lo = {mem_limit, n_pos == 1};
+        rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, file_figures, file_ranks, &j);
     }
     if (rc == 0 && json) {
         cli_json_begin(&w, stdout, "snapshot.stats");
@@ -213,8 +238,9 @@ int cmd_snapshot_stats(int argc, char **argv)
             ranks_print(&ranks, stdout);
     }
     ranks_release(&ranks);
-    for (int i = 0; i < n_done; i++)
-        gm_snapshot_stats_release(&files[i].st);
+    for (int i = 0; i < n_pos; i++)
+        if (files[i].done)
+            gm_snapshot_stats_release(&files[i].st);
     gm_free(files);
     return rc;
 }

@@ -3,13 +3,19 @@
 #include "snapshot_cli.h"
 
 #include "cli.h"
+#include "opts.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct progress {
     const char *path;
@@ -27,14 +33,43 @@ static void on_progress(uint64_t done, uint64_t total, void *ctx)
     p->shown = 1;
 }
 
-int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out)
+/* The reader knob (docs/snapshot.md): 'general' loads with the general reader only, to hold
+ * it against the flat one.  0, or the exit code of a bad value. */
+static int reader_knob(const char *cmd, enum gm_snapshot_reader *reader)
+{
+    const char *rd = getenv("GPUMEM_SNAPSHOT_READER");
+    *reader = GM_SNAPSHOT_READER_AUTO;
+    if (rd && !strcmp(rd, "general"))
+        *reader = GM_SNAPSHOT_READER_GENERAL;
+    else if (rd && *rd && strcmp(rd, "auto"))
+        return cli_usage(cmd, "GPUMEM_SNAPSHOT_READER is '%s': 'auto' or 'general'", rd);
+    return 0;
+}
+
+static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_opts *o,
+                      enum gm_snapshot_reader reader)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->reader = reader;
+    if (o) {
+        opts->max_memory = o->memory_limit;
+        opts->drop_events = o->drop_events;
+    }
+}
+
+int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_opts *o,
+                 struct gm_snapshot **out)
 {
     struct gm_error err;
     struct gm_snapshot_opts opts;
     struct progress pr = {path, 0};
+    enum gm_snapshot_reader reader;
     enum gm_status st;
+    int rc;
 
-    memset(&opts, 0, sizeof(opts));
+    if ((rc = reader_knob(cmd, &reader)) != 0)
+        return rc;
+    load_opts(&opts, o, reader);
     if (cli_stderr_is_tty()) {
         opts.progress = on_progress;
         opts.progress_ctx = &pr;
@@ -47,6 +82,238 @@ int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out)
         return cli_fail(cmd, &err);
     }
     return 0;
+}
+
+/* The shared state of snapcli_load_many()'s threads. */
+struct many {
+    char *const *paths;
+    size_t n, next;
+    struct gm_snapshot_opts opts;
+    snapcli_work_fn work;
+    void *ctx;
+    struct gm_snapshot **out;
+    struct gm_error *errs;
+    int *status;   /* per file: 0, or -1 when its error is in errs[] */
+    uint8_t *done; /* per file: loaded and worked on (snapcli_load_each()) */
+    bool keep;     /* snapcli_load_each(): a file's estimate counts until it is used */
+    bool stop;     /* start no more files */
+    size_t gate;   /* the next file allowed to start: files start in argument order */
+    uint64_t *est;
+    uint64_t limit, in_flight; /* bytes: the estimates of the files being read */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* What a file may take while it is read and worked on (the library's estimate). */
+static uint64_t estimate(const char *path)
+{
+    struct stat st;
+    return gm_snapshot_memory_estimate(stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size
+                                                                              : 0);
+}
+
+static void *many_worker(void *arg)
+{
+    struct many *m = arg;
+    for (;;) {
+        size_t i;
+        uint64_t est;
+        struct gm_error *err;
+        pthread_mutex_lock(&m->mu);
+        if (m->next >= m->n || m->stop) {
+            pthread_mutex_unlock(&m->mu);
+            return NULL;
+        }
+        i = m->next++;
+        est = estimate(m->paths[i]);
+        /* in argument order, each once it fits beside the files being read (alone, it always
+         * may): a later file never takes the memory an earlier one waits for */
+        while (!m->stop && (m->gate != i || (m->in_flight && m->in_flight + est > m->limit)))
+            pthread_cond_wait(&m->cv, &m->mu);
+        if (m->stop) {
+            m->done[i] = 1;
+            pthread_cond_broadcast(&m->cv);
+            pthread_mutex_unlock(&m->mu);
+            return NULL;
+        }
+        m->gate++;
+        m->in_flight += est;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+
+        err = &m->errs[i];
+        gm_error_clear(err);
+        if (gm_snapshot_load(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+            m->status[i] = -1;
+        else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
+            m->status[i] = -1;
+
+        pthread_mutex_lock(&m->mu);
+        if (m->keep)
+            m->est[i] = est; /* given back by the user of the file */
+        else
+            m->in_flight -= est;
+        m->done[i] = 1;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+}
+
+/* Set 'm' up for n files; 0 or an exit code. */
+static int many_init(struct many *m, const char *cmd, char *const *paths, size_t n,
+                     const struct snapcli_load_opts *o, snapcli_work_fn work, void *ctx,
+                     struct gm_snapshot **out, bool keep)
+{
+    enum gm_snapshot_reader reader;
+    int rc;
+    memset(m, 0, sizeof(*m));
+    memset(out, 0, n * sizeof(*out));
+    if ((rc = reader_knob(cmd, &reader)) != 0)
+        return rc;
+    m->paths = paths;
+    m->n = n;
+    m->work = work;
+    m->ctx = ctx;
+    m->out = out;
+    m->keep = keep;
+    load_opts(&m->opts, o, reader);
+    if (n == 1 && cli_stderr_is_tty()) {
+        /* progress only when one file is read */
+        static struct progress pr;
+        pr.path = paths[0];
+        pr.shown = 0;
+        m->opts.progress = on_progress;
+        m->opts.progress_ctx = &pr;
+    }
+    if (o && o->memory_limit) {
+        m->limit = o->memory_limit;
+    } else {
+        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        m->limit = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 2 : UINT64_MAX;
+    }
+    m->errs = gm_calloc(n ? n : 1, sizeof(*m->errs));
+    m->status = gm_calloc(n ? n : 1, sizeof(*m->status));
+    m->done = gm_calloc(n ? n : 1, 1);
+    m->est = gm_calloc(n ? n : 1, sizeof(*m->est));
+    if (!m->errs || !m->status || !m->done || !m->est) {
+        gm_free(m->errs);
+        gm_free(m->status);
+        gm_free(m->done);
+        gm_free(m->est);
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    return 0;
+}
+
+static void many_release(struct many *m)
+{
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    gm_free(m->errs);
+    gm_free(m->status);
+    gm_free(m->done);
+    gm_free(m->est);
+}
+
+/* Start the worker threads (as many as cores, at most one per file); returns how many
+ * started (0: the caller reads the files itself). */
+static size_t many_start(struct many *m, pthread_t *th, size_t max)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t n_th = cores > 0 ? (size_t)cores : 1, started = 0;
+    if (n_th > m->n)
+        n_th = m->n;
+    if (n_th > max)
+        n_th = max;
+    if (n_th <= 1)
+        return 0;
+    for (; started < n_th; started++)
+        if (pthread_create(&th[started], NULL, many_worker, m) != 0)
+            break;
+    return started;
+}
+
+int snapcli_load_many(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, snapcli_work_fn work, void *ctx,
+                      struct gm_snapshot **out)
+{
+    struct many m;
+    pthread_t th[64];
+    size_t started;
+    int rc = many_init(&m, cmd, paths, n, o, work, ctx, out, false);
+    if (rc)
+        return rc;
+    started = many_start(&m, th, sizeof(th) / sizeof(th[0]));
+    if (!started)
+        many_worker(&m);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    /* the first failure in argument order, as one at a time would have stopped there */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (m.status[i])
+            rc = cli_fail(cmd, &m.errs[i]);
+    if (rc) {
+        for (size_t i = 0; i < n; i++) {
+            gm_snapshot_free(out[i]);
+            out[i] = NULL;
+        }
+    }
+    many_release(&m);
+    return rc;
+}
+
+int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, snapcli_work_fn work, snapcli_use_fn use,
+                      void *ctx)
+{
+    struct many m;
+    pthread_t th[64];
+    size_t started;
+    struct gm_snapshot **out = gm_calloc(n ? n : 1, sizeof(*out));
+    int rc = out ? many_init(&m, cmd, paths, n, o, work, ctx, out, true) : GM_EXIT_SOFTWARE;
+    if (rc) {
+        gm_free(out);
+        return rc;
+    }
+    started = many_start(&m, th, sizeof(th) / sizeof(th[0]));
+    if (!started) {
+        /* one at a time in this thread: each file used as soon as it is read */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            m.n = i + 1;
+            many_worker(&m);
+            rc = m.status[i] ? cli_fail(cmd, &m.errs[i]) : use(ctx, i, out[i]);
+            gm_snapshot_free(out[i]);
+            out[i] = NULL;
+            m.in_flight -= m.est[i];
+        }
+        m.n = n;
+    } else {
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            pthread_mutex_lock(&m.mu);
+            while (!m.done[i])
+                pthread_cond_wait(&m.cv, &m.mu);
+            pthread_mutex_unlock(&m.mu);
+            rc = m.status[i] ? cli_fail(cmd, &m.errs[i]) : use(ctx, i, out[i]);
+            gm_snapshot_free(out[i]);
+            out[i] = NULL;
+            pthread_mutex_lock(&m.mu);
+            m.in_flight -= m.est[i];
+            if (rc)
+                m.stop = true; /* as one at a time: nothing after the failure */
+            pthread_cond_broadcast(&m.cv);
+            pthread_mutex_unlock(&m.mu);
+        }
+        for (size_t t = 0; t < started; t++)
+            pthread_join(th[t], NULL);
+        for (size_t i = 0; i < n; i++)
+            gm_snapshot_free(out[i]); /* read before the failure stopped the rest */
+    }
+    many_release(&m);
+    gm_free(out);
+    return rc;
 }
 
 char *snapcli_safe(char *buf, size_t n, const char *s)

@@ -11,9 +11,50 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Load 'path' (progress on stderr when it is a terminal and the file is large).  Returns 0
- * with *out set, or the exit code after printing the error. */
-int snapcli_load(const char *cmd, const char *path, struct gm_snapshot **out);
+/* How a command loads its snapshots. */
+struct snapcli_load_opts {
+    uint64_t memory_limit; /* --memory-limit, bytes; 0: the library's (relative to the file) */
+    bool drop_events;      /* only the snapshot state and the trace's counts are needed */
+};
+
+/* --memory-limit SIZE, for the option table of every snapshot command. */
+#define SNAPCLI_OPT_MEMORY(dest)                                                                   \
+    OPT_SIZE("memory-limit", 0, dest, "SIZE",                                                      \
+             "memory this command may use for one snapshot, and for all the files it reads at "    \
+             "once (default: 256 MiB + 4 x the file size)",                                        \
+             NULL)
+
+/* Load 'path' (progress on stderr when it is a terminal and the file is large).  'o' may be
+ * NULL.  Returns 0 with *out set, or the exit code after printing the error. */
+int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_opts *o,
+                 struct gm_snapshot **out);
+
+/* Work done on each snapshot in the thread that loaded it (an analysis): GM_OK, or a
+ * failure with 'err' filled in (printed in argument order by snapcli_load_many()). */
+typedef enum gm_status (*snapcli_work_fn)(void *ctx, size_t i, struct gm_snapshot *snap,
+                                          struct gm_error *err);
+
+/* Load the n files paths[] in parallel threads, as many at a time as there are cores and
+ * as the memory limit allows (a file counts at half its size while it is read), running
+ * 'work' (may be NULL) on each in its thread: out[i] is paths[i]'s snapshot.  The result is
+ * that of reading them one at a time: 0, or the exit code of the first file (in argument
+ * order) that failed, its error printed, every snapshot then freed. */
+int snapcli_load_many(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, snapcli_work_fn work, void *ctx,
+                      struct gm_snapshot **out);
+
+/* What is done with each snapshot in the calling thread, in argument order: 0, or an exit
+ * code after printing the error (which stops at that file). */
+typedef int (*snapcli_use_fn)(void *ctx, size_t i, struct gm_snapshot *snap);
+
+/* snapcli_load_many() for outputs made file by file (report): each snapshot, once 'work'
+ * is done with it in its thread, goes to 'use' in this thread in argument order and is
+ * then freed, so that only the files being read or waiting their turn are in memory.  The
+ * result is that of one file at a time: the files before a failing one are used, its error
+ * printed and its exit code returned. */
+int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, snapcli_work_fn work, snapcli_use_fn use,
+                      void *ctx);
 
 /* 's' with control characters (terminal escapes from a hostile file) replaced by '?',
  * truncated to fit 'buf'; returns buf. */

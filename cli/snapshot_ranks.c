@@ -19,7 +19,7 @@ int ranks_add(struct rank_table *t, const char *cmd, const char *file,
             continue;
         struct gm_snapshot_timeline tl;
         struct gm_error err;
-        if (gm_snapshot_timeline(snap, d->index, false, &tl, &err) != GM_OK)
+        if (gm_snapshot_timeline(snap, d->index, 0, &tl, &err) != GM_OK)
             return cli_fail(cmd, &err);
         if (t->n == t->cap) {
             size_t cap = t->cap ? t->cap * 2 : 16;

@@ -151,9 +151,12 @@ static const struct {
 static void events_fill(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
                         struct py_event *out)
 {
-    for (size_t k = 0; k < dev->n_events; k++) {
-        const struct gm_snapshot_event *e = &dev->events[k];
-        out[k] = (struct py_event){
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    size_t k = 0;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while (k < dev->n_events && (e = gm_snapshot_cursor_next(&c)) != NULL) {
+        out[k++] = (struct py_event){
             .time_us = e->flags & GM_EVENT_HAS_TIME ? e->time_us : 0,
             .addr = e->addr,
             .size = e->size,
@@ -163,6 +166,8 @@ static void events_fill(const struct gm_snapshot *snap, const struct gm_snapshot
             .flags = e->flags,
         };
     }
+    if (k < dev->n_events) /* the trace ended early: never hand out uninitialised bytes */
+        memset(out + k, 0, (dev->n_events - k) * sizeof(*out));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -357,7 +362,7 @@ static PyObject *snapshot_peak(PyObject *self, PyObject *args, PyObject *kwds)
     bool ok;
     if (!device || !(dev = analysis_device(s, device)))
         return NULL;
-    if (gm_snapshot_timeline(s->snap, dev->device, false, &tl, &err) != GM_OK)
+    if (gm_snapshot_timeline(s->snap, dev->device, 0, &tl, &err) != GM_OK)
         return raise_gm(&err, s->path);
     d = PyDict_New();
     ok = d && put_i64(d, "device", dev->device) && put_u64(d, "peak_bytes", tl.peak_bytes) &&

@@ -40,6 +40,8 @@
 extern "C" {
 #endif
 
+struct ana_device_priv;
+
 /* ---- categories and phases ---- */
 
 enum gm_category {
@@ -104,14 +106,16 @@ const char *gm_rule_text(enum gm_rule r);
 /* ---- per-allocation results ---- */
 
 /* One allocation: from its alloc event (or the start) to its free_completed (or the end),
- * matched by address exactly as gm_snapshot_timeline() does. */
+ * matched by address exactly as gm_snapshot_timeline() does.  56 bytes: a device trace of
+ * millions of allocations is one array of these (event indexes fit 31 bits: the timeline
+ * refuses longer traces). */
 struct gm_analysis_alloc {
     uint64_t addr;
     uint64_t bytes; /* trace (requested) bytes */
     uint64_t stream;
-    int64_t alloc_event;          /* index in the device trace; -1: alive from the start */
-    int64_t free_event;           /* index of its free_completed; -1: alive at the end */
-    int64_t free_requested_event; /* -1 when none */
+    int32_t alloc_event;          /* index in the device trace; -1: alive from the start */
+    int32_t free_event;           /* index of its free_completed; -1: alive at the end */
+    int32_t free_requested_event; /* -1 when none */
     uint32_t stack;               /* stack of the alloc (or of the block / free when from start) */
     uint32_t free_stack;          /* stack of the free_requested/free_completed; 0 if none */
     uint8_t category;             /* enum gm_category */
@@ -264,6 +268,8 @@ struct gm_analysis_device {
     struct gm_analysis_frag peak_frag;
     struct gm_analysis_frag *ooms; /* one per oom event, in trace order */
     size_t n_ooms;
+
+    const struct ana_device_priv *priv_; /* internal */
 };
 
 struct gm_analysis {
@@ -296,6 +302,18 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
 
 /* Phase of event 'event' of 'dev' (GM_PHASE_OTHER outside the trace). */
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
+
+/* What is alive at chosen moments, in one pass over the trace: for each moment ks[i]
+ * (event indexes, -1 the initial state, ascending), fn(ctx, i, live, n_live) is called
+ * with the indexes into dev->allocs of the allocations alive after that event, ascending
+ * (borrowed for the call).  A non-OK status from fn stops the pass and is returned.
+ * Errors: GM_ERR_NOMEM, GM_ERR_LIMIT (the snapshot's memory limit), or fn's. */
+typedef enum gm_status (*gm_analysis_live_fn)(void *ctx, size_t i, const uint32_t *live,
+                                              size_t n_live, struct gm_error *err);
+enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
+                                   const struct gm_analysis_device *dev, const int64_t *ks,
+                                   size_t n, gm_analysis_live_fn fn, void *ctx,
+                                   struct gm_error *err);
 
 /* Frames worth showing for 'stack': its Python frames when it has any, else its frames
  * that are not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the

@@ -162,15 +162,87 @@ static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_ev
     return e->action == GM_ACTION_OOM ? e->addr : 0;
 }
 
+/* A device trace as the loader keeps it: packed, a few bytes per event (opaque; read it
+ * with a struct gm_snapshot_cursor or gm_snapshot_events_read()). */
+struct gm_snapshot_packed;
+
 /* Everything the file says about one device index. */
 struct gm_snapshot_device {
     int32_t index;        /* CUDA device index */
     bool has_trace;       /* device_traces had a list for this index */
     size_t first_segment; /* index in gm_snapshot.segments of its first segment */
     size_t n_segments;    /* its segments: segments[first_segment .. +n_segments) */
-    const struct gm_snapshot_event *events; /* the trace, oldest first */
-    size_t n_events;
+    size_t n_events;      /* the trace's events, oldest first: read them with a cursor */
+    /* Events per action (enum gm_snapshot_action), counted by the loader (zero in a
+     * snapshot built by hand). */
+    uint64_t n_actions[GM_ACTION_COUNT];
+    /* The trace itself: a loaded snapshot keeps it packed (events NULL); a snapshot built
+     * by hand may point 'events' to a plain array of n_events instead (packed NULL).
+     * Cursors read either. */
+    const struct gm_snapshot_packed *packed;
+    const struct gm_snapshot_event *events;
 };
+
+/* ---- reading a trace: cursors ----
+ *
+ * Events are read in order: a cursor decodes a batch of them at a time into its own
+ * buffer, and gm_snapshot_cursor_next() hands them out one by one (O(1) each, no
+ * allocation).  Opening a cursor at event k costs at most GM_SNAPSHOT_CHECKPOINT events of
+ * decoding.  The event pointers are borrowed: valid until the next call on the cursor.
+ *
+ *   struct gm_snapshot_cursor c;
+ *   const struct gm_snapshot_event *e;
+ *   gm_snapshot_cursor_init(&c, dev, 0);
+ *   while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+ *       ... event c.index is *e ...
+ *
+ * A cursor is a plain value (about 5 KiB): it may live on the stack, be copied, and
+ * several may read one device at the same time, also from several threads. */
+#define GM_SNAPSHOT_CURSOR_BATCH 128
+#define GM_SNAPSHOT_CHECKPOINT   256
+
+struct gm_snapshot_cursor {
+    const struct gm_snapshot_event *p;   /* the next event to hand out */
+    const struct gm_snapshot_event *end; /* the end of the decoded batch */
+    size_t index;                        /* index of the event last handed out */
+    /* private: the decoder's state */
+    const struct gm_snapshot_device *dev_;
+    size_t next_; /* index of the first event not decoded yet */
+    size_t pos_;  /* byte position of that event in the packed trace */
+    struct gm_snapshot_event last_;
+    struct gm_snapshot_event buf_[GM_SNAPSHOT_CURSOR_BATCH];
+};
+
+/* Position 'c' before event 'first' of 'dev' (first >= n_events: at the end). */
+void gm_snapshot_cursor_init(struct gm_snapshot_cursor *c, const struct gm_snapshot_device *dev,
+                             size_t first);
+
+/* Decode the next batch; false at the end of the trace.  Called by
+ * gm_snapshot_cursor_next(). */
+bool gm_snapshot_cursor_fill(struct gm_snapshot_cursor *c);
+
+/* The next event (its index is then c->index), or NULL after the last one. */
+static inline const struct gm_snapshot_event *gm_snapshot_cursor_next(struct gm_snapshot_cursor *c)
+{
+    if (c->p == c->end && !gm_snapshot_cursor_fill(c))
+        return NULL;
+    c->index++;
+    return c->p++;
+}
+
+/* Decode events [first, first + n) of 'dev' into the caller's array 'out' (a plain array
+ * of the fixed public struct, e.g. the buffer of a NumPy structured array); returns how
+ * many were written (fewer when the trace ends first). */
+size_t gm_snapshot_events_read(const struct gm_snapshot_device *dev, size_t first,
+                               struct gm_snapshot_event *out, size_t n);
+
+/* Event 'k' of 'dev' into *out (random access: up to GM_SNAPSHOT_CHECKPOINT events
+ * decoded); false when k >= n_events. */
+bool gm_snapshot_event_at(const struct gm_snapshot_device *dev, size_t k,
+                          struct gm_snapshot_event *out);
+
+/* Bytes the packed trace of 'dev' occupies (0 for a plain array or no trace). */
+size_t gm_snapshot_packed_bytes(const struct gm_snapshot_device *dev);
 
 struct gm_snapshot_annotation {
     const char *name;  /* record_function range, e.g. "ProfilerStep#3" */
@@ -238,16 +310,45 @@ struct gm_snapshot {
     bool has_host_data;    /* host_segments / host_traces present (not modelled further) */
     bool trace_overflowed; /* allocator_settings.trace_alloc_overflowed is true */
     size_t n_unknown_actions;
+
+    /* Memory: the bytes this snapshot holds, and the limit that every analysis of it
+     * (timeline, analysis, replay, report) stays under together with them, so that a small
+     * file describing a huge trace (shared memo references) fails with GM_ERR_LIMIT
+     * instead of taking the machine's memory.  From gm_snapshot_opts.max_memory, else
+     * 256 MiB + 4 x the file size; 0: no limit.  A caller may change it. */
+    uint64_t memory_bytes;
+    uint64_t memory_limit;
+
+    /* Batches of trace entries the flat reader decoded (0 with GM_SNAPSHOT_READER_GENERAL):
+     * a diagnostic of how the file was read. */
+    uint64_t n_flat_batches;
+    bool events_dropped; /* loaded with gm_snapshot_opts.drop_events: no cursor reads any */
+};
+
+/* Which reader turns the pickle's trace entries into events.  Both give the same
+ * snapshot; AUTO reads the usual batches of trace entries with the flat reader (decoded
+ * straight from the bytes, pickle.h) and everything else with the general one; GENERAL
+ * never uses the flat reader (for tests that hold the two against each other). */
+enum gm_snapshot_reader {
+    GM_SNAPSHOT_READER_AUTO = 0,
+    GM_SNAPSHOT_READER_GENERAL,
 };
 
 /* Load options; zero-initialise and set what you need. */
 struct gm_snapshot_opts {
-    uint64_t max_memory; /* cap on the parser's and model's memory, bytes; 0: 4x file + 1 GiB */
+    uint64_t max_memory; /* the snapshot's memory limit (gm_snapshot.memory_limit), bytes;
+                          * 0: 256 MiB + 4 x the file size */
     uint32_t max_depth;  /* pickle nesting cap; 0: 1000 */
     /* Called now and then while parsing with bytes read so far and the file size; may be
      * NULL.  Never called for inputs under 16 MiB. */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
+    enum gm_snapshot_reader reader;
+    /* Keep no events, only what the loader counts and sums from them (n_events,
+     * n_actions, the time span): for what needs only the snapshot state (stats, info),
+     * in a fraction of the memory.  gm_snapshot.events_dropped is then set, and the
+     * timeline and the analyses refuse the snapshot. */
+    bool drop_events;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all
@@ -265,6 +366,13 @@ enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
 
 /* Release a snapshot and everything reachable from it; NULL is a no-op. */
 void gm_snapshot_free(struct gm_snapshot *snap);
+
+/* What loading a snapshot file of 'file_bytes' and analysing it typically holds, for a
+ * caller that reads several files at once within a memory budget: half the file plus
+ * 64 MiB (the loaded snapshot about a fifth of its file, an analysis a third more, on
+ * training traces: docs/snapshot.md).  An estimate, not a bound: the bound is the
+ * snapshot's memory_limit. */
+uint64_t gm_snapshot_memory_estimate(uint64_t file_bytes);
 
 /* The extra fields of event 'e', or NULL when it has none. Borrowed. */
 const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
@@ -360,31 +468,78 @@ struct gm_snapshot_live {
 
 struct gm_snapshot_timeline {
     int32_t device;
-    size_t n_points;          /* n_events + 1: point 0 is the initial state, point k+1 is after
-                               * event k */
-    uint64_t *allocated;      /* n_points values, bytes */
-    uint64_t *reserved;       /* n_points values, bytes */
     uint64_t initial_bytes;   /* allocated bytes alive from the start */
-    uint64_t peak_bytes;      /* max of allocated[] */
+    uint64_t peak_bytes;      /* the most allocated bytes after any event (or at the start) */
     int64_t peak_event_index; /* event after which the peak first holds; -1: initial */
     bool peak_time_valid;
     int64_t peak_time_us; /* time_us of that event, when valid */
     uint64_t reserved_at_peak_bytes;
-    uint64_t peak_reserved_bytes; /* max of reserved[] */
+    uint64_t initial_reserved_bytes; /* reserved bytes before the first event */
+    uint64_t peak_reserved_bytes;    /* the most reserved bytes */
     int64_t peak_reserved_event_index;
     uint64_t final_bytes;          /* allocated bytes after the last event */
-    struct gm_snapshot_live *live; /* alive at the peak, largest first, then by address */
+    struct gm_snapshot_live *live; /* with GM_TIMELINE_LIVE: alive at the peak, largest first,
+                                    * then by address; else NULL */
     size_t n_live;
-    uint64_t n_allocs_matched; /* alloc events that met their free_completed */
+    uint64_t n_allocs_matched;   /* alloc events that met their free_completed */
+    uint64_t reserved_start_raw; /* initial reserved bytes, unclamped (gm_snapshot_reserved_step) */
+    size_t pending_max_;         /* private: the most allocations pending at one time */
 };
 
-/* Build the timeline of device 'index' ('want_points': also fill allocated[]/reserved[]).
- * On success 'out' is owned by the caller: gm_snapshot_timeline_release().  A device with
- * no trace yields one point (the snapshot state).  Errors: GM_ERR_INVALID (no such device),
- * GM_ERR_NOMEM. */
-enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
+/* Reserved bytes replayed forward: '*raw' starts at a timeline's reserved_start_raw and
+ * follows each event (segment_alloc/map add their size, segment_free/unmap subtract it,
+ * modulo 2^64); returns the reserved bytes after 'e', clamped at 0 when a file is
+ * inconsistent. */
+static inline uint64_t gm_snapshot_reserved_step(uint64_t *raw, const struct gm_snapshot_event *e)
+{
+    if (e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_MAP)
+        *raw += e->size;
+    else if (e->action == GM_ACTION_SEGMENT_FREE || e->action == GM_ACTION_SEGMENT_UNMAP)
+        *raw -= e->size;
+    return *raw > (uint64_t)INT64_MAX ? 0 : *raw;
+}
+
+enum gm_timeline_flags {
+    GM_TIMELINE_LIVE = 1 << 0, /* also list the allocations alive at the peak (one more pass) */
+};
+
+/* The timeline of device 'index': one or two passes over its trace with an address map of
+ * the allocations pending a free, no per-event or per-allocation array.  'flags': enum
+ * gm_timeline_flags.  On success 'out' is owned by the caller:
+ * gm_snapshot_timeline_release().  A device with no trace has only the snapshot state.
+ * Errors: GM_ERR_INVALID (no such device), GM_ERR_NOMEM, GM_ERR_LIMIT (the snapshot's
+ * memory limit). */
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,
                                     struct gm_snapshot_timeline *out, struct gm_error *err);
 void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl);
+
+/* The allocated and reserved bytes after each event of a device, in order: the timeline's
+ * points, replayed with the address map instead of kept in arrays.
+ *
+ *   struct gm_snapshot_walk w;
+ *   if (gm_snapshot_walk_init(&w, snap, dev, &tl, &err) != GM_OK) ...;
+ *   while ((e = gm_snapshot_walk_next(&w)) != NULL)
+ *       ... after event w.cur.index: w.allocated, w.reserved ...
+ *   gm_snapshot_walk_release(&w);
+ *
+ * Before the first gm_snapshot_walk_next() allocated and reserved hold the initial state.
+ * 'tl' is this device's timeline (its initial figures are used; it may be released after
+ * the call).  Errors (of the init only; gm_snapshot_walk_next() cannot fail): GM_ERR_NOMEM,
+ * GM_ERR_LIMIT. */
+struct gm_snapshot_walk {
+    struct gm_snapshot_cursor cur;
+    uint64_t allocated; /* bytes after the event last returned */
+    uint64_t reserved;
+    /* private */
+    uint64_t res_;
+    void *map_;
+};
+
+enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm_snapshot *snap,
+                                     const struct gm_snapshot_device *dev,
+                                     const struct gm_snapshot_timeline *tl, struct gm_error *err);
+const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w);
+void gm_snapshot_walk_release(struct gm_snapshot_walk *w);
 
 /* Group live allocations by stack: one group per distinct stack, summed bytes and count,
  * largest first. */

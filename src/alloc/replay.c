@@ -195,10 +195,16 @@ void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_con
         for (size_t i = 0; i < snap->n_segments; i++)
             if (snap->segments[i].is_expandable)
                 conf->expandable_segments = true;
-        for (size_t d = 0; d < snap->n_devices; d++)
-            for (size_t k = 0; k < snap->devices[d].n_events; k++)
-                if (snap->devices[d].events[k].action == GM_ACTION_SEGMENT_MAP)
+        for (size_t d = 0; d < snap->n_devices && !conf->expandable_segments; d++) {
+            struct gm_snapshot_cursor c;
+            const struct gm_snapshot_event *e;
+            gm_snapshot_cursor_init(&c, &snap->devices[d], 0);
+            while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+                if (e->action == GM_ACTION_SEGMENT_MAP) {
                     conf->expandable_segments = true;
+                    break;
+                }
+        }
         return;
     }
     /* the string first (it holds what has no field of its own, such as
@@ -234,16 +240,6 @@ void gm_replay_snapshot_conf(const struct gm_snapshot *snap, struct gm_alloc_con
 
 /* ---- soundness scan ------------------------------------------------------------------- */
 
-static bool is_seg_add(uint8_t a)
-{
-    return a == GM_ACTION_SEGMENT_ALLOC || a == GM_ACTION_SEGMENT_MAP;
-}
-
-static bool is_seg_sub(uint8_t a)
-{
-    return a == GM_ACTION_SEGMENT_FREE || a == GM_ACTION_SEGMENT_UNMAP;
-}
-
 static enum gm_alloc_event_kind kind_of(uint8_t a)
 {
     switch (a) {
@@ -258,9 +254,10 @@ static enum gm_alloc_event_kind kind_of(uint8_t a)
     }
 }
 
-/* Check the conditions; fills rd->replayable/reason and the recorded figures. */
+/* Check the conditions; fills rd->replayable/reason and the recorded figures, and 'rec'
+ * with the recorded segment events. */
 static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
-                           struct gm_replay_device *rd)
+                           struct gm_replay_device *rd, struct evlist *rec)
 {
     struct addrmap live = {0}, segs = {0};
     int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
@@ -287,9 +284,11 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                  "the trace ring buffer overflowed (trace_alloc_overflowed): early events are "
                  "missing");
     }
-    for (size_t k = 0; k < dev->n_events; k++) {
-        const struct gm_snapshot_event *e = &dev->events[k];
-        size_t j;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index, j;
         switch (e->action) {
         case GM_ACTION_ALLOC:
             rd->n_allocs++;
@@ -323,12 +322,14 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             if (net > max_net)
                 max_net = net;
             rd->recorded_segment_events++;
+            ev_push(rec, kind_of(e->action), e->size, (int64_t)k);
             if (e->action == GM_ACTION_SEGMENT_ALLOC)
                 st = am_put(&segs, e->addr, e->size);
             break;
         case GM_ACTION_SEGMENT_FREE:
         case GM_ACTION_SEGMENT_UNMAP:
             rd->recorded_segment_events++;
+            ev_push(rec, kind_of(e->action), e->size, (int64_t)k);
             net -= (int64_t)e->size;
             if (net < min_net)
                 min_net = net;
@@ -353,6 +354,8 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         default:
             break;
         }
+        if (!st && rec->failed)
+            st = GM_ERR_NOMEM;
         if (st)
             goto out_release;
     }
@@ -490,9 +493,11 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
             goto out_free;
     }
     gm_alloc_set_event_hook(a, on_model_event, rc);
-    for (size_t k = 0; k < dev->n_events; k++) {
-        const struct gm_snapshot_event *e = &dev->events[k];
-        size_t j;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index, j;
         uint64_t ptr = 0;
         rc->at = (int64_t)k;
         if (!infer && next_empty < emp->n && emp->at[next_empty] == (int64_t)k) {
@@ -592,34 +597,26 @@ out_free:
 }
 
 /* Compare recorded and predicted segment events (kind and size, in order). */
-static void compare(const struct gm_snapshot_device *dev, const struct evlist *pred,
+static void compare(const struct evlist *rec, const struct evlist *pred,
                     struct gm_replay_device *rd)
 {
     size_t ip = 0;
-    uint64_t idx = 0;
     rd->segment_events_matched = 0;
     rd->has_divergence = false;
-    for (size_t k = 0; k <= dev->n_events; k++) {
-        const struct gm_snapshot_event *e = k < dev->n_events ? &dev->events[k] : NULL;
-        if (e && !is_seg_add(e->action) && !is_seg_sub(e->action))
-            continue;
+    for (size_t i = 0; i <= rec->n; i++) {
+        const struct gm_replay_event *e = i < rec->n ? &rec->v[i] : NULL;
         if (!e && ip == pred->n)
             return;
-        if (e && ip < pred->n && pred->v[ip].kind == kind_of(e->action) &&
-            pred->v[ip].size == e->size) {
+        if (e && ip < pred->n && pred->v[ip].kind == e->kind && pred->v[ip].size == e->size) {
             rd->segment_events_matched++;
             ip++;
-            idx++;
             continue;
         }
         rd->has_divergence = true;
-        rd->first_divergence.index = idx;
+        rd->first_divergence.index = i;
         rd->first_divergence.has_recorded = e != NULL;
-        if (e) {
-            rd->first_divergence.recorded.kind = kind_of(e->action);
-            rd->first_divergence.recorded.size = e->size;
-            rd->first_divergence.recorded.trace_index = (int64_t)k;
-        }
+        if (e)
+            rd->first_divergence.recorded = *e;
         rd->first_divergence.has_predicted = ip < pred->n;
         if (ip < pred->n)
             rd->first_divergence.predicted = pred->v[ip];
@@ -643,6 +640,9 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         (!(opts->memory_fraction > 0.0 && opts->memory_fraction <= 1.0) || !opts->device_bytes))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "replay: a memory fraction needs the device memory and must be in (0, 1]");
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "replay: the snapshot was loaded without its events");
     gm_replay_snapshot_conf(snap, &out->own_conf, &out->own_conf_assumed);
     gm_alloc_conf_format(&out->own_conf, out->own_conf_string, sizeof(out->own_conf_string));
     for (size_t d = 0; d < snap->n_devices; d++)
@@ -658,23 +658,28 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         struct gm_replay_device *rd;
         struct empties emp = {0};
         struct sizes final = {NULL, 0, NULL, 0};
+        struct evlist rec = {NULL, 0, 0, false};
         struct run_ctx rc;
         if (!dev->n_events)
             continue;
         rd = &out->devices[out->n_devices++];
         rd->device = dev->index;
         rd->n_trace_events = dev->n_events;
-        st = scan(snap, dev, rd);
+        st = scan(snap, dev, rd, &rec);
         if (st) {
+            gm_free(rec.v);
             gm_fail(err, st, GM_NO_OFFSET, "replay: out of memory");
             break;
         }
-        if (!rd->replayable)
+        if (!rd->replayable) {
+            gm_free(rec.v);
             continue;
+        }
         if (out->own_conf.backend != GM_ALLOC_BACKEND_NATIVE) {
             rd->replayable = false;
             snprintf(rd->reason, sizeof(rd->reason),
                      "recorded with backend:cudaMallocAsync, which the model does not replay");
+            gm_free(rec.v);
             continue;
         }
         memset(&rc, 0, sizeof(rc));
@@ -682,7 +687,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, &final,
                  err);
         if (st == GM_OK) {
-            compare(dev, &rc.pred, rd);
+            compare(&rec, &rc.pred, rd);
             rd->n_inferred_empty_cache = emp.n;
             if (compare_final(snap, dev, &final, rd))
                 st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
@@ -690,6 +695,7 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         gm_free(final.v);
         gm_free(final.blocks);
         gm_free(rc.pred.v);
+        gm_free(rec.v);
         if (st == GM_OK && opts->what_if) {
             memset(&rc, 0, sizeof(rc));
             rc.snap = snap;

@@ -3,22 +3,90 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device:
- *   1. allocations: alloc -> free_completed by address, as gm_snapshot_timeline() does
- *   2. raw phase of each event from its stack (classify.c), then unknown events smoothed
- *      from their neighbours (docs/analysis.md, "Phases")
+ * Order of the work for one device (every pass reads the trace in order with a cursor, and
+ * the per-event work is O(1): event -> run and event -> iteration through ana_index, never
+ * a search):
+ *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
+ *      does, with the allocation each free_completed ends kept in trace order), the raw
+ *      phase of each event from its stack (classify.c), the oom events
+ *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): one
+ *      pass, with a second cursor ahead at the next event of known phase
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
- *   5. one replay of the trace for the series, the peak split and the iteration figures
- *   6. leaks (sites that keep memory from iteration to iteration), fragmentation */
+ *   5. one pass for the series, the peak split and the iteration figures
+ *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
+ *      peak and the ooms (one pass, gm_analysis_live_at())
+ * Everything that grows with the trace is checked against the snapshot's memory limit. */
 #include "analysis/analysis_int.h"
+
+#include "base/big.h"
+#include "base/budget.h"
 
 #include "gpumem/arena.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NO_ALLOC UINT32_MAX
+#define EARLY    0x80000000u /* free_of[]: an index into the early allocations */
+
+/* Event -> interval in O(1) amortised: for each block of IX_BLOCK events, the last
+ * interval starting at or before the block's first event; a look-up steps forward from
+ * there over the intervals that start inside the block. */
+#define IX_SHIFT 8
+struct ana_index {
+    uint32_t *at;
+    size_t n_blocks;
+    const char *first; /* &interval[0].first_event */
+    size_t stride;     /* bytes from one interval to the next */
+    size_t n;          /* intervals */
+};
+
+static inline int64_t ix_first(const struct ana_index *x, size_t i)
+{
+    return *(const int64_t *)(const void *)(x->first + i * x->stride);
+}
+
+/* The last interval whose first event is <= k (0 when none is), n == 0: SIZE_MAX. */
+static inline size_t ix_find(const struct ana_index *x, int64_t k)
+{
+    size_t i;
+    if (!x->n)
+        return SIZE_MAX;
+    if (k < 0)
+        return 0;
+    i = (size_t)k >> IX_SHIFT < x->n_blocks ? x->at[(size_t)k >> IX_SHIFT] : x->n - 1;
+    while (i + 1 < x->n && ix_first(x, i + 1) <= k)
+        i++;
+    return i;
+}
+
+static bool ix_build(struct ana_index *x, const void *first, size_t stride, size_t n,
+                     size_t n_events)
+{
+    size_t i = 0;
+    x->first = first;
+    x->stride = stride;
+    x->n = n;
+    x->n_blocks = (n_events >> IX_SHIFT) + 1;
+    x->at = gm_malloc(x->n_blocks * sizeof(uint32_t));
+    if (!x->at)
+        return false;
+    for (size_t b = 0; b < x->n_blocks; b++) {
+        int64_t k0 = (int64_t)(b << IX_SHIFT);
+        while (n && i + 1 < n && ix_first(x, i + 1) <= k0)
+            i++;
+        x->at[b] = (uint32_t)i;
+    }
+    return true;
+}
+
+static void ix_release(struct ana_index *x)
+{
+    gm_free(x->at);
+    x->at = NULL;
+}
 
 struct work {
     const struct gm_snapshot *snap;
@@ -26,13 +94,20 @@ struct work {
     struct gm_analysis_device *dev;
     struct ana_classifier *cls;
     struct gm_arena *arena;
+    struct ana_priv *priv;
+    const struct gm_analysis *an;
     uint8_t *phase;    /* per event: enum gm_phase (raw phase while smoothing) */
-    uint32_t *ev_free; /* per event: alloc index ended by that free_completed */
+    uint32_t *free_of; /* per free_completed event, in trace order: the allocation it ends */
+    size_t n_free_of, cap_free_of;
+    int64_t *ooms; /* indexes of the oom events */
+    size_t n_oom, cap_oom;
     bool has_backward;
     bool trace_has_frames;
     size_t *next_fwd;        /* per phase run: index of the next forward run */
     struct ana_map site_of;  /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
+    struct ana_index runs_ix, iters_ix;
+    uint64_t held; /* bytes this device's analysis holds, against the memory limit */
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
@@ -45,92 +120,209 @@ struct site_stat {
     uint32_t n_batches; /* allocations already classified as freed batches */
 };
 
+/* Whether 'more' bytes fit under the snapshot's memory limit beside what it and this
+ * analysis hold; if so they are counted. */
+static bool take(struct work *w, uint64_t more)
+{
+    if (!gm_budget_fits(w->snap->memory_limit, w->snap->memory_bytes + w->priv->held + w->held,
+                        more))
+        return false;
+    w->held += more;
+    return true;
+}
+
+static enum gm_status over_limit(struct work *w, struct gm_error *err)
+{
+    char what[64];
+    snprintf(what, sizeof(what), "the analysis of device %d", (int)w->sd->index);
+    return gm_budget_fail(err, what, UINT64_MAX, w->snap->memory_limit);
+}
+
+/* Grow a gm_big array of 'elem'-byte items for 'need' items, within the limit. */
+static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, size_t elem,
+                           struct gm_error *err)
+{
+    size_t old = *cap;
+    if (need <= *cap)
+        return GM_OK;
+    if (!take(w, gm_budget_bytes(need > 2 * old ? need : 2 * old, elem)))
+        return over_limit(w, err);
+    w->held -= gm_budget_bytes(need > 2 * old ? need : 2 * old, elem);
+    if (!gm_big_grow(p, cap, need, elem, 256))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    w->held += gm_budget_bytes(*cap - old, elem);
+    return GM_OK;
+}
+
 /* ---------------------------------------------------------------- allocations */
 
-struct alloc_vec {
-    struct gm_analysis_alloc *v;
-    size_t n, cap;
-};
-
-static struct gm_analysis_alloc *vec_push(struct alloc_vec *a)
+static void alloc_init(struct gm_analysis_alloc *x)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 256;
-        struct gm_analysis_alloc *v = gm_realloc(a->v, cap * sizeof(*v));
-        if (!v)
-            return NULL;
-        a->v = v;
-        a->cap = cap;
-    }
-    struct gm_analysis_alloc *x = &a->v[a->n++];
     memset(x, 0, sizeof(*x));
     x->alloc_event = -1;
     x->free_event = -1;
     x->free_requested_event = -1;
     x->iteration = -1;
-    return x;
 }
 
-static enum gm_status build_allocs(struct work *w, struct gm_error *err)
+/* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
+ * time: events inside one that the frames left unknown are step events.  The ranges of the
+ * device, START to END in the order of the annotations, are applied in the pass over the
+ * events (events are in time order): an event is held against the current range, which
+ * starts at its first event at or after START and ends at the first one after END. */
+struct step_ranges {
+    int64_t *open, *close;
+    size_t n, i;
+    bool started;
+};
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return s && strncmp(s, p, strlen(p)) == 0;
+}
+
+static bool step_ranges_init(struct step_ranges *r, const struct gm_snapshot *snap, int32_t device)
+{
+    int64_t open = -1;
+    memset(r, 0, sizeof(*r));
+    if (!snap->n_annotations || !snap->has_time)
+        return true;
+    r->open = gm_malloc(snap->n_annotations * sizeof(int64_t));
+    r->close = gm_malloc(snap->n_annotations * sizeof(int64_t));
+    if (!r->open || !r->close)
+        return false;
+    for (size_t i = 0; i < snap->n_annotations; i++) {
+        const struct gm_snapshot_annotation *an = &snap->annotations[i];
+        if (an->device != device || !has_prefix(an->name, "Optimizer.step#"))
+            continue;
+        if (an->is_start) {
+            open = an->time_us;
+            continue;
+        }
+        if (open < 0)
+            continue;
+        r->open[r->n] = open;
+        r->close[r->n++] = an->time_us;
+        open = -1;
+    }
+    return true;
+}
+
+/* Whether event 'e' lies in a step range (and the ranges advance past it). */
+static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot_event *e)
+{
+    while (r->i < r->n) {
+        if (!(e->flags & GM_EVENT_HAS_TIME))
+            return false;
+        if (!r->started) {
+            if (e->time_us < r->open[r->i])
+                return false;
+            r->started = true;
+        }
+        if (e->time_us > r->close[r->i]) {
+            r->i++;
+            r->started = false;
+            continue;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Step 1: one pass over the trace. */
+static enum gm_status scan_trace(struct work *w, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
-    struct alloc_vec early = {0}, trace = {0};
+    struct gm_analysis_alloc *trace = NULL, *early = NULL;
+    size_t n_trace = 0, cap_trace = 0, n_early = 0, cap_early = 0;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
     struct ana_map map;
+    struct step_ranges steps;
     enum gm_status st = ana_map_init(&map, 1024, err);
     if (st != GM_OK)
         return st;
-    /* Trace allocations are indexed in 'trace' (final index = n_early + i); frees without
-     * an alloc go to 'early'.  ev_free[] temporarily holds trace-relative indexes with the
-     * top bit set for early ones. */
-    for (size_t k = 0; k < sd->n_events; k++) {
-        const struct gm_snapshot_event *e = &sd->events[k];
+    if (!step_ranges_init(&steps, w->snap, sd->index)) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        goto out;
+    }
+#define PUSH(vec, n, cap)                                                                          \
+    do {                                                                                           \
+        if ((n) == (cap) &&                                                                        \
+            (st = grow(w, (void **)&(vec), &(cap), (n) + 1, sizeof(*(vec)), err)) != GM_OK)        \
+            goto out;                                                                              \
+        alloc_init(&(vec)[(n)++]);                                                                 \
+    } while (0)
+    gm_snapshot_cursor_init(&c, sd, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index;
+        uint8_t raw = RAW_UNKNOWN;
+        if (e->stack)
+            w->trace_has_frames = true;
+        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
+            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
+            raw = RAW_STEP;
+        w->phase[k] = raw;
         switch (e->action) {
         case GM_ACTION_ALLOC: {
-            struct gm_analysis_alloc *a = vec_push(&trace);
-            if (!a)
-                goto nomem;
+            struct gm_analysis_alloc *a;
+            if (n_trace >= (size_t)0x7fffffff)
+                goto limit;
+            PUSH(trace, n_trace, cap_trace);
+            a = &trace[n_trace - 1];
             a->addr = e->addr;
             a->bytes = e->size;
             a->stream = gm_snapshot_event_stream(w->snap, e);
-            a->alloc_event = (int64_t)k;
+            a->alloc_event = (int32_t)k;
             a->stack = e->stack;
-            if (trace.n - 1 >= (size_t)0x7fffffff)
-                goto limit;
-            st = ana_map_put(&map, e->addr, (uint32_t)(trace.n - 1), err);
+            st = ana_map_put(&map, e->addr, (uint32_t)(n_trace - 1), err);
             if (st != GM_OK)
                 goto out;
             break;
         }
         case GM_ACTION_FREE_REQUESTED: {
             uint32_t i = ana_map_get(&map, e->addr);
-            if (i != NO_ALLOC && trace.v[i].free_requested_event < 0) {
-                trace.v[i].free_requested_event = (int64_t)k;
-                trace.v[i].free_stack = e->stack;
+            if (i != NO_ALLOC && trace[i].free_requested_event < 0) {
+                trace[i].free_requested_event = (int32_t)k;
+                trace[i].free_stack = e->stack;
             }
             break;
         }
         case GM_ACTION_FREE_COMPLETED: {
             uint32_t i = ana_map_get(&map, e->addr);
+            if (w->n_free_of == w->cap_free_of &&
+                (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
+                           sizeof(uint32_t), err)) != GM_OK)
+                goto out;
             if (i != NO_ALLOC) {
-                trace.v[i].free_event = (int64_t)k;
-                if (!trace.v[i].free_stack)
-                    trace.v[i].free_stack = e->stack;
-                w->ev_free[k] = i;
+                trace[i].free_event = (int32_t)k;
+                if (!trace[i].free_stack)
+                    trace[i].free_stack = e->stack;
+                w->free_of[w->n_free_of++] = i;
                 ana_map_del(&map, e->addr);
             } else {
-                struct gm_analysis_alloc *a = vec_push(&early);
-                if (!a)
-                    goto nomem;
+                struct gm_analysis_alloc *a;
+                if (n_early >= (size_t)0x7fffffff)
+                    goto limit;
+                PUSH(early, n_early, cap_early);
+                a = &early[n_early - 1];
                 a->addr = e->addr;
                 a->bytes = e->size;
                 a->stream = gm_snapshot_event_stream(w->snap, e);
-                a->free_event = (int64_t)k;
+                a->free_event = (int32_t)k;
                 a->free_stack = e->stack;
-                w->ev_free[k] = (uint32_t)(early.n - 1) | 0x80000000u;
+                w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
             break;
         }
+        case GM_ACTION_OOM:
+            if (w->n_oom == w->cap_oom && (st = grow(w, (void **)&w->ooms, &w->cap_oom,
+                                                     w->n_oom + 1, sizeof(int64_t), err)) != GM_OK)
+                goto out;
+            w->ooms[w->n_oom++] = (int64_t)k;
+            break;
         default:
             break;
         }
@@ -142,46 +334,56 @@ static enum gm_status build_allocs(struct work *w, struct gm_error *err)
             continue;
         for (size_t b = 0; b < seg->n_blocks; b++) {
             const struct gm_snapshot_block *blk = &seg->blocks[b];
+            struct gm_analysis_alloc *a;
             if (blk->state != GM_BLOCK_ACTIVE_ALLOCATED)
                 continue;
             if (ana_map_get(&map, blk->address) != NO_ALLOC)
                 continue;
-            struct gm_analysis_alloc *a = vec_push(&early);
-            if (!a)
-                goto nomem;
+            if (n_early >= (size_t)0x7fffffff)
+                goto limit;
+            PUSH(early, n_early, cap_early);
+            a = &early[n_early - 1];
             a->addr = blk->address;
             a->bytes = blk->requested_size;
             a->stream = seg->stream;
             a->stack = blk->stack;
         }
     }
-    if (early.n + trace.n >= (size_t)0x7fffffff)
+#undef PUSH
+    if (n_early + n_trace >= (size_t)0x7fffffff)
         goto limit;
-    dev->n_allocs = early.n + trace.n;
-    dev->allocs =
-        gm_arena_calloc(w->arena, dev->n_allocs ? dev->n_allocs : 1, sizeof(*dev->allocs));
-    if (!dev->allocs)
-        goto nomem;
-    if (early.n)
-        memcpy(dev->allocs, early.v, early.n * sizeof(*early.v));
-    if (trace.n)
-        memcpy(dev->allocs + early.n, trace.v, trace.n * sizeof(*trace.v));
-    for (size_t k = 0; k < sd->n_events; k++) {
-        uint32_t v = w->ev_free[k];
-        if (v == NO_ALLOC)
-            continue;
-        w->ev_free[k] = (v & 0x80000000u) ? (v & 0x7fffffffu) : (uint32_t)(v + early.n);
+    /* Those from the start first: the trace's array grows by the early ones and they go in
+     * front (no second copy of millions of allocations). */
+    dev->n_allocs = n_early + n_trace;
+    if (dev->n_allocs) {
+        if ((st = grow(w, (void **)&trace, &cap_trace, dev->n_allocs, sizeof(*trace), err)) !=
+            GM_OK)
+            goto out;
+        memmove(trace + n_early, trace, n_trace * sizeof(*trace));
+        if (n_early)
+            memcpy(trace, early, n_early * sizeof(*early));
+        if (!ana_priv_keep(w->priv, trace, cap_trace * sizeof(*trace))) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
+        dev->allocs = trace;
+        trace = NULL; /* owned by the analysis now */
+        w->priv->held += (uint64_t)cap_trace * sizeof(*dev->allocs);
+        w->held -= (uint64_t)cap_trace * sizeof(*dev->allocs);
+    }
+    for (size_t i = 0; i < w->n_free_of; i++) {
+        uint32_t v = w->free_of[i];
+        w->free_of[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + n_early);
     }
     st = GM_OK;
-    goto out;
-nomem:
-    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for allocations");
     goto out;
 limit:
     st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "analysis: too many allocations on one device");
 out:
-    gm_free(early.v);
-    gm_free(trace.v);
+    gm_big_free(early, cap_early * sizeof(*early));
+    gm_big_free(trace, cap_trace * sizeof(*trace));
+    gm_free(steps.open);
+    gm_free(steps.close);
     ana_map_release(&map);
     return st;
 }
@@ -202,100 +404,61 @@ static enum gm_phase phase_of_raw(uint8_t raw)
     }
 }
 
-static bool has_prefix(const char *s, const char *p)
-{
-    return s && strncmp(s, p, strlen(p)) == 0;
-}
-
-/* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
- * time; events inside one that the frames left unknown are step events. */
-static void apply_step_annotations(struct work *w)
-{
-    const struct gm_snapshot *snap = w->snap;
-    const struct gm_snapshot_device *sd = w->sd;
-    if (!snap->n_annotations || !snap->has_time)
-        return;
-    int64_t open = -1;
-    size_t k = 0; /* events are in time order: one walk over them for all windows */
-    for (size_t i = 0; i < snap->n_annotations; i++) {
-        const struct gm_snapshot_annotation *an = &snap->annotations[i];
-        if (an->device != sd->index || !has_prefix(an->name, "Optimizer.step#"))
-            continue;
-        if (an->is_start) {
-            open = an->time_us;
-            continue;
-        }
-        if (open < 0)
-            continue;
-        while (k < sd->n_events &&
-               (!(sd->events[k].flags & GM_EVENT_HAS_TIME) || sd->events[k].time_us < open))
-            k++;
-        for (; k < sd->n_events; k++) {
-            const struct gm_snapshot_event *e = &sd->events[k];
-            if (!(e->flags & GM_EVENT_HAS_TIME))
-                continue;
-            if (e->time_us > an->time_us)
-                break;
-            if (w->phase[k] == RAW_UNKNOWN)
-                w->phase[k] = RAW_STEP;
-        }
-        open = -1;
-    }
-}
-
+/* Step 2: smoothing, then the runs. */
 static enum gm_status compute_phases(struct work *w, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
     size_t n = sd->n_events;
-    for (size_t k = 0; k < n; k++) {
-        const struct gm_snapshot_event *e = &sd->events[k];
-        uint8_t raw = RAW_UNKNOWN;
-        if (e->stack)
-            w->trace_has_frames = true;
-        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
-            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
-        w->phase[k] = raw;
-    }
-    apply_step_annotations(w);
+    struct gm_snapshot_cursor c, ahead;
+    const struct gm_snapshot_event *e, *nx = NULL;
+    size_t nk = SIZE_MAX; /* index of the next event of known phase after the current one */
 
-    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
-    uint32_t *next = gm_malloc((n ? n : 1) * sizeof(uint32_t)); /* next known event */
-    if (!next)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
-    uint32_t nk = UINT32_MAX;
-    for (size_t k = n; k-- > 0;) {
-        next[k] = nk;
-        if (w->phase[k] != RAW_UNKNOWN)
-            nk = (uint32_t)k;
-    }
+    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md).
+     * 'ahead' finds the next known event: both cursors only move forward. */
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
     uint32_t prev_caller = ANA_NO_FRAME; /* who called the model in the last forward event */
-    for (size_t k = 0; k < n; k++) {
+    gm_snapshot_cursor_init(&c, sd, 0);
+    gm_snapshot_cursor_init(&ahead, sd, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        size_t k = c.index;
         uint8_t raw = w->phase[k];
         if (raw != RAW_UNKNOWN) {
             pk = raw;
             if (raw == RAW_FORWARD)
-                prev_caller = ana_stack_caller(w->cls, sd->events[k].stack);
+                prev_caller = ana_stack_caller(w->cls, e->stack);
             w->phase[k] = (uint8_t)phase_of_raw(raw);
             continue;
         }
-        uint8_t p = pk, q = next[k] == UINT32_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[next[k]];
+        if (nk == SIZE_MAX || nk <= k) {
+            /* the next event after k whose raw phase is known (raw phases lie ahead of k:
+             * only events up to k have their final phase yet); a cursor far behind starts
+             * again at k */
+            if (ahead.index == SIZE_MAX || ahead.index + GM_SNAPSHOT_CHECKPOINT < k)
+                gm_snapshot_cursor_init(&ahead, sd, k + 1);
+            nk = SIZE_MAX;
+            while ((nx = gm_snapshot_cursor_next(&ahead)) != NULL)
+                if (ahead.index > k && w->phase[ahead.index] != RAW_UNKNOWN) {
+                    nk = ahead.index;
+                    break;
+                }
+        }
+        uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[nk];
         uint8_t out;
-        bool empty = sd->events[k].stack == 0;
+        bool empty = e->stack == 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
         } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
             /* Between two forward events: code of a training forward that runs outside any
              * module (in the function that calls the model), else code between two model
              * calls (a batch, an evaluation, logging). */
-            uint32_t u = ana_stack_first_user(w->cls, sd->events[k].stack);
-            uint32_t nc = ana_stack_caller(w->cls, sd->events[next[k]].stack);
+            uint32_t u = ana_stack_first_user(w->cls, e->stack);
+            uint32_t ncl = ana_stack_caller(w->cls, nx->stack);
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
-                        ana_same_function(w->snap, u, nc);
+                        ana_same_function(w->snap, u, ncl);
             out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
         } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
@@ -306,8 +469,6 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         }
         w->phase[k] = (uint8_t)phase_of_raw(out);
     }
-    gm_free(next);
-
     /* Runs. */
     size_t n_runs = 0;
     for (size_t k = 0; k < n; k++)
@@ -332,40 +493,36 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     return GM_OK;
 }
 
-/* Index of the run holding event k (runs cover 0..n-1). */
-static size_t run_of(const struct gm_analysis_device *dev, int64_t k)
-{
-    size_t lo = 0, hi = dev->n_phases;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dev->phases[mid].first_event <= k)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
 {
+    size_t lo = 0, hi;
     if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
         return GM_PHASE_OTHER;
-    return (enum gm_phase)dev->phases[run_of(dev, event)].phase;
-}
-
-static int32_t iteration_of(const struct gm_analysis_device *dev, int64_t k)
-{
-    if (k < 0 || !dev->n_iterations || k < dev->iterations[0].first_event)
-        return -1;
-    size_t lo = 0, hi = dev->n_iterations;
+    /* the last run that starts at or before the event (a few moments per page: a search) */
+    hi = dev->n_phases;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dev->iterations[mid].first_event <= k)
+        if (dev->phases[mid].first_event <= event)
             lo = mid;
         else
             hi = mid;
     }
-    return (int32_t)lo;
+    return (enum gm_phase)dev->phases[lo].phase;
+}
+
+/* The run holding event k (runs cover 0..n-1). */
+static size_t run_of(const struct work *w, int64_t k)
+{
+    size_t r = ix_find(&w->runs_ix, k);
+    return r == SIZE_MAX ? 0 : r;
+}
+
+static int32_t iteration_of(const struct work *w, int64_t k)
+{
+    const struct gm_analysis_device *dev = w->dev;
+    if (k < 0 || !dev->n_iterations || k < dev->iterations[0].first_event)
+        return -1;
+    return (int32_t)ix_find(&w->iters_ix, k);
 }
 
 static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
@@ -401,6 +558,8 @@ static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
             n_it = i;
             if (!n_it)
                 return GM_OK;
+            if (!take(w, gm_budget_bytes(n_it, sizeof(*dev->iterations))))
+                return over_limit(w, err);
             dev->iterations = gm_arena_calloc(w->arena, n_it, sizeof(*dev->iterations));
             if (!dev->iterations)
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET,
@@ -409,16 +568,21 @@ static enum gm_status compute_iterations(struct work *w, struct gm_error *err)
     }
     dev->n_iterations = n_it;
     dev->iterations[n_it - 1].last_event = (int64_t)dev->n_events - 1;
+    /* runs and iterations are both in event order: one walk assigns each run its
+     * iteration (the last one starting at or before the run) */
+    size_t it = 0;
     for (size_t r = 0; r < dev->n_phases; r++) {
         struct gm_analysis_phase_run *run = &dev->phases[r];
-        run->iteration = iteration_of(dev, run->first_event);
+        while (it + 1 < n_it && dev->iterations[it + 1].first_event <= run->first_event)
+            it++;
+        run->iteration = run->first_event < dev->iterations[0].first_event ? -1 : (int32_t)it;
         if (run->iteration < 0)
             continue;
-        struct gm_analysis_iteration *it = &dev->iterations[run->iteration];
-        if (run->phase == GM_PHASE_BACKWARD && it->backward_event < 0)
-            it->backward_event = run->first_event;
-        if (run->phase == GM_PHASE_OPTIMIZER_STEP && it->step_event < 0)
-            it->step_event = run->first_event;
+        struct gm_analysis_iteration *iv = &dev->iterations[run->iteration];
+        if (run->phase == GM_PHASE_BACKWARD && iv->backward_event < 0)
+            iv->backward_event = run->first_event;
+        if (run->phase == GM_PHASE_OPTIMIZER_STEP && iv->step_event < 0)
+            iv->step_event = run->first_event;
     }
     return GM_OK;
 }
@@ -436,7 +600,7 @@ static void set_cat(struct gm_analysis_alloc *a, enum gm_category c, enum gm_rul
 static const struct gm_analysis_phase_run *next_forward(const struct work *w, int64_t k)
 {
     const struct gm_analysis_device *dev = w->dev;
-    size_t r = k < 0 ? 0 : run_of(dev, k) + 1;
+    size_t r = k < 0 ? 0 : run_of(w, k) + 1;
     if (r >= dev->n_phases || w->next_fwd[r] >= dev->n_phases)
         return NULL;
     return &dev->phases[w->next_fwd[r]];
@@ -454,11 +618,11 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     else
         a->phase = w->phase[a->alloc_event];
     a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
-    a->iteration = iteration_of(dev, a->alloc_event);
-    int32_t free_it = iteration_of(dev, freed);
+    a->iteration = iteration_of(w, a->alloc_event);
+    int32_t free_it = iteration_of(w, freed);
 
     /* End of the phase run the allocation was born in (from the start: none). */
-    int64_t run_end = from_start ? -1 : dev->phases[run_of(dev, a->alloc_event)].last_event;
+    int64_t run_end = from_start ? -1 : dev->phases[run_of(w, a->alloc_event)].last_event;
     bool freed_in_run = freed >= 0 && !from_start && a->free_event <= run_end;
 
     if ((fl & FR_PARAM_LOAD) && a->phase != GM_PHASE_BACKWARD &&
@@ -519,7 +683,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     if (!from_start) {
         const struct gm_analysis_phase_run *f = next_forward(w, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
-            int32_t it = iteration_of(dev, f->first_event);
+            int32_t it = iteration_of(w, f->first_event);
             uint32_t si = ana_map_get(&w->site_of, a->stack);
             struct site_stat *ss = si != NO_ALLOC ? &w->sites[si] : NULL;
             /* A batch is a few tensors per iteration (x, y, a mask, a dict of them), not
@@ -529,7 +693,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
             if (a->free_event < 0) {
                 /* Kept to the end: the latest batch of a site whose earlier batches were
                  * freed, and which keeps nothing from other iterations (else a leak). */
-                int32_t own = iteration_of(dev, a->alloc_event);
+                int32_t own = iteration_of(w, a->alloc_event);
                 batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == own &&
                         ss->last_kept == own;
             } else {
@@ -575,8 +739,13 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     size_t n = sd->n_events;
     size_t n_pts = n + 1;
     size_t m = max_points < 3 ? 3 : max_points;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e = NULL;
+    uint64_t res = tl->reserved_start_raw;
     if (m > n_pts)
         m = n_pts;
+    if (!take(w, gm_budget_bytes(m, sizeof(*dev->points))))
+        return over_limit(w, err);
     dev->points = gm_arena_calloc(w->arena, m, sizeof(*dev->points));
     if (!dev->points)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
@@ -585,8 +754,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         dev->points[i].event = -2; /* unset */
 
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
-    uint64_t unexplained = 0, lifetime = 0;
-    size_t ai = 0;
+    uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
+    size_t ai = 0, fi = 0;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
         const struct gm_analysis_alloc *a = &dev->allocs[ai];
@@ -597,9 +766,11 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             lifetime += a->bytes;
     }
     size_t it = 0, is = 0;
+    gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         if (k >= 0) {
+            e = gm_snapshot_cursor_next(&c);
             if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
                 const struct gm_analysis_alloc *a = &dev->allocs[ai++];
                 cur[a->category] += a->bytes;
@@ -608,15 +779,15 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
                     lifetime += a->bytes;
             }
-            uint32_t f = w->ev_free[k];
-            if (f != NO_ALLOC) {
-                const struct gm_analysis_alloc *a = &dev->allocs[f];
+            if (e->action == GM_ACTION_FREE_COMPLETED && fi < w->n_free_of) {
+                const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
                 cur[a->category] -= a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained -= a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
                     lifetime -= a->bytes;
             }
+            reserved = gm_snapshot_reserved_step(&res, e);
         }
         uint64_t total = sum_bytes(cur);
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
@@ -644,6 +815,17 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
                 if (iv->last_event == k)
                     iv->end_bytes = total;
+                /* its times: those of its first and last events */
+                if (iv->first_event == k) {
+                    iv->has_time = (e->flags & GM_EVENT_HAS_TIME) != 0;
+                    iv->start_us = e->time_us;
+                }
+                if (iv->last_event == k) {
+                    iv->has_time = iv->has_time && (e->flags & GM_EVENT_HAS_TIME);
+                    iv->end_us = e->time_us;
+                    if (!iv->has_time)
+                        iv->start_us = iv->end_us = 0;
+                }
             }
         }
         /* Which point slot: the first and last points alone, the rest in buckets. */
@@ -664,22 +846,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             pt->total = total;
             pt->phase = ph;
             copy_bytes(pt->bytes, cur);
-            pt->reserved = (tl->reserved && p < tl->n_points) ? tl->reserved[p] : 0;
-            const struct gm_snapshot_event *e = k >= 0 ? &sd->events[k] : NULL;
-            pt->has_time = e && (e->flags & GM_EVENT_HAS_TIME);
+            pt->reserved = reserved;
+            pt->has_time = k >= 0 && (e->flags & GM_EVENT_HAS_TIME);
             pt->time_us = pt->has_time ? e->time_us : 0;
         }
     }
     copy_bytes(dev->at_end, cur);
-    /* Iteration times. */
-    for (size_t i = 0; i < dev->n_iterations; i++) {
-        struct gm_analysis_iteration *iv = &dev->iterations[i];
-        const struct gm_snapshot_event *a = &sd->events[iv->first_event];
-        const struct gm_snapshot_event *b = &sd->events[iv->last_event];
-        iv->has_time = (a->flags & GM_EVENT_HAS_TIME) && (b->flags & GM_EVENT_HAS_TIME);
-        iv->start_us = iv->has_time ? a->time_us : 0;
-        iv->end_us = iv->has_time ? b->time_us : 0;
-    }
     return GM_OK;
 }
 
@@ -736,6 +908,8 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     uint64_t *per_it = NULL;
     struct kept_alloc *kept = NULL;
     size_t n_sites = 0, cap = 0;
+    uint64_t held = w->held; /* the temporaries below are given back at the end */
+    size_t n_leaks_kept = 0;
     st = ana_map_init(&map, 64, err);
     if (st != GM_OK)
         return st;
@@ -781,12 +955,17 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             n_leaks++;
     if (!n_leaks)
         goto out;
+    if (!take(w, gm_budget_bytes(n_leaks, sizeof(*dev->leaks))))
+        goto over;
+    n_leaks_kept = n_leaks;
     dev->leaks = gm_arena_calloc(w->arena, n_leaks, sizeof(*dev->leaks));
     per_it = gm_calloc(n_it, sizeof(uint64_t));
     size_t n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++)
         if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
             n_kept++;
+    if (!take(w, gm_budget_bytes(n_kept, sizeof(*kept)) + gm_budget_bytes(n_it, 8)))
+        goto over;
     kept = gm_malloc((n_kept ? n_kept : 1) * sizeof(*kept));
     if (!dev->leaks || !per_it || !kept)
         goto nomem;
@@ -852,11 +1031,15 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     goto out;
 nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
+    goto out;
+over:
+    st = over_limit(w, err);
 out:
     gm_free(per_it);
     gm_free(kept);
     gm_free(sites);
     ana_map_release(&map);
+    w->held = held + (uint64_t)n_leaks_kept * sizeof(*dev->leaks);
     return st;
 }
 
@@ -892,7 +1075,7 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
                 return st;
         }
         struct site_stat *ss = &w->sites[si];
-        int32_t itv = iteration_of(dev, a->alloc_event);
+        int32_t itv = iteration_of(w, a->alloc_event);
         ss->count++;
         if (itv != ss->last_iter)
             ss->n_iters++;
@@ -906,22 +1089,68 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
     return GM_OK;
 }
 
-static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
-                                     struct ana_classifier *cls, struct gm_arena *arena,
+/* The moments of one device where fragmentation is computed: the ooms and the peak. */
+static enum gm_status frag_targets(struct work *w, struct gm_error *err)
+{
+    const struct gm_snapshot *snap = w->snap;
+    struct gm_analysis_device *dev = w->dev;
+    size_t n_oom = w->n_oom, t = 0, pos = 0;
+    struct ana_frag_target *targets;
+    enum gm_status st;
+    if (n_oom) {
+        if (!take(w, gm_budget_bytes(n_oom, sizeof(*dev->ooms))))
+            return over_limit(w, err);
+        dev->ooms = gm_arena_calloc(w->arena, n_oom, sizeof(*dev->ooms));
+        if (!dev->ooms)
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for ooms");
+        dev->n_ooms = n_oom;
+    }
+    targets = gm_malloc((n_oom + 1) * sizeof(*targets));
+    if (!targets)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    for (size_t i = 0; i < n_oom; i++) {
+        targets[t].event = w->ooms[i];
+        targets[t].out = &dev->ooms[t];
+        t++;
+    }
+    /* The peak, inserted where it belongs so that the targets stay sorted. */
+    while (pos < t && targets[pos].event <= dev->peak_event)
+        pos++;
+    memmove(&targets[pos + 1], &targets[pos], (t - pos) * sizeof(*targets));
+    targets[pos].event = dev->peak_event;
+    targets[pos].out = &dev->peak_frag;
+    t++;
+    st = ana_frag_compute(snap, w->sd, w->an, dev, w->arena, targets, t, err);
+    gm_free(targets);
+    return st;
+}
+
+static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
+                                     struct ana_classifier *cls, struct ana_priv *priv,
                                      uint32_t max_points, struct gm_analysis_device *dev,
                                      struct gm_error *err)
 {
+    const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
-    memset(&tl, 0, sizeof(tl));
-    struct work w = {snap, sd, dev, cls, arena, NULL, NULL, false, false, NULL, {0}, NULL};
+    struct ana_device_priv *dp;
+    struct work w;
     enum gm_status st;
 
+    memset(&tl, 0, sizeof(tl));
+    memset(&w, 0, sizeof(w));
+    w.snap = snap;
+    w.an = an;
+    w.sd = sd;
+    w.dev = dev;
+    w.cls = cls;
+    w.arena = &priv->arena;
+    w.priv = priv;
     dev->device = sd->index;
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
     dev->peak_iteration = -1;
-    st = gm_snapshot_timeline(snap, sd->index, true, &tl, err);
+    st = gm_snapshot_timeline(snap, sd->index, 0, &tl, err);
     if (st != GM_OK)
         return st;
     dev->peak_bytes = tl.peak_bytes;
@@ -930,21 +1159,30 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     dev->peak_time_us = tl.peak_time_us;
 
     size_t n = sd->n_events;
-    w.phase = gm_calloc(n ? n : 1, 1);
-    w.ev_free = gm_malloc((n ? n : 1) * sizeof(uint32_t));
-    if (!w.phase || !w.ev_free) {
+    if (!take(&w, n ? n : 1)) {
+        st = over_limit(&w, err);
+        goto out;
+    }
+    w.phase = gm_big_realloc(NULL, 0, n ? n : 1);
+    if (!w.phase) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for device %d",
                      (int)sd->index);
         goto out;
     }
-    memset(w.ev_free, 0xff, (n ? n : 1) * sizeof(uint32_t));
 
-    if ((st = build_allocs(&w, err)) != GM_OK)
+    if ((st = scan_trace(&w, err)) != GM_OK)
         goto out;
     if ((st = compute_phases(&w, err)) != GM_OK)
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
+    if (!ix_build(&w.runs_ix, &dev->phases[0].first_event, sizeof(dev->phases[0]), dev->n_phases,
+                  n) ||
+        !ix_build(&w.iters_ix, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
+                  sizeof(dev->iterations[0]), dev->n_iterations, n)) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
+        goto out;
+    }
     if ((st = site_stats(&w, err)) != GM_OK)
         goto out;
     w.next_fwd = gm_malloc((dev->n_phases ? dev->n_phases : 1) * sizeof(size_t));
@@ -965,56 +1203,37 @@ static enum gm_status analyse_device(const struct gm_snapshot *snap, size_t d,
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
-    dev->peak_iteration = iteration_of(dev, dev->peak_event);
+    dev->peak_iteration = iteration_of(&w, dev->peak_event);
     if ((st = find_leaks(&w, err)) != GM_OK)
         goto out;
-
-    /* Fragmentation at the peak and at every oom. */
-    size_t n_oom = 0;
-    for (size_t k = 0; k < n; k++)
-        if (sd->events[k].action == GM_ACTION_OOM)
-            n_oom++;
-    if (n_oom) {
-        dev->ooms = gm_arena_calloc(arena, n_oom, sizeof(*dev->ooms));
-        if (!dev->ooms) {
-            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for ooms");
-            goto out;
-        }
-        dev->n_ooms = n_oom;
+    /* what gm_analysis_live_at() needs later: the allocation each free_completed ends */
+    dp = gm_arena_calloc(w.arena, 1, sizeof(*dp));
+    if (!dp || (w.n_free_of && !ana_priv_keep(priv, w.free_of, w.cap_free_of * sizeof(uint32_t)))) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        goto out;
     }
-    {
-        size_t t = 0, pos = 0;
-        struct ana_frag_target *targets = gm_malloc((n_oom + 1) * sizeof(*targets));
-        if (!targets) {
-            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-            goto out;
-        }
-        for (size_t k = 0; k < n; k++) {
-            if (sd->events[k].action != GM_ACTION_OOM)
-                continue;
-            targets[t].event = (int64_t)k;
-            targets[t].out = &dev->ooms[t];
-            t++;
-        }
-        /* The peak, inserted where it belongs so that the targets stay sorted. */
-        while (pos < t && targets[pos].event <= dev->peak_event)
-            pos++;
-        memmove(&targets[pos + 1], &targets[pos], (t - pos) * sizeof(*targets));
-        targets[pos].event = dev->peak_event;
-        targets[pos].out = &dev->peak_frag;
-        t++;
-        st = ana_frag_compute(snap, sd, dev, arena, targets, t, err);
-        gm_free(targets);
-        if (st != GM_OK)
-            goto out;
+    dp->free_of = w.free_of;
+    dp->n_free_of = w.n_free_of;
+    if (w.n_free_of) {
+        priv->held += (uint64_t)w.cap_free_of * sizeof(uint32_t);
+        w.held -= (uint64_t)w.cap_free_of * sizeof(uint32_t);
+        w.free_of = NULL; /* owned by the analysis now */
+        w.cap_free_of = 0;
     }
-    st = GM_OK;
+    dev->priv_ = dp;
+    /* the per-event phases are not needed any more: give them back before the sweep */
+    gm_big_free(w.phase, n ? n : 1);
+    w.phase = NULL;
+    st = frag_targets(&w, err);
 out:
     ana_map_release(&w.site_of);
+    ix_release(&w.runs_ix);
+    ix_release(&w.iters_ix);
     gm_free(w.sites);
     gm_free(w.next_fwd);
-    gm_free(w.phase);
-    gm_free(w.ev_free);
+    gm_big_free(w.phase, n ? n : 1);
+    gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
+    gm_big_free(w.ooms, w.cap_oom * sizeof(int64_t));
     gm_snapshot_timeline_release(&tl);
     return st;
 }
@@ -1041,6 +1260,9 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
                                struct gm_analysis **out, struct gm_error *err)
 {
     *out = NULL;
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "analysis: the snapshot was loaded without its events");
     uint32_t max_points = opts && opts->max_points ? opts->max_points : 2000;
     struct gm_analysis *an = gm_calloc(1, sizeof(*an));
     struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
@@ -1068,7 +1290,7 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
         goto fail;
     }
     for (size_t d = 0; d < snap->n_devices; d++) {
-        st = analyse_device(snap, d, &cls, &priv->arena, max_points, &an->devices[d], err);
+        st = analyse_device(an, d, &cls, priv, max_points, &an->devices[d], err);
         if (st != GM_OK)
             goto fail;
     }
@@ -1081,12 +1303,28 @@ fail:
     return st;
 }
 
+/* ---------------------------------------------------------------- results */
+
+bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes)
+{
+    struct ana_kept *v = gm_realloc(priv->kept, (priv->n_kept + 1) * sizeof(*v));
+    if (!v)
+        return false;
+    priv->kept = v;
+    v[priv->n_kept].p = p;
+    v[priv->n_kept++].bytes = bytes;
+    return true;
+}
+
 void gm_analysis_free(struct gm_analysis *an)
 {
     if (!an)
         return;
     struct ana_priv *priv = an->priv_;
     if (priv) {
+        for (size_t i = 0; i < priv->n_kept; i++)
+            gm_big_free(priv->kept[i].p, priv->kept[i].bytes);
+        gm_free(priv->kept);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }

@@ -84,9 +84,30 @@ enum gm_status ana_map_put(struct ana_map *m, uint64_t key, uint32_t val, struct
 void ana_map_del(struct ana_map *m, uint64_t key);
 
 /* --- internals of the analysis object --- */
+
+/* A large array the analysis owns outside its arena (base/big.h). */
+struct ana_kept {
+    void *p;
+    size_t bytes;
+};
+
 struct ana_priv {
     struct gm_arena arena;
+    struct ana_kept *kept;
+    size_t n_kept;
+    uint64_t held; /* bytes of results, against the snapshot's memory limit */
 };
+
+/* What one device's analysis keeps for gm_analysis_live_at(). */
+struct ana_device_priv {
+    const uint32_t *free_of; /* per free_completed event, in trace order: the allocation
+                              * (index into allocs) it ends */
+    size_t n_free_of;
+};
+
+/* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory
+ * (then the caller still owns it). */
+bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes);
 
 /* Where to put the fragmentation figures of one moment (event -1: the initial state). */
 struct ana_frag_target {
@@ -94,10 +115,11 @@ struct ana_frag_target {
     struct gm_analysis_frag *out;
 };
 
-/* Fragmentation at the given moments of one device; 'targets' sorted by event. */
+/* Fragmentation at the given moments of one device ('targets' sorted by event), in one
+ * pass over the trace (gm_analysis_live_at()). */
 enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
-                                const struct gm_analysis_device *dev, struct gm_arena *arena,
-                                const struct ana_frag_target *targets, size_t n_targets,
-                                struct gm_error *err);
+                                const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                struct gm_arena *arena, const struct ana_frag_target *targets,
+                                size_t n_targets, struct gm_error *err);
 
 #endif

@@ -157,20 +157,22 @@ static enum gm_oom_verdict verdict_of(const struct gm_analysis_frag *f, uint64_t
     return GM_VERDICT_SHORTAGE;
 }
 
+/* The figures at moment k: the live allocations (indexes into dev->allocs) laid into the
+ * ranges. */
 static enum gm_status compute_at(const struct gm_snapshot *snap,
                                  const struct gm_snapshot_device *sd,
                                  const struct gm_analysis_device *dev, struct gm_arena *arena,
                                  const struct ranges *rs, int64_t k, struct gm_analysis_frag *f,
-                                 struct live *buf, struct gm_error *err)
+                                 const uint32_t *live_idx, size_t n_live, struct live *buf,
+                                 struct gm_error *err)
 {
+    struct gm_snapshot_event ev;
     memset(f, 0, sizeof(*f));
     f->event = k;
     f->phase = (uint8_t)gm_analysis_phase_at(dev, k);
     size_t nl = 0;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event > k || (a->free_event >= 0 && a->free_event <= k))
-            continue;
+    for (size_t i = 0; i < n_live; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[live_idx[i]];
         f->at_event[a->category] += a->bytes;
         uint64_t sz = round512(a->bytes);
         if (!sz)
@@ -180,7 +182,8 @@ static enum gm_status compute_at(const struct gm_snapshot *snap,
         buf[nl].size = sz;
         nl++;
     }
-    qsort(buf, nl, sizeof(*buf), cmp_live);
+    if (nl > 1)
+        qsort(buf, nl, sizeof(*buf), cmp_live);
 
     f->pools = gm_arena_calloc(arena, rs->n ? rs->n : 1, sizeof(*f->pools));
     if (!f->pools)
@@ -224,16 +227,21 @@ static enum gm_status compute_at(const struct gm_snapshot *snap,
         i = j;
     }
     f->reserved_unallocated = f->reserved > f->allocated ? f->reserved - f->allocated : 0;
-    if (k >= 0 && sd->events[k].action == GM_ACTION_OOM) {
-        const struct gm_snapshot_event *e = &sd->events[k];
+    if (k >= 0 && gm_snapshot_event_at(sd, (size_t)k, &ev) && ev.action == GM_ACTION_OOM) {
         f->is_oom = true;
-        f->requested = e->size;
-        f->device_free = gm_snapshot_event_device_free(e);
-        f->stack = e->stack;
-        f->verdict = (uint8_t)verdict_of(f, gm_snapshot_event_stream(snap, e));
+        f->requested = ev.size;
+        f->device_free = gm_snapshot_event_device_free(&ev);
+        f->stack = ev.stack;
+        f->verdict = (uint8_t)verdict_of(f, gm_snapshot_event_stream(snap, &ev));
     }
     return GM_OK;
 }
+
+/* A segment event of the device, and its index. */
+struct segev {
+    int64_t k;
+    struct gm_snapshot_event e;
+};
 
 static bool apply_event(const struct gm_snapshot *snap, struct ranges *rs,
                         const struct gm_snapshot_event *e, bool forward)
@@ -257,41 +265,101 @@ static bool apply_event(const struct gm_snapshot *snap, struct ranges *rs,
     return ranges_remove(rs, e->addr, e->size);
 }
 
-enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
-                                const struct gm_analysis_device *dev, struct gm_arena *arena,
-                                const struct ana_frag_target *targets, size_t n_targets,
+/* The state of the pass that computes every target (see gm_analysis_live_at()). */
+struct frag_pass {
+    const struct gm_snapshot *snap;
+    const struct gm_snapshot_device *sd;
+    const struct gm_analysis_device *dev;
+    struct gm_arena *arena;
+    const struct ana_frag_target *targets;
+    struct ranges rs;
+    const struct segev *segev;
+    size_t n_segev, si;
+    struct live *buf;
+    size_t cap_buf;
+};
+
+static enum gm_status at_target(void *ctx, size_t t, const uint32_t *live, size_t n_live,
                                 struct gm_error *err)
 {
-    struct ranges rs = {0};
+    struct frag_pass *fp = ctx;
+    int64_t k = fp->targets[t].event;
+    for (; fp->si < fp->n_segev && fp->segev[fp->si].k <= k; fp->si++)
+        if (!apply_event(fp->snap, &fp->rs, &fp->segev[fp->si].e, true))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for segments");
+    if (n_live > fp->cap_buf) {
+        struct live *v = gm_realloc(fp->buf, n_live * sizeof(*v));
+        if (!v)
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        fp->buf = v;
+        fp->cap_buf = n_live;
+    }
+    return compute_at(fp->snap, fp->sd, fp->dev, fp->arena, &fp->rs, k, fp->targets[t].out, live,
+                      n_live, fp->buf, err);
+}
+
+enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
+                                const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                struct gm_arena *arena, const struct ana_frag_target *targets,
+                                size_t n_targets, struct gm_error *err)
+{
+    struct frag_pass fp;
+    struct segev *segev = NULL;
+    size_t n_segev = 0, cap_segev = 0;
+    int64_t *ks = NULL;
     enum gm_status st = GM_OK;
-    struct live *buf = gm_malloc((dev->n_allocs ? dev->n_allocs : 1) * sizeof(*buf));
-    if (!buf)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+
+    memset(&fp, 0, sizeof(fp));
     for (size_t s = 0; s < snap->n_segments; s++) {
         const struct gm_snapshot_segment *seg = &snap->segments[s];
         if (seg->device == sd->index &&
-            !ranges_add(&rs, seg->address, seg->total_size, seg->stream, seg->is_small))
+            !ranges_add(&fp.rs, seg->address, seg->total_size, seg->stream, seg->is_small))
             goto nomem;
     }
-    for (size_t k = sd->n_events; k-- > 0;)
-        if (!apply_event(snap, &rs, &sd->events[k], false))
-            goto nomem;
-    size_t t = 0;
-    for (int64_t k = -1; k < (int64_t)sd->n_events && t < n_targets; k++) {
-        if (k >= 0 && !apply_event(snap, &rs, &sd->events[k], true))
-            goto nomem;
-        while (t < n_targets && targets[t].event <= k) {
-            st = compute_at(snap, sd, dev, arena, &rs, k, targets[t].out, buf, err);
-            if (st != GM_OK)
-                goto out;
-            t++;
+    /* the segment events, in one pass: undone from the end to get the layout at the start,
+     * then redone up to each target */
+    {
+        struct gm_snapshot_cursor c;
+        const struct gm_snapshot_event *e;
+        gm_snapshot_cursor_init(&c, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+            if (e->action < GM_ACTION_SEGMENT_ALLOC || e->action > GM_ACTION_SEGMENT_UNMAP)
+                continue;
+            if (n_segev == cap_segev) {
+                size_t ncap = cap_segev ? cap_segev * 2 : 64;
+                struct segev *v = gm_realloc(segev, ncap * sizeof(*v));
+                if (!v)
+                    goto nomem;
+                segev = v;
+                cap_segev = ncap;
+            }
+            segev[n_segev].k = (int64_t)c.index;
+            segev[n_segev++].e = *e;
         }
     }
+    for (size_t i = n_segev; i-- > 0;)
+        if (!apply_event(snap, &fp.rs, &segev[i].e, false))
+            goto nomem;
+    ks = gm_malloc((n_targets ? n_targets : 1) * sizeof(*ks));
+    if (!ks)
+        goto nomem;
+    for (size_t t = 0; t < n_targets; t++)
+        ks[t] = targets[t].event;
+    fp.snap = snap;
+    fp.sd = sd;
+    fp.dev = dev;
+    fp.arena = arena;
+    fp.targets = targets;
+    fp.segev = segev;
+    fp.n_segev = n_segev;
+    st = gm_analysis_live_at(an, dev, ks, n_targets, at_target, &fp, err);
     goto out;
 nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for segments");
 out:
-    gm_free(rs.v);
-    gm_free(buf);
+    gm_free(fp.rs.v);
+    gm_free(fp.buf);
+    gm_free(segev);
+    gm_free(ks);
     return st;
 }

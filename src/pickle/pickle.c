@@ -9,7 +9,7 @@
  * against the bytes left before use; all memory (nodes, memo, stack) is counted against
  * one cap.  Opcodes that import or call (GLOBAL, REDUCE, BUILD, ...) and out-of-band
  * buffers are rejected with their name and offset. */
-#include "pickle/pickle.h"
+#include "pickle/pickle_int.h"
 
 #include "base/big.h"
 
@@ -18,78 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* Opcode bytes (CPython Lib/pickle.py names). */
-enum {
-    OP_MARK = '(',
-    OP_STOP = '.',
-    OP_POP = '0',
-    OP_POP_MARK = '1',
-    OP_DUP = '2',
-    OP_FLOAT = 'F',
-    OP_INT = 'I',
-    OP_BININT = 'J',
-    OP_BININT1 = 'K',
-    OP_LONG = 'L',
-    OP_BININT2 = 'M',
-    OP_NONE = 'N',
-    OP_PERSID = 'P',
-    OP_BINPERSID = 'Q',
-    OP_REDUCE = 'R',
-    OP_STRING = 'S',
-    OP_BINSTRING = 'T',
-    OP_SHORT_BINSTRING = 'U',
-    OP_UNICODE = 'V',
-    OP_BINUNICODE = 'X',
-    OP_APPEND = 'a',
-    OP_BUILD = 'b',
-    OP_GLOBAL = 'c',
-    OP_DICT = 'd',
-    OP_EMPTY_DICT = '}',
-    OP_APPENDS = 'e',
-    OP_GET = 'g',
-    OP_BINGET = 'h',
-    OP_INST = 'i',
-    OP_LONG_BINGET = 'j',
-    OP_LIST = 'l',
-    OP_EMPTY_LIST = ']',
-    OP_OBJ = 'o',
-    OP_PUT = 'p',
-    OP_BINPUT = 'q',
-    OP_LONG_BINPUT = 'r',
-    OP_SETITEM = 's',
-    OP_TUPLE = 't',
-    OP_EMPTY_TUPLE = ')',
-    OP_SETITEMS = 'u',
-    OP_BINFLOAT = 'G',
-    OP_PROTO = 0x80,
-    OP_NEWOBJ = 0x81,
-    OP_EXT1 = 0x82,
-    OP_EXT2 = 0x83,
-    OP_EXT4 = 0x84,
-    OP_TUPLE1 = 0x85,
-    OP_TUPLE2 = 0x86,
-    OP_TUPLE3 = 0x87,
-    OP_NEWTRUE = 0x88,
-    OP_NEWFALSE = 0x89,
-    OP_LONG1 = 0x8a,
-    OP_LONG4 = 0x8b,
-    OP_BINBYTES = 'B',
-    OP_SHORT_BINBYTES = 'C',
-    OP_SHORT_BINUNICODE = 0x8c,
-    OP_BINUNICODE8 = 0x8d,
-    OP_BINBYTES8 = 0x8e,
-    OP_EMPTY_SET = 0x8f,
-    OP_ADDITEMS = 0x90,
-    OP_FROZENSET = 0x91,
-    OP_NEWOBJ_EX = 0x92,
-    OP_STACK_GLOBAL = 0x93,
-    OP_MEMOIZE = 0x94,
-    OP_FRAME = 0x95,
-    OP_BYTEARRAY8 = 0x96,
-    OP_NEXT_BUFFER = 0x97,
-    OP_READONLY_BUFFER = 0x98
-};
 
 const char *pk_opcode_name(uint8_t op)
 {
@@ -235,53 +163,7 @@ const char *pk_opcode_name(uint8_t op)
     }
 }
 
-#define FREE_CLASSES   64
-#define FLAT_MAX_PAIRS 32
-#define FLAT_MAX_ITEMS 1024
-
-/* The machine's state during one parse. */
-struct vm {
-    struct pk_doc *doc;
-    const uint8_t *base;
-    const uint8_t *p;
-    const uint8_t *end;
-    pk_val *stack;
-    size_t sp, stack_cap, stack_max;
-    size_t *marks;
-    size_t n_marks, marks_cap, marks_max;
-    pk_val *memo;
-    size_t memo_len, memo_cap;
-    size_t heap_bytes; /* stack + marks + memo, counted against the cap with the arena */
-    size_t max_memory;
-    struct gm_error *err;
-    void (*progress)(uint64_t done, uint64_t total, void *ctx);
-    void *progress_ctx;
-    enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
-                                struct gm_error *err);
-    void *append_ctx;
-    uint32_t (*list_token)(void *ctx, const struct pk_node *list);
-    enum gm_status (*on_flat)(void *ctx, const struct pk_node *list, pk_val item,
-                              uint32_t *list_tok, struct gm_error *err);
-    void (*on_flat_end)(void *ctx, const struct pk_node *list, bool commit);
-    struct pk_node flat_dict, flat_list; /* the transient nodes of flat_batch() */
-    pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
-    pk_val flat_items[FLAT_MAX_ITEMS];
-    /* flat_batch(): the key at each position of the entry before, when a memo reference:
-     * its opcode bytes (masked) and value */
-    uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
-    pk_val key_val[FLAT_MAX_PAIRS];
-    uint8_t key_len[FLAT_MAX_PAIRS];
-    bool drop_behind;
-    size_t dropped; /* input bytes given back (input_window) */
-    bool limit_hit; /* a heap array hit the memory cap */
-    /* recycled containers (from consumed appends) and item arrays by slot count */
-    struct pk_node *free_nodes;
-    pk_val *free_items[FREE_CLASSES + 1];
-};
-
-#define OFF(vm, ptr) ((uint64_t)((ptr) - (vm)->base))
-
-static enum gm_status nomem(struct vm *vm, uint64_t off)
+enum gm_status vm_nomem(struct vm *vm, uint64_t off)
 {
     if (vm->doc->arena.limit_hit || vm->limit_hit)
         return gm_fail(vm->err, GM_ERR_LIMIT, off,
@@ -291,7 +173,7 @@ static enum gm_status nomem(struct vm *vm, uint64_t off)
 }
 
 /* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
-static bool grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
+bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
 {
     size_t ncap = *cap ? *cap : 64;
     void *n;
@@ -322,8 +204,8 @@ static enum gm_status push_slow(struct vm *vm, pk_val v, uint64_t off)
         if (vm->sp >= vm->stack_max)
             return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: more than %zu values on the stack",
                            vm->stack_max);
-        if (!grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
-            return nomem(vm, off);
+        if (!vm_grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
+            return vm_nomem(vm, off);
     }
     vm->stack[vm->sp++] = v;
     return GM_OK;
@@ -348,7 +230,7 @@ static pk_val *alloc_items(struct vm *vm, size_t slots)
     return gm_arena_alloc(&vm->doc->arena, slots * sizeof(pk_val), 8);
 }
 
-static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
+struct pk_node *vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
 {
     struct pk_node *n;
     size_t slots = kind == PK_DICT ? (size_t)cap * 2 : cap;
@@ -365,6 +247,7 @@ static struct pk_node *new_node(struct vm *vm, uint8_t kind, uint32_t cap)
     n->n_puts = 0;
     n->refs = 0;
     n->memo_idx = 0;
+    n->list_index = 0;
     n->len = 0;
     n->cap = cap;
     n->items = NULL;
@@ -384,10 +267,11 @@ static void recycle_node(struct vm *vm, struct pk_node *n, pk_val tomb)
     pk_val v = (pk_val)(uintptr_t)n;
     size_t slots;
     if (n->n_puts == 1) {
-        if (n->memo_idx < vm->memo_len && vm->memo[n->memo_idx] == v)
-            vm->memo[n->memo_idx] = tomb;
+        if (n->memo_idx < vm->memo_len && memo_load(vm, n->memo_idx) == v &&
+            memo_store(vm, n->memo_idx, tomb, false))
+            ; /* the slot reads as the tomb from now on */
         else
-            return; /* the slot was reused; be conservative */
+            return; /* the slot was reused (or the tomb does not fit): be conservative */
     }
     slots = (size_t)n->cap * (n->kind == PK_DICT ? 2 : 1);
     if (n->items && slots && slots <= FREE_CLASSES) {
@@ -407,15 +291,31 @@ static bool on_stack(const struct vm *vm, size_t below, pk_val v)
     return false;
 }
 
+/* The name the consumer gave list 'l' in this batch (pk_record_name()), or UINT32_MAX. */
+static uint32_t name_of(const struct vm *vm, const struct pk_node *l)
+{
+    const size_t mask = ((size_t)1 << NAME_BITS) - 1;
+    if (!vm->names)
+        return UINT32_MAX;
+    for (size_t i = ((uintptr_t)l * 0x9e3779b97f4a7c15ULL) >> (64 - NAME_BITS);;
+         i = (i + 1) & mask) {
+        const struct name_slot *ns = &vm->names[i];
+        if (ns->gen != vm->names_gen)
+            return UINT32_MAX;
+        if (ns->list == l)
+            return ns->id;
+    }
+}
+
 /* A consumed item (stack[i] with i >= 'below'), and the lists inside it that were held
- * only by consumed dicts: their reference count drops, and at zero the consumer may give
- * a token for them. */
+ * only by consumed dicts: their reference count drops, and at zero a list the consumer
+ * named is recycled, its memo slot reading as the name. */
 static void recycle(struct vm *vm, pk_val v, size_t below)
 {
     struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
     if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1 || n->refs)
         return;
-    if (n->kind == PK_DICT && vm->list_token) {
+    if (n->kind == PK_DICT && vm->names && vm->names_n) {
         for (uint32_t i = 0; i < n->len; i++) {
             pk_val c = n->items[2 * i + 1];
             struct pk_node *cn = (struct pk_node *)(uintptr_t)pk_node_of_kind(c, PK_LIST);
@@ -427,7 +327,7 @@ static void recycle(struct vm *vm, pk_val v, size_t below)
             /* a list pushed from the memo may still sit lower on the stack */
             if ((cn->flags & PK_NODE_SHARED) && (below > 64 || on_stack(vm, below, c)))
                 continue;
-            tok = vm->list_token(vm->append_ctx, cn);
+            tok = name_of(vm, cn);
             if (tok != UINT32_MAX)
                 recycle_node(vm, cn, PK_TOKEN(tok));
         }
@@ -511,6 +411,41 @@ static pk_val make_long(struct vm *vm, const uint8_t *b, size_t n)
     return make_i64(vm, (int64_t)u);
 }
 
+bool memo_reserve(struct vm *vm, size_t need)
+{
+    size_t pages = (need >> MEMO_PAGE_BITS) + 1, old = vm->base_cap;
+    if (need > vm->memo_cap &&
+        !vm_grow(vm, (void **)&vm->memo, &vm->memo_cap, need, sizeof(uint32_t)))
+        return false;
+    if (pages > vm->base_cap) {
+        if (!vm_grow(vm, (void **)&vm->memo_base, &vm->base_cap, pages, sizeof(uint64_t)))
+            return false;
+        for (size_t i = old; i < vm->base_cap; i++)
+            vm->memo_base[i] = NO_BASE;
+    }
+    return true;
+}
+
+bool memo_store_wide(struct vm *vm, size_t idx, pk_val v)
+{
+    uint32_t w;
+    if (vm->wide_free <= CELL_INDEX) {
+        w = vm->wide_free;
+        vm->wide_free = (uint32_t)vm->wide[w];
+    } else {
+        if (vm->n_wide > CELL_INDEX ||
+            (vm->n_wide == vm->wide_cap &&
+             !vm_grow(vm, (void **)&vm->wide, &vm->wide_cap, vm->n_wide + 1, sizeof(pk_val)))) {
+            vm->mem_short = true;
+            return false;
+        }
+        w = (uint32_t)vm->n_wide++;
+    }
+    vm->wide[w] = v;
+    vm->memo[idx] = CELL_WIDE | w;
+    return true;
+}
+
 static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t off)
 {
     /* A real pickler numbers memo slots densely from 0; a slot far beyond the slots used so
@@ -519,12 +454,12 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
         return gm_fail(vm->err, GM_ERR_FORMAT, off,
                        "pickle: memo index %llu is far beyond the %zu slots used",
                        (unsigned long long)idx, vm->memo_len);
-    if (idx >= vm->memo_cap &&
-        !grow(vm, (void **)&vm->memo, &vm->memo_cap, (size_t)idx + 1, sizeof(pk_val)))
-        return nomem(vm, off);
+    if (idx >= vm->memo_cap && !memo_reserve(vm, (size_t)idx + 1))
+        return vm_nomem(vm, off);
     while (vm->memo_len <= idx)
-        vm->memo[vm->memo_len++] = PK_HOLE;
-    vm->memo[idx] = v;
+        vm->memo[vm->memo_len++] = CELL_HOLE;
+    if (!memo_store(vm, (size_t)idx, v, false))
+        return vm_nomem(vm, off);
     if (pk_node(v)) {
         struct pk_node *n = (struct pk_node *)(uintptr_t)v;
         if (n->n_puts < UINT8_MAX)
@@ -537,10 +472,9 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
 static inline enum gm_status memo_get(struct vm *vm, uint64_t idx, uint64_t off)
 {
     pk_val v;
-    if (idx >= vm->memo_len || vm->memo[idx] == PK_HOLE)
+    if (idx >= vm->memo_len || (v = memo_load(vm, (size_t)idx)) == PK_HOLE)
         return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: memo slot %llu is empty",
                        (unsigned long long)idx);
-    v = vm->memo[idx];
     if (v == PK_DEAD)
         return gm_fail(vm->err, GM_ERR_FORMAT, off,
                        "pickle: memo slot %llu refers to a trace entry that was already consumed "
@@ -575,25 +509,13 @@ static enum gm_status need_stack(struct vm *vm, size_t n, uint64_t off, uint8_t 
     return GM_OK;
 }
 
-/* Containers put into a container: count the reference (see recycle()). */
-static inline void ref_items(const pk_val *items, size_t k)
-{
-    for (size_t i = 0; i < k; i++) {
-        if (pk_tag(items[i]) == PK_TAG_NODE && items[i]) {
-            struct pk_node *c = (struct pk_node *)(uintptr_t)items[i];
-            if (c->refs < UINT8_MAX)
-                c->refs++;
-        }
-    }
-}
-
 static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *items, size_t k,
                                 uint64_t off)
 {
     if (k == 0)
         return GM_OK;
     if (!node_reserve(vm, n, k))
-        return nomem(vm, off);
+        return vm_nomem(vm, off);
     ref_items(items, k);
     memcpy(n->items + n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)k;
@@ -609,7 +531,7 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
     if (k == 0)
         return GM_OK;
     if (!node_reserve(vm, n, k / 2))
-        return nomem(vm, off);
+        return vm_nomem(vm, off);
     ref_items(items, k);
     memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)(k / 2);
@@ -668,22 +590,6 @@ static uint64_t le(const uint8_t *p, unsigned n)
     for (unsigned i = 0; i < n; i++)
         v |= (uint64_t)p[i] << (8 * i);
     return v;
-}
-
-/* Fixed-width little-endian loads (compilers merge the byte loads into one). */
-static inline uint32_t le16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-
-static inline uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t le64(const uint8_t *p)
-{
-    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
 /* A string-like opcode with a length prefix of 'w' bytes at the current position. */
@@ -755,6 +661,12 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
                            name, what);
         }
     }
+    if (op == OP_STRING || op == OP_UNICODE)
+        return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
+                       "pickle: opcode %s (a string written as text, protocol 0) is plain data "
+                       "that gpumem does not read: save the snapshot with pickle protocol 2 or "
+                       "later (torch does by default)",
+                       name);
     if (op == OP_NEXT_BUFFER || op == OP_READONLY_BUFFER)
         return gm_fail(vm->err, GM_ERR_UNSUPPORTED, off,
                        "pickle: opcode %s needs out-of-band buffers, which snapshots never use",
@@ -772,8 +684,8 @@ static enum gm_status refuse(struct vm *vm, uint8_t op, uint64_t off)
  * back to the kernel (a private read-only file mapping refaults them from the page cache if
  * a memoized string there is read again), and the next WINDOW_STEP bytes are mapped in one
  * system call (MADV_POPULATE_READ) instead of a page fault every 16 pages. */
-#define WINDOW_STEP   ((uint64_t)4 << 20)
-#define WINDOW_BEHIND ((uintptr_t)1 << 20)
+#define WINDOW_STEP   ((uint64_t)2 << 20)
+#define WINDOW_BEHIND ((uintptr_t)512 << 10)
 
 static void input_window(struct vm *vm, const uint8_t *at)
 {
@@ -800,614 +712,154 @@ static void input_window(struct vm *vm, const uint8_t *at)
 #endif
 }
 
-/* Offer the items stack[first..sp) for list 'n' at stack[list_pos] to the append hook. */
+/* ---- streaming records (pk_stream) ---- */
+
+/* Whether the list at stack[p] is one of the inner lists under the stream's key, by the
+ * stack shape every known writer produces for {key: [[...], ...]}: the key, the outer
+ * list, [MARK,] earlier inner lists, this list.  *index: its position in the outer list. */
+static bool stream_list_at(const struct vm *vm, size_t p, uint32_t *index)
+{
+    const pk_val *st = vm->stack;
+    const struct pk_doc *doc = vm->doc;
+    const char *key = vm->stream->key;
+    size_t i;
+    if (p >= 2 && pk_node_of_kind(st[p - 1], PK_LIST) && pk_str_eq(doc, st[p - 2], key)) {
+        i = pk_node(st[p - 1])->len;
+    } else if (vm->n_marks) {
+        size_t m = vm->marks[vm->n_marks - 1];
+        if (m < 2 || m > p || !pk_node_of_kind(st[m - 1], PK_LIST) ||
+            !pk_str_eq(doc, st[m - 2], key))
+            return false;
+        for (size_t j = m; j < p; j++)
+            if (!pk_node_of_kind(st[j], PK_LIST))
+                return false;
+        i = (size_t)pk_node(st[m - 1])->len + (p - m);
+    } else {
+        return false;
+    }
+    if (i >= vm->stream->max_lists)
+        return false; /* the consumer reports it */
+    *index = (uint32_t)i;
+    return true;
+}
+
+static inline size_t name_home(const struct pk_node *l)
+{
+    return (size_t)(((uint64_t)(uintptr_t)l * 0x9e3779b97f4a7c15ULL) >> (64 - NAME_BITS));
+}
+
+void pk_record_of(const struct pk_doc *doc, pk_val item, struct pk_record *r)
+{
+    const struct pk_node *d = pk_node_of_kind(item, PK_DICT);
+    memset(r, 0, sizeof(*r));
+    r->doc = doc;
+    r->item = item;
+    r->is_dict = d != NULL;
+    r->pairs = d ? d->items : NULL;
+    r->n = d ? d->len : 0;
+    r->offset = GM_NO_OFFSET;
+}
+
+bool pk_record_can_name(const struct pk_record *r, pk_val list)
+{
+    const struct vm *vm = r->vm_;
+    const struct pk_node *l = pk_node_of_kind(list, PK_LIST);
+    if (!l || !vm)
+        return false;
+    if (vm->in_flat)
+        return l == &vm->flat_list;
+    /* a batch that has filled half the table names no more lists, so which lists are
+     * recycled depends on their order, never on their addresses (nor does any message
+     * about a damaged file) */
+    return !(l->flags & PK_NODE_STREAMED) && l->n_puts <= 1 && vm->names_n < (1u << NAME_BITS) / 2;
+}
+
+bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id)
+{
+    struct vm *vm = r->vm_;
+    const struct pk_node *l = pk_node(list);
+    const size_t mask = ((size_t)1 << NAME_BITS) - 1;
+    if (!pk_record_can_name(r, list) || id > CELL_INDEX)
+        return false;
+    if (vm->in_flat) {
+        vm->flat_name = id;
+        return true;
+    }
+    if (!vm->names && !(vm->names = gm_calloc((size_t)1 << NAME_BITS, sizeof(*vm->names))))
+        return false;
+    for (size_t i = name_home(l);; i = (i + 1) & mask) {
+        struct name_slot *ns = &vm->names[i];
+        if (ns->gen != vm->names_gen) {
+            ns->list = l;
+            ns->id = id;
+            ns->gen = vm->names_gen;
+            vm->names_n++;
+            return true;
+        }
+        if (ns->list == l) {
+            ns->id = id;
+            return true;
+        }
+    }
+}
+
+/* A new batch: the names of the one before no longer count. */
+static void names_reset(struct vm *vm)
+{
+    if (++vm->names_gen == 0) { /* after 2^32 batches every entry would look current */
+        if (vm->names)
+            memset(vm->names, 0, ((size_t)1 << NAME_BITS) * sizeof(*vm->names));
+        vm->names_gen = 1;
+    }
+    vm->names_n = 0;
+}
+
+/* The items stack[first..sp) appended to list 'n' at stack[list_pos]: when it is a stream
+ * list, hand them to the consumer as records and recycle them (*consumed). */
 static enum gm_status hook(struct vm *vm, struct pk_node *n, size_t list_pos, size_t first,
                            uint64_t off, bool *consumed)
 {
-    struct pk_append a;
+    const struct pk_stream *s = vm->stream;
+    const pk_val *prev = NULL;
+    uint32_t index, prev_n = 0;
+    struct pk_record r;
     enum gm_status st;
-    a.doc = vm->doc;
-    a.stack = vm->stack;
-    a.list_pos = list_pos;
-    a.marks = vm->marks;
-    a.n_marks = vm->n_marks;
-    a.items = vm->stack + first;
-    a.n_items = vm->sp - first;
-    a.offset = off;
+
     *consumed = false;
-    if (n->len && !(n->flags & PK_NODE_STREAMED))
+    if (n->flags & PK_NODE_STREAMED) {
+        index = n->list_index;
+    } else if (n->len || !stream_list_at(vm, list_pos, &index)) {
         return GM_OK; /* a list that already holds items stays a plain list */
-    st = vm->on_append(vm->append_ctx, &a, consumed, vm->err);
-    if (st != GM_OK)
-        return st;
-    if (*consumed) {
+    } else {
         n->flags |= PK_NODE_STREAMED;
-        for (size_t i = first; i < vm->sp; i++)
-            recycle(vm, vm->stack[i], first);
-    } else if (n->flags & PK_NODE_STREAMED) {
-        return gm_fail(vm->err, GM_ERR_FORMAT, off,
-                       "pickle: a streamed list got items its consumer refused");
+        n->list_index = index;
     }
+    names_reset(vm);
+    memset(&r, 0, sizeof(r));
+    r.doc = vm->doc;
+    r.offset = off;
+    r.vm_ = vm;
+    for (size_t i = first; i < vm->sp; i++) {
+        const struct pk_node *d = pk_node_of_kind(vm->stack[i], PK_DICT);
+        r.item = vm->stack[i];
+        r.is_dict = d != NULL;
+        r.pairs = d ? d->items : NULL;
+        r.n = d ? d->len : 0;
+        r.same_keys = d && prev && r.n == prev_n;
+        for (uint32_t k = 0; r.same_keys && k < r.n; k++)
+            r.same_keys = r.pairs[2 * k] == prev[2 * k];
+        prev = r.pairs;
+        prev_n = r.n;
+        if ((st = s->record(s->ctx, index, &r, vm->err)) != GM_OK) {
+            s->batch_end(s->ctx, index, false);
+            return st;
+        }
+    }
+    s->batch_end(s->ctx, index, true);
+    *consumed = true;
+    for (size_t i = first; i < vm->sp; i++)
+        recycle(vm, vm->stack[i], first);
     return GM_OK;
-}
-
-/* ---- the flat fast path (pk_opts.on_flat) ----
- * A batch "MARK item... APPENDS" of a streamed list in which every item is
- *   EMPTY_DICT [put] MARK (key value)* SETITEMS
- *   key:   a string literal [put], or a memo reference to a string or number
- *   value: BININT1/BININT2/BININT/LONG1 (fitting a small int), NONE/NEWTRUE/NEWFALSE, a
- *          string literal [put], a memo reference, or (once per dict) a list of memo
- *          references and new dicts of strings and scalars (frames seen for the first time,
- *          built as real nodes): EMPTY_LIST [put] (MARK item* APPENDS | ref APPEND)*
- * with FRAME opcodes between objects, is read here without building nodes or pushing
- * anything: each dict goes to on_flat as a transient node.  The memo slots the batch puts
- * are written past memo_len with their final values (PK_DEAD for a consumed dict, the
- * consumer's token for its list, the string itself) and only counted once the batch ends
- * with its APPENDS.  Anything else (a put that is not the next slot, a reference to the
- * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a
- * consumer error, a limit) abandons the batch, which the ordinary path then reads again from its
- * MARK, reporting any error itself.  The effects that stay behind (SHARED flags and
- * reference counts on nodes the batch referenced) are the ones the ordinary path has too,
- * counts at most overstated, which only keeps more nodes alive. */
-
-static inline const uint8_t *skip_frames(const uint8_t *p, const uint8_t *end)
-{
-    while (p < end && *p == OP_FRAME) {
-        if ((size_t)(end - p) < 9 || le64(p + 1) > (uint64_t)(end - p - 9))
-            return NULL;
-        p += 9;
-    }
-    return p;
-}
-
-/* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
- * slot or SIZE_MAX; false abandons the batch. */
-static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
-{
-    const uint8_t *p = *pp;
-    uint64_t idx;
-    *slot = SIZE_MAX;
-    if (p >= vm->end)
-        return true;
-    if (*p == OP_MEMOIZE) {
-        idx = *vlen;
-        p += 1;
-    } else if (*p == OP_BINPUT) {
-        if (vm->end - p < 2)
-            return false;
-        idx = p[1];
-        p += 2;
-    } else if (*p == OP_LONG_BINPUT) {
-        if (vm->end - p < 5)
-            return false;
-        idx = le32(p + 1);
-        p += 5;
-    } else {
-        return true;
-    }
-    if (idx != *vlen)
-        return false;
-    if (*vlen >= vm->memo_cap &&
-        !grow(vm, (void **)&vm->memo, &vm->memo_cap, *vlen + 1, sizeof(pk_val)))
-        return false;
-    vm->memo[*vlen] = PK_HOLE;
-    *slot = (*vlen)++;
-    *pp = p;
-    return true;
-}
-
-/* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot below
- * 'first' (the slots in use) and final (the current dict's own slot and its list's are holes
- * until the dict is done).  Returns the position after it, or NULL. */
-static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
-{
-    uint64_t idx;
-    pk_val v;
-    if (*p == OP_BINGET) {
-        if (vm->end - p < 2)
-            return NULL;
-        idx = p[1];
-        p += 2;
-    } else {
-        if (vm->end - p < 5)
-            return NULL;
-        idx = le32(p + 1);
-        p += 5;
-    }
-    if (idx >= first)
-        return NULL;
-    v = vm->memo[idx];
-    if (v == PK_HOLE || v == PK_DEAD)
-        return NULL;
-    if (pk_tag(v) == PK_TAG_NODE)
-        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
-    *out = v;
-    return p;
-}
-
-/* A string literal at p: its value, or NULL when it runs past the end. */
-static inline const uint8_t *flat_str(struct vm *vm, const uint8_t *p, pk_val *out)
-{
-    uint64_t n;
-    unsigned w = *p == OP_SHORT_BINUNICODE ? 1 : 4;
-    if ((size_t)(vm->end - p) < 1 + w)
-        return NULL;
-    n = w == 1 ? p[1] : le32(p + 1);
-    if (n > (uint64_t)(vm->end - p) - 1 - w)
-        return NULL;
-    *out = ((pk_val)OFF(vm, p) << 3) | PK_TAG_STR;
-    return p + 1 + w + n;
-}
-
-/* A scalar value at p (not a memo reference, not a string): NULL when it is none. */
-static inline const uint8_t *flat_scalar(struct vm *vm, const uint8_t *p, pk_val *out)
-{
-    size_t left = (size_t)(vm->end - p);
-    switch (*p) {
-    case OP_BININT1:
-        if (left < 2)
-            return NULL;
-        *out = ((pk_val)p[1] << 3) | PK_TAG_INT;
-        return p + 2;
-    case OP_BININT2:
-        if (left < 3)
-            return NULL;
-        *out = ((pk_val)le16(p + 1) << 3) | PK_TAG_INT;
-        return p + 3;
-    case OP_BININT:
-        if (left < 5)
-            return NULL;
-        *out = ((pk_val)(int64_t)(int32_t)le32(p + 1) << 3) | PK_TAG_INT;
-        return p + 5;
-    case OP_LONG1: {
-        size_t n;
-        uint64_t u = 0;
-        int64_t i;
-        if (left < 2)
-            return NULL;
-        n = p[1];
-        if (n > 8 || left - 2 < n)
-            return NULL;
-        if (left - 2 >= 8) {
-            u = le64(p + 2); /* one load, then keep the n bytes of the number */
-            if (n < 8)
-                u &= ((uint64_t)1 << (8 * n)) - 1;
-        } else {
-            for (size_t k = 0; k < n; k++)
-                u |= (uint64_t)p[2 + k] << (8 * k);
-        }
-        if (n && n < 8 && (p[1 + n] & 0x80))
-            u |= ~(uint64_t)0 << (8 * n);
-        i = (int64_t)u;
-        if (i < SMALL_MIN || i > SMALL_MAX)
-            return NULL;
-        *out = ((pk_val)i << 3) | PK_TAG_INT;
-        return p + 2 + n;
-    }
-    case OP_NONE:
-        *out = PK_NONE;
-        return p + 1;
-    case OP_NEWTRUE:
-        *out = PK_TRUE;
-        return p + 1;
-    case OP_NEWFALSE:
-        *out = PK_FALSE;
-        return p + 1;
-    default:
-        return NULL;
-    }
-}
-
-/* A container value put into the dict: count the reference as add_pairs and recycle do
- * (a list's count goes back down when the dict is consumed). */
-static inline void flat_ref_value(pk_val v)
-{
-    if (pk_tag(v) == PK_TAG_NODE && v) {
-        struct pk_node *c = (struct pk_node *)(uintptr_t)v;
-        if (c->kind != PK_LIST ? c->refs < UINT8_MAX : c->refs == UINT8_MAX - 1)
-            c->refs++;
-    }
-}
-
-/* A dict of scalars and strings inside a list (a frame seen for the first time):
- * EMPTY_DICT [put] MARK (key value)* SETITEMS, built as a real node, since later entries
- * refer to it.  Returns the position after it, or NULL. */
-static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *vlen, pk_val *out)
-{
-    const uint8_t *end = vm->end;
-    pk_val kv[2 * 8];
-    size_t n = 0, slot, dslot;
-    struct pk_node *d;
-    p++;
-    if (!flat_put(vm, &p, vlen, &dslot))
-        return NULL;
-    if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
-        return NULL;
-    p++;
-    for (;;) {
-        pk_val v;
-        if (!(p = skip_frames(p, end)) || p >= end)
-            return NULL;
-        if (*p == OP_SETITEMS) {
-            p++;
-            break;
-        }
-        if (n == 2 * 8)
-            return NULL;
-        if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
-            if (!(p = flat_get(vm, p, *vlen, &v)) || pk_tag(v) == PK_TAG_NODE)
-                return NULL;
-        } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
-            if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, vlen, &slot))
-                return NULL;
-            if (slot != SIZE_MAX)
-                vm->memo[slot] = v;
-        } else if (n % 2 == 0 || !(p = flat_scalar(vm, p, &v))) {
-            return NULL; /* keys: strings; values: strings or scalars */
-        }
-        kv[n++] = v;
-        if (n % 2 == 0 && !(p = skip_frames(p, end)))
-            return NULL;
-    }
-    if (n % 2)
-        return NULL;
-    d = new_node(vm, PK_DICT, (uint32_t)(n / 2));
-    if (!d)
-        return NULL;
-    if (n)
-        memcpy(d->items, kv, n * sizeof(pk_val));
-    d->len = (uint32_t)(n / 2);
-    if (dslot != SIZE_MAX) {
-        d->n_puts = 1;
-        d->memo_idx = (uint32_t)(dslot > UINT32_MAX ? UINT32_MAX : dslot);
-        vm->memo[dslot] = (pk_val)(uintptr_t)d;
-    }
-    *out = (pk_val)(uintptr_t)d;
-    return p;
-}
-
-/* The value of a dict key that is a list (frames): EMPTY_LIST [put] then
- * (MARK item* APPENDS | ref APPEND)*, items memo references or new dicts of scalars
- * (flat_inner_dict), into vm->flat_list.  Returns the position after it, or NULL. */
-static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *vlen,
-                                      size_t *list_slot)
-{
-    const uint8_t *end = vm->end;
-    struct pk_node *l = &vm->flat_list;
-    p++;
-    if (!flat_put(vm, &p, vlen, list_slot))
-        return NULL;
-    l->len = 0;
-    for (;;) {
-        const uint8_t *q;
-        pk_val it;
-        if (!(p = skip_frames(p, end)) || p >= end)
-            return NULL;
-        if (*p == OP_MARK) {
-            p++;
-            for (;;) {
-                if (!(p = skip_frames(p, end)) || p >= end)
-                    return NULL;
-                if (*p == OP_APPENDS) {
-                    p++;
-                    break;
-                }
-                if (l->len == FLAT_MAX_ITEMS)
-                    return NULL;
-                /* the common run of LONG_BINGETs, without the general checks */
-                while (*p == OP_LONG_BINGET && end - p >= 6 && l->len < FLAT_MAX_ITEMS) {
-                    uint32_t idx = le32(p + 1);
-                    if (idx >= *vlen || vm->memo[idx] == PK_HOLE || vm->memo[idx] == PK_DEAD)
-                        return NULL;
-                    it = vm->memo[idx];
-                    if (pk_tag(it) == PK_TAG_NODE)
-                        ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
-                    vm->flat_items[l->len++] = it;
-                    p += 5;
-                }
-                if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
-                    continue;
-                if (*p == OP_EMPTY_DICT) {
-                    if (!(p = flat_inner_dict(vm, p, vlen, &it)))
-                        return NULL;
-                } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
-                           !(p = flat_get(vm, p, *vlen, &it))) {
-                    return NULL;
-                }
-                vm->flat_items[l->len++] = it;
-            }
-            continue;
-        }
-        if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
-            (q = flat_get(vm, p, *vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
-            if (l->len == FLAT_MAX_ITEMS)
-                return NULL;
-            vm->flat_items[l->len++] = it;
-            p = q + 1;
-            continue;
-        }
-        break; /* the next key */
-    }
-    /* The items' reference counts are taken only if the list is kept as a real node (see
-     * flat_batch()): a list read as a stack (a token) holds frame dicts, which recycle()
-     * takes only as consumed entries, and never when they were pushed again from the memo
-     * (SHARED), as anything in such a list is, or a new dict that only its memo slot can
-     * reach again. */
-    return p;
-}
-
-/* The integer opcodes of a flat dict's values: bytes before the number (0: not one), bytes
- * of the number (LONG1: its own count byte); masks and sign bits by byte count. */
-static const uint8_t int_head[256] = {
-    [OP_BININT1] = 1, [OP_BININT2] = 1, [OP_BININT] = 1, [OP_LONG1] = 2};
-static const uint8_t int_bytes[256] = {[OP_BININT1] = 1, [OP_BININT2] = 2, [OP_BININT] = 4};
-static const uint64_t int_mask[9] = {0,
-                                     0xff,
-                                     0xffff,
-                                     0xffffff,
-                                     0xffffffff,
-                                     0xffffffffffULL,
-                                     0xffffffffffffULL,
-                                     0xffffffffffffffULL,
-                                     ~(uint64_t)0};
-static const uint64_t int_sign[9] = {0,
-                                     (uint64_t)1 << 7,
-                                     (uint64_t)1 << 15,
-                                     (uint64_t)1 << 23,
-                                     (uint64_t)1 << 31,
-                                     (uint64_t)1 << 39,
-                                     (uint64_t)1 << 47,
-                                     (uint64_t)1 << 55,
-                                     (uint64_t)1 << 63};
-
-/* flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
- * FLAT_GUARD bytes or more before the end (checked once per entry and once per pair);
- * the last bytes of a file are left to the ordinary path. */
-#define FLAT_GUARD 32
-
-/* FRAME opcodes at p skipped (they come between objects, once per 64 KiB: out of the
- * hot path).  NULL when what follows is within FLAT_GUARD bytes of the end. */
-static const uint8_t *flat_frames(const uint8_t *p, const uint8_t *end, const uint8_t *lim)
-{
-    p = skip_frames(p, end);
-    return p && p < lim ? p : NULL;
-}
-
-/* A memo reference in a flat dict (BINGET or LONG_BINGET at p, at least FLAT_GUARD bytes
- * before the end): as flat_get(). */
-static inline __attribute__((always_inline)) const uint8_t *
-flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
-{
-    uint64_t idx;
-    pk_val v;
-    if (*p == OP_LONG_BINGET) {
-        idx = le32(p + 1);
-        p += 5;
-    } else {
-        idx = p[1];
-        p += 2;
-    }
-    if (idx >= first)
-        return NULL;
-    v = vm->memo[idx];
-    if (v == PK_HOLE || v == PK_DEAD)
-        return NULL;
-    if (pk_tag(v) == PK_TAG_NODE)
-        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
-    *out = v;
-    return p;
-}
-
-/* A string literal at p with its optional put: the value, or NULL (also when what follows
- * is within FLAT_GUARD bytes of the end). */
-static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const uint8_t *lim,
-                                          size_t *vlen, pk_val *out)
-{
-    size_t slot;
-    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
-        return NULL;
-    if (slot != SIZE_MAX)
-        vm->memo[slot] = *out;
-    return p;
-}
-
-/* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
- * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
-static bool flat_batch(struct vm *vm, struct pk_node *list)
-{
-    const uint8_t *p = vm->p, *end = vm->end;
-    const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
-    size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
-    struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
-
-    if (vm->n_marks + 2 > vm->marks_max)
-        return false;
-    for (size_t j = 0; j < FLAT_MAX_PAIRS; j++) {
-        vm->key_mask[j] = 0;
-        vm->key_bytes[j] = 1; /* matches nothing */
-    }
-    for (;;) {
-        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
-        bool have_list = false, same_keys = true;
-        uint32_t tok;
-
-        if (p >= lim)
-            goto abandon;
-        if (*p != OP_EMPTY_DICT) {
-            if (*p == OP_APPENDS) {
-                p++;
-                break;
-            }
-            if (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_EMPTY_DICT)
-                goto abandon;
-        }
-        if (++count + vm->sp + 64 > vm->stack_max)
-            goto abandon;
-        p++;
-        if (!flat_put(vm, &p, &vlen, &dict_slot))
-            goto abandon;
-        if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
-            goto abandon;
-        p++;
-        for (;;) {
-            pk_val k, v;
-            /* key */
-            if (p >= lim)
-                goto abandon;
-            /* The same memo reference as the key at this position of the entry before: the
-             * same value, with no look-up (within a batch the slots in use never change). */
-            if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
-                k = vm->key_val[n];
-                p += vm->key_len[n];
-                goto have_key;
-            }
-        key:
-            switch (*p) {
-            case OP_LONG_BINGET:
-            case OP_BINGET: {
-                const uint8_t *q = p;
-                if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
-                    goto abandon;
-                if (n < FLAT_MAX_PAIRS) {
-                    vm->key_len[n] = (uint8_t)(p - q);
-                    vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
-                    vm->key_bytes[n] = le64(q) & vm->key_mask[n];
-                    vm->key_val[n] = k;
-                }
-                break;
-            }
-            case OP_SETITEMS:
-                p++;
-                goto dict_done;
-            case OP_SHORT_BINUNICODE:
-            case OP_BINUNICODE:
-                if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
-                    goto abandon;
-                break;
-            case OP_FRAME:
-                if (!(p = flat_frames(p, end, lim)))
-                    goto abandon;
-                goto key;
-            default:
-                goto abandon;
-            }
-        have_key:
-            if (n == FLAT_MAX_PAIRS)
-                goto abandon;
-            /* value: p is at most 5 bytes past a check, or checked after a string */
-        value:
-            if (int_head[*p]) {
-                /* BININT1, BININT2, BININT or LONG1 (of at most 8 bytes) without a branch on
-                 * which: a trace entry's ints change opcode from entry to entry */
-                unsigned op = *p, nb = op == OP_LONG1 ? p[1] : int_bytes[op];
-                uint64_t u, sb;
-                int64_t i;
-                if (nb > 8)
-                    goto abandon;
-                u = le64(p + int_head[op]) & int_mask[nb];
-                sb = (op == OP_BININT1 || op == OP_BININT2) ? 0 : int_sign[nb];
-                i = (int64_t)((u ^ sb) - sb);
-                if (i < SMALL_MIN || i > SMALL_MAX)
-                    goto abandon;
-                v = ((pk_val)i << 3) | PK_TAG_INT;
-                p += int_head[op] + nb;
-                goto have_value;
-            }
-            switch (*p) {
-            case OP_BINGET:
-            case OP_LONG_BINGET:
-                if (!(p = flat_ref(vm, p, vlen, &v)))
-                    goto abandon;
-                flat_ref_value(v);
-                break;
-            case OP_NONE:
-                v = PK_NONE;
-                p++;
-                break;
-            case OP_NEWTRUE:
-                v = PK_TRUE;
-                p++;
-                break;
-            case OP_NEWFALSE:
-                v = PK_FALSE;
-                p++;
-                break;
-            case OP_SHORT_BINUNICODE:
-            case OP_BINUNICODE:
-                if (!(p = flat_str_put(vm, p, lim, &vlen, &v)))
-                    goto abandon;
-                break;
-            case OP_EMPTY_LIST:
-                if (have_list)
-                    goto abandon;
-                have_list = true;
-                if (!(p = flat_list_value(vm, p, &vlen, &list_slot)))
-                    goto abandon;
-                v = (pk_val)(uintptr_t)l;
-                break;
-            case OP_FRAME:
-                if (!(p = flat_frames(p, end, lim)))
-                    goto abandon;
-                goto value;
-            default:
-                goto abandon;
-            }
-        have_value:
-            same_keys &= vm->flat_pairs[2 * n] == k; /* a key of the previous dict, if n < prev_n */
-            vm->flat_pairs[2 * n] = k;
-            vm->flat_pairs[2 * n + 1] = v;
-            n++;
-        }
-    dict_done:
-        if (!have_list)
-            l->len = 0;
-        /* the dict is complete: hand it over */
-        d->kind = PK_DICT;
-        d->flags = PK_NODE_SCRATCH | (same_keys && n == prev_n ? PK_NODE_SAME_KEYS : 0);
-        prev_n = n;
-        d->n_puts = dict_slot != SIZE_MAX;
-        d->refs = 0;
-        d->len = d->cap = (uint32_t)n;
-        d->memo_idx = 0;
-        d->items = vm->flat_pairs;
-        l->kind = PK_LIST;
-        l->flags = PK_NODE_SCRATCH;
-        l->n_puts = list_slot != SIZE_MAX;
-        l->refs = 1;
-        l->cap = l->len;
-        l->memo_idx = 0;
-        l->items = vm->flat_items;
-        tok = UINT32_MAX;
-        if (vm->on_flat(vm->append_ctx, list, (pk_val)(uintptr_t)d, &tok, vm->err) != GM_OK)
-            goto abandon;
-        if (dict_slot != SIZE_MAX)
-            vm->memo[dict_slot] = PK_DEAD;
-        if (list_slot != SIZE_MAX) {
-            if (tok != UINT32_MAX) {
-                vm->memo[list_slot] = PK_TOKEN(tok);
-            } else {
-                /* not read as a stack: keep it as a real list */
-                struct pk_node *c = new_node(vm, PK_LIST, l->len);
-                if (!c)
-                    goto abandon;
-                if (l->len)
-                    memcpy(c->items, l->items, (size_t)l->len * sizeof(pk_val));
-                ref_items(c->items, l->len); /* it holds them now, as a list built by APPENDS */
-                c->len = l->len;
-                c->n_puts = 1;
-                c->memo_idx = (uint32_t)(list_slot > UINT32_MAX ? UINT32_MAX : list_slot);
-                vm->memo[list_slot] = (pk_val)(uintptr_t)c;
-            }
-        }
-    }
-    vm->memo_len = vlen;
-    vm->n_marks--;
-    vm->p = p;
-    vm->on_flat_end(vm->append_ctx, list, true);
-    return true;
-abandon:
-    vm->on_flat_end(vm->append_ctx, list, false);
-    return false;
 }
 
 static enum gm_status run(struct vm *vm)
@@ -1467,10 +919,11 @@ static enum gm_status run(struct vm *vm)
                 return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: nesting deeper than %zu MARKs",
                                vm->marks_max);
             if (vm->n_marks == vm->marks_cap &&
-                !grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
-                return nomem(vm, off);
+                !vm_grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
+                return vm_nomem(vm, off);
             vm->marks[vm->n_marks++] = vm->sp;
-            if (vm->on_flat && vm->sp && pk_node_of_kind(vm->stack[vm->sp - 1], PK_LIST) &&
+            if (vm->stream && !vm->general_only && vm->sp &&
+                pk_node_of_kind(vm->stack[vm->sp - 1], PK_LIST) &&
                 (pk_node(vm->stack[vm->sp - 1])->flags & PK_NODE_STREAMED))
                 (void)flat_batch(vm, (struct pk_node *)(uintptr_t)vm->stack[vm->sp - 1]);
             break;
@@ -1533,7 +986,7 @@ static enum gm_status run(struct vm *vm)
                                pk_opcode_name(op), (unsigned long long)n);
             v = make_long(vm, vm->p + w, (size_t)n);
             if (!v)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             vm->p += w + n;
             CHECK(push(vm, v, off));
             break;
@@ -1555,7 +1008,7 @@ static enum gm_status run(struct vm *vm)
                                pk_opcode_name(op));
             v = make_i64(vm, i);
             if (!v)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -1569,7 +1022,7 @@ static enum gm_status run(struct vm *vm)
             memcpy(&d, &bits, 8);
             v = box(vm, PK_BOX_FLOAT, &d);
             if (!v)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -1588,7 +1041,7 @@ static enum gm_status run(struct vm *vm)
                 return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad FLOAT literal");
             v = box(vm, PK_BOX_FLOAT, &d);
             if (!v)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -1615,13 +1068,13 @@ static enum gm_status run(struct vm *vm)
         case OP_EMPTY_LIST:
         case OP_EMPTY_DICT:
         case OP_EMPTY_SET: {
-            struct pk_node *n = new_node(vm,
-                                         op == OP_EMPTY_LIST   ? PK_LIST
-                                         : op == OP_EMPTY_DICT ? PK_DICT
-                                                               : PK_SET,
-                                         0);
+            struct pk_node *n = vm_new_node(vm,
+                                            op == OP_EMPTY_LIST   ? PK_LIST
+                                            : op == OP_EMPTY_DICT ? PK_DICT
+                                                                  : PK_SET,
+                                            0);
             if (!n)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
             CHECK(fused_memoize(vm));
             break;
@@ -1633,9 +1086,9 @@ static enum gm_status run(struct vm *vm)
             size_t k = op == OP_EMPTY_TUPLE ? 0 : (size_t)(op - OP_TUPLE1 + 1);
             struct pk_node *n;
             CHECK(need_stack(vm, k, off, op));
-            n = new_node(vm, PK_TUPLE, (uint32_t)k);
+            n = vm_new_node(vm, PK_TUPLE, (uint32_t)k);
             if (!n)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             if (k) {
                 ref_items(vm->stack + vm->sp - k, k);
                 memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
@@ -1662,9 +1115,9 @@ static enum gm_status run(struct vm *vm)
             if (op == OP_DICT && k % 2)
                 return gm_fail(vm->err, GM_ERR_FORMAT, off,
                                "pickle: DICT with an odd number of values");
-            n = new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
+            n = vm_new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
             if (!n)
-                return nomem(vm, off);
+                return vm_nomem(vm, off);
             if (k) {
                 ref_items(vm->stack + start, k);
                 memcpy(n->items, vm->stack + start, k * sizeof(pk_val));
@@ -1685,7 +1138,7 @@ static enum gm_status run(struct vm *vm)
                                pk_opcode_name(op), pk_type_name(vm->stack[vm->sp - k - 1]));
             if (op == OP_APPEND) {
                 bool consumed = false;
-                if (vm->on_append)
+                if (vm->stream)
                     CHECK(hook(vm, n, vm->sp - 2, vm->sp - 1, off, &consumed));
                 if (!consumed)
                     CHECK(add_items(vm, n, vm->stack + vm->sp - 1, 1, off));
@@ -1711,7 +1164,7 @@ static enum gm_status run(struct vm *vm)
                 CHECK(add_pairs(vm, n, vm->stack + start, vm->sp - start, off));
             } else {
                 bool consumed = false;
-                if (op == OP_APPENDS && vm->on_append)
+                if (op == OP_APPENDS && vm->stream)
                     CHECK(hook(vm, n, start - 1, start, off, &consumed));
                 if (!consumed)
                     CHECK(add_items(vm, n, vm->stack + start, vm->sp - start, off));
@@ -1773,10 +1226,23 @@ static enum gm_status run(struct vm *vm)
     }
 }
 
+/* Everything a parse holds besides the document's arena (also after a fault that left
+ * the parse half-way: pk_doc_abandon()). */
+static void vm_free(struct vm *vm)
+{
+    gm_big_free(vm->stack, vm->stack_cap * sizeof(pk_val));
+    gm_big_free(vm->marks, vm->marks_cap * sizeof(size_t));
+    gm_big_free(vm->memo, vm->memo_cap * sizeof(uint32_t));
+    gm_big_free(vm->memo_base, vm->base_cap * sizeof(uint64_t));
+    gm_big_free(vm->wide, vm->wide_cap * sizeof(pk_val));
+    gm_free(vm->names);
+    gm_free(vm);
+}
+
 enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const struct pk_opts *o,
                         struct gm_error *err)
 {
-    struct vm vm;
+    struct vm *vm;
     enum gm_status st;
 
     memset(doc, 0, sizeof(*doc));
@@ -1785,46 +1251,58 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     doc->len = len;
     doc->root = PK_NONE;
 
-    memset(&vm, 0, sizeof(vm));
-    vm.doc = doc;
-    vm.base = data;
-    vm.p = data;
-    vm.end = vm.p + len;
-    vm.err = err;
-    vm.max_memory = o ? o->max_memory : 0;
-    vm.marks_max = o && o->max_depth ? o->max_depth : 1000;
-    vm.stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
+    vm = gm_calloc(1, sizeof(*vm));
+    if (!vm)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "pickle: out of memory");
+    doc->vm_ = vm;
+    vm->doc = doc;
+    vm->base = data;
+    vm->p = data;
+    vm->end = vm->p + len;
+    vm->err = err;
+    vm->max_memory = o ? o->max_memory : 0;
+    vm->marks_max = o && o->max_depth ? o->max_depth : 1000;
+    vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
+    vm->wide_free = CELL_INDEX + 1;
+    vm->flat_name = UINT32_MAX;
     if (o) {
-        vm.on_append = o->on_append;
-        vm.append_ctx = o->append_ctx;
-        vm.list_token = o->list_token;
-        vm.drop_behind = o->drop_behind;
-        vm.on_flat = o->on_flat;
-        vm.on_flat_end = o->on_flat_end;
+        vm->drop_behind = o->drop_behind;
+        vm->stream = o->stream;
+        vm->general_only = o->general_only;
     }
 
     if (len == 0) {
         st = gm_fail(err, GM_ERR_FORMAT, 0, "pickle: empty file");
     } else {
         if (o && len >= (16u << 20)) {
-            vm.progress = o->progress;
-            vm.progress_ctx = o->progress_ctx;
+            vm->progress = o->progress;
+            vm->progress_ctx = o->progress_ctx;
         }
-        if (vm.progress)
-            vm.progress(0, len, vm.progress_ctx);
-        st = run(&vm);
-        if (st == GM_OK && vm.progress)
-            vm.progress(len, len, vm.progress_ctx);
+        if (vm->progress)
+            vm->progress(0, len, vm->progress_ctx);
+        st = run(vm);
+        if (st == GM_OK && vm->progress)
+            vm->progress(len, len, vm->progress_ctx);
     }
-    doc->n_memo = vm.memo_len;
-    gm_big_free(vm.stack, vm.stack_cap * sizeof(pk_val));
-    gm_big_free(vm.marks, vm.marks_cap * sizeof(size_t));
-    gm_big_free(vm.memo, vm.memo_cap * sizeof(pk_val));
+    doc->n_memo = vm->memo_len;
+    doc->vm_ = NULL;
+    vm_free(vm);
     if (st != GM_OK) {
         gm_arena_release(&doc->arena);
         doc->root = PK_NONE;
     }
     return st;
+}
+
+void pk_doc_abandon(struct pk_doc *doc)
+{
+    if (!doc)
+        return;
+    if (doc->vm_)
+        vm_free(doc->vm_);
+    doc->vm_ = NULL;
+    gm_arena_release(&doc->arena);
+    doc->root = PK_NONE;
 }
 
 void pk_doc_release(struct pk_doc *doc)

@@ -2,8 +2,9 @@
 /* pickle.h - a pickle reader that builds a generic object graph and never executes
  * anything (library-internal).  It knows nothing about torch.
  *
- * Values are 64-bit tagged words (struct pk_val would only add noise, so they are plain
- * uint64_t "pk_val"s):
+ * Consumers read values through the accessors below only (pk_get_*, pk_is_*, pk_node(),
+ * pk_list_items(), ...); the tag layout is this module's business.  Values are 64-bit
+ * tagged words (struct pk_val would only add noise, so they are plain uint64_t "pk_val"s):
  *
  *   low 3 bits 0  pointer to a struct pk_node (list, dict, tuple, set), 8-byte aligned
  *              1  a signed integer of 61 bits, value << 3
@@ -38,9 +39,9 @@ typedef uint64_t pk_val;
 #define PK_FALSE ((pk_val)((1u << 3) | PK_TAG_CONST))
 #define PK_TRUE  ((pk_val)((2u << 3) | PK_TAG_CONST))
 #define PK_HOLE  ((pk_val)((3u << 3) | PK_TAG_CONST))
-/* A memo slot whose object was handed to an append hook and recycled (see pk_opts). */
+/* A memo slot whose record was handed to the consumer and recycled (see pk_stream). */
 #define PK_DEAD ((pk_val)((4u << 3) | PK_TAG_CONST))
-/* A token the consumer gave for a recycled list (pk_opts.list_token): constants from 16 up. */
+/* The name the consumer gave a recycled list (pk_record_name()): constants from 16 up. */
 #define PK_TOKEN(id) ((pk_val)(((uint64_t)(id) + 16u) << 3) | PK_TAG_CONST)
 static inline bool pk_is_token(pk_val v)
 {
@@ -50,40 +51,30 @@ static inline uint32_t pk_token_id(pk_val v)
 {
     return (uint32_t)((v >> 3) - 16u);
 }
+static inline pk_val pk_token(uint32_t id)
+{
+    return PK_TOKEN(id);
+}
 
 enum pk_kind { PK_LIST = 1, PK_DICT, PK_TUPLE, PK_SET, PK_FROZENSET };
 
 enum pk_node_flags {
-    PK_NODE_SHARED = 1 << 0,    /* pushed again from the memo or by DUP */
-    PK_NODE_STREAMED = 1 << 1,  /* a list whose items an append hook consumed */
-    PK_NODE_SCRATCH = 1 << 2,   /* a transient node of the flat fast path (see pk_opts.on_flat):
-                                   valid only during the call, never to be remembered */
-    PK_NODE_SAME_KEYS = 1 << 3, /* a transient dict of on_flat whose keys are those of the
-                                   previous on_flat dict of the same batch, in the same order */
+    PK_NODE_SHARED = 1 << 0,   /* pushed again from the memo or by DUP */
+    PK_NODE_STREAMED = 1 << 1, /* a list whose items were streamed as records */
+    PK_NODE_SCRATCH = 1 << 2,  /* a transient node of the flat reader: valid only during the
+                                  call, never to be remembered (pk_is_transient()) */
 };
 
 struct pk_node {
-    uint8_t kind;      /* enum pk_kind */
-    uint8_t flags;     /* enum pk_node_flags */
-    uint8_t n_puts;    /* memo slots holding it (saturating at 255) */
-    uint8_t refs;      /* container slots holding it (saturating at 255: then sticky) */
-    uint32_t len;      /* items (a dict: key/value pairs); a streamed list: 0 */
-    uint32_t cap;      /* slots allocated in items (a dict: pairs) */
-    uint32_t memo_idx; /* the last memo slot holding it */
-    pk_val *items;     /* a dict stores key0, value0, key1, value1, ... */
-};
-
-/* What an append hook sees: the list being appended to sits at stack[list_pos]; 'marks'
- * are the open MARK positions (the APPENDS mark already removed). */
-struct pk_append {
-    const struct pk_doc *doc;
-    const pk_val *stack;
-    size_t list_pos;
-    const size_t *marks;
-    size_t n_marks;
-    const pk_val *items;
-    size_t n_items;
-    uint64_t offset; /* of the APPEND/APPENDS opcode */
+    uint8_t kind;        /* enum pk_kind */
+    uint8_t flags;       /* enum pk_node_flags */
+    uint8_t n_puts;      /* memo slots holding it (saturating at 255) */
+    uint8_t refs;        /* container slots holding it (saturating at 255: then sticky) */
+    uint32_t len;        /* items (a dict: key/value pairs); a streamed list: 0 */
+    uint32_t cap;        /* slots allocated in items (a dict: pairs) */
+    uint32_t memo_idx;   /* the last memo slot holding it */
+    pk_val *items;       /* a dict stores key0, value0, key1, value1, ... */
+    uint32_t list_index; /* a streamed list: its index in the list under pk_stream.key */
 };
 
 enum pk_box_kind { PK_BOX_I64 = 1, PK_BOX_U64, PK_BOX_BIGINT, PK_BOX_FLOAT };
@@ -97,40 +88,65 @@ struct pk_box {
     } v;
 };
 
+/* ---- streaming records ----
+ *
+ * Snapshot writers emit {key: [[record, record, ...], ...]}: inside the list under one key,
+ * lists of millions of flat dicts.  A consumer that names the key gets every item of those
+ * inner lists as a record while it is parsed; the item is then forgotten (its memo slot
+ * reads as consumed), so such a list never exists as a graph and stays empty
+ * (pk_list_streamed()).  Which reader delivers the records is this module's choice: the
+ * flat reader decodes a whole MARK ... APPENDS batch of plain dicts straight from the
+ * bytes, without building nodes, and gives it back to the general reader when anything
+ * does not fit its narrow grammar; the general reader builds each item and hands it over.
+ *
+ * Records come in batches, each ended by batch_end(): commit false means the batch's
+ * records must be dropped (the flat reader gave up half-way), and they are then delivered
+ * again by the general reader.  An error from record() fails the parse (the general
+ * reader), or hands the batch to the general reader (the flat one), which then reports it.
+ *
+ * Values inside a record may not outlive the call when pk_is_transient(); and a list the
+ * consumer names (pk_record_name()) may be recycled after the batch: remember neither by
+ * its handle.  A named list read again later through the memo reads as pk_token(name). */
+struct pk_record {
+    const struct pk_doc *doc;
+    pk_val item;         /* the item itself (for a message when it is no dict) */
+    bool is_dict;        /* else the record has no pairs */
+    const pk_val *pairs; /* a dict's key0, value0, key1, value1, ... (n pairs) */
+    uint32_t n;
+    bool same_keys;  /* its keys are the values of the record before in this batch, in
+                      * the same order */
+    uint64_t offset; /* of the batch's APPEND/APPENDS, for messages (GM_NO_OFFSET from
+                      * the flat reader, whose errors the general reader repeats) */
+    void *vm_;       /* private */
+};
+
+struct pk_stream {
+    const char *key;    /* "device_traces" */
+    uint32_t max_lists; /* inner lists at index >= this are built as plain lists */
+    enum gm_status (*record)(void *ctx, uint32_t list_index, const struct pk_record *r,
+                             struct gm_error *err);
+    void (*batch_end)(void *ctx, uint32_t list_index, bool commit);
+    void *ctx;
+};
+
+/* A record for 'item' outside any stream (an item of a list the parser built): the same
+ * view of a dict, nothing can be named. */
+void pk_record_of(const struct pk_doc *doc, pk_val item, struct pk_record *r);
+
+/* Whether list value 'list' of record 'r' can be named: the reader may recycle it after the
+ * batch (nothing else holds it), so that later memo references read as the name. */
+bool pk_record_can_name(const struct pk_record *r, pk_val list);
+/* Name 'list' (see pk_record_can_name()) 'id' (< 2^30); false when it cannot be named. */
+bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id);
+
 struct pk_opts {
     size_t max_memory;  /* bytes for nodes, memo and stack together; 0: no cap */
     uint32_t max_depth; /* open MARKs at one time; 0: 1000 */
     uint32_t max_stack; /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
-    /* Called before items are appended to a list.  Setting *consumed keeps them out of the
-     * list (the list gets PK_NODE_STREAMED); items that are containers referenced from
-     * nowhere else are then recycled, and their memo slot reads as PK_DEAD.  This lets a
-     * consumer turn a huge list of dicts into compact records while parsing, in constant
-     * extra memory.  A non-OK status aborts the parse with 'err' as filled by the hook. */
-    enum gm_status (*on_append)(void *ctx, const struct pk_append *a, bool *consumed,
-                                struct gm_error *err);
-    void *append_ctx;
-    /* For a list inside consumed dicts that nothing else references any more (no other
-     * container, not on the stack, at most one memo slot): return a token (< 2^32 - 1)
-     * that stands for it, or UINT32_MAX to keep the list.  With a token the list is
-     * recycled and its memo slot reads PK_TOKEN(token) from then on, so a later memo
-     * reference gets the token instead of the list (a trace entry's frames, referenced
-     * again by later entries, become the consumer's stack id). */
-    uint32_t (*list_token)(void *ctx, const struct pk_node *list);
-    /* Fast path for the items of a streamed list (one whose items on_append consumed):
-     * when a whole MARK ... APPENDS batch of it consists of flat dicts (scalar or string
-     * values, at most one list of memo references), the parser decodes them without
-     * building nodes and calls on_flat once per dict with a transient dict (its list value,
-     * if any, a transient list flagged PK_NODE_SCRATCH).  The consumer records the item
-     * provisionally and sets *list_tok to the token for the transient list (as list_token
-     * would), or leaves it UINT32_MAX.  on_flat_end(commit) ends the batch: commit is true
-     * when the batch was fully read this way; false means the provisional items must be
-     * dropped, and the batch is then read again by the ordinary path.  A non-OK status from
-     * on_flat only makes the parser fall back to the ordinary path. */
-    enum gm_status (*on_flat)(void *ctx, const struct pk_node *list, pk_val item,
-                              uint32_t *list_tok, struct gm_error *err);
-    void (*on_flat_end)(void *ctx, const struct pk_node *list, bool commit);
+    const struct pk_stream *stream; /* records to stream (see above); NULL: none */
+    bool general_only;              /* never the flat reader (tests compare the two) */
     /* The input is a private file mapping: give back pages well behind the cursor
      * (madvise MADV_DONTNEED), so resident memory stays below the file size. */
     bool drop_behind;
@@ -141,8 +157,10 @@ struct pk_doc {
     size_t len;
     struct gm_arena arena;
     pk_val root;
-    int protocol;    /* from PROTO, 0 when absent */
-    uint64_t n_memo; /* memo slots used */
+    int protocol;            /* from PROTO, 0 when absent */
+    uint64_t n_memo;         /* memo slots used */
+    uint64_t n_flat_batches; /* record batches the flat reader delivered (and committed) */
+    void *vm_;               /* private: the machine while pk_parse() runs */
 };
 
 /* Parse 'len' bytes at 'data' (which must stay valid while 'doc' is used).  On success
@@ -155,6 +173,10 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
 
 /* Release the graph; the doc may then be reused. */
 void pk_doc_release(struct pk_doc *doc);
+
+/* Release everything of a parse that never returned (the input faulted under it: see
+ * base/guard.h), and the graph; the doc may then be reused. */
+void pk_doc_abandon(struct pk_doc *doc);
 
 /* The name of an opcode byte ("GLOBAL"), or NULL when it is no pickle opcode. */
 const char *pk_opcode_name(uint8_t op);
@@ -217,5 +239,72 @@ pk_val pk_dict_get(const struct pk_doc *doc, const struct pk_node *d, const char
 
 /* "list", "dict", "str", "int", ...; static storage. */
 const char *pk_type_name(pk_val v);
+
+/* ---- accessors for the hot paths (inline) ---- */
+
+static inline bool pk_is_str(pk_val v)
+{
+    return pk_tag(v) == PK_TAG_STR;
+}
+
+/* A non-negative int of at most 60 bits (the common case of a size or an address). */
+static inline bool pk_small_u64(pk_val v, uint64_t *out)
+{
+    if (pk_tag(v) != PK_TAG_INT || (int64_t)v < 0)
+        return false;
+    *out = v >> 3;
+    return true;
+}
+
+/* An int of 61 bits (signed). */
+static inline bool pk_small_i64(pk_val v, int64_t *out)
+{
+    if (pk_tag(v) != PK_TAG_INT)
+        return false;
+    *out = (int64_t)v >> 3;
+    return true;
+}
+
+/* A str's bytes: pk_get_str(), with the common SHORT_BINUNICODE inline. */
+static inline bool pk_str_view(const struct pk_doc *doc, pk_val v, const char **p, size_t *n)
+{
+    return pk_short_str(doc, v, p, n) || pk_get_str(doc, v, p, n, NULL);
+}
+
+/* The items of a list or tuple. */
+static inline bool pk_list_items(pk_val v, const pk_val **items, uint32_t *n)
+{
+    const struct pk_node *l = pk_node(v);
+    if (!l || (l->kind != PK_LIST && l->kind != PK_TUPLE))
+        return false;
+    *items = l->items;
+    *n = l->len;
+    return true;
+}
+
+/* Valid only during the call that handed it over (see pk_stream). */
+static inline bool pk_is_transient(pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    return n && (n->flags & PK_NODE_SCRATCH);
+}
+
+/* A container that was pushed again from the memo (or by DUP): shared. */
+static inline bool pk_is_shared(pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    return n && (n->flags & PK_NODE_SHARED);
+}
+
+/* A list whose items were streamed as records: true with its index in the list under the
+ * key (pk_stream.key). */
+static inline bool pk_list_streamed(pk_val v, uint32_t *list_index)
+{
+    const struct pk_node *n = pk_node_of_kind(v, PK_LIST);
+    if (!n || !(n->flags & PK_NODE_STREAMED))
+        return false;
+    *list_index = n->list_index;
+    return true;
+}
 
 #endif

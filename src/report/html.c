@@ -34,11 +34,23 @@
 #define MAX_BLOCKS    20000u
 #define MAX_SEG_SHOWN 4000u
 
+#define MAX_MOMENTS 64
+
+/* The allocations alive at the moments a device's page shows (the peak and the segments
+ * view's), from one pass over the trace (gm_analysis_live_at()). */
+struct live_cache {
+    size_t n;
+    int64_t ks[MAX_MOMENTS + 1];
+    uint32_t *idx[MAX_MOMENTS + 1]; /* indexes into the device's allocs, ascending */
+    size_t cnt[MAX_MOMENTS + 1];
+};
+
 struct ctx {
     const struct gm_snapshot *snap;
     const struct gm_analysis *an;
     struct gm_json *w;
     uint8_t *stack_used; /* per snapshot stack id */
+    struct live_cache live;
     bool nomem;
 };
 
@@ -68,100 +80,166 @@ static void num(struct gm_json *w, double v)
 
 /* ---- level of detail pyramid ---- */
 
-static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snapshot_timeline *tl)
+/* One level of the pyramid: per bucket the most allocated bytes (and the event where),
+ * the most reserved, and the state at the bucket's last point. */
+struct lod_level {
+    unsigned nb;
+    uint64_t *amax, *rmax, *alast, *rlast;
+    int64_t *kmax, *klast;
+    uint8_t *seen;
+};
+
+static void write_lod(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
+                      const struct gm_snapshot_timeline *tl)
 {
     struct gm_json *w = c->w;
     double x0 = 0.0, x1 = xend(m);
-    unsigned levels[8], n_levels = 0;
-    size_t np = tl->n_points;
+    struct lod_level lv[8];
+    unsigned n_levels = 0;
+    size_t np = sd->n_events + 1;
+    struct gm_report_points pt;
+    struct gm_error err;
 
     for (unsigned b = LOD_COARSEST; b <= LOD_FINEST && n_levels < 8; b *= 4) {
-        levels[n_levels++] = b;
+        struct lod_level *l = &lv[n_levels++];
+        l->nb = b;
+        l->amax = gm_calloc(b, sizeof(uint64_t));
+        l->rmax = gm_calloc(b, sizeof(uint64_t));
+        l->alast = gm_calloc(b, sizeof(uint64_t));
+        l->rlast = gm_calloc(b, sizeof(uint64_t));
+        l->kmax = gm_calloc(b, sizeof(int64_t));
+        l->klast = gm_calloc(b, sizeof(int64_t));
+        l->seen = gm_calloc(b, 1);
+        if (!l->amax || !l->rmax || !l->alast || !l->rlast || !l->kmax || !l->klast || !l->seen)
+            c->nomem = true;
         if (b >= np)
             break;
     }
+    /* one walk over the trace fills every level */
+    if (!c->nomem && gm_report_points_init(&pt, c->snap, sd, tl, m, &err) == GM_OK) {
+        while (gm_report_points_next(&pt)) {
+            for (unsigned li = 0; li < n_levels; li++) {
+                struct lod_level *l = &lv[li];
+                size_t b = gm_report_bucket(pt.x, x0, x1, l->nb);
+                if (!l->seen[b] || pt.allocated > l->amax[b]) {
+                    l->amax[b] = pt.allocated;
+                    l->kmax[b] = pt.k;
+                }
+                if (!l->seen[b] || pt.reserved > l->rmax[b])
+                    l->rmax[b] = pt.reserved;
+                l->klast[b] = pt.k;
+                l->alast[b] = pt.allocated;
+                l->rlast[b] = pt.reserved;
+                l->seen[b] = 1;
+            }
+        }
+        gm_report_points_release(&pt);
+    } else {
+        c->nomem = true;
+    }
     gm_json_key(w, "lod");
     gm_json_begin_array(w);
-    for (unsigned li = 0; li < n_levels; li++) {
-        unsigned nb = levels[li];
-        uint64_t *amax = gm_calloc(nb, sizeof(uint64_t));
-        uint64_t *rmax = gm_calloc(nb, sizeof(uint64_t));
-        int64_t *kmax = gm_calloc(nb, sizeof(int64_t));
-        int64_t *klast = gm_calloc(nb, sizeof(int64_t));
-        uint8_t *seen = gm_calloc(nb, 1);
-        if (!amax || !rmax || !kmax || !klast || !seen) {
-            c->nomem = true;
-        } else {
-            for (size_t p = 0; p < np; p++) {
-                int64_t k = (int64_t)p - 1;
-                double x = xat(m, k);
-                size_t b = gm_report_bucket(x, x0, x1, nb);
-                uint64_t a = tl->allocated[p], r = tl->reserved[p];
-                if (!seen[b] || a > amax[b]) {
-                    amax[b] = a;
-                    kmax[b] = k;
-                }
-                if (!seen[b] || r > rmax[b])
-                    rmax[b] = r;
-                klast[b] = k;
-                seen[b] = 1;
-            }
-            /* an empty bucket holds the state after the last event before it */
-            for (unsigned b = 1; b < nb; b++) {
-                if (seen[b])
-                    continue;
-                int64_t lk = klast[b - 1];
-                amax[b] = tl->allocated[(size_t)(lk + 1)];
-                rmax[b] = tl->reserved[(size_t)(lk + 1)];
-                kmax[b] = klast[b] = lk;
-                seen[b] = 1;
-            }
-            gm_json_begin_object(w);
-            gm_json_kv_u64(w, "n", nb);
-            gm_json_key(w, "amax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_u64(w, amax[b]);
-            gm_json_end_array(w);
-            gm_json_key(w, "kmax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_i64(w, kmax[b]);
-            gm_json_end_array(w);
-            gm_json_key(w, "rmax");
-            gm_json_begin_array(w);
-            for (unsigned b = 0; b < nb; b++)
-                gm_json_u64(w, rmax[b]);
-            gm_json_end_array(w);
-            gm_json_end_object(w);
+    for (unsigned li = 0; li < n_levels && !c->nomem; li++) {
+        struct lod_level *l = &lv[li];
+        unsigned nb = l->nb;
+        /* an empty bucket holds the state after the last event before it */
+        for (unsigned b = 1; b < nb; b++) {
+            if (l->seen[b])
+                continue;
+            l->amax[b] = l->alast[b] = l->alast[b - 1];
+            l->rmax[b] = l->rlast[b] = l->rlast[b - 1];
+            l->kmax[b] = l->klast[b] = l->klast[b - 1];
+            l->seen[b] = 1;
         }
-        gm_free(amax);
-        gm_free(rmax);
-        gm_free(kmax);
-        gm_free(klast);
-        gm_free(seen);
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "n", nb);
+        gm_json_key(w, "amax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_u64(w, l->amax[b]);
+        gm_json_end_array(w);
+        gm_json_key(w, "kmax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_i64(w, l->kmax[b]);
+        gm_json_end_array(w);
+        gm_json_key(w, "rmax");
+        gm_json_begin_array(w);
+        for (unsigned b = 0; b < nb; b++)
+            gm_json_u64(w, l->rmax[b]);
+        gm_json_end_array(w);
+        gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    for (unsigned li = 0; li < n_levels; li++) {
+        gm_free(lv[li].amax);
+        gm_free(lv[li].rmax);
+        gm_free(lv[li].alast);
+        gm_free(lv[li].rlast);
+        gm_free(lv[li].kmax);
+        gm_free(lv[li].klast);
+        gm_free(lv[li].seen);
+    }
 }
 
 /* ---- the largest allocations, drawn as bands ---- */
 
-static int cmp_alloc_big(const void *a, const void *b)
+/* The largest first, then the oldest, then the first in the analysis' order: a total
+ * order, so that which allocations are chosen never depends on the sort's algorithm. */
+static int big_order(const struct gm_analysis_alloc *x, const struct gm_analysis_alloc *y)
 {
-    const struct gm_analysis_alloc *x = *(const struct gm_analysis_alloc *const *)a;
-    const struct gm_analysis_alloc *y = *(const struct gm_analysis_alloc *const *)b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
-    return x->alloc_event < y->alloc_event ? -1 : x->alloc_event > y->alloc_event;
+    if (x->alloc_event != y->alloc_event)
+        return x->alloc_event < y->alloc_event ? -1 : 1;
+    return x < y ? -1 : x > y;
 }
 
+/* Stacked in allocation order (then by address, then as chosen). */
 static int cmp_alloc_time(const void *a, const void *b)
 {
     const struct gm_analysis_alloc *x = *(const struct gm_analysis_alloc *const *)a;
     const struct gm_analysis_alloc *y = *(const struct gm_analysis_alloc *const *)b;
     if (x->alloc_event != y->alloc_event)
         return x->alloc_event < y->alloc_event ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return big_order(x, y);
+}
+
+/* The 'cap' largest allocations (big_order) of those offered, in a min-heap whose root is
+ * the smallest kept: an allocation that does not beat it costs one comparison. */
+struct top {
+    const struct gm_analysis_alloc **v;
+    size_t n, cap;
+};
+
+static void top_offer(struct top *t, const struct gm_analysis_alloc *a)
+{
+    size_t i;
+    if (t->n < t->cap) {
+        /* sift up */
+        for (i = t->n++; i > 0 && big_order(a, t->v[(i - 1) / 2]) > 0; i = (i - 1) / 2)
+            t->v[i] = t->v[(i - 1) / 2];
+        t->v[i] = a;
+        return;
+    }
+    if (!t->cap || big_order(a, t->v[0]) >= 0)
+        return; /* not larger than the smallest kept */
+    /* replace the root, sift down */
+    for (i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const struct gm_analysis_alloc *mv = a;
+        if (l < t->n && big_order(t->v[l], mv) > 0)
+            m = l, mv = t->v[l];
+        if (r < t->n && big_order(t->v[r], mv) > 0)
+            m = r, mv = t->v[r];
+        if (m == i)
+            break;
+        t->v[i] = t->v[m];
+        i = m;
+    }
+    t->v[i] = a;
 }
 
 static void write_stream(struct gm_json *w, uint64_t stream)
@@ -198,73 +276,88 @@ static void write_bands(struct ctx *c, const struct xmap *m, const struct gm_ana
                         uint32_t max_bands)
 {
     struct gm_json *w = c->w;
-    size_t n = ad ? ad->n_allocs : 0, keep;
-    const struct gm_analysis_alloc **v = NULL;
-    uint8_t *chosen = NULL;
+    size_t n = ad ? ad->n_allocs : 0, keep = n < max_bands ? n : max_bands;
     uint32_t per_window = max_bands / 4 + 1;
+    struct top all = {NULL, 0, 0}, win[RB_WINDOWS];
+    uint8_t *chosen = NULL;
+    const struct gm_analysis_alloc **pool = NULL;
 
-    gm_json_key(w, "bands");
-    gm_json_begin_array(w);
+    /* one pass for the largest of the whole trace, one for the largest of each window */
+    memset(win, 0, sizeof(win));
     if (n) {
-        v = gm_malloc(n * sizeof(*v));
+        all.v = gm_malloc((keep ? keep : 1) * sizeof(*all.v));
         chosen = gm_calloc(n, 1);
-        if (!v || !chosen) {
+        pool = gm_malloc(RB_WINDOWS * per_window * sizeof(*pool));
+        if (!all.v || !chosen || !pool) {
             c->nomem = true;
-            n = 0;
+            n = keep = 0;
         }
+        all.cap = keep;
     }
     for (size_t i = 0; i < n; i++)
-        v[i] = &ad->allocs[i];
-    keep = n < max_bands ? n : max_bands;
-    if (n)
-        qsort(v, n, sizeof(*v), cmp_alloc_big);
-    for (size_t i = 0; i < keep; i++)
-        chosen[v[i] - ad->allocs] = 1;
+        top_offer(&all, &ad->allocs[i]);
+    for (size_t i = 0; i < all.n; i++)
+        chosen[all.v[i] - ad->allocs] = 1;
+    if (n > keep && m->n > 0) {
+        for (uint32_t wi = 0; wi < RB_WINDOWS; wi++) {
+            win[wi].v = pool + (size_t)wi * per_window;
+            win[wi].cap = per_window;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[i];
+            int64_t end = a->free_event < 0 ? (int64_t)m->n : a->free_event;
+            uint32_t wi;
+            if (chosen[i])
+                continue;
+            /* the windows [k0, k1) it is alive in: from the first with alloc < k1, while
+             * k0 < end */
+            wi = a->alloc_event < 0 ? 0 : (uint32_t)((uint64_t)a->alloc_event * RB_WINDOWS / m->n);
+            while (wi > 0 && (int64_t)(m->n * wi / RB_WINDOWS) > a->alloc_event)
+                wi--;
+            for (; wi < RB_WINDOWS; wi++) {
+                int64_t k0 = (int64_t)(m->n * wi / RB_WINDOWS);
+                int64_t k1 = (int64_t)(m->n * (wi + 1) / RB_WINDOWS);
+                if (k1 <= k0 || a->alloc_event >= k1)
+                    continue;
+                if (end <= k0)
+                    break; /* the later windows start later still */
+                top_offer(&win[wi], a);
+            }
+        }
+    }
+    gm_json_key(w, "bands");
+    gm_json_begin_array(w);
     /* stacked in allocation order, the oldest at the bottom, as memory_viz does */
-    if (keep)
-        qsort(v, keep, sizeof(*v), cmp_alloc_time);
-    for (size_t i = 0; i < keep; i++)
-        write_band(c, m, v[i]);
+    if (all.n)
+        qsort(all.v, all.n, sizeof(*all.v), cmp_alloc_time);
+    for (size_t i = 0; i < all.n; i++)
+        write_band(c, m, all.v[i]);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_allocs", n);
 
     gm_json_key(w, "rbands");
     gm_json_begin_array(w);
-    if (n > keep && m->n > 0) {
-        for (uint32_t wi = 0; wi < RB_WINDOWS; wi++) {
-            int64_t k0 = (int64_t)(m->n * wi / RB_WINDOWS);
-            int64_t k1 = (int64_t)(m->n * (wi + 1) / RB_WINDOWS);
-            size_t nc = 0, take;
-            if (k1 <= k0)
-                continue;
-            /* v (past the first 'keep' entries) is reused as the candidate list */
-            for (size_t i = 0; i < n; i++) {
-                const struct gm_analysis_alloc *a = &ad->allocs[i];
-                int64_t end = a->free_event < 0 ? (int64_t)m->n : a->free_event;
-                if (chosen[i] || a->alloc_event >= k1 || end <= k0)
-                    continue;
-                v[nc++] = a;
-            }
-            if (!nc)
-                continue;
-            qsort(v, nc, sizeof(*v), cmp_alloc_big);
-            take = nc < per_window ? nc : per_window;
-            qsort(v, take, sizeof(*v), cmp_alloc_time);
-            gm_json_begin_object(w);
-            gm_json_key(w, "x0");
-            num(w, xat(m, k0));
-            gm_json_key(w, "x1");
-            num(w, k1 >= (int64_t)m->n ? xend(m) : xat(m, k1));
-            gm_json_key(w, "b");
-            gm_json_begin_array(w);
-            for (size_t i = 0; i < take; i++)
-                write_band(c, m, v[i]);
-            gm_json_end_array(w);
-            gm_json_end_object(w);
-        }
+    for (uint32_t wi = 0; wi < RB_WINDOWS && n > keep && m->n > 0; wi++) {
+        int64_t k0 = (int64_t)(m->n * wi / RB_WINDOWS);
+        int64_t k1 = (int64_t)(m->n * (wi + 1) / RB_WINDOWS);
+        if (k1 <= k0 || !win[wi].n)
+            continue;
+        qsort(win[wi].v, win[wi].n, sizeof(*win[wi].v), cmp_alloc_time);
+        gm_json_begin_object(w);
+        gm_json_key(w, "x0");
+        num(w, xat(m, k0));
+        gm_json_key(w, "x1");
+        num(w, k1 >= (int64_t)m->n ? xend(m) : xat(m, k1));
+        gm_json_key(w, "b");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < win[wi].n; i++)
+            write_band(c, m, win[wi].v[i]);
+        gm_json_end_array(w);
+        gm_json_end_object(w);
     }
     gm_json_end_array(w);
-    gm_free(v);
+    gm_free(all.v);
+    gm_free(pool);
     gm_free(chosen);
 }
 
@@ -367,11 +460,6 @@ static int cmp_group_bytes(const void *a, const void *b)
     return cmp_group_key(a, b);
 }
 
-static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
-{
-    return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
-}
-
 /* Category index the page shows as "unknown (no analysis)". */
 #define CAT_UNKNOWN GM_CATEGORY_COUNT
 
@@ -382,18 +470,24 @@ struct live_item {
     uint8_t cat;
 };
 
-/* The allocations alive after event k: from the analysis when there is one, else from the
- * timeline's list at the peak (k must be the peak then; other moments give none).  A
- * caller-owned array (gm_free), NULL with *n == 0 when empty. */
+/* The allocations alive after event k: from the analysis when there is one (k one of the
+ * moments of c->live), else from the timeline's list at the peak (k must be the peak then;
+ * other moments give none).  A caller-owned array (gm_free), NULL with *n == 0 when
+ * empty. */
 static struct live_item *live_at(struct ctx *c, const struct gm_analysis_device *ad,
                                  const struct gm_snapshot_timeline *tl, int64_t k, size_t *n)
 {
     struct live_item *v = NULL;
+    const uint32_t *idx = NULL;
     size_t cnt = 0;
     *n = 0;
     if (ad) {
-        for (size_t i = 0; i < ad->n_allocs; i++)
-            cnt += alive_at(&ad->allocs[i], k);
+        for (size_t i = 0; i < c->live.n; i++)
+            if (c->live.ks[i] == k) {
+                idx = c->live.idx[i];
+                cnt = c->live.cnt[i];
+                break;
+            }
     } else if (k == tl->peak_event_index) {
         cnt = tl->n_live;
     }
@@ -405,10 +499,9 @@ static struct live_item *live_at(struct ctx *c, const struct gm_analysis_device 
         return NULL;
     }
     if (ad) {
-        for (size_t i = 0; i < ad->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[i];
-            if (alive_at(a, k))
-                v[(*n)++] = (struct live_item){a->addr, a->bytes, a->stack, a->category};
+        for (size_t i = 0; i < cnt; i++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[idx[i]];
+            v[(*n)++] = (struct live_item){a->addr, a->bytes, a->stack, a->category};
         }
     } else {
         for (size_t i = 0; i < tl->n_live; i++)
@@ -416,6 +509,35 @@ static struct live_item *live_at(struct ctx *c, const struct gm_analysis_device 
                                            CAT_UNKNOWN};
     }
     return v;
+}
+
+static enum gm_status keep_live(void *ctx, size_t i, const uint32_t *live, size_t n,
+                                struct gm_error *err)
+{
+    struct live_cache *lc = ctx;
+    uint32_t *copy = n ? gm_malloc(n * sizeof(*copy)) : NULL;
+    if (n && !copy)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    if (n)
+        memcpy(copy, live, n * sizeof(*copy));
+    lc->idx[i] = copy;
+    lc->cnt[i] = n;
+    return GM_OK;
+}
+
+static size_t live_count(const struct live_cache *lc, int64_t k)
+{
+    for (size_t i = 0; i < lc->n; i++)
+        if (lc->ks[i] == k)
+            return lc->cnt[i];
+    return 0;
+}
+
+static void live_cache_release(struct live_cache *lc)
+{
+    for (size_t i = 0; i < lc->n; i++)
+        gm_free(lc->idx[i]);
+    memset(lc, 0, sizeof(*lc));
 }
 
 static void write_at_peak(struct ctx *c, const struct gm_analysis_device *ad,
@@ -558,12 +680,18 @@ static int cmp_alloc_addr(const void *a, const void *b)
     return x->alloc_event < y->alloc_event ? 1 : -1; /* the newest first */
 }
 
+/* A segment_alloc or segment_free event of the device, and its index. */
+struct segev {
+    int64_t k;
+    struct gm_snapshot_event e;
+};
+
 /* The allocator state after event k: the snapshot's segments with the segment events after
- * k undone ('segev': indexes of the device's segment_alloc/segment_free events, ascending),
- * and the allocations alive at k placed in them. */
+ * k undone ('segev': the device's segment_alloc/segment_free events, ascending), and the
+ * allocations alive at k placed in them. */
 static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
                          const struct gm_analysis_device *ad, const struct gm_snapshot_timeline *tl,
-                         int64_t k, const char *label, const int64_t *segev, size_t n_segev)
+                         int64_t k, const char *label, const struct segev *segev, size_t n_segev)
 {
     const struct gm_snapshot *snap = c->snap;
     struct gm_json *w = c->w;
@@ -582,8 +710,8 @@ static void write_moment(struct ctx *c, const struct xmap *m, const struct gm_sn
         segs[ns++] = (struct mseg){g->address,  g->total_size,    g->stream,
                                    g->is_small, g->is_expandable, sd->first_segment + i};
     }
-    for (size_t si = n_segev; si-- > 0 && segev[si] > k;) {
-        const struct gm_snapshot_event *ev = &sd->events[segev[si]];
+    for (size_t si = n_segev; si-- > 0 && segev[si].k > k;) {
+        const struct gm_snapshot_event *ev = &segev[si].e;
         if (ev->action == GM_ACTION_SEGMENT_ALLOC) {
             for (size_t i = 0; i < ns; i++) {
                 if (segs[i].addr == ev->addr) {
@@ -761,20 +889,18 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
-                          const struct gm_analysis_device *ad,
-                          const struct gm_snapshot_timeline *tl, uint32_t max_moments)
+/* The moments the segments view offers, ascending (duplicates possible): the end, the
+ * peak, the ooms, the peaks of iterations spread over the trace. */
+static size_t moment_ks(const struct gm_snapshot_device *sd, const struct gm_analysis_device *ad,
+                        const struct gm_snapshot_timeline *tl, uint32_t max_moments,
+                        int64_t ks[MAX_MOMENTS])
 {
-    struct gm_json *w = c->w;
-    int64_t ks[64], *segev = NULL;
-    size_t nk = 0, n_segev = 0;
-    int64_t end = (int64_t)sd->n_events - 1;
-
-    if (max_moments > 64)
-        max_moments = 64;
+    size_t nk = 0;
+    if (max_moments > MAX_MOMENTS)
+        max_moments = MAX_MOMENTS;
     if (max_moments < 3)
         max_moments = 3;
-    ks[nk++] = end;
+    ks[nk++] = (int64_t)sd->n_events - 1;
     if (sd->n_events)
         ks[nk++] = tl->peak_event_index;
     for (size_t i = 0; ad && i < ad->n_ooms && nk < max_moments; i++)
@@ -787,20 +913,58 @@ static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_s
         }
     }
     qsort(ks, nk, sizeof(ks[0]), cmp_i64);
+    return nk;
+}
+
+/* The pass that finds what is alive at the peak and at every moment of the view. */
+static enum gm_status fill_live(struct ctx *c, const struct gm_snapshot_device *sd,
+                                const struct gm_analysis_device *ad,
+                                const struct gm_snapshot_timeline *tl, uint32_t max_moments,
+                                struct gm_error *err)
+{
+    int64_t ks[MAX_MOMENTS + 1];
+    size_t nk = moment_ks(sd, ad, tl, max_moments, ks), n = 0;
+    struct live_cache *lc = &c->live;
+    ks[nk++] = tl->peak_event_index;
+    qsort(ks, nk, sizeof(ks[0]), cmp_i64);
+    for (size_t i = 0; i < nk; i++)
+        if (!n || ks[i] != lc->ks[n - 1])
+            lc->ks[n++] = ks[i];
+    lc->n = n;
+    return gm_analysis_live_at(c->an, ad, lc->ks, n, keep_live, lc, err);
+}
+
+static void write_moments(struct ctx *c, const struct xmap *m, const struct gm_snapshot_device *sd,
+                          const struct gm_analysis_device *ad,
+                          const struct gm_snapshot_timeline *tl, uint32_t max_moments)
+{
+    struct gm_json *w = c->w;
+    int64_t ks[MAX_MOMENTS];
+    struct segev *segev = NULL;
+    size_t nk = moment_ks(sd, ad, tl, max_moments, ks), n_segev = 0;
+    int64_t end = (int64_t)sd->n_events - 1;
+
     {
-        size_t n = 0;
-        for (size_t e = 0; e < sd->n_events; e++)
-            n += sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
-                 sd->events[e].action == GM_ACTION_SEGMENT_FREE;
-        segev = gm_malloc((n + 1) * sizeof(int64_t));
+        size_t n = sd->n_actions[GM_ACTION_SEGMENT_ALLOC] + sd->n_actions[GM_ACTION_SEGMENT_FREE];
+        struct gm_snapshot_cursor cur;
+        const struct gm_snapshot_event *e;
+        if (!sd->packed) { /* a snapshot built by hand has no counts */
+            n = 0;
+            gm_snapshot_cursor_init(&cur, sd, 0);
+            while ((e = gm_snapshot_cursor_next(&cur)) != NULL)
+                n += e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_FREE;
+        }
+        segev = gm_malloc((n + 1) * sizeof(*segev));
         if (!segev) {
             c->nomem = true;
             return;
         }
-        for (size_t e = 0; e < sd->n_events; e++)
-            if (sd->events[e].action == GM_ACTION_SEGMENT_ALLOC ||
-                sd->events[e].action == GM_ACTION_SEGMENT_FREE)
-                segev[n_segev++] = (int64_t)e;
+        gm_snapshot_cursor_init(&cur, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&cur)) != NULL && n_segev < n)
+            if (e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_FREE) {
+                segev[n_segev].k = (int64_t)cur.index;
+                segev[n_segev++].e = *e;
+            }
     }
     gm_json_key(w, "moments");
     gm_json_begin_array(w);
@@ -923,9 +1087,17 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
     struct gm_json *w = c->w;
     struct gm_snapshot_timeline tl;
     struct xmap m;
-    enum gm_status st = gm_snapshot_timeline(c->snap, sd->index, true, &tl, err);
+    /* with an analysis, what is alive comes from it (fill_live()) */
+    enum gm_status st =
+        gm_snapshot_timeline(c->snap, sd->index, ad ? 0 : GM_TIMELINE_LIVE, &tl, err);
     if (st != GM_OK)
         return st;
+    if (ad &&
+        (st = fill_live(c, sd, ad, &tl, o->max_moments ? o->max_moments : 12, err)) != GM_OK) {
+        gm_snapshot_timeline_release(&tl);
+        live_cache_release(&c->live);
+        return st;
+    }
     xmap_init(&m, sd);
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", sd->index);
@@ -950,13 +1122,13 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
         gm_json_kv_null(w, "time_us");
     gm_json_kv_u64(w, "reserved", tl.reserved_at_peak_bytes);
     gm_json_kv_u64(w, "max_reserved", tl.peak_reserved_bytes);
-    gm_json_kv_u64(w, "n_live", tl.n_live);
+    gm_json_kv_u64(w, "n_live", ad ? live_count(&c->live, tl.peak_event_index) : tl.n_live);
     if (ad) {
         gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)ad->peak_phase));
         gm_json_kv_i64(w, "iteration", ad->peak_iteration);
     }
     gm_json_end_object(w);
-    write_lod(c, &m, &tl);
+    write_lod(c, &m, sd, &tl);
     write_bands(c, &m, ad, o->max_bands ? o->max_bands : 400);
     if (ad) {
         write_series(c, &m, ad);
@@ -966,6 +1138,7 @@ static enum gm_status write_device(struct ctx *c, const struct gm_snapshot_devic
     write_moments(c, &m, sd, ad, &tl, o->max_moments ? o->max_moments : 12);
     gm_json_end_object(w);
     gm_snapshot_timeline_release(&tl);
+    live_cache_release(&c->live);
     return c->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory") : GM_OK;
 }
 

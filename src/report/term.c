@@ -89,7 +89,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "device %d: no category analysis to plot", (int)device);
     }
-    st = gm_snapshot_timeline(snap, device, true, &tl, err);
+    st = gm_snapshot_timeline(snap, device, 0, &tl, err);
     if (st != GM_OK)
         return st;
     gm_report_xmap_init(&m, sd);
@@ -109,36 +109,44 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     {
         /* column maxima; an empty column holds the state after the last event before it */
         uint8_t *seen = gm_calloc(pw, 1);
-        size_t *last = gm_calloc(pw, sizeof(size_t));
-        if (!seen || !last) {
+        uint64_t *alast = gm_calloc(pw, sizeof(uint64_t)), *rlast = gm_calloc(pw, sizeof(uint64_t));
+        struct gm_report_points pt;
+        if (!seen || !alast || !rlast ||
+            (st = gm_report_points_init(&pt, snap, sd, &tl, &m, err)) != GM_OK) {
             gm_free(seen);
-            gm_free(last);
+            gm_free(alast);
+            gm_free(rlast);
             gm_free(amax);
             gm_free(rmax);
             gm_free(cv);
             gm_snapshot_timeline_release(&tl);
-            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
+            return st != GM_OK ? st
+                               : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
         }
-        for (size_t p = 0; p < tl.n_points; p++) {
-            unsigned c = gm_report_bucket(gm_report_x(&m, (int64_t)p - 1), 0, span, pw);
-            if (tl.allocated[p] >= amax[c])
-                amax[c] = tl.allocated[p];
-            if (tl.reserved[p] > rmax[c])
-                rmax[c] = tl.reserved[p];
-            last[c] = p;
+        while (gm_report_points_next(&pt)) {
+            unsigned c = gm_report_bucket(pt.x, 0, span, pw);
+            if (pt.allocated >= amax[c])
+                amax[c] = pt.allocated;
+            if (pt.reserved > rmax[c])
+                rmax[c] = pt.reserved;
+            alast[c] = pt.allocated;
+            rlast[c] = pt.reserved;
             seen[c] = 1;
-            if ((int64_t)p - 1 == tl.peak_event_index)
+            if (pt.k == tl.peak_event_index)
                 peak_col = c;
         }
+        gm_report_points_release(&pt);
         for (unsigned c = 1; c < pw; c++) {
             if (seen[c])
                 continue;
-            last[c] = last[c - 1];
-            amax[c] = tl.allocated[last[c]];
-            rmax[c] = tl.reserved[last[c]];
+            alast[c] = alast[c - 1];
+            rlast[c] = rlast[c - 1];
+            amax[c] = alast[c];
+            rmax[c] = rlast[c];
         }
         gm_free(seen);
-        gm_free(last);
+        gm_free(alast);
+        gm_free(rlast);
     }
     if (cats) {
         /* per column: the categories at the series point with the most bytes in it */

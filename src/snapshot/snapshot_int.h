@@ -50,4 +50,64 @@ static inline uint64_t snap_sat_add(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* gm_snapshot_timeline(); force_two_pass: find the peak by the forward replay even where
+ * the one-pass search applies (tests compare the two). */
+enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,
+                             bool force_two_pass, struct gm_snapshot_timeline *out,
+                             struct gm_error *err);
+
+/* ---- packed traces (events.c) ---- */
+
+/* What an event is written against: the fields of the event before. */
+struct ev_state {
+    uint64_t addr;
+    uint64_t size;
+    int64_t time; /* the last time_us written */
+    uint32_t stack;
+    uint32_t extra;
+    uint8_t flags;
+};
+
+/* The position and state before every GM_SNAPSHOT_CHECKPOINT-th event. */
+struct ev_checkpoint {
+    size_t pos; /* byte position of the event */
+    struct ev_state st;
+};
+
+struct gm_snapshot_packed {
+    uint8_t *bytes;
+    size_t n_bytes;
+    struct ev_checkpoint *cps; /* n_events / GM_SNAPSHOT_CHECKPOINT rounded up */
+    size_t n_cps;
+    size_t n_events;
+};
+
+/* Packs the events of one trace as they are made (a growing gm_big array). */
+struct ev_writer {
+    struct gm_snapshot_packed pk;
+    bool count_only; /* keep no bytes: count the events only */
+    size_t cap_bytes, cap_cps;
+    struct ev_state st;
+    uint64_t n_actions[GM_ACTION_COUNT];
+};
+
+/* Where a writer stood (ev_writer_mark()), to drop what was written after it. */
+struct ev_mark {
+    size_t n_bytes, n_events, n_cps;
+    struct ev_state st;
+    uint64_t n_actions[GM_ACTION_COUNT];
+};
+
+void ev_writer_init(struct ev_writer *w);
+void ev_writer_release(struct ev_writer *w);
+/* Append one event (time_us is kept only with GM_EVENT_HAS_TIME); false when out of
+ * memory (nothing written). */
+bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e);
+void ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
+void ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
+/* Give back the unused capacity (keeps the larger arrays if that fails). */
+void ev_writer_shrink(struct ev_writer *w);
+/* Bytes the writer holds (capacity). */
+size_t ev_writer_capacity(const struct ev_writer *w);
+
 #endif

@@ -2,66 +2,54 @@
 /* timeline.c - memory over a device's trace, as memory_viz's Active Memory Timeline
  * computes it (semantics in include/gpumem/snapshot.h, above gm_snapshot_timeline()).
  *
- * Pass 1 pairs each alloc with the free_completed at its address (an address map, like
- * memory_viz's addr_to_alloc) and collects the allocations alive from the start.  Pass 2
- * runs the total forward from the initial bytes and finds the first maximum.  Reserved
- * bytes need no arrays: their total change over the trace is summed first, so the initial
- * value is the snapshot's segment total minus that change. */
+ * Every pass reads the trace in order with a cursor and pairs each alloc with the
+ * free_completed at its address through an address map of the allocations pending a free
+ * (memory_viz's addr_to_alloc); nothing is kept per event or per allocation.
+ *
+ *   pass 1  the bytes alive from the start (frees without an alloc before them, and the
+ *           blocks allocated at snapshot time that no pending alloc explains), the reserved
+ *           figures, and the first maximum of the allocated bytes: the allocated bytes after
+ *           event k are the initial bytes (known only at the end) plus a running sum, and a
+ *           constant offset does not move the first maximum.  That holds while no sum can
+ *           saturate or wrap, which is when all sizes together stay below ONE_PASS_LIMIT;
+ *           otherwise
+ *   pass 2  replays the totals forward from the initial bytes (gm_snapshot_walk) and finds
+ *           the first maximum there;
+ *   pass 3  (GM_TIMELINE_LIVE) replays the map to the peak event and lists what is alive
+ *           there: the pending allocations, those a second alloc at their address displaced
+ *           (alive to the end), the frees without an alloc after the peak, and the blocks
+ *           alive from the start. */
 #include "snapshot/snapshot_int.h"
 
-#include "base/big.h"
+#include "base/budget.h"
 
 #include "gpumem/arena.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* 16 bytes: a trace of millions of allocations is one such array.  The address and stack
- * are those of event alloc_ev (or, alive from the start, free_ev); the elements after the
- * trace's are the blocks alive at snapshot time (alloc_ev -1, free_ev NEVER), whose block
- * is in a side array (struct bref). */
-struct elem {
-    uint64_t bytes;
-    int32_t alloc_ev; /* -1: alive from the start */
-    int32_t free_ev;  /* NEVER: not freed in the trace */
-};
-
-/* A block alive at snapshot time. */
-struct bref {
-    uint32_t seg, blk;
-};
-
-#define NEVER INT32_MAX
-
-struct elems {
-    struct elem *v;
-    size_t n, cap;
-};
-
-static bool push_elem(struct elems *e, const struct elem *x)
-{
-    if (e->n == e->cap && !gm_big_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*x), 256))
-        return false;
-    e->v[e->n++] = *x;
-    return true;
-}
-
 /* The allocations pending a free, by address: an open-addressing map inlined into the
- * pass over the trace (a trace of millions of events does one look-up each), with slots
- * of key and value together, at most half full, linear probing and backward-shift
- * deletion.  Training traces keep a few thousand allocations pending, so the map stays in
- * cache. */
-struct addr_slot {
+ * passes over the trace (a trace of millions of events does one look-up each), at most
+ * half full, linear probing and backward-shift deletion.  Training traces keep a few
+ * thousand allocations pending, so the map stays in cache. */
+struct pend {
     uint64_t addr;
-    uint32_t val; /* AM_EMPTY: a free slot */
+    uint64_t bytes;
+    int32_t ev; /* the alloc event; AM_EMPTY: a free slot */
+    uint32_t stack;
+    uint32_t extra;
 };
 
-#define AM_EMPTY UINT32_MAX
+#define AM_EMPTY INT32_MIN
 
 struct addr_map {
-    struct addr_slot *s;
+    struct pend *s;
     size_t mask; /* slots - 1; slots a power of two, 0 when none */
     size_t n;
+    size_t n_max;         /* the most entries it held */
+    uint64_t limit, used; /* the snapshot's memory limit and what is held beside the map */
+    bool over;            /* a growth was refused by the limit */
 };
 
 static inline size_t am_home(const struct addr_map *m, uint64_t addr)
@@ -72,17 +60,23 @@ static inline size_t am_home(const struct addr_map *m, uint64_t addr)
 static bool am_grow(struct addr_map *m)
 {
     size_t ncap = m->s ? (m->mask + 1) * 2 : 1024, nmask = ncap - 1;
-    struct addr_slot *ns;
-    if (ncap > SIZE_MAX / sizeof(*ns) || !(ns = gm_malloc(ncap * sizeof(*ns))))
+    struct pend *ns;
+    if (ncap > SIZE_MAX / sizeof(*ns))
+        return false;
+    if (!gm_budget_fits(m->limit, m->used, (uint64_t)ncap * sizeof(*ns))) {
+        m->over = true;
+        return false;
+    }
+    if (!(ns = gm_malloc(ncap * sizeof(*ns))))
         return false;
     for (size_t i = 0; i < ncap; i++)
-        ns[i].val = AM_EMPTY;
+        ns[i].ev = AM_EMPTY;
     for (size_t j = 0; m->s && j <= m->mask; j++) {
         size_t i;
-        if (m->s[j].val == AM_EMPTY)
+        if (m->s[j].ev == AM_EMPTY)
             continue;
         for (i = (size_t)((m->s[j].addr * 0x9e3779b97f4a7c15ULL) >> 32) & nmask;
-             ns[i].val != AM_EMPTY; i = (i + 1) & nmask)
+             ns[i].ev != AM_EMPTY; i = (i + 1) & nmask)
             ;
         ns[i] = m->s[j];
     }
@@ -92,23 +86,39 @@ static bool am_grow(struct addr_map *m)
     return true;
 }
 
-/* addr -> val, replacing the value of a pending allocation at the same address. */
-static inline bool am_set(struct addr_map *m, uint64_t addr, uint32_t val)
+static void am_release(struct addr_map *m)
+{
+    gm_free(m->s);
+    m->s = NULL;
+    m->mask = m->n = 0;
+}
+
+/* addr -> the alloc event 'e' (index k); *displaced gets the pending allocation it
+ * replaces, if any (its ev is AM_EMPTY otherwise). */
+static inline bool am_set(struct addr_map *m, const struct gm_snapshot_event *e, int32_t k,
+                          struct pend *displaced)
 {
     size_t i;
     if (!m->s || (m->n + 1) * 2 > m->mask + 1) {
         if (!am_grow(m))
             return false;
     }
-    for (i = am_home(m, addr); m->s[i].val != AM_EMPTY; i = (i + 1) & m->mask) {
-        if (m->s[i].addr == addr) {
-            m->s[i].val = val;
-            return true;
-        }
+    for (i = am_home(m, e->addr); m->s[i].ev != AM_EMPTY; i = (i + 1) & m->mask)
+        if (m->s[i].addr == e->addr)
+            break;
+    if (m->s[i].ev == AM_EMPTY) {
+        if (++m->n > m->n_max)
+            m->n_max = m->n;
+        if (displaced)
+            displaced->ev = AM_EMPTY;
+    } else if (displaced) {
+        *displaced = m->s[i];
     }
-    m->s[i].addr = addr;
-    m->s[i].val = val;
-    m->n++;
+    m->s[i].addr = e->addr;
+    m->s[i].bytes = e->size;
+    m->s[i].ev = k;
+    m->s[i].stack = e->stack;
+    m->s[i].extra = e->extra;
     return true;
 }
 
@@ -116,22 +126,21 @@ static inline size_t am_slot(const struct addr_map *m, uint64_t addr)
 {
     if (!m->s)
         return SIZE_MAX;
-    for (size_t i = am_home(m, addr); m->s[i].val != AM_EMPTY; i = (i + 1) & m->mask)
+    for (size_t i = am_home(m, addr); m->s[i].ev != AM_EMPTY; i = (i + 1) & m->mask)
         if (m->s[i].addr == addr)
             return i;
     return SIZE_MAX;
 }
 
-/* The value at 'addr', removed from the map; AM_EMPTY when there is none. */
-static inline uint32_t am_take(struct addr_map *m, uint64_t addr)
+/* The pending allocation at 'addr', removed from the map; false when there is none. */
+static inline bool am_take(struct addr_map *m, uint64_t addr, struct pend *out)
 {
     size_t i = am_slot(m, addr), j;
-    uint32_t val;
     if (i == SIZE_MAX)
-        return AM_EMPTY;
-    val = m->s[i].val;
+        return false;
+    *out = m->s[i];
     /* backward-shift the rest of the cluster into the hole */
-    for (j = (i + 1) & m->mask; m->s[j].val != AM_EMPTY; j = (j + 1) & m->mask) {
+    for (j = (i + 1) & m->mask; m->s[j].ev != AM_EMPTY; j = (j + 1) & m->mask) {
         size_t home = am_home(m, m->s[j].addr);
         /* j moves into i unless its home lies cyclically in (i, j] */
         if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
@@ -139,9 +148,19 @@ static inline uint32_t am_take(struct addr_map *m, uint64_t addr)
             i = j;
         }
     }
-    m->s[i].val = AM_EMPTY;
+    m->s[i].ev = AM_EMPTY;
     m->n--;
-    return val;
+    return true;
+}
+
+static enum gm_status am_fail(const struct addr_map *m, int32_t index, struct gm_error *err)
+{
+    char what[64];
+    if (m->over) {
+        snprintf(what, sizeof(what), "the timeline of device %d", (int)index);
+        return gm_budget_fail(err, what, UINT64_MAX, m->limit);
+    }
+    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 }
 
 static int cmp_live(const void *pa, const void *pb)
@@ -151,7 +170,11 @@ static int cmp_live(const void *pa, const void *pb)
         return a->bytes > b->bytes ? -1 : 1;
     if (a->addr != b->addr)
         return a->addr < b->addr ? -1 : 1;
-    return a->alloc_event < b->alloc_event ? -1 : a->alloc_event > b->alloc_event;
+    if (a->alloc_event != b->alloc_event)
+        return a->alloc_event < b->alloc_event ? -1 : 1;
+    if (a->stack != b->stack)
+        return a->stack < b->stack ? -1 : 1;
+    return a->stream < b->stream ? -1 : a->stream > b->stream;
 }
 
 /* Reserved bytes as an unsigned value interpreted as signed, clamped at 0. */
@@ -160,159 +183,220 @@ static uint64_t clamp_signed(uint64_t v)
     return v > (uint64_t)INT64_MAX ? 0 : v;
 }
 
-static int64_t reserved_delta_sign(uint8_t action)
+/* Sizes below this, summed over a whole trace, cannot overflow or go below zero in the
+ * one-pass computation (see the top of the file). */
+#define ONE_PASS_LIMIT ((uint64_t)1 << 62)
+
+static void set_peak_time(const struct gm_snapshot_device *d, struct gm_snapshot_timeline *out)
 {
-    switch (action) {
-    case GM_ACTION_SEGMENT_ALLOC:
-    case GM_ACTION_SEGMENT_MAP:
-        return 1;
-    case GM_ACTION_SEGMENT_FREE:
-    case GM_ACTION_SEGMENT_UNMAP:
-        return -1;
-    default:
-        return 0;
+    struct gm_snapshot_event e;
+    if (out->peak_event_index >= 0 && gm_snapshot_event_at(d, (size_t)out->peak_event_index, &e) &&
+        (e.flags & GM_EVENT_HAS_TIME)) {
+        out->peak_time_valid = true;
+        out->peak_time_us = e.time_us;
     }
 }
 
-/* Sizes below this, summed over a whole trace, cannot overflow or go below zero in the
- * one-pass computation (see timeline()). */
-#define ONE_PASS_LIMIT ((uint64_t)1 << 62)
+/* The memory a map may take beside the snapshot's own. */
+static void am_init(struct addr_map *m, const struct gm_snapshot *snap)
+{
+    memset(m, 0, sizeof(*m));
+    m->limit = snap->memory_limit;
+    m->used = snap->memory_bytes;
+}
 
-/* one_pass (no per-event points wanted): the peaks are found during pass 1, with no
- * per-event array and no pass 2.  Allocated bytes after event k are the initial bytes
- * (known only after pass 1) plus a running sum 'rel'; reserved bytes likewise the initial
- * reserved bytes plus the change so far 'res_change'.  A constant offset does not move the first
- * maximum, so the first maximum of rel (when above 0) is the allocated peak, and that of res_change
- * the reserved one.  This equals pass 2's result when no sum can saturate or wrap, which holds when
- * all sizes together stay below ONE_PASS_LIMIT; otherwise *redo is set and nothing is returned, and
- * the caller runs the two-pass computation. */
-static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
-                               bool one_pass, bool *redo, struct gm_snapshot_timeline *out,
-                               struct gm_error *err)
+/* Pass 3: the allocations alive after event 'peak' into out->live. */
+static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
+                                int64_t peak, struct gm_snapshot_timeline *out,
+                                struct gm_error *err)
+{
+    struct addr_map m;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    size_t cap = 0;
+    enum gm_status st = GM_OK;
+
+    am_init(&m, snap);
+#define PUSH_LIVE(addr_, bytes_, stream_, stack_, ev_)                                             \
+    do {                                                                                           \
+        struct gm_snapshot_live *l_;                                                               \
+        if (out->n_live == cap) {                                                                  \
+            size_t ncap_ = cap ? cap * 2 : 256;                                                    \
+            void *nv_;                                                                             \
+            if (!gm_budget_fits(m.limit, m.used, (uint64_t)ncap_ * sizeof(*out->live))) {          \
+                m.over = true;                                                                     \
+                goto out_fail;                                                                     \
+            }                                                                                      \
+            if (!(nv_ = gm_realloc(out->live, ncap_ * sizeof(*out->live))))                        \
+                goto out_fail;                                                                     \
+            out->live = nv_;                                                                       \
+            cap = ncap_;                                                                           \
+        }                                                                                          \
+        l_ = &out->live[out->n_live++];                                                            \
+        l_->addr = (addr_);                                                                        \
+        l_->bytes = (bytes_);                                                                      \
+        l_->stream = (stream_);                                                                    \
+        l_->stack = (stack_);                                                                      \
+        l_->alloc_event = (ev_);                                                                   \
+    } while (0)
+
+    gm_snapshot_cursor_init(&c, d, 0);
+    for (;;) {
+        int64_t k = (int64_t)c.index; /* the event just applied (-1: none yet) */
+        if (k == peak) {
+            /* everything pending now is alive at the peak */
+            for (size_t i = 0; m.s && i <= m.mask; i++) {
+                const struct pend *p = &m.s[i];
+                if (p->ev == AM_EMPTY)
+                    continue;
+                PUSH_LIVE(p->addr, p->bytes,
+                          p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream
+                                                                 : 0,
+                          p->stack, p->ev);
+            }
+        }
+        if (!(e = gm_snapshot_cursor_next(&c)))
+            break;
+        k = (int64_t)c.index;
+        if (e->action == GM_ACTION_ALLOC) {
+            struct pend old;
+            if (!am_set(&m, e, (int32_t)k, &old))
+                goto out_fail;
+            if (old.ev != AM_EMPTY && k <= peak) /* displaced: alive to the end */
+                PUSH_LIVE(old.addr, old.bytes,
+                          old.extra && old.extra <= snap->n_extras
+                              ? snap->extras[old.extra - 1].stream
+                              : 0,
+                          old.stack, old.ev);
+        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
+            struct pend old;
+            if (!am_take(&m, e->addr, &old) && k > peak) /* alive from the start */
+                PUSH_LIVE(e->addr, e->size, gm_snapshot_event_stream(snap, e), e->stack, -1);
+        }
+    }
+    /* blocks allocated at snapshot time that no pending alloc explains: from the start */
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
+        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
+            const struct gm_snapshot_block *b = &seg->blocks[bi];
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&m, b->address) != SIZE_MAX)
+                continue;
+            PUSH_LIVE(b->address, b->requested_size, seg->stream, b->stack, -1);
+        }
+    }
+#undef PUSH_LIVE
+    if (out->n_live > 1)
+        qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
+    goto out_release;
+out_fail:
+    st = am_fail(&m, d->index, err);
+out_release:
+    am_release(&m);
+    return st;
+}
+
+enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,
+                             bool force_two_pass, struct gm_snapshot_timeline *out,
+                             struct gm_error *err)
 {
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
-    struct elems el = {NULL, 0, 0};
-    struct addr_map pending = {NULL, 0, 0}; /* addr -> element index */
-    int32_t *touch = NULL;                  /* per event: element index or -1 */
-    uint64_t total, best, res, res_final = 0, res_change = 0;
-    int64_t best_k = -1;
-    size_t n;
-    /* one_pass: running sums (as signed), their first maxima, all sizes summed */
-    uint64_t rel = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, mag = 0;
+    struct addr_map m;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    /* running sums (as signed), their first maxima, all sizes summed */
+    uint64_t rel = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, res_change = 0, mag = 0;
+    uint64_t initial = 0, res_final = 0, res;
+    int64_t best_k = -1, best_rr_k = -1;
     bool mag_over = false;
-    int64_t best_rr_k = -1;
-    struct bref *brefs = NULL; /* the blocks among the elements, from first_block on */
-    size_t first_block = 0;
+    enum gm_status st;
 
     memset(out, 0, sizeof(*out));
     if (!d)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "timeline: the snapshot was loaded without its events");
     out->device = index;
-    n = d->n_events;
-    if (n >= (size_t)INT32_MAX - 1)
+    if (d->n_events >= (size_t)INT32_MAX - 1)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                       "timeline: device %d has %zu events (at most %d supported)", index, n,
-                       INT32_MAX - 2);
-    out->n_points = n + 1;
-    if (n && !one_pass) {
-        touch = gm_malloc(n * sizeof(*touch));
-        if (!touch)
-            goto out_nomem;
-    }
+                       "timeline: device %d has %zu events (at most %d supported)", index,
+                       d->n_events, INT32_MAX - 2);
+    am_init(&m, snap);
 
-    /* pass 1: pair allocs with free_completed.  one_pass: the allocated sum rises only at an
-     * alloc and the reserved one only at a segment alloc or map, so their first maxima are
-     * looked for there alone. */
-    for (size_t k = 0; k < n; k++) {
-        const struct gm_snapshot_event *e = &d->events[k];
-        int32_t t = -1;
+    /* pass 1: the allocated sum rises only at an alloc and the reserved one only at a
+     * segment alloc or map, so their first maxima are looked for there alone */
+    gm_snapshot_cursor_init(&c, d, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        int64_t k = (int64_t)c.index;
         mag_over |= __builtin_add_overflow(mag, e->size, &mag);
-        if (e->action == GM_ACTION_ALLOC) {
-            struct elem x = {e->size, (int32_t)k, NEVER};
-            if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
-                goto out_nomem;
-            if (!am_set(&pending, e->addr, (uint32_t)(el.n - 1)))
-                goto out_nomem;
-            t = (int32_t)(el.n - 1);
+        switch (e->action) {
+        case GM_ACTION_ALLOC:
+            if (!am_set(&m, e, (int32_t)k, NULL)) {
+                st = am_fail(&m, index, err);
+                am_release(&m);
+                return st;
+            }
             rel += e->size;
             if ((int64_t)rel > (int64_t)best_rel) {
                 best_rel = rel;
-                best_k = (int64_t)k;
+                best_k = k;
                 rr_at_best = res_change;
             }
-        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
-            uint32_t idx = am_take(&pending, e->addr);
-            if (idx != AM_EMPTY) {
-                el.v[idx].free_ev = (int32_t)k;
-                t = (int32_t)idx;
+            break;
+        case GM_ACTION_FREE_COMPLETED: {
+            struct pend p;
+            if (am_take(&m, e->addr, &p)) {
                 out->n_allocs_matched++;
-                rel -= el.v[idx].bytes;
+                rel -= p.bytes;
             } else {
                 /* freed without an alloc in the trace: alive from the start */
-                struct elem x = {e->size, -1, (int32_t)k};
-                if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
-                    goto out_nomem;
-                t = (int32_t)(el.n - 1);
+                initial = snap_sat_add(initial, e->size);
                 rel -= e->size;
             }
-        } else if (e->action == GM_ACTION_SEGMENT_ALLOC || e->action == GM_ACTION_SEGMENT_MAP) {
+            break;
+        }
+        case GM_ACTION_SEGMENT_ALLOC:
+        case GM_ACTION_SEGMENT_MAP:
             res_change += e->size;
             if ((int64_t)res_change > (int64_t)best_rr) {
                 best_rr = res_change;
-                best_rr_k = (int64_t)k;
+                best_rr_k = k;
             }
-        } else if (e->action == GM_ACTION_SEGMENT_FREE || e->action == GM_ACTION_SEGMENT_UNMAP) {
+            break;
+        case GM_ACTION_SEGMENT_FREE:
+        case GM_ACTION_SEGMENT_UNMAP:
             res_change -= e->size;
+            break;
+        default:
+            break;
         }
-        if (touch)
-            touch[k] = t;
     }
     if (mag_over)
         mag = UINT64_MAX;
     /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
-    first_block = el.n;
-    {
-        size_t nb = 0;
-        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++)
-            nb += snap->segments[si].n_blocks;
-        if (nb && !(brefs = gm_malloc(nb * sizeof(*brefs))))
-            goto out_nomem;
-    }
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         res_final += seg->total_size;
         mag = snap_sat_add(mag, seg->total_size);
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
-            struct elem x;
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&pending, b->address) != SIZE_MAX)
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&m, b->address) != SIZE_MAX)
                 continue;
-            x.bytes = b->requested_size;
             mag = snap_sat_add(mag, b->requested_size);
-            brefs[el.n - first_block].seg = (uint32_t)si;
-            brefs[el.n - first_block].blk = (uint32_t)bi;
-            x.alloc_ev = -1;
-            x.free_ev = NEVER;
-            if (el.n >= INT32_MAX - 1 || !push_elem(&el, &x))
-                goto out_nomem;
+            initial = snap_sat_add(initial, b->requested_size);
         }
     }
-    gm_free(pending.s);
-    pending.s = NULL;
+    out->pending_max_ = m.n_max;
+    am_release(&m);
 
-    total = 0;
-    for (size_t i = 0; i < el.n; i++)
-        if (el.v[i].alloc_ev < 0)
-            total = snap_sat_add(total, el.v[i].bytes);
-    out->initial_bytes = total;
-    if (one_pass) {
-        if (mag >= ONE_PASS_LIMIT) {
-            *redo = true;
-            goto out_release;
-        }
-        res = res_final - res_change; /* the initial reserved bytes, as in pass 2 */
-        out->final_bytes = total + rel;
-        best = best_k >= 0 ? total + best_rel : total;
+    res = res_final - res_change; /* the initial reserved bytes (modular, read as signed) */
+    out->initial_bytes = initial;
+    out->reserved_start_raw = res;
+    out->initial_reserved_bytes = clamp_signed(res);
+    if (mag < ONE_PASS_LIMIT && !force_two_pass) {
+        out->final_bytes = initial + rel;
+        out->peak_bytes = best_k >= 0 ? initial + best_rel : initial;
+        out->peak_event_index = best_k;
         out->reserved_at_peak_bytes = clamp_signed(best_k >= 0 ? res + rr_at_best : res);
         if (best_rr_k >= 0 && (int64_t)(res + best_rr) > 0) {
             out->peak_reserved_bytes = clamp_signed(res + best_rr);
@@ -321,138 +405,121 @@ static enum gm_status timeline(const struct gm_snapshot *snap, int32_t index, bo
             out->peak_reserved_bytes = clamp_signed(res);
             out->peak_reserved_event_index = -1;
         }
-        goto peak_found;
-    }
-    if (want_points) {
-        out->allocated = gm_malloc((n + 1) * sizeof(uint64_t));
-        out->reserved = gm_malloc((n + 1) * sizeof(uint64_t));
-        if (!out->allocated || !out->reserved)
-            goto out_nomem;
-    }
-
-    /* pass 2: forward (pass 1 tracked maxima of its own, which do not count here) */
-    res = res_final - res_change; /* modular; interpreted as signed */
-    best = total;
-    best_k = -1;
-    out->peak_reserved_bytes = clamp_signed(res);
-    out->peak_reserved_event_index = -1;
-    out->reserved_at_peak_bytes = clamp_signed(res);
-    if (want_points) {
-        out->allocated[0] = total;
-        out->reserved[0] = clamp_signed(res);
-    }
-    for (size_t k = 0; k < n; k++) {
-        const struct gm_snapshot_event *e = &d->events[k];
-        if (touch[k] >= 0) {
-            const struct elem *x = &el.v[touch[k]];
-            if (x->alloc_ev == (int32_t)k)
-                total = snap_sat_add(total, x->bytes);
-            else
-                total = total >= x->bytes ? total - x->bytes : 0;
-        }
-        res += (uint64_t)reserved_delta_sign(e->action) * e->size;
-        if (want_points) {
-            out->allocated[k + 1] = total;
-            out->reserved[k + 1] = clamp_signed(res);
-        }
-        if (total > best) {
-            best = total;
-            best_k = (int64_t)k;
-            out->reserved_at_peak_bytes = clamp_signed(res);
-        }
-        if (clamp_signed(res) > out->peak_reserved_bytes) {
-            out->peak_reserved_bytes = clamp_signed(res);
-            out->peak_reserved_event_index = (int64_t)k;
-        }
-    }
-    out->final_bytes = total;
-peak_found:
-    out->peak_bytes = best;
-    out->peak_event_index = best_k;
-    if (best_k >= 0 && (d->events[best_k].flags & GM_EVENT_HAS_TIME)) {
-        out->peak_time_valid = true;
-        out->peak_time_us = d->events[best_k].time_us;
-    }
-
-    /* live at the peak: allocated at or before it, freed after it */
-    {
-        size_t m = 0;
-        for (size_t i = 0; i < el.n; i++)
-            if (el.v[i].alloc_ev <= best_k && el.v[i].free_ev > best_k)
-                m++;
-        if (m) {
-            out->live = gm_malloc(m * sizeof(*out->live));
-            if (!out->live)
-                goto out_nomem;
-        }
-        for (size_t i = 0; i < el.n; i++) {
-            const struct elem *x = &el.v[i];
-            if (x->alloc_ev <= best_k && x->free_ev > best_k) {
-                struct gm_snapshot_live *l = &out->live[out->n_live++];
-                l->bytes = x->bytes;
-                if (i >= first_block) {
-                    const struct bref *r = &brefs[i - first_block];
-                    const struct gm_snapshot_segment *sg = &snap->segments[r->seg];
-                    const struct gm_snapshot_block *b = &sg->blocks[r->blk];
-                    l->addr = b->address;
-                    l->stream = sg->stream;
-                    l->stack = b->stack;
-                } else {
-                    const struct gm_snapshot_event *e =
-                        &d->events[x->alloc_ev >= 0 ? x->alloc_ev : x->free_ev];
-                    l->addr = e->addr;
-                    l->stream = gm_snapshot_event_stream(snap, e);
-                    l->stack = e->stack;
-                }
-                l->alloc_event = x->alloc_ev;
+    } else {
+        /* pass 2: forward from the initial state, with the walk's saturating sums */
+        struct gm_snapshot_walk w;
+        if ((st = gm_snapshot_walk_init(&w, snap, d, out, err)) != GM_OK)
+            return st;
+        out->peak_bytes = w.allocated;
+        out->peak_event_index = -1;
+        out->reserved_at_peak_bytes = w.reserved;
+        out->peak_reserved_bytes = w.reserved;
+        out->peak_reserved_event_index = -1;
+        while ((e = gm_snapshot_walk_next(&w)) != NULL) {
+            if (w.allocated > out->peak_bytes) {
+                out->peak_bytes = w.allocated;
+                out->peak_event_index = (int64_t)w.cur.index;
+                out->reserved_at_peak_bytes = w.reserved;
+            }
+            if (w.reserved > out->peak_reserved_bytes) {
+                out->peak_reserved_bytes = w.reserved;
+                out->peak_reserved_event_index = (int64_t)w.cur.index;
             }
         }
-        if (out->n_live > 1)
-            qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
+        out->final_bytes = w.allocated;
+        gm_snapshot_walk_release(&w);
     }
-    gm_big_free(el.v, el.cap * sizeof(*el.v));
-    gm_free(brefs);
-    gm_free(touch);
-    return GM_OK;
-
-out_nomem:
-    gm_free(pending.s);
-    gm_big_free(el.v, el.cap * sizeof(*el.v));
-    gm_free(brefs);
-    gm_free(touch);
-    gm_snapshot_timeline_release(out);
-    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
-out_release:
-    gm_big_free(el.v, el.cap * sizeof(*el.v));
-    gm_free(brefs);
-    gm_snapshot_timeline_release(out);
+    set_peak_time(d, out);
+    if (flags & GM_TIMELINE_LIVE) {
+        st = list_live(snap, d, out->peak_event_index, out, err);
+        if (st != GM_OK) {
+            gm_snapshot_timeline_release(out);
+            return st;
+        }
+    }
     return GM_OK;
 }
 
-enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, bool want_points,
+enum gm_status gm_snapshot_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,
                                     struct gm_snapshot_timeline *out, struct gm_error *err)
 {
-    bool redo = false;
-    enum gm_status st;
-    if (!want_points && !getenv("GM_TIMELINE_TWO_PASS")) {
-        st = timeline(snap, index, false, true, &redo, out, err);
-        if (st != GM_OK || !redo)
-            return st;
-    }
-    return timeline(snap, index, want_points, false, &redo, out, err);
+    return snap_timeline(snap, index, flags, false, out, err);
 }
 
 void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl)
 {
     if (!tl)
         return;
-    gm_free(tl->allocated);
-    gm_free(tl->reserved);
     gm_free(tl->live);
-    tl->allocated = tl->reserved = NULL;
     tl->live = NULL;
     tl->n_live = 0;
 }
+
+/* ---- the walk: the totals after each event ---- */
+
+enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm_snapshot *snap,
+                                     const struct gm_snapshot_device *dev,
+                                     const struct gm_snapshot_timeline *tl, struct gm_error *err)
+{
+    struct addr_map *m = gm_calloc(1, sizeof(*m));
+    memset(w, 0, sizeof(*w));
+    if (!m)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
+    am_init(m, snap);
+    /* room for the most allocations pass 1 had pending, so that the map never grows here
+     * (and cannot fail half-way) */
+    while (m->s == NULL || (tl->pending_max_ + 1) * 2 > m->mask + 1) {
+        if (!am_grow(m)) {
+            enum gm_status st = am_fail(m, dev->index, err);
+            am_release(m);
+            gm_free(m);
+            return st;
+        }
+    }
+    w->map_ = m;
+    w->allocated = tl->initial_bytes;
+    w->res_ = tl->reserved_start_raw;
+    w->reserved = clamp_signed(w->res_);
+    gm_snapshot_cursor_init(&w->cur, dev, 0);
+    return GM_OK;
+}
+
+const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w)
+{
+    struct addr_map *m = w->map_;
+    const struct gm_snapshot_event *e;
+    if (!m || !(e = gm_snapshot_cursor_next(&w->cur)))
+        return NULL;
+    switch (e->action) {
+    case GM_ACTION_ALLOC:
+        /* never grows the map: walk_init() made room for pass 1's most pending */
+        (void)am_set(m, e, (int32_t)w->cur.index, NULL);
+        w->allocated = snap_sat_add(w->allocated, e->size);
+        break;
+    case GM_ACTION_FREE_COMPLETED: {
+        struct pend p;
+        uint64_t b = am_take(m, e->addr, &p) ? p.bytes : e->size;
+        w->allocated = w->allocated >= b ? w->allocated - b : 0;
+        break;
+    }
+    default:
+        w->reserved = gm_snapshot_reserved_step(&w->res_, e);
+        break;
+    }
+    return e;
+}
+
+void gm_snapshot_walk_release(struct gm_snapshot_walk *w)
+{
+    struct addr_map *m = w->map_;
+    if (m) {
+        am_release(m);
+        gm_free(m);
+    }
+    w->map_ = NULL;
+}
+
+/* ---- grouping by stack, and the user's frame ---- */
 
 static int cmp_group(const void *pa, const void *pb)
 {

@@ -8,7 +8,8 @@
 // For each snapshot: writes the report with `gpumem snapshot report`, opens it from file://
 // and checks: zero console errors and page errors, zero network requests (anything but the
 // report file itself), every view draws (canvases have painted pixels, the table has rows,
-// the findings are there), hovering the timeline shows a stack, drag-zoom changes the view,
+// the findings are there, many iterations are summarised with the full table on request),
+// hovering the timeline shows a stack, drag-zoom changes the view,
 // every device and every moment can be selected without error, and the peak shown equals
 // `gpumem snapshot peak --json`.  --screenshot writes a PNG of the first report;
 // --timing prints the load time and the report size; --also-no-analysis tests the first
@@ -94,6 +95,29 @@ async function testOne(chromium, args, snap, tmp, first, noAnalysis) {
     check(Number(await page.$eval('#segments canvas', (c) => c.dataset.drawn || '0')) >= 0 && await painted('#segments canvas') > 200, 'segments view draws');
     check(Number(await page.$eval('#findings', (f) => f.dataset.drawn || '0')) >= 2, 'findings are shown');
 
+    // the page stays small: many iterations are summarised (the first and at most 10 outliers),
+    // the full table only on request
+    const iters = () => page.evaluate(() => {
+      const D = JSON.parse(document.getElementById('gm-data').textContent);
+      const d = D.devices[Number(document.getElementById('device').value)];
+      const f = document.querySelector('#findings .iters');
+      return { n: (d.iterations || []).length, rows: f ? f.querySelectorAll('tbody tr').length : 0,
+        elements: document.getElementsByTagName('*').length };
+    });
+    const it0 = await iters();
+    if (it0.n > 20) {
+      check(it0.rows >= 1 && it0.rows <= 11, it0.n + ' iterations summarised in ' + it0.rows + ' rows');
+      await page.click('#findings .iters button');
+      const it1 = await iters();
+      check(it1.rows === it0.rows + it0.n, 'the full table of the iterations on request (' + it1.rows + ' rows)');
+      await page.click('#findings .iters button');
+      check((await iters()).rows === it0.rows, 'and hidden again');
+      await page.evaluate(() => window.scrollTo(0, 0)); // the clicks scrolled to the findings
+    } else {
+      check(it0.rows === it0.n, it0.n + ' iteration(s), each in the table');
+    }
+    if (args.timing) console.log('  timing: ' + it0.elements + ' elements on the page');
+
     // the peak shown equals `gpumem snapshot peak --json`
     const shown = await page.evaluate(() => {
       const D = JSON.parse(document.getElementById('gm-data').textContent);
@@ -106,15 +130,26 @@ async function testOne(chromium, args, snap, tmp, first, noAnalysis) {
 
     // hover shows a stack: scan the timeline for a band with frames
     const box = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    // first the columns at the peak (where the largest allocations alive then are drawn one by
+    // one, however short-lived they are), then a grid over the whole chart
+    const peakX = await page.evaluate(() => {
+      const D = JSON.parse(document.getElementById('gm-data').textContent);
+      const d = D.devices[Number(document.getElementById('device').value)];
+      return d.x1 > d.x0 ? (d.peak.x - d.x0) / (d.x1 - d.x0) : 0.5;
+    });
+    const pw = Math.floor(box.w - 74 - 14), xs = [];
+    for (const dx of [0, -1, 1, -2, 2]) xs.push(74 + Math.floor(peakX * pw) + dx + 0.5);
+    for (let fx = 0.1; fx < 1; fx += 0.1) xs.push(74 + (box.w - 90) * fx);
     let stackShown = false;
-    for (let fx = 0.1; fx < 1 && !stackShown; fx += 0.1) {
+    for (const px of xs) {
       for (let fy = 0.9; fy > 0.1 && !stackShown; fy -= 0.1) {
-        await page.mouse.move(box.x + 74 + (box.w - 90) * fx, box.y + 12 + (box.h - 40) * fy);
+        await page.mouse.move(box.x + px, box.y + 12 + (box.h - 40) * fy);
         stackShown = await page.evaluate(() => {
           const t = document.getElementById('tip');
           return !t.hidden && t.querySelectorAll('.frames li.user, .frames li.lib').length > 0;
         });
       }
+      if (stackShown) break;
     }
     const bandStacks = await page.evaluate(() => {
       const D = JSON.parse(document.getElementById('gm-data').textContent);

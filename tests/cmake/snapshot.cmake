@@ -15,3 +15,18 @@ if(GM_PYTHON3)
     COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/fast_path.py $<TARGET_FILE:gpumem>)
   set_tests_properties(snapshot/fast-path PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
 endif()
+if(GM_PYTHON3)
+  # files that change while they are read, and FIFOs given as snapshots (issue 17)
+  add_test(NAME snapshot/changing-input
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/changing_input.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/changing-input PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()
+if(GM_PYTHON3)
+  # peak RSS as a ratio of the input: a generated 200 MB snapshot, a memo bomb under
+  # ulimit -v, --memory-limit (bench/measure reports each command's own RSS)
+  add_test(NAME snapshot/memory-bound
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/memory_bound.py
+      $<TARGET_FILE:gpumem> $<TARGET_FILE:bench_measure>)
+  set_tests_properties(snapshot/memory-bound PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 900
+    LABELS no-asan)
+endif()

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_pickle.c - the pickle VM on arbitrary bytes, with a small memory cap, a shallow
- * depth cap and an append hook that consumes every other list, so that recycling runs. */
+ * depth cap, and a second time streaming the records of the lists under a key (which some
+ * corpus files have), naming every list value, so that recycling and the flat reader run;
+ * a third time with the general reader alone. */
 #include "pickle/pickle.h"
 
 #include <stdint.h>
@@ -8,13 +10,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static enum gm_status hook(void *ctx, const struct pk_append *a, bool *consumed,
-                           struct gm_error *err)
+static enum gm_status on_rec(void *ctx, uint32_t list_index, const struct pk_record *r,
+                             struct gm_error *err)
 {
     (void)ctx;
     (void)err;
-    *consumed = (a->list_pos % 2) == 0;
-    return GM_OK;
+    for (uint32_t k = 0; r->is_dict && k < r->n; k++)
+        if (pk_record_can_name(r, r->pairs[2 * k + 1]))
+            (void)pk_record_name(r, r->pairs[2 * k + 1], list_index + k);
+    return list_index == 3 ? GM_ERR_FORMAT : GM_OK;
+}
+
+static void on_end(void *ctx, uint32_t list_index, bool commit)
+{
+    (void)ctx;
+    (void)list_index;
+    (void)commit;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,8 +38,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.max_depth = 200;
     if (pk_parse(&doc, data, size, &o, &err) == GM_OK)
         pk_doc_release(&doc);
-    o.on_append = hook;
-    if (pk_parse(&doc, data, size, &o, &err) == GM_OK) {
+    struct pk_stream st = {"device_traces", 16, on_rec, on_end, NULL};
+    o.stream = &st;
+    for (int general = 0; general < 2; general++) {
+        o.general_only = general;
+        if (pk_parse(&doc, data, size, &o, &err) != GM_OK)
+            continue;
         const struct pk_node *n = pk_node(doc.root);
         const char *s;
         size_t len;

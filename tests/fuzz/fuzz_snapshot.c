@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gm_snapshot_timeline tl;
         struct gm_snapshot_live_group *g;
         size_t ng;
-        if (gm_snapshot_timeline(s, s->devices[i].index, true, &tl, &err) != GM_OK)
+        if (gm_snapshot_timeline(s, s->devices[i].index, GM_TIMELINE_LIVE, &tl, &err) != GM_OK)
             continue;
         if (gm_snapshot_group_live(&tl, &g, &ng, &err) == GM_OK) {
             for (size_t k = 0; k < ng; k++)
@@ -34,9 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         gm_snapshot_timeline_release(&tl);
     }
-    for (size_t i = 0; i < s->n_devices; i++)
-        for (size_t k = 0; k < s->devices[i].n_events; k++)
-            (void)gm_snapshot_event_extra_of(s, &s->devices[i].events[k]);
+    for (size_t i = 0; i < s->n_devices; i++) {
+        struct gm_snapshot_cursor c;
+        const struct gm_snapshot_event *e;
+        gm_snapshot_cursor_init(&c, &s->devices[i], 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+            (void)gm_snapshot_event_extra_of(s, e);
+    }
     gm_snapshot_free(s);
     return 0;
 }

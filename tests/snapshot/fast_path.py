@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The pickle reader's flat fast path (batches of trace-entry dicts read without building
-nodes) must give exactly what the ordinary path gives: the same output, exit code and
+"""The pickle reader's flat reader (batches of trace-entry dicts read without building
+nodes) must give exactly what the general reader gives: the same output, exit code and
 message for every command, on every real file, on the synthetic ones, on traces long enough
 for many batches written with protocols 2 to 5, on files built to make the fast path give up
 halfway (shared dicts, lists referenced again under other keys, tuples, big ints, long
 stacks, a trace before the segments, keys and values that change from entry to entry), and on
 prefixes and byte flips of such a file.
-GM_SNAPSHOT_NO_FAST_PATH=1 turns the fast path off.  The slow runs also set
-GM_TIMELINE_TWO_PASS=1, so that the one-pass peak search of `peak` (timeline.c) is compared
-with the two-pass one on the same files.
+GPUMEM_SNAPSHOT_READER=general makes the CLI load with the general reader only (the
+reader parameter of gm_snapshot_load(): GM_SNAPSHOT_READER_GENERAL); the first run of each
+file checks that the two readers really differ in what they do, by the count of batches the
+flat reader took (none with the general reader), so that the comparison cannot pass by
+running one reader twice.  (The one-pass peak search of the timeline is held against the
+forward replay by tests/unit/test_snapshot.c.)
 
 usage: fast_path.py GPUMEM      ($GM_SHARED names ../shared)
 """
@@ -17,6 +20,7 @@ import glob
 import os
 import pickle
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -32,13 +36,24 @@ compared = 0
 
 def run(args, fast):
     env = dict(os.environ)
-    env.pop("GM_SNAPSHOT_NO_FAST_PATH", None)
-    env.pop("GM_TIMELINE_TWO_PASS", None)
+    env.pop("GPUMEM_SNAPSHOT_READER", None)
     if not fast:
-        env["GM_SNAPSHOT_NO_FAST_PATH"] = "1"
-        env["GM_TIMELINE_TWO_PASS"] = "1"
+        env["GPUMEM_SNAPSHOT_READER"] = "general"
     p = subprocess.run([GPUMEM, "snapshot", *args], capture_output=True, timeout=120, env=env)
     return p.returncode, p.stdout, p.stderr
+
+
+def without_reader(out, sub):
+    """info --json says how many batches the flat reader took: the one line that differs."""
+    if not sub.startswith("info"):
+        return out
+    return re.sub(rb',\s*"flat_batches":\s*[0-9]+', b"", out)
+
+
+def flat_batches(path, fast):
+    rc, out, _ = run(["info", "--json", path], fast)
+    m = re.search(rb'"flat_batches":\s*([0-9]+)', out)
+    return int(m.group(1)) if rc == 0 and m else None
 
 
 def same(name, path, subs=("trace --json", "peak --json", "stats --json", "info --json")):
@@ -46,6 +61,8 @@ def same(name, path, subs=("trace --json", "peak --json", "stats --json", "info 
     for sub in subs:
         args = sub.split() + [path]
         a, b = run(args, True), run(args, False)
+        a = (a[0], without_reader(a[1], sub), a[2])
+        b = (b[0], without_reader(b[1], sub), b[2])
         compared += 1
         if a != b:
             fails += 1
@@ -173,6 +190,7 @@ def long_trace(n, variant):
 
 
 def main():
+    global fails
     tmp = tempfile.mkdtemp()
     files = sorted(glob.glob(os.path.join(REAL, "*.pickle")) + glob.glob(os.path.join(REAL, "*.pkl")))
     syn = os.path.join(tmp, "syn")
@@ -193,6 +211,13 @@ def main():
             with open(path, "wb") as f:
                 f.write(data)
             same("%s protocol %d" % (variant, proto), path)
+            if variant == "plain":
+                # the two runs used the two readers: the flat one took most batches
+                fb = (flat_batches(path, True), flat_batches(path, False))
+                if not (fb[0] and fb[0] >= 4 and fb[1] == 0):
+                    fails += 1
+                    print("FAIL %s protocol %d: flat reader batches %s with the automatic and "
+                          "the general reader, expected several and none" % (variant, proto, fb))
             if variant == "plain" and proto == 4:
                 base = data
 
@@ -215,6 +240,13 @@ def main():
             f.write(data)
         if not same("byte flip %d" % i, path, ("trace --json", "peak --json")):
             break
+
+    # the CLI reads the knob: a value it does not know is refused
+    env = dict(os.environ, GPUMEM_SNAPSHOT_READER="fastest")
+    p = subprocess.run([GPUMEM, "snapshot", "info", path], capture_output=True, env=env)
+    if p.returncode != 64:
+        fails += 1
+        print("FAIL GPUMEM_SNAPSHOT_READER=fastest: exit %d, expected 64" % p.returncode)
 
     shutil.rmtree(tmp, ignore_errors=True)
     print("%d comparisons, %d differences" % (compared, fails))

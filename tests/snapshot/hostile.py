@@ -77,6 +77,31 @@ def main():
                      (b"Q", "BINPERSID"), (b"\x92", "NEWOBJ_EX"), (b"\x97", "NEXT_BUFFER")):
         check("opcode %s" % name, w("op_%s.pickle" % name, b"\x80\x04N" + op + b"."),
               must_say=name)
+    # messages that must be true (issue 17): text strings are plain data, not code; an int
+    # beyond 64 bits is named as such; a negative size is named as negative
+    for name, data in (("STRING", b"\x80\x02S'abc'\n."), ("UNICODE", b"\x80\x02Vabc\n.")):
+        rc, err = check("opcode %s (plain data)" % name, w("text_%s.pickle" % name, data),
+                        must_say="plain data")
+        if "import or call" in err:
+            fails += 1
+            print("FAIL opcode %s is called code: %r" % (name, err))
+    def entry(**kw):
+        e = {"action": "alloc", "addr": 0x7f0000000000, "size": 512, "stream": 0, "frames": []}
+        e.update(kw)
+        return {"segments": [], "device_traces": [[e]]}
+    block = {"segments": [{"device": 0, "address": 4096, "total_size": 2**64 + 3,
+                           "blocks": []}], "device_traces": []}
+    for name, obj, say in (("size 2^64", entry(size=2**64), "does not fit 64 bits"),
+                           ("size 2^70", entry(size=2**70), "does not fit 64 bits"),
+                           ("segment total_size 2^64 + 3", block, "does not fit 64 bits"),
+                           ("size -5", entry(size=-5), "must not be negative"),
+                           ("device_free -1", entry(action="oom", device_free=-1),
+                            "must not be negative")):
+        rc, err = check(name, w("msg.pickle", pickle.dumps(obj, protocol=4)), must_say=say)
+        if "a int" in err or "2^63" in err:
+            fails += 1
+            print("FAIL %s: untrue message %r" % (name, err))
+
     if os.path.exists(os.path.join(tmp, "pwned")):
         fails += 1
         print("FAIL a pickle ran code")

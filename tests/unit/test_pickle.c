@@ -264,74 +264,93 @@ static void test_alloc_failures(void **state)
     assert_true(ok);
 }
 
-struct hook_state {
-    size_t seen;
+struct stream_state {
+    size_t records, ends, named;
 };
 
-static enum gm_status take_all(void *ctx, const struct pk_append *a, bool *consumed,
-                               struct gm_error *err)
+/* Streams every item of device_traces-like lists; names the first list value of a record
+ * 7. */
+static enum gm_status on_rec(void *ctx, uint32_t list_index, const struct pk_record *r,
+                             struct gm_error *err)
 {
-    struct hook_state *h = ctx;
+    struct stream_state *h = ctx;
     (void)err;
-    h->seen += a->n_items;
-    *consumed = true;
+    assert_int_equal(list_index, 0);
+    h->records++;
+    for (uint32_t k = 0; r->is_dict && k < r->n; k++)
+        if (pk_node_of_kind(r->pairs[2 * k + 1], PK_LIST) &&
+            pk_record_can_name(r, r->pairs[2 * k + 1]))
+            h->named += pk_record_name(r, r->pairs[2 * k + 1], 7);
     return GM_OK;
 }
 
-static void test_append_hook(void **state)
+static void on_end(void *ctx, uint32_t list_index, bool commit)
+{
+    struct stream_state *h = ctx;
+    (void)list_index;
+    assert_true(commit);
+    h->ends++;
+}
+
+static void test_stream(void **state)
 {
     struct pk_doc d;
     struct gm_error e;
     struct pk_opts o;
-    struct hook_state h = {0};
-    /* [ {..}, {..} ] memoized dicts; then a BINGET of a consumed dict must fail */
-    static const uint8_t ok_pk[] = {0x80, 4, ']', 0x94, '(', '}', 0x94, '}', 0x94, 'e', '.'};
-    static const uint8_t bad_pk[] = {0x80, 4,    ']', 0x94, '(', '}',  0x94,
-                                     '}',  0x94, 'e', 'h',  1,   0x86, '.'};
+    struct stream_state h = {0, 0, 0};
+    struct pk_stream s = {"k", 8, on_rec, on_end, &h};
+    uint32_t idx;
+    /* {"k": [[{}, {}]]} with memoized dicts; then a BINGET of a consumed dict must fail */
+    static const uint8_t ok_pk[] = {0x80, 4,   '}', 0x94, 0x8c, 1,    'k', 0x94, ']', 0x94, ']',
+                                    0x94, '(', '}', 0x94, '}',  0x94, 'e', 'a',  's', '.'};
+    static const uint8_t bad_pk[] = {0x80, 4,    '}', 0x94, 0x8c, 1,   'k',  0x94,
+                                     ']',  0x94, ']', 0x94, '(',  '}', 0x94, '}',
+                                     0x94, 'e',  'a', 's',  'h',  4,   0x86, '.'};
     (void)state;
     memset(&o, 0, sizeof o);
-    o.on_append = take_all;
-    o.append_ctx = &h;
+    o.stream = &s;
     assert_int_equal(pk_parse(&d, ok_pk, sizeof ok_pk, &o, &e), GM_OK);
-    assert_int_equal(h.seen, 2);
-    assert_non_null(pk_node(d.root));
-    assert_int_equal(pk_node(d.root)->len, 0);
-    assert_true(pk_node(d.root)->flags & PK_NODE_STREAMED);
+    assert_int_equal(h.records, 2);
+    assert_int_equal(h.ends, 1);
+    {
+        const struct pk_node *outer = pk_node(pk_dict_get(&d, pk_node(d.root), "k"));
+        assert_non_null(outer);
+        assert_int_equal(outer->len, 1);
+        assert_true(pk_list_streamed(outer->items[0], &idx));
+        assert_int_equal(idx, 0);
+        assert_int_equal(pk_node(outer->items[0])->len, 0);
+        assert_false(pk_list_streamed(d.root, &idx));
+    }
     pk_doc_release(&d);
     assert_int_equal(pk_parse(&d, bad_pk, sizeof bad_pk, &o, &e), GM_ERR_FORMAT);
     assert_non_null(strstr(e.msg, "consumed"));
+    /* the general reader alone streams the same */
+    h.records = h.ends = 0;
+    o.general_only = true;
+    assert_int_equal(pk_parse(&d, ok_pk, sizeof ok_pk, &o, &e), GM_OK);
+    assert_int_equal(h.records, 2);
+    pk_doc_release(&d);
 }
 
-static enum gm_status take_outer(void *ctx, const struct pk_append *a, bool *consumed,
-                                 struct gm_error *err)
-{
-    (void)ctx;
-    (void)err;
-    *consumed = a->list_pos == 0;
-    return GM_OK;
-}
-
-static uint32_t token_7(void *ctx, const struct pk_node *list)
-{
-    (void)ctx;
-    return list->len == 1 ? 7 : UINT32_MAX;
-}
-
-static void test_list_token(void **state)
+static void test_record_name(void **state)
 {
     struct pk_doc d;
     struct gm_error e;
     struct pk_opts o;
+    struct stream_state h = {0, 0, 0};
+    struct pk_stream s = {"k", 8, on_rec, on_end, &h};
     const struct pk_node *t;
-    /* ([{"f": L}], L) where L = [1] is first seen inside the consumed dict (memo slot 2),
-     * then fetched again: it comes back as the consumer's token */
-    static const uint8_t pk[] = {0x80, 4,   ']', 0x94, '(', '}', 0x94, 0x8c, 1,    'f', ']',
-                                 0x94, 'K', 1,   'a',  's', 'e', 'h',  2,    0x86, '.'};
+    /* ({"k": [[{"f": L}]]}, L) where L = [1] is first seen inside the streamed record (memo
+     * slot 6), then fetched again: it comes back as the name the consumer gave it */
+    static const uint8_t pk[] = {0x80, 4,   '}', 0x94, 0x8c, 1,   'k', 0x94, ']',  0x94, ']',
+                                 0x94, '(', '}', 0x94, 0x8c, 1,   'f', 0x94, ']',  0x94, 'K',
+                                 1,    'a', 's', 'e',  'a',  's', 'h', 6,    0x86, '.'};
     (void)state;
     memset(&o, 0, sizeof o);
-    o.on_append = take_outer;
-    o.list_token = token_7;
+    o.stream = &s;
     assert_int_equal(pk_parse(&d, pk, sizeof pk, &o, &e), GM_OK);
+    assert_int_equal(h.records, 1);
+    assert_int_equal(h.named, 1);
     t = pk_node_of_kind(d.root, PK_TUPLE);
     assert_non_null(t);
     assert_true(pk_is_token(t->items[1]));
@@ -349,8 +368,8 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_append_hook),
-        cmocka_unit_test(test_list_token),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_record_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,7 +119,7 @@ static void test_example_report(void **state)
     j = page_data(html);
     assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpumem.report/1");
     dev = json_array_get(json_object_get(j, "devices"), 0);
-    assert_int_equal(gm_snapshot_timeline(snap, 0, false, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_timeline(snap, 0, 0, &tl, &err), GM_OK);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(dev, "peak"), "bytes")),
                      (json_int_t)tl.peak_bytes);
     assert_string_equal(json_string_value(json_object_get(dev, "x_unit")), "us");

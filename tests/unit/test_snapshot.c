@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_snapshot.c - the snapshot model, stats and timeline on hand-built pickles with known
  * answers, and robustness on real files: every proper prefix, random byte flips, and
- * allocation failures at every point. */
+ * allocation failures at every point; a file truncated while it is read, a FIFO given as a
+ * snapshot, the one-pass peak search against the forward replay, cursors against random
+ * access. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +12,14 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "snapshot/snapshot_int.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void exercise(const struct gm_snapshot *s);
 
@@ -168,6 +174,7 @@ static void test_model(void **state)
     struct gm_error err;
     const struct gm_snapshot_device *d;
     const struct gm_snapshot_stack *st;
+    struct gm_snapshot_event ev;
     (void)state;
     build_scenario(&e);
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
@@ -192,9 +199,13 @@ static void test_model(void **state)
     d = gm_snapshot_device_by_index(s, 0);
     assert_non_null(d);
     assert_int_equal(d->n_events, 10);
-    assert_int_equal(d->events[9].action, GM_ACTION_OOM);
-    assert_true(gm_snapshot_event_device_free(&d->events[9]) == 123);
-    assert_true(d->events[0].flags & GM_EVENT_HAS_TIME);
+    assert_true(gm_snapshot_event_at(d, 9, &ev));
+    assert_int_equal(ev.action, GM_ACTION_OOM);
+    assert_true(gm_snapshot_event_device_free(&ev) == 123);
+    assert_true(d->n_actions[GM_ACTION_OOM] == 1);
+    assert_true(gm_snapshot_event_at(d, 0, &ev));
+    assert_true(ev.flags & GM_EVENT_HAS_TIME);
+    assert_false(gm_snapshot_event_at(d, 10, &ev));
     assert_true(s->has_time && s->time_first_us == 100 && s->time_last_us == 109);
     d = gm_snapshot_device_by_index(s, 1);
     assert_non_null(d);
@@ -241,21 +252,30 @@ static void test_timeline(void **state)
     struct gm_snapshot *s;
     struct gm_snapshot_timeline tl;
     struct gm_snapshot_live_group *g;
+    struct gm_snapshot_walk w;
     size_t ng;
     struct gm_error err;
     (void)state;
     build_scenario(&e);
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
-    assert_int_equal(gm_snapshot_timeline(s, 0, true, &tl, &err), GM_OK);
-    assert_int_equal(tl.n_points, 11);
-    for (int i = 0; i < 11; i++)
-        assert_true(tl.allocated[i] == want[i]);
+    assert_int_equal(gm_snapshot_timeline(s, 0, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&w, s, gm_snapshot_device_by_index(s, 0), &tl, &err),
+                     GM_OK);
+    assert_true(w.allocated == want[0] && w.reserved == 0);
+    for (int i = 1; i < 11; i++) {
+        assert_non_null(gm_snapshot_walk_next(&w));
+        assert_int_equal(w.cur.index, i - 1);
+        assert_true(w.allocated == want[i]);
+        assert_true(w.reserved == 4096);
+    }
+    assert_null(gm_snapshot_walk_next(&w));
+    gm_snapshot_walk_release(&w);
     assert_true(tl.initial_bytes == 950);
     assert_true(tl.peak_bytes == 2800);
     assert_int_equal(tl.peak_event_index, 7);
     assert_true(tl.peak_time_valid && tl.peak_time_us == 107);
     assert_true(tl.final_bytes == 2600);
-    assert_true(tl.reserved[0] == 0 && tl.reserved[1] == 4096 && tl.reserved[10] == 4096);
+    assert_true(tl.initial_reserved_bytes == 0);
     assert_true(tl.peak_reserved_bytes == 4096);
     assert_int_equal(tl.peak_reserved_event_index, 0);
     assert_int_equal(tl.n_live, 4);
@@ -268,13 +288,13 @@ static void test_timeline(void **state)
     assert_true(g[1].bytes == 900 && g[1].count == 1 && g[1].stack == 1);
     gm_free(g);
     gm_snapshot_timeline_release(&tl);
-    /* a device without events: one point, the initial state */
-    assert_int_equal(gm_snapshot_timeline(s, 1, false, &tl, &err), GM_OK);
-    assert_int_equal(tl.n_points, 1);
+    /* a device without events: the initial state */
+    assert_int_equal(gm_snapshot_timeline(s, 1, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
+    assert_int_equal(tl.n_live, 0);
     assert_int_equal(tl.peak_event_index, -1);
     assert_true(tl.peak_bytes == 0);
     gm_snapshot_timeline_release(&tl);
-    assert_int_equal(gm_snapshot_timeline(s, 7, false, &tl, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_snapshot_timeline(s, 7, 0, &tl, &err), GM_ERR_INVALID);
     gm_snapshot_free(s);
 }
 
@@ -284,6 +304,7 @@ static void test_empty_entries(void **state)
 {
     struct em e;
     struct gm_snapshot *s;
+    struct gm_snapshot_event ev;
     struct gm_error err;
     (void)state;
     e.n = 0;
@@ -305,7 +326,8 @@ static void test_empty_entries(void **state)
     e_op(&e, '.');
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
     assert_int_equal(s->n_events, 2);
-    assert_int_equal(s->devices[0].events[1].action, GM_ACTION_OTHER);
+    assert_true(gm_snapshot_event_at(&s->devices[0], 1, &ev));
+    assert_int_equal(ev.action, GM_ACTION_OTHER);
     assert_int_equal(s->n_unknown_actions, 2);
     exercise(s);
     gm_snapshot_free(s);
@@ -326,7 +348,7 @@ static void test_alloc_failures(void **state)
         if (st == GM_OK) {
             struct gm_snapshot_timeline tl;
             struct gm_snapshot_stats sst;
-            enum gm_status t1 = gm_snapshot_timeline(s, 0, true, &tl, &err);
+            enum gm_status t1 = gm_snapshot_timeline(s, 0, GM_TIMELINE_LIVE, &tl, &err);
             enum gm_status t2 = gm_snapshot_stats(s, &sst, &err);
             gm_alloc_fail_after(-1);
             assert_true(t1 == GM_OK || t1 == GM_ERR_NOMEM);
@@ -384,7 +406,8 @@ static void exercise(const struct gm_snapshot *s)
         struct gm_snapshot_timeline tl;
         struct gm_snapshot_live_group *g;
         size_t ng;
-        assert_int_equal(gm_snapshot_timeline(s, s->devices[i].index, true, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_timeline(s, s->devices[i].index, GM_TIMELINE_LIVE, &tl, &err),
+                         GM_OK);
         assert_int_equal(gm_snapshot_group_live(&tl, &g, &ng, &err), GM_OK);
         for (size_t k = 0; k < ng; k++)
             (void)gm_snapshot_stack_user_frame(s, g[k].stack);
@@ -459,13 +482,193 @@ static void test_real_file_flips(void **state)
     free(data);
 }
 
+/* A snapshot of 'n' trace entries (alloc/free pairs, ~80 bytes each) written to 'f'. */
+static void write_big(FILE *f, size_t n)
+{
+    struct em e;
+    e.n = 0;
+    e_raw(&e, "\x80\x02", 2);
+    e_begin_dict(&e);
+    e_str(&e, "segments");
+    e_begin_list(&e);
+    e_end_list(&e);
+    e_str(&e, "device_traces");
+    e_op(&e, ']'); /* the outer list */
+    e_op(&e, ']'); /* device 0's */
+    fwrite(e.b, 1, e.n, f);
+    for (size_t k = 0; k < n; k += 100) {
+        e.n = 0;
+        e_op(&e, '(');
+        for (size_t i = k; i < k + 100 && i < n; i++)
+            e_event(&e, i % 2 ? "free_completed" : "alloc", 0x100000 + (i / 2 % 64) * 4096,
+                    512 * (1 + i % 7), (int64_t)i);
+        e_op(&e, 'e'); /* APPENDS */
+        fwrite(e.b, 1, e.n, f);
+    }
+    e.n = 0;
+    e_op(&e, 'a'); /* device 0's list into the outer one */
+    e_end_dict(&e);
+    e_op(&e, '.');
+    fwrite(e.b, 1, e.n, f);
+}
+
+struct shrink {
+    const char *path;
+    int calls;
+};
+
+/* The progress callback of the load: at its first call the file loses all but 1 MiB, as
+ * when a writer rewrites a snapshot someone reads. */
+static void shrink_file(uint64_t done, uint64_t total, void *ctx)
+{
+    struct shrink *sh = ctx;
+    (void)done;
+    (void)total;
+    if (sh->calls++ == 0)
+        assert_int_equal(truncate(sh->path, 1 << 20), 0);
+}
+
+static void test_file_shrinks(void **state)
+{
+    char path[] = "/tmp/gpumem-test-shrink-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f;
+    struct gm_snapshot *s = NULL;
+    struct gm_snapshot_opts o;
+    struct gm_error err;
+    struct shrink sh = {path, 0};
+    (void)state;
+    assert_true(fd >= 0);
+    f = fdopen(fd, "wb");
+    assert_non_null(f);
+    write_big(f, 300000); /* about 24 MB: progress is reported from 16 MiB on */
+    assert_int_equal(fclose(f), 0);
+    /* read whole, it is a snapshot of 300000 events */
+    assert_int_equal(gm_snapshot_load(path, NULL, &s, &err), GM_OK);
+    assert_int_equal(s->n_events, 300000);
+    gm_snapshot_free(s);
+    /* shrunk while it is read: an error, no crash (and nothing leaks: ASan) */
+    memset(&o, 0, sizeof(o));
+    o.progress = shrink_file;
+    o.progress_ctx = &sh;
+    assert_int_equal(gm_snapshot_load(path, &o, &s, &err), GM_ERR_IO);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "the file changed while being read"));
+    assert_non_null(strstr(err.msg, path));
+    /* and once more, so that the handler is installed again for the next load */
+    sh.calls = 0;
+    assert_int_equal(gm_snapshot_load(path, &o, &s, &err), GM_ERR_FORMAT); /* 1 MiB now */
+    unlink(path);
+}
+
+static void test_fifo(void **state)
+{
+    char dir[] = "/tmp/gpumem-test-fifo-XXXXXX", path[64];
+    struct gm_snapshot *s = NULL;
+    struct gm_error err;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/pipe", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    /* refused without waiting for a writer (a blocking open would hang the test) */
+    assert_int_equal(gm_snapshot_load(path, NULL, &s, &err), GM_ERR_IO);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "FIFO"));
+    unlink(path);
+    assert_int_equal(gm_snapshot_load(dir, NULL, &s, &err), GM_ERR_IO);
+    assert_non_null(strstr(err.msg, "directory"));
+    rmdir(dir);
+}
+
+/* The figures of one timeline that both computations make. */
+static void same_timeline(const struct gm_snapshot_timeline *a,
+                          const struct gm_snapshot_timeline *b)
+{
+    assert_true(a->initial_bytes == b->initial_bytes);
+    assert_true(a->peak_bytes == b->peak_bytes);
+    assert_true(a->peak_event_index == b->peak_event_index);
+    assert_true(a->reserved_at_peak_bytes == b->reserved_at_peak_bytes);
+    assert_true(a->peak_reserved_bytes == b->peak_reserved_bytes);
+    assert_true(a->peak_reserved_event_index == b->peak_reserved_event_index);
+    assert_true(a->final_bytes == b->final_bytes);
+    assert_true(a->n_live == b->n_live);
+    for (size_t i = 0; i < a->n_live; i++)
+        assert_true(a->live[i].addr == b->live[i].addr && a->live[i].bytes == b->live[i].bytes &&
+                    a->live[i].stream == b->live[i].stream &&
+                    a->live[i].stack == b->live[i].stack &&
+                    a->live[i].alloc_event == b->live[i].alloc_event);
+}
+
+/* Every device of 's': the one-pass peak search against the forward replay, and cursors
+ * opened anywhere against a cursor from the start. */
+static void check_passes(const struct gm_snapshot *s)
+{
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        struct gm_snapshot_timeline one, two;
+        struct gm_snapshot_cursor c, at;
+        const struct gm_snapshot_event *e;
+        struct gm_error err;
+        assert_int_equal(snap_timeline(s, d->index, GM_TIMELINE_LIVE, false, &one, &err), GM_OK);
+        assert_int_equal(snap_timeline(s, d->index, GM_TIMELINE_LIVE, true, &two, &err), GM_OK);
+        same_timeline(&one, &two);
+        gm_snapshot_timeline_release(&one);
+        gm_snapshot_timeline_release(&two);
+        gm_snapshot_cursor_init(&c, d, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+            struct gm_snapshot_event r;
+            size_t k = c.index;
+            if (k % 97 != 0 && k + 1 != d->n_events)
+                continue;
+            assert_true(gm_snapshot_event_at(d, k, &r));
+            assert_true(r.addr == e->addr && r.size == e->size && r.time_us == e->time_us &&
+                        r.stack == e->stack && r.extra == e->extra && r.action == e->action &&
+                        r.flags == e->flags);
+            gm_snapshot_cursor_init(&at, d, k);
+            assert_true(gm_snapshot_cursor_next(&at) != NULL && at.index == k);
+        }
+        assert_int_equal(c.index + 1, d->n_events);
+    }
+}
+
+static void test_passes(void **state)
+{
+    static const char *const names[] = {
+        "g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
+        "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"};
+    struct em e;
+    struct gm_snapshot *s;
+    struct gm_error err;
+    (void)state;
+    build_scenario(&e);
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
+    check_passes(s);
+    gm_snapshot_free(s);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        size_t len;
+        uint8_t *data = read_shared(names[i], &len);
+        if (!data)
+            continue;
+        assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
+        check_passes(s);
+        gm_snapshot_free(s);
+        free(data);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model),           cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_timeline),        cmocka_unit_test(test_empty_entries),
-        cmocka_unit_test(test_alloc_failures),  cmocka_unit_test(test_real_file_prefixes),
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_empty_entries),
+        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_real_file_prefixes),
         cmocka_unit_test(test_real_file_flips),
+        cmocka_unit_test(test_file_shrinks),
+        cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

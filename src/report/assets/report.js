@@ -334,31 +334,53 @@
       g.fillRect(a, M.t, Math.max(1, b - a), c.ph);
     }
     axes(c, view, ymax);
-    const base = new Float64Array(i1 - i0 + 1);
+    const xs = (i) => Math.max(M.l, Math.min(M.l + pw, X(S.x[i])));
+    const xe = (i) => (i < i1 ? xs(i + 1) : M.l + pw);
+    // The steps to draw: each point's, or, with more points in view than pixel columns, one
+    // a column: the point with the most allocated bytes among those that hold in it (as the
+    // timeline does), so that a fill never has more vertices than the chart has pixels
+    // (thousands of sub-pixel steps made the browser take most of a second to paint it).
+    let pts = [], x0s = [], x1s = [], rmax = [];
+    if (i1 - i0 + 1 > pw) {
+      const ncol = Math.ceil(pw), rep = new Int32Array(ncol).fill(-1), best = new Float64Array(ncol).fill(-1), rm = new Float64Array(ncol);
+      for (let i = i0; i <= i1; i++) {
+        let t = 0; for (let k = 0; k < 7; k++) t += S.c[k][i];
+        const a = Math.max(0, Math.floor(xs(i) - M.l)), b = Math.min(ncol, Math.max(a + 1, Math.ceil(xe(i) - M.l)));
+        for (let col = a; col < b; col++) {
+          if (t > best[col]) { best[col] = t; rep[col] = i; }
+          if (S.r[i] > rm[col]) rm[col] = S.r[i];
+        }
+      }
+      for (let col = 0; col < ncol; col++) {
+        if (rep[col] < 0) continue;
+        pts.push(rep[col]); x0s.push(M.l + col); x1s.push(Math.min(M.l + pw, M.l + col + 1)); rmax.push(rm[col]);
+      }
+    } else {
+      for (let i = i0; i <= i1; i++) { pts.push(i); x0s.push(xs(i)); x1s.push(xe(i)); rmax.push(S.r[i]); }
+    }
+    const np = pts.length, base = new Float64Array(np);
     let polys = 0;
     for (let k = 0; k < 7; k++) {
       let any = false;
-      for (let i = i0; i <= i1; i++) if (S.c[k][i]) { any = true; break; }
+      for (let j = 0; j < np; j++) if (S.c[k][pts[j]]) { any = true; break; }
       if (!any) continue;
       g.fillStyle = CAT_COLORS[k];
       g.beginPath();
-      const xs = (i) => Math.max(M.l, Math.min(M.l + pw, X(S.x[i])));
-      const xe = (i) => (i < i1 ? xs(i + 1) : M.l + pw);
-      for (let i = i0; i <= i1; i++) {
-        const y = Y(base[i - i0] + S.c[k][i]);
-        if (i === i0) g.moveTo(xs(i), y); else g.lineTo(xs(i), y);
-        g.lineTo(xe(i), y);
+      for (let j = 0; j < np; j++) {
+        const y = Y(base[j] + S.c[k][pts[j]]);
+        if (j === 0) g.moveTo(x0s[j], y); else g.lineTo(x0s[j], y);
+        g.lineTo(x1s[j], y);
       }
-      for (let i = i1; i >= i0; i--) { const y = Y(base[i - i0]); g.lineTo(xe(i), y); g.lineTo(xs(i), y); }
+      for (let j = np - 1; j >= 0; j--) { const y = Y(base[j]); g.lineTo(x1s[j], y); g.lineTo(x0s[j], y); }
       g.closePath(); g.fill(); polys++;
-      for (let i = i0; i <= i1; i++) base[i - i0] += S.c[k][i];
+      for (let j = 0; j < np; j++) base[j] += S.c[k][pts[j]];
     }
     g.strokeStyle = '#1d2228'; g.lineWidth = 1;
     g.beginPath();
-    for (let i = i0; i <= i1; i++) {
-      const a = Math.max(M.l, Math.min(M.l + pw, X(S.x[i]))), b = i < i1 ? Math.max(M.l, Math.min(M.l + pw, X(S.x[i + 1]))) : M.l + pw, y = Y(S.r[i]);
-      if (i === i0) g.moveTo(a, y); else g.lineTo(a, y);
-      g.lineTo(b, y);
+    for (let j = 0; j < np; j++) {
+      const y = Y(rmax[j]);
+      if (j === 0) g.moveTo(x0s[j], y); else g.lineTo(x0s[j], y);
+      g.lineTo(x1s[j], y);
     }
     g.stroke();
     cs = { c, X, Y, i0, i1, ymax };
@@ -545,6 +567,7 @@
   function finding(cls, title, ...kids) {
     return el('div', { class: 'finding ' + cls }, el('h3', null, title), ...kids);
   }
+  const LEAK_ROWS = 20;
   function drawFindings() {
     const box = $('findings');
     box.textContent = '';
@@ -580,7 +603,7 @@
       let per = 0, total = 0;
       for (const l of ls) { per += l.per_iteration; total += l.total; }
       const tb = el('tbody');
-      for (const l of ls) {
+      const addRow = (l) => {
         const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, fmtBytes(l.per_iteration)), el('td', { class: 'num' }, fmtBytes(l.total)),
           el('td', { class: 'num' }, group3(l.count)), el('td', { class: 'num' }, String(l.iterations)),
           el('td', null, el('span', { class: 'chip', style: 'background:' + catColor(l.cat) }), CAT_LABELS[l.cat]),
@@ -594,12 +617,18 @@
         row.addEventListener('mousemove', (ev) => showTip(ev, fmtBytes(l.per_iteration) + ' per iteration', [group3(l.count) + ' allocation(s) still alive, ' + fmtBytes(l.total)], l.stack));
         row.addEventListener('mouseleave', hideTip);
         tb.appendChild(row);
-      }
+      };
+      // the largest sites first; the rest of a long list only on request
+      ls.slice(0, LEAK_ROWS).forEach(addRow);
+      const rest = ls.length > LEAK_ROWS ? el('button', {
+        onclick: () => { ls.slice(LEAK_ROWS).forEach(addRow); rest.remove(); },
+      }, 'show all ' + group3(ls.length) + ' sites') : null;
       box.appendChild(finding('warn', 'Leak: ' + fmtBytes(per) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + kind.replace(/_/g, ' ') + ')',
         el('p', null, fmtBytes(total) + ' is still alive at the end. ' + ls[0].advice),
         el('p', null, 'Where the largest part is allocated:'), stackList(ls[0].stack, 14),
         el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'per iteration'), el('th', { class: 'num' }, 'kept at the end'),
-          el('th', { class: 'num' }, 'allocations'), el('th', { class: 'num' }, 'iterations'), el('th', null, 'category'), el('th', null, 'where (first user frame)'))), tb)));
+          el('th', { class: 'num' }, 'allocations'), el('th', { class: 'num' }, 'iterations'), el('th', null, 'category'), el('th', null, 'where (first user frame)'))), tb),
+        rest ? el('p', null, rest) : null));
       n++;
     }
     if (dev.leaks && !dev.leaks.length && dev.iterations && dev.iterations.length > 1)
@@ -621,16 +650,7 @@
       n++;
     }
     if (dev.iterations && dev.iterations.length) {
-      const tb = el('tbody');
-      dev.iterations.forEach((it, i) => {
-        const prev = i ? dev.iterations[i - 1].end : it.start;
-        tb.appendChild(el('tr', null, el('td', { class: 'num' }, String(i + 1)), el('td', { class: 'num' }, fmtX(it.x0)),
-          el('td', { class: 'num' }, fmtBytes(it.peak)), el('td', null, PHASE_LABELS[D.phases.indexOf(it.peak_phase)] || it.peak_phase),
-          el('td', { class: 'num' }, fmtBytes(it.end)), el('td', { class: 'num' }, (it.end >= prev ? '+' : '-') + fmtBytes(Math.abs(it.end - prev)))));
-      });
-      box.appendChild(finding('', dev.iterations.length + ' training iteration(s)', el('table', null, el('thead', null, el('tr', null,
-        el('th', { class: 'num' }, '#'), el('th', { class: 'num' }, 'start'), el('th', { class: 'num' }, 'peak'), el('th', null, 'peak phase'),
-        el('th', { class: 'num' }, 'alive at end'), el('th', { class: 'num' }, 'change'))), tb)));
+      box.appendChild(iterationsFinding(dev.iterations));
       n++;
     }
     // metadata and settings
@@ -652,6 +672,55 @@
       finding('', 'Allocator settings', D.settings.length ? sdl : el('p', { class: 'empty' }, 'not recorded (PyTorch before 2.3)'))));
     drawn.findings = n + 2;
     box.dataset.drawn = String(drawn.findings);
+  }
+  // The iterations: a summary and the outliers (the first iteration, and those whose peak or
+  // change of memory differs most from the typical one); every iteration's row only when the
+  // reader asks for it, built then (thousands of rows would make the page slow to open).
+  const ITER_ALL = 20, ITER_OUTLIERS = 10;
+  function median(v) {
+    const s = v.slice().sort((a, b) => a - b);
+    return s.length ? s[s.length >> 1] : 0;
+  }
+  function iterRows(its, idx) {
+    const tb = el('tbody');
+    for (const i of idx) {
+      const it = its[i], prev = i ? its[i - 1].end : it.start;
+      tb.appendChild(el('tr', null, el('td', { class: 'num' }, String(i + 1)), el('td', { class: 'num' }, fmtX(it.x0)),
+        el('td', { class: 'num' }, fmtBytes(it.peak)), el('td', null, PHASE_LABELS[D.phases.indexOf(it.peak_phase)] || it.peak_phase),
+        el('td', { class: 'num' }, fmtBytes(it.end)), el('td', { class: 'num' }, (it.end >= prev ? '+' : '-') + fmtBytes(Math.abs(it.end - prev)))));
+    }
+    return el('table', null, el('thead', null, el('tr', null,
+      el('th', { class: 'num' }, '#'), el('th', { class: 'num' }, 'start'), el('th', { class: 'num' }, 'peak'), el('th', null, 'peak phase'),
+      el('th', { class: 'num' }, 'alive at end'), el('th', { class: 'num' }, 'change'))), tb);
+  }
+  function iterationsFinding(its) {
+    const all = its.map((_, i) => i);
+    const title = its.length + ' training iteration(s)';
+    if (its.length <= ITER_ALL) return finding('iters', title, iterRows(its, all));
+    const peaks = its.map((it) => it.peak);
+    const change = its.map((it, i) => it.end - (i ? its[i - 1].end : it.start));
+    const mp = median(peaks), mc = median(change);
+    let lo = peaks[0], hi = peaks[0];
+    for (const b of peaks) { lo = Math.min(lo, b); hi = Math.max(hi, b); }
+    // how far from typical: the larger of the peak's and the change's distance from their
+    // medians, in bytes; ties broken by the iteration's number, so the choice is stable
+    const far = all.map((i) => Math.max(Math.abs(peaks[i] - mp), Math.abs(change[i] - mc)));
+    const order = all.slice(1).filter((i) => far[i] > 0.01 * mp).sort((a, b) => far[b] - far[a] || a - b);
+    const shown = [0].concat(order.slice(0, ITER_OUTLIERS)).sort((a, b) => a - b);
+    const more = el('div');
+    const toggle = el('button', {
+      onclick: () => {
+        if (more.firstChild) { more.textContent = ''; toggle.textContent = 'show all ' + group3(its.length) + ' iterations'; return; }
+        more.appendChild(iterRows(its, all));
+        toggle.textContent = 'hide the full table';
+      },
+    }, 'show all ' + group3(its.length) + ' iterations');
+    return finding('iters', title,
+      el('p', null, 'Peak per iteration: typically ' + fmtBytes(mp) + ' (from ' + fmtBytes(lo) + ' to ' + fmtBytes(hi) + '); memory alive at the end changes by ' +
+        (mc >= 0 ? '+' : '-') + fmtBytes(Math.abs(mc)) + ' in a typical iteration. ' +
+        (order.length ? order.length + ' iteration(s) differ from that by more than 1% of the typical peak; the first and the ' + Math.min(order.length, ITER_OUTLIERS) + ' that differ most:'
+          : 'No iteration differs from that by more than 1% of the typical peak; the first:')),
+      iterRows(its, shown), el('p', null, toggle), more);
   }
   function settingOn(key) {
     for (const [k, v] of D.settings) if (k === key) return v === 'True';

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* outbuf.c - a buffered text writer with its own number formatting (see gpumem/outbuf.h).
+ *
+ * The one subtle case is "%.2f" of a double, which gm_format_bytes() prints: printf rounds
+ * the exact binary value of the double to two decimals, ties to even.  A double in [0.5,
+ * 1024) is m * 2^-k with m < 2^53 and 43 <= k <= 53, so 100 * m fits 64 bits and the
+ * rounding is done exactly in integers. */
+#include "gpumem/outbuf.h"
+
+#include <inttypes.h>
+
+void gm_outbuf_init(struct gm_outbuf *o, FILE *f)
+{
+    o->f = f;
+    o->n = 0;
+    o->failed = false;
+}
+
+bool gm_outbuf_flush(struct gm_outbuf *o)
+{
+    if (!o->failed && o->n && fwrite(o->buf, 1, o->n, o->f) != o->n)
+        o->failed = true;
+    o->n = 0;
+    return !o->failed;
+}
+
+void gm_outbuf_put(struct gm_outbuf *o, const char *s, size_t n)
+{
+    while (n) {
+        size_t k = n < GM_OUTBUF_SIZE / 2 ? n : GM_OUTBUF_SIZE / 2;
+        gm_outbuf_commit(o, gm_fmt_str(gm_outbuf_reserve(o, k), s, k));
+        s += k;
+        n -= k;
+    }
+}
+
+static inline char *pad(char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        *p++ = ' ';
+    return p;
+}
+
+char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width)
+{
+    p = gm_fmt_str(p, s, n);
+    return n < width ? pad(p, width - n) : p;
+}
+
+char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width)
+{
+    if (n < width)
+        p = pad(p, width - n);
+    return gm_fmt_str(p, s, n);
+}
+
+static inline unsigned n_digits(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* v in decimal, exactly 'n' digits ending at p + n. */
+static inline char *put_digits(char *p, uint64_t v, unsigned n)
+{
+    char *end = p + n;
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (end > p);
+    return p + n;
+}
+
+char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
+{
+    unsigned n = n_digits(v);
+    if (n < width)
+        p = pad(p, width - n);
+    return put_digits(p, v, n);
+}
+
+char *gm_fmt_i64(char *p, int64_t v)
+{
+    uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0)
+        *p++ = '-';
+    return put_digits(p, a, n_digits(a));
+}
+
+char *gm_fmt_hex(char *p, uint64_t v, unsigned width)
+{
+    unsigned n = 1;
+    char *end;
+    for (uint64_t t = v >> 4; t; t >>= 4)
+        n++;
+    for (; n < width; width--)
+        *p++ = '0';
+    end = p + n;
+    for (char *q = end; q > p; v >>= 4)
+        *--q = "0123456789abcdef"[v & 15];
+    return end;
+}
+
+char *gm_fmt_seconds(char *p, int64_t us, unsigned width)
+{
+    uint64_t a = us < 0 ? 0 - (uint64_t)us : (uint64_t)us;
+    unsigned n;
+    if (a >= ((uint64_t)1 << 52)) {
+        /* beyond where the double's digits are those of the integer */
+        int len = snprintf(p, 48, "%+*.6f", (int)(width > 40 ? 40 : width), (double)us / 1e6);
+        return p + (len > 0 ? len : 0);
+    }
+    n = n_digits(a / 1000000) + 8; /* sign, integer part, point, six decimals */
+    if (n < width)
+        p = pad(p, width - n);
+    *p++ = us < 0 ? '-' : '+';
+    p = put_digits(p, a / 1000000, n - 8);
+    *p++ = '.';
+    return put_digits(p, a % 1000000, 6);
+}
+
+/* "%.2f" of v, 0.5 <= v < 1024, into out[16]; returns the length. */
+static size_t fixed2(char *out, double v)
+{
+    uint64_t bits, m, x, q, rem, half;
+    unsigned k, n;
+    memcpy(&bits, &v, sizeof(bits));
+    m = (bits & (((uint64_t)1 << 52) - 1)) | ((uint64_t)1 << 52);
+    k = 1075u - (unsigned)((bits >> 52) & 0x7ff);
+    x = m * 100u;
+    q = x >> k;
+    rem = x & (((uint64_t)1 << k) - 1);
+    half = (uint64_t)1 << (k - 1);
+    if (rem > half || (rem == half && (q & 1)))
+        q++;
+    n = n_digits(q / 100);
+    put_digits(out, q / 100, n);
+    out[n] = '.';
+    put_digits(out + n + 1, q % 100, 2);
+    return n + 3;
+}
+
+/* gm_format_bytes(bytes, GM_UNITS_IEC) into out[24]; returns the length. */
+static size_t format_iec(char *out, uint64_t bytes)
+{
+    static const char *const iec[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB"};
+    double v = (double)bytes;
+    int i = 0;
+    size_t n;
+    if (bytes < 1024u) {
+        n = n_digits(bytes);
+        put_digits(out, bytes, (unsigned)n);
+        memcpy(out + n, " B", 2);
+        return n + 2;
+    }
+    /* the steps of gm_format_bytes(), with the same double arithmetic */
+    while (v >= 1024.0 && i < 6) {
+        v /= 1024.0;
+        i++;
+    }
+    if (v >= 1024.0 - 0.005 && i < 6) {
+        v /= 1024.0;
+        i++;
+    }
+    n = fixed2(out, v);
+    memcpy(out + n, iec[i], 4);
+    return n + 4;
+}
+
+char *gm_fmt_iec(char *p, uint64_t bytes, unsigned width)
+{
+    char b[24];
+    size_t n = format_iec(b, bytes);
+    return gm_fmt_right(p, b, n, width);
+}

@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/* flat.c - the flat reader of record batches (pickle.h, "streaming records").
+ *
+ * A batch "MARK item... APPENDS" of a streamed list in which every item is
+ *   EMPTY_DICT [put] MARK (key value)* SETITEMS
+ *   key:   a string literal [put], or a memo reference to a string or number
+ *   value: BININT1/BININT2/BININT/LONG1 (fitting a small int), NONE/NEWTRUE/NEWFALSE, a
+ *          string literal [put], a memo reference, or (once per dict) a list of memo
+ *          references and new dicts of strings and scalars (frames seen for the first time,
+ *          built as real nodes): EMPTY_LIST [put] (MARK item* APPENDS | ref APPEND)*
+ * with FRAME opcodes between objects, is read here without building nodes or pushing
+ * anything: each dict goes to the consumer as a record of transient values.  The memo slots the
+ * batch puts are written past memo_len with their final values (PK_DEAD for a consumed dict, the
+ * consumer's token for its list, the string itself) and only counted once the batch ends
+ * with its APPENDS.  Anything else (a put that is not the next slot, a reference to the
+ * current dict's own slot or its list's, a dict put twice, a reference to a consumed dict, a
+ * consumer error, a limit) abandons the batch, which the ordinary path then reads again from its
+ * MARK, reporting any error itself.  The effects that stay behind (SHARED flags and
+ * reference counts on nodes the batch referenced) are the ones the ordinary path has too,
+ * counts at most overstated, which only keeps more nodes alive. */
+#include "pickle/pickle_int.h"
+
+/* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
+ * slot or SIZE_MAX; false abandons the batch. */
+static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+{
+    const uint8_t *p = *pp;
+    uint64_t idx;
+    *slot = SIZE_MAX;
+    if (p >= vm->end)
+        return true;
+    if (*p == OP_MEMOIZE) {
+        idx = *vlen;
+        p += 1;
+    } else if (*p == OP_BINPUT) {
+        if (vm->end - p < 2)
+            return false;
+        idx = p[1];
+        p += 2;
+    } else if (*p == OP_LONG_BINPUT) {
+        if (vm->end - p < 5)
+            return false;
+        idx = le32(p + 1);
+        p += 5;
+    } else {
+        return true;
+    }
+    if (idx != *vlen)
+        return false;
+    if (*vlen >= vm->memo_cap && !memo_reserve(vm, *vlen + 1))
+        return false;
+    vm->memo[*vlen] = CELL_HOLE;
+    *slot = (*vlen)++;
+    *pp = p;
+    return true;
+}
+
+/* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot below
+ * 'first' (the slots in use) and final (the current dict's own slot and its list's are holes
+ * until the dict is done).  Returns the position after it, or NULL. */
+static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
+{
+    uint64_t idx;
+    pk_val v;
+    if (*p == OP_BINGET) {
+        if (vm->end - p < 2)
+            return NULL;
+        idx = p[1];
+        p += 2;
+    } else {
+        if (vm->end - p < 5)
+            return NULL;
+        idx = le32(p + 1);
+        p += 5;
+    }
+    if (idx >= first)
+        return NULL;
+    v = memo_load(vm, idx);
+    if (v == PK_HOLE || v == PK_DEAD)
+        return NULL;
+    if (pk_tag(v) == PK_TAG_NODE)
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    *out = v;
+    return p;
+}
+
+/* A string literal at p: its value, or NULL when it runs past the end. */
+static inline const uint8_t *flat_str(struct vm *vm, const uint8_t *p, pk_val *out)
+{
+    uint64_t n;
+    unsigned w = *p == OP_SHORT_BINUNICODE ? 1 : 4;
+    if ((size_t)(vm->end - p) < 1 + w)
+        return NULL;
+    n = w == 1 ? p[1] : le32(p + 1);
+    if (n > (uint64_t)(vm->end - p) - 1 - w)
+        return NULL;
+    *out = ((pk_val)OFF(vm, p) << 3) | PK_TAG_STR;
+    return p + 1 + w + n;
+}
+
+/* A scalar value at p (not a memo reference, not a string): NULL when it is none. */
+static inline const uint8_t *flat_scalar(struct vm *vm, const uint8_t *p, pk_val *out)
+{
+    size_t left = (size_t)(vm->end - p);
+    switch (*p) {
+    case OP_BININT1:
+        if (left < 2)
+            return NULL;
+        *out = ((pk_val)p[1] << 3) | PK_TAG_INT;
+        return p + 2;
+    case OP_BININT2:
+        if (left < 3)
+            return NULL;
+        *out = ((pk_val)le16(p + 1) << 3) | PK_TAG_INT;
+        return p + 3;
+    case OP_BININT:
+        if (left < 5)
+            return NULL;
+        *out = ((pk_val)(int64_t)(int32_t)le32(p + 1) << 3) | PK_TAG_INT;
+        return p + 5;
+    case OP_LONG1: {
+        size_t n;
+        uint64_t u = 0;
+        int64_t i;
+        if (left < 2)
+            return NULL;
+        n = p[1];
+        if (n > 8 || left - 2 < n)
+            return NULL;
+        if (left - 2 >= 8) {
+            u = le64(p + 2); /* one load, then keep the n bytes of the number */
+            if (n < 8)
+                u &= ((uint64_t)1 << (8 * n)) - 1;
+        } else {
+            for (size_t k = 0; k < n; k++)
+                u |= (uint64_t)p[2 + k] << (8 * k);
+        }
+        if (n && n < 8 && (p[1 + n] & 0x80))
+            u |= ~(uint64_t)0 << (8 * n);
+        i = (int64_t)u;
+        if (i < SMALL_MIN || i > SMALL_MAX)
+            return NULL;
+        *out = ((pk_val)i << 3) | PK_TAG_INT;
+        return p + 2 + n;
+    }
+    case OP_NONE:
+        *out = PK_NONE;
+        return p + 1;
+    case OP_NEWTRUE:
+        *out = PK_TRUE;
+        return p + 1;
+    case OP_NEWFALSE:
+        *out = PK_FALSE;
+        return p + 1;
+    default:
+        return NULL;
+    }
+}
+
+/* A container value put into the dict: count the reference as add_pairs and recycle do
+ * (a list's count goes back down when the dict is consumed). */
+static inline void flat_ref_value(pk_val v)
+{
+    if (pk_tag(v) == PK_TAG_NODE && v) {
+        struct pk_node *c = (struct pk_node *)(uintptr_t)v;
+        if (c->kind != PK_LIST ? c->refs < UINT8_MAX : c->refs == UINT8_MAX - 1)
+            c->refs++;
+    }
+}
+
+/* A dict of scalars and strings inside a list (a frame seen for the first time):
+ * EMPTY_DICT [put] MARK (key value)* SETITEMS, built as a real node, since later entries
+ * refer to it.  Returns the position after it, or NULL. */
+static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *vlen, pk_val *out)
+{
+    const uint8_t *end = vm->end;
+    pk_val kv[2 * 8];
+    size_t n = 0, slot, dslot;
+    struct pk_node *d;
+    p++;
+    if (!flat_put(vm, &p, vlen, &dslot))
+        return NULL;
+    if (!(p = skip_frames(p, end)) || p >= end || *p != OP_MARK)
+        return NULL;
+    p++;
+    for (;;) {
+        pk_val v;
+        if (!(p = skip_frames(p, end)) || p >= end)
+            return NULL;
+        if (*p == OP_SETITEMS) {
+            p++;
+            break;
+        }
+        if (n == 2 * 8)
+            return NULL;
+        if (*p == OP_BINGET || *p == OP_LONG_BINGET) {
+            if (!(p = flat_get(vm, p, *vlen, &v)) || pk_tag(v) == PK_TAG_NODE)
+                return NULL;
+        } else if (*p == OP_SHORT_BINUNICODE || *p == OP_BINUNICODE) {
+            if (!(p = flat_str(vm, p, &v)) || !flat_put(vm, &p, vlen, &slot))
+                return NULL;
+            if (slot != SIZE_MAX && !memo_store(vm, slot, v, true))
+                return NULL;
+        } else if (n % 2 == 0 || !(p = flat_scalar(vm, p, &v))) {
+            return NULL; /* keys: strings; values: strings or scalars */
+        }
+        kv[n++] = v;
+        if (n % 2 == 0 && !(p = skip_frames(p, end)))
+            return NULL;
+    }
+    if (n % 2)
+        return NULL;
+    d = vm_new_node(vm, PK_DICT, (uint32_t)(n / 2));
+    if (!d)
+        return NULL;
+    if (n)
+        memcpy(d->items, kv, n * sizeof(pk_val));
+    d->len = (uint32_t)(n / 2);
+    if (dslot != SIZE_MAX) {
+        d->n_puts = 1;
+        d->memo_idx = (uint32_t)(dslot > UINT32_MAX ? UINT32_MAX : dslot);
+        if (!memo_store(vm, dslot, (pk_val)(uintptr_t)d, true))
+            return NULL;
+    }
+    *out = (pk_val)(uintptr_t)d;
+    return p;
+}
+
+/* The value of a dict key that is a list (frames): EMPTY_LIST [put] then
+ * (MARK item* APPENDS | ref APPEND)*, items memo references or new dicts of scalars
+ * (flat_inner_dict), into vm->flat_list.  Returns the position after it, or NULL. */
+static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *vlen,
+                                      size_t *list_slot)
+{
+    const uint8_t *end = vm->end;
+    struct pk_node *l = &vm->flat_list;
+    p++;
+    if (!flat_put(vm, &p, vlen, list_slot))
+        return NULL;
+    l->len = 0;
+    for (;;) {
+        const uint8_t *q;
+        pk_val it;
+        if (!(p = skip_frames(p, end)) || p >= end)
+            return NULL;
+        if (*p == OP_MARK) {
+            p++;
+            for (;;) {
+                if (!(p = skip_frames(p, end)) || p >= end)
+                    return NULL;
+                if (*p == OP_APPENDS) {
+                    p++;
+                    break;
+                }
+                if (l->len == FLAT_MAX_ITEMS)
+                    return NULL;
+                /* the common run of LONG_BINGETs, without the general checks */
+                while (*p == OP_LONG_BINGET && end - p >= 6 && l->len < FLAT_MAX_ITEMS) {
+                    uint32_t idx = le32(p + 1);
+                    if (idx >= *vlen)
+                        return NULL;
+                    it = memo_load(vm, idx);
+                    if (it == PK_HOLE || it == PK_DEAD)
+                        return NULL;
+                    if (pk_tag(it) == PK_TAG_NODE)
+                        ((struct pk_node *)(uintptr_t)it)->flags |= PK_NODE_SHARED;
+                    vm->flat_items[l->len++] = it;
+                    p += 5;
+                }
+                if (*p == OP_APPENDS || *p == OP_FRAME || l->len == FLAT_MAX_ITEMS)
+                    continue;
+                if (*p == OP_EMPTY_DICT) {
+                    if (!(p = flat_inner_dict(vm, p, vlen, &it)))
+                        return NULL;
+                } else if ((*p != OP_BINGET && *p != OP_LONG_BINGET) ||
+                           !(p = flat_get(vm, p, *vlen, &it))) {
+                    return NULL;
+                }
+                vm->flat_items[l->len++] = it;
+            }
+            continue;
+        }
+        if ((*p == OP_BINGET || *p == OP_LONG_BINGET) &&
+            (q = flat_get(vm, p, *vlen, &it)) != NULL && q < end && *q == OP_APPEND) {
+            if (l->len == FLAT_MAX_ITEMS)
+                return NULL;
+            vm->flat_items[l->len++] = it;
+            p = q + 1;
+            continue;
+        }
+        break; /* the next key */
+    }
+    /* The items' reference counts are taken only if the list is kept as a real node (see
+     * flat_batch()): a list read as a stack (a token) holds frame dicts, which recycle()
+     * takes only as consumed entries, and never when they were pushed again from the memo
+     * (SHARED), as anything in such a list is, or a new dict that only its memo slot can
+     * reach again. */
+    return p;
+}
+
+/* The integer opcodes of a flat dict's values: bytes before the number (0: not one), bytes
+ * of the number (LONG1: its own count byte); masks and sign bits by byte count. */
+static const uint8_t int_head[256] = {
+    [OP_BININT1] = 1, [OP_BININT2] = 1, [OP_BININT] = 1, [OP_LONG1] = 2};
+static const uint8_t int_bytes[256] = {[OP_BININT1] = 1, [OP_BININT2] = 2, [OP_BININT] = 4};
+static const uint64_t int_mask[9] = {0,
+                                     0xff,
+                                     0xffff,
+                                     0xffffff,
+                                     0xffffffff,
+                                     0xffffffffffULL,
+                                     0xffffffffffffULL,
+                                     0xffffffffffffffULL,
+                                     ~(uint64_t)0};
+static const uint64_t int_sign[9] = {0,
+                                     (uint64_t)1 << 7,
+                                     (uint64_t)1 << 15,
+                                     (uint64_t)1 << 23,
+                                     (uint64_t)1 << 31,
+                                     (uint64_t)1 << 39,
+                                     (uint64_t)1 << 47,
+                                     (uint64_t)1 << 55,
+                                     (uint64_t)1 << 63};
+
+/* flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
+ * FLAT_GUARD bytes or more before the end (checked once per entry and once per pair);
+ * the last bytes of a file are left to the ordinary path. */
+#define FLAT_GUARD 32
+
+/* FRAME opcodes at p skipped (they come between objects, once per 64 KiB: out of the
+ * hot path).  NULL when what follows is within FLAT_GUARD bytes of the end. */
+static const uint8_t *flat_frames(const uint8_t *p, const uint8_t *end, const uint8_t *lim)
+{
+    p = skip_frames(p, end);
+    return p && p < lim ? p : NULL;
+}
+
+/* A memo reference in a flat dict (BINGET or LONG_BINGET at p, at least FLAT_GUARD bytes
+ * before the end): as flat_get(). */
+static inline __attribute__((always_inline)) const uint8_t *
+flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
+{
+    uint64_t idx;
+    pk_val v;
+    if (*p == OP_LONG_BINGET) {
+        idx = le32(p + 1);
+        p += 5;
+    } else {
+        idx = p[1];
+        p += 2;
+    }
+    if (idx >= first)
+        return NULL;
+    v = memo_load(vm, idx);
+    if (v == PK_HOLE || v == PK_DEAD)
+        return NULL;
+    if (pk_tag(v) == PK_TAG_NODE)
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    *out = v;
+    return p;
+}
+
+/* A string literal at p with its optional put: the value, or NULL (also when what follows
+ * is within FLAT_GUARD bytes of the end). */
+static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const uint8_t *lim,
+                                          size_t *vlen, pk_val *out)
+{
+    size_t slot;
+    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
+        return NULL;
+    if (slot != SIZE_MAX && !memo_store(vm, slot, *out, true))
+        return NULL;
+    return p;
+}
+
+/* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
+ * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
+bool flat_batch(struct vm *vm, struct pk_node *list)
+{
+    const struct pk_stream *s = vm->stream;
+    struct pk_record r;
+    const uint8_t *p = vm->p, *end = vm->end;
+    const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
+    size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
+    struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
+
+    if (vm->n_marks + 2 > vm->marks_max)
+        return false;
+    memset(&r, 0, sizeof(r));
+    r.doc = vm->doc;
+    r.offset = GM_NO_OFFSET;
+    r.vm_ = vm;
+    for (size_t j = 0; j < FLAT_MAX_PAIRS; j++) {
+        vm->key_mask[j] = 0;
+        vm->key_bytes[j] = 1; /* matches nothing */
+    }
+    for (;;) {
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
+        bool have_list = false, same_keys = true;
+        uint32_t name;
+
+        if (p >= lim)
+            goto abandon;
+        if (*p != OP_EMPTY_DICT) {
+            if (*p == OP_APPENDS) {
+                p++;
+                break;
+            }
+            if (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_EMPTY_DICT)
+                goto abandon;
+        }
+        if (++count + vm->sp + 64 > vm->stack_max)
+            goto abandon;
+        p++;
+        if (!flat_put(vm, &p, &vlen, &dict_slot))
+            goto abandon;
+        if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
+            goto abandon;
+        p++;
+        for (;;) {
+            pk_val k, v;
+            /* key */
+            if (p >= lim)
+                goto abandon;
+            /* The same memo reference as the key at this position of the entry before: the
+             * same value, with no look-up (within a batch the slots in use never change). */
+            if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+                k = vm->key_val[n];
+                p += vm->key_len_[n];
+                goto have_key;
+            }
+        key:
+            switch (*p) {
+            case OP_LONG_BINGET:
+            case OP_BINGET: {
+                const uint8_t *q = p;
+                if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
+                    goto abandon;
+                if (n < FLAT_MAX_PAIRS) {
+                    vm->key_len_[n] = (uint8_t)(p - q);
+                    vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
+                    vm->key_bytes[n] = le64(q) & vm->key_mask[n];
+                    vm->key_val[n] = k;
+                }
+                break;
+            }
+            case OP_SETITEMS:
+                p++;
+                goto dict_done;
+            case OP_SHORT_BINUNICODE:
+            case OP_BINUNICODE:
+                if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
+                    goto abandon;
+                break;
+            case OP_FRAME:
+                if (!(p = flat_frames(p, end, lim)))
+                    goto abandon;
+                goto key;
+            default:
+                goto abandon;
+            }
+        have_key:
+            if (n == FLAT_MAX_PAIRS)
+                goto abandon;
+            /* value: p is at most 5 bytes past a check, or checked after a string */
+        value:
+            if (int_head[*p]) {
+                /* BININT1, BININT2, BININT or LONG1 (of at most 8 bytes) without a branch on
+                 * which: a trace entry's ints change opcode from entry to entry */
+                unsigned op = *p, nb = op == OP_LONG1 ? p[1] : int_bytes[op];
+                uint64_t u, sb;
+                int64_t i;
+                if (nb > 8)
+                    goto abandon;
+                u = le64(p + int_head[op]) & int_mask[nb];
+                sb = (op == OP_BININT1 || op == OP_BININT2) ? 0 : int_sign[nb];
+                i = (int64_t)((u ^ sb) - sb);
+                if (i < SMALL_MIN || i > SMALL_MAX)
+                    goto abandon;
+                v = ((pk_val)i << 3) | PK_TAG_INT;
+                p += int_head[op] + nb;
+                goto have_value;
+            }
+            switch (*p) {
+            case OP_BINGET:
+            case OP_LONG_BINGET:
+                if (!(p = flat_ref(vm, p, vlen, &v)))
+                    goto abandon;
+                flat_ref_value(v);
+                break;
+            case OP_NONE:
+                v = PK_NONE;
+                p++;
+                break;
+            case OP_NEWTRUE:
+                v = PK_TRUE;
+                p++;
+                break;
+            case OP_NEWFALSE:
+                v = PK_FALSE;
+                p++;
+                break;
+            case OP_SHORT_BINUNICODE:
+            case OP_BINUNICODE:
+                if (!(p = flat_str_put(vm, p, lim, &vlen, &v)))
+                    goto abandon;
+                break;
+            case OP_EMPTY_LIST:
+                if (have_list)
+                    goto abandon;
+                have_list = true;
+                if (!(p = flat_list_value(vm, p, &vlen, &list_slot)))
+                    goto abandon;
+                v = (pk_val)(uintptr_t)l;
+                break;
+            case OP_FRAME:
+                if (!(p = flat_frames(p, end, lim)))
+                    goto abandon;
+                goto value;
+            default:
+                goto abandon;
+            }
+        have_value:
+            same_keys &= vm->flat_pairs[2 * n] == k; /* a key of the previous dict, if n < prev_n */
+            vm->flat_pairs[2 * n] = k;
+            vm->flat_pairs[2 * n + 1] = v;
+            n++;
+        }
+    dict_done:
+        if (!have_list)
+            l->len = 0;
+        /* the dict is complete: hand it over */
+        d->kind = PK_DICT;
+        d->flags = PK_NODE_SCRATCH;
+        r.same_keys = same_keys && n == prev_n;
+        prev_n = n;
+        d->n_puts = dict_slot != SIZE_MAX;
+        d->refs = 0;
+        d->len = d->cap = (uint32_t)n;
+        d->memo_idx = 0;
+        d->items = vm->flat_pairs;
+        l->kind = PK_LIST;
+        l->flags = PK_NODE_SCRATCH;
+        l->n_puts = list_slot != SIZE_MAX;
+        l->refs = 1;
+        l->cap = l->len;
+        l->memo_idx = 0;
+        l->items = vm->flat_items;
+        r.item = (pk_val)(uintptr_t)d;
+        r.is_dict = true;
+        r.pairs = vm->flat_pairs;
+        r.n = (uint32_t)n;
+        vm->flat_name = UINT32_MAX;
+        vm->in_flat = true;
+        if (s->record(s->ctx, list->list_index, &r, vm->err) != GM_OK) {
+            vm->in_flat = false;
+            goto abandon;
+        }
+        vm->in_flat = false;
+        name = vm->flat_name;
+        if (dict_slot != SIZE_MAX && !memo_store(vm, dict_slot, PK_DEAD, true))
+            goto abandon;
+        if (list_slot != SIZE_MAX) {
+            if (name != UINT32_MAX) {
+                if (!memo_store(vm, list_slot, PK_TOKEN(name), true))
+                    goto abandon;
+            } else {
+                /* not read as a stack: keep it as a real list */
+                struct pk_node *c = vm_new_node(vm, PK_LIST, l->len);
+                if (!c)
+                    goto abandon;
+                if (l->len)
+                    memcpy(c->items, l->items, (size_t)l->len * sizeof(pk_val));
+                ref_items(c->items, l->len); /* it holds them now, as a list built by APPENDS */
+                c->len = l->len;
+                c->n_puts = 1;
+                c->memo_idx = (uint32_t)(list_slot > UINT32_MAX ? UINT32_MAX : list_slot);
+                if (!memo_store(vm, list_slot, (pk_val)(uintptr_t)c, true))
+                    goto abandon;
+            }
+        }
+    }
+    vm->memo_len = vlen;
+    vm->n_marks--;
+    vm->p = p;
+    s->batch_end(s->ctx, list->list_index, true);
+    vm->doc->n_flat_batches++;
+    return true;
+abandon:
+    s->batch_end(s->ctx, list->list_index, false);
+    return false;
+}

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/* intern.c - strings, frames, stacks and the per-event extras of a snapshot, each interned
+ * once (load_int.h).  Frames and stacks are interned through two maps each: one keyed by
+ * the pickle object (memo sharing makes most look-ups hit there) and one by content (for
+ * writers that share nothing, like 2.0). */
+#include "snapshot/load_int.h"
+
+#include <string.h>
+
+struct str_eq_ctx {
+    struct builder *b;
+    const char *p;
+    size_t n;
+};
+
+static bool str_eq(void *ctx, uint32_t idx)
+{
+    struct str_eq_ctx *c = ctx;
+    return c->b->in.str_lens[idx] == c->n && !memcmp(c->b->in.strs[idx], c->p, c->n);
+}
+
+/* Intern 'n' bytes at 'p'; *idx is its index in strs. */
+static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t n, uint32_t *idx)
+{
+    struct str_eq_ctx c = {b, p, n};
+    uint64_t h = dm_key(hmap_hash_bytes(p, n, 0));
+    struct dm_entry *dc = &b->in.content_dm[dm_slot(h)];
+    uint32_t i;
+    char *s;
+    if (dc->key == h && str_eq(&c, dc->val)) {
+        *idx = dc->val;
+        return GM_OK;
+    }
+    i = hmap_find(&b->in.str_by_content, h, str_eq, &c);
+    if (i != HMAP_NONE) {
+        dc->key = h;
+        dc->val = i;
+        *idx = i;
+        return GM_OK;
+    }
+    if (b->in.n_strs >= UINT32_MAX - 1)
+        return nomem(b);
+    if (b->in.n_strs == b->in.cap_strs) {
+        size_t cap = b->in.cap_strs;
+        size_t *nl;
+        if (!grow_arr((void **)&b->in.strs, &cap, b->in.n_strs + 1, sizeof(char *)))
+            return nomem(b);
+        nl = gm_realloc(b->in.str_lens, cap * sizeof(size_t));
+        if (!nl)
+            return nomem(b);
+        b->in.str_lens = nl;
+        b->in.cap_strs = cap;
+    }
+    s = gm_arena_strndup(b->arena, p, n);
+    if (!s)
+        return nomem(b);
+    b->in.strs[b->in.n_strs] = s;
+    b->in.str_lens[b->in.n_strs] = n;
+    if (!hmap_put(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
+        return nomem(b);
+    *idx = (uint32_t)b->in.n_strs++;
+    return GM_OK;
+}
+
+enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
+{
+    uint32_t idx;
+    enum gm_status st = intern_bytes_idx(b, p, n, &idx);
+    if (st == GM_OK)
+        *out = b->in.strs[idx];
+    return st;
+}
+
+static inline bool short_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* An interned copy of string value 'v'. */
+enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
+{
+    const char *p;
+    size_t n;
+    uint32_t idx;
+    struct dm_entry *c;
+    enum gm_status st;
+    /* Unmemoized repeats ("N/A" on every 2.8+ trace entry) equal the last short string:
+     * checked first, and not cached by value (that value never comes again). */
+    if (b->in.last_str_ok && pk_short_str(b->doc, v, &p, &n)) {
+        /* the common case, without a call: a SHORT_BINUNICODE */
+        if (n == b->in.str_lens[b->in.last_str] && n <= 16 &&
+            short_eq(p, b->in.strs[b->in.last_str], n)) {
+            *out = b->in.strs[b->in.last_str];
+            return GM_OK;
+        }
+    } else if (b->in.last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
+               n == b->in.str_lens[b->in.last_str] && n <= 16 &&
+               short_eq(p, b->in.strs[b->in.last_str], n)) {
+        *out = b->in.strs[b->in.last_str];
+        return GM_OK;
+    }
+    c = &b->in.str_by_val[dm_slot(v)];
+    if (c->key == v && pk_is_str(v)) {
+        *out = b->in.strs[c->val];
+        return GM_OK;
+    }
+    if (!pk_get_str(b->doc, v, &p, &n, NULL))
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: '%s' is a %s, expected a str", what, pk_type_name(v));
+    if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
+        return st;
+    b->in.last_str = idx;
+    b->in.last_str_ok = true;
+    c->key = v;
+    c->val = idx;
+    *out = b->in.strs[idx];
+    return GM_OK;
+}
+
+/* ---- frames and stacks ---- */
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !memcmp(s + a - b, suf, b);
+}
+
+/* memory_viz's noise filter (shared/docs/snapshot-format.md section 2.5). */
+static bool frame_is_noise(const char *filename, const char *name)
+{
+    static const char *const names[] = {"unwind::unwind",    "CapturedTraceback::gather",
+                                        "gather_with_cpp",   "_start",
+                                        "__libc_start_main", "PyEval_",
+                                        "PyObject_",         "PyFunction_"};
+    static const char *const files[] = {"core/boxing",
+                                        "/Register",
+                                        "/Redispatch",
+                                        "pythonrun.c",
+                                        "Modules/main.c",
+                                        "Objects/call.c",
+                                        "Objects/methodobject.c",
+                                        "pycore_ceval.h",
+                                        "ceval.c",
+                                        "cpython/abstract.h"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strstr(name, names[i]))
+            return true;
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        if (strstr(filename, files[i]))
+            return true;
+    return false;
+}
+
+struct frame_eq_ctx {
+    struct builder *b;
+    const char *filename, *name;
+    int64_t line;
+};
+
+static bool frame_eq(void *ctx, uint32_t id)
+{
+    struct frame_eq_ctx *c = ctx;
+    const struct gm_snapshot_frame *f = &c->b->in.frames[id];
+    return f->filename == c->filename && f->name == c->name && f->line == c->line;
+}
+
+static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
+{
+    const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
+    uint32_t id;
+    struct frame_eq_ctx c = {b, "", "", 0};
+    uint64_t h;
+    enum gm_status st;
+
+    if (!d)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: a frame is a %s, expected a dict", pk_type_name(v));
+    id = hmap_find(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, NULL, NULL);
+    if (id != HMAP_NONE) {
+        *out = id;
+        return GM_OK;
+    }
+    for (uint32_t i = 0; i < d->len; i++) {
+        pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
+        switch (word_of(b, k)) {
+        case W_FILENAME:
+            if ((st = intern_str(b, val, "filename", &c.filename)) != GM_OK)
+                return st;
+            break;
+        case W_NAME:
+            if ((st = intern_str(b, val, "name", &c.name)) != GM_OK)
+                return st;
+            break;
+        case W_LINE:
+            if (!pk_get_i64(val, &c.line))
+                return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                               "snapshot: frame 'line' is a %s, expected an int",
+                               pk_type_name(val));
+            break;
+        default:
+            break; /* fx_node_* and future fields */
+        }
+    }
+    if (!c.filename[0] && !c.name[0]) {
+        /* Interned "" so that every frame's strings compare by pointer. */
+        if ((st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+            return st;
+        c.name = c.filename;
+    } else {
+        if (!c.filename[0] && (st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+            return st;
+        if (!c.name[0] && (st = intern_bytes(b, "", 0, &c.name)) != GM_OK)
+            return st;
+    }
+    h = hmap_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
+                 (uint64_t)c.line);
+    id = hmap_find(&b->in.frame_by_content, h, frame_eq, &c);
+    if (id == HMAP_NONE) {
+        struct gm_snapshot_frame *f;
+        if (b->in.n_frames >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
+            return nomem(b);
+        f = &b->in.frames[b->in.n_frames];
+        f->filename = c.filename;
+        f->name = c.name;
+        f->line = c.line;
+        f->is_python = has_suffix(c.filename, ".py");
+        f->is_noise = frame_is_noise(c.filename, c.name);
+        id = (uint32_t)b->in.n_frames++;
+        if (!hmap_put(&b->in.frame_by_content, h, id))
+            return nomem(b);
+    }
+    if (!hmap_put(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
+        return nomem(b);
+    *out = id;
+    return GM_OK;
+}
+
+struct stack_eq_ctx {
+    struct builder *b;
+    size_t n;
+};
+
+static bool stack_eq(void *ctx, uint32_t id)
+{
+    struct stack_eq_ctx *c = ctx;
+    const struct stack_rec *s = &c->b->in.stacks[id];
+    return s->n == c->n && !memcmp(c->b->in.pool + s->off, c->b->in.tmp, c->n * sizeof(uint32_t));
+}
+
+struct sig_eq_ctx {
+    struct builder *b;
+    const pk_val *items;
+    size_t n;
+};
+
+/* Whether sigs[idx] holds the n frame objects at items. */
+static inline bool sig_same(const struct builder *b, uint32_t idx, const pk_val *items, size_t n)
+{
+    const struct sig *g = &b->in.sigs[idx];
+    const pk_val *a;
+    if (g->n != n)
+        return false;
+    a = b->in.sig_pool + g->off;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != items[i])
+            return false;
+    return true;
+}
+
+/* The hash of a frames list's items for sig_dm and sig_map (never 0): two rotate-xor chains
+ * (a cycle or two per item, where a multiply chain costs four), mixed at the end;
+ * sig_same() settles collisions. */
+static inline uint64_t items_hash(const pk_val *items, uint32_t n)
+{
+    uint64_t h0 = (uint64_t)n, h1 = 0x9e3779b97f4a7c15ULL;
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        h0 = ((h0 << 7) | (h0 >> 57)) ^ items[i];
+        h1 = ((h1 << 7) | (h1 >> 57)) ^ items[i + 1];
+    }
+    if (i < n)
+        h0 = ((h0 << 7) | (h0 >> 57)) ^ items[i];
+    return dm_key(hmap_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
+}
+
+static bool sig_eq(void *ctx, uint32_t idx)
+{
+    struct sig_eq_ctx *c = ctx;
+    return sig_same(c->b, idx, c->items, c->n);
+}
+
+/* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
+ * frame dict objects, shared through the memo), not by the list object: writers share
+ * either the list or its frames, and lists inside trace entries are recycled while
+ * parsing.  Only lists of memo-shared frames are remembered by items; others go through
+ * the content maps every time (2.0 files share nothing). */
+enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out)
+{
+    const struct pk_node *l = as_list(v);
+    uint32_t id, gi;
+    struct stack_eq_ctx c = {b, 0};
+    struct sig_eq_ctx sc;
+    struct dm_entry *dc, *ldc, scratch_dc;
+    uint64_t h, hs;
+    bool all_shared = true;
+    enum gm_status st;
+
+    if (pk_is_token(v) && pk_token_id(v) < b->in.n_stacks) {
+        /* a frames list read in an earlier trace entry, recycled by the parser */
+        *out = pk_token_id(v);
+        return GM_OK;
+    }
+    if (!l)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'frames' is a %s, expected a list", pk_type_name(v));
+    if (l->len == 0) {
+        *out = 0;
+        return GM_OK;
+    }
+    /* A list that may be reused for another (transient, or named: pickle.h) is never
+     * remembered by its handle; any other handle found here is still that list. */
+    ldc = &b->in.list_dm[dm_slot((uint64_t)v)];
+    if (!by_handle) {
+        ldc = &scratch_dc;
+    } else if (ldc->key == (uint64_t)v) {
+        *out = ldc->val;
+        return GM_OK;
+    }
+    sc.b = b;
+    sc.items = l->items;
+    sc.n = l->len;
+    hs = items_hash(l->items, l->len);
+    dc = &b->in.sig_dm[dm_slot(hs)];
+    if (dc->key == hs && sig_same(b, dc->val, l->items, l->len)) {
+        *out = b->in.sigs[dc->val].stack;
+        ldc->key = (uint64_t)v;
+        ldc->val = *out;
+        return GM_OK;
+    }
+    gi = hmap_find(&b->in.sig_map, hs, sig_eq, &sc);
+    if (gi != HMAP_NONE) {
+        dc->key = hs;
+        dc->val = gi;
+        *out = b->in.sigs[gi].stack;
+        ldc->key = (uint64_t)v;
+        ldc->val = *out;
+        return GM_OK;
+    }
+    if (!grow_arr((void **)&b->in.tmp, &b->in.cap_tmp, l->len, sizeof(uint32_t)))
+        return nomem(b);
+    for (uint32_t i = 0; i < l->len; i++) {
+        if ((st = intern_frame(b, l->items[i], &b->in.tmp[i])) != GM_OK)
+            return st;
+        if (!pk_is_shared(l->items[i]))
+            all_shared = false;
+    }
+    c.n = l->len;
+    h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < c.n; i++)
+        h = hmap_mix(h ^ b->in.tmp[i]) + i;
+    id = hmap_find(&b->in.stack_by_content, h, stack_eq, &c);
+    if (id == HMAP_NONE) {
+        if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
+                      sizeof(uint32_t)) ||
+            !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
+                      sizeof(struct stack_rec)))
+            return nomem(b);
+        memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
+        b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
+        b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
+        b->in.n_pool += c.n;
+        id = (uint32_t)b->in.n_stacks++;
+        if (!hmap_put(&b->in.stack_by_content, h, id))
+            return nomem(b);
+    }
+    if (all_shared) {
+        /* remember these frame objects: the next list of the same frames is one look-up */
+        if (b->in.n_sig_pool + c.n > UINT32_MAX || b->in.n_sigs >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + c.n,
+                      sizeof(pk_val)) ||
+            !grow_arr((void **)&b->in.sigs, &b->in.cap_sigs, b->in.n_sigs + 1, sizeof(struct sig)))
+            return nomem(b);
+        memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, c.n * sizeof(pk_val));
+        b->in.sigs[b->in.n_sigs].off = (uint32_t)b->in.n_sig_pool;
+        b->in.sigs[b->in.n_sigs].n = (uint32_t)c.n;
+        b->in.sigs[b->in.n_sigs].stack = id;
+        b->in.n_sig_pool += c.n;
+        if (!hmap_put(&b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
+            return nomem(b);
+        dc->key = hs;
+        dc->val = (uint32_t)b->in.n_sigs++;
+    }
+    ldc->key = (uint64_t)v;
+    ldc->val = id;
+    *out = id;
+    return GM_OK;
+}
+
+bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out)
+{
+    uint64_t hs;
+    const struct dm_entry *dc;
+    if (!n)
+        return false;
+    hs = items_hash(items, n);
+    dc = &b->in.sig_dm[dm_slot(hs)];
+    if (dc->key != hs || !sig_same(b, dc->val, items, n))
+        return false;
+    *out = b->in.sigs[dc->val].stack;
+    return true;
+}
+
+struct extra_eq_ctx {
+    struct builder *b;
+    const struct gm_snapshot_event_extra *x;
+};
+
+static bool extra_eq(void *ctx, uint32_t id)
+{
+    struct extra_eq_ctx *c = ctx;
+    const struct gm_snapshot_event_extra *a = &c->b->in.extras[id], *x = c->x;
+    return a->stream == x->stream && a->action_name == x->action_name &&
+           a->compile_context == x->compile_context && a->user_metadata == x->user_metadata &&
+           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1];
+}
+
+enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
+                            uint32_t *out)
+{
+    struct extra_eq_ctx c = {b, x};
+    uint64_t h;
+    struct dm_entry *dc;
+    uint32_t id;
+    if (b->in.last_extra && extra_eq(&c, b->in.last_extra - 1)) {
+        *out = b->in.last_extra;
+        return GM_OK;
+    }
+    h = dm_key(hmap_mix((x->stream * 13) ^ (uint64_t)(uintptr_t)x->action_name ^
+                        ((uint64_t)(uintptr_t)x->compile_context * 3) ^
+                        ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
+                        ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
+    dc = &b->in.extra_dm[dm_slot(h)];
+    if (dc->key == h && extra_eq(&c, dc->val)) {
+        b->in.last_extra = dc->val + 1;
+        *out = dc->val + 1;
+        return GM_OK;
+    }
+    id = hmap_find(&b->in.extra_by_content, h, extra_eq, &c);
+    if (id == HMAP_NONE) {
+        if (b->in.n_extras >= UINT32_MAX - 2 ||
+            !grow_arr((void **)&b->in.extras, &b->in.cap_extras, b->in.n_extras + 1, sizeof(*x)))
+            return nomem(b);
+        b->in.extras[b->in.n_extras] = *x;
+        id = (uint32_t)b->in.n_extras++;
+        if (!hmap_put(&b->in.extra_by_content, h, id))
+            return nomem(b);
+    }
+    dc->key = h;
+    dc->val = id;
+    b->in.last_extra = id + 1;
+    *out = id + 1;
+    return GM_OK;
+}
+
+/* Move the interning tables' results into the arena. */
+enum gm_status intern_finish(struct builder *b)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    struct gm_snapshot_frame *frames = NULL;
+    struct gm_snapshot_stack *stacks;
+    uint32_t *pool = NULL;
+
+    if (b->in.n_frames) {
+        frames = gm_arena_alloc(b->arena, b->in.n_frames * sizeof(*frames), 8);
+        if (!frames)
+            return nomem(b);
+        memcpy(frames, b->in.frames, b->in.n_frames * sizeof(*frames));
+    }
+    if (b->in.n_pool) {
+        pool = gm_arena_alloc(b->arena, b->in.n_pool * sizeof(uint32_t), 8);
+        if (!pool)
+            return nomem(b);
+        memcpy(pool, b->in.pool, b->in.n_pool * sizeof(uint32_t));
+    }
+    stacks = gm_arena_calloc(b->arena, b->in.n_stacks, sizeof(*stacks));
+    if (!stacks)
+        return nomem(b);
+    for (size_t i = 1; i < b->in.n_stacks; i++) {
+        stacks[i].frames = pool + b->in.stacks[i].off;
+        stacks[i].n_frames = b->in.stacks[i].n;
+    }
+    if (b->in.n_extras) {
+        struct gm_snapshot_event_extra *x =
+            gm_arena_alloc(b->arena, b->in.n_extras * sizeof(*x), 8);
+        if (!x)
+            return nomem(b);
+        memcpy(x, b->in.extras, b->in.n_extras * sizeof(*x));
+        s->extras = x;
+        s->n_extras = b->in.n_extras;
+    }
+    s->frames = frames;
+    s->n_frames = b->in.n_frames;
+    s->stacks = stacks;
+    s->n_stacks = b->in.n_stacks;
+    return GM_OK;
+}
+
+void interner_release(struct interner *in)
+{
+    hmap_release(&in->str_by_content);
+    hmap_release(&in->frame_by_node);
+    hmap_release(&in->frame_by_content);
+    hmap_release(&in->sig_map);
+    gm_free(in->sigs);
+    gm_free(in->sig_pool);
+    hmap_release(&in->stack_by_content);
+    hmap_release(&in->extra_by_content);
+    gm_free(in->strs);
+    gm_free(in->str_lens);
+    gm_free(in->frames);
+    gm_free(in->stacks);
+    gm_free(in->pool);
+    gm_free(in->tmp);
+    gm_free(in->extras);
+}

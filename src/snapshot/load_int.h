@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* load_int.h - the snapshot loader's state, shared by its files (library-internal):
+ *
+ *   schema.c    the words of the schema (keys and values with a meaning) and typed fields
+ *   intern.c    strings, frames, stacks and the per-event extras, each interned once
+ *   segments.c  segments and blocks, allocator settings, annotations
+ *   trace.c     trace entries: the records of device_traces, streamed while parsing
+ *   load.c      the file, the parse, the top level, the checks, the public entry points
+ *
+ * The loader reads the pickle's graph through pickle.h's accessors only; device traces
+ * arrive as records (pickle.h, "streaming records") and become packed events (events.c). */
+#ifndef GM_SNAPSHOT_LOAD_INT_H
+#define GM_SNAPSHOT_LOAD_INT_H
+
+#include "snapshot/snapshot_int.h"
+
+#include "gpumem/arena.h"
+#include "pickle/pickle.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_DEVICES 4096
+
+/* The snapshot and what it owns. */
+struct snap_impl {
+    struct gm_snapshot pub;
+    struct gm_arena arena;
+    struct ev_writer *traces; /* the packed traces the devices point to */
+    size_t n_traces;
+    uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
+};
+
+/* ---- schema.c: every string the schema gives meaning to ---- */
+enum word {
+    W_UNKNOWN = 0,
+    /* keys */
+    W_SEGMENTS,
+    W_DEVICE_TRACES,
+    W_ALLOCATOR_SETTINGS,
+    W_EXTERNAL_ANNOTATIONS,
+    W_HOST_SEGMENTS,
+    W_HOST_TRACES,
+    W_DEVICE,
+    W_ADDRESS,
+    W_TOTAL_SIZE,
+    W_ALLOCATED_SIZE,
+    W_ACTIVE_SIZE,
+    W_REQUESTED_SIZE,
+    W_STREAM,
+    W_SEGMENT_TYPE,
+    W_SEGMENT_POOL_ID,
+    W_IS_EXPANDABLE,
+    W_FRAMES,
+    W_BLOCKS,
+    W_SIZE,
+    W_STATE,
+    W_HISTORY,
+    W_USER_METADATA,
+    W_ADDR,
+    W_REAL_SIZE,
+    W_ACTION,
+    W_DEVICE_FREE,
+    W_TIME_US,
+    W_COMPILE_CONTEXT,
+    W_POOL_ID,
+    W_FORWARD_FRAMES,
+    W_FILENAME,
+    W_LINE,
+    W_NAME,
+    W_STAGE,
+    W_GRAPH_CAPTURE_RSR,
+    W_TRACE_OVERFLOWED,
+    /* actions */
+    W_A_ALLOC,
+    W_A_FREE_REQUESTED,
+    W_A_FREE_COMPLETED,
+    W_A_SEGMENT_ALLOC,
+    W_A_SEGMENT_FREE,
+    W_A_SEGMENT_MAP,
+    W_A_SEGMENT_UNMAP,
+    W_A_SNAPSHOT,
+    W_A_OOM,
+    /* values */
+    W_ACTIVE_ALLOCATED,
+    W_ACTIVE_PENDING_FREE,
+    W_INACTIVE,
+    W_SMALL,
+    W_LARGE,
+    W_COUNT
+};
+
+extern const char *const word_text[W_COUNT];
+
+/* A direct-mapped cache in front of a map: most look-ups repeat the last few keys. */
+#define DM_BITS 12
+struct dm_entry {
+    uint64_t key; /* 0: empty */
+    uint32_t val;
+};
+
+/* Hash keys are never 0, the empty entry's key. */
+static inline uint64_t dm_key(uint64_t h)
+{
+    return h ? h : 1;
+}
+
+static inline size_t dm_slot(uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - DM_BITS));
+}
+
+/* ---- intern.c ---- */
+
+/* A frames list remembered by its items: the frame dict objects (see intern_stack). */
+struct sig {
+    uint32_t off; /* into sig_pool */
+    uint32_t n;
+    uint32_t stack;
+};
+
+struct stack_rec {
+    uint32_t off; /* into the frame-id pool */
+    uint32_t n;
+};
+
+/* Strings, frames, stacks and extras, each interned once: looked up first by the pickle
+ * object (memo sharing makes most look-ups hit there), then by content (for writers that
+ * share nothing, like 2.0). */
+struct interner {
+    struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
+    struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
+    struct dm_entry list_dm[1 << DM_BITS];    /* frames list object -> stack id */
+    struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
+    struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
+
+    struct hmap str_by_content; /* content hash -> index in strs */
+    const char **strs;
+    size_t *str_lens;
+    size_t n_strs, cap_strs;
+    uint32_t last_str; /* index in strs of the last string interned from a value */
+    bool last_str_ok;
+
+    struct hmap frame_by_node, frame_by_content;
+    struct gm_snapshot_frame *frames;
+    size_t n_frames, cap_frames;
+
+    struct hmap stack_by_content;
+    struct hmap sig_map; /* frame-objects hash -> index in sigs */
+    struct sig *sigs;
+    size_t n_sigs, cap_sigs;
+    pk_val *sig_pool;
+    size_t n_sig_pool, cap_sig_pool;
+    struct stack_rec *stacks;
+    size_t n_stacks, cap_stacks;
+    uint32_t *pool;
+    size_t n_pool, cap_pool;
+    uint32_t *tmp;
+    size_t cap_tmp;
+
+    struct hmap extra_by_content;
+    struct gm_snapshot_event_extra *extras;
+    size_t n_extras, cap_extras;
+    uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+};
+
+/* ---- trace.c ---- */
+
+/* What later checks need from a trace, summed while its events are made (no extra pass
+ * over the trace). */
+struct ev_sums {
+    int64_t t_min, t_max; /* over the events with a time */
+    uint64_t size_sum;    /* sizes of all the events, saturating */
+    bool has_time;
+};
+
+/* One device trace, streamed while parsing. */
+struct stream {
+    struct ev_writer w;  /* its events; the last 'prov' of them provisional */
+    struct ev_mark mark; /* where the provisional events of the open batch start */
+    size_t unknown;
+    size_t prov, prov_unknown; /* events of the open batch, not committed yet */
+    struct ev_sums sums, prov_sums;
+    bool taken; /* its events moved to the snapshot (build()) */
+};
+
+/* The state of the trace-entry readers: the general one reads any entry field by field;
+ * the straight-line one (flat_event()) the usual entry whose keys are those of the one
+ * before, with values of the usual types. */
+struct trace_reader {
+    struct stream *streams[MAX_DEVICES]; /* by device index, made at its first record */
+    /* the key sequence of the last trace entry: entries repeat it, with memoized keys */
+    pk_val shape_keys[16];
+    uint8_t shape_words[16];
+    uint32_t shape_n;
+    bool shape_canon;    /* shape_words is a subsequence of canon_words[], each once */
+    int8_t shape_pos[8]; /* per canon_words[] entry: its index in the shape, or -1 */
+    /* flat_event(): shape_* describe the keys of the record before, which read_event()
+     * read in the canonical order */
+    bool flat_shape;
+    const char *flat_cc; /* the compile_context string last seen, and its bytes */
+    const char *flat_cc_p;
+    size_t flat_cc_n;
+    pk_val flat_act_val[2]; /* the last two action values and their actions */
+    uint8_t flat_act[2];
+    uint64_t flat_x_stream; /* the extra of the last entry (stream, compile_context) */
+    const char *flat_x_cc;
+    uint32_t flat_x_id; /* 0: none yet */
+};
+
+struct builder {
+    const struct pk_doc *doc;
+    struct snap_impl *impl;
+    struct gm_arena *arena;
+    struct gm_error *err;
+    size_t ev_bytes; /* held by the packed traces, counted against the arena's cap */
+    struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
+    struct interner in;
+    struct trace_reader tr;
+    bool drop_events; /* gm_snapshot_opts.drop_events */
+    /* generation evidence */
+    bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
+        any_g9, settings_g7;
+};
+
+/* schema.c */
+enum word word_of(struct builder *b, pk_val v);
+enum gm_status nomem(struct builder *b);
+bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem);
+enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+                        const char *want);
+enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+                            uint64_t *out);
+enum gm_status get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
+                             pk_val v, uint64_t *out);
+enum gm_status get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+                            int64_t *out);
+enum gm_status get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+                        int64_t out[2]);
+const struct pk_node *as_list(pk_val v);
+
+/* An unsigned field (an address, a stream handle): a negative value keeps its two's
+ * complement, as the C++ side stores int64 (a stream handle above 2^63 arrives negative
+ * from writer C). */
+static inline enum gm_status get_u64(struct builder *b, const char *where, size_t i, enum word key,
+                                     pk_val v, uint64_t *out)
+{
+    if (pk_small_u64(v, out))
+        return GM_OK;
+    return get_u64_slow(b, where, i, key, v, out);
+}
+
+/* A size in bytes: never negative. */
+static inline enum gm_status get_size(struct builder *b, const char *where, size_t i, enum word key,
+                                      pk_val v, uint64_t *out)
+{
+    if (pk_small_u64(v, out))
+        return GM_OK;
+    return get_size_slow(b, where, i, key, v, out);
+}
+
+static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
+                                     pk_val v, int64_t *out)
+{
+    if (pk_small_i64(v, out))
+        return GM_OK;
+    return get_i64_slow(b, where, i, key, v, out);
+}
+
+/* intern.c */
+void interner_release(struct interner *in);
+enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
+enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out);
+/* The stack id of frames list 'v'; 'by_handle': the list may be remembered by its handle
+ * (neither transient nor named, see pickle.h). */
+enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out);
+/* The stack of a transient list already read (a hash of its frame objects), or false. */
+bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
+enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
+                            uint32_t *out);
+/* Move the interned frames, stacks and extras into the snapshot. */
+enum gm_status intern_finish(struct builder *b);
+
+/* segments.c */
+enum gm_status read_segments(struct builder *b, pk_val segments);
+enum gm_status read_settings(struct builder *b, pk_val v);
+enum gm_status read_annotations(struct builder *b, pk_val v);
+
+/* trace.c */
+extern const struct pk_stream trace_stream_ops;
+void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e);
+void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
+void trace_reader_release(struct trace_reader *tr);
+/* The events of device_traces[i], list 'v' (streamed or not), into trace 'w'. */
+enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
+                          size_t *unknown, struct ev_sums *sums);
+
+#endif

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* test_outbuf.c - the buffered writer's own number formatting writes exactly what printf
+ * and gm_format_bytes() write: edges of every unit, ties of the two-decimal rounding, and a
+ * million pseudo-random values of every magnitude. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/outbuf.h"
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rnd_state = 88172645463325252ULL;
+
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+static void check_iec(uint64_t v, unsigned width)
+{
+    char want[64], fb[48], got[64];
+    char *end = gm_fmt_iec(got, v, width);
+    *end = '\0';
+    snprintf(want, sizeof(want), "%*s", (int)width,
+             gm_format_bytes(fb, sizeof(fb), v, GM_UNITS_IEC));
+    if (strcmp(want, got)) {
+        fprintf(stderr, "bytes %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
+        fail();
+    }
+}
+
+static void test_bytes(void **state)
+{
+    (void)state;
+    for (unsigned sh = 0; sh < 64; sh++) {
+        uint64_t p = (uint64_t)1 << sh;
+        for (int64_t d = -3; d <= 3; d++)
+            check_iec(p + (uint64_t)d, 11);
+    }
+    /* where %.2f rounds across .xx5 and where the value steps up to the next unit */
+    for (uint64_t k = 1; k < 200000; k++) {
+        check_iec(k * 1024 / 200 + 1, 0);
+        check_iec(1024 * 1024 - k, 11);
+        check_iec(k * 5 + 1024, 11);
+    }
+    check_iec(UINT64_MAX, 11);
+    check_iec(0, 11);
+    for (int i = 0; i < 1000000; i++)
+        check_iec(rnd() >> (rnd() % 64), 11);
+}
+
+static void test_ints(void **state)
+{
+    char want[80], got[80], *end;
+    (void)state;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t v = rnd() >> (rnd() % 64);
+        unsigned w = (unsigned)(rnd() % 22);
+        end = gm_fmt_u64(got, v, w);
+        *end = '\0';
+        snprintf(want, sizeof(want), "%*" PRIu64, (int)w, v);
+        assert_string_equal(want, got);
+        end = gm_fmt_hex(got, v, w);
+        *end = '\0';
+        snprintf(want, sizeof(want), "%0*" PRIx64, (int)w, v);
+        assert_string_equal(want, got);
+        {
+            int64_t sv = (int64_t)(v >> 1) * ((rnd() & 1) ? -1 : 1);
+            end = gm_fmt_i64(got, sv);
+            *end = '\0';
+            snprintf(want, sizeof(want), "%" PRId64, sv);
+            assert_string_equal(want, got);
+        }
+        end = gm_fmt_i64(got, INT64_MIN);
+        *end = '\0';
+        assert_string_equal(got, "-9223372036854775808");
+    }
+    for (int i = 0; i < 200000; i++) {
+        int64_t us = (int64_t)(rnd() >> (rnd() % 64));
+        if (rnd() & 1)
+            us = -us;
+        end = gm_fmt_seconds(got, us, 12);
+        *end = '\0';
+        snprintf(want, sizeof(want), "%+12.6f", (double)us / 1e6);
+        if (strcmp(want, got)) {
+            fprintf(stderr, "us %" PRId64 ": want '%s', got '%s'\n", us, want, got);
+            fail();
+        }
+    }
+}
+
+static void test_writer(void **state)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    static struct gm_outbuf o;
+    char big[100000];
+    (void)state;
+    assert_non_null(f);
+    memset(big, 'x', sizeof(big));
+    gm_outbuf_init(&o, f);
+    for (int i = 0; i < 3000; i++) {
+        char *p = gm_outbuf_reserve(&o, 64);
+        p = gm_fmt_u64(p, (uint64_t)i, 5);
+        p = gm_fmt_lit(p, "|\n");
+        gm_outbuf_commit(&o, p);
+    }
+    gm_outbuf_put(&o, big, sizeof(big));
+    assert_true(gm_outbuf_flush(&o));
+    fclose(f);
+    assert_int_equal(len, 3000 * 7 + sizeof(big));
+    assert_memory_equal(buf, "    0|\n    1|\n", 14);
+    free(buf);
+    /* a write error sticks */
+    f = fopen("/dev/full", "w");
+    if (f) {
+        gm_outbuf_init(&o, f);
+        gm_outbuf_put(&o, big, sizeof(big));
+        assert_false(gm_outbuf_flush(&o) && fflush(f) == 0);
+        fclose(f);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes),
+        cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_writer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
