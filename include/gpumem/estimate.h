@@ -709,7 +709,7 @@ const struct gm_gpu *gm_gpu_find(const char *name);
  * gm_calibrate() runs gm_estimate_run() on the job and compares it with the analysis of a
  * memory snapshot (what `gpumem snapshot categories` shows) through the kind -> category
  * map (gm_est_kind_category()), then fits what a short run can tell and predicts other
- * sizes of the job with the fitted values (src/estimate/calibrate.c, docs/estimate.md).
+ * sizes of the job with the fitted values (src/estimate/calibrate.c, docs/calibrate.md).
  *
  * Spans.  A training step is compared span by span: the forward/backward pass (the
  * analysis' forward and backward phases against the estimate's larger moment, the start
