@@ -65,6 +65,38 @@ class EstimateAgreesWithCli(TempDir):
                       flash_attn=True, gpu="RTX-4090")
         self.assertEqual(d["model_file"]["format"], "gguf")
 
+    def test_safetensors_shards_and_a_folder(self):
+        """Qwen2.5-0.5B as two safetensors shards beside its config (the golden test
+        estimate6_safetensors_dir builds the same), then the folder with the config alone."""
+        cfg = os.path.join(CONFIGS, "Qwen2.5-0.5B.json")
+        if not os.path.exists(cfg):
+            raise unittest.SkipTest("no %s" % cfg)
+        folder = self.path("m")
+        os.mkdir(folder)
+        with open(cfg) as f, open(os.path.join(folder, "config.json"), "w") as g:
+            g.write(f.read())
+
+        def layer(i):
+            p = "model.layers.%d." % i
+            return [p + "self_attn.q_proj.weight:BF16:896x896", p + "self_attn.q_proj.bias:BF16:896",
+                    p + "self_attn.k_proj.weight:BF16:128x896", p + "self_attn.k_proj.bias:BF16:128",
+                    p + "self_attn.v_proj.weight:BF16:128x896", p + "self_attn.v_proj.bias:BF16:128",
+                    p + "self_attn.o_proj.weight:BF16:896x896", p + "mlp.gate_proj.weight:BF16:4864x896",
+                    p + "mlp.up_proj.weight:BF16:4864x896", p + "mlp.down_proj.weight:BF16:896x4864",
+                    p + "input_layernorm.weight:BF16:896", p + "post_attention_layernorm.weight:BF16:896"]
+
+        first = ["model.embed_tokens.weight:BF16:151936x896"] + sum((layer(i) for i in range(12)), [])
+        second = sum((layer(i) for i in range(12, 24)), []) + ["model.norm.weight:F32:896"]
+        run(MKMODELFILE, "safetensors", os.path.join(folder, "model-00001-of-00002.safetensors"), *first)
+        run(MKMODELFILE, "safetensors", os.path.join(folder, "model-00002-of-00002.safetensors"), *second)
+        d = self.same(folder, infer=True, context=4096, batch=4)
+        self.assertEqual(d["model_file"]["format"], "safetensors")
+        self.assertEqual(d["model_file"]["files"], 2)
+        for name in os.listdir(folder):
+            if name.endswith(".safetensors"):
+                os.unlink(os.path.join(folder, name))
+        self.assertNotIn("model_file", self.same(folder, infer=True, context=4096, batch=4))
+
     def test_config_json_and_parameters_alone(self):
         cfg = os.path.join(CONFIGS, "Qwen2.5-0.5B.json")
         if not os.path.exists(cfg):
