@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "estimate_render.h"
+#include "job_opts.h"
 #include "opts.h"
 
 #include "gpumem/estimate.h"
@@ -14,7 +15,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int list_models(void)
 {
@@ -43,60 +43,17 @@ static int list_gpus(void)
     return 0;
 }
 
-/* What the option parser collected for each job setting. */
-struct collected {
-    const char *text[GM_JOB_MAX_SETTINGS];
-    bool flag[GM_JOB_MAX_SETTINGS];
-    int choice[GM_JOB_MAX_SETTINGS];
-    bool seen[GM_JOB_MAX_SETTINGS];
-};
-
 /* One option per job setting, then the command's own. */
-static void build_options(struct opt *opts, struct collected *c, bool *list_m, bool *list_g,
+static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
                           bool *json, int *color)
 {
-    size_t n_set, n = 0;
-    const struct gm_job_setting *s = gm_job_settings(&n_set);
-    for (size_t i = 0; i < n_set; i++) {
-        struct opt o = {s[i].name,    0,         OPT_T_STRING, &c->text[i],
-                        s[i].argname, s[i].help, NULL,         &c->seen[i]};
-        if (s[i].type == GM_JOB_FLAG) {
-            o.type = OPT_T_FLAG;
-            o.dest = &c->flag[i];
-        } else if (s[i].type == GM_JOB_CHOICE) {
-            o.type = OPT_T_CHOICE;
-            o.dest = &c->choice[i];
-            o.choices = s[i].choices;
-        }
-        opts[n++] = o;
-    }
+    size_t n = 0;
+    job_opts_add(opts, &n, c);
     opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
     opts[n] = (struct opt)OPT_END;
-}
-
-/* Hand every option given to the job, in table order. */
-static int fill_job(const char *cmd, const struct collected *c, struct gm_job *job)
-{
-    size_t n_set;
-    const struct gm_job_setting *s = gm_job_settings(&n_set);
-    for (size_t i = 0; i < n_set; i++) {
-        const char *value = c->text[i];
-        struct gm_error err;
-        if (!c->seen[i])
-            continue;
-        if (s[i].type == GM_JOB_FLAG)
-            value = NULL;
-        else if (s[i].type == GM_JOB_CHOICE)
-            value = s[i].choices[c->choice[i]];
-        if (gm_job_set(job, s[i].name, value, &err) != GM_OK) {
-            cli_errorf(cmd, "%s", err.msg);
-            return GM_EXIT_USAGE;
-        }
-    }
-    return 0;
 }
 
 static const struct opt_usage usage = {
@@ -118,8 +75,8 @@ static const struct opt_usage usage = {
 int cmd_estimate(int argc, char **argv)
 {
     const char *cmd = argv[0];
-    struct collected c;
-    struct opt opts[GM_JOB_MAX_SETTINGS + 8];
+    struct job_opts c;
+    struct opt opts[JOB_OPTS_MAX + 8];
     struct gm_job job;
     struct gm_job_source src;
     struct gm_estimate_report *r;
@@ -127,7 +84,6 @@ int cmd_estimate(int argc, char **argv)
     bool json = false, list_m = false, list_g = false, have_src = false;
     int color = 0, n_pos = 0, rc;
 
-    memset(&c, 0, sizeof(c));
     build_options(opts, &c, &list_m, &list_g, &json, &color);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
@@ -138,10 +94,8 @@ int cmd_estimate(int argc, char **argv)
     if (n_pos > 1)
         return cli_usage(cmd, "unexpected argument '%s'", argv[2]);
     gm_job_init(&job);
-    if ((rc = fill_job(cmd, &c, &job)) != 0)
+    if ((rc = job_opts_fill(cmd, &c, &job)) != 0)
         return rc;
-    if (gm_job_check(&job, &err) != GM_OK)
-        return cli_usage(cmd, "%s", err.msg);
     if (n_pos == 0 && !job.model.n_params)
         return cli_usage(cmd, "give a MODEL or --parameters N");
     if (n_pos == 1) {

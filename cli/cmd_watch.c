@@ -15,15 +15,15 @@
 #include "gpumem/watch.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* Signal state: the handler only sets flags and forwards signals sent by another process
  * (a terminal's Ctrl-C already reaches the whole foreground process group).  After the
@@ -45,19 +45,6 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         kill(g_child, sig);
     }
     g_stop = 1;
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL); /* a signal cuts it short, which is what we want */
 }
 
 /* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
@@ -95,51 +82,6 @@ static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample
     gm_watch_jsonl_sample(w, smp, stdout);
 }
 
-/* fork + exec 'argv'; an exec failure comes back through a close-on-exec pipe. */
-static int spawn(const char *cmd, char **argv, bool stdout_to_stderr, pid_t *out)
-{
-    int fds[2], child_errno = 0;
-    ssize_t got;
-    pid_t pid;
-
-    if (pipe(fds) != 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
-        cli_errorf(cmd, "pipe: %s", strerror(errno));
-        return GM_EXIT_SOFTWARE;
-    }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        cli_errorf(cmd, "fork: %s", strerror(errno));
-        return GM_EXIT_SOFTWARE;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        /* With --json, stdout carries only gpumem's JSON lines. */
-        if (stdout_to_stderr && dup2(2, 1) < 0)
-            _exit(126);
-        execvp(argv[0], argv);
-        child_errno = errno;
-        got = write(fds[1], &child_errno, sizeof(child_errno));
-        (void)got;
-        _exit(127);
-    }
-    close(fds[1]);
-    do
-        got = read(fds[0], &child_errno, sizeof(child_errno));
-    while (got < 0 && errno == EINTR);
-    close(fds[0]);
-    if (got == (ssize_t)sizeof(child_errno)) {
-        waitpid(pid, NULL, 0);
-        cli_errorf(cmd, "cannot run '%s': %s", argv[0], strerror(child_errno));
-        return child_errno == ENOENT ? 127 : 126;
-    }
-    *out = pid;
-    return 0;
-}
-
 /* A wait status as a shell shows it, and the signal that ended the process (0 none). */
 static int shell_status(int wst, int *sig)
 {
@@ -158,7 +100,7 @@ int cmd_watch(int argc, char **argv)
     struct gm_error err;
     struct gm_watch_run run;
     char **command = NULL;
-    uint64_t start, next_proc = 0;
+    struct gm_watch_clock clk;
     size_t pos;
     const struct opt opts[] = {
         OPT_U64("interval", 'i', &interval, "MS", "device memory every MS milliseconds (100)",
@@ -275,11 +217,19 @@ int cmd_watch(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
     }
-    start = now_ms();
+    gm_watch_clock_start(&clk, interval, proc_interval);
     if (command) {
+        /* with --json, stdout carries only gpumem's JSON lines */
+        struct gm_watch_command wc = {command, environ, NULL, json, false};
         pid_t pid = 0;
-        rc = spawn(argv[0], command, json, &pid);
-        if (rc) {
+        int exec_errno = 0;
+        if (gm_watch_spawn(&wc, &pid, &exec_errno, &err) != GM_OK || exec_errno) {
+            if (exec_errno) {
+                cli_errorf(argv[0], "cannot run '%s': %s", command[0], strerror(exec_errno));
+                rc = exec_errno == ENOENT ? 127 : 126;
+            } else {
+                rc = cli_fail(argv[0], &err);
+            }
             if (output)
                 cli_output_abort(&out);
             goto out_close;
@@ -303,16 +253,8 @@ int cmd_watch(int argc, char **argv)
     }
 
     for (;;) {
-        uint64_t t = now_ms() - start;
+        uint64_t t = gm_watch_tick(&s.w, s.d, &clk, s.root, s.attached);
         int wst;
-        gm_watch_poll_devices(&s.w, s.d, t);
-        if (t >= next_proc || s.w.process_due) {
-            if (t < next_proc)
-                s.w.n_triggered_reads++;
-            gm_watch_poll_processes(&s.w, s.d, t, s.root, s.attached);
-            if (t >= next_proc)
-                next_proc = t + proc_interval;
-        }
         if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
             status = shell_status(wst, &term_signal);
             break;
@@ -321,7 +263,7 @@ int cmd_watch(int argc, char **argv)
             break;
         if (g_stop)
             break;
-        sleep_ms(interval - (now_ms() - start - t) % interval);
+        gm_watch_wait(&clk, t);
     }
     if (command && status < 0) {
         /* Interrupted: the command got the signal too; wait for it, sampling no more.  A
@@ -343,13 +285,13 @@ int cmd_watch(int argc, char **argv)
                 said = true;
             }
             if (got == 0)
-                sleep_ms(50);
+                gm_watch_sleep_ms(50);
         }
         if (got == g_child)
             status = shell_status(wst, &term_signal);
     }
     {
-        uint64_t t = now_ms() - start;
+        uint64_t t = gm_watch_clock_ms(&clk);
         /* The end state, and the processes of the command that outlive it. */
         if (command || !gm_proc_running(s.root)) {
             gm_watch_poll_devices(&s.w, s.d, t);

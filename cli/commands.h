@@ -5,6 +5,7 @@
 
 int cmd_version(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_measure(int argc, char **argv);

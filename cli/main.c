@@ -7,6 +7,8 @@
 
 static const struct cli_command commands[] = {
     {"estimate", cmd_estimate, "predict peak GPU memory of a training or inference job"},
+    {"calibrate", cmd_calibrate,
+     "hold an estimate against a snapshot of the job: fit it, predict other sizes"},
     {"snapshot", cmd_snapshot,
      "read PyTorch CUDA memory snapshots: peak, categories, leaks, OOM, report, replay"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},

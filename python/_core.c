@@ -7,18 +7,26 @@
  *                    once, on first use, and is kept with the object
  *   Devices()        the driver's view (NVML, CUDA): memory of a device, the environment JSON
  *   event_fields()   the layout of one record of Snapshot._events() (struct py_event)
+ *   estimate_json(), calibrate_json(), estimate_settings()
+ *                    the estimator: a job from keyword settings (the library's settings
+ *                    table: every setting of the CLI, by name), run by the library, its
+ *                    JSON document returned as text (gpumem.estimate / gpumem.calibrate
+ *                    parse it into the dict `gpumem estimate --json` prints)
  *
  * A status of the library becomes one Python exception: GM_ERR_NOENT FileNotFoundError,
  * GM_ERR_EXISTS FileExistsError, GM_ERR_NOMEM MemoryError, GM_ERR_IO OSError, bad input data
  * (GM_ERR_FORMAT, GM_ERR_UNSUPPORTED, GM_ERR_LIMIT) gpumem.FormatError, GM_ERR_NODEV
- * gpumem.NoDeviceError, GM_ERR_INVALID ValueError, anything else gpumem.Error.  Loading and
- * writing a report release the GIL; the analysis is computed with it held, so that two
- * threads never compute it twice, and so are the driver calls of Devices. */
+ * gpumem.NoDeviceError, GM_ERR_INVALID (a bad setting or argument: the CLI's exit status
+ * 64) gpumem.UsageError, a ValueError too; anything else gpumem.Error.  A Python value of
+ * the wrong type for a setting is a TypeError.  Loading, writing a report and running the
+ * estimator release the GIL; the analysis is computed with it held, so that two threads
+ * never compute it twice, and so are the driver calls of Devices. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "gpumem/analysis.h"
 #include "gpumem/device.h"
+#include "gpumem/estimate.h"
 #include "gpumem/json.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
@@ -26,6 +34,7 @@
 #include "gpumem/version.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +44,7 @@
 static PyObject *error_base;      /* gpumem.Error */
 static PyObject *error_format;    /* gpumem.FormatError(Error, ValueError) */
 static PyObject *error_no_device; /* gpumem.NoDeviceError(Error) */
+static PyObject *error_usage;     /* gpumem.UsageError(Error, ValueError) */
 
 /* Raise the Python exception of 'err'; returns NULL for "return raise_gm(&err);". */
 static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
@@ -66,7 +76,7 @@ static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
         type = error_no_device;
         break;
     case GM_ERR_INVALID:
-        type = PyExc_ValueError;
+        type = error_usage;
         break;
     default:
         break;
@@ -112,6 +122,37 @@ static bool put_reading(PyObject *dict, const char *key, struct gm_reading r)
     if (!r.valid)
         return PyDict_SetItemString(dict, key, Py_None) == 0;
     return put_u64(dict, key, r.value);
+}
+
+/* A JSON document written by the library into memory, returned as a str. */
+struct memout {
+    FILE *f;
+    char *text;
+    size_t len;
+};
+
+static bool memout_open(struct memout *m)
+{
+    m->text = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->text, &m->len);
+    if (!m->f)
+        PyErr_NoMemory();
+    return m->f != NULL;
+}
+
+/* Close 'm' and return its text; 'ok' false (the writer failed): NULL with 'what' said. */
+static PyObject *memout_str(struct memout *m, bool ok, const char *what)
+{
+    PyObject *s = NULL;
+    if (fclose(m->f) != 0)
+        ok = false;
+    if (ok)
+        s = PyUnicode_DecodeUTF8(m->text, (Py_ssize_t)m->len, "replace");
+    else
+        PyErr_Format(error_base, "writing %s failed", what);
+    free(m->text);
+    return s;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -773,33 +814,16 @@ static PyObject *devices_environment_json(PyObject *self, PyObject *args)
     struct devices_obj *o = (struct devices_obj *)self;
     struct gm_host_info host;
     struct gm_json w;
+    struct memout m;
     int cuda_index = -1;
-    char *text = NULL;
-    size_t len = 0;
-    bool ok;
-    FILE *f;
-    PyObject *s;
-    if (!PyArg_ParseTuple(args, "|i", &cuda_index) || !opened(o))
+    if (!PyArg_ParseTuple(args, "|i", &cuda_index) || !opened(o) || !memout_open(&m))
         return NULL;
-    f = open_memstream(&text, &len);
-    if (!f)
-        return PyErr_NoMemory();
     gm_host_probe(&host);
-    gm_json_init(&w, f, 0);
+    gm_json_init(&w, m.f, 0);
     gm_json_begin_object(&w);
     gm_devices_write_json(&w, o->d, &host, cuda_index);
     gm_json_end_object(&w);
-    ok = gm_json_finish(&w);
-    if (fclose(f) != 0)
-        ok = false;
-    if (!ok) {
-        free(text);
-        PyErr_SetString(error_base, "writing the environment JSON failed");
-        return NULL;
-    }
-    s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace");
-    free(text);
-    return s;
+    return memout_str(&m, gm_json_finish(&w), "the environment JSON");
 }
 
 static PyMethodDef devices_methods[] = {
@@ -823,6 +847,379 @@ static PyTypeObject devices_type = {
     .tp_init = devices_init,
     .tp_new = PyType_GenericNew,
 };
+
+/* ------------------------------------------------------------------------------------ */
+/* The estimator */
+
+static const char *setting_type_name(enum gm_job_setting_type t)
+{
+    switch (t) {
+    case GM_JOB_FLAG:
+        return "flag";
+    case GM_JOB_U64:
+        return "int";
+    case GM_JOB_COUNT:
+        return "count";
+    case GM_JOB_SIZE:
+        return "size";
+    case GM_JOB_DOUBLE:
+        return "float";
+    case GM_JOB_CHOICE:
+        return "choice";
+    case GM_JOB_TEXT:
+        return "text";
+    }
+    return "unknown";
+}
+
+/* What a setting takes from Python, for the TypeError. */
+static const char *setting_takes(enum gm_job_setting_type t)
+{
+    switch (t) {
+    case GM_JOB_FLAG:
+        return "True or False";
+    case GM_JOB_U64:
+        return "an int (or a str as the CLI takes it)";
+    case GM_JOB_COUNT:
+        return "an int, a whole float or a str such as '8B'";
+    case GM_JOB_SIZE:
+        return "an int of bytes or a str such as '24GiB'";
+    case GM_JOB_DOUBLE:
+        return "a number (or a str)";
+    case GM_JOB_CHOICE:
+        return "a str, one of its choices";
+    case GM_JOB_TEXT:
+        return "a str (or a number)";
+    }
+    return "a str";
+}
+
+/* The text gm_job_set() parses for the Python value 'v' of setting 's': converted here,
+ * at the edge, by the setting's type.  A flag takes True or False; a valued setting takes
+ * a str as the CLI spells it, an int (a choice too: zero=3), and a float where it takes a
+ * count, a fraction or free text.  *text is NULL when the setting stays unset (None,
+ * False).  false with a TypeError when the type does not suit. */
+static bool setting_text(const struct gm_job_setting *s, PyObject *key, PyObject *v, char *buf,
+                         size_t n, const char **text)
+{
+    bool number = s->type == GM_JOB_COUNT || s->type == GM_JOB_DOUBLE || s->type == GM_JOB_TEXT;
+    *text = NULL;
+    if (v == Py_None)
+        return true;
+    if (s->type == GM_JOB_FLAG && PyBool_Check(v)) {
+        *text = v == Py_True ? "true" : NULL;
+        return true;
+    }
+    if (s->type != GM_JOB_FLAG && PyUnicode_Check(v)) {
+        *text = PyUnicode_AsUTF8(v);
+        return *text != NULL;
+    }
+    if (s->type != GM_JOB_FLAG && PyLong_Check(v) && !PyBool_Check(v)) {
+        PyObject *str = PyObject_Str(v);
+        const char *d = str ? PyUnicode_AsUTF8(str) : NULL;
+        if (d)
+            snprintf(buf, n, "%s", d);
+        Py_XDECREF(str);
+        *text = d ? buf : NULL;
+        return d != NULL;
+    }
+    if (number && PyFloat_Check(v)) {
+        double d = PyFloat_AS_DOUBLE(v);
+        char *r;
+        if (s->type == GM_JOB_COUNT && d == floor(d) && d >= 0 && d < 1.8e19) {
+            snprintf(buf, n, "%.0f", d); /* whole: exact */
+        } else {
+            if (!(r = PyOS_double_to_string(d, 'r', 0, 0, NULL)))
+                return false;
+            snprintf(buf, n, "%s", r);
+            PyMem_Free(r);
+        }
+        *text = buf;
+        return true;
+    }
+    PyErr_Format(PyExc_TypeError, "%U: takes %s, not %.80s", key, setting_takes(s->type),
+                 Py_TYPE(v)->tp_name);
+    return false;
+}
+
+/* Set the job from keyword settings (names with '_' or '-', as the table takes them), in
+ * the table's order as the CLI does, then check the job as a whole. */
+static bool job_from_settings(struct gm_job *job, PyObject *settings)
+{
+    size_t n_set;
+    const struct gm_job_setting *table = gm_job_settings(&n_set);
+    PyObject *given[GM_JOB_MAX_SETTINGS] = {NULL}, *names[GM_JOB_MAX_SETTINGS] = {NULL};
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    struct gm_error err;
+
+    while (PyDict_Next(settings, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const struct gm_job_setting *s = name ? gm_job_setting_find(name) : NULL;
+        size_t i;
+        if (!name) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "setting names are str");
+            return false;
+        }
+        if (!s) {
+            gm_job_set(job, name, NULL, &err); /* the library's "unknown setting" */
+            raise_gm(&err, NULL);
+            return false;
+        }
+        i = (size_t)(s - table);
+        if (given[i]) {
+            PyErr_Format(error_usage, "%U and %U are the same setting '%s'", names[i], key,
+                         s->name);
+            return false;
+        }
+        given[i] = value;
+        names[i] = key;
+    }
+    for (size_t i = 0; i < n_set; i++) {
+        char buf[128];
+        const char *text;
+        if (!given[i])
+            continue;
+        if (!setting_text(&table[i], names[i], given[i], buf, sizeof buf, &text))
+            return false;
+        if (text && gm_job_set(job, table[i].name, table[i].type == GM_JOB_FLAG ? NULL : text,
+                               &err) != GM_OK) {
+            raise_gm(&err, NULL);
+            return false;
+        }
+    }
+    if (gm_job_check(job, &err) != GM_OK) {
+        raise_gm(&err, NULL);
+        return false;
+    }
+    return true;
+}
+
+/* MODEL as the CLI takes it (a built-in name, a config.json or folder, weight files), or
+ * None; *have says whether 'src' holds something to release. */
+static bool job_model(struct gm_job *job, PyObject *model, struct gm_job_source *src, bool *have)
+{
+    PyObject *bytes = NULL;
+    struct gm_error err;
+    enum gm_status st;
+    PyThreadState *ts;
+    *have = false;
+    if (model == Py_None)
+        return true;
+    if (!PyUnicode_FSConverter(model, &bytes))
+        return false;
+    ts = PyEval_SaveThread();
+    st = gm_job_source_load(src, PyBytes_AS_STRING(bytes), &err);
+    PyEval_RestoreThread(ts);
+    if (st != GM_OK) {
+        PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
+        raise_gm(&err, name);
+        Py_XDECREF(name);
+        Py_DECREF(bytes);
+        return false;
+    }
+    Py_DECREF(bytes);
+    *have = true;
+    gm_job_use_source(job, src);
+    return true;
+}
+
+/* estimate_json(model, settings) -> str: the gpumem.estimate/1 document. */
+static PyObject *core_estimate_json(PyObject *self, PyObject *args)
+{
+    PyObject *model, *settings, *out = NULL;
+    struct gm_estimate_report *r = NULL;
+    struct gm_job_source src;
+    struct gm_job job;
+    struct gm_error err;
+    struct memout m;
+    enum gm_status st;
+    PyThreadState *ts;
+    bool have = false;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OO!", &model, &PyDict_Type, &settings))
+        return NULL;
+    gm_job_init(&job);
+    if (!job_from_settings(&job, settings) || !job_model(&job, model, &src, &have))
+        goto out;
+    if (!(r = PyMem_RawMalloc(sizeof(*r)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (!memout_open(&m))
+        goto out;
+    ts = PyEval_SaveThread();
+    st = gm_estimate_report_run(&job, r, &err);
+    if (st == GM_OK)
+        st = gm_estimate_report_json(m.f, r, &err);
+    PyEval_RestoreThread(ts);
+    out = memout_str(&m, st == GM_OK, "the estimate");
+    if (st != GM_OK) {
+        Py_CLEAR(out);
+        PyErr_Clear();
+        raise_gm(&err, NULL);
+    }
+out:
+    PyMem_RawFree(r);
+    if (have)
+        gm_job_source_release(&src);
+    return out;
+}
+
+/* The analysis calibrate_json() holds the job against: a Snapshot's own (kept with it), or
+ * a file loaded for this call (*snap, *an owned by the caller). */
+static const struct gm_analysis *calib_analysis(PyObject *snapshot, struct gm_snapshot **snap,
+                                                struct gm_analysis **an)
+{
+    PyObject *bytes = NULL, *name;
+    struct gm_error err;
+    enum gm_status st;
+    PyThreadState *ts;
+    *snap = NULL;
+    *an = NULL;
+    if (PyObject_TypeCheck(snapshot, &snapshot_type))
+        return analysis_of((struct snapshot_obj *)snapshot);
+    if (!PyUnicode_FSConverter(snapshot, &bytes))
+        return NULL;
+    ts = PyEval_SaveThread();
+    st = gm_snapshot_load(PyBytes_AS_STRING(bytes), NULL, snap, &err);
+    if (st == GM_OK)
+        st = gm_analysis_run(*snap, NULL, an, &err);
+    PyEval_RestoreThread(ts);
+    if (st != GM_OK) {
+        name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
+        raise_gm(&err, name);
+        Py_XDECREF(name);
+        gm_snapshot_free(*snap);
+        *snap = NULL;
+    }
+    Py_DECREF(bytes);
+    return *an;
+}
+
+/* calibrate_json(snapshot, model, settings, predict, device) -> str: the
+ * gpumem.calibrate/1 document. */
+static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
+{
+    PyObject *snapshot, *model, *settings, *predict, *out = NULL;
+    struct gm_calibration *c = NULL;
+    struct gm_calib_opts o;
+    const struct gm_analysis *an;
+    struct gm_snapshot *own_snap = NULL;
+    struct gm_analysis *own_an = NULL;
+    struct gm_job_source src;
+    struct gm_job job;
+    struct gm_error err;
+    struct memout m;
+    enum gm_status st;
+    PyThreadState *ts;
+    bool have = false;
+    int device;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOO!O!i", &snapshot, &model, &PyDict_Type, &settings, &PyList_Type,
+                          &predict, &device))
+        return NULL;
+    gm_calib_job_init(&job);
+    gm_calib_opts_init(&o);
+    o.device = device;
+    if (!job_from_settings(&job, settings))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(predict); i++) {
+        const char *spec = PyUnicode_Check(PyList_GET_ITEM(predict, i))
+                               ? PyUnicode_AsUTF8(PyList_GET_ITEM(predict, i))
+                               : NULL;
+        if (!spec) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "predict: 'NAME=V1,V2' strings");
+            return NULL;
+        }
+        if (gm_calib_add_points(&o, spec, &err) != GM_OK)
+            return raise_gm(&err, NULL);
+    }
+    if (!job_model(&job, model, &src, &have))
+        return NULL;
+    if (!(an = calib_analysis(snapshot, &own_snap, &own_an)))
+        goto out;
+    if (!(c = PyMem_RawMalloc(sizeof(*c)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (!memout_open(&m))
+        goto out;
+    ts = PyEval_SaveThread();
+    st = gm_calibrate(&job, an, &o, c, &err);
+    if (st == GM_OK)
+        st = gm_calibration_json(m.f, c, &err);
+    PyEval_RestoreThread(ts);
+    out = memout_str(&m, st == GM_OK, "the calibration");
+    if (st != GM_OK) {
+        Py_CLEAR(out);
+        PyErr_Clear();
+        raise_gm(&err, NULL);
+    }
+out:
+    PyMem_RawFree(c);
+    gm_analysis_free(own_an);
+    gm_snapshot_free(own_snap);
+    if (have)
+        gm_job_source_release(&src);
+    return out;
+}
+
+static PyObject *str_tuple(const char *const *names)
+{
+    Py_ssize_t n = 0;
+    PyObject *t;
+    while (names[n])
+        n++;
+    t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) {
+        PyObject *v = PyUnicode_FromString(names[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static bool setting_dict(const void *ctx, size_t i, PyObject *d)
+{
+    const struct gm_job_setting *s = &((const struct gm_job_setting *)ctx)[i];
+    static const char *const mode_names[] = {"weights", "train", "infer"};
+    const char *modes[4] = {NULL};
+    char keyword[64];
+    size_t k = 0;
+    snprintf(keyword, sizeof keyword, "%s", s->name);
+    for (char *p = keyword; *p; p++)
+        if (*p == '-')
+            *p = '_';
+    for (int m = 0; m < GM_EST_MODE__COUNT && m < 3; m++)
+        if (s->modes & (1u << m))
+            modes[k++] = mode_names[m];
+    return put_str(d, "name", s->name) && put_str(d, "keyword", keyword) &&
+           put_str(d, "type", setting_type_name(s->type)) && put_str(d, "argname", s->argname) &&
+           put_str(d, "help", s->help) &&
+           put(d, "choices", s->choices ? str_tuple(s->choices) : Py_NewRef(Py_None)) &&
+           put(d, "modes", str_tuple(modes)) &&
+           put(d, "engine",
+               s->engine == GM_ENGINE_NONE ? Py_NewRef(Py_None)
+                                           : PyUnicode_FromString(gm_engine_name(s->engine)));
+}
+
+/* estimate_settings() -> [dict]: the settings table, in --help order. */
+static PyObject *core_estimate_settings(PyObject *self, PyObject *unused)
+{
+    size_t n;
+    const struct gm_job_setting *table = gm_job_settings(&n);
+    (void)self;
+    (void)unused;
+    return dict_list(n, setting_dict, table);
+}
 
 /* ------------------------------------------------------------------------------------ */
 /* Module */
@@ -881,6 +1278,12 @@ static PyMethodDef core_methods[] = {
     {"version", core_version, METH_NOARGS, "the version of the gpumem library"},
     {"event_fields", core_event_fields, METH_NOARGS,
      "event_fields() -> [(name, offset, numpy type, struct code)]: one event record"},
+    {"estimate_json", core_estimate_json, METH_VARARGS,
+     "estimate_json(model, settings) -> str: the gpumem.estimate/1 document of the job"},
+    {"calibrate_json", core_calibrate_json, METH_VARARGS,
+     "calibrate_json(snapshot, model, settings, predict, device) -> str: gpumem.calibrate/1"},
+    {"estimate_settings", core_estimate_settings, METH_NOARGS,
+     "estimate_settings() -> [dict]: the job settings (name, keyword, type, help, ...)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -916,6 +1319,14 @@ PyMODINIT_FUNC PyInit__core(void)
     if (!bases || !add_exception(m, "FormatError", bases,
                                  "Malformed or unsupported input data (a damaged snapshot).",
                                  &error_format)) {
+        Py_XDECREF(bases);
+        goto out_fail;
+    }
+    Py_DECREF(bases);
+    bases = PyTuple_Pack(2, error_base, PyExc_ValueError);
+    if (!bases ||
+        !add_exception(m, "UsageError", bases,
+                       "A bad setting or argument (the CLI's exit status 64).", &error_usage)) {
         Py_XDECREF(bases);
         goto out_fail;
     }

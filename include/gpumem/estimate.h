@@ -704,6 +704,152 @@ enum gm_status gm_gpu_lookup(const char *name, const struct gm_gpu **out, struct
 /* gm_gpu_lookup() without the message: NULL when unknown or ambiguous. */
 const struct gm_gpu *gm_gpu_find(const char *name);
 
+/* ---- calibration: the estimate of a job held against a snapshot of a real run of it ----
+ *
+ * gm_calibrate() runs gm_estimate_run() on the job and compares it with the analysis of a
+ * memory snapshot (what `gpumem snapshot categories` shows) through the kind -> category
+ * map (gm_est_kind_category()), then fits what a short run can tell and predicts other
+ * sizes of the job with the fitted values (src/estimate/calibrate.c, docs/calibrate.md).
+ *
+ * Spans.  A training step is compared span by span: the forward/backward pass (the
+ * analysis' forward and backward phases against the estimate's larger moment, the start
+ * or the end of backward) and the optimizer step.  When the snapshot has no phases (no
+ * stack frames) or the job is inference, the whole run is one span: the snapshot's peak
+ * against the estimate's peak moment.  Each span is compared at its highest point, bytes
+ * per category, in requested bytes as the trace records them (what the estimate predicts;
+ * torch.cuda.max_memory_allocated() also counts the 512-byte rounding).
+ *
+ * The fit, per measured span.  The categories sized by the parameters (parameter,
+ * gradient, optimizer_state, optimizer_temp: the fixed group) get one offset, measured
+ * minus predicted: buffers and copies the estimate does not count.  The others
+ * (activation, input, other: the workload group, which grows with batch and sequence) get
+ * one scale, measured over predicted: the measured activation bytes per token over the
+ * predicted ones.  Where the estimate predicts no workload memory in a span (many scripts
+ * keep the logits alive through the optimizer step), the measured bytes per token are
+ * kept.  Fragmentation: the snapshot's peak reserved minus its allocated peak, per byte of
+ * workload memory at the peak.
+ *
+ * A prediction re-runs the estimate with one setting changed ("batch" = "16") and applies
+ * the fit: per span, predicted fixed + offset + scale x predicted workload (or measured
+ * bytes per token x tokens); the calibrated peak allocated is the largest span, the
+ * calibrated peak reserved the largest span plus fragmentation x its workload, never less
+ * than the excess the run showed (part of it is segment rounding that does not shrink with
+ * the load). */
+
+enum gm_calib_span_kind {
+    GM_CALIB_FORWARD_BACKWARD = 0, /* forward and backward passes */
+    GM_CALIB_OPTIMIZER_STEP,       /* optimizer.step() */
+    GM_CALIB_RUN,                  /* the whole run as one span */
+    GM_CALIB_SPAN__COUNT
+};
+
+#define GM_CALIB_MAX_SPANS  2
+#define GM_CALIB_MAX_POINTS 32
+#define GM_CALIB_MAX_NOTES  8
+
+/* One span, predicted and measured at its highest point. */
+struct gm_calib_span {
+    enum gm_calib_span_kind kind;
+    bool observed;                         /* the snapshot has events in this span */
+    unsigned moment;                       /* the estimate's moment compared (GM_EST_PHASE_*) */
+    int64_t event;                         /* event after which the measured high point holds */
+    uint64_t predicted[GM_CATEGORY_COUNT]; /* bytes */
+    uint64_t measured[GM_CATEGORY_COUNT];  /* bytes (requested) */
+    uint64_t predicted_bytes;              /* totals */
+    uint64_t measured_bytes;
+    uint64_t predicted_fixed; /* the fixed group (sized by the parameters), bytes */
+    uint64_t measured_fixed;
+    uint64_t predicted_workload; /* the workload group, bytes */
+    uint64_t measured_workload;
+    /* the fit */
+    int64_t fixed_offset;       /* measured_fixed - predicted_fixed, bytes */
+    double workload_scale;      /* measured_workload / predicted_workload; 0: none predicted */
+    double predicted_per_token; /* workload bytes per token */
+    double measured_per_token;
+};
+
+/* A prediction point: one job setting given another value. */
+struct gm_calib_point {
+    char setting[32]; /* the setting's name ("batch") */
+    char value[48];   /* its value as gm_job_set() takes it ("16") */
+};
+
+struct gm_calib_prediction {
+    struct gm_calib_point point;
+    enum gm_status status;             /* GM_OK, or why the estimate of this point failed */
+    char error[256];                   /* the message when status is not GM_OK */
+    uint64_t tokens;                   /* of the changed job */
+    uint64_t estimate_allocated_bytes; /* gm_estimate_run() of the changed job, as it is */
+    uint64_t estimate_reserved_bytes;
+    uint64_t span_bytes[GM_CALIB_MAX_SPANS]; /* calibrated allocated, per span */
+    size_t peak_span;                        /* the span that peaks */
+    uint64_t allocated_bytes;                /* calibrated peak allocated */
+    uint64_t reserved_bytes;                 /* calibrated peak reserved */
+};
+
+struct gm_calib_opts {
+    int32_t device; /* CUDA index of the snapshot's device; -1: the one with the largest peak */
+    size_t n_points;
+    struct gm_calib_point points[GM_CALIB_MAX_POINTS];
+};
+
+struct gm_calibration {
+    int32_t device;
+    struct gm_estimate est; /* the estimate of the job as given */
+    enum gm_est_mode mode;
+    char model[64];                  /* the model's name, "" for a parameter count */
+    struct gm_job_workload workload; /* of the job as given */
+    uint64_t tokens;                 /* batch x seq (training), batch x (context + new tokens) */
+    /* the snapshot */
+    uint64_t peak_bytes; /* the allocated peak, requested bytes */
+    uint64_t peak_reserved_bytes;
+    uint8_t peak_phase;     /* enum gm_phase of the peak */
+    int32_t peak_iteration; /* -1 outside any */
+    uint32_t n_iterations;
+    uint64_t leak_bytes_per_iteration; /* what the analysis found leaking (in the fit too) */
+    size_t peak_span;                  /* the span that holds the snapshot's peak */
+    size_t n_spans;
+    struct gm_calib_span spans[GM_CALIB_MAX_SPANS];
+    /* fragmentation */
+    double assumed_fragmentation;    /* the job's setting (of transient memory) */
+    uint64_t predicted_excess_bytes; /* the estimate's reserved - allocated */
+    uint64_t measured_excess_bytes;  /* the snapshot's peak reserved - allocated peak */
+    double fragmentation;            /* fitted: measured excess / workload bytes at the peak */
+    size_t n_predictions;
+    struct gm_calib_prediction predictions[GM_CALIB_MAX_POINTS];
+    size_t n_notes;
+    char notes[GM_CALIB_MAX_NOTES][GM_EST_NOTE_MAX]; /* what limits the comparison */
+};
+
+/* gm_job_init() for a job to calibrate: training unless --infer is set. */
+void gm_calib_job_init(struct gm_job *job);
+
+/* Device -1, no prediction points. */
+void gm_calib_opts_init(struct gm_calib_opts *o);
+
+/* Add the points of "NAME=V1,V2,...": NAME a job setting that takes a value ("batch",
+ * "seq", "context", ...), each value checked as gm_job_set() checks it.  GM_ERR_INVALID
+ * naming the problem, GM_ERR_LIMIT past GM_CALIB_MAX_POINTS. */
+enum gm_status gm_calib_add_points(struct gm_calib_opts *o, const char *spec, struct gm_error *err);
+
+/* Hold the estimate of 'job' (training or inference, no search) against device o->device
+ * of 'an' (the analysis of the snapshot, borrowed), fit, and predict o->points.  A point
+ * whose estimate fails keeps its error in its entry.  Errors: those of gm_estimate_run()
+ * for the job, GM_ERR_INVALID (weights-only job, a search, no such device),
+ * GM_ERR_NOMEM. */
+enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *an,
+                            const struct gm_calib_opts *o, struct gm_calibration *out,
+                            struct gm_error *err);
+
+/* "forward_backward", "optimizer_step", "run"; static storage. */
+const char *gm_calib_span_name(enum gm_calib_span_kind k);
+/* Whether a snapshot category belongs to the fixed group (sized by the parameters). */
+bool gm_calib_category_fixed(enum gm_category c);
+
+/* Write the gpumem.calibrate/1 JSON document of 'c' to 'f' (what `gpumem calibrate --json`
+ * prints).  GM_ERR_IO on a write error. */
+enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, struct gm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

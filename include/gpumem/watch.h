@@ -19,7 +19,11 @@
  * a short plateau between two scheduled process readings is still seen.  When nothing of
  * the command appears in any process list, the summary falls back to the device-level
  * delta against the baseline, valid only when nothing else uses the GPU.  The source of
- * every peak is reported. */
+ * every peak is reported.
+ *
+ * Running (gm_watch_spawn, the clock and gm_watch_tick at the end): what `gpumem watch` and
+ * `gpumem sweep` both do with a command, written once: start it, then sample on a fixed
+ * cadence until the caller sees it end.  Signals, waiting and killing stay the caller's. */
 #ifndef GPUMEM_WATCH_H
 #define GPUMEM_WATCH_H
 
@@ -29,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -225,6 +230,52 @@ bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *ru
 bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
 bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sample *s, FILE *f);
 bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
+
+/* ---- running a command and sampling it ---- */
+
+/* How to start a watched command. */
+struct gm_watch_command {
+    char *const *argv;     /* NULL-terminated; argv[0] is searched on PATH */
+    char *const *envp;     /* its environment (the caller's own, usually) */
+    const char *output;    /* NULL: stdout and stderr as the caller's; else both to this
+                              file, created or truncated */
+    bool stdout_to_stderr; /* stdout goes where stderr goes (output NULL) */
+    bool own_group;        /* its own process group, so that kill(-pid) ends its tree */
+};
+
+/* Start 'c' with SIGINT, SIGTERM and SIGHUP at their defaults and no signal blocked;
+ * stdio is flushed first.  *pid gets the process.  A command that cannot be run (not
+ * found, not executable) is *exec_errno (ENOENT: a shell's 127, else 126) with no process
+ * left, not an error.  GM_ERR_NOMEM or GM_ERR_INTERNAL when the start cannot be set up. */
+enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
+                              struct gm_error *err);
+
+/* The cadence of a watched run: device readings every interval, process readings every
+ * process interval and, in between, whenever a device reading asks for one. */
+struct gm_watch_clock {
+    uint64_t start_ms;            /* gm_watch_now_ms() at the start */
+    uint64_t interval_ms;         /* device readings */
+    uint64_t process_interval_ms; /* scheduled process readings */
+    uint64_t next_process_ms;     /* since the start */
+};
+
+/* Milliseconds of the monotonic clock. */
+uint64_t gm_watch_now_ms(void);
+/* Sleep 'ms' milliseconds; a signal cuts it short. */
+void gm_watch_sleep_ms(uint64_t ms);
+/* Start 'c' now. */
+void gm_watch_clock_start(struct gm_watch_clock *c, uint64_t interval_ms,
+                          uint64_t process_interval_ms);
+/* Milliseconds since the start of 'c'. */
+uint64_t gm_watch_clock_ms(const struct gm_watch_clock *c);
+/* One sample at this moment: every device, and the process lists when they are due or a
+ * device reading asked for them (counted in w->n_triggered_reads), attributing the tree of
+ * 'root' as gm_watch_poll_processes() does.  Returns its time, ms since the start. */
+uint64_t gm_watch_tick(struct gm_watch *w, struct gm_devices *d, struct gm_watch_clock *c,
+                       uint32_t root, bool attached);
+/* Sleep until the next multiple of the interval after the sample taken at 't'; a signal
+ * cuts it short (the caller checks its flags next). */
+void gm_watch_wait(const struct gm_watch_clock *c, uint64_t t);
 
 #ifdef __cplusplus
 }

@@ -7,14 +7,19 @@
     s.events()                              # a NumPy structured array (a memoryview without NumPy)
     s.report("report.html")
 
+    gpumem.estimate("llama-3-8b", train=True, batch=4, seq=2048, gpu="H100")
+    gpumem.calibrate("run.pickle", "config.json", batch=4, seq=1024, predict={"batch": [8, 16]})
+
     import gpumem.torch                     # PyTorch only when used: phase(), Measure, record()
 
 Importing gpumem needs neither PyTorch nor NumPy.  The C extension (gpumem._core) is a thin
 layer over the gpumem C library; everything it computes is computed there, the same way the
 `gpumem` command computes it.
 """
+import json as _json
+
 from . import _core
-from ._core import Devices, Error, FormatError, NoDeviceError
+from ._core import Devices, Error, FormatError, NoDeviceError, UsageError
 
 __all__ = [
     "ACTIONS",
@@ -28,14 +33,14 @@ __all__ = [
     "FormatError",
     "NoDeviceError",
     "Snapshot",
+    "UsageError",
+    "calibrate",
+    "estimate",
+    "estimate_settings",
     "event_dtype",
 ]
 
 __version__ = _core.version()
-
-# gpumem.estimate(**settings) and gpumem.calibrate(...) belong here, bound to the estimator's
-# job description and settings table once it has been rebuilt; until then use the command:
-# `gpumem estimate ... --json`.
 
 #: Trace actions, indexed by an event's 'action' field ("alloc", "free_requested", ...).
 ACTIONS = _core.ACTIONS
@@ -122,3 +127,66 @@ class Snapshot(_core.Snapshot):
         if np is None:
             return memoryview(raw)
         return np.frombuffer(raw, dtype=event_dtype())
+
+
+def estimate(model=None, **settings):
+    """Predict the GPU memory of a job: what `gpumem estimate MODEL --SETTING ... --json`
+    prints, as a dict (schema gpumem.estimate/1), computed by the same library call.
+
+    model: a built-in name (`gpumem estimate --list-models`), a config.json or a folder
+    holding one, or weight files read from their headers (a .safetensors file, a folder of
+    shards or its index, a .gguf file); None with parameters=.  settings: every setting of
+    the command, by name with '_' for '-' (estimate_settings() lists them): flags take
+    True/False (train=True, lora=True), numbers ints or floats (batch=4, parameters=8e9,
+    fragmentation=0.3), sizes ints of bytes or strings ("24GiB"), choices strings
+    (precision="bf16-mixed"); any valued setting also takes the string the command takes
+    ("8B").  None leaves a setting unset.
+
+    Errors: gpumem.UsageError (a bad setting or combination; also a ValueError),
+    FileNotFoundError (MODEL names no file), gpumem.FormatError (a damaged or unknown
+    model file), TypeError (a value of the wrong Python type)."""
+    return _json.loads(_core.estimate_json(model, settings))
+
+
+def estimate_settings():
+    """The job settings of estimate() and calibrate(), in the command's --help order: dicts
+    with 'name' (the option, "max-model-len"), 'keyword' ("max_model_len"), 'type' (flag,
+    int, count, size, float, choice, text), 'argname', 'help', 'choices' (a tuple or None),
+    'modes' (of "weights", "train", "infer") and 'engine' (None, or the engine it belongs
+    to)."""
+    return _core.estimate_settings()
+
+
+def _predict_specs(predict):
+    if predict is None:
+        return []
+    if isinstance(predict, str):
+        return [predict]
+    if isinstance(predict, dict):
+        out = []
+        for name, values in predict.items():
+            if isinstance(values, (str, int, float)):
+                values = [values]
+            out.append("%s=%s" % (name, ",".join(str(v) for v in values)))
+        return out
+    for p in predict:
+        if not isinstance(p, str):
+            raise TypeError("predict: a dict {name: values} or 'NAME=V1,V2' strings, not %s"
+                            % type(p).__name__)
+    return list(predict)
+
+
+def calibrate(snapshot, model=None, *, predict=None, device=None, **settings):
+    """Hold the estimate of a job against a memory snapshot of a real run of it, fit what the
+    run tells and predict other sizes: what `gpumem calibrate SNAPSHOT MODEL ... --json`
+    prints, as a dict (schema gpumem.calibrate/1).
+
+    snapshot: a path, or a gpumem.Snapshot (its analysis is reused).  model and settings:
+    as estimate(); the job is training unless infer=True.  predict: {"batch": [8, 16],
+    "seq": [4096]}, or strings as the command takes them ("batch=8,16").  device: the CUDA
+    index of the snapshot's device (None: the one with the largest peak).  Errors as
+    estimate(), and those of reading the snapshot."""
+    return _json.loads(
+        _core.calibrate_json(snapshot, model, settings, _predict_specs(predict),
+                             -1 if device is None else int(device))
+    )

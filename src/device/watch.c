@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* watch.c - samples and peaks of a `gpumem watch` run, and its CSV / JSON files. */
+/* watch.c - samples and peaks of a `gpumem watch` run, its CSV / JSON files, and running a
+ * command on a sampling cadence (the start and the clock `gpumem watch` and `gpumem sweep`
+ * share). */
 #include "gpumem/watch.h"
 
 #include "device/device_int.h"
@@ -8,9 +10,13 @@
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void gm_watch_init(struct gm_watch *w, size_t max_samples)
 {
@@ -707,4 +713,103 @@ bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run
     write_summary(&j, w, run);
     gm_json_end_object(&j);
     return gm_json_finish(&j);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Running a command and sampling it */
+
+enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
+                              struct gm_error *err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t def, none;
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+    enum gm_status st = GM_OK;
+    bool setup;
+    int rc;
+
+    *exec_errno = 0;
+    sigemptyset(&none);
+    sigemptyset(&def);
+    sigaddset(&def, SIGINT);
+    sigaddset(&def, SIGTERM);
+    sigaddset(&def, SIGHUP);
+    if (c->own_group)
+        flags |= POSIX_SPAWN_SETPGROUP;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "posix_spawn: out of memory");
+    if (posix_spawnattr_init(&at) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "posix_spawn: out of memory");
+    }
+    setup = posix_spawnattr_setsigdefault(&at, &def) == 0 &&
+            posix_spawnattr_setsigmask(&at, &none) == 0 &&
+            (!c->own_group || posix_spawnattr_setpgroup(&at, 0) == 0) &&
+            posix_spawnattr_setflags(&at, flags) == 0;
+    if (setup && c->output)
+        setup = posix_spawn_file_actions_addopen(&fa, 1, c->output, O_WRONLY | O_CREAT | O_TRUNC,
+                                                 0644) == 0 &&
+                posix_spawn_file_actions_adddup2(&fa, 1, 2) == 0;
+    else if (setup && c->stdout_to_stderr)
+        setup = posix_spawn_file_actions_adddup2(&fa, 2, 1) == 0;
+    if (!setup) {
+        st = gm_fail(err, GM_ERR_INTERNAL, GM_NO_OFFSET, "posix_spawn: cannot set up the command");
+    } else {
+        fflush(NULL); /* the child must not write what the parent buffered */
+        rc = posix_spawnp(pid, c->argv[0], &fa, &at, c->argv, c->envp);
+        if (rc != 0)
+            *exec_errno = rc;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return st;
+}
+
+uint64_t gm_watch_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void gm_watch_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void gm_watch_clock_start(struct gm_watch_clock *c, uint64_t interval_ms,
+                          uint64_t process_interval_ms)
+{
+    c->start_ms = gm_watch_now_ms();
+    c->interval_ms = interval_ms ? interval_ms : 1;
+    c->process_interval_ms = process_interval_ms;
+    c->next_process_ms = 0;
+}
+
+uint64_t gm_watch_clock_ms(const struct gm_watch_clock *c)
+{
+    return gm_watch_now_ms() - c->start_ms;
+}
+
+uint64_t gm_watch_tick(struct gm_watch *w, struct gm_devices *d, struct gm_watch_clock *c,
+                       uint32_t root, bool attached)
+{
+    uint64_t t = gm_watch_clock_ms(c);
+    bool scheduled = t >= c->next_process_ms;
+    gm_watch_poll_devices(w, d, t);
+    if (scheduled || w->process_due) {
+        if (!scheduled)
+            w->n_triggered_reads++;
+        gm_watch_poll_processes(w, d, t, root, attached);
+        if (scheduled)
+            c->next_process_ms = t + c->process_interval_ms;
+    }
+    return t;
+}
+
+void gm_watch_wait(const struct gm_watch_clock *c, uint64_t t)
+{
+    gm_watch_sleep_ms(c->interval_ms - (gm_watch_clock_ms(c) - t) % c->interval_ms);
 }

@@ -4,14 +4,15 @@
  * process followed by the watch API, read its gpumem.torch series, and write / read the
  * result (schema gpumem.sweep/1).  See sweep.h.
  *
- * A run: the command's arguments with "{param}" replaced, started by posix_spawnp with its
- * stdout and stderr sent to <work_dir>/run-N.log, the caller's environment plus
- * GPUMEM_TORCH_OUTPUT=<work_dir>/run-N.json, in its own process group (so that a timeout or an
- * interruption ends the whole tree).  While it runs, the
- * devices are read every interval and the process lists every process interval, as
- * `gpumem watch` does.  The run ends when the process does; its outcome comes from the wait
- * status, its phase and error from the series when the command wrote one, else its error is
- * the last line of its output. */
+ * A run: the command's arguments with "{param}" replaced, started by the watch API's
+ * gm_watch_spawn() with its stdout and stderr sent to <work_dir>/run-N.log, the caller's
+ * environment plus GPUMEM_TORCH_OUTPUT=<work_dir>/run-N.json, in its own process group (so
+ * that a timeout or an interruption ends the whole tree).  While it runs it is sampled on
+ * the watch API's clock exactly as `gpumem watch` samples (gm_watch_tick: devices every
+ * interval, process lists every process interval and after a device-level change).  The
+ * run ends when the process does; its outcome comes from the wait status, its phase and
+ * error from the series when the command wrote one, else its error is the last line of its
+ * output. */
 #include "gpumem/sweep.h"
 
 #include "gpumem/arena.h"
@@ -25,17 +26,14 @@
 #include "base/json_in.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define KILL_GRACE_MS 2000 /* SIGTERM, then SIGKILL after this */
@@ -219,19 +217,6 @@ enum gm_sweep_end gm_sweep_end(const struct gm_sweep *s)
 /* ------------------------------------------------------------------------------------ */
 /* Running */
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL); /* a signal cuts it short: the stop flag is checked next */
-}
-
 static char placeholder(const struct gm_sweep *s, char *out, size_t n)
 {
     return snprintf(out, n, "{%s}", s->param) < (int)n;
@@ -380,20 +365,16 @@ static void run_paths(const struct gm_sweep_opts *o, size_t k, char *log, char *
     snprintf(series, n, "%s/run-%zu.json", o->work_dir, k + 1);
 }
 
-/* posix_spawn of 'args' (searched on PATH) in its own process group, stdout and stderr to
- * 'log', SIGINT and SIGTERM at their defaults, and the environment 'envp' plus
- * GPUMEM_TORCH_OUTPUT='series'.  An exec failure is *exec_errno (a GM_SWEEP_RUN_NOT_STARTED
- * run), not an error of the sweep. */
+/* Start 'args' (searched on PATH) in its own process group, stdout and stderr to 'log',
+ * with the environment 'envp' plus GPUMEM_TORCH_OUTPUT='series'.  An exec failure is
+ * *exec_errno (a GM_SWEEP_RUN_NOT_STARTED run), not an error of the sweep. */
 static enum gm_status spawn(char **args, char *const *envp, const char *log, const char *series,
                             pid_t *pid, int *exec_errno, struct gm_error *err)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t def, none;
+    struct gm_watch_command c = {args, NULL, log, false, true};
     char **env, *var;
     size_t n = 0, k = 0, vlen = strlen(GM_SWEEP_SERIES_ENV);
-    enum gm_status st = GM_OK;
-    int rc;
+    enum gm_status st;
 
     *exec_errno = 0;
     while (envp && envp[n])
@@ -411,31 +392,8 @@ static enum gm_status spawn(char **args, char *const *envp, const char *log, con
             env[k++] = envp[i];
     env[k++] = var;
     env[k] = NULL;
-    sigemptyset(&none);
-    sigemptyset(&def);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGTERM);
-    if (posix_spawn_file_actions_init(&fa) != 0 || posix_spawnattr_init(&at) != 0) {
-        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "posix_spawn: out of memory");
-        goto out_free;
-    }
-    if (posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644) != 0 ||
-        posix_spawn_file_actions_adddup2(&fa, 1, 2) != 0 ||
-        posix_spawnattr_setpgroup(&at, 0) != 0 || posix_spawnattr_setsigdefault(&at, &def) != 0 ||
-        posix_spawnattr_setsigmask(&at, &none) != 0 ||
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                          POSIX_SPAWN_SETSIGMASK) != 0) {
-        st = gm_fail(err, GM_ERR_INTERNAL, GM_NO_OFFSET, "posix_spawn: cannot set up the run");
-        goto out_destroy;
-    }
-    fflush(NULL);
-    rc = posix_spawnp(pid, args[0], &fa, &at, args, env);
-    if (rc != 0)
-        *exec_errno = rc;
-out_destroy:
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-out_free:
+    c.envp = env;
+    st = gm_watch_spawn(&c, pid, exec_errno, err);
     gm_free(env);
     gm_free(var);
     return st;
@@ -448,8 +406,9 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
     char *args[MAX_ARGS] = {NULL};
     char log[4096], series[4096];
     struct gm_watch w;
+    struct gm_watch_clock clk;
     enum gm_status st;
-    uint64_t start, next_proc = 0, killed_at = 0, t;
+    uint64_t killed_at = 0, t;
     bool killed = false;
     pid_t pid = 0;
     int exec_errno, wst = 0;
@@ -470,7 +429,7 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
     st = gm_watch_setup(&w, d, o->only_cuda, err);
     if (st != GM_OK)
         goto out_release;
-    start = now_ms();
+    gm_watch_clock_start(&clk, o->interval_ms, o->process_interval_ms);
     st = spawn(args, o->envp, log, series, &pid, &exec_errno, err);
     if (st != GM_OK)
         goto out_release;
@@ -481,12 +440,7 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
         goto out_release;
     }
     for (;;) {
-        t = now_ms() - start;
-        gm_watch_poll_devices(&w, d, t);
-        if (t >= next_proc) {
-            gm_watch_poll_processes(&w, d, t, (uint32_t)pid, false);
-            next_proc = t + o->process_interval_ms;
-        }
+        t = gm_watch_tick(&w, d, &clk, (uint32_t)pid, false);
         if (waitpid(pid, &wst, WNOHANG) == pid)
             break;
         if (!killed && ((o->stop && *o->stop) || (o->timeout_ms && t >= o->timeout_ms))) {
@@ -498,9 +452,9 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
         } else if (killed && t >= killed_at + KILL_GRACE_MS) {
             kill(-pid, SIGKILL);
         }
-        sleep_ms(o->interval_ms - (now_ms() - start - t) % o->interval_ms);
+        gm_watch_wait(&clk, t);
     }
-    r->wall_ms = now_ms() - start;
+    r->wall_ms = gm_watch_clock_ms(&clk);
     r->exit_status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     r->outcome = stopped          ? GM_SWEEP_RUN_INTERRUPTED
                  : timed_out      ? GM_SWEEP_RUN_TIMEOUT

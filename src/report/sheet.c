@@ -36,6 +36,25 @@ struct kv {
     const char *value;
 };
 
+#define MAX_SUGGESTIONS 16 /* GM_EST_MAX_SUGGESTIONS */
+#define MAX_KINDS       32
+
+/* A change that would make an estimated job fit (the estimate's "suggestions"). */
+struct suggestion {
+    const char *change; /* the settings, as the CLI spells them */
+    const char *cost;   /* "speed", "numerics", ... */
+    const char *trade;  /* what it costs, a phrase */
+    struct gm_reading device;
+    bool fits;
+};
+
+/* Component bytes of one kind (the estimate's typed "kind"), summed. */
+struct kind_bytes {
+    const char *kind;
+    uint64_t bytes;
+    size_t n;
+};
+
 /* What the sheet takes from a gpumem.estimate/1 document. */
 struct estimate {
     const char *name;  /* as given to gm_sheet_add() */
@@ -47,19 +66,44 @@ struct estimate {
     struct gm_reading peak_reserved;
     struct gm_reading peak_device;
     const char *peak_phase;
+    struct kind_bytes kinds[MAX_KINDS]; /* inside the caching allocator, first-seen order */
+    size_t n_kinds;
+    /* the fit verdict (with a GPU) */
     bool has_fit;
     bool fits;
     const char *gpu;
     struct gm_reading capacity;
-    bool headroom_valid;
-    int64_t headroom;          /* bytes, negative: short */
-    const char *fragmentation; /* the assumed factor, as written */
-    struct gm_reading context_bytes;
-    struct gm_reading workspace_bytes;
-    struct kv inputs[MAX_LIST]; /* settings chosen (members that are not null) */
+    const char *fit_reason;  /* "fits", "device_over", "engine_would_not_start", ... */
+    const char *fit_message; /* the verdict as a sentence */
+    bool nothing_fits;       /* no change, combination or catalog GPU fits */
+    struct suggestion sugg[MAX_SUGGESTIONS]; /* fitting first, cheapest first */
+    size_t n_sugg;
+    const char *fits_on[MAX_LIST]; /* without a GPU: catalog GPUs it fits on */
+    size_t n_fits_on;
+    bool has_fits_on;
+    /* a serving engine's own accounting */
+    const char *engine;
+    struct gm_reading kv_pool;
+    struct gm_reading kv_tokens;
+    struct gm_reading max_model_len;
+    double max_concurrency; /* sequences of max_model_len the pool holds */
+    bool starts_known;
+    bool starts;
+    struct gm_reading overheads[5]; /* outside the allocator, as overhead_keys[] */
+    struct kv inputs[MAX_LIST];     /* settings chosen (members that are not null) */
     size_t n_inputs;
     const char *assumptions[MAX_LIST];
     size_t n_assumptions;
+};
+
+/* The members of the estimate's "overheads", in struct estimate's order, with the words the
+ * sheet uses for them. */
+static const char *const overhead_keys[5][2] = {
+    {"cuda_context_bytes", "CUDA context and modules"},
+    {"workspace_bytes", "library workspaces"},
+    {"nccl_bytes", "NCCL buffers"},
+    {"non_torch_bytes", "vLLM's non-torch memory"},
+    {"reserve_bytes", "a flat reserve"},
 };
 
 struct named_series {
@@ -123,13 +167,64 @@ static const char *dup(struct gm_sheet *sh, const char *s)
 /* ------------------------------------------------------------------------------------ */
 /* Reading */
 
+static void read_kinds(struct gm_sheet *sh, const json_t *components, struct estimate *e)
+{
+    for (size_t i = 0; i < json_array_size(components); i++) {
+        const json_t *c = json_array_get(components, i);
+        const char *kind = gm_jin_str(c, "kind");
+        struct gm_reading b = gm_jin_reading(c, "bytes");
+        size_t k = 0;
+        if (!kind || !b.valid)
+            continue;
+        while (k < e->n_kinds && strcmp(e->kinds[k].kind, kind) != 0)
+            k++;
+        if (k == e->n_kinds) {
+            if (k == MAX_KINDS || !(e->kinds[k].kind = dup(sh, kind)))
+                continue;
+            e->n_kinds++;
+        }
+        e->kinds[k].bytes = gm_add_sat(e->kinds[k].bytes, b.value);
+        e->kinds[k].n++;
+    }
+}
+
+static void read_fit(struct gm_sheet *sh, const json_t *root, struct estimate *e)
+{
+    const json_t *fit = gm_jin_object(root, "fit");
+    const json_t *fits_on = gm_jin_array(root, "fits_on");
+    const json_t *sugg = gm_jin_array(root, "suggestions");
+    e->has_fit = fit != NULL && json_is_boolean(json_object_get(fit, "fits"));
+    e->fits = gm_jin_bool(fit, "fits", false);
+    e->gpu = dup(sh, gm_jin_str(fit, "gpu"));
+    e->capacity = gm_jin_reading(fit, "capacity_bytes");
+    e->fit_reason = dup(sh, gm_jin_str(fit, "reason"));
+    e->fit_message = dup(sh, gm_jin_str(fit, "message"));
+    e->nothing_fits = gm_jin_bool(fit, "nothing_fits", false);
+    e->has_fits_on = fits_on != NULL;
+    for (size_t i = 0; i < json_array_size(fits_on) && e->n_fits_on < MAX_LIST; i++)
+        if (json_is_string(json_array_get(fits_on, i)))
+            e->fits_on[e->n_fits_on++] = dup(sh, json_string_value(json_array_get(fits_on, i)));
+    for (size_t i = 0; i < json_array_size(sugg) && e->n_sugg < MAX_SUGGESTIONS; i++) {
+        const json_t *j = json_array_get(sugg, i);
+        struct suggestion *x = &e->sugg[e->n_sugg];
+        if (!gm_jin_str(j, "change"))
+            continue;
+        x->change = dup(sh, gm_jin_str(j, "change"));
+        x->cost = dup(sh, gm_jin_str(j, "cost"));
+        x->trade = dup(sh, gm_jin_str(j, "trade"));
+        x->device = gm_jin_reading(j, "device_bytes");
+        x->fits = gm_jin_bool(j, "fits", false);
+        e->n_sugg++;
+    }
+}
+
 static void read_estimate(struct gm_sheet *sh, const json_t *root, struct estimate *e)
 {
     json_t *inputs = gm_jin_object(root, "inputs");
     const json_t *peak = gm_jin_object(root, "peak");
-    const json_t *fit = gm_jin_object(root, "fit");
+    const json_t *over = gm_jin_object(root, "overheads");
+    const json_t *serving = gm_jin_object(root, "serving");
     const json_t *assumptions = gm_jin_array(root, "assumptions");
-    const json_t *head = fit ? json_object_get(fit, "headroom_bytes") : NULL;
     const char *key;
     json_t *v;
     char text[1024];
@@ -142,17 +237,17 @@ static void read_estimate(struct gm_sheet *sh, const json_t *root, struct estima
     e->peak_reserved = gm_jin_reading(peak, "reserved_bytes");
     e->peak_device = gm_jin_reading(peak, "device_bytes");
     e->peak_phase = dup(sh, gm_jin_str(peak, "phase"));
-    e->has_fit = fit != NULL && json_is_boolean(json_object_get(fit, "fits"));
-    e->fits = gm_jin_bool(fit, "fits", false);
-    e->gpu = dup(sh, gm_jin_str(fit, "gpu"));
-    e->capacity = gm_jin_reading(fit, "capacity_bytes");
-    e->headroom_valid = json_is_integer(head);
-    e->headroom = e->headroom_valid ? (int64_t)json_integer_value(head) : 0;
-    if (json_is_number(json_object_get(inputs, "fragmentation")))
-        e->fragmentation =
-            dup(sh, gm_jin_text(json_object_get(inputs, "fragmentation"), text, sizeof(text)));
-    e->context_bytes = gm_jin_reading(inputs, "cuda_context_bytes");
-    e->workspace_bytes = gm_jin_reading(inputs, "workspace_bytes");
+    read_kinds(sh, gm_jin_array(root, "components"), e);
+    read_fit(sh, root, e);
+    e->engine = dup(sh, gm_jin_str(serving, "engine"));
+    e->kv_pool = gm_jin_reading(serving, "kv_pool_bytes");
+    e->kv_tokens = gm_jin_reading(serving, "kv_tokens");
+    e->max_model_len = gm_jin_reading(serving, "max_model_len");
+    e->max_concurrency = json_number_value(json_object_get(serving, "max_concurrency"));
+    e->starts_known = json_is_boolean(json_object_get(serving, "starts"));
+    e->starts = gm_jin_bool(serving, "starts", false);
+    for (size_t k = 0; k < 5; k++)
+        e->overheads[k] = gm_jin_reading(over, overhead_keys[k][0]);
     if (inputs)
         json_object_foreach(inputs, key, v)
         {
@@ -425,6 +520,17 @@ static struct figure bytes_exact(struct gm_reading r)
     return f;
 }
 
+/* A count as a plain number, or "unknown". */
+static struct figure count_text(struct gm_reading r)
+{
+    struct figure f = {{0}};
+    if (r.valid)
+        snprintf(f.s, sizeof(f.s), "%" PRIu64, r.value);
+    else
+        snprintf(f.s, sizeof(f.s), "unknown");
+    return f;
+}
+
 static const char *known(const char *s)
 {
     return s && *s ? s : "unknown";
@@ -566,6 +672,81 @@ static void section_settings(struct out *o, const struct gm_sheet *sh)
     table_end(o);
 }
 
+/* The components by kind, as one list item. */
+static void kinds_item(struct out *o, const struct estimate *e)
+{
+    char list[1024];
+    size_t at = 0;
+    list[0] = '\0';
+    for (size_t k = 0; k < e->n_kinds && at < sizeof(list); k++) {
+        struct gm_reading r = {e->kinds[k].bytes, true};
+        int n = snprintf(list + at, sizeof(list) - at, "%s%s %s", k ? ", " : "", e->kinds[k].kind,
+                         bytes(r).s);
+        at = n < 0 ? sizeof(list) : at + (size_t)n;
+    }
+    if (e->n_kinds)
+        item(o, "predicted components by kind (one device; not all live at once): %s", list);
+    at = 0;
+    list[0] = '\0';
+    for (size_t k = 0; k < 5 && at < sizeof(list); k++) {
+        int n;
+        if (!e->overheads[k].valid || !e->overheads[k].value)
+            continue;
+        n = snprintf(list + at, sizeof(list) - at, "%s%s %s", at ? ", " : "", overhead_keys[k][1],
+                     bytes(e->overheads[k]).s);
+        at = n < 0 ? sizeof(list) : at + (size_t)n;
+    }
+    if (at)
+        item(o, "outside the caching allocator (in device used only): %s", list);
+}
+
+static void fit_items(struct out *o, const struct estimate *e)
+{
+    size_t shown = 0;
+    if (!e->has_fit) {
+        char list[1024];
+        size_t at = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < e->n_fits_on && at < sizeof(list); i++) {
+            int n = snprintf(list + at, sizeof(list) - at, "%s%s", i ? ", " : "", e->fits_on[i]);
+            at = n < 0 ? sizeof(list) : at + (size_t)n;
+        }
+        if (e->has_fits_on)
+            item(o, "no GPU given; fits on %s", e->n_fits_on ? list : "no GPU of gpumem's catalog");
+        return;
+    }
+    item(o, "fit on %s (%s): %s%s%s%s%s%s", known(e->gpu), bytes(e->capacity).s,
+         e->fits ? "fits" : "does NOT fit", e->fit_message ? ", " : "",
+         e->fit_message ? e->fit_message : "", e->fit_reason ? " (" : "",
+         e->fit_reason ? e->fit_reason : "", e->fit_reason ? ")" : "");
+    if (e->fits)
+        return;
+    for (size_t i = 0; i < e->n_sugg && shown < 5; i++) {
+        const struct suggestion *x = &e->sugg[i];
+        if (!x->fits)
+            continue;
+        item(o, "would fit with %s: %s on the device (costs %s: %s)", x->change, bytes(x->device).s,
+             known(x->cost), known(x->trade));
+        shown++;
+    }
+    if (!shown)
+        item(o, "%s",
+             e->nothing_fits ? "no change, combination or GPU of gpumem's catalog makes it fit"
+                             : "no single change listed makes it fit");
+}
+
+static void serving_item(struct out *o, const struct estimate *e)
+{
+    if (!e->engine || !e->kv_pool.valid)
+        return;
+    item(o, "%s: KV pool %s, %s tokens; max_model_len %s, max concurrency %.2f%s", e->engine,
+         bytes(e->kv_pool).s, count_text(e->kv_tokens).s, count_text(e->max_model_len).s,
+         e->max_concurrency,
+         !e->starts_known ? ""
+         : e->starts      ? ""
+                          : " (would not start: the pool holds less than one sequence)");
+}
+
 static void section_computed(struct out *o, const struct gm_sheet *sh)
 {
     heading(o, 2, "Computed (gpumem estimate)");
@@ -587,22 +768,9 @@ static void section_computed(struct out *o, const struct gm_sheet *sh)
              bytes_exact(e->peak_reserved).s);
         item(o, "predicted device used (nvidia-smi): %s%s%s", bytes_exact(e->peak_device).s,
              e->peak_phase ? ", peak in " : "", e->peak_phase ? e->peak_phase : "");
-        if (e->has_fit) {
-            struct gm_reading short_by = {
-                e->headroom_valid && e->headroom < 0 ? (uint64_t)0 - (uint64_t)e->headroom : 0,
-                e->headroom_valid && e->headroom < 0};
-            struct gm_reading spare = {e->headroom_valid && e->headroom >= 0 ? (uint64_t)e->headroom
-                                                                             : 0,
-                                       e->headroom_valid && e->headroom >= 0};
-            item(o, "fit on %s (%s): %s%s%s", known(e->gpu), bytes(e->capacity).s,
-                 e->fits ? "fits" : "does NOT fit",
-                 short_by.valid ? ", short by "
-                 : spare.valid  ? ", headroom "
-                                : "",
-                 short_by.valid ? bytes(short_by).s
-                 : spare.valid  ? bytes(spare).s
-                                : "");
-        }
+        kinds_item(o, e);
+        serving_item(o, e);
+        fit_items(o, e);
     }
 }
 
@@ -754,14 +922,6 @@ static void section_assumed(struct out *o, const struct gm_sheet *sh)
         const struct estimate *e = &sh->est[i];
         for (size_t k = 0; k < e->n_assumptions; k++)
             item(o, "%s: %s", e->name, e->assumptions[k]);
-        if (e->fragmentation)
-            item(o,
-                 "%s: fragmentation factor %s of the allocator (an assumed default unless "
-                 "set)",
-                 e->name, e->fragmentation);
-        if (e->context_bytes.valid)
-            item(o, "%s: CUDA context and modules %s, workspaces %s (assumed)", e->name,
-                 bytes(e->context_bytes).s, bytes(e->workspace_bytes).s);
     }
     for (size_t i = 0; i < sh->n_series; i++) {
         const struct gm_measure_series *s = sh->series[i].s;

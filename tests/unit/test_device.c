@@ -17,6 +17,7 @@
 #include "gpumem/device.h"
 #include "gpumem/watch.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -778,6 +779,81 @@ static void test_watch_poll(void **state)
     gm_cuda_unload(cu);
 }
 
+/* The start and the cadence watch and sweep share: output to a file (stdout and stderr),
+ * a command that cannot run is an errno and no process, its own process group ends with
+ * its tree; a process reading happens when scheduled, and early when a device reading
+ * moved by GM_WATCH_CHANGE_BYTES (counted as triggered). */
+static void test_watch_spawn_and_tick(void **state)
+{
+    extern char **environ;
+    static char sh[] = "sh", dash_c[] = "-c", script[] = "echo out; echo err >&2; exit 3";
+    static char sleep_[] = "sleep", five[] = "5", nosuch[] = "gm-no-such-command";
+    char out_path[256], buf[64] = {0};
+    char *echo[] = {sh, dash_c, script, NULL};
+    char *sleeper[] = {sleep_, five, NULL};
+    char *missing[] = {nosuch, NULL};
+    struct gm_watch_command c = {echo, environ, out_path, false, false};
+    struct gm_watch_clock clk;
+    struct gm_devices *d;
+    struct gm_cuda *cu;
+    struct gm_watch w;
+    struct gm_error e;
+    pid_t pid = 0;
+    int exec_errno = -1, wst = 0;
+    uint64_t p, t;
+    FILE *f;
+    (void)state;
+
+    snprintf(out_path, sizeof(out_path), "/tmp/gm-test-spawn-%d.log", (int)getpid());
+    assert_int_equal(gm_watch_spawn(&c, &pid, &exec_errno, &e), GM_OK);
+    assert_int_equal(exec_errno, 0);
+    assert_int_equal(waitpid(pid, &wst, 0), pid);
+    assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 3);
+    f = fopen(out_path, "r");
+    assert_non_null(f);
+    assert_int_equal(fread(buf, 1, sizeof(buf) - 1, f), 8);
+    fclose(f);
+    unlink(out_path);
+    assert_string_equal(buf, "out\nerr\n");
+
+    c = (struct gm_watch_command){missing, environ, NULL, false, false};
+    assert_int_equal(gm_watch_spawn(&c, &pid, &exec_errno, &e), GM_OK);
+    assert_int_equal(exec_errno, ENOENT);
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left behind */
+
+    c = (struct gm_watch_command){sleeper, environ, NULL, false, true};
+    assert_int_equal(gm_watch_spawn(&c, &pid, &exec_errno, &e), GM_OK);
+    assert_int_equal(getpgid(pid), pid);
+    assert_int_equal(kill(-pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &wst, 0), pid);
+    assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGTERM);
+
+    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    gm_watch_init(&w, 0);
+    assert_int_equal(gm_watch_setup(&w, d, 0, &e), GM_OK);
+    gm_watch_clock_start(&clk, 10, 3600000);
+    t = gm_watch_tick(&w, d, &clk, (uint32_t)getpid(), false);
+    assert_true(t < 1000);
+    assert_int_equal(w.n_device_reads, 1);
+    assert_int_equal(w.n_process_reads, 1); /* the first one is scheduled */
+    assert_int_equal(clk.next_process_ms, t + 3600000);
+    gm_watch_wait(&clk, t);
+    assert_true(gm_watch_clock_ms(&clk) >= t + 1);
+    gm_watch_tick(&w, d, &clk, (uint32_t)getpid(), false);
+    assert_int_equal(w.n_process_reads, 1); /* not due, nothing moved */
+    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
+    assert_int_equal(gm_cuda_mem_alloc(cu, 128 * MIB, &p, &e), GM_OK);
+    gm_watch_tick(&w, d, &clk, (uint32_t)getpid(), false);
+    assert_int_equal(w.n_process_reads, 2);
+    assert_int_equal(w.n_triggered_reads, 1);
+    assert_true(w.cmd_seen);
+    assert_int_equal(gm_cuda_mem_free(cu, p, &e), GM_OK);
+    gm_cuda_unload(cu);
+    gm_watch_release(&w);
+    gm_devices_close(d);
+}
+
 /* Fail the Nth host allocation for every N: each call fails cleanly (no crash, no leak
  * under ASan) or succeeds, and once N is past the last allocation everything works. */
 static void test_alloc_failures(void **state)
@@ -843,6 +919,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_poll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_spawn_and_tick, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,7 +70,7 @@ static void test_sections_keep_knowledge_apart(void **state)
     assert_true(at(md, "FAILED: out of memory (tried 512.00 MiB)") > observed);
     assert_true(at(md, "batch=48 fits, batch=49 fails") > observed);
     /* the estimate's assumptions under Assumed */
-    assert_true(at(md, "fragmentation factor 0.25") > assumed);
+    assert_true(at(md, "0.25 x transient memory") > assumed);
     /* a sweep and a series were given: nothing says they are missing */
     assert_null(strstr(md, "nothing was measured on a GPU"));
     assert_null(strstr(md, "was not searched"));
@@ -89,7 +89,8 @@ static void test_html_says_the_same(void **state)
                            "FAILED: out of memory (tried 512.00 MiB)",
                            "1.84 GiB (1976131072 B)",
                            "NVIDIA Fake RTX-4090",
-                           "fragmentation factor 0.25"};
+                           "0.25 x transient memory",
+                           "would fit with --batch 2 --grad-accum 4"};
     (void)state;
     assert_true(strncmp(html, "<!DOCTYPE html>", 15) == 0);
     at(html, "--accent"); /* the report's style sheet */
@@ -100,6 +101,42 @@ static void test_html_says_the_same(void **state)
     }
     free(md);
     free(html);
+    gm_sheet_free(sh);
+}
+
+/* The estimate as `gpumem estimate --json` writes it since the estimator's rebuild: the fit
+ * verdict is its reason and sentence (vLLM serving whose devices have room but which would
+ * not start does NOT fit, and no headroom is shown for it), the changes that would make it
+ * fit come cheapest first, the components are summed by kind, what lives outside the
+ * caching allocator is said, and without a GPU the catalog GPUs it fits on are listed. */
+static void test_estimate_verdicts(void **state)
+{
+    static const char *const docs[] = {"estimate.json", "estimate_vllm.json",
+                                       "estimate_weights.json"};
+    struct gm_sheet *sh = NULL;
+    const char *src = getenv("GM_SOURCE_DIR"), *vllm, *fit;
+    char path[4096], *md;
+    (void)state;
+    assert_int_equal(gm_sheet_new(&sh, NULL), GM_OK);
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/tests/data/sheet/%s", src, docs[i]);
+        assert_int_equal(gm_sheet_add_file(sh, path, NULL), GM_OK);
+    }
+    md = render(sh, GM_SHEET_MARKDOWN);
+    at(md, "- fit on RTX-4090 (23.99 GiB): does NOT fit, short by 21.35 GiB (device_over)\n"
+           "- would fit with --batch 2 --grad-accum 4: 18.56 GiB on the device (costs speed:");
+    at(md, "activations 11.98 GiB, logits 11.59 GiB, backward_temp 6.96 GiB");
+    at(md, "outside the caching allocator (in device used only): CUDA context and modules "
+           "450.00 MiB, library workspaces 64.00 MiB");
+    vllm = at(md, "estimate_vllm.json: Llama-3.1-70B");
+    fit = at(vllm, "- fit on H100-80GB (79.65 GiB): does NOT fit, vLLM would refuse to start");
+    assert_null(strstr(vllm, "headroom"));
+    at(fit, "(engine_would_not_start)");
+    at(vllm, "max concurrency 0.14 (would not start");
+    at(fit, "would fit with --max-model-len 17984");
+    at(md, "vLLM's non-torch memory 2.00 GiB");
+    at(md, "- no GPU given; fits on T4, V100-16GB");
+    free(md);
     gm_sheet_free(sh);
 }
 
@@ -179,6 +216,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sections_keep_knowledge_apart),
         cmocka_unit_test(test_html_says_the_same),
+        cmocka_unit_test(test_estimate_verdicts),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_allocation_failures),

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/* test_calibrate.c - gm_calibrate() on gpumem's own example snapshot (a GPT of 4 layers,
+ * hidden 1024, vocabulary 32000, batch 8 x 512, fp32, AdamW foreach: example.h), whose job
+ * is known: the measured highs are the analysis' own figures; the estimate's side is the
+ * estimate's phase figures, split by the kind -> category map; the fit reproduces the
+ * calibration run exactly when asked to predict it, and scales the workload with the
+ * estimate when the batch doubles; inference and leaks are said; the prediction points
+ * are parsed and checked; every allocation failure is reported; the JSON carries it all.
+ * How well the calibrated values predict other sizes is tested against synth-snapshot's
+ * ground truth in tests/python/test_calibrate.py. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/arena.h"
+#include "gpumem/estimate.h"
+#include "gpumem/example.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The example's model as a GPT-2 config: its blocks are GPT-2's (LayerNorm, fused qkv and
+ * GELU MLP with biases); it has no position embedding, which the estimate counts (2 MiB at
+ * 512 positions): the calibration's fixed offset says so. */
+static const char example_config[] =
+    "{\"model_type\": \"gpt2\", \"n_embd\": 1024, \"n_layer\": 4, \"n_head\": 16,"
+    " \"n_positions\": 512, \"vocab_size\": 32000, \"tie_word_embeddings\": false}";
+
+struct fixture {
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_model model;
+    struct gm_job job;
+    struct gm_calibration cal;
+};
+
+static void set(struct gm_job *j, const char *name, const char *value)
+{
+    struct gm_error err;
+    if (gm_job_set(j, name, value, &err) != GM_OK)
+        fail_msg("--%s %s: %s", name, value ? value : "", err.msg);
+}
+
+static void load_example(struct fixture *f, bool leak)
+{
+    struct gm_example_opts eo;
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    assert_non_null(m);
+    gm_example_opts_init(&eo);
+    eo.leak = leak;
+    assert_int_equal(gm_example_write(m, &eo, &err), GM_OK);
+    assert_int_equal(fclose(m), 0);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &f->snap, &err), GM_OK);
+    free(buf);
+    assert_int_equal(gm_analysis_run(f->snap, NULL, &f->an, &err), GM_OK);
+    gm_model_init(&f->model);
+    assert_int_equal(
+        gm_model_parse_hf_config(example_config, strlen(example_config), &f->model, &err), GM_OK);
+    gm_calib_job_init(&f->job);
+    f->job.model.model = &f->model;
+    set(&f->job, "precision", "fp32");
+    set(&f->job, "batch", "8");
+    set(&f->job, "seq", "512");
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -1;
+    load_example(f, false);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    gm_analysis_free(f->an);
+    gm_snapshot_free(f->snap);
+    free(f);
+    return 0;
+}
+
+static void calibrate(struct fixture *f, const struct gm_job *job, const char *predict)
+{
+    struct gm_calib_opts o;
+    struct gm_error err;
+    gm_calib_opts_init(&o);
+    if (predict)
+        assert_int_equal(gm_calib_add_points(&o, predict, &err), GM_OK);
+    if (gm_calibrate(job, f->an, &o, &f->cal, &err) != GM_OK)
+        fail_msg("gm_calibrate: %s", err.msg);
+}
+
+static uint64_t sum(const uint64_t *v)
+{
+    uint64_t s = 0;
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        s += v[c];
+    return s;
+}
+
+static void assert_near(uint64_t a, uint64_t b, uint64_t tol)
+{
+    if ((a > b ? a - b : b - a) > tol)
+        fail_msg("%llu and %llu differ by more than %llu", (unsigned long long)a,
+                 (unsigned long long)b, (unsigned long long)tol);
+}
+
+/* The two spans of a training step: the snapshot's side is the analysis' own peak (in
+ * backward), the estimate's side its phase figures split by category. */
+static void test_spans_of_the_example(void **state)
+{
+    struct fixture *f = *state;
+    const struct gm_analysis_device *dev = &f->an->devices[0];
+    const struct gm_calibration *c = &f->cal;
+    const struct gm_calib_span *fb = &c->spans[0], *opt = &c->spans[1];
+
+    calibrate(f, &f->job, NULL);
+    assert_int_equal(c->n_spans, 2);
+    assert_int_equal(fb->kind, GM_CALIB_FORWARD_BACKWARD);
+    assert_int_equal(opt->kind, GM_CALIB_OPTIMIZER_STEP);
+    assert_true(fb->observed && opt->observed);
+    assert_int_equal(c->tokens, 8 * 512);
+    assert_int_equal(c->peak_bytes, dev->peak_bytes);
+    assert_int_equal(dev->peak_phase, GM_PHASE_BACKWARD);
+    assert_int_equal(c->peak_span, 0);
+    assert_int_equal(fb->event, dev->peak_event);
+    assert_int_equal(fb->measured_bytes, dev->peak_bytes);
+    assert_memory_equal(fb->measured, dev->at_peak, sizeof(fb->measured));
+    assert_true(opt->measured_bytes < fb->measured_bytes);
+    /* the optimizer step holds the parameters, their gradients, both Adam moments and
+     * the foreach temporaries: each of those is parameter-sized */
+    assert_int_equal(opt->measured[GM_CATEGORY_GRADIENT], dev->at_peak[GM_CATEGORY_PARAMETER]);
+    assert_int_equal(opt->measured[GM_CATEGORY_OPTIMIZER_TEMP],
+                     dev->at_peak[GM_CATEGORY_PARAMETER]);
+    assert_int_equal(opt->measured[GM_CATEGORY_OPTIMIZER_STATE],
+                     2 * dev->at_peak[GM_CATEGORY_PARAMETER]);
+
+    assert_int_equal(fb->moment, GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(fb->predicted_bytes, c->est.forward_backward_bytes);
+    assert_int_equal(sum(fb->predicted), fb->predicted_bytes);
+    assert_int_equal(opt->predicted_bytes, c->est.optimizer_step_bytes);
+    assert_int_equal(fb->predicted[GM_CATEGORY_PARAMETER],
+                     gm_estimate_kind_bytes(&c->est, GM_KIND_WEIGHTS));
+    assert_int_equal(fb->predicted_fixed + fb->predicted_workload, fb->predicted_bytes);
+    assert_int_equal(fb->measured_fixed + fb->measured_workload, fb->measured_bytes);
+    /* the estimate counts a position embedding the example does not have */
+    assert_int_equal(fb->measured[GM_CATEGORY_PARAMETER] + 512 * 1024 * 4,
+                     fb->predicted[GM_CATEGORY_PARAMETER]);
+    assert_int_equal(fb->fixed_offset, (int64_t)fb->measured_fixed - (int64_t)fb->predicted_fixed);
+    assert_true(fb->workload_scale > 0.5 && fb->workload_scale < 1.5);
+    assert_true(fb->measured_per_token * 4096 > (double)fb->measured_workload - 1);
+    assert_int_equal(c->peak_reserved_bytes - c->peak_bytes, c->measured_excess_bytes);
+    assert_true(c->fragmentation > 0 && c->fragmentation < 1);
+    assert_int_equal(c->leak_bytes_per_iteration, 0);
+}
+
+/* Asked to predict the run it was fitted on, the fit gives back what was measured; with
+ * twice the batch, the fixed part stays and the workload follows the estimate's. */
+static void test_fit_reproduces_and_scales(void **state)
+{
+    struct fixture *f = *state;
+    const struct gm_calibration *c = &f->cal;
+    const struct gm_calib_prediction *same, *twice;
+    struct gm_job j16 = f->job;
+    struct gm_estimate *e16 = malloc(sizeof(*e16));
+    struct gm_error err;
+
+    calibrate(f, &f->job, "batch=8,16");
+    assert_int_equal(c->n_predictions, 2);
+    same = &c->predictions[0];
+    twice = &c->predictions[1];
+    assert_int_equal(same->status, GM_OK);
+    assert_int_equal(same->tokens, c->tokens);
+    assert_int_equal(same->estimate_allocated_bytes, c->est.peak_allocated_bytes);
+    for (size_t i = 0; i < c->n_spans; i++)
+        assert_near(same->span_bytes[i], c->spans[i].measured_bytes, 1);
+    assert_near(same->allocated_bytes, c->peak_bytes, 1);
+    assert_int_equal(same->peak_span, c->peak_span);
+    assert_true(same->reserved_bytes >= same->allocated_bytes + c->measured_excess_bytes);
+
+    assert_non_null(e16);
+    set(&j16, "batch", "16");
+    assert_int_equal(gm_estimate_run(&j16, e16, &err), GM_OK);
+    assert_int_equal(twice->tokens, 2 * c->tokens);
+    assert_int_equal(twice->estimate_allocated_bytes, e16->peak_allocated_bytes);
+    {
+        const struct gm_calib_span *fb = &c->spans[0];
+        uint64_t w16 = e16->forward_backward_bytes - fb->predicted_fixed;
+        double want = (double)fb->measured_fixed + fb->workload_scale * (double)w16;
+        assert_near(twice->span_bytes[0], (uint64_t)(want + 0.5), 1);
+        /* the optimizer step keeps only the batch's logits: per token, as measured */
+        assert_near(twice->span_bytes[1],
+                    c->spans[1].measured_fixed + 2 * c->spans[1].measured_workload, 2);
+    }
+    assert_true(twice->allocated_bytes > same->allocated_bytes);
+    free(e16);
+}
+
+/* Inference is held against the whole run; a failing point keeps its error. */
+static void test_inference_is_one_span(void **state)
+{
+    struct fixture *f = *state;
+    const struct gm_calibration *c = &f->cal;
+    struct gm_job j;
+    gm_calib_job_init(&j);
+    j.model.model = &f->model;
+    set(&j, "infer", NULL);
+    set(&j, "context", "512");
+    {
+        struct gm_calib_opts o;
+        struct gm_error err;
+        gm_calib_opts_init(&o);
+        assert_int_equal(gm_calib_add_points(&o, "context=1024", &err), GM_OK);
+        assert_int_equal(gm_calib_add_points(&o, "seq=1024", &err), GM_OK);
+        assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_OK);
+    }
+    assert_int_equal(c->mode, GM_EST_INFER);
+    assert_int_equal(c->n_spans, 1);
+    assert_int_equal(c->spans[0].kind, GM_CALIB_RUN);
+    assert_int_equal(c->spans[0].measured_bytes, f->an->devices[0].peak_bytes);
+    assert_memory_equal(c->spans[0].measured, f->an->devices[0].at_peak,
+                        sizeof(c->spans[0].measured));
+    assert_int_equal(c->predictions[0].status, GM_OK);
+    assert_int_not_equal(c->predictions[1].status, GM_OK);
+    assert_non_null(strstr(c->predictions[1].error, "--seq"));
+}
+
+static void test_leak_is_said(void **state)
+{
+    struct fixture *leaky = calloc(1, sizeof(*leaky));
+    (void)state;
+    assert_non_null(leaky);
+    load_example(leaky, true);
+    calibrate(leaky, &leaky->job, NULL);
+    assert_true(leaky->cal.leak_bytes_per_iteration > 0);
+    assert_true(leaky->cal.n_notes > 0);
+    assert_non_null(strstr(leaky->cal.notes[0], "leaks"));
+    teardown((void **)&leaky);
+}
+
+static void test_refusals(void **state)
+{
+    struct fixture *f = *state;
+    struct gm_calib_opts o;
+    struct gm_job j = f->job;
+    struct gm_error err;
+
+    gm_calib_opts_init(&o);
+    o.device = 3;
+    assert_int_equal(gm_calibrate(&f->job, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "the snapshot has no device 3");
+    gm_calib_opts_init(&o);
+    set(&j, "max-batch", NULL);
+    assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--predict"));
+    gm_job_init(&j);
+    j.model.model = &f->model;
+    assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "weights-only"));
+}
+
+static void test_points(void **state)
+{
+    static const char *const bad[] = {
+        "batch",      "=8",         "nosuch=1",   "train=1", "batch=",
+        "batch=8,,9", "batch=zero", "batch=8,-1", "seq=0",   "precision=fp64",
+    };
+    struct gm_calib_opts o;
+    struct gm_error err;
+    char many[256] = "batch=1";
+    (void)state;
+
+    gm_calib_opts_init(&o);
+    assert_int_equal(gm_calib_add_points(&o, "batch=8,16", &err), GM_OK);
+    assert_int_equal(gm_calib_add_points(&o, "max_model_len=4096", &err), GM_OK);
+    assert_int_equal(gm_calib_add_points(&o, "precision=bf16-mixed", &err), GM_OK);
+    assert_int_equal(o.n_points, 4);
+    assert_string_equal(o.points[1].setting, "batch");
+    assert_string_equal(o.points[1].value, "16");
+    assert_string_equal(o.points[2].setting, "max-model-len");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        gm_calib_opts_init(&o);
+        if (gm_calib_add_points(&o, bad[i], &err) == GM_OK)
+            fail_msg("'%s' was accepted", bad[i]);
+        assert_int_equal(err.code, GM_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "--predict"));
+    }
+    for (int i = 2; i <= GM_CALIB_MAX_POINTS + 1; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), ",%d", i);
+    gm_calib_opts_init(&o);
+    assert_int_equal(gm_calib_add_points(&o, many, &err), GM_ERR_LIMIT);
+}
+
+static void test_json(void **state)
+{
+    struct fixture *f = *state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct gm_error err;
+    json_error_t jerr;
+    json_t *root, *spans, *pred;
+
+    calibrate(f, &f->job, "batch=16");
+    assert_non_null(m);
+    assert_int_equal(gm_calibration_json(m, &f->cal, &err), GM_OK);
+    assert_int_equal(fclose(m), 0);
+    root = json_loadb(buf, len, 0, &jerr);
+    free(buf);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "schema")), "gpumem.calibrate/1");
+    spans = json_object_get(root, "spans");
+    assert_int_equal(json_array_size(spans), 2);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(spans, 0), "measured_bytes")),
+        (json_int_t)f->cal.spans[0].measured_bytes);
+    assert_int_equal(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_array_get(spans, 0), "categories"), "parameter"),
+            "residual_bytes")),
+        -512 * 1024 * 4);
+    pred = json_array_get(json_object_get(root, "predictions"), 0);
+    assert_string_equal(json_string_value(json_object_get(pred, "setting")), "batch");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(pred, "calibrated"), "allocated_bytes")),
+        (json_int_t)f->cal.predictions[0].allocated_bytes);
+    json_decref(root);
+}
+
+/* Every allocation of a calibration failing in turn: GM_ERR_NOMEM, never a crash. */
+static void test_allocation_failures(void **state)
+{
+    struct fixture *f = *state;
+    struct gm_calib_opts o;
+    struct gm_error err;
+    enum gm_status st = GM_ERR_NOMEM;
+    long n;
+    gm_calib_opts_init(&o);
+    assert_int_equal(gm_calib_add_points(&o, "batch=16", &err), GM_OK);
+    for (n = 0; n < 1000 && st == GM_ERR_NOMEM; n++) {
+        gm_alloc_fail_after(n);
+        st = gm_calibrate(&f->job, f->an, &o, &f->cal, &err);
+        gm_alloc_fail_after(-1);
+    }
+    assert_int_equal(st, GM_OK);
+    assert_true(n > 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_spans_of_the_example, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fit_reproduces_and_scales, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inference_is_one_span, setup, teardown),
+        cmocka_unit_test(test_leak_is_said),
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test(test_points),
+        cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocation_failures, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
