@@ -40,6 +40,7 @@ demo: build
 
 bench: build
 	sh bench/snapshot.sh $(BUILD)/gpumem $(BENCH_SIZES)
+	sh bench/validation.sh $(BUILD)/gpumem
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
