@@ -94,12 +94,12 @@ static void fill_range(struct gm_estimate *e, const struct gm_estimate *lo,
         f->verdict = GM_VERDICT_DOES_NOT_FIT;
     else
         f->verdict = GM_VERDICT_BORDERLINE;
-    if (r->device_bytes[0] == r->device_bytes[1])
+    if (r->device_bytes[0] == r->device_bytes[1] && f->verdict != GM_VERDICT_BORDERLINE)
         snprintf(f->range_text, sizeof f->range_text, "no uncertain assumption left");
-    else if (f->verdict == GM_VERDICT_BORDERLINE && f->fits == hi->fit.fits)
+    else if (f->verdict == GM_VERDICT_BORDERLINE && f->headroom_low_bytes >= 0)
         /* the device figures fit over the range; the engine's limit decides */
-        snprintf(f->range_text, sizeof f->range_text, "%s at one end of the range",
-                 lo->fit.fits ? "fits" : "does not fit");
+        snprintf(f->range_text, sizeof f->range_text,
+                 "the devices fit over the range, the engine's limit not at one end");
     else if (f->headroom_low_bytes >= 0)
         snprintf(f->range_text, sizeof f->range_text, "headroom %.2f to %.2f GiB over the range",
                  (double)f->headroom_low_bytes / (double)GM_GIB,
