@@ -306,6 +306,8 @@ struct gm_job_stack {
     uint32_t cuda;         /* CUDA runtime: before 11.7 no lazy module loading */
     uint32_t transformers; /* HF transformers: how ForCausalLMLoss copies the logits */
     uint32_t vllm;         /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes; /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                              the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */

@@ -287,6 +287,12 @@ static enum gm_status set_vllm_version(struct gm_job *j, const union gm_job_valu
     return parse_version("vllm-version", v->text, &j->stack.vllm, err);
 }
 
+static enum gm_status set_bnb_version(struct gm_job *j, const union gm_job_value *v,
+                                      struct gm_error *err)
+{
+    return parse_version("bitsandbytes-version", v->text, &j->stack.bitsandbytes, err);
+}
+
 /* ---- the table ---- */
 
 static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixed", "bf16", NULL};
@@ -503,6 +509,9 @@ static const struct gm_job_setting settings[] = {
             TRAIN, set_transformers_version),
     {"vllm-version", GM_JOB_TEXT, "V", "vLLM version (its start-up budget; default current)", NULL,
      INFER, GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version},
+    TEXT_FN("bitsandbytes-version", "V",
+            "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)", TRAIN,
+            set_bnb_version),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

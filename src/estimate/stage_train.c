@@ -264,8 +264,14 @@ static double state_bytes(const struct gm_job *j, double ew, const struct gm_par
                       : "one momentum buffer in the parameter dtype";
         return (paged ? 4.0 : ew) * (double)n;
     case GM_OPT_ADAMW_8BIT:
-        *what = "two 8-bit moments + one fp32 absmax per 2048-element block each";
-        return (2.0 + 8.0 / 2048.0) * (double)n;
+        /* bitsandbytes quantises the moments blockwise: 256 elements per block since 0.44
+         * (aa57bd89), 2048 before */
+        if (j->stack.bitsandbytes && j->stack.bitsandbytes < GM_VERSION(0, 44, 0)) {
+            *what = "two 8-bit moments + one fp32 absmax per 2048-element block each";
+            return (2.0 + 8.0 / 2048.0) * (double)n;
+        }
+        *what = "two 8-bit moments + one fp32 absmax per 256-element block each";
+        return (2.0 + 8.0 / 256.0) * (double)n;
     case GM_OPT_ADAFACTOR:
         *what = "factored second moment (rows + cols per matrix), no first moment";
         return ew * (double)pc->factored_state;
@@ -424,6 +430,11 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
                         : (j->numerics.precision == GM_PREC_BF16 ? 2.0 : 4.0);
         c.norms_trainable = false;
         c.keeps_in = (lo->dropout > 0 || ad != ea) ? 0 : lo->targets;
+        /* bitsandbytes before 0.43.2 (PR #1270): MatMul4Bit kept its input A whether or not
+         * the weight needed a gradient */
+        if (j->memory.adapter == GM_ADAPTER_QLORA && j->stack.bitsandbytes &&
+            j->stack.bitsandbytes < GM_VERSION(0, 43, 2))
+            c.keeps_in = GM_LORA_ALL_LINEAR;
     }
     return c;
 }
