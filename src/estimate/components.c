@@ -254,6 +254,27 @@ unsigned est_weight_elem_bytes(enum gm_precision p)
     return p == GM_PREC_FP32 ? 4 : 2;
 }
 
+unsigned est_adapter_bytes(const struct gm_job *j)
+{
+    if (j->memory.adapter_dtype == GM_DTYPE_BF16)
+        return 2;
+    if (j->memory.adapter_dtype == GM_DTYPE_F32)
+        return 4;
+    return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
+}
+
+unsigned est_frozen_rest_bytes(const struct gm_job *j)
+{
+    if (j->numerics.precision == GM_PREC_FP32)
+        return 4;
+    return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
+}
+
+double est_length_factor(struct est_ctx *cx, const char *setting)
+{
+    return est_uncertain(cx, GM_UNCERTAIN_SEQ, gm_job_given(cx->job, setting), 1.0, 0.5, 2.0);
+}
+
 bool est_tp_divides(const struct gm_model *m, uint64_t t)
 {
     if (t <= 1 || !m->n_heads || !m->n_kv_heads)

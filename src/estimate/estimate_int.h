@@ -117,6 +117,15 @@ enum est_allocator est_allocator(const struct gm_job *job);
 
 /* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
 unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
+ * autocast_adapter_dtype) unless --precision bf16. */
+unsigned est_adapter_bytes(const struct gm_job *job);
+/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
+ * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
+unsigned est_frozen_rest_bytes(const struct gm_job *job);
+/* The factor on a length the job does not give (--seq, --context): half to twice the
+ * default over the range, 1 in the point estimate or when 'setting' is given. */
+double est_length_factor(struct est_ctx *cx, const char *setting);
 /* Parameters of the largest linear layer inside a decoder layer, and of one decoder
  * layer (what FSDP wraps as a unit). */
 uint64_t est_largest_linear(const struct gm_model *m);
@@ -164,6 +173,10 @@ uint64_t est_nccl_bytes(struct est_ctx *cx);
 /* Judge 'e' (figures final) for the job on devices of 'capacity' bytes. */
 void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t capacity,
                struct gm_est_fit *fit);
+/* The range of 'e' from the runs at the low and high ends ('lo', 'hi', judged on the same
+ * capacity), and the three-way verdict with its margin. */
+void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
+                     const struct gm_estimate *hi);
 
 /* ---- job.c ---- */
 

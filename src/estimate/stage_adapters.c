@@ -157,12 +157,8 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     bool qlora = j->memory.adapter == GM_ADAPTER_QLORA;
     uint64_t n = cx->n, pa, frozen_bytes, adapter_b, per_target_act = 0, quantised = 0, consts = 0;
-    unsigned ab = j->memory.adapter_dtype == GM_DTYPE_BF16  ? 2
-                  : j->memory.adapter_dtype == GM_DTYPE_F32 ? 4
-                  : j->numerics.precision == GM_PREC_BF16   ? 2
-                                                            : 4,
-             wb, ntargets = 0, rest_b = 2;
-    unsigned ea = j->numerics.precision == GM_PREC_FP32 ? 4 : 2;
+    unsigned ab = est_adapter_bytes(j), ntargets = 0, rest_b = est_frozen_rest_bytes(j);
+    unsigned ea = est_weight_elem_bytes(j->numerics.precision);
     double layers_saved, n_ck;
     bool recomputed;
     char note[GM_EST_NOTE_MAX];
@@ -197,7 +193,6 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
             break;
         }
     }
-    wb = j->numerics.precision == GM_PREC_FP32 ? 4 : 2;
     if (qlora) {
         /* decoder-layer linear weights (biases excluded) are NF4 */
         uint64_t qkv = m->n_heads * m->head_dim + 2 * m->n_kv_heads * m->head_dim;
@@ -207,7 +202,6 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
         if (quantised > n)
             quantised = n;
-        rest_b = lo->fp32_upcast ? 4 : 2;
         frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, lo->block, lo->double_quant),
                                   gm_mul_sat(n - quantised, rest_b));
         consts =
@@ -220,10 +214,10 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
     } else {
-        frozen_bytes = gm_mul_sat(n, wb);
+        frozen_bytes = gm_mul_sat(n, rest_b);
         snprintf(note, sizeof note,
                  "%llu frozen parameters x %u B (no gradients, no optimizer state)",
-                 (unsigned long long)n, wb);
+                 (unsigned long long)n, rest_b);
     }
     e->lora.base_weight_bytes = frozen_bytes;
     st = est_add(e, GM_KIND_WEIGHTS, "weights", frozen_bytes, GM_EST_PHASE_TRAIN_ALL, false,

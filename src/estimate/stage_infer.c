@@ -85,9 +85,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* an engine with its own memory manager accounts for itself */
     /* a context not given: the range spans half to twice the default */
-    context = est_round(est_uncertain(cx, GM_UNCERTAIN_SEQ, gm_job_given(j, "context"),
-                                      (double)w->context, 0.5 * (double)w->context,
-                                      2.0 * (double)w->context));
+    context = est_round(est_length_factor(cx, "context") * (double)w->context);
     tokens = context + w->new_tokens;
 
     kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);

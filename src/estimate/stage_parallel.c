@@ -193,11 +193,7 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
     }
     if (fsdp && m) {
         uint64_t root_p = cx->pc.embedding + cx->pc.lm_head + m->hidden;
-        double root_b = adapters
-                            ? (j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast
-                                   ? 4.0
-                                   : (j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0))
-                            : (double)wbytes;
+        double root_b = adapters ? (double)est_frozen_rest_bytes(j) : (double)wbytes;
         snprintf(note, sizeof note,
                  "FSDP root unit (embedding, final norm, lm_head) unsharded from its forward to "
                  "its backward");
@@ -228,7 +224,7 @@ static enum gm_status add_expert_dispatch(struct est_ctx *cx, struct gm_error *e
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
-    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0, k, per_layer, skew;
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision), k, per_layer, skew;
     bool ckpt = j->memory.checkpointing == GM_CKPT_FULL || j->memory.checkpointing == GM_CKPT_OP;
     char note[GM_EST_NOTE_MAX];
 

@@ -424,10 +424,7 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
         /* frozen base: its matmuls keep no input; an adapter reading the same tensor (no
          * dropout, same dtype) keeps it, otherwise the adapter keeps its own copy
          * (stage_adapters.c) */
-        double ad = j->memory.adapter_dtype == GM_DTYPE_BF16 ? 2.0
-                    : j->memory.adapter_dtype == GM_DTYPE_F32
-                        ? 4.0
-                        : (j->numerics.precision == GM_PREC_BF16 ? 2.0 : 4.0);
+        double ad = (double)est_adapter_bytes(j);
         c.norms_trainable = false;
         c.keeps_in = (lo->dropout > 0 || ad != ea) ? 0 : lo->targets;
         /* bitsandbytes before 0.43.2 (PR #1270): MatMul4Bit kept its input A whether or not
@@ -521,7 +518,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
-    double T, state, temps, final_norm, emb, bwd;
+    double T, lf, state, temps, final_norm, emb, bwd;
     struct est_layer_cfg lc;
     struct saved_model sv;
     struct loss_model lm;
@@ -539,14 +536,12 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
      * residual stream too (the fp32 master weights stay sharded) */
     if (j->parallel.shard == GM_SHARD_FSDP && mixed)
         er = 2.0;
-    T = est_uncertain(cx, GM_UNCERTAIN_SEQ,
-                      gm_job_given(j, "seq") || gm_job_given(j, "tokens-per-batch"), 1.0, 0.5,
-                      2.0) *
-        est_tokens(j);
+    /* a sequence length not given spreads the range (packed batches give their tokens) */
+    lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
+    T = lf * est_tokens(j);
     cx->tokens = T;
     lc = job_layer_cfg(cx, ea, er);
-    if (cx->bound != EST_POINT && !gm_job_given(j, "seq") && !j->workload.tokens)
-        lc.seq = (uint64_t)((double)seq * (cx->bound == EST_LOW ? 0.5 : 2.0));
+    lc.seq = (uint64_t)((double)seq * lf);
     if (seq > m->max_positions && m->max_positions)
         est_assume(e, "seq %llu exceeds the model's max_position_embeddings %llu",
                    (unsigned long long)seq, (unsigned long long)m->max_positions);

@@ -324,7 +324,7 @@ static void test_runtime(void **state)
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
 static void test_vllm_versions(void **state)
 {
-    uint64_t ctx = 450 * GM_MIB, nccl = 2 * GM_GIB, graphs = 512 * GM_MIB, blk;
+    uint64_t blk;
     struct {
         const char *version;
         uint64_t charged; /* beyond weights, profile peak, sampler, non-torch */
@@ -337,9 +337,6 @@ static void test_vllm_versions(void **state)
         {"0.21.0", 512 * GM_MIB},             /* CUDA-graph estimate charged */
     };
     (void)state;
-    (void)ctx;
-    (void)nccl;
-    (void)graphs;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char s[160];
         uint64_t need;
