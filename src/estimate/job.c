@@ -970,7 +970,8 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         j->parallel.shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--fsdp-version and --no-reshard-after-forward need --fsdp");
-    if ((st = exclusive(j, "batch", "tokens-per-batch", err)))
+    if ((st = exclusive(j, "batch", "tokens-per-batch", err)) ||
+        (st = exclusive(j, "max-batch", "tokens-per-batch", err)))
         return st;
     if (j->workload.tokens && j->workload.seq > j->workload.tokens)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,

@@ -174,7 +174,6 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                        "--lora-rank %llu must be between 1 and the hidden size %llu",
                        (unsigned long long)lo->rank, (unsigned long long)m->hidden);
     pa = gm_lora_params(m, lo->rank, lo->targets);
-    e->pageable_bytes = 0;
     e->lora.trainable_params = pa;
     e->lora.frozen_params = n;
     /* Drop the full-training model states: the base is frozen. */
@@ -244,8 +243,6 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         snprintf(note, sizeof note, "%s state of the adapters only%s",
                  gm_optimizer_name(j->numerics.optimizer),
                  paged ? " (paged: cudaMallocManaged)" : "");
-        if (paged)
-            e->pageable_bytes = osb;
         if (osb && (st = est_add(e, paged ? GM_KIND_MANAGED : GM_KIND_OPTIMIZER_STATE,
                                  "lora_optimizer_state", osb, GM_EST_PHASE_TRAIN_ALL, false,
                                  GM_EXTENT_ALL_LAYERS, note, err)))

@@ -583,8 +583,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
          * cudaMallocManaged: on the device, outside the caching allocator; the small
          * tensors' (norms) state is ordinary CUDA memory */
         double small = n ? state * (double)pc->norms / (double)n : 0;
-        e->pageable_bytes = est_round(state - small);
-        st = est_add(e, GM_KIND_MANAGED, "optimizer_state_paged", e->pageable_bytes,
+        st = est_add(e, GM_KIND_MANAGED, "optimizer_state_paged", est_round(state - small),
                      GM_EST_PHASE_TRAIN_ALL, false, GM_EXTENT_ALL_LAYERS,
                      "cudaMallocManaged: on the device, not in max_memory_allocated", err);
         if (st == GM_OK && small > 0)
