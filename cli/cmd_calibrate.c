@@ -37,6 +37,8 @@ static const char *moment_text(unsigned moment)
     switch (moment) {
     case GM_EST_PHASE_FORWARD_BACKWARD:
         return "the start of backward";
+    case GM_EST_PHASE_LOSS:
+        return "the loss (logits and their gradient)";
     case GM_EST_PHASE_BACKWARD_END:
         return "the end of backward";
     case GM_EST_PHASE_OPTIMIZER_STEP:
@@ -178,6 +180,7 @@ int cmd_calibrate(int argc, char **argv)
     struct gm_error err;
     bool json = false, have_src = false, has_device = false;
     int device = -1, n_pos = 0, rc;
+    uint64_t mem_limit = 0;
     size_t n = 0;
 
     job_opts_add(opts, &n, &jo);
@@ -187,6 +190,7 @@ int cmd_calibrate(int argc, char **argv)
     opts[n++] = (struct opt)OPT_INT(
         "device", 0, &device, "N", "the snapshot's device (default: the one with the largest peak)",
         &has_device);
+    opts[n++] = (struct opt)SNAPCLI_OPT_MEMORY(&mem_limit);
     opts[n++] = (struct opt)OPT_JSON(&json, "gpumem.calibrate/1");
     opts[n] = (struct opt)OPT_END;
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
@@ -211,7 +215,8 @@ int cmd_calibrate(int argc, char **argv)
         have_src = true;
         gm_job_use_source(&job, &src);
     }
-    if ((rc = ana_cli_open(cmd, argv[1], &snap, &an)) != 0)
+    struct snapcli_load_opts lo = {mem_limit, false};
+    if ((rc = ana_cli_open(cmd, argv[1], &lo, &snap, &an)) != 0)
         goto out;
     if (!(c = malloc(sizeof(*c)))) {
         rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});

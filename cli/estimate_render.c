@@ -63,6 +63,24 @@ static void text_weights(FILE *f, const struct gm_estimate_report *r)
     }
 }
 
+/* The low and high ends of the figures, and what spreads them. */
+static void text_range(FILE *f, const struct gm_est_range *r)
+{
+    static const char *const labels[3] = {"  peak allocated", "  peak reserved", "  device used"};
+    const uint64_t *ends[3] = {r->allocated_bytes, r->reserved_bytes, r->device_bytes};
+    char from[GM_EST_NOTE_MAX] = "";
+    if (!r->sources)
+        return;
+    for (unsigned b = 1; b & GM_UNCERTAIN__ALL; b <<= 1)
+        if (r->sources & b)
+            snprintf(from + strlen(from), sizeof from - strlen(from), "%s%s", from[0] ? ", " : "",
+                     gm_est_uncertainty_name(b));
+    fprintf(f, "\nrange (low - high, from: %s)\n", from);
+    for (size_t i = 0; i < 3; i++)
+        fprintf(f, "%-40s %11.2f - %.2f GiB\n", labels[i], (double)ends[i][0] / (double)GM_GIB,
+                (double)ends[i][1] / (double)GM_GIB);
+}
+
 static void text_table(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_estimate *e = &r->est;
@@ -87,7 +105,7 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
     }
     fprintf(f, "\nphase peaks (allocated)\n");
     if (e->mode == GM_EST_TRAIN) {
-        fprintf(f, "%-55s", "  forward/backward (max of start/end of backward)");
+        fprintf(f, "%-55s", "  forward/backward (max of loss, start/end of backward)");
         bytes_cols(f, e->forward_backward_bytes);
         fprintf(f, "%-55s", "  optimizer step");
         bytes_cols(f, e->optimizer_step_bytes);
@@ -105,6 +123,7 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
     bytes_cols(f, e->peak_reserved_bytes);
     fprintf(f, "%-55s", "  device used (nvidia-smi, + context + workspaces)");
     bytes_cols(f, e->device_bytes);
+    text_range(f, &e->range);
 }
 
 /* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
@@ -121,9 +140,13 @@ static void text_fit(FILE *f, const struct gm_estimate_report *r, bool color)
         fprintf(f, "%s\n", r->n_fits_on ? "" : " none of the catalog GPUs (see --list-gpus)");
         return;
     }
-    fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s\n", r->job.gpu.label,
-            (double)fit->capacity_bytes / (double)GM_GIB, color_on(color, fit->fits),
-            fit->fits ? "yes" : "NO", color_off(color), fit->text);
+    fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s (%s)\n", r->job.gpu.label,
+            (double)fit->capacity_bytes / (double)GM_GIB,
+            color_on(color, fit->verdict != GM_VERDICT_DOES_NOT_FIT && fit->fits),
+            fit->verdict == GM_VERDICT_BORDERLINE ? "borderline"
+            : fit->fits                           ? "yes"
+                                                  : "NO",
+            color_off(color), fit->text, fit->range_text);
     if (!s->n && !s->none_fits)
         return;
     fprintf(f, "\nwhat to change (device used; %s):\n",

@@ -105,8 +105,31 @@ enum gm_ckpt {
     GM_CKPT_NONE = 0,
     GM_CKPT_FULL,      /* every decoder layer recomputed in backward */
     GM_CKPT_SELECTIVE, /* Korthikanti et al.: only the attention core is recomputed */
+    GM_CKPT_OP,        /* torchtitan op-level SAC: every other matmul output and the
+                          attention output kept, the rest recomputed */
     GM_CKPT__COUNT
 };
+
+/* ---- memory techniques of modern training stacks (docs/estimate.md, "Memory techniques") ---- */
+
+/* How the loss over the vocabulary is computed. */
+enum gm_loss {
+    GM_LOSS_FULL = 0,     /* HF ForCausalLMLoss: all B*L logits upcast to fp32, log-softmax */
+    GM_LOSS_CHUNKED,      /* torchtune LinearCrossEntropyLoss: projection + CE per chunk */
+    GM_LOSS_FUSED,        /* a cross-entropy kernel on the 16-bit logits, gradient in place
+                             (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
+    GM_LOSS_FUSED_LINEAR, /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
+                             logits are never materialised beyond one chunk */
+    GM_LOSS__COUNT
+};
+
+/* Fused kernels replacing eager HF modules (Liger-Kernel, unsloth). */
+enum gm_fused {
+    GM_FUSED_RMS_NORM = 1 << 0, /* saves its input and rstd, no fp32 copy */
+    GM_FUSED_SWIGLU = 1 << 1,   /* SwiGLU / GeGLU: saves gate and up, not act(gate) */
+    GM_FUSED_ROPE = 1 << 2      /* in-place rotation: forward temporaries only */
+};
+#define GM_FUSED_ALL (GM_FUSED_RMS_NORM | GM_FUSED_SWIGLU | GM_FUSED_ROPE)
 
 enum gm_attention {
     GM_ATTN_SDPA = 0, /* SDPA / flash: the s*s scores are never stored */
@@ -175,6 +198,9 @@ struct gm_job_workload {
     uint64_t new_tokens; /* inference: generated tokens per sequence */
     uint64_t grad_accum; /* training: micro-batches per optimizer step */
     bool full_logits;    /* inference: prefill computes logits for every position */
+    /* memory techniques: packing / padding-free batches */
+    uint64_t tokens; /* training: tokens in one micro-batch (packed or padding-free);
+                        0 = batch x seq.  seq stays the longest sequence */
 };
 
 /* Number formats and the optimizer. */
@@ -206,6 +232,18 @@ struct gm_job_memory {
     enum gm_adapter adapter;
     struct gm_job_lora lora;
     bool paged_optimizer; /* bitsandbytes paged optimizer (state may page to host) */
+    /* memory techniques of modern training stacks */
+    enum gm_loss loss;
+    uint64_t loss_chunks;        /* GM_LOSS_CHUNKED: chunks (torchtune's default 8) */
+    uint64_t checkpoint_every;   /* GM_CKPT_FULL on every N-th layer only (torchtitan layer
+                                    SAC); 1 = every layer */
+    bool optimizer_in_backward;  /* step and free each gradient as it is ready (torchtune) */
+    bool activation_offload;     /* saved activations to pinned host memory (torchtune) */
+    unsigned fused_kernels;      /* enum gm_fused flags */
+    bool compile;                /* torch.compile: the min-cut partitioner decides what is
+                                    saved (modelled approximately) */
+    enum gm_dtype adapter_dtype; /* LoRA adapters: UNKNOWN = fp32 (PEFT autocast_adapter_dtype)
+                                    unless --precision bf16 */
 };
 
 /* Where the job runs. */
@@ -220,6 +258,12 @@ struct gm_job_parallel {
     bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
     uint64_t bucket_elements; /* ZeRO reduce/all-gather bucket, elements (5e8 DeepSpeed) */
     bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
+    /* memory techniques: FSDP version, resharding, expert parallelism */
+    unsigned fsdp_version;      /* 1 FullyShardedDataParallel (flat parameters), 2 fully_shard */
+    bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;
+                                   false: FSDP2 reshard_after_forward=False, FSDP1
+                                   SHARD_GRAD_OP) */
+    uint64_t ep;                /* expert-parallel degree for MoE layers, 1 */
 };
 
 struct gm_job_vllm {
@@ -251,12 +295,26 @@ struct gm_job_runtime {
     uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
     double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
     uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */
+    /* runtime around the tensors */
+    uint64_t nccl_bytes; /* NCCL buffers per communicator (1 GiB) */
+};
+
+/* The software the job runs on, where memory depends on the version.  Versions are packed
+ * by GM_VERSION(major, minor, patch); 0 = the current release (as docs/estimate.md says). */
+#define GM_VERSION(a, b, c) (((uint32_t)(a) << 16) | ((uint32_t)(b) << 8) | (uint32_t)(c))
+struct gm_job_stack {
+    uint32_t cuda;         /* CUDA runtime: before 11.7 no lazy module loading */
+    uint32_t transformers; /* HF transformers: how ForCausalLMLoss copies the logits */
+    uint32_t vllm;         /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes; /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                              the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */
 struct gm_job_gpu {
     uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
     char label[48];        /* catalog name or the size as given, for messages */
+    unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
 };
 
 #define GM_JOB_MAX_SETTINGS 128
@@ -272,8 +330,9 @@ struct gm_job {
     struct gm_job_engine engine;
     struct gm_job_runtime runtime;
     struct gm_job_gpu gpu;
-    enum gm_search search; /* what gm_estimate_report_run() searches, if anything */
-    uint64_t search_limit; /* upper bound of a search (1 << 20) */
+    struct gm_job_stack stack; /* software versions (runtime around the tensors) */
+    enum gm_search search;     /* what gm_estimate_report_run() searches, if anything */
+    uint64_t search_limit;     /* upper bound of a search (1 << 20) */
     /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
     uint64_t given[GM_JOB_MAX_SETTINGS / 64];
 };
@@ -374,10 +433,16 @@ enum gm_est_phase {
     GM_EST_PHASE_DECODE = 1 << 3,
     /* The end of the backward pass: every gradient allocated, activations released.  The
      * forward/backward peak is the larger of its start and its end. */
-    GM_EST_PHASE_BACKWARD_END = 1 << 4
+    GM_EST_PHASE_BACKWARD_END = 1 << 4,
+    /* The loss: the end of the forward pass and the loss's own backward, before the layers'
+     * backward (the logits live here, not beside the layers' backward temporaries). */
+    GM_EST_PHASE_LOSS = 1 << 5
 };
 #define GM_EST_PHASE_TRAIN_ALL                                                                     \
-    (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP)
+    (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP |     \
+     GM_EST_PHASE_LOSS)
+/* Saved for backward: from the forward pass through the loss to the start of backward. */
+#define GM_EST_PHASE_SAVED     (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_LOSS)
 #define GM_EST_PHASE_INFER_ALL (GM_EST_PHASE_PREFILL | GM_EST_PHASE_DECODE)
 #define GM_PHASE_ALL           (GM_EST_PHASE_TRAIN_ALL | GM_EST_PHASE_INFER_ALL)
 
@@ -404,6 +469,9 @@ enum gm_est_kind {
     GM_KIND_NCCL,         /* NCCL communicator buffers */
     GM_KIND_NON_TORCH,    /* vLLM's measured non-torch memory (NCCL, cuBLAS, ...) */
     GM_KIND_RESERVE,      /* weights mode: the flat reserve for everything else */
+    /* memory techniques: outside the caching allocator too */
+    GM_KIND_MANAGED, /* cudaMallocManaged memory (bitsandbytes paged optimizer state): on the
+                        device, not in max_memory_allocated */
     GM_KIND__COUNT
 };
 
@@ -486,6 +554,15 @@ enum gm_fit_reason {
     GM_FIT__COUNT
 };
 
+/* The verdict over the range of the figures (the point estimate decides 'fits'). */
+enum gm_fit_verdict {
+    GM_VERDICT_NOT_JUDGED = 0, /* no GPU given */
+    GM_VERDICT_FITS,           /* even the high end of the range fits */
+    GM_VERDICT_BORDERLINE,     /* the range straddles the capacity (or the engine's limit) */
+    GM_VERDICT_DOES_NOT_FIT,   /* not even the low end fits */
+    GM_VERDICT__COUNT
+};
+
 /* The one fit verdict. */
 struct gm_est_fit {
     enum gm_fit_reason reason;
@@ -497,6 +574,34 @@ struct gm_est_fit {
     uint64_t paged_bytes;     /* GM_FIT_FITS_PAGED: state that would live in host memory */
     bool group_fits[GM_EST_MAX_GROUPS];
     char text[200]; /* the reason as a sentence */
+    /* ranges: the verdict over the low and high ends of the figures */
+    enum gm_fit_verdict verdict;
+    int64_t headroom_low_bytes;  /* headroom at the high end of the range (the worst case) */
+    int64_t headroom_high_bytes; /* headroom at the low end of the range (the best case) */
+    char range_text[120];        /* the margin over the range as a phrase */
+};
+
+/* The assumptions that are uncertain, each spreading the figures into a range. */
+enum gm_est_uncertainty {
+    GM_UNCERTAIN_FRAGMENTATION = 1 << 0, /* the caching allocator's cached, unused blocks */
+    GM_UNCERTAIN_CUDA_CONTEXT = 1 << 1,  /* CUDA context and loaded kernels */
+    GM_UNCERTAIN_NCCL = 1 << 2,          /* NCCL buffers per communicator */
+    GM_UNCERTAIN_ENGINE = 1 << 3,        /* engine defaults: vLLM non-torch memory and CUDA
+                                            graphs, llama.cpp's compute buffer */
+    GM_UNCERTAIN_SEQ = 1 << 4,           /* sequence length not given: half to twice it */
+    GM_UNCERTAIN_APPROX = 1 << 5,        /* approximate models: torch.compile, activation
+                                            offloading in flight, expert routing imbalance,
+                                            cuBLAS workspaces in the allocator */
+    GM_UNCERTAIN__ALL = (1 << 6) - 1
+};
+
+/* Low and high ends of the three figures (the largest device), from the uncertain
+ * assumptions at their low and high values; the point estimate lies between them. */
+struct gm_est_range {
+    uint64_t allocated_bytes[2]; /* [0] low, [1] high */
+    uint64_t reserved_bytes[2];
+    uint64_t device_bytes[2];
+    unsigned sources; /* enum gm_est_uncertainty flags that spread the range */
 };
 
 struct gm_estimate {
@@ -525,6 +630,9 @@ struct gm_estimate {
     struct gm_est_fit fit;
     char assumptions[GM_EST_MAX_ASSUMPTIONS][GM_EST_NOTE_MAX];
     size_t n_assumptions;
+    /* memory techniques: the loss moment; ranges */
+    uint64_t loss_bytes; /* training: allocated at the loss (end of forward, its backward) */
+    struct gm_est_range range;
 };
 
 /* Run the pipeline on 'job'.  GM_ERR_INVALID naming the bad setting (those of
@@ -550,6 +658,10 @@ const char *gm_optimizer_name(enum gm_optimizer o);
 const char *gm_shard_name(enum gm_shard s);
 const char *gm_engine_name(enum gm_engine e);
 const char *gm_fit_reason_name(enum gm_fit_reason r);
+/* "fits", "borderline", "does_not_fit", "not_judged". */
+const char *gm_fit_verdict_name(enum gm_fit_verdict v);
+/* "fragmentation", "cuda_context", ... for one enum gm_est_uncertainty flag. */
+const char *gm_est_uncertainty_name(unsigned flag);
 const char *gm_est_phase_name(enum gm_est_phase p);
 /* "persistent", "forward_backward", ... for a set of phase flags; static storage. */
 const char *gm_est_phases_name(unsigned phases);
@@ -694,6 +806,7 @@ struct gm_gpu {
     unsigned memory_gb;    /* nominal size in the product name (80), to tell boards apart */
     uint64_t memory_bytes; /* total device memory */
     const char *kind;      /* "data-centre", "workstation" or "consumer" */
+    unsigned sm;           /* compute capability x 10 (80 = sm_80, Ampere; 90 = Hopper) */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

@@ -123,12 +123,16 @@ static uint64_t job_tokens(const struct gm_job *j)
     return gm_mul_sat(j->workload.batch, per);
 }
 
-/* The estimate's moment of a span.  The forward/backward figure is the larger of the start
- * and the end of backward, the start when they are equal (est_figures()). */
+/* The estimate's moment of a span.  The forward/backward figure is the largest of its three
+ * moments -- the start of backward, the loss (logits and their gradient), the end of
+ * backward -- the start, then the end, on a tie (est_figures()). */
 static unsigned span_moment(const struct gm_estimate *e, enum gm_calib_span_kind k)
 {
     unsigned fb = e->backward_end_bytes > e->backward_start_bytes ? GM_EST_PHASE_BACKWARD_END
                                                                   : GM_EST_PHASE_FORWARD_BACKWARD;
+    if (e->loss_bytes > e->backward_start_bytes &&
+        e->loss_bytes > e->backward_end_bytes)
+        fb = GM_EST_PHASE_LOSS;
     if (k == GM_CALIB_FORWARD_BACKWARD)
         return fb;
     if (k == GM_CALIB_OPTIMIZER_STEP)

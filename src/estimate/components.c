@@ -94,6 +94,7 @@ static const struct {
     [GM_KIND_NCCL] = {"nccl", true, GM_CATEGORY_OTHER},
     [GM_KIND_NON_TORCH] = {"non_torch", true, GM_CATEGORY_OTHER},
     [GM_KIND_RESERVE] = {"reserve", true, GM_CATEGORY_OTHER},
+    [GM_KIND_MANAGED] = {"managed", true, GM_CATEGORY_OTHER},
 };
 
 const char *gm_est_kind_name(enum gm_est_kind k)
@@ -140,17 +141,20 @@ static uint64_t phase_sum(const struct gm_estimate *e, unsigned phase, bool tran
 
 void est_figures(struct gm_estimate *e, double fragmentation)
 {
-    static const unsigned order[] = {GM_EST_PHASE_FORWARD_BACKWARD, GM_EST_PHASE_BACKWARD_END,
-                                     GM_EST_PHASE_OPTIMIZER_STEP, GM_EST_PHASE_PREFILL,
-                                     GM_EST_PHASE_DECODE};
+    static const unsigned order[] = {GM_EST_PHASE_FORWARD_BACKWARD, GM_EST_PHASE_LOSS,
+                                     GM_EST_PHASE_BACKWARD_END,     GM_EST_PHASE_OPTIMIZER_STEP,
+                                     GM_EST_PHASE_PREFILL,          GM_EST_PHASE_DECODE};
     unsigned best = 0;
     uint64_t peak = 0, transient, frag, reserved;
 
     e->backward_start_bytes = phase_sum(e, GM_EST_PHASE_FORWARD_BACKWARD, false);
     e->backward_end_bytes = phase_sum(e, GM_EST_PHASE_BACKWARD_END, false);
+    e->loss_bytes = phase_sum(e, GM_EST_PHASE_LOSS, false);
     e->forward_backward_bytes = e->backward_start_bytes > e->backward_end_bytes
                                     ? e->backward_start_bytes
                                     : e->backward_end_bytes;
+    if (e->loss_bytes > e->forward_backward_bytes)
+        e->forward_backward_bytes = e->loss_bytes;
     e->optimizer_step_bytes = phase_sum(e, GM_EST_PHASE_OPTIMIZER_STEP, false);
     e->prefill_bytes = phase_sum(e, GM_EST_PHASE_PREFILL, false);
     e->decode_bytes = phase_sum(e, GM_EST_PHASE_DECODE, false);
@@ -161,8 +165,8 @@ void est_figures(struct gm_estimate *e, double fragmentation)
             best = order[i];
         }
     }
-    /* The end of backward belongs to the forward/backward phase. */
-    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END
+    /* The loss and the end of backward belong to the forward/backward phase. */
+    e->peak_phase = best == GM_EST_PHASE_BACKWARD_END || best == GM_EST_PHASE_LOSS
                         ? GM_EST_PHASE_FORWARD_BACKWARD
                         : (enum gm_est_phase)(best ? best : GM_EST_PHASE_PREFILL);
     if (e->mode == GM_EST_WEIGHTS)
@@ -173,7 +177,9 @@ void est_figures(struct gm_estimate *e, double fragmentation)
         e->peak_reserved_bytes = peak;
         return;
     }
-    transient = best ? phase_sum(e, best, true) : 0;
+    transient = best ? (e->mode == GM_EST_TRAIN ? phase_sum(e, GM_EST_PHASE_TRAIN_ALL, true)
+                                                : phase_sum(e, best, true))
+                     : 0;
     frag = est_round((double)transient * (fragmentation > 0 ? fragmentation : 0));
     reserved = gm_add_sat(peak, frag);
     if (reserved % (2 * GM_MIB))
@@ -204,6 +210,15 @@ enum est_allocator est_allocator(const struct gm_job *job)
 double est_fragmentation(const struct gm_job *job)
 {
     return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
+}
+
+double est_run_fragmentation(struct est_ctx *cx)
+{
+    double f = est_fragmentation(cx->job);
+    if (f <= 0)
+        return f;
+    return est_uncertain(cx, GM_UNCERTAIN_FRAGMENTATION, gm_job_given(cx->job, "fragmentation"), f,
+                         0.10, 0.50);
 }
 
 /* ---- arithmetic and model shapes ---- */
@@ -237,6 +252,27 @@ uint64_t est_div_up(uint64_t a, uint64_t b)
 unsigned est_weight_elem_bytes(enum gm_precision p)
 {
     return p == GM_PREC_FP32 ? 4 : 2;
+}
+
+unsigned est_adapter_bytes(const struct gm_job *j)
+{
+    if (j->memory.adapter_dtype == GM_DTYPE_BF16)
+        return 2;
+    if (j->memory.adapter_dtype == GM_DTYPE_F32)
+        return 4;
+    return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
+}
+
+unsigned est_frozen_rest_bytes(const struct gm_job *j)
+{
+    if (j->numerics.precision == GM_PREC_FP32)
+        return 4;
+    return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
+}
+
+double est_length_factor(struct est_ctx *cx, const char *setting)
+{
+    return est_uncertain(cx, GM_UNCERTAIN_SEQ, gm_job_given(cx->job, setting), 1.0, 0.5, 2.0);
 }
 
 bool est_tp_divides(const struct gm_model *m, uint64_t t)
@@ -298,6 +334,33 @@ const char *gm_fit_reason_name(enum gm_fit_reason r)
     return (unsigned)r < GM_FIT__COUNT ? fit_names[r] : "unknown";
 }
 
+const char *gm_fit_verdict_name(enum gm_fit_verdict v)
+{
+    static const char *const names[GM_VERDICT__COUNT] = {"not_judged", "fits", "borderline",
+                                                         "does_not_fit"};
+    return (unsigned)v < GM_VERDICT__COUNT ? names[v] : "unknown";
+}
+
+const char *gm_est_uncertainty_name(unsigned flag)
+{
+    switch (flag) {
+    case GM_UNCERTAIN_FRAGMENTATION:
+        return "fragmentation";
+    case GM_UNCERTAIN_CUDA_CONTEXT:
+        return "cuda_context";
+    case GM_UNCERTAIN_NCCL:
+        return "nccl";
+    case GM_UNCERTAIN_ENGINE:
+        return "engine_defaults";
+    case GM_UNCERTAIN_SEQ:
+        return "sequence_length";
+    case GM_UNCERTAIN_APPROX:
+        return "approximations";
+    default:
+        return "unknown";
+    }
+}
+
 const char *gm_est_phase_name(enum gm_est_phase p)
 {
     switch (p) {
@@ -311,6 +374,8 @@ const char *gm_est_phase_name(enum gm_est_phase p)
         return "decode";
     case GM_EST_PHASE_BACKWARD_END:
         return "backward_end";
+    case GM_EST_PHASE_LOSS:
+        return "loss";
     }
     return "unknown";
 }
@@ -322,7 +387,7 @@ const char *gm_est_phases_name(unsigned phases)
         return "persistent";
     if (phases == (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP))
         return "backward+optimizer_step";
-    if (phases & GM_EST_PHASE_FORWARD_BACKWARD)
+    if (phases & (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_LOSS))
         return "forward_backward";
     if (phases & GM_EST_PHASE_OPTIMIZER_STEP)
         return "optimizer_step";

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* driver.c - gm_estimate_run(): resolve and check the job, then run the stages in their
- * fixed order (estimate_int.h lists what each one decides). */
+ * fixed order (estimate_int.h lists what each one decides), three times: the point
+ * estimate, then the low and the high end of the range, where every uncertain assumption
+ * (est_uncertain()) takes its low or high value.  fit.c turns the three into the range and
+ * the three-way verdict (fits, borderline, does not fit); the point estimate is what it is,
+ * and its verdict is the one searches and suggestions use. */
 #include "estimate/estimate_int.h"
+
+#include "gpumem/arena.h"
 
 #include <string.h>
 
@@ -18,11 +24,38 @@ static const est_stage_fn stages[] = {
     est_stage_fit,      /* the verdict */
 };
 
+double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
+                     double high)
+{
+    if (known || (low == point && high == point))
+        return point;
+    cx->e->range.sources |= source;
+    return cx->bound == EST_LOW ? low : cx->bound == EST_HIGH ? high : point;
+}
+
+static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
+                               struct gm_estimate *out, struct gm_error *err)
+{
+    struct est_ctx cx;
+    enum gm_status st;
+    memset(out, 0, sizeof(*out));
+    out->mode = j->mode;
+    memset(&cx, 0, sizeof(cx));
+    cx.job = j;
+    cx.m = j->model.model;
+    cx.e = out;
+    cx.bound = bound;
+    for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
+        if ((st = stages[i](&cx, err)) != GM_OK)
+            return st;
+    return GM_OK;
+}
+
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
                                struct gm_error *err)
 {
     struct gm_job j = *job;
-    struct est_ctx cx;
+    struct gm_estimate *ends;
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -30,12 +63,15 @@ enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    memset(&cx, 0, sizeof(cx));
-    cx.job = &j;
-    cx.m = j.model.model;
-    cx.e = out;
-    for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
-        if ((st = stages[i](&cx, err)) != GM_OK)
-            return st;
-    return GM_OK;
+    if ((st = run_once(&j, EST_POINT, out, err)) != GM_OK)
+        return st;
+    ends = gm_malloc(2 * sizeof(*ends));
+    if (!ends)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    /* the ends run the same stages on the same job: they fail only where the point does */
+    if ((st = run_once(&j, EST_LOW, &ends[0], err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, &ends[1], err)) == GM_OK)
+        est_judge_range(out, &ends[0], &ends[1]);
+    gm_free(ends);
+    return st;
 }

@@ -29,6 +29,9 @@
 #define EST_MAX_TOKENS ((uint64_t)1 << 26) /* per sequence */
 #define EST_MAX_BYTES  ((uint64_t)1 << 60) /* any single input size */
 
+/* Which end of the range one run of the pipeline computes (ranges: driver.c). */
+enum est_bound { EST_POINT = 0, EST_LOW, EST_HIGH };
+
 /* What the stages share for one run. */
 struct est_ctx {
     const struct gm_job *job;     /* resolved: derived defaults filled in */
@@ -40,7 +43,16 @@ struct est_ctx {
     double stored_bits;           /* bits per weight when not from the files */
     bool weights_from_files;      /* stored_weight_bytes are the files' tensor bytes */
     struct gm_estimate *e;
+    enum est_bound bound;         /* the point estimate, or an end of the range */
+    double tokens;                /* training: tokens of one micro-batch at this bound */
+    double host_activation_bytes; /* training: activations offloaded to host, one GPU */
 };
+
+/* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever
+ * 'known' (the job gives it), else 'low' or 'high'.  Marks 'source' (enum
+ * gm_est_uncertainty) in the estimate's range when the ends differ. */
+double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
+                     double high);
 
 typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
 
@@ -80,6 +92,8 @@ uint64_t est_outside_bytes(const struct gm_estimate *e);
 /* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
  * training and transformers inference; none for engines that preallocate exact buffers. */
 double est_fragmentation(const struct gm_job *job);
+/* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
+double est_run_fragmentation(struct est_ctx *cx);
 
 /* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
 uint64_t est_bits_bytes(uint64_t n, double bits);
@@ -103,23 +117,66 @@ enum est_allocator est_allocator(const struct gm_job *job);
 
 /* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
 unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
+ * autocast_adapter_dtype) unless --precision bf16. */
+unsigned est_adapter_bytes(const struct gm_job *job);
+/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
+ * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
+unsigned est_frozen_rest_bytes(const struct gm_job *job);
+/* The factor on a length the job does not give (--seq, --context): half to twice the
+ * default over the range, 1 in the point estimate or when 'setting' is given. */
+double est_length_factor(struct est_ctx *cx, const char *setting);
 /* Parameters of the largest linear layer inside a decoder layer, and of one decoder
  * layer (what FSDP wraps as a unit). */
 uint64_t est_largest_linear(const struct gm_model *m);
 uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
-/* Activation bytes saved for backward by one transformer layer, per token, with 'seq'
- * tokens per sequence ('ea' compute dtype bytes, 'er' residual-stream bytes). */
-double est_layer_saved_per_token(const struct gm_model *m, double ea, double er, bool eager,
-                                 uint64_t seq);
+/* What decides the tensors one transformer layer saves for backward. */
+struct est_layer_cfg {
+    double ea;            /* bytes of the compute dtype: matmul inputs and outputs */
+    double er;            /* bytes of the residual stream: the norms' inputs */
+    bool eager;           /* eager attention: the s x s scores are kept */
+    uint64_t seq;         /* tokens per sequence (the attention span) */
+    bool norms_trainable; /* norm weights get gradients (full training) */
+    unsigned keeps_in;    /* enum gm_lora_target flags: matmuls whose input is saved (their
+                             weight, or an adapter reading the same tensor, needs it) */
+    unsigned fused;       /* enum gm_fused flags */
+};
+/* The configuration of full training in 'ea' / 'er' bytes (every weight trainable, eager
+ * HF modules). */
+struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq);
+/* Activation bytes saved for backward by one transformer layer, per token. */
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
+ * layer input, every other matmul output in forward order, the attention output. */
+double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* The largest gradients of activations alive at once in one layer's backward, per token. */
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* The phases during which parameter gradients are live: from the end of backward through
+ * the step; throughout with accumulation or zero_grad to zeros; during backward only when
+ * the optimizer steps in backward. */
+unsigned est_gradient_phases(const struct gm_job *job);
+/* Tokens in one micro-batch: --tokens-per-batch, else batch x seq. */
+double est_tokens(const struct gm_job *job);
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);
+
+/* ---- stage_runtime.c ---- */
+
+/* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
+ * engine charges them to its budget in some versions). */
+uint64_t est_cuda_context_bytes(struct est_ctx *cx);
+uint64_t est_nccl_bytes(struct est_ctx *cx);
 
 /* ---- fit.c ---- */
 
 /* Judge 'e' (figures final) for the job on devices of 'capacity' bytes. */
 void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t capacity,
                struct gm_est_fit *fit);
+/* The range of 'e' from the runs at the low and high ends ('lo', 'hi', judged on the same
+ * capacity), and the three-way verdict with its margin. */
+void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
+                     const struct gm_estimate *hi);
 
 /* ---- job.c ---- */
 

@@ -12,6 +12,8 @@
 #include "gpumem/json.h"
 #include "gpumem/version.h"
 
+#include <stdio.h>
+
 static const char *mode_name(enum gm_est_mode m)
 {
     return m == GM_EST_TRAIN ? "train" : m == GM_EST_INFER ? "infer" : "weights";
@@ -25,6 +27,54 @@ static const char *choice_name(const char *setting, int index)
         if ((s->values ? s->values[i] : i) == index)
             return c[i];
     return "unknown";
+}
+
+static void json_version(struct gm_json *w, const char *key, uint32_t v)
+{
+    char b[16];
+    if (!v) {
+        gm_json_kv_str(w, key, "current");
+        return;
+    }
+    snprintf(b, sizeof b, "%u.%u.%u", (unsigned)(v >> 16), (unsigned)((v >> 8) & 255),
+             (unsigned)(v & 255));
+    gm_json_kv_str(w, key, b);
+}
+
+/* The memory techniques and the runtime around the tensors, as given. */
+static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
+{
+    const struct gm_job_memory *mem = &j->memory;
+    if (j->mode == GM_EST_TRAIN) {
+        gm_json_kv_str(w, "loss", choice_name("loss", (int)mem->loss));
+        gm_json_kv_u64(w, "loss_chunks", mem->loss_chunks);
+        gm_json_kv_u64(w, "checkpoint_every", mem->checkpoint_every);
+        gm_json_kv_bool(w, "optimizer_in_backward", mem->optimizer_in_backward);
+        gm_json_kv_bool(w, "activation_offload", mem->activation_offload);
+        gm_json_key(w, "fused_kernels");
+        gm_json_begin_array(w);
+        if (mem->fused_kernels & GM_FUSED_RMS_NORM)
+            gm_json_str(w, "rms_norm");
+        if (mem->fused_kernels & GM_FUSED_SWIGLU)
+            gm_json_str(w, "swiglu");
+        if (mem->fused_kernels & GM_FUSED_ROPE)
+            gm_json_str(w, "rope");
+        gm_json_end_array(w);
+        gm_json_kv_bool(w, "compile", mem->compile);
+        if (j->workload.tokens)
+            gm_json_kv_u64(w, "tokens_per_batch", j->workload.tokens);
+        else
+            gm_json_kv_null(w, "tokens_per_batch");
+        gm_json_kv_u64(w, "fsdp_version", j->parallel.fsdp_version);
+        gm_json_kv_bool(w, "reshard_after_forward", j->parallel.reshard_after_forward);
+        gm_json_kv_u64(w, "ep", j->parallel.ep);
+        json_version(w, "transformers_version", j->stack.transformers);
+        json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
+    }
+    gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
+    json_version(w, "cuda_version", j->stack.cuda);
+    if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM)
+        json_version(w, "vllm_version", j->stack.vllm);
 }
 
 static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
@@ -82,6 +132,7 @@ static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
     else
         gm_json_kv_null(w, "gpu");
     gm_json_kv_u64(w, "gpu_memory_bytes", j->gpu.memory_bytes);
+    json_inputs_techniques(w, j);
     gm_json_end_object(w);
 }
 
@@ -115,6 +166,26 @@ static const char *peak_phase_name(const struct gm_estimate *e)
     return e->mode == GM_EST_WEIGHTS ? "weights" : gm_est_phase_name(e->peak_phase);
 }
 
+/* The low and high ends of the figures and the assumptions that spread them. */
+static void json_range(struct gm_json *w, const struct gm_est_range *r)
+{
+    gm_json_key(w, "range");
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "allocated_low_bytes", r->allocated_bytes[0]);
+    gm_json_kv_u64(w, "allocated_high_bytes", r->allocated_bytes[1]);
+    gm_json_kv_u64(w, "reserved_low_bytes", r->reserved_bytes[0]);
+    gm_json_kv_u64(w, "reserved_high_bytes", r->reserved_bytes[1]);
+    gm_json_kv_u64(w, "device_low_bytes", r->device_bytes[0]);
+    gm_json_kv_u64(w, "device_high_bytes", r->device_bytes[1]);
+    gm_json_key(w, "sources");
+    gm_json_begin_array(w);
+    for (unsigned f = 1; f & GM_UNCERTAIN__ALL; f <<= 1)
+        if (r->sources & f)
+            gm_json_str(w, gm_est_uncertainty_name(f));
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
 static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
 {
     gm_json_kv_u64(w, "parameters", e->n_params);
@@ -142,6 +213,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_u64(w, "optimizer_step_bytes", e->optimizer_step_bytes);
         gm_json_kv_u64(w, "backward_start_bytes", e->backward_start_bytes);
         gm_json_kv_u64(w, "backward_end_bytes", e->backward_end_bytes);
+        gm_json_kv_u64(w, "loss_bytes", e->loss_bytes);
     } else if (e->mode == GM_EST_INFER) {
         gm_json_kv_u64(w, "prefill_bytes", e->prefill_bytes);
         gm_json_kv_u64(w, "decode_bytes", e->decode_bytes);
@@ -154,6 +226,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
     gm_json_kv_u64(w, "device_bytes", e->device_bytes);
     gm_json_kv_str(w, "phase", peak_phase_name(e));
     gm_json_end_object(w);
+    json_range(w, &e->range);
     gm_json_key(w, "overheads");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "cuda_context_bytes", gm_estimate_kind_bytes(e, GM_KIND_CUDA_CONTEXT));
@@ -161,6 +234,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
     gm_json_kv_u64(w, "nccl_bytes", gm_estimate_kind_bytes(e, GM_KIND_NCCL));
     gm_json_kv_u64(w, "non_torch_bytes", gm_estimate_kind_bytes(e, GM_KIND_NON_TORCH));
     gm_json_kv_u64(w, "reserve_bytes", gm_estimate_kind_bytes(e, GM_KIND_RESERVE));
+    gm_json_kv_u64(w, "managed_bytes", gm_estimate_kind_bytes(e, GM_KIND_MANAGED));
     gm_json_end_object(w);
 }
 
@@ -185,6 +259,10 @@ static void json_fit(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_str(w, "message", f->text);
         gm_json_kv_i64(w, "headroom_bytes", f->headroom_bytes);
         gm_json_kv_u64(w, "shortfall_bytes", f->shortfall_bytes);
+        gm_json_kv_str(w, "verdict", gm_fit_verdict_name(f->verdict));
+        gm_json_kv_i64(w, "headroom_low_bytes", f->headroom_low_bytes);
+        gm_json_kv_i64(w, "headroom_high_bytes", f->headroom_high_bytes);
+        gm_json_kv_str(w, "range_message", f->range_text);
         gm_json_key(w, "devices");
         gm_json_begin_array(w);
         for (size_t i = 0; i < e->layout.n_groups; i++) {

@@ -10,7 +10,11 @@
  * A paged optimizer (bitsandbytes) keeps its state in unified memory: a job short by no
  * more than that state runs, with part of it paged to host memory.  Every verdict carries
  * its reason, a sentence, and how far the job is from fitting (shortfall_bytes), which the
- * suggestion engine compares across candidate changes. */
+ * suggestion engine compares across candidate changes.
+ *
+ * Over the range (the pipeline at the low and high ends of the uncertain assumptions) the
+ * verdict is three-way: fits when the high end fits too, does not fit when not even the low
+ * end does, borderline otherwise; the point estimate's 'fits' is unchanged. */
 #include "estimate/estimate_int.h"
 
 #include <stdio.h>
@@ -125,4 +129,68 @@ enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err)
     (void)err;
     est_judge(cx->job, cx->e, cx->job->gpu.memory_bytes, &cx->e->fit);
     return GM_OK;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
+                     const struct gm_estimate *hi)
+{
+    struct gm_est_range *r = &e->range;
+    struct gm_est_fit *f = &e->fit;
+    r->sources |= lo->range.sources | hi->range.sources;
+    /* the point lies inside the range whatever the direction of each assumption */
+    r->allocated_bytes[0] = min_u64(e->peak_allocated_bytes,
+                                    min_u64(lo->peak_allocated_bytes, hi->peak_allocated_bytes));
+    r->allocated_bytes[1] = max_u64(e->peak_allocated_bytes,
+                                    max_u64(lo->peak_allocated_bytes, hi->peak_allocated_bytes));
+    r->reserved_bytes[0] =
+        min_u64(e->peak_reserved_bytes, min_u64(lo->peak_reserved_bytes, hi->peak_reserved_bytes));
+    r->reserved_bytes[1] =
+        max_u64(e->peak_reserved_bytes, max_u64(lo->peak_reserved_bytes, hi->peak_reserved_bytes));
+    r->device_bytes[0] =
+        min_u64(e->fit.device_bytes, min_u64(lo->fit.device_bytes, hi->fit.device_bytes));
+    r->device_bytes[1] =
+        max_u64(e->fit.device_bytes, max_u64(lo->fit.device_bytes, hi->fit.device_bytes));
+    if (f->reason == GM_FIT_NOT_JUDGED) {
+        f->verdict = GM_VERDICT_NOT_JUDGED;
+        return;
+    }
+    f->headroom_low_bytes = (int64_t)f->capacity_bytes - (int64_t)r->device_bytes[1];
+    f->headroom_high_bytes = (int64_t)f->capacity_bytes - (int64_t)r->device_bytes[0];
+    if (f->fits && lo->fit.fits && hi->fit.fits)
+        f->verdict = GM_VERDICT_FITS;
+    else if (!f->fits && !lo->fit.fits && !hi->fit.fits)
+        f->verdict = GM_VERDICT_DOES_NOT_FIT;
+    else
+        f->verdict = GM_VERDICT_BORDERLINE;
+    if (r->device_bytes[0] == r->device_bytes[1] && f->verdict != GM_VERDICT_BORDERLINE)
+        snprintf(f->range_text, sizeof f->range_text, "no uncertain assumption left");
+    else if (f->verdict == GM_VERDICT_BORDERLINE && f->headroom_low_bytes >= 0)
+        /* the device figures fit over the range; the engine's limit decides */
+        snprintf(f->range_text, sizeof f->range_text,
+                 "the devices fit over the range, the engine's limit not at one end");
+    else if (f->headroom_low_bytes >= 0)
+        snprintf(f->range_text, sizeof f->range_text, "headroom %.2f to %.2f GiB over the range",
+                 (double)f->headroom_low_bytes / (double)GM_GIB,
+                 (double)f->headroom_high_bytes / (double)GM_GIB);
+    else if (f->headroom_high_bytes < 0)
+        snprintf(f->range_text, sizeof f->range_text, "short by %.2f to %.2f GiB over the range",
+                 (double)-f->headroom_high_bytes / (double)GM_GIB,
+                 (double)-f->headroom_low_bytes / (double)GM_GIB);
+    else
+        snprintf(f->range_text, sizeof f->range_text,
+                 "device %.2f to %.2f GiB over the range: %.2f GiB headroom to %.2f GiB short",
+                 (double)r->device_bytes[0] / (double)GM_GIB,
+                 (double)r->device_bytes[1] / (double)GM_GIB,
+                 (double)f->headroom_high_bytes / (double)GM_GIB,
+                 (double)-f->headroom_low_bytes / (double)GM_GIB);
 }

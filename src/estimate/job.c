@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void gm_job_init(struct gm_job *job)
@@ -51,6 +52,15 @@ void gm_job_init(struct gm_job *job)
     job->runtime.fragmentation = 0.25;
     job->search = GM_SEARCH_NONE;
     job->search_limit = (uint64_t)1 << 20;
+    /* memory techniques and the runtime around the tensors */
+    job->memory.loss = GM_LOSS_FULL;
+    job->memory.loss_chunks = 8;
+    job->memory.checkpoint_every = 1;
+    job->memory.adapter_dtype = GM_DTYPE_UNKNOWN;
+    job->parallel.fsdp_version = 1;
+    job->parallel.reshard_after_forward = true;
+    job->parallel.ep = 1;
+    job->runtime.nccl_bytes = GM_GIB;
 }
 
 /* ---- setters that fill more than one field ---- */
@@ -161,6 +171,7 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
     if (gm_gpu_lookup(v->text, &g, err) != GM_OK)
         return gm_error_prefix(err, "--gpu");
     j->gpu.memory_bytes = g->memory_bytes;
+    j->gpu.sm = g->sm;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%s", g->name);
     return GM_OK;
 }
@@ -184,8 +195,102 @@ static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value 
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--gpu-memory: must be above zero");
     }
     j->gpu.memory_bytes = b;
+    j->gpu.sm = 0;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);
     return GM_OK;
+}
+
+/* ---- setters of the memory techniques and the software versions ---- */
+
+static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    static const struct {
+        const char *name;
+        unsigned flags;
+    } names[] = {
+        {"rms_norm", GM_FUSED_RMS_NORM}, {"rms-norm", GM_FUSED_RMS_NORM},
+        {"swiglu", GM_FUSED_SWIGLU},     {"geglu", GM_FUSED_SWIGLU},
+        {"rope", GM_FUSED_ROPE},         {"liger", GM_FUSED_ALL},
+        {"all", GM_FUSED_ALL},           {"none", 0},
+    };
+    unsigned flags = 0;
+    const char *p = v->text;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        bool found = false;
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !found; i++)
+            if (strlen(names[i].name) == n && strncmp(names[i].name, p, n) == 0) {
+                flags |= names[i].flags;
+                found = true;
+            }
+        if (!found)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--fused-kernels: unknown kernel '%.*s' (use rms_norm, swiglu, rope, "
+                           "liger for all three, or none)",
+                           (int)(n > 32 ? 32 : n), p);
+        p += n + (p[n] == ',');
+    }
+    j->memory.fused_kernels = flags;
+    return GM_OK;
+}
+
+static enum gm_status set_no_reshard(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->parallel.reshard_after_forward = false;
+    return GM_OK;
+}
+
+/* "12.1", "4.48.1", "0.11" -> GM_VERSION(major, minor, patch). */
+static enum gm_status parse_version(const char *name, const char *s, uint32_t *out,
+                                    struct gm_error *err)
+{
+    unsigned long part[3] = {0, 0, 0};
+    const char *p = s;
+    size_t k = 0;
+    for (; k < 3; k++) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            break;
+        part[k] = strtoul(p, &end, 10);
+        if (part[k] > 255)
+            break;
+        p = end;
+        if (*p != '.')
+            break;
+        p++;
+    }
+    if (k == 3 || *p || p == s || (part[0] == 0 && part[1] == 0 && part[2] == 0))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--%s: '%s' is not a version (MAJOR.MINOR[.PATCH], each 0-255)", name, s);
+    *out = GM_VERSION(part[0], part[1], part[2]);
+    return GM_OK;
+}
+
+static enum gm_status set_cuda_version(struct gm_job *j, const union gm_job_value *v,
+                                       struct gm_error *err)
+{
+    return parse_version("cuda-version", v->text, &j->stack.cuda, err);
+}
+
+static enum gm_status set_transformers_version(struct gm_job *j, const union gm_job_value *v,
+                                               struct gm_error *err)
+{
+    return parse_version("transformers-version", v->text, &j->stack.transformers, err);
+}
+
+static enum gm_status set_vllm_version(struct gm_job *j, const union gm_job_value *v,
+                                       struct gm_error *err)
+{
+    return parse_version("vllm-version", v->text, &j->stack.vllm, err);
+}
+
+static enum gm_status set_bnb_version(struct gm_job *j, const union gm_job_value *v,
+                                      struct gm_error *err)
+{
+    return parse_version("bitsandbytes-version", v->text, &j->stack.bitsandbytes, err);
 }
 
 /* ---- the table ---- */
@@ -194,7 +299,7 @@ static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixe
 static const char *const optimizer_choices[] = {"adamw",      "adam",      "sgd",  "sgd-momentum",
                                                 "adamw-8bit", "adafactor", "lion", NULL};
 static const char *const impl_choices[] = {"foreach", "fused", "for-loop", NULL};
-static const char *const ckpt_choices[] = {"none", "full", "selective", NULL};
+static const char *const ckpt_choices[] = {"none", "full", "selective", "op", NULL};
 static const char *const attn_choices[] = {"sdpa", "eager", NULL};
 static const char *const method_choices[] = {"arch", "blog", "deepspeed", NULL};
 static const char *const zero_grad_choices[] = {"set-to-none", "zeros", NULL};
@@ -204,6 +309,11 @@ static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", NULL};
+static const char *const loss_choices[] = {"full", "chunked", "fused", "fused-linear", NULL};
+static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
+static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
+static const char *const fsdp_version_choices[] = {"1", "2", NULL};
+static const int fsdp_version_values[] = {1, 2};
 
 #define OFF(field) offsetof(struct gm_job, field)
 #define NO_FIELD   SIZE_MAX
@@ -258,7 +368,9 @@ static const struct gm_job_setting settings[] = {
     NUM("seq", GM_JOB_U64, "L", "training sequence length (default 2048)", TRAIN, GM_ENGINE_NONE,
         workload.seq, 1, TOKENS, 0),
     CHOICE("grad-checkpointing", ckpt_choices, NULL,
-           "activation checkpointing per layer (default none)", TRAIN, memory.checkpointing),
+           "activation checkpointing per layer: full, selective (attention core), op (torchtitan "
+           "op-level; default none)",
+           TRAIN, memory.checkpointing),
     CHOICE("zero-grad", zero_grad_choices, NULL, "gradients between steps (default set-to-none)",
            TRAIN, numerics.zero_grad),
     CHOICE("method", method_choices, NULL,
@@ -318,8 +430,8 @@ static const struct gm_job_setting settings[] = {
          parallel.offload_params),
     NUM("tp", GM_JOB_U64, "N", "tensor-parallel degree (default 1)", RUN, GM_ENGINE_NONE,
         parallel.tp, 1, 1024, 0),
-    NUM("pp", GM_JOB_U64, "N", "pipeline stages (training, 1F1B; default 1)", TRAIN, GM_ENGINE_NONE,
-        parallel.pp, 1, 1024, 0),
+    NUM("pp", GM_JOB_U64, "N", "pipeline stages (training 1F1B, or vLLM serving; default 1)", RUN,
+        GM_ENGINE_NONE, parallel.pp, 1, 1024, 0),
     FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN, GM_ENGINE_NONE,
          parallel.sequence_parallel),
     NUM("bucket-elements", GM_JOB_COUNT, "N",
@@ -347,7 +459,7 @@ static const struct gm_job_setting settings[] = {
         GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     FLAG("enforce-eager", "vLLM without CUDA graphs", INFER, GM_ENGINE_VLLM,
          engine.vllm.enforce_eager),
-    NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory (default 256MiB, 2GiB at tp >= 2)",
+    NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory beside NCCL (default 256MiB)",
         INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
     NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER, GM_ENGINE_LLAMACPP,
         engine.llamacpp.n_ubatch, 1, 65536, 0),
@@ -356,6 +468,50 @@ static const struct gm_job_setting settings[] = {
     FLAG_FN("max-batch", "find the largest --batch that fits the GPU", RUN, set_max_batch),
     FLAG_FN("max-context", "find the largest --seq (training) or --context that fits the GPU", RUN,
             set_max_context),
+    /* memory techniques (docs/estimate.md, "Memory techniques") */
+    CHOICE("loss", loss_choices, NULL,
+           "loss over the vocabulary: full (HF), chunked, fused (CE kernel) or fused-linear "
+           "(default full)",
+           TRAIN, memory.loss),
+    NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked: chunks (default 8, torchtune)", TRAIN,
+        GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
+    NUM("checkpoint-every", GM_JOB_U64, "N",
+        "--grad-checkpointing full on every N-th layer only (torchtitan; default 1)", TRAIN,
+        GM_ENGINE_NONE, memory.checkpoint_every, 1, 1024, 0),
+    FLAG("optimizer-in-backward", "step each parameter as its gradient is ready (torchtune)", TRAIN,
+         GM_ENGINE_NONE, memory.optimizer_in_backward),
+    FLAG("activation-offload", "saved activations to pinned host memory (torchtune)", TRAIN,
+         GM_ENGINE_NONE, memory.activation_offload),
+    TEXT_FN("fused-kernels", "LIST", "rms_norm,swiglu,rope or liger (all three): fused kernels",
+            TRAIN, set_fused),
+    FLAG("compile", "torch.compile (the partitioner's saved set, approximate)", TRAIN,
+         GM_ENGINE_NONE, memory.compile),
+    CHOICE("adapter-dtype", adapter_dtype_choices, adapter_dtype_values,
+           "LoRA adapter weights (default fp32, bf16 with --precision bf16)", TRAIN,
+           memory.adapter_dtype),
+    NUM("tokens-per-batch", GM_JOB_U64, "N",
+        "packed / padding-free: tokens per micro-batch (instead of --batch x --seq)", TRAIN,
+        GM_ENGINE_NONE, workload.tokens, 1, 68719476736.0, 0),
+    CHOICE("fsdp-version", fsdp_version_choices, fsdp_version_values,
+           "--fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard); default 1", TRAIN,
+           parallel.fsdp_version),
+    FLAG_FN("no-reshard-after-forward",
+            "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
+            set_no_reshard),
+    NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)", TRAIN,
+        GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
+    /* the runtime around the tensors */
+    NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
+        GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
+    TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
+            set_cuda_version),
+    TEXT_FN("transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
+            TRAIN, set_transformers_version),
+    {"vllm-version", GM_JOB_TEXT, "V", "vLLM version (its start-up budget; default current)", NULL,
+     INFER, GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version},
+    TEXT_FN("bitsandbytes-version", "V",
+            "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)", TRAIN,
+            set_bnb_version),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -364,7 +520,8 @@ _Static_assert(N_SETTINGS <= GM_JOB_MAX_SETTINGS, "raise GM_JOB_MAX_SETTINGS");
 /* Choices are stored into enum fields as int: every such enum is int-sized. */
 _Static_assert(sizeof(enum gm_precision) == sizeof(int) && sizeof(enum gm_dtype) == sizeof(int) &&
                    sizeof(enum gm_shard) == sizeof(int) && sizeof(enum gm_engine) == sizeof(int) &&
-                   sizeof(enum gm_method) == sizeof(int) && sizeof(enum gm_ckpt) == sizeof(int),
+                   sizeof(enum gm_method) == sizeof(int) && sizeof(enum gm_ckpt) == sizeof(int) &&
+                   sizeof(enum gm_loss) == sizeof(int) && sizeof(unsigned) == sizeof(int),
                "enums are int-sized");
 
 const struct gm_job_setting *gm_job_settings(size_t *n)
@@ -583,6 +740,9 @@ void est_job_resolve(struct gm_job *j)
     if (!j->parallel.gpus)
         j->parallel.gpus =
             gm_mul_sat(j->parallel.tp ? j->parallel.tp : 1, j->parallel.pp ? j->parallel.pp : 1);
+    /* packed / padding-free: the longest sequence cannot exceed the micro-batch */
+    if (j->workload.tokens && !given_name(j, "seq") && j->workload.seq > j->workload.tokens)
+        j->workload.seq = j->workload.tokens;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !given_name(j, "zero"))
@@ -670,8 +830,18 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->memory.attention >= GM_ATTN__COUNT ||
         (unsigned)j->memory.adapter >= GM_ADAPTER__COUNT ||
         (unsigned)j->parallel.shard >= GM_SHARD__COUNT ||
-        (unsigned)j->engine.kind >= GM_ENGINE__COUNT)
+        (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
+        (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
+        (j->memory.fused_kernels & ~(unsigned)GM_FUSED_ALL) ||
+        (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
+    if (j->memory.loss_chunks == 0 || j->memory.loss_chunks > 65536 ||
+        j->memory.checkpoint_every == 0 || j->memory.checkpoint_every > 1024 ||
+        j->parallel.ep == 0 || j->parallel.ep > 1024 || j->runtime.nccl_bytes > EST_MAX_BYTES ||
+        j->workload.tokens > ((uint64_t)1 << 36))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--loss-chunks, --checkpoint-every, --ep, --nccl or --tokens-per-batch is "
+                       "out of range");
     return GM_OK;
 }
 
@@ -702,7 +872,8 @@ static enum gm_status exclusive(const struct gm_job *j, const char *a, const cha
 
 static enum gm_status check_adapters(const struct gm_job *j, struct gm_error *err)
 {
-    static const char *const lora_only[] = {"lora-rank", "lora-targets", "lora-dropout"};
+    static const char *const lora_only[] = {"lora-rank", "lora-targets", "lora-dropout",
+                                            "adapter-dtype"};
     static const char *const qlora_only[] = {"no-double-quant", "no-fp32-upcast"};
     enum gm_status st;
     if ((st = exclusive(j, "lora", "qlora", err)))
@@ -742,8 +913,9 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
                        (unsigned long long)p->pp);
     if (p->shard != GM_SHARD_NONE && j->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero / --fsdp apply to --train");
-    if (p->pp > 1 && j->mode != GM_EST_TRAIN)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp applies to --train");
+    if (p->pp > 1 && j->mode == GM_EST_INFER && j->engine.kind != GM_ENGINE_VLLM)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp applies to --train and to --engine vllm");
     if (p->pp > 1 && stage >= 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp combines with ZeRO-1 at most (DeepSpeed's pipeline engine refuses "
@@ -775,6 +947,60 @@ static enum gm_status check_engine(const struct gm_job *j, struct gm_error *err)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--engine vllm sizes its KV pool from the GPU's memory: give --gpu or "
                        "--gpu-memory");
+    return GM_OK;
+}
+
+/* The memory techniques: what each needs and what it excludes. */
+static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *err)
+{
+    static const char *const arch_only[] = {"loss",
+                                            "fused-kernels",
+                                            "compile",
+                                            "activation-offload",
+                                            "tokens-per-batch",
+                                            "optimizer-in-backward"};
+    const struct gm_job_memory *mem = &j->memory;
+    enum gm_status st;
+    if (given_name(j, "loss-chunks") && mem->loss != GM_LOSS_CHUNKED)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-chunks needs --loss chunked");
+    if (given_name(j, "checkpoint-every") && mem->checkpointing != GM_CKPT_FULL)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--checkpoint-every needs --grad-checkpointing full");
+    if ((given_name(j, "fsdp-version") || !j->parallel.reshard_after_forward) &&
+        j->parallel.shard != GM_SHARD_FSDP)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--fsdp-version and --no-reshard-after-forward need --fsdp");
+    if ((st = exclusive(j, "batch", "tokens-per-batch", err)) ||
+        (st = exclusive(j, "max-batch", "tokens-per-batch", err)))
+        return st;
+    if (j->workload.tokens && j->workload.seq > j->workload.tokens)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--seq %llu (the longest sequence) exceeds --tokens-per-batch %llu",
+                       (unsigned long long)j->workload.seq, (unsigned long long)j->workload.tokens);
+    for (size_t i = 0; i < sizeof arch_only / sizeof arch_only[0]; i++)
+        if (given_name(j, arch_only[i]) && j->method == GM_METHOD_BLOG)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--%s applies to --method arch (the blog formula has no such term)",
+                           arch_only[i]);
+    if (mem->optimizer_in_backward) {
+        /* torchtune's recipes assert both; DeepSpeed steps its own partitions */
+        if (j->workload.grad_accum > 1)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--optimizer-in-backward steps at every micro-batch: it excludes "
+                           "--grad-accum (torchtune refuses both)");
+        if (j->parallel.shard >= GM_SHARD_ZERO1 && j->parallel.shard <= GM_SHARD_ZERO3)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--optimizer-in-backward works with DDP or --fsdp, not --zero");
+        if (j->parallel.offload_optimizer || j->parallel.pp > 1)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--optimizer-in-backward excludes --offload-optimizer and --pp");
+    }
+    if (j->parallel.ep > 1 && est_data_parallel(j) % j->parallel.ep != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--ep %llu does not divide the %llu data-parallel ranks (experts are "
+                       "spread over data-parallel GPUs)",
+                       (unsigned long long)j->parallel.ep,
+                       (unsigned long long)est_data_parallel(j));
     return GM_OK;
 }
 
@@ -814,7 +1040,8 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
         (st = exclusive(&j, "max-batch", "max-context", err)))
         return st;
     if ((st = check_method(&j, err)) || (st = check_adapters(&j, err)) ||
-        (st = check_parallel(&j, err)) || (st = check_engine(&j, err)))
+        (st = check_parallel(&j, err)) || (st = check_engine(&j, err)) ||
+        (st = check_techniques(&j, err)))
         return st;
     if (j.search != GM_SEARCH_NONE && j.mode == GM_EST_WEIGHTS)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,

@@ -149,56 +149,6 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
     }
 }
 
-/* A frozen linear layer does not keep its input for backward: autograd saves the input of
- * a matmul only for the weight's gradient (PyTorch's generated autograd saves an argument
- * used by one derivative only when that derivative is needed: mm/addmm keep their input
- * only when the weight requires grad; bitsandbytes' MatMul4Bit keeps ctx.tensors =
- * (None, B), the packed weight and not the input).  With LoRA a targeted
- * linear's input is still kept (the adapter's A needs it), so per layer and token the
- * saved-tensor count drops by the inputs of the untargeted linears that nothing else
- * saves: the attention norm output (q, k, v all untargeted), the attention output (o
- * untargeted), the MLP norm output (gate and up untargeted) and the down projection's
- * input (down untargeted; top-k experts).  The saved-tensor list is the training stage's
- * (est_layer_saved_per_token); its per-layer activations are the one component of kind
- * activations that spans all layers when this stage starts.  Returns the bytes per token
- * per layer taken off, 0 when none. */
-static double frozen_linear_savings(const struct gm_job *j, const struct gm_model *m,
-                                    struct gm_estimate *e)
-{
-    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0, per_tok = 0, T, layers, cut;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    unsigned t = j->memory.lora.targets;
-    char text[64];
-    if (j->method == GM_METHOD_BLOG)
-        return 0;
-    if (!(t & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)))
-        per_tok += ea * (double)m->hidden;
-    if (!(t & GM_LORA_O))
-        per_tok += ea * (double)(m->n_heads * m->head_dim);
-    if (!(t & (GM_LORA_GATE | GM_LORA_UP)))
-        per_tok += ea * (double)m->hidden;
-    if (!(t & GM_LORA_DOWN))
-        per_tok += k * ea * (double)m->intermediate;
-    T = (double)j->workload.batch * (double)j->workload.seq;
-    /* with full checkpointing only the recomputed layer holds the per-layer tensors */
-    layers = j->memory.checkpointing == GM_CKPT_FULL ? 1.0 : (double)m->n_layers;
-    cut = per_tok * T * layers;
-    if (!(cut > 0))
-        return 0;
-    for (size_t i = 0; i < e->n_components; i++) {
-        struct gm_est_component *c = &e->components[i];
-        if (c->kind != GM_KIND_ACTIVATIONS || c->extent != GM_EXTENT_ALL_LAYERS)
-            continue;
-        if (cut >= (double)c->bytes)
-            cut = 0;
-        c->bytes -= (uint64_t)cut;
-        snprintf(text, sizeof text, "-%.0f B/token/layer frozen inputs", per_tok);
-        est_note_append(c, text);
-        return per_tok;
-    }
-    return 0;
-}
-
 enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -206,10 +156,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
     bool qlora = j->memory.adapter == GM_ADAPTER_QLORA;
-    uint64_t n = cx->n, pa, frozen_bytes, adapter_b, tokens, per_target_act = 0, quantised = 0,
-             consts = 0;
-    unsigned ab = j->numerics.precision == GM_PREC_BF16 ? 2 : 4, wb, ntargets = 0, rest_b = 2;
-    double saved;
+    uint64_t n = cx->n, pa, frozen_bytes, adapter_b, per_target_act = 0, quantised = 0, consts = 0;
+    unsigned ab = est_adapter_bytes(j), ntargets = 0, rest_b = est_frozen_rest_bytes(j);
+    unsigned ea = est_weight_elem_bytes(j->numerics.precision);
+    double layers_saved, n_ck;
+    bool recomputed;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
@@ -234,14 +185,13 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         case GM_KIND_GRADIENTS:
         case GM_KIND_OPTIMIZER_STATE:
         case GM_KIND_OPTIMIZER_TEMP:
+        case GM_KIND_MANAGED: /* paged optimizer state */
             est_remove(e, i);
             break;
         default:
             break;
         }
     }
-    saved = frozen_linear_savings(j, m, e);
-    wb = j->numerics.precision == GM_PREC_FP32 ? 4 : 2;
     if (qlora) {
         /* decoder-layer linear weights (biases excluded) are NF4 */
         uint64_t qkv = m->n_heads * m->head_dim + 2 * m->n_kv_heads * m->head_dim;
@@ -251,7 +201,6 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
         if (quantised > n)
             quantised = n;
-        rest_b = lo->fp32_upcast ? 4 : 2;
         frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, lo->block, lo->double_quant),
                                   gm_mul_sat(n - quantised, rest_b));
         consts =
@@ -264,10 +213,10 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
     } else {
-        frozen_bytes = gm_mul_sat(n, wb);
+        frozen_bytes = gm_mul_sat(n, rest_b);
         snprintf(note, sizeof note,
                  "%llu frozen parameters x %u B (no gradients, no optimizer state)",
-                 (unsigned long long)n, wb);
+                 (unsigned long long)n, rest_b);
     }
     e->lora.base_weight_bytes = frozen_bytes;
     st = est_add(e, GM_KIND_WEIGHTS, "weights", frozen_bytes, GM_EST_PHASE_TRAIN_ALL, false,
@@ -282,28 +231,33 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                       false, GM_EXTENT_ALL_LAYERS, note, err)))
         return st;
     snprintf(note, sizeof note, "adapter gradients, %u B each", ab);
-    if ((st = est_add(e, GM_KIND_GRADIENTS, "lora_gradients", adapter_b,
-                      j->workload.grad_accum > 1 || j->numerics.zero_grad == GM_ZERO_GRAD_ZEROS
-                          ? GM_EST_PHASE_TRAIN_ALL
-                          : GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP,
+    if ((st = est_add(e, GM_KIND_GRADIENTS, "lora_gradients", adapter_b, est_gradient_phases(j),
                       false, GM_EXTENT_ALL_LAYERS, note, err)))
         return st;
     {
-        uint64_t osb = gm_mul_sat(pa, opt_state_per_param(j->numerics.optimizer, ab));
-        snprintf(note, sizeof note, "%s state of the adapters only",
-                 gm_optimizer_name(j->numerics.optimizer));
-        if (osb && (st = est_add(e, GM_KIND_OPTIMIZER_STATE, "lora_optimizer_state", osb,
-                                 GM_EST_PHASE_TRAIN_ALL, false, GM_EXTENT_ALL_LAYERS, note, err)))
+        /* a paged optimizer (bitsandbytes) pages only tensors of 1e5 elements or more: A is
+         * r x in, B r x out */
+        bool paged = j->memory.paged_optimizer && gm_mul_sat(lo->rank, m->hidden) >= 100000;
+        uint64_t osb = gm_mul_sat(
+            pa, opt_state_per_param(j->numerics.optimizer, j->memory.paged_optimizer ? 4 : ab));
+        snprintf(note, sizeof note, "%s state of the adapters only%s",
+                 gm_optimizer_name(j->numerics.optimizer),
+                 paged ? " (paged: cudaMallocManaged)" : "");
+        if (osb && (st = est_add(e, paged ? GM_KIND_MANAGED : GM_KIND_OPTIMIZER_STATE,
+                                 "lora_optimizer_state", osb, GM_EST_PHASE_TRAIN_ALL, false,
+                                 GM_EXTENT_ALL_LAYERS, note, err)))
             return st;
-        if (j->numerics.optim_impl == GM_OPTIM_FOREACH && osb &&
+        if (j->numerics.optim_impl == GM_OPTIM_FOREACH && osb && !j->memory.paged_optimizer &&
             (st = est_add(e, GM_KIND_OPTIMIZER_TEMP, "lora_optimizer_step_temp", adapter_b,
                           GM_EST_PHASE_OPTIMIZER_STEP, true, GM_EXTENT_ALL_LAYERS,
                           "foreach step temporaries, one adapter-sized copy", err)))
             return st;
     }
-    /* What the adapters save for backward: A's r-wide output per target; with dropout
-     * also the dropped-out input (16-bit) and its 1-byte mask. */
-    tokens = gm_mul_sat(j->workload.batch, j->workload.seq);
+    /* What the adapters save for backward per targeted linear: A's r-wide output (kept by
+     * B) and the input A keeps: with dropout its mask and the dropped-out copy, without
+     * dropout a copy cast to the adapter dtype (PEFT casts the input to lora_A's dtype), or
+     * nothing beyond the layer's own tensor when the dtypes agree (the training stage
+     * counts it). */
     for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
         uint64_t i_dim = 0, o_dim = 0;
         if (!(lo->targets & t))
@@ -312,20 +266,35 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         if (!i_dim)
             continue;
         ntargets++;
-        per_target_act = gm_add_sat(per_target_act, gm_mul_sat(lo->rank, 2));
+        per_target_act = gm_add_sat(per_target_act, gm_mul_sat(lo->rank, ab));
         if (lo->dropout > 0)
-            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 3));
+            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 1 + ab));
+        else if (ab != ea)
+            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, ab));
     }
-    if (j->memory.checkpointing != GM_CKPT_FULL && ntargets) {
-        uint64_t b = gm_mul_sat(gm_mul_sat(tokens, per_target_act), m->n_layers);
+    /* checkpointed layers keep none of it; the layer being recomputed all of it */
+    n_ck = j->memory.checkpointing == GM_CKPT_FULL
+               ? (double)(m->n_layers / j->memory.checkpoint_every)
+               : 0.0;
+    layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)m->n_layers - n_ck;
+    recomputed = n_ck > 0 || j->memory.checkpointing == GM_CKPT_OP;
+    if (ntargets && layers_saved > 0) {
+        uint64_t b = est_round(cx->tokens * (double)per_target_act * layers_saved);
         snprintf(note, sizeof note,
-                 "A outputs (r = %llu, 16-bit)%s of %u targeted linears x %llu layers",
-                 (unsigned long long)lo->rank, lo->dropout > 0 ? " and dropout copies" : "",
-                 ntargets, (unsigned long long)m->n_layers);
-        if ((st = est_add(e, GM_KIND_ACTIVATIONS, "lora_activations", b,
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ALL_LAYERS, note, err)))
+                 "A outputs (r = %llu, %u B)%s of %u targeted linears x %.0f layers",
+                 (unsigned long long)lo->rank, ab,
+                 lo->dropout > 0 ? " and dropout copies" : (ab != ea ? " and input casts" : ""),
+                 ntargets, layers_saved);
+        if ((st = est_add(e, GM_KIND_ACTIVATIONS, "lora_activations", b, GM_EST_PHASE_SAVED, true,
+                          GM_EXTENT_ALL_LAYERS, note, err)))
             return st;
     }
+    if (ntargets && recomputed &&
+        (st = est_add(e, GM_KIND_ACTIVATIONS, "lora_recomputed",
+                      est_round(cx->tokens * (double)per_target_act), GM_EST_PHASE_FORWARD_BACKWARD,
+                      true, GM_EXTENT_ONE_LAYER,
+                      "the adapters' tensors of the layer being recomputed", err)))
+        return st;
     if (qlora) {
         uint64_t b = gm_mul_sat(est_largest_linear(m), 2 * 2);
         if ((st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer", b,
@@ -347,10 +316,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                "their gradients and optimizer state; base frozen",
                (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
                (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
-    if (saved > 0)
-        est_assume(e,
-                   "LoRA: untargeted frozen linears keep no input for backward "
-                   "(%.0f bytes per token per layer fewer saved)",
-                   saved);
+    est_assume(e,
+               "LoRA: frozen linears and norms keep no input for backward (a matmul keeps "
+               "its input only for its weight's gradient); the residual stream is %s",
+               j->memory.adapter == GM_ADAPTER_QLORA && lo->fp32_upcast ? "fp32 (upcast norms)"
+               : j->numerics.precision == GM_PREC_FP32                  ? "fp32"
+                                                                        : "16-bit");
     return GM_OK;
 }

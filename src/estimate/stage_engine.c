@@ -2,20 +2,21 @@
 /* stage_engine.c - the serving engine stage: how vLLM sizes its KV pool, and what
  * llama.cpp allocates.  transformers generate() is the inference stage's accounting.
  *
- * vLLM (vllm-project/vllm, determine_available_memory / determine_num_available_blocks;
- * PR #10511's start-up log breaks memory into the same parts):
+ * vLLM (vllm-project/vllm, determine_available_memory / determine_num_available_blocks):
  *   budget        = total GPU memory x gpu_memory_utilization
- *   non_kv        = weights + activation peak of the profile run + non-torch memory
- *   KV pool       = budget - non_kv, cut to whole blocks of
- *                   2 x block_size x kv_heads/tp x head_dim x dtype bytes x layers
+ *   KV pool       = budget - what the version's profiling charges to it, cut to whole blocks
+ *                   of 2 x block_size x kv_heads/tp x head_dim x dtype bytes x layers/pp
  *   tokens        = blocks x block_size; concurrency at max_model_len = tokens / max_model_len
- * The profile run pushes max_num_batched_tokens tokens through the model once; its peak is
- * modelled per layer as the MLP intermediates (gate+up output, activation output), the
- * q/k/v output and two hidden-sized tensors, plus the sampler's fp32 logits and
- * probabilities for max_num_seqs sequences.  CUDA graphs are captured after the pool is
- * allocated, outside the budget.  The CUDA context is outside the budget too: vLLM's
- * non-torch figure is the increase since a baseline snapshot taken after the context
- * exists (docs/estimate.md, "vLLM" gives the code and commits).
+ * What is charged depends on the version (--vllm-version, enum vllm_era below): the
+ * weights, the profile run's activation peak, the non-torch memory that appears after the
+ * baseline snapshot, and depending on where the snapshot is taken the CUDA context and
+ * the NCCL buffers, and since 0.21 an estimate of the CUDA-graph pool.  The profile run
+ * pushes max_num_batched_tokens tokens through the model once; its peak is modelled per
+ * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
+ * two hidden-sized tensors, plus the sampler's fp32 logits and probabilities for
+ * max_num_seqs sequences.  With pipeline parallelism (--pp) every stage holds its layers'
+ * weights and KV cache and the larger end (embedding or lm_head); vLLM takes the smallest
+ * pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
  * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
  * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x
@@ -29,6 +30,51 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* How a vLLM version budgets its KV cache (docs/estimate.md gives each with its code). */
+enum vllm_era {
+    VLLM_V0_GLOBAL,      /* before 0.6.5: total x util - peak - (total - free - allocated) */
+    VLLM_V0_PROFILED,    /* 0.6.5 to 0.6.x (PR #10511): increases over a baseline snapshot */
+    VLLM_V1_GLOBAL,      /* 0.7 to 0.9.1: the global formula again */
+    VLLM_V1_BEFORE_NCCL, /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
+    VLLM_V1_AFTER_NCCL,  /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
+    VLLM_V1_GRAPHS       /* 0.21 and later: the CUDA-graph pool estimated and charged too */
+};
+
+static enum vllm_era vllm_era(uint32_t v)
+{
+    if (!v || v >= GM_VERSION(0, 21, 0))
+        return VLLM_V1_GRAPHS;
+    if (v >= GM_VERSION(0, 11, 0))
+        return VLLM_V1_AFTER_NCCL;
+    if (v >= GM_VERSION(0, 9, 2))
+        return VLLM_V1_BEFORE_NCCL;
+    if (v >= GM_VERSION(0, 7, 0))
+        return VLLM_V1_GLOBAL;
+    if (v >= GM_VERSION(0, 6, 5))
+        return VLLM_V0_PROFILED;
+    return VLLM_V0_GLOBAL;
+}
+
+static const char *vllm_era_text(enum vllm_era e)
+{
+    switch (e) {
+    case VLLM_V0_GLOBAL:
+    case VLLM_V1_GLOBAL:
+        return "budget minus everything on the device (CUDA context and NCCL inside it)";
+    case VLLM_V0_PROFILED:
+    case VLLM_V1_BEFORE_NCCL:
+        return "budget minus weights, profile peak and non-torch growth (NCCL inside it, "
+               "the CUDA context outside)";
+    case VLLM_V1_AFTER_NCCL:
+        return "budget minus weights, profile peak and non-torch growth (CUDA context and "
+               "NCCL outside it)";
+    case VLLM_V1_GRAPHS:
+        return "budget minus weights, profile peak, non-torch growth and the estimated "
+               "CUDA-graph pool (CUDA context and NCCL outside it)";
+    }
+    return "?";
+}
 
 static unsigned kv_elem_bytes_x100(enum gm_dtype t)
 {
@@ -46,8 +92,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
     struct gm_est_serving *sv = &e->serving;
-    uint64_t t = j->parallel.tp, n = cx->n, w, act, sampler, budget, non_torch, block, per_token, T,
-             kv_heads, q, need, pool, bs = v->block_size ? v->block_size : 16,
+    enum vllm_era era = vllm_era(j->stack.vllm);
+    uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
+             graphs, block, per_token, T, kv_heads, q, need, pool, layers,
+             bs = v->block_size ? v->block_size : 16,
              seqs = v->max_num_seqs ? v->max_num_seqs : 256;
     unsigned kvb100;
     enum gm_dtype kvt;
@@ -59,15 +107,27 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                        "--tp %llu does not divide the %llu attention heads / %llu KV heads",
                        (unsigned long long)t, (unsigned long long)m->n_heads,
                        (unsigned long long)m->n_kv_heads);
+    if (pp > m->n_layers)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp %llu exceeds the %llu decoder layers", (unsigned long long)pp,
+                       (unsigned long long)m->n_layers);
     kvt = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
               ? j->numerics.kv_dtype
               : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
     kvb100 = kv_elem_bytes_x100(kvt);
-    /* vLLM replicates KV heads when tp exceeds them */
+    /* vLLM replicates KV heads when tp exceeds them; a pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
-    per_token = 2 * m->n_layers * kv_heads * m->head_dim * kvb100 / 100;
+    layers = est_div_up(m->n_layers, pp);
+    per_token = 2 * layers * kv_heads * m->head_dim * kvb100 / 100;
     block = per_token * bs;
     w = est_div_up(cx->stored_weight_bytes, t);
+    if (pp > 1) {
+        /* the stage with the most layers and the larger end (embedding, or lm_head) */
+        uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);
+        uint64_t end = gm_mul_div_u64(
+            w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
+        w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
+    }
     T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
     q = m->n_heads * m->head_dim;
     {
@@ -78,7 +138,16 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = gm_mul_sat(gm_mul_sat(T, per_tok), 2);
     }
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), 4 * 2);
-    non_torch = v->non_torch_bytes ? v->non_torch_bytes : (t > 1 ? 2 * GM_GIB : 256 * GM_MIB);
+    non_torch =
+        v->non_torch_bytes
+            ? v->non_torch_bytes
+            : est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, 256.0 * (double)GM_MIB,
+                                      128.0 * (double)GM_MIB, (double)GM_GIB));
+    graphs =
+        v->enforce_eager
+            ? 0
+            : est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)v->cuda_graph_bytes,
+                                      0.5 * (double)v->cuda_graph_bytes, 1.9 * (double)GM_GIB));
     budget = (uint64_t)((double)j->gpu.memory_bytes * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
@@ -86,6 +155,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->kv_bytes_per_token = per_token;
     sv->block_size = bs;
     need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, non_torch));
+    switch (era) {
+    case VLLM_V0_GLOBAL:
+    case VLLM_V1_GLOBAL: /* total - free covers the context and NCCL */
+        need = gm_add_sat(need, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
+        break;
+    case VLLM_V0_PROFILED:
+    case VLLM_V1_BEFORE_NCCL: /* NCCL comes after the baseline */
+        need = gm_add_sat(need, est_nccl_bytes(cx));
+        break;
+    case VLLM_V1_AFTER_NCCL:
+        break;
+    case VLLM_V1_GRAPHS:
+        need = gm_add_sat(need, graphs);
+        break;
+    }
     pool = budget > need ? budget - need : 0;
     sv->kv_blocks = block ? pool / block : 0;
     sv->kv_pool_bytes = sv->kv_blocks * block;
@@ -101,10 +185,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         if (c->kind != GM_KIND_WEIGHTS)
             continue;
         c->bytes = w;
-        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu",
+        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu%s",
                  (unsigned long long)n,
                  cx->weights_from_files ? " as stored in the model files" : "",
-                 (unsigned long long)t);
+                 (unsigned long long)t, pp > 1 ? " and the pipeline stage's layers" : "");
     }
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
              (unsigned long long)T);
@@ -122,11 +206,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if ((st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", sv->kv_pool_bytes, GM_EST_PHASE_INFER_ALL,
                       false, GM_EXTENT_ALL_LAYERS, note, err)))
         return st;
-    if (!v->enforce_eager &&
-        (st = est_add(e, GM_KIND_ENGINE_POOL, "cuda_graphs", v->cuda_graph_bytes,
-                      GM_EST_PHASE_DECODE, false, GM_EXTENT_ONE_LAYER,
-                      "CUDA-graph pool captured after the KV pool "
-                      "(outside gpu_memory_utilization)",
+    if (graphs &&
+        (st = est_add(e, GM_KIND_ENGINE_POOL, "cuda_graphs", graphs, GM_EST_PHASE_DECODE, false,
+                      GM_EXTENT_ONE_LAYER,
+                      era == VLLM_V1_GRAPHS ? "CUDA-graph pool, estimated and charged to the "
+                                              "budget before the KV pool"
+                                            : "CUDA-graph pool captured after the KV pool "
+                                              "(outside gpu_memory_utilization)",
                       err)))
         return st;
     est_assume(e,
@@ -138,8 +224,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
                "max_num_batched_tokens %llu, max_num_seqs %llu",
                v->gpu_memory_utilization, (unsigned long long)(non_torch >> 20),
-               v->non_torch_bytes ? "given" : (t > 1 ? "NCCL at tp >= 2" : "default"),
-               (unsigned long long)T, (unsigned long long)seqs);
+               v->non_torch_bytes ? "given" : "default", (unsigned long long)T,
+               (unsigned long long)seqs);
+    est_assume(e, "vLLM %s: %s", j->stack.vllm ? "as given by --vllm-version" : "current (0.21+)",
+               vllm_era_text(era));
+    if (pp > 1)
+        est_assume(e,
+                   "vLLM pipeline of %llu stages: %llu layers per stage with their KV cache; "
+                   "the figures are the stage with the larger end",
+                   (unsigned long long)pp, (unsigned long long)layers);
     return GM_OK;
 }
 
@@ -201,6 +294,9 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     logits = gm_mul_sat(gm_mul_sat(ub, m->vocab), 4);
     mlp = gm_mul_sat(gm_mul_sat(ub, gm_add_sat(gm_mul_sat(m->intermediate, 2), 3 * m->hidden)), 4);
     compute = gm_add_sat(scores > logits ? scores : logits, mlp);
+    /* the compute-buffer formula is an approximation: the range spans -25% to +50% */
+    compute = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)compute,
+                                      0.75 * (double)compute, 1.5 * (double)compute));
     e->serving.compute_buffer_bytes = compute;
     e->serving.kv_bytes_per_token = ctx ? kv / ctx : 0;
     e->serving.n_ctx = ctx;

@@ -59,7 +59,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     double kvb = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
                      ? (double)gm_dtype_bits(j->numerics.kv_dtype) / 8.0
                      : ea;
-    uint64_t tokens = w->context + w->new_tokens;
+    uint64_t tokens, context;
     bool eager = j->memory.attention == GM_ATTN_EAGER;
     char note[GM_EST_NOTE_MAX];
     double kv, pre, logits, dec;
@@ -68,6 +68,8 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
 
     if (j->mode != GM_EST_INFER)
         return GM_OK;
+    context = w->context;
+    tokens = context + w->new_tokens;
     if (!m)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "inference estimate needs a model for the KV cache (give MODEL)");
@@ -82,6 +84,9 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)tokens, (unsigned long long)m->max_positions);
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* an engine with its own memory manager accounts for itself */
+    /* a context not given: the range spans half to twice the default */
+    context = est_round(est_length_factor(cx, "context") * (double)w->context);
+    tokens = context + w->new_tokens;
 
     kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);
     snprintf(note, sizeof(note),
@@ -95,13 +100,13 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (st != GM_OK)
         return st;
 
-    pre = w->context ? prefill_layer_peak(m, ea, eager, w->batch, w->context) : 0;
+    pre = context ? prefill_layer_peak(m, ea, eager, w->batch, context) : 0;
     st = est_add(e, GM_KIND_ACTIVATIONS, "prefill_activations", est_round(pre),
                  GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER,
                  "transient peak of one layer over the whole prompt", err);
     if (st != GM_OK)
         return st;
-    logits = (double)w->batch * (w->full_logits ? (double)(w->context ? w->context : 1) : 1.0) *
+    logits = (double)w->batch * (w->full_logits ? (double)(context ? context : 1) : 1.0) *
              (double)m->vocab * (ea + 4.0);
     st = est_add(e, GM_KIND_LOGITS, "logits", est_round(logits), GM_EST_PHASE_PREFILL, true,
                  GM_EXTENT_HEAD,

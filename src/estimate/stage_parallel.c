@@ -27,6 +27,7 @@
  * and llama.cpp place their shards themselves (stage_engine.c); this stage leaves them. */
 #include "estimate/estimate_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,9 +41,29 @@ static void fill_layout(const struct gm_job *j, struct gm_est_layout *l)
     l->dp = est_data_parallel(j);
 }
 
+/* Share of the parameters in routed experts (what expert parallelism splits). */
+static double expert_share(const struct gm_model *m, uint64_t n)
+{
+    double per_expert;
+    if (!m || !m->n_experts || !n)
+        return 0;
+    per_expert = (double)m->hidden * (double)m->intermediate * (m->gated_mlp ? 3.0 : 2.0);
+    return fmin(1.0, (double)m->n_layers * (double)m->n_experts * per_expert / (double)n);
+}
+
+/* Bytes of model state that expert parallelism leaves on one device when the state is
+ * not sharded over the data-parallel ranks: the dense part whole, the experts / ep.  (Sharded
+ * state is already split over all D ranks, experts over ep x D/ep.) */
+static uint64_t expert_split(uint64_t b, double share, uint64_t ep)
+{
+    if (ep <= 1 || share <= 0)
+        return b;
+    return est_round((double)b * (1.0 - share + share / (double)ep));
+}
+
 /* Rescale one component for tensor parallelism t and data parallelism D at ZeRO 'stage';
  * *to_host: it moves to host memory; *drop: sharding replaces it. */
-static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t D,
+static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t D, double share,
                             const struct gm_est_component *c, bool *to_host, bool *drop)
 {
     uint64_t t = p->tp, b = c->bytes;
@@ -60,19 +81,24 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         if (stage >= 3) {
             b = est_div_up(b, D);
             *to_host = p->offload_params;
+        } else if (c->kind == GM_KIND_WEIGHTS) {
+            b = expert_split(b, share, p->ep);
         }
         return b;
     case GM_KIND_WEIGHT_COPIES:
         /* FSDP MixedPrecision and ZeRO-3 gather 16-bit layers instead */
         *drop = stage >= 3;
-        return est_div_up(b, t);
+        return expert_split(est_div_up(b, t), share, p->ep);
     case GM_KIND_MASTER_WEIGHTS:
     case GM_KIND_OPTIMIZER_STATE:
     case GM_KIND_OPTIMIZER_TEMP:
+    case GM_KIND_MANAGED: /* paged optimizer state */
         b = est_div_up(b, t);
         if (stage >= 1) {
             b = est_div_up(b, D);
             *to_host = p->offload_optimizer;
+        } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
+            b = expert_split(b, share, p->ep);
         }
         return b;
     case GM_KIND_GRADIENTS:
@@ -80,11 +106,153 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         if (stage >= 2) {
             b = est_div_up(b, D);
             *to_host = p->offload_optimizer;
+        } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
+            b = expert_split(b, share, p->ep);
         }
         return b;
     default:
         return est_div_up(b, t);
     }
+}
+
+/* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer
+ * auto-wrap), the current one and the one prefetched, as the job stores its weights (16-bit
+ * under mixed precision, the frozen base as stored with adapters), with expert parallelism
+ * its share of the experts; its unsharded gradient during the reduce-scatter; FSDP's root
+ * unit (embedding, final norm, lm_head), which stays unsharded from its forward to its
+ * backward (FSDP1 never reshards the root after forward; FSDP2 keeps the last group).
+ * Without resharding after forward every layer stays gathered until its backward. */
+static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
+                                   struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_job_parallel *p = &j->parallel;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    uint64_t t = p->tp, n = cx->n ? cx->n : 1;
+    bool fsdp = p->shard == GM_SHARD_FSDP, adapters = j->memory.adapter != GM_ADAPTER_NONE;
+    unsigned wbytes = est_weight_elem_bytes(j->numerics.precision);
+    uint64_t layer_p = m ? est_layer_params(m, &cx->pc) : cx->pc.largest_tensor;
+    uint64_t gbytes = j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
+    double unit, layer_share = (double)layer_p / (double)n, layers = m ? (double)m->n_layers : 1.0;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (adapters) /* the frozen base as stored (NF4 for QLoRA) */
+        unit = (double)e->lora.base_weight_bytes * layer_share;
+    else
+        unit = (double)layer_p * (double)wbytes;
+    unit = (double)expert_split(est_round(unit), share * (m ? 1.0 : 0.0), p->ep) / (double)t;
+    if (fsdp && !p->reshard_after_forward) {
+        snprintf(note, sizeof note,
+                 "every layer stays gathered from its forward to its backward (no resharding "
+                 "after forward), %.0f B each",
+                 unit);
+        st = est_add(e, GM_KIND_GATHERED, "gathered_params", est_round(unit * layers),
+                     GM_EST_PHASE_SAVED, true, GM_EXTENT_ALL_LAYERS, note, err);
+    } else {
+        /* the layer being computed, and the next one prefetched, which the backward
+         * prefetch already gathers while the loss runs its backward (the last layer) */
+        snprintf(note, sizeof note, "gathered parameters of the layer computed, %.0f B%s", unit,
+                 adapters ? " (the frozen base as stored)" : "");
+        st = est_add(e, GM_KIND_GATHERED, "gathered_params", est_round(unit),
+                     GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+        snprintf(note, sizeof note, "the next layer, prefetched (during the loss: the last)");
+        if (st == GM_OK)
+            st = est_add(e, GM_KIND_GATHERED, "gathered_prefetch", est_round(unit),
+                         GM_EST_PHASE_SAVED, true, GM_EXTENT_ONE_LAYER, note, err);
+    }
+    if (st != GM_OK)
+        return st;
+    if (!adapters) {
+        uint64_t lt = est_div_up(layer_p, t);
+        if (fsdp && p->fsdp_version == 2) {
+            /* fully_shard: the unsharded gradients in the parameter dtype, then the
+             * reduce-scatter input in the reduce dtype (fp32 under mixed precision, as
+             * torchtitan sets it), the previous group's still in flight */
+            uint64_t rbytes =
+                j->numerics.precision == GM_PREC_BF16 || j->numerics.precision == GM_PREC_FP32
+                    ? wbytes
+                    : 4;
+            snprintf(note, sizeof note,
+                     "one layer's unsharded gradient (%u B) and two reduce-scatter inputs "
+                     "(%llu B each element)",
+                     wbytes, (unsigned long long)rbytes);
+            st = est_add(e, GM_KIND_GATHERED, "gathered_grads",
+                         gm_add_sat(gm_mul_sat(lt, wbytes), gm_mul_sat(lt, 2 * rbytes)),
+                         GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+        } else {
+            snprintf(note, sizeof note,
+                     "one layer's unsharded gradient during reduce-scatter (%llu B each)",
+                     (unsigned long long)gbytes);
+            st = est_add(e, GM_KIND_GATHERED, "gathered_grads", gm_mul_sat(lt, gbytes),
+                         GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+        }
+        if (st != GM_OK)
+            return st;
+    }
+    if (fsdp && m) {
+        uint64_t root_p = cx->pc.embedding + cx->pc.lm_head + m->hidden;
+        double root_b = adapters ? (double)est_frozen_rest_bytes(j) : (double)wbytes;
+        snprintf(note, sizeof note,
+                 "FSDP root unit (embedding, final norm, lm_head) unsharded from its forward to "
+                 "its backward");
+        st = est_add(e, GM_KIND_GATHERED, "gathered_root",
+                     est_round((double)root_p * root_b / (double)t), GM_EST_PHASE_SAVED, true,
+                     GM_EXTENT_ENDS, note, err);
+        if (st != GM_OK)
+            return st;
+    }
+    if (p->shard == GM_SHARD_ZERO3 && D > 1) {
+        uint64_t el = p->bucket_elements < est_div_up(n, t) ? p->bucket_elements : est_div_up(n, t);
+        snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
+                 (unsigned long long)el);
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", gm_mul_sat(el, 2),
+                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
+            return st;
+    }
+    return GM_OK;
+}
+
+/* Expert parallelism: each MoE layer sends its routed tokens to the ranks holding their
+ * experts and receives those routed to its own: the received rows and the combined
+ * outputs coming back sit beside the dispatched copy (torchtitan's token dispatcher,
+ * dropless).  Balanced routing receives T x top-k rows; the high end of the range all
+ * ep x T x top-k (every rank routing to this rank's experts). */
+static enum gm_status add_expert_dispatch(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision), k, per_layer, skew;
+    bool ckpt = j->memory.checkpointing == GM_CKPT_FULL || j->memory.checkpointing == GM_CKPT_OP;
+    char note[GM_EST_NOTE_MAX];
+
+    if (j->parallel.ep <= 1 || j->mode != GM_EST_TRAIN)
+        return GM_OK;
+    if (!m || !m->n_experts)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--ep applies to MoE models (this one has no experts)");
+    if (m->n_experts % j->parallel.ep != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--ep %llu does not divide the %llu experts",
+                       (unsigned long long)j->parallel.ep, (unsigned long long)m->n_experts);
+    k = (double)m->n_experts_active;
+    skew = est_uncertain(cx, GM_UNCERTAIN_APPROX, false, 1.0, 1.0, (double)j->parallel.ep);
+    per_layer = 2.0 * k * ea * (double)m->hidden * cx->tokens * skew;
+    snprintf(note, sizeof note,
+             "all-to-all: received rows and returned outputs, %.0f x top-%.0f rows per layer", skew,
+             k);
+    est_assume(e,
+               "expert parallel %llu: %llu of %llu experts per GPU; balanced routing (the "
+               "range's high end: every token routed to one rank)",
+               (unsigned long long)j->parallel.ep,
+               (unsigned long long)(m->n_experts / j->parallel.ep),
+               (unsigned long long)m->n_experts);
+    return est_add(e, GM_KIND_ACTIVATIONS, "expert_dispatch",
+                   est_round(per_layer * (ckpt ? 1.0 : (double)m->n_layers)),
+                   ckpt ? GM_EST_PHASE_FORWARD_BACKWARD : GM_EST_PHASE_SAVED, true,
+                   ckpt ? GM_EXTENT_ONE_LAYER : GM_EXTENT_ALL_LAYERS, note, err);
 }
 
 enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
@@ -96,11 +264,13 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     struct gm_est_layout *l = &e->layout;
     uint64_t t = p->tp, g = p->gpus, D, cpu = 0, grads = 0, n = cx->n;
     int stage = p->shard == GM_SHARD_FSDP ? 3 : (int)p->shard;
-    unsigned wbytes = est_weight_elem_bytes(j->numerics.precision);
+    double share = expert_share(m, n);
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
     fill_layout(j, l);
+    /* activations offloaded by the training stage: host memory of each GPU */
+    l->host_bytes_per_node = gm_mul_sat(est_round(cx->host_activation_bytes), l->gpus_per_node);
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* weights only, or an engine that places its own shards */
     if (g <= 1 && t <= 1 && p->shard == GM_SHARD_NONE) {
@@ -120,7 +290,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     for (size_t i = e->n_components; i-- > 0;) {
         struct gm_est_component *c = &e->components[i];
         bool to_host, drop;
-        uint64_t b = shard_bytes(p, stage, D, c, &to_host, &drop);
+        uint64_t b = shard_bytes(p, stage, D, share, c, &to_host, &drop);
         if (drop) {
             est_remove(e, i);
             continue;
@@ -137,8 +307,9 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
             c->bytes = b;
         }
     }
-    l->host_bytes_per_node = cpu;
-
+    l->host_bytes_per_node = gm_add_sat(l->host_bytes_per_node, cpu);
+    if ((st = add_expert_dispatch(cx, err)) != GM_OK)
+        return st;
     if (j->mode == GM_EST_INFER && D > 1)
         est_assume(e,
                    "%llu independent replicas of the model (data parallel inference): "
@@ -165,34 +336,8 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                           GM_EST_PHASE_OPTIMIZER_STEP, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
-    if (stage == 3) {
-        uint64_t layer =
-            m ? est_div_up(est_layer_params(m, &cx->pc), t) : est_div_up(cx->pc.largest_tensor, t);
-        uint64_t gathered = gm_mul_sat(layer, 2 * wbytes);
-        uint64_t gbytes = j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
-        snprintf(note, sizeof note,
-                 "gathered parameters: current + prefetched layer, %llu params each in %u B",
-                 (unsigned long long)layer, wbytes);
-        if ((st = est_add(e, GM_KIND_GATHERED, "gathered_params", gathered,
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
-            return st;
-        snprintf(note, sizeof note,
-                 "one layer's unsharded gradient during reduce-scatter (%llu B "
-                 "each)",
-                 (unsigned long long)gbytes);
-        if ((st = est_add(e, GM_KIND_GATHERED, "gathered_grads", gm_mul_sat(layer, gbytes),
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
-            return st;
-        if (p->shard == GM_SHARD_ZERO3 && D > 1) {
-            uint64_t el =
-                p->bucket_elements < est_div_up(n, t) ? p->bucket_elements : est_div_up(n, t);
-            snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
-                     (unsigned long long)el);
-            if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", gm_mul_sat(el, 2),
-                              GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
-                return st;
-        }
-    }
+    if (stage == 3 && (st = add_gathered(cx, D, share, err)) != GM_OK)
+        return st;
     if (t > 1)
         est_assume(e,
                    "tensor parallel %llu: weights, gradients, optimizer state and logits "
@@ -202,8 +347,16 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                                         : "x (10 + 24/t)/34 (Korthikanti, no sequence "
                                           "parallelism)");
     if (j->mode == GM_EST_TRAIN && (p->shard != GM_SHARD_NONE || D > 1))
-        est_assume(e, "%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
-                   gm_shard_name(p->shard), (unsigned long long)D, (unsigned long long)g,
+        est_assume(e, "%s%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
+                   gm_shard_name(p->shard),
+                   p->shard != GM_SHARD_FSDP  ? ""
+                   : p->fsdp_version == 2     ? (p->reshard_after_forward ? " (FSDP2 fully_shard)"
+                                                                          : " (FSDP2 fully_shard, "
+                                                                            "no resharding after "
+                                                                            "forward)")
+                   : p->reshard_after_forward ? " (FSDP1 FULL_SHARD)"
+                                              : " (FSDP1 SHARD_GRAD_OP)",
+                   (unsigned long long)D, (unsigned long long)g,
                    (unsigned long long)l->gpus_per_node,
                    p->offload_optimizer ? "; optimizer state, master weights and step on "
                                           "the CPU"

@@ -65,7 +65,7 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     struct gm_est_layout *l = &e->layout;
     uint64_t p = j->parallel.pp, L, per_stage, layer, embed, head, total, per_group;
-    double frag = est_fragmentation(j);
+    double frag = est_run_fragmentation(cx);
     struct stage st[3];
     size_t n_st = 0, worst = 0;
     struct gm_estimate *tmp;

@@ -2,23 +2,68 @@
 /* stage_runtime.c - the runtime stage: what lives outside PyTorch's caching allocator, and
  * the three figures.
  *
- * Outside the allocator, on every device: the CUDA context with its loaded kernels
- * (--cuda-context), cuBLAS/cuDNN workspaces (--workspace), NCCL communicator buffers when
- * several GPUs talk (1 GiB per GPU; NCCL allocates them with cudaMalloc, not through
- * PyTorch), or for vLLM its measured non-torch memory instead of the last two (it covers
- * NCCL and cuBLAS; stage_engine.c sizes it).  llama.cpp has no caching allocator and no
- * cuBLAS workspace of its own beyond the context.  In the weights-only estimate a flat
- * --reserve-gib, when given, stands for everything that is not the weights.
+ * Outside the allocator, on every device:
+ *  - the CUDA context with its loaded kernels (--cuda-context).  With lazy module loading
+ *    (CUDA >= 11.7; PyTorch sets CUDA_MODULE_LOADING=LAZY since 1.13, the driver default
+ *    since CUDA 12.2) kernels load as they are first used: 287 MB measured in PyTorch
+ *    PR #85692, about 300-400 MiB (pytorch#107667), 450 MiB assumed.  Before CUDA 11.7
+ *    every kernel of the binary for the GPU's architecture loads at start-up: 1343 MiB on
+ *    the HF docs' V100 (CUDA 11.2), about 1.0 GiB on Volta/Turing with CUDA 10
+ *    (pytorch#28394), 1.0-1.5 GiB on Ampere with CUDA 11.0/11.1 (pytorch#49877, #54564);
+ *  - library workspaces and handles outside the allocator (--workspace, 64 MiB);
+ *  - NCCL buffers, by the number of communicators a rank holds (one per process group it
+ *    talks in: data parallel, tensor parallel, pipeline neighbours, expert parallel; vLLM
+ *    keeps a pynccl communicator beside torch's group), --nccl per communicator, 1 GiB
+ *    (NCCL cudaMallocs them itself: channels x connections x 9.19 MiB of protocol buffers,
+ *    more with P2P and proxy buffers; NVIDIA/nccl#864 measured 1.6 GB for one);
+ *  - vLLM's non-torch memory beside its budget (stage_engine.c);
+ *  - bitsandbytes' paged optimizer state (cudaMallocManaged; the training stage).
+ * llama.cpp has no caching allocator and no workspace of its own beyond the context.  In
+ * the weights-only estimate a flat --reserve-gib, when given, stands for everything that is
+ * not the weights.
  *
  * Figures: peak allocated is the largest phase; peak reserved adds the allocator's
  * fragmentation on transient memory (none where buffers are exact); device used adds the
- * outside components.  Devices of one group (pipeline stage) get the same overheads. */
+ * outside components.  Devices of one group (pipeline stage) get the same overheads.
+ * Ranges: the fragmentation factor, the context and the NCCL buffers are uncertain unless
+ * given (est_uncertain()). */
 #include "estimate/estimate_int.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define NCCL_BYTES GM_GIB
+/* NCCL communicators of one rank: one per process group it takes part in. */
+static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
+{
+    const struct gm_job_parallel *p = &j->parallel;
+    uint64_t n = 0;
+    if (est_allocator(j) == EST_ALLOC_VLLM) /* pynccl + torch's device group per TP group */
+        return (p->tp > 1 ? 2 : 0) + (p->pp > 1 ? 1 : 0);
+    if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
+        return 0;
+    n += dp > 1;
+    n += p->tp > 1;
+    n += p->pp > 1;
+    n += p->ep > 1;
+    return n ? n : 1;
+}
+
+uint64_t est_cuda_context_bytes(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    bool known = gm_job_given(j, "cuda-context");
+    uint32_t v = j->stack.cuda;
+    if (v && v < GM_VERSION(11, 7, 0)) {
+        /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
+        double point = known ? (double)j->runtime.cuda_context_bytes
+                             : (j->gpu.sm >= 80 ? 1488.0 : 1343.0) * (double)GM_MIB;
+        return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known, point,
+                                       900.0 * (double)GM_MIB, 1640.0 * (double)GM_MIB));
+    }
+    return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known,
+                                   (double)j->runtime.cuda_context_bytes,
+                                   287047680.0 /* PR #85692 */, 600.0 * (double)GM_MIB));
+}
 
 /* One overhead: its kind, its label in the device sentence and where it comes from. */
 struct overhead {
@@ -59,8 +104,9 @@ static enum gm_status add_overheads(struct gm_estimate *e, const struct overhead
 }
 
 /* How peak reserved follows from peak allocated for the job's memory manager. */
-static void reserved_rule(const struct gm_job *j, struct gm_estimate *e)
+static void reserved_rule(struct est_ctx *cx, struct gm_estimate *e)
 {
+    const struct gm_job *j = cx->job;
     switch (est_allocator(j)) {
     case EST_ALLOC_ONCE:
         break;
@@ -74,21 +120,37 @@ static void reserved_rule(const struct gm_job *j, struct gm_estimate *e)
         break;
     case EST_ALLOC_TORCH:
         est_assume(e,
-                   "peak reserved = allocated + %.2f x transient memory of the peak phase "
-                   "(allocator fragmentation), rounded to 2 MiB",
-                   est_fragmentation(j));
+                   "peak reserved = allocated + %.2f x %s (allocator fragmentation), rounded "
+                   "to 2 MiB",
+                   est_fragmentation(j),
+                   j->mode == GM_EST_TRAIN ? "the step's transient memory, each tensor once"
+                                           : "transient memory of the peak phase");
         break;
     }
 }
 
-static enum gm_status overheads(const struct est_ctx *cx, struct gm_error *err)
+uint64_t est_nccl_bytes(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    uint64_t comms = nccl_communicators(j, est_data_parallel(j));
+    double per;
+    if (!comms || est_allocator(j) == EST_ALLOC_GGML)
+        return 0;
+    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, gm_job_given(j, "nccl"),
+                        (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
+    return est_round(per * (double)comms);
+}
+
+static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     struct gm_estimate *e = cx->e;
-    struct overhead o[3];
+    struct overhead o[4];
     size_t n = 0;
     bool vllm = est_allocator(j) == EST_ALLOC_VLLM;
     bool llamacpp = est_allocator(j) == EST_ALLOC_GGML;
+    uint64_t comms = nccl_communicators(j, est_data_parallel(j));
+    char nccl_src[64];
 
     if (j->mode == GM_EST_WEIGHTS && j->runtime.reserve_bytes) {
         est_assume(e,
@@ -99,19 +161,27 @@ static enum gm_status overheads(const struct est_ctx *cx, struct gm_error *err)
         return est_add(e, GM_KIND_RESERVE, "reserve", j->runtime.reserve_bytes, GM_PHASE_ALL, false,
                        GM_EXTENT_ONE_LAYER, "--reserve-gib", err);
     }
-    o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, j->runtime.cuda_context_bytes, "CUDA context",
-                               "--cuda-context"};
+    o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, est_cuda_context_bytes(cx), "CUDA context",
+                               j->stack.cuda && j->stack.cuda < GM_VERSION(11, 7, 0)
+                                   ? "no lazy loading before CUDA 11.7"
+                                   : "--cuda-context"};
     if (vllm)
         o[n++] = (struct overhead){GM_KIND_NON_TORCH, e->serving.non_torch_bytes,
                                    "vLLM non-torch memory", "--non-torch"};
     else if (!llamacpp)
         o[n++] = (struct overhead){GM_KIND_WORKSPACE, j->runtime.workspace_bytes,
                                    "library workspaces", "--workspace"};
-    if (!vllm && !llamacpp && j->parallel.gpus > 1 &&
-        (j->mode == GM_EST_TRAIN || j->parallel.tp > 1))
-        o[n++] = (struct overhead){GM_KIND_NCCL, NCCL_BYTES, "NCCL communicator buffers",
-                                   "1 GiB per GPU"};
-    reserved_rule(j, e);
+    if (!llamacpp && comms) {
+        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !gm_job_given(j, "nccl"))
+            snprintf(nccl_src, sizeof nccl_src, "1 GiB per GPU");
+        else
+            snprintf(nccl_src, sizeof nccl_src, "%llu communicator%s x %.0f MiB",
+                     (unsigned long long)comms, comms > 1 ? "s" : "",
+                     (double)j->runtime.nccl_bytes / (double)GM_MIB);
+        o[n++] = (struct overhead){GM_KIND_NCCL, est_nccl_bytes(cx), "NCCL communicator buffers",
+                                   nccl_src};
+    }
+    reserved_rule(cx, e);
     return add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err);
 }
 
@@ -124,10 +194,11 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
     enum gm_status st;
 
     if (j->mode == GM_EST_TRAIN && j->memory.paged_optimizer) {
-        e->pageable_bytes = gm_estimate_kind_bytes(e, GM_KIND_OPTIMIZER_STATE);
+        e->pageable_bytes = gm_estimate_kind_bytes(e, GM_KIND_MANAGED);
         est_assume(e,
-                   "paged optimizer: its state (%llu bytes) lives in CUDA unified memory and "
-                   "pages to host memory under pressure; the figures assume it stays resident",
+                   "paged optimizer (bitsandbytes): %llu bytes of state in cudaMallocManaged "
+                   "memory: on the device (device used), not in max_memory_allocated; it pages "
+                   "to host memory under pressure",
                    (unsigned long long)e->pageable_bytes);
     }
     if ((st = overheads(cx, err)) != GM_OK)
@@ -136,7 +207,7 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
     e->weight_bytes = gm_add_sat(gm_add_sat(gm_estimate_kind_bytes(e, GM_KIND_WEIGHTS),
                                             gm_estimate_kind_bytes(e, GM_KIND_MASTER_WEIGHTS)),
                                  gm_estimate_kind_bytes(e, GM_KIND_ADAPTERS));
-    est_figures(e, est_fragmentation(j));
+    est_figures(e, est_run_fragmentation(cx));
     outside = est_outside_bytes(e);
     e->device_bytes = gm_add_sat(e->peak_reserved_bytes, outside);
     if (l->n_groups == 0) {

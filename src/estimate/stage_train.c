@@ -1,30 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /* stage_train.c - the training stage: memory of one training step: weights, gradients,
- * optimizer state, step temporaries, saved activations, logits and loss.
+ * optimizer state, step temporaries, saved activations, the loss and the backward
+ * temporaries.
  *
  * Two methods:
  *  - arch (default): per-tensor accounting from the architecture.  Saved activations
  *    follow Korthikanti et al. 2022 (sbh(34 + 5as/h) per layer for 16-bit GPT layers),
- *    re-derived per tensor for the real layer layout: gated MLPs keep four I-wide tensors,
- *    rotary embeddings keep the pre-rotation q/k and their rotate_half copies, eager
- *    attention with GQA saves the repeated K/V, RMSNorm keeps an fp32 copy, dropout keeps a
- *    1-byte mask; SDPA/flash keeps no s*s scores.  The logits of a causal LM are kept in the
- *    compute dtype, upcast to fp32 for the loss, and the log-softmax output is fp32; the
- *    loss backward adds the fp32 gradient of the logits.
+ *    re-derived per tensor for the real layer layout and for what autograd keeps: a matmul
+ *    keeps its input only when its weight (or an adapter reading that input) needs a
+ *    gradient; HF's eager RMSNorm keeps an fp32 copy of its input and, when its weight is
+ *    trained, the normalised tensor; gated MLPs keep four I-wide tensors; eager attention
+ *    with GQA saves the repeated K/V; rotary embeddings keep nothing per token (q * cos +
+ *    rotate_half(q) * sin saves only cos and sin); SDPA/flash keeps no s*s scores.
  *  - blog: the HF blog formula N*P + 2NP + max(2NP, A*B*L*P), A = 4.6894e-4*N + 1.8494e6,
  *    reproduced term by term (weights, Adam state, gradients, optimizer intermediates,
  *    activations) so the phase logic yields exactly the blog's total.
+ *
+ * Moments of a step (enum gm_est_phase): the loss (end of forward and the loss's own
+ * backward: every saved activation plus the loss's logits), the start of the layers'
+ * backward (saved activations, one recomputed layer under checkpointing, the backward
+ * temporaries of one layer), the end of backward (every gradient) and the optimizer step.
  *
  * Precision: fp32 keeps everything in fp32.  fp16-/bf16-mixed is torch autocast: the
  * parameters, gradients and optimizer state stay fp32 (the parameters are the fp32 master
  * weights), autocast keeps a 16-bit copy of every matmul weight from its use in the
  * forward until its backward, activations are 16-bit except norms, softmax and the
  * residual stream (fp32).  bf16 is pure bf16: weights, gradients, state and activations.
+ * A frozen 16-bit base (LoRA, QLoRA without PEFT's fp32 upcast) carries a 16-bit residual
+ * stream.
  *
- * Gradients are released by zero_grad(set_to_none) between steps; with gradient
- * accumulation (or zero_grad to zeros) they stay allocated through the next forward
- * passes.  Selective checkpointing recomputes exactly the attention core's s x s tensors:
- * what SDPA/flash attention never stores. */
+ * The memory techniques (docs/estimate.md, "Memory techniques", gives each with its
+ * source): the loss implementation (full HF logits, chunked, a fused cross-entropy kernel,
+ * fused linear cross-entropy), checkpointing (full, every N-th layer, selective, op-level),
+ * activation offloading, fused kernels, torch.compile, packed / padding-free batches
+ * (tokens per micro-batch), the optimizer step in backward and paged optimizer state. */
 #include "estimate/estimate_int.h"
 
 #include <math.h>
@@ -35,55 +44,131 @@ bool est_eager_scores(const struct gm_job *job)
     return job->memory.attention == GM_ATTN_EAGER && job->memory.checkpointing != GM_CKPT_SELECTIVE;
 }
 
-/* Gradients live from the end of backward through the step, or throughout when they are
- * kept between steps or accumulated over micro-batches. */
-static unsigned gradient_phases(const struct gm_job *j)
+double est_tokens(const struct gm_job *j)
 {
+    return j->workload.tokens ? (double)j->workload.tokens
+                              : (double)j->workload.batch * (double)j->workload.seq;
+}
+
+unsigned est_gradient_phases(const struct gm_job *j)
+{
+    if (j->memory.optimizer_in_backward)
+        return GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END;
     return j->workload.grad_accum > 1 || j->numerics.zero_grad == GM_ZERO_GRAD_ZEROS
                ? GM_EST_PHASE_TRAIN_ALL
                : (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP);
 }
 
-double est_layer_saved_per_token(const struct gm_model *m, double ea, double er, bool eager,
-                                 uint64_t seq)
+struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
+{
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0};
+    return c;
+}
+
+/* What one norm saves for backward, its output excluded (the next matmul keeps that):
+ * LayerNorm its input; HF's eager RMSNorm the fp32 copy of its input (the input itself in
+ * an fp32 stream) and, with a trained weight, the normalised tensor; a fused RMSNorm its
+ * input (and one rstd per token, not counted). */
+static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c)
 {
     double h = (double)m->hidden;
+    if (m->norm != GM_NORM_RMS)
+        return c->er * h;
+    if (c->fused & GM_FUSED_RMS_NORM)
+        return c->er * h;
+    return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
+}
+
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+{
+    double h = (double)m->hidden, ea = c->ea;
     double q = (double)m->n_heads * (double)m->head_dim;
     double kv = (double)m->n_kv_heads * (double)m->head_dim;
     double I = (double)m->intermediate;
-    bool rotary = m->arch != GM_ARCH_GPT2 && m->arch != GM_ARCH_BERT;
-    double rms = m->norm == GM_NORM_RMS ? 4.0 * h : 0.0;
-    double norm_one = er * h + rms + ea * h; /* input, fp32 copy (RMS), output */
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
-    double kv_saved = (eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    double kv_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    unsigned in = c->keeps_in;
     double attn, mlp, expert, k;
 
-    attn = norm_one + ea * (q + 2.0 * kv_saved) + ea * q + drop_h;
-    if (rotary)
-        attn += 2.0 * ea * (q + kv);
+    attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
+    attn += ea * (q + 2.0 * kv_saved) + drop_h; /* q, k, v as attention keeps them */
+    /* SDPA/flash keeps its output; eager attention's output is kept by o_proj only */
+    if (!c->eager || (in & GM_LORA_O))
+        attn += ea * q;
     if (m->qk_norm)
-        attn += (4.0 + ea) * (q + kv); /* fp32 normalised copy + output of q/k norms */
-    if (eager) {
+        attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
+                (q + kv);
+    if (c->eager) {
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        attn += (double)m->n_heads * (double)seq * (4.0 + drop + copy);
+        attn += (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
     }
 
-    mlp = (m->norms_per_layer >= 2 ? norm_one : 0.0) + drop_h;
-    if (m->gated_mlp)
-        expert = 4.0 * ea * I; /* gate, act(gate), up, product */
-    else
-        expert = (2.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) * ea * I;
+    mlp = drop_h;
+    if (m->norms_per_layer >= 2)
+        mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
+    if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
+        expert = ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
+                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+    else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
+        expert = ea * I * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
     mlp += k * expert;
     if (m->n_experts)
         mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
-    if (m->norms_per_layer > 2)
-        mlp += (double)(m->norms_per_layer - 2) * norm_one;
+    if (m->norms_per_layer > 2)                         /* Gemma-2's norms on the branch outputs */
+        mlp += (double)(m->norms_per_layer - 2) * norm_saved(m, c);
     return attn + mlp;
+}
+
+double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+{
+    /* matmul output widths in forward order (torchtitan's Llama block: wq, wk, wv, wo, w1,
+     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others */
+    double q = (double)m->n_heads * (double)m->head_dim;
+    double kv = (double)m->n_kv_heads * (double)m->head_dim;
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    double I = (double)m->intermediate * k, h = (double)m->hidden;
+    double widths[7], kept = 0;
+    size_t n = 0;
+    widths[n++] = q;
+    widths[n++] = kv;
+    widths[n++] = kv;
+    widths[n++] = h;
+    if (m->gated_mlp)
+        widths[n++] = I;
+    widths[n++] = I;
+    widths[n++] = h * k;
+    for (size_t i = 0; i < n; i += 2)
+        kept += widths[i];
+    /* the block input (checkpoint frame), attention output and logsumexp */
+    return c->er * h + c->ea * (kept + q) + 4.0 * (double)m->n_heads;
+}
+
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+{
+    double h = (double)m->hidden, ea = c->ea;
+    double q = (double)m->n_heads * (double)m->head_dim;
+    double kv = (double)m->n_kv_heads * (double)m->head_dim;
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    double I = (double)m->intermediate;
+    double mlp, attn;
+    /* MLP: the product's gradient, then those of act(gate) and up side by side (a fused
+     * SwiGLU writes them into its saved inputs); attention: dq, dk, dv beside the output's
+     * gradient, and eager attention's score gradients */
+    if (m->gated_mlp)
+        mlp = k * ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+    else
+        mlp = k * ea * I * 2.0;
+    attn = ea * (2.0 * q + 2.0 * kv);
+    if (c->eager)
+        attn += (double)m->n_heads * (double)c->seq * (4.0 + ea);
+    /* the gradient of the residual stream flows beside them */
+    return c->er * h + (mlp > attn ? mlp : attn);
 }
 
 static const char *mib(char *b, size_t n, uint64_t bytes)
@@ -156,27 +241,37 @@ static enum gm_status train_blog(const struct gm_job *j, struct gm_estimate *e,
     return GM_OK;
 }
 
-/* Optimizer state bytes per parameter element, and a description. */
-static double state_bytes(const struct gm_job_numerics *nu, double ew,
-                          const struct gm_param_counts *pc, uint64_t n, const char **what)
+/* Optimizer state bytes per parameter element, and a description.  A paged optimizer is
+ * bitsandbytes' (PagedAdamW, PagedAdamW8bit, PagedLion): its 32-bit state is fp32 whatever
+ * the parameters' dtype. */
+static double state_bytes(const struct gm_job *j, double ew, const struct gm_param_counts *pc,
+                          uint64_t n, const char **what)
 {
+    const struct gm_job_numerics *nu = &j->numerics;
+    bool paged = j->memory.paged_optimizer;
     switch (nu->optimizer) {
     case GM_OPT_ADAMW:
     case GM_OPT_ADAM:
-        *what = "two moments (exp_avg, exp_avg_sq) in the parameter dtype";
-        return 2.0 * ew * (double)n;
+        *what = paged ? "two fp32 moments (bitsandbytes 32-bit paged state)"
+                      : "two moments (exp_avg, exp_avg_sq) in the parameter dtype";
+        return 2.0 * (paged ? 4.0 : ew) * (double)n;
     case GM_OPT_SGD:
         *what = "none";
         return 0;
     case GM_OPT_SGD_MOMENTUM:
-        *what = "one momentum buffer in the parameter dtype";
-        return ew * (double)n;
     case GM_OPT_LION:
-        *what = "one momentum buffer in the parameter dtype";
-        return ew * (double)n;
+        *what = paged ? "one fp32 momentum buffer (bitsandbytes 32-bit paged state)"
+                      : "one momentum buffer in the parameter dtype";
+        return (paged ? 4.0 : ew) * (double)n;
     case GM_OPT_ADAMW_8BIT:
-        *what = "two 8-bit moments + one fp32 absmax per 2048-element block each";
-        return (2.0 + 8.0 / 2048.0) * (double)n;
+        /* bitsandbytes quantises the moments blockwise: 256 elements per block since 0.44
+         * (aa57bd89), 2048 before */
+        if (j->stack.bitsandbytes && j->stack.bitsandbytes < GM_VERSION(0, 44, 0)) {
+            *what = "two 8-bit moments + one fp32 absmax per 2048-element block each";
+            return (2.0 + 8.0 / 2048.0) * (double)n;
+        }
+        *what = "two 8-bit moments + one fp32 absmax per 256-element block each";
+        return (2.0 + 8.0 / 256.0) * (double)n;
     case GM_OPT_ADAFACTOR:
         *what = "factored second moment (rows + cols per matrix), no first moment";
         return ew * (double)pc->factored_state;
@@ -187,15 +282,23 @@ static double state_bytes(const struct gm_job_numerics *nu, double ew,
     return 0;
 }
 
-/* Temporaries of the optimizer step. */
-static double step_temporaries(const struct gm_job_numerics *nu, double ew, uint64_t n,
-                               uint64_t largest, const char **what)
+/* Temporaries of the optimizer step over 'n' parameters whose largest tensor has
+ * 'largest' elements. */
+static double step_temporaries(const struct gm_job *j, double ew, uint64_t n, uint64_t largest,
+                               const char **what)
 {
+    const struct gm_job_numerics *nu = &j->numerics;
+    if (j->memory.paged_optimizer) {
+        *what = "bitsandbytes kernels update in place: none";
+        return 0;
+    }
     switch (nu->optimizer) {
     case GM_OPT_ADAMW:
     case GM_OPT_ADAM:
         if (nu->optim_impl == GM_OPTIM_FOREACH) {
-            *what = "foreach: sqrt(exp_avg_sq) for all parameters at once (1x params)";
+            *what = j->memory.optimizer_in_backward
+                        ? "foreach over one parameter at a time: sqrt(exp_avg_sq) of the largest"
+                        : "foreach: sqrt(exp_avg_sq) for all parameters at once (1x params)";
             return ew * (double)n;
         }
         if (nu->optim_impl == GM_OPTIM_FUSED) {
@@ -224,29 +327,221 @@ static double step_temporaries(const struct gm_job_numerics *nu, double ew, uint
     return 0;
 }
 
-static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *m,
-                                 const struct gm_param_counts *pc, struct gm_estimate *e,
-                                 struct gm_error *err)
+/* ---- the loss ---- */
+
+/* transformers 4.46 to 4.48 shift the fp32 logits with .contiguous() in ForCausalLMLoss
+ * (PR #35646 removed the copy); before 4.46 the model upcasts and the loss copies the
+ * shifted slice; later versions shift the labels. */
+static bool hf_loss_copies_logits(const struct gm_job *j)
 {
+    uint32_t v = j->stack.transformers;
+    return v >= GM_VERSION(4, 46, 0) && v < GM_VERSION(4, 49, 0);
+}
+
+struct loss_model {
+    double bytes; /* at the loss moment */
+    char note[GM_EST_NOTE_MAX];
+    const char *what; /* the assumption */
+};
+
+/* Bytes of the loss over T tokens at its own moment (the end of forward and the loss's
+ * backward), for the job's implementation. */
+static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
+                       double ew, struct loss_model *out)
+{
+    double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
+    double C = (double)j->memory.loss_chunks;
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    switch (j->memory.loss) {
+    case GM_LOSS_FULL:
+        if (hf_loss_copies_logits(j) && ea != 4.0) {
+            out->bytes = 14.0 * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
+            out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
+                        "4.46-4.48: fp32 upcast and a shifted copy of the logits";
+        } else {
+            out->bytes = 12.0 * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
+                     ea != 4.0 ? "forward: logits, fp32 upcast, log-softmax" : "fp32 logits");
+            out->what = "loss over all B*L positions, logits upcast to fp32 (HF ForCausalLMLoss); "
+                        "--loss chunked, fused or fused-linear keeps less";
+        }
+        return;
+    case GM_LOSS_CHUNKED:
+        /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
+         * exist at a time (torchtune LinearCrossEntropyLoss) */
+        out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C;
+        snprintf(out->note, sizeof out->note,
+                 "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
+        out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
+                    "and the loss one chunk at a time";
+        return;
+    case GM_LOSS_FUSED:
+        out->bytes = ea * nv + 4.0 * T;
+        snprintf(out->note, sizeof out->note,
+                 "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        out->what = "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no fp32 "
+                    "copies, the gradient written into the logits";
+        return;
+    case GM_LOSS_FUSED_LINEAR: {
+        /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
+         * of the input (and of the lm_head weight when trained) are computed in forward */
+        double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));
+        double chunk = pow(2.0, ceil(log2(rows > 1 ? rows : 1.0)));
+        if (chunk > T)
+            chunk = T;
+        out->bytes = ea * T * h + (head_trained ? ew * V * h : 0.0) + ea * chunk * (V + h);
+        snprintf(out->note, sizeof out->note,
+                 "input gradient%s and one %.0f-row chunk of logits; no B*L*V tensor",
+                 head_trained ? ", lm_head gradient" : "", chunk);
+        out->what = "fused linear cross-entropy (Liger / Cut Cross-Entropy): the logits are "
+                    "never materialised beyond one chunk";
+        return;
+    }
+    case GM_LOSS__COUNT:
+        break;
+    }
+    out->bytes = 0;
+    out->what = "?";
+}
+
+/* ---- the layers ---- */
+
+/* The layer configuration of the job: dtypes, what is trained, which kernels. */
+static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double er)
+{
+    const struct gm_job *j = cx->job;
+    struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
+    const struct gm_job_lora *lo = &j->memory.lora;
+    c.fused = j->memory.fused_kernels;
+    /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
+     * do (an approximation: the high end of the range is the eager layer) */
+    if (j->memory.compile && est_uncertain(cx, GM_UNCERTAIN_APPROX, false, 1.0, 1.0, 0.0) > 0.5)
+        c.fused |= GM_FUSED_RMS_NORM | GM_FUSED_SWIGLU;
+    if (j->memory.adapter != GM_ADAPTER_NONE) {
+        /* frozen base: its matmuls keep no input; an adapter reading the same tensor (no
+         * dropout, same dtype) keeps it, otherwise the adapter keeps its own copy
+         * (stage_adapters.c) */
+        double ad = (double)est_adapter_bytes(j);
+        c.norms_trainable = false;
+        c.keeps_in = (lo->dropout > 0 || ad != ea) ? 0 : lo->targets;
+        /* bitsandbytes before 0.43.2 (PR #1270): MatMul4Bit kept its input A whether or not
+         * the weight needed a gradient */
+        if (j->memory.adapter == GM_ADAPTER_QLORA && j->stack.bitsandbytes &&
+            j->stack.bitsandbytes < GM_VERSION(0, 43, 2))
+            c.keeps_in = GM_LORA_ALL_LINEAR;
+    }
+    return c;
+}
+
+/* The saved activations under the job's checkpointing and offloading. */
+struct saved_model {
+    double saved;     /* on the device from forward to backward */
+    double recompute; /* one layer rebuilt during its backward (checkpointing) */
+    double host;      /* offloaded to host memory */
+    char note[GM_EST_NOTE_MAX];
+};
+
+static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
+                              const struct est_layer_cfg *c, double T, struct saved_model *out)
+{
+    const struct gm_job *j = cx->job;
+    double L = (double)m->n_layers, A = est_layer_saved_per_token(m, c) * T;
+    double in = c->er * (double)m->hidden * T, per_layer_kept = A, n_ck = 0;
+    char b1[32];
+    out->recompute = 0;
+    out->host = 0;
+    switch (j->memory.checkpointing) {
+    case GM_CKPT_FULL:
+        n_ck = floor(L / (double)j->memory.checkpoint_every);
+        out->saved = (L - n_ck) * A + n_ck * in;
+        out->recompute = n_ck > 0 ? A : 0;
+        per_layer_kept = in;
+        if (j->memory.checkpoint_every > 1)
+            snprintf(out->note, sizeof out->note,
+                     "%.0f of %.0f layers checkpointed (every %llu-th): their inputs, the others' "
+                     "%.0f B/token",
+                     n_ck, L, (unsigned long long)j->memory.checkpoint_every, A / T);
+        else
+            snprintf(out->note, sizeof out->note, "checkpointed: %.0f layer inputs x %g B x h", L,
+                     c->er);
+        break;
+    case GM_CKPT_OP: {
+        double kept = est_layer_op_saved_per_token(m, c) * T;
+        if (kept > A)
+            kept = A;
+        out->saved = L * kept;
+        out->recompute = A - kept;
+        per_layer_kept = kept;
+        snprintf(out->note, sizeof out->note,
+                 "op-level SAC: %.0f layers x %.0f B/token (input, every other matmul output, "
+                 "attention output)",
+                 L, kept / T);
+        break;
+    }
+    default:
+        out->saved = L * A;
+        snprintf(out->note, sizeof out->note, "%.0f layers x %.0f bytes/token x %.0f tokens (%s)",
+                 L, A / T, T, c->eager ? "eager attention" : "sdpa");
+        break;
+    }
+    if (j->memory.activation_offload && L > 0) {
+        /* torchtune OffloadActivations: every saved tensor goes to pinned host memory; a
+         * few stay in flight (up to 5 in forward, the layer being restored in backward) */
+        double flight = est_uncertain(cx, GM_UNCERTAIN_APPROX, false, 2.0, 1.0, L < 5 ? L : 5.0);
+        double gpu = (flight < L ? flight : L) * per_layer_kept;
+        if (gpu > out->saved)
+            gpu = out->saved;
+        out->host = out->saved - gpu;
+        out->saved = gpu;
+        snprintf(out->note, sizeof out->note,
+                 "offloaded to host memory: %.0f layers' saved tensors in flight (%s on the host)",
+                 flight, mib(b1, sizeof b1, est_round(out->host)));
+    }
+}
+
+static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    const struct gm_param_counts *pc = &cx->pc;
+    struct gm_estimate *e = cx->e;
     const struct gm_job_numerics *nu = &j->numerics;
     enum gm_precision prec = nu->precision;
     bool mixed = prec == GM_PREC_FP16_MIXED || prec == GM_PREC_BF16_MIXED;
-    bool full = j->memory.checkpointing == GM_CKPT_FULL;
     bool zeros = nu->zero_grad == GM_ZERO_GRAD_ZEROS;
+    bool in_bwd = j->memory.optimizer_in_backward;
     double ew = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     double ea = prec == GM_PREC_FP32 ? 4.0 : 2.0;
     double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
-    bool eager = est_eager_scores(j);
-    uint64_t n = e->n_params, batch = j->workload.batch, seq = j->workload.seq;
-    double T = (double)batch * (double)seq;
-    double layer_tok = est_layer_saved_per_token(m, ea, er, eager, seq);
-    double layer = layer_tok * T;
-    double acts, emb, logits = 0, bwd_tmp, state, temps, final_norm;
-    const char *state_what, *temp_what;
-    char note[GM_EST_NOTE_MAX], b1[32];
+    uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
+    double T, lf, state, temps, final_norm, emb, bwd;
+    struct est_layer_cfg lc;
+    struct saved_model sv;
+    struct loss_model lm;
+    const char *state_what, *temp_what;
+    char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
+    /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
+     * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
+    if (j->memory.adapter == GM_ADAPTER_LORA && prec != GM_PREC_FP32)
+        er = 2.0;
+    if (j->memory.adapter == GM_ADAPTER_QLORA && !j->memory.lora.fp32_upcast)
+        er = 2.0;
+    /* FSDP's MixedPrecision gathers 16-bit parameters: the forward runs in 16 bit, the
+     * residual stream too (the fp32 master weights stay sharded) */
+    if (j->parallel.shard == GM_SHARD_FSDP && mixed)
+        er = 2.0;
+    /* a sequence length not given spreads the range (packed batches give their tokens) */
+    lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
+    T = lf * est_tokens(j);
+    cx->tokens = T;
+    lc = job_layer_cfg(cx, ea, er);
+    lc.seq = (uint64_t)((double)seq * lf);
     if (seq > m->max_positions && m->max_positions)
         est_assume(e, "seq %llu exceeds the model's max_position_embeddings %llu",
                    (unsigned long long)seq, (unsigned long long)m->max_positions);
@@ -263,85 +558,99 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
                  "saved for backward",
                  (unsigned long long)pc->matmul);
         st = est_add(e, GM_KIND_WEIGHT_COPIES, "weights_16bit_autocast_copies",
-                     est_round(2.0 * (double)pc->matmul), GM_EST_PHASE_FORWARD_BACKWARD, true,
+                     est_round(2.0 * (double)pc->matmul), GM_EST_PHASE_SAVED, true,
                      GM_EXTENT_ALL_LAYERS, note, err);
         if (st != GM_OK)
             return st;
     }
-    snprintf(note, sizeof(note), "%llu x %g bytes, %s", (unsigned long long)n, ew,
-             zeros ? "kept between steps (zero_grad to zeros)" : "freed by zero_grad(set_to_none)");
-    st = est_add(e, GM_KIND_GRADIENTS, "gradients", est_round(ew * (double)n), gradient_phases(j),
-                 false, GM_EXTENT_ALL_LAYERS, note, err);
+    if (in_bwd)
+        snprintf(note, sizeof(note),
+                 "optimizer in backward: two gradients of the largest tensor (%llu) at a time",
+                 (unsigned long long)largest);
+    else
+        snprintf(note, sizeof(note), "%llu x %g bytes, %s", (unsigned long long)n, ew,
+                 zeros ? "kept between steps (zero_grad to zeros)"
+                       : "freed by zero_grad(set_to_none)");
+    st = est_add(e, GM_KIND_GRADIENTS, "gradients",
+                 est_round(ew * (double)(in_bwd ? 2 * (largest < n ? largest : n) : n)),
+                 est_gradient_phases(j), false, in_bwd ? GM_EXTENT_ONE_LAYER : GM_EXTENT_ALL_LAYERS,
+                 note, err);
     if (st != GM_OK)
         return st;
-    state = state_bytes(nu, ew, pc, n, &state_what);
-    if (state > 0) {
+    state = state_bytes(j, ew, pc, n, &state_what);
+    if (state > 0 && j->memory.paged_optimizer) {
+        /* bitsandbytes pages the state of tensors of 1e5 elements or more with
+         * cudaMallocManaged: on the device, outside the caching allocator; the small
+         * tensors' (norms) state is ordinary CUDA memory */
+        double small = n ? state * (double)pc->norms / (double)n : 0;
+        st = est_add(e, GM_KIND_MANAGED, "optimizer_state_paged", est_round(state - small),
+                     GM_EST_PHASE_TRAIN_ALL, false, GM_EXTENT_ALL_LAYERS,
+                     "cudaMallocManaged: on the device, not in max_memory_allocated", err);
+        if (st == GM_OK && small > 0)
+            st = est_add(e, GM_KIND_OPTIMIZER_STATE, "optimizer_state", est_round(small),
+                         GM_EST_PHASE_TRAIN_ALL, false, GM_EXTENT_ALL_LAYERS,
+                         "state of tensors under 1e5 elements (not paged)", err);
+        if (st != GM_OK)
+            return st;
+    } else if (state > 0) {
         st = est_add(e, GM_KIND_OPTIMIZER_STATE, "optimizer_state", est_round(state),
                      GM_EST_PHASE_TRAIN_ALL, false, GM_EXTENT_ALL_LAYERS, state_what, err);
         if (st != GM_OK)
             return st;
     }
-    temps = step_temporaries(nu, ew, n, largest, &temp_what);
+    temps = step_temporaries(j, ew, in_bwd ? (largest < n ? largest : n) : n, largest, &temp_what);
     if (temps > 0) {
         st = est_add(e, GM_KIND_OPTIMIZER_TEMP, "optimizer_step_temporaries", est_round(temps),
-                     GM_EST_PHASE_OPTIMIZER_STEP, true, GM_EXTENT_ALL_LAYERS, temp_what, err);
+                     in_bwd ? (GM_EST_PHASE_FORWARD_BACKWARD | GM_EST_PHASE_BACKWARD_END)
+                            : GM_EST_PHASE_OPTIMIZER_STEP,
+                     true, in_bwd ? GM_EXTENT_ONE_LAYER : GM_EXTENT_ALL_LAYERS, temp_what, err);
         if (st != GM_OK)
             return st;
     }
 
-    /* Saved activations. */
-    if (full) {
-        acts = (double)m->n_layers * er * (double)m->hidden * T + layer;
-        snprintf(note, sizeof(note),
-                 "checkpointed: %llu layer inputs x %g B x h, plus one "
-                 "layer recomputed (%s)",
-                 (unsigned long long)m->n_layers, er, mib(b1, sizeof(b1), est_round(layer)));
-    } else {
-        acts = (double)m->n_layers * layer;
-        snprintf(note, sizeof(note), "%llu layers x %.0f bytes/token x %.0f tokens (%s attention)",
-                 (unsigned long long)m->n_layers, layer_tok, T, eager ? "eager" : "sdpa");
-    }
-    st = est_add(e, GM_KIND_ACTIVATIONS, "activations", est_round(acts),
-                 GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ALL_LAYERS, note, err);
+    /* Saved activations, and one layer rebuilt during its backward under checkpointing. */
+    saved_activations(cx, m, &lc, T, &sv);
+    st = est_add(e, GM_KIND_ACTIVATIONS, "activations", est_round(sv.saved), GM_EST_PHASE_SAVED,
+                 true, GM_EXTENT_ALL_LAYERS, sv.note, err);
+    if (st == GM_OK && sv.recompute > 0)
+        st = est_add(e, GM_KIND_ACTIVATIONS, "recomputed_layer", est_round(sv.recompute),
+                     GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
+                     "one layer's saved tensors rebuilt during its backward", err);
     if (st != GM_OK)
         return st;
+    cx->host_activation_bytes = sv.host;
 
     /* Inputs, embedding output extras, final norm: the two ends of the model. */
-    final_norm =
-        m->final_norm ? (er + (m->norm == GM_NORM_RMS ? 4.0 : 0.0) + ea) * (double)m->hidden : 0.0;
+    final_norm = m->final_norm ? norm_saved(m, &lc) + ((j->memory.adapter == GM_ADAPTER_NONE &&
+                                                        j->memory.loss != GM_LOSS_FUSED_LINEAR)
+                                                           ? ea * (double)m->hidden
+                                                           : 0.0)
+                               : 0.0;
     emb = T * (8.0 + final_norm);
     if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
         emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
     st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
-                 GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ENDS,
+                 GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS,
                  "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
 
-    /* Logits and loss. */
+    /* The loss at its own moment. */
+    lm.what = NULL;
     if (m->head == GM_HEAD_CAUSAL_LM) {
-        double per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0;
-        logits = T * (double)m->vocab * per;
-        snprintf(note, sizeof(note), "B*L*V x %g bytes: logits (%g B)%s + fp32 log-softmax", per,
-                 ea, ea != 4.0 ? " + fp32 upcast" : "");
-        st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(logits),
-                     GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_HEAD, note, err);
+        loss_bytes(j, m, T, ea, ew, &lm);
+        st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
+                     true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
             return st;
     }
-    /* Backward: the fp32 gradient of the logits (and its 16-bit cast), or the gradients
-     * of one layer's activations, whichever is larger. */
-    bwd_tmp = layer;
-    if (m->head == GM_HEAD_CAUSAL_LM) {
-        double g = T * (double)m->vocab * (4.0 + (ea != 4.0 ? ea : 0.0));
-        if (g > bwd_tmp)
-            bwd_tmp = g;
-    }
-    st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd_tmp),
+    /* The gradients of one layer's activations during its backward (selective
+     * checkpointing recomputes the eager scores there: their gradients remain). */
+    lc.eager = j->memory.attention == GM_ATTN_EAGER;
+    bwd = est_layer_backward_per_token(m, &lc) * T;
+    st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
-                 "max(gradient of the logits, gradients of one layer's "
-                 "activations)",
-                 err);
+                 "gradients of one layer's activations during its backward", err);
     if (st != GM_OK)
         return st;
 
@@ -356,21 +665,43 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
                        : "pure bf16 parameters, gradients, optimizer state and activations");
     est_assume(e, "optimizer %s: %s; step temporaries: %s", gm_optimizer_name(nu->optimizer),
                state_what, temp_what);
-    est_assume(e,
-               "activations per layer from the architecture (attention: %s%s), "
-               "batch %llu x seq %llu",
-               eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
-               full ? ", full checkpointing" : "", (unsigned long long)batch,
-               (unsigned long long)seq);
-    if (m->head == GM_HEAD_CAUSAL_LM)
-        est_assume(e, "loss over all B*L positions, logits upcast to fp32 (HF "
-                      "ForCausalLMLoss); fused or chunked cross-entropy would remove "
-                      "most of logits_and_loss");
+    if (j->workload.tokens)
+        est_assume(e,
+                   "packed / padding-free micro-batch of %llu tokens (sequences up to %llu): "
+                   "every per-token term scales with the tokens, not batch x seq",
+                   (unsigned long long)j->workload.tokens, (unsigned long long)seq);
+    else
+        est_assume(e,
+                   "activations per layer from the architecture (attention: %s%s), "
+                   "batch %llu x seq %llu",
+                   lc.eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
+                   j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
+                   (unsigned long long)j->workload.batch, (unsigned long long)seq);
+    if (lm.what)
+        est_assume(e, "%s", lm.what);
     est_assume(e, "gradients %s",
-               zeros ? "kept between steps (zero_grad to zeros), so "
-                       "they coexist with activations"
-                     : "freed by zero_grad(set_to_none=True) (PyTorch "
-                       ">= 2.0), allocated during backward");
+               in_bwd  ? "stepped and freed one parameter at a time during backward (optimizer "
+                         "in backward): no optimizer-step phase"
+               : zeros ? "kept between steps (zero_grad to zeros), so "
+                         "they coexist with activations"
+                       : "freed by zero_grad(set_to_none=True) (PyTorch "
+                         ">= 2.0), allocated during backward");
+    if (j->memory.fused_kernels)
+        est_assume(e, "fused kernels:%s%s%s (Liger-Kernel / unsloth): they save less per layer",
+                   (j->memory.fused_kernels & GM_FUSED_RMS_NORM) ? " RMSNorm" : "",
+                   (j->memory.fused_kernels & GM_FUSED_SWIGLU) ? " SwiGLU" : "",
+                   (j->memory.fused_kernels & GM_FUSED_ROPE) ? " RoPE (forward temporaries only)"
+                                                             : "");
+    if (j->memory.compile)
+        est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
+                      "partitioner recomputes pointwise chains (norm copies, activations), never "
+                      "matmuls; the loss stays as --loss says");
+    if (j->memory.checkpointing == GM_CKPT_OP)
+        est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
+                      "matmul output, the attention output and the layer input kept");
+    if (j->memory.activation_offload)
+        est_assume(e, "activation offloading (torchtune OffloadActivations): saved tensors in "
+                      "pinned host memory, a few in flight on the device; the loss stays");
     return GM_OK;
 }
 
@@ -387,7 +718,11 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "training estimate needs a model for per-layer activations (give "
                            "MODEL, or use --method blog with --parameters)");
-        st = train_arch(j, cx->m, &cx->pc, cx->e, err);
+        if (cx->m->head != GM_HEAD_CAUSAL_LM && j->memory.loss != GM_LOSS_FULL)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--loss applies to causal language models (this one has no "
+                           "vocabulary head)");
+        st = train_arch(cx, err);
     }
     if (st != GM_OK)
         return st;

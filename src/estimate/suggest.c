@@ -127,13 +127,81 @@ static bool c_fused(const struct sugg_ctx *sx, struct change *c)
     return true;
 }
 
+/* ---- candidates of the memory techniques ---- */
+
+static bool causal_lm(const struct gm_job *j)
+{
+    return j->model.model && j->model.model->head == GM_HEAD_CAUSAL_LM;
+}
+
+/* The lower-memory losses, for a job computing all B*L logits. */
+static bool c_loss(const struct sugg_ctx *sx, struct change *c, enum gm_loss to, const char *name)
+{
+    const struct gm_job *j = sx->job;
+    if (!training_arch(j) || !causal_lm(j) || j->memory.loss == GM_LOSS_FUSED_LINEAR ||
+        (to == GM_LOSS_CHUNKED && j->memory.loss != GM_LOSS_FULL))
+        return false;
+    put_text(c, "loss", name);
+    return true;
+}
+
+static bool c_loss_fused_linear(const struct sugg_ctx *sx, struct change *c)
+{
+    return c_loss(sx, c, GM_LOSS_FUSED_LINEAR, "fused-linear");
+}
+
+static bool c_loss_chunked(const struct sugg_ctx *sx, struct change *c)
+{
+    return c_loss(sx, c, GM_LOSS_CHUNKED, "chunked");
+}
+
+static bool c_fused_kernels(const struct sugg_ctx *sx, struct change *c)
+{
+    const struct gm_job *j = sx->job;
+    if (!training_arch(j) || j->memory.fused_kernels == GM_FUSED_ALL ||
+        j->model.model->norm != GM_NORM_RMS)
+        return false;
+    put_text(c, "fused-kernels", "liger");
+    return true;
+}
+
+static bool c_optimizer_in_backward(const struct sugg_ctx *sx, struct change *c)
+{
+    const struct gm_job *j = sx->job;
+    if (!training_arch(j) || j->memory.optimizer_in_backward || j->workload.grad_accum > 1 ||
+        j->memory.adapter != GM_ADAPTER_NONE || j->parallel.pp > 1 ||
+        j->parallel.offload_optimizer ||
+        (j->parallel.shard != GM_SHARD_NONE && j->parallel.shard != GM_SHARD_FSDP))
+        return false;
+    put_flag(c, "optimizer-in-backward");
+    return true;
+}
+
+static bool c_ckpt_op(const struct sugg_ctx *sx, struct change *c)
+{
+    const struct gm_job *j = sx->job;
+    if (!training_arch(j) || j->memory.checkpointing != GM_CKPT_NONE)
+        return false;
+    put_text(c, "grad-checkpointing", "op");
+    return true;
+}
+
+static bool c_activation_offload(const struct sugg_ctx *sx, struct change *c)
+{
+    const struct gm_job *j = sx->job;
+    if (!training_arch(j) || j->memory.activation_offload)
+        return false;
+    put_flag(c, "activation-offload");
+    return true;
+}
+
 /* The largest smaller micro-batch that fits with the same tokens per optimizer step; the
  * smallest one when none does. */
 static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
     uint64_t b = j->workload.batch, pick = 1;
-    if (j->mode != GM_EST_TRAIN || b <= 1)
+    if (j->mode != GM_EST_TRAIN || b <= 1 || j->workload.tokens)
         return false;
     for (uint64_t d = b / 2; d >= 1; d--) {
         struct change t = {0};
@@ -417,6 +485,19 @@ static const struct candidate {
     {c_sdpa, GM_COST_NONE, "same result from SDPA/flash attention kernels", true},
     {c_fused, GM_COST_NONE, "the same update in one fused kernel", true},
     {c_flash_attn, GM_COST_NONE, "the same result without materialised attention scores", true},
+    {c_loss_fused_linear, GM_COST_NONE,
+     "the same loss from a fused linear cross-entropy kernel (Liger, Cut Cross-Entropy): the "
+     "logits are never materialised",
+     true},
+    {c_loss_chunked, GM_COST_NONE,
+     "the same loss one chunk of the sequence at a time (torchtune's chunked cross-entropy)", true},
+    {c_fused_kernels, GM_COST_NONE, "the same layers from fused kernels (Liger-Kernel)", true},
+    {c_optimizer_in_backward, GM_COST_NONE,
+     "each parameter stepped as its gradient is ready: no gradient clipping or accumulation", true},
+    {c_ckpt_op, GM_COST_SPEED,
+     "recomputes every other matmul and the pointwise ops in backward (torchtitan op-level "
+     "checkpointing)",
+     true},
     {c_ckpt_selective, GM_COST_SPEED, "recomputes the attention scores during backward", true},
     {c_ckpt_full, GM_COST_SPEED,
      "recomputes every layer's forward during backward (about one more forward pass)", true},
@@ -424,6 +505,8 @@ static const struct candidate {
      "same tokens per optimizer step through gradient accumulation: more, smaller steps", true},
     {c_paged, GM_COST_SPEED,
      "optimizer state pages to host memory when the GPU is full: slower steps", true},
+    {c_activation_offload, GM_COST_SPEED,
+     "saved activations in pinned host memory (host-device copies, host memory)", true},
     {c_zero1, GM_COST_SPEED, "optimizer state sharded over the data-parallel GPUs", true},
     {c_zero2, GM_COST_SPEED, "optimizer state and gradients sharded over the data-parallel GPUs",
      true},

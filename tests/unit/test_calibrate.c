@@ -146,7 +146,9 @@ static void test_spans_of_the_example(void **state)
     assert_int_equal(opt->measured[GM_CATEGORY_OPTIMIZER_STATE],
                      2 * dev->at_peak[GM_CATEGORY_PARAMETER]);
 
-    assert_int_equal(fb->moment, GM_EST_PHASE_FORWARD_BACKWARD);
+    /* the example's job (batch 8 x 512 tokens, vocabulary 50257) peaks at the loss: the fp32
+     * logits and their gradient outweigh the saved activations */
+    assert_int_equal(fb->moment, GM_EST_PHASE_LOSS);
     assert_int_equal(fb->predicted_bytes, c->est.forward_backward_bytes);
     assert_int_equal(sum(fb->predicted), fb->predicted_bytes);
     assert_int_equal(opt->predicted_bytes, c->est.optimizer_step_bytes);

@@ -162,15 +162,27 @@ static void test_lora_estimate(void **state)
     assert_int_equal(component(&lo, "gradients"), UINT64_MAX);
     assert_int_equal(component(&lo, "optimizer_state"), UINT64_MAX);
     assert_int_equal(gm_estimate_kind_bytes(&lo, GM_KIND_ADAPTERS), lo.lora.trainable_params * 4);
-    /* activations of the full estimate, less the inputs of the frozen MLP linears (MLP norm
-     * output and down_proj input, 16-bit) that autograd no longer saves */
+    /* activations of the full estimate (bf16-mixed: fp32 residual stream) less what a frozen
+     * base does not save: the norms' normalised tensors (the weights are frozen: 2 x 4h, the
+     * fp32 stream), the 16-bit inputs of the base linears (q,k,v and gate,up inputs 2 x 2h,
+     * down_proj's 2I); PEFT casts the adapters' inputs to their fp32 dtype, so the adapters
+     * keep their own copies (lora_activations: per targeted linear r x 4 B for A's output
+     * and 4 B per input element) */
     assert_int_equal(component(&lo, "activations"),
-                     component(&full, "activations") - (2ull * 4096 + 2ull * 11008) * 2048 * 32);
-    /* all-linear targets keep every input */
+                     component(&full, "activations") -
+                         (8ull * 4096 + 4ull * 4096 + 2ull * 11008) * 2048 * 32);
+    assert_int_equal(component(&lo, "lora_activations"),
+                     (4ull * 16 * 4 + 4ull * 4 * 4096) * 2048 * 32);
+    /* bf16 adapters without dropout read the layer's own 16-bit tensors: with every linear
+     * targeted those inputs are kept as in full training, only the norms' differ */
     j.memory.lora.targets = GM_LORA_ALL_LINEAR;
+    j.memory.adapter_dtype = GM_DTYPE_BF16;
     assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
-    assert_int_equal(component(&lo, "activations"), component(&full, "activations"));
+    assert_int_equal(component(&lo, "activations"),
+                     component(&full, "activations") - 8ull * 4096 * 2048 * 32);
+    assert_int_equal(component(&lo, "lora_activations"), 7ull * 16 * 2 * 2048 * 32);
     j.memory.lora.targets = GM_LORA_ATTENTION;
+    j.memory.adapter_dtype = GM_DTYPE_UNKNOWN;
     assert_true(lo.peak_allocated_bytes < full.peak_allocated_bytes / 4);
 
     j.memory.adapter = GM_ADAPTER_QLORA;
@@ -388,8 +400,9 @@ static void test_vllm(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
     assert_int_equal(est.serving.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
     assert_int_equal(est.serving.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
+    /* current vLLM (0.21+): the CUDA-graph pool estimate is charged to the budget too */
     need = component(&est, "weights") + component(&est, "activations") + component(&est, "logits") +
-           est.serving.non_torch_bytes;
+           est.serving.non_torch_bytes + component(&est, "cuda_graphs");
     assert_int_equal(est.serving.kv_blocks, (est.serving.budget_bytes - need) / (16 * 131072));
     assert_int_equal(est.serving.kv_tokens, est.serving.kv_blocks * 16);
     assert_int_equal(component(&est, "weights"), 8030261248ull * 2);
@@ -399,13 +412,24 @@ static void test_vllm(void **state)
     assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_WORKSPACE), 0);
     assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
     assert_true(est.fit.fits);
-    /* TP 2: half the weights and KV heads, NCCL-sized non-torch memory */
+    /* TP 2: half the weights and KV heads; NCCL buffers of the pynccl communicator and
+     * torch's group, outside the budget since 0.11 (the baseline is taken after them) */
     j.parallel.tp = 2;
     j.parallel.gpus = 2;
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
     assert_int_equal(est.serving.kv_bytes_per_token, 65536);
-    assert_int_equal(est.serving.non_torch_bytes, 2 * GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NCCL), 0);
+    assert_int_equal(est.serving.non_torch_bytes, 256 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NCCL), 2 * GM_GIB);
+    {
+        /* 0.9.2 to 0.10: NCCL initialised after the baseline, so charged to the budget */
+        uint64_t blocks = est.serving.kv_blocks;
+        j.stack.vllm = GM_VERSION(0, 10, 1);
+        assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
+        assert_true(est.serving.kv_blocks < blocks);
+        assert_int_equal((blocks - est.serving.kv_blocks) * 16 * 65536 / GM_MIB,
+                         (2 * GM_GIB - 512 * GM_MIB) / GM_MIB); /* NCCL in, graphs out */
+        j.stack.vllm = 0;
+    }
     /* no GPU given */
     j.gpu.memory_bytes = 0;
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_ERR_INVALID);

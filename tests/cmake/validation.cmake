@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: MIT
+# Validation against public GPU-memory measurements (tests/data/validation/*.csv, each row
+# with its source repository, path and commit): `gpumem estimate` for every row, the median
+# |error| and the share within 10% per source and counter; fails when the median |error|
+# over all measured rows is above 10%.  `make bench` prints the same table.
+find_program(GM_PYTHON3 python3)
+if(GM_PYTHON3)
+  add_test(NAME validation/public_measurements
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/validation/validate.py --check
+      $<TARGET_FILE:gpumem> ${CMAKE_CURRENT_SOURCE_DIR}/data/validation)
+  set_tests_properties(validation/public_measurements PROPERTIES ENVIRONMENT "${GM_TEST_ENV}"
+    TIMEOUT 300)
+endif()

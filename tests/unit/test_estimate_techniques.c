@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_techniques.c - the memory techniques and the runtime around the tensors:
+ * each setting changes the component kinds it should and no other (the table below: a
+ * base job, the settings added, the kinds whose bytes change); the sizes the techniques'
+ * sources give (the loss variants per B*L*V, torchtitan's op-level checkpointing, the
+ * optimizer in backward, paged state outside the allocator); the ranges and the
+ * three-way verdict; the vLLM budget per version range. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "estimate/estimate_int.h"
+#include "gpumem/gpumem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct gm_estimate base, with; /* large: off the stack */
+
+static void set_all(struct gm_job *j, const char *settings)
+{
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", settings);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        struct gm_error err;
+        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
+        const char *value = NULL;
+        if (!s)
+            fail_msg("unknown setting %s", tok);
+        if (s->type != GM_JOB_FLAG)
+            value = strtok_r(NULL, " ", &save);
+        if (gm_job_set(j, tok + 2, value, &err) != GM_OK)
+            fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
+    }
+}
+
+static void run(const char *model, const char *settings, struct gm_estimate *e)
+{
+    struct gm_job j;
+    struct gm_error err;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find(model);
+    assert_non_null(j.model.model);
+    set_all(&j, settings);
+    if (gm_estimate_run(&j, e, &err) != GM_OK)
+        fail_msg("%s %s: %s", model, settings, err.msg);
+}
+
+/* Flags (1 << kind) of the kinds whose bytes differ between a and b. */
+static unsigned changed_kinds(const struct gm_estimate *a, const struct gm_estimate *b)
+{
+    unsigned m = 0;
+    for (int k = 0; k < GM_KIND__COUNT; k++)
+        if (gm_estimate_kind_bytes(a, (enum gm_est_kind)k) !=
+            gm_estimate_kind_bytes(b, (enum gm_est_kind)k))
+            m |= 1u << k;
+    return m;
+}
+
+static void kinds_text(unsigned m, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int k = 0; k < GM_KIND__COUNT; k++)
+        if (m & (1u << k))
+            snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "," : "",
+                     gm_est_kind_name((enum gm_est_kind)k));
+}
+
+#define K(kind) (1u << (kind))
+
+#define TRAIN8B "--train --batch 2 --seq 4096"
+#define FSDP8   TRAIN8B " --gpus 8 --fsdp"
+
+/* Each technique against its base: exactly these kinds change. */
+static void test_techniques_change_their_kinds(void **state)
+{
+    static const struct {
+        const char *model, *base, *added;
+        unsigned kinds;
+    } cases[] = {
+        /* the loss implementations change the loss; fused linear cross-entropy also drops
+         * the lm_head's saved input (the kernel keeps the input's gradient instead) */
+        {"llama-3-8b", TRAIN8B, "--loss chunked", K(GM_KIND_LOGITS)},
+        {"llama-3-8b", TRAIN8B, "--loss chunked --loss-chunks 32", K(GM_KIND_LOGITS)},
+        {"llama-3-8b", TRAIN8B, "--loss fused", K(GM_KIND_LOGITS)},
+        {"llama-3-8b", TRAIN8B, "--loss fused-linear", K(GM_KIND_LOGITS) | K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B, "--transformers-version 4.48.1", K(GM_KIND_LOGITS)},
+        /* the optimizer in backward: gradients and step temporaries, not the state */
+        {"llama-3-8b", TRAIN8B, "--optimizer-in-backward",
+         K(GM_KIND_GRADIENTS) | K(GM_KIND_OPTIMIZER_TEMP)},
+        /* paged state leaves the allocator (bitsandbytes updates in place) */
+        {"llama-3-8b", TRAIN8B, "--paged-optimizer",
+         K(GM_KIND_OPTIMIZER_STATE) | K(GM_KIND_MANAGED) | K(GM_KIND_OPTIMIZER_TEMP)},
+        /* checkpointing policies and offloading: activations only */
+        {"llama-3-8b", TRAIN8B, "--grad-checkpointing full", K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B, "--grad-checkpointing op", K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B, "--grad-checkpointing full --checkpoint-every 2",
+         K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B " --attention eager", "--grad-checkpointing selective",
+         K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B, "--activation-offload", K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B " --grad-checkpointing full", "--activation-offload",
+         K(GM_KIND_ACTIVATIONS)},
+        /* fused kernels and the compiled layers: what a layer keeps and its backward */
+        {"llama-3-8b", TRAIN8B, "--fused-kernels rms_norm", K(GM_KIND_ACTIVATIONS)},
+        {"llama-3-8b", TRAIN8B, "--fused-kernels swiglu",
+         K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
+        {"llama-3-8b", TRAIN8B, "--fused-kernels rope", 0}, /* forward temporaries only */
+        {"llama-3-8b", TRAIN8B, "--compile", K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
+        /* packing: the same tokens change nothing; more tokens scale the per-token terms */
+        {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 4096", 0},
+        {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 16384",
+         K(GM_KIND_ACTIVATIONS) | K(GM_KIND_LOGITS) | K(GM_KIND_BACKWARD_TEMP)},
+        /* FSDP variants: what is gathered */
+        {"llama-3-8b", FSDP8, "--fsdp-version 2", K(GM_KIND_GATHERED)},
+        {"llama-3-8b", FSDP8, "--no-reshard-after-forward", K(GM_KIND_GATHERED)},
+        /* QLoRA without the fp32 upcast: the frozen base's 16-bit parts and a 16-bit
+         * residual stream: the checkpointed layer inputs, the residual's gradient */
+        {"llama-3-8b", TRAIN8B " --qlora --grad-checkpointing full", "--no-fp32-upcast",
+         K(GM_KIND_WEIGHTS) | K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
+        {"llama-3-8b", TRAIN8B " --lora", "--adapter-dtype bf16",
+         K(GM_KIND_ADAPTERS) | K(GM_KIND_GRADIENTS) | K(GM_KIND_OPTIMIZER_STATE) |
+             K(GM_KIND_OPTIMIZER_TEMP) | K(GM_KIND_ACTIVATIONS)},
+        /* the runtime around the tensors */
+        {"llama-3-8b", TRAIN8B, "--cuda-version 11.2", K(GM_KIND_CUDA_CONTEXT)},
+        {"llama-3-8b", TRAIN8B, "--cuda-version 12.1", 0},
+        {"llama-3-8b", FSDP8, "--nccl 2GiB", K(GM_KIND_NCCL)},
+        {"llama-3-8b", "--infer --engine vllm --gpu H100 --tp 2", "--vllm-version 0.10.1",
+         K(GM_KIND_KV_CACHE)},
+        {"llama-3-8b", "--infer --engine vllm --gpu H100", "--vllm-version 0.6.3",
+         K(GM_KIND_KV_CACHE)},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char b[512], got[256], want[256];
+        unsigned m;
+        run(cases[i].model, cases[i].base, &base);
+        snprintf(b, sizeof b, "%s %s", cases[i].base, cases[i].added);
+        run(cases[i].model, b, &with);
+        m = changed_kinds(&base, &with);
+        kinds_text(m, got, sizeof got);
+        kinds_text(cases[i].kinds, want, sizeof want);
+        if (m != cases[i].kinds)
+            fail_msg("%s: %s changes {%s}, want {%s}", cases[i].base, cases[i].added, got, want);
+    }
+}
+
+/* Expert parallelism splits the experts' model state, adds the all-to-all rows and a
+ * communicator, and leaves attention and the loss alone. */
+static void test_expert_parallel(void **state)
+{
+    uint64_t w0, w1;
+    double share;
+    const struct gm_model *m = gm_model_catalog_find("mixtral-8x7b");
+    (void)state;
+    run("mixtral-8x7b", "--train --precision bf16 --batch 1 --seq 2048 --gpus 4", &base);
+    run("mixtral-8x7b", "--train --precision bf16 --batch 1 --seq 2048 --gpus 4 --ep 4", &with);
+    w0 = gm_estimate_kind_bytes(&base, GM_KIND_WEIGHTS);
+    w1 = gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS);
+    /* the routed experts: 32 layers x 8 experts x 3 x 4096 x 14336 of 46.7 B parameters */
+    share = 32.0 * 8 * 3 * 4096 * 14336 / 46702792704.0;
+    assert_true(w1 < w0);
+    assert_true((double)w1 / (double)w0 > (1 - share + share / 4) - 1e-6 &&
+                (double)w1 / (double)w0 < (1 - share + share / 4) + 1e-6);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS),
+                     gm_estimate_kind_bytes(&base, GM_KIND_LOGITS));
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS) >
+                gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS));
+    /* data parallel + expert parallel: two communicators */
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 2 * GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_NCCL), GM_GIB);
+    assert_non_null(m);
+}
+
+/* The loss at its moment, in bytes per logit (T = B*L tokens, V = vocabulary). */
+static void test_loss_sizes(void **state)
+{
+    const uint64_t T = 2 * 4096, V = 128256, h = 4096;
+    uint64_t logits;
+    (void)state;
+    run("llama-3-8b", TRAIN8B, &base);
+    logits = gm_estimate_kind_bytes(&base, GM_KIND_LOGITS);
+    /* HF ForCausalLMLoss: 12 B per logit (the fp32 log-softmax kept, its output's and its
+     * input's gradients); transformers 4.46-4.48 also copy the shifted fp32 logits: 14 B */
+    assert_int_equal(logits, 12 * T * V);
+    run("llama-3-8b", TRAIN8B " --transformers-version 4.48.1", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 14 * T * V);
+    run("llama-3-8b", TRAIN8B " --transformers-version 4.45.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
+    run("llama-3-8b", TRAIN8B " --loss chunked", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
+    run("llama-3-8b", TRAIN8B " --loss fused", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    /* Liger's fused linear cross-entropy: the input's gradient, the lm_head's fp32 gradient
+     * (the master weights' dtype), one chunk of next_pow2(ceil(8192 / ceil(V / h))) = 256
+     * rows of logits and of input gradient; no B x L x V tensor */
+    run("llama-3-8b", TRAIN8B " --loss fused-linear", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS),
+                     2 * T * h + 4 * V * h + 2 * 256 * (V + h));
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS) < logits / 4);
+    /* the loss lives at its own moment, not beside the layers' backward temporaries */
+    assert_true(base.loss_bytes >= logits);
+    assert_true(base.backward_start_bytes < base.loss_bytes + logits);
+}
+
+/* torchtitan's op-level SAC keeps the layer input, wq, wv, w1 and w2 outputs and the
+ * attention output: 2N(h + n_h d + n_kv d + f + h) + 2N n_h d per token (bf16) + lse. */
+static void test_op_checkpointing(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3-8b");
+    struct est_layer_cfg c = est_layer_cfg_full(2, 2, false, 4096);
+    double want = 2.0 * (4096 + 4096 + 1024 + 14336 + 4096) + 2.0 * 4096 + 4.0 * 32;
+    (void)state;
+    assert_true(est_layer_op_saved_per_token(m, &c) == want);
+    /* the full layer keeps about three times more */
+    assert_true(est_layer_saved_per_token(m, &c) > 2.5 * want);
+}
+
+/* The optimizer in backward frees each gradient as it is stepped; the step phase is gone. */
+static void test_optimizer_in_backward(void **state)
+{
+    uint64_t largest = 128256ull * 4096; /* the embedding (and lm_head) */
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --optimizer-in-backward", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_GRADIENTS), 2 * largest * 4);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_TEMP), largest * 4);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE),
+                     8 * with.n_params); /* the state is unchanged */
+    assert_int_not_equal(with.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
+    /* refused with gradient accumulation, as torchtune refuses it */
+    {
+        struct gm_job j;
+        struct gm_error err;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find("llama-3-8b");
+        set_all(&j, "--train --optimizer-in-backward --grad-accum 4");
+        assert_int_equal(gm_estimate_run(&j, &with, &err), GM_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "--grad-accum"));
+    }
+}
+
+/* A paged optimizer's state is on the device but not in max_memory_allocated. */
+static void test_paged_state(void **state)
+{
+    (void)state;
+    run("llama-3-8b", TRAIN8B, &base);
+    run("llama-3-8b", TRAIN8B " --paged-optimizer", &with);
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_MANAGED) > 0);
+    assert_true(gm_est_kind_outside_allocator(GM_KIND_MANAGED));
+    assert_true(with.peak_allocated_bytes < base.peak_allocated_bytes);
+    assert_int_equal(with.pageable_bytes, gm_estimate_kind_bytes(&with, GM_KIND_MANAGED));
+    /* state of the small tensors (norms) stays with the allocator */
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE) > 0);
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE) < 8 * 1000 * 1000);
+}
+
+/* The range holds the point; given settings leave no range; the three-way verdict. */
+static void test_ranges_and_verdict(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const struct gm_est_range *r = &base.range;
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --gpu H100", &base);
+    assert_true(r->allocated_bytes[0] <= base.peak_allocated_bytes &&
+                base.peak_allocated_bytes <= r->allocated_bytes[1]);
+    assert_true(r->reserved_bytes[0] < base.peak_reserved_bytes &&
+                base.peak_reserved_bytes < r->reserved_bytes[1]);
+    assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
+    assert_true(r->sources & GM_UNCERTAIN_FRAGMENTATION);
+    assert_true(r->sources & GM_UNCERTAIN_CUDA_CONTEXT);
+    assert_false(r->sources & GM_UNCERTAIN_SEQ); /* --seq given */
+    assert_int_equal(base.fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+    /* every uncertain assumption given: no range */
+    run("llama-3-8b", TRAIN8B " --gpu H100 --fragmentation 0.25 --cuda-context 450MiB", &with);
+    assert_int_equal(with.range.sources, 0);
+    assert_int_equal(with.range.device_bytes[0], with.range.device_bytes[1]);
+    assert_int_equal(with.device_bytes, base.device_bytes);
+    /* a sequence length not given spreads the activations */
+    run("llama-3-8b", "--train --batch 8 --gpu H100", &with);
+    assert_true(with.range.sources & GM_UNCERTAIN_SEQ);
+    assert_true(with.range.allocated_bytes[0] < with.peak_allocated_bytes);
+    /* borderline: a capacity between the ends; fits above the high end */
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    set_all(&j, "--train --batch 2 --seq 4096");
+    j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
+    assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
+    assert_false(with.fit.fits);
+    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
+    assert_true(with.fit.headroom_high_bytes > 0 && with.fit.headroom_low_bytes < 0);
+    j.gpu.memory_bytes = (base.range.device_bytes[1] + base.device_bytes) / 2;
+    assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
+    assert_true(with.fit.fits);
+    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
+    j.gpu.memory_bytes = base.range.device_bytes[1] + GM_GIB;
+    assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
+    assert_int_equal(with.fit.verdict, GM_VERDICT_FITS);
+    assert_string_equal(gm_fit_verdict_name(GM_VERDICT_BORDERLINE), "borderline");
+}
+
+/* The CUDA context before lazy loading, by generation; NCCL by communicators. */
+static void test_runtime(void **state)
+{
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --cuda-version 11.2 --gpu V100-32GB", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 1343 * GM_MIB);
+    run("llama-3-8b", TRAIN8B " --cuda-version 11.0 --gpu A100-80GB", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 1488 * GM_MIB);
+    run("llama-3-8b", TRAIN8B " --cuda-version 11.8 --gpu A100-80GB", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    /* data x tensor x pipeline parallel: three process groups, three communicators */
+    run("llama-3-8b", "--train --seq 2048 --gpus 16 --tp 2 --pp 2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 3 * GM_GIB);
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), GM_GIB);
+}
+
+/* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
+static void test_vllm_versions(void **state)
+{
+    uint64_t blk;
+    struct {
+        const char *version;
+        uint64_t charged; /* beyond weights, profile peak, sampler, non-torch */
+    } cases[] = {
+        {"0.6.3", 450 * GM_MIB + 2 * GM_GIB}, /* global: context and NCCL inside */
+        {"0.6.5", 2 * GM_GIB},                /* baseline before NCCL: NCCL inside */
+        {"0.8.5", 450 * GM_MIB + 2 * GM_GIB}, /* early V1: global again */
+        {"0.10.1", 2 * GM_GIB},               /* baseline before NCCL */
+        {"0.11.0", 0},                        /* baseline after NCCL */
+        {"0.21.0", 512 * GM_MIB},             /* CUDA-graph estimate charged */
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char s[160];
+        uint64_t need;
+        snprintf(s, sizeof s, "--infer --engine vllm --gpu H100 --tp 2 --vllm-version %s",
+                 cases[i].version);
+        run("llama-3-8b", s, &with);
+        need = gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS) +
+               gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS) +
+               gm_estimate_kind_bytes(&with, GM_KIND_LOGITS) + with.serving.non_torch_bytes +
+               cases[i].charged;
+        blk = with.serving.kv_bytes_per_token * with.serving.block_size;
+        assert_int_equal(with.serving.kv_blocks, (with.serving.budget_bytes - need) / blk);
+        /* the device holds the same NCCL buffers whatever the version charges */
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 2 * GM_GIB);
+    }
+    /* pipeline parallel serving: half the layers' KV per token and weights per stage */
+    run("llama-3-8b", "--infer --engine vllm --gpu H100", &base);
+    run("llama-3-8b", "--infer --engine vllm --gpu H100 --pp 2", &with);
+    assert_int_equal(with.serving.kv_bytes_per_token * 2, base.serving.kv_bytes_per_token);
+    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS) <
+                gm_estimate_kind_bytes(&base, GM_KIND_WEIGHTS) * 6 / 10);
+    assert_true(with.serving.kv_tokens > 2 * base.serving.kv_tokens);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), GM_GIB);
+}
+
+/* Settings that need others, and the refusals of the sources' own code. */
+static void test_technique_checks(void **state)
+{
+    static const struct {
+        const char *model, *settings, *msg;
+    } bad[] = {
+        {"llama-3-8b", "--train --loss-chunks 4", "--loss-chunks needs --loss chunked"},
+        {"llama-3-8b", "--train --checkpoint-every 2", "needs --grad-checkpointing full"},
+        {"llama-3-8b", "--train --fsdp-version 2", "need --fsdp"},
+        {"llama-3-8b", "--train --no-reshard-after-forward --gpus 2", "need --fsdp"},
+        {"llama-3-8b", "--train --batch 2 --tokens-per-batch 8192", "exclude each other"},
+        {"llama-3-8b", "--train --seq 8192 --tokens-per-batch 4096", "exceeds --tokens-per-batch"},
+        {"llama-3-8b", "--train --method blog --parameters 8B --loss chunked", "--method arch"},
+        {"llama-3-8b", "--train --optimizer-in-backward --gpus 8 --zero 2", "not --zero"},
+        {"llama-3-8b", "--train --gpus 8 --ep 3", "does not divide"},
+        {"llama-3-8b", "--train --gpus 2 --ep 2", "MoE"},
+        {"bert-large-uncased", "--train --loss fused", "causal language models"},
+        {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
+        {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
+        {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gm_job j;
+        struct gm_error err;
+        char buf[256], *save = NULL;
+        enum gm_status st = GM_OK;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find(bad[i].model);
+        snprintf(buf, sizeof buf, "%s", bad[i].settings);
+        for (char *tok = strtok_r(buf, " ", &save); tok && st == GM_OK;
+             tok = strtok_r(NULL, " ", &save)) {
+            const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
+            assert_non_null(s);
+            st = gm_job_set(&j, tok + 2, s->type == GM_JOB_FLAG ? NULL : strtok_r(NULL, " ", &save),
+                            &err);
+        }
+        if (st == GM_OK)
+            st = gm_estimate_run(&j, &with, &err);
+        if (st != GM_ERR_INVALID)
+            fail_msg("%s: accepted", bad[i].settings);
+        if (!strstr(err.msg, bad[i].msg))
+            fail_msg("%s: '%s' lacks '%s'", bad[i].settings, err.msg, bad[i].msg);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_techniques_change_their_kinds),
+        cmocka_unit_test(test_expert_parallel),
+        cmocka_unit_test(test_loss_sizes),
+        cmocka_unit_test(test_op_checkpointing),
+        cmocka_unit_test(test_optimizer_in_backward),
+        cmocka_unit_test(test_paged_state),
+        cmocka_unit_test(test_ranges_and_verdict),
+        cmocka_unit_test(test_runtime),
+        cmocka_unit_test(test_vllm_versions),
+        cmocka_unit_test(test_technique_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""validate.py - hold `gpumem estimate` against public GPU-memory measurements.
+
+usage: validate.py [--check] [--rows] GPUMEM DATA_DIR
+
+DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
+'#' describe the source, its setup and its counters; then a header and one row per
+measurement with the source repository, path and commit, the counter the run measured
+(allocated: torch.cuda.max_memory_allocated(), reserved: max_memory_reserved(), device:
+nvidia-smi), the measured bytes, what is expected (value, or does_not_fit for runs that ran
+out of memory), the gpumem feature a row still needs (such rows are listed as skipped, with
+the reason, never silently) and the `gpumem estimate` arguments of the setup.
+
+For every row it runs `GPUMEM estimate ARGS --json` and prints per source and counter the
+number of rows, the median |error| and the share within 10%; for does_not_fit rows the
+verdicts (does not fit, borderline, fits).  With --check it exits 1 when the median |error|
+over all measured rows is above 10% or when gpumem fails on a row.  --rows prints every row.
+The script writes nothing."""
+
+import csv
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+
+COUNTER_KEY = {"allocated": "allocated_bytes", "reserved": "reserved_bytes",
+               "device": "device_bytes"}
+LIMIT = 0.10
+
+
+def load(path):
+    with open(path, newline="") as f:
+        lines = [l for l in f if not l.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def estimate(gpumem, args):
+    r = subprocess.run([gpumem, "estimate"] + shlex.split(args) + ["--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip() or "exit %d" % r.returncode
+    return json.loads(r.stdout), None
+
+
+def pct(x):
+    return "%5.1f%%" % (100.0 * x)
+
+
+def summary(errs):
+    if not errs:
+        return "      -             -"
+    med = statistics.median(abs(e) for e in errs)
+    within = sum(abs(e) <= LIMIT for e in errs) / len(errs)
+    return "%s  %s within 10%%" % (pct(med), pct(within))
+
+
+def main(argv):
+    check = "--check" in argv
+    rows_out = "--rows" in argv
+    pos = [a for a in argv if not a.startswith("--")]
+    if len(pos) != 2:
+        sys.stderr.write(__doc__)
+        return 64
+    gpumem, data = pos
+    files = sorted(f for f in os.listdir(data) if f.endswith(".csv"))
+    failures = []
+    by_counter = {}
+    all_errs = []
+    print("%-26s %-9s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
+    for name in files:
+        source = name[:-4]
+        errs = {}
+        verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
+        skipped = {}
+        for row in load(os.path.join(data, name)):
+            if row["needs"]:
+                skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
+                continue
+            doc, err = estimate(gpumem, row["args"])
+            if doc is None:
+                failures.append("%s: %s" % (row["id"], err))
+                continue
+            if row["expect"] == "does_not_fit":
+                v = doc["fit"]["verdict"]
+                verdicts[v] = verdicts.get(v, 0) + 1
+                if rows_out:
+                    print("  %-28s verdict %s (expected does_not_fit)" % (row["id"], v))
+                continue
+            measured = int(row["measured_bytes"])
+            predicted = doc["peak"][COUNTER_KEY[row["counter"]]]
+            e = predicted / measured - 1.0
+            errs.setdefault(row["counter"], []).append(e)
+            by_counter.setdefault(row["counter"], []).append(e)
+            all_errs.append(e)
+            if rows_out:
+                print("  %-28s %-9s measured %15d predicted %15d %+6.1f%%" %
+                      (row["id"], row["counter"], measured, predicted, 100 * e))
+        for counter in sorted(errs):
+            print("%-26s %-9s %5d  %s" % (source, counter, len(errs[counter]),
+                                           summary(errs[counter])))
+        n_verdict = sum(verdicts.values())
+        if n_verdict:
+            print("%-26s %-9s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
+                  (source, "verdict", n_verdict, verdicts["does_not_fit"],
+                   verdicts["borderline"], verdicts["fits"]))
+        for reason, n in sorted(skipped.items()):
+            print("%-26s %-9s %5d  skipped: needs %s" % (source, "-", n, reason))
+    print()
+    for counter in sorted(by_counter):
+        print("%-26s %-9s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
+                                       summary(by_counter[counter])))
+    print("%-26s %-9s %5d  %s" % ("all sources", "all", len(all_errs), summary(all_errs)))
+    for f in failures:
+        print("gpumem failed: " + f)
+    if check:
+        if failures:
+            return 1
+        if not all_errs:
+            print("no measured rows")
+            return 1
+        med = statistics.median(abs(e) for e in all_errs)
+        if med > LIMIT:
+            print("FAIL: median |error| %s is above 10%%" % pct(med).strip())
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
