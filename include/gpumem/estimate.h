@@ -496,6 +496,10 @@ struct gm_est_component {
     unsigned phases;            /* enum gm_est_phase flags */
     bool transient;             /* freed within the phase (counted as dynamic memory) */
     enum gm_est_extent extent;
+    /* The share of 'bytes' (0..1) that grows with batch x seq^2: eager attention's s x s
+     * scores.  The rest grows with the tokens or not at all.  A share, not bytes, so that
+     * stages rescaling 'bytes' (tensor parallel, pipeline stages) keep it right. */
+    double seq2_share;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 

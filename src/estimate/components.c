@@ -64,6 +64,17 @@ void est_note_append(struct gm_est_component *c, const char *text)
         snprintf(c->note + len, sizeof(c->note) - len, "%s%s", len ? "; " : "", text);
 }
 
+void est_set_seq2(struct gm_estimate *e, double seq2_bytes)
+{
+    struct gm_est_component *c;
+    double share;
+    if (!e->n_components)
+        return;
+    c = &e->components[e->n_components - 1];
+    share = c->bytes ? seq2_bytes / (double)c->bytes : 0.0;
+    c->seq2_share = share > 1.0 ? 1.0 : share > 0.0 ? share : 0.0;
+}
+
 /* ---- kinds ---- */
 
 static const struct {
