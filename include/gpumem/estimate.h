@@ -500,6 +500,10 @@ struct gm_est_component {
      * scores.  The rest grows with the tokens or not at all.  A share, not bytes, so that
      * stages rescaling 'bytes' (tensor parallel, pipeline stages) keep it right. */
     double seq2_share;
+    /* The share of 'bytes' (0..1) that are gradients of activations at the component's
+     * moment (the loss's backward): a snapshot counts them as 'other' (born and freed in
+     * backward), the rest as the kind's category (gm_est_kind_category()). */
+    double act_grad_share;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 

@@ -83,8 +83,13 @@ void est_assume(struct gm_estimate *e, const char *fmt, ...)
 /* Append "; <text>" to a component's note when it fits. */
 void est_note_append(struct gm_est_component *c, const char *text);
 /* Of the component added last, 'seq2_bytes' (as computed, before rounding) grow with
- * batch x seq^2: sets its seq2_share. */
-void est_set_seq2(struct gm_estimate *e, double seq2_bytes);
+ * batch x seq^2 and 'act_grad_bytes' are gradients of activations: sets its seq2_share
+ * and act_grad_share. */
+void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes);
+/* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's
+ * category, the activation gradients' share 'other'.  False (nothing added) for what
+ * lives outside the caching allocator. */
+bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_CATEGORY_COUNT]);
 
 /* Phase peaks, the dominating phase, peak allocated and peak reserved of 'e' (components
  * inside the caching allocator), with 'fragmentation' x the transient bytes of the peak

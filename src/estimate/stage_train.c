@@ -347,6 +347,7 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
 
 struct loss_model {
     double bytes; /* at the loss moment */
+    double grad;  /* of which gradients of the logits (the loss's backward) */
     char note[GM_EST_NOTE_MAX];
     const char *what; /* the assumption */
 };
@@ -359,6 +360,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    out->grad = 0;
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
         if (hf_loss_copies_logits(j) && ea != 4.0) {
@@ -368,7 +370,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else {
+            /* the log-softmax's gradient and the input's beside the kept log-softmax */
             out->bytes = 12.0 * nv;
+            out->grad = 8.0 * nv;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
                      ea != 4.0 ? "forward: logits, fp32 upcast, log-softmax" : "fp32 logits");
@@ -380,6 +384,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
         out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C;
+        out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
         out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
@@ -632,14 +637,14 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                  true, GM_EXTENT_ALL_LAYERS, sv.note, err);
     if (st != GM_OK)
         return st;
-    est_set_seq2(e, sv.saved_seq2);
+    est_set_parts(e, sv.saved_seq2, 0);
     if (sv.recompute > 0) {
         st = est_add(e, GM_KIND_ACTIVATIONS, "recomputed_layer", est_round(sv.recompute),
                      GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                      "one layer's saved tensors rebuilt during its backward", err);
         if (st != GM_OK)
             return st;
-        est_set_seq2(e, sv.recompute_seq2);
+        est_set_parts(e, sv.recompute_seq2, 0);
     }
     cx->host_activation_bytes = sv.host;
 
@@ -666,6 +671,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
             return st;
+        est_set_parts(e, 0, lm.grad);
     }
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
@@ -676,7 +682,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                  "gradients of one layer's activations during its backward", err);
     if (st != GM_OK)
         return st;
-    est_set_seq2(e, bwd_seq2 * T);
+    est_set_parts(e, bwd_seq2 * T, 0);
 
     /* Assumptions, in the order a reader checks them.  With adapters, the adapter stage
      * says what is trained and in which precision. */

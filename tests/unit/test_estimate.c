@@ -197,12 +197,15 @@ static void test_korthikanti(void **state)
                 2.0 * 4 * (double)m.intermediate);
 }
 
-/* The s x s part of a training estimate: with eager attention the saved activations hold
- * layers x heads x seq scores per token (fp32 GPT-2, no dropout: 4 bytes each) and the
- * backward temporaries one layer's score gradients (4 + 4 bytes); with SDPA neither. */
-static void test_seq2_share(void **state)
+/* The parts of a training estimate's components.  The s x s part: with eager attention
+ * the saved activations hold layers x heads x seq scores per token (fp32 GPT-2, no
+ * dropout: 4 bytes each) and the backward temporaries one layer's score gradients (4 + 4
+ * bytes); with SDPA neither.  The loss's 12 bytes per logit are the kept log-softmax
+ * (a snapshot's 'activation') and two gradients ('other'). */
+static void test_component_parts(void **state)
 {
-    const struct gm_est_component *acts, *bwd;
+    const struct gm_est_component *acts, *bwd, *loss;
+    uint64_t cats[GM_CATEGORY_COUNT] = {0};
     struct gm_model m = *gm_model_catalog_find("gpt2");
     struct gm_job j;
     struct gm_error err;
@@ -222,8 +225,12 @@ static void test_seq2_share(void **state)
     want = 12.0 * 12.0 * 1024 * 4 * T;
     assert_true(fabs(acts->seq2_share * (double)acts->bytes - want) < 2);
     assert_true(fabs(bwd->seq2_share * (double)bwd->bytes - 12.0 * 1024 * 8 * T) < 2);
-    assert_true(find(&est, "logits_and_loss")->seq2_share == 0);
+    loss = find(&est, "logits_and_loss");
+    assert_true(loss->seq2_share == 0);
     assert_true(find(&est, "weights")->seq2_share == 0);
+    assert_true(est_component_categories(loss, cats));
+    assert_true(cats[GM_CATEGORY_ACTIVATION] == (uint64_t)(4 * T) * m.vocab);
+    assert_true(cats[GM_CATEGORY_OTHER] == (uint64_t)(8 * T) * m.vocab);
     j.memory.attention = GM_ATTN_SDPA;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     assert_true(find(&est, "activations")->seq2_share == 0);
@@ -725,20 +732,13 @@ static void test_model_sources(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_7b),
-        cmocka_unit_test(test_kv_cache),
-        cmocka_unit_test(test_context_warning),
-        cmocka_unit_test(test_blog),
-        cmocka_unit_test(test_korthikanti),
-        cmocka_unit_test(test_seq2_share),
-        cmocka_unit_test(test_train_phases),
-        cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_components_limit),
-        cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),
-        cmocka_unit_test(test_kind_categories),
-        cmocka_unit_test(test_fit_reasons),
-        cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_weights_7b),       cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_context_warning),  cmocka_unit_test(test_blog),
+        cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
+        cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
