@@ -498,7 +498,8 @@ struct gm_est_component {
     enum gm_est_extent extent;
     /* The share of 'bytes' (0..1) that grows with batch x seq^2: eager attention's s x s
      * scores.  The rest grows with the tokens or not at all.  A share, not bytes, so that
-     * stages rescaling 'bytes' (tensor parallel, pipeline stages) keep it right. */
+     * stages rescaling 'bytes' (pipeline stages, tensor parallelism: approximately without
+     * sequence parallelism, which splits the scores more than the rest) keep it. */
     double seq2_share;
     /* The share of 'bytes' (0..1) that are gradients of activations at the component's
      * moment (the loss's backward): a snapshot counts them as 'other' (born and freed in

@@ -22,7 +22,7 @@ truth gives (at_peak parameter + optimizer_state, against the calibration size's
 
 The bounds: the calibrated peak allocated within 1% of the truth at every size (the fit is
 within 0.3%; one that scales the s x s attention scores with the per-token tensors is 1.4%
-off at seq 1024), and at most half the error of the estimate alone (which is 3.5 to 8% off
+off at seq 1024), and at most half the error of the estimate alone (which is 3.5 to 7% off
 here: it keeps activations the script frees and misses what the script keeps); the
 calibrated peak reserved within 10% (the caching allocator's segments make the reserved
 excess jump from size to size).  A fit that got the fixed part, the per-token part or the
