@@ -82,6 +82,14 @@ void est_assume(struct gm_estimate *e, const char *fmt, ...)
     ;
 /* Append "; <text>" to a component's note when it fits. */
 void est_note_append(struct gm_est_component *c, const char *text);
+/* Of the component added last, 'seq2_bytes' (as computed, before rounding) grow with
+ * batch x seq^2 and 'act_grad_bytes' are gradients of activations: sets its seq2_share
+ * and act_grad_share. */
+void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes);
+/* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's
+ * category, the activation gradients' share 'other'.  False (nothing added) for what
+ * lives outside the caching allocator. */
+bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_CATEGORY_COUNT]);
 
 /* Phase peaks, the dominating phase, peak allocated and peak reserved of 'e' (components
  * inside the caching allocator), with 'fragmentation' x the transient bytes of the peak
@@ -144,13 +152,18 @@ struct est_layer_cfg {
 /* The configuration of full training in 'ea' / 'er' bytes (every weight trainable, eager
  * HF modules). */
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq);
-/* Activation bytes saved for backward by one transformer layer, per token. */
-double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* Activation bytes saved for backward by one transformer layer, per token; *seq2 (may be
+ * NULL) gets the part of them that is eager attention's s x s scores (n_heads x seq per
+ * token: they grow with batch x seq^2). */
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                 double *seq2);
 /* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
  * layer input, every other matmul output in forward order, the attention output. */
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
-/* The largest gradients of activations alive at once in one layer's backward, per token. */
-double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* The largest gradients of activations alive at once in one layer's backward, per token;
+ * *seq2 (may be NULL) gets the part of them that is the s x s scores' gradients. */
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                    double *seq2);
 /* The phases during which parameter gradients are live: from the end of backward through
  * the step; throughout with accumulation or zero_grad to zeros; during backward only when
  * the optimizer steps in backward. */

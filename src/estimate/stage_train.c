@@ -79,7 +79,8 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
     return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
 }
 
-double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                 double *seq2)
 {
     double h = (double)m->hidden, ea = c->ea;
     double q = (double)m->n_heads * (double)m->head_dim;
@@ -88,7 +89,7 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
     double kv_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
     unsigned in = c->keeps_in;
-    double attn, mlp, expert, k;
+    double attn, mlp, expert, k, scores = 0;
 
     attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
     attn += ea * (q + 2.0 * kv_saved) + drop_h; /* q, k, v as attention keeps them */
@@ -102,7 +103,8 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        attn += (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
+        scores = (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
+        attn += scores;
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
     }
@@ -122,6 +124,8 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
         mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
     if (m->norms_per_layer > 2)                         /* Gemma-2's norms on the branch outputs */
         mlp += (double)(m->norms_per_layer - 2) * norm_saved(m, c);
+    if (seq2)
+        *seq2 = scores;
     return attn + mlp;
 }
 
@@ -149,14 +153,15 @@ double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_l
     return c->er * h + c->ea * (kept + q) + 4.0 * (double)m->n_heads;
 }
 
-double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                    double *seq2)
 {
     double h = (double)m->hidden, ea = c->ea;
     double q = (double)m->n_heads * (double)m->head_dim;
     double kv = (double)m->n_kv_heads * (double)m->head_dim;
     double k = m->n_experts ? (double)m->n_experts_active : 1.0;
     double I = (double)m->intermediate;
-    double mlp, attn;
+    double mlp, attn, scores = 0;
     /* MLP: the product's gradient, then those of act(gate) and up side by side (a fused
      * SwiGLU writes them into its saved inputs); attention: dq, dk, dv beside the output's
      * gradient, and eager attention's score gradients */
@@ -164,9 +169,11 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
         mlp = k * ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
         mlp = k * ea * I * 2.0;
-    attn = ea * (2.0 * q + 2.0 * kv);
     if (c->eager)
-        attn += (double)m->n_heads * (double)c->seq * (4.0 + ea);
+        scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
+    attn = ea * (2.0 * q + 2.0 * kv) + scores;
+    if (seq2)
+        *seq2 = mlp > attn ? 0.0 : scores;
     /* the gradient of the residual stream flows beside them */
     return c->er * h + (mlp > attn ? mlp : attn);
 }
@@ -340,6 +347,7 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
 
 struct loss_model {
     double bytes; /* at the loss moment */
+    double grad;  /* of which gradients of the logits (the loss's backward) */
     char note[GM_EST_NOTE_MAX];
     const char *what; /* the assumption */
 };
@@ -352,6 +360,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    out->grad = 0;
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
         if (hf_loss_copies_logits(j) && ea != 4.0) {
@@ -361,7 +370,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else {
+            /* the log-softmax's gradient and the input's beside the kept log-softmax */
             out->bytes = 12.0 * nv;
+            out->grad = 8.0 * nv;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
                      ea != 4.0 ? "forward: logits, fp32 upcast, log-softmax" : "fp32 logits");
@@ -373,6 +384,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
         out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C;
+        out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
         out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
@@ -438,9 +450,11 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
 
 /* The saved activations under the job's checkpointing and offloading. */
 struct saved_model {
-    double saved;     /* on the device from forward to backward */
-    double recompute; /* one layer rebuilt during its backward (checkpointing) */
-    double host;      /* offloaded to host memory */
+    double saved;          /* on the device from forward to backward */
+    double recompute;      /* one layer rebuilt during its backward (checkpointing) */
+    double host;           /* offloaded to host memory */
+    double saved_seq2;     /* of 'saved', the s x s scores (they grow with batch x seq^2) */
+    double recompute_seq2; /* of 'recompute', the same */
     char note[GM_EST_NOTE_MAX];
 };
 
@@ -448,16 +462,20 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
                               const struct est_layer_cfg *c, double T, struct saved_model *out)
 {
     const struct gm_job *j = cx->job;
-    double L = (double)m->n_layers, A = est_layer_saved_per_token(m, c) * T;
+    double L = (double)m->n_layers, As, A = est_layer_saved_per_token(m, c, &As) * T;
     double in = c->er * (double)m->hidden * T, per_layer_kept = A, n_ck = 0;
     char b1[32];
+    As *= T; /* the s x s part of A */
     out->recompute = 0;
+    out->recompute_seq2 = 0;
     out->host = 0;
     switch (j->memory.checkpointing) {
     case GM_CKPT_FULL:
         n_ck = floor(L / (double)j->memory.checkpoint_every);
         out->saved = (L - n_ck) * A + n_ck * in;
+        out->saved_seq2 = (L - n_ck) * As;
         out->recompute = n_ck > 0 ? A : 0;
+        out->recompute_seq2 = n_ck > 0 ? As : 0;
         per_layer_kept = in;
         if (j->memory.checkpoint_every > 1)
             snprintf(out->note, sizeof out->note,
@@ -473,7 +491,9 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
         if (kept > A)
             kept = A;
         out->saved = L * kept;
+        out->saved_seq2 = 0; /* the policy keeps no s x s tensor */
         out->recompute = A - kept;
+        out->recompute_seq2 = As < out->recompute ? As : out->recompute;
         per_layer_kept = kept;
         snprintf(out->note, sizeof out->note,
                  "op-level SAC: %.0f layers x %.0f B/token (input, every other matmul output, "
@@ -483,6 +503,7 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
     }
     default:
         out->saved = L * A;
+        out->saved_seq2 = L * As;
         snprintf(out->note, sizeof out->note, "%.0f layers x %.0f bytes/token x %.0f tokens (%s)",
                  L, A / T, T, c->eager ? "eager attention" : "sdpa");
         break;
@@ -494,6 +515,8 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
         double gpu = (flight < L ? flight : L) * per_layer_kept;
         if (gpu > out->saved)
             gpu = out->saved;
+        /* the layers in flight keep their share of the scores */
+        out->saved_seq2 = out->saved > 0 ? out->saved_seq2 * gpu / out->saved : 0;
         out->host = out->saved - gpu;
         out->saved = gpu;
         snprintf(out->note, sizeof out->note,
@@ -518,7 +541,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
-    double T, lf, state, temps, final_norm, emb, bwd;
+    double T, lf, state, temps, final_norm, emb, bwd, bwd_seq2;
     struct est_layer_cfg lc;
     struct saved_model sv;
     struct loss_model lm;
@@ -612,12 +635,17 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     saved_activations(cx, m, &lc, T, &sv);
     st = est_add(e, GM_KIND_ACTIVATIONS, "activations", est_round(sv.saved), GM_EST_PHASE_SAVED,
                  true, GM_EXTENT_ALL_LAYERS, sv.note, err);
-    if (st == GM_OK && sv.recompute > 0)
+    if (st != GM_OK)
+        return st;
+    est_set_parts(e, sv.saved_seq2, 0);
+    if (sv.recompute > 0) {
         st = est_add(e, GM_KIND_ACTIVATIONS, "recomputed_layer", est_round(sv.recompute),
                      GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                      "one layer's saved tensors rebuilt during its backward", err);
-    if (st != GM_OK)
-        return st;
+        if (st != GM_OK)
+            return st;
+        est_set_parts(e, sv.recompute_seq2, 0);
+    }
     cx->host_activation_bytes = sv.host;
 
     /* Inputs, embedding output extras, final norm: the two ends of the model. */
@@ -643,16 +671,18 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
             return st;
+        est_set_parts(e, 0, lm.grad);
     }
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
-    bwd = est_layer_backward_per_token(m, &lc) * T;
+    bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
     st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                  "gradients of one layer's activations during its backward", err);
     if (st != GM_OK)
         return st;
+    est_set_parts(e, bwd_seq2 * T, 0);
 
     /* Assumptions, in the order a reader checks them.  With adapters, the adapter stage
      * says what is trained and in which precision. */
