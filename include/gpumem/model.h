@@ -287,7 +287,8 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
 
 /* Parse the text of an HF config.json ('len' bytes, need not be NUL-terminated).
  * GM_ERR_FORMAT (with the byte offset of a JSON syntax error, or naming the missing
- * fields), GM_ERR_UNSUPPORTED for a model_type gpumem cannot count. */
+ * fields), GM_ERR_UNSUPPORTED for a model_type gpumem cannot count (then 'out' is reset
+ * with out->arch GM_ARCH_UNKNOWN and out->model_type naming it). */
 enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_model *out,
                                         struct gm_error *err);
 

@@ -40,6 +40,9 @@ struct est_ctx {
     double stored_bits;           /* bits per weight when not from the files */
     bool weights_from_files;      /* stored_weight_bytes are the files' tensor bytes */
     struct gm_estimate *e;
+    /* ---- weight formats (issue 13) ---- */
+    const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
+    uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
 };
 
 typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
@@ -114,6 +117,59 @@ double est_layer_saved_per_token(const struct gm_model *m, double ea, double er,
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);
+
+/* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
+
+/* Widths a layer computes per token, averaged over the model's layers. */
+struct est_geom {
+    double q;         /* queries: heads x head_dim */
+    double k;         /* keys kept per token (MLA: per head, decompressed) */
+    double v;         /* values kept per token */
+    double o_in;      /* attention output (input of o_proj): heads x value head size */
+    double latent;    /* MLA low-rank intermediates (q_lora + kv_lora + rope), else 0 */
+    double mlp;       /* MLP width run per token: dense, or top-k + shared experts */
+    double mlp_max;   /* the widest layer's (dense or top-k + shared) */
+    double moe_share; /* share of the layers with routed experts */
+};
+void est_geom(const struct gm_model *m, struct est_geom *g);
+/* Layers of all stacks (encoder + decoder of an encoder-decoder). */
+uint64_t est_total_layers(const struct gm_model *m);
+/* Layers that keep a KV cache (the decoder's; none in an encoder). */
+uint64_t est_kv_layers(const struct gm_model *m);
+/* Whether queries and keys are rotated (no learned or relative positions). */
+bool est_rotary(const struct gm_model *m);
+
+/* Who lays out the KV cache. */
+enum est_kv_store { EST_KV_TRANSFORMERS = 0, EST_KV_VLLM, EST_KV_LLAMACPP };
+/* Elements per token of one attention layer's K and V rows as 'who' stores them on one of
+ * 'tp' GPUs (V 0: a view of K). */
+void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, uint64_t *k,
+                 uint64_t *v);
+/* K + V elements per token of one attention layer. */
+double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs, at
+ * 'kvb100' hundredths of a byte per element.  Full-attention layers hold every token; with
+ * the hybrid allocator a sliding-window layer holds at most cdiv(min(window - 1 + chunk,
+ * len), block) + 1 blocks (SlidingWindowSpec.max_memory_usage_bytes), so the per-token
+ * figure of a long request falls; without sliding layers it is layers x K+V x bytes. */
+uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, unsigned kvb100, uint64_t len,
+                               uint64_t chunk, uint64_t block);
+
+/* ---- weights.c: weight formats (issue 13) ---- */
+
+struct est_format {
+    uint64_t bytes;     /* all the weights */
+    uint64_t quantised; /* parameters stored in the format */
+    uint64_t plain;     /* parameters left in plain floats */
+    uint64_t constants; /* bytes beyond the packed values: scales, zeros, absmax, g_idx */
+};
+/* The weights of 'm' (its counts 'pc') in format 'q'; what the format leaves alone takes
+ * 'plain' bytes per parameter. */
+void est_format_weights(const struct gm_model *m, const struct gm_param_counts *pc,
+                        const struct gm_quant *q, unsigned plain, struct est_format *out);
+/* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
+ * plain floats (and for --bits, which is no format). */
+const struct gm_quant *est_job_quant(const struct gm_job *job);
 
 /* ---- fit.c ---- */
 

@@ -47,27 +47,34 @@ static unsigned gradient_phases(const struct gm_job *j)
 double est_layer_saved_per_token(const struct gm_model *m, double ea, double er, bool eager,
                                  uint64_t seq)
 {
+    struct est_geom g;
     double h = (double)m->hidden;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double I = (double)m->intermediate;
-    bool rotary = m->arch != GM_ARCH_GPT2 && m->arch != GM_ARCH_BERT;
+    double q, kv, I;
+    bool rotary = est_rotary(m);
     double rms = m->norm == GM_NORM_RMS ? 4.0 * h : 0.0;
     double norm_one = er * h + rms + ea * h; /* input, fp32 copy (RMS), output */
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
-    double kv_saved = (eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
-    double attn, mlp, expert, k;
+    double kv_saved, v_saved;
+    double attn, mlp, expert, k, L, Ld;
 
-    attn = norm_one + ea * (q + 2.0 * kv_saved) + ea * q + drop_h;
+    est_geom(m, &g); /* widths by layer kind: GQA, MLA, dense / expert MLPs (arch.c) */
+    q = g.q;
+    kv = g.k;
+    I = g.mlp;
+    kv_saved = (eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    v_saved = (eager && g.v < g.o_in) ? g.o_in : g.v;
+    attn = norm_one + ea * (q + kv_saved + v_saved) + ea * g.o_in + drop_h + ea * g.latent;
     if (rotary)
         attn += 2.0 * ea * (q + kv);
-    if (m->qk_norm)
+    if (m->qk_norm || m->qk_norm_full)
         attn += (4.0 + ea) * (q + kv); /* fp32 normalised copy + output of q/k norms */
     if (eager) {
-        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
+        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
+         * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        attn += (double)m->n_heads * (double)seq * (4.0 + drop + copy);
+        double cap = m->attn_softcap > 0 ? ea : 0.0;
+        attn += (double)m->n_heads * (double)seq * (4.0 + drop + copy + cap);
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
     }
@@ -77,13 +84,19 @@ double est_layer_saved_per_token(const struct gm_model *m, double ea, double er,
         expert = 4.0 * ea * I; /* gate, act(gate), up, product */
     else
         expert = (2.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) * ea * I;
+    mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    mlp += k * expert;
-    if (m->n_experts)
-        mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
+    if (m->n_experts) /* dispatched inputs, router */
+        mlp += g.moe_share * (k * ea * h + 8.0 * (double)m->n_experts);
     if (m->norms_per_layer > 2)
         mlp += (double)(m->norms_per_layer - 2) * norm_one;
-    return attn + mlp;
+    if (m->head != GM_HEAD_SEQ2SEQ_LM)
+        return attn + mlp;
+    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
+     * both stacks (source and target sequences of 'seq' tokens each) */
+    L = (double)m->n_layers;
+    Ld = (double)m->n_decoder_layers;
+    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_one)) / (L + Ld);
 }
 
 static const char *mib(char *b, size_t n, uint64_t bytes)
@@ -291,15 +304,16 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
 
     /* Saved activations. */
     if (full) {
-        acts = (double)m->n_layers * er * (double)m->hidden * T + layer;
+        acts = (double)est_total_layers(m) * er * (double)m->hidden * T + layer;
         snprintf(note, sizeof(note),
                  "checkpointed: %llu layer inputs x %g B x h, plus one "
                  "layer recomputed (%s)",
-                 (unsigned long long)m->n_layers, er, mib(b1, sizeof(b1), est_round(layer)));
+                 (unsigned long long)est_total_layers(m), er,
+                 mib(b1, sizeof(b1), est_round(layer)));
     } else {
-        acts = (double)m->n_layers * layer;
+        acts = (double)est_total_layers(m) * layer;
         snprintf(note, sizeof(note), "%llu layers x %.0f bytes/token x %.0f tokens (%s attention)",
-                 (unsigned long long)m->n_layers, layer_tok, T, eager ? "eager" : "sdpa");
+                 (unsigned long long)est_total_layers(m), layer_tok, T, eager ? "eager" : "sdpa");
     }
     st = est_add(e, GM_KIND_ACTIVATIONS, "activations", est_round(acts),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ALL_LAYERS, note, err);
@@ -310,17 +324,18 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
     final_norm =
         m->final_norm ? (er + (m->norm == GM_NORM_RMS ? 4.0 : 0.0) + ea) * (double)m->hidden : 0.0;
     emb = T * (8.0 + final_norm);
-    if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
-        emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
+    if (m->emb_norm || m->hidden_dropout > 0)
+        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
     st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ENDS,
                  "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
 
-    /* Logits and loss. */
-    if (m->head == GM_HEAD_CAUSAL_LM) {
-        double per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0;
+    /* Logits and loss (an encoder-decoder's over its target tokens); final soft-capping
+     * (gemma-2) keeps its tanh output too. */
+    if (m->head != GM_HEAD_ENCODER) {
+        double per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0 + (m->final_softcap > 0 ? ea : 0.0);
         logits = T * (double)m->vocab * per;
         snprintf(note, sizeof(note), "B*L*V x %g bytes: logits (%g B)%s + fp32 log-softmax", per,
                  ea, ea != 4.0 ? " + fp32 upcast" : "");
@@ -332,7 +347,7 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
     /* Backward: the fp32 gradient of the logits (and its 16-bit cast), or the gradients
      * of one layer's activations, whichever is larger. */
     bwd_tmp = layer;
-    if (m->head == GM_HEAD_CAUSAL_LM) {
+    if (m->head != GM_HEAD_ENCODER) {
         double g = T * (double)m->vocab * (4.0 + (ea != 4.0 ? ea : 0.0));
         if (g > bwd_tmp)
             bwd_tmp = g;
@@ -362,7 +377,7 @@ static enum gm_status train_arch(const struct gm_job *j, const struct gm_model *
                eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
                full ? ", full checkpointing" : "", (unsigned long long)batch,
                (unsigned long long)seq);
-    if (m->head == GM_HEAD_CAUSAL_LM)
+    if (m->head != GM_HEAD_ENCODER)
         est_assume(e, "loss over all B*L positions, logits upcast to fp32 (HF "
                       "ForCausalLMLoss); fused or chunked cross-entropy would remove "
                       "most of logits_and_loss");

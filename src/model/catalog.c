@@ -142,14 +142,26 @@ struct entry {
     }
 
 /* DeepSeek MLA + MoE (kv_lora 512, rope 64, nope 128, v 128). */
-#define DEEPSEEK(nm, type, ar, h, L, nh, qlora, I, moeI, E, shared, k, dense, V, pos, rbias)       \
+#define DEEPSEEK(nm, type, ar, h, L, nh, qlora, I, moeI, E, shared, k, dense, V, pos, rbias, q)    \
     {                                                                                              \
         BASE(nm, type, ar, h, L, nh, nh, 192, I, V, pos), STD,                                     \
             .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .q_lora_rank = qlora,      \
             .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                        \
             .moe_intermediate = moeI, .n_experts = E, .n_experts_active = k,                       \
-            .n_shared_experts = shared, .n_dense_layers = dense, .router_bias = rbias,             \
+            .n_shared_experts = shared, .n_dense_layers = dense, .router_bias = rbias, .quant = q, \
             .dtype = BF16                                                                          \
+    }
+
+/* DeepSeek-V3's published checkpoint: FP8 e4m3 weights, an fp32 scale per 128 x 128 block
+ * (config.json quantization_config: quant_method fp8, weight_block_size [128, 128]). */
+#define FP8_BLOCK128                                                                               \
+    {                                                                                              \
+        .method = GM_QUANT_FP8, .bits = 8, .scale = GM_SCALE_BLOCK, .block_rows = 128,             \
+        .block_cols = 128                                                                          \
+    }
+#define NO_QUANT                                                                                   \
+    {                                                                                              \
+        .method = GM_QUANT_NONE                                                                    \
     }
 
 static const struct entry catalog[] = {
@@ -265,13 +277,13 @@ static const struct entry catalog[] = {
      {BASE("gemma-2-9b", "gemma2", GM_ARCH_GEMMA2, 3584, 42, 16, 8, 256, 14336, 256000, 8192),
       .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norm = GM_NORM_RMS, .act = GM_ACT_GELU,
       .gated_mlp = true, .tied_embeddings = true, .norms_per_layer = 4, .sliding_window = 4096,
-      .n_sliding_layers = 21, .dtype = F16}},
+      .n_sliding_layers = 21, .attn_softcap = 50, .final_softcap = 30, .dtype = F16}},
     {"google/gemma-2-27b",
      "gemma-2-27b gemma2-27b",
      {BASE("gemma-2-27b", "gemma2", GM_ARCH_GEMMA2, 4608, 46, 32, 16, 128, 36864, 256000, 8192),
       .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norm = GM_NORM_RMS, .act = GM_ACT_GELU,
       .gated_mlp = true, .tied_embeddings = true, .norms_per_layer = 4, .sliding_window = 4096,
-      .n_sliding_layers = 23, .dtype = F16}},
+      .n_sliding_layers = 23, .attn_softcap = 50, .final_softcap = 30, .dtype = F16}},
     /* Phi */
     {"microsoft/phi-2",
      "phi-2 phi2",
@@ -423,13 +435,13 @@ static const struct entry catalog[] = {
       .n_experts = 128, .n_experts_active = 8, .moe_intermediate = 1536, .dtype = BF16}},
     {"deepseek-ai/DeepSeek-V2-Lite", "deepseek-v2-lite",
      DEEPSEEK("DeepSeek-V2-Lite", "deepseek_v2", GM_ARCH_DEEPSEEK_V2, 2048, 27, 16, 0, 10944, 1408,
-              64, 2, 6, 1, 102400, 163840, false)},
+              64, 2, 6, 1, 102400, 163840, false, NO_QUANT)},
     {"deepseek-ai/DeepSeek-V2", "deepseek-v2",
      DEEPSEEK("DeepSeek-V2", "deepseek_v2", GM_ARCH_DEEPSEEK_V2, 5120, 60, 128, 1536, 12288, 1536,
-              160, 2, 6, 1, 102400, 163840, false)},
+              160, 2, 6, 1, 102400, 163840, false, NO_QUANT)},
     {"deepseek-ai/DeepSeek-V3", "deepseek-v3 deepseek-r1",
      DEEPSEEK("DeepSeek-V3", "deepseek_v3", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 1536, 18432, 2048,
-              256, 1, 8, 3, 129280, 163840, true)},
+              256, 1, 8, 3, 129280, 163840, true, FP8_BLOCK128)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

@@ -928,6 +928,11 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     json_decref(r.top);
     if (st == GM_OK)
         *out = m;
+    else if (st == GM_ERR_UNSUPPORTED && m.arch == GM_ARCH_UNKNOWN) {
+        /* an architecture gpumem does not know: the caller learns its name */
+        gm_model_init(out);
+        memcpy(out->model_type, m.model_type, sizeof out->model_type);
+    }
     return st;
 }
 

@@ -287,9 +287,15 @@ static void test_bad_inputs(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
     j.mode = GM_EST_INFER;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
-    /* Encoders have no KV cache. */
+    /* Encoders have no KV cache: their forward pass is sized (issue 13; refused before),
+     * and they generate nothing. */
     j.model.model = gm_model_catalog_find("bert-base-uncased");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+    j.workload.new_tokens = 8;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "encoder"));
+    j.workload.new_tokens = 0;
     /* Absurd but individually allowed sizes: the total would pass 2^64. */
     j.model.model = gm_model_catalog_find("llama-3.1-405b");
     j.workload.batch = (uint64_t)1 << 20;
