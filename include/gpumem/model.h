@@ -227,6 +227,8 @@ struct gm_model {
     struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
     unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
     bool generic;                 /* an architecture gpumem does not know, sized from its files */
+    bool text_only;               /* the language model of a multimodal checkpoint
+                                     (text_config): its vision tower is not counted */
 };
 
 /* Fields taken from tensor shapes because the metadata left them out (or disagreed). */

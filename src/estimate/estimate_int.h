@@ -186,6 +186,8 @@ void est_job_resolve(struct gm_job *job);
 uint64_t est_data_parallel(const struct gm_job *job);
 /* Mark or forget that a setting was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */
+const char *est_quant_setting_name(const struct gm_quant *q);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */
 bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *ggml_type);
 

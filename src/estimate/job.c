@@ -227,6 +227,16 @@ static enum gm_status set_quant(struct gm_job *j, const union gm_job_value *v, s
     return GM_OK;
 }
 
+const char *est_quant_setting_name(const struct gm_quant *q)
+{
+    for (size_t i = 0; i < sizeof quant_kinds / sizeof quant_kinds[0]; i++)
+        if (quant_kinds[i].method == q->method && quant_kinds[i].double_quant == q->double_quant &&
+            (q->method != GM_QUANT_FP8 || quant_kinds[i].scale == q->scale) &&
+            (q->method != GM_QUANT_INT || quant_kinds[i].bits == q->bits))
+            return quant_choices[i];
+    return gm_quant_method_name(q->method);
+}
+
 static enum gm_status set_quant_bits(struct gm_job *j, const union gm_job_value *v,
                                      struct gm_error *err)
 {

@@ -60,14 +60,15 @@ static void format_name(const struct gm_quant *q, char *b, size_t n)
     }
 }
 
-/* The roles the format leaves in plain floats, as a phrase. */
-static void kept_roles(const struct gm_quant *q, char *b, size_t n)
+/* The roles of the model that the format leaves in plain floats, as a phrase. */
+static void kept_roles(const struct gm_quant *q, const struct gm_param_counts *pc, char *b,
+                       size_t n)
 {
     unsigned keep = gm_quant_kept_roles(q);
     size_t len = 0;
     b[0] = '\0';
     for (int r = 0; r < GM_ROLE__COUNT && len + 1 < n; r++) {
-        if (!(keep & (1u << r)))
+        if (!(keep & (1u << r)) || !pc->by_role[r])
             continue;
         snprintf(b + len, n - len, "%s%s", len ? ", " : "",
                  gm_param_role_name((enum gm_param_role)r));
@@ -136,7 +137,7 @@ static void format_bytes(struct est_ctx *cx, char *note, size_t n)
     char what[96], kept[96];
     struct est_format f;
     format_name(q, what, sizeof what);
-    kept_roles(q, kept, sizeof kept);
+    kept_roles(q, &cx->pc, kept, sizeof kept);
     if (files_are_format(cx->job, m)) {
         cx->format_bytes = m->weight_bytes_file;
         snprintf(note, n, "%llu bytes of %s tensors in the model files",
@@ -152,8 +153,8 @@ static void format_bytes(struct est_ctx *cx, char *note, size_t n)
     snprintf(note, n, "%llu parameters in %s (%llu B of constants), %llu in %u-bit floats",
              (unsigned long long)f.quantised, gm_quant_method_name(q->method),
              (unsigned long long)f.constants, (unsigned long long)f.plain, plain * 8);
-    est_assume(cx->e, "weights in %s; the scheme leaves %s in %u-bit floats", what, kept,
-               plain * 8);
+    est_assume(cx->e, "weights in %s; the scheme leaves the %s weights in %u-bit floats", what,
+               kept, plain * 8);
 }
 
 enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
@@ -180,10 +181,9 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
                 memset(&cx->pc, 0, sizeof(cx->pc));
             if (m->generic)
                 est_assume(e,
-                           "model type '%s' is not one gpumem knows: weights exact from the "
-                           "files; activations and KV cache by a generic rule (each of the %llu "
-                           "layers found in the tensor names taken as a GPT-2 layer of width "
-                           "%llu: 64-wide heads, every head a KV head, an MLP of %llu)",
+                           "model type '%s' is not one gpumem knows: weights exact from its "
+                           "files; activations and KV by a generic rule (its %llu layers as "
+                           "GPT-2 layers of width %llu, 64-wide heads, MLP %llu)",
                            m->model_type[0] ? m->model_type : "?", (unsigned long long)m->n_layers,
                            (unsigned long long)m->hidden, (unsigned long long)m->intermediate);
             else
@@ -230,6 +230,27 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
                               : counted                     ? cx->pc.largest_tensor
                                                             : 0;
 
+    if (m && m->text_only)
+        est_assume(e, "the language model of a multimodal checkpoint: its vision tower and "
+                      "projector are not counted");
+    if (m && m->from_shapes && !m->generic) {
+        char b[96] = "";
+        static const struct {
+            unsigned flag;
+            const char *name;
+        } fields[] = {
+            {GM_FROM_SHAPES_VOCAB, "vocabulary"},  {GM_FROM_SHAPES_FFN, "FFN width"},
+            {GM_FROM_SHAPES_KV_HEADS, "KV heads"}, {GM_FROM_SHAPES_HIDDEN, "hidden size"},
+            {GM_FROM_SHAPES_LAYERS, "layers"},     {GM_FROM_SHAPES_HEAD_DIM, "head size"}};
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+            if (m->from_shapes & fields[i].flag)
+                snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", b[0] ? ", " : "",
+                         fields[i].name);
+        est_assume(e,
+                   "%s from the weight files' tensor shapes (the metadata leaves %s out or "
+                   "disagrees)",
+                   b, (m->from_shapes & (m->from_shapes - 1)) ? "them" : "it");
+    }
     cx->quant = est_job_quant(j);
     if ((st = check_format(cx, counted, err)) != GM_OK)
         return st;

@@ -89,7 +89,7 @@ struct entry {
 /* T5 (relu, tied) and T5 v1.1 / FLAN-T5 (gated-gelu, untied): encoder-decoder. */
 #define T5(nm, d, dkv, nh, ff, L, gated, dt)                                                       \
     {                                                                                              \
-        BASE(nm, "t5", GM_ARCH_T5, d, L, nh, nh, dkv, ff, 32128, 512),                             \
+        BASE(nm, "t5", GM_ARCH_T5, d, L, nh, nh, dkv, ff, 32128, 0),                               \
             .head = GM_HEAD_SEQ2SEQ_LM, .n_decoder_layers = L, .norms_per_layer = 2,               \
             .final_norm = true, .norm = GM_NORM_RMS, .act = (gated) ? GM_ACT_GELU : GM_ACT_RELU,   \
             .gated_mlp = gated, .tied_embeddings = !(gated), .rel_attn_buckets = 32,               \
@@ -138,7 +138,7 @@ struct entry {
             .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norms_per_layer = 4,                   \
             .norm = GM_NORM_RMS, .act = GM_ACT_GELU, .gated_mlp = true, .tied_embeddings = true,   \
             .qk_norm = true, .sliding_window = win, .n_sliding_layers = (L) - (L) / 6,             \
-            .dtype = BF16                                                                          \
+            .text_only = (V) == 262208, .dtype = BF16                                              \
     }
 
 /* DeepSeek MLA + MoE (kv_lora 512, rope 64, nope 128, v 128). */

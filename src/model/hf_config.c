@@ -886,6 +886,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     sliding_layers(r, m);
     read_family(r, m);
     read_quant(json_object_get(r->top, "quantization_config"), &m->quant);
+    m->text_only = r->top != r->root;
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0])

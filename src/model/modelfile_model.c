@@ -115,9 +115,11 @@ static uint64_t layers_in_names(const struct gm_modelfile *mf)
     return n;
 }
 
-static const char *const embed_names[] = {
-    "embed_tokens.weight", "wte.weight",    "word_embeddings.weight", "embed_in.weight",
-    "token_embd.weight",   "shared.weight", "tok_embeddings.weight",  NULL};
+static const char *const embed_names[] = {"embed_tokens.weight",    "wte.weight",
+                                          "word_embeddings.weight", "embed_in.weight",
+                                          "token_embd.weight",      "shared.weight",
+                                          "tok_embeddings.weight",  "embeddings.weight",
+                                          "embedding.weight",       NULL};
 static const char *const up_names[] = {"layers.0.mlp.up_proj.weight",  "h.0.mlp.c_fc.weight",
                                        "blk.0.ffn_up.weight",          "layers.0.mlp.fc1.weight",
                                        "h.0.mlp.dense_h_to_4h.weight", NULL};
@@ -150,7 +152,8 @@ static void fill_from_shapes(const struct gm_modelfile *mf, struct gm_model *m)
     }
     if (!m->head_dim && q && m->n_heads && dim(mf, q, 0) % m->n_heads == 0) {
         m->head_dim = dim(mf, q, 0) / m->n_heads;
-        m->from_shapes |= GM_FROM_SHAPES_HEAD_DIM;
+        if (m->hidden != m->head_dim * m->n_heads) /* not the default hidden / heads */
+            m->from_shapes |= GM_FROM_SHAPES_HEAD_DIM;
     }
     if (!m->n_kv_heads && k && m->head_dim && dim(mf, k, 0) % m->head_dim == 0) {
         m->n_kv_heads = dim(mf, k, 0) / m->head_dim;
