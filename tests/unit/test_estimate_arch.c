@@ -294,6 +294,40 @@ static void test_quant_refusals(void **state)
     assert_int_equal(est.weight_bytes, 5732835328ull);
 }
 
+/* The suggestions for serving a model that does not fit name weight formats (each one run
+ * through the pipeline) where the layout is known, and plain --bits where it is not. */
+static void test_format_suggestions(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_est_suggestions s;
+    bool fp8 = false, awq = false, bits = false;
+    (void)state;
+    infer_job(&j, "llama-3.1-70b");
+    j.engine.kind = GM_ENGINE_VLLM;
+    j.parallel.tp = 2;
+    assert_int_equal(gm_job_set(&j, "gpu", "H100", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_false(est.fit.fits);
+    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    for (size_t i = 0; i < s.n; i++) {
+        fp8 = fp8 || (!strcmp(s.items[i].change, "--quant fp8") && s.items[i].fits);
+        awq = awq || (!strcmp(s.items[i].change, "--quant awq") && s.items[i].fits);
+        bits = bits || !strncmp(s.items[i].change, "--bits", 6);
+    }
+    assert_true(fp8 && awq && !bits);
+    /* plain numbers: no layout to quantise, --bits it is */
+    gm_job_init(&j);
+    assert_int_equal(gm_job_set(&j, "parameters", "70B", &err), GM_OK);
+    assert_int_equal(gm_job_set(&j, "gpu", "A100-80GB", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    bits = false;
+    for (size_t i = 0; i < s.n; i++)
+        bits = bits || !strncmp(s.items[i].change, "--bits", 6);
+    assert_true(bits);
+}
+
 /* Every catalog model estimates training and inference; the figures grow with the work and
  * MoE models compute with their active experts. */
 static void test_catalog_estimates(void **state)
@@ -344,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_weight_formats),
         cmocka_unit_test(test_format_variants),
         cmocka_unit_test(test_quant_refusals),
+        cmocka_unit_test(test_format_suggestions),
         cmocka_unit_test(test_catalog_estimates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
