@@ -229,6 +229,7 @@ struct gm_model {
     bool generic;                 /* an architecture gpumem does not know, sized from its files */
     bool text_only;               /* the language model of a multimodal checkpoint
                                      (text_config): its vision tower is not counted */
+    bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
 };
 
 /* Fields taken from tensor shapes because the metadata left them out (or disagreed). */
@@ -289,8 +290,9 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
 
 /* Parse the text of an HF config.json ('len' bytes, need not be NUL-terminated).
  * GM_ERR_FORMAT (with the byte offset of a JSON syntax error, or naming the missing
- * fields), GM_ERR_UNSUPPORTED for a model_type gpumem cannot count (then 'out' is reset
- * with out->arch GM_ARCH_UNKNOWN and out->model_type naming it). */
+ * fields: then 'out' holds what the config gives, with out->incomplete set),
+ * GM_ERR_UNSUPPORTED for a model_type gpumem cannot count (then 'out' is reset with
+ * out->arch GM_ARCH_UNKNOWN and out->model_type naming it). */
 enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_model *out,
                                         struct gm_error *err);
 

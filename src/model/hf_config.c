@@ -862,9 +862,9 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
                        "give its exact size)",
                        m->model_type[0] ? m->model_type : "?", GM_ARCH__COUNT - 1);
     }
-    if (r->missing[0])
-        return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s': missing fields: %s",
-                       m->model_type[0] ? m->model_type : "?", r->missing);
+    /* fields still missing are said at the end, after everything else is read: weight files
+     * beside the config may give them (their shapes, modelfile_model.c) */
+    m->incomplete = r->missing[0] != '\0';
 
     m->n_kv_heads = d.kv_heads ? d.kv_heads : m->n_heads;
     get_u64(r, "num_key_value_heads", &m->n_kv_heads);
@@ -889,9 +889,11 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     m->text_only = r->top != r->root;
     if (r->st != GM_OK)
         return r->st;
-    if (r->missing[0])
+    if (r->missing[0]) {
+        m->incomplete = true;
         return gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET, "model type '%s': missing fields: %s",
-                       m->model_type, r->missing);
+                       m->model_type[0] ? m->model_type : "?", r->missing);
+    }
     if (m->arch == GM_ARCH_UNKNOWN)
         return GM_OK; /* generic fields only; gm_model_validate() says what is missing */
     return gm_model_validate(m, r->err);
@@ -927,8 +929,8 @@ enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_
     gm_model_init(&m);
     st = parse_root(&r, &m);
     json_decref(r.top);
-    if (st == GM_OK)
-        *out = m;
+    if (st == GM_OK || (st == GM_ERR_FORMAT && m.incomplete))
+        *out = m; /* incomplete: what the config gives, for weight files to complete */
     else if (st == GM_ERR_UNSUPPORTED && m.arch == GM_ARCH_UNKNOWN) {
         /* an architecture gpumem does not know: the caller learns its name */
         gm_model_init(out);

@@ -391,7 +391,18 @@ enum gm_status gm_modelfile_to_model(const struct gm_modelfile *mf, struct gm_mo
                            "not in them (copy the model's config.json there, or pass "
                            "--parameters)");
         st = gm_model_load_hf_config(mf->config_path, out, err);
-        if (st == GM_ERR_UNSUPPORTED && out->arch == GM_ARCH_UNKNOWN) {
+        if (st == GM_ERR_FORMAT && out->incomplete) {
+            /* the shapes give what the config left out (vocabulary, FFN width, hidden size,
+             * layers); what they cannot give (the heads) stays an error */
+            fill_from_shapes(mf, out);
+            if (!out->head_dim && out->n_heads)
+                out->head_dim = out->hidden / out->n_heads;
+            if (!out->n_kv_heads)
+                out->n_kv_heads = out->n_heads;
+            out->incomplete = false;
+            if ((st = gm_model_validate(out, err)) != GM_OK)
+                gm_error_prefix(err, "%s", mf->config_path);
+        } else if (st == GM_ERR_UNSUPPORTED && out->arch == GM_ARCH_UNKNOWN) {
             /* a config gpumem cannot read (its model_type is kept): the files size it */
             generic_layout(mf, out);
             st = GM_OK;
