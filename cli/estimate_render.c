@@ -101,7 +101,10 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
         fprintf(f, "%-55s", "  decode");
         bytes_cols(f, e->decode_bytes);
     }
-    fprintf(f, "  dominant phase: %s\n", gm_est_phase_name(e->peak_phase));
+    fprintf(f, "  dominant phase: %s\n",
+            j->model.model && j->model.model->head == GM_HEAD_ENCODER && e->mode == GM_EST_INFER
+                ? "forward"
+                : gm_est_phase_name(e->peak_phase));
     fprintf(f, "\npredicted\n");
     fprintf(f, "%-55s", "  peak allocated (torch max_memory_allocated)");
     bytes_cols(f, e->peak_allocated_bytes);
