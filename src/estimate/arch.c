@@ -66,6 +66,12 @@ void est_geom(const struct gm_model *m, struct est_geom *g)
         g->latent = 0;
     }
     g->mlp = (dense * (double)m->intermediate + moe * routed) / L;
+    /* the widest single MLP: a dense layer's, one routed expert's or the shared expert's */
+    g->mlp_widest = dense > 0 ? (double)m->intermediate : 0;
+    if (m->n_experts && Ie > g->mlp_widest)
+        g->mlp_widest = Ie;
+    if ((double)m->shared_intermediate + (double)m->n_shared_experts * Ie > g->mlp_widest)
+        g->mlp_widest = (double)m->shared_intermediate + (double)m->n_shared_experts * Ie;
     g->mlp_max = dense > 0 ? (double)m->intermediate : 0;
     if (moe > 0 && routed > g->mlp_max)
         g->mlp_max = routed;

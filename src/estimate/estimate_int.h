@@ -122,14 +122,15 @@ bool est_eager_scores(const struct gm_job *job);
 
 /* Widths a layer computes per token, averaged over the model's layers. */
 struct est_geom {
-    double q;         /* queries: heads x head_dim */
-    double k;         /* keys kept per token (MLA: per head, decompressed) */
-    double v;         /* values kept per token */
-    double o_in;      /* attention output (input of o_proj): heads x value head size */
-    double latent;    /* MLA low-rank intermediates (q_lora + kv_lora + rope), else 0 */
-    double mlp;       /* MLP width run per token: dense, or top-k + shared experts */
-    double mlp_max;   /* the widest layer's (dense or top-k + shared) */
-    double moe_share; /* share of the layers with routed experts */
+    double q;          /* queries: heads x head_dim */
+    double k;          /* keys kept per token (MLA: per head, decompressed) */
+    double v;          /* values kept per token */
+    double o_in;       /* attention output (input of o_proj): heads x value head size */
+    double latent;     /* MLA low-rank intermediates (q_lora + kv_lora + rope), else 0 */
+    double mlp;        /* MLP width run per token: dense, or top-k + shared experts */
+    double mlp_max;    /* the widest layer's (dense or top-k + shared) */
+    double mlp_widest; /* the widest single MLP (dense, one routed expert, the shared one) */
+    double moe_share;  /* share of the layers with routed experts */
 };
 void est_geom(const struct gm_model *m, struct est_geom *g);
 /* Layers of all stacks (encoder + decoder of an encoder-decoder). */

@@ -54,16 +54,7 @@ static double prefill_layer_peak(const struct gm_model *m, double ea, bool eager
     /* MoE layers run one expert at a time over its routed tokens: at most T tokens wide,
      * so the widest MLP counts (a dense layer's, a routed or a shared expert's), not the
      * sum of the experts. */
-    {
-        double wide = m->n_dense_layers || !m->n_experts ? (double)m->intermediate : 0;
-        double one = (double)(m->moe_intermediate ? m->moe_intermediate : m->intermediate);
-        double shared = (double)m->shared_intermediate + (double)m->n_shared_experts * one;
-        if (m->n_experts && one > wide)
-            wide = one;
-        if (shared > wide)
-            wide = shared;
-        mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * wide;
-    }
+    mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * g.mlp_widest;
     if (eager)
         attn += (double)seqs * (double)m->n_heads * (double)tokens * (double)tokens * (4.0 + ea);
     return T * ea * 2.0 * h + (attn > mlp ? attn : mlp);
