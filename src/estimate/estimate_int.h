@@ -164,10 +164,10 @@ struct est_format {
     uint64_t plain;     /* parameters left in plain floats */
     uint64_t constants; /* bytes beyond the packed values: scales, zeros, absmax, g_idx */
 };
-/* The weights of 'm' (its counts 'pc') in format 'q'; what the format leaves alone takes
- * 'plain' bytes per parameter. */
-void est_format_weights(const struct gm_model *m, const struct gm_param_counts *pc,
-                        const struct gm_quant *q, unsigned plain, struct est_format *out);
+/* The weights of a model (its counts 'pc') in format 'q'; what the format leaves alone
+ * takes 'plain' bytes per parameter. */
+void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant *q, unsigned plain,
+                        struct est_format *out);
 /* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
  * plain floats (and for --bits, which is no format). */
 const struct gm_quant *est_job_quant(const struct gm_job *job);

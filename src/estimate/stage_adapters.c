@@ -253,7 +253,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         nf4.double_quant = lo->double_quant;
         nf4.group_size = lo->block ? lo->block : 64;
         rest_b = lo->fp32_upcast ? 4 : 2;
-        est_format_weights(m, &cx->pc, &nf4, rest_b, &f);
+        est_format_weights(&cx->pc, &nf4, rest_b, &f);
         quantised = f.quantised;
         consts = f.constants;
         frozen_bytes = f.bytes;

@@ -148,7 +148,7 @@ static void format_bytes(struct est_ctx *cx, char *note, size_t n)
                    gm_quant_method_name(q->method), (unsigned long long)cx->format_bytes);
         return;
     }
-    est_format_weights(m, &cx->pc, q, plain, &f);
+    est_format_weights(&cx->pc, q, plain, &f);
     cx->format_bytes = f.bytes;
     snprintf(note, n, "%llu parameters in %s (%llu B of constants), %llu in %u-bit floats",
              (unsigned long long)f.quantised, gm_quant_method_name(q->method),

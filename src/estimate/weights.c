@@ -67,12 +67,11 @@ static uint64_t matrix_bytes(const struct gm_quant *q, uint64_t out, uint64_t in
     }
 }
 
-void est_format_weights(const struct gm_model *m, const struct gm_param_counts *pc,
-                        const struct gm_quant *q, unsigned plain, struct est_format *out)
+void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant *q, unsigned plain,
+                        struct est_format *out)
 {
     unsigned keep = gm_quant_kept_roles(q);
     uint64_t in_linears = 0, bytes = 0;
-    (void)m;
     out->quantised = out->constants = 0;
     for (size_t i = 0; i < pc->n_linears; i++) {
         const struct gm_linear_class *k = &pc->linears[i];
