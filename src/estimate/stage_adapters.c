@@ -12,12 +12,14 @@
  * adapters save: the r-wide output of A per targeted linear, and with lora_dropout a
  * dropped-out copy of the input and its mask.
  *
- * QLoRA (Dettmers et al. 2023; bitsandbytes Linear4bit): the decoder-layer linear weights
- * are NF4, 4 bits per weight plus one absmax per block of 64 weights: fp32 (32/64 = 0.5
- * bit per weight) or, with double quantisation, 8-bit absmax plus one fp32 constant per
- * 256 blocks (8/64 + 32/(64*256) = 0.127 bit per weight).  Embeddings, lm_head, norms and
- * biases stay in bf16.  Each linear is dequantised to bf16 for its matmul (forward and
- * backward): a transient the size of the largest linear in bf16. */
+ * QLoRA (Dettmers et al. 2023; bitsandbytes Linear4bit): the linear weights are NF4, 4
+ * bits per weight plus one absmax per block of 64 weights: fp32 (32/64 = 0.5 bit per
+ * weight) or, with double quantisation, 8-bit absmax plus one fp32 constant per 256 blocks
+ * (8/64 + 32/(64*256) = 0.127 bit per weight), sized by the bitsandbytes weight format
+ * (weights.c; bitsandbytes converts the MoE router too).  Embeddings, lm_head, norms and
+ * biases stay in bf16 (fp32 after PEFT's upcast).  Each linear is dequantised to bf16 for
+ * its matmul (forward and backward): a transient the size of the largest linear in bf16.
+ * LoRA on a quantised checkpoint (GPTQ-LoRA) keeps the base as stored. */
 #include "estimate/estimate_int.h"
 
 #include <stdio.h>
@@ -193,18 +195,17 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         }
     }
     if (qlora) {
-        /* decoder-layer linear weights (biases excluded) are NF4 */
-        uint64_t qkv = m->n_heads * m->head_dim + 2 * m->n_kv_heads * m->head_dim;
-        uint64_t attn = m->hidden * qkv + m->n_heads * m->head_dim * m->hidden;
-        uint64_t mlp = m->hidden * m->intermediate * (m->gated_mlp ? 3 : 2) *
-                       (m->n_experts ? m->n_experts : 1);
-        quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
-        if (quantised > n)
-            quantised = n;
-        frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, lo->block, lo->double_quant),
-                                  gm_mul_sat(n - quantised, rest_b));
-        consts =
-            gm_nf4_bytes(quantised, lo->block, lo->double_quant) - (quantised / 2 + quantised % 2);
+        /* the frozen base in bitsandbytes NF4, as the weight formats size it (weights.c):
+         * the linears 4-bit (biases excluded), the rest in est_frozen_rest_bytes() */
+        struct gm_quant nf4;
+        struct est_format f;
+        gm_quant_init(&nf4, GM_QUANT_BNB_NF4);
+        nf4.double_quant = lo->double_quant;
+        nf4.group_size = lo->block ? lo->block : 64;
+        est_format_weights(&cx->pc, &nf4, rest_b, &f);
+        quantised = f.quantised;
+        consts = f.constants;
+        frozen_bytes = f.bytes;
         e->lora.nf4_constant_bytes = consts;
         snprintf(note, sizeof note,
                  "%llu linear weights in NF4 (0.5 B) + %llu B of %s constants, %llu other params "
@@ -212,6 +213,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                  (unsigned long long)quantised, (unsigned long long)consts,
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
+    } else if (cx->quant && cx->format_bytes) {
+        /* ---- weight formats (issue 13): adapters on a quantised base (GPTQ-LoRA) ---- */
+        frozen_bytes = cx->format_bytes;
+        snprintf(note, sizeof note, "frozen %s base as stored (no gradients, no optimizer state)",
+                 gm_quant_method_name(cx->quant->method));
     } else {
         frozen_bytes = gm_mul_sat(n, rest_b);
         snprintf(note, sizeof note,
@@ -274,9 +280,9 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     }
     /* checkpointed layers keep none of it; the layer being recomputed all of it */
     n_ck = j->memory.checkpointing == GM_CKPT_FULL
-               ? (double)(m->n_layers / j->memory.checkpoint_every)
+               ? (double)(est_total_layers(m) / j->memory.checkpoint_every)
                : 0.0;
-    layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)m->n_layers - n_ck;
+    layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)est_total_layers(m) - n_ck;
     recomputed = n_ck > 0 || j->memory.checkpointing == GM_CKPT_OP;
     if (ntargets && layers_saved > 0) {
         uint64_t b = est_round(cx->tokens * (double)per_target_act * layers_saved);

@@ -81,28 +81,35 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
 
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double I = (double)m->intermediate;
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
-    double kv_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
     unsigned in = c->keeps_in;
-    double attn, mlp, expert, k;
+    double q, kv, k_saved, v_saved, attn, mlp, expert, k, L, Ld;
 
+    est_geom(m, &g); /* widths by layer kind: GQA, MLA, dense / expert MLPs (arch.c) */
+    q = g.q;
+    kv = g.k;
+    k_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    v_saved = (c->eager && g.v < g.o_in) ? g.o_in : g.v;
     attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
-    attn += ea * (q + 2.0 * kv_saved) + drop_h; /* q, k, v as attention keeps them */
+    attn += ea * (q + k_saved + v_saved) + drop_h; /* q, k, v as attention keeps them */
+    /* MLA: the low-rank latents are the inputs of the up-projections */
+    if (in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V))
+        attn += ea * g.latent;
     /* SDPA/flash keeps its output; eager attention's output is kept by o_proj only */
     if (!c->eager || (in & GM_LORA_O))
-        attn += ea * q;
-    if (m->qk_norm)
+        attn += ea * g.o_in;
+    if (m->qk_norm || m->qk_norm_full)
         attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
                 (q + kv);
     if (c->eager) {
-        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
+        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
+         * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        attn += (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
+        double cap = m->attn_softcap > 0 ? ea : 0.0;
+        attn += (double)m->n_heads * (double)c->seq * (4.0 + drop + copy + cap);
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
     }
@@ -110,61 +117,68 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     mlp = drop_h;
     if (m->norms_per_layer >= 2)
         mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
+    /* g.mlp is the width run per token: dense, or top-k + shared experts */
     if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
-        expert = ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
-        expert = ea * I * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
+    mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    mlp += k * expert;
-    if (m->n_experts)
-        mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
-    if (m->norms_per_layer > 2)                         /* Gemma-2's norms on the branch outputs */
+    if (m->n_experts) /* dispatched inputs, router, in the layers with experts */
+        mlp += g.moe_share * (k * ea * h + 8.0 * (double)m->n_experts);
+    if (m->norms_per_layer > 2) /* Gemma-2/3's norms on the branch outputs */
         mlp += (double)(m->norms_per_layer - 2) * norm_saved(m, c);
-    return attn + mlp;
+    if (m->head != GM_HEAD_SEQ2SEQ_LM)
+        return attn + mlp;
+    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
+     * both stacks (source and target sequences of 'seq' tokens each) */
+    L = (double)m->n_layers;
+    Ld = (double)m->n_decoder_layers;
+    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_saved(m, c))) / (L + Ld);
 }
 
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
 {
     /* matmul output widths in forward order (torchtitan's Llama block: wq, wk, wv, wo, w1,
-     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others */
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate * k, h = (double)m->hidden;
+     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others.  Widths
+     * per token averaged over the layers (arch.c): the MLP's is the top-k experts' in a
+     * layer with experts, whose down projections each write a hidden-wide output. */
+    struct est_geom g;
+    double h = (double)m->hidden, k = m->n_experts ? (double)m->n_experts_active : 1.0;
     double widths[7], kept = 0;
     size_t n = 0;
-    widths[n++] = q;
-    widths[n++] = kv;
-    widths[n++] = kv;
+    est_geom(m, &g);
+    widths[n++] = g.q;
+    widths[n++] = g.k;
+    widths[n++] = g.v;
     widths[n++] = h;
     if (m->gated_mlp)
-        widths[n++] = I;
-    widths[n++] = I;
-    widths[n++] = h * k;
+        widths[n++] = g.mlp;
+    widths[n++] = g.mlp;
+    widths[n++] = h * (1.0 + g.moe_share * (k - 1.0));
     for (size_t i = 0; i < n; i += 2)
         kept += widths[i];
     /* the block input (checkpoint frame), attention output and logsumexp */
-    return c->er * h + c->ea * (kept + q) + 4.0 * (double)m->n_heads;
+    return c->er * h + c->ea * (kept + g.o_in) + 4.0 * (double)m->n_heads;
 }
 
 double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate;
     double mlp, attn;
-    /* MLP: the product's gradient, then those of act(gate) and up side by side (a fused
-     * SwiGLU writes them into its saved inputs); attention: dq, dk, dv beside the output's
-     * gradient, and eager attention's score gradients */
+    est_geom(m, &g);
+    /* MLP (the widest layer's: dense or top-k + shared): the product's gradient, then those
+     * of act(gate) and up side by side (a fused SwiGLU writes them into its saved inputs);
+     * attention: dq, dk, dv beside the output's gradient, and eager attention's score
+     * gradients */
     if (m->gated_mlp)
-        mlp = k * ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+        mlp = ea * g.mlp_max * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
-        mlp = k * ea * I * 2.0;
-    attn = ea * (2.0 * q + 2.0 * kv);
+        mlp = ea * g.mlp_max * 2.0;
+    attn = ea * (g.q + g.o_in + g.k + g.v);
     if (c->eager)
         attn += (double)m->n_heads * (double)c->seq * (4.0 + ea);
     /* the gradient of the residual stream flows beside them */
@@ -448,7 +462,7 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
                               const struct est_layer_cfg *c, double T, struct saved_model *out)
 {
     const struct gm_job *j = cx->job;
-    double L = (double)m->n_layers, A = est_layer_saved_per_token(m, c) * T;
+    double L = (double)est_total_layers(m), A = est_layer_saved_per_token(m, c) * T;
     double in = c->er * (double)m->hidden * T, per_layer_kept = A, n_ck = 0;
     char b1[32];
     out->recompute = 0;
@@ -627,17 +641,17 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                                                            : 0.0)
                                : 0.0;
     emb = T * (8.0 + final_norm);
-    if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
-        emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
+    if (m->emb_norm || m->hidden_dropout > 0)
+        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
     st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
                  GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS,
                  "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
 
-    /* The loss at its own moment. */
+    /* The loss at its own moment (an encoder-decoder's over its target tokens). */
     lm.what = NULL;
-    if (m->head == GM_HEAD_CAUSAL_LM) {
+    if (m->head != GM_HEAD_ENCODER) {
         loss_bytes(j, m, T, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
@@ -718,10 +732,10 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "training estimate needs a model for per-layer activations (give "
                            "MODEL, or use --method blog with --parameters)");
-        if (cx->m->head != GM_HEAD_CAUSAL_LM && j->memory.loss != GM_LOSS_FULL)
+        if (cx->m->head == GM_HEAD_ENCODER && j->memory.loss != GM_LOSS_FULL)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "--loss applies to causal language models (this one has no "
-                           "vocabulary head)");
+                           "--loss applies to models with a language-model head (an encoder "
+                           "has no vocabulary head)");
         st = train_arch(cx, err);
     }
     if (st != GM_OK)

@@ -378,7 +378,7 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --optimizer-in-backward --gpus 8 --zero 2", "not --zero"},
         {"llama-3-8b", "--train --gpus 8 --ep 3", "does not divide"},
         {"llama-3-8b", "--train --gpus 2 --ep 2", "MoE"},
-        {"bert-large-uncased", "--train --loss fused", "causal language models"},
+        {"bert-large-uncased", "--train --loss fused", "no vocabulary head"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
