@@ -154,8 +154,12 @@ enum gm_lora_target {
     GM_LORA_O = 1 << 3,
     GM_LORA_GATE = 1 << 4,
     GM_LORA_UP = 1 << 5,
-    GM_LORA_DOWN = 1 << 6
+    GM_LORA_DOWN = 1 << 6,
+    GM_LORA_QKV = 1 << 7 /* one fused q/k/v projection (c_attn, query_key_value, qkv_proj) */
 };
+/* Targets whose linears read the attention block's input. */
+#define GM_LORA_QKV_IN     (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_QKV)
+#define GM_LORA_MLP        (GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 #define GM_LORA_ATTENTION  (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_O)
 #define GM_LORA_ALL_LINEAR (GM_LORA_ATTENTION | GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 

@@ -321,6 +321,10 @@ void gm_model_name_from_path(struct gm_model *m, const char *path);
 /* Names: "llama", "bf16", ...; static storage, "unknown" for out-of-range values.  The
  * architectures gpumem knows are GM_ARCH_UNKNOWN + 1 .. GM_ARCH__COUNT - 1. */
 const char *gm_arch_name(enum gm_arch a);
+/* Whether the architecture's Hugging Face modules fuse q, k and v into one linear (GPT-2
+ * and GPTBigCode c_attn, GPT-NeoX and Falcon query_key_value, Phi-3 qkv_proj, ModernBERT
+ * Wqkv): what a LoRA target can name. */
+bool gm_arch_fused_qkv(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);
 /* Parse a dtype name as HF/torch/safetensors spell it ("bfloat16", "bf16", "BF16",
  * "float32", "F32", "fp8", ...).  GM_DTYPE_UNKNOWN when not recognised. */

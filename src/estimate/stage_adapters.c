@@ -37,11 +37,14 @@ uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant)
     return gm_add_sat(gm_add_sat(data, blocks), gm_mul_sat(blocks / 256 + (blocks % 256 != 0), 4));
 }
 
-/* in/out widths of the seven projections a target flag can name. */
+/* in/out widths of the eight projections a target flag can name. */
 static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64_t *out)
 {
     uint64_t q = m->n_heads * m->head_dim, kv = m->n_kv_heads * m->head_dim;
     switch (t) {
+    case GM_LORA_QKV:
+        *in = m->hidden, *out = q + 2 * kv;
+        break;
     case GM_LORA_Q:
         *in = m->hidden, *out = q;
         break;
@@ -67,13 +70,13 @@ static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64
 uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned targets)
 {
     uint64_t per_layer = 0, experts = m->n_experts ? m->n_experts : 1;
-    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t in = 0, out = 0, p;
         if (!(targets & t))
             continue;
         proj_dims(m, t, &in, &out);
         p = gm_mul_sat(rank, gm_add_sat(in, out));
-        if (t >= GM_LORA_GATE)
+        if (t & GM_LORA_MLP)
             p = gm_mul_sat(p, experts);
         per_layer = gm_add_sat(per_layer, p);
     }
@@ -101,7 +104,12 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
         {"down", GM_LORA_DOWN},
         {"down_proj", GM_LORA_DOWN},
         {"attention", GM_LORA_ATTENTION},
-        {"mlp", GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN},
+        {"qkv", GM_LORA_QKV},
+        {"c_attn", GM_LORA_QKV},
+        {"query_key_value", GM_LORA_QKV},
+        {"qkv_proj", GM_LORA_QKV},
+        {"Wqkv", GM_LORA_QKV},
+        {"mlp", GM_LORA_MLP},
         {"all-linear", GM_LORA_ALL_LINEAR},
         {"all", GM_LORA_ALL_LINEAR},
     };
@@ -119,8 +127,8 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
         }
         if (!found)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, attention, mlp "
-                           "or all-linear)",
+                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, qkv for a "
+                           "fused projection, attention, mlp or all-linear)",
                            (int)(n > 32 ? 32 : n), p);
         p += n;
         if (*p == ',')
@@ -175,6 +183,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--lora-rank %llu must be between 1 and the hidden size %llu",
                        (unsigned long long)lo->rank, (unsigned long long)m->hidden);
+    if ((lo->targets & GM_LORA_QKV) && !gm_arch_fused_qkv(m->arch))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--lora-targets qkv: model '%s' (%s) has separate q, k and v projections "
+                       "(target q,k,v)",
+                       m->name[0] ? m->name : m->model_type, gm_arch_name(m->arch));
     pa = gm_lora_params(m, lo->rank, lo->targets);
     e->lora.trainable_params = pa;
     e->lora.frozen_params = n;
@@ -264,7 +277,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
      * dropout a copy cast to the adapter dtype (PEFT casts the input to lora_A's dtype), or
      * nothing beyond the layer's own tensor when the dtypes agree (the training stage
      * counts it). */
-    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t i_dim = 0, o_dim = 0;
         if (!(lo->targets & t))
             continue;

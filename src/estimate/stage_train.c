@@ -92,10 +92,10 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     kv = g.k;
     k_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
     v_saved = (c->eager && g.v < g.o_in) ? g.o_in : g.v;
-    attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
+    attn = norm_saved(m, c) + ((in & GM_LORA_QKV_IN) ? ea * h : 0.0);
     attn += ea * (q + k_saved + v_saved) + drop_h; /* q, k, v as attention keeps them */
     /* MLA: the low-rank latents are the inputs of the up-projections */
-    if (in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V))
+    if (in & GM_LORA_QKV_IN)
         attn += ea * g.latent;
     /* SDPA/flash keeps its output; eager attention's output is kept by o_proj only */
     if (!c->eager || (in & GM_LORA_O))
@@ -352,6 +352,16 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
     return v >= GM_VERSION(4, 46, 0) && v < GM_VERSION(4, 49, 0);
 }
 
+/* Whether the model's Hugging Face class computes its loss itself, with nn.CrossEntropyLoss
+ * on the shifted logits in the compute dtype (no fp32 upcast): GPTBigCodeForCausalLM does
+ * (modeling_gpt_bigcode.py, read at transformers 0057454; taken to hold until the model's
+ * rewrite in 4.54).  A version not given is the current release's ForCausalLMLoss. */
+static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
+}
+
 struct loss_model {
     double bytes; /* at the loss moment */
     char note[GM_EST_NOTE_MAX];
@@ -363,19 +373,36 @@ struct loss_model {
 static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
                        double ew, struct loss_model *out)
 {
+    bool mixed =
+        j->numerics.precision == GM_PREC_FP16_MIXED || j->numerics.precision == GM_PREC_BF16_MIXED;
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
-    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
+    double cap = m->final_softcap > 0 ? ea * nv : 0.0;
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = hf_loss_inline(j, m);
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
-        if (hf_loss_copies_logits(j) && ea != 4.0) {
-            out->bytes = 14.0 * nv;
+        if (inline_ce) {
+            /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
+             * backward: the log-softmax, its gradient and the copy's, then the slice's.  Under
+             * autocast cross_entropy is an fp32 op: the copy is cast to fp32 first and the
+             * log-softmax and its gradients are fp32 */
+            double per = mixed ? 2.0 * ea + 8.0 : 3.0 * ea;
+            out->bytes = per * nv + cap;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: logits, their shifted copy, %slog-softmax", per,
+                     mixed ? "autocast's fp32 cast, fp32 " : "");
+            out->what = "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
+                        "the compute-dtype logits (GPTBigCode before transformers 4.54: no fp32 "
+                        "upcast)";
+        } else if (hf_loss_copies_logits(j) && ea != 4.0) {
+            out->bytes = 14.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else {
-            out->bytes = 12.0 * nv;
+            out->bytes = 12.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
                      ea != 4.0 ? "forward: logits, fp32 upcast, log-softmax" : "fp32 logits");
@@ -393,9 +420,18 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                     "and the loss one chunk at a time";
         return;
     case GM_LOSS_FUSED:
-        out->bytes = ea * nv + 4.0 * T;
-        snprintf(out->note, sizeof out->note,
-                 "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        if (inline_ce) {
+            /* the kernel replaces the model's nn.CrossEntropyLoss: the shifted copy stays */
+            out->bytes = 2.0 * ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits and their shifted copy, the gradient written "
+                     "into the copy",
+                     2.0 * ea);
+        } else {
+            out->bytes = ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        }
         out->what = "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no fp32 "
                     "copies, the gradient written into the logits";
         return;

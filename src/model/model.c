@@ -45,6 +45,21 @@ const char *gm_arch_name(enum gm_arch a)
     return arch_names[a];
 }
 
+bool gm_arch_fused_qkv(enum gm_arch a)
+{
+    switch (a) {
+    case GM_ARCH_GPT2:
+    case GM_ARCH_GPT_BIGCODE:
+    case GM_ARCH_GPT_NEOX:
+    case GM_ARCH_FALCON:
+    case GM_ARCH_PHI3:
+    case GM_ARCH_MODERNBERT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static const struct {
     enum gm_dtype t;
     const char *name; /* canonical */
