@@ -130,7 +130,8 @@ static unsigned span_moment(const struct gm_estimate *e, enum gm_calib_span_kind
 {
     unsigned fb = e->backward_end_bytes > e->backward_start_bytes ? GM_EST_PHASE_BACKWARD_END
                                                                   : GM_EST_PHASE_FORWARD_BACKWARD;
-    if (e->loss_bytes > e->backward_start_bytes && e->loss_bytes > e->backward_end_bytes)
+    if (e->loss_bytes > e->backward_start_bytes &&
+        e->loss_bytes > e->backward_end_bytes)
         fb = GM_EST_PHASE_LOSS;
     if (k == GM_CALIB_FORWARD_BACKWARD)
         return fb;
