@@ -31,6 +31,14 @@ static int list_models(void)
     return 0;
 }
 
+/* The model_type names gm_model_parse_hf_config() knows. */
+static int list_archs(void)
+{
+    for (int a = GM_ARCH_UNKNOWN + 1; a < GM_ARCH__COUNT; a++)
+        printf("%s\n", gm_arch_name((enum gm_arch)a));
+    return 0;
+}
+
 static int list_gpus(void)
 {
     printf("%-14s %-12s %10s %10s\n", "name", "kind", "MiB", "GiB");
@@ -45,12 +53,14 @@ static int list_gpus(void)
 
 /* One option per job setting, then the command's own. */
 static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
-                          bool *json, int *color)
+                          bool *list_a, bool *json, int *color)
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
     opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
+    opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
+                                     "list the architectures (model_type) gpumem knows");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
     opts[n] = (struct opt)OPT_END;
@@ -81,16 +91,18 @@ int cmd_estimate(int argc, char **argv)
     struct gm_job_source src;
     struct gm_estimate_report *r;
     struct gm_error err;
-    bool json = false, list_m = false, list_g = false, have_src = false;
+    bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
     int color = 0, n_pos = 0, rc;
 
-    build_options(opts, &c, &list_m, &list_g, &json, &color);
+    build_options(opts, &c, &list_m, &list_g, &list_a, &json, &color);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
     if (list_m)
         return list_models();
     if (list_g)
         return list_gpus();
+    if (list_a)
+        return list_archs();
     if (n_pos > 1)
         return cli_usage(cmd, "unexpected argument '%s'", argv[2]);
     gm_job_init(&job);

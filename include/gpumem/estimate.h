@@ -75,6 +75,8 @@ enum gm_precision {
 enum gm_weight_format {
     GM_WEIGHTS_AS_STORED = 0, /* the model files' bytes, else torch_dtype, else 16 bit */
     GM_WEIGHTS_BITS,          /* every weight at numerics.weight_bits bits */
+    /* ---- weight formats (issue 13) ---- */
+    GM_WEIGHTS_QUANT, /* numerics.quant: a weight format (bitsandbytes, GPTQ, AWQ, FP8) */
     GM_WEIGHTS__COUNT
 };
 
@@ -152,8 +154,12 @@ enum gm_lora_target {
     GM_LORA_O = 1 << 3,
     GM_LORA_GATE = 1 << 4,
     GM_LORA_UP = 1 << 5,
-    GM_LORA_DOWN = 1 << 6
+    GM_LORA_DOWN = 1 << 6,
+    GM_LORA_QKV = 1 << 7 /* one fused q/k/v projection (c_attn, query_key_value, qkv_proj) */
 };
+/* Targets whose linears read the attention block's input. */
+#define GM_LORA_QKV_IN     (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_QKV)
+#define GM_LORA_MLP        (GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 #define GM_LORA_ATTENTION  (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_O)
 #define GM_LORA_ALL_LINEAR (GM_LORA_ATTENTION | GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 
@@ -213,6 +219,8 @@ struct gm_job_numerics {
     enum gm_optim_impl optim_impl;
     enum gm_zero_grad zero_grad;
     double activations_per_token; /* --method blog: A (elements per token); 0 = the fit */
+    /* ---- weight formats (issue 13) ---- */
+    struct gm_quant quant; /* GM_WEIGHTS_QUANT: the format (--quant, --quant-bits, --group-size) */
 };
 
 struct gm_job_lora {

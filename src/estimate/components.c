@@ -314,15 +314,20 @@ bool est_tp_divides(const struct gm_model *m, uint64_t t)
 
 uint64_t est_largest_linear(const struct gm_model *m)
 {
-    uint64_t q = m->hidden * m->n_heads * m->head_dim, f = m->hidden * m->intermediate;
+    struct est_geom g;
+    uint64_t q, f;
+    est_geom(m, &g); /* the widest MLP: dense, one expert or the shared one (arch.c) */
+    q = m->hidden * m->n_heads * m->head_dim;
+    f = (uint64_t)((double)m->hidden * g.mlp_widest);
     return q > f ? q : f;
 }
 
 uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc)
 {
-    if (!m->n_layers)
+    uint64_t layers = est_total_layers(m);
+    if (!layers)
         return pc->largest_tensor;
-    return (pc->attention + pc->mlp + pc->norms) / m->n_layers;
+    return (pc->attention + pc->mlp + pc->norms) / layers;
 }
 
 /* ---- names ---- */

@@ -46,6 +46,9 @@ struct est_ctx {
     enum est_bound bound;         /* the point estimate, or an end of the range */
     double tokens;                /* training: tokens of one micro-batch at this bound */
     double host_activation_bytes; /* training: activations offloaded to host, one GPU */
+    /* ---- weight formats (issue 13) ---- */
+    const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
+    uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
 };
 
 /* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever
@@ -181,6 +184,61 @@ bool est_eager_scores(const struct gm_job *job);
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
 
+/* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
+
+/* Widths a layer computes per token, averaged over the model's layers. */
+struct est_geom {
+    double q;          /* queries: heads x head_dim */
+    double k;          /* keys kept per token (MLA: per head, decompressed) */
+    double v;          /* values kept per token */
+    double o_in;       /* attention output (input of o_proj): heads x value head size */
+    double latent;     /* MLA low-rank intermediates (q_lora + kv_lora + rope), else 0 */
+    double mlp;        /* MLP width run per token: dense, or top-k + shared experts */
+    double mlp_max;    /* the widest layer's (dense or top-k + shared) */
+    double mlp_widest; /* the widest single MLP (dense, one routed expert, the shared one) */
+    double moe_share;  /* share of the layers with routed experts */
+};
+void est_geom(const struct gm_model *m, struct est_geom *g);
+/* Layers of all stacks (encoder + decoder of an encoder-decoder). */
+uint64_t est_total_layers(const struct gm_model *m);
+/* Layers that keep a KV cache (the decoder's; none in an encoder). */
+uint64_t est_kv_layers(const struct gm_model *m);
+/* Layers with routed experts (0 for a dense model). */
+uint64_t est_moe_layers(const struct gm_model *m);
+
+/* Who lays out the KV cache. */
+enum est_kv_store { EST_KV_TRANSFORMERS = 0, EST_KV_VLLM, EST_KV_LLAMACPP };
+/* Elements per token of one attention layer's K and V rows as 'who' stores them on one of
+ * 'tp' GPUs (V 0: a view of K). */
+void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, uint64_t *k,
+                 uint64_t *v);
+/* K + V elements per token of one attention layer. */
+double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
+ * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
+ * element.  Full-attention layers hold every token; with the hybrid allocator a
+ * sliding-window layer holds at most cdiv(min(window - 1 + chunk, len), block) + 1 blocks
+ * (SlidingWindowSpec.max_memory_usage_bytes), so the per-token figure of a long request
+ * falls; without sliding layers it is layers x K+V x bytes. */
+uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                               uint64_t len, uint64_t chunk, uint64_t block);
+
+/* ---- weights.c: weight formats (issue 13) ---- */
+
+struct est_format {
+    uint64_t bytes;     /* all the weights */
+    uint64_t quantised; /* parameters stored in the format */
+    uint64_t plain;     /* parameters left in plain floats */
+    uint64_t constants; /* bytes beyond the packed values: scales, zeros, absmax, g_idx */
+};
+/* The weights of a model (its counts 'pc') in format 'q'; what the format leaves alone
+ * takes 'plain' bytes per parameter. */
+void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant *q, unsigned plain,
+                        struct est_format *out);
+/* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
+ * plain floats (and for --bits, which is no format). */
+const struct gm_quant *est_job_quant(const struct gm_job *job);
+
 /* ---- fit.c ---- */
 
 /* Judge 'e' (figures final) for the job on devices of 'capacity' bytes. */
@@ -200,6 +258,8 @@ void est_job_resolve(struct gm_job *job);
 uint64_t est_data_parallel(const struct gm_job *job);
 /* Mark or forget that a setting was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */
+const char *est_quant_setting_name(const struct gm_quant *q);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */
 bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *ggml_type);
 

@@ -82,28 +82,35 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double I = (double)m->intermediate;
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
-    double kv_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
     unsigned in = c->keeps_in;
-    double attn, mlp, expert, k, scores = 0;
+    double q, kv, k_saved, v_saved, attn, mlp, expert, k, L, Ld, scores = 0;
 
-    attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
-    attn += ea * (q + 2.0 * kv_saved) + drop_h; /* q, k, v as attention keeps them */
+    est_geom(m, &g); /* widths by layer kind: GQA, MLA, dense / expert MLPs (arch.c) */
+    q = g.q;
+    kv = g.k;
+    k_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    v_saved = (c->eager && g.v < g.o_in) ? g.o_in : g.v;
+    attn = norm_saved(m, c) + ((in & GM_LORA_QKV_IN) ? ea * h : 0.0);
+    attn += ea * (q + k_saved + v_saved) + drop_h; /* q, k, v as attention keeps them */
+    /* MLA: the low-rank latents are the inputs of the up-projections */
+    if (in & GM_LORA_QKV_IN)
+        attn += ea * g.latent;
     /* SDPA/flash keeps its output; eager attention's output is kept by o_proj only */
     if (!c->eager || (in & GM_LORA_O))
-        attn += ea * q;
-    if (m->qk_norm)
+        attn += ea * g.o_in;
+    if (m->qk_norm || m->qk_norm_full)
         attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
                 (q + kv);
     if (c->eager) {
-        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
+        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
+         * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        scores = (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
+        double cap = m->attn_softcap > 0 ? ea : 0.0;
+        scores = (double)m->n_heads * (double)c->seq * (4.0 + drop + copy + cap);
         attn += scores;
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
@@ -112,66 +119,76 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     mlp = drop_h;
     if (m->norms_per_layer >= 2)
         mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
+    /* g.mlp is the width run per token: dense, or top-k + shared experts */
     if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
-        expert = ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
-        expert = ea * I * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
+    mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    mlp += k * expert;
-    if (m->n_experts)
-        mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
-    if (m->norms_per_layer > 2)                         /* Gemma-2's norms on the branch outputs */
+    if (m->n_experts) /* dispatched inputs, router, in the layers with experts */
+        mlp += g.moe_share * (k * ea * h + 8.0 * (double)m->n_experts);
+    if (m->norms_per_layer > 2) /* Gemma-2/3's norms on the branch outputs */
         mlp += (double)(m->norms_per_layer - 2) * norm_saved(m, c);
-    if (seq2)
-        *seq2 = scores;
-    return attn + mlp;
+    if (m->head != GM_HEAD_SEQ2SEQ_LM) {
+        if (seq2)
+            *seq2 = scores;
+        return attn + mlp;
+    }
+    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
+     * both stacks (source and target sequences of 'seq' tokens each) */
+    L = (double)m->n_layers;
+    Ld = (double)m->n_decoder_layers;
+    if (seq2) /* the decoder's self- and cross-attention scores are both s x s */
+        *seq2 = (L * scores + Ld * 2.0 * scores) / (L + Ld);
+    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_saved(m, c))) / (L + Ld);
 }
 
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
 {
     /* matmul output widths in forward order (torchtitan's Llama block: wq, wk, wv, wo, w1,
-     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others */
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate * k, h = (double)m->hidden;
+     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others.  Widths
+     * per token averaged over the layers (arch.c): the MLP's is the top-k experts' in a
+     * layer with experts, whose down projections each write a hidden-wide output. */
+    struct est_geom g;
+    double h = (double)m->hidden, k = m->n_experts ? (double)m->n_experts_active : 1.0;
     double widths[7], kept = 0;
     size_t n = 0;
-    widths[n++] = q;
-    widths[n++] = kv;
-    widths[n++] = kv;
+    est_geom(m, &g);
+    widths[n++] = g.q;
+    widths[n++] = g.k;
+    widths[n++] = g.v;
     widths[n++] = h;
     if (m->gated_mlp)
-        widths[n++] = I;
-    widths[n++] = I;
-    widths[n++] = h * k;
+        widths[n++] = g.mlp;
+    widths[n++] = g.mlp;
+    widths[n++] = h * (1.0 + g.moe_share * (k - 1.0));
     for (size_t i = 0; i < n; i += 2)
         kept += widths[i];
     /* the block input (checkpoint frame), attention output and logsumexp */
-    return c->er * h + c->ea * (kept + q) + 4.0 * (double)m->n_heads;
+    return c->er * h + c->ea * (kept + g.o_in) + 4.0 * (double)m->n_heads;
 }
 
 double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                     double *seq2)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate;
     double mlp, attn, scores = 0;
-    /* MLP: the product's gradient, then those of act(gate) and up side by side (a fused
-     * SwiGLU writes them into its saved inputs); attention: dq, dk, dv beside the output's
-     * gradient, and eager attention's score gradients */
+    est_geom(m, &g);
+    /* MLP (the widest layer's: dense or top-k + shared): the product's gradient, then those
+     * of act(gate) and up side by side (a fused SwiGLU writes them into its saved inputs);
+     * attention: dq, dk, dv beside the output's gradient, and eager attention's score
+     * gradients */
     if (m->gated_mlp)
-        mlp = k * ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+        mlp = ea * g.mlp_max * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
-        mlp = k * ea * I * 2.0;
+        mlp = ea * g.mlp_max * 2.0;
     if (c->eager)
         scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
-    attn = ea * (2.0 * q + 2.0 * kv) + scores;
+    attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
     if (seq2)
         *seq2 = mlp > attn ? 0.0 : scores;
     /* the gradient of the residual stream flows beside them */
@@ -345,6 +362,16 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
     return v >= GM_VERSION(4, 46, 0) && v < GM_VERSION(4, 49, 0);
 }
 
+/* Whether the model's Hugging Face class computes its loss itself, with nn.CrossEntropyLoss
+ * on the shifted logits in the compute dtype (no fp32 upcast): GPTBigCodeForCausalLM does
+ * (modeling_gpt_bigcode.py, read at transformers 0057454; taken to hold until the model's
+ * rewrite in 4.54).  A version not given is the current release's ForCausalLMLoss. */
+static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
+}
+
 struct loss_model {
     double bytes; /* at the loss moment */
     double grad;  /* of which gradients of the logits (the loss's backward) */
@@ -357,21 +384,40 @@ struct loss_model {
 static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
                        double ew, struct loss_model *out)
 {
+    bool mixed =
+        j->numerics.precision == GM_PREC_FP16_MIXED || j->numerics.precision == GM_PREC_BF16_MIXED;
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
-    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
+    double cap = m->final_softcap > 0 ? ea * nv : 0.0;
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = hf_loss_inline(j, m);
     out->grad = 0;
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
-        if (hf_loss_copies_logits(j) && ea != 4.0) {
-            out->bytes = 14.0 * nv;
+        if (inline_ce) {
+            /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
+             * backward: the log-softmax, its gradient and the copy's, then the slice's.  Under
+             * autocast cross_entropy is an fp32 op: the copy is cast to fp32 first and the
+             * log-softmax and its gradients are fp32 */
+            double per = mixed ? 2.0 * ea + 8.0 : 3.0 * ea;
+            out->bytes = per * nv + cap;
+            /* at its backward: the log-softmax's gradient and the copy's beside what is kept */
+            out->grad = (mixed ? 4.0 + ea : 2.0 * ea) * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: logits, their shifted copy, %slog-softmax", per,
+                     mixed ? "autocast's fp32 cast, fp32 " : "");
+            out->what = "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
+                        "the compute-dtype logits (GPTBigCode before transformers 4.54: no fp32 "
+                        "upcast)";
+        } else if (hf_loss_copies_logits(j) && ea != 4.0) {
+            out->bytes = 14.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else {
             /* the log-softmax's gradient and the input's beside the kept log-softmax */
-            out->bytes = 12.0 * nv;
+            out->bytes = 12.0 * nv + cap;
             out->grad = 8.0 * nv;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
@@ -391,9 +437,18 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                     "and the loss one chunk at a time";
         return;
     case GM_LOSS_FUSED:
-        out->bytes = ea * nv + 4.0 * T;
-        snprintf(out->note, sizeof out->note,
-                 "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        if (inline_ce) {
+            /* the kernel replaces the model's nn.CrossEntropyLoss: the shifted copy stays */
+            out->bytes = 2.0 * ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits and their shifted copy, the gradient written "
+                     "into the copy",
+                     2.0 * ea);
+        } else {
+            out->bytes = ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        }
         out->what = "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no fp32 "
                     "copies, the gradient written into the logits";
         return;
@@ -462,7 +517,7 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
                               const struct est_layer_cfg *c, double T, struct saved_model *out)
 {
     const struct gm_job *j = cx->job;
-    double L = (double)m->n_layers, As, A = est_layer_saved_per_token(m, c, &As) * T;
+    double L = (double)est_total_layers(m), As, A = est_layer_saved_per_token(m, c, &As) * T;
     double in = c->er * (double)m->hidden * T, per_layer_kept = A, n_ck = 0;
     char b1[32];
     As *= T; /* the s x s part of A */
@@ -655,17 +710,17 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                                                            : 0.0)
                                : 0.0;
     emb = T * (8.0 + final_norm);
-    if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
-        emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
+    if (m->emb_norm || m->hidden_dropout > 0)
+        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
     st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
                  GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS,
                  "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
 
-    /* The loss at its own moment. */
+    /* The loss at its own moment (an encoder-decoder's over its target tokens). */
     lm.what = NULL;
-    if (m->head == GM_HEAD_CAUSAL_LM) {
+    if (m->head != GM_HEAD_ENCODER) {
         loss_bytes(j, m, T, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
@@ -748,10 +803,10 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "training estimate needs a model for per-layer activations (give "
                            "MODEL, or use --method blog with --parameters)");
-        if (cx->m->head != GM_HEAD_CAUSAL_LM && j->memory.loss != GM_LOSS_FULL)
+        if (cx->m->head == GM_HEAD_ENCODER && j->memory.loss != GM_LOSS_FULL)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "--loss applies to causal language models (this one has no "
-                           "vocabulary head)");
+                           "--loss applies to models with a language-model head (an encoder "
+                           "has no vocabulary head)");
         st = train_arch(cx, err);
     }
     if (st != GM_OK)
