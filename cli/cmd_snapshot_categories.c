@@ -83,18 +83,33 @@ static void print_sites(const struct gm_snapshot *snap, const struct gm_analysis
     struct site_row *v;
     size_t n = sites_at_peak(dev, &v);
     char b1[64], line[512];
+    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
+    long *apart = gm_malloc((n ? n : 1) * sizeof(*apart));
+    size_t m = 0;
+    /* the sites listed, told apart where they would read alike */
+    for (size_t i = 0, shown = 0; refs && apart && i < n; i++) {
+        if (i && v[i].category != v[i - 1].category)
+            shown = 0;
+        if (shown++ < top)
+            refs[m++] = (struct gm_snapshot_stack_ref){snap, v[i].stack};
+    }
+    if (refs && apart)
+        gm_snapshot_stacks_apart(refs, m, 0, apart);
+    m = 0;
     printf("  largest allocation sites at the peak, per category:\n");
     for (size_t i = 0, shown = 0; i < n; i++) {
         if (i && v[i].category != v[i - 1].category)
             shown = 0;
         if (shown++ >= top)
             continue;
-        ana_cli_stack_line(line, sizeof(line), snap, v[i].stack);
+        snapcli_stack_line(line, sizeof(line), snap, v[i].stack, refs && apart ? apart[m++] : -1);
         printf("    %-16s %12s %6" PRIu64 "x  %-14s %s\n",
                gm_category_name((enum gm_category)v[i].category),
                ana_cli_short(b1, sizeof(b1), v[i].bytes), v[i].count,
                gm_rule_name((enum gm_rule)v[i].rule), line);
     }
+    gm_free(refs);
+    gm_free(apart);
     gm_free(v);
 }
 

@@ -9,17 +9,6 @@
 
 #include <inttypes.h>
 
-static const char *status_of(const struct gm_analysis_diff_site *s)
-{
-    if (!s->total[0] && s->total[1])
-        return "new";
-    if (s->total[0] && !s->total[1])
-        return "vanished";
-    if (s->bytes[0] != s->bytes[1] || s->total[0] != s->total[1])
-        return "changed";
-    return "same";
-}
-
 static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
                                            const struct gm_snapshot *a, const struct gm_snapshot *b,
                                            uint32_t *stack)
@@ -75,7 +64,7 @@ static void json_device(struct gm_json *w, const struct gm_analysis_diff_device 
         json_pair(w, "bytes", s->bytes[0], s->bytes[1]);
         json_pair(w, "count", s->count[0], s->count[1]);
         json_pair(w, "total_bytes", s->total[0], s->total[1]);
-        gm_json_kv_str(w, "status", status_of(s));
+        gm_json_kv_str(w, "status", gm_diff_status_name((enum gm_diff_status)s->status));
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
@@ -115,11 +104,11 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
             continue;
         uint32_t stack;
         const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
-        ana_cli_stack_line(line, sizeof(line), snap, stack);
-        printf("  %12s %12s %12s  %-8s %s\n",
-               ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
-               ana_cli_short(b1, sizeof(b1), s->bytes[0]),
-               ana_cli_short(b2, sizeof(b2), s->bytes[1]), status_of(s), line);
+        snapcli_stack_line(line, sizeof(line), snap, stack, s->apart);
+        printf(
+            "  %12s %12s %12s  %-8s %s\n", ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
+            ana_cli_short(b1, sizeof(b1), s->bytes[0]), ana_cli_short(b2, sizeof(b2), s->bytes[1]),
+            gm_diff_status_name((enum gm_diff_status)s->status), line);
         shown++;
     }
     printf("\n");

@@ -141,12 +141,19 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     gm_json_kv_bool(&w, "host_data", s->has_host_data);
     gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
     gm_json_kv_u64(&w, "flat_batches", s->n_flat_batches);
+    gm_json_key(&w, "oom_devices");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < s->n_devices; i++)
+        if (s->devices[i].n_actions[GM_ACTION_OOM])
+            gm_json_i64(&w, s->devices[i].index);
+    gm_json_end_array(&w);
     return cli_json_end(&w, cmd);
 }
 
 static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
+    snapcli_print_oom_banner(stdout, s, path);
     printf("file               %s (%" PRIu64 " bytes, %s)\n", path, s->file_size,
            gm_format_bytes(b1, sizeof(b1), s->file_size, GM_UNITS_IEC));
     printf("generation         %s (torch %s)%s\n", gm_snapshot_gen_name(s->gen),

@@ -17,12 +17,17 @@ struct dev_peak {
     struct gm_snapshot_timeline tl;
     struct gm_snapshot_live_group *groups;
     size_t n_groups;
+    long *apart; /* per group: the frame that tells it apart (gm_snapshot_stacks_apart()) */
 };
+
+/* Stack frames the text shows of the callers of a group's user frame. */
+#define PEAK_CALLERS 2
 
 static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
                         const struct gm_snapshot_device *d, const struct dev_peak *p, uint64_t top)
 {
     const struct gm_snapshot_timeline *tl = &p->tl;
+    struct gm_snapshot_oom oom;
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", d->index);
     gm_json_kv_u64(w, "peak_bytes", tl->peak_bytes);
@@ -36,6 +41,16 @@ static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
     gm_json_kv_u64(w, "initial_bytes", tl->initial_bytes);
     gm_json_kv_u64(w, "final_bytes", tl->final_bytes);
     gm_json_kv_u64(w, "trace_events", d->n_events);
+    gm_json_key(w, "first_oom");
+    if (gm_snapshot_first_oom(snap, d, &oom)) {
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "event_index", oom.event);
+        gm_json_kv_u64(w, "requested_bytes", oom.requested);
+        gm_json_kv_u64(w, "device_free_bytes", oom.device_free);
+        gm_json_end_object(w);
+    } else {
+        gm_json_null(w);
+    }
     gm_json_kv_u64(w, "live_allocations", tl->n_live);
     gm_json_kv_u64(w, "live_groups", p->n_groups);
     gm_json_key(w, "live_at_peak");
@@ -44,6 +59,9 @@ static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
         gm_json_begin_object(w);
         gm_json_kv_u64(w, "bytes", p->groups[g].bytes);
         gm_json_kv_u64(w, "count", p->groups[g].count);
+        gm_json_kv_u64(w, "stack", p->groups[g].stack);
+        gm_json_key(w, "user_frame");
+        snapcli_json_user_frame(w, snap, p->groups[g].stack);
         gm_json_key(w, "frames");
         snapcli_json_stack(w, snap, p->groups[g].stack, 0);
         gm_json_end_object(w);
@@ -84,8 +102,26 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
                gm_format_fixed(a, sizeof(a), gr->bytes, GM_GIB, "GiB"),
                tl->peak_bytes ? 100.0 * (double)gr->bytes / (double)tl->peak_bytes : 0.0,
                gr->count);
-        snapcli_print_stack(stdout, snap, gr->stack, 2, 51);
+        snapcli_print_stack(stdout, snap, gr->stack, PEAK_CALLERS, p->apart ? p->apart[g] : -1, 51);
     }
+}
+
+/* The groups listed (the first 'top', 0: all) told apart where they would read alike. */
+static enum gm_status tell_apart(const struct gm_snapshot *snap, struct dev_peak *p, uint64_t top,
+                                 struct gm_error *err)
+{
+    size_t n = top && top < p->n_groups ? (size_t)top : p->n_groups;
+    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
+    p->apart = gm_malloc((n ? n : 1) * sizeof(*p->apart));
+    if (!refs || !p->apart) {
+        gm_free(refs);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    }
+    for (size_t g = 0; g < n; g++)
+        refs[g] = (struct gm_snapshot_stack_ref){snap, p->groups[g].stack};
+    gm_snapshot_stacks_apart(refs, n, PEAK_CALLERS, p->apart);
+    gm_free(refs);
+    return GM_OK;
 }
 
 /* One file's peaks, computed in the thread that loaded it. */
@@ -98,6 +134,7 @@ struct peak_work {
     char *const *paths;
     struct file_peaks *files;
     int32_t want;
+    uint64_t top;
 };
 
 static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
@@ -120,6 +157,8 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
         if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &p->tl, err)) != GM_OK ||
             (st = gm_snapshot_group_live(&p->tl, &p->groups, &p->n_groups, err)) != GM_OK)
             return st;
+        if ((st = tell_apart(snap, p, pw->top, err)) != GM_OK)
+            return st;
     }
     return GM_OK;
 }
@@ -129,6 +168,7 @@ static void file_peaks_release(struct file_peaks *fp, const struct gm_snapshot *
     for (size_t i = 0; fp->peaks && snap && i < snap->n_devices; i++) {
         gm_snapshot_timeline_release(&fp->peaks[i].tl);
         gm_free(fp->peaks[i].groups);
+        gm_free(fp->peaks[i].apart);
     }
     gm_free(fp->peaks);
 }
@@ -146,10 +186,11 @@ static void json_file(struct gm_json *w, const char *path, const struct gm_snaps
     gm_json_end_array(w);
 }
 
-static void text_file(const struct gm_snapshot *snap, const struct file_peaks *fp, int32_t want,
-                      uint64_t top)
+static void text_file(const char *path, const struct gm_snapshot *snap, const struct file_peaks *fp,
+                      int32_t want, uint64_t top)
 {
     bool first = true;
+    snapcli_print_oom_banner(stdout, snap, path);
     for (size_t i = 0; i < snap->n_devices; i++) {
         if (want >= 0 && snap->devices[i].index != want)
             continue;
@@ -207,7 +248,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         return GM_EXIT_SOFTWARE;
     }
     {
-        struct peak_work pw = {argv + 1, files, want};
+        struct peak_work pw = {argv + 1, files, want, top};
         struct snapcli_load_opts lo = {mem_limit, false};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
@@ -237,7 +278,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         for (int f = 0; f < n_pos; f++) {
             if (n_pos > 1)
                 printf("%s==> %s <==\n", f ? "\n" : "", argv[f + 1]);
-            text_file(snaps[f], &files[f], want, top);
+            text_file(argv[f + 1], snaps[f], &files[f], want, top);
         }
         printf("\nnote: trace sizes are requested bytes, below what "
                "torch.cuda.max_memory_allocated() counts after rounding to 512 B blocks\n");

@@ -176,16 +176,52 @@ enum gm_leak_kind {
 const char *gm_leak_kind_name(enum gm_leak_kind k);
 const char *gm_leak_kind_advice(enum gm_leak_kind k);
 
-/* Memory from one allocation site that grows from iteration to iteration. */
-struct gm_analysis_leak {
-    uint32_t stack;               /* the allocation site (snapshot stack id) */
-    uint8_t kind;                 /* enum gm_leak_kind */
-    uint8_t category;             /* enum gm_category of the kept allocations */
-    uint64_t bytes_per_iteration; /* median bytes kept per iteration */
+/* One allocation site (stack) that keeps memory from iteration to iteration. */
+struct gm_analysis_leak_site {
+    uint32_t stack;               /* snapshot stack id */
+    uint64_t bytes_per_iteration; /* median bytes kept per iteration that kept any */
     uint64_t total_bytes;         /* bytes of this site still kept at the end */
     uint64_t count;               /* allocations kept */
     uint32_t n_iterations;        /* iterations that left memory behind */
 };
+
+/* Memory that grows from iteration to iteration, one per cause: the leaking sites that
+ * share the frame naming the cause and the iteration pattern (the same first and last
+ * iteration and as many iterations keeping memory) and the kind.  A forward result is named
+ * by the frame that called the model (the 12 activation sites of one evaluate() without
+ * torch.no_grad() are one leak, named by evaluate()), anything else by its first user frame
+ * (gm_snapshot_frame_is_user()). */
+struct gm_analysis_leak {
+    uint32_t stack;               /* the largest site's stack (sites[0].stack) */
+    uint32_t frame;               /* frame id naming the cause; UINT32_MAX when none */
+    uint8_t kind;                 /* enum gm_leak_kind */
+    uint8_t category;             /* enum gm_category of the largest site */
+    uint64_t bytes_per_iteration; /* median bytes all its sites kept per iteration */
+    uint64_t total_bytes;         /* bytes still kept at the end */
+    uint64_t count;               /* allocations kept */
+    uint32_t n_iterations;        /* iterations that left memory behind */
+    int32_t first_iteration;      /* the first and last of them */
+    int32_t last_iteration;
+    struct gm_analysis_leak_site *sites; /* largest total_bytes first */
+    size_t n_sites;
+};
+
+/* What the leak search says of a device, in words every output shares. */
+enum gm_leak_verdict {
+    GM_LEAK_VERDICT_NO_TRACE = 0, /* no allocation history */
+    GM_LEAK_VERDICT_TOO_FEW,      /* fewer than 3 iterations: too few to judge */
+    GM_LEAK_VERDICT_NONE,         /* no site keeps memory from iteration to iteration */
+    GM_LEAK_VERDICT_FOUND,        /* dev->leaks */
+};
+
+/* The verdict of a device's leak search (3 iterations are the fewest a leak is judged on:
+ * memory kept in two iterations before the last). */
+struct gm_analysis_device;
+enum gm_leak_verdict gm_analysis_leak_verdict(const struct gm_analysis_device *dev);
+/* "no_trace", "too_few_iterations", "none", "found"; static storage. */
+const char *gm_leak_verdict_name(enum gm_leak_verdict v);
+/* One sentence for a verdict ("too few iterations to judge: ..."); static storage. */
+const char *gm_leak_verdict_text(enum gm_leak_verdict v);
 
 /* Free memory inside reserved segments, for one pool and stream. */
 struct gm_analysis_pool_free {
@@ -262,7 +298,7 @@ struct gm_analysis_device {
     struct gm_analysis_iteration *iterations;
     size_t n_iterations;
 
-    struct gm_analysis_leak *leaks; /* largest total_bytes first */
+    struct gm_analysis_leak *leaks; /* one per cause, largest total_bytes first */
     size_t n_leaks;
 
     struct gm_analysis_frag peak_frag;
@@ -315,13 +351,18 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
                                    size_t n, gm_analysis_live_fn fn, void *ctx,
                                    struct gm_error *err);
 
-/* Frames worth showing for 'stack': its Python frames when it has any, else its frames
- * that are not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the
- * stack has (may exceed cap). */
-size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
-                                size_t cap);
-
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
+
+/* How a site changed from A to B. */
+enum gm_diff_status {
+    GM_DIFF_SAME = 0, /* the same bytes at the peak and over the trace */
+    GM_DIFF_CHANGED,
+    GM_DIFF_NEW,      /* allocates only in B */
+    GM_DIFF_VANISHED, /* allocates only in A */
+};
+
+/* "same", "changed", "new", "vanished"; static storage. */
+const char *gm_diff_status_name(enum gm_diff_status s);
 
 /* One allocation site in A and B: its Python frames as filename + function, with the line
  * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
@@ -331,6 +372,12 @@ struct gm_analysis_diff_site {
     uint64_t bytes[2]; /* bytes alive at the peak in A / B */
     uint64_t count[2]; /* allocations alive at the peak */
     uint64_t total[2]; /* bytes allocated over the whole trace */
+    uint8_t status;    /* enum gm_diff_status */
+    /* The frame (index in the representative stack: A's when the site is in A) that tells
+     * this site apart from the other sites of its device that read alike on one line (the
+     * same user and innermost frames: gm_snapshot_stacks_apart() with 0 callers); -1 when
+     * none does. */
+    long apart;
 };
 
 struct gm_analysis_diff_device {

@@ -541,6 +541,20 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
 const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w);
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w);
 
+/* An out-of-memory event of a trace. */
+struct gm_snapshot_oom {
+    size_t event;         /* index in the device trace */
+    uint64_t requested;   /* bytes the failed allocation asked for */
+    uint64_t device_free; /* bytes CUDA reported free */
+    uint64_t stream;
+};
+
+/* The first oom event of 'dev' into *out (one pass, stopping at it); false when the trace
+ * has none, or when the snapshot was loaded without its events (dev->n_actions[GM_ACTION_OOM]
+ * still counts them then). */
+bool gm_snapshot_first_oom(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                           struct gm_snapshot_oom *out);
+
 /* Group live allocations by stack: one group per distinct stack, summed bytes and count,
  * largest first. */
 struct gm_snapshot_live_group {
@@ -555,9 +569,63 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
                                       struct gm_snapshot_live_group **out, size_t *n_out,
                                       struct gm_error *err);
 
-/* Index of the first frame of 'stack' that is user code (a Python frame outside torch/ and
- * not noise), or of the first non-noise frame when there is none; -1 for an empty stack. */
+/* ---- frames: whose code allocated, and how a stack is shown ----
+ *
+ * The one rule that names "the user frame" everywhere (peak, leaks, diff, the analysis,
+ * the report): a frame is the user's when it is a Python frame, not noise, of the
+ * program's own code: not in the torch package ('/torch/' in its path), not in an
+ * installed package (site-packages, dist-packages), not the Python standard library
+ * (.../lib/python3.X/..., ...\Lib\...), not a frozen or generated module ('<frozen ...>').
+ * Paths are compared with '/' and '\\' alike. */
+bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f);
+
+/* Index in stacks[stack].frames of its first user frame (innermost first), or of its first
+ * non-noise frame when it has none; -1 for an empty stack. */
 long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack);
+
+/* The frames worth listing for 'stack': its Python frames when it has any (the C++ frames
+ * under them are the interpreter and the operator machinery), else its frames that are
+ * not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the stack has
+ * (may exceed cap). */
+size_t gm_snapshot_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
+                                size_t cap);
+
+/* A stack shown folded, as every command shows one: the first frame (the user frame, or
+ * the first non-noise frame when there is none; for a C++-only stack the ATen operator),
+ * the user frames that called it (outwards), the innermost frame when the user's line
+ * called into a library ("via": torch.nn.functional.cross_entropy, adamw.py:120), and how
+ * many frames are folded away (torch internals, C++, library code).  Indexes are into
+ * stacks[stack].frames, -1 when absent. */
+#define GM_SNAPSHOT_VIEW_CALLERS 8
+struct gm_snapshot_stack_view {
+    long first;         /* -1: an empty stack */
+    bool first_is_user; /* gm_snapshot_frame_is_user() of 'first' */
+    long via;
+    long callers[GM_SNAPSHOT_VIEW_CALLERS]; /* innermost first */
+    size_t n_callers;
+    uint32_t n_folded; /* non-noise frames not shown */
+};
+void gm_snapshot_stack_view(const struct gm_snapshot *snap, uint32_t stack,
+                            struct gm_snapshot_stack_view *out);
+
+/* A stack of some snapshot (stacks shown together may come from two files: diff). */
+struct gm_snapshot_stack_ref {
+    const struct gm_snapshot *snap;
+    uint32_t stack;
+};
+
+/* For n stacks listed together: stacks that show alike folded with up to 'callers' callers
+ * (the same first and via frames and callers, compared by filename, line and name; a one-line
+ * listing shows 0 callers) are told apart by a frame of their own.  apart[i] gets the index
+ * in refs[i]'s stack of the first frame, innermost first, in which it differs from the stack
+ * that shows like it and shares the most frames with it, or -1 when no other stack shows
+ * like it.  One cross_entropy line called from train_step and from evaluate parts at the
+ * caller of the model. */
+void gm_snapshot_stacks_apart(const struct gm_snapshot_stack_ref *refs, size_t n, size_t callers,
+                              long *apart);
+
+/* The stacks the file records: interned stacks less the empty stack (id 0). */
+size_t gm_snapshot_unique_stacks(const struct gm_snapshot *snap);
 
 #ifdef __cplusplus
 }

@@ -21,10 +21,14 @@ enum ana_frame_flag {
     FR_OPTIM_STEP = 1 << 4,  /* torch/optim (and other optimizers') step code */
     FR_ZERO_GRAD = 1 << 5,   /* zero_grad */
     FR_DATA = 1 << 6,        /* torch/utils/data */
-    FR_USER = 1 << 7,        /* Python code outside torch and site-packages */
+    FR_USER = 1 << 7,        /* user code: gm_snapshot_frame_is_user() */
     FR_AUTOGRAD_PY = 1 << 8, /* a Python frame in torch/autograd/ or torch/utils/checkpoint */
     FR_STACK_DONE = 1 << 15  /* cache marker of ana_stack_flags() */
 };
+
+/* The fewest iterations a leak is judged on: memory kept by two iterations before the
+ * last one. */
+#define ANA_MIN_LEAK_ITERATIONS 3
 
 /* Raw phase of one event before smoothing. */
 enum ana_raw_phase { RAW_UNKNOWN = 0, RAW_OTHER, RAW_FORWARD, RAW_BACKWARD, RAW_STEP };
@@ -54,6 +58,11 @@ uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack);
  * call of 'stack' (ANA_NO_FRAME when there is none). Cached. */
 uint32_t ana_stack_caller(struct ana_classifier *c, uint32_t stack);
 
+/* The frame that called the model, for naming what keeps a forward result: the first
+ * Python frame outside the outermost module call or forward() of 'stack' (ANA_NO_FRAME when
+ * there is none). */
+uint32_t ana_stack_model_caller(const struct ana_classifier *c, uint32_t stack);
+
 /* The first user-code frame of 'stack' (innermost first), or ANA_NO_FRAME. */
 uint32_t ana_stack_first_user(const struct ana_classifier *c, uint32_t stack);
 
@@ -62,9 +71,6 @@ bool ana_same_function(const struct gm_snapshot *snap, uint32_t a, uint32_t b);
 
 /* Phase the flags of a stack imply (RAW_UNKNOWN when they say nothing). */
 enum ana_raw_phase ana_phase_of_flags(uint16_t flags);
-
-/* Does 'path' contain 'needle', treating '/' and '\\' as the same character? */
-bool ana_path_has(const char *path, const char *needle);
 
 /* --- address map: u64 key -> u32 value (open addressing, linear probing) --- */
 struct ana_map {

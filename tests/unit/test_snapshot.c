@@ -656,6 +656,112 @@ static void test_passes(void **state)
     }
 }
 
+/* ---- the one rule for user frames, and stacks shown folded ---- */
+
+static bool user(const char *file)
+{
+    struct gm_snapshot_frame f = {file, "f", 1, true, false};
+    return gm_snapshot_frame_is_user(&f);
+}
+
+static void test_user_frames(void **state)
+{
+    (void)state;
+    /* the program's own code */
+    assert_true(user("/home/u/proj/train.py"));
+    assert_true(user("/tmp/ipykernel_1/123.py"));
+    assert_true(user("C:\\research\\DeComFL\\cezo_fl\\client.py"));
+    assert_true(user("train.py"));
+    assert_true(user("/home/u/library/lib/model.py")); /* a folder named lib is not Python's */
+    /* torch, installed packages, the standard library, frozen modules */
+    assert_false(user("/e/site-packages/torch/nn/modules/module.py"));
+    assert_false(user("torch/nn/functional.py"));
+    assert_false(user("C:\\venv\\Lib\\site-packages\\torch\\nn\\functional.py"));
+    assert_false(user("/e/site-packages/transformers/modeling_utils.py"));
+    assert_false(user("/usr/lib/python3/dist-packages/numpy/core.py"));
+    assert_false(user("/usr/lib/python3.10/threading.py"));
+    assert_false(user("/opt/conda/lib/python3.11/copy.py"));
+    assert_false(user("C:\\Python311\\Lib\\threading.py"));
+    assert_false(user("C:\\py\\cpython-3.10-windows\\lib\\copy.py"));
+    assert_false(user("<frozen importlib._bootstrap>"));
+    /* not Python, or noise */
+    struct gm_snapshot_frame cpp = {"??", "at::native::empty_cuda", 0, false, false};
+    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true};
+    assert_false(gm_snapshot_frame_is_user(&cpp));
+    assert_false(gm_snapshot_frame_is_user(&noise));
+}
+
+static const struct gm_snapshot_frame view_frames[] = {
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false},       /* 0 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false},       /* 1 */
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},       /* 2 */
+    {"/home/u/train.py", "train_step", 60, true, false},                              /* 3 */
+    {"/home/u/train.py", "main", 131, true, false},                                   /* 4 */
+    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false},  /* 5 */
+    {"/home/u/model.py", "forward", 100, true, false},                                /* 6 */
+    {"/home/u/train.py", "train_step", 58, true, false},                              /* 7 */
+    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 8 */
+    {"??", "unwind::unwind", 0, false, true},                                         /* 9 */
+    {"??", "at::_ops::mm::call", 0, false, false},                                    /* 10 */
+    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false},   /* 11 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false}, /* 12 */
+};
+static const uint32_t vs_exp_avg[] = {9, 0, 2, 3, 4}, vs_exp_avg_sq[] = {9, 1, 2, 3, 4};
+static const uint32_t vs_train_ce[] = {5, 6, 12, 7, 4}, vs_eval_ce[] = {5, 6, 12, 8, 4};
+static const uint32_t vs_cpp[] = {9, 10, 11};
+static const struct gm_snapshot_stack view_stacks[] = {
+    {NULL, 0}, {vs_exp_avg, 5}, {vs_exp_avg_sq, 5}, {vs_train_ce, 5}, {vs_eval_ce, 5}, {vs_cpp, 3},
+};
+
+static void test_stack_view(void **state)
+{
+    (void)state;
+    struct gm_snapshot s;
+    struct gm_snapshot_stack_view v;
+    memset(&s, 0, sizeof(s));
+    s.frames = view_frames;
+    s.n_frames = sizeof(view_frames) / sizeof(view_frames[0]);
+    s.stacks = view_stacks;
+    s.n_stacks = sizeof(view_stacks) / sizeof(view_stacks[0]);
+    assert_int_equal(gm_snapshot_unique_stacks(&s), 5);
+
+    /* the user frame first, its user callers, the innermost frame as "via", the rest folded */
+    gm_snapshot_stack_view(&s, 1, &v);
+    assert_int_equal(v.first, 3);
+    assert_true(v.first_is_user);
+    assert_int_equal(v.via, 1);
+    assert_int_equal(v.n_callers, 1);
+    assert_int_equal(v.callers[0], 4);
+    assert_int_equal(v.n_folded, 1); /* optimizer.py wrapper; the noise frame is not counted */
+    assert_int_equal(gm_snapshot_stack_user_frame(&s, 1), 3);
+
+    /* a C++-only stack: the operator, then the autograd node */
+    gm_snapshot_stack_view(&s, 5, &v);
+    assert_int_equal(v.first, 1);
+    assert_false(v.first_is_user);
+    assert_int_equal(v.n_callers, 1);
+    assert_int_equal(v.callers[0], 2);
+    gm_snapshot_stack_view(&s, 0, &v);
+    assert_int_equal(v.first, -1);
+
+    /* exp_avg and exp_avg_sq read alike only without their innermost frame: folded they
+     * differ already (via adamw.py:120 / :124), so nothing else is needed to tell them apart */
+    struct gm_snapshot_stack_ref refs[4] = {{&s, 1}, {&s, 2}, {&s, 3}, {&s, 4}};
+    long apart[4];
+    gm_snapshot_stacks_apart(refs, 2, 0, apart);
+    assert_int_equal(apart[0], -1);
+    assert_int_equal(apart[1], -1);
+    /* the same cross_entropy line called from train_step and from evaluate reads alike on
+     * one line (user frame and via): told apart by the caller, where they first differ */
+    gm_snapshot_stacks_apart(refs, 4, 0, apart);
+    assert_int_equal(apart[2], 3);
+    assert_int_equal(apart[3], 3);
+    /* with one caller shown they differ already */
+    gm_snapshot_stacks_apart(refs + 2, 2, 1, apart);
+    assert_int_equal(apart[0], -1);
+    assert_int_equal(apart[1], -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +775,8 @@ int main(void)
         cmocka_unit_test(test_file_shrinks),
         cmocka_unit_test(test_fifo),
         cmocka_unit_test(test_passes),
+        cmocka_unit_test(test_user_frames),
+        cmocka_unit_test(test_stack_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
