@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 
@@ -336,8 +337,11 @@ int cmd_snapshot_categories(int argc, char **argv)
         "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
         "frames and its lifetime, and show the split at the peak of each device. Sizes are "
         "the trace's requested bytes (as memory_viz draws them). The rules are in "
-        "docs/analysis.md. Several files (ranks) are read and analysed at the same time; "
-        "--json then writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "docs/analysis.md. Several files are read and analysed at the same time as the ranks "
+        "of one job, each by its device whatever its index, and compared: the spread of "
+        "their peaks and the imbalance (the largest peak over the smallest, and the category "
+        "that makes the difference); --json then writes {\"files\": [{\"file\", "
+        "\"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot categories snapshot.pickle\n"
         "gpumem snapshot categories --json --series snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -348,12 +352,15 @@ int cmd_snapshot_categories(int argc, char **argv)
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
     struct snapcli_load_opts lo = {mem_limit, false};
+    struct rank_list ranks = {0};
     int rc = snaps && ans ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
                           : GM_EXIT_SOFTWARE;
     for (int f = 0; f < n_pos && rc == 0; f++)
         if (device_set && !gm_analysis_device_by_index(ans[f], device))
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
+    for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
+        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f);
     if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.categories");
@@ -369,6 +376,7 @@ int cmd_snapshot_categories(int argc, char **argv)
                 gm_json_end_object(&w);
             }
             gm_json_end_array(&w);
+            ranks_json(&w, &ranks, argv + 1);
         }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
@@ -380,9 +388,12 @@ int cmd_snapshot_categories(int argc, char **argv)
                 if (!device_set || an->devices[d].device == device)
                     print_device(an, &an->devices[d], top);
         }
+        if (n_pos > 1)
+            ranks_print(stdout, &ranks, argv + 1);
         printf("(sizes are requested bytes from the trace, below what max_memory_allocated "
                "counts after rounding)\n");
     }
+    ranks_release(&ranks);
     if (snaps && ans)
         ana_cli_close_many(snaps, ans, (size_t)n_pos);
     gm_free(snaps);

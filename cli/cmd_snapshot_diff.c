@@ -35,6 +35,11 @@ static void json_device(struct gm_json *w, const struct gm_analysis_diff_device 
 {
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", d->device);
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    gm_json_i64(w, d->devices[0]);
+    gm_json_i64(w, d->devices[1]);
+    gm_json_end_array(w);
     gm_json_key(w, "present");
     gm_json_begin_array(w);
     gm_json_bool(w, d->present[0]);
@@ -75,7 +80,11 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
                          const struct gm_snapshot *sb, uint64_t top)
 {
     char b1[64], b2[64], b3[64], line[512];
-    printf("device %d:", (int)d->device);
+    if (d->devices[0] != d->devices[1])
+        printf("device %d of A against device %d of B (two ranks):", (int)d->devices[0],
+               (int)d->devices[1]);
+    else
+        printf("device %d:", (int)d->device);
     if (!d->present[0] || !d->present[1]) {
         printf(" only in %s\n", d->present[0] ? "A" : "B");
     }
@@ -130,8 +139,9 @@ int cmd_snapshot_diff(int argc, char **argv)
         "Compare two PyTorch memory snapshots (before/after a change, or two ranks): the "
         "peak of each device, the category split at the peak, and the allocation sites "
         "(Python frames; only the innermost line counts) whose bytes alive at the peak changed "
-        "most, with new "
-        "and vanished sites.",
+        "most, with new and vanished sites. Two files with one device each are compared "
+        "whatever the devices' indexes (rank 1 on cuda:1 against rank 0 on cuda:0); else the "
+        "devices are paired by index.",
         "gpumem snapshot diff before.pickle after.pickle\n"
         "gpumem snapshot diff --json rank0.pickle rank1.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);

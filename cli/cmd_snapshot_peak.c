@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "opts.h"
 #include "snapshot_cli.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/units.h"
@@ -128,6 +129,7 @@ static enum gm_status tell_apart(const struct gm_snapshot *snap, struct dev_peak
 struct file_peaks {
     struct dev_peak *peaks; /* per snapshot device */
     bool has_device;        /* the device asked for is in the file */
+    struct gm_analysis *an; /* several files: the analysis of the rank */
 };
 
 struct peak_work {
@@ -135,6 +137,7 @@ struct peak_work {
     struct file_peaks *files;
     int32_t want;
     uint64_t top;
+    bool ranks; /* several files: each a rank */
 };
 
 static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
@@ -160,6 +163,8 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
         if ((st = tell_apart(snap, p, pw->top, err)) != GM_OK)
             return st;
     }
+    if (pw->ranks && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
+        return gm_error_prefix(err, "%s", pw->paths[f]);
     return GM_OK;
 }
 
@@ -171,6 +176,7 @@ static void file_peaks_release(struct file_peaks *fp, const struct gm_snapshot *
         gm_free(fp->peaks[i].apart);
     }
     gm_free(fp->peaks);
+    gm_analysis_free(fp->an);
 }
 
 static void json_file(struct gm_json *w, const char *path, const struct gm_snapshot *snap,
@@ -212,6 +218,7 @@ int cmd_snapshot_peak(int argc, char **argv)
     int n_pos = 0, rc;
     struct gm_snapshot **snaps;
     struct file_peaks *files;
+    struct rank_list ranks = {0};
     bool top_seen = false;
     const struct opt opts[] = {
         OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)", &top_seen),
@@ -226,8 +233,11 @@ int cmd_snapshot_peak(int argc, char **argv)
         "sizes the trace records (requested bytes), counting blocks allocated at snapshot time "
         "and frees without an alloc in the trace from the start. Then the allocations alive at "
         "the peak, grouped by stack, largest first, user frames first and torch internals "
-        "folded. --json lists every group unless --top is given. Several files (ranks) are "
-        "read at the same time; --json then writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "folded. --json lists every group unless --top is given. Several files are read at the "
+        "same time as the ranks of one job, each by its device whatever its index, and "
+        "compared: the spread of their peaks and the imbalance (the largest peak over the "
+        "smallest, and the category that makes the difference); --json then writes "
+        "{\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl\n"
         "gpumem snapshot peak rank*.pickle"};
 
@@ -248,7 +258,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         return GM_EXIT_SOFTWARE;
     }
     {
-        struct peak_work pw = {argv + 1, files, want, top};
+        struct peak_work pw = {argv + 1, files, want, top, n_pos > 1};
         struct snapcli_load_opts lo = {mem_limit, false};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
@@ -258,6 +268,8 @@ int cmd_snapshot_peak(int argc, char **argv)
             rc = GM_EXIT_USAGE;
         }
     }
+    for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
+        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f);
     if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.peak");
@@ -272,6 +284,7 @@ int cmd_snapshot_peak(int argc, char **argv)
                 gm_json_end_object(&w);
             }
             gm_json_end_array(&w);
+            ranks_json(&w, &ranks, argv + 1);
         }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
@@ -280,6 +293,8 @@ int cmd_snapshot_peak(int argc, char **argv)
                 printf("%s==> %s <==\n", f ? "\n" : "", argv[f + 1]);
             text_file(argv[f + 1], snaps[f], &files[f], want, top);
         }
+        if (n_pos > 1)
+            ranks_print(stdout, &ranks, argv + 1);
         printf("\nnote: trace sizes are requested bytes, below what "
                "torch.cuda.max_memory_allocated() counts after rounding to 512 B blocks\n");
     }
@@ -287,6 +302,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         file_peaks_release(&files[f], snaps[f]);
         gm_snapshot_free(snaps[f]);
     }
+    ranks_release(&ranks);
     gm_free(files);
     gm_free(snaps);
     return rc;

@@ -381,7 +381,10 @@ struct gm_analysis_diff_site {
 };
 
 struct gm_analysis_diff_device {
-    int32_t device;
+    int32_t device;     /* devices[0] when present in A, else devices[1] */
+    int32_t devices[2]; /* the device compared in A / in B: two ranks' files (one device
+                         * each) are compared whatever their indexes (rank 1 on cuda:1
+                         * against rank 0 on cuda:0), else devices are paired by index */
     bool present[2];
     uint64_t peak_bytes[2];
     uint8_t peak_phase[2];
@@ -391,16 +394,82 @@ struct gm_analysis_diff_device {
 };
 
 struct gm_analysis_diff {
-    struct gm_analysis_diff_device *devices; /* union of the device indexes, ascending */
+    struct gm_analysis_diff_device *devices; /* the rank's device of each file, or the union
+                                              * of the device indexes, ascending */
     size_t n_devices;
     void *priv_;
 };
 
-/* Compare two analyses.  On success *out is owned by the caller (gm_analysis_diff_free());
- * it borrows both analyses and their snapshots.  Errors: GM_ERR_NOMEM. */
+/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()).  On success *out is
+ * owned by the caller (gm_analysis_diff_free()); it borrows both analyses and their snapshots.
+ * Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
                                 struct gm_analysis_diff **out, struct gm_error *err);
 void gm_analysis_diff_free(struct gm_analysis_diff *d);
+
+/* ---- ranks: several snapshots of one job (rank*.pickle) ----
+ *
+ * Each file is a rank, whatever its device index: torchrun gives rank N the device N, so the
+ * rank-1 file holds a trace on cuda:1 and an empty one on cuda:0.  A rank's device is the
+ * file's device with a trace or segments, the one with the highest peak when several have
+ * (a process that drives several GPUs, DataParallel). */
+
+/* The device of the rank 'an' holds (see above), or NULL when it has none. Borrowed. */
+const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an);
+
+enum gm_rank_metric {
+    GM_RANK_PEAK = 0,      /* allocated peak (requested bytes, the timeline's) */
+    GM_RANK_PEAK_RESERVED, /* the most reserved over the trace */
+    GM_RANK_RESERVED,      /* reserved at snapshot time */
+    GM_RANK_ALLOCATED,     /* allocated at snapshot time (block sizes) */
+};
+#define GM_RANK_METRIC_COUNT 4
+
+/* "peak_bytes", "peak_reserved_bytes", "reserved_bytes", "allocated_bytes"; static. */
+const char *gm_rank_metric_name(enum gm_rank_metric m);
+
+struct gm_rank {
+    size_t file;    /* index of its analysis in the caller's array */
+    int32_t device; /* its device */
+    uint64_t value[GM_RANK_METRIC_COUNT];
+    int64_t peak_event;
+    uint8_t peak_phase; /* enum gm_phase */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+};
+
+/* One metric over the ranks. */
+struct gm_rank_spread {
+    uint64_t min, max;
+    double mean;
+    size_t min_rank, max_rank; /* indexes into ranks[] (the first of equals) */
+};
+
+struct gm_ranks {
+    struct gm_rank *ranks; /* one per file that has a device, in the callers' order */
+    size_t n_ranks;
+    struct gm_rank_spread spread[GM_RANK_METRIC_COUNT];
+    /* The imbalance of the peaks (n_ranks >= 2): the largest peak over the smallest, and
+     * the category whose bytes at the two peaks differ the most, with that difference
+     * (the largest rank's less the smallest's; may be negative when the other categories
+     * make up for it). */
+    double peak_ratio;      /* 0 when the smallest peak is 0 */
+    uint8_t category;       /* enum gm_category */
+    int64_t category_bytes; /* bytes */
+};
+
+/* The figures of the rank 'an' holds into *out (its device, peak, reserved bytes, the
+ * categories at its peak), 'file' recorded in it; *has_device false (and nothing else done)
+ * when the file has no device with a trace or segments.  A caller that reads many files
+ * keeps these and frees each snapshot.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT (the timeline
+ * over the snapshot's memory limit). */
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
+                                bool *has_device, struct gm_error *err);
+
+/* The spread and imbalance of n ranks (copied into out->ranks, in their order).  On success
+ * 'out' is the caller's: gm_analysis_ranks_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
+                                 struct gm_error *err);
+void gm_analysis_ranks_release(struct gm_ranks *r);
 
 #ifdef __cplusplus
 }

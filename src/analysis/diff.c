@@ -244,16 +244,17 @@ static enum gm_status tell_apart(const struct gm_analysis *const *an, struct sit
 }
 
 static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_analysis *b,
-                                  int32_t index, struct gm_arena *arena,
+                                  const int32_t *index, struct gm_arena *arena,
                                   struct gm_analysis_diff_device *out, struct gm_error *err)
 {
     const struct gm_analysis *an[2] = {a, b};
     struct smap m = {0};
     struct sites s = {0};
     enum gm_status st = GM_OK;
-    out->device = index;
+    out->devices[0] = index[0];
+    out->devices[1] = index[1];
     for (int side = 0; side < 2; side++) {
-        const struct gm_analysis_device *dev = gm_analysis_device_by_index(an[side], index);
+        const struct gm_analysis_device *dev = gm_analysis_device_by_index(an[side], index[side]);
         if (!dev)
             continue;
         out->present[side] = true;
@@ -266,6 +267,7 @@ static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_a
     }
     for (size_t i = 0; i < s.n; i++)
         s.v[i].status = (uint8_t)status_of(&s.v[i]);
+    out->device = out->present[0] ? index[0] : index[1];
     if (s.n)
         qsort(s.v, s.n, sizeof(*s.v), cmp_site);
     if ((st = tell_apart(an, &s, err)) != GM_OK)
@@ -290,9 +292,33 @@ static int cmp_i32(const void *pa, const void *pb)
     return x < y ? -1 : x > y;
 }
 
+/* The device indexes of the devices of 'an' that have a trace or segments; how many. */
+static size_t active_devices(const struct gm_analysis *an, int32_t *first)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < an->n_devices; i++) {
+        const struct gm_snapshot_device *sd = &an->snap->devices[i];
+        if (sd->n_events || sd->n_segments) {
+            if (!n)
+                *first = an->devices[i].device;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Whether A and B are two ranks' files: one active device each, at different indexes (with
+ * the same index the comparison by index says the same). */
+static bool one_rank_each(const struct gm_analysis *a, const struct gm_analysis *b, int32_t *ra,
+                          int32_t *rb)
+{
+    return active_devices(a, ra) == 1 && active_devices(b, rb) == 1 && *ra != *rb;
+}
+
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
                                 struct gm_analysis_diff **out, struct gm_error *err)
 {
+    int32_t ra, rb;
     *out = NULL;
     struct gm_analysis_diff *d = gm_calloc(1, sizeof(*d));
     struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
@@ -322,8 +348,16 @@ enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_ana
         goto fail;
     }
     d->n_devices = u;
-    for (size_t i = 0; i < u; i++) {
-        st = diff_device(a, b, idx[i], &priv->arena, &d->devices[i], err);
+    if (one_rank_each(a, b, &ra, &rb)) {
+        int32_t pair[2] = {ra, rb};
+        d->n_devices = 1;
+        st = diff_device(a, b, pair, &priv->arena, &d->devices[0], err);
+        if (st != GM_OK)
+            goto fail;
+    }
+    for (size_t i = 0; d->n_devices == u && i < u; i++) {
+        int32_t pair[2] = {idx[i], idx[i]};
+        st = diff_device(a, b, pair, &priv->arena, &d->devices[i], err);
         if (st != GM_OK)
             goto fail;
     }
