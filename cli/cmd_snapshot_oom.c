@@ -96,7 +96,7 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         printf("no segments\n\n");
         return;
     }
-    printf("at the peak (%s, ", ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
+    printf("at the allocated peak (%s, ", ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
     if (dev->peak_event < 0)
         printf("initial state):\n");
     else
