@@ -75,6 +75,8 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     cli_json_begin(&w, stdout, "snapshot.info");
     gm_json_kv_str(&w, "file", path);
     gm_json_kv_u64(&w, "file_bytes", s->file_size);
+    gm_json_kv_bool(&w, "gzip", s->compressed);
+    gm_json_kv_u64(&w, "pickle_bytes", s->pickle_size);
     gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(s->gen));
     gm_json_kv_str(&w, "torch", gm_snapshot_gen_torch(s->gen));
     gm_json_kv_i64(&w, "pickle_protocol", s->protocol);
@@ -154,8 +156,13 @@ static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
     snapcli_print_oom_banner(stdout, s, path);
-    printf("file               %s (%" PRIu64 " bytes, %s)\n", path, s->file_size,
+    printf("file               %s (%" PRIu64 " bytes, %s",
+           strcmp(path, "-") ? path : "standard input", s->file_size,
            gm_format_bytes(b1, sizeof(b1), s->file_size, GM_UNITS_IEC));
+    if (s->compressed)
+        printf("; gzip'd: %" PRIu64 " bytes of pickle, %s", s->pickle_size,
+               gm_format_bytes(b2, sizeof(b2), s->pickle_size, GM_UNITS_IEC));
+    printf(")\n");
     printf("generation         %s (torch %s)%s\n", gm_snapshot_gen_name(s->gen),
            gm_snapshot_gen_torch(s->gen),
            s->is_list ? ", top-level list of segments: no trace" : "");

@@ -57,6 +57,15 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
     }
 }
 
+/* A path, or '-': standard input. */
+static enum gm_status load_path(const char *path, const struct gm_snapshot_opts *opts,
+                                struct gm_snapshot **out, struct gm_error *err)
+{
+    if (!strcmp(path, "-"))
+        return gm_snapshot_load_fd(0, "standard input", opts, out, err);
+    return gm_snapshot_load(path, opts, out, err);
+}
+
 int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_opts *o,
                  struct gm_snapshot **out)
 {
@@ -75,7 +84,7 @@ int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_op
         opts.progress_ctx = &pr;
     }
     gm_error_clear(&err);
-    st = gm_snapshot_load(path, &opts, out, &err);
+    st = load_path(path, &opts, out, &err);
     if (st != GM_OK) {
         if (pr.shown)
             fputc('\n', stderr);
@@ -143,7 +152,7 @@ static void *many_worker(void *arg)
 
         err = &m->errs[i];
         gm_error_clear(err);
-        if (gm_snapshot_load(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+        if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
             m->status[i] = -1;
         else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
             m->status[i] = -1;
@@ -170,6 +179,9 @@ static int many_init(struct many *m, const char *cmd, char *const *paths, size_t
     memset(out, 0, n * sizeof(*out));
     if ((rc = reader_knob(cmd, &reader)) != 0)
         return rc;
+    for (size_t i = 0, dash = 0; i < n; i++)
+        if (!strcmp(paths[i], "-") && ++dash > 1)
+            return cli_usage(cmd, "'-' (standard input) can be given once");
     m->paths = paths;
     m->n = n;
     m->work = work;

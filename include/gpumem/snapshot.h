@@ -272,9 +272,11 @@ struct gm_snapshot_setting {
 
 struct gm_snapshot {
     enum gm_snapshot_gen gen;
-    int protocol;       /* pickle protocol (2..5) */
-    bool is_list;       /* top level was a list of segments (g0) */
-    uint64_t file_size; /* bytes */
+    int protocol;         /* pickle protocol (2..5) */
+    bool is_list;         /* top level was a list of segments (g0) */
+    uint64_t file_size;   /* bytes of the file (the compressed ones when it was gzip'd) */
+    uint64_t pickle_size; /* bytes of the pickle (file_size unless gzip'd) */
+    bool compressed;      /* the file was gzip'd (read through a temporary copy) */
 
     /* Grouped by device (ascending), file order within a device, which is address order
      * in every real file. */
@@ -351,13 +353,25 @@ struct gm_snapshot_opts {
     bool drop_events;
 };
 
-/* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all
- * memory; release it with gm_snapshot_free().  'opts' may be NULL.  Errors:
- * GM_ERR_NOENT/GM_ERR_IO (file), GM_ERR_FORMAT (malformed pickle or not a snapshot, with
- * the byte offset), GM_ERR_UNSUPPORTED (an executing opcode such as GLOBAL/REDUCE, named
- * with its offset), GM_ERR_LIMIT (memory or depth cap), GM_ERR_NOMEM. */
+/* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into
+ * an unlinked temporary file, at most opts->max_memory bytes when set, then mapped).  On
+ * success *out owns all memory; release it with gm_snapshot_free().  'opts' may be NULL.
+ * Errors: GM_ERR_NOENT (no such file, or a directory), GM_ERR_IO (cannot be read, a FIFO or
+ * device, changed while read), GM_ERR_FORMAT (malformed pickle or not a snapshot, with
+ * the byte offset; JSON, text or other compression named as such), GM_ERR_UNSUPPORTED (an
+ * executing opcode such as GLOBAL/REDUCE, named with its offset), GM_ERR_LIMIT (memory or
+ * depth cap), GM_ERR_NOMEM. */
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err);
+
+/* Load from the open descriptor 'fd' (borrowed: not closed), named 'name' in messages
+ * (NULL: "standard input"): a regular file is mapped, anything else (a pipe, a socket) is
+ * copied into an unlinked temporary file first, as a gzip'd input is inflated into one
+ * (gm_snapshot_load() reads gzip'd files the same way).  The same errors as
+ * gm_snapshot_load(), and bytes that are no pickle (JSON, text, a zip archive, other
+ * compression) are GM_ERR_FORMAT naming what they are. */
+enum gm_status gm_snapshot_load_fd(int fd, const char *name, const struct gm_snapshot_opts *opts,
+                                   struct gm_snapshot **out, struct gm_error *err);
 
 /* The same for 'len' bytes at 'data' (borrowed only during the call). */
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static void exercise(const struct gm_snapshot *s);
 
@@ -575,9 +577,116 @@ static void test_fifo(void **state)
     assert_null(s);
     assert_non_null(strstr(err.msg, "FIFO"));
     unlink(path);
-    assert_int_equal(gm_snapshot_load(dir, NULL, &s, &err), GM_ERR_IO);
-    assert_non_null(strstr(err.msg, "directory"));
+    /* a directory is an input that is missing (exit 66), named as a directory */
+    assert_int_equal(gm_snapshot_load(dir, NULL, &s, &err), GM_ERR_NOENT);
+    assert_non_null(strstr(err.msg, "is a directory"));
     rmdir(dir);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* gzip'd snapshots are read as the pickle they hold, standard input (a pipe) too; JSON,
+ * text and other formats are named as such, a truncated gzip file as truncated. */
+static void test_inputs(void **state)
+{
+    char dir[] = "/tmp/gpumem-test-inputs-XXXXXX", pk[96], gz[96], js[96], tx[96], zp[96];
+    struct gm_example_opts eo;
+    struct gm_snapshot *a = NULL, *b = NULL, *c = NULL;
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(pk, sizeof(pk), "%s/ex.pickle", dir);
+    snprintf(gz, sizeof(gz), "%s/ex.pickle.gz", dir);
+    snprintf(js, sizeof(js), "%s/x.json", dir);
+    snprintf(tx, sizeof(tx), "%s/x.txt", dir);
+    snprintf(zp, sizeof(zp), "%s/x.pt", dir);
+    gm_example_opts_init(&eo);
+    eo.iterations = 2;
+    mem = open_memstream(&buf, &len);
+    assert_non_null(mem);
+    assert_int_equal(gm_example_write(mem, &eo, &err), GM_OK);
+    assert_int_equal(fclose(mem), 0);
+    write_file(pk, buf, len);
+    {
+        gzFile g = gzopen(gz, "wb");
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, buf, (unsigned)len), (int)len);
+        assert_int_equal(gzclose(g), Z_OK);
+    }
+    assert_int_equal(gm_snapshot_load(pk, NULL, &a, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_OK);
+    assert_true(b->compressed);
+    assert_int_equal(b->pickle_size, len);
+    assert_true(b->file_size < len);
+    assert_int_equal(a->n_events, b->n_events);
+    assert_int_equal(a->n_stacks, b->n_stacks);
+    /* through a pipe, as standard input */
+    {
+        int fd[2];
+        pid_t pid;
+        assert_int_equal(pipe(fd), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            size_t off = 0;
+            close(fd[0]);
+            while (off < len) {
+                ssize_t k = write(fd[1], buf + off, len - off);
+                if (k <= 0)
+                    _exit(1);
+                off += (size_t)k;
+            }
+            _exit(0);
+        }
+        close(fd[1]);
+        assert_int_equal(gm_snapshot_load_fd(fd[0], NULL, NULL, &c, &err), GM_OK);
+        close(fd[0]);
+        waitpid(pid, NULL, 0);
+        assert_int_equal(c->n_events, a->n_events);
+        assert_int_equal(c->file_size, len);
+    }
+    gm_snapshot_free(a);
+    gm_snapshot_free(b);
+    gm_snapshot_free(c);
+    a = b = c = NULL;
+    /* a gzip file cut in the middle of its stream */
+    {
+        struct stat st;
+        assert_int_equal(stat(gz, &st), 0);
+        assert_int_equal(truncate(gz, st.st_size / 2), 0);
+        assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "truncated"));
+    }
+    /* not a snapshot: named as what it is */
+    write_file(js, "{\"segments\": []}\n", 17);
+    assert_int_equal(gm_snapshot_load(js, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "JSON document"));
+    write_file(tx, "hello world\n", 12);
+    assert_int_equal(gm_snapshot_load(tx, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "text file"));
+    write_file(zp, "PK\x03\x04 archive", 12);
+    assert_int_equal(gm_snapshot_load(zp, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "zip archive"));
+    /* a protocol-0 pickle of code keeps the pickle reader's refusal */
+    write_file(tx, "cos\nsystem\n(S'ls'\ntR.", 21);
+    assert_int_equal(gm_snapshot_load(tx, NULL, &a, &err), GM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "GLOBAL"));
+    unlink(pk);
+    unlink(gz);
+    unlink(js);
+    unlink(tx);
+    unlink(zp);
+    rmdir(dir);
+    free(buf);
 }
 
 /* The figures of one timeline that both computations make. */
@@ -774,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_real_file_flips),
         cmocka_unit_test(test_file_shrinks),
         cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_passes),
         cmocka_unit_test(test_user_frames),
         cmocka_unit_test(test_stack_view),
