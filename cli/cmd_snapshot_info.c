@@ -156,8 +156,7 @@ static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
     snapcli_print_oom_banner(stdout, s, path);
-    printf("file               %s (%" PRIu64 " bytes, %s",
-           strcmp(path, "-") ? path : "standard input", s->file_size,
+    printf("file               %s (%" PRIu64 " bytes, %s", snapcli_name(path), s->file_size,
            gm_format_bytes(b1, sizeof(b1), s->file_size, GM_UNITS_IEC));
     if (s->compressed)
         printf("; gzip'd: %" PRIu64 " bytes of pickle, %s", s->pickle_size,

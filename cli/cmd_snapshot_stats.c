@@ -151,8 +151,8 @@ static void text_file(const struct file_stats *fs)
 {
     const struct gm_snapshot_stats *st = &fs->st;
     char a[48], c[48], e[48];
-    printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices, fs->n_segments,
-           fs->n_blocks);
+    printf("%s: %zu devices, %zu segments, %zu blocks\n", snapcli_name(fs->path), st->n_devices,
+           fs->n_segments, fs->n_blocks);
     for (size_t i = 0; i < st->n_devices; i++) {
         const struct gm_snapshot_device_stats *d = &st->devices[i];
         printf("\ndevice %d\n", d->device);

@@ -328,6 +328,11 @@ int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
     return rc;
 }
 
+const char *snapcli_name(const char *path)
+{
+    return strcmp(path, "-") ? path : "standard input";
+}
+
 char *snapcli_safe(char *buf, size_t n, const char *s)
 {
     return gm_text_escape(buf, n, s);

@@ -56,6 +56,9 @@ int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
                       const struct snapcli_load_opts *o, snapcli_work_fn work, snapcli_use_fn use,
                       void *ctx);
 
+/* How a snapshot argument is named in output: the path, "standard input" for '-'. */
+const char *snapcli_name(const char *path);
+
 /* 's' with control characters (terminal escapes from a hostile file) replaced by '?',
  * truncated to fit 'buf'; returns buf. */
 char *snapcli_safe(char *buf, size_t n, const char *s);
