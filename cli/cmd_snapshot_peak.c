@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "opts.h"
 #include "snapshot_cli.h"
+#include "snapshot_folded.h"
 #include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
@@ -137,7 +138,8 @@ struct peak_work {
     struct file_peaks *files;
     int32_t want;
     uint64_t top;
-    bool ranks; /* several files: each a rank */
+    bool ranks;    /* several files: each a rank */
+    bool analysis; /* --folded --at: what is alive at an event needs the analysis */
 };
 
 static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
@@ -163,7 +165,7 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
         if ((st = tell_apart(snap, p, pw->top, err)) != GM_OK)
             return st;
     }
-    if (pw->ranks && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
+    if ((pw->ranks || pw->analysis) && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);
     return GM_OK;
 }
@@ -209,9 +211,34 @@ static void text_file(const char *path, const struct gm_snapshot *snap, const st
         printf("the file names no device\n");
 }
 
+/* --folded: what is alive at the peak of each device (or after event 'at'), as folded
+ * stacks; 0 or an exit code. */
+static int write_folded(const char *cmd, const struct gm_snapshot *snap,
+                        const struct file_peaks *fp, int32_t want, bool at_seen, int at)
+{
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        struct gm_snapshot_live_group *g = NULL;
+        size_t n = 0;
+        struct gm_error err;
+        if (want >= 0 && d->index != want)
+            continue;
+        if (!at_seen) {
+            folded_write(stdout, snap, d->index, fp->peaks[i].groups, fp->peaks[i].n_groups);
+            continue;
+        }
+        if (gm_analysis_group_live_at(fp->an, &fp->an->devices[i], at, &g, &n, &err) != GM_OK)
+            return cli_fail(cmd, &err);
+        folded_write(stdout, snap, d->index, g, n);
+        gm_free(g);
+    }
+    return 0;
+}
+
 int cmd_snapshot_peak(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, folded = false, at_seen = false;
+    int at = -1;
     uint64_t top = 10, mem_limit = 0;
     const char *device = NULL;
     int32_t want = -1;
@@ -224,11 +251,18 @@ int cmd_snapshot_peak(int argc, char **argv)
         OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)", &top_seen),
         OPT_STRING("device", 'd', &device, "N", "only this device (default: all)"),
         OPT_JSON(&json, "gpumem.snapshot.peak/1"),
+        OPT_FLAG("folded", 0, &folded,
+                 "write what is alive at the peak as folded stacks (device;frame;...;frame "
+                 "bytes), the input of flamegraph.pl and speedscope"),
+        OPT_INT("at", 0, &at, "K",
+                "with --folded: what is alive after event K instead (-1: before the first)",
+                &at_seen),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot peak [--top N] [--device N] [--json] FILE...",
+        "gpumem snapshot peak [--top N] [--device N] [--json] FILE...\n"
+        "       gpumem snapshot peak --folded [--at K] [--device N] FILE...",
         "The peak of memory_viz's Active Memory Timeline per device: live allocations at the "
         "sizes the trace records (requested bytes), counting blocks allocated at snapshot time "
         "and frees without an alloc in the trace from the start. Then the allocations alive at "
@@ -239,7 +273,9 @@ int cmd_snapshot_peak(int argc, char **argv)
         "smallest, and the category that makes the difference); --json then writes "
         "{\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot peak profile.pkl\ngpumem snapshot peak --json --top 5 profile.pkl\n"
-        "gpumem snapshot peak rank*.pickle"};
+        "gpumem snapshot peak rank*.pickle\n"
+        "gpumem snapshot peak --folded profile.pkl > peak.folded   # flamegraph.pl peak.folded > "
+        "peak.svg"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
@@ -248,6 +284,10 @@ int cmd_snapshot_peak(int argc, char **argv)
         return cli_usage(argv[0], "missing FILE");
     if ((rc = snapcli_device_arg(argv[0], device, &want)) != 0)
         return rc;
+    if (json && folded)
+        return cli_usage(argv[0], "--folded and --json are two outputs: choose one");
+    if (at_seen && !folded)
+        return cli_usage(argv[0], "--at goes with --folded");
     if (json && !top_seen)
         top = 0;
     snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
@@ -258,7 +298,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         return GM_EXIT_SOFTWARE;
     }
     {
-        struct peak_work pw = {argv + 1, files, want, top, n_pos > 1};
+        struct peak_work pw = {argv + 1, files, want, top, n_pos > 1 && !folded, at_seen};
         struct snapcli_load_opts lo = {mem_limit, false};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
@@ -268,9 +308,12 @@ int cmd_snapshot_peak(int argc, char **argv)
             rc = GM_EXIT_USAGE;
         }
     }
-    for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
+    for (int f = 0; f < n_pos && rc == 0 && n_pos > 1 && !folded; f++)
         rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f);
-    if (rc == 0 && json) {
+    if (rc == 0 && folded) {
+        for (int f = 0; f < n_pos && rc == 0; f++)
+            rc = write_folded(argv[0], snaps[f], &files[f], want, at_seen, at);
+    } else if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.peak");
         if (n_pos == 1) {

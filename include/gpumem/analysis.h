@@ -351,6 +351,15 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
                                    size_t n, gm_analysis_live_fn fn, void *ctx,
                                    struct gm_error *err);
 
+/* What is alive after event 'event' of 'dev' (-1: the state before the first event),
+ * grouped by stack as gm_snapshot_group_live() groups what is alive at the peak: one group
+ * per stack, largest first.  *out (released with gm_free()) is the caller's.  Errors:
+ * GM_ERR_INVALID (no such event), GM_ERR_NOMEM, GM_ERR_LIMIT. */
+enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
+                                         const struct gm_analysis_device *dev, int64_t event,
+                                         struct gm_snapshot_live_group **out, size_t *n_out,
+                                         struct gm_error *err);
+
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 
 /* How a site changed from A to B. */
