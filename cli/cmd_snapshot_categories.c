@@ -199,7 +199,37 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    gm_json_key(w, "user_phases");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < dev->n_user_phases; i++) {
+        const struct gm_analysis_user_phase *u = &dev->user_phases[i];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "name", u->name);
+        gm_json_kv_u64(w, "ranges", u->n_ranges);
+        gm_json_kv_u64(w, "events", u->n_events);
+        gm_json_kv_u64(w, "allocated_bytes", u->allocated_bytes);
+        gm_json_kv_u64(w, "peak_bytes", u->peak_bytes);
+        gm_json_kv_i64(w, "peak_event_index", u->peak_event);
+        json_cats(w, "at_peak", u->at_peak);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    if (dev->peak_user_phase >= 0)
+        gm_json_kv_str(w, "peak_user_phase", dev->user_phases[dev->peak_user_phase].name);
+    else
+        gm_json_kv_null(w, "peak_user_phase");
     if (series) {
+        gm_json_key(w, "user_ranges");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < dev->n_user_ranges; i++) {
+            const struct gm_analysis_user_range *r = &dev->user_ranges[i];
+            gm_json_begin_object(w);
+            gm_json_kv_str(w, "phase", dev->user_phases[r->phase].name);
+            gm_json_kv_i64(w, "first_event", r->first_event);
+            gm_json_kv_i64(w, "last_event", r->last_event);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
         gm_json_key(w, "phases");
         gm_json_begin_array(w);
         for (size_t i = 0; i < dev->n_phases; i++) {
@@ -234,6 +264,31 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
     gm_json_end_object(w);
 }
 
+/* The phases marked with gpumem.torch.record(): the peak inside each, its largest
+ * category, and what was allocated inside it. */
+static void print_user_phases(const struct gm_analysis_device *dev)
+{
+    char b1[64], b2[64];
+    printf("  your phases (gpumem.phase marks), the most allocated inside each:\n");
+    printf("    %-16s %5s %14s %14s  %s\n", "phase", "runs", "peak", "allocated", "largest there");
+    for (size_t i = 0; i < dev->n_user_phases; i++) {
+        const struct gm_analysis_user_phase *u = &dev->user_phases[i];
+        int best = 0;
+        for (int c = 1; c < GM_CATEGORY_COUNT; c++)
+            if (u->at_peak[c] > u->at_peak[best])
+                best = c;
+        printf("    %-16.16s %5zu %14s %14s  ", u->name, u->n_ranges,
+               ana_cli_short(b1, sizeof(b1), u->peak_bytes),
+               ana_cli_short(b2, sizeof(b2), u->allocated_bytes));
+        if (u->peak_event < 0)
+            printf("(no trace event inside it)\n");
+        else
+            printf("%s %s%s\n", gm_category_name((enum gm_category)best),
+                   ana_cli_short(b1, sizeof(b1), u->at_peak[best]),
+                   (int32_t)i == dev->peak_user_phase ? "  <- the peak" : "");
+    }
+}
+
 static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev,
                          uint64_t top)
 {
@@ -252,6 +307,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
                gm_phase_name((enum gm_phase)dev->peak_phase));
     if (dev->peak_iteration >= 0)
         printf(" (iteration %d of %zu)", (int)dev->peak_iteration + 1, dev->n_iterations);
+    if (dev->peak_user_phase >= 0)
+        printf(", in your phase '%s'", dev->user_phases[dev->peak_user_phase].name);
     printf("\n");
     printf("  %-16s %14s %7s %14s\n", "category", "at peak", "share", "at end");
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
@@ -288,6 +345,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     }
     if (!dev->has_frames)
         printf("  no stack frames recorded: categories come from lifetimes only\n");
+    if (dev->n_user_phases)
+        print_user_phases(dev);
     int dom = dominant(dev);
     if (dom < GM_CATEGORY_COUNT) {
         printf("  largest at the peak: %s (%.1f%%). %s\n", gm_category_name((enum gm_category)dom),

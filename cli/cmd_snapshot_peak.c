@@ -20,6 +20,7 @@ struct dev_peak {
     struct gm_snapshot_live_group *groups;
     size_t n_groups;
     long *apart; /* per group: the frame that tells it apart (gm_snapshot_stacks_apart()) */
+    const char *user_phase; /* the user phase (gpumem.phase mark) around the peak, or NULL */
 };
 
 /* Stack frames the text shows of the callers of a group's user frame. */
@@ -43,6 +44,10 @@ static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
     gm_json_kv_u64(w, "initial_bytes", tl->initial_bytes);
     gm_json_kv_u64(w, "final_bytes", tl->final_bytes);
     gm_json_kv_u64(w, "trace_events", d->n_events);
+    if (p->user_phase)
+        gm_json_kv_str(w, "peak_user_phase", p->user_phase);
+    else
+        gm_json_kv_null(w, "peak_user_phase");
     gm_json_key(w, "first_oom");
     if (gm_snapshot_first_oom(snap, d, &oom)) {
         gm_json_begin_object(w);
@@ -80,11 +85,14 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
     printf("device %d: peak %s (%" PRIu64 " bytes)", d->index,
            gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes);
     if (tl->peak_event_index < 0)
-        printf(" at the start of the trace (%zu events)\n", d->n_events);
+        printf(" at the start of the trace (%zu events)", d->n_events);
     else
-        printf(" after event %" PRId64 " of %zu%s%s\n", tl->peak_event_index, d->n_events,
+        printf(" after event %" PRId64 " of %zu%s%s", tl->peak_event_index, d->n_events,
                tl->peak_time_valid ? ", at " : "",
                tl->peak_time_valid ? snapcli_time(t, sizeof(t), tl->peak_time_us) : "");
+    if (p->user_phase)
+        printf(", in your phase '%s'", p->user_phase);
+    printf("\n");
     printf("  reserved at the peak %s; most reserved %s\n",
            gm_format_bytes(a, sizeof(a), tl->reserved_at_peak_bytes, GM_UNITS_IEC),
            gm_format_bytes(b, sizeof(b), tl->peak_reserved_bytes, GM_UNITS_IEC));
@@ -164,6 +172,14 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
             return st;
         if ((st = tell_apart(snap, p, pw->top, err)) != GM_OK)
             return st;
+        if (p->tl.peak_time_valid) {
+            struct gm_snapshot_user_range *r = NULL;
+            size_t n = 0;
+            if ((st = gm_snapshot_user_ranges(snap, d->index, &r, &n, err)) != GM_OK)
+                return st;
+            p->user_phase = gm_snapshot_user_phase_at(r, n, p->tl.peak_time_us);
+            gm_free(r);
+        }
     }
     if ((pw->ranks || pw->analysis) && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);

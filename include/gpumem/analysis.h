@@ -264,6 +264,26 @@ struct gm_analysis_frag {
     uint8_t verdict;                      /* enum gm_oom_verdict */
 };
 
+/* A phase the user marked (gpumem.torch.record()'s phase(): snapshot.h, "user phases"). */
+struct gm_analysis_user_phase {
+    const char *name;         /* <name> of "gpumem.phase:<name>" (borrowed from the snapshot) */
+    size_t n_ranges;          /* times it ran */
+    uint64_t n_events;        /* trace events inside it */
+    uint64_t allocated_bytes; /* bytes of the allocations made inside it */
+    uint64_t peak_bytes;      /* the most allocated after an event inside it */
+    int64_t peak_event;       /* that event; -1 when no event is inside it */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+};
+
+/* One run of a user phase, on the trace's events (for a report's bands). */
+struct gm_analysis_user_range {
+    uint32_t phase;      /* index into user_phases */
+    int64_t first_event; /* inclusive; first_event > last_event (-1, -2): no event inside */
+    int64_t last_event;
+    int64_t start_us; /* the annotations' times */
+    int64_t end_us;   /* INT64_MAX: never closed */
+};
+
 /* The whole explanation of one device. */
 struct gm_analysis_device {
     int32_t device;
@@ -304,6 +324,14 @@ struct gm_analysis_device {
     struct gm_analysis_frag peak_frag;
     struct gm_analysis_frag *ooms; /* one per oom event, in trace order */
     size_t n_ooms;
+
+    /* The user's phases (gpumem.phase:<name> marks), in the order they first ran; their
+     * runs sorted by start; the innermost one around the peak (-1: none). */
+    struct gm_analysis_user_phase *user_phases;
+    size_t n_user_phases;
+    struct gm_analysis_user_range *user_ranges;
+    size_t n_user_ranges;
+    int32_t peak_user_phase;
 
     const struct ana_device_priv *priv_; /* internal */
 };

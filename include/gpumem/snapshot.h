@@ -555,6 +555,31 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
 const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w);
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w);
 
+/* ---- user phases: gpumem.torch.record()'s phase() marks ----
+ *
+ * Each phase() of gpumem.torch.record() is a record_function range "gpumem.phase:<name>",
+ * kept by PyTorch (2.4+) as START and END entries of external_annotations, per device, by
+ * time.  A START opens a range of its name and the next END of that name closes it; one
+ * never closed lasts to the end (the snapshot was dumped inside it, as at an OOM). */
+#define GM_USER_PHASE_PREFIX "gpumem.phase:"
+
+struct gm_snapshot_user_range {
+    const char *name; /* <name> (borrowed from the snapshot) */
+    int64_t start_us;
+    int64_t end_us; /* INT64_MAX: never closed */
+};
+
+/* The user ranges of device 'device', sorted by start (an outer range before those inside
+ * it) into *out (gm_free(), the caller's; NULL with *n_out 0 when there are none).  Errors:
+ * GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t device,
+                                       struct gm_snapshot_user_range **out, size_t *n_out,
+                                       struct gm_error *err);
+
+/* The name of the innermost user range open at 'time_us', or NULL. */
+const char *gm_snapshot_user_phase_at(const struct gm_snapshot_user_range *r, size_t n,
+                                      int64_t time_us);
+
 /* An out-of-memory event of a trace. */
 struct gm_snapshot_oom {
     size_t event;         /* index in the device trace */

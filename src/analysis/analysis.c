@@ -766,13 +766,20 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             lifetime += a->bytes;
     }
     size_t it = 0, is = 0;
+    struct ana_user_cursor uc;
+    ana_user_cursor_init(&uc, dev);
     gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
+        uint32_t up = k >= 0 && dev->n_user_ranges ? ana_user_cursor_at(&uc, k) : UINT32_MAX;
         if (k >= 0) {
             e = gm_snapshot_cursor_next(&c);
+            if (up != UINT32_MAX)
+                dev->user_phases[up].n_events++;
             if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
                 const struct gm_analysis_alloc *a = &dev->allocs[ai++];
+                if (up != UINT32_MAX)
+                    dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
@@ -795,6 +802,15 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             copy_bytes(dev->at_peak, cur);
             dev->at_peak_unexplained = unexplained;
             dev->at_peak_lifetime_only = lifetime;
+            dev->peak_user_phase = up == UINT32_MAX ? -1 : (int32_t)up;
+        }
+        if (up != UINT32_MAX) {
+            struct gm_analysis_user_phase *u = &dev->user_phases[up];
+            if (u->peak_event < 0 || total > u->peak_bytes) {
+                u->peak_bytes = total;
+                u->peak_event = k;
+                copy_bytes(u->at_peak, cur);
+            }
         }
         /* Iteration figures. */
         while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
@@ -1292,6 +1308,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
     dev->peak_iteration = -1;
+    dev->peak_user_phase = -1;
     st = gm_snapshot_timeline(snap, sd->index, 0, &tl, err);
     if (st != GM_OK)
         return st;
@@ -1342,6 +1359,8 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
             dev->has_frames = true;
     }
+    if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
+        goto out;
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);

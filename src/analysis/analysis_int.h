@@ -115,6 +115,27 @@ struct ana_device_priv {
  * (then the caller still owns it). */
 bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes);
 
+/* ---- user phases (user.c) ---- */
+
+/* dev->user_phases and dev->user_ranges of device 'sd' from the snapshot's gpumem.phase
+ * marks, the ranges put on the events by one pass over the trace (events are in time
+ * order: a range holds the events from its START to its END).  Errors: GM_ERR_NOMEM. */
+enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
+                               struct gm_arena *arena, struct gm_analysis_device *dev,
+                               struct gm_error *err);
+
+/* The innermost user phase of event after event, read in order (k ascending from -1). */
+#define ANA_USER_OPEN 16
+struct ana_user_cursor {
+    const struct gm_analysis_device *dev;
+    size_t next;                  /* the next range (by first event) to open */
+    uint32_t open[ANA_USER_OPEN]; /* ranges open at the current event, outer first */
+    size_t n_open;
+};
+void ana_user_cursor_init(struct ana_user_cursor *c, const struct gm_analysis_device *dev);
+/* The phase (index into dev->user_phases) of event k, UINT32_MAX for none. */
+uint32_t ana_user_cursor_at(struct ana_user_cursor *c, int64_t k);
+
 /* Where to put the fragmentation figures of one moment (event -1: the initial state). */
 struct ana_frag_target {
     int64_t event;

@@ -454,6 +454,74 @@ static void test_leak_causes(void **state)
     gm_analysis_free(an);
 }
 
+/* The user's phases (gpumem.phase:<name> marks of gpumem.torch.record()): ranges by time on
+ * the events, an inner range within an outer one, the peak inside each, the peak's phase. */
+static void test_user_phases(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    const struct gm_snapshot_annotation anns[] = {
+        {"gpumem.phase:load", "START", 0, 0, true},
+        {"gpumem.phase:load", "END", 0, 15, false},
+        {"Optimizer.step#Adam.step", "START", 0, 16, true},
+        {"gpumem.phase:train", "START", 0, 20, true},
+        {"gpumem.phase:inner", "START", 0, 30, true},
+        {"gpumem.phase:inner", "END", 0, 40, false},
+        {"gpumem.phase:train", "END", 0, 60, false},
+        {"gpumem.phase:load", "START", 1, 0, true}, /* another device */
+    };
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER); /* t=0..: load */
+    alloc(&t, 0x2000, 100, S_USER);
+    alloc(&t, 0x3000, 500, S_USER);  /* train */
+    alloc(&t, 0x4000, 1000, S_USER); /* inner: the peak */
+    release(&t, 0x4000, 1000, S_USER);
+    release(&t, 0x3000, 500, S_USER); /* train */
+    alloc(&t, 0x5000, 7, S_USER);     /* after every phase */
+    for (size_t i = 0; i < t.n; i++) {
+        t.ev[i].flags |= GM_EVENT_HAS_TIME;
+        t.ev[i].time_us = (int64_t)i * 10; /* events at 0, 10, ..., 100 */
+    }
+    make_snapshot(&s, &d, &t);
+    s.has_time = true;
+    s.annotations = anns;
+    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
+    s.has_annotations = true;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(dev->n_user_phases, 3);
+    assert_string_equal(dev->user_phases[0].name, "load");
+    assert_string_equal(dev->user_phases[1].name, "train");
+    assert_string_equal(dev->user_phases[2].name, "inner");
+    assert_int_equal(dev->n_user_ranges, 3);
+    /* load holds events 0 and 1 (t 0, 10), train 2..6 (t 20..60), inner 3..4 (t 30, 40) */
+    assert_int_equal(dev->user_ranges[0].first_event, 0);
+    assert_int_equal(dev->user_ranges[0].last_event, 1);
+    assert_int_equal(dev->user_ranges[1].first_event, 2);
+    assert_int_equal(dev->user_ranges[1].last_event, 6);
+    assert_int_equal(dev->user_ranges[2].first_event, 3);
+    assert_int_equal(dev->user_ranges[2].last_event, 4);
+    assert_int_equal(dev->user_phases[0].allocated_bytes, 200);
+    assert_int_equal(dev->user_phases[0].peak_bytes, 200);
+    /* the peak (after event 3: 1700 bytes) is inside inner, the innermost range */
+    assert_int_equal(dev->peak_bytes, 1700);
+    assert_int_equal(dev->peak_event, 3);
+    assert_int_equal(dev->peak_user_phase, 2);
+    assert_int_equal(dev->user_phases[2].peak_bytes, 1700);
+    assert_int_equal(dev->user_phases[2].at_peak[GM_CATEGORY_OTHER] +
+                         dev->user_phases[2].at_peak[GM_CATEGORY_INPUT],
+                     1700);
+    /* train's own events: 2, 5, 6 (inner has 3 and 4); its peak is after event 2 */
+    assert_int_equal(dev->user_phases[1].n_events, 3);
+    assert_int_equal(dev->user_phases[1].peak_event, 2);
+    assert_int_equal(dev->user_phases[1].allocated_bytes, 500);
+    gm_analysis_free(an);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -622,7 +690,7 @@ int main(void)
         cmocka_unit_test(test_map),         cmocka_unit_test(test_training_trace),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_nomem),
         cmocka_unit_test(test_oom),         cmocka_unit_test(test_random_traces),
-        cmocka_unit_test(test_leak_causes),
+        cmocka_unit_test(test_leak_causes), cmocka_unit_test(test_user_phases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
