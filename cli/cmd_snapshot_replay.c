@@ -24,14 +24,6 @@ static double frag(uint64_t reserved, uint64_t allocated)
     return (double)(reserved - allocated) / (double)reserved;
 }
 
-/* Reserved but unallocated at the allocated peak (replay.h): the figure of `snapshot oom`. */
-static uint64_t unallocated(const struct gm_replay_run *r)
-{
-    return r->reserved_at_peak_allocated_bytes > r->peak_allocated_bytes
-               ? r->reserved_at_peak_allocated_bytes - r->peak_allocated_bytes
-               : 0;
-}
-
 static void json_run(struct gm_json *w, const struct gm_replay_run *r)
 {
     gm_json_begin_object(w);
@@ -42,7 +34,8 @@ static void json_run(struct gm_json *w, const struct gm_replay_run *r)
     gm_json_kv_double(w, "fragmentation_at_peak_reserved",
                       frag(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
     gm_json_kv_u64(w, "reserved_at_peak_allocated_bytes", r->reserved_at_peak_allocated_bytes);
-    gm_json_kv_u64(w, "unallocated_at_peak_allocated_bytes", unallocated(r));
+    gm_json_kv_u64(w, "unallocated_at_peak_allocated_bytes",
+                   r->unallocated_at_peak_allocated_bytes);
     gm_json_kv_u64(w, "final_reserved_bytes", r->final_reserved_bytes);
     gm_json_kv_u64(w, "final_allocated_bytes", r->final_allocated_bytes);
     gm_json_kv_u64(w, "num_device_alloc", r->stats.num_device_alloc);
@@ -259,8 +252,8 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
     fmt(o, sizeof(o), d->own.peak_allocated_bytes);
     fmt(x, sizeof(x), d->what_if.peak_allocated_bytes);
     print_row("peak allocated", "-", o, what_if ? x : NULL);
-    fmt(o, sizeof(o), unallocated(&d->own));
-    fmt(x, sizeof(x), unallocated(&d->what_if));
+    fmt(o, sizeof(o), d->own.unallocated_at_peak_allocated_bytes);
+    fmt(x, sizeof(x), d->what_if.unallocated_at_peak_allocated_bytes);
     print_row("reserved but unallocated at the allocated peak", "-", o, what_if ? x : NULL);
     fmt(r, sizeof(r), d->recorded_final_reserved_bytes);
     fmt(o, sizeof(o), d->own.final_reserved_bytes);

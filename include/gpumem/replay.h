@@ -51,11 +51,11 @@ struct gm_replay_run {
     uint64_t peak_allocated_bytes;
     uint64_t final_reserved_bytes;
     uint64_t final_allocated_bytes;
-    uint64_t allocated_at_peak_reserved_bytes; /* allocated when reserved first peaked */
-    uint64_t reserved_at_peak_allocated_bytes; /* reserved when allocated first peaked: the
-                                                * reserved-but-unallocated at the allocated
-                                                * peak is this less peak_allocated_bytes */
-    uint64_t n_ooms;                           /* allocations the model could not satisfy */
+    uint64_t allocated_at_peak_reserved_bytes;    /* allocated when reserved first peaked */
+    uint64_t reserved_at_peak_allocated_bytes;    /* reserved when allocated first peaked */
+    uint64_t unallocated_at_peak_allocated_bytes; /* reserved but unallocated then: the
+                                                   * first less peak_allocated_bytes */
+    uint64_t n_ooms;                              /* allocations the model could not satisfy */
     uint64_t n_ooms_at_start; /* of them, what a late trace had at its start (not in the trace) */
     int64_t first_oom_event;  /* trace index of the first of them, -1 if none */
     uint64_t first_oom_request_bytes; /* its requested size */

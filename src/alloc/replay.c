@@ -739,6 +739,10 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     out->final_reserved_bytes = out->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current;
     out->final_allocated_bytes = out->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     out->n_alloc_retries = out->stats.num_alloc_retries;
+    out->unallocated_at_peak_allocated_bytes =
+        out->reserved_at_peak_allocated_bytes > out->peak_allocated_bytes
+            ? out->reserved_at_peak_allocated_bytes - out->peak_allocated_bytes
+            : 0;
     if (final) {
         size_t n = gm_alloc_segment_sizes(a, NULL, 0);
         final->v = gm_calloc(n ? n : 1, sizeof(uint64_t));

@@ -93,6 +93,7 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
 {
     unsigned char *in = gm_malloc(CHUNK), *out = gm_malloc(CHUNK);
     bool gz = is_gzip(head, n_head), ended = !gz, eof = false;
+    bool pending = false; /* inflate filled its output: more may come without more input */
     uint64_t total_in = 0, total_out = 0;
     enum gm_status st = GM_OK;
     z_stream z;
@@ -152,8 +153,8 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
                 break;
             continue;
         }
-        if (eof && !z.avail_in)
-            break;
+        if (eof && !z.avail_in && !pending)
+            break; /* the end: complete when the last member ended, else truncated */
         if (ended) {
             /* after a member: another one (concatenated gzip files), or trailing bytes */
             if (!is_gzip(z.next_in, z.avail_in)) {
@@ -203,9 +204,10 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
                 break;
             total_out += got;
         }
+        pending = z.avail_out == 0 && zr != Z_STREAM_END;
         if (zr == Z_STREAM_END)
             ended = true;
-        else if (zr == Z_BUF_ERROR && eof && !z.avail_in)
+        else if (zr == Z_BUF_ERROR && eof && !z.avail_in && !pending)
             break; /* truncated: reported below */
     }
     if (st == GM_OK && gz && !ended)

@@ -658,6 +658,29 @@ static void test_inputs(void **state)
     gm_snapshot_free(b);
     gm_snapshot_free(c);
     a = b = c = NULL;
+    /* a file that inflates far more than it holds: the last input is read long before the
+     * last output is written (a snapshot with 8 MiB of zeros in a key of its own) */
+    {
+        static const unsigned char hd[] = {0x80, 4,   '}', 0x94, '(', 0x8c, 8,    's',  'e',
+                                           'g',  'm', 'e', 'n',  't', 's',  ']',  0x8c, 3,
+                                           'p',  'a', 'd', 'B',  0,   0,    0x80, 0};
+        const size_t pad = (size_t)8 << 20;
+        unsigned char *z = calloc(1, sizeof(hd) + pad + 2);
+        gzFile g = gzopen(gz, "wb9");
+        assert_non_null(z);
+        memcpy(z, hd, sizeof(hd));     /* ...BINBYTES len32 (8 MiB, little-endian) */
+        z[sizeof(hd) + pad] = 'u';     /* SETITEMS */
+        z[sizeof(hd) + pad + 1] = '.'; /* STOP */
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, z, (unsigned)(sizeof(hd) + pad + 2)),
+                         (int)(sizeof(hd) + pad + 2));
+        assert_int_equal(gzclose(g), Z_OK);
+        assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_OK);
+        assert_int_equal(b->pickle_size, sizeof(hd) + pad + 2);
+        gm_snapshot_free(b);
+        b = NULL;
+        free(z);
+    }
     /* a gzip file cut in the middle of its stream */
     {
         struct stat st;
