@@ -986,6 +986,7 @@ static void rank_choices(struct gm_replay_comparison *c)
     size_t order[GM_REPLAY_MAX_CHOICES];
     struct gm_replay_choice sorted[GM_REPLAY_MAX_CHOICES];
     const struct gm_replay_choice *best, *rec;
+    memset(sorted, 0, sizeof(sorted));
     for (size_t i = 0; i < c->n_choices; i++) {
         size_t j = i;
         while (j > 0 && better(&c->choices[i], i, &c->choices[order[j - 1]], order[j - 1])) {
