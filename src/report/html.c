@@ -1053,10 +1053,29 @@ static void write_findings(struct ctx *c, const struct xmap *m, const struct gm_
         gm_json_kv_u64(w, "iterations", l->n_iterations);
         gm_json_kv_u64(w, "cat", l->category);
         gm_json_kv_u64(w, "stack", l->stack);
+        gm_json_kv_i64(w, "first_iteration", l->first_iteration + 1);
+        gm_json_kv_i64(w, "last_iteration", l->last_iteration + 1);
+        /* the sites of the cause: [per_iteration, total, count, iterations, stack] */
+        gm_json_key(w, "sites");
+        gm_json_begin_array(w);
+        for (size_t k = 0; k < l->n_sites; k++) {
+            const struct gm_analysis_leak_site *si = &l->sites[k];
+            gm_json_begin_array(w);
+            gm_json_u64(w, si->bytes_per_iteration);
+            gm_json_u64(w, si->total_bytes);
+            gm_json_u64(w, si->count);
+            gm_json_u64(w, si->n_iterations);
+            gm_json_u64(w, si->stack);
+            gm_json_end_array(w);
+            use_stack(c, si->stack);
+        }
+        gm_json_end_array(w);
         gm_json_end_object(w);
         use_stack(c, l->stack);
     }
     gm_json_end_array(w);
+    gm_json_kv_str(w, "leak_verdict", gm_leak_verdict_name(gm_analysis_leak_verdict(ad)));
+    gm_json_kv_str(w, "leak_verdict_text", gm_leak_verdict_text(gm_analysis_leak_verdict(ad)));
     gm_json_key(w, "ooms");
     gm_json_begin_array(w);
     for (size_t i = 0; i < ad->n_ooms; i++)
@@ -1164,7 +1183,7 @@ static void write_stacks(struct ctx *c)
         size_t n;
         if (!c->stack_used[s])
             continue;
-        n = gm_report_stack_frames(snap, (uint32_t)s, ids, 256);
+        n = gm_snapshot_stack_frames(snap, (uint32_t)s, ids, 256);
         if (n > 256)
             n = 256;
         snprintf(key, sizeof(key), "%zu", s);
@@ -1197,7 +1216,7 @@ static void write_stacks(struct ctx *c)
             gm_json_str(w, f->filename);
             gm_json_str(w, f->name);
             gm_json_i64(w, f->line);
-            gm_json_u64(w, gm_report_frame_is_user(f));
+            gm_json_u64(w, gm_snapshot_frame_is_user(f));
             gm_json_end_array(w);
         }
         gm_json_end_array(w);
@@ -1223,7 +1242,7 @@ static void write_meta(struct ctx *c, const struct gm_report_opts *o)
     gm_json_kv_u64(w, "blocks", snap->n_blocks);
     gm_json_kv_u64(w, "events", snap->n_events);
     gm_json_kv_u64(w, "frames", snap->n_frames);
-    gm_json_kv_u64(w, "stacks", snap->n_stacks);
+    gm_json_kv_u64(w, "stacks", gm_snapshot_unique_stacks(snap));
     gm_json_kv_bool(w, "has_time", snap->has_time);
     if (snap->has_time) {
         gm_json_kv_i64(w, "time_first_us", snap->time_first_us);

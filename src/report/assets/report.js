@@ -580,7 +580,7 @@
       if (!nooms && !nleaks) continue;
       const idx = D.devices.indexOf(o);
       box.appendChild(finding('warn', 'cuda:' + o.device + ' has ' + (nooms ? nooms + ' out-of-memory event(s)' : '') +
-        (nooms && nleaks ? ' and ' : '') + (nleaks ? nleaks + ' leaking allocation site(s)' : ''),
+        (nooms && nleaks ? ' and ' : '') + (nleaks ? nleaks + ' leak(s)' : ''),
         el('p', null, el('button', { onclick: () => { $('device').value = String(idx); selectDevice(idx); } }, 'show cuda:' + o.device))));
       n++;
     }
@@ -596,12 +596,10 @@
           '; unexplained: ' + fmtBytes(dev.at_peak_unexplained) + (dev.at_peak_lifetime_only ? '; from lifetime alone: ' + fmtBytes(dev.at_peak_lifetime_only) : '') + '.')));
       n++;
     }
-    // leaks: one finding per kind, its advice once, the sites in a table (click for a stack)
-    const kinds = new Map();
-    for (const l of dev.leaks || []) { if (!kinds.has(l.kind)) kinds.set(l.kind, []); kinds.get(l.kind).push(l); }
-    for (const [kind, ls] of kinds) {
-      let per = 0, total = 0;
-      for (const l of ls) { per += l.per_iteration; total += l.total; }
+    // leaks: one finding per cause (the library groups the sites), the sites in a table
+    // (click for a stack)
+    for (const l of dev.leaks || []) {
+      const ls = (l.sites || []).map((x) => ({ per_iteration: x[0], total: x[1], count: x[2], iterations: x[3], stack: x[4], cat: l.cat }));
       const tb = el('tbody');
       const addRow = (l) => {
         const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, fmtBytes(l.per_iteration)), el('td', { class: 'num' }, fmtBytes(l.total)),
@@ -623,16 +621,16 @@
       const rest = ls.length > LEAK_ROWS ? el('button', {
         onclick: () => { ls.slice(LEAK_ROWS).forEach(addRow); rest.remove(); },
       }, 'show all ' + group3(ls.length) + ' sites') : null;
-      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(per) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + kind.replace(/_/g, ' ') + ')',
-        el('p', null, fmtBytes(total) + ' is still alive at the end. ' + ls[0].advice),
-        el('p', null, 'Where the largest part is allocated:'), stackList(ls[0].stack, 14),
+      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(l.per_iteration) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + l.kind.replace(/_/g, ' ') + ', iterations ' + l.first_iteration + ' to ' + l.last_iteration + ')',
+        el('p', null, fmtBytes(l.total) + ' is still alive at the end. ' + l.advice),
+        el('p', null, 'Where the largest part is allocated:'), stackList(l.stack, 14),
         el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'per iteration'), el('th', { class: 'num' }, 'kept at the end'),
           el('th', { class: 'num' }, 'allocations'), el('th', { class: 'num' }, 'iterations'), el('th', null, 'category'), el('th', null, 'where (first user frame)'))), tb),
         rest ? el('p', null, rest) : null));
       n++;
     }
-    if (dev.leaks && !dev.leaks.length && dev.iterations && dev.iterations.length > 1)
-      box.appendChild(finding('ok', 'No leak: memory does not grow from iteration to iteration.'));
+    if (dev.leak_verdict === 'none' || dev.leak_verdict === 'too_few_iterations')
+      box.appendChild(finding(dev.leak_verdict === 'none' ? 'ok' : '', dev.leak_verdict_text.charAt(0).toUpperCase() + dev.leak_verdict_text.slice(1) + '.'));
     for (const o of dev.ooms || []) {
       box.appendChild(finding('warn', 'Out of memory at ' + fmtX(o.x) + ': ' + o.verdict,
         el('p', null, 'Requested ' + fmtBoth(o.requested) + '; CUDA reported ' + fmtBytes(o.device_free) + ' free; the allocator had reserved ' +
