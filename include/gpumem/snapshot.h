@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* Format generations (docs: shared/docs/snapshot-format.md section 3), detected from the
+/* Format generations (docs/snapshot.md, "Generations"), detected from the
  * keys present; there is no version field in the file.  Ordered: a later generation
  * implies the features of the earlier ones. */
 enum gm_snapshot_gen {

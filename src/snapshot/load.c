@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* load.c - build a struct gm_snapshot from the pickle of a torch CUDA memory snapshot
- * (schema: shared/docs/snapshot-format.md section 2; the loader's files: load_int.h).
+ * (schema: docs/snapshot.md, "File format"; the loader's files: load_int.h).
  *
  * The top level is a dict {segments, device_traces, allocator_settings,
  * external_annotations, ...} or, for memory_snapshot() and 1.13, a bare list of segments.
