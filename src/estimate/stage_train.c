@@ -464,8 +464,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     case GM_LOSS_FUSED: {
         /* the kernel replaces the log-softmax and writes the gradient into its input.  On an
          * HF model it runs inside the model's loss, after that loss's fp32 upcast and (4.46 to
-         * 4.48) its shifted fp32 copy: fms-acceleration's FastForCausalLMLoss (FOAK, 24bdadb)
-         * is ForCausalLMLoss with the kernel, as Liger's patch of cross_entropy is.
+         * 4.48) its shifted fp32 copy (before 4.46 the model upcasts and shifts):
+         * fms-acceleration's FastForCausalLMLoss (FOAK, 24bdadb) is ForCausalLMLoss with the
+         * kernel, as Liger's patch of cross_entropy is.
          * GPTBigCode's own loss gets the kernel on its 16-bit shifted copy; a custom loop
          * calls it on the logits themselves.  'kept' is what stays after the forward: the
          * logits returned and the kernel's input. */
@@ -475,6 +476,12 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         if (inline_ce) {
             per = kept = 2.0 * ea;
             held = "the logits and their shifted copy, the gradient written into the copy";
+        } else if (hf && j->stack.transformers < GM_VERSION(4, 46, 0)) {
+            /* the model upcasts (its 16-bit logits are freed) and shifts a copy */
+            per = kept = 8.0;
+            fp32_out = false; /* the logits it returns are fp32 already */
+            held = "the model's fp32 logits and their shifted copy, the gradient written into "
+                   "the copy";
         } else if (hf && hf_loss_copies_logits(j)) {
             per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0;
             kept = ea + 4.0;
