@@ -151,6 +151,7 @@ struct est_layer_cfg {
     unsigned keeps_in;    /* enum gm_lora_target flags: matmuls whose input is saved (their
                              weight, or an adapter reading the same tensor, needs it) */
     unsigned fused;       /* enum gm_fused flags */
+    bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
 };
 /* The configuration of full training in 'ea' / 'er' bytes (every weight trainable, eager
  * HF modules). */

@@ -61,7 +61,7 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false};
     return c;
 }
 
@@ -177,15 +177,28 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
     struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
     double mlp, attn, scores = 0;
+    double width;
     est_geom(m, &g);
     /* MLP (the widest layer's: dense or top-k + shared): the product's gradient, then those
      * of act(gate) and up side by side (a fused SwiGLU writes them into its saved inputs);
      * attention: dq, dk, dv beside the output's gradient, and eager attention's score
-     * gradients */
+     * gradients.  HF's MoE blocks loop over the experts (MixtralSparseMoeBlock.forward: each
+     * expert on the tokens routed to it), so in backward one expert's intermediates' gradients
+     * exist at a time, over its share of the tokens (k / E of them, balanced routing), or the
+     * shared expert's over all of them. */
+    width = g.mlp_max;
+    if (c->expert_loop && m->n_experts && m->n_experts_active) {
+        double Ie = (double)(m->moe_intermediate ? m->moe_intermediate : m->intermediate);
+        double routed = Ie * (double)m->n_experts_active / (double)m->n_experts;
+        double shared = (double)m->shared_intermediate + (double)m->n_shared_experts * Ie;
+        width = routed > shared ? routed : shared;
+        if (m->n_dense_layers && (double)m->intermediate > width)
+            width = (double)m->intermediate;
+    }
     if (m->gated_mlp)
-        mlp = ea * g.mlp_max * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+        mlp = ea * width * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
-        mlp = ea * g.mlp_max * 2.0;
+        mlp = ea * width * 2.0;
     if (c->eager)
         scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
     attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
@@ -543,6 +556,8 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
     const struct gm_job_lora *lo = &j->memory.lora;
     c.fused = j->memory.fused_kernels;
+    /* an HF model's code (the version given) runs its experts one after another */
+    c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
      * do (an approximation: the high end of the range is the eager layer) */
     if (j->memory.compile && est_uncertain(cx, GM_UNCERTAIN_APPROX, false, 1.0, 1.0, 0.0) > 0.5)

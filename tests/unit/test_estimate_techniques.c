@@ -315,6 +315,28 @@ static void test_hf_stack_copies(void **state)
                      gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS));
 }
 
+/* HF's MoE blocks run the experts one after another (MixtralSparseMoeBlock's loop), so a
+ * layer's backward holds one expert's intermediate gradients over its share of the tokens
+ * (top-k / experts of them): Mixtral-8x7B, LoRA (16-bit stream), 3 x 2 B x 14336 x 2/8 per
+ * token beside the residual's gradient; without the HF version (grouped experts) every
+ * routed token's: 3 x 2 B x 2 x 14336. */
+static void test_moe_expert_loop(void **state)
+{
+    const uint64_t T = 2 * 4096, h = 4096, I = 14336;
+    (void)state;
+    run("mixtral-8x7b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
+                     (2 * h + 3 * 2 * I * 2 / 8) * T);
+    run("mixtral-8x7b", TRAIN8B " --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP),
+                     (2 * h + 3 * 2 * 2 * I) * T);
+    /* a dense model is the same either way */
+    run("llama-3-8b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
+    run("llama-3-8b", TRAIN8B " --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
+                     gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP));
+}
+
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
  * of r x (hidden + q + 2 kv) per layer, not three of r x (hidden + width). */
 static void test_lora_fused_qkv(void **state)
@@ -547,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_hf_stack_copies),
+        cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),
