@@ -65,6 +65,30 @@ struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64
     return c;
 }
 
+double est_residual_bytes(const struct gm_job *j, const struct gm_model *m)
+{
+    enum gm_precision prec = j->numerics.precision;
+    bool mixed = prec == GM_PREC_FP16_MIXED || prec == GM_PREC_BF16_MIXED;
+    double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
+    /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
+     * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
+    if (j->memory.adapter == GM_ADAPTER_LORA && prec != GM_PREC_FP32)
+        er = 2.0;
+    if (j->memory.adapter == GM_ADAPTER_QLORA && !j->memory.lora.fp32_upcast)
+        er = 2.0;
+    /* FSDP's MixedPrecision gathers 16-bit parameters: the forward runs in 16 bit, the
+     * residual stream too (the fp32 master weights stay sharded) */
+    if (j->parallel.shard == GM_SHARD_FSDP && mixed)
+        er = 2.0;
+    /* but bitsandbytes' Linear4bit returns its input's dtype (nn/modules.py
+     * Linear4bit.forward, out.to(inp_dtype), 0.43.3): behind a LayerNorm, an fp32 op under
+     * autocast, every QLoRA projection returns fp32, and so the residual stream is fp32
+     * (behind HF's RMSNorm, whose output has the stream's dtype, it stays 16-bit) */
+    if (j->memory.adapter == GM_ADAPTER_QLORA && mixed && m && m->norm == GM_NORM_LAYER)
+        er = 4.0;
+    return er;
+}
+
 /* What one norm saves for backward, its output excluded (the next matmul keeps that):
  * LayerNorm its input; HF's eager RMSNorm the fp32 copy of its input (the input itself in
  * an fp32 stream) and, with a trained weight, the normalised tensor; a fused RMSNorm its
@@ -668,7 +692,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     bool in_bwd = j->memory.optimizer_in_backward;
     double ew = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     double ea = prec == GM_PREC_FP32 ? 4.0 : 2.0;
-    double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
+    double er = est_residual_bytes(j, m);
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
     double T, lf, state, temps, final_norm, emb, bwd, bwd_seq2;
@@ -679,22 +703,6 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
-     * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
-    if (j->memory.adapter == GM_ADAPTER_LORA && prec != GM_PREC_FP32)
-        er = 2.0;
-    if (j->memory.adapter == GM_ADAPTER_QLORA && !j->memory.lora.fp32_upcast)
-        er = 2.0;
-    /* FSDP's MixedPrecision gathers 16-bit parameters: the forward runs in 16 bit, the
-     * residual stream too (the fp32 master weights stay sharded) */
-    if (j->parallel.shard == GM_SHARD_FSDP && mixed)
-        er = 2.0;
-    /* but bitsandbytes' Linear4bit returns its input's dtype (nn/modules.py
-     * Linear4bit.forward, out.to(inp_dtype), 0.43.3): behind a LayerNorm, an fp32 op under
-     * autocast, every QLoRA projection returns fp32, and so the residual stream is fp32
-     * (behind HF's RMSNorm, whose output has the stream's dtype, it stays 16-bit) */
-    if (j->memory.adapter == GM_ADAPTER_QLORA && mixed && m->norm == GM_NORM_LAYER)
-        er = 4.0;
     /* a sequence length not given spreads the range (packed batches give their tokens) */
     lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
     T = lf * est_tokens(j);
@@ -867,9 +875,8 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                       "each layer's key/value (a view of its c_attn output) is returned and held "
                       "until the loss");
     if (lm.fp32_copy)
-        est_assume(e, "HF Trainer under mixed precision (transformers >= 4.30 runs it through "
-                      "accelerate): the forward returns an fp32 copy of the 16-bit logits, alive "
-                      "beside the loss until the outputs are dropped before backward");
+        est_assume(e, "HF Trainer under mixed precision (accelerate, transformers >= 4.30): the "
+                      "forward returns an fp32 copy of the logits, alive until before backward");
     est_assume(e, "gradients %s",
                in_bwd  ? "stepped and freed one parameter at a time during backward (optimizer "
                          "in backward): no optimizer-step phase"
