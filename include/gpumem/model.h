@@ -195,6 +195,7 @@ struct gm_model {
     bool mlp_bias;              /* biases on the MLP projections */
     bool lm_head_bias;          /* bias on the untied lm_head (phi-2) */
     bool final_norm;            /* a norm after the last layer */
+    bool use_cache_off;         /* config.json "use_cache": false (transformers' default: true) */
     double attn_dropout;        /* dropout on attention probabilities */
     double hidden_dropout;      /* dropout on residual branches */
     enum gm_dtype dtype;        /* torch_dtype of the published weights */

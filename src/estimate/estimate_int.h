@@ -151,7 +151,11 @@ struct est_layer_cfg {
     unsigned keeps_in;    /* enum gm_lora_target flags: matmuls whose input is saved (their
                              weight, or an adapter reading the same tensor, needs it) */
     unsigned fused;       /* enum gm_fused flags */
+    bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
 };
+/* Bytes per element of the training job's residual stream (the norms' inputs, the layer
+ * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */
+double est_residual_bytes(const struct gm_job *job, const struct gm_model *m);
 /* The configuration of full training in 'ea' / 'er' bytes (every weight trainable, eager
  * HF modules). */
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq);

@@ -338,8 +338,9 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     est_assume(e,
                "LoRA: frozen linears and norms keep no input for backward (a matmul keeps "
                "its input only for its weight's gradient); the residual stream is %s",
-               j->memory.adapter == GM_ADAPTER_QLORA && lo->fp32_upcast ? "fp32 (upcast norms)"
-               : j->numerics.precision == GM_PREC_FP32                  ? "fp32"
-                                                                        : "16-bit");
+               est_residual_bytes(j, m) == 2.0         ? "16-bit"
+               : j->memory.adapter != GM_ADAPTER_QLORA ? "fp32"
+               : lo->fp32_upcast                       ? "fp32 (upcast norms)"
+                                                       : "fp32 (behind LayerNorm)");
     return GM_OK;
 }

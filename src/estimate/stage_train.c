@@ -61,8 +61,32 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false};
     return c;
+}
+
+double est_residual_bytes(const struct gm_job *j, const struct gm_model *m)
+{
+    enum gm_precision prec = j->numerics.precision;
+    bool mixed = prec == GM_PREC_FP16_MIXED || prec == GM_PREC_BF16_MIXED;
+    double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
+    /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
+     * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
+    if (j->memory.adapter == GM_ADAPTER_LORA && prec != GM_PREC_FP32)
+        er = 2.0;
+    if (j->memory.adapter == GM_ADAPTER_QLORA && !j->memory.lora.fp32_upcast)
+        er = 2.0;
+    /* FSDP's MixedPrecision gathers 16-bit parameters: the forward runs in 16 bit, the
+     * residual stream too (the fp32 master weights stay sharded) */
+    if (j->parallel.shard == GM_SHARD_FSDP && mixed)
+        er = 2.0;
+    /* but bitsandbytes' Linear4bit returns its input's dtype (nn/modules.py
+     * Linear4bit.forward, out.to(inp_dtype), 0.43.3): behind a LayerNorm, an fp32 op under
+     * autocast, every QLoRA projection returns fp32, and so the residual stream is fp32
+     * (behind HF's RMSNorm, whose output has the stream's dtype, it stays 16-bit) */
+    if (j->memory.adapter == GM_ADAPTER_QLORA && mixed && m && m->norm == GM_NORM_LAYER)
+        er = 4.0;
+    return er;
 }
 
 /* What one norm saves for backward, its output excluded (the next matmul keeps that):
@@ -177,15 +201,28 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
     struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
     double mlp, attn, scores = 0;
+    double width;
     est_geom(m, &g);
     /* MLP (the widest layer's: dense or top-k + shared): the product's gradient, then those
      * of act(gate) and up side by side (a fused SwiGLU writes them into its saved inputs);
      * attention: dq, dk, dv beside the output's gradient, and eager attention's score
-     * gradients */
+     * gradients.  HF's MoE blocks loop over the experts (MixtralSparseMoeBlock.forward: each
+     * expert on the tokens routed to it), so in backward one expert's intermediates' gradients
+     * exist at a time, over its share of the tokens (k / E of them, balanced routing), or the
+     * shared expert's over all of them. */
+    width = g.mlp_max;
+    if (c->expert_loop && m->n_experts && m->n_experts_active) {
+        double Ie = (double)(m->moe_intermediate ? m->moe_intermediate : m->intermediate);
+        double routed = Ie * (double)m->n_experts_active / (double)m->n_experts;
+        double shared = (double)m->shared_intermediate + (double)m->n_shared_experts * Ie;
+        width = routed > shared ? routed : shared;
+        if (m->n_dense_layers && (double)m->intermediate > width)
+            width = (double)m->intermediate;
+    }
     if (m->gated_mlp)
-        mlp = ea * g.mlp_max * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+        mlp = ea * width * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
-        mlp = ea * g.mlp_max * 2.0;
+        mlp = ea * width * 2.0;
     if (c->eager)
         scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
     attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
@@ -372,9 +409,32 @@ static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
     return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
 }
 
+/* Whether the model returns every layer's key/value in training: GPTBigCodeModel (same
+ * source and versions) sets use_cache from config.use_cache and has no guard against it
+ * under gradient checkpointing, and its 'present' is a view of c_attn's output, so that
+ * whole q + 2 kv wide output of every layer stays alive in the outputs until the Trainer
+ * drops them after the loss. */
+static bool hf_returns_kv_in_training(const struct gm_job *j, const struct gm_model *m)
+{
+    return hf_loss_inline(j, m) && !m->use_cache_off;
+}
+
+/* Whether the step runs as the HF Trainer does under mixed precision: since transformers
+ * 4.30 (PR #23148) through accelerate's prepare_model, whose forward returns an fp32 copy of
+ * every 16-bit output (accelerate utils/operations.py convert_to_fp32, since c8c9314f; read
+ * at v1.0.1): the logits' copy lives beside what the loss keeps until the Trainer drops the
+ * outputs before backward.  A version not given is a custom loop (torch.autocast alone). */
+static bool hf_trainer_fp32_outputs(const struct gm_job *j)
+{
+    enum gm_precision p = j->numerics.precision;
+    return (p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED) &&
+           j->stack.transformers >= GM_VERSION(4, 30, 0);
+}
+
 struct loss_model {
-    double bytes; /* at the loss moment */
-    double grad;  /* of which gradients of the logits (the loss's backward) */
+    double bytes;   /* at the loss moment */
+    double grad;    /* of which gradients of the logits (the loss's backward) */
+    bool fp32_copy; /* the Trainer's fp32 copy of the logits decides the figure */
     char note[GM_EST_NOTE_MAX];
     const char *what; /* the assumption */
 };
@@ -391,7 +451,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = hf_loss_inline(j, m);
+    bool fp32_out = hf_trainer_fp32_outputs(j) && ea != 4.0;
     out->grad = 0;
+    out->fp32_copy = false;
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
         if (inline_ce) {
@@ -436,22 +498,57 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
                     "and the loss one chunk at a time";
         return;
-    case GM_LOSS_FUSED:
+    case GM_LOSS_FUSED: {
+        /* the kernel replaces the log-softmax and writes the gradient into its input.  On an
+         * HF model it runs inside the model's loss, after that loss's fp32 upcast and (4.46 to
+         * 4.48) its shifted fp32 copy (before 4.46 the model upcasts and shifts):
+         * fms-acceleration's FastForCausalLMLoss (FOAK, 24bdadb) is ForCausalLMLoss with the
+         * kernel, as Liger's patch of cross_entropy is.
+         * GPTBigCode's own loss gets the kernel on its 16-bit shifted copy; a custom loop
+         * calls it on the logits themselves.  'kept' is what stays after the forward: the
+         * logits returned and the kernel's input. */
+        double per, kept;
+        const char *held;
+        bool hf = j->stack.transformers != 0 && !inline_ce;
         if (inline_ce) {
-            /* the kernel replaces the model's nn.CrossEntropyLoss: the shifted copy stays */
-            out->bytes = 2.0 * ea * nv + 4.0 * T;
-            snprintf(out->note, sizeof out->note,
-                     "B*L*V x %g B: the logits and their shifted copy, the gradient written "
-                     "into the copy",
-                     2.0 * ea);
+            per = kept = 2.0 * ea;
+            held = "the logits and their shifted copy, the gradient written into the copy";
+        } else if (hf && j->stack.transformers < GM_VERSION(4, 46, 0)) {
+            /* the model upcasts (its 16-bit logits are freed) and shifts a copy */
+            per = kept = 8.0;
+            fp32_out = false; /* the logits it returns are fp32 already */
+            held = "the model's fp32 logits and their shifted copy, the gradient written into "
+                   "the copy";
+        } else if (hf && hf_loss_copies_logits(j)) {
+            per = ea + (ea != 4.0 ? 4.0 : 0.0) + 4.0;
+            kept = ea + 4.0;
+            held = "the logits, the loss's fp32 upcast and its shifted copy, the gradient "
+                   "written into the copy";
+        } else if (hf) {
+            per = kept = ea + (ea != 4.0 ? 4.0 : 0.0);
+            held = "the logits and the loss's fp32 upcast, the gradient written into it";
         } else {
-            out->bytes = ea * nv + 4.0 * T;
-            snprintf(out->note, sizeof out->note,
-                     "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+            per = kept = ea;
+            held = "the logits; the kernel writes their gradient in place";
         }
-        out->what = "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no fp32 "
-                    "copies, the gradient written into the logits";
+        if (fp32_out && kept + 4.0 > per) {
+            per = kept + 4.0;
+            out->fp32_copy = true;
+            held = inline_ce ? "the logits, their shifted copy (the kernel's input) and the "
+                               "Trainer's fp32 copy of the logits"
+                             : "the logits, the kernel's fp32 input and the Trainer's fp32 "
+                               "copy of the logits";
+        }
+        out->bytes = per * nv + 4.0 * T;
+        snprintf(out->note, sizeof out->note, "B*L*V x %g B: %s", per, held);
+        out->what = inline_ce ? "cross-entropy kernel in place of the model's nn.CrossEntropyLoss "
+                                "(GPTBigCode), on its 16-bit shifted copy of the logits"
+                    : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
+                                "patches it), after the loss's fp32 upcast of the logits"
+                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no "
+                                "fp32 copies, the gradient written into the logits";
         return;
+    }
     case GM_LOSS_FUSED_LINEAR: {
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
@@ -483,6 +580,8 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
     const struct gm_job_lora *lo = &j->memory.lora;
     c.fused = j->memory.fused_kernels;
+    /* an HF model's code (the version given) runs its experts one after another */
+    c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
      * do (an approximation: the high end of the range is the eager layer) */
     if (j->memory.compile && est_uncertain(cx, GM_UNCERTAIN_APPROX, false, 1.0, 1.0, 0.0) > 0.5)
@@ -593,7 +692,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     bool in_bwd = j->memory.optimizer_in_backward;
     double ew = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     double ea = prec == GM_PREC_FP32 ? 4.0 : 2.0;
-    double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
+    double er = est_residual_bytes(j, m);
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
     double T, lf, state, temps, final_norm, emb, bwd, bwd_seq2;
@@ -604,16 +703,6 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
-     * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
-    if (j->memory.adapter == GM_ADAPTER_LORA && prec != GM_PREC_FP32)
-        er = 2.0;
-    if (j->memory.adapter == GM_ADAPTER_QLORA && !j->memory.lora.fp32_upcast)
-        er = 2.0;
-    /* FSDP's MixedPrecision gathers 16-bit parameters: the forward runs in 16 bit, the
-     * residual stream too (the fp32 master weights stay sharded) */
-    if (j->parallel.shard == GM_SHARD_FSDP && mixed)
-        er = 2.0;
     /* a sequence length not given spreads the range (packed batches give their tokens) */
     lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
     T = lf * est_tokens(j);
@@ -720,6 +809,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
 
     /* The loss at its own moment (an encoder-decoder's over its target tokens). */
     lm.what = NULL;
+    lm.fp32_copy = false;
     if (m->head != GM_HEAD_ENCODER) {
         loss_bytes(j, m, T, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
@@ -727,6 +817,22 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
         if (st != GM_OK)
             return st;
         est_set_parts(e, 0, lm.grad);
+    }
+    /* Each layer's key/value returned by the model (a view of the fused projection's
+     * output), in the dtype that projection returns (QLoRA's in the stream's). */
+    if (hf_returns_kv_in_training(j, m)) {
+        struct est_geom g;
+        double ob = j->memory.adapter == GM_ADAPTER_QLORA ? er : ea;
+        est_geom(m, &g);
+        snprintf(note, sizeof(note),
+                 "%llu layers' c_attn outputs (%.0f wide x %g B) held by the returned "
+                 "past_key_values until the loss",
+                 (unsigned long long)est_total_layers(m), g.q + g.k + g.v, ob);
+        st = est_add(e, GM_KIND_KV_CACHE, "returned_kv_cache",
+                     est_round((double)est_total_layers(m) * (g.q + g.k + g.v) * ob * T),
+                     GM_EST_PHASE_LOSS, true, GM_EXTENT_ALL_LAYERS, note, err);
+        if (st != GM_OK)
+            return st;
     }
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
@@ -764,6 +870,13 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)j->workload.batch, (unsigned long long)seq);
     if (lm.what)
         est_assume(e, "%s", lm.what);
+    if (hf_returns_kv_in_training(j, m))
+        est_assume(e, "GPTBigCode before transformers 4.54 keeps config.use_cache in training: "
+                      "each layer's key/value (a view of its c_attn output) is returned and held "
+                      "until the loss");
+    if (lm.fp32_copy)
+        est_assume(e, "HF Trainer under mixed precision (accelerate, transformers >= 4.30): the "
+                      "forward returns an fp32 copy of the logits, alive until before backward");
     est_assume(e, "gradients %s",
                in_bwd  ? "stepped and freed one parameter at a time during backward (optimizer "
                          "in backward): no optimizer-step phase"

@@ -886,6 +886,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     if (!get_count(r, "head_dim", &m->head_dim) && m->n_heads)
         m->head_dim = d.head_dim ? d.head_dim : m->hidden / m->n_heads;
     m->tied_embeddings = get_bool(r, "tie_word_embeddings", m->tied_embeddings);
+    m->use_cache_off = !get_bool(r, "use_cache", true);
     if (get_bool(r, "attention_bias", false))
         m->qkv_bias = m->out_bias = true;
     if (get_bool(r, "mlp_bias", false))

@@ -232,6 +232,111 @@ static void test_loss_in_the_model(void **state)
 #undef SANTA
 }
 
+/* What the HF stack itself copies around the loss (the fms-acceleration runs):
+ *  - the Trainer under mixed precision (transformers >= 4.30, through accelerate) returns an
+ *    fp32 copy of the 16-bit logits, alive beside what the loss keeps after the forward;
+ *  - a cross-entropy kernel on an HF model runs inside the model's loss, after its fp32
+ *    upcast and (4.46-4.48) its shifted fp32 copy (FOAK's FastForCausalLMLoss);
+ *  - GPTBigCode returns each layer's key/value (a view of c_attn's output) in training while
+ *    config.use_cache holds, until the loss (not at the start of backward);
+ *  - QLoRA behind LayerNorm carries an fp32 residual stream (bitsandbytes' Linear4bit returns
+ *    its input's dtype, LayerNorm is fp32 under autocast), behind RMSNorm a 16-bit one. */
+static void test_hf_stack_copies(void **state)
+{
+    const uint64_t T = 2 * 4096, V = 128256, Ts = 2 * 2048, Vs = 49280;
+    const struct gm_model *sc = gm_model_catalog_find("santacoder");
+    struct gm_model nocache;
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t kv, lora_stream, qlora_stream;
+    (void)state;
+    /* kernel inside ForCausalLMLoss of 4.48: logits 2 + upcast 4 + shifted copy 4 */
+    run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.48.1", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
+    /* 4.50: no shifted copy; after the forward the logits, the kernel's fp32 input and the
+     * Trainer's fp32 copy (2 + 4 + 4) outweigh the forward's 2 + 4 */
+    run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.50.0", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
+    /* before 4.46 the model upcasts (its bf16 logits freed) and shifts: fp32 logits and
+     * their copy, 8 B, and what it returns is fp32 already (no copy made of it) */
+    run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.45.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 8 * T * V + 4 * T);
+    run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.50.0 --precision bf16",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * T * V + 4 * T);
+    /* a custom loop (no version): the kernel on the 16-bit logits, no copy */
+    run("llama-3-8b", TRAIN8B " --loss fused", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    /* the full loss keeps more inside itself (12 B) than after the forward (2 + 4 + 4) */
+    run("llama-3-8b", TRAIN8B " --transformers-version 4.50.0", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    /* GPTBigCode's own loss with the kernel under the Trainer's autocast: the logits, their
+     * 16-bit shifted copy (the kernel's input) and the fp32 copy: 8 B */
+    run("santacoder", "--train --batch 2 --seq 2048 --transformers-version 4.48.1 --loss fused",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 8 * Ts * Vs + 4 * Ts);
+
+    /* the returned key/values: 24 layers x (2048 + 2 x 128) x 2 B, at the loss only */
+    run("santacoder", "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1",
+        &with);
+    kv = gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE);
+    assert_int_equal(kv, 24ull * (2048 + 2 * 128) * 2 * Ts);
+    /* config.json "use_cache": false: nothing returned; the rest as before */
+    assert_non_null(sc);
+    nocache = *sc;
+    nocache.use_cache_off = true;
+    gm_job_init(&j);
+    j.model.model = &nocache;
+    set_all(&j, "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1");
+    assert_int_equal(gm_estimate_run(&j, &base, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(with.loss_bytes - base.loss_bytes, kv);
+    assert_int_equal(with.backward_start_bytes, base.backward_start_bytes);
+    /* not without the version (the current GPTBigCode) */
+    run("santacoder", "--train --batch 2 --seq 2048 --precision bf16", &base);
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_KV_CACHE), 0);
+    /* under QLoRA behind LayerNorm the projections return fp32: 4 B per element */
+    run("santacoder",
+        "--train --batch 2 --seq 2048 --transformers-version 4.48.1 --qlora --no-fp32-upcast",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE),
+                     24ull * (2048 + 2 * 128) * 4 * Ts);
+
+    /* the checkpointed layer inputs follow the residual stream's dtype */
+    run("santacoder", "--train --batch 2 --seq 2048 --grad-checkpointing full --lora", &base);
+    run("santacoder",
+        "--train --batch 2 --seq 2048 --grad-checkpointing full --qlora --no-fp32-upcast", &with);
+    lora_stream = gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS);
+    qlora_stream = gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS);
+    assert_true(qlora_stream > lora_stream + 24ull * 2048 * 2 * Ts);
+    run("llama-3-8b", TRAIN8B " --grad-checkpointing full --lora", &base);
+    run("llama-3-8b", TRAIN8B " --grad-checkpointing full --qlora --no-fp32-upcast", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS));
+}
+
+/* HF's MoE blocks run the experts one after another (MixtralSparseMoeBlock's loop), so a
+ * layer's backward holds one expert's intermediate gradients over its share of the tokens
+ * (top-k / experts of them): Mixtral-8x7B, LoRA (16-bit stream), 3 x 2 B x 14336 x 2/8 per
+ * token beside the residual's gradient; without the HF version (grouped experts) every
+ * routed token's: 3 x 2 B x 2 x 14336. */
+static void test_moe_expert_loop(void **state)
+{
+    const uint64_t T = 2 * 4096, h = 4096, I = 14336;
+    (void)state;
+    run("mixtral-8x7b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
+                     (2 * h + 3 * 2 * I * 2 / 8) * T);
+    run("mixtral-8x7b", TRAIN8B " --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP),
+                     (2 * h + 3 * 2 * 2 * I) * T);
+    /* a dense model is the same either way */
+    run("llama-3-8b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
+    run("llama-3-8b", TRAIN8B " --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
+                     gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP));
+}
+
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
  * of r x (hidden + q + 2 kv) per layer, not three of r x (hidden + width). */
 static void test_lora_fused_qkv(void **state)
@@ -463,6 +568,8 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
+        cmocka_unit_test(test_hf_stack_copies),
+        cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),

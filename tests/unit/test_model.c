@@ -580,6 +580,8 @@ static void test_tiny_counts(void **state)
     assert_int_equal(pc.embedding, 40);
     assert_int_equal(pc.lm_head, 40);
     assert_int_equal(pc.largest_tensor, 40);
+    /* no "use_cache" key: transformers' default, true */
+    assert_false(m.use_cache_off);
     assert_int_equal(pc.matmul, 16 + 8 + 8 + 16 + 96 + 40);
     /* Tied: the lm_head disappears. */
     m.tied_embeddings = true;
@@ -591,6 +593,12 @@ static void test_tiny_counts(void **state)
     assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
     assert_int_equal(pc.total, 40 + 16 + 8 + 8 + 16 + 4 * 96 + 16 + 8 + 4);
     assert_int_equal(pc.active, 40 + 16 + 8 + 8 + 16 + 2 * 96 + 16 + 8 + 4);
+    /* a config that turns the cache off says so */
+    assert_int_equal(parse("{\"model_type\": \"gpt_bigcode\", \"n_embd\": 4, \"n_layer\": 1, "
+                           "\"n_head\": 2, \"vocab_size\": 10, \"use_cache\": false}",
+                           &m, &err),
+                     GM_OK);
+    assert_true(m.use_cache_off);
 }
 
 static void test_dtypes(void **state)
