@@ -46,6 +46,11 @@ struct gm_plot_opts {
     unsigned flags;  /* enum gm_plot_flags */
 };
 
+/* The plot's columns for these options: one bucket of the time axis each.  An analysis
+ * made for the plot with gm_analysis_opts.max_points = 3 * columns + 2 has its series in the
+ * same buckets, so that the categories of each column are those at its maximum. */
+unsigned gm_report_plot_columns(const struct gm_plot_opts *o);
+
 /* Draw allocated (and reserved) bytes over time of device 'device' as a terminal chart on
  * 'f', with the peak marked, an axis and a one-line legend.  With GM_PLOT_CATEGORIES the
  * allocated area is stacked by category ('an' required).  Errors: GM_ERR_INVALID (no such
