@@ -253,9 +253,13 @@ struct gm_analysis_device {
     size_t n_phases;
     uint64_t phase_events[GM_PHASE_COUNT]; /* events per phase */
 
-    /* Per-category bytes over time, at most opts.max_points points; where events are
-     * merged, the point kept is the one with the most bytes so peaks are never lost.
-     * The first point is the initial state (event -1), the last the end. */
+    /* Per-category bytes over time, at most opts.max_points points: a level-of-detail
+     * series (gpumem/lod.h) of (max_points - 1) / 3 buckets of the device's axis (time
+     * when every event has one, else the event index), and of each bucket the states
+     * where the total is least and most and its last state, in trace order; drawn as
+     * steps through them, every bucket's exact minimum and maximum and its value at its
+     * end hold, so peaks are never lost and idle gaps never hold a stale value.  The first
+     * point is the initial state (event -1), the last the end. */
     struct gm_analysis_point *points;
     size_t n_points;
 
