@@ -354,6 +354,12 @@ struct gm_layout_change {
     uint64_t size; /* bytes */
 };
 
+/* Mapped pages of a segment. */
+struct gm_layout_range {
+    uint64_t addr;
+    uint64_t size; /* bytes */
+};
+
 /* Every segment of a device's trace and the changes of their pages, in trace order. */
 struct gm_layout_history {
     struct gm_layout_segment_info *segments; /* the snapshot's segments first, in file order */
@@ -362,6 +368,8 @@ struct gm_layout_history {
     size_t n_initial;
     struct gm_layout_change *changes; /* one per segment event of the trace, in order */
     size_t n_changes;
+    struct gm_layout_range *final_blocks; /* the file's active blocks (addr, size), by address */
+    size_t n_final_blocks;
 };
 
 /* Build the history of device 'dev' of 'snap' (one pass over its trace).  On success 'h'
@@ -371,11 +379,10 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                                        struct gm_layout_history *h, struct gm_error *err);
 void gm_layout_history_release(struct gm_layout_history *h);
 
-/* Mapped pages of a segment. */
-struct gm_layout_range {
-    uint64_t addr;
-    uint64_t size; /* bytes */
-};
+/* The bytes the block of allocation 'a' occupies: its real block in the file when it lives
+ * to the end of the trace (with any tail the allocator did not split), else its requested
+ * bytes rounded up to 512 as the allocator rounds. */
+uint64_t gm_layout_block_size(const struct gm_layout_history *h, const struct gm_analysis_alloc *a);
 
 /* One allocation's block. */
 struct gm_layout_block {
@@ -432,6 +439,39 @@ typedef enum gm_status (*gm_layout_fn)(void *ctx, size_t i, const struct gm_layo
 enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,
                             const struct gm_layout_history *hist, const int64_t *ks, size_t n,
                             gm_layout_fn fn, void *ctx, struct gm_error *err);
+
+/* ---- the ranks of a job: one file per rank ----
+ *
+ * Each file is a rank whatever its device index; its device is the one with the most trace
+ * events (src/analysis/ranks.c).  The report's rank view and the commands over several
+ * files compare ranks with these. */
+
+struct gm_rank_summary {
+    int32_t device; /* the rank's device (-1: the file names none) */
+    bool has_trace;
+    uint64_t peak_bytes; /* = gm_snapshot_timeline() peak_bytes of that device */
+    int64_t peak_event;
+    uint8_t peak_phase;              /* enum gm_phase */
+    uint64_t reserved_at_peak_bytes; /* the allocator's segments at the peak */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+};
+
+/* The summary of the rank whose analysis is 'an'; false when it names no device. */
+bool gm_analysis_rank_summary(const struct gm_analysis *an, struct gm_rank_summary *out);
+
+struct gm_rank_imbalance {
+    size_t n_ranks;
+    size_t max_rank, min_rank; /* indexes of the highest and lowest peak (the first on a tie) */
+    uint64_t max_peak, min_peak;
+    uint64_t spread;       /* max_peak - min_peak */
+    double ratio;          /* max_peak / min_peak; 0 when min_peak is 0 */
+    uint8_t category;      /* enum gm_category: where the highest rank holds the most more */
+    int64_t category_diff; /* bytes of it at the peaks: highest rank's minus lowest rank's */
+};
+
+/* How unequal the n ranks r[] are. */
+void gm_analysis_imbalance(const struct gm_rank_summary *r, size_t n,
+                           struct gm_rank_imbalance *out);
 
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 

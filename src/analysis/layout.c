@@ -211,6 +211,30 @@ static bool is_segment_event(uint8_t action)
     return action >= GM_ACTION_SEGMENT_ALLOC && action <= GM_ACTION_SEGMENT_UNMAP;
 }
 
+static int cmp_final(const void *a, const void *b)
+{
+    const struct gm_layout_range *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+uint64_t gm_layout_block_size(const struct gm_layout_history *h, const struct gm_analysis_alloc *a)
+{
+    if (a->free_event < 0 && h->n_final_blocks) {
+        size_t lo = 0, hi = h->n_final_blocks;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (h->final_blocks[mid].addr < a->addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < h->n_final_blocks && h->final_blocks[lo].addr == a->addr &&
+            h->final_blocks[lo].size >= a->bytes)
+            return h->final_blocks[lo].size;
+    }
+    return a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512;
+}
+
 enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                                        const struct gm_snapshot_device *dev,
                                        struct gm_layout_history *h, struct gm_error *err)
@@ -237,6 +261,24 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                       : new_segment(&b, g->address, g->stream, g->is_small, false, &id);
         if (!ok || !ranges_add(&b.st[id], g->address, g->total_size))
             goto nomem;
+    }
+    /* the file's active blocks, for the sizes of the allocations that live to the end */
+    {
+        size_t nf = 0;
+        for (size_t i = 0; i < dev->n_segments; i++)
+            nf += snap->segments[dev->first_segment + i].n_blocks;
+        if (nf && !(h->final_blocks = gm_malloc(nf * sizeof(*h->final_blocks))))
+            goto nomem;
+        for (size_t i = 0; i < dev->n_segments; i++) {
+            const struct gm_snapshot_segment *g = &snap->segments[dev->first_segment + i];
+            for (size_t k = 0; k < g->n_blocks; k++)
+                if (g->blocks[k].state == GM_BLOCK_ACTIVE_ALLOCATED ||
+                    g->blocks[k].state == GM_BLOCK_ACTIVE_PENDING_FREE)
+                    h->final_blocks[h->n_final_blocks++] =
+                        (struct gm_layout_range){g->blocks[k].address, g->blocks[k].size};
+        }
+        if (h->n_final_blocks > 1)
+            qsort(h->final_blocks, h->n_final_blocks, sizeof(*h->final_blocks), cmp_final);
     }
     /* the segment events */
     gm_snapshot_cursor_init(&c, dev, 0);
@@ -330,23 +372,13 @@ void gm_layout_history_release(struct gm_layout_history *h)
     if (!h)
         return;
     gm_free(h->segments);
+    gm_free(h->final_blocks);
     gm_free(h->initial);
     gm_free(h->changes);
     memset(h, 0, sizeof(*h));
 }
 
 /* ---- the state at moments ---- */
-
-struct final_block {
-    uint64_t addr;
-    uint64_t size;
-};
-
-static int cmp_final(const void *a, const void *b)
-{
-    const struct final_block *x = a, *y = b;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
 
 static int cmp_seg_base(const void *a, const void *b)
 {
@@ -371,8 +403,6 @@ struct walk {
     void *ctx;
     struct seg_state *st; /* per segment id, the current ranges */
     size_t next_change;
-    struct final_block *fin;
-    size_t n_fin;
     /* the layout handed out, rebuilt at each moment */
     struct gm_layout out;
     struct gm_layout_segment *segs;
@@ -395,29 +425,6 @@ static bool grow_arr(void **p, size_t *cap, size_t need, size_t elem)
     *p = v;
     *cap = cap2;
     return true;
-}
-
-static uint64_t round512(uint64_t b)
-{
-    return b < 512 ? 512 : (b + 511) / 512 * 512;
-}
-
-/* The size a live allocation's block occupies (see the file comment). */
-static uint64_t block_size(const struct walk *w, const struct gm_analysis_alloc *a)
-{
-    if (a->free_event < 0 && w->n_fin) {
-        size_t lo = 0, hi = w->n_fin;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (w->fin[mid].addr < a->addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < w->n_fin && w->fin[lo].addr == a->addr && w->fin[lo].size >= a->bytes)
-            return w->fin[lo].size;
-    }
-    return round512(a->bytes);
 }
 
 static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_t n_live,
@@ -509,7 +516,7 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
         }
         bl = &w->blocks[nb++];
         bl->addr = a->addr;
-        bl->size = block_size(w, a);
+        bl->size = gm_layout_block_size(h, a);
         if (bl->size > r->addr + r->size - a->addr)
             bl->size = r->addr + r->size - a->addr;
         bl->bytes = a->bytes < bl->size ? a->bytes : bl->size;
@@ -584,24 +591,6 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
         if (!ranges_add(&w.st[c->segment], c->addr, c->size))
             goto nomem;
     }
-    /* the blocks of the file, for the sizes of the allocations that live to the end */
-    {
-        size_t nf = 0;
-        for (size_t s = 0; s < sd->n_segments; s++)
-            nf += snap->segments[sd->first_segment + s].n_blocks;
-        if (nf && !(w.fin = gm_malloc(nf * sizeof(*w.fin))))
-            goto nomem;
-        for (size_t s = 0; s < sd->n_segments; s++) {
-            const struct gm_snapshot_segment *g = &snap->segments[sd->first_segment + s];
-            for (size_t b = 0; b < g->n_blocks; b++)
-                if (g->blocks[b].state == GM_BLOCK_ACTIVE_ALLOCATED ||
-                    g->blocks[b].state == GM_BLOCK_ACTIVE_PENDING_FREE)
-                    w.fin[w.n_fin++] =
-                        (struct final_block){g->blocks[b].address, g->blocks[b].size};
-        }
-        if (w.n_fin > 1)
-            qsort(w.fin, w.n_fin, sizeof(*w.fin), cmp_final);
-    }
     st = gm_analysis_live_at(an, dev, ks, n, at_moment, &w, err);
     goto out;
 nomem:
@@ -610,7 +599,6 @@ out:
     for (size_t i = 0; w.st && i < hist->n_segments; i++)
         gm_free(w.st[i].r);
     gm_free(w.st);
-    gm_free(w.fin);
     gm_free(w.segs);
     gm_free(w.ranges);
     gm_free(w.blocks);
