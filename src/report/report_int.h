@@ -3,6 +3,10 @@
 #ifndef GM_REPORT_REPORT_INT_H
 #define GM_REPORT_REPORT_INT_H
 
+#include "gpumem/analysis.h"
+#include "gpumem/json.h"
+#include "gpumem/lod.h"
+#include "gpumem/report.h"
 #include "gpumem/snapshot.h"
 
 #include <stdbool.h>
@@ -65,5 +69,40 @@ enum gm_status gm_report_points_init(struct gm_report_points *p, const struct gm
 /* The next point into *p; false after the last one. */
 bool gm_report_points_next(struct gm_report_points *p);
 void gm_report_points_release(struct gm_report_points *p);
+
+/* ---- the HTML page (html.c, html_device.c, html_state.c) ---- */
+
+/* What the renderers of one rank share. */
+struct gm_report_ctx {
+    const struct gm_snapshot *snap;
+    const struct gm_analysis *an; /* may be NULL */
+    const struct gm_report_opts *o;
+    struct gm_json *w;
+    uint8_t *stack_used; /* per snapshot stack id: the page names it */
+    bool nomem;
+};
+
+static inline void gm_report_use_stack(struct gm_report_ctx *c, uint32_t id)
+{
+    if (id < c->snap->n_stacks)
+        c->stack_used[id] = 1;
+}
+
+/* A number: integers exactly, the rest with 3 decimals (x positions). */
+void gm_report_num(struct gm_json *w, double v);
+/* A cudaStream_t as a decimal string (a JavaScript number would round it). */
+void gm_report_stream(struct gm_json *w, uint64_t stream);
+
+/* One device's object of the page data. */
+enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                                const struct gm_analysis_device *ad, struct gm_error *err);
+
+/* The "state" (allocator state history) and "segtl" (segment timeline) keys of a device's
+ * object; 'n_live_peak' is how many allocations are alive at the peak (the budget's measure
+ * of a state). */
+enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                               const struct gm_analysis_device *ad,
+                               const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
+                               size_t n_live_peak, struct gm_error *err);
 
 #endif
