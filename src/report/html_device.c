@@ -637,7 +637,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         write_findings(c, &ax, ad);
     }
     write_at_peak(c, ad, &tl, &lp);
-    st = gm_report_state(c, sd, ad, &tl, &ax, ad ? lp.n : tl.n_live, err);
+    st = gm_report_state(c, sd, ad, &tl, &ax, err);
     gm_json_end_object(w);
     gm_free(up);
     gm_free(lp.idx);

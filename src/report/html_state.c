@@ -56,56 +56,110 @@ static int cmp_window(const void *a, const void *b)
     return x->k0 < y->k0 ? -1 : x->k0 > y->k0;
 }
 
-/* The windows within the budget (sorted, disjoint); their number. */
-static size_t choose_windows(const struct gm_snapshot_device *sd,
-                             const struct gm_analysis_device *ad, const struct gm_layout_history *h,
-                             const struct gm_snapshot_timeline *tl, uint64_t budget, size_t n_live,
-                             struct window *win)
+/* Sorted and merged where they overlap or touch; their number. */
+static size_t merge_windows(struct window *win, size_t nw)
+{
+    size_t m = 0;
+    qsort(win, nw, sizeof(*win), cmp_window);
+    for (size_t i = 0; i < nw; i++) {
+        if (m && win[i].k0 <= win[m - 1].k1 + 1) {
+            if (win[i].k1 > win[m - 1].k1)
+                win[m - 1].k1 = win[i].k1;
+        } else {
+            win[m++] = win[i];
+        }
+    }
+    return m;
+}
+
+/* The pass that measures what the states at a set of events cost: the allocations alive in
+ * any of them (each once in A) and their pages. */
+struct measure {
+    uint8_t *seen;
+    uint64_t n_allocs, n_ranges;
+};
+
+static enum gm_status count_state(void *ctx, size_t i, const struct gm_layout *l,
+                                  struct gm_error *err)
+{
+    struct measure *m = ctx;
+    (void)i;
+    (void)err;
+    for (size_t j = 0; j < l->n_live; j++)
+        if (!m->seen[l->live[j]]) {
+            m->seen[l->live[j]] = 1;
+            m->n_allocs++;
+        }
+    m->n_ranges += l->n_ranges;
+    return GM_OK;
+}
+
+/* The windows within the budget (sorted, disjoint) into win (room for 2 + MAX_OOM_WIN +
+ * N_SPREAD); their number.  When the whole trace does not fit: the states at the targets
+ * (the peak, the first OOMs) and at N_SPREAD + 1 events spread over the trace are measured
+ * in one pass, and what the budget leaves goes to windows around the targets, as long as the
+ * allocations they add allow. */
+static enum gm_status choose_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                                     const struct gm_analysis_device *ad,
+                                     const struct gm_layout_history *h,
+                                     const struct gm_snapshot_timeline *tl, uint64_t budget,
+                                     struct window *win, size_t *n_win, struct gm_error *err)
 {
     int64_t last = (int64_t)sd->n_events - 1;
     uint64_t all =
         (uint64_t)ad->n_allocs * A_BYTES + (uint64_t)(h->n_changes + h->n_initial) * CHANGE_BYTES;
     size_t nw = 0, nt = 0;
-    int64_t targets[1 + MAX_OOM_WIN];
+    int64_t targets[1 + MAX_OOM_WIN], ks[2 + MAX_OOM_WIN + N_SPREAD];
+    struct measure m = {NULL, 0, 0};
+    enum gm_status st;
     if (all <= budget || sd->n_events == 0) {
         win[0] = (struct window){-1, last};
-        return 1;
+        *n_win = 1;
+        return GM_OK;
     }
     targets[nt++] = tl->peak_event_index;
     for (size_t i = 0; i < ad->n_ooms && i < MAX_OOM_WIN; i++)
         targets[nt++] = ad->ooms[i].event;
+    for (size_t i = 0; i < nt; i++)
+        win[nw++] = (struct window){targets[i], targets[i]};
+    for (unsigned i = 0; i <= N_SPREAD; i++) {
+        int64_t k = (int64_t)((double)last * i / N_SPREAD);
+        win[nw++] = (struct window){k, k};
+    }
+    nw = merge_windows(win, nw);
+    for (size_t i = 0; i < nw; i++)
+        ks[i] = win[i].k0;
+    if (!(m.seen = gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1)))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    st = gm_layout_at(c->an, ad, h, ks, nw, count_state, &m, err);
+    gm_free(m.seen);
+    if (st != GM_OK)
+        return st;
     {
-        /* a state costs about what is alive in it; the windows around the targets share
-         * what the spread states leave, each as long as the allocations it adds allow */
-        uint64_t state = (uint64_t)(n_live + 16) * A_BYTES;
-        uint64_t spread = (uint64_t)(N_SPREAD + 1) * state;
-        uint64_t per = budget > spread ? (budget - spread) / nt : 0;
-        double density = (double)ad->n_allocs / (double)sd->n_events; /* allocs an event */
-        int64_t len = per > state ? (int64_t)((double)(per - state) / (density * A_BYTES + 1)) : 0;
+        uint64_t used = m.n_allocs * A_BYTES + m.n_ranges * CHANGE_BYTES;
+        uint64_t per = budget > used ? (budget - used) / nt : 0;
+        /* the allocations an event adds, about, and the segment events */
+        double density = ((double)ad->n_allocs * A_BYTES + (double)h->n_changes * CHANGE_BYTES) /
+                         (double)sd->n_events;
+        int64_t len = (int64_t)((double)per / (density + 1e-9));
+        if (len > 2 * (int64_t)sd->n_events)
+            len = 2 * (int64_t)sd->n_events;
         for (size_t i = 0; i < nt; i++) {
-            int64_t a = targets[i] - len / 2, b = targets[i] + len / 2;
-            win[nw++] = (struct window){a < -1 ? -1 : a, b > last ? last : b};
-        }
-        for (unsigned i = 0; i <= N_SPREAD; i++) {
-            int64_t k = (int64_t)((double)last * i / N_SPREAD);
-            win[nw++] = (struct window){k, k};
-        }
-    }
-    qsort(win, nw, sizeof(*win), cmp_window);
-    /* merged where they overlap */
-    {
-        size_t m = 0;
-        for (size_t i = 0; i < nw; i++) {
-            if (m && win[i].k0 <= win[m - 1].k1 + 1) {
-                if (win[i].k1 > win[m - 1].k1)
-                    win[m - 1].k1 = win[i].k1;
-            } else {
-                win[m++] = win[i];
+            /* centred on the target, moved inside the trace when it would stick out */
+            int64_t a = targets[i] - len / 2, b = a + len;
+            if (a < -1) {
+                b += -1 - a;
+                a = -1;
             }
+            if (b > last) {
+                a -= b - last;
+                b = last;
+            }
+            win[nw++] = (struct window){a < -1 ? -1 : a, b};
         }
-        nw = m;
     }
-    return nw;
+    *n_win = merge_windows(win, nw);
+    return GM_OK;
 }
 
 /* What the pass over the window starts collects. */
@@ -156,15 +210,14 @@ static bool in_windows(const struct window *win, size_t nw, int64_t k)
 static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                     const struct gm_analysis_device *ad,
                                     const struct gm_layout_history *h,
-                                    const struct gm_snapshot_timeline *tl, size_t n_live,
-                                    struct gm_error *err)
+                                    const struct gm_snapshot_timeline *tl, struct gm_error *err)
 {
     struct gm_json *w = c->w;
     uint64_t budget = c->o->state_budget ? c->o->state_budget : DEFAULT_BUDGET;
-    struct window *win = gm_malloc((2 + MAX_OOM_WIN + N_SPREAD) * sizeof(*win));
-    int64_t *ks = gm_malloc((2 + MAX_OOM_WIN + N_SPREAD) * sizeof(*ks));
+    struct window *win = gm_malloc((4 + 2 * MAX_OOM_WIN + N_SPREAD) * sizeof(*win));
+    int64_t *ks = gm_malloc((4 + 2 * MAX_OOM_WIN + N_SPREAD) * sizeof(*ks));
     struct starts s = {c, gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1), NULL};
-    size_t nw, n_a = 0;
+    size_t nw = 0, n_a = 0;
     enum gm_status st;
 
     if (!win || !ks || !s.chosen) {
@@ -173,7 +226,8 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         gm_free(s.chosen);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     }
-    nw = choose_windows(sd, ad, h, tl, budget, n_live, win);
+    if ((st = choose_windows(c, sd, ad, h, tl, budget, win, &nw, err)) != GM_OK)
+        goto out;
     s.win = win;
     gm_json_kv_bool(w, "every_event",
                     nw == 1 && win[0].k0 == -1 && win[0].k1 == (int64_t)sd->n_events - 1);
@@ -444,7 +498,7 @@ out:
 enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                const struct gm_analysis_device *ad,
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
-                               size_t n_live_peak, struct gm_error *err)
+                               struct gm_error *err)
 {
     struct gm_json *w = c->w;
     struct gm_layout_history h;
@@ -458,7 +512,7 @@ enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot
         gm_json_null(w); /* the allocations' lives come from the analysis */
     } else {
         gm_json_begin_object(w);
-        st = write_windows(c, sd, ad, &h, tl, n_live_peak, err);
+        st = write_windows(c, sd, ad, &h, tl, err);
         gm_json_end_object(w);
     }
     gm_layout_history_release(&h);

@@ -97,12 +97,11 @@ void gm_report_stream(struct gm_json *w, uint64_t stream);
 enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                 const struct gm_analysis_device *ad, struct gm_error *err);
 
-/* The "state" (allocator state history) and "segtl" (segment timeline) keys of a device's
- * object; 'n_live_peak' is how many allocations are alive at the peak (the budget's measure
- * of a state). */
+/* The "segtl" (segment timeline), "marks" (moments named) and "state" (allocator state at
+ * any event) keys of a device's object. */
 enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                const struct gm_analysis_device *ad,
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
-                               size_t n_live_peak, struct gm_error *err);
+                               struct gm_error *err);
 
 #endif

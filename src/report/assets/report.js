@@ -214,8 +214,10 @@
     }
   }
   function drawOoms(c, g, X) {
+    let n = 0;
     for (const o of dev.ooms || []) {
       if (o.x < view[0] || o.x > view[1]) continue;
+      n++;
       const px = Math.round(X(o.x)) + 0.5;
       g.strokeStyle = '#b00020'; g.lineWidth = 1.5; g.setLineDash([2, 2]);
       g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
@@ -223,6 +225,7 @@
       g.textAlign = px > M.l + c.pw - 60 ? 'right' : 'left';
       g.fillText('OOM ' + fmtBytes(o.requested), px + (g.textAlign === 'right' ? -3 : 3), M.t + 16);
     }
+    return n;
   }
 
   // ---- view 1: active memory timeline ----
@@ -304,7 +307,7 @@
     g.beginPath();
     for (let x = 0; x < pw; x++) { const y = Y(cols.rmax[x]); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     g.stroke();
-    drawOoms(c, g, X);
+    const nOoms = drawOoms(c, g, X);
     const p = dev.peak;
     if (p.x >= view[0] && p.x <= view[1]) {
       const px = X(p.x), py = Y(p.bytes);
@@ -316,7 +319,7 @@
       g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), Math.max(M.t + 14, py - 4));
     }
     tl = { c, pw, cols, off, top, Y, ymax, bands };
-    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels };
+    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, ooms: nOoms, uphases: (dev.uphases || []).length };
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
@@ -368,25 +371,26 @@
     let i0 = 0, i1 = S.x.length - 1;
     while (i0 < i1 && S.x[i0 + 1] <= view[0]) i0++;
     while (i1 > i0 && S.x[i1] >= view[1]) i1--;
-    // Steps: each point from its x to the next point's; with more points in view than pixel
-    // columns, one a column, the point with the most allocated among those that hold in it
-    // (the one carried in and those inside), so that a fill never has more vertices than
-    // the chart has pixels and a column's maximum is never lost.
+    // Steps, one a pixel column (columns that show the same point merged): the point with
+    // the most allocated among those that hold in the column (the one carried in and those
+    // inside, also several in one microsecond), so that a column's maximum is never lost,
+    // a state is drawn only where it held, and a fill never has more vertices than the
+    // chart has pixels.
     const steps = []; // [point, x0, x1] in data units
-    if (i1 - i0 + 1 > pw) {
+    {
       let p = i0;
       while (p <= i1 && S.x[p] < view[0]) p++; // the first point at or after the view's start
       for (let col = 0; col < pw; col++) {
-        const xa = view[0] + col * dx, xb = xa + dx;
+        const xa = view[0] + col * dx, xb = col === pw - 1 ? view[1] : view[0] + (col + 1) * dx;
         while (p <= i1 && S.x[p] < xa) p++;
         let best = -1, bt = -1;
         // the point before holds at the column's start unless a point is exactly there
         if (p - 1 >= i0 && (p > i1 || S.x[p] > xa)) { best = p - 1; bt = tot(p - 1); }
         for (let q = p; q <= i1 && S.x[q] < xb; q++) { const t = tot(q); if (t > bt) { bt = t; best = q; } }
-        steps.push([best < 0 ? Math.max(i0, p - 1) : best, xa, xb]);
+        if (best < 0) best = Math.max(i0, p - 1);
+        const last = steps[steps.length - 1];
+        if (last && last[0] === best) last[2] = xb; else steps.push([best, xa, xb]);
       }
-    } else {
-      for (let i = i0; i <= i1; i++) steps.push([i, Math.max(view[0], S.x[i]), i < i1 ? Math.min(view[1], S.x[i + 1]) : view[1]]);
     }
     let ymax = 1;
     for (const [i] of steps) ymax = Math.max(ymax, tot(i), S.r[i]);
