@@ -532,13 +532,47 @@ static void test_random_traces(void **state)
     }
 }
 
+/* Ranks: the highest and lowest peak, their ratio, and the category that differs most. */
+static void test_imbalance(void **state)
+{
+    struct gm_rank_summary r[3];
+    struct gm_rank_imbalance ib;
+    (void)state;
+    memset(r, 0, sizeof(r));
+    r[0].peak_bytes = 1000;
+    r[0].at_peak[GM_CATEGORY_PARAMETER] = 600;
+    r[0].at_peak[GM_CATEGORY_ACTIVATION] = 400;
+    r[1].peak_bytes = 1500; /* more activations, fewer "other" */
+    r[1].at_peak[GM_CATEGORY_PARAMETER] = 600;
+    r[1].at_peak[GM_CATEGORY_ACTIVATION] = 900;
+    r[2].peak_bytes = 1500; /* a tie: the first one counts */
+    gm_analysis_imbalance(r, 3, &ib);
+    assert_int_equal(ib.n_ranks, 3);
+    assert_int_equal(ib.max_rank, 1);
+    assert_int_equal(ib.min_rank, 0);
+    assert_int_equal(ib.spread, 500);
+    assert_true(ib.ratio > 1.49 && ib.ratio < 1.51);
+    assert_int_equal(ib.category, GM_CATEGORY_ACTIVATION);
+    assert_int_equal(ib.category_diff, 500);
+    /* a rank with nothing: no ratio */
+    r[0].peak_bytes = 0;
+    gm_analysis_imbalance(r, 2, &ib);
+    assert_true(ib.ratio == 0.0);
+    gm_analysis_imbalance(r, 0, &ib);
+    assert_int_equal(ib.n_ranks, 0);
+    /* no analysis, no rank */
+    assert_false(gm_analysis_rank_summary(NULL, &r[0]));
+    assert_int_equal(r[0].device, -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths), cmocka_unit_test(test_frame_flags),
-        cmocka_unit_test(test_map),   cmocka_unit_test(test_training_trace),
-        cmocka_unit_test(test_names), cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),   cmocka_unit_test(test_random_traces),
+        cmocka_unit_test(test_paths),     cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_map),       cmocka_unit_test(test_training_trace),
+        cmocka_unit_test(test_names),     cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),       cmocka_unit_test(test_random_traces),
+        cmocka_unit_test(test_imbalance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
