@@ -213,17 +213,23 @@
       i++;
     }
   }
-  function drawOoms(c, g, X) {
+  // The markers' lines go behind the data (a one-pixel spike at the peak must stay visible),
+  // their labels on top: drawOoms(c, g, X, false) before the data, (.., true) after.
+  function drawOoms(c, g, X, labels) {
     let n = 0;
     for (const o of dev.ooms || []) {
       if (o.x < view[0] || o.x > view[1]) continue;
       n++;
       const px = Math.round(X(o.x)) + 0.5;
-      g.strokeStyle = '#b00020'; g.lineWidth = 1.5; g.setLineDash([2, 2]);
-      g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
+      if (!labels) {
+        g.strokeStyle = '#b00020'; g.lineWidth = 1.5; g.setLineDash([2, 2]);
+        g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
+        continue;
+      }
+      // in the band above the data (the charts keep 12% of headroom), the second line
       g.fillStyle = '#b00020'; g.font = '600 11px system-ui, sans-serif'; g.textBaseline = 'top';
-      g.textAlign = px > M.l + c.pw - 60 ? 'right' : 'left';
-      g.fillText('OOM ' + fmtBytes(o.requested), px + (g.textAlign === 'right' ? -3 : 3), M.t + 16);
+      g.textAlign = px > M.l + c.pw - 100 ? 'right' : 'left';
+      g.fillText('OOM ' + fmtBytes(o.requested), px + (g.textAlign === 'right' ? -3 : 3), M.t + 14);
     }
     return n;
   }
@@ -252,11 +258,18 @@
     const cols = columns(pw);
     let ymax = 1, drawnMax = 0;
     for (let i = 0; i < pw; i++) { ymax = Math.max(ymax, cols.amax[i], cols.rmax[i]); drawnMax = Math.max(drawnMax, cols.amax[i]); }
-    ymax *= 1.06;
+    ymax *= 1.12; // headroom: the labels of the peak and the OOMs go above the data
     const span = view[1] - view[0], X = (x) => M.l + (x - view[0]) / span * pw;
     drawUserPhases(c, g, X, true);
     axes(c, view, ymax);
     const Y = (v) => M.t + c.ph - v / ymax * c.ph;
+    const p = dev.peak, peakIn = p.x >= view[0] && p.x <= view[1];
+    drawOoms(c, g, X, false);
+    if (peakIn) {
+      const px = Math.round(X(p.x)) + 0.5;
+      g.strokeStyle = '#d62728'; g.lineWidth = 1; g.setLineDash([4, 3]);
+      g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
+    }
     const bands = bandsInView(), nb = bands.length;
     const off = new Float64Array(nb * pw).fill(-1), top = new Float64Array(pw);
     for (let x = 0; x < pw; x++) {
@@ -307,19 +320,17 @@
     g.beginPath();
     for (let x = 0; x < pw; x++) { const y = Y(cols.rmax[x]); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     g.stroke();
-    const nOoms = drawOoms(c, g, X);
-    const p = dev.peak;
-    if (p.x >= view[0] && p.x <= view[1]) {
+    const nOoms = drawOoms(c, g, X, true);
+    if (peakIn) {
+      // the dot beside the peak's column, so that it never covers the top of the spike
       const px = X(p.x), py = Y(p.bytes);
-      g.strokeStyle = '#d62728'; g.setLineDash([4, 3]);
-      g.beginPath(); g.moveTo(px + 0.5, M.t); g.lineTo(px + 0.5, M.t + c.ph); g.stroke(); g.setLineDash([]);
-      g.fillStyle = '#d62728'; g.beginPath(); g.arc(px, py, 3.5, 0, 7); g.fill();
-      g.font = '600 12px system-ui, sans-serif'; g.textBaseline = 'bottom';
+      g.fillStyle = '#d62728'; g.beginPath(); g.arc(px + 5, py, 3, 0, 7); g.fill();
+      g.font = '600 12px system-ui, sans-serif'; g.textBaseline = 'top';
       g.textAlign = px > M.l + pw - 160 ? 'right' : 'left';
-      g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), Math.max(M.t + 14, py - 4));
+      g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), M.t + 1);
     }
     tl = { c, pw, cols, off, top, Y, ymax, bands };
-    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, ooms: nOoms, uphases: (dev.uphases || []).length };
+    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
@@ -394,7 +405,7 @@
     }
     let ymax = 1;
     for (const [i] of steps) ymax = Math.max(ymax, tot(i), S.r[i]);
-    ymax *= 1.06;
+    ymax *= 1.12;
     const Y = (v) => M.t + c.ph - v / ymax * c.ph;
     for (const r of dev.runs || []) {
       if (r[1] < view[0] || r[0] > view[1] || !PHASE_FILL[r[2]]) continue;
@@ -404,6 +415,7 @@
     }
     drawUserPhases(c, g, X, true);
     axes(c, view, ymax);
+    drawOoms(c, g, X, false);
     const np = steps.length, base = new Float64Array(np);
     let polys = 0;
     for (let k = 0; k < 7; k++) {
@@ -429,7 +441,7 @@
       g.lineTo(X(steps[j][2]), y);
     }
     g.stroke();
-    drawOoms(c, g, X);
+    drawOoms(c, g, X, true);
     cs = { c, steps, ymax };
     let mx = 0;
     for (const [i] of steps) mx = Math.max(mx, tot(i));
@@ -470,8 +482,9 @@
     const cols = columns(pw), span = view[1] - view[0], X = (x) => M.l + (x - view[0]) / span * pw;
     let ymax = 1;
     for (let i = 0; i < pw; i++) ymax = Math.max(ymax, cols.rmax[i]);
-    ymax *= 1.06;
+    ymax *= 1.12;
     axes(c, view, ymax);
+    drawOoms(c, g, X, false);
     const Y = (v) => M.t + c.ph - v / ymax * c.ph;
     // per column: the segments that hold when its reserved is most (the event where it is)
     const fixed = T.fixed.slice().sort((a, b) => a[4] - b[4]);
@@ -502,7 +515,7 @@
     g.beginPath();
     for (let x = 0; x < pw; x++) { const y = Y(cols.rmax[x]); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     g.stroke();
-    drawOoms(c, g, X);
+    drawOoms(c, g, X, true);
     sg = { c, pw, parts, Y, ymax, fixed, cols };
     let mx = 0;
     for (let i = 0; i < pw; i++) mx = Math.max(mx, cols.rmax[i]);
@@ -630,21 +643,21 @@
   // ---- view 5: icicle of what is alive at the peak ----
   let fl = null;
   function flameTree() {
-    const root = { name: 'alive at the peak', bytes: 0, kids: new Map(), stack: null };
+    const root = { name: 'alive at the peak', full: 'everything alive at the peak', lib: false, bytes: 0, kids: new Map(), stack: null };
     const add = (node, path, bytes, stack) => {
       node.bytes += bytes;
       let n = node;
-      for (const name of path) {
-        if (!n.kids.has(name)) n.kids.set(name, { name, bytes: 0, kids: new Map(), parent: n, stack });
-        n = n.kids.get(name);
+      for (const [name, full, lib] of path) {
+        if (!n.kids.has(full)) n.kids.set(full, { name, full, lib, bytes: 0, kids: new Map(), parent: n, stack });
+        n = n.kids.get(full);
         n.bytes += bytes;
       }
     };
     for (const r of dev.at_peak) {
-      const fr = stackFrames(r[2]).slice().reverse().map((i) => frameText(R.frames[i]));
-      add(root, fr.length ? fr : ['(no stack recorded)'], r[0], r[2]);
+      const fr = stackFrames(r[2]).slice().reverse().map((i) => [short(R.frames[i]), frameText(R.frames[i]), !R.frames[i][3]]);
+      add(root, fr.length ? fr : [['(no stack recorded)', '(no stack recorded)', true]], r[0], r[2]);
     }
-    if (dev.at_peak_rest_bytes) add(root, ['(smaller groups)'], dev.at_peak_rest_bytes, null);
+    if (dev.at_peak_rest_bytes) add(root, [['(smaller groups)', 'the groups after the ' + dev.at_peak.length + ' largest', true]], dev.at_peak_rest_bytes, null);
     return root;
   }
   function drawFlame(focus) {
@@ -660,12 +673,12 @@
     const boxes = [];
     const draw = (n, x, w, d) => {
       if (d >= rows || w < 0.5) return;
-      const col = n === focus && focus !== root ? '#c9d3dd' : d === 0 ? '#9aa5b1' : shade(n.name.match(/site-packages|[\\/]torch[\\/]|^\?\?/) ? '#e6a04a' : '#e5604a', d);
+      const col = n === focus && focus !== root ? '#c9d3dd' : d === 0 ? '#9aa5b1' : shade(n.lib ? '#e6a04a' : '#e5604a', d);
       g.fillStyle = col; g.fillRect(4 + x, 2 + d * RH, Math.max(0.5, w - 0.5), RH - 1);
       if (w > 40) { g.fillStyle = '#1d2228'; g.font = '11px system-ui, sans-serif'; g.textBaseline = 'middle'; g.textAlign = 'left'; g.save(); g.beginPath(); g.rect(4 + x, 2 + d * RH, w - 2, RH); g.clip(); g.fillText(n.name + ' ' + fmtBytes(n.bytes), 7 + x, 2 + d * RH + RH / 2); g.restore(); }
       boxes.push([4 + x, 2 + d * RH, w, n]);
       let off = 0;
-      const kids = Array.from(n.kids.values()).sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : 1));
+      const kids = Array.from(n.kids.values()).sort((a, b) => b.bytes - a.bytes || (a.full < b.full ? -1 : 1));
       for (const k of kids) { const kw = w * k.bytes / n.bytes; draw(k, x + off, kw, d + 1); off += kw; }
     };
     draw(focus, 0, W, 0);
@@ -1191,7 +1204,7 @@
     sc.addEventListener('mousemove', hoverSegments);
     sc.addEventListener('mouseleave', hideTip);
     const fc = $('flame').querySelector('canvas');
-    fc.addEventListener('mousemove', (ev) => { const n = flameAt(ev); if (!n) { hideTip(); return; } showTip(ev, n.name, [fmtBoth(n.bytes) + ', ' + pct(n.bytes, fl.root.bytes) + ' of what is alive at the peak'], null); });
+    fc.addEventListener('mousemove', (ev) => { const n = flameAt(ev); if (!n) { hideTip(); return; } showTip(ev, n.full, [fmtBoth(n.bytes) + ', ' + pct(n.bytes, fl.root.bytes) + ' of what is alive at the peak' + (n.lib ? ' (a library frame)' : '')], null); });
     fc.addEventListener('mouseleave', hideTip);
     fc.addEventListener('click', (ev) => { const n = flameAt(ev); if (!n) return; drawFlame(n === fl.focus && n.parent ? n.parent : n); });
     let rt = null;
