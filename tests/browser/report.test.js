@@ -83,7 +83,8 @@ async function open(chromium, tmp, html, width) {
   const url = 'file://' + html;
   ctx.on('request', (r) => { if (r.url() !== url) requests.push(r.url()); });
   const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
+  // (the test's own getImageData readbacks make Chromium suggest willReadFrequently: not the page's)
+  page.on('console', (m) => { if ((m.type() === 'error' || m.type() === 'warning') && !/willReadFrequently/.test(m.text())) errors.push(m.type() + ': ' + m.text()); });
   page.on('pageerror', (e) => errors.push('pageerror: ' + e.message));
   const t0 = Date.now();
   await page.goto(url, { waitUntil: 'load', timeout: 120000 });
@@ -96,6 +97,23 @@ async function setWidth(page, w) {
   await page.evaluate(() => window.dispatchEvent(new Event('resize')));
   await page.waitForTimeout(350);
 }
+
+// The pixels of the timeline's highest column: painted from the x axis up to the peak's
+// height (the pixel just below where the peak's bytes fall on the y axis is painted, none of
+// the column below it is empty), and the column below the peak's marker line is free of it.
+const peakPixels = (page) => page.evaluate(() => {
+  const t = window.gmReport.drawn.timeline;
+  if (!t) return null;
+  const c = document.querySelector('#timeline canvas'), dpr = window.devicePixelRatio || 1;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let bc = 0;
+  t.amax.forEach((v, i) => { if (v > t.amax[bc]) bc = i; });
+  const x = Math.floor((t.left + bc + 0.5) * dpr), want = t.top + t.ph - t.amax[bc] / t.ymax * t.ph;
+  const painted = (y) => { const o = (Math.floor(y * dpr) * c.width + x) * 4; return d[o + 3] >= 128; };
+  let lowest = -1; // the lowest empty pixel between the peak's height and the axis
+  for (let y = Math.ceil(want + 1); y < t.top + t.ph - 1; y++) if (!painted(y)) lowest = y;
+  return { top: lowest < 0 && painted(want + 1) ? Math.ceil(want + 1) : lowest, want, ok: lowest < 0 && painted(want + 1) };
+});
 
 const drawnOf = (page) => page.evaluate(() => {
   const d = window.gmReport.drawn, i = window.gmReport.current(), dv = window.gmReport.devices()[i];
@@ -288,6 +306,8 @@ async function testOne(chromium, args, snap, tmp, opts) {
           const dr = await drawnOf(page);
           if (!dr.tl) continue;
           checkPictures(dr, wantOf(dr), 'cuda:' + dr.device + ' at ' + w + ' px');
+          const px = await peakPixels(page);
+          check(px && px.ok, 'cuda:' + dr.device + ' at ' + w + ' px: the pixels of the highest column are painted up to the peak\'s height (y ' + (px && px.want.toFixed(1)) + (px && !px.ok ? '; empty at y ' + px.top : '') + ')');
         }
         const dr = await drawnOf(page);
         if (w === 390) check(dr.sw <= dr.iw, 'at 390 px the page is no wider than the window (' + dr.sw + ' px)');
@@ -307,6 +327,8 @@ async function testOne(chromium, args, snap, tmp, opts) {
         const dz = await drawnOf(page);
         check(after !== before, 'cuda:' + dr.device + ': the wheel zooms (' + before + ' -> ' + after + ')');
         checkPictures(dz, wantOf(dz), 'cuda:' + dz.device + ' zoomed');
+        const pz = await peakPixels(page);
+        check(pz && pz.ok, 'cuda:' + dz.device + ' zoomed: the pixels of the highest column are painted up to the peak\'s height (y ' + (pz && pz.want.toFixed(1)) + (pz && !pz.ok ? '; empty at y ' + pz.top : '') + ')');
         if (!opts.noAnalysis && dz.cats) {
           const cat = json(args.gpumem, ['snapshot', 'categories', '--json', '--series', '--device', String(dz.device), snap]);
           const cd = cat.devices.find((x) => x.device === dz.device);
