@@ -92,107 +92,10 @@ const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b)
     return buf;
 }
 
-const char *ana_cli_short_path(const char *path)
-{
-    const char *p = strstr(path, "site-packages");
-    if (!p)
-        p = strstr(path, "dist-packages");
-    if (p) {
-        p += strlen("site-packages");
-        if (*p == '/' || *p == '\\')
-            p++;
-        return p;
-    }
-    /* last three components */
-    const char *cut = path;
-    int seps = 0;
-    for (const char *q = path + strlen(path); q > path; q--) {
-        if (q[-1] == '/' || q[-1] == '\\') {
-            if (++seps == 3) {
-                cut = q;
-                break;
-            }
-        }
-    }
-    return cut;
-}
-
-void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
-                         const char *indent, size_t max)
-{
-    uint32_t ids[64];
-    size_t n = gm_analysis_stack_frames(snap, stack, ids, 64);
-    if (!n) {
-        fprintf(f, "%s(no stack recorded)\n", indent);
-        return;
-    }
-    size_t shown = n;
-    if (shown > 64)
-        shown = 64;
-    if (shown > max)
-        shown = max;
-    for (size_t i = 0; i < shown; i++) {
-        const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
-        if (fr->is_python)
-            fprintf(f, "%s%s:%" PRId64 " %s\n", indent, ana_cli_short_path(fr->filename), fr->line,
-                    fr->name);
-        else
-            fprintf(f, "%s%.160s\n", indent, fr->name);
-    }
-    if (n > shown)
-        fprintf(f, "%s... %zu more frames\n", indent, n - shown);
-}
-
-void ana_cli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack)
-{
-    uint32_t ids[64];
-    size_t nf = gm_analysis_stack_frames(snap, stack, ids, 64);
-    if (!nf) {
-        snprintf(buf, n, "(no stack recorded)");
-        return;
-    }
-    if (nf > 64)
-        nf = 64;
-    /* innermost frame, then the first user frame if it is another one; a C++-only stack
-     * shows the ATen op and the autograd node instead of the allocator's own frames */
-    const struct gm_snapshot_frame *in = &snap->frames[ids[0]];
-    if (!in->is_python) {
-        const char *op = NULL, *node = NULL;
-        for (size_t i = 0; i < nf; i++) {
-            const char *nm = snap->frames[ids[i]].name;
-            if (!op && !strncmp(nm, "at::_ops::", 10))
-                op = nm;
-            if (!node && !strncmp(nm, "torch::autograd::generated::", 28) && strstr(nm, "::apply("))
-                node = nm + 28;
-        }
-        if (op || node) {
-            snprintf(buf, n, "%.60s%s%.60s", op ? op : "", op && node ? " < " : "",
-                     node ? node : "");
-            return;
-        }
-    }
-    long u = gm_snapshot_stack_user_frame(snap, stack);
-    const struct gm_snapshot_frame *user = NULL;
-    if (u >= 0 && (size_t)u < snap->stacks[stack].n_frames) {
-        uint32_t id = snap->stacks[stack].frames[u];
-        if (id < snap->n_frames && id != ids[0])
-            user = &snap->frames[id];
-    }
-    int len;
-    if (in->is_python)
-        len = snprintf(buf, n, "%s:%" PRId64 " %s", ana_cli_short_path(in->filename), in->line,
-                       in->name);
-    else
-        len = snprintf(buf, n, "%.80s", in->name);
-    if (user && len > 0 && (size_t)len < n)
-        snprintf(buf + len, n - (size_t)len, " < %s:%" PRId64 " %s",
-                 ana_cli_short_path(user->filename), user->line, user->name);
-}
-
 void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
 {
     uint32_t ids[256];
-    size_t n = gm_analysis_stack_frames(snap, stack, ids, 256);
+    size_t n = gm_snapshot_stack_frames(snap, stack, ids, 256);
     if (n > 256)
         n = 256;
     gm_json_begin_array(w);

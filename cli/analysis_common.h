@@ -33,17 +33,7 @@ const char *ana_cli_short(char *buf, size_t n, uint64_t bytes);
 /* "+1.50 MiB" / "-512 B" for b - a. */
 const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b);
 
-/* Print the shown frames of 'stack' (Python frames, else non-noise ones), at most 'max'
- * lines, each prefixed by 'indent'; "(no stack recorded)" for an empty stack. */
-void ana_cli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
-                         const char *indent, size_t max);
-/* One line: the first user frame and the innermost shown frame, "a.py:12 f < b.py:3 g". */
-void ana_cli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack);
-
 /* JSON array of the shown frames of 'stack': [{"filename","line","name"}, ...]. */
 void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
-
-/* A path shortened for display: from "site-packages/" on, else the last 3 components. */
-const char *ana_cli_short_path(const char *path);
 
 #endif

@@ -99,8 +99,8 @@ struct cli_output {
 
 /* The checks of cli_output_open() without creating anything, for a command to make before
  * a long piece of work: an empty name or one too long (64), a name ending in '/' (64), a
- * directory or an existing file (73, see above), a folder that does not exist (66) or
- * cannot be written (73).  0, or the exit code after printing the reason. */
+ * directory or an existing file (73, see above), a folder that does not exist or cannot
+ * be written (73).  0, or the exit code after printing the reason. */
 int cli_output_check(const char *cmd, const char *path, bool force);
 
 /* 0, or an exit code after printing the reason (cli_output_check()). */

@@ -2,6 +2,7 @@
 /* cli_common.c - shared CLI helpers (see cli.h). */
 #define _GNU_SOURCE /* fopencookie(): a FILE that keeps the errno of a failed write */
 #include "cli.h"
+#include "opts.h"
 
 #include "gpumem/file.h"
 #include "gpumem/text.h"
@@ -147,8 +148,16 @@ int cli_dispatch(const struct cli_command *table, const char *prefix, int argc, 
             f = stderr;
         if (unknown) {
             char safe[256];
-            fprintf(f, "%s: '%s' is not a command\n\n", prefix,
+            const char *names[64], *near;
+            size_t n = 0;
+            for (const struct cli_command *c = table; c->name && n < 64; c++)
+                names[n++] = c->name;
+            near = opts_closest(want, strlen(want), names, n);
+            fprintf(f, "%s: '%s' is not a command", prefix,
                     gm_text_escape(safe, sizeof(safe), want));
+            if (near)
+                fprintf(f, ": did you mean '%s %s'?", prefix, near);
+            fprintf(f, "\n\n");
         }
         fprintf(f, "usage: %s COMMAND [OPTIONS] [ARGS]\n\ncommands:\n", prefix);
         for (const struct cli_command *c = table; c->name; c++)
@@ -359,15 +368,16 @@ int cli_output_check(const char *cmd, const char *path, bool force)
     if (stat(dir, &st) != 0) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR) {
+            /* the output cannot be created (73), which is not an input missing (66) */
             cli_errorf(cmd, "folder '%s' does not exist (for the output '%s')", dir, path);
-            return GM_EXIT_NOINPUT;
+            return GM_EXIT_CANTCREAT;
         }
         cli_errorf(cmd, "folder '%s': %s", dir, strerror(e));
         return GM_EXIT_CANTCREAT;
     }
     if (!S_ISDIR(st.st_mode)) {
         cli_errorf(cmd, "'%s' is not a folder (for the output '%s')", dir, path);
-        return GM_EXIT_NOINPUT;
+        return GM_EXIT_CANTCREAT;
     }
     if (access(dir, W_OK | X_OK) != 0) {
         cli_errorf(cmd, "cannot create files in folder '%s': %s", dir, strerror(errno));
@@ -401,7 +411,7 @@ int cli_output_open(struct cli_output *o, const char *cmd, const char *path, boo
         cli_errorf(cmd, "cannot create a file beside '%s': %s", path, strerror(e));
         pending_remove(o);
         o->tmp[0] = '\0';
-        return e == ENOENT ? GM_EXIT_NOINPUT : GM_EXIT_CANTCREAT;
+        return GM_EXIT_CANTCREAT;
     }
     /* a command that gpumem runs (watch) must not inherit it */
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);

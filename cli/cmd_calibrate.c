@@ -81,12 +81,20 @@ static void render_span(FILE *f, const struct gm_calib_span *s)
     fprintf(f, "  fit: parameter-sized memory (parameters, gradients, optimizer) %s\n",
             ana_cli_delta(d, sizeof d, s->predicted_fixed, s->measured_fixed));
     ana_cli_short(a, sizeof a, (uint64_t)(s->measured_per_token + 0.5));
-    if (s->predicted_workload)
+    if (s->predicted_workload && !s->predicted_seq2)
         fprintf(f,
                 "       workload (activation, input, other) per token: %s measured, %s "
                 "predicted, x%.3f\n",
                 a, ana_cli_short(b, sizeof b, (uint64_t)(s->predicted_per_token + 0.5)),
-                s->workload_scale);
+                s->per_token_scale);
+    else if (s->predicted_workload)
+        fprintf(f,
+                "       workload (activation, input, other) per token: %s measured, %s "
+                "predicted;\n"
+                "       of it the s x s attention scores (%s) %s, the rest x%.3f\n",
+                a, ana_cli_short(b, sizeof b, (uint64_t)(s->predicted_per_token + 0.5)),
+                ana_cli_short(d, sizeof d, s->predicted_seq2),
+                s->seq2_scale == 1.0 ? "as predicted" : "scaled alike", s->per_token_scale);
     else
         fprintf(f,
                 "       workload (activation, input, other) per token: %s measured, none "

@@ -16,41 +16,100 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int list_models(void)
+static int list_models(bool json)
 {
-    printf("%-26s %-36s %16s\n", "name", "hub id", "parameters");
+    struct gm_json w;
+    if (json) {
+        cli_json_begin(&w, stdout, "estimate.models");
+        gm_json_key(&w, "models");
+        gm_json_begin_array(&w);
+    } else {
+        printf("%-26s %-36s %16s\n", "name", "hub id", "parameters");
+    }
     for (size_t i = 0; i < gm_model_catalog_count(); i++) {
         struct gm_param_counts pc;
         struct gm_error err;
         const struct gm_model *m = gm_model_catalog_get(i);
         if (gm_model_count_params(m, &pc, &err) != GM_OK)
             return cli_fail("gpumem estimate", &err);
-        printf("%-26s %-36s %16llu\n", m->name, gm_model_catalog_hub_id(i),
-               (unsigned long long)pc.total);
+        if (json) {
+            gm_json_begin_object(&w);
+            gm_json_kv_str(&w, "name", m->name);
+            gm_json_kv_str(&w, "hub_id", gm_model_catalog_hub_id(i));
+            gm_json_kv_u64(&w, "parameters", pc.total);
+            gm_json_end_object(&w);
+        } else {
+            printf("%-26s %-36s %16llu\n", m->name, gm_model_catalog_hub_id(i),
+                   (unsigned long long)pc.total);
+        }
     }
-    return 0;
+    if (!json)
+        return 0;
+    gm_json_end_array(&w);
+    return cli_json_end(&w, "gpumem estimate");
 }
 
-static int list_gpus(void)
+/* The model_type names gm_model_parse_hf_config() knows. */
+static int list_archs(bool json)
 {
-    printf("%-14s %-12s %10s %10s\n", "name", "kind", "MiB", "GiB");
+    struct gm_json w;
+    if (json) {
+        cli_json_begin(&w, stdout, "estimate.archs");
+        gm_json_key(&w, "archs");
+        gm_json_begin_array(&w);
+    }
+    for (int a = GM_ARCH_UNKNOWN + 1; a < GM_ARCH__COUNT; a++) {
+        if (json)
+            gm_json_str(&w, gm_arch_name((enum gm_arch)a));
+        else
+            printf("%s\n", gm_arch_name((enum gm_arch)a));
+    }
+    if (!json)
+        return 0;
+    gm_json_end_array(&w);
+    return cli_json_end(&w, "gpumem estimate");
+}
+
+static int list_gpus(bool json)
+{
+    struct gm_json w;
+    if (json) {
+        cli_json_begin(&w, stdout, "estimate.gpus");
+        gm_json_key(&w, "gpus");
+        gm_json_begin_array(&w);
+    } else {
+        printf("%-14s %-12s %10s %10s\n", "name", "kind", "MiB", "GiB");
+    }
     for (size_t i = 0; i < gm_gpu_catalog_count(); i++) {
         const struct gm_gpu *g = gm_gpu_catalog_get(i);
-        printf("%-14s %-12s %10llu %10.2f\n", g->name, g->kind,
-               (unsigned long long)(g->memory_bytes / GM_MIB),
-               (double)g->memory_bytes / (double)GM_GIB);
+        if (json) {
+            gm_json_begin_object(&w);
+            gm_json_kv_str(&w, "name", g->name);
+            gm_json_kv_str(&w, "kind", g->kind);
+            gm_json_kv_u64(&w, "memory_bytes", g->memory_bytes);
+            gm_json_end_object(&w);
+        } else {
+            printf("%-14s %-12s %10llu %10.2f\n", g->name, g->kind,
+                   (unsigned long long)(g->memory_bytes / GM_MIB),
+                   (double)g->memory_bytes / (double)GM_GIB);
+        }
     }
-    return 0;
+    if (!json)
+        return 0;
+    gm_json_end_array(&w);
+    return cli_json_end(&w, "gpumem estimate");
 }
 
 /* One option per job setting, then the command's own. */
 static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
-                          bool *json, int *color)
+                          bool *list_a, bool *json, int *color)
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
     opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
+    opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
+                                     "list the architectures (model_type) gpumem knows");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
     opts[n] = (struct opt)OPT_END;
@@ -81,16 +140,18 @@ int cmd_estimate(int argc, char **argv)
     struct gm_job_source src;
     struct gm_estimate_report *r;
     struct gm_error err;
-    bool json = false, list_m = false, list_g = false, have_src = false;
+    bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
     int color = 0, n_pos = 0, rc;
 
-    build_options(opts, &c, &list_m, &list_g, &json, &color);
+    build_options(opts, &c, &list_m, &list_g, &list_a, &json, &color);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
     if (list_m)
-        return list_models();
+        return list_models(json);
     if (list_g)
-        return list_gpus();
+        return list_gpus(json);
+    if (list_a)
+        return list_archs(json);
     if (n_pos > 1)
         return cli_usage(cmd, "unexpected argument '%s'", argv[2]);
     gm_job_init(&job);

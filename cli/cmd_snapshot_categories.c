@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 
@@ -83,18 +84,33 @@ static void print_sites(const struct gm_snapshot *snap, const struct gm_analysis
     struct site_row *v;
     size_t n = sites_at_peak(dev, &v);
     char b1[64], line[512];
+    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
+    long *apart = gm_malloc((n ? n : 1) * sizeof(*apart));
+    size_t m = 0;
+    /* the sites listed, told apart where they would read alike */
+    for (size_t i = 0, shown = 0; refs && apart && i < n; i++) {
+        if (i && v[i].category != v[i - 1].category)
+            shown = 0;
+        if (shown++ < top)
+            refs[m++] = (struct gm_snapshot_stack_ref){snap, v[i].stack};
+    }
+    if (refs && apart)
+        gm_snapshot_stacks_apart(refs, m, 0, apart);
+    m = 0;
     printf("  largest allocation sites at the peak, per category:\n");
     for (size_t i = 0, shown = 0; i < n; i++) {
         if (i && v[i].category != v[i - 1].category)
             shown = 0;
         if (shown++ >= top)
             continue;
-        ana_cli_stack_line(line, sizeof(line), snap, v[i].stack);
+        snapcli_stack_line(line, sizeof(line), snap, v[i].stack, refs && apart ? apart[m++] : -1);
         printf("    %-16s %12s %6" PRIu64 "x  %-14s %s\n",
                gm_category_name((enum gm_category)v[i].category),
                ana_cli_short(b1, sizeof(b1), v[i].bytes), v[i].count,
                gm_rule_name((enum gm_rule)v[i].rule), line);
     }
+    gm_free(refs);
+    gm_free(apart);
     gm_free(v);
 }
 
@@ -183,7 +199,37 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    gm_json_key(w, "user_phases");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < dev->n_user_phases; i++) {
+        const struct gm_analysis_user_phase *u = &dev->user_phases[i];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "name", u->name);
+        gm_json_kv_u64(w, "ranges", u->n_ranges);
+        gm_json_kv_u64(w, "events", u->n_events);
+        gm_json_kv_u64(w, "allocated_bytes", u->allocated_bytes);
+        gm_json_kv_u64(w, "peak_bytes", u->peak_bytes);
+        gm_json_kv_i64(w, "peak_event_index", u->peak_event);
+        json_cats(w, "at_peak", u->at_peak);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    if (dev->peak_user_phase >= 0)
+        gm_json_kv_str(w, "peak_user_phase", dev->user_phases[dev->peak_user_phase].name);
+    else
+        gm_json_kv_null(w, "peak_user_phase");
     if (series) {
+        gm_json_key(w, "user_ranges");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < dev->n_user_ranges; i++) {
+            const struct gm_analysis_user_range *r = &dev->user_ranges[i];
+            gm_json_begin_object(w);
+            gm_json_kv_str(w, "phase", dev->user_phases[r->phase].name);
+            gm_json_kv_i64(w, "first_event", r->first_event);
+            gm_json_kv_i64(w, "last_event", r->last_event);
+            gm_json_end_object(w);
+        }
+        gm_json_end_array(w);
         gm_json_key(w, "phases");
         gm_json_begin_array(w);
         for (size_t i = 0; i < dev->n_phases; i++) {
@@ -218,6 +264,31 @@ static void json_device(struct gm_json *w, const struct gm_analysis *an,
     gm_json_end_object(w);
 }
 
+/* The phases marked with gpumem.torch.record(): the peak inside each, its largest
+ * category, and what was allocated inside it. */
+static void print_user_phases(const struct gm_analysis_device *dev)
+{
+    char b1[64], b2[64];
+    printf("  your phases (gpumem.phase marks), the most allocated inside each:\n");
+    printf("    %-16s %5s %14s %14s  %s\n", "phase", "runs", "peak", "allocated", "largest there");
+    for (size_t i = 0; i < dev->n_user_phases; i++) {
+        const struct gm_analysis_user_phase *u = &dev->user_phases[i];
+        int best = 0;
+        for (int c = 1; c < GM_CATEGORY_COUNT; c++)
+            if (u->at_peak[c] > u->at_peak[best])
+                best = c;
+        printf("    %-16.16s %5zu %14s %14s  ", u->name, u->n_ranges,
+               ana_cli_short(b1, sizeof(b1), u->peak_bytes),
+               ana_cli_short(b2, sizeof(b2), u->allocated_bytes));
+        if (u->peak_event < 0)
+            printf("(no trace event inside it)\n");
+        else
+            printf("%s %s%s\n", gm_category_name((enum gm_category)best),
+                   ana_cli_short(b1, sizeof(b1), u->at_peak[best]),
+                   (int32_t)i == dev->peak_user_phase ? "  <- the peak" : "");
+    }
+}
+
 static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev,
                          uint64_t top)
 {
@@ -236,6 +307,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
                gm_phase_name((enum gm_phase)dev->peak_phase));
     if (dev->peak_iteration >= 0)
         printf(" (iteration %d of %zu)", (int)dev->peak_iteration + 1, dev->n_iterations);
+    if (dev->peak_user_phase >= 0)
+        printf(", in your phase '%s'", dev->user_phases[dev->peak_user_phase].name);
     printf("\n");
     printf("  %-16s %14s %7s %14s\n", "category", "at peak", "share", "at end");
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
@@ -272,6 +345,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     }
     if (!dev->has_frames)
         printf("  no stack frames recorded: categories come from lifetimes only\n");
+    if (dev->n_user_phases)
+        print_user_phases(dev);
     int dom = dominant(dev);
     if (dom < GM_CATEGORY_COUNT) {
         printf("  largest at the peak: %s (%.1f%%). %s\n", gm_category_name((enum gm_category)dom),
@@ -321,8 +396,11 @@ int cmd_snapshot_categories(int argc, char **argv)
         "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
         "frames and its lifetime, and show the split at the peak of each device. Sizes are "
         "the trace's requested bytes (as memory_viz draws them). The rules are in "
-        "docs/analysis.md. Several files (ranks) are read and analysed at the same time; "
-        "--json then writes {\"files\": [{\"file\", \"devices\"}...]}.",
+        "docs/analysis.md. Several files are read and analysed at the same time as the ranks "
+        "of one job, each by its device whatever its index, and compared: the spread of "
+        "their peaks and the imbalance (the largest peak over the smallest, and the category "
+        "that makes the difference); --json then writes {\"files\": [{\"file\", "
+        "\"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot categories snapshot.pickle\n"
         "gpumem snapshot categories --json --series snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -333,12 +411,15 @@ int cmd_snapshot_categories(int argc, char **argv)
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
     struct snapcli_load_opts lo = {mem_limit, false};
+    struct rank_list ranks = {0};
     int rc = snaps && ans ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
                           : GM_EXIT_SOFTWARE;
     for (int f = 0; f < n_pos && rc == 0; f++)
         if (device_set && !gm_analysis_device_by_index(ans[f], device))
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
+    for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
+        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f);
     if (rc == 0 && json) {
         struct gm_json w;
         cli_json_begin(&w, stdout, "snapshot.categories");
@@ -354,6 +435,7 @@ int cmd_snapshot_categories(int argc, char **argv)
                 gm_json_end_object(&w);
             }
             gm_json_end_array(&w);
+            ranks_json(&w, &ranks, argv + 1);
         }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
@@ -365,9 +447,12 @@ int cmd_snapshot_categories(int argc, char **argv)
                 if (!device_set || an->devices[d].device == device)
                     print_device(an, &an->devices[d], top);
         }
+        if (n_pos > 1)
+            ranks_print(stdout, &ranks, argv + 1);
         printf("(sizes are requested bytes from the trace, below what max_memory_allocated "
                "counts after rounding)\n");
     }
+    ranks_release(&ranks);
     if (snaps && ans)
         ana_cli_close_many(snaps, ans, (size_t)n_pos);
     gm_free(snaps);

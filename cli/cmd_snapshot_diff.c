@@ -9,17 +9,6 @@
 
 #include <inttypes.h>
 
-static const char *status_of(const struct gm_analysis_diff_site *s)
-{
-    if (!s->total[0] && s->total[1])
-        return "new";
-    if (s->total[0] && !s->total[1])
-        return "vanished";
-    if (s->bytes[0] != s->bytes[1] || s->total[0] != s->total[1])
-        return "changed";
-    return "same";
-}
-
 static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
                                            const struct gm_snapshot *a, const struct gm_snapshot *b,
                                            uint32_t *stack)
@@ -46,6 +35,11 @@ static void json_device(struct gm_json *w, const struct gm_analysis_diff_device 
 {
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", d->device);
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    gm_json_i64(w, d->devices[0]);
+    gm_json_i64(w, d->devices[1]);
+    gm_json_end_array(w);
     gm_json_key(w, "present");
     gm_json_begin_array(w);
     gm_json_bool(w, d->present[0]);
@@ -75,7 +69,7 @@ static void json_device(struct gm_json *w, const struct gm_analysis_diff_device 
         json_pair(w, "bytes", s->bytes[0], s->bytes[1]);
         json_pair(w, "count", s->count[0], s->count[1]);
         json_pair(w, "total_bytes", s->total[0], s->total[1]);
-        gm_json_kv_str(w, "status", status_of(s));
+        gm_json_kv_str(w, "status", gm_diff_status_name((enum gm_diff_status)s->status));
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
@@ -86,7 +80,11 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
                          const struct gm_snapshot *sb, uint64_t top)
 {
     char b1[64], b2[64], b3[64], line[512];
-    printf("device %d:", (int)d->device);
+    if (d->devices[0] != d->devices[1])
+        printf("device %d of A against device %d of B (two ranks):", (int)d->devices[0],
+               (int)d->devices[1]);
+    else
+        printf("device %d:", (int)d->device);
     if (!d->present[0] || !d->present[1]) {
         printf(" only in %s\n", d->present[0] ? "A" : "B");
     }
@@ -115,11 +113,11 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
             continue;
         uint32_t stack;
         const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
-        ana_cli_stack_line(line, sizeof(line), snap, stack);
-        printf("  %12s %12s %12s  %-8s %s\n",
-               ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
-               ana_cli_short(b1, sizeof(b1), s->bytes[0]),
-               ana_cli_short(b2, sizeof(b2), s->bytes[1]), status_of(s), line);
+        snapcli_stack_line(line, sizeof(line), snap, stack, s->apart);
+        printf(
+            "  %12s %12s %12s  %-8s %s\n", ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),
+            ana_cli_short(b1, sizeof(b1), s->bytes[0]), ana_cli_short(b2, sizeof(b2), s->bytes[1]),
+            gm_diff_status_name((enum gm_diff_status)s->status), line);
         shown++;
     }
     printf("\n");
@@ -141,8 +139,9 @@ int cmd_snapshot_diff(int argc, char **argv)
         "Compare two PyTorch memory snapshots (before/after a change, or two ranks): the "
         "peak of each device, the category split at the peak, and the allocation sites "
         "(Python frames; only the innermost line counts) whose bytes alive at the peak changed "
-        "most, with new "
-        "and vanished sites.",
+        "most, with new and vanished sites. Two files with one device each are compared "
+        "whatever the devices' indexes (rank 1 on cuda:1 against rank 0 on cuda:0); else the "
+        "devices are paired by index.",
         "gpumem snapshot diff before.pickle after.pickle\n"
         "gpumem snapshot diff --json rank0.pickle rank1.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);

@@ -75,6 +75,8 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     cli_json_begin(&w, stdout, "snapshot.info");
     gm_json_kv_str(&w, "file", path);
     gm_json_kv_u64(&w, "file_bytes", s->file_size);
+    gm_json_kv_bool(&w, "gzip", s->compressed);
+    gm_json_kv_u64(&w, "pickle_bytes", s->pickle_size);
     gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(s->gen));
     gm_json_kv_str(&w, "torch", gm_snapshot_gen_torch(s->gen));
     gm_json_kv_i64(&w, "pickle_protocol", s->protocol);
@@ -141,14 +143,25 @@ static int info_json(const char *cmd, const char *path, const struct gm_snapshot
     gm_json_kv_bool(&w, "host_data", s->has_host_data);
     gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
     gm_json_kv_u64(&w, "flat_batches", s->n_flat_batches);
+    gm_json_key(&w, "oom_devices");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < s->n_devices; i++)
+        if (s->devices[i].n_actions[GM_ACTION_OOM])
+            gm_json_i64(&w, s->devices[i].index);
+    gm_json_end_array(&w);
     return cli_json_end(&w, cmd);
 }
 
 static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
-    printf("file               %s (%" PRIu64 " bytes, %s)\n", path, s->file_size,
+    snapcli_print_oom_banner(stdout, s, path);
+    printf("file               %s (%" PRIu64 " bytes, %s", snapcli_name(path), s->file_size,
            gm_format_bytes(b1, sizeof(b1), s->file_size, GM_UNITS_IEC));
+    if (s->compressed)
+        printf("; gzip'd: %" PRIu64 " bytes of pickle, %s", s->pickle_size,
+               gm_format_bytes(b2, sizeof(b2), s->pickle_size, GM_UNITS_IEC));
+    printf(")\n");
     printf("generation         %s (torch %s)%s\n", gm_snapshot_gen_name(s->gen),
            gm_snapshot_gen_torch(s->gen),
            s->is_list ? ", top-level list of segments: no trace" : "");

@@ -7,12 +7,69 @@
 #include "commands.h"
 #include "opts.h"
 
+#include "gpumem/arena.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
+
+/* Iterations listed one by one; more are summarised (the first and the last ones). */
+#define ITER_ROWS 12
+
+static void json_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t frame)
+{
+    const struct gm_snapshot_frame *f;
+    if (frame >= snap->n_frames) {
+        gm_json_null(w);
+        return;
+    }
+    f = &snap->frames[frame];
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "filename", f->filename);
+    gm_json_kv_i64(w, "line", f->line);
+    gm_json_kv_str(w, "name", f->name);
+    gm_json_end_object(w);
+}
+
+static void json_leak(struct gm_json *w, const struct gm_snapshot *snap,
+                      const struct gm_analysis_leak *l)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "bytes_per_iteration", l->bytes_per_iteration);
+    gm_json_kv_u64(w, "total_bytes", l->total_bytes);
+    gm_json_kv_u64(w, "count", l->count);
+    gm_json_kv_u64(w, "n_iterations", l->n_iterations);
+    gm_json_kv_i64(w, "first_iteration", l->first_iteration + 1);
+    gm_json_kv_i64(w, "last_iteration", l->last_iteration + 1);
+    gm_json_kv_str(w, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind));
+    gm_json_kv_str(w, "category", gm_category_name((enum gm_category)l->category));
+    gm_json_kv_str(w, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+    gm_json_key(w, "cause_frame");
+    json_frame(w, snap, l->frame);
+    gm_json_key(w, "frames");
+    ana_cli_json_frames(w, snap, l->stack);
+    gm_json_key(w, "sites");
+    gm_json_begin_array(w);
+    for (size_t s = 0; s < l->n_sites; s++) {
+        const struct gm_analysis_leak_site *si = &l->sites[s];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "bytes_per_iteration", si->bytes_per_iteration);
+        gm_json_kv_u64(w, "total_bytes", si->total_bytes);
+        gm_json_kv_u64(w, "count", si->count);
+        gm_json_kv_u64(w, "n_iterations", si->n_iterations);
+        gm_json_key(w, "user_frame");
+        snapcli_json_user_frame(w, snap, si->stack);
+        gm_json_key(w, "frames");
+        ana_cli_json_frames(w, snap, si->stack);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
 
 static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
                         const struct gm_analysis_device *dev, uint64_t top)
 {
+    enum gm_leak_verdict v = gm_analysis_leak_verdict(dev);
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", dev->device);
     gm_json_kv_u64(w, "iterations", dev->n_iterations);
@@ -37,114 +94,164 @@ static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    gm_json_kv_str(w, "verdict", gm_leak_verdict_name(v));
+    gm_json_kv_str(w, "verdict_text", gm_leak_verdict_text(v));
     gm_json_key(w, "leaks");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < dev->n_leaks && i < top; i++) {
-        const struct gm_analysis_leak *l = &dev->leaks[i];
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "bytes_per_iteration", l->bytes_per_iteration);
-        gm_json_kv_u64(w, "total_bytes", l->total_bytes);
-        gm_json_kv_u64(w, "count", l->count);
-        gm_json_kv_u64(w, "n_iterations", l->n_iterations);
-        gm_json_kv_str(w, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind));
-        gm_json_kv_str(w, "category", gm_category_name((enum gm_category)l->category));
-        gm_json_kv_str(w, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
-        gm_json_key(w, "frames");
-        ana_cli_json_frames(w, snap, l->stack);
-        gm_json_end_object(w);
-    }
+    for (size_t i = 0; i < dev->n_leaks && i < top; i++)
+        json_leak(w, snap, &dev->leaks[i]);
     gm_json_end_array(w);
     gm_json_end_object(w);
 }
 
+static void print_iteration(size_t i, const struct gm_analysis_iteration *it)
+{
+    char b1[64], b2[64], b3[64];
+    printf("  %5zu %12" PRId64 " %14s %14s %-15s %14s\n", i + 1, it->first_event,
+           ana_cli_short(b1, sizeof(b1), it->start_bytes),
+           ana_cli_short(b2, sizeof(b2), it->peak_bytes),
+           gm_phase_name((enum gm_phase)it->peak_phase),
+           ana_cli_short(b3, sizeof(b3), it->end_bytes));
+}
+
+static void print_iterations(const struct gm_analysis_device *dev, bool all)
+{
+    char b1[64], b2[64], b4[64];
+    size_t n = dev->n_iterations, head = all || n <= ITER_ROWS ? n : ITER_ROWS / 2;
+    printf("  %5s %12s %14s %14s %-15s %14s\n", "iter", "first event", "start", "peak",
+           "peak phase", "end");
+    for (size_t i = 0; i < head; i++)
+        print_iteration(i, &dev->iterations[i]);
+    if (head < n) {
+        printf("  %5s (%zu iterations not listed: --all-iterations, or --json)\n", "...",
+               n - 2 * head);
+        for (size_t i = n - head; i < n; i++)
+            print_iteration(i, &dev->iterations[i]);
+    }
+    if (n >= 2) {
+        const struct gm_analysis_iteration *a = &dev->iterations[0];
+        const struct gm_analysis_iteration *b = &dev->iterations[n - 1];
+        printf("  alive at the end of an iteration: %s after the first, %s after the last (%s)\n",
+               ana_cli_short(b1, sizeof(b1), a->end_bytes),
+               ana_cli_short(b2, sizeof(b2), b->end_bytes),
+               ana_cli_delta(b4, sizeof(b4), a->end_bytes, b->end_bytes));
+    }
+}
+
+static void print_leak(const struct gm_snapshot *snap, size_t i, const struct gm_analysis_leak *l,
+                       bool advice, uint64_t max_sites)
+{
+    char b1[64], b2[64], fr[512], line[512];
+    long *apart = NULL;
+    struct gm_snapshot_stack_ref *refs = NULL;
+    size_t shown = max_sites && max_sites < l->n_sites ? (size_t)max_sites : l->n_sites;
+    printf("  leak %zu: %s per iteration, %s kept at the end (%" PRIu64
+           " allocations from %zu site%s, kept in %u iterations: %d to %d), %s, %s\n",
+           i + 1, ana_cli_short(b1, sizeof(b1), l->bytes_per_iteration),
+           ana_cli_short(b2, sizeof(b2), l->total_bytes), l->count, l->n_sites,
+           l->n_sites == 1 ? "" : "s", l->n_iterations, (int)l->first_iteration + 1,
+           (int)l->last_iteration + 1, gm_category_name((enum gm_category)l->category),
+           gm_leak_kind_name((enum gm_leak_kind)l->kind));
+    /* the frame that names the cause, unless the one stack below shows it first */
+    if (l->frame < snap->n_frames &&
+        (l->kind == GM_LEAK_FORWARD_OUTPUT || l->kind == GM_LEAK_GRAPH_NO_GRAD))
+        printf("    kept by the code that called the model: %s\n",
+               snapcli_frame(fr, sizeof(fr), &snap->frames[l->frame]));
+    else if (l->frame < snap->n_frames && l->n_sites > 1)
+        printf("    allocated by: %s\n", snapcli_frame(fr, sizeof(fr), &snap->frames[l->frame]));
+    if (advice)
+        printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+    if (l->n_sites == 1) {
+        printf("    allocated at: ");
+        snapcli_print_stack(stdout, snap, l->stack, 3, -1, 8);
+        return;
+    }
+    refs = gm_malloc(shown * sizeof(*refs));
+    apart = gm_malloc(shown * sizeof(*apart));
+    for (size_t k = 0; refs && apart && k < shown; k++)
+        refs[k] = (struct gm_snapshot_stack_ref){snap, l->sites[k].stack};
+    if (refs && apart)
+        gm_snapshot_stacks_apart(refs, shown, 0, apart);
+    printf("    its sites, largest first:\n");
+    printf("    %14s %12s %6s  %s\n", "per iteration", "kept", "count", "where");
+    for (size_t k = 0; k < shown; k++) {
+        const struct gm_analysis_leak_site *si = &l->sites[k];
+        snapcli_stack_line(line, sizeof(line), snap, si->stack, refs && apart ? apart[k] : -1);
+        printf("    %14s %12s %6" PRIu64 "  %s\n",
+               ana_cli_short(b1, sizeof(b1), si->bytes_per_iteration),
+               ana_cli_short(b2, sizeof(b2), si->total_bytes), si->count, line);
+    }
+    if (shown < l->n_sites)
+        printf("    ... %zu more sites (--sites N, or --json)\n", l->n_sites - shown);
+    gm_free(refs);
+    gm_free(apart);
+}
+
 static void print_device(const struct gm_snapshot *snap, const struct gm_analysis_device *dev,
-                         uint64_t top)
+                         uint64_t top, uint64_t max_sites, bool all_iterations)
 {
     char b1[64], b2[64];
+    enum gm_leak_verdict v = gm_analysis_leak_verdict(dev);
     printf("device %d: %zu iteration%s", (int)dev->device, dev->n_iterations,
            dev->n_iterations == 1 ? "" : "s");
-    if (!dev->n_events) {
-        printf(" (no trace: iterations and leaks need the allocation history)\n\n");
+    if (v == GM_LEAK_VERDICT_NO_TRACE) {
+        printf(" (%s)\n\n", gm_leak_verdict_text(v));
         return;
     }
     printf("\n");
-    if (dev->n_iterations) {
-        char b3[64];
-        printf("  %5s %12s %14s %14s %-15s %14s\n", "iter", "first event", "start", "peak",
-               "peak phase", "end");
-        for (size_t i = 0; i < dev->n_iterations; i++) {
-            const struct gm_analysis_iteration *it = &dev->iterations[i];
-            printf("  %5zu %12" PRId64 " %14s %14s %-15s %14s\n", i + 1, it->first_event,
-                   ana_cli_short(b1, sizeof(b1), it->start_bytes),
-                   ana_cli_short(b2, sizeof(b2), it->peak_bytes),
-                   gm_phase_name((enum gm_phase)it->peak_phase),
-                   ana_cli_short(b3, sizeof(b3), it->end_bytes));
-        }
-        if (dev->n_iterations >= 2) {
-            char b4[64];
-            const struct gm_analysis_iteration *a = &dev->iterations[0];
-            const struct gm_analysis_iteration *b = &dev->iterations[dev->n_iterations - 1];
-            printf("  alive at the end of an iteration: %s after the first, %s after the "
-                   "last (%s)\n",
-                   ana_cli_short(b1, sizeof(b1), a->end_bytes),
-                   ana_cli_short(b2, sizeof(b2), b->end_bytes),
-                   ana_cli_delta(b4, sizeof(b4), a->end_bytes, b->end_bytes));
-        }
-    }
-    if (dev->n_iterations < 3) {
-        printf("  leak finding needs at least 3 iterations in the trace\n\n");
-        return;
-    }
-    if (!dev->n_leaks) {
-        printf("  no leak: no allocation site keeps memory from one iteration to the next\n\n");
+    if (dev->n_iterations)
+        print_iterations(dev, all_iterations);
+    if (v != GM_LEAK_VERDICT_FOUND) {
+        printf("  %s\n\n", gm_leak_verdict_text(v));
         return;
     }
     uint64_t per_it = 0, kept = 0;
+    size_t n_sites = 0;
     for (size_t i = 0; i < dev->n_leaks; i++) {
         per_it += dev->leaks[i].bytes_per_iteration;
         kept += dev->leaks[i].total_bytes;
+        n_sites += dev->leaks[i].n_sites;
     }
-    printf("  LEAK: %zu allocation site%s keep memory from iteration to iteration: %s per "
-           "iteration, %s kept at the end\n",
-           dev->n_leaks, dev->n_leaks == 1 ? "" : "s", ana_cli_short(b1, sizeof(b1), per_it),
-           ana_cli_short(b2, sizeof(b2), kept));
+    printf("  LEAK: %s: %s per iteration, %s kept at the end, %zu cause%s (%zu allocation "
+           "site%s)\n",
+           gm_leak_verdict_text(v), ana_cli_short(b1, sizeof(b1), per_it),
+           ana_cli_short(b2, sizeof(b2), kept), dev->n_leaks, dev->n_leaks == 1 ? "" : "s", n_sites,
+           n_sites == 1 ? "" : "s");
     for (size_t i = 0; i < dev->n_leaks && i < top; i++) {
-        const struct gm_analysis_leak *l = &dev->leaks[i];
-        bool same = i > 0 && l->kind == dev->leaks[i - 1].kind;
-        printf("  leak %zu: %s per iteration, %s kept at the end (%" PRIu64
-               " allocations from %u iterations), %s, %s\n",
-               i + 1, ana_cli_short(b1, sizeof(b1), l->bytes_per_iteration),
-               ana_cli_short(b2, sizeof(b2), l->total_bytes), l->count, l->n_iterations,
-               gm_category_name((enum gm_category)l->category),
-               gm_leak_kind_name((enum gm_leak_kind)l->kind));
-        printf("    allocated at:\n");
-        ana_cli_print_stack(stdout, snap, l->stack, "      ", 8);
-        if (!same)
-            printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+        bool advice = true;
+        for (size_t k = 0; k < i; k++)
+            advice = advice && dev->leaks[k].kind != dev->leaks[i].kind;
+        print_leak(snap, i, &dev->leaks[i], advice, max_sites);
     }
     if (dev->n_leaks > top)
-        printf("  ... %zu more leaking sites (--top)\n", dev->n_leaks - (size_t)top);
+        printf("  ... %zu more leaks (--top)\n", dev->n_leaks - (size_t)top);
     printf("\n");
 }
 
 int cmd_snapshot_leaks(int argc, char **argv)
 {
-    bool json = false;
-    uint64_t top = 10, mem_limit = 0;
+    bool json = false, all_iterations = false;
+    uint64_t top = 10, sites = 5, mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.leaks/1"),
-        OPT_U64("top", 'n', &top, "N", "show at most N leaking sites per device (10)", NULL),
+        OPT_U64("top", 'n', &top, "N", "show at most N leaks (causes) per device (10)", NULL),
+        OPT_U64("sites", 0, &sites, "N", "show at most N sites per leak (5; 0: all)", NULL),
+        OPT_FLAG("all-iterations", 0, &all_iterations,
+                 "list every iteration (more than 12 are summarised)"),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
         "gpumem snapshot leaks [--json] [--top N] FILE",
         "Find the training iterations in a PyTorch memory snapshot (forward, backward, "
-        "optimizer step) and the allocation sites whose memory grows from one iteration to "
-        "the next: bytes per iteration, bytes kept, the allocating stack, the likely cause "
-        "(a loss accumulated without .detach()/.item(), evaluation without no_grad, a "
-        "growing list) and the fix.",
+        "optimizer step) and the memory that grows from one iteration to the next, one leak "
+        "per cause: the allocation sites that share the code keeping them (the function that "
+        "called the model, for forward results; else the first user frame) and the "
+        "iterations they leak in. For each: bytes per iteration, bytes kept, the sites, the "
+        "likely cause (a loss accumulated without .detach()/.item(), evaluation without "
+        "no_grad, a growing list) and the fix. A trace of fewer than 3 iterations is too "
+        "short to judge.",
         "gpumem snapshot leaks snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
@@ -168,7 +275,7 @@ int cmd_snapshot_leaks(int argc, char **argv)
         rc = cli_json_end(&w, argv[0]);
     } else {
         for (size_t d = 0; d < an->n_devices; d++)
-            print_device(snap, &an->devices[d], top);
+            print_device(snap, &an->devices[d], top, sites, all_iterations);
     }
     ana_cli_close(snap, an);
     return rc;

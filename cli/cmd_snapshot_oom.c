@@ -96,7 +96,7 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         printf("no segments\n\n");
         return;
     }
-    printf("at the peak (%s, ", ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
+    printf("at the allocated peak (%s, ", ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
     if (dev->peak_event < 0)
         printf("initial state):\n");
     else
@@ -121,8 +121,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         printf("    requested                 %s\n", ana_cli_bytes(b1, sizeof(b1), f->requested));
         printf("    free in CUDA              %s\n", ana_cli_bytes(b1, sizeof(b1), f->device_free));
         print_frag(f);
-        printf("    allocated by:\n");
-        ana_cli_print_stack(stdout, an->snap, f->stack, "      ", 6);
+        printf("    allocated by: ");
+        snapcli_print_stack(stdout, an->snap, f->stack, 3, -1, 6);
         printf("    verdict: %s\n", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
         printf("    %s\n", gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict));
     }

@@ -2,6 +2,7 @@
 /* cmd_snapshot_replay.c - gpumem snapshot replay FILE [--alloc-conf STRING]: replay a
  * snapshot's alloc/free trace through the caching-allocator model; validate against the
  * recorded segment events, and predict reserved memory under other settings. */
+#include "analysis_common.h"
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
@@ -32,12 +33,16 @@ static void json_run(struct gm_json *w, const struct gm_replay_run *r)
     gm_json_kv_u64(w, "allocated_at_peak_reserved_bytes", r->allocated_at_peak_reserved_bytes);
     gm_json_kv_double(w, "fragmentation_at_peak_reserved",
                       frag(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
+    gm_json_kv_u64(w, "reserved_at_peak_allocated_bytes", r->reserved_at_peak_allocated_bytes);
+    gm_json_kv_u64(w, "unallocated_at_peak_allocated_bytes",
+                   r->unallocated_at_peak_allocated_bytes);
     gm_json_kv_u64(w, "final_reserved_bytes", r->final_reserved_bytes);
     gm_json_kv_u64(w, "final_allocated_bytes", r->final_allocated_bytes);
     gm_json_kv_u64(w, "num_device_alloc", r->stats.num_device_alloc);
     gm_json_kv_u64(w, "num_device_free", r->stats.num_device_free);
     gm_json_kv_u64(w, "num_alloc_retries", r->n_alloc_retries);
     gm_json_kv_u64(w, "num_ooms", r->n_ooms);
+    gm_json_kv_u64(w, "num_ooms_at_start", r->n_ooms_at_start);
     if (r->n_ooms) {
         gm_json_key(w, "first_oom");
         gm_json_begin_object(w);
@@ -66,7 +71,8 @@ static void json_event(struct gm_json *w, const char *key, bool has,
 }
 
 static int write_json(const char *cmd, const char *path, const struct gm_snapshot *snap,
-                      const struct gm_replay_result *res, const char *what_if)
+                      const struct gm_replay_result *res, const char *what_if,
+                      uint64_t device_bytes)
 {
     struct gm_json w;
     cli_json_begin(&w, stdout, "snapshot.replay");
@@ -80,6 +86,10 @@ static int write_json(const char *cmd, const char *path, const struct gm_snapsho
         gm_json_kv_str(&w, "predicted", what_if);
     else
         gm_json_kv_str(&w, "predicted", res->own_conf_string);
+    if (device_bytes)
+        gm_json_kv_u64(&w, "device_bytes", device_bytes);
+    else
+        gm_json_kv_null(&w, "device_bytes");
     gm_json_end_object(&w);
     gm_json_key(&w, "devices");
     gm_json_begin_array(&w);
@@ -91,6 +101,19 @@ static int write_json(const char *cmd, const char *path, const struct gm_snapsho
         if (!d->replayable)
             gm_json_kv_str(&w, "reason", d->reason);
         gm_json_kv_u64(&w, "trace_events", d->n_trace_events);
+        gm_json_key(&w, "late_start");
+        if (d->replayable && d->late_start) {
+            gm_json_begin_object(&w);
+            gm_json_kv_str(&w, "reason", d->late_start_note);
+            gm_json_kv_str(&w, "unknown", d->late_start_unknown);
+            gm_json_kv_u64(&w, "segments", d->initial_segments);
+            gm_json_kv_u64(&w, "reserved_bytes", d->initial_reserved_bytes);
+            gm_json_kv_u64(&w, "allocations", d->initial_allocations);
+            gm_json_kv_u64(&w, "allocated_bytes", d->initial_allocated_bytes);
+            gm_json_end_object(&w);
+        } else {
+            gm_json_null(&w);
+        }
         gm_json_key(&w, "recorded");
         gm_json_begin_object(&w);
         gm_json_kv_u64(&w, "segment_events", d->recorded_segment_events);
@@ -158,9 +181,9 @@ static const char *fmt(char *buf, size_t n, uint64_t v)
 static void print_row(const char *label, const char *rec, const char *own, const char *wi)
 {
     if (wi)
-        printf("  %-24s %16s %16s %16s\n", label, rec, own, wi);
+        printf("  %-46s %14s %14s %14s\n", label, rec, own, wi);
     else
-        printf("  %-24s %16s %16s\n", label, rec, own);
+        printf("  %-46s %14s %14s\n", label, rec, own);
 }
 
 static void print_device(const struct gm_replay_device *d, bool what_if)
@@ -173,6 +196,16 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
                (unsigned long long)d->recorded_segment_events,
                fmt(r, sizeof(r), d->recorded_peak_reserved_bytes));
         return;
+    }
+    if (d->late_start) {
+        printf("  started late: %s\n", d->late_start_note);
+        printf("  replayed from the state at the start: %llu segments (%s reserved) and %llu "
+               "allocations (%s)\n",
+               (unsigned long long)d->initial_segments,
+               fmt(r, sizeof(r), d->initial_reserved_bytes),
+               (unsigned long long)d->initial_allocations,
+               fmt(o, sizeof(o), d->initial_allocated_bytes));
+        printf("  unknown: %s\n", d->late_start_unknown);
     }
     if (!d->has_divergence)
         printf("  validation: all %llu recorded segment events reproduced in order\n",
@@ -219,12 +252,9 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
     fmt(o, sizeof(o), d->own.peak_allocated_bytes);
     fmt(x, sizeof(x), d->what_if.peak_allocated_bytes);
     print_row("peak allocated", "-", o, what_if ? x : NULL);
-    snprintf(o, sizeof(o), "%.1f%%",
-             100.0 * frag(d->own.peak_reserved_bytes, d->own.allocated_at_peak_reserved_bytes));
-    snprintf(x, sizeof(x), "%.1f%%",
-             100.0 *
-                 frag(d->what_if.peak_reserved_bytes, d->what_if.allocated_at_peak_reserved_bytes));
-    print_row("unallocated at peak", "-", o, what_if ? x : NULL);
+    fmt(o, sizeof(o), d->own.unallocated_at_peak_allocated_bytes);
+    fmt(x, sizeof(x), d->what_if.unallocated_at_peak_allocated_bytes);
+    print_row("reserved but unallocated at the allocated peak", "-", o, what_if ? x : NULL);
     fmt(r, sizeof(r), d->recorded_final_reserved_bytes);
     fmt(o, sizeof(o), d->own.final_reserved_bytes);
     fmt(x, sizeof(x), d->what_if.final_reserved_bytes);
@@ -233,7 +263,11 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
     snprintf(o, sizeof(o), "%llu", (unsigned long long)d->own.n_ooms);
     snprintf(x, sizeof(x), "%llu", (unsigned long long)d->what_if.n_ooms);
     print_row("out-of-memory errors", r, o, what_if ? x : NULL);
-    if (what_if && d->what_if.n_ooms)
+    if (what_if && d->what_if.n_ooms_at_start)
+        printf("  what-if: %llu of the allocations alive at the start of the trace would not "
+               "fit\n",
+               (unsigned long long)d->what_if.n_ooms_at_start);
+    if (what_if && d->what_if.first_oom_event >= 0)
         printf("  what-if: the first allocation that would not fit is trace event %lld (%s "
                "requested)\n",
                (long long)d->what_if.first_oom_event,
@@ -243,10 +277,94 @@ static void print_device(const struct gm_replay_device *d, bool what_if)
                "figures are approximate\n");
 }
 
+/* --compare: the common settings ranked for each replayable device, and the verdict. */
+static void print_comparison(const struct gm_replay_comparison *c, uint64_t device_bytes)
+{
+    const struct gm_replay_choice *best = &c->choices[0], *rec = &c->choices[c->recorded];
+    char a[32], b[32], d[32];
+    printf("\ndevice %d: the common settings, each one change from the recorded ones, best "
+           "first%s%s:\n",
+           (int)c->device, device_bytes ? " on a device of " : "",
+           device_bytes ? fmt(a, sizeof(a), device_bytes) : "");
+    printf("  %-36s %14s %14s %10s %10s\n", "settings", "peak reserved", "vs recorded",
+           "OOM errors", "cudaMalloc");
+    for (size_t i = 0; i < c->n_choices; i++) {
+        const struct gm_replay_choice *ch = &c->choices[i];
+        printf(
+            "  %-36s %14s %14s %10llu %10llu\n", ch->change[0] ? ch->change : "(recorded settings)",
+            fmt(a, sizeof(a), ch->run.peak_reserved_bytes),
+            i == c->recorded ? "-"
+                             : ana_cli_delta(b, sizeof(b), rec->run.peak_reserved_bytes,
+                                             ch->run.peak_reserved_bytes),
+            (unsigned long long)ch->run.n_ooms, (unsigned long long)ch->run.stats.num_device_alloc);
+    }
+    switch ((enum gm_replay_verdict)c->verdict) {
+    case GM_REPLAY_KEEP:
+        printf("  verdict: keep the recorded settings: no single change saves 5%% or 64 MiB of "
+               "peak reserved memory\n");
+        break;
+    case GM_REPLAY_CHANGE:
+        printf("  verdict: set %s: peak reserved %s instead of %s (%s)\n", best->change,
+               fmt(a, sizeof(a), best->run.peak_reserved_bytes),
+               fmt(b, sizeof(b), rec->run.peak_reserved_bytes),
+               ana_cli_delta(d, sizeof(d), rec->run.peak_reserved_bytes,
+                             best->run.peak_reserved_bytes));
+        break;
+    case GM_REPLAY_AVOIDS_OOM:
+        printf("  verdict: set %s: it fits where the recorded settings run out of memory %llu "
+               "time%s\n",
+               best->change, (unsigned long long)rec->run.n_ooms, rec->run.n_ooms == 1 ? "" : "s");
+        break;
+    case GM_REPLAY_NOTHING_FITS:
+        printf("  verdict: no setting makes it fit (at best %llu out-of-memory error%s): the job "
+               "needs less memory, not other allocator settings\n",
+               (unsigned long long)best->run.n_ooms, best->run.n_ooms == 1 ? "" : "s");
+        break;
+    }
+}
+
+static void json_comparison(struct gm_json *w, const struct gm_replay_comparison *c)
+{
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", c->device);
+    gm_json_kv_str(w, "verdict", gm_replay_verdict_name((enum gm_replay_verdict)c->verdict));
+    gm_json_kv_u64(w, "recorded_index", c->recorded);
+    gm_json_key(w, "ranked");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < c->n_choices; i++) {
+        const struct gm_replay_choice *ch = &c->choices[i];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "change", ch->change);
+        gm_json_kv_str(w, "settings", ch->settings);
+        gm_json_key(w, "predicted");
+        json_run(w, &ch->run);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+/* Exit 65 when no device could be replayed, with the reason: what the file lacks. */
+static int not_replayable(const char *cmd, const char *path, const struct gm_replay_result *res)
+{
+    for (size_t i = 0; i < res->n_devices; i++)
+        if (res->devices[i].replayable)
+            return 0;
+    if (!res->n_devices)
+        cli_errorf(cmd,
+                   "%s: not replayable: no device has trace entries (record with "
+                   "torch.cuda.memory._record_memory_history() before allocating)",
+                   path);
+    for (size_t i = 0; i < res->n_devices; i++)
+        cli_errorf(cmd, "%s: device %d not replayable: %s", path, (int)res->devices[i].device,
+                   res->devices[i].reason);
+    return GM_EXIT_DATAERR;
+}
+
 int cmd_snapshot_replay(int argc, char **argv)
 {
     const char *conf_str = NULL;
-    bool json = false, have_mem = false, have_frac = false;
+    bool json = false, have_mem = false, have_frac = false, compare = false;
     uint64_t device_mem = 0, mem_limit = 0;
     double fraction = 0.0;
     int n_pos = 0, rc;
@@ -255,6 +373,8 @@ int cmd_snapshot_replay(int argc, char **argv)
     struct gm_snapshot *snap = NULL;
     struct gm_replay_result res;
     struct gm_replay_opts ro;
+    struct gm_replay_comparison *cmp = NULL;
+    size_t n_cmp = 0;
     struct gm_error err;
     const struct opt opts[] = {
         OPT_STRING("alloc-conf", 0, &conf_str, "STRING",
@@ -268,19 +388,32 @@ int cmd_snapshot_replay(int argc, char **argv)
                    "set_per_process_memory_fraction(F) for the prediction; needs "
                    "--device-memory (garbage_collection_threshold acts only with it)",
                    &have_frac),
+        OPT_FLAG("compare", 0, &compare,
+                 "rank the common settings for this file (expandable_segments, "
+                 "max_split_size_mb, garbage_collection_threshold, roundup_power2_divisions), "
+                 "each one change from the recorded ones, with a verdict"),
         OPT_JSON(&json, "gpumem.snapshot.replay/1"),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot replay FILE [--alloc-conf STRING] [--device-memory SIZE] [--json]",
+        "gpumem snapshot replay FILE [--alloc-conf STRING] [--device-memory SIZE] [--compare] "
+        "[--json]",
         "Replay the alloc/free trace of a memory snapshot through gpumem's model of PyTorch's "
-        "CUDA caching allocator. With the recorded settings the model must reproduce the "
+        "CUDA caching allocator. With the recorded settings (the file's allocator_settings; the "
+        "environment's PYTORCH_CUDA_ALLOC_CONF is never read) the model must reproduce the "
         "recorded segment events (cudaMalloc/cudaFree, map/unmap): the match is reported, and "
-        "the first divergence if any. With --alloc-conf it predicts peak reserved memory and "
-        "fragmentation under other settings, for the same allocation sequence.",
+        "the first divergence if any. A trace that starts after memory was already allocated "
+        "is replayed from the segments and allocations the file records at its start, and "
+        "what is then unknown is said. With --alloc-conf it predicts peak reserved memory and "
+        "fragmentation under other settings, for the same allocation sequence; "
+        "--device-memory alone predicts the recorded settings on a device of that size; "
+        "--compare ranks the common settings. A file with nothing replayable exits 65 with "
+        "the reason.",
         "gpumem snapshot replay snap.pickle\n"
         "gpumem snapshot replay snap.pickle --alloc-conf expandable_segments:True\n"
+        "gpumem snapshot replay snap.pickle --device-memory 24GiB\n"
+        "gpumem snapshot replay snap.pickle --compare --device-memory 80GB\n"
         "gpumem snapshot replay snap.pickle --alloc-conf max_split_size_mb:256 --json"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -294,6 +427,9 @@ int cmd_snapshot_replay(int argc, char **argv)
         return cli_usage(argv[0], "--memory-fraction needs --device-memory");
     if (have_frac && !(fraction > 0.0 && fraction <= 1.0))
         return cli_usage(argv[0], "--memory-fraction %g is out of range (0, 1]", fraction);
+    if (compare && conf_str)
+        return cli_usage(argv[0], "--compare tries the common settings itself: leave out "
+                                  "--alloc-conf");
 
     struct snapcli_load_opts lo = {mem_limit, false};
     if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
@@ -321,8 +457,42 @@ int cmd_snapshot_replay(int argc, char **argv)
         gm_snapshot_free(snap);
         return cli_fail(argv[0], &err);
     }
-    if (json) {
-        rc = write_json(argv[0], argv[1], snap, &res, conf_str ? what_if_str : NULL);
+    if (compare && gm_replay_compare(snap, &ro, &cmp, &n_cmp, &err) != GM_OK) {
+        gm_replay_release(&res);
+        gm_snapshot_free(snap);
+        return cli_fail(argv[0], &err);
+    }
+    if (json && compare) {
+        struct gm_json w;
+        cli_json_begin(&w, stdout, "snapshot.replay_compare");
+        gm_json_kv_str(&w, "file", argv[1]);
+        gm_json_kv_str(&w, "recorded", res.own_conf_string);
+        gm_json_kv_bool(&w, "recorded_assumed", res.own_conf_assumed);
+        if (device_mem)
+            gm_json_kv_u64(&w, "device_bytes", device_mem);
+        else
+            gm_json_kv_null(&w, "device_bytes");
+        gm_json_key(&w, "devices");
+        gm_json_begin_array(&w);
+        for (size_t i = 0; i < n_cmp; i++)
+            json_comparison(&w, &cmp[i]);
+        gm_json_end_array(&w);
+        rc = cli_json_end(&w, argv[0]);
+    } else if (json) {
+        rc = write_json(argv[0], argv[1], snap, &res, conf_str ? what_if_str : NULL, device_mem);
+    } else if (compare) {
+        printf("snapshot: %s (%s, torch %s)\n", argv[1], gm_snapshot_gen_name(snap->gen),
+               gm_snapshot_gen_torch(snap->gen));
+        printf("recorded settings: %s%s\n",
+               res.own_conf_string[0] ? res.own_conf_string : "(defaults)",
+               res.own_conf_assumed ? " (assumed: the file predates allocator_settings)" : "");
+        if (!device_mem)
+            printf("note: without --device-memory the device is unlimited, so no setting "
+                   "runs out of memory and garbage_collection_threshold (which acts only under "
+                   "a memory fraction) is not tried\n");
+        for (size_t i = 0; i < n_cmp; i++)
+            print_comparison(&cmp[i], device_mem);
+        rc = 0;
     } else {
         bool any_replayed = false;
         printf("snapshot: %s (%s, torch %s)\n", argv[1], gm_snapshot_gen_name(snap->gen),
@@ -332,6 +502,12 @@ int cmd_snapshot_replay(int argc, char **argv)
                res.own_conf_assumed ? " (assumed: the file predates allocator_settings)" : "");
         if (conf_str)
             printf("what-if settings:  %s\n", what_if_str[0] ? what_if_str : "(defaults)");
+        else if (device_mem)
+            printf("what-if settings:  the recorded ones\n");
+        if (device_mem) {
+            char dm[32];
+            printf("what-if device:    %s\n", fmt(dm, sizeof(dm), device_mem));
+        }
         if (conf_str && what_if.garbage_collection_threshold > 0.0 && !have_frac)
             printf("note: garbage_collection_threshold acts only with a memory fraction "
                    "(--memory-fraction)\n");
@@ -340,7 +516,7 @@ int cmd_snapshot_replay(int argc, char **argv)
                    "torch.cuda.memory._record_memory_history() before allocating)\n");
         for (size_t i = 0; i < res.n_devices; i++) {
             printf("\n");
-            print_device(&res.devices[i], conf_str != NULL);
+            print_device(&res.devices[i], res.devices[i].has_what_if);
         }
         for (size_t i = 0; i < res.n_devices; i++)
             any_replayed = any_replayed || res.devices[i].replayable;
@@ -349,6 +525,9 @@ int cmd_snapshot_replay(int argc, char **argv)
                    "caches from free memory would allocate differently\n");
         rc = 0;
     }
+    if (rc == 0)
+        rc = not_replayable(argv[0], argv[1], &res);
+    gm_free(cmp);
     gm_replay_release(&res);
     gm_snapshot_free(snap);
     return rc;

@@ -105,7 +105,8 @@ struct file_stats {
     const char *path;
     size_t n_segments, n_blocks;
     struct gm_snapshot_stats st;
-    bool done; /* st holds figures */
+    bool done;              /* st holds figures */
+    struct gm_analysis *an; /* several files: the analysis of the rank, until it is added */
 };
 
 /* What the files of one run share (snapcli_load_each()). */
@@ -113,11 +114,12 @@ struct stats_job {
     const char *cmd;
     char *const *paths;
     struct file_stats *files;
-    struct rank_table *ranks;
+    struct rank_list *ranks;
     size_t n;
 };
 
-/* In the thread that read the file. */
+/* In the thread that read the file: its figures, and with several files its analysis (the
+ * rank's peak and the categories at it). */
 static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap,
                                    struct gm_error *err)
 {
@@ -129,22 +131,28 @@ static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap
     if (gm_snapshot_stats(snap, &fs->st, err) != GM_OK)
         return err->code;
     fs->done = true;
+    if (j->n > 1 && gm_analysis_run(snap, NULL, &fs->an, err) != GM_OK)
+        return gm_error_prefix(err, "%s", fs->path);
     return GM_OK;
 }
 
-/* In this thread, in argument order: the row of each rank (its timeline). */
+/* In this thread, in argument order: the rank of each file, before its snapshot goes. */
 static int file_ranks(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct stats_job *j = ctx;
-    return j->n > 1 ? ranks_add(j->ranks, j->cmd, j->paths[i], snap, &j->files[i].st) : 0;
+    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i) : 0;
+    (void)snap;
+    gm_analysis_free(j->files[i].an);
+    j->files[i].an = NULL;
+    return rc;
 }
 
 static void text_file(const struct file_stats *fs)
 {
     const struct gm_snapshot_stats *st = &fs->st;
     char a[48], c[48], e[48];
-    printf("%s: %zu devices, %zu segments, %zu blocks\n", fs->path, st->n_devices, fs->n_segments,
-           fs->n_blocks);
+    printf("%s: %zu devices, %zu segments, %zu blocks\n", snapcli_name(fs->path), st->n_devices,
+           fs->n_segments, fs->n_blocks);
     for (size_t i = 0; i < st->n_devices; i++) {
         const struct gm_snapshot_device_stats *d = &st->devices[i];
         printf("\ndevice %d\n", d->device);
@@ -187,12 +195,15 @@ int cmd_snapshot_stats(int argc, char **argv)
         "Per device and pool: reserved, allocated, active and requested bytes, free bytes inside "
         "segments (internal: rounding and split waste; external: inactive blocks), the largest "
         "free block and a segment size histogram, summed from the blocks at snapshot time. "
-        "Several files (ranks) are read at the same time, and a table compares them; --json "
-        "then writes {\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\"}.",
+        "Several files are read at the same time as the ranks of one job, each by its device "
+        "whatever its index (rank 1 on cuda:1 beside rank 0 on cuda:0): a table compares their "
+        "peaks and reserved bytes, with the spread and the imbalance (the largest peak over "
+        "the smallest, and the category that makes the difference); --json then writes "
+        "{\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
     struct gm_json w;
     struct file_stats *files;
-    struct rank_table ranks = {0};
+    struct rank_list ranks = {0};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
@@ -225,7 +236,7 @@ int cmd_snapshot_stats(int argc, char **argv)
         }
         if (n_pos > 1) {
             gm_json_end_array(&w);
-            ranks_json(&ranks, &w);
+            ranks_json(&w, &ranks, argv + 1);
         }
         rc = cli_json_end(&w, argv[0]);
     } else if (rc == 0) {
@@ -235,12 +246,14 @@ int cmd_snapshot_stats(int argc, char **argv)
             text_file(&files[i]);
         }
         if (n_pos > 1)
-            ranks_print(&ranks, stdout);
+            ranks_print(stdout, &ranks, argv + 1);
     }
     ranks_release(&ranks);
-    for (int i = 0; i < n_pos; i++)
+    for (int i = 0; i < n_pos; i++) {
         if (files[i].done)
             gm_snapshot_stats_release(&files[i].st);
+        gm_analysis_free(files[i].an); /* a file read before a failure stopped the rest */
+    }
     gm_free(files);
     return rc;
 }

@@ -109,13 +109,20 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
         bytes_cols(f, e->forward_backward_bytes);
         fprintf(f, "%-55s", "  optimizer step");
         bytes_cols(f, e->optimizer_step_bytes);
+    } else if (j->model.model && j->model.model->head == GM_HEAD_ENCODER) {
+        /* ---- architectures (issue 13): an encoder's one forward pass ---- */
+        fprintf(f, "%-55s", "  forward");
+        bytes_cols(f, e->prefill_bytes);
     } else {
         fprintf(f, "%-55s", "  prefill");
         bytes_cols(f, e->prefill_bytes);
         fprintf(f, "%-55s", "  decode");
         bytes_cols(f, e->decode_bytes);
     }
-    fprintf(f, "  dominant phase: %s\n", gm_est_phase_name(e->peak_phase));
+    fprintf(f, "  dominant phase: %s\n",
+            j->model.model && j->model.model->head == GM_HEAD_ENCODER && e->mode == GM_EST_INFER
+                ? "forward"
+                : gm_est_phase_name(e->peak_phase));
     fprintf(f, "\npredicted\n");
     fprintf(f, "%-55s", "  peak allocated (torch max_memory_allocated)");
     bytes_cols(f, e->peak_allocated_bytes);
@@ -345,11 +352,25 @@ void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
         text_deepspeed(f, r);
         return;
     }
-    if (m)
-        fprintf(f, "model: %s (%s, %llu layers, hidden %llu, %llu heads / %llu KV heads)\n",
+    if (m) {
+        /* ---- architectures and weight formats (issue 13) ---- */
+        char more[128] = "";
+        if (m->head == GM_HEAD_ENCODER)
+            snprintf(more, sizeof more, ", encoder");
+        else if (m->head == GM_HEAD_SEQ2SEQ_LM)
+            snprintf(more, sizeof more, ", encoder-decoder: %llu decoder layers",
+                     (unsigned long long)m->n_decoder_layers);
+        if (m->kv_lora_rank)
+            snprintf(more + strlen(more), sizeof more - strlen(more), ", MLA latent %llu + %llu",
+                     (unsigned long long)m->kv_lora_rank, (unsigned long long)m->qk_rope_head_dim);
+        if (m->quant.method != GM_QUANT_NONE && m->quant.method != GM_QUANT_GGUF)
+            snprintf(more + strlen(more), sizeof more - strlen(more), ", %s",
+                     gm_quant_method_name(m->quant.method));
+        fprintf(f, "model: %s (%s, %llu layers, hidden %llu, %llu heads / %llu KV heads%s)\n",
                 m->name[0] ? m->name : "(unnamed)", m->model_type[0] ? m->model_type : "?",
                 (unsigned long long)m->n_layers, (unsigned long long)m->hidden,
-                (unsigned long long)m->n_heads, (unsigned long long)m->n_kv_heads);
+                (unsigned long long)m->n_heads, (unsigned long long)m->n_kv_heads, more);
+    }
     if (e->mode == GM_EST_WEIGHTS)
         text_weights(f, r);
     else

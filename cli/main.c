@@ -26,9 +26,10 @@ int main(int argc, char **argv)
     int rc;
     cli_stdout_begin();
     if (argc > 1 && !strcmp(argv[1], "--version")) {
+        /* "gpumem --version [--json]" is "gpumem version [--json]" */
         static char name[] = "gpumem version";
-        char *args[] = {name, NULL};
-        rc = cmd_version(1, args);
+        argv[1] = name;
+        rc = cmd_version(argc - 1, argv + 1);
     } else {
         rc = cli_dispatch(commands, "gpumem", argc, argv);
     }

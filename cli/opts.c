@@ -10,6 +10,79 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between
+ * a[0..na) and b[0..nb), for the "did you mean" of mistyped names (short words only). */
+static size_t distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t d[34][34];
+    if (na > 32 || nb > 32)
+        return SIZE_MAX;
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        for (size_t j = 1; j <= nb; j++) {
+            size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            size_t best = sub < del ? sub : del;
+            best = best < ins ? best : ins;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[na][nb];
+}
+
+const char *opts_closest(const char *word, size_t len, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    /* close enough to be a slip: 1 edit for short words, 2 from 5 letters, 3 from 9 */
+    size_t allowed = len < 5 ? 1 : len < 9 ? 2 : 3;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(names[i]), dd;
+        if (nl > len && !strncmp(names[i], word, len) && len >= 3)
+            dd = 0; /* a prefix of the name ("--dev" for --device, "leak" for leaks) */
+        else
+            dd = distance(word, len, names[i], nl);
+        if (dd <= allowed && dd < best_d) {
+            best = names[i];
+            best_d = dd;
+        }
+    }
+    return best;
+}
+
+/* Options every command takes, whether or not its table names them: --color (the
+ * commands whose output has colour read it with opts_color(); for the others it changes
+ * nothing, so that a script may give it to any command). */
+static int common_color = CLI_COLOR_AUTO;
+static const struct opt common_opts[] = {
+    OPT_COLOR(&common_color),
+    OPT_END,
+};
+
+enum cli_color opts_color(void)
+{
+    return (enum cli_color)common_color;
+}
+
+/* The option names of a table, for opts_closest(); up to 'cap'. */
+static size_t long_names(const struct opt *opts, const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (const struct opt *o = opts; o->name && n < cap; o++)
+        names[n++] = o->name;
+    for (const struct opt *o = common_opts; o->name && n < cap; o++)
+        names[n++] = o->name;
+    if (n < cap)
+        names[n++] = "help";
+    return n;
+}
+
 static const struct opt *find_long(const struct opt *opts, const char *name, size_t len)
 {
     for (const struct opt *o = opts; o->name; o++)
@@ -63,12 +136,20 @@ static bool set_value(const char *cmd, const struct opt *o, const char *val)
                 break;
         if (!o->choices[i]) {
             char list[512] = "";
+            size_t n = 0;
+            const char *near;
             for (int j = 0; o->choices[j]; j++) {
                 if (j)
                     strncat(list, ", ", sizeof(list) - strlen(list) - 1);
                 strncat(list, o->choices[j], sizeof(list) - strlen(list) - 1);
+                n++;
             }
-            cli_errorf(cmd, "--%s: '%s' is not one of: %s", o->name, val, list);
+            near = opts_closest(val, strlen(val), o->choices, n);
+            if (near)
+                cli_errorf(cmd, "--%s: '%s' is not one of: %s (did you mean '%s'?)", o->name, val,
+                           list, near);
+            else
+                cli_errorf(cmd, "--%s: '%s' is not one of: %s", o->name, val, list);
             return false;
         }
         *(int *)o->dest = i;
@@ -126,8 +207,25 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             o = find_long(opts, name, len);
+            if (!o)
+                o = find_long(common_opts, name, len);
+            if (!o && len == 4 && !strncmp(name, "json", 4)) {
+                cli_errorf(cmd,
+                           "unknown option '--json': this command writes no JSON document (the "
+                           "commands that do are listed in 'man gpumem'; see '%s --help')",
+                           cmd);
+                return OPTS_ERROR;
+            }
             if (!o) {
-                cli_errorf(cmd, "unknown option '--%.*s' (see '%s --help')", (int)len, name, cmd);
+                const char *names[256];
+                const char *near = opts_closest(name, len, names, long_names(opts, names, 256));
+                if (near)
+                    cli_errorf(cmd,
+                               "unknown option '--%.*s': did you mean '--%s'? (see '%s --help')",
+                               (int)len, name, near, cmd);
+                else
+                    cli_errorf(cmd, "unknown option '--%.*s' (see '%s --help')", (int)len, name,
+                               cmd);
                 return OPTS_ERROR;
             }
             if (eq)
@@ -267,5 +365,9 @@ void opts_print_help(const struct opt *opts, const struct opt_usage *usage)
             fputc('\n', f);
         }
     }
+    for (const struct opt *o = common_opts; o->name; o++)
+        if (!find_long(opts, o->name, strlen(o->name)))
+            fprintf(f, "  %-30s  %s\n", "    --color auto|always|never",
+                    "colour where the output has any (auto: a terminal without NO_COLOR)");
     fprintf(f, "  %-30s  %s\n", "-h, --help", "show this help");
 }

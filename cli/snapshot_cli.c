@@ -57,6 +57,15 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
     }
 }
 
+/* A path, or '-': standard input. */
+static enum gm_status load_path(const char *path, const struct gm_snapshot_opts *opts,
+                                struct gm_snapshot **out, struct gm_error *err)
+{
+    if (!strcmp(path, "-"))
+        return gm_snapshot_load_fd(0, "standard input", opts, out, err);
+    return gm_snapshot_load(path, opts, out, err);
+}
+
 int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_opts *o,
                  struct gm_snapshot **out)
 {
@@ -75,7 +84,7 @@ int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_op
         opts.progress_ctx = &pr;
     }
     gm_error_clear(&err);
-    st = gm_snapshot_load(path, &opts, out, &err);
+    st = load_path(path, &opts, out, &err);
     if (st != GM_OK) {
         if (pr.shown)
             fputc('\n', stderr);
@@ -143,7 +152,7 @@ static void *many_worker(void *arg)
 
         err = &m->errs[i];
         gm_error_clear(err);
-        if (gm_snapshot_load(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+        if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
             m->status[i] = -1;
         else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
             m->status[i] = -1;
@@ -170,6 +179,9 @@ static int many_init(struct many *m, const char *cmd, char *const *paths, size_t
     memset(out, 0, n * sizeof(*out));
     if ((rc = reader_knob(cmd, &reader)) != 0)
         return rc;
+    for (size_t i = 0, dash = 0; i < n; i++)
+        if (!strcmp(paths[i], "-") && ++dash > 1)
+            return cli_usage(cmd, "'-' (standard input) can be given once");
     m->paths = paths;
     m->n = n;
     m->work = work;
@@ -316,6 +328,11 @@ int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
     return rc;
 }
 
+const char *snapcli_name(const char *path)
+{
+    return strcmp(path, "-") ? path : "standard input";
+}
+
 char *snapcli_safe(char *buf, size_t n, const char *s)
 {
     return gm_text_escape(buf, n, s);
@@ -352,6 +369,21 @@ char *snapcli_time(char *buf, size_t n, int64_t time_us)
     return buf;
 }
 
+void snapcli_json_user_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
+{
+    long u = gm_snapshot_stack_user_frame(snap, stack);
+    const struct gm_snapshot_frame *f;
+    if (u < 0 || !gm_snapshot_frame_is_user(f = &snap->frames[snap->stacks[stack].frames[u]])) {
+        gm_json_null(w);
+        return;
+    }
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "filename", f->filename);
+    gm_json_kv_i64(w, "line", f->line);
+    gm_json_kv_str(w, "name", f->name);
+    gm_json_end_object(w);
+}
+
 void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all)
 {
     const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;
@@ -369,32 +401,142 @@ void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint3
     gm_json_end_array(w);
 }
 
-void snapcli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack, int callers,
-                         int indent)
+const char *snapcli_short_path(const char *path)
 {
-    const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;
-    long u = gm_snapshot_stack_user_frame(snap, stack);
+    const char *p = strstr(path, "site-packages");
+    const char *cut = path;
+    int seps = 0;
+    if (!p)
+        p = strstr(path, "dist-packages");
+    if (p) {
+        p += strlen("site-packages");
+        return *p == '/' || *p == '\\' ? p + 1 : p;
+    }
+    for (const char *q = path + strlen(path); q > path; q--) {
+        if ((q[-1] == '/' || q[-1] == '\\') && ++seps == 3) {
+            cut = q;
+            break;
+        }
+    }
+    return cut;
+}
+
+/* "file:line name" with the path shortened, or the C++ name cut at 60 characters (an
+ * autograd node without its namespace); escaped into buf. */
+static char *frame_short(char *buf, size_t n, const struct gm_snapshot_frame *f)
+{
+    static const char node_ns[] = "torch::autograd::generated::";
+    char raw[512];
+    if (f->is_python)
+        snprintf(raw, sizeof(raw), "%s:%" PRId64 " %s", snapcli_short_path(f->filename), f->line,
+                 f->name);
+    else
+        snprintf(raw, sizeof(raw), "%.60s",
+                 f->name +
+                     (strncmp(f->name, node_ns, sizeof(node_ns) - 1) ? 0 : sizeof(node_ns) - 1));
+    return gm_text_escape(buf, n, raw);
+}
+
+static const struct gm_snapshot_frame *view_frame(const struct gm_snapshot *snap, uint32_t stack,
+                                                  long i)
+{
+    const struct gm_snapshot_stack *s = &snap->stacks[stack];
+    return i >= 0 && (uint32_t)i < s->n_frames && s->frames[i] < snap->n_frames
+               ? &snap->frames[s->frames[i]]
+               : NULL;
+}
+
+/* Whether frame index i is one the view shows with up to 'callers' callers. */
+static bool in_view(const struct gm_snapshot_stack_view *v, size_t callers, long i)
+{
+    if (i == v->first || i == v->via)
+        return true;
+    for (size_t k = 0; k < v->n_callers && k < callers; k++)
+        if (v->callers[k] == i)
+            return true;
+    return false;
+}
+
+void snapcli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack, int callers,
+                         long apart, int indent)
+{
+    struct gm_snapshot_stack_view v;
+    const struct gm_snapshot_frame *fr;
+    size_t shown = callers > 0 ? (size_t)callers : 0;
+    uint32_t folded;
     char buf[512];
-    int shown = 0;
-    uint32_t folded = 0;
-    if (!s || u < 0) {
+    gm_snapshot_stack_view(snap, stack, &v);
+    if (v.first < 0 || !(fr = view_frame(snap, stack, v.first))) {
         fprintf(f, "(no stack recorded)\n");
         return;
     }
-    fprintf(f, "%s\n", snapcli_frame(buf, sizeof(buf), &snap->frames[s->frames[u]]));
-    for (uint32_t i = (uint32_t)u + 1; i < s->n_frames; i++) {
-        const struct gm_snapshot_frame *fr = &snap->frames[s->frames[i]];
-        if (fr->is_noise || !fr->is_python || shown >= callers) {
-            folded++;
-            continue;
-        }
-        fprintf(f, "%*s<- %s\n", indent, "", snapcli_frame(buf, sizeof(buf), fr));
-        shown++;
+    if (shown > v.n_callers)
+        shown = v.n_callers;
+    fprintf(f, "%s\n", snapcli_frame(buf, sizeof(buf), fr));
+    for (size_t k = 0; k < shown; k++)
+        fprintf(f, "%*s<- %s\n", indent, "",
+                snapcli_frame(buf, sizeof(buf), view_frame(snap, stack, v.callers[k])));
+    folded = v.n_folded + (uint32_t)(v.n_callers - shown);
+    if (apart >= 0 && !in_view(&v, shown, apart) && (fr = view_frame(snap, stack, apart))) {
+        fprintf(f, "%*sfrom %s\n", indent, "", snapcli_frame(buf, sizeof(buf), fr));
+        folded = folded ? folded - 1 : 0;
     }
-    folded += (uint32_t)u;
+    if (v.via >= 0 && (fr = view_frame(snap, stack, v.via)))
+        fprintf(f, "%*svia %s\n", indent, "", snapcli_frame(buf, sizeof(buf), fr));
     if (folded)
-        fprintf(f, "%*s(%u more frames folded: torch internals, C++ and callers)\n", indent, "",
-                folded);
+        fprintf(f, "%*s(%u more frame%s folded: %s)\n", indent, "", folded, folded == 1 ? "" : "s",
+                v.first_is_user ? "torch internals, C++ and library code"
+                                : "no user frame; torch internals, C++ and library code");
+}
+
+void snapcli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack,
+                        long apart)
+{
+    struct gm_snapshot_stack_view v;
+    const struct gm_snapshot_frame *fr;
+    char a[512], b[512];
+    size_t len;
+    gm_snapshot_stack_view(snap, stack, &v);
+    if (v.first < 0 || !(fr = view_frame(snap, stack, v.first))) {
+        snprintf(buf, n, "(no stack recorded)");
+        return;
+    }
+    frame_short(a, sizeof(a), fr);
+    if (v.via >= 0 && (fr = view_frame(snap, stack, v.via)))
+        snprintf(buf, n, "%s via %s", a, frame_short(b, sizeof(b), fr));
+    else if (!v.first_is_user && v.n_callers && (fr = view_frame(snap, stack, v.callers[0])))
+        snprintf(buf, n, "%s < %s", a, frame_short(b, sizeof(b), fr)); /* operator < node */
+    else
+        snprintf(buf, n, "%s", a);
+    len = strlen(buf);
+    if (apart >= 0 && apart != v.first && apart != v.via && (fr = view_frame(snap, stack, apart)) &&
+        len < n)
+        snprintf(buf + len, n - len, ", from %s", frame_short(b, sizeof(b), fr));
+}
+
+void snapcli_print_oom_banner(FILE *f, const struct gm_snapshot *snap, const char *path)
+{
+    const char *sep = "OUT OF MEMORY: ";
+    char a[32], b[32], safe[512];
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        struct gm_snapshot_oom o;
+        uint64_t n = d->n_actions[GM_ACTION_OOM];
+        if (gm_snapshot_first_oom(snap, d, &o))
+            fprintf(f, "%sdevice %d could not allocate %s at event %zu (%s free in CUDA)%s", sep,
+                    (int)d->index, gm_format_bytes(a, sizeof(a), o.requested, GM_UNITS_IEC),
+                    o.event, gm_format_bytes(b, sizeof(b), o.device_free, GM_UNITS_IEC),
+                    n > 1 ? ", and more after it" : "");
+        else if (n)
+            fprintf(f, "%sdevice %d has %" PRIu64 " out-of-memory event%s", sep, (int)d->index, n,
+                    n == 1 ? "" : "s");
+        else
+            continue;
+        sep = "; ";
+    }
+    if (strcmp(sep, "; "))
+        return;
+    fprintf(f, " (gpumem snapshot oom %s says why)\n", snapcli_safe(safe, sizeof(safe), path));
 }
 
 int snapcli_device_arg(const char *cmd, const char *s, int32_t *dev)

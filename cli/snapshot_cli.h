@@ -56,6 +56,9 @@ int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
                       const struct snapcli_load_opts *o, snapcli_work_fn work, snapcli_use_fn use,
                       void *ctx);
 
+/* How a snapshot argument is named in output: the path, "standard input" for '-'. */
+const char *snapcli_name(const char *path);
+
 /* 's' with control characters (terminal escapes from a hostile file) replaced by '?',
  * truncated to fit 'buf'; returns buf. */
 char *snapcli_safe(char *buf, size_t n, const char *s);
@@ -66,13 +69,34 @@ char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f);
 /* "2024-02-18 12:34:56.123456 UTC" into buf; returns buf. */
 char *snapcli_time(char *buf, size_t n, int64_t time_us);
 
+/* The user frame of a stack (gm_snapshot_frame_is_user()) as {filename, line, name}, or
+ * null when it has none. */
+void snapcli_json_user_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
+
 /* A stack as a JSON array of {filename, line, name}, noise frames left out unless 'all'. */
 void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all);
 
-/* Print a stack folded: the user frame first, then up to 'callers' non-noise callers, and
- * a count of the folded frames.  'indent' spaces before each line after the first. */
+/* Print a stack folded as the library shows it (gm_snapshot_stack_view()): the user frame
+ * first, then up to 'callers' of the user frames that called it ("<-"), the frame that tells
+ * it apart from stacks listed with it that show alike ("from": 'apart' of
+ * gm_snapshot_stacks_apart(), -1 none), the innermost frame ("via") and a count of the
+ * folded frames.  'indent' spaces before each line after the first. */
 void snapcli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack, int callers,
-                         int indent);
+                         long apart, int indent);
+
+/* The same on one line: "gpt/model.py:100 forward via nn/functional.py:3494 cross_entropy,
+ * from gpt/train.py:70 evaluate" (a C++-only stack: "operator < autograd node"). */
+void snapcli_stack_line(char *buf, size_t n, const struct gm_snapshot *snap, uint32_t stack,
+                        long apart);
+
+/* A path shortened for one-line display: from "site-packages/" on, else the last 3
+ * components. */
+const char *snapcli_short_path(const char *path);
+
+/* When the file holds out-of-memory events, one line that says so (the first oom of each
+ * device: the bytes asked for, the event, what CUDA had free), for the first line of a
+ * command's output; nothing otherwise. */
+void snapcli_print_oom_banner(FILE *f, const struct gm_snapshot *snap, const char *path);
 
 /* Parse a device option value ("all" or a number) into *dev (-1 = all); 0 or exit code. */
 int snapcli_device_arg(const char *cmd, const char *s, int32_t *dev);

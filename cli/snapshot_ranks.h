@@ -1,39 +1,34 @@
 /* SPDX-License-Identifier: MIT */
-/* snapshot_ranks.h - `gpumem snapshot stats rank*.pickle`: one row per file (rank) and device
- * with the peak, reserved and allocated bytes, and the spread over the files. */
+/* snapshot_ranks.h - several snapshot files as the ranks of one job (gm_analysis_ranks()):
+ * the per-rank rows, the spread over the ranks and the imbalance, as text and JSON, for
+ * `stats`, `peak`, `categories` and `diff` with several files. */
 #ifndef GM_CLI_SNAPSHOT_RANKS_H
 #define GM_CLI_SNAPSHOT_RANKS_H
 
+#include "gpumem/analysis.h"
 #include "gpumem/json.h"
-#include "gpumem/snapshot.h"
 
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
-struct rank_row {
-    const char *file; /* borrowed (argv) */
-    int32_t device;
-    uint64_t peak;          /* timeline peak (requested bytes) */
-    uint64_t peak_reserved; /* max reserved over the trace */
-    uint64_t reserved;      /* at snapshot time */
-    uint64_t allocated;     /* at snapshot time */
-};
-
-struct rank_table {
-    struct rank_row *rows;
+/* The ranks of files paths[] as collected file by file (gm_analysis_rank()). */
+struct rank_list {
+    struct gm_rank *v;
     size_t n, cap;
 };
 
-/* Add the rows of one loaded file (devices with segments or events).  0, or an exit code
+/* Add the rank of one analysed file (nothing when it has no device).  0, or an exit code
  * after printing the error. */
-int ranks_add(struct rank_table *t, const char *cmd, const char *file,
-              const struct gm_snapshot *snap, const struct gm_snapshot_stats *st);
-/* The table and, per device index present in two or more files, the spread. */
-void ranks_print(const struct rank_table *t, FILE *f);
-/* "ranks": [{file, device, peak_bytes, ...}], "spread": [{device, peak_bytes: {min, max,
- * spread, max_file, min_file}, ...}] as keys of the current object. */
-void ranks_json(const struct rank_table *t, struct gm_json *w);
-void ranks_release(struct rank_table *t);
+int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file);
+
+/* The rows, the spread and the imbalance (two ranks or more) as text. */
+void ranks_print(FILE *f, const struct rank_list *l, char *const *paths);
+
+/* "ranks": [{rank, file, device, peak_bytes, ...}], "spread": [{devices, peak_bytes: {min,
+ * max, spread, mean, min_file, max_file}, ...}], "imbalance": {...} or null, as keys of the
+ * current object. */
+void ranks_json(struct gm_json *w, const struct rank_list *l, char *const *paths);
+
+void ranks_release(struct rank_list *l);
 
 #endif

@@ -345,7 +345,7 @@ static PyObject *frames_list(const struct gm_snapshot *snap, uint32_t stack, siz
 {
     uint32_t ids[64];
     size_t want = cap < 64 ? cap : 64;
-    size_t n = gm_analysis_stack_frames(snap, stack, ids, want);
+    size_t n = gm_snapshot_stack_frames(snap, stack, ids, want);
     PyObject *list;
     if (n > want)
         n = want;

@@ -26,7 +26,12 @@ PyTorch CUDA memory snapshots (the pickle written by torch.cuda.memory._dump_sna
 executing anything in them, explains and draws them, and reports what the NVIDIA driver says.
 It needs no network and no CUDA installation: NVML and the CUDA driver are loaded at run time.
 Sizes in human output are labelled: GiB is 2^30 bytes, GB is 10^9 bytes.
-Every command takes \\fB\\-\\-help\\fR and \\fB\\-\\-json\\fR (a document whose "schema" field names it).
+Every command takes \\fB\\-\\-help\\fR and \\fB\\-\\-color\\fR (auto, always, never: estimate and snapshot plot colour
+their output, the others have none), and every command but \\fBsheet\\fR, \\fBsnapshot plot\\fR and
+\\fBsnapshot report\\fR (a page, a chart, an HTML file) takes \\fB\\-\\-json\\fR (a document whose "schema" field
+names it; snapshot trace and watch write JSON lines). A mistyped command, option or choice is
+answered with the closest one ("did you mean"). A snapshot is a file, a gzip'd file, or \\fB\\-\\fR for
+standard input.
 .SH COMMANDS
 HDR
 for c in $cmds; do
@@ -62,13 +67,13 @@ usage error
 bad input data (a corrupt or hostile snapshot, a malformed config.json, safetensors or GGUF)
 .TP
 .B 66
-an input file is missing
+an input file is missing (or is a directory)
 .TP
 .B 70
 internal error
 .TP
 .B 73
-refusing to overwrite an existing output file (use \-\-force)
+an output cannot be created: refusing to overwrite an existing file (use \-\-force), or its folder does not exist
 .TP
 .B 74
 input/output error
@@ -81,7 +86,8 @@ when set and not empty, no colour (an explicit \-\-color wins)
 paths of libnvidia\-ml.so.1 and libcuda.so.1 to load instead of the system's
 .TP
 .B CUDA_VISIBLE_DEVICES\fR, \fBPYTORCH_CUDA_ALLOC_CONF\fR, \fBCUDA_MODULE_LOADING
-reported by environment; PYTORCH_CUDA_ALLOC_CONF is the default allocator setting of replay and measure
+reported by environment; snapshot replay never reads PYTORCH_CUDA_ALLOC_CONF (it replays the settings the snapshot
+recorded, and \-\-alloc\-conf), nor does measure (\-\-alloc\-conf)
 .SH SEE ALSO
 nvidia\-smi(1), the documents under docs/ in the gpumem sources.
 TAIL

@@ -6,8 +6,8 @@
  * 2 MiB-rounded segments, best fit by (stream, size, address), splitting and merging,
  * max_split_size, expandable segments (pages mapped into one reserved range per stream and
  * pool), empty_cache, garbage_collection_threshold, the out-of-memory retry path and the
- * statistics of torch.cuda.memory_stats().  The rules and their sources are in
- * ../shared/docs/allocator-model.md.
+ * statistics of torch.cuda.memory_stats().  The rules are in
+ * docs/alloc.md, section 1, each with the PyTorch function it follows.
  *
  * "Device memory" comes from a function table (struct gm_alloc_device_ops): a deterministic
  * host-side fake that never touches memory (gm_alloc_fakedev_*) or the real driver.  The

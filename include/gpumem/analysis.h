@@ -176,16 +176,52 @@ enum gm_leak_kind {
 const char *gm_leak_kind_name(enum gm_leak_kind k);
 const char *gm_leak_kind_advice(enum gm_leak_kind k);
 
-/* Memory from one allocation site that grows from iteration to iteration. */
-struct gm_analysis_leak {
-    uint32_t stack;               /* the allocation site (snapshot stack id) */
-    uint8_t kind;                 /* enum gm_leak_kind */
-    uint8_t category;             /* enum gm_category of the kept allocations */
-    uint64_t bytes_per_iteration; /* median bytes kept per iteration */
+/* One allocation site (stack) that keeps memory from iteration to iteration. */
+struct gm_analysis_leak_site {
+    uint32_t stack;               /* snapshot stack id */
+    uint64_t bytes_per_iteration; /* median bytes kept per iteration that kept any */
     uint64_t total_bytes;         /* bytes of this site still kept at the end */
     uint64_t count;               /* allocations kept */
     uint32_t n_iterations;        /* iterations that left memory behind */
 };
+
+/* Memory that grows from iteration to iteration, one per cause: the leaking sites that
+ * share the frame naming the cause and the iteration pattern (the same first and last
+ * iteration and as many iterations keeping memory) and the kind.  A forward result is named
+ * by the frame that called the model (the 12 activation sites of one evaluate() without
+ * torch.no_grad() are one leak, named by evaluate()), anything else by its first user frame
+ * (gm_snapshot_frame_is_user()). */
+struct gm_analysis_leak {
+    uint32_t stack;               /* the largest site's stack (sites[0].stack) */
+    uint32_t frame;               /* frame id naming the cause; UINT32_MAX when none */
+    uint8_t kind;                 /* enum gm_leak_kind */
+    uint8_t category;             /* enum gm_category of the largest site */
+    uint64_t bytes_per_iteration; /* median bytes all its sites kept per iteration */
+    uint64_t total_bytes;         /* bytes still kept at the end */
+    uint64_t count;               /* allocations kept */
+    uint32_t n_iterations;        /* iterations that left memory behind */
+    int32_t first_iteration;      /* the first and last of them */
+    int32_t last_iteration;
+    struct gm_analysis_leak_site *sites; /* largest total_bytes first */
+    size_t n_sites;
+};
+
+/* What the leak search says of a device, in words every output shares. */
+enum gm_leak_verdict {
+    GM_LEAK_VERDICT_NO_TRACE = 0, /* no allocation history */
+    GM_LEAK_VERDICT_TOO_FEW,      /* fewer than 3 iterations: too few to judge */
+    GM_LEAK_VERDICT_NONE,         /* no site keeps memory from iteration to iteration */
+    GM_LEAK_VERDICT_FOUND,        /* dev->leaks */
+};
+
+/* The verdict of a device's leak search (3 iterations are the fewest a leak is judged on:
+ * memory kept in two iterations before the last). */
+struct gm_analysis_device;
+enum gm_leak_verdict gm_analysis_leak_verdict(const struct gm_analysis_device *dev);
+/* "no_trace", "too_few_iterations", "none", "found"; static storage. */
+const char *gm_leak_verdict_name(enum gm_leak_verdict v);
+/* One sentence for a verdict ("too few iterations to judge: ..."); static storage. */
+const char *gm_leak_verdict_text(enum gm_leak_verdict v);
 
 /* Free memory inside reserved segments, for one pool and stream. */
 struct gm_analysis_pool_free {
@@ -228,6 +264,26 @@ struct gm_analysis_frag {
     uint8_t verdict;                      /* enum gm_oom_verdict */
 };
 
+/* A phase the user marked (gpumem.torch.record()'s phase(): snapshot.h, "user phases"). */
+struct gm_analysis_user_phase {
+    const char *name;         /* <name> of "gpumem.phase:<name>" (borrowed from the snapshot) */
+    size_t n_ranges;          /* times it ran */
+    uint64_t n_events;        /* trace events inside it */
+    uint64_t allocated_bytes; /* bytes of the allocations made inside it */
+    uint64_t peak_bytes;      /* the most allocated after an event inside it */
+    int64_t peak_event;       /* that event; -1 when no event is inside it */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+};
+
+/* One run of a user phase, on the trace's events (for a report's bands). */
+struct gm_analysis_user_range {
+    uint32_t phase;      /* index into user_phases */
+    int64_t first_event; /* inclusive; first_event > last_event (-1, -2): no event inside */
+    int64_t last_event;
+    int64_t start_us; /* the annotations' times */
+    int64_t end_us;   /* INT64_MAX: never closed */
+};
+
 /* The whole explanation of one device. */
 struct gm_analysis_device {
     int32_t device;
@@ -266,12 +322,20 @@ struct gm_analysis_device {
     struct gm_analysis_iteration *iterations;
     size_t n_iterations;
 
-    struct gm_analysis_leak *leaks; /* largest total_bytes first */
+    struct gm_analysis_leak *leaks; /* one per cause, largest total_bytes first */
     size_t n_leaks;
 
     struct gm_analysis_frag peak_frag;
     struct gm_analysis_frag *ooms; /* one per oom event, in trace order */
     size_t n_ooms;
+
+    /* The user's phases (gpumem.phase:<name> marks), in the order they first ran; their
+     * runs sorted by start; the innermost one around the peak (-1: none). */
+    struct gm_analysis_user_phase *user_phases;
+    size_t n_user_phases;
+    struct gm_analysis_user_range *user_ranges;
+    size_t n_user_ranges;
+    int32_t peak_user_phase;
 
     const struct ana_device_priv *priv_; /* internal */
 };
@@ -319,11 +383,14 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
                                    size_t n, gm_analysis_live_fn fn, void *ctx,
                                    struct gm_error *err);
 
-/* Frames worth showing for 'stack': its Python frames when it has any, else its frames
- * that are not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the
- * stack has (may exceed cap). */
-size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
-                                size_t cap);
+/* What is alive after event 'event' of 'dev' (-1: the state before the first event),
+ * grouped by stack as gm_snapshot_group_live() groups what is alive at the peak: one group
+ * per stack, largest first.  *out (released with gm_free()) is the caller's.  Errors:
+ * GM_ERR_INVALID (no such event), GM_ERR_NOMEM, GM_ERR_LIMIT. */
+enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
+                                         const struct gm_analysis_device *dev, int64_t event,
+                                         struct gm_snapshot_live_group **out, size_t *n_out,
+                                         struct gm_error *err);
 
 /* ---- the allocator's segments and blocks at any moment ----
  *
@@ -440,40 +507,18 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
                             const struct gm_layout_history *hist, const int64_t *ks, size_t n,
                             gm_layout_fn fn, void *ctx, struct gm_error *err);
 
-/* ---- the ranks of a job: one file per rank ----
- *
- * Each file is a rank whatever its device index; its device is the one with the most trace
- * events (src/analysis/ranks.c).  The report's rank view and the commands over several
- * files compare ranks with these. */
-
-struct gm_rank_summary {
-    int32_t device; /* the rank's device (-1: the file names none) */
-    bool has_trace;
-    uint64_t peak_bytes; /* = gm_snapshot_timeline() peak_bytes of that device */
-    int64_t peak_event;
-    uint8_t peak_phase;              /* enum gm_phase */
-    uint64_t reserved_at_peak_bytes; /* the allocator's segments at the peak */
-    uint64_t at_peak[GM_CATEGORY_COUNT];
-};
-
-/* The summary of the rank whose analysis is 'an'; false when it names no device. */
-bool gm_analysis_rank_summary(const struct gm_analysis *an, struct gm_rank_summary *out);
-
-struct gm_rank_imbalance {
-    size_t n_ranks;
-    size_t max_rank, min_rank; /* indexes of the highest and lowest peak (the first on a tie) */
-    uint64_t max_peak, min_peak;
-    uint64_t spread;       /* max_peak - min_peak */
-    double ratio;          /* max_peak / min_peak; 0 when min_peak is 0 */
-    uint8_t category;      /* enum gm_category: where the highest rank holds the most more */
-    int64_t category_diff; /* bytes of it at the peaks: highest rank's minus lowest rank's */
-};
-
-/* How unequal the n ranks r[] are. */
-void gm_analysis_imbalance(const struct gm_rank_summary *r, size_t n,
-                           struct gm_rank_imbalance *out);
-
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
+
+/* How a site changed from A to B. */
+enum gm_diff_status {
+    GM_DIFF_SAME = 0, /* the same bytes at the peak and over the trace */
+    GM_DIFF_CHANGED,
+    GM_DIFF_NEW,      /* allocates only in B */
+    GM_DIFF_VANISHED, /* allocates only in A */
+};
+
+/* "same", "changed", "new", "vanished"; static storage. */
+const char *gm_diff_status_name(enum gm_diff_status s);
 
 /* One allocation site in A and B: its Python frames as filename + function, with the line
  * of the innermost frame only (callers' lines are ignored so that an edit that shifts them
@@ -483,10 +528,19 @@ struct gm_analysis_diff_site {
     uint64_t bytes[2]; /* bytes alive at the peak in A / B */
     uint64_t count[2]; /* allocations alive at the peak */
     uint64_t total[2]; /* bytes allocated over the whole trace */
+    uint8_t status;    /* enum gm_diff_status */
+    /* The frame (index in the representative stack: A's when the site is in A) that tells
+     * this site apart from the other sites of its device that read alike on one line (the
+     * same user and innermost frames: gm_snapshot_stacks_apart() with 0 callers); -1 when
+     * none does. */
+    long apart;
 };
 
 struct gm_analysis_diff_device {
-    int32_t device;
+    int32_t device;     /* devices[0] when present in A, else devices[1] */
+    int32_t devices[2]; /* the device compared in A / in B: two ranks' files (one device
+                         * each) are compared whatever their indexes (rank 1 on cuda:1
+                         * against rank 0 on cuda:0), else devices are paired by index */
     bool present[2];
     uint64_t peak_bytes[2];
     uint8_t peak_phase[2];
@@ -496,16 +550,82 @@ struct gm_analysis_diff_device {
 };
 
 struct gm_analysis_diff {
-    struct gm_analysis_diff_device *devices; /* union of the device indexes, ascending */
+    struct gm_analysis_diff_device *devices; /* the rank's device of each file, or the union
+                                              * of the device indexes, ascending */
     size_t n_devices;
     void *priv_;
 };
 
-/* Compare two analyses.  On success *out is owned by the caller (gm_analysis_diff_free());
- * it borrows both analyses and their snapshots.  Errors: GM_ERR_NOMEM. */
+/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()).  On success *out is
+ * owned by the caller (gm_analysis_diff_free()); it borrows both analyses and their snapshots.
+ * Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
                                 struct gm_analysis_diff **out, struct gm_error *err);
 void gm_analysis_diff_free(struct gm_analysis_diff *d);
+
+/* ---- ranks: several snapshots of one job (rank*.pickle) ----
+ *
+ * Each file is a rank, whatever its device index: torchrun gives rank N the device N, so the
+ * rank-1 file holds a trace on cuda:1 and an empty one on cuda:0.  A rank's device is the
+ * file's device with a trace or segments, the one with the highest peak when several have
+ * (a process that drives several GPUs, DataParallel). */
+
+/* The device of the rank 'an' holds (see above), or NULL when it has none. Borrowed. */
+const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an);
+
+enum gm_rank_metric {
+    GM_RANK_PEAK = 0,      /* allocated peak (requested bytes, the timeline's) */
+    GM_RANK_PEAK_RESERVED, /* the most reserved over the trace */
+    GM_RANK_RESERVED,      /* reserved at snapshot time */
+    GM_RANK_ALLOCATED,     /* allocated at snapshot time (block sizes) */
+};
+#define GM_RANK_METRIC_COUNT 4
+
+/* "peak_bytes", "peak_reserved_bytes", "reserved_bytes", "allocated_bytes"; static. */
+const char *gm_rank_metric_name(enum gm_rank_metric m);
+
+struct gm_rank {
+    size_t file;    /* index of its analysis in the caller's array */
+    int32_t device; /* its device */
+    uint64_t value[GM_RANK_METRIC_COUNT];
+    int64_t peak_event;
+    uint8_t peak_phase; /* enum gm_phase */
+    uint64_t at_peak[GM_CATEGORY_COUNT];
+};
+
+/* One metric over the ranks. */
+struct gm_rank_spread {
+    uint64_t min, max;
+    double mean;
+    size_t min_rank, max_rank; /* indexes into ranks[] (the first of equals) */
+};
+
+struct gm_ranks {
+    struct gm_rank *ranks; /* one per file that has a device, in the callers' order */
+    size_t n_ranks;
+    struct gm_rank_spread spread[GM_RANK_METRIC_COUNT];
+    /* The imbalance of the peaks (n_ranks >= 2): the largest peak over the smallest, and
+     * the category whose bytes at the two peaks differ the most, with that difference
+     * (the largest rank's less the smallest's; may be negative when the other categories
+     * make up for it). */
+    double peak_ratio;      /* 0 when the smallest peak is 0 */
+    uint8_t category;       /* enum gm_category */
+    int64_t category_bytes; /* bytes */
+};
+
+/* The figures of the rank 'an' holds into *out (its device, peak, reserved bytes, the
+ * categories at its peak), 'file' recorded in it; *has_device false (and nothing else done)
+ * when the file has no device with a trace or segments.  A caller that reads many files
+ * keeps these and frees each snapshot.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT (the timeline
+ * over the snapshot's memory limit). */
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
+                                bool *has_device, struct gm_error *err);
+
+/* The spread and imbalance of n ranks (copied into out->ranks, in their order).  On success
+ * 'out' is the caller's: gm_analysis_ranks_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
+                                 struct gm_error *err);
+void gm_analysis_ranks_release(struct gm_ranks *r);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,7 @@ void gm_error_clear(struct gm_error *err);
 /* A short lowercase name for a status ("format error"); static storage. */
 const char *gm_status_name(enum gm_status code);
 
-/* The process exit code the CLI uses for a status (DEVELOPERS.md): 0 ok, 2 no GPU/driver,
+/* The process exit code the CLI uses for a status (the README lists them): 0 ok, 2 no GPU/driver,
  * 64 usage, 65 bad data, 66 missing input, 73 refusing to overwrite, 74 I/O, 70 internal. */
 int gm_status_exit_code(enum gm_status code);
 

@@ -75,6 +75,8 @@ enum gm_precision {
 enum gm_weight_format {
     GM_WEIGHTS_AS_STORED = 0, /* the model files' bytes, else torch_dtype, else 16 bit */
     GM_WEIGHTS_BITS,          /* every weight at numerics.weight_bits bits */
+    /* ---- weight formats (issue 13) ---- */
+    GM_WEIGHTS_QUANT, /* numerics.quant: a weight format (bitsandbytes, GPTQ, AWQ, FP8) */
     GM_WEIGHTS__COUNT
 };
 
@@ -152,8 +154,12 @@ enum gm_lora_target {
     GM_LORA_O = 1 << 3,
     GM_LORA_GATE = 1 << 4,
     GM_LORA_UP = 1 << 5,
-    GM_LORA_DOWN = 1 << 6
+    GM_LORA_DOWN = 1 << 6,
+    GM_LORA_QKV = 1 << 7 /* one fused q/k/v projection (c_attn, query_key_value, qkv_proj) */
 };
+/* Targets whose linears read the attention block's input. */
+#define GM_LORA_QKV_IN     (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_QKV)
+#define GM_LORA_MLP        (GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 #define GM_LORA_ATTENTION  (GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_O)
 #define GM_LORA_ALL_LINEAR (GM_LORA_ATTENTION | GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN)
 
@@ -213,6 +219,8 @@ struct gm_job_numerics {
     enum gm_optim_impl optim_impl;
     enum gm_zero_grad zero_grad;
     double activations_per_token; /* --method blog: A (elements per token); 0 = the fit */
+    /* ---- weight formats (issue 13) ---- */
+    struct gm_quant quant; /* GM_WEIGHTS_QUANT: the format (--quant, --quant-bits, --group-size) */
 };
 
 struct gm_job_lora {
@@ -496,6 +504,15 @@ struct gm_est_component {
     unsigned phases;            /* enum gm_est_phase flags */
     bool transient;             /* freed within the phase (counted as dynamic memory) */
     enum gm_est_extent extent;
+    /* The share of 'bytes' (0..1) that grows with batch x seq^2: eager attention's s x s
+     * scores.  The rest grows with the tokens or not at all.  A share, not bytes, so that
+     * stages rescaling 'bytes' (pipeline stages, tensor parallelism: approximately without
+     * sequence parallelism, which splits the scores more than the rest) keep it. */
+    double seq2_share;
+    /* The share of 'bytes' (0..1) that are gradients of activations at the component's
+     * moment (the loss's backward): a snapshot counts them as 'other' (born and freed in
+     * backward), the rest as the kind's category (gm_est_kind_category()). */
+    double act_grad_share;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 
@@ -825,29 +842,36 @@ const struct gm_gpu *gm_gpu_find(const char *name);
  * sizes of the job with the fitted values (src/estimate/calibrate.c, docs/calibrate.md).
  *
  * Spans.  A training step is compared span by span: the forward/backward pass (the
- * analysis' forward and backward phases against the estimate's larger moment, the start
- * or the end of backward) and the optimizer step.  When the snapshot has no phases (no
- * stack frames) or the job is inference, the whole run is one span: the snapshot's peak
- * against the estimate's peak moment.  Each span is compared at its highest point, bytes
- * per category, in requested bytes as the trace records them (what the estimate predicts;
- * torch.cuda.max_memory_allocated() also counts the 512-byte rounding).
+ * analysis' forward and backward phases against the estimate's largest moment of it: the
+ * loss, the start or the end of backward) and the optimizer step.  When the snapshot has
+ * no phases (no stack frames) or the job is inference, the whole run is one span: the
+ * snapshot's peak against the estimate's peak moment.  Each span is compared at its
+ * highest point, bytes per category (a component's act_grad_share, the loss's gradients
+ * of the logits, counts as 'other'), in requested bytes as the trace records them (what the
+ * estimate predicts; torch.cuda.max_memory_allocated() also counts the 512-byte
+ * rounding).
  *
  * The fit, per measured span.  The categories sized by the parameters (parameter,
  * gradient, optimizer_state, optimizer_temp: the fixed group) get one offset, measured
  * minus predicted: buffers and copies the estimate does not count.  The others
- * (activation, input, other: the workload group, which grows with batch and sequence) get
- * one scale, measured over predicted: the measured activation bytes per token over the
- * predicted ones.  Where the estimate predicts no workload memory in a span (many scripts
- * keep the logits alive through the optimizer step), the measured bytes per token are
- * kept.  Fragmentation: the snapshot's peak reserved minus its allocated peak, per byte of
- * workload memory at the peak.
+ * (activation, input, other: the workload group, which grows with batch and sequence) are
+ * two terms: eager attention's s x s scores (the components' seq2_share), which grow with
+ * batch x seq^2 and whose size is the shape of one tensor per layer, are taken as
+ * predicted; the rest, which grows with the tokens (layers' per-token tensors, the loss
+ * over the vocabulary), gets one scale: the measured workload less the scores over the
+ * predicted rest.  When the measured workload is below the predicted scores (the run
+ * keeps fewer of them: not eager attention), one scale covers both.  Where the estimate
+ * predicts no workload memory in a span (many scripts keep the logits alive through the
+ * optimizer step), the measured bytes per token are kept.  Fragmentation: the snapshot's
+ * peak reserved minus its allocated peak, per byte of workload memory at the peak.
  *
  * A prediction re-runs the estimate with one setting changed ("batch" = "16") and applies
- * the fit: per span, predicted fixed + offset + scale x predicted workload (or measured
- * bytes per token x tokens); the calibrated peak allocated is the largest span, the
- * calibrated peak reserved the largest span plus fragmentation x its workload, never less
- * than the excess the run showed (part of it is segment rounding that does not shrink with
- * the load). */
+ * the fit: per span, predicted fixed + offset + seq2 scale x predicted scores + per-token
+ * scale x the predicted rest (or measured bytes per token x tokens); the calibrated peak
+ * allocated is the largest span, the calibrated peak reserved the largest span plus
+ * fragmentation x its workload, never less than the excess the run showed (part of it is
+ * segment rounding that does not shrink with the load).  The buffers (parameter memory
+ * without a gradient at the optimizer step) are kept as measured. */
 
 enum gm_calib_span_kind {
     GM_CALIB_FORWARD_BACKWARD = 0, /* forward and backward passes */
@@ -874,9 +898,13 @@ struct gm_calib_span {
     uint64_t measured_fixed;
     uint64_t predicted_workload; /* the workload group, bytes */
     uint64_t measured_workload;
+    uint64_t predicted_seq2; /* of predicted_workload, the s x s scores (batch x seq^2) */
     /* the fit */
     int64_t fixed_offset;       /* measured_fixed - predicted_fixed, bytes */
     double workload_scale;      /* measured_workload / predicted_workload; 0: none predicted */
+    double per_token_scale;     /* the fit of the workload but the scores; 0: none predicted */
+    double seq2_scale;          /* the fit of the scores: 1 (as predicted), or per_token_scale
+                                   when the measured workload is below them */
     double predicted_per_token; /* workload bytes per token */
     double measured_per_token;
 };
@@ -920,7 +948,12 @@ struct gm_calibration {
     int32_t peak_iteration; /* -1 outside any */
     uint32_t n_iterations;
     uint64_t leak_bytes_per_iteration; /* what the analysis found leaking (in the fit too) */
-    size_t peak_span;                  /* the span that holds the snapshot's peak */
+    /* Parameter-category bytes without a gradient at the optimizer step (buffers, frozen
+     * parameters), where the estimate gives every parameter byte a gradient byte on this
+     * device; valid when has_buffer_bytes. */
+    bool has_buffer_bytes;
+    uint64_t buffer_bytes;
+    size_t peak_span; /* the span that holds the snapshot's peak */
     size_t n_spans;
     struct gm_calib_span spans[GM_CALIB_MAX_SPANS];
     /* fragmentation */

@@ -34,6 +34,12 @@ struct gm_example_opts {
     bool leak;           /* evaluation loss kept with its graph every iteration, default true */
     int protocol;        /* pickle protocol 2 to 5, default 4 */
     uint64_t start_us;   /* time_us of the first event, default 2025-11-24 09:00 UTC */
+    unsigned batch;      /* sequences of 512 tokens per training batch (1 to 64), default 8 */
+    int device;          /* CUDA device of the job (0 to 15), default 0: the snapshot of rank N
+                          * of a torchrun job, with one empty trace per device before it */
+    bool phases;         /* mark each step's data, forward, backward, optimizer and evaluate
+                          * as gpumem.torch.record() marks phase(): record_function ranges
+                          * "gpumem.phase:<name>" in external_annotations; default false */
 };
 
 void gm_example_opts_init(struct gm_example_opts *o);

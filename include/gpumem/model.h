@@ -40,6 +40,25 @@ enum gm_arch {
     GM_ARCH_GPT_NEOX, /* pythia / gpt-neox: parallel residual, biases, untied embed_out */
     GM_ARCH_BERT,     /* encoder, learned positions + token types, post-LN, pooler */
     GM_ARCH_QWEN3,    /* llama layout + RMSNorm on q and k per head (q_norm, k_norm) */
+    /* ---- architectures of issue 13 ---- */
+    GM_ARCH_ROBERTA,     /* BERT layout, one token type, positions offset by the padding index */
+    GM_ARCH_XLM_ROBERTA, /* RoBERTa layout with a 250k vocabulary */
+    GM_ARCH_DISTILBERT,  /* BERT layout without token types or pooler, 6 layers */
+    GM_ARCH_DEBERTA_V2,  /* DeBERTa-v2/v3: relative-position table, no absolute positions */
+    GM_ARCH_MODERNBERT,  /* pre-norm encoder, bias-free LayerNorm, fused qkv, GeGLU */
+    GM_ARCH_T5,          /* encoder-decoder, relative attention bias, RMS-style norm */
+    GM_ARCH_BART,        /* encoder-decoder, learned positions, biases, LayerNorm */
+    GM_ARCH_GPT_BIGCODE, /* GPT-2 layout with multi-query attention (StarCoder, SantaCoder) */
+    GM_ARCH_FALCON,      /* parallel attention/MLP; multi-query or grouped (new decoder) */
+    GM_ARCH_COHERE,      /* parallel block, bias-free LayerNorm, tied (Command-R) */
+    GM_ARCH_GEMMA3,      /* gemma-2 layout + q/k norms, 5 local : 1 global layers */
+    GM_ARCH_STARCODER2,  /* GQA, biases, LayerNorm, plain GELU MLP, sliding window */
+    GM_ARCH_OLMO,        /* llama layout with parameter-free LayerNorm */
+    GM_ARCH_OLMO2,       /* post-norms and q/k norms over all heads */
+    GM_ARCH_QWEN2_MOE,   /* qwen2 attention, routed experts + a gated shared expert */
+    GM_ARCH_QWEN3_MOE,   /* qwen3 attention, routed experts */
+    GM_ARCH_DEEPSEEK_V2, /* MLA attention, shared + routed experts, first layers dense */
+    GM_ARCH_DEEPSEEK_V3, /* deepseek-v2 layout + router score bias */
     GM_ARCH__COUNT
 };
 
@@ -65,8 +84,11 @@ enum gm_dtype {
 
 enum gm_norm {
     GM_NORM_UNKNOWN = 0,
-    GM_NORM_RMS,  /* weight only */
-    GM_NORM_LAYER /* weight and bias */
+    GM_NORM_RMS,   /* weight only */
+    GM_NORM_LAYER, /* weight and bias */
+    /* ---- architectures of issue 13 ---- */
+    GM_NORM_LAYER_NOBIAS, /* LayerNorm with a weight only (cohere, ModernBERT) */
+    GM_NORM_PARAMFREE     /* LayerNorm without parameters (OLMo) */
 };
 
 /* MLP activation, as implemented by the reference (HF) code: it decides how many
@@ -82,7 +104,64 @@ enum gm_act {
 /* What sits on top of the last layer. */
 enum gm_head {
     GM_HEAD_CAUSAL_LM = 0, /* lm_head over the vocabulary (tied or not) */
-    GM_HEAD_ENCODER        /* encoder with pooler, no vocabulary head (BertModel) */
+    GM_HEAD_ENCODER,       /* encoder: last hidden state, pooled output or a classifier */
+    GM_HEAD_SEQ2SEQ_LM     /* encoder-decoder with an lm_head over the vocabulary (T5, BART) */
+};
+
+/* Roles of parameter tensors, as weight formats treat them. */
+enum gm_param_role {
+    GM_ROLE_EMBEDDING = 0, /* token, position and token-type tables */
+    GM_ROLE_ATTENTION,     /* attention projections in the layers (MLA low-rank ones too) */
+    GM_ROLE_MLP,           /* dense MLP and expert projections in the layers */
+    GM_ROLE_ROUTER,        /* MoE router and shared-expert gate */
+    GM_ROLE_NORM,          /* norm weights and biases */
+    GM_ROLE_LM_HEAD,       /* untied output projection over the vocabulary */
+    GM_ROLE_OTHER,         /* pooler, classifier, relative-position tables */
+    GM_ROLE__COUNT
+};
+
+/* Weight formats: how a checkpoint, or a quantiser at load time, stores the weights.  The
+ * scheme decides the bytes of each linear layer and which roles stay in 16 bit
+ * (docs/estimate.md, "Weight formats", gives each scheme's layout with its source). */
+enum gm_quant_method {
+    GM_QUANT_NONE = 0, /* plain floats (torch_dtype) */
+    GM_QUANT_BNB_INT8, /* bitsandbytes LLM.int8(): int8 weights, one fp32 scale per row */
+    GM_QUANT_BNB_NF4,  /* bitsandbytes 4-bit NormalFloat, absmax per block of 64 */
+    GM_QUANT_BNB_FP4,  /* bitsandbytes 4-bit float, absmax per block of 64 */
+    GM_QUANT_GPTQ,     /* GPTQ: packed int32 qweight, fp16 scales and packed zeros per group,
+                          int32 g_idx per input feature */
+    GM_QUANT_AWQ,      /* AWQ: packed int32 qweight, fp16 scales (and packed zeros) per group */
+    GM_QUANT_FP8,      /* float8 (e4m3) weights with fp32 scales per tensor, row or block */
+    GM_QUANT_INT,      /* compressed-tensors pack-quantized ints (W4A16, W8A16): scales per
+                          group in the compute dtype */
+    GM_QUANT_GGUF,     /* ggml types per tensor, as the GGUF headers say */
+    GM_QUANT__COUNT
+};
+
+/* How finely FP8 (and compressed-tensors) weights are scaled. */
+enum gm_quant_scale {
+    GM_SCALE_TENSOR = 0, /* one fp32 scale per weight */
+    GM_SCALE_CHANNEL,    /* one per output row */
+    GM_SCALE_BLOCK,      /* one per block_rows x block_cols block */
+    GM_SCALE_GROUP       /* one per group_size input features of a row */
+};
+
+struct gm_quant {
+    enum gm_quant_method method;
+    unsigned bits;       /* GPTQ / AWQ / INT: bits per weight (2, 3, 4, 8) */
+    uint64_t group_size; /* GPTQ / AWQ / INT: input features per scale, 0 = whole column */
+    bool zeros;          /* packed zero points are stored (GPTQ, AWQ zero_point, asymmetric) */
+    bool g_idx;          /* GPTQ: int32 group index of every input feature */
+    bool desc_act;       /* GPTQ: act-order (columns quantised by decreasing activation) */
+    bool double_quant;   /* bitsandbytes 4-bit: the absmax quantised to 8 bits */
+    enum gm_quant_scale scale; /* FP8: scale granularity */
+    uint64_t block_rows;       /* FP8 block scales (DeepSeek-V3: 128 x 128) */
+    uint64_t block_cols;
+    bool input_scale; /* FP8 static activations: one fp32 input scale per linear */
+    bool lm_head;     /* the lm_head is quantised too (GPTQ lm_head: true) */
+    unsigned keep;    /* roles (1 << enum gm_param_role) kept in 16 bit beyond the
+                         scheme's own (modules_to_not_convert, ignore) */
+    char unknown[24]; /* a quant_method gpumem does not know ("hqq"), else "" */
 };
 
 #define GM_MODEL_NAME_MAX 64
@@ -122,7 +201,56 @@ struct gm_model {
     uint64_t n_params_file;     /* exact count from tensor headers, 0 = unknown */
     uint64_t weight_bytes_file; /* bytes of the weights in a file, 0 = unknown */
     bool qk_norm;               /* RMSNorm (head_dim weights) on q and k (qwen3) */
+    /* ---- architectures of issue 13 ---- */
+    uint64_t n_decoder_layers; /* encoder-decoder: decoder layers (n_layers: encoder layers) */
+    uint64_t rel_attn_buckets; /* T5: relative-position buckets (first layer of each stack) */
+    uint64_t rel_pos_rows;     /* DeBERTa-v2: rows of the shared relative-position table */
+    uint64_t n_labels;         /* encoder: classifier outputs (ForSequenceClassification), 0 */
+    bool pooler;               /* encoder: pooler dense h x h (BertModel, RobertaModel, ...) */
+    bool cls_dense;            /* classifier: a dense h x h before the output (RoBERTa) */
+    bool emb_norm;             /* a norm after the embeddings (each stack of a seq2seq) */
+    bool no_first_attn_norm;   /* ModernBERT: layer 0 has no attention norm */
+    bool qk_norm_full;         /* q/k norms over all heads' widths (olmo2, cohere), not head_dim */
+    bool post_norms;           /* olmo2: norms after attention and MLP instead of before */
+    double attn_softcap;       /* attention logit soft-capping (gemma-2), 0 = none */
+    double final_softcap;      /* final logit soft-capping (gemma-2), 0 = none */
+    uint64_t head_dim_v;       /* value head size when it differs (MLA v_head_dim), 0 = same */
+    uint64_t q_lora_rank;      /* MLA: low-rank query width, 0 = direct q projection */
+    uint64_t kv_lora_rank;     /* MLA: latent of keys and values, 0 = no MLA */
+    uint64_t qk_rope_head_dim; /* MLA: rotary part of head_dim (head_dim = nope + rope) */
+    uint64_t moe_intermediate; /* routed-expert MLP width, 0 = intermediate */
+    uint64_t n_dense_layers;   /* MoE model: layers with a dense MLP of width intermediate */
+    uint64_t n_shared_experts; /* always-active experts (deepseek), moe_intermediate wide */
+    uint64_t shared_intermediate; /* qwen2_moe: width of its one shared expert */
+    bool shared_expert_gate;      /* qwen2_moe: a sigmoid gate (h x 1) on the shared expert */
+    bool router_bias;             /* deepseek-v3: e_score_correction_bias per expert */
+    struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
+    unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
+    bool generic;                 /* an architecture gpumem does not know, sized from its files */
+    bool text_only;               /* the language model of a multimodal checkpoint
+                                     (text_config): its vision tower is not counted */
+    bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
 };
+
+/* Fields taken from tensor shapes because the metadata left them out (or disagreed). */
+#define GM_FROM_SHAPES_VOCAB    (1u << 0)
+#define GM_FROM_SHAPES_FFN      (1u << 1)
+#define GM_FROM_SHAPES_KV_HEADS (1u << 2)
+#define GM_FROM_SHAPES_HIDDEN   (1u << 3)
+#define GM_FROM_SHAPES_LAYERS   (1u << 4)
+#define GM_FROM_SHAPES_HEAD_DIM (1u << 5)
+
+/* One kind of matrix weight of a model: 'copies' weights of out x in (and a bias of out
+ * when 'bias'), all of one role. */
+struct gm_linear_class {
+    enum gm_param_role role;
+    uint64_t in;
+    uint64_t out;
+    uint64_t copies;
+    bool bias;
+};
+
+#define GM_MAX_LINEAR_CLASSES 40
 
 /* Parameter counts by role; every figure is elements (not bytes). */
 struct gm_param_counts {
@@ -139,6 +267,11 @@ struct gm_param_counts {
     uint64_t largest_tensor; /* elements of the largest single tensor */
     uint64_t n_tensors;      /* number of parameter tensors */
     uint64_t factored_state; /* Adafactor: sum of rows+cols of matrices + size of vectors */
+    /* ---- architectures of issue 13 ---- */
+    uint64_t encoder; /* encoder-decoder: the encoder stack's layers (in attention/mlp) */
+    uint64_t by_role[GM_ROLE__COUNT]; /* elements by role (embedding, attention, ...) */
+    size_t n_linears; /* matrix weights by shape and role: what weight formats quantise */
+    struct gm_linear_class linears[GM_MAX_LINEAR_CLASSES];
 };
 
 /* Set every field of 'm' to unknown. */
@@ -157,7 +290,9 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
 
 /* Parse the text of an HF config.json ('len' bytes, need not be NUL-terminated).
  * GM_ERR_FORMAT (with the byte offset of a JSON syntax error, or naming the missing
- * fields), GM_ERR_UNSUPPORTED for a model_type gpumem cannot count. */
+ * fields: then 'out' holds what the config gives, with out->incomplete set),
+ * GM_ERR_UNSUPPORTED for a model_type gpumem cannot count (then 'out' is reset with
+ * out->arch GM_ARCH_UNKNOWN and out->model_type naming it). */
 enum gm_status gm_model_parse_hf_config(const char *json, size_t len, struct gm_model *out,
                                         struct gm_error *err);
 
@@ -183,18 +318,39 @@ enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct g
  * own name ("gpt2.json"), ".../m/config.json" by its folder "m". */
 void gm_model_name_from_path(struct gm_model *m, const char *path);
 
-/* The architectures gpumem knows, as their model_type names ("llama, mistral, ..."),
- * written to 'out' (n bytes, always terminated). */
-void gm_arch_known_list(char *out, size_t n);
-
-/* Names: "llama", "bf16", ...; static storage, "unknown" for out-of-range values. */
+/* Names: "llama", "bf16", ...; static storage, "unknown" for out-of-range values.  The
+ * architectures gpumem knows are GM_ARCH_UNKNOWN + 1 .. GM_ARCH__COUNT - 1. */
 const char *gm_arch_name(enum gm_arch a);
+/* Whether the architecture's Hugging Face modules fuse q, k and v into one linear (GPT-2
+ * and GPTBigCode c_attn, GPT-NeoX and Falcon query_key_value, Phi-3 qkv_proj, ModernBERT
+ * Wqkv): what a LoRA target can name. */
+bool gm_arch_fused_qkv(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);
 /* Parse a dtype name as HF/torch/safetensors spell it ("bfloat16", "bf16", "BF16",
  * "float32", "F32", "fp8", ...).  GM_DTYPE_UNKNOWN when not recognised. */
 enum gm_dtype gm_dtype_parse(const char *s);
 /* Bits per element (4 for INT4/NF4, 8 for FP8, ...); 0 for UNKNOWN. */
 unsigned gm_dtype_bits(enum gm_dtype t);
+
+/* ---- weight formats (issue 13) ---- */
+
+/* "gptq", "awq", "nf4", ...; static storage, "unknown" out of range. */
+const char *gm_quant_method_name(enum gm_quant_method q);
+/* "embedding", "attention", ...; static storage. */
+const char *gm_param_role_name(enum gm_param_role r);
+/* A scheme with its defaults: GPTQ and AWQ 4 bits in groups of 128 with zeros (GPTQ also
+ * g_idx), INT 4 bits in groups of 128, FP8 one scale per tensor, bitsandbytes 4-bit without
+ * double quantisation (transformers' BitsAndBytesConfig defaults). */
+void gm_quant_init(struct gm_quant *q, enum gm_quant_method method);
+/* The roles (1 << enum gm_param_role) the scheme leaves unquantised: embeddings, norms and
+ * the lm_head always (unless q->lm_head); GPTQ, AWQ, FP8 and INT quantise the linears of
+ * the decoder layers only, so the router and the pooler/classifier stay too; bitsandbytes
+ * converts every other nn.Linear.  Plus q->keep. */
+unsigned gm_quant_kept_roles(const struct gm_quant *q);
+/* The roles a module name of modules_to_not_convert / ignore / llm_int8_skip_modules
+ * stands for ("lm_head", "gate", "re:.*mlp.gate$", "self_attn"); 0 for a name naming one
+ * layer ("model.layers.0.mlp"), which no role can express. */
+unsigned gm_quant_module_roles(const char *name);
 
 #ifdef __cplusplus
 }

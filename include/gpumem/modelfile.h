@@ -74,6 +74,15 @@ struct gm_modelfile_arch {
     uint64_t n_experts_used; /* <arch>.expert_used_count */
     uint64_t expert_ffn;     /* <arch>.expert_feed_forward_length */
     uint64_t sliding_window; /* <arch>.attention.sliding_window, tokens */
+    /* ---- architectures of issue 13 (deepseek2 and MoE keys) ---- */
+    uint64_t q_lora_rank;       /* <arch>.attention.q_lora_rank */
+    uint64_t kv_lora_rank;      /* <arch>.attention.kv_lora_rank */
+    uint64_t head_dim_mla;      /* <arch>.attention.key_length_mla (key_length: the latent) */
+    uint64_t head_dim_v_mla;    /* <arch>.attention.value_length_mla */
+    uint64_t rope_dims;         /* <arch>.rope.dimension_count */
+    uint64_t n_shared_experts;  /* <arch>.expert_shared_count */
+    uint64_t n_dense_layers;    /* <arch>.leading_dense_block_count */
+    uint64_t shared_expert_ffn; /* <arch>.expert_shared_feed_forward_length */
 };
 
 struct gm_modelfile {
@@ -160,6 +169,10 @@ int gm_modelfile_dominant_dtype(const struct gm_modelfile *mf);
 
 /* Whether a tensor with this exact name exists. */
 bool gm_modelfile_has_tensor(const struct gm_modelfile *mf, const char *name);
+
+/* The tensor with this exact name, or NULL. */
+const struct gm_modelfile_tensor *gm_modelfile_find_tensor(const struct gm_modelfile *mf,
+                                                           const char *name);
 
 /* Bits per element of a safetensors dtype name ("BF16" -> 16, "F4" -> 4); 0 if unknown. */
 unsigned gm_safetensors_dtype_bits(const char *name);

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* Format generations (docs: shared/docs/snapshot-format.md section 3), detected from the
+/* Format generations (docs/snapshot.md, "Generations"), detected from the
  * keys present; there is no version field in the file.  Ordered: a later generation
  * implies the features of the earlier ones. */
 enum gm_snapshot_gen {
@@ -272,9 +272,11 @@ struct gm_snapshot_setting {
 
 struct gm_snapshot {
     enum gm_snapshot_gen gen;
-    int protocol;       /* pickle protocol (2..5) */
-    bool is_list;       /* top level was a list of segments (g0) */
-    uint64_t file_size; /* bytes */
+    int protocol;         /* pickle protocol (2..5) */
+    bool is_list;         /* top level was a list of segments (g0) */
+    uint64_t file_size;   /* bytes of the file (the compressed ones when it was gzip'd) */
+    uint64_t pickle_size; /* bytes of the pickle (file_size unless gzip'd) */
+    bool compressed;      /* the file was gzip'd (read through a temporary copy) */
 
     /* Grouped by device (ascending), file order within a device, which is address order
      * in every real file. */
@@ -351,13 +353,25 @@ struct gm_snapshot_opts {
     bool drop_events;
 };
 
-/* Load the snapshot pickle at 'path' (mapped, not copied).  On success *out owns all
- * memory; release it with gm_snapshot_free().  'opts' may be NULL.  Errors:
- * GM_ERR_NOENT/GM_ERR_IO (file), GM_ERR_FORMAT (malformed pickle or not a snapshot, with
- * the byte offset), GM_ERR_UNSUPPORTED (an executing opcode such as GLOBAL/REDUCE, named
- * with its offset), GM_ERR_LIMIT (memory or depth cap), GM_ERR_NOMEM. */
+/* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into
+ * an unlinked temporary file, at most opts->max_memory bytes when set, then mapped).  On
+ * success *out owns all memory; release it with gm_snapshot_free().  'opts' may be NULL.
+ * Errors: GM_ERR_NOENT (no such file, or a directory), GM_ERR_IO (cannot be read, a FIFO or
+ * device, changed while read), GM_ERR_FORMAT (malformed pickle or not a snapshot, with
+ * the byte offset; JSON, text or other compression named as such), GM_ERR_UNSUPPORTED (an
+ * executing opcode such as GLOBAL/REDUCE, named with its offset), GM_ERR_LIMIT (memory or
+ * depth cap), GM_ERR_NOMEM. */
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err);
+
+/* Load from the open descriptor 'fd' (borrowed: not closed), named 'name' in messages
+ * (NULL: "standard input"): a regular file is mapped, anything else (a pipe, a socket) is
+ * copied into an unlinked temporary file first, as a gzip'd input is inflated into one
+ * (gm_snapshot_load() reads gzip'd files the same way).  The same errors as
+ * gm_snapshot_load(), and bytes that are no pickle (JSON, text, a zip archive, other
+ * compression) are GM_ERR_FORMAT naming what they are. */
+enum gm_status gm_snapshot_load_fd(int fd, const char *name, const struct gm_snapshot_opts *opts,
+                                   struct gm_snapshot **out, struct gm_error *err);
 
 /* The same for 'len' bytes at 'data' (borrowed only during the call). */
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
@@ -541,6 +555,45 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
 const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w);
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w);
 
+/* ---- user phases: gpumem.torch.record()'s phase() marks ----
+ *
+ * Each phase() of gpumem.torch.record() is a record_function range "gpumem.phase:<name>",
+ * kept by PyTorch (2.4+) as START and END entries of external_annotations, per device, by
+ * time.  A START opens a range of its name and the next END of that name closes it; one
+ * never closed lasts to the end (the snapshot was dumped inside it, as at an OOM). */
+#define GM_USER_PHASE_PREFIX "gpumem.phase:"
+
+struct gm_snapshot_user_range {
+    const char *name; /* <name> (borrowed from the snapshot) */
+    int64_t start_us;
+    int64_t end_us; /* INT64_MAX: never closed */
+};
+
+/* The user ranges of device 'device', sorted by start (an outer range before those inside
+ * it) into *out (gm_free(), the caller's; NULL with *n_out 0 when there are none).  Errors:
+ * GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t device,
+                                       struct gm_snapshot_user_range **out, size_t *n_out,
+                                       struct gm_error *err);
+
+/* The name of the innermost user range open at 'time_us', or NULL. */
+const char *gm_snapshot_user_phase_at(const struct gm_snapshot_user_range *r, size_t n,
+                                      int64_t time_us);
+
+/* An out-of-memory event of a trace. */
+struct gm_snapshot_oom {
+    size_t event;         /* index in the device trace */
+    uint64_t requested;   /* bytes the failed allocation asked for */
+    uint64_t device_free; /* bytes CUDA reported free */
+    uint64_t stream;
+};
+
+/* The first oom event of 'dev' into *out (one pass, stopping at it); false when the trace
+ * has none, or when the snapshot was loaded without its events (dev->n_actions[GM_ACTION_OOM]
+ * still counts them then). */
+bool gm_snapshot_first_oom(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                           struct gm_snapshot_oom *out);
+
 /* Group live allocations by stack: one group per distinct stack, summed bytes and count,
  * largest first. */
 struct gm_snapshot_live_group {
@@ -555,9 +608,63 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
                                       struct gm_snapshot_live_group **out, size_t *n_out,
                                       struct gm_error *err);
 
-/* Index of the first frame of 'stack' that is user code (a Python frame outside torch/ and
- * not noise), or of the first non-noise frame when there is none; -1 for an empty stack. */
+/* ---- frames: whose code allocated, and how a stack is shown ----
+ *
+ * The one rule that names "the user frame" everywhere (peak, leaks, diff, the analysis,
+ * the report): a frame is the user's when it is a Python frame, not noise, of the
+ * program's own code: not in the torch package ('/torch/' in its path), not in an
+ * installed package (site-packages, dist-packages), not the Python standard library
+ * (.../lib/python3.X/..., ...\Lib\...), not a frozen or generated module ('<frozen ...>').
+ * Paths are compared with '/' and '\\' alike. */
+bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f);
+
+/* Index in stacks[stack].frames of its first user frame (innermost first), or of its first
+ * non-noise frame when it has none; -1 for an empty stack. */
 long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack);
+
+/* The frames worth listing for 'stack': its Python frames when it has any (the C++ frames
+ * under them are the interpreter and the operator machinery), else its frames that are
+ * not noise.  Writes up to 'cap' frame ids into 'ids' and returns how many the stack has
+ * (may exceed cap). */
+size_t gm_snapshot_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
+                                size_t cap);
+
+/* A stack shown folded, as every command shows one: the first frame (the user frame, or
+ * the first non-noise frame when there is none; for a C++-only stack the ATen operator),
+ * the user frames that called it (outwards), the innermost frame when the user's line
+ * called into a library ("via": torch.nn.functional.cross_entropy, adamw.py:120), and how
+ * many frames are folded away (torch internals, C++, library code).  Indexes are into
+ * stacks[stack].frames, -1 when absent. */
+#define GM_SNAPSHOT_VIEW_CALLERS 8
+struct gm_snapshot_stack_view {
+    long first;         /* -1: an empty stack */
+    bool first_is_user; /* gm_snapshot_frame_is_user() of 'first' */
+    long via;
+    long callers[GM_SNAPSHOT_VIEW_CALLERS]; /* innermost first */
+    size_t n_callers;
+    uint32_t n_folded; /* non-noise frames not shown */
+};
+void gm_snapshot_stack_view(const struct gm_snapshot *snap, uint32_t stack,
+                            struct gm_snapshot_stack_view *out);
+
+/* A stack of some snapshot (stacks shown together may come from two files: diff). */
+struct gm_snapshot_stack_ref {
+    const struct gm_snapshot *snap;
+    uint32_t stack;
+};
+
+/* For n stacks listed together: stacks that show alike folded with up to 'callers' callers
+ * (the same first and via frames and callers, compared by filename, line and name; a one-line
+ * listing shows 0 callers) are told apart by a frame of their own.  apart[i] gets the index
+ * in refs[i]'s stack of the first frame, innermost first, in which it differs from the stack
+ * that shows like it and shares the most frames with it, or -1 when no other stack shows
+ * like it.  One cross_entropy line called from train_step and from evaluate parts at the
+ * caller of the model. */
+void gm_snapshot_stacks_apart(const struct gm_snapshot_stack_ref *refs, size_t n, size_t callers,
+                              long *apart);
+
+/* The stacks the file records: interned stacks less the empty stack (id 0). */
+size_t gm_snapshot_unique_stacks(const struct gm_snapshot *snap);
 
 #ifdef __cplusplus
 }

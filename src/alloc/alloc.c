@@ -3,7 +3,7 @@
  * with its statistics, over a struct gm_alloc_device.
  *
  * Each function below names the PyTorch function it models; the rules are stated in
- * ../shared/docs/allocator-model.md sections 3-7.  One stream set per model, no CUDA
+ * docs/alloc.md section 1.  One stream set per model, no CUDA
  * graphs, no cross-stream events (free returns a block to the pool at once: what a trace's
  * free_completed records). */
 #include "alloc/alloc_int.h"

@@ -155,6 +155,68 @@ static void ev_push(struct evlist *l, enum gm_alloc_event_kind k, uint64_t size,
     l->n++;
 }
 
+/* ---- the state at the start of a late trace ------------------------------------------- */
+
+struct seed_seg {
+    uint64_t size; /* bytes */
+    int64_t stream;
+    bool small;
+};
+
+struct seed_alloc {
+    uint64_t addr;
+    uint64_t size; /* requested bytes */
+    int64_t stream;
+};
+
+/* What existed before the first trace event: the segments, and the allocations alive from
+ * the start (freed in the trace without an alloc before, or allocated at snapshot time with
+ * no alloc in the trace). */
+struct initial {
+    struct seed_seg *segs;
+    size_t n_segs, cap_segs;
+    struct seed_alloc *allocs;
+    size_t n_allocs, cap_allocs;
+    bool failed; /* an append ran out of memory */
+};
+
+static void initial_release(struct initial *ini)
+{
+    gm_free(ini->segs);
+    gm_free(ini->allocs);
+    memset(ini, 0, sizeof(*ini));
+}
+
+static void add_seg(struct initial *ini, uint64_t size, int64_t stream, bool small)
+{
+    if (ini->n_segs == ini->cap_segs) {
+        size_t cap = ini->cap_segs ? ini->cap_segs * 2 : 16;
+        struct seed_seg *v = gm_realloc(ini->segs, cap * sizeof(*v));
+        if (!v) {
+            ini->failed = true;
+            return;
+        }
+        ini->segs = v;
+        ini->cap_segs = cap;
+    }
+    ini->segs[ini->n_segs++] = (struct seed_seg){size, stream, small};
+}
+
+static void add_alloc(struct initial *ini, uint64_t addr, uint64_t size, int64_t stream)
+{
+    if (ini->n_allocs == ini->cap_allocs) {
+        size_t cap = ini->cap_allocs ? ini->cap_allocs * 2 : 64;
+        struct seed_alloc *v = gm_realloc(ini->allocs, cap * sizeof(*v));
+        if (!v) {
+            ini->failed = true;
+            return;
+        }
+        ini->allocs = v;
+        ini->cap_allocs = cap;
+    }
+    ini->allocs[ini->n_allocs++] = (struct seed_alloc){addr, size, stream};
+}
+
 struct run_ctx {
     const struct gm_snapshot *snap;
     struct evlist pred;
@@ -254,20 +316,32 @@ static enum gm_alloc_event_kind kind_of(uint8_t a)
     }
 }
 
-/* Check the conditions; fills rd->replayable/reason and the recorded figures, and 'rec'
- * with the recorded segment events. */
+/* Note why a trace starts late (the first reason found is kept). */
+static void late(struct gm_replay_device *rd, const char *why)
+{
+    if (rd->late_start)
+        return;
+    rd->late_start = true;
+    snprintf(rd->late_start_note, sizeof(rd->late_start_note), "%s", why);
+}
+
+/* Check the conditions; fills rd->replayable/reason, the recorded figures and the late
+ * start, 'rec' with the recorded segment events and 'ini' with the state at the start. */
 static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
-                           struct gm_replay_device *rd, struct evlist *rec)
+                           struct gm_replay_device *rd, struct evlist *rec, struct initial *ini)
 {
     struct addrmap live = {0}, segs = {0};
     int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
     uint64_t final_total = 0;
+    bool expandable = false;
     enum gm_status st = GM_OK;
+    char why[200];
 
     rd->replayable = true;
     for (size_t i = 0; i < dev->n_segments; i++) {
         const struct gm_snapshot_segment *s = &snap->segments[dev->first_segment + i];
         final_total += s->total_size;
+        expandable = expandable || s->is_expandable;
         if (s->has_pool_id && (s->pool_id[0] != 0 || s->pool_id[1] != 0) && rd->replayable) {
             rd->replayable = false;
             snprintf(rd->reason, sizeof(rd->reason),
@@ -278,12 +352,9 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         }
     }
     rd->recorded_final_reserved_bytes = final_total;
-    if (snap->trace_overflowed && rd->replayable) {
-        rd->replayable = false;
-        snprintf(rd->reason, sizeof(rd->reason),
-                 "the trace ring buffer overflowed (trace_alloc_overflowed): early events are "
-                 "missing");
-    }
+    if (snap->trace_overflowed)
+        late(rd, "the trace ring buffer overflowed (trace_alloc_overflowed): its first events "
+                 "are lost");
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
     gm_snapshot_cursor_init(&c, dev, 0);
@@ -304,14 +375,12 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         case GM_ACTION_FREE_COMPLETED:
             j = am_find(&live, e->addr);
             if (j == SIZE_MAX) {
-                if (rd->replayable) {
-                    rd->replayable = false;
-                    snprintf(rd->reason, sizeof(rd->reason),
-                             "event %zu frees 0x%llx, which the trace never allocated: "
-                             "recording started after the allocation or the ring buffer "
-                             "wrapped",
-                             k, (unsigned long long)e->addr);
-                }
+                snprintf(why, sizeof(why),
+                         "event %zu frees 0x%llx, which the trace never allocated: recording "
+                         "started after the allocation or the ring buffer wrapped",
+                         k, (unsigned long long)e->addr);
+                late(rd, why);
+                add_alloc(ini, e->addr, e->size, (int64_t)gm_snapshot_event_stream(snap, e));
             } else {
                 am_remove_at(&live, j);
             }
@@ -336,13 +405,13 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             if (e->action == GM_ACTION_SEGMENT_FREE) {
                 j = am_find(&segs, e->addr);
                 if (j == SIZE_MAX) {
-                    if (rd->replayable) {
-                        rd->replayable = false;
-                        snprintf(rd->reason, sizeof(rd->reason),
-                                 "event %zu frees segment 0x%llx, which the trace never "
-                                 "allocated: recording started late",
-                                 k, (unsigned long long)e->addr);
-                    }
+                    snprintf(why, sizeof(why),
+                             "event %zu frees segment 0x%llx, which the trace never allocated: "
+                             "recording started late",
+                             k, (unsigned long long)e->addr);
+                    late(rd, why);
+                    add_seg(ini, e->size, (int64_t)gm_snapshot_event_stream(snap, e),
+                            e->size == GM_ALLOC_SMALL_BUFFER);
                 } else {
                     am_remove_at(&segs, j);
                 }
@@ -354,7 +423,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         default:
             break;
         }
-        if (!st && rec->failed)
+        if (!st && (rec->failed || ini->failed))
             st = GM_ERR_NOMEM;
         if (st)
             goto out_release;
@@ -373,14 +442,56 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         snprintf(rd->reason, sizeof(rd->reason),
                  "the trace holds no alloc event (%zu entries): nothing to replay", dev->n_events);
     }
-    if (rd->replayable && net != (int64_t)final_total) {
+    /* what existed from before the trace: the final segments it did not create, and the
+     * blocks allocated at snapshot time that it did not allocate */
+    for (size_t i = 0; i < dev->n_segments; i++) {
+        const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
+        /* (a 2 MiB segment is the small pool's whatever the file says: the large pool
+         * never makes one) */
+        if (!sg->is_expandable && am_find(&segs, sg->address) == SIZE_MAX)
+            add_seg(ini, sg->total_size, (int64_t)sg->stream,
+                    sg->is_small || sg->total_size == GM_ALLOC_SMALL_BUFFER);
+        for (size_t b = 0; b < sg->n_blocks; b++) {
+            const struct gm_snapshot_block *bl = &sg->blocks[b];
+            if ((bl->state == GM_BLOCK_ACTIVE_ALLOCATED ||
+                 bl->state == GM_BLOCK_ACTIVE_PENDING_FREE) &&
+                am_find(&live, bl->address) == SIZE_MAX)
+                add_alloc(ini, bl->address, bl->requested_size, (int64_t)sg->stream);
+        }
+    }
+    if (ini->failed) {
+        st = GM_ERR_NOMEM;
+        goto out_release;
+    }
+    if (net != (int64_t)final_total) {
         char a[32], b[32];
-        rd->replayable = false;
-        snprintf(rd->reason, sizeof(rd->reason),
-                 "the trace does not start from an empty allocator: its segment events "
-                 "account for %s but the snapshot holds %s",
+        snprintf(why, sizeof(why),
+                 "the trace does not start from an empty allocator: its segment events account "
+                 "for %s but the snapshot holds %s",
                  gm_format_bytes(a, sizeof(a), net > 0 ? (uint64_t)net : 0, GM_UNITS_IEC),
                  gm_format_bytes(b, sizeof(b), final_total, GM_UNITS_IEC));
+        late(rd, why);
+    }
+    if (ini->n_allocs && !rd->late_start)
+        late(rd, "blocks allocated at snapshot time have no alloc in the trace: recording "
+                 "started after them");
+    if (rd->late_start) {
+        for (size_t i = 0; i < ini->n_segs; i++)
+            rd->initial_reserved_bytes += ini->segs[i].size;
+        if (expandable) {
+            int64_t initial = (int64_t)final_total - net;
+            rd->initial_reserved_bytes = initial > 0 ? (uint64_t)initial : 0;
+        }
+        rd->initial_segments = ini->n_segs;
+        rd->initial_allocations = ini->n_allocs;
+        for (size_t i = 0; i < ini->n_allocs; i++)
+            rd->initial_allocated_bytes += ini->allocs[i].size;
+        snprintf(rd->late_start_unknown, sizeof(rd->late_start_unknown), "%s",
+                 expandable ? "which pages of the expandable segments were mapped but free at "
+                              "the start (the model maps what the allocations alive then need)"
+                            : "where the allocations alive at the start sat inside their "
+                              "segments (the model places them by best fit), so the first "
+                              "segment events may differ");
     }
 out_release:
     am_release(&live);
@@ -462,18 +573,63 @@ struct empties {
     size_t cap;
 };
 
+/* Put the model in the state of a late trace's start: the segments that existed then (each
+ * made by an allocation of its size, then freed, so that it stays cached), then the
+ * allocations alive from the start, whose trace addresses 'map' gets.  No event reaches the
+ * hook, and the statistics start from this state.  An allocation that does not fit counts
+ * as an out-of-memory error at the start. */
+static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct addrmap *map,
+                           struct gm_replay_run *out, struct gm_error *err)
+{
+    uint64_t *ptrs = gm_calloc(ini->n_segs ? ini->n_segs : 1, sizeof(uint64_t));
+    enum gm_status st = GM_OK;
+    if (!ptrs)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+    for (size_t i = 0; i < ini->n_segs && st == GM_OK; i++) {
+        const struct seed_seg *g = &ini->segs[i];
+        /* a request of the small pool makes a 2 MiB small segment; one of a large
+         * segment's size makes that segment */
+        st = gm_alloc_malloc(a, g->small ? GM_ALLOC_SMALL_SIZE : g->size, g->stream, &ptrs[i], err);
+        if (st == GM_ERR_LIMIT) {
+            out->n_ooms++;
+            out->n_ooms_at_start++;
+            st = GM_OK;
+        }
+    }
+    for (size_t i = 0; i < ini->n_segs && st == GM_OK; i++)
+        if (ptrs[i])
+            st = gm_alloc_dealloc(a, ptrs[i], err);
+    gm_free(ptrs);
+    for (size_t i = 0; i < ini->n_allocs && st == GM_OK; i++) {
+        const struct seed_alloc *x = &ini->allocs[i];
+        uint64_t ptr = 0;
+        st = gm_alloc_malloc(a, x->size, x->stream, &ptr, err);
+        if (st == GM_ERR_LIMIT) {
+            out->n_ooms++;
+            out->n_ooms_at_start++;
+            st = GM_OK;
+        } else if (st == GM_OK && ptr && am_put(map, x->addr, ptr) != GM_OK) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+        }
+    }
+    gm_alloc_reset_peak(a);
+    gm_alloc_reset_accumulated(a);
+    return st;
+}
+
 /* One replay of 'dev'.  infer: the validation run (infers empty_cache into *emp);
- * otherwise empty_cache is called at the positions in *emp. */
+ * otherwise empty_cache is called at the positions in *emp.  'ini': the state at the start
+ * of a late trace, NULL for a trace that starts from an empty allocator. */
 static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_alloc_conf *conf,
                           uint64_t capacity, uint64_t device_bytes, double fraction, bool infer,
-                          struct empties *emp, struct run_ctx *rc, struct gm_replay_run *out,
-                          struct sizes *final, struct gm_error *err)
+                          const struct initial *ini, struct empties *emp, struct run_ctx *rc,
+                          struct gm_replay_run *out, struct sizes *final, struct gm_error *err)
 {
     struct gm_alloc_fakedev fake;
     struct gm_alloc_device d;
     struct gm_alloc *a = NULL;
     struct addrmap map = {0};
-    uint64_t rec_frees = 0, best_reserved = 0;
+    uint64_t rec_frees = 0, best_reserved = 0, best_allocated = 0;
     size_t next_empty = 0;
     enum gm_status st;
 
@@ -492,7 +648,13 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
         if (st)
             goto out_free;
     }
+    if (ini && (st = seed(a, ini, &map, out, err)) != GM_OK)
+        goto out_free;
     gm_alloc_set_event_hook(a, on_model_event, rc);
+    best_reserved = a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current;
+    best_allocated = a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+    out->allocated_at_peak_reserved_bytes = best_allocated;
+    out->reserved_at_peak_allocated_bytes = best_reserved;
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
     gm_snapshot_cursor_init(&c, dev, 0);
@@ -559,10 +721,14 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
         {
             const struct gm_alloc_stats *s = &a->stats;
             uint64_t r = s->reserved_bytes[GM_ALLOC_STAT_ALL].current;
+            uint64_t al = s->allocated_bytes[GM_ALLOC_STAT_ALL].current;
             if (r > best_reserved) {
                 best_reserved = r;
-                out->allocated_at_peak_reserved_bytes =
-                    s->allocated_bytes[GM_ALLOC_STAT_ALL].current;
+                out->allocated_at_peak_reserved_bytes = al;
+            }
+            if (al > best_allocated) {
+                best_allocated = al;
+                out->reserved_at_peak_allocated_bytes = r;
             }
         }
     }
@@ -573,6 +739,10 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     out->final_reserved_bytes = out->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current;
     out->final_allocated_bytes = out->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     out->n_alloc_retries = out->stats.num_alloc_retries;
+    out->unallocated_at_peak_allocated_bytes =
+        out->reserved_at_peak_allocated_bytes > out->peak_allocated_bytes
+            ? out->reserved_at_peak_allocated_bytes - out->peak_allocated_bytes
+            : 0;
     if (final) {
         size_t n = gm_alloc_segment_sizes(a, NULL, 0);
         final->v = gm_calloc(n ? n : 1, sizeof(uint64_t));
@@ -624,6 +794,93 @@ static void compare(const struct evlist *rec, const struct evlist *pred,
     }
 }
 
+/* What one device's replays share: the state at the start of a late trace and the
+ * inferred empty_cache() calls. */
+struct prep {
+    struct initial ini;
+    struct empties emp;
+};
+
+static void prep_release(struct prep *p)
+{
+    initial_release(&p->ini);
+    gm_free(p->emp.at);
+    memset(p, 0, sizeof(*p));
+}
+
+/* The soundness scan and the validation run of 'dev' with the recorded settings 'own' into
+ * rd; 'p' then holds what the other runs need (when rd->replayable). */
+static enum gm_status prepare(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                              const struct gm_alloc_conf *own, uint64_t device_bytes,
+                              struct gm_replay_device *rd, struct prep *p, struct gm_error *err)
+{
+    struct sizes final = {NULL, 0, NULL, 0};
+    struct evlist rec = {NULL, 0, 0, false};
+    struct run_ctx rc;
+    enum gm_status st;
+    memset(p, 0, sizeof(*p));
+    rd->device = dev->index;
+    rd->n_trace_events = dev->n_events;
+    st = scan(snap, dev, rd, &rec, &p->ini);
+    if (st) {
+        gm_free(rec.v);
+        return gm_fail(err, st, GM_NO_OFFSET, "replay: out of memory");
+    }
+    if (rd->replayable && own->backend != GM_ALLOC_BACKEND_NATIVE) {
+        rd->replayable = false;
+        snprintf(rd->reason, sizeof(rd->reason),
+                 "recorded with backend:cudaMallocAsync, which the model does not replay");
+    }
+    if (!rd->replayable) {
+        gm_free(rec.v);
+        return GM_OK;
+    }
+    memset(&rc, 0, sizeof(rc));
+    rc.snap = snap;
+    st = run(dev, own, 0, device_bytes, 0.0, true, rd->late_start ? &p->ini : NULL, &p->emp, &rc,
+             &rd->own, &final, err);
+    if (st == GM_OK) {
+        compare(&rec, &rc.pred, rd);
+        rd->n_inferred_empty_cache = p->emp.n;
+        if (compare_final(snap, dev, &final, rd))
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+    }
+    gm_free(final.v);
+    gm_free(final.blocks);
+    gm_free(rc.pred.v);
+    gm_free(rec.v);
+    return st;
+}
+
+/* A prediction run of a prepared device under 'conf'. */
+static enum gm_status predict(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                              const struct gm_replay_device *rd, struct prep *p,
+                              const struct gm_alloc_conf *conf, uint64_t device_bytes,
+                              double fraction, struct gm_replay_run *out, struct gm_error *err)
+{
+    struct run_ctx rc;
+    enum gm_status st;
+    memset(&rc, 0, sizeof(rc));
+    rc.snap = snap;
+    st = run(dev, conf, device_bytes, device_bytes, fraction, false,
+             rd->late_start ? &p->ini : NULL, &p->emp, &rc, out, NULL, err);
+    gm_free(rc.pred.v);
+    return st;
+}
+
+static enum gm_status check_opts(const struct gm_snapshot *snap, const struct gm_replay_opts *opts,
+                                 struct gm_error *err)
+{
+    if (opts->memory_fraction != 0.0 &&
+        (!(opts->memory_fraction > 0.0 && opts->memory_fraction <= 1.0) || !opts->device_bytes))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "replay: a memory fraction needs the device memory and must be in (0, 1]");
+    if (snap->events_dropped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "replay: the snapshot was loaded without its events");
+    return GM_OK;
+}
+
 enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct gm_replay_opts *opts,
                                   struct gm_replay_result *out, struct gm_error *err)
 {
@@ -636,13 +893,8 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
         memset(&none, 0, sizeof(none));
         opts = &none;
     }
-    if (opts->memory_fraction != 0.0 &&
-        (!(opts->memory_fraction > 0.0 && opts->memory_fraction <= 1.0) || !opts->device_bytes))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "replay: a memory fraction needs the device memory and must be in (0, 1]");
-    if (snap->events_dropped)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "replay: the snapshot was loaded without its events");
+    if ((st = check_opts(snap, opts, err)) != GM_OK)
+        return st;
     gm_replay_snapshot_conf(snap, &out->own_conf, &out->own_conf_assumed);
     gm_alloc_conf_format(&out->own_conf, out->own_conf_string, sizeof(out->own_conf_string));
     for (size_t d = 0; d < snap->n_devices; d++)
@@ -656,59 +908,178 @@ enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct g
     for (size_t d = 0; d < snap->n_devices && st == GM_OK; d++) {
         const struct gm_snapshot_device *dev = &snap->devices[d];
         struct gm_replay_device *rd;
-        struct empties emp = {0};
-        struct sizes final = {NULL, 0, NULL, 0};
-        struct evlist rec = {NULL, 0, 0, false};
-        struct run_ctx rc;
+        struct prep p;
+        /* device memory alone: what the recorded settings do on a device of that size */
+        const struct gm_alloc_conf *what_if = opts->what_if        ? opts->what_if
+                                              : opts->device_bytes ? &out->own_conf
+                                                                   : NULL;
         if (!dev->n_events)
             continue;
         rd = &out->devices[out->n_devices++];
-        rd->device = dev->index;
-        rd->n_trace_events = dev->n_events;
-        st = scan(snap, dev, rd, &rec);
-        if (st) {
-            gm_free(rec.v);
-            gm_fail(err, st, GM_NO_OFFSET, "replay: out of memory");
-            break;
-        }
-        if (!rd->replayable) {
-            gm_free(rec.v);
-            continue;
-        }
-        if (out->own_conf.backend != GM_ALLOC_BACKEND_NATIVE) {
-            rd->replayable = false;
-            snprintf(rd->reason, sizeof(rd->reason),
-                     "recorded with backend:cudaMallocAsync, which the model does not replay");
-            gm_free(rec.v);
-            continue;
-        }
-        memset(&rc, 0, sizeof(rc));
-        rc.snap = snap;
-        st = run(dev, &out->own_conf, 0, opts->device_bytes, 0.0, true, &emp, &rc, &rd->own, &final,
-                 err);
-        if (st == GM_OK) {
-            compare(&rec, &rc.pred, rd);
-            rd->n_inferred_empty_cache = emp.n;
-            if (compare_final(snap, dev, &final, rd))
-                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
-        }
-        gm_free(final.v);
-        gm_free(final.blocks);
-        gm_free(rc.pred.v);
-        gm_free(rec.v);
-        if (st == GM_OK && opts->what_if) {
-            memset(&rc, 0, sizeof(rc));
-            rc.snap = snap;
-            st = run(dev, opts->what_if, opts->device_bytes, opts->device_bytes,
-                     opts->memory_fraction, false, &emp, &rc, &rd->what_if, NULL, err);
+        st = prepare(snap, dev, &out->own_conf, opts->device_bytes, rd, &p, err);
+        if (st == GM_OK && rd->replayable && what_if) {
+            st = predict(snap, dev, rd, &p, what_if, opts->device_bytes, opts->memory_fraction,
+                         &rd->what_if, err);
             rd->has_what_if = st == GM_OK;
-            gm_free(rc.pred.v);
         }
-        gm_free(emp.at);
+        prep_release(&p);
     }
     if (st)
         gm_replay_release(out);
     return st;
+}
+
+/* ---- comparing the common settings ---------------------------------------------------- */
+
+const char *gm_replay_verdict_name(enum gm_replay_verdict v)
+{
+    static const char *const names[] = {"keep", "change", "avoids_oom", "nothing_fits"};
+    return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "keep";
+}
+
+/* Add the recorded settings with the change 'change' (parsed on top of them), unless it
+ * changes nothing. */
+static void add_choice(struct gm_replay_comparison *c, const struct gm_alloc_conf *own,
+                       const char *change)
+{
+    struct gm_replay_choice *ch;
+    struct gm_alloc_conf conf = *own;
+    char a[256], b[256];
+    if (c->n_choices >= GM_REPLAY_MAX_CHOICES)
+        return;
+    if (*change && gm_alloc_conf_parse(&conf, change, NULL) != GM_OK)
+        return;
+    gm_alloc_conf_format(own, a, sizeof(a));
+    gm_alloc_conf_format(&conf, b, sizeof(b));
+    if (*change && !strcmp(a, b) &&
+        conf.garbage_collection_threshold == own->garbage_collection_threshold)
+        return; /* already the recorded setting */
+    ch = &c->choices[c->n_choices++];
+    memset(ch, 0, sizeof(*ch));
+    ch->conf = conf;
+    snprintf(ch->change, sizeof(ch->change), "%s", change);
+    snprintf(ch->settings, sizeof(ch->settings), "%s", b);
+}
+
+/* Better first: fewer out-of-memory errors, then less peak reserved, the recorded settings
+ * (and then the order tried) first among equals. */
+static bool better(const struct gm_replay_choice *x, size_t ix, const struct gm_replay_choice *y,
+                   size_t iy)
+{
+    if (x->run.n_ooms != y->run.n_ooms)
+        return x->run.n_ooms < y->run.n_ooms;
+    if (x->run.peak_reserved_bytes != y->run.peak_reserved_bytes)
+        return x->run.peak_reserved_bytes < y->run.peak_reserved_bytes;
+    return ix < iy;
+}
+
+/* A saving worth changing a setting for: 5% of the peak reserved, or 64 MiB. */
+static bool worth(uint64_t from, uint64_t to)
+{
+    uint64_t d = from > to ? from - to : 0;
+    return d >= (uint64_t)64 << 20 || (double)d >= 0.05 * (double)from;
+}
+
+static void rank_choices(struct gm_replay_comparison *c)
+{
+    /* insertion sort: at most GM_REPLAY_MAX_CHOICES, stable by the order tried */
+    size_t order[GM_REPLAY_MAX_CHOICES];
+    struct gm_replay_choice sorted[GM_REPLAY_MAX_CHOICES];
+    const struct gm_replay_choice *best, *rec;
+    memset(sorted, 0, sizeof(sorted));
+    for (size_t i = 0; i < c->n_choices; i++) {
+        size_t j = i;
+        while (j > 0 && better(&c->choices[i], i, &c->choices[order[j - 1]], order[j - 1])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (size_t i = 0; i < c->n_choices; i++) {
+        sorted[i] = c->choices[order[i]];
+        if (order[i] == 0)
+            c->recorded = i;
+    }
+    memcpy(c->choices, sorted, c->n_choices * sizeof(sorted[0]));
+    best = &c->choices[0];
+    rec = &c->choices[c->recorded];
+    if (best->run.n_ooms)
+        c->verdict = GM_REPLAY_NOTHING_FITS;
+    else if (rec->run.n_ooms)
+        c->verdict = GM_REPLAY_AVOIDS_OOM;
+    else if (c->recorded != 0 && worth(rec->run.peak_reserved_bytes, best->run.peak_reserved_bytes))
+        c->verdict = GM_REPLAY_CHANGE;
+    else
+        c->verdict = GM_REPLAY_KEEP;
+}
+
+enum gm_status gm_replay_compare(const struct gm_snapshot *snap, const struct gm_replay_opts *opts,
+                                 struct gm_replay_comparison **out, size_t *n_out,
+                                 struct gm_error *err)
+{
+    static const char *const changes[] = {
+        "",
+        "expandable_segments:True",
+        "expandable_segments:False",
+        "max_split_size_mb:128",
+        "max_split_size_mb:256",
+        "max_split_size_mb:512",
+        "garbage_collection_threshold:0.8",
+        "roundup_power2_divisions:4",
+    };
+    struct gm_replay_opts none;
+    struct gm_alloc_conf own;
+    bool assumed;
+    size_t n = 0;
+    enum gm_status st = GM_OK;
+    *out = NULL;
+    *n_out = 0;
+    if (!opts) {
+        memset(&none, 0, sizeof(none));
+        opts = &none;
+    }
+    if ((st = check_opts(snap, opts, err)) != GM_OK)
+        return st;
+    gm_replay_snapshot_conf(snap, &own, &assumed);
+    *out = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(**out));
+    if (!*out)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+    for (size_t d = 0; d < snap->n_devices && st == GM_OK; d++) {
+        const struct gm_snapshot_device *dev = &snap->devices[d];
+        struct gm_replay_device rd;
+        struct gm_replay_comparison *c = &(*out)[n];
+        struct prep p;
+        /* garbage collection acts only under a memory fraction, which needs the device */
+        double fraction = opts->memory_fraction > 0 ? opts->memory_fraction : 1.0;
+        if (!dev->n_events)
+            continue;
+        memset(&rd, 0, sizeof(rd));
+        st = prepare(snap, dev, &own, opts->device_bytes, &rd, &p, err);
+        if (st != GM_OK || !rd.replayable) {
+            prep_release(&p);
+            continue;
+        }
+        memset(c, 0, sizeof(*c));
+        c->device = dev->index;
+        for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++)
+            if (opts->device_bytes || strncmp(changes[i], "garbage_collection", 18))
+                add_choice(c, &own, changes[i]);
+        for (size_t i = 0; i < c->n_choices && st == GM_OK; i++)
+            st = predict(snap, dev, &rd, &p, &c->choices[i].conf, opts->device_bytes,
+                         opts->device_bytes ? fraction : 0.0, &c->choices[i].run, err);
+        prep_release(&p);
+        if (st == GM_OK) {
+            rank_choices(c);
+            n++;
+        }
+    }
+    if (st != GM_OK) {
+        gm_free(*out);
+        *out = NULL;
+        return st;
+    }
+    *n_out = n;
+    return GM_OK;
 }
 
 void gm_replay_release(struct gm_replay_result *r)

@@ -809,11 +809,14 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             lifetime += a->bytes;
     }
     size_t it = 0, is = 0;
+    struct ana_user_cursor uc;
+    ana_user_cursor_init(&uc, dev);
     gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         double x = 0.0;
         unsigned b;
+        uint32_t up = k >= 0 && dev->n_user_ranges ? ana_user_cursor_at(&uc, k) : UINT32_MAX;
         if (k >= 0) {
             e = gm_snapshot_cursor_next(&c);
             x = gm_lod_axis_x_of(&ax, k, e);
@@ -826,8 +829,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                       prev_reserved, cur);
         cur_b = b;
         if (k >= 0) {
+            if (up != UINT32_MAX)
+                dev->user_phases[up].n_events++;
             if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
                 const struct gm_analysis_alloc *a = &dev->allocs[ai++];
+                if (up != UINT32_MAX)
+                    dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
@@ -850,6 +857,15 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             copy_bytes(dev->at_peak, cur);
             dev->at_peak_unexplained = unexplained;
             dev->at_peak_lifetime_only = lifetime;
+            dev->peak_user_phase = up == UINT32_MAX ? -1 : (int32_t)up;
+        }
+        if (up != UINT32_MAX) {
+            struct gm_analysis_user_phase *u = &dev->user_phases[up];
+            if (u->peak_event < 0 || total > u->peak_bytes) {
+                u->peak_bytes = total;
+                u->peak_event = k;
+                copy_bytes(u->at_peak, cur);
+            }
         }
         /* Iteration figures. */
         while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
@@ -964,20 +980,163 @@ static int cmp_leak(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+static int cmp_leak_site(const void *a, const void *b)
+{
+    const struct gm_analysis_leak_site *x = a, *y = b;
+    if (x->total_bytes != y->total_bytes)
+        return x->total_bytes > y->total_bytes ? -1 : 1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* One leaking allocation site, before the sites are grouped by cause. */
+struct site_leak {
+    struct gm_analysis_leak_site site;
+    uint8_t kind;                  /* enum gm_leak_kind */
+    uint8_t category;              /* enum gm_category */
+    int32_t first_iter, last_iter; /* the first and last iteration that kept memory */
+    uint32_t frame;                /* the frame that names its cause (ANA_NO_FRAME: none) */
+    uint32_t cause;                /* index of its cause */
+};
+
+/* The median of the bytes kept per iteration over kept[k..] of one site (or cause): the
+ * run of equal .site from k; returns the index after the run.  'per_it' is scratch of at
+ * least the iterations' count. */
+static size_t median_run(const struct kept_alloc *kept, size_t n_kept, size_t k, uint64_t *per_it,
+                         uint64_t *median, uint32_t *n_iterations)
+{
+    size_t nz = 0;
+    uint32_t cur = kept[k].site;
+    for (; k < n_kept && kept[k].site == cur; k++) {
+        if (nz && kept[k - 1].iteration == kept[k].iteration && kept[k - 1].site == cur)
+            per_it[nz - 1] += kept[k].bytes;
+        else
+            per_it[nz++] = kept[k].bytes;
+    }
+    qsort(per_it, nz, sizeof(uint64_t), cmp_u64);
+    *median = nz ? per_it[nz / 2] : 0;
+    *n_iterations = (uint32_t)nz;
+    return k;
+}
+
+/* The order of leaking sites by cause: kind, naming frame, iteration pattern; sites that no
+ * frame names stay causes of their own. */
+static int cmp_cause(const void *a, const void *b)
+{
+    const struct site_leak *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->frame != y->frame)
+        return x->frame < y->frame ? -1 : 1;
+    if (x->first_iter != y->first_iter)
+        return x->first_iter < y->first_iter ? -1 : 1;
+    if (x->last_iter != y->last_iter)
+        return x->last_iter < y->last_iter ? -1 : 1;
+    if (x->site.n_iterations != y->site.n_iterations)
+        return x->site.n_iterations < y->site.n_iterations ? -1 : 1;
+    if (x->frame == ANA_NO_FRAME && x->site.stack != y->site.stack)
+        return x->site.stack < y->site.stack ? -1 : 1;
+    return 0;
+}
+
+/* One leak per cause: the sites that share the frame naming the cause and the iteration
+ * pattern (the same iterations keep memory).  A forward result is named by the frame that
+ * called the model (every activation of an evaluate() without no_grad is kept by
+ * evaluate()), anything else by its first user frame.  The leaks go into the device's
+ * arena, 'held' gets their bytes; kept[] (its .site the index into sl[]) is reordered. */
+static enum gm_status leak_causes(struct work *w, struct site_leak *sl, size_t n_sl,
+                                  struct kept_alloc *kept, size_t n_kept, uint64_t *per_it,
+                                  uint64_t *held, struct gm_error *err)
+{
+    struct gm_analysis_device *dev = w->dev;
+    struct gm_analysis_leak_site *all;
+    uint32_t *cause_of;
+    size_t n_causes = 0;
+    for (size_t i = 0; i < n_sl; i++) {
+        uint32_t f = ANA_NO_FRAME;
+        if (sl[i].kind == GM_LEAK_FORWARD_OUTPUT || sl[i].kind == GM_LEAK_GRAPH_NO_GRAD)
+            f = ana_stack_model_caller(w->cls, sl[i].site.stack);
+        if (f == ANA_NO_FRAME)
+            f = ana_stack_first_user(w->cls, sl[i].site.stack);
+        sl[i].frame = f;
+        sl[i].cause = (uint32_t)i; /* its own index until sorted */
+    }
+    cause_of = gm_malloc((n_sl ? n_sl : 1) * sizeof(*cause_of));
+    if (!cause_of)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
+    qsort(sl, n_sl, sizeof(*sl), cmp_cause);
+    for (size_t i = 0; i < n_sl; i++) {
+        if (i == 0 || cmp_cause(&sl[i - 1], &sl[i]) != 0)
+            n_causes++;
+        cause_of[sl[i].cause] = (uint32_t)(n_causes - 1);
+    }
+    *held = gm_budget_bytes(n_causes, sizeof(*dev->leaks)) + gm_budget_bytes(n_sl, sizeof(*all));
+    if (!take(w, *held)) {
+        gm_free(cause_of);
+        *held = 0;
+        return over_limit(w, err);
+    }
+    dev->leaks = gm_arena_calloc(w->arena, n_causes ? n_causes : 1, sizeof(*dev->leaks));
+    all = gm_arena_calloc(w->arena, n_sl ? n_sl : 1, sizeof(*all));
+    if (!dev->leaks || !all) {
+        gm_free(cause_of);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for leaks");
+    }
+    const struct gm_analysis_leak_site *best = NULL;
+    for (size_t i = 0, c = SIZE_MAX; i < n_sl; i++) {
+        struct gm_analysis_leak *lk;
+        if (c == SIZE_MAX || cmp_cause(&sl[i - 1], &sl[i]) != 0) {
+            best = NULL;
+            lk = &dev->leaks[++c];
+            lk->kind = sl[i].kind;
+            lk->frame = sl[i].frame;
+            lk->first_iteration = sl[i].first_iter;
+            lk->last_iteration = sl[i].last_iter;
+            lk->sites = &all[i];
+        }
+        lk = &dev->leaks[c];
+        /* the category of its largest site (the order of the sites below) */
+        if (!best || cmp_leak_site(&sl[i].site, best) < 0) {
+            best = &sl[i].site;
+            lk->category = sl[i].category;
+        }
+        lk->sites[lk->n_sites++] = sl[i].site;
+        lk->total_bytes += sl[i].site.total_bytes;
+        lk->count += sl[i].site.count;
+    }
+    /* A cause's bytes per iteration: the median of what all its sites kept together. */
+    for (size_t k = 0; k < n_kept; k++)
+        kept[k].site = cause_of[kept[k].site];
+    qsort(kept, n_kept, sizeof(*kept), cmp_kept);
+    for (size_t k = 0; k < n_kept;) {
+        struct gm_analysis_leak *lk = &dev->leaks[kept[k].site];
+        k = median_run(kept, n_kept, k, per_it, &lk->bytes_per_iteration, &lk->n_iterations);
+    }
+    for (size_t c = 0; c < n_causes; c++) {
+        struct gm_analysis_leak *lk = &dev->leaks[c];
+        qsort(lk->sites, lk->n_sites, sizeof(*lk->sites), cmp_leak_site);
+        lk->stack = lk->sites[0].stack;
+    }
+    qsort(dev->leaks, n_causes, sizeof(*dev->leaks), cmp_leak);
+    dev->n_leaks = n_causes;
+    gm_free(cause_of);
+    return GM_OK;
+}
+
 static enum gm_status find_leaks(struct work *w, struct gm_error *err)
 {
     struct gm_analysis_device *dev = w->dev;
     size_t n_it = dev->n_iterations;
-    if (n_it < 3)
+    if (n_it < ANA_MIN_LEAK_ITERATIONS)
         return GM_OK;
     enum gm_status st;
     struct ana_map map;
     struct site *sites = NULL;
     uint64_t *per_it = NULL;
     struct kept_alloc *kept = NULL;
+    struct site_leak *sl = NULL;
     size_t n_sites = 0, cap = 0;
-    uint64_t held = w->held; /* the temporaries below are given back at the end */
-    size_t n_leaks_kept = 0;
+    uint64_t held = w->held;   /* the temporaries below are given back at the end */
+    uint64_t n_leaks_kept = 0; /* bytes of the leaks kept in the arena */
     st = ana_map_init(&map, 64, err);
     if (st != GM_OK)
         return st;
@@ -1023,19 +1182,17 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             n_leaks++;
     if (!n_leaks)
         goto out;
-    if (!take(w, gm_budget_bytes(n_leaks, sizeof(*dev->leaks))))
-        goto over;
-    n_leaks_kept = n_leaks;
-    dev->leaks = gm_arena_calloc(w->arena, n_leaks, sizeof(*dev->leaks));
+    sl = gm_calloc(n_leaks, sizeof(*sl));
     per_it = gm_calloc(n_it, sizeof(uint64_t));
     size_t n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++)
         if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
             n_kept++;
-    if (!take(w, gm_budget_bytes(n_kept, sizeof(*kept)) + gm_budget_bytes(n_it, 8)))
+    if (!take(w, gm_budget_bytes(n_kept, sizeof(*kept)) + gm_budget_bytes(n_it, 8) +
+                     gm_budget_bytes(n_leaks, sizeof(*sl))))
         goto over;
     kept = gm_malloc((n_kept ? n_kept : 1) * sizeof(*kept));
-    if (!dev->leaks || !per_it || !kept)
+    if (!sl || !per_it || !kept)
         goto nomem;
     /* The kept allocations of leaking sites, grouped by site (then iteration: allocations
      * come in event order and qsort ties are broken by the iteration). */
@@ -1056,22 +1213,16 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     size_t l = 0;
     for (size_t k = 0; k < n_kept;) {
         const struct site *si = &sites[kept[k].site];
-        size_t nz = 0;
+        struct site_leak *lk = &sl[l];
         uint32_t cur = kept[k].site;
-        for (; k < n_kept && kept[k].site == cur; k++) {
-            if (nz && kept[k - 1].iteration == kept[k].iteration && kept[k - 1].site == cur)
-                per_it[nz - 1] += kept[k].bytes;
-            else
-                per_it[nz++] = kept[k].bytes;
-        }
-        qsort(per_it, nz, sizeof(uint64_t), cmp_u64);
-        struct gm_analysis_leak *lk = &dev->leaks[l++];
-        lk->stack = si->stack;
+        lk->first_iter = kept[k].iteration;
+        for (; k < n_kept && kept[k].site == cur; k++)
+            kept[k].site = (uint32_t)l; /* from here on: the index of its leak site */
+        lk->last_iter = kept[k - 1].iteration;
+        lk->site.stack = si->stack;
+        lk->site.total_bytes = si->total;
+        lk->site.count = si->count;
         lk->category = si->category;
-        lk->bytes_per_iteration = nz ? per_it[nz / 2] : 0;
-        lk->total_bytes = si->total;
-        lk->count = si->count;
-        lk->n_iterations = (uint32_t)nz;
         if (si->phase == GM_PHASE_FORWARD)
             lk->kind = w->has_backward ? GM_LEAK_FORWARD_OUTPUT : GM_LEAK_GRAPH_NO_GRAD;
         else if (si->phase == GM_PHASE_OPTIMIZER_STEP)
@@ -1081,20 +1232,26 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             lk->kind = GM_LEAK_USER_TENSOR;
         else
             lk->kind = GM_LEAK_OTHER;
+        l++;
     }
-    dev->n_leaks = n_leaks;
+    n_leaks = l;
+    /* Each site's bytes per iteration (the median over the iterations that kept memory). */
+    for (size_t k = 0; k < n_kept;)
+        k = median_run(kept, n_kept, k, per_it, &sl[kept[k].site].site.bytes_per_iteration,
+                       &sl[kept[k].site].site.n_iterations);
     /* Several forward sites leaking together: a whole autograd graph (and the activations
      * it saved) is kept, not just one output tensor. */
     size_t n_fwd = 0;
     for (size_t i = 0; i < n_leaks; i++)
-        if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT ||
-            dev->leaks[i].kind == GM_LEAK_GRAPH_NO_GRAD)
+        if (sl[i].kind == GM_LEAK_FORWARD_OUTPUT || sl[i].kind == GM_LEAK_GRAPH_NO_GRAD)
             n_fwd++;
     if (n_fwd > 2)
         for (size_t i = 0; i < n_leaks; i++)
-            if (dev->leaks[i].kind == GM_LEAK_FORWARD_OUTPUT)
-                dev->leaks[i].kind = GM_LEAK_GRAPH_NO_GRAD;
-    qsort(dev->leaks, n_leaks, sizeof(*dev->leaks), cmp_leak);
+            if (sl[i].kind == GM_LEAK_FORWARD_OUTPUT)
+                sl[i].kind = GM_LEAK_GRAPH_NO_GRAD;
+    st = leak_causes(w, sl, n_leaks, kept, n_kept, per_it, &n_leaks_kept, err);
+    if (st != GM_OK)
+        goto out;
     st = GM_OK;
     goto out;
 nomem:
@@ -1105,9 +1262,10 @@ over:
 out:
     gm_free(per_it);
     gm_free(kept);
+    gm_free(sl);
     gm_free(sites);
     ana_map_release(&map);
-    w->held = held + (uint64_t)n_leaks_kept * sizeof(*dev->leaks);
+    w->held = held + n_leaks_kept;
     return st;
 }
 
@@ -1218,6 +1376,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
     dev->peak_iteration = -1;
+    dev->peak_user_phase = -1;
     st = gm_snapshot_timeline(snap, sd->index, 0, &tl, err);
     if (st != GM_OK)
         return st;
@@ -1268,6 +1427,8 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
             dev->has_frames = true;
     }
+    if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
+        goto out;
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
@@ -1406,29 +1567,4 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
         if (an->devices[d].device == index)
             return &an->devices[d];
     return NULL;
-}
-
-size_t gm_analysis_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
-                                size_t cap)
-{
-    if (!snap || stack >= snap->n_stacks)
-        return 0;
-    const struct gm_snapshot_stack *st = &snap->stacks[stack];
-    bool any_py = false;
-    for (uint32_t i = 0; i < st->n_frames; i++)
-        if (st->frames[i] < snap->n_frames && snap->frames[st->frames[i]].is_python)
-            any_py = true;
-    size_t n = 0;
-    for (uint32_t i = 0; i < st->n_frames; i++) {
-        uint32_t id = st->frames[i];
-        if (id >= snap->n_frames)
-            continue;
-        const struct gm_snapshot_frame *f = &snap->frames[id];
-        if (any_py ? !f->is_python : f->is_noise)
-            continue;
-        if (n < cap)
-            ids[n] = id;
-        n++;
-    }
-    return n;
 }

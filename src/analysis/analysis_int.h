@@ -21,10 +21,14 @@ enum ana_frame_flag {
     FR_OPTIM_STEP = 1 << 4,  /* torch/optim (and other optimizers') step code */
     FR_ZERO_GRAD = 1 << 5,   /* zero_grad */
     FR_DATA = 1 << 6,        /* torch/utils/data */
-    FR_USER = 1 << 7,        /* Python code outside torch and site-packages */
+    FR_USER = 1 << 7,        /* user code: gm_snapshot_frame_is_user() */
     FR_AUTOGRAD_PY = 1 << 8, /* a Python frame in torch/autograd/ or torch/utils/checkpoint */
     FR_STACK_DONE = 1 << 15  /* cache marker of ana_stack_flags() */
 };
+
+/* The fewest iterations a leak is judged on: memory kept by two iterations before the
+ * last one. */
+#define ANA_MIN_LEAK_ITERATIONS 3
 
 /* Raw phase of one event before smoothing. */
 enum ana_raw_phase { RAW_UNKNOWN = 0, RAW_OTHER, RAW_FORWARD, RAW_BACKWARD, RAW_STEP };
@@ -54,6 +58,11 @@ uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack);
  * call of 'stack' (ANA_NO_FRAME when there is none). Cached. */
 uint32_t ana_stack_caller(struct ana_classifier *c, uint32_t stack);
 
+/* The frame that called the model, for naming what keeps a forward result: the first
+ * Python frame outside the outermost module call or forward() of 'stack' (ANA_NO_FRAME when
+ * there is none). */
+uint32_t ana_stack_model_caller(const struct ana_classifier *c, uint32_t stack);
+
 /* The first user-code frame of 'stack' (innermost first), or ANA_NO_FRAME. */
 uint32_t ana_stack_first_user(const struct ana_classifier *c, uint32_t stack);
 
@@ -62,9 +71,6 @@ bool ana_same_function(const struct gm_snapshot *snap, uint32_t a, uint32_t b);
 
 /* Phase the flags of a stack imply (RAW_UNKNOWN when they say nothing). */
 enum ana_raw_phase ana_phase_of_flags(uint16_t flags);
-
-/* Does 'path' contain 'needle', treating '/' and '\\' as the same character? */
-bool ana_path_has(const char *path, const char *needle);
 
 /* --- address map: u64 key -> u32 value (open addressing, linear probing) --- */
 struct ana_map {
@@ -108,6 +114,27 @@ struct ana_device_priv {
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory
  * (then the caller still owns it). */
 bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes);
+
+/* ---- user phases (user.c) ---- */
+
+/* dev->user_phases and dev->user_ranges of device 'sd' from the snapshot's gpumem.phase
+ * marks, the ranges put on the events by one pass over the trace (events are in time
+ * order: a range holds the events from its START to its END).  Errors: GM_ERR_NOMEM. */
+enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
+                               struct gm_arena *arena, struct gm_analysis_device *dev,
+                               struct gm_error *err);
+
+/* The innermost user phase of event after event, read in order (k ascending from -1). */
+#define ANA_USER_OPEN 16
+struct ana_user_cursor {
+    const struct gm_analysis_device *dev;
+    size_t next;                  /* the next range (by first event) to open */
+    uint32_t open[ANA_USER_OPEN]; /* ranges open at the current event, outer first */
+    size_t n_open;
+};
+void ana_user_cursor_init(struct ana_user_cursor *c, const struct gm_analysis_device *dev);
+/* The phase (index into dev->user_phases) of event k, UINT32_MAX for none. */
+uint32_t ana_user_cursor_at(struct ana_user_cursor *c, int64_t k);
 
 /* Where to put the fragmentation figures of one moment (event -1: the initial state). */
 struct ana_frag_target {

@@ -7,31 +7,11 @@
  * compared with '/' and '\\' as the same character so Windows files match too. */
 #include "analysis/analysis_int.h"
 
+#include "base/path.h"
+
 #include "gpumem/arena.h"
 
 #include <string.h>
-
-static bool same_sep(char a, char b)
-{
-    if ((a == '/' || a == '\\') && (b == '/' || b == '\\'))
-        return true;
-    return a == b;
-}
-
-bool ana_path_has(const char *path, const char *needle)
-{
-    size_t nl = strlen(needle);
-    if (!nl)
-        return true;
-    for (const char *p = path; *p; p++) {
-        size_t i = 0;
-        while (i < nl && p[i] && same_sep(p[i], needle[i]))
-            i++;
-        if (i == nl)
-            return true;
-    }
-    return false;
-}
 
 static bool eq(const char *a, const char *b)
 {
@@ -99,60 +79,59 @@ static const char *const batch_fns[] = {"_prepare_input",
 /* An installed package (not the user's own code). */
 static bool outside_packages(const char *fn)
 {
-    return !ana_path_has(fn, "site-packages") && !ana_path_has(fn, "dist-packages");
+    return !gm_path_has(fn, "site-packages") && !gm_path_has(fn, "dist-packages");
 }
 
 static uint16_t python_flags(const char *fn, const char *nm)
 {
     uint16_t fl = FR_PY;
-    bool in_torch = ana_path_has(fn, "/torch/") || starts(fn, "torch/") || starts(fn, "torch\\");
+    bool in_torch = gm_path_has(fn, "/torch/") || gm_path_starts(fn, "torch/");
 
-    if (ana_path_has(fn, "/torch/nn/modules/module.py")) {
+    if (gm_path_has(fn, "/torch/nn/modules/module.py")) {
         if (eq(nm, "_call_impl") || eq(nm, "_wrapped_call_impl") || eq(nm, "__call__") ||
             eq(nm, "_slow_forward"))
             fl |= FR_MODULE_CALL;
         else if (in_list(nm, module_param_fns))
             fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/torch/nn/init.py") ||
-               ana_path_has(fn, "/torch/nn/parameter.py") ||
-               ana_path_has(fn, "/torch/serialization.py") ||
-               ana_path_has(fn, "/torch/nn/parallel/replicate.py") ||
-               ana_path_has(fn, "/safetensors/torch.py")) {
+    } else if (gm_path_has(fn, "/torch/nn/init.py") || gm_path_has(fn, "/torch/nn/parameter.py") ||
+               gm_path_has(fn, "/torch/serialization.py") ||
+               gm_path_has(fn, "/torch/nn/parallel/replicate.py") ||
+               gm_path_has(fn, "/safetensors/torch.py")) {
         fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/torch/nn/modules/") &&
+    } else if (gm_path_has(fn, "/torch/nn/modules/") &&
                (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
         fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/transformers/modeling_utils.py") &&
+    } else if (gm_path_has(fn, "/transformers/modeling_utils.py") &&
                (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") || eq(nm, "cuda") ||
                 eq(nm, "half") || eq(nm, "float"))) {
         fl |= FR_PARAM_LOAD;
-    } else if (ana_path_has(fn, "/accelerate/utils/modeling.py") &&
+    } else if (gm_path_has(fn, "/accelerate/utils/modeling.py") &&
                (strstr(nm, "set_module_tensor_to_device") || strstr(nm, "load"))) {
         fl |= FR_PARAM_LOAD;
     }
 
-    if (ana_path_has(fn, "/torch/autograd/")) {
+    if (gm_path_has(fn, "/torch/autograd/")) {
         fl |= FR_AUTOGRAD_PY;
-        if (ana_path_has(fn, "/torch/autograd/__init__.py") &&
+        if (gm_path_has(fn, "/torch/autograd/__init__.py") &&
             (eq(nm, "backward") || eq(nm, "grad") || eq(nm, "_make_grads")))
             fl |= FR_BACKWARD;
-        if (ana_path_has(fn, "/torch/autograd/graph.py") && eq(nm, "_engine_run_backward"))
+        if (gm_path_has(fn, "/torch/autograd/graph.py") && eq(nm, "_engine_run_backward"))
             fl |= FR_BACKWARD;
     }
-    if (ana_path_has(fn, "/torch/_tensor.py") && eq(nm, "backward"))
+    if (gm_path_has(fn, "/torch/_tensor.py") && eq(nm, "backward"))
         fl |= FR_BACKWARD;
-    if (ana_path_has(fn, "/torch/utils/checkpoint.py")) {
+    if (gm_path_has(fn, "/torch/utils/checkpoint.py")) {
         fl |= FR_AUTOGRAD_PY;
         if (strstr(nm, "unpack") || strstr(nm, "recompute") || strstr(nm, "backward"))
             fl |= FR_BACKWARD;
     }
 
-    if (ana_path_has(fn, "/torch/optim/")) {
-        if (!ana_path_has(fn, "lr_scheduler") && !ana_path_has(fn, "swa_utils") &&
+    if (gm_path_has(fn, "/torch/optim/")) {
+        if (!gm_path_has(fn, "lr_scheduler") && !gm_path_has(fn, "swa_utils") &&
             !in_list(nm, optim_not_step))
             fl |= FR_OPTIM_STEP;
-    } else if ((ana_path_has(fn, "/optim/") || ana_path_has(fn, "/optimizers/") ||
-                ana_path_has(fn, "/optimization.py") || ana_path_has(fn, "/deepspeed/ops/")) &&
+    } else if ((gm_path_has(fn, "/optim/") || gm_path_has(fn, "/optimizers/") ||
+                gm_path_has(fn, "/optimization.py") || gm_path_has(fn, "/deepspeed/ops/")) &&
                (eq(nm, "step") || starts(nm, "_multi_tensor_") || starts(nm, "_single_tensor_") ||
                 starts(nm, "_fused_") || eq(nm, "_init_group"))) {
         fl |= FR_OPTIM_STEP;
@@ -162,20 +141,13 @@ static uint16_t python_flags(const char *fn, const char *nm)
     /* Data loading and batches moved to the GPU by the libraries that do it for the user:
      * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(),
      * the HF Trainer, accelerate and Lightning batch transfer helpers. */
-    if (ana_path_has(fn, "/torch/utils/data/") || ana_path_has(fn, "/torch_geometric/data/") ||
-        ((ana_path_has(fn, "/transformers/tokenization_utils_base.py") ||
-          ana_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
+    if (gm_path_has(fn, "/torch/utils/data/") || gm_path_has(fn, "/torch_geometric/data/") ||
+        ((gm_path_has(fn, "/transformers/tokenization_utils_base.py") ||
+          gm_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
          eq(nm, "to")) ||
         (!in_torch && !outside_packages(fn) && in_list(nm, batch_fns)))
         fl |= FR_DATA;
 
-    /* User code: not torch, not an installed package, not the Python standard library. */
-    bool stdlib =
-        (ana_path_has(fn, "/lib/") || ana_path_has(fn, "/Lib/") || ana_path_has(fn, "/lib64/")) &&
-        ana_path_has(fn, "python");
-    if (!in_torch && !stdlib && fn[0] != '<' && !ana_path_has(fn, "site-packages") &&
-        !ana_path_has(fn, "dist-packages"))
-        fl |= FR_USER;
     return fl;
 }
 
@@ -200,7 +172,8 @@ uint16_t ana_frame_flags(const struct gm_snapshot_frame *f)
     const char *fn = f->filename ? f->filename : "";
     const char *nm = f->name ? f->name : "";
     if (f->is_python)
-        return python_flags(fn, nm);
+        /* user code by the snapshot's one rule (gm_snapshot_frame_is_user()) */
+        return (uint16_t)(python_flags(fn, nm) | (gm_snapshot_frame_is_user(f) ? FR_USER : 0));
     return cpp_flags(nm);
 }
 
@@ -284,6 +257,30 @@ uint32_t ana_stack_caller(struct ana_classifier *c, uint32_t stack)
     }
     c->caller[stack] = found;
     return found;
+}
+
+uint32_t ana_stack_model_caller(const struct ana_classifier *c, uint32_t stack)
+{
+    const struct gm_snapshot *snap = c->snap;
+    const struct gm_snapshot_stack *st;
+    long outer = -1;
+    if (stack >= snap->n_stacks)
+        return ANA_NO_FRAME;
+    st = &snap->stacks[stack];
+    /* the outermost frame of the model: a module call, or a forward() where the program
+     * calls the model's forward directly (no module call frames around it) */
+    for (uint32_t i = 0; i < st->n_frames; i++) {
+        uint32_t id = st->frames[i];
+        if (id < snap->n_frames && (c->frame_flags[id] & FR_PY) &&
+            ((c->frame_flags[id] & FR_MODULE_CALL) || eq(snap->frames[id].name, "forward")))
+            outer = (long)i;
+    }
+    for (uint32_t i = (uint32_t)(outer + 1); outer >= 0 && i < st->n_frames; i++) {
+        uint32_t id = st->frames[i];
+        if (id < snap->n_frames && (c->frame_flags[id] & FR_PY))
+            return id;
+    }
+    return ANA_NO_FRAME;
 }
 
 uint32_t ana_stack_first_user(const struct ana_classifier *c, uint32_t stack)

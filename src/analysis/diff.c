@@ -2,7 +2,7 @@
 /* diff.c - compare two analysed snapshots (before/after a change, or two ranks): peak,
  * per-category split at the peak, and allocation sites with their bytes at the peak.
  *
- * A site is keyed by its shown frames (gm_analysis_stack_frames(): the Python frames, or
+ * A site is keyed by its shown frames (gm_snapshot_stack_frames(): the Python frames, or
  * the non-noise frames of a C++-only stack) as filename + function, with the line number of
  * the innermost frame only, so that an edit that shifts the callers' lines does not turn
  * one site into a vanished and a new one, while two allocations of one function stay
@@ -80,11 +80,13 @@ static size_t smap_get_or_add(struct smap *m, char *key, size_t next_site, bool 
 }
 
 /* The site key of a stack: "file\x1ffunction\x1fline\x1e" for the innermost shown frame,
- * then "file\x1ffunction\x1e" for its callers (gm_malloc'ed). */
+ * then "file\x1ffunction\x1e" for its callers, a run of one function calling itself
+ * (Module._apply recursing into submodules) written once: the depth of a module in its
+ * model does not make another site (gm_malloc'ed). */
 static char *stack_key(const struct gm_snapshot *snap, uint32_t stack)
 {
     uint32_t ids[256];
-    size_t n = gm_analysis_stack_frames(snap, stack, ids, 256);
+    size_t n = gm_snapshot_stack_frames(snap, stack, ids, 256);
     if (n > 256)
         n = 256;
     size_t len = 24;
@@ -97,6 +99,9 @@ static char *stack_key(const struct gm_snapshot *snap, uint32_t stack)
     for (size_t i = 0; i < n; i++) {
         const struct gm_snapshot_frame *f = &snap->frames[ids[i]];
         size_t a = strlen(f->filename), b = strlen(f->name);
+        if (i > 1 && !strcmp(f->name, snap->frames[ids[i - 1]].name) &&
+            !strcmp(f->filename, snap->frames[ids[i - 1]].filename))
+            continue; /* the same function again (i > 1: the innermost frame has its line) */
         memcpy(p, f->filename, a);
         p += a;
         *p++ = '\x1f';
@@ -196,17 +201,60 @@ static int cmp_site(const void *pa, const void *pb)
     return bx > by ? -1 : bx < by;
 }
 
+const char *gm_diff_status_name(enum gm_diff_status s)
+{
+    static const char *const names[] = {"same", "changed", "new", "vanished"};
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static enum gm_diff_status status_of(const struct gm_analysis_diff_site *s)
+{
+    if (!s->total[0] && s->total[1])
+        return GM_DIFF_NEW;
+    if (s->total[0] && !s->total[1])
+        return GM_DIFF_VANISHED;
+    if (s->bytes[0] != s->bytes[1] || s->total[0] != s->total[1])
+        return GM_DIFF_CHANGED;
+    return GM_DIFF_SAME;
+}
+
+/* Sites that read alike on one line (their keys differ in the callers): the frame of each
+ * that tells it apart, so that no site seems listed twice ("vanished" and "same"). */
+static enum gm_status tell_apart(const struct gm_analysis *const *an, struct sites *s,
+                                 struct gm_error *err)
+{
+    struct gm_snapshot_stack_ref *refs = gm_malloc((s->n ? s->n : 1) * sizeof(*refs));
+    long *apart = gm_malloc((s->n ? s->n : 1) * sizeof(*apart));
+    if (!refs || !apart) {
+        gm_free(refs);
+        gm_free(apart);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        int side = s->v[i].stack[0] != UINT32_MAX ? 0 : 1;
+        refs[i].snap = an[side]->snap;
+        refs[i].stack = s->v[i].stack[side];
+    }
+    gm_snapshot_stacks_apart(refs, s->n, 0, apart);
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i].apart = apart[i];
+    gm_free(refs);
+    gm_free(apart);
+    return GM_OK;
+}
+
 static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_analysis *b,
-                                  int32_t index, struct gm_arena *arena,
+                                  const int32_t *index, struct gm_arena *arena,
                                   struct gm_analysis_diff_device *out, struct gm_error *err)
 {
     const struct gm_analysis *an[2] = {a, b};
     struct smap m = {0};
     struct sites s = {0};
     enum gm_status st = GM_OK;
-    out->device = index;
+    out->devices[0] = index[0];
+    out->devices[1] = index[1];
     for (int side = 0; side < 2; side++) {
-        const struct gm_analysis_device *dev = gm_analysis_device_by_index(an[side], index);
+        const struct gm_analysis_device *dev = gm_analysis_device_by_index(an[side], index[side]);
         if (!dev)
             continue;
         out->present[side] = true;
@@ -217,8 +265,13 @@ static enum gm_status diff_device(const struct gm_analysis *a, const struct gm_a
         if (st != GM_OK)
             goto out;
     }
+    for (size_t i = 0; i < s.n; i++)
+        s.v[i].status = (uint8_t)status_of(&s.v[i]);
+    out->device = out->present[0] ? index[0] : index[1];
     if (s.n)
         qsort(s.v, s.n, sizeof(*s.v), cmp_site);
+    if ((st = tell_apart(an, &s, err)) != GM_OK)
+        goto out;
     out->sites = gm_arena_calloc(arena, s.n ? s.n : 1, sizeof(*out->sites));
     if (!out->sites) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
@@ -239,9 +292,33 @@ static int cmp_i32(const void *pa, const void *pb)
     return x < y ? -1 : x > y;
 }
 
+/* The device indexes of the devices of 'an' that have a trace or segments; how many. */
+static size_t active_devices(const struct gm_analysis *an, int32_t *first)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < an->n_devices; i++) {
+        const struct gm_snapshot_device *sd = &an->snap->devices[i];
+        if (sd->n_events || sd->n_segments) {
+            if (!n)
+                *first = an->devices[i].device;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Whether A and B are two ranks' files: one active device each, at different indexes (with
+ * the same index the comparison by index says the same). */
+static bool one_rank_each(const struct gm_analysis *a, const struct gm_analysis *b, int32_t *ra,
+                          int32_t *rb)
+{
+    return active_devices(a, ra) == 1 && active_devices(b, rb) == 1 && *ra != *rb;
+}
+
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
                                 struct gm_analysis_diff **out, struct gm_error *err)
 {
+    int32_t ra, rb;
     *out = NULL;
     struct gm_analysis_diff *d = gm_calloc(1, sizeof(*d));
     struct ana_priv *priv = gm_calloc(1, sizeof(*priv));
@@ -271,8 +348,16 @@ enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_ana
         goto fail;
     }
     d->n_devices = u;
-    for (size_t i = 0; i < u; i++) {
-        st = diff_device(a, b, idx[i], &priv->arena, &d->devices[i], err);
+    if (one_rank_each(a, b, &ra, &rb)) {
+        int32_t pair[2] = {ra, rb};
+        d->n_devices = 1;
+        st = diff_device(a, b, pair, &priv->arena, &d->devices[0], err);
+        if (st != GM_OK)
+            goto fail;
+    }
+    for (size_t i = 0; d->n_devices == u && i < u; i++) {
+        int32_t pair[2] = {idx[i], idx[i]};
+        st = diff_device(a, b, pair, &priv->arena, &d->devices[i], err);
         if (st != GM_OK)
             goto fail;
     }

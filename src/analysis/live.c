@@ -172,3 +172,77 @@ done:
     gm_free(out);
     return st;
 }
+
+/* ---- what is alive at one event, by stack ---- */
+
+struct group_ctx {
+    const struct gm_analysis_device *dev;
+    struct gm_snapshot_live_group *g;
+    size_t n;
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+    const struct gm_snapshot_live_group *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static enum gm_status group_live(void *ctx, size_t i, const uint32_t *live, size_t n_live,
+                                 struct gm_error *err)
+{
+    struct group_ctx *c = ctx;
+    struct ana_map by_stack;
+    enum gm_status st;
+    (void)i;
+    c->g = gm_malloc((n_live ? n_live : 1) * sizeof(*c->g));
+    if (!c->g)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    if ((st = ana_map_init(&by_stack, 256, err)) != GM_OK)
+        return st;
+    for (size_t k = 0; k < n_live; k++) {
+        const struct gm_analysis_alloc *a = &c->dev->allocs[live[k]];
+        uint32_t gi = ana_map_get(&by_stack, a->stack);
+        if (gi == UINT32_MAX) {
+            gi = (uint32_t)c->n++;
+            c->g[gi].stack = a->stack;
+            c->g[gi].bytes = 0;
+            c->g[gi].count = 0;
+            if ((st = ana_map_put(&by_stack, a->stack, gi, err)) != GM_OK) {
+                ana_map_release(&by_stack);
+                return st;
+            }
+        }
+        c->g[gi].bytes += a->bytes;
+        c->g[gi].count++;
+    }
+    ana_map_release(&by_stack);
+    qsort(c->g, c->n, sizeof(*c->g), cmp_group);
+    return GM_OK;
+}
+
+enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
+                                         const struct gm_analysis_device *dev, int64_t event,
+                                         struct gm_snapshot_live_group **out, size_t *n_out,
+                                         struct gm_error *err)
+{
+    struct group_ctx c = {dev, NULL, 0};
+    enum gm_status st;
+    *out = NULL;
+    *n_out = 0;
+    if (event < -1 || (event >= 0 && (size_t)event >= dev->n_events))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "device %d: no event %lld (the trace has %zu: 0 to %zu, or -1 for the "
+                       "state before it)",
+                       (int)dev->device, (long long)event, dev->n_events,
+                       dev->n_events ? dev->n_events - 1 : 0);
+    st = gm_analysis_live_at(an, dev, &event, 1, group_live, &c, err);
+    if (st != GM_OK) {
+        gm_free(c.g);
+        return st;
+    }
+    *out = c.g;
+    *n_out = c.n;
+    return GM_OK;
+}

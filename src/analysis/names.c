@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* names.c - names, rule texts and advice paragraphs of the analysis (static strings). */
-#include "gpumem/analysis.h"
+#include "analysis/analysis_int.h"
 
 const char *gm_category_name(enum gm_category c)
 {
@@ -122,6 +122,38 @@ const char *gm_leak_kind_advice(enum gm_leak_kind k)
     }
     return "Memory allocated at this site in every iteration is never freed. Find what "
            "keeps a reference to these tensors.";
+}
+
+enum gm_leak_verdict gm_analysis_leak_verdict(const struct gm_analysis_device *dev)
+{
+    if (!dev->n_events)
+        return GM_LEAK_VERDICT_NO_TRACE;
+    if (dev->n_leaks)
+        return GM_LEAK_VERDICT_FOUND;
+    return dev->n_iterations < ANA_MIN_LEAK_ITERATIONS ? GM_LEAK_VERDICT_TOO_FEW
+                                                       : GM_LEAK_VERDICT_NONE;
+}
+
+const char *gm_leak_verdict_name(enum gm_leak_verdict v)
+{
+    static const char *const names[] = {"no_trace", "too_few_iterations", "none", "found"};
+    return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "none";
+}
+
+const char *gm_leak_verdict_text(enum gm_leak_verdict v)
+{
+    switch (v) {
+    case GM_LEAK_VERDICT_NO_TRACE:
+        return "no trace: iterations and leaks need the allocation history";
+    case GM_LEAK_VERDICT_TOO_FEW:
+        return "too few iterations to judge: a leak shows only over 3 or more iterations "
+               "(memory kept by two iterations before the last)";
+    case GM_LEAK_VERDICT_NONE:
+        return "no leak: no allocation site keeps memory from one iteration to the next";
+    case GM_LEAK_VERDICT_FOUND:
+        break;
+    }
+    return "memory grows from iteration to iteration";
 }
 
 const char *gm_oom_verdict_name(enum gm_oom_verdict v)

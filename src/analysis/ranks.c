@@ -1,63 +1,131 @@
 /* SPDX-License-Identifier: MIT */
-/* ranks.c - a job's ranks side by side: what one rank's file says at its peak, and how
- * unequal the ranks are (the rank with the highest and the lowest peak, and the category
- * that makes the difference).
- *
- * A rank is a file, whatever its device index: torchrun gives rank N cuda:N (or cuda:0
- * with CUDA_VISIBLE_DEVICES), and its snapshot names every visible device with an empty
- * trace for the others.  The rank's device is the one with the most trace events (the
- * highest peak when none has a trace, the first one on a tie). */
+/* ranks.c - several snapshots of one job as ranks (analysis.h, "ranks"): each file's device,
+ * the spread of the peaks and reserved bytes over the files, and the imbalance (the largest
+ * peak over the smallest, and the category that makes the difference). */
 #include "analysis/analysis_int.h"
+
+#include "gpumem/arena.h"
 
 #include <string.h>
 
-bool gm_analysis_rank_summary(const struct gm_analysis *an, struct gm_rank_summary *out)
+const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an)
 {
     const struct gm_analysis_device *best = NULL;
-    memset(out, 0, sizeof(*out));
-    out->device = -1;
-    out->peak_event = -1;
     for (size_t d = 0; an && d < an->n_devices; d++) {
         const struct gm_analysis_device *dev = &an->devices[d];
-        if (!best || dev->n_events > best->n_events ||
-            (dev->n_events == best->n_events && dev->peak_bytes > best->peak_bytes))
+        const struct gm_snapshot_device *sd = &an->snap->devices[d];
+        if (!sd->n_events && !sd->n_segments)
+            continue;
+        if (!best || dev->peak_bytes > best->peak_bytes)
             best = dev;
     }
-    if (!best)
-        return false;
-    out->device = best->device;
-    out->has_trace = best->has_trace;
-    out->peak_bytes = best->peak_bytes;
-    out->peak_event = best->peak_event;
-    out->peak_phase = best->peak_phase;
-    out->reserved_at_peak_bytes = best->peak_frag.reserved;
-    memcpy(out->at_peak, best->at_peak, sizeof(out->at_peak));
-    return true;
+    return best;
 }
 
-void gm_analysis_imbalance(const struct gm_rank_summary *r, size_t n, struct gm_rank_imbalance *out)
+const char *gm_rank_metric_name(enum gm_rank_metric m)
 {
-    memset(out, 0, sizeof(*out));
-    out->n_ranks = n;
-    out->category = GM_CATEGORY_OTHER;
-    if (!n)
-        return;
-    for (size_t i = 1; i < n; i++) {
-        if (r[i].peak_bytes > r[out->max_rank].peak_bytes)
-            out->max_rank = i;
-        if (r[i].peak_bytes < r[out->min_rank].peak_bytes)
-            out->min_rank = i;
+    static const char *const names[GM_RANK_METRIC_COUNT] = {"peak_bytes", "peak_reserved_bytes",
+                                                            "reserved_bytes", "allocated_bytes"};
+    return (unsigned)m < GM_RANK_METRIC_COUNT ? names[m] : "?";
+}
+
+/* The figures of one rank: the analysis's peak and categories, the timeline's most reserved
+ * bytes, the segments' state at snapshot time. */
+static enum gm_status fill_rank(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                size_t file, struct gm_rank *r, struct gm_error *err)
+{
+    const struct gm_snapshot *snap = an->snap;
+    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
+    struct gm_snapshot_timeline tl;
+    enum gm_status st;
+    memset(r, 0, sizeof(*r));
+    r->file = file;
+    r->device = dev->device;
+    r->value[GM_RANK_PEAK] = dev->peak_bytes;
+    r->peak_event = dev->peak_event;
+    r->peak_phase = dev->peak_phase;
+    memcpy(r->at_peak, dev->at_peak, sizeof(r->at_peak));
+    if ((st = gm_snapshot_timeline(snap, dev->device, 0, &tl, err)) != GM_OK)
+        return st;
+    r->value[GM_RANK_PEAK_RESERVED] = tl.peak_reserved_bytes;
+    gm_snapshot_timeline_release(&tl);
+    for (size_t i = 0; sd && i < sd->n_segments; i++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[sd->first_segment + i];
+        r->value[GM_RANK_RESERVED] += seg->total_size;
+        for (size_t b = 0; b < seg->n_blocks; b++)
+            if (seg->blocks[b].state == GM_BLOCK_ACTIVE_ALLOCATED)
+                r->value[GM_RANK_ALLOCATED] += seg->blocks[b].size;
     }
-    out->max_peak = r[out->max_rank].peak_bytes;
-    out->min_peak = r[out->min_rank].peak_bytes;
-    out->spread = out->max_peak - out->min_peak;
-    out->ratio = out->min_peak ? (double)out->max_peak / (double)out->min_peak : 0.0;
-    /* the category where the highest rank holds the most more than the lowest one */
+    return GM_OK;
+}
+
+static void spread_of(const struct gm_ranks *rs, enum gm_rank_metric m, struct gm_rank_spread *s)
+{
+    double sum = 0.0;
+    memset(s, 0, sizeof(*s));
+    for (size_t i = 0; i < rs->n_ranks; i++) {
+        uint64_t v = rs->ranks[i].value[m];
+        if (!i || v < s->min) {
+            s->min = v;
+            s->min_rank = i;
+        }
+        if (!i || v > s->max) {
+            s->max = v;
+            s->max_rank = i;
+        }
+        sum += (double)v;
+    }
+    s->mean = rs->n_ranks ? sum / (double)rs->n_ranks : 0.0;
+}
+
+/* Which category makes the difference between the largest and the smallest peak. */
+static void imbalance(struct gm_ranks *rs)
+{
+    const struct gm_rank_spread *p = &rs->spread[GM_RANK_PEAK];
+    const struct gm_rank *hi = &rs->ranks[p->max_rank], *lo = &rs->ranks[p->min_rank];
+    uint64_t best = 0;
+    rs->peak_ratio = p->min ? (double)p->max / (double)p->min : 0.0;
+    rs->category = GM_CATEGORY_OTHER;
+    rs->category_bytes = 0;
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
-        int64_t d = (int64_t)r[out->max_rank].at_peak[c] - (int64_t)r[out->min_rank].at_peak[c];
-        if (c == 0 || d > out->category_diff) {
-            out->category_diff = d;
-            out->category = (uint8_t)c;
+        uint64_t a = hi->at_peak[c], b = lo->at_peak[c], d = a > b ? a - b : b - a;
+        if (d > best) {
+            best = d;
+            rs->category = (uint8_t)c;
+            rs->category_bytes = a >= b ? (int64_t)d : -(int64_t)d;
         }
     }
+}
+
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
+                                bool *has_device, struct gm_error *err)
+{
+    const struct gm_analysis_device *dev = gm_analysis_rank_device(an);
+    *has_device = dev != NULL;
+    return dev ? fill_rank(an, dev, file, out, err) : GM_OK;
+}
+
+enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
+                                 struct gm_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->ranks = gm_calloc(n ? n : 1, sizeof(*out->ranks));
+    if (!out->ranks)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "ranks: out of memory");
+    if (n)
+        memcpy(out->ranks, ranks, n * sizeof(*ranks));
+    out->n_ranks = n;
+    for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
+        spread_of(out, (enum gm_rank_metric)m, &out->spread[m]);
+    if (n >= 2)
+        imbalance(out);
+    return GM_OK;
+}
+
+void gm_analysis_ranks_release(struct gm_ranks *r)
+{
+    if (!r)
+        return;
+    gm_free(r->ranks);
+    memset(r, 0, sizeof(*r));
 }

@@ -10,8 +10,8 @@
  *      span, the highest allocated total and its categories (the analysis' allocations
  *      and phase runs, the timeline's definition: alive from the alloc to its
  *      free_completed); the timeline gives the peak reserved;
- *   3. the fit per span (fixed offset, workload scale, bytes per token) and the
- *      fragmentation;
+ *   3. the fit per span (fixed offset; the workload's s x s scores as predicted and one
+ *      scale for the rest, or bytes per token) and the fragmentation;
  *   4. each prediction point: the estimate with one setting changed, the fit applied.
  * The calibration only reads the analysis; it keeps no pointer into it. */
 #include "estimate/estimate_int.h"
@@ -130,8 +130,7 @@ static unsigned span_moment(const struct gm_estimate *e, enum gm_calib_span_kind
 {
     unsigned fb = e->backward_end_bytes > e->backward_start_bytes ? GM_EST_PHASE_BACKWARD_END
                                                                   : GM_EST_PHASE_FORWARD_BACKWARD;
-    if (e->loss_bytes > e->backward_start_bytes &&
-        e->loss_bytes > e->backward_end_bytes)
+    if (e->loss_bytes > e->backward_start_bytes && e->loss_bytes > e->backward_end_bytes)
         fb = GM_EST_PHASE_LOSS;
     if (k == GM_CALIB_FORWARD_BACKWARD)
         return fb;
@@ -141,17 +140,22 @@ static unsigned span_moment(const struct gm_estimate *e, enum gm_calib_span_kind
 }
 
 /* Bytes of the components live at 'moment', by the category they fall in on a real run;
- * runtime overheads (outside the caching allocator) are left out. */
+ * runtime overheads (outside the caching allocator) are left out.  *seq2 gets the part
+ * of the workload categories' bytes that grows with batch x seq^2 (the s x s scores). */
 static void predicted_at(const struct gm_estimate *e, unsigned moment,
-                         uint64_t out[GM_CATEGORY_COUNT])
+                         uint64_t out[GM_CATEGORY_COUNT], uint64_t *seq2)
 {
+    double q = 0;
     memset(out, 0, GM_CATEGORY_COUNT * sizeof(out[0]));
     for (size_t i = 0; i < e->n_components; i++) {
         const struct gm_est_component *c = &e->components[i];
         enum gm_category cat;
-        if ((c->phases & moment) && gm_est_kind_category(c->kind, &cat))
-            out[cat] = gm_add_sat(out[cat], c->bytes);
+        if (!(c->phases & moment) || !est_component_categories(c, out))
+            continue;
+        if (gm_est_kind_category(c->kind, &cat) && !gm_calib_category_fixed(cat))
+            q += c->seq2_share * (double)c->bytes;
     }
+    *seq2 = est_round(q);
 }
 
 /* Fixed and workload sums of a category split. */
@@ -288,15 +292,31 @@ static void note(struct gm_calibration *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The fit of a measured span.  The workload's s x s scores are the shape of one tensor
+ * per layer (batch x heads x seq^2 x bytes), which the estimate computes exactly when the
+ * attention is eager; what it gets wrong is in the per-token tensors (which intermediates
+ * a module keeps, what the script holds), so the measured difference goes there.  A run
+ * that keeps less workload memory than the scores alone does not keep them all (not
+ * eager attention, or fewer layers): one scale for both. */
 static void fit_span(struct gm_calib_span *s, uint64_t tokens)
 {
+    uint64_t rest;
     split(s->predicted, &s->predicted_fixed, &s->predicted_workload);
     split(s->measured, &s->measured_fixed, &s->measured_workload);
+    if (s->predicted_seq2 > s->predicted_workload)
+        s->predicted_seq2 = s->predicted_workload;
     if (!s->observed)
         return;
     s->fixed_offset = (int64_t)s->measured_fixed - (int64_t)s->predicted_fixed;
     s->workload_scale =
         s->predicted_workload ? (double)s->measured_workload / (double)s->predicted_workload : 0;
+    rest = s->predicted_workload - s->predicted_seq2;
+    if (rest && s->measured_workload >= s->predicted_seq2) {
+        s->per_token_scale = (double)(s->measured_workload - s->predicted_seq2) / (double)rest;
+        s->seq2_scale = 1.0;
+    } else {
+        s->per_token_scale = s->seq2_scale = s->workload_scale;
+    }
     if (tokens) {
         s->predicted_per_token = (double)s->predicted_workload / (double)tokens;
         s->measured_per_token = (double)s->measured_workload / (double)tokens;
@@ -308,17 +328,21 @@ static void fit_span(struct gm_calib_span *s, uint64_t tokens)
 static uint64_t calibrated(const struct gm_calib_span *s, const struct gm_estimate *e,
                            uint64_t tokens, uint64_t *workload)
 {
-    uint64_t bytes[GM_CATEGORY_COUNT], fixed, w;
+    uint64_t bytes[GM_CATEGORY_COUNT], fixed, w, q;
     double f;
-    predicted_at(e, span_moment(e, s->kind), bytes);
+    predicted_at(e, span_moment(e, s->kind), bytes, &q);
     split(bytes, &fixed, &w);
+    if (q > w)
+        q = w;
     if (!s->observed) {
         *workload = w;
         return gm_add_sat(fixed, w);
     }
     f = (double)fixed + (double)s->fixed_offset;
-    *workload = est_round(s->predicted_workload ? s->workload_scale * (double)w
-                                                : s->measured_per_token * (double)tokens);
+    if (s->predicted_workload)
+        *workload = est_round(s->per_token_scale * (double)(w - q) + s->seq2_scale * (double)q);
+    else
+        *workload = est_round(s->measured_per_token * (double)tokens);
     return gm_add_sat(est_round(f), *workload);
 }
 
@@ -355,11 +379,27 @@ static void predict(const struct gm_job *job, struct gm_calibration *c, struct g
     p->reserved_bytes = est_round(reserved);
 }
 
+/* Parameter-category memory without a gradient, read at the optimizer step where the
+ * estimate gives every parameter byte a gradient byte (full training, nothing sharded
+ * apart): buffers the model registers and frozen parameters. */
+static void buffers(struct gm_calibration *c)
+{
+    for (size_t i = 0; i < c->n_spans; i++) {
+        const struct gm_calib_span *s = &c->spans[i];
+        uint64_t p = s->measured[GM_CATEGORY_PARAMETER], g = s->measured[GM_CATEGORY_GRADIENT];
+        if (s->kind != GM_CALIB_OPTIMIZER_STEP || !s->observed || !g || p < g ||
+            s->predicted[GM_CATEGORY_GRADIENT] != s->predicted[GM_CATEGORY_PARAMETER])
+            continue;
+        c->has_buffer_bytes = true;
+        c->buffer_bytes = p - g;
+    }
+}
+
 static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev,
                   const struct high *run, bool phased)
 {
     uint64_t outside = est_outside_bytes(&c->est);
-    char a[32];
+    char a[32], b[32];
     if (c->leak_bytes_per_iteration)
         note(c,
              "the snapshot leaks %s per iteration (gpumem snapshot leaks): the measured figures "
@@ -370,6 +410,21 @@ static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev
                 "the whole run is compared with the estimate's peak");
     if (phased && !c->spans[1].observed)
         note(c, "the snapshot has no optimizer step: that span is the estimate's alone");
+    for (size_t i = 0; i < c->n_spans; i++) {
+        const struct gm_calib_span *s = &c->spans[i];
+        if (s->observed && s->measured_workload < s->predicted_seq2)
+            note(c,
+                 "%s of workload memory measured, less than the %s of s x s attention scores "
+                 "the estimate predicts (is the attention eager?): both scaled by x%.3f",
+                 gm_format_bytes(a, sizeof a, s->measured_workload, GM_UNITS_IEC),
+                 gm_format_bytes(b, sizeof b, s->predicted_seq2, GM_UNITS_IEC), s->seq2_scale);
+    }
+    if (c->has_buffer_bytes && c->buffer_bytes)
+        note(c,
+             "%s of parameter memory has no gradient (buffers: a causal mask, rotary tables; or "
+             "frozen weights): kept as measured, so a buffer sized by the sequence does not "
+             "follow --predict seq",
+             gm_format_bytes(a, sizeof a, c->buffer_bytes, GM_UNITS_IEC));
     if (phased && run->total > c->spans[c->peak_span].measured_bytes)
         note(c,
              "the snapshot's peak (%s) is outside the forward/backward and optimizer phases "
@@ -437,7 +492,7 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
         s->kind = phased ? (enum gm_calib_span_kind)i : GM_CALIB_RUN;
         h = &hi[s->kind];
         s->moment = span_moment(&out->est, s->kind);
-        predicted_at(&out->est, s->moment, s->predicted);
+        predicted_at(&out->est, s->moment, s->predicted, &s->predicted_seq2);
         s->observed = h->seen;
         s->event = h->seen ? h->event : -1;
         memcpy(s->measured, h->bytes, sizeof(s->measured));
@@ -459,6 +514,7 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
     split(hi[GM_CALIB_RUN].bytes, &fixed_at_peak, &workload_at_peak);
     out->fragmentation =
         workload_at_peak ? (double)out->measured_excess_bytes / (double)workload_at_peak : 0;
+    buffers(out);
     notes(out, dev, &hi[GM_CALIB_RUN], phased);
 
     scratch = gm_malloc(sizeof(*scratch));
@@ -520,12 +576,18 @@ static void json_span(struct gm_json *w, const struct gm_calib_span *s)
     gm_json_key(w, "workload");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "predicted_bytes", s->predicted_workload);
+    gm_json_kv_u64(w, "predicted_seq2_bytes", s->predicted_seq2);
     if (s->observed) {
         gm_json_kv_u64(w, "measured_bytes", s->measured_workload);
-        if (s->predicted_workload)
+        if (s->predicted_workload) {
             gm_json_kv_double(w, "scale", s->workload_scale);
-        else
+            gm_json_kv_double(w, "per_token_scale", s->per_token_scale);
+            gm_json_kv_double(w, "seq2_scale", s->seq2_scale);
+        } else {
             gm_json_kv_null(w, "scale");
+            gm_json_kv_null(w, "per_token_scale");
+            gm_json_kv_null(w, "seq2_scale");
+        }
         gm_json_kv_double(w, "predicted_bytes_per_token", s->predicted_per_token);
         gm_json_kv_double(w, "measured_bytes_per_token", s->measured_per_token);
     }
@@ -600,6 +662,10 @@ enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, stru
     gm_json_kv_i64(&w, "peak_iteration", c->peak_iteration);
     gm_json_kv_u64(&w, "iterations", c->n_iterations);
     gm_json_kv_u64(&w, "leak_bytes_per_iteration", c->leak_bytes_per_iteration);
+    if (c->has_buffer_bytes)
+        gm_json_kv_u64(&w, "buffer_bytes", c->buffer_bytes);
+    else
+        gm_json_kv_null(&w, "buffer_bytes");
     gm_json_end_object(&w);
     gm_json_key(&w, "estimate");
     gm_json_begin_object(&w);

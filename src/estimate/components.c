@@ -64,6 +64,22 @@ void est_note_append(struct gm_est_component *c, const char *text)
         snprintf(c->note + len, sizeof(c->note) - len, "%s%s", len ? "; " : "", text);
 }
 
+static double share(const struct gm_est_component *c, double part)
+{
+    double s = c->bytes ? part / (double)c->bytes : 0.0;
+    return s > 1.0 ? 1.0 : s > 0.0 ? s : 0.0;
+}
+
+void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes)
+{
+    struct gm_est_component *c;
+    if (!e->n_components)
+        return;
+    c = &e->components[e->n_components - 1];
+    c->seq2_share = share(c, seq2_bytes);
+    c->act_grad_share = share(c, act_grad_bytes);
+}
+
 /* ---- kinds ---- */
 
 static const struct {
@@ -112,6 +128,20 @@ bool gm_est_kind_category(enum gm_est_kind k, enum gm_category *out)
     if ((unsigned)k >= GM_KIND__COUNT || kinds[k].outside)
         return false;
     *out = kinds[k].category;
+    return true;
+}
+
+bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_CATEGORY_COUNT])
+{
+    enum gm_category cat;
+    uint64_t grad;
+    if (!gm_est_kind_category(c->kind, &cat))
+        return false;
+    grad = est_round(c->act_grad_share * (double)c->bytes);
+    if (grad > c->bytes)
+        grad = c->bytes;
+    out[cat] = gm_add_sat(out[cat], c->bytes - grad);
+    out[GM_CATEGORY_OTHER] = gm_add_sat(out[GM_CATEGORY_OTHER], grad);
     return true;
 }
 
@@ -284,15 +314,20 @@ bool est_tp_divides(const struct gm_model *m, uint64_t t)
 
 uint64_t est_largest_linear(const struct gm_model *m)
 {
-    uint64_t q = m->hidden * m->n_heads * m->head_dim, f = m->hidden * m->intermediate;
+    struct est_geom g;
+    uint64_t q, f;
+    est_geom(m, &g); /* the widest MLP: dense, one expert or the shared one (arch.c) */
+    q = m->hidden * m->n_heads * m->head_dim;
+    f = (uint64_t)((double)m->hidden * g.mlp_widest);
     return q > f ? q : f;
 }
 
 uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc)
 {
-    if (!m->n_layers)
+    uint64_t layers = est_total_layers(m);
+    if (!layers)
         return pc->largest_tensor;
-    return (pc->attention + pc->mlp + pc->norms) / m->n_layers;
+    return (pc->attention + pc->mlp + pc->norms) / layers;
 }
 
 /* ---- names ---- */

@@ -46,6 +46,9 @@ struct est_ctx {
     enum est_bound bound;         /* the point estimate, or an end of the range */
     double tokens;                /* training: tokens of one micro-batch at this bound */
     double host_activation_bytes; /* training: activations offloaded to host, one GPU */
+    /* ---- weight formats (issue 13) ---- */
+    const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
+    uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
 };
 
 /* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever
@@ -82,6 +85,14 @@ void est_assume(struct gm_estimate *e, const char *fmt, ...)
     ;
 /* Append "; <text>" to a component's note when it fits. */
 void est_note_append(struct gm_est_component *c, const char *text);
+/* Of the component added last, 'seq2_bytes' (as computed, before rounding) grow with
+ * batch x seq^2 and 'act_grad_bytes' are gradients of activations: sets its seq2_share
+ * and act_grad_share. */
+void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes);
+/* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's
+ * category, the activation gradients' share 'other'.  False (nothing added) for what
+ * lives outside the caching allocator. */
+bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_CATEGORY_COUNT]);
 
 /* Phase peaks, the dominating phase, peak allocated and peak reserved of 'e' (components
  * inside the caching allocator), with 'fragmentation' x the transient bytes of the peak
@@ -144,13 +155,18 @@ struct est_layer_cfg {
 /* The configuration of full training in 'ea' / 'er' bytes (every weight trainable, eager
  * HF modules). */
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq);
-/* Activation bytes saved for backward by one transformer layer, per token. */
-double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* Activation bytes saved for backward by one transformer layer, per token; *seq2 (may be
+ * NULL) gets the part of them that is eager attention's s x s scores (n_heads x seq per
+ * token: they grow with batch x seq^2). */
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                 double *seq2);
 /* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
  * layer input, every other matmul output in forward order, the attention output. */
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
-/* The largest gradients of activations alive at once in one layer's backward, per token. */
-double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
+/* The largest gradients of activations alive at once in one layer's backward, per token;
+ * *seq2 (may be NULL) gets the part of them that is the s x s scores' gradients. */
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                    double *seq2);
 /* The phases during which parameter gradients are live: from the end of backward through
  * the step; throughout with accumulation or zero_grad to zeros; during backward only when
  * the optimizer steps in backward. */
@@ -167,6 +183,61 @@ bool est_eager_scores(const struct gm_job *job);
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
+
+/* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
+
+/* Widths a layer computes per token, averaged over the model's layers. */
+struct est_geom {
+    double q;          /* queries: heads x head_dim */
+    double k;          /* keys kept per token (MLA: per head, decompressed) */
+    double v;          /* values kept per token */
+    double o_in;       /* attention output (input of o_proj): heads x value head size */
+    double latent;     /* MLA low-rank intermediates (q_lora + kv_lora + rope), else 0 */
+    double mlp;        /* MLP width run per token: dense, or top-k + shared experts */
+    double mlp_max;    /* the widest layer's (dense or top-k + shared) */
+    double mlp_widest; /* the widest single MLP (dense, one routed expert, the shared one) */
+    double moe_share;  /* share of the layers with routed experts */
+};
+void est_geom(const struct gm_model *m, struct est_geom *g);
+/* Layers of all stacks (encoder + decoder of an encoder-decoder). */
+uint64_t est_total_layers(const struct gm_model *m);
+/* Layers that keep a KV cache (the decoder's; none in an encoder). */
+uint64_t est_kv_layers(const struct gm_model *m);
+/* Layers with routed experts (0 for a dense model). */
+uint64_t est_moe_layers(const struct gm_model *m);
+
+/* Who lays out the KV cache. */
+enum est_kv_store { EST_KV_TRANSFORMERS = 0, EST_KV_VLLM, EST_KV_LLAMACPP };
+/* Elements per token of one attention layer's K and V rows as 'who' stores them on one of
+ * 'tp' GPUs (V 0: a view of K). */
+void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, uint64_t *k,
+                 uint64_t *v);
+/* K + V elements per token of one attention layer. */
+double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
+ * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
+ * element.  Full-attention layers hold every token; with the hybrid allocator a
+ * sliding-window layer holds at most cdiv(min(window - 1 + chunk, len), block) + 1 blocks
+ * (SlidingWindowSpec.max_memory_usage_bytes), so the per-token figure of a long request
+ * falls; without sliding layers it is layers x K+V x bytes. */
+uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                               uint64_t len, uint64_t chunk, uint64_t block);
+
+/* ---- weights.c: weight formats (issue 13) ---- */
+
+struct est_format {
+    uint64_t bytes;     /* all the weights */
+    uint64_t quantised; /* parameters stored in the format */
+    uint64_t plain;     /* parameters left in plain floats */
+    uint64_t constants; /* bytes beyond the packed values: scales, zeros, absmax, g_idx */
+};
+/* The weights of a model (its counts 'pc') in format 'q'; what the format leaves alone
+ * takes 'plain' bytes per parameter. */
+void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant *q, unsigned plain,
+                        struct est_format *out);
+/* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
+ * plain floats (and for --bits, which is no format). */
+const struct gm_quant *est_job_quant(const struct gm_job *job);
 
 /* ---- fit.c ---- */
 
@@ -187,6 +258,8 @@ void est_job_resolve(struct gm_job *job);
 uint64_t est_data_parallel(const struct gm_job *job);
 /* Mark or forget that a setting was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */
+const char *est_quant_setting_name(const struct gm_quant *q);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */
 bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *ggml_type);
 

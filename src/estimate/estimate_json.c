@@ -97,6 +97,9 @@ static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_double(w, "bits", j->numerics.weight_bits);
     else
         gm_json_kv_null(w, "bits");
+    /* ---- weight formats (issue 13) ---- */
+    if (j->numerics.weight_format == GM_WEIGHTS_QUANT)
+        gm_json_kv_str(w, "quant", est_quant_setting_name(&j->numerics.quant));
     gm_json_kv_u64(w, "reserve_bytes", j->runtime.reserve_bytes);
     if (j->mode == GM_EST_TRAIN) {
         gm_json_kv_str(w, "precision", gm_precision_name(j->numerics.precision));
@@ -158,6 +161,25 @@ static void json_model(struct gm_json *w, const struct gm_model *m)
     gm_json_kv_u64(w, "sliding_window", m->sliding_window);
     gm_json_kv_u64(w, "num_experts", m->n_experts);
     gm_json_kv_u64(w, "num_experts_per_tok", m->n_experts_active);
+    /* ---- architectures and weight formats (issue 13): keys only where they apply ---- */
+    if (m->head != GM_HEAD_CAUSAL_LM)
+        gm_json_kv_str(w, "head", m->head == GM_HEAD_ENCODER ? "encoder" : "encoder_decoder");
+    if (m->n_decoder_layers)
+        gm_json_kv_u64(w, "num_decoder_layers", m->n_decoder_layers);
+    if (m->kv_lora_rank) {
+        gm_json_kv_u64(w, "kv_lora_rank", m->kv_lora_rank);
+        gm_json_kv_u64(w, "qk_rope_head_dim", m->qk_rope_head_dim);
+    }
+    if (m->n_shared_experts || m->shared_intermediate)
+        gm_json_kv_u64(w, "shared_expert_width",
+                       m->shared_intermediate ? m->shared_intermediate
+                                              : m->n_shared_experts * m->moe_intermediate);
+    if (m->n_dense_layers && m->n_experts)
+        gm_json_kv_u64(w, "dense_layers", m->n_dense_layers);
+    if (m->quant.method != GM_QUANT_NONE && m->quant.method != GM_QUANT_GGUF)
+        gm_json_kv_str(w, "quantization", gm_quant_method_name(m->quant.method));
+    if (m->generic)
+        gm_json_kv_bool(w, "generic_layout", true);
     gm_json_end_object(w);
 }
 

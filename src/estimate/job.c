@@ -293,6 +293,71 @@ static enum gm_status set_bnb_version(struct gm_job *j, const union gm_job_value
     return parse_version("bitsandbytes-version", v->text, &j->stack.bitsandbytes, err);
 }
 
+/* ---- weight formats (issue 13) ---- */
+
+/* --quant: the scheme and its variant, in the order of quant_choices. */
+static const struct {
+    enum gm_quant_method method;
+    bool double_quant;
+    enum gm_quant_scale scale;
+    unsigned bits;
+} quant_kinds[] = {
+    {GM_QUANT_BNB_INT8, false, GM_SCALE_TENSOR, 8}, {GM_QUANT_BNB_NF4, false, GM_SCALE_TENSOR, 4},
+    {GM_QUANT_BNB_NF4, true, GM_SCALE_TENSOR, 4},   {GM_QUANT_BNB_FP4, false, GM_SCALE_TENSOR, 4},
+    {GM_QUANT_BNB_FP4, true, GM_SCALE_TENSOR, 4},   {GM_QUANT_GPTQ, false, GM_SCALE_GROUP, 4},
+    {GM_QUANT_AWQ, false, GM_SCALE_GROUP, 4},       {GM_QUANT_FP8, false, GM_SCALE_TENSOR, 8},
+    {GM_QUANT_FP8, false, GM_SCALE_CHANNEL, 8},     {GM_QUANT_FP8, false, GM_SCALE_BLOCK, 8},
+    {GM_QUANT_INT, false, GM_SCALE_GROUP, 4},       {GM_QUANT_INT, false, GM_SCALE_GROUP, 8},
+};
+static const char *const quant_choices[] = {"int8",  "nf4",   "nf4-dq", "fp4",         "fp4-dq",
+                                            "gptq",  "awq",   "fp8",    "fp8-channel", "fp8-block",
+                                            "w4a16", "w8a16", NULL};
+_Static_assert(sizeof quant_kinds / sizeof quant_kinds[0] + 1 ==
+                   sizeof quant_choices / sizeof quant_choices[0],
+               "one scheme per --quant choice");
+
+static enum gm_status set_quant(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    struct gm_quant *q = &j->numerics.quant;
+    unsigned bits = q->bits;
+    uint64_t group = q->group_size;
+    (void)err;
+    gm_quant_init(q, quant_kinds[v->choice].method);
+    q->double_quant = quant_kinds[v->choice].double_quant;
+    q->scale = quant_kinds[v->choice].scale;
+    q->bits = gm_job_given(j, "quant-bits") ? bits : quant_kinds[v->choice].bits;
+    if (gm_job_given(j, "group-size"))
+        q->group_size = group; /* given before --quant (a binding's keyword order) */
+    j->numerics.weight_format = GM_WEIGHTS_QUANT;
+    return GM_OK;
+}
+
+const char *est_quant_setting_name(const struct gm_quant *q)
+{
+    for (size_t i = 0; i < sizeof quant_kinds / sizeof quant_kinds[0]; i++)
+        if (quant_kinds[i].method == q->method && quant_kinds[i].double_quant == q->double_quant &&
+            (q->method != GM_QUANT_FP8 || quant_kinds[i].scale == q->scale) &&
+            (q->method != GM_QUANT_INT || quant_kinds[i].bits == q->bits))
+            return quant_choices[i];
+    return gm_quant_method_name(q->method);
+}
+
+static enum gm_status set_quant_bits(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    (void)err;
+    j->numerics.quant.bits = (unsigned)v->u64;
+    return GM_OK;
+}
+
+static enum gm_status set_group_size(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    (void)err;
+    j->numerics.quant.group_size = v->u64;
+    return GM_OK;
+}
+
 /* ---- the table ---- */
 
 static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixed", "bf16", NULL};
@@ -408,8 +473,9 @@ static const struct gm_job_setting settings[] = {
     FLAG_FN("qlora", "QLoRA: NF4 frozen base (bitsandbytes), bf16 compute", TRAIN, set_qlora),
     NUM("lora-rank", GM_JOB_U64, "R", "LoRA rank (default 16)", TRAIN, GM_ENGINE_NONE,
         memory.lora.rank, 1, (double)EST_MAX_BATCH, 0),
-    TEXT_FN("lora-targets", "LIST", "q,k,v,o,gate,up,down, attention (default), mlp or all-linear",
-            TRAIN, set_targets),
+    TEXT_FN("lora-targets", "LIST",
+            "q,k,v,o,gate,up,down, qkv (fused), attention (default), mlp or all-linear", TRAIN,
+            set_targets),
     NUM("lora-dropout", GM_JOB_DOUBLE, "P",
         "LoRA dropout (keeps a dropped-out input copy; default 0)", TRAIN, GM_ENGINE_NONE,
         memory.lora.dropout, 0, 1, 2),
@@ -512,6 +578,16 @@ static const struct gm_job_setting settings[] = {
     TEXT_FN("bitsandbytes-version", "V",
             "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)", TRAIN,
             set_bnb_version),
+    /* ---- weight formats (issue 13) ---- */
+    {"quant", GM_JOB_CHOICE, NULL,
+     "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
+     "channel or block), w4a16/w8a16",
+     quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant},
+    NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
+           ANY, 2, 8, 0, set_quant_bits),
+    NUM_FN("group-size", GM_JOB_U64, "N",
+           "--quant gptq/awq/w4a16: input features per scale (default 128; 0: per column)", ANY, 0,
+           65536, 0, set_group_size),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -1004,6 +1080,31 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
     return GM_OK;
 }
 
+/* ---- weight formats (issue 13) ---- */
+static enum gm_status check_quant(const struct gm_job *j, struct gm_error *err)
+{
+    const struct gm_quant *q = &j->numerics.quant;
+    bool grouped =
+        j->numerics.weight_format == GM_WEIGHTS_QUANT &&
+        (q->method == GM_QUANT_GPTQ || q->method == GM_QUANT_AWQ || q->method == GM_QUANT_INT);
+    enum gm_status st;
+    if ((st = exclusive(j, "bits", "quant", err)) || (st = exclusive(j, "qlora", "quant", err)))
+        return st;
+    if ((given_name(j, "quant-bits") || given_name(j, "group-size")) && !grouped)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--%s applies to --quant gptq, awq, w4a16 or w8a16",
+                       given_name(j, "quant-bits") ? "quant-bits" : "group-size");
+    if (grouped && q->method == GM_QUANT_AWQ && q->bits != 4)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant-bits: AWQ checkpoints are 4-bit (AutoAWQ's GEMM/GEMV kernels)");
+    if (grouped && q->method == GM_QUANT_GPTQ && q->bits != 2 && q->bits != 3 && q->bits != 4 &&
+        q->bits != 8)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--quant-bits: GPTQ uses 2, 3, 4 or 8");
+    if (grouped && q->method == GM_QUANT_INT && q->bits != 4 && q->bits != 8)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--quant-bits: w4a16 / w8a16 are 4 or 8");
+    return GM_OK;
+}
+
 static enum gm_status check_method(const struct gm_job *j, struct gm_error *err)
 {
     if (given_name(j, "activations-per-token") && j->method != GM_METHOD_BLOG)
@@ -1041,7 +1142,7 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
         return st;
     if ((st = check_method(&j, err)) || (st = check_adapters(&j, err)) ||
         (st = check_parallel(&j, err)) || (st = check_engine(&j, err)) ||
-        (st = check_techniques(&j, err)))
+        (st = check_techniques(&j, err)) || (st = check_quant(&j, err)))
         return st;
     if (j.search != GM_SEARCH_NONE && j.mode == GM_EST_WEIGHTS)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,

@@ -12,12 +12,14 @@
  * adapters save: the r-wide output of A per targeted linear, and with lora_dropout a
  * dropped-out copy of the input and its mask.
  *
- * QLoRA (Dettmers et al. 2023; bitsandbytes Linear4bit): the decoder-layer linear weights
- * are NF4, 4 bits per weight plus one absmax per block of 64 weights: fp32 (32/64 = 0.5
- * bit per weight) or, with double quantisation, 8-bit absmax plus one fp32 constant per
- * 256 blocks (8/64 + 32/(64*256) = 0.127 bit per weight).  Embeddings, lm_head, norms and
- * biases stay in bf16.  Each linear is dequantised to bf16 for its matmul (forward and
- * backward): a transient the size of the largest linear in bf16. */
+ * QLoRA (Dettmers et al. 2023; bitsandbytes Linear4bit): the linear weights are NF4, 4
+ * bits per weight plus one absmax per block of 64 weights: fp32 (32/64 = 0.5 bit per
+ * weight) or, with double quantisation, 8-bit absmax plus one fp32 constant per 256 blocks
+ * (8/64 + 32/(64*256) = 0.127 bit per weight), sized by the bitsandbytes weight format
+ * (weights.c; bitsandbytes converts the MoE router too).  Embeddings, lm_head, norms and
+ * biases stay in bf16 (fp32 after PEFT's upcast).  Each linear is dequantised to bf16 for
+ * its matmul (forward and backward): a transient the size of the largest linear in bf16.
+ * LoRA on a quantised checkpoint (GPTQ-LoRA) keeps the base as stored. */
 #include "estimate/estimate_int.h"
 
 #include <stdio.h>
@@ -35,11 +37,14 @@ uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant)
     return gm_add_sat(gm_add_sat(data, blocks), gm_mul_sat(blocks / 256 + (blocks % 256 != 0), 4));
 }
 
-/* in/out widths of the seven projections a target flag can name. */
+/* in/out widths of the eight projections a target flag can name. */
 static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64_t *out)
 {
     uint64_t q = m->n_heads * m->head_dim, kv = m->n_kv_heads * m->head_dim;
     switch (t) {
+    case GM_LORA_QKV:
+        *in = m->hidden, *out = q + 2 * kv;
+        break;
     case GM_LORA_Q:
         *in = m->hidden, *out = q;
         break;
@@ -65,13 +70,13 @@ static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64
 uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned targets)
 {
     uint64_t per_layer = 0, experts = m->n_experts ? m->n_experts : 1;
-    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t in = 0, out = 0, p;
         if (!(targets & t))
             continue;
         proj_dims(m, t, &in, &out);
         p = gm_mul_sat(rank, gm_add_sat(in, out));
-        if (t >= GM_LORA_GATE)
+        if (t & GM_LORA_MLP)
             p = gm_mul_sat(p, experts);
         per_layer = gm_add_sat(per_layer, p);
     }
@@ -99,7 +104,12 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
         {"down", GM_LORA_DOWN},
         {"down_proj", GM_LORA_DOWN},
         {"attention", GM_LORA_ATTENTION},
-        {"mlp", GM_LORA_GATE | GM_LORA_UP | GM_LORA_DOWN},
+        {"qkv", GM_LORA_QKV},
+        {"c_attn", GM_LORA_QKV},
+        {"query_key_value", GM_LORA_QKV},
+        {"qkv_proj", GM_LORA_QKV},
+        {"Wqkv", GM_LORA_QKV},
+        {"mlp", GM_LORA_MLP},
         {"all-linear", GM_LORA_ALL_LINEAR},
         {"all", GM_LORA_ALL_LINEAR},
     };
@@ -117,8 +127,8 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
         }
         if (!found)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, attention, mlp "
-                           "or all-linear)",
+                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, qkv for a "
+                           "fused projection, attention, mlp or all-linear)",
                            (int)(n > 32 ? 32 : n), p);
         p += n;
         if (*p == ',')
@@ -173,6 +183,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--lora-rank %llu must be between 1 and the hidden size %llu",
                        (unsigned long long)lo->rank, (unsigned long long)m->hidden);
+    if ((lo->targets & GM_LORA_QKV) && !gm_arch_fused_qkv(m->arch))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--lora-targets qkv: model '%s' (%s) has separate q, k and v projections "
+                       "(target q,k,v)",
+                       m->name[0] ? m->name : m->model_type, gm_arch_name(m->arch));
     pa = gm_lora_params(m, lo->rank, lo->targets);
     e->lora.trainable_params = pa;
     e->lora.frozen_params = n;
@@ -193,18 +208,17 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         }
     }
     if (qlora) {
-        /* decoder-layer linear weights (biases excluded) are NF4 */
-        uint64_t qkv = m->n_heads * m->head_dim + 2 * m->n_kv_heads * m->head_dim;
-        uint64_t attn = m->hidden * qkv + m->n_heads * m->head_dim * m->hidden;
-        uint64_t mlp = m->hidden * m->intermediate * (m->gated_mlp ? 3 : 2) *
-                       (m->n_experts ? m->n_experts : 1);
-        quantised = gm_mul_sat(gm_add_sat(attn, mlp), m->n_layers);
-        if (quantised > n)
-            quantised = n;
-        frozen_bytes = gm_add_sat(gm_nf4_bytes(quantised, lo->block, lo->double_quant),
-                                  gm_mul_sat(n - quantised, rest_b));
-        consts =
-            gm_nf4_bytes(quantised, lo->block, lo->double_quant) - (quantised / 2 + quantised % 2);
+        /* the frozen base in bitsandbytes NF4, as the weight formats size it (weights.c):
+         * the linears 4-bit (biases excluded), the rest in est_frozen_rest_bytes() */
+        struct gm_quant nf4;
+        struct est_format f;
+        gm_quant_init(&nf4, GM_QUANT_BNB_NF4);
+        nf4.double_quant = lo->double_quant;
+        nf4.group_size = lo->block ? lo->block : 64;
+        est_format_weights(&cx->pc, &nf4, rest_b, &f);
+        quantised = f.quantised;
+        consts = f.constants;
+        frozen_bytes = f.bytes;
         e->lora.nf4_constant_bytes = consts;
         snprintf(note, sizeof note,
                  "%llu linear weights in NF4 (0.5 B) + %llu B of %s constants, %llu other params "
@@ -212,6 +226,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                  (unsigned long long)quantised, (unsigned long long)consts,
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
+    } else if (cx->quant && cx->format_bytes) {
+        /* ---- weight formats (issue 13): adapters on a quantised base (GPTQ-LoRA) ---- */
+        frozen_bytes = cx->format_bytes;
+        snprintf(note, sizeof note, "frozen %s base as stored (no gradients, no optimizer state)",
+                 gm_quant_method_name(cx->quant->method));
     } else {
         frozen_bytes = gm_mul_sat(n, rest_b);
         snprintf(note, sizeof note,
@@ -258,7 +277,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
      * dropout a copy cast to the adapter dtype (PEFT casts the input to lora_A's dtype), or
      * nothing beyond the layer's own tensor when the dtypes agree (the training stage
      * counts it). */
-    for (unsigned t = GM_LORA_Q; t <= GM_LORA_DOWN; t <<= 1) {
+    for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t i_dim = 0, o_dim = 0;
         if (!(lo->targets & t))
             continue;
@@ -274,9 +293,9 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     }
     /* checkpointed layers keep none of it; the layer being recomputed all of it */
     n_ck = j->memory.checkpointing == GM_CKPT_FULL
-               ? (double)(m->n_layers / j->memory.checkpoint_every)
+               ? (double)(est_total_layers(m) / j->memory.checkpoint_every)
                : 0.0;
-    layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)m->n_layers - n_ck;
+    layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)est_total_layers(m) - n_ck;
     recomputed = n_ck > 0 || j->memory.checkpointing == GM_CKPT_OP;
     if (ntargets && layers_saved > 0) {
         uint64_t b = est_round(cx->tokens * (double)per_target_act * layers_saved);

@@ -94,7 +94,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     struct gm_est_serving *sv = &e->serving;
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
-             graphs, block, per_token, T, kv_heads, q, need, pool, layers,
+             graphs, block, per_token, T, kv_heads, need, pool, layers,
              bs = v->block_size ? v->block_size : 16,
              seqs = v->max_num_seqs ? v->max_num_seqs : 256;
     unsigned kvb100;
@@ -115,10 +115,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
               ? j->numerics.kv_dtype
               : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
     kvb100 = kv_elem_bytes_x100(kvt);
-    /* vLLM replicates KV heads when tp exceeds them; a pipeline stage holds its layers */
+    /* vLLM replicates KV heads when tp exceeds them, and an MLA latent on every GPU; a
+     * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
-    per_token = 2 * layers * kv_heads * m->head_dim * kvb100 / 100;
+    T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
+    sv->max_model_len = v->max_model_len   ? v->max_model_len
+                        : m->max_positions ? m->max_positions
+                                           : j->workload.context + j->workload.new_tokens;
+    per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     block = per_token * bs;
     w = est_div_up(cx->stored_weight_bytes, t);
     if (pp > 1) {
@@ -128,13 +133,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
-    T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
-    q = m->n_heads * m->head_dim;
     {
-        uint64_t ffn = m->intermediate * (m->n_experts_active ? m->n_experts_active : 1);
-        uint64_t per_tok =
-            (ffn * (m->gated_mlp ? 3 : 2) + q + 2 * m->n_kv_heads * m->head_dim) / t +
-            2 * m->hidden;
+        struct est_geom g;
+        uint64_t per_tok;
+        est_geom(m, &g);
+        per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
+                  2 * m->hidden;
         act = gm_mul_sat(gm_mul_sat(T, per_tok), 2);
     }
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), 4 * 2);
@@ -174,9 +178,6 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->kv_blocks = block ? pool / block : 0;
     sv->kv_pool_bytes = sv->kv_blocks * block;
     sv->kv_tokens = sv->kv_blocks * bs;
-    sv->max_model_len = v->max_model_len   ? v->max_model_len
-                        : m->max_positions ? m->max_positions
-                                           : j->workload.context + j->workload.new_tokens;
     sv->max_concurrency =
         sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
 
@@ -215,11 +216,22 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                               "(outside gpu_memory_utilization)",
                       err)))
         return st;
-    est_assume(e,
-               "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s; "
-               "sliding windows not modelled (full-length blocks)",
-               (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
-               (unsigned long long)m->head_dim, gm_dtype_name(kvt));
+    if (m->kv_lora_rank)
+        est_assume(e,
+                   "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "
+                   "GPU (vLLM's MLAAttentionSpec: one latent, not divided by tp)",
+                   (unsigned long long)m->kv_lora_rank, (unsigned long long)m->qk_rope_head_dim,
+                   gm_dtype_name(kvt));
+    else
+        est_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s",
+                   (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
+                   (unsigned long long)m->head_dim, gm_dtype_name(kvt));
+    if (m->sliding_window && m->n_sliding_layers)
+        est_assume(e,
+                   "hybrid KV cache manager: %llu sliding-window layers hold at most %llu - 1 + "
+                   "%llu tokens per request, so a max_model_len request costs %llu B per token",
+                   (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
+                   (unsigned long long)T, (unsigned long long)per_token);
     est_assume(e,
                "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
                "max_num_batched_tokens %llu, max_num_seqs %llu",
@@ -239,12 +251,24 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
 enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
                                     uint64_t *bytes, struct gm_error *err)
 {
-    uint64_t row = m->n_kv_heads * m->head_dim, row_bytes;
-    if (!gm_ggml_type_bytes(ggml_type, row, &row_bytes, NULL))
+    uint64_t k, v, k_bytes, v_bytes = 0, layers = est_kv_layers(m), sliding = 0, swa_cells;
+    est_kv_rows(m, EST_KV_LLAMACPP, 1, &k, &v);
+    if (!gm_ggml_type_bytes(ggml_type, k, &k_bytes, NULL) ||
+        (v && !gm_ggml_type_bytes(ggml_type, v, &v_bytes, NULL)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "KV cache type %u cannot hold rows of %llu elements", ggml_type,
-                       (unsigned long long)row);
-    *bytes = gm_mul_sat(gm_mul_sat(gm_mul_sat(2, m->n_layers), row_bytes), tokens);
+                       (unsigned long long)k);
+    /* interleaved sliding-window attention (gemma-2/3: llama_kv_cache_iswa): the window
+     * layers keep window + one micro-batch of cells, padded to 256 */
+    swa_cells = tokens;
+    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3) && m->sliding_window &&
+        m->n_sliding_layers) {
+        uint64_t c = (m->sliding_window + 512 + 255) / 256 * 256;
+        sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
+        swa_cells = c < tokens ? c : tokens;
+    }
+    *bytes = gm_add_sat(gm_mul_sat(gm_mul_sat(layers - sliding, k_bytes + v_bytes), tokens),
+                        gm_mul_sat(gm_mul_sat(sliding, k_bytes + v_bytes), swa_cells));
     return GM_OK;
 }
 

@@ -4,49 +4,102 @@
  * stage_model.c).  Engines with their own memory manager (vLLM, llama.cpp) account for
  * everything but the weights themselves (stage_engine.c).
  *
- * KV cache = 2 (K and V) x layers x num_key_value_heads x head_dim x tokens x bytes x
- * sequences, with tokens = context + new tokens, capped at the sliding window for the
- * layers that use one.  Prefill runs without autograd, so activations are the transient
- * peak of one layer (the residual and norm output, then the larger of attention - q, k,
- * v, output, and for eager attention the fp32 scores - and the MLP's three I-wide
- * tensors), plus the logits of the positions that are sampled. */
+ * KV cache = KV layers x (K + V elements per token, arch.c) x tokens x bytes x sequences,
+ * with tokens = context + new tokens, capped at the sliding window for the layers that use
+ * one.  For GQA the K + V elements are 2 x num_key_value_heads x head_dim; for MLA
+ * transformers keeps the decompressed per-head keys and values (heads x (qk_nope + qk_rope
+ * + v_head_dim)).  Prefill runs without autograd, so activations are the transient peak of
+ * one layer (the residual and norm output, then the larger of attention - q, k, v, output,
+ * and for eager attention the fp32 scores - and the MLP's three I-wide tensors), plus the
+ * logits of the positions that are sampled.
+ *
+ * Encoders (BERT family) do one forward pass over the context: no cache, no decode; what
+ * stays is the last hidden state (and the pooled output or the classifier's logits).  An
+ * encoder-decoder (T5, BART) runs its encoder over the context once, keeps the encoder's
+ * output and, in every decoder layer, the keys and values of it (cross-attention), then
+ * generates: its self-attention cache holds the generated tokens. */
 #include "estimate/estimate_int.h"
 
 #include <math.h>
 #include <stdio.h>
 
-static double kv_tokens_bytes(const struct gm_model *m, uint64_t tokens, double bytes,
-                              uint64_t seqs, uint64_t *capped_layers)
+/* Cache bytes of 'layers' attention layers over 'tokens' tokens of 'seqs' sequences; the
+ * sliding layers among them keep at most the window. */
+static double kv_tokens_bytes(const struct gm_model *m, uint64_t layers, uint64_t tokens,
+                              double bytes, uint64_t seqs, uint64_t *capped_layers)
 {
-    double per_tok_layer = 2.0 * (double)m->n_kv_heads * (double)m->head_dim * bytes;
-    uint64_t full_layers = m->n_layers - m->n_sliding_layers;
+    double per_tok_layer = est_kv_elems(m, EST_KV_TRANSFORMERS, 1) * bytes;
+    uint64_t sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
     uint64_t win = tokens;
     *capped_layers = 0;
-    if (m->sliding_window && m->n_sliding_layers && tokens > m->sliding_window) {
+    if (m->sliding_window && sliding && tokens > m->sliding_window) {
         win = m->sliding_window;
-        *capped_layers = m->n_sliding_layers;
+        *capped_layers = sliding;
     } else {
-        full_layers = m->n_layers;
+        sliding = 0;
     }
     return per_tok_layer * (double)seqs *
-           ((double)full_layers * (double)tokens +
-            (double)(m->n_layers - full_layers) * (double)win);
+           ((double)(layers - sliding) * (double)tokens + (double)sliding * (double)win);
 }
 
 static double prefill_layer_peak(const struct gm_model *m, double ea, bool eager, uint64_t seqs,
                                  uint64_t tokens)
 {
+    struct est_geom g;
     double T = (double)seqs * (double)tokens;
     double h = (double)m->hidden;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double I = (double)m->intermediate;
-    double attn = T * ea * (2.0 * q + 2.0 * kv);
-    /* MoE layers run one expert at a time over its routed tokens: at most T tokens wide. */
-    double mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * I;
+    double attn, mlp;
+    est_geom(m, &g);
+    attn = T * ea * (g.q + g.k + g.v + g.o_in + g.latent);
+    /* MoE layers run one expert at a time over its routed tokens: at most T tokens wide,
+     * so the widest MLP counts (a dense layer's, a routed or a shared expert's), not the
+     * sum of the experts. */
+    mlp = T * ea * (m->gated_mlp ? 3.0 : 2.0) * g.mlp_widest;
     if (eager)
         attn += (double)seqs * (double)m->n_heads * (double)tokens * (double)tokens * (4.0 + ea);
     return T * ea * 2.0 * h + (attn > mlp ? attn : mlp);
+}
+
+/* An encoder's forward pass: no cache; the last hidden state stays (and a pooled output or
+ * a classifier's logits). */
+static enum gm_status infer_encoder(struct est_ctx *cx, uint64_t context, double ea, bool eager,
+                                    struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    const struct gm_job_workload *w = &j->workload;
+    double pre, out;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (w->new_tokens)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--new-tokens: model '%s' is an encoder; it does not generate (its "
+                       "forward pass over --context tokens is sized)",
+                       m->name[0] ? m->name : m->model_type);
+    pre = prefill_layer_peak(m, ea, eager, w->batch, context);
+    st =
+        est_add(e, GM_KIND_ACTIVATIONS, "forward_activations", est_round(pre), GM_EST_PHASE_PREFILL,
+                true, GM_EXTENT_ONE_LAYER, "transient peak of one layer over the whole input", err);
+    if (st != GM_OK)
+        return st;
+    out = (double)w->batch * (double)context * (double)m->hidden * ea;
+    out += (double)w->batch * (double)m->hidden * ea * (m->pooler ? 1.0 : 0.0);
+    out += (double)w->batch * (double)m->n_labels * 4.0;
+    snprintf(note, sizeof note, "last hidden state%s%s of %llu x %llu tokens",
+             m->pooler ? ", pooled output" : "", m->n_labels ? ", classifier logits" : "",
+             (unsigned long long)w->batch, (unsigned long long)context);
+    st = est_add(e, GM_KIND_ACTIVATIONS, "encoder_outputs", est_round(out), GM_EST_PHASE_PREFILL,
+                 true, GM_EXTENT_HEAD, note, err);
+    if (st != GM_OK)
+        return st;
+    est_assume(e,
+               "encoder: one forward pass over batch %llu x %llu tokens without autograd; no "
+               "KV cache, nothing generated; %s attention",
+               (unsigned long long)w->batch, (unsigned long long)context,
+               eager ? "eager (fp32 scores materialised)" : "sdpa/flash");
+    return GM_OK;
 }
 
 enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
@@ -59,6 +112,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     double kvb = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
                      ? (double)gm_dtype_bits(j->numerics.kv_dtype) / 8.0
                      : ea;
+    bool seq2seq = m && m->head == GM_HEAD_SEQ2SEQ_LM;
     uint64_t tokens, context;
     bool eager = j->memory.attention == GM_ATTN_EAGER;
     char note[GM_EST_NOTE_MAX];
@@ -68,45 +122,71 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
 
     if (j->mode != GM_EST_INFER)
         return GM_OK;
-    context = w->context;
-    tokens = context + w->new_tokens;
     if (!m)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "inference estimate needs a model for the KV cache (give MODEL)");
-    if (m->head != GM_HEAD_CAUSAL_LM)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "model '%s' is an encoder: it has no KV cache to generate with",
-                       m->name[0] ? m->name : m->model_type);
-    if (m->max_positions && tokens > m->max_positions)
+    if (m->max_positions && w->context + w->new_tokens > m->max_positions)
         est_assume(e,
                    "context + new tokens = %llu exceed the model's max_position_embeddings "
                    "%llu",
-                   (unsigned long long)tokens, (unsigned long long)m->max_positions);
+                   (unsigned long long)(w->context + w->new_tokens),
+                   (unsigned long long)m->max_positions);
+    if (m->head != GM_HEAD_CAUSAL_LM && est_allocator(j) != EST_ALLOC_TORCH)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--engine %s: model '%s' is an %s; its %s accounting is not modelled (size "
+                       "it without --engine, or with --engine hf)",
+                       gm_engine_name(j->engine.kind), m->name[0] ? m->name : m->model_type,
+                       m->head == GM_HEAD_ENCODER ? "encoder" : "encoder-decoder",
+                       gm_engine_name(j->engine.kind));
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* an engine with its own memory manager accounts for itself */
-    /* a context not given: the range spans half to twice the default */
+    /* a context not given: the range spans half to twice the default; an encoder-decoder's
+     * cache holds the generated tokens (and its start token) in the self-attention, the
+     * encoder's output in the cross-attention, in every decoder layer */
     context = est_round(est_length_factor(cx, "context") * (double)w->context);
-    tokens = context + w->new_tokens;
+    tokens = context + w->new_tokens + (seq2seq ? 1 : 0);
+    if (m->head == GM_HEAD_ENCODER)
+        return infer_encoder(cx, context, ea, eager, err);
 
-    kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);
-    snprintf(note, sizeof(note),
-             "2 x %llu layers x %llu KV heads x %llu head_dim x %llu "
-             "tokens x %g B x %llu seqs%s",
-             (unsigned long long)m->n_layers, (unsigned long long)m->n_kv_heads,
-             (unsigned long long)m->head_dim, (unsigned long long)tokens, kvb,
-             (unsigned long long)w->batch, capped ? " (window-capped layers)" : "");
+    kv = kv_tokens_bytes(m, est_kv_layers(m), tokens, kvb, w->batch, &capped);
+    if (m->kv_lora_rank)
+        snprintf(note, sizeof(note),
+                 "%llu layers x %llu heads x (%llu + %llu) decompressed K/V x %llu tokens x %g B "
+                 "x %llu seqs",
+                 (unsigned long long)est_kv_layers(m), (unsigned long long)m->n_heads,
+                 (unsigned long long)m->head_dim,
+                 (unsigned long long)(m->head_dim_v ? m->head_dim_v : m->head_dim),
+                 (unsigned long long)tokens, kvb, (unsigned long long)w->batch);
+    else
+        snprintf(note, sizeof(note),
+                 "2 x %llu layers x %llu KV heads x %llu head_dim x %llu "
+                 "tokens x %g B x %llu seqs%s",
+                 (unsigned long long)est_kv_layers(m), (unsigned long long)m->n_kv_heads,
+                 (unsigned long long)m->head_dim, (unsigned long long)tokens, kvb,
+                 (unsigned long long)w->batch, capped ? " (window-capped layers)" : "");
     st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", est_round(kv), GM_EST_PHASE_INFER_ALL, false,
                  GM_EXTENT_ALL_LAYERS, note, err);
     if (st != GM_OK)
         return st;
+    if (seq2seq) {
+        double enc = (double)w->batch * (double)context * (double)m->hidden * ea;
+        st = est_add(e, GM_KIND_ACTIVATIONS, "encoder_outputs", est_round(enc),
+                     GM_EST_PHASE_INFER_ALL, false, GM_EXTENT_ENDS,
+                     "the encoder's last hidden state, kept while the decoder generates", err);
+        if (st != GM_OK)
+            return st;
+    }
 
     pre = context ? prefill_layer_peak(m, ea, eager, w->batch, context) : 0;
     st = est_add(e, GM_KIND_ACTIVATIONS, "prefill_activations", est_round(pre),
                  GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER,
-                 "transient peak of one layer over the whole prompt", err);
+                 seq2seq ? "transient peak of one encoder layer over the whole input"
+                         : "transient peak of one layer over the whole prompt",
+                 err);
     if (st != GM_OK)
         return st;
-    logits = (double)w->batch * (w->full_logits ? (double)(context ? context : 1) : 1.0) *
+    logits = (double)w->batch *
+             (w->full_logits && !seq2seq ? (double)(context ? context : 1) : 1.0) *
              (double)m->vocab * (ea + 4.0);
     st = est_add(e, GM_KIND_LOGITS, "logits", est_round(logits), GM_EST_PHASE_PREFILL, true,
                  GM_EXTENT_HEAD,
@@ -123,17 +203,33 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (st != GM_OK)
         return st;
 
-    est_assume(e,
-               "KV cache: num_key_value_heads=%llu (not the %llu query heads), "
-               "head_dim=%llu, %g bytes per element, preallocated for context + "
-               "new tokens = %llu",
-               (unsigned long long)m->n_kv_heads, (unsigned long long)m->n_heads,
-               (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
+    if (m->kv_lora_rank)
+        est_assume(e,
+                   "KV cache as transformers keeps it for MLA: %llu heads x (%llu key + %llu "
+                   "value) decompressed per token and layer, %g bytes per element (vLLM and "
+                   "llama.cpp keep the %llu-wide latent instead: --engine vllm)",
+                   (unsigned long long)m->n_heads, (unsigned long long)m->head_dim,
+                   (unsigned long long)(m->head_dim_v ? m->head_dim_v : m->head_dim), kvb,
+                   (unsigned long long)(m->kv_lora_rank + m->qk_rope_head_dim));
+    else
+        est_assume(e,
+                   "KV cache: num_key_value_heads=%llu (not the %llu query heads), "
+                   "head_dim=%llu, %g bytes per element, preallocated for context + "
+                   "new tokens = %llu",
+                   (unsigned long long)m->n_kv_heads, (unsigned long long)m->n_heads,
+                   (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
+    if (seq2seq)
+        est_assume(e,
+                   "encoder-decoder: the encoder runs once over the %llu context tokens; each of "
+                   "the %llu decoder layers caches the keys and values of the encoder's output "
+                   "(cross-attention) and of the %llu generated tokens",
+                   (unsigned long long)context, (unsigned long long)m->n_decoder_layers,
+                   (unsigned long long)(w->new_tokens + 1));
     if (capped)
         est_assume(e,
                    "%llu of %llu layers keep only the last %llu tokens (sliding "
                    "window; an engine that keeps every token needs more)",
-                   (unsigned long long)capped, (unsigned long long)m->n_layers,
+                   (unsigned long long)capped, (unsigned long long)est_kv_layers(m),
                    (unsigned long long)m->sliding_window);
     est_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",
                eager ? "eager (fp32 scores materialised)" : "sdpa/flash");

@@ -44,11 +44,15 @@ static void fill_layout(const struct gm_job *j, struct gm_est_layout *l)
 /* Share of the parameters in routed experts (what expert parallelism splits). */
 static double expert_share(const struct gm_model *m, uint64_t n)
 {
-    double per_expert;
+    double per_expert, moe_layers;
     if (!m || !m->n_experts || !n)
         return 0;
-    per_expert = (double)m->hidden * (double)m->intermediate * (m->gated_mlp ? 3.0 : 2.0);
-    return fmin(1.0, (double)m->n_layers * (double)m->n_experts * per_expert / (double)n);
+    /* routed experts of the layers that have them (DeepSeek and Qwen-MoE keep dense ones) */
+    per_expert = (double)m->hidden *
+                 (double)(m->moe_intermediate ? m->moe_intermediate : m->intermediate) *
+                 (m->gated_mlp ? 3.0 : 2.0);
+    moe_layers = (double)est_moe_layers(m);
+    return fmin(1.0, moe_layers * (double)m->n_experts * per_expert / (double)n);
 }
 
 /* Bytes of model state that expert parallelism leaves on one device when the state is
@@ -250,7 +254,7 @@ static enum gm_status add_expert_dispatch(struct est_ctx *cx, struct gm_error *e
                (unsigned long long)(m->n_experts / j->parallel.ep),
                (unsigned long long)m->n_experts);
     return est_add(e, GM_KIND_ACTIVATIONS, "expert_dispatch",
-                   est_round(per_layer * (ckpt ? 1.0 : (double)m->n_layers)),
+                   est_round(per_layer * (ckpt ? 1.0 : (double)est_moe_layers(m))),
                    ckpt ? GM_EST_PHASE_FORWARD_BACKWARD : GM_EST_PHASE_SAVED, true,
                    ckpt ? GM_EXTENT_ONE_LAYER : GM_EXTENT_ALL_LAYERS, note, err);
 }

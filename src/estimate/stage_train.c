@@ -79,30 +79,39 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
     return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
 }
 
-double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                 double *seq2)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double I = (double)m->intermediate;
     double drop_h = m->hidden_dropout > 0 ? h : 0.0;
-    double kv_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
     unsigned in = c->keeps_in;
-    double attn, mlp, expert, k;
+    double q, kv, k_saved, v_saved, attn, mlp, expert, k, L, Ld, scores = 0;
 
-    attn = norm_saved(m, c) + ((in & (GM_LORA_Q | GM_LORA_K | GM_LORA_V)) ? ea * h : 0.0);
-    attn += ea * (q + 2.0 * kv_saved) + drop_h; /* q, k, v as attention keeps them */
+    est_geom(m, &g); /* widths by layer kind: GQA, MLA, dense / expert MLPs (arch.c) */
+    q = g.q;
+    kv = g.k;
+    k_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
+    v_saved = (c->eager && g.v < g.o_in) ? g.o_in : g.v;
+    attn = norm_saved(m, c) + ((in & GM_LORA_QKV_IN) ? ea * h : 0.0);
+    attn += ea * (q + k_saved + v_saved) + drop_h; /* q, k, v as attention keeps them */
+    /* MLA: the low-rank latents are the inputs of the up-projections */
+    if (in & GM_LORA_QKV_IN)
+        attn += ea * g.latent;
     /* SDPA/flash keeps its output; eager attention's output is kept by o_proj only */
     if (!c->eager || (in & GM_LORA_O))
-        attn += ea * q;
-    if (m->qk_norm)
+        attn += ea * g.o_in;
+    if (m->qk_norm || m->qk_norm_full)
         attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
                 (q + kv);
     if (c->eager) {
-        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask */
+        /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
+         * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
         double copy = (ea != 4.0 || drop > 0) ? ea : 0.0;
-        attn += (double)m->n_heads * (double)c->seq * (4.0 + drop + copy);
+        double cap = m->attn_softcap > 0 ? ea : 0.0;
+        scores = (double)m->n_heads * (double)c->seq * (4.0 + drop + copy + cap);
+        attn += scores;
     } else {
         attn += (double)m->n_heads * 4.0; /* logsumexp per head */
     }
@@ -110,63 +119,78 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     mlp = drop_h;
     if (m->norms_per_layer >= 2)
         mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
+    /* g.mlp is the width run per token: dense, or top-k + shared experts */
     if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
-        expert = ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
-        expert = ea * I * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
-                 ((in & GM_LORA_DOWN) ? ea * I : 0.0);
+        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+                 ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
+    mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    mlp += k * expert;
-    if (m->n_experts)
-        mlp += k * ea * h + 8.0 * (double)m->n_experts; /* dispatched inputs, router */
-    if (m->norms_per_layer > 2)                         /* Gemma-2's norms on the branch outputs */
+    if (m->n_experts) /* dispatched inputs, router, in the layers with experts */
+        mlp += g.moe_share * (k * ea * h + 8.0 * (double)m->n_experts);
+    if (m->norms_per_layer > 2) /* Gemma-2/3's norms on the branch outputs */
         mlp += (double)(m->norms_per_layer - 2) * norm_saved(m, c);
-    return attn + mlp;
+    if (m->head != GM_HEAD_SEQ2SEQ_LM) {
+        if (seq2)
+            *seq2 = scores;
+        return attn + mlp;
+    }
+    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
+     * both stacks (source and target sequences of 'seq' tokens each) */
+    L = (double)m->n_layers;
+    Ld = (double)m->n_decoder_layers;
+    if (seq2) /* the decoder's self- and cross-attention scores are both s x s */
+        *seq2 = (L * scores + Ld * 2.0 * scores) / (L + Ld);
+    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_saved(m, c))) / (L + Ld);
 }
 
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
 {
     /* matmul output widths in forward order (torchtitan's Llama block: wq, wk, wv, wo, w1,
-     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others */
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate * k, h = (double)m->hidden;
+     * w3, w2); the policy keeps the 1st, 3rd, 5th, ... and recomputes the others.  Widths
+     * per token averaged over the layers (arch.c): the MLP's is the top-k experts' in a
+     * layer with experts, whose down projections each write a hidden-wide output. */
+    struct est_geom g;
+    double h = (double)m->hidden, k = m->n_experts ? (double)m->n_experts_active : 1.0;
     double widths[7], kept = 0;
     size_t n = 0;
-    widths[n++] = q;
-    widths[n++] = kv;
-    widths[n++] = kv;
+    est_geom(m, &g);
+    widths[n++] = g.q;
+    widths[n++] = g.k;
+    widths[n++] = g.v;
     widths[n++] = h;
     if (m->gated_mlp)
-        widths[n++] = I;
-    widths[n++] = I;
-    widths[n++] = h * k;
+        widths[n++] = g.mlp;
+    widths[n++] = g.mlp;
+    widths[n++] = h * (1.0 + g.moe_share * (k - 1.0));
     for (size_t i = 0; i < n; i += 2)
         kept += widths[i];
     /* the block input (checkpoint frame), attention output and logsumexp */
-    return c->er * h + c->ea * (kept + q) + 4.0 * (double)m->n_heads;
+    return c->er * h + c->ea * (kept + g.o_in) + 4.0 * (double)m->n_heads;
 }
 
-double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
+double est_layer_backward_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                    double *seq2)
 {
+    struct est_geom g;
     double h = (double)m->hidden, ea = c->ea;
-    double q = (double)m->n_heads * (double)m->head_dim;
-    double kv = (double)m->n_kv_heads * (double)m->head_dim;
-    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
-    double I = (double)m->intermediate;
-    double mlp, attn;
-    /* MLP: the product's gradient, then those of act(gate) and up side by side (a fused
-     * SwiGLU writes them into its saved inputs); attention: dq, dk, dv beside the output's
-     * gradient, and eager attention's score gradients */
+    double mlp, attn, scores = 0;
+    est_geom(m, &g);
+    /* MLP (the widest layer's: dense or top-k + shared): the product's gradient, then those
+     * of act(gate) and up side by side (a fused SwiGLU writes them into its saved inputs);
+     * attention: dq, dk, dv beside the output's gradient, and eager attention's score
+     * gradients */
     if (m->gated_mlp)
-        mlp = k * ea * I * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
+        mlp = ea * g.mlp_max * ((c->fused & GM_FUSED_SWIGLU) ? 1.0 : 3.0);
     else
-        mlp = k * ea * I * 2.0;
-    attn = ea * (2.0 * q + 2.0 * kv);
+        mlp = ea * g.mlp_max * 2.0;
     if (c->eager)
-        attn += (double)m->n_heads * (double)c->seq * (4.0 + ea);
+        scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
+    attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
+    if (seq2)
+        *seq2 = mlp > attn ? 0.0 : scores;
     /* the gradient of the residual stream flows beside them */
     return c->er * h + (mlp > attn ? mlp : attn);
 }
@@ -338,8 +362,19 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
     return v >= GM_VERSION(4, 46, 0) && v < GM_VERSION(4, 49, 0);
 }
 
+/* Whether the model's Hugging Face class computes its loss itself, with nn.CrossEntropyLoss
+ * on the shifted logits in the compute dtype (no fp32 upcast): GPTBigCodeForCausalLM does
+ * (modeling_gpt_bigcode.py, read at transformers 0057454; taken to hold until the model's
+ * rewrite in 4.54).  A version not given is the current release's ForCausalLMLoss. */
+static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
+}
+
 struct loss_model {
     double bytes; /* at the loss moment */
+    double grad;  /* of which gradients of the logits (the loss's backward) */
     char note[GM_EST_NOTE_MAX];
     const char *what; /* the assumption */
 };
@@ -349,19 +384,41 @@ struct loss_model {
 static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
                        double ew, struct loss_model *out)
 {
+    bool mixed =
+        j->numerics.precision == GM_PREC_FP16_MIXED || j->numerics.precision == GM_PREC_BF16_MIXED;
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
-    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE;
+    /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
+    double cap = m->final_softcap > 0 ? ea * nv : 0.0;
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = hf_loss_inline(j, m);
+    out->grad = 0;
     switch (j->memory.loss) {
     case GM_LOSS_FULL:
-        if (hf_loss_copies_logits(j) && ea != 4.0) {
-            out->bytes = 14.0 * nv;
+        if (inline_ce) {
+            /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
+             * backward: the log-softmax, its gradient and the copy's, then the slice's.  Under
+             * autocast cross_entropy is an fp32 op: the copy is cast to fp32 first and the
+             * log-softmax and its gradients are fp32 */
+            double per = mixed ? 2.0 * ea + 8.0 : 3.0 * ea;
+            out->bytes = per * nv + cap;
+            /* at its backward: the log-softmax's gradient and the copy's beside what is kept */
+            out->grad = (mixed ? 4.0 + ea : 2.0 * ea) * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: logits, their shifted copy, %slog-softmax", per,
+                     mixed ? "autocast's fp32 cast, fp32 " : "");
+            out->what = "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
+                        "the compute-dtype logits (GPTBigCode before transformers 4.54: no fp32 "
+                        "upcast)";
+        } else if (hf_loss_copies_logits(j) && ea != 4.0) {
+            out->bytes = 14.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else {
-            out->bytes = 12.0 * nv;
+            /* the log-softmax's gradient and the input's beside the kept log-softmax */
+            out->bytes = 12.0 * nv + cap;
+            out->grad = 8.0 * nv;
             snprintf(out->note, sizeof out->note,
                      "B*L*V x 12 B: fp32 log-softmax kept, its gradient and the input's (%s)",
                      ea != 4.0 ? "forward: logits, fp32 upcast, log-softmax" : "fp32 logits");
@@ -373,15 +430,25 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
         out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C;
+        out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
         out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
                     "and the loss one chunk at a time";
         return;
     case GM_LOSS_FUSED:
-        out->bytes = ea * nv + 4.0 * T;
-        snprintf(out->note, sizeof out->note,
-                 "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        if (inline_ce) {
+            /* the kernel replaces the model's nn.CrossEntropyLoss: the shifted copy stays */
+            out->bytes = 2.0 * ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits and their shifted copy, the gradient written "
+                     "into the copy",
+                     2.0 * ea);
+        } else {
+            out->bytes = ea * nv + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V x %g B: the logits; the kernel writes their gradient in place", ea);
+        }
         out->what = "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no fp32 "
                     "copies, the gradient written into the logits";
         return;
@@ -438,9 +505,11 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
 
 /* The saved activations under the job's checkpointing and offloading. */
 struct saved_model {
-    double saved;     /* on the device from forward to backward */
-    double recompute; /* one layer rebuilt during its backward (checkpointing) */
-    double host;      /* offloaded to host memory */
+    double saved;          /* on the device from forward to backward */
+    double recompute;      /* one layer rebuilt during its backward (checkpointing) */
+    double host;           /* offloaded to host memory */
+    double saved_seq2;     /* of 'saved', the s x s scores (they grow with batch x seq^2) */
+    double recompute_seq2; /* of 'recompute', the same */
     char note[GM_EST_NOTE_MAX];
 };
 
@@ -448,16 +517,20 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
                               const struct est_layer_cfg *c, double T, struct saved_model *out)
 {
     const struct gm_job *j = cx->job;
-    double L = (double)m->n_layers, A = est_layer_saved_per_token(m, c) * T;
+    double L = (double)est_total_layers(m), As, A = est_layer_saved_per_token(m, c, &As) * T;
     double in = c->er * (double)m->hidden * T, per_layer_kept = A, n_ck = 0;
     char b1[32];
+    As *= T; /* the s x s part of A */
     out->recompute = 0;
+    out->recompute_seq2 = 0;
     out->host = 0;
     switch (j->memory.checkpointing) {
     case GM_CKPT_FULL:
         n_ck = floor(L / (double)j->memory.checkpoint_every);
         out->saved = (L - n_ck) * A + n_ck * in;
+        out->saved_seq2 = (L - n_ck) * As;
         out->recompute = n_ck > 0 ? A : 0;
+        out->recompute_seq2 = n_ck > 0 ? As : 0;
         per_layer_kept = in;
         if (j->memory.checkpoint_every > 1)
             snprintf(out->note, sizeof out->note,
@@ -473,7 +546,9 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
         if (kept > A)
             kept = A;
         out->saved = L * kept;
+        out->saved_seq2 = 0; /* the policy keeps no s x s tensor */
         out->recompute = A - kept;
+        out->recompute_seq2 = As < out->recompute ? As : out->recompute;
         per_layer_kept = kept;
         snprintf(out->note, sizeof out->note,
                  "op-level SAC: %.0f layers x %.0f B/token (input, every other matmul output, "
@@ -483,6 +558,7 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
     }
     default:
         out->saved = L * A;
+        out->saved_seq2 = L * As;
         snprintf(out->note, sizeof out->note, "%.0f layers x %.0f bytes/token x %.0f tokens (%s)",
                  L, A / T, T, c->eager ? "eager attention" : "sdpa");
         break;
@@ -494,6 +570,8 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
         double gpu = (flight < L ? flight : L) * per_layer_kept;
         if (gpu > out->saved)
             gpu = out->saved;
+        /* the layers in flight keep their share of the scores */
+        out->saved_seq2 = out->saved > 0 ? out->saved_seq2 * gpu / out->saved : 0;
         out->host = out->saved - gpu;
         out->saved = gpu;
         snprintf(out->note, sizeof out->note,
@@ -518,7 +596,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
-    double T, lf, state, temps, final_norm, emb, bwd;
+    double T, lf, state, temps, final_norm, emb, bwd, bwd_seq2;
     struct est_layer_cfg lc;
     struct saved_model sv;
     struct loss_model lm;
@@ -612,12 +690,17 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     saved_activations(cx, m, &lc, T, &sv);
     st = est_add(e, GM_KIND_ACTIVATIONS, "activations", est_round(sv.saved), GM_EST_PHASE_SAVED,
                  true, GM_EXTENT_ALL_LAYERS, sv.note, err);
-    if (st == GM_OK && sv.recompute > 0)
+    if (st != GM_OK)
+        return st;
+    est_set_parts(e, sv.saved_seq2, 0);
+    if (sv.recompute > 0) {
         st = est_add(e, GM_KIND_ACTIVATIONS, "recomputed_layer", est_round(sv.recompute),
                      GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                      "one layer's saved tensors rebuilt during its backward", err);
-    if (st != GM_OK)
-        return st;
+        if (st != GM_OK)
+            return st;
+        est_set_parts(e, sv.recompute_seq2, 0);
+    }
     cx->host_activation_bytes = sv.host;
 
     /* Inputs, embedding output extras, final norm: the two ends of the model. */
@@ -627,32 +710,34 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                                                            : 0.0)
                                : 0.0;
     emb = T * (8.0 + final_norm);
-    if (m->arch == GM_ARCH_BERT || m->hidden_dropout > 0)
-        emb += T * (double)m->hidden * (1.0 + (m->arch == GM_ARCH_BERT ? er + ea : 0.0));
+    if (m->emb_norm || m->hidden_dropout > 0)
+        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
     st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
                  GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS,
                  "token ids (int64), embedding norm/dropout, final norm", err);
     if (st != GM_OK)
         return st;
 
-    /* The loss at its own moment. */
+    /* The loss at its own moment (an encoder-decoder's over its target tokens). */
     lm.what = NULL;
-    if (m->head == GM_HEAD_CAUSAL_LM) {
+    if (m->head != GM_HEAD_ENCODER) {
         loss_bytes(j, m, T, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
             return st;
+        est_set_parts(e, 0, lm.grad);
     }
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
-    bwd = est_layer_backward_per_token(m, &lc) * T;
+    bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
     st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                  "gradients of one layer's activations during its backward", err);
     if (st != GM_OK)
         return st;
+    est_set_parts(e, bwd_seq2 * T, 0);
 
     /* Assumptions, in the order a reader checks them.  With adapters, the adapter stage
      * says what is trained and in which precision. */
@@ -718,10 +803,10 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "training estimate needs a model for per-layer activations (give "
                            "MODEL, or use --method blog with --parameters)");
-        if (cx->m->head != GM_HEAD_CAUSAL_LM && j->memory.loss != GM_LOSS_FULL)
+        if (cx->m->head == GM_HEAD_ENCODER && j->memory.loss != GM_LOSS_FULL)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "--loss applies to causal language models (this one has no "
-                           "vocabulary head)");
+                           "--loss applies to models with a language-model head (an encoder "
+                           "has no vocabulary head)");
         st = train_arch(cx, err);
     }
     if (st != GM_OK)

@@ -355,11 +355,57 @@ static bool c_flash_attn(const struct sugg_ctx *sx, struct change *c)
     return true;
 }
 
+/* ---- weight formats (issue 13) ---- */
+
+/* Whether the job's weights can take a weight format: inference or weights on a model whose
+ * layout gpumem counts, in plain floats so far, served by an engine that loads such
+ * checkpoints (llama.cpp reads GGUF types instead). */
+static bool quantisable(const struct gm_job *j)
+{
+    const struct gm_model *m = j->model.model;
+    if (j->mode == GM_EST_TRAIN || !m || j->engine.kind == GM_ENGINE_LLAMACPP ||
+        j->numerics.weight_format != GM_WEIGHTS_AS_STORED || m->quant.method != GM_QUANT_NONE)
+        return false;
+    return gm_model_validate(m, NULL) == GM_OK;
+}
+
+static bool c_quant(const struct sugg_ctx *sx, struct change *c, const char *scheme)
+{
+    if (!quantisable(sx->job))
+        return false;
+    put_text(c, "quant", scheme);
+    return true;
+}
+
+static bool c_quant_fp8(const struct sugg_ctx *sx, struct change *c)
+{
+    return c_quant(sx, c, "fp8");
+}
+
+static bool c_quant_awq(const struct sugg_ctx *sx, struct change *c)
+{
+    return c_quant(sx, c, "awq");
+}
+
+static bool c_quant_gptq(const struct sugg_ctx *sx, struct change *c)
+{
+    return c_quant(sx, c, "gptq");
+}
+
+/* bitsandbytes quantises at load time: transformers (and vLLM) load it from any
+ * checkpoint. */
+static bool c_quant_nf4(const struct sugg_ctx *sx, struct change *c)
+{
+    if (sx->job->engine.kind == GM_ENGINE_VLLM)
+        return false;
+    return c_quant(sx, c, "nf4-dq");
+}
+
 static bool c_bits(const struct sugg_ctx *sx, struct change *c, const char *bits, double v)
 {
     const struct gm_job *j = sx->job;
-    if (j->mode == GM_EST_TRAIN)
-        return false;
+    if (j->mode == GM_EST_TRAIN || quantisable(j) || j->numerics.weight_format == GM_WEIGHTS_QUANT)
+        return false; /* a model with a layout gets the weight formats instead */
     if (j->numerics.weight_format == GM_WEIGHTS_BITS && j->numerics.weight_bits <= v)
         return false;
     put_text(c, "bits", bits);
@@ -535,6 +581,19 @@ static const struct candidate {
      "adapters on a 4-bit (NF4) frozen base: lower-precision base, slower matmuls", true},
     {c_bits8, GM_COST_QUALITY, "8-bit weights (int8 / fp8 quantisation)", true},
     {c_bits4, GM_COST_QUALITY, "4-bit weights with scales (GPTQ / AWQ / NF4): some quality loss",
+     true},
+    /* ---- weight formats (issue 13) ---- */
+    {c_quant_fp8, GM_COST_QUALITY,
+     "FP8 weights (an FP8 checkpoint, or vLLM --quantization fp8): near-lossless; fast FP8 "
+     "kernels need Ada or Hopper GPUs",
+     true},
+    {c_quant_awq, GM_COST_QUALITY,
+     "a 4-bit AWQ checkpoint (embeddings and lm_head stay 16-bit): some quality loss", true},
+    {c_quant_gptq, GM_COST_QUALITY,
+     "a 4-bit GPTQ checkpoint (groups of 128): some quality loss, calibrated per model", true},
+    {c_quant_nf4, GM_COST_QUALITY,
+     "bitsandbytes NF4 at load time (no quantised checkpoint needed): quality loss, slower "
+     "matmuls",
      true},
     {c_fewer_seqs, GM_COST_WORKLOAD, "fewer sequences at once: lower throughput", false},
     {c_max_model_len, GM_COST_WORKLOAD, "requests longer than this are refused", true},

@@ -97,6 +97,9 @@ struct sim {
     uint64_t next_addr;
     uint64_t now_us;
     uint32_t rng;
+    uint64_t batch; /* sequences per training batch */
+    int device;     /* the CUDA device the job runs on */
+    bool phases;    /* mark gpumem.phase:<name> ranges, as gpumem.torch.record() does */
     bool nomem;
 };
 
@@ -220,6 +223,13 @@ static void annotate(struct sim *s, const char *name, bool start)
     tick(s, 20);
 }
 
+/* A phase of gpumem.torch.record() (a record_function range "gpumem.phase:<name>"). */
+static void user_phase(struct sim *s, const char *name, bool start)
+{
+    if (s->phases)
+        annotate(s, name, start);
+}
+
 static int new_block(struct sim *s, uint64_t addr, uint64_t size, int seg, int prev, int next)
 {
     struct block b = {addr, size, 0, seg, prev, next, -1, false, false};
@@ -340,7 +350,6 @@ static void t_free(struct sim *s, int h, int stack)
 #define LAYERS 4
 #define HEADS  16u
 #define SEQ    512u
-#define BATCH  8u
 #define F32    4u
 
 struct param {
@@ -463,7 +472,7 @@ static void backward(struct job *j, struct fwd *f)
 {
     struct sim *s = j->s;
     const int B = j->st_bwd;
-    uint64_t tok = BATCH * SEQ, a = tok * HIDDEN * F32;
+    uint64_t tok = s->batch * SEQ, a = tok * HIDDEN * F32;
     int g = t_alloc(s, F32, B); /* ones_like(loss) */
     int dlogp = t_alloc(s, tok * VOCAB * F32, B);
     t_free(s, g, B);
@@ -625,7 +634,8 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
     for (unsigned it = 0; it < o->iterations && !s->nomem; it++) {
         int nx, ny;
         struct fwd f;
-        get_batch(s, BATCH, 127, &nx, &ny);
+        user_phase(s, "gpumem.phase:data", true);
+        get_batch(s, s->batch, 127, &nx, &ny);
         if (x >= 0) {
             int rebind = STK(s, j->st_module, {"main", U_TRAIN, 127});
             t_free(s, x, rebind);
@@ -633,12 +643,19 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
         }
         x = nx;
         y = ny;
-        forward(s, &f, BATCH, j->st_train_step);
+        user_phase(s, "gpumem.phase:data", false);
+        user_phase(s, "gpumem.phase:forward", true);
+        forward(s, &f, s->batch, j->st_train_step);
+        user_phase(s, "gpumem.phase:forward", false);
         tick(s, 3000);
+        user_phase(s, "gpumem.phase:backward", true);
         backward(j, &f);
+        user_phase(s, "gpumem.phase:backward", false);
         tick(s, 2000);
+        user_phase(s, "gpumem.phase:optimizer", true);
         step(j, it == 0);
         zero_grad(j);
+        user_phase(s, "gpumem.phase:optimizer", false);
         /* 'loss' is a local of train_step */
         t_free(s, f.loss, STK(s, j->st_module, {"main", U_TRAIN, 131}));
         if (o->leak) {
@@ -646,10 +663,12 @@ static void run_job(struct job *j, const struct gm_example_opts *o)
              * keeps its graph, and the graph keeps every saved activation */
             int xv, yv;
             struct fwd ev;
+            user_phase(s, "gpumem.phase:evaluate", true);
             get_batch(s, 1, 132, &xv, &yv);
             forward(s, &ev, 1,
                     STK(s, -1, {"evaluate", U_TRAIN, 70}, {"main", U_TRAIN, 133},
                         {"<module>", U_TRAIN, 142}));
+            user_phase(s, "gpumem.phase:evaluate", false);
         }
         tick(s, 25000);
     }
@@ -709,7 +728,7 @@ static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys
     }
     gm_pickle_dict_begin(w, 12);
     KEY(w, k, device, "device");
-    gm_pickle_int(w, 0);
+    gm_pickle_int(w, s->device);
     KEY(w, k, address, "address");
     gm_pickle_uint(w, g->addr);
     KEY(w, k, total_size, "total_size");
@@ -835,7 +854,12 @@ static void write_snapshot(struct gm_pickle_writer *w, struct sim *s)
     gm_pickle_list_end(w);
 
     gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, (size_t)s->device + 1);
+    /* a rank's snapshot has a list for every visible device, only its own filled */
+    for (int d = 0; d < s->device; d++) {
+        gm_pickle_list_begin(w, 0);
+        gm_pickle_list_end(w);
+    }
     gm_pickle_list_begin(w, s->events.n);
     for (size_t i = 0; i < s->events.n; i++)
         write_event(w, s, &k, &s->events.v[i]);
@@ -855,7 +879,7 @@ static void write_snapshot(struct gm_pickle_writer *w, struct sim *s)
         gm_pickle_str(w, "stage");
         gm_pickle_str(w, a->start ? "START" : "END");
         KEY(w, &k, device, "device");
-        gm_pickle_int(w, 0);
+        gm_pickle_int(w, s->device);
         KEY(w, &k, time_us, "time_us");
         gm_pickle_uint(w, a->time_us);
         gm_pickle_dict_end(w);
@@ -869,6 +893,9 @@ void gm_example_opts_init(struct gm_example_opts *o)
     o->iterations = 5;
     o->leak = true;
     o->protocol = 4;
+    o->batch = 8;
+    o->device = 0;
+    o->phases = false;
     o->start_us = 1763974800000000ull; /* 2025-11-24 09:00:00 UTC */
 }
 
@@ -893,8 +920,17 @@ enum gm_status gm_example_write(FILE *f, const struct gm_example_opts *o, struct
     if (o->iterations < 1 || o->iterations > 1000)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "example: %u iterations: choose 1 to 1000", o->iterations);
+    if (o->batch < 1 || o->batch > 64)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "example: batch %u: choose 1 to 64",
+                       o->batch);
+    if (o->device < 0 || o->device > 15)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "example: device %d: choose 0 to 15",
+                       o->device);
     memset(&s, 0, sizeof(s));
     memset(&j, 0, sizeof(j));
+    s.batch = o->batch;
+    s.device = o->device;
+    s.phases = o->phases;
     s.next_addr = 0x7f3a40000000ull;
     s.now_us = o->start_us;
     s.rng = 12345;

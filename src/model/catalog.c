@@ -48,11 +48,121 @@ struct entry {
             .head = GM_HEAD_ENCODER, .norms_per_layer = 2, .norm = GM_NORM_LAYER,                  \
             .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true, .mlp_bias = true,              \
             .n_positions_learned = 512, .n_token_types = 2, .attn_dropout = 0.1,                   \
-            .hidden_dropout = 0.1, .dtype = GM_DTYPE_F32                                           \
+            .hidden_dropout = 0.1, .dtype = GM_DTYPE_F32, .pooler = true, .emb_norm = true         \
     }
 
 #define F16  GM_DTYPE_F16
 #define BF16 GM_DTYPE_BF16
+#define F32  GM_DTYPE_F32
+
+/* ---- architectures of issue 13 ---- */
+
+/* Post-LN encoders of the BERT family (base model with pooler unless 'pool' is false). */
+#define ENCODER(nm, type, ar, h, L, nh, I, V, pos, types, pool)                                    \
+    {                                                                                              \
+        BASE(nm, type, ar, h, L, nh, nh, (h) / (nh), I, V, pos),                                   \
+            .head = GM_HEAD_ENCODER, .norms_per_layer = 2, .norm = GM_NORM_LAYER,                  \
+            .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true, .mlp_bias = true,              \
+            .n_positions_learned = pos, .n_token_types = types, .attn_dropout = 0.1,               \
+            .hidden_dropout = 0.1, .dtype = F32, .pooler = pool, .emb_norm = true                  \
+    }
+
+/* DeBERTa-v3: no absolute positions, a relative table of 2 x 256 rows. */
+#define DEBERTA3(nm, h, L, nh, I)                                                                  \
+    {                                                                                              \
+        BASE(nm, "deberta-v2", GM_ARCH_DEBERTA_V2, h, L, nh, nh, (h) / (nh), I, 128100, 512),      \
+            .head = GM_HEAD_ENCODER, .norms_per_layer = 2, .norm = GM_NORM_LAYER,                  \
+            .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true, .mlp_bias = true,              \
+            .rel_pos_rows = 512, .attn_dropout = 0.1, .hidden_dropout = 0.1, .dtype = F32,         \
+            .emb_norm = true                                                                       \
+    }
+
+/* ModernBERT: pre-norm, bias-free LayerNorm, GeGLU, no attention norm in layer 0. */
+#define MODERNBERT(nm, h, L, nh, I)                                                                \
+    {                                                                                              \
+        BASE(nm, "modernbert", GM_ARCH_MODERNBERT, h, L, nh, nh, (h) / (nh), I, 50368, 8192),      \
+            .head = GM_HEAD_ENCODER, .norms_per_layer = 2, .norm = GM_NORM_LAYER_NOBIAS,           \
+            .act = GM_ACT_GELU, .gated_mlp = true, .final_norm = true, .emb_norm = true,           \
+            .no_first_attn_norm = true, .dtype = F32                                               \
+    }
+
+/* T5 (relu, tied) and T5 v1.1 / FLAN-T5 (gated-gelu, untied): encoder-decoder. */
+#define T5(nm, d, dkv, nh, ff, L, gated, dt)                                                       \
+    {                                                                                              \
+        BASE(nm, "t5", GM_ARCH_T5, d, L, nh, nh, dkv, ff, 32128, 0),                               \
+            .head = GM_HEAD_SEQ2SEQ_LM, .n_decoder_layers = L, .norms_per_layer = 2,               \
+            .final_norm = true, .norm = GM_NORM_RMS, .act = (gated) ? GM_ACT_GELU : GM_ACT_RELU,   \
+            .gated_mlp = gated, .tied_embeddings = !(gated), .rel_attn_buckets = 32,               \
+            .hidden_dropout = 0.1, .dtype = dt                                                     \
+    }
+
+#define BART(nm, d, L, nh, ff)                                                                     \
+    {                                                                                              \
+        BASE(nm, "bart", GM_ARCH_BART, d, L, nh, nh, (d) / (nh), ff, 50265, 1024),                 \
+            .head = GM_HEAD_SEQ2SEQ_LM, .n_decoder_layers = L, .norms_per_layer = 2,               \
+            .norm = GM_NORM_LAYER, .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true,         \
+            .mlp_bias = true, .tied_embeddings = true, .emb_norm = true,                           \
+            .n_positions_learned = 1026, .hidden_dropout = 0.1, .dtype = F32                       \
+    }
+
+/* GPT-BigCode: GPT-2 layout with one KV head. */
+#define BIGCODE(nm, h, L, nh, V, pos)                                                              \
+    {                                                                                              \
+        BASE(nm, "gpt_bigcode", GM_ARCH_GPT_BIGCODE, h, L, nh, 1, (h) / (nh), 4 * (h), V, pos),    \
+            STD, .norm = GM_NORM_LAYER, .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true,    \
+                 .mlp_bias = true, .tied_embeddings = true, .n_positions_learned = pos,            \
+                 .dtype = F32                                                                      \
+    }
+
+/* Falcon: parallel attention and MLP, LayerNorm, GELU 4h, tied. */
+#define FALCON(nm, h, L, nh, nkv, lns, bias, V)                                                    \
+    {                                                                                              \
+        BASE(nm, "falcon", GM_ARCH_FALCON, h, L, nh, nkv, (h) / (nh), 4 * (h), V, 2048),           \
+            .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norms_per_layer = lns,                 \
+            .norm = GM_NORM_LAYER, .act = GM_ACT_GELU, .qkv_bias = bias, .out_bias = bias,         \
+            .mlp_bias = bias, .tied_embeddings = true, .dtype = BF16                               \
+    }
+
+#define STARCODER2(nm, h, L, nh, nkv, I, tied)                                                     \
+    {                                                                                              \
+        BASE(nm, "starcoder2", GM_ARCH_STARCODER2, h, L, nh, nkv, (h) / (nh), I, 49152, 16384),    \
+            STD, .norm = GM_NORM_LAYER, .act = GM_ACT_GELU, .qkv_bias = true, .out_bias = true,    \
+                 .mlp_bias = true, .tied_embeddings = tied, .sliding_window = 4096,                \
+                 .n_sliding_layers = L, .dtype = F32                                               \
+    }
+
+/* Gemma-3 text models: 4 norms, q/k norms, 5 local (window) : 1 global layers. */
+#define GEMMA3(nm, h, L, nh, nkv, hd, I, V, pos, win)                                              \
+    {                                                                                              \
+        BASE(nm, "gemma3_text", GM_ARCH_GEMMA3, h, L, nh, nkv, hd, I, V, pos),                     \
+            .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norms_per_layer = 4,                   \
+            .norm = GM_NORM_RMS, .act = GM_ACT_GELU, .gated_mlp = true, .tied_embeddings = true,   \
+            .qk_norm = true, .sliding_window = win, .n_sliding_layers = (L) - (L) / 6,             \
+            .text_only = (V) == 262208, .dtype = BF16                                              \
+    }
+
+/* DeepSeek MLA + MoE (kv_lora 512, rope 64, nope 128, v 128). */
+#define DEEPSEEK(nm, type, ar, h, L, nh, qlora, I, moeI, E, shared, k, dense, V, pos, rbias, q)    \
+    {                                                                                              \
+        BASE(nm, type, ar, h, L, nh, nh, 192, I, V, pos), STD,                                     \
+            .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .q_lora_rank = qlora,      \
+            .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                        \
+            .moe_intermediate = moeI, .n_experts = E, .n_experts_active = k,                       \
+            .n_shared_experts = shared, .n_dense_layers = dense, .router_bias = rbias, .quant = q, \
+            .dtype = BF16                                                                          \
+    }
+
+/* DeepSeek-V3's published checkpoint: FP8 e4m3 weights, an fp32 scale per 128 x 128 block
+ * (config.json quantization_config: quant_method fp8, weight_block_size [128, 128]). */
+#define FP8_BLOCK128                                                                               \
+    {                                                                                              \
+        .method = GM_QUANT_FP8, .bits = 8, .scale = GM_SCALE_BLOCK, .block_rows = 128,             \
+        .block_cols = 128                                                                          \
+    }
+#define NO_QUANT                                                                                   \
+    {                                                                                              \
+        .method = GM_QUANT_NONE                                                                    \
+    }
 
 static const struct entry catalog[] = {
     /* Llama 2 / 3 / 3.1 / 3.2 */
@@ -167,13 +277,13 @@ static const struct entry catalog[] = {
      {BASE("gemma-2-9b", "gemma2", GM_ARCH_GEMMA2, 3584, 42, 16, 8, 256, 14336, 256000, 8192),
       .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norm = GM_NORM_RMS, .act = GM_ACT_GELU,
       .gated_mlp = true, .tied_embeddings = true, .norms_per_layer = 4, .sliding_window = 4096,
-      .n_sliding_layers = 21, .dtype = F16}},
+      .n_sliding_layers = 21, .attn_softcap = 50, .final_softcap = 30, .dtype = F16}},
     {"google/gemma-2-27b",
      "gemma-2-27b gemma2-27b",
      {BASE("gemma-2-27b", "gemma2", GM_ARCH_GEMMA2, 4608, 46, 32, 16, 128, 36864, 256000, 8192),
       .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norm = GM_NORM_RMS, .act = GM_ACT_GELU,
       .gated_mlp = true, .tied_embeddings = true, .norms_per_layer = 4, .sliding_window = 4096,
-      .n_sliding_layers = 23, .dtype = F16}},
+      .n_sliding_layers = 23, .attn_softcap = 50, .final_softcap = 30, .dtype = F16}},
     /* Phi */
     {"microsoft/phi-2",
      "phi-2 phi2",
@@ -206,6 +316,132 @@ static const struct entry catalog[] = {
      BERT("bert-base-uncased", 768, 12, 12, 3072)},
     {"google-bert/bert-large-uncased", "bert-large-uncased bert-large",
      BERT("bert-large-uncased", 1024, 24, 16, 4096)},
+    /* ---- architectures of issue 13 ---- */
+    /* Encoders (base models as AutoModel loads them; a config naming ...ForSequenceClassification
+     * adds its head) */
+    {"FacebookAI/roberta-base", "roberta-base",
+     ENCODER("roberta-base", "roberta", GM_ARCH_ROBERTA, 768, 12, 12, 3072, 50265, 514, 1, true)},
+    {"FacebookAI/roberta-large", "roberta-large",
+     ENCODER("roberta-large", "roberta", GM_ARCH_ROBERTA, 1024, 24, 16, 4096, 50265, 514, 1, true)},
+    {"FacebookAI/xlm-roberta-base", "xlm-roberta-base xlmr-base",
+     ENCODER("xlm-roberta-base", "xlm-roberta", GM_ARCH_XLM_ROBERTA, 768, 12, 12, 3072, 250002, 514,
+             1, true)},
+    {"FacebookAI/xlm-roberta-large", "xlm-roberta-large xlmr-large",
+     ENCODER("xlm-roberta-large", "xlm-roberta", GM_ARCH_XLM_ROBERTA, 1024, 24, 16, 4096, 250002,
+             514, 1, true)},
+    {"distilbert/distilbert-base-uncased", "distilbert-base-uncased distilbert",
+     ENCODER("distilbert-base-uncased", "distilbert", GM_ARCH_DISTILBERT, 768, 6, 12, 3072, 30522,
+             512, 0, false)},
+    {"microsoft/deberta-v3-base", "deberta-v3-base",
+     DEBERTA3("deberta-v3-base", 768, 12, 12, 3072)},
+    {"microsoft/deberta-v3-large", "deberta-v3-large",
+     DEBERTA3("deberta-v3-large", 1024, 24, 16, 4096)},
+    {"answerdotai/ModernBERT-base", "modernbert-base",
+     MODERNBERT("ModernBERT-base", 768, 22, 12, 1152)},
+    {"answerdotai/ModernBERT-large", "modernbert-large",
+     MODERNBERT("ModernBERT-large", 1024, 28, 16, 2624)},
+    /* Encoder-decoders */
+    {"google-t5/t5-small", "t5-small", T5("t5-small", 512, 64, 8, 2048, 6, false, F32)},
+    {"google-t5/t5-base", "t5-base", T5("t5-base", 768, 64, 12, 3072, 12, false, F32)},
+    {"google-t5/t5-large", "t5-large", T5("t5-large", 1024, 64, 16, 4096, 24, false, F32)},
+    {"google-t5/t5-3b", "t5-3b", T5("t5-3b", 1024, 128, 32, 16384, 24, false, F32)},
+    {"google/flan-t5-small", "flan-t5-small", T5("flan-t5-small", 512, 64, 6, 1024, 8, true, F32)},
+    {"google/flan-t5-base", "flan-t5-base", T5("flan-t5-base", 768, 64, 12, 2048, 12, true, F32)},
+    {"google/flan-t5-large", "flan-t5-large",
+     T5("flan-t5-large", 1024, 64, 16, 2816, 24, true, F32)},
+    {"google/flan-t5-xl", "flan-t5-xl", T5("flan-t5-xl", 2048, 64, 32, 5120, 24, true, F32)},
+    {"google/flan-t5-xxl", "flan-t5-xxl", T5("flan-t5-xxl", 4096, 64, 64, 10240, 24, true, F32)},
+    {"facebook/bart-base", "bart-base", BART("bart-base", 768, 6, 12, 3072)},
+    {"facebook/bart-large", "bart-large", BART("bart-large", 1024, 12, 16, 4096)},
+    /* Decoders */
+    {"bigcode/gpt_bigcode-santacoder", "santacoder gpt_bigcode-santacoder",
+     BIGCODE("gpt_bigcode-santacoder", 2048, 24, 16, 49280, 2048)},
+    {"bigcode/starcoderbase-1b", "starcoderbase-1b",
+     BIGCODE("starcoderbase-1b", 2048, 24, 16, 49152, 8192)},
+    {"bigcode/starcoder", "starcoder starcoderbase",
+     BIGCODE("starcoder", 6144, 40, 48, 49152, 8192)},
+    {"bigcode/starcoder2-3b", "starcoder2-3b",
+     STARCODER2("starcoder2-3b", 3072, 30, 24, 2, 12288, true)},
+    {"bigcode/starcoder2-7b", "starcoder2-7b",
+     STARCODER2("starcoder2-7b", 4608, 32, 36, 4, 18432, true)},
+    {"bigcode/starcoder2-15b", "starcoder2-15b",
+     STARCODER2("starcoder2-15b", 6144, 40, 48, 4, 24576, false)},
+    {"tiiuae/falcon-rw-1b", "falcon-rw-1b",
+     FALCON("falcon-rw-1b", 2048, 24, 32, 32, 2, true, 50304)},
+    {"tiiuae/falcon-7b", "falcon-7b", FALCON("falcon-7b", 4544, 32, 71, 1, 1, false, 65024)},
+    {"tiiuae/falcon-40b", "falcon-40b", FALCON("falcon-40b", 8192, 60, 128, 8, 2, false, 65024)},
+    {"tiiuae/falcon-180B", "falcon-180b",
+     FALCON("falcon-180B", 14848, 80, 232, 8, 2, false, 65024)},
+    {"CohereForAI/c4ai-command-r-v01",
+     "command-r c4ai-command-r-v01",
+     {BASE("c4ai-command-r-v01", "cohere", GM_ARCH_COHERE, 8192, 40, 64, 64, 128, 22528, 256000,
+           131072),
+      .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norms_per_layer = 1,
+      .norm = GM_NORM_LAYER_NOBIAS, .act = GM_ACT_SILU, .gated_mlp = true, .tied_embeddings = true,
+      .dtype = F16}},
+    {"google/gemma-3-270m", "gemma-3-270m gemma3-270m",
+     GEMMA3("gemma-3-270m", 640, 18, 4, 1, 256, 2048, 262144, 32768, 512)},
+    {"google/gemma-3-1b-pt", "gemma-3-1b gemma3-1b gemma-3-1b-it",
+     GEMMA3("gemma-3-1b-pt", 1152, 26, 4, 1, 256, 6912, 262144, 32768, 512)},
+    {"google/gemma-3-4b-pt", "gemma-3-4b gemma3-4b gemma-3-4b-it",
+     GEMMA3("gemma-3-4b-pt", 2560, 34, 8, 4, 256, 10240, 262208, 131072, 1024)},
+    {"google/gemma-3-12b-pt", "gemma-3-12b gemma3-12b gemma-3-12b-it",
+     GEMMA3("gemma-3-12b-pt", 3840, 48, 16, 8, 256, 15360, 262208, 131072, 1024)},
+    {"google/gemma-3-27b-pt", "gemma-3-27b gemma3-27b gemma-3-27b-it",
+     GEMMA3("gemma-3-27b-pt", 5376, 62, 32, 16, 128, 21504, 262208, 131072, 1024)},
+    {"allenai/OLMo-1B-hf",
+     "olmo-1b",
+     {BASE("OLMo-1B-hf", "olmo", GM_ARCH_OLMO, 2048, 16, 16, 16, 128, 8192, 50304, 2048), STD,
+      .norm = GM_NORM_PARAMFREE, .act = GM_ACT_SILU, .gated_mlp = true, .tied_embeddings = true,
+      .dtype = F32}},
+    {"allenai/OLMo-7B-hf",
+     "olmo-7b",
+     {BASE("OLMo-7B-hf", "olmo", GM_ARCH_OLMO, 4096, 32, 32, 32, 128, 11008, 50304, 2048), STD,
+      .norm = GM_NORM_PARAMFREE, .act = GM_ACT_SILU, .gated_mlp = true, .dtype = F32}},
+    {"allenai/OLMo-2-1124-7B",
+     "olmo-2-7b olmo2-7b",
+     {BASE("OLMo-2-1124-7B", "olmo2", GM_ARCH_OLMO2, 4096, 32, 32, 32, 128, 11008, 100352, 4096),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm_full = true,
+      .post_norms = true, .dtype = F32}},
+    {"allenai/OLMo-2-1124-13B",
+     "olmo-2-13b olmo2-13b",
+     {BASE("OLMo-2-1124-13B", "olmo2", GM_ARCH_OLMO2, 5120, 40, 40, 40, 128, 13824, 100352, 4096),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm_full = true,
+      .post_norms = true, .dtype = F32}},
+    {"mistralai/Mixtral-8x22B-v0.1",
+     "mixtral-8x22b mixtral-8x22b-v0.1",
+     {BASE("Mixtral-8x22B-v0.1", "mixtral", GM_ARCH_MIXTRAL, 6144, 56, 48, 8, 128, 16384, 32000,
+           65536),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .n_experts = 8,
+      .n_experts_active = 2, .dtype = BF16}},
+    {"Qwen/Qwen1.5-MoE-A2.7B",
+     "qwen1.5-moe-a2.7b qwen2-moe",
+     {BASE("Qwen1.5-MoE-A2.7B", "qwen2_moe", GM_ARCH_QWEN2_MOE, 2048, 24, 16, 16, 128, 5632, 151936,
+           8192),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qkv_bias = true,
+      .n_experts = 60, .n_experts_active = 4, .moe_intermediate = 1408, .shared_intermediate = 5632,
+      .shared_expert_gate = true, .dtype = BF16}},
+    {"Qwen/Qwen3-30B-A3B",
+     "qwen3-30b-a3b",
+     {BASE("Qwen3-30B-A3B", "qwen3_moe", GM_ARCH_QWEN3_MOE, 2048, 48, 32, 4, 128, 6144, 151936,
+           40960),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true,
+      .n_experts = 128, .n_experts_active = 8, .moe_intermediate = 768, .dtype = BF16}},
+    {"Qwen/Qwen3-235B-A22B",
+     "qwen3-235b-a22b",
+     {BASE("Qwen3-235B-A22B", "qwen3_moe", GM_ARCH_QWEN3_MOE, 4096, 94, 64, 4, 128, 12288, 151936,
+           40960),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true,
+      .n_experts = 128, .n_experts_active = 8, .moe_intermediate = 1536, .dtype = BF16}},
+    {"deepseek-ai/DeepSeek-V2-Lite", "deepseek-v2-lite",
+     DEEPSEEK("DeepSeek-V2-Lite", "deepseek_v2", GM_ARCH_DEEPSEEK_V2, 2048, 27, 16, 0, 10944, 1408,
+              64, 2, 6, 1, 102400, 163840, false, NO_QUANT)},
+    {"deepseek-ai/DeepSeek-V2", "deepseek-v2",
+     DEEPSEEK("DeepSeek-V2", "deepseek_v2", GM_ARCH_DEEPSEEK_V2, 5120, 60, 128, 1536, 12288, 1536,
+              160, 2, 6, 1, 102400, 163840, false, NO_QUANT)},
+    {"deepseek-ai/DeepSeek-V3", "deepseek-v3 deepseek-r1",
+     DEEPSEEK("DeepSeek-V3", "deepseek_v3", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 1536, 18432, 2048,
+              256, 1, 8, 3, 129280, 163840, true, FP8_BLOCK128)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

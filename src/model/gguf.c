@@ -194,6 +194,15 @@ static uint64_t *arch_field(struct gm_modelfile_arch *a, const char *suffix, siz
         {"expert_used_count", offsetof(struct gm_modelfile_arch, n_experts_used)},
         {"expert_feed_forward_length", offsetof(struct gm_modelfile_arch, expert_ffn)},
         {"attention.sliding_window", offsetof(struct gm_modelfile_arch, sliding_window)},
+        {"attention.q_lora_rank", offsetof(struct gm_modelfile_arch, q_lora_rank)},
+        {"attention.kv_lora_rank", offsetof(struct gm_modelfile_arch, kv_lora_rank)},
+        {"attention.key_length_mla", offsetof(struct gm_modelfile_arch, head_dim_mla)},
+        {"attention.value_length_mla", offsetof(struct gm_modelfile_arch, head_dim_v_mla)},
+        {"rope.dimension_count", offsetof(struct gm_modelfile_arch, rope_dims)},
+        {"expert_shared_count", offsetof(struct gm_modelfile_arch, n_shared_experts)},
+        {"leading_dense_block_count", offsetof(struct gm_modelfile_arch, n_dense_layers)},
+        {"expert_shared_feed_forward_length",
+         offsetof(struct gm_modelfile_arch, shared_expert_ffn)},
     };
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (strlen(keys[i].suffix) == n && memcmp(keys[i].suffix, suffix, n) == 0)

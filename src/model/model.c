@@ -2,10 +2,15 @@
 /* model.c - validation, exact parameter counting and names for struct gm_model.
  *
  * The count walks the parameter tensors an HF implementation of each family creates,
- * shared tensors once.  The rules that matter (docs/estimate.md, "Parameter counts"):
- * tied models count the embedding once; Qwen2 has q/k/v biases; phi-2 and BERT have biases
- * everywhere, phi-2 also on lm_head; GPT-2 and BERT have learned positions; gemma-2 has
- * four norms per layer; MoE layers hold n_experts MLPs plus a router.  All arithmetic
+ * shared tensors once, in the order embeddings, layers (attention, MLP, norms), the
+ * decoder of an encoder-decoder, head.  The rules that matter (docs/estimate.md, "Parameter
+ * counts"): tied models count the embedding once; Qwen2 has q/k/v biases; phi-2 and BERT
+ * have biases everywhere, phi-2 also on lm_head; GPT-2 and BERT have learned positions;
+ * gemma-2 has four norms per layer; MoE layers hold n_experts MLPs plus a router, some
+ * also shared experts, and MoE models may keep their first layers dense; MLA attention
+ * (DeepSeek) projects queries and keys/values through low-rank latents; an encoder-decoder
+ * has a decoder whose layers add cross-attention.  Every matrix weight is also recorded by
+ * shape and role (struct gm_linear_class): what a weight format quantises.  All arithmetic
  * saturates, so absurd fields cannot wrap around. */
 #include "gpumem/model.h"
 
@@ -26,28 +31,33 @@ void gm_model_init(struct gm_model *m)
 }
 
 static const char *const arch_names[GM_ARCH__COUNT] = {
-    "unknown", "llama", "mistral", "mixtral",  "qwen2", "gemma", "gemma2",
-    "phi",     "phi3",  "gpt2",    "gpt_neox", "bert",  "qwen3",
+    "unknown",     "llama",       "mistral",     "mixtral",    "qwen2", "gemma", "gemma2",
+    "phi",         "phi3",        "gpt2",        "gpt_neox",   "bert",  "qwen3", "roberta",
+    "xlm-roberta", "distilbert",  "deberta-v2",  "modernbert", "t5",    "bart",  "gpt_bigcode",
+    "falcon",      "cohere",      "gemma3",      "starcoder2", "olmo",  "olmo2", "qwen2_moe",
+    "qwen3_moe",   "deepseek_v2", "deepseek_v3",
 };
-
-void gm_arch_known_list(char *out, size_t n)
-{
-    size_t len = 0;
-    if (n)
-        out[0] = '\0';
-    for (int a = GM_ARCH_UNKNOWN + 1; a < GM_ARCH__COUNT && len + 1 < n; a++) {
-        int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", arch_names[a]);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-}
 
 const char *gm_arch_name(enum gm_arch a)
 {
     if ((int)a < 0 || a >= GM_ARCH__COUNT)
         return "unknown";
     return arch_names[a];
+}
+
+bool gm_arch_fused_qkv(enum gm_arch a)
+{
+    switch (a) {
+    case GM_ARCH_GPT2:
+    case GM_ARCH_GPT_BIGCODE:
+    case GM_ARCH_GPT_NEOX:
+    case GM_ARCH_FALCON:
+    case GM_ARCH_PHI3:
+    case GM_ARCH_MODERNBERT:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static const struct {
@@ -158,6 +168,16 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(n_positions_learned, "max_position_embeddings", CAP_COUNT * 16);
     CAP(n_experts, "num_local_experts", CAP_COUNT);
     CAP(n_token_types, "type_vocab_size", CAP_COUNT);
+    CAP(n_decoder_layers, "num_decoder_layers", CAP_COUNT);
+    CAP(kv_lora_rank, "kv_lora_rank", CAP_DIM);
+    CAP(q_lora_rank, "q_lora_rank", CAP_DIM);
+    CAP(moe_intermediate, "moe_intermediate_size", CAP_DIM);
+    CAP(shared_intermediate, "shared_expert_intermediate_size", CAP_DIM);
+    CAP(n_shared_experts, "n_shared_experts", CAP_COUNT);
+    CAP(head_dim_v, "v_head_dim", CAP_DIM);
+    CAP(rel_pos_rows, "position_buckets", CAP_COUNT);
+    CAP(rel_attn_buckets, "relative_attention_num_buckets", CAP_COUNT);
+    CAP(n_labels, "num_labels", CAP_COUNT);
 #undef NEED
 #undef CAP
     if (bad[0])
@@ -176,25 +196,36 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
                        (unsigned long long)m->n_experts_active, (unsigned long long)m->n_experts);
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
-    if (m->arch == GM_ARCH_UNKNOWN) {
-        char known[160];
-        gm_arch_known_list(known, sizeof known);
+    if (m->n_dense_layers > m->n_layers)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: more dense layers (first_k_dense_replace) than layers");
+    if (m->kv_lora_rank && m->qk_rope_head_dim >= m->head_dim)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: qk_rope_head_dim (%llu) must be below the query head size (%llu)",
+                       (unsigned long long)m->qk_rope_head_dim, (unsigned long long)m->head_dim);
+    if (m->head == GM_HEAD_SEQ2SEQ_LM && m->n_decoder_layers == 0)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: an encoder-decoder needs num_decoder_layers");
+    if (m->arch == GM_ARCH_UNKNOWN)
         return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
-                       "model type '%s' is not an architecture gpumem counts (known: %s); give "
-                       "--parameters N to size it with a llama-like layout",
-                       m->model_type[0] ? m->model_type : "?", known);
-    }
+                       "model type '%s' is not an architecture gpumem counts (the %d it knows: "
+                       "gpumem estimate --list-archs); give --parameters N to size it with a "
+                       "llama-like layout, or the weight files for their exact size",
+                       m->model_type[0] ? m->model_type : "?", GM_ARCH__COUNT - 1);
     return GM_OK;
 }
 
-static void tensor(struct gm_param_counts *c, uint64_t *role, uint64_t rows, uint64_t cols,
-                   uint64_t copies, bool matmul)
+/* One parameter tensor of rows x cols (a vector: rows = 1), repeated 'copies' times, in
+ * the legacy field 'field' and the role 'role'. */
+static void tensor(struct gm_param_counts *c, uint64_t *field, enum gm_param_role role,
+                   uint64_t rows, uint64_t cols, uint64_t copies, bool matmul)
 {
     uint64_t n = gm_mul_sat(rows, cols);
     uint64_t all = gm_mul_sat(n, copies);
     if (copies == 0 || n == 0)
         return;
-    *role = gm_add_sat(*role, all);
+    *field = gm_add_sat(*field, all);
+    c->by_role[role] = gm_add_sat(c->by_role[role], all);
     c->total = gm_add_sat(c->total, all);
     c->n_tensors = gm_add_sat(c->n_tensors, copies);
     if (n > c->largest_tensor)
@@ -210,20 +241,137 @@ static void tensor(struct gm_param_counts *c, uint64_t *role, uint64_t rows, uin
         c->factored_state = gm_add_sat(c->factored_state, all);
 }
 
+/* Remember a matrix weight by shape and role (identical ones merged): what weight formats
+ * quantise.  The table is sized for the largest layout; GM_NEVER guards it. */
+static void record_linear(struct gm_param_counts *c, enum gm_param_role role, uint64_t out,
+                          uint64_t in, bool bias, uint64_t copies)
+{
+    for (size_t i = 0; i < c->n_linears; i++) {
+        struct gm_linear_class *k = &c->linears[i];
+        if (k->role == role && k->in == in && k->out == out && k->bias == bias) {
+            k->copies = gm_add_sat(k->copies, copies);
+            return;
+        }
+    }
+    if (c->n_linears == GM_MAX_LINEAR_CLASSES)
+        return;
+    c->linears[c->n_linears++] = (struct gm_linear_class){role, in, out, copies, bias};
+}
+
 /* A linear layer out x in, with an optional bias vector, repeated 'copies' times. */
-static void linear(struct gm_param_counts *c, uint64_t *role, uint64_t out, uint64_t in, bool bias,
+static void linear(struct gm_param_counts *c, uint64_t *field, enum gm_param_role role,
+                   uint64_t out, uint64_t in, bool bias, uint64_t copies)
+{
+    if (copies == 0 || out == 0 || in == 0)
+        return;
+    tensor(c, field, role, out, in, copies, true);
+    if (bias)
+        tensor(c, field, role, 1, out, copies, false);
+    record_linear(c, role, out, in, bias, copies);
+}
+
+/* 'copies' norms over 'width' features. */
+static void norm_w(struct gm_param_counts *c, const struct gm_model *m, uint64_t width,
                    uint64_t copies)
 {
-    tensor(c, role, out, in, copies, true);
-    if (bias)
-        tensor(c, role, 1, out, copies, false);
+    if (m->norm == GM_NORM_PARAMFREE)
+        return;
+    tensor(c, &c->norms, GM_ROLE_NORM, 1, width, copies, false);
+    if (m->norm == GM_NORM_LAYER)
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, width, copies, false);
 }
 
 static void norm(struct gm_param_counts *c, const struct gm_model *m, uint64_t copies)
 {
-    tensor(c, &c->norms, 1, m->hidden, copies, false);
-    if (m->norm == GM_NORM_LAYER)
-        tensor(c, &c->norms, 1, m->hidden, copies, false);
+    norm_w(c, m, m->hidden, copies);
+}
+
+/* The attention projections of 'L' layers (cross-attention has the same shapes). */
+static void attention(struct gm_param_counts *c, const struct gm_model *m, uint64_t L)
+{
+    uint64_t h = m->hidden, vd = m->head_dim_v ? m->head_dim_v : m->head_dim;
+    if (m->kv_lora_rank) {
+        /* MLA (DeepSeek-V2/V3): q through an optional low-rank bottleneck; keys and values
+         * from one latent of kv_lora_rank plus a shared rotary key of qk_rope_head_dim */
+        uint64_t q = gm_mul_sat(m->n_heads, m->head_dim);
+        uint64_t nope = m->head_dim - m->qk_rope_head_dim;
+        if (m->q_lora_rank) {
+            linear(c, &c->attention, GM_ROLE_ATTENTION, m->q_lora_rank, h, m->qkv_bias, L);
+            norm_w(c, m, m->q_lora_rank, L);
+            linear(c, &c->attention, GM_ROLE_ATTENTION, q, m->q_lora_rank, false, L);
+        } else {
+            linear(c, &c->attention, GM_ROLE_ATTENTION, q, h, false, L);
+        }
+        linear(c, &c->attention, GM_ROLE_ATTENTION, m->kv_lora_rank + m->qk_rope_head_dim, h,
+               m->qkv_bias, L);
+        norm_w(c, m, m->kv_lora_rank, L);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, nope + vd),
+               m->kv_lora_rank, false, L);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+        return;
+    }
+    linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, m->head_dim), h, m->qkv_bias,
+           L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, m->head_dim), h,
+           m->qkv_bias, L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, vd), h, m->qkv_bias, L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+}
+
+/* One MLP of width I, 'copies' times; returns the parameters of one. */
+static uint64_t ffn(struct gm_param_counts *c, const struct gm_model *m, uint64_t I,
+                    uint64_t copies)
+{
+    uint64_t before = c->mlp;
+    if (!copies || !I)
+        return 0;
+    if (m->gated_mlp) {
+        linear(c, &c->mlp, GM_ROLE_MLP, I, m->hidden, m->mlp_bias, copies); /* gate */
+        linear(c, &c->mlp, GM_ROLE_MLP, I, m->hidden, m->mlp_bias, copies); /* up */
+    } else {
+        linear(c, &c->mlp, GM_ROLE_MLP, I, m->hidden, m->mlp_bias, copies); /* fc1 */
+    }
+    linear(c, &c->mlp, GM_ROLE_MLP, m->hidden, I, m->mlp_bias, copies); /* down / fc2 */
+    return (c->mlp - before) / copies;
+}
+
+/* The MLPs of 'L' layers: dense, or routed experts with a router (and shared experts).
+ * *routed receives the parameters of all routed experts, *expert those of one. */
+static void mlps(struct gm_param_counts *c, const struct gm_model *m, uint64_t L, uint64_t *routed,
+                 uint64_t *expert)
+{
+    uint64_t dense = m->n_experts ? (m->n_dense_layers < L ? m->n_dense_layers : L) : L;
+    uint64_t moe = L - dense, Ie = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
+    ffn(c, m, m->intermediate, dense);
+    *expert = ffn(c, m, Ie, gm_mul_sat(moe, m->n_experts));
+    *routed = gm_mul_sat(*expert, gm_mul_sat(moe, m->n_experts));
+    if (!moe || !m->n_experts)
+        return;
+    linear(c, &c->mlp, GM_ROLE_ROUTER, m->n_experts, m->hidden, false, moe);
+    if (m->router_bias)
+        tensor(c, &c->mlp, GM_ROLE_ROUTER, 1, m->n_experts, moe, false);
+    if (m->n_shared_experts)
+        ffn(c, m, gm_mul_sat(Ie, m->n_shared_experts), moe);
+    if (m->shared_intermediate)
+        ffn(c, m, m->shared_intermediate, moe);
+    if (m->shared_expert_gate)
+        linear(c, &c->mlp, GM_ROLE_ROUTER, 1, m->hidden, false, moe);
+}
+
+/* Norms of 'L' layers with 'per_layer' each, plus q/k norms. */
+static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uint64_t L,
+                        unsigned per_layer)
+{
+    uint64_t n = gm_mul_sat(L, per_layer);
+    if (m->no_first_attn_norm && n)
+        n--;
+    norm(c, m, n);
+    if (m->qk_norm_full) {
+        norm_w(c, m, gm_mul_sat(m->n_heads, m->head_dim), L);
+        norm_w(c, m, gm_mul_sat(m->n_kv_heads, m->head_dim), L);
+    } else if (m->qk_norm) {
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, m->head_dim, gm_mul_sat(L, 2), false);
+    }
 }
 
 enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_counts *out,
@@ -231,66 +379,63 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
 {
     struct gm_param_counts c;
     enum gm_status st = gm_model_validate(m, err);
-    uint64_t L, h, q, kv, I, experts, mlp_one = 0, mlp_active;
+    bool seq2seq = m->head == GM_HEAD_SEQ2SEQ_LM;
+    uint64_t stacks = seq2seq ? 2 : 1, L = m->n_layers, h = m->hidden, routed = 0, expert = 0;
+    uint64_t r2 = 0, e2 = 0;
     if (st != GM_OK)
         return st;
     memset(&c, 0, sizeof(c));
-    L = m->n_layers;
-    h = m->hidden;
-    q = gm_mul_sat(m->n_heads, m->head_dim);
-    kv = gm_mul_sat(m->n_kv_heads, m->head_dim);
-    I = m->intermediate;
 
     /* Embeddings: the token table is a lookup, not a matmul, unless it doubles as the
-     * tied lm_head; autocast then casts it for the logits product. */
-    tensor(&c, &c.embedding, m->vocab, h, 1, m->tied_embeddings && m->head == GM_HEAD_CAUSAL_LM);
-    tensor(&c, &c.positions, m->n_positions_learned, h, 1, false);
-    tensor(&c, &c.positions, m->n_token_types, h, 1, false);
-    if (m->arch == GM_ARCH_BERT)
-        norm(&c, m, 1); /* embeddings LayerNorm */
+     * tied lm_head; autocast then casts it for the logits product.  An encoder-decoder
+     * shares one table between its stacks; learned positions and the embedding norm are
+     * per stack (BART). */
+    tensor(&c, &c.embedding, GM_ROLE_EMBEDDING, m->vocab, h, 1,
+           m->tied_embeddings && m->head != GM_HEAD_ENCODER);
+    tensor(&c, &c.positions, GM_ROLE_EMBEDDING, m->n_positions_learned, h, stacks, false);
+    tensor(&c, &c.positions, GM_ROLE_EMBEDDING, m->n_token_types, h, 1, false);
+    if (m->emb_norm)
+        norm(&c, m, stacks);
+    if (m->rel_pos_rows) { /* DeBERTa-v2: one relative-position table and its LayerNorm */
+        tensor(&c, &c.other, GM_ROLE_OTHER, m->rel_pos_rows, h, 1, false);
+        norm(&c, m, 1);
+    }
+    tensor(&c, &c.other, GM_ROLE_OTHER, m->rel_attn_buckets, m->n_heads, stacks, false);
 
-    /* Attention, every layer. */
-    linear(&c, &c.attention, q, h, m->qkv_bias, L);
-    linear(&c, &c.attention, kv, h, m->qkv_bias, L);
-    linear(&c, &c.attention, kv, h, m->qkv_bias, L);
-    linear(&c, &c.attention, h, q, m->out_bias, L);
+    /* The layers (the encoder's, for an encoder-decoder). */
+    attention(&c, m, L);
+    mlps(&c, m, L, &routed, &expert);
+    layer_norms(&c, m, L, m->norms_per_layer);
+    if (m->final_norm)
+        norm(&c, m, stacks);
+    c.encoder = seq2seq ? c.attention + c.mlp : 0;
 
-    /* MLP: dense, or n_experts copies plus a router. */
-    experts = m->n_experts ? m->n_experts : 1;
-    {
-        uint64_t before = c.mlp;
-        uint64_t copies = gm_mul_sat(L, experts);
-        if (m->gated_mlp) {
-            linear(&c, &c.mlp, I, h, m->mlp_bias, copies); /* gate */
-            linear(&c, &c.mlp, I, h, m->mlp_bias, copies); /* up */
-        } else {
-            linear(&c, &c.mlp, I, h, m->mlp_bias, copies); /* fc1 */
-        }
-        linear(&c, &c.mlp, h, I, m->mlp_bias, copies); /* down / fc2 */
-        mlp_one = (c.mlp - before) / (copies ? copies : 1);
-        if (m->n_experts)
-            linear(&c, &c.mlp, m->n_experts, h, false, L); /* router */
+    /* The decoder of an encoder-decoder: self-attention, cross-attention over the
+     * encoder's output, the MLP, one norm more per layer. */
+    if (seq2seq) {
+        attention(&c, m, gm_mul_sat(m->n_decoder_layers, 2));
+        mlps(&c, m, m->n_decoder_layers, &r2, &e2);
+        layer_norms(&c, m, m->n_decoder_layers, m->norms_per_layer + 1);
+        routed = gm_add_sat(routed, r2);
     }
 
-    /* Norms in the layers and after the last one; qwen3 also normalises q and k per head. */
-    norm(&c, m, gm_mul_sat(L, m->norms_per_layer));
-    if (m->qk_norm)
-        tensor(&c, &c.norms, 1, m->head_dim, gm_mul_sat(L, 2), false);
-    if (m->final_norm)
-        norm(&c, m, 1);
-
     /* Head. */
-    if (m->head == GM_HEAD_CAUSAL_LM && !m->tied_embeddings)
-        linear(&c, &c.lm_head, m->vocab, h, m->lm_head_bias, 1);
-    if (m->head == GM_HEAD_ENCODER && m->arch == GM_ARCH_BERT)
-        linear(&c, &c.other, h, h, true, 1); /* pooler */
+    if (m->head != GM_HEAD_ENCODER && !m->tied_embeddings)
+        linear(&c, &c.lm_head, GM_ROLE_LM_HEAD, m->vocab, h, m->lm_head_bias, 1);
+    if (m->head == GM_HEAD_ENCODER) {
+        if (m->pooler)
+            linear(&c, &c.other, GM_ROLE_OTHER, h, h, true, 1);
+        if (m->n_labels && m->cls_dense)
+            linear(&c, &c.other, GM_ROLE_OTHER, h, h, true, 1);
+        linear(&c, &c.other, GM_ROLE_OTHER, m->n_labels, h, true, 1);
+    }
 
-    /* Per-token active parameters: only the top-k experts run. */
-    mlp_active = c.mlp;
-    if (m->n_experts && m->n_experts_active)
-        mlp_active = gm_add_sat(gm_mul_sat(gm_mul_sat(mlp_one, m->n_experts_active), L),
-                                gm_mul_sat(gm_mul_sat(m->n_experts, h), L));
-    c.active = c.total - c.mlp + mlp_active;
+    /* Per-token active parameters: of the routed experts only the top-k run. */
+    c.active = c.total;
+    if (m->n_experts && m->n_experts_active && L > m->n_dense_layers)
+        c.active = c.total - routed +
+                   gm_mul_sat(gm_mul_sat(expert, m->n_experts_active),
+                              (L - m->n_dense_layers) + (seq2seq ? m->n_decoder_layers : 0));
     *out = c;
     return GM_OK;
 }

@@ -1,41 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* frames.c - which frames of a stack the report shows, and which are the user's. */
+/* frames.c - where on the x axis an event is drawn, and the points of the timeline (which
+ * frames are the user's is the snapshot's rule: gm_snapshot_frame_is_user()). */
 #include "report/report_int.h"
 
 #include <string.h>
-
-bool gm_report_frame_is_user(const struct gm_snapshot_frame *f)
-{
-    static const char *const lib[] = {"site-packages", "dist-packages", "/torch/", "\\torch\\",
-                                      "/lib/python3",  "\\Lib\\",       "<frozen", NULL};
-    if (!f->is_python)
-        return false;
-    for (int i = 0; lib[i]; i++)
-        if (strstr(f->filename, lib[i]))
-            return false;
-    return true;
-}
-
-size_t gm_report_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
-                              size_t cap)
-{
-    const struct gm_snapshot_stack *st;
-    size_t n_py = 0, n = 0;
-    if (stack >= snap->n_stacks)
-        return 0;
-    st = &snap->stacks[stack];
-    for (uint32_t i = 0; i < st->n_frames; i++)
-        n_py += snap->frames[st->frames[i]].is_python;
-    for (uint32_t i = 0; i < st->n_frames; i++) {
-        const struct gm_snapshot_frame *f = &snap->frames[st->frames[i]];
-        if (n_py ? !f->is_python : f->is_noise)
-            continue;
-        if (n < cap)
-            ids[n] = st->frames[i];
-        n++;
-    }
-    return n;
-}
 
 void gm_report_xmap_init(struct gm_report_xmap *m, const struct gm_snapshot_device *d)
 {

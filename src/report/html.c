@@ -9,7 +9,8 @@
  * its first event when every event has time_us, else the event index; "k" an event index,
  * -1 the initial state):
  *   {schema, title, gpumem_version, categories[], phases[],
- *    ranks[{title, meta{...}, settings[[key, value]], summary{device, peak, ...} | null,
+ *    ranks[{title, meta{...}, settings[[key, value]], summary{device, peak, peak_k, phase,
+ *           max_reserved, at_peak[7]} | null  (gm_analysis_rank()),
  *           frames[[filename, name, line, user]], stacks{id: [frame...]},
  *           devices[{device, n_events, has_trace, n_segments, x_unit, t0_us, x0, x1,
  *                    initial, final,
@@ -25,8 +26,8 @@
  *                    leaks[...], ooms[...], frag{...}, at_peak_cat[7], ...,
  *                    at_peak[[bytes, count, stack, [bytes by category] | null]],
  *                    segtl{...}, marks[[k, what]], state{...} | null  (html_state.c)}]}],
- *    imbalance{max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
- *              category_diff} | null  (two ranks or more)} */
+ *    imbalance{ranks, max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
+ *              category_diff} | null  (two ranks or more: gm_analysis_ranks())} */
 #include "gpumem/report.h"
 
 #include "gpumem/arena.h"
@@ -78,7 +79,7 @@ static void write_stacks(struct gm_report_ctx *c)
         size_t n;
         if (!c->stack_used[s])
             continue;
-        n = gm_report_stack_frames(snap, (uint32_t)s, ids, 256);
+        n = gm_snapshot_stack_frames(snap, (uint32_t)s, ids, 256);
         if (n > 256)
             n = 256;
         snprintf(key, sizeof(key), "%zu", s);
@@ -111,7 +112,7 @@ static void write_stacks(struct gm_report_ctx *c)
             gm_json_str(w, f->filename);
             gm_json_str(w, f->name);
             gm_json_i64(w, f->line);
-            gm_json_u64(w, gm_report_frame_is_user(f));
+            gm_json_u64(w, gm_snapshot_frame_is_user(f));
             gm_json_end_array(w);
         }
         gm_json_end_array(w);
@@ -136,7 +137,7 @@ static void write_meta(struct gm_report_ctx *c, const char *title)
     gm_json_kv_u64(w, "blocks", snap->n_blocks);
     gm_json_kv_u64(w, "events", snap->n_events);
     gm_json_kv_u64(w, "frames", snap->n_frames);
-    gm_json_kv_u64(w, "stacks", snap->n_stacks);
+    gm_json_kv_u64(w, "stacks", gm_snapshot_unique_stacks(snap));
     gm_json_kv_bool(w, "has_time", snap->has_time);
     if (snap->has_time) {
         gm_json_kv_i64(w, "time_first_us", snap->time_first_us);
@@ -186,7 +187,7 @@ struct gm_report_page {
     struct gm_report_opts o;
     char **ranks; /* each rank's JSON object */
     size_t *len;
-    struct gm_rank_summary *sum;
+    struct gm_rank *sum; /* each rank's figures (gm_analysis_rank()) */
     bool *has_sum;
     size_t n, cap;
 };
@@ -222,7 +223,7 @@ static bool page_grow(struct gm_report_page *p)
     size_t cap = p->cap ? 2 * p->cap : 4;
     char **r = gm_realloc(p->ranks, cap * sizeof(*r));
     size_t *l;
-    struct gm_rank_summary *s;
+    struct gm_rank *s;
     bool *h;
     if (!r)
         return false;
@@ -240,7 +241,7 @@ static bool page_grow(struct gm_report_page *p)
     return true;
 }
 
-static void write_summary(struct gm_json *w, const struct gm_rank_summary *s, bool has)
+static void write_summary(struct gm_json *w, const struct gm_rank *s, bool has)
 {
     gm_json_key(w, "summary");
     if (!has) {
@@ -249,11 +250,10 @@ static void write_summary(struct gm_json *w, const struct gm_rank_summary *s, bo
     }
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", s->device);
-    gm_json_kv_bool(w, "has_trace", s->has_trace);
-    gm_json_kv_u64(w, "peak", s->peak_bytes);
+    gm_json_kv_u64(w, "peak", s->value[GM_RANK_PEAK]);
     gm_json_kv_i64(w, "peak_k", s->peak_event);
     gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)s->peak_phase));
-    gm_json_kv_u64(w, "reserved", s->reserved_at_peak_bytes);
+    gm_json_kv_u64(w, "max_reserved", s->value[GM_RANK_PEAK_RESERVED]);
     gm_json_key(w, "at_peak");
     gm_json_begin_array(w);
     for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
@@ -288,7 +288,13 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         gm_free(c.stack_used);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     }
-    p->has_sum[p->n] = an && gm_analysis_rank_summary(an, &p->sum[p->n]);
+    p->has_sum[p->n] = false;
+    if (an && (st = gm_analysis_rank(an, p->n, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
+        fclose(mem);
+        free(json);
+        gm_free(c.stack_used);
+        return st;
+    }
     gm_json_init(&w, mem, 0);
     gm_json_begin_object(&w);
     write_meta(&c, title ? title : p->o.title ? p->o.title : "snapshot");
@@ -401,42 +407,44 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
             gm_json_str(&w, gm_phase_name((enum gm_phase)ph));
         gm_json_end_array(&w);
         gm_json_key(&w, "imbalance");
-        if (p->n >= 2) {
-            struct gm_rank_summary *s = gm_malloc(p->n * sizeof(*s));
-            size_t *idx = gm_malloc(p->n * sizeof(*idx)), ns = 0;
-            struct gm_rank_imbalance ib;
-            if (!s || !idx) {
-                gm_free(s);
-                gm_free(idx);
+        {
+            /* the ranks that have a device, in the page's order (gm_rank.file: their index) */
+            struct gm_rank *r = gm_malloc((p->n ? p->n : 1) * sizeof(*r));
+            struct gm_ranks rs;
+            size_t nr = 0;
+            enum gm_status st;
+            if (!r) {
                 fclose(mem);
                 free(head);
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
             }
             for (size_t i = 0; i < p->n; i++)
-                if (p->has_sum[i]) {
-                    idx[ns] = i;
-                    s[ns++] = p->sum[i];
-                }
-            gm_analysis_imbalance(s, ns, &ib);
-            if (ns >= 2) {
+                if (p->has_sum[i])
+                    r[nr++] = p->sum[i];
+            st = gm_analysis_ranks(r, nr, &rs, err);
+            gm_free(r);
+            if (st != GM_OK) {
+                fclose(mem);
+                free(head);
+                return st;
+            }
+            if (p->n >= 2 && rs.n_ranks >= 2) {
+                const struct gm_rank_spread *sp = &rs.spread[GM_RANK_PEAK];
                 gm_json_begin_object(&w);
-                gm_json_kv_u64(&w, "ranks", ns);
-                gm_json_kv_u64(&w, "max_rank", idx[ib.max_rank]);
-                gm_json_kv_u64(&w, "min_rank", idx[ib.min_rank]);
-                gm_json_kv_u64(&w, "max_peak", ib.max_peak);
-                gm_json_kv_u64(&w, "min_peak", ib.min_peak);
-                gm_json_kv_u64(&w, "spread", ib.spread);
-                gm_json_kv_double(&w, "ratio", ib.ratio);
-                gm_json_kv_u64(&w, "category", ib.category);
-                gm_json_kv_i64(&w, "category_diff", ib.category_diff);
+                gm_json_kv_u64(&w, "ranks", rs.n_ranks);
+                gm_json_kv_u64(&w, "max_rank", rs.ranks[sp->max_rank].file);
+                gm_json_kv_u64(&w, "min_rank", rs.ranks[sp->min_rank].file);
+                gm_json_kv_u64(&w, "max_peak", sp->max);
+                gm_json_kv_u64(&w, "min_peak", sp->min);
+                gm_json_kv_u64(&w, "spread", sp->max - sp->min);
+                gm_json_kv_double(&w, "ratio", rs.peak_ratio);
+                gm_json_kv_u64(&w, "category", rs.category);
+                gm_json_kv_i64(&w, "category_diff", rs.category_bytes);
                 gm_json_end_object(&w);
             } else {
                 gm_json_null(&w);
             }
-            gm_free(s);
-            gm_free(idx);
-        } else {
-            gm_json_null(&w);
+            gm_analysis_ranks_release(&rs);
         }
         gm_json_key(&w, "ranks");
         gm_json_begin_array(&w);

@@ -15,7 +15,6 @@
 #define LOD_FINEST  65536u
 #define MAX_AT_PEAK 300u
 #define RB_WINDOWS  32u /* windows of events with bands of their own, for zoomed views */
-#define PHASE_MARK  "gpumem.phase:"
 
 #define xat(ax, k) gm_lod_axis_x((ax), (k))
 
@@ -310,75 +309,37 @@ static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_json_end_array(w);
 }
 
-/* ---- the user's own phases: gpumem.torch.record() marks each phase() as a
- * record_function range "gpumem.phase:<name>" (START and END annotations) ---- */
+/* ---- the user's own phases (gm_snapshot_user_ranges(): gpumem.torch.record()'s marks) ---- */
 
-struct uphase {
-    const char *name; /* after the mark */
-    int64_t t0, t1;   /* time_us; t1 -1: never ended */
-};
-
-/* The phases of device 'sd' in start order, START and END paired by name (an END closes the
- * latest open START of its name); NULL with *n 0 when none or no time axis. */
-static struct uphase *user_phases(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
-                                  const struct gm_lod_axis *ax, size_t *n)
-{
-    const struct gm_snapshot *snap = c->snap;
-    size_t cap = 0, mark = strlen(PHASE_MARK);
-    struct uphase *v = NULL;
-    *n = 0;
-    if (!ax->time)
-        return NULL; /* phases are times; without times the events cannot be placed */
-    for (size_t i = 0; i < snap->n_annotations; i++) {
-        const struct gm_snapshot_annotation *a = &snap->annotations[i];
-        if (a->device != sd->index || !a->name || strncmp(a->name, PHASE_MARK, mark) != 0)
-            continue;
-        if (a->is_start) {
-            if (*n == cap) {
-                size_t nc = cap ? 2 * cap : 16;
-                struct uphase *nv = gm_realloc(v, nc * sizeof(*v));
-                if (!nv) {
-                    c->nomem = true;
-                    break;
-                }
-                v = nv;
-                cap = nc;
-            }
-            v[(*n)++] = (struct uphase){a->name + mark, a->time_us, -1};
-        } else {
-            for (size_t j = *n; j-- > 0;)
-                if (v[j].t1 < 0 && !strcmp(v[j].name, a->name + mark)) {
-                    v[j].t1 = a->time_us;
-                    break;
-                }
-        }
-    }
-    return v;
-}
-
-/* "uphases": [[x0, x1, name]]; returns the name of the innermost phase holding x (NULL). */
-static const char *write_user_phases(struct gm_report_ctx *c, const struct uphase *v, size_t n,
-                                     const struct gm_lod_axis *ax, double peak_x)
+/* "uphases": [[x0, x1, name]], the user ranges of the device on its time axis (none without
+ * one: the marks are times).  Returns the name of the phase of the peak: the analysis'
+ * (the innermost range around the peak's event), else the one open at the peak's time. */
+static const char *write_user_phases(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                                     const struct gm_analysis_device *ad,
+                                     const struct gm_lod_axis *ax,
+                                     const struct gm_snapshot_timeline *tl, struct gm_error *err)
 {
     struct gm_json *w = c->w;
+    struct gm_snapshot_user_range *r = NULL;
     const char *at = NULL;
-    int64_t at_t0 = 0;
+    size_t n = 0;
     gm_json_key(w, "uphases");
     gm_json_begin_array(w);
+    if (ax->time && gm_snapshot_user_ranges(c->snap, sd->index, &r, &n, err) != GM_OK)
+        c->nomem = true;
     for (size_t i = 0; i < n; i++) {
-        double x0 = (double)(v[i].t0 - ax->t0_us);
-        double x1 = v[i].t1 < 0 ? ax->x_end : (double)(v[i].t1 - ax->t0_us);
         gm_json_begin_array(w);
-        gm_report_num(w, x0);
-        gm_report_num(w, x1);
-        gm_json_str(w, v[i].name);
+        gm_report_num(w, (double)(r[i].start_us - ax->t0_us));
+        gm_report_num(w, r[i].end_us == INT64_MAX ? ax->x_end : (double)(r[i].end_us - ax->t0_us));
+        gm_json_str(w, r[i].name);
         gm_json_end_array(w);
-        if (x0 <= peak_x && peak_x <= x1 && (!at || v[i].t0 >= at_t0)) {
-            at = v[i].name;
-            at_t0 = v[i].t0;
-        }
     }
     gm_json_end_array(w);
+    if (ad && ad->peak_user_phase >= 0 && (size_t)ad->peak_user_phase < ad->n_user_phases)
+        at = ad->user_phases[ad->peak_user_phase].name;
+    else if (!ad && n && tl->peak_time_valid)
+        at = gm_snapshot_user_phase_at(r, n, tl->peak_time_us);
+    gm_free(r);
     return at;
 }
 
@@ -544,10 +505,29 @@ static void write_findings(struct gm_report_ctx *c, const struct gm_lod_axis *ax
         gm_json_kv_u64(w, "iterations", l->n_iterations);
         gm_json_kv_u64(w, "cat", l->category);
         gm_json_kv_u64(w, "stack", l->stack);
+        gm_json_kv_i64(w, "first_iteration", l->first_iteration + 1);
+        gm_json_kv_i64(w, "last_iteration", l->last_iteration + 1);
+        /* the sites of the cause: [per_iteration, total, count, iterations, stack] */
+        gm_json_key(w, "sites");
+        gm_json_begin_array(w);
+        for (size_t k = 0; k < l->n_sites; k++) {
+            const struct gm_analysis_leak_site *si = &l->sites[k];
+            gm_json_begin_array(w);
+            gm_json_u64(w, si->bytes_per_iteration);
+            gm_json_u64(w, si->total_bytes);
+            gm_json_u64(w, si->count);
+            gm_json_u64(w, si->n_iterations);
+            gm_json_u64(w, si->stack);
+            gm_json_end_array(w);
+            gm_report_use_stack(c, si->stack);
+        }
+        gm_json_end_array(w);
         gm_json_end_object(w);
         gm_report_use_stack(c, l->stack);
     }
     gm_json_end_array(w);
+    gm_json_kv_str(w, "leak_verdict", gm_leak_verdict_name(gm_analysis_leak_verdict(ad)));
+    gm_json_kv_str(w, "leak_verdict_text", gm_leak_verdict_text(gm_analysis_leak_verdict(ad)));
     gm_json_key(w, "ooms");
     gm_json_begin_array(w);
     for (size_t i = 0; i < ad->n_ooms; i++)
@@ -578,8 +558,6 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     struct gm_snapshot_timeline tl;
     struct gm_lod_axis ax;
     struct live_peak lp = {NULL, 0};
-    struct uphase *up;
-    size_t n_up = 0;
     const char *peak_up;
     double peak_x;
     /* with an analysis, what is alive at the peak comes from it */
@@ -594,7 +572,6 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     }
     gm_lod_axis_init(&ax, sd);
     peak_x = xat(&ax, tl.peak_event_index);
-    up = user_phases(c, sd, &ax, &n_up);
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", sd->index);
     gm_json_kv_u64(w, "n_events", sd->n_events);
@@ -611,7 +588,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         write_lod(c, sd, &tl, &ax);
     else
         gm_json_kv_null(w, "lod");
-    peak_up = write_user_phases(c, up, n_up, &ax, peak_x);
+    peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
     gm_json_key(w, "peak");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "bytes", tl.peak_bytes);
@@ -639,7 +616,6 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     write_at_peak(c, ad, &tl, &lp);
     st = gm_report_state(c, sd, ad, &tl, &ax, err);
     gm_json_end_object(w);
-    gm_free(up);
     gm_free(lp.idx);
     gm_snapshot_timeline_release(&tl);
     if (st == GM_OK && c->nomem)

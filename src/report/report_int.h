@@ -13,15 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A Python frame of the user's own code: not torch, not an installed package, not the
- * standard library. */
-bool gm_report_frame_is_user(const struct gm_snapshot_frame *f);
-
-/* The frames worth showing for 'stack' (its Python frames, else the frames that are not
- * noise), innermost first; up to 'cap' ids into 'ids'; returns how many there are. */
-size_t gm_report_stack_frames(const struct gm_snapshot *snap, uint32_t stack, uint32_t *ids,
-                              size_t cap);
-
 /* x positions of a device's events: microseconds since its first event when every event
  * has time_us, else the event index. */
 struct gm_report_xmap {

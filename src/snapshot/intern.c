@@ -128,7 +128,7 @@ static bool has_suffix(const char *s, const char *suf)
     return a >= b && !memcmp(s + a - b, suf, b);
 }
 
-/* memory_viz's noise filter (shared/docs/snapshot-format.md section 2.5). */
+/* memory_viz's noise filter (the list is in docs/snapshot.md, "File format"). */
 static bool frame_is_noise(const char *filename, const char *name)
 {
     static const char *const names[] = {"unwind::unwind",    "CapturedTraceback::gather",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* load.c - build a struct gm_snapshot from the pickle of a torch CUDA memory snapshot
- * (schema: shared/docs/snapshot-format.md section 2; the loader's files: load_int.h).
+ * (schema: docs/snapshot.md, "File format"; the loader's files: load_int.h).
  *
  * The top level is a dict {segments, device_traces, allocator_settings,
  * external_annotations, ...} or, for memory_snapshot() and 1.13, a bare list of segments.
@@ -270,6 +270,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     gm_arena_init(&impl->arena, cap);
     impl->pub.file_size = len;
+    impl->pub.pickle_size = len;
     b->doc = &doc;
     b->impl = impl;
     b->arena = &impl->arena;
@@ -338,17 +339,66 @@ uint64_t gm_snapshot_memory_estimate(uint64_t file_bytes)
     return file_bytes / 2 + ((uint64_t)64 << 20);
 }
 
+/* Load from an open descriptor (borrowed): mapped as it is or through a spool
+ * (snap_input_open()), the mapping read under the SIGBUS guard. */
+static enum gm_status load_input(int fd, const char *name, const struct gm_snapshot_opts *opts,
+                                 struct gm_snapshot **out, struct gm_error *err)
+{
+    struct snap_input in;
+    uint64_t cap = opts && opts->max_memory ? opts->max_memory : UINT64_MAX;
+    enum gm_status rc;
+    void *map;
+
+    *out = NULL;
+    if ((rc = snap_input_open(fd, name, cap, &in, err)) != GM_OK)
+        return rc;
+    if (in.len > SIZE_MAX) {
+        snap_input_close(&in);
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s' is too large", name);
+    }
+    map = mmap(NULL, (size_t)in.len, PROT_READ, MAP_PRIVATE, in.fd, 0);
+    if (map == MAP_FAILED) {
+        int e = errno;
+        snap_input_close(&in);
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot map '%s': %s", name, strerror(e));
+    }
+    (void)madvise(map, (size_t)in.len, MADV_SEQUENTIAL);
+    rc = load(map, (size_t)in.len, opts, true, out, err);
+    if (rc == GM_ERR_FORMAT && err && err->offset != GM_NO_OFFSET && err->offset < 4096) {
+        /* failed at once: the file may be JSON or text given as a snapshot */
+        unsigned char head[512];
+        ssize_t k = pread(in.fd, head, sizeof(head), 0);
+        if (k > 0)
+            rc = snap_input_explain(head, (size_t)k, name, in.gzip, err);
+        if (err->offset == GM_NO_OFFSET) {
+            munmap(map, (size_t)in.len);
+            snap_input_close(&in);
+            return rc;
+        }
+    }
+    munmap(map, (size_t)in.len);
+    snap_input_close(&in);
+    if (rc != GM_OK) {
+        if (err)
+            gm_error_prefix(err, "%s", name);
+        return rc;
+    }
+    (*out)->file_size = in.file_size;
+    (*out)->pickle_size = in.len;
+    (*out)->compressed = in.gzip;
+    return GM_OK;
+}
+
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err)
 {
     int fd;
     struct stat st;
-    void *map;
     enum gm_status rc;
 
     *out = NULL;
     /* O_NONBLOCK: a FIFO (or a device) is refused below instead of blocking the open until
-     * a writer comes; it changes nothing for the regular file that is mapped */
+     * a writer comes; it changes nothing for the regular file that is read */
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
@@ -360,34 +410,27 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
         close(fd);
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot read '%s': %s", path, strerror(e));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         close(fd);
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
-                       "'%s' is %s, not a regular file: a snapshot is read from a file", path,
+                       "'%s' is %s, not a regular file: a snapshot is read from a file, or "
+                       "from standard input with '-' (gpumem snapshot ... - < '%s')",
+                       path,
                        S_ISFIFO(st.st_mode)                         ? "a FIFO (named pipe)"
-                       : S_ISDIR(st.st_mode)                        ? "a directory"
                        : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                        : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                                    : "not a file");
+                                                                    : "not a file",
+                       path);
     }
-    if (st.st_size == 0) {
-        close(fd);
-        return gm_fail(err, GM_ERR_FORMAT, 0, "'%s' is empty: not a pickle", path);
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s' is too large", path);
-    }
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    rc = load_input(fd, path, opts, out, err);
     close(fd);
-    if (map == MAP_FAILED)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot map '%s': %s", path, strerror(errno));
-    (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-    rc = load(map, (size_t)st.st_size, opts, true, out, err);
-    munmap(map, (size_t)st.st_size);
-    if (rc != GM_OK && err)
-        gm_error_prefix(err, "%s", path);
     return rc;
+}
+
+enum gm_status gm_snapshot_load_fd(int fd, const char *name, const struct gm_snapshot_opts *opts,
+                                   struct gm_snapshot **out, struct gm_error *err)
+{
+    return load_input(fd, name ? name : "standard input", opts, out, err);
 }
 
 void gm_snapshot_free(struct gm_snapshot *snap)

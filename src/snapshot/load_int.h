@@ -32,6 +32,42 @@ struct snap_impl {
     uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
 };
 
+/* ---- input.c: what a snapshot is read from ---- */
+
+/* The bytes of a pickle, ready to be mapped: a regular file's own, or a spool (an unlinked
+ * temporary file) that a gzip'd file was inflated into or a pipe copied into. */
+struct snap_input {
+    int fd;             /* what to map: the file's descriptor, or the spool's */
+    int spool;          /* the spool's descriptor (closed by snap_input_close()), or -1 */
+    uint64_t len;       /* bytes of pickle */
+    uint64_t file_size; /* bytes of the input itself (compressed ones for gzip) */
+    bool gzip;
+};
+
+/* Make 'fd' (named 'name' in messages; a regular file or a stream: pipe, socket, terminal)
+ * ready to map: gzip is inflated and a stream copied into a spool of at most 'cap' bytes
+ * (GM_ERR_LIMIT past it).  A directory is GM_ERR_NOENT, a zip archive or other compression
+ * GM_ERR_FORMAT naming it (snap_input_sniff()), a compressed file that
+ * ends before the size it had when opened GM_ERR_IO "the file changed while being read". */
+enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct snap_input *in,
+                               struct gm_error *err);
+
+/* GM_OK when the first bytes p[0..n) may be a pickle, else GM_ERR_FORMAT naming the
+ * format their magic bytes say (zip, bzip2, xz, zstd; 'compressed': found inside a gzip
+ * file). */
+enum gm_status snap_input_sniff(const unsigned char *p, size_t n, const char *name, bool compressed,
+                                struct gm_error *err);
+
+/* After the pickle reader failed with GM_ERR_FORMAT on bytes starting p[0..n): when they
+ * are text, 'err' is replaced by one naming them (a JSON document, a text file) instead of
+ * the opcode the reader met; returns the error's code.  (Text that the reader refused for
+ * a reason of its own, such as a protocol-0 GLOBAL, keeps that reason: only FORMAT errors
+ * come here.) */
+enum gm_status snap_input_explain(const unsigned char *p, size_t n, const char *name,
+                                  bool compressed, struct gm_error *err);
+
+void snap_input_close(struct snap_input *in);
+
 /* ---- schema.c: every string the schema gives meaning to ---- */
 enum word {
     W_UNKNOWN = 0,

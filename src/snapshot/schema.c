@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* schema.c - the words of the snapshot schema and its typed fields (load_int.h).
  *
- * The schema is in shared/docs/snapshot-format.md section 2.  Only the key names are
+ * The schema is in docs/snapshot.md, "File format".  Only the key names are
  * trusted, never the shape: every value is type-checked, with a message that names the
  * field, what it is and what was expected. */
 #include "snapshot/load_int.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* segments.c - the snapshot state of a torch memory snapshot: segments and their blocks,
- * allocator settings and annotations (load_int.h; schema: shared/docs/snapshot-format.md
- * section 2).  The walk follows the schema (at most five levels deep), never the graph, so
+ * allocator settings and annotations (load_int.h; schema: docs/snapshot.md,
+ * "File format").  The walk follows the schema (at most five levels deep), never the graph, so
  * shared or even cyclic references cannot make it recurse. */
 #include "snapshot/load_int.h"
 

@@ -570,27 +570,23 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
     return GM_OK;
 }
 
-static bool is_torch_internal(const char *filename)
+bool gm_snapshot_first_oom(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                           struct gm_snapshot_oom *out)
 {
-    return strstr(filename, "/torch/") || strstr(filename, "\\torch\\") ||
-           !strncmp(filename, "torch/", 6);
-}
-
-long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack)
-{
-    const struct gm_snapshot_stack *s;
-    long first_clean = -1;
-    if (stack >= snap->n_stacks)
-        return -1;
-    s = &snap->stacks[stack];
-    for (uint32_t i = 0; i < s->n_frames; i++) {
-        const struct gm_snapshot_frame *f = &snap->frames[s->frames[i]];
-        if (f->is_noise)
-            continue;
-        if (first_clean < 0)
-            first_clean = (long)i;
-        if (f->is_python && !is_torch_internal(f->filename))
-            return (long)i;
-    }
-    return first_clean;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    if (!dev->n_actions[GM_ACTION_OOM] && dev->packed)
+        return false; /* the loader counted none */
+    if (snap->events_dropped)
+        return false;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+        if (e->action == GM_ACTION_OOM) {
+            out->event = c.index;
+            out->requested = e->size;
+            out->device_free = gm_snapshot_event_device_free(e);
+            out->stream = gm_snapshot_event_stream(snap, e);
+            return true;
+        }
+    return false;
 }

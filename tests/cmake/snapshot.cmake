@@ -30,3 +30,10 @@ if(GM_PYTHON3)
   set_tests_properties(snapshot/memory-bound PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 900
     LABELS no-asan)
 endif()
+if(GM_PYTHON3)
+  # the CLI and the HTML report name the same user frame for every stack, and count the
+  # same stacks (one rule in the library)
+  add_test(NAME snapshot/cli-html-agree
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/cli_html_agree.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/cli-html-agree PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()

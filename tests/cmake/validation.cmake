@@ -10,4 +10,10 @@ if(GM_PYTHON3)
       $<TARGET_FILE:gpumem> ${CMAKE_CURRENT_SOURCE_DIR}/data/validation)
   set_tests_properties(validation/public_measurements PROPERTIES ENVIRONMENT "${GM_TEST_ENV}"
     TIMEOUT 300)
+  # validate.py's --check itself: undeclared skips, declared skips that no longer happen,
+  # refused rows and unknown counters fail it
+  add_test(NAME validation/check_rules
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/validation/test_validate.py
+      $<TARGET_FILE:gpumem>)
+  set_tests_properties(validation/check_rules PROPERTIES ENVIRONMENT "${GM_TEST_ENV}")
 endif()

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (void)gm_analysis_phase_at(dev, k);
             for (size_t l = 0; l < dev->n_leaks; l++) {
                 uint32_t ids[8];
-                (void)gm_analysis_stack_frames(s, dev->leaks[l].stack, ids, 8);
+                (void)gm_snapshot_stack_frames(s, dev->leaks[l].stack, ids, 8);
             }
         }
         if (gm_analysis_diff(an, an, &d, &err) == GM_OK)

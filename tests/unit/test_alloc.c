@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* test_alloc.c - the caching-allocator model: every test vector of
- * ../shared/docs/allocator-model.md section 8, the expandable-segments worked example of
- * section 6, statistics semantics (section 7), the OOM retry path, garbage collection, the
+/* test_alloc.c - the caching-allocator model: hand-computed test vectors
+ * of each rule of docs/alloc.md section 1, the expandable-segments worked example,
+ * statistics semantics (torch.cuda.memory_stats()), the OOM retry path, garbage collection, the
  * PYTORCH_CUDA_ALLOC_CONF parser, and a randomised run that checks the invariants. */
 #include <setjmp.h>
 #include <stdarg.h>

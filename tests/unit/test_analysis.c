@@ -11,6 +11,7 @@
 /* clang-format on */
 
 #include "analysis/analysis_int.h"
+#include "base/path.h"
 #include "gpumem/analysis.h"
 
 #include <string.h>
@@ -24,12 +25,12 @@ static uint16_t flags_of(const char *file, const char *name, bool py)
 static void test_paths(void **state)
 {
     (void)state;
-    assert_true(ana_path_has("C:\\x\\lib\\site-packages\\torch\\nn\\modules\\module.py",
-                             "/torch/nn/modules/module.py"));
-    assert_true(ana_path_has("/a/torch/optim/adam.py", "/torch/optim/"));
-    assert_false(ana_path_has("/a/torch_geometric/data.py", "/torch/"));
-    assert_false(ana_path_has("", "/x"));
-    assert_true(ana_path_has("abc", ""));
+    assert_true(gm_path_has("C:\\x\\lib\\site-packages\\torch\\nn\\modules\\module.py",
+                            "/torch/nn/modules/module.py"));
+    assert_true(gm_path_has("/a/torch/optim/adam.py", "/torch/optim/"));
+    assert_false(gm_path_has("/a/torch_geometric/data.py", "/torch/"));
+    assert_false(gm_path_has("", "/x"));
+    assert_true(gm_path_has("abc", ""));
 }
 
 static void test_frame_flags(void **state)
@@ -371,6 +372,164 @@ static void test_training_trace(void **state)
     gm_analysis_free(an);
 }
 
+/* ---- leaks, one per cause ---- */
+
+/* A training loop that runs an evaluation without torch.no_grad() and keeps its outputs
+ * (three forward sites under evaluate(), two of them inside submodules), and keeps a user
+ * tensor every iteration: two causes, whatever the number of sites. */
+static void build_eval_leak(struct trace *t, int iterations)
+{
+    enum { L_TRAIN_FWD = 1, L_BWD, L_E1, L_E2, L_E3, L_USER };
+    t->n = 0;
+    for (int it = 0; it < iterations; it++) {
+        uint64_t k = (uint64_t)it * 0x1000;
+        alloc(t, 0x100000, 1000, L_TRAIN_FWD);
+        alloc(t, 0x200000, 10, L_BWD);
+        release(t, 0x100000, 1000, L_BWD);
+        release(t, 0x200000, 10, L_BWD);
+        alloc(t, 0x300000 + k, 64, L_E1);
+        alloc(t, 0x300100 + k, 32, L_E2);
+        alloc(t, 0x300200 + k, 16, L_E3);
+        alloc(t, 0x300300 + k, 8, L_USER);
+    }
+}
+
+static const struct gm_snapshot_frame eval_frames[] = {
+    {"/e/site-packages/torch/nn/modules/linear.py", "forward", 125, true, false},     /* 0 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false}, /* 1 */
+    {"/home/u/model.py", "forward", 10, true, false},                                 /* 2 */
+    {"/home/u/model.py", "forward", 11, true, false},                                 /* 3 */
+    {"/home/u/model.py", "forward", 12, true, false},                                 /* 4 */
+    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 5 */
+    {"/home/u/train.py", "train_step", 50, true, false},                              /* 6 */
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},    /* 7 */
+    {"/home/u/train.py", "main", 90, true, false},                                    /* 8 */
+    {"/home/u/train.py", "keep", 95, true, false},                                    /* 9 */
+};
+static const uint32_t el_train[] = {2, 1, 6, 8}, el_bwd[] = {7, 6, 8};
+static const uint32_t el_e1[] = {0, 1, 2, 1, 5, 8}, el_e2[] = {0, 1, 3, 1, 5, 8};
+static const uint32_t el_e3[] = {4, 1, 5, 8}, el_user[] = {9, 8};
+static const struct gm_snapshot_stack eval_stacks[] = {
+    {NULL, 0}, {el_train, 4}, {el_bwd, 3}, {el_e1, 6}, {el_e2, 6}, {el_e3, 4}, {el_user, 2},
+};
+
+static void test_leak_causes(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    build_eval_leak(&t, 5);
+    make_snapshot(&s, &d, &t);
+    s.frames = eval_frames;
+    s.n_frames = sizeof(eval_frames) / sizeof(eval_frames[0]);
+    s.stacks = eval_stacks;
+    s.n_stacks = sizeof(eval_stacks) / sizeof(eval_stacks[0]);
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(gm_analysis_leak_verdict(dev), GM_LEAK_VERDICT_FOUND);
+    /* four leaking sites, two causes: evaluate() keeps three, keep() one */
+    assert_int_equal(dev->n_leaks, 2);
+    const struct gm_analysis_leak *g = &dev->leaks[0], *u = &dev->leaks[1];
+    assert_int_equal(g->kind, GM_LEAK_GRAPH_NO_GRAD);
+    assert_int_equal(g->frame, 5); /* evaluate, the caller of the model */
+    assert_int_equal(g->n_sites, 3);
+    assert_int_equal(g->bytes_per_iteration, 64 + 32 + 16);
+    assert_int_equal(g->sites[0].stack, 3); /* largest first */
+    assert_int_equal(g->sites[0].bytes_per_iteration, 64);
+    assert_int_equal(g->stack, 3);
+    assert_int_equal(g->count, 15);
+    assert_int_equal(g->first_iteration, g->last_iteration - 4);
+    assert_int_equal(u->frame, 9);
+    assert_int_equal(u->n_sites, 1);
+    assert_int_equal(u->total_bytes, 5 * 8);
+    gm_analysis_free(an);
+
+    /* two iterations (one training step, then the evaluation) are too few to judge, not
+     * "no leak" */
+    build_eval_leak(&t, 1);
+    make_snapshot(&s, &d, &t);
+    s.frames = eval_frames;
+    s.n_frames = sizeof(eval_frames) / sizeof(eval_frames[0]);
+    s.stacks = eval_stacks;
+    s.n_stacks = sizeof(eval_stacks) / sizeof(eval_stacks[0]);
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    assert_int_equal(an->devices[0].n_iterations, 2);
+    assert_int_equal(gm_analysis_leak_verdict(&an->devices[0]), GM_LEAK_VERDICT_TOO_FEW);
+    assert_non_null(strstr(gm_leak_verdict_text(GM_LEAK_VERDICT_TOO_FEW), "too few iterations"));
+    gm_analysis_free(an);
+}
+
+/* The user's phases (gpumem.phase:<name> marks of gpumem.torch.record()): ranges by time on
+ * the events, an inner range within an outer one, the peak inside each, the peak's phase. */
+static void test_user_phases(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    const struct gm_snapshot_annotation anns[] = {
+        {"gpumem.phase:load", "START", 0, 0, true},
+        {"gpumem.phase:load", "END", 0, 15, false},
+        {"Optimizer.step#Adam.step", "START", 0, 16, true},
+        {"gpumem.phase:train", "START", 0, 20, true},
+        {"gpumem.phase:inner", "START", 0, 30, true},
+        {"gpumem.phase:inner", "END", 0, 40, false},
+        {"gpumem.phase:train", "END", 0, 60, false},
+        {"gpumem.phase:load", "START", 1, 0, true}, /* another device */
+    };
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER); /* t=0..: load */
+    alloc(&t, 0x2000, 100, S_USER);
+    alloc(&t, 0x3000, 500, S_USER);  /* train */
+    alloc(&t, 0x4000, 1000, S_USER); /* inner: the peak */
+    release(&t, 0x4000, 1000, S_USER);
+    release(&t, 0x3000, 500, S_USER); /* train */
+    alloc(&t, 0x5000, 7, S_USER);     /* after every phase */
+    for (size_t i = 0; i < t.n; i++) {
+        t.ev[i].flags |= GM_EVENT_HAS_TIME;
+        t.ev[i].time_us = (int64_t)i * 10; /* events at 0, 10, ..., 100 */
+    }
+    make_snapshot(&s, &d, &t);
+    s.has_time = true;
+    s.annotations = anns;
+    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
+    s.has_annotations = true;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(dev->n_user_phases, 3);
+    assert_string_equal(dev->user_phases[0].name, "load");
+    assert_string_equal(dev->user_phases[1].name, "train");
+    assert_string_equal(dev->user_phases[2].name, "inner");
+    assert_int_equal(dev->n_user_ranges, 3);
+    /* load holds events 0 and 1 (t 0, 10), train 2..6 (t 20..60), inner 3..4 (t 30, 40) */
+    assert_int_equal(dev->user_ranges[0].first_event, 0);
+    assert_int_equal(dev->user_ranges[0].last_event, 1);
+    assert_int_equal(dev->user_ranges[1].first_event, 2);
+    assert_int_equal(dev->user_ranges[1].last_event, 6);
+    assert_int_equal(dev->user_ranges[2].first_event, 3);
+    assert_int_equal(dev->user_ranges[2].last_event, 4);
+    assert_int_equal(dev->user_phases[0].allocated_bytes, 200);
+    assert_int_equal(dev->user_phases[0].peak_bytes, 200);
+    /* the peak (after event 3: 1700 bytes) is inside inner, the innermost range */
+    assert_int_equal(dev->peak_bytes, 1700);
+    assert_int_equal(dev->peak_event, 3);
+    assert_int_equal(dev->peak_user_phase, 2);
+    assert_int_equal(dev->user_phases[2].peak_bytes, 1700);
+    assert_int_equal(dev->user_phases[2].at_peak[GM_CATEGORY_OTHER] +
+                         dev->user_phases[2].at_peak[GM_CATEGORY_INPUT],
+                     1700);
+    /* train's own events: 2, 5, 6 (inner has 3 and 4); its peak is after event 2 */
+    assert_int_equal(dev->user_phases[1].n_events, 3);
+    assert_int_equal(dev->user_phases[1].peak_event, 2);
+    assert_int_equal(dev->user_phases[1].allocated_bytes, 500);
+    gm_analysis_free(an);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -532,47 +691,14 @@ static void test_random_traces(void **state)
     }
 }
 
-/* Ranks: the highest and lowest peak, their ratio, and the category that differs most. */
-static void test_imbalance(void **state)
-{
-    struct gm_rank_summary r[3];
-    struct gm_rank_imbalance ib;
-    (void)state;
-    memset(r, 0, sizeof(r));
-    r[0].peak_bytes = 1000;
-    r[0].at_peak[GM_CATEGORY_PARAMETER] = 600;
-    r[0].at_peak[GM_CATEGORY_ACTIVATION] = 400;
-    r[1].peak_bytes = 1500; /* more activations, fewer "other" */
-    r[1].at_peak[GM_CATEGORY_PARAMETER] = 600;
-    r[1].at_peak[GM_CATEGORY_ACTIVATION] = 900;
-    r[2].peak_bytes = 1500; /* a tie: the first one counts */
-    gm_analysis_imbalance(r, 3, &ib);
-    assert_int_equal(ib.n_ranks, 3);
-    assert_int_equal(ib.max_rank, 1);
-    assert_int_equal(ib.min_rank, 0);
-    assert_int_equal(ib.spread, 500);
-    assert_true(ib.ratio > 1.49 && ib.ratio < 1.51);
-    assert_int_equal(ib.category, GM_CATEGORY_ACTIVATION);
-    assert_int_equal(ib.category_diff, 500);
-    /* a rank with nothing: no ratio */
-    r[0].peak_bytes = 0;
-    gm_analysis_imbalance(r, 2, &ib);
-    assert_true(ib.ratio == 0.0);
-    gm_analysis_imbalance(r, 0, &ib);
-    assert_int_equal(ib.n_ranks, 0);
-    /* no analysis, no rank */
-    assert_false(gm_analysis_rank_summary(NULL, &r[0]));
-    assert_int_equal(r[0].device, -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),     cmocka_unit_test(test_frame_flags),
-        cmocka_unit_test(test_map),       cmocka_unit_test(test_training_trace),
-        cmocka_unit_test(test_names),     cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),       cmocka_unit_test(test_random_traces),
-        cmocka_unit_test(test_imbalance),
+        cmocka_unit_test(test_paths),       cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_map),         cmocka_unit_test(test_training_trace),
+        cmocka_unit_test(test_names),       cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),         cmocka_unit_test(test_random_traces),
+        cmocka_unit_test(test_leak_causes), cmocka_unit_test(test_user_phases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

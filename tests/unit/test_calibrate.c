@@ -6,6 +6,8 @@
  * calibration run exactly when asked to predict it, and scales the workload with the
  * estimate when the batch doubles; inference and leaks are said; the prediction points
  * are parsed and checked; every allocation failure is reported; the JSON carries it all.
+ * With eager attention the s x s scores are taken as the estimate computes them and the
+ * rest of the workload is scaled, unless the run holds less than the scores alone.
  * How well the calibrated values predict other sizes is tested against synth-snapshot's
  * ground truth in tests/python/test_calibrate.py. */
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include "gpumem/example.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +168,95 @@ static void test_spans_of_the_example(void **state)
     assert_int_equal(c->peak_reserved_bytes - c->peak_bytes, c->measured_excess_bytes);
     assert_true(c->fragmentation > 0 && c->fragmentation < 1);
     assert_int_equal(c->leak_bytes_per_iteration, 0);
+    /* SDPA: no s x s scores, one scale for the whole workload */
+    assert_int_equal(fb->predicted_seq2, 0);
+    assert_true(fb->per_token_scale == fb->workload_scale && fb->seq2_scale == 1.0);
+    /* every parameter of the example has its gradient at the step: no buffers */
+    assert_true(c->has_buffer_bytes);
+    assert_int_equal(c->buffer_bytes, 0);
+}
+
+/* The s x s part of the workload at a moment of 'e' (the estimate's shares). */
+static uint64_t seq2_at(const struct gm_estimate *e, unsigned moment)
+{
+    double q = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].phases & moment)
+            q += e->components[i].seq2_share * (double)e->components[i].bytes;
+    return (uint64_t)(q + 0.5);
+}
+
+/* The job described with eager attention: the estimate's scores (4 layers x 16 heads x 512
+ * fp32 per token at the loss) are taken as predicted, the measured difference goes to the
+ * rest; at twice the sequence the scores quadruple with the estimate and the rest doubles
+ * at the fitted scale. */
+static void test_scores_taken_as_predicted(void **state)
+{
+    struct fixture *f = *state;
+    const struct gm_calibration *c = &f->cal;
+    const struct gm_calib_span *fb = &c->spans[0];
+    const struct gm_calib_prediction *same, *longer;
+    struct gm_job j = f->job, j1024;
+    struct gm_estimate *e = malloc(sizeof(*e));
+    struct gm_error err;
+    uint64_t q, w, fixed, bytes;
+
+    assert_non_null(e);
+    set(&j, "attention", "eager");
+    calibrate(f, &j, "seq=512,1024");
+    assert_int_equal(fb->moment, GM_EST_PHASE_LOSS);
+    assert_int_equal(fb->predicted_seq2, 4ull * 16 * 512 * 4 * 4096);
+    assert_int_equal(fb->predicted_seq2, seq2_at(&c->est, GM_EST_PHASE_LOSS));
+    assert_true(fb->measured_workload > fb->predicted_seq2);
+    assert_true(fb->seq2_scale == 1.0);
+    assert_true(fabs(fb->per_token_scale * (double)(fb->predicted_workload - fb->predicted_seq2) -
+                     (double)(fb->measured_workload - fb->predicted_seq2)) < 1);
+    assert_true(fb->per_token_scale != fb->workload_scale);
+    same = &c->predictions[0];
+    longer = &c->predictions[1];
+    assert_near(same->span_bytes[0], fb->measured_bytes, 1);
+
+    j1024 = j;
+    set(&j1024, "seq", "1024");
+    assert_int_equal(gm_estimate_run(&j1024, e, &err), GM_OK);
+    q = seq2_at(e, GM_EST_PHASE_LOSS);
+    assert_near(q, 4 * fb->predicted_seq2, 2);
+    assert_true(e->loss_bytes > e->backward_start_bytes);
+    fixed = gm_estimate_kind_bytes(e, GM_KIND_WEIGHTS) +
+            gm_estimate_kind_bytes(e, GM_KIND_OPTIMIZER_STATE);
+    w = e->loss_bytes - fixed;
+    bytes = (uint64_t)((double)fixed + (double)fb->fixed_offset +
+                       fb->per_token_scale * (double)(w - q) + (double)q + 0.5);
+    assert_near(longer->span_bytes[0], bytes, 2);
+    free(e);
+}
+
+/* A job said to keep more s x s scores than the run holds workload memory (128 heads of 8
+ * dimensions): one scale for the scores and the rest, and a note asking about eager
+ * attention. */
+static void test_scores_above_the_run(void **state)
+{
+    static const char heads[] =
+        "{\"model_type\": \"gpt2\", \"n_embd\": 1024, \"n_layer\": 4, \"n_head\": 128,"
+        " \"n_positions\": 512, \"vocab_size\": 32000, \"tie_word_embeddings\": false}";
+    struct fixture *f = *state;
+    const struct gm_calib_span *fb = &f->cal.spans[0];
+    struct gm_model m;
+    struct gm_job j = f->job;
+    struct gm_error err;
+    bool said = false;
+
+    gm_model_init(&m);
+    assert_int_equal(gm_model_parse_hf_config(heads, strlen(heads), &m, &err), GM_OK);
+    j.model.model = &m;
+    set(&j, "attention", "eager");
+    calibrate(f, &j, NULL);
+    assert_true(fb->predicted_seq2 > fb->measured_workload);
+    assert_true(fb->seq2_scale == fb->workload_scale);
+    assert_true(fb->per_token_scale == fb->workload_scale);
+    for (size_t i = 0; i < f->cal.n_notes; i++)
+        said = said || strstr(f->cal.notes[i], "is the attention eager?") != NULL;
+    assert_true(said);
 }
 
 /* Asked to predict the run it was fitted on, the fit gives back what was measured; with
@@ -332,6 +424,15 @@ static void test_json(void **state)
             json_object_get(json_object_get(json_array_get(spans, 0), "categories"), "parameter"),
             "residual_bytes")),
         -512 * 1024 * 4);
+    {
+        json_t *w = json_object_get(json_array_get(spans, 0), "workload");
+        assert_int_equal(json_integer_value(json_object_get(w, "predicted_seq2_bytes")), 0);
+        assert_true(json_real_value(json_object_get(w, "per_token_scale")) ==
+                    f->cal.spans[0].per_token_scale);
+        assert_true(json_is_real(json_object_get(w, "seq2_scale")));
+    }
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "snapshot"), "buffer_bytes")), 0);
     pred = json_array_get(json_object_get(root, "predictions"), 0);
     assert_string_equal(json_string_value(json_object_get(pred, "setting")), "batch");
     assert_int_equal(
@@ -364,6 +465,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_spans_of_the_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_reproduces_and_scales, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scores_taken_as_predicted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scores_above_the_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inference_is_one_span, setup, teardown),
         cmocka_unit_test(test_leak_is_said),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),

@@ -177,20 +177,64 @@ static void test_korthikanti(void **state)
 {
     /* A GPT layer with LayerNorm, 4h GELU MLP, MHA, dropout, learned positions: in fp32
      * (16E+2)sbh + (2E+1)as^2b with E = 4, i.e. per token 66h + 9as (paper Table 2 with
-     * 4-byte activations); with SDPA the as^2 term is gone. */
+     * 4-byte activations), of which 9as is the s x s part; with SDPA the as^2 term is
+     * gone. */
     struct gm_model m;
-    double h = 1024, a = 16, s = 512, got;
+    double h = 1024, a = 16, s = 512, got, seq2 = -1;
     struct est_layer_cfg eager = est_layer_cfg_full(4, 4, true, 512);
     struct est_layer_cfg sdpa = est_layer_cfg_full(4, 4, false, 512);
     (void)state;
     m = *gm_model_catalog_find("bert-large-uncased");
-    got = est_layer_saved_per_token(&m, &eager);
+    got = est_layer_saved_per_token(&m, &eager, &seq2);
     assert_true(fabs(got - (66 * h + 9 * a * s)) < 1e-6);
-    got = est_layer_saved_per_token(&m, &sdpa);
+    assert_true(fabs(seq2 - 9 * a * s) < 1e-6);
+    got = est_layer_saved_per_token(&m, &sdpa, &seq2);
     assert_true(fabs(got - (66 * h + 4 * a)) < 1e-6);
+    assert_true(seq2 == 0);
     /* Gated MLP keeps four I-wide tensors instead of two. */
     m.gated_mlp = true;
-    assert_true(est_layer_saved_per_token(&m, &sdpa) - got == 2.0 * 4 * (double)m.intermediate);
+    assert_true(est_layer_saved_per_token(&m, &sdpa, NULL) - got ==
+                2.0 * 4 * (double)m.intermediate);
+}
+
+/* The parts of a training estimate's components.  The s x s part: with eager attention
+ * the saved activations hold layers x heads x seq scores per token (fp32 GPT-2, no
+ * dropout: 4 bytes each) and the backward temporaries one layer's score gradients (4 + 4
+ * bytes); with SDPA neither.  The loss's 12 bytes per logit are the kept log-softmax
+ * (a snapshot's 'activation') and two gradients ('other'). */
+static void test_component_parts(void **state)
+{
+    const struct gm_est_component *acts, *bwd, *loss;
+    uint64_t cats[GM_CATEGORY_COUNT] = {0};
+    struct gm_model m = *gm_model_catalog_find("gpt2");
+    struct gm_job j;
+    struct gm_error err;
+    double T = 4 * 1024, want;
+    (void)state;
+    m.attn_dropout = m.hidden_dropout = 0;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = &m;
+    j.numerics.precision = GM_PREC_FP32;
+    j.workload.batch = 4;
+    j.workload.seq = 1024;
+    j.memory.attention = GM_ATTN_EAGER;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    acts = find(&est, "activations");
+    bwd = find(&est, "backward_transients");
+    want = 12.0 * 12.0 * 1024 * 4 * T;
+    assert_true(fabs(acts->seq2_share * (double)acts->bytes - want) < 2);
+    assert_true(fabs(bwd->seq2_share * (double)bwd->bytes - 12.0 * 1024 * 8 * T) < 2);
+    loss = find(&est, "logits_and_loss");
+    assert_true(loss->seq2_share == 0);
+    assert_true(find(&est, "weights")->seq2_share == 0);
+    assert_true(est_component_categories(loss, cats));
+    assert_true(cats[GM_CATEGORY_ACTIVATION] == (uint64_t)(4 * T) * m.vocab);
+    assert_true(cats[GM_CATEGORY_OTHER] == (uint64_t)(8 * T) * m.vocab);
+    j.memory.attention = GM_ATTN_SDPA;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(find(&est, "activations")->seq2_share == 0);
+    assert_true(find(&est, "backward_transients")->seq2_share == 0);
 }
 
 static void test_train_phases(void **state)
@@ -292,9 +336,15 @@ static void test_bad_inputs(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
     j.mode = GM_EST_INFER;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
-    /* Encoders have no KV cache. */
+    /* Encoders have no KV cache: their forward pass is sized (issue 13; refused before),
+     * and they generate nothing. */
     j.model.model = gm_model_catalog_find("bert-base-uncased");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+    j.workload.new_tokens = 8;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "encoder"));
+    j.workload.new_tokens = 0;
     /* Absurd but individually allowed sizes: the total would pass 2^64. */
     j.model.model = gm_model_catalog_find("llama-3.1-405b");
     j.workload.batch = (uint64_t)1 << 20;
@@ -637,13 +687,15 @@ static void test_gpus(void **state)
  * architecture says which ones gpumem knows. */
 static void test_model_sources(void **state)
 {
+    /* (gpt_bigcode, t5 and falcon were the unknown examples until issue 13 taught gpumem
+     * their layouts) */
     static const char *const unknown[] = {
-        "{\"model_type\": \"gpt_bigcode\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
+        "{\"model_type\": \"mamba\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
         "\"vocab_size\": 10}",
-        "{\"model_type\": \"t5\", \"d_model\": 64, \"num_layers\": 2, \"num_heads\": 4, "
+        "{\"model_type\": \"rwkv\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
         "\"vocab_size\": 10}",
-        "{\"model_type\": \"falcon\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
-        "\"num_attention_heads\": 4, \"vocab_size\": 10}",
+        "{\"model_type\": \"jamba\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+        "\"vocab_size\": 10}",
     };
     struct gm_model m;
     struct gm_error err;
@@ -654,7 +706,8 @@ static void test_model_sources(void **state)
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         assert_int_equal(gm_model_parse_hf_config(unknown[i], strlen(unknown[i]), &m, &err),
                          GM_ERR_UNSUPPORTED);
-        assert_non_null(strstr(err.msg, "is not an architecture gpumem knows (known: llama, "));
+        assert_non_null(strstr(err.msg, "is not an architecture gpumem knows (the 30 it knows: "
+                                        "gpumem estimate --list-archs"));
         assert_null(strstr(err.msg, "missing"));
         assert_null(strstr(err.msg, ")'"));
     }
@@ -688,19 +741,13 @@ static void test_model_sources(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_7b),
-        cmocka_unit_test(test_kv_cache),
-        cmocka_unit_test(test_context_warning),
-        cmocka_unit_test(test_blog),
-        cmocka_unit_test(test_korthikanti),
-        cmocka_unit_test(test_train_phases),
-        cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_components_limit),
-        cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),
-        cmocka_unit_test(test_kind_categories),
-        cmocka_unit_test(test_fit_reasons),
-        cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_weights_7b),       cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_context_warning),  cmocka_unit_test(test_blog),
+        cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
+        cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

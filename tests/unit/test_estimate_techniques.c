@@ -208,6 +208,53 @@ static void test_loss_sizes(void **state)
     assert_true(base.backward_start_bytes < base.loss_bytes + logits);
 }
 
+/* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
+ * on the shifted compute-dtype logits (transformers before 4.54, when the version is given):
+ * logits, their shifted copy and the log-softmax, 3 x 2 B per logit in pure bf16; a
+ * cross-entropy kernel replacing it keeps the logits and the copy (4 B).  Without a
+ * version the current release's ForCausalLMLoss applies (12 B, a kernel 2 B). */
+static void test_loss_in_the_model(void **state)
+{
+    const uint64_t T = 2 * 2048, V = 49280;
+#define SANTA "--train --batch 2 --seq 2048 --precision bf16"
+    (void)state;
+    run("santacoder", SANTA " --transformers-version 4.48.1", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * T * V);
+    run("santacoder", SANTA " --transformers-version 4.48.1 --loss fused", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * T * V + 4 * T);
+    run("santacoder", SANTA, &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    run("santacoder", SANTA " --loss fused", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    /* llama's ForCausalLMLoss is not affected by the version rule */
+    run("llama-3-8b", TRAIN8B " --transformers-version 4.53.0", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * 2 * 4096 * 128256ull);
+#undef SANTA
+}
+
+/* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
+ * of r x (hidden + q + 2 kv) per layer, not three of r x (hidden + width). */
+static void test_lora_fused_qkv(void **state)
+{
+    const struct gm_model *sc = gm_model_catalog_find("santacoder");
+    unsigned t = 0;
+    struct gm_error err;
+    (void)state;
+    assert_non_null(sc);
+    assert_int_equal(gm_lora_targets_parse("c_attn", &t, &err), GM_OK);
+    assert_int_equal(t, GM_LORA_QKV);
+    assert_int_equal(gm_lora_targets_parse("query_key_value,o", &t, &err), GM_OK);
+    assert_int_equal(t, GM_LORA_QKV | GM_LORA_O);
+    /* santacoder: 24 layers, hidden 2048, 16 heads of 128, one KV head */
+    assert_int_equal(gm_lora_params(sc, 16, GM_LORA_QKV), 16ull * (2048 + 2048 + 2 * 128) * 24);
+    assert_int_equal(gm_lora_params(sc, 16, GM_LORA_Q | GM_LORA_K | GM_LORA_V),
+                     16ull * ((2048 + 2048) + 2 * (2048 + 128)) * 24);
+    assert_true(gm_arch_fused_qkv(GM_ARCH_GPT_BIGCODE) && gm_arch_fused_qkv(GM_ARCH_GPT_NEOX));
+    assert_false(gm_arch_fused_qkv(GM_ARCH_LLAMA) || gm_arch_fused_qkv(GM_ARCH_MISTRAL));
+    run("santacoder", "--train --batch 2 --seq 2048 --lora --lora-targets c_attn", &with);
+    assert_int_equal(with.lora.trainable_params, 16ull * (2048 + 2048 + 2 * 128) * 24);
+}
+
 /* torchtitan's op-level SAC keeps the layer input, wq, wv, w1 and w2 outputs and the
  * attention output: 2N(h + n_h d + n_kv d + f + h) + 2N n_h d per token (bf16) + lse. */
 static void test_op_checkpointing(void **state)
@@ -218,7 +265,7 @@ static void test_op_checkpointing(void **state)
     (void)state;
     assert_true(est_layer_op_saved_per_token(m, &c) == want);
     /* the full layer keeps about three times more */
-    assert_true(est_layer_saved_per_token(m, &c) > 2.5 * want);
+    assert_true(est_layer_saved_per_token(m, &c, NULL) > 2.5 * want);
 }
 
 /* The optimizer in backward frees each gradient as it is stepped; the step phase is gone. */
@@ -378,7 +425,8 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --optimizer-in-backward --gpus 8 --zero 2", "not --zero"},
         {"llama-3-8b", "--train --gpus 8 --ep 3", "does not divide"},
         {"llama-3-8b", "--train --gpus 2 --ep 2", "MoE"},
-        {"bert-large-uncased", "--train --loss fused", "causal language models"},
+        {"bert-large-uncased", "--train --loss fused", "no vocabulary head"},
+        {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
@@ -414,6 +462,8 @@ int main(void)
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
+        cmocka_unit_test(test_loss_in_the_model),
+        cmocka_unit_test(test_lora_fused_qkv),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),

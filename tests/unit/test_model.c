@@ -32,6 +32,14 @@ static const struct {
     {"gemma-7b.json", 8537680896ull},
 };
 
+static uint64_t ipow10(unsigned e)
+{
+    uint64_t v = 1;
+    while (e--)
+        v *= 10;
+    return v;
+}
+
 static const char *shared_dir(void)
 {
     const char *s = getenv("GM_SHARED");
@@ -152,6 +160,293 @@ static void test_catalog_counts(void **state)
     }
 }
 
+/* ---- architectures of issue 13 ----
+ * Published parameter counts and where they are published ('digits' 0: exact; else the
+ * figure as published, rounded to that many significant digits).  Sources:
+ *   kh    keras-team/keras-hub keras_hub/src/models/<model>/<model>_presets.py (71453d0),
+ *         "params" of the preset converted from the Hub checkpoint
+ *   hf    the Hugging Face model API safetensors.total of the checkpoint
+ *   am    transformers AutoModel.from_pretrained(id).num_parameters() as printed in public
+ *         scripts (BertModel / RobertaModel / BartModel with pooler, where they have one)
+ *   ds    DeepSpeed docs/code-docs/source/memory.rst (t5-3b "2851598336 params")
+ *   file  the fp32 checkpoint's size as the Hub file listing shows it (3 significant
+ *         digits): 4 bytes per parameter; these rows hold bytes, not parameters */
+static const struct {
+    const char *name;
+    uint64_t params;
+    unsigned digits;
+    const char *source;
+} published13[] = {
+    {"roberta-base", 124645632ull, 0, "am"},
+    {"roberta-large", 355359744ull, 0, "am"},
+    {"xlm-roberta-base", 278043648ull, 0, "am"},
+    {"xlm-roberta-large", 559890432ull, 0, "am"},
+    {"distilbert-base-uncased", 66362880ull, 0, "kh distil_bert_base_en_uncased"},
+    {"deberta-v3-base", 183831552ull, 0, "kh deberta_v3_base_en"},
+    {"deberta-v3-large", 434012160ull, 0, "kh deberta_v3_large_en"},
+    {"modernbert-base", 149014272ull, 0, "kh modern_bert base"},
+    {"t5-small", 60506624ull, 0, "kh t5_small_multi"},
+    {"t5-base", 222903552ull, 0, "kh t5_base_multi"},
+    {"t5-large", 737668096ull, 0, "kh t5_large_multi"},
+    {"t5-3b", 2851598336ull, 0, "ds"},
+    {"flan-t5-small", 76961152ull, 0, "kh flan_small_multi"},
+    {"flan-t5-base", 247577856ull, 0, "kh flan_base_multi"},
+    {"flan-t5-large", 783150080ull, 0, "kh flan_large_multi"},
+    {"flan-t5-xl", 2849757184ull, 0, "kh t5_1.1_xl"},
+    {"flan-t5-xxl", 11135332352ull, 0, "kh t5_1.1_xxl"},
+    {"bart-base", 139420416ull, 0, "am"},
+    {"bart-large", 406291456ull, 0, "am"},
+    {"starcoderbase-1b", 1137207296ull, 0, "hf"},
+    {"starcoder", 15517456384ull, 0, "hf"},
+    {"starcoder2-3b", 12100000000ull, 3, "file: model.safetensors 12.1 GB, fp32"},
+    {"starcoder2-15b", 63800000000ull, 3, "file: 14 shards, 63.8 GB, fp32"},
+    {"falcon-rw-1b", 1311625216ull, 0, "kh falcon_refinedweb_1b_en"},
+    {"gemma-3-270m", 268098176ull, 0, "kh gemma3_270m"},
+    {"gemma-3-1b", 999885952ull, 0, "kh gemma3_1b; hf"},
+    {"olmo-1b", 1176764416ull, 0, "hf"},
+    {"olmo-7b", 6888095744ull, 0, "hf"},
+    {"olmo-2-7b", 7298617344ull, 0, "hf"},
+    {"olmo-2-13b", 13716198400ull, 0, "hf"},
+    {"mixtral-8x22b", 140620634112ull, 0, "hf"},
+    {"qwen1.5-moe-a2.7b", 14315784192ull, 0, "kh qwen1.5_moe_2.7b_en"},
+    {"qwen3-30b-a3b", 30532122624ull, 0, "kh qwen3_moe_30b_a3b_en; hf"},
+    {"qwen3-235b-a22b", 235093634560ull, 0, "kh qwen3_moe_235b_a22b_en; hf"},
+    {"deepseek-v2-lite", 15706484224ull, 0, "hf"},
+    {"deepseek-v2", 235741434880ull, 0, "hf"},
+    {"deepseek-v3", 671026419200ull, 0, "main model of the checkpoint (DeepSeek: 671B)"},
+};
+
+/* 'v' rounded to 'digits' significant digits. */
+static uint64_t round_sig(uint64_t v, unsigned digits)
+{
+    uint64_t scale = 1;
+    while (v / scale >= 10 * ipow10(digits - 1))
+        scale *= 10;
+    return (v + scale / 2) / scale * scale;
+}
+
+static void check_published(const char *name, uint64_t counted, uint64_t want, unsigned digits,
+                            const char *source)
+{
+    uint64_t got = digits ? round_sig(counted, digits) : counted;
+    if (got != want)
+        fail_msg("%s: counted %llu (%llu at %u digits), published %llu (%s)", name,
+                 (unsigned long long)counted, (unsigned long long)got, digits,
+                 (unsigned long long)want, source);
+}
+
+static void test_catalog_counts13(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(published13) / sizeof(published13[0]); i++) {
+        const struct gm_model *m = gm_model_catalog_find(published13[i].name);
+        struct gm_param_counts pc;
+        struct gm_error err;
+        if (!m)
+            fail_msg("catalog lacks %s", published13[i].name);
+        assert_int_equal(gm_model_count_params(m, &pc, &err), GM_OK);
+        check_published(published13[i].name,
+                        strncmp(published13[i].source, "file", 4) ? pc.total : 4 * pc.total,
+                        published13[i].params, published13[i].digits, published13[i].source);
+    }
+}
+
+/* Counts that are published for a checkpoint which stores more (or less) than the model
+ * holds in memory: each difference is one tensor, stated here. */
+static void test_catalog_counts13_differences(void **state)
+{
+    static const struct {
+        const char *name;
+        uint64_t published;
+        const char *why;
+    } rows[] = {
+        /* Falcon is tied (FalconConfig's default), but its checkpoint stores lm_head.weight
+         * too (hf 179522565120), which tie_weights() replaces */
+        {"falcon-180b", 179522565120ull, "stored lm_head"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const struct gm_model *m = gm_model_catalog_find(rows[i].name);
+        struct gm_param_counts pc;
+        struct gm_error err;
+        assert_non_null(m);
+        assert_int_equal(gm_model_count_params(m, &pc, &err), GM_OK);
+        check_published(rows[i].name, pc.total + m->vocab * m->hidden, rows[i].published, 0,
+                        rows[i].why);
+    }
+    /* Gemma-3 4B / 12B / 27B: keras-hub's text presets (3880099328, 11765788416,
+     * 27009002240) use a 262144-row embedding; the Hub checkpoints' text model has 262208
+     * rows (64 more image-token rows). */
+    {
+        static const struct {
+            const char *name;
+            uint64_t keras;
+        } g3[] = {{"gemma-3-4b", 3880099328ull},
+                  {"gemma-3-12b", 11765788416ull},
+                  {"gemma-3-27b", 27009002240ull}};
+        for (size_t i = 0; i < sizeof(g3) / sizeof(g3[0]); i++) {
+            const struct gm_model *m = gm_model_catalog_find(g3[i].name);
+            struct gm_param_counts pc;
+            struct gm_error err;
+            assert_non_null(m);
+            assert_int_equal(gm_model_count_params(m, &pc, &err), GM_OK);
+            check_published(g3[i].name, pc.total - 64 * m->hidden, g3[i].keras, 0, "kh text");
+        }
+    }
+}
+
+static const char *data_dir(void)
+{
+    const char *s = getenv("GM_SOURCE_DIR");
+    return s && *s ? s : ".";
+}
+
+/* tests/data/configs: config.json fields of published models, written from the published
+ * values; each must parse to the published count and, where the catalog has the model, to
+ * its catalog entry. */
+static void test_configs13(void **state)
+{
+    static const struct {
+        const char *file;
+        uint64_t params;
+        const char *catalog;
+        enum gm_arch arch;
+        enum gm_head head;
+    } rows[] = {
+        {"roberta-base.json", 124645632ull, "roberta-base", GM_ARCH_ROBERTA, GM_HEAD_ENCODER},
+        /* DistilBertForSequenceClassification: 66362880 + pre_classifier 590592 + classifier
+         * 1538, as the Keras summary of the transformers TF model prints it */
+        {"distilbert-sst2.json", 66955010ull, NULL, GM_ARCH_DISTILBERT, GM_HEAD_ENCODER},
+        {"deberta-v3-base.json", 183831552ull, "deberta-v3-base", GM_ARCH_DEBERTA_V2,
+         GM_HEAD_ENCODER},
+        {"modernbert-base.json", 149014272ull, "modernbert-base", GM_ARCH_MODERNBERT,
+         GM_HEAD_ENCODER},
+        {"t5-small.json", 60506624ull, "t5-small", GM_ARCH_T5, GM_HEAD_SEQ2SEQ_LM},
+        {"flan-t5-base.json", 247577856ull, "flan-t5-base", GM_ARCH_T5, GM_HEAD_SEQ2SEQ_LM},
+        {"bart-base.json", 139420416ull, "bart-base", GM_ARCH_BART, GM_HEAD_SEQ2SEQ_LM},
+        {"starcoderbase-1b.json", 1137207296ull, "starcoderbase-1b", GM_ARCH_GPT_BIGCODE,
+         GM_HEAD_CAUSAL_LM},
+        {"falcon-rw-1b.json", 1311625216ull, "falcon-rw-1b", GM_ARCH_FALCON, GM_HEAD_CAUSAL_LM},
+        {"falcon-180B.json", 179522565120ull - 65024ull * 14848, "falcon-180b", GM_ARCH_FALCON,
+         GM_HEAD_CAUSAL_LM},
+        {"c4ai-command-r-v01.json", 34980831232ull, "command-r", GM_ARCH_COHERE, GM_HEAD_CAUSAL_LM},
+        {"gemma-3-1b-pt.json", 999885952ull, "gemma-3-1b", GM_ARCH_GEMMA3, GM_HEAD_CAUSAL_LM},
+        {"gemma-3-4b-it.json", 3880099328ull + 64 * 2560, "gemma-3-4b", GM_ARCH_GEMMA3,
+         GM_HEAD_CAUSAL_LM},
+        {"starcoder2-15b.json", 15957889024ull, "starcoder2-15b", GM_ARCH_STARCODER2,
+         GM_HEAD_CAUSAL_LM},
+        {"olmo-1b-hf.json", 1176764416ull, "olmo-1b", GM_ARCH_OLMO, GM_HEAD_CAUSAL_LM},
+        {"olmo-2-1124-7b.json", 7298617344ull, "olmo-2-7b", GM_ARCH_OLMO2, GM_HEAD_CAUSAL_LM},
+        {"qwen1.5-moe-a2.7b.json", 14315784192ull, "qwen1.5-moe-a2.7b", GM_ARCH_QWEN2_MOE,
+         GM_HEAD_CAUSAL_LM},
+        {"qwen3-30b-a3b.json", 30532122624ull, "qwen3-30b-a3b", GM_ARCH_QWEN3_MOE,
+         GM_HEAD_CAUSAL_LM},
+        {"deepseek-v2-lite.json", 15706484224ull, "deepseek-v2-lite", GM_ARCH_DEEPSEEK_V2,
+         GM_HEAD_CAUSAL_LM},
+        {"deepseek-v3.json", 671026419200ull, "deepseek-v3", GM_ARCH_DEEPSEEK_V3,
+         GM_HEAD_CAUSAL_LM},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char path[1024];
+        struct gm_model m;
+        struct gm_param_counts pc, pk;
+        struct gm_error err;
+        snprintf(path, sizeof(path), "%s/tests/data/configs/%s", data_dir(), rows[i].file);
+        if (gm_model_load_hf_config(path, &m, &err) != GM_OK)
+            fail_msg("%s: %s", rows[i].file, err.msg);
+        assert_int_equal(m.arch, rows[i].arch);
+        assert_int_equal(m.head, rows[i].head);
+        assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+        if (pc.total != rows[i].params)
+            fail_msg("%s: counted %llu, published %llu", rows[i].file, (unsigned long long)pc.total,
+                     (unsigned long long)rows[i].params);
+        if (rows[i].catalog) {
+            const struct gm_model *c = gm_model_catalog_find(rows[i].catalog);
+            assert_non_null(c);
+            assert_int_equal(gm_model_count_params(c, &pk, &err), GM_OK);
+            if (pk.total != pc.total || c->n_kv_heads != m.n_kv_heads ||
+                c->head_dim != m.head_dim || c->sliding_window != m.sliding_window ||
+                c->n_sliding_layers != m.n_sliding_layers || c->kv_lora_rank != m.kv_lora_rank ||
+                c->n_dense_layers != m.n_dense_layers || c->norm != m.norm ||
+                c->tied_embeddings != m.tied_embeddings)
+                fail_msg("%s: differs from the catalog's %s", rows[i].file, rows[i].catalog);
+        }
+    }
+}
+
+/* What the counts rest on, checked field by field where a wrong one would still count
+ * right by accident. */
+static void test_config_fields13(void **state)
+{
+    char path[1024];
+    struct gm_model m;
+    struct gm_param_counts pc;
+    struct gm_error err;
+    (void)state;
+#define LOAD(f)                                                                                    \
+    do {                                                                                           \
+        snprintf(path, sizeof(path), "%s/tests/data/configs/%s", data_dir(), f);                   \
+        if (gm_model_load_hf_config(path, &m, &err) != GM_OK)                                      \
+            fail_msg("%s: %s", f, err.msg);                                                        \
+    } while (0)
+    LOAD("deepseek-v3.json");
+    assert_int_equal(m.head_dim, 192); /* qk_nope 128 + rope 64 */
+    assert_int_equal(m.head_dim_v, 128);
+    assert_int_equal(m.kv_lora_rank, 512);
+    assert_int_equal(m.n_dense_layers, 3);
+    assert_true(m.router_bias);
+    assert_int_equal(m.quant.method, GM_QUANT_FP8);
+    assert_int_equal(m.quant.scale, GM_SCALE_BLOCK);
+    assert_int_equal(m.quant.block_rows, 128);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    /* DeepSeek-V3: 37B activated per token (model card); routed experts x 8 of 256 */
+    assert_true(pc.active > 37000000000ull && pc.active < 38000000000ull);
+    LOAD("deepseek-v2-lite.json");
+    assert_int_equal(m.q_lora_rank, 0);
+    assert_false(m.router_bias);
+    LOAD("gemma-3-1b-pt.json");
+    assert_int_equal(m.sliding_window, 512);
+    assert_int_equal(m.n_sliding_layers, 22); /* 26 layers, every 6th global */
+    assert_true(m.qk_norm);
+    LOAD("gemma-3-4b-it.json"); /* the class defaults fill what the text_config leaves out */
+    assert_int_equal(m.n_heads, 8);
+    assert_int_equal(m.n_kv_heads, 4);
+    assert_int_equal(m.head_dim, 256);
+    assert_int_equal(m.vocab, 262208);
+    assert_int_equal(m.sliding_window, 1024);
+    assert_int_equal(m.n_sliding_layers, 34 - 5);
+    LOAD("starcoderbase-1b.json");
+    assert_int_equal(m.n_kv_heads, 1); /* multi_query */
+    LOAD("falcon-180B.json");
+    assert_int_equal(m.n_kv_heads, 8);
+    assert_int_equal(m.norms_per_layer, 2); /* ln_attn + ln_mlp */
+    assert_true(m.tied_embeddings);
+    LOAD("falcon-rw-1b.json");
+    assert_int_equal(m.n_kv_heads, 32); /* multi_query false */
+    LOAD("t5-small.json");
+    assert_int_equal(m.n_decoder_layers, 6);
+    assert_true(m.tied_embeddings);
+    assert_false(m.gated_mlp);
+    LOAD("flan-t5-base.json");
+    assert_true(m.gated_mlp);
+    assert_false(m.tied_embeddings);
+    LOAD("distilbert-sst2.json");
+    assert_int_equal(m.n_labels, 2);
+    assert_true(m.cls_dense);
+    assert_false(m.pooler);
+    LOAD("roberta-base.json");
+    assert_true(m.pooler);
+    assert_int_equal(m.n_labels, 0);
+    LOAD("qwen1.5-moe-a2.7b.json");
+    assert_int_equal(m.n_dense_layers, 0);
+    assert_int_equal(m.shared_intermediate, 5632);
+    LOAD("starcoder2-15b.json");
+    assert_int_equal(m.sliding_window, 4096);
+    assert_int_equal(m.n_sliding_layers, 40);
+#undef LOAD
+}
+
 static void test_catalog_matches_configs(void **state)
 {
     /* The catalog's copy of each test model equals what its config.json gives. */
@@ -237,7 +532,8 @@ static void test_bad_configs(void **state)
      * (not a list of "missing" keys that its own layout names differently). */
     assert_int_equal(parse("{\"model_type\": \"mamba\", \"hidden_size\": 64}", &m, &err),
                      GM_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "'mamba' is not an architecture gpumem knows (known: llama"));
+    assert_non_null(
+        strstr(err.msg, "'mamba' is not an architecture gpumem knows (the 30 it knows"));
     assert_int_equal(parse("{\"model_type\": \"fancy\", \"hidden_size\": 64, "
                            "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                            "\"vocab_size\": 10, \"intermediate_size\": 8}",
@@ -313,10 +609,17 @@ static void test_dtypes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_counts),  cmocka_unit_test(test_config_fields),
-        cmocka_unit_test(test_catalog_counts), cmocka_unit_test(test_catalog_matches_configs),
-        cmocka_unit_test(test_bad_configs),    cmocka_unit_test(test_tiny_counts),
+        cmocka_unit_test(test_config_counts),
+        cmocka_unit_test(test_config_fields),
+        cmocka_unit_test(test_catalog_counts),
+        cmocka_unit_test(test_catalog_matches_configs),
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_tiny_counts),
         cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_catalog_counts13),
+        cmocka_unit_test(test_catalog_counts13_differences),
+        cmocka_unit_test(test_configs13),
+        cmocka_unit_test(test_config_fields13),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,23 +153,6 @@ static void test_not_replayable(void **state)
     struct fake_snap f;
     struct gm_replay_result r;
     (void)state;
-    /* a free of an address the trace never allocated */
-    init(&f);
-    ev(&f, GM_ACTION_FREE_COMPLETED, 0x5000, 512);
-    ev(&f, GM_ACTION_ALLOC, 0x6000, 512);
-    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
-    assert_false(r.devices[0].replayable);
-    assert_non_null(strstr(r.devices[0].reason, "never allocated"));
-    gm_replay_release(&r);
-    /* segments that existed before recording started */
-    init(&f);
-    ev(&f, GM_ACTION_ALLOC, 0x6000, 512);
-    seg(&f, 0x6000, 2 * MiB);
-    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
-    assert_false(r.devices[0].replayable);
-    assert_non_null(strstr(r.devices[0].reason, "empty allocator"));
-    assert_true(r.devices[0].recorded_peak_reserved_bytes == 2 * MiB);
-    gm_replay_release(&r);
     /* a private pool */
     init(&f);
     ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x6000, 2 * MiB);
@@ -181,18 +164,140 @@ static void test_not_replayable(void **state)
     assert_false(r.devices[0].replayable);
     assert_non_null(strstr(r.devices[0].reason, "private pool"));
     gm_replay_release(&r);
-    /* an unknown segment freed */
+    /* no alloc event: nothing to replay */
     init(&f);
-    ev(&f, GM_ACTION_ALLOC, 0x6000, 512);
-    ev(&f, GM_ACTION_SEGMENT_FREE, 0x9000000, 2 * MiB);
+    ev(&f, GM_ACTION_FREE_COMPLETED, 0x5000, 512);
     assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
     assert_false(r.devices[0].replayable);
+    assert_non_null(strstr(r.devices[0].reason, "no alloc event"));
     gm_replay_release(&r);
     /* no trace at all: no device to report */
     init(&f);
     assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
     assert_int_equal(r.n_devices, 0);
     gm_replay_release(&r);
+}
+
+/* A trace that starts late is replayed from the state the file records at its start
+ * (before: refused as "not replayable"). */
+static void test_late_start(void **state)
+{
+    struct fake_snap f;
+    struct gm_replay_result r;
+    (void)state;
+    /* a free of an address the trace never allocated: an allocation alive from the start */
+    init(&f);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x1000000, 20 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x1000000, 6 * MiB);
+    ev(&f, GM_ACTION_FREE_COMPLETED, 0x5000, 512);
+    seg(&f, 0x1000000, 20 * MiB);
+    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
+    assert_true(r.devices[0].replayable);
+    assert_true(r.devices[0].late_start);
+    assert_non_null(strstr(r.devices[0].late_start_note, "never allocated"));
+    assert_true(r.devices[0].initial_allocations == 1);
+    assert_true(r.devices[0].initial_allocated_bytes == 512);
+    assert_non_null(strstr(r.devices[0].late_start_unknown, "best fit"));
+    gm_replay_release(&r);
+    /* segments that existed before recording started: the model starts with them cached,
+     * so the trace's allocation reuses one and no segment event is predicted */
+    init(&f);
+    ev(&f, GM_ACTION_ALLOC, 0x6000, 512);
+    seg(&f, 0x6000, 2 * MiB);
+    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
+    assert_true(r.devices[0].replayable);
+    assert_true(r.devices[0].late_start);
+    assert_non_null(strstr(r.devices[0].late_start_note, "empty allocator"));
+    assert_true(r.devices[0].initial_segments == 1);
+    assert_true(r.devices[0].initial_reserved_bytes == 2 * MiB);
+    assert_true(r.devices[0].recorded_peak_reserved_bytes == 2 * MiB);
+    assert_true(r.devices[0].own.peak_reserved_bytes == 2 * MiB);
+    assert_true(r.devices[0].own.segment_events == 0);
+    assert_false(r.devices[0].has_divergence);
+    assert_true(r.devices[0].final_segments_match);
+    gm_replay_release(&r);
+    /* an unknown segment freed: it existed at the start */
+    init(&f);
+    ev(&f, GM_ACTION_ALLOC, 0x6000, 512);
+    ev(&f, GM_ACTION_SEGMENT_FREE, 0x9000000, 20 * MiB);
+    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
+    assert_true(r.devices[0].replayable);
+    assert_true(r.devices[0].late_start);
+    assert_true(r.devices[0].initial_segments == 1);
+    gm_replay_release(&r);
+}
+
+/* --device-memory alone predicts the recorded settings on a device of that size (before:
+ * ignored without --alloc-conf). */
+static void test_device_memory_alone(void **state)
+{
+    struct fake_snap f;
+    struct gm_replay_result r;
+    struct gm_replay_opts o;
+    (void)state;
+    init(&f);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x10000000, 12 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x10000000, 12 * MiB);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x20000000, 12 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x20000000, 12 * MiB);
+    seg(&f, 0x10000000, 12 * MiB);
+    seg(&f, 0x20000000, 12 * MiB);
+    memset(&o, 0, sizeof(o));
+    o.device_bytes = 20 * MiB;
+    assert_int_equal(gm_replay_snapshot(&f.snap, &o, &r, NULL), GM_OK);
+    assert_true(r.devices[0].has_what_if);
+    assert_true(r.devices[0].what_if.n_ooms == 1);
+    assert_true(r.devices[0].what_if.first_oom_event == 3);
+    /* reserved but unallocated at the allocated peak: 0 here, both segments full */
+    assert_true(r.devices[0].own.reserved_at_peak_allocated_bytes == 24 * MiB);
+    assert_true(r.devices[0].own.peak_allocated_bytes == 24 * MiB);
+    gm_replay_release(&r);
+}
+
+/* --compare: the common settings ranked by out-of-memory errors, then peak reserved, with a
+ * verdict (two 12 MiB tensors: nothing beats the recorded 24 MiB). */
+static void test_compare(void **state)
+{
+    struct fake_snap f;
+    struct gm_replay_opts o;
+    struct gm_replay_comparison *c = NULL;
+    size_t n = 0;
+    (void)state;
+    init(&f);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x10000000, 12 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x10000000, 12 * MiB);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x20000000, 12 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x20000000, 12 * MiB);
+    seg(&f, 0x10000000, 12 * MiB);
+    seg(&f, 0x20000000, 12 * MiB);
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(gm_replay_compare(&f.snap, &o, &c, &n, NULL), GM_OK);
+    assert_int_equal(n, 1);
+    assert_true(c[0].n_choices >= 5);
+    assert_string_equal(c[0].choices[c[0].recorded].change, "");
+    /* ranked by peak reserved: expandable segments map 20 MiB pages (40 MiB), worse */
+    for (size_t i = 1; i < c[0].n_choices; i++)
+        assert_true(c[0].choices[i - 1].run.peak_reserved_bytes <=
+                    c[0].choices[i].run.peak_reserved_bytes);
+    assert_int_equal(c[0].verdict, GM_REPLAY_KEEP);
+    /* without device memory garbage collection is not tried */
+    for (size_t i = 0; i < c[0].n_choices; i++)
+        assert_null(strstr(c[0].choices[i].change, "garbage_collection"));
+    gm_free(c);
+    /* on 30 MiB the recorded settings fit; with device memory GC is tried */
+    o.device_bytes = 30 * MiB;
+    assert_int_equal(gm_replay_compare(&f.snap, &o, &c, &n, NULL), GM_OK);
+    bool gc = false;
+    for (size_t i = 0; i < c[0].n_choices; i++)
+        gc = gc || strstr(c[0].choices[i].change, "garbage_collection") != NULL;
+    assert_true(gc);
+    assert_true(c[0].choices[0].run.n_ooms == 0);
+    gm_free(c);
+    /* on 20 MiB nothing fits */
+    o.device_bytes = 20 * MiB;
+    assert_int_equal(gm_replay_compare(&f.snap, &o, &c, &n, NULL), GM_OK);
+    assert_int_equal(c[0].verdict, GM_REPLAY_NOTHING_FITS);
+    gm_free(c);
 }
 
 static void test_recorded_settings(void **state)
@@ -285,6 +390,9 @@ int main(void)
         cmocka_unit_test(test_what_if_expandable),
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_not_replayable),
+        cmocka_unit_test(test_late_start),
+        cmocka_unit_test(test_device_memory_alone),
+        cmocka_unit_test(test_compare),
         cmocka_unit_test(test_recorded_settings),
         cmocka_unit_test(test_bad_opts),
         cmocka_unit_test(test_host_alloc_failures),

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static void exercise(const struct gm_snapshot *s);
 
@@ -575,9 +577,139 @@ static void test_fifo(void **state)
     assert_null(s);
     assert_non_null(strstr(err.msg, "FIFO"));
     unlink(path);
-    assert_int_equal(gm_snapshot_load(dir, NULL, &s, &err), GM_ERR_IO);
-    assert_non_null(strstr(err.msg, "directory"));
+    /* a directory is an input that is missing (exit 66), named as a directory */
+    assert_int_equal(gm_snapshot_load(dir, NULL, &s, &err), GM_ERR_NOENT);
+    assert_non_null(strstr(err.msg, "is a directory"));
     rmdir(dir);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* gzip'd snapshots are read as the pickle they hold, standard input (a pipe) too; JSON,
+ * text and other formats are named as such, a truncated gzip file as truncated. */
+static void test_inputs(void **state)
+{
+    char dir[] = "/tmp/gpumem-test-inputs-XXXXXX", pk[96], gz[96], js[96], tx[96], zp[96];
+    struct gm_example_opts eo;
+    struct gm_snapshot *a = NULL, *b = NULL, *c = NULL;
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(pk, sizeof(pk), "%s/ex.pickle", dir);
+    snprintf(gz, sizeof(gz), "%s/ex.pickle.gz", dir);
+    snprintf(js, sizeof(js), "%s/x.json", dir);
+    snprintf(tx, sizeof(tx), "%s/x.txt", dir);
+    snprintf(zp, sizeof(zp), "%s/x.pt", dir);
+    gm_example_opts_init(&eo);
+    eo.iterations = 2;
+    mem = open_memstream(&buf, &len);
+    assert_non_null(mem);
+    assert_int_equal(gm_example_write(mem, &eo, &err), GM_OK);
+    assert_int_equal(fclose(mem), 0);
+    write_file(pk, buf, len);
+    {
+        gzFile g = gzopen(gz, "wb");
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, buf, (unsigned)len), (int)len);
+        assert_int_equal(gzclose(g), Z_OK);
+    }
+    assert_int_equal(gm_snapshot_load(pk, NULL, &a, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_OK);
+    assert_true(b->compressed);
+    assert_int_equal(b->pickle_size, len);
+    assert_true(b->file_size < len);
+    assert_int_equal(a->n_events, b->n_events);
+    assert_int_equal(a->n_stacks, b->n_stacks);
+    /* through a pipe, as standard input */
+    {
+        int fd[2];
+        pid_t pid;
+        assert_int_equal(pipe(fd), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            size_t off = 0;
+            close(fd[0]);
+            while (off < len) {
+                ssize_t k = write(fd[1], buf + off, len - off);
+                if (k <= 0)
+                    _exit(1);
+                off += (size_t)k;
+            }
+            _exit(0);
+        }
+        close(fd[1]);
+        assert_int_equal(gm_snapshot_load_fd(fd[0], NULL, NULL, &c, &err), GM_OK);
+        close(fd[0]);
+        waitpid(pid, NULL, 0);
+        assert_int_equal(c->n_events, a->n_events);
+        assert_int_equal(c->file_size, len);
+    }
+    gm_snapshot_free(a);
+    gm_snapshot_free(b);
+    gm_snapshot_free(c);
+    a = b = c = NULL;
+    /* a file that inflates far more than it holds: the last input is read long before the
+     * last output is written (a snapshot with 8 MiB of zeros in a key of its own) */
+    {
+        static const unsigned char hd[] = {0x80, 4,   '}', 0x94, '(', 0x8c, 8,    's',  'e',
+                                           'g',  'm', 'e', 'n',  't', 's',  ']',  0x8c, 3,
+                                           'p',  'a', 'd', 'B',  0,   0,    0x80, 0};
+        const size_t pad = (size_t)8 << 20;
+        unsigned char *z = calloc(1, sizeof(hd) + pad + 2);
+        gzFile g = gzopen(gz, "wb9");
+        assert_non_null(z);
+        memcpy(z, hd, sizeof(hd));     /* ...BINBYTES len32 (8 MiB, little-endian) */
+        z[sizeof(hd) + pad] = 'u';     /* SETITEMS */
+        z[sizeof(hd) + pad + 1] = '.'; /* STOP */
+        assert_non_null(g);
+        assert_int_equal(gzwrite(g, z, (unsigned)(sizeof(hd) + pad + 2)),
+                         (int)(sizeof(hd) + pad + 2));
+        assert_int_equal(gzclose(g), Z_OK);
+        assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_OK);
+        assert_int_equal(b->pickle_size, sizeof(hd) + pad + 2);
+        gm_snapshot_free(b);
+        b = NULL;
+        free(z);
+    }
+    /* a gzip file cut in the middle of its stream */
+    {
+        struct stat st;
+        assert_int_equal(stat(gz, &st), 0);
+        assert_int_equal(truncate(gz, st.st_size / 2), 0);
+        assert_int_equal(gm_snapshot_load(gz, NULL, &b, &err), GM_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "truncated"));
+    }
+    /* not a snapshot: named as what it is */
+    write_file(js, "{\"segments\": []}\n", 17);
+    assert_int_equal(gm_snapshot_load(js, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "JSON document"));
+    write_file(tx, "hello world\n", 12);
+    assert_int_equal(gm_snapshot_load(tx, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "text file"));
+    write_file(zp, "PK\x03\x04 archive", 12);
+    assert_int_equal(gm_snapshot_load(zp, NULL, &a, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "zip archive"));
+    /* a protocol-0 pickle of code keeps the pickle reader's refusal */
+    write_file(tx, "cos\nsystem\n(S'ls'\ntR.", 21);
+    assert_int_equal(gm_snapshot_load(tx, NULL, &a, &err), GM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "GLOBAL"));
+    unlink(pk);
+    unlink(gz);
+    unlink(js);
+    unlink(tx);
+    unlink(zp);
+    rmdir(dir);
+    free(buf);
 }
 
 /* The figures of one timeline that both computations make. */
@@ -656,6 +788,112 @@ static void test_passes(void **state)
     }
 }
 
+/* ---- the one rule for user frames, and stacks shown folded ---- */
+
+static bool user(const char *file)
+{
+    struct gm_snapshot_frame f = {file, "f", 1, true, false};
+    return gm_snapshot_frame_is_user(&f);
+}
+
+static void test_user_frames(void **state)
+{
+    (void)state;
+    /* the program's own code */
+    assert_true(user("/home/u/proj/train.py"));
+    assert_true(user("/tmp/ipykernel_1/123.py"));
+    assert_true(user("C:\\research\\DeComFL\\cezo_fl\\client.py"));
+    assert_true(user("train.py"));
+    assert_true(user("/home/u/library/lib/model.py")); /* a folder named lib is not Python's */
+    /* torch, installed packages, the standard library, frozen modules */
+    assert_false(user("/e/site-packages/torch/nn/modules/module.py"));
+    assert_false(user("torch/nn/functional.py"));
+    assert_false(user("C:\\venv\\Lib\\site-packages\\torch\\nn\\functional.py"));
+    assert_false(user("/e/site-packages/transformers/modeling_utils.py"));
+    assert_false(user("/usr/lib/python3/dist-packages/numpy/core.py"));
+    assert_false(user("/usr/lib/python3.10/threading.py"));
+    assert_false(user("/opt/conda/lib/python3.11/copy.py"));
+    assert_false(user("C:\\Python311\\Lib\\threading.py"));
+    assert_false(user("C:\\py\\cpython-3.10-windows\\lib\\copy.py"));
+    assert_false(user("<frozen importlib._bootstrap>"));
+    /* not Python, or noise */
+    struct gm_snapshot_frame cpp = {"??", "at::native::empty_cuda", 0, false, false};
+    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true};
+    assert_false(gm_snapshot_frame_is_user(&cpp));
+    assert_false(gm_snapshot_frame_is_user(&noise));
+}
+
+static const struct gm_snapshot_frame view_frames[] = {
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false},       /* 0 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false},       /* 1 */
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},       /* 2 */
+    {"/home/u/train.py", "train_step", 60, true, false},                              /* 3 */
+    {"/home/u/train.py", "main", 131, true, false},                                   /* 4 */
+    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false},  /* 5 */
+    {"/home/u/model.py", "forward", 100, true, false},                                /* 6 */
+    {"/home/u/train.py", "train_step", 58, true, false},                              /* 7 */
+    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 8 */
+    {"??", "unwind::unwind", 0, false, true},                                         /* 9 */
+    {"??", "at::_ops::mm::call", 0, false, false},                                    /* 10 */
+    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false},   /* 11 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false}, /* 12 */
+};
+static const uint32_t vs_exp_avg[] = {9, 0, 2, 3, 4}, vs_exp_avg_sq[] = {9, 1, 2, 3, 4};
+static const uint32_t vs_train_ce[] = {5, 6, 12, 7, 4}, vs_eval_ce[] = {5, 6, 12, 8, 4};
+static const uint32_t vs_cpp[] = {9, 10, 11};
+static const struct gm_snapshot_stack view_stacks[] = {
+    {NULL, 0}, {vs_exp_avg, 5}, {vs_exp_avg_sq, 5}, {vs_train_ce, 5}, {vs_eval_ce, 5}, {vs_cpp, 3},
+};
+
+static void test_stack_view(void **state)
+{
+    (void)state;
+    struct gm_snapshot s;
+    struct gm_snapshot_stack_view v;
+    memset(&s, 0, sizeof(s));
+    s.frames = view_frames;
+    s.n_frames = sizeof(view_frames) / sizeof(view_frames[0]);
+    s.stacks = view_stacks;
+    s.n_stacks = sizeof(view_stacks) / sizeof(view_stacks[0]);
+    assert_int_equal(gm_snapshot_unique_stacks(&s), 5);
+
+    /* the user frame first, its user callers, the innermost frame as "via", the rest folded */
+    gm_snapshot_stack_view(&s, 1, &v);
+    assert_int_equal(v.first, 3);
+    assert_true(v.first_is_user);
+    assert_int_equal(v.via, 1);
+    assert_int_equal(v.n_callers, 1);
+    assert_int_equal(v.callers[0], 4);
+    assert_int_equal(v.n_folded, 1); /* optimizer.py wrapper; the noise frame is not counted */
+    assert_int_equal(gm_snapshot_stack_user_frame(&s, 1), 3);
+
+    /* a C++-only stack: the operator, then the autograd node */
+    gm_snapshot_stack_view(&s, 5, &v);
+    assert_int_equal(v.first, 1);
+    assert_false(v.first_is_user);
+    assert_int_equal(v.n_callers, 1);
+    assert_int_equal(v.callers[0], 2);
+    gm_snapshot_stack_view(&s, 0, &v);
+    assert_int_equal(v.first, -1);
+
+    /* exp_avg and exp_avg_sq read alike only without their innermost frame: folded they
+     * differ already (via adamw.py:120 / :124), so nothing else is needed to tell them apart */
+    struct gm_snapshot_stack_ref refs[4] = {{&s, 1}, {&s, 2}, {&s, 3}, {&s, 4}};
+    long apart[4];
+    gm_snapshot_stacks_apart(refs, 2, 0, apart);
+    assert_int_equal(apart[0], -1);
+    assert_int_equal(apart[1], -1);
+    /* the same cross_entropy line called from train_step and from evaluate reads alike on
+     * one line (user frame and via): told apart by the caller, where they first differ */
+    gm_snapshot_stacks_apart(refs, 4, 0, apart);
+    assert_int_equal(apart[2], 3);
+    assert_int_equal(apart[3], 3);
+    /* with one caller shown they differ already */
+    gm_snapshot_stacks_apart(refs + 2, 2, 1, apart);
+    assert_int_equal(apart[0], -1);
+    assert_int_equal(apart[1], -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -668,7 +906,10 @@ int main(void)
         cmocka_unit_test(test_real_file_flips),
         cmocka_unit_test(test_file_shrinks),
         cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_passes),
+        cmocka_unit_test(test_user_frames),
+        cmocka_unit_test(test_stack_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -917,7 +917,7 @@
       const nooms = (o.ooms || []).length, nleaks = (o.leaks || []).length;
       if (!nooms && !nleaks) continue;
       box.appendChild(finding('warn', devName(o) + ' has ' + (nooms ? nooms + ' out-of-memory event(s)' : '') +
-        (nooms && nleaks ? ' and ' : '') + (nleaks ? nleaks + ' leaking allocation site(s)' : ''),
+        (nooms && nleaks ? ' and ' : '') + (nleaks ? nleaks + ' leak(s)' : ''),
         el('p', null, el('button', { onclick: () => selectDevice(DEVS.indexOf(o)) }, 'show ' + devName(o)))));
       n++;
     }
@@ -937,11 +937,10 @@
           '; unexplained: ' + fmtBytes(dev.at_peak_unexplained) + (dev.at_peak_lifetime_only ? '; from lifetime alone: ' + fmtBytes(dev.at_peak_lifetime_only) : '') + '.')));
       n++;
     }
-    const kinds = new Map();
-    for (const l of dev.leaks || []) { if (!kinds.has(l.kind)) kinds.set(l.kind, []); kinds.get(l.kind).push(l); }
-    for (const [kind, ls] of kinds) {
-      let per = 0, total = 0;
-      for (const l of ls) { per += l.per_iteration; total += l.total; }
+    // leaks: one finding per cause (the library groups the sites), the sites in a table
+    // (click for a stack)
+    for (const l of dev.leaks || []) {
+      const ls = (l.sites || []).map((x) => ({ per_iteration: x[0], total: x[1], count: x[2], iterations: x[3], stack: x[4], cat: l.cat }));
       const tb = el('tbody');
       const addRow = (l) => {
         const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, fmtBytes(l.per_iteration)), el('td', { class: 'num' }, fmtBytes(l.total)),
@@ -962,16 +961,16 @@
       const rest = ls.length > LEAK_ROWS ? el('button', {
         onclick: () => { ls.slice(LEAK_ROWS).forEach(addRow); rest.remove(); },
       }, 'show all ' + group3(ls.length) + ' sites') : null;
-      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(per) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + kind.replace(/_/g, ' ') + ')',
-        el('p', null, fmtBytes(total) + ' is still alive at the end. ' + ls[0].advice),
-        el('p', null, 'Where the largest part is allocated:'), stackList(ls[0].stack, 14),
+      box.appendChild(finding('warn', 'Leak: ' + fmtBytes(l.per_iteration) + ' more every iteration from ' + ls.length + ' allocation site(s) (' + l.kind.replace(/_/g, ' ') + ', iterations ' + l.first_iteration + ' to ' + l.last_iteration + ')',
+        el('p', null, fmtBytes(l.total) + ' is still alive at the end. ' + l.advice),
+        el('p', null, 'Where the largest part is allocated:'), stackList(l.stack, 14),
         el('div', { class: 'tablewrap' }, el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'per iteration'), el('th', { class: 'num' }, 'kept at the end'),
           el('th', { class: 'num' }, 'allocations'), el('th', { class: 'num' }, 'iterations'), el('th', null, 'category'), el('th', null, 'where (first user frame)'))), tb)),
         rest ? el('p', null, rest) : null));
       n++;
     }
-    if (dev.leaks && !dev.leaks.length && dev.iterations && dev.iterations.length > 1)
-      box.appendChild(finding('ok', 'No leak: memory does not grow from iteration to iteration.'));
+    if (dev.leak_verdict === 'none' || dev.leak_verdict === 'too_few_iterations')
+      box.appendChild(finding(dev.leak_verdict === 'none' ? 'ok' : '', dev.leak_verdict_text.charAt(0).toUpperCase() + dev.leak_verdict_text.slice(1) + '.'));
     if (dev.frag && dev.has_trace) {
       const f = dev.frag;
       const frac = f.reserved ? f.reserved_unallocated / f.reserved : 0;
@@ -1087,7 +1086,7 @@
       box.appendChild(finding(ib.ratio > 1.1 || ib.ratio === 0 ? 'warn' : 'ok', 'Imbalance: the highest peak is ' + (ib.ratio ? ib.ratio.toFixed(2) + '×' : 'more than') + ' the lowest',
         el('p', null, 'rank ' + ib.max_rank + ' (' + hi.title + ', cuda:' + hi.summary.device + ') peaks at ' + fmtBoth(ib.max_peak) + ', rank ' + ib.min_rank +
           ' (' + lo.title + ', cuda:' + lo.summary.device + ') at ' + fmtBoth(ib.min_peak) + ': ' + fmtBytes(ib.spread) + ' apart over ' + ib.ranks + ' ranks. ' +
-          (ib.category_diff > 0 ? 'The difference is mostly ' + CAT_LABELS[ib.category] + ': ' + fmtBytes(ib.category_diff) + ' more at the highest peak.' : 'No category holds more at the highest peak.'))));
+          (ib.category_diff >= 0 ? 'The difference is mostly ' + CAT_LABELS[ib.category] + ': ' + fmtBytes(ib.category_diff) + ' more at the highest peak.' : 'The category that differs most is ' + CAT_LABELS[ib.category] + ': ' + fmtBytes(-ib.category_diff) + ' less at the highest peak.'))));
       box.dataset.ratio = String(ib.ratio);
       box.dataset.maxRank = String(ib.max_rank);
     }
@@ -1099,13 +1098,13 @@
       const [cat] = s ? dominant(s.at_peak) : [7];
       const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, String(ri)), el('td', { class: 'where' }, r.title),
         el('td', null, s ? 'cuda:' + s.device : '-'), el('td', { class: 'num' }, s ? fmtBytes(s.peak) : '-'),
-        el('td', { class: 'num' }, s ? fmtBytes(s.reserved) : '-'), el('td', null, s ? phaseLabel(s.phase) : '-'),
+        el('td', { class: 'num' }, s ? fmtBytes(s.max_reserved) : '-'), el('td', null, s ? phaseLabel(s.phase) : '-'),
         el('td', null, el('span', { class: 'chip', style: 'background:' + catColor(cat) }), s ? CAT_LABELS[cat] : '-'));
       if (d) row.addEventListener('click', () => selectDevice(DEVS.indexOf(d)));
       tb.appendChild(row);
     });
     tbox.appendChild(el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'rank'), el('th', null, 'file'), el('th', null, 'device'),
-      el('th', { class: 'num' }, 'peak'), el('th', { class: 'num' }, 'reserved at the peak'), el('th', null, 'phase of the peak'), el('th', null, 'largest category at the peak'))), tb));
+      el('th', { class: 'num' }, 'peak'), el('th', { class: 'num' }, 'most reserved'), el('th', null, 'phase of the peak'), el('th', null, 'largest category at the peak'))), tb));
     // one envelope a rank, on one scale
     D.ranks.forEach((r, ri) => {
       const d = rankDevice(ri);

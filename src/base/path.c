@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* path.c - path comparisons with '/' and '\\' alike (path.h). */
+#include "base/path.h"
+
+#include <string.h>
+
+static bool same_char(char a, char b)
+{
+    return a == b || (gm_path_is_sep(a) && gm_path_is_sep(b));
+}
+
+bool gm_path_starts(const char *path, const char *prefix)
+{
+    size_t i = 0;
+    while (prefix[i] && path[i] && same_char(path[i], prefix[i]))
+        i++;
+    return prefix[i] == '\0';
+}
+
+bool gm_path_has(const char *path, const char *needle)
+{
+    if (!*needle)
+        return true;
+    for (const char *p = path; *p; p++)
+        if (gm_path_starts(p, needle))
+            return true;
+    return false;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* weights.c - the bytes of a model's weights in a weight format: every matrix weight of
+ * the architecture (struct gm_linear_class, from gm_model_count_params) in the scheme's
+ * layout, or in plain floats where the scheme leaves its role alone
+ * (gm_quant_kept_roles()); everything that is not a matrix (embeddings, norms, biases,
+ * tables) in plain floats.
+ *
+ * One weight of out x in elements (n = out x in), groups g = ceil(in / group_size) (one
+ * group when group_size is 0), as each format stores it on the GPU:
+ *   int8 (bitsandbytes Int8Params)  n int8 + one fp32 scale per row (SCB): n + 4 out
+ *   nf4 / fp4 (bitsandbytes Params4bit)  n/2 packed bytes + one absmax per block of 64:
+ *                 fp32 (4 B), or double-quantised: 1 B + one fp32 per 256 blocks
+ *                 (gm_nf4_bytes); the 16-entry code tables are not counted (~1 KB a weight)
+ *   gptq          qweight n x bits/8 (int32-packed) + fp16 scales 2 g out + qzeros
+ *                 g x ceil(out x bits / 32) x 4 + g_idx 4 in (int32 per input feature)
+ *   awq           qweight n x bits/8 + fp16 scales 2 g out + qzeros (zero_point) as GPTQ's
+ *   fp8           n + fp32 scales: 4 (per tensor), 4 out (per channel) or
+ *                 4 ceil(out/128) ceil(in/128) (per block) + 4 for a static input scale
+ *   int (compressed-tensors pack-quantized)  n x bits/8 + scales g x out in the plain dtype
+ *                 + zero points g x out x bits/8 when asymmetric + 16 (weight_shape)
+ * These reproduce the published checkpoints' sizes (tests/data/estimate/checkpoint_sizes.csv,
+ * within 0.2% where the sizes are exact to that precision). */
+#include "estimate/estimate_int.h"
+
+/* Bytes of one out x in weight in format 'q' (no bias). */
+static uint64_t matrix_bytes(const struct gm_quant *q, uint64_t out, uint64_t in, unsigned plain)
+{
+    uint64_t n = gm_mul_sat(out, in);
+    uint64_t g = q->group_size && q->method != GM_QUANT_BNB_NF4 && q->method != GM_QUANT_BNB_FP4
+                     ? est_div_up(in, q->group_size)
+                     : 1;
+    uint64_t packed = est_div_up(gm_mul_sat(n, q->bits ? q->bits : 4), 8), b;
+    switch (q->method) {
+    case GM_QUANT_BNB_INT8:
+        return gm_add_sat(n, gm_mul_sat(out, 4));
+    case GM_QUANT_BNB_NF4:
+    case GM_QUANT_BNB_FP4:
+        return gm_nf4_bytes(n, q->group_size ? q->group_size : 64, q->double_quant);
+    case GM_QUANT_GPTQ:
+    case GM_QUANT_AWQ:
+        b = gm_add_sat(packed, gm_mul_sat(gm_mul_sat(g, out), 2));
+        if (q->zeros)
+            b = gm_add_sat(b,
+                           gm_mul_sat(gm_mul_sat(g, est_div_up(gm_mul_sat(out, q->bits), 32)), 4));
+        if (q->g_idx)
+            b = gm_add_sat(b, gm_mul_sat(in, 4));
+        return b;
+    case GM_QUANT_FP8:
+        b = n;
+        if (q->scale == GM_SCALE_CHANNEL)
+            b = gm_add_sat(b, gm_mul_sat(out, 4));
+        else if (q->scale == GM_SCALE_BLOCK)
+            b = gm_add_sat(
+                b, gm_mul_sat(gm_mul_sat(est_div_up(out, q->block_rows ? q->block_rows : 128),
+                                         est_div_up(in, q->block_cols ? q->block_cols : 128)),
+                              4));
+        else
+            b = gm_add_sat(b, 4);
+        return q->input_scale ? gm_add_sat(b, 4) : b;
+    case GM_QUANT_INT:
+        b = gm_add_sat(packed, gm_mul_sat(gm_mul_sat(g, out), plain));
+        if (q->zeros)
+            b = gm_add_sat(b, est_div_up(gm_mul_sat(gm_mul_sat(g, out), q->bits), 8));
+        return gm_add_sat(b, 16);
+    default:
+        return gm_mul_sat(n, plain);
+    }
+}
+
+void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant *q, unsigned plain,
+                        struct est_format *out)
+{
+    unsigned keep = gm_quant_kept_roles(q);
+    uint64_t in_linears = 0, bytes = 0;
+    out->quantised = out->constants = 0;
+    for (size_t i = 0; i < pc->n_linears; i++) {
+        const struct gm_linear_class *k = &pc->linears[i];
+        uint64_t n = gm_mul_sat(k->out, k->in), bias = k->bias ? k->out : 0;
+        in_linears = gm_add_sat(in_linears, gm_mul_sat(gm_add_sat(n, bias), k->copies));
+        if (keep & (1u << k->role)) {
+            bytes =
+                gm_add_sat(bytes, gm_mul_sat(gm_mul_sat(gm_add_sat(n, bias), k->copies), plain));
+            continue;
+        }
+        {
+            uint64_t mb = matrix_bytes(q, k->out, k->in, plain);
+            uint64_t data = est_div_up(gm_mul_sat(n, q->bits ? q->bits : 4), 8);
+            bytes =
+                gm_add_sat(bytes, gm_mul_sat(gm_add_sat(mb, gm_mul_sat(bias, plain)), k->copies));
+            out->quantised = gm_add_sat(out->quantised, gm_mul_sat(n, k->copies));
+            if (mb > data)
+                out->constants = gm_add_sat(out->constants, gm_mul_sat(mb - data, k->copies));
+        }
+    }
+    /* embeddings, norms, tables: not matrices of the layers */
+    out->plain = pc->total > out->quantised ? pc->total - out->quantised : 0;
+    bytes =
+        gm_add_sat(bytes, gm_mul_sat(pc->total > in_linears ? pc->total - in_linears : 0, plain));
+    out->bytes = bytes;
+}
+
+const struct gm_quant *est_job_quant(const struct gm_job *job)
+{
+    const struct gm_model *m = job->model.model;
+    if (job->numerics.weight_format == GM_WEIGHTS_QUANT)
+        return &job->numerics.quant;
+    if (job->numerics.weight_format == GM_WEIGHTS_BITS || !m || m->quant.method == GM_QUANT_NONE)
+        return NULL;
+    return &m->quant;
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_arch.c - the estimator on the architectures and weight formats of issue
+ * 13: KV layouts per engine (MLA latent, decompressed K/V, replicated KV heads, sliding
+ * windows), encoder and encoder-decoder inference, weight formats against the published
+ * checkpoints' sizes, and the refusals around quantised weights. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/estimate.h"
+#include "gpumem/units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct gm_estimate est;
+
+static const struct gm_est_component *find(const struct gm_estimate *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (strcmp(e->components[i].name, name) == 0)
+            return &e->components[i];
+    return NULL;
+}
+
+static void infer_job(struct gm_job *j, const char *model)
+{
+    gm_job_init(j);
+    j->mode = GM_EST_INFER;
+    j->model.model = gm_model_catalog_find(model);
+    assert_non_null(j->model.model);
+}
+
+static void vllm_job(struct gm_job *j, const char *model, uint64_t tp, uint64_t max_len)
+{
+    struct gm_error err;
+    infer_job(j, model);
+    j->engine.kind = GM_ENGINE_VLLM;
+    j->parallel.tp = tp;
+    j->engine.vllm.max_model_len = max_len;
+    j->workload.context = max_len;
+    assert_int_equal(gm_job_set(j, "gpu", "H200", &err), GM_OK);
+}
+
+/* DeepSeek-V3 (MLA): vLLM caches one latent of kv_lora_rank + qk_rope_head_dim = 512 + 64
+ * values per token and layer, bf16, on every GPU at any tp: 576 x 61 x 2 = 70,272 B per
+ * token, 2,302,672,896 B for 32k tokens (vLLM's MLAAttentionSpec). */
+static void test_mla_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    for (uint64_t tp = 1; tp <= 8; tp *= 2) {
+        vllm_job(&j, "deepseek-v3", tp, 32768);
+        j.parallel.gpus = tp;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est.serving.kv_bytes_per_token, (512 + 64) * 61 * 2);
+        assert_int_equal(est.serving.kv_bytes_per_token * 32768ull, 2302672896ull);
+    }
+    /* fp8 cache: half */
+    vllm_job(&j, "deepseek-v3", 8, 32768);
+    j.numerics.kv_dtype = GM_DTYPE_F8_E4M3;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est.serving.kv_bytes_per_token, (512 + 64) * 61);
+    /* transformers keeps the decompressed per-head keys (128 + 64) and values (128):
+     * 61 x 128 x 320 x 2 = 4,997,120 B per token */
+    infer_job(&j, "deepseek-v3");
+    j.workload.context = 1000;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(&est, "kv_cache")->bytes, 4997120ull * 1000);
+    /* llama.cpp caches the latent once (the V cache a view of K): f16, 576 x 61 x 2 */
+    {
+        uint64_t b = 0;
+        assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 1000, &b, &err), GM_OK);
+        assert_int_equal(b, 576ull * 61 * 2 * 1000);
+    }
+}
+
+/* GQA under tensor parallelism: KV heads split, and replicated once tp exceeds them
+ * (vLLM's get_num_kv_heads: max(1, kv_heads / tp)). */
+static void test_gqa_tp_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    vllm_job(&j, "llama-3-70b", 4, 8192);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est.serving.kv_bytes_per_token, 2ull * 80 * 2 * 128 * 2);
+    vllm_job(&j, "llama-3-70b", 8, 8192);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est.serving.kv_bytes_per_token, 2ull * 80 * 1 * 128 * 2);
+    /* multi-query (gpt_bigcode): one KV head in transformers' cache */
+    infer_job(&j, "starcoderbase-1b");
+    j.workload.context = 4096;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(&est, "kv_cache")->bytes, 2ull * 24 * 1 * 128 * 4096 * 4);
+}
+
+/* Sliding windows where the engine sizes them: vLLM's hybrid allocator (a sliding layer
+ * holds cdiv(min(window - 1 + max_num_batched_tokens, len), 16) + 1 blocks of 16 per
+ * request) and llama.cpp's iswa cache (window + n_ubatch cells, padded to 256). */
+static void test_sliding_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const uint64_t per_layer = 2 * 1 * 256 * 2; /* gemma-3-1b: 1 KV head of 256, bf16 */
+    uint64_t held = ((511 + 8192 + 15) / 16 + 1) * 16, want;
+    (void)state;
+    vllm_job(&j, "gemma-3-1b", 1, 32768);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    want = (4 * per_layer * 32768 + 22 * per_layer * held) / 32768;
+    assert_int_equal(est.serving.kv_bytes_per_token, want);
+    assert_true(est.serving.kv_bytes_per_token < 26 * per_layer);
+    /* llama.cpp: 4 global layers x 32768 cells + 22 window layers x 1024 cells, f16 */
+    {
+        uint64_t b = 0;
+        assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 32768, &b, &err), GM_OK);
+        assert_int_equal(b, 4 * per_layer * 32768 + 22 * per_layer * 1024);
+    }
+}
+
+/* Encoders: one forward pass, no cache; the output grows with batch x tokens; generation
+ * and the serving engines are refused. */
+static void test_encoder_infer(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t a1, a2;
+    (void)state;
+    infer_job(&j, "bert-base-uncased");
+    j.workload.batch = 8;
+    j.workload.context = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(find(&est, "encoder_outputs")->bytes, 8ull * 512 * 768 * 4 + 8 * 768 * 4);
+    a1 = est.peak_allocated_bytes;
+    j.workload.batch = 16;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    a2 = est.peak_allocated_bytes;
+    assert_true(a2 > a1 && a2 - 437928960ull > 2 * (a1 - 437928960ull) - 1024);
+    j.engine.kind = GM_ENGINE_VLLM;
+    assert_int_equal(gm_job_set(&j, "gpu", "L4", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "encoder"));
+    /* training an encoder: no vocabulary logits */
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("roberta-base");
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_null(find(&est, "logits_and_loss"));
+}
+
+/* Encoder-decoder: the decoder's layers cache the generated tokens (self-attention) and
+ * the encoder's output (cross-attention): 2 x 6 decoder layers x 8 heads x 64 x (context +
+ * new tokens + the start token) x bytes x sequences for t5-small. */
+static void test_seq2seq_infer(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    infer_job(&j, "t5-small");
+    j.workload.batch = 4;
+    j.workload.context = 512;
+    j.workload.new_tokens = 128;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(&est, "kv_cache")->bytes, 2ull * 6 * 8 * 64 * (512 + 128 + 1) * 4 * 4);
+    assert_int_equal(find(&est, "encoder_outputs")->bytes, 4ull * 512 * 512 * 4);
+    /* training: both stacks' activations and the logits over the target */
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("flan-t5-base");
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_non_null(find(&est, "logits_and_loss"));
+}
+
+/* Weight formats against the published checkpoints (tests/data/estimate/
+ * checkpoint_sizes.csv has the sources): the formula values of each scheme. */
+static void test_weight_formats(void **state)
+{
+    static const struct {
+        const char *model;
+        const char *quant;
+        const char *group;
+        uint64_t bytes;
+    } rows[] = {
+        {"llama-3-8b", "gptq", NULL, 5732835328ull},   /* 5.734e9 published */
+        {"llama-3-8b", "awq", NULL, 5727854592ull},    /* 5.73e9 */
+        {"llama-3-8b", "nf4-dq", NULL, 5702295552ull}, /* 5.70e9 */
+        {"mistral-7b", "gptq", NULL, 4155777024ull},   /* 4.16e9 */
+        {"mistral-7b", "nf4-dq", NULL, 4125237248ull}, /* 4.13e9 */
+        {"qwen2.5-7b", "gptq", NULL, 5575277568ull},   /* 5.58e9 (q/k/v biases fp16) */
+        {"llama-2-70b", "gptq", "0", 35318431744ull},  /* 35.3e9, no groups */
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct gm_job j;
+        struct gm_error err;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find(rows[i].model);
+        assert_int_equal(gm_job_set(&j, "quant", rows[i].quant, &err), GM_OK);
+        if (rows[i].group)
+            assert_int_equal(gm_job_set(&j, "group-size", rows[i].group, &err), GM_OK);
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        if (est.weight_bytes != rows[i].bytes)
+            fail_msg("%s --quant %s: %llu, want %llu", rows[i].model, rows[i].quant,
+                     (unsigned long long)est.weight_bytes, (unsigned long long)rows[i].bytes);
+    }
+}
+
+/* The bitsandbytes schemes differ by their constants; --bits stays a plain override of
+ * every parameter (embeddings and lm_head too). */
+static void test_format_variants(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t nf4, nf4dq, int8, bits4;
+    (void)state;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_job_set(&j, "quant", "nf4", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    nf4 = est.weight_bytes;
+    assert_int_equal(gm_job_set(&j, "quant", "nf4-dq", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    nf4dq = est.weight_bytes;
+    /* fp32 absmax per 64 weights against 1 B + 4 B per 256 blocks: 0.373 bit per weight */
+    assert_true(nf4 > nf4dq);
+    assert_int_equal(nf4 - nf4dq, 6979321856ull / 64 * 3 - 6979321856ull / 64 / 256 * 4);
+    assert_int_equal(gm_job_set(&j, "quant", "int8", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    int8 = est.weight_bytes;
+    assert_true(int8 > 8030261248ull && int8 < 9100000000ull);
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_job_set(&j, "bits", "4", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    bits4 = est.weight_bytes;
+    assert_int_equal(bits4, 8030261248ull / 2);
+    /* --bits and --quant exclude each other */
+    assert_int_equal(gm_job_set(&j, "quant", "gptq", &err), GM_OK);
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+}
+
+/* Quantised weights take no gradients: full fine-tuning is refused (pointing to LoRA and
+ * QLoRA); adapters on a quantised base keep it as stored; --qlora with a GPTQ checkpoint
+ * and --quant over a quantised checkpoint are refused. */
+static void test_quant_refusals(void **state)
+{
+    struct gm_job j;
+    struct gm_model m;
+    struct gm_error err;
+    char path[1024];
+    const char *src = getenv("GM_SOURCE_DIR");
+    uint64_t lora_gptq;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_job_set(&j, "quant", "gptq", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--qlora"));
+    assert_int_equal(gm_job_set(&j, "lora", NULL, &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    lora_gptq = find(&est, "weights")->bytes;
+    assert_int_equal(lora_gptq, 5732835328ull);
+    /* a GPTQ checkpoint's config */
+    snprintf(path, sizeof path, "%s/tests/data/configs/quant/llama-3.1-8b-instruct-gptq-int4.json",
+             src && *src ? src : ".");
+    assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_OK);
+    assert_int_equal(m.quant.method, GM_QUANT_GPTQ);
+    assert_true(m.quant.desc_act);
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = &m;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "qlora", NULL, &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--lora"));
+    gm_job_init(&j);
+    j.model.model = &m;
+    assert_int_equal(gm_job_set(&j, "quant", "awq", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "already gptq"));
+    /* from the config alone, the checkpoint's bytes come from the scheme */
+    gm_job_init(&j);
+    j.model.model = &m;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est.weight_bytes, 5732835328ull);
+}
+
+/* The suggestions for serving a model that does not fit name weight formats (each one run
+ * through the pipeline) where the layout is known, and plain --bits where it is not. */
+static void test_format_suggestions(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_est_suggestions s;
+    bool fp8 = false, awq = false, bits = false;
+    (void)state;
+    infer_job(&j, "llama-3.1-70b");
+    j.engine.kind = GM_ENGINE_VLLM;
+    j.parallel.tp = 2;
+    assert_int_equal(gm_job_set(&j, "gpu", "H100", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_false(est.fit.fits);
+    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    for (size_t i = 0; i < s.n; i++) {
+        fp8 = fp8 || (!strcmp(s.items[i].change, "--quant fp8") && s.items[i].fits);
+        awq = awq || (!strcmp(s.items[i].change, "--quant awq") && s.items[i].fits);
+        bits = bits || !strncmp(s.items[i].change, "--bits", 6);
+    }
+    assert_true(fp8 && awq && !bits);
+    /* plain numbers: no layout to quantise, --bits it is */
+    gm_job_init(&j);
+    assert_int_equal(gm_job_set(&j, "parameters", "70B", &err), GM_OK);
+    assert_int_equal(gm_job_set(&j, "gpu", "A100-80GB", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    bits = false;
+    for (size_t i = 0; i < s.n; i++)
+        bits = bits || !strncmp(s.items[i].change, "--bits", 6);
+    assert_true(bits);
+}
+
+/* Every catalog model estimates training and inference; the figures grow with the work and
+ * MoE models compute with their active experts. */
+static void test_catalog_estimates(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < gm_model_catalog_count(); i++) {
+        const struct gm_model *m = gm_model_catalog_get(i);
+        struct gm_job j;
+        struct gm_error err;
+        uint64_t a, b;
+        gm_job_init(&j);
+        j.mode = GM_EST_TRAIN;
+        j.model.model = m;
+        j.workload.seq = 256;
+        if (m->quant.method != GM_QUANT_NONE)
+            j.memory.adapter = GM_ADAPTER_LORA;
+        if (gm_estimate_run(&j, &est, &err) != GM_OK)
+            fail_msg("%s --train: %s", m->name, err.msg);
+        a = gm_estimate_kind_bytes(&est, GM_KIND_ACTIVATIONS);
+        j.workload.seq = 512;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        b = gm_estimate_kind_bytes(&est, GM_KIND_ACTIVATIONS);
+        if (!(a > 0 && b > a))
+            fail_msg("%s: activations %llu at 256 tokens, %llu at 512", m->name,
+                     (unsigned long long)a, (unsigned long long)b);
+        gm_job_init(&j);
+        j.mode = GM_EST_INFER;
+        j.model.model = m;
+        j.workload.context = 512;
+        if (gm_estimate_run(&j, &est, &err) != GM_OK)
+            fail_msg("%s --infer: %s", m->name, err.msg);
+        if (m->head == GM_HEAD_ENCODER)
+            assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+        else
+            assert_true(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE) > 0);
+        assert_true(est.peak_allocated_bytes > est.weight_bytes);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mla_kv),
+        cmocka_unit_test(test_gqa_tp_kv),
+        cmocka_unit_test(test_sliding_kv),
+        cmocka_unit_test(test_encoder_infer),
+        cmocka_unit_test(test_seq2seq_infer),
+        cmocka_unit_test(test_weight_formats),
+        cmocka_unit_test(test_format_variants),
+        cmocka_unit_test(test_quant_refusals),
+        cmocka_unit_test(test_format_suggestions),
+        cmocka_unit_test(test_catalog_estimates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
