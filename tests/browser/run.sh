@@ -3,9 +3,10 @@
 # run.sh GPUMEM LAYOUT_HELPER SHARED SOURCE_DIR WORK_DIR [report.test.js options...]
 # The browser test's inputs, made at test time into WORK_DIR (never committed): a 100 MB
 # synthetic snapshot (../shared/tools/synth-snapshot --target-size 100M --seed 1), two rank
-# files cut from 2-device synthetic snapshots of different batch sizes (rank 0 on cuda:0,
-# rank 1 on cuda:1), and the example marked with gpumem.torch user phases; then
-# report.test.js on them and on the real and corpus files.  Exit 77 (skipped) as the test.
+# files of the example job (rank 0 on cuda:0 with batch 8, rank 1 on cuda:1 with batch 12,
+# as torchrun's ranks write them: `gpumem snapshot example --device 1`), and the example
+# marked with gpumem.torch user phases (--phases); then report.test.js on them and on the
+# real and corpus files.  Exit 77 (skipped) as the test.
 set -eu
 gpumem=$1 layout=$2 shared=$3 src=$4 work=$5
 shift 5
@@ -13,17 +14,11 @@ synth=$shared/tools/synth-snapshot
 mkdir -p "$work"
 cd "$work"
 [ -f s100.pickle ] || "$synth" --target-size 100M --seed 1 --quiet -o s100.pickle
-if [ ! -f rank1.pickle ]; then
-    rm -f a2.pickle b2.pickle rank0.pickle
-    "$synth" --devices 2 --extra-devices mirror --iterations 3 --batch 2 --seed 3 --quiet -o a2.pickle
-    "$synth" --devices 2 --extra-devices mirror --iterations 3 --batch 3 --seed 4 --quiet -o b2.pickle
-    python3 "$src/tests/report/split_ranks.py" a2.pickle 0 rank0.pickle
-    python3 "$src/tests/report/split_ranks.py" b2.pickle 1 rank1.pickle
-fi
-[ -f example.pickle ] || "$gpumem" snapshot example -o example.pickle
-[ -f example40.pickle ] || "$gpumem" snapshot example --iterations 40 -o example40.pickle
-rm -f phases.pickle
-peak_phase=$(python3 "$src/tests/report/add_phases.py" example.pickle phases.pickle)
+"$gpumem" snapshot example --force -o rank0.pickle >/dev/null
+"$gpumem" snapshot example --force --device 1 --batch 12 -o rank1.pickle >/dev/null
+"$gpumem" snapshot example --force -o example.pickle >/dev/null
+"$gpumem" snapshot example --force --iterations 40 -o example40.pickle >/dev/null
+"$gpumem" snapshot example --force --phases -o phases.pickle >/dev/null
 snaps=$shared/testdata/snapshots
 corpus=$src/tests/fuzz/corpus/report
 exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layout" \
@@ -38,5 +33,5 @@ exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layo
     --quick "$corpus/no_time_orphans.pickle" \
     --quick "$corpus/expandable.pickle" \
     --ranks rank0.pickle,rank1.pickle \
-    --phases "phases.pickle:$peak_phase" \
+    --phases phases.pickle \
     --also-no-analysis "$@"
