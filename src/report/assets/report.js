@@ -763,7 +763,8 @@
     if (m[1] & 4) w.push('out of memory');
     if (m[1] & 8 && !(m[1] & 2)) w.push('peak of an iteration');
     if (m[1] & 1) w.push(dev.has_trace ? 'end of the trace (the snapshot)' : 'the snapshot');
-    return (m[0] < 0 ? 'start' : fmtX(Math.max(0, xOfK(m[0])))) + ', event ' + m[0] + ': ' + w.join(', ');
+    const x = xOfK(m[0]);
+    return (m[0] < 0 ? 'start, ' : Number.isFinite(x) ? fmtX(Math.max(0, x)) + ', ' : '') + 'event ' + m[0] + ': ' + w.join(', ');
   }
   function xOfK(k) { // the x of an event the page names (the marks, the iterations, the peak)
     if (k === dev.peak.k) return dev.peak.x;
