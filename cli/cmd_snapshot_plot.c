@@ -85,12 +85,16 @@ int cmd_snapshot_plot(int argc, char **argv)
         gm_snapshot_free(snap);
         return cli_usage(argv[0], "device %d is not in '%s'", device, argv[1]);
     }
-    if (category && gm_analysis_run(snap, NULL, &an, &err) != GM_OK) {
-        gm_snapshot_free(snap);
-        return cli_fail(argv[0], &err);
-    }
     po.width = width ? (unsigned)width : term_width();
     po.height = (unsigned)height;
+    if (category) {
+        /* the series in the plot's columns: each column's categories at its maximum */
+        struct gm_analysis_opts ao = {3 * gm_report_plot_columns(&po) + 2};
+        if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
+            gm_snapshot_free(snap);
+            return cli_fail(argv[0], &err);
+        }
+    }
     po.flags = (ascii ? GM_PLOT_ASCII : 0u) | (category ? GM_PLOT_CATEGORIES : 0u) |
                (cli_use_color((enum cli_color)color, stdout) ? GM_PLOT_COLOR : 0u);
     if (gm_report_plot(stdout, snap, an, device, &po, &err) != GM_OK)

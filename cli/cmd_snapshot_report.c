@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_snapshot_report.c - gpumem snapshot report FILE... -o report.html: one self-contained
- * HTML file per snapshot (no request to any other host or file), written atomically.
- * Several files (ranks) are read and analysed at the same time and written one by one into
- * the folder -o names, each report as it would be alone. */
+ * HTML file (no request to any other host or file), written atomically.  Several files are
+ * the ranks of one job, read and analysed at the same time and shown side by side in one
+ * page; with -o naming a folder, each file gets a page of its own there instead. */
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
@@ -22,9 +22,10 @@
 struct report_job {
     const char *cmd;
     char *const *paths;
-    const char **outs; /* per file: the HTML to write */
+    const char **outs; /* per file: the HTML to write (NULL: one page of all ranks) */
     const char *title;
     bool force, no_analysis;
+    struct gm_report_page *ranks; /* the page of all ranks, when -o is no folder */
     struct gm_analysis_opts ao;
     struct gm_report_opts ro;
     struct gm_analysis **ans;
@@ -51,27 +52,35 @@ static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, str
     return GM_OK;
 }
 
-/* In this thread, in argument order: write the page. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* In this thread, in argument order: write the file's page, or add it to the ranks' page. */
 static int write_page(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct report_job *j = ctx;
     struct gm_report_opts ro = j->ro;
     struct cli_output o;
     struct gm_error err;
-    int rc;
+    int rc = 0;
     if (j->warn[i].code != GM_OK)
-        cli_errorf(j->cmd, "warning: no categories, phases or leaks in the report: %s",
-                   j->warn[i].msg);
-    if (!j->title) {
-        const char *slash = strrchr(j->paths[i], '/');
-        ro.title = slash ? slash + 1 : j->paths[i];
-    }
-    rc = cli_output_open(&o, j->cmd, j->outs[i], j->force);
-    if (rc == 0) {
-        if (gm_report_html(o.f, snap, j->ans[i], &ro, &err) != GM_OK) {
-            rc = cli_output_fail(&o, j->cmd, &err);
-        } else {
-            rc = cli_output_commit(&o, j->cmd);
+        cli_errorf(j->cmd, "warning: %s: no categories, phases or leaks in the report: %s",
+                   base_name(j->paths[i]), j->warn[i].msg);
+    if (j->ranks) {
+        if (gm_report_page_add(j->ranks, snap, j->ans[i], base_name(j->paths[i]), &err) != GM_OK)
+            rc = cli_fail(j->cmd, &err);
+    } else {
+        if (!j->title)
+            ro.title = base_name(j->paths[i]);
+        rc = cli_output_open(&o, j->cmd, j->outs[i], j->force);
+        if (rc == 0) {
+            if (gm_report_html(o.f, snap, j->ans[i], &ro, &err) != GM_OK)
+                rc = cli_output_fail(&o, j->cmd, &err);
+            else
+                rc = cli_output_commit(&o, j->cmd);
         }
     }
     gm_analysis_free(j->ans[i]);
@@ -79,24 +88,32 @@ static int write_page(void *ctx, size_t i, struct gm_snapshot *snap)
     return rc;
 }
 
-/* The HTML file of each input: -o itself for one input, else DIR/<name>.html (two inputs
- * of one name are refused).  0 or an exit code. */
+/* The page of all ranks, once every file is in it. */
+static int write_ranks(struct report_job *j, const char *out)
+{
+    struct cli_output o;
+    struct gm_error err;
+    int rc = cli_output_open(&o, j->cmd, out, j->force);
+    if (rc)
+        return rc;
+    if (gm_report_page_write(j->ranks, o.f, &err) != GM_OK)
+        return cli_output_fail(&o, j->cmd, &err);
+    return cli_output_commit(&o, j->cmd);
+}
+
+/* Where the pages go: -o itself for one input or for the page of all ranks (*folder
+ * false), else DIR/<name>.html for each input of several when -o names a folder (two
+ * inputs of one name are refused).  0 or an exit code. */
 static int output_names(const char *cmd, char *const *paths, int n, const char *out, bool force,
-                        const char **outs)
+                        const char **outs, bool *folder)
 {
     struct stat st;
-    if (n == 1) {
-        outs[0] = out;
+    *folder = n > 1 && stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!*folder)
         /* refuse early, before the (possibly long) load */
         return cli_output_check(cmd, out, force);
-    }
-    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cli_usage(cmd,
-                         "with several files, -o names the folder the reports go to ('%s' "
-                         "is no folder)",
-                         out);
     for (int i = 0; i < n; i++) {
-        const char *slash = strrchr(paths[i], '/'), *name = slash ? slash + 1 : paths[i];
+        const char *name = base_name(paths[i]);
         size_t len = strlen(out) + strlen(name) + 8;
         char *o = gm_malloc(len);
         if (!o)
@@ -118,19 +135,24 @@ int cmd_snapshot_report(int argc, char **argv)
 {
     const char *out = NULL, *title = NULL;
     bool force = false, no_analysis = false;
-    uint64_t bands = 400, moments = 12, points = 8000, mem_limit = 0;
+    uint64_t bands = 400, moments = 12, points = 8000, mem_limit = 0, budget = (uint64_t)4 << 20;
     int n_pos = 0, rc;
+    bool folder = false;
     struct report_job j;
     const struct opt opts[] = {
         OPT_STRING("output", 'o', &out, "FILE",
-                   "HTML file to write (required); with several files, the folder to write "
-                   "FILE.html into"),
+                   "HTML file to write (required); several files (ranks) make one page, unless "
+                   "FILE is a folder: then each file's page is written there as NAME.html"),
         OPT_FLAG("force", 0, &force, "replace FILE if it exists"),
         OPT_STRING("title", 0, &title, "TEXT", "title of the report (default: the file name)"),
         OPT_U64("bands", 0, &bands, "N",
                 "allocations drawn one by one in the timeline (default 400)", NULL),
         OPT_U64("moments", 0, &moments, "N",
-                "allocator states offered in the segments view (default 12)", NULL),
+                "moments named in the allocator state's list (default 12)", NULL),
+        OPT_SIZE("state-budget", 0, &budget, "SIZE",
+                 "page data for each device's allocator state (default 4MiB): within it the "
+                 "state at every event, beyond it windows around the peak and the OOMs",
+                 NULL),
         OPT_U64("points", 0, &points, "N", "points of the categories series (default 8000)", NULL),
         OPT_FLAG("no-analysis", 0, &no_analysis,
                  "leave out categories, phases, leaks and fragmentation"),
@@ -140,15 +162,19 @@ int cmd_snapshot_report(int argc, char **argv)
     const struct opt_usage usage = {
         "gpumem snapshot report FILE... -o report.html [--force] [--title TEXT]",
         "Write a self-contained HTML report of a PyTorch memory snapshot: the active memory "
-        "timeline (largest allocations as bands, reserved line, peak), categories over time "
-        "with forward/backward/step phases, what is alive at the peak, the allocator's segments "
-        "at chosen moments, and the findings (leaks, out-of-memory, fragmentation, metadata). "
-        "The page makes no request to any other host or file and works offline from file://. "
-        "Several files (ranks) are read at the same time and each report written to "
-        "DIR/FILE.html, DIR the folder -o names. Exit 73 if an output exists and --force is not "
-        "given.",
+        "timeline (largest allocations as bands, reserved line, peak, out-of-memory events), "
+        "categories over time with forward/backward/step phases and your own gpumem.torch "
+        "phases, the segment timeline, what is alive at the peak (a table and an icicle graph "
+        "by stack), the allocator's segments and blocks at any event, and the findings (leaks, "
+        "out-of-memory, fragmentation, metadata). It opens on the device of an out-of-memory "
+        "event when there is one. The page makes no request to any other host or file and "
+        "works offline from file://. Several files are the ranks of one job, whatever their "
+        "device index: read at the same time and shown side by side in one page with their "
+        "imbalance, or, when -o names a folder, each written there as FILE.html. Exit 73 if "
+        "an output exists and --force is not given.",
         "gpumem snapshot report profile.pickle -o report.html\n"
         "gpumem snapshot example -o train.pickle && gpumem snapshot report train.pickle -o r.html\n"
+        "gpumem snapshot report rank*.pickle -o job.html\n"
         "gpumem snapshot report rank*.pickle -o reports/"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -158,11 +184,10 @@ int cmd_snapshot_report(int argc, char **argv)
         return cli_usage(argv[0], "missing snapshot FILE");
     if (!out)
         return cli_usage(argv[0], "missing -o FILE");
-    if (bands > 100000 || moments > 64 || points > 1000000)
+    if (bands > 100000 || moments > 64 || points > 1000000 || budget < 65536 ||
+        budget > ((uint64_t)1 << 30))
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
-                                  "most 1000000");
-    if (title && n_pos > 1)
-        return cli_usage(argv[0], "--title names the report of one file");
+                                  "most 1000000, --state-budget from 64KiB to 1GiB");
     memset(&j, 0, sizeof(j));
     j.cmd = argv[0];
     j.paths = argv + 1;
@@ -173,18 +198,39 @@ int cmd_snapshot_report(int argc, char **argv)
     j.ro.title = title;
     j.ro.max_bands = (uint32_t)bands;
     j.ro.max_moments = (uint32_t)moments;
+    j.ro.state_budget = budget;
     j.outs = gm_calloc((size_t)n_pos, sizeof(*j.outs));
     j.ans = gm_calloc((size_t)n_pos, sizeof(*j.ans));
     j.warn = gm_calloc((size_t)n_pos, sizeof(*j.warn));
     if (!j.outs || !j.ans || !j.warn) {
         rc = GM_EXIT_SOFTWARE;
-    } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs)) == 0) {
+    } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs, &folder)) == 0) {
         struct snapcli_load_opts lo = {mem_limit, false};
-        rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, analyse, write_page, &j);
+        struct gm_error err;
+        char all[160];
+        if (!folder && n_pos > 1 && !title) {
+            /* the page's title: its ranks' files */
+            snprintf(all, sizeof(all), "%d ranks: %s%s%s", n_pos, base_name(argv[1]),
+                     n_pos > 2 ? " ... " : ", ", base_name(argv[n_pos]));
+            j.ro.title = all;
+        }
+        if (folder && title) {
+            rc = cli_usage(argv[0], "--title names one page, not the pages of a folder");
+        } else if (!folder && n_pos > 1 && gm_report_page_new(&j.ro, &j.ranks, &err) != GM_OK) {
+            rc = cli_fail(argv[0], &err);
+        } else {
+            if (!folder)
+                j.outs[0] = out;
+            rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, analyse, write_page, &j);
+            if (rc == 0 && j.ranks)
+                rc = write_ranks(&j, out);
+        }
+        gm_report_page_free(j.ranks);
+        j.ranks = NULL;
     }
     for (int i = 0; j.ans && i < n_pos; i++)
         gm_analysis_free(j.ans[i]);
-    for (int i = 0; n_pos > 1 && j.outs && i < n_pos; i++)
+    for (int i = 0; folder && j.outs && i < n_pos; i++)
         gm_free((void *)(uintptr_t)j.outs[i]);
     gm_free(j.outs);
     gm_free(j.ans);

@@ -309,9 +309,13 @@ struct gm_analysis_device {
     size_t n_phases;
     uint64_t phase_events[GM_PHASE_COUNT]; /* events per phase */
 
-    /* Per-category bytes over time, at most opts.max_points points; where events are
-     * merged, the point kept is the one with the most bytes so peaks are never lost.
-     * The first point is the initial state (event -1), the last the end. */
+    /* Per-category bytes over time, at most opts.max_points points: a level-of-detail
+     * series (gpumem/lod.h) of (max_points - 1) / 3 buckets of the device's axis (time
+     * when every event has one, else the event index), and of each bucket the states
+     * where the total is least and most and its last state, in trace order; drawn as
+     * steps through them, every bucket's exact minimum and maximum and its value at its
+     * end hold, so peaks are never lost and idle gaps never hold a stale value.  The first
+     * point is the initial state (event -1), the last the end. */
     struct gm_analysis_point *points;
     size_t n_points;
 
@@ -387,6 +391,121 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
                                          const struct gm_analysis_device *dev, int64_t event,
                                          struct gm_snapshot_live_group **out, size_t *n_out,
                                          struct gm_error *err);
+
+/* ---- the allocator's segments and blocks at any moment ----
+ *
+ * The one rebuild of the caching allocator's layout from a trace (src/analysis/layout.c
+ * states the rules): the segments at the end of the trace (the snapshot's), every
+ * segment_alloc / segment_free / segment_map / segment_unmap undone back to the start and
+ * redone up to the moment, and the allocations alive then placed in them.  Fragmentation,
+ * the report's allocator state and its segment timeline read it. */
+
+/* A segment's identity over the trace: a cudaMalloc'ed segment, or the expandable pages of
+ * one stream and pool (a "space", whose runs of mapped pages are its segments, as the
+ * snapshot reports them). */
+struct gm_layout_segment_info {
+    uint64_t base;   /* first byte (a space: its lowest page ever mapped) */
+    uint64_t stream; /* raw cudaStream_t value */
+    bool is_small;   /* the small (<= 1 MiB requests) pool */
+    bool is_expandable;
+};
+
+/* A change of one segment's mapped pages: op +1 maps [addr, addr+size) (segment_alloc,
+ * segment_map), -1 unmaps it (segment_free, segment_unmap); a segment with no mapped page
+ * does not exist at that moment. */
+struct gm_layout_change {
+    int64_t event;    /* the event's index (-1: the state at the start) */
+    uint32_t segment; /* index in gm_layout_history.segments */
+    int8_t op;
+    uint64_t addr;
+    uint64_t size; /* bytes */
+};
+
+/* Mapped pages of a segment. */
+struct gm_layout_range {
+    uint64_t addr;
+    uint64_t size; /* bytes */
+};
+
+/* Every segment of a device's trace and the changes of their pages, in trace order. */
+struct gm_layout_history {
+    struct gm_layout_segment_info *segments; /* the snapshot's segments first, in file order */
+    size_t n_segments;
+    struct gm_layout_change *initial; /* the pages mapped before the first event (op +1) */
+    size_t n_initial;
+    struct gm_layout_change *changes; /* one per segment event of the trace, in order */
+    size_t n_changes;
+    struct gm_layout_range *final_blocks; /* the file's active blocks (addr, size), by address */
+    size_t n_final_blocks;
+};
+
+/* Build the history of device 'dev' of 'snap' (one pass over its trace).  On success 'h'
+ * is owned by the caller: gm_layout_history_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
+                                       const struct gm_snapshot_device *dev,
+                                       struct gm_layout_history *h, struct gm_error *err);
+void gm_layout_history_release(struct gm_layout_history *h);
+
+/* The bytes the block of allocation 'a' occupies: its real block in the file when it lives
+ * to the end of the trace (with any tail the allocator did not split), else its requested
+ * bytes rounded up to 512 as the allocator rounds. */
+uint64_t gm_layout_block_size(const struct gm_layout_history *h, const struct gm_analysis_alloc *a);
+
+/* One allocation's block. */
+struct gm_layout_block {
+    uint64_t addr;
+    uint64_t size;  /* bytes it occupies: its real block (the snapshot's) when it lives to
+                     * the end, else requested rounded up to 512; clipped at its pages' end */
+    uint64_t bytes; /* requested (trace) bytes, at most size */
+    uint32_t alloc; /* index into the device's allocs */
+    uint32_t stack;
+    uint8_t category;  /* enum gm_category */
+    bool pending_free; /* freed (free_requested) but in use on another stream until
+                        * free_completed (record_stream) */
+};
+
+/* One segment at the moment: a cudaMalloc'ed segment, or one run of mapped pages of an
+ * expandable space. */
+struct gm_layout_segment {
+    uint32_t id;        /* index in gm_layout_history.segments (of its space, if expandable) */
+    uint64_t addr;      /* first byte */
+    uint64_t size;      /* bytes from addr to the end of its last mapped page */
+    uint64_t mapped;    /* bytes mapped: what it reserves (= size but for an inconsistent file) */
+    uint64_t allocated; /* bytes of its blocks */
+    uint64_t requested; /* requested bytes of its blocks */
+    uint64_t stream;
+    bool is_small;
+    bool is_expandable;
+    size_t first_range, n_ranges; /* its pages: ranges[first_range ..), ascending */
+    size_t first_block, n_blocks; /* its blocks: blocks[first_block ..), by address */
+};
+
+struct gm_layout {
+    int64_t event;                            /* the state after this event (-1: the start) */
+    const struct gm_layout_segment *segments; /* by address */
+    size_t n_segments;
+    const struct gm_layout_range *ranges;
+    size_t n_ranges;
+    const struct gm_layout_block *blocks; /* by address */
+    size_t n_blocks;
+    uint64_t reserved;  /* bytes mapped */
+    uint64_t allocated; /* bytes of the blocks */
+    uint64_t requested; /* requested bytes of the blocks */
+    size_t n_outside;   /* live allocations in no mapped page (an inconsistent file) */
+    uint64_t outside_bytes;
+    const uint32_t *live; /* every allocation alive (indexes into the allocs, ascending) */
+    size_t n_live;
+};
+
+/* The layout at each moment ks[i] (event indexes, ascending; -1 the start) of device 'dev',
+ * in one pass: fn(ctx, i, layout) with the layout borrowed for the call.  'hist' is the
+ * device's history (NULL: built here).  A non-OK status from fn stops the pass and is
+ * returned.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT, GM_ERR_INVALID, or fn's. */
+typedef enum gm_status (*gm_layout_fn)(void *ctx, size_t i, const struct gm_layout *l,
+                                       struct gm_error *err);
+enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                            const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                            gm_layout_fn fn, void *ctx, struct gm_error *err);
 
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 

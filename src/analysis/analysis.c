@@ -23,6 +23,7 @@
 #include "base/budget.h"
 
 #include "gpumem/arena.h"
+#include "gpumem/lod.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,8 @@ struct work {
     struct ana_map site_of;  /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
     struct ana_index runs_ix, iters_ix;
-    uint64_t held; /* bytes this device's analysis holds, against the memory limit */
+    uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
+    size_t n_timed; /* events with a time_us */
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
@@ -260,6 +262,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         uint8_t raw = RAW_UNKNOWN;
         if (e->stack)
             w->trace_has_frames = true;
+        w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
         if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
             raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
         if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
@@ -731,6 +734,28 @@ static uint64_t sum_bytes(const uint64_t *b)
     return s;
 }
 
+/* The state after event k (-1: the initial state) as a series point. */
+static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_snapshot_event *e,
+                      uint8_t phase, uint64_t total, uint64_t reserved, const uint64_t *cur)
+{
+    pt->event = k;
+    pt->has_time = k >= 0 && (e->flags & GM_EVENT_HAS_TIME);
+    pt->time_us = pt->has_time ? e->time_us : 0;
+    pt->phase = phase;
+    pt->total = total;
+    pt->reserved = reserved;
+    copy_bytes(pt->bytes, cur);
+}
+
+/* One pass: the per-category series, the split at the peak and the iteration figures.
+ *
+ * The series is a level-of-detail series of the allocated bytes (gpumem/lod.h) over the
+ * device's axis (time when every event has one, else the event index): (max_points - 1) / 3
+ * buckets, and of each bucket the points (real states after real events) where its total
+ * is least and most and its last one, in trace order, after the initial state (every
+ * point when the trace has no more than max_points).  Drawn as
+ * steps through these points, a chart holds every bucket's exact minimum and maximum and
+ * its value at the bucket's end, so an idle gap shows what memory held during it. */
 static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
                                    uint32_t max_points, struct gm_error *err)
 {
@@ -738,20 +763,38 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     struct gm_analysis_device *dev = w->dev;
     size_t n = sd->n_events;
     size_t n_pts = n + 1;
-    size_t m = max_points < 3 ? 3 : max_points;
+    unsigned nb = max_points < 4 ? 1u : (max_points - 1) / 3;
     struct gm_snapshot_cursor c;
-    const struct gm_snapshot_event *e = NULL;
+    const struct gm_snapshot_event *e = NULL, *prev_e = NULL;
+    struct gm_analysis_point *slots; /* per bucket: least, most, last (event -2: unset) */
+    struct gm_lod_axis ax;
+    struct gm_lod lod;
     uint64_t res = tl->reserved_start_raw;
-    if (m > n_pts)
-        m = n_pts;
-    if (!take(w, gm_budget_bytes(m, sizeof(*dev->points))))
+    enum gm_status st;
+    unsigned cur_b = 0;
+    uint8_t prev_ph = GM_PHASE_OTHER;
+    uint64_t prev_total = 0, prev_reserved = 0;
+
+    /* a trace with no more points than asked for is its own series */
+    bool all = n_pts <= (max_points < 4 ? 4 : max_points);
+    size_t cap_pts = all ? n_pts : (size_t)3 * nb + 1;
+    if (all)
+        nb = 1;
+    if (!take(w, gm_budget_bytes(cap_pts, sizeof(*dev->points))))
         return over_limit(w, err);
-    dev->points = gm_arena_calloc(w->arena, m, sizeof(*dev->points));
-    if (!dev->points)
+    dev->points = gm_arena_calloc(w->arena, cap_pts, sizeof(*dev->points));
+    slots = gm_calloc((size_t)3 * nb, sizeof(*slots));
+    if (!dev->points || !slots) {
+        gm_free(slots);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
-    dev->n_points = m;
-    for (size_t i = 0; i < m; i++)
-        dev->points[i].event = -2; /* unset */
+    }
+    for (size_t i = 0; i < (size_t)3 * nb; i++)
+        slots[i].event = -2;
+    gm_lod_axis_init_counted(&ax, sd, w->n_timed);
+    if ((st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
+        gm_free(slots);
+        return st;
+    }
 
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
@@ -771,9 +814,21 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
+        double x = 0.0;
+        unsigned b;
         uint32_t up = k >= 0 && dev->n_user_ranges ? ana_user_cursor_at(&uc, k) : UINT32_MAX;
         if (k >= 0) {
             e = gm_snapshot_cursor_next(&c);
+            x = gm_lod_axis_x_of(&ax, k, e);
+        }
+        /* a point in a later bucket completes the one before: its last point is the state
+         * before this event */
+        b = gm_lod_peek(&lod, x);
+        if (p > 0 && b != cur_b)
+            set_point(&slots[3 * (size_t)cur_b + 2], k - 1, prev_e, prev_ph, prev_total,
+                      prev_reserved, cur);
+        cur_b = b;
+        if (k >= 0) {
             if (up != UINT32_MAX)
                 dev->user_phases[up].n_events++;
             if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
@@ -844,30 +899,43 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
             }
         }
-        /* Which point slot: the first and last points alone, the rest in buckets. */
-        size_t slot;
-        if (p == 0)
-            slot = 0;
-        else if (p == n_pts - 1)
-            slot = m - 1;
-        else if (m <= 2)
-            slot = m - 1;
-        else
-            slot = 1 + (size_t)((uint64_t)(p - 1) * (m - 2) / (n_pts > 2 ? n_pts - 2 : 1));
-        if (slot >= m)
-            slot = m - 1;
-        struct gm_analysis_point *pt = &dev->points[slot];
-        if (pt->event == -2 || total > pt->total) {
-            pt->event = k;
-            pt->total = total;
-            pt->phase = ph;
-            copy_bytes(pt->bytes, cur);
-            pt->reserved = reserved;
-            pt->has_time = k >= 0 && (e->flags & GM_EVENT_HAS_TIME);
-            pt->time_us = pt->has_time ? e->time_us : 0;
+        {
+            unsigned fl = gm_lod_add(&lod, x, k, total);
+            if (all)
+                set_point(&dev->points[p], k, e, ph, total, reserved, cur);
+            else if (k < 0)
+                set_point(&dev->points[0], k, e, ph, total, reserved, cur);
+            if (fl & GM_LOD_MIN)
+                set_point(&slots[3 * (size_t)b], k, e, ph, total, reserved, cur);
+            if (fl & GM_LOD_MAX)
+                set_point(&slots[3 * (size_t)b + 1], k, e, ph, total, reserved, cur);
+        }
+        prev_e = e;
+        prev_ph = ph;
+        prev_total = total;
+        prev_reserved = reserved;
+    }
+    set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
+              prev_reserved, cur);
+    copy_bytes(dev->at_end, cur);
+    /* the points in trace order, each once, after the initial state */
+    dev->n_points = all ? n_pts : 1;
+    for (unsigned bi = 0; bi < nb && !all; bi++) {
+        struct gm_analysis_point *s = &slots[3 * (size_t)bi];
+        for (int pass = 0; pass < 3; pass++) {
+            /* the earliest of the bucket's unset-or-later points next */
+            int best = -1;
+            for (int j = 0; j < 3; j++)
+                if (s[j].event > dev->points[dev->n_points - 1].event &&
+                    (best < 0 || s[j].event < s[best].event))
+                    best = j;
+            if (best < 0)
+                break;
+            dev->points[dev->n_points++] = s[best];
         }
     }
-    copy_bytes(dev->at_end, cur);
+    gm_free(slots);
+    gm_lod_release(&lod);
     return GM_OK;
 }
 

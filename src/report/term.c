@@ -7,11 +7,13 @@
  *   blocks (eighth blocks for the top cell), reserved as "─" where it lies above them,
  *   an x axis with the start, middle and end positions,
  *   a one-line legend.
- * Each column covers an equal x range (time when every event has time_us, else event index)
- * and shows the largest value in it, so the peak is never lost. */
+ * Each column is one bucket of a level-of-detail series (gpumem/lod.h) over the device's
+ * axis and shows the most that held in it, so the peak is never lost; row r of H shows the
+ * values in (r, r+1] * ymax / H, so the top row draws the maximum itself. */
 #include "gpumem/report.h"
 
 #include "gpumem/arena.h"
+#include "gpumem/lod.h"
 #include "gpumem/units.h"
 
 #include "report/report_int.h"
@@ -39,7 +41,7 @@ static const char *const cat_label[GM_CATEGORY_COUNT] = {
 #define ANSI_RES   "\033[38;5;240m"
 #define ANSI_PEAK  "\033[1;31m"
 
-static void fmt_x(char *out, size_t n, const struct gm_report_xmap *m, double x, double span)
+static void fmt_x(char *out, size_t n, const struct gm_lod_axis *m, double x, double span)
 {
     if (!m->time)
         snprintf(out, n, "event %.0f", x);
@@ -63,6 +65,12 @@ static void put_rep(FILE *f, const char *s, unsigned n)
         fputs(s, f);
 }
 
+unsigned gm_report_plot_columns(const struct gm_plot_opts *o)
+{
+    unsigned width = o->width < 40 ? 40 : o->width;
+    return width - YLAB - 1;
+}
+
 enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
                               int32_t device, const struct gm_plot_opts *o, struct gm_error *err)
 {
@@ -71,10 +79,11 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     bool color = o->flags & GM_PLOT_COLOR, ascii = o->flags & GM_PLOT_ASCII;
     bool cats = o->flags & GM_PLOT_CATEGORIES;
     unsigned width = o->width < 40 ? 40 : o->width, height = o->height < 4 ? 4 : o->height;
-    unsigned pw = width - YLAB - 1, peak_col = 0;
+    unsigned pw = gm_report_plot_columns(o), peak_col = 0;
     struct gm_snapshot_timeline tl;
-    struct gm_report_xmap m;
-    uint64_t *amax, *rmax, (*cv)[GM_CATEGORY_COUNT] = NULL;
+    struct gm_lod_axis m;
+    struct gm_lod al, rl;
+    uint64_t(*cv)[GM_CATEGORY_COUNT] = NULL;
     uint64_t ymax = 1024; /* bytes; so that an empty trace still has an axis */
     double x1, span;
     enum gm_status st;
@@ -92,87 +101,56 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     st = gm_snapshot_timeline(snap, device, 0, &tl, err);
     if (st != GM_OK)
         return st;
-    gm_report_xmap_init(&m, sd);
-    x1 = gm_report_xend(&m);
+    gm_lod_axis_init(&m, sd);
+    x1 = m.x_end;
     span = x1 > 0 ? x1 : 1;
-    amax = gm_calloc(pw, sizeof(uint64_t));
-    rmax = gm_calloc(pw, sizeof(uint64_t));
-    if (cats)
-        cv = gm_calloc(pw, sizeof(*cv));
-    if (!amax || !rmax || (cats && !cv)) {
-        gm_free(amax);
-        gm_free(rmax);
-        gm_free(cv);
+    /* one column a bucket: the most allocated and reserved bytes that held in it */
+    if ((st = gm_lod_timeline(snap, sd, &tl, &m, pw, &al, &rl, err)) != GM_OK) {
+        gm_snapshot_timeline_release(&tl);
+        return st;
+    }
+    if (cats && !(cv = gm_calloc(pw, sizeof(*cv)))) {
+        gm_lod_release(&al);
+        gm_lod_release(&rl);
         gm_snapshot_timeline_release(&tl);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
     }
-    {
-        /* column maxima; an empty column holds the state after the last event before it */
-        uint8_t *seen = gm_calloc(pw, 1);
-        uint64_t *alast = gm_calloc(pw, sizeof(uint64_t)), *rlast = gm_calloc(pw, sizeof(uint64_t));
-        struct gm_report_points pt;
-        if (!seen || !alast || !rlast ||
-            (st = gm_report_points_init(&pt, snap, sd, &tl, &m, err)) != GM_OK) {
-            gm_free(seen);
-            gm_free(alast);
-            gm_free(rlast);
-            gm_free(amax);
-            gm_free(rmax);
-            gm_free(cv);
-            gm_snapshot_timeline_release(&tl);
-            return st != GM_OK ? st
-                               : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "plot: out of memory");
+    /* the peak's column: the first whose most is the peak */
+    for (unsigned c = 0; c < pw; c++)
+        if (al.b[c].max == tl.peak_bytes) {
+            peak_col = c;
+            break;
         }
-        while (gm_report_points_next(&pt)) {
-            unsigned c = gm_report_bucket(pt.x, 0, span, pw);
-            if (pt.allocated >= amax[c])
-                amax[c] = pt.allocated;
-            if (pt.reserved > rmax[c])
-                rmax[c] = pt.reserved;
-            alast[c] = pt.allocated;
-            rlast[c] = pt.reserved;
-            seen[c] = 1;
-            if (pt.k == tl.peak_event_index)
-                peak_col = c;
-        }
-        gm_report_points_release(&pt);
-        for (unsigned c = 1; c < pw; c++) {
-            if (seen[c])
-                continue;
-            alast[c] = alast[c - 1];
-            rlast[c] = rlast[c - 1];
-            amax[c] = alast[c];
-            rmax[c] = rlast[c];
-        }
-        gm_free(seen);
-        gm_free(alast);
-        gm_free(rlast);
-    }
     if (cats) {
-        /* per column: the categories at the series point with the most bytes in it */
+        /* per column: the categories at the series point with the most bytes in it (the
+         * analysis' series uses the same buckets when built for this width, see
+         * gm_report_plot_columns()), else the point carried into it */
         uint64_t *best = gm_calloc(pw, sizeof(uint64_t));
-        if (best) {
+        uint8_t *seen = gm_calloc(pw, 1);
+        if (best && seen) {
             for (size_t i = 0; i < ad->n_points; i++) {
                 const struct gm_analysis_point *pt = &ad->points[i];
-                unsigned c = gm_report_bucket(gm_report_x(&m, pt->event), 0, span, pw);
-                if (pt->total >= best[c]) {
+                unsigned c = gm_lod_bucket_of(&al, gm_lod_axis_x(&m, pt->event));
+                if (!seen[c] || pt->total >= best[c]) {
                     best[c] = pt->total;
                     memcpy(cv[c], pt->bytes, sizeof(cv[c]));
+                    seen[c] = 1;
                 }
             }
             for (unsigned c = 1; c < pw; c++)
-                if (!best[c] && best[c - 1]) {
-                    best[c] = best[c - 1];
+                if (!seen[c]) {
                     memcpy(cv[c], cv[c - 1], sizeof(cv[c]));
+                    seen[c] = 1;
                 }
-            gm_free(best);
         }
+        gm_free(best);
+        gm_free(seen);
     }
     for (unsigned c = 0; c < pw; c++) {
-        if (amax[c] > ymax)
-            ymax = amax[c];
-        if (rmax[c] > ymax)
-            ymax = rmax[c];
+        if (al.b[c].max > ymax)
+            ymax = al.b[c].max;
+        if (rl.b[c].max > ymax)
+            ymax = rl.b[c].max;
     }
 
     /* title and peak marker */
@@ -182,7 +160,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
         if (tl.peak_event_index < 0)
             snprintf(at, sizeof(at), "the start");
         else
-            fmt_x(at, sizeof(at), &m, gm_report_x(&m, tl.peak_event_index), span);
+            fmt_x(at, sizeof(at), &m, gm_lod_axis_x(&m, tl.peak_event_index), span);
         fprintf(f, "device %d: allocated and reserved over %s\n", (int)device,
                 m.time ? "time" : "trace events");
         char text[160];
@@ -209,24 +187,32 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
             fprintf(f, "%*s %s", YLAB - 1, "", ascii ? "|" : "│");
         }
         for (unsigned c = 0; c < pw; c++) {
-            double a = (double)amax[c], rs = (double)rmax[c];
+            double a = (double)al.b[c].max, rs = (double)rl.b[c].max;
             const char *s, *col = NULL;
             char one[2] = {0, 0};
+            /* row r shows (lo, hi]: the top row holds the maximum itself, and any value
+             * above lo shows in the cell (never rounded away) */
+            bool res_here = rs > lo && rs <= hi;
             if (a >= hi) {
                 s = ascii ? "#" : "█";
             } else if (a > lo) {
-                unsigned e = (unsigned)((a - lo) / (hi - lo) * 8 + 0.5);
+                /* eighths rounded up (a value just above lo still shows), but never a
+                 * full cell, which means the value reaches hi */
+                double eighth = (a - lo) / (hi - lo) * 8;
+                unsigned e = (unsigned)eighth;
+                e += (double)e < eighth;
+                e = e < 1 ? 1 : e > 7 ? 7 : e;
                 if (ascii)
-                    s = e >= 4 ? "#" : (rs >= lo && rs < hi ? "-" : " ");
+                    s = e >= 4 ? "#" : res_here ? "-" : "_";
                 else
                     s = eighths[e > 8 ? 8 : e];
-            } else if (rs >= lo && rs < hi) {
+            } else if (res_here) {
                 s = ascii ? "-" : "─";
                 col = ANSI_RES;
             } else {
                 s = " ";
             }
-            if (cats && (a > lo) && s[0] != ' ' && s[0] != '-' && strcmp(s, "─")) {
+            if (cats && a > lo && s[0] != ' ' && s[0] != '-' && s[0] != '_' && strcmp(s, "─")) {
                 /* the category at the middle of this cell */
                 double mid = a >= hi ? (lo + hi) / 2 : lo, acc = 0;
                 int k = GM_CATEGORY_OTHER;
@@ -308,8 +294,8 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     else
         fprintf(f, "%s reserved (max %s)  %s peak %s (%llu bytes)\n", ascii ? "-" : "─", buf2,
                 ascii ? "v" : "▼", buf, (unsigned long long)tl.peak_bytes);
-    gm_free(amax);
-    gm_free(rmax);
+    gm_lod_release(&al);
+    gm_lod_release(&rl);
     gm_free(cv);
     gm_snapshot_timeline_release(&tl);
     if (ferror(f))

@@ -2,19 +2,35 @@
 // report.test.js - gpumem's HTML report in headless Chromium (Debian's /usr/bin/chromium,
 // driven by playwright-core; no browser download).
 //
-//   node report.test.js --gpumem BIN --snapshot FILE [--snapshot FILE...] [--screenshot PNG]
-//                       [--timing] [--also-no-analysis]
+//   node report.test.js --gpumem BIN [--layout BIN] --snapshot FILE [--snapshot FILE...]
+//                       [--ranks A,B] [--phases FILE] [--screenshot DIR] [--timing]
+//                       [--also-no-analysis] [--quick FILE...]
 //
-// For each snapshot: writes the report with `gpumem snapshot report`, opens it from file://
-// and checks: zero console errors and page errors, zero network requests (anything but the
-// report file itself), every view draws (canvases have painted pixels, the table has rows,
-// the findings are there, many iterations are summarised with the full table on request),
-// hovering the timeline shows a stack, drag-zoom changes the view,
-// every device and every moment can be selected without error, and the peak shown equals
-// `gpumem snapshot peak --json`.  --screenshot writes a PNG of the first report;
-// --timing prints the load time and the report size; --also-no-analysis tests the first
-// snapshot's report without the analysis too.  Exit 0 ok, 1 failure, 77 skipped
-// (no Chromium or no playwright-core: run scripts/install-deps.sh).
+// For each --snapshot (reports written with --points 2000, the resolution of `snapshot
+// categories --json --series`, so that both hold the same series) it checks:
+//   - the page loads with no console error and no request to anything but itself; every view
+//     draws; many iterations are summarised; hovering the timeline shows a stack; every
+//     device and moment can be selected;
+//   - pictures that cannot contradict the numbers: at window widths 390, 1400 and 2560 px,
+//     and after zooming (wheel) onto the peak at 1400 px, the most drawn in the timeline, the
+//     categories chart, the icicle and the segment timeline equal the peak (and the highest
+//     reserved) of `snapshot peak --json`, for every device with a trace; the y labels share
+//     one unit and two decimals; at 390 px nothing is wider than the window;
+//   - the categories chart agrees with `snapshot categories --json --series` at every step it
+//     draws of a zoomed window (the state drawn is one of the series' points, with its bytes,
+//     and the one with the most bytes among those that hold in its column);
+//   - the table at the peak has the groups of `snapshot peak --json` (live_groups);
+//   - with --layout: the allocator state the page rebuilds at random events (and the start,
+//     the peak and the end) equals, block for block, the library's layout at that event
+//     (the gm_layout_at test helper), wherever the page holds that event's state;
+//   - a file with an OOM opens on that device, with a banner naming the verdict and the
+//     request, and the timeline marks it; a file without a trace draws no timeline.
+// --ranks A,B: the page of two rank files shows both ranks and their imbalance, with the
+// highest and lowest peaks of `snapshot peak --json`.  --phases FILE: the user phases of FILE
+// are drawn and the peak's is named as `snapshot peak --json` names it.  --quick FILE: only the basic checks (odd files).
+// --screenshot DIR writes PNGs of the first report at each width; --timing prints the load
+// time and size.  Exit 0 ok, 1 failure, 77 skipped (no Chromium or no playwright-core: run
+// scripts/install-deps.sh).
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -24,18 +40,23 @@ const { execFileSync } = require('child_process');
 const CHROMIUM = process.env.GM_CHROMIUM || '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const WIDTHS = [390, 1400, 2560];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], gpumem: process.env.GPUMEM, screenshot: null, timing: false, noAnalysis: false };
+  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, phases: [] };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
+    else if (argv[i] === '--layout') a.layout = argv[++i];
     else if (argv[i] === '--snapshot') a.snapshots.push(argv[++i]);
+    else if (argv[i] === '--quick') a.quick.push(argv[++i]);
+    else if (argv[i] === '--ranks') a.ranks = argv[++i].split(',');
+    else if (argv[i] === '--phases') a.phases.push(argv[++i]);
     else if (argv[i] === '--screenshot') a.screenshot = argv[++i];
     else if (argv[i] === '--timing') a.timing = true;
     else if (argv[i] === '--also-no-analysis') a.noAnalysis = true;
     else throw new Error('unknown argument ' + argv[i]);
   }
-  if (!a.gpumem || !a.snapshots.length) throw new Error('usage: report.test.js --gpumem BIN --snapshot FILE...');
+  if (!a.gpumem || !(a.snapshots.length || a.quick.length)) throw new Error('usage: report.test.js --gpumem BIN --snapshot FILE...');
   return a;
 }
 
@@ -45,33 +66,178 @@ function check(cond, what) {
   console.log('  FAIL ' + what);
   failures++;
 }
+const json = (bin, args) => JSON.parse(execFileSync(bin, args, { maxBuffer: 1 << 30 }).toString());
 
-async function testOne(chromium, args, snap, tmp, first, noAnalysis) {
-  console.log('report of ' + snap + (noAnalysis ? ' (--no-analysis)' : ''));
-  const html = path.join(tmp, path.basename(snap) + (noAnalysis ? '.plain' : '') + '.html');
-  const t0 = Date.now();
-  execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', html, '--force'].concat(noAnalysis ? ['--no-analysis'] : []));
-  const genMs = Date.now() - t0;
-  const peakJson = JSON.parse(execFileSync(args.gpumem, ['snapshot', 'peak', snap, '--json'], { maxBuffer: 1 << 28 }).toString());
-  const size = fs.statSync(html).size;
+// A small seeded generator, so that the random events are the same on every run.
+function rng(seed) {
+  let x = seed >>> 0 || 1;
+  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
+}
 
+async function open(chromium, tmp, html, width) {
   const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
   const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 900 },
+    executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: width || 1400, height: 900 },
   });
   const errors = [], requests = [];
   const url = 'file://' + html;
   ctx.on('request', (r) => { if (r.url() !== url) requests.push(r.url()); });
   const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
+  // (the test's own getImageData readbacks make Chromium suggest willReadFrequently: not the page's)
+  page.on('console', (m) => { if ((m.type() === 'error' || m.type() === 'warning') && !/willReadFrequently/.test(m.text())) errors.push(m.type() + ': ' + m.text()); });
   page.on('pageerror', (e) => errors.push('pageerror: ' + e.message));
-  const tl = Date.now();
+  const t0 = Date.now();
   await page.goto(url, { waitUntil: 'load', timeout: 120000 });
   await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
-  const loadMs = Date.now() - tl;
+  return { ctx, page, errors, requests, loadMs: Date.now() - t0 };
+}
 
+async function setWidth(page, w) {
+  await page.setViewportSize({ width: w, height: 900 });
+  await page.evaluate(() => window.dispatchEvent(new Event('resize')));
+  await page.waitForTimeout(350);
+}
+
+// The pixels of the timeline's highest column: painted from the x axis up to the peak's
+// height (the pixel just below where the peak's bytes fall on the y axis is painted, none of
+// the column below it is empty), and the column below the peak's marker line is free of it.
+const peakPixels = (page) => page.evaluate(() => {
+  const t = window.gmReport.drawn.timeline;
+  if (!t) return null;
+  const c = document.querySelector('#timeline canvas'), dpr = window.devicePixelRatio || 1;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let bc = 0;
+  t.amax.forEach((v, i) => { if (v > t.amax[bc]) bc = i; });
+  const x = Math.floor((t.left + bc + 0.5) * dpr), want = t.top + t.ph - t.amax[bc] / t.ymax * t.ph;
+  const painted = (y) => { const o = (Math.floor(y * dpr) * c.width + x) * 4; return d[o + 3] >= 128; };
+  let lowest = -1; // the lowest empty pixel between the peak's height and the axis
+  for (let y = Math.ceil(want + 1); y < t.top + t.ph - 1; y++) if (!painted(y)) lowest = y;
+  return { top: lowest < 0 && painted(want + 1) ? Math.ceil(want + 1) : lowest, want, ok: lowest < 0 && painted(want + 1) };
+});
+
+const drawnOf = (page) => page.evaluate(() => {
+  const d = window.gmReport.drawn, i = window.gmReport.current(), dv = window.gmReport.devices()[i];
+  return { device: dv.device, rank: dv.rank, tl: d.timeline, cats: d.cats && { max: d.cats.max, n: d.cats.steps.length }, segtl: d.segtl, flame: d.flame, segments: d.segments,
+    sw: document.documentElement.scrollWidth, iw: window.innerWidth };
+});
+
+// The pictures against the numbers, for the device shown.
+function checkPictures(dr, want, label) {
+  if (!want) return;
+  if (dr.tl) {
+    check(dr.tl.max === want.peak_bytes, label + ': timeline draws the peak, ' + dr.tl.max + ' = ' + want.peak_bytes);
+    const units = new Set(dr.tl.ylabels.map((l) => l.split(' ')[1]));
+    check(units.size === 1 && dr.tl.ylabels.every((l) => /^\d+\.\d\d [KMG]iB$/.test(l)), label + ': y labels in one unit, two decimals (' + dr.tl.ylabels.join(', ') + ')');
+  }
+  if (dr.cats) check(dr.cats.max === want.peak_bytes, label + ': categories chart draws the peak, ' + dr.cats.max);
+  if (dr.segtl) check(dr.segtl.max === want.peak_reserved_bytes, label + ': segment timeline draws the highest reserved, ' + dr.segtl.max + ' = ' + want.peak_reserved_bytes);
+  if (dr.flame) check(dr.flame.root === want.peak_bytes, label + ': the icicle holds what is alive at the peak, ' + dr.flame.root);
+}
+
+// Zoom with the mouse wheel onto the peak's column, a few notches; the pointer's position is
+// a whole pixel, so when the peak drifts out of the view a drag pans it back to the middle.
+async function zoomOnPeak(page) {
+  await page.$eval('#timeline', (e) => e.scrollIntoView());
+  const box = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+  const pw = Math.floor(box.w - 74 - 14);
+  const where = () => page.evaluate(() => {
+    const D = JSON.parse(document.getElementById('gm-data').textContent);
+    const cur = window.gmReport.devices()[window.gmReport.current()];
+    const d = D.ranks[cur.rank].devices.find((x) => x.device === cur.device);
+    const v = window.gmReport.drawn.timeline.view;
+    return (d.peak.x - v[0]) / (v[1] - v[0]);
+  });
+  for (let i = 0; i < 6; i++) {
+    let f = await where();
+    if (f <= 0.02 || f >= 0.98) {
+      const mid = box.x + 74 + pw / 2;
+      await page.mouse.move(mid, box.y + 120);
+      await page.mouse.down();
+      await page.mouse.move(mid - (f - 0.5) * pw, box.y + 120, { steps: 3 });
+      await page.mouse.up();
+      f = await where();
+    }
+    await page.mouse.move(box.x + 74 + f * pw, box.y + 120);
+    await page.mouse.wheel(0, -400);
+    await page.waitForTimeout(80);
+  }
+  const f = await where();
+  check(f > 0 && f < 1, 'the zoomed view holds the peak (at ' + (100 * f).toFixed(1) + '% of its width)');
+  return page.$eval('#timeline canvas', (c) => c.dataset.view);
+}
+
+// Every step the categories chart draws is a point of the CLI's series, and the most in
+// its column of the points that hold there.
+async function checkCats(page, series, t0, timed) {
+  const st = await page.evaluate(() => window.gmReport.drawn.cats);
+  if (!st) return;
+  const xs = series.map((p) => (p.event < 0 ? 0 : timed ? p.time_us - t0 : p.event));
+  const total = (p) => Object.values(p.bytes).reduce((a, b) => a + b, 0);
+  const byK = new Map(series.map((p, i) => [p.event, i]));
+  let bad = 0, first = null;
+  for (const s of st.steps) {
+    const i = byK.get(s.k);
+    if (i === undefined) { bad++; first = first || 'event ' + s.k + ' is not a point of the series'; continue; }
+    const p = series[i], cats = ['parameter', 'input', 'activation', 'gradient', 'optimizer_state', 'optimizer_temp', 'other'];
+    if (cats.some((c, k) => p.bytes[c] !== s.bytes[k]) || Math.abs(xs[i] - s.x) > 1e-3) { bad++; first = first || 'event ' + s.k + ': bytes or x differ'; continue; }
+    // the points that hold in [x0, x1): the last one before x0 (unless one is at x0) and those inside
+    let j = 0, best = -1;
+    while (j < series.length && xs[j] < s.x0) j++;
+    if (j > 0 && (j === series.length || xs[j] > s.x0)) best = total(series[j - 1]);
+    for (; j < series.length && xs[j] < s.x1; j++) best = Math.max(best, total(series[j]));
+    if (best !== s.total) { bad++; first = first || 'event ' + s.k + ' [' + s.x0 + ', ' + s.x1 + '): ' + s.total + ' drawn, ' + best + ' the most there (x ' + xs[i] + ', series from ' + xs[0] + ' to ' + xs[xs.length - 1] + ')'; }
+  }
+  check(bad === 0 && st.steps.length > 0, 'categories chart: ' + st.steps.length + ' steps of a zoomed window agree with `snapshot categories --json --series`' + (bad ? ' (' + bad + ' differ: ' + first + ')' : ''));
+}
+
+// The page's allocator state at events against the library's layout.
+async function checkState(page, args, snap, devIndex, n, peakK) {
+  const r = rng(12345 + n);
+  const ks = new Set([-1, peakK, n - 1]);
+  while (ks.size < Math.min(n + 1, 15)) ks.add(Math.floor(r() * n));
+  const sorted = Array.from(ks).filter((k) => k >= -1 && k < n).sort((a, b) => a - b);
+  const lib = execFileSync(args.layout, [snap, String(devIndex)].concat(sorted.map(String)), { maxBuffer: 1 << 30 }).toString().trim().split('\n').map((l) => JSON.parse(l));
+  let exact = 0, same = 0, first = null, blocks = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const st = await page.evaluate((k) => window.gmReport.stateAt(k), sorted[i]);
+    if (!st || !st.exact) continue;
+    exact++;
+    const mine = JSON.stringify({ k: st.k, reserved: st.reserved, segments: st.segments });
+    const want = JSON.stringify(lib[i]);
+    if (mine === want) same++;
+    else first = first || 'event ' + sorted[i] + ': page ' + mine.slice(0, 300) + ' vs library ' + want.slice(0, 300);
+    for (const s of lib[i].segments) blocks += s[5].length;
+  }
+  check(exact > 0 && same === exact, 'allocator state at ' + exact + ' events (' + sorted.slice(0, 8).join(', ') + '...) equals the library\'s layout block for block (' + blocks + ' blocks)' + (first ? ': ' + first : ''));
+}
+
+async function testOne(chromium, args, snap, tmp, opts) {
+  console.log('report of ' + snap + (opts.noAnalysis ? ' (--no-analysis)' : '') + (opts.quick ? ' (basic checks)' : ''));
+  const html = path.join(tmp, path.basename(snap) + (opts.noAnalysis ? '.plain' : '') + '.html');
+  const t0 = Date.now();
+  execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', html, '--force', '--points', '2000'].concat(opts.noAnalysis ? ['--no-analysis'] : []));
+  const genMs = Date.now() - t0;
+  const peakJson = json(args.gpumem, ['snapshot', 'peak', snap, '--json']);
+  const size = fs.statSync(html).size;
+  const P = await open(chromium, tmp, html, 1400);
+  const page = P.page;
   const nDev = await page.$$eval('#device option', (o) => o.length);
+  const wantOf = (dr) => peakJson.devices.find((d) => d.device === dr.device);
   if (nDev > 0) {
+    const dr0 = await drawnOf(page);
+    const want0 = wantOf(dr0);
+    // the page opens on an out-of-memory event when the file has one
+    const oomDevs = opts.noAnalysis ? [] : json(args.gpumem, ['snapshot', 'oom', snap, '--json']).devices.filter((d) => (d.ooms || []).length);
+    if (oomDevs.length) {
+      const o = oomDevs[0].ooms[0];
+      const banner = await page.$eval('#banner', (b) => ({ hidden: b.hidden, text: b.textContent, device: b.dataset.device }));
+      check(dr0.device === oomDevs[0].device, 'opens on cuda:' + oomDevs[0].device + ', the device of the out-of-memory event (shown: cuda:' + dr0.device + ')');
+      check(!banner.hidden && banner.text.includes(o.verdict) && banner.text.replace(/,/g, '').includes(String(o.requested_bytes)),
+        'banner names the verdict (' + o.verdict + ') and the request (' + o.requested_bytes + ' bytes): "' + banner.text.slice(0, 90) + '..."');
+      check(dr0.tl && dr0.tl.ooms >= 1, 'the timeline marks the out-of-memory event');
+    } else if (!opts.noAnalysis) {
+      check(await page.$eval('#banner', (b) => b.hidden), 'no out-of-memory banner');
+    }
     // every view draws
     const painted = (sel) => page.$eval(sel, (c) => {
       const g = c.getContext('2d'), d = g.getImageData(0, 0, c.width, c.height).data;
@@ -79,134 +245,207 @@ async function testOne(chromium, args, snap, tmp, first, noAnalysis) {
       for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
       return n;
     });
-    check(Number(await page.$eval('#timeline canvas', (c) => c.dataset.drawn)) > 0 && await painted('#timeline canvas') > 5000, 'timeline draws');
-    const hasSeries = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const d = D.devices[Number(document.getElementById('device').value)];
-      return !!(d.series && d.series.x.length > 1);
-    });
-    check(!hasSeries || (Number(await page.$eval('#cats canvas', (c) => c.dataset.drawn)) > 0 && await painted('#cats canvas') > 5000), 'categories over time draw');
+    const hasTrace = await page.evaluate(() => !document.getElementById('v-timeline').hidden);
+    if (hasTrace) {
+      check(Number(await page.$eval('#timeline canvas', (c) => c.dataset.drawn)) > 0 && await painted('#timeline canvas') > 5000, 'timeline draws');
+      check(!dr0.cats || await painted('#cats canvas') > 5000, 'categories over time draw');
+      check(await painted('#segtl canvas') > 2000, 'segment timeline draws');
+    } else {
+      const nt = await page.evaluate(() => ({ shown: !document.getElementById('v-notrace').hidden, where: document.getElementById('peak-where').textContent, cats: document.getElementById('v-categories').hidden }));
+      check(nt.shown && nt.cats && /no trace/.test(nt.where), 'no trace: no timeline drawn, said so ("' + nt.where + '")');
+    }
     const rows = await page.$$eval('#peak-table tr.row', (r) => r.length);
-    const liveAtPeak = await page.evaluate(() => {
+    const groups = await page.evaluate(() => {
       const D = JSON.parse(document.getElementById('gm-data').textContent);
-      return D.devices[Number(document.getElementById('device').value)].at_peak.length;
+      const cur = window.gmReport.devices()[window.gmReport.current()];
+      const d = D.ranks[cur.rank].devices.find((x) => x.device === cur.device);
+      return { rows: d.at_peak.length, groups: d.at_peak_groups };
     });
-    check(rows === liveAtPeak && (rows > 0 || liveAtPeak === 0), 'at-the-peak table has ' + rows + ' rows');
-    check(Number(await page.$eval('#segments canvas', (c) => c.dataset.drawn || '0')) >= 0 && await painted('#segments canvas') > 200, 'segments view draws');
+    check(rows === groups.rows, 'at-the-peak table has ' + rows + ' rows');
+    check(!want0 || groups.groups === want0.live_groups, 'at the peak: ' + groups.groups + ' stacks, as `snapshot peak --json` counts them (' + (want0 && want0.live_groups) + ')');
+    check(await painted('#segments canvas') > 200 || opts.noAnalysis, 'allocator state draws');
+    check(await painted('#flame canvas') > 200, 'icicle of the peak draws');
     check(Number(await page.$eval('#findings', (f) => f.dataset.drawn || '0')) >= 2, 'findings are shown');
+    const setRows = await page.evaluate(() => {
+      const dl = document.querySelectorAll('#findings dl.meta')[1];
+      return dl ? { rows: Number(dl.dataset.rows), dotted: Array.from(dl.querySelectorAll('dt')).filter((e) => e.textContent.includes('.')).length } : null;
+    });
+    if (setRows) check(setRows.dotted === 0, 'settings: nested values folded into one row per key (' + setRows.rows + ' rows)');
 
-    // the page stays small: many iterations are summarised (the first and at most 10 outliers),
-    // the full table only on request
+    // many iterations are summarised, the full table only on request
     const iters = () => page.evaluate(() => {
       const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const d = D.devices[Number(document.getElementById('device').value)];
+      const cur = window.gmReport.devices()[window.gmReport.current()];
+      const d = D.ranks[cur.rank].devices.find((x) => x.device === cur.device);
       const f = document.querySelector('#findings .iters');
-      return { n: (d.iterations || []).length, rows: f ? f.querySelectorAll('tbody tr').length : 0,
-        elements: document.getElementsByTagName('*').length };
+      return { n: (d.iterations || []).length, rows: f ? f.querySelectorAll('tbody tr').length : 0, elements: document.getElementsByTagName('*').length };
     });
     const it0 = await iters();
     if (it0.n > 20) {
       check(it0.rows >= 1 && it0.rows <= 11, it0.n + ' iterations summarised in ' + it0.rows + ' rows');
       await page.click('#findings .iters button');
-      const it1 = await iters();
-      check(it1.rows === it0.rows + it0.n, 'the full table of the iterations on request (' + it1.rows + ' rows)');
+      check((await iters()).rows === it0.rows + it0.n, 'the full table of the iterations on request');
       await page.click('#findings .iters button');
-      check((await iters()).rows === it0.rows, 'and hidden again');
-      await page.evaluate(() => window.scrollTo(0, 0)); // the clicks scrolled to the findings
+      await page.evaluate(() => window.scrollTo(0, 0));
     } else {
       check(it0.rows === it0.n, it0.n + ' iteration(s), each in the table');
     }
     if (args.timing) console.log('  timing: ' + it0.elements + ' elements on the page');
 
     // the peak shown equals `gpumem snapshot peak --json`
-    const shown = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const e = document.getElementById('peak-bytes');
-      return { device: D.devices[Number(document.getElementById('device').value)].device, bytes: e.dataset.bytes, text: e.textContent };
-    });
-    const want = peakJson.devices.find((d) => d.device === shown.device);
-    check(want && String(want.peak_bytes) === shown.bytes && shown.text.replace(/,/g, '').includes(String(want.peak_bytes)),
-      'peak shown ' + shown.text + ' equals peak --json ' + (want && want.peak_bytes));
+    const shown = await page.evaluate(() => ({ bytes: document.getElementById('peak-bytes').dataset.bytes, text: document.getElementById('peak-bytes').textContent }));
+    check(want0 && String(want0.peak_bytes) === shown.bytes && shown.text.replace(/,/g, '').includes(String(want0.peak_bytes)),
+      'peak shown ' + shown.text + ' equals peak --json ' + (want0 && want0.peak_bytes));
 
-    // hover shows a stack: scan the timeline for a band with frames
-    const box = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
-    // first the columns at the peak (where the largest allocations alive then are drawn one by
-    // one, however short-lived they are), then a grid over the whole chart
-    const peakX = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const d = D.devices[Number(document.getElementById('device').value)];
-      return d.x1 > d.x0 ? (d.peak.x - d.x0) / (d.x1 - d.x0) : 0.5;
-    });
-    const pw = Math.floor(box.w - 74 - 14), xs = [];
-    for (const dx of [0, -1, 1, -2, 2]) xs.push(74 + Math.floor(peakX * pw) + dx + 0.5);
-    for (let fx = 0.1; fx < 1; fx += 0.1) xs.push(74 + (box.w - 90) * fx);
-    let stackShown = false;
-    for (const px of xs) {
-      for (let fy = 0.9; fy > 0.1 && !stackShown; fy -= 0.1) {
-        await page.mouse.move(box.x + px, box.y + 12 + (box.h - 40) * fy);
-        stackShown = await page.evaluate(() => {
-          const t = document.getElementById('tip');
-          return !t.hidden && t.querySelectorAll('.frames li.user, .frames li.lib').length > 0;
-        });
+    if (!opts.quick && hasTrace) {
+      // every device with a trace, at three widths, then zoomed
+      for (const w of WIDTHS) {
+        await setWidth(page, w);
+        for (let d = 0; d < nDev; d++) {
+          await page.evaluate((i) => window.gmReport.select(i), d);
+          const dr = await drawnOf(page);
+          if (!dr.tl) continue;
+          checkPictures(dr, wantOf(dr), 'cuda:' + dr.device + ' at ' + w + ' px');
+          const px = await peakPixels(page);
+          check(px && px.ok, 'cuda:' + dr.device + ' at ' + w + ' px: the pixels of the highest column are painted up to the peak\'s height (y ' + (px && px.want.toFixed(1)) + (px && !px.ok ? '; empty at y ' + px.top : '') + ')');
+        }
+        const dr = await drawnOf(page);
+        if (w === 390) check(dr.sw <= dr.iw, 'at 390 px the page is no wider than the window (' + dr.sw + ' px)');
+        if (args.screenshot && opts.first) {
+          fs.mkdirSync(args.screenshot, { recursive: true });
+          await page.evaluate((i) => window.gmReport.select(i), dr0.device === undefined ? 0 : await page.evaluate(() => window.gmReport.current()));
+          await page.screenshot({ path: path.join(args.screenshot, 'report-' + w + '.png'), fullPage: true });
+        }
       }
-      if (stackShown) break;
+      await setWidth(page, 1400);
+      for (let d = 0; d < nDev; d++) {
+        await page.evaluate((i) => window.gmReport.select(i), d);
+        const dr = await drawnOf(page);
+        if (!dr.tl) continue;
+        const before = dr.tl.view.join(',');
+        const after = await zoomOnPeak(page);
+        const dz = await drawnOf(page);
+        check(after !== before, 'cuda:' + dr.device + ': the wheel zooms (' + before + ' -> ' + after + ')');
+        checkPictures(dz, wantOf(dz), 'cuda:' + dz.device + ' zoomed');
+        const pz = await peakPixels(page);
+        check(pz && pz.ok, 'cuda:' + dz.device + ' zoomed: the pixels of the highest column are painted up to the peak\'s height (y ' + (pz && pz.want.toFixed(1)) + (pz && !pz.ok ? '; empty at y ' + pz.top : '') + ')');
+        if (!opts.noAnalysis && dz.cats) {
+          const cat = json(args.gpumem, ['snapshot', 'categories', '--json', '--series', '--device', String(dz.device), snap]);
+          const cd = cat.devices.find((x) => x.device === dz.device);
+          const dv = await page.evaluate(() => { const c = window.gmReport.devices()[window.gmReport.current()]; const D = JSON.parse(document.getElementById('gm-data').textContent); const d = D.ranks[c.rank].devices.find((x) => x.device === c.device); return { t0: d.t0_us, timed: d.x_unit === 'us' }; });
+          await checkCats(page, cd.series, dv.t0, dv.timed);
+        }
+        // drag pans, double-click resets
+        await page.$eval('#timeline', (e) => e.scrollIntoView());
+        const box = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width }; });
+        const z = await page.$eval('#timeline canvas', (c) => c.dataset.view);
+        await page.mouse.move(box.x + 74 + (box.w - 90) * 0.5, box.y + 100);
+        await page.mouse.down();
+        await page.mouse.move(box.x + 74 + (box.w - 90) * 0.3, box.y + 100, { steps: 4 });
+        await page.mouse.up();
+        const panned = await page.$eval('#timeline canvas', (c) => c.dataset.view);
+        await page.mouse.dblclick(box.x + 74 + (box.w - 90) * 0.5, box.y + 100);
+        const reset = await page.$eval('#timeline canvas', (c) => c.dataset.view);
+        check(panned !== z && reset === before, 'cuda:' + dr.device + ': drag pans (' + z + ' -> ' + panned + '), double-click resets');
+      }
+      if (args.layout && !opts.noAnalysis) {
+        for (let d = 0; d < nDev; d++) {
+          await page.evaluate((i) => window.gmReport.select(i), d);
+          const info = await page.evaluate(() => { const c = window.gmReport.devices()[window.gmReport.current()]; const D = JSON.parse(document.getElementById('gm-data').textContent); const dv = D.ranks[c.rank].devices.find((x) => x.device === c.device); return { device: c.device, n: dv.n_events, peak: dv.peak.k, state: !!dv.state }; });
+          if (info.state && info.n > 0) await checkState(page, args, snap, info.device, info.n, info.peak);
+        }
+      }
     }
-    const bandStacks = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const d = D.devices[Number(document.getElementById('device').value)];
-      // bands with a stack that are tall enough to hover (2% of the chart's height)
-      let top = 1;
-      for (const l of d.lod) for (let i = 0; i < l.n; i++) top = Math.max(top, l.amax[i], l.rmax[i]);
-      return d.bands.filter((b) => (D.stacks[String(b[6])] || []).length > 0 && b[4] > 0.02 * top).length;
-    });
-    check(stackShown || bandStacks === 0, 'hovering the timeline shows a stack');
-    // drag to zoom, double-click to reset
-    const before = await page.$eval('#timeline canvas', (c) => c.dataset.view);
-    const bandsBefore = Number(await page.$eval('#timeline canvas', (c) => c.dataset.bands));
-    await page.mouse.move(box.x + 74 + (box.w - 90) * 0.3, box.y + 100);
-    await page.mouse.down();
-    await page.mouse.move(box.x + 74 + (box.w - 90) * 0.6, box.y + 100, { steps: 4 });
-    await page.mouse.up();
-    const zoomed = await page.$eval('#timeline canvas', (c) => c.dataset.view);
-    const bandsZoomed = Number(await page.$eval('#timeline canvas', (c) => c.dataset.bands));
-    const hasRegional = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      return (D.devices[Number(document.getElementById('device').value)].rbands || []).length > 0;
-    });
-    check(!hasRegional || bandsZoomed > bandsBefore, 'zooming in draws more allocations one by one (' + bandsBefore + ' -> ' + bandsZoomed + ')');
-    await page.mouse.dblclick(box.x + 74 + (box.w - 90) * 0.5, box.y + 100);
-    const reset = await page.$eval('#timeline canvas', (c) => c.dataset.view);
-    const range = await page.evaluate(() => {
-      const D = JSON.parse(document.getElementById('gm-data').textContent);
-      const d = D.devices[Number(document.getElementById('device').value)];
-      return d.x1 - d.x0;
-    });
-    // a range of a few events or microseconds cannot be zoomed further
-    check((zoomed !== before || range < 4) && reset === before, 'drag zooms (' + before + ' -> ' + zoomed + ') and double-click resets');
+    // hover shows a stack: the columns at the peak first, then a grid over the chart
+    await page.evaluate((i) => window.gmReport.select(i), 0);
+    if (await page.evaluate(() => !document.getElementById('v-timeline').hidden)) {
+      await page.$eval('#timeline', (e) => e.scrollIntoView());
+      const box = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+      const peakX = await page.evaluate(() => {
+        const D = JSON.parse(document.getElementById('gm-data').textContent);
+        const d = D.ranks[0].devices[0];
+        return d.x1 > d.x0 ? (d.peak.x - d.x0) / (d.x1 - d.x0) : 0.5;
+      });
+      const pw = Math.floor(box.w - 74 - 14), xs = [];
+      for (const dx of [0, -1, 1, -2, 2]) xs.push(74 + Math.floor(peakX * pw) + dx + 0.5);
+      for (let fx = 0.1; fx < 1; fx += 0.1) xs.push(74 + (box.w - 90) * fx);
+      let stackShown = false;
+      for (const px of xs) {
+        for (let fy = 0.9; fy > 0.1 && !stackShown; fy -= 0.1) {
+          await page.mouse.move(box.x + px, box.y + 12 + (box.h - 40) * fy);
+          stackShown = await page.evaluate(() => { const t = document.getElementById('tip'); return !t.hidden && t.querySelectorAll('.frames li.user, .frames li.lib').length > 0; });
+        }
+        if (stackShown) break;
+      }
+      const bandStacks = await page.evaluate(() => {
+        const D = JSON.parse(document.getElementById('gm-data').textContent);
+        const r = D.ranks[0], d = r.devices[0];
+        let top = 1;
+        for (let i = 0; i < d.lod.n; i++) top = Math.max(top, d.lod.amax[i], d.lod.rmax[i]);
+        return d.bands.filter((b) => (r.stacks[String(b[6])] || []).length > 0 && b[4] > 0.02 * top).length;
+      });
+      check(stackShown || bandStacks === 0, 'hovering the timeline shows a stack');
+    }
     // every device and every moment
     for (let d = 0; d < nDev; d++) {
       await page.selectOption('#device', String(d));
       const nm = await page.$$eval('#moment option', (o) => o.length);
-      for (let m = 0; m < nm; m++) await page.selectOption('#moment', String(m));
+      for (let m = 1; m < nm; m++) await page.selectOption('#moment', String(m - 1));
     }
     check(true, nDev + ' device(s) and their moments selected');
   }
-  if (first && args.screenshot) {
-    await page.selectOption('#device', '0').catch(() => {});
-    await page.setViewportSize({ width: 1200, height: 1100 });
-    await page.evaluate(() => window.dispatchEvent(new Event('resize')));
-    await page.waitForTimeout(400);
-    await page.mouse.move(0, 0);
-    fs.mkdirSync(path.dirname(path.resolve(args.screenshot)), { recursive: true });
-    await page.screenshot({ path: args.screenshot, clip: { x: 0, y: 0, width: 1200, height: 1100 } });
-    console.log('  screenshot: ' + args.screenshot);
-  }
-  check(errors.length === 0, 'no console errors' + (errors.length ? ': ' + errors.join(' | ') : ''));
-  check(requests.length === 0, 'no network requests' + (requests.length ? ': ' + requests.join(' ') : ''));
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  check(P.requests.length === 0, 'no network requests' + (P.requests.length ? ': ' + P.requests.join(' ') : ''));
   if (args.timing)
     console.log('  timing: snapshot ' + fs.statSync(snap).size + ' B, report ' + size + ' B (' +
-      (100 * size / fs.statSync(snap).size).toFixed(1) + '%), written in ' + genMs + ' ms, loaded in ' + loadMs + ' ms');
-  await ctx.close();
+      (100 * size / fs.statSync(snap).size).toFixed(1) + '%), written in ' + genMs + ' ms, loaded in ' + P.loadMs + ' ms');
+  await P.ctx.close();
+}
+
+async function testRanks(chromium, args, files, tmp) {
+  console.log('rank report of ' + files.join(' '));
+  const html = path.join(tmp, 'job.html');
+  execFileSync(args.gpumem, ['snapshot', 'report'].concat(files, ['-o', html, '--force']));
+  const peaks = files.map((f) => {
+    const p = json(args.gpumem, ['snapshot', 'peak', f, '--json']);
+    // the rank's device: of those with a trace or segments, the one with the highest peak
+    // (gm_analysis_rank_device)
+    return p.devices.filter((d) => d.trace_events > 0 || d.peak_bytes > 0).reduce((a, d) => (d.peak_bytes > a.peak_bytes ? d : a));
+  });
+  const P = await open(chromium, tmp, html, 1400);
+  const r = await P.page.evaluate(() => ({
+    shown: !document.getElementById('v-ranks').hidden,
+    rows: document.querySelectorAll('#ranks-table tbody tr').length,
+    text: document.getElementById('imbalance').textContent,
+    ratio: Number(document.getElementById('imbalance').dataset.ratio),
+    maxRank: Number(document.getElementById('imbalance').dataset.maxRank),
+    charts: Array.from(document.querySelectorAll('#ranks-charts canvas')).map((c) => Number(c.dataset.max)),
+    devices: window.gmReport.devices(),
+  }));
+  const hi = peaks[0].peak_bytes >= peaks[1].peak_bytes ? 0 : 1, lo = 1 - hi;
+  check(r.shown && r.rows === files.length, 'both ranks are shown side by side (' + r.rows + ' rows)');
+  check(r.devices.some((d) => d.rank === 1 && d.device === peaks[1].device), 'rank 1 is its file\'s cuda:' + peaks[1].device + ', whatever its index');
+  check(r.maxRank === hi && Math.abs(r.ratio - peaks[hi].peak_bytes / peaks[lo].peak_bytes) < 1e-9,
+    'imbalance: rank ' + r.maxRank + ' highest, ratio ' + r.ratio.toFixed(4) + ' = ' + peaks[hi].peak_bytes + ' / ' + peaks[lo].peak_bytes);
+  check(r.text.replace(/,/g, '').includes(String(peaks[hi].peak_bytes)) && r.text.replace(/,/g, '').includes(String(peaks[lo].peak_bytes)) && /mostly|differs most/.test(r.text),
+    'the imbalance names both peaks and the category that makes the difference: "' + r.text.slice(0, 120) + '..."');
+  check(r.charts.length === 2 && r.charts[0] === peaks[0].peak_bytes && r.charts[1] === peaks[1].peak_bytes, 'each rank\'s timeline draws its peak (' + r.charts.join(', ') + ')');
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
+}
+
+async function testPhases(chromium, args, file, tmp) {
+  console.log('user phases of ' + file);
+  // the peak's phase as the CLI names it
+  const name = json(args.gpumem, ['snapshot', 'peak', file, '--json']).devices[0].peak_user_phase;
+  const html = path.join(tmp, 'phases.html');
+  execFileSync(args.gpumem, ['snapshot', 'report', file, '-o', html, '--force']);
+  const P = await open(chromium, tmp, html, 1400);
+  const r = await P.page.evaluate(() => ({ where: document.getElementById('peak-where').textContent, drawn: window.gmReport.drawn.timeline.uphases }));
+  check(r.drawn > 0, r.drawn + ' user phases (gpumem.phase: annotations) drawn as bands');
+  check(name && r.where.includes('"' + name + '"'), 'the peak\'s phase is named as `snapshot peak --json` names it (' + name + '): "' + r.where + '"');
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
 }
 
 async function main() {
@@ -220,13 +459,16 @@ async function main() {
   }
   if (!fs.existsSync(CHROMIUM)) {
     console.log('skipped: ' + CHROMIUM + ' is missing (run scripts/install-deps.sh)');
-    process.exit(process.env.CI ? 1 : 77); // CI must run it, never skip
+    process.exit(process.env.CI ? 1 : 77);
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-browser-'));
   try {
     let first = true;
-    for (const s of args.snapshots) { await testOne(chromium, args, s, tmp, first, false); first = false; }
-    if (args.noAnalysis) await testOne(chromium, args, args.snapshots[0], tmp, false, true);
+    for (const s of args.snapshots) { await testOne(chromium, args, s, tmp, { first }); first = false; }
+    for (const s of args.quick) await testOne(chromium, args, s, tmp, { quick: true });
+    if (args.noAnalysis && args.snapshots.length) await testOne(chromium, args, args.snapshots[0], tmp, { noAnalysis: true, quick: true });
+    if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
+    for (const p of args.phases) await testPhases(chromium, args, p, tmp);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -27,20 +27,32 @@ if(GM_PYTHON3)
 endif()
 
 find_program(GM_NODE node)
-if(GM_NODE)
+if(GM_NODE AND GM_PYTHON3)
+  # inputs made at test time in the build folder (tests/browser/run.sh), then the checks of
+  # tests/browser/report.test.js
   add_test(NAME browser/report
-    COMMAND ${GM_NODE} ${CMAKE_CURRENT_SOURCE_DIR}/browser/report.test.js
-      --gpumem $<TARGET_FILE:gpumem>
-      --snapshot ${GM_EXAMPLE_PICKLE}
-      --snapshot ${GM_EXAMPLE40_PICKLE}
-      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g6_compile_ctx_3dev_expandable_oom.pickle
-      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g0_list_segments_only_dev1.pkl
-      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g5_empty_no_segments_4dev.pickle
-      --snapshot ${GM_SHARED_DIR}/testdata/snapshots/g2_cpp_frames_no_time.pickle
-      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle
-      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/no_time_orphans.pickle
-      --snapshot ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
-      --screenshot ${PROJECT_BINARY_DIR}/artifacts/report.png --timing --also-no-analysis)
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:gpumem>
+      $<TARGET_FILE:gm_layout_at> ${GM_SHARED_DIR} ${PROJECT_SOURCE_DIR}
+      ${CMAKE_CURRENT_BINARY_DIR}/browser-inputs
+      --screenshot ${PROJECT_BINARY_DIR}/artifacts --timing)
   set_tests_properties(browser/report PROPERTIES
-    ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 300)
+    ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+
+# gm_layout_at: the library's allocator layout at chosen events (the browser test compares the
+# page's allocator state with it), and --check: at every event of a file the layout reserves
+# what the timeline says and its blocks lie in their segments' pages.
+add_executable(gm_layout_at ${CMAKE_CURRENT_SOURCE_DIR}/tools/layout_at.c)
+target_compile_options(gm_layout_at PRIVATE ${GM_WARNINGS})
+target_link_libraries(gm_layout_at PRIVATE gpumem_static)
+foreach(f ${GM_EXAMPLE_PICKLE}
+    ${GM_SHARED_DIR}/testdata/snapshots/g6_compile_ctx_3dev_expandable_oom.pickle
+    ${GM_SHARED_DIR}/testdata/snapshots/g5_tiny_2dev_expandable.pickle
+    ${GM_SHARED_DIR}/testdata/snapshots/g7_record_stream_reuse_pyframes.pickle
+    ${GM_SHARED_DIR}/testdata/snapshots/g3_time_us_snapshot_actions.pickle
+    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
+    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle)
+  get_filename_component(name ${f} NAME_WE)
+  add_test(NAME report/layout_${name} COMMAND gm_layout_at --check ${f})
+  set_tests_properties(report/layout_${name} PROPERTIES ENVIRONMENT "${GM_TEST_ENV}")
+endforeach()

@@ -48,7 +48,8 @@ def report_data(path, tmp):
     m = re.search(r'<script type="application/json" id="gm-data">(.*?)</script>', html, re.S)
     if not m:
         raise SystemExit("%s: no report data in the page" % path)
-    return json.loads(m.group(1).replace("<\\/", "</"))
+    # one file makes a page of one rank: its meta, devices, stacks and frames (gpumem.report/2)
+    return json.loads(m.group(1).replace("<\\/", "</"))["ranks"][0]
 
 
 def frame_key(f):
@@ -94,7 +95,7 @@ def check(path, tmp):
     compared = 0
     for dev in data["devices"]:
         for row in dev.get("at_peak", []):
-            stack = row[3]
+            stack = row[2]  # [bytes, count, stack, bytes by category]
             if stack in cli:
                 compared += 1
                 if html_user_frame(data, stack) != cli[stack]:

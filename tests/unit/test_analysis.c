@@ -333,11 +333,19 @@ static void test_training_trace(void **state)
     struct gm_analysis *coarse = NULL;
     struct gm_analysis_opts o = {5};
     assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
-    assert_int_equal(coarse->devices[0].n_points, 5);
+    /* one bucket: the initial state, then the least, the most and the last state */
+    assert_true(coarse->devices[0].n_points <= 5);
+    assert_int_equal(coarse->devices[0].points[0].event, -1);
+    assert_int_equal(coarse->devices[0].points[coarse->devices[0].n_points - 1].event,
+                     (int64_t)t.n - 1);
     best = 0;
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < coarse->devices[0].n_points; i++) {
         if (coarse->devices[0].points[i].total > best)
             best = coarse->devices[0].points[i].total;
+        if (i)
+            assert_true(coarse->devices[0].points[i].event >
+                        coarse->devices[0].points[i - 1].event);
+    }
     assert_int_equal(best, dev->peak_bytes);
     gm_analysis_free(coarse);
 

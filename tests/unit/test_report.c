@@ -12,6 +12,7 @@
 // clang-format on
 
 #include "gpumem/analysis.h"
+#include "gpumem/arena.h"
 #include "gpumem/example.h"
 #include "gpumem/pickle_write.h"
 #include "gpumem/report.h"
@@ -56,7 +57,7 @@ static struct gm_snapshot *example(unsigned iterations)
 
 static char *render(const struct gm_snapshot *snap, const struct gm_analysis *an, size_t *n)
 {
-    struct gm_report_opts o = {"test </title><b>", 50, 6};
+    struct gm_report_opts o = {"test </title><b>", 50, 6, 0};
     struct gm_error err;
     FILE *f = tmpfile();
     char *html;
@@ -99,7 +100,7 @@ static void test_example_report(void **state)
     struct gm_error err;
     size_t n;
     char *html;
-    json_t *j, *dev, *lod, *finest, *amax, *at_peak, *moments, *bands;
+    json_t *j, *rank, *dev, *lod, *amax, *at_peak, *moments, *bands;
     uint64_t max = 0, sum = 0;
     size_t i;
     json_t *v;
@@ -117,30 +118,38 @@ static void test_example_report(void **state)
     assert_non_null(strstr(html, "<title>gpumem report: test &lt;/title&gt;&lt;b&gt;</title>"));
 
     j = page_data(html);
-    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpumem.report/1");
-    dev = json_array_get(json_object_get(j, "devices"), 0);
-    assert_int_equal(gm_snapshot_timeline(snap, 0, 0, &tl, &err), GM_OK);
+    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpumem.report/2");
+    assert_true(json_is_null(json_object_get(j, "imbalance"))); /* one rank */
+    rank = json_array_get(json_object_get(j, "ranks"), 0);
+    dev = json_array_get(json_object_get(rank, "devices"), 0);
+    assert_int_equal(gm_snapshot_timeline(snap, 0, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(dev, "peak"), "bytes")),
                      (json_int_t)tl.peak_bytes);
     assert_string_equal(json_string_value(json_object_get(dev, "x_unit")), "us");
-    /* every level of detail keeps the peak */
+    /* the level of detail keeps the peak, and each bucket's least is at most its most */
     lod = json_object_get(dev, "lod");
-    assert_true(json_array_size(lod) >= 1);
-    json_array_foreach(lod, i, finest)
-    {
-        max = 0;
-        amax = json_object_get(finest, "amax");
-        assert_int_equal(json_array_size(amax), json_integer_value(json_object_get(finest, "n")));
-        for (size_t b = 0; b < json_array_size(amax); b++)
-            if ((uint64_t)json_integer_value(json_array_get(amax, b)) > max)
-                max = (uint64_t)json_integer_value(json_array_get(amax, b));
-        assert_int_equal(max, tl.peak_bytes);
+    amax = json_object_get(lod, "amax");
+    assert_int_equal(json_array_size(amax), json_integer_value(json_object_get(lod, "n")));
+    for (size_t b = 0; b < json_array_size(amax); b++) {
+        uint64_t hi = (uint64_t)json_integer_value(json_array_get(amax, b));
+        assert_true((uint64_t)json_integer_value(json_array_get(json_object_get(lod, "amin"), b)) <=
+                    hi);
+        if (hi > max)
+            max = hi;
     }
-    /* the table at the peak adds up to the peak */
+    assert_int_equal(max, tl.peak_bytes);
+    /* the table at the peak adds up to the peak, in the groups `snapshot peak` makes */
     at_peak = json_object_get(dev, "at_peak");
     json_array_foreach(at_peak, i, v) sum += (uint64_t)json_integer_value(json_array_get(v, 0));
     sum += (uint64_t)json_integer_value(json_object_get(dev, "at_peak_rest_bytes"));
     assert_int_equal(sum, tl.peak_bytes);
+    {
+        struct gm_snapshot_live_group *g = NULL;
+        size_t ng = 0;
+        assert_int_equal(gm_snapshot_group_live(&tl, &g, &ng, &err), GM_OK);
+        assert_int_equal(json_integer_value(json_object_get(dev, "at_peak_groups")), ng);
+        gm_free(g);
+    }
     /* bands capped, stacked in allocation order */
     bands = json_object_get(dev, "bands");
     assert_int_equal(json_array_size(bands), 50);
@@ -167,37 +176,93 @@ static void test_example_report(void **state)
             }
         }
     }
-    /* the moments include the peak and the snapshot itself */
-    moments = json_object_get(dev, "moments");
+    /* the moments named include the peak and the snapshot itself */
+    moments = json_object_get(dev, "marks");
     assert_true(json_array_size(moments) >= 2 && json_array_size(moments) <= 6);
     json_array_foreach(moments, i, v)
     {
-        if (json_integer_value(json_object_get(v, "k")) == tl.peak_event_index) {
+        if (json_integer_value(json_array_get(v, 0)) == tl.peak_event_index)
             peak_moment = true;
-            /* at the peak, the allocations drawn add up to the peak */
-            assert_int_equal(json_integer_value(json_object_get(v, "requested")),
-                             (json_int_t)tl.peak_bytes);
-        }
     }
     assert_true(peak_moment);
-    assert_true(json_is_true(
-        json_object_get(json_array_get(moments, json_array_size(moments) - 1), "snapshot")));
+    assert_int_equal(json_integer_value(
+                         json_array_get(json_array_get(moments, json_array_size(moments) - 1), 1)) &
+                         1,
+                     1);
+    /* the state at every event is in the page, and at the peak its allocations add up */
+    {
+        json_t *st = json_object_get(dev, "state"), *a;
+        uint64_t alive = 0;
+        size_t ai;
+        assert_true(json_is_true(json_object_get(st, "every_event")));
+        json_array_foreach(json_object_get(st, "A"), ai, a)
+        {
+            int64_t k0 = json_integer_value(json_array_get(a, 5)),
+                    k1 = json_integer_value(json_array_get(a, 7));
+            if (k0 <= tl.peak_event_index && (k1 < 0 || k1 > tl.peak_event_index))
+                alive += (uint64_t)json_integer_value(json_array_get(a, 2));
+        }
+        assert_int_equal(alive, tl.peak_bytes);
+    }
     assert_true(json_array_size(json_object_get(dev, "leaks")) > 0);
-    assert_true(json_object_size(json_object_get(j, "stacks")) > 0);
+    assert_true(json_object_size(json_object_get(rank, "stacks")) > 0);
     json_decref(j);
     free(html);
 
-    /* without analysis: still a page, no categories */
+    /* without analysis: still a page, no categories, no allocator history */
     html = render(snap, NULL, &n);
     j = page_data(html);
-    dev = json_array_get(json_object_get(j, "devices"), 0);
+    dev = json_array_get(json_object_get(json_array_get(json_object_get(j, "ranks"), 0), "devices"),
+                         0);
     assert_null(json_object_get(dev, "series"));
+    assert_true(json_is_null(json_object_get(dev, "state")));
     assert_int_equal(json_array_size(json_object_get(dev, "bands")), 0);
     json_decref(j);
     free(html);
     gm_snapshot_timeline_release(&tl);
     gm_analysis_free(an);
     gm_snapshot_free(snap);
+}
+
+/* Two ranks in one page: both there, and the imbalance names the larger one. */
+static void test_ranks_page(void **state)
+{
+    struct gm_snapshot *a = example(2), *b = example(4);
+    struct gm_analysis *aa, *ab;
+    struct gm_report_page *p;
+    struct gm_error err;
+    FILE *f = tmpfile();
+    size_t n;
+    char *html;
+    json_t *j, *ib;
+    (void)state;
+    assert_int_equal(gm_analysis_run(a, NULL, &aa, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(b, NULL, &ab, &err), GM_OK);
+    assert_int_equal(gm_report_page_new(NULL, &p, &err), GM_OK);
+    assert_int_equal(gm_report_page_add(p, a, aa, "rank0.pickle", &err), GM_OK);
+    gm_analysis_free(aa); /* the page keeps what it needs */
+    gm_snapshot_free(a);
+    assert_int_equal(gm_report_page_add(p, b, ab, "rank1.pickle", &err), GM_OK);
+    assert_int_equal(gm_report_page_write(p, f, &err), GM_OK);
+    gm_report_page_free(p);
+    html = read_all(f, &n);
+    fclose(f);
+    j = page_data(html);
+    assert_int_equal(json_array_size(json_object_get(j, "ranks")), 2);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "ranks"), 1), "title")),
+        "rank1.pickle");
+    ib = json_object_get(j, "imbalance");
+    assert_true(json_is_object(ib));
+    /* four iterations leak more than two: rank 1 peaks higher */
+    assert_int_equal(json_integer_value(json_object_get(ib, "max_rank")), 1);
+    assert_int_equal(json_integer_value(json_object_get(ib, "max_peak")),
+                     (json_int_t)ab->devices[0].peak_bytes);
+    assert_true(json_real_value(json_object_get(ib, "ratio")) > 1.0);
+    json_decref(j);
+    free(html);
+    gm_analysis_free(ab);
+    gm_snapshot_free(b);
 }
 
 /* A snapshot whose frame and settings try to close the script element. */
@@ -258,7 +323,10 @@ static void test_hostile_strings(void **state)
     j = page_data(html);
     /* the name survives intact in the page data */
     assert_string_equal(
-        json_string_value(json_array_get(json_array_get(json_object_get(j, "frames"), 0), 1)),
+        json_string_value(json_array_get(
+            json_array_get(
+                json_object_get(json_array_get(json_object_get(j, "ranks"), 0), "frames"), 0),
+            1)),
         "</script><script>alert(1)</script><!--");
     json_decref(j);
     free(html);
@@ -310,6 +378,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_report),
+        cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings),
         cmocka_unit_test(test_plot),
     };

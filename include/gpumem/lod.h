@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* lod.h - pictures that cannot contradict the numbers: the x axis of a device's trace, and
+ * level-of-detail series that keep, for every bucket of that axis, the exact minimum and
+ * maximum of the step function they cover.
+ *
+ * A trace is a step function: the state after event k holds from the x of event k until
+ * the x of the next event (x: microseconds since the first event when every event of the
+ * device has time_us, else the event index; the initial state is at x 0).  A chart that
+ * draws it in buckets (pixel columns, or the finest level the HTML page keeps) must never
+ * draw a value that did not hold there, nor leave out one that did:
+ *
+ *   - a bucket covers [x0 + b*w, x0 + (b+1)*w), w = (x1 - x0) / n;
+ *   - its values are those of the points (events) whose x falls in it, and the value
+ *     carried in from the bucket before (the state after the last earlier point), which
+ *     holds at the bucket's start unless a point falls exactly on it;
+ *   - a bucket with no point holds the carried value alone: an idle gap is drawn at the
+ *     level memory really had during it, never at a stale maximum;
+ *   - points at one x (events in the same microsecond) all count, so a transient state is
+ *     never lost: the maximum drawn over a range is the peak of that range at any width.
+ *
+ * Coarser levels are exact unions of finer ones (gm_lod_coarsen), so a pyramid and the
+ * columns a page draws from it keep the same rule.  The HTML report's timeline, its
+ * categories series (through the analysis' series, gm_analysis_device.points) and the
+ * terminal plot are all built with these functions. */
+#ifndef GPUMEM_LOD_H
+#define GPUMEM_LOD_H
+
+#include "gpumem/error.h"
+#include "gpumem/snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the x axis of a device's trace ---- */
+
+struct gm_lod_axis {
+    bool time;       /* x is microseconds since t0_us (every event has time_us) */
+    int64_t t0_us;   /* time_us of the first event when time, else 0 */
+    size_t n_events; /* of the device */
+    double x_end;    /* the end of the axis: after the last event, never equal to 0 */
+    const struct gm_snapshot_device *dev; /* borrowed */
+};
+
+/* The axis of 'dev': one pass over its trace (whether every event has a time). */
+void gm_lod_axis_init(struct gm_lod_axis *a, const struct gm_snapshot_device *dev);
+
+/* The same when the caller has counted, in a pass of its own, the events of 'dev' that
+ * have a time ('n_timed'): no pass. */
+void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_device *dev,
+                              size_t n_timed);
+
+/* x of event k (-1: the initial state, at x 0); random access into the trace (at most
+ * GM_SNAPSHOT_CHECKPOINT events decoded), for the few moments a caller names. */
+double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
+
+/* x of event k when the event 'e' is at hand (a pass over the trace). */
+static inline double gm_lod_axis_x_of(const struct gm_lod_axis *a, int64_t k,
+                                      const struct gm_snapshot_event *e)
+{
+    if (a->n_events == 0 || k < 0)
+        return 0.0;
+    return a->time ? (double)(e->time_us - a->t0_us) : (double)k;
+}
+
+/* ---- level-of-detail series ---- */
+
+struct gm_lod_bucket {
+    uint64_t min;  /* the least value that holds in the bucket */
+    uint64_t max;  /* the most */
+    uint64_t last; /* the value at the bucket's end (carried into the next one) */
+    int64_t kmin;  /* the point where min first holds (-1: the initial state) */
+    int64_t kmax;  /* the point where max first holds */
+    int64_t klast; /* the point whose value 'last' is */
+    uint32_t n;    /* points whose x falls in the bucket (0: it holds the carried value) */
+};
+
+struct gm_lod {
+    double x0, x1; /* the axis range cut into n buckets */
+    unsigned n;
+    struct gm_lod_bucket *b; /* n buckets, owned */
+    /* private */
+    unsigned cur_;
+    bool any_;
+};
+
+/* What gm_lod_add() made of a point. */
+enum gm_lod_flags {
+    GM_LOD_MIN = 1 << 0, /* the point is now its bucket's minimum (the first to reach it) */
+    GM_LOD_MAX = 1 << 1, /* its maximum */
+    GM_LOD_NEW = 1 << 2, /* the first point of its bucket: the bucket before it is complete */
+};
+
+/* Cut [x0, x1] into n >= 1 buckets, all empty.  Errors: GM_ERR_NOMEM, GM_ERR_INVALID
+ * (n == 0). */
+enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n,
+                           struct gm_error *err);
+
+/* The bucket of x; x outside [x0, x1] (time_us need not grow in a damaged file) is clamped
+ * to the first or last bucket. */
+unsigned gm_lod_bucket_of(const struct gm_lod *l, double x);
+
+/* The bucket gm_lod_add() would put the next point at x into (gm_lod_bucket_of(), but
+ * never before the bucket of the point before). */
+unsigned gm_lod_peek(const struct gm_lod *l, double x);
+
+/* Add the next point: value v holds from x on (until the next point), after event k.
+ * Points come in the order of the trace; a point whose x falls before the bucket of the
+ * point before it (a damaged file) counts in that bucket.  Returns enum gm_lod_flags. */
+unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v);
+
+/* After the last point: the buckets after it hold its value.  A series with no point at
+ * all has every bucket at 0 with k -1. */
+void gm_lod_finish(struct gm_lod *l);
+
+/* 'dst' (initialised here) with src->n / factor buckets, each the exact union of 'factor'
+ * consecutive buckets of 'src' (finished); src->n must be a multiple of factor.  Errors:
+ * GM_ERR_NOMEM, GM_ERR_INVALID. */
+enum gm_status gm_lod_coarsen(struct gm_lod *dst, const struct gm_lod *src, unsigned factor,
+                              struct gm_error *err);
+
+/* NULL-safe; the struct may be initialised again. */
+void gm_lod_release(struct gm_lod *l);
+
+/* ---- the allocated and reserved bytes of a device ---- */
+
+/* The timeline of device 'dev' (gm_snapshot_walk: the allocated and reserved bytes after
+ * each event, the initial state first) in 'n' buckets over [0, a->x_end]: 'alloc' and
+ * 'res' are initialised here, finished, and owned by the caller (gm_lod_release()).  'tl'
+ * is the device's timeline, 'a' its axis.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT, GM_ERR_INVALID
+ * (n == 0). */
+enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                               const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *a,
+                               unsigned n, struct gm_lod *alloc, struct gm_lod *res,
+                               struct gm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: MIT */
+/* html_device.c - one device's object of the HTML report's data (schema in html.c).
+ *
+ * x is the device's axis (gpumem/lod.h: microseconds since its first event when every event
+ * has time_us, else the event index); "k" is an event index, -1 the initial state. */
+#include "gpumem/arena.h"
+#include "gpumem/json.h"
+#include "gpumem/lod.h"
+
+#include "report/report_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LOD_FINEST  65536u
+#define MAX_AT_PEAK 300u
+#define RB_WINDOWS  32u /* windows of events with bands of their own, for zoomed views */
+
+#define xat(ax, k) gm_lod_axis_x((ax), (k))
+
+/* ---- allocated and reserved: the finest level of detail the page keeps ---- */
+
+static void write_lod(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                      const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax)
+{
+    struct gm_json *w = c->w;
+    struct gm_lod al, rl;
+    struct gm_error err;
+    unsigned nb = 1024;
+    /* two buckets a point (events cluster in time), within 1024 and LOD_FINEST; the page
+     * draws unions of whole buckets */
+    while (nb < LOD_FINEST && (size_t)nb < 2 * (sd->n_events + 1))
+        nb *= 2;
+    gm_json_key(w, "lod");
+    if (gm_lod_timeline(c->snap, sd, tl, ax, nb, &al, &rl, &err) != GM_OK) {
+        c->nomem = true;
+        gm_json_null(w);
+        return;
+    }
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "n", nb);
+    gm_json_key(w, "amin");
+    gm_json_begin_array(w);
+    for (unsigned b = 0; b < nb; b++)
+        gm_json_u64(w, al.b[b].min);
+    gm_json_end_array(w);
+    gm_json_key(w, "amax");
+    gm_json_begin_array(w);
+    for (unsigned b = 0; b < nb; b++)
+        gm_json_u64(w, al.b[b].max);
+    gm_json_end_array(w);
+    gm_json_key(w, "kmax");
+    gm_json_begin_array(w);
+    for (unsigned b = 0; b < nb; b++)
+        gm_json_i64(w, al.b[b].kmax);
+    gm_json_end_array(w);
+    gm_json_key(w, "krmax");
+    gm_json_begin_array(w);
+    for (unsigned b = 0; b < nb; b++)
+        gm_json_i64(w, rl.b[b].kmax);
+    gm_json_end_array(w);
+    gm_json_key(w, "rmax");
+    gm_json_begin_array(w);
+    for (unsigned b = 0; b < nb; b++)
+        gm_json_u64(w, rl.b[b].max);
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+    gm_lod_release(&al);
+    gm_lod_release(&rl);
+}
+
+/* ---- the largest allocations, drawn as bands ---- */
+
+/* The largest first, then the oldest, then the first in the analysis' order: a total
+ * order, so that which allocations are chosen never depends on the sort's algorithm. */
+static int big_order(const struct gm_analysis_alloc *x, const struct gm_analysis_alloc *y)
+{
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    if (x->alloc_event != y->alloc_event)
+        return x->alloc_event < y->alloc_event ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Stacked in allocation order (then by address, then as chosen). */
+static int cmp_alloc_time(const void *a, const void *b)
+{
+    const struct gm_analysis_alloc *x = *(const struct gm_analysis_alloc *const *)a;
+    const struct gm_analysis_alloc *y = *(const struct gm_analysis_alloc *const *)b;
+    if (x->alloc_event != y->alloc_event)
+        return x->alloc_event < y->alloc_event ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return big_order(x, y);
+}
+
+/* The 'cap' largest allocations (big_order) of those offered, in a min-heap whose root is
+ * the smallest kept: an allocation that does not beat it costs one comparison. */
+struct top {
+    const struct gm_analysis_alloc **v;
+    size_t n, cap;
+};
+
+static void top_offer(struct top *t, const struct gm_analysis_alloc *a)
+{
+    size_t i;
+    if (t->n < t->cap) {
+        for (i = t->n++; i > 0 && big_order(a, t->v[(i - 1) / 2]) > 0; i = (i - 1) / 2)
+            t->v[i] = t->v[(i - 1) / 2];
+        t->v[i] = a;
+        return;
+    }
+    if (!t->cap || big_order(a, t->v[0]) >= 0)
+        return; /* not larger than the smallest kept */
+    for (i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const struct gm_analysis_alloc *mv = a;
+        if (l < t->n && big_order(t->v[l], mv) > 0)
+            m = l, mv = t->v[l];
+        if (r < t->n && big_order(t->v[r], mv) > 0)
+            m = r, mv = t->v[r];
+        if (m == i)
+            break;
+        t->v[i] = t->v[m];
+        i = m;
+    }
+    t->v[i] = a;
+}
+
+static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
+                       const struct gm_analysis_alloc *a)
+{
+    struct gm_json *w = c->w;
+    gm_json_begin_array(w);
+    gm_json_i64(w, a->alloc_event);
+    gm_json_i64(w, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
+    gm_report_num(w, xat(ax, a->alloc_event));
+    gm_report_num(w, a->free_event < 0 ? ax->x_end : xat(ax, a->free_event));
+    gm_json_u64(w, a->bytes);
+    gm_json_u64(w, a->category);
+    gm_json_u64(w, a->stack);
+    gm_json_u64(w, a->addr);
+    gm_report_stream(w, a->stream);
+    gm_json_end_array(w);
+    gm_report_use_stack(c, a->stack);
+}
+
+/* The largest allocations of the whole trace ("bands"), and for each of RB_WINDOWS equal
+ * windows of events the largest of those alive in it that are not bands already
+ * ("rbands"): the page adds a window's bands when the view is zoomed into it. */
+static void write_bands(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
+                        const struct gm_analysis_device *ad, uint32_t max_bands)
+{
+    struct gm_json *w = c->w;
+    size_t n = ad ? ad->n_allocs : 0, keep = n < max_bands ? n : max_bands, ne = ax->n_events;
+    uint32_t per_window = max_bands / 4 + 1;
+    struct top all = {NULL, 0, 0}, win[RB_WINDOWS];
+    uint8_t *chosen = NULL;
+    const struct gm_analysis_alloc **pool = NULL;
+
+    memset(win, 0, sizeof(win));
+    if (n) {
+        all.v = gm_malloc((keep ? keep : 1) * sizeof(*all.v));
+        chosen = gm_calloc(n, 1);
+        pool = gm_malloc(RB_WINDOWS * per_window * sizeof(*pool));
+        if (!all.v || !chosen || !pool) {
+            c->nomem = true;
+            n = keep = 0;
+        }
+        all.cap = keep;
+    }
+    for (size_t i = 0; i < n; i++)
+        top_offer(&all, &ad->allocs[i]);
+    for (size_t i = 0; i < all.n; i++)
+        chosen[all.v[i] - ad->allocs] = 1;
+    if (n > keep && ne > 0) {
+        for (uint32_t wi = 0; wi < RB_WINDOWS; wi++) {
+            win[wi].v = pool + (size_t)wi * per_window;
+            win[wi].cap = per_window;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[i];
+            int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
+            uint32_t wi;
+            if (chosen[i])
+                continue;
+            wi = a->alloc_event < 0 ? 0 : (uint32_t)((uint64_t)a->alloc_event * RB_WINDOWS / ne);
+            while (wi > 0 && (int64_t)(ne * wi / RB_WINDOWS) > a->alloc_event)
+                wi--;
+            for (; wi < RB_WINDOWS; wi++) {
+                int64_t k0 = (int64_t)(ne * wi / RB_WINDOWS);
+                int64_t k1 = (int64_t)(ne * (wi + 1) / RB_WINDOWS);
+                if (k1 <= k0 || a->alloc_event >= k1)
+                    continue;
+                if (end <= k0)
+                    break; /* the later windows start later still */
+                top_offer(&win[wi], a);
+            }
+        }
+    }
+    gm_json_key(w, "bands");
+    gm_json_begin_array(w);
+    /* stacked in allocation order, the oldest at the bottom, as memory_viz does */
+    if (all.n)
+        qsort(all.v, all.n, sizeof(*all.v), cmp_alloc_time);
+    for (size_t i = 0; i < all.n; i++)
+        write_band(c, ax, all.v[i]);
+    gm_json_end_array(w);
+    gm_json_kv_u64(w, "n_allocs", n);
+    gm_json_key(w, "rbands");
+    gm_json_begin_array(w);
+    for (uint32_t wi = 0; wi < RB_WINDOWS && n > keep && ne > 0; wi++) {
+        int64_t k0 = (int64_t)(ne * wi / RB_WINDOWS);
+        int64_t k1 = (int64_t)(ne * (wi + 1) / RB_WINDOWS);
+        if (k1 <= k0 || !win[wi].n)
+            continue;
+        qsort(win[wi].v, win[wi].n, sizeof(*win[wi].v), cmp_alloc_time);
+        gm_json_begin_object(w);
+        gm_json_key(w, "x0");
+        gm_report_num(w, xat(ax, k0));
+        gm_json_key(w, "x1");
+        gm_report_num(w, k1 >= (int64_t)ne ? ax->x_end : xat(ax, k1));
+        gm_json_key(w, "b");
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < win[wi].n; i++)
+            write_band(c, ax, win[wi].v[i]);
+        gm_json_end_array(w);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_free(all.v);
+    gm_free(pool);
+    gm_free(chosen);
+}
+
+/* ---- categories over time, phases, iterations ---- */
+
+static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
+                         const struct gm_analysis_device *ad)
+{
+    struct gm_json *w = c->w;
+    gm_json_key(w, "series");
+    gm_json_begin_object(w);
+    gm_json_key(w, "x");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_points; i++)
+        gm_report_num(w, xat(ax, ad->points[i].event));
+    gm_json_end_array(w);
+    gm_json_key(w, "k");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_points; i++)
+        gm_json_i64(w, ad->points[i].event);
+    gm_json_end_array(w);
+    gm_json_key(w, "r");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_points; i++)
+        gm_json_u64(w, ad->points[i].reserved);
+    gm_json_end_array(w);
+    gm_json_key(w, "c");
+    gm_json_begin_array(w);
+    for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < ad->n_points; i++)
+            gm_json_u64(w, ad->points[i].bytes[cat]);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+
+    gm_json_key(w, "runs");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_phases; i++) {
+        const struct gm_analysis_phase_run *r = &ad->phases[i];
+        if (r->phase == GM_PHASE_OTHER)
+            continue;
+        gm_json_begin_array(w);
+        /* a phase ends at its last event: idle time after it is no phase */
+        gm_report_num(w, xat(ax, r->first_event));
+        gm_report_num(w, ax->time ? xat(ax, r->last_event) : (double)r->last_event + 1.0);
+        gm_json_u64(w, r->phase);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+
+    gm_json_key(w, "iterations");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_iterations; i++) {
+        const struct gm_analysis_iteration *it = &ad->iterations[i];
+        gm_json_begin_object(w);
+        gm_json_key(w, "x0");
+        gm_report_num(w, xat(ax, it->first_event));
+        gm_json_key(w, "x1");
+        gm_report_num(w, it->last_event + 1 >= (int64_t)ax->n_events ? ax->x_end
+                                                                     : xat(ax, it->last_event + 1));
+        gm_json_kv_u64(w, "start", it->start_bytes);
+        gm_json_kv_u64(w, "peak", it->peak_bytes);
+        gm_json_kv_i64(w, "peak_k", it->peak_event);
+        gm_json_key(w, "peak_x");
+        gm_report_num(w, xat(ax, it->peak_event));
+        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)it->peak_phase));
+        gm_json_kv_u64(w, "end", it->end_bytes);
+        gm_json_key(w, "at_peak");
+        gm_json_begin_array(w);
+        for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
+            gm_json_u64(w, it->at_peak[cat]);
+        gm_json_end_array(w);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}
+
+/* ---- the user's own phases (gm_snapshot_user_ranges(): gpumem.torch.record()'s marks) ---- */
+
+/* "uphases": [[x0, x1, name]], the user ranges of the device on its time axis (none without
+ * one: the marks are times).  Returns the name of the phase of the peak: the analysis'
+ * (the innermost range around the peak's event), else the one open at the peak's time. */
+static const char *write_user_phases(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                                     const struct gm_analysis_device *ad,
+                                     const struct gm_lod_axis *ax,
+                                     const struct gm_snapshot_timeline *tl, struct gm_error *err)
+{
+    struct gm_json *w = c->w;
+    struct gm_snapshot_user_range *r = NULL;
+    const char *at = NULL;
+    size_t n = 0;
+    gm_json_key(w, "uphases");
+    gm_json_begin_array(w);
+    if (ax->time && gm_snapshot_user_ranges(c->snap, sd->index, &r, &n, err) != GM_OK)
+        c->nomem = true;
+    for (size_t i = 0; i < n; i++) {
+        gm_json_begin_array(w);
+        gm_report_num(w, (double)(r[i].start_us - ax->t0_us));
+        gm_report_num(w, r[i].end_us == INT64_MAX ? ax->x_end : (double)(r[i].end_us - ax->t0_us));
+        gm_json_str(w, r[i].name);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+    if (ad && ad->peak_user_phase >= 0 && (size_t)ad->peak_user_phase < ad->n_user_phases)
+        at = ad->user_phases[ad->peak_user_phase].name;
+    else if (!ad && n && tl->peak_time_valid)
+        at = gm_snapshot_user_phase_at(r, n, tl->peak_time_us);
+    gm_free(r);
+    return at;
+}
+
+/* ---- what is alive at the peak, grouped by stack (as `snapshot peak` groups it) ---- */
+
+struct group {
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+    uint64_t cat[GM_CATEGORY_COUNT];
+};
+
+static int cmp_group_bytes(const void *a, const void *b)
+{
+    const struct group *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+struct live_peak {
+    uint32_t *idx; /* allocations alive at the peak (indexes into the allocs) */
+    size_t n;
+};
+
+static enum gm_status keep_live(void *ctx, size_t i, const uint32_t *live, size_t n,
+                                struct gm_error *err)
+{
+    struct live_peak *lp = ctx;
+    (void)i;
+    lp->idx = n ? gm_malloc(n * sizeof(*lp->idx)) : NULL;
+    if (n && !lp->idx)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    if (n)
+        memcpy(lp->idx, live, n * sizeof(*live));
+    lp->n = n;
+    return GM_OK;
+}
+
+static void write_at_peak(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
+                          const struct gm_snapshot_timeline *tl, const struct live_peak *lp)
+{
+    struct gm_json *w = c->w;
+    const struct gm_snapshot *snap = c->snap;
+    size_t ng = 0;
+    /* one slot per stack id that occurs: stack ids are dense in the snapshot */
+    uint32_t *slot = gm_malloc((snap->n_stacks + 1) * sizeof(*slot));
+    size_t n = ad ? lp->n : tl->n_live;
+    struct group *g = gm_calloc(n ? n : 1, sizeof(*g));
+    uint64_t rest = 0, rest_n = 0;
+
+    if (!slot || !g) {
+        c->nomem = true;
+        n = 0;
+    }
+    for (size_t i = 0; slot && i <= snap->n_stacks; i++)
+        slot[i] = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t st = ad ? ad->allocs[lp->idx[i]].stack : tl->live[i].stack;
+        uint64_t b = ad ? ad->allocs[lp->idx[i]].bytes : tl->live[i].bytes;
+        size_t s = st < snap->n_stacks ? st : snap->n_stacks;
+        if (slot[s] == UINT32_MAX) {
+            slot[s] = (uint32_t)ng;
+            g[ng++].stack = st;
+        }
+        g[slot[s]].bytes += b;
+        g[slot[s]].count++;
+        if (ad)
+            g[slot[s]].cat[ad->allocs[lp->idx[i]].category] += b;
+    }
+    if (ng > 1)
+        qsort(g, ng, sizeof(*g), cmp_group_bytes);
+    gm_json_key(w, "at_peak");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ng; i++) {
+        if (i >= MAX_AT_PEAK) {
+            rest += g[i].bytes;
+            rest_n += g[i].count;
+            continue;
+        }
+        gm_json_begin_array(w);
+        gm_json_u64(w, g[i].bytes);
+        gm_json_u64(w, g[i].count);
+        gm_json_u64(w, g[i].stack);
+        if (ad) {
+            gm_json_begin_array(w);
+            for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
+                gm_json_u64(w, g[i].cat[cat]);
+            gm_json_end_array(w);
+        } else {
+            gm_json_null(w);
+        }
+        gm_json_end_array(w);
+        gm_report_use_stack(c, g[i].stack);
+    }
+    gm_json_end_array(w);
+    gm_json_kv_u64(w, "at_peak_rest_bytes", rest);
+    gm_json_kv_u64(w, "at_peak_rest_count", rest_n);
+    gm_json_kv_u64(w, "at_peak_groups", ng);
+    gm_free(slot);
+    gm_free(g);
+}
+
+/* ---- findings ---- */
+
+static void write_frag(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
+                       const struct gm_analysis_frag *f)
+{
+    struct gm_json *w = c->w;
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "k", f->event);
+    gm_json_key(w, "x");
+    gm_report_num(w, xat(ax, f->event));
+    gm_json_kv_bool(w, "is_oom", f->is_oom);
+    gm_json_kv_u64(w, "requested", f->requested);
+    gm_json_kv_u64(w, "device_free", f->device_free);
+    gm_json_kv_u64(w, "reserved", f->reserved);
+    gm_json_kv_u64(w, "allocated", f->allocated);
+    gm_json_kv_u64(w, "reserved_unallocated", f->reserved_unallocated);
+    gm_json_kv_u64(w, "largest_free", f->largest_free);
+    gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)f->phase));
+    gm_json_kv_str(w, "verdict", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
+    gm_json_kv_str(w, "advice",
+                   f->verdict ? gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict) : "");
+    gm_json_kv_u64(w, "stack", f->stack);
+    gm_report_use_stack(c, f->stack);
+    gm_json_key(w, "pools");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < f->n_pools; i++) {
+        const struct gm_analysis_pool_free *p = &f->pools[i];
+        gm_json_begin_array(w);
+        gm_report_stream(w, p->stream);
+        gm_json_u64(w, p->is_small);
+        gm_json_u64(w, p->reserved);
+        gm_json_u64(w, p->free);
+        gm_json_u64(w, p->largest_free);
+        gm_json_u64(w, p->n_segments);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "at");
+    gm_json_begin_array(w);
+    for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
+        gm_json_u64(w, f->at_event[cat]);
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+}
+
+static void write_findings(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
+                           const struct gm_analysis_device *ad)
+{
+    struct gm_json *w = c->w;
+    gm_json_key(w, "leaks");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_leaks; i++) {
+        const struct gm_analysis_leak *l = &ad->leaks[i];
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind));
+        gm_json_kv_str(w, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+        gm_json_kv_u64(w, "per_iteration", l->bytes_per_iteration);
+        gm_json_kv_u64(w, "total", l->total_bytes);
+        gm_json_kv_u64(w, "count", l->count);
+        gm_json_kv_u64(w, "iterations", l->n_iterations);
+        gm_json_kv_u64(w, "cat", l->category);
+        gm_json_kv_u64(w, "stack", l->stack);
+        gm_json_kv_i64(w, "first_iteration", l->first_iteration + 1);
+        gm_json_kv_i64(w, "last_iteration", l->last_iteration + 1);
+        /* the sites of the cause: [per_iteration, total, count, iterations, stack] */
+        gm_json_key(w, "sites");
+        gm_json_begin_array(w);
+        for (size_t k = 0; k < l->n_sites; k++) {
+            const struct gm_analysis_leak_site *si = &l->sites[k];
+            gm_json_begin_array(w);
+            gm_json_u64(w, si->bytes_per_iteration);
+            gm_json_u64(w, si->total_bytes);
+            gm_json_u64(w, si->count);
+            gm_json_u64(w, si->n_iterations);
+            gm_json_u64(w, si->stack);
+            gm_json_end_array(w);
+            gm_report_use_stack(c, si->stack);
+        }
+        gm_json_end_array(w);
+        gm_json_end_object(w);
+        gm_report_use_stack(c, l->stack);
+    }
+    gm_json_end_array(w);
+    gm_json_kv_str(w, "leak_verdict", gm_leak_verdict_name(gm_analysis_leak_verdict(ad)));
+    gm_json_kv_str(w, "leak_verdict_text", gm_leak_verdict_text(gm_analysis_leak_verdict(ad)));
+    gm_json_key(w, "ooms");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < ad->n_ooms; i++)
+        write_frag(c, ax, &ad->ooms[i]);
+    gm_json_end_array(w);
+    gm_json_key(w, "frag");
+    write_frag(c, ax, &ad->peak_frag);
+    gm_json_key(w, "at_peak_cat");
+    gm_json_begin_array(w);
+    for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
+        gm_json_u64(w, ad->at_peak[cat]);
+    gm_json_end_array(w);
+    gm_json_kv_u64(w, "at_peak_unexplained", ad->at_peak_unexplained);
+    gm_json_kv_u64(w, "at_peak_lifetime_only", ad->at_peak_lifetime_only);
+    gm_json_key(w, "phase_events");
+    gm_json_begin_array(w);
+    for (int p = 0; p < GM_PHASE_COUNT; p++)
+        gm_json_u64(w, ad->phase_events[p]);
+    gm_json_end_array(w);
+}
+
+/* ---- one device ---- */
+
+enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                                const struct gm_analysis_device *ad, struct gm_error *err)
+{
+    struct gm_json *w = c->w;
+    struct gm_snapshot_timeline tl;
+    struct gm_lod_axis ax;
+    struct live_peak lp = {NULL, 0};
+    const char *peak_up;
+    double peak_x;
+    /* with an analysis, what is alive at the peak comes from it */
+    enum gm_status st =
+        gm_snapshot_timeline(c->snap, sd->index, ad ? 0 : GM_TIMELINE_LIVE, &tl, err);
+    if (st != GM_OK)
+        return st;
+    if (ad && (st = gm_analysis_live_at(c->an, ad, &tl.peak_event_index, 1, keep_live, &lp, err)) !=
+                  GM_OK) {
+        gm_snapshot_timeline_release(&tl);
+        return st;
+    }
+    gm_lod_axis_init(&ax, sd);
+    peak_x = xat(&ax, tl.peak_event_index);
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", sd->index);
+    gm_json_kv_u64(w, "n_events", sd->n_events);
+    gm_json_kv_bool(w, "has_trace", sd->n_events > 0);
+    gm_json_kv_u64(w, "n_segments", sd->n_segments);
+    gm_json_kv_str(w, "x_unit", ax.time ? "us" : "event");
+    gm_json_kv_i64(w, "t0_us", ax.t0_us);
+    gm_json_kv_u64(w, "x0", 0);
+    gm_json_key(w, "x1");
+    gm_report_num(w, ax.x_end);
+    gm_json_kv_u64(w, "initial", tl.initial_bytes);
+    gm_json_kv_u64(w, "final", tl.final_bytes);
+    if (sd->n_events)
+        write_lod(c, sd, &tl, &ax);
+    else
+        gm_json_kv_null(w, "lod");
+    peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
+    gm_json_key(w, "peak");
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "bytes", tl.peak_bytes);
+    gm_json_kv_i64(w, "k", tl.peak_event_index);
+    gm_json_key(w, "x");
+    gm_report_num(w, peak_x);
+    if (tl.peak_time_valid)
+        gm_json_kv_i64(w, "time_us", tl.peak_time_us);
+    else
+        gm_json_kv_null(w, "time_us");
+    gm_json_kv_u64(w, "reserved", tl.reserved_at_peak_bytes);
+    gm_json_kv_u64(w, "max_reserved", tl.peak_reserved_bytes);
+    gm_json_kv_u64(w, "n_live", ad ? lp.n : tl.n_live);
+    if (ad) {
+        gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)ad->peak_phase));
+        gm_json_kv_i64(w, "iteration", ad->peak_iteration);
+    }
+    gm_json_kv_str(w, "uphase", peak_up);
+    gm_json_end_object(w);
+    write_bands(c, &ax, ad, c->o->max_bands ? c->o->max_bands : 400);
+    if (ad) {
+        write_series(c, &ax, ad);
+        write_findings(c, &ax, ad);
+    }
+    write_at_peak(c, ad, &tl, &lp);
+    st = gm_report_state(c, sd, ad, &tl, &ax, err);
+    gm_json_end_object(w);
+    gm_free(lp.idx);
+    gm_snapshot_timeline_release(&tl);
+    if (st == GM_OK && c->nomem)
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    return st;
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* lod.c - the x axis of a device's trace and level-of-detail series that keep each
+ * bucket's exact minimum and maximum (the rule is stated in gpumem/lod.h).
+ *
+ * A point's position on the axis is t = (x - x0) / (x1 - x0), then t * n: computed in that
+ * order, a level with 2^j times the buckets of another puts every point in a sub-bucket of
+ * the coarse bucket it falls in (multiplying by a power of two is exact), so a coarsened
+ * level equals the level built directly at that resolution. */
+#include "gpumem/lod.h"
+
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+/* ---- the axis ---- */
+
+void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_device *dev,
+                              size_t n_timed)
+{
+    struct gm_snapshot_event e;
+    memset(a, 0, sizeof(*a));
+    a->dev = dev;
+    a->n_events = dev->n_events;
+    a->time = dev->n_events > 0 && n_timed == dev->n_events;
+    if (a->time && gm_snapshot_event_at(dev, 0, &e))
+        a->t0_us = e.time_us;
+    else
+        a->time = false;
+    {
+        double x = gm_lod_axis_x(a, (int64_t)a->n_events - 1);
+        /* an empty range would divide by zero when drawn; without time the state after
+         * the last event holds for one event's width */
+        a->x_end = a->time && x > 0 ? x : x + 1.0;
+    }
+}
+
+void gm_lod_axis_init(struct gm_lod_axis *a, const struct gm_snapshot_device *dev)
+{
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    size_t n_timed = 0;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+        if (!(e->flags & GM_EVENT_HAS_TIME))
+            break;
+        n_timed++;
+    }
+    gm_lod_axis_init_counted(a, dev, n_timed);
+}
+
+double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
+{
+    struct gm_snapshot_event e;
+    if (a->n_events == 0 || k < 0)
+        return 0.0;
+    if ((size_t)k >= a->n_events)
+        k = (int64_t)a->n_events - 1;
+    if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
+        return (double)(e.time_us - a->t0_us);
+    return (double)k;
+}
+
+/* ---- buckets ---- */
+
+enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n, struct gm_error *err)
+{
+    memset(l, 0, sizeof(*l));
+    if (n == 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "level of detail: no bucket");
+    l->b = gm_calloc(n, sizeof(*l->b));
+    if (!l->b)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
+    l->x0 = x0;
+    l->x1 = x1;
+    l->n = n;
+    return GM_OK;
+}
+
+/* The position of x in buckets (bucket b covers [b, b+1)); never NaN. */
+static double position(const struct gm_lod *l, double x)
+{
+    double t = l->x1 > l->x0 ? (x - l->x0) / (l->x1 - l->x0) : 0.0;
+    double p = t * l->n;
+    return p > 0 ? p : 0.0; /* also NaN -> 0 */
+}
+
+static unsigned bucket_at(const struct gm_lod *l, double p)
+{
+    return p >= l->n ? l->n - 1 : (unsigned)p;
+}
+
+unsigned gm_lod_bucket_of(const struct gm_lod *l, double x)
+{
+    return bucket_at(l, position(l, x));
+}
+
+unsigned gm_lod_peek(const struct gm_lod *l, double x)
+{
+    unsigned b = gm_lod_bucket_of(l, x);
+    return l->any_ && b < l->cur_ ? l->cur_ : b;
+}
+
+/* Bucket 'b' holding only the value carried from 'p'. */
+static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
+{
+    b->min = b->max = b->last = p->last;
+    b->kmin = b->kmax = b->klast = p->klast;
+    b->n = 0;
+}
+
+unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
+{
+    double p = position(l, x);
+    unsigned bi = bucket_at(l, p), flags = 0;
+    struct gm_lod_bucket *b;
+    bool seeded = false;
+
+    if (l->any_ && bi < l->cur_)
+        bi = l->cur_; /* time going backwards: the point counts where the trace is */
+    if (!l->any_ || bi != l->cur_) {
+        flags |= GM_LOD_NEW;
+        if (l->any_) {
+            const struct gm_lod_bucket *prev = &l->b[l->cur_];
+            for (unsigned u = l->cur_ + 1; u < bi; u++)
+                carry(&l->b[u], prev);
+            /* the value before this point holds at the bucket's start unless the point is
+             * exactly there */
+            if (p > (double)bi) {
+                carry(&l->b[bi], prev);
+                seeded = true;
+            }
+        }
+        l->cur_ = bi;
+        l->any_ = true;
+    } else {
+        seeded = true;
+    }
+    b = &l->b[bi];
+    if (!seeded) {
+        b->min = b->max = v;
+        b->kmin = b->kmax = k;
+        b->n = 0;
+        flags |= GM_LOD_MIN | GM_LOD_MAX;
+    } else {
+        if (v < b->min) {
+            b->min = v;
+            b->kmin = k;
+            flags |= GM_LOD_MIN;
+        }
+        if (v > b->max) {
+            b->max = v;
+            b->kmax = k;
+            flags |= GM_LOD_MAX;
+        }
+    }
+    b->last = v;
+    b->klast = k;
+    b->n++;
+    return flags;
+}
+
+void gm_lod_finish(struct gm_lod *l)
+{
+    if (!l->b)
+        return;
+    if (!l->any_) {
+        for (unsigned u = 0; u < l->n; u++) {
+            memset(&l->b[u], 0, sizeof(l->b[u]));
+            l->b[u].kmin = l->b[u].kmax = l->b[u].klast = -1;
+        }
+        return;
+    }
+    for (unsigned u = l->cur_ + 1; u < l->n; u++)
+        carry(&l->b[u], &l->b[l->cur_]);
+}
+
+enum gm_status gm_lod_coarsen(struct gm_lod *dst, const struct gm_lod *src, unsigned factor,
+                              struct gm_error *err)
+{
+    enum gm_status st;
+    if (factor == 0 || src->n % factor != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "level of detail: %u buckets do not split by %u", src->n, factor);
+    if ((st = gm_lod_init(dst, src->x0, src->x1, src->n / factor, err)) != GM_OK)
+        return st;
+    for (unsigned j = 0; j < dst->n; j++) {
+        struct gm_lod_bucket *d = &dst->b[j];
+        *d = src->b[j * factor];
+        for (unsigned i = 1; i < factor; i++) {
+            const struct gm_lod_bucket *s = &src->b[j * factor + i];
+            if (s->min < d->min) {
+                d->min = s->min;
+                d->kmin = s->kmin;
+            }
+            if (s->max > d->max) {
+                d->max = s->max;
+                d->kmax = s->kmax;
+            }
+            d->last = s->last;
+            d->klast = s->klast;
+            d->n += s->n;
+        }
+    }
+    dst->cur_ = src->cur_ / factor;
+    dst->any_ = src->any_;
+    return GM_OK;
+}
+
+void gm_lod_release(struct gm_lod *l)
+{
+    if (!l)
+        return;
+    gm_free(l->b);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- the allocated and reserved bytes of a device ---- */
+
+enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
+                               const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *a,
+                               unsigned n, struct gm_lod *alloc, struct gm_lod *res,
+                               struct gm_error *err)
+{
+    struct gm_snapshot_walk w;
+    const struct gm_snapshot_event *e;
+    enum gm_status st;
+
+    memset(res, 0, sizeof(*res));
+    if ((st = gm_lod_init(alloc, 0.0, a->x_end, n, err)) != GM_OK)
+        return st;
+    if ((st = gm_lod_init(res, 0.0, a->x_end, n, err)) != GM_OK ||
+        (st = gm_snapshot_walk_init(&w, snap, dev, tl, err)) != GM_OK) {
+        gm_lod_release(alloc);
+        gm_lod_release(res);
+        return st;
+    }
+    gm_lod_add(alloc, 0.0, -1, w.allocated);
+    gm_lod_add(res, 0.0, -1, w.reserved);
+    while ((e = gm_snapshot_walk_next(&w)) != NULL) {
+        int64_t k = (int64_t)w.cur.index;
+        double x = gm_lod_axis_x_of(a, k, e);
+        gm_lod_add(alloc, x, k, w.allocated);
+        gm_lod_add(res, x, k, w.reserved);
+    }
+    gm_snapshot_walk_release(&w);
+    gm_lod_finish(alloc);
+    gm_lod_finish(res);
+    return GM_OK;
+}

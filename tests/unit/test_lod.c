@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* test_lod.c - level-of-detail series (gpumem/lod.h): every bucket keeps the exact minimum
+ * and maximum of the step function it covers, an idle gap holds the value memory had during
+ * it (not a stale maximum), points in one microsecond all count, a coarsened level equals
+ * the level built directly, and time going backwards in a damaged file is absorbed. */
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "gpumem/lod.h"
+
+#include <string.h>
+
+static void test_gap_and_carry(void **state)
+{
+    struct gm_lod l;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_lod_init(&l, 0.0, 10.0, 10, &err), GM_OK);
+    assert_int_equal(gm_lod_add(&l, 0.0, -1, 0), GM_LOD_NEW | GM_LOD_MIN | GM_LOD_MAX);
+    /* exactly on the start of bucket 1: the value before does not hold in it */
+    assert_int_equal(gm_lod_add(&l, 1.0, 0, 100), GM_LOD_NEW | GM_LOD_MIN | GM_LOD_MAX);
+    assert_int_equal(gm_lod_add(&l, 1.5, 1, 10), GM_LOD_MIN);
+    /* inside bucket 4: the carried 10 holds from its start */
+    assert_int_equal(gm_lod_add(&l, 4.5, 2, 50), GM_LOD_NEW | GM_LOD_MAX);
+    gm_lod_finish(&l);
+    assert_int_equal(l.b[0].min, 0);
+    assert_int_equal(l.b[0].max, 0);
+    assert_int_equal(l.b[1].min, 10);
+    assert_int_equal(l.b[1].max, 100);
+    assert_int_equal(l.b[1].kmax, 0);
+    assert_int_equal(l.b[1].last, 10);
+    assert_int_equal(l.b[1].n, 2);
+    /* the idle gap holds 10, never the 100 of bucket 1 */
+    for (int b = 2; b < 4; b++) {
+        assert_int_equal(l.b[b].min, 10);
+        assert_int_equal(l.b[b].max, 10);
+        assert_int_equal(l.b[b].n, 0);
+        assert_int_equal(l.b[b].klast, 1);
+    }
+    assert_int_equal(l.b[4].min, 10);
+    assert_int_equal(l.b[4].kmin, 1);
+    assert_int_equal(l.b[4].max, 50);
+    for (int b = 5; b < 10; b++) {
+        assert_int_equal(l.b[b].min, 50);
+        assert_int_equal(l.b[b].max, 50);
+    }
+    gm_lod_release(&l);
+}
+
+static void test_same_instant_and_backwards(void **state)
+{
+    struct gm_lod l;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_lod_init(&l, 0.0, 4.0, 4, &err), GM_OK);
+    gm_lod_add(&l, 0.0, -1, 5);
+    /* a transient state in one microsecond (an alloc and its free at one time_us) */
+    gm_lod_add(&l, 2.2, 0, 900);
+    gm_lod_add(&l, 2.2, 1, 7);
+    /* time going backwards (a damaged file): counted where the trace is */
+    assert_int_equal(gm_lod_peek(&l, 0.5), 2u);
+    assert_int_equal(gm_lod_add(&l, 0.5, 2, 1), GM_LOD_MIN);
+    gm_lod_finish(&l);
+    assert_int_equal(l.b[2].max, 900);
+    assert_int_equal(l.b[2].min, 1);
+    assert_int_equal(l.b[0].max, 5);
+    assert_int_equal(l.b[1].max, 5);
+    assert_int_equal(l.b[3].max, 1);
+    /* clamped outside the axis */
+    assert_int_equal(gm_lod_bucket_of(&l, -3.0), 0u);
+    assert_int_equal(gm_lod_bucket_of(&l, 99.0), 3u);
+    gm_lod_release(&l);
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* The step function over [a, b): the points inside, and the value of the last point before
+ * a unless a point falls exactly on a.  False when nothing holds there (before the first
+ * point). */
+static bool truth(const double *xs, const uint64_t *vs, size_t n, double a, double b, uint64_t *mn,
+                  uint64_t *mx)
+{
+    size_t i = 0;
+    bool any = false;
+    while (i < n && xs[i] < a)
+        i++;
+    if (i > 0 && (i == n || xs[i] > a)) {
+        *mn = *mx = vs[i - 1];
+        any = true;
+    }
+    for (; i < n && xs[i] < b; i++) {
+        if (!any || vs[i] < *mn)
+            *mn = vs[i];
+        if (!any || vs[i] > *mx)
+            *mx = vs[i];
+        any = true;
+    }
+    return any;
+}
+
+static void test_random_exact(void **state)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + rng_next(&seed) % 300;
+        double xs[300];
+        uint64_t vs[300], peak = 0;
+        struct gm_lod fine, coarse, direct;
+        struct gm_error err;
+        double x = 0;
+        for (size_t i = 0; i < n; i++) {
+            /* clustered times: many points share an x, and long gaps */
+            if (i && rng_next(&seed) % 3)
+                x += (double)(rng_next(&seed) % 4 == 0 ? rng_next(&seed) % 5000
+                                                       : rng_next(&seed) % 7);
+            xs[i] = x;
+            vs[i] = rng_next(&seed) % 1000;
+            if (vs[i] > peak)
+                peak = vs[i];
+        }
+        double x1 = 1.0; /* a power of two: bucket edges and positions are exact */
+        while (x1 < x)
+            x1 *= 2;
+        assert_int_equal(gm_lod_init(&fine, 0.0, x1, 64, &err), GM_OK);
+        assert_int_equal(gm_lod_init(&direct, 0.0, x1, 16, &err), GM_OK);
+        for (size_t i = 0; i < n; i++) {
+            gm_lod_add(&fine, xs[i], (int64_t)i - 1, vs[i]);
+            gm_lod_add(&direct, xs[i], (int64_t)i - 1, vs[i]);
+        }
+        gm_lod_finish(&fine);
+        gm_lod_finish(&direct);
+        assert_int_equal(gm_lod_coarsen(&coarse, &fine, 4, &err), GM_OK);
+        uint64_t drawn = 0;
+        for (unsigned b = 0; b < 16; b++) {
+            assert_int_equal(coarse.b[b].min, direct.b[b].min);
+            assert_int_equal(coarse.b[b].max, direct.b[b].max);
+            assert_int_equal(coarse.b[b].last, direct.b[b].last);
+            assert_int_equal(coarse.b[b].n, direct.b[b].n);
+            if (direct.b[b].max > drawn)
+                drawn = direct.b[b].max;
+        }
+        /* the drawn maximum is the peak, whatever the resolution */
+        assert_int_equal(drawn, peak);
+        /* every bucket against the step function itself (the last bucket also holds the
+         * points clamped at x1) */
+        for (unsigned b = 0; b + 1 < 64; b++) {
+            uint64_t mn = 0, mx = 0;
+            double a = x1 * b / 64, e = x1 * (b + 1) / 64;
+            if (!truth(xs, vs, n, a, e, &mn, &mx))
+                continue;
+            assert_int_equal(fine.b[b].min, mn);
+            assert_int_equal(fine.b[b].max, mx);
+        }
+        assert_int_equal(gm_lod_coarsen(&coarse, &fine, 3, &err) == GM_OK, 0);
+        gm_lod_release(&fine);
+        gm_lod_release(&coarse);
+        gm_lod_release(&direct);
+    }
+}
+
+static void test_empty(void **state)
+{
+    struct gm_lod l;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_lod_init(&l, 0.0, 1.0, 0, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_lod_init(&l, 0.0, 1.0, 3, &err), GM_OK);
+    gm_lod_finish(&l);
+    for (int b = 0; b < 3; b++) {
+        assert_int_equal(l.b[b].max, 0);
+        assert_int_equal(l.b[b].klast, -1);
+    }
+    gm_lod_release(&l);
+    gm_lod_release(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gap_and_carry),
+        cmocka_unit_test(test_same_instant_and_backwards),
+        cmocka_unit_test(test_random_exact),
+        cmocka_unit_test(test_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
