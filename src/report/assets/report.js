@@ -433,7 +433,10 @@
       if (r[1] < view[0] || r[0] > view[1] || !PHASE_FILL[r[2]]) continue;
       g.fillStyle = PHASE_FILL[r[2]];
       const a = Math.max(M.l, X(r[0])), b = Math.min(M.l + pw, X(r[1]));
-      g.fillRect(a, M.t, Math.max(1, b - a), c.ph);
+      // a phase narrower than a pixel column is not shaded: thousands of them a column (a
+      // long trace zoomed out) stacked their tints into noise above the data
+      if (b - a < 1) continue;
+      g.fillRect(a, M.t, b - a, c.ph);
     }
     drawUserPhases(c, g, X, true);
     axes(c, view, ymax);
@@ -1046,7 +1049,7 @@
   }
   function iterationsFinding(its) {
     const all = its.map((_, i) => i);
-    const title = its.length + ' training iteration(s)';
+    const title = group3(its.length) + ' training iteration(s)';
     if (its.length <= ITER_ALL) return finding('iters', title, iterRows(its, all));
     const peaks = its.map((it) => it.peak);
     const change = its.map((it, i) => it.end - (i ? its[i - 1].end : it.start));
