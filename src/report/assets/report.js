@@ -48,20 +48,14 @@
   const pct = (a, b) => (b > 0 ? (100 * a / b).toFixed(1) : '0.0') + '%';
   const hex = (a) => '0x' + Number(a).toString(16);
   let dev = null, R = null; // the device shown and its rank
-  function fmtX(x) {
-    if (!dev || dev.x_unit !== 'us') return 'event ' + Math.round(x);
-    const s = x / 1e6;
-    if (Math.abs(dev.x1) >= 1e6) return s.toFixed(Math.abs(dev.x1) >= 100e6 ? 1 : 2) + ' s';
-    if (Math.abs(dev.x1) >= 1e4) return (x / 1e3).toFixed(1) + ' ms';
-    return Math.round(x) + ' µs';
-  }
-  // An x tick: in fmtX's unit, with as many decimals as the ticks' step needs to tell
-  // neighbours apart (zoomed into milliseconds of a trace of seconds: "1.405 s", "1.410 s")
-  function fmtTick(x, step) {
+  // A time or event on the x axis, in one unit for the device (s, ms or µs by its span); with
+  // 'step' (an axis' ticks) as many decimals as tell neighbours apart (zoomed into
+  // milliseconds of a trace of seconds: "1.405 s", "1.410 s")
+  function fmtX(x, step) {
     if (!dev || dev.x_unit !== 'us') return 'event ' + Math.round(x);
     const a = Math.abs(dev.x1), unit = a >= 1e6 ? 1e6 : a >= 1e4 ? 1e3 : 1;
     const base = unit === 1e6 ? (a >= 100e6 ? 1 : 2) : unit === 1e3 ? 1 : 0;
-    const d = Math.min(6, Math.max(base, Math.ceil(-Math.log10(step / unit) - 1e-9)));
+    const d = step ? Math.min(6, Math.max(base, Math.ceil(-Math.log10(step / unit) - 1e-9))) : base;
     return (x / unit).toFixed(d) + (unit === 1e6 ? ' s' : unit === 1e3 ? ' ms' : ' µs');
   }
   function catColor(c) { return CAT_COLORS[c] || CAT_COLORS[6]; }
@@ -167,7 +161,7 @@
     const step = dev && dev.x_unit !== 'us' ? Math.max(1, step0) : step0; // whole events
     c.xlabels = [];
     for (let x = Math.ceil(view[0] / step) * step, i = 0; x <= view[1] && i < 100; x += step, i++) {
-      const px = M.l + (x - view[0]) / span * c.pw, label = fmtTick(x, step);
+      const px = M.l + (x - view[0]) / span * c.pw, label = fmtX(x, step);
       g.beginPath(); g.moveTo(px + 0.5, M.t + c.ph); g.lineTo(px + 0.5, M.t + c.ph + 4); g.stroke();
       g.textAlign = px > M.l + c.pw - 40 ? 'right' : px < M.l + 30 ? 'left' : 'center';
       g.fillText(label, Math.min(px, M.l + c.pw), M.t + c.ph + 7);
@@ -325,7 +319,7 @@
     for (let x = 0; x < pw; x++) {
       const y = Y(cols.amax[x]);
       const nb = Math.max(x ? cols.amax[x - 1] : 0, x + 1 < pw ? cols.amax[x + 1] : 0);
-      g.fillRect(M.l + x, y, 1, Math.max(1, Y(Math.min(nb, cols.amax[x])) - y));
+      g.fillRect(M.l + x, y, 1, Math.max(2, Y(Math.min(nb, cols.amax[x])) - y)); // 2: a whole pixel row
     }
     // where a column's least differs from its most, the least as a thin line
     g.strokeStyle = 'rgba(40,60,80,0.3)'; g.lineWidth = 1;
