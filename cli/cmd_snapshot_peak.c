@@ -84,7 +84,10 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
     char a[48], b[48], t[64];
     printf("device %d: peak %s (%" PRIu64 " bytes)", d->index,
            gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes);
-    if (tl->peak_event_index < 0)
+    if (!d->n_events)
+        printf(" in the snapshot, which has %s: the moment it was written",
+               d->has_trace ? "an empty trace" : "no trace");
+    else if (tl->peak_event_index < 0)
         printf(" at the start of the trace (%zu events)", d->n_events);
     else
         printf(" after event %" PRId64 " of %zu%s%s", tl->peak_event_index, d->n_events,
@@ -93,12 +96,17 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
     if (p->user_phase)
         printf(", in your phase '%s'", p->user_phase);
     printf("\n");
-    printf("  reserved at the peak %s; most reserved %s\n",
-           gm_format_bytes(a, sizeof(a), tl->reserved_at_peak_bytes, GM_UNITS_IEC),
-           gm_format_bytes(b, sizeof(b), tl->peak_reserved_bytes, GM_UNITS_IEC));
-    printf("  allocated at the start %s, at the end %s\n",
-           gm_format_bytes(a, sizeof(a), tl->initial_bytes, GM_UNITS_IEC),
-           gm_format_bytes(b, sizeof(b), tl->final_bytes, GM_UNITS_IEC));
+    if (!d->n_events) {
+        printf("  reserved %s\n",
+               gm_format_bytes(a, sizeof(a), tl->reserved_at_peak_bytes, GM_UNITS_IEC));
+    } else {
+        printf("  reserved at the peak %s; most reserved %s\n",
+               gm_format_bytes(a, sizeof(a), tl->reserved_at_peak_bytes, GM_UNITS_IEC),
+               gm_format_bytes(b, sizeof(b), tl->peak_reserved_bytes, GM_UNITS_IEC));
+        printf("  allocated at the start %s, at the end %s\n",
+               gm_format_bytes(a, sizeof(a), tl->initial_bytes, GM_UNITS_IEC),
+               gm_format_bytes(b, sizeof(b), tl->final_bytes, GM_UNITS_IEC));
+    }
     if (!tl->n_live) {
         printf("  nothing allocated at the peak\n");
         return;

@@ -82,7 +82,9 @@ unsigned gm_report_plot_columns(const struct gm_plot_opts *o);
 /* Draw allocated (and reserved) bytes over time of device 'device' as a terminal chart on
  * 'f', with the peak marked, an axis and a one-line legend.  With GM_PLOT_CATEGORIES the
  * allocated area is stacked by category ('an' required).  Errors: GM_ERR_INVALID (no such
- * device, categories without analysis), GM_ERR_NOMEM, GM_ERR_IO. */
+ * device, categories without analysis), GM_ERR_UNSUPPORTED (the device has no trace event:
+ * nothing over time to draw; the message says what the file holds), GM_ERR_NOMEM,
+ * GM_ERR_IO. */
 enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
                               int32_t device, const struct gm_plot_opts *o, struct gm_error *err);
 

@@ -92,6 +92,23 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     if (!sd)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "device %d is not in the snapshot",
                        (int)device);
+    if (!sd->n_events) {
+        /* no history: one moment is not a line over time (a chart would show ticks
+         * "event 0 ... event 1" and a peak "at the start" of nothing) */
+        char a[48], r[48];
+        struct gm_snapshot_timeline t0;
+        if ((st = gm_snapshot_timeline(snap, device, 0, &t0, err)) != GM_OK)
+            return st;
+        gm_format_bytes(a, sizeof(a), t0.initial_bytes, GM_UNITS_IEC);
+        gm_format_bytes(r, sizeof(r), t0.initial_reserved_bytes, GM_UNITS_IEC);
+        gm_snapshot_timeline_release(&t0);
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "device %d %s: the file holds only the moment it was written (%s "
+                       "allocated, %s reserved in %zu segments), so there is no timeline to "
+                       "plot; 'gpumem snapshot peak' and 'stats' show that moment",
+                       (int)device, sd->has_trace ? "has an empty trace" : "has no trace", a, r,
+                       sd->n_segments);
+    }
     if (cats) {
         ad = an ? gm_analysis_device_by_index(an, device) : NULL;
         if (!ad || !ad->n_points)

@@ -2,7 +2,8 @@
 /* test_report.c - the HTML report's page data and the terminal plot, on the example snapshot
  * and on a hand-written hostile one: the page is self-contained (no URL to fetch, the data
  * cannot close its <script> element), the figures agree with the timeline (peak, level of
- * detail, at-the-peak table), and the plot fits its width. */
+ * detail, at-the-peak table), the plot fits its width, and the allocator layout the report
+ * draws equals a replay of the trace at random events. */
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -374,13 +375,139 @@ static void test_plot(void **state)
     gm_snapshot_free(snap);
 }
 
+/* ---- the allocator layout at random events against a replay of the trace ----
+ * The replay here is the plainest reading of the trace, independent of src/analysis/layout.c:
+ * from the empty allocator the example starts with, segment_alloc adds a segment and
+ * segment_free removes it, alloc adds a block and free_completed removes it (a block freed
+ * but not completed is still there). */
+#define REPLAY_MAX 4096
+
+struct replay {
+    const struct gm_snapshot_device *sd;
+    struct gm_snapshot_cursor cur;
+    int64_t at; /* the replay holds the state after this event */
+    uint64_t seg_addr[REPLAY_MAX], seg_size[REPLAY_MAX];
+    uint64_t blk_addr[REPLAY_MAX], blk_size[REPLAY_MAX];
+    size_t n_seg, n_blk;
+    size_t checked_blocks;
+};
+
+static void put(uint64_t *addr, uint64_t *size, size_t *n, uint64_t a, uint64_t sz)
+{
+    size_t i = *n;
+    assert_true(*n < REPLAY_MAX);
+    while (i > 0 && addr[i - 1] > a) { /* kept by address */
+        addr[i] = addr[i - 1];
+        size[i] = size[i - 1];
+        i--;
+    }
+    addr[i] = a;
+    size[i] = sz;
+    (*n)++;
+}
+
+static void drop(uint64_t *addr, uint64_t *size, size_t *n, uint64_t a)
+{
+    size_t i = 0;
+    while (i < *n && addr[i] != a)
+        i++;
+    assert_true(i < *n); /* the trace frees only what it holds */
+    memmove(addr + i, addr + i + 1, (*n - i - 1) * sizeof(*addr));
+    memmove(size + i, size + i + 1, (*n - i - 1) * sizeof(*size));
+    (*n)--;
+}
+
+static enum gm_status check_layout(void *ctx, size_t i, const struct gm_layout *l,
+                                   struct gm_error *err)
+{
+    struct replay *r = ctx;
+    const struct gm_snapshot_event *e;
+    (void)i;
+    (void)err;
+    while (r->at < l->event && (e = gm_snapshot_cursor_next(&r->cur)) != NULL) {
+        r->at++;
+        if (e->action == GM_ACTION_SEGMENT_ALLOC)
+            put(r->seg_addr, r->seg_size, &r->n_seg, e->addr, e->size);
+        else if (e->action == GM_ACTION_SEGMENT_FREE)
+            drop(r->seg_addr, r->seg_size, &r->n_seg, e->addr);
+        else if (e->action == GM_ACTION_ALLOC)
+            put(r->blk_addr, r->blk_size, &r->n_blk, e->addr, e->size);
+        else if (e->action == GM_ACTION_FREE_COMPLETED)
+            drop(r->blk_addr, r->blk_size, &r->n_blk, e->addr);
+    }
+    assert_int_equal(r->at, l->event);
+    /* segment for segment, block for block */
+    assert_int_equal(l->n_segments, r->n_seg);
+    uint64_t reserved = 0;
+    for (size_t s = 0; s < r->n_seg; s++) {
+        assert_int_equal(l->segments[s].addr, r->seg_addr[s]);
+        assert_int_equal(l->segments[s].size, r->seg_size[s]);
+        reserved += r->seg_size[s];
+    }
+    assert_int_equal(l->reserved, reserved);
+    assert_int_equal(l->n_outside, 0);
+    assert_int_equal(l->n_blocks, r->n_blk);
+    for (size_t b = 0; b < r->n_blk; b++) {
+        assert_int_equal(l->blocks[b].addr, r->blk_addr[b]);
+        assert_int_equal(l->blocks[b].bytes, r->blk_size[b]);
+    }
+    r->checked_blocks += r->n_blk;
+    return GM_OK;
+}
+
+static void test_layout_replay(void **state)
+{
+    struct gm_snapshot *snap = example(6);
+    struct gm_analysis *an;
+    struct gm_error err;
+    struct replay *r = calloc(1, sizeof(*r));
+    int64_t ks[24];
+    size_t n = 0;
+    uint32_t x = 2463534242u; /* xorshift, seeded: the same events on every run */
+    (void)state;
+    assert_non_null(r);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    r->sd = gm_snapshot_device_by_index(snap, 0);
+    assert_non_null(r->sd);
+    const size_t n_events = r->sd->n_events;
+    assert_true(n_events > 1000);
+    ks[n++] = -1;
+    while (n < 23) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        ks[n++] = (int64_t)(x % n_events);
+    }
+    ks[n++] = (int64_t)n_events - 1;
+    /* ascending and distinct, as gm_layout_at() wants them */
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && ks[b - 1] > ks[b]; b--) {
+            int64_t t = ks[b];
+            ks[b] = ks[b - 1];
+            ks[b - 1] = t;
+        }
+    size_t m = 1;
+    for (size_t a = 1; a < n; a++)
+        if (ks[a] != ks[m - 1])
+            ks[m++] = ks[a];
+    gm_snapshot_cursor_init(&r->cur, r->sd, 0);
+    r->at = -1;
+    assert_int_equal(
+        gm_layout_at(an, gm_analysis_device_by_index(an, 0), NULL, ks, m, check_layout, r, &err),
+        GM_OK);
+    assert_int_equal(r->at, (int64_t)n_events - 1);
+    assert_true(r->checked_blocks > 1000); /* the events picked hold many blocks */
+    free(r);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_report),
-        cmocka_unit_test(test_ranks_page),
-        cmocka_unit_test(test_hostile_strings),
-        cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
+        cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_layout_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,12 +48,15 @@
   const pct = (a, b) => (b > 0 ? (100 * a / b).toFixed(1) : '0.0') + '%';
   const hex = (a) => '0x' + Number(a).toString(16);
   let dev = null, R = null; // the device shown and its rank
-  function fmtX(x) {
+  // A time or event on the x axis, in one unit for the device (s, ms or µs by its span); with
+  // 'step' (an axis' ticks) as many decimals as tell neighbours apart (zoomed into
+  // milliseconds of a trace of seconds: "1.405 s", "1.410 s")
+  function fmtX(x, step) {
     if (!dev || dev.x_unit !== 'us') return 'event ' + Math.round(x);
-    const s = x / 1e6;
-    if (Math.abs(dev.x1) >= 1e6) return s.toFixed(Math.abs(dev.x1) >= 100e6 ? 1 : 2) + ' s';
-    if (Math.abs(dev.x1) >= 1e4) return (x / 1e3).toFixed(1) + ' ms';
-    return Math.round(x) + ' µs';
+    const a = Math.abs(dev.x1), unit = a >= 1e6 ? 1e6 : a >= 1e4 ? 1e3 : 1;
+    const base = unit === 1e6 ? (a >= 100e6 ? 1 : 2) : unit === 1e3 ? 1 : 0;
+    const d = step ? Math.min(6, Math.max(base, Math.ceil(-Math.log10(step / unit) - 1e-9))) : base;
+    return (x / unit).toFixed(d) + (unit === 1e6 ? ' s' : unit === 1e3 ? ' ms' : ' µs');
   }
   function catColor(c) { return CAT_COLORS[c] || CAT_COLORS[6]; }
   function shade(hexc, i) {
@@ -154,12 +157,15 @@
     }
     c.ylabels = ticks.map((t) => t[1]);
     g.textAlign = 'center'; g.textBaseline = 'top';
-    const span = view[1] - view[0], step = niceStep(span, Math.max(2, Math.floor(c.pw / 110)));
+    const span = view[1] - view[0], step0 = niceStep(span, Math.max(2, Math.floor(c.pw / 110)));
+    const step = dev && dev.x_unit !== 'us' ? Math.max(1, step0) : step0; // whole events
+    c.xlabels = [];
     for (let x = Math.ceil(view[0] / step) * step, i = 0; x <= view[1] && i < 100; x += step, i++) {
-      const px = M.l + (x - view[0]) / span * c.pw;
+      const px = M.l + (x - view[0]) / span * c.pw, label = fmtX(x, step);
       g.beginPath(); g.moveTo(px + 0.5, M.t + c.ph); g.lineTo(px + 0.5, M.t + c.ph + 4); g.stroke();
       g.textAlign = px > M.l + c.pw - 40 ? 'right' : px < M.l + 30 ? 'left' : 'center';
-      g.fillText(fmtX(x), Math.min(px, M.l + c.pw), M.t + c.ph + 7);
+      g.fillText(label, Math.min(px, M.l + c.pw), M.t + c.ph + 7);
+      c.xlabels.push(label);
     }
     g.strokeStyle = '#9aa5b1';
     g.beginPath(); g.moveTo(M.l + 0.5, M.t); g.lineTo(M.l + 0.5, M.t + c.ph); g.lineTo(M.l + c.pw, M.t + c.ph + 0.5); g.stroke();
@@ -306,6 +312,15 @@
     for (let x = 0; x < pw; x++) { const y = Y(Math.max(top[x], cols.amax[x])); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     for (let x = pw - 1; x >= 0; x--) { const y = Y(top[x]); g.lineTo(M.l + x + 1, y); g.lineTo(M.l + x, y); }
     g.closePath(); g.fill();
+    // the most allocated as a dark edge: a one-pixel column that stands above its neighbours
+    // (the peak is often one) is drawn dark over its whole rise, so that the eye sees it reach
+    // the peak's height and not only the light merged area around it
+    g.fillStyle = 'rgba(70,78,86,0.9)';
+    for (let x = 0; x < pw; x++) {
+      const y = Y(cols.amax[x]);
+      const nb = Math.max(x ? cols.amax[x - 1] : 0, x + 1 < pw ? cols.amax[x + 1] : 0);
+      g.fillRect(M.l + x, y, 1, Math.max(2, Y(Math.min(nb, cols.amax[x])) - y)); // 2: a whole pixel row
+    }
     // where a column's least differs from its most, the least as a thin line
     g.strokeStyle = 'rgba(40,60,80,0.3)'; g.lineWidth = 1;
     g.beginPath();
@@ -324,13 +339,14 @@
     if (peakIn) {
       // the dot beside the peak's column, so that it never covers the top of the spike
       const px = X(p.x), py = Y(p.bytes);
-      g.fillStyle = '#d62728'; g.beginPath(); g.arc(px + 5, py, 3, 0, 7); g.fill();
+      const dx = px + 9 > M.l + pw ? -5 : 5; // inside the plot when the peak is at its right end
+      g.fillStyle = '#d62728'; g.beginPath(); g.arc(px + dx, py, 3, 0, 7); g.fill();
       g.font = '600 12px system-ui, sans-serif'; g.textBaseline = 'top';
       g.textAlign = px > M.l + pw - 160 ? 'right' : 'left';
       g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), M.t + 1);
     }
     tl = { c, pw, cols, off, top, Y, ymax, bands };
-    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
+    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
@@ -411,7 +427,10 @@
       if (r[1] < view[0] || r[0] > view[1] || !PHASE_FILL[r[2]]) continue;
       g.fillStyle = PHASE_FILL[r[2]];
       const a = Math.max(M.l, X(r[0])), b = Math.min(M.l + pw, X(r[1]));
-      g.fillRect(a, M.t, Math.max(1, b - a), c.ph);
+      // a phase narrower than a pixel column is not shaded: thousands of them a column (a
+      // long trace zoomed out) stacked their tints into noise above the data
+      if (b - a < 1) continue;
+      g.fillRect(a, M.t, b - a, c.ph);
     }
     drawUserPhases(c, g, X, true);
     axes(c, view, ymax);
@@ -989,7 +1008,7 @@
     const add = (k, v) => { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, v)); };
     add('file', R.title + ' (' + fmtBytes(md.file_size) + ')');
     add('format', md.generation + ' (PyTorch ' + md.torch + '), pickle protocol ' + md.protocol + (md.is_list ? ', segments only' : ''));
-    add('devices', R.devices.map((d) => d.device).join(', '));
+    add('devices', R.devices.length + ' (' + R.devices.map((d) => 'cuda:' + d.device).join(', ') + ')');
     add('contents', group3(md.segments) + ' segments, ' + group3(md.blocks) + ' blocks, ' + group3(md.events) + ' trace events, ' + group3(md.frames) + ' frames, ' + group3(md.stacks) + ' stacks');
     if (md.has_time) add('time span', ((md.time_last_us - md.time_first_us) / 1e6).toFixed(3) + ' s from ' + new Date(md.time_first_us / 1000).toISOString());
     add('annotations', group3(md.annotations));
@@ -1024,7 +1043,7 @@
   }
   function iterationsFinding(its) {
     const all = its.map((_, i) => i);
-    const title = its.length + ' training iteration(s)';
+    const title = group3(its.length) + ' training iteration(s)';
     if (its.length <= ITER_ALL) return finding('iters', title, iterRows(its, all));
     const peaks = its.map((it) => it.peak);
     const change = its.map((it, i) => it.end - (i ? its[i - 1].end : it.start));
@@ -1109,7 +1128,7 @@
     // one envelope a rank, on one scale
     D.ranks.forEach((r, ri) => {
       const d = rankDevice(ri);
-      const cv = el('canvas'), wrap = el('div', { class: 'chart rank-chart' }, el('div', { class: 'lbl' }, 'rank ' + ri + ' · ' + r.title + (d ? ' · cuda:' + d.device : '')), cv);
+      const cv = el('canvas'), wrap = el('div', { class: 'chart rank-chart' }, el('div', { class: 'lbl' }, 'rank ' + ri + ' · ' + r.title + (d ? ' · cuda:' + d.device : '') + (r.summary ? ' · peak ' + fmtBytes(r.summary.peak) : '')), cv);
       charts.appendChild(wrap);
       if (!d || !d.lod) return;
       const c = setup(cv, 56), g = c.g, L = d.lod, W = c.w - 8, H = 50;
