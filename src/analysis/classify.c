@@ -8,6 +8,7 @@
 #include "analysis/analysis_int.h"
 
 #include "base/path.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 
@@ -76,16 +77,10 @@ static const char *const batch_fns[] = {"_prepare_input",
                                         "_apply_batch_transfer_handler",
                                         NULL};
 
-/* An installed package (not the user's own code). */
-static bool outside_packages(const char *fn)
-{
-    return !gm_path_has(fn, "site-packages") && !gm_path_has(fn, "dist-packages");
-}
-
 static uint16_t python_flags(const char *fn, const char *nm)
 {
     uint16_t fl = FR_PY;
-    bool in_torch = gm_path_has(fn, "/torch/") || gm_path_starts(fn, "torch/");
+    bool in_torch = gm_frame_path_in_torch(fn);
 
     if (gm_path_has(fn, "/torch/nn/modules/module.py")) {
         if (eq(nm, "_call_impl") || eq(nm, "_wrapped_call_impl") || eq(nm, "__call__") ||
@@ -145,7 +140,7 @@ static uint16_t python_flags(const char *fn, const char *nm)
         ((gm_path_has(fn, "/transformers/tokenization_utils_base.py") ||
           gm_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
          eq(nm, "to")) ||
-        (!in_torch && !outside_packages(fn) && in_list(nm, batch_fns)))
+        (!in_torch && gm_frame_path_in_packages(fn) && in_list(nm, batch_fns)))
         fl |= FR_DATA;
 
     return fl;

@@ -19,12 +19,12 @@
 #include <string.h>
 #include <strings.h>
 
-static bool in_torch(const char *fn)
+bool gm_frame_path_in_torch(const char *fn)
 {
     return gm_path_has(fn, "/torch/") || gm_path_starts(fn, "torch/");
 }
 
-static bool in_packages(const char *fn)
+bool gm_frame_path_in_packages(const char *fn)
 {
     return gm_path_has(fn, "site-packages") || gm_path_has(fn, "dist-packages");
 }
@@ -70,7 +70,7 @@ bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f)
     const char *fn = f->filename ? f->filename : "";
     if (!f->is_python || f->is_noise || fn[0] == '<')
         return false;
-    return !in_torch(fn) && !in_packages(fn) && !in_stdlib(fn);
+    return !gm_frame_path_in_torch(fn) && !gm_frame_path_in_packages(fn) && !in_stdlib(fn);
 }
 
 static const struct gm_snapshot_frame *frame_of(const struct gm_snapshot *snap,

@@ -9,6 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Where a Python frame's file lies: inside the torch package; inside installed packages
+ * (site-packages, dist-packages).  The rules behind gm_snapshot_frame_is_user(), also used
+ * by the analysis' frame classes. */
+bool gm_frame_path_in_torch(const char *fn);
+bool gm_frame_path_in_packages(const char *fn);
+
 /* Open-addressing map from a 64-bit key (0 is remapped, never stored) to a 32-bit value.
  * Several entries may share a key when the key is a hash: hmap_find() then asks 'eq'. */
 struct hmap {
