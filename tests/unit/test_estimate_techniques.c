@@ -437,10 +437,25 @@ static void test_ranges_and_verdict(void **state)
     run("llama-3-8b", "--train --batch 8 --gpu H100", &with);
     assert_true(with.range.sources & GM_UNCERTAIN_SEQ);
     assert_true(with.range.allocated_bytes[0] < with.peak_allocated_bytes);
-    /* borderline: a capacity between the ends; fits above the high end */
+    /* near the capacity the replayed allocator frees its cache and retries: on a GPU
+     * between the low end and the point the job runs; the high end keeps the fragmentation
+     * floor, so it is borderline */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
     set_all(&j, "--train --batch 2 --seq 4096");
+    j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
+    assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
+    assert_true(with.replay.retries > 0);
+    assert_true(with.fit.fits);
+    assert_true(with.device_bytes <= j.gpu.memory_bytes);
+    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
+    /* borderline: a capacity between the ends; fits above the high end (the factor rule
+     * alone, --fragmentation given: the range is the CUDA context's) */
+    run("llama-3-8b", TRAIN8B " --gpu H100 --fragmentation 0.25", &base);
+    assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    set_all(&j, "--train --batch 2 --seq 4096 --fragmentation 0.25");
     j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
     assert_false(with.fit.fits);
