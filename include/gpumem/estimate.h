@@ -645,6 +645,7 @@ struct gm_est_replay {
     uint64_t retries;            /* out-of-memory retries after freeing the cache */
     uint64_t stream_reserved[3]; /* bytes reserved per enum gm_est_stream at the peak */
     bool oom;                    /* a request failed even after the retry */
+    bool floor; /* the fragmentation floor, not the replay, decided peak reserved */
 };
 
 struct gm_estimate {

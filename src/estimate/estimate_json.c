@@ -262,6 +262,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_u64(w, "segments", r->segments);
         gm_json_kv_u64(w, "oom_retries", r->retries);
         gm_json_kv_bool(w, "oom", r->oom);
+        gm_json_kv_bool(w, "floor_decides", r->floor);
         gm_json_key(w, "reserved_by_stream_bytes");
         gm_json_begin_object(w);
         gm_json_kv_u64(w, "compute", r->stream_reserved[GM_EST_STREAM_COMPUTE]);

@@ -85,11 +85,9 @@ struct plan {
 
 struct replay {
     struct gm_alloc *a;
-    const struct gm_alloc_conf *conf;
     struct gm_error *err;
     enum gm_status st; /* first hard error */
     bool oom;
-    uint64_t oom_request;
     uint64_t cur, peak; /* requested bytes live / at most */
     uint64_t mallocs;
     uint64_t stream_cur[N_STREAMS], stream_peak[N_STREAMS], reserved_cur, reserved_max;
@@ -137,7 +135,6 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
-        r->oom_request = gm_alloc_segment_size(gm_alloc_round_size(r->conf, bytes));
         return;
     }
     if (st) {
@@ -173,7 +170,6 @@ static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
     st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
-        r->oom_request = gm_alloc_segment_size(gm_alloc_round_size(r->conf, bytes));
         return 0;
     }
     if (st) {
@@ -773,8 +769,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             all_free(r, &pl[i]);
 }
 
-enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
-                               struct gm_error *err)
+static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
+                                  struct gm_error *err)
 {
     struct gm_estimate *e = cx->e;
     struct plan pl[GM_EST_MAX_COMPONENTS];
@@ -822,7 +818,6 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
         off += pl[i].n_units * pl[i].per_unit;
     }
     gm_alloc_conf_init(&conf);
-    r.conf = &conf;
     gm_alloc_fakedev_init(&fake, capacity);
     dev.ops = &gm_alloc_fakedev_ops;
     dev.ctx = &fake;
@@ -852,13 +847,25 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     out->retries = stats.num_alloc_retries;
     out->oom = r.oom;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
-    if (r.oom) /* what the failed request would have needed on top of what was held */
-        out->reserved_peak =
-            gm_add_sat(stats.reserved_bytes[GM_ALLOC_STAT_ALL].current, r.oom_request) >
-                    out->reserved_peak
-                ? gm_add_sat(stats.reserved_bytes[GM_ALLOC_STAT_ALL].current, r.oom_request)
-                : out->reserved_peak;
     gm_alloc_free(r.a);
     gm_free(mem);
     return st;
+}
+
+enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
+                               struct gm_error *err)
+{
+    struct gm_est_replay free_run;
+    enum gm_status st = replay_once(cx, capacity, out, err);
+    if (st != GM_OK || !out->oom || !capacity)
+        return st;
+    /* a request failed even after freeing the cache: the job does not fit; what it would
+     * reserve is the replay without the limit */
+    if ((st = replay_once(cx, 0, &free_run, err)) != GM_OK)
+        return st;
+    free_run.capacity_bytes = out->capacity_bytes;
+    free_run.retries = out->retries;
+    free_run.oom = true;
+    *out = free_run;
+    return GM_OK;
 }
