@@ -419,21 +419,22 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
  * the embedding and the head in a parameter-shaped component. */
 static void plan_shapes(const struct est_ctx *cx, struct replay *r)
 {
+    const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     const struct gm_param_counts *pc = &cx->pc;
     struct est_geom g;
-    double h = (double)m->hidden, L = (double)r->layers;
-    double att = (double)pc->attention / L, mlp = (double)pc->mlp / L;
-    double norms = (double)pc->norms / L, qkvo;
+    double h = (double)m->hidden, L = (double)r->layers, T = cx->tokens;
+    double mlp = (double)pc->mlp / L, norms = (double)pc->norms / L;
     double tot = (double)pc->embedding + (double)pc->positions + (double)pc->lm_head +
                  (double)pc->other + (double)pc->attention + (double)pc->mlp + (double)pc->norms;
+    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0; /* compute dtype */
+    double t = (double)(j->parallel.tp ? j->parallel.tp : 1), v = (double)m->vocab / t;
+    double shifted = T > (double)j->workload.batch ? T - (double)j->workload.batch : T;
     uint64_t experts = m->n_experts ? m->n_experts + m->n_shared_experts : 1, mats;
+    double biases, each_mat;
     size_t n = 0;
 
     est_geom(m, &g);
-    qkvo = g.q + g.k + g.v + g.o_in;
-    if (!(qkvo > 0))
-        qkvo = 1;
     /* one layer's parameter tensors: the norms (h each), q, k, v, o with their biases, the
      * MLP matrices (of every expert) with theirs; shares of the layer's bytes by elements */
     for (double left = norms; left > 0.5 && n < 4; left -= h)
@@ -452,17 +453,13 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     mats = (m->gated_mlp ? 3 : 2) * experts;
     if (mats > (MAX_PIECES - n) / 2)
         mats = (MAX_PIECES - n) / 2;
-    {
-        double biases = m->mlp_bias ? (double)mats * g.mlp_widest : 0;
-        double each_mat = (mlp - biases) / (double)mats;
+    biases = m->mlp_bias ? (double)mats * g.mlp_widest : 0;
+    each_mat = (mlp - biases) / (double)mats;
+    for (uint64_t i = 0; i < mats; i++)
+        r->w_params[n++] = each_mat > 0 ? each_mat : mlp / (double)mats;
+    if (m->mlp_bias)
         for (uint64_t i = 0; i < mats; i++)
-            r->w_params[n++] = each_mat > 0 ? each_mat : mlp / (double)mats;
-        if (m->mlp_bias)
-            for (uint64_t i = 0; i < mats; i++)
-                r->w_params[n++] = g.mlp_widest;
-    }
-    (void)att;
-    (void)qkvo;
+            r->w_params[n++] = g.mlp_widest;
     r->n_params = n;
 
     n = 0;
@@ -478,36 +475,24 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
         r->w_acts[n++] = g.mlp; /* gate, up, activation (or up, activation) */
     r->n_acts = n;
 
-    {
-        const struct gm_job *j = cx->job;
-        double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0, T = cx->tokens;
-        double t = (double)(j->parallel.tp ? j->parallel.tp : 1);
-        r->fwd_ops = j->memory.checkpointing == GM_CKPT_FULL && j->memory.checkpoint_every <= 1 &&
-                     !j->memory.compile;
-        r->fused_norm = (j->memory.fused_kernels & GM_FUSED_RMS_NORM) != 0;
-        r->fused_rope = (j->memory.fused_kernels & GM_FUSED_ROPE) != 0;
-        r->gated = m->gated_mlp;
-        r->b_h = est_round(T * h * ea);
-        r->b_h32 = est_round(T * h * 4.0);
-        r->b_q = est_round(T * g.q * ea / t);
-        r->b_k = est_round(T * g.k * ea / t);
-        r->b_v = est_round(T * g.v * ea / t);
-        r->b_o = est_round(T * g.o_in * ea / t);
-        r->b_mlp = est_round(T * g.mlp * ea / t);
-    }
+    r->fwd_ops = j->memory.checkpointing == GM_CKPT_FULL && j->memory.checkpoint_every <= 1 &&
+                 !j->memory.compile;
+    r->fused_norm = (j->memory.fused_kernels & GM_FUSED_RMS_NORM) != 0;
+    r->fused_rope = (j->memory.fused_kernels & GM_FUSED_ROPE) != 0;
+    r->gated = m->gated_mlp;
+    r->b_h = est_round(T * h * ea);
+    r->b_h32 = est_round(T * h * 4.0);
+    r->b_q = est_round(T * g.q * ea / t);
+    r->b_k = est_round(T * g.k * ea / t);
+    r->b_v = est_round(T * g.v * ea / t);
+    r->b_o = est_round(T * g.o_in * ea / t);
+    r->b_mlp = est_round(T * g.mlp * ea / t);
+
     r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
     r->share_head = tot > 0 ? ((double)pc->lm_head + (double)pc->other) / tot : 0;
-    {
-        const struct gm_job *j = cx->job;
-        double v = (double)m->vocab / (double)(j->parallel.tp ? j->parallel.tp : 1);
-        double shifted = cx->tokens > (double)j->workload.batch
-                             ? cx->tokens - (double)j->workload.batch
-                             : cx->tokens;
-        r->logits_16 =
-            est_round((j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0) * cx->tokens * v);
-        r->logits_32 = est_round(4.0 * cx->tokens * v);
-        r->logits_32_shifted = est_round(4.0 * shifted * v);
-    }
+    r->logits_16 = est_round(ea * T * v);
+    r->logits_32 = est_round(4.0 * T * v);
+    r->logits_32_shifted = est_round(4.0 * shifted * v);
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)
@@ -641,7 +626,7 @@ static void loss_backward(struct replay *r, struct plan *p)
         raw_free(r, &g_prev, g_prev_size);
         g_prev = g;
         g_prev_size = g ? size : 0;
-        if (k == 3 && n > 2 && p->c->bytes) {
+        if (k == 3 && n > 2) {
             /* the gradient of the unshifted fp32 copy, beside the shifted one's */
             uint64_t full = r->logits_32, gf = 0;
             if (r->cur + full <= limit)

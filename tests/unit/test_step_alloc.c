@@ -60,6 +60,8 @@ static void test_requested_peak_is_peak_allocated(void **state)
                        "--gpus 2 --fsdp"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --gpus 8 --fsdp "
                        "--fsdp-version 2 --no-reshard-after-forward"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --qlora --gpus 2 "
+                       "--fsdp --transformers-version 4.48.1"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 3"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 2"},
         {"llama-3.2-1b", "--train --batch 8 --seq 1024 --gpus 4"},
