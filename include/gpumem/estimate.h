@@ -497,7 +497,8 @@ enum gm_est_extent {
 enum gm_est_stream {
     GM_EST_STREAM_COMPUTE = 0, /* the default stream: the model's forward, backward, step */
     GM_EST_STREAM_UNSHARD,     /* FSDP / ZeRO-3 all-gather of parameters */
-    GM_EST_STREAM_REDUCE       /* FSDP's reduce-scatter: the sharded gradients it allocates */
+    GM_EST_STREAM_REDUCE,      /* FSDP's reduce-scatter: the sharded gradients it allocates */
+    GM_EST_STREAM__COUNT
 };
 
 #define GM_EST_MAX_COMPONENTS  40
@@ -634,17 +635,18 @@ struct gm_est_range {
 /* Peak reserved from the allocation sequence of the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c). */
 struct gm_est_replay {
-    bool used;                   /* peak reserved comes from the replay */
-    uint64_t steps;              /* training steps replayed */
-    uint64_t mallocs;            /* tensor allocations replayed */
-    uint64_t requested_peak;     /* bytes: largest sum of live tensors (= peak allocated) */
-    uint64_t allocated_peak;     /* bytes: the same in 512-byte blocks (max_memory_allocated) */
-    uint64_t reserved_peak;      /* bytes: max_memory_reserved() of the replay */
-    uint64_t capacity_bytes;     /* what the allocator could take: GPU minus outside; 0 = no cap */
-    uint64_t segments;           /* cudaMalloc calls */
-    uint64_t retries;            /* out-of-memory retries after freeing the cache */
-    uint64_t stream_reserved[3]; /* bytes reserved per enum gm_est_stream at the peak */
-    bool oom;                    /* a request failed even after the retry */
+    bool used;               /* peak reserved comes from the replay */
+    uint64_t steps;          /* training steps replayed */
+    uint64_t mallocs;        /* tensor allocations replayed */
+    uint64_t requested_peak; /* bytes: largest sum of live tensors (= peak allocated) */
+    uint64_t allocated_peak; /* bytes: the same in 512-byte blocks (max_memory_allocated) */
+    uint64_t reserved_peak;  /* bytes: max_memory_reserved() of the replay */
+    uint64_t capacity_bytes; /* what the allocator could take: GPU minus outside; 0 = no cap */
+    uint64_t segments;       /* cudaMalloc calls */
+    uint64_t retries;        /* out-of-memory retries after freeing the cache */
+    uint64_t stream_reserved[GM_EST_STREAM__COUNT]; /* bytes reserved per enum gm_est_stream at the
+                                                       peak */
+    bool oom;                                       /* a request failed even after the retry */
     bool floor; /* the fragmentation floor, not the replay, decided peak reserved */
 };
 

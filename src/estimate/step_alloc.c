@@ -41,7 +41,6 @@
 
 #define STEPS      3  /* replayed training steps: the third sees a warm cache */
 #define MAX_PIECES 32 /* tensors per unit of a component */
-#define N_STREAMS  3  /* enum gm_est_stream */
 
 /* How a component's tensors come and go in the step. */
 enum life {
@@ -90,7 +89,8 @@ struct replay {
     bool oom;
     uint64_t cur, peak; /* requested bytes live / at most */
     uint64_t mallocs;
-    uint64_t stream_cur[N_STREAMS], stream_peak[N_STREAMS], reserved_cur, reserved_max;
+    uint64_t stream_cur[GM_EST_STREAM__COUNT], stream_peak[GM_EST_STREAM__COUNT], reserved_cur,
+        reserved_max;
     /* shapes */
     uint64_t layers;
     double w_params[MAX_PIECES], w_acts[MAX_PIECES];
@@ -109,7 +109,7 @@ static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, 
                        int64_t stream)
 {
     struct replay *r = ctx;
-    size_t s = stream >= 0 && stream < N_STREAMS ? (size_t)stream : 0;
+    size_t s = stream >= 0 && stream < GM_EST_STREAM__COUNT ? (size_t)stream : 0;
     (void)addr;
     if (kind == GM_ALLOC_EV_SEGMENT_ALLOC || kind == GM_ALLOC_EV_SEGMENT_MAP) {
         r->stream_cur[s] += size;
@@ -427,7 +427,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     double mlp = (double)pc->mlp / L, norms = (double)pc->norms / L;
     double tot = (double)pc->embedding + (double)pc->positions + (double)pc->lm_head +
                  (double)pc->other + (double)pc->attention + (double)pc->mlp + (double)pc->norms;
-    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0; /* compute dtype */
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision); /* compute dtype */
     double t = (double)(j->parallel.tp ? j->parallel.tp : 1), v = (double)m->vocab / t;
     double shifted = T > (double)j->workload.batch ? T - (double)j->workload.batch : T;
     uint64_t experts = m->n_experts ? m->n_experts + m->n_shared_experts : 1, mats;
