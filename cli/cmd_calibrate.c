@@ -130,9 +130,13 @@ static void render(FILE *f, const char *snapshot, const struct gm_calibration *c
     row(f, "reserved", e->peak_reserved_bytes, true, c->peak_reserved_bytes);
     fprintf(f,
             "fragmentation: reserved exceeds the allocated peak by %s, %.3f of the workload "
-            "memory at the peak (the estimate: %s, %.2f of its transient memory)\n",
+            "memory at the peak (the estimate: %s, ",
             ana_cli_short(a, sizeof a, c->measured_excess_bytes), c->fragmentation,
-            ana_cli_short(b, sizeof b, c->predicted_excess_bytes), c->assumed_fragmentation);
+            ana_cli_short(b, sizeof b, c->predicted_excess_bytes));
+    if (e->replay.used && !e->replay.floor)
+        fprintf(f, "from its step replayed through the caching allocator)\n");
+    else
+        fprintf(f, "%.2f of its transient memory)\n", c->assumed_fragmentation);
     if (c->n_predictions) {
         fprintf(f, "\npredictions with the calibrated values (allocated, reserved: peaks)\n");
         fprintf(f, "  %-22s %10s %14s %14s %14s %14s  %s\n", "change", "tokens", "estimate",

@@ -491,6 +491,16 @@ enum gm_est_extent {
     GM_EXTENT_HEAD            /* output side only: the last stage */
 };
 
+/* The CUDA stream that allocates a component's tensors: the caching allocator never hands a
+ * block freed on one stream to a request on another (docs/alloc.md), so memory cached by
+ * FSDP's all-gather and reduce-scatter streams is not reused by the compute stream. */
+enum gm_est_stream {
+    GM_EST_STREAM_COMPUTE = 0, /* the default stream: the model's forward, backward, step */
+    GM_EST_STREAM_UNSHARD,     /* FSDP / ZeRO-3 all-gather of parameters */
+    GM_EST_STREAM_REDUCE,      /* FSDP's reduce-scatter: the sharded gradients it allocates */
+    GM_EST_STREAM__COUNT
+};
+
 #define GM_EST_MAX_COMPONENTS  40
 #define GM_EST_MAX_ASSUMPTIONS 32
 #define GM_EST_MAX_GROUPS      4
@@ -513,6 +523,7 @@ struct gm_est_component {
      * moment (the loss's backward): a snapshot counts them as 'other' (born and freed in
      * backward), the rest as the kind's category (gm_est_kind_category()). */
     double act_grad_share;
+    enum gm_est_stream stream;  /* the stream its tensors are allocated on */
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 
@@ -621,6 +632,24 @@ struct gm_est_range {
     unsigned sources; /* enum gm_est_uncertainty flags that spread the range */
 };
 
+/* Peak reserved from the allocation sequence of the training step replayed through the
+ * caching-allocator model (src/estimate/step_alloc.c). */
+struct gm_est_replay {
+    bool used;               /* peak reserved comes from the replay */
+    uint64_t steps;          /* training steps replayed */
+    uint64_t mallocs;        /* tensor allocations replayed */
+    uint64_t requested_peak; /* bytes: largest sum of live tensors (= peak allocated) */
+    uint64_t allocated_peak; /* bytes: the same in 512-byte blocks (max_memory_allocated) */
+    uint64_t reserved_peak;  /* bytes: max_memory_reserved() of the replay */
+    uint64_t capacity_bytes; /* what the allocator could take: GPU minus outside; 0 = no cap */
+    uint64_t segments;       /* cudaMalloc calls */
+    uint64_t retries;        /* out-of-memory retries after freeing the cache */
+    uint64_t stream_reserved[GM_EST_STREAM__COUNT]; /* bytes reserved per enum gm_est_stream at the
+                                                       peak */
+    bool oom;                                       /* a request failed even after the retry */
+    bool floor; /* the fragmentation floor, not the replay, decided peak reserved */
+};
+
 struct gm_estimate {
     enum gm_est_mode mode;
     uint64_t n_params;             /* parameters used */
@@ -650,6 +679,7 @@ struct gm_estimate {
     /* memory techniques: the loss moment; ranges */
     uint64_t loss_bytes; /* training: allocated at the loss (end of forward, its backward) */
     struct gm_est_range range;
+    struct gm_est_replay replay;
 };
 
 /* Run the pipeline on 'job'.  GM_ERR_INVALID naming the bad setting (those of

@@ -70,6 +70,12 @@ static double share(const struct gm_est_component *c, double part)
     return s > 1.0 ? 1.0 : s > 0.0 ? s : 0.0;
 }
 
+void est_set_stream(struct gm_estimate *e, enum gm_est_stream stream)
+{
+    if (e->n_components)
+        e->components[e->n_components - 1].stream = stream;
+}
+
 void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes)
 {
     struct gm_est_component *c;

@@ -89,6 +89,8 @@ void est_note_append(struct gm_est_component *c, const char *text);
  * batch x seq^2 and 'act_grad_bytes' are gradients of activations: sets its seq2_share
  * and act_grad_share. */
 void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes);
+/* Of the component added last, the stream that allocates its tensors. */
+void est_set_stream(struct gm_estimate *e, enum gm_est_stream stream);
 /* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's
  * category, the activation gradients' share 'other'.  False (nothing added) for what
  * lives outside the caching allocator. */
@@ -187,6 +189,17 @@ bool est_eager_scores(const struct gm_job *job);
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
+
+/* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
+
+/* Whether peak reserved comes from the replay: training with PyTorch's caching allocator,
+ * the arch method, a model with layers, no pipeline stages, --fragmentation not given. */
+bool est_step_replay_applies(const struct est_ctx *cx);
+/* Replay three training steps of the components of cx->e (figures computed) through the
+ * caching-allocator model on a device of 'capacity' bytes (0: no limit) and fill 'out'.
+ * GM_ERR_NOMEM; the allocator model's own errors. */
+enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
+                               struct gm_error *err);
 
 /* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
 

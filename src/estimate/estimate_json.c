@@ -249,6 +249,28 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
     gm_json_kv_str(w, "phase", peak_phase_name(e));
     gm_json_end_object(w);
     json_range(w, &e->range);
+    if (e->replay.used) {
+        const struct gm_est_replay *r = &e->replay;
+        gm_json_key(w, "replay");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "steps", r->steps);
+        gm_json_kv_u64(w, "mallocs", r->mallocs);
+        gm_json_kv_u64(w, "requested_peak_bytes", r->requested_peak);
+        gm_json_kv_u64(w, "allocated_peak_bytes", r->allocated_peak);
+        gm_json_kv_u64(w, "reserved_peak_bytes", r->reserved_peak);
+        gm_json_kv_u64(w, "capacity_bytes", r->capacity_bytes);
+        gm_json_kv_u64(w, "segments", r->segments);
+        gm_json_kv_u64(w, "oom_retries", r->retries);
+        gm_json_kv_bool(w, "oom", r->oom);
+        gm_json_kv_bool(w, "floor_decides", r->floor);
+        gm_json_key(w, "reserved_by_stream_bytes");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "compute", r->stream_reserved[GM_EST_STREAM_COMPUTE]);
+        gm_json_kv_u64(w, "unshard", r->stream_reserved[GM_EST_STREAM_UNSHARD]);
+        gm_json_kv_u64(w, "reduce_scatter", r->stream_reserved[GM_EST_STREAM_REDUCE]);
+        gm_json_end_object(w);
+        gm_json_end_object(w);
+    }
     gm_json_key(w, "overheads");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "cuda_context_bytes", gm_estimate_kind_bytes(e, GM_KIND_CUDA_CONTEXT));

@@ -154,6 +154,8 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                  unit);
         st = est_add(e, GM_KIND_GATHERED, "gathered_params", est_round(unit * layers),
                      GM_EST_PHASE_SAVED, true, GM_EXTENT_ALL_LAYERS, note, err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
     } else {
         /* the layer being computed, and the next one prefetched, which the backward
          * prefetch already gathers while the loss runs its backward (the last layer) */
@@ -161,10 +163,14 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                  adapters ? " (the frozen base as stored)" : "");
         st = est_add(e, GM_KIND_GATHERED, "gathered_params", est_round(unit),
                      GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
         snprintf(note, sizeof note, "the next layer, prefetched (during the loss: the last)");
         if (st == GM_OK)
             st = est_add(e, GM_KIND_GATHERED, "gathered_prefetch", est_round(unit),
                          GM_EST_PHASE_SAVED, true, GM_EXTENT_ONE_LAYER, note, err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
     }
     if (st != GM_OK)
         return st;
@@ -204,6 +210,8 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
         st = est_add(e, GM_KIND_GATHERED, "gathered_root",
                      est_round((double)root_p * root_b / (double)t), GM_EST_PHASE_SAVED, true,
                      GM_EXTENT_ENDS, note, err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
         if (st != GM_OK)
             return st;
     }
@@ -301,6 +309,11 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
         }
         if (c->kind == GM_KIND_GRADIENTS && !to_host)
             grads = gm_add_sat(grads, b);
+        /* FSDP's reduce-scatter stream allocates the sharded gradients
+         * (_get_reduce_scatter_tensors in torch/distributed/fsdp/_runtime_utils.py) */
+        if (c->kind == GM_KIND_GRADIENTS && p->shard == GM_SHARD_FSDP && D > 1 &&
+            c->extent == GM_EXTENT_ALL_LAYERS)
+            c->stream = GM_EST_STREAM_REDUCE;
         if (to_host) {
             cpu = gm_add_sat(cpu, gm_mul_sat(b, l->gpus_per_node));
             est_remove(e, i);

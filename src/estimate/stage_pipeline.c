@@ -65,7 +65,7 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     struct gm_est_layout *l = &e->layout;
     uint64_t p = j->parallel.pp, L, per_stage, layer, embed, head, total, per_group;
-    double frag = est_run_fragmentation(cx);
+    double frag;
     struct stage st[3];
     size_t n_st = 0, worst = 0;
     struct gm_estimate *tmp;
@@ -73,6 +73,7 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
 
     if (j->mode != GM_EST_TRAIN || p <= 1)
         return GM_OK;
+    frag = est_run_fragmentation(cx);
     if (!m || !m->n_layers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp needs a model with its layers");
     L = m->n_layers;

@@ -119,6 +119,20 @@ static void reserved_rule(struct est_ctx *cx, struct gm_estimate *e)
                       "buffers (no caching allocator, no fragmentation margin)");
         break;
     case EST_ALLOC_TORCH:
+        if (est_step_replay_applies(cx) && j->stack.transformers) {
+            est_assume(e,
+                       "peak reserved = max(the step replayed through the caching allocator, "
+                       "allocated + %.2f x the step's transients: the HF stack's floor for "
+                       "tensors the replay does not resolve), rounded to 2 MiB",
+                       est_fragmentation(j));
+            break;
+        }
+        if (est_step_replay_applies(cx)) {
+            est_assume(e, "peak reserved = the step replayed through the caching allocator, "
+                          "a custom training loop (with --transformers-version: the HF stack's "
+                          "fragmentation floor where larger; the range's high end keeps it)");
+            break;
+        }
         est_assume(e,
                    "peak reserved = allocated + %.2f x %s (allocator fragmentation), rounded "
                    "to 2 MiB",
@@ -185,12 +199,56 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
     return add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err);
 }
 
+/* The fragmentation factor beside a replayed step ('f' at the run's bound): the floor of the
+ * HF stack (an HF model's code, --transformers-version given), whose Trainer, kernels and
+ * per-op tensors hold memory the replay's tensors do not; none for a custom training loop;
+ * the range's low end is the replay alone, its high end keeps the floor whatever the stack. */
+static double floor_factor(const struct est_ctx *cx, double f)
+{
+    if (cx->bound == EST_LOW)
+        return 0;
+    if (cx->bound == EST_HIGH)
+        return f;
+    return cx->job->stack.transformers ? f : 0;
+}
+
+/* The assumption that says how the replay reached peak reserved. */
+static void replay_note(struct gm_estimate *e, bool floor_binds)
+{
+    const struct gm_est_replay *r = &e->replay;
+    char cap[48] = "", streams[96] = "";
+    if (r->capacity_bytes)
+        snprintf(cap, sizeof cap, " in %.2f GiB", (double)r->capacity_bytes / (double)GM_GIB);
+    if (r->stream_reserved[GM_EST_STREAM_UNSHARD] || r->stream_reserved[GM_EST_STREAM_REDUCE])
+        snprintf(streams, sizeof streams, " (all-gather / reduce-scatter streams: %.2f / %.2f GiB)",
+                 (double)r->stream_reserved[GM_EST_STREAM_UNSHARD] / (double)GM_GIB,
+                 (double)r->stream_reserved[GM_EST_STREAM_REDUCE] / (double)GM_GIB);
+    if (r->oom)
+        est_assume(e,
+                   "step replay: a request fails%s even after freeing the cache; without the "
+                   "limit %llu steps, %llu tensors, %llu segments: %.2f GiB reserved%s; the %s "
+                   "decides",
+                   cap, (unsigned long long)r->steps, (unsigned long long)r->mallocs,
+                   (unsigned long long)r->segments, (double)r->reserved_peak / (double)GM_GIB,
+                   streams, floor_binds ? "floor" : "replay");
+    else
+        est_assume(e,
+                   "step replay: %llu steps, %llu tensors, %llu segments, %llu OOM retries%s: "
+                   "%.2f GiB reserved%s; the %s decides",
+                   (unsigned long long)r->steps, (unsigned long long)r->mallocs,
+                   (unsigned long long)r->segments, (unsigned long long)r->retries, cap,
+                   (double)r->reserved_peak / (double)GM_GIB, streams,
+                   floor_binds ? "floor" : "replay");
+}
+
 enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     struct gm_estimate *e = cx->e;
     struct gm_est_layout *l = &e->layout;
     uint64_t outside;
+    double frag;
+    bool replay;
     enum gm_status st;
 
     if (j->mode == GM_EST_TRAIN && j->memory.paged_optimizer) {
@@ -207,8 +265,29 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
     e->weight_bytes = gm_add_sat(gm_add_sat(gm_estimate_kind_bytes(e, GM_KIND_WEIGHTS),
                                             gm_estimate_kind_bytes(e, GM_KIND_MASTER_WEIGHTS)),
                                  gm_estimate_kind_bytes(e, GM_KIND_ADAPTERS));
-    est_figures(e, est_run_fragmentation(cx));
+    replay = est_step_replay_applies(cx);
+    frag = est_run_fragmentation(cx);
+    if (replay)
+        frag = floor_factor(cx, frag);
+    est_figures(e, frag);
     outside = est_outside_bytes(e);
+    if (replay) {
+        uint64_t cap = j->gpu.memory_bytes
+                           ? (j->gpu.memory_bytes > outside ? j->gpu.memory_bytes - outside : 1)
+                           : 0;
+        bool floor_binds;
+        if ((st = est_step_replay(cx, cap, &e->replay, err)) != GM_OK)
+            return st;
+        /* the larger of the two, except where the allocator had to free its cache: then it
+         * reserves what the replay found it could (not at the range's high end, which keeps
+         * the floor: op-level fragmentation may leave less to free) */
+        floor_binds = e->replay.reserved_peak < e->peak_reserved_bytes &&
+                      !(e->replay.retries && !e->replay.oom && cx->bound != EST_HIGH);
+        if (!floor_binds)
+            e->peak_reserved_bytes = e->replay.reserved_peak;
+        e->replay.floor = floor_binds;
+        replay_note(e, floor_binds);
+    }
     e->device_bytes = gm_add_sat(e->peak_reserved_bytes, outside);
     if (l->n_groups == 0) {
         struct gm_device_group *g = &l->groups[l->n_groups++];

@@ -164,8 +164,9 @@ static void test_finetune_gpus(void **state)
         assert_true(s->fits);
     }
     check_order_and_replay(&j);
-    /* at batch 4 nothing fits alone: the closest come first, then a combination that fits */
-    finetune_8b(&j, "8", "4");
+    /* at batch 5 nothing fits alone: the closest come first, then a combination that fits
+     * (at batch 4 FSDP fits once the allocator frees its cache near the capacity) */
+    finetune_8b(&j, "8", "5");
     suggest(&j);
     assert_non_null(with("--lora"));
     assert_non_null(with("--qlora"));

@@ -421,26 +421,55 @@ static void test_ranges_and_verdict(void **state)
     run("llama-3-8b", TRAIN8B " --gpu H100", &base);
     assert_true(r->allocated_bytes[0] <= base.peak_allocated_bytes &&
                 base.peak_allocated_bytes <= r->allocated_bytes[1]);
-    assert_true(r->reserved_bytes[0] < base.peak_reserved_bytes &&
+    /* a custom loop's point is the step replay, which is also the range's low end */
+    assert_true(r->reserved_bytes[0] <= base.peak_reserved_bytes &&
                 base.peak_reserved_bytes < r->reserved_bytes[1]);
     assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
     assert_true(r->sources & GM_UNCERTAIN_FRAGMENTATION);
     assert_true(r->sources & GM_UNCERTAIN_CUDA_CONTEXT);
     assert_false(r->sources & GM_UNCERTAIN_SEQ); /* --seq given */
     assert_int_equal(base.fit.verdict, GM_VERDICT_DOES_NOT_FIT);
-    /* every uncertain assumption given: no range */
-    run("llama-3-8b", TRAIN8B " --gpu H100 --fragmentation 0.25 --cuda-context 450MiB", &with);
+    /* every uncertain assumption given: no range (--fragmentation given: the factor rule, no
+     * replay; the same point as the HF stack's, whose floor decides here) */
+    run("llama-3-8b", TRAIN8B " --gpu H100 --transformers-version 4.48.1", &base);
+    assert_true(base.replay.used && base.replay.floor);
+    run("llama-3-8b",
+        TRAIN8B " --gpu H100 --transformers-version 4.48.1 --fragmentation 0.25 "
+                "--cuda-context 450MiB",
+        &with);
+    assert_false(with.replay.used);
     assert_int_equal(with.range.sources, 0);
     assert_int_equal(with.range.device_bytes[0], with.range.device_bytes[1]);
     assert_int_equal(with.device_bytes, base.device_bytes);
+    run("llama-3-8b", TRAIN8B " --gpu H100", &base);
     /* a sequence length not given spreads the activations */
     run("llama-3-8b", "--train --batch 8 --gpu H100", &with);
     assert_true(with.range.sources & GM_UNCERTAIN_SEQ);
     assert_true(with.range.allocated_bytes[0] < with.peak_allocated_bytes);
-    /* borderline: a capacity between the ends; fits above the high end */
+    /* near the capacity the replayed allocator frees its cache and retries: on a GPU a
+     * little smaller than the replay alone asks for (the range's low end), the job runs with
+     * what the allocator could keep; the high end keeps the floor, so it is borderline */
+    run("llama-3-8b", TRAIN8B " --gpu H100 --transformers-version 4.48.1", &with);
+    {
+        uint64_t outside = with.device_bytes - with.peak_reserved_bytes;
+        uint64_t need = with.peak_allocated_bytes + outside;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find("llama-3-8b");
+        set_all(&j, "--train --batch 2 --seq 4096 --transformers-version 4.48.1");
+        j.gpu.memory_bytes = need + (with.range.device_bytes[0] - need) / 20 * 19;
+    }
+    assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
+    assert_true(with.replay.retries > 0);
+    assert_true(with.fit.fits);
+    assert_true(with.device_bytes <= j.gpu.memory_bytes);
+    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
+    /* borderline: a capacity between the ends; fits above the high end (the factor rule
+     * alone, --fragmentation given: the range is the CUDA context's) */
+    run("llama-3-8b", TRAIN8B " --gpu H100 --fragmentation 0.25", &base);
+    assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
-    set_all(&j, "--train --batch 2 --seq 4096");
+    set_all(&j, "--train --batch 2 --seq 4096 --fragmentation 0.25");
     j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
     assert_false(with.fit.fits);

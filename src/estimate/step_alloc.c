@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: MIT */
+/* step_alloc.c - peak reserved of a training job from its allocation sequence, replayed
+ * through the caching-allocator model (include/gpumem/alloc.h, docs/alloc.md).
+ *
+ * The estimate's components say how many bytes of each kind live at four moments of a
+ * step (the loss, the start of backward, the end of backward, the optimizer step).  Here
+ * they become the tensors a PyTorch training step allocates and frees, in order, on the
+ * streams that allocate them:
+ *
+ *   before the first step   weights, master weights, adapters, persistent buffers
+ *   forward, layer 1..L     the layer's parameters gathered (FSDP / ZeRO-3: all-gather
+ *                           stream), the tensors it saves for backward (per layer), the
+ *                           gathered parameters freed again (reshard after forward)
+ *   loss                    the next layer prefetched for backward; the logits and the
+ *                           loss's tensors (vocabulary-wide pieces), freed after its backward
+ *   backward, layer L..1    the next layer prefetched, the layer's recomputed activations
+ *                           and gradients of activations (one layer's worth), freed; the
+ *                           layer's saved tensors freed; its parameter gradients (the
+ *                           reduce-scatter stream allocates FSDP's sharded gradients)
+ *   optimizer step          the optimizer state (first step only: torch creates it
+ *                           lazily), the step's temporaries, freed; zero_grad frees the
+ *                           gradients (set_to_none)
+ *
+ * Tensors have the sizes of what they stand for: per parameter (q, k, v, o, the MLP
+ * matrices, the norms; one flat parameter per FSDP unit), per activation (the widths a
+ * layer computes: hidden, q, k, v, attention output, MLP), per logits copy.  Three steps
+ * are replayed so that the cache is warm (the first step's activations are reused by the
+ * optimizer state it creates; the second step needs new segments for them).  The replay
+ * runs on a device of the GPU's capacity minus what lives outside the allocator, so near
+ * the capacity the allocator frees its cache and retries, as PyTorch does.
+ *
+ * At each of the four moments the live tensors are exactly the components the estimate
+ * counts there, so the replay's largest sum of live tensors is the estimate's peak
+ * allocated (tests/unit/test_step_alloc.c checks it); what the replay adds is how the
+ * allocator rounds, splits, caches per stream and per pool: peak reserved. */
+#include "estimate/estimate_int.h"
+#include "gpumem/alloc.h"
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+#define STEPS      3  /* replayed training steps: the third sees a warm cache */
+#define MAX_PIECES 32 /* tensors per unit of a component */
+
+/* How a component's tensors come and go in the step. */
+enum life {
+    LIFE_PERSISTENT,  /* before the first step, never freed */
+    LIFE_STATE,       /* at the first optimizer step, kept (optimizer state) */
+    LIFE_GRAD,        /* per unit in backward, freed by zero_grad after the step */
+    LIFE_GRAD_KEPT,   /* per unit in the first backward, kept (zeros, accumulation) */
+    LIFE_SAVED,       /* per layer in forward, freed per layer in backward */
+    LIFE_LOSS_LAYERS, /* per layer in forward, freed after the loss */
+    LIFE_LAYER_BWD,   /* one layer's worth in each layer's backward */
+    LIFE_UNSHARD,     /* one layer gathered in each layer's forward and backward */
+    LIFE_PREFETCH,    /* the next layer gathered, from the loss through backward */
+    LIFE_SPAN         /* from its first moment to its last */
+};
+
+/* The moments of a step, in order (what a span is allocated at / freed after). */
+enum moment { M_FORWARD = 0, M_LOSS, M_BACKWARD, M_BACKWARD_END, M_STEP, M_NONE };
+
+/* How a unit's bytes split into tensors. */
+enum profile {
+    PROF_ONE = 0, /* one tensor per unit */
+    PROF_PARAMS,  /* per parameter of a layer; the embedding and the head one each */
+    PROF_ADAPTER, /* LoRA A and B matrices of a layer */
+    PROF_ACTS,    /* the widths one layer computes */
+    PROF_LOGITS   /* vocabulary-wide copies of the logits */
+};
+
+struct plan {
+    const struct gm_est_component *c;
+    enum life life;
+    enum profile prof;
+    bool ends;               /* units 0 (embedding) and L+1 (head) hold shares */
+    bool halves;             /* each tensor twice, half the size (two moments per parameter) */
+    enum moment first, last; /* LIFE_SPAN */
+    int64_t stream;
+    size_t n_units;  /* L + 2 */
+    size_t per_unit; /* address slots per unit */
+    uint64_t *addr;  /* n_units x per_unit, 0 = not allocated */
+    uint64_t *size;  /* requested bytes of each slot */
+};
+
+struct replay {
+    struct gm_alloc *a;
+    struct gm_error *err;
+    enum gm_status st; /* first hard error */
+    bool oom;
+    uint64_t cur, peak; /* requested bytes live / at most */
+    uint64_t mallocs;
+    uint64_t stream_cur[GM_EST_STREAM__COUNT], stream_peak[GM_EST_STREAM__COUNT], reserved_cur,
+        reserved_max;
+    /* shapes */
+    uint64_t layers;
+    double w_params[MAX_PIECES], w_acts[MAX_PIECES];
+    size_t n_params, n_acts;
+    double share_emb, share_head; /* of a parameter-shaped component */
+    /* the loss: the model's logits (compute dtype), then fp32 copies over every position
+     * and over the shifted ones (labels shifted by one: a position less per sequence) */
+    uint64_t logits_16, logits_32, logits_32_shifted;
+    /* the forward of a checkpointed layer (no_grad): tensor bytes by width */
+    bool fwd_ops; /* run the layer's op sequence in forward */
+    bool fused_norm, fused_rope, gated;
+    uint64_t b_h, b_q, b_k, b_v, b_o, b_mlp, b_h32; /* bytes of one tensor of each width */
+};
+
+static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
+                       int64_t stream)
+{
+    struct replay *r = ctx;
+    size_t s = stream >= 0 && stream < GM_EST_STREAM__COUNT ? (size_t)stream : 0;
+    (void)addr;
+    if (kind == GM_ALLOC_EV_SEGMENT_ALLOC || kind == GM_ALLOC_EV_SEGMENT_MAP) {
+        r->stream_cur[s] += size;
+        r->reserved_cur += size;
+        if (r->reserved_cur > r->reserved_max) {
+            r->reserved_max = r->reserved_cur;
+            memcpy(r->stream_peak, r->stream_cur, sizeof r->stream_peak);
+        }
+    } else if (kind == GM_ALLOC_EV_SEGMENT_FREE || kind == GM_ALLOC_EV_SEGMENT_UNMAP) {
+        r->stream_cur[s] -= size < r->stream_cur[s] ? size : r->stream_cur[s];
+        r->reserved_cur -= size < r->reserved_cur ? size : r->reserved_cur;
+    }
+}
+
+/* ---- tensors ---- */
+
+static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)
+{
+    uint64_t ptr = 0;
+    enum gm_status st;
+    if (r->st || r->oom || !bytes || p->addr[slot])
+        return;
+    st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
+    if (st == GM_ERR_LIMIT) {
+        r->oom = true;
+        return;
+    }
+    if (st) {
+        r->st = st;
+        return;
+    }
+    p->addr[slot] = ptr;
+    p->size[slot] = bytes;
+    r->mallocs++;
+    r->cur += bytes;
+    if (r->cur > r->peak)
+        r->peak = r->cur;
+}
+
+static void t_free(struct replay *r, struct plan *p, size_t slot)
+{
+    if (r->st || !p->addr[slot])
+        return;
+    if ((r->st = gm_alloc_dealloc(r->a, p->addr[slot], r->err)) != GM_OK)
+        return;
+    r->cur -= p->size[slot];
+    p->addr[slot] = 0;
+    p->size[slot] = 0;
+}
+
+/* A tensor of no component: the forward's temporaries (compute stream). */
+static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
+{
+    uint64_t ptr = 0;
+    enum gm_status st;
+    if (r->st || r->oom || !bytes)
+        return 0;
+    st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
+    if (st == GM_ERR_LIMIT) {
+        r->oom = true;
+        return 0;
+    }
+    if (st) {
+        r->st = st;
+        return 0;
+    }
+    r->mallocs++;
+    r->cur += bytes;
+    if (r->cur > r->peak)
+        r->peak = r->cur;
+    return ptr;
+}
+
+static void raw_free(struct replay *r, uint64_t *ptr, uint64_t bytes)
+{
+    if (r->st || !*ptr)
+        return;
+    if ((r->st = gm_alloc_dealloc(r->a, *ptr, r->err)) != GM_OK)
+        return;
+    r->cur -= bytes;
+    *ptr = 0;
+}
+
+/* ---- sizes ---- */
+
+/* Bytes of unit u (0 embedding, 1..L layers, L+1 head) of plan p. */
+static uint64_t unit_bytes(const struct replay *r, const struct plan *p, size_t u)
+{
+    uint64_t b = p->c->bytes, L = r->layers, emb = 0, head = 0, layers, each;
+    if (p->n_units == 1)
+        return u == 0 ? b : 0;
+    if (p->ends) {
+        emb = (uint64_t)((double)b * r->share_emb);
+        head = (uint64_t)((double)b * r->share_head);
+        if (emb + head > b)
+            emb = head = 0;
+    }
+    if (u == 0)
+        return emb;
+    if (u == L + 1)
+        return head;
+    layers = b - emb - head;
+    each = layers / L;
+    return u == L ? layers - each * (L - 1) : each;
+}
+
+static size_t n_pieces(const struct replay *r, const struct plan *p, size_t u)
+{
+    size_t n;
+    switch (p->prof) {
+    case PROF_PARAMS:
+        n = (u == 0 || u == r->layers + 1) ? 1 : r->n_params;
+        break;
+    case PROF_ADAPTER:
+        n = 8;
+        break;
+    case PROF_ACTS:
+        n = r->n_acts;
+        break;
+    case PROF_LOGITS:
+        n = MAX_PIECES / 2;
+        break;
+    default:
+        n = 1;
+    }
+    return p->halves ? 2 * n : n;
+}
+
+/* Bytes of piece j of unit u (the last piece takes what rounding leaves). */
+static uint64_t piece_bytes(const struct replay *r, const struct plan *p, size_t u, size_t j,
+                            uint64_t ub)
+{
+    size_t n = n_pieces(r, p, u), k = p->halves ? j / 2 : j, nk = p->halves ? n / 2 : n;
+    const double *w = NULL;
+    double wsum = 0, before = 0;
+    uint64_t lo, hi;
+    if (p->halves) {
+        /* two tensors of the same size per piece: the first floor(x/2), the second the rest */
+        uint64_t whole;
+        struct plan q = *p;
+        q.halves = false;
+        whole = piece_bytes(r, &q, u, k, ub);
+        return (j % 2 == 0) ? whole / 2 : whole - whole / 2;
+    }
+    if (p->prof == PROF_LOGITS) {
+        /* the logits, then fp32 copies over all and over the shifted positions in turn */
+        uint64_t start = 0, piece = 0;
+        for (size_t i = 0; i <= j; i++) {
+            start += piece;
+            piece = i == 0 ? r->logits_16 : (i % 2 ? r->logits_32 : r->logits_32_shifted);
+        }
+        if (!piece || start >= ub)
+            return 0;
+        return j + 1 == n || ub - start < piece ? ub - start : piece;
+    }
+    if (p->prof == PROF_PARAMS && u != 0 && u != r->layers + 1)
+        w = r->w_params;
+    else if (p->prof == PROF_ACTS)
+        w = r->w_acts;
+    if (!w || n <= 1) {
+        uint64_t each = ub / nk;
+        return k + 1 == nk ? ub - each * (nk - 1) : each;
+    }
+    for (size_t i = 0; i < nk; i++)
+        wsum += w[i];
+    for (size_t i = 0; i < k; i++)
+        before += w[i];
+    /* boundaries on 512-byte blocks, so that tensors of a width come out the same size and
+     * the allocator's rounding adds nothing of its own */
+    lo = (uint64_t)((double)ub * before / wsum) / GM_ALLOC_MIN_BLOCK * GM_ALLOC_MIN_BLOCK;
+    hi = k + 1 == nk ? ub
+                     : (uint64_t)((double)ub * (before + w[k]) / wsum) / GM_ALLOC_MIN_BLOCK *
+                           GM_ALLOC_MIN_BLOCK;
+    return hi > lo ? hi - lo : 0;
+}
+
+static void unit_alloc(struct replay *r, struct plan *p, size_t u)
+{
+    uint64_t ub = unit_bytes(r, p, u);
+    size_t n = n_pieces(r, p, u);
+    for (size_t j = 0; j < n; j++)
+        t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
+}
+
+static void unit_free(struct replay *r, struct plan *p, size_t u)
+{
+    for (size_t j = p->per_unit; j-- > 0;)
+        t_free(r, p, u * p->per_unit + j);
+}
+
+static void all_alloc(struct replay *r, struct plan *p)
+{
+    for (size_t u = 0; u < p->n_units; u++)
+        unit_alloc(r, p, u);
+}
+
+static void all_free(struct replay *r, struct plan *p)
+{
+    for (size_t u = p->n_units; u-- > 0;)
+        unit_free(r, p, u);
+}
+
+/* ---- the plan ---- */
+
+static enum moment first_moment(unsigned ph)
+{
+    if (ph & GM_EST_PHASE_LOSS)
+        return (ph & GM_EST_PHASE_FORWARD_BACKWARD) ? M_FORWARD : M_LOSS;
+    if (ph & GM_EST_PHASE_FORWARD_BACKWARD)
+        return M_BACKWARD;
+    if (ph & GM_EST_PHASE_BACKWARD_END)
+        return M_BACKWARD_END;
+    return (ph & GM_EST_PHASE_OPTIMIZER_STEP) ? M_STEP : M_NONE;
+}
+
+static enum moment last_moment(unsigned ph)
+{
+    if (ph & GM_EST_PHASE_OPTIMIZER_STEP)
+        return M_STEP;
+    if (ph & GM_EST_PHASE_BACKWARD_END)
+        return M_BACKWARD_END;
+    if (ph & GM_EST_PHASE_FORWARD_BACKWARD)
+        return M_BACKWARD;
+    return (ph & GM_EST_PHASE_LOSS) ? M_LOSS : M_NONE;
+}
+
+static bool param_shaped(enum gm_est_kind k)
+{
+    switch (k) {
+    case GM_KIND_WEIGHTS:
+    case GM_KIND_MASTER_WEIGHTS:
+    case GM_KIND_ADAPTERS:
+    case GM_KIND_WEIGHT_COPIES:
+    case GM_KIND_GRADIENTS:
+    case GM_KIND_OPTIMIZER_STATE:
+    case GM_KIND_OPTIMIZER_TEMP:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void plan_component(const struct est_ctx *cx, struct plan *p)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_est_component *c = p->c;
+    unsigned ph = c->phases & GM_EST_PHASE_TRAIN_ALL;
+    bool fsdp = j->parallel.shard == GM_SHARD_FSDP && est_data_parallel(j) > 1;
+    bool adapters = j->memory.adapter != GM_ADAPTER_NONE;
+    bool all_layers = c->extent == GM_EXTENT_ALL_LAYERS;
+
+    p->stream = (int64_t)c->stream;
+    p->first = first_moment(ph);
+    p->last = last_moment(ph);
+    if (ph == GM_EST_PHASE_TRAIN_ALL)
+        p->life = c->kind == GM_KIND_OPTIMIZER_STATE ? LIFE_STATE
+                  : c->kind == GM_KIND_GRADIENTS     ? LIFE_GRAD_KEPT
+                                                     : LIFE_PERSISTENT;
+    else if (c->kind == GM_KIND_GATHERED && c->extent == GM_EXTENT_ONE_LAYER &&
+             c->stream == GM_EST_STREAM_UNSHARD && ph == GM_EST_PHASE_FORWARD_BACKWARD)
+        p->life = LIFE_UNSHARD;
+    else if (c->kind == GM_KIND_GATHERED && c->extent == GM_EXTENT_ONE_LAYER &&
+             c->stream == GM_EST_STREAM_UNSHARD && ph == GM_EST_PHASE_SAVED)
+        p->life = LIFE_PREFETCH;
+    else if (all_layers && ph == GM_EST_PHASE_SAVED)
+        p->life = LIFE_SAVED;
+    else if (all_layers && ph == GM_EST_PHASE_LOSS)
+        p->life = LIFE_LOSS_LAYERS;
+    else if (all_layers && c->kind == GM_KIND_GRADIENTS &&
+             ph == (GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP))
+        p->life = LIFE_GRAD;
+    else if (c->extent == GM_EXTENT_ONE_LAYER && (ph & GM_EST_PHASE_FORWARD_BACKWARD) &&
+             !(ph & (GM_EST_PHASE_LOSS | GM_EST_PHASE_OPTIMIZER_STEP)))
+        p->life = LIFE_LAYER_BWD;
+    else
+        p->life = LIFE_SPAN;
+
+    /* tensor shapes */
+    p->prof = PROF_ONE;
+    p->ends = false;
+    p->halves = false;
+    if (param_shaped(c->kind) && all_layers) {
+        bool trainable = c->kind != GM_KIND_WEIGHTS && c->kind != GM_KIND_WEIGHT_COPIES;
+        bool flat = fsdp && (c->kind == GM_KIND_WEIGHTS || c->kind == GM_KIND_MASTER_WEIGHTS ||
+                             c->kind == GM_KIND_ADAPTERS || c->stream == GM_EST_STREAM_REDUCE);
+        if (adapters && trainable)
+            p->prof = flat ? PROF_ONE : PROF_ADAPTER; /* adapters live in the layers only */
+        else {
+            p->prof = flat ? PROF_ONE : PROF_PARAMS;
+            p->ends = true;
+        }
+        p->halves = c->kind == GM_KIND_OPTIMIZER_STATE; /* exp_avg and exp_avg_sq */
+        if (p->life == LIFE_SAVED || p->life == LIFE_LOSS_LAYERS)
+            p->ends = false; /* made layer by layer in forward */
+    } else if (c->kind == GM_KIND_LOGITS) {
+        p->prof = PROF_LOGITS;
+    } else if (c->kind == GM_KIND_ACTIVATIONS || c->kind == GM_KIND_BACKWARD_TEMP ||
+               c->kind == GM_KIND_KV_CACHE) {
+        /* full checkpointing keeps one tensor per layer: its input */
+        bool layer_inputs = p->life == LIFE_SAVED && j->memory.checkpointing == GM_CKPT_FULL &&
+                            j->memory.checkpoint_every <= 1;
+        p->prof = layer_inputs ? PROF_ONE : PROF_ACTS;
+    }
+}
+
+/* Layer shapes: the parameters and activation widths of one decoder layer, the shares of
+ * the embedding and the head in a parameter-shaped component. */
+static void plan_shapes(const struct est_ctx *cx, struct replay *r)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    const struct gm_param_counts *pc = &cx->pc;
+    struct est_geom g;
+    double h = (double)m->hidden, L = (double)r->layers, T = cx->tokens;
+    double mlp = (double)pc->mlp / L, norms = (double)pc->norms / L;
+    double tot = (double)pc->embedding + (double)pc->positions + (double)pc->lm_head +
+                 (double)pc->other + (double)pc->attention + (double)pc->mlp + (double)pc->norms;
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision); /* compute dtype */
+    double t = (double)(j->parallel.tp ? j->parallel.tp : 1), v = (double)m->vocab / t;
+    double shifted = T > (double)j->workload.batch ? T - (double)j->workload.batch : T;
+    uint64_t experts = m->n_experts ? m->n_experts + m->n_shared_experts : 1, mats;
+    double biases, each_mat;
+    size_t n = 0;
+
+    est_geom(m, &g);
+    /* one layer's parameter tensors: the norms (h each), q, k, v, o with their biases, the
+     * MLP matrices (of every expert) with theirs; shares of the layer's bytes by elements */
+    for (double left = norms; left > 0.5 && n < 4; left -= h)
+        r->w_params[n++] = left < h ? left : h;
+    r->w_params[n++] = h * g.q;
+    r->w_params[n++] = h * g.k;
+    r->w_params[n++] = h * g.v;
+    r->w_params[n++] = g.o_in * h;
+    if (m->qkv_bias) {
+        r->w_params[n++] = g.q;
+        r->w_params[n++] = g.k;
+        r->w_params[n++] = g.v;
+    }
+    if (m->out_bias)
+        r->w_params[n++] = h;
+    mats = (m->gated_mlp ? 3 : 2) * experts;
+    if (mats > (MAX_PIECES - n) / 2)
+        mats = (MAX_PIECES - n) / 2;
+    biases = m->mlp_bias ? (double)mats * g.mlp_widest : 0;
+    each_mat = (mlp - biases) / (double)mats;
+    for (uint64_t i = 0; i < mats; i++)
+        r->w_params[n++] = each_mat > 0 ? each_mat : mlp / (double)mats;
+    if (m->mlp_bias)
+        for (uint64_t i = 0; i < mats; i++)
+            r->w_params[n++] = g.mlp_widest;
+    r->n_params = n;
+
+    n = 0;
+    r->w_acts[n++] = h;      /* the layer's input (residual stream) */
+    r->w_acts[n++] = h;      /* the norm's output */
+    r->w_acts[n++] = g.q;    /* queries */
+    r->w_acts[n++] = g.k;    /* keys */
+    r->w_acts[n++] = g.v;    /* values */
+    r->w_acts[n++] = g.o_in; /* attention output */
+    r->w_acts[n++] = h;      /* residual after attention */
+    r->w_acts[n++] = h;      /* the second norm's output */
+    for (int i = 0; i < (m->gated_mlp ? 3 : 2); i++)
+        r->w_acts[n++] = g.mlp; /* gate, up, activation (or up, activation) */
+    r->n_acts = n;
+
+    r->fwd_ops = j->memory.checkpointing == GM_CKPT_FULL && j->memory.checkpoint_every <= 1 &&
+                 !j->memory.compile;
+    r->fused_norm = (j->memory.fused_kernels & GM_FUSED_RMS_NORM) != 0;
+    r->fused_rope = (j->memory.fused_kernels & GM_FUSED_ROPE) != 0;
+    r->gated = m->gated_mlp;
+    r->b_h = est_round(T * h * ea);
+    r->b_h32 = est_round(T * h * 4.0);
+    r->b_q = est_round(T * g.q * ea / t);
+    r->b_k = est_round(T * g.k * ea / t);
+    r->b_v = est_round(T * g.v * ea / t);
+    r->b_o = est_round(T * g.o_in * ea / t);
+    r->b_mlp = est_round(T * g.mlp * ea / t);
+
+    r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
+    r->share_head = tot > 0 ? ((double)pc->lm_head + (double)pc->other) / tot : 0;
+    r->logits_16 = est_round(ea * T * v);
+    r->logits_32 = est_round(4.0 * T * v);
+    r->logits_32_shifted = est_round(4.0 * shifted * v);
+}
+
+bool est_step_replay_applies(const struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    return j->mode == GM_EST_TRAIN && est_allocator(j) == EST_ALLOC_TORCH &&
+           j->method != GM_METHOD_BLOG && cx->m && cx->m->hidden && cx->m->n_layers &&
+           j->parallel.pp <= 1 && !gm_job_given(j, "fragmentation");
+}
+
+/* ---- the step ---- */
+
+static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc);
+
+/* An RMSNorm / LayerNorm as HF writes it: the input upcast to fp32, multiplied by its rstd
+ * (fp32), cast back and scaled; a fused kernel writes its output directly. */
+static uint64_t norm_op(struct replay *r)
+{
+    uint64_t f1, f2, out;
+    if (r->fused_norm)
+        return raw_alloc(r, r->b_h);
+    f1 = raw_alloc(r, r->b_h32);
+    f2 = raw_alloc(r, r->b_h32);
+    raw_free(r, &f1, r->b_h32);
+    out = raw_alloc(r, r->b_h);
+    raw_free(r, &f2, r->b_h32);
+    return out;
+}
+
+/* The forward of one checkpointed decoder layer under no_grad (nothing of it is kept but
+ * its output, the next layer's input): each op's output allocated, its inputs freed when no
+ * later op reads them -- the order a llama-style layer (norm, q/k/v, rotary, attention, o,
+ * residual, norm, gate/up, activation, product, down, residual) allocates in. */
+static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
+{
+    uint64_t n1, q, k, v, q2 = 0, k2 = 0, a, o, res, n2, g, up, act, prod, down;
+    n1 = norm_op(r);
+    q = raw_alloc(r, r->b_q);
+    k = raw_alloc(r, r->b_k);
+    v = raw_alloc(r, r->b_v);
+    raw_free(r, &n1, r->b_h);
+    if (!r->fused_rope) { /* q * cos + rotate_half(q) * sin: new tensors */
+        q2 = raw_alloc(r, r->b_q);
+        raw_free(r, &q, r->b_q);
+        k2 = raw_alloc(r, r->b_k);
+        raw_free(r, &k, r->b_k);
+    }
+    a = raw_alloc(r, r->b_o);
+    raw_free(r, &q2, r->b_q);
+    raw_free(r, &k2, r->b_k);
+    raw_free(r, &q, r->b_q);
+    raw_free(r, &k, r->b_k);
+    raw_free(r, &v, r->b_v);
+    o = raw_alloc(r, r->b_h);
+    raw_free(r, &a, r->b_o);
+    res = raw_alloc(r, r->b_h);
+    raw_free(r, &o, r->b_h);
+    n2 = norm_op(r);
+    g = raw_alloc(r, r->b_mlp);
+    up = r->gated ? raw_alloc(r, r->b_mlp) : 0;
+    raw_free(r, &n2, r->b_h);
+    act = raw_alloc(r, r->b_mlp);
+    raw_free(r, &g, r->b_mlp);
+    prod = r->gated ? raw_alloc(r, r->b_mlp) : 0;
+    raw_free(r, &act, r->b_mlp);
+    raw_free(r, &up, r->b_mlp);
+    down = raw_alloc(r, r->b_h);
+    raw_free(r, &prod, r->b_mlp);
+    raw_free(r, &act, r->b_mlp);
+    /* the residual sum: the layer's output, which the next layer's checkpoint keeps */
+    each(r, pl, n, LIFE_SAVED, u, true);
+    raw_free(r, &down, r->b_h);
+    raw_free(r, &res, r->b_h);
+}
+
+static void spans(struct replay *r, struct plan *pl, size_t n, enum moment at, bool alloc)
+{
+    if (alloc) {
+        for (size_t i = 0; i < n; i++)
+            if (pl[i].life == LIFE_SPAN && pl[i].first == at)
+                all_alloc(r, &pl[i]);
+    } else {
+        for (size_t i = n; i-- > 0;)
+            if (pl[i].life == LIFE_SPAN && pl[i].last == at)
+                all_free(r, &pl[i]);
+    }
+}
+
+static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc)
+{
+    if (alloc) {
+        for (size_t i = 0; i < n; i++)
+            if (pl[i].life == life)
+                unit_alloc(r, &pl[i], u);
+    } else {
+        for (size_t i = n; i-- > 0;)
+            if (pl[i].life == life)
+                unit_free(r, &pl[i], u);
+    }
+}
+
+static void gradients(struct replay *r, struct plan *pl, size_t n, size_t u, bool first_step)
+{
+    each(r, pl, n, LIFE_GRAD, u, true);
+    if (first_step)
+        each(r, pl, n, LIFE_GRAD_KEPT, u, true);
+}
+
+/* After the loss's moment (logits, the fp32 copy, the shifted copy and the log-softmax
+ * over it all live: transformers' ForCausalLMLoss), its backward as autograd runs it: the
+ * copies no backward needs are freed, then the gradient of the log-softmax's input (the
+ * shifted shape), the log-softmax freed, the gradient of the fp32 copy (zeros of the
+ * unshifted shape, the shifted slice copied in), the gradient of the logits in their dtype
+ * -- each made before what it replaces is freed, never more live than at the moment. */
+static void loss_backward(struct replay *r, struct plan *p)
+{
+    uint64_t limit = r->cur, g_prev = 0, g_prev_size = 0;
+    size_t n = n_pieces(r, p, 0);
+    /* the fp32 copy and the shifted copy: not saved */
+    if (n > 2) {
+        t_free(r, p, 1);
+        t_free(r, p, 2);
+    }
+    for (size_t k = n; k-- > 0;) {
+        uint64_t size = p->size[k], g = 0;
+        if (!p->addr[k])
+            continue;
+        if (r->cur + size <= limit)
+            g = raw_alloc(r, size);
+        t_free(r, p, k);
+        raw_free(r, &g_prev, g_prev_size);
+        g_prev = g;
+        g_prev_size = g ? size : 0;
+        if (k == 3 && n > 2) {
+            /* the gradient of the unshifted fp32 copy, beside the shifted one's */
+            uint64_t full = r->logits_32, gf = 0;
+            if (r->cur + full <= limit)
+                gf = raw_alloc(r, full);
+            raw_free(r, &g_prev, g_prev_size);
+            g_prev = gf;
+            g_prev_size = gf ? full : 0;
+        }
+    }
+    raw_free(r, &g_prev, g_prev_size);
+}
+
+/* One layer's backward after the moment its recomputed tensors and its largest gradients
+ * of activations are all live: those gradients freed, then the saved tensors released in
+ * reverse order of the forward, each after the gradient of what produced it (a tensor of
+ * its shape) has been made -- never more live than at the moment. */
+static void backward_layer(struct replay *r, struct plan *pl, size_t n)
+{
+    uint64_t limit = r->cur, g = 0, g_size = 0;
+    for (size_t i = n; i-- > 0;)
+        if (pl[i].life == LIFE_LAYER_BWD && pl[i].c->kind == GM_KIND_BACKWARD_TEMP)
+            unit_free(r, &pl[i], 0);
+    for (size_t i = n; i-- > 0;) {
+        struct plan *p = &pl[i];
+        if (p->life != LIFE_LAYER_BWD || p->c->kind != GM_KIND_ACTIVATIONS || p->prof != PROF_ACTS)
+            continue;
+        for (size_t k = p->per_unit; k-- > 0;) {
+            uint64_t next = 0, size = p->size[k];
+            if (!p->addr[k])
+                continue;
+            if (r->cur + size <= limit)
+                next = raw_alloc(r, size);
+            t_free(r, p, k);
+            raw_free(r, &g, g_size);
+            g = next;
+            g_size = next ? size : 0;
+        }
+    }
+    raw_free(r, &g, g_size);
+}
+
+static struct plan *find_life(struct plan *pl, size_t n, enum life life)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pl[i].life == life)
+            return &pl[i];
+    return NULL;
+}
+
+static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_step)
+{
+    size_t L = (size_t)r->layers;
+    struct plan *prefetch = find_life(pl, n, LIFE_PREFETCH);
+    struct plan *unshard = find_life(pl, n, LIFE_UNSHARD);
+
+    /* forward */
+    spans(r, pl, n, M_FORWARD, true);
+    for (size_t u = 1; u <= L; u++) {
+        each(r, pl, n, LIFE_UNSHARD, 0, true);
+        if (r->fwd_ops)
+            forward_layer(r, pl, n, u);
+        else
+            each(r, pl, n, LIFE_SAVED, u, true);
+        each(r, pl, n, LIFE_LOSS_LAYERS, u, true);
+        each(r, pl, n, LIFE_UNSHARD, 0, false);
+    }
+    /* the loss, with the last layer prefetched for backward */
+    each(r, pl, n, LIFE_PREFETCH, 0, true);
+    spans(r, pl, n, M_LOSS, true);
+    for (size_t i = 0; i < n; i++)
+        if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS)
+            loss_backward(r, &pl[i]);
+    for (size_t u = L; u >= 1; u--)
+        each(r, pl, n, LIFE_LOSS_LAYERS, u, false);
+    spans(r, pl, n, M_LOSS, false);
+
+    /* backward, last layer first */
+    spans(r, pl, n, M_BACKWARD, true);
+    for (size_t u = L; u >= 1; u--) {
+        /* with a prefetch, the current layer's parameters are the block prefetched while
+         * the layer after it ran (at the loss for the last one), and the next layer's are
+         * gathered now; without one, each layer gathers its own */
+        if (!prefetch || u > 1)
+            each(r, pl, n, LIFE_UNSHARD, 0, true);
+        each(r, pl, n, LIFE_LAYER_BWD, 0, true);
+        backward_layer(r, pl, n);
+        for (size_t i = n; i-- > 0;)
+            if (pl[i].life == LIFE_LAYER_BWD &&
+                !(u == 1 && (pl[i].c->phases & GM_EST_PHASE_BACKWARD_END)))
+                unit_free(r, &pl[i], 0);
+        each(r, pl, n, LIFE_SAVED, u, false);
+        if (u == L)
+            gradients(r, pl, n, L + 1, first_step); /* the head's, from the loss's backward */
+        gradients(r, pl, n, u, first_step);
+        if (u == 1)
+            gradients(r, pl, n, 0, first_step); /* the embedding's, last */
+        if (prefetch) {
+            /* the current layer resharded; the block gathered for the next becomes its
+             * current one */
+            unit_free(r, prefetch, 0);
+            if (unshard && u > 1) {
+                prefetch->addr[0] = unshard->addr[0];
+                prefetch->size[0] = unshard->size[0];
+                unshard->addr[0] = unshard->size[0] = 0;
+            }
+        }
+        each(r, pl, n, LIFE_UNSHARD, 0, false);
+        if (r->st || r->oom)
+            return;
+    }
+    spans(r, pl, n, M_BACKWARD, false);
+
+    /* end of backward, optimizer step, zero_grad */
+    spans(r, pl, n, M_BACKWARD_END, true);
+    each(r, pl, n, LIFE_LAYER_BWD, 0, false);
+    spans(r, pl, n, M_BACKWARD_END, false);
+    if (first_step)
+        for (size_t i = 0; i < n; i++)
+            if (pl[i].life == LIFE_STATE)
+                all_alloc(r, &pl[i]);
+    spans(r, pl, n, M_STEP, true);
+    spans(r, pl, n, M_STEP, false);
+    for (size_t i = n; i-- > 0;)
+        if (pl[i].life == LIFE_GRAD)
+            all_free(r, &pl[i]);
+}
+
+static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
+                                  struct gm_error *err)
+{
+    struct gm_estimate *e = cx->e;
+    struct plan pl[GM_EST_MAX_COMPONENTS];
+    struct replay r;
+    struct gm_alloc_conf conf;
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc_device dev;
+    struct gm_alloc_stats stats;
+    size_t n = 0, slots = 0, off = 0;
+    uint64_t *mem = NULL;
+    enum gm_status st;
+
+    memset(out, 0, sizeof *out);
+    memset(&r, 0, sizeof r);
+    r.err = err;
+    r.layers = cx->m->n_layers;
+    plan_shapes(cx, &r);
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        struct plan *p;
+        if (gm_est_kind_outside_allocator(c->kind) || !c->bytes ||
+            !(c->phases & GM_EST_PHASE_TRAIN_ALL))
+            continue;
+        p = &pl[n++];
+        memset(p, 0, sizeof *p);
+        p->c = c;
+        plan_component(cx, p);
+        /* per unit of the model (embedding, layers, head), or one unit */
+        p->n_units = c->extent == GM_EXTENT_ALL_LAYERS && p->life != LIFE_LAYER_BWD &&
+                             p->life != LIFE_UNSHARD && p->life != LIFE_PREFETCH
+                         ? (size_t)r.layers + 2
+                         : 1;
+        p->per_unit =
+            n_pieces(&r, p, 1) > n_pieces(&r, p, 0) ? n_pieces(&r, p, 1) : n_pieces(&r, p, 0);
+        slots += p->n_units * p->per_unit;
+    }
+    if (!n)
+        return GM_OK;
+    mem = gm_calloc(2 * slots, sizeof *mem);
+    if (!mem)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        pl[i].addr = mem + off;
+        pl[i].size = mem + slots + off;
+        off += pl[i].n_units * pl[i].per_unit;
+    }
+    gm_alloc_conf_init(&conf);
+    gm_alloc_fakedev_init(&fake, capacity);
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &fake;
+    dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
+    if ((st = gm_alloc_new(&conf, &dev, &r.a, err)) != GM_OK) {
+        gm_free(mem);
+        return st;
+    }
+    gm_alloc_set_event_hook(r.a, on_segment, &r);
+
+    for (size_t i = 0; i < n; i++)
+        if (pl[i].life == LIFE_PERSISTENT)
+            all_alloc(&r, &pl[i]);
+    for (unsigned s = 0; s < STEPS && !r.st && !r.oom; s++) {
+        one_step(&r, pl, n, s == 0);
+        out->steps = s + 1;
+    }
+    gm_alloc_get_stats(r.a, &stats);
+    st = r.st;
+    out->used = st == GM_OK;
+    out->mallocs = r.mallocs;
+    out->requested_peak = r.peak;
+    out->allocated_peak = stats.allocated_bytes[GM_ALLOC_STAT_ALL].peak;
+    out->reserved_peak = stats.reserved_bytes[GM_ALLOC_STAT_ALL].peak;
+    out->capacity_bytes = capacity;
+    out->segments = stats.num_device_alloc;
+    out->retries = stats.num_alloc_retries;
+    out->oom = r.oom;
+    memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
+    gm_alloc_free(r.a);
+    gm_free(mem);
+    return st;
+}
+
+enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
+                               struct gm_error *err)
+{
+    struct gm_est_replay free_run;
+    enum gm_status st = replay_once(cx, capacity, out, err);
+    if (st != GM_OK || !out->oom || !capacity)
+        return st;
+    /* a request failed even after freeing the cache: the job does not fit; what it would
+     * reserve is the replay without the limit */
+    if ((st = replay_once(cx, 0, &free_run, err)) != GM_OK)
+        return st;
+    free_run.capacity_bytes = out->capacity_bytes;
+    free_run.retries = out->retries;
+    free_run.oom = true;
+    *out = free_run;
+    return GM_OK;
+}

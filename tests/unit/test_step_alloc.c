@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* test_step_alloc.c - peak reserved from the training step replayed through the
+ * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
+ * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
+ * all-gather and reduce-scatter streams cache their own blocks; near the capacity the
+ * allocator frees its cache and retries, and a job that cannot fit is judged so; where
+ * the replay does not apply (inference, engines, --fragmentation given, pipeline stages)
+ * the factor rule stays. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gpumem/gpumem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct gm_estimate est; /* large: off the stack */
+
+static void run(const char *model, const char *settings, struct gm_estimate *e)
+{
+    struct gm_job j;
+    struct gm_error err;
+    char buf[512], *save = NULL;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find(model);
+    assert_non_null(j.model.model);
+    snprintf(buf, sizeof buf, "%s", settings);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
+        const char *value = NULL;
+        if (!s)
+            fail_msg("unknown setting %s", tok);
+        if (s->type != GM_JOB_FLAG)
+            value = strtok_r(NULL, " ", &save);
+        if (gm_job_set(&j, tok + 2, value, &err) != GM_OK)
+            fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
+    }
+    if (gm_estimate_run(&j, e, &err) != GM_OK)
+        fail_msg("%s %s: %s", model, settings, err.msg);
+}
+
+/* Training jobs of every shape the stages produce: the replay reproduces the estimate's
+ * peak allocated to the byte (its tensors are the components, at each of the four moments
+ * exactly those the estimate counts there), and reserved holds at least that. */
+static void test_requested_peak_is_peak_allocated(void **state)
+{
+    static const struct {
+        const char *model, *settings;
+    } jobs[] = {
+        {"llama-3-8b", "--train --batch 2 --seq 2048"},
+        {"llama-3-8b", "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16 "
+                       "--lora --loss fused --fused-kernels rms_norm,rope"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --qlora"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
+                       "--gpus 2 --fsdp"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --gpus 8 --fsdp "
+                       "--fsdp-version 2 --no-reshard-after-forward"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --qlora --gpus 2 "
+                       "--fsdp --transformers-version 4.48.1"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 3"},
+        {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 2"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --gpus 4"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --optimizer-in-backward --loss chunked"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --grad-accum 4 --zero-grad zeros "
+                         "--precision fp16-mixed"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --grad-checkpointing op --compile"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --grad-checkpointing selective "
+                         "--attention eager --paged-optimizer --optimizer adamw-8bit"},
+        {"llama-3.2-1b", "--train --batch 8 --seq 1024 --grad-checkpointing full "
+                         "--checkpoint-every 2 --activation-offload"},
+        {"mixtral-8x7b", "--train --batch 1 --seq 4096 --grad-checkpointing full --qlora"},
+        {"qwen2.5-0.5b", "--train --batch 16 --seq 512 --tp 2 --gpus 2 --sequence-parallel"},
+        {"bert-large-uncased", "--train --batch 4 --seq 512 --precision fp16-mixed "
+                               "--optimizer-impl for-loop --zero-grad zeros --attention eager"},
+        {"gpt2", "--train --batch 8 --seq 512 --precision fp32"},
+    };
+    int bad = 0;
+    (void)state;
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        run(jobs[i].model, jobs[i].settings, &est);
+        if (!est.replay.used)
+            fail_msg("%s %s: the replay was not used", jobs[i].model, jobs[i].settings);
+        if (est.replay.requested_peak != est.peak_allocated_bytes && ++bad)
+            print_error("%s %s: replay peak %llu, estimate %llu\n", jobs[i].model, jobs[i].settings,
+                        (unsigned long long)est.replay.requested_peak,
+                        (unsigned long long)est.peak_allocated_bytes);
+        assert_true(est.replay.steps == 3);
+        assert_true(est.replay.allocated_peak >= est.replay.requested_peak);
+        assert_true(est.peak_reserved_bytes >= est.replay.allocated_peak);
+        assert_true(est.peak_reserved_bytes == est.replay.reserved_peak ||
+                    est.peak_reserved_bytes > est.replay.reserved_peak);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Where a layer's gradients outgrow its saved activations (full fine-tuning on many FSDP
+ * ranks: the sharded fp32 gradient of a layer is larger than its checkpointed input), the
+ * first layer's backward runs beside nearly every gradient, above both moments of backward
+ * the estimate counts.  The replay shows it; the estimate's peak allocated stays (its
+ * end-of-backward moment leaves out the first layer's backward tensors). */
+static void test_gradients_outgrow_activations(void **state)
+{
+    uint64_t kept = 0;
+    (void)state;
+    run("mistral-7b",
+        "--train --batch 2 --seq 4096 --grad-checkpointing full --gpus 8 --fsdp "
+        "--fsdp-version 2",
+        &est);
+    assert_true(est.replay.used);
+    for (size_t i = 0; i < est.n_components; i++)
+        if ((est.components[i].phases & GM_EST_PHASE_TRAIN_ALL) == GM_EST_PHASE_TRAIN_ALL &&
+            !gm_est_kind_outside_allocator(est.components[i].kind))
+            kept += est.components[i].bytes;
+    assert_true(est.replay.requested_peak > est.peak_allocated_bytes);
+    /* no more than the end of backward plus what the start of backward holds beyond the
+     * tensors kept throughout */
+    assert_true(est.replay.requested_peak <=
+                est.backward_end_bytes + est.backward_start_bytes - kept);
+    assert_true(est.peak_reserved_bytes >= est.replay.allocated_peak);
+}
+
+/* FSDP on two GPUs: the parameters are gathered on the all-gather stream and the sharded
+ * gradients allocated on the reduce-scatter stream, so each stream holds segments of its
+ * own; one GPU uses the compute stream alone. */
+static void test_fsdp_streams(void **state)
+{
+    (void)state;
+    run("mistral-7b",
+        "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
+        "--gpus 2 --fsdp",
+        &est);
+    assert_true(est.replay.used);
+    assert_true(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD] > 0);
+    assert_true(est.replay.stream_reserved[GM_EST_STREAM_REDUCE] > 0);
+    /* the sharded gradients are at least the reduce-scatter stream's segments */
+    assert_true(est.replay.stream_reserved[GM_EST_STREAM_REDUCE] >=
+                gm_estimate_kind_bytes(&est, GM_KIND_GRADIENTS));
+    run("mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16",
+        &est);
+    assert_true(est.replay.used);
+    assert_int_equal(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD], 0);
+    assert_int_equal(est.replay.stream_reserved[GM_EST_STREAM_REDUCE], 0);
+}
+
+/* Full fine-tuning creates the optimizer state in the first step's optimizer.step(), in
+ * the segments the first step's activations and loss left cached: the second step needs
+ * new segments for them, so reserved exceeds what one step alone would reserve. */
+static void test_lazy_state_takes_the_cache(void **state)
+{
+    uint64_t reserved, allocated;
+    (void)state;
+    run("llama-3.2-1b", "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16",
+        &est);
+    assert_true(est.replay.used);
+    reserved = est.replay.reserved_peak;
+    allocated = est.peak_allocated_bytes;
+    /* at least the state has been placed twice over: once in the cache, once anew */
+    assert_true(reserved > allocated + gm_estimate_kind_bytes(&est, GM_KIND_OPTIMIZER_STATE) / 2);
+}
+
+/* Near the capacity: on a GPU a little smaller than the job reserves without a limit, the
+ * allocator frees its cache and retries, reserves less and stays within what the GPU leaves
+ * it, and the job fits.  Below peak allocated a request fails even after the retry and the
+ * job does not fit. */
+static void test_capacity_retry_and_oom(void **state)
+{
+    const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
+    char settings[256];
+    uint64_t allocated, reserved, outside;
+    (void)state;
+    run("llama-3.2-1b", job, &est);
+    allocated = est.peak_allocated_bytes;
+    reserved = est.replay.reserved_peak;
+    outside = est.device_bytes - est.peak_reserved_bytes;
+    assert_true(reserved > allocated + 64 * GM_MIB);
+    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+             (unsigned long long)((allocated + (reserved - allocated) / 50 * 49 + outside) >> 20));
+    run("llama-3.2-1b", settings, &est);
+    assert_true(est.replay.used);
+    assert_false(est.replay.oom);
+    assert_true(est.replay.retries > 0);
+    assert_true(est.replay.reserved_peak <= est.replay.capacity_bytes);
+    assert_true(est.replay.reserved_peak < reserved);
+    /* the allocator freed its cache: the replay decides, whatever the floor says */
+    assert_int_equal(est.peak_reserved_bytes, est.replay.reserved_peak);
+    assert_int_equal(est.peak_allocated_bytes, allocated);
+    assert_true(est.fit.fits);
+    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+             (unsigned long long)((allocated - allocated / 20 + outside) >> 20));
+    run("llama-3.2-1b", settings, &est);
+    assert_true(est.replay.oom);
+    assert_true(est.device_bytes > est.fit.capacity_bytes);
+    assert_false(est.fit.fits);
+}
+
+/* The HF stack (--transformers-version given): peak reserved is the larger of the replay and
+ * the fragmentation floor (allocated + 0.25 x the step's transients).  A custom loop: the
+ * replay alone.  Either way the range's low end is the replay alone and its high end at least
+ * the floor at 0.50. */
+static uint64_t floor_at(const struct gm_estimate *e, unsigned quarters)
+{
+    uint64_t transient = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].transient && !gm_est_kind_outside_allocator(e->components[i].kind))
+            transient += e->components[i].bytes;
+    return e->peak_allocated_bytes + transient / 4 * quarters;
+}
+
+static void test_replay_and_floor(void **state)
+{
+    static const char *const job = "--train --batch 4 --seq 4096 --grad-checkpointing full "
+                                   "--lora --precision bf16";
+    char settings[256];
+    uint64_t floor_point;
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
+    run("mistral-7b", settings, &est);
+    assert_true(est.replay.used);
+    floor_point = floor_at(&est, 1);
+    /* this job's replay reserves less than the floor: the floor decides */
+    assert_true(est.replay.reserved_peak < floor_point);
+    assert_true(est.peak_reserved_bytes >= floor_point &&
+                est.peak_reserved_bytes < floor_point + 2 * GM_MIB);
+    assert_true(est.range.reserved_bytes[0] <= est.replay.reserved_peak);
+    assert_true(est.range.reserved_bytes[1] + 2 * GM_MIB > floor_at(&est, 2));
+    /* the same job in a custom loop: the replay decides, the range still spans the floor */
+    run("mistral-7b", job, &est);
+    assert_true(est.replay.used);
+    assert_int_equal(est.peak_reserved_bytes, est.replay.reserved_peak);
+    assert_true(est.range.reserved_bytes[0] <= est.replay.reserved_peak);
+    assert_true(est.range.reserved_bytes[1] + 2 * GM_MIB > floor_at(&est, 2));
+    assert_true(est.range.sources & GM_UNCERTAIN_FRAGMENTATION);
+    /* --fragmentation given: the factor alone */
+    run("mistral-7b", "--train --fragmentation 0.25", &est);
+    assert_false(est.replay.used);
+}
+
+/* Where the replay does not apply, peak reserved is the factor rule's. */
+static void test_where_it_does_not_apply(void **state)
+{
+    (void)state;
+    run("llama-3-8b", "--train --batch 2 --seq 2048 --fragmentation 0.25", &est);
+    assert_false(est.replay.used);
+    run("llama-3-8b", "--infer --context 4096", &est);
+    assert_false(est.replay.used);
+    run("llama-3-8b", "--infer --context 4096 --engine vllm --gpu H100", &est);
+    assert_false(est.replay.used);
+    run("llama-3-8b", "--train --batch 2 --seq 2048 --pp 2 --gpus 2", &est);
+    assert_false(est.replay.used);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requested_peak_is_peak_allocated),
+        cmocka_unit_test(test_gradients_outgrow_activations),
+        cmocka_unit_test(test_fsdp_streams),
+        cmocka_unit_test(test_lazy_state_takes_the_cache),
+        cmocka_unit_test(test_capacity_retry_and_oom),
+        cmocka_unit_test(test_replay_and_floor),
+        cmocka_unit_test(test_where_it_does_not_apply),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
