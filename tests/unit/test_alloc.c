@@ -651,23 +651,27 @@ static void check_invariants(struct gm_alloc *a)
                 assert_true(b->next->addr == b->addr + b->size);
         }
     for (int k = 0; k < 2; k++) {
-        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
-            struct block *b = pools[k]->blocks.v[i];
+        const struct block *q = NULL;
+        struct block *b;
+        for (struct blockset_pos it = blockset_first(&pools[k]->blocks);
+             (b = blockset_at(&pools[k]->blocks, it)) != NULL;
+             blockset_next(&pools[k]->blocks, &it)) {
             assert_false(b->allocated);
             assert_true(b->mapped);
             /* two free mapped neighbours would have been merged */
             if (b->next)
                 assert_true(b->next->allocated || !b->next->mapped);
-            if (i > 0) {
-                const struct block *q = pools[k]->blocks.v[i - 1];
+            if (q)
                 assert_true((uint64_t)q->stream < (uint64_t)b->stream ||
                             (q->stream == b->stream &&
                              (q->size < b->size || (q->size == b->size && q->addr < b->addr))));
-            }
+            q = b;
             free_bytes += b->size;
         }
-        for (size_t i = 0; i < pools[k]->unmapped.n; i++)
-            unmapped += pools[k]->unmapped.v[i]->size;
+        for (struct blockset_pos it = blockset_first(&pools[k]->unmapped);
+             (b = blockset_at(&pools[k]->unmapped, it)) != NULL;
+             blockset_next(&pools[k]->unmapped, &it))
+            unmapped += b->size;
     }
     assert_true(alloc_bytes == a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes == a->stats.active_bytes[GM_ALLOC_STAT_ALL].current);
