@@ -83,17 +83,6 @@ static bool ent_less(const struct blockset_ent *x, const struct blockset_ent *y)
     return x->addr < y->addr;
 }
 
-struct blockset_ent blockset_key(const struct blockset *s, int64_t stream, uint64_t size,
-                                 uint64_t addr)
-{
-    struct blockset_ent k;
-    k.stream = (uint64_t)stream;
-    k.size = s->by_size ? size : 0;
-    k.addr = addr;
-    k.b = NULL;
-    return k;
-}
-
 static struct blockset_ent block_key(const struct blockset *s, const struct block *b)
 {
     return blockset_key(s, b->stream, b->size, b->addr);
@@ -123,7 +112,7 @@ struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct 
     return p;
 }
 
-enum gm_status blockset_reserve(struct blockset *s, size_t extra)
+enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra)
 {
     if (extra > GM_BLOCKSET_SPARE)
         return GM_ERR_INVALID;
