@@ -72,27 +72,30 @@ const char *gm_alloc_event_name(enum gm_alloc_event_kind kind)
     return "unknown";
 }
 
-/* ---- sorted block sets (std::set<Block*, Comparator> with lower_bound) --------------- */
+/* ---- ordered block sets (std::set<Block*, Comparator> with lower_bound) -------------- */
 
-static int cmp_blocks(const struct blockset *s, const struct block *x, const struct block *y)
+static bool ent_less(const struct blockset_ent *x, const struct blockset_ent *y)
 {
-    /* streams compare as unsigned, like the pointers PyTorch compares */
     if (x->stream != y->stream)
-        return (uint64_t)x->stream < (uint64_t)y->stream ? -1 : 1;
-    if (s->by_size && x->size != y->size)
-        return x->size < y->size ? -1 : 1;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return 0;
+        return x->stream < y->stream;
+    if (x->size != y->size)
+        return x->size < y->size;
+    return x->addr < y->addr;
 }
 
-/* index of the first element not less than 'key' */
-static size_t set_lower_bound(const struct blockset *s, const struct block *key)
+static struct blockset_ent block_key(const struct blockset *s, const struct block *b)
 {
-    size_t lo = 0, hi = s->n;
+    return blockset_key(s, b->stream, b->size, b->addr);
+}
+
+/* index of the first of the 'n' sorted entries 'e' not less than 'key' */
+static size_t ent_lower_bound(const struct blockset_ent *e, size_t n,
+                              const struct blockset_ent *key)
+{
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (cmp_blocks(s, s->v[mid], key) < 0)
+        if (ent_less(&e[mid], key))
             lo = mid + 1;
         else
             hi = mid;
@@ -100,52 +103,167 @@ static size_t set_lower_bound(const struct blockset *s, const struct block *key)
     return lo;
 }
 
-/* Make room for 'extra' more elements, so that the inserts of an operation cannot fail
- * half-way through it: every mutating operation reserves first, then mutates. */
-static enum gm_status set_reserve(struct blockset *s, size_t extra)
+struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key)
 {
-    size_t cap;
-    struct block **v;
-    if (s->n + extra <= s->cap)
-        return GM_OK;
-    cap = s->cap ? s->cap * 2 : 64;
-    if (cap < s->n + extra)
-        cap = s->n + extra;
-    v = gm_realloc(s->v, cap * sizeof(*v));
-    if (!v)
-        return GM_ERR_NOMEM;
-    s->v = v;
-    s->cap = cap;
+    struct blockset_pos p;
+    p.c = ent_lower_bound(s->last, s->n_chunks, key);
+    /* chunks[c] ends with a key not less than 'key', so its lower bound is inside it */
+    p.i = p.c < s->n_chunks ? ent_lower_bound(s->chunks[p.c]->e, s->chunks[p.c]->n, key) : 0;
+    return p;
+}
+
+enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra)
+{
+    if (extra > GM_BLOCKSET_SPARE)
+        return GM_ERR_INVALID;
+    if (s->n_chunks + extra > s->cap_chunks) {
+        size_t cap = s->cap_chunks ? s->cap_chunks * 2 : 16;
+        struct blockset_chunk **chunks;
+        struct blockset_ent *last;
+        if (cap < s->n_chunks + extra)
+            cap = s->n_chunks + extra;
+        chunks = gm_realloc(s->chunks, cap * sizeof(*chunks));
+        if (!chunks)
+            return GM_ERR_NOMEM;
+        s->chunks = chunks;
+        last = gm_realloc(s->last, cap * sizeof(*last));
+        if (!last)
+            return GM_ERR_NOMEM;
+        s->last = last;
+        s->cap_chunks = cap;
+    }
+    /* each insert splits at most one chunk */
+    while (s->n_spare < extra) {
+        struct blockset_chunk *ch = gm_malloc(sizeof(*ch));
+        if (!ch)
+            return GM_ERR_NOMEM;
+        s->spare[s->n_spare++] = ch;
+    }
     return GM_OK;
 }
 
-static enum gm_status set_insert(struct blockset *s, struct block *b)
+/* put reserved chunk 'ch' (with its elements) at index 'c' of the chunk list */
+static void chunk_insert(struct blockset *s, size_t c, struct blockset_chunk *ch)
 {
-    size_t i;
-    if (set_reserve(s, 1))
+    memmove(s->chunks + c + 1, s->chunks + c, (s->n_chunks - c) * sizeof(*s->chunks));
+    memmove(s->last + c + 1, s->last + c, (s->n_chunks - c) * sizeof(*s->last));
+    s->chunks[c] = ch;
+    s->last[c] = ch->e[ch->n - 1];
+    s->n_chunks++;
+}
+
+static void chunk_remove(struct blockset *s, size_t c)
+{
+    struct blockset_chunk *ch = s->chunks[c];
+    memmove(s->chunks + c, s->chunks + c + 1, (s->n_chunks - c - 1) * sizeof(*s->chunks));
+    memmove(s->last + c, s->last + c + 1, (s->n_chunks - c - 1) * sizeof(*s->last));
+    s->n_chunks--;
+    if (s->n_spare < GM_BLOCKSET_SPARE)
+        s->spare[s->n_spare++] = ch;
+    else
+        gm_free(ch);
+}
+
+enum gm_status blockset_insert(struct blockset *s, struct block *b)
+{
+    struct blockset_ent key;
+    struct blockset_pos p;
+    struct blockset_chunk *ch;
+    if (blockset_reserve(s, 1))
         return GM_ERR_NOMEM;
-    i = set_lower_bound(s, b);
-    memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof(*s->v));
-    s->v[i] = b;
+    key = block_key(s, b);
+    key.b = b;
+    if (s->n_chunks == 0) {
+        ch = s->spare[--s->n_spare];
+        ch->n = 1;
+        ch->e[0] = key;
+        chunk_insert(s, 0, ch);
+        s->n++;
+        return GM_OK;
+    }
+    p = blockset_lower_bound(s, &key);
+    if (p.c == s->n_chunks) { /* greater than all: append to the last chunk */
+        p.c--;
+        p.i = s->chunks[p.c]->n;
+    }
+    ch = s->chunks[p.c];
+    if (ch->n == GM_BLOCKSET_CHUNK) { /* full: move its upper half to a new chunk */
+        struct blockset_chunk *hi = s->spare[--s->n_spare];
+        hi->n = GM_BLOCKSET_CHUNK / 2;
+        memcpy(hi->e, ch->e + GM_BLOCKSET_CHUNK / 2, hi->n * sizeof(*hi->e));
+        ch->n = GM_BLOCKSET_CHUNK / 2;
+        s->last[p.c] = ch->e[ch->n - 1];
+        chunk_insert(s, p.c + 1, hi);
+        if (p.i > ch->n) {
+            p.i -= ch->n;
+            ch = hi;
+            p.c++;
+        }
+    }
+    memmove(ch->e + p.i + 1, ch->e + p.i, (ch->n - p.i) * sizeof(*ch->e));
+    ch->e[p.i] = key;
+    ch->n++;
+    s->last[p.c] = ch->e[ch->n - 1];
     s->n++;
     return GM_OK;
 }
 
-static bool set_erase(struct blockset *s, const struct block *b)
+/* move every element of chunks[c + 1] to the end of chunks[c] */
+static void chunk_merge_next(struct blockset *s, size_t c)
 {
-    size_t i = set_lower_bound(s, b);
-    if (i >= s->n || s->v[i] != b)
+    struct blockset_chunk *ch = s->chunks[c], *nx = s->chunks[c + 1];
+    memcpy(ch->e + ch->n, nx->e, nx->n * sizeof(*ch->e));
+    ch->n += nx->n;
+    s->last[c] = ch->e[ch->n - 1];
+    chunk_remove(s, c + 1);
+}
+
+bool blockset_erase(struct blockset *s, const struct block *b)
+{
+    struct blockset_ent key = block_key(s, b);
+    struct blockset_pos p = blockset_lower_bound(s, &key);
+    if (blockset_at(s, p) != b)
         return false;
-    memmove(s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof(*s->v));
-    s->n--;
+    blockset_erase_at(s, p);
     return true;
+}
+
+void blockset_erase_at(struct blockset *s, struct blockset_pos p)
+{
+    struct blockset_chunk *ch = s->chunks[p.c];
+    memmove(ch->e + p.i, ch->e + p.i + 1, (ch->n - p.i - 1) * sizeof(*ch->e));
+    ch->n--;
+    s->n--;
+    if (ch->n == 0) {
+        chunk_remove(s, p.c);
+        return;
+    }
+    s->last[p.c] = ch->e[ch->n - 1];
+    /* keep neighbours from thinning out: merge when two fit in half a chunk */
+    if (p.c + 1 < s->n_chunks && ch->n + s->chunks[p.c + 1]->n <= GM_BLOCKSET_CHUNK / 2)
+        chunk_merge_next(s, p.c);
+    else if (p.c > 0 && s->chunks[p.c - 1]->n + ch->n <= GM_BLOCKSET_CHUNK / 2)
+        chunk_merge_next(s, p.c - 1);
+}
+
+void blockset_release(struct blockset *s)
+{
+    for (size_t c = 0; c < s->n_chunks; c++)
+        gm_free(s->chunks[c]);
+    for (size_t k = 0; k < s->n_spare; k++)
+        gm_free(s->spare[k]);
+    gm_free(s->chunks);
+    gm_free(s->last);
+    s->chunks = NULL;
+    s->last = NULL;
+    s->n_chunks = s->cap_chunks = s->n = s->n_spare = 0;
 }
 
 /* pool.insert_into_blocks(): also restarts the block's GC age */
 static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
 {
     b->gc_base = p->free_block_calls;
-    return set_insert(&p->blocks, b);
+    return blockset_insert(&p->blocks, b);
 }
 
 /* ---- allocated-address map ---------------------------------------------------------- */
@@ -282,9 +400,9 @@ static uint64_t try_merge(struct block *dst, struct block *src)
     sub = src->size;
     dst->size += sub;
     if (src->mapped)
-        set_erase(&src->pool->blocks, src);
+        blockset_erase(&src->pool->blocks, src);
     else
-        set_erase(&src->pool->unmapped, src);
+        blockset_erase(&src->pool->unmapped, src);
     gm_free(src);
     return sub;
 }
@@ -303,7 +421,7 @@ static void release_block(struct gm_alloc *a, struct block *b)
     a->stats.num_device_free++;
     if (b->size >= a->conf.max_split_size)
         stat_dec(&a->stats.oversize_segments, 1);
-    set_erase(&p->blocks, b);
+    blockset_erase(&p->blocks, b);
     a->n_segments--;
     gm_free(b);
 }
@@ -333,7 +451,7 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
     struct block *rest = NULL;
     enum gm_status st;
 
-    if (set_reserve(&p->unmapped, 1) || set_reserve(&p->blocks, 1))
+    if (blockset_reserve(&p->unmapped, 1) || blockset_reserve(&p->blocks, 1))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     if (mapped < b->size) {
         rest = block_new(b->addr + mapped, b->size - mapped, b->stream, p, xs);
@@ -347,7 +465,7 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
         return st;
     }
     memset(xs->mapped + first, 1, n);
-    set_erase(&p->unmapped, b);
+    blockset_erase(&p->unmapped, b);
     b->mapped = true;
     if (rest) {
         rest->prev = b;
@@ -356,7 +474,7 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
             b->next->prev = rest;
         b->next = rest;
         b->size = mapped;
-        if (set_insert(&p->unmapped, rest))
+        if (blockset_insert(&p->unmapped, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     }
     try_merge(b, b->prev);
@@ -383,7 +501,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     *out = b;
     if (lo >= hi || lo < b->addr)
         return GM_OK;
-    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 1))
+    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 1))
         return GM_ERR_NOMEM;
     if (lo > b->addr) {
         before = block_new(b->addr, lo - b->addr, b->stream, p, xs);
@@ -397,7 +515,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
             return GM_ERR_NOMEM;
         }
     }
-    set_erase(&p->blocks, b);
+    blockset_erase(&p->blocks, b);
     if (before) {
         before->prev = b->prev;
         before->next = b;
@@ -423,7 +541,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     b->mapped = false;
     try_merge(b, b->prev);
     try_merge(b, b->next);
-    if (set_insert(&p->unmapped, b))
+    if (blockset_insert(&p->unmapped, b))
         return GM_ERR_NOMEM;
     a->total_allocated -= hi - lo;
     pool_dec(a->stats.reserved_bytes, p, hi - lo);
@@ -436,7 +554,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
 static void release_xseg(struct gm_alloc *a, struct block *b)
 {
     struct xseg *xs = b->xseg, **pp;
-    set_erase(&b->pool->unmapped, b);
+    blockset_erase(&b->pool->unmapped, b);
     a->dev.ops->va_release(a->dev.ctx, xs->base, (uint64_t)xs->n_pages * xs->page);
     for (pp = &a->xsegs; *pp; pp = &(*pp)->next_seg)
         if (*pp == xs) {
@@ -453,23 +571,25 @@ static void release_xseg(struct gm_alloc *a, struct block *b)
 static enum gm_status release_blocks(struct gm_alloc *a, struct alloc_pool *p)
 {
     size_t n = p->blocks.n, n_unmap = 0;
-    struct block **v;
+    struct block **v, *b;
     enum gm_status st = GM_OK;
     if (!n)
         return GM_OK;
     v = gm_malloc(n * sizeof(*v));
     if (!v)
         return GM_ERR_NOMEM;
-    memcpy(v, p->blocks.v, n * sizeof(*v));
+    n = 0;
+    for (struct blockset_pos it = blockset_first(&p->blocks);
+         (b = blockset_at(&p->blocks, it)) != NULL; blockset_next(&p->blocks, &it))
+        v[n++] = b;
     for (size_t i = 0; i < n; i++) {
-        struct block *b = v[i];
+        b = v[i];
         if (b->xseg)
             v[n_unmap++] = b; /* unmapping changes the pool: gather first */
         else if (!is_split(b))
             release_block(a, b);
     }
     for (size_t i = 0; i < n_unmap && st == GM_OK; i++) {
-        struct block *b;
         st = unmap_block(a, v[i], &b);
         if (st == GM_OK && !is_split(b) && !b->mapped)
             release_xseg(a, b);
@@ -503,32 +623,35 @@ static uint64_t expandable_size(const struct block *b)
 static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, uint64_t size,
                                     int64_t stream)
 {
-    struct block key;
-    size_t i;
+    struct blockset_ent key = blockset_key(&p->blocks, stream, size, 0);
+    struct blockset_pos i;
     struct block *b;
     if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
         p->free_block_calls++;
-    memset(&key, 0, sizeof(key));
-    key.stream = stream;
-    key.size = size;
-    i = set_lower_bound(&p->blocks, &key);
-    if (i >= p->blocks.n || p->blocks.v[i]->stream != stream)
+    i = blockset_lower_bound(&p->blocks, &key);
+    b = blockset_at(&p->blocks, i);
+    if (!b || b->stream != stream)
         return NULL;
-    if (p->blocks.v[i]->xseg && a->conf.expandable_segments) {
+    if (b->xseg && a->conf.expandable_segments) {
         /* prefer a block that cannot grow: a block followed by unmapped space counts as
          * the size it can expand to */
-        while (p->blocks.v[i]->xseg && i + 1 < p->blocks.n &&
-               p->blocks.v[i + 1]->stream == stream &&
-               expandable_size(p->blocks.v[i + 1]) < expandable_size(p->blocks.v[i]))
-            i++;
+        while (b->xseg) {
+            struct blockset_pos j = i;
+            struct block *nx;
+            blockset_next(&p->blocks, &j);
+            nx = blockset_at(&p->blocks, j);
+            if (!nx || nx->stream != stream || expandable_size(nx) >= expandable_size(b))
+                break;
+            i = j;
+            b = nx;
+        }
     }
-    b = p->blocks.v[i];
     if (size < a->conf.max_split_size && b->size >= a->conf.max_split_size)
         return NULL;
     if (size >= a->conf.max_split_size &&
         b->size >= gm_add_sat(size, a->conf.max_non_split_rounding_size))
         return NULL;
-    set_erase(&p->blocks, b);
+    blockset_erase_at(&p->blocks, i);
     return b;
 }
 
@@ -541,32 +664,36 @@ static void garbage_collect(struct gm_alloc *a)
     uint64_t target, reclaimed = 0, total_age = 0;
     uint64_t freeable = 0;
     bool freed = true;
+    struct block *b;
 
     if (a->total_allocated <= threshold)
         return;
     target = a->total_allocated - threshold;
-    for (size_t i = 0; i < p->blocks.n; i++)
-        if (!is_split(p->blocks.v[i])) {
-            total_age += p->free_block_calls - p->blocks.v[i]->gc_base;
-            freeable++;
-        }
+    for (struct blockset_pos it = blockset_first(&p->blocks);
+         (b = blockset_at(&p->blocks, it)) != NULL; blockset_next(&p->blocks, &it)) {
+        if (is_split(b))
+            continue;
+        total_age += p->free_block_calls - b->gc_base;
+        freeable++;
+    }
     if (!freeable)
         return;
     while (reclaimed < target && freed && freeable > 0) {
         double age_threshold = (double)total_age / (double)freeable;
-        size_t i = 0;
+        struct blockset_pos i = blockset_first(&p->blocks);
         freed = false;
-        while (i < p->blocks.n) {
-            struct block *b = p->blocks.v[i];
+        while ((b = blockset_at(&p->blocks, i)) != NULL) {
             uint64_t age = p->free_block_calls - b->gc_base;
             if (!is_split(b) && !b->xseg && (double)age >= age_threshold) {
+                struct blockset_ent key = block_key(&p->blocks, b);
                 freed = true;
                 reclaimed += b->size;
                 total_age -= age;
                 freeable--;
-                release_block(a, b); /* removes v[i]: do not advance */
+                release_block(a, b);
+                i = blockset_lower_bound(&p->blocks, &key); /* the block after b */
             } else {
-                i++;
+                blockset_next(&p->blocks, &i);
             }
         }
     }
@@ -577,19 +704,19 @@ static void garbage_collect(struct gm_alloc *a)
 static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
                                       uint64_t size, struct block **out, struct gm_error *err)
 {
-    struct block key, *c;
+    struct blockset_ent key = blockset_key(&p->unmapped, stream, 0, 0);
+    struct blockset_pos i;
+    struct block *c;
     struct xseg *xs;
     uint64_t page = p->small ? GM_ALLOC_SMALL_BUFFER : GM_ALLOC_LARGE_BUFFER;
     uint64_t total = a->dev.total_bytes, va;
     enum gm_status st;
 
-    memset(&key, 0, sizeof(key));
-    key.stream = stream;
-    for (size_t i = set_lower_bound(&p->unmapped, &key);
-         i < p->unmapped.n && p->unmapped.v[i]->stream == stream; i++) {
+    for (i = blockset_lower_bound(&p->unmapped, &key);
+         (c = blockset_at(&p->unmapped, i)) != NULL && c->stream == stream;
+         blockset_next(&p->unmapped, &i)) {
         uint64_t bytes = 0;
         struct block *b;
-        c = p->unmapped.v[i];
         if (c->prev && !c->prev->allocated)
             c = c->prev;
         for (b = c; b && bytes < size && !b->allocated; b = b->next)
@@ -626,7 +753,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     }
     c->addr = xs->base;
     c->mapped = false;
-    if (set_insert(&p->unmapped, c)) {
+    if (blockset_insert(&p->unmapped, c)) {
         a->dev.ops->va_release(a->dev.ctx, xs->base, c->size);
         gm_free(c);
         gm_free(xs->mapped);
@@ -661,7 +788,7 @@ static enum gm_status alloc_expandable(struct gm_alloc *a, struct alloc_pool *p,
         if (st)
             return st;
     }
-    set_erase(&p->blocks, c);
+    blockset_erase(&p->blocks, c);
     *out = c;
     return GM_OK;
 }
@@ -704,32 +831,33 @@ static enum gm_status alloc_block(struct gm_alloc *a, struct alloc_pool *p, int6
 static bool release_available(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
                               uint64_t size)
 {
-    struct block key;
-    size_t i;
-    uint64_t released = 0;
+    uint64_t want, released = 0;
+    struct blockset_ent key;
+    struct blockset_pos i;
+    struct block *b;
     if (a->conf.max_split_size == GM_ALLOC_NO_SPLIT_LIMIT)
         return false;
-    memset(&key, 0, sizeof(key));
-    key.stream = stream;
-    key.size = size < a->conf.max_split_size ? a->conf.max_split_size : size;
-    i = set_lower_bound(&p->blocks, &key);
-    if (i < p->blocks.n && p->blocks.v[i]->stream == stream && !p->blocks.v[i]->xseg &&
-        !is_split(p->blocks.v[i])) {
-        release_block(a, p->blocks.v[i]);
+    want = size < a->conf.max_split_size ? a->conf.max_split_size : size;
+    key = blockset_key(&p->blocks, stream, want, 0);
+    i = blockset_lower_bound(&p->blocks, &key);
+    b = blockset_at(&p->blocks, i);
+    if (b && b->stream == stream && !b->xseg && !is_split(b)) {
+        release_block(a, b);
         return true;
     }
     /* no single block is large enough: free oversize blocks, largest first */
-    while (i > 0 && released < key.size) {
-        struct block *b = p->blocks.v[i - 1];
+    while (released < want && blockset_prev(&p->blocks, &i)) {
+        b = blockset_at(&p->blocks, i);
         if (b->size < a->conf.max_split_size || b->stream != stream)
             break;
-        i--;
         if (!b->xseg && !is_split(b)) {
+            key = block_key(&p->blocks, b);
             released += b->size;
             release_block(a, b);
+            i = blockset_lower_bound(&p->blocks, &key); /* the block after b */
         }
     }
-    return released >= key.size;
+    return released >= want;
 }
 
 static bool should_split(const struct gm_alloc *a, const struct block *b, uint64_t size)
@@ -812,7 +940,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     alloc_size = gm_alloc_segment_size(size);
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
-    if (set_reserve(&p->blocks, 2) || set_reserve(&p->unmapped, 2) || map_reserve(&a->active))
+    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) ||
+        map_reserve(&a->active))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream);
     if (!b) {
@@ -901,7 +1030,7 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
                        (unsigned long long)ptr);
     b = a->active.vals[j];
-    if (set_reserve(&b->pool->blocks, 1))
+    if (blockset_reserve(&b->pool->blocks, 1))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     map_remove_at(&a->active, j);
     b->allocated = false;
@@ -973,10 +1102,12 @@ void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx
 
 static void free_set(struct blockset *s, bool blocks_too)
 {
+    struct block *b;
     if (blocks_too)
-        for (size_t i = 0; i < s->n; i++)
-            gm_free(s->v[i]);
-    gm_free(s->v);
+        for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
+             blockset_next(s, &it))
+            gm_free(b);
+    blockset_release(s);
 }
 
 void gm_alloc_free(struct gm_alloc *a)
@@ -988,9 +1119,10 @@ void gm_alloc_free(struct gm_alloc *a)
     pools[1] = &a->small;
     /* give cudaMalloc segments back: walk each segment from its head */
     for (int k = 0; k < 2; k++) {
-        struct blockset *s = &pools[k]->blocks;
-        for (size_t i = 0; i < s->n; i++) {
-            struct block *h = s->v[i], *b;
+        struct block *h, *b;
+        for (struct blockset_pos it = blockset_first(&pools[k]->blocks);
+             (h = blockset_at(&pools[k]->blocks, it)) != NULL;
+             blockset_next(&pools[k]->blocks, &it)) {
             uint64_t total = 0;
             if (h->xseg || h->prev)
                 continue;
@@ -1110,12 +1242,14 @@ size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t ca
     const struct alloc_pool *pools[2] = {&a->large, &a->small};
     size_t n = 0;
     /* cudaMalloc segments: walk from each head block, wherever the head is */
-    for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
-            const struct block *b = pools[k]->blocks.v[i];
+    for (int k = 0; k < 2; k++) {
+        struct block *b;
+        for (struct blockset_pos it = blockset_first(&pools[k]->blocks);
+             (b = blockset_at(&pools[k]->blocks, it)) != NULL;
+             blockset_next(&pools[k]->blocks, &it))
             if (!b->xseg && !b->prev)
                 n = put_size(out, cap, n, chain_size(b));
-        }
+    }
     for (size_t i = 0; i < a->active.cap; i++) {
         const struct block *b = a->active.vals[i];
         if (b && !b->xseg && !b->prev)

@@ -33,13 +33,109 @@ struct block {
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
 
-/* A sorted array of blocks with lower_bound; small N makes memmove cheap enough. */
-struct blockset {
-    struct block **v;
+/* An ordered set of blocks: std::set<Block*, Comparator> with lower_bound and in-order
+ * neighbours.  Each element carries its key inline, so a search reads contiguous memory and
+ * never the blocks; the elements live in sorted chunks of at most GM_BLOCKSET_CHUNK, so an
+ * insert or erase moves at most one chunk, and a search first bisects the contiguous array
+ * of the chunks' last keys.  Invariants: every chunk holds at least one element; two
+ * neighbouring chunks together hold more than GM_BLOCKSET_CHUNK / 2. */
+#define GM_BLOCKSET_CHUNK 64
+#define GM_BLOCKSET_SPARE 4 /* the most inserts one blockset_reserve() can cover */
+
+struct blockset_ent {
+    uint64_t stream; /* streams compare as unsigned, like the pointers PyTorch compares */
+    uint64_t size;   /* 0 in a set ordered by (stream, addr) */
+    uint64_t addr;
+    struct block *b;
+};
+
+struct blockset_chunk {
     size_t n;
-    size_t cap;
+    struct blockset_ent e[GM_BLOCKSET_CHUNK];
+};
+
+struct blockset {
+    struct blockset_chunk **chunks; /* in key order */
+    struct blockset_ent *last;      /* last[c]: the greatest key of chunks[c] */
+    size_t n_chunks, cap_chunks;
+    size_t n;                                        /* elements */
+    struct blockset_chunk *spare[GM_BLOCKSET_SPARE]; /* reserved empty chunks */
+    size_t n_spare;
     bool by_size; /* (stream, size, addr) when true, else (stream, addr) */
 };
+
+/* A position in a set: element i of chunks[c]; c == n_chunks is the end.  Any insert or
+ * erase invalidates every position. */
+struct blockset_pos {
+    size_t c, i;
+};
+
+/* the first element not less than 'key' */
+struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key);
+/* Room for 'extra' (at most GM_BLOCKSET_SPARE) more inserts, so that the inserts of an
+ * operation cannot fail half-way through it: every mutating operation reserves first. */
+enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra);
+static inline enum gm_status blockset_reserve(struct blockset *s, size_t extra)
+{
+    if (s->n_spare >= extra && s->n_chunks + extra <= s->cap_chunks)
+        return GM_OK;
+    return blockset_reserve_slow(s, extra);
+}
+
+enum gm_status blockset_insert(struct blockset *s, struct block *b);
+/* false when 'b' (found by its current key) is not in the set */
+bool blockset_erase(struct blockset *s, const struct block *b);
+/* erase the element at 'p', which must not be the end */
+void blockset_erase_at(struct blockset *s, struct blockset_pos p);
+/* frees the set's memory, not its blocks */
+void blockset_release(struct blockset *s);
+
+/* the key of (stream, size, addr) in the order of 's' */
+static inline struct blockset_ent blockset_key(const struct blockset *s, int64_t stream,
+                                               uint64_t size, uint64_t addr)
+{
+    struct blockset_ent k;
+    k.stream = (uint64_t)stream;
+    k.size = s->by_size ? size : 0;
+    k.addr = addr;
+    k.b = NULL;
+    return k;
+}
+
+static inline struct blockset_pos blockset_first(const struct blockset *s)
+{
+    (void)s;
+    return (struct blockset_pos){0, 0};
+}
+
+/* the block at 'p', NULL at the end */
+static inline struct block *blockset_at(const struct blockset *s, struct blockset_pos p)
+{
+    return p.c < s->n_chunks ? s->chunks[p.c]->e[p.i].b : NULL;
+}
+
+/* step to the next element (or the end); 'p' must not be the end */
+static inline void blockset_next(const struct blockset *s, struct blockset_pos *p)
+{
+    if (++p->i == s->chunks[p->c]->n) {
+        p->c++;
+        p->i = 0;
+    }
+}
+
+/* step to the previous element; false (and 'p' unchanged) at the first */
+static inline bool blockset_prev(const struct blockset *s, struct blockset_pos *p)
+{
+    if (p->i > 0) {
+        p->i--;
+        return true;
+    }
+    if (p->c == 0)
+        return false;
+    p->c--;
+    p->i = s->chunks[p->c]->n - 1;
+    return true;
+}
 
 struct alloc_pool {
     bool small;

@@ -27,15 +27,18 @@ static void check(const struct gm_alloc *a, const struct gm_alloc_fakedev *fake)
             abort();
         alloc_bytes += b->size;
     }
-    for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
-            const struct block *b = pools[k]->blocks.v[i];
+    for (int k = 0; k < 2; k++) {
+        const struct block *b;
+        for (struct blockset_pos it = blockset_first(&pools[k]->blocks);
+             (b = blockset_at(&pools[k]->blocks, it)) != NULL;
+             blockset_next(&pools[k]->blocks, &it)) {
             if (b->allocated || !b->mapped)
                 abort();
             if (b->next && !b->next->allocated && b->next->mapped)
                 abort(); /* two free mapped neighbours must have merged */
             free_bytes += b->size;
         }
+    }
     if (alloc_bytes != a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current ||
         alloc_bytes + free_bytes != a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current ||
         a->total_allocated != fake->used)

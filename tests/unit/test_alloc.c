@@ -2,7 +2,8 @@
 /* test_alloc.c - the caching-allocator model: hand-computed test vectors
  * of each rule of docs/alloc.md section 1, the expandable-segments worked example,
  * statistics semantics (torch.cuda.memory_stats()), the OOM retry path, garbage collection, the
- * PYTORCH_CUDA_ALLOC_CONF parser, and a randomised run that checks the invariants. */
+ * PYTORCH_CUDA_ALLOC_CONF parser, a randomised run that checks the invariants, and the ordered
+ * free-block set driven at random against a linear scan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -651,23 +652,27 @@ static void check_invariants(struct gm_alloc *a)
                 assert_true(b->next->addr == b->addr + b->size);
         }
     for (int k = 0; k < 2; k++) {
-        for (size_t i = 0; i < pools[k]->blocks.n; i++) {
-            struct block *b = pools[k]->blocks.v[i];
+        const struct block *q = NULL;
+        struct block *b;
+        for (struct blockset_pos it = blockset_first(&pools[k]->blocks);
+             (b = blockset_at(&pools[k]->blocks, it)) != NULL;
+             blockset_next(&pools[k]->blocks, &it)) {
             assert_false(b->allocated);
             assert_true(b->mapped);
             /* two free mapped neighbours would have been merged */
             if (b->next)
                 assert_true(b->next->allocated || !b->next->mapped);
-            if (i > 0) {
-                const struct block *q = pools[k]->blocks.v[i - 1];
+            if (q)
                 assert_true((uint64_t)q->stream < (uint64_t)b->stream ||
                             (q->stream == b->stream &&
                              (q->size < b->size || (q->size == b->size && q->addr < b->addr))));
-            }
+            q = b;
             free_bytes += b->size;
         }
-        for (size_t i = 0; i < pools[k]->unmapped.n; i++)
-            unmapped += pools[k]->unmapped.v[i]->size;
+        for (struct blockset_pos it = blockset_first(&pools[k]->unmapped);
+             (b = blockset_at(&pools[k]->unmapped, it)) != NULL;
+             blockset_next(&pools[k]->unmapped, &it))
+            unmapped += b->size;
     }
     assert_true(alloc_bytes == a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes == a->stats.active_bytes[GM_ALLOC_STAT_ALL].current);
@@ -743,6 +748,160 @@ static void test_random_options(void **state)
 }
 
 /* host allocation failures at every step: clean errors, no leaks (ASan checks) */
+/* ---- the ordered block set against a linear scan ---- */
+
+/* the set's order: (stream as unsigned, size, addr), or (stream, addr) */
+static bool ref_less(bool by_size, const struct block *x, int64_t stream, uint64_t size,
+                     uint64_t addr)
+{
+    if (x->stream != stream)
+        return (uint64_t)x->stream < (uint64_t)stream;
+    if (by_size && x->size != size)
+        return x->size < size;
+    return x->addr < addr;
+}
+
+/* the least present block not less than the key (lower_bound by linear scan), or NULL */
+static const struct block *ref_lower_bound(bool by_size, struct block *blocks, const bool *in,
+                                           size_t n, int64_t stream, uint64_t size, uint64_t addr)
+{
+    const struct block *best = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (in[i] && !ref_less(by_size, &blocks[i], stream, size, addr) &&
+            (!best || ref_less(by_size, &blocks[i], best->stream, best->size, best->addr)))
+            best = &blocks[i];
+    return best;
+}
+
+/* the greatest present block less than the key, or NULL */
+static const struct block *ref_before(bool by_size, struct block *blocks, const bool *in, size_t n,
+                                      int64_t stream, uint64_t size, uint64_t addr)
+{
+    const struct block *best = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (in[i] && ref_less(by_size, &blocks[i], stream, size, addr) &&
+            (!best || ref_less(by_size, best, blocks[i].stream, blocks[i].size, blocks[i].addr)))
+            best = &blocks[i];
+    return best;
+}
+
+/* the chunk layout: sizes, last keys, no two thin neighbours, order across chunks */
+static void check_blockset(const struct blockset *s, size_t n_in)
+{
+    size_t total = 0;
+    const struct block *q = NULL;
+    struct block *b;
+    for (size_t c = 0; c < s->n_chunks; c++) {
+        const struct blockset_chunk *ch = s->chunks[c];
+        assert_true(ch->n >= 1 && ch->n <= GM_BLOCKSET_CHUNK);
+        assert_true(memcmp(&s->last[c], &ch->e[ch->n - 1], sizeof(s->last[c])) == 0);
+        if (c > 0)
+            assert_true(s->chunks[c - 1]->n + ch->n > GM_BLOCKSET_CHUNK / 2);
+        total += ch->n;
+    }
+    assert_int_equal(total, s->n);
+    assert_int_equal(s->n, n_in);
+    total = 0;
+    for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
+         blockset_next(s, &it)) {
+        if (q)
+            assert_true(ref_less(s->by_size, q, b->stream, b->size, b->addr));
+        q = b;
+        total++;
+    }
+    assert_int_equal(total, n_in);
+}
+
+static void blockset_random(bool by_size, uint64_t seed)
+{
+    enum { N = 3000 };
+    static const int64_t streams[] = {0, 7, -1}; /* -1 sorts last, as unsigned */
+    struct block *blocks = calloc(N, sizeof(*blocks));
+    bool *in = calloc(N, sizeof(*in));
+    struct blockset s;
+    size_t n_in = 0;
+    uint64_t r = seed;
+    assert_non_null(blocks);
+    assert_non_null(in);
+    memset(&s, 0, sizeof(s));
+    s.by_size = by_size;
+    for (size_t i = 0; i < N; i++) {
+        blocks[i].stream = streams[rng_next(&r) % 3];
+        blocks[i].size = (rng_next(&r) % 40 + 1) * 512;  /* many equal sizes */
+        blocks[i].addr = (uint64_t)(i * 7919 % N) << 20; /* distinct, not in index order */
+    }
+    assert_int_equal(blockset_reserve(&s, GM_BLOCKSET_SPARE + 1), GM_ERR_INVALID);
+    for (int step = 0; step < 40000; step++) {
+        /* grow towards N, then drain towards empty, twice */
+        bool grow = (step / 10000) % 2 == 0;
+        size_t i = (size_t)(rng_next(&r) % N);
+        uint64_t op = rng_next(&r) % 8;
+        if (op < 4) {
+            if (in[i] == grow) {
+                /* erasing or inserting what is already so: erase of an absent block fails */
+                if (!in[i])
+                    assert_false(blockset_erase(&s, &blocks[i]));
+                continue;
+            }
+            if (grow) {
+                assert_int_equal(blockset_insert(&s, &blocks[i]), GM_OK);
+                n_in++;
+            } else if (op & 1) {
+                assert_true(blockset_erase(&s, &blocks[i]));
+                n_in--;
+            } else {
+                /* erase at the position lower_bound finds for the block's own key */
+                struct blockset_ent key =
+                    blockset_key(&s, blocks[i].stream, blocks[i].size, blocks[i].addr);
+                struct blockset_pos p = blockset_lower_bound(&s, &key);
+                assert_ptr_equal(blockset_at(&s, p), &blocks[i]);
+                blockset_erase_at(&s, p);
+                n_in--;
+            }
+            in[i] = grow;
+        } else {
+            /* lower_bound of a key that may or may not be present, and its neighbours */
+            int64_t stream = streams[rng_next(&r) % 3];
+            uint64_t size = (rng_next(&r) % 42) * 512;
+            uint64_t addr = (rng_next(&r) % (N + 2)) << 20;
+            struct blockset_ent key = blockset_key(&s, stream, size, addr);
+            struct blockset_pos p = blockset_lower_bound(&s, &key);
+            const struct block *want = ref_lower_bound(by_size, blocks, in, N, stream, size, addr);
+            const struct block *before = ref_before(by_size, blocks, in, N, stream, size, addr);
+            assert_ptr_equal(blockset_at(&s, p), want);
+            if (want) {
+                struct blockset_pos nx = p;
+                const struct block *after = ref_lower_bound(by_size, blocks, in, N, want->stream,
+                                                            want->size, want->addr + 1);
+                blockset_next(&s, &nx);
+                assert_ptr_equal(blockset_at(&s, nx), after);
+            }
+            if (blockset_prev(&s, &p))
+                assert_ptr_equal(blockset_at(&s, p), before);
+            else
+                assert_null(before);
+        }
+        if (step % 500 == 0)
+            check_blockset(&s, n_in);
+    }
+    check_blockset(&s, n_in);
+    blockset_release(&s);
+    free(in);
+    free(blocks);
+}
+
+static void test_blockset_random_by_size(void **state)
+{
+    (void)state;
+    blockset_random(true, 0x9E3779B97F4A7C15ull);
+}
+
+static void test_blockset_random_by_addr(void **state)
+{
+    (void)state;
+    blockset_random(false, 0xD1B54A32D192ED03ull);
+}
+
 static void test_host_alloc_failures(void **state)
 {
     (void)state;
@@ -796,6 +955,8 @@ int main(void)
         cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_random_default),
         cmocka_unit_test(test_random_options),
+        cmocka_unit_test(test_blockset_random_by_size),
+        cmocka_unit_test(test_blockset_random_by_addr),
         cmocka_unit_test(test_host_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
