@@ -297,6 +297,9 @@ struct gm_analysis_device {
     int64_t peak_time_us;
     uint8_t peak_phase;     /* enum gm_phase */
     int32_t peak_iteration; /* -1 outside any */
+    /* gm_snapshot_timeline(snap, device, 0) as the analysis computed it, so that readers of
+     * the analysis need not replay the trace again (live is NULL: nothing to release) */
+    struct gm_snapshot_timeline timeline;
     uint64_t at_peak[GM_CATEGORY_COUNT];
     uint64_t at_peak_unexplained;       /* part of at_peak[OTHER] with GM_RULE_NONE */
     uint64_t at_peak_lifetime_only;     /* bytes whose category came from lifetime alone */
@@ -616,8 +619,8 @@ struct gm_ranks {
 /* The figures of the rank 'an' holds into *out (its device, peak, reserved bytes, the
  * categories at its peak), 'file' recorded in it; *has_device false (and nothing else done)
  * when the file has no device with a trace or segments.  A caller that reads many files
- * keeps these and frees each snapshot.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT (the timeline
- * over the snapshot's memory limit). */
+ * keeps these and frees each snapshot.  Returns GM_OK: the figures come from the analysis
+ * (its timeline included) and the snapshot. */
 enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
                                 bool *has_device, struct gm_error *err);
 

@@ -1384,6 +1384,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->peak_event = tl.peak_event_index;
     dev->peak_has_time = tl.peak_time_valid;
     dev->peak_time_us = tl.peak_time_us;
+    dev->timeline = tl; /* flags 0: no live array, a copy of scalars */
 
     size_t n = sd->n_events;
     if (!take(&w, n ? n : 1)) {

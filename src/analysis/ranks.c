@@ -31,13 +31,11 @@ const char *gm_rank_metric_name(enum gm_rank_metric m)
 
 /* The figures of one rank: the analysis's peak and categories, the timeline's most reserved
  * bytes, the segments' state at snapshot time. */
-static enum gm_status fill_rank(const struct gm_analysis *an, const struct gm_analysis_device *dev,
-                                size_t file, struct gm_rank *r, struct gm_error *err)
+static void fill_rank(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                      size_t file, struct gm_rank *r)
 {
     const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
-    struct gm_snapshot_timeline tl;
-    enum gm_status st;
     memset(r, 0, sizeof(*r));
     r->file = file;
     r->device = dev->device;
@@ -45,10 +43,7 @@ static enum gm_status fill_rank(const struct gm_analysis *an, const struct gm_an
     r->peak_event = dev->peak_event;
     r->peak_phase = dev->peak_phase;
     memcpy(r->at_peak, dev->at_peak, sizeof(r->at_peak));
-    if ((st = gm_snapshot_timeline(snap, dev->device, 0, &tl, err)) != GM_OK)
-        return st;
-    r->value[GM_RANK_PEAK_RESERVED] = tl.peak_reserved_bytes;
-    gm_snapshot_timeline_release(&tl);
+    r->value[GM_RANK_PEAK_RESERVED] = dev->timeline.peak_reserved_bytes;
     for (size_t i = 0; sd && i < sd->n_segments; i++) {
         const struct gm_snapshot_segment *seg = &snap->segments[sd->first_segment + i];
         r->value[GM_RANK_RESERVED] += seg->total_size;
@@ -56,7 +51,6 @@ static enum gm_status fill_rank(const struct gm_analysis *an, const struct gm_an
             if (seg->blocks[b].state == GM_BLOCK_ACTIVE_ALLOCATED)
                 r->value[GM_RANK_ALLOCATED] += seg->blocks[b].size;
     }
-    return GM_OK;
 }
 
 static void spread_of(const struct gm_ranks *rs, enum gm_rank_metric m, struct gm_rank_spread *s)
@@ -101,8 +95,11 @@ enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struc
                                 bool *has_device, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = gm_analysis_rank_device(an);
+    (void)err; /* nothing can fail now that the timeline comes with the analysis */
     *has_device = dev != NULL;
-    return dev ? fill_rank(an, dev, file, out, err) : GM_OK;
+    if (dev)
+        fill_rank(an, dev, file, out);
+    return GM_OK;
 }
 
 enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,

@@ -358,13 +358,15 @@ static void put_chunks(FILE *f, const char *const *chunks)
  * data can close the element (and "<!--" cannot open a comment). */
 static void put_json_for_script(FILE *f, const char *s, size_t n)
 {
+    size_t run = 0; /* start of the bytes not written yet */
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '<' && i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '!')) {
+            fwrite(s + run, 1, i - run, f);
             fputs("\\u003c", f);
-            continue;
+            run = i + 1;
         }
-        fputc(s[i], f);
     }
+    fwrite(s + run, 1, n - run, f);
 }
 
 enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm_error *err)

@@ -560,10 +560,11 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     struct live_peak lp = {NULL, 0};
     const char *peak_up;
     double peak_x;
-    /* with an analysis, what is alive at the peak comes from it */
-    enum gm_status st =
-        gm_snapshot_timeline(c->snap, sd->index, ad ? 0 : GM_TIMELINE_LIVE, &tl, err);
-    if (st != GM_OK)
+    /* with an analysis, its timeline and what is alive at the peak come from it */
+    enum gm_status st = GM_OK;
+    if (ad)
+        tl = ad->timeline;
+    else if ((st = gm_snapshot_timeline(c->snap, sd->index, GM_TIMELINE_LIVE, &tl, err)) != GM_OK)
         return st;
     if (ad && (st = gm_analysis_live_at(c->an, ad, &tl.peak_event_index, 1, keep_live, &lp, err)) !=
                   GM_OK) {
