@@ -569,11 +569,12 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
     struct walk w;
     enum gm_status st = GM_OK;
 
-    if (!hist)
-        hist = gm_analysis_layout_history(dev);
-    if (!sd || !hist)
+    if (!sd)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);
+    if (!hist && !(hist = gm_analysis_layout_history(dev)))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "the analysis has no layout history of device %d", (int)dev->device);
     if (!n)
         return GM_OK;
     memset(&w, 0, sizeof(w));
