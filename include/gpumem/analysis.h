@@ -449,6 +449,10 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                                        struct gm_layout_history *h, struct gm_error *err);
 void gm_layout_history_release(struct gm_layout_history *h);
 
+/* The history of device 'dev' that its analysis built and keeps (borrowed until
+ * gm_analysis_free()); NULL for a device the analysis did not finish. */
+const struct gm_layout_history *gm_analysis_layout_history(const struct gm_analysis_device *dev);
+
 /* The bytes the block of allocation 'a' occupies: its real block in the file when it lives
  * to the end of the trace (with any tail the allocator did not split), else its requested
  * bytes rounded up to 512 as the allocator rounds. */
@@ -502,8 +506,9 @@ struct gm_layout {
 
 /* The layout at each moment ks[i] (event indexes, ascending; -1 the start) of device 'dev',
  * in one pass: fn(ctx, i, layout) with the layout borrowed for the call.  'hist' is the
- * device's history (NULL: built here).  A non-OK status from fn stops the pass and is
- * returned.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT, GM_ERR_INVALID, or fn's. */
+ * device's history (NULL: the analysis's, gm_analysis_layout_history()).  A non-OK status
+ * from fn stops the pass and is returned.  Errors: GM_ERR_NOMEM, GM_ERR_LIMIT,
+ * GM_ERR_INVALID, or fn's. */
 typedef enum gm_status (*gm_layout_fn)(void *ctx, size_t i, const struct gm_layout *l,
                                        struct gm_error *err);
 enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,

@@ -1351,6 +1351,15 @@ static enum gm_status frag_targets(struct work *w, struct gm_error *err)
     return st;
 }
 
+/* The bytes a layout history holds. */
+static uint64_t layout_bytes(const struct gm_layout_history *h)
+{
+    return gm_budget_bytes(h->n_segments, sizeof(*h->segments)) +
+           gm_budget_bytes(h->n_initial, sizeof(*h->initial)) +
+           gm_budget_bytes(h->n_changes, sizeof(*h->changes)) +
+           gm_budget_bytes(h->n_final_blocks, sizeof(*h->final_blocks));
+}
+
 static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
                                      struct ana_classifier *cls, struct ana_priv *priv,
                                      uint32_t max_points, struct gm_analysis_device *dev,
@@ -1454,6 +1463,11 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
+    /* the segments' history, kept: the sweep below and the report's state read it */
+    if ((st = gm_layout_history_build(snap, sd, &priv->layouts[d], err)) != GM_OK)
+        goto out;
+    dp->layout = &priv->layouts[d];
+    priv->held += layout_bytes(dp->layout);
     st = frag_targets(&w, err);
 out:
     ana_map_release(&w.site_of);
@@ -1515,7 +1529,8 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
     an->n_devices = snap->n_devices;
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
-    if (!an->devices) {
+    priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
+    if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
     }
@@ -1555,6 +1570,9 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t i = 0; i < priv->n_kept; i++)
             gm_big_free(priv->kept[i].p, priv->kept[i].bytes);
         gm_free(priv->kept);
+        for (size_t d = 0; priv->layouts && d < an->n_devices; d++)
+            gm_layout_history_release(&priv->layouts[d]);
+        gm_free(priv->layouts);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }

@@ -101,7 +101,8 @@ struct ana_priv {
     struct gm_arena arena;
     struct ana_kept *kept;
     size_t n_kept;
-    uint64_t held; /* bytes of results, against the snapshot's memory limit */
+    uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
+    struct gm_layout_history *layouts; /* one per device, same order as an->devices */
 };
 
 /* What one device's analysis keeps for gm_analysis_live_at(). */
@@ -109,6 +110,7 @@ struct ana_device_priv {
     const uint32_t *free_of; /* per free_completed event, in trace order: the allocation
                               * (index into allocs) it ends */
     size_t n_free_of;
+    const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -367,6 +367,11 @@ nomem:
     return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "layout: out of memory for segments");
 }
 
+const struct gm_layout_history *gm_analysis_layout_history(const struct gm_analysis_device *dev)
+{
+    return dev && dev->priv_ ? dev->priv_->layout : NULL;
+}
+
 void gm_layout_history_release(struct gm_layout_history *h)
 {
     if (!h)
@@ -561,22 +566,18 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
 {
     const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
-    struct gm_layout_history own;
     struct walk w;
     enum gm_status st = GM_OK;
 
     if (!sd)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);
+    if (!hist && !(hist = gm_analysis_layout_history(dev)))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "the analysis has no layout history of device %d", (int)dev->device);
     if (!n)
         return GM_OK;
     memset(&w, 0, sizeof(w));
-    memset(&own, 0, sizeof(own));
-    if (!hist) {
-        if ((st = gm_layout_history_build(snap, sd, &own, err)) != GM_OK)
-            return st;
-        hist = &own;
-    }
     w.an = an;
     w.dev = dev;
     w.h = hist;
@@ -602,6 +603,5 @@ out:
     gm_free(w.segs);
     gm_free(w.ranges);
     gm_free(w.blocks);
-    gm_layout_history_release(&own);
     return st;
 }

@@ -501,20 +501,26 @@ enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot
                                struct gm_error *err)
 {
     struct gm_json *w = c->w;
-    struct gm_layout_history h;
-    enum gm_status st = gm_layout_history_build(c->snap, sd, &h, err);
-    if (st != GM_OK)
+    /* the analysis's history of the device, else one built here */
+    const struct gm_layout_history *kept = gm_analysis_layout_history(ad);
+    struct gm_layout_history own;
+    const struct gm_layout_history *h = kept;
+    enum gm_status st = GM_OK;
+    memset(&own, 0, sizeof(own));
+    if (!kept)
+        h = &own;
+    if (!kept && (st = gm_layout_history_build(c->snap, sd, &own, err)) != GM_OK)
         return st;
-    write_segtl(c, sd, &h, ax);
+    write_segtl(c, sd, h, ax);
     write_marks(c, sd, ad, tl);
     gm_json_key(w, "state");
     if (!ad) {
         gm_json_null(w); /* the allocations' lives come from the analysis */
     } else {
         gm_json_begin_object(w);
-        st = write_windows(c, sd, ad, &h, tl, err);
+        st = write_windows(c, sd, ad, h, tl, err);
         gm_json_end_object(w);
     }
-    gm_layout_history_release(&h);
+    gm_layout_history_release(&own);
     return st;
 }

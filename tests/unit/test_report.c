@@ -502,12 +502,60 @@ static void test_layout_replay(void **state)
     gm_snapshot_free(snap);
 }
 
+/* The history the analysis keeps for a device is the one gm_layout_history_build() makes
+ * of it, so the report reading it shows what a fresh build would. */
+static void test_kept_history(void **state)
+{
+    struct gm_snapshot *snap = example(6);
+    struct gm_analysis *an;
+    struct gm_error err;
+    struct gm_layout_history h;
+    (void)state;
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, 0);
+    const struct gm_layout_history *k =
+        gm_analysis_layout_history(gm_analysis_device_by_index(an, 0));
+    assert_non_null(sd);
+    assert_non_null(k);
+    assert_null(gm_analysis_layout_history(NULL));
+    assert_int_equal(gm_layout_history_build(snap, sd, &h, &err), GM_OK);
+    assert_true(h.n_changes > 0); /* the example maps and frees segments */
+    assert_int_equal(k->n_segments, h.n_segments);
+    assert_int_equal(k->n_initial, h.n_initial);
+    assert_int_equal(k->n_changes, h.n_changes);
+    assert_int_equal(k->n_final_blocks, h.n_final_blocks);
+    for (size_t i = 0; i < h.n_segments; i++) {
+        assert_int_equal(k->segments[i].base, h.segments[i].base);
+        assert_int_equal(k->segments[i].stream, h.segments[i].stream);
+        assert_int_equal(k->segments[i].is_small, h.segments[i].is_small);
+        assert_int_equal(k->segments[i].is_expandable, h.segments[i].is_expandable);
+    }
+    for (size_t i = 0; i < h.n_initial + h.n_changes; i++) {
+        const struct gm_layout_change *a =
+            i < h.n_initial ? &k->initial[i] : &k->changes[i - h.n_initial];
+        const struct gm_layout_change *b =
+            i < h.n_initial ? &h.initial[i] : &h.changes[i - h.n_initial];
+        assert_int_equal(a->event, b->event);
+        assert_int_equal(a->segment, b->segment);
+        assert_int_equal(a->op, b->op);
+        assert_int_equal(a->addr, b->addr);
+        assert_int_equal(a->size, b->size);
+    }
+    for (size_t i = 0; i < h.n_final_blocks; i++) {
+        assert_int_equal(k->final_blocks[i].addr, h.final_blocks[i].addr);
+        assert_int_equal(k->final_blocks[i].size, h.final_blocks[i].size);
+    }
+    gm_layout_history_release(&h);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
-        cmocka_unit_test(test_layout_replay),
+        cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_kept_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
