@@ -55,13 +55,29 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
     return true;
 }
 
+/* The value of memo slot idx for a memo reference: the slot must be below 'first' (the slots
+ * in use) and final (not a hole); a node it names is marked shared.  false when it is not. */
+static inline __attribute__((always_inline)) bool memo_take(struct vm *vm, uint64_t idx,
+                                                            size_t first, pk_val *out)
+{
+    pk_val v;
+    if (idx >= first)
+        return false;
+    v = memo_load(vm, idx);
+    if (v == PK_HOLE || v == PK_DEAD)
+        return false;
+    if (pk_tag(v) == PK_TAG_NODE)
+        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
+    *out = v;
+    return true;
+}
+
 /* A memo reference at p (BINGET or LONG_BINGET): its value, which must be in a slot below
  * 'first' (the slots in use) and final (the current dict's own slot and its list's are holes
  * until the dict is done).  Returns the position after it, or NULL. */
 static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
 {
     uint64_t idx;
-    pk_val v;
     if (*p == OP_BINGET) {
         if (vm->end - p < 2)
             return NULL;
@@ -73,15 +89,7 @@ static inline const uint8_t *flat_get(struct vm *vm, const uint8_t *p, size_t fi
         idx = le32(p + 1);
         p += 5;
     }
-    if (idx >= first)
-        return NULL;
-    v = memo_load(vm, idx);
-    if (v == PK_HOLE || v == PK_DEAD)
-        return NULL;
-    if (pk_tag(v) == PK_TAG_NODE)
-        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
-    *out = v;
-    return p;
+    return memo_take(vm, idx, first, out) ? p : NULL;
 }
 
 /* A string literal at p: its value, or NULL when it runs past the end. */
@@ -341,7 +349,6 @@ static inline __attribute__((always_inline)) const uint8_t *
 flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
 {
     uint64_t idx;
-    pk_val v;
     if (*p == OP_LONG_BINGET) {
         idx = le32(p + 1);
         p += 5;
@@ -349,15 +356,7 @@ flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
         idx = p[1];
         p += 2;
     }
-    if (idx >= first)
-        return NULL;
-    v = memo_load(vm, idx);
-    if (v == PK_HOLE || v == PK_DEAD)
-        return NULL;
-    if (pk_tag(v) == PK_TAG_NODE)
-        ((struct pk_node *)(uintptr_t)v)->flags |= PK_NODE_SHARED;
-    *out = v;
-    return p;
+    return memo_take(vm, idx, first, out) ? p : NULL;
 }
 
 /* A string literal at p with its optional put: the value, or NULL (also when what follows
