@@ -119,6 +119,22 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
     }
 }
 
+/* FSDP1 (torch 2.4) under reentrant checkpointing of every layer, as the HF stack
+ * (--transformers-version) runs it: gradient_checkpointing_enable() defaults to
+ * use_reentrant=True (a custom loop's checkpoint_wrapper defaults to the non-reentrant
+ * one, whose forward records the graph).  Each layer's forward runs under no_grad, so
+ * FSDP's _register_pre_backward_hooks returns before it marks the unit
+ * _needs_pre_backward_unshard; _get_handle_to_prefetch prefetches only a unit so marked, and
+ * a unit is marked only in its recomputation, after the backward of the layer above it has
+ * asked for the prefetch (torch/distributed/fsdp/_runtime_utils.py).  So BACKWARD_PRE
+ * prefetches no decoder layer: one layer is gathered at a time. */
+static bool fsdp1_reentrant(const struct gm_job *j)
+{
+    return j->parallel.shard == GM_SHARD_FSDP && j->parallel.fsdp_version == 1 &&
+           j->stack.transformers != 0 && j->memory.checkpointing == GM_CKPT_FULL &&
+           j->memory.checkpoint_every == 1;
+}
+
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer
  * auto-wrap), the current one and the one prefetched, as the job stores its weights (16-bit
  * under mixed precision, the frozen base as stored with adapters), with expert parallelism
@@ -158,18 +174,21 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
             est_set_stream(e, GM_EST_STREAM_UNSHARD);
     } else {
         /* the layer being computed, and the next one prefetched, which the backward
-         * prefetch already gathers while the loss runs its backward (the last layer) */
-        snprintf(note, sizeof note, "gathered parameters of the layer computed, %.0f B%s", unit,
-                 adapters ? " (the frozen base as stored)" : "");
+         * prefetch already gathers while the loss runs its backward (the last layer);
+         * FSDP1 under reentrant checkpointing prefetches nothing (fsdp1_reentrant()) */
+        bool prefetch = !fsdp1_reentrant(j);
+        snprintf(note, sizeof note, "gathered parameters of the layer computed, %.0f B%s%s", unit,
+                 adapters ? " (the frozen base as stored)" : "",
+                 prefetch ? "" : "; no backward prefetch (reentrant checkpointing)");
         st = est_add(e, GM_KIND_GATHERED, "gathered_params", est_round(unit),
                      GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
         if (st == GM_OK)
             est_set_stream(e, GM_EST_STREAM_UNSHARD);
         snprintf(note, sizeof note, "the next layer, prefetched (during the loss: the last)");
-        if (st == GM_OK)
+        if (st == GM_OK && prefetch)
             st = est_add(e, GM_KIND_GATHERED, "gathered_prefetch", est_round(unit),
                          GM_EST_PHASE_SAVED, true, GM_EXTENT_ONE_LAYER, note, err);
-        if (st == GM_OK)
+        if (st == GM_OK && prefetch)
             est_set_stream(e, GM_EST_STREAM_UNSHARD);
     }
     if (st != GM_OK)
@@ -223,6 +242,61 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                           GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
+    return GM_OK;
+}
+
+/* FSDP1 with a frozen base under reentrant checkpointing (fsdp1_reentrant()).  With
+ * adapters the base layers are FSDP units of their own whose flat parameter needs no
+ * gradient: PEFT's fsdp_auto_wrap_policy wraps the trainable LoRA leaves separately, and the
+ * HF Trainer sets it for every LoRA model (Trainer._fsdp_qlora_plugin_updates; FOAK's fused
+ * LoRA makes the adapters FSDP-ignored modules instead).  For such a unit FSDP's
+ * _pre_forward registers _register_post_backward_reshard_only_hook: a multi-grad hook on the
+ * unit's inputs that need a gradient (torch/distributed/fsdp/_runtime_utils.py).  In the
+ * recomputation of a reentrant checkpoint that input is the checkpoint's detached layer
+ * input, a leaf; the hook's closure holds its AccumulateGrad node, which holds the tensor
+ * (torch/autograd/graph.py register_multi_grad_hook; AccumulateGrad::variable), and the
+ * tensor's hook dict holds the closure.  That cycle passes through C++ and stays until
+ * _finalize_params removes the hook in the post-backward final callback.  So every layer's
+ * checkpointed input and the gradient the backward accumulated into it (.grad, which
+ * CheckpointFunction.backward returns) live until the end of backward: at the first
+ * layer's backward, L - 1 gradients of layer inputs beyond what a single GPU holds, whose
+ * inputs are all still alive (counted in the checkpointed inputs). */
+static enum gm_status add_fsdp1_reentrant(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_job_parallel *p = &j->parallel;
+    const struct gm_model *m = cx->m;
+    double layers, in;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (j->mode != GM_EST_TRAIN || !fsdp1_reentrant(j))
+        return GM_OK;
+    est_assume(cx->e, "FSDP1 under the HF stack's reentrant checkpointing: no layer prefetched "
+                      "for backward (the no_grad forward marks no unit for its pre-backward "
+                      "unshard)");
+    if (!m || j->memory.adapter == GM_ADAPTER_NONE)
+        return GM_OK;
+    layers = (double)est_total_layers(m);
+    if (layers < 2)
+        return GM_OK;
+    /* a layer input as the checkpoint keeps it: the residual stream, replicated under tensor
+     * parallelism unless the sequence is split */
+    in = est_residual_bytes(j, m) * (double)m->hidden * cx->tokens;
+    if (p->tp > 1 && p->sequence_parallel)
+        in /= (double)p->tp;
+    snprintf(note, sizeof note,
+             "gradients of %.0f checkpointed layer inputs (%.0f B each), kept with the inputs "
+             "until the end of backward by FSDP1's reshard-only hook on frozen units",
+             layers - 1.0, in);
+    st = est_add(cx->e, GM_KIND_BACKWARD_TEMP, "fsdp_kept_input_grads",
+                 est_round((layers - 1.0) * in), GM_EST_PHASE_FORWARD_BACKWARD, true,
+                 GM_EXTENT_ALL_LAYERS, note, err);
+    if (st != GM_OK)
+        return st;
+    est_assume(cx->e, "FSDP1 with a frozen base (PEFT's wrap policy) and reentrant "
+                      "checkpointing: each base unit's reshard-only hook keeps its layer input "
+                      "and that input's gradient to the end of backward");
     return GM_OK;
 }
 
@@ -379,5 +453,5 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                                           "the CPU"
                                         : "",
                    p->offload_params ? "; parameters offloaded to the CPU" : "");
-    return GM_OK;
+    return add_fsdp1_reentrant(cx, err);
 }

@@ -408,9 +408,11 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
         p->prof = PROF_LOGITS;
     } else if (c->kind == GM_KIND_ACTIVATIONS || c->kind == GM_KIND_BACKWARD_TEMP ||
                c->kind == GM_KIND_KV_CACHE) {
-        /* full checkpointing keeps one tensor per layer: its input */
-        bool layer_inputs = p->life == LIFE_SAVED && j->memory.checkpointing == GM_CKPT_FULL &&
-                            j->memory.checkpoint_every <= 1;
+        /* full checkpointing keeps one tensor per layer: its input (and FSDP1's frozen
+         * units the gradient of it, a backward temporary over all layers) */
+        bool layer_inputs = (p->life == LIFE_SAVED && j->memory.checkpointing == GM_CKPT_FULL &&
+                             j->memory.checkpoint_every <= 1) ||
+                            (c->kind == GM_KIND_BACKWARD_TEMP && all_layers);
         p->prof = layer_inputs ? PROF_ONE : PROF_ACTS;
     }
 }

@@ -337,6 +337,63 @@ static void test_moe_expert_loop(void **state)
                      gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP));
 }
 
+/* The gradients of layer inputs a job keeps across layers: a backward temporary over all
+ * layers (the one-layer backward temporaries are every job's). */
+static const struct gm_est_component *kept_input_grads(const struct gm_estimate *e)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == GM_KIND_BACKWARD_TEMP &&
+            e->components[i].extent == GM_EXTENT_ALL_LAYERS)
+            return &e->components[i];
+    return NULL;
+}
+
+#define FSDP_CKPT                                                                                  \
+    "--train --batch 1 --seq 512 --grad-checkpointing full --precision bf16 --gpus 2 --fsdp"
+#define HF " --transformers-version 4.48.1"
+
+/* FSDP1 under the HF stack's reentrant checkpointing (stage_parallel.c).  With a frozen base
+ * (LoRA leaves wrapped apart) each base unit's reshard-only hook keeps its checkpointed input
+ * and that input's gradient until the end of backward: Llama-3-8B, 512 tokens, bf16
+ * residual: 31 gradients of 512 x 4096 x 2 B beyond the checkpointed inputs, at the layers'
+ * backward, not at the loss.  And no decoder layer is prefetched for backward (the no_grad
+ * forward never marks a unit as needing its pre-backward unshard), with or without
+ * adapters; a custom loop (no --transformers-version: non-reentrant checkpoint_wrapper)
+ * keeps neither. */
+static void test_fsdp1_reentrant(void **state)
+{
+    const struct gm_est_component *c;
+    uint64_t gathered, root, layer;
+    (void)state;
+    run("llama-3-8b", FSDP_CKPT " --lora" HF, &with);
+    c = kept_input_grads(&with);
+    assert_non_null(c);
+    assert_int_equal(c->bytes, 31ull * 512 * 4096 * 2);
+    assert_int_equal(c->phases, GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_true(c->transient);
+    /* counted at the layers' backward beside every checkpointed input, not at the loss */
+    assert_true(with.backward_start_bytes >=
+                c->bytes + gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS));
+    /* what is gathered: the layer computed and the root unit (embedding, final norm,
+     * lm_head of 128256 x 4096 each, bf16), no prefetched layer */
+    gathered = gm_estimate_kind_bytes(&with, GM_KIND_GATHERED);
+    root = (2ull * 128256 * 4096 + 4096) * 2;
+    layer = gathered - root;
+    assert_true(layer > 0 && layer < root);
+    run("llama-3-8b", FSDP_CKPT " --lora", &base);
+    assert_null(kept_input_grads(&base));
+    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_GATHERED), gathered + layer);
+    /* full fine-tuning: the units need gradients (no reshard-only hook), still no prefetch */
+    run("llama-3-8b", FSDP_CKPT HF, &with);
+    assert_null(kept_input_grads(&with));
+    run("llama-3-8b", FSDP_CKPT, &base);
+    assert_true(gm_estimate_kind_bytes(&base, GM_KIND_GATHERED) >
+                gm_estimate_kind_bytes(&with, GM_KIND_GATHERED));
+    /* FSDP2 has neither (fully_shard's own hooks and prefetch) */
+    run("llama-3-8b", FSDP_CKPT " --lora --fsdp-version 2" HF, &with);
+    assert_null(kept_input_grads(&with));
+}
+
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
  * of r x (hidden + q + 2 kv) per layer, not three of r x (hidden + width). */
 static void test_lora_fused_qkv(void **state)
@@ -600,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),
+        cmocka_unit_test(test_fsdp1_reentrant),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),
