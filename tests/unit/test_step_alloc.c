@@ -2,7 +2,8 @@
 /* test_step_alloc.c - peak reserved from the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
  * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
- * all-gather and reduce-scatter streams cache their own blocks; near the capacity the
+ * all-gather and reduce-scatter streams cache their own blocks; GPTBigCode's own loss under
+ * autocast reserves a third fp32 segment of the shifted logits; near the capacity the
  * allocator frees its cache and retries, and a job that cannot fit is judged so; where
  * the replay does not apply (inference, engines, --fragmentation given, pipeline stages)
  * the factor rule stays. */
