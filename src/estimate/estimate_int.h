@@ -182,6 +182,12 @@ double est_tokens(const struct gm_job *job);
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);
+/* Whether the model's HF class computes its own nn.CrossEntropyLoss on the shifted
+ * compute-dtype logits (GPTBigCode before transformers 4.54) instead of ForCausalLMLoss. */
+bool est_hf_loss_inline(const struct gm_job *job, const struct gm_model *m);
+/* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed
+ * precision through accelerate, transformers >= 4.30). */
+bool est_hf_trainer_fp32_outputs(const struct gm_job *job);
 
 /* ---- stage_runtime.c ---- */
 

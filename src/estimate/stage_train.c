@@ -403,7 +403,7 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
  * on the shifted logits in the compute dtype (no fp32 upcast): GPTBigCodeForCausalLM does
  * (modeling_gpt_bigcode.py, read at transformers 0057454; taken to hold until the model's
  * rewrite in 4.54).  A version not given is the current release's ForCausalLMLoss. */
-static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
+bool est_hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
 {
     uint32_t v = j->stack.transformers;
     return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
@@ -416,7 +416,7 @@ static bool hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
  * drops them after the loss. */
 static bool hf_returns_kv_in_training(const struct gm_job *j, const struct gm_model *m)
 {
-    return hf_loss_inline(j, m) && !m->use_cache_off;
+    return est_hf_loss_inline(j, m) && !m->use_cache_off;
 }
 
 /* Whether the step runs as the HF Trainer does under mixed precision: since transformers
@@ -424,7 +424,7 @@ static bool hf_returns_kv_in_training(const struct gm_job *j, const struct gm_mo
  * every 16-bit output (accelerate utils/operations.py convert_to_fp32, since c8c9314f; read
  * at v1.0.1): the logits' copy lives beside what the loss keeps until the Trainer drops the
  * outputs before backward.  A version not given is a custom loop (torch.autocast alone). */
-static bool hf_trainer_fp32_outputs(const struct gm_job *j)
+bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
 {
     enum gm_precision p = j->numerics.precision;
     return (p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED) &&
@@ -450,8 +450,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     double C = (double)j->memory.loss_chunks;
     /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
-    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = hf_loss_inline(j, m);
-    bool fp32_out = hf_trainer_fp32_outputs(j) && ea != 4.0;
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = est_hf_loss_inline(j, m);
+    bool fp32_out = est_hf_trainer_fp32_outputs(j) && ea != 4.0;
     out->grad = 0;
     out->fp32_copy = false;
     switch (j->memory.loss) {

@@ -98,7 +98,10 @@ struct replay {
     double share_emb, share_head; /* of a parameter-shaped component */
     /* the loss: the model's logits (compute dtype), then fp32 copies over every position
      * and over the shifted ones (labels shifted by one: a position less per sequence) */
-    uint64_t logits_16, logits_32, logits_32_shifted;
+    uint64_t logits_16, logits_32, logits_32_shifted, logits_16_shifted;
+    /* the model's own nn.CrossEntropyLoss on its shifted copy (est_hf_loss_inline), under
+     * autocast (the copy cast to fp32 first), with the Trainer's fp32 copy of the outputs */
+    bool inline_ce, inline_mixed, fp32_outputs;
     /* the forward of a checkpointed layer (no_grad): tensor bytes by width */
     bool fwd_ops; /* run the layer's op sequence in forward */
     bool fused_norm, fused_rope, gated;
@@ -255,11 +258,18 @@ static uint64_t piece_bytes(const struct replay *r, const struct plan *p, size_t
         return (j % 2 == 0) ? whole / 2 : whole - whole / 2;
     }
     if (p->prof == PROF_LOGITS) {
-        /* the logits, then fp32 copies over all and over the shifted positions in turn */
+        /* the logits, then fp32 copies over all and over the shifted positions in turn; the
+         * model's own loss: the logits, their shifted copy, (under autocast its fp32 cast)
+         * and the log-softmax over the shifted positions */
         uint64_t start = 0, piece = 0;
         for (size_t i = 0; i <= j; i++) {
             start += piece;
-            piece = i == 0 ? r->logits_16 : (i % 2 ? r->logits_32 : r->logits_32_shifted);
+            if (r->inline_ce)
+                piece = i == 0                       ? r->logits_16
+                        : i == 1 || !r->inline_mixed ? r->logits_16_shifted
+                                                     : r->logits_32_shifted;
+            else
+                piece = i == 0 ? r->logits_16 : (i % 2 ? r->logits_32 : r->logits_32_shifted);
         }
         if (!piece || start >= ub)
             return 0;
@@ -495,6 +505,11 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->logits_16 = est_round(ea * T * v);
     r->logits_32 = est_round(4.0 * T * v);
     r->logits_32_shifted = est_round(4.0 * shifted * v);
+    r->logits_16_shifted = est_round(ea * shifted * v);
+    r->inline_ce = j->memory.loss == GM_LOSS_FULL && est_hf_loss_inline(j, m);
+    r->inline_mixed = r->inline_ce && (j->numerics.precision == GM_PREC_FP16_MIXED ||
+                                       j->numerics.precision == GM_PREC_BF16_MIXED);
+    r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)
@@ -641,6 +656,45 @@ static void loss_backward(struct replay *r, struct plan *p)
     raw_free(r, &g_prev, g_prev_size);
 }
 
+/* The model's own cross-entropy (GPTBigCode, est_hf_loss_inline) after its moment, as
+ * transformers (modeling_gpt_bigcode.py) and autograd run it: the shifted copy and (under
+ * autocast) its fp32 cast are not saved; under mixed precision the Trainer's forward returns
+ * an fp32 copy of the logits (accelerate convert_to_fp32, v1.0.1) in place of the 16-bit
+ * ones, dropped before backward; then nll_loss_backward's zeros of the log-softmax's shape,
+ * _log_softmax_backward_data's gradient beside them and the kept log-softmax, the cast's
+ * gradient back in the compute dtype, and the slice's: zeros of the logits' shape.  Each only
+ * while no more is live than at the moment. */
+static void inline_loss_backward(struct replay *r, struct plan *p)
+{
+    uint64_t limit = r->cur, g1 = 0, g2 = 0, g16 = 0, z = 0, c32 = 0;
+    size_t ls = r->inline_mixed ? 3 : 2;
+    uint64_t ls_size = p->size[ls];
+    t_free(r, p, 1);
+    if (r->inline_mixed)
+        t_free(r, p, 2);
+    if (r->fp32_outputs && r->cur + r->logits_32 <= limit)
+        c32 = raw_alloc(r, r->logits_32);
+    t_free(r, p, 0);
+    raw_free(r, &c32, r->logits_32);
+    if (!p->addr[ls])
+        return;
+    if (r->cur + 2 * ls_size <= limit) {
+        g1 = raw_alloc(r, ls_size);
+        g2 = raw_alloc(r, ls_size);
+    }
+    raw_free(r, &g1, ls_size);
+    t_free(r, p, ls);
+    if (r->inline_mixed && g2 && r->cur + r->logits_16_shifted <= limit) {
+        g16 = raw_alloc(r, r->logits_16_shifted);
+        raw_free(r, &g2, ls_size);
+    }
+    if (r->cur + r->logits_16 <= limit)
+        z = raw_alloc(r, r->logits_16);
+    raw_free(r, &g2, ls_size);
+    raw_free(r, &g16, r->logits_16_shifted);
+    raw_free(r, &z, r->logits_16);
+}
+
 /* One layer's backward after the moment its recomputed tensors and its largest gradients
  * of activations are all live: those gradients freed, then the saved tensors released in
  * reverse order of the forward, each after the gradient of what produced it (a tensor of
@@ -699,8 +753,12 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
     for (size_t i = 0; i < n; i++)
-        if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS)
-            loss_backward(r, &pl[i]);
+        if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS) {
+            if (r->inline_ce)
+                inline_loss_backward(r, &pl[i]);
+            else
+                loss_backward(r, &pl[i]);
+        }
     for (size_t u = L; u >= 1; u--)
         each(r, pl, n, LIFE_LOSS_LAYERS, u, false);
     spans(r, pl, n, M_LOSS, false);

@@ -2,7 +2,8 @@
 /* test_step_alloc.c - peak reserved from the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
  * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
- * all-gather and reduce-scatter streams cache their own blocks; near the capacity the
+ * all-gather and reduce-scatter streams cache their own blocks; GPTBigCode's own loss under
+ * autocast reserves a third fp32 segment of the shifted logits; near the capacity the
  * allocator frees its cache and retries, and a job that cannot fit is judged so; where
  * the replay does not apply (inference, engines, --fragmentation given, pipeline stages)
  * the factor rule stays. */
@@ -78,6 +79,10 @@ static void test_requested_peak_is_peak_allocated(void **state)
         {"bert-large-uncased", "--train --batch 4 --seq 512 --precision fp16-mixed "
                                "--optimizer-impl for-loop --zero-grad zeros --attention eager"},
         {"gpt2", "--train --batch 8 --seq 512 --precision fp32"},
+        {"santacoder", "--train --batch 2 --seq 2048 --grad-checkpointing full --qlora "
+                       "--transformers-version 4.48.1"},
+        {"santacoder", "--train --batch 2 --seq 2048 --grad-checkpointing full --precision bf16 "
+                       "--transformers-version 4.48.1"},
     };
     int bad = 0;
     (void)state;
@@ -161,6 +166,24 @@ static void test_lazy_state_takes_the_cache(void **state)
     allocated = est.peak_allocated_bytes;
     /* at least the state has been placed twice over: once in the cache, once anew */
     assert_true(reserved > allocated + gm_estimate_kind_bytes(&est, GM_KIND_OPTIMIZER_STATE) / 2);
+}
+
+/* GPTBigCode's own cross-entropy under autocast (transformers before 4.54, bf16 AMP): the
+ * log-softmax runs in fp32 on the fp32 cast of the 16-bit shifted copy, and its backward holds
+ * three fp32 tensors of the shifted logits' shape at once (nll_loss_backward's zeros, the
+ * log-softmax's input gradient, the kept log-softmax) where the forward made two fp32
+ * segments: a third one, 4 x 4094 x 49280 B = 807 MB at batch 2 x 2048, is reserved beyond
+ * peak allocated. */
+static void test_inline_loss_fp32_backward(void **state)
+{
+    uint64_t third = 4ull * (2 * 2048 - 2) * 49280;
+    (void)state;
+    run("santacoder",
+        "--train --batch 2 --seq 2048 --grad-checkpointing full --qlora "
+        "--transformers-version 4.48.1",
+        &est);
+    assert_true(est.replay.used);
+    assert_true(est.replay.reserved_peak >= est.peak_allocated_bytes + third);
 }
 
 /* Near the capacity: on a GPU a little smaller than the job reserves without a limit, the
@@ -261,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_gradients_outgrow_activations),
         cmocka_unit_test(test_fsdp_streams),
         cmocka_unit_test(test_lazy_state_takes_the_cache),
+        cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_where_it_does_not_apply),

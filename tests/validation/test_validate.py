@@ -3,8 +3,10 @@
 """test_validate.py GPUMEM - validate.py --check fails on what it must not let pass: a row
 skipped for a reason EXPECTED_SKIPS does not declare (a feature gpumem has gained, or a new
 gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter; and
-passes on a small table of good rows.  Works in a temporary folder."""
+passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run.
+Works in a temporary folder."""
 
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +57,31 @@ class Check(unittest.TestCase):
         rc, out = run({"t.csv": GOOD, "torchtitan_llama3_h100.csv": kept.split(HEADER, 1)[1]})
         self.assertEqual(rc, 1, out)
         self.assertIn("0 rows skipped", out)
+
+    def test_gaps_pair_the_counters_of_one_run(self):
+        # one run measured on both counters (and a device row of another run, unpaired):
+        # the gap line is device minus allocated, measured from the table, predicted from
+        # gpumem's own figures
+        args = "llama-2-7b --train --batch 1 --seq 512 --lora --gpu A100-80GB"
+        out = subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                             capture_output=True, text=True, check=True).stdout
+        peak = json.loads(out)["peak"]
+        rows = ("r1-alloc,o/r,p,c,row 1,allocated,17000000000,value,,%s\n"
+                "r1-device,o/r,p,c,row 1,device,19147483648,value,,%s\n"
+                "r2-device,o/r,p,c,row 2,device,19000000000,value,,%s\n" % (args, args, args))
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "t.csv"), "w") as f:
+                f.write("# a test table\n" + HEADER + rows)
+            r = subprocess.run([sys.executable, VALIDATE, "--gaps", GPUMEM, d],
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = [l for l in r.stdout.splitlines() if "gap measured" in l]
+        self.assertEqual(len(lines), 1, r.stdout)
+        pred = (peak["device_bytes"] - peak["allocated_bytes"]) / float(1 << 30)
+        self.assertIn("  r1 ", lines[0])
+        self.assertIn("gap measured   2.00 predicted %6.2f GiB (%+.2f)" % (pred, pred - 2.0),
+                      lines[0])
+        self.assertIn("gap: 1 runs, median |error| %.2f GiB" % abs(pred - 2.0), r.stdout)
 
     def test_refused_row_and_unknown_counter_fail(self):
         rc, out = run({"t.csv": GOOD.replace("--lora", "--lora --lora-rank 0")})

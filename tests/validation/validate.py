@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """validate.py - hold `gpumem estimate` against public GPU-memory measurements.
 
-usage: validate.py [--check] [--rows] GPUMEM DATA_DIR
+usage: validate.py [--check] [--rows] [--gaps] GPUMEM DATA_DIR
 
 DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
 '#' describe the source, its setup and its counters; then a header and one row per
@@ -18,7 +18,12 @@ verdicts (does not fit, borderline, fits).  With --check it exits 1 when the med
 over all measured rows is above 10%, when gpumem fails on a row, when a row has a counter or
 an expectation it does not know, or when the rows it skips are not exactly EXPECTED_SKIPS
 (a row whose feature gpumem has gained must run, and a new skip must be declared here).
---rows prints every row.  The script writes nothing."""
+--rows prints every row.  --gaps prints, for every run measured on both max_memory_allocated
+and nvidia-smi (rows of one source with the same source_row and args), the gap device minus
+allocated, measured and predicted, in GiB: what lives beside the allocated peak (the
+allocator's cache and fragmentation, the CUDA context, NCCL), apart from the error of the
+allocated figure itself; per source the median |error| of the gap and how many gaps gpumem
+predicts too small.  The script writes nothing."""
 
 import csv
 import json
@@ -31,6 +36,7 @@ import sys
 COUNTER_KEY = {"allocated": "allocated_bytes", "reserved": "reserved_bytes",
                "device": "device_bytes"}
 LIMIT = 0.10
+GIB = float(1 << 30)
 
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
@@ -65,9 +71,32 @@ def summary(errs):
     return "%s  %s within 10%%" % (pct(med), pct(within))
 
 
+def gap_lines(runs):
+    """The gap lines of one source: 'runs' maps (source_row, args) to {counter: (id, measured,
+    predicted)}; returns the lines, per run measured on allocated and device, and a summary."""
+    lines, errs = [], []
+    for key in sorted(runs, key=lambda k: min(v[0] for v in runs[k].values())):
+        c = runs[key]
+        if "allocated" not in c or "device" not in c:
+            continue
+        (aid, ma, pa), (did, md, pd) = c["allocated"], c["device"]
+        rid = os.path.commonprefix([aid, did]).rstrip("-_") or aid
+        gm, gp = (md - ma) / GIB, (pd - pa) / GIB
+        errs.append(gp - gm)
+        lines.append("  %-28s allocated %+6.1f%%  device %+6.1f%%  gap measured %6.2f predicted "
+                     "%6.2f GiB (%+.2f)" % (rid, 100 * (pa / ma - 1), 100 * (pd / md - 1), gm, gp,
+                                            gp - gm))
+    if errs:
+        lines.append("  gap: %d runs, median |error| %.2f GiB, predicted too small in %d" %
+                     (len(errs), statistics.median(abs(e) for e in errs),
+                      sum(e < 0 for e in errs)))
+    return lines
+
+
 def main(argv):
     check = "--check" in argv
     rows_out = "--rows" in argv
+    gaps_out = "--gaps" in argv
     pos = [a for a in argv if not a.startswith("--")]
     if len(pos) != 2:
         sys.stderr.write(__doc__)
@@ -84,6 +113,7 @@ def main(argv):
         errs = {}
         verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
         skipped = {}
+        runs = {}
         for row in load(os.path.join(data, name)):
             if row["needs"]:
                 skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
@@ -107,6 +137,8 @@ def main(argv):
             predicted = doc["peak"][COUNTER_KEY[row["counter"]]]
             e = predicted / measured - 1.0
             errs.setdefault(row["counter"], []).append(e)
+            runs.setdefault((row["source_row"], row["args"]), {})[row["counter"]] = (
+                row["id"], measured, predicted)
             by_counter.setdefault(row["counter"], []).append(e)
             all_errs.append(e)
             if rows_out:
@@ -122,6 +154,9 @@ def main(argv):
                    verdicts["borderline"], verdicts["fits"]))
         for reason, n in sorted(skipped.items()):
             print("%-26s %-9s %5d  skipped: needs %s" % (source, "-", n, reason))
+        if gaps_out:
+            for line in gap_lines(runs):
+                print(line)
     print()
     for counter in sorted(by_counter):
         print("%-26s %-9s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
