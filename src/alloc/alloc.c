@@ -1128,8 +1128,7 @@ enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t 
     for (size_t i = 0; i < b->n_uses; i++)
         if (b->uses[i] == stream)
             return GM_OK;
-    if (b->n_uses >= UINT32_MAX ||
-        !(uses = gm_realloc(b->uses, (b->n_uses + 1) * sizeof(*uses))))
+    if (b->n_uses >= UINT32_MAX || !(uses = gm_realloc(b->uses, (b->n_uses + 1) * sizeof(*uses))))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     uses[b->n_uses++] = stream;
     b->uses = uses;

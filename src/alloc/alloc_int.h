@@ -27,8 +27,8 @@ struct block {
     struct block *prev; /* lower-address neighbour in the same segment */
     struct block *next; /* higher-address neighbour */
     struct alloc_pool *pool;
-    struct xseg *xseg; /* the expandable segment, NULL for a cudaMalloc segment */
-    uint64_t gc_base;  /* pool->free_block_calls when the block entered the pool */
+    struct xseg *xseg;    /* the expandable segment, NULL for a cudaMalloc segment */
+    uint64_t gc_base;     /* pool->free_block_calls when the block entered the pool */
     int64_t *uses;        /* record_stream(): streams other than 'stream' that used it */
     size_t n_uses;        /* (allocated blocks only; moved into events at free) */
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
