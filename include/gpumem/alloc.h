@@ -185,9 +185,28 @@ void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx
 enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t size, int64_t stream, uint64_t *ptr,
                                struct gm_error *err);
 
-/* free(ptr): the block returns to its pool at once (no cross-stream events are modelled).
- * GM_ERR_INVALID for an address that is not an allocated block; freeing 0 is a no-op. */
+/* free(ptr).  allocated_bytes drops at once.  A block used on no other stream returns to
+ * its pool at once; one given to gm_alloc_record_stream() gets an end-of-life event on each
+ * such stream (insert_events) and stays active, out of its pool, until every one is
+ * complete (gm_alloc_stream_passed) and the next malloc (process_events) or empty_cache /
+ * the out-of-memory path (synchronize_and_free_events) sees it.  GM_ERR_INVALID for an
+ * address that is not an allocated block; freeing 0 is a no-op. */
 enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err);
+
+/* Tensor.record_stream(stream) on the block at 'ptr' (recordStream): ignored for the
+ * block's own stream.  GM_ERR_INVALID for an address that is not an allocated block. */
+enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
+                                      struct gm_error *err);
+
+/* A point in the order of the end-of-life events: a cuda event recorded now on any stream
+ * follows every event recorded so far.  gm_alloc_stream_passed(a, s, mark): the GPU has run
+ * stream 's' past 'mark' (cudaEventSynchronize of an event recorded on 's' then), so the
+ * events recorded on 's' up to that point are complete. */
+uint64_t gm_alloc_stream_mark(const struct gm_alloc *a);
+void gm_alloc_stream_passed(struct gm_alloc *a, int64_t stream, uint64_t mark);
+
+/* Blocks freed with events outstanding, and their bytes ('bytes' may be NULL). */
+size_t gm_alloc_pending_blocks(const struct gm_alloc *a, uint64_t *bytes);
 
 /* The block size behind an allocated address, 0 if none. */
 uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr);

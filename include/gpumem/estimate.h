@@ -620,7 +620,10 @@ enum gm_est_uncertainty {
     GM_UNCERTAIN_APPROX = 1 << 5,        /* approximate models: torch.compile, activation
                                             offloading in flight, expert routing imbalance,
                                             cuBLAS workspaces in the allocator */
-    GM_UNCERTAIN__ALL = (1 << 6) - 1
+    GM_UNCERTAIN_STREAM_TIMING = 1 << 6, /* how far the GPU lags the CPU: FSDP1's gathered
+                                            blocks freed but still in use on the compute
+                                            stream */
+    GM_UNCERTAIN__ALL = (1 << 7) - 1
 };
 
 /* Low and high ends of the three figures (the largest device), from the uncertain

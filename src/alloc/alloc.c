@@ -385,7 +385,7 @@ static bool is_split(const struct block *b)
 static uint64_t try_merge(struct block *dst, struct block *src)
 {
     uint64_t sub;
-    if (!src || src->allocated || dst->mapped != src->mapped)
+    if (!src || src->allocated || src->event_count > 0 || dst->mapped != src->mapped)
         return 0;
     if (dst->prev == src) {
         dst->addr = src->addr;
@@ -598,10 +598,45 @@ static enum gm_status release_blocks(struct gm_alloc *a, struct alloc_pool *p)
     return st;
 }
 
+static enum gm_status free_block(struct gm_alloc *a, struct block *b);
+
+/* process_events() ('all' false: the blocks whose events are all complete return to their
+ * pools) and synchronize_and_free_events() ('all' true: every event is waited for). */
+static enum gm_status process_events(struct gm_alloc *a, bool all)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < a->n_events; i++) {
+        struct alloc_event *ev = &a->events[i];
+        struct block *b = ev->b;
+        if (!all && !ev->done) {
+            a->events[keep++] = *ev;
+            continue;
+        }
+        if (b->event_count == 1) {
+            if (blockset_reserve(&b->pool->blocks, 1)) {
+                memmove(&a->events[keep], ev, (a->n_events - i) * sizeof(*ev));
+                a->n_events = keep + (a->n_events - i);
+                return GM_ERR_NOMEM;
+            }
+            b->event_count = 0;
+            a->n_pending--;
+            a->pending_bytes -= b->size;
+            if (free_block(a, b) != GM_OK)
+                return GM_ERR_NOMEM; /* cannot happen: reserved above */
+        } else {
+            b->event_count--;
+        }
+    }
+    a->n_events = keep;
+    return GM_OK;
+}
+
 /* release_cached_blocks(): what empty_cache() does */
 static enum gm_status release_cached(struct gm_alloc *a)
 {
-    enum gm_status st = release_blocks(a, &a->large);
+    enum gm_status st = process_events(a, true);
+    if (st == GM_OK)
+        st = release_blocks(a, &a->large);
     if (st == GM_OK)
         st = release_blocks(a, &a->small);
     return st;
@@ -935,6 +970,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     *ptr = 0;
     if (orig == 0)
         return GM_OK;
+    if (a->n_events && process_events(a, false))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     size = gm_alloc_round_size(&a->conf, orig);
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
     alloc_size = gm_alloc_segment_size(size);
@@ -983,6 +1020,21 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
 
 /* ---- free ----------------------------------------------------------------------------- */
 
+static enum gm_status events_reserve(struct gm_alloc *a, size_t extra)
+{
+    size_t cap = a->cap_events;
+    struct alloc_event *v;
+    if (a->n_events + extra <= cap)
+        return GM_OK;
+    while (cap < a->n_events + extra)
+        cap = cap ? 2 * cap : 16;
+    if (!(v = gm_realloc(a->events, cap * sizeof(*v))))
+        return GM_ERR_NOMEM;
+    a->events = v;
+    a->cap_events = cap;
+    return GM_OK;
+}
+
 /* free_block(): merge with free neighbours and return to the pool */
 static enum gm_status free_block(struct gm_alloc *a, struct block *b)
 {
@@ -1030,7 +1082,7 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
                        (unsigned long long)ptr);
     b = a->active.vals[j];
-    if (blockset_reserve(&b->pool->blocks, 1))
+    if (blockset_reserve(&b->pool->blocks, 1) || events_reserve(a, b->n_uses))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     map_remove_at(&a->active, j);
     b->allocated = false;
@@ -1038,9 +1090,68 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
     pool_dec(a->stats.allocated_bytes, b->pool, b->size);
     if (b->size >= a->conf.max_split_size)
         stat_dec(&a->stats.oversize_allocations, 1);
+    if (b->n_uses) {
+        /* insert_events(): one event per stream that used the block; the block stays
+         * active (and out of its pool) until they are complete */
+        for (size_t i = 0; i < b->n_uses; i++) {
+            struct alloc_event *ev = &a->events[a->n_events++];
+            ev->stream = b->uses[i];
+            ev->seq = ++a->event_seq;
+            ev->b = b;
+            ev->done = false;
+        }
+        b->event_count = (uint32_t)b->n_uses;
+        a->n_pending++;
+        a->pending_bytes += b->size;
+        gm_free(b->uses);
+        b->uses = NULL;
+        b->n_uses = 0;
+        return GM_OK;
+    }
     if (free_block(a, b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     return GM_OK;
+}
+
+enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
+                                      struct gm_error *err)
+{
+    size_t j = ptr ? map_find(&a->active, ptr) : SIZE_MAX;
+    struct block *b;
+    int64_t *uses;
+    if (j == SIZE_MAX)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "record_stream: 0x%llx is not an allocated block", (unsigned long long)ptr);
+    b = a->active.vals[j];
+    if (stream == b->stream) /* uses on the allocation stream need no event */
+        return GM_OK;
+    for (size_t i = 0; i < b->n_uses; i++)
+        if (b->uses[i] == stream)
+            return GM_OK;
+    if (b->n_uses >= UINT32_MAX || !(uses = gm_realloc(b->uses, (b->n_uses + 1) * sizeof(*uses))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    uses[b->n_uses++] = stream;
+    b->uses = uses;
+    return GM_OK;
+}
+
+uint64_t gm_alloc_stream_mark(const struct gm_alloc *a)
+{
+    return a->event_seq;
+}
+
+void gm_alloc_stream_passed(struct gm_alloc *a, int64_t stream, uint64_t mark)
+{
+    for (size_t i = 0; i < a->n_events; i++)
+        if (a->events[i].stream == stream && a->events[i].seq <= mark)
+            a->events[i].done = true;
+}
+
+size_t gm_alloc_pending_blocks(const struct gm_alloc *a, uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = a->pending_bytes;
+    return a->n_pending;
 }
 
 uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr)
@@ -1100,6 +1211,23 @@ void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx
     a->hook_ctx = ctx;
 }
 
+static uint64_t chain_size(const struct block *h)
+{
+    uint64_t total = 0;
+    for (; h; h = h->next)
+        total += h->size;
+    return total;
+}
+
+/* whether event i is its block's first (a block used on several streams has several) */
+static bool first_event(const struct gm_alloc *a, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (a->events[k].b == a->events[i].b)
+            return false;
+    return true;
+}
+
 static void free_set(struct blockset *s, bool blocks_too)
 {
     struct block *b;
@@ -1140,6 +1268,17 @@ void gm_alloc_free(struct gm_alloc *a)
             total += b->size;
         a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
     }
+    /* blocks freed with events outstanding: their segments first (a chain may pass through
+     * other such blocks), then each block once, at its last event */
+    for (size_t i = 0; i < a->n_events; i++) {
+        const struct block *h = a->events[i].b;
+        if (first_event(a, i) && !h->xseg && !h->prev)
+            a->dev.ops->seg_free(a->dev.ctx, h->addr, chain_size(h));
+    }
+    for (size_t i = 0; i < a->n_events; i++)
+        if (--a->events[i].b->event_count == 0)
+            gm_free(a->events[i].b);
+    gm_free(a->events);
     while (a->xsegs) {
         struct xseg *xs = a->xsegs;
         for (size_t i = 0; i < xs->n_pages; i++)
@@ -1154,8 +1293,11 @@ void gm_alloc_free(struct gm_alloc *a)
         free_set(&pools[k]->blocks, true);
         free_set(&pools[k]->unmapped, true);
     }
-    for (size_t i = 0; i < a->active.cap; i++)
+    for (size_t i = 0; i < a->active.cap; i++) {
+        if (a->active.vals[i])
+            gm_free(a->active.vals[i]->uses);
         gm_free(a->active.vals[i]);
+    }
     gm_free(a->active.keys);
     gm_free(a->active.vals);
     gm_free(a);
@@ -1229,14 +1371,6 @@ static size_t put_size(uint64_t *out, size_t cap, size_t n, uint64_t v)
     return n + 1;
 }
 
-static uint64_t chain_size(const struct block *h)
-{
-    uint64_t total = 0;
-    for (; h; h = h->next)
-        total += h->size;
-    return total;
-}
-
 size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t cap)
 {
     const struct alloc_pool *pools[2] = {&a->large, &a->small};
@@ -1253,6 +1387,11 @@ size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t ca
     for (size_t i = 0; i < a->active.cap; i++) {
         const struct block *b = a->active.vals[i];
         if (b && !b->xseg && !b->prev)
+            n = put_size(out, cap, n, chain_size(b));
+    }
+    for (size_t i = 0; i < a->n_events; i++) {
+        const struct block *b = a->events[i].b;
+        if (first_event(a, i) && !b->xseg && !b->prev)
             n = put_size(out, cap, n, chain_size(b));
     }
     /* expandable segments: one entry per run of mapped pages */

@@ -27,8 +27,11 @@ struct block {
     struct block *prev; /* lower-address neighbour in the same segment */
     struct block *next; /* higher-address neighbour */
     struct alloc_pool *pool;
-    struct xseg *xseg; /* the expandable segment, NULL for a cudaMalloc segment */
-    uint64_t gc_base;  /* pool->free_block_calls when the block entered the pool */
+    struct xseg *xseg;    /* the expandable segment, NULL for a cudaMalloc segment */
+    uint64_t gc_base;     /* pool->free_block_calls when the block entered the pool */
+    int64_t *uses;        /* record_stream(): streams other than 'stream' that used it */
+    size_t n_uses;        /* (allocated blocks only; moved into events at free) */
+    uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
@@ -155,6 +158,16 @@ struct xseg {
     struct xseg *next_seg;
 };
 
+/* An end-of-life event of a block freed after record_stream(): recorded on 'stream' at the
+ * free, the block returns to its pool once every one of its events is complete and
+ * process_events() (the next malloc) or synchronize_and_free_events() sees it. */
+struct alloc_event {
+    int64_t stream;
+    uint64_t seq; /* order of recording, over all streams */
+    struct block *b;
+    bool done; /* the stream has run past it (gm_alloc_stream_passed) */
+};
+
 /* Open-addressing map from an allocated address to its block. */
 struct ptrmap {
     uint64_t *keys;
@@ -178,6 +191,11 @@ struct gm_alloc {
     size_t n_xsegs;
     gm_alloc_event_fn hook;
     void *hook_ctx;
+    struct alloc_event *events; /* outstanding, in order of recording */
+    size_t n_events, cap_events;
+    uint64_t event_seq; /* events recorded so far (gm_alloc_stream_mark) */
+    size_t n_pending;   /* blocks freed with events outstanding */
+    uint64_t pending_bytes;
 };
 
 #endif

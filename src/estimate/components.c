@@ -397,6 +397,8 @@ const char *gm_est_uncertainty_name(unsigned flag)
         return "sequence_length";
     case GM_UNCERTAIN_APPROX:
         return "approximations";
+    case GM_UNCERTAIN_STREAM_TIMING:
+        return "stream_timing";
     default:
         return "unknown";
     }

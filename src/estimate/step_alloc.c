@@ -41,6 +41,10 @@
 
 #define STEPS      3  /* replayed training steps: the third sees a warm cache */
 #define MAX_PIECES 32 /* tensors per unit of a component */
+/* FSDP1's _FreeEventQueue._max_num_inflight_all_gathers (torch/distributed/fsdp/
+ * _limiter_utils.py, torch 2.4) */
+#define FSDP1_INFLIGHT 2
+#define FREE_EVENTS    8 /* free events kept queued (a later mark covers a dropped one) */
 
 /* How a component's tensors come and go in the step. */
 enum life {
@@ -58,6 +62,11 @@ enum life {
 
 /* The moments of a step, in order (what a span is allocated at / freed after). */
 enum moment { M_FORWARD = 0, M_LOSS, M_BACKWARD, M_BACKWARD_END, M_STEP, M_NONE };
+
+/* How far the GPU lags the CPU when FSDP1 frees a tensor another stream used: as far as
+ * the rate limiter lets it (the point and the range's high end), not at all (the low end:
+ * every block is free at once). */
+enum lag { LAG_LIMITER = 0, LAG_NONE };
 
 /* How a unit's bytes split into tensors. */
 enum profile {
@@ -106,6 +115,13 @@ struct replay {
     bool fwd_ops; /* run the layer's op sequence in forward */
     bool fused_norm, fused_rope, gated;
     uint64_t b_h, b_q, b_k, b_v, b_o, b_mlp, b_h32; /* bytes of one tensor of each width */
+    /* FSDP1's frees of tensors another stream used (cross_freed()): the rate limiter's
+     * queue of free events (marks on the compute stream), and how far the GPU lags */
+    bool fsdp1_frees;
+    enum lag lag;
+    uint64_t free_events[FREE_EVENTS];
+    size_t n_free_events;
+    uint64_t synced; /* the free event the limiter waited for last */
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -296,18 +312,94 @@ static uint64_t piece_bytes(const struct replay *r, const struct plan *p, size_t
     return hi > lo ? hi - lo : 0;
 }
 
+/* FSDP1's tensors that another stream uses when they are freed: the gathered parameters
+ * (allocated on the unshard stream, used by the compute stream) and a layer's unsharded
+ * gradient (allocated on the compute stream, used by the reduce-scatter). */
+enum cross_use { USE_NONE = 0, USE_GATHERED, USE_GRADIENT };
+
+static enum cross_use cross_use(const struct replay *r, const struct plan *p)
+{
+    if (!r->fsdp1_frees || r->lag == LAG_NONE || p->c->kind != GM_KIND_GATHERED)
+        return USE_NONE;
+    if (p->stream == GM_EST_STREAM_UNSHARD)
+        return USE_GATHERED;
+    return p->life == LIFE_LAYER_BWD && p->stream == GM_EST_STREAM_COMPUTE ? USE_GRADIENT
+                                                                           : USE_NONE;
+}
+
+/* FSDP1 _unshard() with limit_all_gathers: once FSDP1_INFLIGHT free events are queued, the
+ * CPU waits for the oldest (event.synchronize()) before it allocates the gather, so the
+ * compute stream has passed that reshard and every end-of-life event recorded on it before.
+ * A layer's reduce-scatter is taken as done once the compute stream has passed the next
+ * layer's reshard (the one the limiter waited for the time before): the post-backward
+ * stream waits for nothing but the compute stream, and one layer's reduce-scatter takes
+ * less than the next layer's backward. */
+static void gather_limiter(struct replay *r)
+{
+    uint64_t mark;
+    if (r->n_free_events < FSDP1_INFLIGHT)
+        return;
+    mark = r->free_events[0];
+    memmove(r->free_events, r->free_events + 1, (r->n_free_events - 1) * sizeof r->free_events[0]);
+    r->n_free_events--;
+    gm_alloc_stream_passed(r->a, GM_EST_STREAM_COMPUTE, mark);
+    gm_alloc_stream_passed(r->a, GM_EST_STREAM_REDUCE, r->synced);
+    r->synced = mark;
+}
+
+/* FSDP1 _reshard(): FlatParamHandle._free_unsharded_flat_param() records the compute stream
+ * on the gathered block before it frees it; then the free event is queued for the limiter.
+ * _post_backward_hook records the post-backward stream on the unsharded gradient before it
+ * drops it (torch/distributed/fsdp/_flat_param.py, _runtime_utils.py, torch 2.4). */
+static void cross_freed(struct replay *r, struct plan *p, size_t u, enum cross_use use)
+{
+    int64_t stream = use == USE_GATHERED ? GM_EST_STREAM_COMPUTE : GM_EST_STREAM_REDUCE;
+    for (size_t j = 0; j < p->per_unit && !r->st; j++) {
+        uint64_t ptr = p->addr[u * p->per_unit + j];
+        if (ptr)
+            r->st = gm_alloc_record_stream(r->a, ptr, stream, r->err);
+    }
+}
+
+/* The end of backward synchronises the CPU with the GPU: FSDP1's post-backward final
+ * callback makes the compute stream wait for the reduce-scatters and, with offloaded
+ * parameters, synchronises it; the HF Trainer reads the step's loss on the host
+ * (logging_nan_inf_filter's isnan / isinf test), as custom loops do to log it. */
+static void step_synced(struct replay *r)
+{
+    uint64_t now = gm_alloc_stream_mark(r->a);
+    gm_alloc_stream_passed(r->a, GM_EST_STREAM_COMPUTE, now);
+    gm_alloc_stream_passed(r->a, GM_EST_STREAM_REDUCE, now);
+}
+
+static void gather_queued(struct replay *r)
+{
+    if (r->n_free_events == FREE_EVENTS) {
+        memmove(r->free_events, r->free_events + 1, (FREE_EVENTS - 1) * sizeof r->free_events[0]);
+        r->n_free_events--;
+    }
+    r->free_events[r->n_free_events++] = gm_alloc_stream_mark(r->a);
+}
+
 static void unit_alloc(struct replay *r, struct plan *p, size_t u)
 {
     uint64_t ub = unit_bytes(r, p, u);
     size_t n = n_pieces(r, p, u);
+    if (cross_use(r, p) == USE_GATHERED)
+        gather_limiter(r);
     for (size_t j = 0; j < n; j++)
         t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
 }
 
 static void unit_free(struct replay *r, struct plan *p, size_t u)
 {
+    enum cross_use use = p->addr[u * p->per_unit] ? cross_use(r, p) : USE_NONE;
+    if (use != USE_NONE)
+        cross_freed(r, p, u, use);
     for (size_t j = p->per_unit; j-- > 0;)
         t_free(r, p, u * p->per_unit + j);
+    if (use == USE_GATHERED)
+        gather_queued(r);
 }
 
 static void all_alloc(struct replay *r, struct plan *p)
@@ -798,6 +890,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             return;
     }
     spans(r, pl, n, M_BACKWARD, false);
+    if (r->fsdp1_frees)
+        step_synced(r);
 
     /* end of backward, optimizer step, zero_grad */
     spans(r, pl, n, M_BACKWARD_END, true);
@@ -832,6 +926,14 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct 
     memset(&r, 0, sizeof r);
     r.err = err;
     r.layers = cx->m->n_layers;
+    r.fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
+                    cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
+    /* whether the compute stream has already run past the last reshard when the CPU asks
+     * for the next gather: nothing in between synchronises (the rate limiter waits for the
+     * reshard before that one), so in the point estimate it has not */
+    if (r.fsdp1_frees)
+        r.lag = (enum lag)est_uncertain(cx, GM_UNCERTAIN_STREAM_TIMING, false, (double)LAG_LIMITER,
+                                        (double)LAG_NONE, (double)LAG_LIMITER);
     plan_shapes(cx, &r);
     for (size_t i = 0; i < e->n_components; i++) {
         const struct gm_est_component *c = &e->components[i];

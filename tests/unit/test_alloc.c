@@ -410,6 +410,116 @@ static void test_streams_do_not_share(void **state)
     teardown(&f);
 }
 
+/* ---- record_stream: end-of-life events (free(), insert_events, process_events) ---- */
+
+/* A block allocated on stream 0 and used on stream 5: free() lowers allocated_bytes at
+ * once, but the block stays active and out of the pool until stream 5 has passed the
+ * free; a malloc before that needs a new segment, the first malloc after it reuses the
+ * block (process_events runs at the start of malloc). */
+static void test_record_stream_defers_reuse(void **state)
+{
+    struct fixture f;
+    uint64_t p, q, r, mark, bytes;
+    (void)state;
+    setup(&f, NULL, 0);
+    p = m(&f, 30 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK); /* a set */
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 0, NULL), GM_OK); /* own stream */
+    fr(&f, p);
+    mark = gm_alloc_stream_mark(f.a);
+    assert_true(allocated(&f) == 0);
+    assert_true(f.a->stats.active_bytes[GM_ALLOC_STAT_ALL].current == 30 * MiB);
+    assert_int_equal(gm_alloc_pending_blocks(f.a, &bytes), 1);
+    assert_true(bytes == 30 * MiB);
+    q = m(&f, 30 * MiB); /* the pending block cannot be reused */
+    assert_true(q != p);
+    assert_true(reserved(&f) == 60 * MiB);
+    /* stream 0 passing the mark says nothing about stream 5 */
+    gm_alloc_stream_passed(f.a, 0, mark);
+    r = m(&f, 512); /* small pool */
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 1);
+    fr(&f, r);
+    gm_alloc_stream_passed(f.a, 5, mark);
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 1); /* seen at the next malloc */
+    fr(&f, q);
+    r = m(&f, 30 * MiB);
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 0);
+    assert_true(r == p);
+    assert_true(f.a->stats.reserved_bytes[GM_ALLOC_STAT_LARGE_POOL].current == 60 * MiB);
+    assert_true(f.a->stats.active_bytes[GM_ALLOC_STAT_LARGE_POOL].current == 30 * MiB);
+    fr(&f, r);
+    teardown(&f);
+}
+
+/* Events complete in order on each stream: a mark taken between two frees completes the
+ * first only; several streams: the block waits for all of them. */
+static void test_record_stream_marks_and_streams(void **state)
+{
+    struct fixture f;
+    uint64_t p, q, mark1;
+    (void)state;
+    setup(&f, NULL, 0);
+    p = m(&f, 30 * MiB);
+    q = m(&f, 30 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK);
+    assert_int_equal(gm_alloc_record_stream(f.a, q, 5, NULL), GM_OK);
+    assert_int_equal(gm_alloc_record_stream(f.a, q, 6, NULL), GM_OK);
+    fr(&f, p);
+    mark1 = gm_alloc_stream_mark(f.a);
+    fr(&f, q);
+    gm_alloc_stream_passed(f.a, 5, gm_alloc_stream_mark(f.a));
+    fr(&f, m(&f, 1 * MiB)); /* process_events: p returns; q still waits for stream 6 */
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 1);
+    gm_alloc_stream_passed(f.a, 6, mark1); /* q's event on 6 came after mark1 */
+    fr(&f, m(&f, 1 * MiB));
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 1);
+    gm_alloc_stream_passed(f.a, 6, gm_alloc_stream_mark(f.a));
+    fr(&f, m(&f, 1 * MiB));
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 0);
+    teardown(&f);
+}
+
+/* empty_cache() and the out-of-memory path synchronise every event first
+ * (synchronize_and_free_events), so pending blocks are released too; a pending block is
+ * never merged with a free neighbour; the model's teardown gives pending segments back. */
+static void test_record_stream_sync_paths(void **state)
+{
+    struct fixture f;
+    uint64_t p, q, r;
+    (void)state;
+    setup(&f, NULL, 100 * MiB);
+    p = m(&f, 60 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK);
+    fr(&f, p);
+    /* 70 MiB: the pending 60 MiB segment can only go after synchronising */
+    q = m(&f, 70 * MiB);
+    assert_int_equal(gm_alloc_pending_blocks(f.a, NULL), 0);
+    assert_true(reserved(&f) == 70 * MiB);
+    fr(&f, q);
+    gm_alloc_empty_cache(f.a);
+    /* a split segment: the pending half stays apart from its free neighbour */
+    p = m(&f, 4 * MiB);
+    q = m(&f, 4 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK);
+    fr(&f, p);
+    fr(&f, q);
+    /* [p pending 4][free 16]: 18 MiB does not fit beside p (it would in the merged 20) */
+    assert_int_equal(gm_alloc_malloc(f.a, 18 * MiB, 0, &r, NULL), GM_OK);
+    assert_true(reserved(&f) == 38 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, r, 5, NULL), GM_OK);
+    fr(&f, r);
+    gm_alloc_empty_cache(f.a);
+    assert_true(reserved(&f) == 0);
+    /* teardown with an event outstanding */
+    p = m(&f, 4 * MiB);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_OK);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 6, NULL), GM_OK);
+    fr(&f, p);
+    assert_int_equal(gm_alloc_record_stream(f.a, p, 5, NULL), GM_ERR_INVALID);
+    teardown(&f);
+}
+
 /* ---- out of memory ---- */
 
 static void test_oom_retry_frees_cache(void **state)
@@ -946,6 +1056,9 @@ int main(void)
         cmocka_unit_test(test_expandable_reuse_after_unmap),
         cmocka_unit_test(test_reset_peak),
         cmocka_unit_test(test_streams_do_not_share),
+        cmocka_unit_test(test_record_stream_defers_reuse),
+        cmocka_unit_test(test_record_stream_marks_and_streams),
+        cmocka_unit_test(test_record_stream_sync_paths),
         cmocka_unit_test(test_oom_retry_frees_cache),
         cmocka_unit_test(test_oom_release_available),
         cmocka_unit_test(test_memory_fraction_and_gc),

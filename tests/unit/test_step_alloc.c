@@ -2,11 +2,12 @@
 /* test_step_alloc.c - peak reserved from the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
  * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
- * all-gather and reduce-scatter streams cache their own blocks; GPTBigCode's own loss under
- * autocast reserves a third fp32 segment of the shifted logits; near the capacity the
- * allocator frees its cache and retries, and a job that cannot fit is judged so; where
- * the replay does not apply (inference, engines, --fragmentation given, pipeline stages)
- * the factor rule stays. */
+ * all-gather and reduce-scatter streams cache their own blocks; FSDP1's gathered layers,
+ * freed after record_stream, come back only once the compute stream is done with them; GPTBigCode's
+ * own loss under autocast reserves a third fp32 segment of the shifted logits; near the capacity
+ * the allocator frees its cache and retries, and a job that cannot fit is judged so; where the
+ * replay does not apply (inference, engines, --fragmentation given, pipeline stages) the factor
+ * rule stays. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +153,53 @@ static void test_fsdp_streams(void **state)
     assert_int_equal(est.replay.stream_reserved[GM_EST_STREAM_REDUCE], 0);
 }
 
+static uint64_t seg2m(uint64_t bytes)
+{
+    uint64_t r = (uint64_t)2 << 20;
+    return (bytes + r - 1) / r * r;
+}
+
+/* the bytes of the gathered component on the all-gather stream of extent 'x' */
+static uint64_t gathered(const struct gm_estimate *e, enum gm_est_extent x)
+{
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        if (c->kind == GM_KIND_GATHERED && c->stream == GM_EST_STREAM_UNSHARD && c->extent == x)
+            return c->bytes;
+    }
+    fail_msg("no gathered component of extent %d", (int)x);
+    return 0;
+}
+
+/* FSDP1 records the compute stream on each gathered layer before freeing it
+ * (_free_unsharded_flat_param), and its rate limiter lets the CPU ask for the next layer's
+ * gather before the compute stream is done with the last one: under the HF stack's
+ * reentrant checkpointing (one layer gathered at a time) the all-gather stream holds the
+ * root's segment and two layers' -- the layer gathered and the one before it, not yet
+ * reusable.  FSDP2 frees without record_stream: one layer's. */
+static void test_fsdp1_deferred_frees(void **state)
+{
+    uint64_t layer, root;
+    (void)state;
+    run("mistral-7b",
+        "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
+        "--gpus 2 --fsdp --transformers-version 4.48.1",
+        &est);
+    assert_true(est.replay.used);
+    layer = seg2m(gathered(&est, GM_EXTENT_ONE_LAYER));
+    root = seg2m(gathered(&est, GM_EXTENT_ENDS));
+    assert_true(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD] == root + 2 * layer);
+    assert_true(est.replay.requested_peak == est.peak_allocated_bytes);
+    /* the range's low end has the GPU caught up: one layer's segment */
+    assert_true(est.range.sources & GM_UNCERTAIN_STREAM_TIMING);
+    run("mistral-7b",
+        "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
+        "--gpus 2 --fsdp --fsdp-version 2",
+        &est);
+    assert_true(est.replay.used);
+    assert_false(est.range.sources & GM_UNCERTAIN_STREAM_TIMING);
+}
+
 /* Full fine-tuning creates the optimizer state in the first step's optimizer.step(), in
  * the segments the first step's activations and loss left cached: the second step needs
  * new segments for them, so reserved exceeds what one step alone would reserve. */
@@ -283,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_requested_peak_is_peak_allocated),
         cmocka_unit_test(test_gradients_outgrow_activations),
         cmocka_unit_test(test_fsdp_streams),
+        cmocka_unit_test(test_fsdp1_deferred_frees),
         cmocka_unit_test(test_lazy_state_takes_the_cache),
         cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
