@@ -100,9 +100,92 @@ static int list_gpus(bool json)
     return cli_json_end(&w, "gpumem estimate");
 }
 
+/* --replay-segments: one line (or JSON object) per segment of the step replay. */
+struct seg_out {
+    FILE *f;
+    struct gm_json *w; /* NULL: text */
+    uint64_t n, bytes;
+};
+
+static void print_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct seg_out *o = ctx;
+    char b[32], q[32], l[32], rs[32], where[48];
+    if (!o->w && !o->n)
+        fprintf(o->f, "pass step  at             stream      segment      request         live "
+                      "    reserved\n");
+    o->n++;
+    o->bytes += seg->bytes;
+    if (o->w) {
+        gm_json_begin_object(o->w);
+        gm_json_kv_u64(o->w, "pass", seg->pass);
+        gm_json_kv_u64(o->w, "step", seg->step);
+        gm_json_kv_str(o->w, "at", gm_est_replay_at_name(seg->at));
+        gm_json_kv_u64(o->w, "layer", seg->layer);
+        gm_json_kv_u64(o->w, "stream", (uint64_t)seg->stream);
+        gm_json_kv_u64(o->w, "bytes", seg->bytes);
+        gm_json_kv_u64(o->w, "request_bytes", seg->request);
+        gm_json_kv_u64(o->w, "live_bytes", seg->live);
+        gm_json_kv_u64(o->w, "reserved_bytes", seg->reserved);
+        gm_json_end_object(o->w);
+        return;
+    }
+    if (seg->layer)
+        snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
+    else
+        snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
+    fprintf(o->f, "%4u %4u  %-14s %6d %12s %12s %12s %12s\n", seg->pass, seg->step, where,
+            (int)seg->stream, gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
+            gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
+            gm_format_bytes(l, sizeof l, seg->live, GM_UNITS_IEC),
+            gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
+}
+
+/* The estimate's step replay, segment by segment, in the order it took them. */
+static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
+{
+    struct gm_estimate *e = malloc(sizeof(*e));
+    struct gm_json w;
+    struct seg_out o = {stdout, json ? &w : NULL, 0, 0};
+    struct gm_error err;
+    char b[32], pk[32];
+    int rc;
+    if (!e)
+        return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+    if (json) {
+        cli_json_begin(&w, stdout, "estimate.replay_segments");
+        gm_json_key(&w, "segments");
+        gm_json_begin_array(&w);
+    }
+    if (gm_estimate_run_traced(job, e, print_segment, &o, &err) != GM_OK) {
+        free(e);
+        if (json)
+            gm_json_end_array(&w);
+        return cli_fail(cmd, &err);
+    }
+    if (json) {
+        gm_json_end_array(&w);
+        gm_json_kv_u64(&w, "steps", e->replay.steps);
+        gm_json_kv_u64(&w, "reserved_peak_bytes", e->replay.reserved_peak);
+        rc = cli_json_end(&w, "gpumem estimate");
+    } else {
+        if (!e->replay.steps)
+            printf("no step replay for this job (training under PyTorch's caching allocator "
+                   "only)\n");
+        else
+            printf("%llu segments, %s, in %llu replayed steps; replay peak reserved %s\n",
+                   (unsigned long long)o.n, gm_format_bytes(b, sizeof b, o.bytes, GM_UNITS_IEC),
+                   (unsigned long long)e->replay.steps,
+                   gm_format_bytes(pk, sizeof pk, e->replay.reserved_peak, GM_UNITS_IEC));
+        rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+    }
+    free(e);
+    return rc;
+}
+
 /* One option per job setting, then the command's own. */
 static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
-                          bool *list_a, bool *json, int *color)
+                          bool *list_a, bool *segs, bool *json, int *color)
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
@@ -110,6 +193,9 @@ static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bo
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
     opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
                                      "list the architectures (model_type) gpumem knows");
+    opts[n++] = (struct opt)OPT_FLAG("replay-segments", 0, segs,
+                                     "list the segments the step replay takes, in order, with "
+                                     "where in the step and what was live (training)");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
     opts[n] = (struct opt)OPT_END;
@@ -141,9 +227,10 @@ int cmd_estimate(int argc, char **argv)
     struct gm_estimate_report *r;
     struct gm_error err;
     bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
+    bool segs = false;
     int color = 0, n_pos = 0, rc;
 
-    build_options(opts, &c, &list_m, &list_g, &list_a, &json, &color);
+    build_options(opts, &c, &list_m, &list_g, &list_a, &segs, &json, &color);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
     if (list_m)
@@ -164,6 +251,10 @@ int cmd_estimate(int argc, char **argv)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);
+    }
+    if (segs) {
+        rc = replay_segments(cmd, &job, json);
+        goto out;
     }
     r = malloc(sizeof(*r));
     if (!r) {
