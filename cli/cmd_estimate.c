@@ -100,85 +100,106 @@ static int list_gpus(bool json)
     return cli_json_end(&w, "gpumem estimate");
 }
 
-/* --replay-segments: one line (or JSON object) per segment of the step replay. */
-struct seg_out {
-    FILE *f;
-    struct gm_json *w; /* NULL: text */
-    uint64_t n, bytes;
+/* --replay-segments: the segments of the step replay, kept until the estimate succeeds. */
+struct seg_list {
+    struct gm_est_replay_segment *v;
+    size_t n, cap;
+    bool nomem;
 };
 
-static void print_segment(void *ctx, const struct gm_est_replay_segment *seg)
+static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
 {
-    struct seg_out *o = ctx;
-    char b[32], q[32], l[32], rs[32], where[48];
-    if (!o->w && !o->n)
-        fprintf(o->f, "pass step  at             stream      segment      request         live "
-                      "    reserved\n");
-    o->n++;
-    o->bytes += seg->bytes;
-    if (o->w) {
-        gm_json_begin_object(o->w);
-        gm_json_kv_u64(o->w, "pass", seg->pass);
-        gm_json_kv_u64(o->w, "step", seg->step);
-        gm_json_kv_str(o->w, "at", gm_est_replay_at_name(seg->at));
-        gm_json_kv_u64(o->w, "layer", seg->layer);
-        gm_json_kv_u64(o->w, "stream", (uint64_t)seg->stream);
-        gm_json_kv_u64(o->w, "bytes", seg->bytes);
-        gm_json_kv_u64(o->w, "request_bytes", seg->request);
-        gm_json_kv_u64(o->w, "live_bytes", seg->live);
-        gm_json_kv_u64(o->w, "reserved_bytes", seg->reserved);
-        gm_json_end_object(o->w);
+    struct seg_list *l = ctx;
+    if (l->nomem)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        struct gm_est_replay_segment *v = realloc(l->v, cap * sizeof(*v));
+        if (!v) {
+            l->nomem = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *seg;
+}
+
+static void segments_json(const struct seg_list *l, const struct gm_estimate *e, struct gm_json *w)
+{
+    cli_json_begin(w, stdout, "estimate.replay_segments");
+    gm_json_key(w, "segments");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct gm_est_replay_segment *seg = &l->v[i];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "pass", seg->pass);
+        gm_json_kv_u64(w, "step", seg->step);
+        gm_json_kv_str(w, "at", gm_est_replay_at_name(seg->at));
+        gm_json_kv_u64(w, "layer", seg->layer);
+        gm_json_kv_u64(w, "stream", (uint64_t)seg->stream);
+        gm_json_kv_u64(w, "bytes", seg->bytes);
+        gm_json_kv_u64(w, "request_bytes", seg->request);
+        gm_json_kv_u64(w, "live_bytes", seg->live);
+        gm_json_kv_u64(w, "reserved_bytes", seg->reserved);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_kv_u64(w, "steps", e->replay.steps);
+    gm_json_kv_u64(w, "reserved_peak_bytes", e->replay.reserved_peak);
+}
+
+static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
+{
+    char b[32], q[32], lv[32], rs[32], where[48];
+    uint64_t total = 0;
+    if (!e->replay.steps) {
+        printf("no step replay for this job (its peak reserved does not come from a replayed "
+               "training step)\n");
         return;
     }
-    if (seg->layer)
-        snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
-    else
-        snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
-    fprintf(o->f, "%4u %4u  %-14s %6d %12s %12s %12s %12s\n", seg->pass, seg->step, where,
-            (int)seg->stream, gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
-            gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
-            gm_format_bytes(l, sizeof l, seg->live, GM_UNITS_IEC),
-            gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
+    printf("pass step  at             stream      segment      request         live     "
+           "reserved\n");
+    for (size_t i = 0; i < l->n; i++) {
+        const struct gm_est_replay_segment *seg = &l->v[i];
+        total += seg->bytes;
+        if (seg->layer)
+            snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
+        else
+            snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
+        printf("%4u %4u  %-14s %6d %12s %12s %12s %12s\n", seg->pass, seg->step, where,
+               (int)seg->stream, gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
+               gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
+               gm_format_bytes(lv, sizeof lv, seg->live, GM_UNITS_IEC),
+               gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
+    }
+    printf("%zu segments, %s, in %llu replayed steps; replay peak reserved %s\n", l->n,
+           gm_format_bytes(b, sizeof b, total, GM_UNITS_IEC), (unsigned long long)e->replay.steps,
+           gm_format_bytes(rs, sizeof rs, e->replay.reserved_peak, GM_UNITS_IEC));
 }
 
 /* The estimate's step replay, segment by segment, in the order it took them. */
 static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
 {
     struct gm_estimate *e = malloc(sizeof(*e));
+    struct seg_list l = {NULL, 0, 0, false};
     struct gm_json w;
-    struct seg_out o = {stdout, json ? &w : NULL, 0, 0};
     struct gm_error err;
-    char b[32], pk[32];
     int rc;
     if (!e)
         return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
-    if (json) {
-        cli_json_begin(&w, stdout, "estimate.replay_segments");
-        gm_json_key(&w, "segments");
-        gm_json_begin_array(&w);
-    }
-    if (gm_estimate_run_traced(job, e, print_segment, &o, &err) != GM_OK) {
-        free(e);
-        if (json)
-            gm_json_end_array(&w);
-        return cli_fail(cmd, &err);
-    }
-    if (json) {
-        gm_json_end_array(&w);
-        gm_json_kv_u64(&w, "steps", e->replay.steps);
-        gm_json_kv_u64(&w, "reserved_peak_bytes", e->replay.reserved_peak);
+    if (gm_estimate_run_traced(job, e, keep_segment, &l, &err) != GM_OK) {
+        rc = cli_fail(cmd, &err);
+    } else if (l.nomem) {
+        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+    } else if (json) {
+        segments_json(&l, e, &w);
         rc = cli_json_end(&w, "gpumem estimate");
     } else {
-        if (!e->replay.steps)
-            printf("no step replay for this job (training under PyTorch's caching allocator "
-                   "only)\n");
-        else
-            printf("%llu segments, %s, in %llu replayed steps; replay peak reserved %s\n",
-                   (unsigned long long)o.n, gm_format_bytes(b, sizeof b, o.bytes, GM_UNITS_IEC),
-                   (unsigned long long)e->replay.steps,
-                   gm_format_bytes(pk, sizeof pk, e->replay.reserved_peak, GM_UNITS_IEC));
+        segments_text(&l, e);
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
     }
+    free(l.v);
     free(e);
     return rc;
 }
