@@ -100,9 +100,113 @@ static int list_gpus(bool json)
     return cli_json_end(&w, "gpumem estimate");
 }
 
+/* --replay-segments: the segments of the step replay, kept until the estimate succeeds. */
+struct seg_list {
+    struct gm_est_replay_segment *v;
+    size_t n, cap;
+    bool nomem;
+};
+
+static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct seg_list *l = ctx;
+    if (l->nomem)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        struct gm_est_replay_segment *v = realloc(l->v, cap * sizeof(*v));
+        if (!v) {
+            l->nomem = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *seg;
+}
+
+static void segments_json(const struct seg_list *l, const struct gm_estimate *e, struct gm_json *w)
+{
+    cli_json_begin(w, stdout, "estimate.replay_segments");
+    gm_json_key(w, "segments");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct gm_est_replay_segment *seg = &l->v[i];
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "pass", seg->pass);
+        gm_json_kv_u64(w, "step", seg->step);
+        gm_json_kv_str(w, "at", gm_est_replay_at_name(seg->at));
+        gm_json_kv_u64(w, "layer", seg->layer);
+        gm_json_kv_u64(w, "stream", (uint64_t)seg->stream);
+        gm_json_kv_u64(w, "bytes", seg->bytes);
+        gm_json_kv_u64(w, "request_bytes", seg->request);
+        gm_json_kv_u64(w, "live_bytes", seg->live);
+        gm_json_kv_u64(w, "reserved_bytes", seg->reserved);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_kv_u64(w, "steps", e->replay.steps);
+    gm_json_kv_u64(w, "reserved_peak_bytes", e->replay.reserved_peak);
+}
+
+static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
+{
+    char b[32], q[32], lv[32], rs[32], where[48];
+    uint64_t total = 0;
+    if (!e->replay.steps) {
+        printf("no step replay for this job (its peak reserved does not come from a replayed "
+               "training step)\n");
+        return;
+    }
+    printf("pass step  at             stream      segment      request         live     "
+           "reserved\n");
+    for (size_t i = 0; i < l->n; i++) {
+        const struct gm_est_replay_segment *seg = &l->v[i];
+        total += seg->bytes;
+        if (seg->layer)
+            snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
+        else
+            snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
+        printf("%4u %4u  %-14s %6d %12s %12s %12s %12s\n", seg->pass, seg->step, where,
+               (int)seg->stream, gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
+               gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
+               gm_format_bytes(lv, sizeof lv, seg->live, GM_UNITS_IEC),
+               gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
+    }
+    printf("%zu segments, %s, in %llu replayed steps; replay peak reserved %s\n", l->n,
+           gm_format_bytes(b, sizeof b, total, GM_UNITS_IEC), (unsigned long long)e->replay.steps,
+           gm_format_bytes(rs, sizeof rs, e->replay.reserved_peak, GM_UNITS_IEC));
+}
+
+/* The estimate's step replay, segment by segment, in the order it took them. */
+static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
+{
+    struct gm_estimate *e = malloc(sizeof(*e));
+    struct seg_list l = {NULL, 0, 0, false};
+    struct gm_json w;
+    struct gm_error err;
+    int rc;
+    if (!e)
+        return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+    if (gm_estimate_run_traced(job, e, keep_segment, &l, &err) != GM_OK) {
+        rc = cli_fail(cmd, &err);
+    } else if (l.nomem) {
+        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+    } else if (json) {
+        segments_json(&l, e, &w);
+        rc = cli_json_end(&w, "gpumem estimate");
+    } else {
+        segments_text(&l, e);
+        rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+    }
+    free(l.v);
+    free(e);
+    return rc;
+}
+
 /* One option per job setting, then the command's own. */
 static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
-                          bool *list_a, bool *json, int *color)
+                          bool *list_a, bool *segs, bool *json, int *color)
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
@@ -110,6 +214,9 @@ static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bo
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
     opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
                                      "list the architectures (model_type) gpumem knows");
+    opts[n++] = (struct opt)OPT_FLAG("replay-segments", 0, segs,
+                                     "list the segments the step replay takes, in order, with "
+                                     "where in the step and what was live (training)");
     opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
     opts[n++] = (struct opt)OPT_COLOR(color);
     opts[n] = (struct opt)OPT_END;
@@ -141,9 +248,10 @@ int cmd_estimate(int argc, char **argv)
     struct gm_estimate_report *r;
     struct gm_error err;
     bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
+    bool segs = false;
     int color = 0, n_pos = 0, rc;
 
-    build_options(opts, &c, &list_m, &list_g, &list_a, &json, &color);
+    build_options(opts, &c, &list_m, &list_g, &list_a, &segs, &json, &color);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
     if (list_m)
@@ -164,6 +272,10 @@ int cmd_estimate(int argc, char **argv)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);
+    }
+    if (segs) {
+        rc = replay_segments(cmd, &job, json);
+        goto out;
     }
     r = malloc(sizeof(*r));
     if (!r) {

@@ -691,6 +691,40 @@ struct gm_estimate {
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
                                struct gm_error *err);
 
+/* Where in a replayed training step a segment was taken. */
+enum gm_est_replay_at {
+    GM_EST_AT_SETUP = 0, /* before the first step: weights, adapters, buffers */
+    GM_EST_AT_FORWARD,   /* a layer's forward (layer 1..L) */
+    GM_EST_AT_LOSS,      /* the loss: the logits and the loss's tensors, with its backward */
+    GM_EST_AT_BACKWARD,  /* a layer's backward (layer L..1) */
+    GM_EST_AT_OPTIMIZER, /* end of backward, optimizer step, zero_grad */
+    GM_EST_AT__COUNT
+};
+
+/* One segment (cudaMalloc) the step replay took, in the order it took them. */
+struct gm_est_replay_segment {
+    uint64_t bytes;           /* the segment */
+    uint64_t request;         /* the tensor request that made it */
+    uint64_t live;            /* bytes of tensors live before that request */
+    uint64_t reserved;        /* bytes reserved with the segment */
+    unsigned pass;            /* 0: on the GPU's capacity; 1: the rerun without it after an
+                                 out-of-memory (the figures then come from that pass) */
+    unsigned step;            /* replayed step, 0 = the first (setup counts as step 0) */
+    enum gm_est_replay_at at; /* where in the step */
+    unsigned layer;           /* 1..L in a layer's forward or backward, else 0 */
+    enum gm_est_stream stream;
+};
+
+typedef void (*gm_est_segment_fn)(void *ctx, const struct gm_est_replay_segment *seg);
+
+/* gm_estimate_run(), calling 'fn' (with 'ctx') for every segment the point estimate's step
+ * replay takes (none where no replay runs: out->replay.steps == 0).  Same errors. */
+enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate *out,
+                                      gm_est_segment_fn fn, void *ctx, struct gm_error *err);
+
+/* "setup", "forward", "loss", "backward", "optimizer"; static storage. */
+const char *gm_est_replay_at_name(enum gm_est_replay_at at);
+
 /* Bytes of 'kind' components of 'e' (all devices alike: one device's share). */
 uint64_t gm_estimate_kind_bytes(const struct gm_estimate *e, enum gm_est_kind kind);
 

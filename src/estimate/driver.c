@@ -34,7 +34,8 @@ double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double poi
 }
 
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
-                               struct gm_estimate *out, struct gm_error *err)
+                               struct gm_estimate *out, gm_est_segment_fn trace, void *trace_ctx,
+                               struct gm_error *err)
 {
     struct est_ctx cx;
     enum gm_status st;
@@ -45,6 +46,8 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     cx.m = j->model.model;
     cx.e = out;
     cx.bound = bound;
+    cx.trace = trace;
+    cx.trace_ctx = trace_ctx;
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
         if ((st = stages[i](&cx, err)) != GM_OK)
             return st;
@@ -53,6 +56,12 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
 
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
                                struct gm_error *err)
+{
+    return gm_estimate_run_traced(job, out, NULL, NULL, err);
+}
+
+enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate *out,
+                                      gm_est_segment_fn fn, void *ctx, struct gm_error *err)
 {
     struct gm_job j = *job;
     struct gm_estimate *ends;
@@ -63,14 +72,14 @@ enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, err)) != GM_OK)
+    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK)
         return st;
     ends = gm_malloc(2 * sizeof(*ends));
     if (!ends)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, &ends[0], err)) == GM_OK &&
-        (st = run_once(&j, EST_HIGH, &ends[1], err)) == GM_OK)
+    if ((st = run_once(&j, EST_LOW, &ends[0], NULL, NULL, err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, &ends[1], NULL, NULL, err)) == GM_OK)
         est_judge_range(out, &ends[0], &ends[1]);
     gm_free(ends);
     return st;

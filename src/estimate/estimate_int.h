@@ -49,6 +49,8 @@ struct est_ctx {
     /* ---- weight formats (issue 13) ---- */
     const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
     uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
+    gm_est_segment_fn trace;      /* the step replay's segments (point estimate only), or NULL */
+    void *trace_ctx;
 };
 
 /* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever

@@ -122,6 +122,10 @@ struct replay {
     uint64_t free_events[FREE_EVENTS];
     size_t n_free_events;
     uint64_t synced; /* the free event the limiter waited for last */
+    /* the segment trace (gm_estimate_run_traced): where the step is, the request being made */
+    gm_est_segment_fn trace;
+    void *trace_ctx;
+    struct gm_est_replay_segment where;
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -137,6 +141,13 @@ static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, 
             r->reserved_max = r->reserved_cur;
             memcpy(r->stream_peak, r->stream_cur, sizeof r->stream_peak);
         }
+        if (r->trace) {
+            struct gm_est_replay_segment seg = r->where;
+            seg.bytes = size;
+            seg.reserved = r->reserved_cur;
+            seg.stream = (enum gm_est_stream)s;
+            r->trace(r->trace_ctx, &seg);
+        }
     } else if (kind == GM_ALLOC_EV_SEGMENT_FREE || kind == GM_ALLOC_EV_SEGMENT_UNMAP) {
         r->stream_cur[s] -= size < r->stream_cur[s] ? size : r->stream_cur[s];
         r->reserved_cur -= size < r->reserved_cur ? size : r->reserved_cur;
@@ -151,6 +162,8 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     enum gm_status st;
     if (r->st || r->oom || !bytes || p->addr[slot])
         return;
+    r->where.request = bytes;
+    r->where.live = r->cur;
     st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
@@ -186,6 +199,8 @@ static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
     enum gm_status st;
     if (r->st || r->oom || !bytes)
         return 0;
+    r->where.request = bytes;
+    r->where.live = r->cur;
     st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
@@ -614,6 +629,20 @@ bool est_step_replay_applies(const struct est_ctx *cx)
 
 /* ---- the step ---- */
 
+const char *gm_est_replay_at_name(enum gm_est_replay_at at)
+{
+    static const char *const names[GM_EST_AT__COUNT] = {"setup", "forward", "loss", "backward",
+                                                        "optimizer"};
+    return (unsigned)at < GM_EST_AT__COUNT ? names[at] : "?";
+}
+
+/* Where the step is, for the segment trace. */
+static void at(struct replay *r, enum gm_est_replay_at where, size_t layer)
+{
+    r->where.at = where;
+    r->where.layer = (unsigned)layer;
+}
+
 static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc);
 
 /* An RMSNorm / LayerNorm as HF writes it: the input upcast to fp32, multiplied by its rstd
@@ -831,8 +860,10 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     struct plan *unshard = find_life(pl, n, LIFE_UNSHARD);
 
     /* forward */
+    at(r, GM_EST_AT_FORWARD, 0);
     spans(r, pl, n, M_FORWARD, true);
     for (size_t u = 1; u <= L; u++) {
+        at(r, GM_EST_AT_FORWARD, u);
         each(r, pl, n, LIFE_UNSHARD, 0, true);
         if (r->fwd_ops)
             forward_layer(r, pl, n, u);
@@ -842,6 +873,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
         each(r, pl, n, LIFE_UNSHARD, 0, false);
     }
     /* the loss, with the last layer prefetched for backward */
+    at(r, GM_EST_AT_LOSS, 0);
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
     for (size_t i = 0; i < n; i++)
@@ -856,8 +888,10 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     spans(r, pl, n, M_LOSS, false);
 
     /* backward, last layer first */
+    at(r, GM_EST_AT_BACKWARD, L);
     spans(r, pl, n, M_BACKWARD, true);
     for (size_t u = L; u >= 1; u--) {
+        at(r, GM_EST_AT_BACKWARD, u);
         /* with a prefetch, the current layer's parameters are the block prefetched while
          * the layer after it ran (at the loss for the last one), and the next layer's are
          * gathered now; without one, each layer gathers its own */
@@ -894,6 +928,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
         step_synced(r);
 
     /* end of backward, optimizer step, zero_grad */
+    at(r, GM_EST_AT_OPTIMIZER, 0);
     spans(r, pl, n, M_BACKWARD_END, true);
     each(r, pl, n, LIFE_LAYER_BWD, 0, false);
     spans(r, pl, n, M_BACKWARD_END, false);
@@ -908,8 +943,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             all_free(r, &pl[i]);
 }
 
-static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
-                                  struct gm_error *err)
+static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigned pass,
+                                  struct gm_est_replay *out, struct gm_error *err)
 {
     struct gm_estimate *e = cx->e;
     struct plan pl[GM_EST_MAX_COMPONENTS];
@@ -925,6 +960,9 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct 
     memset(out, 0, sizeof *out);
     memset(&r, 0, sizeof r);
     r.err = err;
+    r.trace = cx->trace;
+    r.trace_ctx = cx->trace_ctx;
+    r.where.pass = pass;
     r.layers = cx->m->n_layers;
     r.fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
                     cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
@@ -979,6 +1017,7 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, struct 
         if (pl[i].life == LIFE_PERSISTENT)
             all_alloc(&r, &pl[i]);
     for (unsigned s = 0; s < STEPS && !r.st && !r.oom; s++) {
+        r.where.step = s;
         one_step(&r, pl, n, s == 0);
         out->steps = s + 1;
     }
@@ -1003,12 +1042,12 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
                                struct gm_error *err)
 {
     struct gm_est_replay free_run;
-    enum gm_status st = replay_once(cx, capacity, out, err);
+    enum gm_status st = replay_once(cx, capacity, 0, out, err);
     if (st != GM_OK || !out->oom || !capacity)
         return st;
     /* a request failed even after freeing the cache: the job does not fit; what it would
      * reserve is the replay without the limit */
-    if ((st = replay_once(cx, 0, &free_run, err)) != GM_OK)
+    if ((st = replay_once(cx, 0, 1, &free_run, err)) != GM_OK)
         return st;
     free_run.capacity_bytes = out->capacity_bytes;
     free_run.retries = out->retries;

@@ -3,11 +3,12 @@
  * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
  * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
  * all-gather and reduce-scatter streams cache their own blocks; FSDP1's gathered layers,
- * freed after record_stream, come back only once the compute stream is done with them; GPTBigCode's
- * own loss under autocast reserves a third fp32 segment of the shifted logits; near the capacity
- * the allocator frees its cache and retries, and a job that cannot fit is judged so; where the
- * replay does not apply (inference, engines, --fragmentation given, pipeline stages) the factor
- * rule stays. */
+ * freed after record_stream, come back only once the compute stream is done with them;
+ * GPTBigCode's own loss under autocast reserves a third fp32 segment of the shifted logits;
+ * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
+ * judged so; where the replay does not apply (inference, engines, --fragmentation given,
+ * pipeline stages) the factor rule stays; the segment trace hands over every segment the
+ * replay takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +23,8 @@
 
 static struct gm_estimate est; /* large: off the stack */
 
-static void run(const char *model, const char *settings, struct gm_estimate *e)
+static void run_traced(const char *model, const char *settings, struct gm_estimate *e,
+                       gm_est_segment_fn fn, void *ctx)
 {
     struct gm_job j;
     struct gm_error err;
@@ -41,8 +43,13 @@ static void run(const char *model, const char *settings, struct gm_estimate *e)
         if (gm_job_set(&j, tok + 2, value, &err) != GM_OK)
             fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
     }
-    if (gm_estimate_run(&j, e, &err) != GM_OK)
+    if (gm_estimate_run_traced(&j, e, fn, ctx, &err) != GM_OK)
         fail_msg("%s %s: %s", model, settings, err.msg);
+}
+
+static void run(const char *model, const char *settings, struct gm_estimate *e)
+{
+    run_traced(model, settings, e, NULL, NULL);
 }
 
 /* Training jobs of every shape the stages produce: the replay reproduces the estimate's
@@ -311,6 +318,75 @@ static void test_replay_and_floor(void **state)
     assert_false(est.replay.used);
 }
 
+/* What a segment trace sums to, per pass, and what the loss takes. */
+struct seg_sum {
+    uint64_t n[2], bytes[2], last_reserved[2];
+    uint64_t loss_big, loss_bytes; /* pass 0, at the loss: segments of 1 GiB or more */
+    bool unordered[2]; /* reserved did not grow by each segment (a pass that freed its cache) */
+};
+
+static void sum_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct seg_sum *t = ctx;
+    unsigned p = seg->pass ? 1 : 0;
+    assert_true(seg->pass <= 1);
+    assert_true(seg->bytes >= seg->request);
+    assert_true(seg->at < GM_EST_AT__COUNT);
+    if (seg->reserved != t->last_reserved[p] + seg->bytes)
+        t->unordered[p] = true;
+    t->last_reserved[p] = seg->reserved;
+    t->n[p]++;
+    t->bytes[p] += seg->bytes;
+    if (!p && seg->at == GM_EST_AT_LOSS) {
+        t->loss_bytes += seg->bytes;
+        if (seg->bytes >= GM_GIB - 64 * GM_MIB)
+            t->loss_big++;
+    }
+}
+
+/* gm_estimate_run_traced() hands over every segment of the point estimate's replay in
+ * order: without an out-of-memory retry nothing is freed, so they sum to the replay's peak
+ * reserved, one call per cudaMalloc.  What the trace shows of the loss: Mistral-7B QLoRA at
+ * 4 x 4096 tokens (vocabulary 32000) takes four logits-sized segments at its loss (the
+ * 16-bit logits, 1000 MiB; the fp32 upcast, the shifted copy and the log-softmax, 2000 MiB
+ * each) and no more later; with FOAK's cross-entropy kernel (--loss fused) three, the
+ * log-softmax's missing.  A job that does not fit reruns without the limit (pass 1), and
+ * the figures are that pass's; a job without a replay calls nothing. */
+static void test_segment_trace(void **state)
+{
+    static const char *const job =
+        "--train --batch 4 --seq 4096 --grad-checkpointing full --transformers-version 4.48.1 "
+        "--qlora --lora-rank 16 --lora-targets q,k,v,o --adapter-dtype fp32 --no-fp32-upcast";
+    char settings[512];
+    struct seg_sum plain = {0}, fused = {0}, oom = {0}, none = {0};
+    (void)state;
+    run_traced("mistral-7b", job, &est, sum_segment, &plain);
+    assert_true(est.replay.used && !est.replay.oom && !est.replay.retries);
+    assert_false(plain.unordered[0]);
+    assert_int_equal(plain.n[0], est.replay.segments);
+    assert_int_equal(plain.bytes[0], est.replay.reserved_peak);
+    assert_int_equal(plain.n[1], 0);
+    assert_int_equal(plain.loss_big, 4);
+    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
+    run_traced("mistral-7b", settings, &est, sum_segment, &fused);
+    assert_int_equal(fused.n[0], est.replay.segments);
+    assert_int_equal(fused.bytes[0], est.replay.reserved_peak);
+    assert_int_equal(fused.loss_big, 3);
+    assert_int_equal(plain.loss_bytes - fused.loss_bytes, 2000 * GM_MIB);
+
+    run_traced("llama-3.2-1b",
+               "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16 "
+               "--gpu-memory 4GiB",
+               &est, sum_segment, &oom);
+    assert_true(est.replay.oom);
+    /* the first pass freed its cache before it failed; the rerun frees nothing */
+    assert_true(oom.n[0] > 0 && oom.n[1] > 0 && oom.unordered[0] && !oom.unordered[1]);
+    assert_int_equal(oom.bytes[1], est.replay.reserved_peak);
+
+    run_traced("llama-3-8b", "--infer --context 4096", &est, sum_segment, &none);
+    assert_int_equal(none.n[0] + none.n[1], 0);
+}
+
 /* Where the replay does not apply, peak reserved is the factor rule's. */
 static void test_where_it_does_not_apply(void **state)
 {
@@ -337,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_capacity_retry_and_oom),
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_where_it_does_not_apply),
+        cmocka_unit_test(test_segment_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
