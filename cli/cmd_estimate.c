@@ -100,32 +100,8 @@ static int list_gpus(bool json)
     return cli_json_end(&w, "gpumem estimate");
 }
 
-/* --replay-segments: the segments of the step replay, kept until the estimate succeeds. */
-struct seg_list {
-    struct gm_est_replay_segment *v;
-    size_t n, cap;
-    bool nomem;
-};
-
-static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
-{
-    struct seg_list *l = ctx;
-    if (l->nomem)
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        struct gm_est_replay_segment *v = realloc(l->v, cap * sizeof(*v));
-        if (!v) {
-            l->nomem = true;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *seg;
-}
-
-static void segments_json(const struct seg_list *l, const struct gm_estimate *e, struct gm_json *w)
+static void segments_json(const struct gm_est_segments *l, const struct gm_estimate *e,
+                          struct gm_json *w)
 {
     cli_json_begin(w, stdout, "estimate.replay_segments");
     gm_json_key(w, "segments");
@@ -137,7 +113,7 @@ static void segments_json(const struct seg_list *l, const struct gm_estimate *e,
         gm_json_kv_u64(w, "step", seg->step);
         gm_json_kv_str(w, "at", gm_est_replay_at_name(seg->at));
         gm_json_kv_u64(w, "layer", seg->layer);
-        gm_json_kv_u64(w, "stream", (uint64_t)seg->stream);
+        gm_json_kv_str(w, "stream", gm_est_stream_name(seg->stream));
         gm_json_kv_u64(w, "bytes", seg->bytes);
         gm_json_kv_u64(w, "request_bytes", seg->request);
         gm_json_kv_u64(w, "live_bytes", seg->live);
@@ -149,7 +125,7 @@ static void segments_json(const struct seg_list *l, const struct gm_estimate *e,
     gm_json_kv_u64(w, "reserved_peak_bytes", e->replay.reserved_peak);
 }
 
-static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
+static void segments_text(const struct gm_est_segments *l, const struct gm_estimate *e)
 {
     char b[32], q[32], lv[32], rs[32], where[48];
     uint64_t total = 0;
@@ -158,7 +134,7 @@ static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
                "training step)\n");
         return;
     }
-    printf("pass step  at             stream      segment      request         live     "
+    printf("pass step  at             stream              segment      request         live     "
            "reserved\n");
     for (size_t i = 0; i < l->n; i++) {
         const struct gm_est_replay_segment *seg = &l->v[i];
@@ -167,8 +143,9 @@ static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
             snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
         else
             snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
-        printf("%4u %4u  %-14s %6d %12s %12s %12s %12s\n", seg->pass, seg->step, where,
-               (int)seg->stream, gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
+        printf("%4u %4u  %-14s %-14s %12s %12s %12s %12s\n", seg->pass, seg->step, where,
+               gm_est_stream_name(seg->stream),
+               gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
                gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
                gm_format_bytes(lv, sizeof lv, seg->live, GM_UNITS_IEC),
                gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
@@ -182,16 +159,14 @@ static void segments_text(const struct seg_list *l, const struct gm_estimate *e)
 static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
 {
     struct gm_estimate *e = malloc(sizeof(*e));
-    struct seg_list l = {NULL, 0, 0, false};
+    struct gm_est_segments l;
     struct gm_json w;
     struct gm_error err;
     int rc;
     if (!e)
         return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
-    if (gm_estimate_run_traced(job, e, keep_segment, &l, &err) != GM_OK) {
+    if (gm_estimate_run_segments(job, e, &l, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
-    } else if (l.nomem) {
-        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
     } else if (json) {
         segments_json(&l, e, &w);
         rc = cli_json_end(&w, "gpumem estimate");
@@ -199,7 +174,7 @@ static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
         segments_text(&l, e);
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
     }
-    free(l.v);
+    gm_est_segments_free(&l);
     free(e);
     return rc;
 }

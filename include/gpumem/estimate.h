@@ -725,6 +725,25 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
 /* "setup", "forward", "loss", "backward", "optimizer"; static storage. */
 const char *gm_est_replay_at_name(enum gm_est_replay_at at);
 
+/* "compute", "unshard", "reduce_scatter" (the keys of the estimate JSON's
+ * reserved_by_stream_bytes); static storage. */
+const char *gm_est_stream_name(enum gm_est_stream stream);
+
+/* The segments of one replay, in order (gm_estimate_run_segments()). */
+struct gm_est_segments {
+    struct gm_est_replay_segment *v;
+    size_t n;
+    size_t cap; /* private */
+    bool nomem; /* private */
+};
+
+/* gm_estimate_run_traced() collecting every segment into 'segs' (initialised here; release
+ * it with gm_est_segments_free(), also after an error).  GM_ERR_NOMEM when the list cannot
+ * grow; otherwise the errors of gm_estimate_run(). */
+enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate *out,
+                                        struct gm_est_segments *segs, struct gm_error *err);
+void gm_est_segments_free(struct gm_est_segments *segs);
+
 /* Bytes of 'kind' components of 'e' (all devices alike: one device's share). */
 uint64_t gm_estimate_kind_bytes(const struct gm_estimate *e, enum gm_est_kind kind);
 

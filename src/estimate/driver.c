@@ -7,6 +7,7 @@
  * and its verdict is the one searches and suggestions use. */
 #include "estimate/estimate_int.h"
 
+#include "base/big.h"
 #include "gpumem/arena.h"
 
 #include <string.h>
@@ -83,4 +84,36 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
         est_judge_range(out, &ends[0], &ends[1]);
     gm_free(ends);
     return st;
+}
+
+static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct gm_est_segments *l = ctx;
+    void *v = l->v;
+    if (l->nomem)
+        return;
+    if (!gm_big_grow(&v, &l->cap, l->n + 1, sizeof(*l->v), 256)) {
+        l->nomem = true;
+        return;
+    }
+    l->v = v;
+    l->v[l->n++] = *seg;
+}
+
+enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate *out,
+                                        struct gm_est_segments *segs, struct gm_error *err)
+{
+    enum gm_status st;
+    memset(segs, 0, sizeof(*segs));
+    if ((st = gm_estimate_run_traced(job, out, keep_segment, segs, err)) != GM_OK)
+        return st;
+    if (segs->nomem)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (replay segments)");
+    return GM_OK;
+}
+
+void gm_est_segments_free(struct gm_est_segments *segs)
+{
+    gm_big_free(segs->v, segs->cap * sizeof(*segs->v));
+    memset(segs, 0, sizeof(*segs));
 }

@@ -265,9 +265,8 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_bool(w, "floor_decides", r->floor);
         gm_json_key(w, "reserved_by_stream_bytes");
         gm_json_begin_object(w);
-        gm_json_kv_u64(w, "compute", r->stream_reserved[GM_EST_STREAM_COMPUTE]);
-        gm_json_kv_u64(w, "unshard", r->stream_reserved[GM_EST_STREAM_UNSHARD]);
-        gm_json_kv_u64(w, "reduce_scatter", r->stream_reserved[GM_EST_STREAM_REDUCE]);
+        for (unsigned k = 0; k < GM_EST_STREAM__COUNT; k++)
+            gm_json_kv_u64(w, gm_est_stream_name((enum gm_est_stream)k), r->stream_reserved[k]);
         gm_json_end_object(w);
         gm_json_end_object(w);
     }

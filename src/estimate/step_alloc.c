@@ -636,6 +636,12 @@ const char *gm_est_replay_at_name(enum gm_est_replay_at at)
     return (unsigned)at < GM_EST_AT__COUNT ? names[at] : "?";
 }
 
+const char *gm_est_stream_name(enum gm_est_stream stream)
+{
+    static const char *const names[GM_EST_STREAM__COUNT] = {"compute", "unshard", "reduce_scatter"};
+    return (unsigned)stream < GM_EST_STREAM__COUNT ? names[stream] : "?";
+}
+
 /* Where the step is, for the segment trace. */
 static void at(struct replay *r, enum gm_est_replay_at where, size_t layer)
 {

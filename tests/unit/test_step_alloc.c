@@ -23,8 +23,7 @@
 
 static struct gm_estimate est; /* large: off the stack */
 
-static void run_traced(const char *model, const char *settings, struct gm_estimate *e,
-                       gm_est_segment_fn fn, void *ctx)
+static void make_job(const char *model, const char *settings, struct gm_job *jp)
 {
     struct gm_job j;
     struct gm_error err;
@@ -43,6 +42,15 @@ static void run_traced(const char *model, const char *settings, struct gm_estima
         if (gm_job_set(&j, tok + 2, value, &err) != GM_OK)
             fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
     }
+    *jp = j;
+}
+
+static void run_traced(const char *model, const char *settings, struct gm_estimate *e,
+                       gm_est_segment_fn fn, void *ctx)
+{
+    struct gm_job j;
+    struct gm_error err;
+    make_job(model, settings, &j);
     if (gm_estimate_run_traced(&j, e, fn, ctx, &err) != GM_OK)
         fail_msg("%s %s: %s", model, settings, err.msg);
 }
@@ -387,6 +395,39 @@ static void test_segment_trace(void **state)
     assert_int_equal(none.n[0] + none.n[1], 0);
 }
 
+/* gm_estimate_run_segments() collects what the trace hands over: as many segments as the
+ * replay took, summing to its peak reserved, each on a named stream (an FSDP job's
+ * all-gathers on "unshard"); an inference job has none. */
+static void test_segment_list(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_est_segments l;
+    uint64_t sum = 0;
+    size_t unshard = 0;
+    (void)state;
+    make_job("llama-3-8b", "--train --batch 1 --seq 1024 --gpus 2 --fsdp", &j);
+    assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
+    assert_true(est.replay.used && !est.replay.oom && !est.replay.retries);
+    assert_int_equal(l.n, est.replay.segments);
+    for (size_t i = 0; i < l.n; i++) {
+        sum += l.v[i].bytes;
+        assert_string_not_equal(gm_est_stream_name(l.v[i].stream), "?");
+        unshard += l.v[i].stream == GM_EST_STREAM_UNSHARD;
+    }
+    assert_int_equal(sum, est.replay.reserved_peak);
+    assert_true(unshard > 0);
+    assert_string_equal(gm_est_stream_name(GM_EST_STREAM_UNSHARD), "unshard");
+    assert_string_equal(gm_est_stream_name(GM_EST_STREAM_REDUCE), "reduce_scatter");
+    gm_est_segments_free(&l);
+    assert_null(l.v);
+
+    make_job("llama-3-8b", "--infer --context 4096", &j);
+    assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
+    assert_int_equal(l.n, 0);
+    gm_est_segments_free(&l);
+}
+
 /* Where the replay does not apply, peak reserved is the factor rule's. */
 static void test_where_it_does_not_apply(void **state)
 {
@@ -414,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
+        cmocka_unit_test(test_segment_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
