@@ -14,37 +14,18 @@
 
 #include "estimate/estimate_int.h"
 #include "gpumem/gpumem.h"
+#include "job_settings.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static struct gm_estimate base, with; /* large: off the stack */
 
-static void set_all(struct gm_job *j, const char *settings)
-{
-    char buf[512], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", settings);
-    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        struct gm_error err;
-        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
-        const char *value = NULL;
-        if (!s)
-            fail_msg("unknown setting %s", tok);
-        if (s->type != GM_JOB_FLAG)
-            value = strtok_r(NULL, " ", &save);
-        if (gm_job_set(j, tok + 2, value, &err) != GM_OK)
-            fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
-    }
-}
-
 static void run(const char *model, const char *settings, struct gm_estimate *e)
 {
     struct gm_job j;
     struct gm_error err;
-    gm_job_init(&j);
-    j.model.model = gm_model_catalog_find(model);
-    assert_non_null(j.model.model);
-    set_all(&j, settings);
+    job_make(model, settings, &j);
     if (gm_estimate_run(&j, e, &err) != GM_OK)
         fail_msg("%s %s: %s", model, settings, err.msg);
 }
@@ -287,7 +268,7 @@ static void test_hf_stack_copies(void **state)
     nocache.use_cache_off = true;
     gm_job_init(&j);
     j.model.model = &nocache;
-    set_all(&j, "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1");
+    job_set_all(&j, "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1");
     assert_int_equal(gm_estimate_run(&j, &base, &err), GM_OK);
     assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_KV_CACHE), 0);
     assert_int_equal(with.loss_bytes - base.loss_bytes, kv);
@@ -447,7 +428,7 @@ static void test_optimizer_in_backward(void **state)
         struct gm_error err;
         gm_job_init(&j);
         j.model.model = gm_model_catalog_find("llama-3-8b");
-        set_all(&j, "--train --optimizer-in-backward --grad-accum 4");
+        job_set_all(&j, "--train --optimizer-in-backward --grad-accum 4");
         assert_int_equal(gm_estimate_run(&j, &with, &err), GM_ERR_INVALID);
         assert_non_null(strstr(err.msg, "--grad-accum"));
     }
@@ -512,7 +493,7 @@ static void test_ranges_and_verdict(void **state)
         uint64_t need = with.peak_allocated_bytes + outside;
         gm_job_init(&j);
         j.model.model = gm_model_catalog_find("llama-3-8b");
-        set_all(&j, "--train --batch 2 --seq 4096 --transformers-version 4.48.1");
+        job_set_all(&j, "--train --batch 2 --seq 4096 --transformers-version 4.48.1");
         j.gpu.memory_bytes = need + (with.range.device_bytes[0] - need) / 20 * 19;
     }
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
@@ -526,7 +507,7 @@ static void test_ranges_and_verdict(void **state)
     assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
-    set_all(&j, "--train --batch 2 --seq 4096 --fragmentation 0.25");
+    job_set_all(&j, "--train --batch 2 --seq 4096 --fragmentation 0.25");
     j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
     assert_false(with.fit.fits);

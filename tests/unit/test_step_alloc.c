@@ -17,40 +17,19 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "job_settings.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static struct gm_estimate est; /* large: off the stack */
 
-static void make_job(const char *model, const char *settings, struct gm_job *jp)
-{
-    struct gm_job j;
-    struct gm_error err;
-    char buf[512], *save = NULL;
-    gm_job_init(&j);
-    j.model.model = gm_model_catalog_find(model);
-    assert_non_null(j.model.model);
-    snprintf(buf, sizeof buf, "%s", settings);
-    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
-        const char *value = NULL;
-        if (!s)
-            fail_msg("unknown setting %s", tok);
-        if (s->type != GM_JOB_FLAG)
-            value = strtok_r(NULL, " ", &save);
-        if (gm_job_set(&j, tok + 2, value, &err) != GM_OK)
-            fail_msg("%s %s: %s", tok, value ? value : "", err.msg);
-    }
-    *jp = j;
-}
-
 static void run_traced(const char *model, const char *settings, struct gm_estimate *e,
                        gm_est_segment_fn fn, void *ctx)
 {
     struct gm_job j;
     struct gm_error err;
-    make_job(model, settings, &j);
+    job_make(model, settings, &j);
     if (gm_estimate_run_traced(&j, e, fn, ctx, &err) != GM_OK)
         fail_msg("%s %s: %s", model, settings, err.msg);
 }
@@ -406,7 +385,7 @@ static void test_segment_list(void **state)
     uint64_t sum = 0;
     size_t unshard = 0;
     (void)state;
-    make_job("llama-3-8b", "--train --batch 1 --seq 1024 --gpus 2 --fsdp", &j);
+    job_make("llama-3-8b", "--train --batch 1 --seq 1024 --gpus 2 --fsdp", &j);
     assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
     assert_true(est.replay.used && !est.replay.oom && !est.replay.retries);
     assert_int_equal(l.n, est.replay.segments);
@@ -422,7 +401,7 @@ static void test_segment_list(void **state)
     gm_est_segments_free(&l);
     assert_null(l.v);
 
-    make_job("llama-3-8b", "--infer --context 4096", &j);
+    job_make("llama-3-8b", "--infer --context 4096", &j);
     assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
     assert_int_equal(l.n, 0);
     gm_est_segments_free(&l);
