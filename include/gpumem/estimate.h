@@ -271,6 +271,9 @@ struct gm_job_parallel {
     bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;
                                    false: FSDP2 reshard_after_forward=False, FSDP1
                                    SHARD_GRAD_OP) */
+    bool sync_module_states;    /* FSDP1 under the HF Trainer: each unit broadcast from rank 0
+                                   as it is wrapped (default true, accelerate launch's
+                                   fsdp_sync_module_states) */
     uint64_t ep;                /* expert-parallel degree for MoE layers, 1 */
 };
 

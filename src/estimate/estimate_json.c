@@ -67,6 +67,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
             gm_json_kv_null(w, "tokens_per_batch");
         gm_json_kv_u64(w, "fsdp_version", j->parallel.fsdp_version);
         gm_json_kv_bool(w, "reshard_after_forward", j->parallel.reshard_after_forward);
+        gm_json_kv_bool(w, "sync_module_states", j->parallel.sync_module_states);
         gm_json_kv_u64(w, "ep", j->parallel.ep);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);

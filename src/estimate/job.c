@@ -59,6 +59,7 @@ void gm_job_init(struct gm_job *job)
     job->memory.adapter_dtype = GM_DTYPE_UNKNOWN;
     job->parallel.fsdp_version = 1;
     job->parallel.reshard_after_forward = true;
+    job->parallel.sync_module_states = true;
     job->parallel.ep = 1;
     job->runtime.nccl_bytes = GM_GIB;
 }
@@ -240,6 +241,15 @@ static enum gm_status set_no_reshard(struct gm_job *j, const union gm_job_value 
     (void)v;
     (void)err;
     j->parallel.reshard_after_forward = false;
+    return GM_OK;
+}
+
+static enum gm_status set_no_sync(struct gm_job *j, const union gm_job_value *v,
+                                  struct gm_error *err)
+{
+    (void)v;
+    (void)err;
+    j->parallel.sync_module_states = false;
     return GM_OK;
 }
 
@@ -564,6 +574,9 @@ static const struct gm_job_setting settings[] = {
     FLAG_FN("no-reshard-after-forward",
             "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
             set_no_reshard),
+    FLAG_FN("no-sync-module-states",
+            "--fsdp (FSDP1, HF Trainer): no broadcast of each unit from rank 0 as it is wrapped",
+            TRAIN, set_no_sync),
     NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)", TRAIN,
         GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
     /* the runtime around the tensors */
@@ -1042,10 +1055,12 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
     if (given_name(j, "checkpoint-every") && mem->checkpointing != GM_CKPT_FULL)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");
-    if ((given_name(j, "fsdp-version") || !j->parallel.reshard_after_forward) &&
+    if ((given_name(j, "fsdp-version") || !j->parallel.reshard_after_forward ||
+         !j->parallel.sync_module_states) &&
         j->parallel.shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--fsdp-version and --no-reshard-after-forward need --fsdp");
+                       "--fsdp-version, --no-reshard-after-forward and --no-sync-module-states "
+                       "need --fsdp");
     if ((st = exclusive(j, "batch", "tokens-per-batch", err)) ||
         (st = exclusive(j, "max-batch", "tokens-per-batch", err)))
         return st;

@@ -7,7 +7,8 @@
  * they become the tensors a PyTorch training step allocates and frees, in order, on the
  * streams that allocate them:
  *
- *   before the first step   weights, master weights, adapters, persistent buffers
+ *   before the first step   weights, master weights, adapters, persistent buffers (FSDP1
+ *                           under the HF Trainer: the wrap, unit by unit, fsdp1_wrap())
  *   forward, layer 1..L     the layer's parameters gathered (FSDP / ZeRO-3: all-gather
  *                           stream), the tensors it saves for backward (per layer), the
  *                           gathered parameters freed again (reshard after forward)
@@ -45,6 +46,11 @@
  * _limiter_utils.py, torch 2.4) */
 #define FSDP1_INFLIGHT 2
 #define FREE_EVENTS    8 /* free events kept queued (a later mark covers a dropped one) */
+/* FSDP1's sync_module_states: PARAM_BROADCAST_BUCKET_SIZE (torch/distributed/fsdp/
+ * _init_utils.py, torch 2.4) and broadcast_coalesced's buckets in flight (max_in_flight,
+ * torch/csrc/distributed/c10d/comm.cpp) */
+#define BROADCAST_BUCKET   (250ull << 20)
+#define BROADCAST_INFLIGHT 2
 
 /* How a component's tensors come and go in the step. */
 enum life {
@@ -122,6 +128,10 @@ struct replay {
     uint64_t free_events[FREE_EVENTS];
     size_t n_free_events;
     uint64_t synced; /* the free event the limiter waited for last */
+    /* FSDP1's wrap before the first step (fsdp1_wrap()): data-parallel degree, broadcast */
+    bool fsdp1_wrap;
+    bool sync_states;
+    uint64_t dp;
     /* the segment trace (gm_estimate_run_traced): where the step is, the request being made */
     gm_est_segment_fn trace;
     void *trace_ctx;
@@ -649,6 +659,81 @@ static void at(struct replay *r, enum gm_est_replay_at where, size_t layer)
     r->where.layer = (unsigned)layer;
 }
 
+/* ---- FSDP1's wrap ---- */
+
+/* One FSDP1 unit wrapped (torch 2.4 torch/distributed/fsdp/_init_utils.py
+ * _init_param_handle_from_module, _flat_param.py FlatParamHandle), on the compute stream:
+ * its parameters come to the GPU one tensor each (_move_module_to_device on rank 0, where
+ * the HF loading left them on the CPU; accelerate's param_init_fn, to_empty, on the other
+ * ranks, where they are on the meta device); with sync_module_states rank 0 broadcasts them
+ * (_sync_module_params_and_buffers: broadcast_coalesced flattens buckets of 250 MiB, two in
+ * flight); flatten_tensors torch.cat()s them into the unsharded flat parameter; shard()
+ * clones the rank's chunk (the persistent weights, unit by unit as the replay holds them),
+ * resizes the unsharded storage to 0 and points the original parameters at the shard
+ * (_use_sharded_views), which frees them. */
+static void fsdp1_wrap_unit(struct replay *r, struct plan *w, const size_t *units, size_t n_units)
+{
+    uint64_t ptr[2 * MAX_PIECES], size[2 * MAX_PIECES], bucket[BROADCAST_INFLIGHT],
+        bucket_size[BROADCAST_INFLIGHT], flat, flat_size = 0, acc = 0;
+    size_t n = 0, inflight = 0;
+    struct plan q = *w;
+    q.prof = PROF_PARAMS;
+    q.halves = false;
+    for (size_t i = 0; i < n_units; i++) {
+        uint64_t ub = unit_bytes(r, w, units[i]) * r->dp;
+        size_t k = n_pieces(r, &q, units[i]);
+        for (size_t j = 0; j < k && n < 2 * MAX_PIECES; j++, n++) {
+            size[n] = piece_bytes(r, &q, units[i], j, ub);
+            ptr[n] = raw_alloc(r, size[n]);
+            flat_size += size[n];
+        }
+    }
+    for (size_t i = 0; r->sync_states && i < n; i++) {
+        acc += size[i];
+        if (acc < BROADCAST_BUCKET && i + 1 < n)
+            continue;
+        if (inflight == BROADCAST_INFLIGHT) {
+            raw_free(r, &bucket[0], bucket_size[0]);
+            bucket[0] = bucket[1];
+            bucket_size[0] = bucket_size[1];
+            inflight--;
+        }
+        bucket_size[inflight] = acc;
+        bucket[inflight++] = raw_alloc(r, acc);
+        acc = 0;
+    }
+    for (size_t i = 0; i < inflight; i++)
+        raw_free(r, &bucket[i], bucket_size[i]);
+    flat = raw_alloc(r, flat_size);
+    for (size_t i = 0; i < n_units; i++)
+        unit_alloc(r, w, units[i]);
+    raw_free(r, &flat, flat_size);
+    for (size_t i = n; i-- > 0;)
+        raw_free(r, &ptr[i], size[i]);
+}
+
+/* accelerate's prepare() wraps the model inside trainer.train(), after the memory tracker's
+ * empty_cache(), and nothing empties the cache before the first step: the wrap's free
+ * segments are what the first step starts from.  The auto-wrap policy wraps bottom-up, the
+ * decoder layers in order, then the root (embedding, final norm, lm_head). */
+static void fsdp1_wrap(struct replay *r, struct plan *pl, size_t n)
+{
+    size_t L = (size_t)r->layers, root[2] = {0, L + 1};
+    struct plan *w = NULL;
+    for (size_t i = 0; i < n && !w; i++)
+        if (pl[i].life == LIFE_PERSISTENT && pl[i].c->kind == GM_KIND_WEIGHTS &&
+            pl[i].prof == PROF_ONE && pl[i].n_units == L + 2)
+            w = &pl[i];
+    if (!w)
+        return;
+    for (size_t u = 1; u <= L && !r->st && !r->oom; u++) {
+        at(r, GM_EST_AT_SETUP, u);
+        fsdp1_wrap_unit(r, w, &u, 1);
+    }
+    at(r, GM_EST_AT_SETUP, 0);
+    fsdp1_wrap_unit(r, w, root, 2);
+}
+
 static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc);
 
 /* An RMSNorm / LayerNorm as HF writes it: the input upcast to fp32, multiplied by its rstd
@@ -978,6 +1063,9 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     if (r.fsdp1_frees)
         r.lag = (enum lag)est_uncertain(cx, GM_UNCERTAIN_STREAM_TIMING, false, (double)LAG_LIMITER,
                                         (double)LAG_NONE, (double)LAG_LIMITER);
+    r.fsdp1_wrap = r.fsdp1_frees && cx->job->stack.transformers != 0;
+    r.sync_states = cx->job->parallel.sync_module_states;
+    r.dp = est_data_parallel(cx->job);
     plan_shapes(cx, &r);
     for (size_t i = 0; i < e->n_components; i++) {
         const struct gm_est_component *c = &e->components[i];
@@ -1019,6 +1107,9 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     }
     gm_alloc_set_event_hook(r.a, on_segment, &r);
 
+    if (r.fsdp1_wrap)
+        fsdp1_wrap(&r, pl, n);
+    at(&r, GM_EST_AT_SETUP, 0);
     for (size_t i = 0; i < n; i++)
         if (pl[i].life == LIFE_PERSISTENT)
             all_alloc(&r, &pl[i]);

@@ -331,6 +331,74 @@ static void sum_segment(void *ctx, const struct gm_est_replay_segment *seg)
     }
 }
 
+/* What the setup of a replay takes, layer by layer (FSDP1's wrap, fsdp1_wrap()). */
+struct setup_segs {
+    uint64_t n[3], largest[3], request[3][40]; /* layers 1, 2 and the rest */
+    uint64_t n_other;                          /* setup segments of no layer */
+    uint64_t reserved;                         /* after the last setup segment */
+};
+
+static void setup_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct setup_segs *t = ctx;
+    size_t k = seg->layer == 1 ? 0 : seg->layer == 2 ? 1 : 2;
+    if (seg->pass || seg->step || seg->at != GM_EST_AT_SETUP)
+        return;
+    t->reserved = seg->reserved;
+    if (!seg->layer) {
+        t->n_other++;
+        return;
+    }
+    if (t->n[k] < 40)
+        t->request[k][t->n[k]] = seg->request;
+    t->n[k]++;
+    if (seg->request > t->largest[k])
+        t->largest[k] = seg->request;
+}
+
+/* FSDP1 under the HF Trainer wraps the model inside trainer.train() with nothing emptying
+ * the cache before the first step, unit by unit (torch 2.4 _init_utils.py, _flat_param.py):
+ * the first layer takes segments for its unsharded parameters one by one, for the broadcast
+ * buckets of sync_module_states and for the unsharded flat parameter (torch.cat: twice the
+ * shard on two GPUs), its shard cloned into what a bucket left; every later layer finds the
+ * first one's transients cached and takes one segment, its shard.  Without
+ * sync_module_states no bucket; outside the HF stack (where the model is, gpumem does not
+ * know) no wrap: the shards alone. */
+static void test_fsdp1_wrap_segments(void **state)
+{
+    static const char *const job = "--train --batch 1 --seq 1024 --grad-checkpointing full "
+                                   "--precision bf16 --lora --gpus 2 --fsdp";
+    char settings[512];
+    struct setup_segs sync = {0}, nosync = {0}, custom = {0};
+    uint64_t shard;
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
+    run_traced("mistral-7b", settings, &est, setup_segment, &sync);
+    assert_true(est.replay.used);
+    assert_int_equal(sync.n[1], 1);
+    assert_int_equal(sync.n[2], 30); /* layers 3..32: one segment each */
+    shard = sync.request[1][0];
+    assert_true(shard > 100 * GM_MIB);
+    for (size_t i = 0; i < 29; i++) /* layers 3..31 (the last one takes what rounding left) */
+        assert_int_equal(sync.request[2][i], shard);
+    /* the flat parameter: the whole unit unsharded, the largest request */
+    assert_int_equal(sync.largest[0], 2 * shard);
+    assert_true(sync.n[0] >= 4); /* parameters, a bucket, the flat parameter */
+
+    snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1 --no-sync-module-states",
+             job);
+    run_traced("mistral-7b", settings, &est, setup_segment, &nosync);
+    assert_int_equal(nosync.n[1], 1);
+    assert_int_equal(nosync.largest[0], 2 * shard);
+    assert_true(nosync.n[0] < sync.n[0]); /* no bucket */
+    assert_true(nosync.reserved < sync.reserved);
+
+    run_traced("mistral-7b", job, &est, setup_segment, &custom);
+    assert_int_equal(custom.n[0] + custom.n[1] + custom.n[2], 0);
+    assert_true(custom.n_other > 0);
+    assert_true(custom.reserved < nosync.reserved);
+}
+
 /* gm_estimate_run_traced() hands over every segment of the point estimate's replay in
  * order: without an out-of-memory retry nothing is freed, so they sum to the replay's peak
  * reserved, one call per cudaMalloc.  What the trace shows of the loss: Mistral-7B QLoRA at
@@ -428,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_gradients_outgrow_activations),
         cmocka_unit_test(test_fsdp_streams),
         cmocka_unit_test(test_fsdp1_deferred_frees),
+        cmocka_unit_test(test_fsdp1_wrap_segments),
         cmocka_unit_test(test_lazy_state_takes_the_cache),
         cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
