@@ -278,9 +278,10 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
      * nothing beyond the layer's own tensor when the dtypes agree (the training stage
      * counts it).  Under autocast A and B run in the 16-bit compute dtype whatever the
      * adapters' dtype: A keeps autocast's 16-bit cast of its input (the fp32 dropped-out
-     * copy or PEFT's fp32 cast is freed once cast; PEFT's bitsandbytes layers skip that
-     * cast under autocast and A keeps the layer's input itself) and its output is 16-bit
-     * (peft tuners/lora layer.py and bnb.py Linear.forward, 0.13.2). */
+     * copy or PEFT's fp32 cast is freed once cast) and its output is 16-bit (peft 0.13.2
+     * tuners/lora layer.py Linear.forward).  PEFT's bitsandbytes layers skip that cast under
+     * autocast (bnb.py Linear4bit.forward): on a 16-bit stream without dropout A keeps the
+     * layer's input itself, which q, k and v share; it is counted per adapter here. */
     sb = est_precision_autocast(j->numerics.precision) ? 2 : ab;
     for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t i_dim = 0, o_dim = 0;
