@@ -14,10 +14,11 @@ the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
 For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on every CPU the
 process may use) and prints per source and counter the number of rows, the median |error| and
-the share within 10%; for does_not_fit rows the verdicts (does not fit, borderline, fits).  With --check it exits 1 when the median |error|
-over all measured rows is above 10%, when gpumem fails on a row, when a row has a counter or
-an expectation it does not know, or when the rows it skips are not exactly EXPECTED_SKIPS
-(a row whose feature gpumem has gained must run, and a new skip must be declared here).
+the share within 10%; for does_not_fit rows the verdicts (does not fit, borderline, fits).
+With --check it exits 1 when the median |error| over all measured rows is above 10%, when
+gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
+the rows it skips are not exactly EXPECTED_SKIPS (a row whose feature gpumem has gained must
+run, and a new skip must be declared here).
 --rows prints every row.  --gaps prints, for every run measured on both max_memory_allocated
 and nvidia-smi (rows of one source with the same source_row and args), the gap device minus
 allocated, measured and predicted, in GiB: what lives beside the allocated peak (the
