@@ -290,6 +290,11 @@ unsigned est_weight_elem_bytes(enum gm_precision p)
     return p == GM_PREC_FP32 ? 4 : 2;
 }
 
+bool est_precision_autocast(enum gm_precision p)
+{
+    return p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED;
+}
+
 unsigned est_adapter_bytes(const struct gm_job *j)
 {
     if (j->memory.adapter_dtype == GM_DTYPE_BF16)

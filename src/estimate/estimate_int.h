@@ -132,6 +132,9 @@ enum est_allocator est_allocator(const struct gm_job *job);
 
 /* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
 unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
+ * included, take 16-bit casts of their inputs and weights. */
+bool est_precision_autocast(enum gm_precision p);
 /* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
  * autocast_adapter_dtype) unless --precision bf16. */
 unsigned est_adapter_bytes(const struct gm_job *job);

@@ -167,7 +167,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     bool qlora = j->memory.adapter == GM_ADAPTER_QLORA;
     uint64_t n = cx->n, pa, frozen_bytes, adapter_b, per_target_act = 0, quantised = 0, consts = 0;
-    unsigned ab = est_adapter_bytes(j), ntargets = 0, rest_b = est_frozen_rest_bytes(j);
+    unsigned ab = est_adapter_bytes(j), sb, ntargets = 0, rest_b = est_frozen_rest_bytes(j);
     unsigned ea = est_weight_elem_bytes(j->numerics.precision);
     double layers_saved, n_ck;
     bool recomputed;
@@ -276,7 +276,13 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
      * B) and the input A keeps: with dropout its mask and the dropped-out copy, without
      * dropout a copy cast to the adapter dtype (PEFT casts the input to lora_A's dtype), or
      * nothing beyond the layer's own tensor when the dtypes agree (the training stage
-     * counts it). */
+     * counts it).  Under autocast A and B run in the 16-bit compute dtype whatever the
+     * adapters' dtype: A keeps autocast's 16-bit cast of its input (the fp32 dropped-out
+     * copy or PEFT's fp32 cast is freed once cast) and its output is 16-bit (peft 0.13.2
+     * tuners/lora layer.py Linear.forward).  PEFT's bitsandbytes layers skip that cast under
+     * autocast (bnb.py Linear4bit.forward): on a 16-bit stream without dropout A keeps the
+     * layer's input itself, which q, k and v share; it is counted per adapter here. */
+    sb = est_precision_autocast(j->numerics.precision) ? 2 : ab;
     for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t i_dim = 0, o_dim = 0;
         if (!(lo->targets & t))
@@ -285,11 +291,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         if (!i_dim)
             continue;
         ntargets++;
-        per_target_act = gm_add_sat(per_target_act, gm_mul_sat(lo->rank, ab));
+        per_target_act = gm_add_sat(per_target_act, gm_mul_sat(lo->rank, sb));
         if (lo->dropout > 0)
-            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 1 + ab));
+            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 1 + sb));
         else if (ab != ea)
-            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, ab));
+            per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, sb));
     }
     /* checkpointed layers keep none of it; the layer being recomputed all of it */
     n_ck = j->memory.checkpointing == GM_CKPT_FULL
@@ -301,7 +307,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         uint64_t b = est_round(cx->tokens * (double)per_target_act * layers_saved);
         snprintf(note, sizeof note,
                  "A outputs (r = %llu, %u B)%s of %u targeted linears x %.0f layers",
-                 (unsigned long long)lo->rank, ab,
+                 (unsigned long long)lo->rank, sb,
                  lo->dropout > 0 ? " and dropout copies" : (ab != ea ? " and input casts" : ""),
                  ntargets, layers_saved);
         if ((st = est_add(e, GM_KIND_ACTIVATIONS, "lora_activations", b, GM_EST_PHASE_SAVED, true,

@@ -68,7 +68,7 @@ struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64
 double est_residual_bytes(const struct gm_job *j, const struct gm_model *m)
 {
     enum gm_precision prec = j->numerics.precision;
-    bool mixed = prec == GM_PREC_FP16_MIXED || prec == GM_PREC_BF16_MIXED;
+    bool mixed = est_precision_autocast(prec);
     double er = prec == GM_PREC_BF16 ? 2.0 : 4.0;
     /* a frozen 16-bit base carries a 16-bit residual stream (no fp32 master weights feed
      * it); QLoRA's fp32 upcast of the non-NF4 parameters (PEFT) makes it fp32 */
@@ -426,8 +426,7 @@ static bool hf_returns_kv_in_training(const struct gm_job *j, const struct gm_mo
  * outputs before backward.  A version not given is a custom loop (torch.autocast alone). */
 bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
 {
-    enum gm_precision p = j->numerics.precision;
-    return (p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED) &&
+    return est_precision_autocast(j->numerics.precision) &&
            j->stack.transformers >= GM_VERSION(4, 30, 0);
 }
 
@@ -444,8 +443,7 @@ struct loss_model {
 static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
                        double ew, struct loss_model *out)
 {
-    bool mixed =
-        j->numerics.precision == GM_PREC_FP16_MIXED || j->numerics.precision == GM_PREC_BF16_MIXED;
+    bool mixed = est_precision_autocast(j->numerics.precision);
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
     /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
@@ -687,7 +685,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     const struct gm_job_numerics *nu = &j->numerics;
     enum gm_precision prec = nu->precision;
-    bool mixed = prec == GM_PREC_FP16_MIXED || prec == GM_PREC_BF16_MIXED;
+    bool mixed = est_precision_autocast(prec);
     bool zeros = nu->zero_grad == GM_ZERO_GRAD_ZEROS;
     bool in_bwd = j->memory.optimizer_in_backward;
     double ew = prec == GM_PREC_BF16 ? 2.0 : 4.0;

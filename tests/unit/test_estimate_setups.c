@@ -165,14 +165,31 @@ static void test_lora_estimate(void **state)
     /* activations of the full estimate (bf16-mixed: fp32 residual stream) less what a frozen
      * base does not save: the norms' normalised tensors (the weights are frozen: 2 x 4h, the
      * fp32 stream), the 16-bit inputs of the base linears (q,k,v and gate,up inputs 2 x 2h,
-     * down_proj's 2I); PEFT casts the adapters' inputs to their fp32 dtype, so the adapters
-     * keep their own copies (lora_activations: per targeted linear r x 4 B for A's output
-     * and 4 B per input element) */
+     * down_proj's 2I); PEFT casts the adapters' inputs to their fp32 dtype and autocast
+     * casts them back to bf16 for A's matmul, so the adapters keep their own 16-bit copies
+     * (lora_activations: per targeted linear r x 2 B for A's bf16 output and 2 B per input
+     * element; the fp32 copy is freed once cast) */
     assert_int_equal(component(&lo, "activations"),
                      component(&full, "activations") -
                          (8ull * 4096 + 4ull * 4096 + 2ull * 11008) * 2048 * 32);
     assert_int_equal(component(&lo, "lora_activations"),
-                     (4ull * 16 * 4 + 4ull * 4 * 4096) * 2048 * 32);
+                     (4ull * 16 * 2 + 4ull * 2 * 4096) * 2048 * 32);
+    /* with lora_dropout: the dropout mask (1 B) and autocast's bf16 cast of the fp32
+     * dropped-out copy per input element */
+    j.memory.lora.dropout = 0.1;
+    assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
+    assert_int_equal(component(&lo, "lora_activations"),
+                     (4ull * 16 * 2 + 4ull * 3 * 4096) * 2048 * 32);
+    /* pure bf16 (no autocast) with fp32 adapters: A runs in fp32 and keeps the fp32 copies
+     * (4 B for its output, 1 + 4 B per input element) */
+    j.numerics.precision = GM_PREC_BF16;
+    j.memory.adapter_dtype = GM_DTYPE_F32;
+    assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
+    assert_int_equal(component(&lo, "lora_activations"),
+                     (4ull * 16 * 4 + 4ull * 5 * 4096) * 2048 * 32);
+    j.numerics.precision = GM_PREC_BF16_MIXED;
+    j.memory.adapter_dtype = GM_DTYPE_UNKNOWN;
+    j.memory.lora.dropout = 0;
     /* bf16 adapters without dropout read the layer's own 16-bit tensors: with every linear
      * targeted those inputs are kept as in full training, only the norms' differ */
     j.memory.lora.targets = GM_LORA_ALL_LINEAR;

@@ -12,12 +12,13 @@ nvidia-smi), the measured bytes, what is expected (value, or does_not_fit for ru
 out of memory), the gpumem feature a row still needs (such rows are listed as skipped, with
 the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
-For every row it runs `GPUMEM estimate ARGS --json` and prints per source and counter the
-number of rows, the median |error| and the share within 10%; for does_not_fit rows the
-verdicts (does not fit, borderline, fits).  With --check it exits 1 when the median |error|
-over all measured rows is above 10%, when gpumem fails on a row, when a row has a counter or
-an expectation it does not know, or when the rows it skips are not exactly EXPECTED_SKIPS
-(a row whose feature gpumem has gained must run, and a new skip must be declared here).
+For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on every CPU the
+process may use) and prints per source and counter the number of rows, the median |error| and
+the share within 10%; for does_not_fit rows the verdicts (does not fit, borderline, fits).
+With --check it exits 1 when the median |error| over all measured rows is above 10%, when
+gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
+the rows it skips are not exactly EXPECTED_SKIPS (a row whose feature gpumem has gained must
+run, and a new skip must be declared here).
 --rows prints every row.  --gaps prints, for every run measured on both max_memory_allocated
 and nvidia-smi (rows of one source with the same source_row and args), the gap device minus
 allocated, measured and predicted, in GiB: what lives beside the allocated peak (the
@@ -25,6 +26,7 @@ allocator's cache and fragmentation, the CUDA context, NCCL), apart from the err
 allocated figure itself; per source the median |error| of the gap and how many gaps gpumem
 predicts too small.  The script writes nothing."""
 
+import concurrent.futures
 import csv
 import json
 import os
@@ -57,6 +59,21 @@ def estimate(gpumem, args):
     if r.returncode != 0:
         return None, r.stderr.strip() or "exit %d" % r.returncode
     return json.loads(r.stdout), None
+
+
+def estimate_all(gpumem, args):
+    """{args: estimate(gpumem, args)} for every distinct argument string, run on every CPU this
+    process may use (the runs of a table measured on two counters share their arguments)."""
+    uniq = sorted(set(args))
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs or 1)) as pool:
+        return dict(zip(uniq, pool.map(lambda a: estimate(gpumem, a), uniq)))
+
+
+def usable(row):
+    """Whether a row runs: no feature it still needs, an expectation and a counter known."""
+    return (not row["needs"] and row["expect"] in ("value", "does_not_fit") and
+            row["counter"] in COUNTER_KEY)
 
 
 def pct(x):
@@ -103,6 +120,8 @@ def main(argv):
         return 64
     gpumem, data = pos
     files = sorted(f for f in os.listdir(data) if f.endswith(".csv"))
+    tables = {name: load(os.path.join(data, name)) for name in files}
+    results = estimate_all(gpumem, [r["args"] for t in tables.values() for r in t if usable(r)])
     failures = []
     skips = {}
     by_counter = {}
@@ -114,16 +133,16 @@ def main(argv):
         verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
         skipped = {}
         runs = {}
-        for row in load(os.path.join(data, name)):
+        for row in tables[name]:
             if row["needs"]:
                 skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
                 skips[(source, row["needs"])] = skips.get((source, row["needs"]), 0) + 1
                 continue
-            if row["expect"] not in ("value", "does_not_fit") or row["counter"] not in COUNTER_KEY:
+            if not usable(row):
                 failures.append("%s: unknown expect '%s' or counter '%s'" %
                                 (row["id"], row["expect"], row["counter"]))
                 continue
-            doc, err = estimate(gpumem, row["args"])
+            doc, err = results[row["args"]]
             if doc is None:
                 failures.append("%s: %s" % (row["id"], err))
                 continue
