@@ -422,7 +422,8 @@ static void unit_alloc(struct replay *r, struct plan *p, size_t u)
         gather_limiter(r);
     for (size_t j = 0; j < n; j++) {
         t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
-        raw_free(r, &l16, r->logits_16);
+        if (j == 0)
+            raw_free(r, &l16, r->logits_16);
     }
 }
 
@@ -637,7 +638,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->inline_mixed = r->inline_ce && (j->numerics.precision == GM_PREC_FP16_MIXED ||
                                        j->numerics.precision == GM_PREC_BF16_MIXED);
     r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
-    r->upcast = !r->inline_ce && est_hf_model_upcasts_logits(j, m) &&
+    r->upcast = est_hf_model_upcasts_logits(j, m) &&
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
     r->upcast16 = r->upcast && ea != 4.0;
     r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
