@@ -190,6 +190,10 @@ bool est_eager_scores(const struct gm_job *job);
 /* Whether the model's HF class computes its own nn.CrossEntropyLoss on the shifted
  * compute-dtype logits (GPTBigCode before transformers 4.54) instead of ForCausalLMLoss. */
 bool est_hf_loss_inline(const struct gm_job *job, const struct gm_model *m);
+/* Whether the model's HF forward upcasts its 16-bit logits to fp32 itself and shifts an fp32
+ * copy for its loss (transformers before 4.46, causal LMs without a loss of their own): 16-bit
+ * logits are a temporary of the upcast. */
+bool est_hf_model_upcasts_logits(const struct gm_job *job, const struct gm_model *m);
 /* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed
  * precision through accelerate, transformers >= 4.30). */
 bool est_hf_trainer_fp32_outputs(const struct gm_job *job);

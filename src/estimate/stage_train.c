@@ -409,6 +409,18 @@ bool est_hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
     return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
 }
 
+/* Before 4.46 a causal LM's forward upcasts and shifts: LlamaForCausalLM, MistralForCausalLM
+ * (modeling_llama.py at 4.45.2: logits = self.lm_head(...).float(), then
+ * logits[..., :-1, :].contiguous() for the loss); the 16-bit result of lm_head is freed by
+ * the upcast, nothing keeps it for backward (ToCopyBackward saves no tensor); in an fp32
+ * model .float() returns the logits themselves. */
+bool est_hf_model_upcasts_logits(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    return v && v < GM_VERSION(4, 46, 0) && m->head == GM_HEAD_CAUSAL_LM &&
+           !est_hf_loss_inline(j, m);
+}
+
 /* Whether the model returns every layer's key/value in training: GPTBigCodeModel (same
  * source and versions) sets use_cache from config.use_cache and has no guard against it
  * under gradient checkpointing, and its 'present' is a view of c_attn's output, so that
@@ -511,7 +523,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         if (inline_ce) {
             per = kept = 2.0 * ea;
             held = "the logits and their shifted copy, the gradient written into the copy";
-        } else if (hf && j->stack.transformers < GM_VERSION(4, 46, 0)) {
+        } else if (est_hf_model_upcasts_logits(j, m)) {
             /* the model upcasts (its 16-bit logits are freed) and shifts a copy */
             per = kept = 8.0;
             fp32_out = false; /* the logits it returns are fp32 already */

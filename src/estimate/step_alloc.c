@@ -117,6 +117,10 @@ struct replay {
     /* the model's own nn.CrossEntropyLoss on its shifted copy (est_hf_loss_inline), under
      * autocast (the copy cast to fp32 first), with the Trainer's fp32 copy of the outputs */
     bool inline_ce, inline_mixed, fp32_outputs;
+    /* the model's forward upcasts and shifts (est_hf_model_upcasts_logits): its fp32 logits
+     * and their shifted copy, the 16-bit logits (upcast16) a temporary before them; the
+     * loss nn.CrossEntropyLoss or the cross-entropy kernel in its place (upcast_kernel) */
+    bool upcast, upcast16, upcast_kernel;
     /* the forward of a checkpointed layer (no_grad): tensor bytes by width */
     bool fwd_ops; /* run the layer's op sequence in forward */
     bool fused_norm, fused_rope, gated;
@@ -309,6 +313,8 @@ static uint64_t piece_bytes(const struct replay *r, const struct plan *p, size_t
                 piece = i == 0                       ? r->logits_16
                         : i == 1 || !r->inline_mixed ? r->logits_16_shifted
                                                      : r->logits_32_shifted;
+            else if (r->upcast)
+                piece = i == 0 ? r->logits_32 : r->logits_32_shifted;
             else
                 piece = i == 0 ? r->logits_16 : (i % 2 ? r->logits_32 : r->logits_32_shifted);
         }
@@ -410,10 +416,15 @@ static void unit_alloc(struct replay *r, struct plan *p, size_t u)
 {
     uint64_t ub = unit_bytes(r, p, u);
     size_t n = n_pieces(r, p, u);
+    /* the model's upcast: lm_head's 16-bit output, freed once its fp32 copy exists */
+    uint64_t l16 = p->prof == PROF_LOGITS && r->upcast16 ? raw_alloc(r, r->logits_16) : 0;
     if (cross_use(r, p) == USE_GATHERED)
         gather_limiter(r);
-    for (size_t j = 0; j < n; j++)
+    for (size_t j = 0; j < n; j++) {
         t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
+        if (j == 0)
+            raw_free(r, &l16, r->logits_16);
+    }
 }
 
 static void unit_free(struct replay *r, struct plan *p, size_t u)
@@ -627,6 +638,10 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->inline_mixed = r->inline_ce && (j->numerics.precision == GM_PREC_FP16_MIXED ||
                                        j->numerics.precision == GM_PREC_BF16_MIXED);
     r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
+    r->upcast = est_hf_model_upcasts_logits(j, m) &&
+                (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
+    r->upcast16 = r->upcast && ea != 4.0;
+    r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)
@@ -868,6 +883,39 @@ static void loss_backward(struct replay *r, struct plan *p)
     raw_free(r, &g_prev, g_prev_size);
 }
 
+/* The loss of a model that upcasts and shifts in its forward (est_hf_model_upcasts_logits)
+ * after its moment, as transformers 4.45 (modeling_llama.py), the unsloth kernel
+ * (fms-acceleration 733992a kernels/unsloth/cross_entropy_loss.py) and autograd (torch
+ * 2.4.1) run it: the fp32 logits are the outputs the Trainer drops before backward, and the
+ * per-token pieces (losses, logsumexp) go with the loss's backward; nn.CrossEntropyLoss
+ * keeps only its log-softmax, so the shifted copy goes with the forward and
+ * _log_softmax_backward_data's gradient is made beside the log-softmax, while the kernel
+ * writes its gradient into the shifted copy it saved; then SliceBackward's zeros of the
+ * unshifted shape beside the shifted gradient, and ToCopyBackward's 16-bit gradient beside
+ * those.  Each only while no more is live than at the moment. */
+static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
+{
+    uint64_t limit = r->cur, shifted = p->size[1], g = 0, z = 0, g16 = 0;
+    size_t n = n_pieces(r, p, 0), kept = kernel ? 2 : 3;
+    t_free(r, p, 0);
+    for (size_t k = kept; k < n; k++)
+        t_free(r, p, k);
+    if (!kernel) {
+        t_free(r, p, 1);
+        if (r->cur + shifted <= limit)
+            g = raw_alloc(r, shifted);
+        t_free(r, p, 2);
+    }
+    if (r->cur + r->logits_32 <= limit)
+        z = raw_alloc(r, r->logits_32);
+    t_free(r, p, 1);
+    raw_free(r, &g, shifted);
+    if (r->upcast16 && r->cur + r->logits_16 <= limit)
+        g16 = raw_alloc(r, r->logits_16);
+    raw_free(r, &z, r->logits_32);
+    raw_free(r, &g16, r->logits_16);
+}
+
 /* The model's own cross-entropy (GPTBigCode, est_hf_loss_inline) after its moment, as
  * transformers (modeling_gpt_bigcode.py) and autograd run it: the shifted copy and (under
  * autocast) its fp32 cast are not saved; under mixed precision the Trainer's forward returns
@@ -971,6 +1019,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS) {
             if (r->inline_ce)
                 inline_loss_backward(r, &pl[i]);
+            else if (r->upcast)
+                upcast_loss_backward(r, &pl[i], r->upcast_kernel);
             else
                 loss_backward(r, &pl[i]);
         }

@@ -5,6 +5,8 @@
  * all-gather and reduce-scatter streams cache their own blocks; FSDP1's gathered layers,
  * freed after record_stream, come back only once the compute stream is done with them;
  * GPTBigCode's own loss under autocast reserves a third fp32 segment of the shifted logits;
+ * a model that upcasts its logits itself (transformers before 4.46) takes a segment for its
+ * 16-bit logits beside those of the fp32 logits and their shifted copy;
  * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
  * judged so; where the replay does not apply (inference, engines, --fragmentation given,
  * pipeline stages) the factor rule stays; the segment trace hands over every segment the
@@ -78,6 +80,12 @@ static void test_requested_peak_is_peak_allocated(void **state)
                        "--transformers-version 4.48.1"},
         {"santacoder", "--train --batch 2 --seq 2048 --grad-checkpointing full --precision bf16 "
                        "--transformers-version 4.48.1"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --precision "
+                       "bf16-mixed --lora --transformers-version 4.45.2 --loss fused"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --precision "
+                       "bf16-mixed --lora --transformers-version 4.45.2"},
+        {"llama-3.2-1b", "--train --batch 4 --seq 1024 --precision fp32 "
+                         "--transformers-version 4.45.2 --loss fused"},
     };
     int bad = 0;
     (void)state;
@@ -308,7 +316,7 @@ static void test_replay_and_floor(void **state)
 /* What a segment trace sums to, per pass, and what the loss takes. */
 struct seg_sum {
     uint64_t n[2], bytes[2], last_reserved[2];
-    uint64_t loss_big, loss_bytes; /* pass 0, at the loss: segments of 1 GiB or more */
+    uint64_t loss_big, loss_bytes, loss_big_bytes; /* pass 0, at the loss; of 1 GiB or more */
     bool unordered[2]; /* reserved did not grow by each segment (a pass that freed its cache) */
 };
 
@@ -326,8 +334,10 @@ static void sum_segment(void *ctx, const struct gm_est_replay_segment *seg)
     t->bytes[p] += seg->bytes;
     if (!p && seg->at == GM_EST_AT_LOSS) {
         t->loss_bytes += seg->bytes;
-        if (seg->bytes >= GM_GIB - 64 * GM_MIB)
+        if (seg->bytes >= GM_GIB - 64 * GM_MIB) {
             t->loss_big++;
+            t->loss_big_bytes += seg->bytes;
+        }
     }
 }
 
@@ -442,6 +452,35 @@ static void test_segment_trace(void **state)
     assert_int_equal(none.n[0] + none.n[1], 0);
 }
 
+/* Before transformers 4.46 the model upcasts its logits and shifts an fp32 copy in its
+ * forward (modeling_llama.py at 4.45.2: lm_head(...).float(), then .contiguous() of the
+ * shifted slice): the 16-bit logits are freed by the upcast, so the shifted copy cannot take
+ * their block, half its size, and the loss takes three segments: the 16-bit logits', the
+ * fp32 logits' and the shifted copy's (Mistral-7B at 4 x 4096 tokens: 1000 + 2000 + 2000
+ * MiB).  With the unsloth kernel (FOAK) in place of nn.CrossEntropyLoss nothing more: its
+ * gradient goes into the shifted copy, SliceBackward's zeros into the fp32 logits' block
+ * once the Trainer has dropped the outputs, the 16-bit gradient into the first; with
+ * nn.CrossEntropyLoss the fp32 log-softmax a fourth (2000 MiB). */
+static void test_model_upcast_loss_segments(void **state)
+{
+    static const char *const job =
+        "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16-mixed --lora "
+        "--lora-rank 16 --lora-targets q,k,v,o --transformers-version 4.45.2";
+    char settings[512];
+    struct seg_sum fused = {0}, full = {0};
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
+    run_traced("mistral-7b", settings, &est, sum_segment, &fused);
+    assert_true(est.replay.used && !est.replay.oom);
+    assert_int_equal(est.replay.requested_peak, est.peak_allocated_bytes);
+    assert_int_equal(fused.loss_big, 3);
+    assert_int_equal(fused.loss_big_bytes, 5000 * GM_MIB);
+    run_traced("mistral-7b", job, &est, sum_segment, &full);
+    assert_true(est.replay.used && !est.replay.oom);
+    assert_int_equal(full.loss_big, 4);
+    assert_int_equal(full.loss_big_bytes, 7000 * GM_MIB);
+}
+
 /* gm_estimate_run_segments() collects what the trace hands over: as many segments as the
  * replay took, summing to its peak reserved, each on a named stream (an FSDP job's
  * all-gathers on "unshard"); an inference job has none. */
@@ -504,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),
+        cmocka_unit_test(test_model_upcast_loss_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
