@@ -653,7 +653,9 @@ struct gm_est_replay {
     uint64_t stream_reserved[GM_EST_STREAM__COUNT]; /* bytes reserved per enum gm_est_stream at the
                                                        peak */
     bool oom;                                       /* a request failed even after the retry */
-    bool floor; /* the fragmentation floor, not the replay, decided peak reserved */
+    bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
+    bool wrap_synced; /* ... with sync_module_states' broadcast buckets */
+    bool floor;       /* the fragmentation floor, not the replay, decided peak reserved */
 };
 
 struct gm_estimate {

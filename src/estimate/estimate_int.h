@@ -194,6 +194,8 @@ bool est_hf_loss_inline(const struct gm_job *job, const struct gm_model *m);
  * copy for its loss (transformers before 4.46, causal LMs without a loss of their own): 16-bit
  * logits are a temporary of the upcast. */
 bool est_hf_model_upcasts_logits(const struct gm_job *job, const struct gm_model *m);
+/* FSDP1 under the HF stack (stage_parallel.c) */
+bool est_fsdp1_hf(const struct gm_job *job);
 /* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed
  * precision through accelerate, transformers >= 4.30). */
 bool est_hf_trainer_fp32_outputs(const struct gm_job *job);

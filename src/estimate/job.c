@@ -1061,6 +1061,10 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--fsdp-version, --no-reshard-after-forward and --no-sync-module-states "
                        "need --fsdp");
+    if (!j->parallel.sync_module_states && j->parallel.fsdp_version != 1)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--no-sync-module-states needs FSDP1 (--fsdp-version 1): FSDP2's "
+                       "fully_shard has no sync_module_states");
     if ((st = exclusive(j, "batch", "tokens-per-batch", err)) ||
         (st = exclusive(j, "max-batch", "tokens-per-batch", err)))
         return st;

@@ -130,9 +130,17 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
  * prefetches no decoder layer: one layer is gathered at a time. */
 static bool fsdp1_reentrant(const struct gm_job *j)
 {
-    return j->parallel.shard == GM_SHARD_FSDP && j->parallel.fsdp_version == 1 &&
-           j->stack.transformers != 0 && j->memory.checkpointing == GM_CKPT_FULL &&
+    return est_fsdp1_hf(j) && j->memory.checkpointing == GM_CKPT_FULL &&
            j->memory.checkpoint_every == 1;
+}
+
+/* FSDP1 (FullyShardedDataParallel) under the HF stack (--transformers-version): the HF
+ * Trainer through accelerate wraps the model, as fsdp1_reentrant() and the step replay's
+ * wrap (step_alloc.c fsdp1_wrap()) take it. */
+bool est_fsdp1_hf(const struct gm_job *j)
+{
+    return j->parallel.shard == GM_SHARD_FSDP && j->parallel.fsdp_version == 1 &&
+           j->stack.transformers != 0;
 }
 
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer

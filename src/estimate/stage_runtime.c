@@ -217,6 +217,9 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
 {
     const struct gm_est_replay *r = &e->replay;
     char cap[48] = "", streams[96] = "";
+    const char *wrap = !r->wrap         ? ""
+                       : r->wrap_synced ? "FSDP1's wrap (sync_module_states' broadcast), then "
+                                        : "FSDP1's wrap (no sync_module_states), then ";
     if (r->capacity_bytes)
         snprintf(cap, sizeof cap, " in %.2f GiB", (double)r->capacity_bytes / (double)GM_GIB);
     if (r->stream_reserved[GM_EST_STREAM_UNSHARD] || r->stream_reserved[GM_EST_STREAM_REDUCE])
@@ -226,16 +229,16 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
     if (r->oom)
         est_assume(e,
                    "step replay: a request fails%s even after freeing the cache; without the "
-                   "limit %llu steps, %llu tensors, %llu segments: %.2f GiB reserved%s; the %s "
+                   "limit %s%llu steps, %llu tensors, %llu segments: %.2f GiB reserved%s; the %s "
                    "decides",
-                   cap, (unsigned long long)r->steps, (unsigned long long)r->mallocs,
+                   cap, wrap, (unsigned long long)r->steps, (unsigned long long)r->mallocs,
                    (unsigned long long)r->segments, (double)r->reserved_peak / (double)GM_GIB,
                    streams, floor_binds ? "floor" : "replay");
     else
         est_assume(e,
-                   "step replay: %llu steps, %llu tensors, %llu segments, %llu OOM retries%s: "
+                   "step replay: %s%llu steps, %llu tensors, %llu segments, %llu OOM retries%s: "
                    "%.2f GiB reserved%s; the %s decides",
-                   (unsigned long long)r->steps, (unsigned long long)r->mallocs,
+                   wrap, (unsigned long long)r->steps, (unsigned long long)r->mallocs,
                    (unsigned long long)r->segments, (unsigned long long)r->retries, cap,
                    (double)r->reserved_peak / (double)GM_GIB, streams,
                    floor_binds ? "floor" : "replay");

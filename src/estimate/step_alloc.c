@@ -635,8 +635,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->logits_32_shifted = est_round(4.0 * shifted * v);
     r->logits_16_shifted = est_round(ea * shifted * v);
     r->inline_ce = j->memory.loss == GM_LOSS_FULL && est_hf_loss_inline(j, m);
-    r->inline_mixed = r->inline_ce && (j->numerics.precision == GM_PREC_FP16_MIXED ||
-                                       j->numerics.precision == GM_PREC_BF16_MIXED);
+    r->inline_mixed = r->inline_ce && est_precision_autocast(j->numerics.precision);
     r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
     r->upcast = est_hf_model_upcasts_logits(j, m) &&
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
@@ -695,12 +694,16 @@ static void fsdp1_wrap_unit(struct replay *r, struct plan *w, const size_t *unit
     q.prof = PROF_PARAMS;
     q.halves = false;
     for (size_t i = 0; i < n_units; i++) {
-        uint64_t ub = unit_bytes(r, w, units[i]) * r->dp;
+        uint64_t ub = gm_mul_sat(unit_bytes(r, w, units[i]), r->dp);
         size_t k = n_pieces(r, &q, units[i]);
-        for (size_t j = 0; j < k && n < 2 * MAX_PIECES; j++, n++) {
+        if (k > MAX_PIECES) { /* a unit has at most MAX_PIECES tensors (n_pieces()) */
+            r->st = GM_ERR_INTERNAL;
+            return;
+        }
+        for (size_t j = 0; j < k; j++, n++) {
             size[n] = piece_bytes(r, &q, units[i], j, ub);
             ptr[n] = raw_alloc(r, size[n]);
-            flat_size += size[n];
+            flat_size = gm_add_sat(flat_size, size[n]);
         }
     }
     for (size_t i = 0; r->sync_states && i < n; i++) {
@@ -731,7 +734,7 @@ static void fsdp1_wrap_unit(struct replay *r, struct plan *w, const size_t *unit
  * empty_cache(), and nothing empties the cache before the first step: the wrap's free
  * segments are what the first step starts from.  The auto-wrap policy wraps bottom-up, the
  * decoder layers in order, then the root (embedding, final norm, lm_head). */
-static void fsdp1_wrap(struct replay *r, struct plan *pl, size_t n)
+static bool fsdp1_wrap(struct replay *r, struct plan *pl, size_t n)
 {
     size_t L = (size_t)r->layers, root[2] = {0, L + 1};
     struct plan *w = NULL;
@@ -739,14 +742,15 @@ static void fsdp1_wrap(struct replay *r, struct plan *pl, size_t n)
         if (pl[i].life == LIFE_PERSISTENT && pl[i].c->kind == GM_KIND_WEIGHTS &&
             pl[i].prof == PROF_ONE && pl[i].n_units == L + 2)
             w = &pl[i];
-    if (!w)
-        return;
+    if (!w) /* weights not held unit by unit (offloaded): nothing is wrapped on the GPU */
+        return false;
     for (size_t u = 1; u <= L && !r->st && !r->oom; u++) {
         at(r, GM_EST_AT_SETUP, u);
         fsdp1_wrap_unit(r, w, &u, 1);
     }
     at(r, GM_EST_AT_SETUP, 0);
     fsdp1_wrap_unit(r, w, root, 2);
+    return true;
 }
 
 static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc);
@@ -1113,7 +1117,7 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     if (r.fsdp1_frees)
         r.lag = (enum lag)est_uncertain(cx, GM_UNCERTAIN_STREAM_TIMING, false, (double)LAG_LIMITER,
                                         (double)LAG_NONE, (double)LAG_LIMITER);
-    r.fsdp1_wrap = r.fsdp1_frees && cx->job->stack.transformers != 0;
+    r.fsdp1_wrap = r.fsdp1_frees && est_fsdp1_hf(cx->job);
     r.sync_states = cx->job->parallel.sync_module_states;
     r.dp = est_data_parallel(cx->job);
     plan_shapes(cx, &r);
@@ -1158,7 +1162,7 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     gm_alloc_set_event_hook(r.a, on_segment, &r);
 
     if (r.fsdp1_wrap)
-        fsdp1_wrap(&r, pl, n);
+        r.fsdp1_wrap = fsdp1_wrap(&r, pl, n);
     at(&r, GM_EST_AT_SETUP, 0);
     for (size_t i = 0; i < n; i++)
         if (pl[i].life == LIFE_PERSISTENT)
@@ -1179,6 +1183,8 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     out->segments = stats.num_device_alloc;
     out->retries = stats.num_alloc_retries;
     out->oom = r.oom;
+    out->wrap = r.fsdp1_wrap;
+    out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
     gm_alloc_free(r.a);
     gm_free(mem);

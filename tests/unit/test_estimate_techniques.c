@@ -592,6 +592,8 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --fsdp-version 2", "need --fsdp"},
         {"llama-3-8b", "--train --no-reshard-after-forward --gpus 2", "need --fsdp"},
         {"llama-3-8b", "--train --no-sync-module-states --gpus 2", "need --fsdp"},
+        {"llama-3-8b", "--train --no-sync-module-states --gpus 2 --fsdp --fsdp-version 2",
+         "needs FSDP1"},
         {"llama-3-8b", "--train --batch 2 --tokens-per-batch 8192", "exclude each other"},
         {"llama-3-8b", "--train --seq 8192 --tokens-per-batch 4096", "exceeds --tokens-per-batch"},
         {"llama-3-8b", "--train --method blog --parameters 8B --loss chunked", "--method arch"},

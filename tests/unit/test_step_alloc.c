@@ -385,6 +385,7 @@ static void test_fsdp1_wrap_segments(void **state)
     snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
     run_traced("mistral-7b", settings, &est, setup_segment, &sync);
     assert_true(est.replay.used);
+    assert_true(est.replay.wrap && est.replay.wrap_synced);
     assert_int_equal(sync.n[1], 1);
     assert_int_equal(sync.n[2], 30); /* layers 3..32: one segment each */
     shard = sync.request[1][0];
@@ -398,12 +399,14 @@ static void test_fsdp1_wrap_segments(void **state)
     snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1 --no-sync-module-states",
              job);
     run_traced("mistral-7b", settings, &est, setup_segment, &nosync);
+    assert_true(est.replay.wrap && !est.replay.wrap_synced);
     assert_int_equal(nosync.n[1], 1);
     assert_int_equal(nosync.largest[0], 2 * shard);
     assert_true(nosync.n[0] < sync.n[0]); /* no bucket */
     assert_true(nosync.reserved < sync.reserved);
 
     run_traced("mistral-7b", job, &est, setup_segment, &custom);
+    assert_false(est.replay.wrap);
     assert_int_equal(custom.n[0] + custom.n[1] + custom.n[2], 0);
     assert_true(custom.n_other > 0);
     assert_true(custom.reserved < nosync.reserved);
