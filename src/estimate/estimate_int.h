@@ -187,13 +187,15 @@ double est_tokens(const struct gm_job *job);
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);
-/* Whether the model's HF class computes its own nn.CrossEntropyLoss on the shifted
- * compute-dtype logits (GPTBigCode before transformers 4.54) instead of ForCausalLMLoss. */
-bool est_hf_loss_inline(const struct gm_job *job, const struct gm_model *m);
-/* Whether the model's HF forward upcasts its 16-bit logits to fp32 itself and shifts an fp32
- * copy for its loss (transformers before 4.46, causal LMs without a loss of their own): 16-bit
- * logits are a temporary of the upcast. */
-bool est_hf_model_upcasts_logits(const struct gm_job *job, const struct gm_model *m);
+/* The loss of an HF causal LM's forward (stage_train.c hf_loss_forms, per architecture and
+ * transformers version): */
+enum est_hf_loss {
+    EST_HF_LOSS_FUNCTION, /* self.loss_function (ForCausalLMLoss), or no HF model (no version) */
+    EST_HF_LOSS_UPCAST,   /* the forward upcasts the logits to fp32 and shifts an fp32 copy for
+                           * nn.CrossEntropyLoss; its 16-bit logits are a temporary */
+    EST_HF_LOSS_INLINE,   /* nn.CrossEntropyLoss on a shifted copy of the compute-dtype logits */
+};
+enum est_hf_loss est_hf_loss_form(const struct gm_job *job, const struct gm_model *m);
 /* FSDP1 under the HF stack (stage_parallel.c) */
 bool est_fsdp1_hf(const struct gm_job *job);
 /* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed

@@ -399,36 +399,67 @@ static bool hf_loss_copies_logits(const struct gm_job *j)
     return v >= GM_VERSION(4, 46, 0) && v < GM_VERSION(4, 49, 0);
 }
 
-/* Whether the model's Hugging Face class computes its loss itself, with nn.CrossEntropyLoss
- * on the shifted logits in the compute dtype (no fp32 upcast): GPTBigCodeForCausalLM does
- * (modeling_gpt_bigcode.py, read at transformers 0057454; taken to hold until the model's
- * rewrite in 4.54).  A version not given is the current release's ForCausalLMLoss. */
-bool est_hf_loss_inline(const struct gm_job *j, const struct gm_model *m)
+/* GPTBigCode's rewrite (transformers 4.54): from it the model neither computes its own loss
+ * nor returns its key/value in training. */
+#define GPT_BIGCODE_REWRITE GM_VERSION(4, 54, 0)
+
+/* What each causal LM's Hugging Face class did for its loss before it called
+ * self.loss_function (ForCausalLMLoss), and until which release (exclusive).
+ *
+ * EST_HF_LOSS_UPCAST: the forward upcasts the logits (logits = logits.float()) and shifts an
+ * fp32 copy, logits[..., :-1, :].contiguous(), for nn.CrossEntropyLoss: LlamaForCausalLM
+ * and the classes copied from it (modeling_llama.py at 4.45.2; Gemma-2 soft-caps first).
+ * EST_HF_LOSS_INLINE: nn.CrossEntropyLoss on the shifted .contiguous() copy of the
+ * compute-dtype logits, no .float(): GPT2LMHeadModel (modeling_gpt2.py), GPTNeoXForCausalLM
+ * (modeling_gpt_neox.py), FalconForCausalLM (modeling_falcon.py) before their move to
+ * self.loss_function (transformers PR #34283, 4.46); GPTBigCodeForCausalLM
+ * (modeling_gpt_bigcode.py, read at 0057454) until its rewrite.
+ * A model given by numbers (GM_ARCH_UNKNOWN) is taken as a Llama-style class.  Architectures
+ * that were not in transformers before 4.46 have no entry (docs/estimate.md, the loss). */
+static const struct {
+    enum gm_arch arch;
+    enum est_hf_loss form;
+    uint32_t until;
+} hf_loss_forms[] = {
+    {GM_ARCH_UNKNOWN, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_LLAMA, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_MISTRAL, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_MIXTRAL, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_QWEN2, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_QWEN2_MOE, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_GEMMA, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_GEMMA2, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_PHI, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_PHI3, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_COHERE, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_STARCODER2, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_OLMO, EST_HF_LOSS_UPCAST, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_GPT2, EST_HF_LOSS_INLINE, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_GPT_NEOX, EST_HF_LOSS_INLINE, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_FALCON, EST_HF_LOSS_INLINE, GM_VERSION(4, 46, 0)},
+    {GM_ARCH_GPT_BIGCODE, EST_HF_LOSS_INLINE, GPT_BIGCODE_REWRITE},
+};
+
+enum est_hf_loss est_hf_loss_form(const struct gm_job *j, const struct gm_model *m)
 {
     uint32_t v = j->stack.transformers;
-    return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GM_VERSION(4, 54, 0);
+    if (!v || m->head != GM_HEAD_CAUSAL_LM)
+        return EST_HF_LOSS_FUNCTION;
+    for (size_t i = 0; i < sizeof hf_loss_forms / sizeof hf_loss_forms[0]; i++)
+        if (hf_loss_forms[i].arch == m->arch)
+            return v < hf_loss_forms[i].until ? hf_loss_forms[i].form : EST_HF_LOSS_FUNCTION;
+    return EST_HF_LOSS_FUNCTION;
 }
 
-/* Before 4.46 a causal LM's forward upcasts and shifts: LlamaForCausalLM, MistralForCausalLM
- * (modeling_llama.py at 4.45.2: logits = self.lm_head(...).float(), then
- * logits[..., :-1, :].contiguous() for the loss); the 16-bit result of lm_head is freed by
- * the upcast, nothing keeps it for backward (ToCopyBackward saves no tensor); in an fp32
- * model .float() returns the logits themselves. */
-bool est_hf_model_upcasts_logits(const struct gm_job *j, const struct gm_model *m)
-{
-    uint32_t v = j->stack.transformers;
-    return v && v < GM_VERSION(4, 46, 0) && m->head == GM_HEAD_CAUSAL_LM &&
-           !est_hf_loss_inline(j, m);
-}
-
-/* Whether the model returns every layer's key/value in training: GPTBigCodeModel (same
- * source and versions) sets use_cache from config.use_cache and has no guard against it
- * under gradient checkpointing, and its 'present' is a view of c_attn's output, so that
- * whole q + 2 kv wide output of every layer stays alive in the outputs until the Trainer
- * drops them after the loss. */
+/* Whether the model returns every layer's key/value in training: GPTBigCodeModel (before its
+ * rewrite) sets use_cache from config.use_cache and has no guard against it under gradient
+ * checkpointing, and its 'present' is a view of c_attn's output, so that whole q + 2 kv wide
+ * output of every layer stays alive in the outputs until the Trainer drops them after the
+ * loss. */
 static bool hf_returns_kv_in_training(const struct gm_job *j, const struct gm_model *m)
 {
-    return est_hf_loss_inline(j, m) && !m->use_cache_off;
+    uint32_t v = j->stack.transformers;
+    return m->arch == GM_ARCH_GPT_BIGCODE && v && v < GPT_BIGCODE_REWRITE && !m->use_cache_off;
 }
 
 /* Whether the step runs as the HF Trainer does under mixed precision: since transformers
@@ -460,7 +491,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     double C = (double)j->memory.loss_chunks;
     /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
-    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE, inline_ce = est_hf_loss_inline(j, m);
+    bool head_trained = j->memory.adapter == GM_ADAPTER_NONE,
+         inline_ce = est_hf_loss_form(j, m) == EST_HF_LOSS_INLINE;
     bool fp32_out = est_hf_trainer_fp32_outputs(j) && ea != 4.0;
     out->grad = 0;
     out->fp32_copy = false;
@@ -479,8 +511,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                      "B*L*V x %g B: logits, their shifted copy, %slog-softmax", per,
                      mixed ? "autocast's fp32 cast, fp32 " : "");
             out->what = "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
-                        "the compute-dtype logits (GPTBigCode before transformers 4.54: no fp32 "
-                        "upcast)";
+                        "the compute-dtype logits, no fp32 upcast (GPT-2, GPT-NeoX, Falcon before "
+                        "transformers 4.46; GPTBigCode before 4.54)";
         } else if (hf_loss_copies_logits(j) && ea != 4.0) {
             out->bytes = 14.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
@@ -514,16 +546,16 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
          * 4.48) its shifted fp32 copy (before 4.46 the model upcasts and shifts):
          * fms-acceleration's FastForCausalLMLoss (FOAK, 24bdadb) is ForCausalLMLoss with the
          * kernel, as Liger's patch of cross_entropy is.
-         * GPTBigCode's own loss gets the kernel on its 16-bit shifted copy; a custom loop
-         * calls it on the logits themselves.  'kept' is what stays after the forward: the
-         * logits returned and the kernel's input. */
+         * A model's own loss (EST_HF_LOSS_INLINE) gets the kernel on its 16-bit shifted
+         * copy; a custom loop calls it on the logits themselves.  'kept' is what stays after the
+         * forward: the logits returned and the kernel's input. */
         double per, kept;
         const char *held;
         bool hf = j->stack.transformers != 0 && !inline_ce;
         if (inline_ce) {
             per = kept = 2.0 * ea;
             held = "the logits and their shifted copy, the gradient written into the copy";
-        } else if (est_hf_model_upcasts_logits(j, m)) {
+        } else if (est_hf_loss_form(j, m) == EST_HF_LOSS_UPCAST) {
             /* the model upcasts (its 16-bit logits are freed) and shifts a copy */
             per = kept = 8.0;
             fp32_out = false; /* the logits it returns are fp32 already */
@@ -551,8 +583,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         }
         out->bytes = per * nv + 4.0 * T;
         snprintf(out->note, sizeof out->note, "B*L*V x %g B: %s", per, held);
-        out->what = inline_ce ? "cross-entropy kernel in place of the model's nn.CrossEntropyLoss "
-                                "(GPTBigCode), on its 16-bit shifted copy of the logits"
+        out->what = inline_ce ? "cross-entropy kernel in place of the model's own "
+                                "nn.CrossEntropyLoss, on its 16-bit shifted copy of the logits"
                     : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
                                 "patches it), after the loss's fp32 upcast of the logits"
                               : "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no "

@@ -114,10 +114,10 @@ struct replay {
     /* the loss: the model's logits (compute dtype), then fp32 copies over every position
      * and over the shifted ones (labels shifted by one: a position less per sequence) */
     uint64_t logits_16, logits_32, logits_32_shifted, logits_16_shifted;
-    /* the model's own nn.CrossEntropyLoss on its shifted copy (est_hf_loss_inline), under
+    /* the model's own nn.CrossEntropyLoss on its shifted copy (EST_HF_LOSS_INLINE), under
      * autocast (the copy cast to fp32 first), with the Trainer's fp32 copy of the outputs */
     bool inline_ce, inline_mixed, fp32_outputs;
-    /* the model's forward upcasts and shifts (est_hf_model_upcasts_logits): its fp32 logits
+    /* the model's forward upcasts and shifts (EST_HF_LOSS_UPCAST): its fp32 logits
      * and their shifted copy, the 16-bit logits (upcast16) a temporary before them; the
      * loss nn.CrossEntropyLoss or the cross-entropy kernel in its place (upcast_kernel) */
     bool upcast, upcast16, upcast_kernel;
@@ -634,10 +634,11 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->logits_32 = est_round(4.0 * T * v);
     r->logits_32_shifted = est_round(4.0 * shifted * v);
     r->logits_16_shifted = est_round(ea * shifted * v);
-    r->inline_ce = j->memory.loss == GM_LOSS_FULL && est_hf_loss_inline(j, m);
+    enum est_hf_loss form = est_hf_loss_form(j, m);
+    r->inline_ce = j->memory.loss == GM_LOSS_FULL && form == EST_HF_LOSS_INLINE;
     r->inline_mixed = r->inline_ce && est_precision_autocast(j->numerics.precision);
     r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
-    r->upcast = est_hf_model_upcasts_logits(j, m) &&
+    r->upcast = form == EST_HF_LOSS_UPCAST &&
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
     r->upcast16 = r->upcast && ea != 4.0;
     r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
@@ -887,7 +888,7 @@ static void loss_backward(struct replay *r, struct plan *p)
     raw_free(r, &g_prev, g_prev_size);
 }
 
-/* The loss of a model that upcasts and shifts in its forward (est_hf_model_upcasts_logits)
+/* The loss of a model that upcasts and shifts in its forward (EST_HF_LOSS_UPCAST)
  * after its moment, as transformers 4.45 (modeling_llama.py), the unsloth kernel
  * (fms-acceleration 733992a kernels/unsloth/cross_entropy_loss.py) and autograd (torch
  * 2.4.1) run it: the fp32 logits are the outputs the Trainer drops before backward, and the
@@ -920,14 +921,14 @@ static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
     raw_free(r, &g16, r->logits_16);
 }
 
-/* The model's own cross-entropy (GPTBigCode, est_hf_loss_inline) after its moment, as
- * transformers (modeling_gpt_bigcode.py) and autograd run it: the shifted copy and (under
- * autocast) its fp32 cast are not saved; under mixed precision the Trainer's forward returns
- * an fp32 copy of the logits (accelerate convert_to_fp32, v1.0.1) in place of the 16-bit
- * ones, dropped before backward; then nll_loss_backward's zeros of the log-softmax's shape,
- * _log_softmax_backward_data's gradient beside them and the kept log-softmax, the cast's
- * gradient back in the compute dtype, and the slice's: zeros of the logits' shape.  Each only
- * while no more is live than at the moment. */
+/* The model's own cross-entropy (EST_HF_LOSS_INLINE: GPT-2, GPT-NeoX, Falcon before 4.46,
+ * GPTBigCode) after its moment, as transformers (modeling_gpt_bigcode.py) and autograd run
+ * it: the shifted copy and (under autocast) its fp32 cast are not saved; under mixed precision the
+ * Trainer's forward returns an fp32 copy of the logits (accelerate convert_to_fp32, v1.0.1) in
+ * place of the 16-bit ones, dropped before backward; then nll_loss_backward's zeros of the
+ * log-softmax's shape, _log_softmax_backward_data's gradient beside them and the kept log-softmax,
+ * the cast's gradient back in the compute dtype, and the slice's: zeros of the logits' shape.  Each
+ * only while no more is live than at the moment. */
 static void inline_loss_backward(struct replay *r, struct plan *p)
 {
     uint64_t limit = r->cur, g1 = 0, g2 = 0, g16 = 0, z = 0, c32 = 0;

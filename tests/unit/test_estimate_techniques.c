@@ -213,6 +213,39 @@ static void test_loss_in_the_model(void **state)
 #undef SANTA
 }
 
+/* GPT-2, GPT-NeoX and Falcon computed their own nn.CrossEntropyLoss on the shifted bf16
+ * logits before transformers 4.46 (no .float(): log_softmax returns its input's dtype), so
+ * logits, shifted copy and log-softmax are 3 x 2 B per logit; from 4.46 they call
+ * ForCausalLMLoss (4.46-4.48: logits 2, upcast 4, shifted copy 4, log-softmax 4 = 14 B;
+ * later 12 B).  Only GPTBigCode returns its key/values: none here. */
+static void test_loss_in_the_model_before_446(void **state)
+{
+    static const struct {
+        const char *model;
+        uint64_t V;
+    } models[] = {{"gpt2", 50257}, {"pythia-160m", 50304}, {"falcon-rw-1b", 50304}};
+    const uint64_t T = 2 * 1024;
+#define ONE "--train --batch 2 --seq 1024 --precision bf16 --transformers-version "
+    (void)state;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        uint64_t nv = T * models[i].V;
+        run(models[i].model, ONE "4.45.2", &with);
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * nv);
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE), 0);
+        run(models[i].model, ONE "4.45.2 --loss fused", &with);
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * nv + 4 * T);
+        run(models[i].model, ONE "4.46.0", &with);
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 14 * nv);
+        run(models[i].model, ONE "4.50.0", &with);
+        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * nv);
+    }
+    /* the model upcasting itself before 4.46 (Llama-style classes) is unchanged: its fp32
+     * logits and their fp32 shifted copy kept, 12 B as ForCausalLMLoss's */
+    run("qwen2.5-0.5b", ONE "4.45.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * 151936ull);
+#undef ONE
+}
+
 /* What the HF stack itself copies around the loss (the fms-acceleration runs):
  *  - the Trainer under mixed precision (transformers >= 4.30, through accelerate) returns an
  *    fp32 copy of the 16-bit logits, alive beside what the loss keeps after the forward;
@@ -638,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
+        cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),

@@ -86,6 +86,12 @@ static void test_requested_peak_is_peak_allocated(void **state)
                        "bf16-mixed --lora --transformers-version 4.45.2"},
         {"llama-3.2-1b", "--train --batch 4 --seq 1024 --precision fp32 "
                          "--transformers-version 4.45.2 --loss fused"},
+        {"gpt2", "--train --batch 8 --seq 1024 --precision bf16 --transformers-version 4.45.2"},
+        {"gpt2", "--train --batch 8 --seq 1024 --transformers-version 4.45.2"},
+        {"falcon-rw-1b", "--train --batch 2 --seq 2048 --grad-checkpointing full --precision "
+                         "bf16 --transformers-version 4.45.2"},
+        {"falcon-rw-1b", "--train --batch 2 --seq 2048 --grad-checkpointing full --lora "
+                         "--transformers-version 4.45.2"},
     };
     int bad = 0;
     (void)state;
