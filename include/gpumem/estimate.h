@@ -394,6 +394,7 @@ struct gm_job_setting {
     unsigned open;     /* 1: lo excluded, 2: hi excluded */
     const int *values; /* CHOICE: the enum value of each choice, NULL = its index */
     enum gm_status (*set)(struct gm_job *job, const union gm_job_value *v, struct gm_error *err);
+    bool clears; /* FLAG: given, it stores false in its field (a "--no-..." setting) */
 };
 
 /* The settings in --help order; static storage.  *n receives the count. */

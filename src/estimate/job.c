@@ -123,23 +123,6 @@ static enum gm_status set_targets(struct gm_job *j, const union gm_job_value *v,
     return GM_OK;
 }
 
-static enum gm_status set_no_dq(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
-{
-    (void)v;
-    (void)err;
-    j->memory.lora.double_quant = false;
-    return GM_OK;
-}
-
-static enum gm_status set_no_upcast(struct gm_job *j, const union gm_job_value *v,
-                                    struct gm_error *err)
-{
-    (void)v;
-    (void)err;
-    j->memory.lora.fp32_upcast = false;
-    return GM_OK;
-}
-
 static enum gm_status set_fsdp(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
     (void)v;
@@ -232,24 +215,6 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         p += n + (p[n] == ',');
     }
     j->memory.fused_kernels = flags;
-    return GM_OK;
-}
-
-static enum gm_status set_no_reshard(struct gm_job *j, const union gm_job_value *v,
-                                     struct gm_error *err)
-{
-    (void)v;
-    (void)err;
-    j->parallel.reshard_after_forward = false;
-    return GM_OK;
-}
-
-static enum gm_status set_no_sync(struct gm_job *j, const union gm_job_value *v,
-                                  struct gm_error *err)
-{
-    (void)v;
-    (void)err;
-    j->parallel.sync_module_states = false;
     return GM_OK;
 }
 
@@ -400,27 +365,33 @@ static const int fsdp_version_values[] = {1, 2};
 #define BYTES      ((double)EST_MAX_BYTES)
 #define FLAG(n, h, modes, eng, field)                                                              \
     {                                                                                              \
-        n, GM_JOB_FLAG, NULL, h, NULL, modes, eng, OFF(field), 0, 0, 0, NULL, NULL                 \
+        n, GM_JOB_FLAG, NULL, h, NULL, modes, eng, OFF(field), 0, 0, 0, NULL, NULL, false          \
+    }
+#define FLAG_OFF(n, h, modes, field)                                                               \
+    {                                                                                              \
+        n, GM_JOB_FLAG, NULL, h, NULL, modes, GM_ENGINE_NONE, OFF(field), 0, 0, 0, NULL, NULL,     \
+            true                                                                                   \
     }
 #define FLAG_FN(n, h, modes, fn)                                                                   \
     {                                                                                              \
-        n, GM_JOB_FLAG, NULL, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn          \
+        n, GM_JOB_FLAG, NULL, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn, false   \
     }
 #define NUM(n, type, a, h, modes, eng, field, lo, hi, open)                                        \
     {                                                                                              \
-        n, type, a, h, NULL, modes, eng, OFF(field), lo, hi, open, NULL, NULL                      \
+        n, type, a, h, NULL, modes, eng, OFF(field), lo, hi, open, NULL, NULL, false               \
     }
 #define NUM_FN(n, type, a, h, modes, lo, hi, open, fn)                                             \
     {                                                                                              \
-        n, type, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, lo, hi, open, NULL, fn               \
+        n, type, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, lo, hi, open, NULL, fn, false        \
     }
 #define CHOICE(n, c, vals, h, modes, field)                                                        \
     {                                                                                              \
-        n, GM_JOB_CHOICE, NULL, h, c, modes, GM_ENGINE_NONE, OFF(field), 0, 0, 0, vals, NULL       \
+        n, GM_JOB_CHOICE, NULL, h, c, modes, GM_ENGINE_NONE, OFF(field), 0, 0, 0, vals, NULL,      \
+            false                                                                                  \
     }
 #define TEXT_FN(n, a, h, modes, fn)                                                                \
     {                                                                                              \
-        n, GM_JOB_TEXT, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn             \
+        n, GM_JOB_TEXT, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, fn, false      \
     }
 
 static const struct gm_job_setting settings[] = {
@@ -489,10 +460,11 @@ static const struct gm_job_setting settings[] = {
     NUM("lora-dropout", GM_JOB_DOUBLE, "P",
         "LoRA dropout (keeps a dropped-out input copy; default 0)", TRAIN, GM_ENGINE_NONE,
         memory.lora.dropout, 0, 1, 2),
-    FLAG_FN("no-double-quant", "QLoRA without double quantisation", TRAIN, set_no_dq),
-    FLAG_FN("no-fp32-upcast",
-            "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)", TRAIN,
-            set_no_upcast),
+    FLAG_OFF("no-double-quant", "QLoRA without double quantisation", TRAIN,
+             memory.lora.double_quant),
+    FLAG_OFF("no-fp32-upcast",
+             "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)", TRAIN,
+             memory.lora.fp32_upcast),
     NUM("gpus", GM_JOB_U64, "N", "GPUs in the job (default 1, or tp x pp)", RUN, GM_ENGINE_NONE,
         parallel.gpus, 1, 65536, 0),
     NUM("gpus-per-node", GM_JOB_U64, "N", "GPUs per node (default min(gpus, 8))", RUN,
@@ -571,12 +543,12 @@ static const struct gm_job_setting settings[] = {
     CHOICE("fsdp-version", fsdp_version_choices, fsdp_version_values,
            "--fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard); default 1", TRAIN,
            parallel.fsdp_version),
-    FLAG_FN("no-reshard-after-forward",
-            "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
-            set_no_reshard),
-    FLAG_FN("no-sync-module-states",
-            "--fsdp (FSDP1, HF Trainer): no broadcast of each unit from rank 0 as it is wrapped",
-            TRAIN, set_no_sync),
+    FLAG_OFF("no-reshard-after-forward",
+             "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
+             parallel.reshard_after_forward),
+    FLAG_OFF("no-sync-module-states",
+             "--fsdp (FSDP1, HF Trainer): no broadcast of each unit from rank 0 as it is wrapped",
+             TRAIN, parallel.sync_module_states),
     NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)", TRAIN,
         GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
     /* the runtime around the tensors */
@@ -587,7 +559,7 @@ static const struct gm_job_setting settings[] = {
     TEXT_FN("transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
             TRAIN, set_transformers_version),
     {"vllm-version", GM_JOB_TEXT, "V", "vLLM version (its start-up budget; default current)", NULL,
-     INFER, GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version},
+     INFER, GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version, false},
     TEXT_FN("bitsandbytes-version", "V",
             "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)", TRAIN,
             set_bnb_version),
@@ -595,7 +567,7 @@ static const struct gm_job_setting settings[] = {
     {"quant", GM_JOB_CHOICE, NULL,
      "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
      "channel or block), w4a16/w8a16",
-     quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant},
+     quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant, false},
     NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
            ANY, 2, 8, 0, set_quant_bits),
     NUM_FN("group-size", GM_JOB_U64, "N",
@@ -753,9 +725,11 @@ static void store(struct gm_job *j, const struct gm_job_setting *s, const union 
 {
     char *field = (char *)j + s->offset;
     switch (s->type) {
-    case GM_JOB_FLAG:
-        memcpy(field, &v->flag, sizeof(bool));
+    case GM_JOB_FLAG: {
+        bool b = s->clears ? !v->flag : v->flag;
+        memcpy(field, &b, sizeof(bool));
         break;
+    }
     case GM_JOB_U64:
     case GM_JOB_COUNT:
     case GM_JOB_SIZE:
