@@ -73,27 +73,6 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
 #endif
 }
 
-bool gm_big_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
-{
-    size_t ncap = *cap ? *cap : first;
-    void *n;
-    if (need <= *cap)
-        return true;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem)
-            return false;
-        ncap *= 2;
-    }
-    if (ncap > SIZE_MAX / elem)
-        return false;
-    n = gm_big_realloc(*p, *cap * elem, ncap * elem);
-    if (!n)
-        return false;
-    *p = n;
-    *cap = ncap;
-    return true;
-}
-
 void gm_big_free(void *p, size_t bytes)
 {
     if (!p)

@@ -24,8 +24,9 @@
 void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
 
 /* Make room for 'need' elements of 'elem' bytes in the array *p of *cap elements, doubling
- * from 'first' (elements): gm_big_realloc() for the growable arrays of this kind.  false when
- * out of memory or the size overflows (*p and *cap are then unchanged). */
+ * from 'first' (elements): gm_vec_grow() (vec.h) of a GM_VEC_BIG array with its first
+ * capacity chosen.  false when out of memory or the size overflows (*p and *cap are then
+ * unchanged). */
 bool gm_big_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* Release 'p', of 'bytes' capacity (as last passed to gm_big_realloc()). */

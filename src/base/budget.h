@@ -28,6 +28,43 @@ static inline uint64_t gm_budget_bytes(uint64_t n, uint64_t elem)
     return elem && n > UINT64_MAX / elem ? UINT64_MAX : n * elem;
 }
 
+/* A memory budget that containers charge as they grow (map.h, vec.h): the bytes they hold
+ * together under one limit.  Growth that would pass the limit is refused and sets 'over',
+ * so that the caller can tell a refusal (GM_ERR_LIMIT) from an allocation that failed. */
+struct gm_budget {
+    uint64_t limit; /* bytes; 0: no limit */
+    uint64_t used;  /* bytes counted against it */
+    bool over;      /* a growth was refused */
+};
+
+/* A budget of 'limit' bytes (0: none) of which 'used' are already taken. */
+static inline struct gm_budget gm_budget_make(uint64_t limit, uint64_t used)
+{
+    struct gm_budget b = {limit, used, false};
+    return b;
+}
+
+/* Count 'more' bytes against 'b' (NULL: no budget): false, and b->over set, when they do
+ * not fit. */
+static inline bool gm_budget_take(struct gm_budget *b, uint64_t more)
+{
+    if (!b)
+        return true;
+    if (!gm_budget_fits(b->limit, b->used, more)) {
+        b->over = true;
+        return false;
+    }
+    b->used += more;
+    return true;
+}
+
+/* Give back 'less' bytes taken from 'b' (NULL: no budget). */
+static inline void gm_budget_give(struct gm_budget *b, uint64_t less)
+{
+    if (b)
+        b->used = less < b->used ? b->used - less : 0;
+}
+
 /* The GM_ERR_LIMIT failure of 'what' ("the analysis of device 0") that would hold 'need'
  * bytes in all (UINT64_MAX: unknown, too many) under 'limit'. */
 enum gm_status gm_budget_fail(struct gm_error *err, const char *what, uint64_t need,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_base.c - arena, buffer, reader, units, JSON writer, errors. */
+/* test_base.c - arena, buffer, reader, units, JSON writer, errors, the hash map and the
+ * growable array. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,9 @@
 #include "base/big.h"
 #include "base/buf.h"
 #include "base/json_load.h"
+#include "base/map.h"
 #include "base/reader.h"
+#include "base/vec.h"
 #include "gpumem/gpumem.h"
 
 #include <stdio.h>
@@ -368,10 +371,253 @@ static void test_error(void **state)
     assert_int_equal(gm_status_exit_code(GM_ERR_INTERNAL), 70);
 }
 
+/* ---- the hash map, held against a plain array of what it should hold ---- */
+
+#define REF_KEYS 4096
+
+/* keys that probe into each other: multiples of 512 (device addresses), 0, small ones */
+static uint64_t ref_key(unsigned i)
+{
+    return i % 3 == 0 ? (uint64_t)(i + 3) * 512 : i % 3 == 1 ? i / 3 : UINT64_MAX - i;
+}
+
+static void test_map_by_key_matches_a_reference(void **state)
+{
+    struct gm_map m = GM_MAP_INIT;
+    static uint64_t want[REF_KEYS];
+    static bool in[REF_KEYS];
+    uint32_t rnd = 12345;
+    size_t n = 0;
+    (void)state;
+    memset(in, 0, sizeof(in));
+    for (int step = 0; step < 200000; step++) {
+        unsigned i;
+        uint64_t v;
+        rnd = rnd * 1103515245u + 12345u;
+        i = (rnd >> 8) % REF_KEYS;
+        if ((rnd >> 4) % 3) {
+            bool added;
+            uint64_t *p = gm_map_at(&m, ref_key(i), &added);
+            assert_non_null(p);
+            assert_int_equal(added, !in[i]);
+            if (!in[i])
+                assert_true(*p == 0);
+            *p = want[i] = rnd;
+            n += !in[i];
+            in[i] = true;
+        } else {
+            assert_int_equal(gm_map_take(&m, ref_key(i), &v), in[i]);
+            if (in[i])
+                assert_true(v == want[i]);
+            n -= in[i];
+            in[i] = false;
+        }
+        assert_int_equal(gm_map_count(&m), n);
+    }
+    for (unsigned i = 0; i < REF_KEYS; i++) {
+        uint64_t v = 0;
+        assert_int_equal(gm_map_get(&m, ref_key(i), &v), in[i]);
+        if (in[i])
+            assert_true(v == want[i]);
+    }
+    {
+        /* the walk sees every entry once */
+        size_t pos = 0, seen = 0;
+        uint64_t k, v;
+        while (gm_map_next(&m, &pos, &k, &v)) {
+            bool found = false;
+            for (unsigned i = 0; i < REF_KEYS && !found; i++)
+                found = in[i] && ref_key(i) == k && want[i] == v;
+            assert_true(found);
+            seen++;
+        }
+        assert_int_equal(seen, n);
+    }
+    gm_map_release(&m);
+    assert_int_equal(gm_map_count(&m), 0);
+    assert_false(gm_map_get(&m, 0, NULL));
+    assert_false(gm_map_take(&m, 512, NULL));
+}
+
+static void test_map_key_zero_is_an_ordinary_key(void **state)
+{
+    struct gm_map m = GM_MAP_INIT;
+    uint64_t v = 1;
+    (void)state;
+    assert_false(gm_map_get(&m, 0, &v));
+    assert_true(gm_map_put(&m, 0, 7));
+    assert_true(gm_map_put(&m, 0x9E3779B97F4A7C15ULL, 8));
+    assert_true(gm_map_get(&m, 0, &v) && v == 7);
+    assert_true(gm_map_get(&m, 0x9E3779B97F4A7C15ULL, &v) && v == 8);
+    assert_int_equal(gm_map_count(&m), 2);
+    assert_true(gm_map_take(&m, 0, &v) && v == 7);
+    assert_false(gm_map_get(&m, 0, NULL));
+    assert_int_equal(gm_map_count(&m), 1);
+    gm_map_release(&m);
+}
+
+static void test_map_reserve_then_inserts_cannot_fail(void **state)
+{
+    struct gm_map m = GM_MAP_INIT;
+    (void)state;
+    assert_true(gm_map_reserve(&m, 1000));
+    gm_alloc_fail_after(0);
+    {
+        bool ok = true;
+        for (uint64_t k = 1; k <= 1000; k++)
+            ok &= gm_map_put(&m, k << 9, k);
+        gm_alloc_fail_after(-1);
+        assert_true(ok);
+    }
+    assert_int_equal(gm_map_count(&m), 1000);
+    /* the map is at most half full: past that it needs more slots, which cannot be had now */
+    for (uint64_t k = 1001; k <= (m.mask + 1) / 2; k++)
+        assert_true(gm_map_put(&m, k << 9, k));
+    gm_alloc_fail_after(0);
+    {
+        bool ok = gm_map_put(&m, ((m.mask + 1) / 2 + 1) << 9, 1);
+        gm_alloc_fail_after(-1);
+        assert_false(ok);
+    }
+    for (uint64_t k = 1; k <= 1000; k++) {
+        uint64_t v;
+        assert_true(gm_map_get(&m, k << 9, &v) && v == k);
+    }
+    gm_map_release(&m);
+}
+
+static void test_map_growth_is_charged_to_its_budget(void **state)
+{
+    struct gm_budget b = gm_budget_make(4096, 0);
+    struct gm_map m;
+    size_t k = 1;
+    (void)state;
+    gm_map_init(&m, &b);
+    while (gm_map_put(&m, k, k))
+        k++;
+    assert_true(b.over);
+    assert_true(b.used <= b.limit);
+    assert_true(b.used == (uint64_t)(m.mask + 1) * sizeof(struct gm_map_slot));
+    for (size_t i = 1; i < k; i++)
+        assert_true(gm_map_get(&m, i, NULL));
+    gm_map_release(&m);
+    assert_true(b.used == 0);
+}
+
+struct name_ctx {
+    const char *const *names;
+    const char *want;
+};
+
+static bool name_eq(void *ctx, uint64_t val)
+{
+    const struct name_ctx *c = ctx;
+    return strcmp(c->names[val], c->want) == 0;
+}
+
+static void test_map_index_tells_entries_of_one_hash_apart(void **state)
+{
+    static const char *const names[] = {"alpha", "beta", "gamma", "delta"};
+    struct gm_map m = GM_MAP_INIT;
+    struct name_ctx c = {names, NULL};
+    uint64_t v;
+    (void)state;
+    /* every name under the same hash (0 among them): only 'eq' tells them apart */
+    for (uint64_t i = 0; i < 4; i++)
+        assert_true(gm_map_add(&m, i < 2 ? 0 : 42, i));
+    for (uint64_t i = 0; i < 4; i++) {
+        c.want = names[i];
+        assert_true(gm_map_find(&m, i < 2 ? 0 : 42, name_eq, &c, &v));
+        assert_true(v == i);
+    }
+    c.want = "alpha";
+    assert_false(gm_map_find(&m, 42, name_eq, &c, &v));
+    assert_true(gm_map_find(&m, 42, NULL, NULL, &v) && v >= 2);
+    assert_int_equal(gm_map_count(&m), 4);
+    assert_true(gm_hash_bytes("ab", 2, 0) != gm_hash_bytes("ba", 2, 0));
+    assert_true(gm_hash_bytes("ab", 2, 0) != gm_hash_bytes("ab", 2, 1));
+    gm_map_release(&m);
+}
+
+/* ---- the growable array ---- */
+
+static void test_vec_push_keeps_every_element(void **state)
+{
+    uint64_t *v = NULL, *e;
+    size_t n = 0, cap = 0;
+    (void)state;
+    for (uint64_t i = 0; i < 100000; i++) {
+        assert_non_null(e = GM_VEC_PUSH(v, n, cap, NULL));
+        *e = i * 3;
+    }
+    assert_int_equal(n, 100000);
+    assert_true(cap >= n && cap < 2 * n);
+    for (size_t i = 0; i < n; i++)
+        assert_true(v[i] == i * 3);
+    gm_free(v);
+}
+
+static void test_vec_failure_leaves_the_array_as_it_was(void **state)
+{
+    int *v = NULL;
+    size_t n = 0, cap = 0;
+    struct gm_budget b = gm_budget_make(100 * sizeof(int), 0);
+    (void)state;
+    for (int i = 0; i < GM_VEC_FIRST; i++)
+        *GM_VEC_PUSH(v, n, cap, &b) = i;
+    assert_int_equal(cap, GM_VEC_FIRST);
+    /* out of memory */
+    gm_alloc_fail_after(0);
+    {
+        int *e = GM_VEC_PUSH(v, n, cap, &b);
+        gm_alloc_fail_after(-1);
+        assert_null(e);
+    }
+    assert_false(b.over);
+    assert_int_equal(n, GM_VEC_FIRST);
+    assert_int_equal(cap, GM_VEC_FIRST);
+    assert_true(b.used == GM_VEC_FIRST * sizeof(int));
+    /* a size that overflows */
+    assert_false(GM_VEC_RESERVE(v, cap, SIZE_MAX / 2, NULL));
+    assert_int_equal(cap, GM_VEC_FIRST);
+    /* the budget: 64 elements fit under 100, 128 do not */
+    assert_true(GM_VEC_RESERVE(v, cap, 64, &b));
+    assert_false(GM_VEC_RESERVE(v, cap, 65, &b));
+    assert_true(b.over);
+    assert_int_equal(cap, 64);
+    assert_true(b.used == 64 * sizeof(int));
+    for (int i = 0; i < GM_VEC_FIRST; i++)
+        assert_int_equal(v[i], i);
+    gm_free(v);
+}
+
+static void test_vec_big_arrays_grow_past_the_mapping_size(void **state)
+{
+    uint8_t *v = NULL;
+    size_t cap = 0;
+    (void)state;
+    assert_true(GM_VEC_RESERVE_BIG(v, cap, 1000, NULL));
+    memset(v, 0xab, 1000);
+    assert_true(GM_VEC_RESERVE_BIG(v, cap, 3 * GM_BIG_MIN, NULL));
+    assert_true(cap >= 3 * GM_BIG_MIN);
+    for (size_t i = 0; i < 1000; i++)
+        assert_int_equal(v[i], 0xab);
+    v[3 * GM_BIG_MIN - 1] = 1;
+    gm_big_free(v, cap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_map_by_key_matches_a_reference),
+        cmocka_unit_test(test_map_key_zero_is_an_ordinary_key),
+        cmocka_unit_test(test_map_reserve_then_inserts_cannot_fail),
+        cmocka_unit_test(test_map_growth_is_charged_to_its_budget),
+        cmocka_unit_test(test_map_index_tells_entries_of_one_hash_apart),
+        cmocka_unit_test(test_vec_push_keeps_every_element),
+        cmocka_unit_test(test_vec_failure_leaves_the_array_as_it_was),
+        cmocka_unit_test(test_vec_big_arrays_grow_past_the_mapping_size),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_saturating),
