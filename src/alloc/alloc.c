@@ -8,6 +8,8 @@
  * free_completed records). */
 #include "alloc/alloc_int.h"
 
+#include "base/vec.h"
+
 #include "gpumem/units.h"
 
 #include <stdio.h>
@@ -117,20 +119,12 @@ enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra)
     if (extra > GM_BLOCKSET_SPARE)
         return GM_ERR_INVALID;
     if (s->n_chunks + extra > s->cap_chunks) {
-        size_t cap = s->cap_chunks ? s->cap_chunks * 2 : 16;
-        struct blockset_chunk **chunks;
-        struct blockset_ent *last;
-        if (cap < s->n_chunks + extra)
-            cap = s->n_chunks + extra;
-        chunks = gm_realloc(s->chunks, cap * sizeof(*chunks));
-        if (!chunks)
+        /* two arrays of one capacity: each grows by the same rule from the same size */
+        size_t cap_chunks = s->cap_chunks, cap_last = s->cap_chunks;
+        if (!GM_VEC_RESERVE(s->chunks, cap_chunks, s->n_chunks + extra, NULL) ||
+            !GM_VEC_RESERVE(s->last, cap_last, s->n_chunks + extra, NULL))
             return GM_ERR_NOMEM;
-        s->chunks = chunks;
-        last = gm_realloc(s->last, cap * sizeof(*last));
-        if (!last)
-            return GM_ERR_NOMEM;
-        s->last = last;
-        s->cap_chunks = cap;
+        s->cap_chunks = cap_chunks < cap_last ? cap_chunks : cap_last;
     }
     /* each insert splits at most one chunk */
     while (s->n_spare < extra) {
@@ -266,96 +260,23 @@ static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
     return blockset_insert(&p->blocks, b);
 }
 
-/* ---- allocated-address map ---------------------------------------------------------- */
+/* ---- allocated-address map: address -> block (base/map.h) --------------------------- */
 
-static size_t ptr_hash(uint64_t k, size_t cap)
+static struct block *active_block(const struct gm_alloc *a, uint64_t ptr)
 {
-    return (size_t)(((k >> 9) * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+    uint64_t v;
+    return gm_map_get(&a->active, ptr, &v) ? (struct block *)(uintptr_t)v : NULL;
 }
 
-static enum gm_status map_grow(struct ptrmap *m)
+struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos)
 {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    uint64_t *keys = gm_calloc(cap, sizeof(*keys));
-    struct block **vals = gm_calloc(cap, sizeof(*vals));
-    if (!keys || !vals) {
-        gm_free(keys);
-        gm_free(vals);
-        return GM_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        size_t j;
-        if (!m->vals[i])
-            continue;
-        j = ptr_hash(m->keys[i], cap);
-        while (vals[j])
-            j = (j + 1) & (cap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-    }
-    gm_free(m->keys);
-    gm_free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = cap;
-    return GM_OK;
+    uint64_t k, v;
+    return gm_map_next(&a->active, pos, &k, &v) ? (struct block *)(uintptr_t)v : NULL;
 }
 
-static enum gm_status map_reserve(struct ptrmap *m)
+static bool active_reserve(struct gm_alloc *a)
 {
-    if ((m->n + 1) * 2 > m->cap)
-        return map_grow(m);
-    return GM_OK;
-}
-
-static enum gm_status map_put(struct ptrmap *m, struct block *b)
-{
-    size_t j;
-    if (map_reserve(m))
-        return GM_ERR_NOMEM;
-    j = ptr_hash(b->addr, m->cap);
-    while (m->vals[j])
-        j = (j + 1) & (m->cap - 1);
-    m->keys[j] = b->addr;
-    m->vals[j] = b;
-    m->n++;
-    return GM_OK;
-}
-
-static size_t map_find(const struct ptrmap *m, uint64_t k)
-{
-    size_t j;
-    if (!m->cap)
-        return SIZE_MAX;
-    j = ptr_hash(k, m->cap);
-    while (m->vals[j]) {
-        if (m->keys[j] == k)
-            return j;
-        j = (j + 1) & (m->cap - 1);
-    }
-    return SIZE_MAX;
-}
-
-/* remove slot j with backward-shift deletion (no tombstones) */
-static void map_remove_at(struct ptrmap *m, size_t j)
-{
-    size_t i = j;
-    m->vals[i] = NULL;
-    m->n--;
-    for (;;) {
-        size_t h;
-        j = (j + 1) & (m->cap - 1);
-        if (!m->vals[j])
-            return;
-        h = ptr_hash(m->keys[j], m->cap);
-        /* move j back to i unless its home lies cyclically in (i, j] */
-        if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
-            m->vals[j] = NULL;
-            i = j;
-        }
-    }
+    return gm_map_reserve(&a->active, gm_map_count(&a->active) + 1);
 }
 
 /* ---- blocks --------------------------------------------------------------------------- */
@@ -937,7 +858,7 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
     }
     b->allocated = true;
     b->requested = orig;
-    if (map_put(&a->active, b))
+    if (!gm_map_put(&a->active, b->addr, (uintptr_t)b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     pool_inc(a->stats.allocation, p, 1);
     pool_inc(a->stats.allocated_bytes, p, b->size);
@@ -978,7 +899,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
     if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) ||
-        map_reserve(&a->active))
+        !active_reserve(a))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream);
     if (!b) {
@@ -1022,17 +943,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
 
 static enum gm_status events_reserve(struct gm_alloc *a, size_t extra)
 {
-    size_t cap = a->cap_events;
-    struct alloc_event *v;
-    if (a->n_events + extra <= cap)
-        return GM_OK;
-    while (cap < a->n_events + extra)
-        cap = cap ? 2 * cap : 16;
-    if (!(v = gm_realloc(a->events, cap * sizeof(*v))))
-        return GM_ERR_NOMEM;
-    a->events = v;
-    a->cap_events = cap;
-    return GM_OK;
+    return GM_VEC_RESERVE(a->events, a->cap_events, a->n_events + extra, NULL) ? GM_OK
+                                                                              : GM_ERR_NOMEM;
 }
 
 /* free_block(): merge with free neighbours and return to the pool */
@@ -1073,18 +985,15 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
 
 enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err)
 {
-    size_t j;
     struct block *b;
     if (ptr == 0)
         return GM_OK;
-    j = map_find(&a->active, ptr);
-    if (j == SIZE_MAX)
+    if (!(b = active_block(a, ptr)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
                        (unsigned long long)ptr);
-    b = a->active.vals[j];
     if (blockset_reserve(&b->pool->blocks, 1) || events_reserve(a, b->n_uses))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    map_remove_at(&a->active, j);
+    (void)gm_map_take(&a->active, ptr, NULL);
     b->allocated = false;
     pool_dec(a->stats.allocation, b->pool, 1);
     pool_dec(a->stats.allocated_bytes, b->pool, b->size);
@@ -1116,13 +1025,11 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
 enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
                                       struct gm_error *err)
 {
-    size_t j = ptr ? map_find(&a->active, ptr) : SIZE_MAX;
-    struct block *b;
+    struct block *b = ptr ? active_block(a, ptr) : NULL;
     int64_t *uses;
-    if (j == SIZE_MAX)
+    if (!b)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "record_stream: 0x%llx is not an allocated block", (unsigned long long)ptr);
-    b = a->active.vals[j];
     if (stream == b->stream) /* uses on the allocation stream need no event */
         return GM_OK;
     for (size_t i = 0; i < b->n_uses; i++)
@@ -1156,8 +1063,8 @@ size_t gm_alloc_pending_blocks(const struct gm_alloc *a, uint64_t *bytes)
 
 uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr)
 {
-    size_t j = map_find(&a->active, ptr);
-    return j == SIZE_MAX ? 0 : a->active.vals[j]->size;
+    const struct block *b = active_block(a, ptr);
+    return b ? b->size : 0;
 }
 
 /* ---- lifecycle and stats -------------------------------------------------------------- */
@@ -1259,10 +1166,12 @@ void gm_alloc_free(struct gm_alloc *a)
             a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
         }
     }
-    for (size_t i = 0; i < a->active.cap; i++) {
-        struct block *h = a->active.vals[i], *b;
+    for (size_t pos = 0;;) {
+        struct block *h = alloc_active_next(a, &pos), *b;
         uint64_t total = 0;
-        if (!h || h->xseg || h->prev)
+        if (!h)
+            break;
+        if (h->xseg || h->prev)
             continue;
         for (b = h; b; b = b->next)
             total += b->size;
@@ -1293,13 +1202,14 @@ void gm_alloc_free(struct gm_alloc *a)
         free_set(&pools[k]->blocks, true);
         free_set(&pools[k]->unmapped, true);
     }
-    for (size_t i = 0; i < a->active.cap; i++) {
-        if (a->active.vals[i])
-            gm_free(a->active.vals[i]->uses);
-        gm_free(a->active.vals[i]);
+    for (size_t pos = 0;;) {
+        struct block *b = alloc_active_next(a, &pos);
+        if (!b)
+            break;
+        gm_free(b->uses);
+        gm_free(b);
     }
-    gm_free(a->active.keys);
-    gm_free(a->active.vals);
+    gm_map_release(&a->active);
     gm_free(a);
 }
 
@@ -1384,9 +1294,11 @@ size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t ca
             if (!b->xseg && !b->prev)
                 n = put_size(out, cap, n, chain_size(b));
     }
-    for (size_t i = 0; i < a->active.cap; i++) {
-        const struct block *b = a->active.vals[i];
-        if (b && !b->xseg && !b->prev)
+    for (size_t pos = 0;;) {
+        const struct block *b = alloc_active_next(a, &pos);
+        if (!b)
+            break;
+        if (!b->xseg && !b->prev)
             n = put_size(out, cap, n, chain_size(b));
     }
     for (size_t i = 0; i < a->n_events; i++) {

@@ -13,6 +13,8 @@
 #ifndef GM_ALLOC_ALLOC_INT_H
 #define GM_ALLOC_ALLOC_INT_H
 
+#include "base/map.h"
+
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
 
@@ -168,21 +170,13 @@ struct alloc_event {
     bool done; /* the stream has run past it (gm_alloc_stream_passed) */
 };
 
-/* Open-addressing map from an allocated address to its block. */
-struct ptrmap {
-    uint64_t *keys;
-    struct block **vals; /* NULL: empty slot */
-    size_t cap;          /* a power of two, or 0 */
-    size_t n;
-};
-
 struct gm_alloc {
     struct gm_alloc_conf conf;
     struct gm_alloc_device dev;
     struct alloc_pool large;
     struct alloc_pool small;
     struct xseg *xsegs;
-    struct ptrmap active;
+    struct gm_map active; /* allocated address -> its struct block (uintptr_t) */
     struct gm_alloc_stats stats;
     uint64_t total_allocated; /* bytes: total_allocated_memory (what the device holds) */
     bool set_fraction;
@@ -197,5 +191,9 @@ struct gm_alloc {
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
 };
+
+/* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at
+ * the end (gm_map_next() over 'active'). */
+struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos);
 
 #endif

@@ -16,117 +16,14 @@
 
 #include "alloc/alloc_int.h"
 
+#include "base/vec.h"
+
 #include "gpumem/arena.h"
 #include "gpumem/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- address map: recorded address -> model address --------------------------------- */
-
-struct addrmap {
-    uint64_t *keys;
-    uint64_t *vals;
-    uint8_t *used;
-    size_t cap;
-    size_t n;
-};
-
-static size_t am_hash(uint64_t k, size_t cap)
-{
-    return (size_t)(((k >> 6) * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
-}
-
-static void am_release(struct addrmap *m)
-{
-    gm_free(m->keys);
-    gm_free(m->vals);
-    gm_free(m->used);
-    memset(m, 0, sizeof(*m));
-}
-
-static enum gm_status am_grow(struct addrmap *m)
-{
-    struct addrmap n = {0};
-    n.cap = m->cap ? m->cap * 2 : 1024;
-    n.keys = gm_calloc(n.cap, sizeof(uint64_t));
-    n.vals = gm_calloc(n.cap, sizeof(uint64_t));
-    n.used = gm_calloc(n.cap, 1);
-    if (!n.keys || !n.vals || !n.used) {
-        am_release(&n);
-        return GM_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        size_t j;
-        if (!m->used[i])
-            continue;
-        j = am_hash(m->keys[i], n.cap);
-        while (n.used[j])
-            j = (j + 1) & (n.cap - 1);
-        n.used[j] = 1;
-        n.keys[j] = m->keys[i];
-        n.vals[j] = m->vals[i];
-        n.n++;
-    }
-    am_release(m);
-    *m = n;
-    return GM_OK;
-}
-
-static size_t am_find(const struct addrmap *m, uint64_t k)
-{
-    size_t j;
-    if (!m->cap)
-        return SIZE_MAX;
-    j = am_hash(k, m->cap);
-    while (m->used[j]) {
-        if (m->keys[j] == k)
-            return j;
-        j = (j + 1) & (m->cap - 1);
-    }
-    return SIZE_MAX;
-}
-
-static enum gm_status am_put(struct addrmap *m, uint64_t k, uint64_t v)
-{
-    size_t j = am_find(m, k);
-    if (j != SIZE_MAX) {
-        m->vals[j] = v;
-        return GM_OK;
-    }
-    if ((m->n + 1) * 2 > m->cap && am_grow(m) != GM_OK)
-        return GM_ERR_NOMEM;
-    j = am_hash(k, m->cap);
-    while (m->used[j])
-        j = (j + 1) & (m->cap - 1);
-    m->used[j] = 1;
-    m->keys[j] = k;
-    m->vals[j] = v;
-    m->n++;
-    return GM_OK;
-}
-
-static void am_remove_at(struct addrmap *m, size_t j)
-{
-    size_t i = j;
-    m->used[i] = 0;
-    m->n--;
-    for (;;) {
-        size_t h;
-        j = (j + 1) & (m->cap - 1);
-        if (!m->used[j])
-            return;
-        h = am_hash(m->keys[j], m->cap);
-        if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
-            m->used[i] = 1;
-            m->used[j] = 0;
-            i = j;
-        }
-    }
-}
 
 /* ---- event lists ---------------------------------------------------------------------- */
 
@@ -139,20 +36,14 @@ struct evlist {
 
 static void ev_push(struct evlist *l, enum gm_alloc_event_kind k, uint64_t size, int64_t at)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        struct gm_replay_event *v = gm_realloc(l->v, cap * sizeof(*v));
-        if (!v) {
-            l->failed = true;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
+    struct gm_replay_event *e = GM_VEC_PUSH(l->v, l->n, l->cap, NULL);
+    if (!e) {
+        l->failed = true;
+        return;
     }
-    l->v[l->n].kind = k;
-    l->v[l->n].size = size;
-    l->v[l->n].trace_index = at;
-    l->n++;
+    e->kind = k;
+    e->size = size;
+    e->trace_index = at;
 }
 
 /* ---- the state at the start of a late trace ------------------------------------------- */
@@ -189,32 +80,22 @@ static void initial_release(struct initial *ini)
 
 static void add_seg(struct initial *ini, uint64_t size, int64_t stream, bool small)
 {
-    if (ini->n_segs == ini->cap_segs) {
-        size_t cap = ini->cap_segs ? ini->cap_segs * 2 : 16;
-        struct seed_seg *v = gm_realloc(ini->segs, cap * sizeof(*v));
-        if (!v) {
-            ini->failed = true;
-            return;
-        }
-        ini->segs = v;
-        ini->cap_segs = cap;
+    struct seed_seg *g = GM_VEC_PUSH(ini->segs, ini->n_segs, ini->cap_segs, NULL);
+    if (!g) {
+        ini->failed = true;
+        return;
     }
-    ini->segs[ini->n_segs++] = (struct seed_seg){size, stream, small};
+    *g = (struct seed_seg){size, stream, small};
 }
 
 static void add_alloc(struct initial *ini, uint64_t addr, uint64_t size, int64_t stream)
 {
-    if (ini->n_allocs == ini->cap_allocs) {
-        size_t cap = ini->cap_allocs ? ini->cap_allocs * 2 : 64;
-        struct seed_alloc *v = gm_realloc(ini->allocs, cap * sizeof(*v));
-        if (!v) {
-            ini->failed = true;
-            return;
-        }
-        ini->allocs = v;
-        ini->cap_allocs = cap;
+    struct seed_alloc *x = GM_VEC_PUSH(ini->allocs, ini->n_allocs, ini->cap_allocs, NULL);
+    if (!x) {
+        ini->failed = true;
+        return;
     }
-    ini->allocs[ini->n_allocs++] = (struct seed_alloc){addr, size, stream};
+    *x = (struct seed_alloc){addr, size, stream};
 }
 
 struct run_ctx {
@@ -330,7 +211,7 @@ static void late(struct gm_replay_device *rd, const char *why)
 static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
                            struct gm_replay_device *rd, struct evlist *rec, struct initial *ini)
 {
-    struct addrmap live = {0}, segs = {0};
+    struct gm_map live = GM_MAP_INIT, segs = GM_MAP_INIT; /* recorded addresses */
     int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
     uint64_t final_total = 0;
     bool expandable = false;
@@ -359,30 +240,27 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
     const struct gm_snapshot_event *e;
     gm_snapshot_cursor_init(&c, dev, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        size_t k = c.index, j;
+        size_t k = c.index;
         switch (e->action) {
         case GM_ACTION_ALLOC:
             rd->n_allocs++;
-            if (am_find(&live, e->addr) != SIZE_MAX && rd->replayable) {
+            if (gm_map_get(&live, e->addr, NULL) && rd->replayable) {
                 rd->replayable = false;
                 snprintf(rd->reason, sizeof(rd->reason),
                          "event %zu allocates 0x%llx, which is still live: the trace is "
                          "inconsistent",
                          k, (unsigned long long)e->addr);
             }
-            st = am_put(&live, e->addr, 1);
+            st = gm_map_put(&live, e->addr, 1) ? GM_OK : GM_ERR_NOMEM;
             break;
         case GM_ACTION_FREE_COMPLETED:
-            j = am_find(&live, e->addr);
-            if (j == SIZE_MAX) {
+            if (!gm_map_take(&live, e->addr, NULL)) {
                 snprintf(why, sizeof(why),
                          "event %zu frees 0x%llx, which the trace never allocated: recording "
                          "started after the allocation or the ring buffer wrapped",
                          k, (unsigned long long)e->addr);
                 late(rd, why);
                 add_alloc(ini, e->addr, e->size, (int64_t)gm_snapshot_event_stream(snap, e));
-            } else {
-                am_remove_at(&live, j);
             }
             break;
         case GM_ACTION_SEGMENT_ALLOC:
@@ -393,7 +271,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             rd->recorded_segment_events++;
             ev_push(rec, kind_of(e->action), e->size, (int64_t)k);
             if (e->action == GM_ACTION_SEGMENT_ALLOC)
-                st = am_put(&segs, e->addr, e->size);
+                st = gm_map_put(&segs, e->addr, e->size) ? GM_OK : GM_ERR_NOMEM;
             break;
         case GM_ACTION_SEGMENT_FREE:
         case GM_ACTION_SEGMENT_UNMAP:
@@ -403,8 +281,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
             if (net < min_net)
                 min_net = net;
             if (e->action == GM_ACTION_SEGMENT_FREE) {
-                j = am_find(&segs, e->addr);
-                if (j == SIZE_MAX) {
+                if (!gm_map_take(&segs, e->addr, NULL)) {
                     snprintf(why, sizeof(why),
                              "event %zu frees segment 0x%llx, which the trace never allocated: "
                              "recording started late",
@@ -412,8 +289,6 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                     late(rd, why);
                     add_seg(ini, e->size, (int64_t)gm_snapshot_event_stream(snap, e),
                             e->size == GM_ALLOC_SMALL_BUFFER);
-                } else {
-                    am_remove_at(&segs, j);
                 }
             }
             break;
@@ -448,14 +323,14 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         const struct gm_snapshot_segment *sg = &snap->segments[dev->first_segment + i];
         /* (a 2 MiB segment is the small pool's whatever the file says: the large pool
          * never makes one) */
-        if (!sg->is_expandable && am_find(&segs, sg->address) == SIZE_MAX)
+        if (!sg->is_expandable && !gm_map_get(&segs, sg->address, NULL))
             add_seg(ini, sg->total_size, (int64_t)sg->stream,
                     sg->is_small || sg->total_size == GM_ALLOC_SMALL_BUFFER);
         for (size_t b = 0; b < sg->n_blocks; b++) {
             const struct gm_snapshot_block *bl = &sg->blocks[b];
             if ((bl->state == GM_BLOCK_ACTIVE_ALLOCATED ||
                  bl->state == GM_BLOCK_ACTIVE_PENDING_FREE) &&
-                am_find(&live, bl->address) == SIZE_MAX)
+                !gm_map_get(&live, bl->address, NULL))
                 add_alloc(ini, bl->address, bl->requested_size, (int64_t)sg->stream);
         }
     }
@@ -494,8 +369,8 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                               "segment events may differ");
     }
 out_release:
-    am_release(&live);
-    am_release(&segs);
+    gm_map_release(&live);
+    gm_map_release(&segs);
     return st;
 }
 
@@ -578,7 +453,7 @@ struct empties {
  * allocations alive from the start, whose trace addresses 'map' gets.  No event reaches the
  * hook, and the statistics start from this state.  An allocation that does not fit counts
  * as an out-of-memory error at the start. */
-static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct addrmap *map,
+static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct gm_map *map,
                            struct gm_replay_run *out, struct gm_error *err)
 {
     uint64_t *ptrs = gm_calloc(ini->n_segs ? ini->n_segs : 1, sizeof(uint64_t));
@@ -608,7 +483,7 @@ static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct
             out->n_ooms++;
             out->n_ooms_at_start++;
             st = GM_OK;
-        } else if (st == GM_OK && ptr && am_put(map, x->addr, ptr) != GM_OK) {
+        } else if (st == GM_OK && ptr && !gm_map_put(map, x->addr, ptr)) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
         }
     }
@@ -628,7 +503,7 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     struct gm_alloc_fakedev fake;
     struct gm_alloc_device d;
     struct gm_alloc *a = NULL;
-    struct addrmap map = {0};
+    struct gm_map map = GM_MAP_INIT; /* recorded address -> model address */
     uint64_t rec_frees = 0, best_reserved = 0, best_allocated = 0;
     size_t next_empty = 0;
     enum gm_status st;
@@ -659,7 +534,7 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
     const struct gm_snapshot_event *e;
     gm_snapshot_cursor_init(&c, dev, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        size_t k = c.index, j;
+        size_t k = c.index;
         uint64_t ptr = 0;
         rc->at = (int64_t)k;
         if (!infer && next_empty < emp->n && emp->at[next_empty] == (int64_t)k) {
@@ -676,18 +551,13 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
                     out->first_oom_request_bytes = e->size;
                 }
                 st = GM_OK;
-            } else if (st == GM_OK && ptr) {
-                st = am_put(&map, e->addr, ptr);
-                if (st)
-                    gm_fail(err, st, GM_NO_OFFSET, "replay: out of memory");
+            } else if (st == GM_OK && ptr && !gm_map_put(&map, e->addr, ptr)) {
+                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
             }
             break;
         case GM_ACTION_FREE_COMPLETED:
-            j = am_find(&map, e->addr);
-            if (j != SIZE_MAX) {
-                st = gm_alloc_dealloc(a, map.vals[j], err);
-                am_remove_at(&map, j);
-            }
+            if (gm_map_take(&map, e->addr, &ptr))
+                st = gm_alloc_dealloc(a, ptr, err);
             break;
         case GM_ACTION_SEGMENT_FREE:
         case GM_ACTION_SEGMENT_UNMAP:
@@ -695,17 +565,12 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
             if (infer && rc->n_frees < rec_frees) {
                 /* the recording gave memory back that the model still caches: an
                  * empty_cache() (or an OOM flush) happened here */
-                if (emp->n == emp->cap) {
-                    size_t cap = emp->cap ? emp->cap * 2 : 16;
-                    int64_t *v = gm_realloc(emp->at, cap * sizeof(*v));
-                    if (!v) {
-                        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
-                        break;
-                    }
-                    emp->at = v;
-                    emp->cap = cap;
+                int64_t *at = GM_VEC_PUSH(emp->at, emp->n, emp->cap, NULL);
+                if (!at) {
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+                    break;
                 }
-                emp->at[emp->n++] = (int64_t)k;
+                *at = (int64_t)k;
                 gm_alloc_empty_cache(a);
             }
             break;
@@ -751,17 +616,20 @@ static enum gm_status run(const struct gm_snapshot_device *dev, const struct gm_
             goto out_free;
         }
         final->n = gm_alloc_segment_sizes(a, final->v, n);
-        final->blocks = gm_calloc(a->active.n ? a->active.n : 1, sizeof(uint64_t));
+        final->blocks = gm_calloc(gm_map_count(&a->active) + 1, sizeof(uint64_t));
         if (!final->blocks) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
             goto out_free;
         }
-        for (size_t i = 0; i < a->active.cap; i++)
-            if (a->active.vals[i])
-                final->blocks[final->n_blocks++] = a->active.vals[i]->size;
+        for (size_t pos = 0;;) {
+            const struct block *b = alloc_active_next(a, &pos);
+            if (!b)
+                break;
+            final->blocks[final->n_blocks++] = b->size;
+        }
     }
 out_free:
-    am_release(&map);
+    gm_map_release(&map);
     gm_alloc_free(a);
     return st;
 }

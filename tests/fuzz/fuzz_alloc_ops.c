@@ -19,10 +19,10 @@ static void check(const struct gm_alloc *a, const struct gm_alloc_fakedev *fake)
 {
     uint64_t alloc_bytes = 0, free_bytes = 0;
     const struct alloc_pool *pools[2] = {&a->large, &a->small};
-    for (size_t i = 0; i < a->active.cap; i++) {
-        const struct block *b = a->active.vals[i];
+    for (size_t pos = 0;;) {
+        const struct block *b = alloc_active_next(a, &pos);
         if (!b)
-            continue;
+            break;
         if (!b->allocated || (b->next && b->next->addr != b->addr + b->size))
             abort();
         alloc_bytes += b->size;

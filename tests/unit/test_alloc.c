@@ -752,15 +752,18 @@ static void check_invariants(struct gm_alloc *a)
 {
     uint64_t alloc_bytes = 0, free_bytes = 0, unmapped = 0;
     struct alloc_pool *pools[2] = {&a->large, &a->small};
-    for (size_t i = 0; i < a->active.cap; i++)
-        if (a->active.vals[i]) {
-            struct block *b = a->active.vals[i];
-            assert_true(b->allocated);
-            assert_true(a->active.keys[i] == b->addr);
-            alloc_bytes += b->size;
-            if (b->next)
-                assert_true(b->next->addr == b->addr + b->size);
-        }
+    for (size_t pos = 0;;) {
+        uint64_t addr, v;
+        struct block *b;
+        if (!gm_map_next(&a->active, &pos, &addr, &v))
+            break;
+        b = (struct block *)(uintptr_t)v;
+        assert_true(b->allocated);
+        assert_true(addr == b->addr);
+        alloc_bytes += b->size;
+        if (b->next)
+            assert_true(b->next->addr == b->addr + b->size);
+    }
     for (int k = 0; k < 2; k++) {
         const struct block *q = NULL;
         struct block *b;
