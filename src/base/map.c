@@ -84,25 +84,6 @@ bool gm_map_grow_(struct gm_map *m)
     return rehash(m, (m->mask + 1) * 2);
 }
 
-void gm_map_remove_at_(struct gm_map *m, size_t i)
-{
-    size_t j = i;
-    m->n--;
-    for (;;) {
-        size_t home;
-        j = (j + 1) & m->mask;
-        if (!m->slots[j].key)
-            break;
-        home = gm_map_home_(m, m->slots[j].key);
-        /* j moves back into the hole at i unless its home lies cyclically in (i, j] */
-        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
-            m->slots[i] = m->slots[j];
-            i = j;
-        }
-    }
-    m->slots[i].key = 0;
-}
-
 bool gm_map_next(const struct gm_map *m, size_t *pos, uint64_t *key, uint64_t *val)
 {
     size_t n_slots = m->slots ? m->mask + 1 : 0;

@@ -139,8 +139,25 @@ static inline bool gm_map_put(struct gm_map *m, uint64_t key, uint64_t val)
     return true;
 }
 
-/* Out of line: empty slot 'i' and shift the rest of its cluster back. */
-void gm_map_remove_at_(struct gm_map *m, size_t i);
+/* Empty slot 'i' and shift the rest of its cluster back into the hole. */
+static inline void gm_map_remove_at_(struct gm_map *m, size_t i)
+{
+    size_t j = i;
+    m->n--;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & m->mask;
+        if (!m->slots[j].key)
+            break;
+        home = gm_map_home_(m, m->slots[j].key);
+        /* j moves back into the hole at i unless its home lies cyclically in (i, j] */
+        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i].key = 0;
+}
 
 /* Remove 'key'; its value into *val (val may be NULL).  false when it is not there. */
 static inline bool gm_map_take(struct gm_map *m, uint64_t key, uint64_t *val)

@@ -267,10 +267,10 @@ static long first_difference(const struct gm_snapshot_stack_ref *a,
 static uint64_t frame_hash(const struct gm_snapshot_frame *f, uint64_t h)
 {
     if (!f)
-        return hmap_mix(h ^ 0x9e3779b97f4a7c15ULL);
-    h = hmap_hash_bytes(f->filename, strlen(f->filename), h);
-    h = hmap_hash_bytes(f->name, strlen(f->name), h);
-    return hmap_mix(h ^ (uint64_t)f->line);
+        return gm_hash_mix(h ^ 0x9e3779b97f4a7c15ULL);
+    h = gm_hash_bytes(f->filename, strlen(f->filename), h);
+    h = gm_hash_bytes(f->name, strlen(f->name), h);
+    return gm_hash_mix(h ^ (uint64_t)f->line);
 }
 
 /* A hash of what a stack shows (equal for stacks that show alike). */

@@ -13,7 +13,7 @@ struct str_eq_ctx {
     size_t n;
 };
 
-static bool str_eq(void *ctx, uint32_t idx)
+static bool str_eq(void *ctx, uint64_t idx)
 {
     struct str_eq_ctx *c = ctx;
     return c->b->in.str_lens[idx] == c->n && !memcmp(c->b->in.strs[idx], c->p, c->n);
@@ -23,7 +23,7 @@ static bool str_eq(void *ctx, uint32_t idx)
 static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t n, uint32_t *idx)
 {
     struct str_eq_ctx c = {b, p, n};
-    uint64_t h = dm_key(hmap_hash_bytes(p, n, 0));
+    uint64_t h = dm_key(gm_hash_bytes(p, n, 0));
     struct dm_entry *dc = &b->in.content_dm[dm_slot(h)];
     uint32_t i;
     char *s;
@@ -31,8 +31,8 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
         *idx = dc->val;
         return GM_OK;
     }
-    i = hmap_find(&b->in.str_by_content, h, str_eq, &c);
-    if (i != HMAP_NONE) {
+    i = snap_index_find(&b->in.str_by_content, h, str_eq, &c);
+    if (i != SNAP_ID_NONE) {
         dc->key = h;
         dc->val = i;
         *idx = i;
@@ -56,7 +56,7 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
         return nomem(b);
     b->in.strs[b->in.n_strs] = s;
     b->in.str_lens[b->in.n_strs] = n;
-    if (!hmap_put(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
+    if (!gm_map_add(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
         return nomem(b);
     *idx = (uint32_t)b->in.n_strs++;
     return GM_OK;
@@ -160,7 +160,7 @@ struct frame_eq_ctx {
     int64_t line;
 };
 
-static bool frame_eq(void *ctx, uint32_t id)
+static bool frame_eq(void *ctx, uint64_t id)
 {
     struct frame_eq_ctx *c = ctx;
     const struct gm_snapshot_frame *f = &c->b->in.frames[id];
@@ -178,8 +178,8 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     if (!d)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: a frame is a %s, expected a dict", pk_type_name(v));
-    id = hmap_find(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, NULL, NULL);
-    if (id != HMAP_NONE) {
+    id = snap_index_find(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, NULL, NULL);
+    if (id != SNAP_ID_NONE) {
         *out = id;
         return GM_OK;
     }
@@ -215,10 +215,10 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
         if (!c.name[0] && (st = intern_bytes(b, "", 0, &c.name)) != GM_OK)
             return st;
     }
-    h = hmap_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
+    h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
                  (uint64_t)c.line);
-    id = hmap_find(&b->in.frame_by_content, h, frame_eq, &c);
-    if (id == HMAP_NONE) {
+    id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
+    if (id == SNAP_ID_NONE) {
         struct gm_snapshot_frame *f;
         if (b->in.n_frames >= UINT32_MAX - 1 ||
             !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
@@ -230,10 +230,10 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
         f->is_python = has_suffix(c.filename, ".py");
         f->is_noise = frame_is_noise(c.filename, c.name);
         id = (uint32_t)b->in.n_frames++;
-        if (!hmap_put(&b->in.frame_by_content, h, id))
+        if (!gm_map_add(&b->in.frame_by_content, h, id))
             return nomem(b);
     }
-    if (!hmap_put(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
+    if (!gm_map_add(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return nomem(b);
     *out = id;
     return GM_OK;
@@ -244,7 +244,7 @@ struct stack_eq_ctx {
     size_t n;
 };
 
-static bool stack_eq(void *ctx, uint32_t id)
+static bool stack_eq(void *ctx, uint64_t id)
 {
     struct stack_eq_ctx *c = ctx;
     const struct stack_rec *s = &c->b->in.stacks[id];
@@ -284,13 +284,13 @@ static inline uint64_t items_hash(const pk_val *items, uint32_t n)
     }
     if (i < n)
         h0 = ((h0 << 7) | (h0 >> 57)) ^ items[i];
-    return dm_key(hmap_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
+    return dm_key(gm_hash_mix(h0 ^ (h1 * 0xff51afd7ed558ccdULL)));
 }
 
-static bool sig_eq(void *ctx, uint32_t idx)
+static bool sig_eq(void *ctx, uint64_t idx)
 {
     struct sig_eq_ctx *c = ctx;
-    return sig_same(c->b, idx, c->items, c->n);
+    return sig_same(c->b, (uint32_t)idx, c->items, c->n);
 }
 
 /* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
@@ -341,8 +341,8 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         ldc->val = *out;
         return GM_OK;
     }
-    gi = hmap_find(&b->in.sig_map, hs, sig_eq, &sc);
-    if (gi != HMAP_NONE) {
+    gi = snap_index_find(&b->in.sig_map, hs, sig_eq, &sc);
+    if (gi != SNAP_ID_NONE) {
         dc->key = hs;
         dc->val = gi;
         *out = b->in.sigs[gi].stack;
@@ -361,9 +361,9 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
     c.n = l->len;
     h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
     for (size_t i = 0; i < c.n; i++)
-        h = hmap_mix(h ^ b->in.tmp[i]) + i;
-    id = hmap_find(&b->in.stack_by_content, h, stack_eq, &c);
-    if (id == HMAP_NONE) {
+        h = gm_hash_mix(h ^ b->in.tmp[i]) + i;
+    id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
+    if (id == SNAP_ID_NONE) {
         if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
             !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
                       sizeof(uint32_t)) ||
@@ -375,7 +375,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
         b->in.n_pool += c.n;
         id = (uint32_t)b->in.n_stacks++;
-        if (!hmap_put(&b->in.stack_by_content, h, id))
+        if (!gm_map_add(&b->in.stack_by_content, h, id))
             return nomem(b);
     }
     if (all_shared) {
@@ -390,7 +390,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         b->in.sigs[b->in.n_sigs].n = (uint32_t)c.n;
         b->in.sigs[b->in.n_sigs].stack = id;
         b->in.n_sig_pool += c.n;
-        if (!hmap_put(&b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
+        if (!gm_map_add(&b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
             return nomem(b);
         dc->key = hs;
         dc->val = (uint32_t)b->in.n_sigs++;
@@ -420,7 +420,7 @@ struct extra_eq_ctx {
     const struct gm_snapshot_event_extra *x;
 };
 
-static bool extra_eq(void *ctx, uint32_t id)
+static bool extra_eq(void *ctx, uint64_t id)
 {
     struct extra_eq_ctx *c = ctx;
     const struct gm_snapshot_event_extra *a = &c->b->in.extras[id], *x = c->x;
@@ -440,7 +440,7 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
         *out = b->in.last_extra;
         return GM_OK;
     }
-    h = dm_key(hmap_mix((x->stream * 13) ^ (uint64_t)(uintptr_t)x->action_name ^
+    h = dm_key(gm_hash_mix((x->stream * 13) ^ (uint64_t)(uintptr_t)x->action_name ^
                         ((uint64_t)(uintptr_t)x->compile_context * 3) ^
                         ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
                         ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
@@ -450,14 +450,14 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
         *out = dc->val + 1;
         return GM_OK;
     }
-    id = hmap_find(&b->in.extra_by_content, h, extra_eq, &c);
-    if (id == HMAP_NONE) {
+    id = snap_index_find(&b->in.extra_by_content, h, extra_eq, &c);
+    if (id == SNAP_ID_NONE) {
         if (b->in.n_extras >= UINT32_MAX - 2 ||
             !grow_arr((void **)&b->in.extras, &b->in.cap_extras, b->in.n_extras + 1, sizeof(*x)))
             return nomem(b);
         b->in.extras[b->in.n_extras] = *x;
         id = (uint32_t)b->in.n_extras++;
-        if (!hmap_put(&b->in.extra_by_content, h, id))
+        if (!gm_map_add(&b->in.extra_by_content, h, id))
             return nomem(b);
     }
     dc->key = h;
@@ -512,14 +512,14 @@ enum gm_status intern_finish(struct builder *b)
 
 void interner_release(struct interner *in)
 {
-    hmap_release(&in->str_by_content);
-    hmap_release(&in->frame_by_node);
-    hmap_release(&in->frame_by_content);
-    hmap_release(&in->sig_map);
+    gm_map_release(&in->str_by_content);
+    gm_map_release(&in->frame_by_node);
+    gm_map_release(&in->frame_by_content);
+    gm_map_release(&in->sig_map);
     gm_free(in->sigs);
     gm_free(in->sig_pool);
-    hmap_release(&in->stack_by_content);
-    hmap_release(&in->extra_by_content);
+    gm_map_release(&in->stack_by_content);
+    gm_map_release(&in->extra_by_content);
     gm_free(in->strs);
     gm_free(in->str_lens);
     gm_free(in->frames);

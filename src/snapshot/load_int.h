@@ -171,19 +171,19 @@ struct interner {
     struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
     struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
-    struct hmap str_by_content; /* content hash -> index in strs */
+    struct gm_map str_by_content; /* content hash -> index in strs */
     const char **strs;
     size_t *str_lens;
     size_t n_strs, cap_strs;
     uint32_t last_str; /* index in strs of the last string interned from a value */
     bool last_str_ok;
 
-    struct hmap frame_by_node, frame_by_content;
+    struct gm_map frame_by_node, frame_by_content;
     struct gm_snapshot_frame *frames;
     size_t n_frames, cap_frames;
 
-    struct hmap stack_by_content;
-    struct hmap sig_map; /* frame-objects hash -> index in sigs */
+    struct gm_map stack_by_content;
+    struct gm_map sig_map; /* frame-objects hash -> index in sigs */
     struct sig *sigs;
     size_t n_sigs, cap_sigs;
     pk_val *sig_pool;
@@ -195,7 +195,7 @@ struct interner {
     uint32_t *tmp;
     size_t cap_tmp;
 
-    struct hmap extra_by_content;
+    struct gm_map extra_by_content;
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */

@@ -22,6 +22,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include "base/budget.h"
+#include "base/vec.h"
 
 #include "gpumem/arena.h"
 
@@ -29,68 +30,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The allocations pending a free, by address: an open-addressing map inlined into the
- * passes over the trace (a trace of millions of events does one look-up each), at most
- * half full, linear probing and backward-shift deletion.  Training traces keep a few
- * thousand allocations pending, so the map stays in cache. */
+/* The allocations pending a free, by address: the base map (address -> record index; a
+ * trace of millions of events does one look-up each) and the records, reused once freed.
+ * Training traces keep a few thousand allocations pending, so both stay in cache.  The
+ * map, the records and any list made beside them are charged to one budget: the
+ * snapshot's memory limit beside the memory the snapshot holds. */
 struct pend {
     uint64_t addr;
     uint64_t bytes;
-    int32_t ev; /* the alloc event; AM_EMPTY: a free slot */
+    int32_t ev; /* the alloc event; AM_EMPTY: a free record */
     uint32_t stack;
     uint32_t extra;
+    uint32_t next_free; /* a free record: the next free one, AM_NONE at the end */
 };
 
 #define AM_EMPTY INT32_MIN
+#define AM_NONE  UINT32_MAX
 
 struct addr_map {
-    struct pend *s;
-    size_t mask; /* slots - 1; slots a power of two, 0 when none */
-    size_t n;
-    size_t n_max;         /* the most entries it held */
-    uint64_t limit, used; /* the snapshot's memory limit and what is held beside the map */
-    bool over;            /* a growth was refused by the limit */
+    struct gm_map map; /* address -> index in recs */
+    struct pend *recs;
+    size_t n_recs, cap_recs;
+    uint32_t free_head; /* the first free record, AM_NONE when none */
+    size_t n_max;       /* the most entries it held */
+    struct gm_budget budget;
 };
 
-static inline size_t am_home(const struct addr_map *m, uint64_t addr)
+/* The memory a map may take beside the snapshot's own. */
+static void am_init(struct addr_map *m, const struct gm_snapshot *snap)
 {
-    return (size_t)((addr * 0x9e3779b97f4a7c15ULL) >> 32) & m->mask;
-}
-
-static bool am_grow(struct addr_map *m)
-{
-    size_t ncap = m->s ? (m->mask + 1) * 2 : 1024, nmask = ncap - 1;
-    struct pend *ns;
-    if (ncap > SIZE_MAX / sizeof(*ns))
-        return false;
-    if (!gm_budget_fits(m->limit, m->used, (uint64_t)ncap * sizeof(*ns))) {
-        m->over = true;
-        return false;
-    }
-    if (!(ns = gm_malloc(ncap * sizeof(*ns))))
-        return false;
-    for (size_t i = 0; i < ncap; i++)
-        ns[i].ev = AM_EMPTY;
-    for (size_t j = 0; m->s && j <= m->mask; j++) {
-        size_t i;
-        if (m->s[j].ev == AM_EMPTY)
-            continue;
-        for (i = (size_t)((m->s[j].addr * 0x9e3779b97f4a7c15ULL) >> 32) & nmask;
-             ns[i].ev != AM_EMPTY; i = (i + 1) & nmask)
-            ;
-        ns[i] = m->s[j];
-    }
-    gm_free(m->s);
-    m->s = ns;
-    m->mask = nmask;
-    return true;
+    memset(m, 0, sizeof(*m));
+    m->budget = gm_budget_make(snap->memory_limit, snap->memory_bytes);
+    gm_map_init(&m->map, &m->budget);
+    m->free_head = AM_NONE;
 }
 
 static void am_release(struct addr_map *m)
 {
-    gm_free(m->s);
-    m->s = NULL;
-    m->mask = m->n = 0;
+    gm_map_release(&m->map);
+    gm_free(m->recs);
+    m->recs = NULL;
+    m->n_recs = m->cap_recs = 0;
+    m->free_head = AM_NONE;
+}
+
+/* Room for 'n' pending allocations, so that am_set() cannot fail below that many. */
+static bool am_reserve(struct addr_map *m, size_t n)
+{
+    return gm_map_reserve(&m->map, n) && GM_VEC_RESERVE(m->recs, m->cap_recs, n, &m->budget);
 }
 
 /* addr -> the alloc event 'e' (index k); *displaced gets the pending allocation it
@@ -98,67 +85,63 @@ static void am_release(struct addr_map *m)
 static inline bool am_set(struct addr_map *m, const struct gm_snapshot_event *e, int32_t k,
                           struct pend *displaced)
 {
-    size_t i;
-    if (!m->s || (m->n + 1) * 2 > m->mask + 1) {
-        if (!am_grow(m))
+    bool added;
+    uint64_t *slot = gm_map_at(&m->map, e->addr, &added);
+    struct pend *p;
+    if (!slot)
+        return false;
+    if (added) {
+        uint32_t i = m->free_head;
+        if (i != AM_NONE) {
+            m->free_head = m->recs[i].next_free;
+        } else if (m->n_recs < UINT32_MAX &&
+                   GM_VEC_RESERVE(m->recs, m->cap_recs, m->n_recs + 1, &m->budget)) {
+            i = (uint32_t)m->n_recs++;
+        } else {
+            (void)gm_map_take(&m->map, e->addr, NULL);
             return false;
-    }
-    for (i = am_home(m, e->addr); m->s[i].ev != AM_EMPTY; i = (i + 1) & m->mask)
-        if (m->s[i].addr == e->addr)
-            break;
-    if (m->s[i].ev == AM_EMPTY) {
-        if (++m->n > m->n_max)
-            m->n_max = m->n;
+        }
+        *slot = i;
+        if (gm_map_count(&m->map) > m->n_max)
+            m->n_max = gm_map_count(&m->map);
         if (displaced)
             displaced->ev = AM_EMPTY;
     } else if (displaced) {
-        *displaced = m->s[i];
+        *displaced = m->recs[*slot];
     }
-    m->s[i].addr = e->addr;
-    m->s[i].bytes = e->size;
-    m->s[i].ev = k;
-    m->s[i].stack = e->stack;
-    m->s[i].extra = e->extra;
+    p = &m->recs[*slot];
+    p->addr = e->addr;
+    p->bytes = e->size;
+    p->ev = k;
+    p->stack = e->stack;
+    p->extra = e->extra;
     return true;
 }
 
-static inline size_t am_slot(const struct addr_map *m, uint64_t addr)
+static inline bool am_has(const struct addr_map *m, uint64_t addr)
 {
-    if (!m->s)
-        return SIZE_MAX;
-    for (size_t i = am_home(m, addr); m->s[i].ev != AM_EMPTY; i = (i + 1) & m->mask)
-        if (m->s[i].addr == addr)
-            return i;
-    return SIZE_MAX;
+    return gm_map_get(&m->map, addr, NULL);
 }
 
 /* The pending allocation at 'addr', removed from the map; false when there is none. */
 static inline bool am_take(struct addr_map *m, uint64_t addr, struct pend *out)
 {
-    size_t i = am_slot(m, addr), j;
-    if (i == SIZE_MAX)
+    uint64_t i;
+    if (!gm_map_take(&m->map, addr, &i))
         return false;
-    *out = m->s[i];
-    /* backward-shift the rest of the cluster into the hole */
-    for (j = (i + 1) & m->mask; m->s[j].ev != AM_EMPTY; j = (j + 1) & m->mask) {
-        size_t home = am_home(m, m->s[j].addr);
-        /* j moves into i unless its home lies cyclically in (i, j] */
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-            m->s[i] = m->s[j];
-            i = j;
-        }
-    }
-    m->s[i].ev = AM_EMPTY;
-    m->n--;
+    *out = m->recs[i];
+    m->recs[i].ev = AM_EMPTY;
+    m->recs[i].next_free = m->free_head;
+    m->free_head = (uint32_t)i;
     return true;
 }
 
 static enum gm_status am_fail(const struct addr_map *m, int32_t index, struct gm_error *err)
 {
     char what[64];
-    if (m->over) {
+    if (m->budget.over) {
         snprintf(what, sizeof(what), "the timeline of device %d", (int)index);
-        return gm_budget_fail(err, what, UINT64_MAX, m->limit);
+        return gm_budget_fail(err, what, UINT64_MAX, m->budget.limit);
     }
     return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 }
@@ -197,14 +180,6 @@ static void set_peak_time(const struct gm_snapshot_device *d, struct gm_snapshot
     }
 }
 
-/* The memory a map may take beside the snapshot's own. */
-static void am_init(struct addr_map *m, const struct gm_snapshot *snap)
-{
-    memset(m, 0, sizeof(*m));
-    m->limit = snap->memory_limit;
-    m->used = snap->memory_bytes;
-}
-
 /* Pass 3: the allocations alive after event 'peak' into out->live. */
 static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
                                 int64_t peak, struct gm_snapshot_timeline *out,
@@ -219,20 +194,9 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
     am_init(&m, snap);
 #define PUSH_LIVE(addr_, bytes_, stream_, stack_, ev_)                                             \
     do {                                                                                           \
-        struct gm_snapshot_live *l_;                                                               \
-        if (out->n_live == cap) {                                                                  \
-            size_t ncap_ = cap ? cap * 2 : 256;                                                    \
-            void *nv_;                                                                             \
-            if (!gm_budget_fits(m.limit, m.used, (uint64_t)ncap_ * sizeof(*out->live))) {          \
-                m.over = true;                                                                     \
-                goto out_fail;                                                                     \
-            }                                                                                      \
-            if (!(nv_ = gm_realloc(out->live, ncap_ * sizeof(*out->live))))                        \
-                goto out_fail;                                                                     \
-            out->live = nv_;                                                                       \
-            cap = ncap_;                                                                           \
-        }                                                                                          \
-        l_ = &out->live[out->n_live++];                                                            \
+        struct gm_snapshot_live *l_ = GM_VEC_PUSH(out->live, out->n_live, cap, &m.budget);        \
+        if (!l_)                                                                                   \
+            goto out_fail;                                                                         \
         l_->addr = (addr_);                                                                        \
         l_->bytes = (bytes_);                                                                      \
         l_->stream = (stream_);                                                                    \
@@ -245,8 +209,8 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
         int64_t k = (int64_t)c.index; /* the event just applied (-1: none yet) */
         if (k == peak) {
             /* everything pending now is alive at the peak */
-            for (size_t i = 0; m.s && i <= m.mask; i++) {
-                const struct pend *p = &m.s[i];
+            for (size_t i = 0; i < m.n_recs; i++) {
+                const struct pend *p = &m.recs[i];
                 if (p->ev == AM_EMPTY)
                     continue;
                 PUSH_LIVE(p->addr, p->bytes,
@@ -279,7 +243,7 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&m, b->address) != SIZE_MAX)
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&m, b->address))
                 continue;
             PUSH_LIVE(b->address, b->requested_size, seg->stream, b->stack, -1);
         }
@@ -380,7 +344,7 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
         mag = snap_sat_add(mag, seg->total_size);
         for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_slot(&m, b->address) != SIZE_MAX)
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&m, b->address))
                 continue;
             mag = snap_sat_add(mag, b->requested_size);
             initial = snap_sat_add(initial, b->requested_size);
@@ -468,13 +432,11 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
     am_init(m, snap);
     /* room for the most allocations pass 1 had pending, so that the map never grows here
      * (and cannot fail half-way) */
-    while (m->s == NULL || (tl->pending_max_ + 1) * 2 > m->mask + 1) {
-        if (!am_grow(m)) {
-            enum gm_status st = am_fail(m, dev->index, err);
-            am_release(m);
-            gm_free(m);
-            return st;
-        }
+    if (!am_reserve(m, tl->pending_max_ + 1)) {
+        enum gm_status st = am_fail(m, dev->index, err);
+        am_release(m);
+        gm_free(m);
+        return st;
     }
     w->map_ = m;
     w->allocated = tl->initial_bytes;
@@ -535,7 +497,7 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
                                       struct gm_snapshot_live_group **out, size_t *n_out,
                                       struct gm_error *err)
 {
-    struct hmap by_stack = {NULL, NULL, 0, 0};
+    struct gm_map by_stack = GM_MAP_INIT; /* stack -> index in g */
     struct gm_snapshot_live_group *g = NULL;
     size_t n = 0;
 
@@ -548,22 +510,23 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     for (size_t i = 0; i < tl->n_live; i++) {
         const struct gm_snapshot_live *l = &tl->live[i];
-        uint32_t idx = hmap_find(&by_stack, (uint64_t)l->stack + 1, NULL, NULL);
-        if (idx == HMAP_NONE) {
-            idx = (uint32_t)n++;
-            g[idx].stack = l->stack;
-            g[idx].bytes = 0;
-            g[idx].count = 0;
-            if (!hmap_put(&by_stack, (uint64_t)l->stack + 1, idx)) {
-                hmap_release(&by_stack);
-                gm_free(g);
-                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-            }
+        bool added;
+        uint64_t *idx = gm_map_at(&by_stack, l->stack, &added);
+        if (!idx) {
+            gm_map_release(&by_stack);
+            gm_free(g);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
         }
-        g[idx].bytes = snap_sat_add(g[idx].bytes, l->bytes);
-        g[idx].count++;
+        if (added) {
+            *idx = n++;
+            g[*idx].stack = l->stack;
+            g[*idx].bytes = 0;
+            g[*idx].count = 0;
+        }
+        g[*idx].bytes = snap_sat_add(g[*idx].bytes, l->bytes);
+        g[*idx].count++;
     }
-    hmap_release(&by_stack);
+    gm_map_release(&by_stack);
     qsort(g, n, sizeof(*g), cmp_group);
     *out = g;
     *n_out = n;
