@@ -21,6 +21,7 @@
 
 #include "base/big.h"
 #include "base/budget.h"
+#include "base/vec.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/lod.h"
@@ -105,7 +106,7 @@ struct work {
     bool has_backward;
     bool trace_has_frames;
     size_t *next_fwd;        /* per phase run: index of the next forward run */
-    struct ana_map site_of;  /* stack -> index in sites[] */
+    struct gm_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
     struct ana_index runs_ix, iters_ix;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
@@ -140,19 +141,18 @@ static enum gm_status over_limit(struct work *w, struct gm_error *err)
     return gm_budget_fail(err, what, UINT64_MAX, w->snap->memory_limit);
 }
 
-/* Grow a gm_big array of 'elem'-byte items for 'need' items, within the limit. */
+/* Grow a GM_VEC_BIG array of 'elem'-byte items for 'need' items, within the limit. */
 static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, size_t elem,
                            struct gm_error *err)
 {
-    size_t old = *cap;
-    if (need <= *cap)
-        return GM_OK;
-    if (!take(w, gm_budget_bytes(need > 2 * old ? need : 2 * old, elem)))
-        return over_limit(w, err);
-    w->held -= gm_budget_bytes(need > 2 * old ? need : 2 * old, elem);
-    if (!gm_big_grow(p, cap, need, elem, 256))
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-    w->held += gm_budget_bytes(*cap - old, elem);
+    struct gm_budget b = gm_budget_make(w->snap->memory_limit,
+                                        w->snap->memory_bytes + w->priv->held + w->held);
+    uint64_t before = b.used;
+    *p = gm_vec_grow(*p, cap, need, elem, GM_VEC_BIG, &b);
+    if (need > *cap)
+        return b.over ? over_limit(w, err)
+                      : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    w->held += b.used - before;
     return GM_OK;
 }
 
@@ -240,11 +240,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     size_t n_trace = 0, cap_trace = 0, n_early = 0, cap_early = 0;
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
-    struct ana_map map;
+    struct gm_map map = GM_MAP_INIT; /* address -> index in trace[] of the allocation there */
     struct step_ranges steps;
-    enum gm_status st = ana_map_init(&map, 1024, err);
-    if (st != GM_OK)
-        return st;
+    enum gm_status st = GM_OK;
     if (!step_ranges_init(&steps, w->snap, sd->index)) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
@@ -280,13 +278,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             a->stream = gm_snapshot_event_stream(w->snap, e);
             a->alloc_event = (int32_t)k;
             a->stack = e->stack;
-            st = ana_map_put(&map, e->addr, (uint32_t)(n_trace - 1), err);
-            if (st != GM_OK)
+            if (!gm_map_put(&map, e->addr, n_trace - 1)) {
+                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
                 goto out;
+            }
             break;
         }
         case GM_ACTION_FREE_REQUESTED: {
-            uint32_t i = ana_map_get(&map, e->addr);
+            uint32_t i = ana_map_u32(&map, e->addr);
             if (i != NO_ALLOC && trace[i].free_requested_event < 0) {
                 trace[i].free_requested_event = (int32_t)k;
                 trace[i].free_stack = e->stack;
@@ -294,7 +293,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             break;
         }
         case GM_ACTION_FREE_COMPLETED: {
-            uint32_t i = ana_map_get(&map, e->addr);
+            uint32_t i = ana_map_u32(&map, e->addr);
             if (w->n_free_of == w->cap_free_of &&
                 (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
                            sizeof(uint32_t), err)) != GM_OK)
@@ -304,7 +303,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 if (!trace[i].free_stack)
                     trace[i].free_stack = e->stack;
                 w->free_of[w->n_free_of++] = i;
-                ana_map_del(&map, e->addr);
+                (void)gm_map_take(&map, e->addr, NULL);
             } else {
                 struct gm_analysis_alloc *a;
                 if (n_early >= (size_t)0x7fffffff)
@@ -340,7 +339,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             struct gm_analysis_alloc *a;
             if (blk->state != GM_BLOCK_ACTIVE_ALLOCATED)
                 continue;
-            if (ana_map_get(&map, blk->address) != NO_ALLOC)
+            if (gm_map_get(&map, blk->address, NULL))
                 continue;
             if (n_early >= (size_t)0x7fffffff)
                 goto limit;
@@ -387,7 +386,7 @@ out:
     gm_big_free(trace, cap_trace * sizeof(*trace));
     gm_free(steps.open);
     gm_free(steps.close);
-    ana_map_release(&map);
+    gm_map_release(&map);
     return st;
 }
 
@@ -687,7 +686,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
         const struct gm_analysis_phase_run *f = next_forward(w, a->alloc_event);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(w, f->first_event);
-            uint32_t si = ana_map_get(&w->site_of, a->stack);
+            uint32_t si = ana_map_u32(&w->site_of, a->stack);
             struct site_stat *ss = si != NO_ALLOC ? &w->sites[si] : NULL;
             /* A batch is a few tensors per iteration (x, y, a mask, a dict of them), not
              * per-parameter work done in a loop. */
@@ -1128,8 +1127,8 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     size_t n_it = dev->n_iterations;
     if (n_it < ANA_MIN_LEAK_ITERATIONS)
         return GM_OK;
-    enum gm_status st;
-    struct ana_map map;
+    enum gm_status st = GM_OK;
+    struct gm_map map = GM_MAP_INIT; /* stack -> index in sites[] */
     struct site *sites = NULL;
     uint64_t *per_it = NULL;
     struct kept_alloc *kept = NULL;
@@ -1137,22 +1136,14 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     size_t n_sites = 0, cap = 0;
     uint64_t held = w->held;   /* the temporaries below are given back at the end */
     uint64_t n_leaks_kept = 0; /* bytes of the leaks kept in the arena */
-    st = ana_map_init(&map, 64, err);
-    if (st != GM_OK)
-        return st;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->iteration < 0 || a->free_event >= 0)
             continue;
-        uint32_t s = ana_map_get(&map, a->stack);
+        uint32_t s = ana_map_u32(&map, a->stack);
         if (s == NO_ALLOC) {
-            if (n_sites == cap) {
-                cap = cap ? cap * 2 : 64;
-                struct site *ns = gm_realloc(sites, cap * sizeof(*ns));
-                if (!ns)
-                    goto nomem;
-                sites = ns;
-            }
+            if (!GM_VEC_RESERVE(sites, cap, n_sites + 1, NULL))
+                goto nomem;
             s = (uint32_t)n_sites++;
             memset(&sites[s], 0, sizeof(sites[s]));
             sites[s].stack = a->stack;
@@ -1160,9 +1151,8 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
             sites[s].phase = a->phase;
             sites[s].category = a->category;
             sites[s].rule = a->rule;
-            st = ana_map_put(&map, a->stack, s, err);
-            if (st != GM_OK)
-                goto out;
+            if (!gm_map_put(&map, a->stack, s))
+                goto nomem;
         }
         struct site *si = &sites[s];
         si->total += a->bytes;
@@ -1201,7 +1191,7 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->iteration < 0 || a->free_event >= 0)
             continue;
-        uint32_t si = ana_map_get(&map, a->stack);
+        uint32_t si = ana_map_u32(&map, a->stack);
         if (si == NO_ALLOC || sites[si].n_iters < need)
             continue;
         kept[n_kept].site = si;
@@ -1264,7 +1254,7 @@ out:
     gm_free(kept);
     gm_free(sl);
     gm_free(sites);
-    ana_map_release(&map);
+    gm_map_release(&map);
     w->held = held + n_leaks_kept;
     return st;
 }
@@ -1277,28 +1267,21 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
     size_t n = 0, cap = 0;
-    enum gm_status st = ana_map_init(&w->site_of, 256, err);
-    if (st != GM_OK)
-        return st;
+    gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0)
             continue;
-        uint32_t si = ana_map_get(&w->site_of, a->stack);
+        uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 256;
-                struct site_stat *v = gm_realloc(w->sites, cap * sizeof(*v));
-                if (!v)
-                    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-                w->sites = v;
-            }
+            if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             si = (uint32_t)n++;
             memset(&w->sites[si], 0, sizeof(w->sites[si]));
             w->sites[si].last_iter = -2;
             w->sites[si].first_kept = w->sites[si].last_kept = -2;
-            if ((st = ana_map_put(&w->site_of, a->stack, si, err)) != GM_OK)
-                return st;
+            if (!gm_map_put(&w->site_of, a->stack, si))
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         }
         struct site_stat *ss = &w->sites[si];
         int32_t itv = iteration_of(w, a->alloc_event);
@@ -1470,7 +1453,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     priv->held += layout_bytes(dp->layout);
     st = frag_targets(&w, err);
 out:
-    ana_map_release(&w.site_of);
+    gm_map_release(&w.site_of);
     ix_release(&w.runs_ix);
     ix_release(&w.iters_ix);
     gm_free(w.sites);
@@ -1552,12 +1535,11 @@ fail:
 
 bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes)
 {
-    struct ana_kept *v = gm_realloc(priv->kept, (priv->n_kept + 1) * sizeof(*v));
-    if (!v)
+    struct ana_kept *k = GM_VEC_PUSH(priv->kept, priv->n_kept, priv->cap_kept, NULL);
+    if (!k)
         return false;
-    priv->kept = v;
-    v[priv->n_kept].p = p;
-    v[priv->n_kept++].bytes = bytes;
+    k->p = p;
+    k->bytes = bytes;
     return true;
 }
 

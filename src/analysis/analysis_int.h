@@ -4,6 +4,8 @@
 #ifndef GM_ANALYSIS_INT_H
 #define GM_ANALYSIS_INT_H
 
+#include "base/map.h"
+
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 
@@ -72,22 +74,13 @@ bool ana_same_function(const struct gm_snapshot *snap, uint32_t a, uint32_t b);
 /* Phase the flags of a stack imply (RAW_UNKNOWN when they say nothing). */
 enum ana_raw_phase ana_phase_of_flags(uint16_t flags);
 
-/* --- address map: u64 key -> u32 value (open addressing, linear probing) --- */
-struct ana_map {
-    uint64_t *keys;
-    uint32_t *vals; /* UINT32_MAX: empty slot */
-    size_t cap;     /* power of two */
-    size_t n;
-};
-
-enum gm_status ana_map_init(struct ana_map *m, size_t expect, struct gm_error *err);
-void ana_map_release(struct ana_map *m);
-/* Value for 'key' or UINT32_MAX. */
-uint32_t ana_map_get(const struct ana_map *m, uint64_t key);
-/* Insert or replace. */
-enum gm_status ana_map_put(struct ana_map *m, uint64_t key, uint32_t val, struct gm_error *err);
-/* Remove 'key' if present. */
-void ana_map_del(struct ana_map *m, uint64_t key);
+/* The 32-bit value (an index) of 'key' in a base map (base/map.h), UINT32_MAX when the map
+ * has none. */
+static inline uint32_t ana_map_u32(const struct gm_map *m, uint64_t key)
+{
+    uint64_t v;
+    return gm_map_get(m, key, &v) ? (uint32_t)v : UINT32_MAX;
+}
 
 /* --- internals of the analysis object --- */
 
@@ -100,7 +93,7 @@ struct ana_kept {
 struct ana_priv {
     struct gm_arena arena;
     struct ana_kept *kept;
-    size_t n_kept;
+    size_t n_kept, cap_kept;
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
 };

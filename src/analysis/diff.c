@@ -9,74 +9,57 @@
  * apart. */
 #include "analysis/analysis_int.h"
 
+#include "base/vec.h"
+
 #include "gpumem/arena.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct skey {
-    char *key; /* gm_malloc'ed */
-    size_t site;
-};
-
+/* The sites' keys (stack_key()), one per site in site order, and an index of their hashes. */
 struct smap {
-    struct skey *v;
-    size_t cap, n;
+    struct gm_map index; /* hash of a key -> its site */
+    char **keys;         /* gm_malloc'ed */
+    size_t n, cap;
 };
-
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 static void smap_release(struct smap *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
-        gm_free(m->v[i].key);
-    gm_free(m->v);
+    for (size_t i = 0; i < m->n; i++)
+        gm_free(m->keys[i]);
+    gm_free(m->keys);
+    gm_map_release(&m->index);
     memset(m, 0, sizeof(*m));
 }
 
-/* Index of 'key' (taking ownership of it when new: *is_new set), or SIZE_MAX on NOMEM. */
-static size_t smap_get_or_add(struct smap *m, char *key, size_t next_site, bool *is_new)
+struct key_eq {
+    const struct smap *m;
+    const char *key;
+};
+
+static bool key_eq(void *ctx, uint64_t site)
 {
+    const struct key_eq *c = ctx;
+    return !strcmp(c->m->keys[site], c->key);
+}
+
+/* The site of 'key' (taking ownership of it when new: *is_new set, the site is the next
+ * one), or SIZE_MAX on NOMEM. */
+static size_t smap_get_or_add(struct smap *m, char *key, bool *is_new)
+{
+    uint64_t h = gm_hash_bytes(key, strlen(key), 0), site;
+    struct key_eq c = {m, key};
     *is_new = false;
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        struct skey *v = gm_calloc(cap, sizeof(*v));
-        if (!v)
-            return SIZE_MAX;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->v[i].key)
-                continue;
-            size_t j = fnv(m->v[i].key) & (cap - 1);
-            while (v[j].key)
-                j = (j + 1) & (cap - 1);
-            v[j] = m->v[i];
-        }
-        gm_free(m->v);
-        m->v = v;
-        m->cap = cap;
+    if (gm_map_find(&m->index, h, key_eq, &c, &site)) {
+        gm_free(key);
+        return (size_t)site;
     }
-    size_t j = fnv(key) & (m->cap - 1);
-    while (m->v[j].key) {
-        if (!strcmp(m->v[j].key, key)) {
-            gm_free(key);
-            return m->v[j].site;
-        }
-        j = (j + 1) & (m->cap - 1);
-    }
-    m->v[j].key = key;
-    m->v[j].site = next_site;
-    m->n++;
+    if (!GM_VEC_RESERVE(m->keys, m->cap, m->n + 1, NULL) || !gm_map_add(&m->index, h, m->n))
+        return SIZE_MAX;
+    m->keys[m->n] = key;
     *is_new = true;
-    return next_site;
+    return m->n++;
 }
 
 /* The site key of a stack: "file\x1ffunction\x1fline\x1e" for the innermost shown frame,
@@ -123,44 +106,35 @@ struct sites {
 static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
                                const struct gm_analysis_device *dev, int side, struct gm_error *err)
 {
-    struct ana_map by_stack;
-    enum gm_status st = ana_map_init(&by_stack, 256, err);
-    if (st != GM_OK)
-        return st;
+    struct gm_map by_stack = GM_MAP_INIT; /* stack -> site */
+    enum gm_status st;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        uint32_t site = ana_map_get(&by_stack, a->stack);
+        uint32_t site = ana_map_u32(&by_stack, a->stack);
         if (site == UINT32_MAX) {
             char *key = stack_key(an->snap, a->stack);
             if (!key)
                 goto nomem;
             bool is_new;
-            size_t idx = smap_get_or_add(m, key, s->n, &is_new);
+            size_t idx = smap_get_or_add(m, key, &is_new);
             if (idx == SIZE_MAX) {
                 gm_free(key);
                 goto nomem;
             }
             if (is_new) {
-                if (s->n == s->cap) {
-                    size_t cap = s->cap ? s->cap * 2 : 256;
-                    struct gm_analysis_diff_site *v = gm_realloc(s->v, cap * sizeof(*v));
-                    if (!v)
-                        goto nomem;
-                    s->v = v;
-                    s->cap = cap;
-                }
-                memset(&s->v[s->n], 0, sizeof(s->v[0]));
-                s->v[s->n].stack[0] = s->v[s->n].stack[1] = UINT32_MAX;
-                s->n++;
+                struct gm_analysis_diff_site *ds = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
+                if (!ds)
+                    goto nomem;
+                memset(ds, 0, sizeof(*ds));
+                ds->stack[0] = ds->stack[1] = UINT32_MAX;
             }
             if (idx >= UINT32_MAX) {
                 st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "diff: too many sites");
                 goto out;
             }
             site = (uint32_t)idx;
-            st = ana_map_put(&by_stack, a->stack, site, err);
-            if (st != GM_OK)
-                goto out;
+            if (!gm_map_put(&by_stack, a->stack, site))
+                goto nomem;
         }
         struct gm_analysis_diff_site *ds = &s->v[site];
         if (ds->stack[side] == UINT32_MAX)
@@ -178,7 +152,7 @@ static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_
 nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
 out:
-    ana_map_release(&by_stack);
+    gm_map_release(&by_stack);
     return st;
 }
 

@@ -34,6 +34,12 @@ static inline uint64_t snap_sat_add(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* gm_snapshot_group_live() of any list of live allocations: the one grouping by stack
+ * (the analysis groups what is alive at any moment with it). */
+enum gm_status snap_group_live(const struct gm_snapshot_live *live, size_t n_live,
+                               struct gm_snapshot_live_group **out, size_t *n_out,
+                               struct gm_error *err);
+
 /* gm_snapshot_timeline(); force_two_pass: find the peak by the forward replay even where
  * the one-pass search applies (tests compare the two). */
 enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,

@@ -493,9 +493,9 @@ static int cmp_group(const void *pa, const void *pb)
     return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
-enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
-                                      struct gm_snapshot_live_group **out, size_t *n_out,
-                                      struct gm_error *err)
+enum gm_status snap_group_live(const struct gm_snapshot_live *live, size_t n_live,
+                               struct gm_snapshot_live_group **out, size_t *n_out,
+                               struct gm_error *err)
 {
     struct gm_map by_stack = GM_MAP_INIT; /* stack -> index in g */
     struct gm_snapshot_live_group *g = NULL;
@@ -503,13 +503,13 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
 
     *out = NULL;
     *n_out = 0;
-    if (!tl->n_live)
+    if (!n_live)
         return GM_OK;
-    g = gm_malloc(tl->n_live * sizeof(*g));
+    g = gm_malloc(n_live * sizeof(*g));
     if (!g)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    for (size_t i = 0; i < tl->n_live; i++) {
-        const struct gm_snapshot_live *l = &tl->live[i];
+    for (size_t i = 0; i < n_live; i++) {
+        const struct gm_snapshot_live *l = &live[i];
         bool added;
         uint64_t *idx = gm_map_at(&by_stack, l->stack, &added);
         if (!idx) {
@@ -531,6 +531,13 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
     *out = g;
     *n_out = n;
     return GM_OK;
+}
+
+enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
+                                      struct gm_snapshot_live_group **out, size_t *n_out,
+                                      struct gm_error *err)
+{
+    return snap_group_live(tl->live, tl->n_live, out, n_out, err);
 }
 
 bool gm_snapshot_first_oom(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,

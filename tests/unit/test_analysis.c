@@ -99,23 +99,6 @@ static void test_frame_flags(void **state)
     assert_int_equal(ana_phase_of_flags(FR_USER), RAW_UNKNOWN);
 }
 
-static void test_map(void **state)
-{
-    (void)state;
-    struct ana_map m;
-    assert_int_equal(ana_map_init(&m, 4, NULL), GM_OK);
-    for (uint32_t i = 0; i < 5000; i++)
-        assert_int_equal(ana_map_put(&m, (uint64_t)i * 512 + 0x7f0000000000ULL, i, NULL), GM_OK);
-    for (uint32_t i = 0; i < 5000; i += 2)
-        ana_map_del(&m, (uint64_t)i * 512 + 0x7f0000000000ULL);
-    for (uint32_t i = 0; i < 5000; i++) {
-        uint32_t v = ana_map_get(&m, (uint64_t)i * 512 + 0x7f0000000000ULL);
-        assert_int_equal(v, (i % 2) ? i : UINT32_MAX);
-    }
-    assert_int_equal(m.n, 2500);
-    ana_map_release(&m);
-}
-
 /* ---- a hand-built training trace ---- */
 
 enum {
@@ -695,7 +678,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),       cmocka_unit_test(test_frame_flags),
-        cmocka_unit_test(test_map),         cmocka_unit_test(test_training_trace),
+        cmocka_unit_test(test_training_trace),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_nomem),
         cmocka_unit_test(test_oom),         cmocka_unit_test(test_random_traces),
         cmocka_unit_test(test_leak_causes), cmocka_unit_test(test_user_phases),
