@@ -31,6 +31,14 @@ void gm_map_release(struct gm_map *m)
     gm_map_init(m, b);
 }
 
+void gm_map_clear(struct gm_map *m)
+{
+    if (m->n)
+        memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+    m->n = 0;
+    m->has_zero = false;
+}
+
 /* Move every entry into a table of 'n_slots' slots (a power of two). */
 static bool rehash(struct gm_map *m, size_t n_slots)
 {

@@ -50,6 +50,10 @@ void gm_map_init(struct gm_map *m, struct gm_budget *budget);
 /* Free the slots (and give their bytes back to the budget); the map is empty and usable. */
 void gm_map_release(struct gm_map *m);
 
+/* Remove every entry, keeping the slots: O(slots) when the map holds any entry, O(1) when
+ * it is empty (a map emptied again and again stays as large as it ever was). */
+void gm_map_clear(struct gm_map *m);
+
 /* Entries in the map. */
 static inline size_t gm_map_count(const struct gm_map *m)
 {

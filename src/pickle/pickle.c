@@ -294,17 +294,8 @@ static bool on_stack(const struct vm *vm, size_t below, pk_val v)
 /* The name the consumer gave list 'l' in this batch (pk_record_name()), or UINT32_MAX. */
 static uint32_t name_of(const struct vm *vm, const struct pk_node *l)
 {
-    const size_t mask = ((size_t)1 << NAME_BITS) - 1;
-    if (!vm->names)
-        return UINT32_MAX;
-    for (size_t i = ((uintptr_t)l * 0x9e3779b97f4a7c15ULL) >> (64 - NAME_BITS);;
-         i = (i + 1) & mask) {
-        const struct name_slot *ns = &vm->names[i];
-        if (ns->gen != vm->names_gen)
-            return UINT32_MAX;
-        if (ns->list == l)
-            return ns->id;
-    }
+    uint64_t id;
+    return gm_map_get(&vm->names, (uintptr_t)l, &id) ? (uint32_t)id : UINT32_MAX;
 }
 
 /* A consumed item (stack[i] with i >= 'below'), and the lists inside it that were held
@@ -315,7 +306,7 @@ static void recycle(struct vm *vm, pk_val v, size_t below)
     struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
     if (!n || (n->flags & (PK_NODE_SHARED | PK_NODE_STREAMED)) || n->n_puts > 1 || n->refs)
         return;
-    if (n->kind == PK_DICT && vm->names && vm->names_n) {
+    if (n->kind == PK_DICT && gm_map_count(&vm->names)) {
         for (uint32_t i = 0; i < n->len; i++) {
             pk_val c = n->items[2 * i + 1];
             struct pk_node *cn = (struct pk_node *)(uintptr_t)pk_node_of_kind(c, PK_LIST);
@@ -743,11 +734,6 @@ static bool stream_list_at(const struct vm *vm, size_t p, uint32_t *index)
     return true;
 }
 
-static inline size_t name_home(const struct pk_node *l)
-{
-    return (size_t)(((uint64_t)(uintptr_t)l * 0x9e3779b97f4a7c15ULL) >> (64 - NAME_BITS));
-}
-
 void pk_record_of(const struct pk_doc *doc, pk_val item, struct pk_record *r)
 {
     const struct pk_node *d = pk_node_of_kind(item, PK_DICT);
@@ -768,50 +754,30 @@ bool pk_record_can_name(const struct pk_record *r, pk_val list)
         return false;
     if (vm->in_flat)
         return l == &vm->flat_list;
-    /* a batch that has filled half the table names no more lists, so which lists are
-     * recycled depends on their order, never on their addresses (nor does any message
-     * about a damaged file) */
-    return !(l->flags & PK_NODE_STREAMED) && l->n_puts <= 1 && vm->names_n < (1u << NAME_BITS) / 2;
+    /* a batch that has named MAX_NAMES lists names no more, so which lists are recycled
+     * depends on their order, never on their addresses (nor does any message about a
+     * damaged file) */
+    return !(l->flags & PK_NODE_STREAMED) && l->n_puts <= 1 &&
+           gm_map_count(&vm->names) < MAX_NAMES;
 }
 
 bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id)
 {
     struct vm *vm = r->vm_;
     const struct pk_node *l = pk_node(list);
-    const size_t mask = ((size_t)1 << NAME_BITS) - 1;
     if (!pk_record_can_name(r, list) || id > CELL_INDEX)
         return false;
     if (vm->in_flat) {
         vm->flat_name = id;
         return true;
     }
-    if (!vm->names && !(vm->names = gm_calloc((size_t)1 << NAME_BITS, sizeof(*vm->names))))
-        return false;
-    for (size_t i = name_home(l);; i = (i + 1) & mask) {
-        struct name_slot *ns = &vm->names[i];
-        if (ns->gen != vm->names_gen) {
-            ns->list = l;
-            ns->id = id;
-            ns->gen = vm->names_gen;
-            vm->names_n++;
-            return true;
-        }
-        if (ns->list == l) {
-            ns->id = id;
-            return true;
-        }
-    }
+    return gm_map_put(&vm->names, (uintptr_t)l, id);
 }
 
 /* A new batch: the names of the one before no longer count. */
 static void names_reset(struct vm *vm)
 {
-    if (++vm->names_gen == 0) { /* after 2^32 batches every entry would look current */
-        if (vm->names)
-            memset(vm->names, 0, ((size_t)1 << NAME_BITS) * sizeof(*vm->names));
-        vm->names_gen = 1;
-    }
-    vm->names_n = 0;
+    gm_map_clear(&vm->names);
 }
 
 /* The items stack[first..sp) appended to list 'n' at stack[list_pos]: when it is a stream
@@ -1235,7 +1201,7 @@ static void vm_free(struct vm *vm)
     gm_big_free(vm->memo, vm->memo_cap * sizeof(uint32_t));
     gm_big_free(vm->memo_base, vm->base_cap * sizeof(uint64_t));
     gm_big_free(vm->wide, vm->wide_cap * sizeof(pk_val));
-    gm_free(vm->names);
+    gm_map_release(&vm->names);
     gm_free(vm);
 }
 

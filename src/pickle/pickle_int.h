@@ -17,6 +17,8 @@
 
 #include "pickle/pickle.h"
 
+#include "base/map.h"
+
 #include <string.h>
 
 /* Opcode bytes (CPython Lib/pickle.py names). */
@@ -94,7 +96,7 @@ enum {
 #define FREE_CLASSES   64
 #define FLAT_MAX_PAIRS 32
 #define FLAT_MAX_ITEMS 1024
-#define NAME_BITS      14
+#define MAX_NAMES      8192 /* lists the general reader names in one batch, at most */
 
 #define MEMO_PAGE_BITS 16
 #define CELL_STR_MAX   0x3fffffffu
@@ -112,12 +114,6 @@ enum {
 #define SMALL_MAX (((int64_t)1 << 60) - 1)
 
 /* A list named by the consumer in the current batch of the general reader. */
-struct name_slot {
-    const struct pk_node *list;
-    uint32_t id;
-    uint32_t gen; /* valid when the table's */
-};
-
 /* The machine's state during one parse. */
 struct vm {
     struct pk_doc *doc;
@@ -149,8 +145,7 @@ struct vm {
     const struct pk_stream *stream;
     bool general_only;
     size_t key_len;          /* strlen(stream->key) */
-    struct name_slot *names; /* the general reader's lists named in this batch */
-    uint32_t names_gen, names_n;
+    struct gm_map names; /* the general reader's lists named in this batch: node -> id */
     uint32_t flat_name; /* the flat reader: the name given to the current record's list */
     bool in_flat;
     /* the flat reader: its transient nodes, and the key at each position of the entry
