@@ -29,6 +29,7 @@
  * (n_outside). */
 #include "analysis/analysis_int.h"
 
+#include "base/vec.h"
 #include "gpumem/arena.h"
 
 #include <stdlib.h>
@@ -46,18 +47,7 @@ struct seg_state {
 
 static bool ranges_grow(struct seg_state *s, size_t extra)
 {
-    size_t cap;
-    struct gm_layout_range *v;
-    if (s->n + extra <= s->cap)
-        return true;
-    cap = s->cap ? s->cap : 4;
-    while (cap < s->n + extra)
-        cap *= 2;
-    if (!(v = gm_realloc(s->r, cap * sizeof(*v))))
-        return false;
-    s->r = v;
-    s->cap = cap;
-    return true;
+    return GM_VEC_RESERVE(s->r, s->cap, s->n + extra, NULL);
 }
 
 /* Remove [a, a+n) from the ranges (splitting one when it falls inside). */
@@ -142,16 +132,12 @@ static bool new_segment(struct hist *b, uint64_t base, uint64_t stream, bool sma
 {
     struct gm_layout_history *h = b->h;
     if (h->n_segments == b->cap_seg) {
-        size_t cap = b->cap_seg ? 2 * b->cap_seg : 16;
-        struct gm_layout_segment_info *v = gm_realloc(h->segments, cap * sizeof(*v));
-        struct seg_state *sv;
-        if (!v)
+        /* two arrays of one capacity: each grows by the same rule from the same size */
+        size_t cap_info = b->cap_seg, cap_st = b->cap_seg;
+        if (!GM_VEC_RESERVE(h->segments, cap_info, h->n_segments + 1, NULL) ||
+            !GM_VEC_RESERVE(b->st, cap_st, h->n_segments + 1, NULL))
             return false;
-        h->segments = v;
-        if (!(sv = gm_realloc(b->st, cap * sizeof(*sv))))
-            return false;
-        b->st = sv;
-        b->cap_seg = cap;
+        b->cap_seg = cap_info < cap_st ? cap_info : cap_st;
     }
     if (h->n_segments >= UINT32_MAX)
         return false;
@@ -285,14 +271,8 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
         if (!is_segment_event(e->action))
             continue;
-        if (n_ev == cap_ev) {
-            size_t cap = cap_ev ? 2 * cap_ev : 64;
-            void *v = gm_realloc(ev, cap * sizeof(*ev));
-            if (!v)
-                goto nomem;
-            ev = v;
-            cap_ev = cap;
-        }
+        if (!GM_VEC_RESERVE(ev, cap_ev, n_ev + 1, NULL))
+            goto nomem;
         ev[n_ev].k = (int64_t)c.index;
         ev[n_ev++].e = *e;
     }
@@ -416,22 +396,6 @@ struct walk {
     size_t cap_segs, cap_ranges, cap_blocks;
 };
 
-static bool grow_arr(void **p, size_t *cap, size_t need, size_t elem)
-{
-    size_t cap2;
-    void *v;
-    if (need <= *cap)
-        return true;
-    cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
-        cap2 *= 2;
-    if (cap2 > SIZE_MAX / elem || !(v = gm_realloc(*p, cap2 * elem)))
-        return false;
-    *p = v;
-    *cap = cap2;
-    return true;
-}
-
 static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_t n_live,
                                 struct gm_error *err)
 {
@@ -456,8 +420,8 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
         size_t n_seg = si->is_expandable ? st->n : st->n ? 1 : 0;
         if (!st->n)
             continue;
-        if (!grow_arr((void **)&w->segs, &w->cap_segs, ns + n_seg, sizeof(*w->segs)) ||
-            !grow_arr((void **)&w->ranges, &w->cap_ranges, nr + st->n, sizeof(*w->ranges)))
+        if (!GM_VEC_RESERVE(w->segs, w->cap_segs, ns + n_seg, NULL) ||
+            !GM_VEC_RESERVE(w->ranges, w->cap_ranges, nr + st->n, NULL))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "layout: out of memory");
         memcpy(&w->ranges[nr], st->r, st->n * sizeof(*st->r));
         for (size_t q = 0; q < n_seg; q++) {
@@ -490,7 +454,7 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
     memset(&w->out, 0, sizeof(w->out));
     w->out.event = k;
     /* the blocks, in the segment holding their address */
-    if (!grow_arr((void **)&w->blocks, &w->cap_blocks, n_live ? n_live : 1, sizeof(*w->blocks)))
+    if (!GM_VEC_RESERVE(w->blocks, w->cap_blocks, n_live ? n_live : 1, NULL))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "layout: out of memory");
     for (size_t j = 0; j < n_live; j++) {
         const struct gm_analysis_alloc *a = &w->dev->allocs[live[j]];

@@ -3,6 +3,7 @@
  * PID namespace (NVML always reports host PIDs), and the process tree under a PID. */
 #include "device/device_int.h"
 
+#include "base/vec.h"
 #include "gpumem/arena.h"
 
 #include <dirent.h>
@@ -239,18 +240,14 @@ enum gm_status gm_proc_tree_list(uint32_t root, uint32_t **out, size_t *n_out, s
             if (*end || !v || v > UINT32_MAX || !read_ppid((uint32_t)v, &pp))
                 continue;
             if (n == alloc) {
-                size_t na = alloc ? alloc * 2 : 512;
-                uint32_t *a = gm_realloc(pid, na * sizeof(*a)), *b;
-                if (a)
-                    pid = a;
-                b = a ? gm_realloc(ppid, na * sizeof(*b)) : NULL;
-                if (b)
-                    ppid = b;
-                if (!a || !b) {
+                /* two arrays of one capacity, each grown by the same rule */
+                size_t c_pid = alloc, c_ppid = alloc;
+                if (!GM_VEC_RESERVE(pid, c_pid, n + 1, NULL) ||
+                    !GM_VEC_RESERVE(ppid, c_ppid, n + 1, NULL)) {
                     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for /proc");
                     break;
                 }
-                alloc = na;
+                alloc = c_ppid;
             }
             pid[n] = (uint32_t)v;
             ppid[n] = pp;

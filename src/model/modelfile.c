@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/file.h"
 #include "base/json_load.h"
+#include "base/vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -75,17 +76,8 @@ enum gm_status gm_modelfile_add_tensor(struct gm_modelfile *m,
     if (n_dims > GM_MODELFILE_MAX_DIMS)
         return gm_fail(err, GM_ERR_UNSUPPORTED, offset, "tensor '%.*s': %u dimensions (at most %d)",
                        (int)(len > 64 ? 64 : len), name, n_dims, GM_MODELFILE_MAX_DIMS);
-    if (m->n_tensors == m->tensors_cap) {
-        size_t cap = m->tensors_cap ? m->tensors_cap * 2 : 256;
-        void *p;
-        if (cap > SIZE_MAX / sizeof(*m->tensors))
-            return gm_fail(err, GM_ERR_NOMEM, offset, "tensor table: too large");
-        p = gm_realloc(m->tensors, cap * sizeof(*m->tensors));
-        if (!p)
-            return gm_fail(err, GM_ERR_NOMEM, offset, "tensor table: out of memory");
-        m->tensors = p;
-        m->tensors_cap = cap;
-    }
+    if (!GM_VEC_RESERVE(m->tensors, m->tensors_cap, m->n_tensors + 1, NULL))
+        return gm_fail(err, GM_ERR_NOMEM, offset, "tensor table: out of memory");
     t = &m->tensors[m->n_tensors];
     memset(t, 0, sizeof(*t));
     t->name = gm_arena_strndup(&m->arena, name, len);
@@ -591,15 +583,9 @@ static enum gm_status load_dir(const char *dir, const struct gm_modelfile_limits
                          (unsigned long long)lim->max_files);
             goto out;
         }
-        if (*nn == *cc) {
-            size_t c = *cc ? *cc * 2 : 16;
-            char **q = gm_realloc(*list, c * sizeof(**list));
-            if (!q) {
-                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", dir);
-                goto out;
-            }
-            *list = q;
-            *cc = c;
+        if (!GM_VEC_RESERVE(*list, *cc, *nn + 1, NULL)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': out of memory", dir);
+            goto out;
         }
         (*list)[*nn] = gm_malloc(strlen(e->d_name) + 1);
         if (!(*list)[*nn]) {

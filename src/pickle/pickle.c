@@ -12,6 +12,7 @@
 #include "pickle/pickle_int.h"
 
 #include "base/big.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -175,27 +176,12 @@ enum gm_status vm_nomem(struct vm *vm, uint64_t off)
 /* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
 bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
 {
-    size_t ncap = *cap ? *cap : 64;
-    void *n;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem)
-            return false;
-        ncap *= 2;
-    }
-    if (ncap > SIZE_MAX / elem)
-        return false;
-    if (vm->max_memory &&
-        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory) {
-        vm->limit_hit = true;
-        return false;
-    }
-    n = gm_big_realloc(*arr, *cap * elem, ncap * elem);
-    if (!n)
-        return false;
-    vm->heap_bytes = vm->heap_bytes - *cap * elem + ncap * elem;
-    *arr = n;
-    *cap = ncap;
-    return true;
+    struct gm_budget b = gm_budget_make(vm->max_memory, vm->heap_bytes + vm->doc->arena.used);
+    uint64_t before = b.used;
+    *arr = gm_vec_grow(*arr, cap, need, elem, GM_VEC_BIG, &b);
+    vm->limit_hit |= b.over;
+    vm->heap_bytes += (size_t)(b.used - before);
+    return need <= *cap;
 }
 
 static enum gm_status push_slow(struct vm *vm, pk_val v, uint64_t off)

@@ -9,6 +9,7 @@
  * Protocols 2 and 3 have no frames and memoize with BINPUT / LONG_BINPUT. */
 #include "gpumem/pickle_write.h"
 
+#include "base/vec.h"
 #include "gpumem/arena.h"
 
 #include <string.h>
@@ -53,17 +54,9 @@ static void put(struct gm_pickle_writer *w, const void *p, size_t n)
         w->len = FRAME_HEADER;
         w->in_frame = true;
     }
-    if (w->len + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 2 * FRAME_TARGET;
-        while (cap < w->len + n)
-            cap *= 2;
-        unsigned char *nb = gm_realloc(w->buf, cap);
-        if (!nb) {
-            w->nomem = true;
-            return;
-        }
-        w->buf = nb;
-        w->cap = cap;
+    if (!GM_VEC_RESERVE(w->buf, w->cap, w->len + n, NULL)) {
+        w->nomem = true;
+        return;
     }
     memcpy(w->buf + w->len, p, n);
     w->len += n;

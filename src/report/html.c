@@ -29,6 +29,7 @@
  *    imbalance{ranks, max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
  *              category_diff} | null  (two ranks or more: gm_analysis_ranks())} */
 #include "gpumem/report.h"
+#include "base/vec.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
@@ -218,26 +219,16 @@ void gm_report_page_free(struct gm_report_page *p)
     gm_free(p);
 }
 
+/* Room for one more rank: four arrays of one capacity, each grown by the same rule from
+ * the same size. */
 static bool page_grow(struct gm_report_page *p)
 {
-    size_t cap = p->cap ? 2 * p->cap : 4;
-    char **r = gm_realloc(p->ranks, cap * sizeof(*r));
-    size_t *l;
-    struct gm_rank *s;
-    bool *h;
-    if (!r)
+    size_t need = p->cap + 1, c_ranks = p->cap, c_len = p->cap, c_sum = p->cap, c_has = p->cap;
+    if (!GM_VEC_RESERVE(p->ranks, c_ranks, need, NULL) ||
+        !GM_VEC_RESERVE(p->len, c_len, need, NULL) || !GM_VEC_RESERVE(p->sum, c_sum, need, NULL) ||
+        !GM_VEC_RESERVE(p->has_sum, c_has, need, NULL))
         return false;
-    p->ranks = r;
-    if (!(l = gm_realloc(p->len, cap * sizeof(*l))))
-        return false;
-    p->len = l;
-    if (!(s = gm_realloc(p->sum, cap * sizeof(*s))))
-        return false;
-    p->sum = s;
-    if (!(h = gm_realloc(p->has_sum, cap * sizeof(*h))))
-        return false;
-    p->has_sum = h;
-    p->cap = cap;
+    p->cap = c_has;
     return true;
 }
 

@@ -14,6 +14,8 @@
 
 #include "snapshot/snapshot_int.h"
 
+#include "base/vec.h"
+
 #include "gpumem/arena.h"
 #include "pickle/pickle.h"
 
@@ -263,7 +265,13 @@ struct builder {
 /* schema.c */
 enum word word_of(struct builder *b, pk_val v);
 enum gm_status nomem(struct builder *b);
-bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem);
+/* Room for 'need' elements of 'elem' bytes in *arr (capacity *cap): the base array's
+ * growth (base/vec.h) for the loader's arrays, which it passes by address. */
+static inline bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    *arr = gm_vec_grow(*arr, cap, need, elem, 0, NULL);
+    return need <= *cap;
+}
 enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                         const char *want);
 enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,

@@ -61,25 +61,6 @@ const char *const word_text[W_COUNT] = {
     [W_LARGE] = "large",
 };
 
-bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    size_t ncap = *cap ? *cap : 16;
-    void *n;
-    if (need <= *cap)
-        return true;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem)
-            return false;
-        ncap *= 2;
-    }
-    n = gm_realloc(*arr, ncap * elem);
-    if (!n)
-        return false;
-    *arr = n;
-    *cap = ncap;
-    return true;
-}
-
 enum gm_status nomem(struct builder *b)
 {
     if (b->arena->limit_hit)
