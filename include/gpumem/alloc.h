@@ -231,6 +231,40 @@ size_t gm_alloc_segment_count(const struct gm_alloc *a);
  * in no particular order) to 'out' and returns how many there are. */
 size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t cap);
 
+/* What a block of a segment is, as torch.cuda.memory_snapshot() says it. */
+enum gm_alloc_block_state {
+    GM_ALLOC_BLOCK_INACTIVE = 0,     /* free, in its pool */
+    GM_ALLOC_BLOCK_ACTIVE_ALLOCATED, /* allocated */
+    GM_ALLOC_BLOCK_PENDING_FREE,     /* freed, with end-of-life events outstanding */
+};
+
+struct gm_alloc_block_info {
+    uint64_t addr;
+    uint64_t size;      /* bytes */
+    uint64_t requested; /* bytes its last caller asked for (kept once it is freed, as torch) */
+    uint8_t state;      /* enum gm_alloc_block_state */
+};
+
+/* A segment as torch.cuda.memory_snapshot() lists it: a cudaMalloc'ed segment, or one
+ * contiguous mapped range of an expandable segment, with its blocks by address. */
+struct gm_alloc_segment_info {
+    uint64_t addr;
+    uint64_t size; /* bytes */
+    int64_t stream;
+    bool is_small; /* the small (<= 1 MiB requests) pool */
+    bool is_expandable;
+    const struct gm_alloc_block_info *blocks; /* borrowed for the call */
+    size_t n_blocks;
+};
+
+typedef enum gm_status (*gm_alloc_segment_fn)(void *ctx, const struct gm_alloc_segment_info *seg,
+                                              struct gm_error *err);
+
+/* Each segment of the model, by address, to fn(ctx, seg) (borrowed for the call).  A non-OK
+ * status from fn stops the walk and is returned; GM_ERR_NOMEM otherwise. */
+enum gm_status gm_alloc_segments(const struct gm_alloc *a, gm_alloc_segment_fn fn, void *ctx,
+                                 struct gm_error *err);
+
 /* The deterministic fake device for tests and replay: addresses from a counter (each range
  * aligned to 2 MiB, never touched), an optional capacity on physical bytes (0: unlimited).
  * Initialise with gm_alloc_fakedev_init() and pass gm_alloc_fakedev_ops with &fake as ctx. */

@@ -13,6 +13,7 @@
 #include "gpumem/units.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- statistics ------------------------------------------------------------------- */
@@ -1319,6 +1320,101 @@ size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t ca
         }
     }
     return n;
+}
+
+/* A head block (the lowest of its segment) to the list. */
+static bool add_head(const struct block ***v, size_t *n, size_t *cap, const struct block *b)
+{
+    if (b->prev)
+        return true;
+    if (!GM_VEC_RESERVE(*v, *cap, *n + 1, NULL))
+        return false;
+    (*v)[(*n)++] = b;
+    return true;
+}
+
+static int cmp_head(const void *pa, const void *pb)
+{
+    const struct block *a = *(const struct block *const *)pa, *b = *(const struct block *const *)pb;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static uint8_t block_state(const struct block *b)
+{
+    if (b->allocated)
+        return GM_ALLOC_BLOCK_ACTIVE_ALLOCATED;
+    return b->event_count ? GM_ALLOC_BLOCK_PENDING_FREE : GM_ALLOC_BLOCK_INACTIVE;
+}
+
+enum gm_status gm_alloc_segments(const struct gm_alloc *a, gm_alloc_segment_fn fn, void *ctx,
+                                 struct gm_error *err)
+{
+    const struct alloc_pool *pools[2] = {&a->large, &a->small};
+    const struct block **heads = NULL;
+    struct gm_alloc_block_info *blocks = NULL;
+    size_t n_heads = 0, cap_heads = 0, cap_blocks = 0;
+    enum gm_status st = GM_OK;
+    bool ok = true;
+
+    /* every segment's head, wherever it is: a pool, the unmapped ranges, the allocated
+     * blocks, the blocks waiting for their events */
+    for (int k = 0; k < 2 && ok; k++) {
+        const struct blockset *sets[2] = {&pools[k]->blocks, &pools[k]->unmapped};
+        for (int j = 0; j < 2 && ok; j++) {
+            struct block *b;
+            for (struct blockset_pos it = blockset_first(sets[j]);
+                 ok && (b = blockset_at(sets[j], it)) != NULL; blockset_next(sets[j], &it))
+                ok = add_head(&heads, &n_heads, &cap_heads, b);
+        }
+    }
+    for (size_t pos = 0; ok;) {
+        const struct block *b = alloc_active_next(a, &pos);
+        if (!b)
+            break;
+        ok = add_head(&heads, &n_heads, &cap_heads, b);
+    }
+    for (size_t i = 0; i < a->n_events && ok; i++)
+        if (first_event(a, i)) /* a block used on several streams has several */
+            ok = add_head(&heads, &n_heads, &cap_heads, a->events[i].b);
+    if (!ok) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        goto out;
+    }
+    if (n_heads > 1)
+        qsort(heads, n_heads, sizeof(*heads), cmp_head);
+    for (size_t h = 0; h < n_heads && st == GM_OK; h++) {
+        /* a cudaMalloc segment is one run; an expandable one a run per mapped range */
+        const struct block *b = heads[h];
+        while (b && st == GM_OK) {
+            struct gm_alloc_segment_info seg;
+            size_t n = 0;
+            if (!b->mapped) {
+                b = b->next;
+                continue;
+            }
+            memset(&seg, 0, sizeof(seg));
+            seg.addr = b->addr;
+            seg.stream = b->stream;
+            seg.is_small = b->pool->small;
+            seg.is_expandable = b->xseg != NULL;
+            for (; b && b->mapped; b = b->next) {
+                if (!GM_VEC_RESERVE(blocks, cap_blocks, n + 1, NULL)) {
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+                    goto out;
+                }
+                blocks[n++] = (struct gm_alloc_block_info){b->addr, b->size, b->requested,
+                                                           block_state(b)};
+                seg.size += b->size;
+            }
+            seg.blocks = blocks;
+            seg.n_blocks = n;
+            st = fn(ctx, &seg, err);
+        }
+    }
+out:
+    gm_free(heads);
+    gm_free(blocks);
+    return st;
 }
 
 /* ---- the fake device -------------------------------------------------------------------- */

@@ -3,13 +3,18 @@
  * write its memory snapshot (see example.h).
  *
  * Three layers: frames and stacks (interned; one Python list per captured traceback, as the
- * real writer does), the allocator (segments of blocks, events), and the training script that
- * drives it.  The pickle object graph follows writer A of snapshot-format.md: key strings and
+ * real writer does), the allocator (the library's model of the caching allocator, alloc.h, on
+ * a device that hands out addresses one after the other; its segment events and the final
+ * segments become the snapshot's), and the training script that drives it.  The pickle object graph follows writer A of snapshot-format.md: key strings and
  * state/action strings shared, one dict per unique frame, the traceback list of an alloc
  * shared by its segment_alloc, its live block and the segment's frames, the list of a free
  * shared by free_requested and free_completed, 'N/A' fresh per entry. */
 #include "gpumem/example.h"
 
+#include "base/map.h"
+#include "base/vec.h"
+
+#include "gpumem/alloc.h"
 #include "gpumem/arena.h"
 #include "gpumem/pickle_write.h"
 
@@ -38,29 +43,10 @@ struct capture {
 
 /* ---- allocator ---------------------------------------------------------------------------- */
 
-#define K_MIN_BLOCK    512u
-#define K_SMALL_SIZE   (1u << 20)
-#define K_SMALL_BUFFER (2u << 20)
-#define K_LARGE_BUFFER (20u << 20)
-#define K_MIN_LARGE    (10u << 20)
-#define K_ROUND_LARGE  (2u << 20)
-
-struct block {
-    uint64_t addr;
-    uint64_t size;      /* bytes, rounded */
-    uint64_t requested; /* bytes asked for (stale once free) */
-    int seg;
-    int prev, next; /* neighbours in the segment, -1 at the ends */
-    int capture;    /* traceback of the allocation, -1 when free */
-    bool allocated;
-    bool dead; /* merged into a neighbour */
-};
-
-struct segment {
-    uint64_t addr;
-    uint64_t size;
-    bool small;
-    int first; /* first block */
+/* A tensor the script holds: its block in the model and the traceback of its allocation. */
+struct tensor {
+    uint64_t addr;      /* 0 once freed */
+    uint64_t requested; /* bytes asked for */
     int capture;
 };
 
@@ -90,11 +76,13 @@ struct sim {
     VEC(struct frame) frames;
     VEC(struct stack) stacks;
     VEC(struct capture) caps;
-    VEC(struct block) blocks;
-    VEC(struct segment) segs;
+    VEC(struct tensor) tensors; /* by handle, in allocation order */
     VEC(struct event) events;
     VEC(struct annotation) anns;
-    uint64_t next_addr;
+    struct gm_alloc *alloc;
+    struct gm_map seg_capture; /* segment address -> the capture of the request that made it */
+    int capture_now;           /* the capture of the request being served */
+    uint64_t next_addr;        /* the device's next address */
     uint64_t now_us;
     uint32_t rng;
     uint64_t batch; /* sequences per training batch */
@@ -103,27 +91,12 @@ struct sim {
     bool nomem;
 };
 
-static void *grow(void *v, size_t *cap, size_t n, size_t elem, bool *nomem)
-{
-    if (n < *cap)
-        return v;
-    size_t nc = *cap ? *cap * 2 : 64;
-    void *nv = gm_realloc(v, nc * elem);
-    if (!nv) {
-        *nomem = true;
-        return NULL;
-    }
-    *cap = nc;
-    return nv;
-}
-
 #define PUSH(s, vec, val)                                                                          \
     do {                                                                                           \
-        void *nv_ = grow((s)->vec.v, &(s)->vec.cap, (s)->vec.n, sizeof(*(s)->vec.v), &(s)->nomem); \
-        if (nv_) {                                                                                 \
-            (s)->vec.v = nv_;                                                                      \
+        if (GM_VEC_RESERVE((s)->vec.v, (s)->vec.cap, (s)->vec.n + 1, NULL))                        \
             (s)->vec.v[(s)->vec.n++] = (val);                                                      \
-        }                                                                                          \
+        else                                                                                       \
+            (s)->nomem = true;                                                                     \
     } while (0)
 
 static int frame_id(struct sim *s, const char *name, const char *file, int line)
@@ -230,117 +203,74 @@ static void user_phase(struct sim *s, const char *name, bool start)
         annotate(s, name, start);
 }
 
-static int new_block(struct sim *s, uint64_t addr, uint64_t size, int seg, int prev, int next)
+/* The device: segments one after the other from s->next_addr, each range a whole number of
+ * 2 MiB pages, never given back (the script never empties the cache). */
+static enum gm_status dev_seg_alloc(void *ctx, uint64_t size, uint64_t *addr, struct gm_error *err)
 {
-    struct block b = {addr, size, 0, seg, prev, next, -1, false, false};
-    PUSH(s, blocks, b);
-    return s->nomem ? -1 : (int)s->blocks.n - 1;
+    struct sim *s = ctx;
+    (void)err;
+    *addr = s->next_addr;
+    s->next_addr += (size + GM_ALLOC_ROUND_LARGE - 1) / GM_ALLOC_ROUND_LARGE * GM_ALLOC_ROUND_LARGE;
+    return GM_OK;
 }
 
-static uint64_t round_size(uint64_t n)
+static void dev_seg_free(void *ctx, uint64_t addr, uint64_t size)
 {
-    if (n < K_MIN_BLOCK)
-        return K_MIN_BLOCK;
-    return (n + K_MIN_BLOCK - 1) / K_MIN_BLOCK * K_MIN_BLOCK;
+    (void)ctx;
+    (void)addr;
+    (void)size;
 }
 
-static uint64_t segment_size(uint64_t n)
+static const struct gm_alloc_device_ops dev_ops = {dev_seg_alloc, dev_seg_free, NULL,
+                                                   NULL,          NULL,         NULL};
+
+/* A segment the model asked the device for: the trace's segment_alloc, under the traceback
+ * of the request that needed it. */
+static void on_device_event(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr,
+                            uint64_t size, int64_t stream)
 {
-    if (n <= K_SMALL_SIZE)
-        return K_SMALL_BUFFER;
-    if (n < K_MIN_LARGE)
-        return K_LARGE_BUFFER;
-    return (n + K_ROUND_LARGE - 1) / K_ROUND_LARGE * K_ROUND_LARGE;
+    struct sim *s = ctx;
+    (void)stream;
+    if (kind != GM_ALLOC_EV_SEGMENT_ALLOC)
+        return;
+    event(s, A_SEG_ALLOC, addr, size, s->capture_now);
+    if (!gm_map_put(&s->seg_capture, addr, (uint64_t)s->capture_now))
+        s->nomem = true;
 }
 
-/* torch.empty(nbytes) on the default stream; returns the block (the tensor handle). */
+/* torch.empty(nbytes) on the default stream; returns the tensor's handle. */
 static int t_alloc(struct sim *s, uint64_t nbytes, int stack)
 {
-    uint64_t size = round_size(nbytes);
-    bool small = size <= K_SMALL_SIZE;
-    int best = -1;
     int cap = capture(s, stack);
+    struct tensor t = {0, nbytes, cap};
 
     tick(s, 700);
     if (s->nomem)
         return -1;
-    for (size_t i = 0; i < s->blocks.n; i++) {
-        const struct block *b = &s->blocks.v[i];
-        if (b->dead || b->allocated || b->size < size || s->segs.v[b->seg].small != small)
-            continue;
-        if (best < 0 || b->size < s->blocks.v[best].size ||
-            (b->size == s->blocks.v[best].size && b->addr < s->blocks.v[best].addr))
-            best = (int)i;
+    s->capture_now = cap;
+    if (gm_alloc_malloc(s->alloc, nbytes, 0, &t.addr, NULL) != GM_OK) {
+        s->nomem = true; /* the device is unlimited: only the host can run out */
+        return -1;
     }
-    if (best < 0) {
-        struct segment g;
-        g.size = segment_size(size);
-        g.addr = s->next_addr;
-        g.small = small;
-        g.capture = cap;
-        s->next_addr += (g.size + K_ROUND_LARGE - 1) / K_ROUND_LARGE * K_ROUND_LARGE;
-        g.first = new_block(s, g.addr, g.size, (int)s->segs.n, -1, -1);
-        PUSH(s, segs, g);
-        if (s->nomem)
-            return -1;
-        event(s, A_SEG_ALLOC, g.addr, g.size, cap);
-        best = g.first;
-    }
-    {
-        struct block *b = &s->blocks.v[best];
-        uint64_t rest = b->size - size;
-        bool split = small ? rest >= K_MIN_BLOCK : rest > K_SMALL_SIZE;
-        if (split) {
-            int nb = new_block(s, b->addr + size, rest, b->seg, best, b->next);
-            if (nb < 0)
-                return -1;
-            b = &s->blocks.v[best];
-            if (b->next >= 0)
-                s->blocks.v[b->next].prev = nb;
-            b->next = nb;
-            b->size = size;
-        }
-        b->allocated = true;
-        b->requested = nbytes;
-        b->capture = cap;
-        event(s, A_ALLOC, b->addr, nbytes, cap);
-    }
-    return best;
+    event(s, A_ALLOC, t.addr, nbytes, cap);
+    PUSH(s, tensors, t);
+    return s->nomem ? -1 : (int)s->tensors.n - 1;
 }
 
 /* The tensor 'h' dies; 'stack' is where (the free's traceback). */
 static void t_free(struct sim *s, int h, int stack)
 {
     int cap = capture(s, stack);
+    struct tensor *t;
     tick(s, 90);
     if (s->nomem || h < 0)
         return;
-    struct block *b = &s->blocks.v[h];
-    event(s, A_FREE_REQ, b->addr, b->requested, cap);
-    event(s, A_FREE_DONE, b->addr, b->requested, cap);
-    b->allocated = false;
-    b->capture = -1;
-    if (b->next >= 0 && !s->blocks.v[b->next].allocated) {
-        struct block *n = &s->blocks.v[b->next];
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next >= 0)
-            s->blocks.v[n->next].prev = h;
-        n->dead = true;
-    }
-    if (b->prev >= 0 && !s->blocks.v[b->prev].allocated) {
-        /* the freed block absorbs its free predecessor and takes its address */
-        int pi = b->prev;
-        struct block *p = &s->blocks.v[pi];
-        b->addr = p->addr;
-        b->size += p->size;
-        b->prev = p->prev;
-        if (p->prev >= 0)
-            s->blocks.v[p->prev].next = h;
-        else
-            s->segs.v[b->seg].first = h;
-        p->dead = true;
-    }
+    t = &s->tensors.v[h];
+    event(s, A_FREE_REQ, t->addr, t->requested, cap);
+    event(s, A_FREE_DONE, t->addr, t->requested, cap);
+    if (gm_alloc_dealloc(s->alloc, t->addr, NULL) != GM_OK)
+        s->nomem = true;
+    t->addr = 0;
 }
 
 /* ---- the training script ------------------------------------------------------------------ */
@@ -713,17 +643,33 @@ static void write_capture(struct gm_pickle_writer *w, struct sim *s, struct keys
     gm_pickle_list_end(w);
 }
 
-static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys *k,
-                          const struct segment *g)
+/* What write_segment() needs beside the writer: the captures of the live blocks. */
+struct seg_writer {
+    struct gm_pickle_writer *w;
+    struct sim *s;
+    struct keys *k;
+    const struct gm_map *block_capture; /* address of a live tensor -> its capture */
+};
+
+static int capture_at(const struct gm_map *m, uint64_t addr)
 {
+    uint64_t v;
+    return gm_map_get(m, addr, &v) ? (int)v : -1;
+}
+
+static enum gm_status write_segment(void *ctx, const struct gm_alloc_segment_info *g,
+                                    struct gm_error *err)
+{
+    struct seg_writer *sw = ctx;
+    struct gm_pickle_writer *w = sw->w;
+    struct sim *s = sw->s;
+    struct keys *k = sw->k;
     uint64_t allocated = 0, requested = 0;
-    size_t n_blocks = 0;
-    for (int b = g->first; b >= 0; b = s->blocks.v[b].next) {
-        const struct block *bl = &s->blocks.v[b];
-        n_blocks++;
-        if (bl->allocated) {
-            allocated += bl->size;
-            requested += bl->requested;
+    (void)err;
+    for (size_t b = 0; b < g->n_blocks; b++) {
+        if (g->blocks[b].state == GM_ALLOC_BLOCK_ACTIVE_ALLOCATED) {
+            allocated += g->blocks[b].size;
+            requested += g->blocks[b].requested;
         }
     }
     gm_pickle_dict_begin(w, 12);
@@ -742,7 +688,7 @@ static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys
     KEY(w, k, stream, "stream");
     gm_pickle_int(w, 0);
     KEY(w, k, segment_type, "segment_type");
-    if (g->small)
+    if (g->is_small)
         gm_pickle_str_shared(w, "small", &k->v_small);
     else
         gm_pickle_str_shared(w, "large", &k->v_large);
@@ -754,11 +700,12 @@ static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys
     KEY(w, k, is_expandable, "is_expandable");
     gm_pickle_bool(w, false);
     KEY(w, k, frames, "frames");
-    write_capture(w, s, k, g->capture);
+    write_capture(w, s, k, capture_at(&s->seg_capture, g->addr));
     KEY(w, k, blocks, "blocks");
-    gm_pickle_list_begin(w, n_blocks);
-    for (int b = g->first; b >= 0; b = s->blocks.v[b].next) {
-        const struct block *bl = &s->blocks.v[b];
+    gm_pickle_list_begin(w, g->n_blocks);
+    for (size_t b = 0; b < g->n_blocks; b++) {
+        const struct gm_alloc_block_info *bl = &g->blocks[b];
+        bool live = bl->state == GM_ALLOC_BLOCK_ACTIVE_ALLOCATED;
         gm_pickle_dict_begin(w, 5);
         KEY(w, k, address, "address");
         gm_pickle_uint(w, bl->addr);
@@ -767,13 +714,13 @@ static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys
         KEY(w, k, requested_size, "requested_size");
         gm_pickle_uint(w, bl->requested);
         KEY(w, k, state, "state");
-        if (bl->allocated)
+        if (live)
             gm_pickle_str_shared(w, "active_allocated", &k->v_active);
         else
             gm_pickle_str_shared(w, "inactive", &k->v_inactive);
         KEY(w, k, frames, "frames");
-        if (bl->allocated) {
-            write_capture(w, s, k, bl->capture);
+        if (live) {
+            write_capture(w, s, k, capture_at(sw->block_capture, bl->addr));
         } else if (k->empty_list != GM_PICKLE_NO_MEMO) {
             gm_pickle_get(w, k->empty_list);
         } else {
@@ -784,6 +731,7 @@ static void write_segment(struct gm_pickle_writer *w, struct sim *s, struct keys
     }
     gm_pickle_list_end(w);
     gm_pickle_dict_end(w);
+    return GM_OK;
 }
 
 static void write_event(struct gm_pickle_writer *w, struct sim *s, struct keys *k,
@@ -840,17 +788,28 @@ static void write_settings(struct gm_pickle_writer *w)
     gm_pickle_dict_end(w);
 }
 
-static void write_snapshot(struct gm_pickle_writer *w, struct sim *s)
+static enum gm_status write_snapshot(struct gm_pickle_writer *w, struct sim *s,
+                                     struct gm_error *err)
 {
     struct keys k;
-    size_t n_segs = s->segs.n;
+    struct gm_map block_capture = GM_MAP_INIT;
+    struct seg_writer sw = {w, s, &k, &block_capture};
+    enum gm_status st;
     memset(&k, 0xff, sizeof(k)); /* every slot GM_PICKLE_NO_MEMO */
 
+    for (size_t i = 0; i < s->tensors.n; i++)
+        if (s->tensors.v[i].addr &&
+            !gm_map_put(&block_capture, s->tensors.v[i].addr, (uint64_t)s->tensors.v[i].capture)) {
+            gm_map_release(&block_capture);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "example: out of memory");
+        }
     gm_pickle_dict_begin(w, 4);
     gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, n_segs);
-    for (size_t i = 0; i < n_segs; i++)
-        write_segment(w, s, &k, &s->segs.v[i]);
+    gm_pickle_list_begin(w, gm_alloc_segment_count(s->alloc));
+    st = gm_alloc_segments(s->alloc, write_segment, &sw, err);
+    gm_map_release(&block_capture);
+    if (st != GM_OK)
+        return st;
     gm_pickle_list_end(w);
 
     gm_pickle_str(w, "device_traces");
@@ -886,6 +845,7 @@ static void write_snapshot(struct gm_pickle_writer *w, struct sim *s)
     }
     gm_pickle_list_end(w);
     gm_pickle_dict_end(w);
+    return GM_OK;
 }
 
 void gm_example_opts_init(struct gm_example_opts *o)
@@ -901,11 +861,12 @@ void gm_example_opts_init(struct gm_example_opts *o)
 
 static void sim_free(struct sim *s)
 {
+    gm_alloc_free(s->alloc);
+    gm_map_release(&s->seg_capture);
     gm_free(s->frames.v);
     gm_free(s->stacks.v);
     gm_free(s->caps.v);
-    gm_free(s->blocks.v);
-    gm_free(s->segs.v);
+    gm_free(s->tensors.v);
     gm_free(s->events.v);
     gm_free(s->anns.v);
 }
@@ -935,16 +896,23 @@ enum gm_status gm_example_write(FILE *f, const struct gm_example_opts *o, struct
     s.now_us = o->start_us;
     s.rng = 12345;
     j.s = &s;
+    {
+        /* PyTorch's default allocator settings on a device as large as the job needs */
+        struct gm_alloc_conf conf;
+        struct gm_alloc_device dev = {&dev_ops, &s, 80ull << 30};
+        gm_alloc_conf_init(&conf);
+        if ((st = gm_alloc_new(&conf, &dev, &s.alloc, err)) != GM_OK)
+            return st;
+        gm_alloc_set_event_hook(s.alloc, on_device_event, &s);
+    }
     run_job(&j, o);
     if (s.nomem) {
         sim_free(&s);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "example: out of memory");
     }
     st = gm_pickle_writer_new(f, o->protocol, &w, err);
-    if (st == GM_OK) {
-        write_snapshot(w, &s);
+    if (st == GM_OK && (st = write_snapshot(w, &s, err)) == GM_OK)
         st = gm_pickle_writer_finish(w, err);
-    }
     sim_free(&s);
     return st;
 }

@@ -292,6 +292,112 @@ static void test_round_size(void **state)
 
 /* ---- section 6 expandable segments ---- */
 
+/* ---- the segments and their blocks, as memory_snapshot() lists them ---- */
+
+struct seg_list {
+    int n;
+    struct gm_alloc_segment_info seg[8];
+    struct gm_alloc_block_info blocks[8][8];
+};
+
+static enum gm_status keep_segment(void *ctx, const struct gm_alloc_segment_info *seg,
+                                   struct gm_error *err)
+{
+    struct seg_list *l = ctx;
+    uint64_t at = seg->addr, sum = 0;
+    (void)err;
+    assert_true(l->n < 8 && seg->n_blocks <= 8);
+    /* the blocks tile the segment, by address */
+    for (size_t i = 0; i < seg->n_blocks; i++) {
+        assert_true(seg->blocks[i].addr == at);
+        at += seg->blocks[i].size;
+        sum += seg->blocks[i].size;
+    }
+    assert_true(sum == seg->size);
+    memcpy(l->blocks[l->n], seg->blocks, seg->n_blocks * sizeof(*seg->blocks));
+    l->seg[l->n++] = *seg;
+    return GM_OK;
+}
+
+static void test_segments_by_address_with_their_blocks(void **state)
+{
+    struct fixture f;
+    struct seg_list l;
+    uint64_t big, small1, small2, pend;
+    (void)state;
+    setup(&f, NULL, 0);
+    big = m(&f, 12 * MiB);    /* a 12 MiB segment, whole */
+    small1 = m(&f, 1000);     /* a 2 MiB small segment: 1024 + the rest */
+    small2 = m(&f, 3000);     /* splits the rest */
+    pend = m(&f, 30 * MiB);   /* a 30 MiB segment, freed with an event outstanding */
+    assert_int_equal(gm_alloc_record_stream(f.a, pend, 5, NULL), GM_OK);
+    fr(&f, pend);
+    fr(&f, small1);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(gm_alloc_segments(f.a, keep_segment, &l, NULL), GM_OK);
+    assert_int_equal(l.n, 3);
+    for (int i = 1; i < l.n; i++)
+        assert_true(l.seg[i - 1].addr < l.seg[i].addr);
+    {
+        uint64_t sizes[8];
+        size_t n = gm_alloc_segment_sizes(f.a, sizes, 8);
+        uint64_t want = 0, got = 0;
+        assert_int_equal(n, 3);
+        for (size_t i = 0; i < n; i++)
+            want += sizes[i];
+        for (int i = 0; i < l.n; i++)
+            got += l.seg[i].size;
+        assert_true(want == got);
+    }
+    for (int i = 0; i < l.n; i++) {
+        const struct gm_alloc_segment_info *g = &l.seg[i];
+        const struct gm_alloc_block_info *b = l.blocks[i];
+        assert_false(g->is_expandable);
+        if (g->addr == big) {
+            assert_int_equal(g->n_blocks, 1);
+            assert_int_equal(b[0].state, GM_ALLOC_BLOCK_ACTIVE_ALLOCATED);
+            assert_true(b[0].requested == 12 * MiB);
+        } else if (g->addr == pend) {
+            assert_int_equal(g->n_blocks, 1);
+            assert_int_equal(b[0].state, GM_ALLOC_BLOCK_PENDING_FREE);
+        } else {
+            assert_true(g->is_small);
+            assert_true(g->size == 2 * MiB);
+            assert_int_equal(g->n_blocks, 3);
+            assert_true(b[0].addr == small1 && b[0].size == 1024);
+            assert_int_equal(b[0].state, GM_ALLOC_BLOCK_INACTIVE);
+            assert_true(b[0].requested == 1000); /* kept after the free, as torch */
+            assert_true(b[1].addr == small2);
+            assert_int_equal(b[1].state, GM_ALLOC_BLOCK_ACTIVE_ALLOCATED);
+            assert_int_equal(b[2].state, GM_ALLOC_BLOCK_INACTIVE);
+        }
+    }
+    gm_alloc_stream_passed(f.a, 5, gm_alloc_stream_mark(f.a));
+    gm_alloc_empty_cache(f.a);
+    fr(&f, big);
+    fr(&f, small2);
+    teardown(&f);
+}
+
+static void test_segments_of_expandable_ranges(void **state)
+{
+    struct fixture f;
+    struct seg_list l;
+    uint64_t p;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    p = m(&f, 12 * MiB); /* one 20 MiB page: 12 + 8 */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(gm_alloc_segments(f.a, keep_segment, &l, NULL), GM_OK);
+    assert_int_equal(l.n, 1);
+    assert_true(l.seg[0].is_expandable);
+    assert_true(l.seg[0].size == 20 * MiB);
+    assert_int_equal(l.seg[0].n_blocks, 2);
+    assert_true(l.blocks[0][0].addr == p);
+    fr(&f, p);
+    teardown(&f);
+}
+
 static void test_expandable_worked_example(void **state)
 {
     struct fixture f;
@@ -1054,6 +1160,8 @@ int main(void)
         cmocka_unit_test(test_vec_roundup_divisions),
         cmocka_unit_test(test_malloc_zero),
         cmocka_unit_test(test_round_size),
+        cmocka_unit_test(test_segments_by_address_with_their_blocks),
+        cmocka_unit_test(test_segments_of_expandable_ranges),
         cmocka_unit_test(test_expandable_worked_example),
         cmocka_unit_test(test_expandable_small_pages_and_unmap),
         cmocka_unit_test(test_expandable_reuse_after_unmap),
