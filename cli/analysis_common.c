@@ -92,20 +92,3 @@ const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b)
     return buf;
 }
 
-void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
-{
-    uint32_t ids[256];
-    size_t n = gm_snapshot_stack_frames(snap, stack, ids, 256);
-    if (n > 256)
-        n = 256;
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < n; i++) {
-        const struct gm_snapshot_frame *fr = &snap->frames[ids[i]];
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "filename", fr->filename);
-        gm_json_kv_i64(w, "line", fr->line);
-        gm_json_kv_str(w, "name", fr->name);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-}

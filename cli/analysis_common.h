@@ -5,7 +5,6 @@
 #define GM_CLI_ANALYSIS_COMMON_H
 
 #include "gpumem/analysis.h"
-#include "gpumem/json.h"
 #include "gpumem/snapshot.h"
 
 #include <stdint.h>
@@ -32,8 +31,5 @@ const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes);
 const char *ana_cli_short(char *buf, size_t n, uint64_t bytes);
 /* "+1.50 MiB" / "-512 B" for b - a. */
 const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b);
-
-/* JSON array of the shown frames of 'stack': [{"filename","line","name"}, ...]. */
-void ana_cli_json_frames(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
 
 #endif

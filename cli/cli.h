@@ -57,6 +57,10 @@ void cli_json_begin(struct gm_json *w, FILE *f, const char *schema);
 /* Close the top-level object and finish; returns 0, or 74 on a write error. */
 int cli_json_end(struct gm_json *w, const char *cmd);
 
+/* The exit code of a JSON document the library wrote to stdout (gm_analysis_json() and
+ * the like): 0, or the error reported (a failed write is reported by cli_stdout_end()). */
+int cli_json_status(const char *cmd, enum gm_status st, const struct gm_error *err);
+
 /* Checked writes.  A FILE from here sends its bytes to a descriptor with write(2) and
  * keeps the errno of the first failure, so that a full disk is reported as ENOSPC and not
  * as a bare "write error". */

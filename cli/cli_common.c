@@ -108,6 +108,16 @@ int cli_json_end(struct gm_json *w, const char *cmd)
     return 0;
 }
 
+int cli_json_status(const char *cmd, enum gm_status st, const struct gm_error *err)
+{
+    if (st == GM_OK)
+        return 0;
+    /* a failed write to stdout is reported once, with its errno, by cli_stdout_end() */
+    if (st == GM_ERR_IO && ferror(stdout))
+        return GM_EXIT_IOERR;
+    return cli_fail(cmd, err);
+}
+
 /* The command running, for the messages of cli_stdout_end(). */
 static const char *current_cmd = "gpumem";
 

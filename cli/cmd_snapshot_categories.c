@@ -14,79 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct site_row {
-    uint8_t category;
-    uint8_t rule;
-    uint32_t stack;
-    uint64_t bytes;
-    uint64_t count;
-};
-
-static int cmp_key(const void *pa, const void *pb)
-{
-    const struct site_row *a = pa, *b = pb;
-    if (a->category != b->category)
-        return a->category < b->category ? -1 : 1;
-    if (a->stack != b->stack)
-        return a->stack < b->stack ? -1 : 1;
-    return (a->rule > b->rule) - (a->rule < b->rule);
-}
-
-static int cmp_bytes(const void *pa, const void *pb)
-{
-    const struct site_row *a = pa, *b = pb;
-    if (a->category != b->category)
-        return a->category < b->category ? -1 : 1;
-    if (a->bytes != b->bytes)
-        return a->bytes > b->bytes ? -1 : 1;
-    return a->stack < b->stack ? -1 : a->stack > b->stack;
-}
-
-/* The allocations alive at the peak, grouped by category and stack, largest first within
- * each category; returns the number of rows (0 on allocation failure). */
-static size_t sites_at_peak(const struct gm_analysis_device *dev, struct site_row **out)
-{
-    size_t n = 0;
-    int64_t k = dev->peak_event;
-    struct site_row *v = gm_malloc((dev->n_allocs ? dev->n_allocs : 1) * sizeof(*v));
-    *out = v;
-    if (!v)
-        return 0;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event <= k && (a->free_event < 0 || a->free_event > k)) {
-            v[n].category = a->category;
-            v[n].rule = a->rule;
-            v[n].stack = a->stack;
-            v[n].bytes = a->bytes;
-            v[n].count = 1;
-            n++;
-        }
-    }
-    qsort(v, n, sizeof(*v), cmp_key);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v[m - 1].category == v[i].category && v[m - 1].stack == v[i].stack &&
-            v[m - 1].rule == v[i].rule) {
-            v[m - 1].bytes += v[i].bytes;
-            v[m - 1].count++;
-        } else {
-            v[m++] = v[i];
-        }
-    }
-    qsort(v, m, sizeof(*v), cmp_bytes);
-    return m;
-}
-
 static void print_sites(const struct gm_snapshot *snap, const struct gm_analysis_device *dev,
                         uint64_t top)
 {
-    struct site_row *v;
-    size_t n = sites_at_peak(dev, &v);
+    struct gm_analysis_site *v = NULL;
+    size_t n = 0, m = 0;
     char b1[64], line[512];
-    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
-    long *apart = gm_malloc((n ? n : 1) * sizeof(*apart));
-    size_t m = 0;
+    struct gm_snapshot_stack_ref *refs;
+    long *apart;
+    if (gm_analysis_sites_at_peak(dev, &v, &n, NULL) != GM_OK)
+        n = 0;
+    refs = gm_malloc((n ? n : 1) * sizeof(*refs));
+    apart = gm_malloc((n ? n : 1) * sizeof(*apart));
     /* the sites listed, told apart where they would read alike */
     for (size_t i = 0, shown = 0; refs && apart && i < n; i++) {
         if (i && v[i].category != v[i - 1].category)
@@ -112,156 +51,6 @@ static void print_sites(const struct gm_snapshot *snap, const struct gm_analysis
     gm_free(refs);
     gm_free(apart);
     gm_free(v);
-}
-
-static void rules_at(const struct gm_analysis_device *dev, int64_t k, uint64_t *rules)
-{
-    memset(rules, 0, GM_RULE_COUNT * sizeof(uint64_t));
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event <= k && (a->free_event < 0 || a->free_event > k))
-            rules[a->rule] += a->bytes;
-    }
-}
-
-static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
-{
-    gm_json_key(w, key);
-    gm_json_begin_object(w);
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        gm_json_kv_u64(w, gm_category_name((enum gm_category)c), b[c]);
-    gm_json_end_object(w);
-}
-
-/* The category with the most bytes at the peak (GM_CATEGORY_COUNT when the peak is 0). */
-static int dominant(const struct gm_analysis_device *dev)
-{
-    int best = GM_CATEGORY_COUNT;
-    uint64_t b = 0;
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        if (dev->at_peak[c] > b) {
-            b = dev->at_peak[c];
-            best = c;
-        }
-    return best;
-}
-
-static void json_device(struct gm_json *w, const struct gm_analysis *an,
-                        const struct gm_analysis_device *dev, bool series)
-{
-    uint64_t rules[GM_RULE_COUNT];
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "device", dev->device);
-    gm_json_kv_u64(w, "peak_bytes", dev->peak_bytes);
-    gm_json_kv_i64(w, "peak_event_index", dev->peak_event);
-    if (dev->peak_has_time)
-        gm_json_kv_i64(w, "peak_time_us", dev->peak_time_us);
-    else
-        gm_json_kv_null(w, "peak_time_us");
-    gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase));
-    gm_json_kv_i64(w, "peak_iteration", dev->peak_iteration);
-    json_cats(w, "at_peak", dev->at_peak);
-    int dom = dominant(dev);
-    if (dom < GM_CATEGORY_COUNT) {
-        gm_json_kv_str(w, "dominant", gm_category_name((enum gm_category)dom));
-        gm_json_kv_str(w, "advice", gm_category_advice((enum gm_category)dom));
-    } else {
-        gm_json_kv_null(w, "dominant");
-        gm_json_kv_null(w, "advice");
-    }
-    gm_json_kv_u64(w, "unexplained_bytes", dev->at_peak_unexplained);
-    gm_json_kv_u64(w, "lifetime_only_bytes", dev->at_peak_lifetime_only);
-    rules_at(dev, dev->peak_event, rules);
-    gm_json_key(w, "rules_at_peak");
-    gm_json_begin_object(w);
-    for (int r = 0; r < GM_RULE_COUNT; r++)
-        if (rules[r])
-            gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
-    gm_json_end_object(w);
-    json_cats(w, "at_end", dev->at_end);
-    gm_json_kv_u64(w, "events", dev->n_events);
-    gm_json_key(w, "phase_events");
-    gm_json_begin_object(w);
-    for (int p = 0; p < GM_PHASE_COUNT; p++)
-        gm_json_kv_u64(w, gm_phase_name((enum gm_phase)p), dev->phase_events[p]);
-    gm_json_end_object(w);
-    gm_json_kv_u64(w, "iterations", dev->n_iterations);
-    gm_json_key(w, "iteration_peaks");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < dev->n_iterations; i++) {
-        const struct gm_analysis_iteration *it = &dev->iterations[i];
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "iteration", i + 1);
-        gm_json_kv_u64(w, "peak_bytes", it->peak_bytes);
-        gm_json_kv_i64(w, "peak_event_index", it->peak_event);
-        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)it->peak_phase));
-        json_cats(w, "at_peak", it->at_peak);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_key(w, "user_phases");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < dev->n_user_phases; i++) {
-        const struct gm_analysis_user_phase *u = &dev->user_phases[i];
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "name", u->name);
-        gm_json_kv_u64(w, "ranges", u->n_ranges);
-        gm_json_kv_u64(w, "events", u->n_events);
-        gm_json_kv_u64(w, "allocated_bytes", u->allocated_bytes);
-        gm_json_kv_u64(w, "peak_bytes", u->peak_bytes);
-        gm_json_kv_i64(w, "peak_event_index", u->peak_event);
-        json_cats(w, "at_peak", u->at_peak);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    if (dev->peak_user_phase >= 0)
-        gm_json_kv_str(w, "peak_user_phase", dev->user_phases[dev->peak_user_phase].name);
-    else
-        gm_json_kv_null(w, "peak_user_phase");
-    if (series) {
-        gm_json_key(w, "user_ranges");
-        gm_json_begin_array(w);
-        for (size_t i = 0; i < dev->n_user_ranges; i++) {
-            const struct gm_analysis_user_range *r = &dev->user_ranges[i];
-            gm_json_begin_object(w);
-            gm_json_kv_str(w, "phase", dev->user_phases[r->phase].name);
-            gm_json_kv_i64(w, "first_event", r->first_event);
-            gm_json_kv_i64(w, "last_event", r->last_event);
-            gm_json_end_object(w);
-        }
-        gm_json_end_array(w);
-        gm_json_key(w, "phases");
-        gm_json_begin_array(w);
-        for (size_t i = 0; i < dev->n_phases; i++) {
-            const struct gm_analysis_phase_run *r = &dev->phases[i];
-            gm_json_begin_object(w);
-            gm_json_kv_i64(w, "first_event", r->first_event);
-            gm_json_kv_i64(w, "last_event", r->last_event);
-            gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)r->phase));
-            gm_json_kv_i64(w, "iteration", r->iteration);
-            gm_json_end_object(w);
-        }
-        gm_json_end_array(w);
-        gm_json_key(w, "series");
-        gm_json_begin_array(w);
-        for (size_t i = 0; i < dev->n_points; i++) {
-            const struct gm_analysis_point *p = &dev->points[i];
-            gm_json_begin_object(w);
-            gm_json_kv_i64(w, "event", p->event);
-            if (p->has_time)
-                gm_json_kv_i64(w, "time_us", p->time_us);
-            else
-                gm_json_kv_null(w, "time_us");
-            gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)p->phase));
-            gm_json_kv_u64(w, "total", p->total);
-            gm_json_kv_u64(w, "reserved", p->reserved);
-            json_cats(w, "bytes", p->bytes);
-            gm_json_end_object(w);
-        }
-        gm_json_end_array(w);
-    }
-    (void)an;
-    gm_json_end_object(w);
 }
 
 /* The phases marked with gpumem.torch.record(): the peak inside each, its largest
@@ -325,7 +114,7 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     if (dev->at_peak_lifetime_only)
         printf("  decided from lifetime alone (no stack; counted as parameter): %s\n",
                ana_cli_short(b1, sizeof(b1), dev->at_peak_lifetime_only));
-    rules_at(dev, dev->peak_event, rules);
+    gm_analysis_rules_at(dev, dev->peak_event, rules);
     printf("  how the bytes at the peak were classified:\n");
     for (int r = 0; r < GM_RULE_COUNT; r++)
         if (rules[r])
@@ -347,7 +136,7 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         printf("  no stack frames recorded: categories come from lifetimes only\n");
     if (dev->n_user_phases)
         print_user_phases(dev);
-    int dom = dominant(dev);
+    int dom = gm_analysis_dominant(dev);
     if (dom < GM_CATEGORY_COUNT) {
         printf("  largest at the peak: %s (%.1f%%). %s\n", gm_category_name((enum gm_category)dom),
                100.0 * (double)dev->at_peak[dom] / (double)dev->peak_bytes,
@@ -360,17 +149,6 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     if (top)
         print_sites(an->snap, dev, top);
     printf("\n");
-}
-
-static void json_file(struct gm_json *w, const struct gm_analysis *an, bool device_set, int device,
-                      bool series)
-{
-    gm_json_key(w, "devices");
-    gm_json_begin_array(w);
-    for (size_t d = 0; d < an->n_devices; d++)
-        if (!device_set || an->devices[d].device == device)
-            json_device(w, an, &an->devices[d], series);
-    gm_json_end_array(w);
 }
 
 int cmd_snapshot_categories(int argc, char **argv)
@@ -421,23 +199,20 @@ int cmd_snapshot_categories(int argc, char **argv)
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
         rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f);
     if (rc == 0 && json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.categories");
-        if (n_pos == 1) {
-            json_file(&w, ans[0], device_set, device, series);
-        } else {
-            gm_json_key(&w, "files");
-            gm_json_begin_array(&w);
-            for (int f = 0; f < n_pos; f++) {
-                gm_json_begin_object(&w);
-                gm_json_kv_str(&w, "file", argv[f + 1]);
-                json_file(&w, ans[f], device_set, device, series);
-                gm_json_end_object(&w);
-            }
-            gm_json_end_array(&w);
-            ranks_json(&w, &ranks, argv + 1);
-        }
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
+        struct gm_analysis_doc doc = {.kind = GM_DOC_CATEGORIES,
+                                      .files = df,
+                                      .n_files = (size_t)n_pos,
+                                      .ranks = ranks.v,
+                                      .n_ranks = ranks.n,
+                                      .device = device_set ? device : -1,
+                                      .series = series};
+        struct gm_error err;
+        for (int f = 0; df && f < n_pos; f++)
+            df[f] = (struct gm_analysis_doc_file){.path = argv[f + 1], .an = ans[f]};
+        rc = df ? cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err)
+                : GM_EXIT_SOFTWARE;
+        gm_free(df);
     } else if (rc == 0) {
         for (int f = 0; f < n_pos; f++) {
             const struct gm_analysis *an = ans[f];

@@ -21,61 +21,6 @@ static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s
     return b;
 }
 
-static void json_pair(struct gm_json *w, const char *key, uint64_t a, uint64_t b)
-{
-    gm_json_key(w, key);
-    gm_json_begin_array(w);
-    gm_json_u64(w, a);
-    gm_json_u64(w, b);
-    gm_json_end_array(w);
-}
-
-static void json_device(struct gm_json *w, const struct gm_analysis_diff_device *d,
-                        const struct gm_snapshot *sa, const struct gm_snapshot *sb, uint64_t top)
-{
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "device", d->device);
-    gm_json_key(w, "devices");
-    gm_json_begin_array(w);
-    gm_json_i64(w, d->devices[0]);
-    gm_json_i64(w, d->devices[1]);
-    gm_json_end_array(w);
-    gm_json_key(w, "present");
-    gm_json_begin_array(w);
-    gm_json_bool(w, d->present[0]);
-    gm_json_bool(w, d->present[1]);
-    gm_json_end_array(w);
-    json_pair(w, "peak_bytes", d->peak_bytes[0], d->peak_bytes[1]);
-    gm_json_key(w, "peak_phase");
-    gm_json_begin_array(w);
-    gm_json_str(w, gm_phase_name((enum gm_phase)d->peak_phase[0]));
-    gm_json_str(w, gm_phase_name((enum gm_phase)d->peak_phase[1]));
-    gm_json_end_array(w);
-    gm_json_key(w, "at_peak");
-    gm_json_begin_object(w);
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        json_pair(w, gm_category_name((enum gm_category)c), d->at_peak[0][c], d->at_peak[1][c]);
-    gm_json_end_object(w);
-    gm_json_kv_u64(w, "n_sites", d->n_sites);
-    gm_json_key(w, "sites");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < d->n_sites && (!top || i < top); i++) {
-        const struct gm_analysis_diff_site *s = &d->sites[i];
-        uint32_t stack;
-        const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
-        gm_json_begin_object(w);
-        gm_json_key(w, "frames");
-        ana_cli_json_frames(w, snap, stack);
-        json_pair(w, "bytes", s->bytes[0], s->bytes[1]);
-        json_pair(w, "count", s->count[0], s->count[1]);
-        json_pair(w, "total_bytes", s->total[0], s->total[1]);
-        gm_json_kv_str(w, "status", gm_diff_status_name((enum gm_diff_status)s->status));
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_end_object(w);
-}
-
 static void print_device(const struct gm_analysis_diff_device *d, const struct gm_snapshot *sa,
                          const struct gm_snapshot *sb, uint64_t top)
 {
@@ -126,7 +71,7 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
 int cmd_snapshot_diff(int argc, char **argv)
 {
     bool json = false;
-    uint64_t top = 20, mem_limit = 0;
+    uint64_t top = gm_analysis_doc_top(GM_DOC_DIFF), mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.diff/1"),
@@ -167,19 +112,11 @@ int cmd_snapshot_diff(int argc, char **argv)
         goto out;
     }
     if (json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.diff");
-        gm_json_key(&w, "files");
-        gm_json_begin_array(&w);
-        gm_json_str(&w, argv[1]);
-        gm_json_str(&w, argv[2]);
-        gm_json_end_array(&w);
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t i = 0; i < d->n_devices; i++)
-            json_device(&w, &d->devices[i], sa, sb, top);
-        gm_json_end_array(&w);
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file files[2] = {{.path = argv[1], .an = aa},
+                                                {.path = argv[2], .an = ab}};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_DIFF, .files = files, .n_files = 2,
+                                      .diff = d, .top = top};
+        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {
         printf("A: %s\nB: %s\n\n", argv[1], argv[2]);
         for (size_t i = 0; i < d->n_devices; i++)

@@ -5,33 +5,12 @@
 #include "opts.h"
 #include "snapshot_cli.h"
 
+#include "gpumem/analysis.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-static void json_setting(struct gm_json *w, const struct gm_snapshot_setting *s)
-{
-    gm_json_key(w, s->key);
-    switch (s->type) {
-    case GM_SETTING_INT:
-        gm_json_i64(w, s->i);
-        break;
-    case GM_SETTING_FLOAT:
-        gm_json_double(w, s->d);
-        break;
-    case GM_SETTING_BOOL:
-        gm_json_bool(w, s->i != 0);
-        break;
-    case GM_SETTING_STR:
-        gm_json_str(w, s->s);
-        break;
-    default:
-        gm_json_null(w);
-        break;
-    }
-}
 
 static void print_setting(const struct gm_snapshot_setting *s)
 {
@@ -67,89 +46,6 @@ static uint64_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_ac
     for (size_t d = 0; d < snap->n_devices; d++)
         n += snap->devices[d].n_actions[a];
     return n;
-}
-
-static int info_json(const char *cmd, const char *path, const struct gm_snapshot *s)
-{
-    struct gm_json w;
-    cli_json_begin(&w, stdout, "snapshot.info");
-    gm_json_kv_str(&w, "file", path);
-    gm_json_kv_u64(&w, "file_bytes", s->file_size);
-    gm_json_kv_bool(&w, "gzip", s->compressed);
-    gm_json_kv_u64(&w, "pickle_bytes", s->pickle_size);
-    gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(s->gen));
-    gm_json_kv_str(&w, "torch", gm_snapshot_gen_torch(s->gen));
-    gm_json_kv_i64(&w, "pickle_protocol", s->protocol);
-    gm_json_kv_bool(&w, "top_level_list", s->is_list);
-    gm_json_kv_u64(&w, "segments", s->n_segments);
-    gm_json_kv_u64(&w, "blocks", s->n_blocks);
-    gm_json_kv_u64(&w, "trace_events", s->n_events);
-    gm_json_kv_u64(&w, "unique_frames", s->n_frames);
-    gm_json_kv_u64(&w, "unique_stacks", s->n_stacks > 0 ? s->n_stacks - 1 : 0);
-    gm_json_key(&w, "devices");
-    gm_json_begin_array(&w);
-    for (size_t i = 0; i < s->n_devices; i++) {
-        const struct gm_snapshot_device *d = &s->devices[i];
-        size_t blocks = 0;
-        for (size_t j = d->first_segment; j < d->first_segment + d->n_segments; j++)
-            blocks += s->segments[j].n_blocks;
-        gm_json_begin_object(&w);
-        gm_json_kv_i64(&w, "device", d->index);
-        gm_json_kv_bool(&w, "has_trace", d->has_trace);
-        gm_json_kv_u64(&w, "segments", d->n_segments);
-        gm_json_kv_u64(&w, "blocks", blocks);
-        gm_json_kv_u64(&w, "trace_events", d->n_events);
-        gm_json_end_object(&w);
-    }
-    gm_json_end_array(&w);
-    gm_json_key(&w, "actions");
-    gm_json_begin_object(&w);
-    for (int a = 0; a < GM_ACTION_COUNT; a++)
-        gm_json_kv_u64(&w, gm_snapshot_action_name((enum gm_snapshot_action)a),
-                       count_action(s, (enum gm_snapshot_action)a));
-    gm_json_end_object(&w);
-    if (s->has_time) {
-        gm_json_kv_i64(&w, "time_first_us", s->time_first_us);
-        gm_json_kv_i64(&w, "time_last_us", s->time_last_us);
-    } else {
-        gm_json_kv_null(&w, "time_first_us");
-        gm_json_kv_null(&w, "time_last_us");
-    }
-    gm_json_key(&w, "allocator_settings");
-    if (s->has_allocator_settings) {
-        gm_json_begin_object(&w);
-        for (size_t i = 0; i < s->n_settings; i++)
-            json_setting(&w, &s->settings[i]);
-        gm_json_end_object(&w);
-    } else {
-        gm_json_null(&w);
-    }
-    gm_json_key(&w, "annotations");
-    if (s->has_annotations) {
-        gm_json_begin_array(&w);
-        for (size_t i = 0; i < s->n_annotations; i++) {
-            const struct gm_snapshot_annotation *a = &s->annotations[i];
-            gm_json_begin_object(&w);
-            gm_json_kv_str(&w, "name", a->name);
-            gm_json_kv_str(&w, "stage", a->stage);
-            gm_json_kv_i64(&w, "device", a->device);
-            gm_json_kv_i64(&w, "time_us", a->time_us);
-            gm_json_end_object(&w);
-        }
-        gm_json_end_array(&w);
-    } else {
-        gm_json_null(&w);
-    }
-    gm_json_kv_bool(&w, "host_data", s->has_host_data);
-    gm_json_kv_bool(&w, "trace_overflowed", s->trace_overflowed);
-    gm_json_kv_u64(&w, "flat_batches", s->n_flat_batches);
-    gm_json_key(&w, "oom_devices");
-    gm_json_begin_array(&w);
-    for (size_t i = 0; i < s->n_devices; i++)
-        if (s->devices[i].n_actions[GM_ACTION_OOM])
-            gm_json_i64(&w, s->devices[i].index);
-    gm_json_end_array(&w);
-    return cli_json_end(&w, cmd);
 }
 
 static void info_text(const char *path, const struct gm_snapshot *s)
@@ -269,10 +165,14 @@ int cmd_snapshot_info(int argc, char **argv)
     struct snapcli_load_opts lo = {mem_limit, true};
     if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
-    if (json)
-        rc = info_json(argv[0], argv[1], snap);
-    else
+    if (json) {
+        struct gm_analysis_doc_file file = {.path = argv[1], .snap = snap};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_INFO, .files = &file, .n_files = 1};
+        struct gm_error err;
+        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
+    } else {
         info_text(argv[1], snap);
+    }
     gm_snapshot_free(snap);
     return rc;
 }

@@ -15,95 +15,6 @@
 /* Iterations listed one by one; more are summarised (the first and the last ones). */
 #define ITER_ROWS 12
 
-static void json_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t frame)
-{
-    const struct gm_snapshot_frame *f;
-    if (frame >= snap->n_frames) {
-        gm_json_null(w);
-        return;
-    }
-    f = &snap->frames[frame];
-    gm_json_begin_object(w);
-    gm_json_kv_str(w, "filename", f->filename);
-    gm_json_kv_i64(w, "line", f->line);
-    gm_json_kv_str(w, "name", f->name);
-    gm_json_end_object(w);
-}
-
-static void json_leak(struct gm_json *w, const struct gm_snapshot *snap,
-                      const struct gm_analysis_leak *l)
-{
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "bytes_per_iteration", l->bytes_per_iteration);
-    gm_json_kv_u64(w, "total_bytes", l->total_bytes);
-    gm_json_kv_u64(w, "count", l->count);
-    gm_json_kv_u64(w, "n_iterations", l->n_iterations);
-    gm_json_kv_i64(w, "first_iteration", l->first_iteration + 1);
-    gm_json_kv_i64(w, "last_iteration", l->last_iteration + 1);
-    gm_json_kv_str(w, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind));
-    gm_json_kv_str(w, "category", gm_category_name((enum gm_category)l->category));
-    gm_json_kv_str(w, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
-    gm_json_key(w, "cause_frame");
-    json_frame(w, snap, l->frame);
-    gm_json_key(w, "frames");
-    ana_cli_json_frames(w, snap, l->stack);
-    gm_json_key(w, "sites");
-    gm_json_begin_array(w);
-    for (size_t s = 0; s < l->n_sites; s++) {
-        const struct gm_analysis_leak_site *si = &l->sites[s];
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "bytes_per_iteration", si->bytes_per_iteration);
-        gm_json_kv_u64(w, "total_bytes", si->total_bytes);
-        gm_json_kv_u64(w, "count", si->count);
-        gm_json_kv_u64(w, "n_iterations", si->n_iterations);
-        gm_json_key(w, "user_frame");
-        snapcli_json_user_frame(w, snap, si->stack);
-        gm_json_key(w, "frames");
-        ana_cli_json_frames(w, snap, si->stack);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_end_object(w);
-}
-
-static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
-                        const struct gm_analysis_device *dev, uint64_t top)
-{
-    enum gm_leak_verdict v = gm_analysis_leak_verdict(dev);
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "device", dev->device);
-    gm_json_kv_u64(w, "iterations", dev->n_iterations);
-    gm_json_key(w, "iteration_list");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < dev->n_iterations; i++) {
-        const struct gm_analysis_iteration *it = &dev->iterations[i];
-        gm_json_begin_object(w);
-        gm_json_kv_i64(w, "first_event", it->first_event);
-        gm_json_kv_i64(w, "last_event", it->last_event);
-        gm_json_kv_i64(w, "backward_event", it->backward_event);
-        gm_json_kv_i64(w, "step_event", it->step_event);
-        gm_json_kv_u64(w, "start_bytes", it->start_bytes);
-        gm_json_kv_u64(w, "peak_bytes", it->peak_bytes);
-        gm_json_kv_i64(w, "peak_event_index", it->peak_event);
-        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)it->peak_phase));
-        gm_json_kv_u64(w, "end_bytes", it->end_bytes);
-        if (it->has_time) {
-            gm_json_kv_i64(w, "start_time_us", it->start_us);
-            gm_json_kv_i64(w, "end_time_us", it->end_us);
-        }
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_kv_str(w, "verdict", gm_leak_verdict_name(v));
-    gm_json_kv_str(w, "verdict_text", gm_leak_verdict_text(v));
-    gm_json_key(w, "leaks");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < dev->n_leaks && i < top; i++)
-        json_leak(w, snap, &dev->leaks[i]);
-    gm_json_end_array(w);
-    gm_json_end_object(w);
-}
-
 static void print_iteration(size_t i, const struct gm_analysis_iteration *it)
 {
     char b1[64], b2[64], b3[64];
@@ -217,6 +128,8 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
            gm_leak_verdict_text(v), ana_cli_short(b1, sizeof(b1), per_it),
            ana_cli_short(b2, sizeof(b2), kept), dev->n_leaks, dev->n_leaks == 1 ? "" : "s", n_sites,
            n_sites == 1 ? "" : "s");
+    if (!top)
+        top = dev->n_leaks;
     for (size_t i = 0; i < dev->n_leaks && i < top; i++) {
         bool advice = true;
         for (size_t k = 0; k < i; k++)
@@ -231,11 +144,12 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
 int cmd_snapshot_leaks(int argc, char **argv)
 {
     bool json = false, all_iterations = false;
-    uint64_t top = 10, sites = 5, mem_limit = 0;
+    uint64_t top = gm_analysis_doc_top(GM_DOC_LEAKS), sites = 5, mem_limit = 0;
     int n_pos = 0;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.leaks/1"),
-        OPT_U64("top", 'n', &top, "N", "show at most N leaks (causes) per device (10)", NULL),
+        OPT_U64("top", 'n', &top, "N", "show at most N leaks (causes) per device (10; 0: all)",
+                NULL),
         OPT_U64("sites", 0, &sites, "N", "show at most N sites per leak (5; 0: all)", NULL),
         OPT_FLAG("all-iterations", 0, &all_iterations,
                  "list every iteration (more than 12 are summarised)"),
@@ -265,14 +179,11 @@ int cmd_snapshot_leaks(int argc, char **argv)
     if (rc)
         return rc;
     if (json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.leaks");
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t d = 0; d < an->n_devices; d++)
-            json_device(&w, snap, &an->devices[d], top);
-        gm_json_end_array(&w);
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .files = &file, .n_files = 1,
+                                      .top = top};
+        struct gm_error err;
+        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {
         for (size_t d = 0; d < an->n_devices; d++)
             print_device(snap, &an->devices[d], top, sites, all_iterations);

@@ -10,48 +10,6 @@
 
 #include <inttypes.h>
 
-static void json_frag(struct gm_json *w, const struct gm_snapshot *snap,
-                      const struct gm_analysis_frag *f)
-{
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "event_index", f->event);
-    gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)f->phase));
-    if (f->is_oom) {
-        gm_json_kv_u64(w, "requested_bytes", f->requested);
-        gm_json_kv_u64(w, "device_free_bytes", f->device_free);
-    }
-    gm_json_kv_u64(w, "reserved_bytes", f->reserved);
-    gm_json_kv_u64(w, "allocated_bytes", f->allocated);
-    gm_json_kv_u64(w, "reserved_unallocated_bytes", f->reserved_unallocated);
-    gm_json_kv_u64(w, "largest_free_block_bytes", f->largest_free);
-    gm_json_key(w, "pools");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < f->n_pools; i++) {
-        const struct gm_analysis_pool_free *p = &f->pools[i];
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "stream", p->stream);
-        gm_json_kv_str(w, "pool", p->is_small ? "small" : "large");
-        gm_json_kv_u64(w, "reserved_bytes", p->reserved);
-        gm_json_kv_u64(w, "free_bytes", p->free);
-        gm_json_kv_u64(w, "largest_free_block_bytes", p->largest_free);
-        gm_json_kv_u64(w, "segments", p->n_segments);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_key(w, "at_event");
-    gm_json_begin_object(w);
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        gm_json_kv_u64(w, gm_category_name((enum gm_category)c), f->at_event[c]);
-    gm_json_end_object(w);
-    if (f->is_oom) {
-        gm_json_kv_str(w, "verdict", gm_oom_verdict_name((enum gm_oom_verdict)f->verdict));
-        gm_json_kv_str(w, "advice", gm_oom_verdict_advice((enum gm_oom_verdict)f->verdict));
-        gm_json_key(w, "frames");
-        ana_cli_json_frames(w, snap, f->stack);
-    }
-    gm_json_end_object(w);
-}
-
 static void print_frag(const struct gm_analysis_frag *f)
 {
     char b1[64];
@@ -161,43 +119,11 @@ int cmd_snapshot_oom(int argc, char **argv)
     if (rc)
         return rc;
     if (json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.oom");
-        gm_json_key(&w, "allocator_settings");
-        gm_json_begin_object(&w);
-        gm_json_kv_bool(&w, "expandable_segments", an->expandable_segments);
-        gm_json_kv_i64(&w, "max_split_size", an->max_split_size);
-        gm_json_kv_double(&w, "garbage_collection_threshold", an->gc_threshold);
-        gm_json_end_object(&w);
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t d = 0; d < an->n_devices; d++) {
-            const struct gm_analysis_device *dev = &an->devices[d];
-            gm_json_begin_object(&w);
-            gm_json_kv_i64(&w, "device", dev->device);
-            gm_json_kv_u64(&w, "peak_bytes", dev->peak_bytes);
-            gm_json_key(&w, "at_peak");
-            json_frag(&w, snap, &dev->peak_frag);
-            gm_json_key(&w, "series");
-            gm_json_begin_array(&w);
-            for (size_t i = 0; series && i < dev->n_points; i++) {
-                const struct gm_analysis_point *p = &dev->points[i];
-                gm_json_begin_object(&w);
-                gm_json_kv_i64(&w, "event", p->event);
-                gm_json_kv_u64(&w, "reserved_bytes", p->reserved);
-                gm_json_kv_u64(&w, "allocated_bytes", p->total);
-                gm_json_end_object(&w);
-            }
-            gm_json_end_array(&w);
-            gm_json_key(&w, "ooms");
-            gm_json_begin_array(&w);
-            for (size_t i = 0; i < dev->n_ooms; i++)
-                json_frag(&w, snap, &dev->ooms[i]);
-            gm_json_end_array(&w);
-            gm_json_end_object(&w);
-        }
-        gm_json_end_array(&w);
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .files = &file, .n_files = 1,
+                                      .series = series};
+        struct gm_error err;
+        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {
         printf("allocator settings: expandable_segments %s, max_split_size %s, "
                "garbage_collection_threshold %g\n\n",

@@ -15,72 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
-struct dev_peak {
-    struct gm_snapshot_timeline tl;
-    struct gm_snapshot_live_group *groups;
-    size_t n_groups;
-    long *apart; /* per group: the frame that tells it apart (gm_snapshot_stacks_apart()) */
-    const char *user_phase; /* the user phase (gpumem.phase mark) around the peak, or NULL */
-};
-
-/* Stack frames the text shows of the callers of a group's user frame. */
-#define PEAK_CALLERS 2
-
-static void json_device(struct gm_json *w, const struct gm_snapshot *snap,
-                        const struct gm_snapshot_device *d, const struct dev_peak *p, uint64_t top)
-{
-    const struct gm_snapshot_timeline *tl = &p->tl;
-    struct gm_snapshot_oom oom;
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "device", d->index);
-    gm_json_kv_u64(w, "peak_bytes", tl->peak_bytes);
-    gm_json_kv_i64(w, "peak_event_index", tl->peak_event_index);
-    if (tl->peak_time_valid)
-        gm_json_kv_i64(w, "peak_time_us", tl->peak_time_us);
-    else
-        gm_json_kv_null(w, "peak_time_us");
-    gm_json_kv_u64(w, "peak_reserved_bytes", tl->peak_reserved_bytes);
-    gm_json_kv_u64(w, "reserved_at_peak_bytes", tl->reserved_at_peak_bytes);
-    gm_json_kv_u64(w, "initial_bytes", tl->initial_bytes);
-    gm_json_kv_u64(w, "final_bytes", tl->final_bytes);
-    gm_json_kv_u64(w, "trace_events", d->n_events);
-    if (p->user_phase)
-        gm_json_kv_str(w, "peak_user_phase", p->user_phase);
-    else
-        gm_json_kv_null(w, "peak_user_phase");
-    gm_json_key(w, "first_oom");
-    if (gm_snapshot_first_oom(snap, d, &oom)) {
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "event_index", oom.event);
-        gm_json_kv_u64(w, "requested_bytes", oom.requested);
-        gm_json_kv_u64(w, "device_free_bytes", oom.device_free);
-        gm_json_end_object(w);
-    } else {
-        gm_json_null(w);
-    }
-    gm_json_kv_u64(w, "live_allocations", tl->n_live);
-    gm_json_kv_u64(w, "live_groups", p->n_groups);
-    gm_json_key(w, "live_at_peak");
-    gm_json_begin_array(w);
-    for (size_t g = 0; g < p->n_groups && (top == 0 || g < top); g++) {
-        gm_json_begin_object(w);
-        gm_json_kv_u64(w, "bytes", p->groups[g].bytes);
-        gm_json_kv_u64(w, "count", p->groups[g].count);
-        gm_json_kv_u64(w, "stack", p->groups[g].stack);
-        gm_json_key(w, "user_frame");
-        snapcli_json_user_frame(w, snap, p->groups[g].stack);
-        gm_json_key(w, "frames");
-        snapcli_json_stack(w, snap, p->groups[g].stack, 0);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_end_object(w);
-}
-
 static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
-                        const struct dev_peak *p, uint64_t top)
+                        const struct gm_peak_device *p, uint64_t top)
 {
-    const struct gm_snapshot_timeline *tl = &p->tl;
+    const struct gm_snapshot_timeline *tl = &p->timeline;
     char a[48], b[48], t[64];
     printf("device %d: peak %s (%" PRIu64 " bytes)", d->index,
            gm_format_fixed(a, sizeof(a), tl->peak_bytes, GM_GIB, "GiB"), tl->peak_bytes);
@@ -107,11 +45,11 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
                gm_format_bytes(a, sizeof(a), tl->initial_bytes, GM_UNITS_IEC),
                gm_format_bytes(b, sizeof(b), tl->final_bytes, GM_UNITS_IEC));
     }
-    if (!tl->n_live) {
+    if (!p->n_live) {
         printf("  nothing allocated at the peak\n");
         return;
     }
-    printf("  %zu allocations alive at the peak, in %zu stacks%s:\n", tl->n_live, p->n_groups,
+    printf("  %" PRIu64 " allocations alive at the peak, in %zu stacks%s:\n", p->n_live, p->n_groups,
            top && p->n_groups > top ? " (largest first; --top to see more)" : " (largest first)");
     printf("  %16s %12s %6s %6s  where\n", "bytes", "GiB", "share", "count");
     for (size_t g = 0; g < p->n_groups && (top == 0 || g < top); g++) {
@@ -120,31 +58,14 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
                gm_format_fixed(a, sizeof(a), gr->bytes, GM_GIB, "GiB"),
                tl->peak_bytes ? 100.0 * (double)gr->bytes / (double)tl->peak_bytes : 0.0,
                gr->count);
-        snapcli_print_stack(stdout, snap, gr->stack, PEAK_CALLERS, p->apart ? p->apart[g] : -1, 51);
+        snapcli_print_stack(stdout, snap, gr->stack, GM_PEAK_CALLERS,
+                            g < p->n_apart ? p->apart[g] : -1, 51);
     }
-}
-
-/* The groups listed (the first 'top', 0: all) told apart where they would read alike. */
-static enum gm_status tell_apart(const struct gm_snapshot *snap, struct dev_peak *p, uint64_t top,
-                                 struct gm_error *err)
-{
-    size_t n = top && top < p->n_groups ? (size_t)top : p->n_groups;
-    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
-    p->apart = gm_malloc((n ? n : 1) * sizeof(*p->apart));
-    if (!refs || !p->apart) {
-        gm_free(refs);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    }
-    for (size_t g = 0; g < n; g++)
-        refs[g] = (struct gm_snapshot_stack_ref){snap, p->groups[g].stack};
-    gm_snapshot_stacks_apart(refs, n, PEAK_CALLERS, p->apart);
-    gm_free(refs);
-    return GM_OK;
 }
 
 /* One file's peaks, computed in the thread that loaded it. */
 struct file_peaks {
-    struct dev_peak *peaks; /* per snapshot device */
+    struct gm_analysis_peaks peaks;
     bool has_device;        /* the device asked for is in the file */
     struct gm_analysis *an; /* several files: the analysis of the rank */
 };
@@ -158,78 +79,37 @@ struct peak_work {
     bool analysis; /* --folded --at: what is alive at an event needs the analysis */
 };
 
+/* With several files (the ranks) or --folded --at the analysis runs first, and the peaks
+ * read it: the trace is replayed once. */
 static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
                                  struct gm_error *err)
 {
     struct peak_work *pw = ctx;
     struct file_peaks *fp = &pw->files[f];
+    struct gm_analysis_peaks_opts po = {pw->want, (size_t)pw->top};
     fp->has_device = pw->want < 0 || gm_snapshot_device_by_index(snap, pw->want);
     if (!fp->has_device)
         return GM_OK;
-    fp->peaks = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(*fp->peaks));
-    if (!fp->peaks)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    for (size_t i = 0; i < snap->n_devices; i++) {
-        const struct gm_snapshot_device *d = &snap->devices[i];
-        struct dev_peak *p = &fp->peaks[i];
-        enum gm_status st;
-        if (pw->want >= 0 && d->index != pw->want)
-            continue;
-        if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &p->tl, err)) != GM_OK ||
-            (st = gm_snapshot_group_live(&p->tl, &p->groups, &p->n_groups, err)) != GM_OK)
-            return st;
-        if ((st = tell_apart(snap, p, pw->top, err)) != GM_OK)
-            return st;
-        if (p->tl.peak_time_valid) {
-            struct gm_snapshot_user_range *r = NULL;
-            size_t n = 0;
-            if ((st = gm_snapshot_user_ranges(snap, d->index, &r, &n, err)) != GM_OK)
-                return st;
-            p->user_phase = gm_snapshot_user_phase_at(r, n, p->tl.peak_time_us);
-            gm_free(r);
-        }
-    }
     if ((pw->ranks || pw->analysis) && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);
-    return GM_OK;
+    return gm_analysis_peaks(snap, fp->an, &po, &fp->peaks, err);
 }
 
-static void file_peaks_release(struct file_peaks *fp, const struct gm_snapshot *snap)
+static void file_peaks_release(struct file_peaks *fp)
 {
-    for (size_t i = 0; fp->peaks && snap && i < snap->n_devices; i++) {
-        gm_snapshot_timeline_release(&fp->peaks[i].tl);
-        gm_free(fp->peaks[i].groups);
-        gm_free(fp->peaks[i].apart);
-    }
-    gm_free(fp->peaks);
+    gm_analysis_peaks_release(&fp->peaks);
     gm_analysis_free(fp->an);
 }
 
-static void json_file(struct gm_json *w, const char *path, const struct gm_snapshot *snap,
-                      const struct file_peaks *fp, int32_t want, uint64_t top)
-{
-    gm_json_kv_str(w, "file", path);
-    gm_json_kv_str(w, "sizes", "requested bytes as recorded in the trace");
-    gm_json_key(w, "devices");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < snap->n_devices; i++)
-        if (want < 0 || snap->devices[i].index == want)
-            json_device(w, snap, &snap->devices[i], &fp->peaks[i], top);
-    gm_json_end_array(w);
-}
-
 static void text_file(const char *path, const struct gm_snapshot *snap, const struct file_peaks *fp,
-                      int32_t want, uint64_t top)
+                      uint64_t top)
 {
-    bool first = true;
     snapcli_print_oom_banner(stdout, snap, path);
-    for (size_t i = 0; i < snap->n_devices; i++) {
-        if (want >= 0 && snap->devices[i].index != want)
-            continue;
-        if (!first)
+    for (size_t i = 0; i < fp->peaks.n_devices; i++) {
+        const struct gm_peak_device *p = &fp->peaks.devices[i];
+        if (i)
             printf("\n");
-        first = false;
-        text_device(snap, &snap->devices[i], &fp->peaks[i], top);
+        text_device(snap, gm_snapshot_device_by_index(snap, p->device), p, top);
     }
     if (!snap->n_devices)
         printf("the file names no device\n");
@@ -238,22 +118,21 @@ static void text_file(const char *path, const struct gm_snapshot *snap, const st
 /* --folded: what is alive at the peak of each device (or after event 'at'), as folded
  * stacks; 0 or an exit code. */
 static int write_folded(const char *cmd, const struct gm_snapshot *snap,
-                        const struct file_peaks *fp, int32_t want, bool at_seen, int at)
+                        const struct file_peaks *fp, bool at_seen, int at)
 {
-    for (size_t i = 0; i < snap->n_devices; i++) {
-        const struct gm_snapshot_device *d = &snap->devices[i];
+    for (size_t i = 0; i < fp->peaks.n_devices; i++) {
+        const struct gm_peak_device *p = &fp->peaks.devices[i];
         struct gm_snapshot_live_group *g = NULL;
         size_t n = 0;
         struct gm_error err;
-        if (want >= 0 && d->index != want)
-            continue;
         if (!at_seen) {
-            folded_write(stdout, snap, d->index, fp->peaks[i].groups, fp->peaks[i].n_groups);
+            folded_write(stdout, snap, p->device, p->groups, p->n_groups);
             continue;
         }
-        if (gm_analysis_group_live_at(fp->an, &fp->an->devices[i], at, &g, &n, &err) != GM_OK)
+        if (gm_analysis_group_live_at(fp->an, gm_analysis_device_by_index(fp->an, p->device), at,
+                                      &g, &n, &err) != GM_OK)
             return cli_fail(cmd, &err);
-        folded_write(stdout, snap, d->index, g, n);
+        folded_write(stdout, snap, p->device, g, n);
         gm_free(g);
     }
     return 0;
@@ -336,29 +215,23 @@ int cmd_snapshot_peak(int argc, char **argv)
         rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f);
     if (rc == 0 && folded) {
         for (int f = 0; f < n_pos && rc == 0; f++)
-            rc = write_folded(argv[0], snaps[f], &files[f], want, at_seen, at);
+            rc = write_folded(argv[0], snaps[f], &files[f], at_seen, at);
     } else if (rc == 0 && json) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.peak");
-        if (n_pos == 1) {
-            json_file(&w, argv[1], snaps[0], &files[0], want, top);
-        } else {
-            gm_json_key(&w, "files");
-            gm_json_begin_array(&w);
-            for (int f = 0; f < n_pos; f++) {
-                gm_json_begin_object(&w);
-                json_file(&w, argv[f + 1], snaps[f], &files[f], want, top);
-                gm_json_end_object(&w);
-            }
-            gm_json_end_array(&w);
-            ranks_json(&w, &ranks, argv + 1);
-        }
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
+        struct gm_analysis_doc doc = {.kind = GM_DOC_PEAK, .files = df, .n_files = (size_t)n_pos,
+                                      .ranks = ranks.v, .n_ranks = ranks.n, .top = top};
+        struct gm_error err;
+        for (int f = 0; df && f < n_pos; f++)
+            df[f] = (struct gm_analysis_doc_file){
+                .path = argv[f + 1], .snap = snaps[f], .peaks = &files[f].peaks};
+        rc = df ? cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err)
+                : GM_EXIT_SOFTWARE;
+        gm_free(df);
     } else if (rc == 0) {
         for (int f = 0; f < n_pos; f++) {
             if (n_pos > 1)
                 printf("%s==> %s <==\n", f ? "\n" : "", argv[f + 1]);
-            text_file(argv[f + 1], snaps[f], &files[f], want, top);
+            text_file(argv[f + 1], snaps[f], &files[f], top);
         }
         if (n_pos > 1)
             ranks_print(stdout, &ranks, argv + 1);
@@ -366,7 +239,7 @@ int cmd_snapshot_peak(int argc, char **argv)
                "torch.cuda.max_memory_allocated() counts after rounding to 512 B blocks\n");
     }
     for (int f = 0; f < n_pos; f++) {
-        file_peaks_release(&files[f], snaps[f]);
+        file_peaks_release(&files[f]);
         gm_snapshot_free(snaps[f]);
     }
     ranks_release(&ranks);

@@ -14,63 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void json_figures(struct gm_json *w, const struct gm_snapshot_figures *f)
-{
-    gm_json_kv_u64(w, "reserved_bytes", f->reserved_bytes);
-    gm_json_kv_u64(w, "allocated_bytes", f->allocated_bytes);
-    gm_json_kv_u64(w, "active_bytes", f->active_bytes);
-    gm_json_kv_u64(w, "requested_bytes", f->requested_bytes);
-    gm_json_kv_u64(w, "internal_free_bytes", f->internal_free_bytes);
-    gm_json_kv_u64(w, "external_free_bytes", f->external_free_bytes);
-    gm_json_kv_u64(w, "largest_free_block_bytes", f->largest_free_block_bytes);
-    gm_json_kv_u64(w, "segments", f->n_segments);
-    gm_json_kv_u64(w, "blocks", f->n_blocks);
-    gm_json_kv_u64(w, "active_allocated_blocks", f->n_active_blocks);
-    gm_json_kv_u64(w, "active_pending_free_blocks", f->n_pending_free_blocks);
-    gm_json_kv_u64(w, "inactive_blocks", f->n_inactive_blocks);
-}
-
-static void json_file(struct gm_json *w, const struct gm_snapshot_stats *st)
-{
-    gm_json_key(w, "devices");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < st->n_devices; i++) {
-        const struct gm_snapshot_device_stats *d = &st->devices[i];
-        gm_json_begin_object(w);
-        gm_json_kv_i64(w, "device", d->device);
-        json_figures(w, &d->fig);
-        gm_json_key(w, "pools");
-        gm_json_begin_array(w);
-        for (size_t p = 0; p < d->n_pools; p++) {
-            const struct gm_snapshot_pool_stats *ps = &d->pools[p];
-            gm_json_begin_object(w);
-            gm_json_kv_str(w, "pool", ps->is_small ? "small" : "large");
-            gm_json_key(w, "pool_id");
-            gm_json_begin_array(w);
-            gm_json_i64(w, ps->pool_id[0]);
-            gm_json_i64(w, ps->pool_id[1]);
-            gm_json_end_array(w);
-            gm_json_kv_bool(w, "expandable", ps->is_expandable);
-            json_figures(w, &ps->fig);
-            gm_json_end_object(w);
-        }
-        gm_json_end_array(w);
-        gm_json_key(w, "segment_size_histogram");
-        gm_json_begin_array(w);
-        for (size_t h = 0; h < d->n_hist; h++) {
-            gm_json_begin_object(w);
-            gm_json_kv_u64(w, "min_bytes", d->hist[h].lo);
-            gm_json_kv_u64(w, "max_bytes_exclusive", d->hist[h].hi);
-            gm_json_kv_u64(w, "segments", d->hist[h].n_segments);
-            gm_json_kv_u64(w, "bytes", d->hist[h].bytes);
-            gm_json_end_object(w);
-        }
-        gm_json_end_array(w);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-}
-
 static const char *fmt(char *b, uint64_t v)
 {
     char x[48];
@@ -201,7 +144,6 @@ int cmd_snapshot_stats(int argc, char **argv)
         "the smallest, and the category that makes the difference); --json then writes "
         "{\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
-    struct gm_json w;
     struct file_stats *files;
     struct rank_list ranks = {0};
 
@@ -221,24 +163,15 @@ int cmd_snapshot_stats(int argc, char **argv)
         rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, file_figures, file_ranks, &j);
     }
     if (rc == 0 && json) {
-        cli_json_begin(&w, stdout, "snapshot.stats");
-        if (n_pos > 1) {
-            gm_json_key(&w, "files");
-            gm_json_begin_array(&w);
-        }
-        for (int i = 0; i < n_pos; i++) {
-            if (n_pos > 1)
-                gm_json_begin_object(&w);
-            gm_json_kv_str(&w, "file", files[i].path);
-            json_file(&w, &files[i].st);
-            if (n_pos > 1)
-                gm_json_end_object(&w);
-        }
-        if (n_pos > 1) {
-            gm_json_end_array(&w);
-            ranks_json(&w, &ranks, argv + 1);
-        }
-        rc = cli_json_end(&w, argv[0]);
+        struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
+        struct gm_analysis_doc doc = {.kind = GM_DOC_STATS, .files = df, .n_files = (size_t)n_pos,
+                                      .ranks = ranks.v, .n_ranks = ranks.n};
+        struct gm_error err;
+        for (int i = 0; df && i < n_pos; i++)
+            df[i] = (struct gm_analysis_doc_file){.path = files[i].path, .stats = &files[i].st};
+        rc = df ? cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err)
+                : GM_EXIT_SOFTWARE;
+        gm_free(df);
     } else if (rc == 0) {
         for (int i = 0; i < n_pos; i++) {
             if (i)

@@ -369,21 +369,6 @@ char *snapcli_time(char *buf, size_t n, int64_t time_us)
     return buf;
 }
 
-void snapcli_json_user_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
-{
-    long u = gm_snapshot_stack_user_frame(snap, stack);
-    const struct gm_snapshot_frame *f;
-    if (u < 0 || !gm_snapshot_frame_is_user(f = &snap->frames[snap->stacks[stack].frames[u]])) {
-        gm_json_null(w);
-        return;
-    }
-    gm_json_begin_object(w);
-    gm_json_kv_str(w, "filename", f->filename);
-    gm_json_kv_i64(w, "line", f->line);
-    gm_json_kv_str(w, "name", f->name);
-    gm_json_end_object(w);
-}
-
 void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all)
 {
     const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;

@@ -69,10 +69,6 @@ char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f);
 /* "2024-02-18 12:34:56.123456 UTC" into buf; returns buf. */
 char *snapcli_time(char *buf, size_t n, int64_t time_us);
 
-/* The user frame of a stack (gm_snapshot_frame_is_user()) as {filename, line, name}, or
- * null when it has none. */
-void snapcli_json_user_frame(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
-
 /* A stack as a JSON array of {filename, line, name}, noise frames left out unless 'all'. */
 void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all);
 

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* snapshot_ranks.h - several snapshot files as the ranks of one job (gm_analysis_ranks()):
- * the per-rank rows, the spread over the ranks and the imbalance, as text and JSON, for
- * `stats`, `peak`, `categories` and `diff` with several files. */
+ * the per-rank rows, the spread over the ranks and the imbalance as text (their JSON is the
+ * library's, gm_analysis_json()), for `stats`, `peak` and `categories` with several files. */
 #ifndef GM_CLI_SNAPSHOT_RANKS_H
 #define GM_CLI_SNAPSHOT_RANKS_H
 
 #include "gpumem/analysis.h"
-#include "gpumem/json.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -23,11 +22,6 @@ int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an
 
 /* The rows, the spread and the imbalance (two ranks or more) as text. */
 void ranks_print(FILE *f, const struct rank_list *l, char *const *paths);
-
-/* "ranks": [{rank, file, device, peak_bytes, ...}], "spread": [{devices, peak_bytes: {min,
- * max, spread, mean, min_file, max_file}, ...}], "imbalance": {...} or null, as keys of the
- * current object. */
-void ranks_json(struct gm_json *w, const struct rank_list *l, char *const *paths);
 
 void ranks_release(struct rank_list *l);
 

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -394,6 +395,131 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
                                          const struct gm_analysis_device *dev, int64_t event,
                                          struct gm_snapshot_live_group **out, size_t *n_out,
                                          struct gm_error *err);
+
+/* ---- the peak of each device and what is alive there ----
+ *
+ * What `gpumem snapshot peak` shows: the peak of memory_viz's Active Memory Timeline per
+ * device (gm_snapshot_timeline()) and the allocations alive at it, grouped by stack
+ * (gm_snapshot_group_live()), largest first.  From a snapshot alone the timeline is replayed
+ * with its live list; with the snapshot's analysis, the timeline the analysis kept and
+ * what it says is alive at the peak are read instead (the same figures, no second replay). */
+
+/* Stack frames a rendering shows of the callers of a group's user frame: 'apart' tells the
+ * groups apart as read with that many. */
+#define GM_PEAK_CALLERS 2
+
+struct gm_peak_device {
+    int32_t device;
+    struct gm_snapshot_timeline timeline; /* its live list is not kept (live NULL) */
+    uint64_t n_live;                      /* allocations alive at the peak */
+    struct gm_snapshot_live_group *groups; /* by stack, largest first */
+    size_t n_groups;
+    /* per listed group (the first n_apart): the frame that tells it apart from the other
+     * listed groups that read alike (gm_snapshot_stacks_apart(), GM_PEAK_CALLERS), -1 none */
+    long *apart;
+    size_t n_apart;
+    const char *user_phase; /* the user phase (gpumem.phase mark) around the peak, or NULL
+                             * (borrowed from the snapshot) */
+    bool has_oom;           /* the trace has an oom event: the first one */
+    struct gm_snapshot_oom first_oom;
+};
+
+struct gm_analysis_peaks {
+    struct gm_peak_device *devices; /* the snapshot's devices in file order (only 'device'
+                                     * when one was asked for) */
+    size_t n_devices;
+};
+
+struct gm_analysis_peaks_opts {
+    int32_t device; /* only this CUDA device; -1: every device */
+    size_t listed;  /* groups a rendering lists, told apart ('apart'); 0: all */
+};
+
+/* The peaks of 'snap' into *out; 'an' (may be NULL) is the snapshot's analysis, read instead
+ * of replaying the trace.  'opts' may be NULL (every device, all groups listed).  On success
+ * *out is the caller's (gm_analysis_peaks_release()); it borrows the snapshot.  Errors:
+ * GM_ERR_INVALID (no such device), GM_ERR_NOMEM, GM_ERR_LIMIT. */
+enum gm_status gm_analysis_peaks(const struct gm_snapshot *snap, const struct gm_analysis *an,
+                                 const struct gm_analysis_peaks_opts *opts,
+                                 struct gm_analysis_peaks *out, struct gm_error *err);
+void gm_analysis_peaks_release(struct gm_analysis_peaks *p);
+
+/* ---- figures of a device at its peak ---- */
+
+/* The bytes alive after event 'event' per rule (indexed by enum gm_rule). */
+void gm_analysis_rules_at(const struct gm_analysis_device *dev, int64_t event,
+                          uint64_t rules[GM_RULE_COUNT]);
+
+/* The category with the most bytes at the peak; GM_CATEGORY_COUNT when the peak is 0. */
+int gm_analysis_dominant(const struct gm_analysis_device *dev);
+
+/* One allocation site at the peak: the allocations of one category, rule and stack alive
+ * at the peak. */
+struct gm_analysis_site {
+    uint32_t stack;
+    uint8_t category; /* enum gm_category */
+    uint8_t rule;     /* enum gm_rule */
+    uint64_t bytes;
+    uint64_t count;
+};
+
+/* The sites alive at the peak of 'dev', by category, largest first within each, into *out
+ * (the caller's: gm_free()), *n_out of them.  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_sites_at_peak(const struct gm_analysis_device *dev,
+                                         struct gm_analysis_site **out, size_t *n_out,
+                                         struct gm_error *err);
+
+/* ---- the JSON documents of the snapshot commands ----
+ *
+ * What `gpumem snapshot <command> --json` prints and Python's gpumem.Snapshot parses:
+ * {"schema": "gpumem.snapshot.<command>/1", "gpumem_version", ...} (docs/snapshot.md lists
+ * the members).  stats, peak and categories take several files, the ranks of one job:
+ * {"files": [{"file", ...}], "ranks", "spread", "imbalance"}. */
+
+enum gm_analysis_doc_kind {
+    GM_DOC_INFO = 0,   /* what the file is and holds: files[0].snap */
+    GM_DOC_STATS,      /* the segments at snapshot time: files[i].stats */
+    GM_DOC_PEAK,       /* the peaks and what is alive there: files[i].peaks and .snap */
+    GM_DOC_CATEGORIES, /* the categories at the peak: files[i].an */
+    GM_DOC_LEAKS,      /* iterations and leaks: files[0].an */
+    GM_DOC_OOM,        /* fragmentation at the peak and at each oom: files[0].an */
+    GM_DOC_DIFF,       /* two snapshots compared: files[0..1].an and diff */
+};
+#define GM_DOC_COUNT 7
+
+/* "info", "stats", "peak", "categories", "leaks", "oom", "diff": the command; static. */
+const char *gm_analysis_doc_name(enum gm_analysis_doc_kind kind);
+
+/* How many entries a document lists per device when the caller does not say (its 'top'):
+ * 10 leaks, 20 diff sites, every live group of a peak (0). */
+uint64_t gm_analysis_doc_top(enum gm_analysis_doc_kind kind);
+
+/* One file of a document: its results (what its kind reads, the rest NULL). */
+struct gm_analysis_doc_file {
+    const char *path;                       /* as the caller named it ("file") */
+    const struct gm_snapshot *snap;         /* info, peak */
+    const struct gm_snapshot_stats *stats;  /* stats */
+    const struct gm_analysis_peaks *peaks;  /* peak */
+    const struct gm_analysis *an;           /* categories, leaks, oom, diff */
+};
+
+/* A document to write.  Initialise with designated initialisers: members may be added. */
+struct gm_analysis_doc {
+    enum gm_analysis_doc_kind kind;
+    const struct gm_analysis_doc_file *files;
+    size_t n_files;               /* several (stats, peak, categories): ranks of one job */
+    const struct gm_rank *ranks;  /* several files: the rank of each file that has one */
+    size_t n_ranks;
+    const struct gm_analysis_diff *diff; /* diff: gm_analysis_diff(files[0].an, files[1].an) */
+    int32_t device;               /* categories: only this CUDA device; -1: every device */
+    uint64_t top;                 /* peak groups, leaks, diff sites per device; 0: all */
+    bool series;                  /* categories: the series and the phase runs; oom: the
+                                   * reserved and allocated series */
+};
+
+/* Write the document 'doc' to 'f'.  Errors: GM_ERR_INVALID (a result the kind needs is
+ * missing), GM_ERR_NOMEM (the ranks), GM_ERR_IO (the write failed). */
+enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, struct gm_error *err);
 
 /* ---- the allocator's segments and blocks at any moment ----
  *

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_analysis.c - unit tests of src/analysis: frame patterns of real PyTorch programs
- * (Linux and Windows paths, C++ autograd symbols), the address map, and a hand-built
- * training trace whose every allocation has a known category, phase, iteration and leak. */
+ * (Linux and Windows paths, C++ autograd symbols), a hand-built training trace whose every
+ * allocation has a known category, phase, iteration and leak, and the peaks read from the
+ * analysis held against the peaks replayed from the trace. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,11 @@
 #include "analysis/analysis_int.h"
 #include "base/path.h"
 #include "gpumem/analysis.h"
+#include "gpumem/example.h"
 
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint16_t flags_of(const char *file, const char *name, bool py)
@@ -674,6 +679,101 @@ static void test_random_traces(void **state)
     }
 }
 
+/* ---- the peaks: from the analysis and from the timeline alone ---- */
+
+/* Both ways of gm_analysis_peaks() give the same figures and groups on 'snap'. */
+static void peaks_agree(const struct gm_snapshot *snap, const char *name)
+{
+    struct gm_analysis *an;
+    struct gm_analysis_peaks a, t;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    assert_int_equal(gm_analysis_peaks(snap, an, NULL, &a, &err), GM_OK);
+    assert_int_equal(gm_analysis_peaks(snap, NULL, NULL, &t, &err), GM_OK);
+    assert_int_equal(a.n_devices, t.n_devices);
+    for (size_t d = 0; d < a.n_devices; d++) {
+        const struct gm_peak_device *x = &a.devices[d], *y = &t.devices[d];
+        if (x->n_live != y->n_live || x->n_groups != y->n_groups ||
+            x->timeline.peak_bytes != y->timeline.peak_bytes)
+            fail_msg("%s device %d: %llu live in %zu groups from the analysis, %llu in %zu from "
+                     "the timeline",
+                     name, (int)x->device, (unsigned long long)x->n_live, x->n_groups,
+                     (unsigned long long)y->n_live, y->n_groups);
+        assert_int_equal(x->device, y->device);
+        assert_int_equal(x->timeline.peak_event_index, y->timeline.peak_event_index);
+        assert_true(x->timeline.reserved_at_peak_bytes == y->timeline.reserved_at_peak_bytes);
+        assert_true(x->timeline.final_bytes == y->timeline.final_bytes);
+        assert_int_equal(x->has_oom, y->has_oom);
+        assert_true(x->user_phase == y->user_phase ||
+                    (x->user_phase && y->user_phase && !strcmp(x->user_phase, y->user_phase)));
+        for (size_t g = 0; g < x->n_groups; g++) {
+            assert_int_equal(x->groups[g].stack, y->groups[g].stack);
+            assert_true(x->groups[g].bytes == y->groups[g].bytes);
+            assert_true(x->groups[g].count == y->groups[g].count);
+        }
+        assert_memory_equal(x->apart, y->apart, x->n_apart * sizeof(*x->apart));
+    }
+    gm_analysis_peaks_release(&a);
+    gm_analysis_peaks_release(&t);
+    gm_analysis_free(an);
+}
+
+static void peaks_agree_file(const char *path)
+{
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    assert_int_equal(gm_snapshot_load(path, NULL, &snap, &err), GM_OK);
+    peaks_agree(snap, path);
+    gm_snapshot_free(snap);
+}
+
+static void test_peaks_from_the_analysis_match_the_timeline(void **state)
+{
+    const char *src = getenv("GM_SOURCE_DIR"), *shared = getenv("GM_SHARED");
+    char path[4096];
+    (void)state;
+    {
+        /* the example job, with its leak and its phases */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct gm_example_opts o;
+        struct gm_snapshot *snap;
+        struct gm_error err;
+        gm_example_opts_init(&o);
+        o.phases = true;
+        assert_non_null(f);
+        assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
+        peaks_agree(snap, "the example");
+        gm_snapshot_free(snap);
+        free(buf);
+    }
+    if (src) {
+        snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/analysis/train_leak.pickle", src);
+        peaks_agree_file(path);
+    }
+    if (shared) {
+        /* the real snapshots, when the checkout has them beside it */
+        DIR *dir;
+        struct dirent *e;
+        snprintf(path, sizeof(path), "%s/testdata/snapshots", shared);
+        if (!(dir = opendir(path)))
+            return;
+        while ((e = readdir(dir)) != NULL) {
+            size_t n = strlen(e->d_name);
+            if ((n > 7 && !strcmp(e->d_name + n - 7, ".pickle")) ||
+                (n > 4 && !strcmp(e->d_name + n - 4, ".pkl"))) {
+                char file[4352];
+                snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+                peaks_agree_file(file);
+            }
+        }
+        closedir(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_names),       cmocka_unit_test(test_nomem),
         cmocka_unit_test(test_oom),         cmocka_unit_test(test_random_traces),
         cmocka_unit_test(test_leak_causes), cmocka_unit_test(test_user_phases),
+        cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

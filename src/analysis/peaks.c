@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* peaks.c - the peak of each device and what is alive there, grouped by stack
+ * (gm_analysis_peaks()), and the figures of a device at its peak that the outputs share:
+ * the bytes per rule, the dominant category, the allocation sites.
+ *
+ * What is alive at the peak comes from the timeline's third pass (its live list) when only
+ * the snapshot is at hand, or from the analysis's allocations when it is: an allocation is
+ * alive after event k when it was allocated at or before k (or from the start) and not
+ * freed by k.  The analysis matches allocations to frees exactly as the timeline does, so
+ * both give the same list; tests hold the two against each other on every real file. */
+#include "analysis/analysis_int.h"
+
+#include "base/vec.h"
+#include "snapshot/snapshot_int.h"
+
+#include "gpumem/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
+{
+    return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+}
+
+/* The allocations the analysis says are alive at the peak of 'dev', grouped by stack. */
+static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
+                                         struct gm_peak_device *p, struct gm_error *err)
+{
+    struct gm_snapshot_live *live = NULL, *l;
+    size_t n = 0, cap = 0;
+    enum gm_status st;
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (!alive_at(a, dev->peak_event))
+            continue;
+        if (!(l = GM_VEC_PUSH(live, n, cap, NULL))) {
+            gm_free(live);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+        }
+        l->addr = a->addr;
+        l->bytes = a->bytes;
+        l->stream = a->stream;
+        l->stack = a->stack;
+        l->alloc_event = a->alloc_event;
+    }
+    p->n_live = n;
+    st = snap_group_live(live, n, &p->groups, &p->n_groups, err);
+    gm_free(live);
+    return st;
+}
+
+/* The listed groups told apart where they would read alike. */
+static enum gm_status tell_apart(const struct gm_snapshot *snap, struct gm_peak_device *p,
+                                 size_t listed, struct gm_error *err)
+{
+    size_t n = listed && listed < p->n_groups ? listed : p->n_groups;
+    struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
+    p->apart = gm_malloc((n ? n : 1) * sizeof(*p->apart));
+    if (!refs || !p->apart) {
+        gm_free(refs);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+    }
+    for (size_t g = 0; g < n; g++)
+        refs[g] = (struct gm_snapshot_stack_ref){snap, p->groups[g].stack};
+    gm_snapshot_stacks_apart(refs, n, GM_PEAK_CALLERS, p->apart);
+    p->n_apart = n;
+    gm_free(refs);
+    return GM_OK;
+}
+
+static enum gm_status device_peak(const struct gm_snapshot *snap, const struct gm_analysis *an,
+                                  const struct gm_snapshot_device *d, size_t listed,
+                                  struct gm_peak_device *p, struct gm_error *err)
+{
+    const struct gm_analysis_device *ad = an ? gm_analysis_device_by_index(an, d->index) : NULL;
+    enum gm_status st;
+    p->device = d->index;
+    if (ad) {
+        p->timeline = ad->timeline;
+        st = groups_of_analysis(ad, p, err);
+    } else {
+        struct gm_snapshot_timeline tl;
+        if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &tl, err)) != GM_OK)
+            return st;
+        st = gm_snapshot_group_live(&tl, &p->groups, &p->n_groups, err);
+        p->n_live = tl.n_live;
+        gm_snapshot_timeline_release(&tl);
+        p->timeline = tl; /* the scalars; the live list is given back */
+    }
+    p->timeline.live = NULL;
+    p->timeline.n_live = 0;
+    if (st != GM_OK || (st = tell_apart(snap, p, listed, err)) != GM_OK)
+        return st;
+    if (p->timeline.peak_time_valid) {
+        struct gm_snapshot_user_range *r = NULL;
+        size_t n = 0;
+        if ((st = gm_snapshot_user_ranges(snap, d->index, &r, &n, err)) != GM_OK)
+            return st;
+        p->user_phase = gm_snapshot_user_phase_at(r, n, p->timeline.peak_time_us);
+        gm_free(r);
+    }
+    p->has_oom = gm_snapshot_first_oom(snap, d, &p->first_oom);
+    return GM_OK;
+}
+
+enum gm_status gm_analysis_peaks(const struct gm_snapshot *snap, const struct gm_analysis *an,
+                                 const struct gm_analysis_peaks_opts *opts,
+                                 struct gm_analysis_peaks *out, struct gm_error *err)
+{
+    int32_t want = opts ? opts->device : -1;
+    size_t listed = opts ? opts->listed : 0;
+    memset(out, 0, sizeof(*out));
+    if (want >= 0 && !gm_snapshot_device_by_index(snap, want))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
+                       (int)want);
+    out->devices = gm_calloc(snap->n_devices ? snap->n_devices : 1, sizeof(*out->devices));
+    if (!out->devices)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+    for (size_t i = 0; i < snap->n_devices; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        enum gm_status st;
+        if (want >= 0 && d->index != want)
+            continue;
+        st = device_peak(snap, an, d, listed, &out->devices[out->n_devices++], err);
+        if (st != GM_OK) {
+            gm_analysis_peaks_release(out);
+            return st;
+        }
+    }
+    return GM_OK;
+}
+
+void gm_analysis_peaks_release(struct gm_analysis_peaks *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_devices; i++) {
+        gm_free(p->devices[i].groups);
+        gm_free(p->devices[i].apart);
+    }
+    gm_free(p->devices);
+    memset(p, 0, sizeof(*p));
+}
+
+/* ---- figures at the peak ---- */
+
+void gm_analysis_rules_at(const struct gm_analysis_device *dev, int64_t event,
+                          uint64_t rules[GM_RULE_COUNT])
+{
+    memset(rules, 0, GM_RULE_COUNT * sizeof(uint64_t));
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (alive_at(a, event) && a->rule < GM_RULE_COUNT)
+            rules[a->rule] += a->bytes;
+    }
+}
+
+int gm_analysis_dominant(const struct gm_analysis_device *dev)
+{
+    int best = GM_CATEGORY_COUNT;
+    uint64_t b = 0;
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        if (dev->at_peak[c] > b) {
+            b = dev->at_peak[c];
+            best = c;
+        }
+    return best;
+}
+
+static int cmp_key(const void *pa, const void *pb)
+{
+    const struct gm_analysis_site *a = pa, *b = pb;
+    if (a->category != b->category)
+        return a->category < b->category ? -1 : 1;
+    if (a->stack != b->stack)
+        return a->stack < b->stack ? -1 : 1;
+    return (a->rule > b->rule) - (a->rule < b->rule);
+}
+
+static int cmp_bytes(const void *pa, const void *pb)
+{
+    const struct gm_analysis_site *a = pa, *b = pb;
+    if (a->category != b->category)
+        return a->category < b->category ? -1 : 1;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+enum gm_status gm_analysis_sites_at_peak(const struct gm_analysis_device *dev,
+                                         struct gm_analysis_site **out, size_t *n_out,
+                                         struct gm_error *err)
+{
+    size_t n = 0, m = 0;
+    int64_t k = dev->peak_event;
+    struct gm_analysis_site *v = gm_malloc((dev->n_allocs ? dev->n_allocs : 1) * sizeof(*v));
+    *out = NULL;
+    *n_out = 0;
+    if (!v)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for sites");
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (alive_at(a, k))
+            v[n++] = (struct gm_analysis_site){a->stack, a->category, a->rule, a->bytes, 1};
+    }
+    qsort(v, n, sizeof(*v), cmp_key);
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[m - 1].category == v[i].category && v[m - 1].stack == v[i].stack &&
+            v[m - 1].rule == v[i].rule) {
+            v[m - 1].bytes += v[i].bytes;
+            v[m - 1].count++;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    qsort(v, m, sizeof(*v), cmp_bytes);
+    *out = v;
+    *n_out = m;
+    return GM_OK;
+}
