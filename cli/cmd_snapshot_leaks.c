@@ -67,9 +67,9 @@ static void print_leak(const struct gm_snapshot *snap, size_t i, const struct gm
     if (l->frame < snap->n_frames &&
         (l->kind == GM_LEAK_FORWARD_OUTPUT || l->kind == GM_LEAK_GRAPH_NO_GRAD))
         printf("    kept by the code that called the model: %s\n",
-               snapcli_frame(fr, sizeof(fr), &snap->frames[l->frame]));
+               gm_snapshot_frame_text(fr, sizeof(fr), &snap->frames[l->frame]));
     else if (l->frame < snap->n_frames && l->n_sites > 1)
-        printf("    allocated by: %s\n", snapcli_frame(fr, sizeof(fr), &snap->frames[l->frame]));
+        printf("    allocated by: %s\n", gm_snapshot_frame_text(fr, sizeof(fr), &snap->frames[l->frame]));
     if (advice)
         printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
     if (l->n_sites == 1) {

@@ -338,19 +338,6 @@ char *snapcli_safe(char *buf, size_t n, const char *s)
     return gm_text_escape(buf, n, s);
 }
 
-char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f)
-{
-    if (f->filename[0] && strcmp(f->filename, "??"))
-        snprintf(buf, n, "%s (%s:%" PRId64 ")", f->name, f->filename, f->line);
-    else
-        snprintf(buf, n, "%s", f->name[0] ? f->name : "??");
-    {
-        char raw[1024];
-        snprintf(raw, sizeof(raw), "%s", buf);
-        return gm_text_escape(buf, n, raw);
-    }
-}
-
 char *snapcli_time(char *buf, size_t n, int64_t time_us)
 {
     time_t s = (time_t)(time_us / 1000000);
@@ -367,23 +354,6 @@ char *snapcli_time(char *buf, size_t n, int64_t time_us)
     snprintf(buf, n, "%04d-%02d-%02d %02d:%02d:%02d.%06ld UTC", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us);
     return buf;
-}
-
-void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all)
-{
-    const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;
-    gm_json_begin_array(w);
-    for (uint32_t i = 0; s && i < s->n_frames; i++) {
-        const struct gm_snapshot_frame *f = &snap->frames[s->frames[i]];
-        if (!all && f->is_noise)
-            continue;
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "filename", f->filename);
-        gm_json_kv_i64(w, "line", f->line);
-        gm_json_kv_str(w, "name", f->name);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
 }
 
 const char *snapcli_short_path(const char *path)
@@ -457,17 +427,17 @@ void snapcli_print_stack(FILE *f, const struct gm_snapshot *snap, uint32_t stack
     }
     if (shown > v.n_callers)
         shown = v.n_callers;
-    fprintf(f, "%s\n", snapcli_frame(buf, sizeof(buf), fr));
+    fprintf(f, "%s\n", gm_snapshot_frame_text(buf, sizeof(buf), fr));
     for (size_t k = 0; k < shown; k++)
         fprintf(f, "%*s<- %s\n", indent, "",
-                snapcli_frame(buf, sizeof(buf), view_frame(snap, stack, v.callers[k])));
+                gm_snapshot_frame_text(buf, sizeof(buf), view_frame(snap, stack, v.callers[k])));
     folded = v.n_folded + (uint32_t)(v.n_callers - shown);
     if (apart >= 0 && !in_view(&v, shown, apart) && (fr = view_frame(snap, stack, apart))) {
-        fprintf(f, "%*sfrom %s\n", indent, "", snapcli_frame(buf, sizeof(buf), fr));
+        fprintf(f, "%*sfrom %s\n", indent, "", gm_snapshot_frame_text(buf, sizeof(buf), fr));
         folded = folded ? folded - 1 : 0;
     }
     if (v.via >= 0 && (fr = view_frame(snap, stack, v.via)))
-        fprintf(f, "%*svia %s\n", indent, "", snapcli_frame(buf, sizeof(buf), fr));
+        fprintf(f, "%*svia %s\n", indent, "", gm_snapshot_frame_text(buf, sizeof(buf), fr));
     if (folded)
         fprintf(f, "%*s(%u more frame%s folded: %s)\n", indent, "", folded, folded == 1 ? "" : "s",
                 v.first_is_user ? "torch internals, C++ and library code"

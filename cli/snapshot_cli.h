@@ -4,7 +4,6 @@
 #ifndef GM_CLI_SNAPSHOT_CLI_H
 #define GM_CLI_SNAPSHOT_CLI_H
 
-#include "gpumem/json.h"
 #include "gpumem/snapshot.h"
 
 #include <stddef.h>
@@ -63,14 +62,9 @@ const char *snapcli_name(const char *path);
  * truncated to fit 'buf'; returns buf. */
 char *snapcli_safe(char *buf, size_t n, const char *s);
 
-/* "name (file:line)" of a frame into buf, control characters replaced; returns buf. */
-char *snapcli_frame(char *buf, size_t n, const struct gm_snapshot_frame *f);
-
 /* "2024-02-18 12:34:56.123456 UTC" into buf; returns buf. */
 char *snapcli_time(char *buf, size_t n, int64_t time_us);
 
-/* A stack as a JSON array of {filename, line, name}, noise frames left out unless 'all'. */
-void snapcli_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack, int all);
 
 /* Print a stack folded as the library shows it (gm_snapshot_stack_view()): the user frame
  * first, then up to 'callers' of the user frames that called it ("<-"), the frame that tells

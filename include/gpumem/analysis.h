@@ -521,6 +521,27 @@ struct gm_analysis_doc {
  * missing), GM_ERR_NOMEM (the ranks), GM_ERR_IO (the write failed). */
 enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, struct gm_error *err);
 
+/* ---- the trace, event by event (`gpumem snapshot trace`) ---- */
+
+enum gm_trace_format {
+    GM_TRACE_TEXT = 0, /* a line per event: index, time, action, address, size, total, frame */
+    GM_TRACE_NDJSON,   /* an object per event (gpumem.snapshot.trace/2), each stack's frames
+                        * once on a line before the first event that has it */
+};
+
+struct gm_analysis_trace_opts {
+    int32_t device; /* only this CUDA device; -1: every device */
+    uint64_t from;  /* the first event index written */
+    uint64_t to;    /* the last, inclusive; UINT64_MAX: the last of the trace */
+    enum gm_trace_format format;
+};
+
+/* Write every trace event of 'snap' (within 'opts') to 'f' with the allocated total after
+ * it (Active Memory Timeline semantics: requested bytes) and, in NDJSON, the reserved one.
+ * Errors: GM_ERR_INVALID (no such device), GM_ERR_NOMEM, GM_ERR_LIMIT, GM_ERR_IO. */
+enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
+                                 const struct gm_analysis_trace_opts *opts, struct gm_error *err);
+
 /* ---- the allocator's segments and blocks at any moment ----
  *
  * The one rebuild of the caching allocator's layout from a trace (src/analysis/layout.c

@@ -618,6 +618,10 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
  * Paths are compared with '/' and '\\' alike. */
 bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f);
 
+/* How a frame reads on a terminal: "name (file:line)", or the name alone for a frame with
+ * no file (C++), escaped (gm_text_escape()) into buf[n].  Returns 'buf'. */
+char *gm_snapshot_frame_text(char *buf, size_t n, const struct gm_snapshot_frame *f);
+
 /* Index in stacks[stack].frames of its first user frame (innermost first), or of its first
  * non-noise frame when it has none; -1 for an empty stack. */
 long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack);

@@ -82,6 +82,11 @@ static inline uint32_t ana_map_u32(const struct gm_map *m, uint64_t key)
     return gm_map_get(m, key, &v) ? (uint32_t)v : UINT32_MAX;
 }
 
+/* Every frame of 'stack' but the noise, innermost first, as a JSON array of {"filename",
+ * "line", "name"} (the peak document and the trace's NDJSON). */
+struct gm_json;
+void ana_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack);
+
 /* --- internals of the analysis object --- */
 
 /* A large array the analysis owns outside its arena (base/big.h). */

@@ -64,8 +64,7 @@ static void json_user_frame(struct gm_json *w, const struct gm_snapshot *snap, u
     json_frame_obj(w, f);
 }
 
-/* Every frame of 'stack' but the noise, innermost first. */
-static void json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
+void ana_json_stack(struct gm_json *w, const struct gm_snapshot *snap, uint32_t stack)
 {
     const struct gm_snapshot_stack *s = stack < snap->n_stacks ? &snap->stacks[stack] : NULL;
     gm_json_begin_array(w);
@@ -307,7 +306,7 @@ static void peak_device(struct gm_json *w, const struct gm_snapshot *snap,
         gm_json_key(w, "user_frame");
         json_user_frame(w, snap, p->groups[g].stack);
         gm_json_key(w, "frames");
-        json_stack(w, snap, p->groups[g].stack);
+        ana_json_stack(w, snap, p->groups[g].stack);
         gm_json_end_object(w);
     }
     gm_json_end_array(w);

@@ -5,7 +5,7 @@
  * the exact binary value of the double to two decimals, ties to even.  A double in [0.5,
  * 1024) is m * 2^-k with m < 2^53 and 43 <= k <= 53, so 100 * m fits 64 bits and the
  * rounding is done exactly in integers. */
-#include "gpumem/outbuf.h"
+#include "base/outbuf.h"
 
 #include <inttypes.h>
 

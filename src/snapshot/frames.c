@@ -14,7 +14,9 @@
 #include "base/path.h"
 
 #include "gpumem/arena.h"
+#include "gpumem/text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -398,4 +400,14 @@ void gm_snapshot_stacks_apart(const struct gm_snapshot_stack_ref *refs, size_t n
 size_t gm_snapshot_unique_stacks(const struct gm_snapshot *snap)
 {
     return snap->n_stacks > 0 ? snap->n_stacks - 1 : 0;
+}
+
+char *gm_snapshot_frame_text(char *buf, size_t n, const struct gm_snapshot_frame *f)
+{
+    char raw[1024];
+    if (f->filename[0] && strcmp(f->filename, "??"))
+        snprintf(raw, sizeof(raw), "%s (%s:%lld)", f->name, f->filename, (long long)f->line);
+    else
+        snprintf(raw, sizeof(raw), "%s", f->name[0] ? f->name : "??");
+    return gm_text_escape(buf, n, raw);
 }

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "gpumem/outbuf.h"
+#include "base/outbuf.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* outbuf.h - a buffered text writer with its own number formatting, for output of millions
+/* outbuf.h - a buffered text writer (library-internal) with its own number formatting, for output of millions
  * of lines (a snapshot trace): printf's formatting costs more than everything else of such
  * a line.  Numbers are written exactly as the printf formats named beside each function
  * would write them, and gm_fmt_iec() exactly as gm_format_bytes() (units.h) does.
@@ -16,8 +16,8 @@
  *   if (!gm_outbuf_flush(&o)) ... write error (errno) ...
  *
  * Write errors are sticky: gm_outbuf_flush() then returns false. */
-#ifndef GPUMEM_OUTBUF_H
-#define GPUMEM_OUTBUF_H
+#ifndef GM_BASE_OUTBUF_H
+#define GM_BASE_OUTBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,9 +25,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 #define GM_OUTBUF_SIZE (1u << 16)
 
@@ -86,7 +83,4 @@ char *gm_fmt_seconds(char *p, int64_t us, unsigned width);
  * bytes). */
 char *gm_fmt_iec(char *p, uint64_t bytes, unsigned width);
 
-#ifdef __cplusplus
-}
-#endif
 #endif

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.c - a snapshot's trace event by event (gm_analysis_trace()): one line per event with
+ * the running allocated and reserved totals, as text or as NDJSON.
+ *
+ * A trace has millions of events: lines are made in a buffer with base/outbuf.h's own
+ * number formatting (printf's cost more than the rest of the work), and what repeats is
+ * made once: the frame text of each stack, the extra fields of each interned extra.  In
+ * NDJSON a stack's frames are written once, on a line of their own before the first event
+ * that has that stack, and events name the stack: the output stays proportional to the
+ * file even when thousands of events share one stack of a million frames. */
+#include "analysis/analysis_int.h"
+
+#include "base/outbuf.h"
+
+#include "gpumem/arena.h"
+#include "gpumem/json.h"
+#include "gpumem/text.h"
+#include "gpumem/units.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What is made once per extra: its action name (text: made safe; JSON: a JSON string) and,
+ * for JSON, its compile_context and user_metadata keys ("" without them). */
+struct xtext {
+    char *name;
+    char *keys;
+};
+
+/* A stack's frame text and its length; s NULL: not made yet. */
+struct ftext {
+    char *s;
+    size_t n;
+};
+
+/* What is made once per stack and per extra. */
+struct cache {
+    const struct gm_snapshot *snap;
+    struct ftext *frame; /* per stack: "  name (file:line)", "" without a user frame; lazily */
+    uint8_t *shown;      /* --json: per stack, its frames line written */
+    struct xtext *extra; /* per extra id; lazily */
+    bool failed;         /* out of memory */
+};
+
+static const struct ftext *frame_text(struct cache *c, uint32_t stack)
+{
+    static const struct ftext none = {NULL, 0};
+    const struct gm_snapshot *snap = c->snap;
+    struct ftext *t;
+    if (stack >= snap->n_stacks)
+        return &none;
+    t = &c->frame[stack];
+    if (!t->s) {
+        char fr[512];
+        long u = gm_snapshot_stack_user_frame(snap, stack);
+        if (u < 0) {
+            fr[0] = '\0';
+        } else {
+            fr[0] = fr[1] = ' ';
+            gm_snapshot_frame_text(fr + 2, sizeof(fr) - 2, &snap->frames[snap->stacks[stack].frames[u]]);
+        }
+        t->n = strlen(fr);
+        if (!(t->s = gm_malloc(t->n + 1))) {
+            c->failed = true;
+            return &none;
+        }
+        memcpy(t->s, fr, t->n + 1);
+    }
+    return t;
+}
+
+/* The JSON of gm_json calls into a string (gm_free): for what is written once. */
+static char *json_text(void (*fn)(struct gm_json *w, const void *arg), const void *arg)
+{
+    char *buf = NULL, *out;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    struct gm_json w;
+    if (!mem)
+        return NULL;
+    gm_json_init(&w, mem, 0);
+    fn(&w, arg);
+    fclose(mem);
+    out = buf ? gm_malloc(len + 1) : NULL;
+    if (out) {
+        memcpy(out, buf, len);
+        out[len] = '\0';
+    }
+    free(buf);
+    return out;
+}
+
+static void json_name(struct gm_json *w, const void *arg)
+{
+    gm_json_str(w, arg);
+}
+
+/* {"compile_context": ..., "user_metadata": ...} of an extra: its keys are cut out of it. */
+static void json_keys(struct gm_json *w, const void *arg)
+{
+    const struct gm_snapshot_event_extra *x = arg;
+    gm_json_begin_object(w);
+    if (x->compile_context)
+        gm_json_kv_str(w, "compile_context", x->compile_context);
+    if (x->user_metadata)
+        gm_json_kv_str(w, "user_metadata", x->user_metadata);
+    gm_json_end_object(w);
+}
+
+static char *copy(const char *s)
+{
+    char *d = gm_malloc(strlen(s) + 1);
+    if (d)
+        memcpy(d, s, strlen(s) + 1);
+    return d;
+}
+
+static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
+{
+    static const struct xtext none = {NULL, NULL};
+    const struct gm_snapshot_event_extra *x = &c->snap->extras[id - 1];
+    struct xtext *t = &c->extra[id];
+    if (t->keys)
+        return t;
+    if (json) {
+        char *obj = json_text(json_keys, x);
+        size_t n = obj ? strlen(obj) : 0;
+        if (n >= 2) { /* "{...}" -> "..." */
+            memmove(obj, obj + 1, n - 2);
+            obj[n - 2] = '\0';
+        }
+        t->keys = obj;
+        t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
+    } else {
+        char buf[40];
+        t->keys = copy("");
+        t->name = copy(gm_text_escape(buf, 32, x->action_name ? x->action_name : ""));
+    }
+    if (!t->keys || (x->action_name && !t->name)) {
+        c->failed = true;
+        return &none;
+    }
+    return t;
+}
+
+struct stack_arg {
+    const struct gm_snapshot *snap;
+    uint32_t stack;
+};
+
+static void json_stack_line(struct gm_json *w, const void *arg)
+{
+    const struct stack_arg *a = arg;
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "stack", a->stack);
+    gm_json_key(w, "frames");
+    ana_json_stack(w, a->snap, a->stack);
+    gm_json_end_object(w);
+}
+
+static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_snapshot_device *d,
+                       size_t k, const struct gm_snapshot_event *e,
+                       const struct gm_snapshot_walk *tl)
+{
+    const struct gm_snapshot *snap = c->snap;
+    const char *name = NULL, *keys = "";
+    uint64_t stream = 0;
+    char *p;
+    if (e->extra && e->extra <= snap->n_extras) {
+        const struct xtext *t = extra_text(c, e->extra, true);
+        stream = snap->extras[e->extra - 1].stream;
+        name = t->name;
+        keys = t->keys ? t->keys : "";
+    }
+    if (e->stack < snap->n_stacks && !c->shown[e->stack]) {
+        struct stack_arg a = {snap, e->stack};
+        char *line = json_text(json_stack_line, &a);
+        c->shown[e->stack] = 1;
+        if (!line) {
+            c->failed = true;
+        } else {
+            gm_outbuf_put(o, line, strlen(line));
+            gm_outbuf_put(o, "\n", 1);
+            gm_free(line);
+        }
+    }
+    /* the names and keys come from the file: written apart, of any length */
+    p = gm_outbuf_reserve(o, 128);
+    p = gm_fmt_lit(p, "{\"device\":");
+    p = gm_fmt_i64(p, d->index);
+    p = gm_fmt_lit(p, ",\"index\":");
+    p = gm_fmt_u64(p, k, 0);
+    p = gm_fmt_lit(p, ",\"action\":");
+    if (name) {
+        gm_outbuf_commit(o, p);
+        gm_outbuf_put(o, name, strlen(name));
+        p = gm_outbuf_reserve(o, 320);
+    } else {
+        const char *an = gm_snapshot_action_name(e->action);
+        *p++ = '"';
+        p = gm_fmt_str(p, an, strlen(an));
+        *p++ = '"';
+        gm_outbuf_commit(o, p);
+        p = gm_outbuf_reserve(o, 320);
+    }
+    if (e->action == GM_ACTION_OOM) {
+        p = gm_fmt_lit(p, ",\"device_free\":");
+        p = gm_fmt_u64(p, e->addr, 0);
+    } else if (e->flags & GM_EVENT_HAS_ADDR) {
+        p = gm_fmt_lit(p, ",\"addr\":");
+        p = gm_fmt_u64(p, e->addr, 0);
+    }
+    p = gm_fmt_lit(p, ",\"size\":");
+    p = gm_fmt_u64(p, e->size, 0);
+    p = gm_fmt_lit(p, ",\"stream\":");
+    p = gm_fmt_u64(p, stream, 0);
+    if (e->flags & GM_EVENT_HAS_TIME) {
+        p = gm_fmt_lit(p, ",\"time_us\":");
+        p = gm_fmt_i64(p, e->time_us);
+    } else {
+        p = gm_fmt_lit(p, ",\"time_us\":null");
+    }
+    p = gm_fmt_lit(p, ",\"allocated_bytes\":");
+    p = gm_fmt_u64(p, tl->allocated, 0);
+    p = gm_fmt_lit(p, ",\"reserved_bytes\":");
+    p = gm_fmt_u64(p, tl->reserved, 0);
+    if (*keys) {
+        *p++ = ',';
+        gm_outbuf_commit(o, p);
+        gm_outbuf_put(o, keys, strlen(keys));
+        p = gm_outbuf_reserve(o, 64);
+    }
+    p = gm_fmt_lit(p, ",\"stack\":");
+    p = gm_fmt_u64(p, e->stack, 0);
+    p = gm_fmt_lit(p, "}\n");
+    gm_outbuf_commit(o, p);
+}
+
+static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl,
+                       int64_t t0)
+{
+    const struct gm_snapshot *snap = c->snap;
+    const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
+    const struct ftext *fr = frame_text(c, e->stack);
+    /* every part is bounded: the action name is cut to 31 bytes, the frame to 511 */
+    char *p = gm_outbuf_reserve(o, 800);
+    const char *an;
+    p = gm_fmt_u64(p, k, 7);
+    *p++ = ' ';
+    if (e->flags & GM_EVENT_HAS_TIME) {
+        p = gm_fmt_seconds(p, (int64_t)((uint64_t)e->time_us - (uint64_t)t0), 12);
+        p = gm_fmt_lit(p, "s ");
+    }
+    if (x && x->action_name) {
+        const struct xtext *t = extra_text(c, e->extra, false);
+        an = t->name ? t->name : "";
+    } else {
+        an = gm_snapshot_action_name(e->action);
+    }
+    p = gm_fmt_left(p, an, strlen(an), 15);
+    *p++ = ' ';
+    if (e->action == GM_ACTION_OOM) {
+        p = gm_fmt_lit(p, "requested        ");
+    } else {
+        p = gm_fmt_lit(p, "0x");
+        p = gm_fmt_hex(p, e->addr, 14);
+        *p++ = ' ';
+    }
+    p = gm_fmt_iec(p, e->size, 11);
+    p = gm_fmt_lit(p, "  total ");
+    p = gm_fmt_iec(p, tl->allocated, 11);
+    if (x && x->stream) {
+        p = gm_fmt_lit(p, "  stream 0x");
+        p = gm_fmt_hex(p, x->stream, 1);
+    }
+    if (e->action == GM_ACTION_OOM) {
+        p = gm_fmt_lit(p, "  (");
+        p = gm_fmt_iec(p, e->addr, 0);
+        p = gm_fmt_lit(p, " free in CUDA)");
+    }
+    p = gm_fmt_str(p, fr->s, fr->n);
+    *p++ = '\n';
+    gm_outbuf_commit(o, p);
+}
+
+static void cache_release(struct cache *c)
+{
+    for (size_t i = 0; c->frame && i < c->snap->n_stacks; i++)
+        gm_free(c->frame[i].s);
+    for (size_t i = 0; c->extra && i <= c->snap->n_extras; i++) {
+        gm_free(c->extra[i].name);
+        gm_free(c->extra[i].keys);
+    }
+    gm_free(c->frame);
+    gm_free(c->extra);
+    gm_free(c->shown);
+}
+
+/* One device: a line before and after its events in text. */
+static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
+                                   const struct gm_snapshot_device *d,
+                                   const struct gm_analysis_trace_opts *opts, struct gm_error *err)
+{
+    const struct gm_snapshot *snap = c->snap;
+    bool json = opts->format == GM_TRACE_NDJSON;
+    struct gm_snapshot_timeline tl;
+    struct gm_snapshot_walk wk;
+    struct gm_snapshot_cursor cur;
+    const struct gm_snapshot_event *e;
+    int64_t t0 = 0;
+    enum gm_status st;
+    if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK)
+        return st;
+    if ((st = gm_snapshot_walk_init(&wk, snap, d, &tl, err)) != GM_OK) {
+        gm_snapshot_timeline_release(&tl);
+        return st;
+    }
+    gm_snapshot_cursor_init(&cur, d, 0);
+    while ((e = gm_snapshot_cursor_next(&cur)) != NULL)
+        if (e->flags & GM_EVENT_HAS_TIME) {
+            t0 = e->time_us;
+            break;
+        }
+    if (!json) {
+        char a[48], line[200];
+        int n = snprintf(line, sizeof(line), "device %d: %zu events; allocated at the start %s\n",
+                         d->index, d->n_events,
+                         gm_format_bytes(a, sizeof(a), tl.initial_bytes, GM_UNITS_IEC));
+        gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
+    }
+    while ((e = gm_snapshot_walk_next(&wk)) != NULL && wk.cur.index <= opts->to) {
+        size_t k = wk.cur.index;
+        if (k < opts->from)
+            continue;
+        if (json)
+            json_event(o, c, d, k, e, &wk);
+        else
+            text_event(o, c, k, e, &wk, t0);
+    }
+    gm_snapshot_walk_release(&wk);
+    if (!json) {
+        char a[48], b[48], line[200];
+        int n = snprintf(line, sizeof(line),
+                         "device %d: allocated at the end %s, peak %s after event %" PRId64 "\n",
+                         d->index, gm_format_bytes(a, sizeof(a), tl.final_bytes, GM_UNITS_IEC),
+                         gm_format_bytes(b, sizeof(b), tl.peak_bytes, GM_UNITS_IEC),
+                         tl.peak_event_index);
+        gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
+    }
+    gm_snapshot_timeline_release(&tl);
+    return GM_OK;
+}
+
+enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
+                               const struct gm_analysis_trace_opts *opts, struct gm_error *err)
+{
+    struct gm_outbuf *o;
+    struct cache c;
+    enum gm_status st = GM_OK;
+    if (opts->device >= 0 && !gm_snapshot_device_by_index(snap, opts->device))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
+                       (int)opts->device);
+    memset(&c, 0, sizeof(c));
+    c.snap = snap;
+    c.frame = gm_calloc(snap->n_stacks + 1, sizeof(*c.frame));
+    c.shown = gm_calloc(snap->n_stacks + 1, 1);
+    c.extra = gm_calloc(snap->n_extras + 1, sizeof(*c.extra));
+    o = gm_malloc(sizeof(*o));
+    if (!c.frame || !c.shown || !c.extra || !o) {
+        cache_release(&c);
+        gm_free(o);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
+    }
+    gm_outbuf_init(o, f);
+    for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)
+        if (opts->device < 0 || snap->devices[i].index == opts->device)
+            st = trace_device(o, &c, &snap->devices[i], opts, err);
+    if (st == GM_OK && c.failed)
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
+    if (!gm_outbuf_flush(o) || fflush(f) != 0 || ferror(f)) {
+        if (st == GM_OK)
+            st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the trace failed");
+    }
+    cache_release(&c);
+    gm_free(o);
+    return st;
+}
