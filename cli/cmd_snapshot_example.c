@@ -75,16 +75,5 @@ int cmd_snapshot_example(int argc, char **argv)
         return cli_output_fail(&o, argv[0], &err);
     if ((rc = cli_output_commit(&o, argv[0])) != 0 || !json)
         return rc;
-    {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.example");
-        gm_json_kv_str(&w, "output", o.written);
-        gm_json_kv_u64(&w, "iterations", eo.iterations);
-        gm_json_kv_bool(&w, "leak", eo.leak);
-        gm_json_kv_u64(&w, "batch", eo.batch);
-        gm_json_kv_i64(&w, "device", eo.device);
-        gm_json_kv_bool(&w, "phases", eo.phases);
-        gm_json_kv_i64(&w, "protocol", eo.protocol);
-        return cli_json_end(&w, argv[0]);
-    }
+    return cli_json_status(argv[0], gm_example_json(stdout, o.written, &eo, &err), &err);
 }

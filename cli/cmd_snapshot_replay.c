@@ -17,162 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static double frag(uint64_t reserved, uint64_t allocated)
-{
-    if (!reserved || allocated > reserved)
-        return 0.0;
-    return (double)(reserved - allocated) / (double)reserved;
-}
-
-static void json_run(struct gm_json *w, const struct gm_replay_run *r)
-{
-    gm_json_begin_object(w);
-    gm_json_kv_u64(w, "segment_events", r->segment_events);
-    gm_json_kv_u64(w, "peak_reserved_bytes", r->peak_reserved_bytes);
-    gm_json_kv_u64(w, "peak_allocated_bytes", r->peak_allocated_bytes);
-    gm_json_kv_u64(w, "allocated_at_peak_reserved_bytes", r->allocated_at_peak_reserved_bytes);
-    gm_json_kv_double(w, "fragmentation_at_peak_reserved",
-                      frag(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
-    gm_json_kv_u64(w, "reserved_at_peak_allocated_bytes", r->reserved_at_peak_allocated_bytes);
-    gm_json_kv_u64(w, "unallocated_at_peak_allocated_bytes",
-                   r->unallocated_at_peak_allocated_bytes);
-    gm_json_kv_u64(w, "final_reserved_bytes", r->final_reserved_bytes);
-    gm_json_kv_u64(w, "final_allocated_bytes", r->final_allocated_bytes);
-    gm_json_kv_u64(w, "num_device_alloc", r->stats.num_device_alloc);
-    gm_json_kv_u64(w, "num_device_free", r->stats.num_device_free);
-    gm_json_kv_u64(w, "num_alloc_retries", r->n_alloc_retries);
-    gm_json_kv_u64(w, "num_ooms", r->n_ooms);
-    gm_json_kv_u64(w, "num_ooms_at_start", r->n_ooms_at_start);
-    if (r->n_ooms) {
-        gm_json_key(w, "first_oom");
-        gm_json_begin_object(w);
-        gm_json_kv_i64(w, "trace_index", r->first_oom_event);
-        gm_json_kv_u64(w, "requested_bytes", r->first_oom_request_bytes);
-        gm_json_end_object(w);
-    }
-    gm_json_key(w, "memory_stats");
-    gm_alloc_stats_write_json(w, &r->stats);
-    gm_json_end_object(w);
-}
-
-static void json_event(struct gm_json *w, const char *key, bool has,
-                       const struct gm_replay_event *e)
-{
-    gm_json_key(w, key);
-    if (!has) {
-        gm_json_null(w);
-        return;
-    }
-    gm_json_begin_object(w);
-    gm_json_kv_str(w, "action", gm_alloc_event_name(e->kind));
-    gm_json_kv_u64(w, "size", e->size);
-    gm_json_kv_i64(w, "trace_index", e->trace_index);
-    gm_json_end_object(w);
-}
-
-static int write_json(const char *cmd, const char *path, const struct gm_snapshot *snap,
-                      const struct gm_replay_result *res, const char *what_if,
-                      uint64_t device_bytes)
-{
-    struct gm_json w;
-    cli_json_begin(&w, stdout, "snapshot.replay");
-    gm_json_kv_str(&w, "file", path);
-    gm_json_kv_str(&w, "generation", gm_snapshot_gen_name(snap->gen));
-    gm_json_key(&w, "settings");
-    gm_json_begin_object(&w);
-    gm_json_kv_str(&w, "recorded", res->own_conf_string);
-    gm_json_kv_bool(&w, "recorded_assumed", res->own_conf_assumed);
-    if (what_if)
-        gm_json_kv_str(&w, "predicted", what_if);
-    else
-        gm_json_kv_str(&w, "predicted", res->own_conf_string);
-    if (device_bytes)
-        gm_json_kv_u64(&w, "device_bytes", device_bytes);
-    else
-        gm_json_kv_null(&w, "device_bytes");
-    gm_json_end_object(&w);
-    gm_json_key(&w, "devices");
-    gm_json_begin_array(&w);
-    for (size_t i = 0; i < res->n_devices; i++) {
-        const struct gm_replay_device *d = &res->devices[i];
-        gm_json_begin_object(&w);
-        gm_json_kv_i64(&w, "device", d->device);
-        gm_json_kv_bool(&w, "replayable", d->replayable);
-        if (!d->replayable)
-            gm_json_kv_str(&w, "reason", d->reason);
-        gm_json_kv_u64(&w, "trace_events", d->n_trace_events);
-        gm_json_key(&w, "late_start");
-        if (d->replayable && d->late_start) {
-            gm_json_begin_object(&w);
-            gm_json_kv_str(&w, "reason", d->late_start_note);
-            gm_json_kv_str(&w, "unknown", d->late_start_unknown);
-            gm_json_kv_u64(&w, "segments", d->initial_segments);
-            gm_json_kv_u64(&w, "reserved_bytes", d->initial_reserved_bytes);
-            gm_json_kv_u64(&w, "allocations", d->initial_allocations);
-            gm_json_kv_u64(&w, "allocated_bytes", d->initial_allocated_bytes);
-            gm_json_end_object(&w);
-        } else {
-            gm_json_null(&w);
-        }
-        gm_json_key(&w, "recorded");
-        gm_json_begin_object(&w);
-        gm_json_kv_u64(&w, "segment_events", d->recorded_segment_events);
-        gm_json_kv_u64(&w, "peak_reserved_bytes", d->recorded_peak_reserved_bytes);
-        gm_json_kv_u64(&w, "final_reserved_bytes", d->recorded_final_reserved_bytes);
-        gm_json_kv_u64(&w, "num_ooms", d->recorded_ooms);
-        gm_json_end_object(&w);
-        if (!d->replayable) {
-            gm_json_kv_null(&w, "predicted");
-            gm_json_kv_null(&w, "segment_events_matched");
-            gm_json_kv_null(&w, "first_divergence");
-            gm_json_end_object(&w);
-            continue;
-        }
-        gm_json_key(&w, "predicted");
-        json_run(&w, d->has_what_if ? &d->what_if : &d->own);
-        if (d->has_what_if) {
-            gm_json_key(&w, "model_with_recorded_settings");
-            json_run(&w, &d->own);
-        }
-        gm_json_kv_u64(&w, "segment_events_matched", d->segment_events_matched);
-        gm_json_kv_double(&w, "match_rate",
-                          d->recorded_segment_events || d->own.segment_events
-                              ? (double)d->segment_events_matched /
-                                    (double)(d->recorded_segment_events > d->own.segment_events
-                                                 ? d->recorded_segment_events
-                                                 : d->own.segment_events)
-                              : 1.0);
-        gm_json_kv_u64(&w, "inferred_empty_cache_calls", d->n_inferred_empty_cache);
-        gm_json_key(&w, "final_segments");
-        gm_json_begin_object(&w);
-        gm_json_kv_u64(&w, "recorded", d->final_segments_recorded);
-        gm_json_kv_u64(&w, "model", d->final_segments_model);
-        gm_json_kv_bool(&w, "sizes_match", d->final_segments_match);
-        gm_json_end_object(&w);
-        gm_json_key(&w, "final_allocated_blocks");
-        gm_json_begin_object(&w);
-        gm_json_kv_u64(&w, "recorded", d->final_blocks_recorded);
-        gm_json_kv_u64(&w, "model", d->final_blocks_model);
-        gm_json_kv_bool(&w, "sizes_match", d->final_blocks_match);
-        gm_json_end_object(&w);
-        gm_json_key(&w, "first_divergence");
-        if (!d->has_divergence) {
-            gm_json_null(&w);
-        } else {
-            gm_json_begin_object(&w);
-            gm_json_kv_u64(&w, "index", d->first_divergence.index);
-            json_event(&w, "recorded", d->first_divergence.has_recorded,
-                       &d->first_divergence.recorded);
-            json_event(&w, "predicted", d->first_divergence.has_predicted,
-                       &d->first_divergence.predicted);
-            gm_json_end_object(&w);
-        }
-        gm_json_end_object(&w);
-    }
-    gm_json_end_array(&w);
-    return cli_json_end(&w, cmd);
-}
-
 static const char *fmt(char *buf, size_t n, uint64_t v)
 {
     return gm_format_bytes(buf, n, v, GM_UNITS_IEC);
@@ -323,27 +167,6 @@ static void print_comparison(const struct gm_replay_comparison *c, uint64_t devi
     }
 }
 
-static void json_comparison(struct gm_json *w, const struct gm_replay_comparison *c)
-{
-    gm_json_begin_object(w);
-    gm_json_kv_i64(w, "device", c->device);
-    gm_json_kv_str(w, "verdict", gm_replay_verdict_name((enum gm_replay_verdict)c->verdict));
-    gm_json_kv_u64(w, "recorded_index", c->recorded);
-    gm_json_key(w, "ranked");
-    gm_json_begin_array(w);
-    for (size_t i = 0; i < c->n_choices; i++) {
-        const struct gm_replay_choice *ch = &c->choices[i];
-        gm_json_begin_object(w);
-        gm_json_kv_str(w, "change", ch->change);
-        gm_json_kv_str(w, "settings", ch->settings);
-        gm_json_key(w, "predicted");
-        json_run(w, &ch->run);
-        gm_json_end_object(w);
-    }
-    gm_json_end_array(w);
-    gm_json_end_object(w);
-}
-
 /* Exit 65 when no device could be replayed, with the reason: what the file lacks. */
 static int not_replayable(const char *cmd, const char *path, const struct gm_replay_result *res)
 {
@@ -462,24 +285,15 @@ int cmd_snapshot_replay(int argc, char **argv)
         gm_snapshot_free(snap);
         return cli_fail(argv[0], &err);
     }
-    if (json && compare) {
-        struct gm_json w;
-        cli_json_begin(&w, stdout, "snapshot.replay_compare");
-        gm_json_kv_str(&w, "file", argv[1]);
-        gm_json_kv_str(&w, "recorded", res.own_conf_string);
-        gm_json_kv_bool(&w, "recorded_assumed", res.own_conf_assumed);
-        if (device_mem)
-            gm_json_kv_u64(&w, "device_bytes", device_mem);
-        else
-            gm_json_kv_null(&w, "device_bytes");
-        gm_json_key(&w, "devices");
-        gm_json_begin_array(&w);
-        for (size_t i = 0; i < n_cmp; i++)
-            json_comparison(&w, &cmp[i]);
-        gm_json_end_array(&w);
-        rc = cli_json_end(&w, argv[0]);
-    } else if (json) {
-        rc = write_json(argv[0], argv[1], snap, &res, conf_str ? what_if_str : NULL, device_mem);
+    if (json) {
+        struct gm_replay_doc doc = {.path = argv[1],
+                                    .snap = snap,
+                                    .result = &res,
+                                    .what_if = conf_str ? what_if_str : NULL,
+                                    .device_bytes = device_mem,
+                                    .comparisons = compare ? cmp : NULL,
+                                    .n_comparisons = n_cmp};
+        rc = cli_json_status(argv[0], gm_replay_json(stdout, &doc, &err), &err);
     } else if (compare) {
         printf("snapshot: %s (%s, torch %s)\n", argv[1], gm_snapshot_gen_name(snap->gen),
                gm_snapshot_gen_torch(snap->gen));

@@ -11,9 +11,8 @@
  * evaluation forward without torch.no_grad() and keeps its loss in a Python list, so each
  * iteration's graph and its saved activations stay alive: the classic leak.
  *
- * Every allocation goes through a model of the CUDA caching allocator (512 B rounding, small
- * pool <= 1 MiB in 2 MiB segments, 20 MiB segments for 1-10 MiB, 2 MiB rounding above, best
- * fit with splitting and coalescing), so the trace and the final segments agree exactly.
+ * Every allocation goes through the library's model of the CUDA caching allocator (alloc.h,
+ * PyTorch's default settings), so the trace and the final segments agree exactly.
  * Stack frames are Python frames of torch.nn, torch.autograd and torch.optim and of the
  * user's train.py / model.py, shared the way the real writer shares them. */
 #ifndef GPUMEM_EXAMPLE_H
@@ -47,6 +46,11 @@ void gm_example_opts_init(struct gm_example_opts *o);
 /* Simulate the job and write the snapshot pickle to 'f' (borrowed).  GM_ERR_INVALID for bad
  * options, GM_ERR_NOMEM, GM_ERR_IO. */
 enum gm_status gm_example_write(FILE *f, const struct gm_example_opts *o, struct gm_error *err);
+
+/* Write the gpumem.snapshot.example/1 document of a snapshot written to 'output' with 'o'
+ * (what `gpumem snapshot example --json` prints) to 'f'.  Errors: GM_ERR_IO. */
+enum gm_status gm_example_json(FILE *f, const char *output, const struct gm_example_opts *o,
+                               struct gm_error *err);
 
 #ifdef __cplusplus
 }

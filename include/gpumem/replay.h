@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -178,6 +179,27 @@ enum gm_status gm_replay_compare(const struct gm_snapshot *snap, const struct gm
 enum gm_status gm_replay_snapshot(const struct gm_snapshot *snap, const struct gm_replay_opts *opts,
                                   struct gm_replay_result *out, struct gm_error *err);
 void gm_replay_release(struct gm_replay_result *r);
+
+/* ---- the JSON documents (`gpumem snapshot replay --json`) ---- */
+
+/* The share of the reserved bytes that is not allocated, 0 when reserved is 0 (or less
+ * than allocated, in an inconsistent file). */
+double gm_replay_fragmentation(uint64_t reserved, uint64_t allocated);
+
+/* A replay to write.  Initialise with designated initialisers: members may be added. */
+struct gm_replay_doc {
+    const char *path;                                /* the snapshot as the caller named it */
+    const struct gm_snapshot *snap;                  /* the snapshot replayed */
+    const struct gm_replay_result *result;           /* gm_replay_snapshot() */
+    const char *what_if;                             /* the what-if settings; NULL: none */
+    uint64_t device_bytes;                           /* device memory given; 0: unlimited */
+    const struct gm_replay_comparison *comparisons;  /* gm_replay_compare(), or NULL */
+    size_t n_comparisons;
+};
+
+/* Write gpumem.snapshot.replay/1, or gpumem.snapshot.replay_compare/1 when 'comparisons'
+ * is set, to 'f'.  Errors: GM_ERR_INVALID (results missing), GM_ERR_IO. */
+enum gm_status gm_replay_json(FILE *f, const struct gm_replay_doc *doc, struct gm_error *err);
 
 #ifdef __cplusplus
 }

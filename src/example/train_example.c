@@ -16,7 +16,9 @@
 
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
+#include "gpumem/json.h"
 #include "gpumem/pickle_write.h"
+#include "gpumem/version.h"
 
 #include <string.h>
 
@@ -915,4 +917,25 @@ enum gm_status gm_example_write(FILE *f, const struct gm_example_opts *o, struct
         st = gm_pickle_writer_finish(w, err);
     sim_free(&s);
     return st;
+}
+
+enum gm_status gm_example_json(FILE *f, const char *output, const struct gm_example_opts *o,
+                               struct gm_error *err)
+{
+    struct gm_json w;
+    gm_json_init(&w, f, GM_JSON_PRETTY);
+    gm_json_begin_object(&w);
+    gm_json_kv_str(&w, "schema", "gpumem.snapshot.example/1");
+    gm_json_kv_str(&w, "gpumem_version", gm_version());
+    gm_json_kv_str(&w, "output", output);
+    gm_json_kv_u64(&w, "iterations", o->iterations);
+    gm_json_kv_bool(&w, "leak", o->leak);
+    gm_json_kv_u64(&w, "batch", o->batch);
+    gm_json_kv_i64(&w, "device", o->device);
+    gm_json_kv_bool(&w, "phases", o->phases);
+    gm_json_kv_i64(&w, "protocol", o->protocol);
+    gm_json_end_object(&w);
+    if (!gm_json_finish(&w))
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the example document failed");
+    return GM_OK;
 }
