@@ -86,7 +86,7 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
 {
     struct peak_work *pw = ctx;
     struct file_peaks *fp = &pw->files[f];
-    struct gm_analysis_peaks_opts po = {pw->want, (size_t)pw->top};
+    struct gm_analysis_peaks_opts po = {pw->want, pw->top ? (size_t)pw->top : SIZE_MAX};
     fp->has_device = pw->want < 0 || gm_snapshot_device_by_index(snap, pw->want);
     if (!fp->has_device)
         return GM_OK;

@@ -414,6 +414,8 @@ struct gm_peak_device {
     uint64_t n_live;                      /* allocations alive at the peak */
     struct gm_snapshot_live_group *groups; /* by stack, largest first */
     size_t n_groups;
+    /* per group, its bytes per category (enum gm_category); NULL without an analysis */
+    uint64_t (*categories)[GM_CATEGORY_COUNT];
     /* per listed group (the first n_apart): the frame that tells it apart from the other
      * listed groups that read alike (gm_snapshot_stacks_apart(), GM_PEAK_CALLERS), -1 none */
     long *apart;
@@ -432,11 +434,12 @@ struct gm_analysis_peaks {
 
 struct gm_analysis_peaks_opts {
     int32_t device; /* only this CUDA device; -1: every device */
-    size_t listed;  /* groups a rendering lists, told apart ('apart'); 0: all */
+    size_t listed;  /* the groups a rendering lists, told apart ('apart'): the first 'listed';
+                     * 0: none, SIZE_MAX: all */
 };
 
 /* The peaks of 'snap' into *out; 'an' (may be NULL) is the snapshot's analysis, read instead
- * of replaying the trace.  'opts' may be NULL (every device, all groups listed).  On success
+ * of replaying the trace.  'opts' may be NULL (every device, every group listed).  On success
  * *out is the caller's (gm_analysis_peaks_release()); it borrows the snapshot.  Errors:
  * GM_ERR_INVALID (no such device), GM_ERR_NOMEM, GM_ERR_LIMIT. */
 enum gm_status gm_analysis_peaks(const struct gm_snapshot *snap, const struct gm_analysis *an,

@@ -10,6 +10,7 @@
  * both give the same list; tests hold the two against each other on every real file. */
 #include "analysis/analysis_int.h"
 
+#include "base/map.h"
 #include "base/vec.h"
 #include "snapshot/snapshot_int.h"
 
@@ -21,6 +22,31 @@
 static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
 {
     return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+}
+
+/* Per group of 'p', its bytes per category: the allocations of the group's stack alive at
+ * the peak. */
+static enum gm_status group_categories(const struct gm_analysis_device *dev,
+                                       struct gm_peak_device *p, struct gm_error *err)
+{
+    struct gm_map group_of = GM_MAP_INIT; /* stack -> group */
+    p->categories = gm_calloc(p->n_groups ? p->n_groups : 1, sizeof(*p->categories));
+    if (!p->categories)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+    for (size_t g = 0; g < p->n_groups; g++)
+        if (!gm_map_put(&group_of, p->groups[g].stack, g)) {
+            gm_map_release(&group_of);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+        }
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        uint64_t g;
+        if (alive_at(a, dev->peak_event) && a->category < GM_CATEGORY_COUNT &&
+            gm_map_get(&group_of, a->stack, &g))
+            p->categories[g][a->category] += a->bytes;
+    }
+    gm_map_release(&group_of);
+    return GM_OK;
 }
 
 /* The allocations the analysis says are alive at the peak of 'dev', grouped by stack. */
@@ -47,6 +73,8 @@ static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
     p->n_live = n;
     st = snap_group_live(live, n, &p->groups, &p->n_groups, err);
     gm_free(live);
+    if (st == GM_OK)
+        st = group_categories(dev, p, err);
     return st;
 }
 
@@ -54,7 +82,7 @@ static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
 static enum gm_status tell_apart(const struct gm_snapshot *snap, struct gm_peak_device *p,
                                  size_t listed, struct gm_error *err)
 {
-    size_t n = listed && listed < p->n_groups ? listed : p->n_groups;
+    size_t n = listed < p->n_groups ? listed : p->n_groups;
     struct gm_snapshot_stack_ref *refs = gm_malloc((n ? n : 1) * sizeof(*refs));
     p->apart = gm_malloc((n ? n : 1) * sizeof(*p->apart));
     if (!refs || !p->apart) {
@@ -109,7 +137,7 @@ enum gm_status gm_analysis_peaks(const struct gm_snapshot *snap, const struct gm
                                  struct gm_analysis_peaks *out, struct gm_error *err)
 {
     int32_t want = opts ? opts->device : -1;
-    size_t listed = opts ? opts->listed : 0;
+    size_t listed = opts ? opts->listed : SIZE_MAX;
     memset(out, 0, sizeof(*out));
     if (want >= 0 && !gm_snapshot_device_by_index(snap, want))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
@@ -137,6 +165,7 @@ void gm_analysis_peaks_release(struct gm_analysis_peaks *p)
         return;
     for (size_t i = 0; i < p->n_devices; i++) {
         gm_free(p->devices[i].groups);
+        gm_free(p->devices[i].categories);
         gm_free(p->devices[i].apart);
     }
     gm_free(p->devices);

@@ -443,7 +443,6 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
                             struct gm_error *err)
 {
     struct high hi[GM_CALIB_SPAN__COUNT];
-    struct gm_snapshot_timeline tl;
     const struct gm_analysis_device *dev;
     struct gm_estimate *scratch;
     uint64_t workload_at_peak, fixed_at_peak;
@@ -465,10 +464,7 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
         return st;
     if ((st = measure(dev, hi, err)) != GM_OK)
         return st;
-    if ((st = gm_snapshot_timeline(an->snap, dev->device, false, &tl, err)) != GM_OK)
-        return st;
-    out->peak_reserved_bytes = tl.peak_reserved_bytes;
-    gm_snapshot_timeline_release(&tl);
+    out->peak_reserved_bytes = dev->timeline.peak_reserved_bytes; /* the analysis's timeline */
 
     out->device = dev->device;
     out->mode = job->mode;

@@ -343,104 +343,41 @@ static const char *write_user_phases(struct gm_report_ctx *c, const struct gm_sn
     return at;
 }
 
-/* ---- what is alive at the peak, grouped by stack (as `snapshot peak` groups it) ---- */
+/* ---- what is alive at the peak, grouped by stack (gm_analysis_peaks(), as `snapshot peak`
+ * groups it) ---- */
 
-struct group {
-    uint32_t stack;
-    uint64_t bytes;
-    uint64_t count;
-    uint64_t cat[GM_CATEGORY_COUNT];
-};
-
-static int cmp_group_bytes(const void *a, const void *b)
-{
-    const struct group *x = a, *y = b;
-    if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? 1 : -1;
-    return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-struct live_peak {
-    uint32_t *idx; /* allocations alive at the peak (indexes into the allocs) */
-    size_t n;
-};
-
-static enum gm_status keep_live(void *ctx, size_t i, const uint32_t *live, size_t n,
-                                struct gm_error *err)
-{
-    struct live_peak *lp = ctx;
-    (void)i;
-    lp->idx = n ? gm_malloc(n * sizeof(*lp->idx)) : NULL;
-    if (n && !lp->idx)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    if (n)
-        memcpy(lp->idx, live, n * sizeof(*live));
-    lp->n = n;
-    return GM_OK;
-}
-
-static void write_at_peak(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
-                          const struct gm_snapshot_timeline *tl, const struct live_peak *lp)
+static void write_at_peak(struct gm_report_ctx *c, const struct gm_peak_device *p)
 {
     struct gm_json *w = c->w;
-    const struct gm_snapshot *snap = c->snap;
-    size_t ng = 0;
-    /* one slot per stack id that occurs: stack ids are dense in the snapshot */
-    uint32_t *slot = gm_malloc((snap->n_stacks + 1) * sizeof(*slot));
-    size_t n = ad ? lp->n : tl->n_live;
-    struct group *g = gm_calloc(n ? n : 1, sizeof(*g));
     uint64_t rest = 0, rest_n = 0;
-
-    if (!slot || !g) {
-        c->nomem = true;
-        n = 0;
-    }
-    for (size_t i = 0; slot && i <= snap->n_stacks; i++)
-        slot[i] = UINT32_MAX;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t st = ad ? ad->allocs[lp->idx[i]].stack : tl->live[i].stack;
-        uint64_t b = ad ? ad->allocs[lp->idx[i]].bytes : tl->live[i].bytes;
-        size_t s = st < snap->n_stacks ? st : snap->n_stacks;
-        if (slot[s] == UINT32_MAX) {
-            slot[s] = (uint32_t)ng;
-            g[ng++].stack = st;
-        }
-        g[slot[s]].bytes += b;
-        g[slot[s]].count++;
-        if (ad)
-            g[slot[s]].cat[ad->allocs[lp->idx[i]].category] += b;
-    }
-    if (ng > 1)
-        qsort(g, ng, sizeof(*g), cmp_group_bytes);
     gm_json_key(w, "at_peak");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < ng; i++) {
+    for (size_t i = 0; i < p->n_groups; i++) {
+        const struct gm_snapshot_live_group *g = &p->groups[i];
         if (i >= MAX_AT_PEAK) {
-            rest += g[i].bytes;
-            rest_n += g[i].count;
+            rest += g->bytes;
+            rest_n += g->count;
             continue;
         }
         gm_json_begin_array(w);
-        gm_json_u64(w, g[i].bytes);
-        gm_json_u64(w, g[i].count);
-        gm_json_u64(w, g[i].stack);
-        if (ad) {
+        gm_json_u64(w, g->bytes);
+        gm_json_u64(w, g->count);
+        gm_json_u64(w, g->stack);
+        if (p->categories) {
             gm_json_begin_array(w);
             for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++)
-                gm_json_u64(w, g[i].cat[cat]);
+                gm_json_u64(w, p->categories[i][cat]);
             gm_json_end_array(w);
         } else {
             gm_json_null(w);
         }
         gm_json_end_array(w);
-        gm_report_use_stack(c, g[i].stack);
+        gm_report_use_stack(c, g->stack);
     }
     gm_json_end_array(w);
     gm_json_kv_u64(w, "at_peak_rest_bytes", rest);
     gm_json_kv_u64(w, "at_peak_rest_count", rest_n);
-    gm_json_kv_u64(w, "at_peak_groups", ng);
-    gm_free(slot);
-    gm_free(g);
+    gm_json_kv_u64(w, "at_peak_groups", p->n_groups);
 }
 
 /* ---- findings ---- */
@@ -555,22 +492,20 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
                                 const struct gm_analysis_device *ad, struct gm_error *err)
 {
     struct gm_json *w = c->w;
+    struct gm_analysis_peaks pk;
+    const struct gm_peak_device *p;
     struct gm_snapshot_timeline tl;
     struct gm_lod_axis ax;
-    struct live_peak lp = {NULL, 0};
     const char *peak_up;
     double peak_x;
-    /* with an analysis, its timeline and what is alive at the peak come from it */
-    enum gm_status st = GM_OK;
-    if (ad)
-        tl = ad->timeline;
-    else if ((st = gm_snapshot_timeline(c->snap, sd->index, GM_TIMELINE_LIVE, &tl, err)) != GM_OK)
+    /* the peak and what is alive there: with an analysis, its kept timeline and its
+     * allocations (no replay of the trace); else the timeline of the trace */
+    struct gm_analysis_peaks_opts po = {sd->index, 0};
+    enum gm_status st = gm_analysis_peaks(c->snap, ad ? c->an : NULL, &po, &pk, err);
+    if (st != GM_OK)
         return st;
-    if (ad && (st = gm_analysis_live_at(c->an, ad, &tl.peak_event_index, 1, keep_live, &lp, err)) !=
-                  GM_OK) {
-        gm_snapshot_timeline_release(&tl);
-        return st;
-    }
+    p = &pk.devices[0];
+    tl = p->timeline;
     gm_lod_axis_init(&ax, sd);
     peak_x = xat(&ax, tl.peak_event_index);
     gm_json_begin_object(w);
@@ -602,7 +537,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         gm_json_kv_null(w, "time_us");
     gm_json_kv_u64(w, "reserved", tl.reserved_at_peak_bytes);
     gm_json_kv_u64(w, "max_reserved", tl.peak_reserved_bytes);
-    gm_json_kv_u64(w, "n_live", ad ? lp.n : tl.n_live);
+    gm_json_kv_u64(w, "n_live", p->n_live);
     if (ad) {
         gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)ad->peak_phase));
         gm_json_kv_i64(w, "iteration", ad->peak_iteration);
@@ -614,11 +549,10 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         write_series(c, &ax, ad);
         write_findings(c, &ax, ad);
     }
-    write_at_peak(c, ad, &tl, &lp);
+    write_at_peak(c, p);
     st = gm_report_state(c, sd, ad, &tl, &ax, err);
     gm_json_end_object(w);
-    gm_free(lp.idx);
-    gm_snapshot_timeline_release(&tl);
+    gm_analysis_peaks_release(&pk);
     if (st == GM_OK && c->nomem)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     return st;
