@@ -91,4 +91,3 @@ const char *ana_cli_delta(char *buf, size_t n, uint64_t a, uint64_t b)
     snprintf(buf, n, "%c%s", b >= a ? '+' : '-', ana_cli_short(s, sizeof(s), d));
     return buf;
 }
-

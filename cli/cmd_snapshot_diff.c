@@ -114,8 +114,8 @@ int cmd_snapshot_diff(int argc, char **argv)
     if (json) {
         struct gm_analysis_doc_file files[2] = {{.path = argv[1], .an = aa},
                                                 {.path = argv[2], .an = ab}};
-        struct gm_analysis_doc doc = {.kind = GM_DOC_DIFF, .files = files, .n_files = 2,
-                                      .diff = d, .top = top};
+        struct gm_analysis_doc doc = {
+            .kind = GM_DOC_DIFF, .files = files, .n_files = 2, .diff = d, .top = top};
         rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {
         printf("A: %s\nB: %s\n\n", argv[1], argv[2]);

@@ -69,7 +69,8 @@ static void print_leak(const struct gm_snapshot *snap, size_t i, const struct gm
         printf("    kept by the code that called the model: %s\n",
                gm_snapshot_frame_text(fr, sizeof(fr), &snap->frames[l->frame]));
     else if (l->frame < snap->n_frames && l->n_sites > 1)
-        printf("    allocated by: %s\n", gm_snapshot_frame_text(fr, sizeof(fr), &snap->frames[l->frame]));
+        printf("    allocated by: %s\n",
+               gm_snapshot_frame_text(fr, sizeof(fr), &snap->frames[l->frame]));
     if (advice)
         printf("    why and fix: %s\n", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
     if (l->n_sites == 1) {
@@ -180,8 +181,8 @@ int cmd_snapshot_leaks(int argc, char **argv)
         return rc;
     if (json) {
         struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
-        struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .files = &file, .n_files = 1,
-                                      .top = top};
+        struct gm_analysis_doc doc = {
+            .kind = GM_DOC_LEAKS, .files = &file, .n_files = 1, .top = top};
         struct gm_error err;
         rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {

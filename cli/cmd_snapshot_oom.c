@@ -120,8 +120,8 @@ int cmd_snapshot_oom(int argc, char **argv)
         return rc;
     if (json) {
         struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
-        struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .files = &file, .n_files = 1,
-                                      .series = series};
+        struct gm_analysis_doc doc = {
+            .kind = GM_DOC_OOM, .files = &file, .n_files = 1, .series = series};
         struct gm_error err;
         rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
     } else {

@@ -49,7 +49,8 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
         printf("  nothing allocated at the peak\n");
         return;
     }
-    printf("  %" PRIu64 " allocations alive at the peak, in %zu stacks%s:\n", p->n_live, p->n_groups,
+    printf("  %" PRIu64 " allocations alive at the peak, in %zu stacks%s:\n", p->n_live,
+           p->n_groups,
            top && p->n_groups > top ? " (largest first; --top to see more)" : " (largest first)");
     printf("  %16s %12s %6s %6s  where\n", "bytes", "GiB", "share", "count");
     for (size_t g = 0; g < p->n_groups && (top == 0 || g < top); g++) {
@@ -218,8 +219,12 @@ int cmd_snapshot_peak(int argc, char **argv)
             rc = write_folded(argv[0], snaps[f], &files[f], at_seen, at);
     } else if (rc == 0 && json) {
         struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
-        struct gm_analysis_doc doc = {.kind = GM_DOC_PEAK, .files = df, .n_files = (size_t)n_pos,
-                                      .ranks = ranks.v, .n_ranks = ranks.n, .top = top};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_PEAK,
+                                      .files = df,
+                                      .n_files = (size_t)n_pos,
+                                      .ranks = ranks.v,
+                                      .n_ranks = ranks.n,
+                                      .top = top};
         struct gm_error err;
         for (int f = 0; df && f < n_pos; f++)
             df[f] = (struct gm_analysis_doc_file){

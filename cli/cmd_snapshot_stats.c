@@ -164,8 +164,11 @@ int cmd_snapshot_stats(int argc, char **argv)
     }
     if (rc == 0 && json) {
         struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
-        struct gm_analysis_doc doc = {.kind = GM_DOC_STATS, .files = df, .n_files = (size_t)n_pos,
-                                      .ranks = ranks.v, .n_ranks = ranks.n};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_STATS,
+                                      .files = df,
+                                      .n_files = (size_t)n_pos,
+                                      .ranks = ranks.v,
+                                      .n_ranks = ranks.n};
         struct gm_error err;
         for (int i = 0; df && i < n_pos; i++)
             df[i] = (struct gm_analysis_doc_file){.path = files[i].path, .stats = &files[i].st};

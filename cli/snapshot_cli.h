@@ -65,7 +65,6 @@ char *snapcli_safe(char *buf, size_t n, const char *s);
 /* "2024-02-18 12:34:56.123456 UTC" into buf; returns buf. */
 char *snapcli_time(char *buf, size_t n, int64_t time_us);
 
-
 /* Print a stack folded as the library shows it (gm_snapshot_stack_view()): the user frame
  * first, then up to 'callers' of the user frames that called it ("<-"), the frame that tells
  * it apart from stacks listed with it that show alike ("from": 'apart' of

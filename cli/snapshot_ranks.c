@@ -110,4 +110,3 @@ void ranks_print(FILE *f, const struct rank_list *l, char *const *paths)
     }
     gm_analysis_ranks_release(&rs);
 }
-

@@ -4,14 +4,19 @@
  *
  *   Snapshot(path)   a PyTorch CUDA memory snapshot read by gpumem's own reader (never
  *                    Python's pickle); the analysis (categories, leaks, OOM verdicts) runs
- *                    once, on first use, and is kept with the object
+ *                    once, on first use, and is kept with the object; its results are the
+ *                    library's JSON documents (what `gpumem snapshot COMMAND --json` prints),
+ *                    returned as text for gpumem.Snapshot to parse
  *   Devices()        the driver's view (NVML, CUDA): memory of a device, the environment JSON
  *   event_fields()   the layout of one record of Snapshot._events() (struct py_event)
- *   estimate_json(), calibrate_json(), estimate_settings()
+ *   estimate_json(), calibrate_json(), _estimate_settings()
  *                    the estimator: a job from keyword settings (the library's settings
  *                    table: every setting of the CLI, by name), run by the library, its
  *                    JSON document returned as text (gpumem.estimate / gpumem.calibrate
  *                    parse it into the dict `gpumem estimate --json` prints)
+ *
+ * No Python dict is built here: results come as the library's JSON text, or as tuples that
+ * gpumem/__init__.py names.
  *
  * A status of the library becomes one Python exception: GM_ERR_NOENT FileNotFoundError,
  * GM_ERR_EXISTS FileExistsError, GM_ERR_NOMEM MemoryError, GM_ERR_IO OSError, bad input data
@@ -88,40 +93,10 @@ static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
     return NULL;
 }
 
-/* dict[key] = value, stealing the reference to 'value'; false (with an exception) on failure. */
-static bool put(PyObject *dict, const char *key, PyObject *value)
+/* A reading: its value, or None when it is unknown (never 0).  A new reference. */
+static PyObject *reading(struct gm_reading r)
 {
-    int rc;
-    if (!value)
-        return false;
-    rc = PyDict_SetItemString(dict, key, value);
-    Py_DECREF(value);
-    return rc == 0;
-}
-
-static bool put_u64(PyObject *dict, const char *key, uint64_t v)
-{
-    return put(dict, key, PyLong_FromUnsignedLongLong(v));
-}
-
-static bool put_i64(PyObject *dict, const char *key, int64_t v)
-{
-    return put(dict, key, PyLong_FromLongLong(v));
-}
-
-static bool put_str(PyObject *dict, const char *key, const char *s)
-{
-    if (!s)
-        return PyDict_SetItemString(dict, key, Py_None) == 0;
-    return put(dict, key, PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace"));
-}
-
-/* A reading: its value, or None when it is unknown (never 0). */
-static bool put_reading(PyObject *dict, const char *key, struct gm_reading r)
-{
-    if (!r.valid)
-        return PyDict_SetItemString(dict, key, Py_None) == 0;
-    return put_u64(dict, key, r.value);
+    return r.valid ? PyLong_FromUnsignedLongLong(r.value) : Py_NewRef(Py_None);
 }
 
 /* A JSON document written by the library into memory, returned as a str. */
@@ -329,41 +304,6 @@ static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
     return true;
 }
 
-/* The device of 'arg' in the analysis. */
-static const struct gm_analysis_device *analysis_device(struct snapshot_obj *s, PyObject *arg)
-{
-    int32_t index;
-    const struct gm_analysis *an;
-    if (!resolve_device(s, arg, &index) || !(an = analysis_of(s)))
-        return NULL;
-    return gm_analysis_device_by_index(an, index);
-}
-
-/* The frames worth showing of 'stack' (the library's rule), innermost first, as a list of
- * {"filename", "line", "name"} dicts (the CLI's JSON). */
-static PyObject *frames_list(const struct gm_snapshot *snap, uint32_t stack, size_t cap)
-{
-    uint32_t ids[64];
-    size_t want = cap < 64 ? cap : 64;
-    size_t n = gm_snapshot_stack_frames(snap, stack, ids, want);
-    PyObject *list;
-    if (n > want)
-        n = want;
-    list = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; list && i < n; i++) {
-        const struct gm_snapshot_frame *f = &snap->frames[ids[i]];
-        PyObject *t = PyDict_New();
-        if (!t || !put_str(t, "filename", f->filename) || !put_i64(t, "line", f->line) ||
-            !put_str(t, "name", f->name)) {
-            Py_XDECREF(t);
-            Py_CLEAR(list);
-            break;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
-    }
-    return list;
-}
-
 static PyObject *device_arg(PyObject *args, PyObject *kwds)
 {
     static char kw_device[] = "device";
@@ -392,132 +332,163 @@ static PyObject *snapshot_events(PyObject *self, PyObject *args, PyObject *kwds)
     return buf;
 }
 
-/* The peak as `gpumem snapshot peak --json` and `categories --json` give it (same keys). */
-static PyObject *snapshot_peak(PyObject *self, PyObject *args, PyObject *kwds)
+/* A JSON document of the library written into memory: the text, or NULL with the
+ * exception of 'err' (or of the write) raised. */
+static PyObject *doc_text(struct snapshot_obj *s, const struct gm_analysis_doc *doc)
 {
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *device = device_arg(args, kwds), *d;
-    const struct gm_analysis_device *dev;
-    struct gm_snapshot_timeline tl;
+    struct memout m;
     struct gm_error err;
-    bool ok;
-    if (!device || !(dev = analysis_device(s, device)))
+    enum gm_status st;
+    if (!memout_open(&m))
         return NULL;
-    if (gm_snapshot_timeline(s->snap, dev->device, 0, &tl, &err) != GM_OK)
+    st = gm_analysis_json(m.f, doc, &err);
+    if (st != GM_OK && st != GM_ERR_IO) {
+        fclose(m.f);
+        free(m.text);
         return raise_gm(&err, s->path);
-    d = PyDict_New();
-    ok = d && put_i64(d, "device", dev->device) && put_u64(d, "peak_bytes", tl.peak_bytes) &&
-         put_i64(d, "peak_event_index", tl.peak_event_index) && /* -1: the initial state */
-         put(d, "peak_time_us",
-             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : Py_NewRef(Py_None)) &&
-         put_u64(d, "peak_reserved_bytes", tl.peak_reserved_bytes) &&
-         put_u64(d, "reserved_at_peak_bytes", tl.reserved_at_peak_bytes) &&
-         put_u64(d, "initial_bytes", tl.initial_bytes) &&
-         put_u64(d, "final_bytes", tl.final_bytes) && put_u64(d, "trace_events", dev->n_events) &&
-         put_str(d, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase)) &&
-         put_i64(d, "peak_iteration", dev->peak_iteration); /* -1: outside any iteration */
-    gm_snapshot_timeline_release(&tl);
-    if (!ok)
-        Py_CLEAR(d);
-    return d;
-}
-
-static PyObject *category_dict(const uint64_t *bytes)
-{
-    PyObject *d = PyDict_New();
-    for (int c = 0; d && c < GM_CATEGORY_COUNT; c++)
-        if (!put_u64(d, gm_category_name((enum gm_category)c), bytes[c]))
-            Py_CLEAR(d);
-    return d;
-}
-
-static PyObject *snapshot_categories(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *device = device_arg(args, kwds);
-    const struct gm_analysis_device *dev;
-    if (!device || !(dev = analysis_device(s, device)))
-        return NULL;
-    return category_dict(dev->at_peak);
-}
-
-/* A list of 'n' dicts, the i-th filled by fill(ctx, i, dict); NULL with an exception when
- * one cannot be made. */
-static PyObject *dict_list(size_t n, bool (*fill)(const void *ctx, size_t i, PyObject *d),
-                           const void *ctx)
-{
-    PyObject *list = PyList_New(0);
-    for (size_t i = 0; list && i < n; i++) {
-        PyObject *d = PyDict_New();
-        bool ok = d && fill(ctx, i, d) && PyList_Append(list, d) == 0;
-        Py_XDECREF(d);
-        if (!ok)
-            Py_CLEAR(list);
     }
-    return list;
+    return memout_str(&m, st == GM_OK, "the JSON document");
 }
 
-struct in_device {
-    const struct gm_snapshot *snap;
-    const struct gm_analysis_device *dev;
-};
-
-static bool leak_dict(const void *ctx, size_t i, PyObject *d)
+/* _json(command, device=None, top=None) -> str: the document `gpumem snapshot COMMAND
+ * --json FILE` prints (info, stats, peak, categories, leaks, oom), computed by the same
+ * library calls; device (peak, categories): only that CUDA device; top: as --top. */
+static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    const struct in_device *c = ctx;
-    const struct gm_analysis_leak *l = &c->dev->leaks[i];
-    return put_str(d, "kind", gm_leak_kind_name((enum gm_leak_kind)l->kind)) &&
-           put_str(d, "category", gm_category_name((enum gm_category)l->category)) &&
-           put_u64(d, "bytes_per_iteration", l->bytes_per_iteration) &&
-           put_u64(d, "total_bytes", l->total_bytes) && put_u64(d, "count", l->count) &&
-           put_u64(d, "n_iterations", l->n_iterations) &&
-           put(d, "frames", frames_list(c->snap, l->stack, 8)) &&
-           put_str(d, "advice", gm_leak_kind_advice((enum gm_leak_kind)l->kind));
+    static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top";
+    static char *kwlist[] = {kw_cmd, kw_device, kw_top, NULL};
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    const char *cmd;
+    PyObject *device = Py_None, *top = Py_None, *out = NULL;
+    struct gm_analysis_doc_file file = {NULL, NULL, NULL, NULL, NULL};
+    struct gm_analysis_doc doc = {.files = &file, .n_files = 1, .device = -1};
+    struct gm_snapshot_stats stats;
+    struct gm_analysis_peaks peaks;
+    bool have_stats = false, have_peaks = false;
+    struct gm_error err;
+    int kind;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|OO", kwlist, &cmd, &device, &top) ||
+        !loaded(s) || !(file.path = PyUnicode_AsUTF8(s->path)))
+        return NULL;
+    for (kind = 0; kind < GM_DOC_COUNT && strcmp(cmd, gm_analysis_doc_name(kind)); kind++)
+        ;
+    if (kind == GM_DOC_COUNT || kind == GM_DOC_DIFF) {
+        PyErr_Format(PyExc_ValueError,
+                     "no snapshot document '%s' (info, stats, peak, categories, leaks, oom)", cmd);
+        return NULL;
+    }
+    doc.kind = (enum gm_analysis_doc_kind)kind;
+    doc.top = gm_analysis_doc_top(doc.kind);
+    if (top != Py_None) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(top);
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        doc.top = v;
+    }
+    if (device != Py_None) {
+        long v = PyLong_AsLong(device);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0 || v > INT32_MAX || !gm_snapshot_device_by_index(s->snap, (int32_t)v)) {
+            PyErr_Format(PyExc_ValueError, "the snapshot has no device %ld", v);
+            return NULL;
+        }
+        doc.device = (int32_t)v;
+    }
+    file.snap = s->snap;
+    switch (doc.kind) {
+    case GM_DOC_STATS:
+        if (gm_snapshot_stats(s->snap, &stats, &err) != GM_OK)
+            return raise_gm(&err, s->path);
+        have_stats = true;
+        file.stats = &stats;
+        break;
+    case GM_DOC_PEAK: {
+        /* the analysis kept with the object is read, not a second replay of the trace */
+        struct gm_analysis_peaks_opts po = {doc.device, 0};
+        if (!(file.an = analysis_of(s)))
+            return NULL;
+        if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK)
+            return raise_gm(&err, s->path);
+        have_peaks = true;
+        file.peaks = &peaks;
+        break;
+    }
+    case GM_DOC_CATEGORIES:
+    case GM_DOC_LEAKS:
+    case GM_DOC_OOM:
+        if (!(file.an = analysis_of(s)))
+            return NULL;
+        break;
+    default:
+        break;
+    }
+    out = doc_text(s, &doc);
+    if (have_stats)
+        gm_snapshot_stats_release(&stats);
+    if (have_peaks)
+        gm_analysis_peaks_release(&peaks);
+    return out;
 }
 
-static bool oom_dict(const void *ctx, size_t i, PyObject *d)
+/* _diff_json(other, top=None) -> str: `gpumem snapshot diff --json SELF OTHER`. */
+static PyObject *snapshot_diff_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    const struct in_device *c = ctx;
-    const struct gm_analysis_frag *o = &c->dev->ooms[i];
-    enum gm_oom_verdict v = (enum gm_oom_verdict)o->verdict;
-    return put_i64(d, "event_index", o->event) &&
-           put_str(d, "phase", gm_phase_name((enum gm_phase)o->phase)) &&
-           put_u64(d, "requested_bytes", o->requested) &&
-           put_u64(d, "device_free_bytes", o->device_free) &&
-           put_u64(d, "reserved_bytes", o->reserved) &&
-           put_u64(d, "allocated_bytes", o->allocated) &&
-           put_u64(d, "reserved_unallocated_bytes", o->reserved_unallocated) &&
-           put_u64(d, "largest_free_block_bytes", o->largest_free) &&
-           put_str(d, "verdict", gm_oom_verdict_name(v)) &&
-           put_str(d, "advice", gm_oom_verdict_advice(v)) &&
-           put(d, "at_event", category_dict(o->at_event)) &&
-           put(d, "frames", frames_list(c->snap, o->stack, 8));
+    static char kw_other[] = "other", kw_top[] = "top";
+    static char *kwlist[] = {kw_other, kw_top, NULL};
+    struct snapshot_obj *s = (struct snapshot_obj *)self, *o;
+    PyObject *other, *top = Py_None, *out;
+    struct gm_analysis_doc_file files[2] = {{NULL, NULL, NULL, NULL, NULL},
+                                            {NULL, NULL, NULL, NULL, NULL}};
+    struct gm_analysis_doc doc = {.kind = GM_DOC_DIFF,
+                                  .files = files,
+                                  .n_files = 2,
+                                  .top = gm_analysis_doc_top(GM_DOC_DIFF),
+                                  .device = -1};
+    struct gm_analysis_diff *d = NULL;
+    struct gm_error err;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|O", kwlist, Py_TYPE(self), &other, &top))
+        return NULL;
+    o = (struct snapshot_obj *)other;
+    if (top != Py_None) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(top);
+        if (v == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        doc.top = v;
+    }
+    if (!(files[0].an = analysis_of(s)) || !(files[1].an = analysis_of(o)) ||
+        !(files[0].path = PyUnicode_AsUTF8(s->path)) ||
+        !(files[1].path = PyUnicode_AsUTF8(o->path)))
+        return NULL;
+    if (gm_analysis_diff(files[0].an, files[1].an, &d, &err) != GM_OK)
+        return raise_gm(&err, NULL);
+    doc.diff = d;
+    out = doc_text(s, &doc);
+    gm_analysis_diff_free(d);
+    return out;
 }
 
-static PyObject *snapshot_leaks(PyObject *self, PyObject *args, PyObject *kwds)
+/* _device(device=None) -> int: the CUDA index the methods read (resolve_device()). */
+static PyObject *snapshot_device(PyObject *self, PyObject *args, PyObject *kwds)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     PyObject *device = device_arg(args, kwds);
-    struct in_device c = {s->snap, NULL};
-    if (!device || !(c.dev = analysis_device(s, device)))
+    int32_t index;
+    if (!device || !resolve_device(s, device, &index))
         return NULL;
-    return dict_list(c.dev->n_leaks, leak_dict, &c);
+    return PyLong_FromLong(index);
 }
 
-static PyObject *snapshot_ooms(PyObject *self, PyObject *args, PyObject *kwds)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *device = device_arg(args, kwds);
-    struct in_device c = {s->snap, NULL};
-    if (!device || !(c.dev = analysis_device(s, device)))
-        return NULL;
-    return dict_list(c.dev->n_ooms, oom_dict, &c);
-}
-
-static PyObject *snapshot_stack_frames(PyObject *self, PyObject *args)
+/* _stack_json(stack) -> str: the frames worth showing of a stack id, as JSON. */
+static PyObject *snapshot_stack_json(PyObject *self, PyObject *args)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     unsigned long stack;
+    struct memout m;
+    struct gm_error err;
+    enum gm_status st;
     if (!PyArg_ParseTuple(args, "k", &stack) || !loaded(s))
         return NULL;
     if (stack >= s->snap->n_stacks) {
@@ -525,7 +496,10 @@ static PyObject *snapshot_stack_frames(PyObject *self, PyObject *args)
                      s->snap->n_stacks);
         return NULL;
     }
-    return frames_list(s->snap, (uint32_t)stack, 64);
+    if (!memout_open(&m))
+        return NULL;
+    st = gm_analysis_stack_json(m.f, s->snap, (uint32_t)stack, &err);
+    return memout_str(&m, st == GM_OK, "the frames");
 }
 
 /* Write the HTML report to a temporary file beside 'path', then rename it into place, so
@@ -660,39 +634,18 @@ static PyObject *snapshot_get_devices(PyObject *self, void *closure)
     return t;
 }
 
-static bool annotation_dict(const void *ctx, size_t i, PyObject *d)
-{
-    const struct gm_snapshot_annotation *a = &((const struct gm_snapshot *)ctx)->annotations[i];
-    return put_str(d, "name", a->name) && put_str(d, "stage", a->stage) &&
-           put_i64(d, "device", a->device) && put_i64(d, "time_us", a->time_us);
-}
-
-/* external_annotations (record_function ranges, gpumem.torch's phase marks among them), in
- * file order; None when the file has no such key (written before torch 2.4). */
-static PyObject *snapshot_get_annotations(PyObject *self, void *closure)
-{
-    struct snapshot_obj *s = (struct snapshot_obj *)self;
-    (void)closure;
-    if (!loaded(s))
-        return NULL;
-    if (!s->snap->has_annotations)
-        Py_RETURN_NONE;
-    return dict_list(s->snap->n_annotations, annotation_dict, s->snap);
-}
-
 static PyMethodDef snapshot_methods[] = {
     {"_events", (PyCFunction)(void (*)(void))snapshot_events, METH_VARARGS | METH_KEYWORDS,
      "_events(device=None) -> bytearray of event records (see event_fields())"},
-    {"peak", (PyCFunction)(void (*)(void))snapshot_peak, METH_VARARGS | METH_KEYWORDS,
-     "peak(device=None) -> dict: the allocated peak, when, its phase and iteration"},
-    {"categories", (PyCFunction)(void (*)(void))snapshot_categories, METH_VARARGS | METH_KEYWORDS,
-     "categories(device=None) -> dict: allocated bytes at the peak per category"},
-    {"leaks", (PyCFunction)(void (*)(void))snapshot_leaks, METH_VARARGS | METH_KEYWORDS,
-     "leaks(device=None) -> list of dicts: memory that grows from iteration to iteration"},
-    {"ooms", (PyCFunction)(void (*)(void))snapshot_ooms, METH_VARARGS | METH_KEYWORDS,
-     "ooms(device=None) -> list of dicts: each out-of-memory event with its verdict"},
-    {"stack_frames", snapshot_stack_frames, METH_VARARGS,
-     "stack_frames(stack) -> list of {filename, line, name}: the frames worth showing"},
+    {"_json", (PyCFunction)(void (*)(void))snapshot_json, METH_VARARGS | METH_KEYWORDS,
+     "_json(command, device=None, top=None) -> str: the document of `gpumem snapshot COMMAND "
+     "--json`"},
+    {"_diff_json", (PyCFunction)(void (*)(void))snapshot_diff_json, METH_VARARGS | METH_KEYWORDS,
+     "_diff_json(other, top=None) -> str: the document of `gpumem snapshot diff --json`"},
+    {"_device", (PyCFunction)(void (*)(void))snapshot_device, METH_VARARGS | METH_KEYWORDS,
+     "_device(device=None) -> int: the device the methods read"},
+    {"_stack_json", snapshot_stack_json, METH_VARARGS,
+     "_stack_json(stack) -> str: the frames worth showing of a stack id, as JSON"},
     {"report", (PyCFunction)(void (*)(void))snapshot_report, METH_VARARGS | METH_KEYWORDS,
      "report(path, title=None, *, overwrite=False): write the offline HTML report"},
     {NULL, NULL, 0, NULL},
@@ -706,8 +659,6 @@ static PyGetSetDef snapshot_getset[] = {
     {"file_size", snapshot_get, NULL, "bytes", PROP(PROP_SIZE)},
     {"n_events", snapshot_get, NULL, "trace events over all devices", PROP(PROP_EVENTS)},
     {"devices", snapshot_get_devices, NULL, "device indexes the file names, ascending", NULL},
-    {"annotations", snapshot_get_annotations, NULL,
-     "external_annotations as dicts (name, stage, device, time_us), or None", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -791,7 +742,6 @@ static PyObject *devices_memory(PyObject *self, PyObject *args)
     enum gm_status st;
     int cuda_index;
     size_t pos;
-    PyObject *d;
     if (!PyArg_ParseTuple(args, "i", &cuda_index) || !opened(o))
         return NULL;
     if (gm_devices_find_cuda(o->d, cuda_index, &pos, &err) != GM_OK)
@@ -799,12 +749,8 @@ static PyObject *devices_memory(PyObject *self, PyObject *args)
     st = gm_devices_memory(o->d, pos, &m, &err);
     if (st != GM_OK)
         return raise_gm(&err, NULL);
-    d = PyDict_New();
-    if (d &&
-        !(put_reading(d, "total_bytes", m.total) && put_reading(d, "free_bytes", m.free) &&
-          put_reading(d, "used_bytes", m.used) && put_reading(d, "reserved_bytes", m.reserved)))
-        Py_CLEAR(d);
-    return d;
+    return Py_BuildValue("(NNNN)", reading(m.total), reading(m.free), reading(m.used),
+                         reading(m.reserved));
 }
 
 /* The members of `gpumem environment --json` (schema gpumem.environment/1) as one JSON
@@ -829,8 +775,8 @@ static PyObject *devices_environment_json(PyObject *self, PyObject *args)
 static PyMethodDef devices_methods[] = {
     {"unavailable", devices_unavailable, METH_NOARGS,
      "unavailable() -> None when a GPU is usable, else why not (one sentence)"},
-    {"memory", devices_memory, METH_VARARGS,
-     "memory(cuda_index) -> dict of total/free/used/reserved bytes (None when unknown)"},
+    {"_memory", devices_memory, METH_VARARGS,
+     "_memory(cuda_index) -> (total, free, used, reserved) bytes, None when unknown"},
     {"environment_json", devices_environment_json, METH_VARARGS,
      "environment_json(cuda_index=-1) -> str: gpumem environment --json members"},
     {NULL, NULL, 0, NULL},
@@ -840,7 +786,7 @@ static PyTypeObject devices_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gpumem._core.Devices",
     .tp_basicsize = sizeof(struct devices_obj),
     .tp_dealloc = devices_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Devices(): the driver's view of the GPUs (NVML and the CUDA driver, loaded at run "
               "time); never fails for want of a GPU, see unavailable().",
     .tp_methods = devices_methods,
@@ -1187,38 +1133,40 @@ static PyObject *str_tuple(const char *const *names)
     return t;
 }
 
-static bool setting_dict(const void *ctx, size_t i, PyObject *d)
+/* One setting as a tuple (name, type, argname, help, choices or None, modes, engine or
+ * None): gpumem.estimate_settings() names the members. */
+static PyObject *setting_tuple(const struct gm_job_setting *s)
 {
-    const struct gm_job_setting *s = &((const struct gm_job_setting *)ctx)[i];
     static const char *const mode_names[] = {"weights", "train", "infer"};
     const char *modes[4] = {NULL};
-    char keyword[64];
     size_t k = 0;
-    snprintf(keyword, sizeof keyword, "%s", s->name);
-    for (char *p = keyword; *p; p++)
-        if (*p == '-')
-            *p = '_';
     for (int m = 0; m < GM_EST_MODE__COUNT && m < 3; m++)
         if (s->modes & (1u << m))
             modes[k++] = mode_names[m];
-    return put_str(d, "name", s->name) && put_str(d, "keyword", keyword) &&
-           put_str(d, "type", setting_type_name(s->type)) && put_str(d, "argname", s->argname) &&
-           put_str(d, "help", s->help) &&
-           put(d, "choices", s->choices ? str_tuple(s->choices) : Py_NewRef(Py_None)) &&
-           put(d, "modes", str_tuple(modes)) &&
-           put(d, "engine",
-               s->engine == GM_ENGINE_NONE ? Py_NewRef(Py_None)
-                                           : PyUnicode_FromString(gm_engine_name(s->engine)));
+    return Py_BuildValue("(ssszNNN)", s->name, setting_type_name(s->type), s->argname, s->help,
+                         s->choices ? str_tuple(s->choices) : Py_NewRef(Py_None), str_tuple(modes),
+                         s->engine == GM_ENGINE_NONE
+                             ? Py_NewRef(Py_None)
+                             : PyUnicode_FromString(gm_engine_name(s->engine)));
 }
 
-/* estimate_settings() -> [dict]: the settings table, in --help order. */
+/* _estimate_settings() -> [tuple]: the settings table, in --help order. */
 static PyObject *core_estimate_settings(PyObject *self, PyObject *unused)
 {
     size_t n;
     const struct gm_job_setting *table = gm_job_settings(&n);
+    PyObject *list = PyList_New((Py_ssize_t)n);
     (void)self;
     (void)unused;
-    return dict_list(n, setting_dict, table);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *t = setting_tuple(&table[i]);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1282,8 +1230,8 @@ static PyMethodDef core_methods[] = {
      "estimate_json(model, settings) -> str: the gpumem.estimate/1 document of the job"},
     {"calibrate_json", core_calibrate_json, METH_VARARGS,
      "calibrate_json(snapshot, model, settings, predict, device) -> str: gpumem.calibrate/1"},
-    {"estimate_settings", core_estimate_settings, METH_NOARGS,
-     "estimate_settings() -> [dict]: the job settings (name, keyword, type, help, ...)"},
+    {"_estimate_settings", core_estimate_settings, METH_NOARGS,
+     "_estimate_settings() -> [(name, type, argname, help, choices, modes, engine)]"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -410,8 +410,8 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
 
 struct gm_peak_device {
     int32_t device;
-    struct gm_snapshot_timeline timeline; /* its live list is not kept (live NULL) */
-    uint64_t n_live;                      /* allocations alive at the peak */
+    struct gm_snapshot_timeline timeline;  /* its live list is not kept (live NULL) */
+    uint64_t n_live;                       /* allocations alive at the peak */
     struct gm_snapshot_live_group *groups; /* by stack, largest first */
     size_t n_groups;
     /* per group, its bytes per category (enum gm_category); NULL without an analysis */
@@ -499,30 +499,36 @@ uint64_t gm_analysis_doc_top(enum gm_analysis_doc_kind kind);
 
 /* One file of a document: its results (what its kind reads, the rest NULL). */
 struct gm_analysis_doc_file {
-    const char *path;                       /* as the caller named it ("file") */
-    const struct gm_snapshot *snap;         /* info, peak */
-    const struct gm_snapshot_stats *stats;  /* stats */
-    const struct gm_analysis_peaks *peaks;  /* peak */
-    const struct gm_analysis *an;           /* categories, leaks, oom, diff */
+    const char *path;                      /* as the caller named it ("file") */
+    const struct gm_snapshot *snap;        /* info, peak */
+    const struct gm_snapshot_stats *stats; /* stats */
+    const struct gm_analysis_peaks *peaks; /* peak */
+    const struct gm_analysis *an;          /* categories, leaks, oom, diff */
 };
 
 /* A document to write.  Initialise with designated initialisers: members may be added. */
 struct gm_analysis_doc {
     enum gm_analysis_doc_kind kind;
     const struct gm_analysis_doc_file *files;
-    size_t n_files;               /* several (stats, peak, categories): ranks of one job */
-    const struct gm_rank *ranks;  /* several files: the rank of each file that has one */
+    size_t n_files;              /* several (stats, peak, categories): ranks of one job */
+    const struct gm_rank *ranks; /* several files: the rank of each file that has one */
     size_t n_ranks;
     const struct gm_analysis_diff *diff; /* diff: gm_analysis_diff(files[0].an, files[1].an) */
-    int32_t device;               /* categories: only this CUDA device; -1: every device */
-    uint64_t top;                 /* peak groups, leaks, diff sites per device; 0: all */
-    bool series;                  /* categories: the series and the phase runs; oom: the
-                                   * reserved and allocated series */
+    int32_t device;                      /* categories: only this CUDA device; -1: every device */
+    uint64_t top;                        /* peak groups, leaks, diff sites per device; 0: all */
+    bool series;                         /* categories: the series and the phase runs; oom: the
+                                          * reserved and allocated series */
 };
 
 /* Write the document 'doc' to 'f'.  Errors: GM_ERR_INVALID (a result the kind needs is
  * missing), GM_ERR_NOMEM (the ranks), GM_ERR_IO (the write failed). */
 enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, struct gm_error *err);
+
+/* Write the frames worth showing of stack 'stack' of 'snap' (gm_snapshot_stack_frames(),
+ * at most 256) as the documents write a stack's "frames": [{"filename", "line", "name"},
+ * ...].  Errors: GM_ERR_INVALID (no such stack), GM_ERR_IO. */
+enum gm_status gm_analysis_stack_json(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
+                                      struct gm_error *err);
 
 /* ---- the trace, event by event (`gpumem snapshot trace`) ---- */
 

@@ -188,12 +188,12 @@ double gm_replay_fragmentation(uint64_t reserved, uint64_t allocated);
 
 /* A replay to write.  Initialise with designated initialisers: members may be added. */
 struct gm_replay_doc {
-    const char *path;                                /* the snapshot as the caller named it */
-    const struct gm_snapshot *snap;                  /* the snapshot replayed */
-    const struct gm_replay_result *result;           /* gm_replay_snapshot() */
-    const char *what_if;                             /* the what-if settings; NULL: none */
-    uint64_t device_bytes;                           /* device memory given; 0: unlimited */
-    const struct gm_replay_comparison *comparisons;  /* gm_replay_compare(), or NULL */
+    const char *path;                               /* the snapshot as the caller named it */
+    const struct gm_snapshot *snap;                 /* the snapshot replayed */
+    const struct gm_replay_result *result;          /* gm_replay_snapshot() */
+    const char *what_if;                            /* the what-if settings; NULL: none */
+    uint64_t device_bytes;                          /* device memory given; 0: unlimited */
+    const struct gm_replay_comparison *comparisons; /* gm_replay_compare(), or NULL */
     size_t n_comparisons;
 };
 

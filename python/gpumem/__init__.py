@@ -4,6 +4,7 @@
     import gpumem
     s = gpumem.Snapshot("profile.pkl")      # read by gpumem's C reader, never by pickle
     s.peak(), s.categories(), s.leaks(), s.ooms()
+    s.json("stats")                         # what `gpumem snapshot stats --json` prints
     s.events()                              # a NumPy structured array (a memoryview without NumPy)
     s.report("report.html")
 
@@ -14,12 +15,13 @@
 
 Importing gpumem needs neither PyTorch nor NumPy.  The C extension (gpumem._core) is a thin
 layer over the gpumem C library; everything it computes is computed there, the same way the
-`gpumem` command computes it.
+`gpumem` command computes it, and its results arrive as the library's JSON documents, the
+ones the commands print with --json.
 """
 import json as _json
 
 from . import _core
-from ._core import Devices, Error, FormatError, NoDeviceError, UsageError
+from ._core import Error, FormatError, NoDeviceError, UsageError
 
 __all__ = [
     "ACTIONS",
@@ -32,6 +34,7 @@ __all__ = [
     "Error",
     "FormatError",
     "NoDeviceError",
+    "SNAPSHOT_DOCUMENTS",
     "Snapshot",
     "UsageError",
     "calibrate",
@@ -94,27 +97,76 @@ def event_dtype():
     )
 
 
+#: The snapshot documents of Snapshot.json(), as `gpumem snapshot COMMAND --json` names them.
+SNAPSHOT_DOCUMENTS = ("info", "stats", "peak", "categories", "leaks", "oom")
+
+
 class Snapshot(_core.Snapshot):
     """Snapshot(path, *, max_memory=0): a torch.cuda.memory._dump_snapshot() pickle.
 
     Read by gpumem's own reader: nothing in the file is executed and no Python object is made
-    per event.  Methods take device=None for the only device, or the one with the largest
-    peak when the file has several:
+    per event.  The results are the library's JSON documents, parsed: json(command) is what
+    `gpumem snapshot COMMAND --json FILE` prints for the file, and the methods below read one
+    device's part of them.  They take device=None for the only device, or the one with the
+    largest peak when the file has several:
 
-      peak()        {'device', 'peak_bytes', 'peak_event_index', 'peak_time_us',
-                     'peak_reserved_bytes', 'reserved_at_peak_bytes', 'initial_bytes',
-                     'final_bytes', 'trace_events', 'peak_phase', 'peak_iteration'}: the
-                     keys of `gpumem snapshot peak --json`
-      categories()  {'parameter': bytes, 'activation': bytes, ...} alive at the peak
-      leaks()       [{'kind', 'category', 'bytes_per_iteration', 'total_bytes', 'count',
-                      'n_iterations', 'frames', 'advice'}]
-      ooms()        [{'event_index', 'phase', 'requested_bytes', 'device_free_bytes',
-                      'verdict', 'advice', 'at_event', 'frames', ...}]
-      (the keys of `gpumem snapshot peak|categories|leaks|oom --json`)
+      peak()        the device's entry of `gpumem snapshot peak --json`: peak_bytes,
+                    peak_event_index, peak_time_us, the reserved figures, first_oom and
+                    live_at_peak (what is alive there, grouped by stack, with its frames)
+      categories()  {'parameter': bytes, 'activation': bytes, ...} alive at the peak (the
+                    at_peak of `categories --json`, whose entry also has peak_phase and
+                    peak_iteration: json("categories"))
+      leaks()       the device's leaks of `gpumem snapshot leaks --json`, all of them
+      ooms()        the device's ooms of `gpumem snapshot oom --json`, each with its verdict
+      diff(other)   `gpumem snapshot diff --json SELF OTHER`
       events()      the device's trace as records (see events())
       report(path)  the offline HTML report (refuses to replace a file unless overwrite=True)
       annotations   record_function ranges (gpumem.torch marks its phases there), or None
     """
+
+    def json(self, command, device=None, top=None):
+        """The document `gpumem snapshot COMMAND --json FILE` prints for this file, as a dict:
+        COMMAND one of SNAPSHOT_DOCUMENTS; device (peak, categories) as --device; top as
+        --top (None: the command's default)."""
+        return _json.loads(self._json(command, device, top))
+
+    def diff(self, other, top=None):
+        """`gpumem snapshot diff --json SELF OTHER` as a dict (other: a Snapshot)."""
+        return _json.loads(self._diff_json(other, top))
+
+    def _entry(self, command, device, top=None):
+        index = self._device(device)
+        for d in self.json(command, index if command in ("peak", "categories") else None, top)["devices"]:
+            if d["device"] == index:
+                return d
+        raise ValueError("the snapshot has no device %d" % index)
+
+    def peak(self, device=None):
+        """The peak of one device: its entry of `gpumem snapshot peak --json`."""
+        return self._entry("peak", device)
+
+    def categories(self, device=None):
+        """Bytes alive at the peak per category (gpumem.CATEGORIES order)."""
+        return self._entry("categories", device)["at_peak"]
+
+    def leaks(self, device=None):
+        """Every leak of one device, as `gpumem snapshot leaks --json --top 0` lists them."""
+        return self._entry("leaks", device, 0)["leaks"]
+
+    def ooms(self, device=None):
+        """Every out-of-memory event of one device with its verdict (`snapshot oom --json`)."""
+        return self._entry("oom", device)["ooms"]
+
+    def stack_frames(self, stack):
+        """The frames worth showing of a stack id (the library's rule), innermost first, as
+        [{'filename', 'line', 'name'}]."""
+        return _json.loads(self._stack_json(stack))
+
+    @property
+    def annotations(self):
+        """record_function ranges (external_annotations, torch >= 2.4) as dicts (name,
+        stage, device, time_us), in file order; None when the file has none."""
+        return self.json("info")["annotations"]
 
     def events(self, device=None):
         """The trace of one device, oldest first: a NumPy structured array (fields time_us,
@@ -154,7 +206,26 @@ def estimate_settings():
     int, count, size, float, choice, text), 'argname', 'help', 'choices' (a tuple or None),
     'modes' (of "weights", "train", "infer") and 'engine' (None, or the engine it belongs
     to)."""
-    return _core.estimate_settings()
+    return [
+        {"name": name, "keyword": name.replace("-", "_"), "type": type_, "argname": argname,
+         "help": help_, "choices": choices, "modes": modes, "engine": engine}
+        for name, type_, argname, help_, choices, modes, engine in _core._estimate_settings()
+    ]
+
+
+class Devices(_core.Devices):
+    """Devices(): the driver's view of the GPUs (NVML, CUDA), opened once.
+
+      unavailable()         None when a GPU is usable, else why not (one sentence)
+      memory(cuda_index)    {'total_bytes', 'free_bytes', 'used_bytes', 'reserved_bytes'}:
+                            None where the driver does not say (never 0)
+      environment_json(i)   the members of `gpumem environment --json` as JSON text
+    """
+
+    def memory(self, cuda_index):
+        """Memory of CUDA device cuda_index, in bytes; None where unknown."""
+        total, free, used, reserved = self._memory(cuda_index)
+        return {"total_bytes": total, "free_bytes": free, "used_bytes": used, "reserved_bytes": reserved}
 
 
 def _predict_specs(predict):

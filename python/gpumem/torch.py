@@ -44,6 +44,13 @@ import time
 
 from . import _core
 
+
+def _devices():
+    """gpumem.Devices() (the package's, whose memory() names its figures)."""
+    from . import Devices
+
+    return Devices()
+
 __all__ = ["Measure", "OUTPUT_ENV", "MARK_PREFIX", "phase", "record", "series", "environment"]
 
 SCHEMA = "gpumem.measure/1"
@@ -173,7 +180,7 @@ def environment(device=None, devices=None):
     if device is None:
         device = _read(torch.cuda.current_device)
     try:
-        drv = devices if devices is not None else _core.Devices()
+        drv = devices if devices is not None else _devices()
         env.update(json.loads(drv.environment_json(-1 if device is None else device)))
     except Exception as e:  # the device view is optional: say why it is missing
         env["devices_error"] = str(e)
@@ -307,7 +314,7 @@ class Measure:
     def _driver(self):
         if self._drv is None and self._drv_error is None:
             try:
-                self._drv = _core.Devices()
+                self._drv = _devices()
                 why = self._drv.unavailable()
                 if why:
                     self._drv_error = why

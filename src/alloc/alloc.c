@@ -899,8 +899,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     alloc_size = gm_alloc_segment_size(size);
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
-    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) ||
-        !active_reserve(a))
+    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) || !active_reserve(a))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream);
     if (!b) {
@@ -945,7 +944,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
 static enum gm_status events_reserve(struct gm_alloc *a, size_t extra)
 {
     return GM_VEC_RESERVE(a->events, a->cap_events, a->n_events + extra, NULL) ? GM_OK
-                                                                              : GM_ERR_NOMEM;
+                                                                               : GM_ERR_NOMEM;
 }
 
 /* free_block(): merge with free neighbours and return to the pool */
@@ -1402,8 +1401,8 @@ enum gm_status gm_alloc_segments(const struct gm_alloc *a, gm_alloc_segment_fn f
                     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
                     goto out;
                 }
-                blocks[n++] = (struct gm_alloc_block_info){b->addr, b->size, b->requested,
-                                                           block_state(b)};
+                blocks[n++] =
+                    (struct gm_alloc_block_info){b->addr, b->size, b->requested, block_state(b)};
                 seg.size += b->size;
             }
             seg.blocks = blocks;

@@ -212,7 +212,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                            struct gm_replay_device *rd, struct evlist *rec, struct initial *ini)
 {
     struct gm_map live = GM_MAP_INIT, segs = GM_MAP_INIT; /* recorded addresses */
-    int64_t net = 0, max_net = 0, min_net = 0; /* reserved bytes relative to the start */
+    int64_t net = 0, max_net = 0, min_net = 0;            /* reserved bytes relative to the start */
     uint64_t final_total = 0;
     bool expandable = false;
     enum gm_status st = GM_OK;

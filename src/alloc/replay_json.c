@@ -23,8 +23,9 @@ static void json_run(struct gm_json *w, const struct gm_replay_run *r)
     gm_json_kv_u64(w, "peak_reserved_bytes", r->peak_reserved_bytes);
     gm_json_kv_u64(w, "peak_allocated_bytes", r->peak_allocated_bytes);
     gm_json_kv_u64(w, "allocated_at_peak_reserved_bytes", r->allocated_at_peak_reserved_bytes);
-    gm_json_kv_double(w, "fragmentation_at_peak_reserved",
-                      gm_replay_fragmentation(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
+    gm_json_kv_double(
+        w, "fragmentation_at_peak_reserved",
+        gm_replay_fragmentation(r->peak_reserved_bytes, r->allocated_at_peak_reserved_bytes));
     gm_json_kv_u64(w, "reserved_at_peak_allocated_bytes", r->reserved_at_peak_allocated_bytes);
     gm_json_kv_u64(w, "unallocated_at_peak_allocated_bytes",
                    r->unallocated_at_peak_allocated_bytes);
@@ -191,8 +192,9 @@ enum gm_status gm_replay_json(FILE *f, const struct gm_replay_doc *doc, struct g
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "replay document: results missing");
     gm_json_init(&w, f, GM_JSON_PRETTY);
     gm_json_begin_object(&w);
-    gm_json_kv_str(&w, "schema", doc->comparisons ? "gpumem.snapshot.replay_compare/1"
-                                                  : "gpumem.snapshot.replay/1");
+    gm_json_kv_str(&w, "schema",
+                   doc->comparisons ? "gpumem.snapshot.replay_compare/1"
+                                    : "gpumem.snapshot.replay/1");
     gm_json_kv_str(&w, "gpumem_version", gm_version());
     if (doc->comparisons) {
         gm_json_kv_str(&w, "file", doc->path);

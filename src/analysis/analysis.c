@@ -145,8 +145,8 @@ static enum gm_status over_limit(struct work *w, struct gm_error *err)
 static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, size_t elem,
                            struct gm_error *err)
 {
-    struct gm_budget b = gm_budget_make(w->snap->memory_limit,
-                                        w->snap->memory_bytes + w->priv->held + w->held);
+    struct gm_budget b =
+        gm_budget_make(w->snap->memory_limit, w->snap->memory_bytes + w->priv->held + w->held);
     uint64_t before = b.used;
     *p = gm_vec_grow(*p, cap, need, elem, GM_VEC_BIG, &b);
     if (need > *cap)

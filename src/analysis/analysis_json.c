@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const doc_name[GM_DOC_COUNT] = {"info",       "stats", "peak", "categories",
-                                                   "leaks",      "oom",   "diff"};
+static const char *const doc_name[GM_DOC_COUNT] = {"info",  "stats", "peak", "categories",
+                                                   "leaks", "oom",   "diff"};
 
 const char *gm_analysis_doc_name(enum gm_analysis_doc_kind kind)
 {
@@ -494,7 +494,7 @@ static void json_leak(struct gm_json *w, const struct gm_snapshot *snap,
 }
 
 static void leaks_device(struct gm_json *w, const struct gm_snapshot *snap,
-                        const struct gm_analysis_device *dev, uint64_t top)
+                         const struct gm_analysis_device *dev, uint64_t top)
 {
     enum gm_leak_verdict v = gm_analysis_leak_verdict(dev);
     gm_json_begin_object(w);
@@ -762,8 +762,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
 /* ---- the documents ---- */
 
 /* The members of file i of a document (its "file" written by the caller). */
-static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_doc *doc,
-                                   size_t i, struct gm_error *err)
+static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_doc *doc, size_t i,
+                                   struct gm_error *err)
 {
     const struct gm_analysis_doc_file *f = &doc->files[i];
     switch (doc->kind) {
@@ -886,5 +886,20 @@ enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, stru
     if (!gm_json_finish(&w))
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the %s document failed",
                        gm_analysis_doc_name(doc->kind));
+    return GM_OK;
+}
+
+enum gm_status gm_analysis_stack_json(FILE *f, const struct gm_snapshot *snap, uint32_t stack,
+                                      struct gm_error *err)
+{
+    struct gm_json w;
+    if (stack >= snap->n_stacks)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no stack %u (the snapshot has %zu)",
+                       stack, snap->n_stacks);
+    gm_json_init(&w, f, 0);
+    json_frames(&w, snap, stack);
+    if (!gm_json_finish(&w))
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the frames of stack %u failed",
+                       stack);
     return GM_OK;
 }

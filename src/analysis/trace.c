@@ -59,7 +59,8 @@ static const struct ftext *frame_text(struct cache *c, uint32_t stack)
             fr[0] = '\0';
         } else {
             fr[0] = fr[1] = ' ';
-            gm_snapshot_frame_text(fr + 2, sizeof(fr) - 2, &snap->frames[snap->stacks[stack].frames[u]]);
+            gm_snapshot_frame_text(fr + 2, sizeof(fr) - 2,
+                                   &snap->frames[snap->stacks[stack].frames[u]]);
         }
         t->n = strlen(fr);
         if (!(t->s = gm_malloc(t->n + 1))) {
@@ -355,7 +356,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
 }
 
 enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
-                               const struct gm_analysis_trace_opts *opts, struct gm_error *err)
+                                 const struct gm_analysis_trace_opts *opts, struct gm_error *err)
 {
     struct gm_outbuf *o;
     struct cache c;

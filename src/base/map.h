@@ -35,14 +35,17 @@ struct gm_map_slot {
 struct gm_map {
     struct gm_map_slot *slots; /* mask + 1 of them (a power of two); NULL before the first */
     size_t mask;
-    unsigned shift;           /* 64 - log2(mask + 1) */
-    size_t n;                 /* entries in the slots */
-    bool has_zero;            /* the entry of key 0 (by key only), kept beside the slots */
+    unsigned shift; /* 64 - log2(mask + 1) */
+    size_t n;       /* entries in the slots */
+    bool has_zero;  /* the entry of key 0 (by key only), kept beside the slots */
     uint64_t zero_val;
     struct gm_budget *budget; /* charged for the slots; NULL: none */
 };
 
-#define GM_MAP_INIT {NULL, 0, 0, 0, false, 0, NULL}
+#define GM_MAP_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, 0, false, 0, NULL                                                              \
+    }
 
 /* An empty map charging 'budget' (NULL: none) for its slots. */
 void gm_map_init(struct gm_map *m, struct gm_budget *budget);

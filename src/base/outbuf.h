@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* outbuf.h - a buffered text writer (library-internal) with its own number formatting, for output of millions
- * of lines (a snapshot trace): printf's formatting costs more than everything else of such
- * a line.  Numbers are written exactly as the printf formats named beside each function
- * would write them, and gm_fmt_iec() exactly as gm_format_bytes() (units.h) does.
+/* outbuf.h - a buffered text writer (library-internal) with its own number formatting, for output
+ * of millions of lines (a snapshot trace): printf's formatting costs more than everything else of
+ * such a line.  Numbers are written exactly as the printf formats named beside each function would
+ * write them, and gm_fmt_iec() exactly as gm_format_bytes() (units.h) does.
  *
  * A line is made in place: reserve room for it, write with the gm_fmt_* functions (each
  * returns the end of what it wrote), commit:
@@ -24,7 +24,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
 
 #define GM_OUTBUF_SIZE (1u << 16)
 

@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define GM_VEC_FIRST 16  /* elements of an array's first allocation */
-#define GM_VEC_BIG   1u  /* flag: arrays of many megabytes, through gm_big_realloc() */
+#define GM_VEC_FIRST 16 /* elements of an array's first allocation */
+#define GM_VEC_BIG   1u /* flag: arrays of many megabytes, through gm_big_realloc() */
 
 /* The array 'p' of '*cap' elements of 'elem' bytes with room for 'need' elements: 'p'
  * itself when it has that room, else the grown array (the first *cap elements kept; *cap
@@ -38,13 +38,13 @@ void *gm_vec_grow(void *p, size_t *cap, size_t need, size_t elem, unsigned flags
  * 'need' elements, growing it if needed. */
 #define GM_VEC_RESERVE(arr, cap, need, budget)                                                     \
     ((size_t)(need) <= (cap) ||                                                                    \
-     ((arr) = gm_vec_grow((arr), &(cap), (size_t)(need), sizeof(*(arr)), 0, (budget)),            \
+     ((arr) = gm_vec_grow((arr), &(cap), (size_t)(need), sizeof(*(arr)), 0, (budget)),             \
       (size_t)(need) <= (cap)))
 
 /* The same for a GM_VEC_BIG array. */
 #define GM_VEC_RESERVE_BIG(arr, cap, need, budget)                                                 \
     ((size_t)(need) <= (cap) ||                                                                    \
-     ((arr) = gm_vec_grow((arr), &(cap), (size_t)(need), sizeof(*(arr)), GM_VEC_BIG, (budget)),   \
+     ((arr) = gm_vec_grow((arr), &(cap), (size_t)(need), sizeof(*(arr)), GM_VEC_BIG, (budget)),    \
       (size_t)(need) <= (cap)))
 
 /* A pointer to a new last element of 'arr' (count 'n' incremented; the element is not

@@ -5,10 +5,11 @@
  * Three layers: frames and stacks (interned; one Python list per captured traceback, as the
  * real writer does), the allocator (the library's model of the caching allocator, alloc.h, on
  * a device that hands out addresses one after the other; its segment events and the final
- * segments become the snapshot's), and the training script that drives it.  The pickle object graph follows writer A of snapshot-format.md: key strings and
- * state/action strings shared, one dict per unique frame, the traceback list of an alloc
- * shared by its segment_alloc, its live block and the segment's frames, the list of a free
- * shared by free_requested and free_completed, 'N/A' fresh per entry. */
+ * segments become the snapshot's), and the training script that drives it.  The pickle object graph
+ * follows writer A of snapshot-format.md: key strings and state/action strings shared, one dict per
+ * unique frame, the traceback list of an alloc shared by its segment_alloc, its live block and the
+ * segment's frames, the list of a free shared by free_requested and free_completed, 'N/A' fresh per
+ * entry. */
 #include "gpumem/example.h"
 
 #include "base/map.h"
@@ -228,8 +229,8 @@ static const struct gm_alloc_device_ops dev_ops = {dev_seg_alloc, dev_seg_free, 
 
 /* A segment the model asked the device for: the trace's segment_alloc, under the traceback
  * of the request that needed it. */
-static void on_device_event(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr,
-                            uint64_t size, int64_t stream)
+static void on_device_event(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
+                            int64_t stream)
 {
     struct sim *s = ctx;
     (void)stream;

@@ -743,8 +743,7 @@ bool pk_record_can_name(const struct pk_record *r, pk_val list)
     /* a batch that has named MAX_NAMES lists names no more, so which lists are recycled
      * depends on their order, never on their addresses (nor does any message about a
      * damaged file) */
-    return !(l->flags & PK_NODE_STREAMED) && l->n_puts <= 1 &&
-           gm_map_count(&vm->names) < MAX_NAMES;
+    return !(l->flags & PK_NODE_STREAMED) && l->n_puts <= 1 && gm_map_count(&vm->names) < MAX_NAMES;
 }
 
 bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id)

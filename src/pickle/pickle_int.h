@@ -144,9 +144,9 @@ struct vm {
     /* record streaming (pk_opts.stream) */
     const struct pk_stream *stream;
     bool general_only;
-    size_t key_len;          /* strlen(stream->key) */
+    size_t key_len;      /* strlen(stream->key) */
     struct gm_map names; /* the general reader's lists named in this batch: node -> id */
-    uint32_t flat_name; /* the flat reader: the name given to the current record's list */
+    uint32_t flat_name;  /* the flat reader: the name given to the current record's list */
     bool in_flat;
     /* the flat reader: its transient nodes, and the key at each position of the entry
      * before when a memo reference (its opcode bytes, masked, and value) */

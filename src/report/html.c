@@ -28,8 +28,8 @@
  *                    segtl{...}, marks[[k, what]], state{...} | null  (html_state.c)}]}],
  *    imbalance{ranks, max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
  *              category_diff} | null  (two ranks or more: gm_analysis_ranks())} */
-#include "gpumem/report.h"
 #include "base/vec.h"
+#include "gpumem/report.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
@@ -223,12 +223,19 @@ void gm_report_page_free(struct gm_report_page *p)
  * the same size. */
 static bool page_grow(struct gm_report_page *p)
 {
-    size_t need = p->cap + 1, c_ranks = p->cap, c_len = p->cap, c_sum = p->cap, c_has = p->cap;
-    if (!GM_VEC_RESERVE(p->ranks, c_ranks, need, NULL) ||
-        !GM_VEC_RESERVE(p->len, c_len, need, NULL) || !GM_VEC_RESERVE(p->sum, c_sum, need, NULL) ||
-        !GM_VEC_RESERVE(p->has_sum, c_has, need, NULL))
+    size_t need = p->cap + 1, c = p->cap;
+    if (!GM_VEC_RESERVE(p->ranks, c, need, NULL))
         return false;
-    p->cap = c_has;
+    c = p->cap;
+    if (!GM_VEC_RESERVE(p->len, c, need, NULL))
+        return false;
+    c = p->cap;
+    if (!GM_VEC_RESERVE(p->sum, c, need, NULL))
+        return false;
+    c = p->cap;
+    if (!GM_VEC_RESERVE(p->has_sum, c, need, NULL))
+        return false;
+    p->cap = c;
     return true;
 }
 

@@ -216,7 +216,7 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
             return st;
     }
     h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
-                 (uint64_t)c.line);
+                    (uint64_t)c.line);
     id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
     if (id == SNAP_ID_NONE) {
         struct gm_snapshot_frame *f;
@@ -441,9 +441,9 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
         return GM_OK;
     }
     h = dm_key(gm_hash_mix((x->stream * 13) ^ (uint64_t)(uintptr_t)x->action_name ^
-                        ((uint64_t)(uintptr_t)x->compile_context * 3) ^
-                        ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
-                        ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
+                           ((uint64_t)(uintptr_t)x->compile_context * 3) ^
+                           ((uint64_t)(uintptr_t)x->user_metadata * 5) ^
+                           ((uint64_t)x->pool_id[0] * 7) ^ ((uint64_t)x->pool_id[1] * 11)));
     dc = &b->in.extra_dm[dm_slot(h)];
     if (dc->key == h && extra_eq(&c, dc->val)) {
         b->in.last_extra = dc->val + 1;

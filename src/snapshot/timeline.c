@@ -194,7 +194,7 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
     am_init(&m, snap);
 #define PUSH_LIVE(addr_, bytes_, stream_, stack_, ev_)                                             \
     do {                                                                                           \
-        struct gm_snapshot_live *l_ = GM_VEC_PUSH(out->live, out->n_live, cap, &m.budget);        \
+        struct gm_snapshot_live *l_ = GM_VEC_PUSH(out->live, out->n_live, cap, &m.budget);         \
         if (!l_)                                                                                   \
             goto out_fail;                                                                         \
         l_->addr = (addr_);                                                                        \

@@ -2,10 +2,12 @@
 """gpumem.Snapshot: the C extension over the snapshot reader and the analysis.
 
 Checks that what Python gets is what the `gpumem snapshot ... --json` commands print for the
-same file (real files of many PyTorch versions and gpumem's example), that events agree one
-by one with an independent reading of the pickle (tests/reference/snapshot_ref.py, Python's
-unpickler with classes refused), the NumPy and the no-NumPy forms of events, the errors, the
-report and its refusal to overwrite, and that loading again and again does not leak."""
+same file, document for document and key for key (every command, on every real file of many
+PyTorch versions and on gpumem's example), that the methods read those documents, that
+events agree one by one with an independent reading of the pickle
+(tests/reference/snapshot_ref.py, Python's unpickler with classes refused), the NumPy and the
+no-NumPy forms of events, the errors, the report and its refusal to overwrite, and that
+loading again and again does not leak."""
 import glob
 import os
 import resource
@@ -21,46 +23,64 @@ import gpumem
 sys.path.insert(0, os.path.join(SOURCE, "tests", "reference"))
 import snapshot_ref  # noqa: E402
 
-PEAK_KEYS = ("peak_bytes", "peak_event_index", "peak_time_us", "peak_reserved_bytes",
-             "reserved_at_peak_bytes", "initial_bytes", "final_bytes", "trace_events")
-
-
 def real_files():
     files = sorted(glob.glob(os.path.join(SNAPSHOTS, "*.pickle")) + glob.glob(os.path.join(SNAPSHOTS, "*.pkl")))
     if not files:
-        raise unittest.SkipTest("no real snapshots in %s" % SNAPSHOTS)
+        raise unittest.SkipTest("no real snapshots in %s (the test data beside the checkout)" % SNAPSHOTS)
     return files
 
 
 class SnapshotAgreesWithCli(TempDir):
-    def test_peak_and_categories_of_every_real_file(self):
-        for path in real_files():
-            with self.subTest(file=os.path.basename(path)):
-                s = gpumem.Snapshot(path)
-                peak = gpumem_json("snapshot", "peak", "--json", path)
-                cats = gpumem_json("snapshot", "categories", "--json", path)
-                self.assertEqual(s.devices, tuple(d["device"] for d in peak["devices"]))
-                for want, cat in zip(peak["devices"], cats["devices"]):
-                    got = s.peak(want["device"])
-                    for k in PEAK_KEYS:
-                        self.assertEqual(got[k], want[k], k)
-                    self.assertEqual(got["peak_phase"], cat["peak_phase"])
-                    self.assertEqual(got["peak_iteration"], cat["peak_iteration"])
-                    self.assertEqual(s.categories(want["device"]), cat["at_peak"])
-                    self.assertEqual(list(s.categories(want["device"])), list(gpumem.CATEGORIES))
+    def assert_documents_equal(self, path):
+        s = gpumem.Snapshot(path)
+        for command in gpumem.SNAPSHOT_DOCUMENTS:
+            with self.subTest(file=os.path.basename(path), command=command):
+                self.assertEqual(s.json(command), gpumem_json("snapshot", command, "--json", path))
 
-    def test_leaks_of_the_example(self):
+    def test_every_document_of_every_real_file(self):
+        for path in real_files():
+            self.assert_documents_equal(path)
+
+    def test_every_document_of_the_example(self):
+        self.assert_documents_equal(example_snapshot(self.path("ex.pickle"), "--phases"))
+
+    def test_options_are_the_commands(self):
         path = example_snapshot(self.path("ex.pickle"))
-        want = gpumem_json("snapshot", "leaks", "--json", "--top", "1000", path)["devices"][0]["leaks"]
-        got = gpumem.Snapshot(path).leaks()
-        self.assertGreater(len(want), 0)
-        self.assertEqual(len(got), len(want))
-        for g, w in zip(got, want):
-            for k in ("kind", "category", "bytes_per_iteration", "total_bytes", "count", "n_iterations", "advice"):
-                self.assertEqual(g[k], w[k], k)
-            n = min(len(g["frames"]), len(w["frames"]))
-            self.assertGreater(n, 0)
-            self.assertEqual(g["frames"][:n], w["frames"][:n])
+        s = gpumem.Snapshot(path)
+        self.assertEqual(s.json("peak", top=3), gpumem_json("snapshot", "peak", "--json", "--top", "3", path))
+        self.assertEqual(s.json("leaks", top=0), gpumem_json("snapshot", "leaks", "--json", "--top", "0", path))
+        self.assertEqual(
+            s.json("categories", device=0), gpumem_json("snapshot", "categories", "--json", "--device", "0", path)
+        )
+        with self.assertRaises(ValueError):
+            s.json("report")
+        with self.assertRaises(ValueError):
+            s.json("peak", device=7)
+
+    def test_diff_of_real_files(self):
+        files = real_files()
+        pairs = list(zip(files, files[1:] + files[:1]))
+        for a, b in pairs:
+            with self.subTest(a=os.path.basename(a), b=os.path.basename(b)):
+                got = gpumem.Snapshot(a).diff(gpumem.Snapshot(b))
+                self.assertEqual(got, gpumem_json("snapshot", "diff", "--json", a, b))
+
+    def test_methods_read_the_documents(self):
+        path = example_snapshot(self.path("ex.pickle"))
+        s = gpumem.Snapshot(path)
+        peak = gpumem_json("snapshot", "peak", "--json", path)["devices"][0]
+        cats = gpumem_json("snapshot", "categories", "--json", path)["devices"][0]
+        leaks = gpumem_json("snapshot", "leaks", "--json", "--top", "0", path)["devices"][0]["leaks"]
+        self.assertEqual(s.peak(), peak)
+        self.assertEqual(s.categories(), cats["at_peak"])
+        self.assertEqual(list(s.categories()), list(gpumem.CATEGORIES))
+        self.assertGreater(len(leaks), 0)
+        self.assertEqual(s.leaks(), leaks)
+        self.assertTrue(all("first_iteration" in l and "sites" in l for l in s.leaks()))
+        self.assertEqual(s.ooms(), [])
+        self.assertEqual(s.annotations, gpumem_json("snapshot", "info", "--json", path)["annotations"])
+        group = peak["live_at_peak"][0]
+        self.assertEqual(s.stack_frames(group["stack"])[0], group["frames"][0])
 
     def test_oom_verdicts(self):
         path = os.path.join(SNAPSHOTS, "g6_compile_ctx_3dev_expandable_oom.pickle")
@@ -70,14 +90,8 @@ class SnapshotAgreesWithCli(TempDir):
         s = gpumem.Snapshot(path)
         n = 0
         for dev in want["devices"]:
-            got = s.ooms(dev["device"])
-            self.assertEqual(len(got), len(dev["ooms"]))
-            for g, w in zip(got, dev["ooms"]):
-                for k in ("event_index", "phase", "requested_bytes", "device_free_bytes", "reserved_bytes",
-                          "allocated_bytes", "reserved_unallocated_bytes", "largest_free_block_bytes",
-                          "verdict", "advice", "at_event"):
-                    self.assertEqual(g[k], w[k], k)
-                n += 1
+            self.assertEqual(s.ooms(dev["device"]), dev["ooms"])
+            n += len(dev["ooms"])
         self.assertGreater(n, 0, "the file has an OOM")
 
     def test_default_device_is_the_largest_peak(self):

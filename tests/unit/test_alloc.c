@@ -326,10 +326,10 @@ static void test_segments_by_address_with_their_blocks(void **state)
     uint64_t big, small1, small2, pend;
     (void)state;
     setup(&f, NULL, 0);
-    big = m(&f, 12 * MiB);    /* a 12 MiB segment, whole */
-    small1 = m(&f, 1000);     /* a 2 MiB small segment: 1024 + the rest */
-    small2 = m(&f, 3000);     /* splits the rest */
-    pend = m(&f, 30 * MiB);   /* a 30 MiB segment, freed with an event outstanding */
+    big = m(&f, 12 * MiB);  /* a 12 MiB segment, whole */
+    small1 = m(&f, 1000);   /* a 2 MiB small segment: 1024 + the rest */
+    small2 = m(&f, 3000);   /* splits the rest */
+    pend = m(&f, 30 * MiB); /* a 30 MiB segment, freed with an event outstanding */
     assert_int_equal(gm_alloc_record_stream(f.a, pend, 5, NULL), GM_OK);
     fr(&f, pend);
     fr(&f, small1);

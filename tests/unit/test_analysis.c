@@ -777,11 +777,15 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),       cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_frame_flags),
         cmocka_unit_test(test_training_trace),
-        cmocka_unit_test(test_names),       cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),         cmocka_unit_test(test_random_traces),
-        cmocka_unit_test(test_leak_causes), cmocka_unit_test(test_user_phases),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_nomem),
+        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_random_traces),
+        cmocka_unit_test(test_leak_causes),
+        cmocka_unit_test(test_user_phases),
         cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
