@@ -33,6 +33,10 @@ void cli_errorf(const char *cmd, const char *fmt, ...)
 /* Report 'err' on stderr ("<cmd>: <msg> (at byte N)") and return its exit code. */
 int cli_fail(const char *cmd, const struct gm_error *err);
 
+/* " (--memory-limit)" for an error about a setting of the library (err->setting, named with
+ * '_' where the option has '-'), "" for any other, into buf[n].  Returns buf. */
+char *cli_setting_tail(char *buf, size_t n, const struct gm_error *err);
+
 /* Usage error: print, return 64. */
 int cli_usage(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

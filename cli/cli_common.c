@@ -44,11 +44,28 @@ void cli_errorf(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+char *cli_setting_tail(char *buf, size_t n, const struct gm_error *err)
+{
+    char flag[64];
+    buf[0] = '\0';
+    if (!err->setting)
+        return buf;
+    /* the library names a setting ("memory_limit"); the CLI, its option */
+    snprintf(flag, sizeof(flag), "%s", err->setting);
+    for (char *p = flag; *p; p++)
+        if (*p == '_')
+            *p = '-';
+    snprintf(buf, n, " (--%s)", flag);
+    return buf;
+}
+
 int cli_fail(const char *cmd, const struct gm_error *err)
 {
-    char tail[64] = "";
+    char tail[128] = "", flag[80];
     if (err->offset != GM_NO_OFFSET)
         snprintf(tail, sizeof(tail), " (at byte %" PRIu64 ")", err->offset);
+    snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail), "%s",
+             cli_setting_tail(flag, sizeof(flag), err));
     report(cmd, err->msg[0] ? err->msg : gm_status_name(err->code), tail);
     return gm_status_exit_code(err->code);
 }

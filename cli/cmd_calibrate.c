@@ -231,7 +231,9 @@ int cmd_calibrate(int argc, char **argv)
     if ((rc = ana_cli_open(cmd, argv[1], &lo, &snap, &an)) != 0)
         goto out;
     if (!(c = malloc(sizeof(*c)))) {
-        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+        rc = cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
+                                              .offset = GM_NO_OFFSET,
+                                              .msg = "out of memory"});
         goto out;
     }
     if (gm_calibrate(&job, an, &co, c, &err) != GM_OK)

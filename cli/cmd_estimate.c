@@ -164,7 +164,9 @@ static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
     struct gm_error err;
     int rc;
     if (!e)
-        return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+        return cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
+                                                .offset = GM_NO_OFFSET,
+                                                .msg = "out of memory"});
     if (gm_estimate_run_segments(job, e, &l, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
     } else if (json) {
@@ -254,7 +256,9 @@ int cmd_estimate(int argc, char **argv)
     }
     r = malloc(sizeof(*r));
     if (!r) {
-        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
+        rc = cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
+                                              .offset = GM_NO_OFFSET,
+                                              .msg = "out of memory"});
         goto out;
     }
     if (gm_estimate_report_run(&job, r, &err) != GM_OK) {

@@ -10,6 +10,7 @@
 
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
+#include "gpumem/estimate.h"
 #include "gpumem/replay.h"
 #include "gpumem/snapshot.h"
 #include "gpumem/units.h"
@@ -186,7 +187,7 @@ static int not_replayable(const char *cmd, const char *path, const struct gm_rep
 
 int cmd_snapshot_replay(int argc, char **argv)
 {
-    const char *conf_str = NULL;
+    const char *conf_str = NULL, *gpu = NULL, *gpu_mem = NULL, *device_mem_alias = NULL;
     bool json = false, have_mem = false, have_frac = false, compare = false;
     uint64_t device_mem = 0, mem_limit = 0;
     double fraction = 0.0;
@@ -203,13 +204,17 @@ int cmd_snapshot_replay(int argc, char **argv)
         OPT_STRING("alloc-conf", 0, &conf_str, "STRING",
                    "predict with these PYTORCH_CUDA_ALLOC_CONF settings, applied on top of the "
                    "recorded ones (e.g. expandable_segments:True)"),
-        OPT_SIZE("device-memory", 0, &device_mem, "SIZE",
-                 "device memory for the prediction (e.g. 80GB, 24GiB): a larger need is "
-                 "reported as out of memory; default unlimited",
-                 &have_mem),
+        OPT_STRING("gpu", 0, &gpu, "NAME",
+                   "predict on this GPU's memory (a name of gpumem estimate --list-gpus: H100, "
+                   "A100-40GB, RTX 4090)"),
+        OPT_STRING("gpu-memory", 0, &gpu_mem, "SIZE",
+                   "predict on a GPU of this memory (80GiB, 24GB; a bare number is GiB, as in "
+                   "gpumem estimate): a larger need is reported as out of memory; default "
+                   "unlimited"),
+        OPT_STRING("device-memory", 0, &device_mem_alias, "SIZE", "the same as --gpu-memory"),
         OPT_DOUBLE("memory-fraction", 0, &fraction, "F",
-                   "set_per_process_memory_fraction(F) for the prediction; needs "
-                   "--device-memory (garbage_collection_threshold acts only with it)",
+                   "set_per_process_memory_fraction(F) for the prediction; needs --gpu or "
+                   "--gpu-memory (garbage_collection_threshold acts only with it)",
                    &have_frac),
         OPT_FLAG("compare", 0, &compare,
                  "rank the common settings for this file (expandable_segments, "
@@ -220,8 +225,8 @@ int cmd_snapshot_replay(int argc, char **argv)
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot replay FILE [--alloc-conf STRING] [--device-memory SIZE] [--compare] "
-        "[--json]",
+        "gpumem snapshot replay FILE [--alloc-conf STRING] [--gpu NAME | --gpu-memory SIZE] "
+        "[--compare] [--json]",
         "Replay the alloc/free trace of a memory snapshot through gpumem's model of PyTorch's "
         "CUDA caching allocator. With the recorded settings (the file's allocator_settings; the "
         "environment's PYTORCH_CUDA_ALLOC_CONF is never read) the model must reproduce the "
@@ -230,13 +235,13 @@ int cmd_snapshot_replay(int argc, char **argv)
         "is replayed from the segments and allocations the file records at its start, and "
         "what is then unknown is said. With --alloc-conf it predicts peak reserved memory and "
         "fragmentation under other settings, for the same allocation sequence; "
-        "--device-memory alone predicts the recorded settings on a device of that size; "
+        "--gpu or --gpu-memory alone predicts the recorded settings on a GPU of that memory; "
         "--compare ranks the common settings. A file with nothing replayable exits 65 with "
         "the reason.",
         "gpumem snapshot replay snap.pickle\n"
         "gpumem snapshot replay snap.pickle --alloc-conf expandable_segments:True\n"
-        "gpumem snapshot replay snap.pickle --device-memory 24GiB\n"
-        "gpumem snapshot replay snap.pickle --compare --device-memory 80GB\n"
+        "gpumem snapshot replay snap.pickle --gpu-memory 24GiB\n"
+        "gpumem snapshot replay snap.pickle --compare --gpu H100\n"
         "gpumem snapshot replay snap.pickle --alloc-conf max_split_size_mb:256 --json"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -246,8 +251,25 @@ int cmd_snapshot_replay(int argc, char **argv)
         return cli_usage(argv[0], "missing the snapshot FILE");
     if (n_pos > 1)
         return cli_usage(argv[0], "expected one snapshot file, got %d arguments", n_pos);
+    if (gpu_mem && device_mem_alias)
+        return cli_usage(argv[0], "--device-memory is --gpu-memory: give one of them");
+    if (device_mem_alias)
+        gpu_mem = device_mem_alias;
+    if (gpu && gpu_mem)
+        return cli_usage(argv[0], "--gpu and --gpu-memory both name the memory: give one");
+    if (gpu) {
+        const struct gm_gpu *g;
+        if (gm_gpu_lookup(gpu, &g, &err) != GM_OK)
+            return cli_usage(argv[0], "--gpu: %s", err.msg);
+        device_mem = g->memory_bytes;
+        have_mem = true;
+    } else if (gpu_mem) {
+        if (gm_parse_gpu_memory(gpu_mem, &device_mem, &err) != GM_OK)
+            return cli_usage(argv[0], "--gpu-memory: %s", err.msg);
+        have_mem = true;
+    }
     if (have_frac && !have_mem)
-        return cli_usage(argv[0], "--memory-fraction needs --device-memory");
+        return cli_usage(argv[0], "--memory-fraction needs --gpu or --gpu-memory");
     if (have_frac && !(fraction > 0.0 && fraction <= 1.0))
         return cli_usage(argv[0], "--memory-fraction %g is out of range (0, 1]", fraction);
     if (compare && conf_str)
@@ -301,7 +323,7 @@ int cmd_snapshot_replay(int argc, char **argv)
                res.own_conf_string[0] ? res.own_conf_string : "(defaults)",
                res.own_conf_assumed ? " (assumed: the file predates allocator_settings)" : "");
         if (!device_mem)
-            printf("note: without --device-memory the device is unlimited, so no setting "
+            printf("note: without --gpu or --gpu-memory the device is unlimited, so no setting "
                    "runs out of memory and garbage_collection_threshold (which acts only under "
                    "a memory fraction) is not tried\n");
         for (size_t i = 0; i < n_cmp; i++)

@@ -40,11 +40,14 @@ int job_opts_fill(const char *cmd, const struct job_opts *c, struct gm_job *job)
         else if (s[i].type == GM_JOB_CHOICE)
             value = s[i].choices[c->choice[i]];
         if (gm_job_set(job, s[i].name, value, &err) != GM_OK) {
-            cli_errorf(cmd, "%s", err.msg);
+            char tail[80];
+            cli_errorf(cmd, "%s%s", err.msg, cli_setting_tail(tail, sizeof(tail), &err));
             return GM_EXIT_USAGE;
         }
     }
-    if (gm_job_check(job, &err) != GM_OK)
-        return cli_usage(cmd, "%s", err.msg);
+    if (gm_job_check(job, &err) != GM_OK) {
+        char tail[80];
+        return cli_usage(cmd, "%s%s", err.msg, cli_setting_tail(tail, sizeof(tail), &err));
+    }
     return 0;
 }

@@ -52,7 +52,7 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
     memset(opts, 0, sizeof(*opts));
     opts->reader = reader;
     if (o) {
-        opts->max_memory = o->memory_limit;
+        opts->memory_limit = o->memory_limit;
         opts->drop_events = o->drop_events;
     }
 }

@@ -86,10 +86,14 @@ static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
     default:
         break;
     }
+    /* the setting a failure is about, by its Python name (memory_limit=) */
     if (err->offset != GM_NO_OFFSET)
-        PyErr_Format(type, "%s (at byte %llu)", err->msg, (unsigned long long)err->offset);
+        PyErr_Format(type, "%s (at byte %llu)%s%s%s", err->msg, (unsigned long long)err->offset,
+                     err->setting ? " (" : "", err->setting ? err->setting : "",
+                     err->setting ? "=)" : "");
     else
-        PyErr_SetString(type, err->msg);
+        PyErr_Format(type, "%s%s%s%s", err->msg, err->setting ? " (" : "",
+                     err->setting ? err->setting : "", err->setting ? "=)" : "");
     return NULL;
 }
 
@@ -206,20 +210,26 @@ static void snapshot_dealloc(PyObject *self)
 
 static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char kw_path[] = "path", kw_max[] = "max_memory";
-    static char *kwlist[] = {kw_path, kw_max, NULL};
+    static char kw_path[] = "path", kw_limit[] = "memory_limit", kw_max[] = "max_memory";
+    static char *kwlist[] = {kw_path, kw_limit, kw_max, NULL};
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     struct gm_snapshot_opts opts;
     struct gm_snapshot *snap = NULL;
     struct gm_error err;
     enum gm_status st;
-    unsigned long long max_memory = 0;
+    unsigned long long memory_limit = 0, max_memory = 0;
     PyObject *bytes = NULL;
     PyThreadState *ts;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$K", kwlist, PyUnicode_FSConverter, &bytes,
-                                     &max_memory))
+    /* max_memory: the earlier name of memory_limit, still accepted */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$KK", kwlist, PyUnicode_FSConverter, &bytes,
+                                     &memory_limit, &max_memory))
         return -1;
+    if (memory_limit && max_memory) {
+        Py_DECREF(bytes);
+        PyErr_SetString(PyExc_TypeError, "max_memory is memory_limit: give one of them");
+        return -1;
+    }
     if (s->snap) {
         /* another thread may be reading the loaded one with the GIL released */
         Py_DECREF(bytes);
@@ -227,7 +237,7 @@ static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     memset(&opts, 0, sizeof(opts));
-    opts.max_memory = max_memory;
+    opts.memory_limit = memory_limit ? memory_limit : max_memory;
     ts = PyEval_SaveThread();
     st = gm_snapshot_load(PyBytes_AS_STRING(bytes), &opts, &snap, &err);
     PyEval_RestoreThread(ts);
@@ -667,7 +677,7 @@ static PyTypeObject snapshot_type = {
     .tp_basicsize = sizeof(struct snapshot_obj),
     .tp_dealloc = snapshot_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Snapshot(path, *, max_memory=0): a PyTorch CUDA memory snapshot read by gpumem's "
+    .tp_doc = "Snapshot(path, *, memory_limit=0): a PyTorch CUDA memory snapshot read by gpumem's "
               "own reader; nothing in the file is executed.",
     .tp_methods = snapshot_methods,
     .tp_getset = snapshot_getset,

@@ -34,6 +34,11 @@ struct gm_error {
     enum gm_status code;
     uint64_t offset; /* byte offset in the input, GM_NO_OFFSET if none */
     char msg[256];   /* "what failed: why", lowercase, no trailing period */
+    /* The setting the failure is about, by its library name ("memory_limit",
+     * "gpu_memory"; static storage), NULL when none.  Messages never name a command-line
+     * flag: a caller names the setting as its users know it (the CLI's --memory-limit,
+     * Python's memory_limit=). */
+    const char *setting;
 };
 
 /* Fill 'err' (may be NULL) with 'code', 'offset' and a printf-style message, and return
@@ -41,6 +46,14 @@ struct gm_error {
  *   return gm_fail(err, GM_ERR_FORMAT, off, "tensor '%s': shape overflows int64", name); */
 enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offset, const char *fmt,
                        ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* gm_fail() (no offset) for a failure about the setting 'setting' (err->setting). */
+enum gm_status gm_fail_setting(struct gm_error *err, enum gm_status code, const char *setting,
+                               const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

@@ -316,7 +316,7 @@ struct gm_snapshot {
     /* Memory: the bytes this snapshot holds, and the limit that every analysis of it
      * (timeline, analysis, replay, report) stays under together with them, so that a small
      * file describing a huge trace (shared memo references) fails with GM_ERR_LIMIT
-     * instead of taking the machine's memory.  From gm_snapshot_opts.max_memory, else
+     * instead of taking the machine's memory.  From gm_snapshot_opts.memory_limit, else
      * 256 MiB + 4 x the file size; 0: no limit.  A caller may change it. */
     uint64_t memory_bytes;
     uint64_t memory_limit;
@@ -338,9 +338,9 @@ enum gm_snapshot_reader {
 
 /* Load options; zero-initialise and set what you need. */
 struct gm_snapshot_opts {
-    uint64_t max_memory; /* the snapshot's memory limit (gm_snapshot.memory_limit), bytes;
-                          * 0: 256 MiB + 4 x the file size */
-    uint32_t max_depth;  /* pickle nesting cap; 0: 1000 */
+    uint64_t memory_limit; /* the snapshot's memory limit (gm_snapshot.memory_limit), bytes;
+                            * 0: 256 MiB + 4 x the file size */
+    uint32_t max_depth;    /* pickle nesting cap; 0: 1000 */
     /* Called now and then while parsing with bytes read so far and the file size; may be
      * NULL.  Never called for inputs under 16 MiB. */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
@@ -354,7 +354,7 @@ struct gm_snapshot_opts {
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into
- * an unlinked temporary file, at most opts->max_memory bytes when set, then mapped).  On
+ * an unlinked temporary file, at most opts->memory_limit bytes when set, then mapped).  On
  * success *out owns all memory; release it with gm_snapshot_free().  'opts' may be NULL.
  * Errors: GM_ERR_NOENT (no such file, or a directory), GM_ERR_IO (cannot be read, a FIFO or
  * device, changed while read), GM_ERR_FORMAT (malformed pickle or not a snapshot, with

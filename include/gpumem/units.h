@@ -42,6 +42,12 @@ char *gm_format_fixed(char *out, size_t n, uint64_t bytes, uint64_t unit, const 
  * rejected as ambiguous.  GM_ERR_INVALID with a message naming the problem. */
 enum gm_status gm_parse_size(const char *s, uint64_t *out, struct gm_error *err);
 
+/* The memory of a GPU, the one rule of every command that takes it (estimate, replay): a
+ * size with a unit (gm_parse_size(): "80GiB", "24GB" = 24e9 bytes) or a bare number of GiB
+ * ("80" = 80 GiB, "79.2"), above zero and at most 1 PiB.  A GPU's name is gm_gpu_lookup()'s
+ * (estimate.h).  GM_ERR_INVALID about the setting "gpu_memory". */
+enum gm_status gm_parse_gpu_memory(const char *s, uint64_t *out, struct gm_error *err);
+
 /* Parse a whole non-negative decimal integer (no sign, no spaces, overflow checked);
  * "7e9" and "7_000_000_000" are accepted too as a convenience for parameter counts. */
 enum gm_status gm_parse_u64(const char *s, uint64_t *out, struct gm_error *err);

@@ -102,7 +102,7 @@ SNAPSHOT_DOCUMENTS = ("info", "stats", "peak", "categories", "leaks", "oom")
 
 
 class Snapshot(_core.Snapshot):
-    """Snapshot(path, *, max_memory=0): a torch.cuda.memory._dump_snapshot() pickle.
+    """Snapshot(path, *, memory_limit=0): a torch.cuda.memory._dump_snapshot() pickle.
 
     Read by gpumem's own reader: nothing in the file is executed and no Python object is made
     per event.  The results are the library's JSON documents, parsed: json(command) is what

@@ -9,13 +9,15 @@ enum gm_status gm_budget_fail(struct gm_error *err, const char *what, uint64_t n
     char a[32], b[32];
     gm_format_bytes(b, sizeof(b), limit, GM_UNITS_IEC);
     if (need == UINT64_MAX)
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                       "%s would need more memory than the limit of %s: the file describes more "
-                       "than its size suggests (shared references?)",
-                       what, b);
+        return gm_fail_setting(
+            err, GM_ERR_LIMIT, "memory_limit",
+            "%s would need more memory than the limit of %s: the file describes more "
+            "than its size suggests (shared references?)",
+            what, b);
     gm_format_bytes(a, sizeof(a), need, GM_UNITS_IEC);
-    return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                   "%s would need %s of memory, over the limit of %s: the file describes more "
-                   "than its size suggests (shared references?)",
-                   what, a, b);
+    return gm_fail_setting(
+        err, GM_ERR_LIMIT, "memory_limit",
+        "%s would need %s of memory, over the limit of %s: the file describes more "
+        "than its size suggests (shared references?)",
+        what, a, b);
 }

@@ -13,6 +13,22 @@ enum gm_status gm_fail(struct gm_error *err, enum gm_status code, uint64_t offse
         va_list ap;
         err->code = code;
         err->offset = offset;
+        err->setting = NULL;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+enum gm_status gm_fail_setting(struct gm_error *err, enum gm_status code, const char *setting,
+                               const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->offset = GM_NO_OFFSET;
+        err->setting = setting;
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
@@ -57,6 +73,7 @@ void gm_error_clear(struct gm_error *err)
     err->code = GM_OK;
     err->offset = GM_NO_OFFSET;
     err->msg[0] = '\0';
+    err->setting = NULL;
 }
 
 const char *gm_status_name(enum gm_status code)

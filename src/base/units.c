@@ -122,6 +122,28 @@ enum gm_status gm_parse_size(const char *s, uint64_t *out, struct gm_error *err)
     return GM_OK;
 }
 
+enum gm_status gm_parse_gpu_memory(const char *s, uint64_t *out, struct gm_error *err)
+{
+    uint64_t b;
+    if (*s && strspn(s, "0123456789.") == strlen(s)) {
+        double d;
+        if (gm_parse_double(s, &d, NULL) != GM_OK || !(d > 0) || d > 1048576.0)
+            return gm_fail_setting(err, GM_ERR_INVALID, "gpu_memory",
+                                   "'%s' is not a size in GiB between 0 and 1048576", s);
+        *out = (uint64_t)llround(d * (double)GM_GIB);
+        return GM_OK;
+    }
+    if (gm_parse_size(s, &b, err) != GM_OK) {
+        if (err)
+            err->setting = "gpu_memory";
+        return GM_ERR_INVALID;
+    }
+    if (b == 0)
+        return gm_fail_setting(err, GM_ERR_INVALID, "gpu_memory", "'%s': must be above zero", s);
+    *out = b;
+    return GM_OK;
+}
+
 enum gm_status gm_parse_u64(const char *s, uint64_t *out, struct gm_error *err)
 {
     uint64_t v = 0;

@@ -160,24 +160,16 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
     return GM_OK;
 }
 
-/* "80" means 80 GiB; anything with a unit goes through gm_parse_size(). */
+/* The one rule of a GPU's memory (gm_parse_gpu_memory(): "80" means 80 GiB); its errors
+ * name the setting, which the CLI shows as --gpu-memory. */
 static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value *v,
                                      struct gm_error *err)
 {
     const char *s = v->text;
     uint64_t b;
-    if (strspn(s, "0123456789.") == strlen(s)) {
-        double d;
-        if (gm_parse_double(s, &d, NULL) != GM_OK || !(d > 0) || d > 1048576.0)
-            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "--gpu-memory: '%s' is not a size in GiB between 0 and 1048576", s);
-        b = (uint64_t)llround(d * (double)GM_GIB);
-    } else {
-        if (gm_parse_size(s, &b, err) != GM_OK)
-            return gm_error_prefix(err, "--gpu-memory");
-        if (b == 0)
-            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--gpu-memory: must be above zero");
-    }
+    enum gm_status st = gm_parse_gpu_memory(s, &b, err);
+    if (st != GM_OK)
+        return st;
     j->gpu.memory_bytes = b;
     j->gpu.sm = 0;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);

@@ -166,17 +166,21 @@ const char *pk_opcode_name(uint8_t op)
 
 enum gm_status vm_nomem(struct vm *vm, uint64_t off)
 {
-    if (vm->doc->arena.limit_hit || vm->limit_hit)
-        return gm_fail(vm->err, GM_ERR_LIMIT, off,
-                       "pickle: memory cap of %zu bytes exceeded (a larger file needs more)",
-                       vm->max_memory);
+    if (vm->doc->arena.limit_hit || vm->limit_hit) {
+        gm_fail(vm->err, GM_ERR_LIMIT, off,
+                "pickle: memory limit of %zu bytes exceeded (a larger file needs more)",
+                vm->memory_limit);
+        if (vm->err)
+            vm->err->setting = "memory_limit";
+        return GM_ERR_LIMIT;
+    }
     return gm_fail(vm->err, GM_ERR_NOMEM, off, "pickle: out of memory");
 }
 
 /* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
 bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
 {
-    struct gm_budget b = gm_budget_make(vm->max_memory, vm->heap_bytes + vm->doc->arena.used);
+    struct gm_budget b = gm_budget_make(vm->memory_limit, vm->heap_bytes + vm->doc->arena.used);
     uint64_t before = b.used;
     *arr = gm_vec_grow(*arr, cap, need, elem, GM_VEC_BIG, &b);
     vm->limit_hit |= b.over;
@@ -1197,7 +1201,7 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     enum gm_status st;
 
     memset(doc, 0, sizeof(*doc));
-    gm_arena_init(&doc->arena, o && o->max_memory ? o->max_memory : 0);
+    gm_arena_init(&doc->arena, o && o->memory_limit ? o->memory_limit : 0);
     doc->data = data;
     doc->len = len;
     doc->root = PK_NONE;
@@ -1211,7 +1215,7 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm->p = data;
     vm->end = vm->p + len;
     vm->err = err;
-    vm->max_memory = o ? o->max_memory : 0;
+    vm->memory_limit = o ? o->memory_limit : 0;
     vm->marks_max = o && o->max_depth ? o->max_depth : 1000;
     vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
     vm->wide_free = CELL_INDEX + 1;

@@ -140,9 +140,9 @@ bool pk_record_can_name(const struct pk_record *r, pk_val list);
 bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id);
 
 struct pk_opts {
-    size_t max_memory;  /* bytes for nodes, memo and stack together; 0: no cap */
-    uint32_t max_depth; /* open MARKs at one time; 0: 1000 */
-    uint32_t max_stack; /* values on the stack; 0: 1 << 22 */
+    size_t memory_limit; /* bytes for nodes, memo and stack together; 0: no cap */
+    uint32_t max_depth;  /* open MARKs at one time; 0: 1000 */
+    uint32_t max_stack;  /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;
     const struct pk_stream *stream; /* records to stream (see above); NULL: none */

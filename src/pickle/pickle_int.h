@@ -133,7 +133,7 @@ struct vm {
     uint32_t wide_free; /* a free entry of 'wide' (a chain through the entries), CELL_INDEX+1:
                          * none */
     size_t heap_bytes;  /* stack, marks and memo, counted against the cap with the arena */
-    size_t max_memory;
+    size_t memory_limit;
     struct gm_error *err;
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;

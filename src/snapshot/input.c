@@ -138,10 +138,9 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
             /* a pipe holding a pickle: copied as it comes */
             if (z.avail_in) {
                 if (total_out + z.avail_in > cap) {
-                    st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                                 "'%s': more than %llu bytes: over the memory limit "
-                                 "(--memory-limit)",
-                                 name, (unsigned long long)cap);
+                    st = gm_fail_setting(err, GM_ERR_LIMIT, "memory_limit",
+                                         "'%s': more than %llu bytes: over the memory limit", name,
+                                         (unsigned long long)cap);
                     break;
                 }
                 if ((st = write_all(sfd, z.next_in, z.avail_in, name, err)) != GM_OK)
@@ -190,14 +189,14 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
             size_t got = CHUNK - z.avail_out;
             if (got && (total_out + got > cap ||
                         total_out + got > MAX_RATIO * total_in + ((uint64_t)1 << 20))) {
-                st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                             total_out + got > cap
-                                 ? "'%s': decompresses to more than %llu bytes: over the "
-                                   "memory limit (--memory-limit)"
-                                 : "'%s': decompresses past the largest ratio deflate "
-                                   "reaches (%llu bytes so far): not a compressed snapshot",
-                             name,
-                             (unsigned long long)(total_out + got > cap ? cap : total_out + got));
+                st = gm_fail_setting(
+                    err, GM_ERR_LIMIT, total_out + got > cap ? "memory_limit" : NULL,
+                    total_out + got > cap
+                        ? "'%s': decompresses to more than %llu bytes: over the "
+                          "memory limit"
+                        : "'%s': decompresses past the largest ratio deflate "
+                          "reaches (%llu bytes so far): not a compressed snapshot",
+                    name, (unsigned long long)(total_out + got > cap ? cap : total_out + got));
                 break;
             }
             if (got && (st = write_all(sfd, out, got, name, err)) != GM_OK)

@@ -254,8 +254,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
         gm_error_clear(&local);
         err = &local;
     }
-    if (opts && opts->max_memory)
-        cap = opts->max_memory > SIZE_MAX ? SIZE_MAX : (size_t)opts->max_memory;
+    if (opts && opts->memory_limit)
+        cap = opts->memory_limit > SIZE_MAX ? SIZE_MAX : (size_t)opts->memory_limit;
     else
         cap = len > (SIZE_MAX - DEFAULT_MEMORY_BASE) / DEFAULT_MEMORY_FACTOR
                   ? SIZE_MAX
@@ -277,7 +277,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     b->err = err;
 
     memset(&po, 0, sizeof(po));
-    po.max_memory = cap;
+    po.memory_limit = cap;
     po.max_depth = opts ? opts->max_depth : 0;
     if (opts) {
         po.progress = opts->progress;
@@ -345,7 +345,7 @@ static enum gm_status load_input(int fd, const char *name, const struct gm_snaps
                                  struct gm_snapshot **out, struct gm_error *err)
 {
     struct snap_input in;
-    uint64_t cap = opts && opts->max_memory ? opts->max_memory : UINT64_MAX;
+    uint64_t cap = opts && opts->memory_limit ? opts->memory_limit : UINT64_MAX;
     enum gm_status rc;
     void *map;
 

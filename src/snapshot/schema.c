@@ -64,8 +64,8 @@ const char *const word_text[W_COUNT] = {
 enum gm_status nomem(struct builder *b)
 {
     if (b->arena->limit_hit)
-        return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                       "snapshot: memory cap of %zu bytes exceeded", b->arena->cap);
+        return gm_fail_setting(b->err, GM_ERR_LIMIT, "memory_limit",
+                               "snapshot: memory limit of %zu bytes exceeded", b->arena->cap);
     return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
 }
 

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_analysis *an = NULL;
     struct gm_analysis_opts ao = {7};
     memset(&o, 0, sizeof o);
-    o.max_memory = 64u << 20;
+    o.memory_limit = 64u << 20;
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
         return 0;
     if (gm_analysis_run(s, &ao, &an, &err) == GM_OK) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_pickle.c - the pickle VM on arbitrary bytes, with a small memory cap, a shallow
+/* fuzz_pickle.c - the pickle VM on arbitrary bytes, with a small memory limit, a shallow
  * depth cap, and a second time streaming the records of the lists under a key (which some
  * corpus files have), naming every list value, so that recycling and the flat reader run;
  * a third time with the general reader alone. */
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pk_opts o;
     struct gm_error err;
     memset(&o, 0, sizeof o);
-    o.max_memory = 64u << 20;
+    o.memory_limit = 64u << 20;
     o.max_depth = 200;
     if (pk_parse(&doc, data, size, &o, &err) == GM_OK)
         pk_doc_release(&doc);

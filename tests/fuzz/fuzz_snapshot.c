@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_snapshot_opts o;
     struct gm_error err;
     memset(&o, 0, sizeof o);
-    o.max_memory = 64u << 20;
+    o.memory_limit = 64u << 20;
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
         return 0;
     {

@@ -198,8 +198,11 @@ class Errors(TempDir):
     def test_memory_cap(self):
         path = example_snapshot(self.path("ex.pickle"))
         with self.assertRaises(gpumem.FormatError) as cm:
-            gpumem.Snapshot(path, max_memory=4096)
-        self.assertIn("memory cap of 4096 bytes exceeded", str(cm.exception))
+            gpumem.Snapshot(path, memory_limit=4096)
+        self.assertIn("memory limit of 4096 bytes exceeded", str(cm.exception))
+        self.assertIn("(memory_limit=)", str(cm.exception), "the setting, by its Python name")
+        with self.assertRaises(gpumem.FormatError):
+            gpumem.Snapshot(path, max_memory=4096)  # the earlier name, still accepted
 
     def test_not_loaded_twice(self):
         s = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))

@@ -59,6 +59,35 @@ static void test_parse_size(void **state)
     assert_int_equal(gm_parse_size("", &v, &e), GM_ERR_INVALID);
 }
 
+static void test_parse_gpu_memory(void **state)
+{
+    uint64_t v;
+    struct gm_error e;
+    (void)state;
+    /* a bare number is GiB; a unit means what it says (GB = 1e9 bytes) */
+    assert_int_equal(gm_parse_gpu_memory("80", &v, &e), GM_OK);
+    assert_true(v == 80 * GM_GIB);
+    assert_int_equal(gm_parse_gpu_memory("79.5", &v, &e), GM_OK);
+    assert_true(v == 159 * GM_GIB / 2);
+    assert_int_equal(gm_parse_gpu_memory("80GB", &v, &e), GM_OK);
+    assert_true(v == 80 * GM_GB);
+    assert_int_equal(gm_parse_gpu_memory("24GiB", &v, &e), GM_OK);
+    assert_true(v == 24 * GM_GIB);
+    /* errors name the setting, never an option */
+    assert_int_equal(gm_parse_gpu_memory("0", &v, &e), GM_ERR_INVALID);
+    assert_string_equal(e.setting, "gpu_memory");
+    assert_null(strstr(e.msg, "--"));
+    assert_int_equal(gm_parse_gpu_memory("0GiB", &v, &e), GM_ERR_INVALID);
+    assert_string_equal(e.setting, "gpu_memory");
+    assert_int_equal(gm_parse_gpu_memory("lots", &v, &e), GM_ERR_INVALID);
+    assert_string_equal(e.setting, "gpu_memory");
+    assert_int_equal(gm_parse_gpu_memory("", &v, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_parse_gpu_memory("2000000", &v, &e), GM_ERR_INVALID);
+    /* a failure about no setting has none */
+    gm_fail(&e, GM_ERR_IO, GM_NO_OFFSET, "x");
+    assert_null(e.setting);
+}
+
 static void test_parse_u64(void **state)
 {
     uint64_t v;
@@ -619,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_vec_failure_leaves_the_array_as_it_was),
         cmocka_unit_test(test_vec_big_arrays_grow_past_the_mapping_size),
         cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_parse_gpu_memory),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_saturating),
         cmocka_unit_test(test_json_compact),

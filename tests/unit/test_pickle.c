@@ -236,9 +236,9 @@ static void test_limits(void **state)
     buf[4002] = '.';
     o.max_stack = 1000;
     assert_int_equal(pk_parse(&d, buf, 4003, &o, &e), GM_ERR_LIMIT);
-    /* memory cap */
+    /* memory limit */
     o.max_stack = 0;
-    o.max_memory = 4096;
+    o.memory_limit = 4096;
     assert_int_equal(pk_parse(&d, buf, 4003, &o, &e), GM_ERR_LIMIT);
 }
 
