@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "opts.h"
 
-#include "gpumem/file.h"
+#include "gpumem/internal/file.h"
 #include "gpumem/text.h"
 #include "gpumem/version.h"
 

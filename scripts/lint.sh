@@ -6,7 +6,8 @@
 #    past buffers or cannot report errors; use snprintf, strtoull/gm_parse_u64 instead;
 #  - the library never exits, aborts or prints to stdout/stderr by itself (it returns a
 #    gm_status with a struct gm_error, and only cli/ maps it to an exit code);
-#  - the CLI includes only public headers (gpumem/*.h), never a module's own header.
+#  - the CLI includes only public headers (gpumem/*.h) and the internal ones it shares with
+#    the library (gpumem/internal/*.h), never a module's own header.
 set -u
 cd "$(dirname "$0")/.."
 fail=0
@@ -33,7 +34,7 @@ if [ -z "$modules" ]; then
     echo "lint: no modules found under src/"
     fail=1
 elif grep -rnE "#include[[:space:]]+\"($modules)/" cli; then
-    echo "lint: the CLI may include only public headers (gpumem/*.h)"
+    echo "lint: the CLI may include only public headers (gpumem/*.h, gpumem/internal/*.h)"
     fail=1
 fi
 

@@ -24,6 +24,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* Constants of the allocator (allocator-model.md section 1). */
 #define GM_ALLOC_MIN_BLOCK         ((uint64_t)512)      /* kMinBlockSize */
@@ -280,6 +281,7 @@ struct gm_alloc_fakedev {
 void gm_alloc_fakedev_init(struct gm_alloc_fakedev *f, uint64_t capacity);
 extern const struct gm_alloc_device_ops gm_alloc_fakedev_ops;
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

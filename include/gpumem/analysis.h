@@ -40,6 +40,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 struct ana_device_priv;
 
@@ -791,6 +792,7 @@ enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct g
                                  struct gm_error *err);
 void gm_analysis_ranks_release(struct gm_ranks *r);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

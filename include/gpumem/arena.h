@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 struct gm_arena_chunk;
 
@@ -50,20 +51,13 @@ void *gm_arena_calloc(struct gm_arena *a, size_t n, size_t size);
 char *gm_arena_strndup(struct gm_arena *a, const char *s, size_t len);
 
 /* Library allocation wrappers.  All heap allocation in the library goes through these so
- * that tests can fail the Nth call (gm_alloc_fail_after()). */
+ * that tests can fail the Nth call (gm_alloc_fail_after(), gpumem/internal/alloc_hooks.h). */
 void *gm_malloc(size_t size);
 void *gm_calloc(size_t n, size_t size);
 void *gm_realloc(void *p, size_t size);
 void gm_free(void *p);
 
-/* Test hook: make the allocation wrappers fail once 'n' more calls have succeeded;
- * n < 0 turns failure injection off.  Per thread. */
-void gm_alloc_fail_after(long n);
-
-/* Test hook: how many allocation calls were made on this thread since the last
- * gm_alloc_fail_after(). */
-long gm_alloc_count(void);
-
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

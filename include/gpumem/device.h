@@ -32,6 +32,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* ------------------------------------------------------------------------------------ */
 /* Readings */
@@ -307,6 +308,7 @@ enum gm_status gm_cuda_launch(struct gm_cuda *cu, struct gm_cuda_function *f,
                               struct gm_error *err);
 enum gm_status gm_cuda_synchronize(struct gm_cuda *cu, struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 enum gm_status {
     GM_OK = 0,
@@ -90,6 +91,7 @@ enum gm_exit {
     GM_EXIT_IOERR = 74
 };
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

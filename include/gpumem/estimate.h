@@ -46,6 +46,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* ---- the job ---- */
 
@@ -1088,6 +1089,7 @@ bool gm_calib_category_fixed(enum gm_category c);
  * prints).  GM_ERR_IO on a write error. */
 enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

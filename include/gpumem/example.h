@@ -27,6 +27,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 struct gm_example_opts {
     unsigned iterations; /* training iterations (1 to 1000), default 5 */
@@ -52,6 +53,7 @@ enum gm_status gm_example_write(FILE *f, const struct gm_example_opts *o, struct
 enum gm_status gm_example_json(FILE *f, const char *output, const struct gm_example_opts *o,
                                struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

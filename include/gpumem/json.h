@@ -18,6 +18,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 #define GM_JSON_MAX_DEPTH 64
 
@@ -70,6 +71,7 @@ bool gm_json_finish(struct gm_json *w);
 /* Escape 's' (length n) as JSON string content, without quotes, to 'f'. */
 void gm_json_escape(FILE *f, const char *s, size_t n);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -35,6 +35,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* ---- the x axis of a device's trace ---- */
 
@@ -138,6 +139,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
                                unsigned n, struct gm_lod *alloc, struct gm_lod *res,
                                struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 enum gm_measure_phase_id {
     GM_MEASURE_MODEL_LOAD = 0,
@@ -225,6 +226,7 @@ void gm_measure_series_free(struct gm_measure_series *s);
 enum gm_status gm_measure_env_load_mem(const void *data, size_t len,
                                        struct gm_measure_series **holder, struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* Architecture families whose parameter layout gpumem knows.  Append new values before
  * GM_ARCH__COUNT; never renumber (they appear in JSON only by name). */
@@ -353,6 +354,7 @@ unsigned gm_quant_kept_roles(const struct gm_quant *q);
  * layer ("model.layers.0.mlp"), which no role can express. */
 unsigned gm_quant_module_roles(const char *name);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 enum gm_modelfile_format { GM_MODELFILE_NONE = 0, GM_MODELFILE_SAFETENSORS, GM_MODELFILE_GGUF };
 
@@ -177,6 +178,7 @@ const struct gm_modelfile_tensor *gm_modelfile_find_tensor(const struct gm_model
 /* Bits per element of a safetensors dtype name ("BF16" -> 16, "F4" -> 4); 0 if unknown. */
 unsigned gm_safetensors_dtype_bits(const char *name);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* No memo index yet: the initial value of a caller's slot for gm_pickle_str_shared(). */
 #define GM_PICKLE_NO_MEMO UINT32_MAX
@@ -77,6 +78,7 @@ void gm_pickle_dict_end(struct gm_pickle_writer *w);
 void gm_pickle_tuple_begin(struct gm_pickle_writer *w, size_t n);
 uint32_t gm_pickle_tuple_end(struct gm_pickle_writer *w);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 struct gm_replay_opts {
     const struct gm_alloc_conf *what_if; /* other settings to predict; NULL: the recorded
@@ -201,6 +202,7 @@ struct gm_replay_doc {
  * is set, to 'f'.  Errors: GM_ERR_INVALID (results missing), GM_ERR_IO. */
 enum gm_status gm_replay_json(FILE *f, const struct gm_replay_doc *doc, struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 struct gm_report_opts {
     const char *title;     /* shown as the report's title (e.g. the file name); NULL: "snapshot" */
@@ -88,6 +89,7 @@ unsigned gm_report_plot_columns(const struct gm_plot_opts *o);
 enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
                               int32_t device, const struct gm_plot_opts *o, struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 #define GM_SHEET_MAX_DOCS 16 /* documents of each kind */
 
@@ -49,6 +50,7 @@ enum gm_sheet_format {
 enum gm_status gm_sheet_write(const struct gm_sheet *sh, enum gm_sheet_format format, FILE *f,
                               struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* Format generations (docs/snapshot.md, "Generations"), detected from the
  * keys present; there is no version field in the file.  Ordered: a later generation
@@ -670,6 +671,7 @@ void gm_snapshot_stacks_apart(const struct gm_snapshot_stack_ref *refs, size_t n
 /* The stacks the file records: interned stacks less the empty stack (id 0). */
 size_t gm_snapshot_unique_stacks(const struct gm_snapshot *snap);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

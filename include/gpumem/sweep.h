@@ -31,6 +31,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 #define GM_SWEEP_MAX_VALUES 64
 #define GM_SWEEP_MAX_RUNS   128
@@ -162,6 +163,7 @@ bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o
 enum gm_status gm_sweep_load_mem(struct gm_sweep *s, const void *data, size_t len,
                                  struct gm_error *err);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* 's' escaped into out[n] (always NUL-terminated when n > 0), truncated at a character
  * or escape boundary when it does not fit.  Returns 'out'. */
@@ -29,6 +30,7 @@ bool gm_text_needs_escape(const char *s);
 /* Write 's' escaped to 'f', whatever its length.  false on a write error. */
 bool gm_text_write_escaped(FILE *f, const char *s);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

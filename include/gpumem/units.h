@@ -14,6 +14,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 #define GM_KIB ((uint64_t)1 << 10)
 #define GM_MIB ((uint64_t)1 << 20)
@@ -69,6 +70,7 @@ uint64_t gm_mul_div_u64(uint64_t a, uint64_t b, uint64_t c);
 uint64_t gm_add_sat(uint64_t a, uint64_t b);
 uint64_t gm_mul_sat(uint64_t a, uint64_t b);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

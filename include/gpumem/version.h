@@ -11,10 +11,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 /* The version string of the library linked at run time; static storage. */
 const char *gm_version(void);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the public API (gpumem.h) */
 
 enum gm_watch_attr {
     GM_WATCH_ATTR_NONE = 0,      /* a device row */
@@ -277,6 +278,7 @@ uint64_t gm_watch_tick(struct gm_watch *w, struct gm_devices *d, struct gm_watch
  * cuts it short (the caller checks its flags next). */
 void gm_watch_wait(const struct gm_watch_clock *c, uint64_t t);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -106,7 +106,7 @@ static size_t ent_lower_bound(const struct blockset_ent *e, size_t n,
     return lo;
 }
 
-struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key)
+struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key)
 {
     struct blockset_pos p;
     p.c = ent_lower_bound(s->last, s->n_chunks, key);
@@ -115,7 +115,7 @@ struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct 
     return p;
 }
 
-enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra)
+enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra)
 {
     if (extra > GM_BLOCKSET_SPARE)
         return GM_ERR_INVALID;
@@ -159,7 +159,7 @@ static void chunk_remove(struct blockset *s, size_t c)
         gm_free(ch);
 }
 
-enum gm_status blockset_insert(struct blockset *s, struct block *b)
+enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
 {
     struct blockset_ent key;
     struct blockset_pos p;
@@ -176,7 +176,7 @@ enum gm_status blockset_insert(struct blockset *s, struct block *b)
         s->n++;
         return GM_OK;
     }
-    p = blockset_lower_bound(s, &key);
+    p = alloc_blockset_lower_bound(s, &key);
     if (p.c == s->n_chunks) { /* greater than all: append to the last chunk */
         p.c--;
         p.i = s->chunks[p.c]->n;
@@ -213,17 +213,17 @@ static void chunk_merge_next(struct blockset *s, size_t c)
     chunk_remove(s, c + 1);
 }
 
-bool blockset_erase(struct blockset *s, const struct block *b)
+bool alloc_blockset_erase(struct blockset *s, const struct block *b)
 {
     struct blockset_ent key = block_key(s, b);
-    struct blockset_pos p = blockset_lower_bound(s, &key);
+    struct blockset_pos p = alloc_blockset_lower_bound(s, &key);
     if (blockset_at(s, p) != b)
         return false;
-    blockset_erase_at(s, p);
+    alloc_blockset_erase_at(s, p);
     return true;
 }
 
-void blockset_erase_at(struct blockset *s, struct blockset_pos p)
+void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
 {
     struct blockset_chunk *ch = s->chunks[p.c];
     memmove(ch->e + p.i, ch->e + p.i + 1, (ch->n - p.i - 1) * sizeof(*ch->e));
@@ -241,7 +241,7 @@ void blockset_erase_at(struct blockset *s, struct blockset_pos p)
         chunk_merge_next(s, p.c - 1);
 }
 
-void blockset_release(struct blockset *s)
+void alloc_blockset_release(struct blockset *s)
 {
     for (size_t c = 0; c < s->n_chunks; c++)
         gm_free(s->chunks[c]);
@@ -258,7 +258,7 @@ void blockset_release(struct blockset *s)
 static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
 {
     b->gc_base = p->free_block_calls;
-    return blockset_insert(&p->blocks, b);
+    return alloc_blockset_insert(&p->blocks, b);
 }
 
 /* ---- allocated-address map: address -> block (base/map.h) --------------------------- */
@@ -322,9 +322,9 @@ static uint64_t try_merge(struct block *dst, struct block *src)
     sub = src->size;
     dst->size += sub;
     if (src->mapped)
-        blockset_erase(&src->pool->blocks, src);
+        alloc_blockset_erase(&src->pool->blocks, src);
     else
-        blockset_erase(&src->pool->unmapped, src);
+        alloc_blockset_erase(&src->pool->unmapped, src);
     gm_free(src);
     return sub;
 }
@@ -343,7 +343,7 @@ static void release_block(struct gm_alloc *a, struct block *b)
     a->stats.num_device_free++;
     if (b->size >= a->conf.max_split_size)
         stat_dec(&a->stats.oversize_segments, 1);
-    blockset_erase(&p->blocks, b);
+    alloc_blockset_erase(&p->blocks, b);
     a->n_segments--;
     gm_free(b);
 }
@@ -387,7 +387,7 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
         return st;
     }
     memset(xs->mapped + first, 1, n);
-    blockset_erase(&p->unmapped, b);
+    alloc_blockset_erase(&p->unmapped, b);
     b->mapped = true;
     if (rest) {
         rest->prev = b;
@@ -396,7 +396,7 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
             b->next->prev = rest;
         b->next = rest;
         b->size = mapped;
-        if (blockset_insert(&p->unmapped, rest))
+        if (alloc_blockset_insert(&p->unmapped, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     }
     try_merge(b, b->prev);
@@ -437,7 +437,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
             return GM_ERR_NOMEM;
         }
     }
-    blockset_erase(&p->blocks, b);
+    alloc_blockset_erase(&p->blocks, b);
     if (before) {
         before->prev = b->prev;
         before->next = b;
@@ -463,7 +463,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     b->mapped = false;
     try_merge(b, b->prev);
     try_merge(b, b->next);
-    if (blockset_insert(&p->unmapped, b))
+    if (alloc_blockset_insert(&p->unmapped, b))
         return GM_ERR_NOMEM;
     a->total_allocated -= hi - lo;
     pool_dec(a->stats.reserved_bytes, p, hi - lo);
@@ -476,7 +476,7 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
 static void release_xseg(struct gm_alloc *a, struct block *b)
 {
     struct xseg *xs = b->xseg, **pp;
-    blockset_erase(&b->pool->unmapped, b);
+    alloc_blockset_erase(&b->pool->unmapped, b);
     a->dev.ops->va_release(a->dev.ctx, xs->base, (uint64_t)xs->n_pages * xs->page);
     for (pp = &a->xsegs; *pp; pp = &(*pp)->next_seg)
         if (*pp == xs) {
@@ -585,7 +585,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     struct block *b;
     if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
         p->free_block_calls++;
-    i = blockset_lower_bound(&p->blocks, &key);
+    i = alloc_blockset_lower_bound(&p->blocks, &key);
     b = blockset_at(&p->blocks, i);
     if (!b || b->stream != stream)
         return NULL;
@@ -608,7 +608,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     if (size >= a->conf.max_split_size &&
         b->size >= gm_add_sat(size, a->conf.max_non_split_rounding_size))
         return NULL;
-    blockset_erase_at(&p->blocks, i);
+    alloc_blockset_erase_at(&p->blocks, i);
     return b;
 }
 
@@ -648,7 +648,7 @@ static void garbage_collect(struct gm_alloc *a)
                 total_age -= age;
                 freeable--;
                 release_block(a, b);
-                i = blockset_lower_bound(&p->blocks, &key); /* the block after b */
+                i = alloc_blockset_lower_bound(&p->blocks, &key); /* the block after b */
             } else {
                 blockset_next(&p->blocks, &i);
             }
@@ -669,7 +669,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     uint64_t total = a->dev.total_bytes, va;
     enum gm_status st;
 
-    for (i = blockset_lower_bound(&p->unmapped, &key);
+    for (i = alloc_blockset_lower_bound(&p->unmapped, &key);
          (c = blockset_at(&p->unmapped, i)) != NULL && c->stream == stream;
          blockset_next(&p->unmapped, &i)) {
         uint64_t bytes = 0;
@@ -710,7 +710,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     }
     c->addr = xs->base;
     c->mapped = false;
-    if (blockset_insert(&p->unmapped, c)) {
+    if (alloc_blockset_insert(&p->unmapped, c)) {
         a->dev.ops->va_release(a->dev.ctx, xs->base, c->size);
         gm_free(c);
         gm_free(xs->mapped);
@@ -745,7 +745,7 @@ static enum gm_status alloc_expandable(struct gm_alloc *a, struct alloc_pool *p,
         if (st)
             return st;
     }
-    blockset_erase(&p->blocks, c);
+    alloc_blockset_erase(&p->blocks, c);
     *out = c;
     return GM_OK;
 }
@@ -796,7 +796,7 @@ static bool release_available(struct gm_alloc *a, struct alloc_pool *p, int64_t 
         return false;
     want = size < a->conf.max_split_size ? a->conf.max_split_size : size;
     key = blockset_key(&p->blocks, stream, want, 0);
-    i = blockset_lower_bound(&p->blocks, &key);
+    i = alloc_blockset_lower_bound(&p->blocks, &key);
     b = blockset_at(&p->blocks, i);
     if (b && b->stream == stream && !b->xseg && !is_split(b)) {
         release_block(a, b);
@@ -811,7 +811,7 @@ static bool release_available(struct gm_alloc *a, struct alloc_pool *p, int64_t 
             key = block_key(&p->blocks, b);
             released += b->size;
             release_block(a, b);
-            i = blockset_lower_bound(&p->blocks, &key); /* the block after b */
+            i = alloc_blockset_lower_bound(&p->blocks, &key); /* the block after b */
         }
     }
     return released >= want;
@@ -1142,7 +1142,7 @@ static void free_set(struct blockset *s, bool blocks_too)
         for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
              blockset_next(s, &it))
             gm_free(b);
-    blockset_release(s);
+    alloc_blockset_release(s);
 }
 
 void gm_alloc_free(struct gm_alloc *a)

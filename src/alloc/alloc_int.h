@@ -76,24 +76,24 @@ struct blockset_pos {
 };
 
 /* the first element not less than 'key' */
-struct blockset_pos blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key);
+struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key);
 /* Room for 'extra' (at most GM_BLOCKSET_SPARE) more inserts, so that the inserts of an
  * operation cannot fail half-way through it: every mutating operation reserves first. */
-enum gm_status blockset_reserve_slow(struct blockset *s, size_t extra);
+enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra);
 static inline enum gm_status blockset_reserve(struct blockset *s, size_t extra)
 {
     if (s->n_spare >= extra && s->n_chunks + extra <= s->cap_chunks)
         return GM_OK;
-    return blockset_reserve_slow(s, extra);
+    return alloc_blockset_reserve_slow(s, extra);
 }
 
-enum gm_status blockset_insert(struct blockset *s, struct block *b);
+enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b);
 /* false when 'b' (found by its current key) is not in the set */
-bool blockset_erase(struct blockset *s, const struct block *b);
+bool alloc_blockset_erase(struct blockset *s, const struct block *b);
 /* erase the element at 'p', which must not be the end */
-void blockset_erase_at(struct blockset *s, struct blockset_pos p);
+void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p);
 /* frees the set's memory, not its blocks */
-void blockset_release(struct blockset *s);
+void alloc_blockset_release(struct blockset *s);
 
 /* the key of (stream, size, addr) in the order of 's' */
 static inline struct blockset_ent blockset_key(const struct blockset *s, int64_t stream,

@@ -4,6 +4,7 @@
  * Chunks grow geometrically (64 KiB up to 64 MiB); a request larger than half a chunk gets
  * a chunk of its own, so big arrays do not waste the tail of the current chunk. */
 #include "gpumem/arena.h"
+#include "gpumem/internal/alloc_hooks.h"
 
 #include "base/big.h"
 

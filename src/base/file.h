@@ -12,7 +12,7 @@
 #define GM_BASE_FILE_H
 
 #include "gpumem/error.h"
-#include "gpumem/file.h"
+#include "gpumem/internal/file.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -47,7 +47,7 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
     }
     if (idx != *vlen)
         return false;
-    if (*vlen >= vm->memo_cap && !memo_reserve(vm, *vlen + 1))
+    if (*vlen >= vm->memo_cap && !pk_memo_reserve(vm, *vlen + 1))
         return false;
     vm->memo[*vlen] = CELL_HOLE;
     *slot = (*vlen)++;
@@ -218,7 +218,7 @@ static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *v
     }
     if (n % 2)
         return NULL;
-    d = vm_new_node(vm, PK_DICT, (uint32_t)(n / 2));
+    d = pk_vm_new_node(vm, PK_DICT, (uint32_t)(n / 2));
     if (!d)
         return NULL;
     if (n)
@@ -299,7 +299,7 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
         break; /* the next key */
     }
     /* The items' reference counts are taken only if the list is kept as a real node (see
-     * flat_batch()): a list read as a stack (a token) holds frame dicts, which recycle()
+     * pk_flat_batch()): a list read as a stack (a token) holds frame dicts, which recycle()
      * takes only as consumed entries, and never when they were pushed again from the memo
      * (SHARED), as anything in such a list is, or a new dict that only its memo slot can
      * reach again. */
@@ -330,7 +330,7 @@ static const uint64_t int_sign[9] = {0,
                                      (uint64_t)1 << 55,
                                      (uint64_t)1 << 63};
 
-/* flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
+/* pk_flat_batch() reads fixed-width opcodes with no bounds check of their own while it is
  * FLAT_GUARD bytes or more before the end (checked once per entry and once per pair);
  * the last bytes of a file are left to the ordinary path. */
 #define FLAT_GUARD 32
@@ -374,7 +374,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
 
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
  * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
-bool flat_batch(struct vm *vm, struct pk_node *list)
+bool pk_flat_batch(struct vm *vm, struct pk_node *list)
 {
     const struct pk_stream *s = vm->stream;
     struct pk_record r;
@@ -565,7 +565,7 @@ bool flat_batch(struct vm *vm, struct pk_node *list)
                     goto abandon;
             } else {
                 /* not read as a stack: keep it as a real list */
-                struct pk_node *c = vm_new_node(vm, PK_LIST, l->len);
+                struct pk_node *c = pk_vm_new_node(vm, PK_LIST, l->len);
                 if (!c)
                     goto abandon;
                 if (l->len)

@@ -164,7 +164,7 @@ const char *pk_opcode_name(uint8_t op)
     }
 }
 
-enum gm_status vm_nomem(struct vm *vm, uint64_t off)
+enum gm_status pk_vm_nomem(struct vm *vm, uint64_t off)
 {
     if (vm->doc->arena.limit_hit || vm->limit_hit) {
         gm_fail(vm->err, GM_ERR_LIMIT, off,
@@ -178,7 +178,7 @@ enum gm_status vm_nomem(struct vm *vm, uint64_t off)
 }
 
 /* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
-bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
+bool pk_vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
 {
     struct gm_budget b = gm_budget_make(vm->memory_limit, vm->heap_bytes + vm->doc->arena.used);
     uint64_t before = b.used;
@@ -194,8 +194,8 @@ static enum gm_status push_slow(struct vm *vm, pk_val v, uint64_t off)
         if (vm->sp >= vm->stack_max)
             return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: more than %zu values on the stack",
                            vm->stack_max);
-        if (!vm_grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
-            return vm_nomem(vm, off);
+        if (!pk_vm_grow(vm, (void **)&vm->stack, &vm->stack_cap, vm->sp + 1, sizeof(pk_val)))
+            return pk_vm_nomem(vm, off);
     }
     vm->stack[vm->sp++] = v;
     return GM_OK;
@@ -220,7 +220,7 @@ static pk_val *alloc_items(struct vm *vm, size_t slots)
     return gm_arena_alloc(&vm->doc->arena, slots * sizeof(pk_val), 8);
 }
 
-struct pk_node *vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
+struct pk_node *pk_vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
 {
     struct pk_node *n;
     size_t slots = kind == PK_DICT ? (size_t)cap * 2 : cap;
@@ -392,14 +392,14 @@ static pk_val make_long(struct vm *vm, const uint8_t *b, size_t n)
     return make_i64(vm, (int64_t)u);
 }
 
-bool memo_reserve(struct vm *vm, size_t need)
+bool pk_memo_reserve(struct vm *vm, size_t need)
 {
     size_t pages = (need >> MEMO_PAGE_BITS) + 1, old = vm->base_cap;
     if (need > vm->memo_cap &&
-        !vm_grow(vm, (void **)&vm->memo, &vm->memo_cap, need, sizeof(uint32_t)))
+        !pk_vm_grow(vm, (void **)&vm->memo, &vm->memo_cap, need, sizeof(uint32_t)))
         return false;
     if (pages > vm->base_cap) {
-        if (!vm_grow(vm, (void **)&vm->memo_base, &vm->base_cap, pages, sizeof(uint64_t)))
+        if (!pk_vm_grow(vm, (void **)&vm->memo_base, &vm->base_cap, pages, sizeof(uint64_t)))
             return false;
         for (size_t i = old; i < vm->base_cap; i++)
             vm->memo_base[i] = NO_BASE;
@@ -407,7 +407,7 @@ bool memo_reserve(struct vm *vm, size_t need)
     return true;
 }
 
-bool memo_store_wide(struct vm *vm, size_t idx, pk_val v)
+bool pk_memo_store_wide(struct vm *vm, size_t idx, pk_val v)
 {
     uint32_t w;
     if (vm->wide_free <= CELL_INDEX) {
@@ -416,7 +416,7 @@ bool memo_store_wide(struct vm *vm, size_t idx, pk_val v)
     } else {
         if (vm->n_wide > CELL_INDEX ||
             (vm->n_wide == vm->wide_cap &&
-             !vm_grow(vm, (void **)&vm->wide, &vm->wide_cap, vm->n_wide + 1, sizeof(pk_val)))) {
+             !pk_vm_grow(vm, (void **)&vm->wide, &vm->wide_cap, vm->n_wide + 1, sizeof(pk_val)))) {
             vm->mem_short = true;
             return false;
         }
@@ -435,12 +435,12 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
         return gm_fail(vm->err, GM_ERR_FORMAT, off,
                        "pickle: memo index %llu is far beyond the %zu slots used",
                        (unsigned long long)idx, vm->memo_len);
-    if (idx >= vm->memo_cap && !memo_reserve(vm, (size_t)idx + 1))
-        return vm_nomem(vm, off);
+    if (idx >= vm->memo_cap && !pk_memo_reserve(vm, (size_t)idx + 1))
+        return pk_vm_nomem(vm, off);
     while (vm->memo_len <= idx)
         vm->memo[vm->memo_len++] = CELL_HOLE;
     if (!memo_store(vm, (size_t)idx, v, false))
-        return vm_nomem(vm, off);
+        return pk_vm_nomem(vm, off);
     if (pk_node(v)) {
         struct pk_node *n = (struct pk_node *)(uintptr_t)v;
         if (n->n_puts < UINT8_MAX)
@@ -496,7 +496,7 @@ static enum gm_status add_items(struct vm *vm, struct pk_node *n, const pk_val *
     if (k == 0)
         return GM_OK;
     if (!node_reserve(vm, n, k))
-        return vm_nomem(vm, off);
+        return pk_vm_nomem(vm, off);
     ref_items(items, k);
     memcpy(n->items + n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)k;
@@ -512,7 +512,7 @@ static enum gm_status add_pairs(struct vm *vm, struct pk_node *n, const pk_val *
     if (k == 0)
         return GM_OK;
     if (!node_reserve(vm, n, k / 2))
-        return vm_nomem(vm, off);
+        return pk_vm_nomem(vm, off);
     ref_items(items, k);
     memcpy(n->items + 2 * (size_t)n->len, items, k * sizeof(pk_val));
     n->len += (uint32_t)(k / 2);
@@ -874,13 +874,13 @@ static enum gm_status run(struct vm *vm)
                 return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: nesting deeper than %zu MARKs",
                                vm->marks_max);
             if (vm->n_marks == vm->marks_cap &&
-                !vm_grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
-                return vm_nomem(vm, off);
+                !pk_vm_grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
+                return pk_vm_nomem(vm, off);
             vm->marks[vm->n_marks++] = vm->sp;
             if (vm->stream && !vm->general_only && vm->sp &&
                 pk_node_of_kind(vm->stack[vm->sp - 1], PK_LIST) &&
                 (pk_node(vm->stack[vm->sp - 1])->flags & PK_NODE_STREAMED))
-                (void)flat_batch(vm, (struct pk_node *)(uintptr_t)vm->stack[vm->sp - 1]);
+                (void)pk_flat_batch(vm, (struct pk_node *)(uintptr_t)vm->stack[vm->sp - 1]);
             break;
         case OP_POP:
             if (vm->sp > floor_sp(vm)) {
@@ -941,7 +941,7 @@ static enum gm_status run(struct vm *vm)
                                pk_opcode_name(op), (unsigned long long)n);
             v = make_long(vm, vm->p + w, (size_t)n);
             if (!v)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             vm->p += w + n;
             CHECK(push(vm, v, off));
             break;
@@ -963,7 +963,7 @@ static enum gm_status run(struct vm *vm)
                                pk_opcode_name(op));
             v = make_i64(vm, i);
             if (!v)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -977,7 +977,7 @@ static enum gm_status run(struct vm *vm)
             memcpy(&d, &bits, 8);
             v = box(vm, PK_BOX_FLOAT, &d);
             if (!v)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -996,7 +996,7 @@ static enum gm_status run(struct vm *vm)
                 return gm_fail(vm->err, GM_ERR_FORMAT, off, "pickle: bad FLOAT literal");
             v = box(vm, PK_BOX_FLOAT, &d);
             if (!v)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             CHECK(push(vm, v, off));
             break;
         }
@@ -1023,13 +1023,13 @@ static enum gm_status run(struct vm *vm)
         case OP_EMPTY_LIST:
         case OP_EMPTY_DICT:
         case OP_EMPTY_SET: {
-            struct pk_node *n = vm_new_node(vm,
+            struct pk_node *n = pk_vm_new_node(vm,
                                             op == OP_EMPTY_LIST   ? PK_LIST
                                             : op == OP_EMPTY_DICT ? PK_DICT
                                                                   : PK_SET,
                                             0);
             if (!n)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));
             CHECK(fused_memoize(vm));
             break;
@@ -1041,9 +1041,9 @@ static enum gm_status run(struct vm *vm)
             size_t k = op == OP_EMPTY_TUPLE ? 0 : (size_t)(op - OP_TUPLE1 + 1);
             struct pk_node *n;
             CHECK(need_stack(vm, k, off, op));
-            n = vm_new_node(vm, PK_TUPLE, (uint32_t)k);
+            n = pk_vm_new_node(vm, PK_TUPLE, (uint32_t)k);
             if (!n)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             if (k) {
                 ref_items(vm->stack + vm->sp - k, k);
                 memcpy(n->items, vm->stack + vm->sp - k, k * sizeof(pk_val));
@@ -1070,9 +1070,9 @@ static enum gm_status run(struct vm *vm)
             if (op == OP_DICT && k % 2)
                 return gm_fail(vm->err, GM_ERR_FORMAT, off,
                                "pickle: DICT with an odd number of values");
-            n = vm_new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
+            n = pk_vm_new_node(vm, kind, (uint32_t)(op == OP_DICT ? k / 2 : k));
             if (!n)
-                return vm_nomem(vm, off);
+                return pk_vm_nomem(vm, off);
             if (k) {
                 ref_items(vm->stack + start, k);
                 memcpy(n->items, vm->stack + start, k * sizeof(pk_val));

@@ -206,7 +206,7 @@ static inline pk_val memo_load(const struct vm *vm, size_t idx)
 }
 
 /* A slot the memo has room for: its cell and the page base exist. */
-bool memo_store_wide(struct vm *vm, size_t idx, pk_val v);
+bool pk_memo_store_wide(struct vm *vm, size_t idx, pk_val v);
 
 /* Write 'v' into slot 'idx' (< memo_cap); 'fresh': the slot held nothing a reader could
  * still see (written past memo_len).  false when a table could not grow (vm->mem_short). */
@@ -239,18 +239,18 @@ static inline bool memo_store(struct vm *vm, size_t idx, pk_val v, bool fresh)
         return true;
     }
     *cell = CELL_HOLE;
-    return memo_store_wide(vm, idx, v);
+    return pk_memo_store_wide(vm, idx, v);
 }
 
 /* Room for slots [0, need): cells and page bases; false when out of memory or over the
  * cap. */
-bool memo_reserve(struct vm *vm, size_t need);
+bool pk_memo_reserve(struct vm *vm, size_t need);
 
 /* ---- shared by both readers (pickle.c) ---- */
 
-enum gm_status vm_nomem(struct vm *vm, uint64_t off);
-bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem);
-struct pk_node *vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap);
+enum gm_status pk_vm_nomem(struct vm *vm, uint64_t off);
+bool pk_vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem);
+struct pk_node *pk_vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap);
 
 /* Containers put into a container: count the reference (see recycle()). */
 static inline void ref_items(const pk_val *items, size_t k)
@@ -277,6 +277,6 @@ static inline const uint8_t *skip_frames(const uint8_t *p, const uint8_t *end)
 /* The flat reader (flat.c): read the batch after a MARK whose list below is the streamed
  * list 'list'.  true: read, the MARK is gone and vm->p is past the APPENDS; false: nothing
  * consumed (the general reader reads it). */
-bool flat_batch(struct vm *vm, struct pk_node *list);
+bool pk_flat_batch(struct vm *vm, struct pk_node *list);
 
 #endif

@@ -109,24 +109,24 @@ static inline uint64_t get_varint(const uint8_t **pp)
 
 /* ---- writing ---- */
 
-void ev_writer_init(struct ev_writer *w)
+void snap_ev_writer_init(struct ev_writer *w)
 {
     memset(w, 0, sizeof(*w));
 }
 
-void ev_writer_release(struct ev_writer *w)
+void snap_ev_writer_release(struct ev_writer *w)
 {
     gm_big_free(w->pk.bytes, w->cap_bytes);
     gm_big_free(w->pk.cps, w->cap_cps * sizeof(struct ev_checkpoint));
     memset(w, 0, sizeof(*w));
 }
 
-size_t ev_writer_capacity(const struct ev_writer *w)
+size_t snap_ev_writer_capacity(const struct ev_writer *w)
 {
     return w->cap_bytes + w->cap_cps * sizeof(struct ev_checkpoint);
 }
 
-bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
+bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
 {
     struct ev_state *s = &w->st;
     uint8_t *p, *h;
@@ -198,7 +198,7 @@ bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
     return true;
 }
 
-void ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)
+void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)
 {
     m->n_bytes = w->pk.n_bytes;
     m->n_events = w->pk.n_events;
@@ -207,7 +207,7 @@ void ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)
     memcpy(m->n_actions, w->n_actions, sizeof(m->n_actions));
 }
 
-void ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m)
+void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m)
 {
     w->pk.n_bytes = m->n_bytes;
     w->pk.n_events = m->n_events;
@@ -216,7 +216,7 @@ void ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m)
     memcpy(w->n_actions, m->n_actions, sizeof(w->n_actions));
 }
 
-void ev_writer_shrink(struct ev_writer *w)
+void snap_ev_writer_shrink(struct ev_writer *w)
 {
     if (w->pk.bytes && w->pk.n_bytes + SLACK < w->cap_bytes) {
         void *b = gm_big_realloc(w->pk.bytes, w->cap_bytes, w->pk.n_bytes + SLACK);

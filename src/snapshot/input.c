@@ -15,7 +15,7 @@
 #define _GNU_SOURCE /* memfd_create() */
 #include "snapshot/load_int.h"
 
-#include "gpumem/file.h"
+#include "gpumem/internal/file.h"
 
 #include <errno.h>
 #include <stdio.h>

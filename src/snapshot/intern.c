@@ -39,30 +39,30 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
         return GM_OK;
     }
     if (b->in.n_strs >= UINT32_MAX - 1)
-        return nomem(b);
+        return snap_nomem(b);
     if (b->in.n_strs == b->in.cap_strs) {
         size_t cap = b->in.cap_strs;
         size_t *nl;
         if (!grow_arr((void **)&b->in.strs, &cap, b->in.n_strs + 1, sizeof(char *)))
-            return nomem(b);
+            return snap_nomem(b);
         nl = gm_realloc(b->in.str_lens, cap * sizeof(size_t));
         if (!nl)
-            return nomem(b);
+            return snap_nomem(b);
         b->in.str_lens = nl;
         b->in.cap_strs = cap;
     }
     s = gm_arena_strndup(b->arena, p, n);
     if (!s)
-        return nomem(b);
+        return snap_nomem(b);
     b->in.strs[b->in.n_strs] = s;
     b->in.str_lens[b->in.n_strs] = n;
     if (!gm_map_add(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
-        return nomem(b);
+        return snap_nomem(b);
     *idx = (uint32_t)b->in.n_strs++;
     return GM_OK;
 }
 
-enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
+enum gm_status snap_intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
 {
     uint32_t idx;
     enum gm_status st = intern_bytes_idx(b, p, n, &idx);
@@ -80,7 +80,7 @@ static inline bool short_eq(const char *a, const char *b, size_t n)
 }
 
 /* An interned copy of string value 'v'. */
-enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
+enum gm_status snap_intern_str(struct builder *b, pk_val v, const char *what, const char **out)
 {
     const char *p;
     size_t n;
@@ -185,13 +185,13 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     }
     for (uint32_t i = 0; i < d->len; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        switch (word_of(b, k)) {
+        switch (snap_word_of(b, k)) {
         case W_FILENAME:
-            if ((st = intern_str(b, val, "filename", &c.filename)) != GM_OK)
+            if ((st = snap_intern_str(b, val, "filename", &c.filename)) != GM_OK)
                 return st;
             break;
         case W_NAME:
-            if ((st = intern_str(b, val, "name", &c.name)) != GM_OK)
+            if ((st = snap_intern_str(b, val, "name", &c.name)) != GM_OK)
                 return st;
             break;
         case W_LINE:
@@ -206,13 +206,13 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     }
     if (!c.filename[0] && !c.name[0]) {
         /* Interned "" so that every frame's strings compare by pointer. */
-        if ((st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+        if ((st = snap_intern_bytes(b, "", 0, &c.filename)) != GM_OK)
             return st;
         c.name = c.filename;
     } else {
-        if (!c.filename[0] && (st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+        if (!c.filename[0] && (st = snap_intern_bytes(b, "", 0, &c.filename)) != GM_OK)
             return st;
-        if (!c.name[0] && (st = intern_bytes(b, "", 0, &c.name)) != GM_OK)
+        if (!c.name[0] && (st = snap_intern_bytes(b, "", 0, &c.name)) != GM_OK)
             return st;
     }
     h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
@@ -222,7 +222,7 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
         struct gm_snapshot_frame *f;
         if (b->in.n_frames >= UINT32_MAX - 1 ||
             !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
-            return nomem(b);
+            return snap_nomem(b);
         f = &b->in.frames[b->in.n_frames];
         f->filename = c.filename;
         f->name = c.name;
@@ -231,10 +231,10 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
         f->is_noise = frame_is_noise(c.filename, c.name);
         id = (uint32_t)b->in.n_frames++;
         if (!gm_map_add(&b->in.frame_by_content, h, id))
-            return nomem(b);
+            return snap_nomem(b);
     }
     if (!gm_map_add(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
-        return nomem(b);
+        return snap_nomem(b);
     *out = id;
     return GM_OK;
 }
@@ -298,9 +298,9 @@ static bool sig_eq(void *ctx, uint64_t idx)
  * either the list or its frames, and lists inside trace entries are recycled while
  * parsing.  Only lists of memo-shared frames are remembered by items; others go through
  * the content maps every time (2.0 files share nothing). */
-enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out)
+enum gm_status snap_intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out)
 {
-    const struct pk_node *l = as_list(v);
+    const struct pk_node *l = snap_as_list(v);
     uint32_t id, gi;
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
@@ -351,7 +351,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         return GM_OK;
     }
     if (!grow_arr((void **)&b->in.tmp, &b->in.cap_tmp, l->len, sizeof(uint32_t)))
-        return nomem(b);
+        return snap_nomem(b);
     for (uint32_t i = 0; i < l->len; i++) {
         if ((st = intern_frame(b, l->items[i], &b->in.tmp[i])) != GM_OK)
             return st;
@@ -369,14 +369,14 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
                       sizeof(uint32_t)) ||
             !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
                       sizeof(struct stack_rec)))
-            return nomem(b);
+            return snap_nomem(b);
         memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
         b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
         b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
         b->in.n_pool += c.n;
         id = (uint32_t)b->in.n_stacks++;
         if (!gm_map_add(&b->in.stack_by_content, h, id))
-            return nomem(b);
+            return snap_nomem(b);
     }
     if (all_shared) {
         /* remember these frame objects: the next list of the same frames is one look-up */
@@ -384,14 +384,14 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
             !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + c.n,
                       sizeof(pk_val)) ||
             !grow_arr((void **)&b->in.sigs, &b->in.cap_sigs, b->in.n_sigs + 1, sizeof(struct sig)))
-            return nomem(b);
+            return snap_nomem(b);
         memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, c.n * sizeof(pk_val));
         b->in.sigs[b->in.n_sigs].off = (uint32_t)b->in.n_sig_pool;
         b->in.sigs[b->in.n_sigs].n = (uint32_t)c.n;
         b->in.sigs[b->in.n_sigs].stack = id;
         b->in.n_sig_pool += c.n;
         if (!gm_map_add(&b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
-            return nomem(b);
+            return snap_nomem(b);
         dc->key = hs;
         dc->val = (uint32_t)b->in.n_sigs++;
     }
@@ -401,7 +401,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
     return GM_OK;
 }
 
-bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out)
+bool snap_stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out)
 {
     uint64_t hs;
     const struct dm_entry *dc;
@@ -429,7 +429,7 @@ static bool extra_eq(void *ctx, uint64_t id)
            a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1];
 }
 
-enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
+enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
                             uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
@@ -454,11 +454,11 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
     if (id == SNAP_ID_NONE) {
         if (b->in.n_extras >= UINT32_MAX - 2 ||
             !grow_arr((void **)&b->in.extras, &b->in.cap_extras, b->in.n_extras + 1, sizeof(*x)))
-            return nomem(b);
+            return snap_nomem(b);
         b->in.extras[b->in.n_extras] = *x;
         id = (uint32_t)b->in.n_extras++;
         if (!gm_map_add(&b->in.extra_by_content, h, id))
-            return nomem(b);
+            return snap_nomem(b);
     }
     dc->key = h;
     dc->val = id;
@@ -468,7 +468,7 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
 }
 
 /* Move the interning tables' results into the arena. */
-enum gm_status intern_finish(struct builder *b)
+enum gm_status snap_intern_finish(struct builder *b)
 {
     struct gm_snapshot *s = &b->impl->pub;
     struct gm_snapshot_frame *frames = NULL;
@@ -478,18 +478,18 @@ enum gm_status intern_finish(struct builder *b)
     if (b->in.n_frames) {
         frames = gm_arena_alloc(b->arena, b->in.n_frames * sizeof(*frames), 8);
         if (!frames)
-            return nomem(b);
+            return snap_nomem(b);
         memcpy(frames, b->in.frames, b->in.n_frames * sizeof(*frames));
     }
     if (b->in.n_pool) {
         pool = gm_arena_alloc(b->arena, b->in.n_pool * sizeof(uint32_t), 8);
         if (!pool)
-            return nomem(b);
+            return snap_nomem(b);
         memcpy(pool, b->in.pool, b->in.n_pool * sizeof(uint32_t));
     }
     stacks = gm_arena_calloc(b->arena, b->in.n_stacks, sizeof(*stacks));
     if (!stacks)
-        return nomem(b);
+        return snap_nomem(b);
     for (size_t i = 1; i < b->in.n_stacks; i++) {
         stacks[i].frames = pool + b->in.stacks[i].off;
         stacks[i].n_frames = b->in.stacks[i].n;
@@ -498,7 +498,7 @@ enum gm_status intern_finish(struct builder *b)
         struct gm_snapshot_event_extra *x =
             gm_arena_alloc(b->arena, b->in.n_extras * sizeof(*x), 8);
         if (!x)
-            return nomem(b);
+            return snap_nomem(b);
         memcpy(x, b->in.extras, b->in.n_extras * sizeof(*x));
         s->extras = x;
         s->n_extras = b->in.n_extras;
@@ -510,7 +510,7 @@ enum gm_status intern_finish(struct builder *b)
     return GM_OK;
 }
 
-void interner_release(struct interner *in)
+void snap_interner_release(struct interner *in)
 {
     gm_map_release(&in->str_by_content);
     gm_map_release(&in->frame_by_node);

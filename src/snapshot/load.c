@@ -53,7 +53,7 @@ static enum gm_status build(struct builder *b, pk_val root)
     } else {
         for (uint32_t i = 0; i < top->len; i++) {
             pk_val k = top->items[2 * i], val = top->items[2 * i + 1];
-            switch (word_of(b, k)) {
+            switch (snap_word_of(b, k)) {
             case W_SEGMENTS:
                 segments = val;
                 break;
@@ -61,11 +61,11 @@ static enum gm_status build(struct builder *b, pk_val root)
                 traces = val;
                 break;
             case W_ALLOCATOR_SETTINGS:
-                if ((st = read_settings(b, val)) != GM_OK)
+                if ((st = snap_read_settings(b, val)) != GM_OK)
                     return st;
                 break;
             case W_EXTERNAL_ANNOTATIONS:
-                if ((st = read_annotations(b, val)) != GM_OK)
+                if ((st = snap_read_annotations(b, val)) != GM_OK)
                     return st;
                 break;
             case W_HOST_SEGMENTS:
@@ -81,7 +81,7 @@ static enum gm_status build(struct builder *b, pk_val root)
             return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "snapshot: the dict has no 'segments' key: not a memory snapshot");
     }
-    if (traces != PK_HOLE && !(trl = as_list(traces)))
+    if (traces != PK_HOLE && !(trl = snap_as_list(traces)))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: 'device_traces' is a %s, expected a list", pk_type_name(traces));
     if (trl && trl->len > MAX_DEVICES)
@@ -89,7 +89,7 @@ static enum gm_status build(struct builder *b, pk_val root)
                        "snapshot: 'device_traces' has %u device lists (at most %d supported)",
                        trl->len, MAX_DEVICES);
 
-    if ((st = read_segments(b, segments)) != GM_OK)
+    if ((st = snap_read_segments(b, segments)) != GM_OK)
         return st;
     segs = s->segments;
 
@@ -105,7 +105,7 @@ static enum gm_status build(struct builder *b, pk_val root)
     b->impl->size_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
     b->impl->traces = gm_calloc(n_named ? n_named : 1, sizeof(struct ev_writer));
     if (!devs || !b->impl->size_sums || !b->impl->traces)
-        return nomem(b);
+        return snap_nomem(b);
     {
         size_t di = 0, si = 0;
         struct ev_sums span; /* the time range over all devices */
@@ -129,11 +129,11 @@ static enum gm_status build(struct builder *b, pk_val root)
                 struct ev_sums sums;
                 memset(&sums, 0, sizeof(sums));
                 d->has_trace = true;
-                if ((st = read_trace(b, i, trl->items[i], tw, &unknown, &sums)) != GM_OK)
+                if ((st = snap_read_trace(b, i, trl->items[i], tw, &unknown, &sums)) != GM_OK)
                     return st;
                 b->impl->n_traces++;
-                ev_writer_shrink(tw);
-                ev_sums_merge(&span, &sums);
+                snap_ev_writer_shrink(tw);
+                snap_ev_sums_merge(&span, &sums);
                 b->impl->size_sums[di - 1] = sums.size_sum;
                 d->n_events = tw->pk.n_events;
                 if (d->n_events && !b->drop_events)
@@ -176,8 +176,8 @@ static enum gm_status build(struct builder *b, pk_val root)
 
 static void builder_release(struct builder *b)
 {
-    trace_reader_release(&b->tr);
-    interner_release(&b->in);
+    snap_trace_reader_release(&b->tr);
+    snap_interner_release(&b->in);
 }
 
 /* No device holds 2^63 bytes, nor does a trace allocate and free that much.  A file whose
@@ -231,7 +231,7 @@ static void read_input(void *ctx)
     b->impl->pub.n_flat_batches = r->doc->n_flat_batches;
     r->st = build(b, r->doc->root);
     if (r->st == GM_OK)
-        r->st = intern_finish(b);
+        r->st = snap_intern_finish(b);
     if (r->st == GM_OK)
         r->st = check_sizes(b->impl, b->err);
     pk_doc_release(r->doc);
@@ -283,7 +283,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
         po.progress = opts->progress;
         po.progress_ctx = opts->progress_ctx;
     }
-    stream = trace_stream_ops;
+    stream = snap_trace_stream_ops;
     stream.ctx = b;
     po.stream = &stream;
     po.general_only = opts && opts->reader == GM_SNAPSHOT_READER_GENERAL;
@@ -294,7 +294,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     /* stack id 0 is the empty stack */
     memset(&doc, 0, sizeof(doc));
     if (!grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, 1, sizeof(struct stack_rec))) {
-        st = nomem(b);
+        st = snap_nomem(b);
     } else {
         struct load_run r = {b, &doc, data, len, &po, GM_OK};
         b->in.stacks[0].off = 0;
@@ -322,7 +322,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     impl->pub.memory_limit = cap;
     impl->pub.memory_bytes = impl->arena.reserved;
     for (size_t i = 0; i < impl->n_traces; i++)
-        impl->pub.memory_bytes += ev_writer_capacity(&impl->traces[i]);
+        impl->pub.memory_bytes += snap_ev_writer_capacity(&impl->traces[i]);
     *out = &impl->pub;
     return GM_OK;
 }
@@ -439,7 +439,7 @@ void gm_snapshot_free(struct gm_snapshot *snap)
     if (!snap)
         return;
     for (size_t i = 0; i < impl->n_traces; i++)
-        ev_writer_release(&impl->traces[i]);
+        snap_ev_writer_release(&impl->traces[i]);
     gm_free(impl->traces);
     gm_arena_release(&impl->arena);
     gm_free(impl);

@@ -129,7 +129,7 @@ enum word {
     W_COUNT
 };
 
-extern const char *const word_text[W_COUNT];
+extern const char *const snap_word_text[W_COUNT];
 
 /* A direct-mapped cache in front of a map: most look-ups repeat the last few keys. */
 #define DM_BITS 12
@@ -151,7 +151,7 @@ static inline size_t dm_slot(uint64_t key)
 
 /* ---- intern.c ---- */
 
-/* A frames list remembered by its items: the frame dict objects (see intern_stack). */
+/* A frames list remembered by its items: the frame dict objects (see snap_intern_stack). */
 struct sig {
     uint32_t off; /* into sig_pool */
     uint32_t n;
@@ -263,8 +263,8 @@ struct builder {
 };
 
 /* schema.c */
-enum word word_of(struct builder *b, pk_val v);
-enum gm_status nomem(struct builder *b);
+enum word snap_word_of(struct builder *b, pk_val v);
+enum gm_status snap_nomem(struct builder *b);
 /* Room for 'need' elements of 'elem' bytes in *arr (capacity *cap): the base array's
  * growth (base/vec.h) for the loader's arrays, which it passes by address. */
 static inline bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
@@ -272,17 +272,17 @@ static inline bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
     *arr = gm_vec_grow(*arr, cap, need, elem, 0, NULL);
     return need <= *cap;
 }
-enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                         const char *want);
-enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                             uint64_t *out);
-enum gm_status get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
+enum gm_status snap_get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
                              pk_val v, uint64_t *out);
-enum gm_status get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                             int64_t *out);
-enum gm_status get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                         int64_t out[2]);
-const struct pk_node *as_list(pk_val v);
+const struct pk_node *snap_as_list(pk_val v);
 
 /* An unsigned field (an address, a stream handle): a negative value keeps its two's
  * complement, as the C++ side stores int64 (a stream handle above 2^63 arrives negative
@@ -292,7 +292,7 @@ static inline enum gm_status get_u64(struct builder *b, const char *where, size_
 {
     if (pk_small_u64(v, out))
         return GM_OK;
-    return get_u64_slow(b, where, i, key, v, out);
+    return snap_get_u64_slow(b, where, i, key, v, out);
 }
 
 /* A size in bytes: never negative. */
@@ -301,7 +301,7 @@ static inline enum gm_status get_size(struct builder *b, const char *where, size
 {
     if (pk_small_u64(v, out))
         return GM_OK;
-    return get_size_slow(b, where, i, key, v, out);
+    return snap_get_size_slow(b, where, i, key, v, out);
 }
 
 static inline enum gm_status get_i64(struct builder *b, const char *where, size_t i, enum word key,
@@ -309,35 +309,35 @@ static inline enum gm_status get_i64(struct builder *b, const char *where, size_
 {
     if (pk_small_i64(v, out))
         return GM_OK;
-    return get_i64_slow(b, where, i, key, v, out);
+    return snap_get_i64_slow(b, where, i, key, v, out);
 }
 
 /* intern.c */
-void interner_release(struct interner *in);
-enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
-enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out);
+void snap_interner_release(struct interner *in);
+enum gm_status snap_intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
+enum gm_status snap_intern_str(struct builder *b, pk_val v, const char *what, const char **out);
 /* The stack id of frames list 'v'; 'by_handle': the list may be remembered by its handle
  * (neither transient nor named, see pickle.h). */
-enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out);
+enum gm_status snap_intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out);
 /* The stack of a transient list already read (a hash of its frame objects), or false. */
-bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
-enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
+bool snap_stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
+enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
                             uint32_t *out);
 /* Move the interned frames, stacks and extras into the snapshot. */
-enum gm_status intern_finish(struct builder *b);
+enum gm_status snap_intern_finish(struct builder *b);
 
 /* segments.c */
-enum gm_status read_segments(struct builder *b, pk_val segments);
-enum gm_status read_settings(struct builder *b, pk_val v);
-enum gm_status read_annotations(struct builder *b, pk_val v);
+enum gm_status snap_read_segments(struct builder *b, pk_val segments);
+enum gm_status snap_read_settings(struct builder *b, pk_val v);
+enum gm_status snap_read_annotations(struct builder *b, pk_val v);
 
 /* trace.c */
-extern const struct pk_stream trace_stream_ops;
-void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e);
-void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
-void trace_reader_release(struct trace_reader *tr);
+extern const struct pk_stream snap_trace_stream_ops;
+void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e);
+void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
+void snap_trace_reader_release(struct trace_reader *tr);
 /* The events of device_traces[i], list 'v' (streamed or not), into trace 'w'. */
-enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
+enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
                           size_t *unknown, struct ev_sums *sums);
 
 #endif

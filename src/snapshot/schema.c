@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-const char *const word_text[W_COUNT] = {
+const char *const snap_word_text[W_COUNT] = {
     [W_SEGMENTS] = "segments",
     [W_DEVICE_TRACES] = "device_traces",
     [W_ALLOCATOR_SETTINGS] = "allocator_settings",
@@ -61,7 +61,7 @@ const char *const word_text[W_COUNT] = {
     [W_LARGE] = "large",
 };
 
-enum gm_status nomem(struct builder *b)
+enum gm_status snap_nomem(struct builder *b)
 {
     if (b->arena->limit_hit)
         return gm_fail_setting(b->err, GM_ERR_LIMIT, "memory_limit",
@@ -69,7 +69,7 @@ enum gm_status nomem(struct builder *b)
     return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
 }
 
-enum word word_of(struct builder *b, pk_val v)
+enum word snap_word_of(struct builder *b, pk_val v)
 {
     uint32_t w;
     const char *p;
@@ -83,7 +83,7 @@ enum word word_of(struct builder *b, pk_val v)
     w = W_UNKNOWN;
     if (pk_get_str(b->doc, v, &p, &n, NULL)) {
         for (unsigned i = 1; i < W_COUNT; i++) {
-            if (strlen(word_text[i]) == n && !memcmp(word_text[i], p, n)) {
+            if (strlen(snap_word_text[i]) == n && !memcmp(snap_word_text[i], p, n)) {
                 w = i;
                 break;
             }
@@ -100,7 +100,7 @@ static const char *article(const char *type)
     return strchr("aeiou", type[0]) ? "an" : "a";
 }
 
-enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                         const char *want)
 {
     const char *t = pk_type_name(v);
@@ -109,13 +109,13 @@ enum gm_status bad_type(struct builder *b, const char *where, size_t i, enum wor
     if (!strcmp(t, "int") && !pk_get_u64(v, &u) && !pk_get_i64(v, &s))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: %s %zu: '%s' is an int that does not fit 64 bits, expected %s",
-                       where, i, word_text[key], want);
+                       where, i, snap_word_text[key], want);
     return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                   "snapshot: %s %zu: '%s' is %s %s, expected %s", where, i, word_text[key],
+                   "snapshot: %s %zu: '%s' is %s %s, expected %s", where, i, snap_word_text[key],
                    article(t), t, want);
 }
 
-enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                             uint64_t *out)
 {
     int64_t s;
@@ -125,10 +125,10 @@ enum gm_status get_u64_slow(struct builder *b, const char *where, size_t i, enum
         *out = (uint64_t)s;
         return GM_OK;
     }
-    return bad_type(b, where, i, key, v, "an int");
+    return snap_bad_type(b, where, i, key, v, "an int");
 }
 
-enum gm_status get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
+enum gm_status snap_get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
                              pk_val v, uint64_t *out)
 {
     int64_t s;
@@ -137,29 +137,29 @@ enum gm_status get_size_slow(struct builder *b, const char *where, size_t i, enu
     if (pk_get_i64(v, &s))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: %s %zu: '%s' is %lld, a size must not be negative", where, i,
-                       word_text[key], (long long)s);
-    return bad_type(b, where, i, key, v, "an int");
+                       snap_word_text[key], (long long)s);
+    return snap_bad_type(b, where, i, key, v, "an int");
 }
 
-enum gm_status get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                             int64_t *out)
 {
     if (pk_get_i64(v, out))
         return GM_OK;
-    return bad_type(b, where, i, key, v, "an int");
+    return snap_bad_type(b, where, i, key, v, "an int");
 }
 
-enum gm_status get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
+enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
                         int64_t out[2])
 {
     const struct pk_node *t = pk_node(v);
     if (!t || (t->kind != PK_TUPLE && t->kind != PK_LIST) || t->len != 2 ||
         !pk_get_i64(t->items[0], &out[0]) || !pk_get_i64(t->items[1], &out[1]))
-        return bad_type(b, where, i, key, v, "a pair of ints");
+        return snap_bad_type(b, where, i, key, v, "a pair of ints");
     return GM_OK;
 }
 
-const struct pk_node *as_list(pk_val v)
+const struct pk_node *snap_as_list(pk_val v)
 {
     const struct pk_node *n = pk_node(v);
     return n && (n->kind == PK_LIST || n->kind == PK_TUPLE) ? n : NULL;

@@ -29,7 +29,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
     blk->state_name = "";
     for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        enum word w = word_of(b, k);
+        enum word w = snap_word_of(b, k);
         switch (w) {
         case W_SIZE:
             st = get_size(b, "block", bi, w, val, &blk->size);
@@ -43,8 +43,8 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
             has_addr = true;
             break;
         case W_STATE:
-            st = intern_str(b, val, "state", &blk->state_name);
-            switch (word_of(b, val)) {
+            st = snap_intern_str(b, val, "state", &blk->state_name);
+            switch (snap_word_of(b, val)) {
             case W_ACTIVE_ALLOCATED:
                 blk->state = GM_BLOCK_ACTIVE_ALLOCATED;
                 break;
@@ -59,7 +59,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
             }
             break;
         case W_FRAMES:
-            st = intern_stack(b, val, true, &blk->stack);
+            st = snap_intern_stack(b, val, true, &blk->stack);
             has_frames = true;
             b->any_block_frames = true;
             break;
@@ -68,7 +68,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
             break;
         case W_USER_METADATA:
             if (pk_is_str(val))
-                st = intern_str(b, val, "user_metadata", &blk->user_metadata);
+                st = snap_intern_str(b, val, "user_metadata", &blk->user_metadata);
             break;
         default:
             break;
@@ -81,11 +81,11 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
     *running += blk->size;
     if (history != PK_HOLE) {
         /* 2.0: frames and the real size come from history[0] (memory_viz does the same). */
-        const struct pk_node *h = as_list(history);
+        const struct pk_node *h = snap_as_list(history);
         b->any_history = true;
         blk->has_history = true;
         if (!h)
-            return bad_type(b, "block", bi, W_HISTORY, history, "a list");
+            return snap_bad_type(b, "block", bi, W_HISTORY, history, "a list");
         if (h->len > 0) {
             const struct pk_node *h0 = pk_node_of_kind(h->items[0], PK_DICT);
             pk_val rs, fr;
@@ -96,7 +96,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
             rs = pk_dict_get(b->doc, h0, "real_size");
             fr = pk_dict_get(b->doc, h0, "frames");
             if (!has_frames && fr != PK_HOLE &&
-                (st = intern_stack(b, fr, true, &blk->stack)) != GM_OK)
+                (st = snap_intern_stack(b, fr, true, &blk->stack)) != GM_OK)
                 return st;
             if (rs != PK_HOLE && !has_frames && (!blk->has_requested || !blk->requested_size)) {
                 if ((st = get_size(b, "block", bi, W_REAL_SIZE, rs, &blk->requested_size)) != GM_OK)
@@ -125,7 +125,7 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
     memset(seg, 0, sizeof(*seg));
     for (uint32_t i = 0; i < d->len && st == GM_OK; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
-        enum word w = word_of(b, k);
+        enum word w = snap_word_of(b, k);
         switch (w) {
         case W_DEVICE:
             st = get_i64(b, "segment", si, w, val, &dev);
@@ -150,10 +150,10 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
             st = get_u64(b, "segment", si, w, val, &seg->stream);
             break;
         case W_SEGMENT_TYPE:
-            seg->is_small = word_of(b, val) == W_SMALL;
+            seg->is_small = snap_word_of(b, val) == W_SMALL;
             break;
         case W_SEGMENT_POOL_ID:
-            st = get_pair(b, "segment", si, w, val, seg->pool_id);
+            st = snap_get_pair(b, "segment", si, w, val, seg->pool_id);
             seg->has_pool_id = true;
             b->any_seg_g2 = true;
             break;
@@ -162,7 +162,7 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
             b->any_seg_g2 = true;
             break;
         case W_FRAMES:
-            st = intern_stack(b, val, true, &seg->stack);
+            st = snap_intern_stack(b, val, true, &seg->stack);
             b->any_seg_g2 = true;
             break;
         case W_BLOCKS:
@@ -183,15 +183,15 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
                        (long long)dev, MAX_DEVICES - 1);
     seg->device = (int32_t)dev;
     if (blocks != PK_HOLE) {
-        const struct pk_node *l = as_list(blocks);
+        const struct pk_node *l = snap_as_list(blocks);
         struct gm_snapshot_block *arr;
         uint64_t running = seg->address;
         if (!l)
-            return bad_type(b, "segment", si, W_BLOCKS, blocks, "a list");
+            return snap_bad_type(b, "segment", si, W_BLOCKS, blocks, "a list");
         if (l->len) {
             arr = gm_arena_calloc(b->arena, l->len, sizeof(*arr));
             if (!arr)
-                return nomem(b);
+                return snap_nomem(b);
             for (uint32_t i = 0; i < l->len; i++)
                 if ((st = read_block(b, l->items[i], si, i, &running, &arr[i])) != GM_OK)
                     return st;
@@ -202,7 +202,7 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
     return GM_OK;
 }
 
-enum gm_status read_settings(struct builder *b, pk_val v)
+enum gm_status snap_read_settings(struct builder *b, pk_val v)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
     struct gm_snapshot *s = &b->impl->pub;
@@ -220,7 +220,7 @@ enum gm_status read_settings(struct builder *b, pk_val v)
     }
     arr = gm_arena_calloc(b->arena, cap ? cap : 1, sizeof(*arr));
     if (!arr)
-        return nomem(b);
+        return snap_nomem(b);
     for (uint32_t i = 0; i < d->len; i++) {
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
         const struct pk_node *sub = pk_node_of_kind(val, PK_DICT);
@@ -229,11 +229,11 @@ enum gm_status read_settings(struct builder *b, pk_val v)
         size_t kn;
         if (!pk_get_str(b->doc, k, &kp, &kn, NULL))
             continue; /* a non-str key: nothing we could name */
-        if ((st = intern_bytes(b, kp, kn, &key)) != GM_OK)
+        if ((st = snap_intern_bytes(b, kp, kn, &key)) != GM_OK)
             return st;
-        if (word_of(b, k) == W_GRAPH_CAPTURE_RSR)
+        if (snap_word_of(b, k) == W_GRAPH_CAPTURE_RSR)
             b->settings_g7 = true;
-        if (word_of(b, k) == W_TRACE_OVERFLOWED) {
+        if (snap_word_of(b, k) == W_TRACE_OVERFLOWED) {
             s->trace_overflowed = val == PK_TRUE;
             b->any_g9 = true;
         }
@@ -249,7 +249,7 @@ enum gm_status read_settings(struct builder *b, pk_val v)
                 len = snprintf(name, sizeof(name), "%s.%.*s", key, (int)(sn > 200 ? 200 : sn), sp);
                 if (len < 0)
                     continue;
-                if ((st = intern_bytes(b, name, strlen(name), &it->key)) != GM_OK)
+                if ((st = snap_intern_bytes(b, name, strlen(name), &it->key)) != GM_OK)
                     return st;
                 val = sub->items[2 * j + 1];
                 if (val == PK_TRUE || val == PK_FALSE) {
@@ -278,7 +278,7 @@ enum gm_status read_settings(struct builder *b, pk_val v)
                 it->type = GM_SETTING_NONE;
             } else if (pk_is_str(val)) {
                 it->type = GM_SETTING_STR;
-                if ((st = intern_str(b, val, "allocator_settings", &it->s)) != GM_OK)
+                if ((st = snap_intern_str(b, val, "allocator_settings", &it->s)) != GM_OK)
                     return st;
             } else if (pk_get_i64(val, &it->i)) {
                 it->type = GM_SETTING_INT;
@@ -296,9 +296,9 @@ enum gm_status read_settings(struct builder *b, pk_val v)
     return GM_OK;
 }
 
-enum gm_status read_annotations(struct builder *b, pk_val v)
+enum gm_status snap_read_annotations(struct builder *b, pk_val v)
 {
-    const struct pk_node *l = as_list(v);
+    const struct pk_node *l = snap_as_list(v);
     struct gm_snapshot *s = &b->impl->pub;
     struct gm_snapshot_annotation *arr;
     enum gm_status st;
@@ -312,7 +312,7 @@ enum gm_status read_annotations(struct builder *b, pk_val v)
         return GM_OK;
     arr = gm_arena_calloc(b->arena, l->len, sizeof(*arr));
     if (!arr)
-        return nomem(b);
+        return snap_nomem(b);
     for (uint32_t i = 0; i < l->len; i++) {
         const struct pk_node *d = pk_node_of_kind(l->items[i], PK_DICT);
         struct gm_snapshot_annotation *a = &arr[i];
@@ -324,12 +324,12 @@ enum gm_status read_annotations(struct builder *b, pk_val v)
                            pk_type_name(l->items[i]));
         for (uint32_t j = 0; j < d->len; j++) {
             pk_val k = d->items[2 * j], val = d->items[2 * j + 1];
-            enum word w = word_of(b, k);
+            enum word w = snap_word_of(b, k);
             st = GM_OK;
             if (w == W_NAME)
-                st = intern_str(b, val, "name", &a->name);
+                st = snap_intern_str(b, val, "name", &a->name);
             else if (w == W_STAGE)
-                st = intern_str(b, val, "stage", &a->stage);
+                st = snap_intern_str(b, val, "stage", &a->stage);
             else if (w == W_DEVICE)
                 st = get_i64(b, "annotation", i, w, val, &dev);
             else if (w == W_TIME_US)
@@ -373,7 +373,7 @@ static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segme
     out = gm_arena_alloc(b->arena, n * sizeof(*out), 8);
     if (!keys || !out) {
         gm_free(keys);
-        return nomem(b);
+        return snap_nomem(b);
     }
     for (size_t i = 0; i < n; i++) {
         keys[i].device = (*segs)[i].device;
@@ -387,10 +387,10 @@ static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segme
     return GM_OK;
 }
 
-enum gm_status read_segments(struct builder *b, pk_val segments)
+enum gm_status snap_read_segments(struct builder *b, pk_val segments)
 {
     struct gm_snapshot *s = &b->impl->pub;
-    const struct pk_node *segl = as_list(segments);
+    const struct pk_node *segl = snap_as_list(segments);
     struct gm_snapshot_segment *segs = NULL;
     enum gm_status st;
     if (!segl)
@@ -399,7 +399,7 @@ enum gm_status read_segments(struct builder *b, pk_val segments)
     if (segl->len) {
         segs = gm_arena_calloc(b->arena, segl->len, sizeof(*segs));
         if (!segs)
-            return nomem(b);
+            return snap_nomem(b);
     }
     for (uint32_t i = 0; i < segl->len; i++) {
         if ((st = read_segment(b, segl->items[i], i, &segs[i])) != GM_OK)

@@ -81,23 +81,23 @@ struct ev_writer {
     uint64_t n_actions[GM_ACTION_COUNT];
 };
 
-/* Where a writer stood (ev_writer_mark()), to drop what was written after it. */
+/* Where a writer stood (snap_ev_writer_mark()), to drop what was written after it. */
 struct ev_mark {
     size_t n_bytes, n_events, n_cps;
     struct ev_state st;
     uint64_t n_actions[GM_ACTION_COUNT];
 };
 
-void ev_writer_init(struct ev_writer *w);
-void ev_writer_release(struct ev_writer *w);
+void snap_ev_writer_init(struct ev_writer *w);
+void snap_ev_writer_release(struct ev_writer *w);
 /* Append one event (time_us is kept only with GM_EVENT_HAS_TIME); false when out of
  * memory (nothing written). */
-bool ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e);
-void ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
-void ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
+bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e);
+void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
+void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
 /* Give back the unused capacity (keeps the larger arrays if that fails). */
-void ev_writer_shrink(struct ev_writer *w);
+void snap_ev_writer_shrink(struct ev_writer *w);
 /* Bytes the writer holds (capacity). */
-size_t ev_writer_capacity(const struct ev_writer *w);
+size_t snap_ev_writer_capacity(const struct ev_writer *w);
 
 #endif

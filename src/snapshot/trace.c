@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
+void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
     if (e->flags & GM_EVENT_HAS_TIME) {
         if (!s->has_time || e->time_us < s->t_min)
@@ -26,7 +26,7 @@ void ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
     s->size_sum = snap_sat_add(s->size_sum, e->size);
 }
 
-void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
+void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
 {
     if (o->has_time) {
         if (!s->has_time || o->t_min < s->t_min)
@@ -42,10 +42,10 @@ void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
  * snapshot's arena. */
 static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
 {
-    size_t before = ev_writer_capacity(w);
-    if (!ev_writer_append(w, e))
+    size_t before = snap_ev_writer_capacity(w);
+    if (!snap_ev_writer_append(w, e))
         return false;
-    b->ev_bytes += ev_writer_capacity(w) - before;
+    b->ev_bytes += snap_ev_writer_capacity(w) - before;
     if (b->arena->cap && b->ev_bytes + b->arena->used > b->arena->cap) {
         b->arena->limit_hit = true;
         return false;
@@ -70,7 +70,7 @@ static enum gm_status read_frames(struct builder *b, const struct pk_record *r, 
                                   uint32_t *stack)
 {
     bool nameable = r && pk_record_can_name(r, val);
-    enum gm_status st = intern_stack(b, val, !nameable && !pk_is_transient(val), stack);
+    enum gm_status st = snap_intern_stack(b, val, !nameable && !pk_is_transient(val), stack);
     if (st == GM_OK && nameable)
         (void)pk_record_name(r, val, *stack);
     return st;
@@ -86,14 +86,14 @@ static inline __attribute__((always_inline)) enum gm_status read_field(struct bu
     enum gm_status st = GM_OK;
     switch (w) {
     case W_ACTION: {
-        enum word a = word_of(b, val);
+        enum word a = snap_word_of(b, val);
         s->has_action = true;
         if (a >= W_A_ALLOC && a <= W_A_OOM) {
             e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
         } else {
             e->action = GM_ACTION_OTHER;
             if (pk_is_str(val))
-                st = intern_str(b, val, "action", &s->x.action_name);
+                st = snap_intern_str(b, val, "action", &s->x.action_name);
             s->has_extra = true;
         }
         break;
@@ -125,20 +125,20 @@ static inline __attribute__((always_inline)) enum gm_status read_field(struct bu
     case W_COMPILE_CONTEXT:
         b->any_compile_ctx = true;
         if (pk_is_str(val)) {
-            st = intern_str(b, val, "compile_context", &s->x.compile_context);
+            st = snap_intern_str(b, val, "compile_context", &s->x.compile_context);
             s->has_extra = true;
         }
         break;
     case W_USER_METADATA:
         b->any_user_meta = true;
         if (pk_is_str(val)) {
-            st = intern_str(b, val, "user_metadata", &s->x.user_metadata);
+            st = snap_intern_str(b, val, "user_metadata", &s->x.user_metadata);
             s->has_extra = true;
         }
         break;
     case W_POOL_ID:
         b->any_g9 = true;
-        st = get_pair(b, "trace entry", s->ei, w, val, s->x.pool_id);
+        st = snap_get_pair(b, "trace entry", s->ei, w, val, s->x.pool_id);
         e->flags |= GM_EVENT_HAS_POOL_ID;
         s->has_extra = true;
         break;
@@ -200,7 +200,7 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
         if (!same && r->n <= 16) {
             for (uint32_t i = 0; i < r->n; i++) {
                 tr->shape_keys[i] = it[2 * i];
-                tr->shape_words[i] = (uint8_t)word_of(b, it[2 * i]);
+                tr->shape_words[i] = (uint8_t)snap_word_of(b, it[2 * i]);
             }
             tr->shape_n = r->n;
             shape_canon(tr);
@@ -227,7 +227,7 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
     } else {
         for (uint32_t i = 0; i < r->n && st == GM_OK; i++) {
             pk_val k = it[2 * i];
-            st = read_field(b, shape ? (enum word)shape[i] : word_of(b, k), it[2 * i + 1], e, &s);
+            st = read_field(b, shape ? (enum word)shape[i] : snap_word_of(b, k), it[2 * i + 1], e, &s);
         }
     }
     if (st != GM_OK)
@@ -241,7 +241,7 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
     if (e->action == GM_ACTION_OOM && s.has_device_free)
         e->addr = s.device_free;
     if (s.has_extra)
-        return intern_extra(b, &s.x, &e->extra);
+        return snap_intern_extra(b, &s.x, &e->extra);
     return GM_OK;
 }
 
@@ -273,7 +273,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     } else if (v == tr->flat_act_val[1] && v) {
         e->action = tr->flat_act[1];
     } else {
-        a = word_of(b, v);
+        a = snap_word_of(b, v);
         if (a < W_A_ALLOC || a > W_A_OOM)
             return false;
         e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
@@ -308,7 +308,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
             if (tr->flat_cc && n == tr->flat_cc_n && !memcmp(p, tr->flat_cc_p, n)) {
                 x.compile_context = tr->flat_cc;
             } else {
-                if (intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
+                if (snap_intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
                     return false;
                 tr->flat_cc = x.compile_context;
                 tr->flat_cc_p = x.compile_context; /* the interned copy has the same bytes */
@@ -324,9 +324,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         if (pk_is_token(v) && pk_token_id(v) < b->in.n_stacks) {
             e->stack = pk_token_id(v);
         } else if (pk_is_transient(v) && pk_list_items(v, &items, &n) && n) {
-            /* a new frames list: most repeat one read before (intern_stack()'s first cache) */
-            if (!stack_seen(b, items, n, &e->stack) &&
-                intern_stack(b, v, false, &e->stack) != GM_OK)
+            /* a new frames list: most repeat one read before (snap_intern_stack()'s first cache) */
+            if (!snap_stack_seen(b, items, n, &e->stack) &&
+                snap_intern_stack(b, v, false, &e->stack) != GM_OK)
                 return false;
             (void)pk_record_name(r, v, e->stack);
         } else if (pk_list_items(v, &items, &n)) {
@@ -342,7 +342,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         if (tr->flat_x_id && x.stream == tr->flat_x_stream && x.compile_context == tr->flat_x_cc) {
             e->extra = tr->flat_x_id;
         } else {
-            if (intern_extra(b, &x, &e->extra) != GM_OK)
+            if (snap_intern_extra(b, &x, &e->extra) != GM_OK)
                 return false;
             tr->flat_x_stream = x.stream;
             tr->flat_x_cc = x.compile_context;
@@ -358,7 +358,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
 {
     struct stream **sp = &b->tr.streams[index];
     if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL) {
-        ev_writer_init(&(*sp)->w);
+        snap_ev_writer_init(&(*sp)->w);
         (*sp)->w.count_only = b->drop_events;
     }
     return *sp;
@@ -375,10 +375,10 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
     enum gm_status st;
     (void)err;
     if (!str)
-        return nomem(b);
+        return snap_nomem(b);
     at = str->w.pk.n_events;
     if (!str->prov)
-        ev_writer_mark(&str->w, &str->mark);
+        snap_ev_writer_mark(&str->w, &str->mark);
     if (!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, &e)) {
         st = read_event(b, r, at, &e, &str->prov_unknown);
         if (st != GM_OK) {
@@ -389,8 +389,8 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         b->tr.flat_shape = b->tr.shape_canon && b->tr.shape_n == r->n && r->n;
     }
     if (!append_event(b, &str->w, &e))
-        return nomem(b);
-    ev_sums_add(&str->prov_sums, &e);
+        return snap_nomem(b);
+    snap_ev_sums_add(&str->prov_sums, &e);
     str->prov++;
     return GM_OK;
 }
@@ -403,33 +403,33 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
         return; /* no record got this far */
     if (commit) {
         str->unknown += str->prov_unknown;
-        ev_sums_merge(&str->sums, &str->prov_sums);
+        snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->prov) {
-        ev_writer_rewind(&str->w, &str->mark);
+        snap_ev_writer_rewind(&str->w, &str->mark);
     }
     str->prov = 0;
     str->prov_unknown = 0;
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
-const struct pk_stream trace_stream_ops = {"device_traces", MAX_DEVICES, on_record, on_batch_end,
+const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record, on_batch_end,
                                            NULL};
 
-void trace_reader_release(struct trace_reader *tr)
+void snap_trace_reader_release(struct trace_reader *tr)
 {
     for (size_t i = 0; i < MAX_DEVICES; i++) {
         if (tr->streams[i]) {
-            ev_writer_release(&tr->streams[i]->w);
+            snap_ev_writer_release(&tr->streams[i]->w);
             gm_free(tr->streams[i]);
             tr->streams[i] = NULL;
         }
     }
 }
 
-enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
+enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
                           size_t *unknown, struct ev_sums *sums)
 {
-    const struct pk_node *l = as_list(v);
+    const struct pk_node *l = snap_as_list(v);
     uint32_t index;
     enum gm_status st;
     if (!l)
@@ -446,7 +446,7 @@ enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writ
             return GM_OK;
         /* the snapshot owns the events now */
         *w = str->w;
-        ev_writer_init(&str->w);
+        snap_ev_writer_init(&str->w);
         str->taken = true;
         *unknown = str->unknown;
         *sums = str->sums;
@@ -461,8 +461,8 @@ enum gm_status read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writ
         if ((st = read_event(b, &r, k, &e, unknown)) != GM_OK)
             return gm_error_prefix(b->err, "device %d", i);
         if (!append_event(b, w, &e))
-            return nomem(b);
-        ev_sums_add(sums, &e);
+            return snap_nomem(b);
+        snap_ev_sums_add(sums, &e);
     }
     return GM_OK;
 }

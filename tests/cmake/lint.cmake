@@ -1,6 +1,16 @@
 # SPDX-License-Identifier: MIT
 add_test(NAME lint/house-rules COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/lint.sh)
 
+# Symbol hygiene (nm): module-prefixed globals, and libgpumem.so exporting the public API only.
+find_program(GM_NM nm)
+if(GM_NM)
+  add_test(NAME lint/symbols
+    COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/symbols.sh $<TARGET_FILE:gpumem_static>
+      $<TARGET_FILE:gpumem_shared>)
+  # the sanitizer build adds symbols of its own
+  set_tests_properties(lint/symbols PROPERTIES LABELS no-asan)
+endif()
+
 # Static analysis of the library and CLI (cppcheck 2.10 in Debian 12): warnings, performance
 # and portability findings fail the suite.  Style-level findings are not enforced.
 find_program(GM_CPPCHECK cppcheck)

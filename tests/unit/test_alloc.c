@@ -14,6 +14,7 @@
 #include "alloc/alloc_int.h"
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/json.h"
 
 #include <stdio.h>
@@ -1059,22 +1060,22 @@ static void blockset_random(bool by_size, uint64_t seed)
             if (in[i] == grow) {
                 /* erasing or inserting what is already so: erase of an absent block fails */
                 if (!in[i])
-                    assert_false(blockset_erase(&s, &blocks[i]));
+                    assert_false(alloc_blockset_erase(&s, &blocks[i]));
                 continue;
             }
             if (grow) {
-                assert_int_equal(blockset_insert(&s, &blocks[i]), GM_OK);
+                assert_int_equal(alloc_blockset_insert(&s, &blocks[i]), GM_OK);
                 n_in++;
             } else if (op & 1) {
-                assert_true(blockset_erase(&s, &blocks[i]));
+                assert_true(alloc_blockset_erase(&s, &blocks[i]));
                 n_in--;
             } else {
                 /* erase at the position lower_bound finds for the block's own key */
                 struct blockset_ent key =
                     blockset_key(&s, blocks[i].stream, blocks[i].size, blocks[i].addr);
-                struct blockset_pos p = blockset_lower_bound(&s, &key);
+                struct blockset_pos p = alloc_blockset_lower_bound(&s, &key);
                 assert_ptr_equal(blockset_at(&s, p), &blocks[i]);
-                blockset_erase_at(&s, p);
+                alloc_blockset_erase_at(&s, p);
                 n_in--;
             }
             in[i] = grow;
@@ -1084,7 +1085,7 @@ static void blockset_random(bool by_size, uint64_t seed)
             uint64_t size = (rng_next(&r) % 42) * 512;
             uint64_t addr = (rng_next(&r) % (N + 2)) << 20;
             struct blockset_ent key = blockset_key(&s, stream, size, addr);
-            struct blockset_pos p = blockset_lower_bound(&s, &key);
+            struct blockset_pos p = alloc_blockset_lower_bound(&s, &key);
             const struct block *want = ref_lower_bound(by_size, blocks, in, N, stream, size, addr);
             const struct block *before = ref_before(by_size, blocks, in, N, stream, size, addr);
             assert_ptr_equal(blockset_at(&s, p), want);
@@ -1104,7 +1105,7 @@ static void blockset_random(bool by_size, uint64_t seed)
             check_blockset(&s, n_in);
     }
     check_blockset(&s, n_in);
-    blockset_release(&s);
+    alloc_blockset_release(&s);
     free(in);
     free(blocks);
 }

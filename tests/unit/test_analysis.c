@@ -15,6 +15,7 @@
 #include "base/path.h"
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
+#include "gpumem/internal/alloc_hooks.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -15,6 +15,7 @@
 #include "base/reader.h"
 #include "base/vec.h"
 #include "gpumem/gpumem.h"
+#include "gpumem/internal/alloc_hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

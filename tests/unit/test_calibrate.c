@@ -20,6 +20,7 @@
 #include "gpumem/arena.h"
 #include "gpumem/estimate.h"
 #include "gpumem/example.h"
+#include "gpumem/internal/alloc_hooks.h"
 
 #include <jansson.h>
 #include <math.h>

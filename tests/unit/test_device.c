@@ -15,6 +15,7 @@
 #include "device/device_int.h"
 #include "gpumem/arena.h"
 #include "gpumem/device.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/watch.h"
 
 #include <errno.h>

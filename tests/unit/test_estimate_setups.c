@@ -11,6 +11,7 @@
 
 #include "gpumem/arena.h"
 #include "gpumem/estimate.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/units.h"
 
 #include <stdio.h>

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/modelfile.h"
 #include "modelfile_build.h"
 

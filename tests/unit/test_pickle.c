@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "gpumem/internal/alloc_hooks.h"
 #include "pickle/pickle.h"
 
 #include <string.h>

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "gpumem/arena.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/replay.h"
 
 #include <string.h>

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "gpumem/arena.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/sheet.h"
 
 #include <stdio.h>

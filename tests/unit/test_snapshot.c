@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "snapshot/snapshot_int.h"
 
 #include <fcntl.h>

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpumem/arena.h"
+#include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/measure.h"
 #include "gpumem/sweep.h"
 
