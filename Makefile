@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Thin wrapper around CMake.  `make` builds, `make test` runs the suite, `make check` is what
-# CI runs (warnings as errors, then the whole suite again under ASan+UBSan), `make demo` runs
-# the main job on bundled data.
+# CI runs (warnings as errors, then the whole suite again under ASan+UBSan, then the commands
+# that read files in threads under ThreadSanitizer), `make demo` runs the main job on bundled
+# data.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
@@ -9,7 +10,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 BENCH_SIZES ?= 100M 1G
 
-.PHONY: all build test check asan demo install uninstall clean format bench fuzz
+.PHONY: all build test check asan tsan demo install uninstall clean format bench fuzz
 
 all: build
 
@@ -29,11 +30,20 @@ asan:
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -LE no-asan
 
+# ThreadSanitizer on the commands that read files in threads: only the CLI is built.
+tsan:
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_TSAN=ON -DGM_WERROR=ON \
+	  -DCMAKE_C_COMPILER=$${CC:-cc}
+	cmake --build build-tsan -j $(JOBS) --target gpumem
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -L threads
+
 check:
 	cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_WERROR=ON
 	cmake --build build-ci -j $(JOBS)
 	cd build-ci && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) asan
+	$(MAKE) tsan
 
 demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem

@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel chromium"
+pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel pyflakes3 pycodestyle chromium"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -51,6 +51,7 @@ def _devices():
 
     return Devices()
 
+
 __all__ = ["Measure", "OUTPUT_ENV", "MARK_PREFIX", "phase", "record", "series", "environment"]
 
 SCHEMA = "gpumem.measure/1"

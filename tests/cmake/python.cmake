@@ -53,6 +53,17 @@ if(NOT GM_SANITIZE)
     LABELS no-asan)
 endif()
 
+# The package's Python: it compiles, pyflakes finds nothing (unused names, undefined names,
+# shadowed imports), and pycodestyle's conventions hold (Debian's pyflakes3 and pycodestyle,
+# scripts/install-deps.sh).
+find_program(GM_PYFLAKES pyflakes3)
+find_program(GM_PYCODESTYLE pycodestyle)
+if(GM_PYFLAKES AND GM_PYCODESTYLE)
+  add_test(NAME lint/python
+    COMMAND sh -c "cd '${PROJECT_SOURCE_DIR}' && PYTHONPYCACHEPREFIX='${PROJECT_BINARY_DIR}/pycache' python3 -m py_compile python/gpumem/*.py setup.py && '${GM_PYFLAKES}' python/gpumem setup.py && '${GM_PYCODESTYLE}' --max-line-length=130 python/gpumem setup.py")
+  set_tests_properties(lint/python PROPERTIES LABELS no-asan)
+endif()
+
 # The extension's C source follows the house format too (lint/format covers src cli include tests).
 if(GM_CLANG_FORMAT)
   add_test(NAME lint/format-python
