@@ -106,7 +106,8 @@ static size_t ent_lower_bound(const struct blockset_ent *e, size_t n,
     return lo;
 }
 
-struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key)
+struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
+                                               const struct blockset_ent *key)
 {
     struct blockset_pos p;
     p.c = ent_lower_bound(s->last, s->n_chunks, key);

@@ -76,7 +76,8 @@ struct blockset_pos {
 };
 
 /* the first element not less than 'key' */
-struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s, const struct blockset_ent *key);
+struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
+                                               const struct blockset_ent *key);
 /* Room for 'extra' (at most GM_BLOCKSET_SPARE) more inserts, so that the inserts of an
  * operation cannot fail half-way through it: every mutating operation reserves first. */
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra);

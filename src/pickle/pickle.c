@@ -873,8 +873,8 @@ static enum gm_status run(struct vm *vm)
             if (vm->n_marks >= vm->marks_max)
                 return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: nesting deeper than %zu MARKs",
                                vm->marks_max);
-            if (vm->n_marks == vm->marks_cap &&
-                !pk_vm_grow(vm, (void **)&vm->marks, &vm->marks_cap, vm->n_marks + 1, sizeof(size_t)))
+            if (vm->n_marks == vm->marks_cap && !pk_vm_grow(vm, (void **)&vm->marks, &vm->marks_cap,
+                                                            vm->n_marks + 1, sizeof(size_t)))
                 return pk_vm_nomem(vm, off);
             vm->marks[vm->n_marks++] = vm->sp;
             if (vm->stream && !vm->general_only && vm->sp &&
@@ -1024,10 +1024,10 @@ static enum gm_status run(struct vm *vm)
         case OP_EMPTY_DICT:
         case OP_EMPTY_SET: {
             struct pk_node *n = pk_vm_new_node(vm,
-                                            op == OP_EMPTY_LIST   ? PK_LIST
-                                            : op == OP_EMPTY_DICT ? PK_DICT
-                                                                  : PK_SET,
-                                            0);
+                                               op == OP_EMPTY_LIST   ? PK_LIST
+                                               : op == OP_EMPTY_DICT ? PK_DICT
+                                                                     : PK_SET,
+                                               0);
             if (!n)
                 return pk_vm_nomem(vm, off);
             CHECK(push(vm, (pk_val)(uintptr_t)n, off));

@@ -430,7 +430,7 @@ static bool extra_eq(void *ctx, uint64_t id)
 }
 
 enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
-                            uint32_t *out)
+                                 uint32_t *out)
 {
     struct extra_eq_ctx c = {b, x};
     uint64_t h;

@@ -272,16 +272,16 @@ static inline bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
     *arr = gm_vec_grow(*arr, cap, need, elem, 0, NULL);
     return need <= *cap;
 }
-enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                        const char *want);
-enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                            uint64_t *out);
+enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key,
+                             pk_val v, const char *want);
+enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key,
+                                 pk_val v, uint64_t *out);
 enum gm_status snap_get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
-                             pk_val v, uint64_t *out);
-enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                            int64_t *out);
-enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                        int64_t out[2]);
+                                  pk_val v, uint64_t *out);
+enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key,
+                                 pk_val v, int64_t *out);
+enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key,
+                             pk_val v, int64_t out[2]);
 const struct pk_node *snap_as_list(pk_val v);
 
 /* An unsigned field (an address, a stream handle): a negative value keeps its two's
@@ -322,7 +322,7 @@ enum gm_status snap_intern_stack(struct builder *b, pk_val v, bool by_handle, ui
 /* The stack of a transient list already read (a hash of its frame objects), or false. */
 bool snap_stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
 enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
-                            uint32_t *out);
+                                 uint32_t *out);
 /* Move the interned frames, stacks and extras into the snapshot. */
 enum gm_status snap_intern_finish(struct builder *b);
 
@@ -338,6 +338,6 @@ void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
 void snap_trace_reader_release(struct trace_reader *tr);
 /* The events of device_traces[i], list 'v' (streamed or not), into trace 'w'. */
 enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
-                          size_t *unknown, struct ev_sums *sums);
+                               size_t *unknown, struct ev_sums *sums);
 
 #endif

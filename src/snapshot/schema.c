@@ -100,8 +100,8 @@ static const char *article(const char *type)
     return strchr("aeiou", type[0]) ? "an" : "a";
 }
 
-enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                        const char *want)
+enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enum word key,
+                             pk_val v, const char *want)
 {
     const char *t = pk_type_name(v);
     uint64_t u;
@@ -115,8 +115,8 @@ enum gm_status snap_bad_type(struct builder *b, const char *where, size_t i, enu
                    article(t), t, want);
 }
 
-enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                            uint64_t *out)
+enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i, enum word key,
+                                 pk_val v, uint64_t *out)
 {
     int64_t s;
     if (pk_get_u64(v, out))
@@ -129,7 +129,7 @@ enum gm_status snap_get_u64_slow(struct builder *b, const char *where, size_t i,
 }
 
 enum gm_status snap_get_size_slow(struct builder *b, const char *where, size_t i, enum word key,
-                             pk_val v, uint64_t *out)
+                                  pk_val v, uint64_t *out)
 {
     int64_t s;
     if (pk_get_u64(v, out))
@@ -141,16 +141,16 @@ enum gm_status snap_get_size_slow(struct builder *b, const char *where, size_t i
     return snap_bad_type(b, where, i, key, v, "an int");
 }
 
-enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                            int64_t *out)
+enum gm_status snap_get_i64_slow(struct builder *b, const char *where, size_t i, enum word key,
+                                 pk_val v, int64_t *out)
 {
     if (pk_get_i64(v, out))
         return GM_OK;
     return snap_bad_type(b, where, i, key, v, "an int");
 }
 
-enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key, pk_val v,
-                        int64_t out[2])
+enum gm_status snap_get_pair(struct builder *b, const char *where, size_t i, enum word key,
+                             pk_val v, int64_t out[2])
 {
     const struct pk_node *t = pk_node(v);
     if (!t || (t->kind != PK_TUPLE && t->kind != PK_LIST) || t->len != 2 ||

@@ -227,7 +227,8 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
     } else {
         for (uint32_t i = 0; i < r->n && st == GM_OK; i++) {
             pk_val k = it[2 * i];
-            st = read_field(b, shape ? (enum word)shape[i] : snap_word_of(b, k), it[2 * i + 1], e, &s);
+            st = read_field(b, shape ? (enum word)shape[i] : snap_word_of(b, k), it[2 * i + 1], e,
+                            &s);
         }
     }
     if (st != GM_OK)
@@ -412,8 +413,8 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
-const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record, on_batch_end,
-                                           NULL};
+const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record,
+                                                on_batch_end, NULL};
 
 void snap_trace_reader_release(struct trace_reader *tr)
 {
@@ -427,7 +428,7 @@ void snap_trace_reader_release(struct trace_reader *tr)
 }
 
 enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,
-                          size_t *unknown, struct ev_sums *sums)
+                               size_t *unknown, struct ev_sums *sums)
 {
     const struct pk_node *l = snap_as_list(v);
     uint32_t index;
