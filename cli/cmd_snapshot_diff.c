@@ -9,18 +9,6 @@
 
 #include <inttypes.h>
 
-static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
-                                           const struct gm_snapshot *a, const struct gm_snapshot *b,
-                                           uint32_t *stack)
-{
-    if (s->stack[0] != UINT32_MAX) {
-        *stack = s->stack[0];
-        return a;
-    }
-    *stack = s->stack[1];
-    return b;
-}
-
 static void print_device(const struct gm_analysis_diff_device *d, const struct gm_snapshot *sa,
                          const struct gm_snapshot *sb, uint64_t top)
 {
@@ -57,7 +45,7 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
         if (!s->bytes[0] && !s->bytes[1] && s->total[0] == s->total[1])
             continue;
         uint32_t stack;
-        const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
+        const struct gm_snapshot *snap = gm_analysis_diff_site_stack(s, sa, sb, &stack);
         snapcli_stack_line(line, sizeof(line), snap, stack, s->apart);
         printf(
             "  %12s %12s %12s  %-8s %s\n", ana_cli_delta(b3, sizeof(b3), s->bytes[0], s->bytes[1]),

@@ -40,14 +40,6 @@ static void print_setting(const struct gm_snapshot_setting *s)
     }
 }
 
-static uint64_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
-{
-    uint64_t n = 0;
-    for (size_t d = 0; d < snap->n_devices; d++)
-        n += snap->devices[d].n_actions[a];
-    return n;
-}
-
 static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
@@ -76,7 +68,7 @@ static void info_text(const char *path, const struct gm_snapshot *s)
     if (s->n_events) {
         const char *sep = " (";
         for (int a = 0; a < GM_ACTION_COUNT; a++) {
-            uint64_t n = count_action(s, (enum gm_snapshot_action)a);
+            uint64_t n = gm_snapshot_action_count(s, (enum gm_snapshot_action)a);
             if (n) {
                 printf("%s%s %" PRIu64, sep, gm_snapshot_action_name((enum gm_snapshot_action)a),
                        n);

@@ -728,6 +728,12 @@ enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_ana
                                 struct gm_analysis_diff **out, struct gm_error *err);
 void gm_analysis_diff_free(struct gm_analysis_diff *d);
 
+/* The representative stack of site 's' into *stack and the snapshot it belongs to: A's when
+ * the site is in A ('a', the first snapshot compared), else B's ('b'). */
+const struct gm_snapshot *gm_analysis_diff_site_stack(const struct gm_analysis_diff_site *s,
+                                                      const struct gm_snapshot *a,
+                                                      const struct gm_snapshot *b, uint32_t *stack);
+
 /* ---- ranks: several snapshots of one job (rank*.pickle) ----
  *
  * Each file is a rank, whatever its device index: torchrun gives rank N the device N, so the

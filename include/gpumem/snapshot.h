@@ -328,6 +328,9 @@ struct gm_snapshot {
     bool events_dropped; /* loaded with gm_snapshot_opts.drop_events: no cursor reads any */
 };
 
+/* The trace events of action 'a' over every device of 'snap' (their n_actions summed). */
+uint64_t gm_snapshot_action_count(const struct gm_snapshot *snap, enum gm_snapshot_action a);
+
 /* Which reader turns the pickle's trace entries into events.  Both give the same
  * snapshot; AUTO reads the usual batches of trace entries with the flat reader (decoded
  * straight from the bytes, pickle.h) and everything else with the general one; GENERAL

@@ -113,14 +113,6 @@ static void json_setting(struct gm_json *w, const struct gm_snapshot_setting *s)
     }
 }
 
-static uint64_t count_action(const struct gm_snapshot *snap, enum gm_snapshot_action a)
-{
-    uint64_t n = 0;
-    for (size_t d = 0; d < snap->n_devices; d++)
-        n += snap->devices[d].n_actions[a];
-    return n;
-}
-
 static void info_doc(struct gm_json *w, const char *path, const struct gm_snapshot *s)
 {
     gm_json_kv_str(w, "file", path);
@@ -156,7 +148,7 @@ static void info_doc(struct gm_json *w, const char *path, const struct gm_snapsh
     gm_json_begin_object(w);
     for (int a = 0; a < GM_ACTION_COUNT; a++)
         gm_json_kv_u64(w, gm_snapshot_action_name((enum gm_snapshot_action)a),
-                       count_action(s, (enum gm_snapshot_action)a));
+                       gm_snapshot_action_count(s, (enum gm_snapshot_action)a));
     gm_json_end_object(w);
     if (s->has_time) {
         gm_json_kv_i64(w, "time_first_us", s->time_first_us);
@@ -615,18 +607,6 @@ static void oom_doc(struct gm_json *w, const struct gm_analysis *an, bool series
 
 /* ---- diff ---- */
 
-static const struct gm_snapshot *site_snap(const struct gm_analysis_diff_site *s,
-                                           const struct gm_snapshot *a, const struct gm_snapshot *b,
-                                           uint32_t *stack)
-{
-    if (s->stack[0] != UINT32_MAX) {
-        *stack = s->stack[0];
-        return a;
-    }
-    *stack = s->stack[1];
-    return b;
-}
-
 static void json_pair(struct gm_json *w, const char *key, uint64_t a, uint64_t b)
 {
     gm_json_key(w, key);
@@ -668,7 +648,7 @@ static void diff_device(struct gm_json *w, const struct gm_analysis_diff_device 
     for (size_t i = 0; i < d->n_sites && (!top || i < top); i++) {
         const struct gm_analysis_diff_site *s = &d->sites[i];
         uint32_t stack;
-        const struct gm_snapshot *snap = site_snap(s, sa, sb, &stack);
+        const struct gm_snapshot *snap = gm_analysis_diff_site_stack(s, sa, sb, &stack);
         gm_json_begin_object(w);
         gm_json_key(w, "frames");
         json_frames(w, snap, stack);

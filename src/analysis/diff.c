@@ -355,3 +355,15 @@ void gm_analysis_diff_free(struct gm_analysis_diff *d)
     }
     gm_free(d);
 }
+
+const struct gm_snapshot *gm_analysis_diff_site_stack(const struct gm_analysis_diff_site *s,
+                                                      const struct gm_snapshot *a,
+                                                      const struct gm_snapshot *b, uint32_t *stack)
+{
+    if (s->stack[0] != UINT32_MAX) {
+        *stack = s->stack[0];
+        return a;
+    }
+    *stack = s->stack[1];
+    return b;
+}

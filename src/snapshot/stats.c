@@ -144,3 +144,11 @@ void gm_snapshot_stats_release(struct gm_snapshot_stats *st)
     gm_free(st->devices);
     memset(st, 0, sizeof(*st));
 }
+
+uint64_t gm_snapshot_action_count(const struct gm_snapshot *snap, enum gm_snapshot_action a)
+{
+    uint64_t n = 0;
+    for (size_t d = 0; d < snap->n_devices; d++)
+        n += snap->devices[d].n_actions[a];
+    return n;
+}
