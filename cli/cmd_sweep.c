@@ -245,13 +245,14 @@ int cmd_sweep(int argc, char **argv)
         goto out_abort;
     }
     if (json) {
-        if (!gm_sweep_write_json(s, &o, stdout))
+        if (gm_sweep_json(stdout, s, &o, NULL) != GM_OK)
             rc = GM_EXIT_IOERR;
     } else {
         print_result(s);
     }
     if (output) {
-        rc = gm_sweep_write_json(s, &o, out.f) ? cli_output_commit(&out, argv[0]) : GM_EXIT_IOERR;
+        rc = gm_sweep_json(out.f, s, &o, NULL) == GM_OK ? cli_output_commit(&out, argv[0])
+                                                        : GM_EXIT_IOERR;
         if (!rc && !json)
             printf("wrote %s\n", output);
         output = NULL;

@@ -79,7 +79,7 @@ struct watch_state {
 static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
 {
     (void)arg;
-    gm_watch_jsonl_sample(w, smp, stdout);
+    (void)gm_watch_jsonl_sample(stdout, w, smp, NULL); /* a write error is reported at the end */
 }
 
 /* A wait status as a shell shows it, and the signal that ended the process (0 none). */
@@ -248,7 +248,7 @@ int cmd_watch(int argc, char **argv)
     run.process_interval_ms = proc_interval;
     run.exit_status = -1;
     if (json) {
-        gm_watch_jsonl_start(&s.w, &run, stdout);
+        (void)gm_watch_jsonl_start(stdout, &s.w, &run, NULL);
         s.w.on_sample = stream_sample;
     }
 
@@ -305,7 +305,7 @@ int cmd_watch(int argc, char **argv)
     run.term_signal = term_signal;
     run.interrupted = g_stop != 0;
     if (json)
-        gm_watch_jsonl_end(&s.w, &run, stdout);
+        (void)gm_watch_jsonl_end(stdout, &s.w, &run, NULL);
     rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
     if (output) {
         int orc;
@@ -313,7 +313,7 @@ int cmd_watch(int argc, char **argv)
         if (watch_output_kind(output) == 'c')
             (void)gm_watch_write_csv(&s.w, out.f);
         else
-            (void)gm_watch_write_json(&s.w, &run, out.f);
+            (void)gm_watch_json(out.f, &s.w, &run, NULL);
         orc = cli_output_commit(&out, argv[0]);
         if (orc && rc == 0)
             rc = orc;

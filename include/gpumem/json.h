@@ -6,7 +6,15 @@
  * fixed key order (the caller's), and either pretty (2-space indent) or compact output.
  * Nesting is tracked so commas and indentation are always right; misuse (a value where a
  * key is expected, unbalanced ends) sets the writer's error flag rather than writing bad
- * JSON silently.  Doubles that are NaN or infinite are written as null. */
+ * JSON silently.  Doubles that are NaN or infinite are written as null.
+ *
+ * The library's JSON comes one way: a whole document is written by
+ *   enum gm_status gm_<what>_json(FILE *f, <what it writes>, ..., struct gm_error *err)
+ * ({"schema": "gpumem.<document>/1", "gpumem_version", ...}; GM_ERR_IO when the write
+ * fails), as gm_analysis_json(), gm_estimate_report_json(), gm_sweep_json() and
+ * gm_watch_json() do; the parts a caller composes into a document of its own are written
+ * into its writer by void gm_<what>_write_json(struct gm_json *w, ...) (gm_devices_write_json(),
+ * gm_alloc_stats_write_json()). */
 #ifndef GPUMEM_JSON_H
 #define GPUMEM_JSON_H
 

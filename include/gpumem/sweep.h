@@ -155,8 +155,10 @@ bool gm_sweep_command_uses(const struct gm_sweep *s, char *const *argv);
 enum gm_status gm_sweep_run(struct gm_sweep *s, struct gm_devices *d, const struct gm_sweep_opts *o,
                             struct gm_error *err);
 
-/* The sweep as one JSON document, schema gpumem.sweep/1.  false on a write error. */
-bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o, FILE *f);
+/* Write the sweep as one JSON document, schema gpumem.sweep/1, to 'f'.  Errors:
+ * GM_ERR_IO. */
+enum gm_status gm_sweep_json(FILE *f, const struct gm_sweep *s, const struct gm_sweep_opts *o,
+                             struct gm_error *err);
 
 /* Read a gpumem.sweep/1 document back into 's' (for gpumem sheet).  GM_ERR_FORMAT when it
  * is not one, GM_ERR_LIMIT for more values or runs than a sweep holds. */

@@ -223,14 +223,18 @@ bool gm_watch_write_csv(const struct gm_watch *w, FILE *f);
 /* The whole run as one JSON document, schema gpumem.watch/1: command, intervals, outcome,
  * the command's peak, devices (watch order), processes (first-seen order), samples (time
  * order).  Times are integer milliseconds since the start (*_ms). */
-bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
+enum gm_status gm_watch_json(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run,
+                             struct gm_error *err);
 
 /* JSON Lines, one object per line, flushed (schema gpumem.watch.stream/1): a "start" line
  * (command, devices, baselines), a "device" or "process" line per sample, an "end" line
- * with the summary members of gm_watch_write_json(). */
-bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
-bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sample *s, FILE *f);
-bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f);
+ * with the summary members of gm_watch_json().  Errors: GM_ERR_IO. */
+enum gm_status gm_watch_jsonl_start(FILE *f, const struct gm_watch *w,
+                                    const struct gm_watch_run *run, struct gm_error *err);
+enum gm_status gm_watch_jsonl_sample(FILE *f, const struct gm_watch *w,
+                                     const struct gm_watch_sample *s, struct gm_error *err);
+enum gm_status gm_watch_jsonl_end(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run,
+                                  struct gm_error *err);
 
 /* ---- running a command and sampling it ---- */
 

@@ -647,7 +647,16 @@ static void write_sample(struct gm_json *j, const struct gm_watch *w,
     gm_json_kv_str(j, "attribution", attr_key(s->attr));
 }
 
-bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
+/* The status of a JSON write: GM_ERR_IO when it failed. */
+static enum gm_status json_done(struct gm_json *j, struct gm_error *err)
+{
+    if (!gm_json_finish(j))
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the watch JSON failed");
+    return GM_OK;
+}
+
+enum gm_status gm_watch_json(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run,
+                             struct gm_error *err)
 {
     struct gm_json j;
 
@@ -666,10 +675,11 @@ bool gm_watch_write_json(const struct gm_watch *w, const struct gm_watch_run *ru
     }
     gm_json_end_array(&j);
     gm_json_end_object(&j);
-    return gm_json_finish(&j);
+    return json_done(&j, err);
 }
 
-bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
+enum gm_status gm_watch_jsonl_start(FILE *f, const struct gm_watch *w,
+                                    const struct gm_watch_run *run, struct gm_error *err)
 {
     struct gm_json j;
     gm_json_init(&j, f, 0);
@@ -690,10 +700,11 @@ bool gm_watch_jsonl_start(const struct gm_watch *w, const struct gm_watch_run *r
     }
     gm_json_end_array(&j);
     gm_json_end_object(&j);
-    return gm_json_finish(&j);
+    return json_done(&j, err);
 }
 
-bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sample *s, FILE *f)
+enum gm_status gm_watch_jsonl_sample(FILE *f, const struct gm_watch *w,
+                                     const struct gm_watch_sample *s, struct gm_error *err)
 {
     struct gm_json j;
     gm_json_init(&j, f, 0);
@@ -701,10 +712,11 @@ bool gm_watch_jsonl_sample(const struct gm_watch *w, const struct gm_watch_sampl
     gm_json_kv_str(&j, "type", s->pid ? "process" : "device");
     write_sample(&j, w, s);
     gm_json_end_object(&j);
-    return gm_json_finish(&j);
+    return json_done(&j, err);
 }
 
-bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run, FILE *f)
+enum gm_status gm_watch_jsonl_end(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run,
+                                  struct gm_error *err)
 {
     struct gm_json j;
     gm_json_init(&j, f, 0);
@@ -712,7 +724,7 @@ bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run
     gm_json_kv_str(&j, "type", "end");
     write_summary(&j, w, run);
     gm_json_end_object(&j);
-    return gm_json_finish(&j);
+    return json_done(&j, err);
 }
 
 /* ------------------------------------------------------------------------------------ */

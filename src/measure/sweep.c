@@ -527,7 +527,8 @@ static void kv_reading(struct gm_json *w, const char *key, struct gm_reading r)
         gm_json_kv_null(w, key);
 }
 
-bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o, FILE *f)
+enum gm_status gm_sweep_json(FILE *f, const struct gm_sweep *s, const struct gm_sweep_opts *o,
+                             struct gm_error *err)
 {
     struct gm_json w;
     enum gm_sweep_end end = gm_sweep_end(s);
@@ -612,7 +613,9 @@ bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o
         gm_json_u64(&w, s->values[i]);
     gm_json_end_array(&w);
     gm_json_end_object(&w);
-    return gm_json_finish(&w);
+    if (!gm_json_finish(&w))
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the sweep document failed");
+    return GM_OK;
 }
 
 static int index_of(const char *const *names, size_t n, const char *s)

@@ -699,7 +699,7 @@ static void test_watch_json(void **state)
     assert_int_equal(gm_watch_process_sample(&w, 250, 0, p, a, names, 1, &e), GM_OK);
     f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_true(gm_watch_write_json(&w, &run, f));
+    assert_int_equal(gm_watch_json(f, &w, &run, NULL), GM_OK);
     fclose(f);
     root = json_loads(buf, 0, &jerr);
     assert_non_null(root);

@@ -179,7 +179,7 @@ static void test_json_round_trip(void **state)
     snprintf(s.runs[n - 1].phase, sizeof(s.runs[n - 1].phase), "optimizer_step");
     f = open_memstream(&text, &len);
     assert_non_null(f);
-    assert_true(gm_sweep_write_json(&s, NULL, f));
+    assert_int_equal(gm_sweep_json(f, &s, NULL, NULL), GM_OK);
     fclose(f);
     assert_int_equal(gm_sweep_load_mem(&back, text, len, NULL), GM_OK);
     assert_string_equal(back.param, "batch");
