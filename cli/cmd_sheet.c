@@ -14,6 +14,7 @@ int cmd_sheet(int argc, char **argv)
 {
     const char *output = NULL;
     bool html = false, force = false;
+    uint64_t memory_limit = 0;
     int n_pos = 0, rc = 0;
     struct gm_sheet *sh = NULL;
     struct gm_error err;
@@ -24,6 +25,10 @@ int cmd_sheet(int argc, char **argv)
         OPT_STRING("output", 'o', &output, "FILE",
                    "write to FILE (never replaced unless --force); HTML when it ends in .html"),
         OPT_FLAG("force", 'f', &force, "replace --output if it exists"),
+        OPT_SIZE("memory-limit", 0, &memory_limit, "SIZE",
+                 "memory reading one file may take, its text and parsed JSON together (default: "
+                 "64 MiB + 24 x its size, at most 64 MiB of text)",
+                 NULL),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -49,6 +54,7 @@ int cmd_sheet(int argc, char **argv)
     }
     if (gm_sheet_new(&sh, &err) != GM_OK)
         return cli_fail(argv[0], &err);
+    gm_sheet_set_memory_limit(sh, memory_limit);
     for (int i = 1; i <= n_pos; i++)
         if (gm_sheet_add_file(sh, argv[i], &err) != GM_OK) {
             rc = cli_fail(argv[0], &err);

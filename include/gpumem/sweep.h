@@ -157,10 +157,11 @@ enum gm_status gm_sweep_run(struct gm_sweep *s, struct gm_devices *d, const stru
 /* The sweep as one JSON document, schema gpumem.sweep/1.  false on a write error. */
 bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o, FILE *f);
 
-/* Read a gpumem.sweep/1 document back into 's' (for gpumem sheet).  GM_ERR_FORMAT when it
- * is not one, GM_ERR_LIMIT for more values or runs than a sweep holds. */
+/* Read a gpumem.sweep/1 document back into 's' (for gpumem sheet), parsing it within
+ * 'memory_limit' bytes (0: a budget relative to its size).  GM_ERR_FORMAT when it is not
+ * one, GM_ERR_LIMIT for more values or runs than a sweep holds or over the memory limit. */
 enum gm_status gm_sweep_load_mem(struct gm_sweep *s, const void *data, size_t len,
-                                 struct gm_error *err);
+                                 uint64_t memory_limit, struct gm_error *err);
 
 #ifdef __cplusplus
 }

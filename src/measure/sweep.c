@@ -24,6 +24,7 @@
 
 #include "base/buf.h"
 #include "base/json_in.h"
+#include "base/json_load.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -672,17 +673,16 @@ static enum gm_status load_run(const json_t *j, struct gm_sweep_run *r, size_t i
 }
 
 enum gm_status gm_sweep_load_mem(struct gm_sweep *s, const void *data, size_t len,
-                                 struct gm_error *err)
+                                 uint64_t memory_limit, struct gm_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root;
     const json_t *values, *runs, *settings;
     const char *schema;
-    enum gm_status st = GM_OK;
+    enum gm_status st;
 
     memset(s, 0, sizeof(*s));
-    if (!root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)jerr.position, "not JSON: %s", jerr.text);
+    if ((st = gm_json_load_limit(data, len, 0, memory_limit, &root, err)) != GM_OK)
+        return st;
     schema = gm_jin_str(root, "schema");
     values = gm_jin_array(root, "values");
     runs = gm_jin_array(root, "runs");
