@@ -44,9 +44,13 @@ struct snap_input {
     bool gzip;
 };
 
+/* The most a spool holds when the caller gives no memory limit (bytes). */
+#define GM_SNAPSHOT_SPOOL_MAX ((uint64_t)16 << 30)
+
 /* Make 'fd' (named 'name' in messages; a regular file or a stream: pipe, socket, terminal)
  * ready to map: gzip is inflated and a stream copied into a spool of at most 'cap' bytes
- * (GM_ERR_LIMIT past it).  A directory is GM_ERR_NOENT, a zip archive or other compression
+ * (UINT64_MAX: GM_SNAPSHOT_SPOOL_MAX or 90% of the space left under the spool, whichever
+ * is less; GM_ERR_LIMIT past it), its first bytes checked as they arrive.  A directory is GM_ERR_NOENT, a zip archive or other compression
  * GM_ERR_FORMAT naming it (snap_input_sniff()), a compressed file that
  * ends before the size it had when opened GM_ERR_IO "the file changed while being read". */
 enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct snap_input *in,
@@ -67,6 +71,11 @@ enum gm_status snap_input_explain(const unsigned char *p, size_t n, const char *
                                   bool compressed, struct gm_error *err);
 
 void snap_input_close(struct snap_input *in);
+
+/* The most a spool on 'fd' may hold when the caller gave 'cap' (UINT64_MAX: none): the cap,
+ * or GM_SNAPSHOT_SPOOL_MAX and 90% of what the filesystem under 'fd' has left, whichever is
+ * less. */
+uint64_t snap_spool_bound(int fd, uint64_t cap);
 
 /* ---- schema.c: every string the schema gives meaning to ---- */
 enum word {

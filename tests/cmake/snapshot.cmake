@@ -37,3 +37,10 @@ if(GM_PYTHON3)
     COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/cli_html_agree.py $<TARGET_FILE:gpumem>)
   set_tests_properties(snapshot/cli-html-agree PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
 endif()
+if(GM_PYTHON3)
+  # standard input and gzip'd files: their first bytes checked as they arrive, the spool
+  # bounded (a stream of zeros costs its first bytes, not a copy of it)
+  add_test(NAME snapshot/spool
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/spool.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/spool PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()

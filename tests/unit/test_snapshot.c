@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "snapshot/load_int.h"
 #include "snapshot/snapshot_int.h"
 
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -894,6 +896,25 @@ static void test_stack_view(void **state)
     assert_int_equal(apart[1], -1);
 }
 
+/* The spool of a pipe or a gzip'd file is bounded when the caller gives no limit: at most
+ * GM_SNAPSHOT_SPOOL_MAX and 90% of the space left where it is written, so that an endless
+ * stream never fills the disk; a limit the caller gives is the bound. */
+static void test_spool_bound(void **state)
+{
+    FILE *t = tmpfile();
+    struct statvfs vfs;
+    uint64_t bound;
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(fstatvfs(fileno(t), &vfs), 0);
+    bound = snap_spool_bound(fileno(t), UINT64_MAX);
+    assert_true(bound <= GM_SNAPSHOT_SPOOL_MAX);
+    assert_true(bound <= (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9 + vfs.f_frsize);
+    assert_true(bound > 0);
+    assert_int_equal(snap_spool_bound(fileno(t), 12345), 12345);
+    fclose(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -910,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_passes),
         cmocka_unit_test(test_user_frames),
         cmocka_unit_test(test_stack_view),
+        cmocka_unit_test(test_spool_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
