@@ -141,6 +141,9 @@ bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id);
 
 struct pk_opts {
     size_t max_memory;  /* bytes for nodes, memo and stack together; 0: no cap */
+    bool limit_given;   /* max_memory is the user's, not a default (for the message) */
+    size_t *shared;     /* NULL, or the bytes the consumer holds under the same max_memory: the
+                           parse adds its own while it holds them, and the cap bounds the sum */
     uint32_t max_depth; /* open MARKs at one time; 0: 1000 */
     uint32_t max_stack; /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);

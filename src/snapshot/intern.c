@@ -59,7 +59,7 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
     if (!hmap_put(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
         return nomem(b);
     *idx = (uint32_t)b->in.n_strs++;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
@@ -236,7 +236,7 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     if (!hmap_put(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return nomem(b);
     *out = id;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 struct stack_eq_ctx {
@@ -398,7 +398,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
     ldc->key = (uint64_t)v;
     ldc->val = id;
     *out = id;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out)
@@ -436,6 +436,7 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
     uint64_t h;
     struct dm_entry *dc;
     uint32_t id;
+    enum gm_status st;
     if (b->in.last_extra && extra_eq(&c, b->in.last_extra - 1)) {
         *out = b->in.last_extra;
         return GM_OK;
@@ -459,11 +460,38 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
         id = (uint32_t)b->in.n_extras++;
         if (!hmap_put(&b->in.extra_by_content, h, id))
             return nomem(b);
+        if ((st = intern_charge(b)) != GM_OK)
+            return st;
     }
     dc->key = h;
     dc->val = id;
     b->in.last_extra = id + 1;
     *out = id + 1;
+    return GM_OK;
+}
+
+static size_t hmap_bytes(const struct hmap *m)
+{
+    return m->cap * (sizeof(*m->keys) + sizeof(*m->vals));
+}
+
+enum gm_status intern_charge(struct builder *b)
+{
+    const struct interner *in = &b->in;
+    size_t now = in->cap_strs * (sizeof(*in->strs) + sizeof(*in->str_lens)) +
+                 in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
+                 in->cap_sig_pool * sizeof(*in->sig_pool) +
+                 in->cap_stacks * sizeof(*in->stacks) + in->cap_pool * sizeof(*in->pool) +
+                 in->cap_tmp * sizeof(*in->tmp) + in->cap_extras * sizeof(*in->extras) +
+                 hmap_bytes(&in->str_by_content) + hmap_bytes(&in->frame_by_node) +
+                 hmap_bytes(&in->frame_by_content) + hmap_bytes(&in->sig_map) +
+                 hmap_bytes(&in->stack_by_content) + hmap_bytes(&in->extra_by_content);
+    *b->held = *b->held - b->in.heap_bytes + now;
+    b->in.heap_bytes = now;
+    if (b->arena->cap && *b->held > b->arena->cap) {
+        b->arena->limit_hit = true;
+        return nomem(b);
+    }
     return GM_OK;
 }
 

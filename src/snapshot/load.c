@@ -245,7 +245,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     struct pk_doc doc;
     struct builder *b;
     struct snap_impl *impl;
-    size_t cap;
+    size_t cap, held = 0;
     enum gm_status st;
     struct gm_error local;
 
@@ -269,6 +269,11 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
     }
     gm_arena_init(&impl->arena, cap);
+    /* one cap for everything the load holds: the snapshot's arena, the parse's nodes and
+     * arrays, the packed traces and the interner's tables */
+    gm_arena_share(&impl->arena, &held);
+    b->held = &held;
+    b->limit_given = opts && opts->max_memory;
     impl->pub.file_size = len;
     impl->pub.pickle_size = len;
     b->doc = &doc;
@@ -278,6 +283,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
 
     memset(&po, 0, sizeof(po));
     po.max_memory = cap;
+    po.limit_given = opts && opts->max_memory;
+    po.shared = &held;
     po.max_depth = opts ? opts->max_depth : 0;
     if (opts) {
         po.progress = opts->progress;
@@ -315,6 +322,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     builder_release(b);
     gm_free(b);
+    gm_arena_share(&impl->arena, NULL);
     if (st != GM_OK) {
         gm_snapshot_free(&impl->pub);
         return st;

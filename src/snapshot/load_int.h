@@ -208,6 +208,8 @@ struct interner {
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+
+    size_t heap_bytes; /* what the arrays and maps above hold, counted in builder.held */
 };
 
 /* ---- trace.c ---- */
@@ -260,10 +262,13 @@ struct builder {
     struct gm_arena *arena;
     struct gm_error *err;
     size_t ev_bytes; /* held by the packed traces, counted against the arena's cap */
+    size_t *held;    /* bytes the whole load holds under the cap: the arena's, the parse's,
+                        the traces' and the interner's (gm_arena_share()) */
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
     bool drop_events; /* gm_snapshot_opts.drop_events */
+    bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
         any_g9, settings_g7;
@@ -315,6 +320,9 @@ static inline enum gm_status get_i64(struct builder *b, const char *where, size_
 
 /* intern.c */
 void interner_release(struct interner *in);
+/* Count what the interner's arrays and maps hold now against the load's memory cap;
+ * GM_ERR_LIMIT past it. */
+enum gm_status intern_charge(struct builder *b);
 enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
 enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out);
 /* The stack id of frames list 'v'; 'by_handle': the list may be remembered by its handle

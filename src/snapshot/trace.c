@@ -42,11 +42,13 @@ void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
  * snapshot's arena. */
 static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
 {
-    size_t before = ev_writer_capacity(w);
+    size_t before = ev_writer_capacity(w), grew;
     if (!ev_writer_append(w, e))
         return false;
-    b->ev_bytes += ev_writer_capacity(w) - before;
-    if (b->arena->cap && b->ev_bytes + b->arena->used > b->arena->cap) {
+    grew = ev_writer_capacity(w) - before;
+    b->ev_bytes += grew;
+    *b->held += grew;
+    if (b->arena->cap && *b->held > b->arena->cap) {
         b->arena->limit_hit = true;
         return false;
     }

@@ -185,7 +185,7 @@ class Errors(TempDir):
         path = example_snapshot(self.path("ex.pickle"))
         with self.assertRaises(gpumem.FormatError) as cm:
             gpumem.Snapshot(path, max_memory=4096)
-        self.assertIn("memory cap of 4096 bytes exceeded", str(cm.exception))
+        self.assertIn("over the memory limit of 4.00 KiB", str(cm.exception))
 
     def test_not_loaded_twice(self):
         s = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))
