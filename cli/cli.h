@@ -80,7 +80,8 @@ int cli_fileno(FILE *f);
 const char *cli_errno_text(char *buf, size_t n, int e);
 
 /* An output file written atomically: to a temporary file beside 'path' (mode 0600,
- * close-on-exec, removed if SIGINT, SIGTERM or SIGHUP ends the process), then given the
+ * close-on-exec, removed if a signal ends the process: SIGINT, SIGTERM, SIGHUP and every
+ * other whose default is to terminate), then given the
  * mode of the file it replaces or 0666 less the umask, and moved into place by
  * cli_output_commit().  An existing file is replaced only with 'force', and only when it
  * is a regular file (never a directory, FIFO, device, socket or symbolic link). */

@@ -254,9 +254,11 @@ int cli_fileno(FILE *f)
     return fileno(f);
 }
 
-/* Temporary files to remove when SIGINT, SIGTERM or SIGHUP ends the process: a report
- * interrupted halfway leaves nothing beside its target.  The handler only unlinks (which
- * is async-signal-safe) and dies of the same signal. */
+/* Temporary files to remove when a signal ends the process (SIGINT, SIGTERM, SIGHUP, and
+ * the others whose default is to terminate: SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
+ * SIGVTALRM, SIGPROF, SIGXCPU): a report interrupted halfway leaves nothing beside its
+ * target.  The handler only unlinks (which is async-signal-safe) and dies of the same
+ * signal. */
 #define MAX_PENDING 4
 static char *volatile pending[MAX_PENDING];
 static volatile sig_atomic_t cleanup_installed;
@@ -272,7 +274,8 @@ static void cleanup_on_signal(int sig)
 
 static void pending_add(struct cli_output *o)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT, SIGPIPE, SIGALRM,
+                               SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU};
     o->slot = -1;
     for (int i = 0; i < MAX_PENDING; i++)
         if (!pending[i]) {

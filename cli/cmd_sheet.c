@@ -64,9 +64,12 @@ int cmd_sheet(int argc, char **argv)
         goto out_free;
     if (gm_sheet_write(sh, html ? GM_SHEET_HTML : GM_SHEET_MARKDOWN, output ? out.f : stdout,
                        &err) != GM_OK) {
-        rc = cli_fail(argv[0], &err);
+        /* a write error is named with the file and its errno: by cli_output_fail(), or
+         * for standard output by cli_stdout_end() */
         if (output)
-            cli_output_abort(&out);
+            rc = cli_output_fail(&out, argv[0], &err);
+        else
+            rc = err.code == GM_ERR_IO ? GM_EXIT_IOERR : cli_fail(argv[0], &err);
         goto out_free;
     }
     if (output) {

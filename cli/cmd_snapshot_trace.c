@@ -415,10 +415,8 @@ int cmd_snapshot_trace(int argc, char **argv)
         cli_errorf(argv[0], "out of memory");
         rc = GM_EXIT_SOFTWARE;
     }
-    if (!gm_outbuf_flush(o) || fflush(stdout) != 0 || ferror(stdout)) {
-        cli_errorf(argv[0], "writing the output failed");
-        rc = GM_EXIT_IOERR;
-    }
+    if (!gm_outbuf_flush(o) || fflush(stdout) != 0 || ferror(stdout))
+        rc = GM_EXIT_IOERR; /* said once, with its errno, by cli_stdout_end() */
     cache_release(&c);
     gm_free(o);
     gm_snapshot_free(snap);
