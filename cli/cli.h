@@ -81,8 +81,8 @@ const char *cli_errno_text(char *buf, size_t n, int e);
 
 /* An output file written atomically: to a temporary file beside 'path' (mode 0600,
  * close-on-exec, removed if a signal ends the process: SIGINT, SIGTERM, SIGHUP and every
- * other whose default is to terminate), then given the
- * mode of the file it replaces or 0666 less the umask, and moved into place by
+ * other whose default is to terminate), then given the permissions of the file it replaces
+ * (never its setuid, setgid or sticky bits) or 0666 less the umask, and moved into place by
  * cli_output_commit().  An existing file is replaced only with 'force', and only when it
  * is a regular file (never a directory, FIFO, device, socket or symbolic link). */
 struct cli_output {
@@ -99,7 +99,7 @@ struct cli_output {
 };
 
 /* The checks of cli_output_open() without creating anything, for a command to make before
- * a long piece of work: an empty name or one too long (64), a name ending in '/' (64), a
+ * a long piece of work: an empty name, '-' or one too long (64), a name ending in '/' (64), a
  * directory or an existing file (73, see above), a folder that does not exist or cannot
  * be written (73).  0, or the exit code after printing the reason. */
 int cli_output_check(const char *cmd, const char *path, bool force);

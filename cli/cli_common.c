@@ -354,6 +354,9 @@ int cli_output_check(const char *cmd, const char *path, bool force)
     base = base ? base + 1 : path;
     if (len == 0)
         return cli_usage(cmd, "the output file name is empty");
+    if (!strcmp(path, "-"))
+        return cli_usage(cmd, "'-' is no output file name: name a file ('./-' for a file named "
+                              "'-')");
     if (len >= sizeof(((struct cli_output *)NULL)->path) - 32)
         return cli_usage(cmd, "output path too long: %zu bytes (at most %zu)", len,
                          sizeof(((struct cli_output *)NULL)->path) - 33);
@@ -481,7 +484,8 @@ int cli_output_commit(struct cli_output *o, const char *cmd)
         cli_output_abort(o);
         return GM_EXIT_IOERR;
     }
-    /* --force keeps the mode of the file it replaces; a new file gets 0666 less the umask */
+    /* --force keeps the permissions of the file it replaces; a new file gets 0666 less the
+     * umask */
     if (lstat(o->path, &st) == 0) {
         int rc;
         if (o->beside && !(o->force && S_ISREG(st.st_mode))) {
@@ -495,7 +499,9 @@ int cli_output_commit(struct cli_output *o, const char *cmd)
             cli_output_abort(o);
             return rc;
         }
-        mode = st.st_mode & 07777;
+        /* the permissions, never the setuid, setgid or sticky bits: gpumem's output is no
+         * program of the file's owner */
+        mode = st.st_mode & 0777;
     }
     (void)fchmod(o->fd, mode);
     close(o->fd);

@@ -372,6 +372,20 @@ static enum gm_status load_input(int fd, const char *name, const struct gm_snaps
     }
     (void)madvise(map, (size_t)in.len, MADV_SEQUENTIAL);
     rc = load(map, (size_t)in.len, opts, true, out, err);
+    if (rc != GM_OK && rc != GM_ERR_IO && in.spool < 0) {
+        /* A file cut short inside a page reads as zeros up to the page's end, not as a
+         * fault: what the reader then met ("unknown opcode 0x00") is the change, not the
+         * file's content. */
+        struct stat now;
+        if (fstat(in.fd, &now) == 0 && (uint64_t)now.st_size != in.len) {
+            munmap(map, (size_t)in.len);
+            snap_input_close(&in);
+            return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
+                           "%s: the file changed while being read (it is %s than when it was "
+                           "opened: written again meanwhile?)",
+                           name, (uint64_t)now.st_size < in.len ? "shorter" : "longer");
+        }
+    }
     if (rc == GM_ERR_FORMAT && err && err->offset != GM_NO_OFFSET && err->offset < 4096) {
         /* failed at once: the file may be JSON or text given as a snapshot */
         unsigned char head[512];
