@@ -186,6 +186,9 @@ class Errors(TempDir):
         with self.assertRaises(gpumem.FormatError) as cm:
             gpumem.Snapshot(path, max_memory=4096)
         self.assertIn("over the memory limit of 4.00 KiB", str(cm.exception))
+        # the caller's own limit: no talk of a default or of what a larger file needs
+        self.assertNotIn("default", str(cm.exception))
+        self.assertNotIn("larger file", str(cm.exception))
 
     def test_not_loaded_twice(self):
         s = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))
