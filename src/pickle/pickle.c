@@ -256,6 +256,7 @@ struct pk_node *vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
     n->refs = 0;
     n->memo_idx = 0;
     n->list_index = 0;
+    n->mark = 0;
     n->len = 0;
     n->cap = cap;
     n->items = NULL;
@@ -1307,6 +1308,13 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
         doc->root = PK_NONE;
     }
     return st;
+}
+
+void pk_set_mark(pk_val v, uint32_t mark)
+{
+    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    if (n && !(n->flags & PK_NODE_SCRATCH))
+        n->mark = mark;
 }
 
 void pk_doc_abandon(struct pk_doc *doc)

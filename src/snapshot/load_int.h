@@ -158,6 +158,8 @@ static inline size_t dm_slot(uint64_t key)
 
 /* ---- intern.c ---- */
 
+#define LONG_STR 64 /* bytes: a longer string is remembered by value in a map */
+
 /* A frames list remembered by its items: the frame dict objects (see intern_stack). */
 struct sig {
     uint32_t off; /* into sig_pool */
@@ -176,13 +178,15 @@ struct stack_rec {
 struct interner {
     struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
     struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
-    struct dm_entry list_dm[1 << DM_BITS];    /* frames list object -> stack id */
     struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
     struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
     struct hmap str_by_content; /* content hash -> index in strs */
+    struct hmap long_by_val;    /* string value of more than LONG_STR bytes -> index in strs */
+    struct hmap short_by_val;   /* frame text over GM_SNAPSHOT_TEXT_MAX -> its shortened copy */
     const char **strs;
     size_t *str_lens;
+    uint8_t *str_kinds; /* per string: what it says as a frame's file or function (STR_*) */
     size_t n_strs, cap_strs;
     uint32_t last_str; /* index in strs of the last string interned from a value */
     bool last_str_ok;
@@ -325,9 +329,8 @@ void interner_release(struct interner *in);
 enum gm_status intern_charge(struct builder *b);
 enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
 enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out);
-/* The stack id of frames list 'v'; 'by_handle': the list may be remembered by its handle
- * (neither transient nor named, see pickle.h). */
-enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out);
+/* The stack id of frames list 'v' (a list object seen before: by its mark, pk_mark()). */
+enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out);
 /* The stack of a transient list already read (a hash of its frame objects), or false. */
 bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
 enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
