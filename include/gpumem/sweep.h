@@ -118,8 +118,9 @@ struct gm_sweep {
     bool interrupted;
 };
 
-/* Parse "NAME=V1,V2,..." (whole numbers, strictly increasing, at most GM_SWEEP_MAX_VALUES)
- * into a zeroed 's' (bisect on).  GM_ERR_INVALID with a message naming the problem. */
+/* Parse "NAME=V1,V2,..." (whole numbers below 2^63, strictly increasing, at most
+ * GM_SWEEP_MAX_VALUES) into a zeroed 's' (bisect on).  GM_ERR_INVALID with a message naming
+ * the problem. */
 enum gm_status gm_sweep_parse_param(struct gm_sweep *s, const char *spec, struct gm_error *err);
 
 /* The next value to run, and whether the bisection chose it; false when the sweep is over. */

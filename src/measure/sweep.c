@@ -124,6 +124,10 @@ enum gm_status gm_sweep_parse_param(struct gm_sweep *s, const char *spec, struct
                 gm_error_prefix(err, "%s", s->param);
             return GM_ERR_INVALID;
         }
+        /* the record's JSON must read back (gm_sweep_load_mem: JSON integers are int64) */
+        if (v > (uint64_t)INT64_MAX)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "%s: %s is too large (at most %" PRId64 ")", s->param, num, INT64_MAX);
         if (s->n_values == GM_SWEEP_MAX_VALUES)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "more than %d values",
                            GM_SWEEP_MAX_VALUES);
