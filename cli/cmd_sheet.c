@@ -18,7 +18,7 @@ int cmd_sheet(int argc, char **argv)
     int n_pos = 0, rc = 0;
     struct gm_sheet *sh = NULL;
     struct gm_error err;
-    struct cli_output out;
+    struct gm_output out;
     const struct opt opts[] = {
         OPT_FLAG("html", 0, &html,
                  "an HTML page (the snapshot report's style) instead of Markdown"),

@@ -165,7 +165,7 @@ int cmd_sweep(int argc, char **argv)
     struct gm_sweep_opts o;
     struct gm_devices *d = NULL;
     struct gm_error err;
-    struct cli_output out;
+    struct gm_output out;
     char tmp[4096] = "";
     const struct opt opts[] = {
         OPT_STRING("param", 'p', &param, "NAME=V1,V2,...",

@@ -102,7 +102,7 @@ int cmd_watch(int argc, char **argv)
     const char *output = NULL, *device = NULL, *written = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
-    struct cli_output out;
+    struct gm_output out;
     struct gm_error err;
     struct gm_watch_run run;
     char **command = NULL;
