@@ -367,7 +367,7 @@ enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct sn
     if (S_ISDIR(st.st_mode))
         return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
                        "'%s' is a directory: give a snapshot file (the pickle "
-                       "torch.cuda.memory._dump_snapshot() writes), or '-' for standard input",
+                       "torch.cuda.memory._dump_snapshot() writes)",
                        name);
     regular = S_ISREG(st.st_mode);
     if (!regular && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISCHR(st.st_mode))

@@ -435,14 +435,11 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         close(fd);
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
-                       "'%s' is %s, not a regular file: a snapshot is read from a file, or "
-                       "from standard input with '-' (gpumem snapshot ... - < '%s')",
-                       path,
+                       "'%s' is %s, not a regular file: a snapshot is read from a file", path,
                        S_ISFIFO(st.st_mode)                         ? "a FIFO (named pipe)"
                        : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                        : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                                    : "not a file",
-                       path);
+                                                                    : "not a file");
     }
     rc = load_input(fd, path, opts, out, err);
     close(fd);
