@@ -272,8 +272,7 @@ static int output_failed(const char *cmd, const char *path, bool force, const st
         return GM_EXIT_SOFTWARE;
     default:
         /* the output cannot be created (73), which is not an input missing (66) */
-        if (err->code == GM_ERR_EXISTS && !force && lstat(path, &st) == 0 &&
-            !S_ISDIR(st.st_mode))
+        if (err->code == GM_ERR_EXISTS && !force && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
             cli_errorf(cmd, "%s (use --force)", err->msg);
         else
             cli_errorf(cmd, "%s", err->msg);
@@ -313,8 +312,9 @@ int cli_output_commit(struct gm_output *o, const char *cmd)
     }
     pending_remove(o);
     if (strcmp(o->written, o->path) != 0)
-        cli_errorf(cmd, "'%s' appeared while gpumem ran (another run writing it?): wrote '%s' "
-                        "instead",
+        cli_errorf(cmd,
+                   "'%s' appeared while gpumem ran (another run writing it?): wrote '%s' "
+                   "instead",
                    o->path, o->written);
     return 0;
 }

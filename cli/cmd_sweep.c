@@ -148,8 +148,8 @@ static int logs_dir(const char *cmd, const char *dir)
         return GM_EXIT_CANTCREAT;
     }
     if (gm_sweep_dir_has_runs(dir, found, sizeof(found))) {
-        cli_errorf(cmd, "'%s' holds an earlier sweep's files (%s): refusing to overwrite them",
-                   dir, found);
+        cli_errorf(cmd, "'%s' holds an earlier sweep's files (%s): refusing to overwrite them", dir,
+                   found);
         return GM_EXIT_CANTCREAT;
     }
     return 0;

@@ -36,11 +36,11 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sys/stat.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static PyObject *error_base;      /* gpumem.Error */
@@ -54,8 +54,7 @@ static PyObject *error_text(const struct gm_error *err)
 {
     char buf[sizeof(err->msg) + 48];
     if (err->offset != GM_NO_OFFSET)
-        snprintf(buf, sizeof(buf), "%s (at byte %llu)", err->msg,
-                 (unsigned long long)err->offset);
+        snprintf(buf, sizeof(buf), "%s (at byte %llu)", err->msg, (unsigned long long)err->offset);
     else
         snprintf(buf, sizeof(buf), "%s", err->msg);
     return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(buf), "backslashreplace");
@@ -333,8 +332,9 @@ static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
      * or loading another file into this object, with the GIL released. */
     if (s->snap || s->loading) {
         Py_DECREF(bytes);
-        PyErr_SetString(PyExc_TypeError, s->snap ? "the snapshot is already loaded"
-                                                 : "the snapshot is being loaded by another thread");
+        PyErr_SetString(PyExc_TypeError, s->snap
+                                             ? "the snapshot is already loaded"
+                                             : "the snapshot is being loaded by another thread");
         return -1;
     }
     s->loading = true;

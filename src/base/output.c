@@ -149,8 +149,8 @@ enum gm_status gm_output_check(const char *path, bool force, struct gm_error *er
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "'%s' is not a folder (for the output '%s')",
                        dir, path);
     if (access(dir, W_OK | X_OK) != 0)
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot create files in folder '%s': %s",
-                       dir, strerror(errno));
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot create files in folder '%s': %s", dir,
+                       strerror(errno));
     return GM_OK;
 }
 
@@ -183,8 +183,7 @@ enum gm_status gm_output_open(struct gm_output *o, const char *path, bool force,
     if (!o->f) {
         int e = errno;
         gm_output_abort(o);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "cannot open '%s': %s", path,
-                       strerror(e));
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "cannot open '%s': %s", path, strerror(e));
     }
     return GM_OK;
 }
@@ -276,8 +275,7 @@ enum gm_status gm_output_commit(struct gm_output *o, struct gm_error *err)
         if (e == EEXIST)
             return gm_fail(err, GM_ERR_EXISTS, GM_NO_OFFSET,
                            "'%s' exists: refusing to overwrite it", o->path);
-        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot write '%s': %s", o->path,
-                       strerror(e));
+        return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot write '%s': %s", o->path, strerror(e));
     }
     unlink(o->tmp);
     o->tmp[0] = '\0';

@@ -216,9 +216,8 @@ size_t gm_proc_group(uint32_t pgid, uint32_t *out, size_t cap)
         char *end, state;
         unsigned long v = strtoul(de->d_name, &end, 10);
         uint32_t ppid, pgrp;
-        if (*end || !v || v > UINT32_MAX ||
-            !read_stat_group((uint32_t)v, &state, &ppid, &pgrp) || pgrp != pgid ||
-            state == 'Z' || state == 'X' || state == 'x')
+        if (*end || !v || v > UINT32_MAX || !read_stat_group((uint32_t)v, &state, &ppid, &pgrp) ||
+            pgrp != pgid || state == 'Z' || state == 'X' || state == 'x')
             continue;
         if (n < cap)
             out[n] = (uint32_t)v;

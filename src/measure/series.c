@@ -273,8 +273,7 @@ static enum gm_status read_environment(struct holder *h, const json_t *root, str
 enum gm_status gm_measure_env_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                        struct gm_measure_series **holder, struct gm_error *err)
 {
-    return load_doc(data, len, memory_limit, "gpumem.environment/1", read_environment, holder,
-                    err);
+    return load_doc(data, len, memory_limit, "gpumem.environment/1", read_environment, holder, err);
 }
 
 void gm_measure_series_free(struct gm_measure_series *s)

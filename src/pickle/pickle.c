@@ -188,10 +188,9 @@ bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
     }
     if (ncap > SIZE_MAX / elem)
         return false;
-    if (vm->max_memory &&
-        (vm->shared ? *vm->shared : vm->heap_bytes + vm->doc->arena.used) - *cap * elem +
-                ncap * elem >
-            vm->max_memory) {
+    if (vm->max_memory && (vm->shared ? *vm->shared : vm->heap_bytes + vm->doc->arena.used) -
+                                  *cap * elem + ncap * elem >
+                              vm->max_memory) {
         vm->limit_hit = true;
         return false;
     }

@@ -89,8 +89,7 @@ static enum gm_status check_head(const struct spool *s, const unsigned char *p, 
                        "'%s': pickle: protocol %u is newer than 5", s->name, (unsigned)p[1]);
     if (pk_opcode_name(p[0]))
         return GM_OK;
-    gm_fail(err, GM_ERR_FORMAT, 0, "'%s': pickle: unknown opcode 0x%02x", s->name,
-            (unsigned)p[0]);
+    gm_fail(err, GM_ERR_FORMAT, 0, "'%s': pickle: unknown opcode 0x%02x", s->name, (unsigned)p[0]);
     return snap_input_explain(p, n, s->name, s->gz, err);
 }
 

@@ -95,8 +95,7 @@ static inline bool short_eq(const char *a, const char *b, size_t n)
  * knows it without reading the bytes again.  A long string (over LONG_STR bytes) is also
  * remembered in a map by value, so that no reference to it is ever hashed twice, whatever
  * the references in between; a short one costs at most LONG_STR bytes hashed. */
-static enum gm_status intern_str_idx(struct builder *b, pk_val v, const char *what,
-                                     uint32_t *out)
+static enum gm_status intern_str_idx(struct builder *b, pk_val v, const char *what, uint32_t *out)
 {
     const char *p;
     size_t n;
@@ -575,14 +574,13 @@ enum gm_status intern_charge(struct builder *b)
     const struct interner *in = &b->in;
     size_t now = in->cap_strs * (sizeof(*in->strs) + sizeof(*in->str_lens) + 1) +
                  in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
-                 in->cap_sig_pool * sizeof(*in->sig_pool) +
-                 in->cap_stacks * sizeof(*in->stacks) + in->cap_pool * sizeof(*in->pool) +
-                 in->cap_tmp * sizeof(*in->tmp) + in->cap_extras * sizeof(*in->extras) +
-                 hmap_bytes(&in->str_by_content) + hmap_bytes(&in->long_by_val) +
-                 hmap_bytes(&in->short_by_val) +
-                 hmap_bytes(&in->frame_by_node) +
-                 hmap_bytes(&in->frame_by_content) + hmap_bytes(&in->sig_map) +
-                 hmap_bytes(&in->stack_by_content) + hmap_bytes(&in->extra_by_content);
+                 in->cap_sig_pool * sizeof(*in->sig_pool) + in->cap_stacks * sizeof(*in->stacks) +
+                 in->cap_pool * sizeof(*in->pool) + in->cap_tmp * sizeof(*in->tmp) +
+                 in->cap_extras * sizeof(*in->extras) + hmap_bytes(&in->str_by_content) +
+                 hmap_bytes(&in->long_by_val) + hmap_bytes(&in->short_by_val) +
+                 hmap_bytes(&in->frame_by_node) + hmap_bytes(&in->frame_by_content) +
+                 hmap_bytes(&in->sig_map) + hmap_bytes(&in->stack_by_content) +
+                 hmap_bytes(&in->extra_by_content);
     *b->held = *b->held - b->in.heap_bytes + now;
     b->in.heap_bytes = now;
     if (b->arena->cap && *b->held > b->arena->cap) {

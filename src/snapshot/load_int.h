@@ -50,9 +50,10 @@ struct snap_input {
 /* Make 'fd' (named 'name' in messages; a regular file or a stream: pipe, socket, terminal)
  * ready to map: gzip is inflated and a stream copied into a spool of at most 'cap' bytes
  * (UINT64_MAX: GM_SNAPSHOT_SPOOL_MAX or 90% of the space left under the spool, whichever
- * is less; GM_ERR_LIMIT past it), its first bytes checked as they arrive.  A directory is GM_ERR_NOENT, a zip archive or other compression
- * GM_ERR_FORMAT naming it (snap_input_sniff()), a compressed file that
- * ends before the size it had when opened GM_ERR_IO "the file changed while being read". */
+ * is less; GM_ERR_LIMIT past it), its first bytes checked as they arrive.  A directory is
+ * GM_ERR_NOENT, a zip archive or other compression GM_ERR_FORMAT naming it (snap_input_sniff()), a
+ * compressed file that ends before the size it had when opened GM_ERR_IO "the file changed while
+ * being read". */
 enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct snap_input *in,
                                struct gm_error *err);
 

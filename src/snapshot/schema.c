@@ -87,8 +87,9 @@ enum gm_status nomem(struct builder *b)
     if (b->arena->limit_hit) {
         char lim[32];
         gm_format_bytes(lim, sizeof(lim), b->arena->cap, GM_UNITS_IEC);
-        return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET, "snapshot: over the memory limit of %s%s",
-                       lim, b->limit_given ? "" : " (the default for a file of this size)");
+        return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "snapshot: over the memory limit of %s%s", lim,
+                       b->limit_given ? "" : " (the default for a file of this size)");
     }
     return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
 }

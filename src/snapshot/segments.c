@@ -95,8 +95,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
                                pk_type_name(h->items[0]));
             rs = pk_dict_get(b->doc, h0, "real_size");
             fr = pk_dict_get(b->doc, h0, "frames");
-            if (!has_frames && fr != PK_HOLE &&
-                (st = intern_stack(b, fr, &blk->stack)) != GM_OK)
+            if (!has_frames && fr != PK_HOLE && (st = intern_stack(b, fr, &blk->stack)) != GM_OK)
                 return st;
             if (rs != PK_HOLE && !has_frames && (!blk->has_requested || !blk->requested_size)) {
                 if ((st = get_size(b, "block", bi, W_REAL_SIZE, rs, &blk->requested_size)) != GM_OK)

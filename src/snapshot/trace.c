@@ -330,8 +330,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
             e->stack = pk_token_id(v);
         } else if (pk_is_transient(v) && pk_list_items(v, &items, &n) && n) {
             /* a new frames list: most repeat one read before (intern_stack()'s first cache) */
-            if (!stack_seen(b, items, n, &e->stack) &&
-                intern_stack(b, v, &e->stack) != GM_OK)
+            if (!stack_seen(b, items, n, &e->stack) && intern_stack(b, v, &e->stack) != GM_OK)
                 return false;
             (void)pk_record_name(r, v, e->stack);
         } else if (pk_list_items(v, &items, &n)) {

@@ -2,9 +2,10 @@
 /* fuzz_job.c - the job's settings and the units they are written in, on arbitrary text.
  *
  * Input: lines "NAME=VALUE" (or "NAME" for a flag).  Each goes through gm_job_set() (a
- * name that is no setting is refused there), a value also through the unit parsers (gm_parse_size, _u64, _count,
- * _double); then gm_job_check() judges the whole job, and a job it accepts with a model of
- * the catalog is estimated.  Nothing may crash, overflow or leak; a refusal must say why. */
+ * name that is no setting is refused there), a value also through the unit parsers (gm_parse_size,
+ * _u64, _count, _double); then gm_job_check() judges the whole job, and a job it accepts with a
+ * model of the catalog is estimated.  Nothing may crash, overflow or leak; a refusal must say why.
+ */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>

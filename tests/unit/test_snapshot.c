@@ -819,26 +819,33 @@ static void test_user_frames(void **state)
     assert_false(user("C:\\py\\cpython-3.10-windows\\lib\\copy.py"));
     assert_false(user("<frozen importlib._bootstrap>"));
     /* not Python, or noise */
-    struct gm_snapshot_frame cpp = {"??", "at::native::empty_cuda", 0, false, false, false, false, 0, 0};
+    struct gm_snapshot_frame cpp = {
+        "??", "at::native::empty_cuda", 0, false, false, false, false, 0, 0};
     struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true, false, false, 0, 0};
     assert_false(gm_snapshot_frame_is_user(&cpp));
     assert_false(gm_snapshot_frame_is_user(&noise));
 }
 
 static const struct gm_snapshot_frame view_frames[] = {
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false, false, false, 0, 0},       /* 0 */
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false, false, false, 0, 0},       /* 1 */
-    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0, 0},       /* 2 */
-    {"/home/u/train.py", "train_step", 60, true, false, false, false, 0, 0},                              /* 3 */
-    {"/home/u/train.py", "main", 131, true, false, false, false, 0, 0},                                   /* 4 */
-    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false, false, false, 0, 0},  /* 5 */
-    {"/home/u/model.py", "forward", 100, true, false, false, false, 0, 0},                                /* 6 */
-    {"/home/u/train.py", "train_step", 58, true, false, false, false, 0, 0},                              /* 7 */
-    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},                                /* 8 */
-    {"??", "unwind::unwind", 0, false, true, false, false, 0, 0},                                         /* 9 */
-    {"??", "at::_ops::mm::call", 0, false, false, false, false, 0, 0},                                    /* 10 */
-    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false, false, false, 0, 0},   /* 11 */
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false, false, false, 0, 0}, /* 12 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false, false, false, 0,
+     0}, /* 0 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false, false, false, 0,
+     0}, /* 1 */
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0,
+     0},                                                                     /* 2 */
+    {"/home/u/train.py", "train_step", 60, true, false, false, false, 0, 0}, /* 3 */
+    {"/home/u/train.py", "main", 131, true, false, false, false, 0, 0},      /* 4 */
+    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false, false, false, 0,
+     0},                                                                     /* 5 */
+    {"/home/u/model.py", "forward", 100, true, false, false, false, 0, 0},   /* 6 */
+    {"/home/u/train.py", "train_step", 58, true, false, false, false, 0, 0}, /* 7 */
+    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},   /* 8 */
+    {"??", "unwind::unwind", 0, false, true, false, false, 0, 0},            /* 9 */
+    {"??", "at::_ops::mm::call", 0, false, false, false, false, 0, 0},       /* 10 */
+    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false, false, false, 0,
+     0}, /* 11 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false, false, false,
+     0, 0}, /* 12 */
 };
 static const uint32_t vs_exp_avg[] = {9, 0, 2, 3, 4}, vs_exp_avg_sq[] = {9, 1, 2, 3, 4};
 static const uint32_t vs_train_ce[] = {5, 6, 12, 7, 4}, vs_eval_ce[] = {5, 6, 12, 8, 4};

@@ -148,8 +148,16 @@ static void test_parse_param(void **state)
     assert_int_equal(s.values[2], 2048);
     assert_true(s.bisect);
     /* a value past 2^63 - 1 could not be read back from the record (JSON integers) */
-    const char *bad[] = {"batch",     "=1,2",  "batch=", "batch=1,,2", "batch=2,1",
-                         "batch=1,1", "b c=1", "1b=1",   "batch=-1",   "batch=1.5",
+    const char *bad[] = {"batch",
+                         "=1,2",
+                         "batch=",
+                         "batch=1,,2",
+                         "batch=2,1",
+                         "batch=1,1",
+                         "b c=1",
+                         "1b=1",
+                         "batch=-1",
+                         "batch=1.5",
                          "batch=1,9223372036854775808"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(gm_sweep_parse_param(&s, bad[i], &err), GM_ERR_INVALID);
