@@ -5,6 +5,8 @@
 
 #include "gpumem/file.h"
 
+#include "base/path.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -77,18 +79,6 @@ static mode_t current_umask(void)
     return u;
 }
 
-/* Folder part of 'path' into out[n] ("." when there is none). */
-static void folder_of(const char *path, char *out, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(out, n, ".");
-    else if (slash == path)
-        snprintf(out, n, "/");
-    else
-        snprintf(out, n, "%.*s", (int)(slash - path), path);
-}
-
 /* GM_OK when an existing 'path' (lstat() gave 'st') may be replaced: a regular file, with
  * 'force'. */
 static enum gm_status refuse_existing(const char *path, const struct stat *st, bool force,
@@ -128,7 +118,7 @@ enum gm_status gm_output_check(const char *path, bool force, struct gm_error *er
     if (!*base)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "'%s' names a folder: give the name of a file to write", path);
-    folder_of(path, dir, sizeof(dir));
+    gm_path_folder(path, dir, sizeof(dir));
     name_max = pathconf(dir, _PC_NAME_MAX);
     if (name_max <= 0)
         name_max = 255;
@@ -169,7 +159,7 @@ enum gm_status gm_output_open(struct gm_output *o, const char *path, bool force,
     snprintf(o->path, sizeof(o->path), "%s", path);
     snprintf(o->written, sizeof(o->written), "%s", path);
     o->mode = 0666 & ~current_umask();
-    folder_of(path, dir, sizeof(dir));
+    gm_path_folder(path, dir, sizeof(dir));
     snprintf(o->tmp, sizeof(o->tmp), "%s/.gpumem-tmp-XXXXXX", dir);
     fd = mkostemp(o->tmp, O_CLOEXEC); /* 0600 while it is written */
     if (fd < 0) {
