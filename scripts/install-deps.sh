@@ -4,12 +4,13 @@
 # jansson, zlib, cmocka, for the Python package Python's headers, NumPy, venv, pip, setuptools
 # and wheel (so that pip install --no-build-isolation works offline), and for the browser
 # tests of the HTML report Debian's Chromium and the npm package playwright-core (into
-# tests/browser/node_modules; no browser download).
+# tests/browser/node_modules; no browser download); curl for scripts/fetch-testdata.sh, zsh
+# for the test of the zsh completion.
 # Idempotent: installs only what is missing.
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel chromium"
+pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel chromium curl zsh"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

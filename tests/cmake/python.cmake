@@ -34,12 +34,23 @@ if(GM_SANITIZE)
   endif()
 endif()
 
+# Each suite runs through tests/python/run.py: its tests marked @needs(...) (common.py) run
+# as python/<suite>/<need>, skipped with the reason when those files are absent.
 if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
   foreach(suite snapshot torch sweep estimate calibrate)
+    set(dir ${CMAKE_CURRENT_SOURCE_DIR}/python)
     add_test(NAME python/${suite}
-      COMMAND ${Python3_EXECUTABLE} -m unittest -v test_${suite}
-      WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+      COMMAND ${Python3_EXECUTABLE} ${dir}/run.py test_${suite} WORKING_DIRECTORY ${dir})
     set_tests_properties(python/${suite} PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}" TIMEOUT 300)
+    foreach(need third-party-data shared-tools)
+      file(STRINGS ${dir}/test_${suite}.py marked REGEX "@needs\\(\"${need}\"\\)")
+      if(marked)
+        gm_add_test(NAME python/${suite}/${need} NEEDS ${need} WORKING_DIRECTORY ${dir}
+          COMMAND ${Python3_EXECUTABLE} ${dir}/run.py test_${suite} ${need})
+        set_tests_properties(python/${suite}/${need} PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}"
+          TIMEOUT 300)
+      endif()
+    endforeach()
   endforeach()
 endif()
 
