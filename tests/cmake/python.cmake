@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The Python package's tests (tests/python, unittest): the extension against the CLI and an
-# independent reader, gpumem.torch against the suite's own fake torch, and the two ways to
-# install it (make install, pip install --no-build-isolation).
+# independent reader, gpumem.torch against the suite's own fake torch, and the ways to install
+# it (make install; pip install ., pip wheel . and pip install -e . offline, from the sdist).
 #
 # Under GM_SANITIZE the extension is built with ASan and UBSan, and the interpreter (which
 # is not) must load the ASan runtime first: LD_PRELOAD of the compiler's shared libasan.
@@ -54,9 +54,9 @@ if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
   endforeach()
 endif()
 
-# Installing: `make install` into a staging folder, and `pip install .` (offline, without
-# build isolation) into a virtual environment; both must give `import gpumem`.  Not under
-# the sanitizers: they build and test the same sources as the plain build.
+# Installing (tests/python/install_test.sh): `make install` into a staging folder, and pip
+# (offline) into virtual environments of the python3 on PATH; each must give `import gpumem`.
+# Not under the sanitizers: they build and test the same sources as the plain build.
 if(NOT GM_SANITIZE)
   add_test(NAME python/install
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python/install_test.sh ${PROJECT_BINARY_DIR} ${Python3_EXECUTABLE})
