@@ -41,11 +41,13 @@ check:
 	@python3 scripts/skipped.py build-ci/junit.xml
 	$(MAKE) asan
 
-# Rewrite the CLI and measure goldens (tests/cli/*/, tests/measure/*/) and the man page from
-# the current build; review the result with `git diff` before committing it.
+# Rewrite the CLI and measure goldens (tests/cli/*/, tests/measure/*/), the man page and the
+# outputs shown in README.md and docs/*.md (tests/docs/run_examples.py --update; with the
+# third-party files when they are found) from the current build; review with `git diff`.
 golden: build
 	cd $(BUILD) && GM_UPDATE_GOLDEN=1 ctest -j $(JOBS) -R '^(cli|measure)/' --output-on-failure
 	sh scripts/gen-man.sh $(BUILD)/gpumem > docs/gpumem.1
+	cmake --build $(BUILD) --target docs_golden
 
 demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem
