@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 BENCH_SIZES ?= 100M 1G
 
-.PHONY: all build test check asan demo install uninstall clean format bench fuzz golden
+.PHONY: all build test check asan demo install uninstall clean format bench fuzz golden dist deb
 
 all: build
 
@@ -62,6 +62,20 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzzers
 	@echo "fuzzers in build-fuzz/tests/: run e.g. build-fuzz/tests/fuzz_pickle tests/fuzz/corpus/pickle -max_total_time=60"
 
+# The source tarball build/gpumem-VERSION.tar.gz: every file of the checkout that git does not
+# ignore (python/gpumem_build.py, which pip's sdist uses too).
+dist:
+	python3 python/gpumem_build.py sdist $(BUILD)
+
+# The Debian package build-deb/package/gpumem_VERSION_ARCH.deb (CPack: the command, the
+# library, headers, gpumem.pc, the man page, the completions), from a release build for /usr.
+deb:
+	cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+	  -DGM_BUILD_TESTS=OFF -DGM_PYTHON=OFF
+	cmake --build build-deb -j $(JOBS)
+	cd build-deb && cpack -G DEB
+	@ls build-deb/package/*.deb
+
 install: build
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -73,4 +87,4 @@ format:
 	find src cli include tests python -name '*.[ch]' -not -path '*/corpus/*' -not -path '*/node_modules/*' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan build-ci build-fuzz
+	rm -rf $(BUILD) build-asan build-ci build-fuzz build-deb
