@@ -158,19 +158,20 @@ def get_requires_for_build_wheel(config_settings=None):
     return []
 
 
-def get_requires_for_build_sdist(config_settings=None):
-    return []
-
-
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return write_metadata(metadata_directory)
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+def start_wheel(wheel_directory):
+    """The CMake build made, and the wheel for this interpreter begun: (build folder, path,
+    Wheel)."""
     build = cmake_build()
-    tag = wheel_tag()
-    path = os.path.join(wheel_directory, wheel_name(tag))
-    w = Wheel(path)
+    path = os.path.join(wheel_directory, wheel_name(wheel_tag()))
+    return build, path, Wheel(path)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    build, path, w = start_wheel(wheel_directory)
     pkg = os.path.join(ROOT, "python", NAME)
     for name in sorted(os.listdir(pkg)):
         if name.endswith(".py"):
@@ -178,9 +179,13 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     ext = extension(build)
     w.add_file("%s/%s" % (NAME, os.path.basename(ext)), ext)
     w.add_file("%s-%s.data/scripts/gpumem" % (NAME, version()), os.path.join(build, "gpumem"))
-    w.close(tag)
+    w.close(wheel_tag())
     log("wrote " + path)
     return os.path.basename(path)
+
+
+# nothing to install before building, whatever is built
+get_requires_for_build_sdist = get_requires_for_build_wheel
 
 
 def source_files():
@@ -250,26 +255,19 @@ if not any(f is GpumemFinder or getattr(f, "__name__", "") == "GpumemFinder" for
 '''
 
 
-def get_requires_for_build_editable(config_settings=None):
-    return []
-
-
-def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
-    return write_metadata(metadata_directory)
+get_requires_for_build_editable = get_requires_for_build_wheel
+prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    build = cmake_build()
-    tag = wheel_tag()
-    path = os.path.join(wheel_directory, wheel_name(tag))
-    w = Wheel(path)
+    build, path, w = start_wheel(wheel_directory)
     finder = EDITABLE_FINDER % {"root": ROOT, "build": build,
                                 "source": os.path.join(ROOT, "python", NAME),
                                 "ext_dir": os.path.dirname(extension(build))}
     w.add("__editable___gpumem_finder.py", finder.encode())
     w.add("__editable__.gpumem.pth", b"import __editable___gpumem_finder\n")
     w.add_file("%s-%s.data/scripts/gpumem" % (NAME, version()), os.path.join(build, "gpumem"))
-    w.close(tag)
+    w.close(wheel_tag())
     log("wrote " + path)
     return os.path.basename(path)
 
