@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 """skipped.py JUNIT_XML: how many tests ctest skipped, and why (the first line each printed).
 
-Reads the file `ctest --output-junit` wrote; prints nothing when no test was skipped.  Tests
-skip with exit 77 (SKIP_RETURN_CODE) when what they need is absent: the third-party files
-(label third-party-data: scripts/fetch-testdata.sh gets them), the snapshot generator beside
-the repository (label shared-tools), Chromium for the browser test.
+Reads the file `ctest --output-junit` wrote.  Tests skip with exit 77 (SKIP_RETURN_CODE) when
+what they need is absent: the third-party files (label third-party-data:
+scripts/fetch-testdata.sh gets them), the snapshot generator beside the repository (label
+shared-tools), Chromium for the browser test.
 """
 import collections
 import sys
@@ -28,10 +28,12 @@ def main():
                 reason = reason[len(prefix):]
         reasons[reason] += 1
     n = sum(reasons.values())
-    if n:
-        print("%d of %d tests skipped:" % (n, total))
-        for reason, count in reasons.most_common():
-            print("  %4d  %s" % (count, reason))
+    if not n:
+        print("%d tests, none skipped" % total)
+        return 0
+    print("%d of %d tests skipped:" % (n, total))
+    for reason, count in reasons.most_common():
+        print("  %4d  %s" % (count, reason))
     return 0
 
 
