@@ -19,26 +19,25 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# ctest, then how many tests were skipped and why (scripts/skipped.py)
+# ctest, then how many tests were skipped and why (scripts/skipped.py), failing or not
 CTEST = ctest --output-on-failure -j $(JOBS) --output-junit junit.xml
+SKIPPED = rc=$$?; python3 $(CURDIR)/scripts/skipped.py
 
 test: build
-	cd $(BUILD) && $(CTEST)
-	@python3 scripts/skipped.py $(BUILD)/junit.xml
+	cd $(BUILD) && $(CTEST); $(SKIPPED) junit.xml; exit $$rc
 
 asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGM_SANITIZE=ON -DGM_WERROR=ON \
 	  -DCMAKE_C_COMPILER=$${CC:-cc}
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) -LE no-asan
-	@python3 scripts/skipped.py build-asan/junit.xml
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) -LE no-asan; \
+	  $(SKIPPED) junit.xml; exit $$rc
 
 check:
 	cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_WERROR=ON
 	cmake --build build-ci -j $(JOBS)
-	cd build-ci && $(CTEST)
-	@python3 scripts/skipped.py build-ci/junit.xml
+	cd build-ci && $(CTEST); $(SKIPPED) junit.xml; exit $$rc
 	$(MAKE) asan
 
 # Rewrite the CLI and measure goldens (tests/cli/*/, tests/measure/*/), the man page and the
