@@ -170,6 +170,13 @@ static const char *text_arg(PyObject *o, const char *what)
     return s;
 }
 
+/* A new reference to o (Py_NewRef, which Python 3.9 lacks). */
+static PyObject *new_ref(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
+}
+
 /* dict[key] = value, stealing the reference to 'value'; false (with an exception) on failure. */
 static bool put(PyObject *dict, const char *key, PyObject *value)
 {
@@ -501,7 +508,7 @@ static PyObject *snapshot_peak(PyObject *self, PyObject *args, PyObject *kwds)
     ok = d && put_i64(d, "device", dev->device) && put_u64(d, "peak_bytes", tl.peak_bytes) &&
          put_i64(d, "peak_event_index", tl.peak_event_index) && /* -1: the initial state */
          put(d, "peak_time_us",
-             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : Py_NewRef(Py_None)) &&
+             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : new_ref(Py_None)) &&
          put_u64(d, "peak_reserved_bytes", tl.peak_reserved_bytes) &&
          put_u64(d, "reserved_at_peak_bytes", tl.reserved_at_peak_bytes) &&
          put_u64(d, "initial_bytes", tl.initial_bytes) &&
@@ -700,7 +707,7 @@ static PyObject *snapshot_get(PyObject *self, void *closure)
         return NULL;
     switch ((enum snapshot_prop)(intptr_t)closure) {
     case PROP_PATH:
-        return Py_NewRef(s->path);
+        return new_ref(s->path);
     case PROP_GENERATION:
         return PyUnicode_FromString(gm_snapshot_gen_name(s->snap->gen));
     case PROP_TORCH:
@@ -1313,10 +1320,10 @@ static bool setting_dict(const void *ctx, size_t i, PyObject *d)
     return put_str(d, "name", s->name) && put_str(d, "keyword", keyword) &&
            put_str(d, "type", setting_type_name(s->type)) && put_str(d, "argname", s->argname) &&
            put_str(d, "help", s->help) &&
-           put(d, "choices", s->choices ? str_tuple(s->choices) : Py_NewRef(Py_None)) &&
+           put(d, "choices", s->choices ? str_tuple(s->choices) : new_ref(Py_None)) &&
            put(d, "modes", str_tuple(modes)) &&
            put(d, "engine",
-               s->engine == GM_ENGINE_NONE ? Py_NewRef(Py_None)
+               s->engine == GM_ENGINE_NONE ? new_ref(Py_None)
                                            : PyUnicode_FromString(gm_engine_name(s->engine)));
 }
 
@@ -1404,13 +1411,25 @@ static struct PyModuleDef core_module = {
     .m_methods = core_methods,
 };
 
+/* module.name = o, keeping the caller's reference (PyModule_AddObjectRef, which Python 3.9
+ * lacks); -1 with an exception on failure. */
+static int add_ref(PyObject *m, const char *name, PyObject *o)
+{
+    Py_INCREF(o);
+    if (PyModule_AddObject(m, name, o) < 0) {
+        Py_DECREF(o);
+        return -1;
+    }
+    return 0;
+}
+
 static bool add_exception(PyObject *m, const char *name, PyObject *bases, const char *doc,
                           PyObject **out)
 {
     char full[64];
     snprintf(full, sizeof(full), "gpumem.%s", name);
     *out = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
-    return *out && PyModule_AddObjectRef(m, name, *out) == 0;
+    return *out && add_ref(m, name, *out) == 0;
 }
 
 PyMODINIT_FUNC PyInit__core(void);
@@ -1442,8 +1461,8 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_DECREF(bases);
     if (!add_exception(m, "NoDeviceError", error_base,
                        "No usable GPU or driver (the CLI's exit status 2).", &error_no_device) ||
-        PyModule_AddObjectRef(m, "Snapshot", (PyObject *)&snapshot_type) < 0 ||
-        PyModule_AddObjectRef(m, "Devices", (PyObject *)&devices_type) < 0 ||
+        add_ref(m, "Snapshot", (PyObject *)&snapshot_type) < 0 ||
+        add_ref(m, "Devices", (PyObject *)&devices_type) < 0 ||
         PyModule_AddObject(m, "ACTIONS", name_tuple(action_name, GM_ACTION_COUNT)) < 0 ||
         PyModule_AddObject(m, "CATEGORIES", name_tuple(category_name, GM_CATEGORY_COUNT)) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_HAS_TIME", GM_EVENT_HAS_TIME) < 0 ||

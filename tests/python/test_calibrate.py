@@ -34,11 +34,10 @@ import json
 import os
 import unittest
 
-from common import GPUMEM, SHARED, TempDir, example_snapshot, gpumem_json, run
+from common import GPUMEM, SYNTH, TempDir, example_snapshot, gpumem_json, needs, run
 
 import gpumem
 
-SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
 LAYERS, HIDDEN, VOCAB = 4, 256, 8192
 BASE = {"batch": 4, "seq": 256}
 SIZES = [("batch", b) for b in (1, 2, 8, 16)] + [("seq", s) for s in (128, 512, 1024)]
@@ -60,13 +59,12 @@ def gpt2_config(path):
     return path
 
 
+@needs("shared-tools")
 class SynthTruth(unittest.TestCase):
     """Snapshots of the synthetic job at several sizes, made once."""
 
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(SYNTH):
-            raise unittest.SkipTest("no %s" % SYNTH)
         import tempfile
         cls.tmp = tempfile.mkdtemp(prefix="gpumem-calibrate-")
         cls.config = gpt2_config(os.path.join(cls.tmp, "gpt.json"))

@@ -14,7 +14,7 @@ A run that had read the whole file by the time the cut came (exit 0: a busy mach
 again, up to 6 times. `diff` reads its two files at once and reports no progress: there the
 cut comes a few milliseconds after the start, and a run that finished first is tried again.
 
-usage: changing_input.py GPUMEM      ($GM_SHARED names ../shared)
+usage: changing_input.py GPUMEM      ($GM_SYNTH: ../shared/tools/synth-snapshot, set by tests/needs.sh)
 """
 import os
 import pty
@@ -26,8 +26,7 @@ import tempfile
 import time
 
 GPUMEM = os.path.abspath(sys.argv[1])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
-SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
+SYNTH = os.environ["GM_SYNTH"]
 MESSAGE = b"the file changed while being read"
 fails = 0
 

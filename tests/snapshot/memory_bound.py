@@ -26,7 +26,7 @@ never a timing):
 RSS is measured by bench/measure (a small process of its own starts the command, so the
 figure is the command's, not Python's).
 
-usage: memory_bound.py GPUMEM MEASURE      ($GM_SHARED names ../shared)
+usage: memory_bound.py GPUMEM MEASURE      ($GM_SYNTH: ../shared/tools/synth-snapshot, set by tests/needs.sh)
 """
 import os
 import pickle
@@ -38,8 +38,7 @@ import tempfile
 
 GPUMEM = os.path.abspath(sys.argv[1])
 MEASURE = os.path.abspath(sys.argv[2])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
-SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
+SYNTH = os.environ["GM_SYNTH"]
 MiB = 1 << 20
 fails = 0
 

@@ -14,6 +14,7 @@
 #include "gpumem/gpumem.h"
 #include "snapshot/load_int.h"
 #include "snapshot/snapshot_int.h"
+#include "testdata.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -373,19 +374,16 @@ static void test_alloc_failures(void **state)
     assert_true(ok);
 }
 
-static uint8_t *read_shared(const char *name, size_t *len)
+/* A real snapshot (third-party data) read whole; fails the test when it cannot be read. */
+static uint8_t *read_real(const char *name, size_t *len)
 {
-    const char *dir = getenv("GM_SHARED");
     char path[4096];
     FILE *f;
     uint8_t *buf;
     long n;
-    if (!dir)
-        return NULL;
-    snprintf(path, sizeof path, "%s/testdata/snapshots/%s", dir, name);
-    f = fopen(path, "rb");
+    f = fopen(gm_testdata_path(path, sizeof path, "snapshots", name), "rb");
     if (!f)
-        return NULL;
+        fail_msg("%s: cannot open", path);
     if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
         return NULL;
@@ -423,12 +421,11 @@ static void exercise(const struct gm_snapshot *s)
 static void test_real_file_prefixes(void **state)
 {
     size_t len;
-    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    uint8_t *data = read_real("g5_annotations_small.pickle", &len);
     struct gm_snapshot *s;
     struct gm_error err;
     (void)state;
-    if (!data)
-        skip();
+    assert_non_null(data);
     assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
     assert_int_equal(s->n_segments, 2);
     assert_int_equal(s->n_blocks, 79);
@@ -449,13 +446,12 @@ static void test_real_file_prefixes(void **state)
 static void test_real_file_flips(void **state)
 {
     size_t len;
-    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    uint8_t *data = read_real("g5_annotations_small.pickle", &len);
     uint8_t *copy;
     uint32_t rnd = 12345;
     size_t ok = 0;
     (void)state;
-    if (!data)
-        skip();
+    assert_non_null(data);
     copy = malloc(len);
     assert_non_null(copy);
     for (int round = 0; round < 3000; round++) {
@@ -767,9 +763,6 @@ static void check_passes(const struct gm_snapshot *s)
 
 static void test_passes(void **state)
 {
-    static const char *const names[] = {
-        "g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
-        "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"};
     struct em e;
     struct gm_snapshot *s;
     struct gm_error err;
@@ -778,11 +771,20 @@ static void test_passes(void **state)
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
     check_passes(s);
     gm_snapshot_free(s);
+}
+
+static void test_passes_real_files(void **state)
+{
+    static const char *const names[] = {
+        "g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
+        "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"};
+    struct gm_snapshot *s;
+    struct gm_error err;
+    (void)state;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         size_t len;
-        uint8_t *data = read_shared(names[i], &len);
-        if (!data)
-            continue;
+        uint8_t *data = read_real(names[i], &len);
+        assert_non_null(data);
         assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
         check_passes(s);
         gm_snapshot_free(s);
@@ -922,23 +924,20 @@ static void test_spool_bound(void **state)
     fclose(t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_timeline),
-        cmocka_unit_test(test_empty_entries),
-        cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_real_file_prefixes),
-        cmocka_unit_test(test_real_file_flips),
-        cmocka_unit_test(test_file_shrinks),
-        cmocka_unit_test(test_fifo),
-        cmocka_unit_test(test_inputs),
-        cmocka_unit_test(test_passes),
-        cmocka_unit_test(test_user_frames),
-        cmocka_unit_test(test_stack_view),
-        cmocka_unit_test(test_spool_bound),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),         cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),       cmocka_unit_test(test_spool_bound),
+};
+
+/* real snapshots */
+static const struct CMUnitTest third_party_tests[] = {
+    cmocka_unit_test(test_real_file_prefixes),
+    cmocka_unit_test(test_real_file_flips),
+    cmocka_unit_test(test_passes_real_files),
+};
+
+GM_TEST_MAIN(tests, third_party_tests)
