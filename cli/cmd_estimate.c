@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int list_models(bool json)
 {
@@ -36,6 +37,15 @@ static int list_models(bool json)
             gm_json_begin_object(&w);
             gm_json_kv_str(&w, "name", m->name);
             gm_json_kv_str(&w, "hub_id", gm_model_catalog_hub_id(i));
+            gm_json_key(&w, "aliases");
+            gm_json_begin_array(&w);
+            for (const char *a = gm_model_catalog_aliases(i); *a;) {
+                size_t len = strcspn(a, " ");
+                if (len)
+                    gm_json_strn(&w, a, len);
+                a += len + (a[len] == ' ');
+            }
+            gm_json_end_array(&w);
             gm_json_kv_u64(&w, "parameters", pc.total);
             gm_json_end_object(&w);
         } else {

@@ -64,12 +64,10 @@ int cmd_snapshot_trace(int argc, char **argv)
                                                  json ? GM_TRACE_NDJSON : GM_TRACE_TEXT};
         struct gm_error err;
         enum gm_status st = gm_analysis_trace(stdout, snap, &to_opts, &err);
-        if (st == GM_ERR_IO) {
-            cli_errorf(argv[0], "writing the output failed");
-            rc = GM_EXIT_IOERR;
-        } else {
+        if (st == GM_ERR_IO && ferror(stdout))
+            rc = GM_EXIT_IOERR; /* said once, with its errno, by cli_stdout_end() */
+        else
             rc = st == GM_OK ? 0 : cli_fail(argv[0], &err);
-        }
     }
     gm_snapshot_free(snap);
     return rc;

@@ -21,6 +21,7 @@
 #include "gpumem/measure.h"
 #include "gpumem/model.h"
 #include "gpumem/modelfile.h"
+#include "gpumem/output.h"
 #include "gpumem/pickle_write.h"
 #include "gpumem/replay.h"
 #include "gpumem/report.h"

@@ -176,16 +176,15 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
         keys = t->keys ? t->keys : "";
     }
     if (e->stack < snap->n_stacks && !c->shown[e->stack]) {
+        /* written straight out, never held whole: a stack may have thousands of frames (a
+         * write error shows in the stream, reported at the end) */
         struct stack_arg a = {snap, e->stack};
-        char *line = json_text(json_stack_line, &a);
+        struct gm_json w;
         c->shown[e->stack] = 1;
-        if (!line) {
-            c->failed = true;
-        } else {
-            gm_outbuf_put(o, line, strlen(line));
-            gm_outbuf_put(o, "\n", 1);
-            gm_free(line);
-        }
+        gm_outbuf_flush(o);
+        gm_json_init(&w, o->f, 0);
+        json_stack_line(&w, &a);
+        (void)gm_json_finish(&w);
     }
     /* the names and keys come from the file: written apart, of any length */
     p = gm_outbuf_reserve(o, 128);

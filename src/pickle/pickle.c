@@ -14,6 +14,8 @@
 #include "base/big.h"
 #include "base/vec.h"
 
+#include "gpumem/units.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,9 +169,10 @@ const char *pk_opcode_name(uint8_t op)
 enum gm_status pk_vm_nomem(struct vm *vm, uint64_t off)
 {
     if (vm->doc->arena.limit_hit || vm->limit_hit) {
-        gm_fail(vm->err, GM_ERR_LIMIT, off,
-                "pickle: memory limit of %zu bytes exceeded (a larger file needs more)",
-                vm->memory_limit);
+        char b[32];
+        gm_format_bytes(b, sizeof(b), vm->memory_limit, GM_UNITS_IEC);
+        gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: over the memory limit of %s%s", b,
+                vm->limit_given ? "" : " (the default for a file of this size)");
         if (vm->err)
             vm->err->setting = "memory_limit";
         return GM_ERR_LIMIT;
@@ -180,11 +183,15 @@ enum gm_status pk_vm_nomem(struct vm *vm, uint64_t off)
 /* Grow a heap array of 'elem'-byte items to hold at least 'need'; counted against the cap. */
 bool pk_vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
 {
-    struct gm_budget b = gm_budget_make(vm->memory_limit, vm->heap_bytes + vm->doc->arena.used);
-    uint64_t before = b.used;
-    *arr = gm_vec_grow(*arr, cap, need, elem, GM_VEC_BIG, &b);
-    vm->limit_hit |= b.over;
-    vm->heap_bytes += (size_t)(b.used - before);
+    /* what the parse holds, or with 'shared' what it and the consumer hold together */
+    struct gm_budget bud = gm_budget_make(
+        vm->memory_limit, vm->shared ? *vm->shared : vm->heap_bytes + vm->doc->arena.used);
+    uint64_t before = bud.used;
+    *arr = gm_vec_grow(*arr, cap, need, elem, GM_VEC_BIG, &bud);
+    vm->limit_hit |= bud.over;
+    vm->heap_bytes += (size_t)(bud.used - before);
+    if (vm->shared)
+        *vm->shared += (size_t)(bud.used - before);
     return need <= *cap;
 }
 
@@ -238,6 +245,7 @@ struct pk_node *pk_vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
     n->refs = 0;
     n->memo_idx = 0;
     n->list_index = 0;
+    n->mark = 0;
     n->len = 0;
     n->cap = cap;
     n->items = NULL;
@@ -1185,6 +1193,8 @@ static enum gm_status run(struct vm *vm)
  * the parse half-way: pk_doc_abandon()). */
 static void vm_free(struct vm *vm)
 {
+    if (vm->shared)
+        *vm->shared -= vm->heap_bytes;
     gm_big_free(vm->stack, vm->stack_cap * sizeof(pk_val));
     gm_big_free(vm->marks, vm->marks_cap * sizeof(size_t));
     gm_big_free(vm->memo, vm->memo_cap * sizeof(uint32_t));
@@ -1216,6 +1226,11 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm->end = vm->p + len;
     vm->err = err;
     vm->memory_limit = o ? o->memory_limit : 0;
+    if (o && o->shared) {
+        vm->shared = o->shared;
+        gm_arena_share(&doc->arena, o->shared);
+    }
+    vm->limit_given = o && o->limit_given;
     vm->marks_max = o && o->max_depth ? o->max_depth : 1000;
     vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
     vm->wide_free = CELL_INDEX + 1;
@@ -1247,6 +1262,13 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
         doc->root = PK_NONE;
     }
     return st;
+}
+
+void pk_set_mark(pk_val v, uint32_t mark)
+{
+    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    if (n && !(n->flags & PK_NODE_SCRATCH))
+        n->mark = mark;
 }
 
 void pk_doc_abandon(struct pk_doc *doc)

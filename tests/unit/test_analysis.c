@@ -16,6 +16,7 @@
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
 #include "gpumem/internal/alloc_hooks.h"
+#include "testdata.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@
 
 static uint16_t flags_of(const char *file, const char *name, bool py)
 {
-    struct gm_snapshot_frame f = {file, name, 1, py, false};
+    struct gm_snapshot_frame f = {file, name, 1, py, false, false, false, 0, 0};
     return ana_frame_flags(&f);
 }
 
@@ -122,17 +123,21 @@ enum {
     N_FR
 };
 static const struct gm_snapshot_frame frames[N_FR] = {
-    {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false},
-    {"/home/u/train.py", "main", 40, true, false},
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false},
-    {"/home/u/model.py", "forward", 12, true, false},
-    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},
-    {"/e/site-packages/torch/_tensor.py", "backward", 522, true, false},
-    {"/e/site-packages/torch/optim/adam.py", "_init_group", 111, true, false},
-    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},
-    {"/e/site-packages/torch/optim/adam.py", "_multi_tensor_adam", 579, true, false},
-    {"/e/site-packages/torch/optim/optimizer.py", "zero_grad", 820, true, false},
-    {"/home/u/train.py", "main", 99, true, false},
+    {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false, false, false, 0, 0},
+    {"/home/u/train.py", "main", 40, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false, false, false,
+     0, 0},
+    {"/home/u/model.py", "forward", 12, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false, false, false, 0,
+     0},
+    {"/e/site-packages/torch/_tensor.py", "backward", 522, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/adam.py", "_init_group", 111, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/adam.py", "_multi_tensor_adam", 579, true, false, false, false,
+     0, 0},
+    {"/e/site-packages/torch/optim/optimizer.py", "zero_grad", 820, true, false, false, false, 0,
+     0},
+    {"/home/u/train.py", "main", 99, true, false, false, false, 0, 0},
 };
 enum { S_EMPTY, S_PARAM, S_FWD, S_USER, S_BWD, S_INIT, S_TEMP, S_LEAK, S_ZG, N_ST };
 static const uint32_t st_param[] = {F_APPLY, F_MAIN};
@@ -384,16 +389,19 @@ static void build_eval_leak(struct trace *t, int iterations)
 }
 
 static const struct gm_snapshot_frame eval_frames[] = {
-    {"/e/site-packages/torch/nn/modules/linear.py", "forward", 125, true, false},     /* 0 */
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false}, /* 1 */
-    {"/home/u/model.py", "forward", 10, true, false},                                 /* 2 */
-    {"/home/u/model.py", "forward", 11, true, false},                                 /* 3 */
-    {"/home/u/model.py", "forward", 12, true, false},                                 /* 4 */
-    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 5 */
-    {"/home/u/train.py", "train_step", 50, true, false},                              /* 6 */
-    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},    /* 7 */
-    {"/home/u/train.py", "main", 90, true, false},                                    /* 8 */
-    {"/home/u/train.py", "keep", 95, true, false},                                    /* 9 */
+    {"/e/site-packages/torch/nn/modules/linear.py", "forward", 125, true, false, false, false, 0,
+     0}, /* 0 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false, false, false,
+     0, 0},                                                                  /* 1 */
+    {"/home/u/model.py", "forward", 10, true, false, false, false, 0, 0},    /* 2 */
+    {"/home/u/model.py", "forward", 11, true, false, false, false, 0, 0},    /* 3 */
+    {"/home/u/model.py", "forward", 12, true, false, false, false, 0, 0},    /* 4 */
+    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},   /* 5 */
+    {"/home/u/train.py", "train_step", 50, true, false, false, false, 0, 0}, /* 6 */
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false, false, false, 0,
+     0},                                                               /* 7 */
+    {"/home/u/train.py", "main", 90, true, false, false, false, 0, 0}, /* 8 */
+    {"/home/u/train.py", "keep", 95, true, false, false, false, 0, 0}, /* 9 */
 };
 static const uint32_t el_train[] = {2, 1, 6, 8}, el_bwd[] = {7, 6, 8};
 static const uint32_t el_e1[] = {0, 1, 2, 1, 5, 8}, el_e2[] = {0, 1, 3, 1, 5, 8};
@@ -730,7 +738,7 @@ static void peaks_agree_file(const char *path)
 
 static void test_peaks_from_the_analysis_match_the_timeline(void **state)
 {
-    const char *src = getenv("GM_SOURCE_DIR"), *shared = getenv("GM_SHARED");
+    const char *src = getenv("GM_SOURCE_DIR");
     char path[4096];
     (void)state;
     {
@@ -755,39 +763,48 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
         snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/analysis/train_leak.pickle", src);
         peaks_agree_file(path);
     }
-    if (shared) {
-        /* the real snapshots, when the checkout has them beside it */
-        DIR *dir;
-        struct dirent *e;
-        snprintf(path, sizeof(path), "%s/testdata/snapshots", shared);
-        if (!(dir = opendir(path)))
-            return;
-        while ((e = readdir(dir)) != NULL) {
-            size_t n = strlen(e->d_name);
-            if ((n > 7 && !strcmp(e->d_name + n - 7, ".pickle")) ||
-                (n > 4 && !strcmp(e->d_name + n - 4, ".pkl"))) {
-                char file[4352];
-                snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-                peaks_agree_file(file);
-            }
-        }
-        closedir(dir);
-    }
 }
 
-int main(void)
+/* the same on every real snapshot */
+static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void **state)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_frame_flags),
-        cmocka_unit_test(test_training_trace),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_nomem),
-        cmocka_unit_test(test_oom),
-        cmocka_unit_test(test_random_traces),
-        cmocka_unit_test(test_leak_causes),
-        cmocka_unit_test(test_user_phases),
-        cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    char path[4096];
+    DIR *dir;
+    struct dirent *e;
+    size_t n_files = 0;
+    (void)state;
+    gm_testdata_path(path, sizeof(path), "snapshots", "");
+    assert_non_null(dir = opendir(path));
+    while ((e = readdir(dir)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if ((n > 7 && !strcmp(e->d_name + n - 7, ".pickle")) ||
+            (n > 4 && !strcmp(e->d_name + n - 4, ".pkl"))) {
+            char file[4352];
+            snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+            peaks_agree_file(file);
+            n_files++;
+        }
+    }
+    closedir(dir);
+    assert_true(n_files > 0);
 }
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_paths),
+    cmocka_unit_test(test_frame_flags),
+    cmocka_unit_test(test_training_trace),
+    cmocka_unit_test(test_names),
+    cmocka_unit_test(test_nomem),
+    cmocka_unit_test(test_oom),
+    cmocka_unit_test(test_random_traces),
+    cmocka_unit_test(test_leak_causes),
+    cmocka_unit_test(test_user_phases),
+    cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
+};
+
+/* real snapshots */
+static const struct CMUnitTest third_party_tests[] = {
+    cmocka_unit_test(test_peaks_of_real_files_from_the_analysis_match_the_timeline),
+};
+
+GM_TEST_MAIN(tests, third_party_tests)
