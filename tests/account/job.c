@@ -18,6 +18,9 @@
  *   expect PID AT k=v ...  this process's own bookkeeping of what each term of the account
  *                     must be, AT peak and end (bytes): context, modules, graphs, torch, nccl,
  *                     cublas, other, rounding, not_seen, host, managed
+ *   codes A B C       the results of calls the driver refuses (a zero-byte cuMemAlloc_v2, a
+ *                     cuMemFree_v2 of an address never allocated, a cuMemFreeHost of device
+ *                     memory): the same with and without the interposer
  *   ready             (term, kill) the end state is reached; the process waits for a signal
  *
  * The fake's charges are read from the environment the test sets (bytes): GPUMEM_FAKE_
@@ -47,6 +50,9 @@ CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags);
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags);
 CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n);
 CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n);
+CUresult cuMemAlloc_v2(unsigned long long *p, size_t n);
+CUresult cuMemFree_v2(unsigned long long p);
+CUresult cuMemFreeHost(void *p);
 
 int cudart_init(int dev);
 void *c10_raw_alloc(size_t n);
@@ -70,6 +76,8 @@ struct expect {
 };
 
 static uint64_t granule;
+/* kept for the whole run (and reachable at exit, for LeakSanitizer) */
+static void *module, *library, *graph, *exec, *host, *cublas;
 
 static uint64_t env_bytes(const char *name, uint64_t dflt)
 {
@@ -168,7 +176,6 @@ int main(int argc, char **argv)
     struct worker w[N_THREADS];
     pthread_t tid[N_THREADS];
     struct expect e;
-    void *module, *library, *graph, *exec, *host, *cublas;
     static unsigned char registered[64 * 1024];
     unsigned long long pitched, managed, va, ws, scratch;
     size_t pitch;
@@ -256,6 +263,11 @@ int main(int argc, char **argv)
         die("host");
     e.host += MiB + sizeof(registered);
 
+    {
+        unsigned long long p = 0;
+        int a = cuMemAlloc_v2(&p, 0), b = cuMemFree_v2(0x10), c = cuMemFreeHost(w[2].small);
+        printf("codes %d %d %d\n", a, b, c);
+    }
     printf("result %llu\n", (unsigned long long)checksum);
     say_expect("peak", &e);
     hold();

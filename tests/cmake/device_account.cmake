@@ -30,3 +30,14 @@ set_target_properties(gm_account_job PROPERTIES OUTPUT_NAME account_job
   RUNTIME_OUTPUT_DIRECTORY ${GM_ACCOUNT_FAKE_DIR}
   BUILD_RPATH "${GM_ACCOUNT_FAKE_DIR};${GM_FAKE_DIR}")
 add_dependencies(gm_account_job gm_account_cublas gm_fake_nvml gpumem_account_preload)
+
+set(GM_ACCOUNT_TEST_ENV ${GM_DEVICE_TEST_ENV})
+if(GM_SANITIZE)
+  # The sanitizer's runtime must come first among the preloaded libraries of the job.
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE GM_ASAN_RUNTIME OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND GM_ACCOUNT_TEST_ENV "GM_ASAN_PRELOAD=${GM_ASAN_RUNTIME}")
+endif()
+add_test(NAME account/end_to_end
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/account/account_test.sh $<TARGET_FILE:gpumem>)
+set_tests_properties(account/end_to_end PROPERTIES ENVIRONMENT "${GM_ACCOUNT_TEST_ENV}" TIMEOUT 240)
