@@ -35,6 +35,9 @@
 
 #define ACCT_HIDDEN __attribute__((visibility("hidden")))
 #define ACCT_EXPORT __attribute__((visibility("default")))
+/* Code that dlsym reaches may run before anything else in the process, a sanitizer's own
+ * start-up included (it looks its interceptors up with dlsym): it must not be instrumented. */
+#define ACCT_EARLY __attribute__((no_sanitize_address))
 
 /* ---- the driver's types (our own declarations, driver-abi.md §1.2) ---- */
 typedef int CUresult;

@@ -29,7 +29,7 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 static _Atomic(dlsym_fn) libc_dlsym;
 
-static dlsym_fn get_libc_dlsym(void)
+ACCT_EARLY static dlsym_fn get_libc_dlsym(void)
 {
     static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     dlsym_fn f = atomic_load_explicit(&libc_dlsym, memory_order_acquire);
@@ -119,7 +119,7 @@ static bool adopt(struct acct_hook *k, void *fn)
     return expected == fn;
 }
 
-static int hook_by_name(const struct acct_backend *b, const char *name)
+ACCT_EARLY static int hook_by_name(const struct acct_backend *b, const char *name)
 {
     for (size_t i = 0; i < b->n_hooks; i++)
         if (!strcmp(b->hooks[i].name, name))
@@ -166,7 +166,7 @@ void *acct_dlsym_hooked(void *handle, const char *name) ACCT_HIDDEN;
 /* Which function answers dlsym(handle, name) (called by dlsym_entry.S before anything of
  * ours ran, too): libc's dlsym, unless the name is a hooked entry point looked up in a
  * handle or the default scope while accounting is on. */
-void *acct_dlsym_filter(void *handle, const char *name)
+ACCT_EARLY void *acct_dlsym_filter(void *handle, const char *name)
 {
     void *libc = NULL;
     dlsym_fn f = get_libc_dlsym();

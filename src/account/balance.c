@@ -15,20 +15,30 @@
  * reading (memory counted but not resident). */
 #include "account/account_int.h"
 
+#include "gpumem/units.h"
+
 #include <stdio.h>
 #include <string.h>
 
+/* Sums saturate: a file may hold any integers. */
+static int64_t to_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
 uint64_t acc_seen(const struct acc_sample *s, const struct acc_object *objects, uint64_t *by_lib)
 {
-    uint64_t seen = s->context + s->modules + s->graphs + s->rounding;
+    uint64_t seen = gm_add_sat(gm_add_sat(s->context, s->modules), gm_add_sat(s->graphs, s->rounding));
     if (by_lib)
         memset(by_lib, 0, sizeof(uint64_t) * GM_ACCOUNT_LIB__COUNT);
     for (size_t i = 0; i < s->n_mem; i++) {
         if (!gm_account_kind_in_equation(s->mem[i].kind))
             continue;
-        seen += s->mem[i].bytes;
-        if (by_lib)
-            by_lib[acc_object_lib(objects, s->mem[i].object)] += s->mem[i].bytes;
+        seen = gm_add_sat(seen, s->mem[i].bytes);
+        if (by_lib) {
+            uint64_t *b = &by_lib[acc_object_lib(objects, s->mem[i].object)];
+            *b = gm_add_sat(*b, s->mem[i].bytes);
+        }
     }
     return seen;
 }
@@ -51,7 +61,7 @@ static void measured(struct gm_account_balance *b, enum gm_account_term_kind kin
     if (!bytes && !count)
         return;
     if ((t = add(b, kind)) != NULL) {
-        t->bytes = (int64_t)bytes;
+        t->bytes = to_i64(bytes);
         t->count = count;
         t->source = source;
     }
@@ -67,10 +77,10 @@ struct per_object {
 
 static void add_to(struct gm_account_term *t, const struct per_object *o)
 {
-    t->bytes += (int64_t)o->bytes;
+    t->bytes = to_i64(gm_add_sat((uint64_t)t->bytes, o->bytes));
     for (int k = 0; k < GM_ACCOUNT_KIND__COUNT; k++) {
-        t->calls[k] += o->calls[k];
-        t->count += o->calls[k];
+        t->calls[k] = gm_add_sat(t->calls[k], o->calls[k]);
+        t->count = gm_add_sat(t->count, o->calls[k]);
     }
 }
 
@@ -108,7 +118,7 @@ void acc_balance(const struct acc_sample *s, const struct acc_object *objects,
         const struct acc_mem *m = &s->mem[i];
         size_t k;
         if (m->kind == GM_ACCOUNT_KIND_MANAGED)
-            b->managed += m->bytes;
+            b->managed = gm_add_sat(b->managed, m->bytes);
         if (!gm_account_kind_in_equation(m->kind) || (!m->bytes && !m->count))
             continue;
         for (k = 0; k < n_per && per[k].object != m->object; k++)
@@ -119,8 +129,8 @@ void acc_balance(const struct acc_sample *s, const struct acc_object *objects,
             per[k].lib = acc_object_lib(objects, m->object);
             n_per++;
         }
-        per[k].bytes += m->bytes;
-        per[k].calls[m->kind] += m->count;
+        per[k].bytes = gm_add_sat(per[k].bytes, m->bytes);
+        per[k].calls[m->kind] = gm_add_sat(per[k].calls[m->kind], m->count);
     }
     /* OTHER objects by size, the largest first (insertion sort: a few dozen at most) */
     for (size_t i = 1; i < n_per; i++) {
@@ -172,7 +182,7 @@ void acc_balance(const struct acc_sample *s, const struct acc_object *objects,
     if (b->used_valid) {
         struct gm_account_term *t = add(b, GM_ACCOUNT_TERM_NOT_SEEN);
         if (t)
-            t->bytes = (int64_t)b->used - (int64_t)b->seen;
+            t->bytes = b->used >= b->seen ? to_i64(b->used - b->seen) : -to_i64(b->seen - b->used);
     }
 }
 

@@ -33,6 +33,7 @@
 #include "base/json_in.h"
 #include "base/json_load.h"
 #include "gpumem/arena.h"
+#include "gpumem/units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -394,7 +395,7 @@ static enum gm_status add_point(struct gm_account_device *d, struct acc_device_s
     pt->used_valid = s->used_valid;
     pt->used = s->used;
     pt->seen = acc_seen(s, objects, pt->by_lib);
-    pt->context = s->context + s->modules + s->graphs;
+    pt->context = gm_add_sat(gm_add_sat(s->context, s->modules), s->graphs);
     return GM_OK;
 }
 
@@ -416,8 +417,9 @@ static enum gm_status line_sample(struct reader *r, const json_t *o, struct gm_a
         /* pinned host memory: its highest, by class */
         uint64_t total = 0, by[GM_ACCOUNT_LIB__COUNT] = {0};
         for (size_t k = 0; k < s.n_mem; k++) {
-            total += s.mem[k].bytes;
-            by[acc_object_lib(st->objects, s.mem[k].object)] += s.mem[k].bytes;
+            uint64_t *b = &by[acc_object_lib(st->objects, s.mem[k].object)];
+            total = gm_add_sat(total, s.mem[k].bytes);
+            *b = gm_add_sat(*b, s.mem[k].bytes);
             if (s.mem[k].kind == GM_ACCOUNT_KIND_HOST_REGISTERED &&
                 s.mem[k].bytes > p->host_registered_peak)
                 p->host_registered_peak = s.mem[k].bytes;

@@ -23,10 +23,27 @@ trap 'rm -rf "$work"' EXIT
 export GPUMEM_FAKE_STATE="$work/state"
 export GPUMEM_FAKE_CONTEXT_BYTES=314572800 GPUMEM_FAKE_MODULE_BYTES=4194304
 export GPUMEM_FAKE_GRAPH_BYTES=6291456 GPUMEM_FAKE_GRANULE=2097152 ACCOUNT_JOB_HOLD_MS=400
-if [ -n "${GM_ASAN_PRELOAD:-}" ]; then
-    export LD_PRELOAD="$GM_ASAN_PRELOAD"
-fi
+# The job finds its libraries by its RUNPATH; under ASan, whose dlopen interceptor calls
+# dlopen from the sanitizer's runtime, a name is no longer searched there: say where.
+export LD_LIBRARY_PATH="$GM_FAKE_DIR/account:$GM_FAKE_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fails=0
+
+# gpumem and the job, with the sanitizer's runtime preloaded under ASan (only them: it
+# would report the leaks of python3, grep, ... too).
+gpumem() {
+    if [ -n "${GM_ASAN_PRELOAD:-}" ]; then
+        LD_PRELOAD="$GM_ASAN_PRELOAD" "$GPUMEM" "$@"
+    else
+        "$GPUMEM" "$@"
+    fi
+}
+job() {
+    if [ -n "${GM_ASAN_PRELOAD:-}" ]; then
+        LD_PRELOAD="$GM_ASAN_PRELOAD" "$JOB" "$@"
+    else
+        "$JOB" "$@"
+    fi
+}
 
 fail() {
     echo "FAIL: $*"
@@ -59,7 +76,7 @@ wait_ready() {
 }
 
 # 0. The job alone: its results, its return codes.
-if ! "$JOB" exit >"$work/plain.out" 2>"$work/plain.err"; then
+if ! job exit >"$work/plain.out" 2>"$work/plain.err"; then
     fail "the job alone failed: $(head -3 "$work/plain.err")"
 fi
 results "$work/plain.out" >"$work/plain.res"
@@ -67,7 +84,7 @@ results "$work/plain.out" >"$work/plain.res"
 # 1. To the end: every byte credited, the equation exact at the peak and at exit; one file
 #    per process that used the GPU (not the worker forked after, which never did); the
 #    merged timeline reads back the same; the job's results unchanged.
-"$GPUMEM" account --json --interval 50 --dir "$work/d1" -o "$work/merged.jsonl" -- "$JOB" exit \
+gpumem account --json --interval 50 --dir "$work/d1" -o "$work/merged.jsonl" -- "$JOB" exit \
     >"$work/s1.json" 2>"$work/s1.err"
 rc=$?
 [ "$rc" = 0 ] || fail "to the end: exit status $rc: $(grep -v '^expect\|^result\|^codes' "$work/s1.err" | head -5)"
@@ -76,10 +93,10 @@ results "$work/s1.err" >"$work/s1.res"
 cmp -s "$work/plain.res" "$work/s1.res" || fail "to the end: the job's results or return codes changed under the interposer"
 n=$(ls "$work/d1" | grep -c '^account-.*\.jsonl$')
 [ "$n" = 2 ] || fail "to the end: $n account files, expected 2 (the main process and its first child)"
-"$GPUMEM" account --input "$work/merged.jsonl" --json >"$work/m1.json" 2>"$work/m1.err" ||
+gpumem account --input "$work/merged.jsonl" --json >"$work/m1.json" 2>"$work/m1.err" ||
     fail "the merged timeline does not read back: $(cat "$work/m1.err")"
 check "$work/m1.json" "$work/s1.err" exit || fail "the merged timeline disagrees with the job"
-"$GPUMEM" account --input "$work/d1" >"$work/report.txt" 2>&1 || fail "the text report failed"
+gpumem account --input "$work/d1" >"$work/report.txt" 2>&1 || fail "the text report failed"
 grep -q '^    device used (NVML) [0-9.]* MiB = context .* + modules .* + graphs .* + PyTorch reserved .* + NCCL .* + cuBLAS .* + rounding .* + not seen by the driver API' "$work/report.txt" ||
     fail "the report has no equation line"
 grep -q 'measured: NVML usedGpuMemory of the process around each creation (1 context)' "$work/report.txt" ||
@@ -89,7 +106,7 @@ grep -q 'libcudart.so.12+0x[0-9a-f]* (cudaMalloc)' "$work/report.txt" ||
 
 # 2. SIGTERM at the end state: the interposer writes the counters and dies of the signal;
 #    gpumem reports it and exits 128 + 15.
-"$GPUMEM" account --json --interval 50 --dir "$work/d2" -- "$JOB" term \
+gpumem account --json --interval 50 --dir "$work/d2" -- "$JOB" term \
     >"$work/s2.json" 2>"$work/s2.err" &
 gp=$!
 if wait_ready "$work/s2.err"; then
@@ -105,7 +122,7 @@ check "$work/s2.json" "$work/s2.err" signal || fail "SIGTERM: the account disagr
 grep -q '"end": "signal"' "$work/s2.json" || fail "SIGTERM: the process's end is not the signal"
 
 # 3. SIGKILL (the OOM killer): nothing runs in the job; its samples are the account.
-"$GPUMEM" account --json --interval 50 --dir "$work/d3" -- "$JOB" kill \
+gpumem account --json --interval 50 --dir "$work/d3" -- "$JOB" kill \
     >"$work/s3.json" 2>"$work/s3.err" &
 gp=$!
 if wait_ready "$work/s3.err"; then
@@ -123,8 +140,10 @@ grep -q 'killed by SIGKILL' "$work/s3.err" || fail "SIGKILL: gpumem does not say
 
 # 4. An internal failure (the 20th table insertion fails, as if memory ran out): the
 #    interposer stops accounting, says so in its file, and the job runs on unchanged.
-GPUMEM_ACCOUNT_FAIL_AT=20 "$GPUMEM" account --json --dir "$work/d4" -- "$JOB" exit \
-    >"$work/s4.json" 2>"$work/s4.err"
+(
+    export GPUMEM_ACCOUNT_FAIL_AT=20
+    gpumem account --json --dir "$work/d4" -- "$JOB" exit
+) >"$work/s4.json" 2>"$work/s4.err"
 rc=$?
 [ "$rc" = 0 ] || fail "internal failure: exit status $rc"
 results "$work/s4.err" >"$work/s4.res"
