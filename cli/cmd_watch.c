@@ -4,6 +4,7 @@
  * then report peaks with their times and a terminal chart.  The report goes to stderr, as
  * time(1) does, so the command's own stdout stays clean.  gpumem exits with the command's
  * status (128 + signal when it was killed). */
+#include "account_cli.h"
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
@@ -92,7 +93,8 @@ static int shell_status(int wst, int *sig)
 int cmd_watch(int argc, char **argv)
 {
     uint64_t interval = 100, proc_interval = 500, attach_pid = 0, max_samples = 4194304;
-    bool force = false, has_pid = false, no_chart = false, json = false;
+    bool force = false, has_pid = false, no_chart = false, json = false, account = false;
+    struct account_cli ac;
     const char *output = NULL, *device = NULL, *written = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
@@ -121,6 +123,9 @@ int cmd_watch(int argc, char **argv)
         OPT_FLAG("json", 0, &json,
                  "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
                  "the command's stdout goes to stderr"),
+        OPT_FLAG("account", 0, &account,
+                 "also run the command under gpumem account's interposer and add where each "
+                 "process's device memory went to the report (see gpumem account)"),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -165,6 +170,8 @@ int cmd_watch(int argc, char **argv)
         return cli_usage(argv[0], "%s", err.msg);
     if (output && !watch_output_kind(output))
         return cli_usage(argv[0], "--output must end in .csv or .json");
+    if (account && has_pid)
+        return cli_usage(argv[0], "--account needs a command to run, not --pid");
     if (n_pos) {
         command = calloc((size_t)n_pos + 1, sizeof(*command));
         if (!command)
@@ -174,6 +181,7 @@ int cmd_watch(int argc, char **argv)
     }
 
     memset(&s, 0, sizeof(s));
+    memset(&ac, 0, sizeof(ac));
     gm_watch_init(&s.w, (size_t)max_samples);
     s.w.attached = has_pid;
     rc = 0;
@@ -218,9 +226,14 @@ int cmd_watch(int argc, char **argv)
         sigaction(SIGHUP, &sa, NULL);
     }
     gm_watch_clock_start(&clk, interval, proc_interval);
+    if (account && (rc = account_cli_begin(argv[0], &ac, NULL, false, interval, 8)) != 0) {
+        if (output)
+            cli_output_abort(&out);
+        goto out_close;
+    }
     if (command) {
         /* with --json, stdout carries only gpumem's JSON lines */
-        struct gm_watch_command wc = {command, environ, NULL, json, false};
+        struct gm_watch_command wc = {command, account ? ac.env : environ, NULL, json, false};
         pid_t pid = 0;
         int exec_errno = 0;
         if (gm_watch_spawn(&wc, &pid, &exec_errno, &err) != GM_OK || exec_errno) {
@@ -321,8 +334,18 @@ int cmd_watch(int argc, char **argv)
             written = out.written;
     }
     watch_report(stderr, &s.w, &run, !no_chart && !json, written);
+    if (account) {
+        struct gm_account *a = NULL;
+        if (account_cli_read(argv[0], &ac, &a) == 0) {
+            fputc('\n', stderr);
+            account_report(stderr, a, true);
+        }
+        gm_account_free(a);
+    }
 
 out_close:
+    if (account)
+        account_cli_end(argv[0], &ac);
     gm_devices_close(s.d);
 out_free:
     gm_watch_release(&s.w);

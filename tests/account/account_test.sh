@@ -150,5 +150,15 @@ results "$work/s4.err" >"$work/s4.res"
 cmp -s "$work/plain.res" "$work/s4.res" || fail "internal failure: the job's results changed"
 check "$work/s4.json" "$work/s4.err" exit --disabled || fail "internal failure: not reported"
 
+# 5. gpumem watch --account: the watch report, then the account of each process.
+gpumem watch --account --no-chart --interval 50 -- "$JOB" exit >"$work/w5.out" 2>"$work/w5.err"
+rc=$?
+[ "$rc" = 0 ] || fail "watch --account: exit status $rc"
+grep -q 'peak of the command' "$work/w5.err" || fail "watch --account: no watch report"
+grep -q '^gpumem account: 2 processes used the GPU' "$work/w5.err" || fail "watch --account: no account"
+grep -q '^    device used (NVML) .* = context ' "$work/w5.err" || fail "watch --account: no equation"
+results "$work/w5.out" >"$work/w5.res"
+cmp -s "$work/plain.res" "$work/w5.res" || fail "watch --account: the job's results changed"
+
 [ "$fails" -eq 0 ] && echo "account: all scenarios passed"
 exit $((fails > 0))
