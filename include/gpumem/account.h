@@ -289,6 +289,60 @@ enum gm_status gm_account_merge(FILE *f, const char *const *paths, size_t n,
                                 struct gm_error *err);
 
 /* ------------------------------------------------------------------------------------ */
+/* Calibrating the estimate's components outside the caching allocator */
+
+struct gm_job; /* gpumem/estimate.h */
+
+/* The estimator's components that live outside PyTorch's caching allocator, each set by
+ * one job setting. */
+enum gm_account_component {
+    GM_ACCOUNT_COMP_CONTEXT = 0, /* CUDA context and loaded modules: --cuda-context */
+    GM_ACCOUNT_COMP_WORKSPACE,   /* cuBLAS, cuBLASLt and cuDNN's own memory: --workspace */
+    GM_ACCOUNT_COMP_NCCL,        /* NCCL buffers, per communicator: --nccl */
+    GM_ACCOUNT_COMP_NON_TORCH,   /* vLLM's non-torch memory beside NCCL: --non-torch */
+    GM_ACCOUNT_COMP__COUNT
+};
+
+struct gm_account_calib_row {
+    enum gm_account_component what;
+    bool applies;          /* the estimate has this component for the job as described */
+    uint64_t predicted;    /* the estimate's bytes, one device, before calibration */
+    uint64_t measured;     /* the account's bytes for it (terms summed, see account.md) */
+    uint64_t calibrated;   /* the estimate's bytes after calibration */
+    uint64_t communicators; /* NCCL: the job's communicators per rank (the estimate's) */
+    bool set;              /* the setting was given the measured value */
+    char setting[24];      /* the job setting ("cuda-context") */
+    uint64_t value;        /* what it was set to, bytes (per communicator for NCCL) */
+    char note[200];        /* why it was not set */
+};
+
+struct gm_account_calibration {
+    uint32_t pid;           /* the process whose equation was used: the highest peak */
+    int32_t rank;           /* its RANK, -1 none */
+    int32_t device;         /* its CUDA device */
+    uint64_t measured_used; /* its device used at that peak (NVML), 0 when not read */
+    struct gm_account_calib_row rows[GM_ACCOUNT_COMP__COUNT];
+    uint64_t device_before; /* the estimate's device figure, as described */
+    uint64_t device_after;  /* and with the measured components */
+};
+
+/* The name of a component in words ("CUDA context and modules"; static). */
+const char *gm_account_component_name(enum gm_account_component c);
+
+/* Hold the estimate of 'job' against the account 'a' of a run of it: take the equation at
+ * the peak of the process and device with the highest device used, set each component the
+ * estimate has outside the caching allocator from the terms that measure it (the job's
+ * settings --cuda-context, --workspace, --nccl per communicator, --non-torch for vLLM: 'job'
+ * is changed), and estimate again.  GM_ERR_INVALID when the account has no equation;
+ * errors of gm_estimate_run(). */
+enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *job,
+                                    struct gm_account_calibration *out, struct gm_error *err);
+
+/* The calibration as one JSON document (schema gpumem.calibrate.account/1). */
+enum gm_status gm_account_calibration_json(FILE *f, const struct gm_account_calibration *c,
+                                           struct gm_error *err);
+
+/* ------------------------------------------------------------------------------------ */
 /* Running a command under the interposer */
 
 /* The interposer library: $GPUMEM_ACCOUNT_LIBRARY when set, else libgpumem-account.so
