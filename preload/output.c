@@ -557,6 +557,45 @@ static void sample_all(struct out *o, const char *at, bool force)
 
 /* ---- the sampler ---- */
 
+/* Its sleep, cut short at exit (a condition variable on CLOCK_MONOTONIC). */
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cond;
+
+static void sleep_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&sleep_cond, &a);
+    pthread_condattr_destroy(&a);
+    pthread_mutex_init(&sleep_lock, NULL);
+}
+
+static void sampler_sleep(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(account.interval_ms / 1000);
+    until.tv_nsec += (long)(account.interval_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&sleep_lock);
+    while (!atomic_load(&account.sampler_stop) &&
+           pthread_cond_timedwait(&sleep_cond, &sleep_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&sleep_lock);
+}
+
+static void sampler_wake(void)
+{
+    pthread_mutex_lock(&sleep_lock);
+    atomic_store(&account.sampler_stop, true);
+    pthread_cond_broadcast(&sleep_cond);
+    pthread_mutex_unlock(&sleep_lock);
+}
+
 static void *sampler_main(void *arg)
 {
     sigset_t all;
@@ -565,10 +604,8 @@ static void *sampler_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     while (!atomic_load(&account.sampler_stop)) {
-        struct timespec ts = {(time_t)(account.interval_ms / 1000),
-                              (long)(account.interval_ms % 1000) * 1000000L};
         struct out o;
-        nanosleep(&ts, NULL);
+        sampler_sleep();
         int s = atomic_load(&account.state);
         if (atomic_load(&account.sampler_stop) || (s != ACCT_ACTIVE && s != ACCT_DISABLED))
             continue;
@@ -621,7 +658,7 @@ static void at_exit(void)
         return;
     if (account.sampler_running) {
         struct timespec deadline;
-        atomic_store(&account.sampler_stop, true);
+        sampler_wake();
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += 2;
         if (pthread_timedjoin_np(account.sampler, NULL, &deadline) == 0)
@@ -889,6 +926,7 @@ static void fork_child(void)
 {
     int s = atomic_load(&account.state);
     acct_track_reinit_locks();
+    sleep_init();
     atomic_store(&account.consumer, 0);
     if (s == ACCT_OFF)
         return;
@@ -911,6 +949,7 @@ __attribute__((constructor)) static void acct_init(void)
     pthread_mutex_init(&account.obj_lock, NULL);
     pthread_mutex_init(&account.big_lock, NULL);
     pthread_mutex_init(&account.slow_lock, NULL);
+    sleep_init();
     snprintf(account.objects[ACCT_OBJ_NONE].path, ACCT_PATH_MAX, "%s", "");
     account.objects[ACCT_OBJ_NONE].lib = GM_ACCOUNT_LIB_UNKNOWN;
     snprintf(account.objects[ACCT_OBJ_FULL].path, ACCT_PATH_MAX, "%s", "(more objects)");

@@ -249,10 +249,8 @@ struct acct_live {
 };
 
 /* The object credited with a call whose return address is 'ra': the first frame outside
- * the runtime, the driver and the interposer (gm_account_lib_passes_through()).  'frames'
- * (may be NULL) receives the stack when it had to be walked; *n_frames its length (0 when
- * not walked). */
-uint32_t acct_attribute(void *ra, void **frames, int *n_frames) ACCT_HIDDEN;
+ * the runtime, the driver and the interposer (gm_account_lib_passes_through()). */
+uint32_t acct_attribute(void *ra) ACCT_HIDDEN;
 /* Whether 'addr' lies in the interposer itself (its frames are left out of stacks). */
 bool acct_is_self(void *addr) ACCT_HIDDEN;
 

@@ -304,25 +304,26 @@ static enum gm_account_lib lib_of(uint32_t id)
                                         : GM_ACCOUNT_LIB_UNKNOWN;
 }
 
-uint32_t acct_attribute(void *ra, void **frames, int *n_frames)
+uint32_t acct_attribute(void *ra)
 {
     void *buf[ACCT_STACK + 8];
-    int n;
+    int n, depth = 5;
     uint32_t id = object_of((uintptr_t)ra);
-    if (n_frames)
-        *n_frames = 0;
     if (!gm_account_lib_passes_through(lib_of(id)))
         return id;
-    n = backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
-    if (frames && n_frames) {
-        *n_frames = n < ACCT_STACK ? n : ACCT_STACK;
-        memcpy(frames, buf, (size_t)*n_frames * sizeof(void *));
-    }
-    for (int i = 1; i < n; i++) {
-        /* a return address points after the call: -1 stays inside the calling function */
-        uint32_t f = object_of((uintptr_t)buf[i] - 1);
-        if (!gm_account_lib_passes_through(lib_of(f)))
-            return f;
+    /* the caller is usually two frames up (wrapper, runtime, caller): unwind a few frames
+     * first, the whole stack only when they are all passed through (unwinding costs per
+     * frame) */
+    for (int pass = 0; pass < 2; pass++, depth = (int)(sizeof(buf) / sizeof(buf[0]))) {
+        n = backtrace(buf, depth);
+        for (int i = 1; i < n; i++) {
+            /* a return address points after the call: -1 stays inside the calling function */
+            uint32_t f = object_of((uintptr_t)buf[i] - 1);
+            if (!gm_account_lib_passes_through(lib_of(f)))
+                return f;
+        }
+        if (n < depth)
+            break;
     }
     return ACCT_OBJ_NONE;
 }
@@ -410,7 +411,7 @@ static void event(uint8_t op, const struct acct_live *e, uint64_t bytes)
 }
 
 /* Keep the stack of an allocation among the largest ones. */
-static void maybe_big(const struct acct_live *e, void *ra, void **frames, int n_frames)
+static void maybe_big(const struct acct_live *e, void *ra)
 {
     struct acct_big *b;
     unsigned min = 0;
@@ -437,12 +438,7 @@ static void maybe_big(const struct acct_live *e, void *ra, void **frames, int n_
     b->dev = e->dev;
     b->kind = e->kind;
     b->api = e->api;
-    if (n_frames > 0) {
-        b->n_frames = n_frames;
-        memcpy(b->frames, frames, (size_t)n_frames * sizeof(void *));
-    } else {
-        b->n_frames = backtrace(b->frames, ACCT_STACK);
-    }
+    b->n_frames = backtrace(b->frames, ACCT_STACK);
     if (b->n_frames <= 0) {
         b->frames[0] = ra;
         b->n_frames = 1;
@@ -461,14 +457,12 @@ void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t 
                       uint64_t bytes, void *ra)
 {
     struct acct_live e, old;
-    void *frames[ACCT_STACK];
-    int n_frames = 0;
     bool had;
     memset(&e, 0, sizeof(e));
     e.key = addr;
     e.bytes = bytes;
     e.t = acct_now();
-    e.obj = acct_attribute(ra, frames, &n_frames);
+    e.obj = acct_attribute(ra);
     e.dev = (int16_t)dev;
     e.kind = (uint8_t)kind;
     e.api = api;
@@ -486,7 +480,7 @@ void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t 
         count(&old, -1);
     count(&e, +1);
     event(ACCT_OP_ALLOC, &e, bytes);
-    maybe_big(&e, ra, frames, n_frames);
+    maybe_big(&e, ra);
 }
 
 bool acct_track_free(uint64_t addr, unsigned kinds, uint8_t api, struct acct_live *undo)
@@ -523,8 +517,6 @@ void acct_track_vmm_create(CUmemGenericAllocationHandle h, uint64_t bytes, int d
                            void *ra)
 {
     struct acct_live e, old;
-    void *frames[ACCT_STACK];
-    int n_frames = 0;
     bool had;
     if (dev < 0 || dev >= ACCT_MAX_DEV) {
         atomic_fetch_add(&account.n_other_devices, 1);
@@ -535,7 +527,7 @@ void acct_track_vmm_create(CUmemGenericAllocationHandle h, uint64_t bytes, int d
     e.key = h;
     e.bytes = bytes;
     e.t = acct_now();
-    e.obj = acct_attribute(ra, frames, &n_frames);
+    e.obj = acct_attribute(ra);
     e.dev = (int16_t)dev;
     e.kind = GM_ACCOUNT_KIND_VMM;
     e.api = api;
@@ -547,7 +539,7 @@ void acct_track_vmm_create(CUmemGenericAllocationHandle h, uint64_t bytes, int d
         count(&old, -1);
     count(&e, +1);
     event(ACCT_OP_ALLOC, &e, bytes);
-    maybe_big(&e, ra, frames, n_frames);
+    maybe_big(&e, ra);
 }
 
 static void vmm_gone(struct acct_live *e, uint8_t op)
@@ -618,7 +610,7 @@ void acct_track_reserve(uint64_t va, uint64_t size, int dev, uint8_t api, void *
     e.key = va;
     e.bytes = size;
     e.t = acct_now();
-    e.obj = acct_attribute(ra, NULL, NULL);
+    e.obj = acct_attribute(ra);
     e.dev = (int16_t)(dev < 0 ? 0 : dev);
     e.api = api;
     e.what = 0xff; /* an address range, not an enum acct_res */
@@ -706,7 +698,7 @@ void acct_track_resource(enum acct_res what, uint64_t handle, int dev, uint64_t 
     e.key = handle;
     e.bytes = d ? bytes : 0;
     e.t = acct_now();
-    e.obj = acct_attribute(ra, NULL, NULL);
+    e.obj = acct_attribute(ra);
     e.dev = (int16_t)(d ? dev : -1);
     e.api = api;
     e.what = (uint8_t)what;
@@ -754,7 +746,7 @@ void acct_track_primary(int dev, bool retain, uint64_t bytes, enum gm_account_re
     e.key = (uint64_t)dev;
     e.bytes = bytes;
     e.t = acct_now();
-    e.obj = acct_attribute(ra, NULL, NULL);
+    e.obj = acct_attribute(ra);
     e.dev = (int16_t)dev;
     e.source = (uint8_t)source;
     e.api = api;
