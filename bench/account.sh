@@ -44,7 +44,7 @@ if [ ! -x "$JOB" ]; then
     echo "account.sh: $JOB is missing (the test build makes it): no whole-job figure"
     exit 0
 fi
-export GPUMEM_NVML_LIBRARY=$FAKE/libnvidia-ml.so.1 GPUMEM_FAKE_STATE=$work/state
+export GPUMEM_NVML_LIBRARY="$FAKE/libnvidia-ml.so.1" GPUMEM_FAKE_STATE="$work/state"
 export GPUMEM_FAKE_MODULE_BYTES=4194304 GPUMEM_FAKE_GRAPH_BYTES=6291456 ACCOUNT_JOB_HOLD_MS=0
 # wall seconds of ROUNDS runs of the job
 run() {

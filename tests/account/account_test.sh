@@ -91,7 +91,10 @@ rc=$?
 check "$work/s1.json" "$work/s1.err" exit || fail "to the end: the account disagrees with the job"
 results "$work/s1.err" >"$work/s1.res"
 cmp -s "$work/plain.res" "$work/s1.res" || fail "to the end: the job's results or return codes changed under the interposer"
-n=$(ls "$work/d1" | grep -c '^account-.*\.jsonl$')
+n=0
+for f in "$work/d1"/account-*.jsonl; do
+    [ -f "$f" ] && n=$((n + 1))
+done
 [ "$n" = 2 ] || fail "to the end: $n account files, expected 2 (the main process and its first child)"
 gpumem account --input "$work/merged.jsonl" --json >"$work/m1.json" 2>"$work/m1.err" ||
     fail "the merged timeline does not read back: $(cat "$work/m1.err")"
