@@ -46,7 +46,7 @@ struct est_ctx {
     enum est_bound bound;         /* the point estimate, or an end of the range */
     double tokens;                /* training: tokens of one micro-batch at this bound */
     double host_activation_bytes; /* training: activations offloaded to host, one GPU */
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
     uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
     gm_est_segment_fn trace;      /* the step replay's segments (point estimate only), or NULL */
@@ -220,7 +220,7 @@ bool est_step_replay_applies(const struct est_ctx *cx);
 enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
                                struct gm_error *err);
 
-/* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
+/* ---- arch.c: layer widths and KV layouts ---- */
 
 /* Widths a layer computes per token, averaged over the model's layers. */
 struct est_geom {
@@ -259,7 +259,7 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block);
 
-/* ---- weights.c: weight formats (issue 13) ---- */
+/* ---- weights.c: weight formats ---- */
 
 struct est_format {
     uint64_t bytes;     /* all the weights */
