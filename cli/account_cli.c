@@ -243,10 +243,14 @@ static void process_report(FILE *f, const struct gm_account_process *p, uint64_t
         fprintf(f, " pinned host memory, at most %s (of it registered %s), not on the device\n",
                 mib(a, sizeof(a), (int64_t)p->host_peak),
                 mib(c, sizeof(c), (int64_t)p->host_registered_peak));
-    if (p->n_dropped || p->n_unhooked)
-        fprintf(f, " note: %" PRIu64 " events not written (queue full), %" PRIu64
-                   " entry points handed out unwrapped\n",
-                p->n_dropped, p->n_unhooked);
+    if (p->n_dropped)
+        fprintf(f, " note: %" PRIu64 " events not written (the queue was full; the figures are "
+                   "counters and stay exact)\n",
+                p->n_dropped);
+    if (p->n_unhooked)
+        fprintf(f, " note: %" PRIu64 " entry points handed out unwrapped (cuGetProcAddress gave "
+                   "functions it could not match): their calls are in \"not seen\"\n",
+                p->n_unhooked);
     if (stacks && p->n_largest) {
         fprintf(f, " largest allocations:\n");
         for (size_t i = 0; i < p->n_largest && i < 5; i++) {

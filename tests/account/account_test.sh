@@ -84,18 +84,21 @@ results "$work/plain.out" >"$work/plain.res"
 # 1. To the end: every byte credited, the equation exact at the peak and at exit; one file
 #    per process that used the GPU (not the worker forked after, which never did); the
 #    merged timeline reads back the same; the job's results unchanged.
-gpumem account --json --interval 50 --dir "$work/d1" -o "$work/merged.jsonl" -- "$JOB" exit \
-    >"$work/s1.json" 2>"$work/s1.err"
+(
+    export RANK=3 LOCAL_RANK=1 # as a launcher sets them: in the files' names and the account
+    gpumem account --json --interval 50 --dir "$work/d1" -o "$work/merged.jsonl" -- "$JOB" exit
+) >"$work/s1.json" 2>"$work/s1.err"
 rc=$?
 [ "$rc" = 0 ] || fail "to the end: exit status $rc: $(grep -v '^expect\|^result\|^codes' "$work/s1.err" | head -5)"
 check "$work/s1.json" "$work/s1.err" exit || fail "to the end: the account disagrees with the job"
 results "$work/s1.err" >"$work/s1.res"
 cmp -s "$work/plain.res" "$work/s1.res" || fail "to the end: the job's results or return codes changed under the interposer"
 n=0
-for f in "$work/d1"/account-*.jsonl; do
+for f in "$work/d1"/account-rank3-local1-*.jsonl; do
     [ -f "$f" ] && n=$((n + 1))
 done
-[ "$n" = 2 ] || fail "to the end: $n account files, expected 2 (the main process and its first child)"
+[ "$n" = 2 ] || fail "to the end: $n account files named by rank, expected 2 (the main process and its first child)"
+grep -q '"rank": 3,' "$work/s1.json" || fail "to the end: the account does not give the rank"
 gpumem account --input "$work/merged.jsonl" --json >"$work/m1.json" 2>"$work/m1.err" ||
     fail "the merged timeline does not read back: $(cat "$work/m1.err")"
 check "$work/m1.json" "$work/s1.err" exit || fail "the merged timeline disagrees with the job"
@@ -162,6 +165,21 @@ grep -q '^gpumem account: 2 processes used the GPU' "$work/w5.err" || fail "watc
 grep -q '^    device used (NVML) .* = context ' "$work/w5.err" || fail "watch --account: no equation"
 results "$work/w5.out" >"$work/w5.res"
 cmp -s "$work/plain.res" "$work/w5.res" || fail "watch --account: the job's results changed"
+
+# 6. A driver whose cuGetProcAddress hands out functions that are no export (the VMM names):
+#    they cannot be wrapped; the pages mapped through them are "not seen", exactly, the
+#    report says how many entry points went out unwrapped, and the job runs unchanged.
+(
+    export GPUMEM_FAKE_PROC_PRIVATE=1
+    gpumem account --json --interval 50 --dir "$work/d6" -- "$JOB" exit
+) >"$work/s6.json" 2>"$work/s6.err"
+rc=$?
+[ "$rc" = 0 ] || fail "unwrapped entry points: exit status $rc"
+check "$work/s6.json" "$work/s6.err" exit --unhooked || fail "unwrapped entry points: the account disagrees"
+results "$work/s6.err" >"$work/s6.res"
+cmp -s "$work/plain.res" "$work/s6.res" || fail "unwrapped entry points: the job's results changed"
+gpumem account --input "$work/d6" 2>&1 | grep -q 'entry points handed out unwrapped' ||
+    fail "unwrapped entry points: the report does not say so"
 
 [ "$fails" -eq 0 ] && echo "account: all scenarios passed"
 exit $((fails > 0))

@@ -14,6 +14,10 @@ process and moment:
   - pinned host memory and managed memory are reported apart, exactly;
   - no process left a file that the job did not announce (a child that never used the GPU).
 With --disabled: the job's process stopped accounting; its summary must say so.
+With --unhooked: the driver handed out the VMM entry points at addresses that are no export
+(the fake's GPUMEM_FAKE_PROC_PRIVATE), so the pages PyTorch mapped through them (torch_vmm) are
+not seen: they must move from PyTorch's term to "not seen", byte for byte, and the summary must
+count the entry points handed out unwrapped.
 Prints what disagrees and exits 1, or prints "ok" and exits 0."""
 import json
 import sys
@@ -40,6 +44,7 @@ def term_bytes(balance):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     disabled = "--disabled" in sys.argv
+    unhooked = "--unhooked" in sys.argv
     summary_path, output_path, end_at = args
     with open(summary_path) as f:
         summary = json.load(f)
@@ -72,6 +77,10 @@ def main():
         if len(p["devices"]) != 1:
             bad.append("pid %d: %d devices" % (pid, len(p["devices"])))
             continue
+        if unhooked:
+            want = dict(want)
+            want["torch"] -= want["torch_vmm"]
+            want["not_seen"] += want["torch_vmm"]
         b = p["devices"][0]["peak" if at == "peak" else "end"]
         where = "pid %d %s" % (pid, at)
         if not b:
@@ -99,6 +108,8 @@ def main():
             if p["host"]["peak"] != want["host"]:
                 bad.append("%s: pinned host memory %d, expected %d" %
                            (where, p["host"]["peak"], want["host"]))
+    if unhooked and (main_pid not in procs or procs[main_pid]["unhooked"] < 1):
+        bad.append("no entry point counted as handed out unwrapped")
     if disabled:
         p = procs.get(main_pid)
         if not p or not p["disabled"] or not p["disabled_reason"]:

@@ -17,7 +17,9 @@
  *                     same with and without the interposer
  *   expect PID AT k=v ...  this process's own bookkeeping of what each term of the account
  *                     must be, AT peak and end (bytes): context, modules, graphs, torch, nccl,
- *                     cublas, other, rounding, not_seen, host, managed
+ *                     cublas, other, rounding, not_seen, host, managed, and torch_vmm (of
+ *                     torch: the expandable segment's pages, mapped through entry points
+ *                     it got from cuGetProcAddress)
  *   codes A B C       the results of calls the driver refuses (a zero-byte cuMemAlloc_v2, a
  *                     cuMemFree_v2 of an address never allocated, a cuMemFreeHost of device
  *                     memory): the same with and without the interposer
@@ -72,7 +74,7 @@ static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
 /* What this process expects each term to be. */
 struct expect {
     uint64_t context, modules, graphs, torch, nccl, cublas, other, rounding, not_seen, host,
-        managed;
+        managed, torch_vmm;
 };
 
 static uint64_t granule;
@@ -93,13 +95,13 @@ static uint64_t rounding(uint64_t n)
 static void say_expect(const char *at, const struct expect *e)
 {
     printf("expect %ld %s context=%llu modules=%llu graphs=%llu torch=%llu nccl=%llu cublas=%llu "
-           "other=%llu rounding=%llu not_seen=%llu host=%llu managed=%llu\n",
+           "other=%llu rounding=%llu not_seen=%llu host=%llu managed=%llu torch_vmm=%llu\n",
            (long)getpid(), at, (unsigned long long)e->context, (unsigned long long)e->modules,
            (unsigned long long)e->graphs, (unsigned long long)e->torch,
            (unsigned long long)e->nccl, (unsigned long long)e->cublas,
            (unsigned long long)e->other, (unsigned long long)e->rounding,
            (unsigned long long)e->not_seen, (unsigned long long)e->host,
-           (unsigned long long)e->managed);
+           (unsigned long long)e->managed, (unsigned long long)e->torch_vmm);
     fflush(stdout);
 }
 
@@ -251,6 +253,7 @@ int main(int argc, char **argv)
     if (c10_expand(0, granule, 8, &va))
         die("expandable segment");
     e.torch += 8 * granule;
+    e.torch_vmm = 8 * granule;
 
     if (cuMemAllocPitch_v2(&pitched, &pitch, 1000, 100, 4))
         die("pitch");
@@ -277,6 +280,7 @@ int main(int argc, char **argv)
         nccl_buffer_free(w[1].buffer))
         die("frees");
     e.torch -= w[0].big_bytes + 4 * granule;
+    e.torch_vmm -= 4 * granule;
     e.rounding -= rounding(w[0].big_bytes) + rounding(w[1].buffer_bytes);
     e.cublas -= async_bytes;
     e.nccl -= w[1].buffer_bytes;

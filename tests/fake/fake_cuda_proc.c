@@ -12,7 +12,11 @@
  *
  *   cuCtxCreate_v2 / cuCtxDestroy_v2  an explicit context, charged GPUMEM_FAKE_CONTEXT_BYTES
  *   cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)  charges the heap, rounded to the granule: memory
- *                                     the driver takes that no allocation call shows */
+ *                                     the driver takes that no allocation call shows
+ *   GPUMEM_FAKE_PROC_PRIVATE=1        cuGetProcAddress answers the VMM names (cuMemCreate,
+ *                                     cuMemRelease, cuMemMap, cuMemUnmap, cuMemAddressReserve)
+ *                                     with functions of its own that are no export, as a driver
+ *                                     may: an interposer cannot recognise them by address */
 #include "fake_cuda_int.h"
 
 #include <stdlib.h>
@@ -87,6 +91,8 @@ CUresult cuGraphInstantiateWithParams(void **e, void *g, void *params);
 CUresult cuGraphInstantiateWithParams_ptsz(void **e, void *g, void *params);
 CUresult cuGraphExecDestroy(void *e);
 CUresult cuGraphLaunch(void *e, CUstream s);
+
+#define FN(f) ((void *)(uintptr_t)(f))
 
 /* ---- contexts ---- */
 
@@ -209,6 +215,40 @@ FAKE_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const void 
 
 /* ---- cuGetProcAddress ---- */
 
+/* The private entry points of GPUMEM_FAKE_PROC_PRIVATE: the same work, other addresses. */
+static CUresult private_create(unsigned long long *h, size_t size, const void *prop,
+                               unsigned long long flags)
+{
+    return cuMemCreate(h, size, prop, flags);
+}
+static CUresult private_release(unsigned long long h)
+{
+    return cuMemRelease(h);
+}
+static CUresult private_map(CUdeviceptr p, size_t size, size_t offset, unsigned long long h,
+                            unsigned long long flags)
+{
+    return cuMemMap(p, size, offset, h, flags);
+}
+static CUresult private_unmap(CUdeviceptr p, size_t size)
+{
+    return cuMemUnmap(p, size);
+}
+static CUresult private_reserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr,
+                                unsigned long long flags)
+{
+    return cuMemAddressReserve(p, size, align, addr, flags);
+}
+
+static const struct {
+    const char *name;
+    void *fn;
+} privates[] = {
+    {"cuMemCreate", FN(private_create)}, {"cuMemRelease", FN(private_release)},
+    {"cuMemMap", FN(private_map)},       {"cuMemUnmap", FN(private_unmap)},
+    {"cuMemAddressReserve", FN(private_reserve)},
+};
+
 #define PTDS 1 /* a _ptsz variant, for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 
 struct proc {
@@ -217,8 +257,6 @@ struct proc {
     int ptds;
     void *fn;
 };
-
-#define FN(f) ((void *)(uintptr_t)(f))
 
 static const struct proc procs[] = {
     {"cuInit", 2000, 0, FN(cuInit)},
@@ -303,6 +341,11 @@ FAKE_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 void *fake_proc_lookup(const char *name, int version, unsigned long long flags)
 {
     const struct proc *best = NULL;
+    const char *priv = getenv("GPUMEM_FAKE_PROC_PRIVATE");
+    if (priv && !strcmp(priv, "1"))
+        for (size_t i = 0; i < sizeof(privates) / sizeof(privates[0]); i++)
+            if (!strcmp(privates[i].name, name) && version >= 10020)
+                return privates[i].fn;
     int want_ptds = (flags & 2) != 0; /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
     for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
         const struct proc *p = &procs[i];
