@@ -43,11 +43,10 @@ int account_cli_begin(const char *cmd, struct account_cli *ac, const char *dir, 
         snprintf(ac->dir, sizeof(ac->dir), "%s", dir);
     } else {
         const char *tmp = getenv("TMPDIR");
-        snprintf(ac->dir, sizeof(ac->dir), "%s/gpumem-account-XXXXXX",
-                 tmp && *tmp ? tmp : "/tmp");
+        snprintf(ac->dir, sizeof(ac->dir), "%s/gpumem-account-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(ac->dir)) {
-            cli_errorf(cmd, "cannot make a temporary folder in %s: %s",
-                       tmp && *tmp ? tmp : "/tmp", strerror(errno));
+            cli_errorf(cmd, "cannot make a temporary folder in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                       strerror(errno));
             return GM_EXIT_CANTCREAT;
         }
         ac->temporary = true;
@@ -132,7 +131,7 @@ static const char *mib(char *buf, size_t n, int64_t bytes)
 {
     if (bytes < 0 && n > 1) {
         buf[0] = '-';
-        gm_format_fixed(buf + 1, n - 1, (uint64_t)-(bytes + 1) + 1, GM_MIB, "MiB");
+        gm_format_fixed(buf + 1, n - 1, (uint64_t) - (bytes + 1) + 1, GM_MIB, "MiB");
         return buf;
     }
     return gm_format_fixed(buf, n, (uint64_t)bytes, GM_MIB, "MiB");
@@ -234,8 +233,9 @@ static void process_report(FILE *f, const struct gm_account_process *p, uint64_t
                                                          : "at its last sample",
                      t0);
         if (d->peak.managed || d->peak.virtual_reserved)
-            fprintf(f, "  beside it, at the peak: managed %s (resident where used), address "
-                       "space reserved %s (no memory)\n",
+            fprintf(f,
+                    "  beside it, at the peak: managed %s (resident where used), address "
+                    "space reserved %s (no memory)\n",
                     mib(a, sizeof(a), (int64_t)d->peak.managed),
                     mib(b, sizeof(b), (int64_t)d->peak.virtual_reserved));
     }
@@ -244,12 +244,14 @@ static void process_report(FILE *f, const struct gm_account_process *p, uint64_t
                 mib(a, sizeof(a), (int64_t)p->host_peak),
                 mib(c, sizeof(c), (int64_t)p->host_registered_peak));
     if (p->n_dropped)
-        fprintf(f, " note: %" PRIu64 " events not written (the queue was full; the figures are "
-                   "counters and stay exact)\n",
+        fprintf(f,
+                " note: %" PRIu64 " events not written (the queue was full; the figures are "
+                "counters and stay exact)\n",
                 p->n_dropped);
     if (p->n_unhooked)
-        fprintf(f, " note: %" PRIu64 " entry points handed out unwrapped (cuGetProcAddress gave "
-                   "functions it could not match): their calls are in \"not seen\"\n",
+        fprintf(f,
+                " note: %" PRIu64 " entry points handed out unwrapped (cuGetProcAddress gave "
+                "functions it could not match): their calls are in \"not seen\"\n",
                 p->n_unhooked);
     if (stacks && p->n_largest) {
         fprintf(f, " largest allocations:\n");
@@ -278,8 +280,9 @@ void account_report(FILE *f, const struct gm_account *a, bool stacks)
     for (size_t i = 1; i < n; i++)
         if (gm_account_process(a, i)->t_start_ns < t0)
             t0 = gm_account_process(a, i)->t_start_ns;
-    fprintf(f, "gpumem account: %zu process%s used the GPU (times from the first one's start; "
-               "MiB = 2^20 bytes)\n",
+    fprintf(f,
+            "gpumem account: %zu process%s used the GPU (times from the first one's start; "
+            "MiB = 2^20 bytes)\n",
             n, n == 1 ? "" : "es");
     for (size_t i = 0; i < n; i++) {
         fputc('\n', f);

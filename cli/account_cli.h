@@ -16,7 +16,7 @@ struct account_cli {
     char dir[PATH_MAX]; /* where each process writes its file */
     bool temporary;     /* made here: removed at the end unless kept */
     bool keep;
-    char **env;         /* the command's environment (gm_free()) */
+    char **env; /* the command's environment (gm_free()) */
 };
 
 /* Find the interposer and make the folder ('dir', or a new temporary one) and the

@@ -23,23 +23,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-/* The first SIGINT/SIGTERM sent by another process is passed on to the command (a
- * terminal's Ctrl-C reaches it already); a second one kills it. */
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_signal;
-static volatile pid_t g_child;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    g_signal = sig;
-    if (g_stop && g_child > 0)
-        kill(g_child, SIGKILL);
-    else if (g_child > 0 && si->si_code <= 0)
-        kill(g_child, sig);
-    g_stop = 1;
-}
-
 static int read_inputs(const char *cmd, const struct opt_list *inputs, bool json, bool stacks)
 {
     struct gm_account *a = NULL;
@@ -63,29 +46,31 @@ static int run(const char *cmd, char **command, struct account_cli *ac, bool jso
 {
     struct gm_watch_command wc = {command, ac->env, NULL, json, false};
     struct gm_error err;
-    struct sigaction sa;
-    pid_t pid = 0;
+    pid_t pid = 0, got;
     int exec_errno = 0, wst = 0;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    bool killed = false;
+    /* the first SIGINT/SIGTERM sent by another process is passed on to the command; a second
+     * one kills it */
+    cli_child_signals_install();
     if (gm_watch_spawn(&wc, &pid, &exec_errno, &err) != GM_OK)
         return cli_fail(cmd, &err);
     if (exec_errno) {
         cli_errorf(cmd, "cannot run '%s': %s", command[0], strerror(exec_errno));
         return exec_errno == ENOENT ? 127 : 126;
     }
-    g_child = pid;
-    while (waitpid(pid, &wst, 0) < 0) {
-        if (errno != EINTR) {
+    cli_child.child = pid;
+    while ((got = waitpid(pid, &wst, WNOHANG)) != pid) {
+        if (got < 0 && errno != EINTR) {
             cli_errorf(cmd, "waiting for '%s' failed: %s", command[0], strerror(errno));
             return GM_EXIT_SOFTWARE;
         }
+        if (cli_child.kill && !killed) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+        gm_watch_sleep_ms(20);
     }
-    g_child = 0;
+    cli_child.child = 0;
     if (WIFSIGNALED(wst)) {
         cli_errorf(cmd, "'%s' was killed by %s%s", command[0],
                    gm_signal_name(WTERMSIG(wst)) ? gm_signal_name(WTERMSIG(wst)) : "a signal",

@@ -194,7 +194,8 @@ static void render_account(FILE *f, const char *file, const struct gm_account_ca
             fprintf(f, "%s\n", r->note);
     }
     fprintf(f, "\n  %-26s %12s %12s %12s %12s\n", "device (nvidia-smi view)",
-            ana_cli_short(a, sizeof a, c->device_before), ana_cli_short(b, sizeof b, c->measured_used),
+            ana_cli_short(a, sizeof a, c->device_before),
+            ana_cli_short(b, sizeof b, c->measured_used),
             ana_cli_delta(d, sizeof d, c->device_before, c->measured_used),
             ana_cli_short(k, sizeof k, c->device_after));
 }

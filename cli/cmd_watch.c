@@ -26,27 +26,10 @@
 
 extern char **environ;
 
-/* Signal state: the handler only sets flags and forwards signals sent by another process
- * (a terminal's Ctrl-C already reaches the whole foreground process group).  After the
- * second signal the main loop kills the command's whole tree: not the handler, since the
- * tree must be listed while the command still holds it together (its children are
- * reparented the moment it dies). */
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_kill;
-static volatile sig_atomic_t g_signal;
-static volatile pid_t g_child;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    g_signal = sig;
-    if (g_stop)
-        g_kill = 1;
-    else if (g_child > 0 && si->si_code <= 0) { /* SI_USER, SI_QUEUE: sent by kill() */
-        kill(g_child, sig);
-    }
-    g_stop = 1;
-}
+/* Signals (cli_child): the handler only sets flags and forwards signals sent by another
+ * process.  After the second signal the main loop kills the command's whole tree: not the
+ * handler, since the tree must be listed while the command still holds it together (its
+ * children are reparented the moment it dies). */
 
 /* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
  * it leads if it made one.  Every process is stopped first, so that none forks a child
@@ -215,16 +198,7 @@ int cmd_watch(int argc, char **argv)
         out.beside = true;
     }
 
-    {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = on_signal;
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-    }
+    cli_child_signals_install();
     gm_watch_clock_start(&clk, interval, proc_interval);
     if (account && (rc = account_cli_begin(argv[0], &ac, NULL, false, interval, 8)) != 0) {
         if (output)
@@ -247,7 +221,7 @@ int cmd_watch(int argc, char **argv)
                 cli_output_abort(&out);
             goto out_close;
         }
-        g_child = pid;
+        cli_child.child = pid;
         s.root = (uint32_t)pid;
     } else {
         s.root = (uint32_t)attach_pid;
@@ -268,13 +242,13 @@ int cmd_watch(int argc, char **argv)
     for (;;) {
         uint64_t t = gm_watch_tick(&s.w, s.d, &clk, s.root, s.attached);
         int wst;
-        if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
+        if (command && waitpid(cli_child.child, &wst, WNOHANG) == cli_child.child) {
             status = shell_status(wst, &term_signal);
             break;
         }
         if (!command && !gm_proc_running(s.root))
             break;
-        if (g_stop)
+        if (cli_child.stop)
             break;
         gm_watch_wait(&clk, t);
     }
@@ -285,11 +259,11 @@ int cmd_watch(int argc, char **argv)
         pid_t got = 0;
         bool said = false, killed = false;
         for (uint64_t waited = 0; got == 0 || (got < 0 && errno == EINTR); waited += 50) {
-            if (g_kill && !killed) {
-                kill_tree(g_child);
+            if (cli_child.kill && !killed) {
+                kill_tree(cli_child.child);
                 killed = true;
             }
-            got = waitpid(g_child, &wst, WNOHANG);
+            got = waitpid(cli_child.child, &wst, WNOHANG);
             if (got == 0 && waited >= 1000 && !said) {
                 cli_errorf(argv[0],
                            "stopped sampling; waiting for %s to exit (interrupt again to kill "
@@ -300,7 +274,7 @@ int cmd_watch(int argc, char **argv)
             if (got == 0)
                 gm_watch_sleep_ms(50);
         }
-        if (got == g_child)
+        if (got == cli_child.child)
             status = shell_status(wst, &term_signal);
     }
     {
@@ -316,10 +290,10 @@ int cmd_watch(int argc, char **argv)
 
     run.exit_status = status;
     run.term_signal = term_signal;
-    run.interrupted = g_stop != 0;
+    run.interrupted = cli_child.stop != 0;
     if (json)
         gm_watch_jsonl_end(&s.w, &run, stdout);
-    rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
+    rc = status >= 0 ? status : cli_child.stop ? 128 + cli_child.signal : 0;
     if (output) {
         int orc;
         /* a failed write is reported by the commit, with its errno */

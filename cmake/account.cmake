@@ -18,8 +18,9 @@ set_target_properties(gpumem_account_preload PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}
   C_VISIBILITY_PRESET hidden
   NO_SONAME ON)
+# src/ for the driver's types (device/cuda_abi.h) and the classification table's header only
 target_include_directories(gpumem_account_preload PRIVATE ${PROJECT_SOURCE_DIR}/include
-  ${PROJECT_SOURCE_DIR}/preload)
+  ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/preload)
 target_compile_definitions(gpumem_account_preload PRIVATE
   GM_VERSION_STRING="${PROJECT_VERSION}")
 # The wrappers are exported under the driver's names: no prototypes of ours to see.

@@ -203,11 +203,11 @@ static void bracket_end(struct bracket *b, bool ok, enum acct_res what, uint64_t
 #define RESOURCE_END(name, what, handle_expr, call)                                                \
     do {                                                                                           \
         CUresult r_;                                                                               \
-        pthread_mutex_lock(&account.slow_lock);                                                       \
+        pthread_mutex_lock(&account.slow_lock);                                                    \
         r_ = (call);                                                                               \
         if (r_ == ACCT_CUDA_SUCCESS)                                                               \
             acct_track_resource_end(what, (uint64_t)(uintptr_t)(handle_expr), H_##name, NULL);     \
-        pthread_mutex_unlock(&account.slow_lock);                                                     \
+        pthread_mutex_unlock(&account.slow_lock);                                                  \
         acct_end();                                                                                \
         return r_;                                                                                 \
     } while (0)
@@ -512,8 +512,7 @@ ACCT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t n)
                        r == ACCT_CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, n, CALLER);
 }
 
-static CUresult host_free(void *p, unsigned kinds, uint8_t api,
-                          CUresult (*real)(void *))
+static CUresult host_free(void *p, unsigned kinds, uint8_t api, CUresult (*real)(void *))
 {
     struct acct_live undo;
     bool known = p && acct_track_free((uint64_t)(uintptr_t)p, kinds, api, &undo);

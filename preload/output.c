@@ -184,7 +184,7 @@ static void put_i64(struct out *o, int64_t v)
 {
     if (v < 0) {
         put(o, "-", 1);
-        put_u64(o, (uint64_t)-(v + 1) + 1);
+        put_u64(o, (uint64_t) - (v + 1) + 1);
     } else {
         put_u64(o, (uint64_t)v);
     }
@@ -215,8 +215,8 @@ static void put_str(struct out *o, const char *s)
             char e[2] = {'\\', (char)c};
             put(o, e, 2);
         } else if (c < 0x20) {
-            char e[6] = {'\\', 'u', '0', '0', "0123456789abcdef"[c >> 4],
-                         "0123456789abcdef"[c & 15]};
+            char e[6] = {
+                '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
             put(o, e, 6);
         } else {
             put(o, (const char *)&c, 1);
@@ -249,13 +249,13 @@ static void line_end(struct out *o)
 /* ---- lines ---- */
 
 static const char *const op_names[ACCT_OP__COUNT] = {
-    [ACCT_OP_ALLOC] = "alloc",       [ACCT_OP_FREE] = "free",
-    [ACCT_OP_CONTEXT] = "context",   [ACCT_OP_CONTEXT_END] = "context_end",
-    [ACCT_OP_MODULE] = "module",     [ACCT_OP_MODULE_END] = "module_end",
-    [ACCT_OP_GRAPH] = "graph",       [ACCT_OP_GRAPH_END] = "graph_end",
-    [ACCT_OP_RESERVE] = "reserve",   [ACCT_OP_RESERVE_END] = "reserve_end",
-    [ACCT_OP_MAP] = "map",           [ACCT_OP_UNMAP] = "unmap",
-    [ACCT_OP_POOL] = "pool",         [ACCT_OP_POOL_END] = "pool_end",
+    [ACCT_OP_ALLOC] = "alloc",     [ACCT_OP_FREE] = "free",
+    [ACCT_OP_CONTEXT] = "context", [ACCT_OP_CONTEXT_END] = "context_end",
+    [ACCT_OP_MODULE] = "module",   [ACCT_OP_MODULE_END] = "module_end",
+    [ACCT_OP_GRAPH] = "graph",     [ACCT_OP_GRAPH_END] = "graph_end",
+    [ACCT_OP_RESERVE] = "reserve", [ACCT_OP_RESERVE_END] = "reserve_end",
+    [ACCT_OP_MAP] = "map",         [ACCT_OP_UNMAP] = "unmap",
+    [ACCT_OP_POOL] = "pool",       [ACCT_OP_POOL_END] = "pool_end",
 };
 
 /* Object lines for objects not yet written (they are append-only). */
@@ -337,8 +337,7 @@ static const char *source_of(unsigned mask)
     for (int i = 1; i <= GM_ACCOUNT_READING_MEM_GET_INFO; i++)
         if (mask & (1u << i))
             n++, last = i;
-    return gm_account_reading_key(n > 1 ? GM_ACCOUNT_READING_MIXED
-                                        : (enum gm_account_reading)last);
+    return gm_account_reading_key(n > 1 ? GM_ACCOUNT_READING_MIXED : (enum gm_account_reading)last);
 }
 
 /* The counters of device slot 'i' as a sample line. */
@@ -495,7 +494,8 @@ static void drain(struct out *o)
 
 static void write_disabled(struct out *o)
 {
-    if (atomic_load(&account.state) != ACCT_DISABLED || atomic_exchange(&account.disabled_written, 1))
+    if (atomic_load(&account.state) != ACCT_DISABLED ||
+        atomic_exchange(&account.disabled_written, 1))
         return;
     line_begin(o, "disabled");
     key(o, "t");
@@ -726,8 +726,7 @@ static void on_signal(int sig)
 static void install_signal(int sig)
 {
     struct sigaction old, sa;
-    if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
-        old.sa_handler != SIG_DFL)
+    if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
         return; /* the job handles it (Python's SIGINT, a launcher's SIGTERM) */
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -862,8 +861,8 @@ static bool activate(void)
     install_signal(SIGINT);
     atexit(at_exit);
     atomic_store(&account.sampler_stop, false);
-    account.sampler_running = account.interval_ms > 0 &&
-                           pthread_create(&account.sampler, NULL, sampler_main, NULL) == 0;
+    account.sampler_running =
+        account.interval_ms > 0 && pthread_create(&account.sampler, NULL, sampler_main, NULL) == 0;
     return true;
 }
 

@@ -25,6 +25,7 @@
 #ifndef GM_PRELOAD_H
 #define GM_PRELOAD_H
 
+#include "device/cuda_abi.h" /* the driver's types, as gpumem declares them */
 #include "gpumem/account.h"
 
 #include <pthread.h>
@@ -39,22 +40,6 @@
  * start-up included (it looks its interceptors up with dlsym): it must not be instrumented. */
 #define ACCT_EARLY __attribute__((no_sanitize_address))
 
-/* ---- the driver's types (our own declarations, driver-abi.md §1.2) ---- */
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUlib_st *CUlibrary;
-typedef struct CUstream_st *CUstream;
-typedef struct CUgraph_st *CUgraph;
-typedef struct CUgraphExec_st *CUgraphExec;
-typedef struct CUgraphNode_st *CUgraphNode;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef int CUjit_option;
-typedef int CUlibraryOption;
-
 enum {
     ACCT_CUDA_SUCCESS = 0,
     ACCT_CUDA_ERROR_NOT_INITIALIZED = 3,
@@ -62,33 +47,33 @@ enum {
 };
 
 /* ---- limits ---- */
-#define ACCT_MAX_DEV    16           /* CUDA ordinals tracked per process */
-#define ACCT_HOST       ACCT_MAX_DEV /* the counters' slot of pinned host memory */
-#define ACCT_MAX_OBJ    256          /* distinct loaded objects credited */
-#define ACCT_OBJ_NONE   0            /* no object: the caller's address is in none */
-#define ACCT_OBJ_FULL   1            /* more objects than ACCT_MAX_OBJ */
-#define ACCT_MAX_BIG    32           /* largest allocations kept with a stack */
-#define ACCT_STACK      16           /* frames kept of a stack */
-#define ACCT_PATH_MAX   240
+#define ACCT_MAX_DEV  16           /* CUDA ordinals tracked per process */
+#define ACCT_HOST     ACCT_MAX_DEV /* the counters' slot of pinned host memory */
+#define ACCT_MAX_OBJ  256          /* distinct loaded objects credited */
+#define ACCT_OBJ_NONE 0            /* no object: the caller's address is in none */
+#define ACCT_OBJ_FULL 1            /* more objects than ACCT_MAX_OBJ */
+#define ACCT_MAX_BIG  32           /* largest allocations kept with a stack */
+#define ACCT_STACK    16           /* frames kept of a stack */
+#define ACCT_PATH_MAX 240
 
 /* ---- state ---- */
 
 enum acct_state {
-    ACCT_OFF = 0,     /* GPUMEM_ACCOUNT_DIR not set: pure pass-through, nothing swapped */
-    ACCT_CONFIGURED,  /* set, waiting for the first tracked call */
-    ACCT_ACTIVATING,  /* one thread opens the file, starts the sampler */
+    ACCT_OFF = 0,    /* GPUMEM_ACCOUNT_DIR not set: pure pass-through, nothing swapped */
+    ACCT_CONFIGURED, /* set, waiting for the first tracked call */
+    ACCT_ACTIVATING, /* one thread opens the file, starts the sampler */
     ACCT_ACTIVE,
-    ACCT_DISABLED,    /* an internal failure: pass-through from now on */
-    ACCT_FINISHED     /* exit or a signal wrote the end */
+    ACCT_DISABLED, /* an internal failure: pass-through from now on */
+    ACCT_FINISHED  /* exit or a signal wrote the end */
 };
 
 /* What a reading of device used is (the values of enum gm_account_reading). */
 struct acct_reading {
-    bool proc_valid;   /* NVML listed the process: proc is its usedGpuMemory */
+    bool proc_valid; /* NVML listed the process: proc is its usedGpuMemory */
     uint64_t proc;
-    bool dev_valid;    /* NVML device used (v2 when present) */
+    bool dev_valid; /* NVML device used (v2 when present) */
     uint64_t dev;
-    bool info_valid;   /* cuMemGetInfo_v2 in the calling thread's context: total - free */
+    bool info_valid; /* cuMemGetInfo_v2 in the calling thread's context: total - free */
     uint64_t info;
 };
 
@@ -101,15 +86,15 @@ struct acct_device {
     uint64_t total;
     uint64_t gran;
     bool gran_measured;
-    void *nvml;              /* nvmlDevice_t, NULL when NVML does not know it */
+    void *nvml; /* nvmlDevice_t, NULL when NVML does not know it */
     /* how samples read device used: NVML of the process while NVML lists it, else NVML
      * device used less the baseline taken before the process's first context */
     _Atomic int used_source; /* enum gm_account_reading */
     uint64_t baseline;
     bool baseline_valid;
-    int primary_refs;        /* under the slow lock */
+    int primary_refs; /* under the slow lock */
     uint64_t primary_bytes;
-    _Atomic bool touched;    /* anything of this device was tracked (samples are written) */
+    _Atomic bool touched; /* anything of this device was tracked (samples are written) */
     bool info_written;
     /* counters */
     _Atomic uint64_t bytes[ACCT_MAX_OBJ][GM_ACCOUNT_KIND__COUNT];
@@ -119,7 +104,7 @@ struct acct_device {
     _Atomic uint64_t virt;
     _Atomic uint64_t ctx, n_ctx, mod, n_mod, graph, n_graph;
     _Atomic unsigned ctx_src, mod_src, graph_src; /* 1 << enum gm_account_reading used */
-    _Atomic uint64_t tracked;      /* every counted term of the equation */
+    _Atomic uint64_t tracked;                     /* every counted term of the equation */
     _Atomic uint64_t tracked_peak;
     _Atomic uint64_t tracked_peak_t;
     /* the sampler's latest reading (also read by the signal handler) */
@@ -170,7 +155,7 @@ struct acct {
     bool sampler_running;
     _Atomic bool sampler_stop;
     /* pass-through objects and the driver */
-    void *driver; /* dlopen handle of the driver, NULL until known */
+    void *driver;                             /* dlopen handle of the driver, NULL until known */
     struct acct_device dev[ACCT_MAX_DEV + 1]; /* + the host slot */
     struct acct_object objects[ACCT_MAX_OBJ];
     _Atomic uint32_t n_objects;
@@ -239,7 +224,7 @@ struct acct_live {
     uint64_t aux;
     uint32_t obj;
     int16_t dev;
-    uint8_t kind;     /* enum gm_account_kind */
+    uint8_t kind; /* enum gm_account_kind */
     uint8_t api;
     uint8_t state;    /* slot: 0 empty, 1 full, 2 deleted */
     uint8_t what;     /* enum acct_res of a resource */
@@ -260,8 +245,8 @@ void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t 
 /* Take the allocation at 'addr' out of the table before the driver frees it: true and *undo
  * filled when it was known.  Put it back with acct_track_restore() if the free failed.
  * 'kinds': the kinds (1 << enum gm_account_kind) the freeing call frees. */
-bool acct_track_free(uint64_t addr, unsigned kinds, uint8_t api, struct acct_live *undo)
-    ACCT_HIDDEN;
+bool acct_track_free(uint64_t addr, unsigned kinds, uint8_t api,
+                     struct acct_live *undo) ACCT_HIDDEN;
 void acct_track_restore(const struct acct_live *undo) ACCT_HIDDEN;
 
 /* VMM: physical handles, their mappings, reserved address ranges. */
@@ -278,8 +263,8 @@ enum acct_res { ACCT_RES_CONTEXT = 1, ACCT_RES_MODULE, ACCT_RES_GRAPH, ACCT_RES_
 void acct_track_resource(enum acct_res what, uint64_t handle, int dev, uint64_t bytes,
                          enum gm_account_reading source, uint8_t api, void *ra) ACCT_HIDDEN;
 /* Forget a resource; false when it was not known.  Its device in *dev (may be NULL). */
-bool acct_track_resource_end(enum acct_res what, uint64_t handle, uint8_t api, int *dev)
-    ACCT_HIDDEN;
+bool acct_track_resource_end(enum acct_res what, uint64_t handle, uint8_t api,
+                             int *dev) ACCT_HIDDEN;
 /* The device of a known resource (a pool), -1 unknown. */
 int acct_resource_device(uint64_t handle) ACCT_HIDDEN;
 
@@ -304,8 +289,8 @@ void acct_nvml_close(void) ACCT_HIDDEN;
 struct acct_device *acct_device(int dev) ACCT_HIDDEN;
 /* Read device used every available way.  'with_info': also cuMemGetInfo_v2 (the calling
  * thread's current context must be on 'dev'). */
-void acct_read(struct acct_device *d, bool with_nvml, bool with_info, struct acct_reading *r)
-    ACCT_HIDDEN;
+void acct_read(struct acct_device *d, bool with_nvml, bool with_info,
+               struct acct_reading *r) ACCT_HIDDEN;
 /* The device's used memory in the sense samples use (acct_device.used_source); false when
  * it cannot be read. */
 bool acct_read_used(struct acct_device *d, uint64_t *used) ACCT_HIDDEN;
@@ -356,8 +341,8 @@ void *acct_real(int i) ACCT_HIDDEN;
 void *acct_driver_sym(const char *name) ACCT_HIDDEN;
 /* What cuGetProcAddress handed out for 'symbol': our wrapper when it is a hooked entry
  * point, else 'fn' unchanged. */
-void *acct_proc_swap(const char *symbol, void *fn, int version, unsigned long long flags)
-    ACCT_HIDDEN;
+void *acct_proc_swap(const char *symbol, void *fn, int version,
+                     unsigned long long flags) ACCT_HIDDEN;
 /* libc's dlsym (resolved with dlvsym on first use). */
 void *acct_real_dlsym(void *handle, const char *name) ACCT_HIDDEN;
 

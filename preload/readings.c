@@ -56,7 +56,8 @@ static const struct {
     {{"nvmlDeviceGetMemoryInfo", NULL}, offsetof(__typeof__(nvml), memory_v1), false},
     {{"nvmlDeviceGetComputeRunningProcesses", NULL}, offsetof(__typeof__(nvml), procs_v1), false},
     {{"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"},
-     offsetof(__typeof__(nvml), procs_v3), false},
+     offsetof(__typeof__(nvml), procs_v3),
+     false},
 };
 
 bool acct_nvml_open(void)

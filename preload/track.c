@@ -138,35 +138,26 @@ static bool table_put(struct table *t, const struct acct_live *e, struct acct_li
     return ok;
 }
 
-/* Remove 'key'; true and *out filled when it was there. */
-static bool table_take(struct table *t, uint64_t key, struct acct_live *out)
+/* Find 'key': true and *out filled when it is there; with 'take', remove it too. */
+static bool table_find(struct table *t, uint64_t key, struct acct_live *out, bool take)
 {
     uint64_t h;
     struct shard *s = shard_of(t, key, &h);
     struct acct_live *e;
-    bool found = false;
     pthread_mutex_lock(&s->mu);
     e = probe(s, h, key, false);
     if (e) {
         *out = *e;
-        e->state = 2;
-        found = true;
+        if (take)
+            e->state = 2;
     }
     pthread_mutex_unlock(&s->mu);
-    return found;
+    return e != NULL;
 }
 
-static bool table_get(struct table *t, uint64_t key, struct acct_live *out)
+static bool table_take(struct table *t, uint64_t key, struct acct_live *out)
 {
-    uint64_t h;
-    struct shard *s = shard_of(t, key, &h);
-    struct acct_live *e;
-    pthread_mutex_lock(&s->mu);
-    e = probe(s, h, key, false);
-    if (e)
-        *out = *e;
-    pthread_mutex_unlock(&s->mu);
-    return e != NULL;
+    return table_find(t, key, out, true);
 }
 
 /* Change a VMM handle's mappings by 'delta' and/or mark it released; when it is released
@@ -415,7 +406,8 @@ static void maybe_big(const struct acct_live *e, void *ra)
 {
     struct acct_big *b;
     unsigned min = 0;
-    if (!account.n_big_max || e->bytes <= atomic_load_explicit(&account.big_floor, memory_order_relaxed))
+    if (!account.n_big_max ||
+        e->bytes <= atomic_load_explicit(&account.big_floor, memory_order_relaxed))
         return;
     pthread_mutex_lock(&account.big_lock);
     if (account.n_big < account.n_big_max) {
@@ -453,27 +445,30 @@ static void maybe_big(const struct acct_live *e, void *ra)
     pthread_mutex_unlock(&account.big_lock);
 }
 
-void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t addr,
-                      uint64_t bytes, void *ra)
+/* A new allocation or VMM handle in table 't': credited, counted, queued, maybe kept with its
+ * stack. */
+static void track_new(struct table *t, enum gm_account_kind kind, uint8_t api, int dev,
+                      uint64_t key, uint64_t bytes, void *ra)
 {
     struct acct_live e, old;
     bool had;
-    memset(&e, 0, sizeof(e));
-    e.key = addr;
-    e.bytes = bytes;
-    e.t = acct_now();
-    e.obj = acct_attribute(ra);
-    e.dev = (int16_t)dev;
-    e.kind = (uint8_t)kind;
-    e.api = api;
     if (dev != ACCT_HOST && (dev < 0 || dev >= ACCT_MAX_DEV)) {
         atomic_fetch_add(&account.n_other_devices, 1);
         return;
     }
     if (dev != ACCT_HOST)
         acct_device(dev);
-    if (!table_put(&t_alloc, &e, &old, &had)) {
-        acct_disable("out of memory in the allocation table");
+    memset(&e, 0, sizeof(e));
+    e.key = key;
+    e.bytes = bytes;
+    e.t = acct_now();
+    e.obj = acct_attribute(ra);
+    e.dev = (int16_t)dev;
+    e.kind = (uint8_t)kind;
+    e.api = api;
+    if (!table_put(t, &e, &old, &had)) {
+        acct_disable(t == &t_alloc ? "out of memory in the allocation table"
+                                   : "out of memory in the VMM handle table");
         return;
     }
     if (had)
@@ -481,6 +476,12 @@ void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t 
     count(&e, +1);
     event(ACCT_OP_ALLOC, &e, bytes);
     maybe_big(&e, ra);
+}
+
+void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t addr,
+                      uint64_t bytes, void *ra)
+{
+    track_new(&t_alloc, kind, api, dev, addr, bytes, ra);
 }
 
 bool acct_track_free(uint64_t addr, unsigned kinds, uint8_t api, struct acct_live *undo)
@@ -516,30 +517,7 @@ void acct_track_restore(const struct acct_live *undo)
 void acct_track_vmm_create(CUmemGenericAllocationHandle h, uint64_t bytes, int dev, uint8_t api,
                            void *ra)
 {
-    struct acct_live e, old;
-    bool had;
-    if (dev < 0 || dev >= ACCT_MAX_DEV) {
-        atomic_fetch_add(&account.n_other_devices, 1);
-        return;
-    }
-    acct_device(dev);
-    memset(&e, 0, sizeof(e));
-    e.key = h;
-    e.bytes = bytes;
-    e.t = acct_now();
-    e.obj = acct_attribute(ra);
-    e.dev = (int16_t)dev;
-    e.kind = GM_ACCOUNT_KIND_VMM;
-    e.api = api;
-    if (!table_put(&t_handle, &e, &old, &had)) {
-        acct_disable("out of memory in the VMM handle table");
-        return;
-    }
-    if (had)
-        count(&old, -1);
-    count(&e, +1);
-    event(ACCT_OP_ALLOC, &e, bytes);
-    maybe_big(&e, ra);
+    track_new(&t_handle, GM_ACCOUNT_KIND_VMM, api, dev < 0 ? ACCT_MAX_DEV + 1 : dev, h, bytes, ra);
 }
 
 static void vmm_gone(struct acct_live *e, uint8_t op)
@@ -732,7 +710,7 @@ bool acct_track_resource_end(enum acct_res what, uint64_t handle, uint8_t api, i
 int acct_resource_device(uint64_t handle)
 {
     struct acct_live e;
-    return table_get(&t_res, handle, &e) ? e.dev : -1;
+    return table_find(&t_res, handle, &e, false) ? e.dev : -1;
 }
 
 void acct_track_primary(int dev, bool retain, uint64_t bytes, enum gm_account_reading source,

@@ -123,18 +123,21 @@ enum gm_account_term_kind {
     GM_ACCOUNT_TERM_NOT_SEEN     /* the reading less every other term */
 };
 
+/* The key of a term kind in JSON ("context", "library", "not_seen", ...; static). */
+const char *gm_account_term_key(enum gm_account_term_kind k);
+
 #define GM_ACCOUNT_MAX_NAMED 6 /* other objects named one by one in an equation */
 #define GM_ACCOUNT_MAX_TERMS 24
 
 struct gm_account_term {
     enum gm_account_term_kind kind;
-    enum gm_account_lib lib;          /* GM_ACCOUNT_TERM_LIBRARY */
-    char object[64];                  /* the object's file name ("libnccl.so.2"; several: the
-                                         first, for LIBRARY of a class), "" none */
-    int64_t bytes;                    /* NOT_SEEN may be negative: terms above the reading */
-    uint64_t count;                   /* live contexts, modules, graphs or allocations */
+    enum gm_account_lib lib;                /* GM_ACCOUNT_TERM_LIBRARY */
+    char object[64];                        /* the object's file name ("libnccl.so.2"; several: the
+                                               first, for LIBRARY of a class), "" none */
+    int64_t bytes;                          /* NOT_SEEN may be negative: terms above the reading */
+    uint64_t count;                         /* live contexts, modules, graphs or allocations */
     uint64_t calls[GM_ACCOUNT_KIND__COUNT]; /* LIBRARY: live allocations by kind */
-    enum gm_account_reading source;   /* CONTEXT, MODULES, GRAPHS: how each was measured */
+    enum gm_account_reading source;         /* CONTEXT, MODULES, GRAPHS: how each was measured */
 };
 
 /* When an equation was taken. */
@@ -151,19 +154,19 @@ const char *gm_account_moment_name(enum gm_account_moment m);
 struct gm_account_balance {
     bool valid;
     enum gm_account_moment at;
-    uint64_t t_ns;            /* CLOCK_MONOTONIC of the counters */
-    uint64_t used_t_ns;       /* of the reading (differs from t_ns only at a signal) */
-    bool used_valid;          /* a reading exists; otherwise there is no NOT_SEEN term */
-    uint64_t used;            /* bytes, device used in the sense of 'used_source' */
+    uint64_t t_ns;      /* CLOCK_MONOTONIC of the counters */
+    uint64_t used_t_ns; /* of the reading (differs from t_ns only at a signal) */
+    bool used_valid;    /* a reading exists; otherwise there is no NOT_SEEN term */
+    uint64_t used;      /* bytes, device used in the sense of 'used_source' */
     enum gm_account_reading used_source;
-    bool consistent;          /* no tracked call ran while the reading was taken */
+    bool consistent; /* no tracked call ran while the reading was taken */
     size_t n_terms;
     struct gm_account_term terms[GM_ACCOUNT_MAX_TERMS]; /* in equation order, zeros left out */
-    uint64_t seen;            /* the sum of every term but NOT_SEEN, bytes */
-    uint64_t granularity;     /* the device's page, bytes (the rounding term) */
+    uint64_t seen;        /* the sum of every term but NOT_SEEN, bytes */
+    uint64_t granularity; /* the device's page, bytes (the rounding term) */
     bool granularity_measured;
     /* beside the equation */
-    uint64_t managed;         /* cuMemAllocManaged bytes live */
+    uint64_t managed;          /* cuMemAllocManaged bytes live */
     uint64_t virtual_reserved; /* cuMemAddressReserve'd address space (no memory) */
 };
 
@@ -198,22 +201,22 @@ struct gm_account_alloc {
 struct gm_account_point {
     uint64_t t_ns;
     bool used_valid;
-    uint64_t used;       /* bytes */
-    uint64_t seen;       /* every term but NOT_SEEN */
+    uint64_t used;                          /* bytes */
+    uint64_t seen;                          /* every term but NOT_SEEN */
     uint64_t by_lib[GM_ACCOUNT_LIB__COUNT]; /* device memory by class */
-    uint64_t context;    /* contexts + modules + graphs */
+    uint64_t context;                       /* contexts + modules + graphs */
 };
 
 struct gm_account_device {
-    int32_t cuda;      /* CUDA ordinal in the process (after CUDA_VISIBLE_DEVICES) */
-    char uuid[96];     /* "GPU-...", "" unknown */
-    char name[96];     /* "" unknown */
-    uint64_t total;    /* bytes, cuDeviceTotalMem_v2; 0 unknown */
-    uint64_t granularity;     /* bytes of a driver page */
+    int32_t cuda;              /* CUDA ordinal in the process (after CUDA_VISIBLE_DEVICES) */
+    char uuid[96];             /* "GPU-...", "" unknown */
+    char name[96];             /* "" unknown */
+    uint64_t total;            /* bytes, cuDeviceTotalMem_v2; 0 unknown */
+    uint64_t granularity;      /* bytes of a driver page */
     bool granularity_measured; /* from cuMemGetAllocationGranularity (else assumed 2 MiB) */
     struct gm_account_balance peak;
     struct gm_account_balance end; /* at exit, at a signal, or the last sample */
-    uint64_t tracked_peak;    /* highest sum of the counted terms, bytes */
+    uint64_t tracked_peak;         /* highest sum of the counted terms, bytes */
     uint64_t tracked_peak_t_ns;
     size_t n_points;
     struct gm_account_point *points; /* time order */
@@ -233,10 +236,10 @@ struct gm_account_process {
     char command[256];  /* /proc/self/cmdline, arguments joined by spaces */
     char file[256];     /* the file it was read from (its name) */
     uint64_t t_start_ns;
-    uint64_t t_end_ns;  /* of the end line, or of the last line */
+    uint64_t t_end_ns; /* of the end line, or of the last line */
     enum gm_account_end end;
-    int signal;         /* GM_ACCOUNT_END_SIGNAL */
-    bool disabled;      /* the interposer stopped accounting (and passed every call through) */
+    int signal;    /* GM_ACCOUNT_END_SIGNAL */
+    bool disabled; /* the interposer stopped accounting (and passed every call through) */
     uint64_t disabled_t_ns;
     char disabled_reason[200];
     uint64_t n_events;   /* event lines read */
@@ -285,8 +288,7 @@ enum gm_status gm_account_write_json(FILE *f, const struct gm_account *a, struct
  * {"schema":"gpumem.account/1","type":"merged",...} then each process's lines in the order
  * of their start.  The result reads back with gm_account_add_file().  Errors as
  * gm_account_add_file(), GM_ERR_IO on a write error. */
-enum gm_status gm_account_merge(FILE *f, const char *const *paths, size_t n,
-                                struct gm_error *err);
+enum gm_status gm_account_merge(FILE *f, const char *const *paths, size_t n, struct gm_error *err);
 
 /* ------------------------------------------------------------------------------------ */
 /* Calibrating the estimate's components outside the caching allocator */
@@ -305,15 +307,15 @@ enum gm_account_component {
 
 struct gm_account_calib_row {
     enum gm_account_component what;
-    bool applies;          /* the estimate has this component for the job as described */
-    uint64_t predicted;    /* the estimate's bytes, one device, before calibration */
-    uint64_t measured;     /* the account's bytes for it (terms summed, see account.md) */
-    uint64_t calibrated;   /* the estimate's bytes after calibration */
+    bool applies;           /* the estimate has this component for the job as described */
+    uint64_t predicted;     /* the estimate's bytes, one device, before calibration */
+    uint64_t measured;      /* the account's bytes for it (terms summed, see account.md) */
+    uint64_t calibrated;    /* the estimate's bytes after calibration */
     uint64_t communicators; /* NCCL: the job's communicators per rank (the estimate's) */
-    bool set;              /* the setting was given the measured value */
-    char setting[24];      /* the job setting ("cuda-context") */
-    uint64_t value;        /* what it was set to, bytes (per communicator for NCCL) */
-    char note[200];        /* why it was not set */
+    bool set;               /* the setting was given the measured value */
+    char setting[24];       /* the job setting ("cuda-context") */
+    uint64_t value;         /* what it was set to, bytes (per communicator for NCCL) */
+    char note[200];         /* why it was not set */
 };
 
 struct gm_account_calibration {
@@ -362,8 +364,8 @@ struct gm_account_env_opts {
  * GPUMEM_ACCOUNT_DIR, GPUMEM_ACCOUNT_INTERVAL_MS and
  * GPUMEM_ACCOUNT_STACKS set.  *out and its strings are one allocation: release it with
  * gm_free().  GM_ERR_NOMEM. */
-enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opts *o,
-                              char ***out, struct gm_error *err);
+enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opts *o, char ***out,
+                              struct gm_error *err);
 
 #ifdef __cplusplus
 }

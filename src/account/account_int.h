@@ -10,12 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ACC_MAX_PROCESSES 65536 /* processes in one account */
-#define ACC_MAX_DEVICES   64    /* CUDA ordinals of one process */
-#define ACC_MAX_OBJECTS   4096  /* object ids of one process */
-#define ACC_MAX_MEM       256   /* (object, kind) pairs of one sample line */
-#define ACC_MAX_POINTS    (1u << 20) /* timeline points kept per device */
-#define ACC_MAX_LARGEST   64    /* largest allocations kept per process */
+#define ACC_MAX_PROCESSES 65536             /* processes in one account */
+#define ACC_MAX_DEVICES   64                /* CUDA ordinals of one process */
+#define ACC_MAX_OBJECTS   4096              /* object ids of one process */
+#define ACC_MAX_MEM       256               /* (object, kind) pairs of one sample line */
+#define ACC_MAX_POINTS    (1u << 20)        /* timeline points kept per device */
+#define ACC_MAX_LARGEST   64                /* largest allocations kept per process */
 #define ACC_MAX_LINE      ((size_t)1 << 20) /* bytes of one line */
 
 /* One (object, kind) counter of a sample. */
@@ -57,11 +57,11 @@ struct acc_device_state {
 
 /* What a process's lines left while they are read. */
 struct acc_process_state {
-    struct acc_object *objects; /* ACC_MAX_OBJECTS, allocated when the first object comes */
+    struct acc_object *objects;   /* ACC_MAX_OBJECTS, allocated when the first object comes */
     struct acc_device_state *dev; /* one per devices[] entry */
     size_t cap_devices;
     size_t cap_largest;
-    uint64_t host_now;           /* pinned + registered in the latest host sample */
+    uint64_t host_now; /* pinned + registered in the latest host sample */
 };
 
 struct gm_account {
@@ -77,8 +77,7 @@ void acc_balance(const struct acc_sample *s, const struct acc_object *objects,
 
 /* The bytes every term but NOT_SEEN adds up to, and the device memory by class (for
  * timeline points; by_lib may be NULL). */
-uint64_t acc_seen(const struct acc_sample *s, const struct acc_object *objects,
-                  uint64_t *by_lib);
+uint64_t acc_seen(const struct acc_sample *s, const struct acc_object *objects, uint64_t *by_lib);
 
 /* The class of object 'id' of a process ('objects' may be NULL). */
 enum gm_account_lib acc_object_lib(const struct acc_object *objects, uint32_t id);

@@ -20,13 +20,6 @@
 #include <errno.h>
 #include <string.h>
 
-static const char *const term_keys[] = {
-    [GM_ACCOUNT_TERM_CONTEXT] = "context",   [GM_ACCOUNT_TERM_MODULES] = "modules",
-    [GM_ACCOUNT_TERM_GRAPHS] = "graphs",     [GM_ACCOUNT_TERM_LIBRARY] = "library",
-    [GM_ACCOUNT_TERM_OTHERS] = "others",     [GM_ACCOUNT_TERM_ROUNDING] = "rounding",
-    [GM_ACCOUNT_TERM_NOT_SEEN] = "not_seen",
-};
-
 static void int_or_null(struct gm_json *w, const char *k, int64_t v)
 {
     if (v < 0)
@@ -64,7 +57,7 @@ static void balance(struct gm_json *w, const char *k, const struct gm_account_ba
     for (size_t i = 0; i < b->n_terms; i++) {
         const struct gm_account_term *t = &b->terms[i];
         gm_json_begin_object(w);
-        gm_json_kv_str(w, "term", term_keys[t->kind]);
+        gm_json_kv_str(w, "term", gm_account_term_key(t->kind));
         gm_json_kv_str(w, "title", gm_account_term_title(t));
         if (t->kind == GM_ACCOUNT_TERM_LIBRARY || t->kind == GM_ACCOUNT_TERM_OTHERS) {
             gm_json_kv_str(w, "lib", gm_account_lib_key(t->lib));

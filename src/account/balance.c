@@ -28,7 +28,8 @@ static int64_t to_i64(uint64_t v)
 
 uint64_t acc_seen(const struct acc_sample *s, const struct acc_object *objects, uint64_t *by_lib)
 {
-    uint64_t seen = gm_add_sat(gm_add_sat(s->context, s->modules), gm_add_sat(s->graphs, s->rounding));
+    uint64_t seen =
+        gm_add_sat(gm_add_sat(s->context, s->modules), gm_add_sat(s->graphs, s->rounding));
     if (by_lib)
         memset(by_lib, 0, sizeof(uint64_t) * GM_ACCOUNT_LIB__COUNT);
     for (size_t i = 0; i < s->n_mem; i++) {
@@ -86,10 +87,9 @@ static void add_to(struct gm_account_term *t, const struct per_object *o)
 
 /* The classes in the equation's order: the unknown caller last, after the other objects. */
 static const enum gm_account_lib order[] = {
-    GM_ACCOUNT_LIB_TORCH,   GM_ACCOUNT_LIB_NCCL,    GM_ACCOUNT_LIB_CUBLAS,
-    GM_ACCOUNT_LIB_CUBLASLT, GM_ACCOUNT_LIB_CUDNN,  GM_ACCOUNT_LIB_TRITON,
-    GM_ACCOUNT_LIB_OTHER,   GM_ACCOUNT_LIB_RUNTIME, GM_ACCOUNT_LIB_DRIVER,
-    GM_ACCOUNT_LIB_SELF,    GM_ACCOUNT_LIB_UNKNOWN,
+    GM_ACCOUNT_LIB_TORCH,  GM_ACCOUNT_LIB_NCCL,   GM_ACCOUNT_LIB_CUBLAS,  GM_ACCOUNT_LIB_CUBLASLT,
+    GM_ACCOUNT_LIB_CUDNN,  GM_ACCOUNT_LIB_TRITON, GM_ACCOUNT_LIB_OTHER,   GM_ACCOUNT_LIB_RUNTIME,
+    GM_ACCOUNT_LIB_DRIVER, GM_ACCOUNT_LIB_SELF,   GM_ACCOUNT_LIB_UNKNOWN,
 };
 _Static_assert(sizeof(order) / sizeof(order[0]) == GM_ACCOUNT_LIB__COUNT, "every class, once");
 
@@ -255,9 +255,9 @@ void gm_account_term_source(const struct gm_account_term *t, const struct gm_acc
                             char *buf, size_t n)
 {
     const char *how = reading_words(t->source);
-    const char *what = t->kind == GM_ACCOUNT_TERM_CONTEXT ? "creation"
+    const char *what = t->kind == GM_ACCOUNT_TERM_CONTEXT   ? "creation"
                        : t->kind == GM_ACCOUNT_TERM_MODULES ? "load"
-                                                              : "instantiation";
+                                                            : "instantiation";
     const char *unit = t->kind == GM_ACCOUNT_TERM_CONTEXT   ? "context"
                        : t->kind == GM_ACCOUNT_TERM_MODULES ? "module"
                                                             : "graph";
@@ -292,9 +292,8 @@ void gm_account_term_source(const struct gm_account_term *t, const struct gm_acc
                  b->granularity_measured ? "cuMemGetAllocationGranularity" : "assumed");
         return;
     case GM_ACCOUNT_TERM_NOT_SEEN:
-        snprintf(buf, n, "%s less every term above", reading_words(b->used_source)
-                                                         ? reading_words(b->used_source)
-                                                         : "device used");
+        snprintf(buf, n, "%s less every term above",
+                 reading_words(b->used_source) ? reading_words(b->used_source) : "device used");
         return;
     }
 }

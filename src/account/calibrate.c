@@ -126,8 +126,7 @@ enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *j
         if (c == GM_ACCOUNT_COMP_NCCL && r->predicted && nccl_per)
             r->communicators = (r->predicted + nccl_per / 2) / nccl_per;
         if (!r->applies) {
-            snprintf(r->note, sizeof(r->note),
-                     "the estimate has no such component for this job%s",
+            snprintf(r->note, sizeof(r->note), "the estimate has no such component for this job%s",
                      c == GM_ACCOUNT_COMP_NCCL && r->measured
                          ? " (one GPU as described: give its parallel layout to use the NCCL "
                            "measured)"

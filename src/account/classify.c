@@ -174,3 +174,15 @@ bool gm_account_reading_from_key(const char *key, size_t n, enum gm_account_read
     }
     return false;
 }
+
+static const char *const term_keys[] = {
+    [GM_ACCOUNT_TERM_CONTEXT] = "context",   [GM_ACCOUNT_TERM_MODULES] = "modules",
+    [GM_ACCOUNT_TERM_GRAPHS] = "graphs",     [GM_ACCOUNT_TERM_LIBRARY] = "library",
+    [GM_ACCOUNT_TERM_OTHERS] = "others",     [GM_ACCOUNT_TERM_ROUNDING] = "rounding",
+    [GM_ACCOUNT_TERM_NOT_SEEN] = "not_seen",
+};
+
+const char *gm_account_term_key(enum gm_account_term_kind k)
+{
+    return (unsigned)k <= GM_ACCOUNT_TERM_NOT_SEEN ? term_keys[k] : "not_seen";
+}

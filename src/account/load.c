@@ -84,8 +84,9 @@ enum gm_account_lib acc_object_lib(const struct acc_object *objects, uint32_t id
 {
     if (!objects || id >= ACC_MAX_OBJECTS)
         return GM_ACCOUNT_LIB_UNKNOWN;
-    return objects[id].name[0] || objects[id].lib != GM_ACCOUNT_LIB_UNKNOWN ? objects[id].lib
-                                                                            : GM_ACCOUNT_LIB_UNKNOWN;
+    return objects[id].name[0] || objects[id].lib != GM_ACCOUNT_LIB_UNKNOWN
+               ? objects[id].lib
+               : GM_ACCOUNT_LIB_UNKNOWN;
 }
 
 const char *acc_object_name(const struct acc_object *objects, uint32_t id)
@@ -99,9 +100,9 @@ struct reader {
     struct gm_account *a;
     const char *name;
     uint64_t line_no;
-    uint64_t offset;     /* of the line */
-    size_t first;        /* processes before this data: pids are looked up from here */
-    size_t last;         /* the process of the previous line (a cache) */
+    uint64_t offset; /* of the line */
+    size_t first;    /* processes before this data: pids are looked up from here */
+    size_t last;     /* the process of the previous line (a cache) */
     bool header_seen;
 };
 
@@ -137,7 +138,8 @@ static bool get_u64(const json_t *o, const char *k, uint64_t *v)
 static bool get_lib(const json_t *o, const char *k, enum gm_account_lib *out)
 {
     const json_t *v = json_object_get(o, k);
-    return json_is_string(v) && gm_account_lib_from_key(json_string_value(v), json_string_length(v), out);
+    return json_is_string(v) &&
+           gm_account_lib_from_key(json_string_value(v), json_string_length(v), out);
 }
 
 static bool get_kind(const json_t *o, const char *k, enum gm_account_kind *out)
@@ -238,14 +240,13 @@ static enum gm_status line_start(struct reader *r, const json_t *o, uint32_t pid
     return GM_OK;
 }
 
-static enum gm_status line_object(struct reader *r, const json_t *o,
-                                  struct acc_process_state *st, struct gm_error *err)
+static enum gm_status line_object(struct reader *r, const json_t *o, struct acc_process_state *st,
+                                  struct gm_error *err)
 {
     int64_t id;
     enum gm_account_lib lib;
     const char *path = gm_jin_str(o, "path");
-    if (!get_int(o, "id", 0, ACC_MAX_OBJECTS - 1, &id) || !path ||
-        !get_lib(o, "lib", &lib))
+    if (!get_int(o, "id", 0, ACC_MAX_OBJECTS - 1, &id) || !path || !get_lib(o, "lib", &lib))
         return BAD(r, err, "object without a valid id (0-%d), lib and path", ACC_MAX_OBJECTS - 1);
     if (!st->objects && !(st->objects = gm_calloc(ACC_MAX_OBJECTS, sizeof(*st->objects))))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
@@ -461,8 +462,8 @@ static enum gm_status line_stack(struct reader *r, const json_t *o, struct gm_ac
     memset(&a, 0, sizeof(a));
     if (!get_u64(o, "t", &a.t_ns) || !get_u64(o, "bytes", &a.bytes) ||
         !get_int(o, "device", -1, INT32_MAX, &dev) ||
-        !get_int(o, "object", 0, ACC_MAX_OBJECTS - 1, &obj) ||
-        !get_kind(o, "kind", &a.kind) || !frames)
+        !get_int(o, "object", 0, ACC_MAX_OBJECTS - 1, &obj) || !get_kind(o, "kind", &a.kind) ||
+        !frames)
         return BAD(r, err, "stack without t, bytes, device, object, kind and frames");
     a.device = (int32_t)dev;
     a.lib = acc_object_lib(st->objects, (uint32_t)obj);
@@ -817,7 +818,8 @@ enum gm_status gm_account_merge(FILE *f, const char *const *paths, size_t n, str
             free_names(names, m);
     }
     if (st == GM_OK) {
-        qsort(parts, n_parts, sizeof(*parts), by_start);
+        if (n_parts > 1)
+            qsort(parts, n_parts, sizeof(*parts), by_start);
         fprintf(f, "%s\"files\":%zu}\n", merged_header, n_parts);
         for (size_t i = 0; i < n_parts; i++) {
             const char *s = parts[i].b.data;

@@ -59,8 +59,8 @@ enum gm_status gm_account_preload_path(char *out, size_t n, struct gm_error *err
                    exe, exe);
 }
 
-enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opts *o,
-                              char ***out, struct gm_error *err)
+enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opts *o, char ***out,
+                              struct gm_error *err)
 {
     static const char *const ours[] = {"LD_PRELOAD=", "GPUMEM_ACCOUNT_DIR=",
                                        "GPUMEM_ACCOUNT_INTERVAL_MS=", "GPUMEM_ACCOUNT_STACKS="};
@@ -101,7 +101,8 @@ enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opt
     p += snprintf(p, (size_t)(end - p), "GPUMEM_ACCOUNT_DIR=%s", o->dir) + 1;
     env[k++] = p;
     p += snprintf(p, (size_t)(end - p), "GPUMEM_ACCOUNT_INTERVAL_MS=%llu",
-                  (unsigned long long)o->interval_ms) + 1;
+                  (unsigned long long)o->interval_ms) +
+         1;
     env[k++] = p;
     snprintf(p, (size_t)(end - p), "GPUMEM_ACCOUNT_STACKS=%llu", (unsigned long long)o->stacks);
     env[k] = NULL;

@@ -15,9 +15,6 @@
 
 #define MAX_POINTS 400
 
-static const char *const term_keys[] = {"context", "modules", "graphs", "library",
-                                        "others",  "rounding", "not_seen"};
-
 static double secs(uint64_t t, uint64_t t0)
 {
     return t > t0 ? (double)(t - t0) / 1e9 : 0.0;
@@ -49,7 +46,7 @@ static void balance(struct gm_json *w, const char *key, const struct gm_account_
         gm_json_begin_array(w);
         gm_json_str(w, gm_account_term_title(t));
         gm_json_i64(w, t->bytes);
-        gm_json_str(w, term_keys[t->kind]);
+        gm_json_str(w, gm_account_term_key(t->kind));
         gm_json_str(w, gm_account_lib_key(t->lib));
         gm_json_str(w, detail);
         gm_json_end_array(w);

@@ -306,8 +306,7 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         }
         slot->name = dup(sh, name);
         sh->n_accounts++;
-        return sh->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "sheet: out of memory")
-                         : GM_OK;
+        return sh->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "sheet: out of memory") : GM_OK;
     }
     root = json_loadb(data, len, 0, &jerr);
     if (!root)
@@ -950,7 +949,7 @@ static void balance_table(struct out *o, const struct gm_account_balance *b)
     }
     for (size_t k = 0; k < b->n_terms; k++) {
         const struct gm_account_term *t = &b->terms[k];
-        uint64_t mag = t->bytes < 0 ? (uint64_t)-(t->bytes + 1) + 1 : (uint64_t)t->bytes;
+        uint64_t mag = t->bytes < 0 ? (uint64_t) - (t->bytes + 1) + 1 : (uint64_t)t->bytes;
         struct figure f = bytes_exact((struct gm_reading){mag, true});
         char text[96];
         const char *r[3] = {gm_account_term_title(t), text, src};
@@ -981,8 +980,9 @@ static void accounts(struct out *o, const struct gm_sheet *sh)
                 heading(o, 3, title);
                 balance_table(o, &dev->peak);
                 if (p->disabled)
-                    para(o, "The interposer stopped accounting in this process (%s): the figures "
-                            "after that moment are incomplete.",
+                    para(o,
+                         "The interposer stopped accounting in this process (%s): the figures "
+                         "after that moment are incomplete.",
                          p->disabled_reason);
             }
         }

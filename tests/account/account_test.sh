@@ -110,39 +110,33 @@ grep -q 'measured: NVML usedGpuMemory of the process around each creation (1 con
 grep -q 'libcudart.so.12+0x[0-9a-f]* (cudaMalloc)' "$work/report.txt" ||
     fail "the report has no native stack of the largest allocations"
 
+# A run ended by a signal at the job's end state: SIG, the name of the scenario, the exit
+# status gpumem must give, the end the account must name.
+signalled() { # SIG DIR STATUS END_AT
+    gpumem account --json --interval 50 --dir "$work/$2" -- "$JOB" "$2" \
+        >"$work/$2.json" 2>"$work/$2.err" &
+    gp=$!
+    if wait_ready "$work/$2.err"; then
+        sleep 0.3 # a sample after the last change
+        kill "-$1" "$(main_pid "$work/$2.err")"
+    else
+        fail "$1: the job never got ready"
+        kill -KILL $gp
+    fi
+    wait $gp
+    rc=$?
+    [ "$rc" = "$3" ] || fail "$1: exit status $rc, expected $3"
+    check "$work/$2.json" "$work/$2.err" "$4" || fail "$1: the account disagrees with the job"
+}
+
 # 2. SIGTERM at the end state: the interposer writes the counters and dies of the signal;
 #    gpumem reports it and exits 128 + 15.
-gpumem account --json --interval 50 --dir "$work/d2" -- "$JOB" term \
-    >"$work/s2.json" 2>"$work/s2.err" &
-gp=$!
-if wait_ready "$work/s2.err"; then
-    kill -TERM "$(main_pid "$work/s2.err")"
-else
-    fail "SIGTERM: the job never got ready"
-    kill -KILL $gp
-fi
-wait $gp
-rc=$?
-[ "$rc" = 143 ] || fail "SIGTERM: exit status $rc, expected 143"
-check "$work/s2.json" "$work/s2.err" signal || fail "SIGTERM: the account disagrees with the job"
-grep -q '"end": "signal"' "$work/s2.json" || fail "SIGTERM: the process's end is not the signal"
+signalled TERM term 143 signal
+grep -q '"end": "signal"' "$work/term.json" || fail "SIGTERM: the process's end is not the signal"
 
 # 3. SIGKILL (the OOM killer): nothing runs in the job; its samples are the account.
-gpumem account --json --interval 50 --dir "$work/d3" -- "$JOB" kill \
-    >"$work/s3.json" 2>"$work/s3.err" &
-gp=$!
-if wait_ready "$work/s3.err"; then
-    sleep 0.3 # a sample after the last change
-    kill -KILL "$(main_pid "$work/s3.err")"
-else
-    fail "SIGKILL: the job never got ready"
-    kill -KILL $gp
-fi
-wait $gp
-rc=$?
-[ "$rc" = 137 ] || fail "SIGKILL: exit status $rc, expected 137"
-check "$work/s3.json" "$work/s3.err" "last sample" || fail "SIGKILL: the account disagrees with the job"
-grep -q 'killed by SIGKILL' "$work/s3.err" || fail "SIGKILL: gpumem does not say the command was killed"
+signalled KILL kill 137 "last sample"
+grep -q 'killed by SIGKILL' "$work/kill.err" || fail "SIGKILL: gpumem does not say the command was killed"
 
 # 4. An internal failure (the 20th table insertion fails, as if memory ran out): the
 #    interposer stops accounting, says so in its file, and the job runs on unchanged.

@@ -65,7 +65,7 @@ int nccl_comm_init(size_t dev_bytes, size_t vmm_bytes, size_t host_bytes);
 int nccl_buffer(size_t n, unsigned long long *p);
 int nccl_buffer_free(unsigned long long p);
 
-#define MiB ((size_t)1 << 20)
+#define MiB       ((size_t)1 << 20)
 #define N_THREADS 4
 
 static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -97,11 +97,11 @@ static void say_expect(const char *at, const struct expect *e)
     printf("expect %ld %s context=%llu modules=%llu graphs=%llu torch=%llu nccl=%llu cublas=%llu "
            "other=%llu rounding=%llu not_seen=%llu host=%llu managed=%llu torch_vmm=%llu\n",
            (long)getpid(), at, (unsigned long long)e->context, (unsigned long long)e->modules,
-           (unsigned long long)e->graphs, (unsigned long long)e->torch,
-           (unsigned long long)e->nccl, (unsigned long long)e->cublas,
-           (unsigned long long)e->other, (unsigned long long)e->rounding,
-           (unsigned long long)e->not_seen, (unsigned long long)e->host,
-           (unsigned long long)e->managed, (unsigned long long)e->torch_vmm);
+           (unsigned long long)e->graphs, (unsigned long long)e->torch, (unsigned long long)e->nccl,
+           (unsigned long long)e->cublas, (unsigned long long)e->other,
+           (unsigned long long)e->rounding, (unsigned long long)e->not_seen,
+           (unsigned long long)e->host, (unsigned long long)e->managed,
+           (unsigned long long)e->torch_vmm);
     fflush(stdout);
 }
 

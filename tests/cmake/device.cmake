@@ -19,6 +19,8 @@ function(gm_fake_library target soname dir)
   target_link_options(${target} PRIVATE -Wl,-soname,${soname} -Wl,--no-undefined
     -Wl,-Bsymbolic-functions)
   target_link_libraries(${target} PRIVATE Threads::Threads)
+  # the driver's types as gpumem declares them (src/device/cuda_abi.h)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endfunction()
 
 find_package(Threads REQUIRED)

@@ -87,13 +87,13 @@ static struct fake_alloc *allocs;
 static size_t n_allocs, cap_allocs;
 static uint64_t charged[FAKE_MAX_DEV];
 static uint64_t charged_extra[FAKE_MAX_DEV]; /* modules, libraries, graphs, limits */
-static uint64_t ctx_extra[FAKE_MAX_DEV]; /* explicit contexts */
+static uint64_t ctx_extra[FAKE_MAX_DEV];     /* explicit contexts */
 static long n_alloc_calls;
 
-#define lock      fake_lock
-#define cfg       fake_cfg
-#define ctxs      fake_primary
-#define current   fake_current
+#define lock    fake_lock
+#define cfg     fake_cfg
+#define ctxs    fake_primary
+#define current fake_current
 
 static void publish(int dev)
 {
@@ -674,6 +674,25 @@ struct CUmod_st {
     uint64_t charge; /* GPUMEM_FAKE_MODULE_BYTES */
 };
 
+/* A module of the current context, charged GPUMEM_FAKE_MODULE_BYTES; NULL when memory (host
+ * or fake device) runs out. */
+static struct CUmod_st *module_new(void)
+{
+    struct CUmod_st *mod = calloc(1, sizeof(*mod));
+    if (!mod)
+        return NULL;
+    mod->device = current->device;
+    mod->charge = cfg.module_bytes;
+    pthread_mutex_lock(&lock);
+    if (fake_charge(mod->device, (int64_t)mod->charge, false) != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        free(mod);
+        return NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return mod;
+}
+
 static void jit_log(unsigned n_opt, const CUjit_option *opt, void **vals, const char *msg)
 {
     char *buf = NULL;
@@ -712,18 +731,8 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
         jit_log(n_opt, opt, vals, msg);
         return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     }
-    mod = calloc(1, sizeof(*mod));
-    if (!mod)
+    if (!(mod = module_new()))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    mod->device = current->device;
-    mod->charge = cfg.module_bytes;
-    pthread_mutex_lock(&lock);
-    if (fake_charge(mod->device, (int64_t)mod->charge, false) != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&lock);
-        free(mod);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_unlock(&lock);
     for (p = strstr(ptx, ".entry"); p && mod->n_fn < MAX_ENTRIES; p = strstr(p + 6, ".entry")) {
         const char *q = p + 6;
         size_t len = 0;
@@ -774,18 +783,8 @@ FAKE_API CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
     NEED_CTX();
     if (!m || !image)
         return CUDA_ERROR_INVALID_VALUE;
-    mod = calloc(1, sizeof(*mod));
-    if (!mod)
+    if (!(mod = module_new()))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    mod->device = current->device;
-    mod->charge = cfg.module_bytes;
-    pthread_mutex_lock(&lock);
-    if (fake_charge(mod->device, (int64_t)mod->charge, false) != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&lock);
-        free(mod);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_unlock(&lock);
     *m = mod;
     return CUDA_SUCCESS;
 }

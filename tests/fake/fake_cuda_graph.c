@@ -71,23 +71,18 @@ FAKE_API CUresult cuLibraryLoadData(void **lib, const void *code, CUjit_option *
     return loaded_new(lib, fake_cfg.module_bytes);
 }
 
+/* The file must exist; its contents are not looked at. */
 FAKE_API CUresult cuLibraryLoadFromFile(void **lib, const char *file, CUjit_option *jo, void **jv,
                                         unsigned nj, int *lo, void **lv, unsigned nl)
 {
     FILE *f;
-    (void)jo;
-    (void)jv;
-    (void)nj;
-    (void)lo;
-    (void)lv;
-    (void)nl;
     NEED_INIT();
     if (!file)
         return CUDA_ERROR_INVALID_VALUE;
     if (!(f = fopen(file, "rb")))
         return CUDA_ERROR_FILE_NOT_FOUND;
     fclose(f);
-    return loaded_new(lib, fake_cfg.module_bytes);
+    return cuLibraryLoadData(lib, file, jo, jv, nj, lo, lv, nl);
 }
 
 FAKE_API CUresult cuLibraryUnload(void *lib)

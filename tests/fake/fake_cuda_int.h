@@ -6,21 +6,13 @@
 #ifndef GM_FAKE_CUDA_INT_H
 #define GM_FAKE_CUDA_INT_H
 
+#include "device/cuda_abi.h" /* the driver's types, as gpumem declares them */
 #include "fake_common.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef int CUjit_option;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -43,7 +35,7 @@ enum {
 /* A context: the primary one of a device (fake_primary[], reference-counted) or an
  * explicit one (cuCtxCreate_v2, refs 1 until destroyed). */
 struct fake_ctx_st {
-    int device;    /* physical */
+    int device; /* physical */
     int refs;
     bool explicit_; /* made by cuCtxCreate_v2 */
 };

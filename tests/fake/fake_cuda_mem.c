@@ -118,8 +118,7 @@ FAKE_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, void *poo
     return alloc_async(dptr, n, ((struct fake_pool *)pool)->device);
 }
 
-FAKE_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, void *pool,
-                                               CUstream s)
+FAKE_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, void *pool, CUstream s)
 {
     return cuMemAllocFromPoolAsync(dptr, n, pool, s);
 }

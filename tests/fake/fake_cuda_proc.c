@@ -244,8 +244,10 @@ static const struct {
     const char *name;
     void *fn;
 } privates[] = {
-    {"cuMemCreate", FN(private_create)}, {"cuMemRelease", FN(private_release)},
-    {"cuMemMap", FN(private_map)},       {"cuMemUnmap", FN(private_unmap)},
+    {"cuMemCreate", FN(private_create)},
+    {"cuMemRelease", FN(private_release)},
+    {"cuMemMap", FN(private_map)},
+    {"cuMemUnmap", FN(private_unmap)},
     {"cuMemAddressReserve", FN(private_reserve)},
 };
 

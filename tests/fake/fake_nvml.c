@@ -4,9 +4,9 @@
  *
  *   - SONAME libnvidia-ml.so.1; the versioned entry points gpumem binds (nvmlInit_v2,
  *     nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetPciInfo_v3,
- *     nvmlDeviceGetMemoryInfo_v2, ...) and nvmlDeviceGetHandleByUUID (gpumem account).  Legacy names whose semantics or layout differ
- *     (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetPciInfo)
- *     print a line on stderr and fail with NVML_ERROR_UNKNOWN.
+ *     nvmlDeviceGetMemoryInfo_v2, ...) and nvmlDeviceGetHandleByUUID (gpumem account).  Legacy
+ * names whose semantics or layout differ (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex,
+ * nvmlDeviceGetPciInfo) print a line on stderr and fail with NVML_ERROR_UNKNOWN.
  *   - nvmlDeviceGetMemoryInfo_v2 insists on version 0x02000028 (else 25,
  *     ARGUMENT_VERSION_MISMATCH) and reports used without reserved; the v1 call's used
  *     includes reserved, as the real driver's does.

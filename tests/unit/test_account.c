@@ -83,16 +83,16 @@ static const struct gm_account_term *term(const struct gm_account_balance *b,
                                           enum gm_account_term_kind kind, const char *title)
 {
     for (size_t i = 0; i < b->n_terms; i++)
-        if (b->terms[i].kind == kind && (!title || !strcmp(gm_account_term_title(&b->terms[i]), title)))
+        if (b->terms[i].kind == kind &&
+            (!title || !strcmp(gm_account_term_title(&b->terms[i]), title)))
             return &b->terms[i];
     return NULL;
 }
 
 static void test_equation_exact(void **state)
 {
-    const char *text =
-        START OBJ(2, "torch", "/x/libc10_cuda.so") OBJ(3, "nccl", "/x/libnccl.so.2")
-            OBJ(4, "other", "/x/libfoo.so") DEVICE
+    const char *text = START OBJ(2, "torch", "/x/libc10_cuda.so") OBJ(3, "nccl", "/x/libnccl.so.2")
+        OBJ(4, "other", "/x/libfoo.so") DEVICE
         "{\"type\":\"sample\",\"pid\":7,\"t\":2000,\"at\":\"periodic\",\"device\":0,\"used\":1000,"
         "\"used_source\":\"nvml_process\",\"consistent\":true,\"context\":300,\"contexts\":1,"
         "\"context_source\":\"nvml_process\",\"modules\":40,\"module_count\":2,"
@@ -102,9 +102,9 @@ static void test_equation_exact(void **state)
     struct gm_account *a = load(text, GM_OK);
     const struct gm_account_process *p = gm_account_process(a, 0);
     const struct gm_account_balance *b;
-    const char *order[] = {"context",  "modules",        "PyTorch reserved",
-                           "NCCL",     "libfoo.so",      "unknown caller",
-                           "rounding", "not seen by the driver API"};
+    const char *order[] = {
+        "context",   "modules",        "PyTorch reserved", "NCCL",
+        "libfoo.so", "unknown caller", "rounding",         "not seen by the driver API"};
     int64_t sum = 0;
     char src[256];
     (void)state;
@@ -119,9 +119,9 @@ static void test_equation_exact(void **state)
     }
     assert_int_equal(sum, 1000); /* the equation balances to the byte */
     assert_int_equal(term(b, GM_ACCOUNT_TERM_LIBRARY, "PyTorch reserved")->bytes, 300);
-    assert_int_equal(term(b, GM_ACCOUNT_TERM_NOT_SEEN, NULL)->bytes, 1000 - 300 - 40 - 300 - 50 -
-                                                                         30 - 3 - 7);
-    assert_int_equal(b->managed, 16);       /* beside the equation */
+    assert_int_equal(term(b, GM_ACCOUNT_TERM_NOT_SEEN, NULL)->bytes,
+                     1000 - 300 - 40 - 300 - 50 - 30 - 3 - 7);
+    assert_int_equal(b->managed, 16); /* beside the equation */
     assert_int_equal(b->virtual_reserved, 64);
     gm_account_term_source(term(b, GM_ACCOUNT_TERM_LIBRARY, "PyTorch reserved"), b, src,
                            sizeof(src));
@@ -188,8 +188,7 @@ static void test_other_objects_named_up_to_a_limit(void **state)
 
 static void test_peak_is_the_highest_consistent_reading(void **state)
 {
-    const char *text =
-        START DEVICE
+    const char *text = START DEVICE
         "{\"type\":\"sample\",\"pid\":7,\"t\":2,\"at\":\"periodic\",\"device\":0,\"used\":500,"
         "\"used_source\":\"nvml_process\",\"consistent\":true,\"memory\":[]}\n"
         "{\"type\":\"sample\",\"pid\":7,\"t\":3,\"at\":\"periodic\",\"device\":0,\"used\":900,"
@@ -217,8 +216,8 @@ static void test_peak_is_the_highest_consistent_reading(void **state)
 static void test_cut_and_bad_lines(void **state)
 {
     const char *cut = START DEVICE "{\"type\":\"sample\",\"pid\":7,\"t\":2,\"at\":\"peri";
-    const char *bad = START "{\"type\":\"object\",\"pid\":7,\"id\":-1,\"lib\":\"nccl\",\"path\":\"x\"}\n"
-        DEVICE;
+    const char *bad =
+        START "{\"type\":\"object\",\"pid\":7,\"id\":-1,\"lib\":\"nccl\",\"path\":\"x\"}\n" DEVICE;
     struct gm_account *a = load(cut, GM_OK);
     struct gm_error err;
     (void)state;
