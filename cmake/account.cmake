@@ -4,7 +4,18 @@
 # classification table (src/account/classify.c), the C library and nothing else (no
 # jansson), every symbol hidden but the driver entry points it wraps and dlsym.  Built beside
 # the gpumem executable, which finds it there (gm_account_preload_path()), and installed in
-# <libdir>/gpumem/.
+# <libdir>/gpumem/.  A source tree without preload/ (the copy the Python package is built
+# from) builds the library and the CLI without it.
+
+# Where an installed gpumem looks for it (relative to the executable).
+file(RELATIVE_PATH GM_PRELOAD_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR}
+  ${CMAKE_INSTALL_FULL_LIBDIR}/gpumem)
+target_compile_definitions(gpumem_obj PRIVATE GM_PRELOAD_FROM_BIN="${GM_PRELOAD_FROM_BIN}")
+if(NOT EXISTS ${PROJECT_SOURCE_DIR}/preload/output.c)
+  message(STATUS "gpumem: no preload/ in this source tree: libgpumem-account.so is not built")
+  return()
+endif()
+
 enable_language(ASM)
 file(GLOB GM_PRELOAD_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/preload/*.c)
 set(GM_PRELOAD_ENTRY)
@@ -28,8 +39,4 @@ target_compile_options(gpumem_account_preload PRIVATE
   $<$<COMPILE_LANGUAGE:C>:${GM_WARNINGS} -Wno-missing-prototypes>)
 target_link_options(gpumem_account_preload PRIVATE -Wl,--no-undefined)
 target_link_libraries(gpumem_account_preload PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
-# Where an installed gpumem looks for it (relative to the executable).
-file(RELATIVE_PATH GM_PRELOAD_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR}
-  ${CMAKE_INSTALL_FULL_LIBDIR}/gpumem)
-target_compile_definitions(gpumem_obj PRIVATE GM_PRELOAD_FROM_BIN="${GM_PRELOAD_FROM_BIN}")
 install(TARGETS gpumem_account_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/gpumem)

@@ -418,14 +418,16 @@ ACCT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, c
 ACCT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
     PFN_cuMemRelease real = REAL(cuMemRelease);
+    CUresult r;
     if (!real)
         return ACCT_CUDA_ERROR_NOT_INITIALIZED;
     if (!acct_begin())
         return real(h);
     /* before the driver can hand the same handle value out again */
     acct_track_vmm_release(h, H_cuMemRelease);
+    r = real(h);
     acct_end();
-    return real(h);
+    return r;
 }
 
 ACCT_EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
@@ -447,13 +449,15 @@ ACCT_EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
 ACCT_EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
 {
     PFN_cuMemUnmap real = REAL(cuMemUnmap);
+    CUresult r;
     if (!real)
         return ACCT_CUDA_ERROR_NOT_INITIALIZED;
     if (!acct_begin())
         return real(va, size);
     acct_track_vmm_unmap(va, size, H_cuMemUnmap);
+    r = real(va, size);
     acct_end();
-    return real(va, size);
+    return r;
 }
 
 ACCT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *va, size_t size, size_t align,
@@ -475,13 +479,15 @@ ACCT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *va, size_t size, size_t al
 ACCT_EXPORT CUresult cuMemAddressFree(CUdeviceptr va, size_t size)
 {
     PFN_cuMemAddressFree real = REAL(cuMemAddressFree);
+    CUresult r;
     if (!real)
         return ACCT_CUDA_ERROR_NOT_INITIALIZED;
     if (!acct_begin())
         return real(va, size);
     acct_track_unreserve(va, H_cuMemAddressFree);
+    r = real(va, size);
     acct_end();
-    return real(va, size);
+    return r;
 }
 
 /* ---- pinned host memory ---- */
