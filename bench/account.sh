@@ -51,7 +51,7 @@ run() {
     t0=$(date +%s.%N)
     i=0
     while [ $i -lt "$ROUNDS" ]; do
-        "$@" >/dev/null 2>&1 || { echo "account.sh: the job failed" >&2; return 1; }
+        "$@" >/dev/null 2>"$work/job.err" || { echo "account.sh: the job failed: $(head -3 "$work/job.err")" >&2; return 1; }
         i=$((i + 1))
     done
     t1=$(date +%s.%N)

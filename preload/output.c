@@ -447,13 +447,11 @@ static void write_stacks(struct out *o)
         put_u64(o, b->obj);
         key(o, "frames");
         put(o, "[", 1);
-        for (int f = 0, shown = 0; f < b->n_frames; f++) {
+        for (int f = acct_stack_start(b->frames, b->n_frames), shown = 0; f < b->n_frames; f++) {
             Dl_info info;
             char frame[ACCT_PATH_MAX + 160];
             const char *name = "?";
             uintptr_t off = (uintptr_t)b->frames[f];
-            if (shown == 0 && acct_is_self(b->frames[f]))
-                continue; /* the interposer's own frames come first: leave them out */
             if (dladdr(b->frames[f], &info) && info.dli_fname) {
                 const char *slash = strrchr(info.dli_fname, '/');
                 name = slash ? slash + 1 : info.dli_fname;

@@ -238,6 +238,8 @@ struct acct_live {
 uint32_t acct_attribute(void *ra) ACCT_HIDDEN;
 /* Whether 'addr' lies in the interposer itself (its frames are left out of stacks). */
 bool acct_is_self(void *addr) ACCT_HIDDEN;
+/* The first frame of 'frames[0..n)' after the interposer's own (and anything before them). */
+int acct_stack_start(void *const *frames, int n) ACCT_HIDDEN;
 
 /* Record allocations and releases.  'dev' is an ordinal (or ACCT_HOST). */
 void acct_track_alloc(enum gm_account_kind kind, uint8_t api, int dev, uint64_t addr,

@@ -23,6 +23,7 @@
 #include <execinfo.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unwind.h>
 
 struct acct account;
 
@@ -295,28 +296,57 @@ static enum gm_account_lib lib_of(uint32_t id)
                                         : GM_ACCOUNT_LIB_UNKNOWN;
 }
 
+int acct_stack_start(void *const *frames, int n)
+{
+    /* a sanitizer's backtrace() interceptor may come before the interposer's own frames */
+    int last_self = -1;
+    for (int i = 0; i < n; i++) {
+        if (acct_is_self(frames[i]))
+            last_self = i;
+        else if (last_self >= 0)
+            break;
+    }
+    return last_self + 1;
+}
+
+/* The walk of acct_attribute(): frames before the interposer's (a sanitizer's) and the
+ * interposer's own are skipped, then those that pass calls through; the first other frame
+ * ends the walk. */
+struct walk {
+    bool seen_self;
+    int frames;
+    uint32_t found;
+};
+
+static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg)
+{
+    struct walk *w = arg;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    enum gm_account_lib lib;
+    uint32_t id;
+    if (!ip || ++w->frames > 64)
+        return _URC_END_OF_STACK;
+    /* a return address points after the call: -1 stays inside the calling function */
+    id = object_of(ip - 1);
+    lib = lib_of(id);
+    if (lib == GM_ACCOUNT_LIB_SELF)
+        w->seen_self = true;
+    if (!w->seen_self || gm_account_lib_passes_through(lib))
+        return _URC_NO_REASON;
+    w->found = id;
+    return _URC_END_OF_STACK;
+}
+
 uint32_t acct_attribute(void *ra)
 {
-    void *buf[ACCT_STACK + 8];
-    int n, depth = 5;
+    struct walk w = {false, 0, ACCT_OBJ_NONE};
     uint32_t id = object_of((uintptr_t)ra);
     if (!gm_account_lib_passes_through(lib_of(id)))
         return id;
-    /* the caller is usually two frames up (wrapper, runtime, caller): unwind a few frames
-     * first, the whole stack only when they are all passed through (unwinding costs per
-     * frame) */
-    for (int pass = 0; pass < 2; pass++, depth = (int)(sizeof(buf) / sizeof(buf[0]))) {
-        n = backtrace(buf, depth);
-        for (int i = 1; i < n; i++) {
-            /* a return address points after the call: -1 stays inside the calling function */
-            uint32_t f = object_of((uintptr_t)buf[i] - 1);
-            if (!gm_account_lib_passes_through(lib_of(f)))
-                return f;
-        }
-        if (n < depth)
-            break;
-    }
-    return ACCT_OBJ_NONE;
+    /* unwound frame by frame, and only as far as the caller (glibc's backtrace() would
+     * unwind a fixed depth) */
+    _Unwind_Backtrace(walk_step, &w);
+    return w.found;
 }
 
 /* ---- counters ---- */

@@ -375,9 +375,15 @@ if [ -z "$acct_job" ]; then
 else
     rm -f "$OUT/account.err" "$OUT/account.jsonl"
     if [ "$acct_job" = fake ]; then
-        ACCOUNT_JOB_HOLD_MS=1500 "$GPUMEM" account --json --interval 50 -o "$OUT/account.jsonl"             --force -- "$BUILD/tests/fake/account/account_job" exit >"$OUT/account.json"             2>"$OUT/account.err" &
+        # (the dry run under ASan preloads the sanitizer's runtime, which must come first)
+        ACCOUNT_JOB_HOLD_MS=1500 LD_PRELOAD="${GPU_CHECK_PRELOAD:-}" "$GPUMEM" account --json \
+            --interval 50 -o "$OUT/account.jsonl" --force -- \
+            "$BUILD/tests/fake/account/account_job" exit >"$OUT/account.json" \
+            2>"$OUT/account.err" &
     else
-        RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 "$GPUMEM" account --json --interval 50             -o "$OUT/account.jsonl" --force -- "$TORCH_PY" "$OUT/account_job.py" "$DEV"             >"$OUT/account.json" 2>"$OUT/account.err" &
+        RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 "$GPUMEM" account --json --interval 50 \
+            -o "$OUT/account.jsonl" --force -- "$TORCH_PY" "$OUT/account_job.py" "$DEV" \
+            >"$OUT/account.json" 2>"$OUT/account.err" &
     fi
     apid=$!
     # the peak: the torch job's "peak" line, the fake job's "expect ... peak" of its main process

@@ -37,6 +37,9 @@ if(GM_SANITIZE)
   execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
     OUTPUT_VARIABLE GM_ASAN_RUNTIME OUTPUT_STRIP_TRAILING_WHITESPACE)
   list(APPEND GM_ACCOUNT_TEST_ENV "GM_ASAN_PRELOAD=${GM_ASAN_RUNTIME}")
+  # the dry run of scripts/gpu-check.sh runs the account step on the fake job too
+  set_tests_properties(device/gpu-check-dryrun PROPERTIES
+    ENVIRONMENT "${GM_DEVICE_TEST_ENV};GM_ASAN_PRELOAD=${GM_ASAN_RUNTIME}")
 endif()
 add_test(NAME account/end_to_end
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/account/account_test.sh $<TARGET_FILE:gpumem>)

@@ -101,26 +101,28 @@ static void publish(int dev)
     fake_state_put(cfg.state, (int32_t)getpid(), dev, charged[dev] + charged_extra[dev], ctx);
 }
 
-static void parse_visible(void)
+/* The CUDA_VISIBLE_DEVICES list of 'c' into vis[]; returns how many. */
+static int parse_visible(const struct fake_config *c, int *vis)
 {
     const char *v = getenv("CUDA_VISIBLE_DEVICES");
-    n_visible = 0;
+    int n = 0;
     if (!v) {
-        for (int i = 0; i < cfg.n_devices; i++)
-            visible[n_visible++] = i;
-        return;
+        for (int i = 0; i < c->n_devices; i++)
+            vis[n++] = i;
+        return n;
     }
     /* Like the driver: parse indices until the first invalid entry. */
-    while (*v && n_visible < FAKE_MAX_DEV) {
+    while (*v && n < FAKE_MAX_DEV) {
         char *end;
         long i = strtol(v, &end, 10);
-        if (end == v || i < 0 || i >= cfg.n_devices)
+        if (end == v || i < 0 || i >= c->n_devices)
             break;
-        visible[n_visible++] = (int)i;
+        vis[n++] = (int)i;
         v = *end == ',' ? end + 1 : end;
         if (*end != ',')
             break;
     }
+    return n;
 }
 
 static void legacy(const char *name, const char *use)
@@ -137,17 +139,21 @@ bool fake_initialised(void)
 FAKE_API CUresult cuInit(unsigned flags)
 {
     CUresult r = CUDA_SUCCESS;
+    struct fake_config c;
+    int vis[FAKE_MAX_DEV], n = 0;
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    /* Threads may call cuInit while others use the driver (every runtime thread does): the
+     * configuration is read aside and the shared state never passes through zeros. */
+    fake_config_load(&c);
+    if (c.cuinit_error)
+        r = c.cuinit_error;
+    else if ((n = parse_visible(&c, vis)) == 0)
+        r = CUDA_ERROR_NO_DEVICE;
     pthread_mutex_lock(&lock);
-    fake_config_load(&cfg);
-    if (cfg.cuinit_error) {
-        r = cfg.cuinit_error;
-    } else {
-        parse_visible();
-        if (n_visible == 0)
-            r = CUDA_ERROR_NO_DEVICE;
-    }
+    cfg = c;
+    memcpy(visible, vis, sizeof(vis));
+    n_visible = n;
     initialised = r == CUDA_SUCCESS;
     n_alloc_calls = 0; /* GPUMEM_FAKE_OOM_AFTER counts from the (last) cuInit */
     pthread_mutex_unlock(&lock);

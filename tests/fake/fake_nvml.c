@@ -83,7 +83,11 @@ static void legacy(const char *name, const char *use)
 
 FAKE_API nvmlReturn_t nvmlInit_v2(void)
 {
-    fake_config_load(&cfg);
+    struct fake_config c;
+    /* read aside: another thread may be reading the configuration (it never passes
+     * through zeros) */
+    fake_config_load(&c);
+    cfg = c;
     if (cfg.nvml_init_error)
         return cfg.nvml_init_error;
     init_count++;
