@@ -14,8 +14,10 @@
  *
  * Attribution: the return address of the wrapper is the caller, unless it lies in an object
  * that passes calls through (the CUDA runtime, the driver, this interposer): then the stack
- * is walked (backtrace(), warmed up at activation) to the first frame outside them.  A
- * return address is resolved to its object with dladdr() once, then cached by address. */
+ * is unwound (_Unwind_Backtrace, frame by frame, stopping there) to the first frame outside
+ * them; the largest allocations keep their whole stack (backtrace(), warmed up at
+ * activation).  A return address is resolved to its object with dladdr() once, then cached
+ * by address. */
 #define _GNU_SOURCE
 #include "preload.h"
 
