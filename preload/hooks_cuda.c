@@ -12,8 +12,9 @@
  *   VMM: cuMemCreate's physical memory counts until the handle is released and unmapped;
  *     reserved address ranges are reported apart (no memory);
  *   contexts, modules, libraries, graphs: bracketed, under one lock (they are rare, and a
- *     bracket must not overlap another), by readings of device used; the cost is the
- *     difference less what the process's tracked allocations moved meanwhile. */
+ *     bracket must not overlap another), by readings of device used (NVML's figure of the
+ *     process where NVML lists it, else cuMemGetInfo); the cost is the difference less what
+ *     the process's tracked allocations moved meanwhile. */
 #include "preload.h"
 
 #include <string.h>
@@ -155,8 +156,12 @@ struct bracket {
 
 static void bracket_read(struct bracket *b, struct acct_reading *r)
 {
-    acct_read(b->d, b->nvml, !b->nvml, r);
-    if (!b->nvml && !r->info_valid)
+    /* the process's own figure wherever NVML lists the process: cuMemGetInfo is the whole
+     * device, which other processes (a job's other ranks, its workers) change meanwhile */
+    bool nvml = b->nvml || (b->d && atomic_load(&b->d->used_source) ==
+                                        GM_ACCOUNT_READING_NVML_PROCESS);
+    acct_read(b->d, nvml, !nvml, r);
+    if (!nvml && !r->info_valid)
         acct_read(b->d, true, false, r); /* no current context: NVML */
 }
 

@@ -8,7 +8,8 @@
  *   NVML device used (nvmlDeviceGetMemoryInfo_v2, v1 as fallback) less a baseline read
  *     before the process's first context stands in for it;
  *   cuMemGetInfo_v2 (total - free, the whole device) in the calling thread's context: cheap,
- *     used around module loads and graph instantiation, which happen often.
+ *     but other processes move it; used around module loads and graph instantiation only
+ *     where NVML does not list the process.
  *
  * NVML is loaded with dlopen (GPUMEM_NVML_LIBRARY, else libnvidia-ml.so.1) at activation and
  * its symbols bound from a table; the driver's functions come from the driver (resolve.c). */
