@@ -80,7 +80,7 @@ int account_cli_read(const char *cmd, struct account_cli *ac, struct gm_account 
 
 int account_cli_merge(const char *cmd, struct account_cli *ac, const char *output, bool force)
 {
-    struct cli_output o;
+    struct gm_output o;
     struct gm_error err;
     const char *paths[1] = {ac->dir};
     int rc = cli_output_open(&o, cmd, output, force);

@@ -30,6 +30,9 @@ extern char **environ;
  * process.  After the second signal the main loop kills the command's whole tree: not the
  * handler, since the tree must be listed while the command still holds it together (its
  * children are reparented the moment it dies). */
+/* --json: standard output failed (its reader went away): the watch stops as on an
+ * interrupt, the command is interrupted, the samples still go to --output, exit 74. */
+static bool g_out_failed;
 
 /* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
  * it leads if it made one.  Every process is stopped first, so that none forks a child
@@ -63,7 +66,10 @@ struct watch_state {
 static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
 {
     (void)arg;
-    gm_watch_jsonl_sample(w, smp, stdout);
+    if (!g_out_failed && !gm_watch_jsonl_sample(w, smp, stdout)) {
+        g_out_failed = true;
+        cli_child.stop = 1;
+    }
 }
 
 /* A wait status as a shell shows it, and the signal that ended the process (0 none). */
@@ -81,7 +87,7 @@ int cmd_watch(int argc, char **argv)
     const char *output = NULL, *device = NULL, *written = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
-    struct cli_output out;
+    struct gm_output out;
     struct gm_error err;
     struct gm_watch_run run;
     char **command = NULL;
@@ -199,6 +205,9 @@ int cmd_watch(int argc, char **argv)
     }
 
     cli_child_signals_install();
+    /* a reader of --json that goes away is a write error, seen by stream_sample(), not a
+     * death that would leave the command running unobserved and no samples written */
+    signal(SIGPIPE, SIG_IGN);
     gm_watch_clock_start(&clk, interval, proc_interval);
     if (account && (rc = account_cli_begin(argv[0], &ac, NULL, false, interval, 8)) != 0) {
         if (output)
@@ -235,7 +244,10 @@ int cmd_watch(int argc, char **argv)
     run.process_interval_ms = proc_interval;
     run.exit_status = -1;
     if (json) {
-        gm_watch_jsonl_start(&s.w, &run, stdout);
+        if (!gm_watch_jsonl_start(&s.w, &run, stdout)) {
+            g_out_failed = true;
+            cli_child.stop = 1;
+        }
         s.w.on_sample = stream_sample;
     }
 
@@ -258,8 +270,11 @@ int cmd_watch(int argc, char **argv)
         int wst = 0;
         pid_t got = 0;
         bool said = false, killed = false;
+        /* no terminal sent it one: interrupted as Ctrl-C would */
+        if (g_out_failed)
+            kill(cli_child.child, SIGINT);
         for (uint64_t waited = 0; got == 0 || (got < 0 && errno == EINTR); waited += 50) {
-            if (cli_child.kill && !killed) {
+            if ((cli_child.kill || (g_out_failed && waited >= 2000)) && !killed) {
                 kill_tree(cli_child.child);
                 killed = true;
             }
@@ -291,9 +306,12 @@ int cmd_watch(int argc, char **argv)
     run.exit_status = status;
     run.term_signal = term_signal;
     run.interrupted = cli_child.stop != 0;
-    if (json)
+    if (json && !g_out_failed)
         gm_watch_jsonl_end(&s.w, &run, stdout);
-    rc = status >= 0 ? status : cli_child.stop ? 128 + cli_child.signal : 0;
+    rc = g_out_failed     ? GM_EXIT_IOERR
+         : status >= 0    ? status
+         : cli_child.stop ? 128 + cli_child.signal
+                          : 0;
     if (output) {
         int orc;
         /* a failed write is reported by the commit, with its errno */

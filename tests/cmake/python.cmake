@@ -35,7 +35,7 @@ if(GM_SANITIZE)
 endif()
 
 if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
-  foreach(suite snapshot torch sweep estimate calibrate)
+  foreach(suite snapshot torch sweep estimate calibrate binding)
     add_test(NAME python/${suite}
       COMMAND ${Python3_EXECUTABLE} -m unittest -v test_${suite}
       WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)

@@ -37,3 +37,20 @@ if(GM_PYTHON3)
     COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/cli_html_agree.py $<TARGET_FILE:gpumem>)
   set_tests_properties(snapshot/cli-html-agree PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
 endif()
+if(GM_PYTHON3)
+  # standard input and gzip'd files: their first bytes checked as they arrive, the spool
+  # bounded (a stream of zeros costs its first bytes, not a copy of it)
+  add_test(NAME snapshot/spool
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/spool.py $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/spool PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()
+if(GM_PYTHON3)
+  # small files that describe far more than their size through memo references: every
+  # command's CPU time within 1 s + 1 us per input byte (CPU-time bounds are the optimized
+  # build's: ASan's runtime multiplies them)
+  add_test(NAME snapshot/amplification
+    COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/amplification.py
+      $<TARGET_FILE:gpumem>)
+  set_tests_properties(snapshot/amplification PROPERTIES ENVIRONMENT "${GM_TEST_ENV}"
+    TIMEOUT 600 LABELS no-asan)
+endif()

@@ -182,6 +182,18 @@ class CalibrateErrors(TempDir):
         p = run(GPUMEM, "calibrate", ex, "gpt2", "--predict", "batch", check=False)
         self.assertEqual(p.returncode, 64)
 
+    def test_no_allocations_is_a_format_error(self):
+        """A device with no allocations has nothing to calibrate against: an error, never a
+        'correction' of the whole estimate."""
+        import pickle
+        empty = self.path("empty.pickle")
+        with open(empty, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [[], []]}, f, protocol=4)
+        for kw in ({}, {"device": 1}):
+            with self.assertRaises(gpumem.FormatError) as cm:
+                gpumem.calibrate(empty, "gpt2", batch=8, predict="batch=64", **kw)
+            self.assertIn("no allocations to calibrate against", str(cm.exception))
+
 
 if __name__ == "__main__":
     unittest.main()

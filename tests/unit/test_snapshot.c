@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "snapshot/load_int.h"
 #include "snapshot/snapshot_int.h"
 
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -792,7 +794,7 @@ static void test_passes(void **state)
 
 static bool user(const char *file)
 {
-    struct gm_snapshot_frame f = {file, "f", 1, true, false};
+    struct gm_snapshot_frame f = {file, "f", 1, true, false, false, false, 0, 0};
     return gm_snapshot_frame_is_user(&f);
 }
 
@@ -817,26 +819,33 @@ static void test_user_frames(void **state)
     assert_false(user("C:\\py\\cpython-3.10-windows\\lib\\copy.py"));
     assert_false(user("<frozen importlib._bootstrap>"));
     /* not Python, or noise */
-    struct gm_snapshot_frame cpp = {"??", "at::native::empty_cuda", 0, false, false};
-    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true};
+    struct gm_snapshot_frame cpp = {
+        "??", "at::native::empty_cuda", 0, false, false, false, false, 0, 0};
+    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true, false, false, 0, 0};
     assert_false(gm_snapshot_frame_is_user(&cpp));
     assert_false(gm_snapshot_frame_is_user(&noise));
 }
 
 static const struct gm_snapshot_frame view_frames[] = {
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false},       /* 0 */
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false},       /* 1 */
-    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},       /* 2 */
-    {"/home/u/train.py", "train_step", 60, true, false},                              /* 3 */
-    {"/home/u/train.py", "main", 131, true, false},                                   /* 4 */
-    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false},  /* 5 */
-    {"/home/u/model.py", "forward", 100, true, false},                                /* 6 */
-    {"/home/u/train.py", "train_step", 58, true, false},                              /* 7 */
-    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 8 */
-    {"??", "unwind::unwind", 0, false, true},                                         /* 9 */
-    {"??", "at::_ops::mm::call", 0, false, false},                                    /* 10 */
-    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false},   /* 11 */
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false}, /* 12 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false, false, false, 0,
+     0}, /* 0 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false, false, false, 0,
+     0}, /* 1 */
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0,
+     0},                                                                     /* 2 */
+    {"/home/u/train.py", "train_step", 60, true, false, false, false, 0, 0}, /* 3 */
+    {"/home/u/train.py", "main", 131, true, false, false, false, 0, 0},      /* 4 */
+    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false, false, false, 0,
+     0},                                                                     /* 5 */
+    {"/home/u/model.py", "forward", 100, true, false, false, false, 0, 0},   /* 6 */
+    {"/home/u/train.py", "train_step", 58, true, false, false, false, 0, 0}, /* 7 */
+    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},   /* 8 */
+    {"??", "unwind::unwind", 0, false, true, false, false, 0, 0},            /* 9 */
+    {"??", "at::_ops::mm::call", 0, false, false, false, false, 0, 0},       /* 10 */
+    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false, false, false, 0,
+     0}, /* 11 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false, false, false,
+     0, 0}, /* 12 */
 };
 static const uint32_t vs_exp_avg[] = {9, 0, 2, 3, 4}, vs_exp_avg_sq[] = {9, 1, 2, 3, 4};
 static const uint32_t vs_train_ce[] = {5, 6, 12, 7, 4}, vs_eval_ce[] = {5, 6, 12, 8, 4};
@@ -894,6 +903,25 @@ static void test_stack_view(void **state)
     assert_int_equal(apart[1], -1);
 }
 
+/* The spool of a pipe or a gzip'd file is bounded when the caller gives no limit: at most
+ * GM_SNAPSHOT_SPOOL_MAX and 90% of the space left where it is written, so that an endless
+ * stream never fills the disk; a limit the caller gives is the bound. */
+static void test_spool_bound(void **state)
+{
+    FILE *t = tmpfile();
+    struct statvfs vfs;
+    uint64_t bound;
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(fstatvfs(fileno(t), &vfs), 0);
+    bound = snap_spool_bound(fileno(t), UINT64_MAX);
+    assert_true(bound <= GM_SNAPSHOT_SPOOL_MAX);
+    assert_true(bound <= (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9 + vfs.f_frsize);
+    assert_true(bound > 0);
+    assert_int_equal(snap_spool_bound(fileno(t), 12345), 12345);
+    fclose(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -910,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_passes),
         cmocka_unit_test(test_user_frames),
         cmocka_unit_test(test_stack_view),
+        cmocka_unit_test(test_spool_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
