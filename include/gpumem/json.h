@@ -11,10 +11,10 @@
  * The library's JSON comes one way: a whole document is written by
  *   enum gm_status gm_<what>_json(FILE *f, <what it writes>, ..., struct gm_error *err)
  * ({"schema": "gpumem.<document>/1", "gpumem_version", ...}; GM_ERR_IO when the write
- * fails), as gm_analysis_json(), gm_estimate_report_json(), gm_sweep_json() and
- * gm_watch_json() do; the parts a caller composes into a document of its own are written
- * into its writer by void gm_<what>_write_json(struct gm_json *w, ...) (gm_devices_write_json(),
- * gm_alloc_stats_write_json()). */
+ * fails), as gm_analysis_json(), gm_estimate_report_json(), gm_sweep_json(),
+ * gm_watch_json() and gm_account_json() do; the parts a caller composes into a document of
+ * its own are written into its writer by void gm_<what>_write_json(struct gm_json *w, ...)
+ * (gm_devices_write_json(), gm_alloc_stats_write_json()). */
 #ifndef GPUMEM_JSON_H
 #define GPUMEM_JSON_H
 
