@@ -3,6 +3,7 @@
 #include "base/buf.h"
 
 #include "base/file.h"
+#include "base/vec.h"
 #include "gpumem/arena.h"
 
 #include <errno.h>
@@ -29,24 +30,16 @@ void gm_buf_release(struct gm_buf *b)
 
 enum gm_status gm_buf_reserve(struct gm_buf *b, size_t extra, struct gm_error *err)
 {
-    size_t need, ncap;
-    char *p;
+    size_t need;
 
     if (extra > b->max || b->len > b->max - extra)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "buffer: over its limit of %zu bytes",
                        b->max);
     need = b->len + extra + 1; /* room for the terminating NUL */
-    if (need <= b->cap)
-        return GM_OK;
-    ncap = b->cap ? b->cap : 64;
-    while (ncap < need)
-        ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
-    p = gm_realloc(b->data, ncap);
-    if (!p)
+    b->data = gm_vec_grow(b->data, &b->cap, need, 1, 0, NULL);
+    if (need > b->cap)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "buffer: out of memory for %zu bytes",
-                       ncap);
-    b->data = p;
-    b->cap = ncap;
+                       need);
     return GM_OK;
 }
 

@@ -4,6 +4,7 @@
  * share). */
 #include "gpumem/watch.h"
 
+#include "base/vec.h"
 #include "device/device_int.h"
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
@@ -176,15 +177,12 @@ static struct gm_watch_proc *find_proc(struct gm_watch *w, uint32_t pid, uint32_
         if (w->proc[k].pid == pid && w->proc[k].device == device)
             return &w->proc[k];
     if (w->n_proc == w->cap_proc) {
-        uint32_t cap = w->cap_proc ? w->cap_proc * 2 : 64;
-        struct gm_watch_proc *p =
-            cap > w->cap_proc ? gm_realloc(w->proc, (size_t)cap * sizeof(*p)) : NULL;
-        if (!p) {
+        size_t cap = w->cap_proc;
+        if (w->n_proc == UINT32_MAX || !GM_VEC_RESERVE(w->proc, cap, (size_t)w->n_proc + 1, NULL)) {
             gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for the process table");
             return NULL;
         }
-        w->proc = p;
-        w->cap_proc = cap;
+        w->cap_proc = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
     }
     memset(&w->proc[w->n_proc], 0, sizeof(w->proc[0]));
     w->proc[w->n_proc].pid = pid;
