@@ -197,7 +197,7 @@ int cmd_snapshot_categories(int argc, char **argv)
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
-        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f);
+        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f, (size_t)n_pos);
     if (rc == 0 && json) {
         struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
         struct gm_analysis_doc doc = {.kind = GM_DOC_CATEGORIES,

@@ -213,7 +213,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         }
     }
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1 && !folded; f++)
-        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f);
+        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f, (size_t)n_pos);
     if (rc == 0 && folded) {
         for (int f = 0; f < n_pos && rc == 0; f++)
             rc = write_folded(argv[0], snaps[f], &files[f], at_seen, at);

@@ -83,7 +83,7 @@ static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap
 static int file_ranks(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct stats_job *j = ctx;
-    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i) : 0;
+    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i, j->n) : 0;
     (void)snap;
     gm_analysis_free(j->files[i].an);
     j->files[i].an = NULL;

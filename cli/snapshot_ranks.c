@@ -11,7 +11,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file)
+int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
+              size_t n_files)
 {
     struct gm_error err;
     struct gm_rank r;
@@ -20,15 +21,9 @@ int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an
         return cli_fail(cmd, &err);
     if (!has)
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct gm_rank *v = gm_realloc(l->v, cap * sizeof(*v));
-        if (!v) {
-            cli_errorf(cmd, "out of memory");
-            return GM_EXIT_SOFTWARE;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (!l->v && !(l->v = gm_calloc(n_files, sizeof(*l->v)))) {
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
     }
     l->v[l->n++] = r;
     return 0;

@@ -10,15 +10,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The ranks of files paths[] as collected file by file (gm_analysis_rank()). */
+/* The ranks of files paths[] as collected file by file (gm_analysis_rank()): one at most
+ * per file. */
 struct rank_list {
-    struct gm_rank *v;
-    size_t n, cap;
+    struct gm_rank *v; /* room for every file, from the first rank on */
+    size_t n;
 };
 
-/* Add the rank of one analysed file (nothing when it has no device).  0, or an exit code
- * after printing the error. */
-int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file);
+/* Add the rank of file 'file' of 'n_files' once analysed (nothing when it has no device).
+ * 0, or an exit code after printing the error. */
+int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
+              size_t n_files);
 
 /* The rows, the spread and the imbalance (two ranks or more) as text. */
 void ranks_print(FILE *f, const struct rank_list *l, char *const *paths);
