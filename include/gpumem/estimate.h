@@ -389,10 +389,12 @@ struct gm_job_setting {
     unsigned modes;             /* GM_APPLIES_* where it applies */
     enum gm_engine engine;      /* the engine it belongs to, or GM_ENGINE_NONE */
     /* private: how the value reaches struct gm_job (see job.c) */
-    size_t offset;     /* of the field the value is stored in; SIZE_MAX: 'set' stores it */
+    size_t offset;     /* of the field the value is stored in; SIZE_MAX: 'set' stores it.
+                          The numeric fields are held to lo..hi by gm_job_check() too */
     double lo, hi;     /* accepted range of numbers */
     unsigned open;     /* 1: lo excluded, 2: hi excluded */
     const int *values; /* CHOICE: the enum value of each choice, NULL = its index */
+    /* after the field is stored: what else the setting decides (or the whole value) */
     enum gm_status (*set)(struct gm_job *job, const union gm_job_value *v, struct gm_error *err);
     bool clears; /* FLAG: given, it stores false in its field (a "--no-..." setting) */
 };
@@ -408,7 +410,8 @@ const struct gm_job_setting *gm_job_setting_find(const char *name);
  * which leaves it unset). */
 enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
                           struct gm_error *err);
-/* Whether gm_job_set() was given this setting. */
+/* Whether gm_job_set() was given this setting (by name, for bindings and tools; inside the
+ * library settings are addressed by id). */
 bool gm_job_given(const struct gm_job *job, const char *name);
 
 /* The checks across settings, once for everyone: settings that do not apply to the mode

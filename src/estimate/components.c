@@ -253,8 +253,8 @@ double est_run_fragmentation(struct est_ctx *cx)
     double f = est_fragmentation(cx->job);
     if (f <= 0)
         return f;
-    return est_uncertain(cx, GM_UNCERTAIN_FRAGMENTATION, gm_job_given(cx->job, "fragmentation"), f,
-                         0.10, 0.50);
+    return est_uncertain(cx, GM_UNCERTAIN_FRAGMENTATION, est_given(cx->job, EST_SET_FRAGMENTATION),
+                         f, 0.10, 0.50);
 }
 
 /* ---- arithmetic and model shapes ---- */
@@ -311,9 +311,9 @@ unsigned est_frozen_rest_bytes(const struct gm_job *j)
     return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
 }
 
-double est_length_factor(struct est_ctx *cx, const char *setting)
+double est_length_factor(struct est_ctx *cx, enum est_setting setting)
 {
-    return est_uncertain(cx, GM_UNCERTAIN_SEQ, gm_job_given(cx->job, setting), 1.0, 0.5, 2.0);
+    return est_uncertain(cx, GM_UNCERTAIN_SEQ, est_given(cx->job, setting), 1.0, 0.5, 2.0);
 }
 
 bool est_tp_divides(const struct gm_model *m, uint64_t t)

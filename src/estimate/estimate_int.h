@@ -29,6 +29,35 @@
 #define EST_MAX_TOKENS ((uint64_t)1 << 26) /* per sequence */
 #define EST_MAX_BYTES  ((uint64_t)1 << 60) /* any single input size */
 
+/* The job settings by id, in the order of the settings table (gm_job_settings(), --help):
+ * job.c's table is indexed by these ids, and the library addresses a setting by its id,
+ * never by its name (names are for the edges: the CLI's options, a binding's keywords).
+ * A unit test holds each id against its row's name. */
+/* clang-format off */
+#define EST_SETTINGS(X) \
+    X(PARAMETERS) X(BITS) X(RESERVE_GIB) X(TRAIN) X(INFER) X(PRECISION) X(OPTIMIZER) \
+    X(OPTIMIZER_IMPL) X(SEQ) X(GRAD_CHECKPOINTING) X(ZERO_GRAD) X(METHOD) \
+    X(ACTIVATIONS_PER_TOKEN) X(BATCH) X(ATTENTION) X(CONTEXT) X(NEW_TOKENS) X(KV_DTYPE) \
+    X(FULL_LOGITS) X(CUDA_CONTEXT) X(WORKSPACE) X(FRAGMENTATION) X(GPU) X(GPU_MEMORY) X(LORA) \
+    X(QLORA) X(LORA_RANK) X(LORA_TARGETS) X(LORA_DROPOUT) X(NO_DOUBLE_QUANT) X(NO_FP32_UPCAST) \
+    X(GPUS) X(GPUS_PER_NODE) X(ZERO) X(FSDP) X(OFFLOAD_OPTIMIZER) X(OFFLOAD_PARAMS) X(TP) X(PP) \
+    X(SEQUENCE_PARALLEL) X(BUCKET_ELEMENTS) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
+    X(LARGEST_LAYER) X(ENGINE) X(GPU_MEMORY_UTILIZATION) X(MAX_MODEL_LEN) X(BLOCK_SIZE) \
+    X(MAX_NUM_SEQS) X(MAX_NUM_BATCHED_TOKENS) X(ENFORCE_EAGER) X(NON_TORCH) X(UBATCH) \
+    X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
+    X(OPTIMIZER_IN_BACKWARD) X(ACTIVATION_OFFLOAD) X(FUSED_KERNELS) X(COMPILE) X(ADAPTER_DTYPE) \
+    X(TOKENS_PER_BATCH) X(FSDP_VERSION) X(NO_RESHARD_AFTER_FORWARD) X(NO_SYNC_MODULE_STATES) \
+    X(EP) X(NCCL) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
+    X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE)
+/* clang-format on */
+
+enum est_setting {
+#define EST_SETTING_ENUM(id) EST_SET_##id,
+    EST_SETTINGS(EST_SETTING_ENUM)
+#undef EST_SETTING_ENUM
+        EST_SET__COUNT
+};
+
 /* Which end of the range one run of the pipeline computes (ranges: driver.c). */
 enum est_bound { EST_POINT = 0, EST_LOW, EST_HIGH };
 
@@ -143,7 +172,7 @@ unsigned est_adapter_bytes(const struct gm_job *job);
 unsigned est_frozen_rest_bytes(const struct gm_job *job);
 /* The factor on a length the job does not give (--seq, --context): half to twice the
  * default over the range, 1 in the point estimate or when 'setting' is given. */
-double est_length_factor(struct est_ctx *cx, const char *setting);
+double est_length_factor(struct est_ctx *cx, enum est_setting setting);
 /* Parameters of the largest linear layer inside a decoder layer, and of one decoder
  * layer (what FSDP wraps as a unit). */
 uint64_t est_largest_linear(const struct gm_model *m);
@@ -287,13 +316,41 @@ void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
 
 /* ---- job.c ---- */
 
+/* The row of setting 'id' in the settings table. */
+const struct gm_job_setting *est_setting(enum est_setting id);
+/* Whether gm_job_set() (or est_job_put()) was given setting 'id'. */
+bool est_given(const struct gm_job *job, enum est_setting id);
+/* Mark or forget that setting 'id' was given (the suggestion engine changes settings). */
+void est_job_mark(struct gm_job *job, enum est_setting id, bool given);
+/* Set setting 'id' from its parsed value 'v' (what gm_job_set() does after parsing the
+ * text), checking the value's range; remembers that it was given.  GM_ERR_INVALID as
+ * gm_job_set(). */
+enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
+                           struct gm_error *err);
+
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */
 void est_job_resolve(struct gm_job *job);
 /* Data-parallel ranks of a resolved job: gpus / (tp x pp). */
 uint64_t est_data_parallel(const struct gm_job *job);
-/* Mark or forget that a setting was given (the suggestion engine changes settings). */
-void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */
+void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n);
+/* The --quant choices, in the order of the setting's choices (the value est_job_put() takes). */
+enum est_quant_choice {
+    EST_QUANT_INT8 = 0,
+    EST_QUANT_NF4,
+    EST_QUANT_NF4_DQ,
+    EST_QUANT_FP4,
+    EST_QUANT_FP4_DQ,
+    EST_QUANT_GPTQ,
+    EST_QUANT_AWQ,
+    EST_QUANT_FP8,
+    EST_QUANT_FP8_CHANNEL,
+    EST_QUANT_FP8_BLOCK,
+    EST_QUANT_W4A16,
+    EST_QUANT_W8A16,
+    EST_QUANT__COUNT
+};
 /* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */
 const char *est_quant_setting_name(const struct gm_quant *q);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */

@@ -143,7 +143,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     /* a context not given: the range spans half to twice the default; an encoder-decoder's
      * cache holds the generated tokens (and its start token) in the self-attention, the
      * encoder's output in the cross-attention, in every decoder layer */
-    context = est_round(est_length_factor(cx, "context") * (double)w->context);
+    context = est_round(est_length_factor(cx, EST_SET_CONTEXT) * (double)w->context);
     tokens = context + w->new_tokens + (seq2seq ? 1 : 0);
     if (m->head == GM_HEAD_ENCODER)
         return infer_encoder(cx, context, ea, eager, err);

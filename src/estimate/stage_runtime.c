@@ -51,7 +51,7 @@ static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
 uint64_t est_cuda_context_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
-    bool known = gm_job_given(j, "cuda-context");
+    bool known = est_given(j, EST_SET_CUDA_CONTEXT);
     uint32_t v = j->stack.cuda;
     if (v && v < GM_VERSION(11, 7, 0)) {
         /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
@@ -150,7 +150,7 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     double per;
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
-    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, gm_job_given(j, "nccl"),
+    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);
 }
@@ -186,7 +186,7 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_WORKSPACE, j->runtime.workspace_bytes,
                                    "library workspaces", "--workspace"};
     if (!llamacpp && comms) {
-        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !gm_job_given(j, "nccl"))
+        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !est_given(j, EST_SET_NCCL))
             snprintf(nccl_src, sizeof nccl_src, "1 GiB per GPU");
         else
             snprintf(nccl_src, sizeof nccl_src, "%llu communicator%s x %.0f MiB",

@@ -746,7 +746,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     enum gm_status st;
 
     /* a sequence length not given spreads the range (packed batches give their tokens) */
-    lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
+    lf = j->workload.tokens ? 1.0 : est_length_factor(cx, EST_SET_SEQ);
     T = lf * est_tokens(j);
     cx->tokens = T;
     lc = job_layer_cfg(cx, ea, er);

@@ -649,7 +649,7 @@ bool est_step_replay_applies(const struct est_ctx *cx)
     const struct gm_job *j = cx->job;
     return j->mode == GM_EST_TRAIN && est_allocator(j) == EST_ALLOC_TORCH &&
            j->method != GM_METHOD_BLOG && cx->m && cx->m->hidden && cx->m->n_layers &&
-           j->parallel.pp <= 1 && !gm_job_given(j, "fragmentation");
+           j->parallel.pp <= 1 && !est_given(j, EST_SET_FRAGMENTATION);
 }
 
 /* ---- the step ---- */

@@ -64,8 +64,12 @@ static void put_flag(struct change *c, const char *name)
 static bool apply(const struct gm_job *job, const struct change *c, struct gm_job *out)
 {
     *out = *job;
-    for (size_t i = 0; i < sizeof c->unset / sizeof c->unset[0] && c->unset[i]; i++)
-        est_job_mark(out, c->unset[i], false);
+    for (size_t i = 0; i < sizeof c->unset / sizeof c->unset[0] && c->unset[i]; i++) {
+        size_t n;
+        const struct gm_job_setting *s = gm_job_setting_find(c->unset[i]);
+        if (s)
+            est_job_mark(out, (enum est_setting)(s - gm_job_settings(&n)), false);
+    }
     for (size_t i = 0; i < c->n; i++)
         if (gm_job_set(out, c->set[i].name, c->set[i].value[0] ? c->set[i].value : NULL, NULL) !=
             GM_OK)

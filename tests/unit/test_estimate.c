@@ -13,6 +13,7 @@
 #include "estimate/estimate_int.h"
 #include "gpumem/gpumem.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,91 @@ static void test_settings(void **state)
     assert_non_null(strstr(err.msg, "caches KV as fp32, fp16, bf16, int8 (q8_0) or int4"));
 }
 
+/* Each setting id addresses the table row of its name (RESERVE_GIB: "reserve-gib"). */
+static void test_setting_ids(void **state)
+{
+    static const char *const ids[] = {
+#define ID_NAME(id) #id,
+        EST_SETTINGS(ID_NAME)
+#undef ID_NAME
+    };
+    size_t n;
+    const struct gm_job_setting *s = gm_job_settings(&n);
+    (void)state;
+    assert_int_equal(n, EST_SET__COUNT);
+    assert_int_equal(sizeof ids / sizeof ids[0], EST_SET__COUNT);
+    for (size_t i = 0; i < n; i++) {
+        char want[64];
+        size_t k = 0;
+        for (; ids[i][k] && k + 1 < sizeof want; k++)
+            want[k] = ids[i][k] == '_' ? '-' : (char)tolower((unsigned char)ids[i][k]);
+        want[k] = '\0';
+        assert_string_equal(s[i].name, want);
+        assert_ptr_equal(est_setting((enum est_setting)i), &s[i]);
+    }
+}
+
+/* A job filled in directly is held to the same ranges as gm_job_set(): the table's; a
+ * setting put by id is range-checked and marked given; its value reads as typed. */
+static void test_setting_ranges(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    union gm_job_value v;
+    char text[48];
+    (void)state;
+    gm_job_init(&j);
+    j.model.n_params = 7000000000ull;
+    j.mode = GM_EST_TRAIN;
+    j.memory.loss_chunks = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--loss-chunks: 0 is out of range [1, 2^16]");
+    j.memory.loss_chunks = 8;
+    j.runtime.fragmentation = 4.5;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--fragmentation: 4.5 is out of range [0, 4]");
+    j.runtime.fragmentation = 0.25;
+    j.parallel.tp = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--tp: 0 is out of range [1, 1024]");
+    j.parallel.tp = 1;
+    j.memory.lora.dropout = 1.0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--lora-dropout: 1 is out of range [0, 1)");
+    j.memory.lora.dropout = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_OK);
+    /* defaults that mean "not set" sit outside their ranges and pass */
+    assert_int_equal(j.engine.vllm.max_model_len, 0);
+    assert_int_equal(j.workload.tokens, 0);
+
+    v.u64 = 0;
+    assert_int_equal(est_job_put(&j, EST_SET_BATCH, &v, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--batch: 0 is out of range [1, 2^20]");
+    assert_false(est_given(&j, EST_SET_BATCH));
+    v.u64 = 4;
+    assert_int_equal(est_job_put(&j, EST_SET_BATCH, &v, &err), GM_OK);
+    assert_int_equal(j.workload.batch, 4);
+    assert_true(est_given(&j, EST_SET_BATCH));
+    assert_true(gm_job_given(&j, "batch"));
+    v.choice = GM_DTYPE_F8_E4M3;
+    est_setting_value_text(EST_SET_KV_DTYPE, &v, text, sizeof text);
+    assert_string_equal(text, "fp8");
+    v.choice = GM_SHARD_ZERO3;
+    assert_int_equal(est_job_put(&j, EST_SET_ZERO, &v, &err), GM_OK);
+    assert_int_equal(j.parallel.shard, GM_SHARD_ZERO3);
+    est_setting_value_text(EST_SET_ZERO, &v, text, sizeof text);
+    assert_string_equal(text, "3");
+    v.choice = EST_QUANT_NF4_DQ;
+    est_setting_value_text(EST_SET_QUANT, &v, text, sizeof text);
+    assert_string_equal(text, "nf4-dq");
+    v.number = 4.5;
+    est_setting_value_text(EST_SET_BITS, &v, text, sizeof text);
+    assert_string_equal(text, "4.5");
+    v.flag = true;
+    est_setting_value_text(EST_SET_LORA, &v, text, sizeof text);
+    assert_string_equal(text, "");
+}
+
 /* Every kind maps to a snapshot category, except what lives outside the allocator. */
 static void test_kind_categories(void **state)
 {
@@ -746,7 +832,8 @@ int main(void)
         cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
         cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),         cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_setting_ids),
+        cmocka_unit_test(test_setting_ranges),   cmocka_unit_test(test_kind_categories),
         cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };
