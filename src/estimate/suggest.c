@@ -22,14 +22,16 @@
 #define MAX_SETS  4
 #define MAX_TRIED 32
 
-/* Settings one change makes, and the ones it takes back (--qlora replaces --lora). */
+/* Settings one change makes, as typed values by setting id, and the one it takes back
+ * (--qlora replaces --lora). */
 struct change {
     size_t n;
     struct {
-        const char *name;
-        char value[40];
+        enum est_setting id;
+        union gm_job_value v;
     } set[MAX_SETS];
-    const char *unset[2];
+    bool has_unset;
+    enum est_setting unset;
 };
 
 struct sugg_ctx {
@@ -38,41 +40,50 @@ struct sugg_ctx {
     struct gm_estimate *scratch; /* any candidate may run estimates in it */
 };
 
-static void put_text(struct change *c, const char *name, const char *text)
+static void put(struct change *c, enum est_setting id, union gm_job_value v)
 {
     if (c->n >= MAX_SETS)
         return;
-    c->set[c->n].name = name;
-    snprintf(c->set[c->n].value, sizeof c->set[c->n].value, "%s", text);
+    c->set[c->n].id = id;
+    c->set[c->n].v = v;
     c->n++;
 }
 
-static void put_u64(struct change *c, const char *name, uint64_t v)
+static void put_u64(struct change *c, enum est_setting id, uint64_t u)
 {
-    char b[24];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    put_text(c, name, b);
+    put(c, id, (union gm_job_value){.u64 = u});
 }
 
-/* A flag: no value. */
-static void put_flag(struct change *c, const char *name)
+/* An enum value of a choice. */
+static void put_choice(struct change *c, enum est_setting id, int choice)
 {
-    put_text(c, name, "");
+    put(c, id, (union gm_job_value){.choice = choice});
+}
+
+static void put_number(struct change *c, enum est_setting id, double number)
+{
+    put(c, id, (union gm_job_value){.number = number});
+}
+
+static void put_flag(struct change *c, enum est_setting id)
+{
+    put(c, id, (union gm_job_value){.flag = true});
+}
+
+/* A setting whose value is a name (a GPU, a kernel list); static storage. */
+static void put_text(struct change *c, enum est_setting id, const char *text)
+{
+    put(c, id, (union gm_job_value){.text = text});
 }
 
 /* The job with the change made; false when a setting refuses it. */
 static bool apply(const struct gm_job *job, const struct change *c, struct gm_job *out)
 {
     *out = *job;
-    for (size_t i = 0; i < sizeof c->unset / sizeof c->unset[0] && c->unset[i]; i++) {
-        size_t n;
-        const struct gm_job_setting *s = gm_job_setting_find(c->unset[i]);
-        if (s)
-            est_job_mark(out, (enum est_setting)(s - gm_job_settings(&n)), false);
-    }
+    if (c->has_unset)
+        est_job_mark(out, c->unset, false);
     for (size_t i = 0; i < c->n; i++)
-        if (gm_job_set(out, c->set[i].name, c->set[i].value[0] ? c->set[i].value : NULL, NULL) !=
-            GM_OK)
+        if (est_job_put(out, c->set[i].id, &c->set[i].v, NULL) != GM_OK)
             return false;
     return gm_job_check(out, NULL) == GM_OK;
 }
@@ -100,7 +111,7 @@ static bool c_ckpt_full(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->mode != GM_EST_TRAIN || sx->job->memory.checkpointing == GM_CKPT_FULL)
         return false;
-    put_text(c, "grad-checkpointing", "full");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_FULL);
     return true;
 }
 
@@ -110,7 +121,7 @@ static bool c_ckpt_selective(const struct sugg_ctx *sx, struct change *c)
     if (!training_arch(j) || j->memory.checkpointing != GM_CKPT_NONE ||
         j->memory.attention != GM_ATTN_EAGER)
         return false;
-    put_text(c, "grad-checkpointing", "selective");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_SELECTIVE);
     return true;
 }
 
@@ -118,7 +129,7 @@ static bool c_sdpa(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->mode == GM_EST_WEIGHTS || sx->job->memory.attention != GM_ATTN_EAGER)
         return false;
-    put_text(c, "attention", "sdpa");
+    put_choice(c, EST_SET_ATTENTION, GM_ATTN_SDPA);
     return true;
 }
 
@@ -127,7 +138,7 @@ static bool c_fused(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || !adam(j) || j->numerics.optim_impl != GM_OPTIM_FOREACH)
         return false;
-    put_text(c, "optimizer-impl", "fused");
+    put_choice(c, EST_SET_OPTIMIZER_IMPL, GM_OPTIM_FUSED);
     return true;
 }
 
@@ -139,24 +150,24 @@ static bool causal_lm(const struct gm_job *j)
 }
 
 /* The lower-memory losses, for a job computing all B*L logits. */
-static bool c_loss(const struct sugg_ctx *sx, struct change *c, enum gm_loss to, const char *name)
+static bool c_loss(const struct sugg_ctx *sx, struct change *c, enum gm_loss to)
 {
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || !causal_lm(j) || j->memory.loss == GM_LOSS_FUSED_LINEAR ||
         (to == GM_LOSS_CHUNKED && j->memory.loss != GM_LOSS_FULL))
         return false;
-    put_text(c, "loss", name);
+    put_choice(c, EST_SET_LOSS, to);
     return true;
 }
 
 static bool c_loss_fused_linear(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_loss(sx, c, GM_LOSS_FUSED_LINEAR, "fused-linear");
+    return c_loss(sx, c, GM_LOSS_FUSED_LINEAR);
 }
 
 static bool c_loss_chunked(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_loss(sx, c, GM_LOSS_CHUNKED, "chunked");
+    return c_loss(sx, c, GM_LOSS_CHUNKED);
 }
 
 static bool c_fused_kernels(const struct sugg_ctx *sx, struct change *c)
@@ -165,7 +176,7 @@ static bool c_fused_kernels(const struct sugg_ctx *sx, struct change *c)
     if (!training_arch(j) || j->memory.fused_kernels == GM_FUSED_ALL ||
         j->model.model->norm != GM_NORM_RMS)
         return false;
-    put_text(c, "fused-kernels", "liger");
+    put_text(c, EST_SET_FUSED_KERNELS, "liger");
     return true;
 }
 
@@ -177,7 +188,7 @@ static bool c_optimizer_in_backward(const struct sugg_ctx *sx, struct change *c)
         j->parallel.offload_optimizer ||
         (j->parallel.shard != GM_SHARD_NONE && j->parallel.shard != GM_SHARD_FSDP))
         return false;
-    put_flag(c, "optimizer-in-backward");
+    put_flag(c, EST_SET_OPTIMIZER_IN_BACKWARD);
     return true;
 }
 
@@ -186,7 +197,7 @@ static bool c_ckpt_op(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || j->memory.checkpointing != GM_CKPT_NONE)
         return false;
-    put_text(c, "grad-checkpointing", "op");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_OP);
     return true;
 }
 
@@ -195,7 +206,7 @@ static bool c_activation_offload(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || j->memory.activation_offload)
         return false;
-    put_flag(c, "activation-offload");
+    put_flag(c, EST_SET_ACTIVATION_OFFLOAD);
     return true;
 }
 
@@ -212,16 +223,16 @@ static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (b % d)
             continue;
-        put_u64(&t, "batch", d);
-        put_u64(&t, "grad-accum", (j->workload.grad_accum * (b / d)));
+        put_u64(&t, EST_SET_BATCH, d);
+        put_u64(&t, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / d));
         if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             pick = d;
             break;
         }
     }
-    put_u64(c, "batch", pick);
-    put_u64(c, "grad-accum", (j->workload.grad_accum * (b / pick)));
+    put_u64(c, EST_SET_BATCH, pick);
+    put_u64(c, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / pick));
     return true;
 }
 
@@ -229,7 +240,7 @@ static bool c_lora(const struct sugg_ctx *sx, struct change *c)
 {
     if (!training_arch(sx->job) || sx->job->memory.adapter != GM_ADAPTER_NONE)
         return false;
-    put_flag(c, "lora");
+    put_flag(c, EST_SET_LORA);
     return true;
 }
 
@@ -237,8 +248,9 @@ static bool c_qlora(const struct sugg_ctx *sx, struct change *c)
 {
     if (!training_arch(sx->job) || sx->job->memory.adapter == GM_ADAPTER_QLORA)
         return false;
-    put_flag(c, "qlora");
-    c->unset[0] = "lora";
+    put_flag(c, EST_SET_QLORA);
+    c->has_unset = true;
+    c->unset = EST_SET_LORA;
     return true;
 }
 
@@ -246,7 +258,7 @@ static bool c_adamw_8bit(const struct sugg_ctx *sx, struct change *c)
 {
     if (!training_arch(sx->job) || !adam(sx->job))
         return false;
-    put_text(c, "optimizer", "adamw-8bit");
+    put_choice(c, EST_SET_OPTIMIZER, GM_OPT_ADAMW_8BIT);
     return true;
 }
 
@@ -255,7 +267,7 @@ static bool c_paged(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || j->memory.paged_optimizer || j->numerics.optimizer == GM_OPT_SGD)
         return false;
-    put_flag(c, "paged-optimizer");
+    put_flag(c, EST_SET_PAGED_OPTIMIZER);
     return true;
 }
 
@@ -265,7 +277,7 @@ static bool c_pure_bf16(const struct sugg_ctx *sx, struct change *c)
     if (!training_arch(j) || j->numerics.precision == GM_PREC_BF16 ||
         j->memory.adapter != GM_ADAPTER_NONE)
         return false;
-    put_text(c, "precision", "bf16");
+    put_choice(c, EST_SET_PRECISION, GM_PREC_BF16);
     return true;
 }
 
@@ -284,7 +296,7 @@ static bool c_zero(const struct sugg_ctx *sx, struct change *c, enum gm_shard to
 {
     if (!zero_applies(sx->job, to))
         return false;
-    put_u64(c, "zero", to);
+    put_choice(c, EST_SET_ZERO, (int)to);
     return true;
 }
 
@@ -307,8 +319,9 @@ static bool c_fsdp(const struct sugg_ctx *sx, struct change *c)
 {
     if (!zero_applies(sx->job, GM_SHARD_FSDP))
         return false;
-    put_flag(c, "fsdp");
-    c->unset[0] = "zero";
+    put_flag(c, EST_SET_FSDP);
+    c->has_unset = true;
+    c->unset = EST_SET_ZERO;
     return true;
 }
 
@@ -319,8 +332,8 @@ static bool c_offload_optimizer(const struct sugg_ctx *sx, struct change *c)
         j->parallel.pp > 1)
         return false;
     if (j->parallel.shard == GM_SHARD_NONE)
-        put_text(c, "zero", "2");
-    put_flag(c, "offload-optimizer");
+        put_choice(c, EST_SET_ZERO, GM_SHARD_ZERO2);
+    put_flag(c, EST_SET_OFFLOAD_OPTIMIZER);
     return true;
 }
 
@@ -331,10 +344,10 @@ static bool c_offload_params(const struct sugg_ctx *sx, struct change *c)
         j->parallel.pp > 1)
         return false;
     if (j->parallel.shard != GM_SHARD_ZERO3 && j->parallel.shard != GM_SHARD_FSDP)
-        put_text(c, "zero", "3");
+        put_choice(c, EST_SET_ZERO, GM_SHARD_ZERO3);
     if (!j->parallel.offload_optimizer)
-        put_flag(c, "offload-optimizer");
-    put_flag(c, "offload-params");
+        put_flag(c, EST_SET_OFFLOAD_OPTIMIZER);
+    put_flag(c, EST_SET_OFFLOAD_PARAMS);
     return true;
 }
 
@@ -345,7 +358,8 @@ static bool c_kv_fp8(const struct sugg_ctx *sx, struct change *c)
     if (j->mode != GM_EST_INFER || kv == GM_DTYPE_F8_E4M3 || kv == GM_DTYPE_INT4 ||
         kv == GM_DTYPE_I8)
         return false;
-    put_text(c, "kv-dtype", j->engine.kind == GM_ENGINE_LLAMACPP ? "int8" : "fp8");
+    put_choice(c, EST_SET_KV_DTYPE,
+               j->engine.kind == GM_ENGINE_LLAMACPP ? GM_DTYPE_I8 : GM_DTYPE_F8_E4M3);
     return true;
 }
 
@@ -355,7 +369,7 @@ static bool c_flash_attn(const struct sugg_ctx *sx, struct change *c)
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_LLAMACPP ||
         j->engine.llamacpp.flash_attn)
         return false;
-    put_flag(c, "flash-attn");
+    put_flag(c, EST_SET_FLASH_ATTN);
     return true;
 }
 
@@ -373,27 +387,27 @@ static bool quantisable(const struct gm_job *j)
     return gm_model_validate(m, NULL) == GM_OK;
 }
 
-static bool c_quant(const struct sugg_ctx *sx, struct change *c, const char *scheme)
+static bool c_quant(const struct sugg_ctx *sx, struct change *c, enum est_quant_choice scheme)
 {
     if (!quantisable(sx->job))
         return false;
-    put_text(c, "quant", scheme);
+    put_choice(c, EST_SET_QUANT, (int)scheme);
     return true;
 }
 
 static bool c_quant_fp8(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "fp8");
+    return c_quant(sx, c, EST_QUANT_FP8);
 }
 
 static bool c_quant_awq(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "awq");
+    return c_quant(sx, c, EST_QUANT_AWQ);
 }
 
 static bool c_quant_gptq(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "gptq");
+    return c_quant(sx, c, EST_QUANT_GPTQ);
 }
 
 /* bitsandbytes quantises at load time: transformers (and vLLM) load it from any
@@ -402,39 +416,39 @@ static bool c_quant_nf4(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->engine.kind == GM_ENGINE_VLLM)
         return false;
-    return c_quant(sx, c, "nf4-dq");
+    return c_quant(sx, c, EST_QUANT_NF4_DQ);
 }
 
-static bool c_bits(const struct sugg_ctx *sx, struct change *c, const char *bits, double v)
+static bool c_bits(const struct sugg_ctx *sx, struct change *c, double v)
 {
     const struct gm_job *j = sx->job;
     if (j->mode == GM_EST_TRAIN || quantisable(j) || j->numerics.weight_format == GM_WEIGHTS_QUANT)
         return false; /* a model with a layout gets the weight formats instead */
     if (j->numerics.weight_format == GM_WEIGHTS_BITS && j->numerics.weight_bits <= v)
         return false;
-    put_text(c, "bits", bits);
+    put_number(c, EST_SET_BITS, v);
     return true;
 }
 
 static bool c_bits8(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_bits(sx, c, "8", 8);
+    return c_bits(sx, c, 8);
 }
 
 static bool c_bits4(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_bits(sx, c, "4.5", 4.5);
+    return c_bits(sx, c, 4.5);
 }
 
 /* The largest value of a search, when it is below what the job asks for. */
-static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t now, const char *name,
-                     struct change *c)
+static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t now,
+                     enum est_setting id, struct change *c)
 {
     struct gm_est_search r;
     if (gm_estimate_search(sx->job, what, &r, sx->scratch, NULL) != GM_OK || !r.value ||
         r.value >= now)
         return false;
-    put_u64(c, name, r.value);
+    put_u64(c, id, r.value);
     return true;
 }
 
@@ -443,7 +457,7 @@ static bool c_fewer_seqs(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (j->mode != GM_EST_INFER || j->workload.batch <= 1)
         return false;
-    return searched(sx, GM_SEARCH_BATCH, j->workload.batch, "batch", c);
+    return searched(sx, GM_SEARCH_BATCH, j->workload.batch, EST_SET_BATCH, c);
 }
 
 static bool c_shorter(const struct sugg_ctx *sx, struct change *c)
@@ -452,8 +466,8 @@ static bool c_shorter(const struct sugg_ctx *sx, struct change *c)
     if (j->mode == GM_EST_WEIGHTS || (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM))
         return false;
     if (j->mode == GM_EST_TRAIN)
-        return searched(sx, GM_SEARCH_CONTEXT, j->workload.seq, "seq", c);
-    return searched(sx, GM_SEARCH_CONTEXT, j->workload.context, "context", c);
+        return searched(sx, GM_SEARCH_CONTEXT, j->workload.seq, EST_SET_SEQ, c);
+    return searched(sx, GM_SEARCH_CONTEXT, j->workload.context, EST_SET_CONTEXT, c);
 }
 
 static bool c_max_model_len(const struct sugg_ctx *sx, struct change *c)
@@ -461,8 +475,8 @@ static bool c_max_model_len(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_VLLM)
         return false;
-    return searched(sx, GM_SEARCH_MAX_MODEL_LEN, sx->base->serving.max_model_len, "max-model-len",
-                    c);
+    return searched(sx, GM_SEARCH_MAX_MODEL_LEN, sx->base->serving.max_model_len,
+                    EST_SET_MAX_MODEL_LEN, c);
 }
 
 static bool c_utilization(const struct sugg_ctx *sx, struct change *c)
@@ -471,7 +485,7 @@ static bool c_utilization(const struct sugg_ctx *sx, struct change *c)
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_VLLM ||
         j->engine.vllm.gpu_memory_utilization >= 0.95)
         return false;
-    put_text(c, "gpu-memory-utilization", "0.95");
+    put_number(c, EST_SET_GPU_MEMORY_UTILIZATION, 0.95);
     return true;
 }
 
@@ -489,8 +503,8 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (!est_tp_divides(m, t))
             continue;
-        put_u64(&tc, "tp", t);
-        put_u64(&tc, "gpus", (t * replicas));
+        put_u64(&tc, EST_SET_TP, t);
+        put_u64(&tc, EST_SET_GPUS, t * replicas);
         if (!apply(j, &tc, &a) || gm_estimate_run(&a, sx->scratch, NULL) != GM_OK)
             continue;
         pick = t;
@@ -499,8 +513,8 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
     }
     if (!pick)
         return false;
-    put_u64(c, "tp", pick);
-    put_u64(c, "gpus", (pick * replicas));
+    put_u64(c, EST_SET_TP, pick);
+    put_u64(c, EST_SET_GPUS, pick * replicas);
     return true;
 }
 
@@ -515,8 +529,9 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (g->memory_bytes <= j->gpu.memory_bytes)
             continue;
-        put_text(&t, "gpu", g->name);
-        t.unset[0] = "gpu-memory";
+        put_text(&t, EST_SET_GPU, g->name);
+        t.has_unset = true;
+        t.unset = EST_SET_GPU_MEMORY;
         if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
@@ -612,8 +627,10 @@ static void change_text(const struct change *c, char *out, size_t n)
 {
     size_t len = strlen(out);
     for (size_t i = 0; i < c->n && len + 1 < n; i++) {
-        snprintf(out + len, n - len, "%s--%s%s%s", len ? " " : "", c->set[i].name,
-                 c->set[i].value[0] ? " " : "", c->set[i].value);
+        char value[48];
+        est_setting_value_text(c->set[i].id, &c->set[i].v, value, sizeof value);
+        snprintf(out + len, n - len, "%s--%s%s%s", len ? " " : "", est_setting(c->set[i].id)->name,
+                 value[0] ? " " : "", value);
         len = strlen(out);
     }
 }
