@@ -25,15 +25,6 @@ static const est_stage_fn stages[] = {
     est_stage_fit,      /* the verdict */
 };
 
-double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
-                     double high)
-{
-    if (known || (low == point && high == point))
-        return point;
-    cx->e->range.sources |= source;
-    return cx->bound == EST_LOW ? low : cx->bound == EST_HIGH ? high : point;
-}
-
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
                                struct gm_estimate *out, gm_est_segment_fn trace, void *trace_ctx,
                                struct gm_error *err)

@@ -23,6 +23,8 @@
 #include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
+#include <math.h>
+
 /* Limits on inputs: far above real jobs, low enough that products stay in 64 bits. */
 #define EST_MAX_PARAMS ((uint64_t)1 << 50) /* 1.1e15 parameters */
 #define EST_MAX_BATCH  ((uint64_t)1 << 20)
@@ -58,6 +60,37 @@ enum est_setting {
         EST_SET__COUNT
 };
 
+/* ---- arithmetic ---- */
+
+/* A double byte count, rounded to nearest, saturating at UINT64_MAX. */
+static inline uint64_t est_round(double bytes)
+{
+    if (!(bytes > 0))
+        return 0;
+    if (bytes >= 18446744073709549568.0)
+        return UINT64_MAX;
+    return (uint64_t)llround(bytes);
+}
+
+/* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
+static inline uint64_t est_bits_bytes(uint64_t n, double bits)
+{
+    double whole = floor(bits);
+    /* Integral bit widths are computed exactly in integers. */
+    if (whole == bits && bits >= 1 && bits <= 64) {
+        uint64_t b = (uint64_t)bits;
+        uint64_t q = n / 8, r = n % 8;
+        return gm_add_sat(gm_mul_sat(q, b), (r * b + 7) / 8);
+    }
+    return est_round(ceil((double)n * bits / 8.0));
+}
+
+/* a / b rounded up (b = 0: a). */
+static inline uint64_t est_div_up(uint64_t a, uint64_t b)
+{
+    return b ? a / b + (a % b != 0) : a;
+}
+
 /* Which end of the range one run of the pipeline computes (ranges: driver.c). */
 enum est_bound { EST_POINT = 0, EST_LOW, EST_HIGH };
 
@@ -82,11 +115,19 @@ struct est_ctx {
     void *trace_ctx;
 };
 
+/* ---- uncertain.c: the assumptions that spread the range ---- */
+
 /* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever
  * 'known' (the job gives it), else 'low' or 'high'.  Marks 'source' (enum
  * gm_est_uncertainty) in the estimate's range when the ends differ. */
 double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
                      double high);
+
+/* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
+double est_run_fragmentation(struct est_ctx *cx);
+/* The factor on a length the job does not give (--seq, --context): half to twice the
+ * default over the range, 1 in the point estimate or when 'setting' is given. */
+double est_length_factor(struct est_ctx *cx, enum est_setting setting);
 
 typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
 
@@ -133,50 +174,8 @@ bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_
 void est_figures(struct gm_estimate *e, double fragmentation);
 /* Bytes outside the caching allocator (runtime overheads) of 'e'. */
 uint64_t est_outside_bytes(const struct gm_estimate *e);
-/* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
- * training and transformers inference; none for engines that preallocate exact buffers. */
-double est_fragmentation(const struct gm_job *job);
-/* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
-double est_run_fragmentation(struct est_ctx *cx);
+/* ---- stage_train.c: what one training step holds ---- */
 
-/* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
-uint64_t est_bits_bytes(uint64_t n, double bits);
-/* A double byte count, rounded to nearest, saturating at UINT64_MAX. */
-uint64_t est_round(double bytes);
-/* a / b rounded up (b = 0: a). */
-uint64_t est_div_up(uint64_t a, uint64_t b);
-
-/* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
- * the KV heads evenly or replicated when there are fewer of them than t. */
-bool est_tp_divides(const struct gm_model *m, uint64_t t);
-
-/* The memory manager that holds the job's tensors. */
-enum est_allocator {
-    EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
-    EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
-    EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
-    EST_ALLOC_GGML      /* llama.cpp: exact ggml buffers */
-};
-enum est_allocator est_allocator(const struct gm_job *job);
-
-/* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
-unsigned est_weight_elem_bytes(enum gm_precision p);
-/* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
- * included, take 16-bit casts of their inputs and weights. */
-bool est_precision_autocast(enum gm_precision p);
-/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
- * autocast_adapter_dtype) unless --precision bf16. */
-unsigned est_adapter_bytes(const struct gm_job *job);
-/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
- * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
-unsigned est_frozen_rest_bytes(const struct gm_job *job);
-/* The factor on a length the job does not give (--seq, --context): half to twice the
- * default over the range, 1 in the point estimate or when 'setting' is given. */
-double est_length_factor(struct est_ctx *cx, enum est_setting setting);
-/* Parameters of the largest linear layer inside a decoder layer, and of one decoder
- * layer (what FSDP wraps as a unit). */
-uint64_t est_largest_linear(const struct gm_model *m);
-uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
 /* What decides the tensors one transformer layer saves for backward. */
 struct est_layer_cfg {
     double ea;            /* bytes of the compute dtype: matmul inputs and outputs */
@@ -288,6 +287,15 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block);
 
+/* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
+ * the KV heads evenly or replicated when there are fewer of them than t. */
+bool est_tp_divides(const struct gm_model *m, uint64_t t);
+
+/* Parameters of the largest linear layer inside a decoder layer, and of one decoder
+ * layer (what FSDP wraps as a unit). */
+uint64_t est_largest_linear(const struct gm_model *m);
+uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
+
 /* ---- weights.c: weight formats (issue 13) ---- */
 
 struct est_format {
@@ -315,6 +323,31 @@ void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
                      const struct gm_estimate *hi);
 
 /* ---- job.c ---- */
+
+/* What the job implies. */
+/* The memory manager that holds the job's tensors. */
+enum est_allocator {
+    EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
+    EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
+    EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
+    EST_ALLOC_GGML      /* llama.cpp: exact ggml buffers */
+};
+enum est_allocator est_allocator(const struct gm_job *job);
+
+/* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
+unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
+ * included, take 16-bit casts of their inputs and weights. */
+bool est_precision_autocast(enum gm_precision p);
+/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
+ * autocast_adapter_dtype) unless --precision bf16. */
+unsigned est_adapter_bytes(const struct gm_job *job);
+/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
+ * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
+unsigned est_frozen_rest_bytes(const struct gm_job *job);
+/* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
+ * training and transformers inference; none for engines that preallocate exact buffers. */
+double est_fragmentation(const struct gm_job *job);
 
 /* The row of setting 'id' in the settings table. */
 const struct gm_job_setting *est_setting(enum est_setting id);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* job.c - the job description: its defaults, the table of settings by name (what the
- * CLI's options and a binding's keyword arguments set), and the checks across settings.
+/* job.c - the job description: its defaults, the table of settings (what the CLI's options
+ * and a binding's keyword arguments set, by name; what the library sets, by id), the checks
+ * across settings, and what the job implies for every stage (its allocator, element sizes,
+ * data-parallel ranks).
  *
- * Each setting is one row: name, type, help, where it applies (modes, engine), the field
- * of struct gm_job it fills and the range it accepts, or a setter for the few that fill
- * several fields.  gm_job_set() parses and checks one value; gm_job_check() checks what
- * only the whole job can tell (settings that do not apply to the mode, settings that
- * exclude each other, counts that must divide).  The stages check what needs the model. */
+ * Each setting is one row, at the index of its id (enum est_setting): name, type, help,
+ * where it applies (modes, engine), the field of struct gm_job it fills and the range it
+ * accepts, and a setter for what else it decides.  The choices of a row are the names of
+ * its enum (gm_precision_name() reads them).  gm_job_set() parses and checks one value;
+ * gm_job_check() holds every numeric field to its row's range and checks what only the
+ * whole job can tell (settings that do not apply to the mode, settings that exclude each
+ * other, counts that must divide).  The stages check what needs the model. */
 #include "estimate/estimate_int.h"
 
 #include <math.h>
@@ -112,6 +116,63 @@ static enum gm_status set_qlora(struct gm_job *j, const union gm_job_value *v, s
     (void)v;
     (void)err;
     j->memory.adapter = GM_ADAPTER_QLORA;
+    return GM_OK;
+}
+
+enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err)
+{
+    static const struct {
+        const char *name;
+        unsigned flags;
+    } names[] = {
+        {"q", GM_LORA_Q},
+        {"q_proj", GM_LORA_Q},
+        {"k", GM_LORA_K},
+        {"k_proj", GM_LORA_K},
+        {"v", GM_LORA_V},
+        {"v_proj", GM_LORA_V},
+        {"o", GM_LORA_O},
+        {"o_proj", GM_LORA_O},
+        {"gate", GM_LORA_GATE},
+        {"gate_proj", GM_LORA_GATE},
+        {"up", GM_LORA_UP},
+        {"up_proj", GM_LORA_UP},
+        {"down", GM_LORA_DOWN},
+        {"down_proj", GM_LORA_DOWN},
+        {"attention", GM_LORA_ATTENTION},
+        {"qkv", GM_LORA_QKV},
+        {"c_attn", GM_LORA_QKV},
+        {"query_key_value", GM_LORA_QKV},
+        {"qkv_proj", GM_LORA_QKV},
+        {"Wqkv", GM_LORA_QKV},
+        {"mlp", GM_LORA_MLP},
+        {"all-linear", GM_LORA_ALL_LINEAR},
+        {"all", GM_LORA_ALL_LINEAR},
+    };
+    unsigned flags = 0;
+    const char *p = s;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        bool found = false;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
+            if (strlen(names[i].name) == n && strncmp(names[i].name, p, n) == 0) {
+                flags |= names[i].flags;
+                found = true;
+            }
+        }
+        if (!found)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, qkv for a "
+                           "fused projection, attention, mlp or all-linear)",
+                           (int)(n > 32 ? 32 : n), p);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!flags)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no LoRA targets given");
+    *out = flags;
     return GM_OK;
 }
 
@@ -347,6 +408,26 @@ static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
 static const int fsdp_version_values[] = {1, 2};
+
+_Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
+                   sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
+                   sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
+               "one choice per enum value: the choices are the enums' names");
+
+const char *gm_precision_name(enum gm_precision p)
+{
+    return (unsigned)p < GM_PREC__COUNT ? precision_choices[p] : "unknown";
+}
+
+const char *gm_optimizer_name(enum gm_optimizer o)
+{
+    return (unsigned)o < GM_OPT__COUNT ? optimizer_choices[o] : "unknown";
+}
+
+const char *gm_engine_name(enum gm_engine e)
+{
+    return (unsigned)e < GM_ENGINE__COUNT ? engine_choices[e] : "unknown";
+}
 
 #define OFF(field) offsetof(struct gm_job, field)
 #define NO_FIELD   SIZE_MAX
@@ -929,6 +1010,48 @@ void est_job_resolve(struct gm_job *j)
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))
         j->parallel.shard = GM_SHARD_ZERO3;
+}
+
+enum est_allocator est_allocator(const struct gm_job *job)
+{
+    if (job->mode == GM_EST_WEIGHTS)
+        return EST_ALLOC_ONCE;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM)
+        return EST_ALLOC_VLLM;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP)
+        return EST_ALLOC_GGML;
+    return EST_ALLOC_TORCH;
+}
+
+double est_fragmentation(const struct gm_job *job)
+{
+    return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
+}
+
+unsigned est_weight_elem_bytes(enum gm_precision p)
+{
+    return p == GM_PREC_FP32 ? 4 : 2;
+}
+
+bool est_precision_autocast(enum gm_precision p)
+{
+    return p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED;
+}
+
+unsigned est_adapter_bytes(const struct gm_job *j)
+{
+    if (j->memory.adapter_dtype == GM_DTYPE_BF16)
+        return 2;
+    if (j->memory.adapter_dtype == GM_DTYPE_F32)
+        return 4;
+    return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
+}
+
+unsigned est_frozen_rest_bytes(const struct gm_job *j)
+{
+    if (j->numerics.precision == GM_PREC_FP32)
+        return 4;
+    return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
 }
 
 uint64_t est_data_parallel(const struct gm_job *j)
