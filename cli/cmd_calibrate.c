@@ -104,7 +104,7 @@ static void render_span(FILE *f, const struct gm_calib_span *s)
 
 static void render(FILE *f, const char *snapshot, const struct gm_calibration *c)
 {
-    const struct gm_estimate *e = &c->est;
+    const struct gm_estimate *e = c->est;
     char a[32], b[32], d[32], r[32];
 
     fprintf(f, "snapshot: %s, device %d: %u iterations, peak %s in %s", snapshot, (int)c->device,
@@ -230,18 +230,14 @@ int cmd_calibrate(int argc, char **argv)
     struct snapcli_load_opts lo = {mem_limit, false};
     if ((rc = ana_cli_open(cmd, argv[1], &lo, &snap, &an)) != 0)
         goto out;
-    if (!(c = malloc(sizeof(*c)))) {
-        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
-        goto out;
-    }
-    if (gm_calibrate(&job, an, &co, c, &err) != GM_OK)
+    if (gm_calibrate(&job, an, &co, &c, &err) != GM_OK)
         rc = cli_fail(cmd, &err);
     else if (json)
         rc = gm_calibration_json(stdout, c, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
     else
         render(stdout, argv[1], c);
 out:
-    free(c);
+    gm_calibration_free(c);
     ana_cli_close(snap, an);
     if (have_src)
         gm_job_source_release(&src);

@@ -158,14 +158,12 @@ static void segments_text(const struct gm_est_segments *l, const struct gm_estim
 /* The estimate's step replay, segment by segment, in the order it took them. */
 static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
 {
-    struct gm_estimate *e = malloc(sizeof(*e));
+    struct gm_estimate *e = NULL;
     struct gm_est_segments l;
     struct gm_json w;
     struct gm_error err;
     int rc;
-    if (!e)
-        return cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
-    if (gm_estimate_run_segments(job, e, &l, &err) != GM_OK) {
+    if (gm_estimate_run_segments(job, &e, &l, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
     } else if (json) {
         segments_json(&l, e, &w);
@@ -175,7 +173,7 @@ static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
     }
     gm_est_segments_free(&l);
-    free(e);
+    gm_estimate_free(e);
     return rc;
 }
 
@@ -220,7 +218,7 @@ int cmd_estimate(int argc, char **argv)
     struct opt opts[JOB_OPTS_MAX + 8];
     struct gm_job job;
     struct gm_job_source src;
-    struct gm_estimate_report *r;
+    struct gm_estimate_report *r = NULL;
     struct gm_error err;
     bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
     bool segs = false;
@@ -252,12 +250,7 @@ int cmd_estimate(int argc, char **argv)
         rc = replay_segments(cmd, &job, json);
         goto out;
     }
-    r = malloc(sizeof(*r));
-    if (!r) {
-        rc = cli_fail(cmd, &(struct gm_error){GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory"});
-        goto out;
-    }
-    if (gm_estimate_report_run(&job, r, &err) != GM_OK) {
+    if (gm_estimate_report_run(&job, &r, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
     } else if (json) {
         rc = gm_estimate_report_json(stdout, r, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
@@ -265,7 +258,7 @@ int cmd_estimate(int argc, char **argv)
         est_render_text(stdout, r, cli_use_color((enum cli_color)color, stdout));
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
     }
-    free(r);
+    gm_estimate_report_free(r);
 out:
     if (have_src)
         gm_job_source_release(&src);

@@ -40,7 +40,7 @@ static const struct gm_est_component *find_kind(const struct gm_estimate *e, enu
 
 static void text_weights(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_component *w = find_kind(e, GM_KIND_WEIGHTS);
     uint64_t reserve = gm_estimate_kind_bytes(e, GM_KIND_RESERVE);
     char gb[32], gi[32];
@@ -83,7 +83,7 @@ static void text_range(FILE *f, const struct gm_est_range *r)
 
 static void text_table(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_job *j = &r->job;
     fprintf(f, "parameters: %llu\n", (unsigned long long)e->n_params);
     if (e->mode == GM_EST_TRAIN)
@@ -138,7 +138,7 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
 
 static void text_fit(FILE *f, const struct gm_estimate_report *r, bool color)
 {
-    const struct gm_est_fit *fit = &r->est.fit;
+    const struct gm_est_fit *fit = &r->est->fit;
     const struct gm_est_suggestions *s = &r->suggestions;
     if (!r->job.gpu.memory_bytes) {
         fprintf(f, "\nfits on (device used <= total memory):");
@@ -245,7 +245,7 @@ static void text_deepspeed(FILE *f, const struct gm_estimate_report *r)
 static void text_devices(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_est_layout *l = &r->est.layout;
+    const struct gm_est_layout *l = &r->est->layout;
     char a[32], b[32], c[32], pp[32] = "";
     if (j->parallel.pp > 1)
         snprintf(pp, sizeof pp, ", pp %llu", (unsigned long long)j->parallel.pp);
@@ -280,7 +280,7 @@ static void text_devices(FILE *f, const struct gm_estimate_report *r)
 static void text_setup(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_serving *sv = &e->serving;
     char a[32], b[32];
 
@@ -345,7 +345,7 @@ static void text_setup(FILE *f, const struct gm_estimate_report *r)
 
 void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_model *m = r->job.model.model;
 
     if (r->deepspeed_only) {

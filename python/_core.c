@@ -1044,14 +1044,10 @@ static PyObject *core_estimate_json(PyObject *self, PyObject *args)
     gm_job_init(&job);
     if (!job_from_settings(&job, settings) || !job_model(&job, model, &src, &have))
         goto out;
-    if (!(r = PyMem_RawMalloc(sizeof(*r)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
     if (!memout_open(&m))
         goto out;
     ts = PyEval_SaveThread();
-    st = gm_estimate_report_run(&job, r, &err);
+    st = gm_estimate_report_run(&job, &r, &err);
     if (st == GM_OK)
         st = gm_estimate_report_json(m.f, r, &err);
     PyEval_RestoreThread(ts);
@@ -1062,7 +1058,7 @@ static PyObject *core_estimate_json(PyObject *self, PyObject *args)
         raise_gm(&err, NULL);
     }
 out:
-    PyMem_RawFree(r);
+    gm_estimate_report_free(r);
     if (have)
         gm_job_source_release(&src);
     return out;
@@ -1143,14 +1139,10 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
         return NULL;
     if (!(an = calib_analysis(snapshot, &own_snap, &own_an)))
         goto out;
-    if (!(c = PyMem_RawMalloc(sizeof(*c)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
     if (!memout_open(&m))
         goto out;
     ts = PyEval_SaveThread();
-    st = gm_calibrate(&job, an, &o, c, &err);
+    st = gm_calibrate(&job, an, &o, &c, &err);
     if (st == GM_OK)
         st = gm_calibration_json(m.f, c, &err);
     PyEval_RestoreThread(ts);
@@ -1161,7 +1153,7 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
         raise_gm(&err, NULL);
     }
 out:
-    PyMem_RawFree(c);
+    gm_calibration_free(c);
     gm_analysis_free(own_an);
     gm_snapshot_free(own_snap);
     if (have)

@@ -8,10 +8,12 @@
  *   gm_job_set(&job, "batch", "4", &err);   serving engine, runtime overheads, GPU); set
  *   ...                                     fields directly or by setting name (the table
  *                                           gm_job_settings() is the CLI's option table)
+ *   struct gm_estimate *est = NULL;
  *   gm_estimate_run(&job, &est, &err);      the pipeline: model and weights -> training or
  *                                           inference -> adapters -> parallel layout ->
  *                                           pipeline stages -> serving engine -> runtime
  *                                           overheads, the three figures and the fit
+ *   gm_estimate_free(est);                  (results are the library's to allocate)
  *
  * The result is a list of components, each with a typed kind (enum gm_est_kind), the
  * phases during which it is live and its bytes on one device; the peak of each phase; the
@@ -508,8 +510,10 @@ enum gm_est_stream {
     GM_EST_STREAM__COUNT
 };
 
-#define GM_EST_MAX_COMPONENTS  40
-#define GM_EST_MAX_ASSUMPTIONS 32
+/* Hard caps on the growing lists of one estimate (far above any job): a component past the
+ * cap is GM_ERR_LIMIT, an assumption past it is dropped. */
+#define GM_EST_MAX_COMPONENTS  1024
+#define GM_EST_MAX_ASSUMPTIONS 256
 #define GM_EST_MAX_GROUPS      4
 #define GM_EST_NAME_MAX        48
 #define GM_EST_NOTE_MAX        200
@@ -662,13 +666,17 @@ struct gm_est_replay {
     bool floor;       /* the fragmentation floor, not the replay, decided peak reserved */
 };
 
+struct gm_est_store; /* private: what backs an estimate's lists */
+
+/* The estimate of one job.  The library allocates it (gm_estimate_run()) and releases it
+ * (gm_estimate_free()): fields may be added and lists grow without breaking callers. */
 struct gm_estimate {
     enum gm_est_mode mode;
-    uint64_t n_params;             /* parameters used */
-    uint64_t largest_layer_params; /* what ZeRO-3 gathers whole: --largest-layer, the files'
-                                      largest module, else the largest tensor; 0 = unknown */
-    uint64_t weight_bytes;         /* weights held by one device for this job */
-    struct gm_est_component components[GM_EST_MAX_COMPONENTS];
+    uint64_t n_params;                   /* parameters used */
+    uint64_t largest_layer_params;       /* what ZeRO-3 gathers whole: --largest-layer, the files'
+                                            largest module, else the largest tensor; 0 = unknown */
+    uint64_t weight_bytes;               /* weights held by one device for this job */
+    struct gm_est_component *components; /* n_components; owned by the estimate */
     size_t n_components;
     uint64_t forward_backward_bytes; /* training phase peaks (allocated): max of the two */
     uint64_t backward_start_bytes;   /*   moments of the forward/backward phase */
@@ -686,19 +694,25 @@ struct gm_estimate {
     struct gm_est_lora lora;
     struct gm_est_serving serving;
     struct gm_est_fit fit;
-    char assumptions[GM_EST_MAX_ASSUMPTIONS][GM_EST_NOTE_MAX];
+    char (*assumptions)[GM_EST_NOTE_MAX]; /* n_assumptions sentences; owned */
     size_t n_assumptions;
     /* memory techniques: the loss moment; ranges */
     uint64_t loss_bytes; /* training: allocated at the loss (end of forward, its backward) */
     struct gm_est_range range;
     struct gm_est_replay replay;
+    struct gm_est_store *store; /* private */
 };
 
-/* Run the pipeline on 'job'.  GM_ERR_INVALID naming the bad setting (those of
- * gm_job_check(), settings that do not suit the model, results beyond 2^64 bytes), the
- * model's validation error, or GM_ERR_NOMEM. */
-enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
+/* Run the pipeline on 'job' into *out: NULL on entry makes a new estimate, an estimate of
+ * an earlier call is reused (its contents replaced, its storage kept: what a loop of
+ * estimates wants).  *out is the caller's to release with gm_estimate_free(), whatever the
+ * status (NULL only when it could not be allocated).  GM_ERR_INVALID naming the bad
+ * setting (those of gm_job_check(), settings that do not suit the model, results beyond
+ * 2^64 bytes), the model's validation error, or GM_ERR_NOMEM. */
+enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
                                struct gm_error *err);
+/* Release an estimate and everything it holds; NULL is a no-op. */
+void gm_estimate_free(struct gm_estimate *e);
 
 /* Where in a replayed training step a segment was taken. */
 enum gm_est_replay_at {
@@ -728,7 +742,7 @@ typedef void (*gm_est_segment_fn)(void *ctx, const struct gm_est_replay_segment 
 
 /* gm_estimate_run(), calling 'fn' (with 'ctx') for every segment the point estimate's step
  * replay takes (none where no replay runs: out->replay.steps == 0).  Same errors. */
-enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate **out,
                                       gm_est_segment_fn fn, void *ctx, struct gm_error *err);
 
 /* "setup", "forward", "loss", "backward", "optimizer"; static storage. */
@@ -749,7 +763,7 @@ struct gm_est_segments {
 /* gm_estimate_run_traced() collecting every segment into 'segs' (initialised here; release
  * it with gm_est_segments_free(), also after an error).  GM_ERR_NOMEM when the list cannot
  * grow; otherwise the errors of gm_estimate_run(). */
-enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate **out,
                                         struct gm_est_segments *segs, struct gm_error *err);
 void gm_est_segments_free(struct gm_est_segments *segs);
 
@@ -791,9 +805,9 @@ struct gm_est_search {
 /* The largest batch, context (or seq) or vLLM max_model_len at which the job fits
  * (doubling, then bisection, over gm_estimate_run() and the fit verdict).  'out' (may be
  * NULL) receives the estimate at the value found, or at the smallest value when none
- * fits.  GM_ERR_INVALID without a GPU. */
+ * fits, as gm_estimate_run() gives it.  GM_ERR_INVALID without a GPU. */
 enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
-                                  struct gm_est_search *res, struct gm_estimate *out,
+                                  struct gm_est_search *res, struct gm_estimate **out,
                                   struct gm_error *err);
 
 /* What a change costs. */
@@ -806,7 +820,7 @@ enum gm_sugg_cost {
     GM_COST_HARDWARE  /* more or larger GPUs */
 };
 
-#define GM_EST_MAX_SUGGESTIONS 16
+#define GM_EST_MAX_SUGGESTIONS 64 /* hard cap */
 
 struct gm_est_suggestion {
     char change[128];  /* the settings to add, as the CLI spells them ("--zero 3") */
@@ -818,17 +832,21 @@ struct gm_est_suggestion {
     bool combined; /* several changes together */
 };
 
+/* The suggestions for one job; owns its items (gm_est_suggestions_release()). */
 struct gm_est_suggestions {
     size_t n;
-    struct gm_est_suggestion items[GM_EST_MAX_SUGGESTIONS]; /* fitting first, cheapest first */
-    bool none_fits; /* no change, combination or catalog GPU makes the job fit */
+    struct gm_est_suggestion *items; /* n: fitting first, cheapest first */
+    bool none_fits;                  /* no change, combination or catalog GPU makes the job fit */
+    size_t cap;                      /* private */
 };
 
 /* When the job does not fit: every applicable change from the candidate table, each run
  * through the pipeline and judged by the fit verdict; when none fits alone, a combination
- * found by search; when nothing fits, none_fits.  'base' is gm_estimate_run(job). */
+ * found by search; when nothing fits, none_fits.  'base' is gm_estimate_run(job).  'out'
+ * is initialised here; release it with gm_est_suggestions_release(), also after an error. */
 enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_estimate *base,
                                    struct gm_est_suggestions *out, struct gm_error *err);
+void gm_est_suggestions_release(struct gm_est_suggestions *s);
 
 /* ---- DeepSpeed's estimators (deepspeed.runtime.zero stage_1_and_2 / stage3) ---- */
 
@@ -868,10 +886,11 @@ void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint6
 
 #define GM_EST_MAX_CATALOG 64
 
-/* Everything `gpumem estimate` answers for one job. */
+/* Everything `gpumem estimate` answers for one job; the library allocates it
+ * (gm_estimate_report_run()) and releases it (gm_estimate_report_free()). */
 struct gm_estimate_report {
-    struct gm_job job;      /* the job shown: at the value a search found */
-    struct gm_estimate est; /* its estimate */
+    struct gm_job job;       /* the job shown: at the value a search found */
+    struct gm_estimate *est; /* its estimate */
     bool searched;
     struct gm_est_search search;
     bool has_deepspeed;  /* --method deepspeed */
@@ -879,15 +898,18 @@ struct gm_estimate_report {
     struct gm_deepspeed deepspeed;
     struct gm_est_suggestions suggestions; /* when a GPU is given and the job does not fit */
     size_t n_fits_on; /* without a GPU: catalog GPUs that fit, smallest first */
-    unsigned short fits_on[GM_EST_MAX_CATALOG];
+    size_t *fits_on;  /* n_fits_on catalog indices (gm_gpu_catalog_get()) */
 };
 
 /* Run the search the job asks for (if any), the pipeline, DeepSpeed's estimator
  * (--method deepspeed) and, when a GPU is given and the job does not fit, the suggestions;
- * without a GPU, the catalog GPUs it fits on.  Errors of gm_job_check() and
- * gm_estimate_run(). */
-enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report *out,
+ * without a GPU, the catalog GPUs it fits on.  *out receives a new report (NULL when it
+ * could not be allocated), the caller's to release with gm_estimate_report_free() whatever
+ * the status.  Errors of gm_job_check() and gm_estimate_run(). */
+enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report **out,
                                       struct gm_error *err);
+/* Release a report and everything it holds; NULL is a no-op. */
+void gm_estimate_report_free(struct gm_estimate_report *r);
 
 /* Write the gpumem.estimate/1 JSON document of 'r' to 'f' (what `gpumem estimate --json`
  * prints, byte for byte).  GM_ERR_IO on a write error. */
@@ -977,7 +999,7 @@ enum gm_calib_span_kind {
 
 #define GM_CALIB_MAX_SPANS  2
 #define GM_CALIB_MAX_POINTS 32
-#define GM_CALIB_MAX_NOTES  8
+#define GM_CALIB_MAX_NOTES  64 /* hard cap: notes past it are dropped */
 
 /* One span, predicted and measured at its highest point. */
 struct gm_calib_span {
@@ -1029,9 +1051,11 @@ struct gm_calib_opts {
     struct gm_calib_point points[GM_CALIB_MAX_POINTS];
 };
 
+/* The calibration of one job; the library allocates it (gm_calibrate()) and releases it
+ * (gm_calibration_free()). */
 struct gm_calibration {
     int32_t device;
-    struct gm_estimate est; /* the estimate of the job as given */
+    struct gm_estimate *est; /* the estimate of the job as given */
     enum gm_est_mode mode;
     char model[64];                  /* the model's name, "" for a parameter count */
     struct gm_job_workload workload; /* of the job as given */
@@ -1057,9 +1081,10 @@ struct gm_calibration {
     uint64_t measured_excess_bytes;  /* the snapshot's peak reserved - allocated peak */
     double fragmentation;            /* fitted: measured excess / workload bytes at the peak */
     size_t n_predictions;
-    struct gm_calib_prediction predictions[GM_CALIB_MAX_POINTS];
+    struct gm_calib_prediction *predictions; /* n_predictions, one per point asked for */
     size_t n_notes;
-    char notes[GM_CALIB_MAX_NOTES][GM_EST_NOTE_MAX]; /* what limits the comparison */
+    char (*notes)[GM_EST_NOTE_MAX]; /* n_notes: what limits the comparison */
+    size_t cap_notes;               /* private */
 };
 
 /* gm_job_init() for a job to calibrate: training unless --infer is set. */
@@ -1075,12 +1100,15 @@ enum gm_status gm_calib_add_points(struct gm_calib_opts *o, const char *spec, st
 
 /* Hold the estimate of 'job' (training or inference, no search) against device o->device
  * of 'an' (the analysis of the snapshot, borrowed), fit, and predict o->points.  A point
- * whose estimate fails keeps its error in its entry.  Errors: those of gm_estimate_run()
- * for the job, GM_ERR_INVALID (weights-only job, a search, no such device),
- * GM_ERR_NOMEM. */
+ * whose estimate fails keeps its error in its entry.  *out receives a new calibration
+ * (NULL when it could not be allocated), the caller's to release with
+ * gm_calibration_free() whatever the status.  Errors: those of gm_estimate_run() for the
+ * job, GM_ERR_INVALID (weights-only job, a search, no such device), GM_ERR_NOMEM. */
 enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *an,
-                            const struct gm_calib_opts *o, struct gm_calibration *out,
+                            const struct gm_calib_opts *o, struct gm_calibration **out,
                             struct gm_error *err);
+/* Release a calibration and everything it holds; NULL is a no-op. */
+void gm_calibration_free(struct gm_calibration *c);
 
 /* "forward_backward", "optimizer_step", "run"; static storage. */
 const char *gm_calib_span_name(enum gm_calib_span_kind k);

@@ -13,19 +13,102 @@
  * allocator (CUDA context, workspaces, NCCL, an engine's non-torch memory). */
 #include "estimate/estimate_int.h"
 
+#include "gpumem/arena.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* ---- the estimate's storage ---- */
+
+struct gm_estimate *est_new(void)
+{
+    struct gm_estimate *e = gm_calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->store = gm_calloc(1, sizeof(*e->store));
+    if (!e->store) {
+        gm_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void est_reset(struct gm_estimate *e)
+{
+    struct gm_est_component *components = e->components;
+    char(*assumptions)[GM_EST_NOTE_MAX] = e->assumptions;
+    struct gm_est_store *store = e->store;
+    memset(e, 0, sizeof(*e));
+    e->components = components;
+    e->assumptions = assumptions;
+    e->store = store;
+    store->nomem = false;
+}
+
+void gm_estimate_free(struct gm_estimate *e)
+{
+    if (!e)
+        return;
+    if (e->store) {
+        gm_estimate_free(e->store->ends[0]);
+        gm_estimate_free(e->store->ends[1]);
+    }
+    gm_free(e->components);
+    gm_free(e->assumptions);
+    gm_free(e->store);
+    gm_free(e);
+}
+
+/* Room for one more element of a list of 'size'-byte elements at *v (n used, *cap held),
+ * up to 'max' elements.  False when the list is at 'max' or the memory is not there. */
+static bool grow(void **v, size_t *cap, size_t n, size_t size, size_t max)
+{
+    size_t want;
+    void *p;
+    if (n < *cap)
+        return true;
+    if (n >= max)
+        return false;
+    want = *cap ? *cap * 2 : 16;
+    if (want > max)
+        want = max;
+    if (!(p = gm_realloc(*v, want * size)))
+        return false;
+    *v = p;
+    *cap = want;
+    return true;
+}
+
+enum gm_status est_copy_components(struct gm_estimate *to, const struct gm_estimate *from,
+                                   struct gm_error *err)
+{
+    void *v = to->components;
+    if (from->n_components > to->store->cap_components) {
+        if (!(v = gm_realloc(v, from->n_components * sizeof(*from->components))))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (estimate components)");
+        to->components = v;
+        to->store->cap_components = from->n_components;
+    }
+    if (from->n_components)
+        memcpy(to->components, from->components, from->n_components * sizeof(*from->components));
+    to->n_components = from->n_components;
+    return GM_OK;
+}
 
 enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
                        uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
                        const char *note, struct gm_error *err)
 {
     struct gm_est_component *c;
+    void *v = e->components;
     if (e->n_components >= GM_EST_MAX_COMPONENTS)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "estimate: more than %d components",
                        GM_EST_MAX_COMPONENTS);
+    if (!grow(&v, &e->store->cap_components, e->n_components, sizeof(*c), GM_EST_MAX_COMPONENTS))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (estimate components)");
+    e->components = v;
     c = &e->components[e->n_components++];
     memset(c, 0, sizeof(*c));
     c->kind = kind;
@@ -51,8 +134,15 @@ void est_remove(struct gm_estimate *e, size_t i)
 void est_assume(struct gm_estimate *e, const char *fmt, ...)
 {
     va_list ap;
+    void *v = e->assumptions;
     if (e->n_assumptions >= GM_EST_MAX_ASSUMPTIONS)
         return;
+    if (!grow(&v, &e->store->cap_assumptions, e->n_assumptions, sizeof(e->assumptions[0]),
+              GM_EST_MAX_ASSUMPTIONS)) {
+        e->store->nomem = true; /* the run reports it (driver.c) */
+        return;
+    }
+    e->assumptions = v;
     va_start(ap, fmt);
     vsnprintf(e->assumptions[e->n_assumptions++], GM_EST_NOTE_MAX, fmt, ap);
     va_end(ap);

@@ -143,13 +143,34 @@ enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err);
 
 /* ---- components.c ---- */
 
-/* Append a component; 'note' may be NULL.  GM_ERR_LIMIT when full. */
+/* What backs an estimate's lists (the library allocates every struct gm_estimate). */
+struct gm_est_store {
+    size_t cap_components;       /* room in e->components */
+    size_t cap_assumptions;      /* room in e->assumptions */
+    bool nomem;                  /* an assumption was lost to a failed allocation */
+    struct gm_estimate *ends[2]; /* the runs at the low and high ends of the range, kept
+                                    for the next run (driver.c) */
+};
+
+/* A new, empty estimate (gm_estimate_free() releases it), or NULL. */
+struct gm_estimate *est_new(void);
+/* Empty 'e' for a new run, keeping its storage. */
+void est_reset(struct gm_estimate *e);
+/* gm_estimate_run() into 'e', an estimate that exists. */
+enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+
+/* Append a component; 'note' may be NULL.  GM_ERR_LIMIT past GM_EST_MAX_COMPONENTS,
+ * GM_ERR_NOMEM. */
 enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
                        uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
                        const char *note, struct gm_error *err);
+/* Make the components of 'to' those of 'from' (another estimate).  GM_ERR_NOMEM. */
+enum gm_status est_copy_components(struct gm_estimate *to, const struct gm_estimate *from,
+                                   struct gm_error *err);
 /* Remove component i (order kept). */
 void est_remove(struct gm_estimate *e, size_t i);
-/* Append an assumption sentence (printf-style); dropped when the list is full. */
+/* Append an assumption sentence (printf-style); dropped past GM_EST_MAX_ASSUMPTIONS (and
+ * when memory fails, which the run then reports as GM_ERR_NOMEM). */
 void est_assume(struct gm_estimate *e, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

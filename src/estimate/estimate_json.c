@@ -291,7 +291,7 @@ static const char *cost_name(enum gm_sugg_cost c)
 
 static void json_fit(struct gm_json *w, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_fit *f = &e->fit;
     if (r->job.gpu.memory_bytes) {
         gm_json_key(w, "fit");
@@ -388,7 +388,7 @@ static bool extended(const struct gm_estimate_report *r)
 static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_est_layout *l = &r->est.layout;
+    const struct gm_est_layout *l = &r->est->layout;
     gm_json_key(w, "setup");
     gm_json_begin_object(w);
     gm_json_kv_str(w, "lora",
@@ -429,7 +429,7 @@ static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
 static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_serving *sv = &e->serving;
     if (j->memory.paged_optimizer) {
         gm_json_key(w, "paged_optimizer");
@@ -521,7 +521,7 @@ static void json_deepspeed(struct gm_json *w, const struct gm_deepspeed *d)
 enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report *r,
                                        struct gm_error *err)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     struct gm_json w;
 
     gm_json_init(&w, f, GM_JSON_PRETTY);

@@ -5,6 +5,8 @@
  * not fit, the suggestions; without a GPU, the catalog GPUs it fits on. */
 #include "estimate/estimate_int.h"
 
+#include "gpumem/arena.h"
+
 #include <string.h>
 
 /* DeepSpeed's table for the job: the parameters and largest layer the model stage found
@@ -40,13 +42,12 @@ static void weights_only(const struct gm_job *j, struct gm_job *w)
     w->gpu = j->gpu;
 }
 
-enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report *r,
-                                      struct gm_error *err)
+static enum gm_status report_run(const struct gm_job *job, struct gm_estimate_report *r,
+                                 struct gm_error *err)
 {
     struct gm_job run;
     enum gm_status st;
 
-    memset(r, 0, sizeof(*r));
     r->job = *job;
     est_job_resolve(&r->job);
     if ((st = gm_job_check(&r->job, err)) != GM_OK)
@@ -67,23 +68,43 @@ enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estima
         return st;
     }
     if (r->job.method == GM_METHOD_DEEPSPEED) {
-        if ((st = deepspeed_table(&r->job, &r->est, &r->deepspeed, err)) != GM_OK)
+        if ((st = deepspeed_table(&r->job, r->est, &r->deepspeed, err)) != GM_OK)
             return st;
         r->has_deepspeed = true;
     }
     if (run.gpu.memory_bytes) {
-        if (!r->est.fit.fits && !r->deepspeed_only)
-            return gm_estimate_suggest(&run, &r->est, &r->suggestions, err);
+        if (!r->est->fit.fits && !r->deepspeed_only)
+            return gm_estimate_suggest(&run, r->est, &r->suggestions, err);
         return GM_OK;
     }
     {
         size_t idx[GM_EST_MAX_CATALOG], n = est_gpus_by_size(idx, GM_EST_MAX_CATALOG);
+        if (!(r->fits_on = gm_calloc(n ? n : 1, sizeof(*r->fits_on))))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
         for (size_t i = 0; i < n; i++) {
             struct gm_est_fit fit;
-            est_judge(&run, &r->est, gm_gpu_catalog_get(idx[i])->memory_bytes, &fit);
+            est_judge(&run, r->est, gm_gpu_catalog_get(idx[i])->memory_bytes, &fit);
             if (fit.fits)
-                r->fits_on[r->n_fits_on++] = (unsigned short)idx[i];
+                r->fits_on[r->n_fits_on++] = idx[i];
         }
     }
     return GM_OK;
+}
+
+enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report **out,
+                                      struct gm_error *err)
+{
+    if (!(*out = gm_calloc(1, sizeof(**out))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    return report_run(job, *out, err);
+}
+
+void gm_estimate_report_free(struct gm_estimate_report *r)
+{
+    if (!r)
+        return;
+    gm_estimate_free(r->est);
+    gm_est_suggestions_release(&r->suggestions);
+    gm_free(r->fits_on);
+    gm_free(r);
 }

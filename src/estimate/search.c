@@ -40,19 +40,19 @@ static enum gm_status fits_at(const struct gm_job *job, enum gm_search what, uin
     struct gm_job t;
     enum gm_status st;
     est_search_job(job, what, v, &t);
-    if ((st = gm_estimate_run(&t, out, err)) != GM_OK)
+    if ((st = est_rerun(&t, out, err)) != GM_OK)
         return st;
     *fits = out->fit.fits;
     return GM_OK;
 }
 
 enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
-                                  struct gm_est_search *res, struct gm_estimate *out,
+                                  struct gm_est_search *res, struct gm_estimate **out,
                                   struct gm_error *err)
 {
     uint64_t lo = 0, first = 1, hi, limit = job->search_limit ? job->search_limit : (1u << 20);
     const struct gm_model *m = job->model.model;
-    struct gm_estimate *e = out ? out : gm_malloc(sizeof(*e));
+    struct gm_estimate *e = out && *out ? *out : est_new();
     bool fits = false, hit = false;
     enum gm_status st = GM_OK;
 
@@ -60,6 +60,8 @@ enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
     res->what = what;
     if (!e)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    if (out)
+        *out = e;
     if (!job->gpu.memory_bytes) {
         st = gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                      "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
@@ -111,7 +113,7 @@ enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
     res->shown = lo ? lo : first;
     res->hit_limit = hit;
 out_free:
-    if (e != out)
-        gm_free(e);
+    if (!out)
+        gm_estimate_free(e);
     return st;
 }

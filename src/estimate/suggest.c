@@ -19,8 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SETS  4
-#define MAX_TRIED 32
+#define MAX_SETS   4
+#define MAX_TRIED  32
+#define MAX_LISTED 15 /* changes listed, beside a combination */
 
 /* Settings one change makes, as typed values by setting id, and the one it takes back
  * (--qlora replaces --lora). */
@@ -225,7 +226,7 @@ static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&t, EST_SET_BATCH, d);
         put_u64(&t, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / d));
-        if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_rerun(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             pick = d;
             break;
@@ -445,8 +446,8 @@ static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t no
                      enum est_setting id, struct change *c)
 {
     struct gm_est_search r;
-    if (gm_estimate_search(sx->job, what, &r, sx->scratch, NULL) != GM_OK || !r.value ||
-        r.value >= now)
+    struct gm_estimate *e = sx->scratch; /* reused by the search */
+    if (gm_estimate_search(sx->job, what, &r, &e, NULL) != GM_OK || !r.value || r.value >= now)
         return false;
     put_u64(c, id, r.value);
     return true;
@@ -505,7 +506,7 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&tc, EST_SET_TP, t);
         put_u64(&tc, EST_SET_GPUS, t * replicas);
-        if (!apply(j, &tc, &a) || gm_estimate_run(&a, sx->scratch, NULL) != GM_OK)
+        if (!apply(j, &tc, &a) || est_rerun(&a, sx->scratch, NULL) != GM_OK)
             continue;
         pick = t;
         if (sx->scratch->fit.fits)
@@ -532,7 +533,7 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         put_text(&t, EST_SET_GPU, g->name);
         t.has_unset = true;
         t.unset = EST_SET_GPU_MEMORY;
-        if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_rerun(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
             return true;
@@ -700,7 +701,7 @@ static bool combine(const struct sugg_ctx *sx, struct gm_est_suggestion *out)
             struct change c = {0};
             uint64_t d;
             if (used[i] || !candidates[i].combine || !candidates[i].make(&cx, &c) ||
-                !apply(&cur, &c, &a) || gm_estimate_run(&a, sx->scratch, NULL) != GM_OK)
+                !apply(&cur, &c, &a) || est_rerun(&a, sx->scratch, NULL) != GM_OK)
                 continue;
             d = distance(sx->scratch);
             if (d < best_dist ||
@@ -724,14 +725,14 @@ static bool combine(const struct sugg_ctx *sx, struct gm_est_suggestion *out)
     for (size_t k = n_applied; k-- > 0;) {
         struct gm_job t;
         if (n_applied > 1 && apply_all(sx->job, applied, n_applied, k, &t) &&
-            gm_estimate_run(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
+            est_rerun(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
             memmove(&applied[k], &applied[k + 1], (n_applied - k - 1) * sizeof applied[0]);
             memmove(&from[k], &from[k + 1], (n_applied - k - 1) * sizeof from[0]);
             n_applied--;
         }
     }
     if (!apply_all(sx->job, applied, n_applied, SIZE_MAX, &cur) ||
-        gm_estimate_run(&cur, sx->scratch, NULL) != GM_OK || !sx->scratch->fit.fits)
+        est_rerun(&cur, sx->scratch, NULL) != GM_OK || !sx->scratch->fit.fits)
         return false;
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < n_applied; i++) {
@@ -760,12 +761,15 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
     if (!job->gpu.memory_bytes || base->fit.fits)
         return GM_OK;
     tried = gm_calloc(MAX_TRIED, sizeof(*tried));
-    sx.scratch = gm_malloc(sizeof(*sx.scratch));
-    if (!tried || !sx.scratch) {
+    sx.scratch = est_new();
+    out->items = gm_calloc(MAX_LISTED + 1, sizeof(*out->items));
+    if (!tried || !sx.scratch || !out->items) {
         gm_free(tried);
-        gm_free(sx.scratch);
+        gm_estimate_free(sx.scratch);
+        gm_est_suggestions_release(out);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     }
+    out->cap = MAX_LISTED + 1;
     sx.job = job;
     sx.base = base;
     for (size_t i = 0; i < N_CANDIDATES && n_tried < MAX_TRIED; i++) {
@@ -773,7 +777,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
         struct gm_job a;
         memset(t, 0, sizeof(*t));
         if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a) ||
-            gm_estimate_run(&a, sx.scratch, NULL) != GM_OK)
+            est_rerun(&a, sx.scratch, NULL) != GM_OK)
             continue;
         t->distance = distance(sx.scratch);
         if (t->distance >= base_dist)
@@ -798,7 +802,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
             tried[k - 1] = t;
         }
     /* when some changes fit, those are the answer; else the closest, then a combination */
-    for (size_t i = 0; i < n_tried && out->n < GM_EST_MAX_SUGGESTIONS - 1; i++)
+    for (size_t i = 0; i < n_tried && out->n < MAX_LISTED; i++)
         if (tried[i].s.fits || !any_fits)
             out->items[out->n++] = tried[i].s;
     if (!any_fits) {
@@ -809,6 +813,14 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
             out->none_fits = true;
     }
     gm_free(tried);
-    gm_free(sx.scratch);
+    gm_estimate_free(sx.scratch);
     return GM_OK;
+}
+
+void gm_est_suggestions_release(struct gm_est_suggestions *s)
+{
+    if (!s)
+        return;
+    gm_free(s->items);
+    memset(s, 0, sizeof(*s));
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct gm_estimate base, again;
+static struct gm_estimate *base, *again;
 static struct gm_est_suggestions sugg;
 
 static void set(struct gm_job *j, const char *name, const char *value)
@@ -54,8 +54,9 @@ static void suggest(const struct gm_job *j)
 {
     struct gm_error err;
     assert_int_equal(gm_estimate_run(j, &base, &err), GM_OK);
-    assert_false(base.fit.fits);
-    assert_int_equal(gm_estimate_suggest(j, &base, &sugg, &err), GM_OK);
+    assert_false(base->fit.fits);
+    gm_est_suggestions_release(&sugg);
+    assert_int_equal(gm_estimate_suggest(j, base, &sugg, &err), GM_OK);
 }
 
 /* The suggestion whose change starts with 'prefix', or NULL. */
@@ -92,8 +93,8 @@ static void replay(const struct gm_job *job, const struct gm_est_suggestion *s)
         }
     }
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
-    assert_int_equal(again.fit.fits, s->fits);
-    assert_int_equal(again.fit.device_bytes, s->device_bytes);
+    assert_int_equal(again->fit.fits, s->fits);
+    assert_int_equal(again->fit.device_bytes, s->device_bytes);
 }
 
 /* Fitting changes first, cheapest first; each one replays. */
@@ -117,13 +118,14 @@ static void test_vllm_70b_tp2(void **state)
     (void)state;
     vllm_70b(&j, "2");
     suggest(&j);
-    assert_int_equal(base.fit.reason, GM_FIT_ENGINE_NO_START);
+    assert_int_equal(base->fit.reason, GM_FIT_ENGINE_NO_START);
     /* current vLLM (0.21+): the NCCL buffers sit outside the budget (baseline after
      * init_worker_distributed_environment), the CUDA-graph estimate inside it; issue 12's
      * accounting (NCCL in the 2 GiB non-torch figure, graphs outside) held 17984 tokens */
-    assert_int_equal(base.serving.kv_tokens, 26176);
+    assert_int_equal(base->serving.kv_tokens, 26176);
     /* the largest max_model_len vLLM starts with */
-    snprintf(want, sizeof want, "--max-model-len %llu", (unsigned long long)base.serving.kv_tokens);
+    snprintf(want, sizeof want, "--max-model-len %llu",
+             (unsigned long long)base->serving.kv_tokens);
     s = with(want);
     assert_non_null(s);
     assert_true(s->fits);
@@ -142,7 +144,7 @@ static void test_vllm_70b_tp1(void **state)
     (void)state;
     vllm_70b(&j, "1");
     suggest(&j);
-    assert_int_equal(base.fit.reason, GM_FIT_DEVICE_OVER);
+    assert_int_equal(base->fit.reason, GM_FIT_DEVICE_OVER);
     s = with("--tp 4 --gpus 4");
     assert_non_null(s);
     assert_true(s->fits);
@@ -215,7 +217,7 @@ static void test_nothing_fits(void **state)
 static void test_report_json(void **state)
 {
     struct gm_job j;
-    struct gm_estimate_report *r = malloc(sizeof(*r));
+    struct gm_estimate_report *r = NULL;
     struct gm_error err;
     char *buf = NULL;
     size_t len = 0;
@@ -223,10 +225,9 @@ static void test_report_json(void **state)
     json_t *doc, *fit;
     json_error_t jerr;
     (void)state;
-    assert_non_null(r);
     vllm_70b(&j, "2");
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
-    assert_false(r->est.fit.fits);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
+    assert_false(r->est->fit.fits);
     assert_true(r->suggestions.n > 0);
     f = open_memstream(&buf, &len);
     assert_non_null(f);
@@ -249,21 +250,23 @@ static void test_report_json(void **state)
     /* without a GPU: the catalog GPUs it fits on, smallest first */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
     assert_true(r->n_fits_on > 0);
     for (size_t i = 1; i < r->n_fits_on; i++)
         assert_true(gm_gpu_catalog_get(r->fits_on[i])->memory_bytes >=
                     gm_gpu_catalog_get(r->fits_on[i - 1])->memory_bytes);
-    assert_true(gm_gpu_catalog_get(r->fits_on[0])->memory_bytes >= r->est.device_bytes);
+    assert_true(gm_gpu_catalog_get(r->fits_on[0])->memory_bytes >= r->est->device_bytes);
     /* --max-batch: the report shows the job at the value found */
     finetune_8b(&j, NULL, "1");
     set(&j, "qlora", NULL);
     set(&j, "max-batch", NULL);
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
     assert_true(r->searched && r->search.value >= 1);
     assert_int_equal(r->job.workload.batch, r->search.value);
-    assert_true(r->est.fit.fits);
-    free(r);
+    assert_true(r->est->fit.fits);
+    gm_estimate_report_free(r);
 }
 
 int main(void)
