@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 BENCH_SIZES ?= 100M 1G
 
-.PHONY: all build test check asan demo install uninstall clean format bench fuzz
+.PHONY: all build test check asan demo install uninstall clean format bench fuzz golden
 
 all: build
 
@@ -34,6 +34,12 @@ check:
 	cmake --build build-ci -j $(JOBS)
 	cd build-ci && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) asan
+
+# Rewrite the CLI and measure goldens (tests/cli/*/, tests/measure/*/) and the man page from
+# the current build; review the result with `git diff` before committing it.
+golden: build
+	cd $(BUILD) && GM_UPDATE_GOLDEN=1 ctest -j $(JOBS) -R '^(cli|measure)/' --output-on-failure
+	sh scripts/gen-man.sh $(BUILD)/gpumem > docs/gpumem.1
 
 demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem

@@ -110,7 +110,7 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
         fprintf(f, "%-55s", "  optimizer step");
         bytes_cols(f, e->optimizer_step_bytes);
     } else if (j->model.model && j->model.model->head == GM_HEAD_ENCODER) {
-        /* ---- architectures (issue 13): an encoder's one forward pass ---- */
+        /* ---- an encoder's one forward pass ---- */
         fprintf(f, "%-55s", "  forward");
         bytes_cols(f, e->prefill_bytes);
     } else {
@@ -353,7 +353,7 @@ void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
         return;
     }
     if (m) {
-        /* ---- architectures and weight formats (issue 13) ---- */
+        /* ---- encoders, encoder-decoders and weight formats ---- */
         char more[128] = "";
         if (m->head == GM_HEAD_ENCODER)
             snprintf(more, sizeof more, ", encoder");

@@ -77,7 +77,7 @@ enum gm_precision {
 enum gm_weight_format {
     GM_WEIGHTS_AS_STORED = 0, /* the model files' bytes, else torch_dtype, else 16 bit */
     GM_WEIGHTS_BITS,          /* every weight at numerics.weight_bits bits */
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     GM_WEIGHTS_QUANT, /* numerics.quant: a weight format (bitsandbytes, GPTQ, AWQ, FP8) */
     GM_WEIGHTS__COUNT
 };
@@ -221,7 +221,7 @@ struct gm_job_numerics {
     enum gm_optim_impl optim_impl;
     enum gm_zero_grad zero_grad;
     double activations_per_token; /* --method blog: A (elements per token); 0 = the fit */
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     struct gm_quant quant; /* GM_WEIGHTS_QUANT: the format (--quant, --quant-bits, --group-size) */
 };
 

@@ -40,7 +40,7 @@ enum gm_arch {
     GM_ARCH_GPT_NEOX, /* pythia / gpt-neox: parallel residual, biases, untied embed_out */
     GM_ARCH_BERT,     /* encoder, learned positions + token types, post-LN, pooler */
     GM_ARCH_QWEN3,    /* llama layout + RMSNorm on q and k per head (q_norm, k_norm) */
-    /* ---- architectures of issue 13 ---- */
+    /* ---- encoders, encoder-decoders and the other non-Llama layouts ---- */
     GM_ARCH_ROBERTA,     /* BERT layout, one token type, positions offset by the padding index */
     GM_ARCH_XLM_ROBERTA, /* RoBERTa layout with a 250k vocabulary */
     GM_ARCH_DISTILBERT,  /* BERT layout without token types or pooler, 6 layers */
@@ -86,7 +86,7 @@ enum gm_norm {
     GM_NORM_UNKNOWN = 0,
     GM_NORM_RMS,   /* weight only */
     GM_NORM_LAYER, /* weight and bias */
-    /* ---- architectures of issue 13 ---- */
+    /* ---- LayerNorm variants ---- */
     GM_NORM_LAYER_NOBIAS, /* LayerNorm with a weight only (cohere, ModernBERT) */
     GM_NORM_PARAMFREE     /* LayerNorm without parameters (OLMo) */
 };
@@ -202,7 +202,7 @@ struct gm_model {
     uint64_t n_params_file;     /* exact count from tensor headers, 0 = unknown */
     uint64_t weight_bytes_file; /* bytes of the weights in a file, 0 = unknown */
     bool qk_norm;               /* RMSNorm (head_dim weights) on q and k (qwen3) */
-    /* ---- architectures of issue 13 ---- */
+    /* ---- encoders and encoder-decoders ---- */
     uint64_t n_decoder_layers; /* encoder-decoder: decoder layers (n_layers: encoder layers) */
     uint64_t rel_attn_buckets; /* T5: relative-position buckets (first layer of each stack) */
     uint64_t rel_pos_rows;     /* DeBERTa-v2: rows of the shared relative-position table */
@@ -268,7 +268,7 @@ struct gm_param_counts {
     uint64_t largest_tensor; /* elements of the largest single tensor */
     uint64_t n_tensors;      /* number of parameter tensors */
     uint64_t factored_state; /* Adafactor: sum of rows+cols of matrices + size of vectors */
-    /* ---- architectures of issue 13 ---- */
+    /* ---- per-stack and per-role counts (encoder-decoders, weight formats) ---- */
     uint64_t encoder; /* encoder-decoder: the encoder stack's layers (in attention/mlp) */
     uint64_t by_role[GM_ROLE__COUNT]; /* elements by role (embedding, attention, ...) */
     size_t n_linears; /* matrix weights by shape and role: what weight formats quantise */
@@ -333,7 +333,7 @@ enum gm_dtype gm_dtype_parse(const char *s);
 /* Bits per element (4 for INT4/NF4, 8 for FP8, ...); 0 for UNKNOWN. */
 unsigned gm_dtype_bits(enum gm_dtype t);
 
-/* ---- weight formats (issue 13) ---- */
+/* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 
 /* "gptq", "awq", "nf4", ...; static storage, "unknown" out of range. */
 const char *gm_quant_method_name(enum gm_quant_method q);

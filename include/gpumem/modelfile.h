@@ -74,7 +74,7 @@ struct gm_modelfile_arch {
     uint64_t n_experts_used; /* <arch>.expert_used_count */
     uint64_t expert_ffn;     /* <arch>.expert_feed_forward_length */
     uint64_t sliding_window; /* <arch>.attention.sliding_window, tokens */
-    /* ---- architectures of issue 13 (deepseek2 and MoE keys) ---- */
+    /* ---- deepseek2 (MLA) and MoE keys ---- */
     uint64_t q_lora_rank;       /* <arch>.attention.q_lora_rank */
     uint64_t kv_lora_rank;      /* <arch>.attention.kv_lora_rank */
     uint64_t head_dim_mla;      /* <arch>.attention.key_length_mla (key_length: the latent) */

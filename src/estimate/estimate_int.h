@@ -108,7 +108,7 @@ struct est_ctx {
     enum est_bound bound;         /* the point estimate, or an end of the range */
     double tokens;                /* training: tokens of one micro-batch at this bound */
     double host_activation_bytes; /* training: activations offloaded to host, one GPU */
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     const struct gm_quant *quant; /* the format the weights are in (est_job_quant), or NULL */
     uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
     gm_est_segment_fn trace;      /* the step replay's segments (point estimate only), or NULL */
@@ -269,7 +269,7 @@ bool est_step_replay_applies(const struct est_ctx *cx);
 enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
                                struct gm_error *err);
 
-/* ---- arch.c: layer widths and KV layouts (issue 13) ---- */
+/* ---- arch.c: layer widths and KV layouts ---- */
 
 /* Widths a layer computes per token, averaged over the model's layers. */
 struct est_geom {
@@ -317,7 +317,7 @@ bool est_tp_divides(const struct gm_model *m, uint64_t t);
 uint64_t est_largest_linear(const struct gm_model *m);
 uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
 
-/* ---- weights.c: weight formats (issue 13) ---- */
+/* ---- weights.c: weight formats ---- */
 
 struct est_format {
     uint64_t bytes;     /* all the weights */

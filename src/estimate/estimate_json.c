@@ -98,7 +98,7 @@ static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_double(w, "bits", j->numerics.weight_bits);
     else
         gm_json_kv_null(w, "bits");
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     if (j->numerics.weight_format == GM_WEIGHTS_QUANT)
         gm_json_kv_str(w, "quant", est_quant_setting_name(&j->numerics.quant));
     gm_json_kv_u64(w, "reserve_bytes", j->runtime.reserve_bytes);
@@ -162,7 +162,7 @@ static void json_model(struct gm_json *w, const struct gm_model *m)
     gm_json_kv_u64(w, "sliding_window", m->sliding_window);
     gm_json_kv_u64(w, "num_experts", m->n_experts);
     gm_json_kv_u64(w, "num_experts_per_tok", m->n_experts_active);
-    /* ---- architectures and weight formats (issue 13): keys only where they apply ---- */
+    /* ---- architectures and weight formats: keys only where they apply ---- */
     if (m->head != GM_HEAD_CAUSAL_LM)
         gm_json_kv_str(w, "head", m->head == GM_HEAD_ENCODER ? "encoder" : "encoder_decoder");
     if (m->n_decoder_layers)

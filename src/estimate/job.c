@@ -329,7 +329,7 @@ static enum gm_status set_bnb_version(struct gm_job *j, const union gm_job_value
     return parse_version("bitsandbytes-version", v->text, &j->stack.bitsandbytes, err);
 }
 
-/* ---- weight formats (issue 13) ---- */
+/* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 
 /* --quant: the scheme and its variant, in the order of quant_choices. */
 static const struct {
@@ -690,7 +690,7 @@ static const struct gm_job_setting settings[] = {
         TEXT_FN("bitsandbytes-version", "V",
                 "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)",
                 TRAIN, set_bnb_version),
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
          "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
@@ -1313,7 +1313,7 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
     return GM_OK;
 }
 
-/* ---- weight formats (issue 13) ---- */
+/* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 static enum gm_status check_quant(const struct gm_job *j, struct gm_error *err)
 {
     const struct gm_quant *q = &j->numerics.quant;

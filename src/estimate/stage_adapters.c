@@ -158,7 +158,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
                  (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
     } else if (cx->quant && cx->format_bytes) {
-        /* ---- weight formats (issue 13): adapters on a quantised base (GPTQ-LoRA) ---- */
+        /* ---- weight formats: adapters on a quantised base (GPTQ-LoRA) ---- */
         frozen_bytes = cx->format_bytes;
         snprintf(note, sizeof note, "frozen %s base as stored (no gradients, no optimizer state)",
                  gm_quant_method_name(cx->quant->method));

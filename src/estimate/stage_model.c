@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- weight formats (issue 13) ---- */
+/* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 
 /* "GPTQ 4-bit, groups of 128", "bitsandbytes NF4, double-quantised", "FP8 per block". */
 static void format_name(const struct gm_quant *q, char *b, size_t n)

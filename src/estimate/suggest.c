@@ -374,7 +374,7 @@ static bool c_flash_attn(const struct sugg_ctx *sx, struct change *c)
     return true;
 }
 
-/* ---- weight formats (issue 13) ---- */
+/* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 
 /* Whether the job's weights can take a weight format: inference or weights on a model whose
  * layout gpumem counts, in plain floats so far, served by an engine that loads such
@@ -602,7 +602,7 @@ static const struct candidate {
     {c_bits8, GM_COST_QUALITY, "8-bit weights (int8 / fp8 quantisation)", true},
     {c_bits4, GM_COST_QUALITY, "4-bit weights with scales (GPTQ / AWQ / NF4): some quality loss",
      true},
-    /* ---- weight formats (issue 13) ---- */
+    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     {c_quant_fp8, GM_COST_QUALITY,
      "FP8 weights (an FP8 checkpoint, or vLLM --quantization fp8): near-lossless; fast FP8 "
      "kernels need Ada or Hopper GPUs",

@@ -55,7 +55,7 @@ struct entry {
 #define BF16 GM_DTYPE_BF16
 #define F32  GM_DTYPE_F32
 
-/* ---- architectures of issue 13 ---- */
+/* ---- encoders, encoder-decoders and the other non-Llama layouts ---- */
 
 /* Post-LN encoders of the BERT family (base model with pooler unless 'pool' is false). */
 #define ENCODER(nm, type, ar, h, L, nh, I, V, pos, types, pool)                                    \
@@ -316,7 +316,7 @@ static const struct entry catalog[] = {
      BERT("bert-base-uncased", 768, 12, 12, 3072)},
     {"google-bert/bert-large-uncased", "bert-large-uncased bert-large",
      BERT("bert-large-uncased", 1024, 24, 16, 4096)},
-    /* ---- architectures of issue 13 ---- */
+    /* ---- encoders, encoder-decoders and the other non-Llama layouts ---- */
     /* Encoders (base models as AutoModel loads them; a config naming ...ForSequenceClassification
      * adds its head) */
     {"FacebookAI/roberta-base", "roberta-base",

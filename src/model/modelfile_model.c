@@ -238,7 +238,7 @@ static const struct {
     {"gpt2", GM_ARCH_GPT2},
     {"gptneox", GM_ARCH_GPT_NEOX},
     {"bert", GM_ARCH_BERT},
-    /* ---- architectures of issue 13 (llama.cpp LLM_ARCH names) ---- */
+    /* ---- the other layouts, by llama.cpp's LLM_ARCH names ---- */
     {"qwen3", GM_ARCH_QWEN3},
     {"gemma3", GM_ARCH_GEMMA3},
     {"starcoder", GM_ARCH_GPT_BIGCODE},

@@ -7,7 +7,8 @@
 # CASE_DIR/stdout  expected standard output, byte for byte (absent: not compared)
 # CASE_DIR/stderr  expected standard error, byte for byte (absent: not compared)
 # CASE_DIR/exit    expected exit status (absent: 0)
-# GM_UPDATE_GOLDEN=1 rewrites stdout, exit (and stderr when it exists) from the actual run.
+# GM_UPDATE_GOLDEN=1 rewrites stdout, exit (and stderr when it exists) from the actual run
+# (`make golden` does it for every case).
 set -u
 CASE=$(cd "$1" && pwd)
 GPUMEM_BIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")

@@ -16,7 +16,7 @@ if(GM_PYTHON3)
   set_tests_properties(snapshot/fast-path PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
 endif()
 if(GM_PYTHON3)
-  # files that change while they are read, and FIFOs given as snapshots (issue 17)
+  # files that change while they are read, and FIFOs given as snapshots
   add_test(NAME snapshot/changing-input
     COMMAND ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/snapshot/changing_input.py $<TARGET_FILE:gpumem>)
   set_tests_properties(snapshot/changing-input PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)

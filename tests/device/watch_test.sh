@@ -142,14 +142,14 @@ if nm -D "$GM_FAKE_DIR/pre11/libcuda.so.1" 2>/dev/null | grep -q 'cuDevicePrimar
 fi
 
 
-# 10. Issue 15: a 6 GiB plateau between two scheduled process readings (every 500 ms) is
+# 10. A 6 GiB plateau between two scheduled process readings (every 500 ms) is
 #     the command's peak: device readings count while no other process uses the GPU, and
-#     a device-level change asks for a process reading at once.  Before: 2.29 GiB.
+#     a device-level change asks for a process reading at once (not 2.29 GiB, the last process reading).
 "$GPUMEM" watch --interval 50 --output "$work/m.json" -- \
     "$WORKLOAD" sleep:200 alloc:2048 sleep:400 alloc:4096 sleep:300 free sleep:200 2>"$work/m.err"
-grep -q "\"peak_bytes\":$(((2048 + 4096 + 300) * 1048576))," "$work/m.json" || fail "issue 15: JSON peak is not 6444 MiB"
-grep -q 'peak of the command: 6.29 GiB' "$work/m.err" || fail "issue 15: report peak is not 6.29 GiB"
-grep -q 'at once after a device-level change' "$work/m.err" || fail "issue 15: no process reading after the change"
+grep -q "\"peak_bytes\":$(((2048 + 4096 + 300) * 1048576))," "$work/m.json" || fail "plateau: JSON peak is not 6444 MiB"
+grep -q 'peak of the command: 6.29 GiB' "$work/m.err" || fail "plateau: report peak is not 6.29 GiB"
+grep -q 'at once after a device-level change' "$work/m.err" || fail "plateau: no process reading after the change"
 
 # 11. A device that rose more than the command's readings explain is reported: another
 #     process starts on the GPU meanwhile, which also ends the device credits.

@@ -67,7 +67,7 @@ class EstimateAgreesWithCli(TempDir):
 
     def test_safetensors_shards_and_a_folder(self):
         """Qwen2.5-0.5B as two safetensors shards beside its config (the golden test
-        estimate6_safetensors_dir builds the same), then the folder with the config alone."""
+        estimate_safetensors_dir builds the same), then the folder with the config alone."""
         cfg = os.path.join(CONFIGS, "Qwen2.5-0.5B.json")
         if not os.path.exists(cfg):
             raise unittest.SkipTest("no %s" % cfg)

@@ -77,7 +77,7 @@ def main():
                      (b"Q", "BINPERSID"), (b"\x92", "NEWOBJ_EX"), (b"\x97", "NEXT_BUFFER")):
         check("opcode %s" % name, w("op_%s.pickle" % name, b"\x80\x04N" + op + b"."),
               must_say=name)
-    # messages that must be true (issue 17): text strings are plain data, not code; an int
+    # messages that must be true: text strings are plain data, not code; an int
     # beyond 64 bits is named as such; a negative size is named as negative
     for name, data in (("STRING", b"\x80\x02S'abc'\n."), ("UNICODE", b"\x80\x02Vabc\n.")):
         rc, err = check("opcode %s (plain data)" % name, w("text_%s.pickle" % name, data),

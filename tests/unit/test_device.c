@@ -537,7 +537,7 @@ static void device_at(struct gm_watch *w, uint64_t t, uint64_t used_mib)
 }
 
 /* Device readings are credited to the command while no other process uses the device:
- * a 6 GiB plateau between two process readings is the peak (issue 15's case), confirmed
+ * a 6 GiB plateau between two process readings is the peak, confirmed
  * only by the next process reading; once another process is listed, device readings are
  * no longer credited and the excess is reported as unexplained. */
 static void test_watch_device_credit(void **state)

@@ -264,8 +264,8 @@ static void test_train_phases(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     assert_int_equal(est->peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
     /* HF ForCausalLMLoss at its backward: the fp32 log-softmax kept, the gradient of its
-     * output and of its input, 12 bytes per logit (issue 13; it was 10 + a separate 6
-     * counted beside the layers' backward) */
+     * output and of its input, 12 bytes per logit, in the loss's own moment (not beside the
+     * layers' backward) */
     assert_true(find(est, "logits_and_loss")->bytes == 16ull * 4096 * 128256 * 12);
     assert_int_equal(find(est, "logits_and_loss")->phases, GM_EST_PHASE_LOSS);
     /* Checkpointing shrinks activations by more than 8x here (32 layers). */
@@ -337,8 +337,7 @@ static void test_bad_inputs(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
     j.mode = GM_EST_INFER;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
-    /* Encoders have no KV cache: their forward pass is sized (issue 13; refused before),
-     * and they generate nothing. */
+    /* Encoders have no KV cache: their forward pass is sized, and they generate nothing. */
     j.model.model = gm_model_catalog_find("bert-base-uncased");
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE), 0);
@@ -782,8 +781,7 @@ static void test_gpus(void **state)
  * architecture says which ones gpumem knows. */
 static void test_model_sources(void **state)
 {
-    /* (gpt_bigcode, t5 and falcon were the unknown examples until issue 13 taught gpumem
-     * their layouts) */
+    /* layouts gpumem does not count (gpt_bigcode, t5 and falcon are known) */
     static const char *const unknown[] = {
         "{\"model_type\": \"mamba\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
         "\"vocab_size\": 10}",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_estimate_arch.c - the estimator on the architectures and weight formats of issue
- * 13: KV layouts per engine (MLA latent, decompressed K/V, replicated KV heads, sliding
+/* test_estimate_arch.c - the estimator on encoders, encoder-decoders, MoE/MLA layouts and
+ * weight formats: KV layouts per engine (MLA latent, decompressed K/V, replicated KV heads, sliding
  * windows), encoder and encoder-decoder inference, weight formats against the published
  * checkpoints' sizes, and the refusals around quantised weights. */
 #include <setjmp.h>

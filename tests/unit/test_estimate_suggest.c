@@ -120,8 +120,8 @@ static void test_vllm_70b_tp2(void **state)
     suggest(&j);
     assert_int_equal(base->fit.reason, GM_FIT_ENGINE_NO_START);
     /* current vLLM (0.21+): the NCCL buffers sit outside the budget (baseline after
-     * init_worker_distributed_environment), the CUDA-graph estimate inside it; issue 12's
-     * accounting (NCCL in the 2 GiB non-torch figure, graphs outside) held 17984 tokens */
+     * init_worker_distributed_environment), the CUDA-graph estimate inside it (with NCCL in the
+     * 2 GiB non-torch figure and graphs outside, the pool would hold 17984 tokens) */
     assert_int_equal(base->serving.kv_tokens, 26176);
     /* the largest max_model_len vLLM starts with */
     snprintf(want, sizeof want, "--max-model-len %llu",

@@ -160,7 +160,7 @@ static void test_catalog_counts(void **state)
     }
 }
 
-/* ---- architectures of issue 13 ----
+/* ---- encoders, encoder-decoders and the other non-Llama layouts ----
  * Published parameter counts and where they are published ('digits' 0: exact; else the
  * figure as published, rounded to that many significant digits).  Sources:
  *   kh    keras-team/keras-hub keras_hub/src/models/<model>/<model>_presets.py (71453d0),
@@ -176,7 +176,7 @@ static const struct {
     uint64_t params;
     unsigned digits;
     const char *source;
-} published13[] = {
+} published_layouts[] = {
     {"roberta-base", 124645632ull, 0, "am"},
     {"roberta-large", 355359744ull, 0, "am"},
     {"xlm-roberta-base", 278043648ull, 0, "am"},
@@ -235,25 +235,26 @@ static void check_published(const char *name, uint64_t counted, uint64_t want, u
                  (unsigned long long)want, source);
 }
 
-static void test_catalog_counts13(void **state)
+static void test_catalog_counts_published(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(published13) / sizeof(published13[0]); i++) {
-        const struct gm_model *m = gm_model_catalog_find(published13[i].name);
+    for (size_t i = 0; i < sizeof(published_layouts) / sizeof(published_layouts[0]); i++) {
+        const struct gm_model *m = gm_model_catalog_find(published_layouts[i].name);
         struct gm_param_counts pc;
         struct gm_error err;
         if (!m)
-            fail_msg("catalog lacks %s", published13[i].name);
+            fail_msg("catalog lacks %s", published_layouts[i].name);
         assert_int_equal(gm_model_count_params(m, &pc, &err), GM_OK);
-        check_published(published13[i].name,
-                        strncmp(published13[i].source, "file", 4) ? pc.total : 4 * pc.total,
-                        published13[i].params, published13[i].digits, published13[i].source);
+        check_published(published_layouts[i].name,
+                        strncmp(published_layouts[i].source, "file", 4) ? pc.total : 4 * pc.total,
+                        published_layouts[i].params, published_layouts[i].digits,
+                        published_layouts[i].source);
     }
 }
 
 /* Counts that are published for a checkpoint which stores more (or less) than the model
  * holds in memory: each difference is one tensor, stated here. */
-static void test_catalog_counts13_differences(void **state)
+static void test_catalog_counts_published_differences(void **state)
 {
     static const struct {
         const char *name;
@@ -304,7 +305,7 @@ static const char *data_dir(void)
 /* tests/data/configs: config.json fields of published models, written from the published
  * values; each must parse to the published count and, where the catalog has the model, to
  * its catalog entry. */
-static void test_configs13(void **state)
+static void test_config_fixtures(void **state)
 {
     static const struct {
         const char *file;
@@ -377,7 +378,7 @@ static void test_configs13(void **state)
 
 /* What the counts rest on, checked field by field where a wrong one would still count
  * right by accident. */
-static void test_config_fields13(void **state)
+static void test_config_fixture_fields(void **state)
 {
     char path[1024];
     struct gm_model m;
@@ -624,10 +625,10 @@ int main(void)
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_tiny_counts),
         cmocka_unit_test(test_dtypes),
-        cmocka_unit_test(test_catalog_counts13),
-        cmocka_unit_test(test_catalog_counts13_differences),
-        cmocka_unit_test(test_configs13),
-        cmocka_unit_test(test_config_fields13),
+        cmocka_unit_test(test_catalog_counts_published),
+        cmocka_unit_test(test_catalog_counts_published_differences),
+        cmocka_unit_test(test_config_fixtures),
+        cmocka_unit_test(test_config_fixture_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -300,7 +300,7 @@ static void test_to_model(void **state)
     write_file("model.safetensors", SHARD2, 96);
     gm_modelfile_init(&m);
     /* two tensors beside the config of a 24-layer model: refused, not "44 parameters"
-     * (the complete case is the CLI test estimate6_safetensors_dir) */
+     * (the complete case is the CLI test estimate_safetensors_dir) */
     assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_OK);
     assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
     assert_non_null(strstr(e.msg, "hold 2 tensors, but a qwen2 model of this configuration has"));
