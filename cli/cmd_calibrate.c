@@ -222,7 +222,9 @@ int cmd_calibrate(int argc, char **argv)
         if (gm_calib_add_points(&co, predict.items[i], &err) != GM_OK)
             return cli_usage(cmd, "%s", err.msg);
     if (n_pos == 2) {
-        if (gm_job_source_load(&src, argv[2], &err) != GM_OK)
+        char cache[4096];
+        bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+        if (gm_job_source_load(&src, argv[2], have_cache ? cache : NULL, &err) != GM_OK)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);

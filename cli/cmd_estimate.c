@@ -15,10 +15,29 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
-static int list_models(bool json)
+/* Whether 'needle' is in 'hay', ASCII letters without case. */
+static bool contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return true;
+    return n == 0;
+}
+
+/* Whether 'filter' (NULL: everything) is in the name or the Hub id. */
+static bool model_matches(const char *filter, const char *name, const char *hub_id)
+{
+    return !filter || contains_nocase(name, filter) || (hub_id && contains_nocase(hub_id, filter));
+}
+
+static int list_models(const char *filter, bool json)
 {
     struct gm_json w;
+    size_t shown = 0;
     if (json) {
         cli_json_begin(&w, stdout, "estimate.models");
         gm_json_key(&w, "models");
@@ -30,6 +49,9 @@ static int list_models(bool json)
         struct gm_param_counts pc;
         struct gm_error err;
         const struct gm_model *m = gm_model_catalog_get(i);
+        if (!model_matches(filter, m->name, gm_model_catalog_hub_id(i)))
+            continue;
+        shown++;
         if (gm_model_count_params(m, &pc, &err) != GM_OK)
             return cli_fail("gpumem estimate", &err);
         if (json) {
@@ -42,6 +64,12 @@ static int list_models(bool json)
             printf("%-26s %-36s %16llu\n", m->name, gm_model_catalog_hub_id(i),
                    (unsigned long long)pc.total);
         }
+    }
+    if (!json && !shown && filter) {
+        const char *near = gm_model_catalog_closest(filter);
+        cli_errorf("gpumem estimate", "no built-in model matches '%s'%s%s%s", filter,
+                   near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        return 1;
     }
     if (!json)
         return 0;
@@ -183,7 +211,9 @@ static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bo
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
-    opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
+    opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m,
+                                     "list the built-in models (MODEL: those whose name or Hub "
+                                     "id holds it)");
     opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
     opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
                                      "list the architectures (model_type) gpumem knows");
@@ -228,7 +258,7 @@ int cmd_estimate(int argc, char **argv)
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
     if (list_m)
-        return list_models(json);
+        return list_models(n_pos == 1 ? argv[1] : NULL, json);
     if (list_g)
         return list_gpus(json);
     if (list_a)
@@ -241,7 +271,9 @@ int cmd_estimate(int argc, char **argv)
     if (n_pos == 0 && !job.model.n_params)
         return cli_usage(cmd, "give a MODEL or --parameters N");
     if (n_pos == 1) {
-        if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
+        char cache[4096];
+        bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+        if (gm_job_source_load(&src, argv[1], have_cache ? cache : NULL, &err) != GM_OK)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);

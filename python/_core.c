@@ -1010,7 +1010,11 @@ static bool job_model(struct gm_job *job, PyObject *model, struct gm_job_source 
     if (!PyUnicode_FSConverter(model, &bytes))
         return false;
     ts = PyEval_SaveThread();
-    st = gm_job_source_load(src, PyBytes_AS_STRING(bytes), &err);
+    {
+        char cache[4096];
+        bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+        st = gm_job_source_load(src, PyBytes_AS_STRING(bytes), have_cache ? cache : NULL, &err);
+    }
     PyEval_RestoreThread(ts);
     if (st != GM_OK) {
         PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));

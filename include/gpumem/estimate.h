@@ -49,6 +49,9 @@
 extern "C" {
 #endif
 
+#define GM_EST_NAME_MAX 48  /* a component's name, with its NUL */
+#define GM_EST_NOTE_MAX 200 /* a note, an assumption, a sentence, with its NUL */
+
 /* ---- the job ---- */
 
 enum gm_est_mode {
@@ -196,6 +199,8 @@ struct gm_job_model {
     const struct gm_modelfile *files; /* borrowed weight-file headers, or NULL */
     uint64_t n_params;                /* overrides the model's count; needed without one */
     uint64_t largest_layer_params;    /* DeepSpeed ZeRO-3 largest layer; 0 = from the model */
+    const char *origin;               /* borrowed: how the model was found (an assumption of
+                                         the estimate), or NULL */
 };
 
 /* How much work one step does. */
@@ -423,19 +428,24 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err);
 
 /* ---- MODEL as the user names it ---- */
 
-/* What MODEL names, loaded: a built-in name, a config.json (or a folder holding one), or
- * weight files (safetensors file / shards / index, GGUF) read from their headers. */
+/* What MODEL names, loaded: a config.json (or a folder holding one), weight files
+ * (safetensors file / shards / index, GGUF) read from their headers, a Hugging Face id in
+ * the local hub cache, or a built-in name (src/estimate/source.c gives the order). */
 struct gm_job_source {
     struct gm_model model;
     struct gm_modelfile files;
     bool has_files;
+    char origin[GM_EST_NOTE_MAX]; /* how MODEL was found when that is worth saying, else "" */
 };
 
 /* Load 'spec' into 'src' (which owns what it loads: release it with
- * gm_job_source_release()).  The model is named after its file or folder when the files
- * do not name it.  Errors: those of gm_model_resolve() and gm_modelfile_load(). */
+ * gm_job_source_release()), looking for a Hugging Face id in 'hub_cache' (the folder
+ * gm_hf_hub_cache() finds; NULL: no cache).  The model is named after its file or folder
+ * when the files do not name it.  GM_ERR_NOENT for a name found nowhere (the message says
+ * where it looked, how to fetch the config and what the name is likely a slip for); the
+ * errors of gm_model_load_hf_config() and gm_modelfile_load(). */
 enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
-                                  struct gm_error *err);
+                                  const char *hub_cache, struct gm_error *err);
 void gm_job_source_release(struct gm_job_source *src);
 /* Point job->model at what 'src' holds (borrowed: keep 'src' alive). */
 void gm_job_use_source(struct gm_job *job, const struct gm_job_source *src);
@@ -515,8 +525,6 @@ enum gm_est_stream {
 #define GM_EST_MAX_COMPONENTS  1024
 #define GM_EST_MAX_ASSUMPTIONS 256
 #define GM_EST_MAX_GROUPS      4
-#define GM_EST_NAME_MAX        48
-#define GM_EST_NOTE_MAX        200
 
 struct gm_est_component {
     enum gm_est_kind kind;

@@ -13,6 +13,8 @@
  * other, counts that must divide).  The stages check what needs the model. */
 #include "estimate/estimate_int.h"
 
+#include "gpumem/text.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -906,6 +908,24 @@ static void store(struct gm_job *j, const struct gm_job_setting *s, const union 
     }
 }
 
+/* "unknown setting 'bach'", with the setting it is likely a slip for ('_' read as '-'). */
+static enum gm_status unknown_setting(const char *name, struct gm_error *err)
+{
+    const char *names[N_SETTINGS], *near;
+    char dashed[64];
+    size_t n = 0;
+    for (; name[n] && n + 1 < sizeof dashed; n++)
+        dashed[n] = name[n] == '_' ? '-' : name[n];
+    dashed[n] = '\0';
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        names[i] = settings[i].name;
+    near = gm_text_closest(dashed, n, names, N_SETTINGS, true);
+    if (near)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "unknown setting '%s' (did you mean '%s'?)", name, near);
+    return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name);
+}
+
 /* Store a checked value: into the row's field, then through its setter (which fills what
  * else the setting decides, or the whole value when the row names no field). */
 static enum gm_status put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
@@ -930,7 +950,7 @@ enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *valu
     enum gm_status st;
 
     if (i < 0)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name ? name : "");
+        return unknown_setting(name ? name : "", err);
     s = &settings[i];
     if (s->type != GM_JOB_FLAG && !value)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs a value (%s)", s->name,

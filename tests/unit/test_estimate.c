@@ -812,7 +812,7 @@ static void test_model_sources(void **state)
           "\"num_attention_heads\": 4, \"vocab_size\": 10, \"intermediate_size\": 8}",
           f);
     fclose(f);
-    assert_int_equal(gm_job_source_load(&src, path, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, "tiny.json");
     gm_job_source_release(&src);
     {
@@ -821,10 +821,10 @@ static void test_model_sources(void **state)
         snprintf(path, sizeof path, "%s/config.json", dir);
         assert_int_equal(rename(tiny, path), 0);
     }
-    assert_int_equal(gm_job_source_load(&src, path, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, strrchr(dir, '/') + 1);
     gm_job_source_release(&src);
-    assert_int_equal(gm_job_source_load(&src, dir, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, dir, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, strrchr(dir, '/') + 1);
     gm_job_source_release(&src);
     remove(path);
