@@ -635,7 +635,7 @@ enum gm_est_uncertainty {
     GM_UNCERTAIN_NCCL = 1 << 2,          /* NCCL buffers per communicator */
     GM_UNCERTAIN_ENGINE = 1 << 3,        /* engine defaults: vLLM non-torch memory and CUDA
                                             graphs, llama.cpp's compute buffer */
-    GM_UNCERTAIN_SEQ = 1 << 4,           /* sequence length not given: half to twice it */
+    /* 1 << 4 is unused (an unstated sequence length is a named assumption, not a range) */
     GM_UNCERTAIN_APPROX = 1 << 5,        /* approximate models: torch.compile, activation
                                             offloading in flight, expert routing imbalance,
                                             cuBLAS workspaces in the allocator */

@@ -360,8 +360,6 @@ const char *gm_est_uncertainty_name(unsigned flag)
         return "nccl";
     case GM_UNCERTAIN_ENGINE:
         return "engine_defaults";
-    case GM_UNCERTAIN_SEQ:
-        return "sequence_length";
     case GM_UNCERTAIN_APPROX:
         return "approximations";
     case GM_UNCERTAIN_STREAM_TIMING:

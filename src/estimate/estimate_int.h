@@ -125,9 +125,10 @@ double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double poi
 
 /* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
 double est_run_fragmentation(struct est_ctx *cx);
-/* The factor on a length the job does not give (--seq, --context): half to twice the
- * default over the range, 1 in the point estimate or when 'setting' is given. */
-double est_length_factor(struct est_ctx *cx, enum est_setting setting);
+/* A length the job does not give (--seq, --context) is its default, said in the point
+ * estimate's assumptions ("sequence length 2048 tokens: not given ..."), never a range: the
+ * verdict is about the job as stated. */
+void est_length_assumed(struct est_ctx *cx, const char *what, uint64_t tokens, const char *flag);
 
 typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
 

@@ -25,7 +25,10 @@ double est_run_fragmentation(struct est_ctx *cx)
                          f, 0.10, 0.50);
 }
 
-double est_length_factor(struct est_ctx *cx, enum est_setting setting)
+void est_length_assumed(struct est_ctx *cx, const char *what, uint64_t tokens, const char *flag)
 {
-    return est_uncertain(cx, GM_UNCERTAIN_SEQ, est_given(cx->job, setting), 1.0, 0.5, 2.0);
+    if (cx->bound == EST_POINT)
+        est_assume(cx->e, "%s %llu tokens: not given (the default; %s for the job's own, the "
+                          "figures grow with it)",
+                   what, (unsigned long long)tokens, flag);
 }

@@ -499,7 +499,6 @@ static void test_ranges_and_verdict(void **state)
     assert_true(r->device_bytes[0] < base->device_bytes && base->device_bytes < r->device_bytes[1]);
     assert_true(r->sources & GM_UNCERTAIN_FRAGMENTATION);
     assert_true(r->sources & GM_UNCERTAIN_CUDA_CONTEXT);
-    assert_false(r->sources & GM_UNCERTAIN_SEQ); /* --seq given */
     assert_int_equal(base->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
     /* every uncertain assumption given: no range (--fragmentation given: the factor rule, no
      * replay; the same point as the HF stack's, whose floor decides here) */
@@ -514,10 +513,21 @@ static void test_ranges_and_verdict(void **state)
     assert_int_equal(with->range.device_bytes[0], with->range.device_bytes[1]);
     assert_int_equal(with->device_bytes, base->device_bytes);
     run("llama-3-8b", TRAIN8B " --gpu H100", &base);
-    /* a sequence length not given spreads the activations */
+    /* a sequence length not given is the default, named in the assumptions, and spreads no
+     * range: the same figures as --seq 2048 given */
     run("llama-3-8b", "--train --batch 8 --gpu H100", &with);
-    assert_true(with->range.sources & GM_UNCERTAIN_SEQ);
-    assert_true(with->range.allocated_bytes[0] < with->peak_allocated_bytes);
+    run("llama-3-8b", "--train --batch 8 --seq 2048 --gpu H100", &base);
+    assert_int_equal(with->range.sources, base->range.sources);
+    assert_int_equal(with->range.device_bytes[0], base->range.device_bytes[0]);
+    assert_int_equal(with->range.device_bytes[1], base->range.device_bytes[1]);
+    assert_int_equal(with->fit.verdict, base->fit.verdict);
+    {
+        bool named = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            named = named || strstr(with->assumptions[i], "sequence length 2048 tokens: not given");
+        assert_true(named);
+    }
+    run("llama-3-8b", TRAIN8B " --gpu H100", &base);
     /* near the capacity the replayed allocator frees its cache and retries: on a GPU a
      * little smaller than the replay alone asks for (the range's low end), the job runs with
      * what the allocator could keep; the high end keeps the floor, so it is borderline */
