@@ -182,6 +182,7 @@ enum gm_engine {
     GM_ENGINE_HF,       /* transformers generate() */
     GM_ENGINE_VLLM,
     GM_ENGINE_LLAMACPP,
+    GM_ENGINE_SGLANG,
     GM_ENGINE__COUNT
 };
 
@@ -201,6 +202,8 @@ struct gm_job_model {
     uint64_t largest_layer_params;    /* DeepSpeed ZeRO-3 largest layer; 0 = from the model */
     const char *origin;               /* borrowed: how the model was found (an assumption of
                                          the estimate), or NULL */
+    const char *ref;                  /* borrowed: what an engine loads the model by (a Hub
+                                         id, "org/name@revision", a path), or NULL */
 };
 
 /* How much work one step does. */
@@ -282,6 +285,9 @@ struct gm_job_parallel {
                                    as it is wrapped (default true, accelerate launch's
                                    fsdp_sync_module_states) */
     uint64_t ep;                /* expert-parallel degree for MoE layers, 1 */
+    uint64_t replicas;          /* inference: copies of the model over the GPUs; 0 = gpus /
+                                   (tp x pp), or with a sharding engine (vLLM, SGLang) one
+                                   copy, --gpus then meaning tensor parallelism */
 };
 
 struct gm_job_vllm {
@@ -293,11 +299,24 @@ struct gm_job_vllm {
     bool enforce_eager;              /* no CUDA graphs */
     uint64_t cuda_graph_bytes;       /* CUDA-graph pool when not eager (512 MiB) */
     uint64_t non_torch_bytes;        /* non-torch memory; 0: default by TP */
+    uint64_t kv_cache_memory_bytes;  /* the KV pool given outright (--kv-cache-memory-bytes,
+                                        vLLM 0.11+): no budget from gpu_memory_utilization */
 };
 
 struct gm_job_llamacpp {
-    uint64_t n_ubatch; /* physical batch, 512 */
-    bool flash_attn;   /* -fa: no materialised KQ */
+    uint64_t n_ubatch;     /* physical batch, 512 */
+    bool flash_attn;       /* -fa: no materialised KQ */
+    uint64_t n_gpu_layers; /* -ngl: layers on the GPU (the output layer counts as one more);
+                              999 = all */
+    uint64_t n_cpu_moe;    /* --n-cpu-moe: routed experts of the first N layers in host
+                              memory */
+};
+
+struct gm_job_sglang {
+    double mem_fraction_static;    /* weights + KV pool share; 0: SGLang's default for the GPU */
+    uint64_t context_length;       /* 0: the model's max positions */
+    uint64_t max_running_requests; /* 0: not capped by the job */
+    uint64_t chunked_prefill_size; /* 0: SGLang's default for the GPU */
 };
 
 /* The serving engine and its settings. */
@@ -305,6 +324,7 @@ struct gm_job_engine {
     enum gm_engine kind;
     struct gm_job_vllm vllm;
     struct gm_job_llamacpp llamacpp;
+    struct gm_job_sglang sglang;
 };
 
 /* What lives outside the tensors (defaults documented in docs/estimate.md). */
@@ -320,12 +340,24 @@ struct gm_job_runtime {
 /* The software the job runs on, where memory depends on the version.  Versions are packed
  * by GM_VERSION(major, minor, patch); 0 = the current release (as docs/estimate.md says). */
 #define GM_VERSION(a, b, c) (((uint32_t)(a) << 16) | ((uint32_t)(b) << 8) | (uint32_t)(c))
+
+/* The training stack: what the suggestions may name (op-level checkpointing is
+ * torchtitan's, optimizer-in-backward torchtune's, ZeRO DeepSpeed's under the HF stack). */
+enum gm_framework {
+    GM_FRAMEWORK_HF = 0,     /* transformers Trainer / accelerate / TRL, DeepSpeed, PEFT, Liger */
+    GM_FRAMEWORK_TORCHTUNE,  /* torchtune recipes (FSDP2, chunked loss, offloading) */
+    GM_FRAMEWORK_TORCHTITAN, /* torchtitan (FSDP2, selective and op-level checkpointing) */
+    GM_FRAMEWORK_MEGATRON,   /* Megatron-LM (distributed optimizer, selective recompute) */
+    GM_FRAMEWORK__COUNT
+};
+
 struct gm_job_stack {
-    uint32_t cuda;         /* CUDA runtime: before 11.7 no lazy module loading */
-    uint32_t transformers; /* HF transformers: how ForCausalLMLoss copies the logits */
-    uint32_t vllm;         /* vLLM: how determine_available_memory budgets the KV cache */
-    uint32_t bitsandbytes; /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
-                              the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    enum gm_framework framework; /* training stack (default the HF stack) */
+    uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */
+    uint32_t transformers;       /* HF transformers: how ForCausalLMLoss copies the logits */
+    uint32_t vllm;               /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes;       /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                                    the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */
@@ -349,6 +381,8 @@ struct gm_job {
     struct gm_job_runtime runtime;
     struct gm_job_gpu gpu;
     struct gm_job_stack stack; /* software versions (runtime around the tensors) */
+    const char *from;          /* borrowed: what an engine command line read into the job gave
+                                  and left (gm_job_read_command()), an assumption, or NULL */
     enum gm_search search;     /* what gm_estimate_report_run() searches, if anything */
     uint64_t search_limit;     /* upper bound of a search (1 << 20) */
     /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
@@ -436,6 +470,7 @@ struct gm_job_source {
     struct gm_modelfile files;
     bool has_files;
     char origin[GM_EST_NOTE_MAX]; /* how MODEL was found when that is worth saying, else "" */
+    char ref[512];                /* what an engine loads it by: the Hub id, a path */
 };
 
 /* Load 'spec' into 'src' (which owns what it loads: release it with
@@ -449,6 +484,24 @@ enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
 void gm_job_source_release(struct gm_job_source *src);
 /* Point job->model at what 'src' holds (borrowed: keep 'src' alive). */
 void gm_job_use_source(struct gm_job *job, const struct gm_job_source *src);
+
+/* ---- an engine's own command line, both ways (src/estimate/command.c) ---- */
+
+struct gm_estimate;
+
+/* Read a serving command as users run it ("vllm serve MODEL ...", "python -m
+ * sglang.launch_server --model-path MODEL ...", "llama-server -m MODEL ..."): the job
+ * becomes inference with that engine and the settings its flags name (set by name through
+ * gm_job_set(), so they are checked as typed); the model it serves goes to model[n_model]
+ * ("org/name@revision" with --revision), the words no setting reads to note[n_note].
+ * GM_ERR_INVALID for a command gpumem does not read, a flag's bad value, no model. */
+enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char *model,
+                                   size_t n_model, char *note, size_t n_note, struct gm_error *err);
+/* The command line of the job's engine (vLLM, SGLang, llama.cpp) that serves it as 'e'
+ * (its estimate) sizes it, into out[n] ("" for a job without such an engine); read back
+ * by gm_job_read_command(), it gives the same job. */
+enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estimate *e, char *out,
+                                size_t n, struct gm_error *err);
 
 /* ---- the estimate ---- */
 
@@ -588,6 +641,7 @@ struct gm_est_serving {
     double max_concurrency;        /* kv_tokens / max_model_len */
     uint64_t compute_buffer_bytes; /* llama.cpp */
     uint64_t n_ctx;                /* llama.cpp cells */
+    double static_fraction;        /* SGLang: mem_fraction_static as used */
 };
 
 enum gm_fit_reason {
@@ -808,6 +862,9 @@ struct gm_est_search {
     uint64_t shown; /* the value the estimate returned with it is at (value, or the least) */
     bool hit_limit; /* the limit fits: the answer may be larger */
     uint64_t limit; /* the limit used (the model's positions for a context) */
+    /* what binds: the verdict one past the answer (or at the least value when none fits) */
+    enum gm_fit_reason limited_by;
+    char limit_text[GM_EST_NOTE_MAX];
 };
 
 /* The largest batch, context (or seq) or vLLM max_model_len at which the job fits
@@ -894,6 +951,12 @@ void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint6
 
 #define GM_EST_MAX_CATALOG 64
 
+/* How many requests of one length the KV pool serves at once. */
+struct gm_est_budget_row {
+    uint64_t tokens;   /* prompt + generated, per request */
+    uint64_t requests; /* at once, within the engine's own cap */
+};
+
 /* Everything `gpumem estimate` answers for one job; the library allocates it
  * (gm_estimate_report_run()) and releases it (gm_estimate_report_free()). */
 struct gm_estimate_report {
@@ -907,6 +970,10 @@ struct gm_estimate_report {
     struct gm_est_suggestions suggestions; /* when a GPU is given and the job does not fit */
     size_t n_fits_on; /* without a GPU: catalog GPUs that fit, smallest first */
     size_t *fits_on;  /* n_fits_on catalog indices (gm_gpu_catalog_get()) */
+    /* a serving job that fits (vLLM, SGLang, llama.cpp) */
+    char *plan;                       /* the engine's command line (gm_estimate_plan()), or NULL */
+    struct gm_est_budget_row *budget; /* vLLM, SGLang: requests at once by request length */
+    size_t n_budget;
 };
 
 /* Run the search the job asks for (if any), the pipeline, DeepSpeed's estimator

@@ -50,7 +50,10 @@
     X(OPTIMIZER_IN_BACKWARD) X(ACTIVATION_OFFLOAD) X(FUSED_KERNELS) X(COMPILE) X(ADAPTER_DTYPE) \
     X(TOKENS_PER_BATCH) X(FSDP_VERSION) X(NO_RESHARD_AFTER_FORWARD) X(NO_SYNC_MODULE_STATES) \
     X(EP) X(NCCL) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
-    X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE)
+    X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
+    X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
+    X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
+    X(KV_CACHE_MEMORY_BYTES)
 /* clang-format on */
 
 enum est_setting {
@@ -252,6 +255,12 @@ bool est_fsdp1_hf(const struct gm_job *job);
  * precision through accelerate, transformers >= 4.30). */
 bool est_hf_trainer_fp32_outputs(const struct gm_job *job);
 
+/* ---- stage_engine.c ---- */
+
+/* vLLM and SGLang: how many requests of 'len' tokens the KV pool of 'e' (the job's estimate)
+ * holds at once, capped by the engine's own limit (max_num_seqs, --max-running-requests). */
+uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate *e, uint64_t len);
+
 /* ---- stage_runtime.c ---- */
 
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
@@ -352,7 +361,8 @@ enum est_allocator {
     EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
     EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
     EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
-    EST_ALLOC_GGML      /* llama.cpp: exact ggml buffers */
+    EST_ALLOC_GGML,     /* llama.cpp: exact ggml buffers */
+    EST_ALLOC_SGLANG    /* PyTorch's, with SGLang's token pool allocated once, up front */
 };
 enum est_allocator est_allocator(const struct gm_job *job);
 
@@ -377,6 +387,9 @@ const struct gm_job_setting *est_setting(enum est_setting id);
 bool est_given(const struct gm_job *job, enum est_setting id);
 /* Mark or forget that setting 'id' was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, enum est_setting id, bool given);
+/* gm_job_set() of setting 'id' from its text. */
+enum gm_status est_job_set(struct gm_job *job, enum est_setting id, const char *value,
+                           struct gm_error *err);
 /* Set setting 'id' from its parsed value 'v' (what gm_job_set() does after parsing the
  * text), checking the value's range; remembers that it was given.  GM_ERR_INVALID as
  * gm_job_set(). */
@@ -386,6 +399,10 @@ enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union 
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */
 void est_job_resolve(struct gm_job *job);
+/* Whether the job is served by an engine that shards one copy over GPUs (vLLM, SGLang). */
+bool est_engine_shards(const struct gm_job *job);
+/* Whether its tensor parallelism comes from --gpus (no --tp given): est_job_resolve(). */
+bool est_tp_from_gpus(const struct gm_job *job);
 /* Data-parallel ranks of a resolved job: gpus / (tp x pp). */
 uint64_t est_data_parallel(const struct gm_job *job);
 /* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */

@@ -480,8 +480,31 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_u64(w, "largest_fitting", r->search.value);
         gm_json_kv_bool(w, "limit_reached", r->search.hit_limit);
         gm_json_kv_u64(w, "limit", r->search.limit);
+        if (!r->search.hit_limit) {
+            gm_json_kv_str(w, "limited_by", gm_fit_reason_name(r->search.limited_by));
+            gm_json_kv_str(w, "limited_by_text", r->search.limit_text);
+        }
         gm_json_end_object(w);
     }
+}
+
+/* A serving job that fits: the engine's command line and the requests its pool serves. */
+static void json_plan(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    gm_json_key(w, "plan");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "engine", gm_engine_name(r->job.engine.kind));
+    gm_json_kv_str(w, "command", r->plan);
+    gm_json_key(w, "budget");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < r->n_budget; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "tokens_per_request", r->budget[i].tokens);
+        gm_json_kv_u64(w, "requests", r->budget[i].requests);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
 }
 
 static void json_deepspeed(struct gm_json *w, const struct gm_deepspeed *d)
@@ -547,6 +570,8 @@ enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report 
     }
     if (r->has_deepspeed)
         json_deepspeed(&w, &r->deepspeed);
+    if (r->plan)
+        json_plan(&w, r);
     gm_json_end_object(&w);
     if (!gm_json_finish(&w))
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the JSON document failed");

@@ -53,6 +53,7 @@ void gm_job_init(struct gm_job *job)
     job->engine.vllm.max_num_seqs = 256;
     job->engine.vllm.cuda_graph_bytes = 512 * GM_MIB;
     job->engine.llamacpp.n_ubatch = 512;
+    job->engine.llamacpp.n_gpu_layers = 999;
     job->runtime.cuda_context_bytes = 450 * GM_MIB;
     job->runtime.workspace_bytes = 64 * GM_MIB;
     job->runtime.fragmentation = 0.25;
@@ -404,11 +405,12 @@ static const char *const kv_choices[] = {"auto", "fp32", "fp16", "bf16",
 static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM_DTYPE_BF16,
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
-static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", NULL};
+static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
 static const char *const loss_choices[] = {"full", "chunked", "fused", "fused-linear", NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
+static const char *const stack_choices[] = {"hf", "torchtune", "torchtitan", "megatron", NULL};
 static const int fsdp_version_values[] = {1, 2};
 
 _Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
@@ -705,6 +707,41 @@ static const struct gm_job_setting settings[] = {
                                "--quant gptq/awq/w4a16: input features per scale (default 128; 0: "
                                "per column)",
                                ANY, GM_ENGINE_NONE, numerics.quant.group_size, 0, 65536, 0),
+    /* scale-out and the engines' own flags */
+    [EST_SET_REPLICAS] = NUM("replicas", GM_JOB_U64, "N",
+                             "inference: copies of the model over --gpus (vLLM, SGLang: --gpus "
+                             "alone is tensor parallelism)",
+                             INFER, GM_ENGINE_NONE, parallel.replicas, 1, 65536, 0),
+    [EST_SET_MEM_FRACTION_STATIC] =
+        NUM("mem-fraction-static", GM_JOB_DOUBLE, "F",
+            "SGLang weights + KV pool share (default: SGLang's for "
+            "the GPU)",
+            INFER, GM_ENGINE_SGLANG, engine.sglang.mem_fraction_static, 0, 1, 1),
+    [EST_SET_CONTEXT_LENGTH] =
+        NUM("context-length", GM_JOB_U64, "T", "SGLang --context-length (default: the model's)",
+            INFER, GM_ENGINE_SGLANG, engine.sglang.context_length, 1, TOKENS, 0),
+    [EST_SET_MAX_RUNNING_REQUESTS] =
+        NUM("max-running-requests", GM_JOB_U64, "N", "SGLang --max-running-requests", INFER,
+            GM_ENGINE_SGLANG, engine.sglang.max_running_requests, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_CHUNKED_PREFILL_SIZE] =
+        NUM("chunked-prefill-size", GM_JOB_U64, "T",
+            "SGLang prefill chunk (default: SGLang's for the GPU)", INFER, GM_ENGINE_SGLANG,
+            engine.sglang.chunked_prefill_size, 1, TOKENS, 0),
+    [EST_SET_N_GPU_LAYERS] =
+        NUM("n-gpu-layers", GM_JOB_U64, "N", "llama.cpp -ngl: layers on the GPU (default 999: all)",
+            INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_gpu_layers, 0, 100000, 0),
+    [EST_SET_N_CPU_MOE] = NUM("n-cpu-moe", GM_JOB_U64, "N",
+                              "llama.cpp --n-cpu-moe: experts of the first N layers in host memory",
+                              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_cpu_moe, 0, 100000, 0),
+    [EST_SET_STACK] = CHOICE("stack", stack_choices, NULL,
+                             "training stack: hf (transformers, accelerate, DeepSpeed; default), "
+                             "torchtune, torchtitan or megatron: what suggestions may name",
+                             TRAIN, stack.framework),
+    [EST_SET_KV_CACHE_MEMORY_BYTES] =
+        NUM("kv-cache-memory-bytes", GM_JOB_SIZE, "SIZE",
+            "vLLM KV pool per GPU, instead of the "
+            "--gpu-memory-utilization budget",
+            INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -963,6 +1000,12 @@ enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *valu
     return put(job, (enum est_setting)i, &v, err);
 }
 
+enum gm_status est_job_set(struct gm_job *job, enum est_setting id, const char *value,
+                           struct gm_error *err)
+{
+    return gm_job_set(job, settings[id].name, value, err);
+}
+
 enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
                            struct gm_error *err)
 {
@@ -1018,8 +1061,29 @@ static const char *modes_text(unsigned modes)
     }
 }
 
+bool est_engine_shards(const struct gm_job *j)
+{
+    return j->mode == GM_EST_INFER &&
+           (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_SGLANG);
+}
+
+bool est_tp_from_gpus(const struct gm_job *j)
+{
+    return est_engine_shards(j) && est_given(j, EST_SET_GPUS) && !est_given(j, EST_SET_TP);
+}
+
 void est_job_resolve(struct gm_job *j)
 {
+    struct gm_job_parallel *p = &j->parallel;
+    /* serving engines that shard a model: N GPUs are one copy in tensor parallelism, unless
+     * --replicas says how many copies share them */
+    if (est_tp_from_gpus(j)) {
+        uint64_t per = (p->replicas ? p->replicas : 1) * (p->pp ? p->pp : 1);
+        if (per && p->gpus % per == 0 && p->gpus / per >= 1)
+            p->tp = p->gpus / per;
+    }
+    if (j->mode == GM_EST_INFER && p->replicas && !est_given(j, EST_SET_GPUS))
+        p->gpus = gm_mul_sat(p->replicas, gm_mul_sat(p->tp ? p->tp : 1, p->pp ? p->pp : 1));
     if (!j->parallel.gpus)
         j->parallel.gpus =
             gm_mul_sat(j->parallel.tp ? j->parallel.tp : 1, j->parallel.pp ? j->parallel.pp : 1);
@@ -1040,6 +1104,8 @@ enum est_allocator est_allocator(const struct gm_job *job)
         return EST_ALLOC_VLLM;
     if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP)
         return EST_ALLOC_GGML;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_SGLANG)
+        return EST_ALLOC_SGLANG;
     return EST_ALLOC_TORCH;
 }
 
@@ -1163,6 +1229,7 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->parallel.shard >= GM_SHARD__COUNT ||
         (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
         (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
+        (unsigned)j->stack.framework >= GM_FRAMEWORK__COUNT ||
         (j->memory.fused_kernels & ~(unsigned)GM_FUSED_ALL) ||
         (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
@@ -1266,10 +1333,17 @@ static enum gm_status check_engine(const struct gm_job *j, struct gm_error *err)
     if (j->engine.kind == GM_ENGINE_LLAMACPP && j->parallel.tp > 1)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--engine llama.cpp splits layers, not tensors: --tp is not supported");
-    if (j->engine.kind == GM_ENGINE_VLLM && !j->gpu.memory_bytes)
+    if (est_engine_shards(j) && !j->gpu.memory_bytes)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--engine vllm sizes its KV pool from the GPU's memory: give --gpu or "
-                       "--gpu-memory");
+                       "--engine %s sizes its KV pool from the GPU's memory: give --gpu or "
+                       "--gpu-memory",
+                       gm_engine_name(j->engine.kind));
+    if (j->parallel.replicas &&
+        j->parallel.gpus != j->parallel.replicas * j->parallel.tp * j->parallel.pp)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--replicas %llu x --tp %llu x --pp %llu is not --gpus %llu",
+                       (unsigned long long)j->parallel.replicas, (unsigned long long)j->parallel.tp,
+                       (unsigned long long)j->parallel.pp, (unsigned long long)j->parallel.gpus);
     return GM_OK;
 }
 

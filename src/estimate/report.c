@@ -42,6 +42,39 @@ static void weights_only(const struct gm_job *j, struct gm_job *w)
     w->gpu = j->gpu;
 }
 
+/* For a serving job that fits: the engine's command line, and for vLLM and SGLang how many
+ * requests the pool serves at once, by request length (1024, 2048, ... up to
+ * max_model_len). */
+static enum gm_status serving_plan(const struct gm_job *j, struct gm_estimate_report *r,
+                                   struct gm_error *err)
+{
+    char plan[2048];
+    uint64_t max = r->est->serving.max_model_len;
+    size_t n = 0;
+    enum gm_status st;
+    if (j->mode != GM_EST_INFER || !r->est->fit.fits)
+        return GM_OK;
+    if ((st = gm_estimate_plan(j, r->est, plan, sizeof plan, err)) != GM_OK || !plan[0])
+        return st;
+    if (!(r->plan = gm_malloc(strlen(plan) + 1)))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    memcpy(r->plan, plan, strlen(plan) + 1);
+    if (j->engine.kind != GM_ENGINE_VLLM && j->engine.kind != GM_ENGINE_SGLANG)
+        return GM_OK;
+    if (!(r->budget = gm_calloc(32, sizeof(*r->budget))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    for (uint64_t len = 1024; n < 31; len *= 2) {
+        if (len >= max)
+            len = max;
+        r->budget[n].tokens = len;
+        r->budget[n++].requests = est_engine_sequences(j, r->est, len);
+        if (len >= max)
+            break;
+    }
+    r->n_budget = n;
+    return GM_OK;
+}
+
 static enum gm_status report_run(const struct gm_job *job, struct gm_estimate_report *r,
                                  struct gm_error *err)
 {
@@ -75,7 +108,7 @@ static enum gm_status report_run(const struct gm_job *job, struct gm_estimate_re
     if (run.gpu.memory_bytes) {
         if (!r->est->fit.fits && !r->deepspeed_only)
             return gm_estimate_suggest(&run, r->est, &r->suggestions, err);
-        return GM_OK;
+        return serving_plan(&run, r, err);
     }
     {
         size_t idx[GM_EST_MAX_CATALOG], n = est_gpus_by_size(idx, GM_EST_MAX_CATALOG);
@@ -106,5 +139,7 @@ void gm_estimate_report_free(struct gm_estimate_report *r)
     gm_estimate_free(r->est);
     gm_est_suggestions_release(&r->suggestions);
     gm_free(r->fits_on);
+    gm_free(r->plan);
+    gm_free(r->budget);
     gm_free(r);
 }

@@ -7,6 +7,7 @@
 
 #include "gpumem/arena.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, struct gm_job *t)
@@ -107,6 +108,13 @@ enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
             else
                 hi = mid;
         }
+    }
+    /* what binds: the verdict just past the answer, or at the least value */
+    if (!hit) {
+        if ((st = fits_at(job, what, lo ? lo + 1 : first, e, &fits, err)) != GM_OK)
+            goto out_free;
+        res->limited_by = e->fit.reason;
+        snprintf(res->limit_text, sizeof res->limit_text, "%s", e->fit.text);
     }
     st = fits_at(job, what, lo ? lo : first, e, &fits, err);
     res->value = lo;

@@ -58,6 +58,7 @@ static enum gm_status load_cached(struct gm_job_source *src, const char *spec,
         return gm_error_prefix(err, "'%s' in the Hugging Face cache", spec);
     snprintf(src->model.name, sizeof src->model.name, "%.*s", (int)sizeof src->model.name - 1,
              id->name);
+    snprintf(src->ref, sizeof src->ref, "%s", spec);
     snprintf(src->origin, sizeof src->origin,
              "model: %.48s%s%.48s from the Hugging Face cache (snapshot %.12s%s)", id->org,
              id->org[0] ? "/" : "", id->name, commit,
@@ -77,6 +78,7 @@ enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
     struct gm_hf_id id;
     const struct gm_model *m;
     const char *near;
+    size_t idx = 0;
     bool kin = false, is_id;
     char hint[200] = "";
 
@@ -85,6 +87,7 @@ enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
     gm_modelfile_init(&src->files);
     if (!spec || !*spec)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "empty model name");
+    snprintf(src->ref, sizeof src->ref, "%s", spec);
     if (stat(spec, &sb) == 0 || looks_like_file(spec))
         return load_path(src, spec, err);
     /* an id with an organisation may be in the hub cache */
@@ -95,8 +98,10 @@ enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
             return st;
         gm_model_init(&src->model);
     }
-    if ((m = gm_model_catalog_match(is_id && id.revision[0] ? id.name : spec, NULL, &kin))) {
+    if ((m = gm_model_catalog_match(is_id && id.revision[0] ? id.name : spec, &idx, &kin))) {
         src->model = *m;
+        if (!is_id && !kin) /* a catalog name: the engine loads its Hub id */
+            snprintf(src->ref, sizeof src->ref, "%s", gm_model_catalog_hub_id(idx));
         if (kin || is_id)
             snprintf(src->origin, sizeof src->origin, "model: '%s'%s%s the built-in %s%s", spec,
                      is_id && hub_cache ? " is not in the Hugging Face cache:" : "",
@@ -130,4 +135,5 @@ void gm_job_use_source(struct gm_job *job, const struct gm_job_source *src)
     job->model.model = &src->model;
     job->model.files = src->has_files ? &src->files : NULL;
     job->model.origin = src->origin[0] ? src->origin : NULL;
+    job->model.ref = src->ref[0] ? src->ref : NULL;
 }

@@ -170,6 +170,8 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
     memset(&cx->pc, 0, sizeof(cx->pc));
     if (j->model.origin)
         est_assume(e, "%s", j->model.origin);
+    if (j->from)
+        est_assume(e, "%s", j->from);
     if (m) {
         struct gm_error verr;
         st = gm_model_count_params(m, &cx->pc, &verr);

@@ -37,7 +37,8 @@ static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
 {
     const struct gm_job_parallel *p = &j->parallel;
     uint64_t n = 0;
-    if (est_allocator(j) == EST_ALLOC_VLLM) /* pynccl + torch's device group per TP group */
+    /* serving engines: pynccl + torch's device group per TP group */
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG)
         return (p->tp > 1 ? 2 : 0) + (p->pp > 1 ? 1 : 0);
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
@@ -117,6 +118,10 @@ static void reserved_rule(struct est_ctx *cx, struct gm_estimate *e)
     case EST_ALLOC_GGML:
         est_assume(e, "\"reserved\" = allocated rounded up to 2 MiB: ggml allocates exact "
                       "buffers (no caching allocator, no fragmentation margin)");
+        break;
+    case EST_ALLOC_SGLANG:
+        est_assume(e, "peak reserved = allocated rounded up to 2 MiB: SGLang allocates its "
+                      "token pool once, up front (no fragmentation margin)");
         break;
     case EST_ALLOC_TORCH:
         if (est_step_replay_applies(cx) && j->stack.transformers) {

@@ -28,7 +28,8 @@ double est_run_fragmentation(struct est_ctx *cx)
 void est_length_assumed(struct est_ctx *cx, const char *what, uint64_t tokens, const char *flag)
 {
     if (cx->bound == EST_POINT)
-        est_assume(cx->e, "%s %llu tokens: not given (the default; %s for the job's own, the "
-                          "figures grow with it)",
+        est_assume(cx->e,
+                   "%s %llu tokens: not given (the default; %s for the job's own, the "
+                   "figures grow with it)",
                    what, (unsigned long long)tokens, flag);
 }

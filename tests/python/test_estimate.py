@@ -116,7 +116,8 @@ class Settings(unittest.TestCase):
         job option of `gpumem estimate --help` is listed, with its help line."""
         help_text = run(GPUMEM, "estimate", "--help").stdout
         options = set(re.findall(r"^\s+--([a-z0-9.-]+)", help_text, re.M))
-        own = {"list-models", "list-gpus", "list-archs", "replay-segments", "json", "color", "help"}
+        own = {"list-models", "list-gpus", "list-archs", "replay-segments", "json", "color", "help",
+               "from", "check", "brief", "all-suggestions"}
         names = [s["name"] for s in gpumem.estimate_settings()]
         self.assertEqual(set(names), options - own)
         self.assertEqual(len(names), len(set(names)))
