@@ -86,7 +86,7 @@ static const struct flag flags[] = {
     {GM_ENGINE_LLAMACPP, {"-fa", "--flash-attn"}, F_FA, EST_SET_FLASH_ATTN},
     {GM_ENGINE_LLAMACPP, {"-ctk", "--cache-type-k"}, F_KV, EST_SET_KV_DTYPE},
     {GM_ENGINE_LLAMACPP, {"-ctv", "--cache-type-v"}, F_KV, EST_SET_KV_DTYPE},
-    {GM_ENGINE_LLAMACPP, {"-ncmoe", "--n-cpu-moe"}, F_SETTING, EST_SET_N_CPU_MOE},
+    {GM_ENGINE_LLAMACPP, {"--n-cpu-moe", "-ncmoe"}, F_SETTING, EST_SET_N_CPU_MOE},
     {GM_ENGINE_LLAMACPP, {"--cpu-moe", "-cmoe"}, F_CPU_MOE, EST_SET_N_CPU_MOE},
 };
 

@@ -746,10 +746,20 @@ static void change_text(const struct change *c, char *out, size_t n)
     }
 }
 
-/* How far from fitting: 0 when it fits. */
-static uint64_t distance(const struct gm_estimate *e)
+/* How far from fitting: 0 when it fits.  An engine that refuses to start with its
+ * max_model_len is as far as the job's own requests (batch x (context + new tokens)) are
+ * from its pool: the max_model_len is a change of its own. */
+static uint64_t distance(const struct gm_job *j, const struct gm_estimate *e)
 {
-    return e->fit.fits ? 0 : (e->fit.shortfall_bytes ? e->fit.shortfall_bytes : 1);
+    if (e->fit.fits)
+        return 0;
+    if (e->fit.reason == GM_FIT_ENGINE_NO_START) {
+        uint64_t want = gm_mul_sat(j->workload.batch, j->workload.context + j->workload.new_tokens);
+        return want > e->serving.kv_tokens
+                   ? gm_mul_sat(want - e->serving.kv_tokens, e->serving.kv_bytes_per_token)
+                   : 1;
+    }
+    return e->fit.shortfall_bytes ? e->fit.shortfall_bytes : 1;
 }
 
 struct tried {
@@ -803,10 +813,11 @@ static bool combinable(size_t i)
            candidates[i].make != c_fewer_seqs && candidates[i].make != c_paged;
 }
 
-/* A combination on the GPUs the job has, cheapest first: the changes that help are added in
- * rank order (each made against the job as changed so far, in passes until nothing more
- * applies) until the job fits; then every change it can do without is dropped, the dearest
- * first.  Only changes below 'below' in rank take part.  True with *out when it fits. */
+/* A combination on the GPUs the job has, cheapest first: the cheapest change that helps is
+ * added, made against the job as changed so far, then the cheapest again (a change may unlock
+ * a cheaper one: more TP on the same GPUs, then a max_model_len), until the job fits; then
+ * every change it can do without is dropped, the dearest first.  Only changes below 'below'
+ * in rank take part.  True with *out when it fits. */
 static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out)
 {
     struct change applied[8];
@@ -817,7 +828,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     /* used: in the combination, or tried in it without helping (not tried again) */
     bool used[N_CANDIDATES] = {false}, progress = true;
     struct gm_job cur = *sx->job, a;
-    uint64_t cur_dist = distance(sx->base);
+    uint64_t cur_dist = distance(sx->job, sx->base);
 
     /* training changes save less together than the sum of what each saves alone (they save
      * the same bytes twice, or another phase then peaks), and what did not apply alone does
@@ -850,7 +861,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
             if (n_applied == 0 && sx->alone[i] < NOT_APPLIED)
                 d = sx->alone[i];
             else if (est_rerun(&a, sx->scratch, NULL) == GM_OK)
-                d = distance(sx->scratch);
+                d = distance(&a, sx->scratch);
             else
                 continue;
             if (d >= cur_dist)
@@ -862,6 +873,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
             cx.job = &cur;
             cur_dist = d;
             progress = true;
+            i = (size_t)-1; /* the cheapest first again: a change may unlock a cheaper one */
         }
     }
     if (cur_dist > 0 || n_applied < 2)
@@ -921,7 +933,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
 {
     struct tried *tried;
     size_t n_tried = 0;
-    uint64_t base_dist = distance(base), alone[N_CANDIDATES];
+    uint64_t base_dist = distance(job, base), alone[N_CANDIDATES];
     unsigned best_rank = UINT32_MAX;
     struct sugg_ctx sx;
 
@@ -947,7 +959,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
         if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a) ||
             est_rerun(&a, sx.scratch, NULL) != GM_OK)
             continue;
-        t->distance = distance(sx.scratch);
+        t->distance = distance(&a, sx.scratch);
         alone[i] = NO_HELP;
         if (t->distance >= base_dist)
             continue; /* does not help */
@@ -965,9 +977,11 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
             best_rank = t->rank;
         n_tried++;
     }
-    /* a cheaper way on the same GPUs: the cheap changes (up to 8-bit optimizer state)
-     * together, when no change alone fits or only one that costs sharding or more does */
-    if (best_rank >= 20 && combine(&sx, best_rank < 40 ? best_rank : 40, &tried[n_tried]))
+    /* a cheaper way on the same GPUs: the cheaper changes together, when no change alone fits
+     * or only one that costs sharding or more does (in training, none dearer than pure bf16:
+     * host memory and adapters are changes of their own; a training run is the costly one) */
+    if (best_rank >= 20 &&
+        combine(&sx, job->mode == GM_EST_TRAIN && best_rank > 41 ? 41 : best_rank, &tried[n_tried]))
         n_tried++;
 
     /* rank: fitting first (the GPUs the job has before more), cheapest first; then closest */

@@ -200,6 +200,86 @@ static void test_finetune_one_gpu(void **state)
     check_order_and_replay(&j);
 }
 
+/* Whether any suggestion's change holds 'text'. */
+static bool named(const char *text)
+{
+    for (size_t i = 0; i < sugg.n; i++)
+        if (strstr(sugg.items[i].change, text))
+            return true;
+    return false;
+}
+
+static void make_job(struct gm_job *j, const char *model, const char *settings)
+{
+    char buf[256], *save = NULL;
+    gm_job_init(j);
+    j->model.model = gm_model_catalog_find(model);
+    assert_non_null(j->model.model);
+    snprintf(buf, sizeof buf, "%s", settings);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
+        assert_non_null(s);
+        set(j, tok + 2, s->type == GM_JOB_FLAG ? NULL : strtok_r(NULL, " ", &save));
+    }
+}
+
+/* Never what the model, the GPU or the stack cannot do. */
+static void test_never_impossible(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    /* T5: Liger-Kernel does not patch it; the HF stack has no op-level checkpointing, no
+     * optimizer-in-backward, no chunked loss; a T4 computes neither bf16 nor FP8 */
+    make_job(&j, "t5-large", "--train --gpu T4");
+    suggest(&j);
+    assert_false(named("--fused-kernels") || named("--loss"));
+    assert_false(named("--grad-checkpointing op") || named("--optimizer-in-backward") ||
+                 named("--activation-offload"));
+    assert_false(named("--precision bf16"));
+    assert_true(named("--grad-checkpointing full"));
+    make_job(&j, "llama-3.1-8b", "--infer --engine vllm --gpu T4 --context 8192 --batch 4");
+    suggest(&j);
+    assert_false(named("fp8"));
+    /* an A100 runs bf16 but not FP8 */
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu A100-80GB");
+    suggest(&j);
+    assert_false(named("fp8"));
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu H100");
+    suggest(&j);
+    assert_true(named("--quant fp8"));
+    /* the stack decides: op-level checkpointing under torchtitan, ZeRO never there */
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 4 --stack torchtitan --gpus 8");
+    suggest(&j);
+    assert_false(named("--zero") || named("--offload") || named("--lora"));
+    make_job(&j, "llama-3.1-8b", "--train --gpu RTX-4090 --lora --stack torchtitan");
+    assert_int_equal(gm_job_check(&j, NULL), GM_OK);
+}
+
+/* Recomputation before sharding with offloads: LoRA on an RTX 4090. */
+static void test_cheapest_first(void **state)
+{
+    struct gm_job j;
+    size_t ckpt = SIZE_MAX, zero3 = SIZE_MAX;
+    (void)state;
+    make_job(&j, "llama-3.1-8b", "--train --lora --gpu RTX-4090");
+    suggest(&j);
+    for (size_t i = 0; i < sugg.n; i++) {
+        if (!strcmp(sugg.items[i].change, "--grad-checkpointing full"))
+            ckpt = i;
+        if (!strncmp(sugg.items[i].change, "--zero 3", 8))
+            zero3 = i;
+    }
+    assert_int_equal(ckpt, 0);
+    assert_true(zero3 != SIZE_MAX && zero3 > ckpt);
+    /* two copies of a 70B on two GPUs: one copy over both with a max_model_len that starts,
+     * before more GPUs */
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --gpus 2 --replicas 2 --gpu H100");
+    suggest(&j);
+    assert_true(sugg.items[0].combined && sugg.items[0].fits);
+    assert_non_null(strstr(sugg.items[0].change, "--tp 2 --replicas 1 --max-model-len"));
+    check_order_and_replay(&j);
+}
+
 /* 405B on a 12 GiB card: no change, combination or catalog GPU makes it fit. */
 static void test_nothing_fits(void **state)
 {
@@ -275,9 +355,10 @@ static void test_report_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vllm_70b_tp2),  cmocka_unit_test(test_vllm_70b_tp1),
-        cmocka_unit_test(test_finetune_gpus), cmocka_unit_test(test_finetune_one_gpu),
-        cmocka_unit_test(test_nothing_fits),  cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_vllm_70b_tp2),     cmocka_unit_test(test_vllm_70b_tp1),
+        cmocka_unit_test(test_finetune_gpus),    cmocka_unit_test(test_finetune_one_gpu),
+        cmocka_unit_test(test_nothing_fits),     cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_never_impossible), cmocka_unit_test(test_cheapest_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_serving.c - serving as users ask for it: --gpus with a sharding engine is
+ * tensor parallelism, SGLang's static share and pool, llama.cpp's host offload, the engine
+ * command line read (--from) and written (the plan) as the same job, the binding limit of a
+ * search, and a sequence length left unstated named instead of spread into a range. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "estimate/estimate_int.h"
+#include "gpumem/gpumem.h"
+
+#include "job_settings.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct gm_estimate *est, *again;
+
+static void run(const struct gm_job *j, struct gm_estimate **e)
+{
+    struct gm_error err;
+    if (gm_estimate_run(j, e, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static bool assumed(const struct gm_estimate *e, const char *text)
+{
+    for (size_t i = 0; i < e->n_assumptions; i++)
+        if (strstr(e->assumptions[i], text))
+            return true;
+    return false;
+}
+
+/* --gpus N with vLLM or SGLang: one copy over N GPUs; --replicas makes copies. */
+static void test_gpus_are_tensor_parallel(void **state)
+{
+    struct gm_job j, t;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3.1-70b", "--infer --engine vllm --gpus 2 --gpu H100", &j);
+    t = j;
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 2);
+    assert_int_equal(est_data_parallel(&t), 1);
+    run(&j, &est);
+    assert_true(assumed(est, "2 GPUs serve one vllm instance with tensor parallelism 2"));
+    /* the same job as --tp 2 */
+    job_make("llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu H100", &t);
+    run(&t, &again);
+    assert_int_equal(est->device_bytes, again->device_bytes);
+    assert_int_equal(est->serving.kv_tokens, again->serving.kv_tokens);
+    /* --replicas: copies */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpus 4 --replicas 2 --gpu H100", &j);
+    t = j;
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 2);
+    assert_int_equal(est_data_parallel(&t), 2);
+    /* without a sharding engine --gpus stays copies */
+    job_make("llama-3.1-8b", "--infer --gpus 2 --gpu H100", &t);
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 1);
+    /* --replicas that do not multiply to --gpus are refused */
+    job_make("llama-3.1-8b", "--infer --engine vllm --tp 2 --gpus 2 --replicas 2 --gpu H100", &t);
+    assert_int_equal(gm_job_check(&t, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--replicas"));
+}
+
+/* SGLang: its default static share for the GPU, the pool what the weights leave of it. */
+static void test_sglang_pool(void **state)
+{
+    struct gm_job j;
+    double mfs;
+    uint64_t free0;
+    (void)state;
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100", &j);
+    run(&j, &est);
+    /* H100 80 GB: chunked prefill 8192, 256 graph batches: 512 + 12288 + 128 + 512 MiB */
+    mfs = est->serving.static_fraction;
+    assert_true(mfs > 0.834 && mfs < 0.836);
+    /* the static share (budget_bytes) holds the weights and the pool, whole tokens of it */
+    free0 = est->serving.budget_bytes;
+    assert_true(free0 - gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) - est->serving.kv_pool_bytes <
+                est->serving.kv_bytes_per_token);
+    assert_true(est->fit.fits);
+    /* a given share is used as it is */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100 --mem-fraction-static 0.5", &j);
+    run(&j, &again);
+    assert_true(again->serving.static_fraction == 0.5);
+    assert_true(again->serving.kv_tokens < est->serving.kv_tokens);
+    /* too little for the weights: SGLang would not start */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100 --mem-fraction-static 0.1", &j);
+    run(&j, &again);
+    assert_int_equal(again->fit.reason, GM_FIT_ENGINE_NO_START);
+}
+
+/* llama.cpp: -ngl keeps that many layers (and their KV) on the GPU, --n-cpu-moe moves the
+ * first layers' experts to host memory. */
+static void test_llamacpp_host_offload(void **state)
+{
+    struct gm_job j;
+    uint64_t w_all, kv_all;
+    (void)state;
+    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100", &j);
+    run(&j, &est);
+    w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    kv_all = gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE);
+    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100 --n-gpu-layers 40", &j);
+    run(&j, &again);
+    assert_int_equal(gm_estimate_kind_bytes(again, GM_KIND_KV_CACHE), kv_all / 2);
+    /* half the layers, no output layer: under half the weights */
+    assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 2);
+    assert_true(assumed(again, "40 of 80 layers on the GPU"));
+    job_make("mixtral-8x7b", "--infer --engine llama.cpp --gpu H100", &j);
+    run(&j, &est);
+    w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    job_make("mixtral-8x7b", "--infer --engine llama.cpp --gpu H100 --n-cpu-moe 32", &j);
+    run(&j, &again);
+    /* the experts are most of Mixtral: with all of them in host memory, under 10% is left */
+    assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 10);
+    assert_true(assumed(again, "routed experts in host memory (--n-cpu-moe 32)"));
+}
+
+/* The plan a serving job gets, read back through gm_job_read_command(): the same job. */
+static void round_trip(const char *model, const char *settings, const char *workload)
+{
+    struct gm_job j, back;
+    struct gm_job_source src;
+    struct gm_error err;
+    char plan[2048], ref[512], note[256], all[512];
+    snprintf(all, sizeof all, "%s %s", settings, workload);
+    job_make(model, all, &j);
+    run(&j, &est);
+    assert_true(est->fit.fits);
+    assert_int_equal(gm_estimate_plan(&j, est, plan, sizeof plan, &err), GM_OK);
+    assert_true(plan[0]);
+    gm_job_init(&back);
+    if (gm_job_read_command(&back, plan, ref, sizeof ref, note, sizeof note, &err) != GM_OK)
+        fail_msg("%s: %s", plan, err.msg);
+    assert_string_equal(note, "");
+    assert_int_equal(gm_job_source_load(&src, ref, NULL, &err), GM_OK);
+    gm_job_use_source(&back, &src);
+    job_set_all(&back, workload);
+    run(&back, &again);
+    assert_int_equal(again->device_bytes, est->device_bytes);
+    assert_int_equal(again->peak_allocated_bytes, est->peak_allocated_bytes);
+    assert_int_equal(again->serving.kv_tokens, est->serving.kv_tokens);
+    assert_int_equal(again->fit.verdict, est->fit.verdict);
+    gm_job_source_release(&src);
+}
+
+static void test_plan_round_trip(void **state)
+{
+    (void)state;
+    round_trip("llama-3.1-70b",
+               "--infer --engine vllm --gpus 2 --max-model-len 26176 --kv-dtype fp8 --quant fp8 "
+               "--gpu-memory-utilization 0.92",
+               "--gpu H100 --batch 4 --context 4096");
+    round_trip("llama-3.1-8b", "--infer --engine vllm --gpus 4 --replicas 2 --max-num-seqs 64",
+               "--gpu L4 --max-model-len 8192");
+    round_trip("llama-3.1-8b", "--infer --engine sglang --kv-dtype fp8",
+               "--gpu H100 --batch 8 --context 4096");
+    round_trip("llama-3.1-8b",
+               "--infer --engine llama.cpp --batch 2 --context 4096 --flash-attn --kv-dtype int8 "
+               "--n-gpu-layers 20 --ubatch 256",
+               "--gpu RTX-4090");
+}
+
+/* Engine command lines as users paste them: spellings, quotes, flags not read. */
+static void test_read_commands(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    char ref[512], note[256];
+    (void)state;
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(
+                         &j,
+                         "CUDA_VISIBLE_DEVICES=0,1 vllm serve \"Qwen/Qwen2.5-7B-Instruct\" -tp 2 "
+                         "--max-model-len=32768 --port 8000 --trust-remote-code",
+                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, "Qwen/Qwen2.5-7B-Instruct");
+    assert_int_equal(j.engine.kind, GM_ENGINE_VLLM);
+    assert_int_equal(j.parallel.tp, 2);
+    assert_int_equal(j.engine.vllm.max_model_len, 32768);
+    assert_string_equal(note, "--port 8000 --trust-remote-code");
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j,
+                                         "python3 -m sglang.launch_server --model-path org/m "
+                                         "--revision v2 --tp-size 4 --kv-cache-dtype fp8_e4m3",
+                                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, "org/m@v2");
+    assert_int_equal(j.engine.kind, GM_ENGINE_SGLANG);
+    assert_int_equal(j.parallel.tp, 4);
+    assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_F8_E4M3);
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, "llama-server -m m.gguf -c 8192 -np 4 -fa -ngl all",
+                                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_int_equal(j.workload.batch, 4);
+    assert_int_equal(j.workload.context, 2048);
+    assert_true(j.engine.llamacpp.flash_attn);
+    assert_int_equal(j.engine.llamacpp.n_gpu_layers, 999);
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, "llama-server -m m.gguf -fa off -ctk q4_0", ref,
+                                         sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_false(j.engine.llamacpp.flash_attn);
+    assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_INT4);
+    /* refused: not a serving command, no model, an open quote, a bad value */
+    gm_job_init(&j);
+    assert_int_equal(
+        gm_job_read_command(&j, "torchrun train.py", ref, sizeof ref, note, sizeof note, &err),
+        GM_ERR_INVALID);
+    assert_int_equal(gm_job_read_command(&j, "vllm serve --tensor-parallel-size 2", ref, sizeof ref,
+                                         note, sizeof note, &err),
+                     GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "no model"));
+    assert_int_equal(
+        gm_job_read_command(&j, "vllm serve 'm", ref, sizeof ref, note, sizeof note, &err),
+        GM_ERR_INVALID);
+    assert_int_equal(gm_job_read_command(&j, "vllm serve m --max-model-len lots", ref, sizeof ref,
+                                         note, sizeof note, &err),
+                     GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--max-model-len"));
+}
+
+/* A search says what binds one past its answer: vLLM's max_model_len on an L4. */
+static void test_search_binding_limit(void **state)
+{
+    struct gm_job j;
+    struct gm_est_search r;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu L4", &j);
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, NULL, &err), GM_OK);
+    assert_int_equal(r.value, 0);
+    assert_int_equal(r.limited_by, GM_FIT_ENGINE_NO_START);
+    assert_non_null(strstr(r.limit_text, "max_model_len 131072"));
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu L4 --max-model-len 8192 --context 4096",
+             &j);
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, NULL, &err), GM_OK);
+    assert_true(r.value > 0);
+    assert_int_equal(r.limited_by, GM_FIT_ENGINE_CONCURRENCY);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpus_are_tensor_parallel),
+        cmocka_unit_test(test_sglang_pool),
+        cmocka_unit_test(test_llamacpp_host_offload),
+        cmocka_unit_test(test_plan_round_trip),
+        cmocka_unit_test(test_read_commands),
+        cmocka_unit_test(test_search_binding_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
