@@ -683,6 +683,7 @@ static bool c_tp_same_gpus(const struct sugg_ctx *sx, struct change *c)
  * before recomputation, recomputation before sharding, sharding before host memory, numerics
  * before quality, the workload and more hardware last).  'hardware' changes ask for GPUs the
  * job does not have. */
+enum { RANK_FITS_PAGED = 47 }; /* after the optimizer on the CPU, before layers on the CPU */
 static const struct candidate {
     bool (*make)(const struct sugg_ctx *sx, struct change *c);
     enum gm_sugg_cost cost;
@@ -714,6 +715,7 @@ static const struct candidate {
     {c_kv_fp8, GM_COST_NUMERICS, 38, false, "8-bit KV cache: a small accuracy loss"},
     {c_pure_bf16, GM_COST_NUMERICS, 40, false, "no fp32 master weights: numerics change"},
     {c_offload_optimizer, GM_COST_SPEED, 45, false, "optimizer on the CPU: slower steps"},
+    /* RANK_FITS_PAGED (47): any change that fits only by paging sits here */
     {c_n_cpu_moe, GM_COST_SPEED, 46, false, "experts of the first layers run on the CPU"},
     {c_gpu_layers, GM_COST_SPEED, 48, false, "the other layers run on the CPU: much slower"},
     {c_offload_params, GM_COST_SPEED, 50, false, "parameters on the CPU too: much slower"},
@@ -971,6 +973,10 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
         t->s.fits = sx.scratch->fit.fits;
         t->s.reason = sx.scratch->fit.reason;
         t->rank = candidates[i].rank;
+        /* fitting only by paging state to host memory on every step is a fallback, after
+         * moving the optimizer to the CPU outright */
+        if (t->s.reason == GM_FIT_FITS_PAGED && t->rank < RANK_FITS_PAGED)
+            t->rank = RANK_FITS_PAGED;
         t->hardware = candidates[i].hardware;
         t->cand = i;
         if (t->s.fits && !t->hardware && t->rank < best_rank)
