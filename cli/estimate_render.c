@@ -191,6 +191,10 @@ static void text_plan(FILE *f, const struct gm_estimate_report *r)
     fprintf(f, "\nrequests at once by length (the KV pool of %llu tokens%s):\n",
             (unsigned long long)r->est->serving.kv_tokens,
             r->job.engine.kind == GM_ENGINE_VLLM ? ", max_num_seqs the cap" : "");
+    if (r->job.engine.kind == GM_ENGINE_SGLANG &&
+        r->est->serving.kv_tokens < r->est->serving.max_model_len)
+        fprintf(f, "  (SGLang cuts a longer request's input to %llu tokens, the pool less one)\n",
+                (unsigned long long)(r->est->serving.kv_tokens - 1));
     for (size_t i = 0; i < r->n_budget; i++)
         fprintf(f, "  %10llu tokens  %6llu\n", (unsigned long long)r->budget[i].tokens,
                 (unsigned long long)r->budget[i].requests);

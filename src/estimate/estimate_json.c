@@ -6,7 +6,9 @@
  * parameters, weights_bytes, components (inside the caching allocator, each with its
  * kind), phases, peak, overheads (outside the allocator, by kind), activations_per_token
  * (blog method), assumptions, fit (with a GPU) or fits_on, suggestions; then, when they
- * apply, model_file, setup, devices, paged_optimizer, lora, serving, search, deepspeed. */
+ * apply, model_file, setup, devices, paged_optimizer, lora, serving (vLLM, SGLang,
+ * llama.cpp), search (with the limit that binds), deepspeed, plan (a serving job that fits:
+ * the engine's command line and its budget rows). */
 #include "estimate/estimate_int.h"
 
 #include "gpumem/json.h"
@@ -449,7 +451,8 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_u64(w, "nf4_constant_bytes", e->lora.nf4_constant_bytes);
         gm_json_end_object(w);
     }
-    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_GGML) {
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_GGML ||
+        est_allocator(j) == EST_ALLOC_SGLANG) {
         gm_json_key(w, "serving");
         gm_json_begin_object(w);
         gm_json_kv_str(w, "engine", gm_engine_name(j->engine.kind));
@@ -464,6 +467,14 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "max_model_len", sv->max_model_len);
             gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
             gm_json_kv_bool(w, "starts", sv->kv_tokens >= sv->max_model_len);
+        } else if (j->engine.kind == GM_ENGINE_SGLANG) {
+            gm_json_kv_double(w, "mem_fraction_static", sv->static_fraction);
+            gm_json_kv_u64(w, "static_bytes", sv->budget_bytes);
+            gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
+            gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);
+            gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);
+            gm_json_kv_u64(w, "context_length", sv->max_model_len);
+            gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
         } else {
             gm_json_kv_u64(w, "compute_buffer_bytes", sv->compute_buffer_bytes);
         }

@@ -43,8 +43,9 @@ static void weights_only(const struct gm_job *j, struct gm_job *w)
 }
 
 /* For a serving job that fits: the engine's command line, and for vLLM and SGLang how many
- * requests the pool serves at once, by request length (1024, 2048, ... up to
- * max_model_len). */
+ * requests the pool serves at once, by request length (1024, 2048, ... up to max_model_len,
+ * or to the last length one request fits: SGLang starts with a token pool shorter than its
+ * context length and cuts longer inputs to the pool). */
 static enum gm_status serving_plan(const struct gm_job *j, struct gm_estimate_report *r,
                                    struct gm_error *err)
 {
@@ -64,10 +65,13 @@ static enum gm_status serving_plan(const struct gm_job *j, struct gm_estimate_re
     if (!(r->budget = gm_calloc(32, sizeof(*r->budget))))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     for (uint64_t len = 1024; n < 31; len *= 2) {
+        uint64_t reqs;
         if (len >= max)
             len = max;
+        if (!(reqs = est_engine_sequences(j, r->est, len)))
+            break;
         r->budget[n].tokens = len;
-        r->budget[n++].requests = est_engine_sequences(j, r->est, len);
+        r->budget[n++].requests = reqs;
         if (len >= max)
             break;
     }
