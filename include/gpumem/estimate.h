@@ -23,9 +23,11 @@
  *   device used     what nvidia-smi shows for the process (adds what lives outside the
  *                   caching allocator: CUDA context, workspaces, NCCL, engine overheads)
  * per device group; the fit verdict with its reason; and every assumption as a sentence.
- * gm_estimate_report_run() adds the searches (--max-batch, --max-context), DeepSpeed's own
- * estimator and the suggestions, and gm_estimate_report_json() writes the document that
- * `gpumem estimate --json` prints.  Formulas and sources: docs/estimate.md.
+ * gm_estimate_report_run() adds the searches (--max-batch, --max-context, with the limit
+ * that binds), DeepSpeed's own estimator, the suggestions and, for a serving job that fits,
+ * the engine's command line (gm_estimate_plan(); gm_job_read_command() reads one back), and
+ * gm_estimate_report_json() writes the document that `gpumem estimate --json` prints.
+ * Formulas and sources: docs/estimate.md.
  *
  * Extension points (each one new value, field, stage or table row): a new technique is a
  * field of a job sub-struct with its setting in the settings table; a new kind of memory

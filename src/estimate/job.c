@@ -945,11 +945,12 @@ static void store(struct gm_job *j, const struct gm_job_setting *s, const union 
     }
 }
 
-/* "unknown setting 'bach'", with the setting it is likely a slip for ('_' read as '-'). */
+/* "unknown setting 'bach'", with the setting it is likely a slip for ('_' read as '-', and
+ * the setting named back in the caller's spelling: max_model_len for a Python keyword). */
 static enum gm_status unknown_setting(const char *name, struct gm_error *err)
 {
     const char *names[N_SETTINGS], *near;
-    char dashed[64];
+    char dashed[64], spelled[64];
     size_t n = 0;
     for (; name[n] && n + 1 < sizeof dashed; n++)
         dashed[n] = name[n] == '_' ? '-' : name[n];
@@ -957,9 +958,14 @@ static enum gm_status unknown_setting(const char *name, struct gm_error *err)
     for (size_t i = 0; i < N_SETTINGS; i++)
         names[i] = settings[i].name;
     near = gm_text_closest(dashed, n, names, N_SETTINGS, true);
-    if (near)
+    if (near) {
+        size_t k = 0;
+        for (; near[k] && k + 1 < sizeof spelled; k++)
+            spelled[k] = near[k] == '-' && strchr(name, '_') ? '_' : near[k];
+        spelled[k] = '\0';
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "unknown setting '%s' (did you mean '%s'?)", name, near);
+                       "unknown setting '%s' (did you mean '%s'?)", name, spelled);
+    }
     return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name);
 }
 

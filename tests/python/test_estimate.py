@@ -177,7 +177,7 @@ class Errors(TempDir):
             (dict(nosuch=1), "unknown setting 'nosuch'"),
             # a mistyped keyword gets the setting it is likely a slip for
             (dict(bach=4), "unknown setting 'bach' (did you mean 'batch'?)"),
-            (dict(max_model_lenn=4096), "(did you mean 'max-model-len'?)"),
+            (dict(max_model_lenn=4096), "(did you mean 'max_model_len'?)"),
             (dict(train=True, infer=True), "--train"),
             (dict(infer=True, seq=512), "--seq applies to --train"),
             (dict(parameters=1.5), "--parameters"),
