@@ -156,6 +156,53 @@ static void assume_gpus(struct est_ctx *cx)
                    (unsigned long long)p->tp);
 }
 
+/* The checks and the shared bookkeeping of the sharding engines (vLLM, SGLang). */
+static enum gm_status engine_tp_check(const struct gm_model *m, uint64_t t, struct gm_error *err)
+{
+    if (!est_tp_divides(m, t))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
+                       (unsigned long long)t, (unsigned long long)m->n_heads,
+                       (unsigned long long)m->n_kv_heads);
+    return GM_OK;
+}
+
+/* The longest request: the engine's own setting, else the model's positions. */
+static uint64_t engine_len(const struct gm_job *j, const struct gm_model *m, uint64_t given)
+{
+    return given              ? given
+           : m->max_positions ? m->max_positions
+                              : j->workload.context + j->workload.new_tokens;
+}
+
+/* The KV pool of 'pool' bytes in whole blocks of 'bs' tokens of 'per_token' bytes. */
+static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_token, uint64_t bs)
+{
+    uint64_t block = per_token * bs;
+    sv->kv_bytes_per_token = per_token;
+    sv->block_size = bs;
+    sv->kv_blocks = block ? pool / block : 0;
+    sv->kv_pool_bytes = sv->kv_blocks * block;
+    sv->kv_tokens = sv->kv_blocks * bs;
+    sv->max_concurrency =
+        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
+}
+
+/* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
+static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
+{
+    for (size_t i = 0; i < cx->e->n_components; i++) {
+        struct gm_est_component *c = &cx->e->components[i];
+        if (c->kind != GM_KIND_WEIGHTS)
+            continue;
+        c->bytes = w;
+        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu%s",
+                 (unsigned long long)cx->n,
+                 cx->weights_from_files ? " as stored in the model files" : "",
+                 (unsigned long long)t, stage ? " and the pipeline stage's layers" : "");
+    }
+}
+
 /* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
  * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
  * whatever the budget leaves. */
@@ -168,7 +215,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     struct gm_est_serving *sv = &e->serving;
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
-             graphs, block, per_token, T, kv_heads, need, pool, layers,
+             graphs, per_token, T, kv_heads, need, pool, layers,
              bs = v->block_size ? v->block_size : 16,
              seqs = v->max_num_seqs ? v->max_num_seqs : 256;
     unsigned kvb100;
@@ -176,11 +223,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (!est_tp_divides(m, t))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
-                       (unsigned long long)t, (unsigned long long)m->n_heads,
-                       (unsigned long long)m->n_kv_heads);
+    if ((st = engine_tp_check(m, t, err)) != GM_OK)
+        return st;
     if (pp > m->n_layers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp %llu exceeds the %llu decoder layers", (unsigned long long)pp,
@@ -192,11 +236,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
     T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
-    sv->max_model_len = v->max_model_len   ? v->max_model_len
-                        : m->max_positions ? m->max_positions
-                                           : j->workload.context + j->workload.new_tokens;
+    sv->max_model_len = engine_len(j, m, v->max_model_len);
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
-    block = per_token * bs;
     w = est_div_up(cx->stored_weight_bytes, t);
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
@@ -221,8 +262,6 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->activation_peak_bytes = gm_add_sat(act, sampler);
-    sv->kv_bytes_per_token = per_token;
-    sv->block_size = bs;
     need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, non_torch));
     switch (era) {
     case VLLM_V0_GLOBAL:
@@ -242,22 +281,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     pool = budget > need ? budget - need : 0;
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
-    sv->kv_blocks = block ? pool / block : 0;
-    sv->kv_pool_bytes = sv->kv_blocks * block;
-    sv->kv_tokens = sv->kv_blocks * bs;
-    sv->max_concurrency =
-        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
-
-    for (size_t i = 0; i < e->n_components; i++) {
-        struct gm_est_component *c = &e->components[i];
-        if (c->kind != GM_KIND_WEIGHTS)
-            continue;
-        c->bytes = w;
-        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu%s",
-                 (unsigned long long)n,
-                 cx->weights_from_files ? " as stored in the model files" : "",
-                 (unsigned long long)t, pp > 1 ? " and the pipeline stage's layers" : "");
-    }
+    engine_pool(sv, pool, per_token, bs);
+    engine_weights(cx, w, t, pp > 1);
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
              (unsigned long long)T);
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
@@ -359,11 +384,8 @@ static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (!est_tp_divides(m, t))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
-                       (unsigned long long)t, (unsigned long long)m->n_heads,
-                       (unsigned long long)m->n_kv_heads);
+    if ((st = engine_tp_check(m, t, err)) != GM_OK)
+        return st;
     sglang_defaults(mib, t, &chunk, &max_bs);
     if (sg->chunked_prefill_size)
         chunk = sg->chunked_prefill_size;
@@ -387,30 +409,13 @@ static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
     pool = static_bytes > w ? static_bytes - w : 0;
     sv->budget_bytes = static_bytes;
     sv->static_fraction = mfs;
-    sv->kv_bytes_per_token = per_token;
-    sv->kv_tokens = per_token ? pool / per_token : 0;
-    sv->kv_pool_bytes = sv->kv_tokens * per_token;
-    sv->block_size = 1;
-    sv->kv_blocks = sv->kv_tokens;
-    sv->max_model_len = sg->context_length ? sg->context_length
-                        : m->max_positions ? m->max_positions
-                                           : j->workload.context + j->workload.new_tokens;
-    sv->max_concurrency =
-        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
+    sv->max_model_len = engine_len(j, m, sg->context_length);
+    engine_pool(sv, pool, per_token, 1);
     act = profile_activations(m, chunk, t);
     sv->activation_peak_bytes = act;
     graphs = gm_mul_sat(max_bs, 2 * GM_MIB);
 
-    for (size_t i = 0; i < e->n_components; i++) {
-        struct gm_est_component *c = &e->components[i];
-        if (c->kind != GM_KIND_WEIGHTS)
-            continue;
-        c->bytes = w;
-        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu",
-                 (unsigned long long)cx->n,
-                 cx->weights_from_files ? " as stored in the model files" : "",
-                 (unsigned long long)t);
-    }
+    engine_weights(cx, w, t, false);
     snprintf(note, sizeof note, "a prefill chunk of %llu tokens through one layer, 16-bit",
              (unsigned long long)chunk);
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
