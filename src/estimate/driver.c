@@ -48,7 +48,9 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     return GM_OK;
 }
 
-static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out,
+/* The point estimate, then (with 'ends') the two ends of the range and the verdict over
+ * it. */
+static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out, bool ends,
                                  gm_est_segment_fn fn, void *ctx, struct gm_error *err)
 {
     struct gm_job j = *job;
@@ -60,7 +62,7 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK)
+    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK || !ends)
         return st;
     for (size_t k = 0; k < 2; k++)
         if (!store->ends[k] && !(store->ends[k] = est_new()))
@@ -74,7 +76,12 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
 
 enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
 {
-    return run_traced(job, e, NULL, NULL, err);
+    return run_traced(job, e, true, NULL, NULL, err);
+}
+
+enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
+{
+    return run_traced(job, e, false, NULL, NULL, err);
 }
 
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
@@ -88,7 +95,7 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
 {
     if (!*out && !(*out = est_new()))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    return run_traced(job, *out, fn, ctx, err);
+    return run_traced(job, *out, true, fn, ctx, err);
 }
 
 static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)

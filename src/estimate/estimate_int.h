@@ -162,6 +162,13 @@ struct gm_estimate *est_new(void);
 void est_reset(struct gm_estimate *e);
 /* gm_estimate_run() into 'e', an estimate that exists. */
 enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+/* The point estimate alone into 'e' (a third of est_rerun's work): its fit is the one
+ * searches and suggestions judge by; no range, no verdict over it. */
+enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+/* gm_estimate_search() probing with the point estimate alone; with 'shown', 'e' then holds
+ * the full estimate (range and verdict) at the value shown, else whatever it last ran. */
+enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct gm_est_search *res,
+                          struct gm_estimate *e, bool shown, struct gm_error *err);
 
 /* Append a component; 'note' may be NULL.  GM_ERR_LIMIT past GM_EST_MAX_COMPONENTS,
  * GM_ERR_NOMEM. */

@@ -285,7 +285,7 @@ static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&t, EST_SET_BATCH, d);
         put_u64(&t, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / d));
-        if (apply(j, &t, &a) && est_rerun(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             pick = d;
             break;
@@ -526,8 +526,8 @@ static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t no
                      enum est_setting id, struct change *c)
 {
     struct gm_est_search r;
-    struct gm_estimate *e = sx->scratch; /* reused by the search */
-    if (gm_estimate_search(sx->job, what, &r, &e, NULL) != GM_OK || !r.value || r.value >= now)
+    if (est_search(sx->job, what, &r, sx->scratch, false, NULL) != GM_OK || !r.value ||
+        r.value >= now)
         return false;
     put_u64(c, id, r.value);
     return true;
@@ -586,7 +586,7 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&tc, EST_SET_TP, t);
         put_u64(&tc, EST_SET_GPUS, t * replicas);
-        if (!apply(j, &tc, &a) || est_rerun(&a, sx->scratch, NULL) != GM_OK)
+        if (!apply(j, &tc, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK)
             continue;
         pick = t;
         if (sx->scratch->fit.fits)
@@ -613,7 +613,7 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         put_text(&t, EST_SET_GPU, g->name);
         t.has_unset = true;
         t.unset = EST_SET_GPU_MEMORY;
-        if (apply(j, &t, &a) && est_rerun(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
             return true;
@@ -639,13 +639,15 @@ static bool llamacpp_host(const struct sugg_ctx *sx, struct change *c, enum est_
     /* 'lo' layers to host memory do not make it fit, 'hi' do (-ngl keeps L - hi) */
     hi = moe ? L : L - 1;
     put_u64(&t, id, moe ? hi : L - hi);
-    if (!apply(j, &t, &a) || est_rerun(&a, sx->scratch, NULL) != GM_OK || !sx->scratch->fit.fits)
+    if (!apply(j, &t, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK ||
+        !sx->scratch->fit.fits)
         return false;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
         memset(&t, 0, sizeof t);
         put_u64(&t, id, moe ? mid : L - mid);
-        if (apply(j, &t, &a) && est_rerun(&a, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits)
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
+            sx->scratch->fit.fits)
             hi = mid;
         else
             lo = mid;
@@ -830,21 +832,18 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     /* used: in the combination, or tried in it without helping (not tried again) */
     bool used[N_CANDIDATES] = {false}, progress = true;
     struct gm_job cur = *sx->job, a;
-    uint64_t cur_dist = distance(sx->job, sx->base);
+    uint64_t cur_dist = distance(sx->job, sx->base), base_dist = cur_dist, left = 0;
+    bool train = sx->job->mode == GM_EST_TRAIN;
 
     /* training changes save less together than the sum of what each saves alone (they save
      * the same bytes twice, or another phase then peaks), and what did not apply alone does
-     * not apply with them: when that sum falls short, skip the runs (a training run is the
-     * costly one; serving changes can unlock others: more TP on the same GPUs, then a
-     * max_model_len) */
-    if (sx->job->mode == GM_EST_TRAIN) {
-        uint64_t saved = 0, need = cur_dist;
+     * not apply with them: when the sum of what the changes not yet tried save alone falls
+     * short of the distance left, stop (a training run is the costly one; serving changes
+     * can unlock others: more TP on the same GPUs, then a max_model_len) */
+    if (train)
         for (size_t i = 0; i < N_CANDIDATES; i++)
             if (combinable(i) && candidates[i].rank < below && sx->alone[i] < NOT_APPLIED)
-                saved = gm_add_sat(saved, cur_dist - sx->alone[i]);
-        if (saved < need)
-            return false;
-    }
+                left = gm_add_sat(left, base_dist - sx->alone[i]);
     while (cur_dist > 0 && progress && n_applied < sizeof applied / sizeof applied[0]) {
         struct sugg_ctx cx = *sx;
         cx.job = &cur;
@@ -856,13 +855,17 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
             uint64_t d;
             /* a change that applied alone without helping is not tried with others (one
              * that did not apply may now); on the job as it is, its result alone is known */
+            if (train && left < cur_dist)
+                return false;
             if (used[i] || !combinable(i) || candidates[i].rank >= below ||
                 sx->alone[i] == NO_HELP || !candidates[i].make(&cx, &c) || !apply(&cur, &c, &a))
                 continue;
             used[i] = true;
+            if (train && sx->alone[i] < NOT_APPLIED)
+                left -= base_dist - sx->alone[i];
             if (n_applied == 0 && sx->alone[i] < NOT_APPLIED)
                 d = sx->alone[i];
-            else if (est_rerun(&a, sx->scratch, NULL) == GM_OK)
+            else if (est_run_point(&a, sx->scratch, NULL) == GM_OK)
                 d = distance(&a, sx->scratch);
             else
                 continue;
@@ -898,7 +901,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
                 if (pass == 0 ? candidates[from[i]].rank <= 1 && i + 1 < n_applied : i == k)
                     keep[i] = false;
             if (apply_kept(sx->job, applied, n_applied, keep, &t) &&
-                est_rerun(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
+                est_run_point(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
                 fit_device = sx->scratch->fit.device_bytes;
                 fit_reason = sx->scratch->fit.reason;
             } else {
@@ -959,7 +962,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
         alone[i] = NOT_APPLIED;
         memset(t, 0, sizeof(*t));
         if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a) ||
-            est_rerun(&a, sx.scratch, NULL) != GM_OK)
+            est_run_point(&a, sx.scratch, NULL) != GM_OK)
             continue;
         t->distance = distance(&a, sx.scratch);
         alone[i] = NO_HELP;
