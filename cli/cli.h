@@ -6,6 +6,7 @@
 
 #include "gpumem/error.h"
 #include "gpumem/json.h"
+#include "gpumem/output.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,63 +58,37 @@ void cli_json_begin(struct gm_json *w, FILE *f, const char *schema);
 /* Close the top-level object and finish; returns 0, or 74 on a write error. */
 int cli_json_end(struct gm_json *w, const char *cmd);
 
-/* Checked writes.  A FILE from here sends its bytes to a descriptor with write(2) and
- * keeps the errno of the first failure, so that a full disk is reported as ENOSPC and not
- * as a bare "write error". */
-struct cli_sink {
-    int fd;
-    int err; /* errno of the first failed write, 0 none */
-};
-
-/* main(): make stdout such a FILE before the command runs, and after it flush it and, on
- * a failed write, print "<cmd>: writing to standard output failed: <reason>" and return
- * 74 (or 'rc' when the command had already failed).  'cmd' NULL: the command that
- * cli_dispatch() ran.  Every command, text or JSON, --help included, is checked here. */
+/* main(): make stdout a FILE that keeps the errno of a failed write (gm_sink, output.h)
+ * before the command runs, and after it flush it and, on a failed write, print "<cmd>:
+ * writing to standard output failed: <reason>" and return 74 (or 'rc' when the command had
+ * already failed).  'cmd' NULL: the command that cli_dispatch() ran.  Every command, text
+ * or JSON, --help included, is checked here. */
 void cli_stdout_begin(void);
 int cli_stdout_end(const char *cmd, int rc);
 
 /* The descriptor under 'f' (1 for stdout, 2 for stderr, whatever stdout has become). */
 int cli_fileno(FILE *f);
 
-/* strerror(e) with the errno's name for the ones users search for: "No space left on
- * device (ENOSPC)".  Returns buf. */
-const char *cli_errno_text(char *buf, size_t n, int e);
+/* Output files: the library's writer (gpumem/output.h), its failures said with the exit
+ * codes of the command line (64 a bad name, 73 cannot be created or would replace what it
+ * must not, with "(use --force)" where that is the remedy, 74 a failed write), and its
+ * temporary file removed when a signal ends the process (SIGINT, SIGTERM, SIGHUP and every
+ * other whose default is to terminate). */
 
-/* An output file written atomically: to a temporary file beside 'path' (mode 0600,
- * close-on-exec, removed if SIGINT, SIGTERM or SIGHUP ends the process), then given the
- * mode of the file it replaces or 0666 less the umask, and moved into place by
- * cli_output_commit().  An existing file is replaced only with 'force', and only when it
- * is a regular file (never a directory, FIFO, device, socket or symbolic link). */
-struct cli_output {
-    FILE *f;
-    char path[4096];
-    char tmp[4096];
-    char written[4096]; /* where the data went: path, or the name beside it (beside) */
-    bool force;
-    bool beside; /* when 'path' appears meanwhile, write beside it instead of failing */
-    int fd;
-    unsigned mode;
-    int slot; /* private: its place in the list of files to remove on a signal */
-    struct cli_sink sink;
-};
-
-/* The checks of cli_output_open() without creating anything, for a command to make before
- * a long piece of work: an empty name or one too long (64), a name ending in '/' (64), a
- * directory or an existing file (73, see above), a folder that does not exist or cannot
- * be written (73).  0, or the exit code after printing the reason. */
+/* The checks of gm_output_open() without creating anything: 0, or the exit code after
+ * printing the reason. */
 int cli_output_check(const char *cmd, const char *path, bool force);
-
-/* 0, or an exit code after printing the reason (cli_output_check()). */
-int cli_output_open(struct cli_output *o, const char *cmd, const char *path, bool force);
-/* Flush, check every write, and move into place; 0 or an exit code: 74 naming the errno
- * of a failed write, 73 if the file appeared meanwhile (with 'beside': the data goes to
- * "name-1.ext" and that is said instead; o->written has the name). */
-int cli_output_commit(struct cli_output *o, const char *cmd);
+/* 0, or an exit code after printing the reason. */
+int cli_output_open(struct gm_output *o, const char *cmd, const char *path, bool force);
+/* Flush, check every write, and move into place; 0 or an exit code.  With o->beside a file
+ * that appeared at the target meanwhile is kept, the data written beside it and said so
+ * (o->written has the name). */
+int cli_output_commit(struct gm_output *o, const char *cmd);
 /* Close and delete the temporary file. */
-void cli_output_abort(struct cli_output *o);
+void cli_output_abort(struct gm_output *o);
 /* A library call writing to o->f failed with 'err': report the write error with its errno
  * when there was one (else 'err'), abort the output and return the exit code. */
-int cli_output_fail(struct cli_output *o, const char *cmd, const struct gm_error *err);
+int cli_output_fail(struct gm_output *o, const char *cmd, const struct gm_error *err);
 
 #define OPT_JSON(dest, schema)                                                                     \
     OPT_FLAG("json", 0, dest, "machine-readable JSON (schema " schema ")")

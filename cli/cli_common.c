@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* cli_common.c - shared CLI helpers (see cli.h). */
-#define _GNU_SOURCE /* fopencookie(): a FILE that keeps the errno of a failed write */
 #include "cli.h"
 #include "opts.h"
 
 #include "gpumem/file.h"
+#include "gpumem/output.h"
 #include "gpumem/text.h"
 #include "gpumem/version.h"
 
@@ -169,60 +169,13 @@ int cli_dispatch(const struct cli_command *table, const char *prefix, int argc, 
 
 /* ---- writes that are checked: stdout and output files ---- */
 
-/* A FILE whose bytes go to 'fd' through write(2), keeping the errno of the first failed
- * write: ferror() alone cannot say that the disk is full. */
-static ssize_t sink_write(void *cookie, const char *buf, size_t n)
-{
-    struct cli_sink *s = cookie;
-    size_t done = 0;
-    while (done < n) {
-        ssize_t k = write(s->fd, buf + done, n - done);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            if (!s->err)
-                s->err = k < 0 ? errno : EIO;
-            return done ? (ssize_t)done : -1;
-        }
-        done += (size_t)k;
-    }
-    return (ssize_t)n;
-}
-
-/* The descriptor stays open: its owner closes it (stdout never, an output at commit). */
-static FILE *sink_open(struct cli_sink *s, int fd)
-{
-    cookie_io_functions_t io = {NULL, sink_write, NULL, NULL};
-    s->fd = fd;
-    s->err = 0;
-    return fopencookie(s, "w", io);
-}
-
-const char *cli_errno_text(char *buf, size_t n, int e)
-{
-    static const struct {
-        int e;
-        const char *name;
-    } names[] = {
-        {ENOSPC, "ENOSPC"}, {EDQUOT, "EDQUOT"}, {EFBIG, "EFBIG"},   {EIO, "EIO"},
-        {EPIPE, "EPIPE"},   {EROFS, "EROFS"},   {EACCES, "EACCES"}, {EBADF, "EBADF"},
-    };
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (names[i].e == e) {
-            snprintf(buf, n, "%s (%s)", strerror(e), names[i].name);
-            return buf;
-        }
-    snprintf(buf, n, "%s", strerror(e));
-    return buf;
-}
-
-static struct cli_sink stdout_sink;
+static struct gm_sink stdout_sink;
 
 void cli_stdout_begin(void)
 {
     FILE *f;
     fflush(stdout);
-    f = sink_open(&stdout_sink, 1);
+    f = gm_sink_open(&stdout_sink, 1);
     if (!f)
         return; /* keep the plain stdout: only the errno of a failure would be lost */
     setvbuf(f, NULL, isatty(1) == 1 ? _IOLBF : _IOFBF, BUFSIZ);
@@ -241,7 +194,7 @@ int cli_stdout_end(const char *cmd, int rc)
     if (!e)
         return rc;
     cli_errorf(cmd ? cmd : current_cmd, "writing to standard output failed: %s",
-               cli_errno_text(why, sizeof(why), e));
+               gm_errno_text(why, sizeof(why), e));
     return rc ? rc : GM_EXIT_IOERR;
 }
 
@@ -254,9 +207,12 @@ int cli_fileno(FILE *f)
     return fileno(f);
 }
 
-/* Temporary files to remove when SIGINT, SIGTERM or SIGHUP ends the process: a report
- * interrupted halfway leaves nothing beside its target.  The handler only unlinks (which
- * is async-signal-safe) and dies of the same signal. */
+/* Temporary files to remove when a signal ends the process (SIGINT, SIGTERM, SIGHUP, and
+ * the others whose default is to terminate: SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
+ * SIGVTALRM, SIGPROF, SIGXCPU): a report interrupted halfway leaves nothing beside its
+ * target.  The list holds each output's o->tmp, registered before the file is made (an
+ * empty name unlinks nothing).  The handler only unlinks (which is async-signal-safe) and
+ * dies of the same signal. */
 #define MAX_PENDING 4
 static char *volatile pending[MAX_PENDING];
 static volatile sig_atomic_t cleanup_installed;
@@ -264,20 +220,19 @@ static volatile sig_atomic_t cleanup_installed;
 static void cleanup_on_signal(int sig)
 {
     for (int i = 0; i < MAX_PENDING; i++)
-        if (pending[i])
+        if (pending[i] && pending[i][0])
             unlink(pending[i]);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-static void pending_add(struct cli_output *o)
+static void pending_add(struct gm_output *o)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    o->slot = -1;
+    static const int sigs[] = {SIGINT,  SIGTERM, SIGHUP,    SIGQUIT, SIGPIPE, SIGALRM,
+                               SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU};
     for (int i = 0; i < MAX_PENDING; i++)
         if (!pending[i]) {
             pending[i] = o->tmp;
-            o->slot = i;
             break;
         }
     if (cleanup_installed)
@@ -294,250 +249,83 @@ static void pending_add(struct cli_output *o)
     }
 }
 
-static void pending_remove(struct cli_output *o)
+static void pending_remove(struct gm_output *o)
 {
-    if (o->slot >= 0 && o->slot < MAX_PENDING)
-        pending[o->slot] = NULL;
-    o->slot = -1;
+    for (int i = 0; i < MAX_PENDING; i++)
+        if (pending[i] == o->tmp)
+            pending[i] = NULL;
 }
 
-static mode_t current_umask(void)
+/* The exit code and message of an output's failure 'err' (the library's words, and the
+ * command's own option where that is the remedy). */
+static int output_failed(const char *cmd, const char *path, bool force, const struct gm_error *err)
 {
-    mode_t u = umask(022);
-    umask(u);
-    return u;
-}
-
-/* Folder part of 'path' into out[n] ("." when there is none). */
-static void folder_of(const char *path, char *out, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(out, n, ".");
-    else if (slash == path)
-        snprintf(out, n, "/");
-    else
-        snprintf(out, n, "%.*s", (int)(slash - path), path);
-}
-
-/* 0 when an existing 'path' may be replaced (a regular file, with --force); otherwise the
- * exit code after saying why not. */
-static int refuse_existing(const char *cmd, const char *path, const struct stat *st, bool force)
-{
-    if (S_ISDIR(st->st_mode)) {
-        cli_errorf(cmd, "'%s' is a directory: give the name of a file to write", path);
+    struct stat st;
+    switch (err->code) {
+    case GM_ERR_INVALID:
+        return cli_usage(cmd, "%s", err->msg);
+    case GM_ERR_IO:
+        cli_errorf(cmd, "%s", err->msg);
+        return GM_EXIT_IOERR;
+    case GM_ERR_NOMEM:
+        cli_errorf(cmd, "%s", err->msg);
+        return GM_EXIT_SOFTWARE;
+    default:
+        /* the output cannot be created (73), which is not an input missing (66) */
+        if (err->code == GM_ERR_EXISTS && !force && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+            cli_errorf(cmd, "%s (use --force)", err->msg);
+        else
+            cli_errorf(cmd, "%s", err->msg);
         return GM_EXIT_CANTCREAT;
     }
-    if (!force) {
-        cli_errorf(cmd, "'%s' exists: refusing to overwrite it (use --force)", path);
-        return GM_EXIT_CANTCREAT;
-    }
-    if (!S_ISREG(st->st_mode)) {
-        cli_errorf(cmd, "'%s' is %s: --force replaces only regular files", path,
-                   gm_file_kind(st->st_mode));
-        return GM_EXIT_CANTCREAT;
-    }
-    return 0;
 }
 
 int cli_output_check(const char *cmd, const char *path, bool force)
 {
-    struct stat st;
-    char dir[4096];
-    const char *base = strrchr(path, '/');
-    size_t len = strlen(path);
-    long name_max;
-
-    base = base ? base + 1 : path;
-    if (len == 0)
-        return cli_usage(cmd, "the output file name is empty");
-    if (len >= sizeof(((struct cli_output *)NULL)->path) - 32)
-        return cli_usage(cmd, "output path too long: %zu bytes (at most %zu)", len,
-                         sizeof(((struct cli_output *)NULL)->path) - 33);
-    if (!*base)
-        return cli_usage(cmd, "'%s' names a folder: give the name of a file to write", path);
-    folder_of(path, dir, sizeof(dir));
-    name_max = pathconf(dir, _PC_NAME_MAX);
-    if (name_max <= 0)
-        name_max = 255;
-    if (strlen(base) > (size_t)name_max)
-        return cli_usage(cmd, "output file name too long: %zu bytes (at most %ld)", strlen(base),
-                         name_max);
-    if (lstat(path, &st) == 0)
-        return refuse_existing(cmd, path, &st, force);
-    if (stat(dir, &st) != 0) {
-        int e = errno;
-        if (e == ENOENT || e == ENOTDIR) {
-            /* the output cannot be created (73), which is not an input missing (66) */
-            cli_errorf(cmd, "folder '%s' does not exist (for the output '%s')", dir, path);
-            return GM_EXIT_CANTCREAT;
-        }
-        cli_errorf(cmd, "folder '%s': %s", dir, strerror(e));
-        return GM_EXIT_CANTCREAT;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        cli_errorf(cmd, "'%s' is not a folder (for the output '%s')", dir, path);
-        return GM_EXIT_CANTCREAT;
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        cli_errorf(cmd, "cannot create files in folder '%s': %s", dir, strerror(errno));
-        return GM_EXIT_CANTCREAT;
-    }
+    struct gm_error err;
+    if (gm_output_check(path, force, &err) != GM_OK)
+        return output_failed(cmd, path, force, &err);
     return 0;
 }
 
-int cli_output_open(struct cli_output *o, const char *cmd, const char *path, bool force)
+int cli_output_open(struct gm_output *o, const char *cmd, const char *path, bool force)
 {
-    char dir[sizeof(o->path) - 32]; /* cli_output_check(): the path is shorter */
-    int fd, rc;
-
-    memset(o, 0, sizeof(*o));
-    o->fd = -1;
-    o->slot = -1;
-    o->force = force;
-    rc = cli_output_check(cmd, path, force);
-    if (rc)
-        return rc;
-    snprintf(o->path, sizeof(o->path), "%s", path);
-    snprintf(o->written, sizeof(o->written), "%s", path);
-    o->mode = 0666 & ~current_umask();
-    folder_of(path, dir, sizeof(dir));
-    snprintf(o->tmp, sizeof(o->tmp), "%s/.gpumem-tmp-XXXXXX", dir);
-    /* registered before it exists: a signal right after the file is made still removes it */
-    pending_add(o);
-    fd = mkstemp(o->tmp); /* 0600 while it is written */
-    if (fd < 0) {
-        int e = errno;
-        cli_errorf(cmd, "cannot create a file beside '%s': %s", path, strerror(e));
-        pending_remove(o);
-        o->tmp[0] = '\0';
-        return GM_EXIT_CANTCREAT;
-    }
-    /* a command that gpumem runs (watch) must not inherit it */
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    o->fd = fd;
-    o->f = sink_open(&o->sink, fd);
-    if (!o->f) {
-        cli_errorf(cmd, "cannot open '%s': %s", o->tmp, strerror(errno));
-        cli_output_abort(o);
-        return GM_EXIT_IOERR;
-    }
-    return 0;
-}
-
-/* "name-1.csv" for "name.csv": a name beside 'path' with 'k' before the extension. */
-static void beside_name(char *out, size_t n, const char *path, unsigned k)
-{
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path))
-        dot = path + strlen(path);
-    snprintf(out, n, "%.*s-%u%s", (int)(dot - path), path, k, dot);
-}
-
-/* Move the finished temporary file to a free name beside o->path (o->beside). */
-static int commit_beside(struct cli_output *o, const char *cmd)
-{
-    for (unsigned k = 1; k < 1000; k++) {
-        beside_name(o->written, sizeof(o->written), o->path, k);
-        if (link(o->tmp, o->written) == 0) {
-            unlink(o->tmp);
-            pending_remove(o);
-            cli_errorf(cmd,
-                       "'%s' appeared while gpumem ran (another run writing it?): wrote '%s' "
-                       "instead",
-                       o->path, o->written);
-            return 0;
-        }
-        if (errno != EEXIST)
-            break;
-    }
-    cli_errorf(cmd, "cannot write '%s' or a name beside it: %s; the data is in '%s'", o->path,
-               strerror(errno), o->tmp);
-    pending_remove(o); /* keep what was written */
-    return GM_EXIT_CANTCREAT;
-}
-
-int cli_output_commit(struct cli_output *o, const char *cmd)
-{
-    char why[128];
-    struct stat st;
-    mode_t mode = (mode_t)o->mode;
-    int e = 0;
-
-    if (fflush(o->f) != 0 && !o->sink.err)
-        o->sink.err = errno ? errno : EIO;
-    if (!o->sink.err && ferror(o->f))
-        o->sink.err = EIO;
-    if (!o->sink.err && fsync(o->fd) != 0 && errno != EINVAL && errno != EROFS)
-        o->sink.err = errno;
-    e = o->sink.err;
-    fclose(o->f);
-    o->f = NULL;
-    if (e) {
-        cli_errorf(cmd, "writing '%s' failed: %s", o->path, cli_errno_text(why, sizeof(why), e));
-        cli_output_abort(o);
-        return GM_EXIT_IOERR;
-    }
-    /* --force keeps the mode of the file it replaces; a new file gets 0666 less the umask */
-    if (lstat(o->path, &st) == 0) {
-        int rc;
-        if (o->beside && !(o->force && S_ISREG(st.st_mode))) {
-            (void)fchmod(o->fd, mode);
-            close(o->fd);
-            o->fd = -1;
-            return commit_beside(o, cmd);
-        }
-        rc = refuse_existing(cmd, o->path, &st, o->force);
-        if (rc) {
-            cli_output_abort(o);
-            return rc;
-        }
-        mode = st.st_mode & 07777;
-    }
-    (void)fchmod(o->fd, mode);
-    close(o->fd);
-    o->fd = -1;
-    if (o->force) {
-        if (rename(o->tmp, o->path) != 0) {
-            cli_errorf(cmd, "cannot write '%s': %s", o->path, strerror(errno));
-            cli_output_abort(o);
-            return GM_EXIT_CANTCREAT;
-        }
-        pending_remove(o);
-        return 0;
-    }
-    /* link() fails if the target exists, so a file created meanwhile is never replaced. */
-    if (link(o->tmp, o->path) != 0) {
-        e = errno;
-        if (e == EEXIST && o->beside)
-            return commit_beside(o, cmd);
-        if (e == EEXIST)
-            cli_errorf(cmd, "'%s' exists: refusing to overwrite it (use --force)", o->path);
-        else
-            cli_errorf(cmd, "cannot write '%s': %s", o->path, strerror(e));
-        cli_output_abort(o);
-        return GM_EXIT_CANTCREAT;
-    }
-    unlink(o->tmp);
-    pending_remove(o);
-    return 0;
-}
-
-void cli_output_abort(struct cli_output *o)
-{
-    if (o->f)
-        fclose(o->f);
-    o->f = NULL;
-    if (o->fd >= 0)
-        close(o->fd);
-    o->fd = -1;
-    if (o->tmp[0])
-        unlink(o->tmp);
-    pending_remove(o);
+    struct gm_error err;
+    /* registered before the file exists: a signal right after it is made still removes it */
     o->tmp[0] = '\0';
+    pending_add(o);
+    if (gm_output_open(o, path, force, &err) != GM_OK) {
+        pending_remove(o);
+        return output_failed(cmd, path, force, &err);
+    }
+    return 0;
 }
 
-int cli_output_fail(struct cli_output *o, const char *cmd, const struct gm_error *err)
+int cli_output_commit(struct gm_output *o, const char *cmd)
+{
+    struct gm_error err;
+    enum gm_status st = gm_output_commit(o, &err);
+    if (st != GM_OK) {
+        /* a name beside the target could not be had: the data stays where it is */
+        pending_remove(o);
+        return output_failed(cmd, o->path, o->force, &err);
+    }
+    pending_remove(o);
+    if (strcmp(o->written, o->path) != 0)
+        cli_errorf(cmd,
+                   "'%s' appeared while gpumem ran (another run writing it?): wrote '%s' "
+                   "instead",
+                   o->path, o->written);
+    return 0;
+}
+
+void cli_output_abort(struct gm_output *o)
+{
+    gm_output_abort(o);
+    pending_remove(o);
+}
+
+int cli_output_fail(struct gm_output *o, const char *cmd, const struct gm_error *err)
 {
     char why[128];
     int rc;
@@ -545,7 +333,7 @@ int cli_output_fail(struct cli_output *o, const char *cmd, const struct gm_error
         fflush(o->f);
     if (o->sink.err) {
         cli_errorf(cmd, "writing '%s' failed: %s", o->path,
-                   cli_errno_text(why, sizeof(why), o->sink.err));
+                   gm_errno_text(why, sizeof(why), o->sink.err));
         rc = GM_EXIT_IOERR;
     } else {
         rc = cli_fail(cmd, err);

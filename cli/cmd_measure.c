@@ -228,7 +228,7 @@ int cmd_measure(int argc, char **argv)
     struct gm_cuda *cu = NULL;
     struct gm_host_info host;
     struct gm_measure_result res;
-    struct cli_output out;
+    struct gm_output out;
     size_t pos = 0;
     const struct opt opts[] = {
         OPT_STRING("device", 0, &device, "cuda:N", "the GPU to measure (default cuda:0)"),

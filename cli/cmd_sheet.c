@@ -14,16 +14,21 @@ int cmd_sheet(int argc, char **argv)
 {
     const char *output = NULL;
     bool html = false, force = false;
+    uint64_t memory_limit = 0;
     int n_pos = 0, rc = 0;
     struct gm_sheet *sh = NULL;
     struct gm_error err;
-    struct cli_output out;
+    struct gm_output out;
     const struct opt opts[] = {
         OPT_FLAG("html", 0, &html,
                  "an HTML page (the snapshot report's style) instead of Markdown"),
         OPT_STRING("output", 'o', &output, "FILE",
                    "write to FILE (never replaced unless --force); HTML when it ends in .html"),
         OPT_FLAG("force", 'f', &force, "replace --output if it exists"),
+        OPT_SIZE("memory-limit", 0, &memory_limit, "SIZE",
+                 "memory reading one file may take, its text and parsed JSON together (default: "
+                 "64 MiB + 24 x its size, at most 64 MiB of text)",
+                 NULL),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -49,6 +54,7 @@ int cmd_sheet(int argc, char **argv)
     }
     if (gm_sheet_new(&sh, &err) != GM_OK)
         return cli_fail(argv[0], &err);
+    gm_sheet_set_memory_limit(sh, memory_limit);
     for (int i = 1; i <= n_pos; i++)
         if (gm_sheet_add_file(sh, argv[i], &err) != GM_OK) {
             rc = cli_fail(argv[0], &err);
@@ -58,9 +64,12 @@ int cmd_sheet(int argc, char **argv)
         goto out_free;
     if (gm_sheet_write(sh, html ? GM_SHEET_HTML : GM_SHEET_MARKDOWN, output ? out.f : stdout,
                        &err) != GM_OK) {
-        rc = cli_fail(argv[0], &err);
+        /* a write error is named with the file and its errno: by cli_output_fail(), or
+         * for standard output by cli_stdout_end() */
         if (output)
-            cli_output_abort(&out);
+            rc = cli_output_fail(&out, argv[0], &err);
+        else
+            rc = err.code == GM_ERR_IO ? GM_EXIT_IOERR : cli_fail(argv[0], &err);
         goto out_free;
     }
     if (output) {

@@ -16,7 +16,7 @@ int cmd_snapshot_example(int argc, char **argv)
     int n_pos = 0, rc;
     struct gm_example_opts eo;
     struct gm_error err;
-    struct cli_output o;
+    struct gm_output o;
     const struct opt opts[] = {
         OPT_STRING("output", 'o', &out, "FILE", "pickle to write (required)"),
         OPT_FLAG("force", 0, &force, "replace FILE if it exists"),

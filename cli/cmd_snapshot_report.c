@@ -63,7 +63,7 @@ static int write_page(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct report_job *j = ctx;
     struct gm_report_opts ro = j->ro;
-    struct cli_output o;
+    struct gm_output o;
     struct gm_error err;
     int rc = 0;
     if (j->warn[i].code != GM_OK)
@@ -91,7 +91,7 @@ static int write_page(void *ctx, size_t i, struct gm_snapshot *snap)
 /* The page of all ranks, once every file is in it. */
 static int write_ranks(struct report_job *j, const char *out)
 {
-    struct cli_output o;
+    struct gm_output o;
     struct gm_error err;
     int rc = cli_output_open(&o, j->cmd, out, j->force);
     if (rc)

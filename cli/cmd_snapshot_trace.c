@@ -175,16 +175,15 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
         keys = t->keys ? t->keys : "";
     }
     if (e->stack < snap->n_stacks && !c->shown[e->stack]) {
+        /* written straight out, never held whole: a stack may have thousands of frames (a
+         * write error shows in the stream, reported at the end) */
         struct stack_arg a = {snap, e->stack};
-        char *line = json_text(json_stack_line, &a);
+        struct gm_json w;
         c->shown[e->stack] = 1;
-        if (!line) {
-            c->failed = true;
-        } else {
-            gm_outbuf_put(o, line, strlen(line));
-            gm_outbuf_put(o, "\n", 1);
-            gm_free(line);
-        }
+        gm_outbuf_flush(o);
+        gm_json_init(&w, o->f, 0);
+        json_stack_line(&w, &a);
+        (void)gm_json_finish(&w);
     }
     /* the names and keys come from the file: written apart, of any length */
     p = gm_outbuf_reserve(o, 128);
@@ -415,10 +414,8 @@ int cmd_snapshot_trace(int argc, char **argv)
         cli_errorf(argv[0], "out of memory");
         rc = GM_EXIT_SOFTWARE;
     }
-    if (!gm_outbuf_flush(o) || fflush(stdout) != 0 || ferror(stdout)) {
-        cli_errorf(argv[0], "writing the output failed");
-        rc = GM_EXIT_IOERR;
-    }
+    if (!gm_outbuf_flush(o) || fflush(stdout) != 0 || ferror(stdout))
+        rc = GM_EXIT_IOERR; /* said once, with its errno, by cli_stdout_end() */
     cache_release(&c);
     gm_free(o);
     gm_snapshot_free(snap);

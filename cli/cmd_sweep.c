@@ -9,6 +9,7 @@
 
 #include "gpumem/device.h"
 #include "gpumem/sweep.h"
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <errno.h>
@@ -17,17 +18,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
 
+/* The signal that stopped the sweep, 0 none.  Every signal that would end gpumem (a
+ * closed terminal's SIGHUP as much as Ctrl-C) stops it the same way: the run's process
+ * group ended, the record written, the temporary folder removed. */
 static volatile sig_atomic_t g_stop;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    g_stop = 1;
+    if (!g_stop)
+        g_stop = sig;
+}
+
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+    /* a closed stdout is a write error (reported, exit 74), not a silent death that would
+     * leave the run going */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 static const char *bytes(char *buf, size_t n, struct gm_reading r)
@@ -39,28 +58,43 @@ static const char *bytes(char *buf, size_t n, struct gm_reading r)
 
 #define ROW "  %-20s %-9s %11s %12s %11s %11s %7s  %s\n"
 
+/* What a run did, in words, escaped: it quotes the command's own output and phase names. */
+static const char *describe(const struct gm_sweep_run *r, char *out, size_t n)
+{
+    char what[400];
+    gm_sweep_describe_run(r, what, sizeof what);
+    return gm_text_escape(out, n, what);
+}
+
 static void print_run(FILE *f, const struct gm_sweep *s, const struct gm_sweep_run *r)
 {
-    char name[96], peak[32], rise[40] = "+", cmd[32], alloc[32], t[32], what[400];
+    char name[96], peak[32], rise[40] = "+", cmd[32], alloc[32], t[32], what[1600];
     snprintf(name, sizeof name, "%s=%" PRIu64, s->param, r->value);
     bytes(rise + 1, sizeof rise - 1, r->rise);
     snprintf(t, sizeof t, "%.1f s", (double)r->wall_ms / 1000.0);
-    gm_sweep_describe_run(r, what, sizeof what);
     fprintf(f, ROW, name, r->bisection ? "bisection" : "", bytes(peak, sizeof peak, r->device_peak),
             r->rise.valid ? rise : "-", bytes(cmd, sizeof cmd, r->command_peak),
-            bytes(alloc, sizeof alloc, r->peak_allocated), t, what);
+            bytes(alloc, sizeof alloc, r->peak_allocated), t, describe(r, what, sizeof what));
 }
 
+/* After each run: its row (not with --json), and a warning when it left processes
+ * running. */
 static void progress(const struct gm_sweep *s, const struct gm_sweep_run *r, void *ctx)
 {
-    (void)ctx;
-    print_run(stderr, s, r);
+    const bool *json = ctx;
+    if (!*json)
+        print_run(stderr, s, r);
+    if (r->n_left)
+        cli_errorf("gpumem sweep",
+                   "warning: the run %s=%" PRIu64 " left %u process%s running in its group "
+                   "(%s): ended before the next run",
+                   s->param, r->value, (unsigned)r->n_left, r->n_left == 1 ? "" : "es", r->left);
 }
 
 static void print_result(const struct gm_sweep *s)
 {
     const struct gm_sweep_run *fail = gm_sweep_failed_run(s);
-    char what[400] = "";
+    char what[1600] = "";
     printf("gpumem sweep: %s over", s->param);
     for (size_t i = 0; i < s->n_values; i++)
         printf("%s %" PRIu64, i ? "," : "", s->values[i]);
@@ -69,7 +103,7 @@ static void print_result(const struct gm_sweep *s)
     for (size_t i = 0; i < s->n_runs; i++)
         print_run(stdout, s, &s->runs[i]);
     if (fail)
-        gm_sweep_describe_run(fail, what, sizeof what);
+        describe(fail, what, sizeof what);
     switch (gm_sweep_end(s)) {
     case GM_SWEEP_END_BOUNDARY:
         printf("boundary: %s=%" PRIu64 " fits, %s=%" PRIu64 " fails (%s)\n", s->param, s->fit,
@@ -104,17 +138,18 @@ static void print_result(const struct gm_sweep *s)
     }
 }
 
-/* --logs DIR: made if missing; never holding an earlier sweep's run files. */
+/* --logs DIR: made if missing; never holding an earlier sweep's run files (nor a symbolic
+ * link of such a name: each log is created, never opened through a link). */
 static int logs_dir(const char *cmd, const char *dir)
 {
-    char probe[4096];
+    char found[256];
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         cli_errorf(cmd, "cannot create '%s': %s", dir, strerror(errno));
         return GM_EXIT_CANTCREAT;
     }
-    snprintf(probe, sizeof(probe), "%s/run-1.log", dir);
-    if (access(probe, F_OK) == 0) {
-        cli_errorf(cmd, "'%s' holds an earlier sweep's files: refusing to overwrite them", dir);
+    if (gm_sweep_dir_has_runs(dir, found, sizeof(found))) {
+        cli_errorf(cmd, "'%s' holds an earlier sweep's files (%s): refusing to overwrite them", dir,
+                   found);
         return GM_EXIT_CANTCREAT;
     }
     return 0;
@@ -130,7 +165,7 @@ int cmd_sweep(int argc, char **argv)
     struct gm_sweep_opts o;
     struct gm_devices *d = NULL;
     struct gm_error err;
-    struct cli_output out;
+    struct gm_output out;
     char tmp[4096] = "";
     const struct opt opts[] = {
         OPT_STRING("param", 'p', &param, "NAME=V1,V2,...",
@@ -209,7 +244,8 @@ int cmd_sweep(int argc, char **argv)
     o.process_interval_ms = proc_interval;
     o.timeout_ms = timeout_s * 1000u;
     o.stop = &g_stop;
-    o.on_run = json ? NULL : progress;
+    o.on_run = progress;
+    o.ctx = &json;
     if (logs) {
         rc = logs_dir(argv[0], logs);
         if (rc)
@@ -234,8 +270,11 @@ int cmd_sweep(int argc, char **argv)
         rc = cli_fail(argv[0], &err);
         goto out_abort;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    catch_signals();
+    /* the runs' orphans (a background process whose shell exited) become gpumem's children,
+     * so that the sweep can end and reap them: a zombie reparented to an init that does not
+     * reap would hold the run's process group, and a fake driver's memory, forever */
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (!json)
         fprintf(stderr, "gpumem sweep: %s, one fresh process per value\n", param);
     if (gm_sweep_run(s, d, &o, &err) != GM_OK) {
@@ -251,13 +290,15 @@ int cmd_sweep(int argc, char **argv)
         print_result(s);
     }
     if (output) {
-        rc = gm_sweep_write_json(s, &o, out.f) ? cli_output_commit(&out, argv[0]) : GM_EXIT_IOERR;
+        /* a failed write is reported by the commit, with the path and its errno */
+        (void)gm_sweep_write_json(s, &o, out.f);
+        rc = cli_output_commit(&out, argv[0]);
         if (!rc && !json)
             printf("wrote %s\n", output);
         output = NULL;
     }
     if (!rc && s->interrupted)
-        rc = 128 + SIGINT;
+        rc = 128 + (g_stop ? (int)g_stop : SIGINT);
     else if (!rc && s->n_runs && s->runs[0].outcome == GM_SWEEP_RUN_NOT_STARTED)
         rc = GM_EXIT_FAILURE;
 out_abort:

@@ -34,6 +34,9 @@ static volatile sig_atomic_t g_stop;
 static volatile sig_atomic_t g_kill;
 static volatile sig_atomic_t g_signal;
 static volatile pid_t g_child;
+/* --json: standard output failed (its reader went away): the watch stops as on an
+ * interrupt, the command is interrupted, the samples still go to --output, exit 74. */
+static bool g_out_failed;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -79,7 +82,10 @@ struct watch_state {
 static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample *smp, void *arg)
 {
     (void)arg;
-    gm_watch_jsonl_sample(w, smp, stdout);
+    if (!g_out_failed && !gm_watch_jsonl_sample(w, smp, stdout)) {
+        g_out_failed = true;
+        g_stop = 1;
+    }
 }
 
 /* A wait status as a shell shows it, and the signal that ended the process (0 none). */
@@ -96,7 +102,7 @@ int cmd_watch(int argc, char **argv)
     const char *output = NULL, *device = NULL, *written = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
-    struct cli_output out;
+    struct gm_output out;
     struct gm_error err;
     struct gm_watch_run run;
     char **command = NULL;
@@ -216,6 +222,9 @@ int cmd_watch(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
+        /* a reader of --json that goes away is a write error, seen by stream_sample(), not
+         * a death that would leave the command running unobserved and no samples written */
+        signal(SIGPIPE, SIG_IGN);
     }
     gm_watch_clock_start(&clk, interval, proc_interval);
     if (command) {
@@ -248,7 +257,10 @@ int cmd_watch(int argc, char **argv)
     run.process_interval_ms = proc_interval;
     run.exit_status = -1;
     if (json) {
-        gm_watch_jsonl_start(&s.w, &run, stdout);
+        if (!gm_watch_jsonl_start(&s.w, &run, stdout)) {
+            g_out_failed = true;
+            g_stop = 1;
+        }
         s.w.on_sample = stream_sample;
     }
 
@@ -271,8 +283,10 @@ int cmd_watch(int argc, char **argv)
         int wst = 0;
         pid_t got = 0;
         bool said = false, killed = false;
+        if (g_out_failed)
+            kill(g_child, SIGINT); /* no terminal sent it one: interrupted as Ctrl-C would */
         for (uint64_t waited = 0; got == 0 || (got < 0 && errno == EINTR); waited += 50) {
-            if (g_kill && !killed) {
+            if ((g_kill || (g_out_failed && waited >= 2000)) && !killed) {
                 kill_tree(g_child);
                 killed = true;
             }
@@ -304,9 +318,9 @@ int cmd_watch(int argc, char **argv)
     run.exit_status = status;
     run.term_signal = term_signal;
     run.interrupted = g_stop != 0;
-    if (json)
+    if (json && !g_out_failed)
         gm_watch_jsonl_end(&s.w, &run, stdout);
-    rc = status >= 0 ? status : g_stop ? 128 + g_signal : 0;
+    rc = g_out_failed ? GM_EXIT_IOERR : status >= 0 ? status : g_stop ? 128 + g_signal : 0;
     if (output) {
         int orc;
         /* a failed write is reported by the commit, with its errno */

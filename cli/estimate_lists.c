@@ -24,10 +24,13 @@ static bool contains_nocase(const char *hay, const char *needle)
     return n == 0;
 }
 
-/* Whether 'filter' (NULL: everything) is in the name or the Hub id. */
-static bool model_matches(const char *filter, const char *name, const char *hub_id)
+/* Whether 'filter' (NULL: everything) is in the name, the Hub id or an alias. */
+static bool model_matches(const char *filter, size_t i)
 {
-    return !filter || contains_nocase(name, filter) || (hub_id && contains_nocase(hub_id, filter));
+    const char *hub_id = gm_model_catalog_hub_id(i);
+    return !filter || contains_nocase(gm_model_catalog_get(i)->name, filter) ||
+           (hub_id && contains_nocase(hub_id, filter)) ||
+           contains_nocase(gm_model_catalog_aliases(i), filter);
 }
 
 int est_list_models(const char *filter, bool json)
@@ -45,7 +48,7 @@ int est_list_models(const char *filter, bool json)
         struct gm_param_counts pc;
         struct gm_error err;
         const struct gm_model *m = gm_model_catalog_get(i);
-        if (!model_matches(filter, m->name, gm_model_catalog_hub_id(i)))
+        if (!model_matches(filter, i))
             continue;
         shown++;
         if (gm_model_count_params(m, &pc, &err) != GM_OK)
@@ -54,6 +57,15 @@ int est_list_models(const char *filter, bool json)
             gm_json_begin_object(&w);
             gm_json_kv_str(&w, "name", m->name);
             gm_json_kv_str(&w, "hub_id", gm_model_catalog_hub_id(i));
+            gm_json_key(&w, "aliases");
+            gm_json_begin_array(&w);
+            for (const char *a = gm_model_catalog_aliases(i); *a;) {
+                size_t len = strcspn(a, " ");
+                if (len)
+                    gm_json_strn(&w, a, len);
+                a += len + (a[len] == ' ');
+            }
+            gm_json_end_array(&w);
             gm_json_kv_u64(&w, "parameters", pc.total);
             gm_json_end_object(&w);
         } else {

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <signal.h>
 #include <string.h>
 
 static const struct cli_command commands[] = {
@@ -24,6 +25,10 @@ static const struct cli_command commands[] = {
 int main(int argc, char **argv)
 {
     int rc;
+    /* A file-size limit (ulimit -f) makes a write fail with EFBIG, reported as any write
+     * error ("File too large", exit 74, the temporary file removed), instead of SIGXFSZ
+     * killing gpumem half-way through a file.  (The commands gpumem runs get it back.) */
+    signal(SIGXFSZ, SIG_IGN);
     cli_stdout_begin();
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         /* "gpumem --version [--json]" is "gpumem version [--json]" */

@@ -54,6 +54,33 @@ static const struct opt *find_short(const struct opt *opts, char c)
     return NULL;
 }
 
+/* One line per option of the table, then the common ones and --help, tab-separated:
+ * long name, short name, "flag" / "value" / "choice", argument name, choices (space-separated),
+ * the help line.
+ * The shell completions are generated from these lines (scripts/gen-completions.py), as
+ * --help is from the same table. */
+static void print_table(const struct opt *opts)
+{
+    const struct opt *tables[2] = {opts, common_opts};
+    for (int t = 0; t < 2; t++) {
+        for (const struct opt *o = tables[t]; o->name; o++) {
+            const char *kind = o->type == OPT_T_FLAG     ? "flag"
+                               : o->type == OPT_T_CHOICE ? "choice"
+                                                         : "value";
+            if (t == 1 && find_long(opts, o->name, strlen(o->name)))
+                continue;
+            printf("--%s\t", o->name);
+            if (o->short_name)
+                printf("-%c", o->short_name);
+            printf("\t%s\t%s\t", kind, o->argname ? o->argname : "");
+            for (int j = 0; o->type == OPT_T_CHOICE && o->choices[j]; j++)
+                printf("%s%s", j ? " " : "", o->choices[j]);
+            printf("\t%s\n", o->help);
+        }
+    }
+    printf("--help\t-h\tflag\t\t\tshow this help\n");
+}
+
 static bool set_value(const char *cmd, const struct opt *o, const char *val)
 {
     struct gm_error err = {0};
@@ -155,6 +182,10 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             opts_print_help(opts, usage);
+            return OPTS_HELP;
+        }
+        if (!strcmp(a, "--list-options")) {
+            print_table(opts);
             return OPTS_HELP;
         }
         if (a[1] == '-') {

@@ -7,7 +7,9 @@
  *       OPT_FLAG("json", 0, &json, "machine-readable output (schema gpumem.estimate/1)"),
  *       OPT_END,
  *   };
- * and calls opts_parse(); --help, -h and usage errors are handled there. */
+ * and calls opts_parse(); --help, -h and usage errors are handled there.  --list-options
+ * (not in --help) prints the table as tab-separated lines, from which
+ * scripts/gen-completions.py writes the shell completions. */
 #ifndef GM_CLI_OPTS_H
 #define GM_CLI_OPTS_H
 

@@ -57,13 +57,25 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
     }
 }
 
-/* A path, or '-': standard input. */
+/* A path, or '-': standard input.  A path that names no regular file (a FIFO, a device,
+ * a directory) gets the command line's way to read a stream added to its refusal. */
 static enum gm_status load_path(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err)
 {
+    struct stat st;
+    enum gm_status rc;
     if (!strcmp(path, "-"))
         return gm_snapshot_load_fd(0, "standard input", opts, out, err);
-    return gm_snapshot_load(path, opts, out, err);
+    rc = gm_snapshot_load(path, opts, out, err);
+    if (rc != GM_OK && err && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        size_t n = strlen(err->msg);
+        if (S_ISDIR(st.st_mode))
+            snprintf(err->msg + n, sizeof(err->msg) - n, ", or '-' for standard input");
+        else
+            snprintf(err->msg + n, sizeof(err->msg) - n,
+                     ", or from standard input with '-' (gpumem snapshot ... - < '%s')", path);
+    }
+    return rc;
 }
 
 int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_opts *o,

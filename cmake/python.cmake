@@ -3,12 +3,13 @@
 # library) and the pure-Python modules of python/gpumem/, assembled in the build tree as
 # ${PROJECT_BINARY_DIR}/python/gpumem so that PYTHONPATH=build/python imports this build.
 # `make install` (cmake --install) puts the package into the interpreter's site directory
-# under the install prefix; `pip install .` builds the same target through setup.py.
+# under the install prefix; `pip install .` builds the same target through the build backend
+# python/gpumem_build.py.
 #
 # The interpreter: -DPython3_EXECUTABLE=..., else an active virtual environment, else
 # Debian's own /usr/bin/python3 (python3-dev and python3-numpy are Debian packages; another
 # python3 first on PATH, e.g. a pyenv build, may lack them), else whatever FindPython finds.
-option(GM_PYTHON "Build the Python package gpumem (needs Python 3.10+ headers)" ON)
+option(GM_PYTHON "Build the Python package gpumem (needs Python 3.9+ headers)" ON)
 if(NOT GM_PYTHON)
   return()
 endif()
@@ -16,9 +17,9 @@ if(NOT Python3_EXECUTABLE AND NOT DEFINED ENV{VIRTUAL_ENV} AND EXISTS /usr/bin/p
   set(Python3_EXECUTABLE /usr/bin/python3)
 endif()
 set(Python3_FIND_VIRTUALENV FIRST)
-find_package(Python3 3.10 COMPONENTS Interpreter Development.Module)
+find_package(Python3 3.9 COMPONENTS Interpreter Development.Module)
 if(NOT Python3_Development.Module_FOUND)
-  message(STATUS "gpumem: no Python 3.10+ development headers found: the Python package is not built (Debian: python3-dev)")
+  message(STATUS "gpumem: no Python 3.9+ development headers found: the Python package is not built (Debian: python3-dev)")
   return()
 endif()
 
@@ -54,5 +55,5 @@ if(NOT GM_PYTHON_SITEDIR)
       ${CMAKE_INSTALL_PREFIX}
     OUTPUT_VARIABLE GM_PYTHON_SITEDIR OUTPUT_STRIP_TRAILING_WHITESPACE)
 endif()
-install(TARGETS gpumem_python LIBRARY DESTINATION ${GM_PYTHON_SITEDIR}/gpumem)
-install(FILES ${GM_PYTHON_SOURCES} DESTINATION ${GM_PYTHON_SITEDIR}/gpumem)
+install(TARGETS gpumem_python LIBRARY DESTINATION ${GM_PYTHON_SITEDIR}/gpumem COMPONENT python)
+install(FILES ${GM_PYTHON_SOURCES} DESTINATION ${GM_PYTHON_SITEDIR}/gpumem COMPONENT python)

@@ -28,6 +28,7 @@
 #include "gpumem/device.h"
 #include "gpumem/estimate.h"
 #include "gpumem/json.h"
+#include "gpumem/output.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
 #include "gpumem/sweep.h"
@@ -39,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static PyObject *error_base;      /* gpumem.Error */
@@ -46,22 +48,43 @@ static PyObject *error_format;    /* gpumem.FormatError(Error, ValueError) */
 static PyObject *error_no_device; /* gpumem.NoDeviceError(Error) */
 static PyObject *error_usage;     /* gpumem.UsageError(Error, ValueError) */
 
+/* The text of 'err' as a str: its bytes may hold a path that is no UTF-8 (a file name
+ * of another encoding), shown escaped rather than failing as a UnicodeDecodeError. */
+static PyObject *error_text(const struct gm_error *err)
+{
+    char buf[sizeof(err->msg) + 48];
+    if (err->offset != GM_NO_OFFSET)
+        snprintf(buf, sizeof(buf), "%s (at byte %llu)", err->msg, (unsigned long long)err->offset);
+    else
+        snprintf(buf, sizeof(buf), "%s", err->msg);
+    return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(buf), "backslashreplace");
+}
+
+/* OSError(e, text, filename): Python makes the subclass of 'e' (FileNotFoundError,
+ * FileExistsError, IsADirectoryError, ...) and sets .filename. */
+static PyObject *raise_os(int e, const struct gm_error *err, PyObject *filename)
+{
+    PyObject *text = error_text(err), *args;
+    if (!text)
+        return NULL;
+    args = Py_BuildValue("(iOO)", e, text, filename ? filename : Py_None);
+    Py_DECREF(text);
+    if (args) {
+        PyErr_SetObject(PyExc_OSError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
 /* Raise the Python exception of 'err'; returns NULL for "return raise_gm(&err);". */
 static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
 {
-    PyObject *type = error_base;
+    PyObject *type = error_base, *text;
     switch (err->code) {
     case GM_ERR_NOENT:
-    case GM_ERR_EXISTS: {
-        /* OSError(errno, strerror, filename) makes the subclass and sets .filename */
-        PyObject *args = Py_BuildValue("(isO)", err->code == GM_ERR_NOENT ? ENOENT : EEXIST,
-                                       err->msg, filename ? filename : Py_None);
-        if (args) {
-            PyErr_SetObject(PyExc_OSError, args);
-            Py_DECREF(args);
-        }
-        return NULL;
-    }
+        return raise_os(ENOENT, err, filename);
+    case GM_ERR_EXISTS:
+        return raise_os(EEXIST, err, filename);
     case GM_ERR_NOMEM:
         return PyErr_NoMemory();
     case GM_ERR_IO:
@@ -81,11 +104,77 @@ static PyObject *raise_gm(const struct gm_error *err, PyObject *filename)
     default:
         break;
     }
-    if (err->offset != GM_NO_OFFSET)
-        PyErr_Format(type, "%s (at byte %llu)", err->msg, (unsigned long long)err->offset);
-    else
-        PyErr_SetString(type, err->msg);
+    if ((text = error_text(err)) != NULL) {
+        PyErr_SetObject(type, text);
+        Py_DECREF(text);
+    }
     return NULL;
+}
+
+/* The failure 'err' to read the file at 'path' (file-system bytes): a directory is an
+ * IsADirectoryError whatever the library's status, the rest as raise_gm(). */
+static PyObject *raise_input(const struct gm_error *err, const char *path)
+{
+    PyObject *name = PyUnicode_DecodeFSDefault(path);
+    struct stat st;
+    if (!name)
+        return NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        raise_os(EISDIR, err, name);
+    else
+        raise_gm(err, name);
+    Py_DECREF(name);
+    return NULL;
+}
+
+/* Converters of Python values to C ones ("O&"), strict: a bool is no number, a float no
+ * int, and a value that does not fit is an error, never wrapped or cut. */
+
+/* A non-negative int below 2^64 into *(uint64_t *)out. */
+static int u64_arg(PyObject *o, void *out)
+{
+    int overflow = 0;
+    long long v;
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "an int is required, not %.80s", Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return 0;
+    if (overflow < 0 || (!overflow && v < 0)) {
+        PyErr_SetString(PyExc_ValueError, "a non-negative int is required");
+        return 0;
+    }
+    if (overflow) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(o); /* OverflowError past 2^64 */
+        if (u == (unsigned long long)-1 && PyErr_Occurred())
+            return 0;
+        *(uint64_t *)out = u;
+        return 1;
+    }
+    *(uint64_t *)out = (uint64_t)v;
+    return 1;
+}
+
+/* The UTF-8 bytes of str 'o' (borrowed from it), NULL with an exception when it holds a
+ * NUL (which C would take for its end) or cannot be encoded. */
+static const char *text_arg(PyObject *o, const char *what)
+{
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (s && (size_t)n != strlen(s)) {
+        PyErr_Format(PyExc_ValueError, "%s: a str with a NUL character", what);
+        return NULL;
+    }
+    return s;
+}
+
+/* A new reference to o (Py_NewRef, which Python 3.9 lacks). */
+static PyObject *new_ref(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
 }
 
 /* dict[key] = value, stealing the reference to 'value'; false (with an exception) on failure. */
@@ -218,6 +307,7 @@ struct snapshot_obj {
     PyObject_HEAD struct gm_snapshot *snap;
     struct gm_analysis *an; /* NULL until first needed */
     PyObject *path;         /* str, as given */
+    bool loading;           /* __init__ is reading the file (the GIL released) */
 };
 
 static void snapshot_dealloc(PyObject *self)
@@ -238,28 +328,31 @@ static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
     struct gm_snapshot *snap = NULL;
     struct gm_error err;
     enum gm_status st;
-    unsigned long long max_memory = 0;
+    uint64_t max_memory = 0;
     PyObject *bytes = NULL;
     PyThreadState *ts;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$K", kwlist, PyUnicode_FSConverter, &bytes,
-                                     &max_memory))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$O&", kwlist, PyUnicode_FSConverter, &bytes,
+                                     u64_arg, &max_memory))
         return -1;
-    if (s->snap) {
-        /* another thread may be reading the loaded one with the GIL released */
+    /* Checked and claimed with the GIL held: another thread may be reading the loaded one,
+     * or loading another file into this object, with the GIL released. */
+    if (s->snap || s->loading) {
         Py_DECREF(bytes);
-        PyErr_SetString(PyExc_TypeError, "the snapshot is already loaded");
+        PyErr_SetString(PyExc_TypeError, s->snap
+                                             ? "the snapshot is already loaded"
+                                             : "the snapshot is being loaded by another thread");
         return -1;
     }
+    s->loading = true;
     memset(&opts, 0, sizeof(opts));
     opts.max_memory = max_memory;
     ts = PyEval_SaveThread();
     st = gm_snapshot_load(PyBytes_AS_STRING(bytes), &opts, &snap, &err);
     PyEval_RestoreThread(ts);
+    s->loading = false;
     if (st != GM_OK) {
-        PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
-        raise_gm(&err, name);
-        Py_XDECREF(name);
+        raise_input(&err, PyBytes_AS_STRING(bytes));
         Py_DECREF(bytes);
         return -1;
     }
@@ -300,7 +393,13 @@ static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
     if (!loaded(s))
         return false;
     if (arg && arg != Py_None) {
-        long v = PyLong_AsLong(arg);
+        long v;
+        if (PyBool_Check(arg) || !PyLong_Check(arg)) {
+            PyErr_Format(PyExc_TypeError, "device: an int (the CUDA index), not %.80s",
+                         Py_TYPE(arg)->tp_name);
+            return false;
+        }
+        v = PyLong_AsLong(arg);
         if (v == -1 && PyErr_Occurred())
             return false;
         if (v < INT32_MIN || v > INT32_MAX || !gm_snapshot_device_by_index(s->snap, (int32_t)v)) {
@@ -409,7 +508,7 @@ static PyObject *snapshot_peak(PyObject *self, PyObject *args, PyObject *kwds)
     ok = d && put_i64(d, "device", dev->device) && put_u64(d, "peak_bytes", tl.peak_bytes) &&
          put_i64(d, "peak_event_index", tl.peak_event_index) && /* -1: the initial state */
          put(d, "peak_time_us",
-             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : Py_NewRef(Py_None)) &&
+             tl.peak_time_valid ? PyLong_FromLongLong(tl.peak_time_us) : new_ref(Py_None)) &&
          put_u64(d, "peak_reserved_bytes", tl.peak_reserved_bytes) &&
          put_u64(d, "reserved_at_peak_bytes", tl.reserved_at_peak_bytes) &&
          put_u64(d, "initial_bytes", tl.initial_bytes) &&
@@ -517,20 +616,22 @@ static PyObject *snapshot_ooms(PyObject *self, PyObject *args, PyObject *kwds)
 static PyObject *snapshot_stack_frames(PyObject *self, PyObject *args)
 {
     struct snapshot_obj *s = (struct snapshot_obj *)self;
-    unsigned long stack;
-    if (!PyArg_ParseTuple(args, "k", &stack) || !loaded(s))
+    uint64_t stack;
+    if (!PyArg_ParseTuple(args, "O&", u64_arg, &stack) || !loaded(s))
         return NULL;
     if (stack >= s->snap->n_stacks) {
-        PyErr_Format(PyExc_ValueError, "no stack %lu (the snapshot has %zu)", stack,
-                     s->snap->n_stacks);
+        PyErr_Format(PyExc_ValueError, "no stack %llu (the snapshot has %zu)",
+                     (unsigned long long)stack, s->snap->n_stacks);
         return NULL;
     }
     return frames_list(s->snap, (uint32_t)stack, 64);
 }
 
-/* Write the HTML report to a temporary file beside 'path', then rename it into place, so
- * that a failed write never leaves half a report; an existing file is kept unless
- * 'overwrite'. */
+/* Write the HTML report through the library's output writer (gpumem/output.h), the one the
+ * command uses: a temporary file beside 'path' moved into place once whole, never over an
+ * existing file unless 'overwrite', and even then only over a regular file (never a
+ * directory, FIFO, device, socket or symbolic link), with the permissions of the file it
+ * replaces or 0666 less the umask. */
 static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char kw_path[] = "path", kw_title[] = "title", kw_over[] = "overwrite";
@@ -538,13 +639,12 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     PyObject *bytes = NULL, *name;
     const char *title = NULL, *path;
-    int overwrite = 0, fd;
+    int overwrite = 0;
     struct gm_report_opts opts;
     const struct gm_analysis *an;
+    struct gm_output *out;
     struct gm_error err;
     enum gm_status st;
-    char tmp[4096];
-    FILE *f;
     PyThreadState *ts;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|z$p", kwlist, PyUnicode_FSConverter, &bytes,
@@ -552,26 +652,11 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     path = PyBytes_AS_STRING(bytes);
     name = PyUnicode_DecodeFSDefault(path);
-    if (!name || !(an = analysis_of(s)))
+    out = PyMem_RawMalloc(sizeof(*out)); /* three paths: not on the stack */
+    if (!out)
+        PyErr_NoMemory();
+    if (!name || !out || !(an = analysis_of(s)))
         goto out_fail;
-    if (!overwrite && access(path, F_OK) == 0) {
-        gm_fail(&err, GM_ERR_EXISTS, GM_NO_OFFSET, "'%s' exists: refusing to overwrite it", path);
-        raise_gm(&err, name);
-        goto out_fail;
-    }
-    if (snprintf(tmp, sizeof(tmp), "%s.gpumem-tmp-XXXXXX", path) >= (int)sizeof(tmp)) {
-        PyErr_SetString(PyExc_ValueError, "report path too long");
-        goto out_fail;
-    }
-    fd = mkstemp(tmp);
-    if (fd < 0 || !(f = fdopen(fd, "wb"))) {
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name);
-        goto out_fail;
-    }
     memset(&opts, 0, sizeof(opts));
     if (!title) {
         /* as the command: the snapshot's file name */
@@ -580,28 +665,26 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
     }
     opts.title = title;
     ts = PyEval_SaveThread();
-    st = gm_report_html(f, s->snap, an, &opts, &err);
-    if ((fflush(f) != 0 || ferror(f)) && st == GM_OK)
-        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "writing '%s' failed: %s", path,
-                     strerror(errno));
-    if (fclose(f) != 0 && st == GM_OK)
-        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "writing '%s' failed: %s", path,
-                     strerror(errno));
+    st = gm_output_open(out, path, overwrite != 0, &err);
+    if (st == GM_OK) {
+        st = gm_report_html(out->f, s->snap, an, &opts, &err);
+        if (st == GM_OK)
+            st = gm_output_commit(out, &err); /* a failed write: with its errno */
+        else if (out->f && (fflush(out->f) != 0 || out->sink.err))
+            st = gm_output_commit(out, &err);
+        gm_output_abort(out); /* nothing left behind whatever failed */
+    }
     PyEval_RestoreThread(ts);
-    if (st == GM_OK && !overwrite && access(path, F_OK) == 0)
-        st = gm_fail(&err, GM_ERR_EXISTS, GM_NO_OFFSET, "'%s' appeared meanwhile: kept it", path);
-    if (st == GM_OK && rename(tmp, path) != 0)
-        st = gm_fail(&err, GM_ERR_IO, GM_NO_OFFSET, "renaming to '%s' failed: %s", path,
-                     strerror(errno));
     if (st != GM_OK) {
-        unlink(tmp);
         raise_gm(&err, name);
         goto out_fail;
     }
+    PyMem_RawFree(out);
     Py_DECREF(name);
     Py_DECREF(bytes);
     Py_RETURN_NONE;
 out_fail:
+    PyMem_RawFree(out);
     Py_XDECREF(name);
     Py_DECREF(bytes);
     return NULL;
@@ -624,7 +707,7 @@ static PyObject *snapshot_get(PyObject *self, void *closure)
         return NULL;
     switch ((enum snapshot_prop)(intptr_t)closure) {
     case PROP_PATH:
-        return Py_NewRef(s->path);
+        return new_ref(s->path);
     case PROP_GENERATION:
         return PyUnicode_FromString(gm_snapshot_gen_name(s->snap->gen));
     case PROP_TORCH:
@@ -895,10 +978,12 @@ static const char *setting_takes(enum gm_job_setting_type t)
 }
 
 /* The text gm_job_set() parses for the Python value 'v' of setting 's': converted here,
- * at the edge, by the setting's type.  A flag takes True or False; a valued setting takes
- * a str as the CLI spells it, an int (a choice too: zero=3), and a float where it takes a
- * count, a fraction or free text.  *text is NULL when the setting stays unset (None,
- * False).  false with a TypeError when the type does not suit. */
+ * at the edge, by the setting's type, without running any code of the value's own (an int
+ * subclass's __str__ could change the settings being read).  A flag takes True or False; a
+ * valued setting takes a str as the CLI spells it (no NUL in it: ValueError), an int (a
+ * choice too: zero=3; negative: ValueError, 2^64 or more: OverflowError), and a float
+ * where it takes a count, a fraction or free text.  *text is NULL when the setting stays
+ * unset (None, False).  false with a TypeError when the type does not suit. */
 static bool setting_text(const struct gm_job_setting *s, PyObject *key, PyObject *v, char *buf,
                          size_t n, const char **text)
 {
@@ -911,17 +996,23 @@ static bool setting_text(const struct gm_job_setting *s, PyObject *key, PyObject
         return true;
     }
     if (s->type != GM_JOB_FLAG && PyUnicode_Check(v)) {
-        *text = PyUnicode_AsUTF8(v);
+        *text = text_arg(v, s->name);
         return *text != NULL;
     }
     if (s->type != GM_JOB_FLAG && PyLong_Check(v) && !PyBool_Check(v)) {
-        PyObject *str = PyObject_Str(v);
-        const char *d = str ? PyUnicode_AsUTF8(str) : NULL;
-        if (d)
-            snprintf(buf, n, "%s", d);
-        Py_XDECREF(str);
-        *text = d ? buf : NULL;
-        return d != NULL;
+        uint64_t u;
+        if (!u64_arg(v, &u)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb); /* say which setting */
+            PyErr_Format(type ? type : PyExc_ValueError, "%U: %S", key, value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return false;
+        }
+        snprintf(buf, n, "%llu", (unsigned long long)u);
+        *text = buf;
+        return true;
     }
     if (number && PyFloat_Check(v)) {
         double d = PyFloat_AS_DOUBLE(v);
@@ -943,8 +1034,22 @@ static bool setting_text(const struct gm_job_setting *s, PyObject *key, PyObject
 }
 
 /* Set the job from keyword settings (names with '_' or '-', as the table takes them), in
- * the table's order as the CLI does, then check the job as a whole. */
-static bool job_from_settings(struct gm_job *job, PyObject *settings)
+ * the table's order as the CLI does, then check the job as a whole.  The keys and values
+ * are read from a copy of the dict, which holds them while they are converted. */
+static bool job_from_copy(struct gm_job *job, PyObject *settings);
+
+static bool job_from_settings(struct gm_job *job, PyObject *caller_settings)
+{
+    PyObject *settings = PyDict_Copy(caller_settings);
+    bool ok;
+    if (!settings)
+        return false;
+    ok = job_from_copy(job, settings);
+    Py_DECREF(settings);
+    return ok;
+}
+
+static bool job_from_copy(struct gm_job *job, PyObject *settings)
 {
     size_t n_set;
     const struct gm_job_setting *table = gm_job_settings(&n_set);
@@ -954,7 +1059,7 @@ static bool job_from_settings(struct gm_job *job, PyObject *settings)
     struct gm_error err;
 
     while (PyDict_Next(settings, &pos, &key, &value)) {
-        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *name = PyUnicode_Check(key) ? text_arg(key, "a setting's name") : NULL;
         const struct gm_job_setting *s = name ? gm_job_setting_find(name) : NULL;
         size_t i;
         if (!name) {
@@ -1073,7 +1178,7 @@ out:
 static const struct gm_analysis *calib_analysis(PyObject *snapshot, struct gm_snapshot **snap,
                                                 struct gm_analysis **an)
 {
-    PyObject *bytes = NULL, *name;
+    PyObject *bytes = NULL;
     struct gm_error err;
     enum gm_status st;
     PyThreadState *ts;
@@ -1089,9 +1194,7 @@ static const struct gm_analysis *calib_analysis(PyObject *snapshot, struct gm_sn
         st = gm_analysis_run(*snap, NULL, an, &err);
     PyEval_RestoreThread(ts);
     if (st != GM_OK) {
-        name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
-        raise_gm(&err, name);
-        Py_XDECREF(name);
+        raise_input(&err, PyBytes_AS_STRING(bytes));
         gm_snapshot_free(*snap);
         *snap = NULL;
     }
@@ -1100,10 +1203,11 @@ static const struct gm_analysis *calib_analysis(PyObject *snapshot, struct gm_sn
 }
 
 /* calibrate_json(snapshot, model, settings, predict, device) -> str: the
- * gpumem.calibrate/1 document. */
+ * gpumem.calibrate/1 document; device None or a CUDA index (an int, never a bool or a
+ * float). */
 static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
 {
-    PyObject *snapshot, *model, *settings, *predict, *out = NULL;
+    PyObject *snapshot, *model, *settings, *predict, *dev, *out = NULL;
     struct gm_calibration *c = NULL;
     struct gm_calib_opts o;
     const struct gm_analysis *an;
@@ -1116,12 +1220,24 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
     enum gm_status st;
     PyThreadState *ts;
     bool have = false;
-    int device;
+    int device = -1;
     (void)self;
 
-    if (!PyArg_ParseTuple(args, "OOO!O!i", &snapshot, &model, &PyDict_Type, &settings, &PyList_Type,
-                          &predict, &device))
+    if (!PyArg_ParseTuple(args, "OOO!O!O", &snapshot, &model, &PyDict_Type, &settings, &PyList_Type,
+                          &predict, &dev))
         return NULL;
+    if (dev != Py_None) {
+        long v;
+        if (PyBool_Check(dev) || !PyLong_Check(dev))
+            return PyErr_Format(PyExc_TypeError, "device: an int (the CUDA index), not %.80s",
+                                Py_TYPE(dev)->tp_name);
+        v = PyLong_AsLong(dev);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0 || v > INT32_MAX)
+            return PyErr_Format(PyExc_ValueError, "device: a CUDA index (0, 1, ...), not %ld", v);
+        device = (int)v;
+    }
     gm_calib_job_init(&job);
     gm_calib_opts_init(&o);
     o.device = device;
@@ -1129,7 +1245,7 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
         return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(predict); i++) {
         const char *spec = PyUnicode_Check(PyList_GET_ITEM(predict, i))
-                               ? PyUnicode_AsUTF8(PyList_GET_ITEM(predict, i))
+                               ? text_arg(PyList_GET_ITEM(predict, i), "predict")
                                : NULL;
         if (!spec) {
             if (!PyErr_Occurred())
@@ -1200,10 +1316,10 @@ static bool setting_dict(const void *ctx, size_t i, PyObject *d)
     return put_str(d, "name", s->name) && put_str(d, "keyword", keyword) &&
            put_str(d, "type", setting_type_name(s->type)) && put_str(d, "argname", s->argname) &&
            put_str(d, "help", s->help) &&
-           put(d, "choices", s->choices ? str_tuple(s->choices) : Py_NewRef(Py_None)) &&
+           put(d, "choices", s->choices ? str_tuple(s->choices) : new_ref(Py_None)) &&
            put(d, "modes", str_tuple(modes)) &&
            put(d, "engine",
-               s->engine == GM_ENGINE_NONE ? Py_NewRef(Py_None)
+               s->engine == GM_ENGINE_NONE ? new_ref(Py_None)
                                            : PyUnicode_FromString(gm_engine_name(s->engine)));
 }
 
@@ -1291,13 +1407,25 @@ static struct PyModuleDef core_module = {
     .m_methods = core_methods,
 };
 
+/* module.name = o, keeping the caller's reference (PyModule_AddObjectRef, which Python 3.9
+ * lacks); -1 with an exception on failure. */
+static int add_ref(PyObject *m, const char *name, PyObject *o)
+{
+    Py_INCREF(o);
+    if (PyModule_AddObject(m, name, o) < 0) {
+        Py_DECREF(o);
+        return -1;
+    }
+    return 0;
+}
+
 static bool add_exception(PyObject *m, const char *name, PyObject *bases, const char *doc,
                           PyObject **out)
 {
     char full[64];
     snprintf(full, sizeof(full), "gpumem.%s", name);
     *out = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
-    return *out && PyModule_AddObjectRef(m, name, *out) == 0;
+    return *out && add_ref(m, name, *out) == 0;
 }
 
 PyMODINIT_FUNC PyInit__core(void);
@@ -1329,8 +1457,8 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_DECREF(bases);
     if (!add_exception(m, "NoDeviceError", error_base,
                        "No usable GPU or driver (the CLI's exit status 2).", &error_no_device) ||
-        PyModule_AddObjectRef(m, "Snapshot", (PyObject *)&snapshot_type) < 0 ||
-        PyModule_AddObjectRef(m, "Devices", (PyObject *)&devices_type) < 0 ||
+        add_ref(m, "Snapshot", (PyObject *)&snapshot_type) < 0 ||
+        add_ref(m, "Devices", (PyObject *)&devices_type) < 0 ||
         PyModule_AddObject(m, "ACTIONS", name_tuple(action_name, GM_ACTION_COUNT)) < 0 ||
         PyModule_AddObject(m, "CATEGORIES", name_tuple(category_name, GM_CATEGORY_COUNT)) < 0 ||
         PyModule_AddIntConstant(m, "EVENT_HAS_TIME", GM_EVENT_HAS_TIME) < 0 ||

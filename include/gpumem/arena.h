@@ -25,15 +25,21 @@ struct gm_arena {
     size_t used;                 /* bytes handed out (payload, with alignment) */
     size_t reserved;             /* bytes obtained from malloc */
     bool limit_hit;              /* the last failure was the cap, not malloc */
+    size_t *shared; /* NULL, or the bytes held by everything that shares 'cap' with this
+                       arena (its own 'used' included): the cap then bounds their sum */
 };
 
 #define GM_ARENA_INIT                                                                              \
     {                                                                                              \
-        NULL, 0, 0, 0, false                                                                       \
+        NULL, 0, 0, 0, false, NULL                                                                 \
     }
 
 /* Prepare 'a' with a cap of 'cap' bytes (0: no cap).  Allocates nothing. */
 void gm_arena_init(struct gm_arena *a, size_t cap);
+
+/* Count what 'a' holds in '*shared' from now on, its cap bounding the sum (NULL: its own
+ * 'used' again); what it already holds moves into or out of the count. */
+void gm_arena_share(struct gm_arena *a, size_t *shared);
 
 /* Release everything 'a' handed out; 'a' may be reused after gm_arena_init(). */
 void gm_arena_release(struct gm_arena *a);

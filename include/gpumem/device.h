@@ -86,6 +86,10 @@ bool gm_proc_exists(uint32_t pid);
  * parent) and for a PID that does not exist here. */
 bool gm_proc_running(uint32_t pid);
 
+/* The processes of process group 'pgid' that still run (zombies left out), from /proc,
+ * into out[0..cap) in /proc's order; returns how many there are (may exceed cap). */
+size_t gm_proc_group(uint32_t pgid, uint32_t *out, size_t cap);
+
 /* "SIGSEGV" for SIGSEGV, ...; NULL for a number that is no signal this system names. */
 const char *gm_signal_name(int sig);
 

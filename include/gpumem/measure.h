@@ -209,9 +209,11 @@ struct gm_measure_series {
 };
 
 /* Read a gpumem.measure/1 document from 'len' bytes at 'data' (borrowed during the call).
- * On success *out owns everything (gm_measure_series_free()).  GM_ERR_FORMAT when it is not
- * JSON, not of that schema, or a member has the wrong type; GM_ERR_NOMEM, GM_ERR_LIMIT. */
-enum gm_status gm_measure_series_load_mem(const void *data, size_t len,
+ * 'memory_limit': bytes the text and its parsed tree may take together (0: a budget relative
+ * to the size of the text).  On success *out owns everything (gm_measure_series_free()).
+ * GM_ERR_FORMAT when it is not JSON, not of that schema, or a member has the wrong type;
+ * GM_ERR_LIMIT when parsing it would take more than the limit; GM_ERR_NOMEM. */
+enum gm_status gm_measure_series_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                           struct gm_measure_series **out, struct gm_error *err);
 /* The same for the file at 'path' (GM_ERR_NOENT, GM_ERR_IO besides). */
 enum gm_status gm_measure_series_load(const char *path, struct gm_measure_series **out,
@@ -222,7 +224,7 @@ void gm_measure_series_free(struct gm_measure_series *s);
 /* The environment of a gpumem.environment/1 document (`gpumem environment --json`), in the
  * same form, its strings owned by *holder (a series with no phases; free it with
  * gm_measure_series_free()). */
-enum gm_status gm_measure_env_load_mem(const void *data, size_t len,
+enum gm_status gm_measure_env_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                        struct gm_measure_series **holder, struct gm_error *err);
 
 #ifdef __cplusplus

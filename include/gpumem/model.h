@@ -312,6 +312,9 @@ size_t gm_model_catalog_count(void);
 const struct gm_model *gm_model_catalog_get(size_t i);
 /* The Hub id of a catalog entry ("meta-llama/Llama-2-7b-hf"); static storage. */
 const char *gm_model_catalog_hub_id(size_t i);
+/* The other names of a catalog entry, lowercase and space-separated ("llama-3-8b
+ * meta-llama-3-8b"), that gm_model_catalog_find() takes too; static storage, "" for none. */
+const char *gm_model_catalog_aliases(size_t i);
 
 /* A catalog entry by the name people use: its Hub id, its name or an alias, case-insensitively,
  * with or without the organisation; else a model of the same architecture under another name

@@ -32,6 +32,11 @@ enum gm_status gm_sheet_new(struct gm_sheet **out, struct gm_error *err);
 /* NULL is a no-op. */
 void gm_sheet_free(struct gm_sheet *sh);
 
+/* The memory one document may take while it is read: its text and its parsed tree
+ * together ('bytes'; 0, the default: a budget relative to the size of the text, see
+ * docs/security.md).  A document over it is refused with GM_ERR_LIMIT. */
+void gm_sheet_set_memory_limit(struct gm_sheet *sh, uint64_t bytes);
+
 /* Add the document in 'len' bytes at 'data' (borrowed during the call), shown as 'name'.
  * GM_ERR_FORMAT when it is not JSON or not one of the four schemas (named in the message),
  * GM_ERR_LIMIT past GM_SHEET_MAX_DOCS of one kind, GM_ERR_NOMEM. */

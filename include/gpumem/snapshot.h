@@ -54,6 +54,12 @@ const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen);
 /* "2.4-2.7"-style torch version range of a generation; static storage. */
 const char *gm_snapshot_gen_torch(enum gm_snapshot_gen gen);
 
+/* The longest frame file or function name kept whole (bytes; PATH_MAX): a longer one (no
+ * real frame has one) is kept as its first GM_SNAPSHOT_TEXT_MAX bytes, cut at a character,
+ * and " ... (N bytes)", so that what is shown or written of a frame never grows with such a
+ * name however many frames share it. */
+#define GM_SNAPSHOT_TEXT_MAX 4096
+
 /* One interned frame.  Python frames have a .py filename; C++ frames usually "??" and 0. */
 struct gm_snapshot_frame {
     const char *filename; /* never NULL ("" when missing) */
@@ -61,6 +67,15 @@ struct gm_snapshot_frame {
     int64_t line;         /* 0 when unknown */
     bool is_python;       /* filename ends in ".py" (not "??", not a C/C++ source) */
     bool is_noise;        /* matched by the memory_viz noise filter (unwind::, PyEval_, ...) */
+    /* Set by the loader, which looks at each distinct text once: user_file is
+     * gm_snapshot_file_is_user(filename) when user_known (else gm_snapshot_frame_is_user()
+     * reads the filename), and the ids number the snapshot's distinct texts
+     * (< gm_snapshot.n_strings; equal ids, equal texts), so that a consumer can keep what it
+     * finds in a text per text, not per frame. */
+    bool user_known;
+    bool user_file;
+    uint32_t filename_id;
+    uint32_t name_id;
 };
 
 /* One interned stack: frame ids into gm_snapshot.frames, innermost first (file order). */
@@ -292,6 +307,7 @@ struct gm_snapshot {
 
     const struct gm_snapshot_frame *frames;
     size_t n_frames;
+    size_t n_strings; /* distinct texts: the bound of gm_snapshot_frame.filename_id/name_id */
     const struct gm_snapshot_stack *stacks; /* stacks[0] is the empty stack */
     size_t n_stacks;
 
@@ -617,6 +633,8 @@ enum gm_status gm_snapshot_group_live(const struct gm_snapshot_timeline *tl,
  * (.../lib/python3.X/..., ...\Lib\...), not a frozen or generated module ('<frozen ...>').
  * Paths are compared with '/' and '\\' alike. */
 bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f);
+/* The part of that rule that looks at the file name alone. */
+bool gm_snapshot_file_is_user(const char *filename);
 
 /* Index in stacks[stack].frames of its first user frame (innermost first), or of its first
  * non-noise frame when it has none; -1 for an empty stack. */

@@ -74,6 +74,11 @@ struct gm_sweep_run {
     struct gm_reading peak_reserved;
     /* A failure: the failed phase's error, else the last line the command wrote. */
     char error[256];
+    /* Processes of the run's process group still running when its command exited (a
+     * server started in the background, a data loader): gpumem ended them before the next
+     * run.  Their names and PIDs, "name (pid N), ..." (the first few), and how many. */
+    uint32_t n_left;
+    char left[256];
 };
 
 /* One line on a run into out[n]: "fits", "out of memory in phase 'backward' (tried 2.00
@@ -113,8 +118,9 @@ struct gm_sweep {
     bool interrupted;
 };
 
-/* Parse "NAME=V1,V2,..." (whole numbers, strictly increasing, at most GM_SWEEP_MAX_VALUES)
- * into a zeroed 's' (bisect on).  GM_ERR_INVALID with a message naming the problem. */
+/* Parse "NAME=V1,V2,..." (whole numbers below 2^63, strictly increasing, at most
+ * GM_SWEEP_MAX_VALUES) into a zeroed 's' (bisect on).  GM_ERR_INVALID with a message naming
+ * the problem. */
 enum gm_status gm_sweep_parse_param(struct gm_sweep *s, const char *spec, struct gm_error *err);
 
 /* The next value to run, and whether the bisection chose it; false when the sweep is over. */
@@ -147,20 +153,29 @@ struct gm_sweep_opts {
 /* Whether some argument of 'argv' holds "{param}". */
 bool gm_sweep_command_uses(const struct gm_sweep *s, char *const *argv);
 
+/* Whether folder 'dir' holds a run's log or series (run-N.log, run-N.json: a file, a
+ * symbolic link or anything else of such a name); its name into found[n] when it does. */
+bool gm_sweep_dir_has_runs(const char *dir, char *found, size_t n);
+
 /* Run the sweep planned by 's' (gm_sweep_parse_param) with the devices of 'd' watched.
  * Returns GM_OK when it ran to its end (see gm_sweep_end()), also when runs failed;
  * GM_ERR_INVALID for bad options, GM_ERR_UNSUPPORTED / GM_ERR_DRIVER when the devices cannot
- * be watched, GM_ERR_IO / GM_ERR_NOMEM for the host. */
+ * be watched, GM_ERR_EXISTS when a run's log appeared in work_dir (never written over, nor
+ * through a symbolic link), GM_ERR_IO / GM_ERR_NOMEM for the host.  After each run, what
+ * its command left running in its process group is ended (SIGTERM, then SIGKILL) and named
+ * in the run; a caller that made itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER,
+ * as gpumem sweep does) has those processes reaped too. */
 enum gm_status gm_sweep_run(struct gm_sweep *s, struct gm_devices *d, const struct gm_sweep_opts *o,
                             struct gm_error *err);
 
 /* The sweep as one JSON document, schema gpumem.sweep/1.  false on a write error. */
 bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o, FILE *f);
 
-/* Read a gpumem.sweep/1 document back into 's' (for gpumem sheet).  GM_ERR_FORMAT when it
- * is not one, GM_ERR_LIMIT for more values or runs than a sweep holds. */
+/* Read a gpumem.sweep/1 document back into 's' (for gpumem sheet), parsing it within
+ * 'memory_limit' bytes (0: a budget relative to its size).  GM_ERR_FORMAT when it is not
+ * one, GM_ERR_LIMIT for more values or runs than a sweep holds or over the memory limit. */
 enum gm_status gm_sweep_load_mem(struct gm_sweep *s, const void *data, size_t len,
-                                 struct gm_error *err);
+                                 uint64_t memory_limit, struct gm_error *err);
 
 #ifdef __cplusplus
 }

@@ -238,15 +238,18 @@ struct gm_watch_command {
     char *const *argv;     /* NULL-terminated; argv[0] is searched on PATH */
     char *const *envp;     /* its environment (the caller's own, usually) */
     const char *output;    /* NULL: stdout and stderr as the caller's; else both to this
-                              file, created or truncated */
+                              file, which must not exist (never a symbolic link followed) */
     bool stdout_to_stderr; /* stdout goes where stderr goes (output NULL) */
     bool own_group;        /* its own process group, so that kill(-pid) ends its tree */
 };
 
-/* Start 'c' with SIGINT, SIGTERM and SIGHUP at their defaults and no signal blocked;
- * stdio is flushed first.  *pid gets the process.  A command that cannot be run (not
- * found, not executable) is *exec_errno (ENOENT: a shell's 127, else 126) with no process
- * left, not an error.  GM_ERR_NOMEM or GM_ERR_INTERNAL when the start cannot be set up. */
+/* Start 'c' with every signal that gpumem handles or ignores (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2) at its default and no signal
+ * blocked; stdio is flushed first.  *pid gets the process.  A command that cannot be run
+ * (not found, not executable) is *exec_errno (ENOENT: a shell's 127, else 126) with no
+ * process left, not an error.  GM_ERR_EXISTS when c->output exists (a file, a symbolic link
+ * or anything else), GM_ERR_IO when it cannot be created; GM_ERR_NOMEM or GM_ERR_INTERNAL
+ * when the start cannot be set up. */
 enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
                               struct gm_error *err);
 

@@ -157,6 +157,9 @@ def estimate_settings():
     return _core.estimate_settings()
 
 
+_PREDICT_TYPES = "a dict {name: values}, a 'NAME=V1,V2' string or a list of them"
+
+
 def _predict_specs(predict):
     if predict is None:
         return []
@@ -165,14 +168,21 @@ def _predict_specs(predict):
     if isinstance(predict, dict):
         out = []
         for name, values in predict.items():
-            if isinstance(values, (str, int, float)):
+            if isinstance(values, (str, int, float)) and not isinstance(values, bool):
                 values = [values]
+            if not isinstance(name, str) or isinstance(values, (bytes, bytearray, dict)):
+                raise TypeError("predict: %s" % _PREDICT_TYPES)
+            for v in values:
+                if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                    raise TypeError("predict: %s: values are numbers or strings, not %s"
+                                    % (name, type(v).__name__))
             out.append("%s=%s" % (name, ",".join(str(v) for v in values)))
         return out
+    if not isinstance(predict, (list, tuple)):
+        raise TypeError("predict: %s, not %s" % (_PREDICT_TYPES, type(predict).__name__))
     for p in predict:
         if not isinstance(p, str):
-            raise TypeError("predict: a dict {name: values} or 'NAME=V1,V2' strings, not %s"
-                            % type(p).__name__)
+            raise TypeError("predict: %s, not a list of %s" % (_PREDICT_TYPES, type(p).__name__))
     return list(predict)
 
 
@@ -187,6 +197,5 @@ def calibrate(snapshot, model=None, *, predict=None, device=None, **settings):
     index of the snapshot's device (None: the one with the largest peak).  Errors as
     estimate(), and those of reading the snapshot."""
     return _json.loads(
-        _core.calibrate_json(snapshot, model, settings, _predict_specs(predict),
-                             -1 if device is None else int(device))
+        _core.calibrate_json(snapshot, model, settings, _predict_specs(predict), device)
     )

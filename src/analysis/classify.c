@@ -77,56 +77,159 @@ static const char *const batch_fns[] = {"_prepare_input",
                                         "_apply_batch_transfer_handler",
                                         NULL};
 
-static uint16_t python_flags(const char *fn, const char *nm)
+/* What a file name says: the path patterns of the rules below, found in one pass per
+ * distinct file name (per frame would scan a long name shared by thousands of frames once
+ * per frame). */
+enum {
+    F_KNOWN = 1u << 0,
+    F_IN_TORCH = 1u << 1,
+    F_PACKAGES = 1u << 2,
+    F_MODULE = 1u << 3,     /* torch/nn/modules/module.py */
+    F_PARAM_FILE = 1u << 4, /* nn/init.py, nn/parameter.py, serialization.py, ... */
+    F_NN_MODULES = 1u << 5,
+    F_HF_MODELING = 1u << 6,
+    F_ACCEL_MODELING = 1u << 7,
+    F_AUTOGRAD = 1u << 8,
+    F_AUTOGRAD_INIT = 1u << 9,
+    F_AUTOGRAD_GRAPH = 1u << 10,
+    F_TENSOR = 1u << 11,
+    F_CHECKPOINT = 1u << 12,
+    F_OPTIM = 1u << 13,
+    F_OPTIM_AUX = 1u << 14,   /* lr_scheduler, swa_utils */
+    F_OPTIM_OTHER = 1u << 15, /* other optimizers' folders */
+    F_DATA = 1u << 16,        /* torch/utils/data, torch_geometric/data */
+    F_HF_BATCH = 1u << 17,    /* transformers' BatchEncoding / BatchFeature */
+};
+
+static uint32_t file_bits(const char *fn)
+{
+    uint32_t b = F_KNOWN;
+    if (gm_frame_path_in_torch(fn))
+        b |= F_IN_TORCH;
+    if (gm_frame_path_in_packages(fn))
+        b |= F_PACKAGES;
+    if (gm_path_has(fn, "/torch/nn/modules/module.py"))
+        b |= F_MODULE;
+    if (gm_path_has(fn, "/torch/nn/init.py") || gm_path_has(fn, "/torch/nn/parameter.py") ||
+        gm_path_has(fn, "/torch/serialization.py") ||
+        gm_path_has(fn, "/torch/nn/parallel/replicate.py") ||
+        gm_path_has(fn, "/safetensors/torch.py"))
+        b |= F_PARAM_FILE;
+    if (gm_path_has(fn, "/torch/nn/modules/"))
+        b |= F_NN_MODULES;
+    if (gm_path_has(fn, "/transformers/modeling_utils.py"))
+        b |= F_HF_MODELING;
+    if (gm_path_has(fn, "/accelerate/utils/modeling.py"))
+        b |= F_ACCEL_MODELING;
+    if (gm_path_has(fn, "/torch/autograd/"))
+        b |= F_AUTOGRAD;
+    if (gm_path_has(fn, "/torch/autograd/__init__.py"))
+        b |= F_AUTOGRAD_INIT;
+    if (gm_path_has(fn, "/torch/autograd/graph.py"))
+        b |= F_AUTOGRAD_GRAPH;
+    if (gm_path_has(fn, "/torch/_tensor.py"))
+        b |= F_TENSOR;
+    if (gm_path_has(fn, "/torch/utils/checkpoint.py"))
+        b |= F_CHECKPOINT;
+    if (gm_path_has(fn, "/torch/optim/"))
+        b |= F_OPTIM;
+    if (gm_path_has(fn, "lr_scheduler") || gm_path_has(fn, "swa_utils"))
+        b |= F_OPTIM_AUX;
+    if (gm_path_has(fn, "/optim/") || gm_path_has(fn, "/optimizers/") ||
+        gm_path_has(fn, "/optimization.py") || gm_path_has(fn, "/deepspeed/ops/"))
+        b |= F_OPTIM_OTHER;
+    if (gm_path_has(fn, "/torch/utils/data/") || gm_path_has(fn, "/torch_geometric/data/"))
+        b |= F_DATA;
+    if (gm_path_has(fn, "/transformers/tokenization_utils_base.py") ||
+        gm_path_has(fn, "/transformers/feature_extraction_utils.py"))
+        b |= F_HF_BATCH;
+    return b;
+}
+
+/* What a function name says where a rule looks inside it (equality and prefixes are
+ * cheap and stay in the rules), and whether it is a C++ autograd engine frame: one pass
+ * per distinct name. */
+enum {
+    N_KNOWN = 1u << 0,
+    N_LOAD = 1u << 1, /* holds "load" */
+    N_SET_MODULE = 1u << 2,
+    N_UNPACK = 1u << 3,
+    N_RECOMPUTE = 1u << 4,
+    N_BACKWARD = 1u << 5, /* holds "backward" */
+    N_CPP_BACKWARD = 1u << 6,
+};
+
+static uint32_t name_bits(const char *nm)
+{
+    uint32_t b = N_KNOWN;
+    if (strstr(nm, "load"))
+        b |= N_LOAD;
+    if (strstr(nm, "set_module_tensor_to_device"))
+        b |= N_SET_MODULE;
+    if (strstr(nm, "unpack"))
+        b |= N_UNPACK;
+    if (strstr(nm, "recompute"))
+        b |= N_RECOMPUTE;
+    if (strstr(nm, "backward"))
+        b |= N_BACKWARD;
+    if (starts(nm, "torch::autograd::Engine::") ||
+        starts(nm, "torch::autograd::python::PythonEngine::") ||
+        starts(nm, "torch::autograd::Node::operator()") ||
+        starts(nm, "torch::autograd::AccumulateGrad::") ||
+        starts(nm, "torch::autograd::generated::details::") ||
+        strstr(nm, "torch::autograd::CppNode"))
+        b |= N_CPP_BACKWARD;
+    /* torch::autograd::generated::MmBackward0::apply(...): a backward node running.  Not
+     * ...::release_variables(), which also runs when a graph is dropped in forward. */
+    if (strstr(nm, "torch::autograd::") && strstr(nm, "Backward") && strstr(nm, "::apply("))
+        b |= N_CPP_BACKWARD;
+    return b;
+}
+
+/* The flags of a Python frame in a file of bits 'fb' and a function 'nm' of bits 'nb'. */
+static uint16_t python_flags(uint32_t fb, const char *nm, uint32_t nb)
 {
     uint16_t fl = FR_PY;
-    bool in_torch = gm_frame_path_in_torch(fn);
+    bool in_torch = (fb & F_IN_TORCH) != 0;
 
-    if (gm_path_has(fn, "/torch/nn/modules/module.py")) {
+    if (fb & F_MODULE) {
         if (eq(nm, "_call_impl") || eq(nm, "_wrapped_call_impl") || eq(nm, "__call__") ||
             eq(nm, "_slow_forward"))
             fl |= FR_MODULE_CALL;
         else if (in_list(nm, module_param_fns))
             fl |= FR_PARAM_LOAD;
-    } else if (gm_path_has(fn, "/torch/nn/init.py") || gm_path_has(fn, "/torch/nn/parameter.py") ||
-               gm_path_has(fn, "/torch/serialization.py") ||
-               gm_path_has(fn, "/torch/nn/parallel/replicate.py") ||
-               gm_path_has(fn, "/safetensors/torch.py")) {
+    } else if (fb & F_PARAM_FILE) {
         fl |= FR_PARAM_LOAD;
-    } else if (gm_path_has(fn, "/torch/nn/modules/") &&
-               (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
+    } else if ((fb & F_NN_MODULES) && (eq(nm, "__init__") || eq(nm, "reset_parameters"))) {
         fl |= FR_PARAM_LOAD;
-    } else if (gm_path_has(fn, "/transformers/modeling_utils.py") &&
-               (strstr(nm, "load") || eq(nm, "from_pretrained") || eq(nm, "to") || eq(nm, "cuda") ||
+    } else if ((fb & F_HF_MODELING) &&
+               ((nb & N_LOAD) || eq(nm, "from_pretrained") || eq(nm, "to") || eq(nm, "cuda") ||
                 eq(nm, "half") || eq(nm, "float"))) {
         fl |= FR_PARAM_LOAD;
-    } else if (gm_path_has(fn, "/accelerate/utils/modeling.py") &&
-               (strstr(nm, "set_module_tensor_to_device") || strstr(nm, "load"))) {
+    } else if ((fb & F_ACCEL_MODELING) && (nb & (N_SET_MODULE | N_LOAD))) {
         fl |= FR_PARAM_LOAD;
     }
 
-    if (gm_path_has(fn, "/torch/autograd/")) {
+    if (fb & F_AUTOGRAD) {
         fl |= FR_AUTOGRAD_PY;
-        if (gm_path_has(fn, "/torch/autograd/__init__.py") &&
+        if ((fb & F_AUTOGRAD_INIT) &&
             (eq(nm, "backward") || eq(nm, "grad") || eq(nm, "_make_grads")))
             fl |= FR_BACKWARD;
-        if (gm_path_has(fn, "/torch/autograd/graph.py") && eq(nm, "_engine_run_backward"))
+        if ((fb & F_AUTOGRAD_GRAPH) && eq(nm, "_engine_run_backward"))
             fl |= FR_BACKWARD;
     }
-    if (gm_path_has(fn, "/torch/_tensor.py") && eq(nm, "backward"))
+    if ((fb & F_TENSOR) && eq(nm, "backward"))
         fl |= FR_BACKWARD;
-    if (gm_path_has(fn, "/torch/utils/checkpoint.py")) {
+    if (fb & F_CHECKPOINT) {
         fl |= FR_AUTOGRAD_PY;
-        if (strstr(nm, "unpack") || strstr(nm, "recompute") || strstr(nm, "backward"))
+        if (nb & (N_UNPACK | N_RECOMPUTE | N_BACKWARD))
             fl |= FR_BACKWARD;
     }
 
-    if (gm_path_has(fn, "/torch/optim/")) {
-        if (!gm_path_has(fn, "lr_scheduler") && !gm_path_has(fn, "swa_utils") &&
-            !in_list(nm, optim_not_step))
+    if (fb & F_OPTIM) {
+        if (!(fb & F_OPTIM_AUX) && !in_list(nm, optim_not_step))
             fl |= FR_OPTIM_STEP;
-    } else if ((gm_path_has(fn, "/optim/") || gm_path_has(fn, "/optimizers/") ||
-                gm_path_has(fn, "/optimization.py") || gm_path_has(fn, "/deepspeed/ops/")) &&
+    } else if ((fb & F_OPTIM_OTHER) &&
                (eq(nm, "step") || starts(nm, "_multi_tensor_") || starts(nm, "_single_tensor_") ||
                 starts(nm, "_fused_") || eq(nm, "_init_group"))) {
         fl |= FR_OPTIM_STEP;
@@ -136,45 +239,42 @@ static uint16_t python_flags(const char *fn, const char *nm)
     /* Data loading and batches moved to the GPU by the libraries that do it for the user:
      * torch.utils.data, PyG Batch/Data.to(), Hugging Face BatchEncoding/BatchFeature.to(),
      * the HF Trainer, accelerate and Lightning batch transfer helpers. */
-    if (gm_path_has(fn, "/torch/utils/data/") || gm_path_has(fn, "/torch_geometric/data/") ||
-        ((gm_path_has(fn, "/transformers/tokenization_utils_base.py") ||
-          gm_path_has(fn, "/transformers/feature_extraction_utils.py")) &&
-         eq(nm, "to")) ||
-        (!in_torch && gm_frame_path_in_packages(fn) && in_list(nm, batch_fns)))
+    if ((fb & F_DATA) || ((fb & F_HF_BATCH) && eq(nm, "to")) ||
+        (!in_torch && (fb & F_PACKAGES) && in_list(nm, batch_fns)))
         fl |= FR_DATA;
 
     return fl;
 }
 
-static uint16_t cpp_flags(const char *nm)
+/* The flags of frame 'f' whose file and function names have bits 'fb' and 'nb'. */
+static uint16_t flags_from(const struct gm_snapshot_frame *f, uint32_t fb, uint32_t nb)
 {
-    if (starts(nm, "torch::autograd::Engine::") ||
-        starts(nm, "torch::autograd::python::PythonEngine::") ||
-        starts(nm, "torch::autograd::Node::operator()") ||
-        starts(nm, "torch::autograd::AccumulateGrad::") ||
-        starts(nm, "torch::autograd::generated::details::") ||
-        strstr(nm, "torch::autograd::CppNode"))
-        return FR_BACKWARD;
-    /* torch::autograd::generated::MmBackward0::apply(...): a backward node running.  Not
-     * ...::release_variables(), which also runs when a graph is dropped in forward. */
-    if (strstr(nm, "torch::autograd::") && strstr(nm, "Backward") && strstr(nm, "::apply("))
-        return FR_BACKWARD;
-    return 0;
+    const char *nm = f->name ? f->name : "";
+    if (f->is_python)
+        /* user code by the snapshot's one rule (gm_snapshot_frame_is_user()) */
+        return (uint16_t)(python_flags(fb, nm, nb) | (gm_snapshot_frame_is_user(f) ? FR_USER : 0));
+    return (nb & N_CPP_BACKWARD) ? FR_BACKWARD : 0;
 }
 
 uint16_t ana_frame_flags(const struct gm_snapshot_frame *f)
 {
-    const char *fn = f->filename ? f->filename : "";
-    const char *nm = f->name ? f->name : "";
-    if (f->is_python)
-        /* user code by the snapshot's one rule (gm_snapshot_frame_is_user()) */
-        return (uint16_t)(python_flags(fn, nm) | (gm_snapshot_frame_is_user(f) ? FR_USER : 0));
-    return cpp_flags(nm);
+    return flags_from(f, file_bits(f->filename ? f->filename : ""),
+                      name_bits(f->name ? f->name : ""));
+}
+
+/* file_bits() / name_bits() of text 'id' of the snapshot, each found once (bits[id]). */
+static uint32_t text_bits(uint32_t *bits, uint32_t id, const char *s,
+                          uint32_t (*find)(const char *))
+{
+    if (!bits[id])
+        bits[id] = find(s ? s : "");
+    return bits[id];
 }
 
 enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_snapshot *snap,
                                    struct gm_error *err)
 {
+    uint32_t *fbits, *nbits;
     memset(c, 0, sizeof(*c));
     c->snap = snap;
     c->frame_flags = gm_calloc(snap->n_frames ? snap->n_frames : 1, sizeof(uint16_t));
@@ -184,8 +284,27 @@ enum gm_status ana_classifier_init(struct ana_classifier *c, const struct gm_sna
         ana_classifier_release(c);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for frame flags");
     }
-    for (size_t i = 0; i < snap->n_frames; i++)
-        c->frame_flags[i] = ana_frame_flags(&snap->frames[i]);
+    /* a text's bits are found once, however many frames share it (the ids number the
+     * snapshot's distinct texts; frames made by hand carry none) */
+    fbits = snap->n_strings ? gm_calloc(snap->n_strings, sizeof(uint32_t)) : NULL;
+    nbits = snap->n_strings ? gm_calloc(snap->n_strings, sizeof(uint32_t)) : NULL;
+    if (snap->n_strings && (!fbits || !nbits)) {
+        gm_free(fbits);
+        gm_free(nbits);
+        ana_classifier_release(c);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for frame flags");
+    }
+    for (size_t i = 0; i < snap->n_frames; i++) {
+        const struct gm_snapshot_frame *f = &snap->frames[i];
+        if (f->filename_id < snap->n_strings && f->name_id < snap->n_strings)
+            c->frame_flags[i] =
+                flags_from(f, text_bits(fbits, f->filename_id, f->filename, file_bits),
+                           text_bits(nbits, f->name_id, f->name, name_bits));
+        else
+            c->frame_flags[i] = ana_frame_flags(f);
+    }
+    gm_free(fbits);
+    gm_free(nbits);
     memset(c->caller, 0xfe, (snap->n_stacks ? snap->n_stacks : 1) * sizeof(uint32_t));
     return GM_OK;
 }

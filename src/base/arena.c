@@ -79,6 +79,25 @@ void gm_arena_init(struct gm_arena *a, size_t cap)
     a->used = 0;
     a->reserved = 0;
     a->limit_hit = false;
+    a->shared = NULL;
+}
+
+void gm_arena_share(struct gm_arena *a, size_t *shared)
+{
+    if (a->shared)
+        *a->shared -= a->used;
+    a->shared = shared;
+    if (shared)
+        *shared += a->used;
+}
+
+/* Count 'size' more bytes handed out. */
+static void *take(struct gm_arena *a, size_t size, void *p)
+{
+    a->used += size;
+    if (a->shared)
+        *a->shared += size;
+    return p;
 }
 
 void gm_arena_release(struct gm_arena *a)
@@ -90,6 +109,8 @@ void gm_arena_release(struct gm_arena *a)
         c = next;
     }
     a->head = NULL;
+    if (a->shared)
+        *a->shared -= a->used;
     a->used = 0;
     a->reserved = 0;
 }
@@ -111,10 +132,11 @@ static struct gm_arena_chunk *new_chunk(struct gm_arena *a, size_t payload)
 void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
 {
     struct gm_arena_chunk *c = a->head;
+    size_t held = a->shared ? *a->shared : a->used;
 
     if (align == 0)
         align = 1;
-    if (size > SIZE_MAX / 2 || (a->cap && (size > a->cap || a->used > a->cap - size))) {
+    if (size > SIZE_MAX / 2 || (a->cap && (size > a->cap || held > a->cap - size))) {
         a->limit_hit = true;
         return NULL;
     }
@@ -128,15 +150,13 @@ void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
     c->pos = size;
     c->next = a->head;
     a->head = c;
-    a->used += size;
-    return (char *)c + CHUNK_HDR;
+    return take(a, size, (char *)c + CHUNK_HDR);
 #else
     if (c) {
         size_t pos = (c->pos + (align - 1)) & ~(align - 1);
         if (pos <= c->size && c->size - pos >= size) {
             c->pos = pos + size;
-            a->used += size;
-            return (char *)c + CHUNK_HDR + pos;
+            return take(a, size, (char *)c + CHUNK_HDR + pos);
         }
     }
     if (size > CHUNK_MIN / 2) {
@@ -155,8 +175,7 @@ void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
             big->next = NULL;
             a->head = big;
         }
-        a->used += size;
-        return (char *)big + CHUNK_HDR;
+        return take(a, size, (char *)big + CHUNK_HDR);
     }
     {
         size_t want = c ? c->size * 2 : CHUNK_MIN;
@@ -171,8 +190,7 @@ void *gm_arena_alloc(struct gm_arena *a, size_t size, size_t align)
         n->next = a->head;
         a->head = n;
         n->pos = size;
-        a->used += size;
-        return (char *)n + CHUNK_HDR;
+        return take(a, size, (char *)n + CHUNK_HDR);
     }
 #endif
 }

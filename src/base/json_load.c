@@ -91,9 +91,15 @@ uint64_t gm_json_budget(size_t len)
 enum gm_status gm_json_load(const char *data, size_t len, uint64_t base, json_t **out,
                             struct gm_error *err)
 {
+    return gm_json_load_limit(data, len, base, 0, out, err);
+}
+
+enum gm_status gm_json_load_limit(const char *data, size_t len, uint64_t base, uint64_t limit,
+                                  json_t **out, struct gm_error *err)
+{
     struct gm_json_scan sc;
     json_error_t je;
-    uint64_t budget = gm_json_budget(len);
+    uint64_t budget = limit ? (limit > len ? limit - len : 0) : gm_json_budget(len);
     char need[32], have[32];
 
     *out = NULL;
@@ -102,6 +108,14 @@ enum gm_status gm_json_load(const char *data, size_t len, uint64_t base, json_t 
         return gm_fail(err, GM_ERR_LIMIT, base,
                        "JSON nested %llu levels deep, more than the %d allowed",
                        (unsigned long long)sc.max_depth, GM_JSON_LOAD_MAX_DEPTH);
+    if (sc.estimate > budget && limit)
+        return gm_fail(err, GM_ERR_LIMIT, base,
+                       "JSON of %zu bytes would take about %s once parsed (%llu objects, %llu "
+                       "arrays, %llu strings, %llu scalars): over the memory limit of %s",
+                       len, gm_format_bytes(need, sizeof(need), sc.estimate + len, GM_UNITS_IEC),
+                       (unsigned long long)sc.n_objects, (unsigned long long)sc.n_arrays,
+                       (unsigned long long)sc.n_strings, (unsigned long long)sc.n_scalars,
+                       gm_format_bytes(have, sizeof(have), limit, GM_UNITS_IEC));
     if (sc.estimate > budget)
         return gm_fail(err, GM_ERR_LIMIT, base,
                        "JSON of %zu bytes would take about %s once parsed (%llu objects, %llu "

@@ -49,4 +49,9 @@ uint64_t gm_json_budget(size_t len);
 enum gm_status gm_json_load(const char *data, size_t len, uint64_t base, json_t **out,
                             struct gm_error *err);
 
+/* gm_json_load() within the caller's memory limit: the text and its tree together must fit
+ * 'limit' bytes (0: gm_json_budget(len) for the tree, as gm_json_load()). */
+enum gm_status gm_json_load_limit(const char *data, size_t len, uint64_t base, uint64_t limit,
+                                  json_t **out, struct gm_error *err);
+
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* path.c - path comparisons with '/' and '\\' alike (path.h). */
+/* path.c - path comparisons with '/' and '\\' alike, and a path's folder (path.h). */
 #include "base/path.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool same_char(char a, char b)
@@ -25,4 +26,15 @@ bool gm_path_has(const char *path, const char *needle)
         if (gm_path_starts(p, needle))
             return true;
     return false;
+}
+
+void gm_path_folder(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else if (slash == path)
+        snprintf(out, n, "/");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
 }

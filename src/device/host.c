@@ -159,15 +159,15 @@ void gm_proc_name(uint32_t pid, char *out, size_t n)
     fclose(f);
 }
 
-/* State and PPID of 'pid' from /proc/<pid>/stat; the command name may hold spaces and
- * parentheses, so parse after the last ')'. */
-static bool read_stat(uint32_t pid, char *state, uint32_t *ppid)
+/* State, PPID and process group of 'pid' from /proc/<pid>/stat; the command name may hold
+ * spaces and parentheses, so parse after the last ')'. */
+static bool read_stat_group(uint32_t pid, char *state, uint32_t *ppid, uint32_t *pgrp)
 {
     char path[64], buf[1024];
     FILE *f;
     size_t n;
     char *p;
-    unsigned pp;
+    unsigned pp, pg;
 
     snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
     f = fopen(path, "r");
@@ -177,10 +177,17 @@ static bool read_stat(uint32_t pid, char *state, uint32_t *ppid)
     fclose(f);
     buf[n] = '\0';
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %u", state, &pp) != 2)
+    if (!p || sscanf(p + 1, " %c %u %u", state, &pp, &pg) != 3)
         return false;
     *ppid = pp;
+    *pgrp = pg;
     return true;
+}
+
+static bool read_stat(uint32_t pid, char *state, uint32_t *ppid)
+{
+    uint32_t pgrp;
+    return read_stat_group(pid, state, ppid, &pgrp);
 }
 
 static bool read_ppid(uint32_t pid, uint32_t *ppid)
@@ -196,6 +203,28 @@ bool gm_proc_running(uint32_t pid)
     if (pid == 0 || !read_stat(pid, &state, &ppid))
         return false;
     return state != 'Z' && state != 'X' && state != 'x';
+}
+
+size_t gm_proc_group(uint32_t pgid, uint32_t *out, size_t cap)
+{
+    size_t n = 0;
+    DIR *dir;
+    struct dirent *de;
+    if (pgid == 0 || !(dir = opendir("/proc")))
+        return 0;
+    while ((de = readdir(dir))) {
+        char *end, state;
+        unsigned long v = strtoul(de->d_name, &end, 10);
+        uint32_t ppid, pgrp;
+        if (*end || !v || v > UINT32_MAX || !read_stat_group((uint32_t)v, &state, &ppid, &pgrp) ||
+            pgrp != pgid || state == 'Z' || state == 'X' || state == 'x')
+            continue;
+        if (n < cap)
+            out[n] = (uint32_t)v;
+        n++;
+    }
+    closedir(dir);
+    return n;
 }
 
 const char *gm_signal_name(int sig)

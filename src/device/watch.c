@@ -10,6 +10,7 @@
 #include "gpumem/units.h"
 #include "gpumem/version.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void gm_watch_init(struct gm_watch *w, size_t max_samples)
 {
@@ -721,26 +723,46 @@ bool gm_watch_jsonl_end(const struct gm_watch *w, const struct gm_watch_run *run
 enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
                               struct gm_error *err)
 {
+    static const int defaults[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE,
+                                   SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t def, none;
     short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
     enum gm_status st = GM_OK;
     bool setup;
-    int rc;
+    int rc, out_fd = -1;
 
     *exec_errno = 0;
     sigemptyset(&none);
     sigemptyset(&def);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGHUP);
+    /* a disposition gpumem set (a handler, or SIG_IGN, which exec would keep) is not the
+     * command's */
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+        sigaddset(&def, defaults[i]);
     if (c->own_group)
         flags |= POSIX_SPAWN_SETPGROUP;
-    if (posix_spawn_file_actions_init(&fa) != 0)
+    if (c->output) {
+        /* created here, never opened through a symbolic link nor over an existing file: a
+         * log folder others can write to cannot turn the run's output into a write over
+         * one of the user's files */
+        out_fd = open(c->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (out_fd < 0 && errno == EEXIST)
+            return gm_fail(err, GM_ERR_EXISTS, GM_NO_OFFSET,
+                           "'%s' exists: refusing to write a run's output over it", c->output);
+        if (out_fd < 0)
+            return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "cannot create '%s': %s", c->output,
+                           strerror(errno));
+    }
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        if (out_fd >= 0)
+            close(out_fd);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "posix_spawn: out of memory");
+    }
     if (posix_spawnattr_init(&at) != 0) {
         posix_spawn_file_actions_destroy(&fa);
+        if (out_fd >= 0)
+            close(out_fd);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "posix_spawn: out of memory");
     }
     setup = posix_spawnattr_setsigdefault(&at, &def) == 0 &&
@@ -748,8 +770,7 @@ enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int 
             (!c->own_group || posix_spawnattr_setpgroup(&at, 0) == 0) &&
             posix_spawnattr_setflags(&at, flags) == 0;
     if (setup && c->output)
-        setup = posix_spawn_file_actions_addopen(&fa, 1, c->output, O_WRONLY | O_CREAT | O_TRUNC,
-                                                 0644) == 0 &&
+        setup = posix_spawn_file_actions_adddup2(&fa, out_fd, 1) == 0 &&
                 posix_spawn_file_actions_adddup2(&fa, 1, 2) == 0;
     else if (setup && c->stdout_to_stderr)
         setup = posix_spawn_file_actions_adddup2(&fa, 2, 1) == 0;
@@ -763,6 +784,8 @@ enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int 
     }
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
+    if (out_fd >= 0)
+        close(out_fd);
     return st;
 }
 

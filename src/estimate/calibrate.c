@@ -466,6 +466,10 @@ static enum gm_status calibrate(const struct gm_job *job, const struct gm_analys
             "--max-batch and --max-context do not apply to a calibration (use --predict)");
     if (!(dev = pick_device(an, o->device, err)))
         return GM_ERR_INVALID;
+    if (!dev->n_allocs || !dev->peak_bytes)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "device %d of the snapshot has no allocations to calibrate against",
+                       (int)dev->device);
     if ((st = gm_estimate_run(job, &out->est, err)) != GM_OK)
         return st;
     if ((st = measure(dev, hi, err)) != GM_OK)

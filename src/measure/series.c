@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/json_in.h"
+#include "base/json_load.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -196,13 +197,13 @@ static enum gm_status read_series(struct holder *h, const json_t *root, struct g
     return h->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "series: out of memory") : GM_OK;
 }
 
-/* Parse 'data' as a document of 'schema' and hand its root to 'read'. */
-static enum gm_status load_doc(const void *data, size_t len, const char *schema,
+/* Parse 'data' as a document of 'schema' within 'limit' bytes (0: the JSON budget) and
+ * hand its root to 'read'. */
+static enum gm_status load_doc(const void *data, size_t len, uint64_t limit, const char *schema,
                                enum gm_status (*read)(struct holder *, const json_t *,
                                                       struct gm_error *),
                                struct gm_measure_series **out, struct gm_error *err)
 {
-    json_error_t jerr;
     json_t *root;
     struct holder *h;
     const char *got;
@@ -212,9 +213,8 @@ static enum gm_status load_doc(const void *data, size_t len, const char *schema,
     if (len > MAX_DOC_BYTES)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "document of %zu bytes: over %u MiB", len,
                        MAX_DOC_BYTES >> 20);
-    root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)jerr.position, "not JSON: %s", jerr.text);
+    if ((st = gm_json_load_limit(data, len, 0, limit, &root, err)) != GM_OK)
+        return st;
     got = gm_jin_str(root, "schema");
     if (!got || strcmp(got, schema) != 0) {
         /* 'got' lives in 'root': the message is made before the tree is released */
@@ -240,10 +240,10 @@ static enum gm_status load_doc(const void *data, size_t len, const char *schema,
     return GM_OK;
 }
 
-enum gm_status gm_measure_series_load_mem(const void *data, size_t len,
+enum gm_status gm_measure_series_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                           struct gm_measure_series **out, struct gm_error *err)
 {
-    return load_doc(data, len, "gpumem.measure/1", read_series, out, err);
+    return load_doc(data, len, memory_limit, "gpumem.measure/1", read_series, out, err);
 }
 
 enum gm_status gm_measure_series_load(const char *path, struct gm_measure_series **out,
@@ -254,7 +254,7 @@ enum gm_status gm_measure_series_load(const char *path, struct gm_measure_series
     gm_buf_init(&b, MAX_DOC_BYTES);
     st = gm_buf_read_file(&b, path, err);
     if (st == GM_OK) {
-        st = gm_measure_series_load_mem(b.data ? b.data : "", b.len, out, err);
+        st = gm_measure_series_load_mem(b.data ? b.data : "", b.len, 0, out, err);
         if (st != GM_OK && err)
             gm_error_prefix(err, "%s", path);
     }
@@ -270,10 +270,10 @@ static enum gm_status read_environment(struct holder *h, const json_t *root, str
                     : GM_OK;
 }
 
-enum gm_status gm_measure_env_load_mem(const void *data, size_t len,
+enum gm_status gm_measure_env_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                        struct gm_measure_series **holder, struct gm_error *err)
 {
-    return load_doc(data, len, "gpumem.environment/1", read_environment, holder, err);
+    return load_doc(data, len, memory_limit, "gpumem.environment/1", read_environment, holder, err);
 }
 
 void gm_measure_series_free(struct gm_measure_series *s)

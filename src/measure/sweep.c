@@ -24,7 +24,9 @@
 
 #include "base/buf.h"
 #include "base/json_in.h"
+#include "base/json_load.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -122,6 +124,10 @@ enum gm_status gm_sweep_parse_param(struct gm_sweep *s, const char *spec, struct
                 gm_error_prefix(err, "%s", s->param);
             return GM_ERR_INVALID;
         }
+        /* the record's JSON must read back (gm_sweep_load_mem: JSON integers are int64) */
+        if (v > (uint64_t)INT64_MAX)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "%s: %s is too large (at most %" PRId64 ")", s->param, num, INT64_MAX);
         if (s->n_values == GM_SWEEP_MAX_VALUES)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "more than %d values",
                            GM_SWEEP_MAX_VALUES);
@@ -359,6 +365,72 @@ static void take_watch(const struct gm_watch *w, struct gm_sweep_run *r)
     r->command_peak = w->cmd_seen ? (struct gm_reading){w->cmd_peak, true} : GM_READING_NONE;
 }
 
+bool gm_sweep_dir_has_runs(const char *dir, char *found, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool has = false;
+    if (!d)
+        return false;
+    while (!has && (de = readdir(d))) {
+        const char *p = de->d_name;
+        size_t digits = 0;
+        if (strncmp(p, "run-", 4) != 0)
+            continue;
+        for (p += 4; *p >= '0' && *p <= '9'; p++)
+            digits++;
+        if (digits && (!strcmp(p, ".log") || !strcmp(p, ".json"))) {
+            snprintf(found, n, "%s", de->d_name);
+            has = true;
+        }
+    }
+    closedir(d);
+    return has;
+}
+
+/* The group's processes that became ours (the caller made itself a child subreaper, so
+ * orphans of the run are reparented to it), reaped: a zombie still counts as a process. */
+static void reap_group(pid_t pgid)
+{
+    while (waitpid(-pgid, NULL, WNOHANG) > 0)
+        ;
+}
+
+/* After the run's command exited: the processes it left running in its process group are
+ * named in the run, then ended (SIGTERM, SIGKILL after the grace), so that the next run is
+ * measured alone and nothing outlives the sweep.  A process that left the group (setsid)
+ * is beyond reach. */
+static void end_group(pid_t pgid, struct gm_sweep_run *r)
+{
+    uint32_t left[8];
+    size_t n, at = 0;
+    reap_group(pgid);
+    n = gm_proc_group((uint32_t)pgid, left, 8);
+    if (!n)
+        return;
+    r->n_left = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        char name[64];
+        int w;
+        gm_proc_name(left[i], name, sizeof(name));
+        w = snprintf(r->left + at, sizeof(r->left) - at, "%s%s (pid %u)", i ? ", " : "",
+                     name[0] ? name : "?", (unsigned)left[i]);
+        if (w < 0 || (size_t)w >= sizeof(r->left) - at)
+            break;
+        at += (size_t)w;
+    }
+    killpg(pgid, SIGTERM);
+    for (uint64_t waited = 0; (reap_group(pgid), gm_proc_group((uint32_t)pgid, NULL, 0));
+         waited += 20) {
+        if (waited == KILL_GRACE_MS)
+            killpg(pgid, SIGKILL);
+        if (waited > KILL_GRACE_MS + 5000)
+            break; /* unkillable (a process stuck in the kernel): not waited for */
+        gm_watch_sleep_ms(20);
+    }
+    reap_group(pgid);
+}
+
 static void run_paths(const struct gm_sweep_opts *o, size_t k, char *log, char *series, size_t n)
 {
     snprintf(log, n, "%s/run-%zu.log", o->work_dir, k + 1);
@@ -455,6 +527,7 @@ static enum gm_status run_one(struct gm_sweep *s, struct gm_devices *d,
         gm_watch_wait(&clk, t);
     }
     r->wall_ms = gm_watch_clock_ms(&clk);
+    end_group(pid, r);
     r->exit_status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     r->outcome = stopped          ? GM_SWEEP_RUN_INTERRUPTED
                  : timed_out      ? GM_SWEEP_RUN_TIMEOUT
@@ -590,6 +663,8 @@ bool gm_sweep_write_json(const struct gm_sweep *s, const struct gm_sweep_opts *o
             gm_json_null(&w);
         }
         gm_json_kv_str(&w, "error", r->error[0] ? r->error : NULL);
+        gm_json_kv_u64(&w, "left_running", r->n_left);
+        gm_json_kv_str(&w, "left", r->n_left ? r->left : NULL);
         gm_json_end_object(&w);
     }
     gm_json_end_array(&w);
@@ -668,21 +743,25 @@ static enum gm_status load_run(const json_t *j, struct gm_sweep_run *r, size_t i
         r->peak_reserved = gm_jin_reading(ser, "peak_reserved_bytes");
     }
     copy_str(r->error, sizeof(r->error), gm_jin_str(j, "error"));
+    {
+        struct gm_reading left = gm_jin_reading(j, "left_running");
+        r->n_left = left.valid && left.value <= UINT32_MAX ? (uint32_t)left.value : 0;
+        copy_str(r->left, sizeof(r->left), gm_jin_str(j, "left"));
+    }
     return GM_OK;
 }
 
 enum gm_status gm_sweep_load_mem(struct gm_sweep *s, const void *data, size_t len,
-                                 struct gm_error *err)
+                                 uint64_t memory_limit, struct gm_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root;
     const json_t *values, *runs, *settings;
     const char *schema;
-    enum gm_status st = GM_OK;
+    enum gm_status st;
 
     memset(s, 0, sizeof(*s));
-    if (!root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)jerr.position, "not JSON: %s", jerr.text);
+    if ((st = gm_json_load_limit(data, len, 0, memory_limit, &root, err)) != GM_OK)
+        return st;
     schema = gm_jin_str(root, "schema");
     values = gm_jin_array(root, "values");
     runs = gm_jin_array(root, "runs");

@@ -476,6 +476,11 @@ const char *gm_model_catalog_hub_id(size_t i)
     return i < N_CATALOG ? catalog[i].hub_id : NULL;
 }
 
+const char *gm_model_catalog_aliases(size_t i)
+{
+    return i < N_CATALOG && catalog[i].aliases ? catalog[i].aliases : "";
+}
+
 static bool alias_match(const char *aliases, const char *name)
 {
     size_t n = strlen(name);

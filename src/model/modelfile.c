@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/file.h"
 #include "base/json_load.h"
+#include "base/path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -331,17 +332,6 @@ static void set_config_path(struct gm_modelfile *m, const char *dir)
         snprintf(m->config_path, sizeof m->config_path, "%s", p);
 }
 
-static void dir_of(const char *path, char *out, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(out, n, ".");
-    else if (slash == path)
-        snprintf(out, n, "/");
-    else
-        snprintf(out, n, "%.*s", (int)(slash - path), path);
-}
-
 /* Every tensor an index's weight_map names must be in the shards that were read: an index
  * that promises tensors its shards do not hold describes another checkpoint. */
 static enum gm_status check_index_covered(const char *path, json_t *map,
@@ -523,7 +513,7 @@ static enum gm_status load_index(const char *path, const struct gm_modelfile_lim
         goto out;
     }
     qsort(files, n, sizeof(*files), cmp_str);
-    dir_of(path, dir, sizeof dir);
+    gm_path_folder(path, dir, sizeof dir);
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && strcmp(files[i], files[i - 1]) == 0)
             continue;
@@ -711,7 +701,7 @@ enum gm_status gm_modelfile_load(const char *path, const struct gm_modelfile_lim
             st = load_safetensors_file(path, lim, out, err);
             if (!st) {
                 out->format = GM_MODELFILE_SAFETENSORS;
-                dir_of(path, dir, sizeof dir);
+                gm_path_folder(path, dir, sizeof dir);
                 set_config_path(out, dir);
             }
         }

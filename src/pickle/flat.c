@@ -537,6 +537,7 @@ bool flat_batch(struct vm *vm, struct pk_node *list)
         d->refs = 0;
         d->len = d->cap = (uint32_t)n;
         d->memo_idx = 0;
+        d->mark = 0;
         d->items = vm->flat_pairs;
         l->kind = PK_LIST;
         l->flags = PK_NODE_SCRATCH;
@@ -544,6 +545,7 @@ bool flat_batch(struct vm *vm, struct pk_node *list)
         l->refs = 1;
         l->cap = l->len;
         l->memo_idx = 0;
+        l->mark = 0;
         l->items = vm->flat_items;
         r.item = (pk_val)(uintptr_t)d;
         r.is_dict = true;

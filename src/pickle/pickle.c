@@ -13,6 +13,8 @@
 
 #include "base/big.h"
 
+#include "gpumem/units.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,10 +167,12 @@ const char *pk_opcode_name(uint8_t op)
 
 enum gm_status vm_nomem(struct vm *vm, uint64_t off)
 {
-    if (vm->doc->arena.limit_hit || vm->limit_hit)
-        return gm_fail(vm->err, GM_ERR_LIMIT, off,
-                       "pickle: memory cap of %zu bytes exceeded (a larger file needs more)",
-                       vm->max_memory);
+    if (vm->doc->arena.limit_hit || vm->limit_hit) {
+        char b[32];
+        gm_format_bytes(b, sizeof(b), vm->max_memory, GM_UNITS_IEC);
+        return gm_fail(vm->err, GM_ERR_LIMIT, off, "pickle: over the memory limit of %s%s", b,
+                       vm->limit_given ? "" : " (the default for a file of this size)");
+    }
     return gm_fail(vm->err, GM_ERR_NOMEM, off, "pickle: out of memory");
 }
 
@@ -184,8 +188,9 @@ bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
     }
     if (ncap > SIZE_MAX / elem)
         return false;
-    if (vm->max_memory &&
-        vm->heap_bytes - *cap * elem + ncap * elem + vm->doc->arena.used > vm->max_memory) {
+    if (vm->max_memory && (vm->shared ? *vm->shared : vm->heap_bytes + vm->doc->arena.used) -
+                                  *cap * elem + ncap * elem >
+                              vm->max_memory) {
         vm->limit_hit = true;
         return false;
     }
@@ -193,6 +198,8 @@ bool vm_grow(struct vm *vm, void **arr, size_t *cap, size_t need, size_t elem)
     if (!n)
         return false;
     vm->heap_bytes = vm->heap_bytes - *cap * elem + ncap * elem;
+    if (vm->shared)
+        *vm->shared = *vm->shared - *cap * elem + ncap * elem;
     *arr = n;
     *cap = ncap;
     return true;
@@ -248,6 +255,7 @@ struct pk_node *vm_new_node(struct vm *vm, uint8_t kind, uint32_t cap)
     n->refs = 0;
     n->memo_idx = 0;
     n->list_index = 0;
+    n->mark = 0;
     n->len = 0;
     n->cap = cap;
     n->items = NULL;
@@ -1230,6 +1238,8 @@ static enum gm_status run(struct vm *vm)
  * the parse half-way: pk_doc_abandon()). */
 static void vm_free(struct vm *vm)
 {
+    if (vm->shared)
+        *vm->shared -= vm->heap_bytes;
     gm_big_free(vm->stack, vm->stack_cap * sizeof(pk_val));
     gm_big_free(vm->marks, vm->marks_cap * sizeof(size_t));
     gm_big_free(vm->memo, vm->memo_cap * sizeof(uint32_t));
@@ -1261,6 +1271,11 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm->end = vm->p + len;
     vm->err = err;
     vm->max_memory = o ? o->max_memory : 0;
+    if (o && o->shared) {
+        vm->shared = o->shared;
+        gm_arena_share(&doc->arena, o->shared);
+    }
+    vm->limit_given = o && o->limit_given;
     vm->marks_max = o && o->max_depth ? o->max_depth : 1000;
     vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
     vm->wide_free = CELL_INDEX + 1;
@@ -1292,6 +1307,13 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
         doc->root = PK_NONE;
     }
     return st;
+}
+
+void pk_set_mark(pk_val v, uint32_t mark)
+{
+    struct pk_node *n = (struct pk_node *)(uintptr_t)pk_node(v);
+    if (n && !(n->flags & PK_NODE_SCRATCH))
+        n->mark = mark;
 }
 
 void pk_doc_abandon(struct pk_doc *doc)

@@ -75,6 +75,7 @@ struct pk_node {
     uint32_t memo_idx;   /* the last memo slot holding it */
     pk_val *items;       /* a dict stores key0, value0, key1, value1, ... */
     uint32_t list_index; /* a streamed list: its index in the list under pk_stream.key */
+    uint32_t mark;       /* the consumer's (pk_mark()), 0 on a node just made */
 };
 
 enum pk_box_kind { PK_BOX_I64 = 1, PK_BOX_U64, PK_BOX_BIGINT, PK_BOX_FLOAT };
@@ -141,6 +142,9 @@ bool pk_record_name(const struct pk_record *r, pk_val list, uint32_t id);
 
 struct pk_opts {
     size_t max_memory;  /* bytes for nodes, memo and stack together; 0: no cap */
+    bool limit_given;   /* max_memory is the user's, not a default (for the message) */
+    size_t *shared;     /* NULL, or the bytes the consumer holds under the same max_memory: the
+                           parse adds its own while it holds them, and the cap bounds the sum */
     uint32_t max_depth; /* open MARKs at one time; 0: 1000 */
     uint32_t max_stack; /* values on the stack; 0: 1 << 22 */
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
@@ -281,6 +285,20 @@ static inline bool pk_list_items(pk_val v, const pk_val **items, uint32_t *n)
     *n = l->len;
     return true;
 }
+
+/* The mark the consumer left on node 'v' (pk_set_mark()), 0 when none or when 'v' is no
+ * node or a transient one.  A mark stays while the node lives: a node recycled for another
+ * object (pk_record_name()) starts unmarked, so a mark identifies the object itself, and
+ * a consumer can remember what it made of an object shared through the memo in O(1) per
+ * reference, whatever the object's size. */
+static inline uint32_t pk_mark(pk_val v)
+{
+    const struct pk_node *n = pk_node(v);
+    return n && !(n->flags & PK_NODE_SCRATCH) ? n->mark : 0;
+}
+
+/* Leave 'mark' on node 'v' (nothing for a non-node or a transient node). */
+void pk_set_mark(pk_val v, uint32_t mark);
 
 /* Valid only during the call that handed it over (see pk_stream). */
 static inline bool pk_is_transient(pk_val v)

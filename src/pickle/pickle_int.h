@@ -138,6 +138,8 @@ struct vm {
                          * none */
     size_t heap_bytes;  /* stack, marks and memo, counted against the cap with the arena */
     size_t max_memory;
+    bool limit_given; /* pk_opts.limit_given */
+    size_t *shared;   /* pk_opts.shared: heap_bytes and the arena's are counted in it */
     struct gm_error *err;
     void (*progress)(uint64_t done, uint64_t total, void *ctx);
     void *progress_ctx;

@@ -20,6 +20,7 @@
 
 #include "base/buf.h"
 #include "base/json_in.h"
+#include "base/json_load.h"
 #include "report_assets.h" /* the report's style sheet, reused (only that part of it) */
 
 #include <inttypes.h>
@@ -119,6 +120,7 @@ struct named_sweep {
 struct gm_sheet {
     struct gm_arena arena;
     bool nomem;
+    uint64_t memory_limit; /* bytes to read and parse one document, 0: the JSON budget */
     struct estimate est[GM_SHEET_MAX_DOCS];
     size_t n_est;
     struct named_series series[GM_SHEET_MAX_DOCS];
@@ -137,6 +139,11 @@ enum gm_status gm_sheet_new(struct gm_sheet **out, struct gm_error *err)
     gm_arena_init(&sh->arena, 0);
     *out = sh;
     return GM_OK;
+}
+
+void gm_sheet_set_memory_limit(struct gm_sheet *sh, uint64_t bytes)
+{
+    sh->memory_limit = bytes;
 }
 
 void gm_sheet_free(struct gm_sheet *sh)
@@ -273,7 +280,6 @@ static enum gm_status named(struct gm_error *err, enum gm_status st, const char 
 enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *data, size_t len,
                             struct gm_error *err)
 {
-    json_error_t jerr;
     json_t *root;
     const char *schema;
     enum gm_status st = GM_OK;
@@ -282,10 +288,8 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
     if (len > MAX_DOC_BYTES)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s': over %u MiB", name,
                        MAX_DOC_BYTES >> 20);
-    root = json_loadb(data, len, 0, &jerr);
-    if (!root)
-        return gm_fail(err, GM_ERR_FORMAT, (uint64_t)jerr.position, "'%s': not JSON: %s", name,
-                       jerr.text);
+    if ((st = gm_json_load_limit(data, len, 0, sh->memory_limit, &root, err)) != GM_OK)
+        return named(err, st, name);
     schema = gm_jin_str(root, "schema");
     snprintf(kind, sizeof(kind), "%s", schema ? schema : "");
     if (!strcmp(kind, "gpumem.estimate/1")) {
@@ -310,8 +314,8 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         if ((env ? sh->n_envs : sh->n_series) == GM_SHEET_MAX_DOCS)
             return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "more than %d documents of %s",
                            GM_SHEET_MAX_DOCS, kind);
-        st = env ? gm_measure_env_load_mem(data, len, &slot->s, err)
-                 : gm_measure_series_load_mem(data, len, &slot->s, err);
+        st = env ? gm_measure_env_load_mem(data, len, sh->memory_limit, &slot->s, err)
+                 : gm_measure_series_load_mem(data, len, sh->memory_limit, &slot->s, err);
         if (st != GM_OK)
             return named(err, st, name);
         slot->name = dup(sh, name);
@@ -327,7 +331,7 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
         slot->s = gm_malloc(sizeof(*slot->s));
         if (!slot->s)
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "sheet: out of memory");
-        st = gm_sweep_load_mem(slot->s, data, len, err);
+        st = gm_sweep_load_mem(slot->s, data, len, sh->memory_limit, err);
         if (st != GM_OK) {
             gm_free(slot->s);
             return named(err, st, name);
@@ -347,7 +351,8 @@ enum gm_status gm_sheet_add_file(struct gm_sheet *sh, const char *path, struct g
 {
     struct gm_buf b;
     enum gm_status st;
-    gm_buf_init(&b, MAX_DOC_BYTES);
+    gm_buf_init(&b, sh->memory_limit && sh->memory_limit < MAX_DOC_BYTES ? sh->memory_limit
+                                                                         : MAX_DOC_BYTES);
     st = gm_buf_read_file(&b, path, err);
     if (st == GM_OK)
         st = gm_sheet_add(sh, path, b.data ? b.data : "", b.len, err);

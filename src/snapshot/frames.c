@@ -65,12 +65,18 @@ static bool in_stdlib(const char *fn)
     return false;
 }
 
+bool gm_snapshot_file_is_user(const char *filename)
+{
+    const char *fn = filename ? filename : "";
+    return fn[0] != '<' && !gm_frame_path_in_torch(fn) && !gm_frame_path_in_packages(fn) &&
+           !in_stdlib(fn);
+}
+
 bool gm_snapshot_frame_is_user(const struct gm_snapshot_frame *f)
 {
-    const char *fn = f->filename ? f->filename : "";
-    if (!f->is_python || f->is_noise || fn[0] == '<')
+    if (!f->is_python || f->is_noise)
         return false;
-    return !gm_frame_path_in_torch(fn) && !gm_frame_path_in_packages(fn) && !in_stdlib(fn);
+    return f->user_known ? f->user_file : gm_snapshot_file_is_user(f->filename);
 }
 
 static const struct gm_snapshot_frame *frame_of(const struct gm_snapshot *snap,

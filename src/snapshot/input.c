@@ -10,18 +10,24 @@
  * Gzip members are inflated one after the other (a concatenation of gzip files is one
  * stream, as gunzip reads it).  A compressed file that ends before its regular size says
  * is reported as changed while being read; one that ends inside its deflate stream as
- * truncated; the spool never grows past the cap the caller gives (the memory limit, or a
- * bound on the deflate ratio). */
+ * truncated.  The first bytes that reach the spool are checked as they arrive (a pickle's
+ * first opcode, or a format named by its magic bytes), so that a stream of zeros or of text
+ * is refused at once instead of after it has been copied whole; and the spool never grows
+ * past a bound: the caller's memory limit when given, else GM_SNAPSHOT_SPOOL_MAX or 90% of
+ * the space left where the spool lives, whichever is less, and always the largest ratio
+ * deflate reaches. */
 #define _GNU_SOURCE /* memfd_create() */
 #include "snapshot/load_int.h"
 
 #include "gpumem/file.h"
+#include "gpumem/units.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -45,20 +51,83 @@ static int spool_open(void)
     return fd;
 }
 
-static enum gm_status write_all(int fd, const void *p, size_t n, const char *name,
-                                struct gm_error *err)
+/* Where the copy goes and what bounds it. */
+struct spool {
+    int fd;
+    const char *name; /* of the input, for messages */
+    bool gz;          /* what is written is inflated */
+    bool limit_given; /* 'bound' is the caller's memory limit */
+    uint64_t bound;   /* bytes the spool may hold */
+    uint64_t written; /* bytes */
+};
+
+uint64_t snap_spool_bound(int fd, uint64_t cap)
+{
+    struct statvfs vfs;
+    uint64_t bound = GM_SNAPSHOT_SPOOL_MAX;
+    if (cap != UINT64_MAX)
+        return cap;
+    if (fstatvfs(fd, &vfs) == 0 && vfs.f_frsize) {
+        uint64_t left = gm_mul_sat((uint64_t)vfs.f_bavail, (uint64_t)vfs.f_frsize);
+        if (left / 10 * 9 < bound)
+            bound = left / 10 * 9;
+    }
+    return bound;
+}
+
+/* The first bytes of the pickle, checked before any is copied: a format named by its
+ * magic bytes, or a first byte that starts no pickle (text, JSON, zeros) is refused as the
+ * reader would refuse it, at byte 0. */
+static enum gm_status check_head(const struct spool *s, const unsigned char *p, size_t n,
+                                 struct gm_error *err)
+{
+    enum gm_status st = snap_input_sniff(p, n, s->name, s->gz, err);
+    if (st != GM_OK || !n)
+        return st;
+    if (p[0] == 0x80 && n >= 2 && p[1] > 5)
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "'%s': pickle: protocol %u is newer than 5", s->name, (unsigned)p[1]);
+    if (pk_opcode_name(p[0]))
+        return GM_OK;
+    gm_fail(err, GM_ERR_FORMAT, 0, "'%s': pickle: unknown opcode 0x%02x", s->name, (unsigned)p[0]);
+    return snap_input_explain(p, n, s->name, s->gz, err);
+}
+
+/* Append p[0..n) to the spool, within its bound. */
+static enum gm_status spool_write(struct spool *s, const void *p, size_t n, struct gm_error *err)
 {
     const unsigned char *b = p;
+    enum gm_status st;
+    char have[32], most[32];
+    if (!n)
+        return GM_OK;
+    if (!s->written && (st = check_head(s, b, n, err)) != GM_OK)
+        return st;
+    if (n > s->bound - s->written) {
+        if (s->limit_given)
+            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                           "'%s': %s more than %s: over the memory limit", s->name,
+                           s->gz ? "decompresses to" : "holds",
+                           gm_format_bytes(have, sizeof(have), s->bound, GM_UNITS_IEC));
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "'%s': %s more than %s, the most gpumem copies to a temporary file to "
+                       "read it (%s, or 90%% of the space left in the temporary folder); save "
+                       "it to a file and give its name",
+                       s->name, s->gz ? "decompresses to" : "holds",
+                       gm_format_bytes(have, sizeof(have), s->bound, GM_UNITS_IEC),
+                       gm_format_bytes(most, sizeof(most), GM_SNAPSHOT_SPOOL_MAX, GM_UNITS_IEC));
+    }
     while (n) {
-        ssize_t k = write(fd, b, n);
+        ssize_t k = write(s->fd, b, n);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
             return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
-                           "'%s': cannot write the temporary copy it is read from: %s", name,
+                           "'%s': cannot write the temporary copy it is read from: %s", s->name,
                            strerror(k < 0 ? errno : ENOSPC));
         b += k;
         n -= (size_t)k;
+        s->written += (uint64_t)k;
     }
     return GM_OK;
 }
@@ -85,8 +154,9 @@ static bool is_gzip(const unsigned char *p, size_t n)
 }
 
 /* Copy or inflate everything from 'fd' (after the 'n_head' bytes already read into 'head')
- * into a new spool.  'regular': fd is a regular file of 'size' bytes (a shorter read means
- * it changed).  Returns the spool's descriptor in *spool and its length in *len. */
+ * into a new spool of at most 'cap' bytes (UINT64_MAX: the default bound).  'regular': fd
+ * is a regular file of 'size' bytes (a shorter read means it changed).  Returns the spool's
+ * descriptor in *spool and its length in *len. */
 static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_t size,
                                  const unsigned char *head, size_t n_head, uint64_t cap, int *spool,
                                  uint64_t *len, uint64_t *read_bytes, struct gm_error *err)
@@ -94,10 +164,11 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
     unsigned char *in = gm_malloc(CHUNK), *out = gm_malloc(CHUNK);
     bool gz = is_gzip(head, n_head), ended = !gz, eof = false;
     bool pending = false; /* inflate filled its output: more may come without more input */
-    uint64_t total_in = 0, total_out = 0;
+    uint64_t total_in = 0;
     enum gm_status st = GM_OK;
+    struct spool sp = {-1, name, gz, false, 0, 0};
     z_stream z;
-    int sfd, zr;
+    int zr;
 
     *spool = -1;
     memset(&z, 0, sizeof(z));
@@ -111,13 +182,15 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
         gm_free(out);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "'%s': cannot start to inflate", name);
     }
-    sfd = spool_open();
-    if (sfd < 0) {
+    sp.fd = spool_open();
+    if (sp.fd < 0) {
         st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
                      "'%s': cannot make a temporary copy to read it from: %s", name,
                      strerror(errno));
         goto out;
     }
+    sp.limit_given = cap != UINT64_MAX;
+    sp.bound = snap_spool_bound(sp.fd, cap);
     memcpy(in, head, n_head);
     z.next_in = in;
     z.avail_in = (uInt)n_head;
@@ -136,19 +209,9 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
         }
         if (!gz) {
             /* a pipe holding a pickle: copied as it comes */
-            if (z.avail_in) {
-                if (total_out + z.avail_in > cap) {
-                    st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                                 "'%s': more than %llu bytes: over the memory limit "
-                                 "(--memory-limit)",
-                                 name, (unsigned long long)cap);
-                    break;
-                }
-                if ((st = write_all(sfd, z.next_in, z.avail_in, name, err)) != GM_OK)
-                    break;
-                total_out += z.avail_in;
-                z.avail_in = 0;
-            }
+            if ((st = spool_write(&sp, z.next_in, z.avail_in, err)) != GM_OK)
+                break;
+            z.avail_in = 0;
             if (eof)
                 break;
             continue;
@@ -188,21 +251,15 @@ static enum gm_status fill_spool(int fd, const char *name, bool regular, uint64_
         }
         {
             size_t got = CHUNK - z.avail_out;
-            if (got && (total_out + got > cap ||
-                        total_out + got > MAX_RATIO * total_in + ((uint64_t)1 << 20))) {
+            if (got && sp.written + got > MAX_RATIO * total_in + ((uint64_t)1 << 20)) {
                 st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                             total_out + got > cap
-                                 ? "'%s': decompresses to more than %llu bytes: over the "
-                                   "memory limit (--memory-limit)"
-                                 : "'%s': decompresses past the largest ratio deflate "
-                                   "reaches (%llu bytes so far): not a compressed snapshot",
-                             name,
-                             (unsigned long long)(total_out + got > cap ? cap : total_out + got));
+                             "'%s': decompresses past the largest ratio deflate reaches (%llu "
+                             "bytes so far): not a compressed snapshot",
+                             name, (unsigned long long)(sp.written + got));
                 break;
             }
-            if (got && (st = write_all(sfd, out, got, name, err)) != GM_OK)
+            if ((st = spool_write(&sp, out, got, err)) != GM_OK)
                 break;
-            total_out += got;
         }
         pending = z.avail_out == 0 && zr != Z_STREAM_END;
         if (zr == Z_STREAM_END)
@@ -228,12 +285,12 @@ out:
     gm_free(in);
     gm_free(out);
     if (st != GM_OK) {
-        if (sfd >= 0)
-            close(sfd);
+        if (sp.fd >= 0)
+            close(sp.fd);
         return st;
     }
-    *spool = sfd;
-    *len = total_out;
+    *spool = sp.fd;
+    *len = sp.written;
     *read_bytes = total_in;
     return GM_OK;
 }
@@ -309,7 +366,7 @@ enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct sn
     if (S_ISDIR(st.st_mode))
         return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
                        "'%s' is a directory: give a snapshot file (the pickle "
-                       "torch.cuda.memory._dump_snapshot() writes), or '-' for standard input",
+                       "torch.cuda.memory._dump_snapshot() writes)",
                        name);
     regular = S_ISREG(st.st_mode);
     if (!regular && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISCHR(st.st_mode))

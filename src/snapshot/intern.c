@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* intern.c - strings, frames, stacks and the per-event extras of a snapshot, each interned
- * once (load_int.h).  Frames and stacks are interned through two maps each: one keyed by
- * the pickle object (memo sharing makes most look-ups hit there) and one by content (for
- * writers that share nothing, like 2.0). */
+ * once (load_int.h).  Strings, frames and stacks are looked up first by the pickle object
+ * (a string by its value, a frame dict in a map by its node, a frames list by the mark it
+ * carries: pk_mark()), then by content (for writers that share nothing, like 2.0).  The
+ * work is linear in the file: an object shared through the memo costs O(1) per reference,
+ * whatever its size, and what is found in a text (memory_viz's noise filter, the user-frame
+ * rule) is found once per distinct text, never once per frame that shares it. */
+#define _GNU_SOURCE /* memmem() */
 #include "snapshot/load_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct str_eq_ctx {
@@ -43,12 +48,17 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
     if (b->in.n_strs == b->in.cap_strs) {
         size_t cap = b->in.cap_strs;
         size_t *nl;
+        uint8_t *nk;
         if (!grow_arr((void **)&b->in.strs, &cap, b->in.n_strs + 1, sizeof(char *)))
             return nomem(b);
         nl = gm_realloc(b->in.str_lens, cap * sizeof(size_t));
         if (!nl)
             return nomem(b);
         b->in.str_lens = nl;
+        nk = gm_realloc(b->in.str_kinds, cap);
+        if (!nk)
+            return nomem(b);
+        b->in.str_kinds = nk;
         b->in.cap_strs = cap;
     }
     s = gm_arena_strndup(b->arena, p, n);
@@ -56,10 +66,11 @@ static enum gm_status intern_bytes_idx(struct builder *b, const char *p, size_t 
         return nomem(b);
     b->in.strs[b->in.n_strs] = s;
     b->in.str_lens[b->in.n_strs] = n;
+    b->in.str_kinds[b->in.n_strs] = 0;
     if (!hmap_put(&b->in.str_by_content, h, (uint32_t)b->in.n_strs))
         return nomem(b);
     *idx = (uint32_t)b->in.n_strs++;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out)
@@ -79,8 +90,12 @@ static inline bool short_eq(const char *a, const char *b, size_t n)
     return true;
 }
 
-/* An interned copy of string value 'v'. */
-enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
+/* The index in strs of string value 'v', interned.  A string value is the place of its
+ * bytes in the file, so a memo reference to a string is the same value: the by-value cache
+ * knows it without reading the bytes again.  A long string (over LONG_STR bytes) is also
+ * remembered in a map by value, so that no reference to it is ever hashed twice, whatever
+ * the references in between; a short one costs at most LONG_STR bytes hashed. */
+static enum gm_status intern_str_idx(struct builder *b, pk_val v, const char *what, uint32_t *out)
 {
     const char *p;
     size_t n;
@@ -93,43 +108,80 @@ enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const c
         /* the common case, without a call: a SHORT_BINUNICODE */
         if (n == b->in.str_lens[b->in.last_str] && n <= 16 &&
             short_eq(p, b->in.strs[b->in.last_str], n)) {
-            *out = b->in.strs[b->in.last_str];
+            *out = b->in.last_str;
             return GM_OK;
         }
     } else if (b->in.last_str_ok && pk_get_str(b->doc, v, &p, &n, NULL) &&
                n == b->in.str_lens[b->in.last_str] && n <= 16 &&
                short_eq(p, b->in.strs[b->in.last_str], n)) {
-        *out = b->in.strs[b->in.last_str];
+        *out = b->in.last_str;
         return GM_OK;
     }
     c = &b->in.str_by_val[dm_slot(v)];
     if (c->key == v && pk_is_str(v)) {
-        *out = b->in.strs[c->val];
+        *out = c->val;
         return GM_OK;
     }
     if (!pk_get_str(b->doc, v, &p, &n, NULL))
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: '%s' is a %s, expected a str", what, pk_type_name(v));
+    if (n > LONG_STR && (idx = hmap_find(&b->in.long_by_val, v, NULL, NULL)) != HMAP_NONE) {
+        c->key = v;
+        c->val = idx;
+        *out = idx;
+        return GM_OK;
+    }
     if ((st = intern_bytes_idx(b, p, n, &idx)) != GM_OK)
         return st;
+    if (n > LONG_STR) {
+        if (!hmap_put(&b->in.long_by_val, v, idx))
+            return nomem(b);
+        if ((st = intern_charge(b)) != GM_OK)
+            return st;
+    }
     b->in.last_str = idx;
     b->in.last_str_ok = true;
     c->key = v;
     c->val = idx;
-    *out = b->in.strs[idx];
+    *out = idx;
     return GM_OK;
+}
+
+/* An interned copy of string value 'v'. */
+enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out)
+{
+    uint32_t idx;
+    enum gm_status st = intern_str_idx(b, v, what, &idx);
+    if (st == GM_OK)
+        *out = b->in.strs[idx];
+    return st;
 }
 
 /* ---- frames and stacks ---- */
 
-static bool has_suffix(const char *s, const char *suf)
+/* What a string says as a frame's file name or function name, found once per distinct
+ * string (str_kind, STR_*), never once per frame: memo-shared strings of megabytes in
+ * thousands of frames cost their length once. */
+enum {
+    STR_KNOWN = 1 << 0,      /* the bits below are set */
+    STR_PY = 1 << 1,         /* ends in ".py" */
+    STR_NOISE_FILE = 1 << 2, /* a file of memory_viz's noise list */
+    STR_NOISE_NAME = 1 << 3, /* a function of memory_viz's noise list */
+    STR_USER_FILE = 1 << 4,  /* gm_snapshot_file_is_user() */
+};
+
+/* Whether one of 'pats' occurs in s[0..n). */
+static bool has_any(const char *s, size_t n, const char *const *pats, size_t n_pats)
 {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !memcmp(s + a - b, suf, b);
+    for (size_t i = 0; i < n_pats; i++)
+        if (memmem(s, n, pats[i], strlen(pats[i])))
+            return true;
+    return false;
 }
 
-/* memory_viz's noise filter (the list is in docs/snapshot.md, "File format"). */
-static bool frame_is_noise(const char *filename, const char *name)
+/* The STR_* bits of strs[idx] (memory_viz's noise filter: the list is in docs/snapshot.md,
+ * "File format"). */
+static uint8_t str_kind(struct builder *b, uint32_t idx)
 {
     static const char *const names[] = {"unwind::unwind",    "CapturedTraceback::gather",
                                         "gather_with_cpp",   "_start",
@@ -145,13 +197,52 @@ static bool frame_is_noise(const char *filename, const char *name)
                                         "pycore_ceval.h",
                                         "ceval.c",
                                         "cpython/abstract.h"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strstr(name, names[i]))
-            return true;
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        if (strstr(filename, files[i]))
-            return true;
-    return false;
+    const char *s = b->in.strs[idx];
+    size_t n = b->in.str_lens[idx];
+    uint8_t k = b->in.str_kinds[idx];
+    if (k & STR_KNOWN)
+        return k;
+    k = STR_KNOWN;
+    if (n >= 3 && !memcmp(s + n - 3, ".py", 3))
+        k |= STR_PY;
+    if (has_any(s, n, files, sizeof(files) / sizeof(files[0])))
+        k |= STR_NOISE_FILE;
+    if (has_any(s, n, names, sizeof(names) / sizeof(names[0])))
+        k |= STR_NOISE_NAME;
+    if (gm_snapshot_file_is_user(s))
+        k |= STR_USER_FILE;
+    b->in.str_kinds[idx] = k;
+    return k;
+}
+
+/* The index in strs of frame text 'v' (a file or function name), shortened past
+ * GM_SNAPSHOT_TEXT_MAX bytes (snapshot.h): each distinct value is cut once, then known by
+ * its value. */
+static enum gm_status intern_frame_text(struct builder *b, pk_val v, const char *what,
+                                        uint32_t *out)
+{
+    char buf[GM_SNAPSHOT_TEXT_MAX + 48];
+    const char *p;
+    size_t n, keep;
+    uint32_t idx;
+    enum gm_status st;
+    if (!pk_get_str(b->doc, v, &p, &n, NULL) || n <= GM_SNAPSHOT_TEXT_MAX)
+        return intern_str_idx(b, v, what, out);
+    if ((idx = hmap_find(&b->in.short_by_val, v, NULL, NULL)) != HMAP_NONE) {
+        *out = idx;
+        return GM_OK;
+    }
+    keep = GM_SNAPSHOT_TEXT_MAX;
+    while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
+        keep--; /* not inside a UTF-8 character */
+    memcpy(buf, p, keep);
+    keep += (size_t)snprintf(buf + keep, sizeof(buf) - keep, " ... (%zu bytes)", n);
+    if ((st = intern_bytes_idx(b, buf, keep, &idx)) != GM_OK)
+        return st;
+    if (!hmap_put(&b->in.short_by_val, v, idx))
+        return nomem(b);
+    *out = idx;
+    return intern_charge(b);
 }
 
 struct frame_eq_ctx {
@@ -170,7 +261,7 @@ static bool frame_eq(void *ctx, uint32_t id)
 static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
-    uint32_t id;
+    uint32_t id, fi = UINT32_MAX, ni = UINT32_MAX;
     struct frame_eq_ctx c = {b, "", "", 0};
     uint64_t h;
     enum gm_status st;
@@ -187,12 +278,14 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
         pk_val k = d->items[2 * i], val = d->items[2 * i + 1];
         switch (word_of(b, k)) {
         case W_FILENAME:
-            if ((st = intern_str(b, val, "filename", &c.filename)) != GM_OK)
+            if ((st = intern_frame_text(b, val, "filename", &fi)) != GM_OK)
                 return st;
+            c.filename = b->in.strs[fi];
             break;
         case W_NAME:
-            if ((st = intern_str(b, val, "name", &c.name)) != GM_OK)
+            if ((st = intern_frame_text(b, val, "name", &ni)) != GM_OK)
                 return st;
+            c.name = b->in.strs[ni];
             break;
         case W_LINE:
             if (!pk_get_i64(val, &c.line))
@@ -204,16 +297,16 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
             break; /* fx_node_* and future fields */
         }
     }
-    if (!c.filename[0] && !c.name[0]) {
-        /* Interned "" so that every frame's strings compare by pointer. */
-        if ((st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+    /* Interned "" so that every frame's strings compare by pointer. */
+    if (fi == UINT32_MAX) {
+        if ((st = intern_bytes_idx(b, "", 0, &fi)) != GM_OK)
             return st;
-        c.name = c.filename;
-    } else {
-        if (!c.filename[0] && (st = intern_bytes(b, "", 0, &c.filename)) != GM_OK)
+        c.filename = b->in.strs[fi];
+    }
+    if (ni == UINT32_MAX) {
+        if ((st = intern_bytes_idx(b, "", 0, &ni)) != GM_OK)
             return st;
-        if (!c.name[0] && (st = intern_bytes(b, "", 0, &c.name)) != GM_OK)
-            return st;
+        c.name = b->in.strs[ni];
     }
     h = hmap_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
                  (uint64_t)c.line);
@@ -224,11 +317,16 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
             !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
             return nomem(b);
         f = &b->in.frames[b->in.n_frames];
+        uint8_t fk = str_kind(b, fi), nk = str_kind(b, ni);
         f->filename = c.filename;
         f->name = c.name;
         f->line = c.line;
-        f->is_python = has_suffix(c.filename, ".py");
-        f->is_noise = frame_is_noise(c.filename, c.name);
+        f->is_python = (fk & STR_PY) != 0;
+        f->is_noise = (fk & STR_NOISE_FILE) || (nk & STR_NOISE_NAME);
+        f->user_known = true;
+        f->user_file = (fk & STR_USER_FILE) != 0;
+        f->filename_id = fi;
+        f->name_id = ni;
         id = (uint32_t)b->in.n_frames++;
         if (!hmap_put(&b->in.frame_by_content, h, id))
             return nomem(b);
@@ -236,7 +334,7 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     if (!hmap_put(&b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return nomem(b);
     *out = id;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 struct stack_eq_ctx {
@@ -293,18 +391,20 @@ static bool sig_eq(void *ctx, uint32_t idx)
     return sig_same(c->b, idx, c->items, c->n);
 }
 
-/* The stack id of a list of frame dicts.  Frame lists are looked up by their items (the
- * frame dict objects, shared through the memo), not by the list object: writers share
- * either the list or its frames, and lists inside trace entries are recycled while
- * parsing.  Only lists of memo-shared frames are remembered by items; others go through
- * the content maps every time (2.0 files share nothing). */
-enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out)
+/* The stack id of a list of frame dicts.  A list object seen before is known by its mark
+ * (pickle.h, pk_mark()): one look-up per reference, whatever its length, however often the
+ * memo shares it.  A new list is looked up by its items (the frame dict objects, shared
+ * through the memo): writers share either the list or its frames, and lists inside trace
+ * entries are recycled while parsing.  Only lists of memo-shared frames are remembered by
+ * items; others go through the content maps (2.0 files share nothing), in time
+ * proportional to the list, which the file spells out. */
+enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *l = as_list(v);
-    uint32_t id, gi;
+    uint32_t id, gi, mark = pk_mark(v);
     struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
-    struct dm_entry *dc, *ldc, scratch_dc;
+    struct dm_entry *dc;
     uint64_t h, hs;
     bool all_shared = true;
     enum gm_status st;
@@ -321,13 +421,10 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         *out = 0;
         return GM_OK;
     }
-    /* A list that may be reused for another (transient, or named: pickle.h) is never
-     * remembered by its handle; any other handle found here is still that list. */
-    ldc = &b->in.list_dm[dm_slot((uint64_t)v)];
-    if (!by_handle) {
-        ldc = &scratch_dc;
-    } else if (ldc->key == (uint64_t)v) {
-        *out = ldc->val;
+    /* marked: the stack of this list object; a list only grows (APPEND), so the same
+     * length is the same items */
+    if (mark && mark - 1 < b->in.n_stacks && b->in.stacks[mark - 1].n == l->len) {
+        *out = mark - 1;
         return GM_OK;
     }
     sc.b = b;
@@ -337,8 +434,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
     dc = &b->in.sig_dm[dm_slot(hs)];
     if (dc->key == hs && sig_same(b, dc->val, l->items, l->len)) {
         *out = b->in.sigs[dc->val].stack;
-        ldc->key = (uint64_t)v;
-        ldc->val = *out;
+        pk_set_mark(v, *out + 1);
         return GM_OK;
     }
     gi = hmap_find(&b->in.sig_map, hs, sig_eq, &sc);
@@ -346,8 +442,7 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         dc->key = hs;
         dc->val = gi;
         *out = b->in.sigs[gi].stack;
-        ldc->key = (uint64_t)v;
-        ldc->val = *out;
+        pk_set_mark(v, *out + 1);
         return GM_OK;
     }
     if (!grow_arr((void **)&b->in.tmp, &b->in.cap_tmp, l->len, sizeof(uint32_t)))
@@ -395,10 +490,9 @@ enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_
         dc->key = hs;
         dc->val = (uint32_t)b->in.n_sigs++;
     }
-    ldc->key = (uint64_t)v;
-    ldc->val = id;
+    pk_set_mark(v, id + 1);
     *out = id;
-    return GM_OK;
+    return intern_charge(b);
 }
 
 bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out)
@@ -436,6 +530,7 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
     uint64_t h;
     struct dm_entry *dc;
     uint32_t id;
+    enum gm_status st;
     if (b->in.last_extra && extra_eq(&c, b->in.last_extra - 1)) {
         *out = b->in.last_extra;
         return GM_OK;
@@ -459,11 +554,39 @@ enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_ex
         id = (uint32_t)b->in.n_extras++;
         if (!hmap_put(&b->in.extra_by_content, h, id))
             return nomem(b);
+        if ((st = intern_charge(b)) != GM_OK)
+            return st;
     }
     dc->key = h;
     dc->val = id;
     b->in.last_extra = id + 1;
     *out = id + 1;
+    return GM_OK;
+}
+
+static size_t hmap_bytes(const struct hmap *m)
+{
+    return m->cap * (sizeof(*m->keys) + sizeof(*m->vals));
+}
+
+enum gm_status intern_charge(struct builder *b)
+{
+    const struct interner *in = &b->in;
+    size_t now = in->cap_strs * (sizeof(*in->strs) + sizeof(*in->str_lens) + 1) +
+                 in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
+                 in->cap_sig_pool * sizeof(*in->sig_pool) + in->cap_stacks * sizeof(*in->stacks) +
+                 in->cap_pool * sizeof(*in->pool) + in->cap_tmp * sizeof(*in->tmp) +
+                 in->cap_extras * sizeof(*in->extras) + hmap_bytes(&in->str_by_content) +
+                 hmap_bytes(&in->long_by_val) + hmap_bytes(&in->short_by_val) +
+                 hmap_bytes(&in->frame_by_node) + hmap_bytes(&in->frame_by_content) +
+                 hmap_bytes(&in->sig_map) + hmap_bytes(&in->stack_by_content) +
+                 hmap_bytes(&in->extra_by_content);
+    *b->held = *b->held - b->in.heap_bytes + now;
+    b->in.heap_bytes = now;
+    if (b->arena->cap && *b->held > b->arena->cap) {
+        b->arena->limit_hit = true;
+        return nomem(b);
+    }
     return GM_OK;
 }
 
@@ -505,6 +628,7 @@ enum gm_status intern_finish(struct builder *b)
     }
     s->frames = frames;
     s->n_frames = b->in.n_frames;
+    s->n_strings = b->in.n_strs;
     s->stacks = stacks;
     s->n_stacks = b->in.n_stacks;
     return GM_OK;
@@ -513,6 +637,8 @@ enum gm_status intern_finish(struct builder *b)
 void interner_release(struct interner *in)
 {
     hmap_release(&in->str_by_content);
+    hmap_release(&in->long_by_val);
+    hmap_release(&in->short_by_val);
     hmap_release(&in->frame_by_node);
     hmap_release(&in->frame_by_content);
     hmap_release(&in->sig_map);
@@ -522,6 +648,7 @@ void interner_release(struct interner *in)
     hmap_release(&in->extra_by_content);
     gm_free(in->strs);
     gm_free(in->str_lens);
+    gm_free(in->str_kinds);
     gm_free(in->frames);
     gm_free(in->stacks);
     gm_free(in->pool);

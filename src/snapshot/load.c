@@ -245,7 +245,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     struct pk_doc doc;
     struct builder *b;
     struct snap_impl *impl;
-    size_t cap;
+    size_t cap, held = 0;
     enum gm_status st;
     struct gm_error local;
 
@@ -269,6 +269,11 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
     }
     gm_arena_init(&impl->arena, cap);
+    /* one cap for everything the load holds: the snapshot's arena, the parse's nodes and
+     * arrays, the packed traces and the interner's tables */
+    gm_arena_share(&impl->arena, &held);
+    b->held = &held;
+    b->limit_given = opts && opts->max_memory;
     impl->pub.file_size = len;
     impl->pub.pickle_size = len;
     b->doc = &doc;
@@ -278,6 +283,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
 
     memset(&po, 0, sizeof(po));
     po.max_memory = cap;
+    po.limit_given = opts && opts->max_memory;
+    po.shared = &held;
     po.max_depth = opts ? opts->max_depth : 0;
     if (opts) {
         po.progress = opts->progress;
@@ -315,6 +322,7 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     builder_release(b);
     gm_free(b);
+    gm_arena_share(&impl->arena, NULL);
     if (st != GM_OK) {
         gm_snapshot_free(&impl->pub);
         return st;
@@ -364,6 +372,20 @@ static enum gm_status load_input(int fd, const char *name, const struct gm_snaps
     }
     (void)madvise(map, (size_t)in.len, MADV_SEQUENTIAL);
     rc = load(map, (size_t)in.len, opts, true, out, err);
+    if (rc != GM_OK && rc != GM_ERR_IO && in.spool < 0) {
+        /* A file cut short inside a page reads as zeros up to the page's end, not as a
+         * fault: what the reader then met ("unknown opcode 0x00") is the change, not the
+         * file's content. */
+        struct stat now;
+        if (fstat(in.fd, &now) == 0 && (uint64_t)now.st_size != in.len) {
+            munmap(map, (size_t)in.len);
+            snap_input_close(&in);
+            return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
+                           "%s: the file changed while being read (it is %s than when it was "
+                           "opened: written again meanwhile?)",
+                           name, (uint64_t)now.st_size < in.len ? "shorter" : "longer");
+        }
+    }
     if (rc == GM_ERR_FORMAT && err && err->offset != GM_NO_OFFSET && err->offset < 4096) {
         /* failed at once: the file may be JSON or text given as a snapshot */
         unsigned char head[512];
@@ -413,14 +435,11 @@ enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts 
     if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         close(fd);
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET,
-                       "'%s' is %s, not a regular file: a snapshot is read from a file, or "
-                       "from standard input with '-' (gpumem snapshot ... - < '%s')",
-                       path,
+                       "'%s' is %s, not a regular file: a snapshot is read from a file", path,
                        S_ISFIFO(st.st_mode)                         ? "a FIFO (named pipe)"
                        : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
                        : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                                    : "not a file",
-                       path);
+                                                                    : "not a file");
     }
     rc = load_input(fd, path, opts, out, err);
     close(fd);

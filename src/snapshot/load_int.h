@@ -44,11 +44,16 @@ struct snap_input {
     bool gzip;
 };
 
+/* The most a spool holds when the caller gives no memory limit (bytes). */
+#define GM_SNAPSHOT_SPOOL_MAX ((uint64_t)16 << 30)
+
 /* Make 'fd' (named 'name' in messages; a regular file or a stream: pipe, socket, terminal)
  * ready to map: gzip is inflated and a stream copied into a spool of at most 'cap' bytes
- * (GM_ERR_LIMIT past it).  A directory is GM_ERR_NOENT, a zip archive or other compression
- * GM_ERR_FORMAT naming it (snap_input_sniff()), a compressed file that
- * ends before the size it had when opened GM_ERR_IO "the file changed while being read". */
+ * (UINT64_MAX: GM_SNAPSHOT_SPOOL_MAX or 90% of the space left under the spool, whichever
+ * is less; GM_ERR_LIMIT past it), its first bytes checked as they arrive.  A directory is
+ * GM_ERR_NOENT, a zip archive or other compression GM_ERR_FORMAT naming it (snap_input_sniff()), a
+ * compressed file that ends before the size it had when opened GM_ERR_IO "the file changed while
+ * being read". */
 enum gm_status snap_input_open(int fd, const char *name, uint64_t cap, struct snap_input *in,
                                struct gm_error *err);
 
@@ -67,6 +72,11 @@ enum gm_status snap_input_explain(const unsigned char *p, size_t n, const char *
                                   bool compressed, struct gm_error *err);
 
 void snap_input_close(struct snap_input *in);
+
+/* The most a spool on 'fd' may hold when the caller gave 'cap' (UINT64_MAX: none): the cap,
+ * or GM_SNAPSHOT_SPOOL_MAX and 90% of what the filesystem under 'fd' has left, whichever is
+ * less. */
+uint64_t snap_spool_bound(int fd, uint64_t cap);
 
 /* ---- schema.c: every string the schema gives meaning to ---- */
 enum word {
@@ -149,6 +159,8 @@ static inline size_t dm_slot(uint64_t key)
 
 /* ---- intern.c ---- */
 
+#define LONG_STR 64 /* bytes: a longer string is remembered by value in a map */
+
 /* A frames list remembered by its items: the frame dict objects (see intern_stack). */
 struct sig {
     uint32_t off; /* into sig_pool */
@@ -167,13 +179,15 @@ struct stack_rec {
 struct interner {
     struct dm_entry str_by_val[1 << DM_BITS]; /* string value -> index in strs */
     struct dm_entry sig_dm[1 << DM_BITS];     /* frame-objects hash -> index in sigs */
-    struct dm_entry list_dm[1 << DM_BITS];    /* frames list object -> stack id */
     struct dm_entry content_dm[1 << DM_BITS]; /* string content hash -> index in strs */
     struct dm_entry extra_dm[1 << DM_BITS];   /* extra hash -> extra id */
 
     struct hmap str_by_content; /* content hash -> index in strs */
+    struct hmap long_by_val;    /* string value of more than LONG_STR bytes -> index in strs */
+    struct hmap short_by_val;   /* frame text over GM_SNAPSHOT_TEXT_MAX -> its shortened copy */
     const char **strs;
     size_t *str_lens;
+    uint8_t *str_kinds; /* per string: what it says as a frame's file or function (STR_*) */
     size_t n_strs, cap_strs;
     uint32_t last_str; /* index in strs of the last string interned from a value */
     bool last_str_ok;
@@ -199,6 +213,8 @@ struct interner {
     struct gm_snapshot_event_extra *extras;
     size_t n_extras, cap_extras;
     uint32_t last_extra; /* id + 1 of the last interned extra, 0 none */
+
+    size_t heap_bytes; /* what the arrays and maps above hold, counted in builder.held */
 };
 
 /* ---- trace.c ---- */
@@ -251,10 +267,13 @@ struct builder {
     struct gm_arena *arena;
     struct gm_error *err;
     size_t ev_bytes; /* held by the packed traces, counted against the arena's cap */
+    size_t *held;    /* bytes the whole load holds under the cap: the arena's, the parse's,
+                        the traces' and the interner's (gm_arena_share()) */
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
     bool drop_events; /* gm_snapshot_opts.drop_events */
+    bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
         any_g9, settings_g7;
@@ -306,11 +325,13 @@ static inline enum gm_status get_i64(struct builder *b, const char *where, size_
 
 /* intern.c */
 void interner_release(struct interner *in);
+/* Count what the interner's arrays and maps hold now against the load's memory cap;
+ * GM_ERR_LIMIT past it. */
+enum gm_status intern_charge(struct builder *b);
 enum gm_status intern_bytes(struct builder *b, const char *p, size_t n, const char **out);
 enum gm_status intern_str(struct builder *b, pk_val v, const char *what, const char **out);
-/* The stack id of frames list 'v'; 'by_handle': the list may be remembered by its handle
- * (neither transient nor named, see pickle.h). */
-enum gm_status intern_stack(struct builder *b, pk_val v, bool by_handle, uint32_t *out);
+/* The stack id of frames list 'v' (a list object seen before: by its mark, pk_mark()). */
+enum gm_status intern_stack(struct builder *b, pk_val v, uint32_t *out);
 /* The stack of a transient list already read (a hash of its frame objects), or false. */
 bool stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
 enum gm_status intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,

@@ -6,6 +6,8 @@
  * field, what it is and what was expected. */
 #include "snapshot/load_int.h"
 
+#include "gpumem/units.h"
+
 #include <string.h>
 
 const char *const word_text[W_COUNT] = {
@@ -82,9 +84,13 @@ bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
 
 enum gm_status nomem(struct builder *b)
 {
-    if (b->arena->limit_hit)
+    if (b->arena->limit_hit) {
+        char lim[32];
+        gm_format_bytes(lim, sizeof(lim), b->arena->cap, GM_UNITS_IEC);
         return gm_fail(b->err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                       "snapshot: memory cap of %zu bytes exceeded", b->arena->cap);
+                       "snapshot: over the memory limit of %s%s", lim,
+                       b->limit_given ? "" : " (the default for a file of this size)");
+    }
     return gm_fail(b->err, GM_ERR_NOMEM, GM_NO_OFFSET, "snapshot: out of memory");
 }
 

@@ -59,7 +59,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
             }
             break;
         case W_FRAMES:
-            st = intern_stack(b, val, true, &blk->stack);
+            st = intern_stack(b, val, &blk->stack);
             has_frames = true;
             b->any_block_frames = true;
             break;
@@ -95,8 +95,7 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
                                pk_type_name(h->items[0]));
             rs = pk_dict_get(b->doc, h0, "real_size");
             fr = pk_dict_get(b->doc, h0, "frames");
-            if (!has_frames && fr != PK_HOLE &&
-                (st = intern_stack(b, fr, true, &blk->stack)) != GM_OK)
+            if (!has_frames && fr != PK_HOLE && (st = intern_stack(b, fr, &blk->stack)) != GM_OK)
                 return st;
             if (rs != PK_HOLE && !has_frames && (!blk->has_requested || !blk->requested_size)) {
                 if ((st = get_size(b, "block", bi, W_REAL_SIZE, rs, &blk->requested_size)) != GM_OK)
@@ -162,7 +161,7 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
             b->any_seg_g2 = true;
             break;
         case W_FRAMES:
-            st = intern_stack(b, val, true, &seg->stack);
+            st = intern_stack(b, val, &seg->stack);
             b->any_seg_g2 = true;
             break;
         case W_BLOCKS:

@@ -42,11 +42,13 @@ void ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
  * snapshot's arena. */
 static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
 {
-    size_t before = ev_writer_capacity(w);
+    size_t before = ev_writer_capacity(w), grew;
     if (!ev_writer_append(w, e))
         return false;
-    b->ev_bytes += ev_writer_capacity(w) - before;
-    if (b->arena->cap && b->ev_bytes + b->arena->used > b->arena->cap) {
+    grew = ev_writer_capacity(w) - before;
+    b->ev_bytes += grew;
+    *b->held += grew;
+    if (b->arena->cap && *b->held > b->arena->cap) {
         b->arena->limit_hit = true;
         return false;
     }
@@ -65,12 +67,12 @@ struct entry_state {
 };
 
 /* A trace entry's frames list: its stack, and its name in the parser when the parser may
- * recycle it (then it is never remembered by its handle). */
+ * recycle it (its mark then goes with the node, pk_mark()). */
 static enum gm_status read_frames(struct builder *b, const struct pk_record *r, pk_val val,
                                   uint32_t *stack)
 {
     bool nameable = r && pk_record_can_name(r, val);
-    enum gm_status st = intern_stack(b, val, !nameable && !pk_is_transient(val), stack);
+    enum gm_status st = intern_stack(b, val, stack);
     if (st == GM_OK && nameable)
         (void)pk_record_name(r, val, *stack);
     return st;
@@ -304,8 +306,11 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
         if (pk_str_view(b->doc, v, &p, &n)) {
-            /* "N/A" on every entry, a new literal each time: the bytes of the last one */
-            if (tr->flat_cc && n == tr->flat_cc_n && !memcmp(p, tr->flat_cc_p, n)) {
+            /* "N/A" on every entry, a new literal each time: the bytes of the last one (a
+             * long string, shared through the memo, is known by its value instead: never
+             * compared byte by byte on every entry) */
+            if (tr->flat_cc && n == tr->flat_cc_n && n <= LONG_STR &&
+                !memcmp(p, tr->flat_cc_p, n)) {
                 x.compile_context = tr->flat_cc;
             } else {
                 if (intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
@@ -325,8 +330,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
             e->stack = pk_token_id(v);
         } else if (pk_is_transient(v) && pk_list_items(v, &items, &n) && n) {
             /* a new frames list: most repeat one read before (intern_stack()'s first cache) */
-            if (!stack_seen(b, items, n, &e->stack) &&
-                intern_stack(b, v, false, &e->stack) != GM_OK)
+            if (!stack_seen(b, items, n, &e->stack) && intern_stack(b, v, &e->stack) != GM_OK)
                 return false;
             (void)pk_record_name(r, v, e->stack);
         } else if (pk_list_items(v, &items, &n)) {

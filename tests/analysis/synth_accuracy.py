@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""synth_accuracy.py GPUMEM SYNTH OUTDIR [--table]
+"""synth_accuracy.py GPUMEM OUTDIR [--table]
 
-Generates small synthetic snapshots with ../shared/tools/synth-snapshot (several model
-shapes, frame modes and options, leaks included), runs `gpumem snapshot categories --json`
+Generates small synthetic snapshots with $GM_SYNTH (../shared/tools/synth-snapshot, set by
+tests/needs.sh; several model shapes, frame modes and options, leaks included), runs `gpumem snapshot categories --json`
 and `gpumem snapshot leaks --json` on each, and compares with the ground-truth JSON:
 
   * peak_bytes and peak_event_index equal;
@@ -62,7 +62,8 @@ def within(ours, truth, peak):
 
 
 def main():
-    gpumem, synth, outdir = sys.argv[1:4]
+    gpumem, outdir = sys.argv[1:3]
+    synth = os.environ['GM_SYNTH']
     table = '--table' in sys.argv
     os.makedirs(outdir, exist_ok=True)
     failures = []

@@ -1,34 +1,39 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# run.sh GPUMEM LAYOUT_HELPER SHARED SOURCE_DIR WORK_DIR [report.test.js options...]
-# The browser test's inputs, made at test time into WORK_DIR (never committed): a 100 MB
-# synthetic snapshot (../shared/tools/synth-snapshot --target-size 100M --seed 1), two rank
-# files of the example job (rank 0 on cuda:0 with batch 8, rank 1 on cuda:1 with batch 12,
-# as torchrun's ranks write them: `gpumem snapshot example --device 1`), and the example
-# marked with gpumem.torch user phases (--phases); then report.test.js on them and on the
-# real and corpus files.  Exit 77 (skipped) as the test.
+# run.sh GPUMEM LAYOUT_HELPER SOURCE_DIR WORK_DIR [--third-party-data] [report.test.js options...]
+# The browser test's inputs, made at test time into WORK_DIR (never committed), then
+# report.test.js on them.  By default gpumem's own files: the example job, two rank files of it
+# (rank 0 on cuda:0 with batch 8, rank 1 on cuda:1 with batch 12, as torchrun's ranks write
+# them: `gpumem snapshot example --device 1`), the example marked with gpumem.torch user
+# phases (--phases), and the corpus files.  With --third-party-data (run through
+# tests/needs.sh, which sets GM_TESTDATA and GM_SYNTH): the real files and a 100 MB synthetic
+# snapshot (../shared/tools/synth-snapshot --target-size 100M --seed 1).  Exit 77 (skipped)
+# as the test.
 set -eu
-gpumem=$1 layout=$2 shared=$3 src=$4 work=$5
-shift 5
-synth=$shared/tools/synth-snapshot
+gpumem=$1 layout=$2 src=$3 work=$4
+shift 4
 mkdir -p "$work"
 cd "$work"
-[ -f s100.pickle ] || "$synth" --target-size 100M --seed 1 --quiet -o s100.pickle
+corpus=$src/tests/fuzz/corpus/report
+if [ "${1:-}" = --third-party-data ]; then
+    shift
+    [ -f s100.pickle ] || "$GM_SYNTH" --target-size 100M --seed 1 --quiet -o s100.pickle
+    snaps=$GM_TESTDATA/snapshots
+    exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layout" \
+        --snapshot "$snaps/g6_compile_ctx_3dev_expandable_oom.pickle" \
+        --snapshot "$snaps/g2_cpp_frames_no_time.pickle" \
+        --snapshot s100.pickle \
+        --quick "$snaps/g0_list_segments_only_dev1.pkl" \
+        --quick "$snaps/g5_empty_no_segments_4dev.pickle" "$@"
+fi
 "$gpumem" snapshot example --force -o rank0.pickle >/dev/null
 "$gpumem" snapshot example --force --device 1 --batch 12 -o rank1.pickle >/dev/null
 "$gpumem" snapshot example --force -o example.pickle >/dev/null
 "$gpumem" snapshot example --force --iterations 40 -o example40.pickle >/dev/null
 "$gpumem" snapshot example --force --phases -o phases.pickle >/dev/null
-snaps=$shared/testdata/snapshots
-corpus=$src/tests/fuzz/corpus/report
 exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layout" \
     --snapshot example.pickle \
-    --snapshot "$snaps/g6_compile_ctx_3dev_expandable_oom.pickle" \
-    --snapshot "$snaps/g2_cpp_frames_no_time.pickle" \
-    --snapshot s100.pickle \
     --quick example40.pickle \
-    --quick "$snaps/g0_list_segments_only_dev1.pkl" \
-    --quick "$snaps/g5_empty_no_segments_4dev.pickle" \
     --quick "$corpus/oom_two_devices.pickle" \
     --quick "$corpus/no_time_orphans.pickle" \
     --quick "$corpus/expandable.pickle" \

@@ -3,7 +3,8 @@
 # run.sh CASE_DIR GPUMEM_BINARY - one CLI golden test.
 #
 # CASE_DIR/cmd     shell lines run with `gpumem` bound to the binary under test, in a fresh
-#                  temporary folder ($GM_SHARED is ../shared, $CASE the case folder)
+#                  temporary folder ($CASE the case folder; $GM_TESTDATA the third-party
+#                  files, for a cmd that names it: tests/needs.sh)
 # CASE_DIR/stdout  expected standard output, byte for byte (absent: not compared)
 # CASE_DIR/stderr  expected standard error, byte for byte (absent: not compared)
 # CASE_DIR/exit    expected exit status (absent: 0)

@@ -5,8 +5,9 @@ add_executable(gm_mkmodelfile ${CMAKE_CURRENT_SOURCE_DIR}/tools/mkmodelfile.c)
 target_include_directories(gm_mkmodelfile PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
 target_compile_options(gm_mkmodelfile PRIVATE ${GM_WARNINGS} -Wno-missing-prototypes)
 
-# JSON inputs parsed within a memory budget: hostile safetensors headers, index.json and
-# config.json under an address-space limit, with the peak RSS held against the file size.
+# JSON inputs parsed within a memory budget: hostile safetensors headers, index.json,
+# config.json and the documents of `gpumem sheet` (and its --memory-limit) under an
+# address-space limit, with the peak RSS held against the file size.
 find_program(GM_PYTHON3 python3)
 if(GM_PYTHON3)
   add_test(NAME model/json_memory

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The Python package's tests (tests/python, unittest): the extension against the CLI and an
-# independent reader, gpumem.torch against the suite's own fake torch, and the two ways to
-# install it (make install, pip install --no-build-isolation).
+# independent reader, gpumem.torch against the suite's own fake torch, and the ways to install
+# it (make install; pip install ., pip wheel . and pip install -e . offline, from the sdist).
 #
 # Under GM_SANITIZE the extension is built with ASan and UBSan, and the interpreter (which
 # is not) must load the ASan runtime first: LD_PRELOAD of the compiler's shared libasan.
@@ -34,18 +34,29 @@ if(GM_SANITIZE)
   endif()
 endif()
 
+# Each suite runs through tests/python/run.py: its tests marked @needs(...) (common.py) run
+# as python/<suite>/<need>, skipped with the reason when those files are absent.
 if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
-  foreach(suite snapshot torch sweep estimate calibrate)
+  foreach(suite snapshot torch sweep estimate calibrate binding)
+    set(dir ${CMAKE_CURRENT_SOURCE_DIR}/python)
     add_test(NAME python/${suite}
-      COMMAND ${Python3_EXECUTABLE} -m unittest -v test_${suite}
-      WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+      COMMAND ${Python3_EXECUTABLE} ${dir}/run.py test_${suite} WORKING_DIRECTORY ${dir})
     set_tests_properties(python/${suite} PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}" TIMEOUT 300)
+    foreach(need third-party-data shared-tools)
+      file(STRINGS ${dir}/test_${suite}.py marked REGEX "@needs\\(\"${need}\"\\)")
+      if(marked)
+        gm_add_test(NAME python/${suite}/${need} NEEDS ${need} WORKING_DIRECTORY ${dir}
+          COMMAND ${Python3_EXECUTABLE} ${dir}/run.py test_${suite} ${need})
+        set_tests_properties(python/${suite}/${need} PROPERTIES ENVIRONMENT "${GM_PYTHON_TEST_ENV}"
+          TIMEOUT 300)
+      endif()
+    endforeach()
   endforeach()
 endif()
 
-# Installing: `make install` into a staging folder, and `pip install .` (offline, without
-# build isolation) into a virtual environment; both must give `import gpumem`.  Not under
-# the sanitizers: they build and test the same sources as the plain build.
+# Installing (tests/python/install_test.sh): `make install` into a staging folder, and pip
+# (offline) into virtual environments of the python3 on PATH; each must give `import gpumem`.
+# Not under the sanitizers: they build and test the same sources as the plain build.
 if(NOT GM_SANITIZE)
   add_test(NAME python/install
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python/install_test.sh ${PROJECT_BINARY_DIR} ${Python3_EXECUTABLE})

@@ -29,14 +29,19 @@ endif()
 find_program(GM_NODE node)
 if(GM_NODE AND GM_PYTHON3)
   # inputs made at test time in the build folder (tests/browser/run.sh), then the checks of
-  # tests/browser/report.test.js
-  add_test(NAME browser/report
+  # tests/browser/report.test.js: gpumem's own files, then the real and large synthetic ones
+  gm_add_test(NAME browser/report
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:gpumem>
-      $<TARGET_FILE:gm_layout_at> ${GM_SHARED_DIR} ${PROJECT_SOURCE_DIR}
-      ${CMAKE_CURRENT_BINARY_DIR}/browser-inputs
+      $<TARGET_FILE:gm_layout_at> ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/browser-inputs
       --screenshot ${PROJECT_BINARY_DIR}/artifacts --timing)
-  set_tests_properties(browser/report PROPERTIES
-    ENVIRONMENT "${GM_TEST_ENV}" LABELS no-asan SKIP_RETURN_CODE 77 TIMEOUT 600)
+  gm_add_test(NAME browser/report/third-party-data NEEDS third-party-data shared-tools
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:gpumem>
+      $<TARGET_FILE:gm_layout_at> ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/browser-inputs
+      --third-party-data --timing)
+  foreach(t browser/report browser/report/third-party-data)
+    set_tests_properties(${t} PROPERTIES ENVIRONMENT "${GM_TEST_ENV}" SKIP_RETURN_CODE 77 TIMEOUT 600)
+    set_property(TEST ${t} APPEND PROPERTY LABELS no-asan)
+  endforeach()
 endif()
 
 # gm_layout_at: the library's allocator layout at chosen events (the browser test compares the
@@ -46,13 +51,17 @@ add_executable(gm_layout_at ${CMAKE_CURRENT_SOURCE_DIR}/tools/layout_at.c)
 target_compile_options(gm_layout_at PRIVATE ${GM_WARNINGS})
 target_link_libraries(gm_layout_at PRIVATE gpumem_static)
 foreach(f ${GM_EXAMPLE_PICKLE}
-    ${GM_SHARED_DIR}/testdata/snapshots/g6_compile_ctx_3dev_expandable_oom.pickle
-    ${GM_SHARED_DIR}/testdata/snapshots/g5_tiny_2dev_expandable.pickle
-    ${GM_SHARED_DIR}/testdata/snapshots/g7_record_stream_reuse_pyframes.pickle
-    ${GM_SHARED_DIR}/testdata/snapshots/g3_time_us_snapshot_actions.pickle
     ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/expandable.pickle
     ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/report/oom_two_devices.pickle)
   get_filename_component(name ${f} NAME_WE)
   add_test(NAME report/layout_${name} COMMAND gm_layout_at --check ${f})
+  set_tests_properties(report/layout_${name} PROPERTIES ENVIRONMENT "${GM_TEST_ENV}")
+endforeach()
+# the real files ($GM_TESTDATA is set by tests/needs.sh)
+foreach(name g6_compile_ctx_3dev_expandable_oom g5_tiny_2dev_expandable
+    g7_record_stream_reuse_pyframes g3_time_us_snapshot_actions)
+  gm_add_test(NAME report/layout_${name} NEEDS third-party-data
+    COMMAND sh -c "exec \"$0\" --check \"$GM_TESTDATA/snapshots/$1.pickle\""
+      $<TARGET_FILE:gm_layout_at> ${name})
   set_tests_properties(report/layout_${name} PROPERTIES ENVIRONMENT "${GM_TEST_ENV}")
 endforeach()

@@ -254,6 +254,20 @@ ln -s "$WORKLOAD" "$work/$(printf 'gm\033[31mx')"
 if LC_ALL=C grep -q "$(printf '\033')" "$work/w.err"; then fail "a raw escape reached the report"; fi
 grep -q 'gm\\x1b\[31mx' "$work/w.err" || fail "escaped process name missing"
 
+# 21. --json read by a reader that goes away (| head -c 100): SIGPIPE does not kill gpumem;
+#     the command is interrupted, the samples are written to --output, exit 74 naming EPIPE.
+( "$GPUMEM" watch --json -i 20 --process-interval 20 -o "$work/p.csv" -- \
+    "$WORKLOAD" alloc:64 sleep:20001 2>"$work/p.err"; echo $? >"$work/p.rc" ) | head -c 100 >/dev/null
+[ "$(cat "$work/p.rc")" = 74 ] || fail "closed --json reader: exit $(cat "$work/p.rc"), expected 74"
+grep -q 'writing to standard output failed: Broken pipe (EPIPE)' "$work/p.err" ||
+    fail "closed --json reader: no EPIPE message"
+grep -q ',pid_tree$' "$work/p.csv" 2>/dev/null || fail "closed --json reader: no samples in --output"
+if ls "$work"/.gpumem-tmp-* >/dev/null 2>&1; then fail "closed --json reader: a temporary file left"; fi
+if pgrep -f 'sleep:20001' >/dev/null; then
+    fail "closed --json reader: the command still runs"
+    pkill -KILL -f 'sleep:20001'
+fi
+
 if [ "$fails" -ne 0 ]; then
     for f in "$work"/*.err; do
         echo "--- $f"

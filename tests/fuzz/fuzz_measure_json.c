@@ -20,11 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_sheet *sh = NULL;
     FILE *sink;
 
-    if (gm_measure_series_load_mem(data, size, &s, NULL) == GM_OK)
+    if (gm_measure_series_load_mem(data, size, 0, &s, NULL) == GM_OK)
         gm_measure_series_free(s);
-    if (gm_measure_env_load_mem(data, size, &s, NULL) == GM_OK)
+    if (gm_measure_env_load_mem(data, size, 0, &s, NULL) == GM_OK)
         gm_measure_series_free(s);
-    (void)gm_sweep_load_mem(&sweep, data, size, NULL);
+    (void)gm_sweep_load_mem(&sweep, data, size, 0, NULL);
     if (gm_sheet_new(&sh, NULL) != GM_OK)
         return 0;
     if (gm_sheet_add(sh, "input.json", data, size, NULL) == GM_OK) {

@@ -6,8 +6,11 @@ Hostile documents made of tiny objects take about 85 times their size once janss
 built its tree.  Each is run under an address-space limit of 1 GiB (setrlimit RLIMIT_AS,
 what `ulimit -v` sets) and must be refused with exit 65 and a message that says how much
 it would have taken, with a peak RSS (ru_maxrss of the child) below 2 times the file size
-plus 32 MiB, never a crash, exit 70 or an empty message.  (That real headers stay within
-the budget is a unit test: test_safetensors.c, test_large_real_header.)"""
+plus 32 MiB, never a crash, exit 70 or an empty message.  The same for the four kinds of
+document `gpumem sheet` reads (estimate, measure series, environment, sweep), and its
+--memory-limit: a 600 kB document that fits the default budget is refused under a 1 MiB
+limit, before its tree is built.  (That real headers stay within the budget is a unit
+test: test_safetensors.c, test_large_real_header.)"""
 import os
 import resource
 import struct
@@ -63,6 +66,16 @@ config_dir = os.path.join(WORK, "config")
 os.makedirs(config_dir, exist_ok=True)
 with open(os.path.join(config_dir, "config.json"), "w") as f:
     f.write('{"x":[' + many[: 3 * 5_000_000 - 1] + ']}')  # 15 MB, under the 16 MiB cap
+sheet_docs = {}
+for schema in ("gpumem.estimate/1", "gpumem.measure/1", "gpumem.environment/1",
+               "gpumem.sweep/1"):
+    path = os.path.join(WORK, schema.split(".")[1].split("/")[0] + ".json")
+    with open(path, "w") as f:
+        f.write('{"schema":"%s","x":[%s]}' % (schema, many))
+    sheet_docs[schema] = path
+small = os.path.join(WORK, "small_estimate.json")
+with open(small, "w") as f:  # 600 kB of numbers: well within the default budget
+    f.write('{"schema":"gpumem.estimate/1","x":[' + ",".join(["1234567"] * 75_000) + "]}")
 del many
 
 check("safetensors header of empty objects", ["estimate", meta], meta_size, 65,
@@ -73,7 +86,19 @@ check("index.json of empty objects", ["estimate", index_dir],
 check("config.json of empty objects", ["estimate", os.path.join(config_dir, "config.json")],
       os.path.getsize(os.path.join(config_dir, "config.json")), 65, "over the budget")
 
+for schema, path in sheet_docs.items():
+    check("sheet: %s of empty objects" % schema, ["sheet", path], os.path.getsize(path), 65,
+          "over the budget")
+check("sheet --memory-limit 1MiB: a 600 kB document", ["sheet", "--memory-limit", "1MiB", small],
+      os.path.getsize(small), 65, "over the memory limit of 1.00 MiB")
+rc, err, _ = run(["sheet", small])
+if rc != 0:
+    print("FAIL sheet of the 600 kB document without a limit: exit %d: %s" % (rc, err.strip()))
+    fails += 1
+
 for name in ("meta.safetensors", "index/model.safetensors.index.json",
              "config/config.json"):
     os.unlink(os.path.join(WORK, name))
+for path in list(sheet_docs.values()) + [small]:
+    os.unlink(path)
 sys.exit(1 if fails else 0)

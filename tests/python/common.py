@@ -10,10 +10,25 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("GM_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 BINARY = os.environ.get("GM_BINARY_DIR", os.path.join(SOURCE, "build"))
-SHARED = os.environ.get("GM_SHARED", os.path.join(SOURCE, "..", "shared"))
 GPUMEM = os.environ.get("GPUMEM", os.path.join(BINARY, "gpumem"))
 FAKE_TORCH = os.path.join(HERE, "fake_torch")
-SNAPSHOTS = os.path.join(SHARED, "testdata", "snapshots")
+# Set by tests/needs.sh for the tests marked @needs(...) below (absent otherwise).
+TESTDATA = os.environ.get("GM_TESTDATA", "")
+SNAPSHOTS = os.path.join(TESTDATA, "snapshots")
+CONFIGS = os.path.join(TESTDATA, "configs")
+SYNTH = os.environ.get("GM_SYNTH", "")
+
+
+def needs(what):
+    """Mark a test method or class as needing files kept outside the repository:
+    'third-party-data' (the real snapshots and configs, in SNAPSHOTS and CONFIGS) or
+    'shared-tools' (the snapshot generator SYNTH).  tests/python/run.py runs such tests only
+    in their own ctest (python/<suite>/<what>), which tests/needs.sh skips with the reason
+    when the files are absent."""
+    def mark(obj):
+        obj.gm_needs = what
+        return obj
+    return mark
 
 
 def run(*args, check=True, env=None, cwd=None):

@@ -34,11 +34,10 @@ import json
 import os
 import unittest
 
-from common import GPUMEM, SHARED, TempDir, example_snapshot, gpumem_json, run
+from common import GPUMEM, SYNTH, TempDir, example_snapshot, gpumem_json, needs, run
 
 import gpumem
 
-SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
 LAYERS, HIDDEN, VOCAB = 4, 256, 8192
 BASE = {"batch": 4, "seq": 256}
 SIZES = [("batch", b) for b in (1, 2, 8, 16)] + [("seq", s) for s in (128, 512, 1024)]
@@ -60,13 +59,12 @@ def gpt2_config(path):
     return path
 
 
+@needs("shared-tools")
 class SynthTruth(unittest.TestCase):
     """Snapshots of the synthetic job at several sizes, made once."""
 
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(SYNTH):
-            raise unittest.SkipTest("no %s" % SYNTH)
         import tempfile
         cls.tmp = tempfile.mkdtemp(prefix="gpumem-calibrate-")
         cls.config = gpt2_config(os.path.join(cls.tmp, "gpt.json"))
@@ -181,6 +179,18 @@ class CalibrateErrors(TempDir):
             gpumem.calibrate(ex, "gpt2", predict=[8])
         p = run(GPUMEM, "calibrate", ex, "gpt2", "--predict", "batch", check=False)
         self.assertEqual(p.returncode, 64)
+
+    def test_no_allocations_is_a_format_error(self):
+        """A device with no allocations has nothing to calibrate against: an error, never a
+        'correction' of the whole estimate."""
+        import pickle
+        empty = self.path("empty.pickle")
+        with open(empty, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [[], []]}, f, protocol=4)
+        for kw in ({}, {"device": 1}):
+            with self.assertRaises(gpumem.FormatError) as cm:
+                gpumem.calibrate(empty, "gpt2", batch=8, predict="batch=64", **kw)
+            self.assertIn("no allocations to calibrate against", str(cm.exception))
 
 
 if __name__ == "__main__":

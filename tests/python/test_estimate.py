@@ -14,11 +14,10 @@ import re
 import subprocess
 import unittest
 
-from common import BINARY, GPUMEM, SHARED, SOURCE, TempDir, gpumem_json, run
+from common import BINARY, CONFIGS, GPUMEM, SOURCE, TempDir, gpumem_json, needs, run
 
 import gpumem
 
-CONFIGS = os.path.join(SHARED, "testdata", "configs")
 MKMODELFILE = os.path.join(BINARY, "tests", "gm_mkmodelfile")
 
 
@@ -65,12 +64,11 @@ class EstimateAgreesWithCli(TempDir):
                       flash_attn=True, gpu="RTX-4090")
         self.assertEqual(d["model_file"]["format"], "gguf")
 
+    @needs("third-party-data")
     def test_safetensors_shards_and_a_folder(self):
         """Qwen2.5-0.5B as two safetensors shards beside its config (the golden test
         estimate_safetensors_dir builds the same), then the folder with the config alone."""
         cfg = os.path.join(CONFIGS, "Qwen2.5-0.5B.json")
-        if not os.path.exists(cfg):
-            raise unittest.SkipTest("no %s" % cfg)
         folder = self.path("m")
         os.mkdir(folder)
         with open(cfg) as f, open(os.path.join(folder, "config.json"), "w") as g:
@@ -97,11 +95,12 @@ class EstimateAgreesWithCli(TempDir):
                 os.unlink(os.path.join(folder, name))
         self.assertNotIn("model_file", self.same(folder, infer=True, context=4096, batch=4))
 
-    def test_config_json_and_parameters_alone(self):
+    @needs("third-party-data")
+    def test_config_json(self):
         cfg = os.path.join(CONFIGS, "Qwen2.5-0.5B.json")
-        if not os.path.exists(cfg):
-            raise unittest.SkipTest("no %s" % cfg)
         self.same(cfg, train=True, precision="fp32", batch=16, seq=256, method="blog")
+
+    def test_parameters_alone(self):
         d = self.same(None, parameters="7B", bits=4.5, reserve_gib=2)
         self.assertEqual(d["parameters"], 7000000000)
 

@@ -4,9 +4,14 @@ CUDA (tests/device/workload.c) and fails above a size known from the fake's cons
 training script on the fake torch that writes its gpumem.torch series (tests/python/
 workloads/train_fake.py).  Checks the runs, the bisection's exact boundary, the failures kept
 as observations with their phase and error, no bisection for a failure that is not an OOM,
-the timeout, the refusal to overwrite, and the JSON read back by gpumem sheet."""
+the timeout, the refusal to overwrite, and the JSON read back by gpumem sheet.  And what a
+sweep never does: leave a run's processes behind (or measure the next run with them), die of
+SIGHUP without its record, write a log through a symbolic link or over a file, pass a
+command's terminal escapes to the terminal, or leave a temporary file when its output cannot
+be written."""
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -17,6 +22,24 @@ from common import FAKE_TORCH, GPUMEM, HERE, TempDir, python_env, run
 
 MIB = 1 << 20
 TRAIN = os.path.join(HERE, "workloads", "train_fake.py")
+
+
+def running_with(marker):
+    """PIDs of the processes (zombies left out) whose command line holds 'marker'."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/stat" % d) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state not in "ZXx":
+            pids.append(int(d))
+    return pids
 
 
 class Sweep(TempDir):
@@ -147,6 +170,97 @@ class Sweep(TempDir):
         doc = json.loads(p.stdout)
         self.assertEqual(doc["runs"][0]["outcome"], "not_started")
         self.assertEqual(doc["boundary"]["end"], "first_fails")
+
+    def test_processes_left_by_a_run_are_ended_and_named(self):
+        """A run that leaves a process running in its group (a background server): the
+        process is named in the run and ended before the next run, which is measured alone;
+        nothing outlives the sweep."""
+        marker = "sleep:4%03d" % (os.getpid() % 1000)  # a command line found only here
+        self.addCleanup(lambda: [os.kill(p, signal.SIGKILL) for p in running_with(marker)])
+        script = "'%s' alloc:2048 %s >/dev/null & '%s' alloc:{b}00 sleep:600; exit 0" % (
+            self.workload, marker, self.workload)
+        p = self.sweep("-p", "b=1,2,3", "-i", "50", "--process-interval", "50", "--json", "--",
+                       "sh", "-c", script)
+        doc = json.loads(p.stdout)
+        # each run: the background 2048 MiB and b x 100 MiB, two contexts of 300 MiB
+        self.assertEqual([r["device"]["peak_bytes"] for r in doc["runs"]],
+                         [(2048 + 100 * b + 600) * MIB for b in (1, 2, 3)])
+        for r in doc["runs"]:
+            self.assertEqual(r["left_running"], 1, r)
+            self.assertIn("gm_workload (pid ", r["left"])
+        self.assertEqual(p.stderr.count("left 1 process running in its group (gm_workload"), 3,
+                         p.stderr)
+        self.assertEqual(running_with(marker), [], "nothing outlives the sweep")
+
+    def test_sighup_ends_the_run_and_keeps_the_record(self):
+        os.mkdir(self.path("t"))
+        self.env["TMPDIR"] = self.path("t")
+        out = self.path("sweep.json")
+        marker = "sleep:3%04d" % (os.getpid() % 10000)
+        self.addCleanup(lambda: [os.kill(p, signal.SIGKILL) for p in running_with(marker)])
+        p = subprocess.Popen([GPUMEM, "sweep", "--param", "n=1,2", "--output", out, "--",
+                              self.workload, "alloc:{n}", marker],
+                             env=self.env, cwd=self.tmp, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        for _ in range(200):
+            if running_with(marker):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGHUP)
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 128 + signal.SIGHUP, err)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["boundary"]["end"], "interrupted")
+        self.assertEqual(running_with(marker), [], "the run was ended")
+        self.assertEqual(os.listdir(self.path("t")), [], "the runs' folder is removed")
+
+    def test_logs_are_never_written_through_a_link_or_over_a_file(self):
+        logs = self.path("L")
+        victim = self.path("v")
+        os.mkdir(logs)
+        with open(victim, "w") as f:
+            f.write("PRECIOUS\n")
+        os.symlink(victim, os.path.join(logs, "run-2.log"))
+        os.symlink(self.path("nx"), os.path.join(logs, "run-1.log"))
+        p = self.sweep("--no-bisect", "-p", "b=1,2", "--logs", logs, "--", "sh", "-c",
+                       "echo run {b}", check=False)
+        self.assertEqual(p.returncode, 73, p.stderr)
+        self.assertIn("holds an earlier sweep's files", p.stderr)
+        # a link that appears during the sweep (made here by the first run itself)
+        logs2 = self.path("L2")
+        p = self.sweep("--no-bisect", "-p", "b=1,2", "--logs", logs2, "--", "sh", "-c",
+                       "[ {b} = 1 ] && ln -s '%s' '%s/run-2.log'; echo run {b}" % (victim, logs2),
+                       check=False)
+        self.assertEqual(p.returncode, 73, p.stderr)
+        self.assertIn("run-2.log' exists: refusing to write a run's output over it", p.stderr)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "PRECIOUS\n")
+        self.assertFalse(os.path.exists(self.path("nx")))
+
+    def test_terminal_escapes_of_a_run_are_escaped(self):
+        p = self.sweep("--no-bisect", "-p", "b=1,2", "--", "sh", "-c",
+                       "printf '\\033]0;PWNED\\007 failed {b}\\n'; exit 1")
+        for text in (p.stdout, p.stderr):
+            self.assertNotIn("\x1b", text)
+            self.assertNotIn("\x07", text)
+        self.assertIn("\\x1b]0;PWNED\\x07 failed 1", p.stdout)
+
+    def test_output_that_cannot_be_written(self):
+        """The output cannot be written (a file-size limit, as a full disk): exit 74 naming the
+        file and the reason, and no temporary file left beside it."""
+        out = self.path("sweep.json")
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+
+        p = subprocess.run([GPUMEM, "sweep", "--param", "n=1,2", "--output", out, "--",
+                            self.workload, "alloc:{n}"], env=self.env, cwd=self.tmp,
+                           capture_output=True, text=True, preexec_fn=limit)
+        self.assertEqual(p.returncode, 74, p.stderr)
+        self.assertIn("writing '%s' failed: File too large (EFBIG)" % out, p.stderr)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["fake.state"])
 
     def test_no_leftover_files(self):
         os.mkdir(self.path("t"))

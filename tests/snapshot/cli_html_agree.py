@@ -5,14 +5,15 @@ stacks: both take them from the library's one rule (gm_snapshot_frame_is_user), 
 used to have a rule each (and the report counted the empty stack: 43/267/206 stacks against
 info's 42/266/205).
 
-For gpumem's example, its two-rank files and the real files of ../shared: the report's data
+For gpumem's example and its two-rank files (with --third-party-data: the real files, which
+tests/needs.sh finds and names in $GM_TESTDATA): the report's data
 (the JSON in <script id="gm-data">) is read back; for every stack listed alive at the peak
 and every leak site, the report's first frame marked as user code must be the "user_frame"
 that `snapshot peak --json` and `snapshot leaks --json` give for that stack, the report's
 stack count must be info's unique_stacks, and its leak verdict of each device the CLI's (g6's
 cuda:0, 2 iterations: too few to judge, where the page said "No leak").
 
-usage: cli_html_agree.py GPUMEM      ($GM_SHARED names ../shared)
+usage: cli_html_agree.py GPUMEM [--third-party-data]
 """
 import json
 import os
@@ -22,7 +23,7 @@ import sys
 import tempfile
 
 GPUMEM = os.path.abspath(sys.argv[1])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
+THIRD_PARTY = "--third-party-data" in sys.argv[2:]
 FILES = ["g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
          "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"]
 failures = 0
@@ -121,12 +122,13 @@ def check(path, tmp):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        paths = [os.path.join(SHARED, "testdata", "snapshots", f) for f in FILES]
-        ex = os.path.join(tmp, "example.pickle")
-        run("snapshot", "example", "-o", ex)
-        r1 = os.path.join(tmp, "rank1.pickle")
-        run("snapshot", "example", "-o", r1, "--device", "1", "--batch", "12", "--phases")
-        for p in [ex, r1] + paths:
+        if THIRD_PARTY:
+            paths = [os.path.join(os.environ["GM_TESTDATA"], "snapshots", f) for f in FILES]
+        else:
+            paths = [os.path.join(tmp, "example.pickle"), os.path.join(tmp, "rank1.pickle")]
+            run("snapshot", "example", "-o", paths[0])
+            run("snapshot", "example", "-o", paths[1], "--device", "1", "--batch", "12", "--phases")
+        for p in paths:
             check(p, tmp)
     if failures:
         print("%d failures" % failures)

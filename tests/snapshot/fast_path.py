@@ -14,7 +14,9 @@ flat reader took (none with the general reader), so that the comparison cannot p
 running one reader twice.  (The one-pass peak search of the timeline is held against the
 forward replay by tests/unit/test_snapshot.c.)
 
-usage: fast_path.py GPUMEM      ($GM_SHARED names ../shared)
+usage: fast_path.py GPUMEM [--third-party-data]
+Everything but the real files; with --third-party-data (tests/needs.sh sets $GM_TESTDATA), the
+real files alone.
 """
 import glob
 import os
@@ -27,8 +29,8 @@ import sys
 import tempfile
 
 GPUMEM = os.path.abspath(sys.argv[1])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
-REAL = os.path.join(SHARED, "testdata", "snapshots")
+THIRD_PARTY = "--third-party-data" in sys.argv[2:]
+REAL = os.path.join(os.environ.get("GM_TESTDATA", ""), "snapshots")
 MiB = 1 << 20
 fails = 0
 compared = 0
@@ -189,15 +191,27 @@ def long_trace(n, variant):
             "allocator_settings": {"expandable_segments": False}, "external_annotations": []}
 
 
+def real_files():
+    files = sorted(glob.glob(os.path.join(REAL, "*.pickle")) + glob.glob(os.path.join(REAL, "*.pkl")))
+    if not files:
+        print("FAIL no real files in %s" % REAL)
+        return 1
+    for f in files:
+        same(os.path.basename(f), f)
+    print("%d comparisons, %d differences" % (compared, fails))
+    return 1 if fails else 0
+
+
 def main():
     global fails
+    if THIRD_PARTY:
+        return real_files()
     tmp = tempfile.mkdtemp()
-    files = sorted(glob.glob(os.path.join(REAL, "*.pickle")) + glob.glob(os.path.join(REAL, "*.pkl")))
     syn = os.path.join(tmp, "syn")
     os.mkdir(syn)
     subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                                  "reference", "make_synthetic.py"), syn], check=True)
-    files += sorted(glob.glob(os.path.join(syn, "*.pickle")))
+    files = sorted(glob.glob(os.path.join(syn, "*.pickle")))
     for f in files:
         same(os.path.basename(f), f)
 

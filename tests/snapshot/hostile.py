@@ -3,7 +3,9 @@
 """Hostile inputs for `gpumem snapshot`: each must give exit 65 (or, for byte flips, 0 or
 65) with a one-line message, and never a crash, a hang or a sanitizer report.
 
-usage: hostile.py GPUMEM        ($GM_SHARED names ../shared)
+usage: hostile.py GPUMEM [--third-party-data]
+Hand-made inputs; with --third-party-data (tests/needs.sh sets $GM_TESTDATA), prefixes and
+byte flips of real files instead.
 """
 import os
 import pickle
@@ -13,8 +15,8 @@ import sys
 import tempfile
 
 GPUMEM = os.path.abspath(sys.argv[1])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
-REAL = os.path.join(SHARED, "testdata", "snapshots")
+THIRD_PARTY = "--third-party-data" in sys.argv[2:]
+REAL = os.path.join(os.environ.get("GM_TESTDATA", ""), "snapshots")
 fails = 0
 runs = 0
 
@@ -50,7 +52,6 @@ class Evil:
 
 
 def main():
-    global fails
     tmp = tempfile.mkdtemp()
     os.chdir(tmp)
 
@@ -60,6 +61,16 @@ def main():
             f.write(data)
         return p
 
+    if THIRD_PARTY:
+        real_files(w)
+    else:
+        made_here(w, tmp)
+    print("%d runs, %d failures" % (runs, fails))
+    return 1 if fails else 0
+
+
+def made_here(w, tmp):
+    global fails
     # code execution attempts
     rc, err = check("GLOBAL os.system (protocol 0)",
                     w("global0.pickle", b"cos\nsystem\n(S'touch pwned'\ntR."), must_say="GLOBAL")
@@ -167,6 +178,7 @@ def main():
         {"segments": [], "device_traces": [[] for _ in range(10000)]})))
     check("missing file", os.path.join(tmp, "does-not-exist.pickle"), want=(66,))
 
+def real_files(w):
     # every 5th proper prefix of a tiny real file, every 199th of a small one (the unit test
     # test_snapshot reads every prefix in-process)
     for name, step in (("g5_tiny_2dev_expandable.pickle", 5), ("g5_annotations_small.pickle", 199)):
@@ -184,8 +196,6 @@ def main():
         for _ in range(rnd.randint(1, 4)):
             b[rnd.randrange(len(b))] = rnd.randrange(256)
         check("flip %d" % i, w("flip.pickle", bytes(b)), want=(0, 65))
-    print("%d runs, %d failures" % (runs, fails))
-    return 1 if fails else 0
 
 
 if __name__ == "__main__":

@@ -17,11 +17,16 @@ never a timing):
    10^6 frames gives `trace --json` output of one line of those frames and 10,000 event lines
    (trace/2 names the stack), not 10,000 copies of the list (400 GB): the output is read
    through a pipe and the command stopped once it passes that bound.
+5. The memory limit bounds everything a load holds (the parse's nodes and arrays, the
+   snapshot, the packed trace and the interner's tables together): a 26 MB file of 10^6
+   distinct frames under --memory-limit 64MiB, and 40 MB of memo entries under the default
+   limit (4 x the file + 256 MiB), stop with exit 65 at a peak RSS within 6 MiB of the limit
+   beyond what the process holds before it reads anything.
 
 RSS is measured by bench/measure (a small process of its own starts the command, so the
 figure is the command's, not Python's).
 
-usage: memory_bound.py GPUMEM MEASURE      ($GM_SHARED names ../shared)
+usage: memory_bound.py GPUMEM MEASURE      ($GM_SYNTH: ../shared/tools/synth-snapshot, set by tests/needs.sh)
 """
 import os
 import pickle
@@ -33,8 +38,7 @@ import tempfile
 
 GPUMEM = os.path.abspath(sys.argv[1])
 MEASURE = os.path.abspath(sys.argv[2])
-SHARED = os.environ.get("GM_SHARED", os.path.join(os.path.dirname(__file__), "../../../shared"))
-SYNTH = os.path.join(SHARED, "tools", "synth-snapshot")
+SYNTH = os.environ["GM_SYNTH"]
 MiB = 1 << 20
 fails = 0
 
@@ -157,6 +161,32 @@ def main():
         else:
             print("ok trace --json of a shared 10^6-frame list: %d bytes (at most %d)"
                   % (got, bound))
+
+        # the limit bounds the sum of what the load holds
+        frames = os.path.join(tmp, "frames.pickle")
+        events = [{"action": "alloc", "addr": 4096 + 512 * i, "size": 512, "stream": 0,
+                   "frames": [{"filename": "a.py", "line": 4 * i + j, "name": "f"}
+                              for j in range(4)]} for i in range(250000)]
+        with open(frames, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [events]}, f, protocol=4)
+        del events
+        memo = os.path.join(tmp, "memo.pickle")
+        with open(memo, "wb") as f:
+            f.write(b"\x80\x04" + b"]\x94" * 20000000 + b".")
+        for name, path, args, limit in (
+                ("10^6 distinct frames", frames, ["--memory-limit", "64MiB"], 64 * MiB),
+                ("2*10^7 memo entries", memo, [],
+                 256 * MiB + 4 * os.path.getsize(memo))):
+            code, rss, err = measure(["info", *args, path], tmp)
+            if rss - base_rss > limit + 6 * MiB:
+                fail("%s: peak RSS %.1f MiB (%.1f MiB before reading), over the limit of %.1f "
+                     "MiB by more than 6 MiB" % (name, rss / MiB, base_rss / MiB, limit / MiB))
+            elif code != 65 or b"over the memory limit" not in err:
+                fail("%s: exit %d, expected 65 naming the memory limit: %r"
+                     % (name, code, err[-300:]))
+            else:
+                print("ok %s: exit 65, peak RSS %.1f MiB - %.1f MiB before reading, limit %.1f "
+                      "MiB" % (name, rss / MiB, base_rss / MiB, limit / MiB))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failures" % fails)

@@ -18,7 +18,7 @@
 
 static uint16_t flags_of(const char *file, const char *name, bool py)
 {
-    struct gm_snapshot_frame f = {file, name, 1, py, false};
+    struct gm_snapshot_frame f = {file, name, 1, py, false, false, false, 0, 0};
     return ana_frame_flags(&f);
 }
 
@@ -133,17 +133,21 @@ enum {
     N_FR
 };
 static const struct gm_snapshot_frame frames[N_FR] = {
-    {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false},
-    {"/home/u/train.py", "main", 40, true, false},
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false},
-    {"/home/u/model.py", "forward", 12, true, false},
-    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},
-    {"/e/site-packages/torch/_tensor.py", "backward", 522, true, false},
-    {"/e/site-packages/torch/optim/adam.py", "_init_group", 111, true, false},
-    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},
-    {"/e/site-packages/torch/optim/adam.py", "_multi_tensor_adam", 579, true, false},
-    {"/e/site-packages/torch/optim/optimizer.py", "zero_grad", 820, true, false},
-    {"/home/u/train.py", "main", 99, true, false},
+    {"/e/site-packages/torch/nn/modules/module.py", "_apply", 930, true, false, false, false, 0, 0},
+    {"/home/u/train.py", "main", 40, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false, false, false,
+     0, 0},
+    {"/home/u/model.py", "forward", 12, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false, false, false, 0,
+     0},
+    {"/e/site-packages/torch/_tensor.py", "backward", 522, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/adam.py", "_init_group", 111, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0, 0},
+    {"/e/site-packages/torch/optim/adam.py", "_multi_tensor_adam", 579, true, false, false, false,
+     0, 0},
+    {"/e/site-packages/torch/optim/optimizer.py", "zero_grad", 820, true, false, false, false, 0,
+     0},
+    {"/home/u/train.py", "main", 99, true, false, false, false, 0, 0},
 };
 enum { S_EMPTY, S_PARAM, S_FWD, S_USER, S_BWD, S_INIT, S_TEMP, S_LEAK, S_ZG, N_ST };
 static const uint32_t st_param[] = {F_APPLY, F_MAIN};
@@ -395,16 +399,19 @@ static void build_eval_leak(struct trace *t, int iterations)
 }
 
 static const struct gm_snapshot_frame eval_frames[] = {
-    {"/e/site-packages/torch/nn/modules/linear.py", "forward", 125, true, false},     /* 0 */
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false}, /* 1 */
-    {"/home/u/model.py", "forward", 10, true, false},                                 /* 2 */
-    {"/home/u/model.py", "forward", 11, true, false},                                 /* 3 */
-    {"/home/u/model.py", "forward", 12, true, false},                                 /* 4 */
-    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 5 */
-    {"/home/u/train.py", "train_step", 50, true, false},                              /* 6 */
-    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false},    /* 7 */
-    {"/home/u/train.py", "main", 90, true, false},                                    /* 8 */
-    {"/home/u/train.py", "keep", 95, true, false},                                    /* 9 */
+    {"/e/site-packages/torch/nn/modules/linear.py", "forward", 125, true, false, false, false, 0,
+     0}, /* 0 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1520, true, false, false, false,
+     0, 0},                                                                  /* 1 */
+    {"/home/u/model.py", "forward", 10, true, false, false, false, 0, 0},    /* 2 */
+    {"/home/u/model.py", "forward", 11, true, false, false, false, 0, 0},    /* 3 */
+    {"/home/u/model.py", "forward", 12, true, false, false, false, 0, 0},    /* 4 */
+    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},   /* 5 */
+    {"/home/u/train.py", "train_step", 50, true, false, false, false, 0, 0}, /* 6 */
+    {"/e/site-packages/torch/autograd/__init__.py", "backward", 251, true, false, false, false, 0,
+     0},                                                               /* 7 */
+    {"/home/u/train.py", "main", 90, true, false, false, false, 0, 0}, /* 8 */
+    {"/home/u/train.py", "keep", 95, true, false, false, false, 0, 0}, /* 9 */
 };
 static const uint32_t el_train[] = {2, 1, 6, 8}, el_bwd[] = {7, 6, 8};
 static const uint32_t el_e1[] = {0, 1, 2, 1, 5, 8}, el_e2[] = {0, 1, 3, 1, 5, 8};

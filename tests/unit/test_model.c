@@ -8,13 +8,14 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "testdata.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The published exact counts of ../shared/testdata/configs (README.md there). */
+/* The published exact counts of the real config.json files (third-party data). */
 static const struct {
     const char *file;
     uint64_t params;
@@ -40,12 +41,6 @@ static uint64_t ipow10(unsigned e)
     return v;
 }
 
-static const char *shared_dir(void)
-{
-    const char *s = getenv("GM_SHARED");
-    return s && *s ? s : "../shared";
-}
-
 static void test_config_counts(void **state)
 {
     (void)state;
@@ -54,7 +49,7 @@ static void test_config_counts(void **state)
         struct gm_model m;
         struct gm_param_counts pc;
         struct gm_error err;
-        snprintf(path, sizeof(path), "%s/testdata/configs/%s", shared_dir(), configs[i].file);
+        gm_testdata_path(path, sizeof(path), "configs", configs[i].file);
         if (gm_model_load_hf_config(path, &m, &err) != GM_OK)
             fail_msg("%s: %s", configs[i].file, err.msg);
         assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
@@ -70,47 +65,51 @@ static void test_config_fields(void **state)
     struct gm_model m;
     struct gm_error err;
     (void)state;
-    snprintf(path, sizeof(path), "%s/testdata/configs/gemma-7b.json", shared_dir());
+    gm_testdata_path(path, sizeof(path), "configs", "gemma-7b.json");
     assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_OK);
     assert_int_equal(m.head_dim, 256); /* explicit, not 3072/16 */
     assert_true(m.tied_embeddings);    /* gemma default: key absent */
     assert_int_equal(m.arch, GM_ARCH_GEMMA);
-    snprintf(path, sizeof(path), "%s/testdata/configs/Mistral-7B-v0.1.json", shared_dir());
+    gm_testdata_path(path, sizeof(path), "configs", "Mistral-7B-v0.1.json");
     assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_OK);
     assert_int_equal(m.n_kv_heads, 8);
     assert_int_equal(m.sliding_window, 4096);
     assert_int_equal(m.n_sliding_layers, 32);
-    snprintf(path, sizeof(path), "%s/testdata/configs/Qwen2.5-7B.json", shared_dir());
+    gm_testdata_path(path, sizeof(path), "configs", "Qwen2.5-7B.json");
     assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_OK);
     assert_int_equal(m.sliding_window, 0); /* use_sliding_window: false */
     assert_true(m.qkv_bias);
     assert_false(m.out_bias);
     assert_int_equal(m.dtype, GM_DTYPE_BF16);
-    snprintf(path, sizeof(path), "%s/testdata/configs/gpt2.json", shared_dir());
+    gm_testdata_path(path, sizeof(path), "configs", "gpt2.json");
     assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_OK);
     assert_int_equal(m.intermediate, 4 * 768);
     assert_int_equal(m.n_positions_learned, 1024);
     assert_int_equal(m.act, GM_ACT_GELU_NEW);
-    /* A directory without config.json: missing input. */
-    snprintf(path, sizeof(path), "%s/testdata", shared_dir());
-    assert_int_equal(gm_model_load_hf_config(path, &m, &err), GM_ERR_NOENT);
-    /* A directory holding one works. */
-    {
-        char dir[] = "/tmp/gm-test-model-XXXXXX";
-        FILE *f;
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/config.json", dir);
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fputs("{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12, "
-              "\"n_positions\": 1024, \"vocab_size\": 50257}",
-              f);
-        fclose(f);
-        assert_int_equal(gm_model_load_hf_config(dir, &m, &err), GM_OK);
-        assert_int_equal(m.n_positions_learned, 1024);
-        remove(path);
-        rmdir(dir);
-    }
+}
+
+/* A directory is read through the config.json it holds; without one it is missing input. */
+static void test_config_dir(void **state)
+{
+    char dir[] = "/tmp/gm-test-model-XXXXXX";
+    char path[1024];
+    struct gm_model m;
+    struct gm_error err;
+    FILE *f;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(gm_model_load_hf_config(dir, &m, &err), GM_ERR_NOENT);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_layer\": 12, \"n_head\": 12, "
+          "\"n_positions\": 1024, \"vocab_size\": 50257}",
+          f);
+    fclose(f);
+    assert_int_equal(gm_model_load_hf_config(dir, &m, &err), GM_OK);
+    assert_int_equal(m.n_positions_learned, 1024);
+    remove(path);
+    rmdir(dir);
 }
 
 /* Every catalog model against its published exact count. */
@@ -466,7 +465,7 @@ static void test_catalog_matches_configs(void **state)
         struct gm_model a;
         const struct gm_model *b = gm_model_catalog_find(pairs[i][1]);
         struct gm_error err;
-        snprintf(path, sizeof(path), "%s/testdata/configs/%s", shared_dir(), pairs[i][0]);
+        gm_testdata_path(path, sizeof(path), "configs", pairs[i][0]);
         assert_int_equal(gm_model_load_hf_config(path, &a, &err), GM_OK);
         assert_non_null(b);
         assert_int_equal(a.hidden, b->hidden);
@@ -477,6 +476,11 @@ static void test_catalog_matches_configs(void **state)
         assert_int_equal(a.act, b->act);
         assert_int_equal(a.norms_per_layer, b->norms_per_layer);
     }
+}
+
+static void test_catalog_lookup_and_names(void **state)
+{
+    (void)state;
     assert_null(gm_model_catalog_find("no-such-model"));
     assert_non_null(gm_model_catalog_find("someone/Llama-2-7b-hf"));
 }
@@ -693,22 +697,26 @@ static void test_hf_ids(void **state)
                      GM_ERR_NOENT);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_counts),
-        cmocka_unit_test(test_config_fields),
-        cmocka_unit_test(test_catalog_counts),
-        cmocka_unit_test(test_catalog_matches_configs),
-        cmocka_unit_test(test_bad_configs),
-        cmocka_unit_test(test_tiny_counts),
-        cmocka_unit_test(test_dtypes),
-        cmocka_unit_test(test_catalog_names),
-        cmocka_unit_test(test_hf_ids),
-        cmocka_unit_test(test_catalog_counts_published),
-        cmocka_unit_test(test_catalog_counts_published_differences),
-        cmocka_unit_test(test_config_fixtures),
-        cmocka_unit_test(test_config_fixture_fields),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_config_dir),
+    cmocka_unit_test(test_catalog_counts),
+    cmocka_unit_test(test_catalog_lookup_and_names),
+    cmocka_unit_test(test_bad_configs),
+    cmocka_unit_test(test_tiny_counts),
+    cmocka_unit_test(test_dtypes),
+    cmocka_unit_test(test_catalog_names),
+    cmocka_unit_test(test_hf_ids),
+    cmocka_unit_test(test_catalog_counts_published),
+    cmocka_unit_test(test_catalog_counts_published_differences),
+    cmocka_unit_test(test_config_fixtures),
+    cmocka_unit_test(test_config_fixture_fields),
+};
+
+/* the real config.json files */
+static const struct CMUnitTest third_party_tests[] = {
+    cmocka_unit_test(test_config_counts),
+    cmocka_unit_test(test_config_fields),
+    cmocka_unit_test(test_catalog_matches_configs),
+};
+
+GM_TEST_MAIN(tests, third_party_tests)

@@ -10,6 +10,7 @@
 
 #include "gpumem/modelfile.h"
 #include "modelfile_build.h"
+#include "testdata.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,11 +272,10 @@ static void test_shards(void **state)
     assert_int_equal(gm_modelfile_load("/nonexistent/x.safetensors", NULL, &m, &e), GM_ERR_NOENT);
 }
 
-/* A folder with a real config.json (from ../shared) and shards: the model comes from the
+/* A folder with a real config.json (third-party data) and shards: the model comes from the
  * config, the exact counts from the headers. */
 static void test_to_model(void **state)
 {
-    const char *shared = getenv("GM_SHARED");
     struct gm_modelfile m;
     struct gm_model model;
     struct gm_error e;
@@ -283,11 +283,9 @@ static void test_to_model(void **state)
     FILE *in, *out;
     size_t n;
     (void)state;
-    if (!shared)
-        skip();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/gm_test_st_XXXXXX");
     assert_non_null(mkdtemp(tmpdir));
-    snprintf(src, sizeof src, "%s/testdata/configs/Qwen2.5-0.5B.json", shared);
+    gm_testdata_path(src, sizeof src, "configs", "Qwen2.5-0.5B.json");
     snprintf(dst, sizeof dst, "%s/config.json", tmpdir);
     in = fopen(src, "rb");
     assert_non_null(in);
@@ -366,12 +364,17 @@ static void test_alloc_failures(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),          cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_shards),         cmocka_unit_test(test_to_model),
-        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_large_real_header),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_valid),
+    cmocka_unit_test(test_hostile),
+    cmocka_unit_test(test_shards),
+    cmocka_unit_test(test_alloc_failures),
+    cmocka_unit_test(test_large_real_header),
+};
+
+/* a real config.json */
+static const struct CMUnitTest third_party_tests[] = {
+    cmocka_unit_test(test_to_model),
+};
+
+GM_TEST_MAIN(tests, third_party_tests)

@@ -12,13 +12,16 @@
 #include <cmocka.h>
 
 #include "gpumem/gpumem.h"
+#include "snapshot/load_int.h"
 #include "snapshot/snapshot_int.h"
+#include "testdata.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -371,19 +374,16 @@ static void test_alloc_failures(void **state)
     assert_true(ok);
 }
 
-static uint8_t *read_shared(const char *name, size_t *len)
+/* A real snapshot (third-party data) read whole; fails the test when it cannot be read. */
+static uint8_t *read_real(const char *name, size_t *len)
 {
-    const char *dir = getenv("GM_SHARED");
     char path[4096];
     FILE *f;
     uint8_t *buf;
     long n;
-    if (!dir)
-        return NULL;
-    snprintf(path, sizeof path, "%s/testdata/snapshots/%s", dir, name);
-    f = fopen(path, "rb");
+    f = fopen(gm_testdata_path(path, sizeof path, "snapshots", name), "rb");
     if (!f)
-        return NULL;
+        fail_msg("%s: cannot open", path);
     if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
         return NULL;
@@ -421,12 +421,11 @@ static void exercise(const struct gm_snapshot *s)
 static void test_real_file_prefixes(void **state)
 {
     size_t len;
-    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    uint8_t *data = read_real("g5_annotations_small.pickle", &len);
     struct gm_snapshot *s;
     struct gm_error err;
     (void)state;
-    if (!data)
-        skip();
+    assert_non_null(data);
     assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
     assert_int_equal(s->n_segments, 2);
     assert_int_equal(s->n_blocks, 79);
@@ -447,13 +446,12 @@ static void test_real_file_prefixes(void **state)
 static void test_real_file_flips(void **state)
 {
     size_t len;
-    uint8_t *data = read_shared("g5_annotations_small.pickle", &len);
+    uint8_t *data = read_real("g5_annotations_small.pickle", &len);
     uint8_t *copy;
     uint32_t rnd = 12345;
     size_t ok = 0;
     (void)state;
-    if (!data)
-        skip();
+    assert_non_null(data);
     copy = malloc(len);
     assert_non_null(copy);
     for (int round = 0; round < 3000; round++) {
@@ -765,9 +763,6 @@ static void check_passes(const struct gm_snapshot *s)
 
 static void test_passes(void **state)
 {
-    static const char *const names[] = {
-        "g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
-        "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"};
     struct em e;
     struct gm_snapshot *s;
     struct gm_error err;
@@ -776,11 +771,20 @@ static void test_passes(void **state)
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
     check_passes(s);
     gm_snapshot_free(s);
+}
+
+static void test_passes_real_files(void **state)
+{
+    static const char *const names[] = {
+        "g3_time_us_snapshot_actions.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
+        "g7_record_stream_reuse_pyframes.pickle", "g2_cpp_frames_no_time.pickle"};
+    struct gm_snapshot *s;
+    struct gm_error err;
+    (void)state;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         size_t len;
-        uint8_t *data = read_shared(names[i], &len);
-        if (!data)
-            continue;
+        uint8_t *data = read_real(names[i], &len);
+        assert_non_null(data);
         assert_int_equal(gm_snapshot_load_mem(data, len, NULL, &s, &err), GM_OK);
         check_passes(s);
         gm_snapshot_free(s);
@@ -792,7 +796,7 @@ static void test_passes(void **state)
 
 static bool user(const char *file)
 {
-    struct gm_snapshot_frame f = {file, "f", 1, true, false};
+    struct gm_snapshot_frame f = {file, "f", 1, true, false, false, false, 0, 0};
     return gm_snapshot_frame_is_user(&f);
 }
 
@@ -817,26 +821,33 @@ static void test_user_frames(void **state)
     assert_false(user("C:\\py\\cpython-3.10-windows\\lib\\copy.py"));
     assert_false(user("<frozen importlib._bootstrap>"));
     /* not Python, or noise */
-    struct gm_snapshot_frame cpp = {"??", "at::native::empty_cuda", 0, false, false};
-    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true};
+    struct gm_snapshot_frame cpp = {
+        "??", "at::native::empty_cuda", 0, false, false, false, false, 0, 0};
+    struct gm_snapshot_frame noise = {"/home/u/x.py", "f", 1, true, true, false, false, 0, 0};
     assert_false(gm_snapshot_frame_is_user(&cpp));
     assert_false(gm_snapshot_frame_is_user(&noise));
 }
 
 static const struct gm_snapshot_frame view_frames[] = {
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false},       /* 0 */
-    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false},       /* 1 */
-    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false},       /* 2 */
-    {"/home/u/train.py", "train_step", 60, true, false},                              /* 3 */
-    {"/home/u/train.py", "main", 131, true, false},                                   /* 4 */
-    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false},  /* 5 */
-    {"/home/u/model.py", "forward", 100, true, false},                                /* 6 */
-    {"/home/u/train.py", "train_step", 58, true, false},                              /* 7 */
-    {"/home/u/train.py", "evaluate", 70, true, false},                                /* 8 */
-    {"??", "unwind::unwind", 0, false, true},                                         /* 9 */
-    {"??", "at::_ops::mm::call", 0, false, false},                                    /* 10 */
-    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false},   /* 11 */
-    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false}, /* 12 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 120, true, false, false, false, 0,
+     0}, /* 0 */
+    {"/e/site-packages/torch/optim/adamw.py", "_init_group", 124, true, false, false, false, 0,
+     0}, /* 1 */
+    {"/e/site-packages/torch/optim/optimizer.py", "wrapper", 385, true, false, false, false, 0,
+     0},                                                                     /* 2 */
+    {"/home/u/train.py", "train_step", 60, true, false, false, false, 0, 0}, /* 3 */
+    {"/home/u/train.py", "main", 131, true, false, false, false, 0, 0},      /* 4 */
+    {"/e/site-packages/torch/nn/functional.py", "cross_entropy", 3494, true, false, false, false, 0,
+     0},                                                                     /* 5 */
+    {"/home/u/model.py", "forward", 100, true, false, false, false, 0, 0},   /* 6 */
+    {"/home/u/train.py", "train_step", 58, true, false, false, false, 0, 0}, /* 7 */
+    {"/home/u/train.py", "evaluate", 70, true, false, false, false, 0, 0},   /* 8 */
+    {"??", "unwind::unwind", 0, false, true, false, false, 0, 0},            /* 9 */
+    {"??", "at::_ops::mm::call", 0, false, false, false, false, 0, 0},       /* 10 */
+    {"??", "torch::autograd::generated::MmBackward0::apply(...)", 0, false, false, false, false, 0,
+     0}, /* 11 */
+    {"/e/site-packages/torch/nn/modules/module.py", "_call_impl", 1762, true, false, false, false,
+     0, 0}, /* 12 */
 };
 static const uint32_t vs_exp_avg[] = {9, 0, 2, 3, 4}, vs_exp_avg_sq[] = {9, 1, 2, 3, 4};
 static const uint32_t vs_train_ce[] = {5, 6, 12, 7, 4}, vs_eval_ce[] = {5, 6, 12, 8, 4};
@@ -894,22 +905,39 @@ static void test_stack_view(void **state)
     assert_int_equal(apart[1], -1);
 }
 
-int main(void)
+/* The spool of a pipe or a gzip'd file is bounded when the caller gives no limit: at most
+ * GM_SNAPSHOT_SPOOL_MAX and 90% of the space left where it is written, so that an endless
+ * stream never fills the disk; a limit the caller gives is the bound. */
+static void test_spool_bound(void **state)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model),
-        cmocka_unit_test(test_stats),
-        cmocka_unit_test(test_timeline),
-        cmocka_unit_test(test_empty_entries),
-        cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_real_file_prefixes),
-        cmocka_unit_test(test_real_file_flips),
-        cmocka_unit_test(test_file_shrinks),
-        cmocka_unit_test(test_fifo),
-        cmocka_unit_test(test_inputs),
-        cmocka_unit_test(test_passes),
-        cmocka_unit_test(test_user_frames),
-        cmocka_unit_test(test_stack_view),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    FILE *t = tmpfile();
+    struct statvfs vfs;
+    uint64_t bound;
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(fstatvfs(fileno(t), &vfs), 0);
+    bound = snap_spool_bound(fileno(t), UINT64_MAX);
+    assert_true(bound <= GM_SNAPSHOT_SPOOL_MAX);
+    assert_true(bound <= (uint64_t)vfs.f_bavail * vfs.f_frsize / 10 * 9 + vfs.f_frsize);
+    assert_true(bound > 0);
+    assert_int_equal(snap_spool_bound(fileno(t), 12345), 12345);
+    fclose(t);
 }
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),         cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),       cmocka_unit_test(test_spool_bound),
+};
+
+/* real snapshots */
+static const struct CMUnitTest third_party_tests[] = {
+    cmocka_unit_test(test_real_file_prefixes),
+    cmocka_unit_test(test_real_file_flips),
+    cmocka_unit_test(test_passes_real_files),
+};
+
+GM_TEST_MAIN(tests, third_party_tests)

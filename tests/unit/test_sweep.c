@@ -3,7 +3,8 @@
  * failure, then the bisection, against jobs whose boundary is known (a job "fits" below a
  * threshold); the ends (all fit, first fails, not an OOM, no bisection, run budget,
  * interrupted); parsing --param; the gpumem.sweep/1 document read back; and the series
- * reader (gpumem.measure/1, gpumem.environment/1) on hand-written documents. */
+ * reader (gpumem.measure/1, gpumem.environment/1) on hand-written documents; and the three
+ * readers' memory budget on documents of empty objects. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,8 +147,18 @@ static void test_parse_param(void **state)
     assert_int_equal(s.n_values, 3);
     assert_int_equal(s.values[2], 2048);
     assert_true(s.bisect);
-    const char *bad[] = {"batch",     "=1,2",  "batch=", "batch=1,,2", "batch=2,1",
-                         "batch=1,1", "b c=1", "1b=1",   "batch=-1",   "batch=1.5"};
+    /* a value past 2^63 - 1 could not be read back from the record (JSON integers) */
+    const char *bad[] = {"batch",
+                         "=1,2",
+                         "batch=",
+                         "batch=1,,2",
+                         "batch=2,1",
+                         "batch=1,1",
+                         "b c=1",
+                         "1b=1",
+                         "batch=-1",
+                         "batch=1.5",
+                         "batch=1,9223372036854775808"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(gm_sweep_parse_param(&s, bad[i], &err), GM_ERR_INVALID);
     char many[1024] = "b=";
@@ -180,7 +191,7 @@ static void test_json_round_trip(void **state)
     assert_non_null(f);
     assert_true(gm_sweep_write_json(&s, NULL, f));
     fclose(f);
-    assert_int_equal(gm_sweep_load_mem(&back, text, len, NULL), GM_OK);
+    assert_int_equal(gm_sweep_load_mem(&back, text, len, 0, NULL), GM_OK);
     assert_string_equal(back.param, "batch");
     assert_string_equal(back.command, s.command);
     assert_int_equal(back.n_runs, s.n_runs);
@@ -198,7 +209,7 @@ static void test_json_round_trip(void **state)
                          "{\"schema\": \"gpumem.sweep/1\", \"parameter\": \"b\", \"values\": [1],"
                          " \"runs\": [{\"value\": 1, \"outcome\": \"sideways\"}]}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(gm_sweep_load_mem(&back, bad[i], strlen(bad[i]), NULL), GM_ERR_FORMAT);
+        assert_int_equal(gm_sweep_load_mem(&back, bad[i], strlen(bad[i]), 0, NULL), GM_ERR_FORMAT);
 }
 
 static const char series_torch[] =
@@ -225,7 +236,7 @@ static void test_series_reader(void **state)
     struct gm_measure_series *s;
     const struct gm_measure_series_phase *p;
     (void)state;
-    assert_int_equal(gm_measure_series_load_mem(series_torch, strlen(series_torch), &s, NULL),
+    assert_int_equal(gm_measure_series_load_mem(series_torch, strlen(series_torch), 0, &s, NULL),
                      GM_OK);
     assert_int_equal(s->source, GM_MEASURE_SOURCE_TORCH);
     assert_int_equal(s->n_phases, 2);
@@ -272,12 +283,12 @@ static void test_series_refusals(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(gm_measure_series_load_mem(bad[i], strlen(bad[i]), &s, &err),
+        assert_int_equal(gm_measure_series_load_mem(bad[i], strlen(bad[i]), 0, &s, &err),
                          GM_ERR_FORMAT);
         assert_null(s);
     }
     /* an environment document is not a series, and the other way round */
-    assert_int_equal(gm_measure_env_load_mem(series_torch, strlen(series_torch), &s, &err),
+    assert_int_equal(gm_measure_env_load_mem(series_torch, strlen(series_torch), 0, &s, &err),
                      GM_ERR_FORMAT);
     assert_int_equal(gm_measure_series_load("/nonexistent/series.json", &s, &err), GM_ERR_NOENT);
 }
@@ -290,7 +301,7 @@ static void test_series_allocation_failures(void **state)
         struct gm_measure_series *s = NULL;
         enum gm_status st;
         gm_alloc_fail_after(k);
-        st = gm_measure_series_load_mem(series_torch, strlen(series_torch), &s, NULL);
+        st = gm_measure_series_load_mem(series_torch, strlen(series_torch), 0, &s, NULL);
         gm_alloc_fail_after(-1);
         if (st == GM_OK) {
             gm_measure_series_free(s);
@@ -299,6 +310,55 @@ static void test_series_allocation_failures(void **state)
         assert_int_equal(st, GM_ERR_NOMEM);
         assert_true(k < 10000);
     }
+}
+
+/* A document of 'schema' whose member "x" holds 'n' empty objects (3 bytes each, about 290
+ * bytes each once parsed); free() it. */
+static char *empty_objects(const char *schema, size_t n, size_t *len)
+{
+    size_t cap = 64 + strlen(schema) + 3 * n;
+    char *s = malloc(cap), *p;
+    assert_non_null(s);
+    p = s + snprintf(s, cap, "{\"schema\":\"%s\",\"x\":[", schema);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p, i ? ",{}" : "{}", i ? 3 : 2);
+        p += i ? 3 : 2;
+    }
+    memcpy(p, "]}", 3);
+    *len = (size_t)(p + 2 - s);
+    return s;
+}
+
+/* The series, environment and sweep readers (a sweep reads each run's series back) parse
+ * within a budget: 2 MB of empty objects (about 190 MB of tree) is refused before jansson
+ * builds it, and a caller's limit is the bound when given. */
+static void test_readers_budget(void **state)
+{
+    struct gm_measure_series *s = NULL;
+    struct gm_sweep *sw = malloc(sizeof(*sw));
+    struct gm_error err;
+    size_t len;
+    char *doc;
+    (void)state;
+    assert_non_null(sw);
+    doc = empty_objects("gpumem.measure/1", 700000, &len);
+    assert_int_equal(gm_measure_series_load_mem(doc, len, 0, &s, &err), GM_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "over the budget"));
+    free(doc);
+    doc = empty_objects("gpumem.environment/1", 700000, &len);
+    assert_int_equal(gm_measure_env_load_mem(doc, len, 0, &s, &err), GM_ERR_LIMIT);
+    free(doc);
+    doc = empty_objects("gpumem.sweep/1", 700000, &len);
+    assert_int_equal(gm_sweep_load_mem(sw, doc, len, 0, &err), GM_ERR_LIMIT);
+    free(doc);
+    /* small enough for the default budget, over a 64 KiB limit */
+    doc = empty_objects("gpumem.measure/1", 1000, &len);
+    assert_int_equal(gm_measure_series_load_mem(doc, len, 65536, &s, &err), GM_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "over the memory limit of 64.00 KiB"));
+    /* within the default budget: parsed, then refused for what it holds (no phases) */
+    assert_int_equal(gm_measure_series_load_mem(doc, len, 0, &s, &err), GM_ERR_FORMAT);
+    free(doc);
+    free(sw);
 }
 
 int main(void)
@@ -313,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_series_reader),
         cmocka_unit_test(test_series_refusals),
         cmocka_unit_test(test_series_allocation_failures),
+        cmocka_unit_test(test_readers_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
