@@ -192,8 +192,9 @@ def source_files():
     """The files of the source distribution, relative to ROOT."""
     if os.path.exists(os.path.join(ROOT, ".git")) and shutil.which("git"):
         cmd = ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout.decode()
-        return sorted(f for f in out.split("\0") if f and os.path.isfile(os.path.join(ROOT, f)))
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE).stdout
+        names = (os.fsdecode(f) for f in out.split(b"\0") if f)
+        return sorted(f for f in names if os.path.isfile(os.path.join(ROOT, f)))
     files = []
     for top, dirs, names in os.walk(ROOT):
         rel = os.path.relpath(top, ROOT)

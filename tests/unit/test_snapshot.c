@@ -930,7 +930,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
     cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
     cmocka_unit_test(test_passes),         cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),       cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
 };
 
 /* real snapshots */
