@@ -365,6 +365,33 @@ enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char
 
 /* ---- writing ---- */
 
+/* 'word' as one shell word into out[n]: as it is when it needs no quoting, else in single
+ * quotes (a quote inside as '\'', as split_words() reads it back). */
+static void shell_word(const char *word, char *out, size_t n)
+{
+    size_t len = 0;
+    if (word[0] && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                                "._/@:+-=,") == strlen(word)) {
+        snprintf(out, n, "%s", word);
+        return;
+    }
+    if (n < 3) {
+        out[0] = '\0';
+        return;
+    }
+    out[len++] = '\'';
+    for (const char *p = word; *p && len + 6 < n; p++) {
+        if (*p == '\'') {
+            memcpy(out + len, "'\\''", 4);
+            len += 4;
+        } else {
+            out[len++] = *p;
+        }
+    }
+    out[len++] = '\'';
+    out[len] = '\0';
+}
+
 static void add(char *out, size_t n, const char *flag, const char *value)
 {
     size_t len = strlen(out);
@@ -440,8 +467,9 @@ enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estima
                                 size_t n, struct gm_error *err)
 {
     struct gm_job j = *job;
-    const char *ref, *kv, *q;
-    char model[600];
+    const char *ref, *kv, *q, *rev = NULL;
+    char model[1100];
+    struct gm_hf_id id;
     enum gm_engine engine;
 
     out[0] = '\0';
@@ -453,16 +481,22 @@ enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estima
     ref = j.model.ref ? j.model.ref : j.model.model ? j.model.model->name : NULL;
     if (!ref || !*ref)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no model to name in the plan");
-    snprintf(model, sizeof model, "%s", ref);
-    if (strchr(model, '@') && engine != GM_ENGINE_LLAMACPP)
-        *strchr(model, '@') = '\0'; /* the revision is a flag of its own */
+    /* a Hub id's revision is a flag of its own (llama.cpp's -hf takes the id as it is) */
+    if (engine != GM_ENGINE_LLAMACPP && gm_hf_id_parse(ref, &id) && id.revision[0]) {
+        char bare[200];
+        snprintf(bare, sizeof bare, "%s%s%s", id.org, id.org[0] ? "/" : "", id.name);
+        shell_word(bare, model, sizeof model);
+        rev = strchr(ref, '@') + 1;
+    } else {
+        shell_word(ref, model, sizeof model);
+    }
     kv = kv_spelling(engine, j.numerics.kv_dtype);
     q = quant_spelling(&j);
     switch (engine) {
     case GM_ENGINE_VLLM:
         snprintf(out, n, "vllm serve %s", model);
-        if (j.model.ref && strchr(j.model.ref, '@'))
-            add(out, n, "--revision", strchr(j.model.ref, '@') + 1);
+        if (rev)
+            add(out, n, "--revision", rev);
         add_u64(out, n, engine, EST_SET_TP, j.parallel.tp);
         if (j.parallel.pp > 1)
             add_u64(out, n, engine, EST_SET_PP, j.parallel.pp);
@@ -489,8 +523,8 @@ enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estima
         break;
     case GM_ENGINE_SGLANG:
         snprintf(out, n, "python -m sglang.launch_server --model-path %s", model);
-        if (j.model.ref && strchr(j.model.ref, '@'))
-            add(out, n, "--revision", strchr(j.model.ref, '@') + 1);
+        if (rev)
+            add(out, n, "--revision", rev);
         add_u64(out, n, engine, EST_SET_TP, j.parallel.tp);
         if (est_data_parallel(&j) > 1)
             add_u64(out, n, engine, EST_SET_REPLICAS, est_data_parallel(&j));

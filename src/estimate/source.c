@@ -45,6 +45,21 @@ static enum gm_status load_path(struct gm_job_source *src, const char *spec, str
     return st;
 }
 
+/* What an engine loads for a path: a folder as it is, a GGUF file as it is (llama.cpp and
+ * vLLM take one), the folder of a config.json or safetensors file (engines load folders). */
+static void path_ref(struct gm_job_source *src, const char *spec)
+{
+    struct stat sb;
+    const char *slash = strrchr(spec, '/');
+    size_t n = strlen(spec);
+    if (stat(spec, &sb) != 0 || !S_ISREG(sb.st_mode) || (n > 5 && !strcmp(spec + n - 5, ".gguf")))
+        snprintf(src->ref, sizeof src->ref, "%s", spec);
+    else if (!slash)
+        snprintf(src->ref, sizeof src->ref, ".");
+    else
+        snprintf(src->ref, sizeof src->ref, "%.*s", slash == spec ? 1 : (int)(slash - spec), spec);
+}
+
 /* 'id' from the hub cache: GM_ERR_NOENT when the cache has no copy of it. */
 static enum gm_status load_cached(struct gm_job_source *src, const char *spec,
                                   const struct gm_hf_id *id, const char *cache,
@@ -88,8 +103,10 @@ enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
     if (!spec || !*spec)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "empty model name");
     snprintf(src->ref, sizeof src->ref, "%s", spec);
-    if (stat(spec, &sb) == 0 || looks_like_file(spec))
+    if (stat(spec, &sb) == 0 || looks_like_file(spec)) {
+        path_ref(src, spec);
         return load_path(src, spec, err);
+    }
     /* an id with an organisation may be in the hub cache */
     is_id = gm_hf_id_parse(spec, &id) && id.org[0];
     if (is_id && hub_cache) {

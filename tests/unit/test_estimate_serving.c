@@ -16,7 +16,9 @@
 #include "job_settings.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct gm_estimate *est, *again;
 
@@ -169,6 +171,50 @@ static void test_plan_round_trip(void **state)
                "--gpu RTX-4090");
 }
 
+/* A model given as a config.json file: the plan names its folder (engines load folders),
+ * quoted as one shell word, and reading the plan back loads the same model. */
+static void test_plan_names_the_folder(void **state)
+{
+    char dir[] = "/tmp/gm it's a model XXXXXX", path[256], plan[2048], ref[512], note[256],
+         want[300];
+    struct gm_job_source src, back;
+    struct gm_job j;
+    struct gm_error err;
+    FILE *f;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_non_null(f = fopen(path, "w"));
+    fputs("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16, "
+          "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"vocab_size\": 128256, "
+          "\"intermediate_size\": 8192, \"max_position_embeddings\": 8192}",
+          f);
+    fclose(f);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
+    assert_string_equal(src.ref, dir);
+    gm_job_init(&j);
+    gm_job_use_source(&j, &src);
+    job_set_all(&j, "--infer --engine vllm --gpu L4");
+    run(&j, &est);
+    assert_int_equal(gm_estimate_plan(&j, est, plan, sizeof plan, &err), GM_OK);
+    snprintf(want, sizeof want, "vllm serve '/tmp/gm it'\\''s a model %s' ", dir + 21);
+    assert_memory_equal(plan, want, strlen(want));
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, plan, ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, dir);
+    assert_int_equal(gm_job_source_load(&back, ref, NULL, &err), GM_OK);
+    gm_job_use_source(&j, &back);
+    job_set_all(&j, "--gpu L4");
+    run(&j, &again);
+    assert_int_equal(again->device_bytes, est->device_bytes);
+    assert_int_equal(again->serving.kv_tokens, est->serving.kv_tokens);
+    gm_job_source_release(&src);
+    gm_job_source_release(&back);
+    remove(path);
+    rmdir(dir);
+}
+
 /* Engine command lines as users paste them: spellings, quotes, flags not read. */
 static void test_read_commands(void **state)
 {
@@ -252,11 +298,9 @@ static void test_search_binding_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpus_are_tensor_parallel),
-        cmocka_unit_test(test_sglang_pool),
-        cmocka_unit_test(test_llamacpp_host_offload),
-        cmocka_unit_test(test_plan_round_trip),
-        cmocka_unit_test(test_read_commands),
+        cmocka_unit_test(test_gpus_are_tensor_parallel), cmocka_unit_test(test_sglang_pool),
+        cmocka_unit_test(test_llamacpp_host_offload),    cmocka_unit_test(test_plan_round_trip),
+        cmocka_unit_test(test_plan_names_the_folder),    cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
