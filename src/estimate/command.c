@@ -19,7 +19,8 @@
  *              -np/--parallel (slots: the sequences), -ngl/--gpu-layers/--n-gpu-layers,
  *              -ub/--ubatch-size, -fa/--flash-attn [on|off|auto] (a bare -fa before
  *              2025), -ctk/--cache-type-k, -ctv/--cache-type-v, -ncmoe/--n-cpu-moe,
- *              --cpu-moe
+ *              --cpu-moe, -ot/--override-tensor when it moves routed experts to the CPU
+ *              (all of them, or those of blocks 0..N-1: what --n-cpu-moe N writes)
  * Flags no setting reads (ports, hosts, sampling) are listed in the note the estimate
  * states; the workload (--batch, --context for vLLM and SGLang) and the GPU stay gpumem's
  * options. */
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum flag_kind {
     F_SETTING,  /* the value is the setting's */
@@ -39,6 +41,7 @@ enum flag_kind {
     F_SLOTS,    /* llama.cpp -np: slots */
     F_LAYERS,   /* llama.cpp -ngl N, or all / auto */
     F_CPU_MOE,  /* llama.cpp --cpu-moe: every layer's experts in host memory */
+    F_OVERRIDE, /* llama.cpp -ot PATTERN=BUFFER,...: read when it moves experts to the CPU */
     F_MODEL,    /* the model */
     F_REVISION, /* the model's revision */
 };
@@ -88,6 +91,7 @@ static const struct flag flags[] = {
     {GM_ENGINE_LLAMACPP, {"-ctv", "--cache-type-v"}, F_KV, EST_SET_KV_DTYPE},
     {GM_ENGINE_LLAMACPP, {"--n-cpu-moe", "-ncmoe"}, F_SETTING, EST_SET_N_CPU_MOE},
     {GM_ENGINE_LLAMACPP, {"--cpu-moe", "-cmoe"}, F_CPU_MOE, EST_SET_N_CPU_MOE},
+    {GM_ENGINE_LLAMACPP, {"--override-tensor", "-ot"}, F_OVERRIDE, EST_SET_N_CPU_MOE},
 };
 
 #define N_FLAGS (sizeof flags / sizeof flags[0])
@@ -240,11 +244,92 @@ static const char *map_name(const char *name, enum flag_kind kind, bool *known)
     return NULL;
 }
 
+/* What the -ot flags of a command move to the CPU: the routed experts of every block, or of
+ * the blocks in 'blocks' (0..255). */
+struct overrides {
+    bool all;
+    uint64_t blocks[4];
+};
+
+/* The blocks a pattern names: "blk\.N\." or "blk\.(N|M|...)\." (what --n-cpu-moe
+ * writes, and what users write by hand), or none for every block; false for any other
+ * form (character classes, ranges). */
+static bool pattern_blocks(const char *pat, struct overrides *ot)
+{
+    const char *b = strstr(pat, "blk");
+    bool group;
+    if (!b) {
+        ot->all = true;
+        return true;
+    }
+    b += 3;
+    b += !strncmp(b, "\\.", 2) ? 2 : *b == '.' ? 1 : 0; /* the dot, escaped or not */
+    group = *b == '(';
+    b += group;
+    for (;;) {
+        char *end;
+        unsigned long v = strtoul(b, &end, 10);
+        if (end == b || v > 255)
+            return false;
+        ot->blocks[v / 64] |= 1ull << (v % 64);
+        b = end;
+        if (group && *b == '|') {
+            b++;
+            continue;
+        }
+        if (group && *b++ != ')')
+            return false;
+        return !strncmp(b, "\\.", 2) || *b == '.';
+    }
+}
+
+/* One -ot value ("PATTERN=BUFFER,..."): read into 'ot' when every entry moves routed experts
+ * ("_exps") to the CPU; false when it does anything else (gpumem does not model it). */
+static bool read_override(const char *value, struct overrides *ot)
+{
+    char entry[256];
+    struct overrides got = *ot;
+    while (*value) {
+        size_t len = strcspn(value, ",");
+        char *eq;
+        if (len >= sizeof entry)
+            return false;
+        memcpy(entry, value, len);
+        entry[len] = '\0';
+        value += len + (value[len] == ',');
+        eq = strrchr(entry, '=');
+        if (!eq || strcasecmp(eq + 1, "CPU"))
+            return false;
+        *eq = '\0';
+        if (!strstr(entry, "_exps") || !pattern_blocks(entry, &got))
+            return false;
+    }
+    *ot = got;
+    return true;
+}
+
+/* The -ot flags as --n-cpu-moe: every block, or blocks 0..N-1; false for another set. */
+static bool override_count(const struct overrides *ot, uint64_t *n)
+{
+    uint64_t k = 0;
+    if (ot->all) {
+        *n = 100000;
+        return true;
+    }
+    while (k < 256 && (ot->blocks[k / 64] >> (k % 64) & 1))
+        k++;
+    for (uint64_t i = k; i < 256; i++)
+        if (ot->blocks[i / 64] >> (i % 64) & 1)
+            return false;
+    *n = k;
+    return k > 0;
+}
+
 /* One flag's value into the job. */
 static enum gm_status read_flag(struct gm_job *job, const struct flag *f, const char *value,
-                                uint64_t *cells, uint64_t *slots, char *model, size_t n_model,
-                                char *revision, size_t n_rev, char *note, size_t n_note,
-                                struct gm_error *err)
+                                uint64_t *cells, uint64_t *slots, struct overrides *ot, char *model,
+                                size_t n_model, char *revision, size_t n_rev, char *note,
+                                size_t n_note, struct gm_error *err)
 {
     bool known;
     const char *to;
@@ -262,6 +347,12 @@ static enum gm_status read_flag(struct gm_job *job, const struct flag *f, const 
         return est_job_set(job, f->id, f->kind == F_CPU_MOE ? "100000" : NULL, err);
     case F_FA:
         return !value || strcmp(value, "off") ? est_job_set(job, f->id, NULL, err) : GM_OK;
+    case F_OVERRIDE:
+        if (!read_override(value, ot)) {
+            note_word(note, n_note, f->names[1]);
+            note_word(note, n_note, value);
+        }
+        return GM_OK;
     case F_LAYERS:
         return est_job_set(job, f->id,
                            strcmp(value, "all") && strcmp(value, "auto") ? value : "999", err);
@@ -291,7 +382,8 @@ enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char
 {
     char buf[4096], *w[MAX_WORDS], revision[128] = "";
     size_t n = 0, first = 0;
-    uint64_t cells = 0, slots = 0;
+    uint64_t cells = 0, slots = 0, moe;
+    struct overrides ot = {false, {0}};
     enum gm_engine engine;
     enum gm_status st;
 
@@ -337,7 +429,7 @@ enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char
         if (!value && f->kind != F_SWITCH && f->kind != F_CPU_MOE && f->kind != F_FA)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--from: %s needs a value",
                            f->names[0]);
-        if ((st = read_flag(job, f, value, &cells, &slots, model, n_model, revision,
+        if ((st = read_flag(job, f, value, &cells, &slots, &ot, model, n_model, revision,
                             sizeof revision, note, n_note, err)) != GM_OK)
             return gm_error_prefix(err, "--from '%s'", f->names[0]);
     }
@@ -351,6 +443,18 @@ enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char
         if (cells) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)(cells / seqs));
             if ((st = est_job_set(job, EST_SET_CONTEXT, v, err)) != GM_OK)
+                return st;
+        }
+    }
+    if (ot.all || ot.blocks[0] || ot.blocks[1] || ot.blocks[2] || ot.blocks[3]) {
+        char v[32];
+        if (!override_count(&ot, &moe)) {
+            note_word(note, n_note,
+                      "-ot (blocks other than 0..N-1: gpumem moves the experts of "
+                      "the first N, --n-cpu-moe N)");
+        } else {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)moe);
+            if ((st = est_job_set(job, EST_SET_N_CPU_MOE, v, err)) != GM_OK)
                 return st;
         }
     }
@@ -558,7 +662,9 @@ enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estima
             add(out, n, "-ctk", kv);
             add(out, n, "-ctv", kv);
         }
-        if (j.engine.llamacpp.n_cpu_moe)
+        if (j.model.model && j.engine.llamacpp.n_cpu_moe >= j.model.model->n_layers)
+            add(out, n, flag_of(engine, EST_SET_N_CPU_MOE, F_CPU_MOE), NULL);
+        else if (j.engine.llamacpp.n_cpu_moe)
             add_u64(out, n, engine, EST_SET_N_CPU_MOE, j.engine.llamacpp.n_cpu_moe);
         break;
     }

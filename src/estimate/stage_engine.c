@@ -599,7 +599,11 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                    "them; the rest in host memory",
                    (unsigned long long)(m->n_layers - host_layers), (unsigned long long)m->n_layers,
                    (unsigned long long)j->engine.llamacpp.n_gpu_layers);
-    if (host_experts)
+    if (host_experts && j->engine.llamacpp.n_cpu_moe >= m->n_layers)
+        est_assume(e,
+                   "llama.cpp: %.2f GiB of routed experts in host memory (--cpu-moe: all layers)",
+                   (double)host_experts / (double)GM_GIB);
+    else if (host_experts)
         est_assume(e, "llama.cpp: %.2f GiB of routed experts in host memory (--n-cpu-moe %llu)",
                    (double)host_experts / (double)GM_GIB,
                    (unsigned long long)j->engine.llamacpp.n_cpu_moe);

@@ -123,7 +123,7 @@ static void test_llamacpp_host_offload(void **state)
     run(&j, &again);
     /* the experts are most of Mixtral: with all of them in host memory, under 10% is left */
     assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 10);
-    assert_true(assumed(again, "routed experts in host memory (--n-cpu-moe 32)"));
+    assert_true(assumed(again, "routed experts in host memory (--cpu-moe: all layers)"));
 }
 
 /* The plan a serving job gets, read back through gm_job_read_command(): the same job. */
@@ -258,6 +258,31 @@ static void test_read_commands(void **state)
                      GM_OK);
     assert_false(j.engine.llamacpp.flash_attn);
     assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_INT4);
+    /* -ot moving routed experts to the CPU is --cpu-moe or --n-cpu-moe N; any other override
+     * is named as not read */
+    static const struct {
+        const char *cmd;
+        uint64_t n_cpu_moe;
+        const char *note;
+    } ot[] = {
+        {"llama-server -m m.gguf -ot '.ffn_.*_exps.=CPU'", 100000, ""},
+        {"llama-server -m m.gguf -ot 'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'", 3, ""},
+        {"llama-server -m m.gguf -ot 'blk.0.ffn_up_exps=CPU' --override-tensor=blk.1.ffn_up_exps=CPU",
+         2, ""},
+        {"llama-server -m m.gguf -ot 'blk\\.([0-9])\\.ffn_.*_exps=CPU'", 0,
+         "-ot blk\\.([0-9])\\.ffn_.*_exps=CPU"},
+        {"llama-server -m m.gguf -ot 'blk\\.5\\.ffn_up_exps=CPU'", 0,
+         "-ot (blocks other than 0..N-1: gpumem moves the experts of the first N, --n-cpu-moe N)"},
+        {"llama-server -m m.gguf -ot '.ffn_.*_exps.=CUDA0'", 0, "-ot .ffn_.*_exps.=CUDA0"},
+        {"llama-server -m m.gguf -ot 'attn_q=CPU'", 0, "-ot attn_q=CPU"},
+    };
+    for (size_t i = 0; i < sizeof ot / sizeof ot[0]; i++) {
+        gm_job_init(&j);
+        assert_int_equal(
+            gm_job_read_command(&j, ot[i].cmd, ref, sizeof ref, note, sizeof note, &err), GM_OK);
+        assert_int_equal(j.engine.llamacpp.n_cpu_moe, ot[i].n_cpu_moe);
+        assert_string_equal(note, ot[i].note);
+    }
     /* refused: not a serving command, no model, an open quote, a bad value */
     gm_job_init(&j);
     assert_int_equal(
