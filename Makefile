@@ -55,6 +55,7 @@ bench: build
 	sh bench/snapshot.sh $(BUILD)/gpumem $(BUILD)/bench $(BENCH_SIZES)
 	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
 	sh bench/validation.sh $(BUILD)/gpumem
+	sh bench/account.sh $(BUILD)
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON

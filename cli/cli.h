@@ -8,8 +8,10 @@
 #include "gpumem/json.h"
 #include "gpumem/output.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* A command gets argv[0] = its full name ("gpumem estimate") and returns the exit code. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
@@ -89,6 +91,19 @@ void cli_output_abort(struct gm_output *o);
 /* A library call writing to o->f failed with 'err': report the write error with its errno
  * when there was one (else 'err'), abort the output and return the exit code. */
 int cli_output_fail(struct gm_output *o, const char *cmd, const struct gm_error *err);
+
+/* The signals of a command that runs a child (watch, account): SIGINT, SIGTERM and SIGHUP set
+ * 'stop' and are passed on to the child when another process sent them (a terminal's Ctrl-C
+ * reaches the child's process group already); a second one sets 'kill', for the command to
+ * end the child.  Set 'child' once it runs. */
+struct cli_child_signals {
+    volatile sig_atomic_t stop;
+    volatile sig_atomic_t kill;
+    volatile sig_atomic_t signal; /* the last one received */
+    volatile pid_t child;
+};
+extern struct cli_child_signals cli_child;
+void cli_child_signals_install(void);
 
 #define OPT_JSON(dest, schema)                                                                     \
     OPT_FLAG("json", 0, dest, "machine-readable JSON (schema " schema ")")

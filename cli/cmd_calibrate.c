@@ -2,14 +2,18 @@
 /* cmd_calibrate.c - gpumem calibrate SNAPSHOT [MODEL] [job settings]: the estimate of a job
  * held against a memory snapshot of a real run of it, per category and span; the fit of
  * what that run tells (fixed overhead, activation bytes per token, fragmentation); and
- * other sizes of the job predicted with it (--predict).  The options are the estimator's
- * job settings plus a few; gm_calibrate() does the work; this file renders it. */
+ * other sizes of the job predicted with it (--predict).  With --account FILE instead (gpumem
+ * account of a run), the components the estimate assumes outside the caching allocator
+ * (context, workspaces, NCCL, vLLM's non-torch memory) are set from what the driver saw.
+ * The options are the estimator's job settings plus a few; gm_calibrate() and
+ * gm_account_calibrate() do the work; this file renders it. */
 #include "analysis_common.h"
 #include "cli.h"
 #include "commands.h"
 #include "job_opts.h"
 #include "opts.h"
 
+#include "gpumem/account.h"
 #include "gpumem/analysis.h"
 #include "gpumem/estimate.h"
 
@@ -163,8 +167,59 @@ static void render(FILE *f, const char *snapshot, const struct gm_calibration *c
         fprintf(f, "  - %s\n", c->notes[i]);
 }
 
+/* --account: predicted against measured for each component outside the allocator. */
+static void render_account(FILE *f, const char *file, const struct gm_account_calibration *c)
+{
+    char a[32], b[32], d[32], k[32];
+    fprintf(f, "account: %s, process %u", file, (unsigned)c->pid);
+    if (c->rank >= 0)
+        fprintf(f, " (rank %d)", (int)c->rank);
+    fprintf(f, ", cuda:%d at its peak: device used %s (NVML)\n\n", (int)c->device,
+            ana_cli_short(a, sizeof a, c->measured_used));
+    fprintf(f, "  %-26s %12s %12s %12s %12s  %s\n", "outside the allocator", "predicted",
+            "measured", "difference", "calibrated", "setting");
+    for (int i = 0; i < GM_ACCOUNT_COMP__COUNT; i++) {
+        const struct gm_account_calib_row *r = &c->rows[i];
+        fprintf(f, "  %-26s %12s %12s %12s %12s  ", gm_account_component_name(r->what),
+                r->applies ? ana_cli_short(a, sizeof a, r->predicted) : "-",
+                ana_cli_short(b, sizeof b, r->measured),
+                r->applies ? ana_cli_delta(d, sizeof d, r->predicted, r->measured) : "-",
+                r->applies ? ana_cli_short(k, sizeof k, r->calibrated) : "-");
+        if (r->set && r->communicators > 1)
+            fprintf(f, "--%s %llu (%llu communicators)\n", r->setting, (unsigned long long)r->value,
+                    (unsigned long long)r->communicators);
+        else if (r->set)
+            fprintf(f, "--%s %llu\n", r->setting, (unsigned long long)r->value);
+        else
+            fprintf(f, "%s\n", r->note);
+    }
+    fprintf(f, "\n  %-26s %12s %12s %12s %12s\n", "device (nvidia-smi view)",
+            ana_cli_short(a, sizeof a, c->device_before),
+            ana_cli_short(b, sizeof b, c->measured_used),
+            ana_cli_delta(d, sizeof d, c->device_before, c->measured_used),
+            ana_cli_short(k, sizeof k, c->device_after));
+}
+
+static int calibrate_account(const char *cmd, const char *file, struct gm_job *job, bool json)
+{
+    struct gm_account *a = NULL;
+    struct gm_account_calibration c;
+    struct gm_error err;
+    int rc = 0;
+    if (gm_account_new(&a, &err) != GM_OK || gm_account_add_file(a, file, &err) != GM_OK ||
+        gm_account_calibrate(a, job, &c, &err) != GM_OK)
+        rc = cli_fail(cmd, &err);
+    else if (json)
+        rc = gm_account_calibration_json(stdout, &c, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
+    else
+        render_account(stdout, file, &c);
+    gm_account_free(a);
+    return rc;
+}
+
 static const struct opt_usage usage = {
-    "gpumem calibrate SNAPSHOT [MODEL] [JOB SETTINGS] [--predict NAME=V1,V2,...] [OPTIONS]",
+    "gpumem calibrate SNAPSHOT [MODEL] [JOB SETTINGS] [--predict NAME=V1,V2,...] [OPTIONS]\n"
+    "       gpumem calibrate --account FILE [MODEL] [JOB SETTINGS] [--json]",
     "Hold gpumem estimate of a job against a memory snapshot of a real run of it\n"
     "(torch.cuda.memory._dump_snapshot()): per category (parameter, activation,\n"
     "gradient, ...) predicted against measured at the highest point of the\n"
@@ -172,10 +227,16 @@ static const struct opt_usage usage = {
     "the short run tells - the fixed overhead (parameter-sized memory the estimate\n"
     "does not count), the activation bytes per token, the fragmentation - and predict\n"
     "other batch sizes or sequence lengths with the calibrated values (--predict).\n"
-    "MODEL and the job settings are those of gpumem estimate (training unless --infer).",
+    "MODEL and the job settings are those of gpumem estimate (training unless --infer).\n"
+    "With --account (the timeline of gpumem account, or its folder of files) instead of a\n"
+    "snapshot: the components the estimate assumes outside the caching allocator - the CUDA\n"
+    "context and modules, library workspaces, NCCL buffers per communicator, vLLM's\n"
+    "non-torch memory - are set from what the driver saw at the busiest process's peak,\n"
+    "predicted against measured for each, and the device figure estimated again.",
     "  gpumem calibrate run-b4.pickle gpt2 --batch 4 --seq 1024 --precision fp32 \\\n"
     "      --predict batch=8,16,32\n"
-    "  gpumem calibrate run.pickle llama-3-8b --batch 1 --seq 4096 --predict seq=8192 --json"};
+    "  gpumem calibrate run.pickle llama-3-8b --batch 1 --seq 4096 --predict seq=8192 --json\n"
+    "  gpumem calibrate --account run.account.jsonl llama-3-8b --batch 1 --seq 4096"};
 
 int cmd_calibrate(int argc, char **argv)
 {
@@ -191,6 +252,7 @@ int cmd_calibrate(int argc, char **argv)
     struct gm_analysis *an = NULL;
     struct gm_error err;
     bool json = false, have_src = false, has_device = false;
+    const char *account = NULL;
     int device = -1, n_pos = 0, rc;
     uint64_t mem_limit = 0;
     size_t n = 0;
@@ -203,10 +265,31 @@ int cmd_calibrate(int argc, char **argv)
         "device", 0, &device, "N", "the snapshot's device (default: the one with the largest peak)",
         &has_device);
     opts[n++] = (struct opt)SNAPCLI_OPT_MEMORY(&mem_limit);
+    opts[n++] = (struct opt)OPT_STRING(
+        "account", 0, &account, "FILE",
+        "calibrate the components outside the allocator from gpumem account of a run instead");
     opts[n++] = (struct opt)OPT_JSON(&json, "gpumem.calibrate/1");
     opts[n] = (struct opt)OPT_END;
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
+    if (account) {
+        if (n_pos > 1)
+            return cli_usage(cmd, "with --account, give at most the MODEL (no snapshot)");
+        if (predict.n || has_device || mem_limit)
+            return cli_usage(cmd, "--predict, --device and --memory-limit are for a snapshot");
+        gm_calib_job_init(&job);
+        if ((rc = job_opts_fill(cmd, &jo, &job)) != 0)
+            return rc;
+        if (n_pos == 1) {
+            if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
+                return cli_fail(cmd, &err);
+            gm_job_use_source(&job, &src);
+        }
+        rc = calibrate_account(cmd, account, &job, json);
+        if (n_pos == 1)
+            gm_job_source_release(&src);
+        return rc;
+    }
     if (n_pos < 1)
         return cli_usage(cmd, "give the SNAPSHOT of a run and the MODEL of its job");
     if (n_pos > 2)

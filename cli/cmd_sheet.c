@@ -35,7 +35,8 @@ int cmd_sheet(int argc, char **argv)
         "gpumem sheet [--html] [--output FILE [--force]] FILE...",
         "Make the one-page record of a GPU memory investigation from gpumem's JSON files: "
         "gpumem estimate --json (what was computed), gpumem measure --output or a gpumem.torch "
-        "series and gpumem sweep --json (what was observed), gpumem environment --json. The "
+        "series, gpumem sweep --json and gpumem account --output (what was observed: where each "
+        "process's device memory went), gpumem environment --json. The "
         "page gives the weights estimate, the largest load tested, the phases that succeeded or "
         "failed with the four allocator counters, the environment and the settings chosen, and "
         "keeps what was computed, what was observed and what is still assumed apart. Each "

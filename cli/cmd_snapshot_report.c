@@ -8,6 +8,7 @@
 #include "opts.h"
 #include "snapshot_cli.h"
 
+#include "gpumem/account.h"
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 #include "gpumem/report.h"
@@ -133,7 +134,8 @@ static int output_names(const char *cmd, char *const *paths, int n, const char *
 
 int cmd_snapshot_report(int argc, char **argv)
 {
-    const char *out = NULL, *title = NULL;
+    const char *out = NULL, *title = NULL, *account_file = NULL;
+    struct gm_account *account = NULL;
     bool force = false, no_analysis = false;
     uint64_t bands = 400, moments = 12, points = 8000, mem_limit = 0, budget = (uint64_t)4 << 20;
     int n_pos = 0, rc;
@@ -156,6 +158,9 @@ int cmd_snapshot_report(int argc, char **argv)
         OPT_U64("points", 0, &points, "N", "points of the categories series (default 8000)", NULL),
         OPT_FLAG("no-analysis", 0, &no_analysis,
                  "leave out categories, phases, leaks and fragmentation"),
+        OPT_STRING("account", 0, &account_file, "FILE",
+                   "the account of the same run (gpumem account --output, or its folder of "
+                   "files): each process's whole device drawn beside the snapshot"),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -170,12 +175,15 @@ int cmd_snapshot_report(int argc, char **argv)
         "event when there is one. The page makes no request to any other host or file and "
         "works offline from file://. Several files are the ranks of one job, whatever their "
         "device index: read at the same time and shown side by side in one page with their "
-        "imbalance, or, when -o names a folder, each written there as FILE.html. Exit 73 if "
-        "an output exists and --force is not given.",
+        "imbalance, or, when -o names a folder, each written there as FILE.html. With --account "
+        "(gpumem account of the same run) the page also shows each process's whole device: the "
+        "allocator's memory as the driver saw it beside everything else on the device. Exit 73 "
+        "if an output exists and --force is not given.",
         "gpumem snapshot report profile.pickle -o report.html\n"
         "gpumem snapshot example -o train.pickle && gpumem snapshot report train.pickle -o r.html\n"
         "gpumem snapshot report rank*.pickle -o job.html\n"
-        "gpumem snapshot report rank*.pickle -o reports/"};
+        "gpumem snapshot report rank*.pickle -o reports/\n"
+        "gpumem snapshot report run.pickle --account run.account.jsonl -o run.html"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
@@ -188,8 +196,17 @@ int cmd_snapshot_report(int argc, char **argv)
         budget > ((uint64_t)1 << 30))
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
                                   "most 1000000, --state-budget from 64KiB to 1GiB");
+    if (account_file) {
+        struct gm_error err;
+        if (gm_account_new(&account, &err) != GM_OK ||
+            gm_account_add_file(account, account_file, &err) != GM_OK) {
+            gm_account_free(account);
+            return cli_fail(argv[0], &err);
+        }
+    }
     memset(&j, 0, sizeof(j));
     j.cmd = argv[0];
+    j.ro.account = account;
     j.paths = argv + 1;
     j.title = title;
     j.force = force;
@@ -235,5 +252,6 @@ int cmd_snapshot_report(int argc, char **argv)
     gm_free(j.outs);
     gm_free(j.ans);
     gm_free(j.warn);
+    gm_account_free(account);
     return rc;
 }

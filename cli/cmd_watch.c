@@ -4,6 +4,7 @@
  * then report peaks with their times and a terminal chart.  The report goes to stderr, as
  * time(1) does, so the command's own stdout stays clean.  gpumem exits with the command's
  * status (128 + signal when it was killed). */
+#include "account_cli.h"
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
@@ -25,30 +26,13 @@
 
 extern char **environ;
 
-/* Signal state: the handler only sets flags and forwards signals sent by another process
- * (a terminal's Ctrl-C already reaches the whole foreground process group).  After the
- * second signal the main loop kills the command's whole tree: not the handler, since the
- * tree must be listed while the command still holds it together (its children are
- * reparented the moment it dies). */
-static volatile sig_atomic_t g_stop;
-static volatile sig_atomic_t g_kill;
-static volatile sig_atomic_t g_signal;
-static volatile pid_t g_child;
+/* Signals (cli_child): the handler only sets flags and forwards signals sent by another
+ * process.  After the second signal the main loop kills the command's whole tree: not the
+ * handler, since the tree must be listed while the command still holds it together (its
+ * children are reparented the moment it dies). */
 /* --json: standard output failed (its reader went away): the watch stops as on an
  * interrupt, the command is interrupted, the samples still go to --output, exit 74. */
 static bool g_out_failed;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    g_signal = sig;
-    if (g_stop)
-        g_kill = 1;
-    else if (g_child > 0 && si->si_code <= 0) { /* SI_USER, SI_QUEUE: sent by kill() */
-        kill(g_child, sig);
-    }
-    g_stop = 1;
-}
 
 /* The second interrupt: SIGKILL to the command and its whole tree, and to the process group
  * it leads if it made one.  Every process is stopped first, so that none forks a child
@@ -84,7 +68,7 @@ static void stream_sample(const struct gm_watch *w, const struct gm_watch_sample
     (void)arg;
     if (!g_out_failed && !gm_watch_jsonl_sample(w, smp, stdout)) {
         g_out_failed = true;
-        g_stop = 1;
+        cli_child.stop = 1;
     }
 }
 
@@ -98,7 +82,8 @@ static int shell_status(int wst, int *sig)
 int cmd_watch(int argc, char **argv)
 {
     uint64_t interval = 100, proc_interval = 500, attach_pid = 0, max_samples = 4194304;
-    bool force = false, has_pid = false, no_chart = false, json = false;
+    bool force = false, has_pid = false, no_chart = false, json = false, account = false;
+    struct account_cli ac;
     const char *output = NULL, *device = NULL, *written = NULL;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
@@ -127,6 +112,9 @@ int cmd_watch(int argc, char **argv)
         OPT_FLAG("json", 0, &json,
                  "JSON Lines on stdout as samples are taken (schema gpumem.watch.stream/1); "
                  "the command's stdout goes to stderr"),
+        OPT_FLAG("account", 0, &account,
+                 "also run the command under gpumem account's interposer and add where each "
+                 "process's device memory went to the report (see gpumem account)"),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -171,6 +159,8 @@ int cmd_watch(int argc, char **argv)
         return cli_usage(argv[0], "%s", err.msg);
     if (output && !watch_output_kind(output))
         return cli_usage(argv[0], "--output must end in .csv or .json");
+    if (account && has_pid)
+        return cli_usage(argv[0], "--account needs a command to run, not --pid");
     if (n_pos) {
         command = calloc((size_t)n_pos + 1, sizeof(*command));
         if (!command)
@@ -180,6 +170,7 @@ int cmd_watch(int argc, char **argv)
     }
 
     memset(&s, 0, sizeof(s));
+    memset(&ac, 0, sizeof(ac));
     gm_watch_init(&s.w, (size_t)max_samples);
     s.w.attached = has_pid;
     rc = 0;
@@ -213,23 +204,19 @@ int cmd_watch(int argc, char **argv)
         out.beside = true;
     }
 
-    {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = on_signal;
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        /* a reader of --json that goes away is a write error, seen by stream_sample(), not
-         * a death that would leave the command running unobserved and no samples written */
-        signal(SIGPIPE, SIG_IGN);
-    }
+    cli_child_signals_install();
+    /* a reader of --json that goes away is a write error, seen by stream_sample(), not a
+     * death that would leave the command running unobserved and no samples written */
+    signal(SIGPIPE, SIG_IGN);
     gm_watch_clock_start(&clk, interval, proc_interval);
+    if (account && (rc = account_cli_begin(argv[0], &ac, NULL, false, interval, 8)) != 0) {
+        if (output)
+            cli_output_abort(&out);
+        goto out_close;
+    }
     if (command) {
         /* with --json, stdout carries only gpumem's JSON lines */
-        struct gm_watch_command wc = {command, environ, NULL, json, false};
+        struct gm_watch_command wc = {command, account ? ac.env : environ, NULL, json, false};
         pid_t pid = 0;
         int exec_errno = 0;
         if (gm_watch_spawn(&wc, &pid, &exec_errno, &err) != GM_OK || exec_errno) {
@@ -243,7 +230,7 @@ int cmd_watch(int argc, char **argv)
                 cli_output_abort(&out);
             goto out_close;
         }
-        g_child = pid;
+        cli_child.child = pid;
         s.root = (uint32_t)pid;
     } else {
         s.root = (uint32_t)attach_pid;
@@ -259,7 +246,7 @@ int cmd_watch(int argc, char **argv)
     if (json) {
         if (!gm_watch_jsonl_start(&s.w, &run, stdout)) {
             g_out_failed = true;
-            g_stop = 1;
+            cli_child.stop = 1;
         }
         s.w.on_sample = stream_sample;
     }
@@ -267,13 +254,13 @@ int cmd_watch(int argc, char **argv)
     for (;;) {
         uint64_t t = gm_watch_tick(&s.w, s.d, &clk, s.root, s.attached);
         int wst;
-        if (command && waitpid(g_child, &wst, WNOHANG) == g_child) {
+        if (command && waitpid(cli_child.child, &wst, WNOHANG) == cli_child.child) {
             status = shell_status(wst, &term_signal);
             break;
         }
         if (!command && !gm_proc_running(s.root))
             break;
-        if (g_stop)
+        if (cli_child.stop)
             break;
         gm_watch_wait(&clk, t);
     }
@@ -283,14 +270,15 @@ int cmd_watch(int argc, char **argv)
         int wst = 0;
         pid_t got = 0;
         bool said = false, killed = false;
+        /* no terminal sent it one: interrupted as Ctrl-C would */
         if (g_out_failed)
-            kill(g_child, SIGINT); /* no terminal sent it one: interrupted as Ctrl-C would */
+            kill(cli_child.child, SIGINT);
         for (uint64_t waited = 0; got == 0 || (got < 0 && errno == EINTR); waited += 50) {
-            if ((g_kill || (g_out_failed && waited >= 2000)) && !killed) {
-                kill_tree(g_child);
+            if ((cli_child.kill || (g_out_failed && waited >= 2000)) && !killed) {
+                kill_tree(cli_child.child);
                 killed = true;
             }
-            got = waitpid(g_child, &wst, WNOHANG);
+            got = waitpid(cli_child.child, &wst, WNOHANG);
             if (got == 0 && waited >= 1000 && !said) {
                 cli_errorf(argv[0],
                            "stopped sampling; waiting for %s to exit (interrupt again to kill "
@@ -301,7 +289,7 @@ int cmd_watch(int argc, char **argv)
             if (got == 0)
                 gm_watch_sleep_ms(50);
         }
-        if (got == g_child)
+        if (got == cli_child.child)
             status = shell_status(wst, &term_signal);
     }
     {
@@ -317,10 +305,13 @@ int cmd_watch(int argc, char **argv)
 
     run.exit_status = status;
     run.term_signal = term_signal;
-    run.interrupted = g_stop != 0;
+    run.interrupted = cli_child.stop != 0;
     if (json && !g_out_failed)
         gm_watch_jsonl_end(&s.w, &run, stdout);
-    rc = g_out_failed ? GM_EXIT_IOERR : status >= 0 ? status : g_stop ? 128 + g_signal : 0;
+    rc = g_out_failed     ? GM_EXIT_IOERR
+         : status >= 0    ? status
+         : cli_child.stop ? 128 + cli_child.signal
+                          : 0;
     if (output) {
         int orc;
         /* a failed write is reported by the commit, with its errno */
@@ -335,8 +326,18 @@ int cmd_watch(int argc, char **argv)
             written = out.written;
     }
     watch_report(stderr, &s.w, &run, !no_chart && !json, written);
+    if (account) {
+        struct gm_account *a = NULL;
+        if (account_cli_read(argv[0], &ac, &a) == 0) {
+            fputc('\n', stderr);
+            account_report(stderr, a, true);
+        }
+        gm_account_free(a);
+    }
 
 out_close:
+    if (account)
+        account_cli_end(argv[0], &ac);
     gm_devices_close(s.d);
 out_free:
     gm_watch_release(&s.w);

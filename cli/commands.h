@@ -8,6 +8,7 @@ int cmd_estimate(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_environment(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_account(int argc, char **argv);
 int cmd_measure(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_sheet(int argc, char **argv);

@@ -14,6 +14,8 @@ static const struct cli_command commands[] = {
      "read PyTorch CUDA memory snapshots: peak, categories, leaks, OOM, report, replay"},
     {"environment", cmd_environment, "driver, GPUs, memory, processes, host and memory settings"},
     {"watch", cmd_watch, "run a command and follow its GPU memory (peaks, chart, samples)"},
+    {"account", cmd_account,
+     "run a command and show where every byte of its device memory went (driver level)"},
     {"measure", cmd_measure,
      "run a dense network on the GPU phase by phase: allocated, reserved, device"},
     {"sweep", cmd_sweep, "run a command per value of one parameter: the fit/OOM boundary"},

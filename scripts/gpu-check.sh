@@ -16,6 +16,11 @@
 #      also shows the driver's allocation granularity);
 #   3b. runs `gpumem measure --train` (the measure kernels, PTX made by nvcc, checked against
 #      a CPU computation of the same network; result in GPU_CHECK_OUT/measure.json);
+#   3d. gpumem account on a small PyTorch job that uses NCCL (world size 1), cuBLAS and a CUDA
+#      graph (where a Python with PyTorch and CUDA is found): its equation at the peak printed
+#      next to nvidia-smi's figure for the process and torch.cuda.max_memory_reserved(), and
+#      the estimator's context, workspace and NCCL components held against it (gpumem
+#      calibrate --account); with GPU_CHECK_USE_FAKES=1, the test suite's fake job instead;
 #   3c. where a Python with PyTorch and CUDA is found (GPU_CHECK_PYTHON, else python3): the
 #      Python package on real PyTorch: a tiny model trained under gpumem.torch (one Measure
 #      series: model_load, inputs, forward, backward, optimizer_step, three steps) inside
@@ -322,6 +327,136 @@ PYEOF
         s_rc=$?
         row "sheet of the series" "exit $s_rc" "exit 0" "$(same "$s_rc" 0)"
     fi
+fi
+
+# ---- 3d. gpumem account: where the job's device memory went, next to nvidia-smi ------------
+# The job holds its peak for a while and says so ("peak" on its stdout, with the bytes that
+# torch.cuda.max_memory_reserved() gives); nvidia-smi's per-process figure is taken then.
+ACCT_PY=${TORCH_PY:-$(command -v python3 || true)}
+acct_job=""
+if [ "${GPU_CHECK_USE_FAKES:-0}" = 1 ] && [ -x "$BUILD/tests/fake/account/account_job" ]; then
+    acct_job="fake"
+elif [ -n "$TORCH_PY" ]; then
+    acct_job="torch"
+    cat >"$OUT/account_job.py" <<'PYEOF'
+# NCCL (a process group of one), cuBLAS (matmuls) and a CUDA graph on device DEV; prints
+# "peak <max_memory_reserved>" and holds that state for 3 s, then ends cleanly.
+import os, sys, time
+import torch
+import torch.distributed as dist
+
+dev = int(sys.argv[1])
+torch.cuda.set_device(dev)
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29533")
+dist.init_process_group("nccl", rank=0, world_size=1)
+x = torch.randn(4096, 4096, device="cuda")
+t = torch.ones(1 << 22, device="cuda")
+dist.all_reduce(t)
+y = x @ x
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    for _ in range(3):
+        y = x @ x
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = x @ x
+g.replay()
+torch.cuda.synchronize()
+print("peak", torch.cuda.max_memory_reserved(dev), flush=True)
+time.sleep(3)
+dist.destroy_process_group()
+PYEOF
+fi
+if [ -z "$acct_job" ]; then
+    row "gpumem account on PyTorch" "skipped" "(no Python with torch+CUDA)" info
+else
+    rm -f "$OUT/account.err" "$OUT/account.jsonl"
+    if [ "$acct_job" = fake ]; then
+        # (the dry run under ASan preloads the sanitizer's runtime, which must come first)
+        ACCOUNT_JOB_HOLD_MS=1500 LD_PRELOAD="${GPU_CHECK_PRELOAD:-}" "$GPUMEM" account --json \
+            --interval 50 -o "$OUT/account.jsonl" --force -- \
+            "$BUILD/tests/fake/account/account_job" exit >"$OUT/account.json" \
+            2>"$OUT/account.err" &
+    else
+        RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 "$GPUMEM" account --json --interval 50 \
+            -o "$OUT/account.jsonl" --force -- "$TORCH_PY" "$OUT/account_job.py" "$DEV" \
+            >"$OUT/account.json" 2>"$OUT/account.err" &
+    fi
+    apid=$!
+    # the peak: the torch job's "peak" line, the fake job's "expect ... peak" of its main process
+    i=0
+    while ! grep -q '^peak \|^expect [0-9]* peak .* torch=[1-9]' "$OUT/account.err" 2>/dev/null; do
+        [ $i -ge 1200 ] && break
+        sleep 0.05
+        i=$((i + 1))
+    done
+    sleep 0.3
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits \
+        >"$OUT/account-apps.csv" 2>&1
+    wait "$apid"
+    a_rc=$?
+    row "account: exit status (the job's own)" "$a_rc" "0" "$(same "$a_rc" 0)"
+    reserved=$(sed -n 's/^peak \([0-9]*\)$/\1/p' "$OUT/account.err")
+    [ -n "$reserved" ] ||
+        reserved=$(awk '$1 == "expect" && $3 == "peak" { for (i = 4; i <= NF; i++) if ($i ~ /^torch=[1-9]/) { sub(/torch=/, "", $i); print $i } }' "$OUT/account.err")
+    "$GPUMEM" account --input "$OUT/account.jsonl" >"$OUT/account.txt" 2>&1
+    # The main process's equation at its peak (the one with PyTorch in it), one "key value"
+    # line per figure.
+    "$ACCT_PY" - "$OUT/account.json" >"$OUT/account-terms.txt" 2>&1 <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+best = None
+for p in doc["processes"]:
+    for d in p["devices"]:
+        b = d["peak"]
+        if b and any(t.get("lib") == "torch" for t in b["terms"]):
+            if best is None or (b["used"] or 0) > (best[1]["used"] or 0):
+                best = (p, b)
+if best is None:
+    sys.exit(1)
+p, b = best
+sums = {}
+for t in b["terms"]:
+    k = t.get("lib") if t["term"] in ("library", "others") else t["term"]
+    sums[k] = sums.get(k, 0) + t["bytes"]
+print("pid", p["pid"])
+print("used", b["used"])
+print("balance", sum(t["bytes"] for t in b["terms"]))
+for k in ("context", "modules", "graphs", "torch", "nccl", "cublas", "cublaslt", "rounding", "not_seen"):
+    print(k, sums.get(k, 0))
+PYEOF
+    at() { awk -v k="$1" '$1 == k { print $2 }' "$OUT/account-terms.txt"; }
+    a_pid=$(at pid)
+    a_used=$(at used)
+    s_app=$(awk -F', *' -v p="$a_pid" '$1 == p { print $2 }' "$OUT/account-apps.csv")
+    au=$(mib "$a_used")
+    if [ -n "$s_app" ] && near "$au" "$s_app" 64; then a=yes; else a=no; fi
+    row "account: device used at the peak (MiB)" "$au" "${s_app:-not listed} (nvidia-smi)" "$a"
+    row "account: the equation balances (B)" "$(at balance)" "$a_used" "$(same "$(at balance)" "$a_used")"
+    ar=$(mib "$(at torch)")
+    rr=$(mib "$reserved")
+    if [ -n "$reserved" ] && near "$ar" "$rr" 2; then a=yes; else a=no; fi
+    row "account: PyTorch reserved (MiB)" "$ar" "$rr (max_memory_reserved)" "$a"
+    for k in context modules graphs nccl cublas cublaslt rounding not_seen; do
+        row "account: $k (MiB)" "$(mib "$(at "$k")")" "(measured)" info
+    done
+    if [ "$(at nccl)" -gt 0 ] 2>/dev/null; then a=yes; else a=no; fi
+    row "account: NCCL credited" "$(mib "$(at nccl)") MiB" "> 0" "$a"
+    # the estimator's components outside the allocator, held against the account
+    "$GPUMEM" calibrate --account "$OUT/account.jsonl" gpt2 --batch 1 --seq 128 --gpus 2 \
+        >"$OUT/calibrate-account.txt" 2>&1
+    c_rc=$?
+    row "calibrate --account" "exit $c_rc" "exit 0" "$(same "$c_rc" 0)"
+    for comp in "CUDA context and modules" "library workspaces" "NCCL buffers"; do
+        line=$(grep -F "  $comp " "$OUT/calibrate-account.txt" | head -1)
+        # after the 2 + 26 columns of the name: predicted, measured (each "N.NN MiB" or "-")
+        pred=$(echo "$line" | cut -c29- | awk '{ print ($1 == "-") ? "-" : $1 " " $2 }')
+        meas=$(echo "$line" | cut -c29- | awk '{ i = ($1 == "-") ? 2 : 3; print $i " " $(i + 1) }')
+        row "estimate vs account: $comp" "${pred:-?}" "${meas:-?} (measured)" info
+    done
 fi
 
 # ---- 4. report --------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # House-rule checks that a compiler does not make (run by ctest as lint/house-rules), over
-# every folder of src/ (each one a library module) and cli/:
+# every folder of src/ (each one a library module), cli/ and preload/ (the interposer):
 #  - banned C functions (strcpy strcat sprintf vsprintf strtok atoi atol gets): they write
 #    past buffers or cannot report errors; use snprintf, strtoull/gm_parse_u64 instead;
 #  - the library never exits, aborts or prints to stdout/stderr by itself (it returns a
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 fail=0
 
 banned='(^|[^_[:alnum:]])(strcpy|strcat|sprintf|vsprintf|strtok|atoi|atol|gets)[[:space:]]*\('
-if grep -rnE "$banned" src cli --include='*.c' --include='*.h' --include='*.cu' | grep -v 'snprintf\|vsnprintf'; then
+if grep -rnE "$banned" src cli preload --include='*.c' --include='*.h' --include='*.cu' | grep -v 'snprintf\|vsnprintf'; then
     echo "lint: banned function used (snprintf, strtoull or gm_parse_u64 instead)"
     fail=1
 fi

@@ -3,6 +3,7 @@
 #ifndef GPUMEM_GPUMEM_H
 #define GPUMEM_GPUMEM_H
 
+#include "gpumem/account.h"
 #include "gpumem/alloc.h"
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"

@@ -13,6 +13,7 @@
 #ifndef GPUMEM_REPORT_H
 #define GPUMEM_REPORT_H
 
+#include "gpumem/account.h"
 #include "gpumem/analysis.h"
 #include "gpumem/error.h"
 #include "gpumem/snapshot.h"
@@ -32,6 +33,10 @@ struct gm_report_opts {
     uint64_t state_budget; /* bytes of page data for the allocator state of one device: within
                             * it every event's state is kept, beyond it the windows around the
                             * peak and the OOMs and states spread over the trace; 0: 4 MiB */
+    /* gpumem account of the same run (may be NULL): the page then shows each process's
+     * whole device beside the snapshot, the allocator's memory as the driver saw it and
+     * everything else (borrowed until gm_report_page_write() or gm_report_html() returns) */
+    const struct gm_account *account;
 };
 
 /* A page being built: one rank (file) after the other. */

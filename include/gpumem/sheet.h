@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* sheet.h - the one-page record of a memory investigation, made from gpumem's own JSON
  * documents: `gpumem estimate --json` (gpumem.estimate/1), `gpumem measure --output` and
- * gpumem.torch series (gpumem.measure/1), `gpumem sweep --json` (gpumem.sweep/1) and
- * `gpumem environment --json` (gpumem.environment/1).  A document's kind is its "schema".
+ * gpumem.torch series (gpumem.measure/1), `gpumem sweep --json` (gpumem.sweep/1),
+ * `gpumem environment --json` (gpumem.environment/1) and the timeline of `gpumem account
+ * --output` (gpumem.account/1, JSON lines: where each process's device memory went).  A
+ * document's kind is its "schema".
  *
  * The page keeps apart what was computed (the estimate's prediction), what was observed
  * (phases that ran or failed with the allocator's four counters, the largest load the sweep
@@ -38,7 +40,7 @@ void gm_sheet_free(struct gm_sheet *sh);
 void gm_sheet_set_memory_limit(struct gm_sheet *sh, uint64_t bytes);
 
 /* Add the document in 'len' bytes at 'data' (borrowed during the call), shown as 'name'.
- * GM_ERR_FORMAT when it is not JSON or not one of the four schemas (named in the message),
+ * GM_ERR_FORMAT when it is not JSON or not one of the five schemas (named in the message),
  * GM_ERR_LIMIT past GM_SHEET_MAX_DOCS of one kind, GM_ERR_NOMEM. */
 enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *data, size_t len,
                             struct gm_error *err);

@@ -6,6 +6,7 @@
  * cuDeviceTotalMem_v2, ...): the plain exports keep the legacy 32-bit ABI and would truncate
  * sizes of 4 GiB and more.  Where a _v2 appeared late (cuDevicePrimaryCtxRelease_v2 in 11.0,
  * cuDeviceGetUuid_v2 in 11.4) the older name with the same prototype is the fallback. */
+#include "device/cuda_abi.h"
 #include "device/device_int.h"
 
 #include "gpumem/arena.h"
@@ -16,15 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit */
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef int CUjit_option;
 
 enum {
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,

@@ -27,7 +27,8 @@
  *                    at_peak[[bytes, count, stack, [bytes by category] | null]],
  *                    segtl{...}, marks[[k, what]], state{...} | null  (html_state.c)}]}],
  *    imbalance{ranks, max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
- *              category_diff} | null  (two ranks or more: gm_analysis_ranks())} */
+ *              category_diff} | null  (two ranks or more: gm_analysis_ranks()),
+ *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
 #include "gpumem/report.h"
 
 #include "gpumem/arena.h"
@@ -448,6 +449,8 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
             }
             gm_analysis_ranks_release(&rs);
         }
+        gm_json_key(&w, "account");
+        gm_report_account(&w, p->o.account);
         gm_json_key(&w, "ranks");
         gm_json_begin_array(&w);
         fflush(mem);

@@ -47,4 +47,8 @@ enum gm_status gm_report_state(struct gm_report_ctx *c, const struct gm_snapshot
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
                                struct gm_error *err);
 
+/* The page's "account" member: each process's equations and timeline (html_account.c),
+ * or null. */
+void gm_report_account(struct gm_json *w, const struct gm_account *a);
+
 #endif

@@ -2,7 +2,8 @@
 /* sheet.c - gpumem sheet: the one-page record (sheet.h) from gpumem's JSON documents.
  *
  * Reading: a document's "schema" picks its reader: gpumem.measure/1 and gpumem.environment/1
- * go to the series reader (measure.h), gpumem.sweep/1 to the sweep reader (sweep.h), and
+ * go to the series reader (measure.h), gpumem.sweep/1 to the sweep reader (sweep.h), a
+ * gpumem.account/1 timeline (JSON lines) to the account reader (account.h), and
  * gpumem.estimate/1 is read here, member by member, since only the sheet needs it.
  *
  * Writing: the page is described once, by the section functions below, through a small
@@ -12,6 +13,7 @@
  * (largest load tested, phases, computed against observed), assumed (what is not checked). */
 #include "gpumem/sheet.h"
 
+#include "gpumem/account.h"
 #include "gpumem/arena.h"
 #include "gpumem/measure.h"
 #include "gpumem/sweep.h"
@@ -117,6 +119,11 @@ struct named_sweep {
     struct gm_sweep *s;
 };
 
+struct named_account {
+    const char *name;
+    struct gm_account *a;
+};
+
 struct gm_sheet {
     struct gm_arena arena;
     bool nomem;
@@ -129,6 +136,8 @@ struct gm_sheet {
     size_t n_sweeps;
     struct named_series envs[GM_SHEET_MAX_DOCS]; /* environments alone (series of no phase) */
     size_t n_envs;
+    struct named_account accounts[GM_SHEET_MAX_DOCS];
+    size_t n_accounts;
 };
 
 enum gm_status gm_sheet_new(struct gm_sheet **out, struct gm_error *err)
@@ -156,6 +165,8 @@ void gm_sheet_free(struct gm_sheet *sh)
         gm_measure_series_free(sh->envs[i].s);
     for (size_t i = 0; i < sh->n_sweeps; i++)
         gm_free(sh->sweeps[i].s);
+    for (size_t i = 0; i < sh->n_accounts; i++)
+        gm_account_free(sh->accounts[i].a);
     gm_arena_release(&sh->arena);
     gm_free(sh);
 }
@@ -288,6 +299,21 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
     if (len > MAX_DOC_BYTES)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s': over %u MiB", name,
                        MAX_DOC_BYTES >> 20);
+    if (gm_account_is_account_data(data, len)) {
+        struct named_account *slot = &sh->accounts[sh->n_accounts];
+        if (sh->n_accounts == GM_SHEET_MAX_DOCS)
+            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "more than %d accounts",
+                           GM_SHEET_MAX_DOCS);
+        if ((st = gm_account_new(&slot->a, err)) != GM_OK)
+            return st;
+        if ((st = gm_account_add_data(slot->a, name, data, len, err)) != GM_OK) {
+            gm_account_free(slot->a);
+            return st;
+        }
+        slot->name = dup(sh, name);
+        sh->n_accounts++;
+        return sh->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "sheet: out of memory") : GM_OK;
+    }
     if ((st = gm_json_load_limit(data, len, 0, sh->memory_limit, &root, err)) != GM_OK)
         return named(err, st, name);
     schema = gm_jin_str(root, "schema");
@@ -341,7 +367,8 @@ enum gm_status gm_sheet_add(struct gm_sheet *sh, const char *name, const void *d
     } else {
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "'%s': schema '%s' is not one the sheet reads (gpumem.estimate/1, "
-                       "gpumem.measure/1, gpumem.sweep/1, gpumem.environment/1)",
+                       "gpumem.measure/1, gpumem.sweep/1, gpumem.environment/1, "
+                       "gpumem.account/1)",
                        name, kind);
     }
     return sh->nomem ? gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "sheet: out of memory") : GM_OK;
@@ -911,12 +938,69 @@ static void computed_vs_observed(struct out *o, const struct gm_sheet *sh)
          e->name);
 }
 
+/* One equation of an account as a table: each term, its bytes, where they come from. */
+static void balance_table(struct out *o, const struct gm_account_balance *b)
+{
+    static const char *const head[3] = {"term", "bytes", "source"};
+    char src[256];
+    row(o, 3, head);
+    if (b->used_valid) {
+        struct figure f = bytes_exact((struct gm_reading){b->used, true});
+        const char *r[3] = {"device used (NVML)", f.s,
+                            b->used_source == GM_ACCOUNT_READING_NVML_PROCESS
+                                ? "NVML, this process"
+                                : "NVML, the device less what was used before"};
+        row(o, 3, r);
+    }
+    for (size_t k = 0; k < b->n_terms; k++) {
+        const struct gm_account_term *t = &b->terms[k];
+        uint64_t mag = t->bytes < 0 ? (uint64_t) - (t->bytes + 1) + 1 : (uint64_t)t->bytes;
+        struct figure f = bytes_exact((struct gm_reading){mag, true});
+        char text[96];
+        const char *r[3] = {gm_account_term_title(t), text, src};
+        snprintf(text, sizeof(text), "%s%s", t->bytes < 0 ? "-" : "", f.s);
+        gm_account_term_source(t, b, src, sizeof(src));
+        row(o, 3, r);
+    }
+    table_end(o);
+}
+
+/* Where the device memory went, per process and device, at the peak (gpumem account). */
+static void accounts(struct out *o, const struct gm_sheet *sh)
+{
+    for (size_t i = 0; i < sh->n_accounts; i++) {
+        const struct gm_account *a = sh->accounts[i].a;
+        for (size_t k = 0; k < gm_account_n_processes(a); k++) {
+            const struct gm_account_process *p = gm_account_process(a, k);
+            for (size_t d = 0; d < p->n_devices; d++) {
+                const struct gm_account_device *dev = &p->devices[d];
+                char title[512], rank[32] = "";
+                if (!dev->peak.valid)
+                    continue;
+                if (p->rank >= 0)
+                    snprintf(rank, sizeof(rank), " (rank %d)", (int)p->rank);
+                snprintf(title, sizeof(title),
+                         "Where the device memory went: process %u%s, cuda:%d at its peak (%s)",
+                         (unsigned)p->pid, rank, (int)dev->cuda, sh->accounts[i].name);
+                heading(o, 3, title);
+                balance_table(o, &dev->peak);
+                if (p->disabled)
+                    para(o,
+                         "The interposer stopped accounting in this process (%s): the figures "
+                         "after that moment are incomplete.",
+                         p->disabled_reason);
+            }
+        }
+    }
+}
+
 static void section_observed(struct out *o, const struct gm_sheet *sh)
 {
     heading(o, 2, "Observed");
     largest_load(o, sh);
     for (size_t i = 0; i < sh->n_series; i++)
         phases_table(o, sh->series[i].name, sh->series[i].s);
+    accounts(o, sh);
     computed_vs_observed(o, sh);
 }
 
@@ -961,6 +1045,7 @@ static void sources(struct out *o, const struct gm_sheet *sh)
         {"series", sh->n_series, false, true, false},
         {"sweep", sh->n_sweeps, false, false, true},
         {"environment", sh->n_envs, false, false, false},
+        {"account", sh->n_accounts, false, false, false},
     };
     list[0] = '\0';
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
@@ -968,6 +1053,7 @@ static void sources(struct out *o, const struct gm_sheet *sh)
             const char *name = kinds[k].est      ? sh->est[i].name
                                : kinds[k].series ? sh->series[i].name
                                : kinds[k].sweep  ? sh->sweeps[i].name
+                               : k == 4          ? sh->accounts[i].name
                                                  : sh->envs[i].name;
             int n = snprintf(list + at, sizeof(list) - at, "%s%s (%s)", at ? ", " : "", name,
                              kinds[k].kind);
@@ -983,7 +1069,7 @@ enum gm_status gm_sheet_write(const struct gm_sheet *sh, enum gm_sheet_format fo
                               struct gm_error *err)
 {
     struct out o = {f, format == GM_SHEET_HTML, false, 0};
-    if (!sh->n_est && !sh->n_series && !sh->n_sweeps && !sh->n_envs)
+    if (!sh->n_est && !sh->n_series && !sh->n_sweeps && !sh->n_envs && !sh->n_accounts)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the sheet has no document");
     if (o.html) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -28,7 +28,10 @@
 //     request, and the timeline marks it; a file without a trace draws no timeline.
 // --ranks A,B: the page of two rank files shows both ranks and their imbalance, with the
 // highest and lowest peaks of `snapshot peak --json`.  --phases FILE: the user phases of FILE
-// are drawn and the peak's is named as `snapshot peak --json` names it.  --quick FILE: only the basic checks (odd files).
+// are drawn and the peak's is named as `snapshot peak --json` names it.  --account FILE: a
+// report of the first --snapshot with that account (gpumem account's timeline) shows each
+// process's whole device: one bar per equation of `gpumem account --json`, its terms adding
+// up to the device used it names, the snapshot's highest reserved marked.  --quick FILE: only the basic checks (odd files).
 // --screenshot DIR writes PNGs of the first report at each width; --timing prints the load
 // time and size.  Exit 0 ok, 1 failure, 77 skipped (no Chromium or no playwright-core: run
 // scripts/install-deps.sh).
@@ -44,7 +47,7 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
 const WIDTHS = [390, 1400, 2560];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, phases: [] };
+  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, phases: [], account: null };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
     else if (argv[i] === '--layout') a.layout = argv[++i];
@@ -52,6 +55,7 @@ function parseArgs(argv) {
     else if (argv[i] === '--quick') a.quick.push(argv[++i]);
     else if (argv[i] === '--ranks') a.ranks = argv[++i].split(',');
     else if (argv[i] === '--phases') a.phases.push(argv[++i]);
+    else if (argv[i] === '--account') a.account = argv[++i];
     else if (argv[i] === '--screenshot') a.screenshot = argv[++i];
     else if (argv[i] === '--timing') a.timing = true;
     else if (argv[i] === '--also-no-analysis') a.noAnalysis = true;
@@ -455,6 +459,28 @@ async function testPhases(chromium, args, file, tmp) {
   await P.ctx.close();
 }
 
+async function testAccount(chromium, args, snap, account, tmp) {
+  console.log('whole-device account of ' + account + ' beside ' + snap);
+  const html = path.join(tmp, 'account.html');
+  execFileSync(args.gpumem, ['snapshot', 'report', snap, '--account', account, '-o', html, '--force']);
+  const want = json(args.gpumem, ['account', '--input', account, '--json']).processes
+    .flatMap((p) => p.devices.filter((d) => d.peak).map((d) => ({ pid: p.pid, device: d.device, used: d.peak.used, terms: d.peak.terms.length })));
+  const P = await open(chromium, tmp, html, 1400);
+  const r = await P.page.evaluate(() => ({
+    shown: !document.getElementById('v-account').hidden,
+    drawn: window.gmReport.drawn.account,
+    bars: document.querySelectorAll('#account .acct-bar').length,
+    marks: document.querySelectorAll('#account .acct-mark').length,
+  }));
+  check(r.shown && r.drawn && r.drawn.length === want.length && r.bars === want.length,
+    'one bar per equation of `gpumem account --json` (' + (r.drawn ? r.drawn.length : 0) + ' of ' + want.length + ')');
+  check(r.drawn && r.drawn.every((e, i) => e.pid === want[i].pid && e.device === want[i].device && e.used === want[i].used && e.sum === e.used && e.terms === want[i].terms),
+    'each bar\'s terms add up to the device used `gpumem account --json` gives, to the byte');
+  check(r.marks > 0, 'the snapshot\'s highest reserved is marked on the bars of its device (' + r.marks + ')');
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
+}
+
 async function main() {
   const args = parseArgs(process.argv);
   let chromium;
@@ -476,6 +502,7 @@ async function main() {
     if (args.noAnalysis && args.snapshots.length) await testOne(chromium, args, args.snapshots[0], tmp, { noAnalysis: true, quick: true });
     if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
     for (const p of args.phases) await testPhases(chromium, args, p, tmp);
+    if (args.account && args.snapshots.length) await testAccount(chromium, args, args.snapshots[0], args.account, tmp);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

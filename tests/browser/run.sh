@@ -39,4 +39,5 @@ exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layo
     --quick "$corpus/expandable.pickle" \
     --ranks rank0.pickle,rank1.pickle \
     --phases phases.pickle \
+    --account "$src/docs/examples/account/fake-job.account.jsonl" \
     --also-no-analysis "$@"

@@ -14,12 +14,21 @@ function(gm_fake_library target soname dir)
     C_VISIBILITY_PRESET hidden)
   # The exported entry points have no header of ours: no prototypes to see.
   target_compile_options(${target} PRIVATE ${GM_WARNINGS} -Wno-missing-prototypes)
-  target_link_options(${target} PRIVATE -Wl,-soname,${soname} -Wl,--no-undefined)
+  # -Bsymbolic-functions: the library's calls and function addresses stay its own, as in the
+  # real driver, so an interposer of the same names never sees the driver calling itself.
+  target_link_options(${target} PRIVATE -Wl,-soname,${soname} -Wl,--no-undefined
+    -Wl,-Bsymbolic-functions)
   target_link_libraries(${target} PRIVATE Threads::Threads)
+  # the driver's types as gpumem declares them (src/device/cuda_abi.h)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endfunction()
 
 find_package(Threads REQUIRED)
-gm_fake_library(gm_fake_cuda libcuda.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda.c)
+# The full fake: also what gpumem account's interposer hooks (contexts, cuGetProcAddress, every
+# kind of memory, libraries, graphs).
+gm_fake_library(gm_fake_cuda libcuda.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda_proc.c ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda_mem.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_cuda_graph.c)
 gm_fake_library(gm_fake_nvml libnvidia-ml.so.1 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
 # A variant with only the names of drivers before CUDA 11: exercises the fallback names.
 gm_fake_library(gm_fake_cuda_pre11 libcuda.so.1 ${GM_FAKE_DIR}/pre11

@@ -13,6 +13,11 @@ cp "$GM_SOURCE_DIR/tests/device/nvidia-smi-standin" "$work/bin/nvidia-smi"
 chmod +x "$work/bin/nvidia-smi"
 export PATH="$work/bin:$PATH" GPUMEM_BIN="$GPUMEM" GPU_CHECK_NO_BUILD=1 GPU_CHECK_USE_FAKES=1
 export GPU_CHECK_ALLOC_A=64 GPU_CHECK_ALLOC_B=256 GPU_CHECK_HOLD_MS=500 GPUMEM_FAKE_STATE="$work/state"
+# under ASan the account step's job needs the sanitizer's runtime first among its preloads
+export GPU_CHECK_PRELOAD="${GM_ASAN_PRELOAD:-}"
+# its libraries, found by RUNPATH, which ASan's dlopen interceptor does not search
+LD_LIBRARY_PATH="$(dirname "$GPUMEM")/tests/fake/account${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
 build=$(dirname "$GPUMEM")
 
 GPU_CHECK_OUT="$work/out1" sh "$GM_SOURCE_DIR/scripts/gpu-check.sh" "$build" >"$work/run1.txt" 2>&1

@@ -124,6 +124,8 @@ void fake_config_load(struct fake_config *c)
     c->proc_mem_na = env_long("GPUMEM_FAKE_PROC_MEMORY_NA", 0) != 0;
     c->graphics_pid = (int32_t)env_long("GPUMEM_FAKE_GRAPHICS_PID", 0);
     c->graphics_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPHICS_BYTES"), 128 * 1048576ull);
+    c->module_bytes = parse_size(getenv("GPUMEM_FAKE_MODULE_BYTES"), 0);
+    c->graph_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPH_BYTES"), 0);
     s = getenv("GPUMEM_FAKE_PTX_ISA");
     if (!s || sscanf(s, "%d.%d", &c->ptx_major, &c->ptx_minor) != 2) {
         c->ptx_major = 8;

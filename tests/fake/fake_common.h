@@ -38,6 +38,8 @@ struct fake_config {
     bool proc_mem_na;         /* usedGpuMemory = NVML_VALUE_NOT_AVAILABLE (WDDM, MIG) */
     int32_t graphics_pid;     /* a process with a graphics context on device 0, 0 none */
     uint64_t graphics_bytes;  /* its usage (counted in device used) */
+    uint64_t module_bytes;    /* charged per loaded module or library */
+    uint64_t graph_bytes;     /* charged per instantiated graph */
 };
 
 /* Read the configuration (once per call; cheap). */

@@ -46,8 +46,15 @@
  *   GPUMEM_FAKE_CONTEXT_BYTES  charge of a primary context (default 300MiB)
  *   GPUMEM_FAKE_GRANULE        allocation charge unit (default 2MiB)
  *   GPUMEM_FAKE_STATE          path of the state file shared with the fake NVML
- *   GPUMEM_FAKE_PTX_ISA        highest PTX ISA accepted (default 8.5) */
-#include "fake_common.h"
+ *   GPUMEM_FAKE_PTX_ISA        highest PTX ISA accepted (default 8.5)
+ *   GPUMEM_FAKE_MODULE_BYTES   charge of each loaded module or library (default 0)
+ *   GPUMEM_FAKE_GRAPH_BYTES    charge of each instantiated graph (default 0)
+ *
+ * The entry points of gpumem account's interposer live beside this file: explicit contexts,
+ * limits and cuGetProcAddress in fake_cuda_proc.c; pitch, managed, stream-ordered, VMM and
+ * pinned host memory in fake_cuda_mem.c; libraries and graphs in fake_cuda_graph.c.  They
+ * share this file's state through fake_cuda_int.h. */
+#include "fake_cuda_int.h"
 #include "fake_kernels.h"
 
 #include <ctype.h>
@@ -58,83 +65,64 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef int CUjit_option;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_OUT_OF_MEMORY = 2,
-    CUDA_ERROR_NOT_INITIALIZED = 3,
-    CUDA_ERROR_NO_DEVICE = 100,
-    CUDA_ERROR_INVALID_DEVICE = 101,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_INVALID_PTX = 218,
-    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
-    CUDA_ERROR_INVALID_HANDLE = 400,
-    CUDA_ERROR_NOT_FOUND = 500,
-    CUDA_ERROR_NOT_SUPPORTED = 801
-};
-
 /* ---- process state ---- */
 
 struct fake_alloc {
     void *p;
     size_t size;     /* requested */
     size_t mapped;   /* mapping length */
-    uint64_t charge; /* granule-rounded */
+    uint64_t charge; /* what the device is charged: granule-rounded, exact, or 0 */
     int device;      /* physical */
+    int kind;        /* enum fake_alloc_kind */
 };
 
-struct fake_ctx_st {
-    int device; /* physical */
-    int refs;
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fake_config cfg;
+pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+struct fake_config fake_cfg;
 static int initialised;
 static int visible[FAKE_MAX_DEV]; /* ordinal -> physical index */
 static int n_visible;
-static struct fake_ctx_st ctxs[FAKE_MAX_DEV];
-static __thread struct fake_ctx_st *current;
+struct fake_ctx_st fake_primary[FAKE_MAX_DEV];
+__thread struct fake_ctx_st *fake_current;
 static struct fake_alloc *allocs;
 static size_t n_allocs, cap_allocs;
 static uint64_t charged[FAKE_MAX_DEV];
+static uint64_t charged_extra[FAKE_MAX_DEV]; /* modules, libraries, graphs, limits */
+static uint64_t ctx_extra[FAKE_MAX_DEV];     /* explicit contexts */
 static long n_alloc_calls;
+
+#define lock    fake_lock
+#define cfg     fake_cfg
+#define ctxs    fake_primary
+#define current fake_current
 
 static void publish(int dev)
 {
-    uint64_t ctx = ctxs[dev].refs > 0 ? cfg.context_bytes : 0;
-    fake_state_put(cfg.state, (int32_t)getpid(), dev, charged[dev], ctx);
+    uint64_t ctx = (ctxs[dev].refs > 0 ? cfg.context_bytes : 0) + ctx_extra[dev];
+    fake_state_put(cfg.state, (int32_t)getpid(), dev, charged[dev] + charged_extra[dev], ctx);
 }
 
-static void parse_visible(void)
+/* The CUDA_VISIBLE_DEVICES list of 'c' into vis[]; returns how many. */
+static int parse_visible(const struct fake_config *c, int *vis)
 {
     const char *v = getenv("CUDA_VISIBLE_DEVICES");
-    n_visible = 0;
+    int n = 0;
     if (!v) {
-        for (int i = 0; i < cfg.n_devices; i++)
-            visible[n_visible++] = i;
-        return;
+        for (int i = 0; i < c->n_devices; i++)
+            vis[n++] = i;
+        return n;
     }
     /* Like the driver: parse indices until the first invalid entry. */
-    while (*v && n_visible < FAKE_MAX_DEV) {
+    while (*v && n < FAKE_MAX_DEV) {
         char *end;
         long i = strtol(v, &end, 10);
-        if (end == v || i < 0 || i >= cfg.n_devices)
+        if (end == v || i < 0 || i >= c->n_devices)
             break;
-        visible[n_visible++] = (int)i;
+        vis[n++] = (int)i;
         v = *end == ',' ? end + 1 : end;
         if (*end != ',')
             break;
     }
+    return n;
 }
 
 static void legacy(const char *name, const char *use)
@@ -143,26 +131,29 @@ static void legacy(const char *name, const char *use)
             use);
 }
 
-#define NEED_INIT()                                                                                \
-    do {                                                                                           \
-        if (!initialised)                                                                          \
-            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
-    } while (0)
+bool fake_initialised(void)
+{
+    return initialised;
+}
 
 FAKE_API CUresult cuInit(unsigned flags)
 {
     CUresult r = CUDA_SUCCESS;
+    struct fake_config c;
+    int vis[FAKE_MAX_DEV], n = 0;
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    /* Threads may call cuInit while others use the driver (every runtime thread does): the
+     * configuration is read aside and the shared state never passes through zeros. */
+    fake_config_load(&c);
+    if (c.cuinit_error)
+        r = c.cuinit_error;
+    else if ((n = parse_visible(&c, vis)) == 0)
+        r = CUDA_ERROR_NO_DEVICE;
     pthread_mutex_lock(&lock);
-    fake_config_load(&cfg);
-    if (cfg.cuinit_error) {
-        r = cfg.cuinit_error;
-    } else {
-        parse_visible();
-        if (n_visible == 0)
-            r = CUDA_ERROR_NO_DEVICE;
-    }
+    cfg = c;
+    memcpy(visible, vis, sizeof(vis));
+    n_visible = n;
     initialised = r == CUDA_SUCCESS;
     n_alloc_calls = 0; /* GPUMEM_FAKE_OOM_AFTER counts from the (last) cuInit */
     pthread_mutex_unlock(&lock);
@@ -201,10 +192,20 @@ FAKE_API CUresult cuDeviceGet(CUdevice *d, int ordinal)
     return CUDA_SUCCESS;
 }
 
-static int phys(CUdevice d)
+int fake_phys(CUdevice d)
 {
     return d >= 0 && d < n_visible ? visible[d] : -1;
 }
+
+int fake_ordinal(int p)
+{
+    for (int i = 0; i < n_visible; i++)
+        if (visible[i] == p)
+            return i;
+    return -1;
+}
+
+#define phys fake_phys
 
 FAKE_API CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
@@ -306,6 +307,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
         return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&lock);
     ctxs[p].device = p;
+    ctxs[p].explicit_ = false;
     if (ctxs[p].refs++ == 0)
         publish(p);
     pthread_mutex_unlock(&lock);
@@ -372,13 +374,6 @@ FAKE_API CUresult cuCtxDestroy(CUcontext c)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-#define NEED_CTX()                                                                                 \
-    do {                                                                                           \
-        NEED_INIT();                                                                               \
-        if (!current || current->refs <= 0)                                                        \
-            return CUDA_ERROR_INVALID_CONTEXT;                                                     \
-    } while (0)
-
 static uint64_t device_usable(int dev)
 {
     return cfg.total[dev] - cfg.reserved[dev];
@@ -388,7 +383,8 @@ static uint64_t device_usable(int dev)
  * from its own counters (the state file may lag or be absent). */
 static uint64_t device_in_use(int dev)
 {
-    uint64_t all = cfg.base_used + charged[dev] + (ctxs[dev].refs > 0 ? cfg.context_bytes : 0);
+    uint64_t all = cfg.base_used + charged[dev] + charged_extra[dev] + ctx_extra[dev] +
+                   (ctxs[dev].refs > 0 ? cfg.context_bytes : 0);
     struct fake_slot slots[FAKE_STATE_SLOTS];
     size_t n = fake_state_get(cfg.state, slots, FAKE_STATE_SLOTS);
     for (size_t k = 0; k < n; k++)
@@ -418,21 +414,29 @@ FAKE_API CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total_bytes)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
+uint64_t fake_granules(uint64_t n)
 {
-    int dev;
-    uint64_t charge;
+    return (n + cfg.granule - 1) / cfg.granule * cfg.granule;
+}
+
+CUresult fake_charge(int dev, int64_t delta, bool ctx)
+{
+    uint64_t *to = ctx ? &ctx_extra[dev] : &charged_extra[dev];
+    if (delta > 0 && device_in_use(dev) + (uint64_t)delta > device_usable(dev))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *to = delta < 0 && (uint64_t)-delta > *to ? 0 : *to + (uint64_t)delta;
+    publish(dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult fake_alloc_new(CUdeviceptr *dptr, size_t n, int dev, uint64_t charge, int kind)
+{
     size_t page = (size_t)sysconf(_SC_PAGESIZE), mapped;
     void *p;
 
-    NEED_CTX();
-    if (!dptr || n == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    dev = current->device;
-    charge = (n + cfg.granule - 1) / cfg.granule * cfg.granule;
     pthread_mutex_lock(&lock);
-    if ((cfg.oom_after >= 0 && n_alloc_calls >= cfg.oom_after) ||
-        device_in_use(dev) + charge > device_usable(dev)) {
+    if ((kind == FAKE_ALLOC_DEVICE && cfg.oom_after >= 0 && n_alloc_calls >= cfg.oom_after) ||
+        (charge && device_in_use(dev) + charge > device_usable(dev))) {
         pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -453,13 +457,44 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
         pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    allocs[n_allocs++] = (struct fake_alloc){p, n, mapped, charge, dev};
-    charged[dev] += charge;
-    n_alloc_calls++;
-    publish(dev);
+    allocs[n_allocs++] = (struct fake_alloc){p, n, mapped, charge, dev, kind};
+    if (kind != FAKE_ALLOC_HOST) {
+        charged[dev] += charge;
+        if (kind == FAKE_ALLOC_DEVICE)
+            n_alloc_calls++;
+        publish(dev);
+    }
     pthread_mutex_unlock(&lock);
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
+}
+
+CUresult fake_alloc_free(CUdeviceptr dptr, unsigned kinds)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t k = 0; k < n_allocs; k++) {
+        if ((CUdeviceptr)(uintptr_t)allocs[k].p == dptr && (kinds & (1u << allocs[k].kind))) {
+            struct fake_alloc a = allocs[k];
+            allocs[k] = allocs[--n_allocs];
+            munmap(a.p, a.mapped);
+            if (a.kind != FAKE_ALLOC_HOST) {
+                charged[a.device] -= a.charge;
+                publish(a.device);
+            }
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
+{
+    NEED_CTX();
+    if (!dptr || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fake_alloc_new(dptr, n, current->device, fake_granules(n), FAKE_ALLOC_DEVICE);
 }
 
 FAKE_API CUresult cuMemAlloc(unsigned *dptr, unsigned n)
@@ -473,20 +508,9 @@ FAKE_API CUresult cuMemAlloc(unsigned *dptr, unsigned n)
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     NEED_CTX();
-    pthread_mutex_lock(&lock);
-    for (size_t k = 0; k < n_allocs; k++) {
-        if ((CUdeviceptr)(uintptr_t)allocs[k].p == dptr) {
-            struct fake_alloc a = allocs[k];
-            allocs[k] = allocs[--n_allocs];
-            charged[a.device] -= a.charge;
-            munmap(a.p, a.mapped);
-            publish(a.device);
-            pthread_mutex_unlock(&lock);
-            return CUDA_SUCCESS;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    return CUDA_ERROR_INVALID_VALUE;
+    /* like the driver, it also frees stream-ordered and managed memory (synchronising) */
+    return fake_alloc_free(dptr, 1u << FAKE_ALLOC_DEVICE | 1u << FAKE_ALLOC_ASYNC |
+                                     1u << FAKE_ALLOC_MANAGED);
 }
 
 FAKE_API CUresult cuMemFree(unsigned dptr)
@@ -652,7 +676,28 @@ struct CUfunc_st {
 struct CUmod_st {
     struct CUfunc_st fn[MAX_ENTRIES];
     int n_fn;
+    int device;      /* physical, of the context it was loaded into */
+    uint64_t charge; /* GPUMEM_FAKE_MODULE_BYTES */
 };
+
+/* A module of the current context, charged GPUMEM_FAKE_MODULE_BYTES; NULL when memory (host
+ * or fake device) runs out. */
+static struct CUmod_st *module_new(void)
+{
+    struct CUmod_st *mod = calloc(1, sizeof(*mod));
+    if (!mod)
+        return NULL;
+    mod->device = current->device;
+    mod->charge = cfg.module_bytes;
+    pthread_mutex_lock(&lock);
+    if (fake_charge(mod->device, (int64_t)mod->charge, false) != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        free(mod);
+        return NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return mod;
+}
 
 static void jit_log(unsigned n_opt, const CUjit_option *opt, void **vals, const char *msg)
 {
@@ -692,8 +737,7 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n_
         jit_log(n_opt, opt, vals, msg);
         return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     }
-    mod = calloc(1, sizeof(*mod));
-    if (!mod)
+    if (!(mod = module_new()))
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (p = strstr(ptx, ".entry"); p && mod->n_fn < MAX_ENTRIES; p = strstr(p + 6, ".entry")) {
         const char *q = p + 6;
@@ -738,11 +782,55 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
     return CUDA_ERROR_NOT_FOUND;
 }
 
+/* A fat binary is loaded without looking inside: a module with no kernel. */
+FAKE_API CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
+{
+    struct CUmod_st *mod;
+    NEED_CTX();
+    if (!m || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(mod = module_new()))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *m = mod;
+    return CUDA_SUCCESS;
+}
+
+/* A PTX file, read whole. */
+FAKE_API CUresult cuModuleLoad(CUmodule *m, const char *fname)
+{
+    FILE *f;
+    char *text;
+    long len;
+    CUresult r;
+    NEED_CTX();
+    if (!m || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(f = fopen(fname, "rb")))
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+        !(text = calloc(1, (size_t)len + 1))) {
+        fclose(f);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (fread(text, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(text);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fclose(f);
+    r = cuModuleLoadDataEx(m, text, 0, NULL, NULL);
+    free(text);
+    return r;
+}
+
 FAKE_API CUresult cuModuleUnload(CUmodule m)
 {
     NEED_INIT();
     if (!m)
         return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&lock);
+    fake_charge(m->device, -(int64_t)m->charge, false);
+    pthread_mutex_unlock(&lock);
     free(m);
     return CUDA_SUCCESS;
 }

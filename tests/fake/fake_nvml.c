@@ -4,9 +4,9 @@
  *
  *   - SONAME libnvidia-ml.so.1; the versioned entry points gpumem binds (nvmlInit_v2,
  *     nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetPciInfo_v3,
- *     nvmlDeviceGetMemoryInfo_v2, ...).  Legacy names whose semantics or layout differ
- *     (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetPciInfo)
- *     print a line on stderr and fail with NVML_ERROR_UNKNOWN.
+ *     nvmlDeviceGetMemoryInfo_v2, ...) and nvmlDeviceGetHandleByUUID (gpumem account).  Legacy
+ * names whose semantics or layout differ (nvmlInit, nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex,
+ * nvmlDeviceGetPciInfo) print a line on stderr and fail with NVML_ERROR_UNKNOWN.
  *   - nvmlDeviceGetMemoryInfo_v2 insists on version 0x02000028 (else 25,
  *     ARGUMENT_VERSION_MISMATCH) and reports used without reserved; the v1 call's used
  *     includes reserved, as the real driver's does.
@@ -83,7 +83,11 @@ static void legacy(const char *name, const char *use)
 
 FAKE_API nvmlReturn_t nvmlInit_v2(void)
 {
-    fake_config_load(&cfg);
+    struct fake_config c;
+    /* read aside: another thread may be reading the configuration (it never passes
+     * through zeros) */
+    fake_config_load(&c);
+    cfg = c;
     if (cfg.nvml_init_error)
         return cfg.nvml_init_error;
     init_count++;
@@ -194,6 +198,23 @@ FAKE_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned i, nvmlDevice_t *d)
     (void)d;
     legacy("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2");
     return NVML_ERROR_UNKNOWN;
+}
+
+FAKE_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+{
+    if (!init_count)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!uuid || !d)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < cfg.n_devices; i++) {
+        char u[96];
+        fake_uuid_string(i, u, sizeof(u));
+        if (!strcmp(u, uuid)) {
+            *d = to_handle(i);
+            return NVML_SUCCESS;
+        }
+    }
+    return 6; /* NVML_ERROR_NOT_FOUND */
 }
 
 FAKE_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned len)

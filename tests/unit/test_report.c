@@ -58,7 +58,7 @@ static struct gm_snapshot *example(unsigned iterations)
 
 static char *render(const struct gm_snapshot *snap, const struct gm_analysis *an, size_t *n)
 {
-    struct gm_report_opts o = {"test </title><b>", 50, 6, 0};
+    struct gm_report_opts o = {"test </title><b>", 50, 6, 0, NULL};
     struct gm_error err;
     FILE *f = tmpfile();
     char *html;

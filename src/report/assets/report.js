@@ -1148,6 +1148,54 @@
   }
 
   // ---- legends, device selection ----
+  // ---- the whole device: gpumem account of the same run ----
+  const ACCOUNT_COLORS = { context: '#8c564b', modules: '#c49c94', graphs: '#e377c2', torch: '#1f77b4',
+    nccl: '#2ca02c', cublas: '#ff7f0e', cublaslt: '#ffbb78', cudnn: '#9467bd', triton: '#17becf',
+    other: '#bcbd22', unknown: '#7f7f7f', rounding: '#dbdb8d', not_seen: '#d62728' };
+  // a term: [title, bytes, term, lib, source]
+  function accountColor(t) {
+    const k = t[2] === 'library' ? t[3] : t[2] === 'others' ? 'other' : t[2];
+    return ACCOUNT_COLORS[k] || '#7f7f7f';
+  }
+  function drawAccount() {
+    const box = $('account'), A = D.account;
+    $('v-account').hidden = !A;
+    drawn.account = null;
+    if (!A) return;
+    box.textContent = '';
+    const equations = [];
+    for (const p of A.processes) for (const d of p.devices) {
+      const b = d.peak;
+      if (!b) continue;
+      const shown = b.terms.reduce((s, t) => s + Math.max(0, t[1]), 0);
+      const total = Math.max(b.used || 0, shown, 1);
+      const bar = el('div', { class: 'acct-bar' });
+      for (const t of b.terms) {
+        if (t[1] <= 0) continue;
+        const seg = el('span', { class: 'acct-seg', style: 'width:' + (100 * t[1] / total).toFixed(3) + '%;background:' + accountColor(t) });
+        seg.addEventListener('mousemove', (ev) => showTip(ev, t[0] + ': ' + fmtHover(t[1]), [t[4]], null));
+        seg.addEventListener('mouseleave', hideTip);
+        bar.appendChild(seg);
+      }
+      const sd = DEVS.find((x) => x.device === d.device);
+      if (sd && sd.peak && sd.peak.max_reserved)
+        bar.appendChild(el('span', { class: 'acct-mark', style: 'left:' + Math.min(100, 100 * sd.peak.max_reserved / total).toFixed(3) + '%',
+          title: 'the snapshot\'s highest reserved on cuda:' + d.device + ': ' + fmtBoth(sd.peak.max_reserved) }));
+      const rows = b.terms.map((t) => el('tr', null,
+        el('td', null, el('span', { class: 'chip', style: 'background:' + accountColor(t) }), t[0]),
+        el('td', { class: 'num' }, (t[1] < 0 ? '-' : '') + fmtBytes(Math.abs(t[1]))), el('td', { class: 'num' }, group3(t[1])),
+        el('td', { class: 'where' }, t[4])));
+      box.appendChild(el('div', { class: 'acct' },
+        el('h3', null, 'process ' + p.pid + (p.rank >= 0 ? ' (rank ' + p.rank + ')' : '') + ', cuda:' + d.device + ' ' + d.name + ': device used ' +
+          (b.used === null ? 'not read' : fmtBoth(b.used)) + ' at its peak, ' + b.t_s.toFixed(2) + ' s' + (p.disabled ? ' (accounting stopped early: incomplete)' : '')),
+        bar,
+        el('div', { class: 'tablewrap' }, el('table', null, el('thead', null, el('tr', null, el('th', null, 'term'), el('th', { class: 'num' }, 'size'),
+          el('th', { class: 'num' }, 'bytes'), el('th', null, 'source'))), el('tbody', null, ...rows)))));
+      equations.push({ pid: p.pid, device: d.device, used: b.used, sum: b.terms.reduce((s, t) => s + t[1], 0), terms: b.terms.length });
+    }
+    drawn.account = equations;
+  }
+
   function legends() {
     const tlg = $('timeline-legend'), clg = $('cats-legend');
     tlg.textContent = ''; clg.textContent = '';
@@ -1195,6 +1243,7 @@
   function init() {
     $('gm-title').textContent = D.title;
     drawRanks();
+    drawAccount();
     if (!DEVS.length) {
       $('findings').appendChild(el('p', { class: 'empty' }, 'The snapshot has no device: no segments and no trace.'));
       for (const id of ['v-timeline', 'v-categories', 'v-segtl', 'v-peak', 'v-flame', 'v-segments']) $(id).hidden = true;
