@@ -217,6 +217,14 @@ static int calibrate_account(const char *cmd, const char *file, struct gm_job *j
     return rc;
 }
 
+/* MODEL as `gpumem estimate` takes it (a Hub id found in the local Hugging Face cache too). */
+static enum gm_status load_model(struct gm_job_source *src, const char *spec, struct gm_error *err)
+{
+    char cache[4096];
+    bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+    return gm_job_source_load(src, spec, have_cache ? cache : NULL, err);
+}
+
 static const struct opt_usage usage = {
     "gpumem calibrate SNAPSHOT [MODEL] [JOB SETTINGS] [--predict NAME=V1,V2,...] [OPTIONS]\n"
     "       gpumem calibrate --account FILE [MODEL] [JOB SETTINGS] [--json]",
@@ -281,7 +289,7 @@ int cmd_calibrate(int argc, char **argv)
         if ((rc = job_opts_fill(cmd, &jo, &job)) != 0)
             return rc;
         if (n_pos == 1) {
-            if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
+            if (load_model(&src, argv[1], &err) != GM_OK)
                 return cli_fail(cmd, &err);
             gm_job_use_source(&job, &src);
         }
@@ -305,9 +313,7 @@ int cmd_calibrate(int argc, char **argv)
         if (gm_calib_add_points(&co, predict.items[i], &err) != GM_OK)
             return cli_usage(cmd, "%s", err.msg);
     if (n_pos == 2) {
-        char cache[4096];
-        bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
-        if (gm_job_source_load(&src, argv[2], have_cache ? cache : NULL, &err) != GM_OK)
+        if (load_model(&src, argv[2], &err) != GM_OK)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);
