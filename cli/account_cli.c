@@ -26,8 +26,12 @@ int account_cli_begin(const char *cmd, struct account_cli *ac, const char *dir, 
     struct gm_account_env_opts o;
     memset(ac, 0, sizeof(*ac));
     ac->keep = keep;
-    if (gm_account_preload_path(preload, sizeof(preload), &err) != GM_OK) {
-        cli_errorf(cmd, "%s", err.msg);
+    /* $GPUMEM_ACCOUNT_LIBRARY: an interposer of the user's choice (docs/account.md) */
+    if (gm_account_preload_path(getenv("GPUMEM_ACCOUNT_LIBRARY"), preload, sizeof(preload),
+                                &err) != GM_OK) {
+        cli_errorf(cmd, "%s%s", err.msg,
+                   getenv("GPUMEM_ACCOUNT_LIBRARY") ? " ($GPUMEM_ACCOUNT_LIBRARY)"
+                                                    : ": set GPUMEM_ACCOUNT_LIBRARY to its path");
         return GM_EXIT_SOFTWARE;
     }
     if (dir) {

@@ -179,7 +179,7 @@ int cli_dispatch(const struct cli_command *table, const char *prefix, int argc, 
             size_t n = 0;
             for (const struct cli_command *c = table; c->name && n < 64; c++)
                 names[n++] = c->name;
-            near = opts_closest(want, strlen(want), names, n);
+            near = gm_text_closest(want, strlen(want), names, n, false);
             fprintf(f, "%s: '%s' is not a command", prefix,
                     gm_text_escape(safe, sizeof(safe), want));
             if (near)

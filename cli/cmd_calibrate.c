@@ -108,7 +108,7 @@ static void render_span(FILE *f, const struct gm_calib_span *s)
 
 static void render(FILE *f, const char *snapshot, const struct gm_calibration *c)
 {
-    const struct gm_estimate *e = &c->est;
+    const struct gm_estimate *e = c->est;
     char a[32], b[32], d[32], r[32];
 
     fprintf(f, "snapshot: %s, device %d: %u iterations, peak %s in %s", snapshot, (int)c->device,
@@ -217,6 +217,14 @@ static int calibrate_account(const char *cmd, const char *file, struct gm_job *j
     return rc;
 }
 
+/* MODEL as `gpumem estimate` takes it (a Hub id found in the local Hugging Face cache too). */
+static enum gm_status load_model(struct gm_job_source *src, const char *spec, struct gm_error *err)
+{
+    char cache[4096];
+    bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+    return gm_job_source_load(src, spec, have_cache ? cache : NULL, err);
+}
+
 static const struct opt_usage usage = {
     "gpumem calibrate SNAPSHOT [MODEL] [JOB SETTINGS] [--predict NAME=V1,V2,...] [OPTIONS]\n"
     "       gpumem calibrate --account FILE [MODEL] [JOB SETTINGS] [--json]",
@@ -281,7 +289,7 @@ int cmd_calibrate(int argc, char **argv)
         if ((rc = job_opts_fill(cmd, &jo, &job)) != 0)
             return rc;
         if (n_pos == 1) {
-            if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
+            if (load_model(&src, argv[1], &err) != GM_OK)
                 return cli_fail(cmd, &err);
             gm_job_use_source(&job, &src);
         }
@@ -305,7 +313,7 @@ int cmd_calibrate(int argc, char **argv)
         if (gm_calib_add_points(&co, predict.items[i], &err) != GM_OK)
             return cli_usage(cmd, "%s", err.msg);
     if (n_pos == 2) {
-        if (gm_job_source_load(&src, argv[2], &err) != GM_OK)
+        if (load_model(&src, argv[2], &err) != GM_OK)
             return cli_fail(cmd, &err);
         have_src = true;
         gm_job_use_source(&job, &src);
@@ -313,20 +321,14 @@ int cmd_calibrate(int argc, char **argv)
     struct snapcli_load_opts lo = {mem_limit, false};
     if ((rc = ana_cli_open(cmd, argv[1], &lo, &snap, &an)) != 0)
         goto out;
-    if (!(c = malloc(sizeof(*c)))) {
-        rc = cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
-                                              .offset = GM_NO_OFFSET,
-                                              .msg = "out of memory"});
-        goto out;
-    }
-    if (gm_calibrate(&job, an, &co, c, &err) != GM_OK)
+    if (gm_calibrate(&job, an, &co, &c, &err) != GM_OK)
         rc = cli_fail(cmd, &err);
     else if (json)
         rc = gm_calibration_json(stdout, c, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
     else
         render(stdout, argv[1], c);
 out:
-    free(c);
+    gm_calibration_free(c);
     ana_cli_close(snap, an);
     if (have_src)
         gm_job_source_release(&src);

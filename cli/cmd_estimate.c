@@ -5,6 +5,7 @@
  * renders the report. */
 #include "cli.h"
 #include "commands.h"
+#include "estimate_lists.h"
 #include "estimate_render.h"
 #include "job_opts.h"
 #include "opts.h"
@@ -16,99 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int list_models(bool json)
-{
-    struct gm_json w;
-    if (json) {
-        cli_json_begin(&w, stdout, "estimate.models");
-        gm_json_key(&w, "models");
-        gm_json_begin_array(&w);
-    } else {
-        printf("%-26s %-36s %16s\n", "name", "hub id", "parameters");
-    }
-    for (size_t i = 0; i < gm_model_catalog_count(); i++) {
-        struct gm_param_counts pc;
-        struct gm_error err;
-        const struct gm_model *m = gm_model_catalog_get(i);
-        if (gm_model_count_params(m, &pc, &err) != GM_OK)
-            return cli_fail("gpumem estimate", &err);
-        if (json) {
-            gm_json_begin_object(&w);
-            gm_json_kv_str(&w, "name", m->name);
-            gm_json_kv_str(&w, "hub_id", gm_model_catalog_hub_id(i));
-            gm_json_key(&w, "aliases");
-            gm_json_begin_array(&w);
-            for (const char *a = gm_model_catalog_aliases(i); *a;) {
-                size_t len = strcspn(a, " ");
-                if (len)
-                    gm_json_strn(&w, a, len);
-                a += len + (a[len] == ' ');
-            }
-            gm_json_end_array(&w);
-            gm_json_kv_u64(&w, "parameters", pc.total);
-            gm_json_end_object(&w);
-        } else {
-            printf("%-26s %-36s %16llu\n", m->name, gm_model_catalog_hub_id(i),
-                   (unsigned long long)pc.total);
-        }
-    }
-    if (!json)
-        return 0;
-    gm_json_end_array(&w);
-    return cli_json_end(&w, "gpumem estimate");
-}
-
-/* The model_type names gm_model_parse_hf_config() knows. */
-static int list_archs(bool json)
-{
-    struct gm_json w;
-    if (json) {
-        cli_json_begin(&w, stdout, "estimate.archs");
-        gm_json_key(&w, "archs");
-        gm_json_begin_array(&w);
-    }
-    for (int a = GM_ARCH_UNKNOWN + 1; a < GM_ARCH__COUNT; a++) {
-        if (json)
-            gm_json_str(&w, gm_arch_name((enum gm_arch)a));
-        else
-            printf("%s\n", gm_arch_name((enum gm_arch)a));
-    }
-    if (!json)
-        return 0;
-    gm_json_end_array(&w);
-    return cli_json_end(&w, "gpumem estimate");
-}
-
-static int list_gpus(bool json)
-{
-    struct gm_json w;
-    if (json) {
-        cli_json_begin(&w, stdout, "estimate.gpus");
-        gm_json_key(&w, "gpus");
-        gm_json_begin_array(&w);
-    } else {
-        printf("%-14s %-12s %10s %10s\n", "name", "kind", "MiB", "GiB");
-    }
-    for (size_t i = 0; i < gm_gpu_catalog_count(); i++) {
-        const struct gm_gpu *g = gm_gpu_catalog_get(i);
-        if (json) {
-            gm_json_begin_object(&w);
-            gm_json_kv_str(&w, "name", g->name);
-            gm_json_kv_str(&w, "kind", g->kind);
-            gm_json_kv_u64(&w, "memory_bytes", g->memory_bytes);
-            gm_json_end_object(&w);
-        } else {
-            printf("%-14s %-12s %10llu %10.2f\n", g->name, g->kind,
-                   (unsigned long long)(g->memory_bytes / GM_MIB),
-                   (double)g->memory_bytes / (double)GM_GIB);
-        }
-    }
-    if (!json)
-        return 0;
-    gm_json_end_array(&w);
-    return cli_json_end(&w, "gpumem estimate");
-}
+#include <strings.h>
 
 static void segments_json(const struct gm_est_segments *l, const struct gm_estimate *e,
                           struct gm_json *w)
@@ -168,16 +77,12 @@ static void segments_text(const struct gm_est_segments *l, const struct gm_estim
 /* The estimate's step replay, segment by segment, in the order it took them. */
 static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
 {
-    struct gm_estimate *e = malloc(sizeof(*e));
+    struct gm_estimate *e = NULL;
     struct gm_est_segments l;
     struct gm_json w;
     struct gm_error err;
     int rc;
-    if (!e)
-        return cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
-                                                .offset = GM_NO_OFFSET,
-                                                .msg = "out of memory"});
-    if (gm_estimate_run_segments(job, e, &l, &err) != GM_OK) {
+    if (gm_estimate_run_segments(job, &e, &l, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
     } else if (json) {
         segments_json(&l, e, &w);
@@ -187,25 +92,43 @@ static int replay_segments(const char *cmd, const struct gm_job *job, bool json)
         rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
     }
     gm_est_segments_free(&l);
-    free(e);
+    gm_estimate_free(e);
     return rc;
 }
 
+/* The command's own options, beside the job settings. */
+struct est_cli {
+    bool list_models, list_gpus, list_archs, segments, json, check, brief, all_suggestions;
+    const char *from;
+    int color;
+};
+
 /* One option per job setting, then the command's own. */
-static void build_options(struct opt *opts, struct job_opts *c, bool *list_m, bool *list_g,
-                          bool *list_a, bool *segs, bool *json, int *color)
+static void build_options(struct opt *opts, struct job_opts *c, struct est_cli *o)
 {
     size_t n = 0;
     job_opts_add(opts, &n, c);
-    opts[n++] = (struct opt)OPT_FLAG("list-models", 0, list_m, "list the built-in models");
-    opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, list_g, "list the GPU catalog");
-    opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, list_a,
+    opts[n++] = (struct opt)OPT_STRING("from", 0, &o->from, "CMD",
+                                       "the job an engine command runs: 'vllm serve MODEL ...', "
+                                       "'python -m sglang.launch_server ...', 'llama-server -m "
+                                       "MODEL ...'");
+    opts[n++] = (struct opt)OPT_FLAG("check", 0, &o->check,
+                                     "exit 0 if it fits, 1 if it does not, 3 if borderline");
+    opts[n++] = (struct opt)OPT_FLAG("brief", 0, &o->brief,
+                                     "one line: the verdict, device used, the margin");
+    opts[n++] = (struct opt)OPT_FLAG("all-suggestions", 0, &o->all_suggestions,
+                                     "every change that helps, not the first five");
+    opts[n++] = (struct opt)OPT_FLAG("list-models", 0, &o->list_models,
+                                     "list the built-in models (MODEL: those whose name or Hub "
+                                     "id holds it)");
+    opts[n++] = (struct opt)OPT_FLAG("list-gpus", 0, &o->list_gpus, "list the GPU catalog");
+    opts[n++] = (struct opt)OPT_FLAG("list-archs", 0, &o->list_archs,
                                      "list the architectures (model_type) gpumem knows");
-    opts[n++] = (struct opt)OPT_FLAG("replay-segments", 0, segs,
+    opts[n++] = (struct opt)OPT_FLAG("replay-segments", 0, &o->segments,
                                      "list the segments the step replay takes, in order, with "
                                      "where in the step and what was live (training)");
-    opts[n++] = (struct opt)OPT_JSON(json, "gpumem.estimate/1");
-    opts[n++] = (struct opt)OPT_COLOR(color);
+    opts[n++] = (struct opt)OPT_JSON(&o->json, "gpumem.estimate/1");
+    opts[n++] = (struct opt)OPT_COLOR(&o->color);
     opts[n] = (struct opt)OPT_END;
 }
 
@@ -213,73 +136,112 @@ static const struct opt_usage usage = {
     "gpumem estimate [MODEL] [--train|--infer] [OPTIONS]",
     "Predict peak GPU memory before launching: peak allocated, peak reserved and\n"
     "device used as nvidia-smi shows it, with every component and assumption, the\n"
-    "fit verdict on a GPU and what to change when it does not fit.\n"
-    "MODEL is a built-in name (--list-models), a config.json or a directory holding\n"
-    "one, or weight files read from their headers: a .safetensors file, a folder of\n"
-    "shards or its model.safetensors.index.json, or a .gguf file.\n"
-    "Without --train or --infer only the weights are sized.",
+    "fit verdict on a GPU, what to change when it does not fit, and for a\n"
+    "serving job that fits the engine's own command line.\n"
+    "MODEL is a built-in name (--list-models), a Hugging Face id (the local\n"
+    "hub cache, else the built-in model of that name), a config.json or a\n"
+    "directory holding one, or weight files read from their headers: a\n"
+    ".safetensors file, a folder of shards or its model.safetensors.index.json,\n"
+    "or a .gguf file.  Without --train or --infer only the weights are sized.\n"
+    "--check exits 0 when the job fits, 1 when it does not, 3 if borderline.",
     "  gpumem estimate --parameters 7B --bits 16 --reserve-gib 4\n"
     "  gpumem estimate llama-3-8b --train --batch 4 --seq 2048 --gpu H100\n"
-    "  gpumem estimate qwen2.5-1.5b --train --method blog --precision fp32 --batch 16 --seq 256\n"
+    "  gpumem estimate meta-llama/Llama-3.1-8B-Instruct --infer --engine vllm --gpu L4\n"
     "  gpumem estimate mistral-7b --infer --batch 8 --context 8192 --kv-dtype fp8\n"
-    "  gpumem estimate llama-3.1-70b --infer --engine vllm --tp 2 --gpu \"NVIDIA H100 80GB HBM3\"\n"
+    "  gpumem estimate llama-3.1-70b --infer --engine vllm --gpus 2 --gpu H100\n"
+    "  gpumem estimate --from 'vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768' "
+    "--gpu L40S\n"
     "  gpumem estimate model.gguf --infer --engine llama.cpp --context 8192 --gpu RTX-4090"};
+
+/* The verdict as --check's exit code: 0 fits, 1 does not, 3 borderline. */
+static int check_code(const struct gm_estimate_report *r)
+{
+    const struct gm_est_fit *fit = &r->est->fit;
+    if (fit->verdict == GM_VERDICT_BORDERLINE)
+        return GM_EXIT_BORDERLINE;
+    return fit->fits ? GM_EXIT_OK : GM_EXIT_FAILURE;
+}
+
+/* MODEL from the command line, or from the engine command --from read. */
+static int load_model(const char *cmd, const char *spec, struct gm_job_source *src,
+                      struct gm_job *job)
+{
+    struct gm_error err;
+    char cache[4096];
+    bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+    if (gm_job_source_load(src, spec, have_cache ? cache : NULL, &err) != GM_OK)
+        return cli_fail(cmd, &err);
+    gm_job_use_source(job, src);
+    return 0;
+}
 
 int cmd_estimate(int argc, char **argv)
 {
-    const char *cmd = argv[0];
+    const char *cmd = argv[0], *model;
     struct job_opts c;
-    struct opt opts[JOB_OPTS_MAX + 8];
+    struct opt opts[JOB_OPTS_MAX + 12];
+    struct est_cli o = {0};
     struct gm_job job;
     struct gm_job_source src;
-    struct gm_estimate_report *r;
+    struct gm_estimate_report *r = NULL;
     struct gm_error err;
-    bool json = false, list_m = false, list_g = false, list_a = false, have_src = false;
-    bool segs = false;
-    int color = 0, n_pos = 0, rc;
+    char from_model[512] = "", from_note[GM_EST_NOTE_MAX - 64], from_text[GM_EST_NOTE_MAX];
+    bool have_src = false;
+    int n_pos = 0, rc;
 
-    build_options(opts, &c, &list_m, &list_g, &list_a, &segs, &json, &color);
+    build_options(opts, &c, &o);
     if ((rc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos)) >= 0)
         return rc;
-    if (list_m)
-        return list_models(json);
-    if (list_g)
-        return list_gpus(json);
-    if (list_a)
-        return list_archs(json);
+    if (o.list_models)
+        return est_list_models(n_pos == 1 ? argv[1] : NULL, o.json);
+    if (o.list_gpus)
+        return est_list_gpus(o.json);
+    if (o.list_archs)
+        return est_list_archs(o.json);
     if (n_pos > 1)
         return cli_usage(cmd, "unexpected argument '%s'", argv[2]);
     gm_job_init(&job);
+    if (o.from) {
+        if (gm_job_read_command(&job, o.from, from_model, sizeof from_model, from_note,
+                                sizeof from_note, &err) != GM_OK)
+            return cli_usage(cmd, "%s", err.msg);
+        snprintf(from_text, sizeof from_text, "read from the %s command line%s%s",
+                 gm_engine_name(job.engine.kind), from_note[0] ? "; not read: " : "", from_note);
+        job.from = from_text;
+    }
     if ((rc = job_opts_fill(cmd, &c, &job)) != 0)
         return rc;
-    if (n_pos == 0 && !job.model.n_params)
+    model = n_pos == 1 ? argv[1] : from_model[0] ? from_model : NULL;
+    if (!model && !job.model.n_params)
         return cli_usage(cmd, "give a MODEL or --parameters N");
-    if (n_pos == 1) {
-        if (gm_job_source_load(&src, argv[1], &err) != GM_OK)
-            return cli_fail(cmd, &err);
+    if (o.check && !job.gpu.memory_bytes)
+        return cli_usage(cmd, "--check judges the fit on a GPU: give --gpu or --gpu-memory");
+    if (model) {
+        if ((rc = load_model(cmd, model, &src, &job)) != 0)
+            return rc;
         have_src = true;
-        gm_job_use_source(&job, &src);
     }
-    if (segs) {
-        rc = replay_segments(cmd, &job, json);
+    if (o.segments) {
+        rc = replay_segments(cmd, &job, o.json);
         goto out;
     }
-    r = malloc(sizeof(*r));
-    if (!r) {
-        rc = cli_fail(cmd, &(struct gm_error){.code = GM_ERR_NOMEM,
-                                              .offset = GM_NO_OFFSET,
-                                              .msg = "out of memory"});
-        goto out;
-    }
-    if (gm_estimate_report_run(&job, r, &err) != GM_OK) {
+    if (gm_estimate_report_run(&job, &r, &err) != GM_OK) {
         rc = cli_fail(cmd, &err);
-    } else if (json) {
-        rc = gm_estimate_report_json(stdout, r, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
     } else {
-        est_render_text(stdout, r, cli_use_color((enum cli_color)color, stdout));
-        rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+        struct est_render_opts ro = {cli_use_color((enum cli_color)o.color, stdout),
+                                     o.all_suggestions ? 0 : 5};
+        if (o.json)
+            rc = gm_estimate_report_json(stdout, r, &err) == GM_OK ? 0 : cli_fail(cmd, &err);
+        else if (o.brief)
+            est_render_brief(stdout, r);
+        else
+            est_render_text(stdout, r, &ro);
+        if (!o.json)
+            rc = fflush(stdout) != 0 ? GM_EXIT_IOERR : 0;
+        if (rc == 0 && o.check)
+            rc = check_code(r);
     }
-    free(r);
+    gm_estimate_report_free(r);
 out:
     if (have_src)
         gm_job_source_release(&src);

@@ -40,7 +40,7 @@ static const struct gm_est_component *find_kind(const struct gm_estimate *e, enu
 
 static void text_weights(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_component *w = find_kind(e, GM_KIND_WEIGHTS);
     uint64_t reserve = gm_estimate_kind_bytes(e, GM_KIND_RESERVE);
     char gb[32], gi[32];
@@ -83,7 +83,7 @@ static void text_range(FILE *f, const struct gm_est_range *r)
 
 static void text_table(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_job *j = &r->job;
     fprintf(f, "parameters: %llu\n", (unsigned long long)e->n_params);
     if (e->mode == GM_EST_TRAIN)
@@ -133,12 +133,16 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
     text_range(f, &e->range);
 }
 
-/* 2 + 48 spaces: continues a wrapped suggestion under its figures. */
-#define WRAP_PAD "                                                  "
-
-static void text_fit(FILE *f, const struct gm_estimate_report *r, bool color)
+static const char *verdict_word(const struct gm_est_fit *fit)
 {
-    const struct gm_est_fit *fit = &r->est.fit;
+    return fit->verdict == GM_VERDICT_BORDERLINE ? "borderline" : fit->fits ? "yes" : "NO";
+}
+
+static void text_fit(FILE *f, const struct gm_estimate_report *r, const struct est_render_opts *o)
+{
+    bool color = o->color;
+    size_t shown;
+    const struct gm_est_fit *fit = &r->est->fit;
     const struct gm_est_suggestions *s = &r->suggestions;
     if (!r->job.gpu.memory_bytes) {
         fprintf(f, "\nfits on (device used <= total memory):");
@@ -150,30 +154,50 @@ static void text_fit(FILE *f, const struct gm_estimate_report *r, bool color)
     fprintf(f, "\nfit on %s (%.2f GiB): %s%s%s, %s (%s)\n", r->job.gpu.label,
             (double)fit->capacity_bytes / (double)GM_GIB,
             color_on(color, fit->verdict != GM_VERDICT_DOES_NOT_FIT && fit->fits),
-            fit->verdict == GM_VERDICT_BORDERLINE ? "borderline"
-            : fit->fits                           ? "yes"
-                                                  : "NO",
-            color_off(color), fit->text, fit->range_text);
+            verdict_word(fit), color_off(color), fit->text, fit->range_text);
     if (!s->n && !s->none_fits)
         return;
     fprintf(f, "\nwhat to change (device used; %s):\n",
-            s->n && s->items[0].fits ? "cheapest first" : "closest to fitting first");
-    for (size_t i = 0; i < s->n; i++) {
+            s->n && s->items[0].fits ? "on the GPUs given first, cheapest first"
+                                     : "closest to fitting first");
+    shown = o->max_suggestions && o->max_suggestions < s->n ? o->max_suggestions : s->n;
+    for (size_t i = 0; i < shown; i++) {
         const struct gm_est_suggestion *g = &s->items[i];
         char change[160];
         snprintf(change, sizeof change, "%s%s", g->combined ? "together: " : "", g->change);
-        fprintf(f, "  %-48s%s %9.2f GiB%s  %s%s\n", change,
-                strlen(change) > 48 ? "\n" WRAP_PAD : "", (double)g->device_bytes / (double)GM_GIB,
-                color_on(color, g->fits),
+        fprintf(f, "  %-46s %8.2f GiB  %s%s%s: %s\n", change,
+                (double)g->device_bytes / (double)GM_GIB, color_on(color, g->fits),
                 g->reason == GM_FIT_FITS_PAGED ? "fits with paging"
                 : g->fits                      ? "fits"
                                                : "does not fit",
-                color_off(color));
-        fprintf(f, "      %s\n", g->trade);
+                color_off(color), g->trade);
     }
+    if (shown < s->n)
+        fprintf(f, "  (%zu more: --all-suggestions)\n", s->n - shown);
     if (s->none_fits)
         fprintf(f, "  nothing fits: no change above, no combination of them and no GPU of the "
                    "catalog makes this job fit\n");
+}
+
+/* A serving job that fits: the engine's own command line, and how many requests its pool
+ * serves at once by request length. */
+static void text_plan(FILE *f, const struct gm_estimate_report *r)
+{
+    if (!r->plan)
+        return;
+    fprintf(f, "\nto serve it (%s):\n  %s\n", gm_engine_name(r->job.engine.kind), r->plan);
+    if (!r->n_budget)
+        return;
+    fprintf(f, "\nrequests at once by length (the KV pool of %llu tokens%s):\n",
+            (unsigned long long)r->est->serving.kv_tokens,
+            r->job.engine.kind == GM_ENGINE_VLLM ? ", max_num_seqs the cap" : "");
+    if (r->job.engine.kind == GM_ENGINE_SGLANG &&
+        r->est->serving.kv_tokens < r->est->serving.max_model_len)
+        fprintf(f, "  (SGLang cuts a longer request's input to %llu tokens, the pool less one)\n",
+                (unsigned long long)(r->est->serving.kv_tokens - 1));
+    for (size_t i = 0; i < r->n_budget; i++)
+        fprintf(f, "  %10llu tokens  %6llu\n", (unsigned long long)r->budget[i].tokens,
+                (unsigned long long)r->budget[i].requests);
 }
 
 static void text_model_files(FILE *f, const struct gm_modelfile *mf)
@@ -245,7 +269,7 @@ static void text_deepspeed(FILE *f, const struct gm_estimate_report *r)
 static void text_devices(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_est_layout *l = &r->est.layout;
+    const struct gm_est_layout *l = &r->est->layout;
     char a[32], b[32], c[32], pp[32] = "";
     if (j->parallel.pp > 1)
         snprintf(pp, sizeof pp, ", pp %llu", (unsigned long long)j->parallel.pp);
@@ -280,7 +304,7 @@ static void text_devices(FILE *f, const struct gm_estimate_report *r)
 static void text_setup(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_serving *sv = &e->serving;
     char a[32], b[32];
 
@@ -333,19 +357,41 @@ static void text_setup(FILE *f, const struct gm_estimate_report *r)
                                                              : "context";
         gib(a, sizeof a, e->device_bytes);
         if (r->search.value)
-            fprintf(f, "\nlargest %s that fits %s: %llu%s (device %s at that %s)\n", what,
-                    j->gpu.label, (unsigned long long)r->search.value,
-                    r->search.hit_limit ? " (the search limit: the model's positions or 2^20)" : "",
-                    a, what);
+            fprintf(f, "\nlargest %s that fits %s: %llu (device %s at that %s)\n", what,
+                    j->gpu.label, (unsigned long long)r->search.value, a, what);
         else
-            fprintf(f, "\nlargest %s that fits %s: none (even 1 needs %s)\n", what, j->gpu.label,
-                    a);
+            fprintf(f, "\nlargest %s that fits %s: none\n", what, j->gpu.label);
+        if (r->search.hit_limit)
+            fprintf(f, "  limited by the search limit: %llu (the model's positions, or 2^20)\n",
+                    (unsigned long long)r->search.limit);
+        else
+            fprintf(f, "  what binds, at %llu: %s\n",
+                    (unsigned long long)(r->search.value ? r->search.value + 1 : r->search.shown),
+                    r->search.limit_text);
     }
 }
 
-void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
+void est_render_brief(FILE *f, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_est_fit *fit = &r->est->fit;
+    const char *word;
+    if (!r->job.gpu.memory_bytes) {
+        fprintf(
+            f, "device used %.2f GiB; fits on %s\n", (double)r->est->device_bytes / (double)GM_GIB,
+            r->n_fits_on ? gm_gpu_catalog_get(r->fits_on[0])->name : "none of the catalog GPUs");
+        return;
+    }
+    word = fit->verdict == GM_VERDICT_BORDERLINE ? "borderline"
+           : fit->fits                           ? "fits"
+                                                 : "does not fit";
+    fprintf(f, "%s on %s: device %.2f of %.2f GiB, %s\n", word, r->job.gpu.label,
+            (double)fit->device_bytes / (double)GM_GIB,
+            (double)fit->capacity_bytes / (double)GM_GIB, fit->text);
+}
+
+void est_render_text(FILE *f, const struct gm_estimate_report *r, const struct est_render_opts *o)
+{
+    const struct gm_estimate *e = r->est;
     const struct gm_model *m = r->job.model.model;
 
     if (r->deepspeed_only) {
@@ -375,9 +421,10 @@ void est_render_text(FILE *f, const struct gm_estimate_report *r, bool color)
         text_weights(f, r);
     else
         text_table(f, r);
-    text_fit(f, r, color);
+    text_fit(f, r, o);
     fprintf(f, "\nassumptions:\n");
     for (size_t i = 0; i < e->n_assumptions; i++)
         fprintf(f, "  - %s\n", e->assumptions[i]);
     text_setup(f, r);
+    text_plan(f, r);
 }

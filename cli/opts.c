@@ -4,57 +4,12 @@
 
 #include "cli.h"
 
+#include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between
- * a[0..na) and b[0..nb), for the "did you mean" of mistyped names (short words only). */
-static size_t distance(const char *a, size_t na, const char *b, size_t nb)
-{
-    size_t d[34][34];
-    if (na > 32 || nb > 32)
-        return SIZE_MAX;
-    for (size_t i = 0; i <= na; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= nb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= na; i++) {
-        for (size_t j = 1; j <= nb; j++) {
-            size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            size_t best = sub < del ? sub : del;
-            best = best < ins ? best : ins;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[na][nb];
-}
-
-const char *opts_closest(const char *word, size_t len, const char *const *names, size_t n)
-{
-    const char *best = NULL;
-    size_t best_d = SIZE_MAX;
-    /* close enough to be a slip: 1 edit for short words, 2 from 5 letters, 3 from 9 */
-    size_t allowed = len < 5 ? 1 : len < 9 ? 2 : 3;
-    for (size_t i = 0; i < n; i++) {
-        size_t nl = strlen(names[i]), dd;
-        if (nl > len && !strncmp(names[i], word, len) && len >= 3)
-            dd = 0; /* a prefix of the name ("--dev" for --device, "leak" for leaks) */
-        else
-            dd = distance(word, len, names[i], nl);
-        if (dd <= allowed && dd < best_d) {
-            best = names[i];
-            best_d = dd;
-        }
-    }
-    return best;
-}
 
 /* Options every command takes, whether or not its table names them: --color (the
  * commands whose output has colour read it with opts_color(); for the others it changes
@@ -70,7 +25,7 @@ enum cli_color opts_color(void)
     return (enum cli_color)common_color;
 }
 
-/* The option names of a table, for opts_closest(); up to 'cap'. */
+/* The option names of a table, for gm_text_closest(); up to 'cap'. */
 static size_t long_names(const struct opt *opts, const char **names, size_t cap)
 {
     size_t n = 0;
@@ -171,7 +126,7 @@ static bool set_value(const char *cmd, const struct opt *o, const char *val)
                 strncat(list, o->choices[j], sizeof(list) - strlen(list) - 1);
                 n++;
             }
-            near = opts_closest(val, strlen(val), o->choices, n);
+            near = gm_text_closest(val, strlen(val), o->choices, n, false);
             if (near)
                 cli_errorf(cmd, "--%s: '%s' is not one of: %s (did you mean '%s'?)", o->name, val,
                            list, near);
@@ -249,7 +204,8 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
             }
             if (!o) {
                 const char *names[256];
-                const char *near = opts_closest(name, len, names, long_names(opts, names, 256));
+                const char *near =
+                    gm_text_closest(name, len, names, long_names(opts, names, 256), false);
                 if (near)
                     cli_errorf(cmd,
                                "unknown option '--%.*s': did you mean '--%s'? (see '%s --help')",

@@ -111,11 +111,6 @@ enum opts_result opts_parse(int argc, char **argv, const struct opt *opts,
 int opts_parse_cmd(int argc, char **argv, const struct opt *opts, const struct opt_usage *usage,
                    bool stop_at_positional, int *n_pos);
 
-/* The one of names[0..n) that 'word' (len bytes) is most likely a slip for (a few edits
- * away, or a prefix of it), or NULL: the "did you mean" of every option, choice and command
- * table. */
-const char *opts_closest(const char *word, size_t len, const char *const *names, size_t n);
-
 /* --color as given to a command whose table does not name it (every command takes it:
  * opts.c's common options); CLI_COLOR_AUTO when not given. */
 enum cli_color opts_color(void);

@@ -1062,7 +1062,11 @@ static bool job_model(struct gm_job *job, PyObject *model, struct gm_job_source 
     if (!PyUnicode_FSConverter(model, &bytes))
         return false;
     ts = PyEval_SaveThread();
-    st = gm_job_source_load(src, PyBytes_AS_STRING(bytes), &err);
+    {
+        char cache[4096];
+        bool have_cache = gm_hf_hub_cache(getenv, cache, sizeof cache);
+        st = gm_job_source_load(src, PyBytes_AS_STRING(bytes), have_cache ? cache : NULL, &err);
+    }
     PyEval_RestoreThread(ts);
     if (st != GM_OK) {
         PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
@@ -1096,14 +1100,10 @@ static PyObject *core_estimate_json(PyObject *self, PyObject *args)
     gm_job_init(&job);
     if (!job_from_settings(&job, settings) || !job_model(&job, model, &src, &have))
         goto out;
-    if (!(r = PyMem_RawMalloc(sizeof(*r)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
     if (!memout_open(&m))
         goto out;
     ts = PyEval_SaveThread();
-    st = gm_estimate_report_run(&job, r, &err);
+    st = gm_estimate_report_run(&job, &r, &err);
     if (st == GM_OK)
         st = gm_estimate_report_json(m.f, r, &err);
     PyEval_RestoreThread(ts);
@@ -1114,7 +1114,7 @@ static PyObject *core_estimate_json(PyObject *self, PyObject *args)
         raise_gm(&err, NULL);
     }
 out:
-    PyMem_RawFree(r);
+    gm_estimate_report_free(r);
     if (have)
         gm_job_source_release(&src);
     return out;
@@ -1206,14 +1206,10 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
         return NULL;
     if (!(an = calib_analysis(snapshot, &own_snap, &own_an)))
         goto out;
-    if (!(c = PyMem_RawMalloc(sizeof(*c)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
     if (!memout_open(&m))
         goto out;
     ts = PyEval_SaveThread();
-    st = gm_calibrate(&job, an, &o, c, &err);
+    st = gm_calibrate(&job, an, &o, &c, &err);
     if (st == GM_OK)
         st = gm_calibration_json(m.f, c, &err);
     PyEval_RestoreThread(ts);
@@ -1224,7 +1220,7 @@ static PyObject *core_calibrate_json(PyObject *self, PyObject *args)
         raise_gm(&err, NULL);
     }
 out:
-    PyMem_RawFree(c);
+    gm_calibration_free(c);
     gm_analysis_free(own_an);
     gm_snapshot_free(own_snap);
     if (have)

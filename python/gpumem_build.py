@@ -89,7 +89,10 @@ def cmake_build():
     jobs = str(os.cpu_count() or 2)
     log("building in " + build)
     # the output goes to stderr: pip shows it with -v, and whenever the build fails
-    for cmd in (configure, ["cmake", "--build", build, "--target", "gpumem_python", "gpumem", "-j", jobs]):
+    targets = ["gpumem_python", "gpumem"]
+    if os.path.isdir(os.path.join(ROOT, "preload")):
+        targets.append("gpumem_account_preload")  # gpumem account's interposer
+    for cmd in (configure, ["cmake", "--build", build, "--target"] + targets + ["-j", jobs]):
         subprocess.run(cmd, check=True, stdout=sys.stderr)
     return build
 
@@ -170,6 +173,16 @@ def start_wheel(wheel_directory):
     return build, path, Wheel(path)
 
 
+def add_command(w, build):
+    """The gpumem command into the environment's bin/, and gpumem account's interposer into
+    its lib/gpumem/, where the command looks for it (../lib/gpumem from its own folder)."""
+    w.add_file("%s-%s.data/scripts/gpumem" % (NAME, version()), os.path.join(build, "gpumem"))
+    preload = os.path.join(build, "libgpumem-account.so")
+    if os.path.isfile(preload):
+        w.add_file("%s-%s.data/data/lib/gpumem/libgpumem-account.so" % (NAME, version()),
+                   preload)
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     build, path, w = start_wheel(wheel_directory)
     pkg = os.path.join(ROOT, "python", NAME)
@@ -178,7 +191,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             w.add_file("%s/%s" % (NAME, name), os.path.join(pkg, name))
     ext = extension(build)
     w.add_file("%s/%s" % (NAME, os.path.basename(ext)), ext)
-    w.add_file("%s-%s.data/scripts/gpumem" % (NAME, version()), os.path.join(build, "gpumem"))
+    add_command(w, build)
     w.close(wheel_tag())
     log("wrote " + path)
     return os.path.basename(path)
@@ -267,7 +280,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
                                 "ext_dir": os.path.dirname(extension(build))}
     w.add("__editable___gpumem_finder.py", finder.encode())
     w.add("__editable__.gpumem.pth", b"import __editable___gpumem_finder\n")
-    w.add_file("%s-%s.data/scripts/gpumem" % (NAME, version()), os.path.join(build, "gpumem"))
+    add_command(w, build)
     w.close(wheel_tag())
     log("wrote " + path)
     return os.path.basename(path)

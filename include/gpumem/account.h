@@ -348,10 +348,12 @@ enum gm_status gm_account_calibration_json(FILE *f, const struct gm_account_cali
 /* ------------------------------------------------------------------------------------ */
 /* Running a command under the interposer */
 
-/* The interposer library: $GPUMEM_ACCOUNT_LIBRARY when set, else libgpumem-account.so
- * beside the running executable, in ../lib/gpumem/ from it, or in the library folder it
+/* The interposer library: 'given' when not NULL or empty (the caller's choice, e.g. the
+ * CLI's $GPUMEM_ACCOUNT_LIBRARY), else libgpumem-account.so beside the running executable,
+ * in ../lib/gpumem/ from it (make install, the Python wheel), or in the library folder it
  * was installed to.  GM_ERR_NOENT (saying where it looked) when none exists. */
-enum gm_status gm_account_preload_path(char *out, size_t n, struct gm_error *err);
+enum gm_status gm_account_preload_path(const char *given, char *out, size_t n,
+                                       struct gm_error *err);
 
 struct gm_account_env_opts {
     const char *preload;  /* the interposer (gm_account_preload_path()) */

@@ -83,6 +83,8 @@ enum gm_exit {
     GM_EXIT_OK = 0,
     GM_EXIT_FAILURE = 1,
     GM_EXIT_NODEV = 2,
+    GM_EXIT_BORDERLINE = 3, /* estimate --check: the stated assumptions straddle the capacity
+                               (1: does not fit) */
     GM_EXIT_USAGE = 64,
     GM_EXIT_DATAERR = 65,
     GM_EXIT_NOINPUT = 66,

@@ -8,10 +8,12 @@
  *   gm_job_set(&job, "batch", "4", &err);   serving engine, runtime overheads, GPU); set
  *   ...                                     fields directly or by setting name (the table
  *                                           gm_job_settings() is the CLI's option table)
+ *   struct gm_estimate *est = NULL;
  *   gm_estimate_run(&job, &est, &err);      the pipeline: model and weights -> training or
  *                                           inference -> adapters -> parallel layout ->
  *                                           pipeline stages -> serving engine -> runtime
  *                                           overheads, the three figures and the fit
+ *   gm_estimate_free(est);                  (results are the library's to allocate)
  *
  * The result is a list of components, each with a typed kind (enum gm_est_kind), the
  * phases during which it is live and its bytes on one device; the peak of each phase; the
@@ -21,9 +23,11 @@
  *   device used     what nvidia-smi shows for the process (adds what lives outside the
  *                   caching allocator: CUDA context, workspaces, NCCL, engine overheads)
  * per device group; the fit verdict with its reason; and every assumption as a sentence.
- * gm_estimate_report_run() adds the searches (--max-batch, --max-context), DeepSpeed's own
- * estimator and the suggestions, and gm_estimate_report_json() writes the document that
- * `gpumem estimate --json` prints.  Formulas and sources: docs/estimate.md.
+ * gm_estimate_report_run() adds the searches (--max-batch, --max-context, with the limit
+ * that binds), DeepSpeed's own estimator, the suggestions and, for a serving job that fits,
+ * the engine's command line (gm_estimate_plan(); gm_job_read_command() reads one back), and
+ * gm_estimate_report_json() writes the document that `gpumem estimate --json` prints.
+ * Formulas and sources: docs/estimate.md.
  *
  * Extension points (each one new value, field, stage or table row): a new technique is a
  * field of a job sub-struct with its setting in the settings table; a new kind of memory
@@ -47,6 +51,9 @@
 extern "C" {
 #endif
 #pragma GCC visibility push(default) /* the public API (gpumem.h) */
+
+#define GM_EST_NAME_MAX 48  /* a component's name, with its NUL */
+#define GM_EST_NOTE_MAX 200 /* a note, an assumption, a sentence, with its NUL */
 
 /* ---- the job ---- */
 
@@ -178,6 +185,7 @@ enum gm_engine {
     GM_ENGINE_HF,       /* transformers generate() */
     GM_ENGINE_VLLM,
     GM_ENGINE_LLAMACPP,
+    GM_ENGINE_SGLANG,
     GM_ENGINE__COUNT
 };
 
@@ -195,6 +203,10 @@ struct gm_job_model {
     const struct gm_modelfile *files; /* borrowed weight-file headers, or NULL */
     uint64_t n_params;                /* overrides the model's count; needed without one */
     uint64_t largest_layer_params;    /* DeepSpeed ZeRO-3 largest layer; 0 = from the model */
+    const char *origin;               /* borrowed: how the model was found (an assumption of
+                                         the estimate), or NULL */
+    const char *ref;                  /* borrowed: what an engine loads the model by (a Hub
+                                         id, "org/name@revision", a path), or NULL */
 };
 
 /* How much work one step does. */
@@ -276,6 +288,9 @@ struct gm_job_parallel {
                                    as it is wrapped (default true, accelerate launch's
                                    fsdp_sync_module_states) */
     uint64_t ep;                /* expert-parallel degree for MoE layers, 1 */
+    uint64_t replicas;          /* inference: copies of the model over the GPUs; 0 = gpus /
+                                   (tp x pp), or with a sharding engine (vLLM, SGLang) one
+                                   copy, --gpus then meaning tensor parallelism */
 };
 
 struct gm_job_vllm {
@@ -287,11 +302,24 @@ struct gm_job_vllm {
     bool enforce_eager;              /* no CUDA graphs */
     uint64_t cuda_graph_bytes;       /* CUDA-graph pool when not eager (512 MiB) */
     uint64_t non_torch_bytes;        /* non-torch memory; 0: default by TP */
+    uint64_t kv_cache_memory_bytes;  /* the KV pool given outright (--kv-cache-memory-bytes,
+                                        vLLM 0.11+): no budget from gpu_memory_utilization */
 };
 
 struct gm_job_llamacpp {
-    uint64_t n_ubatch; /* physical batch, 512 */
-    bool flash_attn;   /* -fa: no materialised KQ */
+    uint64_t n_ubatch;     /* physical batch, 512 */
+    bool flash_attn;       /* -fa: no materialised KQ */
+    uint64_t n_gpu_layers; /* -ngl: layers on the GPU (the output layer counts as one more);
+                              999 = all */
+    uint64_t n_cpu_moe;    /* --n-cpu-moe: routed experts of the first N layers in host
+                              memory */
+};
+
+struct gm_job_sglang {
+    double mem_fraction_static;    /* weights + KV pool share; 0: SGLang's default for the GPU */
+    uint64_t context_length;       /* 0: the model's max positions */
+    uint64_t max_running_requests; /* 0: not capped by the job */
+    uint64_t chunked_prefill_size; /* 0: SGLang's default for the GPU */
 };
 
 /* The serving engine and its settings. */
@@ -299,6 +327,7 @@ struct gm_job_engine {
     enum gm_engine kind;
     struct gm_job_vllm vllm;
     struct gm_job_llamacpp llamacpp;
+    struct gm_job_sglang sglang;
 };
 
 /* What lives outside the tensors (defaults documented in docs/estimate.md). */
@@ -314,12 +343,24 @@ struct gm_job_runtime {
 /* The software the job runs on, where memory depends on the version.  Versions are packed
  * by GM_VERSION(major, minor, patch); 0 = the current release (as docs/estimate.md says). */
 #define GM_VERSION(a, b, c) (((uint32_t)(a) << 16) | ((uint32_t)(b) << 8) | (uint32_t)(c))
+
+/* The training stack: what the suggestions may name (op-level checkpointing is
+ * torchtitan's, optimizer-in-backward torchtune's, ZeRO DeepSpeed's under the HF stack). */
+enum gm_framework {
+    GM_FRAMEWORK_HF = 0,     /* transformers Trainer / accelerate / TRL, DeepSpeed, PEFT, Liger */
+    GM_FRAMEWORK_TORCHTUNE,  /* torchtune recipes (FSDP2, chunked loss, offloading) */
+    GM_FRAMEWORK_TORCHTITAN, /* torchtitan (FSDP2, selective and op-level checkpointing) */
+    GM_FRAMEWORK_MEGATRON,   /* Megatron-LM (distributed optimizer, selective recompute) */
+    GM_FRAMEWORK__COUNT
+};
+
 struct gm_job_stack {
-    uint32_t cuda;         /* CUDA runtime: before 11.7 no lazy module loading */
-    uint32_t transformers; /* HF transformers: how ForCausalLMLoss copies the logits */
-    uint32_t vllm;         /* vLLM: how determine_available_memory budgets the KV cache */
-    uint32_t bitsandbytes; /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
-                              the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    enum gm_framework framework; /* training stack (default the HF stack) */
+    uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */
+    uint32_t transformers;       /* HF transformers: how ForCausalLMLoss copies the logits */
+    uint32_t vllm;               /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes;       /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                                    the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */
@@ -343,6 +384,8 @@ struct gm_job {
     struct gm_job_runtime runtime;
     struct gm_job_gpu gpu;
     struct gm_job_stack stack; /* software versions (runtime around the tensors) */
+    const char *from;          /* borrowed: what an engine command line read into the job gave
+                                  and left (gm_job_read_command()), an assumption, or NULL */
     enum gm_search search;     /* what gm_estimate_report_run() searches, if anything */
     uint64_t search_limit;     /* upper bound of a search (1 << 20) */
     /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
@@ -390,10 +433,12 @@ struct gm_job_setting {
     unsigned modes;             /* GM_APPLIES_* where it applies */
     enum gm_engine engine;      /* the engine it belongs to, or GM_ENGINE_NONE */
     /* private: how the value reaches struct gm_job (see job.c) */
-    size_t offset;     /* of the field the value is stored in; SIZE_MAX: 'set' stores it */
+    size_t offset;     /* of the field the value is stored in; SIZE_MAX: 'set' stores it.
+                          The numeric fields are held to lo..hi by gm_job_check() too */
     double lo, hi;     /* accepted range of numbers */
     unsigned open;     /* 1: lo excluded, 2: hi excluded */
     const int *values; /* CHOICE: the enum value of each choice, NULL = its index */
+    /* after the field is stored: what else the setting decides (or the whole value) */
     enum gm_status (*set)(struct gm_job *job, const union gm_job_value *v, struct gm_error *err);
     bool clears; /* FLAG: given, it stores false in its field (a "--no-..." setting) */
 };
@@ -409,7 +454,8 @@ const struct gm_job_setting *gm_job_setting_find(const char *name);
  * which leaves it unset). */
 enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
                           struct gm_error *err);
-/* Whether gm_job_set() was given this setting. */
+/* Whether gm_job_set() was given this setting (by name, for bindings and tools; inside the
+ * library settings are addressed by id). */
 bool gm_job_given(const struct gm_job *job, const char *name);
 
 /* The checks across settings, once for everyone: settings that do not apply to the mode
@@ -419,22 +465,46 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err);
 
 /* ---- MODEL as the user names it ---- */
 
-/* What MODEL names, loaded: a built-in name, a config.json (or a folder holding one), or
- * weight files (safetensors file / shards / index, GGUF) read from their headers. */
+/* What MODEL names, loaded: a config.json (or a folder holding one), weight files
+ * (safetensors file / shards / index, GGUF) read from their headers, a Hugging Face id in
+ * the local hub cache, or a built-in name (src/estimate/source.c gives the order). */
 struct gm_job_source {
     struct gm_model model;
     struct gm_modelfile files;
     bool has_files;
+    char origin[GM_EST_NOTE_MAX]; /* how MODEL was found when that is worth saying, else "" */
+    char ref[512];                /* what an engine loads it by: the Hub id, a path */
 };
 
 /* Load 'spec' into 'src' (which owns what it loads: release it with
- * gm_job_source_release()).  The model is named after its file or folder when the files
- * do not name it.  Errors: those of gm_model_resolve() and gm_modelfile_load(). */
+ * gm_job_source_release()), looking for a Hugging Face id in 'hub_cache' (the folder
+ * gm_hf_hub_cache() finds; NULL: no cache).  The model is named after its file or folder
+ * when the files do not name it.  GM_ERR_NOENT for a name found nowhere (the message says
+ * where it looked, how to fetch the config and what the name is likely a slip for); the
+ * errors of gm_model_load_hf_config() and gm_modelfile_load(). */
 enum gm_status gm_job_source_load(struct gm_job_source *src, const char *spec,
-                                  struct gm_error *err);
+                                  const char *hub_cache, struct gm_error *err);
 void gm_job_source_release(struct gm_job_source *src);
 /* Point job->model at what 'src' holds (borrowed: keep 'src' alive). */
 void gm_job_use_source(struct gm_job *job, const struct gm_job_source *src);
+
+/* ---- an engine's own command line, both ways (src/estimate/command.c) ---- */
+
+struct gm_estimate;
+
+/* Read a serving command as users run it ("vllm serve MODEL ...", "python -m
+ * sglang.launch_server --model-path MODEL ...", "llama-server -m MODEL ..."): the job
+ * becomes inference with that engine and the settings its flags name (set by name through
+ * gm_job_set(), so they are checked as typed); the model it serves goes to model[n_model]
+ * ("org/name@revision" with --revision), the words no setting reads to note[n_note].
+ * GM_ERR_INVALID for a command gpumem does not read, a flag's bad value, no model. */
+enum gm_status gm_job_read_command(struct gm_job *job, const char *command, char *model,
+                                   size_t n_model, char *note, size_t n_note, struct gm_error *err);
+/* The command line of the job's engine (vLLM, SGLang, llama.cpp) that serves it as 'e'
+ * (its estimate) sizes it, into out[n] ("" for a job without such an engine); read back
+ * by gm_job_read_command(), it gives the same job. */
+enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estimate *e, char *out,
+                                size_t n, struct gm_error *err);
 
 /* ---- the estimate ---- */
 
@@ -506,11 +576,11 @@ enum gm_est_stream {
     GM_EST_STREAM__COUNT
 };
 
-#define GM_EST_MAX_COMPONENTS  40
-#define GM_EST_MAX_ASSUMPTIONS 32
+/* Hard caps on the growing lists of one estimate (far above any job): a component past the
+ * cap is GM_ERR_LIMIT, an assumption past it is dropped. */
+#define GM_EST_MAX_COMPONENTS  1024
+#define GM_EST_MAX_ASSUMPTIONS 256
 #define GM_EST_MAX_GROUPS      4
-#define GM_EST_NAME_MAX        48
-#define GM_EST_NOTE_MAX        200
 
 struct gm_est_component {
     enum gm_est_kind kind;
@@ -574,6 +644,7 @@ struct gm_est_serving {
     double max_concurrency;        /* kv_tokens / max_model_len */
     uint64_t compute_buffer_bytes; /* llama.cpp */
     uint64_t n_ctx;                /* llama.cpp cells */
+    double static_fraction;        /* SGLang: mem_fraction_static as used */
 };
 
 enum gm_fit_reason {
@@ -621,7 +692,7 @@ enum gm_est_uncertainty {
     GM_UNCERTAIN_NCCL = 1 << 2,          /* NCCL buffers per communicator */
     GM_UNCERTAIN_ENGINE = 1 << 3,        /* engine defaults: vLLM non-torch memory and CUDA
                                             graphs, llama.cpp's compute buffer */
-    GM_UNCERTAIN_SEQ = 1 << 4,           /* sequence length not given: half to twice it */
+    /* 1 << 4 is unused (an unstated sequence length is a named assumption, not a range) */
     GM_UNCERTAIN_APPROX = 1 << 5,        /* approximate models: torch.compile, activation
                                             offloading in flight, expert routing imbalance,
                                             cuBLAS workspaces in the allocator */
@@ -660,13 +731,17 @@ struct gm_est_replay {
     bool floor;       /* the fragmentation floor, not the replay, decided peak reserved */
 };
 
+struct gm_est_store; /* private: what backs an estimate's lists */
+
+/* The estimate of one job.  The library allocates it (gm_estimate_run()) and releases it
+ * (gm_estimate_free()): fields may be added and lists grow without breaking callers. */
 struct gm_estimate {
     enum gm_est_mode mode;
-    uint64_t n_params;             /* parameters used */
-    uint64_t largest_layer_params; /* what ZeRO-3 gathers whole: --largest-layer, the files'
-                                      largest module, else the largest tensor; 0 = unknown */
-    uint64_t weight_bytes;         /* weights held by one device for this job */
-    struct gm_est_component components[GM_EST_MAX_COMPONENTS];
+    uint64_t n_params;                   /* parameters used */
+    uint64_t largest_layer_params;       /* what ZeRO-3 gathers whole: --largest-layer, the files'
+                                            largest module, else the largest tensor; 0 = unknown */
+    uint64_t weight_bytes;               /* weights held by one device for this job */
+    struct gm_est_component *components; /* n_components; owned by the estimate */
     size_t n_components;
     uint64_t forward_backward_bytes; /* training phase peaks (allocated): max of the two */
     uint64_t backward_start_bytes;   /*   moments of the forward/backward phase */
@@ -684,19 +759,25 @@ struct gm_estimate {
     struct gm_est_lora lora;
     struct gm_est_serving serving;
     struct gm_est_fit fit;
-    char assumptions[GM_EST_MAX_ASSUMPTIONS][GM_EST_NOTE_MAX];
+    char (*assumptions)[GM_EST_NOTE_MAX]; /* n_assumptions sentences; owned */
     size_t n_assumptions;
     /* memory techniques: the loss moment; ranges */
     uint64_t loss_bytes; /* training: allocated at the loss (end of forward, its backward) */
     struct gm_est_range range;
     struct gm_est_replay replay;
+    struct gm_est_store *store; /* private */
 };
 
-/* Run the pipeline on 'job'.  GM_ERR_INVALID naming the bad setting (those of
- * gm_job_check(), settings that do not suit the model, results beyond 2^64 bytes), the
- * model's validation error, or GM_ERR_NOMEM. */
-enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
+/* Run the pipeline on 'job' into *out: NULL on entry makes a new estimate, an estimate of
+ * an earlier call is reused (its contents replaced, its storage kept: what a loop of
+ * estimates wants).  *out is the caller's to release with gm_estimate_free(), whatever the
+ * status (NULL only when it could not be allocated).  GM_ERR_INVALID naming the bad
+ * setting (those of gm_job_check(), settings that do not suit the model, results beyond
+ * 2^64 bytes), the model's validation error, or GM_ERR_NOMEM. */
+enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
                                struct gm_error *err);
+/* Release an estimate and everything it holds; NULL is a no-op. */
+void gm_estimate_free(struct gm_estimate *e);
 
 /* Where in a replayed training step a segment was taken. */
 enum gm_est_replay_at {
@@ -726,7 +807,7 @@ typedef void (*gm_est_segment_fn)(void *ctx, const struct gm_est_replay_segment 
 
 /* gm_estimate_run(), calling 'fn' (with 'ctx') for every segment the point estimate's step
  * replay takes (none where no replay runs: out->replay.steps == 0).  Same errors. */
-enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate **out,
                                       gm_est_segment_fn fn, void *ctx, struct gm_error *err);
 
 /* "setup", "forward", "loss", "backward", "optimizer"; static storage. */
@@ -747,7 +828,7 @@ struct gm_est_segments {
 /* gm_estimate_run_traced() collecting every segment into 'segs' (initialised here; release
  * it with gm_est_segments_free(), also after an error).  GM_ERR_NOMEM when the list cannot
  * grow; otherwise the errors of gm_estimate_run(). */
-enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate **out,
                                         struct gm_est_segments *segs, struct gm_error *err);
 void gm_est_segments_free(struct gm_est_segments *segs);
 
@@ -784,14 +865,17 @@ struct gm_est_search {
     uint64_t shown; /* the value the estimate returned with it is at (value, or the least) */
     bool hit_limit; /* the limit fits: the answer may be larger */
     uint64_t limit; /* the limit used (the model's positions for a context) */
+    /* what binds: the verdict one past the answer (or at the least value when none fits) */
+    enum gm_fit_reason limited_by;
+    char limit_text[GM_EST_NOTE_MAX];
 };
 
 /* The largest batch, context (or seq) or vLLM max_model_len at which the job fits
  * (doubling, then bisection, over gm_estimate_run() and the fit verdict).  'out' (may be
  * NULL) receives the estimate at the value found, or at the smallest value when none
- * fits.  GM_ERR_INVALID without a GPU. */
+ * fits, as gm_estimate_run() gives it.  GM_ERR_INVALID without a GPU. */
 enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
-                                  struct gm_est_search *res, struct gm_estimate *out,
+                                  struct gm_est_search *res, struct gm_estimate **out,
                                   struct gm_error *err);
 
 /* What a change costs. */
@@ -804,7 +888,7 @@ enum gm_sugg_cost {
     GM_COST_HARDWARE  /* more or larger GPUs */
 };
 
-#define GM_EST_MAX_SUGGESTIONS 16
+#define GM_EST_MAX_SUGGESTIONS 64 /* hard cap */
 
 struct gm_est_suggestion {
     char change[128];  /* the settings to add, as the CLI spells them ("--zero 3") */
@@ -816,17 +900,21 @@ struct gm_est_suggestion {
     bool combined; /* several changes together */
 };
 
+/* The suggestions for one job; owns its items (gm_est_suggestions_release()). */
 struct gm_est_suggestions {
     size_t n;
-    struct gm_est_suggestion items[GM_EST_MAX_SUGGESTIONS]; /* fitting first, cheapest first */
-    bool none_fits; /* no change, combination or catalog GPU makes the job fit */
+    struct gm_est_suggestion *items; /* n: fitting first, cheapest first */
+    bool none_fits;                  /* no change, combination or catalog GPU makes the job fit */
+    size_t cap;                      /* private */
 };
 
 /* When the job does not fit: every applicable change from the candidate table, each run
  * through the pipeline and judged by the fit verdict; when none fits alone, a combination
- * found by search; when nothing fits, none_fits.  'base' is gm_estimate_run(job). */
+ * found by search; when nothing fits, none_fits.  'base' is gm_estimate_run(job).  'out'
+ * is initialised here; release it with gm_est_suggestions_release(), also after an error. */
 enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_estimate *base,
                                    struct gm_est_suggestions *out, struct gm_error *err);
+void gm_est_suggestions_release(struct gm_est_suggestions *s);
 
 /* ---- DeepSpeed's estimators (deepspeed.runtime.zero stage_1_and_2 / stage3) ---- */
 
@@ -866,10 +954,17 @@ void gm_zero_paper_model_states(uint64_t params, uint64_t n_d, unsigned k, uint6
 
 #define GM_EST_MAX_CATALOG 64
 
-/* Everything `gpumem estimate` answers for one job. */
+/* How many requests of one length the KV pool serves at once. */
+struct gm_est_budget_row {
+    uint64_t tokens;   /* prompt + generated, per request */
+    uint64_t requests; /* at once, within the engine's own cap */
+};
+
+/* Everything `gpumem estimate` answers for one job; the library allocates it
+ * (gm_estimate_report_run()) and releases it (gm_estimate_report_free()). */
 struct gm_estimate_report {
-    struct gm_job job;      /* the job shown: at the value a search found */
-    struct gm_estimate est; /* its estimate */
+    struct gm_job job;       /* the job shown: at the value a search found */
+    struct gm_estimate *est; /* its estimate */
     bool searched;
     struct gm_est_search search;
     bool has_deepspeed;  /* --method deepspeed */
@@ -877,15 +972,22 @@ struct gm_estimate_report {
     struct gm_deepspeed deepspeed;
     struct gm_est_suggestions suggestions; /* when a GPU is given and the job does not fit */
     size_t n_fits_on; /* without a GPU: catalog GPUs that fit, smallest first */
-    unsigned short fits_on[GM_EST_MAX_CATALOG];
+    size_t *fits_on;  /* n_fits_on catalog indices (gm_gpu_catalog_get()) */
+    /* a serving job that fits (vLLM, SGLang, llama.cpp) */
+    char *plan;                       /* the engine's command line (gm_estimate_plan()), or NULL */
+    struct gm_est_budget_row *budget; /* vLLM, SGLang: requests at once by request length */
+    size_t n_budget;
 };
 
 /* Run the search the job asks for (if any), the pipeline, DeepSpeed's estimator
  * (--method deepspeed) and, when a GPU is given and the job does not fit, the suggestions;
- * without a GPU, the catalog GPUs it fits on.  Errors of gm_job_check() and
- * gm_estimate_run(). */
-enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report *out,
+ * without a GPU, the catalog GPUs it fits on.  *out receives a new report (NULL when it
+ * could not be allocated), the caller's to release with gm_estimate_report_free() whatever
+ * the status.  Errors of gm_job_check() and gm_estimate_run(). */
+enum gm_status gm_estimate_report_run(const struct gm_job *job, struct gm_estimate_report **out,
                                       struct gm_error *err);
+/* Release a report and everything it holds; NULL is a no-op. */
+void gm_estimate_report_free(struct gm_estimate_report *r);
 
 /* Write the gpumem.estimate/1 JSON document of 'r' to 'f' (what `gpumem estimate --json`
  * prints, byte for byte).  GM_ERR_IO on a write error. */
@@ -975,7 +1077,7 @@ enum gm_calib_span_kind {
 
 #define GM_CALIB_MAX_SPANS  2
 #define GM_CALIB_MAX_POINTS 32
-#define GM_CALIB_MAX_NOTES  8
+#define GM_CALIB_MAX_NOTES  64 /* hard cap: notes past it are dropped */
 
 /* One span, predicted and measured at its highest point. */
 struct gm_calib_span {
@@ -1027,9 +1129,11 @@ struct gm_calib_opts {
     struct gm_calib_point points[GM_CALIB_MAX_POINTS];
 };
 
+/* The calibration of one job; the library allocates it (gm_calibrate()) and releases it
+ * (gm_calibration_free()). */
 struct gm_calibration {
     int32_t device;
-    struct gm_estimate est; /* the estimate of the job as given */
+    struct gm_estimate *est; /* the estimate of the job as given */
     enum gm_est_mode mode;
     char model[64];                  /* the model's name, "" for a parameter count */
     struct gm_job_workload workload; /* of the job as given */
@@ -1055,9 +1159,10 @@ struct gm_calibration {
     uint64_t measured_excess_bytes;  /* the snapshot's peak reserved - allocated peak */
     double fragmentation;            /* fitted: measured excess / workload bytes at the peak */
     size_t n_predictions;
-    struct gm_calib_prediction predictions[GM_CALIB_MAX_POINTS];
+    struct gm_calib_prediction *predictions; /* n_predictions, one per point asked for */
     size_t n_notes;
-    char notes[GM_CALIB_MAX_NOTES][GM_EST_NOTE_MAX]; /* what limits the comparison */
+    char (*notes)[GM_EST_NOTE_MAX]; /* n_notes: what limits the comparison */
+    size_t cap_notes;               /* private */
 };
 
 /* gm_job_init() for a job to calibrate: training unless --infer is set. */
@@ -1073,12 +1178,15 @@ enum gm_status gm_calib_add_points(struct gm_calib_opts *o, const char *spec, st
 
 /* Hold the estimate of 'job' (training or inference, no search) against device o->device
  * of 'an' (the analysis of the snapshot, borrowed), fit, and predict o->points.  A point
- * whose estimate fails keeps its error in its entry.  Errors: those of gm_estimate_run()
- * for the job, GM_ERR_INVALID (weights-only job, a search, no such device),
- * GM_ERR_NOMEM. */
+ * whose estimate fails keeps its error in its entry.  *out receives a new calibration
+ * (NULL when it could not be allocated), the caller's to release with
+ * gm_calibration_free() whatever the status.  Errors: those of gm_estimate_run() for the
+ * job, GM_ERR_INVALID (weights-only job, a search, no such device), GM_ERR_NOMEM. */
 enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *an,
-                            const struct gm_calib_opts *o, struct gm_calibration *out,
+                            const struct gm_calib_opts *o, struct gm_calibration **out,
                             struct gm_error *err);
+/* Release a calibration and everything it holds; NULL is a no-op. */
+void gm_calibration_free(struct gm_calibration *c);
 
 /* "forward_backward", "optimizer_step", "run"; static storage. */
 const char *gm_calib_span_name(enum gm_calib_span_kind k);

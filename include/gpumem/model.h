@@ -229,6 +229,8 @@ struct gm_model {
     struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
     unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
     bool generic;                 /* an architecture gpumem does not know, sized from its files */
+    bool no_config;               /* safetensors without a config.json: sized from the header
+                                     alone (the layout generic) */
     bool text_only;               /* the language model of a multimodal checkpoint
                                      (text_config): its vision tower is not counted */
     bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
@@ -315,9 +317,42 @@ const char *gm_model_catalog_hub_id(size_t i);
  * meta-llama-3-8b"), that gm_model_catalog_find() takes too; static storage, "" for none. */
 const char *gm_model_catalog_aliases(size_t i);
 
-/* A model from a catalog name or a path (file or directory).  A name that is neither a
- * catalog entry nor an existing path gives GM_ERR_NOENT with a hint. */
-enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct gm_error *err);
+/* A catalog entry by the name people use: its Hub id, its name or an alias, case-insensitively,
+ * with or without the organisation; else a model of the same architecture under another name
+ * (Llama-3.3-70B is Llama-3.1-70B's), or the name with a variant word dropped ("instruct",
+ * "chat", "it": "Qwen/Qwen2.5-7B-Instruct" is Qwen2.5-7B).  *index (may be NULL) receives the
+ * entry's index; *kin (may be NULL) whether the name is another model's or a variant's.
+ * NULL when none matches.  Static storage. */
+const struct gm_model *gm_model_catalog_match(const char *name, size_t *index, bool *kin);
+/* The catalog name or Hub id 'name' is most likely a slip for (gm_text_closest()), or NULL;
+ * static storage. */
+const char *gm_model_catalog_closest(const char *name);
+
+/* ---- Hugging Face Hub ids, offline (hub.c) ---- */
+
+/* A Hub id as people write it: "org/name", or "name", with an optional "@revision". */
+struct gm_hf_id {
+    char org[97]; /* "" without one */
+    char name[97];
+    char revision[97]; /* "" for the default branch */
+};
+/* Parse 'spec' as a Hub id (each part letters, digits, '.', '-', '_').  False when it is not
+ * one (a path, a file name with another character, an empty part). */
+bool gm_hf_id_parse(const char *spec, struct gm_hf_id *out);
+
+/* An environment lookup: getenv, or a test's own. */
+typedef char *(*gm_env_fn)(const char *name);
+/* The Hugging Face hub cache folder as huggingface_hub finds it (HF_HUB_CACHE,
+ * HUGGINGFACE_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
+ * $HOME/.cache/huggingface/hub), read through 'env', into out[n].  False when none can be
+ * formed or it does not fit. */
+bool gm_hf_hub_cache(gm_env_fn env, char *out, size_t n);
+/* The snapshot folder of 'id' in hub cache 'cache' (models--org--name/snapshots/<commit>: the
+ * commit refs/<revision> names, refs/main by default, or the revision itself when it is a
+ * commit; with no ref, the newest snapshot holding a config.json) into out[n], its commit
+ * into commit[41] (may be NULL).  GM_ERR_NOENT when the cache holds no copy. */
+enum gm_status gm_hf_hub_snapshot(const char *cache, const struct gm_hf_id *id, char *out, size_t n,
+                                  char commit[41], struct gm_error *err);
 
 /* Name 'm' after 'path' when it has no name yet: a folder by its name, a config file by its
  * own name ("gpt2.json"), ".../m/config.json" by its folder "m". */

@@ -30,6 +30,14 @@ bool gm_text_needs_escape(const char *s);
 /* Write 's' escaped to 'f', whatever its length.  false on a write error. */
 bool gm_text_write_escaped(FILE *f, const char *s);
 
+/* The "did you mean" of a mistyped name: of 'names' (n of them), the one closest to the
+ * first 'len' bytes of 'word' within the edits a slip makes (insertions, deletions,
+ * substitutions and swaps of two neighbours: 1 for words under 5 letters, 2 from 5, 3 from
+ * 9), or one 'word' is a prefix of (3 letters or more); NULL when none is that close.
+ * 'fold_case' compares ASCII letters without case.  Names over 64 bytes are skipped. */
+const char *gm_text_closest(const char *word, size_t len, const char *const *names, size_t n,
+                            bool fold_case);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }

@@ -98,19 +98,16 @@ enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *j
                                     struct gm_account_calibration *out, struct gm_error *err)
 {
     const struct gm_account_balance *b;
-    struct gm_estimate *e = gm_malloc(sizeof(*e));
+    struct gm_estimate *e = NULL; /* one estimate, run twice */
     enum gm_status st;
     memset(out, 0, sizeof(*out));
     out->rank = -1;
-    if (!e)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     if (!(b = busiest(a, out))) {
-        gm_free(e);
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "the account has no equation with device used read at a peak: nothing "
                        "to calibrate against");
     }
-    if ((st = gm_estimate_run(job, e, err)) != GM_OK)
+    if ((st = gm_estimate_run(job, &e, err)) != GM_OK)
         goto out;
     out->device_before = e->device_bytes;
     for (int c = 0; c < GM_ACCOUNT_COMP__COUNT; c++) {
@@ -149,13 +146,13 @@ enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *j
         }
         r->set = true;
     }
-    if ((st = gm_estimate_run(job, e, err)) != GM_OK)
+    if ((st = gm_estimate_run(job, &e, err)) != GM_OK)
         goto out;
     out->device_after = e->device_bytes;
     for (int c = 0; c < GM_ACCOUNT_COMP__COUNT; c++)
         out->rows[c].calibrated = gm_estimate_kind_bytes(e, comps[c].kind);
 out:
-    gm_free(e);
+    gm_estimate_free(e);
     return st;
 }
 

@@ -22,24 +22,23 @@ static bool exists(const char *path)
     return access(path, R_OK) == 0;
 }
 
-enum gm_status gm_account_preload_path(char *out, size_t n, struct gm_error *err)
+enum gm_status gm_account_preload_path(const char *given, char *out, size_t n,
+                                       struct gm_error *err)
 {
-    const char *env = getenv("GPUMEM_ACCOUNT_LIBRARY");
     char exe[PATH_MAX], *slash;
     const char *rel[] = {"", "/../lib/gpumem", "/" GM_PRELOAD_FROM_BIN};
     ssize_t len;
-    if (env && *env) {
-        if (!exists(env))
+    if (given && *given) {
+        if (!exists(given))
             return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                           "GPUMEM_ACCOUNT_LIBRARY names '%s', which does not exist", env);
-        snprintf(out, n, "%s", env);
+                           "the interposer '%s' does not exist", given);
+        snprintf(out, n, "%s", given);
         return GM_OK;
     }
     len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (len <= 0)
         return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                       "cannot find " PRELOAD_NAME ": /proc/self/exe unreadable; set "
-                       "GPUMEM_ACCOUNT_LIBRARY");
+                       "cannot find " PRELOAD_NAME ": /proc/self/exe unreadable");
     exe[len] = '\0';
     if ((slash = strrchr(exe, '/')) != NULL)
         *slash = '\0';
@@ -54,8 +53,7 @@ enum gm_status gm_account_preload_path(char *out, size_t n, struct gm_error *err
         }
     }
     return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                   "cannot find " PRELOAD_NAME " beside '%s' or in %s/../lib/gpumem: set "
-                   "GPUMEM_ACCOUNT_LIBRARY to its path",
+                   "cannot find " PRELOAD_NAME " beside '%s' or in %s/../lib/gpumem",
                    exe, exe);
 }
 

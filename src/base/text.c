@@ -2,6 +2,7 @@
 /* text.c - terminal-safe copies of outside strings (see gpumem/text.h). */
 #include "gpumem/text.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -97,4 +98,72 @@ bool gm_text_write_escaped(FILE *f, const char *s)
         }
     }
     return !ferror(f);
+}
+
+#define NAME_MAX_CLOSE 64
+
+static bool same_char(char a, char b, bool fold)
+{
+    return fold ? tolower((unsigned char)a) == tolower((unsigned char)b) : a == b;
+}
+
+/* Edit distance (insertions, deletions, substitutions, swaps of two neighbours) between
+ * a[0..na) and b[0..nb), both at most NAME_MAX_CLOSE bytes: three rolling rows. */
+static size_t distance(const char *a, size_t na, const char *b, size_t nb, bool fold)
+{
+    size_t rows[3][NAME_MAX_CLOSE + 1], *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= nb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t *t;
+        cur[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t sub = prev[j - 1] + !same_char(a[i - 1], b[j - 1], fold);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            size_t best = sub < del ? sub : del;
+            best = best < ins ? best : ins;
+            if (i > 1 && j > 1 && same_char(a[i - 1], b[j - 2], fold) &&
+                same_char(a[i - 2], b[j - 1], fold) && prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[nb];
+}
+
+static bool is_prefix(const char *word, size_t len, const char *name, bool fold)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!name[i] || !same_char(word[i], name[i], fold))
+            return false;
+    return true;
+}
+
+const char *gm_text_closest(const char *word, size_t len, const char *const *names, size_t n,
+                            bool fold_case)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    /* close enough to be a slip: 1 edit for short words, 2 from 5 letters, 3 from 9 */
+    size_t allowed = len < 5 ? 1 : len < 9 ? 2 : 3;
+    if (len > NAME_MAX_CLOSE)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(names[i]), dd;
+        if (nl > NAME_MAX_CLOSE)
+            continue;
+        if (nl > len && len >= 3 && is_prefix(word, len, names[i], fold_case))
+            dd = 0; /* a prefix of the name ("--dev" for --device, "leak" for leaks) */
+        else
+            dd = distance(word, len, names[i], nl, fold_case);
+        if (dd <= allowed && dd < best_d) {
+            best = names[i];
+            best_d = dd;
+        }
+    }
+    return best;
 }

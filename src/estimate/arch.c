@@ -9,6 +9,9 @@
  * (DeepSeek-V2/V3) computes per-head keys of qk_nope + qk_rope and values of v_head_dim
  * from its latent, plus the low-rank intermediates (q_lora_rank, kv_lora_rank + rope).
  *
+ * Shapes the parallel layouts need: whether tensor parallelism splits the heads, the largest
+ * linear inside a layer, the parameters of one layer (what FSDP wraps).
+ *
  * KV layouts of one attention layer, per token (elements; keys and values):
  *   transformers  K and V per KV head as the attention computes them; MLA caches the
  *                 decompressed per-head keys (qk_nope + qk_rope) and values (v_head_dim)
@@ -124,4 +127,29 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
         held = est_div_up(len, block) * block;
     return (full * per_layer * est_div_up(len, block) * block + sliding * per_layer * held) / 100 /
            len;
+}
+
+bool est_tp_divides(const struct gm_model *m, uint64_t t)
+{
+    if (t <= 1 || !m->n_heads || !m->n_kv_heads)
+        return true;
+    return m->n_heads % t == 0 && (m->n_kv_heads % t == 0 || t % m->n_kv_heads == 0);
+}
+
+uint64_t est_largest_linear(const struct gm_model *m)
+{
+    struct est_geom g;
+    uint64_t q, f;
+    est_geom(m, &g); /* the widest MLP: dense, one expert or the shared one (arch.c) */
+    q = m->hidden * m->n_heads * m->head_dim;
+    f = (uint64_t)((double)m->hidden * g.mlp_widest);
+    return q > f ? q : f;
+}
+
+uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc)
+{
+    uint64_t layers = est_total_layers(m);
+    if (!layers)
+        return pc->largest_tensor;
+    return (pc->attention + pc->mlp + pc->norms) / layers;
 }

@@ -285,8 +285,14 @@ static void note(struct gm_calibration *c, const char *fmt, ...)
 static void note(struct gm_calibration *c, const char *fmt, ...)
 {
     va_list ap;
-    if (c->n_notes == GM_CALIB_MAX_NOTES)
-        return;
+    if (c->n_notes == c->cap_notes) {
+        size_t cap = c->cap_notes ? 2 * c->cap_notes : 8;
+        void *v;
+        if (cap > GM_CALIB_MAX_NOTES || !(v = gm_realloc(c->notes, cap * sizeof(c->notes[0]))))
+            return; /* notes past the cap (or the memory) are dropped */
+        c->notes = v;
+        c->cap_notes = cap;
+    }
     va_start(ap, fmt);
     vsnprintf(c->notes[c->n_notes++], GM_EST_NOTE_MAX, fmt, ap);
     va_end(ap);
@@ -355,7 +361,7 @@ static void predict(const struct gm_job *job, struct gm_calibration *c, struct g
 
     p->status = gm_job_set(&j, p->point.setting, p->point.value, &perr);
     if (p->status == GM_OK)
-        p->status = gm_estimate_run(&j, e, &perr);
+        p->status = est_rerun(&j, e, &perr);
     if (p->status != GM_OK) {
         snprintf(p->error, sizeof(p->error), "%s", perr.msg);
         return;
@@ -398,7 +404,7 @@ static void buffers(struct gm_calibration *c)
 static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev,
                   const struct high *run, bool phased)
 {
-    uint64_t outside = est_outside_bytes(&c->est);
+    uint64_t outside = est_outside_bytes(c->est);
     char a[32], b[32];
     if (c->leak_bytes_per_iteration)
         note(c,
@@ -438,9 +444,9 @@ static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev
              gm_format_bytes(a, sizeof a, outside, GM_UNITS_IEC));
 }
 
-enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *an,
-                            const struct gm_calib_opts *o, struct gm_calibration *out,
-                            struct gm_error *err)
+static enum gm_status calibrate(const struct gm_job *job, const struct gm_analysis *an,
+                                const struct gm_calib_opts *o, struct gm_calibration *out,
+                                struct gm_error *err)
 {
     struct high hi[GM_CALIB_SPAN__COUNT];
     const struct gm_analysis_device *dev;
@@ -449,7 +455,6 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
     enum gm_status st;
     bool phased;
 
-    memset(out, 0, sizeof(*out));
     if (job->mode == GM_EST_WEIGHTS)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "a weights-only estimate has nothing a run could correct "
@@ -491,8 +496,8 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
         const struct high *h;
         s->kind = phased ? (enum gm_calib_span_kind)i : GM_CALIB_RUN;
         h = &hi[s->kind];
-        s->moment = span_moment(&out->est, s->kind);
-        predicted_at(&out->est, s->moment, s->predicted, &s->predicted_seq2);
+        s->moment = span_moment(out->est, s->kind);
+        predicted_at(out->est, s->moment, s->predicted, &s->predicted_seq2);
         s->observed = h->seen;
         s->event = h->seen ? h->event : -1;
         memcpy(s->measured, h->bytes, sizeof(s->measured));
@@ -506,9 +511,10 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
     }
 
     out->assumed_fragmentation = job->runtime.fragmentation;
-    out->predicted_excess_bytes = out->est.peak_reserved_bytes > out->est.peak_allocated_bytes
-                                      ? out->est.peak_reserved_bytes - out->est.peak_allocated_bytes
-                                      : 0;
+    out->predicted_excess_bytes =
+        out->est->peak_reserved_bytes > out->est->peak_allocated_bytes
+            ? out->est->peak_reserved_bytes - out->est->peak_allocated_bytes
+            : 0;
     out->measured_excess_bytes =
         out->peak_reserved_bytes > out->peak_bytes ? out->peak_reserved_bytes - out->peak_bytes : 0;
     split(hi[GM_CALIB_RUN].bytes, &fixed_at_peak, &workload_at_peak);
@@ -517,16 +523,38 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
     buffers(out);
     notes(out, dev, &hi[GM_CALIB_RUN], phased);
 
-    scratch = gm_malloc(sizeof(*scratch));
-    if (!scratch)
+    scratch = est_new();
+    out->predictions = gm_calloc(o->n_points ? o->n_points : 1, sizeof(*out->predictions));
+    if (!scratch || !out->predictions) {
+        gm_estimate_free(scratch);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "calibrate: out of memory");
+    }
     for (size_t i = 0; i < o->n_points; i++) {
         struct gm_calib_prediction *p = &out->predictions[out->n_predictions++];
         p->point = o->points[i];
         predict(job, out, scratch, p);
     }
-    gm_free(scratch);
+    gm_estimate_free(scratch);
     return GM_OK;
+}
+
+enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *an,
+                            const struct gm_calib_opts *o, struct gm_calibration **out,
+                            struct gm_error *err)
+{
+    if (!(*out = gm_calloc(1, sizeof(**out))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "calibrate: out of memory");
+    return calibrate(job, an, o, *out, err);
+}
+
+void gm_calibration_free(struct gm_calibration *c)
+{
+    if (!c)
+        return;
+    gm_estimate_free(c->est);
+    gm_free(c->predictions);
+    gm_free(c->notes);
+    gm_free(c);
 }
 
 /* ---- the JSON document ---- */
@@ -629,7 +657,7 @@ static void json_prediction(struct gm_json *w, const struct gm_calibration *c,
 
 enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, struct gm_error *err)
 {
-    const struct gm_estimate *e = &c->est;
+    const struct gm_estimate *e = c->est;
     struct gm_json w;
 
     gm_json_init(&w, f, GM_JSON_PRETTY);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* components.c - the estimate's components and what follows from them: the phase peaks,
  * the dominating phase and the figures, the kinds (names, where they live, the snapshot
- * category each lands in), and the enum names.
+ * category each lands in), and the names of the result's enums (the job's choices are
+ * named by the settings table, job.c).
  *
  * Phase accounting: each component carries the set of phases during which it is live.  A
  * phase's allocated peak is the sum of its live components inside the caching allocator;
@@ -12,19 +13,102 @@
  * allocator (CUDA context, workspaces, NCCL, an engine's non-torch memory). */
 #include "estimate/estimate_int.h"
 
+#include "gpumem/arena.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* ---- the estimate's storage ---- */
+
+struct gm_estimate *est_new(void)
+{
+    struct gm_estimate *e = gm_calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->store = gm_calloc(1, sizeof(*e->store));
+    if (!e->store) {
+        gm_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void est_reset(struct gm_estimate *e)
+{
+    struct gm_est_component *components = e->components;
+    char(*assumptions)[GM_EST_NOTE_MAX] = e->assumptions;
+    struct gm_est_store *store = e->store;
+    memset(e, 0, sizeof(*e));
+    e->components = components;
+    e->assumptions = assumptions;
+    e->store = store;
+    store->nomem = false;
+}
+
+void gm_estimate_free(struct gm_estimate *e)
+{
+    if (!e)
+        return;
+    if (e->store) {
+        gm_estimate_free(e->store->ends[0]);
+        gm_estimate_free(e->store->ends[1]);
+    }
+    gm_free(e->components);
+    gm_free(e->assumptions);
+    gm_free(e->store);
+    gm_free(e);
+}
+
+/* Room for one more element of a list of 'size'-byte elements at *v (n used, *cap held),
+ * up to 'max' elements.  False when the list is at 'max' or the memory is not there. */
+static bool grow(void **v, size_t *cap, size_t n, size_t size, size_t max)
+{
+    size_t want;
+    void *p;
+    if (n < *cap)
+        return true;
+    if (n >= max)
+        return false;
+    want = *cap ? *cap * 2 : 16;
+    if (want > max)
+        want = max;
+    if (!(p = gm_realloc(*v, want * size)))
+        return false;
+    *v = p;
+    *cap = want;
+    return true;
+}
+
+enum gm_status est_copy_components(struct gm_estimate *to, const struct gm_estimate *from,
+                                   struct gm_error *err)
+{
+    void *v = to->components;
+    if (from->n_components > to->store->cap_components) {
+        if (!(v = gm_realloc(v, from->n_components * sizeof(*from->components))))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (estimate components)");
+        to->components = v;
+        to->store->cap_components = from->n_components;
+    }
+    if (from->n_components)
+        memcpy(to->components, from->components, from->n_components * sizeof(*from->components));
+    to->n_components = from->n_components;
+    return GM_OK;
+}
 
 enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
                        uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
                        const char *note, struct gm_error *err)
 {
     struct gm_est_component *c;
+    void *v = e->components;
     if (e->n_components >= GM_EST_MAX_COMPONENTS)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "estimate: more than %d components",
                        GM_EST_MAX_COMPONENTS);
+    if (!grow(&v, &e->store->cap_components, e->n_components, sizeof(*c), GM_EST_MAX_COMPONENTS))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (estimate components)");
+    e->components = v;
     c = &e->components[e->n_components++];
     memset(c, 0, sizeof(*c));
     c->kind = kind;
@@ -50,8 +134,15 @@ void est_remove(struct gm_estimate *e, size_t i)
 void est_assume(struct gm_estimate *e, const char *fmt, ...)
 {
     va_list ap;
+    void *v = e->assumptions;
     if (e->n_assumptions >= GM_EST_MAX_ASSUMPTIONS)
         return;
+    if (!grow(&v, &e->store->cap_assumptions, e->n_assumptions, sizeof(e->assumptions[0]),
+              GM_EST_MAX_ASSUMPTIONS)) {
+        e->store->nomem = true; /* the run reports it (driver.c) */
+        return;
+    }
+    e->assumptions = v;
     va_start(ap, fmt);
     vsnprintf(e->assumptions[e->n_assumptions++], GM_EST_NOTE_MAX, fmt, ap);
     va_end(ap);
@@ -232,147 +323,18 @@ uint64_t est_outside_bytes(const struct gm_estimate *e)
     return s;
 }
 
-enum est_allocator est_allocator(const struct gm_job *job)
-{
-    if (job->mode == GM_EST_WEIGHTS)
-        return EST_ALLOC_ONCE;
-    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM)
-        return EST_ALLOC_VLLM;
-    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP)
-        return EST_ALLOC_GGML;
-    return EST_ALLOC_TORCH;
-}
-
-double est_fragmentation(const struct gm_job *job)
-{
-    return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
-}
-
-double est_run_fragmentation(struct est_ctx *cx)
-{
-    double f = est_fragmentation(cx->job);
-    if (f <= 0)
-        return f;
-    return est_uncertain(cx, GM_UNCERTAIN_FRAGMENTATION, gm_job_given(cx->job, "fragmentation"), f,
-                         0.10, 0.50);
-}
-
-/* ---- arithmetic and model shapes ---- */
-
-uint64_t est_round(double bytes)
-{
-    if (!(bytes > 0))
-        return 0;
-    if (bytes >= 18446744073709549568.0)
-        return UINT64_MAX;
-    return (uint64_t)llround(bytes);
-}
-
-uint64_t est_bits_bytes(uint64_t n, double bits)
-{
-    double whole = floor(bits);
-    /* Integral bit widths are computed exactly in integers. */
-    if (whole == bits && bits >= 1 && bits <= 64) {
-        uint64_t b = (uint64_t)bits;
-        uint64_t q = n / 8, r = n % 8;
-        return gm_add_sat(gm_mul_sat(q, b), (r * b + 7) / 8);
-    }
-    return est_round(ceil((double)n * bits / 8.0));
-}
-
-uint64_t est_div_up(uint64_t a, uint64_t b)
-{
-    return b ? a / b + (a % b != 0) : a;
-}
-
-unsigned est_weight_elem_bytes(enum gm_precision p)
-{
-    return p == GM_PREC_FP32 ? 4 : 2;
-}
-
-bool est_precision_autocast(enum gm_precision p)
-{
-    return p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED;
-}
-
-unsigned est_adapter_bytes(const struct gm_job *j)
-{
-    if (j->memory.adapter_dtype == GM_DTYPE_BF16)
-        return 2;
-    if (j->memory.adapter_dtype == GM_DTYPE_F32)
-        return 4;
-    return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
-}
-
-unsigned est_frozen_rest_bytes(const struct gm_job *j)
-{
-    if (j->numerics.precision == GM_PREC_FP32)
-        return 4;
-    return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
-}
-
-double est_length_factor(struct est_ctx *cx, const char *setting)
-{
-    return est_uncertain(cx, GM_UNCERTAIN_SEQ, gm_job_given(cx->job, setting), 1.0, 0.5, 2.0);
-}
-
-bool est_tp_divides(const struct gm_model *m, uint64_t t)
-{
-    if (t <= 1 || !m->n_heads || !m->n_kv_heads)
-        return true;
-    return m->n_heads % t == 0 && (m->n_kv_heads % t == 0 || t % m->n_kv_heads == 0);
-}
-
-uint64_t est_largest_linear(const struct gm_model *m)
-{
-    struct est_geom g;
-    uint64_t q, f;
-    est_geom(m, &g); /* the widest MLP: dense, one expert or the shared one (arch.c) */
-    q = m->hidden * m->n_heads * m->head_dim;
-    f = (uint64_t)((double)m->hidden * g.mlp_widest);
-    return q > f ? q : f;
-}
-
-uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc)
-{
-    uint64_t layers = est_total_layers(m);
-    if (!layers)
-        return pc->largest_tensor;
-    return (pc->attention + pc->mlp + pc->norms) / layers;
-}
-
 /* ---- names ---- */
 
-static const char *const precision_names[GM_PREC__COUNT] = {"fp32", "fp16-mixed", "bf16-mixed",
-                                                            "bf16"};
-static const char *const optimizer_names[GM_OPT__COUNT] = {
-    "adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit", "adafactor", "lion"};
 static const char *const shard_names[GM_SHARD__COUNT] = {"ddp", "zero-1", "zero-2", "zero-3",
                                                          "fsdp"};
-static const char *const engine_names[GM_ENGINE__COUNT] = {"none", "hf", "vllm", "llama.cpp"};
 static const char *const fit_names[GM_FIT__COUNT] = {
     "not_judged",         "fits",         "fits_paged", "device_over", "engine_would_not_start",
     "engine_concurrency", "context_over",
 };
 
-const char *gm_precision_name(enum gm_precision p)
-{
-    return (unsigned)p < GM_PREC__COUNT ? precision_names[p] : "unknown";
-}
-
-const char *gm_optimizer_name(enum gm_optimizer o)
-{
-    return (unsigned)o < GM_OPT__COUNT ? optimizer_names[o] : "unknown";
-}
-
 const char *gm_shard_name(enum gm_shard s)
 {
     return (unsigned)s < GM_SHARD__COUNT ? shard_names[s] : "unknown";
-}
-
-const char *gm_engine_name(enum gm_engine e)
-{
-    return (unsigned)e < GM_ENGINE__COUNT ? engine_names[e] : "unknown";
 }
 
 const char *gm_fit_reason_name(enum gm_fit_reason r)
@@ -398,8 +360,6 @@ const char *gm_est_uncertainty_name(unsigned flag)
         return "nccl";
     case GM_UNCERTAIN_ENGINE:
         return "engine_defaults";
-    case GM_UNCERTAIN_SEQ:
-        return "sequence_length";
     case GM_UNCERTAIN_APPROX:
         return "approximations";
     case GM_UNCERTAIN_STREAM_TIMING:

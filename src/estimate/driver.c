@@ -25,22 +25,13 @@ static const est_stage_fn stages[] = {
     est_stage_fit,      /* the verdict */
 };
 
-double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
-                     double high)
-{
-    if (known || (low == point && high == point))
-        return point;
-    cx->e->range.sources |= source;
-    return cx->bound == EST_LOW ? low : cx->bound == EST_HIGH ? high : point;
-}
-
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
                                struct gm_estimate *out, gm_est_segment_fn trace, void *trace_ctx,
                                struct gm_error *err)
 {
     struct est_ctx cx;
     enum gm_status st;
-    memset(out, 0, sizeof(*out));
+    est_reset(out);
     out->mode = j->mode;
     memset(&cx, 0, sizeof(cx));
     cx.job = j;
@@ -52,38 +43,59 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
         if ((st = stages[i](&cx, err)) != GM_OK)
             return st;
+    if (out->store->nomem)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory (estimate assumptions)");
     return GM_OK;
 }
 
-enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate *out,
+/* The point estimate, then (with 'ends') the two ends of the range and the verdict over
+ * it. */
+static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out, bool ends,
+                                 gm_est_segment_fn fn, void *ctx, struct gm_error *err)
+{
+    struct gm_job j = *job;
+    struct gm_est_store *store = out->store;
+    enum gm_status st;
+
+    est_reset(out);
+    est_job_resolve(&j);
+    out->mode = j.mode;
+    if ((st = gm_job_check(&j, err)) != GM_OK)
+        return st;
+    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK || !ends)
+        return st;
+    for (size_t k = 0; k < 2; k++)
+        if (!store->ends[k] && !(store->ends[k] = est_new()))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    /* the ends run the same stages on the same job: they fail only where the point does */
+    if ((st = run_once(&j, EST_LOW, store->ends[0], NULL, NULL, err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, store->ends[1], NULL, NULL, err)) == GM_OK)
+        est_judge_range(out, store->ends[0], store->ends[1]);
+    return st;
+}
+
+enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
+{
+    return run_traced(job, e, true, NULL, NULL, err);
+}
+
+enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
+{
+    return run_traced(job, e, false, NULL, NULL, err);
+}
+
+enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
                                struct gm_error *err)
 {
     return gm_estimate_run_traced(job, out, NULL, NULL, err);
 }
 
-enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estimate **out,
                                       gm_est_segment_fn fn, void *ctx, struct gm_error *err)
 {
-    struct gm_job j = *job;
-    struct gm_estimate *ends;
-    enum gm_status st;
-
-    memset(out, 0, sizeof(*out));
-    est_job_resolve(&j);
-    out->mode = j.mode;
-    if ((st = gm_job_check(&j, err)) != GM_OK)
-        return st;
-    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK)
-        return st;
-    ends = gm_malloc(2 * sizeof(*ends));
-    if (!ends)
+    if (!*out && !(*out = est_new()))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, &ends[0], NULL, NULL, err)) == GM_OK &&
-        (st = run_once(&j, EST_HIGH, &ends[1], NULL, NULL, err)) == GM_OK)
-        est_judge_range(out, &ends[0], &ends[1]);
-    gm_free(ends);
-    return st;
+    return run_traced(job, *out, true, fn, ctx, err);
 }
 
 static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
@@ -100,7 +112,7 @@ static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)
     l->v[l->n++] = *seg;
 }
 
-enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate *out,
+enum gm_status gm_estimate_run_segments(const struct gm_job *job, struct gm_estimate **out,
                                         struct gm_est_segments *segs, struct gm_error *err)
 {
     enum gm_status st;

@@ -23,11 +23,76 @@
 #include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
+#include <math.h>
+
 /* Limits on inputs: far above real jobs, low enough that products stay in 64 bits. */
 #define EST_MAX_PARAMS ((uint64_t)1 << 50) /* 1.1e15 parameters */
 #define EST_MAX_BATCH  ((uint64_t)1 << 20)
 #define EST_MAX_TOKENS ((uint64_t)1 << 26) /* per sequence */
 #define EST_MAX_BYTES  ((uint64_t)1 << 60) /* any single input size */
+
+/* The job settings by id, in the order of the settings table (gm_job_settings(), --help):
+ * job.c's table is indexed by these ids, and the library addresses a setting by its id,
+ * never by its name (names are for the edges: the CLI's options, a binding's keywords).
+ * A unit test holds each id against its row's name. */
+/* clang-format off */
+#define EST_SETTINGS(X) \
+    X(PARAMETERS) X(BITS) X(RESERVE_GIB) X(TRAIN) X(INFER) X(PRECISION) X(OPTIMIZER) \
+    X(OPTIMIZER_IMPL) X(SEQ) X(GRAD_CHECKPOINTING) X(ZERO_GRAD) X(METHOD) \
+    X(ACTIVATIONS_PER_TOKEN) X(BATCH) X(ATTENTION) X(CONTEXT) X(NEW_TOKENS) X(KV_DTYPE) \
+    X(FULL_LOGITS) X(CUDA_CONTEXT) X(WORKSPACE) X(FRAGMENTATION) X(GPU) X(GPU_MEMORY) X(LORA) \
+    X(QLORA) X(LORA_RANK) X(LORA_TARGETS) X(LORA_DROPOUT) X(NO_DOUBLE_QUANT) X(NO_FP32_UPCAST) \
+    X(GPUS) X(GPUS_PER_NODE) X(ZERO) X(FSDP) X(OFFLOAD_OPTIMIZER) X(OFFLOAD_PARAMS) X(TP) X(PP) \
+    X(SEQUENCE_PARALLEL) X(BUCKET_ELEMENTS) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
+    X(LARGEST_LAYER) X(ENGINE) X(GPU_MEMORY_UTILIZATION) X(MAX_MODEL_LEN) X(BLOCK_SIZE) \
+    X(MAX_NUM_SEQS) X(MAX_NUM_BATCHED_TOKENS) X(ENFORCE_EAGER) X(NON_TORCH) X(UBATCH) \
+    X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
+    X(OPTIMIZER_IN_BACKWARD) X(ACTIVATION_OFFLOAD) X(FUSED_KERNELS) X(COMPILE) X(ADAPTER_DTYPE) \
+    X(TOKENS_PER_BATCH) X(FSDP_VERSION) X(NO_RESHARD_AFTER_FORWARD) X(NO_SYNC_MODULE_STATES) \
+    X(EP) X(NCCL) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
+    X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
+    X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
+    X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
+    X(KV_CACHE_MEMORY_BYTES)
+/* clang-format on */
+
+enum est_setting {
+#define EST_SETTING_ENUM(id) EST_SET_##id,
+    EST_SETTINGS(EST_SETTING_ENUM)
+#undef EST_SETTING_ENUM
+        EST_SET__COUNT
+};
+
+/* ---- arithmetic ---- */
+
+/* A double byte count, rounded to nearest, saturating at UINT64_MAX. */
+static inline uint64_t est_round(double bytes)
+{
+    if (!(bytes > 0))
+        return 0;
+    if (bytes >= 18446744073709549568.0)
+        return UINT64_MAX;
+    return (uint64_t)llround(bytes);
+}
+
+/* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
+static inline uint64_t est_bits_bytes(uint64_t n, double bits)
+{
+    double whole = floor(bits);
+    /* Integral bit widths are computed exactly in integers. */
+    if (whole == bits && bits >= 1 && bits <= 64) {
+        uint64_t b = (uint64_t)bits;
+        uint64_t q = n / 8, r = n % 8;
+        return gm_add_sat(gm_mul_sat(q, b), (r * b + 7) / 8);
+    }
+    return est_round(ceil((double)n * bits / 8.0));
+}
+
+/* a / b rounded up (b = 0: a). */
+static inline uint64_t est_div_up(uint64_t a, uint64_t b)
+{
+    return b ? a / b + (a % b != 0) : a;
+}
 
 /* Which end of the range one run of the pipeline computes (ranges: driver.c). */
 enum est_bound { EST_POINT = 0, EST_LOW, EST_HIGH };
@@ -53,11 +118,20 @@ struct est_ctx {
     void *trace_ctx;
 };
 
+/* ---- uncertain.c: the assumptions that spread the range ---- */
+
 /* An uncertain quantity at the run's bound: 'point' in the point estimate and whenever
  * 'known' (the job gives it), else 'low' or 'high'.  Marks 'source' (enum
  * gm_est_uncertainty) in the estimate's range when the ends differ. */
 double est_uncertain(struct est_ctx *cx, unsigned source, bool known, double point, double low,
                      double high);
+
+/* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
+double est_run_fragmentation(struct est_ctx *cx);
+/* A length the job does not give (--seq, --context) is its default, said in the point
+ * estimate's assumptions ("sequence length 2048 tokens: not given ..."), never a range: the
+ * verdict is about the job as stated. */
+void est_length_assumed(struct est_ctx *cx, const char *what, uint64_t tokens, const char *flag);
 
 typedef enum gm_status (*est_stage_fn)(struct est_ctx *cx, struct gm_error *err);
 
@@ -73,13 +147,41 @@ enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err);
 
 /* ---- components.c ---- */
 
-/* Append a component; 'note' may be NULL.  GM_ERR_LIMIT when full. */
+/* What backs an estimate's lists (the library allocates every struct gm_estimate). */
+struct gm_est_store {
+    size_t cap_components;       /* room in e->components */
+    size_t cap_assumptions;      /* room in e->assumptions */
+    bool nomem;                  /* an assumption was lost to a failed allocation */
+    struct gm_estimate *ends[2]; /* the runs at the low and high ends of the range, kept
+                                    for the next run (driver.c) */
+};
+
+/* A new, empty estimate (gm_estimate_free() releases it), or NULL. */
+struct gm_estimate *est_new(void);
+/* Empty 'e' for a new run, keeping its storage. */
+void est_reset(struct gm_estimate *e);
+/* gm_estimate_run() into 'e', an estimate that exists. */
+enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+/* The point estimate alone into 'e' (a third of est_rerun's work): its fit is the one
+ * searches and suggestions judge by; no range, no verdict over it. */
+enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+/* gm_estimate_search() probing with the point estimate alone; with 'shown', 'e' then holds
+ * the full estimate (range and verdict) at the value shown, else whatever it last ran. */
+enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct gm_est_search *res,
+                          struct gm_estimate *e, bool shown, struct gm_error *err);
+
+/* Append a component; 'note' may be NULL.  GM_ERR_LIMIT past GM_EST_MAX_COMPONENTS,
+ * GM_ERR_NOMEM. */
 enum gm_status est_add(struct gm_estimate *e, enum gm_est_kind kind, const char *name,
                        uint64_t bytes, unsigned phases, bool transient, enum gm_est_extent extent,
                        const char *note, struct gm_error *err);
+/* Make the components of 'to' those of 'from' (another estimate).  GM_ERR_NOMEM. */
+enum gm_status est_copy_components(struct gm_estimate *to, const struct gm_estimate *from,
+                                   struct gm_error *err);
 /* Remove component i (order kept). */
 void est_remove(struct gm_estimate *e, size_t i);
-/* Append an assumption sentence (printf-style); dropped when the list is full. */
+/* Append an assumption sentence (printf-style); dropped past GM_EST_MAX_ASSUMPTIONS (and
+ * when memory fails, which the run then reports as GM_ERR_NOMEM). */
 void est_assume(struct gm_estimate *e, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -104,50 +206,8 @@ bool est_component_categories(const struct gm_est_component *c, uint64_t out[GM_
 void est_figures(struct gm_estimate *e, double fragmentation);
 /* Bytes outside the caching allocator (runtime overheads) of 'e'. */
 uint64_t est_outside_bytes(const struct gm_estimate *e);
-/* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
- * training and transformers inference; none for engines that preallocate exact buffers. */
-double est_fragmentation(const struct gm_job *job);
-/* The fragmentation factor at the run's bound (uncertain unless --fragmentation is given). */
-double est_run_fragmentation(struct est_ctx *cx);
+/* ---- stage_train.c: what one training step holds ---- */
 
-/* Bytes of 'n' elements of 'bits' bits each, rounded up to whole bytes (saturating). */
-uint64_t est_bits_bytes(uint64_t n, double bits);
-/* A double byte count, rounded to nearest, saturating at UINT64_MAX. */
-uint64_t est_round(double bytes);
-/* a / b rounded up (b = 0: a). */
-uint64_t est_div_up(uint64_t a, uint64_t b);
-
-/* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
- * the KV heads evenly or replicated when there are fewer of them than t. */
-bool est_tp_divides(const struct gm_model *m, uint64_t t);
-
-/* The memory manager that holds the job's tensors. */
-enum est_allocator {
-    EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
-    EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
-    EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
-    EST_ALLOC_GGML      /* llama.cpp: exact ggml buffers */
-};
-enum est_allocator est_allocator(const struct gm_job *job);
-
-/* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
-unsigned est_weight_elem_bytes(enum gm_precision p);
-/* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
- * included, take 16-bit casts of their inputs and weights. */
-bool est_precision_autocast(enum gm_precision p);
-/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
- * autocast_adapter_dtype) unless --precision bf16. */
-unsigned est_adapter_bytes(const struct gm_job *job);
-/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
- * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
-unsigned est_frozen_rest_bytes(const struct gm_job *job);
-/* The factor on a length the job does not give (--seq, --context): half to twice the
- * default over the range, 1 in the point estimate or when 'setting' is given. */
-double est_length_factor(struct est_ctx *cx, const char *setting);
-/* Parameters of the largest linear layer inside a decoder layer, and of one decoder
- * layer (what FSDP wraps as a unit). */
-uint64_t est_largest_linear(const struct gm_model *m);
-uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
 /* What decides the tensors one transformer layer saves for backward. */
 struct est_layer_cfg {
     double ea;            /* bytes of the compute dtype: matmul inputs and outputs */
@@ -201,6 +261,12 @@ bool est_fsdp1_hf(const struct gm_job *job);
 /* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed
  * precision through accelerate, transformers >= 4.30). */
 bool est_hf_trainer_fp32_outputs(const struct gm_job *job);
+
+/* ---- stage_engine.c ---- */
+
+/* vLLM and SGLang: how many requests of 'len' tokens the KV pool of 'e' (the job's estimate)
+ * holds at once, capped by the engine's own limit (max_num_seqs, --max-running-requests). */
+uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate *e, uint64_t len);
 
 /* ---- stage_runtime.c ---- */
 
@@ -259,6 +325,15 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block);
 
+/* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
+ * the KV heads evenly or replicated when there are fewer of them than t. */
+bool est_tp_divides(const struct gm_model *m, uint64_t t);
+
+/* Parameters of the largest linear layer inside a decoder layer, and of one decoder
+ * layer (what FSDP wraps as a unit). */
+uint64_t est_largest_linear(const struct gm_model *m);
+uint64_t est_layer_params(const struct gm_model *m, const struct gm_param_counts *pc);
+
 /* ---- weights.c: weight formats ---- */
 
 struct est_format {
@@ -287,13 +362,74 @@ void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
 
 /* ---- job.c ---- */
 
+/* What the job implies. */
+/* The memory manager that holds the job's tensors. */
+enum est_allocator {
+    EST_ALLOC_ONCE = 0, /* weights only: loaded once, nothing freed and reused */
+    EST_ALLOC_TORCH,    /* PyTorch's caching allocator (training, transformers inference) */
+    EST_ALLOC_VLLM,     /* PyTorch's, with vLLM's KV pool allocated once, up front */
+    EST_ALLOC_GGML,     /* llama.cpp: exact ggml buffers */
+    EST_ALLOC_SGLANG    /* PyTorch's, with SGLang's token pool allocated once, up front */
+};
+enum est_allocator est_allocator(const struct gm_job *job);
+
+/* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
+unsigned est_weight_elem_bytes(enum gm_precision p);
+/* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
+ * included, take 16-bit casts of their inputs and weights. */
+bool est_precision_autocast(enum gm_precision p);
+/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
+ * autocast_adapter_dtype) unless --precision bf16. */
+unsigned est_adapter_bytes(const struct gm_job *job);
+/* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
+ * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
+unsigned est_frozen_rest_bytes(const struct gm_job *job);
+/* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
+ * training and transformers inference; none for engines that preallocate exact buffers. */
+double est_fragmentation(const struct gm_job *job);
+
+/* The row of setting 'id' in the settings table. */
+const struct gm_job_setting *est_setting(enum est_setting id);
+/* Whether gm_job_set() (or est_job_put()) was given setting 'id'. */
+bool est_given(const struct gm_job *job, enum est_setting id);
+/* Mark or forget that setting 'id' was given (the suggestion engine changes settings). */
+void est_job_mark(struct gm_job *job, enum est_setting id, bool given);
+/* gm_job_set() of setting 'id' from its text. */
+enum gm_status est_job_set(struct gm_job *job, enum est_setting id, const char *value,
+                           struct gm_error *err);
+/* Set setting 'id' from its parsed value 'v' (what gm_job_set() does after parsing the
+ * text), checking the value's range; remembers that it was given.  GM_ERR_INVALID as
+ * gm_job_set(). */
+enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
+                           struct gm_error *err);
+
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */
 void est_job_resolve(struct gm_job *job);
+/* Whether the job is served by an engine that shards one copy over GPUs (vLLM, SGLang). */
+bool est_engine_shards(const struct gm_job *job);
+/* Whether its tensor parallelism comes from --gpus (no --tp given): est_job_resolve(). */
+bool est_tp_from_gpus(const struct gm_job *job);
 /* Data-parallel ranks of a resolved job: gpus / (tp x pp). */
 uint64_t est_data_parallel(const struct gm_job *job);
-/* Mark or forget that a setting was given (the suggestion engine changes settings). */
-void est_job_mark(struct gm_job *job, const char *name, bool given);
+/* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */
+void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n);
+/* The --quant choices, in the order of the setting's choices (the value est_job_put() takes). */
+enum est_quant_choice {
+    EST_QUANT_INT8 = 0,
+    EST_QUANT_NF4,
+    EST_QUANT_NF4_DQ,
+    EST_QUANT_FP4,
+    EST_QUANT_FP4_DQ,
+    EST_QUANT_GPTQ,
+    EST_QUANT_AWQ,
+    EST_QUANT_FP8,
+    EST_QUANT_FP8_CHANNEL,
+    EST_QUANT_FP8_BLOCK,
+    EST_QUANT_W4A16,
+    EST_QUANT_W8A16,
+    EST_QUANT__COUNT
+};
 /* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */
 const char *est_quant_setting_name(const struct gm_quant *q);
 /* llama.cpp's cache type (ggml type id) for the job's KV dtype; false when it has none. */

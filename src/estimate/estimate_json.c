@@ -6,7 +6,9 @@
  * parameters, weights_bytes, components (inside the caching allocator, each with its
  * kind), phases, peak, overheads (outside the allocator, by kind), activations_per_token
  * (blog method), assumptions, fit (with a GPU) or fits_on, suggestions; then, when they
- * apply, model_file, setup, devices, paged_optimizer, lora, serving, search, deepspeed. */
+ * apply, model_file, setup, devices, paged_optimizer, lora, serving (vLLM, SGLang,
+ * llama.cpp), search (with the limit that binds), deepspeed, plan (a serving job that fits:
+ * the engine's command line and its budget rows). */
 #include "estimate/estimate_int.h"
 
 #include "gpumem/json.h"
@@ -291,7 +293,7 @@ static const char *cost_name(enum gm_sugg_cost c)
 
 static void json_fit(struct gm_json *w, const struct gm_estimate_report *r)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_fit *f = &e->fit;
     if (r->job.gpu.memory_bytes) {
         gm_json_key(w, "fit");
@@ -388,7 +390,7 @@ static bool extended(const struct gm_estimate_report *r)
 static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_est_layout *l = &r->est.layout;
+    const struct gm_est_layout *l = &r->est->layout;
     gm_json_key(w, "setup");
     gm_json_begin_object(w);
     gm_json_kv_str(w, "lora",
@@ -429,7 +431,7 @@ static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
 static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     const struct gm_est_serving *sv = &e->serving;
     if (j->memory.paged_optimizer) {
         gm_json_key(w, "paged_optimizer");
@@ -449,7 +451,8 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_u64(w, "nf4_constant_bytes", e->lora.nf4_constant_bytes);
         gm_json_end_object(w);
     }
-    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_GGML) {
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_GGML ||
+        est_allocator(j) == EST_ALLOC_SGLANG) {
         gm_json_key(w, "serving");
         gm_json_begin_object(w);
         gm_json_kv_str(w, "engine", gm_engine_name(j->engine.kind));
@@ -464,6 +467,14 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "max_model_len", sv->max_model_len);
             gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
             gm_json_kv_bool(w, "starts", sv->kv_tokens >= sv->max_model_len);
+        } else if (j->engine.kind == GM_ENGINE_SGLANG) {
+            gm_json_kv_double(w, "mem_fraction_static", sv->static_fraction);
+            gm_json_kv_u64(w, "static_bytes", sv->budget_bytes);
+            gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
+            gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);
+            gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);
+            gm_json_kv_u64(w, "context_length", sv->max_model_len);
+            gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
         } else {
             gm_json_kv_u64(w, "compute_buffer_bytes", sv->compute_buffer_bytes);
         }
@@ -480,8 +491,31 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_u64(w, "largest_fitting", r->search.value);
         gm_json_kv_bool(w, "limit_reached", r->search.hit_limit);
         gm_json_kv_u64(w, "limit", r->search.limit);
+        if (!r->search.hit_limit) {
+            gm_json_kv_str(w, "limited_by", gm_fit_reason_name(r->search.limited_by));
+            gm_json_kv_str(w, "limited_by_text", r->search.limit_text);
+        }
         gm_json_end_object(w);
     }
+}
+
+/* A serving job that fits: the engine's command line and the requests its pool serves. */
+static void json_plan(struct gm_json *w, const struct gm_estimate_report *r)
+{
+    gm_json_key(w, "plan");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "engine", gm_engine_name(r->job.engine.kind));
+    gm_json_kv_str(w, "command", r->plan);
+    gm_json_key(w, "budget");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < r->n_budget; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "tokens_per_request", r->budget[i].tokens);
+        gm_json_kv_u64(w, "requests", r->budget[i].requests);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+    gm_json_end_object(w);
 }
 
 static void json_deepspeed(struct gm_json *w, const struct gm_deepspeed *d)
@@ -521,7 +555,7 @@ static void json_deepspeed(struct gm_json *w, const struct gm_deepspeed *d)
 enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report *r,
                                        struct gm_error *err)
 {
-    const struct gm_estimate *e = &r->est;
+    const struct gm_estimate *e = r->est;
     struct gm_json w;
 
     gm_json_init(&w, f, GM_JSON_PRETTY);
@@ -547,6 +581,8 @@ enum gm_status gm_estimate_report_json(FILE *f, const struct gm_estimate_report 
     }
     if (r->has_deepspeed)
         json_deepspeed(&w, &r->deepspeed);
+    if (r->plan)
+        json_plan(&w, r);
     gm_json_end_object(&w);
     if (!gm_json_finish(&w))
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the JSON document failed");

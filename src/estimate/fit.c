@@ -119,6 +119,32 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
             return;
         }
     }
+    if (est_allocator(job) == EST_ALLOC_SGLANG) {
+        uint64_t len = job->workload.context + job->workload.new_tokens;
+        uint64_t want = gm_mul_sat(job->workload.batch, len);
+        uint64_t reqs = job->engine.sglang.max_running_requests;
+        if (!sv->kv_tokens) {
+            fit->reason = GM_FIT_ENGINE_NO_START;
+            fit->shortfall_bytes = gm_mul_sat(len, sv->kv_bytes_per_token);
+            snprintf(fit->text, sizeof fit->text,
+                     "SGLang would refuse to start: its static share leaves no room for a KV "
+                     "cache beside the weights");
+            return;
+        }
+        if (sv->kv_tokens < want || (reqs && job->workload.batch > reqs)) {
+            fit->reason = GM_FIT_ENGINE_CONCURRENCY;
+            fit->shortfall_bytes = sv->kv_tokens < want
+                                       ? gm_mul_sat(want - sv->kv_tokens, sv->kv_bytes_per_token)
+                                       : gm_mul_sat(gm_mul_sat(job->workload.batch - reqs, len),
+                                                    sv->kv_bytes_per_token);
+            snprintf(fit->text, sizeof fit->text,
+                     "SGLang serves fewer than %llu sequences of %llu tokens at once (token "
+                     "pool %llu tokens)",
+                     (unsigned long long)job->workload.batch, (unsigned long long)len,
+                     (unsigned long long)sv->kv_tokens);
+            return;
+        }
+    }
     fit->reason = GM_FIT_FITS;
     fit->fits = true;
     snprintf(fit->text, sizeof fit->text, "headroom %.2f GiB", gib((uint64_t)fit->headroom_bytes));

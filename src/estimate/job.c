@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* job.c - the job description: its defaults, the table of settings by name (what the
- * CLI's options and a binding's keyword arguments set), and the checks across settings.
+/* job.c - the job description: its defaults, the table of settings (what the CLI's options
+ * and a binding's keyword arguments set, by name; what the library sets, by id), the checks
+ * across settings, and what the job implies for every stage (its allocator, element sizes,
+ * data-parallel ranks).
  *
- * Each setting is one row: name, type, help, where it applies (modes, engine), the field
- * of struct gm_job it fills and the range it accepts, or a setter for the few that fill
- * several fields.  gm_job_set() parses and checks one value; gm_job_check() checks what
- * only the whole job can tell (settings that do not apply to the mode, settings that
- * exclude each other, counts that must divide).  The stages check what needs the model. */
+ * Each setting is one row, at the index of its id (enum est_setting): name, type, help,
+ * where it applies (modes, engine), the field of struct gm_job it fills and the range it
+ * accepts, and a setter for what else it decides.  The choices of a row are the names of
+ * its enum (gm_precision_name() reads them).  gm_job_set() parses and checks one value;
+ * gm_job_check() holds every numeric field to its row's range and checks what only the
+ * whole job can tell (settings that do not apply to the mode, settings that exclude each
+ * other, counts that must divide).  The stages check what needs the model. */
 #include "estimate/estimate_int.h"
+
+#include "gpumem/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +53,7 @@ void gm_job_init(struct gm_job *job)
     job->engine.vllm.max_num_seqs = 256;
     job->engine.vllm.cuda_graph_bytes = 512 * GM_MIB;
     job->engine.llamacpp.n_ubatch = 512;
+    job->engine.llamacpp.n_gpu_layers = 999;
     job->runtime.cuda_context_bytes = 450 * GM_MIB;
     job->runtime.workspace_bytes = 64 * GM_MIB;
     job->runtime.fragmentation = 0.25;
@@ -82,12 +89,12 @@ static enum gm_status set_infer(struct gm_job *j, const union gm_job_value *v, s
     return GM_OK;
 }
 
+/* --bits: the bits are stored in their field; every weight takes them. */
 static enum gm_status set_bits(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
-    if (!(v->number > 0))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bits: must be above 0");
+    (void)v;
+    (void)err;
     j->numerics.weight_format = GM_WEIGHTS_BITS;
-    j->numerics.weight_bits = v->number;
     return GM_OK;
 }
 
@@ -112,6 +119,63 @@ static enum gm_status set_qlora(struct gm_job *j, const union gm_job_value *v, s
     (void)v;
     (void)err;
     j->memory.adapter = GM_ADAPTER_QLORA;
+    return GM_OK;
+}
+
+enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err)
+{
+    static const struct {
+        const char *name;
+        unsigned flags;
+    } names[] = {
+        {"q", GM_LORA_Q},
+        {"q_proj", GM_LORA_Q},
+        {"k", GM_LORA_K},
+        {"k_proj", GM_LORA_K},
+        {"v", GM_LORA_V},
+        {"v_proj", GM_LORA_V},
+        {"o", GM_LORA_O},
+        {"o_proj", GM_LORA_O},
+        {"gate", GM_LORA_GATE},
+        {"gate_proj", GM_LORA_GATE},
+        {"up", GM_LORA_UP},
+        {"up_proj", GM_LORA_UP},
+        {"down", GM_LORA_DOWN},
+        {"down_proj", GM_LORA_DOWN},
+        {"attention", GM_LORA_ATTENTION},
+        {"qkv", GM_LORA_QKV},
+        {"c_attn", GM_LORA_QKV},
+        {"query_key_value", GM_LORA_QKV},
+        {"qkv_proj", GM_LORA_QKV},
+        {"Wqkv", GM_LORA_QKV},
+        {"mlp", GM_LORA_MLP},
+        {"all-linear", GM_LORA_ALL_LINEAR},
+        {"all", GM_LORA_ALL_LINEAR},
+    };
+    unsigned flags = 0;
+    const char *p = s;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        bool found = false;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
+            if (strlen(names[i].name) == n && strncmp(names[i].name, p, n) == 0) {
+                flags |= names[i].flags;
+                found = true;
+            }
+        }
+        if (!found)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, qkv for a "
+                           "fused projection, attention, mlp or all-linear)",
+                           (int)(n > 32 ? 32 : n), p);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!flags)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no LoRA targets given");
+    *out = flags;
     return GM_OK;
 }
 
@@ -280,8 +344,9 @@ static const char *const quant_choices[] = {"int8",  "nf4",   "nf4-dq", "fp4",  
                                             "gptq",  "awq",   "fp8",    "fp8-channel", "fp8-block",
                                             "w4a16", "w8a16", NULL};
 _Static_assert(sizeof quant_kinds / sizeof quant_kinds[0] + 1 ==
-                   sizeof quant_choices / sizeof quant_choices[0],
-               "one scheme per --quant choice");
+                       sizeof quant_choices / sizeof quant_choices[0] &&
+                   sizeof quant_kinds / sizeof quant_kinds[0] == EST_QUANT__COUNT,
+               "one scheme per --quant choice, in enum est_quant_choice order");
 
 static enum gm_status set_quant(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
@@ -292,8 +357,8 @@ static enum gm_status set_quant(struct gm_job *j, const union gm_job_value *v, s
     gm_quant_init(q, quant_kinds[v->choice].method);
     q->double_quant = quant_kinds[v->choice].double_quant;
     q->scale = quant_kinds[v->choice].scale;
-    q->bits = gm_job_given(j, "quant-bits") ? bits : quant_kinds[v->choice].bits;
-    if (gm_job_given(j, "group-size"))
+    q->bits = est_given(j, EST_SET_QUANT_BITS) ? bits : quant_kinds[v->choice].bits;
+    if (est_given(j, EST_SET_GROUP_SIZE))
         q->group_size = group; /* given before --quant (a binding's keyword order) */
     j->numerics.weight_format = GM_WEIGHTS_QUANT;
     return GM_OK;
@@ -317,14 +382,6 @@ static enum gm_status set_quant_bits(struct gm_job *j, const union gm_job_value 
     return GM_OK;
 }
 
-static enum gm_status set_group_size(struct gm_job *j, const union gm_job_value *v,
-                                     struct gm_error *err)
-{
-    (void)err;
-    j->numerics.quant.group_size = v->u64;
-    return GM_OK;
-}
-
 /* ---- the table ---- */
 
 static const char *const precision_choices[] = {"fp32", "fp16-mixed", "bf16-mixed", "bf16", NULL};
@@ -340,12 +397,33 @@ static const char *const kv_choices[] = {"auto", "fp32", "fp16", "bf16",
 static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM_DTYPE_BF16,
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
-static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", NULL};
+static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
 static const char *const loss_choices[] = {"full", "chunked", "fused", "fused-linear", NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
+static const char *const stack_choices[] = {"hf", "torchtune", "torchtitan", "megatron", NULL};
 static const int fsdp_version_values[] = {1, 2};
+
+_Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
+                   sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
+                   sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
+               "one choice per enum value: the choices are the enums' names");
+
+const char *gm_precision_name(enum gm_precision p)
+{
+    return (unsigned)p < GM_PREC__COUNT ? precision_choices[p] : "unknown";
+}
+
+const char *gm_optimizer_name(enum gm_optimizer o)
+{
+    return (unsigned)o < GM_OPT__COUNT ? optimizer_choices[o] : "unknown";
+}
+
+const char *gm_engine_name(enum gm_engine e)
+{
+    return (unsigned)e < GM_ENGINE__COUNT ? engine_choices[e] : "unknown";
+}
 
 #define OFF(field) offsetof(struct gm_job, field)
 #define NO_FIELD   SIZE_MAX
@@ -372,6 +450,10 @@ static const int fsdp_version_values[] = {1, 2};
     {                                                                                              \
         n, type, a, h, NULL, modes, eng, OFF(field), lo, hi, open, NULL, NULL, false               \
     }
+#define NUM_ALSO(n, type, a, h, modes, field, lo, hi, open, fn)                                    \
+    {                                                                                              \
+        n, type, a, h, NULL, modes, GM_ENGINE_NONE, OFF(field), lo, hi, open, NULL, fn, false      \
+    }
 #define NUM_FN(n, type, a, h, modes, lo, hi, open, fn)                                             \
     {                                                                                              \
         n, type, a, h, NULL, modes, GM_ENGINE_NONE, NO_FIELD, lo, hi, open, NULL, fn, false        \
@@ -387,187 +469,275 @@ static const int fsdp_version_values[] = {1, 2};
     }
 
 static const struct gm_job_setting settings[] = {
-    NUM("parameters", GM_JOB_COUNT, "N",
-        "parameter count (plain numbers, or override): 7000000000, 7e9, 1.5B, 500M", ANY,
-        GM_ENGINE_NONE, model.n_params, 0, (double)EST_MAX_PARAMS, 0),
-    NUM_FN("bits", GM_JOB_DOUBLE, "B", "bits per weight (weights / inference), e.g. 16, 8, 4.5",
-           GM_APPLIES_WEIGHTS | INFER, 0, 64, 1, set_bits),
-    NUM_FN("reserve-gib", GM_JOB_DOUBLE, "GIB",
-           "weights mode: flat reserve for everything else (an assumption)", GM_APPLIES_WEIGHTS, 0,
-           1048576, 0, set_reserve),
-    FLAG_FN("train", "estimate one training step", ANY, set_train),
-    FLAG_FN("infer", "estimate generation (KV cache, prefill)", ANY, set_infer),
-    CHOICE("precision", precision_choices, NULL, "training precision (default bf16-mixed)", TRAIN,
-           numerics.precision),
-    CHOICE("optimizer", optimizer_choices, NULL, "optimizer (default adamw)", TRAIN,
-           numerics.optimizer),
-    CHOICE("optimizer-impl", impl_choices, NULL, "optimizer step implementation (default foreach)",
-           TRAIN, numerics.optim_impl),
-    NUM("seq", GM_JOB_U64, "L", "training sequence length (default 2048)", TRAIN, GM_ENGINE_NONE,
-        workload.seq, 1, TOKENS, 0),
-    CHOICE("grad-checkpointing", ckpt_choices, NULL,
-           "activation checkpointing per layer: full, selective (attention core), op (torchtitan "
-           "op-level; default none)",
-           TRAIN, memory.checkpointing),
-    CHOICE("zero-grad", zero_grad_choices, NULL, "gradients between steps (default set-to-none)",
-           TRAIN, numerics.zero_grad),
-    CHOICE("method", method_choices, NULL,
-           "arch (per-tensor), blog (HF blog formula) or deepspeed (+ DeepSpeed's estimator)",
-           TRAIN, method),
-    NUM("activations-per-token", GM_JOB_DOUBLE, "A", "blog method: override A (elements per token)",
+    [EST_SET_PARAMETERS] =
+        NUM("parameters", GM_JOB_COUNT, "N",
+            "parameter count (plain numbers, or override): 7000000000, 7e9, 1.5B, 500M", ANY,
+            GM_ENGINE_NONE, model.n_params, 0, (double)EST_MAX_PARAMS, 0),
+    [EST_SET_BITS] = NUM_ALSO("bits", GM_JOB_DOUBLE, "B",
+                              "bits per weight (weights / inference), e.g. 16, 8, 4.5",
+                              GM_APPLIES_WEIGHTS | INFER, numerics.weight_bits, 0, 64, 1, set_bits),
+    [EST_SET_RESERVE_GIB] = NUM_FN("reserve-gib", GM_JOB_DOUBLE, "GIB",
+                                   "weights mode: flat reserve for everything else (an assumption)",
+                                   GM_APPLIES_WEIGHTS, 0, 1048576, 0, set_reserve),
+    [EST_SET_TRAIN] = FLAG_FN("train", "estimate one training step", ANY, set_train),
+    [EST_SET_INFER] = FLAG_FN("infer", "estimate generation (KV cache, prefill)", ANY, set_infer),
+    [EST_SET_PRECISION] =
+        CHOICE("precision", precision_choices, NULL, "training precision (default bf16-mixed)",
+               TRAIN, numerics.precision),
+    [EST_SET_OPTIMIZER] = CHOICE("optimizer", optimizer_choices, NULL, "optimizer (default adamw)",
+                                 TRAIN, numerics.optimizer),
+    [EST_SET_OPTIMIZER_IMPL] =
+        CHOICE("optimizer-impl", impl_choices, NULL,
+               "optimizer step implementation (default foreach)", TRAIN, numerics.optim_impl),
+    [EST_SET_SEQ] = NUM("seq", GM_JOB_U64, "L", "training sequence length (default 2048)", TRAIN,
+                        GM_ENGINE_NONE, workload.seq, 1, TOKENS, 0),
+    [EST_SET_GRAD_CHECKPOINTING] = CHOICE(
+        "grad-checkpointing", ckpt_choices, NULL,
+        "activation checkpointing per layer: full, selective (attention core), op (torchtitan "
+        "op-level; default none)",
+        TRAIN, memory.checkpointing),
+    [EST_SET_ZERO_GRAD] =
+        CHOICE("zero-grad", zero_grad_choices, NULL,
+               "gradients between steps (default set-to-none)", TRAIN, numerics.zero_grad),
+    [EST_SET_METHOD] =
+        CHOICE("method", method_choices, NULL,
+               "arch (per-tensor), blog (HF blog formula) or deepspeed (+ DeepSpeed's estimator)",
+               TRAIN, method),
+    [EST_SET_ACTIVATIONS_PER_TOKEN] = NUM(
+        "activations-per-token", GM_JOB_DOUBLE, "A", "blog method: override A (elements per token)",
         TRAIN, GM_ENGINE_NONE, numerics.activations_per_token, 0, 1e12, 1),
-    NUM("batch", GM_JOB_U64, "N", "micro-batch (training) or concurrent sequences (inference)", RUN,
-        GM_ENGINE_NONE, workload.batch, 1, (double)EST_MAX_BATCH, 0),
-    CHOICE("attention", attn_choices, NULL, "sdpa/flash (no s*s scores) or eager (default sdpa)",
-           RUN, memory.attention),
-    NUM("context", GM_JOB_U64, "T", "inference: prompt tokens per sequence (default 2048)", INFER,
-        GM_ENGINE_NONE, workload.context, 0, TOKENS, 0),
-    NUM("new-tokens", GM_JOB_U64, "T", "inference: generated tokens per sequence (default 0)",
-        INFER, GM_ENGINE_NONE, workload.new_tokens, 0, TOKENS, 0),
-    CHOICE("kv-dtype", kv_choices, kv_values,
-           "inference: KV cache element type (default: activation dtype)", INFER,
-           numerics.kv_dtype),
-    FLAG("full-logits", "inference: prefill computes logits for every position", INFER,
-         GM_ENGINE_NONE, workload.full_logits),
-    NUM("cuda-context", GM_JOB_SIZE, "SIZE",
-        "CUDA context + kernels outside the allocator (default 450MiB)", ANY, GM_ENGINE_NONE,
-        runtime.cuda_context_bytes, 0, BYTES, 0),
-    NUM("workspace", GM_JOB_SIZE, "SIZE",
-        "cuBLAS/cuDNN workspaces outside the allocator (default 64MiB)", ANY, GM_ENGINE_NONE,
-        runtime.workspace_bytes, 0, BYTES, 0),
-    NUM("fragmentation", GM_JOB_DOUBLE, "F", "reserved excess on transient memory (default 0.25)",
-        ANY, GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),
-    TEXT_FN("gpu", "NAME",
-            "judge the fit on this GPU: a catalog or nvidia-smi name (see --list-gpus)", ANY,
-            set_gpu),
-    TEXT_FN("gpu-memory", "SIZE", "judge the fit on this capacity (bare number: GiB)", ANY,
-            set_gpu_memory),
-    FLAG_FN("lora", "train LoRA adapters on a frozen base", TRAIN, set_lora),
-    FLAG_FN("qlora", "QLoRA: NF4 frozen base (bitsandbytes), bf16 compute", TRAIN, set_qlora),
-    NUM("lora-rank", GM_JOB_U64, "R", "LoRA rank (default 16)", TRAIN, GM_ENGINE_NONE,
-        memory.lora.rank, 1, (double)EST_MAX_BATCH, 0),
-    TEXT_FN("lora-targets", "LIST",
-            "q,k,v,o,gate,up,down, qkv (fused), attention (default), mlp or all-linear", TRAIN,
-            set_targets),
-    NUM("lora-dropout", GM_JOB_DOUBLE, "P",
-        "LoRA dropout (keeps a dropped-out input copy; default 0)", TRAIN, GM_ENGINE_NONE,
-        memory.lora.dropout, 0, 1, 2),
-    FLAG_OFF("no-double-quant", "QLoRA without double quantisation", TRAIN,
-             memory.lora.double_quant),
-    FLAG_OFF("no-fp32-upcast",
-             "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)", TRAIN,
-             memory.lora.fp32_upcast),
-    NUM("gpus", GM_JOB_U64, "N", "GPUs in the job (default 1, or tp x pp)", RUN, GM_ENGINE_NONE,
-        parallel.gpus, 1, 65536, 0),
-    NUM("gpus-per-node", GM_JOB_U64, "N", "GPUs per node (default min(gpus, 8))", RUN,
-        GM_ENGINE_NONE, parallel.gpus_per_node, 1, 65536, 0),
-    CHOICE("zero", zero_choices, NULL, "DeepSpeed ZeRO stage 0-3 over the data-parallel GPUs",
-           TRAIN, parallel.shard),
-    FLAG_FN("fsdp", "PyTorch FSDP FULL_SHARD (one decoder layer per unit)", TRAIN, set_fsdp),
-    FLAG("offload-optimizer", "optimizer state, master weights and step on the CPU", TRAIN,
-         GM_ENGINE_NONE, parallel.offload_optimizer),
-    FLAG("offload-params", "ZeRO-3/FSDP parameters on the CPU", TRAIN, GM_ENGINE_NONE,
-         parallel.offload_params),
-    NUM("tp", GM_JOB_U64, "N", "tensor-parallel degree (default 1)", RUN, GM_ENGINE_NONE,
-        parallel.tp, 1, 1024, 0),
-    NUM("pp", GM_JOB_U64, "N", "pipeline stages (training 1F1B, or vLLM serving; default 1)", RUN,
-        GM_ENGINE_NONE, parallel.pp, 1, 1024, 0),
-    FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN, GM_ENGINE_NONE,
-         parallel.sequence_parallel),
-    NUM("bucket-elements", GM_JOB_COUNT, "N",
-        "ZeRO reduce/all-gather bucket in elements (default 5e8)", TRAIN, GM_ENGINE_NONE,
-        parallel.bucket_elements, 1, 1e15, 0),
-    FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
-         GM_ENGINE_NONE, parallel.ddp_bucket_view),
-    NUM("grad-accum", GM_JOB_U64, "N", "micro-batches per optimizer step", TRAIN, GM_ENGINE_NONE,
-        workload.grad_accum, 1, (double)EST_MAX_BATCH, 0),
-    FLAG("paged-optimizer", "bitsandbytes paged optimizer", TRAIN, GM_ENGINE_NONE,
-         memory.paged_optimizer),
-    NUM("largest-layer", GM_JOB_COUNT, "N", "--method deepspeed: parameters of the largest layer",
+    [EST_SET_BATCH] =
+        NUM("batch", GM_JOB_U64, "N", "micro-batch (training) or concurrent sequences (inference)",
+            RUN, GM_ENGINE_NONE, workload.batch, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_ATTENTION] =
+        CHOICE("attention", attn_choices, NULL,
+               "sdpa/flash (no s*s scores) or eager (default sdpa)", RUN, memory.attention),
+    [EST_SET_CONTEXT] =
+        NUM("context", GM_JOB_U64, "T", "inference: prompt tokens per sequence (default 2048)",
+            INFER, GM_ENGINE_NONE, workload.context, 0, TOKENS, 0),
+    [EST_SET_NEW_TOKENS] =
+        NUM("new-tokens", GM_JOB_U64, "T", "inference: generated tokens per sequence (default 0)",
+            INFER, GM_ENGINE_NONE, workload.new_tokens, 0, TOKENS, 0),
+    [EST_SET_KV_DTYPE] = CHOICE("kv-dtype", kv_choices, kv_values,
+                                "inference: KV cache element type (default: activation dtype)",
+                                INFER, numerics.kv_dtype),
+    [EST_SET_FULL_LOGITS] =
+        FLAG("full-logits", "inference: prefill computes logits for every position", INFER,
+             GM_ENGINE_NONE, workload.full_logits),
+    [EST_SET_CUDA_CONTEXT] = NUM("cuda-context", GM_JOB_SIZE, "SIZE",
+                                 "CUDA context + kernels outside the allocator (default 450MiB)",
+                                 ANY, GM_ENGINE_NONE, runtime.cuda_context_bytes, 0, BYTES, 0),
+    [EST_SET_WORKSPACE] = NUM("workspace", GM_JOB_SIZE, "SIZE",
+                              "cuBLAS/cuDNN workspaces outside the allocator (default 64MiB)", ANY,
+                              GM_ENGINE_NONE, runtime.workspace_bytes, 0, BYTES, 0),
+    [EST_SET_FRAGMENTATION] = NUM("fragmentation", GM_JOB_DOUBLE, "F",
+                                  "reserved excess on transient memory (default 0.25)", ANY,
+                                  GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),
+    [EST_SET_GPU] = TEXT_FN(
+        "gpu", "NAME", "judge the fit on this GPU: a catalog or nvidia-smi name (see --list-gpus)",
+        ANY, set_gpu),
+    [EST_SET_GPU_MEMORY] =
+        TEXT_FN("gpu-memory", "SIZE", "judge the fit on this capacity (bare number: GiB)", ANY,
+                set_gpu_memory),
+    [EST_SET_LORA] = FLAG_FN("lora", "train LoRA adapters on a frozen base", TRAIN, set_lora),
+    [EST_SET_QLORA] =
+        FLAG_FN("qlora", "QLoRA: NF4 frozen base (bitsandbytes), bf16 compute", TRAIN, set_qlora),
+    [EST_SET_LORA_RANK] = NUM("lora-rank", GM_JOB_U64, "R", "LoRA rank (default 16)", TRAIN,
+                              GM_ENGINE_NONE, memory.lora.rank, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_LORA_TARGETS] =
+        TEXT_FN("lora-targets", "LIST",
+                "q,k,v,o,gate,up,down, qkv (fused), attention (default), mlp or all-linear", TRAIN,
+                set_targets),
+    [EST_SET_LORA_DROPOUT] = NUM("lora-dropout", GM_JOB_DOUBLE, "P",
+                                 "LoRA dropout (keeps a dropped-out input copy; default 0)", TRAIN,
+                                 GM_ENGINE_NONE, memory.lora.dropout, 0, 1, 2),
+    [EST_SET_NO_DOUBLE_QUANT] = FLAG_OFF("no-double-quant", "QLoRA without double quantisation",
+                                         TRAIN, memory.lora.double_quant),
+    [EST_SET_NO_FP32_UPCAST] = FLAG_OFF(
+        "no-fp32-upcast", "QLoRA: keep non-NF4 weights bf16 (no prepare_model_for_kbit_training)",
+        TRAIN, memory.lora.fp32_upcast),
+    [EST_SET_GPUS] = NUM("gpus", GM_JOB_U64, "N", "GPUs in the job (default 1, or tp x pp)", RUN,
+                         GM_ENGINE_NONE, parallel.gpus, 1, 65536, 0),
+    [EST_SET_GPUS_PER_NODE] =
+        NUM("gpus-per-node", GM_JOB_U64, "N", "GPUs per node (default min(gpus, 8))", RUN,
+            GM_ENGINE_NONE, parallel.gpus_per_node, 1, 65536, 0),
+    [EST_SET_ZERO] =
+        CHOICE("zero", zero_choices, NULL, "DeepSpeed ZeRO stage 0-3 over the data-parallel GPUs",
+               TRAIN, parallel.shard),
+    [EST_SET_FSDP] =
+        FLAG_FN("fsdp", "PyTorch FSDP FULL_SHARD (one decoder layer per unit)", TRAIN, set_fsdp),
+    [EST_SET_OFFLOAD_OPTIMIZER] =
+        FLAG("offload-optimizer", "optimizer state, master weights and step on the CPU", TRAIN,
+             GM_ENGINE_NONE, parallel.offload_optimizer),
+    [EST_SET_OFFLOAD_PARAMS] = FLAG("offload-params", "ZeRO-3/FSDP parameters on the CPU", TRAIN,
+                                    GM_ENGINE_NONE, parallel.offload_params),
+    [EST_SET_TP] = NUM("tp", GM_JOB_U64, "N", "tensor-parallel degree (default 1)", RUN,
+                       GM_ENGINE_NONE, parallel.tp, 1, 1024, 0),
+    [EST_SET_PP] =
+        NUM("pp", GM_JOB_U64, "N", "pipeline stages (training 1F1B, or vLLM serving; default 1)",
+            RUN, GM_ENGINE_NONE, parallel.pp, 1, 1024, 0),
+    [EST_SET_SEQUENCE_PARALLEL] =
+        FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN,
+             GM_ENGINE_NONE, parallel.sequence_parallel),
+    [EST_SET_BUCKET_ELEMENTS] = NUM("bucket-elements", GM_JOB_COUNT, "N",
+                                    "ZeRO reduce/all-gather bucket in elements (default 5e8)",
+                                    TRAIN, GM_ENGINE_NONE, parallel.bucket_elements, 1, 1e15, 0),
+    [EST_SET_DDP_BUCKET_VIEW] =
+        FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
+             GM_ENGINE_NONE, parallel.ddp_bucket_view),
+    [EST_SET_GRAD_ACCUM] =
+        NUM("grad-accum", GM_JOB_U64, "N", "micro-batches per optimizer step", TRAIN,
+            GM_ENGINE_NONE, workload.grad_accum, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_PAGED_OPTIMIZER] = FLAG("paged-optimizer", "bitsandbytes paged optimizer", TRAIN,
+                                     GM_ENGINE_NONE, memory.paged_optimizer),
+    [EST_SET_LARGEST_LAYER] = NUM(
+        "largest-layer", GM_JOB_COUNT, "N", "--method deepspeed: parameters of the largest layer",
         TRAIN, GM_ENGINE_NONE, model.largest_layer_params, 0, (double)EST_MAX_PARAMS, 0),
-    CHOICE("engine", engine_choices, NULL, "inference engine: hf, vllm or llama.cpp", INFER,
-           engine.kind),
-    NUM("gpu-memory-utilization", GM_JOB_DOUBLE, "F", "vLLM budget share (default 0.9)", INFER,
-        GM_ENGINE_VLLM, engine.vllm.gpu_memory_utilization, 0, 1, 1),
-    NUM("max-model-len", GM_JOB_U64, "T", "vLLM max_model_len (default: the model's)", INFER,
-        GM_ENGINE_VLLM, engine.vllm.max_model_len, 1, TOKENS, 0),
-    NUM("block-size", GM_JOB_U64, "T", "vLLM KV block size (default 16)", INFER, GM_ENGINE_VLLM,
-        engine.vllm.block_size, 1, 4096, 0),
-    NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default 256)", INFER, GM_ENGINE_VLLM,
-        engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
-    NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default 8192)", INFER,
-        GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
-    FLAG("enforce-eager", "vLLM without CUDA graphs", INFER, GM_ENGINE_VLLM,
-         engine.vllm.enforce_eager),
-    NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory beside NCCL (default 256MiB)",
-        INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
-    NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER, GM_ENGINE_LLAMACPP,
-        engine.llamacpp.n_ubatch, 1, 65536, 0),
-    FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER, GM_ENGINE_LLAMACPP,
-         engine.llamacpp.flash_attn),
-    FLAG_FN("max-batch", "find the largest --batch that fits the GPU", RUN, set_max_batch),
-    FLAG_FN("max-context", "find the largest --seq (training) or --context that fits the GPU", RUN,
-            set_max_context),
+    [EST_SET_ENGINE] = CHOICE("engine", engine_choices, NULL,
+                              "inference engine: hf, vllm or llama.cpp", INFER, engine.kind),
+    [EST_SET_GPU_MEMORY_UTILIZATION] =
+        NUM("gpu-memory-utilization", GM_JOB_DOUBLE, "F", "vLLM budget share (default 0.9)", INFER,
+            GM_ENGINE_VLLM, engine.vllm.gpu_memory_utilization, 0, 1, 1),
+    [EST_SET_MAX_MODEL_LEN] =
+        NUM("max-model-len", GM_JOB_U64, "T", "vLLM max_model_len (default: the model's)", INFER,
+            GM_ENGINE_VLLM, engine.vllm.max_model_len, 1, TOKENS, 0),
+    [EST_SET_BLOCK_SIZE] = NUM("block-size", GM_JOB_U64, "T", "vLLM KV block size (default 16)",
+                               INFER, GM_ENGINE_VLLM, engine.vllm.block_size, 1, 4096, 0),
+    [EST_SET_MAX_NUM_SEQS] =
+        NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default 256)", INFER,
+            GM_ENGINE_VLLM, engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_MAX_NUM_BATCHED_TOKENS] =
+        NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default 8192)",
+            INFER, GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
+    [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
+                                   GM_ENGINE_VLLM, engine.vllm.enforce_eager),
+    [EST_SET_NON_TORCH] =
+        NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory beside NCCL (default 256MiB)",
+            INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
+    [EST_SET_UBATCH] = NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER,
+                           GM_ENGINE_LLAMACPP, engine.llamacpp.n_ubatch, 1, 65536, 0),
+    [EST_SET_FLASH_ATTN] = FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER,
+                                GM_ENGINE_LLAMACPP, engine.llamacpp.flash_attn),
+    [EST_SET_MAX_BATCH] =
+        FLAG_FN("max-batch", "find the largest --batch that fits the GPU", RUN, set_max_batch),
+    [EST_SET_MAX_CONTEXT] =
+        FLAG_FN("max-context", "find the largest --seq (training) or --context that fits the GPU",
+                RUN, set_max_context),
     /* memory techniques (docs/estimate.md, "Memory techniques") */
-    CHOICE("loss", loss_choices, NULL,
-           "loss over the vocabulary: full (HF), chunked, fused (CE kernel) or fused-linear "
-           "(default full)",
-           TRAIN, memory.loss),
-    NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked: chunks (default 8, torchtune)", TRAIN,
-        GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
-    NUM("checkpoint-every", GM_JOB_U64, "N",
-        "--grad-checkpointing full on every N-th layer only (torchtitan; default 1)", TRAIN,
-        GM_ENGINE_NONE, memory.checkpoint_every, 1, 1024, 0),
-    FLAG("optimizer-in-backward", "step each parameter as its gradient is ready (torchtune)", TRAIN,
-         GM_ENGINE_NONE, memory.optimizer_in_backward),
-    FLAG("activation-offload", "saved activations to pinned host memory (torchtune)", TRAIN,
-         GM_ENGINE_NONE, memory.activation_offload),
-    TEXT_FN("fused-kernels", "LIST", "rms_norm,swiglu,rope or liger (all three): fused kernels",
-            TRAIN, set_fused),
-    FLAG("compile", "torch.compile (the partitioner's saved set, approximate)", TRAIN,
-         GM_ENGINE_NONE, memory.compile),
-    CHOICE("adapter-dtype", adapter_dtype_choices, adapter_dtype_values,
-           "LoRA adapter weights (default fp32, bf16 with --precision bf16)", TRAIN,
-           memory.adapter_dtype),
-    NUM("tokens-per-batch", GM_JOB_U64, "N",
-        "packed / padding-free: tokens per micro-batch (instead of --batch x --seq)", TRAIN,
-        GM_ENGINE_NONE, workload.tokens, 1, 68719476736.0, 0),
-    CHOICE("fsdp-version", fsdp_version_choices, fsdp_version_values,
-           "--fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard); default 1", TRAIN,
-           parallel.fsdp_version),
-    FLAG_OFF("no-reshard-after-forward",
-             "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
-             parallel.reshard_after_forward),
-    FLAG_OFF("no-sync-module-states",
-             "--fsdp (FSDP1, HF Trainer): no broadcast of each unit from rank 0 as it is wrapped",
-             TRAIN, parallel.sync_module_states),
-    NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)", TRAIN,
-        GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
+    [EST_SET_LOSS] =
+        CHOICE("loss", loss_choices, NULL,
+               "loss over the vocabulary: full (HF), chunked, fused (CE kernel) or fused-linear "
+               "(default full)",
+               TRAIN, memory.loss),
+    [EST_SET_LOSS_CHUNKS] =
+        NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked: chunks (default 8, torchtune)", TRAIN,
+            GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
+    [EST_SET_CHECKPOINT_EVERY] =
+        NUM("checkpoint-every", GM_JOB_U64, "N",
+            "--grad-checkpointing full on every N-th layer only (torchtitan; default 1)", TRAIN,
+            GM_ENGINE_NONE, memory.checkpoint_every, 1, 1024, 0),
+    [EST_SET_OPTIMIZER_IN_BACKWARD] =
+        FLAG("optimizer-in-backward", "step each parameter as its gradient is ready (torchtune)",
+             TRAIN, GM_ENGINE_NONE, memory.optimizer_in_backward),
+    [EST_SET_ACTIVATION_OFFLOAD] =
+        FLAG("activation-offload", "saved activations to pinned host memory (torchtune)", TRAIN,
+             GM_ENGINE_NONE, memory.activation_offload),
+    [EST_SET_FUSED_KERNELS] =
+        TEXT_FN("fused-kernels", "LIST", "rms_norm,swiglu,rope or liger (all three): fused kernels",
+                TRAIN, set_fused),
+    [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
+                             TRAIN, GM_ENGINE_NONE, memory.compile),
+    [EST_SET_ADAPTER_DTYPE] =
+        CHOICE("adapter-dtype", adapter_dtype_choices, adapter_dtype_values,
+               "LoRA adapter weights (default fp32, bf16 with --precision bf16)", TRAIN,
+               memory.adapter_dtype),
+    [EST_SET_TOKENS_PER_BATCH] =
+        NUM("tokens-per-batch", GM_JOB_U64, "N",
+            "packed / padding-free: tokens per micro-batch (instead of --batch x --seq)", TRAIN,
+            GM_ENGINE_NONE, workload.tokens, 1, 68719476736.0, 0),
+    [EST_SET_FSDP_VERSION] =
+        CHOICE("fsdp-version", fsdp_version_choices, fsdp_version_values,
+               "--fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard); default 1", TRAIN,
+               parallel.fsdp_version),
+    [EST_SET_NO_RESHARD_AFTER_FORWARD] =
+        FLAG_OFF("no-reshard-after-forward",
+                 "--fsdp: keep gathered layers from forward to backward (SHARD_GRAD_OP)", TRAIN,
+                 parallel.reshard_after_forward),
+    [EST_SET_NO_SYNC_MODULE_STATES] = FLAG_OFF(
+        "no-sync-module-states",
+        "--fsdp (FSDP1, HF Trainer): no broadcast of each unit from rank 0 as it is wrapped", TRAIN,
+        parallel.sync_module_states),
+    [EST_SET_EP] = NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)",
+                       TRAIN, GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
     /* the runtime around the tensors */
-    NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
-        GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
-    TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
-            set_cuda_version),
-    TEXT_FN("transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
-            TRAIN, set_transformers_version),
-    {"vllm-version", GM_JOB_TEXT, "V", "vLLM version (its start-up budget; default current)", NULL,
-     INFER, GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version, false},
-    TEXT_FN("bitsandbytes-version", "V",
-            "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)", TRAIN,
-            set_bnb_version),
+    [EST_SET_NCCL] =
+        NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
+            GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
+    [EST_SET_CUDA_VERSION] =
+        TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
+                set_cuda_version),
+    [EST_SET_TRANSFORMERS_VERSION] = TEXT_FN(
+        "transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
+        TRAIN, set_transformers_version),
+    [EST_SET_VLLM_VERSION] = {"vllm-version", GM_JOB_TEXT, "V",
+                              "vLLM version (its start-up budget; default current)", NULL, INFER,
+                              GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version, false},
+    [EST_SET_BITSANDBYTES_VERSION] =
+        TEXT_FN("bitsandbytes-version", "V",
+                "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)",
+                TRAIN, set_bnb_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
-    {"quant", GM_JOB_CHOICE, NULL,
-     "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
-     "channel or block), w4a16/w8a16",
-     quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant, false},
-    NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
-           ANY, 2, 8, 0, set_quant_bits),
-    NUM_FN("group-size", GM_JOB_U64, "N",
-           "--quant gptq/awq/w4a16: input features per scale (default 128; 0: per column)", ANY, 0,
-           65536, 0, set_group_size),
+    [EST_SET_QUANT] =
+        {"quant", GM_JOB_CHOICE, NULL,
+         "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
+         "channel or block), w4a16/w8a16",
+         quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant, false},
+    [EST_SET_QUANT_BITS] =
+        NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
+               ANY, 2, 8, 0, set_quant_bits),
+    [EST_SET_GROUP_SIZE] = NUM("group-size", GM_JOB_U64, "N",
+                               "--quant gptq/awq/w4a16: input features per scale (default 128; 0: "
+                               "per column)",
+                               ANY, GM_ENGINE_NONE, numerics.quant.group_size, 0, 65536, 0),
+    /* scale-out and the engines' own flags */
+    [EST_SET_REPLICAS] = NUM("replicas", GM_JOB_U64, "N",
+                             "inference: copies of the model over --gpus (vLLM, SGLang: --gpus "
+                             "alone is tensor parallelism)",
+                             INFER, GM_ENGINE_NONE, parallel.replicas, 1, 65536, 0),
+    [EST_SET_MEM_FRACTION_STATIC] =
+        NUM("mem-fraction-static", GM_JOB_DOUBLE, "F",
+            "SGLang weights + KV pool share (default: SGLang's for "
+            "the GPU)",
+            INFER, GM_ENGINE_SGLANG, engine.sglang.mem_fraction_static, 0, 1, 1),
+    [EST_SET_CONTEXT_LENGTH] =
+        NUM("context-length", GM_JOB_U64, "T", "SGLang --context-length (default: the model's)",
+            INFER, GM_ENGINE_SGLANG, engine.sglang.context_length, 1, TOKENS, 0),
+    [EST_SET_MAX_RUNNING_REQUESTS] =
+        NUM("max-running-requests", GM_JOB_U64, "N", "SGLang --max-running-requests", INFER,
+            GM_ENGINE_SGLANG, engine.sglang.max_running_requests, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_CHUNKED_PREFILL_SIZE] =
+        NUM("chunked-prefill-size", GM_JOB_U64, "T",
+            "SGLang prefill chunk (default: SGLang's for the GPU)", INFER, GM_ENGINE_SGLANG,
+            engine.sglang.chunked_prefill_size, 1, TOKENS, 0),
+    [EST_SET_N_GPU_LAYERS] =
+        NUM("n-gpu-layers", GM_JOB_U64, "N", "llama.cpp -ngl: layers on the GPU (default 999: all)",
+            INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_gpu_layers, 0, 100000, 0),
+    [EST_SET_N_CPU_MOE] = NUM("n-cpu-moe", GM_JOB_U64, "N",
+                              "llama.cpp --n-cpu-moe: experts of the first N layers in host memory",
+                              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_cpu_moe, 0, 100000, 0),
+    [EST_SET_STACK] = CHOICE("stack", stack_choices, NULL,
+                             "training stack: hf (transformers, accelerate, DeepSpeed; default), "
+                             "torchtune, torchtitan or megatron: what suggestions may name",
+                             TRAIN, stack.framework),
+    [EST_SET_KV_CACHE_MEMORY_BYTES] =
+        NUM("kv-cache-memory-bytes", GM_JOB_SIZE, "SIZE",
+            "vLLM KV pool per GPU, instead of the "
+            "--gpu-memory-utilization budget",
+            INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+_Static_assert(N_SETTINGS == EST_SET__COUNT, "one row per setting id (EST_SETTINGS)");
 _Static_assert(N_SETTINGS <= GM_JOB_MAX_SETTINGS, "raise GM_JOB_MAX_SETTINGS");
 
 /* Choices are stored into enum fields as int: every such enum is int-sized. */
@@ -608,30 +778,28 @@ const struct gm_job_setting *gm_job_setting_find(const char *name)
     return i < 0 ? NULL : &settings[i];
 }
 
-static bool is_given(const struct gm_job *j, size_t i)
+const struct gm_job_setting *est_setting(enum est_setting id)
 {
-    return (j->given[i / 64] >> (i % 64)) & 1;
+    return &settings[id];
 }
 
-static void mark(struct gm_job *j, size_t i, bool given)
+bool est_given(const struct gm_job *j, enum est_setting id)
+{
+    return (j->given[id / 64] >> (id % 64)) & 1;
+}
+
+void est_job_mark(struct gm_job *j, enum est_setting id, bool given)
 {
     if (given)
-        j->given[i / 64] |= (uint64_t)1 << (i % 64);
+        j->given[id / 64] |= (uint64_t)1 << (id % 64);
     else
-        j->given[i / 64] &= ~((uint64_t)1 << (i % 64));
+        j->given[id / 64] &= ~((uint64_t)1 << (id % 64));
 }
 
 bool gm_job_given(const struct gm_job *job, const char *name)
 {
     ptrdiff_t i = setting_index(name);
-    return i >= 0 && is_given(job, (size_t)i);
-}
-
-void est_job_mark(struct gm_job *job, const char *name, bool given)
-{
-    ptrdiff_t i = setting_index(name);
-    if (i >= 0)
-        mark(job, (size_t)i, given);
+    return i >= 0 && est_given(job, (enum est_setting)i);
 }
 
 /* A bound as people read it: 2^20 rather than 1048576. */
@@ -705,17 +873,48 @@ static enum gm_status parse_value(const struct gm_job_setting *s, const char *te
     }
     if (st != GM_OK)
         return gm_error_prefix(err, "--%s", s->name);
-    if (s->lo < s->hi) {
-        double d = s->type == GM_JOB_DOUBLE ? v->number : (double)v->u64;
-        if (!in_range(s, d))
-            return out_of_range(s, text, err);
-    }
     return GM_OK;
+}
+
+/* Whether the setting has a range of numbers, and the number 'v' holds for it. */
+static bool number_of(const struct gm_job_setting *s, const union gm_job_value *v, double *d)
+{
+    if (!(s->lo < s->hi))
+        return false;
+    switch (s->type) {
+    case GM_JOB_U64:
+    case GM_JOB_COUNT:
+    case GM_JOB_SIZE:
+        *d = (double)v->u64;
+        return true;
+    case GM_JOB_DOUBLE:
+        *d = v->number;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The setting's range, from its row: 'shown' is the value as given (NULL: the number). */
+static enum gm_status check_range(const struct gm_job_setting *s, const union gm_job_value *v,
+                                  const char *shown, struct gm_error *err)
+{
+    char b[32];
+    double d;
+    if (!number_of(s, v, &d) || in_range(s, d))
+        return GM_OK;
+    if (!shown) {
+        snprintf(b, sizeof b, "%.15g", d);
+        shown = b;
+    }
+    return out_of_range(s, shown, err);
 }
 
 static void store(struct gm_job *j, const struct gm_job_setting *s, const union gm_job_value *v)
 {
     char *field = (char *)j + s->offset;
+    if (s->offset == NO_FIELD)
+        return;
     switch (s->type) {
     case GM_JOB_FLAG: {
         bool b = s->clears ? !v->flag : v->flag;
@@ -738,6 +937,45 @@ static void store(struct gm_job *j, const struct gm_job_setting *s, const union 
     }
 }
 
+/* "unknown setting 'bach'", with the setting it is likely a slip for ('_' read as '-', and
+ * the setting named back in the caller's spelling: max_model_len for a Python keyword). */
+static enum gm_status unknown_setting(const char *name, struct gm_error *err)
+{
+    const char *names[N_SETTINGS], *near;
+    char dashed[64], spelled[64];
+    size_t n = 0;
+    for (; name[n] && n + 1 < sizeof dashed; n++)
+        dashed[n] = name[n] == '_' ? '-' : name[n];
+    dashed[n] = '\0';
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        names[i] = settings[i].name;
+    near = gm_text_closest(dashed, n, names, N_SETTINGS, true);
+    if (near) {
+        size_t k = 0;
+        for (; near[k] && k + 1 < sizeof spelled; k++)
+            spelled[k] = near[k] == '-' && strchr(name, '_') ? '_' : near[k];
+        spelled[k] = '\0';
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "unknown setting '%s' (did you mean '%s'?)", name, spelled);
+    }
+    return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name);
+}
+
+/* Store a checked value: into the row's field, then through its setter (which fills what
+ * else the setting decides, or the whole value when the row names no field). */
+static enum gm_status put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
+                          struct gm_error *err)
+{
+    const struct gm_job_setting *s = &settings[id];
+    enum gm_status st = GM_OK;
+    store(job, s, v);
+    if (s->set)
+        st = s->set(job, v, err);
+    if (st == GM_OK)
+        est_job_mark(job, id, true);
+    return st;
+}
+
 enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
                           struct gm_error *err)
 {
@@ -747,22 +985,58 @@ enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *valu
     enum gm_status st;
 
     if (i < 0)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "unknown setting '%s'", name ? name : "");
+        return unknown_setting(name ? name : "", err);
     s = &settings[i];
     if (s->type != GM_JOB_FLAG && !value)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs a value (%s)", s->name,
                        s->argname ? s->argname : "see --help");
-    if ((st = parse_value(s, value, &v, err)) != GM_OK)
+    if ((st = parse_value(s, value, &v, err)) != GM_OK ||
+        (st = check_range(s, &v, value, err)) != GM_OK)
         return st;
     if (s->type == GM_JOB_FLAG && !v.flag)
         return GM_OK;
-    if (s->set)
-        st = s->set(job, &v, err);
-    else
-        store(job, s, &v);
-    if (st == GM_OK)
-        mark(job, (size_t)i, true);
-    return st;
+    return put(job, (enum est_setting)i, &v, err);
+}
+
+enum gm_status est_job_set(struct gm_job *job, enum est_setting id, const char *value,
+                           struct gm_error *err)
+{
+    return gm_job_set(job, settings[id].name, value, err);
+}
+
+enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
+                           struct gm_error *err)
+{
+    enum gm_status st;
+    if ((st = check_range(&settings[id], v, NULL, err)) != GM_OK)
+        return st;
+    return put(job, id, v, err);
+}
+
+void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n)
+{
+    const struct gm_job_setting *s = &settings[id];
+    out[0] = '\0';
+    switch (s->type) {
+    case GM_JOB_FLAG:
+        break;
+    case GM_JOB_U64:
+    case GM_JOB_COUNT:
+    case GM_JOB_SIZE:
+        snprintf(out, n, "%llu", (unsigned long long)v->u64);
+        break;
+    case GM_JOB_DOUBLE:
+        snprintf(out, n, "%g", v->number);
+        break;
+    case GM_JOB_CHOICE:
+        for (int i = 0; s->choices[i]; i++)
+            if ((s->values ? s->values[i] : i) == v->choice)
+                snprintf(out, n, "%s", s->choices[i]);
+        break;
+    case GM_JOB_TEXT:
+        snprintf(out, n, "%s", v->text ? v->text : "");
+        break;
+    }
 }
 
 /* ---- checks across settings ---- */
@@ -785,23 +1059,83 @@ static const char *modes_text(unsigned modes)
     }
 }
 
-static bool given_name(const struct gm_job *j, const char *name)
+bool est_engine_shards(const struct gm_job *j)
 {
-    return gm_job_given(j, name);
+    return j->mode == GM_EST_INFER &&
+           (j->engine.kind == GM_ENGINE_VLLM || j->engine.kind == GM_ENGINE_SGLANG);
+}
+
+bool est_tp_from_gpus(const struct gm_job *j)
+{
+    return est_engine_shards(j) && est_given(j, EST_SET_GPUS) && !est_given(j, EST_SET_TP);
 }
 
 void est_job_resolve(struct gm_job *j)
 {
+    struct gm_job_parallel *p = &j->parallel;
+    /* serving engines that shard a model: N GPUs are one copy in tensor parallelism, unless
+     * --replicas says how many copies share them */
+    if (est_tp_from_gpus(j)) {
+        uint64_t per = (p->replicas ? p->replicas : 1) * (p->pp ? p->pp : 1);
+        if (per && p->gpus % per == 0 && p->gpus / per >= 1)
+            p->tp = p->gpus / per;
+    }
+    if (j->mode == GM_EST_INFER && p->replicas && !est_given(j, EST_SET_GPUS))
+        p->gpus = gm_mul_sat(p->replicas, gm_mul_sat(p->tp ? p->tp : 1, p->pp ? p->pp : 1));
     if (!j->parallel.gpus)
         j->parallel.gpus =
             gm_mul_sat(j->parallel.tp ? j->parallel.tp : 1, j->parallel.pp ? j->parallel.pp : 1);
     /* packed / padding-free: the longest sequence cannot exceed the micro-batch */
-    if (j->workload.tokens && !given_name(j, "seq") && j->workload.seq > j->workload.tokens)
+    if (j->workload.tokens && !est_given(j, EST_SET_SEQ) && j->workload.seq > j->workload.tokens)
         j->workload.seq = j->workload.tokens;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
-        !given_name(j, "zero"))
+        !est_given(j, EST_SET_ZERO))
         j->parallel.shard = GM_SHARD_ZERO3;
+}
+
+enum est_allocator est_allocator(const struct gm_job *job)
+{
+    if (job->mode == GM_EST_WEIGHTS)
+        return EST_ALLOC_ONCE;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_VLLM)
+        return EST_ALLOC_VLLM;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_LLAMACPP)
+        return EST_ALLOC_GGML;
+    if (job->mode == GM_EST_INFER && job->engine.kind == GM_ENGINE_SGLANG)
+        return EST_ALLOC_SGLANG;
+    return EST_ALLOC_TORCH;
+}
+
+double est_fragmentation(const struct gm_job *job)
+{
+    return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
+}
+
+unsigned est_weight_elem_bytes(enum gm_precision p)
+{
+    return p == GM_PREC_FP32 ? 4 : 2;
+}
+
+bool est_precision_autocast(enum gm_precision p)
+{
+    return p == GM_PREC_FP16_MIXED || p == GM_PREC_BF16_MIXED;
+}
+
+unsigned est_adapter_bytes(const struct gm_job *j)
+{
+    if (j->memory.adapter_dtype == GM_DTYPE_BF16)
+        return 2;
+    if (j->memory.adapter_dtype == GM_DTYPE_F32)
+        return 4;
+    return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
+}
+
+unsigned est_frozen_rest_bytes(const struct gm_job *j)
+{
+    if (j->numerics.precision == GM_PREC_FP32)
+        return 4;
+    return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
 }
 
 uint64_t est_data_parallel(const struct gm_job *j)
@@ -834,47 +1168,53 @@ bool est_llamacpp_kv_type(enum gm_dtype t, uint32_t *out)
     }
 }
 
-/* Limits that keep the arithmetic meaningful, for jobs filled in directly as well. */
+/* The value in the field of a numeric setting's row. */
+static bool field_value(const struct gm_job *j, const struct gm_job_setting *s,
+                        union gm_job_value *v)
+{
+    const char *field = (const char *)j + s->offset;
+    if (s->offset == NO_FIELD)
+        return false;
+    switch (s->type) {
+    case GM_JOB_U64:
+    case GM_JOB_COUNT:
+    case GM_JOB_SIZE:
+        memcpy(&v->u64, field, sizeof(uint64_t));
+        return true;
+    case GM_JOB_DOUBLE:
+        memcpy(&v->number, field, sizeof(double));
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Limits that keep the arithmetic meaningful, for jobs filled in directly as well: every
+ * numeric field of the settings table within its row's range (a field at its default, which
+ * means "not set", is left alone), and what no row states. */
 static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
 {
     const struct gm_job_workload *w = &j->workload;
-    if (j->model.n_params > EST_MAX_PARAMS)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--parameters: %llu is absurd (limit 2^50)",
-                       (unsigned long long)j->model.n_params);
-    if (j->numerics.weight_format == GM_WEIGHTS_BITS &&
-        !(j->numerics.weight_bits > 0 && j->numerics.weight_bits <= 64))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bits: must be in (0, 64]");
-    if (j->runtime.reserve_bytes > EST_MAX_BYTES || j->runtime.cuda_context_bytes > EST_MAX_BYTES ||
-        j->runtime.workspace_bytes > EST_MAX_BYTES || j->gpu.memory_bytes > EST_MAX_BYTES ||
-        j->engine.vllm.non_torch_bytes > EST_MAX_BYTES ||
+    struct gm_job d;
+    enum gm_status st;
+    gm_job_init(&d);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        union gm_job_value v, dv;
+        if (!field_value(j, &settings[i], &v) || !field_value(&d, &settings[i], &dv) ||
+            !memcmp(&v, &dv, sizeof v))
+            continue;
+        if ((st = check_range(&settings[i], &v, NULL, err)) != GM_OK)
+            return st;
+    }
+    /* sizes that no numeric setting holds as they are */
+    if (j->runtime.reserve_bytes > EST_MAX_BYTES || j->gpu.memory_bytes > EST_MAX_BYTES ||
         j->engine.vllm.cuda_graph_bytes > EST_MAX_BYTES)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "a size is absurd (limit 2^60 bytes)");
-    if (w->batch == 0 || w->batch > EST_MAX_BATCH)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--batch: must be 1 to %llu",
-                       (unsigned long long)EST_MAX_BATCH);
-    if (j->mode == GM_EST_TRAIN && (w->seq == 0 || w->seq > EST_MAX_TOKENS))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--seq: must be 1 to %llu tokens",
-                       (unsigned long long)EST_MAX_TOKENS);
-    if (j->mode == GM_EST_INFER && (w->context > EST_MAX_TOKENS || w->new_tokens > EST_MAX_TOKENS ||
-                                    w->context + w->new_tokens == 0))
+    if (j->numerics.weight_format == GM_WEIGHTS_BITS && !(j->numerics.weight_bits > 0))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bits: needs a value above 0");
+    if (j->mode == GM_EST_INFER && w->context + w->new_tokens == 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--context + --new-tokens: must be 1 to %llu tokens each",
-                       (unsigned long long)EST_MAX_TOKENS);
-    if (w->grad_accum == 0 || w->grad_accum > EST_MAX_BATCH)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--grad-accum: must be 1 to %llu",
-                       (unsigned long long)EST_MAX_BATCH);
-    if (!(j->runtime.fragmentation >= 0 && j->runtime.fragmentation <= 4))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--fragmentation: must be in [0, 4]");
-    if (!(j->numerics.activations_per_token >= 0 && j->numerics.activations_per_token <= 1e12))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--activations-per-token: must be in [0, 1e12]");
-    if (!(j->memory.lora.dropout >= 0 && j->memory.lora.dropout < 1))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--lora-dropout: must be in [0, 1)");
-    if (j->engine.kind == GM_ENGINE_VLLM &&
-        !(j->engine.vllm.gpu_memory_utilization > 0 && j->engine.vllm.gpu_memory_utilization <= 1))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--gpu-memory-utilization: must be in (0, 1]");
+                       "--context + --new-tokens: at least one token");
     if ((unsigned)j->mode >= GM_EST_MODE__COUNT || (unsigned)j->method >= GM_METHOD__COUNT ||
         (unsigned)j->numerics.precision >= GM_PREC__COUNT ||
         (unsigned)j->numerics.optimizer >= GM_OPT__COUNT ||
@@ -887,16 +1227,10 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->parallel.shard >= GM_SHARD__COUNT ||
         (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
         (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
+        (unsigned)j->stack.framework >= GM_FRAMEWORK__COUNT ||
         (j->memory.fused_kernels & ~(unsigned)GM_FUSED_ALL) ||
         (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
-    if (j->memory.loss_chunks == 0 || j->memory.loss_chunks > 65536 ||
-        j->memory.checkpoint_every == 0 || j->memory.checkpoint_every > 1024 ||
-        j->parallel.ep == 0 || j->parallel.ep > 1024 || j->runtime.nccl_bytes > EST_MAX_BYTES ||
-        j->workload.tokens > ((uint64_t)1 << 36))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--loss-chunks, --checkpoint-every, --ep, --nccl or --tokens-per-batch is "
-                       "out of range");
     return GM_OK;
 }
 
@@ -905,7 +1239,7 @@ static enum gm_status check_applies(const struct gm_job *j, struct gm_error *err
 {
     for (size_t i = 0; i < N_SETTINGS; i++) {
         const struct gm_job_setting *s = &settings[i];
-        if (!is_given(j, i))
+        if (!est_given(j, (enum est_setting)i))
             continue;
         if (!(s->modes & (1u << j->mode)))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s applies to %s", s->name,
@@ -917,29 +1251,31 @@ static enum gm_status check_applies(const struct gm_job *j, struct gm_error *err
     return GM_OK;
 }
 
-static enum gm_status exclusive(const struct gm_job *j, const char *a, const char *b,
+static enum gm_status exclusive(const struct gm_job *j, enum est_setting a, enum est_setting b,
                                 struct gm_error *err)
 {
-    if (given_name(j, a) && given_name(j, b))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s and --%s exclude each other", a, b);
+    if (est_given(j, a) && est_given(j, b))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s and --%s exclude each other",
+                       settings[a].name, settings[b].name);
     return GM_OK;
 }
 
 static enum gm_status check_adapters(const struct gm_job *j, struct gm_error *err)
 {
-    static const char *const lora_only[] = {"lora-rank", "lora-targets", "lora-dropout",
-                                            "adapter-dtype"};
-    static const char *const qlora_only[] = {"no-double-quant", "no-fp32-upcast"};
+    static const enum est_setting lora_only[] = {EST_SET_LORA_RANK, EST_SET_LORA_TARGETS,
+                                                 EST_SET_LORA_DROPOUT, EST_SET_ADAPTER_DTYPE};
+    static const enum est_setting qlora_only[] = {EST_SET_NO_DOUBLE_QUANT, EST_SET_NO_FP32_UPCAST};
     enum gm_status st;
-    if ((st = exclusive(j, "lora", "qlora", err)))
+    if ((st = exclusive(j, EST_SET_LORA, EST_SET_QLORA, err)))
         return st;
     for (size_t i = 0; i < sizeof lora_only / sizeof lora_only[0]; i++)
-        if (given_name(j, lora_only[i]) && j->memory.adapter == GM_ADAPTER_NONE)
+        if (est_given(j, lora_only[i]) && j->memory.adapter == GM_ADAPTER_NONE)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs --lora or --qlora",
-                           lora_only[i]);
+                           settings[lora_only[i]].name);
     for (size_t i = 0; i < sizeof qlora_only / sizeof qlora_only[0]; i++)
-        if (given_name(j, qlora_only[i]) && j->memory.adapter != GM_ADAPTER_QLORA)
-            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs --qlora", qlora_only[i]);
+        if (est_given(j, qlora_only[i]) && j->memory.adapter != GM_ADAPTER_QLORA)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s needs --qlora",
+                           settings[qlora_only[i]].name);
     if (j->memory.adapter != GM_ADAPTER_NONE && j->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "LoRA/QLoRA applies to --train");
     return GM_OK;
@@ -950,11 +1286,8 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
     const struct gm_job_parallel *p = &j->parallel;
     int stage = p->shard == GM_SHARD_FSDP ? 3 : (int)p->shard;
     enum gm_status st;
-    if ((st = exclusive(j, "fsdp", "zero", err)))
+    if ((st = exclusive(j, EST_SET_FSDP, EST_SET_ZERO, err)))
         return st;
-    if (p->gpus == 0 || p->tp == 0 || p->pp == 0 || p->gpus > 65536 || p->tp > 1024 || p->pp > 1024)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--gpus, --tp and --pp must be in 1..65536, 1..1024 and 1..1024");
     if (p->tp > p->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)p->tp, (unsigned long long)p->gpus);
@@ -998,30 +1331,37 @@ static enum gm_status check_engine(const struct gm_job *j, struct gm_error *err)
     if (j->engine.kind == GM_ENGINE_LLAMACPP && j->parallel.tp > 1)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--engine llama.cpp splits layers, not tensors: --tp is not supported");
-    if (j->engine.kind == GM_ENGINE_VLLM && !j->gpu.memory_bytes)
+    if (est_engine_shards(j) && !j->gpu.memory_bytes)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--engine vllm sizes its KV pool from the GPU's memory: give --gpu or "
-                       "--gpu-memory");
+                       "--engine %s sizes its KV pool from the GPU's memory: give --gpu or "
+                       "--gpu-memory",
+                       gm_engine_name(j->engine.kind));
+    if (j->parallel.replicas &&
+        j->parallel.gpus != j->parallel.replicas * j->parallel.tp * j->parallel.pp)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--replicas %llu x --tp %llu x --pp %llu is not --gpus %llu",
+                       (unsigned long long)j->parallel.replicas, (unsigned long long)j->parallel.tp,
+                       (unsigned long long)j->parallel.pp, (unsigned long long)j->parallel.gpus);
     return GM_OK;
 }
 
 /* The memory techniques: what each needs and what it excludes. */
 static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *err)
 {
-    static const char *const arch_only[] = {"loss",
-                                            "fused-kernels",
-                                            "compile",
-                                            "activation-offload",
-                                            "tokens-per-batch",
-                                            "optimizer-in-backward"};
+    static const enum est_setting arch_only[] = {EST_SET_LOSS,
+                                                 EST_SET_FUSED_KERNELS,
+                                                 EST_SET_COMPILE,
+                                                 EST_SET_ACTIVATION_OFFLOAD,
+                                                 EST_SET_TOKENS_PER_BATCH,
+                                                 EST_SET_OPTIMIZER_IN_BACKWARD};
     const struct gm_job_memory *mem = &j->memory;
     enum gm_status st;
-    if (given_name(j, "loss-chunks") && mem->loss != GM_LOSS_CHUNKED)
+    if (est_given(j, EST_SET_LOSS_CHUNKS) && mem->loss != GM_LOSS_CHUNKED)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-chunks needs --loss chunked");
-    if (given_name(j, "checkpoint-every") && mem->checkpointing != GM_CKPT_FULL)
+    if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");
-    if ((given_name(j, "fsdp-version") || !j->parallel.reshard_after_forward ||
+    if ((est_given(j, EST_SET_FSDP_VERSION) || !j->parallel.reshard_after_forward ||
          !j->parallel.sync_module_states) &&
         j->parallel.shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
@@ -1031,18 +1371,18 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--no-sync-module-states needs FSDP1 (--fsdp-version 1): FSDP2's "
                        "fully_shard has no sync_module_states");
-    if ((st = exclusive(j, "batch", "tokens-per-batch", err)) ||
-        (st = exclusive(j, "max-batch", "tokens-per-batch", err)))
+    if ((st = exclusive(j, EST_SET_BATCH, EST_SET_TOKENS_PER_BATCH, err)) ||
+        (st = exclusive(j, EST_SET_MAX_BATCH, EST_SET_TOKENS_PER_BATCH, err)))
         return st;
     if (j->workload.tokens && j->workload.seq > j->workload.tokens)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--seq %llu (the longest sequence) exceeds --tokens-per-batch %llu",
                        (unsigned long long)j->workload.seq, (unsigned long long)j->workload.tokens);
     for (size_t i = 0; i < sizeof arch_only / sizeof arch_only[0]; i++)
-        if (given_name(j, arch_only[i]) && j->method == GM_METHOD_BLOG)
+        if (est_given(j, arch_only[i]) && j->method == GM_METHOD_BLOG)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--%s applies to --method arch (the blog formula has no such term)",
-                           arch_only[i]);
+                           settings[arch_only[i]].name);
     if (mem->optimizer_in_backward) {
         /* torchtune's recipes assert both; DeepSpeed steps its own partitions */
         if (j->workload.grad_accum > 1)
@@ -1073,12 +1413,14 @@ static enum gm_status check_quant(const struct gm_job *j, struct gm_error *err)
         j->numerics.weight_format == GM_WEIGHTS_QUANT &&
         (q->method == GM_QUANT_GPTQ || q->method == GM_QUANT_AWQ || q->method == GM_QUANT_INT);
     enum gm_status st;
-    if ((st = exclusive(j, "bits", "quant", err)) || (st = exclusive(j, "qlora", "quant", err)))
+    if ((st = exclusive(j, EST_SET_BITS, EST_SET_QUANT, err)) ||
+        (st = exclusive(j, EST_SET_QLORA, EST_SET_QUANT, err)))
         return st;
-    if ((given_name(j, "quant-bits") || given_name(j, "group-size")) && !grouped)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--%s applies to --quant gptq, awq, w4a16 or w8a16",
-                       given_name(j, "quant-bits") ? "quant-bits" : "group-size");
+    if ((est_given(j, EST_SET_QUANT_BITS) || est_given(j, EST_SET_GROUP_SIZE)) && !grouped)
+        return gm_fail(
+            err, GM_ERR_INVALID, GM_NO_OFFSET, "--%s applies to --quant gptq, awq, w4a16 or w8a16",
+            settings[est_given(j, EST_SET_QUANT_BITS) ? EST_SET_QUANT_BITS : EST_SET_GROUP_SIZE]
+                .name);
     if (grouped && q->method == GM_QUANT_AWQ && q->bits != 4)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--quant-bits: AWQ checkpoints are 4-bit (AutoAWQ's GEMM/GEMV kernels)");
@@ -1092,10 +1434,10 @@ static enum gm_status check_quant(const struct gm_job *j, struct gm_error *err)
 
 static enum gm_status check_method(const struct gm_job *j, struct gm_error *err)
 {
-    if (given_name(j, "activations-per-token") && j->method != GM_METHOD_BLOG)
+    if (est_given(j, EST_SET_ACTIVATIONS_PER_TOKEN) && j->method != GM_METHOD_BLOG)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--activations-per-token applies to --method blog");
-    if (given_name(j, "largest-layer") && j->method != GM_METHOD_DEEPSPEED)
+    if (est_given(j, EST_SET_LARGEST_LAYER) && j->method != GM_METHOD_DEEPSPEED)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--largest-layer applies to --method deepspeed");
     if (j->method != GM_METHOD_DEEPSPEED)
@@ -1118,12 +1460,12 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
     enum gm_status st;
 
     est_job_resolve(&j);
-    if ((st = exclusive(&j, "train", "infer", err)))
+    if ((st = exclusive(&j, EST_SET_TRAIN, EST_SET_INFER, err)))
         return st;
     if ((st = check_applies(&j, err)) || (st = check_limits(&j, err)))
         return st;
-    if ((st = exclusive(&j, "gpu", "gpu-memory", err)) ||
-        (st = exclusive(&j, "max-batch", "max-context", err)))
+    if ((st = exclusive(&j, EST_SET_GPU, EST_SET_GPU_MEMORY, err)) ||
+        (st = exclusive(&j, EST_SET_MAX_BATCH, EST_SET_MAX_CONTEXT, err)))
         return st;
     if ((st = check_method(&j, err)) || (st = check_adapters(&j, err)) ||
         (st = check_parallel(&j, err)) || (st = check_engine(&j, err)) ||

@@ -7,6 +7,7 @@
 
 #include "gpumem/arena.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, struct gm_job *t)
@@ -34,37 +35,40 @@ void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, s
     }
 }
 
+/* The point estimate at 'v' into 'out' (its verdict is the one a search goes by); a value
+ * that does not fit leaves its verdict in 'res' (the one just past the answer is the last of
+ * them: what binds). */
 static enum gm_status fits_at(const struct gm_job *job, enum gm_search what, uint64_t v,
-                              struct gm_estimate *out, bool *fits, struct gm_error *err)
+                              struct gm_estimate *out, bool *fits, struct gm_est_search *res,
+                              struct gm_error *err)
 {
     struct gm_job t;
     enum gm_status st;
     est_search_job(job, what, v, &t);
-    if ((st = gm_estimate_run(&t, out, err)) != GM_OK)
+    if ((st = est_run_point(&t, out, err)) != GM_OK)
         return st;
     *fits = out->fit.fits;
+    if (!*fits) {
+        res->limited_by = out->fit.reason;
+        snprintf(res->limit_text, sizeof res->limit_text, "%s", out->fit.text);
+    }
     return GM_OK;
 }
 
-enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
-                                  struct gm_est_search *res, struct gm_estimate *out,
-                                  struct gm_error *err)
+enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct gm_est_search *res,
+                          struct gm_estimate *e, bool shown, struct gm_error *err)
 {
     uint64_t lo = 0, first = 1, hi, limit = job->search_limit ? job->search_limit : (1u << 20);
     const struct gm_model *m = job->model.model;
-    struct gm_estimate *e = out ? out : gm_malloc(sizeof(*e));
     bool fits = false, hit = false;
-    enum gm_status st = GM_OK;
+    enum gm_status st;
+    struct gm_job t;
 
     memset(res, 0, sizeof(*res));
     res->what = what;
-    if (!e)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    if (!job->gpu.memory_bytes) {
-        st = gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                     "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
-        goto out_free;
-    }
+    if (!job->gpu.memory_bytes)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
     /* A context beyond the model's positions is not a useful answer. */
     if ((what == GM_SEARCH_CONTEXT || what == GM_SEARCH_MAX_MODEL_LEN) && m && m->max_positions &&
         m->max_positions < limit) {
@@ -84,8 +88,8 @@ enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
     res->limit = limit;
     hi = first;
     for (;;) {
-        if ((st = fits_at(job, what, hi, e, &fits, err)) != GM_OK)
-            goto out_free;
+        if ((st = fits_at(job, what, hi, e, &fits, res, err)) != GM_OK)
+            return st;
         if (!fits)
             break;
         lo = hi;
@@ -98,20 +102,40 @@ enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
     if (!hit && lo) {
         while (hi - lo > 1) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if ((st = fits_at(job, what, mid, e, &fits, err)) != GM_OK)
-                goto out_free;
+            if ((st = fits_at(job, what, mid, e, &fits, res, err)) != GM_OK)
+                return st;
             if (fits)
                 lo = mid;
             else
                 hi = mid;
         }
     }
-    st = fits_at(job, what, lo ? lo : first, e, &fits, err);
+    /* what binds is the verdict at hi, the last value that did not fit (lo + 1, or the
+     * least value) */
     res->value = lo;
     res->shown = lo ? lo : first;
     res->hit_limit = hit;
-out_free:
-    if (e != out)
-        gm_free(e);
+    if (!shown)
+        return GM_OK;
+    /* the estimate shown, with its range and the verdict over it */
+    est_search_job(job, what, res->shown, &t);
+    return est_rerun(&t, e, err);
+}
+
+enum gm_status gm_estimate_search(const struct gm_job *job, enum gm_search what,
+                                  struct gm_est_search *res, struct gm_estimate **out,
+                                  struct gm_error *err)
+{
+    struct gm_estimate *e = out && *out ? *out : est_new();
+    enum gm_status st;
+    if (!e) {
+        memset(res, 0, sizeof(*res));
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    }
+    if (out)
+        *out = e;
+    st = est_search(job, what, res, e, true, err);
+    if (!out)
+        gm_estimate_free(e);
     return st;
 }

@@ -25,18 +25,6 @@
 #include <stdio.h>
 #include <string.h>
 
-uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant)
-{
-    uint64_t blocks, data = n / 2 + n % 2;
-    if (block == 0)
-        block = 64;
-    blocks = n / block + (n % block != 0);
-    if (!double_quant)
-        return gm_add_sat(data, gm_mul_sat(blocks, 4));
-    /* 8-bit absmax per block, then one fp32 scale (and offset folded in) per 256 blocks */
-    return gm_add_sat(gm_add_sat(data, blocks), gm_mul_sat(blocks / 256 + (blocks % 256 != 0), 4));
-}
-
 /* in/out widths of the eight projections a target flag can name. */
 static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64_t *out)
 {
@@ -81,63 +69,6 @@ uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned target
         per_layer = gm_add_sat(per_layer, p);
     }
     return gm_mul_sat(per_layer, m->n_layers);
-}
-
-enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err)
-{
-    static const struct {
-        const char *name;
-        unsigned flags;
-    } names[] = {
-        {"q", GM_LORA_Q},
-        {"q_proj", GM_LORA_Q},
-        {"k", GM_LORA_K},
-        {"k_proj", GM_LORA_K},
-        {"v", GM_LORA_V},
-        {"v_proj", GM_LORA_V},
-        {"o", GM_LORA_O},
-        {"o_proj", GM_LORA_O},
-        {"gate", GM_LORA_GATE},
-        {"gate_proj", GM_LORA_GATE},
-        {"up", GM_LORA_UP},
-        {"up_proj", GM_LORA_UP},
-        {"down", GM_LORA_DOWN},
-        {"down_proj", GM_LORA_DOWN},
-        {"attention", GM_LORA_ATTENTION},
-        {"qkv", GM_LORA_QKV},
-        {"c_attn", GM_LORA_QKV},
-        {"query_key_value", GM_LORA_QKV},
-        {"qkv_proj", GM_LORA_QKV},
-        {"Wqkv", GM_LORA_QKV},
-        {"mlp", GM_LORA_MLP},
-        {"all-linear", GM_LORA_ALL_LINEAR},
-        {"all", GM_LORA_ALL_LINEAR},
-    };
-    unsigned flags = 0;
-    const char *p = s;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        bool found = false;
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
-            if (strlen(names[i].name) == n && strncmp(names[i].name, p, n) == 0) {
-                flags |= names[i].flags;
-                found = true;
-            }
-        }
-        if (!found)
-            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                           "unknown LoRA target '%.*s' (use q,k,v,o,gate,up,down, qkv for a "
-                           "fused projection, attention, mlp or all-linear)",
-                           (int)(n > 32 ? 32 : n), p);
-        p += n;
-        if (*p == ',')
-            p++;
-    }
-    if (!flags)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no LoRA targets given");
-    *out = flags;
-    return GM_OK;
 }
 
 /* Optimizer state bytes per trainable parameter, for state kept at 'sb' bytes. */

@@ -28,6 +28,7 @@
  * from a checked source); KV and weights are exact. */
 #include "estimate/estimate_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,6 +83,126 @@ static unsigned kv_elem_bytes_x100(enum gm_dtype t)
     return bits ? bits * 100 / 8 : 200;
 }
 
+/* The KV cache element type of vLLM and SGLang: --kv-dtype, else the model's 16-bit dtype
+ * (fp32 for an fp32 model). */
+static enum gm_dtype engine_kv_dtype(const struct gm_job *j, const struct gm_model *m)
+{
+    if (j->numerics.kv_dtype != GM_DTYPE_UNKNOWN)
+        return j->numerics.kv_dtype;
+    return m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16;
+}
+
+uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *e, uint64_t len)
+{
+    const struct gm_est_serving *sv = &e->serving;
+    const struct gm_model *m = j->model.model;
+    uint64_t seqs = 0, cap = 0;
+    if (!m || !len)
+        return 0;
+    if (j->engine.kind == GM_ENGINE_VLLM) {
+        uint64_t bs = sv->block_size ? sv->block_size : 16,
+                 T = j->engine.vllm.max_num_batched_tokens ? j->engine.vllm.max_num_batched_tokens
+                                                           : 8192;
+        /* a request takes whole blocks; sliding-window layers hold at most their window */
+        uint64_t per = est_vllm_kv_per_token(m, j->parallel.tp, j->parallel.pp,
+                                             kv_elem_bytes_x100(engine_kv_dtype(j, m)), len, T, bs);
+        uint64_t req = gm_mul_sat(per, est_div_up(len, bs) * bs);
+        seqs = req ? sv->kv_pool_bytes / req : 0;
+        cap = j->engine.vllm.max_num_seqs;
+    } else if (j->engine.kind == GM_ENGINE_SGLANG) {
+        seqs = sv->kv_tokens / len;
+        cap = j->engine.sglang.max_running_requests;
+    }
+    return cap && seqs > cap ? cap : seqs;
+}
+
+/* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
+ * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
+ * tensors (what an engine's profile run or prefill chunk peaks at). */
+static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, uint64_t t)
+{
+    struct est_geom g;
+    uint64_t per_tok;
+    est_geom(m, &g);
+    per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
+              2 * m->hidden;
+    return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
+}
+
+/* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
+ * with a sharding engine), or as copies (--replicas). */
+static void assume_gpus(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_job_parallel *p = &j->parallel;
+    uint64_t copies = est_data_parallel(j);
+    char stages[48] = "";
+    if (p->gpus <= 1 || (!est_given(j, EST_SET_GPUS) && !p->replicas))
+        return;
+    if (p->pp > 1)
+        snprintf(stages, sizeof stages, " and %llu pipeline stages", (unsigned long long)p->pp);
+    if (copies <= 1)
+        est_assume(cx->e,
+                   "%llu GPUs serve one %s instance with tensor parallelism %llu%s (--replicas N "
+                   "for N copies of the model)",
+                   (unsigned long long)p->gpus, gm_engine_name(j->engine.kind),
+                   (unsigned long long)p->tp, stages);
+    else
+        est_assume(cx->e,
+                   "%llu GPUs serve %llu copies of the model, each on %llu GPU%s (tensor "
+                   "parallelism %llu): the figures are one GPU's",
+                   (unsigned long long)p->gpus, (unsigned long long)copies,
+                   (unsigned long long)(p->tp * p->pp), p->tp * p->pp > 1 ? "s" : "",
+                   (unsigned long long)p->tp);
+}
+
+/* The checks and the shared bookkeeping of the sharding engines (vLLM, SGLang). */
+static enum gm_status engine_tp_check(const struct gm_model *m, uint64_t t, struct gm_error *err)
+{
+    if (!est_tp_divides(m, t))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
+                       (unsigned long long)t, (unsigned long long)m->n_heads,
+                       (unsigned long long)m->n_kv_heads);
+    return GM_OK;
+}
+
+/* The longest request: the engine's own setting, else the model's positions. */
+static uint64_t engine_len(const struct gm_job *j, const struct gm_model *m, uint64_t given)
+{
+    return given              ? given
+           : m->max_positions ? m->max_positions
+                              : j->workload.context + j->workload.new_tokens;
+}
+
+/* The KV pool of 'pool' bytes in whole blocks of 'bs' tokens of 'per_token' bytes. */
+static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_token, uint64_t bs)
+{
+    uint64_t block = per_token * bs;
+    sv->kv_bytes_per_token = per_token;
+    sv->block_size = bs;
+    sv->kv_blocks = block ? pool / block : 0;
+    sv->kv_pool_bytes = sv->kv_blocks * block;
+    sv->kv_tokens = sv->kv_blocks * bs;
+    sv->max_concurrency =
+        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
+}
+
+/* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
+static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
+{
+    for (size_t i = 0; i < cx->e->n_components; i++) {
+        struct gm_est_component *c = &cx->e->components[i];
+        if (c->kind != GM_KIND_WEIGHTS)
+            continue;
+        c->bytes = w;
+        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu%s",
+                 (unsigned long long)cx->n,
+                 cx->weights_from_files ? " as stored in the model files" : "",
+                 (unsigned long long)t, stage ? " and the pipeline stage's layers" : "");
+    }
+}
+
 /* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
  * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
  * whatever the budget leaves. */
@@ -94,7 +215,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     struct gm_est_serving *sv = &e->serving;
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
-             graphs, block, per_token, T, kv_heads, need, pool, layers,
+             graphs, per_token, T, kv_heads, need, pool, layers,
              bs = v->block_size ? v->block_size : 16,
              seqs = v->max_num_seqs ? v->max_num_seqs : 256;
     unsigned kvb100;
@@ -102,29 +223,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (!est_tp_divides(m, t))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--tp %llu does not divide the %llu attention heads / %llu KV heads",
-                       (unsigned long long)t, (unsigned long long)m->n_heads,
-                       (unsigned long long)m->n_kv_heads);
+    if ((st = engine_tp_check(m, t, err)) != GM_OK)
+        return st;
     if (pp > m->n_layers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp %llu exceeds the %llu decoder layers", (unsigned long long)pp,
                        (unsigned long long)m->n_layers);
-    kvt = j->numerics.kv_dtype != GM_DTYPE_UNKNOWN
-              ? j->numerics.kv_dtype
-              : (m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16);
+    kvt = engine_kv_dtype(j, m);
     kvb100 = kv_elem_bytes_x100(kvt);
     /* vLLM replicates KV heads when tp exceeds them, and an MLA latent on every GPU; a
      * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
     T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
-    sv->max_model_len = v->max_model_len   ? v->max_model_len
-                        : m->max_positions ? m->max_positions
-                                           : j->workload.context + j->workload.new_tokens;
+    sv->max_model_len = engine_len(j, m, v->max_model_len);
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
-    block = per_token * bs;
     w = est_div_up(cx->stored_weight_bytes, t);
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
@@ -133,14 +246,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
-    {
-        struct est_geom g;
-        uint64_t per_tok;
-        est_geom(m, &g);
-        per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
-                  2 * m->hidden;
-        act = gm_mul_sat(gm_mul_sat(T, per_tok), 2);
-    }
+    act = profile_activations(m, T, t);
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), 4 * 2);
     non_torch =
         v->non_torch_bytes
@@ -156,8 +262,6 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->activation_peak_bytes = gm_add_sat(act, sampler);
-    sv->kv_bytes_per_token = per_token;
-    sv->block_size = bs;
     need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, non_torch));
     switch (era) {
     case VLLM_V0_GLOBAL:
@@ -175,22 +279,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         break;
     }
     pool = budget > need ? budget - need : 0;
-    sv->kv_blocks = block ? pool / block : 0;
-    sv->kv_pool_bytes = sv->kv_blocks * block;
-    sv->kv_tokens = sv->kv_blocks * bs;
-    sv->max_concurrency =
-        sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
-
-    for (size_t i = 0; i < e->n_components; i++) {
-        struct gm_est_component *c = &e->components[i];
-        if (c->kind != GM_KIND_WEIGHTS)
-            continue;
-        c->bytes = w;
-        snprintf(c->note, sizeof c->note, "%llu parameters%s, divided over tp = %llu%s",
-                 (unsigned long long)n,
-                 cx->weights_from_files ? " as stored in the model files" : "",
-                 (unsigned long long)t, pp > 1 ? " and the pipeline stage's layers" : "");
-    }
+    if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
+        pool = v->kv_cache_memory_bytes;
+    engine_pool(sv, pool, per_token, bs);
+    engine_weights(cx, w, t, pp > 1);
     snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
              (unsigned long long)T);
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
@@ -232,6 +324,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "%llu tokens per request, so a max_model_len request costs %llu B per token",
                    (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
                    (unsigned long long)T, (unsigned long long)per_token);
+    if (v->kv_cache_memory_bytes)
+        est_assume(e,
+                   "vLLM: the KV pool given (--kv-cache-memory-bytes %llu): the budget does "
+                   "not size it",
+                   (unsigned long long)v->kv_cache_memory_bytes);
     est_assume(e,
                "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
                "max_num_batched_tokens %llu, max_num_seqs %llu",
@@ -245,6 +342,107 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "vLLM pipeline of %llu stages: %llu layers per stage with their KV cache; "
                    "the figures are the stage with the larger end",
                    (unsigned long long)pp, (unsigned long long)layers);
+    assume_gpus(cx);
+    return GM_OK;
+}
+
+/* SGLang's defaults for a GPU of 'mib' MiB (sglang memory_hook.handle_gpu_memory_settings):
+ * the prefill chunk and the largest decode batch with a CUDA graph. */
+static void sglang_defaults(uint64_t mib, uint64_t tp, uint64_t *chunk, uint64_t *max_bs)
+{
+    if (mib < 20 * 1024) {
+        *chunk = 2048;
+        *max_bs = 8;
+    } else if (mib < 35 * 1024) {
+        *chunk = 4096;
+        *max_bs = tp < 4 ? 48 : 160;
+    } else if (mib < 60 * 1024) {
+        *chunk = 4096;
+        *max_bs = tp < 4 ? 32 : 160;
+    } else if (mib < 160 * 1024) {
+        *chunk = 8192;
+        *max_bs = tp < 4 ? 256 : 512;
+    } else {
+        *chunk = 16384;
+        *max_bs = 512;
+    }
+}
+
+/* SGLang's accounting: the static share (weights + token pool) of what is free after the
+ * CUDA context and NCCL, the pool whatever the weights leave of it. */
+static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_job_sglang *sg = &j->engine.sglang;
+    const struct gm_model *m = cx->m;
+    struct gm_estimate *e = cx->e;
+    struct gm_est_serving *sv = &e->serving;
+    uint64_t t = j->parallel.tp, cap = j->gpu.memory_bytes, mib = cap / GM_MIB, chunk, max_bs,
+             free0, w, act, graphs, per_token, static_bytes, pool, outside;
+    double mfs, reserved_mib;
+    enum gm_dtype kvt;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if ((st = engine_tp_check(m, t, err)) != GM_OK)
+        return st;
+    sglang_defaults(mib, t, &chunk, &max_bs);
+    if (sg->chunked_prefill_size)
+        chunk = sg->chunked_prefill_size;
+    /* the default static share: what the heuristic reserves for activations and graphs */
+    reserved_mib = 512.0 + 1.5 * (double)(chunk > 2048 ? chunk : 2048) + (double)t / 8.0 * 1024.0 +
+                   2.0 * (double)max_bs;
+    if (mib > 60 * 1024 && reserved_mib < 10240.0)
+        reserved_mib = 10240.0;
+    mfs = sg->mem_fraction_static
+              ? sg->mem_fraction_static
+              : floor(((double)mib - reserved_mib) / (double)mib * 1000.0 + 0.5) / 1000.0;
+    if (!(mfs > 0))
+        mfs = 0;
+    kvt = engine_kv_dtype(j, m);
+    per_token = est_round((double)est_kv_layers(m) * est_kv_elems(m, EST_KV_VLLM, t) *
+                          (double)kv_elem_bytes_x100(kvt) / 100.0);
+    w = est_div_up(cx->stored_weight_bytes, t);
+    outside = gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx));
+    free0 = cap > outside ? cap - outside : 0;
+    static_bytes = (uint64_t)(mfs * (double)free0);
+    pool = static_bytes > w ? static_bytes - w : 0;
+    sv->budget_bytes = static_bytes;
+    sv->static_fraction = mfs;
+    sv->max_model_len = engine_len(j, m, sg->context_length);
+    engine_pool(sv, pool, per_token, 1);
+    act = profile_activations(m, chunk, t);
+    sv->activation_peak_bytes = act;
+    graphs = gm_mul_sat(max_bs, 2 * GM_MIB);
+
+    engine_weights(cx, w, t, false);
+    snprintf(note, sizeof note, "a prefill chunk of %llu tokens through one layer, 16-bit",
+             (unsigned long long)chunk);
+    if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
+                      GM_EXTENT_ONE_LAYER, note, err)))
+        return st;
+    snprintf(note, sizeof note, "%llu tokens (%llu B per token, %s)",
+             (unsigned long long)sv->kv_tokens, (unsigned long long)per_token, gm_dtype_name(kvt));
+    if ((st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", sv->kv_pool_bytes, GM_EST_PHASE_INFER_ALL,
+                      false, GM_EXTENT_ALL_LAYERS, note, err)))
+        return st;
+    snprintf(note, sizeof note, "decode CUDA graphs up to batch %llu (2 MiB each)",
+             (unsigned long long)max_bs);
+    if ((st = est_add(e, GM_KIND_ENGINE_POOL, "cuda_graphs", graphs, GM_EST_PHASE_DECODE, false,
+                      GM_EXTENT_ONE_LAYER, note, err)))
+        return st;
+    est_assume(e,
+               "SGLang: mem_fraction_static %.3f%s of the %.2f GiB free after the CUDA context "
+               "and NCCL holds the weights and the token pool (profile_max_num_token)",
+               mfs, sg->mem_fraction_static ? " (given)" : " (its default for this GPU)",
+               (double)free0 / (double)GM_GIB);
+    est_assume(e,
+               "SGLang: chunked_prefill_size %llu, decode CUDA graphs up to batch %llu; KV "
+               "cache: num_key_value_heads=%llu, head_dim=%llu, %s, page size 1",
+               (unsigned long long)chunk, (unsigned long long)max_bs,
+               (unsigned long long)m->n_kv_heads, (unsigned long long)m->head_dim,
+               gm_dtype_name(kvt));
+    assume_gpus(cx);
     return GM_OK;
 }
 
@@ -287,13 +485,44 @@ static uint64_t input_embedding_bytes(const struct est_ctx *cx, uint64_t w)
     return embd > w ? w : embd;
 }
 
+/* Bytes of the GGUF tensors whose names start with 'prefix' and hold 'part' ("blk.3." and
+ * "_exps."), 0 without GGUF files. */
+static uint64_t gguf_bytes(const struct est_ctx *cx, const char *prefix, const char *part)
+{
+    const struct gm_modelfile *f = cx->job->model.files;
+    uint64_t b = 0;
+    if (f && f->format == GM_MODELFILE_GGUF)
+        for (size_t i = 0; i < f->n_tensors; i++)
+            if (!strncmp(f->tensors[i].name, prefix, strlen(prefix)) &&
+                (!part || strstr(f->tensors[i].name, part)))
+                b = gm_add_sat(b, f->tensors[i].n_bytes);
+    return b;
+}
+
+/* The routed experts of layer 'layer' as stored: the GGUF's ffn_*_exps tensors, else their
+ * share of the weights (n_experts x 3 x hidden x expert width parameters). */
+static uint64_t layer_expert_bytes(const struct est_ctx *cx, uint64_t w, uint64_t layer)
+{
+    const struct gm_model *m = cx->m;
+    char prefix[32];
+    uint64_t b, width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
+    snprintf(prefix, sizeof prefix, "blk.%llu.", (unsigned long long)layer);
+    if ((b = gguf_bytes(cx, prefix, "_exps.")))
+        return b;
+    if (!m->n_experts || layer >= m->n_layers || layer < m->n_layers - est_moe_layers(m))
+        return 0;
+    return gm_mul_div_u64(w, gm_mul_sat(gm_mul_sat(m->n_experts, 3 * m->hidden), width),
+                          cx->n ? cx->n : 1);
+}
+
 static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
     uint64_t w = cx->stored_weight_bytes, embd, kv, ctx, ub, scores, logits, mlp, compute,
-             batch = j->workload.batch ? j->workload.batch : 1;
+             batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers,
+             host_experts;
     const char *kvname = "f16";
     uint32_t kv_type = 1;
     char note[GM_EST_NOTE_MAX];
@@ -307,6 +536,25 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     ctx = gm_mul_sat(gm_add_sat(j->workload.context, j->workload.new_tokens), batch);
     if ((st = gm_llamacpp_kv_bytes(m, kv_type, ctx, &kv, err)))
         return st;
+    /* layers on the GPU (-ngl counts the output layer as one more), their share of the KV
+     * cache with them; the experts of the first --n-cpu-moe layers stay in host memory */
+    {
+        const struct gm_job_llamacpp *lc = &j->engine.llamacpp;
+        uint64_t L = m->n_layers ? m->n_layers : 1,
+                 on = lc->n_gpu_layers < L ? lc->n_gpu_layers : L;
+        uint64_t out = gguf_bytes(cx, "output.", NULL), experts = 0;
+        if (!out && !m->tied_embeddings)
+            out = gm_mul_div_u64(gm_mul_sat(m->vocab, m->hidden), w, cx->n ? cx->n : 1);
+        if (out > w - embd)
+            out = w - embd;
+        gpu_weights = gm_mul_div_u64(w - embd - out, on, L) + (lc->n_gpu_layers > L ? out : 0);
+        kv = gm_mul_div_u64(kv, on, L);
+        for (uint64_t i = 0; i < lc->n_cpu_moe && i < on; i++)
+            experts = gm_add_sat(experts, layer_expert_bytes(cx, w, i));
+        gpu_weights = gpu_weights > experts ? gpu_weights - experts : 0;
+        host_layers = L - on;
+        host_experts = experts;
+    }
     (void)gm_ggml_type_bytes(kv_type, 0, &(uint64_t){0}, &kvname);
     ub = j->engine.llamacpp.n_ubatch ? j->engine.llamacpp.n_ubatch : 512;
     if (ub > ctx)
@@ -329,7 +577,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
         struct gm_est_component *c = &e->components[i];
         if (c->kind != GM_KIND_WEIGHTS)
             continue;
-        c->bytes = w - embd;
+        c->bytes = gpu_weights;
         snprintf(c->note, sizeof c->note,
                  "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
                  (unsigned long long)embd);
@@ -345,10 +593,24 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
         return st;
     est_assume(e, "llama.cpp does not use PyTorch: \"allocated\" and \"reserved\" are "
                   "its ggml buffers (weights, KV cache, compute buffer)");
+    if (host_layers)
+        est_assume(e,
+                   "llama.cpp: %llu of %llu layers on the GPU (-ngl %llu), their KV cache with "
+                   "them; the rest in host memory",
+                   (unsigned long long)(m->n_layers - host_layers), (unsigned long long)m->n_layers,
+                   (unsigned long long)j->engine.llamacpp.n_gpu_layers);
+    if (host_experts && j->engine.llamacpp.n_cpu_moe >= m->n_layers)
+        est_assume(e,
+                   "llama.cpp: %.2f GiB of routed experts in host memory (--cpu-moe: all layers)",
+                   (double)host_experts / (double)GM_GIB);
+    else if (host_experts)
+        est_assume(e, "llama.cpp: %.2f GiB of routed experts in host memory (--n-cpu-moe %llu)",
+                   (double)host_experts / (double)GM_GIB,
+                   (unsigned long long)j->engine.llamacpp.n_cpu_moe);
     est_assume(e,
-               "llama.cpp: every layer offloaded (-ngl 999), n_ctx = %llu tokens "
-               "(%llu sequences x %llu), KV type %s, n_ubatch %llu; the compute-buffer "
-               "size is an approximation",
+               "llama.cpp: %s, n_ctx = %llu tokens (%llu sequences x %llu), KV type %s, "
+               "n_ubatch %llu; the compute-buffer size is an approximation",
+               host_layers ? "layers split with the host" : "every layer offloaded (-ngl 999)",
                (unsigned long long)ctx, (unsigned long long)batch,
                (unsigned long long)(j->workload.context + j->workload.new_tokens), kvname,
                (unsigned long long)ub);
@@ -364,6 +626,8 @@ enum gm_status est_stage_engine(struct est_ctx *cx, struct gm_error *err)
         return engine_vllm(cx, err);
     case GM_ENGINE_LLAMACPP:
         return engine_llamacpp(cx, err);
+    case GM_ENGINE_SGLANG:
+        return engine_sglang(cx, err);
     case GM_ENGINE_HF:
         est_assume(cx->e, "transformers generate(): weights, KV cache of every "
                           "sequence, prefill activations and logits");

@@ -140,10 +140,12 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                        gm_engine_name(j->engine.kind));
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* an engine with its own memory manager accounts for itself */
-    /* a context not given: the range spans half to twice the default; an encoder-decoder's
-     * cache holds the generated tokens (and its start token) in the self-attention, the
-     * encoder's output in the cross-attention, in every decoder layer */
-    context = est_round(est_length_factor(cx, "context") * (double)w->context);
+    /* a context not given is a named assumption (not a range); an encoder-decoder's cache
+     * holds the generated tokens (and its start token) in the self-attention, the encoder's
+     * output in the cross-attention, in every decoder layer */
+    context = w->context;
+    if (!est_given(j, EST_SET_CONTEXT))
+        est_length_assumed(cx, "context", context, "--context");
     tokens = context + w->new_tokens + (seq2seq ? 1 : 0);
     if (m->head == GM_HEAD_ENCODER)
         return infer_encoder(cx, context, ea, eager, err);

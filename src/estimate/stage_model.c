@@ -168,6 +168,10 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
     enum gm_status st;
 
     memset(&cx->pc, 0, sizeof(cx->pc));
+    if (j->model.origin)
+        est_assume(e, "%s", j->model.origin);
+    if (j->from)
+        est_assume(e, "%s", j->from);
     if (m) {
         struct gm_error verr;
         st = gm_model_count_params(m, &cx->pc, &verr);
@@ -179,7 +183,14 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
             like.arch = GM_ARCH_LLAMA;
             if (gm_model_count_params(&like, &cx->pc, NULL) != GM_OK)
                 memset(&cx->pc, 0, sizeof(cx->pc));
-            if (m->generic)
+            if (m->no_config)
+                est_assume(e,
+                           "no config.json beside the weights: bytes exact from the header; "
+                           "activations and KV by a generic rule (%llu GPT-2 layers of width "
+                           "%llu, 64-wide heads, MLP %llu)",
+                           (unsigned long long)m->n_layers, (unsigned long long)m->hidden,
+                           (unsigned long long)m->intermediate);
+            else if (m->generic)
                 est_assume(e,
                            "model type '%s' is not one gpumem knows: weights exact from its "
                            "files; activations and KV by a generic rule (its %llu layers as "

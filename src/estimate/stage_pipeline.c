@@ -29,10 +29,16 @@ struct stage {
     uint64_t count; /* stages of this kind */
 };
 
-static void scale_stage(const struct gm_estimate *whole, const struct stage *s, uint64_t total,
-                        uint64_t n_layers, struct gm_estimate *e)
+/* 'e' (an estimate of its own) gets the components of 'whole' as stage 's' holds them. */
+static enum gm_status scale_stage(const struct gm_estimate *whole, const struct stage *s,
+                                  uint64_t total, uint64_t n_layers, struct gm_estimate *e,
+                                  struct gm_error *err)
 {
-    *e = *whole;
+    enum gm_status st;
+    est_reset(e);
+    e->mode = whole->mode;
+    if ((st = est_copy_components(e, whole, err)) != GM_OK)
+        return st;
     for (size_t i = e->n_components; i-- > 0;) {
         struct gm_est_component *c = &e->components[i];
         switch (c->extent) {
@@ -55,6 +61,7 @@ static void scale_stage(const struct gm_estimate *whole, const struct stage *s, 
             break;
         }
     }
+    return GM_OK;
 }
 
 enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
@@ -70,6 +77,7 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
     size_t n_st = 0, worst = 0;
     struct gm_estimate *tmp;
     uint64_t worst_reserved = 0;
+    enum gm_status sst = GM_OK;
 
     if (j->mode != GM_EST_TRAIN || p <= 1)
         return GM_OK;
@@ -95,13 +103,14 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
             "middle stages", per_stage, layer * per_stage, (double)(p - 1), false, false, p - 2};
     st[n_st++] = (struct stage){"last stage", L - per_stage * (p - 1), 0, 1.0, false, true, 1};
     st[n_st - 1].params = layer * st[n_st - 1].layers + head;
-    tmp = gm_malloc(sizeof(*tmp));
+    tmp = est_new();
     if (!tmp)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     l->n_groups = 0;
     for (size_t i = 0; i < n_st; i++) {
         struct gm_device_group *gr = &l->groups[l->n_groups++];
-        scale_stage(e, &st[i], total, L, tmp);
+        if ((sst = scale_stage(e, &st[i], total, L, tmp, err)) != GM_OK)
+            goto out_free;
         est_figures(tmp, frag);
         snprintf(gr->role, sizeof gr->role, "%s", st[i].role);
         /* ranks are stage-major: stage s holds ranks [s, s + 1) x gpus / p */
@@ -115,13 +124,14 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
             worst = i;
         }
     }
-    scale_stage(e, &st[worst], total, L, tmp);
-    e->n_components = tmp->n_components;
-    memcpy(e->components, tmp->components, sizeof(e->components));
-    gm_free(tmp);
+    if ((sst = scale_stage(e, &st[worst], total, L, tmp, err)) != GM_OK ||
+        (sst = est_copy_components(e, tmp, err)) != GM_OK)
+        goto out_free;
     est_assume(e,
                "pipeline of %llu stages (1F1B), %llu layers per stage; figures of the "
                "%s, the largest (stage s keeps p - s micro-batches in flight)",
                (unsigned long long)p, (unsigned long long)per_stage, st[worst].role);
-    return GM_OK;
+out_free:
+    gm_estimate_free(tmp);
+    return sst;
 }

@@ -37,7 +37,8 @@ static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
 {
     const struct gm_job_parallel *p = &j->parallel;
     uint64_t n = 0;
-    if (est_allocator(j) == EST_ALLOC_VLLM) /* pynccl + torch's device group per TP group */
+    /* serving engines: pynccl + torch's device group per TP group */
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG)
         return (p->tp > 1 ? 2 : 0) + (p->pp > 1 ? 1 : 0);
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
@@ -51,7 +52,7 @@ static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
 uint64_t est_cuda_context_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
-    bool known = gm_job_given(j, "cuda-context");
+    bool known = est_given(j, EST_SET_CUDA_CONTEXT);
     uint32_t v = j->stack.cuda;
     if (v && v < GM_VERSION(11, 7, 0)) {
         /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
@@ -118,6 +119,10 @@ static void reserved_rule(struct est_ctx *cx, struct gm_estimate *e)
         est_assume(e, "\"reserved\" = allocated rounded up to 2 MiB: ggml allocates exact "
                       "buffers (no caching allocator, no fragmentation margin)");
         break;
+    case EST_ALLOC_SGLANG:
+        est_assume(e, "peak reserved = allocated rounded up to 2 MiB: SGLang allocates its "
+                      "token pool once, up front (no fragmentation margin)");
+        break;
     case EST_ALLOC_TORCH:
         if (est_step_replay_applies(cx) && j->stack.transformers) {
             est_assume(e,
@@ -150,7 +155,7 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     double per;
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
-    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, gm_job_given(j, "nccl"),
+    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);
 }
@@ -186,7 +191,7 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_WORKSPACE, j->runtime.workspace_bytes,
                                    "library workspaces", "--workspace"};
     if (!llamacpp && comms) {
-        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !gm_job_given(j, "nccl"))
+        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !est_given(j, EST_SET_NCCL))
             snprintf(nccl_src, sizeof nccl_src, "1 GiB per GPU");
         else
             snprintf(nccl_src, sizeof nccl_src, "%llu communicator%s x %.0f MiB",

@@ -737,7 +737,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     double er = est_residual_bytes(j, m);
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
-    double T, lf, state, temps, final_norm, emb, bwd, bwd_seq2;
+    double T, state, temps, final_norm, emb, bwd, bwd_seq2;
     struct est_layer_cfg lc;
     struct saved_model sv;
     struct loss_model lm;
@@ -745,12 +745,14 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    /* a sequence length not given spreads the range (packed batches give their tokens) */
-    lf = j->workload.tokens ? 1.0 : est_length_factor(cx, "seq");
-    T = lf * est_tokens(j);
+    /* a sequence length not given is an assumption the output names, not a range: the
+     * verdict is about the job as stated (packed batches give their tokens) */
+    if (!j->workload.tokens && !est_given(j, EST_SET_SEQ))
+        est_length_assumed(cx, "sequence length", seq, "--seq");
+    T = est_tokens(j);
     cx->tokens = T;
     lc = job_layer_cfg(cx, ea, er);
-    lc.seq = (uint64_t)((double)seq * lf);
+    lc.seq = seq;
     if (seq > m->max_positions && m->max_positions)
         est_assume(e, "seq %llu exceeds the model's max_position_embeddings %llu",
                    (unsigned long long)seq, (unsigned long long)m->max_positions);

@@ -649,7 +649,7 @@ bool est_step_replay_applies(const struct est_ctx *cx)
     const struct gm_job *j = cx->job;
     return j->mode == GM_EST_TRAIN && est_allocator(j) == EST_ALLOC_TORCH &&
            j->method != GM_METHOD_BLOG && cx->m && cx->m->hidden && cx->m->n_layers &&
-           j->parallel.pp <= 1 && !gm_job_given(j, "fragmentation");
+           j->parallel.pp <= 1 && !est_given(j, EST_SET_FRAGMENTATION);
 }
 
 /* ---- the step ---- */
@@ -1089,11 +1089,11 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             all_free(r, &pl[i]);
 }
 
-static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigned pass,
-                                  struct gm_est_replay *out, struct gm_error *err)
+/* One replay with 'pl' room for a plan per component of cx->e. */
+static enum gm_status replay_plans(struct est_ctx *cx, uint64_t capacity, unsigned pass,
+                                   struct plan *pl, struct gm_est_replay *out, struct gm_error *err)
 {
     struct gm_estimate *e = cx->e;
-    struct plan pl[GM_EST_MAX_COMPONENTS];
     struct replay r;
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -1189,6 +1189,18 @@ static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigne
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
     gm_alloc_free(r.a);
     gm_free(mem);
+    return st;
+}
+
+static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigned pass,
+                                  struct gm_est_replay *out, struct gm_error *err)
+{
+    struct plan *pl = gm_calloc(cx->e->n_components ? cx->e->n_components : 1, sizeof(*pl));
+    enum gm_status st;
+    if (!pl)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
+    st = replay_plans(cx, capacity, pass, pl, out, err);
+    gm_free(pl);
     return st;
 }
 

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* suggest.c - what to change when a job does not fit.
+/* suggest.c - what to change when a job does not fit, as a practitioner would say it.
  *
- * The candidate table below lists the changes people make, each with what it costs and a
- * function that says whether it applies to the job and which settings it changes (the
- * same names and values a user types: "--zero 3", "--batch 2 --grad-accum 8").  Every
- * candidate is applied through gm_job_set(), run through the whole pipeline and judged by
- * the one fit verdict.  When some fit, they are the answer: cheapest first, and within one
- * cost the mildest (the one that saves least and still fits) first.  When none fits, the
- * ones that bring the job closer are listed, closest first (those that do not help are
- * left out), and a combination is searched: repeatedly add the change that brings
- * the job closest to fitting, then drop every change the combination can do without.  A
- * larger GPU from the catalog is the last resort; when even that does not fit, the
- * answer says so (none_fits). */
+ * The candidate table below lists the changes people make, each with its rank (what it
+ * costs in speed and quality: the same math first, then gradient accumulation and
+ * recomputation, sharding, host memory, lower-precision state, fewer trained parameters or
+ * quantised weights, less work, more hardware last) and a function that says whether it
+ * applies to the job and which settings it changes, as typed values (est_job_put()).  A
+ * change the model, the GPU or the stack cannot do is never made: Liger's kernels only for
+ * the architectures Liger-Kernel patches, op-level checkpointing only under torchtitan,
+ * optimizer-in-backward and activation offloading only under torchtune, ZeRO only under the
+ * HF stack (DeepSpeed), FP8 only on GPUs that compute in it, bf16 only from Ampere on.
+ *
+ * Every change is run through the whole pipeline and judged by the one fit verdict.  When
+ * some fit, they are the answer: the GPUs the job has before more, cheapest first, and
+ * within one rank the mildest first.  When none fits alone, or only one that costs
+ * sharding or more, the cheap ones are combined on the same GPUs (added in rank order until
+ * the job fits, then pruned), so that gradient accumulation and checkpointing come before
+ * ZeRO-3 with offloads, and "--tp 2 --max-model-len 26176" before "--gpus 8".  When nothing
+ * fits, the changes that bring the job closer are listed, closest first; none_fits says
+ * that not even a larger catalog GPU does. */
 #include "estimate/estimate_int.h"
 
 #include "gpumem/arena.h"
@@ -20,55 +27,75 @@
 #include <string.h>
 
 #define MAX_SETS  4
-#define MAX_TRIED 32
+#define MAX_TRIED 48
 
-/* Settings one change makes, and the ones it takes back (--qlora replaces --lora). */
+/* Settings one change makes, as typed values by setting id, and the one it takes back
+ * (--qlora replaces --lora). */
 struct change {
     size_t n;
     struct {
-        const char *name;
-        char value[40];
+        enum est_setting id;
+        union gm_job_value v;
     } set[MAX_SETS];
-    const char *unset[2];
+    bool has_unset;
+    enum est_setting unset;
 };
 
 struct sugg_ctx {
     const struct gm_job *job;
     const struct gm_estimate *base;
     struct gm_estimate *scratch; /* any candidate may run estimates in it */
+    const uint64_t *alone;       /* per candidate: how far from fitting with it alone, or
+                                    NOT_APPLIED, NO_HELP */
 };
 
-static void put_text(struct change *c, const char *name, const char *text)
+#define NOT_APPLIED (UINT64_MAX - 1) /* the change did not apply to the job as it is */
+#define NO_HELP     UINT64_MAX       /* it applied and brought the job no closer */
+
+static void put(struct change *c, enum est_setting id, union gm_job_value v)
 {
     if (c->n >= MAX_SETS)
         return;
-    c->set[c->n].name = name;
-    snprintf(c->set[c->n].value, sizeof c->set[c->n].value, "%s", text);
+    c->set[c->n].id = id;
+    c->set[c->n].v = v;
     c->n++;
 }
 
-static void put_u64(struct change *c, const char *name, uint64_t v)
+static void put_u64(struct change *c, enum est_setting id, uint64_t u)
 {
-    char b[24];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    put_text(c, name, b);
+    put(c, id, (union gm_job_value){.u64 = u});
 }
 
-/* A flag: no value. */
-static void put_flag(struct change *c, const char *name)
+/* An enum value of a choice. */
+static void put_choice(struct change *c, enum est_setting id, int choice)
 {
-    put_text(c, name, "");
+    put(c, id, (union gm_job_value){.choice = choice});
+}
+
+static void put_number(struct change *c, enum est_setting id, double number)
+{
+    put(c, id, (union gm_job_value){.number = number});
+}
+
+static void put_flag(struct change *c, enum est_setting id)
+{
+    put(c, id, (union gm_job_value){.flag = true});
+}
+
+/* A setting whose value is a name (a GPU, a kernel list); static storage. */
+static void put_text(struct change *c, enum est_setting id, const char *text)
+{
+    put(c, id, (union gm_job_value){.text = text});
 }
 
 /* The job with the change made; false when a setting refuses it. */
 static bool apply(const struct gm_job *job, const struct change *c, struct gm_job *out)
 {
     *out = *job;
-    for (size_t i = 0; i < sizeof c->unset / sizeof c->unset[0] && c->unset[i]; i++)
-        est_job_mark(out, c->unset[i], false);
+    if (c->has_unset)
+        est_job_mark(out, c->unset, false);
     for (size_t i = 0; i < c->n; i++)
-        if (gm_job_set(out, c->set[i].name, c->set[i].value[0] ? c->set[i].value : NULL, NULL) !=
-            GM_OK)
+        if (est_job_put(out, c->set[i].id, &c->set[i].v, NULL) != GM_OK)
             return false;
     return gm_job_check(out, NULL) == GM_OK;
 }
@@ -81,6 +108,49 @@ static bool training_arch(const struct gm_job *j)
 static bool adam(const struct gm_job *j)
 {
     return j->numerics.optimizer == GM_OPT_ADAMW || j->numerics.optimizer == GM_OPT_ADAM;
+}
+
+/* Whether the job's training stack is one of 'stacks' (flags 1 << enum gm_framework). */
+static bool on_stack(const struct gm_job *j, unsigned stacks)
+{
+    return (stacks >> j->stack.framework) & 1;
+}
+
+#define HF         (1u << GM_FRAMEWORK_HF)
+#define TORCHTUNE  (1u << GM_FRAMEWORK_TORCHTUNE)
+#define TORCHTITAN (1u << GM_FRAMEWORK_TORCHTITAN)
+#define MEGATRON   (1u << GM_FRAMEWORK_MEGATRON)
+
+/* Whether the GPU computes in 'sm' x 10 or later (bf16: 80, Ampere; FP8: 89, Ada and Hopper);
+ * a GPU given by its memory alone may. */
+static bool gpu_runs(const struct gm_job *j, unsigned sm)
+{
+    return !j->gpu.sm || j->gpu.sm >= sm;
+}
+
+/* The architectures Liger-Kernel patches (its RMSNorm, SwiGLU/GeGLU, RoPE and fused linear
+ * cross-entropy; linkedin/Liger-Kernel liger_kernel/transformers/monkey_patch.py,
+ * MODEL_TYPE_TO_APPLY_LIGER_FN): not GPT-2, GPT-NeoX, Falcon, Phi-2, the encoders, T5 or
+ * BART, StarCoder, OLMo 1, Command-R, Qwen2-MoE or DeepSeek-V2. */
+static bool liger_patches(const struct gm_model *m)
+{
+    switch (m->arch) {
+    case GM_ARCH_LLAMA:
+    case GM_ARCH_MISTRAL:
+    case GM_ARCH_MIXTRAL:
+    case GM_ARCH_QWEN2:
+    case GM_ARCH_QWEN3:
+    case GM_ARCH_QWEN3_MOE:
+    case GM_ARCH_GEMMA:
+    case GM_ARCH_GEMMA2:
+    case GM_ARCH_GEMMA3:
+    case GM_ARCH_PHI3:
+    case GM_ARCH_OLMO2:
+    case GM_ARCH_DEEPSEEK_V3:
+        return !m->generic;
+    default:
+        return false;
+    }
 }
 
 static uint64_t data_parallel(const struct gm_job *j)
@@ -96,17 +166,17 @@ static bool c_ckpt_full(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->mode != GM_EST_TRAIN || sx->job->memory.checkpointing == GM_CKPT_FULL)
         return false;
-    put_text(c, "grad-checkpointing", "full");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_FULL);
     return true;
 }
 
 static bool c_ckpt_selective(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.checkpointing != GM_CKPT_NONE ||
+    if (!training_arch(j) || !on_stack(j, MEGATRON) || j->memory.checkpointing != GM_CKPT_NONE ||
         j->memory.attention != GM_ATTN_EAGER)
         return false;
-    put_text(c, "grad-checkpointing", "selective");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_SELECTIVE);
     return true;
 }
 
@@ -114,7 +184,7 @@ static bool c_sdpa(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->mode == GM_EST_WEIGHTS || sx->job->memory.attention != GM_ATTN_EAGER)
         return false;
-    put_text(c, "attention", "sdpa");
+    put_choice(c, EST_SET_ATTENTION, GM_ATTN_SDPA);
     return true;
 }
 
@@ -123,7 +193,7 @@ static bool c_fused(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || !adam(j) || j->numerics.optim_impl != GM_OPTIM_FOREACH)
         return false;
-    put_text(c, "optimizer-impl", "fused");
+    put_choice(c, EST_SET_OPTIMIZER_IMPL, GM_OPTIM_FUSED);
     return true;
 }
 
@@ -135,63 +205,68 @@ static bool causal_lm(const struct gm_job *j)
 }
 
 /* The lower-memory losses, for a job computing all B*L logits. */
-static bool c_loss(const struct sugg_ctx *sx, struct change *c, enum gm_loss to, const char *name)
+static bool c_loss(const struct sugg_ctx *sx, struct change *c, enum gm_loss to)
 {
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || !causal_lm(j) || j->memory.loss == GM_LOSS_FUSED_LINEAR ||
         (to == GM_LOSS_CHUNKED && j->memory.loss != GM_LOSS_FULL))
         return false;
-    put_text(c, "loss", name);
+    /* torchtune's chunked cross-entropy; Liger's fused linear one under the HF stack, on the
+     * models it patches */
+    if (to == GM_LOSS_CHUNKED ? !on_stack(j, TORCHTUNE)
+                              : !on_stack(j, HF) || !liger_patches(j->model.model))
+        return false;
+    put_choice(c, EST_SET_LOSS, to);
     return true;
 }
 
 static bool c_loss_fused_linear(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_loss(sx, c, GM_LOSS_FUSED_LINEAR, "fused-linear");
+    return c_loss(sx, c, GM_LOSS_FUSED_LINEAR);
 }
 
 static bool c_loss_chunked(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_loss(sx, c, GM_LOSS_CHUNKED, "chunked");
+    return c_loss(sx, c, GM_LOSS_CHUNKED);
 }
 
 static bool c_fused_kernels(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.fused_kernels == GM_FUSED_ALL ||
-        j->model.model->norm != GM_NORM_RMS)
+    if (!training_arch(j) || !on_stack(j, HF) || j->memory.fused_kernels == GM_FUSED_ALL ||
+        !liger_patches(j->model.model))
         return false;
-    put_text(c, "fused-kernels", "liger");
+    put_text(c, EST_SET_FUSED_KERNELS, "liger");
     return true;
 }
 
 static bool c_optimizer_in_backward(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.optimizer_in_backward || j->workload.grad_accum > 1 ||
-        j->memory.adapter != GM_ADAPTER_NONE || j->parallel.pp > 1 ||
+    if (!training_arch(j) || !on_stack(j, TORCHTUNE) || j->memory.optimizer_in_backward ||
+        j->workload.grad_accum > 1 || j->memory.adapter != GM_ADAPTER_NONE || j->parallel.pp > 1 ||
         j->parallel.offload_optimizer ||
         (j->parallel.shard != GM_SHARD_NONE && j->parallel.shard != GM_SHARD_FSDP))
         return false;
-    put_flag(c, "optimizer-in-backward");
+    put_flag(c, EST_SET_OPTIMIZER_IN_BACKWARD);
     return true;
 }
 
 static bool c_ckpt_op(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.checkpointing != GM_CKPT_NONE)
+    if (!training_arch(j) || !on_stack(j, TORCHTITAN) || j->memory.checkpointing != GM_CKPT_NONE)
         return false;
-    put_text(c, "grad-checkpointing", "op");
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_OP);
     return true;
 }
 
 static bool c_activation_offload(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.activation_offload)
+    if (!training_arch(j) || !on_stack(j, TORCHTUNE) || j->memory.activation_offload)
         return false;
-    put_flag(c, "activation-offload");
+    put_flag(c, EST_SET_ACTIVATION_OFFLOAD);
     return true;
 }
 
@@ -208,50 +283,63 @@ static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (b % d)
             continue;
-        put_u64(&t, "batch", d);
-        put_u64(&t, "grad-accum", (j->workload.grad_accum * (b / d)));
-        if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
+        put_u64(&t, EST_SET_BATCH, d);
+        put_u64(&t, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / d));
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             pick = d;
             break;
         }
     }
-    put_u64(c, "batch", pick);
-    put_u64(c, "grad-accum", (j->workload.grad_accum * (b / pick)));
+    put_u64(c, EST_SET_BATCH, pick);
+    put_u64(c, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / pick));
     return true;
 }
 
 static bool c_lora(const struct sugg_ctx *sx, struct change *c)
 {
-    if (!training_arch(sx->job) || sx->job->memory.adapter != GM_ADAPTER_NONE)
+    if (!training_arch(sx->job) || !on_stack(sx->job, HF | TORCHTUNE) ||
+        sx->job->memory.adapter != GM_ADAPTER_NONE)
         return false;
-    put_flag(c, "lora");
+    put_flag(c, EST_SET_LORA);
     return true;
 }
 
 static bool c_qlora(const struct sugg_ctx *sx, struct change *c)
 {
-    if (!training_arch(sx->job) || sx->job->memory.adapter == GM_ADAPTER_QLORA)
+    if (!training_arch(sx->job) || !on_stack(sx->job, HF | TORCHTUNE) ||
+        sx->job->memory.adapter == GM_ADAPTER_QLORA)
         return false;
-    put_flag(c, "qlora");
-    c->unset[0] = "lora";
+    put_flag(c, EST_SET_QLORA);
+    c->has_unset = true;
+    c->unset = EST_SET_LORA;
+    return true;
+}
+
+/* QLoRA as it is run on one GPU: with every layer checkpointed. */
+static bool c_qlora_ckpt(const struct sugg_ctx *sx, struct change *c)
+{
+    if (sx->job->memory.checkpointing != GM_CKPT_NONE || !c_qlora(sx, c))
+        return false;
+    put_choice(c, EST_SET_GRAD_CHECKPOINTING, GM_CKPT_FULL);
     return true;
 }
 
 static bool c_adamw_8bit(const struct sugg_ctx *sx, struct change *c)
 {
-    if (!training_arch(sx->job) || !adam(sx->job))
+    if (!training_arch(sx->job) || !on_stack(sx->job, HF | TORCHTUNE) || !adam(sx->job))
         return false;
-    put_text(c, "optimizer", "adamw-8bit");
+    put_choice(c, EST_SET_OPTIMIZER, GM_OPT_ADAMW_8BIT);
     return true;
 }
 
 static bool c_paged(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->memory.paged_optimizer || j->numerics.optimizer == GM_OPT_SGD)
+    if (!training_arch(j) || !on_stack(j, HF | TORCHTUNE) || j->memory.paged_optimizer ||
+        j->numerics.optimizer == GM_OPT_SGD)
         return false;
-    put_flag(c, "paged-optimizer");
+    put_flag(c, EST_SET_PAGED_OPTIMIZER);
     return true;
 }
 
@@ -259,15 +347,20 @@ static bool c_pure_bf16(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
     if (!training_arch(j) || j->numerics.precision == GM_PREC_BF16 ||
-        j->memory.adapter != GM_ADAPTER_NONE)
+        j->memory.adapter != GM_ADAPTER_NONE || !gpu_runs(j, 80))
         return false;
-    put_text(c, "precision", "bf16");
+    put_choice(c, EST_SET_PRECISION, GM_PREC_BF16);
     return true;
 }
 
 static bool zero_applies(const struct gm_job *j, enum gm_shard to)
 {
     if (!training_arch(j) || j->method == GM_METHOD_DEEPSPEED || data_parallel(j) < 2)
+        return false;
+    /* DeepSpeed under the HF stack; FSDP wherever PyTorch trains; Megatron's distributed
+     * optimizer is ZeRO-1 */
+    if (to == GM_SHARD_FSDP ? on_stack(j, MEGATRON)
+                            : !on_stack(j, HF) && !(to == GM_SHARD_ZERO1 && on_stack(j, MEGATRON)))
         return false;
     if (j->parallel.pp > 1 && to != GM_SHARD_ZERO1)
         return false;
@@ -280,7 +373,7 @@ static bool c_zero(const struct sugg_ctx *sx, struct change *c, enum gm_shard to
 {
     if (!zero_applies(sx->job, to))
         return false;
-    put_u64(c, "zero", to);
+    put_choice(c, EST_SET_ZERO, (int)to);
     return true;
 }
 
@@ -303,34 +396,37 @@ static bool c_fsdp(const struct sugg_ctx *sx, struct change *c)
 {
     if (!zero_applies(sx->job, GM_SHARD_FSDP))
         return false;
-    put_flag(c, "fsdp");
-    c->unset[0] = "zero";
+    put_flag(c, EST_SET_FSDP);
+    if (!on_stack(sx->job, HF)) /* torchtune and torchtitan shard with fully_shard */
+        put_choice(c, EST_SET_FSDP_VERSION, 2);
+    c->has_unset = true;
+    c->unset = EST_SET_ZERO;
     return true;
 }
 
 static bool c_offload_optimizer(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->method == GM_METHOD_DEEPSPEED || j->parallel.offload_optimizer ||
-        j->parallel.pp > 1)
+    if (!training_arch(j) || !on_stack(j, HF) || j->method == GM_METHOD_DEEPSPEED ||
+        j->parallel.offload_optimizer || j->parallel.pp > 1)
         return false;
     if (j->parallel.shard == GM_SHARD_NONE)
-        put_text(c, "zero", "2");
-    put_flag(c, "offload-optimizer");
+        put_choice(c, EST_SET_ZERO, GM_SHARD_ZERO2);
+    put_flag(c, EST_SET_OFFLOAD_OPTIMIZER);
     return true;
 }
 
 static bool c_offload_params(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
-    if (!training_arch(j) || j->method == GM_METHOD_DEEPSPEED || j->parallel.offload_params ||
-        j->parallel.pp > 1)
+    if (!training_arch(j) || !on_stack(j, HF) || j->method == GM_METHOD_DEEPSPEED ||
+        j->parallel.offload_params || j->parallel.pp > 1)
         return false;
     if (j->parallel.shard != GM_SHARD_ZERO3 && j->parallel.shard != GM_SHARD_FSDP)
-        put_text(c, "zero", "3");
+        put_choice(c, EST_SET_ZERO, GM_SHARD_ZERO3);
     if (!j->parallel.offload_optimizer)
-        put_flag(c, "offload-optimizer");
-    put_flag(c, "offload-params");
+        put_flag(c, EST_SET_OFFLOAD_OPTIMIZER);
+    put_flag(c, EST_SET_OFFLOAD_PARAMS);
     return true;
 }
 
@@ -339,9 +435,10 @@ static bool c_kv_fp8(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     enum gm_dtype kv = j->numerics.kv_dtype;
     if (j->mode != GM_EST_INFER || kv == GM_DTYPE_F8_E4M3 || kv == GM_DTYPE_INT4 ||
-        kv == GM_DTYPE_I8)
+        kv == GM_DTYPE_I8 || (j->engine.kind != GM_ENGINE_LLAMACPP && !gpu_runs(j, 89)))
         return false;
-    put_text(c, "kv-dtype", j->engine.kind == GM_ENGINE_LLAMACPP ? "int8" : "fp8");
+    put_choice(c, EST_SET_KV_DTYPE,
+               j->engine.kind == GM_ENGINE_LLAMACPP ? GM_DTYPE_I8 : GM_DTYPE_F8_E4M3);
     return true;
 }
 
@@ -351,7 +448,7 @@ static bool c_flash_attn(const struct sugg_ctx *sx, struct change *c)
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_LLAMACPP ||
         j->engine.llamacpp.flash_attn)
         return false;
-    put_flag(c, "flash-attn");
+    put_flag(c, EST_SET_FLASH_ATTN);
     return true;
 }
 
@@ -369,27 +466,29 @@ static bool quantisable(const struct gm_job *j)
     return gm_model_validate(m, NULL) == GM_OK;
 }
 
-static bool c_quant(const struct sugg_ctx *sx, struct change *c, const char *scheme)
+static bool c_quant(const struct sugg_ctx *sx, struct change *c, enum est_quant_choice scheme)
 {
     if (!quantisable(sx->job))
         return false;
-    put_text(c, "quant", scheme);
+    put_choice(c, EST_SET_QUANT, (int)scheme);
     return true;
 }
 
 static bool c_quant_fp8(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "fp8");
+    if (!gpu_runs(sx->job, 89))
+        return false;
+    return c_quant(sx, c, EST_QUANT_FP8);
 }
 
 static bool c_quant_awq(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "awq");
+    return c_quant(sx, c, EST_QUANT_AWQ);
 }
 
 static bool c_quant_gptq(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_quant(sx, c, "gptq");
+    return c_quant(sx, c, EST_QUANT_GPTQ);
 }
 
 /* bitsandbytes quantises at load time: transformers (and vLLM) load it from any
@@ -398,39 +497,39 @@ static bool c_quant_nf4(const struct sugg_ctx *sx, struct change *c)
 {
     if (sx->job->engine.kind == GM_ENGINE_VLLM)
         return false;
-    return c_quant(sx, c, "nf4-dq");
+    return c_quant(sx, c, EST_QUANT_NF4_DQ);
 }
 
-static bool c_bits(const struct sugg_ctx *sx, struct change *c, const char *bits, double v)
+static bool c_bits(const struct sugg_ctx *sx, struct change *c, double v)
 {
     const struct gm_job *j = sx->job;
     if (j->mode == GM_EST_TRAIN || quantisable(j) || j->numerics.weight_format == GM_WEIGHTS_QUANT)
         return false; /* a model with a layout gets the weight formats instead */
     if (j->numerics.weight_format == GM_WEIGHTS_BITS && j->numerics.weight_bits <= v)
         return false;
-    put_text(c, "bits", bits);
+    put_number(c, EST_SET_BITS, v);
     return true;
 }
 
 static bool c_bits8(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_bits(sx, c, "8", 8);
+    return c_bits(sx, c, 8);
 }
 
 static bool c_bits4(const struct sugg_ctx *sx, struct change *c)
 {
-    return c_bits(sx, c, "4.5", 4.5);
+    return c_bits(sx, c, 4.5);
 }
 
 /* The largest value of a search, when it is below what the job asks for. */
-static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t now, const char *name,
-                     struct change *c)
+static bool searched(const struct sugg_ctx *sx, enum gm_search what, uint64_t now,
+                     enum est_setting id, struct change *c)
 {
     struct gm_est_search r;
-    if (gm_estimate_search(sx->job, what, &r, sx->scratch, NULL) != GM_OK || !r.value ||
+    if (est_search(sx->job, what, &r, sx->scratch, false, NULL) != GM_OK || !r.value ||
         r.value >= now)
         return false;
-    put_u64(c, name, r.value);
+    put_u64(c, id, r.value);
     return true;
 }
 
@@ -439,7 +538,7 @@ static bool c_fewer_seqs(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (j->mode != GM_EST_INFER || j->workload.batch <= 1)
         return false;
-    return searched(sx, GM_SEARCH_BATCH, j->workload.batch, "batch", c);
+    return searched(sx, GM_SEARCH_BATCH, j->workload.batch, EST_SET_BATCH, c);
 }
 
 static bool c_shorter(const struct sugg_ctx *sx, struct change *c)
@@ -448,8 +547,8 @@ static bool c_shorter(const struct sugg_ctx *sx, struct change *c)
     if (j->mode == GM_EST_WEIGHTS || (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM))
         return false;
     if (j->mode == GM_EST_TRAIN)
-        return searched(sx, GM_SEARCH_CONTEXT, j->workload.seq, "seq", c);
-    return searched(sx, GM_SEARCH_CONTEXT, j->workload.context, "context", c);
+        return searched(sx, GM_SEARCH_CONTEXT, j->workload.seq, EST_SET_SEQ, c);
+    return searched(sx, GM_SEARCH_CONTEXT, j->workload.context, EST_SET_CONTEXT, c);
 }
 
 static bool c_max_model_len(const struct sugg_ctx *sx, struct change *c)
@@ -457,8 +556,8 @@ static bool c_max_model_len(const struct sugg_ctx *sx, struct change *c)
     const struct gm_job *j = sx->job;
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_VLLM)
         return false;
-    return searched(sx, GM_SEARCH_MAX_MODEL_LEN, sx->base->serving.max_model_len, "max-model-len",
-                    c);
+    return searched(sx, GM_SEARCH_MAX_MODEL_LEN, sx->base->serving.max_model_len,
+                    EST_SET_MAX_MODEL_LEN, c);
 }
 
 static bool c_utilization(const struct sugg_ctx *sx, struct change *c)
@@ -467,7 +566,7 @@ static bool c_utilization(const struct sugg_ctx *sx, struct change *c)
     if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_VLLM ||
         j->engine.vllm.gpu_memory_utilization >= 0.95)
         return false;
-    put_text(c, "gpu-memory-utilization", "0.95");
+    put_number(c, EST_SET_GPU_MEMORY_UTILIZATION, 0.95);
     return true;
 }
 
@@ -485,9 +584,9 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (!est_tp_divides(m, t))
             continue;
-        put_u64(&tc, "tp", t);
-        put_u64(&tc, "gpus", (t * replicas));
-        if (!apply(j, &tc, &a) || gm_estimate_run(&a, sx->scratch, NULL) != GM_OK)
+        put_u64(&tc, EST_SET_TP, t);
+        put_u64(&tc, EST_SET_GPUS, t * replicas);
+        if (!apply(j, &tc, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK)
             continue;
         pick = t;
         if (sx->scratch->fit.fits)
@@ -495,8 +594,8 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
     }
     if (!pick)
         return false;
-    put_u64(c, "tp", pick);
-    put_u64(c, "gpus", (pick * replicas));
+    put_u64(c, EST_SET_TP, pick);
+    put_u64(c, EST_SET_GPUS, pick * replicas);
     return true;
 }
 
@@ -511,9 +610,10 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         struct gm_job a;
         if (g->memory_bytes <= j->gpu.memory_bytes)
             continue;
-        put_text(&t, "gpu", g->name);
-        t.unset[0] = "gpu-memory";
-        if (apply(j, &t, &a) && gm_estimate_run(&a, sx->scratch, NULL) == GM_OK &&
+        put_text(&t, EST_SET_GPU, g->name);
+        t.has_unset = true;
+        t.unset = EST_SET_GPU_MEMORY;
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
             return true;
@@ -522,84 +622,118 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
     return false;
 }
 
+/* llama.cpp: the fewest layers whose experts (--n-cpu-moe) or whose whole weights (-ngl: the
+ * most layers left on the GPU) go to host memory for the job to fit; bisection over the
+ * layers. */
+static bool llamacpp_host(const struct sugg_ctx *sx, struct change *c, enum est_setting id)
+{
+    const struct gm_job *j = sx->job;
+    const struct gm_model *m = j->model.model;
+    uint64_t lo = 0, hi, L = m ? m->n_layers : 0;
+    bool moe = id == EST_SET_N_CPU_MOE;
+    struct change t = {0};
+    struct gm_job a;
+    if (j->mode != GM_EST_INFER || j->engine.kind != GM_ENGINE_LLAMACPP || L < 2 ||
+        (moe ? !m->n_experts || j->engine.llamacpp.n_cpu_moe : j->engine.llamacpp.n_gpu_layers < L))
+        return false;
+    /* 'lo' layers to host memory do not make it fit, 'hi' do (-ngl keeps L - hi) */
+    hi = moe ? L : L - 1;
+    put_u64(&t, id, moe ? hi : L - hi);
+    if (!apply(j, &t, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK ||
+        !sx->scratch->fit.fits)
+        return false;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        memset(&t, 0, sizeof t);
+        put_u64(&t, id, moe ? mid : L - mid);
+        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
+            sx->scratch->fit.fits)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    put_u64(c, id, moe ? hi : L - hi);
+    return true;
+}
+
+static bool c_n_cpu_moe(const struct sugg_ctx *sx, struct change *c)
+{
+    return llamacpp_host(sx, c, EST_SET_N_CPU_MOE);
+}
+
+static bool c_gpu_layers(const struct sugg_ctx *sx, struct change *c)
+{
+    return llamacpp_host(sx, c, EST_SET_N_GPU_LAYERS);
+}
+
+/* More tensor parallelism on the GPUs the job has: fewer copies of the model, each over
+ * twice the GPUs (a sharding engine serving --replicas copies). */
+static bool c_tp_same_gpus(const struct sugg_ctx *sx, struct change *c)
+{
+    const struct gm_job *j = sx->job;
+    const struct gm_model *m = j->model.model;
+    uint64_t copies = data_parallel(j);
+    if (!est_engine_shards(j) || copies < 2 || copies % 2 || !m ||
+        !est_tp_divides(m, j->parallel.tp * 2))
+        return false;
+    put_u64(c, EST_SET_TP, j->parallel.tp * 2);
+    put_u64(c, EST_SET_REPLICAS, copies / 2);
+    return true;
+}
+
+/* The changes, cheapest first by 'rank': what each costs in speed and quality (same math
+ * before recomputation, recomputation before sharding, sharding before host memory, numerics
+ * before quality, the workload and more hardware last).  'hardware' changes ask for GPUs the
+ * job does not have. */
+enum { RANK_FITS_PAGED = 47 }; /* after the optimizer on the CPU, before layers on the CPU */
 static const struct candidate {
     bool (*make)(const struct sugg_ctx *sx, struct change *c);
     enum gm_sugg_cost cost;
-    const char *trade;
-    bool combine; /* may take part in a combination */
+    unsigned rank;
+    bool hardware;
+    const char *trade; /* one short phrase */
 } candidates[] = {
-    {c_sdpa, GM_COST_NONE, "same result from SDPA/flash attention kernels", true},
-    {c_fused, GM_COST_NONE, "the same update in one fused kernel", true},
-    {c_flash_attn, GM_COST_NONE, "the same result without materialised attention scores", true},
-    {c_loss_fused_linear, GM_COST_NONE,
-     "the same loss from a fused linear cross-entropy kernel (Liger, Cut Cross-Entropy): the "
-     "logits are never materialised",
-     true},
-    {c_loss_chunked, GM_COST_NONE,
-     "the same loss one chunk of the sequence at a time (torchtune's chunked cross-entropy)", true},
-    {c_fused_kernels, GM_COST_NONE, "the same layers from fused kernels (Liger-Kernel)", true},
-    {c_optimizer_in_backward, GM_COST_NONE,
-     "each parameter stepped as its gradient is ready: no gradient clipping or accumulation", true},
-    {c_ckpt_op, GM_COST_SPEED,
-     "recomputes every other matmul and the pointwise ops in backward (torchtitan op-level "
-     "checkpointing)",
-     true},
-    {c_ckpt_selective, GM_COST_SPEED, "recomputes the attention scores during backward", true},
-    {c_ckpt_full, GM_COST_SPEED,
-     "recomputes every layer's forward during backward (about one more forward pass)", true},
-    {c_micro_batch, GM_COST_SPEED,
-     "same tokens per optimizer step through gradient accumulation: more, smaller steps", true},
-    {c_paged, GM_COST_SPEED,
-     "optimizer state pages to host memory when the GPU is full: slower steps", true},
-    {c_activation_offload, GM_COST_SPEED,
-     "saved activations in pinned host memory (host-device copies, host memory)", true},
-    {c_zero1, GM_COST_SPEED, "optimizer state sharded over the data-parallel GPUs", true},
-    {c_zero2, GM_COST_SPEED, "optimizer state and gradients sharded over the data-parallel GPUs",
-     true},
-    {c_zero3, GM_COST_SPEED,
-     "parameters, gradients and optimizer state sharded; layers gathered as they run (more "
-     "communication)",
-     true},
-    {c_fsdp, GM_COST_SPEED,
-     "PyTorch FSDP: everything sharded, one decoder layer gathered at a time (more "
-     "communication)",
-     true},
-    {c_offload_optimizer, GM_COST_SPEED,
-     "optimizer state and step on the CPU (ZeRO-Offload): slower steps, host memory", true},
-    {c_offload_params, GM_COST_SPEED,
-     "parameters and optimizer state on the CPU (ZeRO-Infinity): much slower steps", true},
-    {c_utilization, GM_COST_NONE,
-     "less headroom for other processes and for what vLLM does not profile", true},
-    {c_adamw_8bit, GM_COST_NUMERICS,
-     "8-bit optimizer state (bitsandbytes); training usually matches 32-bit AdamW", true},
-    {c_pure_bf16, GM_COST_NUMERICS,
-     "pure bf16, no fp32 master weights: small updates are lost (changes the numerics)", true},
-    {c_kv_fp8, GM_COST_NUMERICS, "8-bit KV cache: half the bytes, a small accuracy loss", true},
-    {c_lora, GM_COST_QUALITY, "trains low-rank adapters only; quality can trail a full fine-tune",
-     true},
-    {c_qlora, GM_COST_QUALITY,
-     "adapters on a 4-bit (NF4) frozen base: lower-precision base, slower matmuls", true},
-    {c_bits8, GM_COST_QUALITY, "8-bit weights (int8 / fp8 quantisation)", true},
-    {c_bits4, GM_COST_QUALITY, "4-bit weights with scales (GPTQ / AWQ / NF4): some quality loss",
-     true},
-    /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
-    {c_quant_fp8, GM_COST_QUALITY,
-     "FP8 weights (an FP8 checkpoint, or vLLM --quantization fp8): near-lossless; fast FP8 "
-     "kernels need Ada or Hopper GPUs",
-     true},
-    {c_quant_awq, GM_COST_QUALITY,
-     "a 4-bit AWQ checkpoint (embeddings and lm_head stay 16-bit): some quality loss", true},
-    {c_quant_gptq, GM_COST_QUALITY,
-     "a 4-bit GPTQ checkpoint (groups of 128): some quality loss, calibrated per model", true},
-    {c_quant_nf4, GM_COST_QUALITY,
-     "bitsandbytes NF4 at load time (no quantised checkpoint needed): quality loss, slower "
-     "matmuls",
-     true},
-    {c_fewer_seqs, GM_COST_WORKLOAD, "fewer sequences at once: lower throughput", false},
-    {c_max_model_len, GM_COST_WORKLOAD, "requests longer than this are refused", true},
-    {c_shorter, GM_COST_WORKLOAD, "shorter sequences than asked for", false},
-    {c_more_tp, GM_COST_HARDWARE, "more GPUs per model replica (tensor parallel)", true},
-    {c_larger_gpu, GM_COST_HARDWARE, "a larger GPU", false},
+    {c_sdpa, GM_COST_NONE, 0, false, "same result from SDPA / flash attention"},
+    {c_fused, GM_COST_NONE, 0, false, "the same update in one fused kernel"},
+    {c_flash_attn, GM_COST_NONE, 0, false, "same result, flash attention (-fa)"},
+    {c_loss_fused_linear, GM_COST_NONE, 1, false, "same loss, logits never materialised (Liger)"},
+    {c_loss_chunked, GM_COST_NONE, 1, false, "same loss, one chunk at a time (torchtune)"},
+    {c_fused_kernels, GM_COST_NONE, 1, false, "same layers, Liger's fused kernels"},
+    {c_max_model_len, GM_COST_WORKLOAD, 2, false, "longer requests are refused"},
+    {c_utilization, GM_COST_NONE, 3, false, "less headroom for other processes"},
+    {c_micro_batch, GM_COST_SPEED, 5, false, "same tokens per step by gradient accumulation"},
+    {c_tp_same_gpus, GM_COST_SPEED, 6, false, "fewer copies, each over more of the GPUs"},
+    {c_optimizer_in_backward, GM_COST_NONE, 8, false, "steps in backward: no clipping, no accum."},
+    {c_ckpt_selective, GM_COST_SPEED, 10, false, "recomputes attention scores in backward"},
+    {c_ckpt_op, GM_COST_SPEED, 12, false, "recomputes every other matmul (torchtitan)"},
+    {c_ckpt_full, GM_COST_SPEED, 15, false, "recomputes each layer in backward (~1 more forward)"},
+    {c_zero1, GM_COST_SPEED, 20, false, "optimizer state sharded over the GPUs"},
+    {c_zero2, GM_COST_SPEED, 22, false, "optimizer state and gradients sharded"},
+    {c_zero3, GM_COST_SPEED, 25, false, "everything sharded, layers gathered as they run"},
+    {c_fsdp, GM_COST_SPEED, 25, false, "everything sharded (FSDP), layers gathered as they run"},
+    {c_paged, GM_COST_SPEED, 30, false, "optimizer state pages to host memory when full"},
+    {c_activation_offload, GM_COST_SPEED, 32, false, "activations in host memory (PCIe traffic)"},
+    {c_adamw_8bit, GM_COST_NUMERICS, 35, false, "8-bit optimizer state (bitsandbytes)"},
+    {c_kv_fp8, GM_COST_NUMERICS, 38, false, "8-bit KV cache: a small accuracy loss"},
+    {c_pure_bf16, GM_COST_NUMERICS, 40, false, "no fp32 master weights: numerics change"},
+    {c_offload_optimizer, GM_COST_SPEED, 45, false, "optimizer on the CPU: slower steps"},
+    /* RANK_FITS_PAGED (47): any change that fits only by paging sits here */
+    {c_n_cpu_moe, GM_COST_SPEED, 46, false, "experts of the first layers run on the CPU"},
+    {c_gpu_layers, GM_COST_SPEED, 48, false, "the other layers run on the CPU: much slower"},
+    {c_offload_params, GM_COST_SPEED, 50, false, "parameters on the CPU too: much slower"},
+    {c_quant_fp8, GM_COST_QUALITY, 55, false, "FP8 weights: near-lossless"},
+    {c_lora, GM_COST_QUALITY, 60, false, "adapters only: can trail a full fine-tune"},
+    {c_qlora, GM_COST_QUALITY, 65, false, "adapters on a 4-bit base: quality, speed"},
+    {c_qlora_ckpt, GM_COST_QUALITY, 66, false, "QLoRA with recomputation: quality, speed"},
+    {c_bits8, GM_COST_QUALITY, 65, false, "8-bit weights"},
+    {c_quant_awq, GM_COST_QUALITY, 70, false, "4-bit AWQ checkpoint: some quality loss"},
+    {c_quant_gptq, GM_COST_QUALITY, 70, false, "4-bit GPTQ checkpoint: some quality loss"},
+    {c_quant_nf4, GM_COST_QUALITY, 72, false, "4-bit NF4 at load time: quality, speed"},
+    {c_bits4, GM_COST_QUALITY, 72, false, "4-bit weights: some quality loss"},
+    {c_fewer_seqs, GM_COST_WORKLOAD, 80, false, "fewer sequences at once"},
+    {c_shorter, GM_COST_WORKLOAD, 82, false, "shorter sequences than asked for"},
+    {c_more_tp, GM_COST_HARDWARE, 90, true, "more GPUs (tensor parallel)"},
+    {c_larger_gpu, GM_COST_HARDWARE, 95, true, "a larger GPU"},
 };
 
 #define N_CANDIDATES (sizeof(candidates) / sizeof(candidates[0]))
@@ -608,49 +742,65 @@ static void change_text(const struct change *c, char *out, size_t n)
 {
     size_t len = strlen(out);
     for (size_t i = 0; i < c->n && len + 1 < n; i++) {
-        snprintf(out + len, n - len, "%s--%s%s%s", len ? " " : "", c->set[i].name,
-                 c->set[i].value[0] ? " " : "", c->set[i].value);
+        char value[48];
+        est_setting_value_text(c->set[i].id, &c->set[i].v, value, sizeof value);
+        snprintf(out + len, n - len, "%s--%s%s%s", len ? " " : "", est_setting(c->set[i].id)->name,
+                 value[0] ? " " : "", value);
         len = strlen(out);
     }
 }
 
-/* How far from fitting: 0 when it fits. */
-static uint64_t distance(const struct gm_estimate *e)
+/* How far from fitting: 0 when it fits.  An engine that refuses to start with its
+ * max_model_len is as far as the job's own requests (batch x (context + new tokens)) are
+ * from its pool: the max_model_len is a change of its own. */
+static uint64_t distance(const struct gm_job *j, const struct gm_estimate *e)
 {
-    return e->fit.fits ? 0 : (e->fit.shortfall_bytes ? e->fit.shortfall_bytes : 1);
-}
-
-static bool better(const struct gm_est_suggestion *a, uint64_t da,
-                   const struct gm_est_suggestion *b, uint64_t db)
-{
-    if (a->fits != b->fits)
-        return a->fits;
-    if (a->fits) {
-        /* cheapest first; within a cost, the mildest change that fits first */
-        if (a->cost != b->cost)
-            return a->cost < b->cost;
-        if ((a->reason == GM_FIT_FITS_PAGED) != (b->reason == GM_FIT_FITS_PAGED))
-            return b->reason == GM_FIT_FITS_PAGED; /* fitting outright beats paging */
-        return a->device_bytes > b->device_bytes;
+    if (e->fit.fits)
+        return 0;
+    if (e->fit.reason == GM_FIT_ENGINE_NO_START) {
+        uint64_t want = gm_mul_sat(j->workload.batch, j->workload.context + j->workload.new_tokens);
+        return want > e->serving.kv_tokens
+                   ? gm_mul_sat(want - e->serving.kv_tokens, e->serving.kv_bytes_per_token)
+                   : 1;
     }
-    return da < db;
+    return e->fit.shortfall_bytes ? e->fit.shortfall_bytes : 1;
 }
 
 struct tried {
     struct gm_est_suggestion s;
     uint64_t distance;
+    unsigned rank;
+    bool hardware;
     struct change c;
     size_t cand;
 };
 
-/* The job with the changes made in order; false when one is refused. */
-static bool apply_all(const struct gm_job *job, const struct change *c, size_t n, size_t skip,
-                      struct gm_job *out)
+/* Fitting first; among those, the GPUs the job has before more, then the cheapest (fitting
+ * outright before paging, the mildest change of one rank first); the rest closest first. */
+static bool better(const struct tried *a, const struct tried *b)
+{
+    if (a->s.fits != b->s.fits)
+        return a->s.fits;
+    if (a->s.fits) {
+        if (a->hardware != b->hardware)
+            return !a->hardware;
+        if (a->rank != b->rank)
+            return a->rank < b->rank;
+        if ((a->s.reason == GM_FIT_FITS_PAGED) != (b->s.reason == GM_FIT_FITS_PAGED))
+            return b->s.reason == GM_FIT_FITS_PAGED;
+        return a->s.device_bytes > b->s.device_bytes;
+    }
+    return a->distance < b->distance;
+}
+
+/* The job with the changes made in order, those kept; false when one is refused. */
+static bool apply_kept(const struct gm_job *job, const struct change *c, size_t n, const bool *keep,
+                       struct gm_job *out)
 {
     struct gm_job a;
     *out = *job;
     for (size_t i = 0; i < n; i++) {
-        if (i == skip)
+        if (!keep[i])
             continue;
         if (!apply(out, &c[i], &a))
             return false;
@@ -659,70 +809,127 @@ static bool apply_all(const struct gm_job *job, const struct change *c, size_t n
     return true;
 }
 
-/* Greedy combination: add the change that brings the job closest to fitting until it
- * fits, then drop what it can do without.  Returns true with *out when it fits. */
-static bool combine(const struct sugg_ctx *sx, struct gm_est_suggestion *out)
+/* Whether a change may take part in a combination: not more hardware, not less work, not
+ * paging (a safety net, not a plan). */
+static bool combinable(size_t i)
+{
+    return !candidates[i].hardware && candidates[i].make != c_shorter &&
+           candidates[i].make != c_fewer_seqs && candidates[i].make != c_paged;
+}
+
+/* A combination on the GPUs the job has, cheapest first: the cheapest change that helps is
+ * added, made against the job as changed so far, then the cheapest again (a change may unlock
+ * a cheaper one: more TP on the same GPUs, then a max_model_len), until the job fits; then
+ * every change it can do without is dropped, the dearest first.  Only changes below 'below'
+ * in rank take part.  True with *out when it fits. */
+static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out)
 {
     struct change applied[8];
-    size_t from[8], n_applied = 0;
-    bool used[N_CANDIDATES] = {false};
+    size_t from[8], n_applied = 0, n_kept = 0;
+    bool keep[8];
+    uint64_t fit_device;
+    enum gm_fit_reason fit_reason;
+    /* used: in the combination, or tried in it without helping (not tried again) */
+    bool used[N_CANDIDATES] = {false}, progress = true;
     struct gm_job cur = *sx->job, a;
-    uint64_t cur_dist = distance(sx->base);
+    uint64_t cur_dist = distance(sx->job, sx->base), base_dist = cur_dist, left = 0;
+    bool train = sx->job->mode == GM_EST_TRAIN;
 
-    while (cur_dist > 0 && n_applied < sizeof applied / sizeof applied[0]) {
-        size_t best = N_CANDIDATES;
-        uint64_t best_dist = cur_dist;
-        struct change best_c = {0};
+    /* training changes save less together than the sum of what each saves alone (they save
+     * the same bytes twice, or another phase then peaks), and what did not apply alone does
+     * not apply with them: when the sum of what the changes not yet tried save alone falls
+     * short of the distance left, stop (a training run is the costly one; serving changes
+     * can unlock others: more TP on the same GPUs, then a max_model_len) */
+    if (train)
+        for (size_t i = 0; i < N_CANDIDATES; i++)
+            if (combinable(i) && candidates[i].rank < below && sx->alone[i] < NOT_APPLIED)
+                left = gm_add_sat(left, base_dist - sx->alone[i]);
+    while (cur_dist > 0 && progress && n_applied < sizeof applied / sizeof applied[0]) {
         struct sugg_ctx cx = *sx;
         cx.job = &cur;
-        for (size_t i = 0; i < N_CANDIDATES; i++) {
+        progress = false;
+        for (size_t i = 0;
+             i < N_CANDIDATES && cur_dist > 0 && n_applied < sizeof applied / sizeof applied[0];
+             i++) {
             struct change c = {0};
             uint64_t d;
-            if (used[i] || !candidates[i].combine || !candidates[i].make(&cx, &c) ||
-                !apply(&cur, &c, &a) || gm_estimate_run(&a, sx->scratch, NULL) != GM_OK)
+            /* a change that applied alone without helping is not tried with others (one
+             * that did not apply may now); on the job as it is, its result alone is known */
+            if (train && left < cur_dist)
+                return false;
+            if (used[i] || !combinable(i) || candidates[i].rank >= below ||
+                sx->alone[i] == NO_HELP || !candidates[i].make(&cx, &c) || !apply(&cur, &c, &a))
                 continue;
-            d = distance(sx->scratch);
-            if (d < best_dist ||
-                (d == 0 && best_dist == 0 && candidates[i].cost < candidates[best].cost)) {
-                best = i;
-                best_dist = d;
-                best_c = c;
-            }
+            used[i] = true;
+            if (train && sx->alone[i] < NOT_APPLIED)
+                left -= base_dist - sx->alone[i];
+            if (n_applied == 0 && sx->alone[i] < NOT_APPLIED)
+                d = sx->alone[i];
+            else if (est_run_point(&a, sx->scratch, NULL) == GM_OK)
+                d = distance(&a, sx->scratch);
+            else
+                continue;
+            if (d >= cur_dist)
+                continue; /* does not help from here */
+            used[i] = true;
+            from[n_applied] = i;
+            applied[n_applied++] = c;
+            cur = a;
+            cx.job = &cur;
+            cur_dist = d;
+            progress = true;
+            i = (size_t)-1; /* the cheapest first again: a change may unlock a cheaper one */
         }
-        if (best == N_CANDIDATES || !apply(&cur, &best_c, &a))
-            return false;
-        used[best] = true;
-        from[n_applied] = best;
-        applied[n_applied++] = best_c;
-        cur = a;
-        cur_dist = best_dist;
     }
-    if (cur_dist > 0)
+    if (cur_dist > 0 || n_applied < 2)
         return false;
-    /* drop what the combination can do without, the latest additions first */
-    for (size_t k = n_applied; k-- > 0;) {
-        struct gm_job t;
-        if (n_applied > 1 && apply_all(sx->job, applied, n_applied, k, &t) &&
-            gm_estimate_run(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
-            memmove(&applied[k], &applied[k + 1], (n_applied - k - 1) * sizeof applied[0]);
-            memmove(&from[k], &from[k + 1], (n_applied - k - 1) * sizeof from[0]);
-            n_applied--;
+    /* drop what the combination can do without: the free changes (the same math) together,
+     * then each other one, the dearest first; the last one added made it fit, so it stays.
+     * The figures are those of the last combination that fitted (in scratch now). */
+    fit_device = sx->scratch->fit.device_bytes;
+    fit_reason = sx->scratch->fit.reason;
+    for (size_t i = 0; i < n_applied; i++)
+        keep[i] = true;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = n_applied - 1; k-- > 0;) {
+            struct gm_job t;
+            bool was[8];
+            if (!keep[k] || (pass == 0) != (candidates[from[k]].rank <= 1))
+                continue;
+            memcpy(was, keep, sizeof was);
+            for (size_t i = 0; i < n_applied; i++)
+                if (pass == 0 ? candidates[from[i]].rank <= 1 && i + 1 < n_applied : i == k)
+                    keep[i] = false;
+            if (apply_kept(sx->job, applied, n_applied, keep, &t) &&
+                est_run_point(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
+                fit_device = sx->scratch->fit.device_bytes;
+                fit_reason = sx->scratch->fit.reason;
+            } else {
+                memcpy(keep, was, sizeof was);
+            }
+            if (pass == 0)
+                break; /* the free ones, once, together */
         }
-    }
-    if (!apply_all(sx->job, applied, n_applied, SIZE_MAX, &cur) ||
-        gm_estimate_run(&cur, sx->scratch, NULL) != GM_OK || !sx->scratch->fit.fits)
+    for (size_t i = 0; i < n_applied; i++)
+        n_kept += keep[i];
+    if (n_kept < 2)
         return false;
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < n_applied; i++) {
-        change_text(&applied[i], out->change, sizeof out->change);
-        if (candidates[from[i]].cost > out->cost)
-            out->cost = candidates[from[i]].cost;
+        if (!keep[i])
+            continue;
+        change_text(&applied[i], out->s.change, sizeof out->s.change);
+        if (candidates[from[i]].cost > out->s.cost)
+            out->s.cost = candidates[from[i]].cost;
+        if (candidates[from[i]].rank > out->rank)
+            out->rank = candidates[from[i]].rank;
     }
-    out->trade = "the costs of each of these changes";
-    out->device_bytes = sx->scratch->fit.device_bytes;
-    out->fits = true;
-    out->reason = sx->scratch->fit.reason;
-    out->combined = true;
+    out->s.trade = "the costs of each change";
+    out->s.device_bytes = fit_device;
+    out->s.fits = true;
+    out->s.reason = fit_reason;
+    out->s.combined = true;
+    out->cand = N_CANDIDATES;
     return true;
 }
 
@@ -731,63 +938,89 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
 {
     struct tried *tried;
     size_t n_tried = 0;
-    uint64_t base_dist = distance(base);
-    bool any_fits = false;
+    uint64_t base_dist = distance(job, base), alone[N_CANDIDATES];
+    unsigned best_rank = UINT32_MAX;
     struct sugg_ctx sx;
 
     memset(out, 0, sizeof(*out));
     if (!job->gpu.memory_bytes || base->fit.fits)
         return GM_OK;
-    tried = gm_calloc(MAX_TRIED, sizeof(*tried));
-    sx.scratch = gm_malloc(sizeof(*sx.scratch));
+    tried = gm_calloc(MAX_TRIED + 1, sizeof(*tried));
+    sx.scratch = est_new();
     if (!tried || !sx.scratch) {
         gm_free(tried);
-        gm_free(sx.scratch);
+        gm_estimate_free(sx.scratch);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     }
     sx.job = job;
     sx.base = base;
+    sx.alone = alone;
+    /* every change alone, on the hardware the job has, then with more */
     for (size_t i = 0; i < N_CANDIDATES && n_tried < MAX_TRIED; i++) {
         struct tried *t = &tried[n_tried];
         struct gm_job a;
+        alone[i] = NOT_APPLIED;
         memset(t, 0, sizeof(*t));
         if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a) ||
-            gm_estimate_run(&a, sx.scratch, NULL) != GM_OK)
+            est_run_point(&a, sx.scratch, NULL) != GM_OK)
             continue;
-        t->distance = distance(sx.scratch);
+        t->distance = distance(&a, sx.scratch);
+        alone[i] = NO_HELP;
         if (t->distance >= base_dist)
             continue; /* does not help */
+        alone[i] = t->distance;
         change_text(&t->c, t->s.change, sizeof t->s.change);
         t->s.trade = candidates[i].trade;
         t->s.cost = candidates[i].cost;
         t->s.device_bytes = sx.scratch->fit.device_bytes;
         t->s.fits = sx.scratch->fit.fits;
         t->s.reason = sx.scratch->fit.reason;
+        t->rank = candidates[i].rank;
+        /* fitting only by paging state to host memory on every step is a fallback, after
+         * moving the optimizer to the CPU outright */
+        if (t->s.reason == GM_FIT_FITS_PAGED && t->rank < RANK_FITS_PAGED)
+            t->rank = RANK_FITS_PAGED;
+        t->hardware = candidates[i].hardware;
         t->cand = i;
-        any_fits = any_fits || t->s.fits;
+        if (t->s.fits && !t->hardware && t->rank < best_rank)
+            best_rank = t->rank;
         n_tried++;
     }
-    /* rank: fitting first, cheapest first; then closest to fitting */
+    /* a cheaper way on the same GPUs: the cheaper changes together, when no change alone fits
+     * or only one that costs sharding or more does (in training, none dearer than pure bf16:
+     * host memory and adapters are changes of their own; a training run is the costly one) */
+    if (best_rank >= 20 &&
+        combine(&sx, job->mode == GM_EST_TRAIN && best_rank > 41 ? 41 : best_rank, &tried[n_tried]))
+        n_tried++;
+
+    /* rank: fitting first (the GPUs the job has before more), cheapest first; then closest */
     for (size_t i = 1; i < n_tried; i++)
-        for (size_t k = i; k > 0 && better(&tried[k].s, tried[k].distance, &tried[k - 1].s,
-                                           tried[k - 1].distance);
-             k--) {
+        for (size_t k = i; k > 0 && better(&tried[k], &tried[k - 1]); k--) {
             struct tried t = tried[k];
             tried[k] = tried[k - 1];
             tried[k - 1] = t;
         }
-    /* when some changes fit, those are the answer; else the closest, then a combination */
-    for (size_t i = 0; i < n_tried && out->n < GM_EST_MAX_SUGGESTIONS - 1; i++)
-        if (tried[i].s.fits || !any_fits)
-            out->items[out->n++] = tried[i].s;
-    if (!any_fits) {
-        struct gm_est_suggestion s;
-        if (combine(&sx, &s))
-            out->items[out->n++] = s;
-        else
-            out->none_fits = true;
+    out->items = gm_calloc(n_tried ? n_tried : 1, sizeof(*out->items));
+    if (!out->items) {
+        gm_free(tried);
+        gm_estimate_free(sx.scratch);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     }
+    out->cap = n_tried;
+    /* when some fit, those are the answer; else the closest ones */
+    for (size_t i = 0; i < n_tried; i++)
+        if (tried[i].s.fits || !tried[0].s.fits)
+            out->items[out->n++] = tried[i].s;
+    out->none_fits = !n_tried || !tried[0].s.fits;
     gm_free(tried);
-    gm_free(sx.scratch);
+    gm_estimate_free(sx.scratch);
     return GM_OK;
+}
+
+void gm_est_suggestions_release(struct gm_est_suggestions *s)
+{
+    if (!s)
+        return;
+    gm_free(s->items);
+    memset(s, 0, sizeof(*s));
 }

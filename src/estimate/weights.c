@@ -22,6 +22,18 @@
  * within 0.2% where the sizes are exact to that precision). */
 #include "estimate/estimate_int.h"
 
+uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant)
+{
+    uint64_t blocks, data = n / 2 + n % 2;
+    if (block == 0)
+        block = 64;
+    blocks = n / block + (n % block != 0);
+    if (!double_quant)
+        return gm_add_sat(data, gm_mul_sat(blocks, 4));
+    /* 8-bit absmax per block, then one fp32 scale (and offset folded in) per 256 blocks */
+    return gm_add_sat(gm_add_sat(data, blocks), gm_mul_sat(blocks / 256 + (blocks % 256 != 0), 4));
+}
+
 /* Bytes of one out x in weight in format 'q' (no bias). */
 static uint64_t matrix_bytes(const struct gm_quant *q, uint64_t out, uint64_t in, unsigned plain)
 {

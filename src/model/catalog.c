@@ -8,6 +8,7 @@
 #include "gpumem/model.h"
 
 #include "gpumem/error.h"
+#include "gpumem/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,20 @@ struct entry {
     const char *aliases; /* space-separated, lowercase */
     struct gm_model m;
 };
+
+/* Other models with the architecture of a catalog entry (their published config.json
+ * differs in none of the fields gpumem reads): names and Hub ids, space-separated. */
+static const struct {
+    const char *hub_id; /* the entry's */
+    const char *kin;
+} kin_models[] = {
+    {"meta-llama/Llama-3.1-70B",
+     "llama-3.3-70b llama3.3-70b meta-llama/Llama-3.3-70B meta-llama/Llama-3.3-70B-Instruct"},
+};
+
+/* Words of a name that make a variant of a model with its base's architecture
+ * ("Llama-3.1-8B-Instruct", "Llama-2-7b-chat-hf", "gemma-2-9b-it"). */
+static const char *const variant_words[] = {"instruct", "chat", "it"};
 
 #define BASE(nm, type, ar, h, L, nh, nkv, hd, I, V, pos)                                           \
     .name = nm, .model_type = type, .arch = ar, .hidden = h, .n_layers = L, .n_heads = nh,         \
@@ -482,25 +497,110 @@ static bool alias_match(const char *aliases, const char *name)
     return false;
 }
 
-const struct gm_model *gm_model_catalog_find(const char *name)
+static ptrdiff_t find_index(const char *name)
 {
     const char *slash;
     if (!name || !*name)
-        return NULL;
+        return -1;
     slash = strrchr(name, '/');
     for (size_t i = 0; i < N_CATALOG; i++) {
         const struct entry *e = &catalog[i];
         if (!strcasecmp(name, e->hub_id) || !strcasecmp(name, e->m.name) ||
             alias_match(e->aliases, name))
-            return &e->m;
+            return (ptrdiff_t)i;
     }
     /* "someorg/Llama-2-7b-hf": match on the last component. */
     if (slash && slash[1])
         for (size_t i = 0; i < N_CATALOG; i++)
             if (!strcasecmp(slash + 1, catalog[i].m.name) ||
                 alias_match(catalog[i].aliases, slash + 1))
-                return &catalog[i].m;
-    return NULL;
+                return (ptrdiff_t)i;
+    return -1;
+}
+
+const struct gm_model *gm_model_catalog_find(const char *name)
+{
+    ptrdiff_t i = find_index(name);
+    return i < 0 ? NULL : &catalog[i].m;
+}
+
+static ptrdiff_t kin_index(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    for (size_t k = 0; k < sizeof kin_models / sizeof kin_models[0]; k++)
+        if (alias_match(kin_models[k].kin, name) ||
+            (slash && slash[1] && alias_match(kin_models[k].kin, slash + 1)))
+            return find_index(kin_models[k].hub_id);
+    return -1;
+}
+
+/* 'name' without its variant words (dash-separated, any case) into out[n]; false when it
+ * has none. */
+static bool drop_variant_words(const char *name, char *out, size_t n)
+{
+    size_t len = 0;
+    bool dropped = false;
+    const char *p = name;
+    while (*p) {
+        size_t w = strcspn(p, "-");
+        bool variant = false;
+        for (size_t k = 0; k < sizeof variant_words / sizeof variant_words[0]; k++)
+            variant = variant || (strlen(variant_words[k]) == w &&
+                                  !strncasecmp(p, variant_words[k], w) && p != name);
+        if (variant) {
+            dropped = true;
+        } else {
+            if (len + w + 2 > n)
+                return false;
+            if (len)
+                out[len++] = '-';
+            memcpy(out + len, p, w);
+            len += w;
+        }
+        p += w + (p[w] == '-');
+    }
+    out[len] = '\0';
+    return dropped;
+}
+
+const struct gm_model *gm_model_catalog_match(const char *name, size_t *index, bool *kin)
+{
+    ptrdiff_t i = find_index(name);
+    char base[256];
+    bool other = false;
+    if (i < 0 && name) {
+        other = true;
+        i = kin_index(name);
+        if (i < 0 && drop_variant_words(name, base, sizeof base)) {
+            i = find_index(base);
+            if (i < 0)
+                i = kin_index(base);
+        }
+    }
+    if (i < 0)
+        return NULL;
+    if (index)
+        *index = (size_t)i;
+    if (kin)
+        *kin = other;
+    return &catalog[i].m;
+}
+
+const char *gm_model_catalog_closest(const char *name)
+{
+    const char *names[2 * N_CATALOG], *slash;
+    const char *hit;
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < N_CATALOG; i++) {
+        names[i] = catalog[i].m.name;
+        names[N_CATALOG + i] = catalog[i].hub_id;
+    }
+    hit = gm_text_closest(name, strlen(name), names, 2 * N_CATALOG, true);
+    slash = strrchr(name, '/');
+    if (!hit && slash && slash[1])
+        hit = gm_text_closest(slash + 1, strlen(slash + 1), names, N_CATALOG, true);
+    return hit;
 }
 
 /* The last component of [path, end), trailing slashes dropped. */
@@ -534,30 +634,4 @@ void gm_model_name_from_path(struct gm_model *m, const char *path)
         }
     }
     snprintf(m->name, sizeof(m->name), "%.*s", (int)(end - start), start);
-}
-
-enum gm_status gm_model_resolve(const char *spec, struct gm_model *out, struct gm_error *err)
-{
-    const struct gm_model *m;
-    struct stat sb;
-    if (!spec || !*spec)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "empty model name");
-    /* An existing path wins over a catalog name. */
-    if (stat(spec, &sb) == 0) {
-        enum gm_status st = gm_model_load_hf_config(spec, out, err);
-        if (st == GM_OK)
-            gm_model_name_from_path(out, spec);
-        return st;
-    }
-    m = gm_model_catalog_find(spec);
-    if (m) {
-        *out = *m;
-        return GM_OK;
-    }
-    if (strchr(spec, '/') || strstr(spec, ".json"))
-        return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "'%s': no such file", spec);
-    return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                   "'%s': not a built-in model and no such file (see 'gpumem estimate "
-                   "--list-models')",
-                   spec);
 }

@@ -442,13 +442,18 @@ enum gm_status gm_modelfile_to_model(const struct gm_modelfile *mf, struct gm_mo
         if (st == GM_OK && gguf_quantised(mf))
             gm_quant_init(&out->quant, GM_QUANT_GGUF);
     } else if (mf->format == GM_MODELFILE_SAFETENSORS) {
-        if (!mf->config_path[0])
-            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                           "no config.json beside the safetensors files: the architecture is "
-                           "not in them (copy the model's config.json there, or pass "
-                           "--parameters)");
-        st = gm_model_load_hf_config(mf->config_path, out, err);
-        if (st == GM_ERR_FORMAT && out->incomplete) {
+        if (!mf->config_path[0]) {
+            /* no config.json: the header still gives the exact weights, the tensors' shapes
+             * a generic layout */
+            generic_layout(mf, out);
+            out->no_config = true;
+            st = GM_OK;
+        } else {
+            st = gm_model_load_hf_config(mf->config_path, out, err);
+        }
+        if (out->no_config) {
+            /* sized above */
+        } else if (st == GM_ERR_FORMAT && out->incomplete) {
             /* the shapes give what the config left out (vocabulary, FFN width, hidden size,
              * layers); what they cannot give (the heads) stays an error */
             fill_from_shapes(mf, out);

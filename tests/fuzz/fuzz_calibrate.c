@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct gm_job_source src;
     static int have_src = -1;
-    static struct gm_calibration c; /* large: keep it off the stack */
+    struct gm_calibration *c = NULL;
     char predict[256], setting[256], *eq;
     struct gm_calib_opts co;
     struct gm_snapshot_opts so;
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *sink;
 
     if (have_src < 0)
-        have_src = gm_job_source_load(&src, "gpt2", NULL) == GM_OK;
+        have_src = gm_job_source_load(&src, "gpt2", NULL, NULL) == GM_OK;
     if (!have_src)
         return 0;
     at = take_line(data, size, predict, sizeof(predict));
@@ -66,12 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gm_error_clear(&err);
         if (gm_calibrate(&job, an, &co, &c, &err) == GM_OK) {
             if ((sink = fopen("/dev/null", "w")) != NULL) {
-                (void)gm_calibration_json(sink, &c, NULL);
+                (void)gm_calibration_json(sink, c, NULL);
                 fclose(sink);
             }
         } else if (!err.msg[0]) {
             abort();
         }
+        gm_calibration_free(c);
         gm_analysis_free(an);
     }
     gm_snapshot_free(snap);

@@ -15,13 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_model m;
     struct gm_param_counts pc;
     struct gm_job job;
-    struct gm_estimate *e;
     struct gm_error err;
-    static struct gm_estimate scratch; /* large: keep it off the stack */
+    static struct gm_estimate *e; /* reused from one input to the next */
 
     if (gm_model_parse_hf_config((const char *)data, size, &m, &err) != GM_OK)
         return 0;
-    e = &scratch;
     (void)gm_model_count_params(&m, &pc, &err);
     gm_job_init(&job);
     job.model.model = &m;
@@ -29,10 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     job.mode = GM_EST_TRAIN;
     job.workload.seq = 64;
     job.memory.attention = GM_ATTN_EAGER;
-    (void)gm_estimate_run(&job, e, &err);
+    (void)gm_estimate_run(&job, &e, &err);
     job.mode = GM_EST_INFER;
     job.workload.context = 100;
     job.workload.new_tokens = 28;
-    (void)gm_estimate_run(&job, e, &err);
+    (void)gm_estimate_run(&job, &e, &err);
     return 0;
 }

@@ -25,14 +25,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct gm_job_source src;
     static int have_src = -1;
-    static struct gm_estimate est;
+    static struct gm_estimate *est; /* reused from input to input */
     struct gm_job job;
     struct gm_error err;
     char line[512];
     size_t at = 0, n_lines = 0;
 
     if (have_src < 0)
-        have_src = gm_job_source_load(&src, "gpt2", NULL) == GM_OK;
+        have_src = gm_job_source_load(&src, "gpt2", NULL, NULL) == GM_OK;
     gm_job_init(&job);
     while (at < size && n_lines++ < 64) {
         const uint8_t *nl = memchr(data + at, '\n', size - at);
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (have_src && !job.model.model && job.search == GM_SEARCH_NONE) {
         gm_job_use_source(&job, &src);
-        said(gm_estimate_run(&job, &est, &err), &err);
+        said(gm_estimate_run(&job, &est, &err), &err); /* est: NULL only when out of memory */
     }
     return 0;
 }

@@ -70,6 +70,9 @@ if [ -x "$work/venv/bin/pip" ]; then
     }
     check "$work/venv/bin/python" "$work/venv/" "pip install ."
     "$work/venv/bin/gpumem" --version >/dev/null || fail "pip install . gave no gpumem command"
+    # gpumem account finds its interposer at ../lib/gpumem from the command's folder
+    [ -f "$work/venv/lib/gpumem/libgpumem-account.so" ] ||
+        fail "pip install . installed no libgpumem-account.so in lib/gpumem"
 
     # 3. pip wheel . (the build is reused), checked, and installed elsewhere
     (cd "$work" && env -u PYTHONPATH "$work/venv/bin/pip" wheel --no-deps -w "$work/wheels" "$src") \

@@ -115,7 +115,8 @@ class Settings(unittest.TestCase):
         job option of `gpumem estimate --help` is listed, with its help line."""
         help_text = run(GPUMEM, "estimate", "--help").stdout
         options = set(re.findall(r"^\s+--([a-z0-9.-]+)", help_text, re.M))
-        own = {"list-models", "list-gpus", "list-archs", "replay-segments", "json", "color", "help"}
+        own = {"list-models", "list-gpus", "list-archs", "replay-segments", "json", "color", "help",
+               "from", "check", "brief", "all-suggestions"}
         names = [s["name"] for s in gpumem.estimate_settings()]
         self.assertEqual(set(names), options - own)
         self.assertEqual(len(names), len(set(names)))
@@ -173,6 +174,9 @@ class Errors(TempDir):
         cases = [
             (dict(train=True, batch="x"), "--batch: 'x'"),
             (dict(nosuch=1), "unknown setting 'nosuch'"),
+            # a mistyped keyword gets the setting it is likely a slip for
+            (dict(bach=4), "unknown setting 'bach' (did you mean 'batch'?)"),
+            (dict(max_model_lenn=4096), "(did you mean 'max_model_len'?)"),
             (dict(train=True, infer=True), "--train"),
             (dict(infer=True, seq=512), "--seq applies to --train"),
             (dict(parameters=1.5), "--parameters"),
@@ -185,7 +189,7 @@ class Errors(TempDir):
                 self.assertIn(text, str(cm.exception))
                 self.assertIsInstance(cm.exception, ValueError)
                 self.assertIsInstance(cm.exception, gpumem.Error)
-                if "nosuch" in settings:
+                if set(settings) & {"nosuch", "bach", "max_model_lenn"}:
                     continue  # the command's own option parser refuses it first
                 # the message is the library's, as the command prints it
                 args = cli_args("llama-3-8b", settings)

@@ -636,6 +636,20 @@ static void test_vec_big_arrays_grow_past_the_mapping_size(void **state)
     gm_big_free(v, cap);
 }
 
+/* The "did you mean" of a slip: a few edits, a swap, a prefix; case folded when asked. */
+static void test_text_closest(void **state)
+{
+    static const char *const names[] = {"batch", "seq", "max-model-len", "Llama-3.1-8B"};
+    (void)state;
+    assert_string_equal(gm_text_closest("bach", 4, names, 4, false), "batch");
+    assert_string_equal(gm_text_closest("bacth", 5, names, 4, false), "batch");
+    assert_string_equal(gm_text_closest("max-model", 9, names, 4, false), "max-model-len");
+    assert_null(gm_text_closest("LLAMA-3.1-8B-X", 14, names, 4, false));
+    assert_string_equal(gm_text_closest("LLAMA-3.1-8B-X", 14, names, 4, true), "Llama-3.1-8B");
+    assert_string_equal(gm_text_closest("lama-3.1-8b", 11, names, 4, true), "Llama-3.1-8B");
+    assert_null(gm_text_closest("zzzz", 4, names, 4, true));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -661,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_text_escape),
+        cmocka_unit_test(test_text_closest),
         cmocka_unit_test(test_json_budget),
         cmocka_unit_test(test_error),
     };

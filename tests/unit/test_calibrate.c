@@ -40,7 +40,7 @@ struct fixture {
     struct gm_analysis *an;
     struct gm_model model;
     struct gm_job job;
-    struct gm_calibration cal;
+    struct gm_calibration *cal;
 };
 
 static void set(struct gm_job *j, const char *name, const char *value)
@@ -88,10 +88,20 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
+    gm_calibration_free(f->cal);
     gm_analysis_free(f->an);
     gm_snapshot_free(f->snap);
     free(f);
     return 0;
+}
+
+/* gm_calibrate() into f->cal, the calibration before it released. */
+static enum gm_status recalibrate(struct fixture *f, const struct gm_job *job,
+                                  const struct gm_calib_opts *o, struct gm_error *err)
+{
+    gm_calibration_free(f->cal);
+    f->cal = NULL;
+    return gm_calibrate(job, f->an, o, &f->cal, err);
 }
 
 static void calibrate(struct fixture *f, const struct gm_job *job, const char *predict)
@@ -101,7 +111,7 @@ static void calibrate(struct fixture *f, const struct gm_job *job, const char *p
     gm_calib_opts_init(&o);
     if (predict)
         assert_int_equal(gm_calib_add_points(&o, predict, &err), GM_OK);
-    if (gm_calibrate(job, f->an, &o, &f->cal, &err) != GM_OK)
+    if (recalibrate(f, job, &o, &err) != GM_OK)
         fail_msg("gm_calibrate: %s", err.msg);
 }
 
@@ -126,10 +136,13 @@ static void test_spans_of_the_example(void **state)
 {
     struct fixture *f = *state;
     const struct gm_analysis_device *dev = &f->an->devices[0];
-    const struct gm_calibration *c = &f->cal;
-    const struct gm_calib_span *fb = &c->spans[0], *opt = &c->spans[1];
+    const struct gm_calibration *c;
+    const struct gm_calib_span *fb, *opt;
 
     calibrate(f, &f->job, NULL);
+    c = f->cal;
+    fb = &c->spans[0];
+    opt = &c->spans[1];
     assert_int_equal(c->n_spans, 2);
     assert_int_equal(fb->kind, GM_CALIB_FORWARD_BACKWARD);
     assert_int_equal(opt->kind, GM_CALIB_OPTIMIZER_STEP);
@@ -153,11 +166,11 @@ static void test_spans_of_the_example(void **state)
     /* the example's job (batch 8 x 512 tokens, vocabulary 50257) peaks at the loss: the fp32
      * logits and their gradient outweigh the saved activations */
     assert_int_equal(fb->moment, GM_EST_PHASE_LOSS);
-    assert_int_equal(fb->predicted_bytes, c->est.forward_backward_bytes);
+    assert_int_equal(fb->predicted_bytes, c->est->forward_backward_bytes);
     assert_int_equal(sum(fb->predicted), fb->predicted_bytes);
-    assert_int_equal(opt->predicted_bytes, c->est.optimizer_step_bytes);
+    assert_int_equal(opt->predicted_bytes, c->est->optimizer_step_bytes);
     assert_int_equal(fb->predicted[GM_CATEGORY_PARAMETER],
-                     gm_estimate_kind_bytes(&c->est, GM_KIND_WEIGHTS));
+                     gm_estimate_kind_bytes(c->est, GM_KIND_WEIGHTS));
     assert_int_equal(fb->predicted_fixed + fb->predicted_workload, fb->predicted_bytes);
     assert_int_equal(fb->measured_fixed + fb->measured_workload, fb->measured_bytes);
     /* the estimate counts a position embedding the example does not have */
@@ -194,20 +207,21 @@ static uint64_t seq2_at(const struct gm_estimate *e, unsigned moment)
 static void test_scores_taken_as_predicted(void **state)
 {
     struct fixture *f = *state;
-    const struct gm_calibration *c = &f->cal;
-    const struct gm_calib_span *fb = &c->spans[0];
+    const struct gm_calibration *c;
+    const struct gm_calib_span *fb;
     const struct gm_calib_prediction *same, *longer;
     struct gm_job j = f->job, j1024;
-    struct gm_estimate *e = malloc(sizeof(*e));
+    struct gm_estimate *e = NULL;
     struct gm_error err;
     uint64_t q, w, fixed, bytes;
 
-    assert_non_null(e);
     set(&j, "attention", "eager");
     calibrate(f, &j, "seq=512,1024");
+    c = f->cal;
+    fb = &c->spans[0];
     assert_int_equal(fb->moment, GM_EST_PHASE_LOSS);
     assert_int_equal(fb->predicted_seq2, 4ull * 16 * 512 * 4 * 4096);
-    assert_int_equal(fb->predicted_seq2, seq2_at(&c->est, GM_EST_PHASE_LOSS));
+    assert_int_equal(fb->predicted_seq2, seq2_at(c->est, GM_EST_PHASE_LOSS));
     assert_true(fb->measured_workload > fb->predicted_seq2);
     assert_true(fb->seq2_scale == 1.0);
     assert_true(fabs(fb->per_token_scale * (double)(fb->predicted_workload - fb->predicted_seq2) -
@@ -219,7 +233,7 @@ static void test_scores_taken_as_predicted(void **state)
 
     j1024 = j;
     set(&j1024, "seq", "1024");
-    assert_int_equal(gm_estimate_run(&j1024, e, &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j1024, &e, &err), GM_OK);
     q = seq2_at(e, GM_EST_PHASE_LOSS);
     assert_near(q, 4 * fb->predicted_seq2, 2);
     assert_true(e->loss_bytes > e->backward_start_bytes);
@@ -229,7 +243,7 @@ static void test_scores_taken_as_predicted(void **state)
     bytes = (uint64_t)((double)fixed + (double)fb->fixed_offset +
                        fb->per_token_scale * (double)(w - q) + (double)q + 0.5);
     assert_near(longer->span_bytes[0], bytes, 2);
-    free(e);
+    gm_estimate_free(e);
 }
 
 /* A job said to keep more s x s scores than the run holds workload memory (128 heads of 8
@@ -241,7 +255,7 @@ static void test_scores_above_the_run(void **state)
         "{\"model_type\": \"gpt2\", \"n_embd\": 1024, \"n_layer\": 4, \"n_head\": 128,"
         " \"n_positions\": 512, \"vocab_size\": 32000, \"tie_word_embeddings\": false}";
     struct fixture *f = *state;
-    const struct gm_calib_span *fb = &f->cal.spans[0];
+    const struct gm_calib_span *fb;
     struct gm_model m;
     struct gm_job j = f->job;
     struct gm_error err;
@@ -252,11 +266,12 @@ static void test_scores_above_the_run(void **state)
     j.model.model = &m;
     set(&j, "attention", "eager");
     calibrate(f, &j, NULL);
+    fb = &f->cal->spans[0];
     assert_true(fb->predicted_seq2 > fb->measured_workload);
     assert_true(fb->seq2_scale == fb->workload_scale);
     assert_true(fb->per_token_scale == fb->workload_scale);
-    for (size_t i = 0; i < f->cal.n_notes; i++)
-        said = said || strstr(f->cal.notes[i], "is the attention eager?") != NULL;
+    for (size_t i = 0; i < f->cal->n_notes; i++)
+        said = said || strstr(f->cal->notes[i], "is the attention eager?") != NULL;
     assert_true(said);
 }
 
@@ -265,28 +280,28 @@ static void test_scores_above_the_run(void **state)
 static void test_fit_reproduces_and_scales(void **state)
 {
     struct fixture *f = *state;
-    const struct gm_calibration *c = &f->cal;
+    const struct gm_calibration *c;
     const struct gm_calib_prediction *same, *twice;
     struct gm_job j16 = f->job;
-    struct gm_estimate *e16 = malloc(sizeof(*e16));
+    struct gm_estimate *e16 = NULL;
     struct gm_error err;
 
     calibrate(f, &f->job, "batch=8,16");
+    c = f->cal;
     assert_int_equal(c->n_predictions, 2);
     same = &c->predictions[0];
     twice = &c->predictions[1];
     assert_int_equal(same->status, GM_OK);
     assert_int_equal(same->tokens, c->tokens);
-    assert_int_equal(same->estimate_allocated_bytes, c->est.peak_allocated_bytes);
+    assert_int_equal(same->estimate_allocated_bytes, c->est->peak_allocated_bytes);
     for (size_t i = 0; i < c->n_spans; i++)
         assert_near(same->span_bytes[i], c->spans[i].measured_bytes, 1);
     assert_near(same->allocated_bytes, c->peak_bytes, 1);
     assert_int_equal(same->peak_span, c->peak_span);
     assert_true(same->reserved_bytes >= same->allocated_bytes + c->measured_excess_bytes);
 
-    assert_non_null(e16);
     set(&j16, "batch", "16");
-    assert_int_equal(gm_estimate_run(&j16, e16, &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j16, &e16, &err), GM_OK);
     assert_int_equal(twice->tokens, 2 * c->tokens);
     assert_int_equal(twice->estimate_allocated_bytes, e16->peak_allocated_bytes);
     {
@@ -299,14 +314,14 @@ static void test_fit_reproduces_and_scales(void **state)
                     c->spans[1].measured_fixed + 2 * c->spans[1].measured_workload, 2);
     }
     assert_true(twice->allocated_bytes > same->allocated_bytes);
-    free(e16);
+    gm_estimate_free(e16);
 }
 
 /* Inference is held against the whole run; a failing point keeps its error. */
 static void test_inference_is_one_span(void **state)
 {
     struct fixture *f = *state;
-    const struct gm_calibration *c = &f->cal;
+    const struct gm_calibration *c;
     struct gm_job j;
     gm_calib_job_init(&j);
     j.model.model = &f->model;
@@ -318,8 +333,9 @@ static void test_inference_is_one_span(void **state)
         gm_calib_opts_init(&o);
         assert_int_equal(gm_calib_add_points(&o, "context=1024", &err), GM_OK);
         assert_int_equal(gm_calib_add_points(&o, "seq=1024", &err), GM_OK);
-        assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_OK);
+        assert_int_equal(recalibrate(f, &j, &o, &err), GM_OK);
     }
+    c = f->cal;
     assert_int_equal(c->mode, GM_EST_INFER);
     assert_int_equal(c->n_spans, 1);
     assert_int_equal(c->spans[0].kind, GM_CALIB_RUN);
@@ -338,9 +354,9 @@ static void test_leak_is_said(void **state)
     assert_non_null(leaky);
     load_example(leaky, true);
     calibrate(leaky, &leaky->job, NULL);
-    assert_true(leaky->cal.leak_bytes_per_iteration > 0);
-    assert_true(leaky->cal.n_notes > 0);
-    assert_non_null(strstr(leaky->cal.notes[0], "leaks"));
+    assert_true(leaky->cal->leak_bytes_per_iteration > 0);
+    assert_true(leaky->cal->n_notes > 0);
+    assert_non_null(strstr(leaky->cal->notes[0], "leaks"));
     teardown((void **)&leaky);
 }
 
@@ -353,15 +369,15 @@ static void test_refusals(void **state)
 
     gm_calib_opts_init(&o);
     o.device = 3;
-    assert_int_equal(gm_calibrate(&f->job, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_int_equal(recalibrate(f, &f->job, &o, &err), GM_ERR_INVALID);
     assert_string_equal(err.msg, "the snapshot has no device 3");
     gm_calib_opts_init(&o);
     set(&j, "max-batch", NULL);
-    assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_int_equal(recalibrate(f, &j, &o, &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "--predict"));
     gm_job_init(&j);
     j.model.model = &f->model;
-    assert_int_equal(gm_calibrate(&j, f->an, &o, &f->cal, &err), GM_ERR_INVALID);
+    assert_int_equal(recalibrate(f, &j, &o, &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "weights-only"));
 }
 
@@ -409,7 +425,7 @@ static void test_json(void **state)
 
     calibrate(f, &f->job, "batch=16");
     assert_non_null(m);
-    assert_int_equal(gm_calibration_json(m, &f->cal, &err), GM_OK);
+    assert_int_equal(gm_calibration_json(m, f->cal, &err), GM_OK);
     assert_int_equal(fclose(m), 0);
     root = json_loadb(buf, len, 0, &jerr);
     free(buf);
@@ -419,7 +435,7 @@ static void test_json(void **state)
     assert_int_equal(json_array_size(spans), 2);
     assert_int_equal(
         json_integer_value(json_object_get(json_array_get(spans, 0), "measured_bytes")),
-        (json_int_t)f->cal.spans[0].measured_bytes);
+        (json_int_t)f->cal->spans[0].measured_bytes);
     assert_int_equal(
         json_integer_value(json_object_get(
             json_object_get(json_object_get(json_array_get(spans, 0), "categories"), "parameter"),
@@ -429,7 +445,7 @@ static void test_json(void **state)
         json_t *w = json_object_get(json_array_get(spans, 0), "workload");
         assert_int_equal(json_integer_value(json_object_get(w, "predicted_seq2_bytes")), 0);
         assert_true(json_real_value(json_object_get(w, "per_token_scale")) ==
-                    f->cal.spans[0].per_token_scale);
+                    f->cal->spans[0].per_token_scale);
         assert_true(json_is_real(json_object_get(w, "seq2_scale")));
     }
     assert_int_equal(
@@ -438,7 +454,7 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(pred, "setting")), "batch");
     assert_int_equal(
         json_integer_value(json_object_get(json_object_get(pred, "calibrated"), "allocated_bytes")),
-        (json_int_t)f->cal.predictions[0].allocated_bytes);
+        (json_int_t)f->cal->predictions[0].allocated_bytes);
     json_decref(root);
 }
 
@@ -456,7 +472,7 @@ static void test_allocation_failures(void **state)
      * allocations before the calibration completes */
     for (n = 0; n < 100000 && st == GM_ERR_NOMEM; n++) {
         gm_alloc_fail_after(n);
-        st = gm_calibrate(&f->job, f->an, &o, &f->cal, &err);
+        st = recalibrate(f, &f->job, &o, &err);
         gm_alloc_fail_after(-1);
     }
     assert_int_equal(st, GM_OK);

@@ -13,12 +13,13 @@
 #include "estimate/estimate_int.h"
 #include "gpumem/gpumem.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct gm_estimate est; /* large: off the stack */
+static struct gm_estimate *est; /* large: off the stack */
 
 static const struct gm_est_component *find(const struct gm_estimate *e, const char *name)
 {
@@ -45,23 +46,23 @@ static void test_weights_7b(void **state)
     set(&j, "bits", "16");
     set(&j, "reserve-gib", "4");
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(est.weight_bytes == 14000000000ull);
-    assert_true(est.device_bytes == 14000000000ull + 4 * GM_GIB);
+    assert_true(est->weight_bytes == 14000000000ull);
+    assert_true(est->device_bytes == 14000000000ull + 4 * GM_GIB);
     /* 17.04 GiB */
-    assert_true(fabs((double)est.device_bytes / (double)GM_GIB - 17.04) < 0.005);
+    assert_true(fabs((double)est->device_bytes / (double)GM_GIB - 17.04) < 0.005);
     /* The reserve is stated as an assumption, and is a component outside the allocator. */
-    assert_non_null(strstr(est.assumptions[1], "not a proof"));
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_RESERVE), 4 * GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_CUDA_CONTEXT), 0);
+    assert_non_null(strstr(est->assumptions[1], "not a proof"));
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_RESERVE), 4 * GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 0);
     /* Odd bit widths round up to whole bytes. */
     j.numerics.weight_bits = 4;
     j.model.n_params = 3;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.weight_bytes, 2);
+    assert_int_equal(est->weight_bytes, 2);
     j.numerics.weight_bits = 4.5;
     j.model.n_params = 1000;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.weight_bytes, 563);
+    assert_int_equal(est->weight_bytes, 563);
 }
 
 static void test_kv_cache(void **state)
@@ -77,23 +78,23 @@ static void test_kv_cache(void **state)
     j.workload.context = 8192;
     j.numerics.kv_dtype = GM_DTYPE_BF16;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 1073741824ull);
-    assert_int_equal(find(&est, "kv_cache")->kind, GM_KIND_KV_CACHE);
+    assert_true(find(est, "kv_cache")->bytes == 1073741824ull);
+    assert_int_equal(find(est, "kv_cache")->kind, GM_KIND_KV_CACHE);
     j.workload.batch = 4;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 4 * GM_GIB);
+    assert_true(find(est, "kv_cache")->bytes == 4 * GM_GIB);
     /* fp8 halves it; new tokens count as tokens. */
     j.numerics.kv_dtype = GM_DTYPE_F8_E4M3;
     j.workload.context = 4096;
     j.workload.new_tokens = 4096;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 2 * GM_GIB);
+    assert_true(find(est, "kv_cache")->bytes == 2 * GM_GIB);
     /* KV heads, never query heads: MHA with the same dims is 4x. */
     m = *l3;
     m.n_kv_heads = m.n_heads;
     j.model.model = &m;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 8 * GM_GIB);
+    assert_true(find(est, "kv_cache")->bytes == 8 * GM_GIB);
     /* Sliding window: Mistral keeps 4096 tokens per layer. */
     j.model.model = gm_model_catalog_find("mistral-7b");
     j.workload.batch = 1;
@@ -101,17 +102,17 @@ static void test_kv_cache(void **state)
     j.workload.context = 32768;
     j.workload.new_tokens = 0;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 512 * GM_MIB);
+    assert_true(find(est, "kv_cache")->bytes == 512 * GM_MIB);
     /* Gemma-2: only every other layer is windowed. 21 layers x 4096 + 21 x 8192 tokens. */
     j.model.model = gm_model_catalog_find("gemma-2-9b");
     j.workload.context = 8192;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 2ull * 8 * 256 * 2 * (21 * 4096 + 21 * 8192));
+    assert_true(find(est, "kv_cache")->bytes == 2ull * 8 * 256 * 2 * (21 * 4096 + 21 * 8192));
     /* Explicit head_dim (gemma-7b: 256, not 3072/16). */
     j.model.model = gm_model_catalog_find("gemma-7b");
     j.workload.context = 1000;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "kv_cache")->bytes == 2ull * 28 * 16 * 256 * 1000 * 2);
+    assert_true(find(est, "kv_cache")->bytes == 2ull * 28 * 16 * 256 * 1000 * 2);
 }
 
 /* Inference beyond the model's positions is warned about, as training is. */
@@ -126,14 +127,14 @@ static void test_context_warning(void **state)
     j.model.model = gm_model_catalog_find("llama-3-8b"); /* 8192 positions */
     j.workload.context = 100000;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    for (size_t i = 0; i < est.n_assumptions; i++)
-        warned = warned || strstr(est.assumptions[i], "exceed the model's "
-                                                      "max_position_embeddings 8192");
+    for (size_t i = 0; i < est->n_assumptions; i++)
+        warned = warned || strstr(est->assumptions[i], "exceed the model's "
+                                                       "max_position_embeddings 8192");
     assert_true(warned);
     j.workload.context = 8000;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    for (size_t i = 0; i < est.n_assumptions; i++)
-        assert_null(strstr(est.assumptions[i], "max_position_embeddings"));
+    for (size_t i = 0; i < est->n_assumptions; i++)
+        assert_null(strstr(est->assumptions[i], "max_position_embeddings"));
 }
 
 static void test_blog(void **state)
@@ -151,26 +152,26 @@ static void test_blog(void **state)
     j.workload.seq = 256;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     /* N*P + 2NP + max(2NP, A*B*L*P) */
-    assert_true(est.peak_allocated_bytes ==
+    assert_true(est->peak_allocated_bytes ==
                 (uint64_t)llround(3 * N * 4) + (uint64_t)llround(A * 16 * 256 * 4));
-    assert_true(fabs((double)est.peak_allocated_bytes / 1e9 - 60.69) < 0.005);
-    assert_true(fabs((double)est.peak_allocated_bytes / (double)GM_GIB - 56.52) < 0.005);
-    assert_int_equal(est.peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_true(fabs((double)est->peak_allocated_bytes / 1e9 - 60.69) < 0.005);
+    assert_true(fabs((double)est->peak_allocated_bytes / (double)GM_GIB - 56.52) < 0.005);
+    assert_int_equal(est->peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
     /* The hook-measured A = 5,065,216 gives 101.5 GB. */
     j.numerics.activations_per_token = 5065216;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(fabs((double)est.peak_allocated_bytes / 1e9 - 101.51) < 0.005);
+    assert_true(fabs((double)est->peak_allocated_bytes / 1e9 - 101.51) < 0.005);
     /* Batch 2: the optimizer step dominates, total = 5NP. */
     j.numerics.activations_per_token = 0;
     j.workload.batch = 2;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
-    assert_true(est.peak_allocated_bytes == 5 * (uint64_t)llround(N * 4));
+    assert_int_equal(est->peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
+    assert_true(est->peak_allocated_bytes == 5 * (uint64_t)llround(N * 4));
     /* Plain numbers work with the blog method. */
     j.model.model = NULL;
     j.model.n_params = 1543714304ull;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(est.peak_allocated_bytes == 5 * (uint64_t)llround(N * 4));
+    assert_true(est->peak_allocated_bytes == 5 * (uint64_t)llround(N * 4));
 }
 
 static void test_korthikanti(void **state)
@@ -220,21 +221,21 @@ static void test_component_parts(void **state)
     j.workload.seq = 1024;
     j.memory.attention = GM_ATTN_EAGER;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    acts = find(&est, "activations");
-    bwd = find(&est, "backward_transients");
+    acts = find(est, "activations");
+    bwd = find(est, "backward_transients");
     want = 12.0 * 12.0 * 1024 * 4 * T;
     assert_true(fabs(acts->seq2_share * (double)acts->bytes - want) < 2);
     assert_true(fabs(bwd->seq2_share * (double)bwd->bytes - 12.0 * 1024 * 8 * T) < 2);
-    loss = find(&est, "logits_and_loss");
+    loss = find(est, "logits_and_loss");
     assert_true(loss->seq2_share == 0);
-    assert_true(find(&est, "weights")->seq2_share == 0);
+    assert_true(find(est, "weights")->seq2_share == 0);
     assert_true(est_component_categories(loss, cats));
     assert_true(cats[GM_CATEGORY_ACTIVATION] == (uint64_t)(4 * T) * m.vocab);
     assert_true(cats[GM_CATEGORY_OTHER] == (uint64_t)(8 * T) * m.vocab);
     j.memory.attention = GM_ATTN_SDPA;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_true(find(&est, "activations")->seq2_share == 0);
-    assert_true(find(&est, "backward_transients")->seq2_share == 0);
+    assert_true(find(est, "activations")->seq2_share == 0);
+    assert_true(find(est, "backward_transients")->seq2_share == 0);
 }
 
 static void test_train_phases(void **state)
@@ -248,46 +249,46 @@ static void test_train_phases(void **state)
     j.workload.seq = 512;
     /* Small batch: the optimizer step dominates (weights + grads + state + temporaries). */
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
-    assert_int_equal(find(&est, "weights_fp32_master")->kind, GM_KIND_MASTER_WEIGHTS);
-    assert_int_equal(find(&est, "weights_16bit_autocast_copies")->kind, GM_KIND_WEIGHT_COPIES);
-    assert_true(find(&est, "optimizer_state")->bytes == 8 * est.n_params);
-    assert_true(find(&est, "optimizer_step_temporaries")->bytes == 4 * est.n_params);
-    assert_true(est.optimizer_step_bytes == 20 * est.n_params);
-    assert_true(est.peak_reserved_bytes >= est.peak_allocated_bytes);
-    assert_true(est.device_bytes ==
-                est.peak_reserved_bytes + j.runtime.cuda_context_bytes + j.runtime.workspace_bytes);
+    assert_int_equal(est->peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(find(est, "weights_fp32_master")->kind, GM_KIND_MASTER_WEIGHTS);
+    assert_int_equal(find(est, "weights_16bit_autocast_copies")->kind, GM_KIND_WEIGHT_COPIES);
+    assert_true(find(est, "optimizer_state")->bytes == 8 * est->n_params);
+    assert_true(find(est, "optimizer_step_temporaries")->bytes == 4 * est->n_params);
+    assert_true(est->optimizer_step_bytes == 20 * est->n_params);
+    assert_true(est->peak_reserved_bytes >= est->peak_allocated_bytes);
+    assert_true(est->device_bytes == est->peak_reserved_bytes + j.runtime.cuda_context_bytes +
+                                         j.runtime.workspace_bytes);
     /* Large batch: forward/backward dominates; the logits term scales with B*L*V. */
     j.workload.batch = 16;
     j.workload.seq = 4096;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(est->peak_phase, GM_EST_PHASE_FORWARD_BACKWARD);
     /* HF ForCausalLMLoss at its backward: the fp32 log-softmax kept, the gradient of its
      * output and of its input, 12 bytes per logit, in the loss's own moment (not beside the
      * layers' backward) */
-    assert_true(find(&est, "logits_and_loss")->bytes == 16ull * 4096 * 128256 * 12);
-    assert_int_equal(find(&est, "logits_and_loss")->phases, GM_EST_PHASE_LOSS);
+    assert_true(find(est, "logits_and_loss")->bytes == 16ull * 4096 * 128256 * 12);
+    assert_int_equal(find(est, "logits_and_loss")->phases, GM_EST_PHASE_LOSS);
     /* Checkpointing shrinks activations by more than 8x here (32 layers). */
     {
-        uint64_t full = find(&est, "activations")->bytes;
+        uint64_t full = find(est, "activations")->bytes;
         j.memory.checkpointing = GM_CKPT_FULL;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        assert_true(find(&est, "activations")->bytes * 8 < full);
+        assert_true(find(est, "activations")->bytes * 8 < full);
     }
     /* Pure bf16: 2 bytes weights, grads; Adam state 4 bytes; no master copy. */
     j.numerics.precision = GM_PREC_BF16;
     j.memory.checkpointing = GM_CKPT_NONE;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_null(find(&est, "weights_fp32_master"));
-    assert_true(find(&est, "weights")->bytes == 2 * est.n_params);
-    assert_true(find(&est, "optimizer_state")->bytes == 4 * est.n_params);
+    assert_null(find(est, "weights_fp32_master"));
+    assert_true(find(est, "weights")->bytes == 2 * est->n_params);
+    assert_true(find(est, "optimizer_state")->bytes == 4 * est->n_params);
     /* Fused AdamW has no step temporaries; SGD no state. */
     j.numerics.optim_impl = GM_OPTIM_FUSED;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_null(find(&est, "optimizer_step_temporaries"));
+    assert_null(find(est, "optimizer_step_temporaries"));
     j.numerics.optimizer = GM_OPT_SGD;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_null(find(&est, "optimizer_state"));
+    assert_null(find(est, "optimizer_state"));
     /* Eager attention adds the s*s scores; selective checkpointing recomputes them. */
     {
         uint64_t sdpa;
@@ -295,22 +296,22 @@ static void test_train_phases(void **state)
         j.workload.batch = 1;
         j.workload.seq = 2048;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        sdpa = find(&est, "activations")->bytes;
+        sdpa = find(est, "activations")->bytes;
         j.memory.attention = GM_ATTN_EAGER;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        assert_true(find(&est, "activations")->bytes > sdpa + 32ull * 32 * 2048 * 2048 * 4);
+        assert_true(find(est, "activations")->bytes > sdpa + 32ull * 32 * 2048 * 2048 * 4);
         j.memory.checkpointing = GM_CKPT_SELECTIVE;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        assert_int_equal(find(&est, "activations")->bytes, sdpa);
+        assert_int_equal(find(est, "activations")->bytes, sdpa);
     }
     /* Gradient accumulation keeps the gradients through the next forward passes. */
     j.memory.checkpointing = GM_CKPT_NONE;
     j.memory.attention = GM_ATTN_SDPA;
-    assert_int_equal(find(&est, "gradients")->phases,
+    assert_int_equal(find(est, "gradients")->phases,
                      GM_EST_PHASE_BACKWARD_END | GM_EST_PHASE_OPTIMIZER_STEP);
     j.workload.grad_accum = 4;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(find(&est, "gradients")->phases, GM_EST_PHASE_TRAIN_ALL);
+    assert_int_equal(find(est, "gradients")->phases, GM_EST_PHASE_TRAIN_ALL);
 }
 
 static void test_bad_inputs(void **state)
@@ -339,7 +340,7 @@ static void test_bad_inputs(void **state)
     /* Encoders have no KV cache: their forward pass is sized, and they generate nothing. */
     j.model.model = gm_model_catalog_find("bert-base-uncased");
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE), 0);
     j.workload.new_tokens = 8;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "encoder"));
@@ -352,21 +353,30 @@ static void test_bad_inputs(void **state)
     assert_non_null(strstr(err.msg, "2^64"));
 }
 
+/* The lists of an estimate grow to their caps: a component past it is refused, an
+ * assumption past it dropped. */
 static void test_components_limit(void **state)
 {
     struct gm_error err;
+    struct gm_estimate *e = est_new();
     (void)state;
-    memset(&est, 0, sizeof(est));
+    assert_non_null(e);
     for (int i = 0; i < GM_EST_MAX_COMPONENTS; i++)
-        assert_int_equal(est_add(&est, GM_KIND_ACTIVATIONS, "x", 1, GM_EST_PHASE_PREFILL, false,
+        assert_int_equal(est_add(e, GM_KIND_ACTIVATIONS, "x", 1, GM_EST_PHASE_PREFILL, false,
                                  GM_EXTENT_ONE_LAYER, NULL, &err),
                          GM_OK);
-    assert_int_equal(est_add(&est, GM_KIND_ACTIVATIONS, "x", 1, GM_EST_PHASE_PREFILL, false,
+    assert_int_equal(est_add(e, GM_KIND_ACTIVATIONS, "x", 1, GM_EST_PHASE_PREFILL, false,
                              GM_EXTENT_ONE_LAYER, NULL, &err),
                      GM_ERR_LIMIT);
+    assert_int_equal(e->n_components, GM_EST_MAX_COMPONENTS);
     for (int i = 0; i < GM_EST_MAX_ASSUMPTIONS + 3; i++)
-        est_assume(&est, "assumption %d", i);
-    assert_int_equal(est.n_assumptions, GM_EST_MAX_ASSUMPTIONS);
+        est_assume(e, "assumption %d", i);
+    assert_int_equal(e->n_assumptions, GM_EST_MAX_ASSUMPTIONS);
+    assert_string_equal(e->assumptions[GM_EST_MAX_ASSUMPTIONS - 1], "assumption 255");
+    est_reset(e); /* emptied, storage kept */
+    assert_int_equal(e->n_components, 0);
+    assert_non_null(e->components);
+    gm_estimate_free(e);
 }
 
 /* Parameter counts as people write them; the old forms keep working. */
@@ -421,7 +431,7 @@ static void test_input_forms(void **state)
     set(&j, "parameters", "1.5B");
     assert_int_equal(j.model.n_params, 1500000000ull);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.weight_bytes, 3000000000ull);
+    assert_int_equal(est->weight_bytes, 3000000000ull);
     assert_int_equal(gm_job_set(&j, "parameters", "-7000000000", &err), GM_ERR_INVALID);
     assert_string_equal(err.msg, "--parameters: '-7000000000': not a non-negative whole number");
 }
@@ -501,6 +511,91 @@ static void test_settings(void **state)
     assert_non_null(strstr(err.msg, "caches KV as fp32, fp16, bf16, int8 (q8_0) or int4"));
 }
 
+/* Each setting id addresses the table row of its name (RESERVE_GIB: "reserve-gib"). */
+static void test_setting_ids(void **state)
+{
+    static const char *const ids[] = {
+#define ID_NAME(id) #id,
+        EST_SETTINGS(ID_NAME)
+#undef ID_NAME
+    };
+    size_t n;
+    const struct gm_job_setting *s = gm_job_settings(&n);
+    (void)state;
+    assert_int_equal(n, EST_SET__COUNT);
+    assert_int_equal(sizeof ids / sizeof ids[0], EST_SET__COUNT);
+    for (size_t i = 0; i < n; i++) {
+        char want[64];
+        size_t k = 0;
+        for (; ids[i][k] && k + 1 < sizeof want; k++)
+            want[k] = ids[i][k] == '_' ? '-' : (char)tolower((unsigned char)ids[i][k]);
+        want[k] = '\0';
+        assert_string_equal(s[i].name, want);
+        assert_ptr_equal(est_setting((enum est_setting)i), &s[i]);
+    }
+}
+
+/* A job filled in directly is held to the same ranges as gm_job_set(): the table's; a
+ * setting put by id is range-checked and marked given; its value reads as typed. */
+static void test_setting_ranges(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    union gm_job_value v;
+    char text[48];
+    (void)state;
+    gm_job_init(&j);
+    j.model.n_params = 7000000000ull;
+    j.mode = GM_EST_TRAIN;
+    j.memory.loss_chunks = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--loss-chunks: 0 is out of range [1, 2^16]");
+    j.memory.loss_chunks = 8;
+    j.runtime.fragmentation = 4.5;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--fragmentation: 4.5 is out of range [0, 4]");
+    j.runtime.fragmentation = 0.25;
+    j.parallel.tp = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--tp: 0 is out of range [1, 1024]");
+    j.parallel.tp = 1;
+    j.memory.lora.dropout = 1.0;
+    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--lora-dropout: 1 is out of range [0, 1)");
+    j.memory.lora.dropout = 0;
+    assert_int_equal(gm_job_check(&j, &err), GM_OK);
+    /* defaults that mean "not set" sit outside their ranges and pass */
+    assert_int_equal(j.engine.vllm.max_model_len, 0);
+    assert_int_equal(j.workload.tokens, 0);
+
+    v.u64 = 0;
+    assert_int_equal(est_job_put(&j, EST_SET_BATCH, &v, &err), GM_ERR_INVALID);
+    assert_string_equal(err.msg, "--batch: 0 is out of range [1, 2^20]");
+    assert_false(est_given(&j, EST_SET_BATCH));
+    v.u64 = 4;
+    assert_int_equal(est_job_put(&j, EST_SET_BATCH, &v, &err), GM_OK);
+    assert_int_equal(j.workload.batch, 4);
+    assert_true(est_given(&j, EST_SET_BATCH));
+    assert_true(gm_job_given(&j, "batch"));
+    v.choice = GM_DTYPE_F8_E4M3;
+    est_setting_value_text(EST_SET_KV_DTYPE, &v, text, sizeof text);
+    assert_string_equal(text, "fp8");
+    v.choice = GM_SHARD_ZERO3;
+    assert_int_equal(est_job_put(&j, EST_SET_ZERO, &v, &err), GM_OK);
+    assert_int_equal(j.parallel.shard, GM_SHARD_ZERO3);
+    est_setting_value_text(EST_SET_ZERO, &v, text, sizeof text);
+    assert_string_equal(text, "3");
+    v.choice = EST_QUANT_NF4_DQ;
+    est_setting_value_text(EST_SET_QUANT, &v, text, sizeof text);
+    assert_string_equal(text, "nf4-dq");
+    v.number = 4.5;
+    est_setting_value_text(EST_SET_BITS, &v, text, sizeof text);
+    assert_string_equal(text, "4.5");
+    v.flag = true;
+    est_setting_value_text(EST_SET_LORA, &v, text, sizeof text);
+    assert_string_equal(text, "");
+}
+
 /* Every kind maps to a snapshot category, except what lives outside the allocator. */
 static void test_kind_categories(void **state)
 {
@@ -549,12 +644,12 @@ static void judge(const struct gm_job *j, enum gm_fit_reason want, bool fits, co
     struct gm_error err;
     if (gm_estimate_run(j, &est, &err) != GM_OK)
         fail_msg("%s", err.msg);
-    if (est.fit.reason != want)
-        fail_msg("reason %s, want %s (%s)", gm_fit_reason_name(est.fit.reason),
-                 gm_fit_reason_name(want), est.fit.text);
-    assert_int_equal(est.fit.fits, fits);
-    if (text && !strstr(est.fit.text, text))
-        fail_msg("'%s' lacks '%s'", est.fit.text, text);
+    if (est->fit.reason != want)
+        fail_msg("reason %s, want %s (%s)", gm_fit_reason_name(est->fit.reason),
+                 gm_fit_reason_name(want), est->fit.text);
+    assert_int_equal(est->fit.fits, fits);
+    if (text && !strstr(est->fit.text, text))
+        fail_msg("'%s' lacks '%s'", est->fit.text, text);
 }
 
 /* Each reason of the one fit predicate. */
@@ -567,11 +662,11 @@ static void test_fit_reasons(void **state)
     judge(&j, GM_FIT_NOT_JUDGED, false, "no GPU");
     set(&j, "gpu", "H100");
     judge(&j, GM_FIT_FITS, true, "headroom");
-    assert_true(est.fit.headroom_bytes > 0 && est.fit.shortfall_bytes == 0);
+    assert_true(est->fit.headroom_bytes > 0 && est->fit.shortfall_bytes == 0);
     set(&j, "train", NULL);
     judge(&j, GM_FIT_DEVICE_OVER, false, "short by");
-    assert_true(est.fit.shortfall_bytes == est.device_bytes - est.fit.capacity_bytes);
-    assert_false(est.fit.group_fits[0]);
+    assert_true(est->fit.shortfall_bytes == est->device_bytes - est->fit.capacity_bytes);
+    assert_false(est->fit.group_fits[0]);
     /* a paged optimizer runs when it is short by no more than its state */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("qwen2.5-1.5b");
@@ -582,7 +677,7 @@ static void test_fit_reasons(void **state)
     set(&j, "grad-checkpointing", "full");
     set(&j, "gpu", "RTX-3060");
     judge(&j, GM_FIT_FITS_PAGED, true, "paged optimizer state in host memory");
-    assert_true(est.fit.paged_bytes > 0 && est.fit.paged_bytes <= est.pageable_bytes);
+    assert_true(est->fit.paged_bytes > 0 && est->fit.paged_bytes <= est->pageable_bytes);
     /* vLLM: the device figure fits, the pool does not hold one max_model_len sequence */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3.1-70b");
@@ -591,9 +686,9 @@ static void test_fit_reasons(void **state)
     set(&j, "tp", "2");
     set(&j, "gpu", "H100");
     judge(&j, GM_FIT_ENGINE_NO_START, false, "fewer than max_model_len 131072");
-    assert_true(est.device_bytes < est.fit.capacity_bytes);
-    assert_int_equal(est.fit.shortfall_bytes,
-                     (131072 - est.serving.kv_tokens) * est.serving.kv_bytes_per_token);
+    assert_true(est->device_bytes < est->fit.capacity_bytes);
+    assert_int_equal(est->fit.shortfall_bytes,
+                     (131072 - est->serving.kv_tokens) * est->serving.kv_bytes_per_token);
     /* ... it starts at a length the pool holds, but not with 8 such sequences at once */
     set(&j, "max-model-len", "16384");
     judge(&j, GM_FIT_FITS, true, NULL);
@@ -619,9 +714,9 @@ static void test_fit_reasons(void **state)
     set(&j, "seq", "4096");
     set(&j, "gpu-memory", "62"); /* between the first stage's figure and the others' */
     judge(&j, GM_FIT_DEVICE_OVER, false, "on ranks 0-15 (first stage)");
-    assert_int_equal(est.layout.n_groups, 3);
-    assert_false(est.fit.group_fits[0]);
-    assert_true(est.fit.group_fits[2]);
+    assert_int_equal(est->layout.n_groups, 3);
+    assert_false(est->fit.group_fits[0]);
+    assert_true(est->fit.group_fits[2]);
 }
 
 static void test_gpus(void **state)
@@ -717,7 +812,7 @@ static void test_model_sources(void **state)
           "\"num_attention_heads\": 4, \"vocab_size\": 10, \"intermediate_size\": 8}",
           f);
     fclose(f);
-    assert_int_equal(gm_job_source_load(&src, path, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, "tiny.json");
     gm_job_source_release(&src);
     {
@@ -726,10 +821,10 @@ static void test_model_sources(void **state)
         snprintf(path, sizeof path, "%s/config.json", dir);
         assert_int_equal(rename(tiny, path), 0);
     }
-    assert_int_equal(gm_job_source_load(&src, path, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, strrchr(dir, '/') + 1);
     gm_job_source_release(&src);
-    assert_int_equal(gm_job_source_load(&src, dir, &err), GM_OK);
+    assert_int_equal(gm_job_source_load(&src, dir, NULL, &err), GM_OK);
     assert_string_equal(src.model.name, strrchr(dir, '/') + 1);
     gm_job_source_release(&src);
     remove(path);
@@ -744,7 +839,8 @@ int main(void)
         cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
         cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),         cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_settings),         cmocka_unit_test(test_setting_ids),
+        cmocka_unit_test(test_setting_ranges),   cmocka_unit_test(test_kind_categories),
         cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct gm_estimate est;
+static struct gm_estimate *est;
 
 static const struct gm_est_component *find(const struct gm_estimate *e, const char *name)
 {
@@ -58,20 +58,20 @@ static void test_mla_kv(void **state)
         vllm_job(&j, "deepseek-v3", tp, 32768);
         j.parallel.gpus = tp;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        assert_int_equal(est.serving.kv_bytes_per_token, (512 + 64) * 61 * 2);
-        assert_int_equal(est.serving.kv_bytes_per_token * 32768ull, 2302672896ull);
+        assert_int_equal(est->serving.kv_bytes_per_token, (512 + 64) * 61 * 2);
+        assert_int_equal(est->serving.kv_bytes_per_token * 32768ull, 2302672896ull);
     }
     /* fp8 cache: half */
     vllm_job(&j, "deepseek-v3", 8, 32768);
     j.numerics.kv_dtype = GM_DTYPE_F8_E4M3;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.serving.kv_bytes_per_token, (512 + 64) * 61);
+    assert_int_equal(est->serving.kv_bytes_per_token, (512 + 64) * 61);
     /* transformers keeps the decompressed per-head keys (128 + 64) and values (128):
      * 61 x 128 x 320 x 2 = 4,997,120 B per token */
     infer_job(&j, "deepseek-v3");
     j.workload.context = 1000;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(find(&est, "kv_cache")->bytes, 4997120ull * 1000);
+    assert_int_equal(find(est, "kv_cache")->bytes, 4997120ull * 1000);
     /* llama.cpp caches the latent once (the V cache a view of K): f16, 576 x 61 x 2 */
     {
         uint64_t b = 0;
@@ -89,15 +89,15 @@ static void test_gqa_tp_kv(void **state)
     (void)state;
     vllm_job(&j, "llama-3-70b", 4, 8192);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.serving.kv_bytes_per_token, 2ull * 80 * 2 * 128 * 2);
+    assert_int_equal(est->serving.kv_bytes_per_token, 2ull * 80 * 2 * 128 * 2);
     vllm_job(&j, "llama-3-70b", 8, 8192);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.serving.kv_bytes_per_token, 2ull * 80 * 1 * 128 * 2);
+    assert_int_equal(est->serving.kv_bytes_per_token, 2ull * 80 * 1 * 128 * 2);
     /* multi-query (gpt_bigcode): one KV head in transformers' cache */
     infer_job(&j, "starcoderbase-1b");
     j.workload.context = 4096;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(find(&est, "kv_cache")->bytes, 2ull * 24 * 1 * 128 * 4096 * 4);
+    assert_int_equal(find(est, "kv_cache")->bytes, 2ull * 24 * 1 * 128 * 4096 * 4);
 }
 
 /* Sliding windows where the engine sizes them: vLLM's hybrid allocator (a sliding layer
@@ -113,8 +113,8 @@ static void test_sliding_kv(void **state)
     vllm_job(&j, "gemma-3-1b", 1, 32768);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     want = (4 * per_layer * 32768 + 22 * per_layer * held) / 32768;
-    assert_int_equal(est.serving.kv_bytes_per_token, want);
-    assert_true(est.serving.kv_bytes_per_token < 26 * per_layer);
+    assert_int_equal(est->serving.kv_bytes_per_token, want);
+    assert_true(est->serving.kv_bytes_per_token < 26 * per_layer);
     /* llama.cpp: 4 global layers x 32768 cells + 22 window layers x 1024 cells, f16 */
     {
         uint64_t b = 0;
@@ -135,12 +135,12 @@ static void test_encoder_infer(void **state)
     j.workload.batch = 8;
     j.workload.context = 512;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
-    assert_int_equal(find(&est, "encoder_outputs")->bytes, 8ull * 512 * 768 * 4 + 8 * 768 * 4);
-    a1 = est.peak_allocated_bytes;
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(find(est, "encoder_outputs")->bytes, 8ull * 512 * 768 * 4 + 8 * 768 * 4);
+    a1 = est->peak_allocated_bytes;
     j.workload.batch = 16;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    a2 = est.peak_allocated_bytes;
+    a2 = est->peak_allocated_bytes;
     assert_true(a2 > a1 && a2 - 437928960ull > 2 * (a1 - 437928960ull) - 1024);
     j.engine.kind = GM_ENGINE_VLLM;
     assert_int_equal(gm_job_set(&j, "gpu", "L4", &err), GM_OK);
@@ -152,7 +152,7 @@ static void test_encoder_infer(void **state)
     j.model.model = gm_model_catalog_find("roberta-base");
     j.workload.seq = 512;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_null(find(&est, "logits_and_loss"));
+    assert_null(find(est, "logits_and_loss"));
 }
 
 /* Encoder-decoder: the decoder's layers cache the generated tokens (self-attention) and
@@ -168,15 +168,15 @@ static void test_seq2seq_infer(void **state)
     j.workload.context = 512;
     j.workload.new_tokens = 128;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(find(&est, "kv_cache")->bytes, 2ull * 6 * 8 * 64 * (512 + 128 + 1) * 4 * 4);
-    assert_int_equal(find(&est, "encoder_outputs")->bytes, 4ull * 512 * 512 * 4);
+    assert_int_equal(find(est, "kv_cache")->bytes, 2ull * 6 * 8 * 64 * (512 + 128 + 1) * 4 * 4);
+    assert_int_equal(find(est, "encoder_outputs")->bytes, 4ull * 512 * 512 * 4);
     /* training: both stacks' activations and the logits over the target */
     gm_job_init(&j);
     j.mode = GM_EST_TRAIN;
     j.model.model = gm_model_catalog_find("flan-t5-base");
     j.workload.seq = 512;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_non_null(find(&est, "logits_and_loss"));
+    assert_non_null(find(est, "logits_and_loss"));
 }
 
 /* Weight formats against the published checkpoints (tests/data/estimate/
@@ -207,9 +207,9 @@ static void test_weight_formats(void **state)
         if (rows[i].group)
             assert_int_equal(gm_job_set(&j, "group-size", rows[i].group, &err), GM_OK);
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        if (est.weight_bytes != rows[i].bytes)
+        if (est->weight_bytes != rows[i].bytes)
             fail_msg("%s --quant %s: %llu, want %llu", rows[i].model, rows[i].quant,
-                     (unsigned long long)est.weight_bytes, (unsigned long long)rows[i].bytes);
+                     (unsigned long long)est->weight_bytes, (unsigned long long)rows[i].bytes);
     }
 }
 
@@ -225,22 +225,22 @@ static void test_format_variants(void **state)
     j.model.model = gm_model_catalog_find("llama-3-8b");
     assert_int_equal(gm_job_set(&j, "quant", "nf4", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    nf4 = est.weight_bytes;
+    nf4 = est->weight_bytes;
     assert_int_equal(gm_job_set(&j, "quant", "nf4-dq", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    nf4dq = est.weight_bytes;
+    nf4dq = est->weight_bytes;
     /* fp32 absmax per 64 weights against 1 B + 4 B per 256 blocks: 0.373 bit per weight */
     assert_true(nf4 > nf4dq);
     assert_int_equal(nf4 - nf4dq, 6979321856ull / 64 * 3 - 6979321856ull / 64 / 256 * 4);
     assert_int_equal(gm_job_set(&j, "quant", "int8", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    int8 = est.weight_bytes;
+    int8 = est->weight_bytes;
     assert_true(int8 > 8030261248ull && int8 < 9100000000ull);
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
     assert_int_equal(gm_job_set(&j, "bits", "4", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    bits4 = est.weight_bytes;
+    bits4 = est->weight_bytes;
     assert_int_equal(bits4, 8030261248ull / 2);
     /* --bits and --quant exclude each other */
     assert_int_equal(gm_job_set(&j, "quant", "gptq", &err), GM_OK);
@@ -267,7 +267,7 @@ static void test_quant_refusals(void **state)
     assert_non_null(strstr(err.msg, "--qlora"));
     assert_int_equal(gm_job_set(&j, "lora", NULL, &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    lora_gptq = find(&est, "weights")->bytes;
+    lora_gptq = find(est, "weights")->bytes;
     assert_int_equal(lora_gptq, 5732835328ull);
     /* a GPTQ checkpoint's config */
     snprintf(path, sizeof path, "%s/tests/data/configs/quant/llama-3.1-8b-instruct-gptq-int4.json",
@@ -291,7 +291,7 @@ static void test_quant_refusals(void **state)
     gm_job_init(&j);
     j.model.model = &m;
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(est.weight_bytes, 5732835328ull);
+    assert_int_equal(est->weight_bytes, 5732835328ull);
 }
 
 /* The suggestions for serving a model that does not fit name weight formats (each one run
@@ -308,24 +308,26 @@ static void test_format_suggestions(void **state)
     j.parallel.tp = 2;
     assert_int_equal(gm_job_set(&j, "gpu", "H100", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_false(est.fit.fits);
-    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    assert_false(est->fit.fits);
+    assert_int_equal(gm_estimate_suggest(&j, est, &s, &err), GM_OK);
     for (size_t i = 0; i < s.n; i++) {
         fp8 = fp8 || (!strcmp(s.items[i].change, "--quant fp8") && s.items[i].fits);
         awq = awq || (!strcmp(s.items[i].change, "--quant awq") && s.items[i].fits);
         bits = bits || !strncmp(s.items[i].change, "--bits", 6);
     }
     assert_true(fp8 && awq && !bits);
+    gm_est_suggestions_release(&s);
     /* plain numbers: no layout to quantise, --bits it is */
     gm_job_init(&j);
     assert_int_equal(gm_job_set(&j, "parameters", "70B", &err), GM_OK);
     assert_int_equal(gm_job_set(&j, "gpu", "A100-80GB", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-    assert_int_equal(gm_estimate_suggest(&j, &est, &s, &err), GM_OK);
+    assert_int_equal(gm_estimate_suggest(&j, est, &s, &err), GM_OK);
     bits = false;
     for (size_t i = 0; i < s.n; i++)
         bits = bits || !strncmp(s.items[i].change, "--bits", 6);
     assert_true(bits);
+    gm_est_suggestions_release(&s);
 }
 
 /* Every catalog model estimates training and inference; the figures grow with the work and
@@ -346,10 +348,10 @@ static void test_catalog_estimates(void **state)
             j.memory.adapter = GM_ADAPTER_LORA;
         if (gm_estimate_run(&j, &est, &err) != GM_OK)
             fail_msg("%s --train: %s", m->name, err.msg);
-        a = gm_estimate_kind_bytes(&est, GM_KIND_ACTIVATIONS);
+        a = gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS);
         j.workload.seq = 512;
         assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
-        b = gm_estimate_kind_bytes(&est, GM_KIND_ACTIVATIONS);
+        b = gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS);
         if (!(a > 0 && b > a))
             fail_msg("%s: activations %llu at 256 tokens, %llu at 512", m->name,
                      (unsigned long long)a, (unsigned long long)b);
@@ -360,10 +362,10 @@ static void test_catalog_estimates(void **state)
         if (gm_estimate_run(&j, &est, &err) != GM_OK)
             fail_msg("%s --infer: %s", m->name, err.msg);
         if (m->head == GM_HEAD_ENCODER)
-            assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE), 0);
+            assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE), 0);
         else
-            assert_true(gm_estimate_kind_bytes(&est, GM_KIND_KV_CACHE) > 0);
-        assert_true(est.peak_allocated_bytes > est.weight_bytes);
+            assert_true(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE) > 0);
+        assert_true(est->peak_allocated_bytes > est->weight_bytes);
     }
 }
 

@@ -126,7 +126,8 @@ static void test_nf4(void **state)
     assert_int_equal(gm_nf4_bytes(64 * 1024, 64, true), 32 * 1024 + 1024 + 4 * 4);
 }
 
-static struct gm_estimate full, lo, qlo, one, z1, z2, z3, fsdp, off, tp, lz, pp, est, above;
+static struct gm_estimate *full, *lo, *qlo, *one, *z1, *z2, *z3, *fsdp, *off, *tp, *lz, *pp, *est,
+    *above;
 
 static void train_job(struct gm_job *j, const struct gm_model *m)
 {
@@ -156,13 +157,13 @@ static void test_lora_estimate(void **state)
     j.memory.adapter = GM_ADAPTER_LORA;
     assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
     /* default targets q,k,v,o at r = 16 */
-    assert_int_equal(lo.lora.trainable_params, 32ull * 16 * 4 * 8192);
-    assert_int_equal(component(&lo, "weights"), 6738415616ull * 2);
-    assert_int_equal(component(&lo, "lora_adapters"), lo.lora.trainable_params * 4);
-    assert_int_equal(component(&lo, "lora_optimizer_state"), lo.lora.trainable_params * 8);
-    assert_int_equal(component(&lo, "gradients"), UINT64_MAX);
-    assert_int_equal(component(&lo, "optimizer_state"), UINT64_MAX);
-    assert_int_equal(gm_estimate_kind_bytes(&lo, GM_KIND_ADAPTERS), lo.lora.trainable_params * 4);
+    assert_int_equal(lo->lora.trainable_params, 32ull * 16 * 4 * 8192);
+    assert_int_equal(component(lo, "weights"), 6738415616ull * 2);
+    assert_int_equal(component(lo, "lora_adapters"), lo->lora.trainable_params * 4);
+    assert_int_equal(component(lo, "lora_optimizer_state"), lo->lora.trainable_params * 8);
+    assert_int_equal(component(lo, "gradients"), UINT64_MAX);
+    assert_int_equal(component(lo, "optimizer_state"), UINT64_MAX);
+    assert_int_equal(gm_estimate_kind_bytes(lo, GM_KIND_ADAPTERS), lo->lora.trainable_params * 4);
     /* activations of the full estimate (bf16-mixed: fp32 residual stream) less what a frozen
      * base does not save: the norms' normalised tensors (the weights are frozen: 2 x 4h, the
      * fp32 stream), the 16-bit inputs of the base linears (q,k,v and gate,up inputs 2 x 2h,
@@ -170,23 +171,23 @@ static void test_lora_estimate(void **state)
      * casts them back to bf16 for A's matmul, so the adapters keep their own 16-bit copies
      * (lora_activations: per targeted linear r x 2 B for A's bf16 output and 2 B per input
      * element; the fp32 copy is freed once cast) */
-    assert_int_equal(component(&lo, "activations"),
-                     component(&full, "activations") -
+    assert_int_equal(component(lo, "activations"),
+                     component(full, "activations") -
                          (8ull * 4096 + 4ull * 4096 + 2ull * 11008) * 2048 * 32);
-    assert_int_equal(component(&lo, "lora_activations"),
+    assert_int_equal(component(lo, "lora_activations"),
                      (4ull * 16 * 2 + 4ull * 2 * 4096) * 2048 * 32);
     /* with lora_dropout: the dropout mask (1 B) and autocast's bf16 cast of the fp32
      * dropped-out copy per input element */
     j.memory.lora.dropout = 0.1;
     assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
-    assert_int_equal(component(&lo, "lora_activations"),
+    assert_int_equal(component(lo, "lora_activations"),
                      (4ull * 16 * 2 + 4ull * 3 * 4096) * 2048 * 32);
     /* pure bf16 (no autocast) with fp32 adapters: A runs in fp32 and keeps the fp32 copies
      * (4 B for its output, 1 + 4 B per input element) */
     j.numerics.precision = GM_PREC_BF16;
     j.memory.adapter_dtype = GM_DTYPE_F32;
     assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
-    assert_int_equal(component(&lo, "lora_activations"),
+    assert_int_equal(component(lo, "lora_activations"),
                      (4ull * 16 * 4 + 4ull * 5 * 4096) * 2048 * 32);
     j.numerics.precision = GM_PREC_BF16_MIXED;
     j.memory.adapter_dtype = GM_DTYPE_UNKNOWN;
@@ -196,27 +197,27 @@ static void test_lora_estimate(void **state)
     j.memory.lora.targets = GM_LORA_ALL_LINEAR;
     j.memory.adapter_dtype = GM_DTYPE_BF16;
     assert_int_equal(gm_estimate_run(&j, &lo, &e), GM_OK);
-    assert_int_equal(component(&lo, "activations"),
-                     component(&full, "activations") - 8ull * 4096 * 2048 * 32);
-    assert_int_equal(component(&lo, "lora_activations"), 7ull * 16 * 2 * 2048 * 32);
+    assert_int_equal(component(lo, "activations"),
+                     component(full, "activations") - 8ull * 4096 * 2048 * 32);
+    assert_int_equal(component(lo, "lora_activations"), 7ull * 16 * 2 * 2048 * 32);
     j.memory.lora.targets = GM_LORA_ATTENTION;
     j.memory.adapter_dtype = GM_DTYPE_UNKNOWN;
-    assert_true(lo.peak_allocated_bytes < full.peak_allocated_bytes / 4);
+    assert_true(lo->peak_allocated_bytes < full->peak_allocated_bytes / 4);
 
     j.memory.adapter = GM_ADAPTER_QLORA;
     assert_int_equal(gm_estimate_run(&j, &qlo, &e), GM_OK);
     /* PEFT's prepare_model_for_kbit_training: the 262,410,240 parameters outside NF4 in fp32 */
-    assert_int_equal(qlo.lora.base_weight_bytes,
+    assert_int_equal(qlo->lora.base_weight_bytes,
                      gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 4);
     j.memory.lora.fp32_upcast = false;
     assert_int_equal(gm_estimate_run(&j, &qlo, &e), GM_OK);
     /* 6,476,005,376 decoder linear weights in NF4 with double quantisation, the other
      * 262,410,240 parameters in bf16 */
-    assert_int_equal(qlo.lora.base_weight_bytes,
+    assert_int_equal(qlo->lora.base_weight_bytes,
                      gm_nf4_bytes(6476005376ull, 64, true) + 262410240ull * 2);
-    assert_int_equal(qlo.lora.base_weight_bytes, 3865591808ull);
-    assert_true(component(&qlo, "nf4_dequant_buffer") != UINT64_MAX);
-    assert_true(qlo.peak_allocated_bytes < lo.peak_allocated_bytes);
+    assert_int_equal(qlo->lora.base_weight_bytes, 3865591808ull);
+    assert_true(component(qlo, "nf4_dequant_buffer") != UINT64_MAX);
+    assert_true(qlo->peak_allocated_bytes < lo->peak_allocated_bytes);
 
     /* LoRA outside training is refused */
     j.mode = GM_EST_INFER;
@@ -232,63 +233,63 @@ static void test_sharding(void **state)
     (void)state;
     train_job(&j, m);
     assert_int_equal(gm_estimate_run(&j, &one, &e), GM_OK);
-    w = component(&one, "optimizer_state");
+    w = component(one, "optimizer_state");
     j.parallel.gpus = 8;
     j.parallel.shard = GM_SHARD_ZERO1;
     assert_int_equal(gm_estimate_run(&j, &z1, &e), GM_OK);
-    assert_int_equal(component(&z1, "optimizer_state"), (w + 7) / 8);
-    assert_int_equal(component(&z1, "gradients"), component(&one, "gradients"));
+    assert_int_equal(component(z1, "optimizer_state"), (w + 7) / 8);
+    assert_int_equal(component(z1, "gradients"), component(one, "gradients"));
     j.parallel.shard = GM_SHARD_ZERO2;
     assert_int_equal(gm_estimate_run(&j, &z2, &e), GM_OK);
-    assert_int_equal(component(&z2, "gradients"), (component(&one, "gradients") + 7) / 8);
+    assert_int_equal(component(z2, "gradients"), (component(one, "gradients") + 7) / 8);
     j.parallel.shard = GM_SHARD_ZERO3;
     assert_int_equal(gm_estimate_run(&j, &z3, &e), GM_OK);
-    assert_true(component(&z3, "gathered_params") != UINT64_MAX);
-    assert_int_equal(component(&z3, "weights_16bit_autocast_copies"), UINT64_MAX);
-    assert_true(z3.peak_allocated_bytes < z2.peak_allocated_bytes);
-    assert_true(z2.peak_allocated_bytes < z1.peak_allocated_bytes);
-    assert_true(z1.peak_allocated_bytes < one.peak_allocated_bytes);
+    assert_true(component(z3, "gathered_params") != UINT64_MAX);
+    assert_int_equal(component(z3, "weights_16bit_autocast_copies"), UINT64_MAX);
+    assert_true(z3->peak_allocated_bytes < z2->peak_allocated_bytes);
+    assert_true(z2->peak_allocated_bytes < z1->peak_allocated_bytes);
+    assert_true(z1->peak_allocated_bytes < one->peak_allocated_bytes);
     /* NCCL's buffers are their own kind outside the allocator, not workspace */
-    assert_int_equal(gm_estimate_kind_bytes(&z3, GM_KIND_NCCL), GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(&z3, GM_KIND_WORKSPACE), 64 * GM_MIB);
-    assert_int_equal(gm_estimate_kind_bytes(&one, GM_KIND_NCCL), 0);
+    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_WORKSPACE), 64 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(one, GM_KIND_NCCL), 0);
     j.parallel.shard = GM_SHARD_FSDP;
     assert_int_equal(gm_estimate_run(&j, &fsdp, &e), GM_OK);
-    assert_int_equal(fsdp.layout.n_groups, 1);
-    assert_int_equal(fsdp.layout.groups[0].count, 8);
+    assert_int_equal(fsdp->layout.n_groups, 1);
+    assert_int_equal(fsdp->layout.groups[0].count, 8);
     /* optimizer offload: state on the host, 8 GPUs per node hold 8 partitions */
     j.parallel.shard = GM_SHARD_ZERO3;
     j.parallel.offload_optimizer = true;
     assert_int_equal(gm_estimate_run(&j, &off, &e), GM_OK);
-    assert_int_equal(component(&off, "optimizer_state"), UINT64_MAX);
-    assert_true(off.layout.host_bytes_per_node >= w);
+    assert_int_equal(component(off, "optimizer_state"), UINT64_MAX);
+    assert_true(off->layout.host_bytes_per_node >= w);
     /* tensor parallel 2 x data parallel 4, sequence parallel: activations halve */
     j.parallel.offload_optimizer = false;
     j.parallel.shard = GM_SHARD_NONE;
     j.parallel.tp = 2;
     j.parallel.sequence_parallel = true;
     assert_int_equal(gm_estimate_run(&j, &tp, &e), GM_OK);
-    assert_int_equal(component(&tp, "activations"), (component(&one, "activations") + 1) / 2);
-    assert_true(component(&tp, "ddp_grad_buckets") != UINT64_MAX);
+    assert_int_equal(component(tp, "activations"), (component(one, "activations") + 1) / 2);
+    assert_true(component(tp, "ddp_grad_buckets") != UINT64_MAX);
     /* LoRA under ZeRO-3: the frozen base is partitioned too, the adapters' state as well */
     j.parallel.tp = 1;
     j.parallel.sequence_parallel = false;
     j.parallel.shard = GM_SHARD_ZERO3;
     j.memory.adapter = GM_ADAPTER_LORA;
     assert_int_equal(gm_estimate_run(&j, &lz, &e), GM_OK);
-    assert_int_equal(component(&lz, "weights"), (8030261248ull * 2 + 7) / 8);
-    assert_int_equal(component(&lz, "lora_optimizer_state"),
-                     (lz.lora.trainable_params * 8 + 7) / 8);
+    assert_int_equal(component(lz, "weights"), (8030261248ull * 2 + 7) / 8);
+    assert_int_equal(component(lz, "lora_optimizer_state"),
+                     (lz->lora.trainable_params * 8 + 7) / 8);
     /* FSDP with parameter and optimizer offload: no model state left on the GPU */
     j.memory.adapter = GM_ADAPTER_NONE;
     j.parallel.shard = GM_SHARD_FSDP;
     j.parallel.offload_optimizer = j.parallel.offload_params = true;
     assert_int_equal(gm_estimate_run(&j, &lz, &e), GM_OK);
-    assert_int_equal(component(&lz, "weights_fp32_master"), UINT64_MAX);
-    assert_int_equal(component(&lz, "optimizer_state"), UINT64_MAX);
-    assert_int_equal(component(&lz, "gradients"), UINT64_MAX);
+    assert_int_equal(component(lz, "weights_fp32_master"), UINT64_MAX);
+    assert_int_equal(component(lz, "optimizer_state"), UINT64_MAX);
+    assert_int_equal(component(lz, "gradients"), UINT64_MAX);
     /* host: (master + state + temps + grads) / 8 per GPU x 8 GPUs per node */
-    assert_true(lz.layout.host_bytes_per_node >= 8030261248ull * 16);
+    assert_true(lz->layout.host_bytes_per_node >= 8030261248ull * 16);
     /* inconsistent options */
     j.parallel.offload_optimizer = j.parallel.offload_params = false;
     j.parallel.shard = GM_SHARD_NONE;
@@ -323,21 +324,21 @@ static void test_pipeline(void **state)
     j.parallel.gpus = 4;
     j.parallel.pp = 4;
     assert_int_equal(gm_estimate_run(&j, &pp, &e), GM_OK);
-    assert_int_equal(pp.layout.n_groups, 3);
-    assert_string_equal(pp.layout.groups[0].role, "first stage");
-    assert_int_equal(pp.layout.groups[0].count, 1);
-    assert_int_equal(pp.layout.groups[0].layers, 8);
-    assert_int_equal(pp.layout.groups[1].count, 2);
-    assert_int_equal(pp.layout.groups[1].first_rank, 1);
-    assert_int_equal(pp.layout.groups[2].first_rank, 3);
+    assert_int_equal(pp->layout.n_groups, 3);
+    assert_string_equal(pp->layout.groups[0].role, "first stage");
+    assert_int_equal(pp->layout.groups[0].count, 1);
+    assert_int_equal(pp->layout.groups[0].layers, 8);
+    assert_int_equal(pp->layout.groups[1].count, 2);
+    assert_int_equal(pp->layout.groups[1].first_rank, 1);
+    assert_int_equal(pp->layout.groups[2].first_rank, 3);
     /* the kept estimate is the largest stage: here the first (embedding, p micro-batches) */
-    assert_int_equal(pp.device_bytes, pp.layout.groups[0].device_bytes);
-    assert_true(pp.layout.groups[0].device_bytes > pp.layout.groups[2].device_bytes);
-    assert_int_equal(component(&pp, "activations"), component(&one, "activations"));
-    assert_int_equal(component(&pp, "logits_and_loss"), UINT64_MAX);
+    assert_int_equal(pp->device_bytes, pp->layout.groups[0].device_bytes);
+    assert_true(pp->layout.groups[0].device_bytes > pp->layout.groups[2].device_bytes);
+    assert_int_equal(component(pp, "activations"), component(one, "activations"));
+    assert_int_equal(component(pp, "logits_and_loss"), UINT64_MAX);
     /* about a quarter of the optimizer state, plus the embedding's share */
-    assert_true(component(&pp, "optimizer_state") > component(&one, "optimizer_state") / 4);
-    assert_true(component(&pp, "optimizer_state") < component(&one, "optimizer_state") / 3);
+    assert_true(component(pp, "optimizer_state") > component(one, "optimizer_state") / 4);
+    assert_true(component(pp, "optimizer_state") < component(one, "optimizer_state") / 3);
     /* allocation failures are reported, never a crash */
     for (long k = 0; k < 4; k++) {
         enum gm_status st;
@@ -393,14 +394,14 @@ static void test_llamacpp_engine(void **state)
     j.engine.kind = GM_ENGINE_LLAMACPP;
     j.workload.context = 2048;
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
-    f16 = component(&est, "kv_cache");
+    f16 = component(est, "kv_cache");
     assert_int_equal(f16, 256 * GM_MIB);
     j.numerics.kv_dtype = GM_DTYPE_I8; /* q8_0 */
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
-    assert_int_equal(component(&est, "kv_cache"), 2ull * 32 * (8 * 128 / 32 * 34) * 2048);
+    assert_int_equal(component(est, "kv_cache"), 2ull * 32 * (8 * 128 / 32 * 34) * 2048);
     /* ggml buffers are exact: no fragmentation margin, no cuBLAS workspace of PyTorch's */
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_WORKSPACE), 0);
-    assert_int_equal(est.peak_reserved_bytes - est.peak_allocated_bytes < 2 * GM_MIB, true);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WORKSPACE), 0);
+    assert_int_equal(est->peak_reserved_bytes - est->peak_allocated_bytes < 2 * GM_MIB, true);
 }
 
 static void test_vllm(void **state)
@@ -416,35 +417,35 @@ static void test_vllm(void **state)
     j.gpu.memory_bytes = 80 * GM_GIB;
     j.engine.kind = GM_ENGINE_VLLM;
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
-    assert_int_equal(est.serving.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
-    assert_int_equal(est.serving.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
+    assert_int_equal(est->serving.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
+    assert_int_equal(est->serving.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
     /* current vLLM (0.21+): the CUDA-graph pool estimate is charged to the budget too */
-    need = component(&est, "weights") + component(&est, "activations") + component(&est, "logits") +
-           est.serving.non_torch_bytes + component(&est, "cuda_graphs");
-    assert_int_equal(est.serving.kv_blocks, (est.serving.budget_bytes - need) / (16 * 131072));
-    assert_int_equal(est.serving.kv_tokens, est.serving.kv_blocks * 16);
-    assert_int_equal(component(&est, "weights"), 8030261248ull * 2);
-    assert_int_equal(est.serving.max_model_len, 8192);
+    need = component(est, "weights") + component(est, "activations") + component(est, "logits") +
+           est->serving.non_torch_bytes + component(est, "cuda_graphs");
+    assert_int_equal(est->serving.kv_blocks, (est->serving.budget_bytes - need) / (16 * 131072));
+    assert_int_equal(est->serving.kv_tokens, est->serving.kv_blocks * 16);
+    assert_int_equal(component(est, "weights"), 8030261248ull * 2);
+    assert_int_equal(est->serving.max_model_len, 8192);
     /* the CUDA context is outside the budget and non-torch memory replaces the workspace */
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NON_TORCH), 256 * GM_MIB);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_WORKSPACE), 0);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
-    assert_true(est.fit.fits);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NON_TORCH), 256 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WORKSPACE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    assert_true(est->fit.fits);
     /* TP 2: half the weights and KV heads; NCCL buffers of the pynccl communicator and
      * torch's group, outside the budget since 0.11 (the baseline is taken after them) */
     j.parallel.tp = 2;
     j.parallel.gpus = 2;
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
-    assert_int_equal(est.serving.kv_bytes_per_token, 65536);
-    assert_int_equal(est.serving.non_torch_bytes, 256 * GM_MIB);
-    assert_int_equal(gm_estimate_kind_bytes(&est, GM_KIND_NCCL), 2 * GM_GIB);
+    assert_int_equal(est->serving.kv_bytes_per_token, 65536);
+    assert_int_equal(est->serving.non_torch_bytes, 256 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 2 * GM_GIB);
     {
         /* 0.9.2 to 0.10: NCCL initialised after the baseline, so charged to the budget */
-        uint64_t blocks = est.serving.kv_blocks;
+        uint64_t blocks = est->serving.kv_blocks;
         j.stack.vllm = GM_VERSION(0, 10, 1);
         assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
-        assert_true(est.serving.kv_blocks < blocks);
-        assert_int_equal((blocks - est.serving.kv_blocks) * 16 * 65536 / GM_MIB,
+        assert_true(est->serving.kv_blocks < blocks);
+        assert_int_equal((blocks - est->serving.kv_blocks) * 16 * 65536 / GM_MIB,
                          (2 * GM_GIB - 512 * GM_MIB) / GM_MIB); /* NCCL in, graphs out */
         j.stack.vllm = 0;
     }
@@ -465,13 +466,13 @@ static void test_search(void **state)
     j.memory.adapter = GM_ADAPTER_QLORA;
     assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, &est, &e), GM_OK);
     assert_true(r.value >= 1);
-    assert_true(est.device_bytes <= j.gpu.memory_bytes);
-    assert_true(est.fit.fits);
+    assert_true(est->device_bytes <= j.gpu.memory_bytes);
+    assert_true(est->fit.fits);
     /* one more does not fit */
     j.workload.batch = r.value + 1;
     assert_int_equal(gm_estimate_run(&j, &above, &e), GM_OK);
-    assert_true(above.device_bytes > j.gpu.memory_bytes);
-    assert_false(above.fit.fits);
+    assert_true(above->device_bytes > j.gpu.memory_bytes);
+    assert_false(above->fit.fits);
     /* vLLM: the largest batch of 2048-token sequences is what the pool holds */
     {
         struct gm_job v;
@@ -483,13 +484,13 @@ static void test_search(void **state)
         v.engine.kind = GM_ENGINE_VLLM;
         v.engine.vllm.max_num_seqs = 100000;
         assert_int_equal(gm_estimate_search(&v, GM_SEARCH_BATCH, &r, &est, &e), GM_OK);
-        assert_int_equal(r.value, est.serving.kv_tokens / 2048);
+        assert_int_equal(r.value, est->serving.kv_tokens / 2048);
         /* the largest max_model_len that starts is what the pool holds (model limit 8192) */
         v.engine.vllm.max_num_seqs = 256;
         v.gpu.memory_bytes = 20 * GM_GIB;
         assert_int_equal(gm_estimate_search(&v, GM_SEARCH_MAX_MODEL_LEN, &r, &est, &e), GM_OK);
         assert_true(r.value >= 2048 && r.value <= 8192);
-        assert_true(r.hit_limit || r.value == est.serving.kv_tokens);
+        assert_true(r.hit_limit || r.value == est->serving.kv_tokens);
     }
     /* full fine-tuning of 8B on a 24 GiB card: not even batch 1 */
     j.memory.adapter = GM_ADAPTER_NONE;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct gm_estimate base, again;
+static struct gm_estimate *base, *again;
 static struct gm_est_suggestions sugg;
 
 static void set(struct gm_job *j, const char *name, const char *value)
@@ -54,8 +54,9 @@ static void suggest(const struct gm_job *j)
 {
     struct gm_error err;
     assert_int_equal(gm_estimate_run(j, &base, &err), GM_OK);
-    assert_false(base.fit.fits);
-    assert_int_equal(gm_estimate_suggest(j, &base, &sugg, &err), GM_OK);
+    assert_false(base->fit.fits);
+    gm_est_suggestions_release(&sugg);
+    assert_int_equal(gm_estimate_suggest(j, base, &sugg, &err), GM_OK);
 }
 
 /* The suggestion whose change starts with 'prefix', or NULL. */
@@ -92,16 +93,17 @@ static void replay(const struct gm_job *job, const struct gm_est_suggestion *s)
         }
     }
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
-    assert_int_equal(again.fit.fits, s->fits);
-    assert_int_equal(again.fit.device_bytes, s->device_bytes);
+    assert_int_equal(again->fit.fits, s->fits);
+    assert_int_equal(again->fit.device_bytes, s->device_bytes);
 }
 
-/* Fitting changes first, cheapest first; each one replays. */
+/* Fitting changes first, those on the GPUs given before more hardware; each one replays. */
 static void check_order_and_replay(const struct gm_job *j)
 {
     for (size_t i = 0; i < sugg.n; i++) {
-        if (i && sugg.items[i].fits && sugg.items[i - 1].fits)
-            assert_true(sugg.items[i].cost >= sugg.items[i - 1].cost);
+        if (i && sugg.items[i].fits && sugg.items[i - 1].fits &&
+            sugg.items[i - 1].cost == GM_COST_HARDWARE)
+            assert_int_equal(sugg.items[i].cost, GM_COST_HARDWARE);
         if (i && sugg.items[i].fits && !sugg.items[i].combined)
             assert_true(sugg.items[i - 1].fits);
         assert_non_null(sugg.items[i].trade);
@@ -117,16 +119,19 @@ static void test_vllm_70b_tp2(void **state)
     (void)state;
     vllm_70b(&j, "2");
     suggest(&j);
-    assert_int_equal(base.fit.reason, GM_FIT_ENGINE_NO_START);
+    assert_int_equal(base->fit.reason, GM_FIT_ENGINE_NO_START);
     /* current vLLM (0.21+): the NCCL buffers sit outside the budget (baseline after
      * init_worker_distributed_environment), the CUDA-graph estimate inside it (with NCCL in the
      * 2 GiB non-torch figure and graphs outside, the pool would hold 17984 tokens) */
-    assert_int_equal(base.serving.kv_tokens, 26176);
+    assert_int_equal(base->serving.kv_tokens, 26176);
     /* the largest max_model_len vLLM starts with */
-    snprintf(want, sizeof want, "--max-model-len %llu", (unsigned long long)base.serving.kv_tokens);
+    snprintf(want, sizeof want, "--max-model-len %llu",
+             (unsigned long long)base->serving.kv_tokens);
     s = with(want);
     assert_non_null(s);
     assert_true(s->fits);
+    /* the smallest change on the GPUs given comes first, more GPUs after */
+    assert_ptr_equal(s, &sugg.items[0]);
     s = with("--tp 4 --gpus 4");
     assert_non_null(s);
     assert_true(s->fits);
@@ -142,7 +147,7 @@ static void test_vllm_70b_tp1(void **state)
     (void)state;
     vllm_70b(&j, "1");
     suggest(&j);
-    assert_int_equal(base.fit.reason, GM_FIT_DEVICE_OVER);
+    assert_int_equal(base->fit.reason, GM_FIT_DEVICE_OVER);
     s = with("--tp 4 --gpus 4");
     assert_non_null(s);
     assert_true(s->fits);
@@ -164,16 +169,16 @@ static void test_finetune_gpus(void **state)
         assert_true(s->fits);
     }
     check_order_and_replay(&j);
-    /* at batch 6 nothing fits alone: the closest come first, then a combination that fits
-     * (at batch 5 QLoRA fits alone) */
+    /* at batch 6 no cheap change fits alone: the cheap ones together on the same 8 GPUs come
+     * first (gradient accumulation and sharding the optimizer state), before adapters */
     finetune_8b(&j, "8", "6");
     suggest(&j);
-    assert_non_null(with("--lora"));
-    assert_non_null(with("--qlora"));
-    assert_true(with("--zero 3") || with("--fsdp"));
     assert_true(sugg.n >= 2);
-    assert_true(sugg.items[sugg.n - 1].combined);
-    assert_true(sugg.items[sugg.n - 1].fits);
+    assert_true(sugg.items[0].combined);
+    assert_true(sugg.items[0].fits);
+    assert_non_null(strstr(sugg.items[0].change, "--grad-accum"));
+    assert_null(strstr(sugg.items[0].change, "--gpus"));
+    assert_null(with("--lora"));
     check_order_and_replay(&j);
 }
 
@@ -191,7 +196,87 @@ static void test_finetune_one_gpu(void **state)
     assert_non_null(with("--zero 2 --offload-optimizer"));
     /* pure bf16 says that it changes the numerics */
     if (with("--precision bf16"))
-        assert_non_null(strstr(with("--precision bf16")->trade, "changes the numerics"));
+        assert_non_null(strstr(with("--precision bf16")->trade, "numerics change"));
+    check_order_and_replay(&j);
+}
+
+/* Whether any suggestion's change holds 'text'. */
+static bool named(const char *text)
+{
+    for (size_t i = 0; i < sugg.n; i++)
+        if (strstr(sugg.items[i].change, text))
+            return true;
+    return false;
+}
+
+static void make_job(struct gm_job *j, const char *model, const char *settings)
+{
+    char buf[256], *save = NULL;
+    gm_job_init(j);
+    j->model.model = gm_model_catalog_find(model);
+    assert_non_null(j->model.model);
+    snprintf(buf, sizeof buf, "%s", settings);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        const struct gm_job_setting *s = gm_job_setting_find(tok + 2);
+        assert_non_null(s);
+        set(j, tok + 2, s->type == GM_JOB_FLAG ? NULL : strtok_r(NULL, " ", &save));
+    }
+}
+
+/* Never what the model, the GPU or the stack cannot do. */
+static void test_never_impossible(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    /* T5: Liger-Kernel does not patch it; the HF stack has no op-level checkpointing, no
+     * optimizer-in-backward, no chunked loss; a T4 computes neither bf16 nor FP8 */
+    make_job(&j, "t5-large", "--train --gpu T4");
+    suggest(&j);
+    assert_false(named("--fused-kernels") || named("--loss"));
+    assert_false(named("--grad-checkpointing op") || named("--optimizer-in-backward") ||
+                 named("--activation-offload"));
+    assert_false(named("--precision bf16"));
+    assert_true(named("--grad-checkpointing full"));
+    make_job(&j, "llama-3.1-8b", "--infer --engine vllm --gpu T4 --context 8192 --batch 4");
+    suggest(&j);
+    assert_false(named("fp8"));
+    /* an A100 runs bf16 but not FP8 */
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu A100-80GB");
+    suggest(&j);
+    assert_false(named("fp8"));
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu H100");
+    suggest(&j);
+    assert_true(named("--quant fp8"));
+    /* the stack decides: op-level checkpointing under torchtitan, ZeRO never there */
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 4 --stack torchtitan --gpus 8");
+    suggest(&j);
+    assert_false(named("--zero") || named("--offload") || named("--lora"));
+    make_job(&j, "llama-3.1-8b", "--train --gpu RTX-4090 --lora --stack torchtitan");
+    assert_int_equal(gm_job_check(&j, NULL), GM_OK);
+}
+
+/* Recomputation before sharding with offloads: LoRA on an RTX 4090. */
+static void test_cheapest_first(void **state)
+{
+    struct gm_job j;
+    size_t ckpt = SIZE_MAX, zero3 = SIZE_MAX;
+    (void)state;
+    make_job(&j, "llama-3.1-8b", "--train --lora --gpu RTX-4090");
+    suggest(&j);
+    for (size_t i = 0; i < sugg.n; i++) {
+        if (!strcmp(sugg.items[i].change, "--grad-checkpointing full"))
+            ckpt = i;
+        if (!strncmp(sugg.items[i].change, "--zero 3", 8))
+            zero3 = i;
+    }
+    assert_int_equal(ckpt, 0);
+    assert_true(zero3 != SIZE_MAX && zero3 > ckpt);
+    /* two copies of a 70B on two GPUs: one copy over both with a max_model_len that starts,
+     * before more GPUs */
+    make_job(&j, "llama-3.1-70b", "--infer --engine vllm --gpus 2 --replicas 2 --gpu H100");
+    suggest(&j);
+    assert_true(sugg.items[0].combined && sugg.items[0].fits);
+    assert_non_null(strstr(sugg.items[0].change, "--tp 2 --replicas 1 --max-model-len"));
     check_order_and_replay(&j);
 }
 
@@ -215,7 +300,7 @@ static void test_nothing_fits(void **state)
 static void test_report_json(void **state)
 {
     struct gm_job j;
-    struct gm_estimate_report *r = malloc(sizeof(*r));
+    struct gm_estimate_report *r = NULL;
     struct gm_error err;
     char *buf = NULL;
     size_t len = 0;
@@ -223,10 +308,9 @@ static void test_report_json(void **state)
     json_t *doc, *fit;
     json_error_t jerr;
     (void)state;
-    assert_non_null(r);
     vllm_70b(&j, "2");
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
-    assert_false(r->est.fit.fits);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
+    assert_false(r->est->fit.fits);
     assert_true(r->suggestions.n > 0);
     f = open_memstream(&buf, &len);
     assert_non_null(f);
@@ -249,29 +333,32 @@ static void test_report_json(void **state)
     /* without a GPU: the catalog GPUs it fits on, smallest first */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
     assert_true(r->n_fits_on > 0);
     for (size_t i = 1; i < r->n_fits_on; i++)
         assert_true(gm_gpu_catalog_get(r->fits_on[i])->memory_bytes >=
                     gm_gpu_catalog_get(r->fits_on[i - 1])->memory_bytes);
-    assert_true(gm_gpu_catalog_get(r->fits_on[0])->memory_bytes >= r->est.device_bytes);
+    assert_true(gm_gpu_catalog_get(r->fits_on[0])->memory_bytes >= r->est->device_bytes);
     /* --max-batch: the report shows the job at the value found */
     finetune_8b(&j, NULL, "1");
     set(&j, "qlora", NULL);
     set(&j, "max-batch", NULL);
-    assert_int_equal(gm_estimate_report_run(&j, r, &err), GM_OK);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
     assert_true(r->searched && r->search.value >= 1);
     assert_int_equal(r->job.workload.batch, r->search.value);
-    assert_true(r->est.fit.fits);
-    free(r);
+    assert_true(r->est->fit.fits);
+    gm_estimate_report_free(r);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vllm_70b_tp2),  cmocka_unit_test(test_vllm_70b_tp1),
-        cmocka_unit_test(test_finetune_gpus), cmocka_unit_test(test_finetune_one_gpu),
-        cmocka_unit_test(test_nothing_fits),  cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_vllm_70b_tp2),     cmocka_unit_test(test_vllm_70b_tp1),
+        cmocka_unit_test(test_finetune_gpus),    cmocka_unit_test(test_finetune_one_gpu),
+        cmocka_unit_test(test_nothing_fits),     cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_never_impossible), cmocka_unit_test(test_cheapest_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

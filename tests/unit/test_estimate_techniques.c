@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static struct gm_estimate base, with; /* large: off the stack */
+static struct gm_estimate *base, *with; /* large: off the stack */
 
-static void run(const char *model, const char *settings, struct gm_estimate *e)
+static void run(const char *model, const char *settings, struct gm_estimate **e)
 {
     struct gm_job j;
     struct gm_error err;
@@ -121,7 +121,7 @@ static void test_techniques_change_their_kinds(void **state)
         run(cases[i].model, cases[i].base, &base);
         snprintf(b, sizeof b, "%s %s", cases[i].base, cases[i].added);
         run(cases[i].model, b, &with);
-        m = changed_kinds(&base, &with);
+        m = changed_kinds(base, with);
         kinds_text(m, got, sizeof got);
         kinds_text(cases[i].kinds, want, sizeof want);
         if (m != cases[i].kinds)
@@ -139,20 +139,20 @@ static void test_expert_parallel(void **state)
     (void)state;
     run("mixtral-8x7b", "--train --precision bf16 --batch 1 --seq 2048 --gpus 4", &base);
     run("mixtral-8x7b", "--train --precision bf16 --batch 1 --seq 2048 --gpus 4 --ep 4", &with);
-    w0 = gm_estimate_kind_bytes(&base, GM_KIND_WEIGHTS);
-    w1 = gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS);
+    w0 = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    w1 = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS);
     /* the routed experts: 32 layers x 8 experts x 3 x 4096 x 14336 of 46.7 B parameters */
     share = 32.0 * 8 * 3 * 4096 * 14336 / 46702792704.0;
     assert_true(w1 < w0);
     assert_true((double)w1 / (double)w0 > (1 - share + share / 4) - 1e-6 &&
                 (double)w1 / (double)w0 < (1 - share + share / 4) + 1e-6);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS),
-                     gm_estimate_kind_bytes(&base, GM_KIND_LOGITS));
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS) >
-                gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     gm_estimate_kind_bytes(base, GM_KIND_LOGITS));
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) >
+                gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
     /* data parallel + expert parallel: two communicators */
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 2 * GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 2 * GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_NCCL), GM_GIB);
     assert_non_null(m);
 }
 
@@ -163,30 +163,30 @@ static void test_loss_sizes(void **state)
     uint64_t logits;
     (void)state;
     run("llama-3-8b", TRAIN8B, &base);
-    logits = gm_estimate_kind_bytes(&base, GM_KIND_LOGITS);
+    logits = gm_estimate_kind_bytes(base, GM_KIND_LOGITS);
     /* HF ForCausalLMLoss: 12 B per logit (the fp32 log-softmax kept, its output's and its
      * input's gradients); transformers 4.46-4.48 also copy the shifted fp32 logits: 14 B */
     assert_int_equal(logits, 12 * T * V);
     run("llama-3-8b", TRAIN8B " --transformers-version 4.48.1", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 14 * T * V);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 14 * T * V);
     run("llama-3-8b", TRAIN8B " --transformers-version 4.45.2", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * V);
     /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
     run("llama-3-8b", TRAIN8B " --loss chunked", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
     /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
     /* Liger's fused linear cross-entropy: the input's gradient, the lm_head's fp32 gradient
      * (the master weights' dtype), one chunk of next_pow2(ceil(8192 / ceil(V / h))) = 256
      * rows of logits and of input gradient; no B x L x V tensor */
     run("llama-3-8b", TRAIN8B " --loss fused-linear", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS),
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * h + 4 * V * h + 2 * 256 * (V + h));
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS) < logits / 4);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) < logits / 4);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
-    assert_true(base.loss_bytes >= logits);
-    assert_true(base.backward_start_bytes < base.loss_bytes + logits);
+    assert_true(base->loss_bytes >= logits);
+    assert_true(base->backward_start_bytes < base->loss_bytes + logits);
 }
 
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
@@ -200,16 +200,16 @@ static void test_loss_in_the_model(void **state)
 #define SANTA "--train --batch 2 --seq 2048 --precision bf16"
     (void)state;
     run("santacoder", SANTA " --transformers-version 4.48.1", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * T * V);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 6 * T * V);
     run("santacoder", SANTA " --transformers-version 4.48.1 --loss fused", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 4 * T);
     run("santacoder", SANTA, &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * V);
     run("santacoder", SANTA " --loss fused", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
     /* llama's ForCausalLMLoss is not affected by the version rule */
     run("llama-3-8b", TRAIN8B " --transformers-version 4.53.0", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * 2 * 4096 * 128256ull);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * 2 * 4096 * 128256ull);
 #undef SANTA
 }
 
@@ -230,19 +230,19 @@ static void test_loss_in_the_model_before_446(void **state)
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         uint64_t nv = T * models[i].V;
         run(models[i].model, ONE "4.45.2", &with);
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * nv);
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE), 0);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 6 * nv);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 0);
         run(models[i].model, ONE "4.45.2 --loss fused", &with);
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 4 * nv + 4 * T);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * nv + 4 * T);
         run(models[i].model, ONE "4.46.0", &with);
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 14 * nv);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 14 * nv);
         run(models[i].model, ONE "4.50.0", &with);
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * nv);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * nv);
     }
     /* the model upcasting itself before 4.46 (Llama-style classes) is unchanged: its fp32
      * logits and their fp32 shifted copy kept, 12 B as ForCausalLMLoss's */
     run("qwen2.5-0.5b", ONE "4.45.2", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * 151936ull);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * 151936ull);
 #undef ONE
 }
 
@@ -266,34 +266,34 @@ static void test_hf_stack_copies(void **state)
     (void)state;
     /* kernel inside ForCausalLMLoss of 4.48: logits 2 + upcast 4 + shifted copy 4 */
     run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.48.1", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
     /* 4.50: no shifted copy; after the forward the logits, the kernel's fp32 input and the
      * Trainer's fp32 copy (2 + 4 + 4) outweigh the forward's 2 + 4 */
     run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.50.0", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 10 * T * V + 4 * T);
     /* before 4.46 the model upcasts (its bf16 logits freed) and shifts: fp32 logits and
      * their copy, 8 B, and what it returns is fp32 already (no copy made of it) */
     run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.45.2", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 8 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 8 * T * V + 4 * T);
     run("llama-3-8b", TRAIN8B " --loss fused --transformers-version 4.50.0 --precision bf16",
         &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 6 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 6 * T * V + 4 * T);
     /* a custom loop (no version): the kernel on the 16-bit logits, no copy */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
     /* the full loss keeps more inside itself (12 B) than after the forward (2 + 4 + 4) */
     run("llama-3-8b", TRAIN8B " --transformers-version 4.50.0", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 12 * T * V);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * V);
     /* GPTBigCode's own loss with the kernel under the Trainer's autocast: the logits, their
      * 16-bit shifted copy (the kernel's input) and the fp32 copy: 8 B */
     run("santacoder", "--train --batch 2 --seq 2048 --transformers-version 4.48.1 --loss fused",
         &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_LOGITS), 8 * Ts * Vs + 4 * Ts);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 8 * Ts * Vs + 4 * Ts);
 
     /* the returned key/values: 24 layers x (2048 + 2 x 128) x 2 B, at the loss only */
     run("santacoder", "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1",
         &with);
-    kv = gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE);
+    kv = gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE);
     assert_int_equal(kv, 24ull * (2048 + 2 * 128) * 2 * Ts);
     /* config.json "use_cache": false: nothing returned; the rest as before */
     assert_non_null(sc);
@@ -303,30 +303,30 @@ static void test_hf_stack_copies(void **state)
     j.model.model = &nocache;
     job_set_all(&j, "--train --batch 2 --seq 2048 --precision bf16 --transformers-version 4.48.1");
     assert_int_equal(gm_estimate_run(&j, &base, &err), GM_OK);
-    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_KV_CACHE), 0);
-    assert_int_equal(with.loss_bytes - base.loss_bytes, kv);
-    assert_int_equal(with.backward_start_bytes, base.backward_start_bytes);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(with->loss_bytes - base->loss_bytes, kv);
+    assert_int_equal(with->backward_start_bytes, base->backward_start_bytes);
     /* not without the version (the current GPTBigCode) */
     run("santacoder", "--train --batch 2 --seq 2048 --precision bf16", &base);
-    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_KV_CACHE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), 0);
     /* under QLoRA behind LayerNorm the projections return fp32: 4 B per element */
     run("santacoder",
         "--train --batch 2 --seq 2048 --transformers-version 4.48.1 --qlora --no-fp32-upcast",
         &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_KV_CACHE),
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE),
                      24ull * (2048 + 2 * 128) * 4 * Ts);
 
     /* the checkpointed layer inputs follow the residual stream's dtype */
     run("santacoder", "--train --batch 2 --seq 2048 --grad-checkpointing full --lora", &base);
     run("santacoder",
         "--train --batch 2 --seq 2048 --grad-checkpointing full --qlora --no-fp32-upcast", &with);
-    lora_stream = gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS);
-    qlora_stream = gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS);
+    lora_stream = gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS);
+    qlora_stream = gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS);
     assert_true(qlora_stream > lora_stream + 24ull * 2048 * 2 * Ts);
     run("llama-3-8b", TRAIN8B " --grad-checkpointing full --lora", &base);
     run("llama-3-8b", TRAIN8B " --grad-checkpointing full --qlora --no-fp32-upcast", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS),
-                     gm_estimate_kind_bytes(&base, GM_KIND_ACTIVATIONS));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
 }
 
 /* HF's MoE blocks run the experts one after another (MixtralSparseMoeBlock's loop), so a
@@ -339,16 +339,16 @@ static void test_moe_expert_loop(void **state)
     const uint64_t T = 2 * 4096, h = 4096, I = 14336;
     (void)state;
     run("mixtral-8x7b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP),
                      (2 * h + 3 * 2 * I * 2 / 8) * T);
     run("mixtral-8x7b", TRAIN8B " --lora", &base);
-    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP),
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
                      (2 * h + 3 * 2 * 2 * I) * T);
     /* a dense model is the same either way */
     run("llama-3-8b", TRAIN8B " --lora --transformers-version 4.48.1", &with);
     run("llama-3-8b", TRAIN8B " --lora", &base);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_BACKWARD_TEMP),
-                     gm_estimate_kind_bytes(&base, GM_KIND_BACKWARD_TEMP));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP),
+                     gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP));
 }
 
 /* The gradients of layer inputs a job keeps across layers: a backward temporary over all
@@ -380,32 +380,32 @@ static void test_fsdp1_reentrant(void **state)
     uint64_t gathered, root, layer;
     (void)state;
     run("llama-3-8b", FSDP_CKPT " --lora" HF, &with);
-    c = kept_input_grads(&with);
+    c = kept_input_grads(with);
     assert_non_null(c);
     assert_int_equal(c->bytes, 31ull * 512 * 4096 * 2);
     assert_int_equal(c->phases, GM_EST_PHASE_FORWARD_BACKWARD);
     assert_true(c->transient);
     /* counted at the layers' backward beside every checkpointed input, not at the loss */
-    assert_true(with.backward_start_bytes >=
-                c->bytes + gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS));
+    assert_true(with->backward_start_bytes >=
+                c->bytes + gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS));
     /* what is gathered: the layer computed and the root unit (embedding, final norm,
      * lm_head of 128256 x 4096 each, bf16), no prefetched layer */
-    gathered = gm_estimate_kind_bytes(&with, GM_KIND_GATHERED);
+    gathered = gm_estimate_kind_bytes(with, GM_KIND_GATHERED);
     root = (2ull * 128256 * 4096 + 4096) * 2;
     layer = gathered - root;
     assert_true(layer > 0 && layer < root);
     run("llama-3-8b", FSDP_CKPT " --lora", &base);
-    assert_null(kept_input_grads(&base));
-    assert_int_equal(gm_estimate_kind_bytes(&base, GM_KIND_GATHERED), gathered + layer);
+    assert_null(kept_input_grads(base));
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_GATHERED), gathered + layer);
     /* full fine-tuning: the units need gradients (no reshard-only hook), still no prefetch */
     run("llama-3-8b", FSDP_CKPT HF, &with);
-    assert_null(kept_input_grads(&with));
+    assert_null(kept_input_grads(with));
     run("llama-3-8b", FSDP_CKPT, &base);
-    assert_true(gm_estimate_kind_bytes(&base, GM_KIND_GATHERED) >
-                gm_estimate_kind_bytes(&with, GM_KIND_GATHERED));
+    assert_true(gm_estimate_kind_bytes(base, GM_KIND_GATHERED) >
+                gm_estimate_kind_bytes(with, GM_KIND_GATHERED));
     /* FSDP2 has neither (fully_shard's own hooks and prefetch) */
     run("llama-3-8b", FSDP_CKPT " --lora --fsdp-version 2" HF, &with);
-    assert_null(kept_input_grads(&with));
+    assert_null(kept_input_grads(with));
 }
 
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
@@ -428,7 +428,7 @@ static void test_lora_fused_qkv(void **state)
     assert_true(gm_arch_fused_qkv(GM_ARCH_GPT_BIGCODE) && gm_arch_fused_qkv(GM_ARCH_GPT_NEOX));
     assert_false(gm_arch_fused_qkv(GM_ARCH_LLAMA) || gm_arch_fused_qkv(GM_ARCH_MISTRAL));
     run("santacoder", "--train --batch 2 --seq 2048 --lora --lora-targets c_attn", &with);
-    assert_int_equal(with.lora.trainable_params, 16ull * (2048 + 2048 + 2 * 128) * 24);
+    assert_int_equal(with->lora.trainable_params, 16ull * (2048 + 2048 + 2 * 128) * 24);
 }
 
 /* torchtitan's op-level SAC keeps the layer input, wq, wv, w1 and w2 outputs and the
@@ -450,11 +450,11 @@ static void test_optimizer_in_backward(void **state)
     uint64_t largest = 128256ull * 4096; /* the embedding (and lm_head) */
     (void)state;
     run("llama-3-8b", TRAIN8B " --optimizer-in-backward", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_GRADIENTS), 2 * largest * 4);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_TEMP), largest * 4);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE),
-                     8 * with.n_params); /* the state is unchanged */
-    assert_int_not_equal(with.peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GRADIENTS), 2 * largest * 4);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_TEMP), largest * 4);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE),
+                     8 * with->n_params); /* the state is unchanged */
+    assert_int_not_equal(with->peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
     /* refused with gradient accumulation, as torchtune refuses it */
     {
         struct gm_job j;
@@ -473,13 +473,13 @@ static void test_paged_state(void **state)
     (void)state;
     run("llama-3-8b", TRAIN8B, &base);
     run("llama-3-8b", TRAIN8B " --paged-optimizer", &with);
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_MANAGED) > 0);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_MANAGED) > 0);
     assert_true(gm_est_kind_outside_allocator(GM_KIND_MANAGED));
-    assert_true(with.peak_allocated_bytes < base.peak_allocated_bytes);
-    assert_int_equal(with.pageable_bytes, gm_estimate_kind_bytes(&with, GM_KIND_MANAGED));
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    assert_int_equal(with->pageable_bytes, gm_estimate_kind_bytes(with, GM_KIND_MANAGED));
     /* state of the small tensors (norms) stays with the allocator */
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE) > 0);
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_OPTIMIZER_STATE) < 8 * 1000 * 1000);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE) > 0);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE) < 8 * 1000 * 1000);
 }
 
 /* The range holds the point; given settings leave no range; the three-way verdict. */
@@ -487,72 +487,83 @@ static void test_ranges_and_verdict(void **state)
 {
     struct gm_job j;
     struct gm_error err;
-    const struct gm_est_range *r = &base.range;
+    const struct gm_est_range *r;
     (void)state;
     run("llama-3-8b", TRAIN8B " --gpu H100", &base);
-    assert_true(r->allocated_bytes[0] <= base.peak_allocated_bytes &&
-                base.peak_allocated_bytes <= r->allocated_bytes[1]);
+    r = &base->range;
+    assert_true(r->allocated_bytes[0] <= base->peak_allocated_bytes &&
+                base->peak_allocated_bytes <= r->allocated_bytes[1]);
     /* a custom loop's point is the step replay, which is also the range's low end */
-    assert_true(r->reserved_bytes[0] <= base.peak_reserved_bytes &&
-                base.peak_reserved_bytes < r->reserved_bytes[1]);
-    assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
+    assert_true(r->reserved_bytes[0] <= base->peak_reserved_bytes &&
+                base->peak_reserved_bytes < r->reserved_bytes[1]);
+    assert_true(r->device_bytes[0] < base->device_bytes && base->device_bytes < r->device_bytes[1]);
     assert_true(r->sources & GM_UNCERTAIN_FRAGMENTATION);
     assert_true(r->sources & GM_UNCERTAIN_CUDA_CONTEXT);
-    assert_false(r->sources & GM_UNCERTAIN_SEQ); /* --seq given */
-    assert_int_equal(base.fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+    assert_int_equal(base->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
     /* every uncertain assumption given: no range (--fragmentation given: the factor rule, no
      * replay; the same point as the HF stack's, whose floor decides here) */
     run("llama-3-8b", TRAIN8B " --gpu H100 --transformers-version 4.48.1", &base);
-    assert_true(base.replay.used && base.replay.floor);
+    assert_true(base->replay.used && base->replay.floor);
     run("llama-3-8b",
         TRAIN8B " --gpu H100 --transformers-version 4.48.1 --fragmentation 0.25 "
                 "--cuda-context 450MiB",
         &with);
-    assert_false(with.replay.used);
-    assert_int_equal(with.range.sources, 0);
-    assert_int_equal(with.range.device_bytes[0], with.range.device_bytes[1]);
-    assert_int_equal(with.device_bytes, base.device_bytes);
+    assert_false(with->replay.used);
+    assert_int_equal(with->range.sources, 0);
+    assert_int_equal(with->range.device_bytes[0], with->range.device_bytes[1]);
+    assert_int_equal(with->device_bytes, base->device_bytes);
     run("llama-3-8b", TRAIN8B " --gpu H100", &base);
-    /* a sequence length not given spreads the activations */
+    /* a sequence length not given is the default, named in the assumptions, and spreads no
+     * range: the same figures as --seq 2048 given */
     run("llama-3-8b", "--train --batch 8 --gpu H100", &with);
-    assert_true(with.range.sources & GM_UNCERTAIN_SEQ);
-    assert_true(with.range.allocated_bytes[0] < with.peak_allocated_bytes);
+    run("llama-3-8b", "--train --batch 8 --seq 2048 --gpu H100", &base);
+    assert_int_equal(with->range.sources, base->range.sources);
+    assert_int_equal(with->range.device_bytes[0], base->range.device_bytes[0]);
+    assert_int_equal(with->range.device_bytes[1], base->range.device_bytes[1]);
+    assert_int_equal(with->fit.verdict, base->fit.verdict);
+    {
+        bool named = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            named = named || strstr(with->assumptions[i], "sequence length 2048 tokens: not given");
+        assert_true(named);
+    }
+    run("llama-3-8b", TRAIN8B " --gpu H100", &base);
     /* near the capacity the replayed allocator frees its cache and retries: on a GPU a
      * little smaller than the replay alone asks for (the range's low end), the job runs with
      * what the allocator could keep; the high end keeps the floor, so it is borderline */
     run("llama-3-8b", TRAIN8B " --gpu H100 --transformers-version 4.48.1", &with);
     {
-        uint64_t outside = with.device_bytes - with.peak_reserved_bytes;
-        uint64_t need = with.peak_allocated_bytes + outside;
+        uint64_t outside = with->device_bytes - with->peak_reserved_bytes;
+        uint64_t need = with->peak_allocated_bytes + outside;
         gm_job_init(&j);
         j.model.model = gm_model_catalog_find("llama-3-8b");
         job_set_all(&j, "--train --batch 2 --seq 4096 --transformers-version 4.48.1");
-        j.gpu.memory_bytes = need + (with.range.device_bytes[0] - need) / 20 * 19;
+        j.gpu.memory_bytes = need + (with->range.device_bytes[0] - need) / 20 * 19;
     }
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
-    assert_true(with.replay.retries > 0);
-    assert_true(with.fit.fits);
-    assert_true(with.device_bytes <= j.gpu.memory_bytes);
-    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
+    assert_true(with->replay.retries > 0);
+    assert_true(with->fit.fits);
+    assert_true(with->device_bytes <= j.gpu.memory_bytes);
+    assert_int_equal(with->fit.verdict, GM_VERDICT_BORDERLINE);
     /* borderline: a capacity between the ends; fits above the high end (the factor rule
      * alone, --fragmentation given: the range is the CUDA context's) */
     run("llama-3-8b", TRAIN8B " --gpu H100 --fragmentation 0.25", &base);
-    assert_true(r->device_bytes[0] < base.device_bytes && base.device_bytes < r->device_bytes[1]);
+    assert_true(r->device_bytes[0] < base->device_bytes && base->device_bytes < r->device_bytes[1]);
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
     job_set_all(&j, "--train --batch 2 --seq 4096 --fragmentation 0.25");
-    j.gpu.memory_bytes = (base.range.device_bytes[0] + base.device_bytes) / 2;
+    j.gpu.memory_bytes = (base->range.device_bytes[0] + base->device_bytes) / 2;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
-    assert_false(with.fit.fits);
-    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
-    assert_true(with.fit.headroom_high_bytes > 0 && with.fit.headroom_low_bytes < 0);
-    j.gpu.memory_bytes = (base.range.device_bytes[1] + base.device_bytes) / 2;
+    assert_false(with->fit.fits);
+    assert_int_equal(with->fit.verdict, GM_VERDICT_BORDERLINE);
+    assert_true(with->fit.headroom_high_bytes > 0 && with->fit.headroom_low_bytes < 0);
+    j.gpu.memory_bytes = (base->range.device_bytes[1] + base->device_bytes) / 2;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
-    assert_true(with.fit.fits);
-    assert_int_equal(with.fit.verdict, GM_VERDICT_BORDERLINE);
-    j.gpu.memory_bytes = base.range.device_bytes[1] + GM_GIB;
+    assert_true(with->fit.fits);
+    assert_int_equal(with->fit.verdict, GM_VERDICT_BORDERLINE);
+    j.gpu.memory_bytes = base->range.device_bytes[1] + GM_GIB;
     assert_int_equal(gm_estimate_run(&j, &with, &err), GM_OK);
-    assert_int_equal(with.fit.verdict, GM_VERDICT_FITS);
+    assert_int_equal(with->fit.verdict, GM_VERDICT_FITS);
     assert_string_equal(gm_fit_verdict_name(GM_VERDICT_BORDERLINE), "borderline");
 }
 
@@ -561,16 +572,16 @@ static void test_runtime(void **state)
 {
     (void)state;
     run("llama-3-8b", TRAIN8B " --cuda-version 11.2 --gpu V100-32GB", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 1343 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_CUDA_CONTEXT), 1343 * GM_MIB);
     run("llama-3-8b", TRAIN8B " --cuda-version 11.0 --gpu A100-80GB", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 1488 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_CUDA_CONTEXT), 1488 * GM_MIB);
     run("llama-3-8b", TRAIN8B " --cuda-version 11.8 --gpu A100-80GB", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
     /* data x tensor x pipeline parallel: three process groups, three communicators */
     run("llama-3-8b", "--train --seq 2048 --gpus 16 --tp 2 --pp 2", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 3 * GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 3 * GM_GIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
 }
 
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
@@ -595,23 +606,23 @@ static void test_vllm_versions(void **state)
         snprintf(s, sizeof s, "--infer --engine vllm --gpu H100 --tp 2 --vllm-version %s",
                  cases[i].version);
         run("llama-3-8b", s, &with);
-        need = gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS) +
-               gm_estimate_kind_bytes(&with, GM_KIND_ACTIVATIONS) +
-               gm_estimate_kind_bytes(&with, GM_KIND_LOGITS) + with.serving.non_torch_bytes +
+        need = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) +
+               gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) +
+               gm_estimate_kind_bytes(with, GM_KIND_LOGITS) + with->serving.non_torch_bytes +
                cases[i].charged;
-        blk = with.serving.kv_bytes_per_token * with.serving.block_size;
-        assert_int_equal(with.serving.kv_blocks, (with.serving.budget_bytes - need) / blk);
+        blk = with->serving.kv_bytes_per_token * with->serving.block_size;
+        assert_int_equal(with->serving.kv_blocks, (with->serving.budget_bytes - need) / blk);
         /* the device holds the same NCCL buffers whatever the version charges */
-        assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), 2 * GM_GIB);
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 2 * GM_GIB);
     }
     /* pipeline parallel serving: half the layers' KV per token and weights per stage */
     run("llama-3-8b", "--infer --engine vllm --gpu H100", &base);
     run("llama-3-8b", "--infer --engine vllm --gpu H100 --pp 2", &with);
-    assert_int_equal(with.serving.kv_bytes_per_token * 2, base.serving.kv_bytes_per_token);
-    assert_true(gm_estimate_kind_bytes(&with, GM_KIND_WEIGHTS) <
-                gm_estimate_kind_bytes(&base, GM_KIND_WEIGHTS) * 6 / 10);
-    assert_true(with.serving.kv_tokens > 2 * base.serving.kv_tokens);
-    assert_int_equal(gm_estimate_kind_bytes(&with, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(with->serving.kv_bytes_per_token * 2, base->serving.kv_bytes_per_token);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) <
+                gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS) * 6 / 10);
+    assert_true(with->serving.kv_tokens > 2 * base->serving.kv_tokens);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
 }
 
 /* Settings that need others, and the refusals of the sources' own code. */

@@ -619,6 +619,84 @@ static void test_dtypes(void **state)
     assert_string_equal(gm_arch_name(GM_ARCH_GPT_NEOX), "gpt_neox");
 }
 
+/* Names as people type them: variants and kin share an entry's architecture and say so;
+ * a slip gets the name it is likely for. */
+static void test_catalog_names(void **state)
+{
+    const struct gm_model *base = gm_model_catalog_find("llama-3.1-8b");
+    size_t idx;
+    bool kin = true;
+    (void)state;
+    assert_non_null(base);
+    assert_ptr_equal(gm_model_catalog_match("meta-llama/Llama-3.1-8B", &idx, &kin), base);
+    assert_false(kin);
+    assert_string_equal(gm_model_catalog_hub_id(idx), "meta-llama/Llama-3.1-8B");
+    assert_ptr_equal(gm_model_catalog_match("meta-llama/Llama-3.1-8B-Instruct", NULL, &kin), base);
+    assert_true(kin);
+    assert_ptr_equal(gm_model_catalog_match("Meta-Llama-3.1-8B-Instruct", NULL, NULL), base);
+    assert_ptr_equal(gm_model_catalog_match("llama-3.3-70b", NULL, &kin),
+                     gm_model_catalog_find("llama-3.1-70b"));
+    assert_true(kin);
+    assert_ptr_equal(gm_model_catalog_match("google/gemma-2-9b-it", NULL, NULL),
+                     gm_model_catalog_find("gemma-2-9b"));
+    assert_ptr_equal(gm_model_catalog_match("Llama-2-7b-chat-hf", NULL, NULL),
+                     gm_model_catalog_find("llama-2-7b"));
+    /* a variant word is a word: "instructions" or a leading "it" are not one */
+    assert_null(gm_model_catalog_match("llama-3.1-8b-instructions", NULL, NULL));
+    assert_null(gm_model_catalog_match("it-llama-3.1-8b", NULL, NULL));
+    assert_null(gm_model_catalog_find("llama-3.1-8b-instruct")); /* find is exact */
+    assert_string_equal(gm_model_catalog_closest("lama-3.1-8b"), "Llama-3.1-8B");
+    assert_string_equal(gm_model_catalog_closest("meta-llama/Lama-3.1-8B"),
+                        "meta-llama/Llama-3.1-8B");
+    assert_null(gm_model_catalog_closest("something-else-entirely"));
+}
+
+static char *fake_env(const char *name)
+{
+    static char hf_home[] = "/data/hf", home[] = "/home/u";
+    if (!strcmp(name, "HF_HOME"))
+        return hf_home;
+    if (!strcmp(name, "HOME"))
+        return home;
+    return NULL;
+}
+
+static char *home_only(const char *name)
+{
+    static char home[] = "/home/u";
+    return !strcmp(name, "HOME") ? home : NULL;
+}
+
+/* Hub ids parsed as names, never paths; the cache folder as huggingface_hub finds it. */
+static void test_hf_ids(void **state)
+{
+    struct gm_hf_id id;
+    char dir[256];
+    (void)state;
+    assert_true(gm_hf_id_parse("meta-llama/Llama-3.1-8B", &id));
+    assert_string_equal(id.org, "meta-llama");
+    assert_string_equal(id.name, "Llama-3.1-8B");
+    assert_string_equal(id.revision, "");
+    assert_true(gm_hf_id_parse("Qwen/Qwen2.5-7B@v1.0", &id));
+    assert_string_equal(id.revision, "v1.0");
+    assert_true(gm_hf_id_parse("gpt2", &id));
+    assert_string_equal(id.org, "");
+    assert_false(gm_hf_id_parse("../etc/passwd", &id));
+    assert_false(gm_hf_id_parse("a/b/c", &id));
+    assert_false(gm_hf_id_parse("org/..", &id));
+    assert_false(gm_hf_id_parse("org/name@../x", &id));
+    assert_false(gm_hf_id_parse("/abs/path", &id));
+    assert_false(gm_hf_id_parse("org/", &id));
+    assert_true(gm_hf_hub_cache(fake_env, dir, sizeof dir));
+    assert_string_equal(dir, "/data/hf/hub");
+    assert_true(gm_hf_hub_cache(home_only, dir, sizeof dir));
+    assert_string_equal(dir, "/home/u/.cache/huggingface/hub");
+    assert_false(gm_hf_hub_cache(home_only, dir, 8)); /* does not fit */
+    assert_true(gm_hf_id_parse("acme/none", &id));
+    assert_int_equal(gm_hf_hub_snapshot("/nonexistent-hub", &id, dir, sizeof dir, NULL, NULL),
+                     GM_ERR_NOENT);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_config_dir),
     cmocka_unit_test(test_catalog_counts),
@@ -626,6 +704,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_bad_configs),
     cmocka_unit_test(test_tiny_counts),
     cmocka_unit_test(test_dtypes),
+    cmocka_unit_test(test_catalog_names),
+    cmocka_unit_test(test_hf_ids),
     cmocka_unit_test(test_catalog_counts_published),
     cmocka_unit_test(test_catalog_counts_published_differences),
     cmocka_unit_test(test_config_fixtures),

@@ -304,11 +304,13 @@ static void test_to_model(void **state)
     assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_FORMAT);
     assert_non_null(strstr(e.msg, "hold 2 tensors, but a qwen2 model of this configuration has"));
     gm_modelfile_release(&m);
-    /* without config.json: a clear error */
+    /* without config.json: sized from the header alone, the layout generic and said so */
     unlink(dst);
     assert_int_equal(gm_modelfile_load(tmpdir, NULL, &m, &e), GM_OK);
-    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_ERR_NOENT);
-    assert_non_null(strstr(e.msg, "config.json"));
+    assert_int_equal(gm_modelfile_to_model(&m, &model, &e), GM_OK);
+    assert_true(model.no_config && model.generic);
+    assert_int_equal(model.n_params_file, m.n_params);
+    assert_int_equal(model.weight_bytes_file, m.n_bytes);
     gm_modelfile_release(&m);
     rm("model.safetensors");
     rmdir(tmpdir);

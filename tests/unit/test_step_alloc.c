@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static struct gm_estimate est; /* large: off the stack */
+static struct gm_estimate *est; /* large: off the stack */
 
-static void run_traced(const char *model, const char *settings, struct gm_estimate *e,
+static void run_traced(const char *model, const char *settings, struct gm_estimate **e,
                        gm_est_segment_fn fn, void *ctx)
 {
     struct gm_job j;
@@ -36,7 +36,7 @@ static void run_traced(const char *model, const char *settings, struct gm_estima
         fail_msg("%s %s: %s", model, settings, err.msg);
 }
 
-static void run(const char *model, const char *settings, struct gm_estimate *e)
+static void run(const char *model, const char *settings, struct gm_estimate **e)
 {
     run_traced(model, settings, e, NULL, NULL);
 }
@@ -97,17 +97,17 @@ static void test_requested_peak_is_peak_allocated(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
         run(jobs[i].model, jobs[i].settings, &est);
-        if (!est.replay.used)
+        if (!est->replay.used)
             fail_msg("%s %s: the replay was not used", jobs[i].model, jobs[i].settings);
-        if (est.replay.requested_peak != est.peak_allocated_bytes && ++bad)
+        if (est->replay.requested_peak != est->peak_allocated_bytes && ++bad)
             print_error("%s %s: replay peak %llu, estimate %llu\n", jobs[i].model, jobs[i].settings,
-                        (unsigned long long)est.replay.requested_peak,
-                        (unsigned long long)est.peak_allocated_bytes);
-        assert_true(est.replay.steps == 3);
-        assert_true(est.replay.allocated_peak >= est.replay.requested_peak);
-        assert_true(est.peak_reserved_bytes >= est.replay.allocated_peak);
-        assert_true(est.peak_reserved_bytes == est.replay.reserved_peak ||
-                    est.peak_reserved_bytes > est.replay.reserved_peak);
+                        (unsigned long long)est->replay.requested_peak,
+                        (unsigned long long)est->peak_allocated_bytes);
+        assert_true(est->replay.steps == 3);
+        assert_true(est->replay.allocated_peak >= est->replay.requested_peak);
+        assert_true(est->peak_reserved_bytes >= est->replay.allocated_peak);
+        assert_true(est->peak_reserved_bytes == est->replay.reserved_peak ||
+                    est->peak_reserved_bytes > est->replay.reserved_peak);
     }
     assert_int_equal(bad, 0);
 }
@@ -125,17 +125,17 @@ static void test_gradients_outgrow_activations(void **state)
         "--train --batch 2 --seq 4096 --grad-checkpointing full --gpus 8 --fsdp "
         "--fsdp-version 2",
         &est);
-    assert_true(est.replay.used);
-    for (size_t i = 0; i < est.n_components; i++)
-        if ((est.components[i].phases & GM_EST_PHASE_TRAIN_ALL) == GM_EST_PHASE_TRAIN_ALL &&
-            !gm_est_kind_outside_allocator(est.components[i].kind))
-            kept += est.components[i].bytes;
-    assert_true(est.replay.requested_peak > est.peak_allocated_bytes);
+    assert_true(est->replay.used);
+    for (size_t i = 0; i < est->n_components; i++)
+        if ((est->components[i].phases & GM_EST_PHASE_TRAIN_ALL) == GM_EST_PHASE_TRAIN_ALL &&
+            !gm_est_kind_outside_allocator(est->components[i].kind))
+            kept += est->components[i].bytes;
+    assert_true(est->replay.requested_peak > est->peak_allocated_bytes);
     /* no more than the end of backward plus what the start of backward holds beyond the
      * tensors kept throughout */
-    assert_true(est.replay.requested_peak <=
-                est.backward_end_bytes + est.backward_start_bytes - kept);
-    assert_true(est.peak_reserved_bytes >= est.replay.allocated_peak);
+    assert_true(est->replay.requested_peak <=
+                est->backward_end_bytes + est->backward_start_bytes - kept);
+    assert_true(est->peak_reserved_bytes >= est->replay.allocated_peak);
 }
 
 /* FSDP on two GPUs: the parameters are gathered on the all-gather stream and the sharded
@@ -148,17 +148,17 @@ static void test_fsdp_streams(void **state)
         "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
         "--gpus 2 --fsdp",
         &est);
-    assert_true(est.replay.used);
-    assert_true(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD] > 0);
-    assert_true(est.replay.stream_reserved[GM_EST_STREAM_REDUCE] > 0);
+    assert_true(est->replay.used);
+    assert_true(est->replay.stream_reserved[GM_EST_STREAM_UNSHARD] > 0);
+    assert_true(est->replay.stream_reserved[GM_EST_STREAM_REDUCE] > 0);
     /* the sharded gradients are at least the reduce-scatter stream's segments */
-    assert_true(est.replay.stream_reserved[GM_EST_STREAM_REDUCE] >=
-                gm_estimate_kind_bytes(&est, GM_KIND_GRADIENTS));
+    assert_true(est->replay.stream_reserved[GM_EST_STREAM_REDUCE] >=
+                gm_estimate_kind_bytes(est, GM_KIND_GRADIENTS));
     run("mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16",
         &est);
-    assert_true(est.replay.used);
-    assert_int_equal(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD], 0);
-    assert_int_equal(est.replay.stream_reserved[GM_EST_STREAM_REDUCE], 0);
+    assert_true(est->replay.used);
+    assert_int_equal(est->replay.stream_reserved[GM_EST_STREAM_UNSHARD], 0);
+    assert_int_equal(est->replay.stream_reserved[GM_EST_STREAM_REDUCE], 0);
 }
 
 static uint64_t seg2m(uint64_t bytes)
@@ -193,19 +193,19 @@ static void test_fsdp1_deferred_frees(void **state)
         "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
         "--gpus 2 --fsdp --transformers-version 4.48.1",
         &est);
-    assert_true(est.replay.used);
-    layer = seg2m(gathered(&est, GM_EXTENT_ONE_LAYER));
-    root = seg2m(gathered(&est, GM_EXTENT_ENDS));
-    assert_true(est.replay.stream_reserved[GM_EST_STREAM_UNSHARD] == root + 2 * layer);
-    assert_true(est.replay.requested_peak == est.peak_allocated_bytes);
+    assert_true(est->replay.used);
+    layer = seg2m(gathered(est, GM_EXTENT_ONE_LAYER));
+    root = seg2m(gathered(est, GM_EXTENT_ENDS));
+    assert_true(est->replay.stream_reserved[GM_EST_STREAM_UNSHARD] == root + 2 * layer);
+    assert_true(est->replay.requested_peak == est->peak_allocated_bytes);
     /* the range's low end has the GPU caught up: one layer's segment */
-    assert_true(est.range.sources & GM_UNCERTAIN_STREAM_TIMING);
+    assert_true(est->range.sources & GM_UNCERTAIN_STREAM_TIMING);
     run("mistral-7b",
         "--train --batch 2 --seq 4096 --grad-checkpointing full --precision bf16 "
         "--gpus 2 --fsdp --fsdp-version 2",
         &est);
-    assert_true(est.replay.used);
-    assert_false(est.range.sources & GM_UNCERTAIN_STREAM_TIMING);
+    assert_true(est->replay.used);
+    assert_false(est->range.sources & GM_UNCERTAIN_STREAM_TIMING);
 }
 
 /* Full fine-tuning creates the optimizer state in the first step's optimizer.step(), in
@@ -217,11 +217,11 @@ static void test_lazy_state_takes_the_cache(void **state)
     (void)state;
     run("llama-3.2-1b", "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16",
         &est);
-    assert_true(est.replay.used);
-    reserved = est.replay.reserved_peak;
-    allocated = est.peak_allocated_bytes;
+    assert_true(est->replay.used);
+    reserved = est->replay.reserved_peak;
+    allocated = est->peak_allocated_bytes;
     /* at least the state has been placed twice over: once in the cache, once anew */
-    assert_true(reserved > allocated + gm_estimate_kind_bytes(&est, GM_KIND_OPTIMIZER_STATE) / 2);
+    assert_true(reserved > allocated + gm_estimate_kind_bytes(est, GM_KIND_OPTIMIZER_STATE) / 2);
 }
 
 /* GPTBigCode's own cross-entropy under autocast (transformers before 4.54, bf16 AMP): the
@@ -238,8 +238,8 @@ static void test_inline_loss_fp32_backward(void **state)
         "--train --batch 2 --seq 2048 --grad-checkpointing full --qlora "
         "--transformers-version 4.48.1",
         &est);
-    assert_true(est.replay.used);
-    assert_true(est.replay.reserved_peak >= est.peak_allocated_bytes + third);
+    assert_true(est->replay.used);
+    assert_true(est->replay.reserved_peak >= est->peak_allocated_bytes + third);
 }
 
 /* Near the capacity: on a GPU a little smaller than the job reserves without a limit, the
@@ -253,28 +253,28 @@ static void test_capacity_retry_and_oom(void **state)
     uint64_t allocated, reserved, outside;
     (void)state;
     run("llama-3.2-1b", job, &est);
-    allocated = est.peak_allocated_bytes;
-    reserved = est.replay.reserved_peak;
-    outside = est.device_bytes - est.peak_reserved_bytes;
+    allocated = est->peak_allocated_bytes;
+    reserved = est->replay.reserved_peak;
+    outside = est->device_bytes - est->peak_reserved_bytes;
     assert_true(reserved > allocated + 64 * GM_MIB);
     snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
              (unsigned long long)((allocated + (reserved - allocated) / 50 * 49 + outside) >> 20));
     run("llama-3.2-1b", settings, &est);
-    assert_true(est.replay.used);
-    assert_false(est.replay.oom);
-    assert_true(est.replay.retries > 0);
-    assert_true(est.replay.reserved_peak <= est.replay.capacity_bytes);
-    assert_true(est.replay.reserved_peak < reserved);
+    assert_true(est->replay.used);
+    assert_false(est->replay.oom);
+    assert_true(est->replay.retries > 0);
+    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
+    assert_true(est->replay.reserved_peak < reserved);
     /* the allocator freed its cache: the replay decides, whatever the floor says */
-    assert_int_equal(est.peak_reserved_bytes, est.replay.reserved_peak);
-    assert_int_equal(est.peak_allocated_bytes, allocated);
-    assert_true(est.fit.fits);
+    assert_int_equal(est->peak_reserved_bytes, est->replay.reserved_peak);
+    assert_int_equal(est->peak_allocated_bytes, allocated);
+    assert_true(est->fit.fits);
     snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
              (unsigned long long)((allocated - allocated / 20 + outside) >> 20));
     run("llama-3.2-1b", settings, &est);
-    assert_true(est.replay.oom);
-    assert_true(est.device_bytes > est.fit.capacity_bytes);
-    assert_false(est.fit.fits);
+    assert_true(est->replay.oom);
+    assert_true(est->device_bytes > est->fit.capacity_bytes);
+    assert_false(est->fit.fits);
 }
 
 /* The HF stack (--transformers-version given): peak reserved is the larger of the replay and
@@ -299,24 +299,24 @@ static void test_replay_and_floor(void **state)
     (void)state;
     snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
     run("mistral-7b", settings, &est);
-    assert_true(est.replay.used);
-    floor_point = floor_at(&est, 1);
+    assert_true(est->replay.used);
+    floor_point = floor_at(est, 1);
     /* this job's replay reserves less than the floor: the floor decides */
-    assert_true(est.replay.reserved_peak < floor_point);
-    assert_true(est.peak_reserved_bytes >= floor_point &&
-                est.peak_reserved_bytes < floor_point + 2 * GM_MIB);
-    assert_true(est.range.reserved_bytes[0] <= est.replay.reserved_peak);
-    assert_true(est.range.reserved_bytes[1] + 2 * GM_MIB > floor_at(&est, 2));
+    assert_true(est->replay.reserved_peak < floor_point);
+    assert_true(est->peak_reserved_bytes >= floor_point &&
+                est->peak_reserved_bytes < floor_point + 2 * GM_MIB);
+    assert_true(est->range.reserved_bytes[0] <= est->replay.reserved_peak);
+    assert_true(est->range.reserved_bytes[1] + 2 * GM_MIB > floor_at(est, 2));
     /* the same job in a custom loop: the replay decides, the range still spans the floor */
     run("mistral-7b", job, &est);
-    assert_true(est.replay.used);
-    assert_int_equal(est.peak_reserved_bytes, est.replay.reserved_peak);
-    assert_true(est.range.reserved_bytes[0] <= est.replay.reserved_peak);
-    assert_true(est.range.reserved_bytes[1] + 2 * GM_MIB > floor_at(&est, 2));
-    assert_true(est.range.sources & GM_UNCERTAIN_FRAGMENTATION);
+    assert_true(est->replay.used);
+    assert_int_equal(est->peak_reserved_bytes, est->replay.reserved_peak);
+    assert_true(est->range.reserved_bytes[0] <= est->replay.reserved_peak);
+    assert_true(est->range.reserved_bytes[1] + 2 * GM_MIB > floor_at(est, 2));
+    assert_true(est->range.sources & GM_UNCERTAIN_FRAGMENTATION);
     /* --fragmentation given: the factor alone */
     run("mistral-7b", "--train --fragmentation 0.25", &est);
-    assert_false(est.replay.used);
+    assert_false(est->replay.used);
 }
 
 /* What a segment trace sums to, per pass, and what the loss takes. */
@@ -390,8 +390,8 @@ static void test_fsdp1_wrap_segments(void **state)
     (void)state;
     snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
     run_traced("mistral-7b", settings, &est, setup_segment, &sync);
-    assert_true(est.replay.used);
-    assert_true(est.replay.wrap && est.replay.wrap_synced);
+    assert_true(est->replay.used);
+    assert_true(est->replay.wrap && est->replay.wrap_synced);
     assert_int_equal(sync.n[1], 1);
     assert_int_equal(sync.n[2], 30); /* layers 3..32: one segment each */
     shard = sync.request[1][0];
@@ -405,14 +405,14 @@ static void test_fsdp1_wrap_segments(void **state)
     snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1 --no-sync-module-states",
              job);
     run_traced("mistral-7b", settings, &est, setup_segment, &nosync);
-    assert_true(est.replay.wrap && !est.replay.wrap_synced);
+    assert_true(est->replay.wrap && !est->replay.wrap_synced);
     assert_int_equal(nosync.n[1], 1);
     assert_int_equal(nosync.largest[0], 2 * shard);
     assert_true(nosync.n[0] < sync.n[0]); /* no bucket */
     assert_true(nosync.reserved < sync.reserved);
 
     run_traced("mistral-7b", job, &est, setup_segment, &custom);
-    assert_false(est.replay.wrap);
+    assert_false(est->replay.wrap);
     assert_int_equal(custom.n[0] + custom.n[1] + custom.n[2], 0);
     assert_true(custom.n_other > 0);
     assert_true(custom.reserved < nosync.reserved);
@@ -435,16 +435,16 @@ static void test_segment_trace(void **state)
     struct seg_sum plain = {0}, fused = {0}, oom = {0}, none = {0};
     (void)state;
     run_traced("mistral-7b", job, &est, sum_segment, &plain);
-    assert_true(est.replay.used && !est.replay.oom && !est.replay.retries);
+    assert_true(est->replay.used && !est->replay.oom && !est->replay.retries);
     assert_false(plain.unordered[0]);
-    assert_int_equal(plain.n[0], est.replay.segments);
-    assert_int_equal(plain.bytes[0], est.replay.reserved_peak);
+    assert_int_equal(plain.n[0], est->replay.segments);
+    assert_int_equal(plain.bytes[0], est->replay.reserved_peak);
     assert_int_equal(plain.n[1], 0);
     assert_int_equal(plain.loss_big, 4);
     snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
-    assert_int_equal(fused.n[0], est.replay.segments);
-    assert_int_equal(fused.bytes[0], est.replay.reserved_peak);
+    assert_int_equal(fused.n[0], est->replay.segments);
+    assert_int_equal(fused.bytes[0], est->replay.reserved_peak);
     assert_int_equal(fused.loss_big, 3);
     assert_int_equal(plain.loss_bytes - fused.loss_bytes, 2000 * GM_MIB);
 
@@ -452,10 +452,10 @@ static void test_segment_trace(void **state)
                "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16 "
                "--gpu-memory 4GiB",
                &est, sum_segment, &oom);
-    assert_true(est.replay.oom);
+    assert_true(est->replay.oom);
     /* the first pass freed its cache before it failed; the rerun frees nothing */
     assert_true(oom.n[0] > 0 && oom.n[1] > 0 && oom.unordered[0] && !oom.unordered[1]);
-    assert_int_equal(oom.bytes[1], est.replay.reserved_peak);
+    assert_int_equal(oom.bytes[1], est->replay.reserved_peak);
 
     run_traced("llama-3-8b", "--infer --context 4096", &est, sum_segment, &none);
     assert_int_equal(none.n[0] + none.n[1], 0);
@@ -480,12 +480,12 @@ static void test_model_upcast_loss_segments(void **state)
     (void)state;
     snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
-    assert_true(est.replay.used && !est.replay.oom);
-    assert_int_equal(est.replay.requested_peak, est.peak_allocated_bytes);
+    assert_true(est->replay.used && !est->replay.oom);
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
     assert_int_equal(fused.loss_big, 3);
     assert_int_equal(fused.loss_big_bytes, 5000 * GM_MIB);
     run_traced("mistral-7b", job, &est, sum_segment, &full);
-    assert_true(est.replay.used && !est.replay.oom);
+    assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(full.loss_big, 4);
     assert_int_equal(full.loss_big_bytes, 7000 * GM_MIB);
 }
@@ -503,14 +503,14 @@ static void test_segment_list(void **state)
     (void)state;
     job_make("llama-3-8b", "--train --batch 1 --seq 1024 --gpus 2 --fsdp", &j);
     assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
-    assert_true(est.replay.used && !est.replay.oom && !est.replay.retries);
-    assert_int_equal(l.n, est.replay.segments);
+    assert_true(est->replay.used && !est->replay.oom && !est->replay.retries);
+    assert_int_equal(l.n, est->replay.segments);
     for (size_t i = 0; i < l.n; i++) {
         sum += l.v[i].bytes;
         assert_string_not_equal(gm_est_stream_name(l.v[i].stream), "?");
         unshard += l.v[i].stream == GM_EST_STREAM_UNSHARD;
     }
-    assert_int_equal(sum, est.replay.reserved_peak);
+    assert_int_equal(sum, est->replay.reserved_peak);
     assert_true(unshard > 0);
     assert_string_equal(gm_est_stream_name(GM_EST_STREAM_UNSHARD), "unshard");
     assert_string_equal(gm_est_stream_name(GM_EST_STREAM_REDUCE), "reduce_scatter");
@@ -528,13 +528,13 @@ static void test_where_it_does_not_apply(void **state)
 {
     (void)state;
     run("llama-3-8b", "--train --batch 2 --seq 2048 --fragmentation 0.25", &est);
-    assert_false(est.replay.used);
+    assert_false(est->replay.used);
     run("llama-3-8b", "--infer --context 4096", &est);
-    assert_false(est.replay.used);
+    assert_false(est->replay.used);
     run("llama-3-8b", "--infer --context 4096 --engine vllm --gpu H100", &est);
-    assert_false(est.replay.used);
+    assert_false(est->replay.used);
     run("llama-3-8b", "--train --batch 2 --seq 2048 --pp 2 --gpus 2", &est);
-    assert_false(est.replay.used);
+    assert_false(est->replay.used);
 }
 
 int main(void)

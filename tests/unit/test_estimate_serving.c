@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* test_estimate_serving.c - serving as users ask for it: --gpus with a sharding engine is
+ * tensor parallelism, SGLang's static share and pool, llama.cpp's host offload, the engine
+ * command line read (--from) and written (the plan) as the same job, the binding limit of a
+ * search, and a sequence length left unstated named instead of spread into a range. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "estimate/estimate_int.h"
+#include "gpumem/gpumem.h"
+
+#include "job_settings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct gm_estimate *est, *again;
+
+static void run(const struct gm_job *j, struct gm_estimate **e)
+{
+    struct gm_error err;
+    if (gm_estimate_run(j, e, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+}
+
+static bool assumed(const struct gm_estimate *e, const char *text)
+{
+    for (size_t i = 0; i < e->n_assumptions; i++)
+        if (strstr(e->assumptions[i], text))
+            return true;
+    return false;
+}
+
+/* --gpus N with vLLM or SGLang: one copy over N GPUs; --replicas makes copies. */
+static void test_gpus_are_tensor_parallel(void **state)
+{
+    struct gm_job j, t;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3.1-70b", "--infer --engine vllm --gpus 2 --gpu H100", &j);
+    t = j;
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 2);
+    assert_int_equal(est_data_parallel(&t), 1);
+    run(&j, &est);
+    assert_true(assumed(est, "2 GPUs serve one vllm instance with tensor parallelism 2"));
+    /* the same job as --tp 2 */
+    job_make("llama-3.1-70b", "--infer --engine vllm --tp 2 --gpu H100", &t);
+    run(&t, &again);
+    assert_int_equal(est->device_bytes, again->device_bytes);
+    assert_int_equal(est->serving.kv_tokens, again->serving.kv_tokens);
+    /* --replicas: copies */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpus 4 --replicas 2 --gpu H100", &j);
+    t = j;
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 2);
+    assert_int_equal(est_data_parallel(&t), 2);
+    /* without a sharding engine --gpus stays copies */
+    job_make("llama-3.1-8b", "--infer --gpus 2 --gpu H100", &t);
+    est_job_resolve(&t);
+    assert_int_equal(t.parallel.tp, 1);
+    /* --replicas that do not multiply to --gpus are refused */
+    job_make("llama-3.1-8b", "--infer --engine vllm --tp 2 --gpus 2 --replicas 2 --gpu H100", &t);
+    assert_int_equal(gm_job_check(&t, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--replicas"));
+}
+
+/* SGLang: its default static share for the GPU, the pool what the weights leave of it. */
+static void test_sglang_pool(void **state)
+{
+    struct gm_job j;
+    double mfs;
+    uint64_t free0;
+    (void)state;
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100", &j);
+    run(&j, &est);
+    /* H100 80 GB: chunked prefill 8192, 256 graph batches: 512 + 12288 + 128 + 512 MiB */
+    mfs = est->serving.static_fraction;
+    assert_true(mfs > 0.834 && mfs < 0.836);
+    /* the static share (budget_bytes) holds the weights and the pool, whole tokens of it */
+    free0 = est->serving.budget_bytes;
+    assert_true(free0 - gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) - est->serving.kv_pool_bytes <
+                est->serving.kv_bytes_per_token);
+    assert_true(est->fit.fits);
+    /* a given share is used as it is */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100 --mem-fraction-static 0.5", &j);
+    run(&j, &again);
+    assert_true(again->serving.static_fraction == 0.5);
+    assert_true(again->serving.kv_tokens < est->serving.kv_tokens);
+    /* too little for the weights: SGLang would not start */
+    job_make("llama-3.1-8b", "--infer --engine sglang --gpu H100 --mem-fraction-static 0.1", &j);
+    run(&j, &again);
+    assert_int_equal(again->fit.reason, GM_FIT_ENGINE_NO_START);
+}
+
+/* llama.cpp: -ngl keeps that many layers (and their KV) on the GPU, --n-cpu-moe moves the
+ * first layers' experts to host memory. */
+static void test_llamacpp_host_offload(void **state)
+{
+    struct gm_job j;
+    uint64_t w_all, kv_all;
+    (void)state;
+    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100", &j);
+    run(&j, &est);
+    w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    kv_all = gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE);
+    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100 --n-gpu-layers 40", &j);
+    run(&j, &again);
+    assert_int_equal(gm_estimate_kind_bytes(again, GM_KIND_KV_CACHE), kv_all / 2);
+    /* half the layers, no output layer: under half the weights */
+    assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 2);
+    assert_true(assumed(again, "40 of 80 layers on the GPU"));
+    job_make("mixtral-8x7b", "--infer --engine llama.cpp --gpu H100", &j);
+    run(&j, &est);
+    w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    job_make("mixtral-8x7b", "--infer --engine llama.cpp --gpu H100 --n-cpu-moe 32", &j);
+    run(&j, &again);
+    /* the experts are most of Mixtral: with all of them in host memory, under 10% is left */
+    assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 10);
+    assert_true(assumed(again, "routed experts in host memory (--cpu-moe: all layers)"));
+}
+
+/* The plan a serving job gets, read back through gm_job_read_command(): the same job. */
+static void round_trip(const char *model, const char *settings, const char *workload)
+{
+    struct gm_job j, back;
+    struct gm_job_source src;
+    struct gm_error err;
+    char plan[2048], ref[512], note[256], all[512];
+    snprintf(all, sizeof all, "%s %s", settings, workload);
+    job_make(model, all, &j);
+    run(&j, &est);
+    assert_true(est->fit.fits);
+    assert_int_equal(gm_estimate_plan(&j, est, plan, sizeof plan, &err), GM_OK);
+    assert_true(plan[0]);
+    gm_job_init(&back);
+    if (gm_job_read_command(&back, plan, ref, sizeof ref, note, sizeof note, &err) != GM_OK)
+        fail_msg("%s: %s", plan, err.msg);
+    assert_string_equal(note, "");
+    assert_int_equal(gm_job_source_load(&src, ref, NULL, &err), GM_OK);
+    gm_job_use_source(&back, &src);
+    job_set_all(&back, workload);
+    run(&back, &again);
+    assert_int_equal(again->device_bytes, est->device_bytes);
+    assert_int_equal(again->peak_allocated_bytes, est->peak_allocated_bytes);
+    assert_int_equal(again->serving.kv_tokens, est->serving.kv_tokens);
+    assert_int_equal(again->fit.verdict, est->fit.verdict);
+    gm_job_source_release(&src);
+}
+
+static void test_plan_round_trip(void **state)
+{
+    (void)state;
+    round_trip("llama-3.1-70b",
+               "--infer --engine vllm --gpus 2 --max-model-len 26176 --kv-dtype fp8 --quant fp8 "
+               "--gpu-memory-utilization 0.92",
+               "--gpu H100 --batch 4 --context 4096");
+    round_trip("llama-3.1-8b", "--infer --engine vllm --gpus 4 --replicas 2 --max-num-seqs 64",
+               "--gpu L4 --max-model-len 8192");
+    round_trip("llama-3.1-8b", "--infer --engine sglang --kv-dtype fp8",
+               "--gpu H100 --batch 8 --context 4096");
+    round_trip("llama-3.1-8b",
+               "--infer --engine llama.cpp --batch 2 --context 4096 --flash-attn --kv-dtype int8 "
+               "--n-gpu-layers 20 --ubatch 256",
+               "--gpu RTX-4090");
+}
+
+/* A model given as a config.json file: the plan names its folder (engines load folders),
+ * quoted as one shell word, and reading the plan back loads the same model. */
+static void test_plan_names_the_folder(void **state)
+{
+    char dir[] = "/tmp/gm it's a model XXXXXX", path[256], plan[2048], ref[512], note[256],
+         want[300];
+    struct gm_job_source src, back;
+    struct gm_job j;
+    struct gm_error err;
+    FILE *f;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_non_null(f = fopen(path, "w"));
+    fputs("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16, "
+          "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"vocab_size\": 128256, "
+          "\"intermediate_size\": 8192, \"max_position_embeddings\": 8192}",
+          f);
+    fclose(f);
+    assert_int_equal(gm_job_source_load(&src, path, NULL, &err), GM_OK);
+    assert_string_equal(src.ref, dir);
+    gm_job_init(&j);
+    gm_job_use_source(&j, &src);
+    job_set_all(&j, "--infer --engine vllm --gpu L4");
+    run(&j, &est);
+    assert_int_equal(gm_estimate_plan(&j, est, plan, sizeof plan, &err), GM_OK);
+    snprintf(want, sizeof want, "vllm serve '/tmp/gm it'\\''s a model %s' ", dir + 21);
+    assert_memory_equal(plan, want, strlen(want));
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, plan, ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, dir);
+    assert_int_equal(gm_job_source_load(&back, ref, NULL, &err), GM_OK);
+    gm_job_use_source(&j, &back);
+    job_set_all(&j, "--gpu L4");
+    run(&j, &again);
+    assert_int_equal(again->device_bytes, est->device_bytes);
+    assert_int_equal(again->serving.kv_tokens, est->serving.kv_tokens);
+    gm_job_source_release(&src);
+    gm_job_source_release(&back);
+    remove(path);
+    rmdir(dir);
+}
+
+/* Engine command lines as users paste them: spellings, quotes, flags not read. */
+static void test_read_commands(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    char ref[512], note[256];
+    (void)state;
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(
+                         &j,
+                         "CUDA_VISIBLE_DEVICES=0,1 vllm serve \"Qwen/Qwen2.5-7B-Instruct\" -tp 2 "
+                         "--max-model-len=32768 --port 8000 --trust-remote-code",
+                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, "Qwen/Qwen2.5-7B-Instruct");
+    assert_int_equal(j.engine.kind, GM_ENGINE_VLLM);
+    assert_int_equal(j.parallel.tp, 2);
+    assert_int_equal(j.engine.vllm.max_model_len, 32768);
+    assert_string_equal(note, "--port 8000 --trust-remote-code");
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j,
+                                         "python3 -m sglang.launch_server --model-path org/m "
+                                         "--revision v2 --tp-size 4 --kv-cache-dtype fp8_e4m3",
+                                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_string_equal(ref, "org/m@v2");
+    assert_int_equal(j.engine.kind, GM_ENGINE_SGLANG);
+    assert_int_equal(j.parallel.tp, 4);
+    assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_F8_E4M3);
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, "llama-server -m m.gguf -c 8192 -np 4 -fa -ngl all",
+                                         ref, sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_int_equal(j.workload.batch, 4);
+    assert_int_equal(j.workload.context, 2048);
+    assert_true(j.engine.llamacpp.flash_attn);
+    assert_int_equal(j.engine.llamacpp.n_gpu_layers, 999);
+    gm_job_init(&j);
+    assert_int_equal(gm_job_read_command(&j, "llama-server -m m.gguf -fa off -ctk q4_0", ref,
+                                         sizeof ref, note, sizeof note, &err),
+                     GM_OK);
+    assert_false(j.engine.llamacpp.flash_attn);
+    assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_INT4);
+    /* -ot moving routed experts to the CPU is --cpu-moe or --n-cpu-moe N; any other override
+     * is named as not read */
+    static const struct {
+        const char *cmd;
+        uint64_t n_cpu_moe;
+        const char *note;
+    } ot[] = {
+        {"llama-server -m m.gguf -ot '.ffn_.*_exps.=CPU'", 100000, ""},
+        {"llama-server -m m.gguf -ot 'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'", 3, ""},
+        {"llama-server -m m.gguf -ot 'blk.0.ffn_up_exps=CPU' --override-tensor=blk.1.ffn_up_exps=CPU",
+         2, ""},
+        {"llama-server -m m.gguf -ot 'blk\\.([0-9])\\.ffn_.*_exps=CPU'", 0,
+         "-ot blk\\.([0-9])\\.ffn_.*_exps=CPU"},
+        {"llama-server -m m.gguf -ot 'blk\\.5\\.ffn_up_exps=CPU'", 0,
+         "-ot (blocks other than 0..N-1: gpumem moves the experts of the first N, --n-cpu-moe N)"},
+        {"llama-server -m m.gguf -ot '.ffn_.*_exps.=CUDA0'", 0, "-ot .ffn_.*_exps.=CUDA0"},
+        {"llama-server -m m.gguf -ot 'attn_q=CPU'", 0, "-ot attn_q=CPU"},
+    };
+    for (size_t i = 0; i < sizeof ot / sizeof ot[0]; i++) {
+        gm_job_init(&j);
+        assert_int_equal(
+            gm_job_read_command(&j, ot[i].cmd, ref, sizeof ref, note, sizeof note, &err), GM_OK);
+        assert_int_equal(j.engine.llamacpp.n_cpu_moe, ot[i].n_cpu_moe);
+        assert_string_equal(note, ot[i].note);
+    }
+    /* refused: not a serving command, no model, an open quote, a bad value */
+    gm_job_init(&j);
+    assert_int_equal(
+        gm_job_read_command(&j, "torchrun train.py", ref, sizeof ref, note, sizeof note, &err),
+        GM_ERR_INVALID);
+    assert_int_equal(gm_job_read_command(&j, "vllm serve --tensor-parallel-size 2", ref, sizeof ref,
+                                         note, sizeof note, &err),
+                     GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "no model"));
+    assert_int_equal(
+        gm_job_read_command(&j, "vllm serve 'm", ref, sizeof ref, note, sizeof note, &err),
+        GM_ERR_INVALID);
+    assert_int_equal(gm_job_read_command(&j, "vllm serve m --max-model-len lots", ref, sizeof ref,
+                                         note, sizeof note, &err),
+                     GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "--max-model-len"));
+}
+
+/* A search says what binds one past its answer: vLLM's max_model_len on an L4. */
+static void test_search_binding_limit(void **state)
+{
+    struct gm_job j;
+    struct gm_est_search r;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu L4", &j);
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, NULL, &err), GM_OK);
+    assert_int_equal(r.value, 0);
+    assert_int_equal(r.limited_by, GM_FIT_ENGINE_NO_START);
+    assert_non_null(strstr(r.limit_text, "max_model_len 131072"));
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu L4 --max-model-len 8192 --context 4096",
+             &j);
+    assert_int_equal(gm_estimate_search(&j, GM_SEARCH_BATCH, &r, NULL, &err), GM_OK);
+    assert_true(r.value > 0);
+    assert_int_equal(r.limited_by, GM_FIT_ENGINE_CONCURRENCY);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpus_are_tensor_parallel), cmocka_unit_test(test_sglang_pool),
+        cmocka_unit_test(test_llamacpp_host_offload),    cmocka_unit_test(test_plan_round_trip),
+        cmocka_unit_test(test_plan_names_the_folder),    cmocka_unit_test(test_read_commands),
+        cmocka_unit_test(test_search_binding_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
