@@ -27,8 +27,8 @@ int account_cli_begin(const char *cmd, struct account_cli *ac, const char *dir, 
     memset(ac, 0, sizeof(*ac));
     ac->keep = keep;
     /* $GPUMEM_ACCOUNT_LIBRARY: an interposer of the user's choice (docs/account.md) */
-    if (gm_account_preload_path(getenv("GPUMEM_ACCOUNT_LIBRARY"), preload, sizeof(preload),
-                                &err) != GM_OK) {
+    if (gm_account_preload_path(getenv("GPUMEM_ACCOUNT_LIBRARY"), preload, sizeof(preload), &err) !=
+        GM_OK) {
         cli_errorf(cmd, "%s%s", err.msg,
                    getenv("GPUMEM_ACCOUNT_LIBRARY") ? " ($GPUMEM_ACCOUNT_LIBRARY)"
                                                     : ": set GPUMEM_ACCOUNT_LIBRARY to its path");

@@ -22,16 +22,15 @@ static bool exists(const char *path)
     return access(path, R_OK) == 0;
 }
 
-enum gm_status gm_account_preload_path(const char *given, char *out, size_t n,
-                                       struct gm_error *err)
+enum gm_status gm_account_preload_path(const char *given, char *out, size_t n, struct gm_error *err)
 {
     char exe[PATH_MAX], *slash;
     const char *rel[] = {"", "/../lib/gpumem", "/" GM_PRELOAD_FROM_BIN};
     ssize_t len;
     if (given && *given) {
         if (!exists(given))
-            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                           "the interposer '%s' does not exist", given);
+            return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET, "the interposer '%s' does not exist",
+                           given);
         snprintf(out, n, "%s", given);
         return GM_OK;
     }
@@ -53,8 +52,7 @@ enum gm_status gm_account_preload_path(const char *given, char *out, size_t n,
         }
     }
     return gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                   "cannot find " PRELOAD_NAME " beside '%s' or in %s/../lib/gpumem",
-                   exe, exe);
+                   "cannot find " PRELOAD_NAME " beside '%s' or in %s/../lib/gpumem", exe, exe);
 }
 
 enum gm_status gm_account_env(char *const *envp, const struct gm_account_env_opts *o, char ***out,
