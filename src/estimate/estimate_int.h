@@ -118,6 +118,7 @@ struct est_ctx {
     void *trace_ctx;
     struct est_replay_memo **replays; /* step replays already run (the point estimate's, shared
                                          with the ends of its range) */
+    bool probe; /* est_run_point(): only the figures and the verdict are read */
 };
 
 /* ---- uncertain.c: the assumptions that spread the range ---- */

@@ -1092,6 +1092,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
 /* A replay ready to run: the shapes and the plans of cx->e's components, before any
  * tensor is allocated.  Running it reads nothing else, so these are its inputs. */
 struct prepared {
+    struct gm_alloc_conf conf;
     struct replay r;
     struct plan *pl; /* room for a plan per component of cx->e */
     size_t n;        /* plans */
@@ -1104,6 +1105,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     struct replay *r = &pr->r;
 
     memset(pr, 0, sizeof *pr);
+    gm_alloc_conf_init(&pr->conf);
     pr->pl = gm_calloc(e->n_components ? e->n_components : 1, sizeof(*pr->pl));
     if (!pr->pl)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
@@ -1150,7 +1152,6 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
                                    struct gm_est_replay *out, struct gm_error *err)
 {
     struct replay r = pr->r;
-    struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
     struct gm_alloc_device dev;
     struct gm_alloc_stats stats;
@@ -1177,12 +1178,11 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         pl[i].size = mem + pr->slots + off;
         off += pl[i].n_units * pl[i].per_unit;
     }
-    gm_alloc_conf_init(&conf);
     gm_alloc_fakedev_init(&fake, capacity);
     dev.ops = &gm_alloc_fakedev_ops;
     dev.ctx = &fake;
     dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
-    if ((st = gm_alloc_new(&conf, &dev, &r.a, err)) != GM_OK) {
+    if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) != GM_OK) {
         gm_free(pl);
         gm_free(mem);
         return st;
@@ -1256,10 +1256,12 @@ void est_replay_memo_free(struct est_replay_memo *m)
 static uint8_t *memo_key(const struct prepared *pr, size_t *len)
 {
     size_t each = sizeof(struct plan) + sizeof(struct gm_est_component);
-    uint8_t *key = gm_malloc(sizeof(struct replay) + pr->n * each), *k = key;
+    uint8_t *key = gm_malloc(sizeof pr->conf + sizeof(struct replay) + pr->n * each), *k = key;
     struct replay r;
     if (!key)
         return NULL;
+    memcpy(k, &pr->conf, sizeof pr->conf);
+    k += sizeof pr->conf;
     memcpy(&r, &pr->r, sizeof r);
     r.err = NULL;
     r.trace = NULL;
@@ -1330,6 +1332,34 @@ static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, c
     return st;
 }
 
+/* The replay on a device of 'capacity' bytes from the one without a limit, 'free_run', where
+ * that one settles it: true with *out filled.  Below the capacity all along, the device never
+ * refused a request, so the limited replay is the same run (the capacity is only a limit: the
+ * allocator reads the device's size only for expandable segments).  With more bytes live at
+ * once than the capacity (allocated_peak: blocks, at least the bytes asked for), the limited
+ * replay runs out of memory for certain; what it reserves is free_run's, only how many
+ * retries came first is unknown, and a probe (est_run_point) does not ask. */
+static bool settled_by_free_run(const struct est_ctx *cx, const struct prepared *pr,
+                                const struct gm_est_replay *free_run, uint64_t capacity,
+                                struct gm_est_replay *out)
+{
+    if (pr->conf.expandable_segments)
+        return false;
+    if (free_run->reserved_peak <= capacity) {
+        *out = *free_run;
+        out->capacity_bytes = capacity;
+        return true;
+    }
+    if (cx->probe && free_run->allocated_peak > capacity) {
+        *out = *free_run;
+        out->capacity_bytes = capacity;
+        out->retries = 0;
+        out->oom = true;
+        return true;
+    }
+    return false;
+}
+
 enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
                                struct gm_error *err)
 {
@@ -1337,19 +1367,28 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     struct prepared pr;
     uint8_t *key = NULL;
     size_t len = 0;
+    bool have_free = false;
     enum gm_status st;
 
     if ((st = prepare(cx, &pr, err)) != GM_OK)
         return st;
-    /* a traced run reports every segment as it is made: it always runs */
+    /* a traced run reports every segment as it is made: it always runs, limited first */
     if (!cx->trace && cx->replays && pr.n)
         key = memo_key(&pr, &len);
+    /* remembered, the replay without the limit is the cheap one to ask first */
+    if (key && capacity) {
+        if ((st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)
+            goto out_free;
+        have_free = true;
+        if (settled_by_free_run(cx, &pr, &free_run, capacity, out))
+            goto out_free;
+    }
     st = replay_at(cx, &pr, key, len, capacity, 0, out, err);
     if (st != GM_OK || !out->oom || !capacity)
         goto out_free;
     /* a request failed even after freeing the cache: the job does not fit; what it would
      * reserve is the replay without the limit */
-    if ((st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)
+    if (!have_free && (st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)
         goto out_free;
     free_run.capacity_bytes = out->capacity_bytes;
     free_run.retries = out->retries;
