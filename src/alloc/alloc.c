@@ -18,7 +18,7 @@
 
 /* ---- statistics ------------------------------------------------------------------- */
 
-static void stat_inc(struct gm_alloc_stat *s, uint64_t v)
+static inline void stat_inc(struct gm_alloc_stat *s, uint64_t v)
 {
     s->current += v;
     s->allocated += v;
@@ -26,26 +26,26 @@ static void stat_inc(struct gm_alloc_stat *s, uint64_t v)
         s->peak = s->current;
 }
 
-static void stat_dec(struct gm_alloc_stat *s, uint64_t v)
+static inline void stat_dec(struct gm_alloc_stat *s, uint64_t v)
 {
     /* a decrease below zero would be a bookkeeping bug; clamp rather than wrap */
     s->current = v <= s->current ? s->current - v : 0;
     s->freed += v;
 }
 
-static enum gm_alloc_stat_type pool_type(const struct alloc_pool *p)
+static inline enum gm_alloc_stat_type pool_type(const struct alloc_pool *p)
 {
     return p->small ? GM_ALLOC_STAT_SMALL_POOL : GM_ALLOC_STAT_LARGE_POOL;
 }
 
 /* increase_stat / decrease_stat on the aggregate and the pool's own entry */
-static void pool_inc(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+static inline void pool_inc(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
 {
     stat_inc(&arr[GM_ALLOC_STAT_ALL], v);
     stat_inc(&arr[pool_type(p)], v);
 }
 
-static void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+static inline void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
 {
     stat_dec(&arr[GM_ALLOC_STAT_ALL], v);
     stat_dec(&arr[pool_type(p)], v);
