@@ -292,6 +292,9 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
                                struct gm_error *err);
 /* Release the replays kept by est_step_replay() (NULL is a no-op). */
 void est_replay_memo_free(struct est_replay_memo *m);
+/* Add the replays 'from' keeps (may be NULL) to *to, as far as memory allows (a replay not
+ * copied only runs again). */
+void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from);
 
 /* ---- arch.c: layer widths and KV layouts ---- */
 

@@ -1316,6 +1316,12 @@ static void memo_put(struct est_replay_memo **mp, const uint8_t *key, size_t len
     e->out = *out;
 }
 
+void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from)
+{
+    for (size_t i = 0; from && i < from->n; i++)
+        memo_put(to, from->ent[i].key, from->ent[i].len, from->ent[i].capacity, &from->ent[i].out);
+}
+
 /* The prepared replay at 'capacity': remembered, or run (and remembered when 'key'). */
 static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, const uint8_t *key,
                                 size_t len, uint64_t capacity, unsigned pass,

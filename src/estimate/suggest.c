@@ -955,10 +955,8 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
     sx.job = job;
     sx.base = base;
     sx.alone = alone;
-    /* the candidates' replays start from the base's (a larger GPU replays the same job) and
-     * leave theirs with it: remembered replays are no part of what an estimate says */
-    sx.scratch->store->replays = base->store->replays;
-    base->store->replays = NULL;
+    /* the candidates' replays start from the base's (a larger GPU replays the same job) */
+    est_replay_memo_copy(&sx.scratch->store->replays, base->store->replays);
     /* every change alone, on the hardware the job has, then with more */
     for (size_t i = 0; i < N_CANDIDATES && n_tried < MAX_TRIED; i++) {
         struct tried *t = &tried[n_tried];
@@ -1004,8 +1002,6 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
             tried[k] = tried[k - 1];
             tried[k - 1] = t;
         }
-    base->store->replays = sx.scratch->store->replays;
-    sx.scratch->store->replays = NULL;
     out->items = gm_calloc(n_tried ? n_tried : 1, sizeof(*out->items));
     if (!out->items) {
         gm_free(tried);
