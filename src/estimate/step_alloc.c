@@ -83,6 +83,8 @@ enum profile {
     PROF_LOGITS   /* vocabulary-wide copies of the logits */
 };
 
+/* A component's tensors in the replay; like struct replay, values only besides 'c' (its
+ * contents are part of the replay's input) and the slots. */
 struct plan {
     const struct gm_est_component *c;
     enum life life;
@@ -97,6 +99,9 @@ struct plan {
     uint64_t *size;  /* requested bytes of each slot */
 };
 
+/* A replay's state.  What it starts from is its whole input: est_step_replay() remembers
+ * replays by these bytes (memo_key(), the pointers below cleared), so a field the run reads
+ * holds a value, never a pointer into the job, the model or the estimate. */
 struct replay {
     struct gm_alloc *a;
     struct gm_error *err;
