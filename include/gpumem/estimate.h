@@ -641,6 +641,9 @@ struct gm_est_serving {
     uint64_t kv_tokens;
     uint64_t block_size;
     uint64_t max_model_len;
+    uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */
+    uint64_t max_num_batched_tokens; /* vLLM: the profile run's tokens, likewise */
+    uint64_t sampler_bytes;          /* vLLM: the profile run's sampler peak */
     double max_concurrency;        /* kv_tokens / max_model_len */
     uint64_t compute_buffer_bytes; /* llama.cpp */
     uint64_t n_ctx;                /* llama.cpp cells */

@@ -604,10 +604,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_BLOCK_SIZE] = NUM("block-size", GM_JOB_U64, "T", "vLLM KV block size (default 16)",
                                INFER, GM_ENGINE_VLLM, engine.vllm.block_size, 1, 4096, 0),
     [EST_SET_MAX_NUM_SEQS] =
-        NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default 256)", INFER,
+        NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default: the version's for the GPU)", INFER,
             GM_ENGINE_VLLM, engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
     [EST_SET_MAX_NUM_BATCHED_TOKENS] =
-        NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default 8192)",
+        NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default: the version's for the GPU)",
             INFER, GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
                                    GM_ENGINE_VLLM, engine.vllm.enforce_eager),

@@ -121,9 +121,9 @@ static void test_vllm_70b_tp2(void **state)
     suggest(&j);
     assert_int_equal(base->fit.reason, GM_FIT_ENGINE_NO_START);
     /* current vLLM (0.21+): the NCCL buffers sit outside the budget (baseline after
-     * init_worker_distributed_environment), the CUDA-graph estimate inside it (with NCCL in the
-     * 2 GiB non-torch figure and graphs outside, the pool would hold 17984 tokens) */
-    assert_int_equal(base->serving.kv_tokens, 26176);
+     * init_worker_distributed_environment), the CUDA-graph estimate inside it, and the profile
+     * run samples 1024 sequences on an H100 (4.65 GiB of sorted logits): 184 blocks are left */
+    assert_int_equal(base->serving.kv_tokens, 2944);
     /* the largest max_model_len vLLM starts with */
     snprintf(want, sizeof want, "--max-model-len %llu",
              (unsigned long long)base->serving.kv_tokens);
