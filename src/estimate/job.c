@@ -1088,6 +1088,12 @@ void est_job_resolve(struct gm_job *j)
     /* packed / padding-free: the longest sequence cannot exceed the micro-batch */
     if (j->workload.tokens && !est_given(j, EST_SET_SEQ) && j->workload.seq > j->workload.tokens)
         j->workload.seq = j->workload.tokens;
+    /* bf16 needs compute capability 8.0 (Ampere; torch.cuda.is_bf16_supported() is false
+     * before): on an older catalog GPU (T4, V100, RTX 20xx) mixed precision defaults to fp16
+     * autocast with a gradient scaler, as the stacks fall back (stage_train says so) */
+    if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
+        j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
+        j->numerics.precision = GM_PREC_FP16_MIXED;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))

@@ -898,6 +898,19 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    : prec == GM_PREC_FP32
                        ? "everything fp32"
                        : "pure bf16 parameters, gradients, optimizer state and activations");
+    if (j->gpu.sm && j->gpu.sm < 80 && prec == GM_PREC_FP16_MIXED &&
+        !est_given(j, EST_SET_PRECISION))
+        est_assume(e,
+                   "precision fp16-mixed by default: the %s (sm %u.%u) has no bf16, which needs "
+                   "sm 8.0 (Ampere); autocast in fp16 with a gradient scaler, the same bytes",
+                   j->gpu.label, j->gpu.sm / 10, j->gpu.sm % 10);
+    else if (j->gpu.sm && j->gpu.sm < 80 &&
+             (prec == GM_PREC_BF16_MIXED || prec == GM_PREC_BF16 ||
+              j->memory.adapter == GM_ADAPTER_QLORA))
+        est_assume(e,
+                   "warning: bf16 needs sm 8.0 (Ampere); the %s (sm %u.%u) has none "
+                   "(torch.cuda.is_bf16_supported() is false): use fp16 there",
+                   j->gpu.label, j->gpu.sm / 10, j->gpu.sm % 10);
     est_assume(e, "optimizer %s: %s; step temporaries: %s", gm_optimizer_name(nu->optimizer),
                state_what, temp_what);
     if (j->workload.tokens)

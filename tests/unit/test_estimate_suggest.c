@@ -154,6 +154,38 @@ static void test_vllm_70b_tp1(void **state)
     check_order_and_replay(&j);
 }
 
+/* No change needs what the GPU lacks: bf16 from sm 8.0, FP8 from sm 8.9.  On a T4 a training
+ * job defaults to fp16 autocast and says why; the same serving job is offered FP8 on an H100
+ * but not on a V100. */
+static void test_suggestions_follow_the_gpu(void **state)
+{
+    struct gm_job j;
+    bool said = false;
+    (void)state;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    set(&j, "train", NULL);
+    set(&j, "gpu", "T4");
+    suggest(&j);
+    assert_int_equal(j.numerics.precision, GM_PREC_BF16_MIXED); /* the job as given */
+    for (size_t i = 0; i < base->n_assumptions; i++)
+        said |= strstr(base->assumptions[i], "fp16-mixed by default: the T4 (sm 7.5)") != NULL;
+    assert_true(said);
+    assert_true(sugg.n > 0);
+    for (size_t i = 0; i < sugg.n; i++) {
+        assert_null(strstr(sugg.items[i].change, "bf16"));
+        assert_null(strstr(sugg.items[i].change, "fp8"));
+    }
+    vllm_70b(&j, "2");
+    suggest(&j);
+    assert_non_null(with("--quant fp8"));
+    set(&j, "gpu", "V100-32GB");
+    suggest(&j);
+    assert_true(sugg.n > 0);
+    for (size_t i = 0; i < sugg.n; i++)
+        assert_null(strstr(sugg.items[i].change, "fp8"));
+}
+
 /* Full fine-tune over 8 GPUs: adapters and sharding are both offered. */
 static void test_finetune_gpus(void **state)
 {
@@ -356,6 +388,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vllm_70b_tp2),     cmocka_unit_test(test_vllm_70b_tp1),
+        cmocka_unit_test(test_suggestions_follow_the_gpu),
         cmocka_unit_test(test_finetune_gpus),    cmocka_unit_test(test_finetune_one_gpu),
         cmocka_unit_test(test_nothing_fits),     cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_never_impossible), cmocka_unit_test(test_cheapest_first),
