@@ -15,9 +15,9 @@
  * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
  * two hidden-sized tensors, and the sampler of max_num_seqs sequences (V0: fp32 logits and
  * probabilities inside the forward; V1: a top-k/top-p sort of every logit after it); both
- * settings default by version and GPU (est_vllm_batch).  With pipeline parallelism (--pp) every stage holds its layers'
- * weights and KV cache and the larger end (embedding or lm_head); vLLM takes the smallest
- * pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
+ * settings default by version and GPU (est_vllm_batch).  With pipeline parallelism (--pp) every
+ * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
+ * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
  * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
  * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x

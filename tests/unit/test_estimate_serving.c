@@ -330,8 +330,10 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     uint64_t t, n, vocab;
     (void)state;
     /* V0 without chunked prefill: the longest request's tokens, 256 sequences */
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
-                             "--max-model-len 20000", &j);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
+             "--max-model-len 20000",
+             &j);
     est_vllm_batch(&j, 20000, &t, &n);
     assert_int_equal(t, 20000);
     assert_int_equal(n, 256);
@@ -354,19 +356,25 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     assert_int_equal(t, 2048);
     assert_int_equal(n, 256);
     /* given settings win; max_num_seqs defaults to at most the batched tokens */
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
-                             "--max-num-batched-tokens 512", &j);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-num-batched-tokens 512",
+             &j);
     est_vllm_batch(&j, 16000, &t, &n);
     assert_int_equal(t, 512);
     assert_int_equal(n, 512);
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
-                             "--max-num-seqs 16", &j);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-num-seqs 16",
+             &j);
     est_vllm_batch(&j, 16000, &t, &n);
     assert_int_equal(n, 16);
 
     /* the V1 sampler of 1024 sequences over Llama-3's 128256 logits outweighs the forward */
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
-                             "--max-model-len 16000", &j);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-model-len 16000",
+             &j);
     run(&j, &est);
     vocab = j.model.model->vocab;
     assert_int_equal(vocab, 128256);
@@ -377,8 +385,10 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     gm_estimate_free(est);
     est = NULL;
     /* V0 samples inside the forward: fp32 logits and probabilities on top of it */
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
-                             "--max-model-len 20000", &j);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
+             "--max-model-len 20000",
+             &j);
     run(&j, &est);
     assert_int_equal(est->serving.sampler_bytes, 256 * vocab * 8);
     assert_true(est->serving.activation_peak_bytes > 256 * vocab * 8 + 20000ull * 4096 * 2);
@@ -389,9 +399,12 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpus_are_tensor_parallel), cmocka_unit_test(test_sglang_pool),
-        cmocka_unit_test(test_llamacpp_host_offload),    cmocka_unit_test(test_plan_round_trip),
-        cmocka_unit_test(test_plan_names_the_folder),    cmocka_unit_test(test_read_commands),
+        cmocka_unit_test(test_gpus_are_tensor_parallel),
+        cmocka_unit_test(test_sglang_pool),
+        cmocka_unit_test(test_llamacpp_host_offload),
+        cmocka_unit_test(test_plan_round_trip),
+        cmocka_unit_test(test_plan_names_the_folder),
+        cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
     };

@@ -387,11 +387,15 @@ static void test_report_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vllm_70b_tp2),     cmocka_unit_test(test_vllm_70b_tp1),
+        cmocka_unit_test(test_vllm_70b_tp2),
+        cmocka_unit_test(test_vllm_70b_tp1),
         cmocka_unit_test(test_suggestions_follow_the_gpu),
-        cmocka_unit_test(test_finetune_gpus),    cmocka_unit_test(test_finetune_one_gpu),
-        cmocka_unit_test(test_nothing_fits),     cmocka_unit_test(test_report_json),
-        cmocka_unit_test(test_never_impossible), cmocka_unit_test(test_cheapest_first),
+        cmocka_unit_test(test_finetune_gpus),
+        cmocka_unit_test(test_finetune_one_gpu),
+        cmocka_unit_test(test_nothing_fits),
+        cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_never_impossible),
+        cmocka_unit_test(test_cheapest_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

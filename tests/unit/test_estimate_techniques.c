@@ -186,6 +186,17 @@ static void test_loss_sizes(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * h + 4 * V * h + 2 * 256 * (V + h));
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) < logits / 4);
+    /* a custom loop's F.cross_entropy on the shifted copy of the bf16 logits: under autocast
+     * cross_entropy is an fp32 op (the copy cast to fp32, an fp32 log-softmax): 12 B, as
+     * ForCausalLMLoss; in pure bf16 nothing is upcast: logits, copy, log-softmax, 3 x 2 B */
+    run("llama-3-8b", TRAIN8B " --loss plain", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * V);
+    run("llama-3-8b", TRAIN8B " --loss plain --precision bf16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 6 * T * V);
+    run("llama-3-8b", TRAIN8B " --precision bf16", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V);
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    run("llama-3-8b", TRAIN8B, &base);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
     assert_true(base->loss_bytes >= logits);
     assert_true(base->backward_start_bytes < base->loss_bytes + logits);
