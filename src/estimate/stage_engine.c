@@ -13,9 +13,9 @@
  * the NCCL buffers, and since 0.21 an estimate of the CUDA-graph pool.  The profile run
  * pushes max_num_batched_tokens tokens through the model once; its peak is modelled per
  * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
- * two hidden-sized tensors, and the sampler of max_num_seqs sequences (V0: fp32 logits and
- * probabilities inside the forward; V1: a top-k/top-p sort of every logit after it); both
- * settings default by version and GPU (est_vllm_batch).  With pipeline parallelism (--pp) every
+ * two hidden-sized tensors, or the sampler of max_num_seqs sequences after it (a top-k/top-p
+ * sort of every logit), whichever is larger; both settings default by version and GPU
+ * (est_vllm_batch).  With pipeline parallelism (--pp) every
  * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
  * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
@@ -148,17 +148,15 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     *seqs = n;
 }
 
-/* The bytes per logit of vLLM's profile-run sampler.  V1 (vllm/v1/worker/gpu_model_runner.py
- * _dummy_sampler_run, with top-k and top-p set; vllm/v1/sample/sampler.py casts the logits to
- * fp32; vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p sorts them): the model's
- * 16-bit logits (2 B), their fp32 copy (4), the sort's values and int64 indices (12), and
- * inside torch.sort the int64 index input and CUB's alternate key and value buffers of its
- * pair sort (8 + 12; PyTorch aten/src/ATen/cuda/cub.cuh segmented_sort_pairs): 38 B.  V0
- * keeps the fp32 logits and probabilities (8 B). */
-static uint64_t sampler_bytes_per_logit(const struct gm_job *j)
-{
-    return j->stack.vllm && j->stack.vllm < GM_VERSION(0, 8, 0) ? 8 : 38;
-}
+/* The bytes per logit of vLLM's profile-run sampler, which enables top-k and top-p so that
+ * the profile sees their memory (V0: vllm/worker/model_runner.py profile_run's
+ * SamplingParams(top_p=0.99, top_k=vocab - 1); V1: gpu_model_runner.py _dummy_sampler_run):
+ * the model's 16-bit logits (2 B), their fp32 copy (4; vllm/v1/sample/sampler.py), the sort
+ * of apply_top_k_top_p (the same code in V0's sampler.py and V1's topk_topp_sampler.py): its
+ * values and int64 indices (12), and inside torch.sort the int64 index input and CUB's
+ * alternate key and value buffers of its pair sort (8 + 12; PyTorch aten/src/ATen/cuda/cub.cuh
+ * segmented_sort_pairs): 38 B. */
+#define SAMPLER_BYTES_PER_LOGIT 38
 
 /* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
  * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
@@ -293,17 +291,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     }
     act = profile_activations(m, T, t);
     /* every GPU samples the whole vocabulary (the logits are gathered over tp) */
-    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), sampler_bytes_per_logit(j));
+    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), SAMPLER_BYTES_PER_LOGIT);
     sv->sampler_bytes = sampler;
-    /* V1 samples after the forward: its peak is the larger of the forward's and the
-     * sampler's over the hidden states the forward leaves; V0 samples inside it */
+    /* the sampler runs after the forward (whose intermediates are freed by then): the peak
+     * is the larger of the forward's and the sampler's over the hidden states it leaves */
     hidden_bytes = gm_mul_sat(gm_mul_sat(T, m->hidden), 2);
-    if (sampler_bytes_per_logit(j) != 8) {
-        if (gm_add_sat(sampler, hidden_bytes) > act)
-            act = hidden_bytes;
-        else
-            sampler = 0;
-    }
+    if (gm_add_sat(sampler, hidden_bytes) > act)
+        act = hidden_bytes;
+    else
+        sampler = 0;
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -349,13 +345,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
                       GM_EXTENT_ONE_LAYER, note, err)))
         return st;
-    if (sampler_bytes_per_logit(j) == 8)
-        snprintf(note, sizeof note, "sampler: fp32 logits and probabilities of %llu sequences",
-                 (unsigned long long)seqs);
-    else
-        snprintf(note, sizeof note,
-                 "sampler: top-k/top-p sort of %llu sequences' logits, 38 B per logit",
-                 (unsigned long long)seqs);
+    snprintf(note, sizeof note,
+             "sampler: top-k/top-p sort of %llu sequences' logits, %d B per logit",
+             (unsigned long long)seqs, SAMPLER_BYTES_PER_LOGIT);
     if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
                                  GM_EXTENT_HEAD, note, err)))
         return st;

@@ -321,7 +321,7 @@ static void test_search_binding_limit(void **state)
 }
 
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
- * arg_utils), given settings win, and the V1 profile run's sampler sorts every logit of
+ * arg_utils), given settings win, and the profile run's sampler sorts every logit of
  * max_num_seqs sequences at 38 B per logit, after the forward, so the activation peak is the
  * larger of the two. */
 static void test_vllm_profile_run_by_version_and_gpu(void **state)
@@ -384,14 +384,13 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     assert_int_equal(est->serving.max_num_seqs, 1024);
     gm_estimate_free(est);
     est = NULL;
-    /* V0 samples inside the forward: fp32 logits and probabilities on top of it */
+    /* V0 profiles the same sort (SamplingParams(top_p=0.99, top_k=vocab - 1)) for its 256
+     * sequences, after a forward of 20000 tokens, which is the larger here */
     job_make("llama-3.1-8b",
-             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
-             "--max-model-len 20000",
-             &j);
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
     run(&j, &est);
-    assert_int_equal(est->serving.sampler_bytes, 256 * vocab * 8);
-    assert_true(est->serving.activation_peak_bytes > 256 * vocab * 8 + 20000ull * 4096 * 2);
+    assert_int_equal(est->serving.sampler_bytes, 256 * vocab * 38);
+    assert_true(est->serving.activation_peak_bytes > 256 * vocab * 38 + 20000ull * 4096 * 2);
     gm_estimate_free(est);
     est = NULL;
 }
