@@ -17,6 +17,7 @@
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
 #include "gpumem/example.h"
+#include "gpumem/export.h"
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 #include "gpumem/measure.h"
