@@ -25,6 +25,7 @@
 #include "gpumem/modelfile.h"
 #include "gpumem/output.h"
 #include "gpumem/pickle_write.h"
+#include "gpumem/redact.h"
 #include "gpumem/replay.h"
 #include "gpumem/report.h"
 #include "gpumem/sheet.h"

@@ -19,3 +19,14 @@ if(GM_PYTHON3)
       ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
   endforeach()
 endif()
+
+# snapshot redact: the copy gives the original's figures and hides its texts
+# (tests/export/check_redact.py), on the example and on every real file.
+if(GM_PYTHON3)
+  set(cmd ${GM_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/export/check_redact.py)
+  add_test(NAME export/redact COMMAND ${cmd} example)
+  gm_add_test(NAME export/redact/third-party-data NEEDS third-party-data
+    COMMAND ${cmd} --third-party-data)
+  set_tests_properties(export/redact export/redact/third-party-data PROPERTIES
+    ENVIRONMENT "${GM_TEST_ENV}" TIMEOUT 300)
+endif()
