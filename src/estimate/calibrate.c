@@ -713,7 +713,10 @@ enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, stru
     gm_json_kv_u64(&w, "peak_bytes", c->peak_bytes);
     gm_json_kv_u64(&w, "peak_reserved_bytes", c->peak_reserved_bytes);
     gm_json_kv_str(&w, "peak_phase", gm_phase_name((enum gm_phase)c->peak_phase));
-    gm_json_kv_i64(&w, "peak_iteration", c->peak_iteration);
+    if (c->peak_iteration < 0) /* numbered from 1, as the CLI says it */
+        gm_json_kv_null(&w, "peak_iteration");
+    else
+        gm_json_kv_i64(&w, "peak_iteration", (int64_t)c->peak_iteration + 1);
     gm_json_kv_u64(&w, "iterations", c->n_iterations);
     gm_json_kv_u64(&w, "leak_bytes_per_iteration", c->leak_bytes_per_iteration);
     if (c->has_buffer_bytes)
