@@ -514,8 +514,10 @@ static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
         goto out_free;
     }
-    memcpy(segs, ini->segs, n_segs * sizeof(*segs));
-    memcpy(allocs, ini->allocs, n_allocs * sizeof(*allocs));
+    if (n_segs)
+        memcpy(segs, ini->segs, n_segs * sizeof(*segs));
+    if (n_allocs)
+        memcpy(allocs, ini->allocs, n_allocs * sizeof(*allocs));
     qsort(segs, n_segs, sizeof(*segs), seg_by_addr);
     qsort(allocs, n_allocs, sizeof(*allocs), alloc_by_addr);
     for (size_t i = 0; i < n_segs && st == GM_OK; i++) {
