@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from snapshots import snapshot_files
+
 GPUMEM = os.environ.get("GPUMEM", "gpumem")
 
 
@@ -251,19 +253,7 @@ def main():
     fmt = sys.argv[1]
     expect(fmt in ("perfetto", "speedscope", "pprof", "sqlite"), "unknown format %r" % fmt)
     with tempfile.TemporaryDirectory() as tmp:
-        files = []
-        for arg in sys.argv[2:]:
-            if arg == "--third-party-data":  # tests/needs.sh names the folder
-                arg = os.path.join(os.environ["GM_TESTDATA"], "snapshots")
-            if arg == "example":
-                files.append(os.path.join(tmp, "example.pickle"))
-                subprocess.run([GPUMEM, "snapshot", "example", "-o", files[-1], "--iterations",
-                                "3", "--phases"], check=True, stdout=subprocess.DEVNULL)
-            elif os.path.isdir(arg):
-                files += sorted(os.path.join(arg, f) for f in os.listdir(arg)
-                                if f.endswith((".pickle", ".pkl")))
-            else:
-                files.append(arg)
+        files = snapshot_files(sys.argv[2:], tmp)
         expect(files, "no snapshot to check")
         for f in files:
             check(fmt, f, tmp)

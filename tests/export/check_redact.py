@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """check_redact.py SNAPSHOT...: `gpumem snapshot redact` keeps every figure and hides the text.
-SNAPSHOT is a file, a folder (its *.pickle and *.pkl files), "example" (`gpumem snapshot
-example` output, 3 iterations, with phases) or --third-party-data ($GM_TESTDATA/snapshots).
+SNAPSHOT as snapshots.py takes them (a file, a folder, "example", --third-party-data).
 
 For each file:
   - redacted: `snapshot info` counts (segments, blocks, events, unique frames and stacks: the
-    stacks keep their shape), `snapshot stats` whole, and each device's `snapshot peak`
-    figures are the original's; no file path or function name of the original's peak
+    stacks keep their shape), `snapshot stats` and `snapshot replay` in every number, and
+    each device's `snapshot peak` figures are the original's; no file path or function name of the original's peak
     listing is left in the bytes (but "??", "" and nn.Module's "forward"); two runs give the
     same bytes, another salt other bytes;
   - redacted with --keep-library-frames: stats, peak, categories, oom and leaks documents are
@@ -18,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+from snapshots import snapshot_files
 
 GPUMEM = os.environ.get("GPUMEM", "gpumem")
 PEAK_FIGURES = ("peak_bytes", "peak_event_index", "peak_reserved_bytes", "reserved_at_peak_bytes",
@@ -100,19 +101,7 @@ def check(path, tmp):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        files = []
-        for arg in sys.argv[1:]:
-            if arg == "--third-party-data":  # tests/needs.sh names the folder
-                arg = os.path.join(os.environ["GM_TESTDATA"], "snapshots")
-            if arg == "example":
-                files.append(os.path.join(tmp, "example.pickle"))
-                subprocess.run([GPUMEM, "snapshot", "example", "-o", files[-1], "--iterations",
-                                "3", "--phases"], check=True, stdout=subprocess.DEVNULL)
-            elif os.path.isdir(arg):
-                files += sorted(os.path.join(arg, f) for f in os.listdir(arg)
-                                if f.endswith((".pickle", ".pkl")))
-            else:
-                files.append(arg)
+        files = snapshot_files(sys.argv[1:], tmp)
         if not files:
             fail("no snapshot to check")
         for f in files:
