@@ -6,8 +6,10 @@
 #include "opts.h"
 #include "snapshot_cli.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/export.h"
 
+#include <stdint.h>
 #include <string.h>
 
 int cmd_snapshot_export(int argc, char **argv)
@@ -18,8 +20,7 @@ int cmd_snapshot_export(int argc, char **argv)
     int at = -1, n_pos = 0, n_fmt = 0, rc;
     struct gm_export_opts eo = {0};
     struct gm_analysis_opts ao = {0};
-    struct gm_snapshot *snap = NULL;
-    struct gm_analysis *an = NULL;
+    struct gm_export_input *in;
     struct gm_error err;
     struct gm_output o;
     const struct opt opts[] = {
@@ -49,14 +50,17 @@ int cmd_snapshot_export(int argc, char **argv)
     };
     const struct opt_usage usage = {
         "gpumem snapshot export --perfetto|--speedscope|--pprof|--sqlite FILE -o OUT [--force]\n"
-        "       [--device N] [--at K] [--points N]",
+        "       [--device N] [--at K] [--points N]\n"
+        "       gpumem snapshot export --perfetto|--speedscope RANK_FILE... -o OUT",
         "Write a snapshot and gpumem's analysis of it for the tools people already use: "
         "--perfetto a Chrome trace-event JSON (one process per device; allocated bytes by "
         "category and reserved bytes as counters; phases, iterations and record_function "
         "annotations as slices; out-of-memory events as instants); --speedscope and --pprof "
         "the stacks alive at each device's peak (or after event --at K), as `snapshot peak "
         "--folded` lists them; --sqlite every trace event, segment, block, frame and "
-        "allocation with its category and phase, as tables to query with SQL. "
+        "allocation with its category and phase, as tables to query with SQL. Several files "
+        "(--perfetto, --speedscope) are the ranks of one job: a process or profile per file "
+        "and device, on one time axis. "
         "docs/export.md shows each.",
         "gpumem snapshot export --perfetto train.pickle -o train.trace.json\n"
         "gpumem snapshot export --speedscope train.pickle -o peak.speedscope.json\n"
@@ -74,8 +78,13 @@ int cmd_snapshot_export(int argc, char **argv)
     if (n_fmt != 1)
         return cli_usage(argv[0],
                          "choose one format: --perfetto, --speedscope, --pprof or --sqlite");
-    if (n_pos != 1)
-        return cli_usage(argv[0], n_pos ? "one FILE at a time" : "missing FILE");
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing FILE");
+    if (n_pos > 1 && eo.format != GM_EXPORT_PERFETTO && eo.format != GM_EXPORT_SPEEDSCOPE)
+        return cli_usage(argv[0],
+                         "--%s takes one FILE (--perfetto and --speedscope take the "
+                         "ranks of a job)",
+                         gm_export_format_name(eo.format));
     if (!out)
         return cli_usage(argv[0], "missing -o OUT");
     if (at_seen && eo.format != GM_EXPORT_SPEEDSCOPE && eo.format != GM_EXPORT_PPROF)
@@ -93,20 +102,22 @@ int cmd_snapshot_export(int argc, char **argv)
         return rc;
     eo.at_given = at_seen;
     eo.at = at;
-    eo.label = snapcli_name(argv[1]);
     ao.max_points = (uint32_t)points;
-    {
+    if (!(in = gm_calloc((size_t)n_pos, sizeof(*in))))
+        return GM_EXIT_SOFTWARE;
+    for (int f = 0; f < n_pos && rc == 0; f++) {
         struct snapcli_load_opts lo = {mem_limit, false};
-        if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
-            return rc;
+        struct gm_snapshot *snap = NULL;
+        struct gm_analysis *an = NULL;
+        if ((rc = snapcli_load(argv[0], argv[f + 1], &lo, &snap)) != 0)
+            break;
+        in[f] = (struct gm_export_input){snapcli_name(argv[f + 1]), snap, NULL};
+        if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK)
+            rc = cli_fail(argv[0], &err);
+        in[f].an = an;
     }
-    if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
-        gm_snapshot_free(snap);
-        return cli_fail(argv[0], &err);
-    }
-    rc = cli_output_open(&o, argv[0], out, force);
-    if (rc == 0) {
-        if (gm_export_write(o.f, snap, an, &eo, &err) == GM_OK) {
+    if (rc == 0 && (rc = cli_output_open(&o, argv[0], out, force)) == 0) {
+        if (gm_export_write(o.f, in, (size_t)n_pos, &eo, &err) == GM_OK) {
             rc = cli_output_commit(&o, argv[0]);
         } else if (err.code == GM_ERR_INVALID) { /* no such device or event: the usage */
             cli_output_abort(&o);
@@ -116,7 +127,10 @@ int cmd_snapshot_export(int argc, char **argv)
             rc = cli_output_fail(&o, argv[0], &err);
         }
     }
-    gm_analysis_free(an);
-    gm_snapshot_free(snap);
+    for (int f = 0; f < n_pos; f++) {
+        gm_analysis_free((struct gm_analysis *)(uintptr_t)in[f].an);
+        gm_snapshot_free((struct gm_snapshot *)(uintptr_t)in[f].snap);
+    }
+    gm_free(in);
     return rc;
 }

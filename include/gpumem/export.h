@@ -50,20 +50,27 @@ bool gm_export_available(enum gm_export_format f);
 /* Options; zero-initialise, then set what you need. */
 struct gm_export_opts {
     enum gm_export_format format;
-    int32_t device;    /* only this CUDA device; -1: every device */
-    bool at_given;     /* speedscope, pprof: what is alive after event 'at' of each device */
-    int64_t at;        /* (-1: the state before the first event) instead of at the peak */
-    const char *label; /* the file's name, written into the output (NULL: none) */
+    int32_t device; /* only this CUDA device; -1: every device */
+    bool at_given;  /* speedscope, pprof: what is alive after event 'at' of each device */
+    int64_t at;     /* (-1: the state before the first event) instead of at the peak */
 };
 
-/* Write 'snap' and its analysis 'an' (gm_analysis_run() of 'snap') in o->format to 'f'.
- * The Perfetto counters are the analysis' series (gm_analysis_opts.max_points: every
- * bucket's least, most and last figures are exact).  Errors: GM_ERR_INVALID (no such
- * device or event), GM_ERR_UNSUPPORTED (a format this build lacks), GM_ERR_NOMEM,
- * GM_ERR_LIMIT, GM_ERR_IO (the write failed). */
-enum gm_status gm_export_write(FILE *f, const struct gm_snapshot *snap,
-                               const struct gm_analysis *an, const struct gm_export_opts *o,
-                               struct gm_error *err);
+/* One snapshot to export: its analysis and the name it is shown by. */
+struct gm_export_input {
+    const char *label;              /* the file's name (NULL: none) */
+    const struct gm_snapshot *snap; /* borrowed */
+    const struct gm_analysis *an;   /* gm_analysis_run() of snap; borrowed */
+};
+
+/* Write the n inputs in o->format to 'f'.  Perfetto and speedscope take several, the ranks
+ * of one job: a process (a profile) per file and device, on one time axis (microseconds
+ * since the earliest first event of them all); pprof and SQLite one.  The Perfetto counters
+ * are the analysis' series (gm_analysis_opts.max_points: every bucket's least, most and last
+ * figures are exact).  Errors: GM_ERR_INVALID (no such device or event, or several inputs
+ * for a format that takes one), GM_ERR_UNSUPPORTED (a format this build lacks),
+ * GM_ERR_NOMEM, GM_ERR_LIMIT, GM_ERR_IO (the write failed). */
+enum gm_status gm_export_write(FILE *f, const struct gm_export_input *in, size_t n,
+                               const struct gm_export_opts *o, struct gm_error *err);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -90,22 +90,27 @@ enum gm_status export_alive_collect(const struct gm_snapshot *snap, const struct
     return GM_OK;
 }
 
-enum gm_status gm_export_write(FILE *f, const struct gm_snapshot *snap,
-                               const struct gm_analysis *an, const struct gm_export_opts *o,
-                               struct gm_error *err)
+enum gm_status gm_export_write(FILE *f, const struct gm_export_input *in, size_t n,
+                               const struct gm_export_opts *o, struct gm_error *err)
 {
-    if (o->device >= 0 && !gm_analysis_device_by_index(an, o->device))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
-                       (int)o->device);
+    if (!n)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "export: no snapshot to write");
+    for (size_t i = 0; i < n; i++)
+        if (o->device >= 0 && !gm_analysis_device_by_index(in[i].an, o->device))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s%sthe snapshot has no device %d",
+                           in[i].label ? in[i].label : "", in[i].label ? ": " : "", (int)o->device);
+    if (n > 1 && o->format != GM_EXPORT_PERFETTO && o->format != GM_EXPORT_SPEEDSCOPE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s takes one snapshot at a time",
+                       gm_export_format_name(o->format));
     switch (o->format) {
     case GM_EXPORT_PERFETTO:
-        return export_perfetto(f, snap, an, o, err);
+        return export_perfetto(f, in, n, o, err);
     case GM_EXPORT_SPEEDSCOPE:
-        return export_speedscope(f, snap, an, o, err);
+        return export_speedscope(f, in, n, o, err);
     case GM_EXPORT_PPROF:
-        return export_pprof(f, snap, an, o, err);
+        return export_pprof(f, in, o, err);
     case GM_EXPORT_SQLITE:
-        return export_sqlite(f, snap, an, o, err);
+        return export_sqlite(f, in, o, err);
     }
     return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "export: unknown format %d", (int)o->format);
 }

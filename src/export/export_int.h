@@ -28,15 +28,13 @@ static inline bool export_selects(const struct gm_export_opts *o, int32_t device
     return o->device < 0 || o->device == device;
 }
 
-enum gm_status export_perfetto(FILE *f, const struct gm_snapshot *snap,
-                               const struct gm_analysis *an, const struct gm_export_opts *o,
-                               struct gm_error *err);
-enum gm_status export_speedscope(FILE *f, const struct gm_snapshot *snap,
-                                 const struct gm_analysis *an, const struct gm_export_opts *o,
-                                 struct gm_error *err);
-enum gm_status export_pprof(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+enum gm_status export_perfetto(FILE *f, const struct gm_export_input *in, size_t n,
+                               const struct gm_export_opts *o, struct gm_error *err);
+enum gm_status export_speedscope(FILE *f, const struct gm_export_input *in, size_t n,
+                                 const struct gm_export_opts *o, struct gm_error *err);
+enum gm_status export_pprof(FILE *f, const struct gm_export_input *in,
                             const struct gm_export_opts *o, struct gm_error *err);
-enum gm_status export_sqlite(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+enum gm_status export_sqlite(FILE *f, const struct gm_export_input *in,
                              const struct gm_export_opts *o, struct gm_error *err);
 
 #endif

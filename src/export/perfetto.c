@@ -4,7 +4,8 @@
  *
  *   {"displayTimeUnit": "ms", "otherData": {...}, "traceEvents": [...]}
  *
- * Per device one process (pid = device index + 1, named "cuda:N"), in it:
+ * Per device one process (pid = device index + 1, named "cuda:N"; with several files, the
+ * ranks of one job, pid = 1000 x file + device index + 1, named "FILE cuda:N"), in it:
  *   "C" counters  "allocated" (args: bytes per category, a stacked counter) and "reserved"
  *                 at every point of the analysis' series
  *   "X" slices    tid 1 the phases (forward, backward, optimizer_step), tid 2 the training
@@ -12,9 +13,9 @@
  *                 record_function annotations, START paired with the END that closes it
  *   "i" instants  out-of-memory events (process scope)
  *   "M" metadata  process and thread names
- * Timestamps are microseconds since the first event of the file when the trace records
- * times; otherwise the axis is the event index (event k at k + 1, the start at 0), which
- * otherData.time_axis says, and annotations (timed only) are left out. */
+ * Timestamps are microseconds since the earliest first event of the files when every trace
+ * records times; otherwise the axis is the event index (event k at k + 1, the start at 0),
+ * which otherData.time_axis says, and annotations (timed only) are left out. */
 #include "export/export_int.h"
 
 #include "gpumem/json.h"
@@ -27,7 +28,8 @@ enum { TID_PHASES = 1, TID_ITERATIONS, TID_ANNOTATIONS };
 struct axis {
     const struct gm_snapshot *snap;
     const struct gm_snapshot_device *sdev;
-    bool timed; /* the trace records times */
+    bool timed;        /* the traces record times */
+    int64_t origin_us; /* the time of ts 0 */
 };
 
 /* The timestamp of the state after event k (-1: the start). */
@@ -39,7 +41,7 @@ static int64_t axis_ts(const struct axis *ax, int64_t k)
     if (k < 0)
         k = 0;
     if (ax->sdev && gm_snapshot_event_at(ax->sdev, (size_t)k, &e) && (e.flags & GM_EVENT_HAS_TIME))
-        return e.time_us - ax->snap->time_first_us;
+        return e.time_us - ax->origin_us;
     return 0;
 }
 
@@ -75,8 +77,7 @@ static void counters(struct gm_json *w, const struct axis *ax, int32_t pid,
 {
     for (size_t i = 0; i < dev->n_points; i++) {
         const struct gm_analysis_point *p = &dev->points[i];
-        int64_t ts =
-            p->has_time && ax->timed ? p->time_us - ax->snap->time_first_us : axis_ts(ax, p->event);
+        int64_t ts = p->has_time && ax->timed ? p->time_us - ax->origin_us : axis_ts(ax, p->event);
         head(w, "C", "allocated", pid, 0);
         gm_json_kv_i64(w, "ts", ts);
         gm_json_key(w, "args");
@@ -128,7 +129,7 @@ static void phases(struct gm_json *w, const struct axis *ax, int32_t pid,
 static void annotations(struct gm_json *w, const struct axis *ax, int32_t pid, int32_t device)
 {
     const struct gm_snapshot *snap = ax->snap;
-    int64_t last = snap->time_last_us - snap->time_first_us;
+    int64_t last = snap->time_last_us - ax->origin_us;
     for (size_t i = 0; i < snap->n_annotations; i++) {
         const struct gm_snapshot_annotation *a = &snap->annotations[i];
         int64_t end = last;
@@ -144,11 +145,11 @@ static void annotations(struct gm_json *w, const struct axis *ax, int32_t pid, i
             } else if (depth) {
                 depth--;
             } else {
-                end = b->time_us - snap->time_first_us;
+                end = b->time_us - ax->origin_us;
                 break;
             }
         }
-        slice(w, a->name, pid, TID_ANNOTATIONS, a->time_us - snap->time_first_us, end);
+        slice(w, a->name, pid, TID_ANNOTATIONS, a->time_us - ax->origin_us, end);
         gm_json_end_object(w);
     }
 }
@@ -173,12 +174,49 @@ static void ooms(struct gm_json *w, const struct axis *ax, int32_t pid,
     }
 }
 
-enum gm_status export_perfetto(FILE *f, const struct gm_snapshot *snap,
-                               const struct gm_analysis *an, const struct gm_export_opts *o,
-                               struct gm_error *err)
+/* The processes of one file. */
+static void file_events(struct gm_json *w, const struct gm_export_input *in, size_t file,
+                        size_t n_files, bool timed, int64_t origin_us,
+                        const struct gm_export_opts *o)
+{
+    const struct gm_analysis *an = in->an;
+    for (size_t d = 0; d < an->n_devices; d++) {
+        const struct gm_analysis_device *dev = &an->devices[d];
+        struct axis ax = {in->snap, gm_snapshot_device_by_index(in->snap, dev->device), timed,
+                          origin_us};
+        int32_t pid = (int32_t)(n_files > 1 ? 1000 * file : 0) + dev->device + 1;
+        char name[300];
+        if (!export_selects(o, dev->device))
+            continue;
+        if (n_files > 1)
+            snprintf(name, sizeof(name), "%.250s cuda:%d", in->label ? in->label : "?",
+                     (int)dev->device);
+        else
+            snprintf(name, sizeof(name), "cuda:%d", (int)dev->device);
+        meta(w, "process_name", pid, 0, name);
+        meta(w, "thread_name", pid, TID_PHASES, "phases");
+        meta(w, "thread_name", pid, TID_ITERATIONS, "iterations");
+        if (timed)
+            meta(w, "thread_name", pid, TID_ANNOTATIONS, "annotations");
+        counters(w, &ax, pid, dev);
+        phases(w, &ax, pid, dev);
+        if (timed)
+            annotations(w, &ax, pid, dev->device);
+        ooms(w, &ax, pid, dev);
+    }
+}
+
+enum gm_status export_perfetto(FILE *f, const struct gm_export_input *in, size_t n,
+                               const struct gm_export_opts *o, struct gm_error *err)
 {
     struct gm_json w;
-    bool timed = snap->has_time;
+    bool timed = true;
+    int64_t origin_us = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        timed = timed && in[i].snap->has_time;
+        if (in[i].snap->has_time && in[i].snap->time_first_us < origin_us)
+            origin_us = in[i].snap->time_first_us;
+    }
     gm_json_init(&w, f, 0);
     gm_json_begin_object(&w);
     gm_json_kv_str(&w, "displayTimeUnit", "ms");
@@ -186,33 +224,19 @@ enum gm_status export_perfetto(FILE *f, const struct gm_snapshot *snap,
     gm_json_begin_object(&w);
     gm_json_kv_str(&w, "generator", "gpumem");
     gm_json_kv_str(&w, "gpumem_version", gm_version());
-    if (o->label)
-        gm_json_kv_str(&w, "file", o->label);
+    gm_json_key(&w, "files");
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < n; i++)
+        gm_json_str(&w, in[i].label ? in[i].label : "");
+    gm_json_end_array(&w);
     gm_json_kv_str(&w, "time_axis", timed ? "microseconds since the first event" : "event index");
     if (timed)
-        gm_json_kv_i64(&w, "time_origin_us", snap->time_first_us);
+        gm_json_kv_i64(&w, "time_origin_us", origin_us);
     gm_json_end_object(&w);
     gm_json_key(&w, "traceEvents");
     gm_json_begin_array(&w);
-    for (size_t d = 0; d < an->n_devices; d++) {
-        const struct gm_analysis_device *dev = &an->devices[d];
-        struct axis ax = {snap, gm_snapshot_device_by_index(snap, dev->device), timed};
-        int32_t pid = dev->device + 1;
-        char name[32];
-        if (!export_selects(o, dev->device))
-            continue;
-        snprintf(name, sizeof(name), "cuda:%d", (int)dev->device);
-        meta(&w, "process_name", pid, 0, name);
-        meta(&w, "thread_name", pid, TID_PHASES, "phases");
-        meta(&w, "thread_name", pid, TID_ITERATIONS, "iterations");
-        if (timed)
-            meta(&w, "thread_name", pid, TID_ANNOTATIONS, "annotations");
-        counters(&w, &ax, pid, dev);
-        phases(&w, &ax, pid, dev);
-        if (timed)
-            annotations(&w, &ax, pid, dev->device);
-        ooms(&w, &ax, pid, dev);
-    }
+    for (size_t i = 0; i < n; i++)
+        file_events(&w, &in[i], i, n, timed, origin_us, o);
     gm_json_end_array(&w);
     gm_json_end_object(&w);
     if (!gm_json_finish(&w))

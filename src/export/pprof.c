@@ -140,9 +140,11 @@ static enum gm_status gzip_write(FILE *f, const void *p, size_t len, struct gm_e
     return GM_OK;
 }
 
-enum gm_status export_pprof(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+enum gm_status export_pprof(FILE *f, const struct gm_export_input *in,
                             const struct gm_export_opts *o, struct gm_error *err)
 {
+    const struct gm_snapshot *snap = in->snap;
+    const struct gm_analysis *an = in->an;
     struct export_alive *alive;
     size_t n_alive;
     struct pb prof, sub, line, packed;

@@ -118,12 +118,12 @@ static long seg_find(const struct seg_ref *r, size_t n, uint64_t addr)
     return lo && addr < r[lo - 1].end ? (long)r[lo - 1].id : -1;
 }
 
-static void put_meta(struct db *db, const struct gm_snapshot *snap, const struct gm_export_opts *o)
+static void put_meta(struct db *db, const struct gm_snapshot *snap, const char *label)
 {
     sqlite3_stmt *s = prepare(db, "INSERT INTO meta VALUES(?, ?)");
     const char *kv[][2] = {{"generator", "gpumem"},
                            {"gpumem_version", gm_version()},
-                           {"file", o->label ? o->label : ""},
+                           {"file", label ? label : ""},
                            {"generation", gm_snapshot_gen_name(snap->gen)},
                            {"torch", gm_snapshot_gen_torch(snap->gen)}};
     for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
@@ -283,9 +283,11 @@ static void put_analysis(struct db *db, const struct gm_analysis_device *dev)
     sqlite3_finalize(it);
 }
 
-enum gm_status export_sqlite(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+enum gm_status export_sqlite(FILE *f, const struct gm_export_input *in,
                              const struct gm_export_opts *o, struct gm_error *err)
 {
+    const struct gm_snapshot *snap = in->snap;
+    const struct gm_analysis *an = in->an;
     struct db db = {NULL, SQLITE_OK, err};
     unsigned char *image;
     sqlite3_int64 size = 0;
@@ -298,7 +300,7 @@ enum gm_status export_sqlite(FILE *f, const struct gm_snapshot *snap, const stru
     db.rc = sqlite3_exec(db.h, schema, NULL, NULL, NULL);
     if (db.rc == SQLITE_OK)
         db.rc = sqlite3_exec(db.h, "BEGIN", NULL, NULL, NULL);
-    put_meta(&db, snap, o);
+    put_meta(&db, snap, in->label);
     put_state(&db, snap, o);
     put_frames(&db, snap);
     for (size_t d = 0; d < an->n_devices && db.rc == SQLITE_OK; d++) {
@@ -328,12 +330,11 @@ enum gm_status export_sqlite(FILE *f, const struct gm_snapshot *snap, const stru
 
 #else
 
-enum gm_status export_sqlite(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
+enum gm_status export_sqlite(FILE *f, const struct gm_export_input *in,
                              const struct gm_export_opts *o, struct gm_error *err)
 {
     (void)f;
-    (void)snap;
-    (void)an;
+    (void)in;
     (void)o;
     return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                    "sqlite: this gpumem was built without libsqlite3 (install libsqlite3-dev "

@@ -46,6 +46,15 @@ def expect(cond, msg):
         fail(msg)
 
 
+def processes(peaks):
+    """(pid, process name, peak) of each device, in file order: 'peaks' maps a device to its
+    peak, or (several files, the ranks of a job) a file name to such a map."""
+    if all(isinstance(k, int) for k in peaks):
+        return [(dev + 1, "cuda:%d" % dev, peak) for dev, peak in sorted(peaks.items())]
+    return [(1000 * i + dev + 1, "%s cuda:%d" % (name, dev), peak)
+            for i, (name, devs) in enumerate(peaks.items()) for dev, peak in sorted(devs.items())]
+
+
 # ---- perfetto / Chrome trace events ----
 
 def check_perfetto(path, peaks):
@@ -84,12 +93,11 @@ def check_perfetto(path, peaks):
         spans.sort()
         for a, b in zip(spans, spans[1:]):
             expect(b[0] >= a[1] or b[1] <= a[1], "slices of pid %d tid %d overlap" % (pid, tid))
-    for dev, peak in peaks.items():
-        pid = dev + 1
-        expect(names.get(pid) == "cuda:%d" % dev, "a process named cuda:%d" % dev)
+    for pid, name, peak in processes(peaks):
+        expect(names.get(pid) == name, "process %d is named %r" % (pid, name))
         expect(allocated.get(pid) == peak,
-               "cuda:%d: the largest allocated counter %s is the peak %d" %
-               (dev, allocated.get(pid), peak))
+               "%s: the largest allocated counter %s is the peak %d" %
+               (name, allocated.get(pid), peak))
     return "%d events, %d processes" % (len(doc["traceEvents"]), len(names))
 
 
@@ -104,10 +112,11 @@ def check_speedscope(path, peaks):
                for f in frames), "frame line and file types")
     expect(isinstance(doc.get("activeProfileIndex", 0), int), "activeProfileIndex")
     profiles = doc["profiles"]
-    expect(len(profiles) == len(peaks), "one profile per device")
-    for p, (dev, peak) in zip(profiles, sorted(peaks.items())):
+    expect(len(profiles) == len(processes(peaks)), "one profile per device")
+    for p, (_, name, peak) in zip(profiles, processes(peaks)):
+        dev = int(name.rsplit(":", 1)[1])
         expect(p["type"] == "sampled" and p["unit"] == "bytes", "sampled profiles in bytes")
-        expect(p["name"].startswith("cuda:%d " % dev), "profile %r is cuda:%d" % (p["name"], dev))
+        expect(p["name"].startswith(name + " "), "profile %r is %s" % (p["name"], name))
         expect(len(p["samples"]) == len(p["weights"]), "a weight per sample")
         expect(all(s and all(0 <= i < len(frames) for i in s) for s in p["samples"]),
                "samples index shared.frames")
@@ -249,6 +258,24 @@ def check(fmt, snapshot, tmp):
     print("ok: %s %s: %s" % (fmt, os.path.basename(snapshot), what))
 
 
+def check_ranks(fmt, tmp):
+    """Two ranks of one job (devices 0 and 1, batch 8 and 12) in one file."""
+    files = [os.path.join(tmp, "rank%d.pickle" % r) for r in (0, 1)]
+    for r, f in enumerate(files):
+        subprocess.run([GPUMEM, "snapshot", "example", "-o", f, "--iterations", "2", "--device",
+                        str(r), "--batch", str(8 + 4 * r), "--force"], check=True,
+                       stdout=subprocess.DEVNULL)
+    peaks = {}
+    for f in files:
+        doc = gpumem_json("snapshot", "peak", "--json", "--top", "1", f)
+        peaks[f] = {d["device"]: d["peak_bytes"] for d in doc["devices"]}
+    out = os.path.join(tmp, "ranks." + fmt)
+    subprocess.run([GPUMEM, "snapshot", "export", "--" + fmt, *files, "-o", out, "--force"],
+                   check=True)
+    what = (check_perfetto if fmt == "perfetto" else check_speedscope)(out, peaks)
+    print("ok: %s of two ranks: %s" % (fmt, what))
+
+
 def main():
     fmt = sys.argv[1]
     expect(fmt in ("perfetto", "speedscope", "pprof", "sqlite"), "unknown format %r" % fmt)
@@ -257,6 +284,8 @@ def main():
         expect(files, "no snapshot to check")
         for f in files:
             check(fmt, f, tmp)
+        if "example" in sys.argv[2:] and fmt in ("perfetto", "speedscope"):
+            check_ranks(fmt, tmp)
 
 
 if __name__ == "__main__":
