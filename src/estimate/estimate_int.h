@@ -325,6 +325,12 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block);
 
+/* vLLM's max_num_batched_tokens and max_num_seqs for 'job' serving requests of up to
+ * 'max_model_len' tokens: the settings given, else the defaults of the job's vLLM version for
+ * its GPU (stage_engine.c says where each comes from). */
+void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
+                    uint64_t *seqs);
+
 /* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
  * the KV heads evenly or replicated when there are fewer of them than t. */
 bool est_tp_divides(const struct gm_model *m, uint64_t t);

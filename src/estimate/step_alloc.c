@@ -635,7 +635,8 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->logits_32_shifted = est_round(4.0 * shifted * v);
     r->logits_16_shifted = est_round(ea * shifted * v);
     enum est_hf_loss form = est_hf_loss_form(j, m);
-    r->inline_ce = j->memory.loss == GM_LOSS_FULL && form == EST_HF_LOSS_INLINE;
+    r->inline_ce = (j->memory.loss == GM_LOSS_FULL && form == EST_HF_LOSS_INLINE) ||
+                   j->memory.loss == GM_LOSS_PLAIN;
     r->inline_mixed = r->inline_ce && est_precision_autocast(j->numerics.precision);
     r->fp32_outputs = est_hf_trainer_fp32_outputs(j);
     r->upcast = form == EST_HF_LOSS_UPCAST &&
