@@ -17,6 +17,8 @@ static const struct cli_command snapshot_commands[] = {
      "replay the trace through the allocator model; what-if settings"},
     {"report", cmd_snapshot_report, "self-contained HTML report (timeline, categories, peak)"},
     {"plot", cmd_snapshot_plot, "terminal chart of allocated and reserved over time"},
+    {"export", cmd_snapshot_export, "Perfetto, speedscope, pprof or SQLite for other tools"},
+    {"redact", cmd_snapshot_redact, "a copy to share: paths, names, annotations hashed"},
     {"example", cmd_snapshot_example, "write gpumem's example snapshot (training with a leak)"},
     {NULL, NULL, NULL},
 };

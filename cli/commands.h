@@ -25,6 +25,8 @@ int cmd_snapshot_diff(int argc, char **argv);
 int cmd_snapshot_oom(int argc, char **argv);
 int cmd_snapshot_replay(int argc, char **argv);
 int cmd_snapshot_example(int argc, char **argv);
+int cmd_snapshot_export(int argc, char **argv);
+int cmd_snapshot_redact(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);
 

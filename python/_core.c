@@ -34,9 +34,12 @@
 #include "gpumem/estimate.h"
 #include "gpumem/json.h"
 #include "gpumem/output.h"
+#include "gpumem/pickle_write.h"
+#include "gpumem/replay.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
 #include "gpumem/sweep.h"
+#include "gpumem/units.h"
 #include "gpumem/version.h"
 
 #include <errno.h>
@@ -666,6 +669,253 @@ out_fail:
     return NULL;
 }
 
+/* ---- Snapshot.from_dict(): torch.cuda.memory._snapshot()'s dict, read without a file ----
+ *
+ * The dict is written as the pickle torch.cuda.memory._dump_snapshot() would write for it
+ * (gpumem/pickle_write.h, into memory: nothing on disk) and that pickle is loaded as a file
+ * is, so that a dict and a file give one snapshot by one reader.  Only the plain types a
+ * snapshot holds are taken, exactly (no subclass, so no Python code runs while the
+ * containers are walked): dict, list, tuple, str, int, float, bool, None. */
+
+#define OBJECT_MAX_DEPTH 200
+
+struct obj_writer {
+    struct gm_pickle_writer *w;
+    PyObject *strings; /* str -> its memo index: equal texts written once */
+};
+
+static bool write_object(struct obj_writer *ow, PyObject *o, int depth)
+{
+    if (depth > OBJECT_MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError,
+                        "from_dict: nested more than 200 deep (a container inside itself?)");
+        return false;
+    }
+    if (o == Py_None) {
+        gm_pickle_none(ow->w);
+    } else if (PyBool_Check(o)) {
+        gm_pickle_bool(ow->w, o == Py_True);
+    } else if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return false;
+        if (!overflow) {
+            gm_pickle_int(ow->w, v);
+        } else {
+            unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(o) : 0;
+            if (overflow < 0 || PyErr_Occurred()) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_OverflowError, "from_dict: an integer beyond 64 bits");
+                return false;
+            }
+            gm_pickle_uint(ow->w, u);
+        }
+    } else if (PyFloat_CheckExact(o)) {
+        gm_pickle_float(ow->w, PyFloat_AS_DOUBLE(o));
+    } else if (PyUnicode_CheckExact(o)) {
+        PyObject *memo = PyDict_GetItemWithError(ow->strings, o), *m;
+        Py_ssize_t n;
+        const char *p;
+        if (memo) {
+            gm_pickle_get(ow->w, (uint32_t)PyLong_AsUnsignedLong(memo));
+            return true;
+        }
+        if (PyErr_Occurred() || !(p = PyUnicode_AsUTF8AndSize(o, &n)))
+            return false;
+        m = PyLong_FromUnsignedLong(gm_pickle_strn(ow->w, p, (size_t)n));
+        if (!m || PyDict_SetItem(ow->strings, o, m) < 0) {
+            Py_XDECREF(m);
+            return false;
+        }
+        Py_DECREF(m);
+    } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+        bool tuple = PyTuple_CheckExact(o);
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        if (tuple)
+            gm_pickle_tuple_begin(ow->w, (size_t)n);
+        else
+            gm_pickle_list_begin(ow->w, (size_t)n);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!write_object(ow, PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return false;
+        if (tuple)
+            gm_pickle_tuple_end(ow->w);
+        else
+            gm_pickle_list_end(ow->w);
+    } else if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        gm_pickle_dict_begin(ow->w, (size_t)PyDict_GET_SIZE(o));
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (!write_object(ow, k, depth + 1) || !write_object(ow, v, depth + 1))
+                return false;
+        gm_pickle_dict_end(ow->w);
+    } else {
+        PyErr_Format(PyExc_TypeError, "from_dict: a %.100s, which no memory snapshot holds",
+                     Py_TYPE(o)->tp_name);
+        return false;
+    }
+    return true;
+}
+
+static PyObject *snapshot_load_object(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    struct obj_writer ow = {NULL, NULL};
+    struct gm_snapshot_opts opts;
+    struct gm_snapshot *snap = NULL;
+    struct gm_error err;
+    struct memout m;
+    PyObject *obj;
+    uint64_t memory_limit = 0;
+    enum gm_status st;
+    bool ok;
+    PyThreadState *ts;
+
+    if (!PyArg_ParseTuple(args, "OO&", &obj, u64_arg, &memory_limit))
+        return NULL;
+    if (s->snap || s->loading) {
+        PyErr_SetString(PyExc_TypeError, "the snapshot is already loaded");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(obj) && !PyList_CheckExact(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "from_dict: the dict torch.cuda.memory._snapshot() returns, not a %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (!(ow.strings = PyDict_New()) || !memout_open(&m)) {
+        Py_XDECREF(ow.strings);
+        return NULL;
+    }
+    st = gm_pickle_writer_new(m.f, 4, &ow.w, &err);
+    ok = st == GM_OK && write_object(&ow, obj, 0);
+    if (st == GM_OK && ok)
+        st = gm_pickle_writer_finish(ow.w, &err);
+    else if (st == GM_OK)
+        gm_pickle_writer_free(ow.w);
+    Py_DECREF(ow.strings);
+    if (fclose(m.f) != 0 && st == GM_OK && ok)
+        st = gm_fail(&err, GM_ERR_NOMEM, GM_NO_OFFSET, "from_dict: out of memory");
+    if (ok && st == GM_OK) {
+        memset(&opts, 0, sizeof(opts));
+        opts.memory_limit = memory_limit;
+        s->loading = true;
+        ts = PyEval_SaveThread();
+        st = gm_snapshot_load_mem(m.text, m.len, &opts, &snap, &err);
+        PyEval_RestoreThread(ts);
+        s->loading = false;
+    }
+    free(m.text);
+    if (!ok)
+        return NULL;
+    if (st != GM_OK)
+        return raise_gm(&err, NULL);
+    s->snap = snap;
+    s->path = PyUnicode_FromString("<dict>");
+    if (!s->path)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* `gpumem snapshot replay --json` for this snapshot: alloc_conf (str or None: the recorded
+ * settings), gpu_memory (bytes, a size string, or None: unlimited), memory_fraction (0:
+ * none), compare. */
+static PyObject *snapshot_replay_json(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    const char *conf = NULL;
+    uint64_t device_bytes = 0;
+    double fraction = 0;
+    int compare = 0;
+    struct gm_alloc_conf what_if;
+    struct gm_replay_opts ro;
+    struct gm_replay_result res;
+    struct gm_replay_comparison *cmp = NULL;
+    size_t n_cmp = 0;
+    struct gm_error err;
+    struct memout m;
+    char conf_text[256];
+    enum gm_status st;
+    bool assumed;
+
+    PyObject *gpu_memory;
+    if (!PyArg_ParseTuple(args, "zOdp", &conf, &gpu_memory, &fraction, &compare) || !loaded(s))
+        return NULL;
+    if (PyUnicode_Check(gpu_memory)) { /* "24GiB", "80GB", as --gpu-memory takes it */
+        const char *text = PyUnicode_AsUTF8(gpu_memory);
+        if (!text)
+            return NULL;
+        if (gm_parse_gpu_memory(text, &device_bytes, &err) != GM_OK)
+            return raise_gm(&err, NULL);
+    } else if (gpu_memory != Py_None && !u64_arg(gpu_memory, &device_bytes)) {
+        return NULL;
+    }
+    memset(&ro, 0, sizeof(ro));
+    if (conf) {
+        gm_replay_snapshot_conf(s->snap, &what_if, &assumed);
+        if (gm_alloc_conf_parse(&what_if, conf, &err) != GM_OK)
+            return raise_gm(&err, NULL);
+        gm_alloc_conf_format(&what_if, conf_text, sizeof(conf_text));
+        ro.what_if = &what_if;
+    }
+    ro.device_bytes = device_bytes;
+    ro.memory_fraction = fraction;
+    if (gm_replay_snapshot(s->snap, &ro, &res, &err) != GM_OK)
+        return raise_gm(&err, s->path);
+    if (compare && gm_replay_compare(s->snap, &ro, &cmp, &n_cmp, &err) != GM_OK) {
+        gm_replay_release(&res);
+        return raise_gm(&err, s->path);
+    }
+    if (!memout_open(&m)) {
+        gm_free(cmp);
+        gm_replay_release(&res);
+        return NULL;
+    }
+    {
+        const char *path = PyUnicode_AsUTF8(s->path);
+        struct gm_replay_doc doc = {.path = path ? path : "",
+                                    .snap = s->snap,
+                                    .result = &res,
+                                    .what_if = conf ? conf_text : NULL,
+                                    .device_bytes = device_bytes,
+                                    .comparisons = compare ? cmp : NULL,
+                                    .n_comparisons = n_cmp};
+        st = gm_replay_json(m.f, &doc, &err);
+    }
+    gm_free(cmp);
+    gm_replay_release(&res);
+    return memout_str(&m, st == GM_OK, "the replay");
+}
+
+/* The HTML report as a str (Jupyter's _repr_html_): the page `snapshot report` writes. */
+static PyObject *snapshot_report_html(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    const char *title = NULL;
+    struct gm_report_opts opts;
+    const struct gm_analysis *an;
+    struct gm_error err;
+    struct memout m;
+    enum gm_status st;
+    PyThreadState *ts;
+
+    if (!PyArg_ParseTuple(args, "z", &title) || !(an = analysis_of(s)) || !memout_open(&m))
+        return NULL;
+    memset(&opts, 0, sizeof(opts));
+    opts.title = title ? title : PyUnicode_AsUTF8(s->path);
+    ts = PyEval_SaveThread();
+    st = gm_report_html(m.f, s->snap, an, &opts, &err);
+    PyEval_RestoreThread(ts);
+    if (st != GM_OK) {
+        fclose(m.f);
+        free(m.text);
+        return raise_gm(&err, s->path);
+    }
+    return memout_str(&m, true, "the report");
+}
+
 /* The scalar properties, one getter told apart by its closure. */
 enum snapshot_prop {
     PROP_PATH,
@@ -733,6 +983,11 @@ static PyMethodDef snapshot_methods[] = {
      "_stack_json(stack) -> str: the frames worth showing of a stack id, as JSON"},
     {"report", (PyCFunction)(void (*)(void))snapshot_report, METH_VARARGS | METH_KEYWORDS,
      "report(path, title=None, *, overwrite=False): write the offline HTML report"},
+    {"_load_object", snapshot_load_object, METH_VARARGS,
+     "load the dict torch.cuda.memory._snapshot() returns (from_dict)"},
+    {"_replay_json", snapshot_replay_json, METH_VARARGS,
+     "`gpumem snapshot replay --json` of this snapshot"},
+    {"_report_html", snapshot_report_html, METH_VARARGS, "the HTML report as a str"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install what gpumem needs to build and test on Debian 12: the compiler tool chain, CMake,
-# jansson, zlib, cmocka, for the Python package Python's headers, NumPy, venv and pip (its
-# build backend needs nothing else: python/gpumem_build.py), and for the browser
+# jansson, zlib, libsqlite3 (snapshot export --sqlite), cmocka, for the Python package
+# Python's headers, NumPy, venv and pip (its build backend needs nothing else:
+# python/gpumem_build.py), and for the browser
 # tests of the HTML report Debian's Chromium and the npm package playwright-core (into
 # tests/browser/node_modules; no browser download); curl for scripts/fetch-testdata.sh, zsh
 # for the test of the zsh completion.
@@ -10,7 +11,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip pyflakes3 pycodestyle chromium curl zsh"
+pkgs="build-essential cmake pkg-config clang clang-format cppcheck libjansson-dev zlib1g-dev libsqlite3-dev libcmocka-dev python3 python3-dev python3-numpy python3-venv python3-pip pyflakes3 pycodestyle chromium curl zsh"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

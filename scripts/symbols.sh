@@ -3,7 +3,7 @@
 # symbols.sh STATIC_LIB SHARED_LIB - the library's symbol hygiene (run by ctest as
 # lint/symbols):
 #  - every global symbol of the static library is gm_<...> or carries its module's prefix
-#    (acc_ alloc_ ana_ est_ pk_ snap_), so that linking libgpumem.a never clashes with a
+#    (acc_ alloc_ ana_ est_ export_ pk_ snap_), so that linking libgpumem.a never clashes with a
 #    program's own names (nomem, read_trace, ...);
 #  - libgpumem.so exports gm_ names only, and only those a public header declares
 #    (include/gpumem/*.h; the library is built with -fvisibility=hidden, see gpumem.h).
@@ -22,7 +22,7 @@ if [ ! -s "$tmp/global" ] || [ ! -s "$tmp/exported" ]; then
     exit 1
 fi
 
-if grep -vE '^(gm|acc|alloc|ana|est|pk|snap)_' "$tmp/global" > "$tmp/bad"; then
+if grep -vE '^(gm|acc|alloc|ana|est|export|pk|snap)_' "$tmp/global" > "$tmp/bad"; then
     echo "symbols: global symbols of $lib without the gm_ or a module prefix (make them static,"
     echo "or name them <module>_...):"
     sed 's/^/  /' "$tmp/bad"

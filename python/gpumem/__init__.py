@@ -122,6 +122,15 @@ class Snapshot(_core.Snapshot):
       events()      the device's trace as records (see events())
       report(path)  the offline HTML report (refuses to replace a file unless overwrite=True)
       annotations   record_function ranges (gpumem.torch marks its phases there), or None
+      info()        `gpumem snapshot info --json`: what the file is and holds
+      stats()       the device's entry of `gpumem snapshot stats --json` (segments, pools)
+      replay(...)   `gpumem snapshot replay --json`: the trace through the allocator model,
+                    under the recorded settings or others (alloc_conf=), on a device of
+                    gpu_memory bytes
+      from_dict(d)  (a class method) the dict torch.cuda.memory._snapshot() returns, read
+                    in memory: no pickle on disk
+    Iterations are numbered from 1, as the commands say them.  In Jupyter a Snapshot shows
+    as its HTML report (self-contained: no network).
     """
 
     def json(self, command, device=None, top=None):
@@ -167,6 +176,44 @@ class Snapshot(_core.Snapshot):
         """record_function ranges (external_annotations, torch >= 2.4) as dicts (name,
         stage, device, time_us), in file order; None when the file has none."""
         return self.json("info")["annotations"]
+
+    @classmethod
+    def from_dict(cls, snapshot, *, memory_limit=0):
+        """The snapshot of torch.cuda.memory._snapshot()'s dict, read by the same reader as a
+        file (in memory: nothing is written to disk).  Takes the plain types a snapshot holds
+        (dict, list, tuple, str, int, float, bool, None); TypeError for anything else,
+        gpumem.FormatError when the dict is no memory snapshot."""
+        s = cls.__new__(cls)
+        s._load_object(snapshot, memory_limit)
+        return s
+
+    def info(self):
+        """What the file is and holds: `gpumem snapshot info --json FILE` as a dict."""
+        return self.json("info")
+
+    def stats(self, device=None):
+        """The segments and blocks of one device when the snapshot was taken: its entry of
+        `gpumem snapshot stats --json` (reserved, allocated, active, free figures, pools,
+        segment sizes)."""
+        return self._entry("stats", device)
+
+    def replay(self, alloc_conf=None, *, gpu_memory=None, memory_fraction=None, compare=False):
+        """The trace replayed through gpumem's model of the caching allocator:
+        `gpumem snapshot replay --json FILE` as a dict.  alloc_conf: settings as
+        PYTORCH_CUDA_ALLOC_CONF writes them ("expandable_segments:True"), None for the
+        recorded ones; gpu_memory: the device's bytes (an int, or a string "24GiB"; None:
+        unlimited); memory_fraction: torch.cuda.set_per_process_memory_fraction's;
+        compare=True ranks the common settings (alloc_conf then left out)."""
+        if compare and alloc_conf is not None:
+            raise UsageError("compare tries the common settings itself: leave out alloc_conf")
+        if memory_fraction is not None and gpu_memory is None:
+            raise UsageError("memory_fraction needs gpu_memory")
+        return _json.loads(self._replay_json(alloc_conf, gpu_memory, float(memory_fraction or 0),
+                                             bool(compare)))
+
+    def _repr_html_(self):
+        """Jupyter: the snapshot's HTML report, inline (self-contained, no network)."""
+        return self._report_html(None)
 
     def events(self, device=None):
         """The trace of one device, oldest first: a NumPy structured array (fields time_us,

@@ -982,6 +982,89 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     return GM_OK;
 }
 
+/* ---- a segment as a late trace found it ------------------------------------------------ */
+
+/* The first 'len' bytes of the free block 'b' as a block of their own, before it. */
+static struct block *split_front(struct block *b, uint64_t len)
+{
+    struct block *f = block_new(b->addr, len, b->stream, b->pool, NULL);
+    if (!f)
+        return NULL;
+    f->prev = b->prev;
+    if (f->prev)
+        f->prev->next = f;
+    f->next = b;
+    b->prev = f;
+    b->addr += len;
+    b->size -= len;
+    return f;
+}
+
+/* Count free block 'b' of a segment into its pool (as free_block() leaves one). */
+static enum gm_status seed_free(struct gm_alloc *a, struct block *b)
+{
+    struct alloc_pool *p = b->pool;
+    if (blockset_reserve(&p->blocks, 1) || pool_insert(p, b))
+        return GM_ERR_NOMEM;
+    if (is_split(b)) {
+        pool_inc(a->stats.inactive_split, p, 1);
+        pool_inc(a->stats.inactive_split_bytes, p, b->size);
+    }
+    return GM_OK;
+}
+
+enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size, int64_t stream,
+                                  const struct alloc_seed_block *blocks, size_t n, uint64_t *ptrs,
+                                  struct gm_error *err)
+{
+    struct alloc_pool *p = small ? &a->small : &a->large;
+    struct block *head, *cur, *b;
+    uint64_t base;
+    enum gm_status st;
+    if (a->conf.expandable_segments)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "allocator model: expandable segments are not seeded block by block");
+    st = alloc_block(a, p, stream, size, size, false, &head, err);
+    if (st)
+        return st;
+    base = head->addr;
+    cur = head; /* the free rest of the segment, not in the pool yet */
+    for (size_t i = 0; i < n && cur; i++) {
+        uint64_t at = base + blocks[i].offset, len = blocks[i].size;
+        ptrs[i] = 0;
+        if (at < cur->addr || len == 0 || len > cur->size || at - cur->addr > cur->size - len)
+            continue; /* overlaps one placed before, or runs past the segment */
+        if (at > cur->addr && !split_front(cur, at - cur->addr))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        b = cur;
+        if (len < cur->size) {
+            if (!(b = split_front(cur, len)))
+                return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        } else {
+            cur = NULL;
+        }
+        if (!active_reserve(a))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+        b->allocated = true;
+        b->requested = blocks[i].requested;
+        (void)gm_map_put(&a->active, b->addr, (uintptr_t)b);
+        pool_inc(a->stats.allocation, p, 1);
+        pool_inc(a->stats.allocated_bytes, p, b->size);
+        pool_inc(a->stats.active, p, 1);
+        pool_inc(a->stats.active_bytes, p, b->size);
+        pool_inc(a->stats.requested_bytes, p, b->requested);
+        if (b->size >= a->conf.max_split_size)
+            stat_inc(&a->stats.oversize_allocations, 1);
+        ptrs[i] = b->addr;
+    }
+    while (head->prev)
+        head = head->prev;
+    for (b = head; b; b = b->next)
+        if (!b->allocated && seed_free(a, b) != GM_OK)
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    return GM_OK;
+}
+
 /* ---- free ----------------------------------------------------------------------------- */
 
 static enum gm_status events_reserve(struct gm_alloc *a, size_t extra)

@@ -199,4 +199,23 @@ struct gm_alloc {
  * the end (gm_map_next() over 'active'). */
 struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos);
 
+/* One allocated block of a segment a late trace found: at 'offset' bytes from the segment's
+ * start, 'size' bytes (rounded), 'requested' asked for. */
+struct alloc_seed_block {
+    uint64_t offset;
+    uint64_t size;
+    uint64_t requested;
+};
+
+/* Make a segment of 'size' bytes in the small or large pool on 'stream', holding the
+ * allocated 'blocks' (ascending offsets) where they sat and free blocks between them: the
+ * state a trace that starts late found (replay.c), which the allocator's own best fit
+ * would not rebuild.  ptrs[i] gets each block's model address, 0 for one that overlaps the
+ * one before or runs past the segment.  Counts as a cudaMalloc (the event hook sees it).
+ * Not for expandable segments (GM_ERR_INVALID).  Errors: GM_ERR_LIMIT (no device memory),
+ * GM_ERR_NOMEM. */
+enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size, int64_t stream,
+                                  const struct alloc_seed_block *blocks, size_t n, uint64_t *ptrs,
+                                  struct gm_error *err);
+
 #endif

@@ -49,6 +49,7 @@ static void ev_push(struct evlist *l, enum gm_alloc_event_kind k, uint64_t size,
 /* ---- the state at the start of a late trace ------------------------------------------- */
 
 struct seed_seg {
+    uint64_t addr; /* its recorded address */
     uint64_t size; /* bytes */
     int64_t stream;
     bool small;
@@ -78,14 +79,14 @@ static void initial_release(struct initial *ini)
     memset(ini, 0, sizeof(*ini));
 }
 
-static void add_seg(struct initial *ini, uint64_t size, int64_t stream, bool small)
+static void add_seg(struct initial *ini, uint64_t addr, uint64_t size, int64_t stream, bool small)
 {
     struct seed_seg *g = GM_VEC_PUSH(ini->segs, ini->n_segs, ini->cap_segs, NULL);
     if (!g) {
         ini->failed = true;
         return;
     }
-    *g = (struct seed_seg){size, stream, small};
+    *g = (struct seed_seg){addr, size, stream, small};
 }
 
 static void add_alloc(struct initial *ini, uint64_t addr, uint64_t size, int64_t stream)
@@ -287,7 +288,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
                              "recording started late",
                              k, (unsigned long long)e->addr);
                     late(rd, why);
-                    add_seg(ini, e->size, (int64_t)gm_snapshot_event_stream(snap, e),
+                    add_seg(ini, e->addr, e->size, (int64_t)gm_snapshot_event_stream(snap, e),
                             e->size == GM_ALLOC_SMALL_BUFFER);
                 }
             }
@@ -324,7 +325,7 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         /* (a 2 MiB segment is the small pool's whatever the file says: the large pool
          * never makes one) */
         if (!sg->is_expandable && !gm_map_get(&segs, sg->address, NULL))
-            add_seg(ini, sg->total_size, (int64_t)sg->stream,
+            add_seg(ini, sg->address, sg->total_size, (int64_t)sg->stream,
                     sg->is_small || sg->total_size == GM_ALLOC_SMALL_BUFFER);
         for (size_t b = 0; b < sg->n_blocks; b++) {
             const struct gm_snapshot_block *bl = &sg->blocks[b];
@@ -364,9 +365,9 @@ static enum gm_status scan(const struct gm_snapshot *snap, const struct gm_snaps
         snprintf(rd->late_start_unknown, sizeof(rd->late_start_unknown), "%s",
                  expandable ? "which pages of the expandable segments were mapped but free at "
                               "the start (the model maps what the allocations alive then need)"
-                            : "where the allocations alive at the start sat inside their "
-                              "segments (the model places them by best fit), so the first "
-                              "segment events may differ");
+                            : "which free ranges between the allocations alive at the start "
+                              "were split (the model places those allocations where their "
+                              "addresses say and takes the space between as merged)");
     }
 out_release:
     gm_map_release(&live);
@@ -448,36 +449,111 @@ struct empties {
     size_t cap;
 };
 
-/* Put the model in the state of a late trace's start: the segments that existed then (each
- * made by an allocation of its size, then freed, so that it stays cached), then the
- * allocations alive from the start, whose trace addresses 'map' gets.  No event reaches the
- * hook, and the statistics start from this state.  An allocation that does not fit counts
- * as an out-of-memory error at the start. */
+static int seg_by_addr(const void *x, const void *y)
+{
+    const struct seed_seg *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int alloc_by_addr(const void *x, const void *y)
+{
+    const struct seed_alloc *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The blocks of the allocations segs[s] held at the start: each where it sat (its offset in
+ * the segment), its size rounded as the allocator rounds it, and in the large pool with the
+ * free rest up to the next block kept when it is 1 MiB or less (the allocator splits off
+ * only a larger rest, so no smaller free block exists there).  placed[i] marks allocs[i]. */
+static size_t seg_blocks(const struct gm_alloc *a, const struct seed_seg *g,
+                         const struct seed_alloc *allocs, size_t n_allocs, size_t *first,
+                         struct alloc_seed_block *out)
+{
+    size_t lo = 0, hi = n_allocs, n = 0;
+    while (lo < hi) { /* the first allocation at or above the segment */
+        size_t mid = lo + (hi - lo) / 2;
+        if (allocs[mid].addr < g->addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    for (size_t i = lo; i < n_allocs && allocs[i].addr - g->addr < g->size; i++) {
+        const struct seed_alloc *x = &allocs[i];
+        uint64_t off = x->addr - g->addr, room = g->size - off;
+        uint64_t size = gm_alloc_round_size(&a->conf, x->size);
+        if (i + 1 < n_allocs && allocs[i + 1].addr - g->addr < g->size)
+            room = allocs[i + 1].addr - x->addr;
+        if (size > room)
+            size = room;
+        if (!g->small && room - size <= GM_ALLOC_SMALL_SIZE)
+            size = room;
+        out[n++] = (struct alloc_seed_block){off, size, x->size};
+    }
+    return n;
+}
+
+/* Put the model in the state of a late trace's start: the segments that existed then, each
+ * with the allocations alive from the start where they sat in it (their recorded addresses
+ * tell), in address order; an allocation in no such segment (or in an expandable one) is
+ * then placed by the model's best fit.  'map' gets each allocation's trace address.  No
+ * event reaches the hook, and the statistics start from this state.  An allocation that does
+ * not fit counts as an out-of-memory error at the start. */
 static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct gm_map *map,
                            struct gm_replay_run *out, struct gm_error *err)
 {
-    uint64_t *ptrs = gm_calloc(ini->n_segs ? ini->n_segs : 1, sizeof(uint64_t));
+    size_t n_segs = ini->n_segs, n_allocs = ini->n_allocs;
+    struct seed_seg *segs = gm_calloc(n_segs ? n_segs : 1, sizeof(*segs));
+    struct seed_alloc *allocs = gm_calloc(n_allocs ? n_allocs : 1, sizeof(*allocs));
+    struct alloc_seed_block *blocks = gm_calloc(n_allocs ? n_allocs : 1, sizeof(*blocks));
+    uint64_t *ptrs = gm_calloc(n_allocs ? n_allocs : 1, sizeof(*ptrs));
+    bool *placed = gm_calloc(n_allocs ? n_allocs : 1, sizeof(*placed));
+    bool exact = !a->conf.expandable_segments;
     enum gm_status st = GM_OK;
-    if (!ptrs)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
-    for (size_t i = 0; i < ini->n_segs && st == GM_OK; i++) {
-        const struct seed_seg *g = &ini->segs[i];
-        /* a request of the small pool makes a 2 MiB small segment; one of a large
-         * segment's size makes that segment */
-        st = gm_alloc_malloc(a, g->small ? GM_ALLOC_SMALL_SIZE : g->size, g->stream, &ptrs[i], err);
+    if (!segs || !allocs || !blocks || !ptrs || !placed) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+        goto out_free;
+    }
+    if (n_segs)
+        memcpy(segs, ini->segs, n_segs * sizeof(*segs));
+    if (n_allocs)
+        memcpy(allocs, ini->allocs, n_allocs * sizeof(*allocs));
+    qsort(segs, n_segs, sizeof(*segs), seg_by_addr);
+    qsort(allocs, n_allocs, sizeof(*allocs), alloc_by_addr);
+    for (size_t i = 0; i < n_segs && st == GM_OK; i++) {
+        const struct seed_seg *g = &segs[i];
+        size_t first = 0, n = exact ? seg_blocks(a, g, allocs, n_allocs, &first, blocks) : 0;
+        uint64_t ptr = 0;
+        if (exact) {
+            /* a 2 MiB segment is the small pool's whatever the file says: the large pool
+             * never makes one */
+            st = alloc_seed_segment(a, g->small, g->small ? GM_ALLOC_SMALL_BUFFER : g->size,
+                                    g->stream, blocks, n, ptrs, err);
+            for (size_t k = 0; st == GM_OK && k < n; k++) {
+                if (!ptrs[k])
+                    continue;
+                placed[first + k] = true;
+                if (!gm_map_put(map, allocs[first + k].addr, ptrs[k]))
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "replay: out of memory");
+            }
+        } else {
+            /* a request of the small pool makes a 2 MiB small segment; one of a large
+             * segment's size makes that segment, freed at once so that it stays cached */
+            st = gm_alloc_malloc(a, g->small ? GM_ALLOC_SMALL_SIZE : g->size, g->stream, &ptr, err);
+            if (st == GM_OK && ptr)
+                st = gm_alloc_dealloc(a, ptr, err);
+        }
         if (st == GM_ERR_LIMIT) {
             out->n_ooms++;
             out->n_ooms_at_start++;
             st = GM_OK;
         }
     }
-    for (size_t i = 0; i < ini->n_segs && st == GM_OK; i++)
-        if (ptrs[i])
-            st = gm_alloc_dealloc(a, ptrs[i], err);
-    gm_free(ptrs);
-    for (size_t i = 0; i < ini->n_allocs && st == GM_OK; i++) {
-        const struct seed_alloc *x = &ini->allocs[i];
+    for (size_t i = 0; i < n_allocs && st == GM_OK; i++) {
+        const struct seed_alloc *x = &allocs[i];
         uint64_t ptr = 0;
+        if (placed[i])
+            continue;
         st = gm_alloc_malloc(a, x->size, x->stream, &ptr, err);
         if (st == GM_ERR_LIMIT) {
             out->n_ooms++;
@@ -489,6 +565,12 @@ static enum gm_status seed(struct gm_alloc *a, const struct initial *ini, struct
     }
     gm_alloc_reset_peak(a);
     gm_alloc_reset_accumulated(a);
+out_free:
+    gm_free(segs);
+    gm_free(allocs);
+    gm_free(blocks);
+    gm_free(ptrs);
+    gm_free(placed);
     return st;
 }
 

@@ -41,6 +41,16 @@ static const char *file_path(const struct gm_analysis_doc *doc, size_t i)
     return i < doc->n_files && doc->files[i].path ? doc->files[i].path : "";
 }
 
+/* An iteration as the CLI says it ("iteration 3 of 4"): numbered from 1, null outside
+ * any (the analysis numbers them from 0, -1 outside). */
+static void json_iteration(struct gm_json *w, const char *key, int32_t iteration)
+{
+    if (iteration < 0)
+        gm_json_kv_null(w, key);
+    else
+        gm_json_kv_i64(w, key, (int64_t)iteration + 1);
+}
+
 /* ---- frames ---- */
 
 static void json_frame_obj(struct gm_json *w, const struct gm_snapshot_frame *f)
@@ -328,7 +338,7 @@ static void categories_device(struct gm_json *w, const struct gm_analysis_device
     else
         gm_json_kv_null(w, "peak_time_us");
     gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase));
-    gm_json_kv_i64(w, "peak_iteration", dev->peak_iteration);
+    json_iteration(w, "peak_iteration", dev->peak_iteration);
     json_cats(w, "at_peak", dev->at_peak);
     int dom = gm_analysis_dominant(dev);
     if (dom < GM_CATEGORY_COUNT) {
@@ -407,7 +417,7 @@ static void categories_device(struct gm_json *w, const struct gm_analysis_device
             gm_json_kv_i64(w, "first_event", r->first_event);
             gm_json_kv_i64(w, "last_event", r->last_event);
             gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)r->phase));
-            gm_json_kv_i64(w, "iteration", r->iteration);
+            json_iteration(w, "iteration", r->iteration);
             gm_json_end_object(w);
         }
         gm_json_end_array(w);

@@ -401,6 +401,27 @@ static void buffers(struct gm_calibration *c)
     }
 }
 
+/* A run holds its weights for its whole length: a snapshot whose device never holds half
+ * the parameter bytes the estimate keeps on each GPU is no run of this job (another job,
+ * or this one described with other settings), and a fit to it would be meaningless.  Half
+ * leaves room for what an estimate can get wrong in good faith (a dtype, buffers, tied
+ * weights); a model on another GPU is 10 to 100 times off. */
+static enum gm_status same_job(const struct gm_estimate *e, const struct gm_analysis_device *dev,
+                               struct gm_error *err)
+{
+    uint64_t pred[GM_CATEGORY_COUNT], seq2;
+    char a[32], b[32];
+    predicted_at(e, span_moment(e, GM_CALIB_RUN), pred, &seq2);
+    if (dev->peak_bytes >= pred[GM_CATEGORY_PARAMETER] / 2)
+        return GM_OK;
+    return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                   "the snapshot cannot be a run of this job: device %d never holds more than %s, "
+                   "under half the %s of parameters the job keeps per GPU: another job's "
+                   "snapshot, or other settings (model, --precision, --gpus, sharding)",
+                   (int)dev->device, gm_format_bytes(a, sizeof a, dev->peak_bytes, GM_UNITS_IEC),
+                   gm_format_bytes(b, sizeof b, pred[GM_CATEGORY_PARAMETER], GM_UNITS_IEC));
+}
+
 static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev,
                   const struct high *run, bool phased)
 {
@@ -412,8 +433,11 @@ static void notes(struct gm_calibration *c, const struct gm_analysis_device *dev
              "and the fit include it",
              gm_format_bytes(a, sizeof a, c->leak_bytes_per_iteration, GM_UNITS_IEC));
     if (c->mode == GM_EST_TRAIN && !phased)
-        note(c, "the snapshot has no forward/backward phases (no stack frames were recorded): "
-                "the whole run is compared with the estimate's peak");
+        note(c,
+             "the snapshot has no forward/backward phases (%s): the whole run is compared with "
+             "the estimate's peak",
+             dev->has_frames ? "its stack frames show no backward pass"
+                             : "no stack frames were recorded");
     if (phased && !c->spans[1].observed)
         note(c, "the snapshot has no optimizer step: that span is the estimate's alone");
     for (size_t i = 0; i < c->n_spans; i++) {
@@ -472,6 +496,8 @@ static enum gm_status calibrate(const struct gm_job *job, const struct gm_analys
     if ((st = gm_estimate_run(job, &out->est, err)) != GM_OK)
         return st;
     if ((st = measure(dev, hi, err)) != GM_OK)
+        return st;
+    if ((st = same_job(out->est, dev, err)) != GM_OK)
         return st;
     out->peak_reserved_bytes = dev->timeline.peak_reserved_bytes; /* the analysis's timeline */
 
@@ -687,7 +713,10 @@ enum gm_status gm_calibration_json(FILE *f, const struct gm_calibration *c, stru
     gm_json_kv_u64(&w, "peak_bytes", c->peak_bytes);
     gm_json_kv_u64(&w, "peak_reserved_bytes", c->peak_reserved_bytes);
     gm_json_kv_str(&w, "peak_phase", gm_phase_name((enum gm_phase)c->peak_phase));
-    gm_json_kv_i64(&w, "peak_iteration", c->peak_iteration);
+    if (c->peak_iteration < 0) /* numbered from 1, as the CLI says it */
+        gm_json_kv_null(&w, "peak_iteration");
+    else
+        gm_json_kv_i64(&w, "peak_iteration", (int64_t)c->peak_iteration + 1);
     gm_json_kv_u64(&w, "iterations", c->n_iterations);
     gm_json_kv_u64(&w, "leak_bytes_per_iteration", c->leak_bytes_per_iteration);
     if (c->has_buffer_bytes)

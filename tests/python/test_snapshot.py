@@ -210,7 +210,9 @@ class Errors(TempDir):
         (before: 11 s for the load alone; now a few hundredths)."""
         import pickle
         fr = [{"filename": "/x/f%d.py" % i, "line": i, "name": "fn%d" % i} for i in range(20000)]
-        ev = [{"action": "alloc", "addr": 4096 + 512 * i, "size": 512, "stream": 0, "time_us": i,
+        # 16 KiB each, 312 MiB in all: more than half gpt2's weights, so that calibrate takes
+        # it for a run of the job
+        ev = [{"action": "alloc", "addr": 4096 + 16384 * i, "size": 16384, "stream": 0, "time_us": i,
                "frames": fr, "pool_id": (0, i)} for i in range(20000)]
         path = self.path("shared.pickle")
         with open(path, "wb") as f:

@@ -179,6 +179,32 @@ static void test_not_replayable(void **state)
     gm_replay_release(&r);
 }
 
+/* The allocations alive at a late start sit where their addresses say, not where best fit
+ * would put them: a 4 MiB block at 8 MiB into a 20 MiB segment leaves no 12 MiB range, so
+ * the trace's 12 MiB allocation needs a new segment, as recorded (best fit would have put
+ * the block at the segment's start and found 16 MiB free). */
+static void test_late_start_places_blocks_where_they_sat(void **state)
+{
+    struct fake_snap f;
+    struct gm_replay_result r;
+    (void)state;
+    init(&f);
+    ev(&f, GM_ACTION_SEGMENT_ALLOC, 0x4000000, 12 * MiB);
+    ev(&f, GM_ACTION_ALLOC, 0x4000000, 12 * MiB);
+    ev(&f, GM_ACTION_FREE_COMPLETED, 0x1000000 + 8 * MiB, 4 * MiB);
+    seg(&f, 0x1000000, 20 * MiB);
+    seg(&f, 0x4000000, 12 * MiB);
+    assert_int_equal(gm_replay_snapshot(&f.snap, NULL, &r, NULL), GM_OK);
+    assert_true(r.devices[0].replayable);
+    assert_true(r.devices[0].late_start);
+    assert_true(r.devices[0].initial_segments == 1);
+    assert_true(r.devices[0].initial_allocations == 1);
+    assert_true(r.devices[0].recorded_segment_events == 1);
+    assert_true(r.devices[0].segment_events_matched == 1);
+    assert_false(r.devices[0].first_divergence.has_recorded);
+    gm_replay_release(&r);
+}
+
 /* A trace that starts late is replayed from the state the file records at its start
  * (before: refused as "not replayable"). */
 static void test_late_start(void **state)
@@ -198,7 +224,7 @@ static void test_late_start(void **state)
     assert_non_null(strstr(r.devices[0].late_start_note, "never allocated"));
     assert_true(r.devices[0].initial_allocations == 1);
     assert_true(r.devices[0].initial_allocated_bytes == 512);
-    assert_non_null(strstr(r.devices[0].late_start_unknown, "best fit"));
+    assert_non_null(strstr(r.devices[0].late_start_unknown, "where their addresses say"));
     gm_replay_release(&r);
     /* segments that existed before recording started: the model starts with them cached,
      * so the trace's allocation reuses one and no segment event is predicted */
@@ -392,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_not_replayable),
         cmocka_unit_test(test_late_start),
+        cmocka_unit_test(test_late_start_places_blocks_where_they_sat),
         cmocka_unit_test(test_device_memory_alone),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_recorded_settings),
