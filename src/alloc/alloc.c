@@ -985,9 +985,9 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
 /* ---- a segment as a late trace found it ------------------------------------------------ */
 
 /* The first 'len' bytes of the free block 'b' as a block of their own, before it. */
-static struct block *split_front(struct block *b, uint64_t len)
+static struct block *split_front(struct gm_alloc *a, struct block *b, uint64_t len)
 {
-    struct block *f = block_new(b->addr, len, b->stream, b->pool, NULL);
+    struct block *f = block_new(a, b->addr, len, b->stream, b->pool, NULL);
     if (!f)
         return NULL;
     f->prev = b->prev;
@@ -1034,11 +1034,11 @@ enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size,
         ptrs[i] = 0;
         if (at < cur->addr || len == 0 || len > cur->size || at - cur->addr > cur->size - len)
             continue; /* overlaps one placed before, or runs past the segment */
-        if (at > cur->addr && !split_front(cur, at - cur->addr))
+        if (at > cur->addr && !split_front(a, cur, at - cur->addr))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         b = cur;
         if (len < cur->size) {
-            if (!(b = split_front(cur, len)))
+            if (!(b = split_front(a, cur, len)))
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         } else {
             cur = NULL;
