@@ -21,7 +21,9 @@ const char *const gm_memory_env_vars[] = {
     "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_MODULE_LOADING",
     "CUDA_LAUNCH_BLOCKING",           "CUDA_MPS_PIPE_DIRECTORY",
     "TF_FORCE_GPU_ALLOW_GROWTH",      "XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_PREALLOCATE",  NULL,
+    "XLA_PYTHON_CLIENT_PREALLOCATE",  "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",           "PYTORCH_HIP_ALLOC_CONF",
+    NULL,
 };
 
 /* The value after "key" up to the end of the line, trimmed, from the first line of file
