@@ -53,7 +53,7 @@ set(GM_DEVICE_TEST_ENV ${GM_TEST_ENV}
   "GM_FAKE_DIR=${GM_FAKE_DIR}"
   "GPUMEM_CUDA_LIBRARY=${GM_FAKE_DIR}/libcuda.so.1"
   "GPUMEM_NVML_LIBRARY=${GM_FAKE_DIR}/libnvidia-ml.so.1"
-  "GPUMEM_AMDSMI_LIBRARY=${GM_FAKE_DIR}/none/libamd_smi.so")
+  "GPUMEM_AMDSMI_LIBRARY=/nonexistent/libamd_smi.so")
 
 if(TARGET test_device)
   add_dependencies(test_device gm_fake_cuda gm_fake_cuda_pre11 gm_fake_nvml gm_fake_nvml_nov1

@@ -4,7 +4,7 @@
 export GPUMEM_CUDA_LIBRARY="$GM_BINARY_DIR/tests/fake/libcuda.so.1"
 export GPUMEM_NVML_LIBRARY="$GM_BINARY_DIR/tests/fake/libnvidia-ml.so.1"
 # No AMD SMI unless a case asks for the fake one: a real libamd_smi.so must not leak in.
-export GPUMEM_AMDSMI_LIBRARY="$GM_BINARY_DIR/tests/fake/none/libamd_smi.so"
+export GPUMEM_AMDSMI_LIBRARY=/nonexistent/libamd_smi.so
 export GPUMEM_FAKE_STATE="$PWD/fake.state"
 WORKLOAD="$GM_BINARY_DIR/tests/fake/gm_workload"
 unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER PYTORCH_CUDA_ALLOC_CONF PYTORCH_ALLOC_CONF \
