@@ -4,21 +4,19 @@
  *
  * Our own declarations from the ABI facts of ROCm/amdsmi's include/amd_smi/amdsmi.h (no AMD
  * header; docs/device.md cites the versions read).  Layouts (LP64):
- *   amdsmi_version_t  up to lib 24.x (ROCm <= 6.3): {u32 year, major, minor, release; ptr build}
- *                     from lib 25.x (ROCm >= 6.4):  {u32 major, minor, release; pad; ptr build}
- *                     both 24 B; u32[0] <= 24 is a year, >= 25 a major (the year was dropped
- *                     at 25.2).
+ *   amdsmi_version_t  see read_version(): three layouts, told apart by their values.
  *   amdsmi_bdf_t      u64: function bits 0-2, device 3-7, bus 8-15, domain 16-63.
  *   amdsmi_asic_info_t  market_name first in every version (64 B, 256 B from ROCm 6.2); the
  *                     struct grows, so it is read into a 4 KiB zeroed buffer.
  *   amdsmi_proc_info_t  {name; u32 pid; u64 mem; engine_usage 64 B; memory_usage {u64 gtt,
  *                     cpu, vram; u32 reserved[10]}; container_name; ...}:
- *                     name and container_name 32 B (224 B in all) up to lib 24.x; 256 B
- *                     (704 B in all, with cu_occupancy) from lib 25.x.
- *   Process lists: lib < 24.6 (ROCm <= 6.1) amdsmi_get_gpu_process_list fills PIDs (u32) and
- *   amdsmi_get_gpu_process_info one 224-byte entry per PID; lib 24.6 - 24.x fills 224-byte
- *   entries; lib 25.x - 26.x 704-byte entries.  Any other version: the layout is not known,
- *   so processes are not read (GM_ERR_UNSUPPORTED with the reason) rather than misread.
+ *                     name and container_name 32 B (224 B in all) in lib 23.x-24.x; 256 B
+ *                     (704 B in all, with cu_occupancy) in lib 26.x.
+ *   Process lists: lib 23.x - 24.5 (ROCm 5.7-6.1) amdsmi_get_gpu_process_list fills PIDs (u32)
+ *   and amdsmi_get_gpu_process_info one 224-byte entry per PID; lib 24.6 - 24.x (ROCm 6.2-6.3)
+ *   fills 224-byte entries; lib 26.x (ROCm 7.0-7.1) 704-byte entries.  Any other version (25.x
+ *   of ROCm 6.4, whose layout we have not seen; 27.x and later; 5.6 and older): processes are
+ *   not read (GM_ERR_UNSUPPORTED with the reason) rather than misread.
  * A process's figure is memory_usage.vram_mem (bytes of VRAM, from the kernel's DRM fdinfo),
  * not 'mem' (VRAM + GTT + CPU). */
 #include "device/device_int.h"
@@ -44,11 +42,6 @@ typedef void *amd_handle;
 #define AMDSMI_GPU_UUID_SIZE            38u
 #define AMD_MAX_GPUS                    64u /* sockets x processors we take */
 
-struct amd_version {
-    uint32_t v[4]; /* {year, major, minor, release} or {major, minor, release, pad} */
-    const char *build;
-};
-
 /* amdsmi_proc_info_t up to lib 24.x. */
 struct amd_proc_v24 {
     char name[32];
@@ -63,8 +56,8 @@ struct amd_proc_v24 {
     uint32_t reserved[4];
 };
 
-/* amdsmi_proc_info_t from lib 25.x: the strings are AMDSMI_MAX_STRING_LENGTH (256). */
-struct amd_proc_v25 {
+/* amdsmi_proc_info_t of lib 26.x (ROCm 7): the strings are AMDSMI_MAX_STRING_LENGTH (256). */
+struct amd_proc_v26 {
     char name[256];
     uint32_t pid;
     uint64_t mem;
@@ -78,25 +71,24 @@ struct amd_proc_v25 {
     uint32_t reserved[11];
 };
 
-_Static_assert(sizeof(struct amd_version) == 24, "amdsmi_version_t is 24 bytes");
 _Static_assert(sizeof(struct amd_proc_v24) == 224, "amdsmi_proc_info_t (lib 24) is 224 bytes");
 _Static_assert(offsetof(struct amd_proc_v24, vram_mem) == 128, "vram_mem at 128 (lib 24)");
-_Static_assert(sizeof(struct amd_proc_v25) == 704, "amdsmi_proc_info_t (lib 25) is 704 bytes");
-_Static_assert(offsetof(struct amd_proc_v25, pid) == 256, "pid at 256 (lib 25)");
-_Static_assert(offsetof(struct amd_proc_v25, vram_mem) == 352, "vram_mem at 352 (lib 25)");
+_Static_assert(sizeof(struct amd_proc_v26) == 704, "amdsmi_proc_info_t (lib 26) is 704 bytes");
+_Static_assert(offsetof(struct amd_proc_v26, pid) == 256, "pid at 256 (lib 26)");
+_Static_assert(offsetof(struct amd_proc_v26, vram_mem) == 352, "vram_mem at 352 (lib 26)");
 
 enum proc_abi {
     PROC_ABI_UNKNOWN = 0,
     PROC_ABI_PIDS,  /* lib < 24.6: PIDs, then amdsmi_get_gpu_process_info per PID */
     PROC_ABI_V24,   /* lib 24.6 - 24.x: 224-byte entries */
-    PROC_ABI_V25    /* lib 25.x - 26.x: 704-byte entries */
+    PROC_ABI_V26    /* lib 26.x: 704-byte entries */
 };
 
 struct amd_api {
     amd_status (*init)(uint64_t flags);
     amd_status (*shut_down)(void);
     amd_status (*status_string)(amd_status s, const char **out);
-    amd_status (*lib_version)(struct amd_version *v);
+    amd_status (*lib_version)(void *v);
     amd_status (*socket_handles)(uint32_t *count, amd_handle *sockets);
     amd_status (*processor_handles)(amd_handle socket, uint32_t *count, amd_handle *procs);
     amd_status (*memory_total)(amd_handle p, int type, uint64_t *bytes);
@@ -138,6 +130,7 @@ struct amd_ctx {
     void *dl;
     struct amd_api api;
     enum proc_abi proc_abi;
+    size_t name_cap;  /* bytes of amdsmi_asic_info_t.market_name */
     char version[80]; /* "" unknown */
     uint32_t n_gpus;
     amd_handle gpu[AMD_MAX_GPUS];
@@ -151,31 +144,41 @@ static const char *amd_err(const struct amd_ctx *c, amd_status r)
     return s ? s : "AMD SMI error";
 }
 
-/* The library's version and, from it, the process-list ABI. */
+/* The library's version and, from it, the process-list ABI.  amdsmi_version_t has had three
+ * layouts: {u32 major, minor, patch; ptr; u32 reserved[4]} (ROCm 5.6, 40 B), {u32 year, major,
+ * minor, release; ptr} (ROCm 5.7-6.4; 6.4 keeps the year field but numbers the library 25.x)
+ * and {u32 major, minor, release; ptr} (ROCm 7).  The call gets a zeroed 64-byte buffer so
+ * none of them overruns it; minors are small, majors from 25 on, years 23 and 24. */
 static void read_version(struct amd_ctx *c)
 {
-    struct amd_version v;
-    uint32_t major, minor;
+    uint32_t v[16];
+    uint32_t major = 0, minor = 0, release = 0;
 
-    memset(&v, 0, sizeof(v));
+    memset(v, 0, sizeof(v));
     c->proc_abi = PROC_ABI_UNKNOWN;
-    if (!c->api.lib_version || c->api.lib_version(&v) != AMDSMI_STATUS_SUCCESS)
+    c->name_cap = 256;
+    if (!c->api.lib_version || c->api.lib_version(v) != AMDSMI_STATUS_SUCCESS)
         return;
-    if (v.v[0] == 0)
+    if (v[1] >= 25) { /* {year, major, minor, release}: ROCm 6.4 */
+        major = v[1];
+        minor = v[2];
+        release = v[3];
+    } else if (v[0] >= 25) { /* {major, minor, release} */
+        major = v[0];
+        minor = v[1];
+        release = v[2];
+    } else if (v[0] == 23 || v[0] == 24) { /* {year, major, minor, release} */
+        snprintf(c->version, sizeof(c->version), "%u.%u.%u.%u", v[0], v[1], v[2], v[3]);
+        c->proc_abi = v[0] == 24 && v[1] >= 6 ? PROC_ABI_V24 : PROC_ABI_PIDS;
+        if (c->proc_abi == PROC_ABI_PIDS)
+            c->name_cap = 64; /* market_name grew to 256 bytes in ROCm 6.2 (24.6) */
         return;
-    if (v.v[0] <= 24) { /* {year, major, minor, release} */
-        snprintf(c->version, sizeof(c->version), "%u.%u.%u.%u", v.v[0], v.v[1], v.v[2], v.v[3]);
-        if (v.v[0] == 23 || (v.v[0] == 24 && v.v[1] < 6))
-            c->proc_abi = PROC_ABI_PIDS;
-        else if (v.v[0] == 24)
-            c->proc_abi = PROC_ABI_V24;
-        return;
+    } else {
+        return; /* ROCm 5.6 or older, or no version at all: nothing is read by layout */
     }
-    major = v.v[0];
-    minor = v.v[1];
-    snprintf(c->version, sizeof(c->version), "%u.%u.%u", major, minor, v.v[2]);
-    if (major == 25 || major == 26)
-        c->proc_abi = PROC_ABI_V25;
+    snprintf(c->version, sizeof(c->version), "%u.%u.%u", major, minor, release);
+    if (major == 26)
+        c->proc_abi = PROC_ABI_V26;
 }
 
 static void fail_open(struct amd_ctx *c, struct gm_backend_status *s, enum gm_backend_state state,
@@ -325,9 +328,8 @@ static enum gm_status amd_info(void *ctx, int i, struct gm_device_info *out, str
         static const size_t asic_bytes = 4096;
         char *asic = gm_calloc(1, asic_bytes);
         if (asic && c->api.asic_info(p, asic) == AMDSMI_STATUS_SUCCESS) {
-            size_t cap = c->proc_abi == PROC_ABI_PIDS ? 64 : 256;
-            size_t len = strnlen(asic, cap);
-            if (len < cap && len < sizeof(out->name))
+            size_t len = strnlen(asic, c->name_cap);
+            if (len < c->name_cap && len < sizeof(out->name))
                 memcpy(out->name, asic, len + 1);
         }
         gm_free(asic);
@@ -404,8 +406,8 @@ static size_t entry_size(enum proc_abi abi)
         return sizeof(uint32_t);
     case PROC_ABI_V24:
         return sizeof(struct amd_proc_v24);
-    case PROC_ABI_V25:
-        return sizeof(struct amd_proc_v25);
+    case PROC_ABI_V26:
+        return sizeof(struct amd_proc_v26);
     case PROC_ABI_UNKNOWN:
         break;
     }
@@ -433,7 +435,7 @@ static enum gm_status amd_processes(void *ctx, int i, struct gm_process_memory *
     if (c->proc_abi == PROC_ABI_UNKNOWN)
         return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                        "per-process memory not read: the process entry layout of AMD SMI %s is "
-                       "not one gpumem knows (24.x, 25.x, 26.x)",
+                       "not one gpumem knows (23.x, 24.x, 26.x)",
                        c->version[0] ? c->version : "(unknown version)");
     /* Processes come and go between the size query and the call: retry with headroom. */
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -479,7 +481,7 @@ static enum gm_status amd_processes(void *ctx, int i, struct gm_process_memory *
             memcpy(&info, e, sizeof(info));
             add_process(out, cap, n, info.pid, info.vram_mem);
         } else {
-            struct amd_proc_v25 info;
+            struct amd_proc_v26 info;
             memcpy(&info, e, sizeof(info));
             add_process(out, cap, n, info.pid, info.vram_mem);
         }

@@ -12,8 +12,10 @@
  *   GPUMEM_FAKE_AMD_VERSION     the library version and so its ABI: "24.5.0.0" (year form,
  *                               before ROCm 6.2: the process list gives PIDs and
  *                               amdsmi_get_gpu_process_info each entry), "24.6.2.0" (224-byte
- *                               process entries), "26.1.0" (no year: 704-byte entries; the
- *                               default); other versions write 704-byte entries too
+ *                               process entries), "26.1.0" (no year field: 704-byte entries;
+ *                               the default); "25.3.0" is written as ROCm 6.4 does, in the
+ *                               year form {year, 25, 3, 0}; other versions write 704-byte
+ *                               entries
  *   GPUMEM_FAKE_AMD_INIT_ERROR  amdsmi_init's forced result (34: amdgpu driver not loaded)
  */
 #include "fake_common.h"
@@ -127,7 +129,7 @@ static void load(void)
     amd.year_form = n == 4;
 }
 
-/* The process ABI of the configured version: 0 PIDs + per-PID info, 24 or 25. */
+/* The process ABI of the configured version: 0 PIDs + per-PID info, 24 (224 B) or 25 (704 B). */
 static int proc_abi(void)
 {
     if (amd.year_form)
@@ -197,8 +199,14 @@ FAKE_API amd_status amdsmi_get_lib_version(void *out)
     if (!init_count)
         load(); /* callable before amdsmi_init from 25.2 on */
     memcpy(v, amd.version, sizeof(v));
-    if (!amd.year_form)
+    if (!amd.year_form && amd.version[0] == 25) { /* ROCm 6.4: the year field stayed */
+        v[0] = 25;
+        v[1] = amd.version[0];
+        v[2] = amd.version[1];
+        v[3] = amd.version[2];
+    } else if (!amd.year_form) {
         v[3] = 0; /* padding before the build pointer */
+    }
     memcpy(out, v, sizeof(v));
     memset((char *)out + 16, 0, sizeof(void *)); /* build: NULL */
     return AMDSMI_STATUS_SUCCESS;

@@ -1008,12 +1008,14 @@ static void test_amd_devices(void **state)
 }
 
 /* The process entry layout follows the library's version: PIDs plus one call per PID before
- * 24.6, 224-byte entries to 24.x, 704-byte entries in 25.x and 26.x; another version leaves
- * per-process memory unknown with the reason instead of misreading it. */
+ * 24.6, 224-byte entries to 24.x, 704-byte entries in 26.x; another version (25.x of ROCm 6.4,
+ * whose version struct still has the year; 27.x) leaves per-process memory unknown with the
+ * reason instead of misreading it. */
 static void test_amd_process_layouts(void **state)
 {
     static const char *const versions[] = {"23.4.1.0", "24.5.1.0", "24.6.2.0", "24.7.1.0",
-                                           "25.2.0", "26.1.0"};
+                                           "26.0.0", "26.1.0"};
+    static const char *const unknown[] = {"25.3.0", "27.1.0"};
     char cuda[512], nvml[512];
     struct gm_devices *d;
     struct gm_process_memory procs[4];
@@ -1038,12 +1040,17 @@ static void test_amd_process_layouts(void **state)
         assert_int_equal(procs[1].used.value, 5 * MIB);
         gm_devices_close(d);
     }
-    setenv("GPUMEM_FAKE_AMD_VERSION", "27.0.0", 1);
-    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
-    assert_int_equal(gm_devices_processes(d, 0, procs, 4, &n, &e), GM_ERR_UNSUPPORTED);
-    assert_non_null(strstr(e.msg, "27.0.0"));
-    assert_int_equal(gm_devices_memory(d, 0, &(struct gm_device_memory){0}, &e), GM_OK);
-    gm_devices_close(d);
+    for (size_t k = 0; k < sizeof(unknown) / sizeof(unknown[0]); k++) {
+        struct gm_device_memory m;
+        setenv("GPUMEM_FAKE_AMD_VERSION", unknown[k], 1);
+        assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+        assert_string_equal(gm_devices_versions(d)->amdsmi, unknown[k]);
+        assert_int_equal(gm_devices_processes(d, 0, procs, 4, &n, &e), GM_ERR_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, unknown[k]));
+        assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK); /* the rest still reads */
+        assert_string_equal(gm_devices_info(d, 0)->name, "AMD Instinct MI300X");
+        gm_devices_close(d);
+    }
     nvidia_restore(cuda, nvml);
 }
 
