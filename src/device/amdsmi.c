@@ -156,7 +156,7 @@ static void read_version(struct amd_ctx *c)
 
     memset(v, 0, sizeof(v));
     c->proc_abi = PROC_ABI_UNKNOWN;
-    c->name_cap = 256;
+    c->name_cap = 64; /* market_name grew to 256 bytes in ROCm 6.2 (24.6) */
     if (!c->api.lib_version || c->api.lib_version(v) != AMDSMI_STATUS_SUCCESS)
         return;
     if (v[1] >= 25) { /* {year, major, minor, release}: ROCm 6.4 */
@@ -170,13 +170,14 @@ static void read_version(struct amd_ctx *c)
     } else if (v[0] == 23 || v[0] == 24) { /* {year, major, minor, release} */
         snprintf(c->version, sizeof(c->version), "%u.%u.%u.%u", v[0], v[1], v[2], v[3]);
         c->proc_abi = v[0] == 24 && v[1] >= 6 ? PROC_ABI_V24 : PROC_ABI_PIDS;
-        if (c->proc_abi == PROC_ABI_PIDS)
-            c->name_cap = 64; /* market_name grew to 256 bytes in ROCm 6.2 (24.6) */
+        if (c->proc_abi == PROC_ABI_V24)
+            c->name_cap = 256;
         return;
     } else {
         return; /* ROCm 5.6 or older, or no version at all: nothing is read by layout */
     }
     snprintf(c->version, sizeof(c->version), "%u.%u.%u", major, minor, release);
+    c->name_cap = 256;
     if (major == 26)
         c->proc_abi = PROC_ABI_V26;
 }
