@@ -86,9 +86,10 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
     if (info->multiprocessors_valid)
         printf("  multiprocessors    %d\n", info->multiprocessors);
     if (gm_devices_memory(d, i, &mem, &e) == GM_OK) {
-        printf("  memory (%s)\n", mem.source == GM_MEMORY_NVML_V2   ? "NVML v2: used excludes reserved"
-                                  : mem.source == GM_MEMORY_NVML_V1 ? "NVML v1: used includes reserved"
-                                                                    : "AMD SMI: VRAM, free = total - used");
+        printf("  memory (%s)\n",
+               mem.source == GM_MEMORY_NVML_V2   ? "NVML v2: used excludes reserved"
+               : mem.source == GM_MEMORY_NVML_V1 ? "NVML v1: used includes reserved"
+                                                 : "AMD SMI: VRAM, free = total - used");
         printf("    total            %s\n", bytes_text(b, sizeof(b), mem.total));
         printf("    used             %s\n", bytes_text(b, sizeof(b), mem.used));
         printf("    free             %s\n", bytes_text(b, sizeof(b), mem.free));
@@ -104,9 +105,10 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         return;
     }
     printf("  processes          %zu%s\n", n,
-           !n                                ? ""
-           : info->vendor == GM_VENDOR_AMD ? " (PID as AMD SMI reports it, a host PID; VRAM)"
-                                             : " (PID as NVML reports it, a host PID; C compute, G graphics)");
+           !n ? ""
+           : info->vendor == GM_VENDOR_AMD
+               ? " (PID as AMD SMI reports it, a host PID; VRAM)"
+               : " (PID as NVML reports it, a host PID; C compute, G graphics)");
     for (size_t k = 0; k < n; k++) {
         bool visible = gm_proc_exists(procs[k].pid);
         printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,

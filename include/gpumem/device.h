@@ -178,16 +178,16 @@ struct gm_process_memory {
 /* Open every registered backend (NVML, CUDA, AMD SMI) and join their devices.  Succeeds (GM_OK)
  * even when no backend works, so that the caller can show what was found; only a host
  * allocation failure fails.  'env' gives the library overrides (GPUMEM_NVML_LIBRARY,
- * GPUMEM_CUDA_LIBRARY, GPUMEM_AMDSMI_LIBRARY), CUDA_VISIBLE_DEVICES for gm_devices_check()'s reason and the
- * allocator settings gm_devices_write_json() reports; it must stay valid until
+ * GPUMEM_CUDA_LIBRARY, GPUMEM_AMDSMI_LIBRARY), CUDA_VISIBLE_DEVICES for gm_devices_check()'s reason
+ * and the allocator settings gm_devices_write_json() reports; it must stay valid until
  * gm_devices_close().  Release with gm_devices_close(). */
 enum gm_status gm_devices_open(struct gm_devices **out, gm_env_fn env, struct gm_error *err);
 void gm_devices_close(struct gm_devices *d);
 
 /* GM_OK when at least one device is usable (an AMD GPU counts: it can be read; commands
- * that run CUDA work find no CUDA device with gm_devices_find_cuda()); otherwise GM_ERR_NODEV (no driver, only the
- * stub library, driver not loaded, no device) or GM_ERR_DRIVER, with one sentence in
- * 'err' saying which. */
+ * that run CUDA work find no CUDA device with gm_devices_find_cuda()); otherwise GM_ERR_NODEV (no
+ * driver, only the stub library, driver not loaded, no device) or GM_ERR_DRIVER, with one sentence
+ * in 'err' saying which. */
 enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err);
 
 /* The backends in registry order (borrowed, valid until gm_devices_close()). */

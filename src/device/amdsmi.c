@@ -46,11 +46,11 @@ typedef void *amd_handle;
 struct amd_proc_v24 {
     char name[32];
     uint32_t pid;
-    uint64_t mem;                 /* bytes: VRAM + GTT + CPU */
-    uint64_t engine_ns[2];        /* gfx, enc */
+    uint64_t mem;          /* bytes: VRAM + GTT + CPU */
+    uint64_t engine_ns[2]; /* gfx, enc */
     uint32_t engine_reserved[12];
-    uint64_t gtt_mem, cpu_mem;    /* bytes */
-    uint64_t vram_mem;            /* bytes */
+    uint64_t gtt_mem, cpu_mem; /* bytes */
+    uint64_t vram_mem;         /* bytes */
     uint32_t memory_reserved[10];
     char container_name[32];
     uint32_t reserved[4];
@@ -79,9 +79,9 @@ _Static_assert(offsetof(struct amd_proc_v26, vram_mem) == 352, "vram_mem at 352 
 
 enum proc_abi {
     PROC_ABI_UNKNOWN = 0,
-    PROC_ABI_PIDS,  /* lib < 24.6: PIDs, then amdsmi_get_gpu_process_info per PID */
-    PROC_ABI_V24,   /* lib 24.6 - 24.x: 224-byte entries */
-    PROC_ABI_V26    /* lib 26.x: 704-byte entries */
+    PROC_ABI_PIDS, /* lib < 24.6: PIDs, then amdsmi_get_gpu_process_info per PID */
+    PROC_ABI_V24,  /* lib 24.6 - 24.x: 224-byte entries */
+    PROC_ABI_V26   /* lib 26.x: 704-byte entries */
 };
 
 struct amd_api {
@@ -263,8 +263,8 @@ static void *amd_open(struct gm_backend_status *s, struct gm_driver_versions *v,
                      r == AMDSMI_STATUS_INIT_ERROR;
         fail_open(c, s, nodev ? GM_BACKEND_NODEV : GM_BACKEND_ERROR, r,
                   r == AMDSMI_STATUS_DRIVER_NOT_LOADED ? "the amdgpu kernel driver is not loaded"
-                  : nodev ? "no AMD GPU: amdsmi_init found none"
-                          : "AMD SMI failed to initialise");
+                  : nodev                              ? "no AMD GPU: amdsmi_init found none"
+                                                       : "AMD SMI failed to initialise");
         gm_free(c);
         return NULL;
     }

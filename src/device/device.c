@@ -280,8 +280,8 @@ static enum gm_status no_backend(const struct gm_devices *d, size_t i, const cha
     const struct gm_backend_status *s = find_backend(d, amd ? "amdsmi" : "nvml");
     const char *lib = amd ? "AMD SMI" : "NVML";
     if (s && s->state != GM_BACKEND_OK)
-        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET, "cannot %s this device without %s (%s)",
-                       what, lib, s->msg);
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "cannot %s this device without %s (%s)", what, lib, s->msg);
     return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                    "cannot %s this device without %s (%s does not see it)", what, lib, lib);
 }

@@ -318,7 +318,7 @@ FAKE_API amd_status amdsmi_get_gpu_process_list(amd_handle h, uint32_t *max, voi
 {
     int i = from_handle(h, GPU_BASE), abi = proc_abi();
     uint32_t n = 0, written = 0;
-    size_t stride = abi == 0 ? sizeof(uint32_t)
+    size_t stride = abi == 0    ? sizeof(uint32_t)
                     : abi == 24 ? sizeof(struct amd_proc_v24)
                                 : sizeof(struct amd_proc_v25);
     if (i < 0 || !max)

@@ -1013,8 +1013,8 @@ static void test_amd_devices(void **state)
  * reason instead of misreading it. */
 static void test_amd_process_layouts(void **state)
 {
-    static const char *const versions[] = {"23.4.1.0", "24.5.1.0", "24.6.2.0", "24.7.1.0",
-                                           "26.0.0", "26.1.0"};
+    static const char *const versions[] = {"23.4.1.0", "24.5.1.0", "24.6.2.0",
+                                           "24.7.1.0", "26.0.0",   "26.1.0"};
     static const char *const unknown[] = {"25.3.0", "27.1.0"};
     char cuda[512], nvml[512];
     struct gm_devices *d;
