@@ -21,6 +21,8 @@
  * not 'mem' (VRAM + GTT + CPU). */
 #include "device/device_int.h"
 
+#include "device/amdsmi_abi.h"
+
 #include "gpumem/arena.h"
 
 #include <stddef.h>
@@ -28,54 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef uint32_t amd_status;
-typedef void *amd_handle;
-
-#define AMDSMI_STATUS_SUCCESS           0u
-#define AMDSMI_STATUS_NOT_SUPPORTED     2u
-#define AMDSMI_STATUS_OUT_OF_RESOURCES  15u
-#define AMDSMI_STATUS_INIT_ERROR        18u
-#define AMDSMI_STATUS_NOT_FOUND         31u
-#define AMDSMI_STATUS_DRIVER_NOT_LOADED 34u
-#define AMDSMI_INIT_AMD_GPUS            (1ull << 1)
-#define AMDSMI_MEM_TYPE_VRAM            0
-#define AMDSMI_GPU_UUID_SIZE            38u
-#define AMD_MAX_GPUS                    64u /* sockets x processors we take */
-
-/* amdsmi_proc_info_t up to lib 24.x. */
-struct amd_proc_v24 {
-    char name[32];
-    uint32_t pid;
-    uint64_t mem;          /* bytes: VRAM + GTT + CPU */
-    uint64_t engine_ns[2]; /* gfx, enc */
-    uint32_t engine_reserved[12];
-    uint64_t gtt_mem, cpu_mem; /* bytes */
-    uint64_t vram_mem;         /* bytes */
-    uint32_t memory_reserved[10];
-    char container_name[32];
-    uint32_t reserved[4];
-};
-
-/* amdsmi_proc_info_t of lib 26.x (ROCm 7): the strings are AMDSMI_MAX_STRING_LENGTH (256). */
-struct amd_proc_v26 {
-    char name[256];
-    uint32_t pid;
-    uint64_t mem;
-    uint64_t engine_ns[2];
-    uint32_t engine_reserved[12];
-    uint64_t gtt_mem, cpu_mem;
-    uint64_t vram_mem; /* bytes */
-    uint32_t memory_reserved[10];
-    char container_name[256];
-    uint32_t cu_occupancy;
-    uint32_t reserved[11];
-};
-
-_Static_assert(sizeof(struct amd_proc_v24) == 224, "amdsmi_proc_info_t (lib 24) is 224 bytes");
-_Static_assert(offsetof(struct amd_proc_v24, vram_mem) == 128, "vram_mem at 128 (lib 24)");
-_Static_assert(sizeof(struct amd_proc_v26) == 704, "amdsmi_proc_info_t (lib 26) is 704 bytes");
-_Static_assert(offsetof(struct amd_proc_v26, pid) == 256, "pid at 256 (lib 26)");
-_Static_assert(offsetof(struct amd_proc_v26, vram_mem) == 352, "vram_mem at 352 (lib 26)");
+#define AMD_MAX_GPUS 64u /* sockets x processors we take */
 
 enum proc_abi {
     PROC_ABI_UNKNOWN = 0,
@@ -476,15 +431,15 @@ static enum gm_status amd_processes(void *ctx, int i, struct gm_process_memory *
             memset(&info, 0, sizeof(info));
             /* A process may end between the list and this call: leave it out then. */
             if (c->api.process_info(p, pid, &info) == AMDSMI_STATUS_SUCCESS)
-                add_process(out, cap, n, pid, info.vram_mem);
+                add_process(out, cap, n, pid, info.u.vram_mem);
         } else if (c->proc_abi == PROC_ABI_V24) {
             struct amd_proc_v24 info;
             memcpy(&info, e, sizeof(info));
-            add_process(out, cap, n, info.pid, info.vram_mem);
+            add_process(out, cap, n, info.pid, info.u.vram_mem);
         } else {
             struct amd_proc_v26 info;
             memcpy(&info, e, sizeof(info));
-            add_process(out, cap, n, info.pid, info.vram_mem);
+            add_process(out, cap, n, info.pid, info.u.vram_mem);
         }
     }
     gm_free(buf);

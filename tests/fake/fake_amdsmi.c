@@ -20,49 +20,11 @@
  */
 #include "fake_common.h"
 
+#include "device/amdsmi_abi.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef uint32_t amd_status;
-typedef void *amd_handle;
-
-enum {
-    AMDSMI_STATUS_SUCCESS = 0,
-    AMDSMI_STATUS_INVAL = 1,
-    AMDSMI_STATUS_NOT_SUPPORTED = 2,
-    AMDSMI_STATUS_OUT_OF_RESOURCES = 15,
-    AMDSMI_STATUS_NOT_INIT = 32,
-    AMDSMI_STATUS_INSUFFICIENT_SIZE = 41
-};
-
-struct amd_proc_v24 {
-    char name[32];
-    uint32_t pid;
-    uint64_t mem;
-    uint64_t engine_ns[2];
-    uint32_t engine_reserved[12];
-    uint64_t gtt_mem, cpu_mem, vram_mem;
-    uint32_t memory_reserved[10];
-    char container_name[32];
-    uint32_t reserved[4];
-};
-
-struct amd_proc_v25 {
-    char name[256];
-    uint32_t pid;
-    uint64_t mem;
-    uint64_t engine_ns[2];
-    uint32_t engine_reserved[12];
-    uint64_t gtt_mem, cpu_mem, vram_mem;
-    uint32_t memory_reserved[10];
-    char container_name[256];
-    uint32_t cu_occupancy;
-    uint32_t reserved[11];
-};
-
-_Static_assert(sizeof(struct amd_proc_v24) == 224, "amdsmi_proc_info_t (lib 24) is 224 bytes");
-_Static_assert(sizeof(struct amd_proc_v25) == 704, "amdsmi_proc_info_t (lib 25) is 704 bytes");
 
 #define MAX_PROCS 32
 
@@ -129,12 +91,12 @@ static void load(void)
     amd.year_form = n == 4;
 }
 
-/* The process ABI of the configured version: 0 PIDs + per-PID info, 24 (224 B) or 25 (704 B). */
+/* The process ABI of the configured version: 0 PIDs + per-PID info, 24 (224 B) or 26 (704 B). */
 static int proc_abi(void)
 {
     if (amd.year_form)
         return amd.version[0] == 24 && amd.version[1] >= 6 ? 24 : 0;
-    return 25;
+    return 26;
 }
 
 /* Handles encode the GPU index (sockets and processors alike); nothing is dereferenced. */
@@ -262,7 +224,7 @@ FAKE_API amd_status amdsmi_get_gpu_device_uuid(amd_handle h, unsigned *len, char
     int i = from_handle(h, GPU_BASE);
     if (i < 0 || !len || !uuid)
         return AMDSMI_STATUS_INVAL;
-    if (*len < 38)
+    if (*len < AMDSMI_GPU_UUID_SIZE)
         return AMDSMI_STATUS_INSUFFICIENT_SIZE;
     snprintf(uuid, *len, "%02xff74a1-0000-1000-80ff-0c8ae9aa5e%02x", 0x10 + i, 0x41 + i);
     *len = (unsigned)strlen(uuid);
@@ -291,26 +253,28 @@ FAKE_API amd_status amdsmi_get_gpu_asic_info(amd_handle h, void *info)
     return AMDSMI_STATUS_SUCCESS;
 }
 
+/* 'mem' sums VRAM, GTT and CPU memory: 2 MiB of GTT makes a reader of the wrong field show. */
+static void fill_usage(struct amd_proc_usage *u, int k)
+{
+    u->vram_mem = amd.proc_vram[k];
+    u->gtt_mem = 2u << 20;
+    u->mem = u->vram_mem + u->gtt_mem;
+}
+
 static void fill_proc(int k, void *entry, int abi)
 {
-    if (abi == 25) {
-        struct amd_proc_v25 *p = entry;
+    if (abi == 26) {
+        struct amd_proc_v26 *p = entry;
         memset(p, 0, sizeof(*p));
         snprintf(p->name, sizeof(p->name), "python3");
         p->pid = amd.proc_pid[k];
-        p->vram_mem = amd.proc_vram[k];
-        p->gtt_mem = 2u << 20; /* 'mem' sums VRAM, GTT and CPU: gpumem must read vram_mem */
-        p->mem = p->vram_mem + p->gtt_mem;
-        return;
-    }
-    {
+        fill_usage(&p->u, k);
+    } else {
         struct amd_proc_v24 *p = entry;
         memset(p, 0, sizeof(*p));
         snprintf(p->name, sizeof(p->name), "python3");
         p->pid = amd.proc_pid[k];
-        p->vram_mem = amd.proc_vram[k];
-        p->gtt_mem = 2u << 20;
-        p->mem = p->vram_mem + p->gtt_mem;
+        fill_usage(&p->u, k);
     }
 }
 
@@ -320,7 +284,7 @@ FAKE_API amd_status amdsmi_get_gpu_process_list(amd_handle h, uint32_t *max, voi
     uint32_t n = 0, written = 0;
     size_t stride = abi == 0    ? sizeof(uint32_t)
                     : abi == 24 ? sizeof(struct amd_proc_v24)
-                                : sizeof(struct amd_proc_v25);
+                                : sizeof(struct amd_proc_v26);
     if (i < 0 || !max)
         return AMDSMI_STATUS_INVAL;
     for (int k = 0; k < amd.n_procs; k++) {
