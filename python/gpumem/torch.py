@@ -72,6 +72,7 @@ def _alloc_conf_in_effect(torch_env):
     names = _ALLOC_CONF_VARS if torch_env.get("backend") == "hip" else _ALLOC_CONF_VARS[:2]
     return next((torch_env["alloc_conf"][k] for k in names if torch_env["alloc_conf"].get(k)), "")
 
+
 _lock = threading.Lock()
 _series_started = 0  # series begun in this process
 _default = None  # the series of the module-level phase()
