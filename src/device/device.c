@@ -238,15 +238,22 @@ const struct gm_device_info *gm_devices_info(const struct gm_devices *d, size_t 
 enum gm_status gm_devices_find_cuda(const struct gm_devices *d, int cuda_index, size_t *pos,
                                     struct gm_error *err)
 {
-    size_t n_cuda = 0;
+    size_t n_cuda = 0, n_amd = 0;
     for (size_t k = 0; k < d->n_dev; k++) {
         if (d->dev[k].info.cuda_index >= 0)
             n_cuda++;
+        if (d->dev[k].info.vendor == GM_VENDOR_AMD)
+            n_amd++;
         if (d->dev[k].info.cuda_index == cuda_index && cuda_index >= 0) {
             *pos = k;
             return GM_OK;
         }
     }
+    if (!n_cuda && n_amd)
+        return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
+                       "device cuda:%d is out of range: 0 CUDA devices visible (%zu AMD GPU%s: "
+                       "gpumem reads %s, but runs work through CUDA only)",
+                       cuda_index, n_amd, n_amd == 1 ? "" : "s", n_amd == 1 ? "it" : "them");
     return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
                    "device cuda:%d is out of range: %zu CUDA device%s visible%s", cuda_index,
                    n_cuda, n_cuda == 1 ? "" : "s",
