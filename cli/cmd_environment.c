@@ -68,22 +68,28 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
     gm_text_escape(name, sizeof(name), info->name[0] ? info->name : "(no name)");
     if (info->cuda_index >= 0)
         printf("\ncuda:%d  %s\n", info->cuda_index, name);
+    else if (info->vendor == GM_VENDOR_AMD)
+        printf("\namd:%d  %s\n", info->amdsmi_index, name);
     else
         printf("\nnvml:%d  %s  (not visible to CUDA here)\n", info->nvml_index, name);
+    printf("  vendor             %s\n", gm_vendor_name(info->vendor));
     printf("  uuid               %s\n", info->uuid[0] ? info->uuid : "unknown");
     printf("  pci bus id         %s\n", info->pci_bus_id[0] ? info->pci_bus_id : "unknown");
     if (info->nvml_index >= 0)
         printf("  nvml index         %d\n", info->nvml_index);
+    if (info->amdsmi_index >= 0)
+        printf("  amd smi index      %d\n", info->amdsmi_index);
     if (info->cc_valid)
         printf("  compute capability %d.%d\n", info->cc_major, info->cc_minor);
-    else
+    else if (info->vendor != GM_VENDOR_AMD) /* a CUDA notion */
         printf("  compute capability unknown\n");
     if (info->multiprocessors_valid)
         printf("  multiprocessors    %d\n", info->multiprocessors);
     if (gm_devices_memory(d, i, &mem, &e) == GM_OK) {
-        printf("  memory (%s)\n", mem.source == GM_MEMORY_NVML_V2
-                                      ? "NVML v2: used excludes reserved"
-                                      : "NVML v1: used includes reserved");
+        printf("  memory (%s)\n",
+               mem.source == GM_MEMORY_NVML_V2   ? "NVML v2: used excludes reserved"
+               : mem.source == GM_MEMORY_NVML_V1 ? "NVML v1: used includes reserved"
+                                                 : "AMD SMI: VRAM, free = total - used");
         printf("    total            %s\n", bytes_text(b, sizeof(b), mem.total));
         printf("    used             %s\n", bytes_text(b, sizeof(b), mem.used));
         printf("    free             %s\n", bytes_text(b, sizeof(b), mem.free));
@@ -99,7 +105,10 @@ static void print_device(struct gm_devices *d, size_t i, const struct gm_host_in
         return;
     }
     printf("  processes          %zu%s\n", n,
-           n ? " (PID as NVML reports it, a host PID; C compute, G graphics)" : "");
+           !n ? ""
+           : info->vendor == GM_VENDOR_AMD
+               ? " (PID as AMD SMI reports it, a host PID; VRAM)"
+               : " (PID as NVML reports it, a host PID; C compute, G graphics)");
     for (size_t k = 0; k < n; k++) {
         bool visible = gm_proc_exists(procs[k].pid);
         printf("    pid %-10" PRIu32 " %-3s  %s%s\n", procs[k].pid,
@@ -122,7 +131,10 @@ static void print_text(struct gm_devices *d, const struct gm_host_info *h, int o
     print_version("CUDA driver API", v->cuda_driver_api, v->cuda_driver_api_valid);
     printf(", NVML %s", v->nvml[0] ? gm_text_escape(t, sizeof(t), v->nvml) : "unknown");
     print_version(" (CUDA", v->nvml_cuda_version, v->nvml_cuda_version_valid);
-    printf(")\n");
+    printf(")");
+    if (v->amdsmi[0])
+        printf(", AMD SMI %s", gm_text_escape(t, sizeof(t), v->amdsmi));
+    printf("\n");
     for (size_t k = 0; k < gm_devices_n_backends(d); k++) {
         const struct gm_backend_status *s = gm_devices_backend(d, k);
         printf("backend %-10s %s, %s\n", s->name, state_word(s->state),
@@ -180,7 +192,7 @@ int cmd_environment(int argc, char **argv)
     const struct opt_usage usage = {
         "gpumem environment [--device cuda:N] [--json]",
         "Show the NVIDIA driver and CUDA versions, each GPU with its memory (NVML v2: total, used, "
-        "free, reserved) and the processes using it, the host (OS, kernel, CPU, container), and "
+        "free, reserved; AMD GPUs through AMD SMI: VRAM total, used, free) and the processes using it, the host (OS, kernel, CPU, container), and "
         "the environment settings that change GPU memory behaviour. Exit status 2 when there is "
         "no usable GPU or driver, with a sentence saying why.",
         "gpumem environment\ngpumem environment --device cuda:1 --json"};

@@ -119,15 +119,24 @@ struct gm_backend_status {
 struct gm_driver_versions {
     char driver[80];     /* NVML system driver version "550.54.15", "" unknown */
     char nvml[80];       /* NVML library version "12.550.54.15", "" unknown */
+    char amdsmi[80];     /* AMD SMI library version "24.6.2.0" or "26.1.0", "" unknown */
     int cuda_driver_api; /* cuDriverGetVersion, e.g. 12040 */
     bool cuda_driver_api_valid;
     int nvml_cuda_version; /* nvmlSystemGetCudaDriverVersion_v2 */
     bool nvml_cuda_version_valid;
 };
 
+/* Who made the device (from the backend that reported it, never from its name). */
+enum gm_vendor { GM_VENDOR_UNKNOWN = 0, GM_VENDOR_NVIDIA, GM_VENDOR_AMD };
+
+/* "NVIDIA", "AMD" or "unknown" (static). */
+const char *gm_vendor_name(enum gm_vendor v);
+
 struct gm_device_info {
+    enum gm_vendor vendor;
     int cuda_index;      /* CUDA ordinal (after CUDA_VISIBLE_DEVICES); -1: CUDA does not see it */
     int nvml_index;      /* NVML index (PCI order, ignores CUDA_VISIBLE_DEVICES); -1: none */
+    int amdsmi_index;    /* AMD SMI GPU index (sockets, then processors, in order); -1: none */
     char name[96];       /* "" unknown */
     char uuid[96];       /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "" unknown */
     char pci_bus_id[32]; /* "00000000:17:00.0", "" unknown */
@@ -142,7 +151,8 @@ struct gm_device_info {
 enum gm_memory_source {
     GM_MEMORY_NONE = 0,
     GM_MEMORY_NVML_V2, /* nvmlDeviceGetMemoryInfo_v2: used excludes reserved */
-    GM_MEMORY_NVML_V1  /* nvmlDeviceGetMemoryInfo: used includes reserved, reserved unknown */
+    GM_MEMORY_NVML_V1, /* nvmlDeviceGetMemoryInfo: used includes reserved, reserved unknown */
+    GM_MEMORY_AMDSMI   /* amdsmi_get_gpu_memory_total/_usage (VRAM): free = total - used */
 };
 
 struct gm_device_memory {
@@ -159,23 +169,25 @@ enum gm_process_kind {
 };
 
 struct gm_process_memory {
-    uint32_t pid;           /* as NVML reports it: a host PID, even inside a container */
-    struct gm_reading used; /* usedGpuMemory, bytes; invalid when NVML says "not available" */
+    uint32_t pid;           /* as the driver reports it: a host PID, even inside a container */
+    struct gm_reading used; /* usedGpuMemory (AMD: the process's VRAM), bytes; invalid when
+                               the driver says "not available" or its layout is unknown */
     unsigned kinds;         /* enum gm_process_kind bits */
 };
 
-/* Open every registered backend (NVML, CUDA) and join their devices.  Succeeds (GM_OK)
+/* Open every registered backend (NVML, CUDA, AMD SMI) and join their devices.  Succeeds (GM_OK)
  * even when no backend works, so that the caller can show what was found; only a host
  * allocation failure fails.  'env' gives the library overrides (GPUMEM_NVML_LIBRARY,
- * GPUMEM_CUDA_LIBRARY), CUDA_VISIBLE_DEVICES for gm_devices_check()'s reason and the
- * allocator settings gm_devices_write_json() reports; it must stay valid until
+ * GPUMEM_CUDA_LIBRARY, GPUMEM_AMDSMI_LIBRARY), CUDA_VISIBLE_DEVICES for gm_devices_check()'s reason
+ * and the allocator settings gm_devices_write_json() reports; it must stay valid until
  * gm_devices_close().  Release with gm_devices_close(). */
 enum gm_status gm_devices_open(struct gm_devices **out, gm_env_fn env, struct gm_error *err);
 void gm_devices_close(struct gm_devices *d);
 
-/* GM_OK when at least one device is usable; otherwise GM_ERR_NODEV (no driver, only the
- * stub library, driver not loaded, no device) or GM_ERR_DRIVER, with one sentence in
- * 'err' saying which. */
+/* GM_OK when at least one device is usable (an AMD GPU counts: it can be read; commands
+ * that run CUDA work find no CUDA device with gm_devices_find_cuda()); otherwise GM_ERR_NODEV (no
+ * driver, only the stub library, driver not loaded, no device) or GM_ERR_DRIVER, with one sentence
+ * in 'err' saying which. */
 enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err);
 
 /* The backends in registry order (borrowed, valid until gm_devices_close()). */
@@ -185,7 +197,7 @@ const struct gm_backend_status *gm_devices_backend(const struct gm_devices *d, s
 const struct gm_driver_versions *gm_devices_versions(const struct gm_devices *d);
 
 /* The joined device list: CUDA-visible devices first in CUDA order, then devices only
- * NVML sees.  Borrowed, valid until gm_devices_close(). */
+ * NVML sees, then AMD GPUs in AMD SMI order.  Borrowed, valid until gm_devices_close(). */
 size_t gm_devices_count(const struct gm_devices *d);
 const struct gm_device_info *gm_devices_info(const struct gm_devices *d, size_t i);
 

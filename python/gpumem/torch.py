@@ -64,6 +64,15 @@ MARK_PREFIX = "gpumem.phase:"
 
 _ALLOC_CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
 
+
+def _alloc_conf_in_effect(torch_env):
+    """The allocator settings the caching allocator reads: the first set of
+    PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF; on a HIP (ROCm) build, PYTORCH_HIP_ALLOC_CONF
+    when neither is set (c10's CUDAAllocatorConfig reads it only under USE_ROCM); "" none."""
+    names = _ALLOC_CONF_VARS if torch_env.get("backend") == "hip" else _ALLOC_CONF_VARS[:2]
+    return next((torch_env["alloc_conf"][k] for k in names if torch_env["alloc_conf"].get(k)), "")
+
+
 _lock = threading.Lock()
 _series_started = 0  # series begun in this process
 _default = None  # the series of the module-level phase()
@@ -472,7 +481,7 @@ class Measure:
             "dimensions": dict(self.dimensions, device=None if self._current is None else "cuda:%d" % self._current),
             "settings": {
                 "repeats_in_same_process": True,
-                "alloc_conf": next((v for v in self.environment["torch"]["alloc_conf"].values() if v), ""),
+                "alloc_conf": _alloc_conf_in_effect(self.environment["torch"]),
                 "allocator_backend": self.environment["torch"]["allocator_backend"],
                 "devices": "every device of the process" if self._devices is None else ["cuda:%d" % d for d in self._devices],
             },

@@ -304,8 +304,10 @@ enum gm_status gm_cuda_device_info(struct gm_cuda *cu, int ordinal, struct gm_de
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
+    out->vendor = GM_VENDOR_NVIDIA;
     out->cuda_index = ordinal;
     out->nvml_index = -1;
+    out->amdsmi_index = -1;
     st = get_device(cu, ordinal, &d, err);
     if (st)
         return st;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct gm_device_ops *const backends[] = {&gm_nvml_ops, &gm_cuda_ops};
+static const struct gm_device_ops *const backends[] = {&gm_nvml_ops, &gm_cuda_ops, &gm_amdsmi_ops};
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 
 struct dev_entry {
@@ -33,6 +33,9 @@ struct gm_devices {
 
 static bool same_device(const struct gm_device_info *a, const struct gm_device_info *b)
 {
+    /* Each vendor's devices are its own entries: a PCI id never joins an AMD and an NVIDIA. */
+    if (a->vendor != b->vendor)
+        return false;
     if (a->uuid[0] && b->uuid[0])
         return !strcmp(a->uuid, b->uuid);
     return a->pci_bus_id[0] && b->pci_bus_id[0] && !strcmp(a->pci_bus_id, b->pci_bus_id);
@@ -45,6 +48,8 @@ static void merge_info(struct gm_device_info *dst, const struct gm_device_info *
         dst->cuda_index = src->cuda_index;
     if (src->nvml_index >= 0)
         dst->nvml_index = src->nvml_index;
+    if (src->amdsmi_index >= 0)
+        dst->amdsmi_index = src->amdsmi_index;
     if (!dst->name[0])
         memcpy(dst->name, src->name, sizeof(dst->name));
     if (!dst->uuid[0])
@@ -68,12 +73,17 @@ static int entry_order(const void *pa, const void *pb)
 {
     const struct gm_device_info *a = &((const struct dev_entry *)pa)->info;
     const struct gm_device_info *b = &((const struct dev_entry *)pb)->info;
-    /* CUDA-visible devices first, in CUDA order; then the rest in NVML order. */
+    /* CUDA-visible devices first, in CUDA order; then the rest in NVML order; then AMD GPUs
+     * in AMD SMI order. */
     if ((a->cuda_index >= 0) != (b->cuda_index >= 0))
         return a->cuda_index >= 0 ? -1 : 1;
     if (a->cuda_index != b->cuda_index)
         return a->cuda_index < b->cuda_index ? -1 : 1;
-    return (a->nvml_index > b->nvml_index) - (a->nvml_index < b->nvml_index);
+    if (a->vendor != b->vendor)
+        return a->vendor < b->vendor ? -1 : 1;
+    if (a->nvml_index != b->nvml_index)
+        return a->nvml_index < b->nvml_index ? -1 : 1;
+    return (a->amdsmi_index > b->amdsmi_index) - (a->amdsmi_index < b->amdsmi_index);
 }
 
 static enum gm_status add_device(struct gm_devices *d, size_t b, int idx,
@@ -165,6 +175,12 @@ enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err
     const struct gm_backend_status *cu = find_backend(d, "cuda");
     const char *cvd = gm_env_get(d->env, "CUDA_VISIBLE_DEVICES");
 
+    /* An AMD GPU can be read whatever the NVIDIA libraries say; commands that run CUDA work
+     * ask gm_devices_find_cuda() for their device and get exit 2 there. */
+    for (size_t k = 0; k < d->n_dev; k++)
+        if (d->dev[k].info.vendor == GM_VENDOR_AMD)
+            return GM_OK;
+
     /* The stub library means CUDA programs cannot run, whatever NVML says. */
     if (cu && cu->state == GM_BACKEND_STUB)
         return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET, "%s (%s)", cu->msg, cu->library);
@@ -222,15 +238,22 @@ const struct gm_device_info *gm_devices_info(const struct gm_devices *d, size_t 
 enum gm_status gm_devices_find_cuda(const struct gm_devices *d, int cuda_index, size_t *pos,
                                     struct gm_error *err)
 {
-    size_t n_cuda = 0;
+    size_t n_cuda = 0, n_amd = 0;
     for (size_t k = 0; k < d->n_dev; k++) {
         if (d->dev[k].info.cuda_index >= 0)
             n_cuda++;
+        if (d->dev[k].info.vendor == GM_VENDOR_AMD)
+            n_amd++;
         if (d->dev[k].info.cuda_index == cuda_index && cuda_index >= 0) {
             *pos = k;
             return GM_OK;
         }
     }
+    if (!n_cuda && n_amd)
+        return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
+                       "device cuda:%d is out of range: 0 CUDA devices visible (%zu AMD GPU%s: "
+                       "gpumem reads %s, but runs work through CUDA only)",
+                       cuda_index, n_amd, n_amd == 1 ? "" : "s", n_amd == 1 ? "it" : "them");
     return gm_fail(err, GM_ERR_NODEV, GM_NO_OFFSET,
                    "device cuda:%d is out of range: %zu CUDA device%s visible%s", cuda_index,
                    n_cuda, n_cuda == 1 ? "" : "s",
@@ -256,12 +279,31 @@ enum gm_status gm_device_parse_spec(const char *spec, int *cuda_index, struct gm
     return GM_OK;
 }
 
-/* Live readings come from NVML only: say why it is not there. */
-static enum gm_status no_backend(const struct gm_devices *d, const char *what, struct gm_error *err)
+/* Live readings come from NVML (NVIDIA) or AMD SMI (AMD): say why it is not there. */
+static enum gm_status no_backend(const struct gm_devices *d, size_t i, const char *what,
+                                 struct gm_error *err)
 {
-    const struct gm_backend_status *nv = find_backend(d, "nvml");
-    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET, "cannot %s this device without NVML (%s)",
-                   what, nv && nv->state != GM_BACKEND_OK ? nv->msg : "NVML does not see it");
+    bool amd = d->dev[i].info.vendor == GM_VENDOR_AMD;
+    const struct gm_backend_status *s = find_backend(d, amd ? "amdsmi" : "nvml");
+    const char *lib = amd ? "AMD SMI" : "NVML";
+    if (s && s->state != GM_BACKEND_OK)
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "cannot %s this device without %s (%s)", what, lib, s->msg);
+    return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                   "cannot %s this device without %s (%s does not see it)", what, lib, lib);
+}
+
+const char *gm_vendor_name(enum gm_vendor v)
+{
+    switch (v) {
+    case GM_VENDOR_NVIDIA:
+        return "NVIDIA";
+    case GM_VENDOR_AMD:
+        return "AMD";
+    case GM_VENDOR_UNKNOWN:
+        break;
+    }
+    return "unknown";
 }
 
 enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_device_memory *out,
@@ -281,7 +323,7 @@ enum gm_status gm_devices_memory(struct gm_devices *d, size_t i, struct gm_devic
             return GM_OK;
     }
     if (!tried)
-        return no_backend(d, "read the memory of", err);
+        return no_backend(d, i, "read the memory of", err);
     return st;
 }
 
@@ -296,7 +338,7 @@ enum gm_status gm_devices_processes(struct gm_devices *d, size_t i, struct gm_pr
             continue;
         return backends[b]->processes(d->ctx[b], d->dev[i].backend_index[b], out, cap, n, err);
     }
-    return no_backend(d, "list the processes of", err);
+    return no_backend(d, i, "list the processes of", err);
 }
 
 enum gm_status gm_devices_process_list(struct gm_devices *d, size_t i,

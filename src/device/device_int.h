@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* device_int.h - internals of src/device/: the backend ops table and the symbol binder.
  *
- * A backend (NVML, CUDA, later ROCm SMI) is one const struct gm_device_ops; device.c keeps
+ * A backend (NVML, CUDA, AMD SMI) is one const struct gm_device_ops; device.c keeps
  * an explicit array of them (no constructors).  A backend's state lives in the ctx its
  * open() returns, never in file statics. */
 #ifndef GM_DEVICE_DEVICE_INT_H
@@ -13,15 +13,15 @@
 #include <stddef.h>
 
 struct gm_device_ops {
-    const char *name; /* "nvml", "cuda" */
+    const char *name; /* "nvml", "cuda", "amdsmi" */
     /* Load and initialise ('env' gives the library's override variable).  Fills 'st'
      * (state, library, reason) and the versions this backend knows; returns the backend
      * context, or NULL when st->state != OK. */
     void *(*open)(struct gm_backend_status *st, struct gm_driver_versions *v, gm_env_fn env);
     void (*close)(void *ctx);
     int (*count)(void *ctx);
-    /* Static facts of device 'i' (the backend's own index).  The backend sets its own
-     * index field (cuda_index or nvml_index) and leaves the other at -1. */
+    /* Static facts of device 'i' (the backend's own index).  The backend sets the vendor
+     * and its own index field (cuda_index, nvml_index or amdsmi_index), the others -1. */
     enum gm_status (*info)(void *ctx, int i, struct gm_device_info *out, struct gm_error *err);
     /* Optional (NULL): live memory and process list. */
     enum gm_status (*memory)(void *ctx, int i, struct gm_device_memory *out, struct gm_error *err);
@@ -31,6 +31,7 @@ struct gm_device_ops {
 
 extern const struct gm_device_ops gm_nvml_ops;
 extern const struct gm_device_ops gm_cuda_ops;
+extern const struct gm_device_ops gm_amdsmi_ops;
 
 /* One symbol to bind: up to three names tried in order (versioned first), where to store
  * the function pointer (offset into the caller's table), and whether it is required. */

@@ -60,6 +60,8 @@ static const char *source_name(enum gm_memory_source s)
         return "nvml_v2";
     case GM_MEMORY_NVML_V1:
         return "nvml_v1";
+    case GM_MEMORY_AMDSMI:
+        return "amdsmi";
     case GM_MEMORY_NONE:
         break;
     }
@@ -76,6 +78,7 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
     char cc[16];
 
     gm_json_begin_object(w);
+    gm_json_kv_str(w, "vendor", gm_vendor_name(info->vendor));
     if (info->cuda_index >= 0)
         gm_json_kv_i64(w, "cuda_index", info->cuda_index);
     else
@@ -84,6 +87,10 @@ static void write_device(struct gm_json *w, struct gm_devices *d, size_t i)
         gm_json_kv_i64(w, "nvml_index", info->nvml_index);
     else
         gm_json_kv_null(w, "nvml_index");
+    if (info->amdsmi_index >= 0)
+        gm_json_kv_i64(w, "amdsmi_index", info->amdsmi_index);
+    else
+        gm_json_kv_null(w, "amdsmi_index");
     kv_str_or_null(w, "name", info->name);
     kv_str_or_null(w, "uuid", info->uuid);
     kv_str_or_null(w, "pci_bus_id", info->pci_bus_id);
@@ -147,6 +154,7 @@ void gm_devices_write_json(struct gm_json *w, struct gm_devices *d, const struct
         gm_json_kv_null(w, "cuda_driver_api");
     kv_version(w, "cuda_driver_api_version", v->cuda_driver_api, v->cuda_driver_api_valid);
     kv_version(w, "nvml_cuda_version", v->nvml_cuda_version, v->nvml_cuda_version_valid);
+    kv_str_or_null(w, "amdsmi_version", v->amdsmi);
     gm_json_end_object(w);
 
     gm_json_key(w, "backends");

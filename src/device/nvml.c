@@ -227,8 +227,10 @@ static enum gm_status nvml_info(void *ctx, int i, struct gm_device_info *out, st
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
+    out->vendor = GM_VENDOR_NVIDIA;
     out->cuda_index = -1;
     out->nvml_index = i;
+    out->amdsmi_index = -1;
     st = handle(c, i, &d, err);
     if (st)
         return st;

@@ -327,6 +327,8 @@ enum gm_status gm_watch_setup(struct gm_watch *w, struct gm_devices *d, int only
             continue;
         if (info->cuda_index >= 0)
             snprintf(label, sizeof(label), "cuda:%d", info->cuda_index);
+        else if (info->vendor == GM_VENDOR_AMD)
+            snprintf(label, sizeof(label), "amd:%d", info->amdsmi_index);
         else
             snprintf(label, sizeof(label), "nvml:%d", info->nvml_index);
         st = gm_devices_memory(d, i, &m, err);
@@ -594,6 +596,7 @@ static void write_summary(struct gm_json *j, const struct gm_watch *w,
         gm_json_kv_str(j, "memory_source",
                        d->source == GM_MEMORY_NVML_V2   ? "nvml_v2"
                        : d->source == GM_MEMORY_NVML_V1 ? "nvml_v1"
+                       : d->source == GM_MEMORY_AMDSMI  ? "amdsmi"
                                                         : "none");
         kv_reading(j, "total_bytes", d->total);
         kv_reading(j, "baseline_used_bytes", d->baseline);

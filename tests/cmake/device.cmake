@@ -38,6 +38,9 @@ target_compile_definitions(gm_fake_cuda_pre11 PRIVATE FAKE_CUDA_PRE_11=1)
 gm_fake_library(gm_fake_nvml_nov1 libnvidia-ml.so.1 ${GM_FAKE_DIR}/nov1
   ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_nvml.c)
 target_compile_definitions(gm_fake_nvml_nov1 PRIVATE FAKE_NVML_NO_V1_PROCESSES=1)
+# AMD SMI as ROCm ships it (SONAME libamd_smi.so.<library major>); the ABI generation it
+# mimics is chosen at run time by GPUMEM_FAKE_AMD_VERSION.
+gm_fake_library(gm_fake_amdsmi libamd_smi.so.26 ${GM_FAKE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_amdsmi.c)
 
 # A program that allocates and frees through the device API (and so the fake CUDA) on a
 # script of steps, for `watch` to follow.
@@ -49,11 +52,12 @@ set_target_properties(gm_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GM_FAKE_
 set(GM_DEVICE_TEST_ENV ${GM_TEST_ENV}
   "GM_FAKE_DIR=${GM_FAKE_DIR}"
   "GPUMEM_CUDA_LIBRARY=${GM_FAKE_DIR}/libcuda.so.1"
-  "GPUMEM_NVML_LIBRARY=${GM_FAKE_DIR}/libnvidia-ml.so.1")
+  "GPUMEM_NVML_LIBRARY=${GM_FAKE_DIR}/libnvidia-ml.so.1"
+  "GPUMEM_AMDSMI_LIBRARY=/nonexistent/libamd_smi.so")
 
 if(TARGET test_device)
   add_dependencies(test_device gm_fake_cuda gm_fake_cuda_pre11 gm_fake_nvml gm_fake_nvml_nov1
-    gm_workload)
+    gm_fake_amdsmi gm_workload)
   set_tests_properties(unit/test_device PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}")
 endif()
 

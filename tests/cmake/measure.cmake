@@ -14,7 +14,8 @@ endforeach()
 # the fake drivers (timings are masked in the cmd files).
 set(GM_MEASURE_TEST_ENV ${GM_TEST_ENV}
   "GPUMEM_CUDA_LIBRARY=${PROJECT_BINARY_DIR}/tests/fake/libcuda.so.1"
-  "GPUMEM_NVML_LIBRARY=${PROJECT_BINARY_DIR}/tests/fake/libnvidia-ml.so.1")
+  "GPUMEM_NVML_LIBRARY=${PROJECT_BINARY_DIR}/tests/fake/libnvidia-ml.so.1"
+  "GPUMEM_AMDSMI_LIBRARY=/nonexistent/libamd_smi.so")
 file(GLOB GM_MEASURE_CASES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/measure/*/cmd)
 foreach(cmdfile ${GM_MEASURE_CASES})
   get_filename_component(dir ${cmdfile} DIRECTORY)

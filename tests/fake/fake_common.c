@@ -13,7 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-static uint64_t parse_size(const char *s, uint64_t dflt)
+uint64_t fake_parse_size(const char *s, uint64_t dflt)
 {
     char *end;
     double v;
@@ -40,7 +40,7 @@ static uint64_t parse_size(const char *s, uint64_t dflt)
     return (uint64_t)v;
 }
 
-static long env_long(const char *name, long dflt)
+long fake_env_long(const char *name, long dflt)
 {
     const char *s = getenv(name);
     char *end;
@@ -53,7 +53,7 @@ static long env_long(const char *name, long dflt)
 }
 
 /* Item 'i' of a comma-separated list (the last item repeats), into out. */
-static void list_item(const char *list, int i, char *out, size_t n)
+void fake_list_item(const char *list, int i, char *out, size_t n)
 {
     const char *p = list, *comma;
     int k = 0;
@@ -79,53 +79,53 @@ void fake_config_load(struct fake_config *c)
     long n;
 
     memset(c, 0, sizeof(*c));
-    n = env_long("GPUMEM_FAKE_DEVICES", 1);
+    n = fake_env_long("GPUMEM_FAKE_DEVICES", 1);
     c->n_devices = n < 0 ? 0 : n > FAKE_MAX_DEV ? FAKE_MAX_DEV : (int)n;
     for (int i = 0; i < FAKE_MAX_DEV; i++) {
         char item[96];
         if (names && *names)
-            list_item(names, i, c->name[i], sizeof(c->name[i]));
+            fake_list_item(names, i, c->name[i], sizeof(c->name[i]));
         else
             snprintf(c->name[i], sizeof(c->name[i]), "NVIDIA Fake A100-SXM4-80GB");
         item[0] = '\0';
         if (mem)
-            list_item(mem, i, item, sizeof(item));
-        c->total[i] = parse_size(item, 80 * 1073741824ull);
+            fake_list_item(mem, i, item, sizeof(item));
+        c->total[i] = fake_parse_size(item, 80 * 1073741824ull);
         item[0] = '\0';
         if (res)
-            list_item(res, i, item, sizeof(item));
-        c->reserved[i] = parse_size(item, 512 * 1048576ull);
+            fake_list_item(res, i, item, sizeof(item));
+        c->reserved[i] = fake_parse_size(item, 512 * 1048576ull);
         if (c->reserved[i] > c->total[i])
             c->reserved[i] = c->total[i];
     }
-    c->base_used = parse_size(getenv("GPUMEM_FAKE_BASE_USED"), 0);
+    c->base_used = fake_parse_size(getenv("GPUMEM_FAKE_BASE_USED"), 0);
     s = getenv("GPUMEM_FAKE_DRIVER_VERSION");
     snprintf(c->driver, sizeof(c->driver), "%s", s && *s ? s : "550.54.15");
-    c->cuda_version = (int)env_long("GPUMEM_FAKE_CUDA_VERSION", 12040);
+    c->cuda_version = (int)fake_env_long("GPUMEM_FAKE_CUDA_VERSION", 12040);
     s = getenv("GPUMEM_FAKE_CC");
     if (!s || sscanf(s, "%d.%d", &c->cc_major, &c->cc_minor) != 2) {
         c->cc_major = 8;
         c->cc_minor = 0;
     }
-    c->sms = (int)env_long("GPUMEM_FAKE_SMS", 108);
-    c->cuinit_error = (int)env_long("GPUMEM_FAKE_CUINIT_ERROR", 0);
-    c->nvml_init_error = (int)env_long("GPUMEM_FAKE_NVML_INIT_ERROR", 0);
-    c->nvml_memory_error = (int)env_long("GPUMEM_FAKE_NVML_MEMORY_ERROR", 0);
-    c->no_memory_v2 = env_long("GPUMEM_FAKE_NO_MEMORY_V2", 0) != 0;
-    c->oom_after = env_long("GPUMEM_FAKE_OOM_AFTER", -1);
-    c->context_bytes = parse_size(getenv("GPUMEM_FAKE_CONTEXT_BYTES"), 300 * 1048576ull);
-    c->granule = parse_size(getenv("GPUMEM_FAKE_GRANULE"), 2 * 1048576ull);
+    c->sms = (int)fake_env_long("GPUMEM_FAKE_SMS", 108);
+    c->cuinit_error = (int)fake_env_long("GPUMEM_FAKE_CUINIT_ERROR", 0);
+    c->nvml_init_error = (int)fake_env_long("GPUMEM_FAKE_NVML_INIT_ERROR", 0);
+    c->nvml_memory_error = (int)fake_env_long("GPUMEM_FAKE_NVML_MEMORY_ERROR", 0);
+    c->no_memory_v2 = fake_env_long("GPUMEM_FAKE_NO_MEMORY_V2", 0) != 0;
+    c->oom_after = fake_env_long("GPUMEM_FAKE_OOM_AFTER", -1);
+    c->context_bytes = fake_parse_size(getenv("GPUMEM_FAKE_CONTEXT_BYTES"), 300 * 1048576ull);
+    c->granule = fake_parse_size(getenv("GPUMEM_FAKE_GRANULE"), 2 * 1048576ull);
     if (!c->granule)
         c->granule = 1;
     s = getenv("GPUMEM_FAKE_STATE");
     snprintf(c->state, sizeof(c->state), "%s", s ? s : "");
-    c->pid_offset = (uint32_t)env_long("GPUMEM_FAKE_PID_OFFSET", 0);
-    c->stride_bug = env_long("GPUMEM_FAKE_STRIDE_BUG", 0) != 0;
-    c->proc_mem_na = env_long("GPUMEM_FAKE_PROC_MEMORY_NA", 0) != 0;
-    c->graphics_pid = (int32_t)env_long("GPUMEM_FAKE_GRAPHICS_PID", 0);
-    c->graphics_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPHICS_BYTES"), 128 * 1048576ull);
-    c->module_bytes = parse_size(getenv("GPUMEM_FAKE_MODULE_BYTES"), 0);
-    c->graph_bytes = parse_size(getenv("GPUMEM_FAKE_GRAPH_BYTES"), 0);
+    c->pid_offset = (uint32_t)fake_env_long("GPUMEM_FAKE_PID_OFFSET", 0);
+    c->stride_bug = fake_env_long("GPUMEM_FAKE_STRIDE_BUG", 0) != 0;
+    c->proc_mem_na = fake_env_long("GPUMEM_FAKE_PROC_MEMORY_NA", 0) != 0;
+    c->graphics_pid = (int32_t)fake_env_long("GPUMEM_FAKE_GRAPHICS_PID", 0);
+    c->graphics_bytes = fake_parse_size(getenv("GPUMEM_FAKE_GRAPHICS_BYTES"), 128 * 1048576ull);
+    c->module_bytes = fake_parse_size(getenv("GPUMEM_FAKE_MODULE_BYTES"), 0);
+    c->graph_bytes = fake_parse_size(getenv("GPUMEM_FAKE_GRAPH_BYTES"), 0);
     s = getenv("GPUMEM_FAKE_PTX_ISA");
     if (!s || sscanf(s, "%d.%d", &c->ptx_major, &c->ptx_minor) != 2) {
         c->ptx_major = 8;

@@ -42,6 +42,14 @@ struct fake_config {
     uint64_t graph_bytes;     /* charged per instantiated graph */
 };
 
+/* "80GiB", "512MiB", "24GB", "1000" (bytes) -> bytes; 'dflt' when unset or bad. */
+uint64_t fake_parse_size(const char *s, uint64_t dflt) __attribute__((visibility("hidden")));
+/* The integer in variable 'name', 'dflt' when unset or bad. */
+long fake_env_long(const char *name, long dflt) __attribute__((visibility("hidden")));
+/* Item 'i' of a comma-separated list (the last item repeats), into out[n]. */
+void fake_list_item(const char *list, int i, char *out, size_t n)
+    __attribute__((visibility("hidden")));
+
 /* Read the configuration (once per call; cheap). */
 void fake_config_load(struct fake_config *c) __attribute__((visibility("hidden")));
 

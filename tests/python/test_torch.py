@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import unittest
+from unittest import mock
 
 from common import FAKE_TORCH, GPUMEM, SOURCE, TempDir, python_env, run
 
@@ -95,6 +96,40 @@ class Protocol(TempDir):
         self.assertEqual(env["torch"]["cudnn"], 90100)
         self.assertEqual(doc["caveats"], [])
         del w
+
+    def test_hip_backend_and_its_allocator_settings(self):
+        # A ROCm build of torch: torch.version.hip set, torch.version.cuda None.  Its allocator
+        # reads PYTORCH_HIP_ALLOC_CONF when PYTORCH_CUDA_ALLOC_CONF is unset; a CUDA build never does.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_")}
+        env["PYTORCH_HIP_ALLOC_CONF"] = "expandable_segments:True"
+        with mock.patch.dict(os.environ, env, clear=True):
+            with mock.patch.object(torch.version, "hip", "6.2.41133-dd7f95766"), \
+                    mock.patch.object(torch.version, "cuda", None):
+                m = gmt.Measure(self.path("hip.json"))
+                with m.phase("forward"):
+                    torch.cuda.alloc(MIB)
+            doc = load_json(self.path("hip.json"))
+            t = doc["environment"]["torch"]
+            self.assertEqual(t["backend"], "hip")
+            self.assertEqual(t["hip"], "6.2.41133-dd7f95766")
+            self.assertIsNone(t["cuda"])
+            self.assertEqual(t["alloc_conf"]["PYTORCH_HIP_ALLOC_CONF"], "expandable_segments:True")
+            self.assertEqual(doc["settings"]["alloc_conf"], "expandable_segments:True")
+            self.assertEqual(doc["environment"]["settings"]["PYTORCH_HIP_ALLOC_CONF"], "expandable_segments:True")
+
+            m = gmt.Measure(self.path("cuda.json"))
+            with m.phase("forward"):
+                torch.cuda.alloc(MIB)
+            doc = load_json(self.path("cuda.json"))
+            self.assertEqual(doc["environment"]["torch"]["backend"], "cuda")
+            self.assertEqual(doc["settings"]["alloc_conf"], "")  # the HIP variable means nothing here
+
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:128"
+            with mock.patch.object(torch.version, "hip", "6.2.41133-dd7f95766"):
+                m = gmt.Measure(self.path("both.json"))
+                with m.phase("forward"):
+                    torch.cuda.alloc(MIB)
+            self.assertEqual(load_json(self.path("both.json"))["settings"]["alloc_conf"], "max_split_size_mb:128")
 
     def test_the_file_is_rewritten_after_every_phase(self):
         m = gmt.Measure(self.path("s.json"))

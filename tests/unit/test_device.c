@@ -50,6 +50,13 @@ static int setup(void **state)
                                        "GPUMEM_FAKE_BASE_USED",
                                        "GPUMEM_FAKE_GRAPHICS_PID",
                                        "GPUMEM_FAKE_GRAPHICS_BYTES",
+                                       "GPUMEM_FAKE_AMD_DEVICES",
+                                       "GPUMEM_FAKE_AMD_NAME",
+                                       "GPUMEM_FAKE_AMD_MEMORY",
+                                       "GPUMEM_FAKE_AMD_USED",
+                                       "GPUMEM_FAKE_AMD_PROCESSES",
+                                       "GPUMEM_FAKE_AMD_VERSION",
+                                       "GPUMEM_FAKE_AMD_INIT_ERROR",
                                        NULL};
     (void)state;
     for (int k = 0; vars[k]; k++)
@@ -57,6 +64,7 @@ static int setup(void **state)
     snprintf(state_path, sizeof(state_path), "/tmp/gm-test-device-%d.state", (int)getpid());
     unlink(state_path);
     setenv("GPUMEM_FAKE_STATE", state_path, 1);
+    setenv("GPUMEM_AMDSMI_LIBRARY", "/nonexistent/libamd_smi.so", 1); /* AMD SMI only when asked */
     return 0;
 }
 
@@ -906,6 +914,188 @@ static void test_watch_spawn_and_tick(void **state)
     gm_devices_close(d);
 }
 
+/* Point AMD SMI at the fake library (tests/fake/fake_amdsmi.c). */
+static void use_fake_amdsmi(void)
+{
+    char path[512];
+    const char *dir = getenv("GM_FAKE_DIR");
+    assert_non_null(dir);
+    snprintf(path, sizeof(path), "%s/libamd_smi.so.26", dir);
+    setenv("GPUMEM_AMDSMI_LIBRARY", path, 1);
+}
+
+/* No NVIDIA library (an AMD-only machine); the paths in effect are saved into cuda[], nvml[]
+ * for nvidia_restore(). */
+static void nvidia_absent(char cuda[512], char nvml[512])
+{
+    snprintf(cuda, 512, "%s", getenv("GPUMEM_CUDA_LIBRARY"));
+    snprintf(nvml, 512, "%s", getenv("GPUMEM_NVML_LIBRARY"));
+    setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    setenv("GPUMEM_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+}
+
+static void nvidia_restore(const char cuda[512], const char nvml[512])
+{
+    setenv("GPUMEM_CUDA_LIBRARY", cuda, 1);
+    setenv("GPUMEM_NVML_LIBRARY", nvml, 1);
+}
+
+/* NVIDIA and AMD GPUs on one machine: each vendor's GPUs are their own entries, CUDA's first,
+ * then AMD SMI's in its order, with AMD SMI's VRAM figures and per-process VRAM. */
+static void test_amd_devices(void **state)
+{
+    struct gm_devices *d;
+    struct gm_device_memory m;
+    struct gm_process_memory procs[8];
+    const struct gm_device_info *a, *b;
+    struct gm_error e;
+    size_t n;
+    (void)state;
+
+    use_fake_amdsmi();
+    setenv("GPUMEM_FAKE_AMD_DEVICES", "2", 1);
+    setenv("GPUMEM_FAKE_AMD_NAME", "AMD Instinct MI300X,AMD Instinct MI250", 1);
+    setenv("GPUMEM_FAKE_AMD_MEMORY", "192GiB,64GiB", 1);
+    setenv("GPUMEM_FAKE_AMD_USED", "100MiB", 1);
+    setenv("GPUMEM_FAKE_AMD_PROCESSES", "0:4242:8GiB,1:4343:1GiB,0:4444:512MiB", 1);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_OK);
+    assert_int_equal(gm_devices_n_backends(d), 3);
+    assert_string_equal(gm_devices_backend(d, 2)->name, "amdsmi");
+    assert_int_equal(gm_devices_backend(d, 2)->state, GM_BACKEND_OK);
+    assert_string_equal(gm_devices_versions(d)->amdsmi, "26.1.0");
+    assert_int_equal(gm_devices_count(d), 3);
+    assert_int_equal(gm_devices_info(d, 0)->vendor, GM_VENDOR_NVIDIA);
+    assert_int_equal(gm_devices_info(d, 0)->cuda_index, 0);
+    assert_int_equal(gm_devices_info(d, 0)->amdsmi_index, -1);
+    a = gm_devices_info(d, 1);
+    b = gm_devices_info(d, 2);
+    assert_int_equal(a->vendor, GM_VENDOR_AMD);
+    assert_string_equal(gm_vendor_name(a->vendor), "AMD");
+    assert_int_equal(a->amdsmi_index, 0);
+    assert_int_equal(a->cuda_index, -1);
+    assert_int_equal(a->nvml_index, -1);
+    assert_string_equal(a->name, "AMD Instinct MI300X");
+    assert_string_equal(a->uuid, "10ff74a1-0000-1000-80ff-0c8ae9aa5e41");
+    assert_string_equal(a->pci_bus_id, "00000000:0C:00.0");
+    assert_false(a->cc_valid);
+    assert_int_equal(b->amdsmi_index, 1);
+    assert_string_equal(b->name, "AMD Instinct MI250");
+    assert_string_equal(b->pci_bus_id, "00000000:1C:00.0");
+
+    assert_int_equal(gm_devices_memory(d, 1, &m, &e), GM_OK);
+    assert_int_equal(m.source, GM_MEMORY_AMDSMI);
+    assert_true(m.total.valid && m.used.valid && m.free.valid);
+    assert_false(m.reserved.valid); /* AMD SMI has no such figure: unknown, not 0 */
+    assert_int_equal(m.total.value, 192 * 1024 * MIB);
+    assert_int_equal(m.used.value, 100 * MIB + 8 * 1024 * MIB + 512 * MIB);
+    assert_int_equal(m.free.value, m.total.value - m.used.value);
+
+    assert_int_equal(gm_devices_processes(d, 1, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(procs[0].pid, 4242);
+    assert_true(procs[0].used.valid);
+    assert_int_equal(procs[0].used.value, 8 * 1024 * MIB); /* VRAM, not VRAM + GTT */
+    assert_int_equal(procs[1].pid, 4444);
+    assert_int_equal(procs[1].used.value, 512 * MIB);
+    /* more processes than room: the count says so, only 'cap' are written */
+    assert_int_equal(gm_devices_processes(d, 1, procs, 1, &n, &e), GM_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(gm_devices_processes(d, 2, procs, 8, &n, &e), GM_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(procs[0].pid, 4343);
+    gm_devices_close(d);
+}
+
+/* The process entry layout follows the library's version: PIDs plus one call per PID before
+ * 24.6, 224-byte entries to 24.x, 704-byte entries in 26.x; another version (25.x of ROCm 6.4,
+ * whose version struct still has the year; 27.x) leaves per-process memory unknown with the
+ * reason instead of misreading it. */
+static void test_amd_process_layouts(void **state)
+{
+    static const char *const versions[] = {"23.4.1.0", "24.5.1.0", "24.6.2.0",
+                                           "24.7.1.0", "26.0.0",   "26.1.0"};
+    static const char *const unknown[] = {"25.3.0", "27.1.0"};
+    char cuda[512], nvml[512];
+    struct gm_devices *d;
+    struct gm_process_memory procs[4];
+    struct gm_error e;
+    size_t n;
+    (void)state;
+
+    use_fake_amdsmi();
+    nvidia_absent(cuda, nvml);
+    setenv("GPUMEM_FAKE_AMD_PROCESSES", "0:777:3GiB,0:778:5MiB", 1);
+    for (size_t k = 0; k < sizeof(versions) / sizeof(versions[0]); k++) {
+        setenv("GPUMEM_FAKE_AMD_VERSION", versions[k], 1);
+        assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+        assert_string_equal(gm_devices_versions(d)->amdsmi, versions[k]);
+        assert_int_equal(gm_devices_count(d), 1);
+        assert_string_equal(gm_devices_info(d, 0)->name, "AMD Instinct MI300X");
+        assert_int_equal(gm_devices_processes(d, 0, procs, 4, &n, &e), GM_OK);
+        assert_int_equal(n, 2);
+        assert_int_equal(procs[0].pid, 777);
+        assert_int_equal(procs[0].used.value, 3 * 1024 * MIB);
+        assert_int_equal(procs[1].pid, 778);
+        assert_int_equal(procs[1].used.value, 5 * MIB);
+        gm_devices_close(d);
+    }
+    for (size_t k = 0; k < sizeof(unknown) / sizeof(unknown[0]); k++) {
+        struct gm_device_memory m;
+        setenv("GPUMEM_FAKE_AMD_VERSION", unknown[k], 1);
+        assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+        assert_string_equal(gm_devices_versions(d)->amdsmi, unknown[k]);
+        assert_int_equal(gm_devices_processes(d, 0, procs, 4, &n, &e), GM_ERR_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, unknown[k]));
+        assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK); /* the rest still reads */
+        assert_string_equal(gm_devices_info(d, 0)->name, "AMD Instinct MI300X");
+        gm_devices_close(d);
+    }
+    nvidia_restore(cuda, nvml);
+}
+
+/* An AMD-only machine: the reading commands have a device (check passes), the CUDA ones
+ * find no CUDA device (exit 2); an AMD SMI without GPUs or driver is "no device". */
+static void test_amd_only(void **state)
+{
+    char cuda[512], nvml[512];
+    struct gm_devices *d;
+    struct gm_error e;
+    size_t pos;
+    (void)state;
+
+    use_fake_amdsmi();
+    nvidia_absent(cuda, nvml);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_OK);
+    assert_int_equal(gm_devices_find_cuda(d, 0, &pos, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "0 CUDA devices visible (1 AMD GPU"));
+    gm_devices_close(d);
+
+    setenv("GPUMEM_FAKE_AMD_INIT_ERROR", "34", 1);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_backend(d, 2)->state, GM_BACKEND_NODEV);
+    assert_int_equal(gm_devices_backend(d, 2)->driver_code, 34);
+    assert_non_null(strstr(gm_devices_backend(d, 2)->msg, "amdgpu kernel driver is not loaded"));
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    gm_devices_close(d);
+    unsetenv("GPUMEM_FAKE_AMD_INIT_ERROR");
+
+    setenv("GPUMEM_FAKE_AMD_DEVICES", "0", 1);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_backend(d, 2)->state, GM_BACKEND_NODEV);
+    assert_non_null(strstr(gm_devices_backend(d, 2)->msg, "0 GPUs"));
+    assert_int_equal(gm_devices_count(d), 0);
+    gm_devices_close(d);
+
+    setenv("GPUMEM_AMDSMI_LIBRARY", "/nonexistent/libamd_smi.so", 1);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_backend(d, 2)->state, GM_BACKEND_MISSING);
+    assert_string_equal(gm_devices_backend(d, 2)->library, "/nonexistent/libamd_smi.so");
+    gm_devices_close(d);
+    nvidia_restore(cuda, nvml);
+}
+
 /* Fail the Nth host allocation for every N: each call fails cleanly (no crash, no leak
  * under ASan) or succeeds, and once N is past the last allocation everything works. */
 static void test_alloc_failures(void **state)
@@ -969,6 +1159,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_device_credit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proc_zombie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_amd_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_amd_process_layouts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_amd_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_environment_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_poll, setup, teardown),
