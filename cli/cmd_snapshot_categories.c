@@ -186,6 +186,12 @@ int cmd_snapshot_categories(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing snapshot FILE");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
     struct snapcli_load_opts lo = {mem_limit, false};
@@ -197,7 +203,7 @@ int cmd_snapshot_categories(int argc, char **argv)
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
-        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f, (size_t)n_pos);
+        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f, argv[f + 1], (size_t)n_pos);
     if (rc == 0 && json) {
         struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
         struct gm_analysis_doc doc = {.kind = GM_DOC_CATEGORIES,
@@ -232,5 +238,6 @@ int cmd_snapshot_categories(int argc, char **argv)
         ana_cli_close_many(snaps, ans, (size_t)n_pos);
     gm_free(snaps);
     gm_free(ans);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

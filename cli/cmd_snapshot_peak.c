@@ -194,11 +194,18 @@ int cmd_snapshot_peak(int argc, char **argv)
         return cli_usage(argv[0], "--at goes with --folded");
     if (json && !top_seen)
         top = 0;
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     files = gm_calloc((size_t)n_pos, sizeof(*files));
     if (!snaps || !files) {
         gm_free(snaps);
         gm_free(files);
+        snapcli_rank_argv_release(&ra);
         return GM_EXIT_SOFTWARE;
     }
     {
@@ -213,7 +220,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         }
     }
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1 && !folded; f++)
-        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f, (size_t)n_pos);
+        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f, argv[f + 1], (size_t)n_pos);
     if (rc == 0 && folded) {
         for (int f = 0; f < n_pos && rc == 0; f++)
             rc = write_folded(argv[0], snaps[f], &files[f], at_seen, at);
@@ -250,5 +257,6 @@ int cmd_snapshot_peak(int argc, char **argv)
     ranks_release(&ranks);
     gm_free(files);
     gm_free(snaps);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

@@ -196,11 +196,18 @@ int cmd_snapshot_report(int argc, char **argv)
         budget > ((uint64_t)1 << 30))
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
                                   "most 1000000, --state-budget from 64KiB to 1GiB");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     if (account_file) {
         struct gm_error err;
         if (gm_account_new(&account, &err) != GM_OK ||
             gm_account_add_file(account, account_file, &err) != GM_OK) {
             gm_account_free(account);
+            snapcli_rank_argv_release(&ra);
             return cli_fail(argv[0], &err);
         }
     }
@@ -253,5 +260,6 @@ int cmd_snapshot_report(int argc, char **argv)
     gm_free(j.ans);
     gm_free(j.warn);
     gm_account_free(account);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

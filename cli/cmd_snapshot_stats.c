@@ -83,7 +83,7 @@ static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap
 static int file_ranks(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct stats_job *j = ctx;
-    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i, j->n) : 0;
+    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i, j->paths[i], j->n) : 0;
     (void)snap;
     gm_analysis_free(j->files[i].an);
     j->files[i].an = NULL;
@@ -152,6 +152,12 @@ int cmd_snapshot_stats(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing FILE");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     files = gm_calloc((size_t)n_pos, sizeof(*files));
     if (!files)
         return GM_EXIT_SOFTWARE;
@@ -191,5 +197,6 @@ int cmd_snapshot_stats(int argc, char **argv)
         gm_analysis_free(files[i].an); /* a file read before a failure stopped the rest */
     }
     gm_free(files);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "gpumem/units.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,4 +519,74 @@ int snapcli_device_arg(const char *cmd, const char *s, int32_t *dev)
         return cli_usage(cmd, "--device wants a device index or 'all', not '%s'", s);
     *dev = (int32_t)v;
     return 0;
+}
+
+int snapcli_rank_files(const char *cmd, char *const *args, size_t n, struct gm_rank_files *out)
+{
+    struct gm_error err;
+    const char **a = gm_calloc(n ? n : 1, sizeof(*a));
+    enum gm_status st;
+    if (!a) {
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = args[i];
+    st = gm_rank_files_list(a, n, out, &err);
+    gm_free(a);
+    return st == GM_OK ? 0 : cli_fail(cmd, &err);
+}
+
+int snapcli_each_rank_file(const char *cmd, char *const *args, size_t n, bool json,
+                           snapcli_file_fn one, void *ctx)
+{
+    struct gm_rank_files rf;
+    int rc = snapcli_rank_files(cmd, args, n, &rf);
+    if (rc)
+        return rc;
+    if (json && rf.n > 1)
+        printf("[\n");
+    for (size_t i = 0; i < rf.n && rc == 0; i++) {
+        uint64_t rank;
+        bool named = gm_rank_from_name(rf.paths[i], &rank);
+        if (json && i)
+            printf(",\n");
+        if (!json && (named || rf.n > 1))
+            printf("%s==> %s <== rank %" PRIu64 " (by %s)\n", i ? "\n" : "",
+                   snapcli_name(rf.paths[i]), named ? rank : (uint64_t)i,
+                   gm_rank_source_name(named ? GM_RANK_BY_NAME : GM_RANK_BY_ORDER));
+        fflush(stdout);
+        rc = one(ctx, rf.paths[i]);
+    }
+    if (json && rf.n > 1 && rc == 0)
+        printf("]\n");
+    gm_rank_files_release(&rf);
+    return rc;
+}
+
+int snapcli_rank_argv(char ***argv, int *n_pos, struct snapcli_rank_args *ra)
+{
+    const char *cmd = (*argv)[0];
+    int rc = snapcli_rank_files(cmd, *argv + 1, (size_t)*n_pos, &ra->files);
+    if (rc)
+        return rc;
+    if (ra->files.n > (size_t)INT_MAX - 1 ||
+        !(ra->argv = gm_calloc(ra->files.n + 2, sizeof(*ra->argv)))) {
+        gm_rank_files_release(&ra->files);
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    ra->argv[0] = (*argv)[0];
+    for (size_t i = 0; i < ra->files.n; i++)
+        ra->argv[i + 1] = ra->files.paths[i];
+    *argv = ra->argv;
+    *n_pos = (int)ra->files.n;
+    return 0;
+}
+
+void snapcli_rank_argv_release(struct snapcli_rank_args *ra)
+{
+    gm_free(ra->argv);
+    gm_rank_files_release(&ra->files);
+    memset(ra, 0, sizeof(*ra));
 }

@@ -12,12 +12,12 @@
 #include <string.h>
 
 int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
-              size_t n_files)
+              const char *path, size_t n_files)
 {
     struct gm_error err;
     struct gm_rank r;
     bool has = false;
-    if (gm_analysis_rank(an, file, &r, &has, &err) != GM_OK)
+    if (gm_analysis_rank(an, file, path, &r, &has, &err) != GM_OK)
         return cli_fail(cmd, &err);
     if (!has)
         return 0;
@@ -53,8 +53,8 @@ static void print_imbalance(FILE *f, const struct gm_ranks *rs, char *const *pat
         fprintf(f, "the largest peak is %.2fx the smallest", rs->peak_ratio);
     else
         fprintf(f, "one rank peaks at 0 B");
-    fprintf(f, ": rank %zu (%s, cuda:%d) %s against rank %zu (%s, cuda:%d) %s, %s;", p->max_rank,
-            paths[hi->file], (int)hi->device, ana_cli_short(a, sizeof(a), p->max), p->min_rank,
+    fprintf(f, ": rank %" PRIu64 " (%s, cuda:%d) %s against rank %" PRIu64 " (%s, cuda:%d) %s, %s;",
+            hi->id, paths[hi->file], (int)hi->device, ana_cli_short(a, sizeof(a), p->max), lo->id,
             paths[lo->file], (int)lo->device, ana_cli_short(b, sizeof(b), p->min),
             ana_cli_delta(c, sizeof(c), p->min, p->max));
     if (rs->category_bytes >= 0)
@@ -78,15 +78,16 @@ void ranks_print(FILE *f, const struct rank_list *l, char *const *paths)
         if ((int)n > w)
             w = n > 60 ? 60 : (int)n;
     }
-    fprintf(f, "\nranks (each file one rank, by its device):\n");
+    fprintf(f, "\nranks (each file one rank, numbered by %s):\n",
+            gm_rank_source_name((enum gm_rank_source)rs.source));
     fprintf(f, "  %4s  %-*s %6s %12s %14s %12s %12s  %s\n", "rank", w, "file", "device", "peak",
             "peak reserved", "reserved", "allocated", "peak phase");
     for (size_t i = 0; i < rs.n_ranks; i++) {
         const struct gm_rank *r = &rs.ranks[i];
         for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
             ana_cli_short(v[m], sizeof(v[m]), r->value[m]);
-        fprintf(f, "  %4zu  %-*.*s %6d %12s %14s %12s %12s  %s\n", i, w, w, paths[r->file],
-                (int)r->device, v[0], v[1], v[2], v[3],
+        fprintf(f, "  %4" PRIu64 "  %-*.*s %6d %12s %14s %12s %12s  %s\n", r->id, w, w,
+                paths[r->file], (int)r->device, v[0], v[1], v[2], v[3],
                 gm_phase_name((enum gm_phase)r->peak_phase));
     }
     if (rs.n_ranks >= 2) {
@@ -96,10 +97,10 @@ void ranks_print(FILE *f, const struct rank_list *l, char *const *paths)
             double pct = s->mean > 0 ? 100.0 * (double)(s->max - s->min) / s->mean : 0.0;
             fprintf(f,
                     "  %-14s min %12s  max %12s  max-min %12s (%.1f%% of the mean)  max on "
-                    "rank %zu\n",
+                    "rank %" PRIu64 "\n",
                     metric_label[m], ana_cli_short(a, sizeof(a), s->min),
                     ana_cli_short(b, sizeof(b), s->max),
-                    ana_cli_short(c, sizeof(c), s->max - s->min), pct, s->max_rank);
+                    ana_cli_short(c, sizeof(c), s->max - s->min), pct, rs.ranks[s->max_rank].id);
         }
         print_imbalance(f, &rs, paths);
     }

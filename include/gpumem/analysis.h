@@ -755,9 +755,53 @@ enum gm_rank_metric {
 /* "peak_bytes", "peak_reserved_bytes", "reserved_bytes", "allocated_bytes"; static. */
 const char *gm_rank_metric_name(enum gm_rank_metric m);
 
+/* Where a rank's number comes from (gm_analysis_ranks() chooses one for all the ranks): the
+ * files' names when each carries a rank and no two the same one, else their devices when no
+ * two share one, else the order the files were given in. */
+enum gm_rank_source {
+    GM_RANK_BY_ORDER = 0, /* the index of the file among those with a device */
+    GM_RANK_BY_DEVICE,    /* the rank's device index (torchrun: rank N on cuda:N) */
+    GM_RANK_BY_NAME,      /* the file's name (gm_rank_from_name()) */
+};
+
+/* "argument order", "device", "file name"; static. */
+const char *gm_rank_source_name(enum gm_rank_source s);
+
+/* The rank the name of 'path' carries, by the names rank files are given (the file's name
+ * first, then its folders): rankR, rank_R or rank-R anywhere ("rank" not preceded by a
+ * letter: torchtitan's rankR_memory_snapshot.pickle, oom_rankR.pickle,
+ * snapshot_oom_rank-R.pickle, rankR/), or Megatron-Bridge's snapshot_R.pickle.  true with
+ * *rank set, false when it carries none. */
+bool gm_rank_from_name(const char *path, uint64_t *rank);
+
+/* Natural order of two names: runs of digits compare as numbers (rank2 before rank10). */
+int gm_rank_name_cmp(const char *a, const char *b);
+
+/* The files several arguments stand for, in the order they are ranks of a job. */
+struct gm_rank_files {
+    struct gm_arena *arena; /* owns the paths */
+    char **paths;           /* borrowed, valid until gm_rank_files_release() */
+    size_t n;
+};
+
+/* The files of the arguments args[0..n): a folder stands for its rank files (names that
+ * carry a rank, and .digest files; when it has none, those of its last iteration_N folder,
+ * as torchtitan writes them), in natural order; another argument for itself ("-" too).
+ * When every file's name carries a rank, they are put in rank order (stably), else they
+ * keep the arguments' order.  On success *out is the caller's: gm_rank_files_release().
+ * Errors: GM_ERR_NOENT (a folder without rank files), GM_ERR_IO (a folder that cannot be
+ * listed), GM_ERR_LIMIT, GM_ERR_NOMEM. */
+enum gm_status gm_rank_files_list(const char *const *args, size_t n, struct gm_rank_files *out,
+                                  struct gm_error *err);
+void gm_rank_files_release(struct gm_rank_files *f);
+
 struct gm_rank {
     size_t file;    /* index of its analysis in the caller's array */
     int32_t device; /* its device */
+    bool has_name_rank;
+    uint64_t name_rank; /* the rank its file's name carries (has_name_rank) */
+    uint64_t id;        /* its rank, set by gm_analysis_ranks() from 'id_source' */
+    uint8_t id_source;  /* enum gm_rank_source */
     uint64_t value[GM_RANK_METRIC_COUNT];
     int64_t peak_event;
     uint8_t peak_phase; /* enum gm_phase */
@@ -772,8 +816,9 @@ struct gm_rank_spread {
 };
 
 struct gm_ranks {
-    struct gm_rank *ranks; /* one per file that has a device, in the callers' order */
+    struct gm_rank *ranks; /* one per file that has a device, in rank order */
     size_t n_ranks;
+    uint8_t source; /* enum gm_rank_source: where every rank's id comes from */
     struct gm_rank_spread spread[GM_RANK_METRIC_COUNT];
     /* The imbalance of the peaks (n_ranks >= 2): the largest peak over the smallest, and
      * the category whose bytes at the two peaks differ the most, with that difference
@@ -785,14 +830,16 @@ struct gm_ranks {
 };
 
 /* The figures of the rank 'an' holds into *out (its device, peak, reserved bytes, the
- * categories at its peak), 'file' recorded in it; *has_device false (and nothing else done)
- * when the file has no device with a trace or segments.  A caller that reads many files
- * keeps these and frees each snapshot.  Returns GM_OK: the figures come from the analysis
- * (its timeline included) and the snapshot. */
-enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
-                                bool *has_device, struct gm_error *err);
+ * categories at its peak, the rank its file's name 'name' carries; NULL: none), 'file'
+ * recorded in it; *has_device false (and nothing else done) when the file has no device
+ * with a trace or segments.  A caller that reads many files keeps these and frees each
+ * snapshot.  Returns GM_OK: the figures come from the analysis (its timeline included) and
+ * the snapshot. */
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, const char *name,
+                                struct gm_rank *out, bool *has_device, struct gm_error *err);
 
-/* The spread and imbalance of n ranks (copied into out->ranks, in their order).  On success
+/* The ranks' ids (one source for all: enum gm_rank_source) and, ordered by id, the spread
+ * and imbalance of n ranks (copied into out->ranks; min_rank/max_rank index it).  On success
  * 'out' is the caller's: gm_analysis_ranks_release().  Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
                                  struct gm_error *err);

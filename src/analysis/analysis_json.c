@@ -678,7 +678,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
     for (size_t i = 0; i < rs.n_ranks; i++) {
         const struct gm_rank *r = &rs.ranks[i];
         gm_json_begin_object(w);
-        gm_json_kv_u64(w, "rank", i);
+        gm_json_kv_u64(w, "rank", r->id);
+        gm_json_kv_str(w, "rank_from", gm_rank_source_name((enum gm_rank_source)r->id_source));
         gm_json_kv_str(w, "file", file_path(doc, r->file));
         gm_json_kv_i64(w, "device", r->device);
         for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
@@ -714,8 +715,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
             gm_json_kv_double(w, "mean", s->mean);
             gm_json_kv_str(w, "min_file", file_path(doc, rs.ranks[s->min_rank].file));
             gm_json_kv_str(w, "max_file", file_path(doc, rs.ranks[s->max_rank].file));
-            gm_json_kv_u64(w, "min_rank", s->min_rank);
-            gm_json_kv_u64(w, "max_rank", s->max_rank);
+            gm_json_kv_u64(w, "min_rank", rs.ranks[s->min_rank].id);
+            gm_json_kv_u64(w, "max_rank", rs.ranks[s->max_rank].id);
             gm_json_end_object(w);
         }
         gm_json_end_object(w);
@@ -725,8 +726,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
     if (rs.n_ranks >= 2) {
         const struct gm_rank_spread *p = &rs.spread[GM_RANK_PEAK];
         gm_json_begin_object(w);
-        gm_json_kv_u64(w, "max_rank", p->max_rank);
-        gm_json_kv_u64(w, "min_rank", p->min_rank);
+        gm_json_kv_u64(w, "max_rank", rs.ranks[p->max_rank].id);
+        gm_json_kv_u64(w, "min_rank", rs.ranks[p->min_rank].id);
         gm_json_kv_double(w, "peak_ratio", rs.peak_ratio);
         gm_json_kv_u64(w, "peak_spread_bytes", p->max - p->min);
         gm_json_kv_str(w, "category", gm_category_name((enum gm_category)rs.category));

@@ -288,7 +288,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     }
     p->has_sum[p->n] = false;
-    if (an && (st = gm_analysis_rank(an, p->n, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
+    if (an && (st = gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
         fclose(mem);
         free(json);
         gm_free(c.stack_used);
