@@ -84,7 +84,7 @@ int cmd_snapshot_diff(int argc, char **argv)
         return cli_usage(argv[0], "expected two snapshot files");
     struct gm_snapshot *snaps[2], *sa, *sb;
     struct gm_analysis *ans[2], *aa, *ab;
-    struct snapcli_load_opts lo = {mem_limit, false};
+    struct snapcli_load_opts lo = {mem_limit, false, NULL};
     /* both read at the same time */
     int rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
     if (rc)

@@ -153,7 +153,7 @@ static int leaks_one(void *ctx, char *path)
     const struct leaks_job *j = ctx;
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    struct snapcli_load_opts lo = {j->mem_limit, false};
+    struct snapcli_load_opts lo = {j->mem_limit, false, NULL};
     int rc = ana_cli_open(j->cmd, path, &lo, &snap, &an);
     if (rc)
         return rc;

@@ -26,6 +26,7 @@ int cmd_snapshot_oom(int argc, char **argv);
 int cmd_snapshot_replay(int argc, char **argv);
 int cmd_snapshot_example(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
+int cmd_snapshot_digest(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);
 
 #endif

@@ -68,6 +68,11 @@ static enum gm_status load_path(const char *path, const struct gm_snapshot_opts 
     if (!strcmp(path, "-"))
         return gm_snapshot_load_fd(0, "standard input", opts, out, err);
     rc = gm_snapshot_load(path, opts, out, err);
+    if (rc == GM_ERR_FORMAT && gm_digest_is_file(path))
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "'%s' is a digest, not a snapshot: this command needs the snapshot "
+                       "(stats, peak, categories and report read digests)",
+                       path);
     if (rc != GM_OK && err && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         size_t n = strlen(err->msg);
         if (S_ISDIR(st.st_mode))
@@ -114,6 +119,7 @@ struct many {
     snapcli_work_fn work;
     void *ctx;
     struct gm_snapshot **out;
+    struct gm_digest **digests; /* NULL, or digests read in place of snapshots */
     struct gm_error *errs;
     int *status;   /* per file: 0, or -1 when its error is in errs[] */
     uint8_t *done; /* per file: loaded and worked on (snapcli_load_each()) */
@@ -165,7 +171,10 @@ static void *many_worker(void *arg)
 
         err = &m->errs[i];
         gm_error_clear(err);
-        if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+        if (m->digests && gm_digest_is_file(m->paths[i])) {
+            if (gm_digest_load(m->paths[i], &m->digests[i], err) != GM_OK)
+                m->status[i] = -1;
+        } else if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
             m->status[i] = -1;
         else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
             m->status[i] = -1;
@@ -201,6 +210,9 @@ static int many_init(struct many *m, const char *cmd, char *const *paths, size_t
     m->ctx = ctx;
     m->out = out;
     m->keep = keep;
+    m->digests = o ? o->digests : NULL;
+    if (m->digests)
+        memset(m->digests, 0, n * sizeof(*m->digests));
     load_opts(&m->opts, o, reader);
     if (n == 1 && cli_stderr_is_tty()) {
         /* progress only when one file is read */
@@ -284,6 +296,10 @@ int snapcli_load_many(const char *cmd, char *const *paths, size_t n,
         for (size_t i = 0; i < n; i++) {
             gm_snapshot_free(out[i]);
             out[i] = NULL;
+            if (m.digests) {
+                gm_digest_free(m.digests[i]);
+                m.digests[i] = NULL;
+            }
         }
     }
     many_release(&m);

@@ -13,8 +13,12 @@
 
 /* How a command loads its snapshots. */
 struct snapcli_load_opts {
-    uint64_t memory_limit; /* --memory-limit, bytes; 0: the library's (relative to the file) */
-    bool drop_events;      /* only the snapshot state and the trace's counts are needed */
+    uint64_t memory_limit;      /* --memory-limit, bytes; 0: the library's (relative to the file) */
+    bool drop_events;           /* only the snapshot state and the trace's counts are needed */
+    struct gm_digest **digests; /* NULL: a digest is refused; else per file (of
+                                 * snapcli_load_many()/_each()), the digest read in place of
+                                 * a snapshot (the caller's to gm_digest_free(); 'work' is not
+                                 * run on it and its snapshot is NULL) */
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */

@@ -11,6 +11,16 @@
 #include <inttypes.h>
 #include <string.h>
 
+static int push(struct rank_list *l, const char *cmd, const struct gm_rank *r, size_t n_files)
+{
+    if (!l->v && !(l->v = gm_calloc(n_files, sizeof(*l->v)))) {
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    l->v[l->n++] = *r;
+    return 0;
+}
+
 int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
               const char *path, size_t n_files)
 {
@@ -19,14 +29,36 @@ int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an
     bool has = false;
     if (gm_analysis_rank(an, file, path, &r, &has, &err) != GM_OK)
         return cli_fail(cmd, &err);
-    if (!has)
-        return 0;
-    if (!l->v && !(l->v = gm_calloc(n_files, sizeof(*l->v)))) {
-        cli_errorf(cmd, "out of memory");
-        return GM_EXIT_SOFTWARE;
+    return has ? push(l, cmd, &r, n_files) : 0;
+}
+
+int ranks_add_digest(struct rank_list *l, const char *cmd, const struct gm_digest *d, size_t file,
+                     const char *path, size_t n_files)
+{
+    struct gm_rank r;
+    bool has = false;
+    gm_digest_rank(d, file, path, &r, &has);
+    return has ? push(l, cmd, &r, n_files) : 0;
+}
+
+void ranks_print_digest(FILE *f, const char *path, const struct gm_digest *d)
+{
+    char a[32], b[32];
+    fprintf(f, "%s: the digest of %s (host %s", path, d->file, d->host ? d->host : "unknown");
+    if (d->has_rank)
+        fprintf(f, ", rank %" PRIu64, d->rank);
+    fprintf(f, ")\n");
+    if (!d->has_figures) {
+        fprintf(f, "  no device with a trace or segments\n");
+        return;
     }
-    l->v[l->n++] = r;
-    return 0;
+    fprintf(f, "  cuda:%d peak %s after event %" PRId64 " (%s), reserved %s at most\n",
+            (int)d->figures.device, ana_cli_short(a, sizeof(a), d->figures.value[GM_RANK_PEAK]),
+            d->figures.peak_event, gm_phase_name((enum gm_phase)d->figures.peak_phase),
+            ana_cli_short(b, sizeof(b), d->figures.value[GM_RANK_PEAK_RESERVED]));
+    fprintf(
+        f, "  %" PRIu64 " iterations, %" PRIu64 " out-of-memory events, leaking %s per iteration\n",
+        d->n_iterations, d->n_ooms, ana_cli_short(a, sizeof(a), d->leak_bytes_per_iteration));
 }
 
 void ranks_release(struct rank_list *l)

@@ -22,6 +22,13 @@ struct rank_list {
 int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
               const char *path, size_t n_files);
 
+/* The same for a rank read from its digest 'd' (file 'path'). */
+int ranks_add_digest(struct rank_list *l, const char *cmd, const struct gm_digest *d, size_t file,
+                     const char *path, size_t n_files);
+
+/* What a digest holds, in a few lines, where a command shows a snapshot's own figures. */
+void ranks_print_digest(FILE *f, const char *path, const struct gm_digest *d);
+
 /* The rows, the spread and the imbalance (two ranks or more) as text. */
 void ranks_print(FILE *f, const struct rank_list *l, char *const *paths);
 

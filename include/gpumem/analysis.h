@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct gm_digest;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -488,10 +490,13 @@ enum gm_analysis_doc_kind {
     GM_DOC_LEAKS,      /* iterations and leaks: files[0].an */
     GM_DOC_OOM,        /* fragmentation at the peak and at each oom: files[0].an */
     GM_DOC_DIFF,       /* two snapshots compared: files[0..1].an and diff */
+    GM_DOC_DIGEST,     /* one rank summed up for the job's other commands: files[0].an
+                        * (gm_digest_load() reads it back) */
 };
-#define GM_DOC_COUNT 7
+#define GM_DOC_COUNT 8
 
-/* "info", "stats", "peak", "categories", "leaks", "oom", "diff": the command; static. */
+/* "info", "stats", "peak", "categories", "leaks", "oom", "diff", "digest": the command;
+ * static. */
 const char *gm_analysis_doc_name(enum gm_analysis_doc_kind kind);
 
 /* How many entries a document lists per device when the caller does not say (its 'top'):
@@ -504,7 +509,7 @@ struct gm_analysis_doc_file {
     const struct gm_snapshot *snap;        /* info, peak */
     const struct gm_snapshot_stats *stats; /* stats */
     const struct gm_analysis_peaks *peaks; /* peak */
-    const struct gm_analysis *an;          /* categories, leaks, oom, diff */
+    const struct gm_analysis *an;          /* categories, leaks, oom, diff, digest */
 };
 
 /* A document to write.  Initialise with designated initialisers: members may be added. */
@@ -519,6 +524,10 @@ struct gm_analysis_doc {
     uint64_t top;                        /* peak groups, leaks, diff sites per device; 0: all */
     bool series;                         /* categories: the series and the phase runs; oom: the
                                           * reserved and allocated series */
+    const char *host;                    /* digest: the machine the rank ran on (NULL: unknown) */
+    const struct gm_digest *const *digests; /* stats, peak, categories: NULL, or per file a
+                                             * rank read from its digest (its results then
+                                             * NULL) or NULL */
 };
 
 /* Write the document 'doc' to 'f'.  Errors: GM_ERR_INVALID (a result the kind needs is
@@ -849,4 +858,73 @@ void gm_analysis_ranks_release(struct gm_ranks *r);
 #ifdef __cplusplus
 }
 #endif
+/* ---- digests: one rank summed up where its snapshot was written ----
+ *
+ * `gpumem snapshot digest` writes a rank's results as a small JSON document
+ * (gm_analysis_json(), GM_DOC_DIGEST: "gpumem.snapshot.digest/1"): the rank's figures
+ * (gm_analysis_rank()), what was alive at each device's peak by category and by site (the
+ * GM_DIGEST_SITES largest), the allocated, reserved and per-category series at most
+ * GM_DIGEST_POINTS points, the iterations, the leaks, the fragmentation at the peak and at
+ * each oom, the allocator settings, the host and the rank.  The job's commands read
+ * digests where they read snapshots and give the same rank figures from either, so that
+ * only kilobytes leave each node. */
+
+#define GM_DIGEST_POINTS    256                  /* points of a series, at most */
+#define GM_DIGEST_SITES     20                   /* sites alive at a peak, at most */
+#define GM_DIGEST_MAX_BYTES ((uint64_t)16 << 20) /* a digest file, at most */
+
+/* One point of a digest's series. */
+struct gm_digest_point {
+    int64_t event;
+    uint64_t total;    /* allocated bytes */
+    uint64_t reserved; /* bytes */
+    uint64_t bytes[GM_CATEGORY_COUNT];
+};
+
+/* What the job's commands read back from a digest. */
+struct gm_digest {
+    const char *file; /* the snapshot it sums up, as named when written */
+    const char *host; /* NULL: unknown */
+    bool has_rank;
+    uint64_t rank; /* the rank its snapshot's name carried (has_rank) */
+    bool has_figures;
+    struct gm_rank figures; /* the rank's figures (has_figures: it had a device) */
+    bool expandable_segments;
+    int64_t max_split_size; /* bytes, -1: unlimited */
+    double gc_threshold;
+    /* of the rank's device */
+    uint64_t n_iterations;
+    uint64_t n_ooms;
+    uint64_t leak_bytes_per_iteration;
+    struct gm_digest_point *series;
+    size_t n_series;
+    struct gm_arena *arena; /* owns everything above */
+};
+
+/* Whether the first bytes data[0..len) of a file are a digest's (a JSON object whose
+ * schema is gpumem.snapshot.digest/N). */
+bool gm_digest_sniff(const void *data, size_t len);
+
+/* Whether the file 'path' is a digest (its first bytes; false when it cannot be read). */
+bool gm_digest_is_file(const char *path);
+
+/* Parse the digest data[0..len).  On success *out owns its memory: gm_digest_free().
+ * Errors: GM_ERR_FORMAT (not JSON, not a digest, a member missing or of the wrong type),
+ * GM_ERR_UNSUPPORTED (a later version), GM_ERR_LIMIT (larger than GM_DIGEST_MAX_BYTES, a
+ * series longer than GM_DIGEST_POINTS), GM_ERR_NOMEM. */
+enum gm_status gm_digest_parse(const void *data, size_t len, struct gm_digest **out,
+                               struct gm_error *err);
+
+/* Read and parse the digest file 'path' (gm_digest_parse(); GM_ERR_NOENT, GM_ERR_IO). */
+enum gm_status gm_digest_load(const char *path, struct gm_digest **out, struct gm_error *err);
+
+/* The rank a digest holds, as gm_analysis_rank() gives it from the snapshot: its figures,
+ * 'file' recorded in it, the rank carried by the digest file's name 'name' (NULL: none),
+ * else by its snapshot's.  *has_device false when the snapshot had no device. */
+void gm_digest_rank(const struct gm_digest *d, size_t file, const char *name, struct gm_rank *out,
+                    bool *has_device);
+
+/* NULL is a no-op. */
+void gm_digest_free(struct gm_digest *d);
+
 #endif

@@ -968,7 +968,87 @@ static void test_rank_files_of_a_folder(void **state)
     rmdir(dir);
 }
 
+/* A digest written from an analysis reads back as the same rank, and a damaged one is
+ * refused with the error of its class. */
+static void test_digest_reads_back_the_rank_of_its_snapshot(void **state)
+{
+    char *buf = NULL, *dg = NULL;
+    size_t len = 0, dg_len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct gm_example_opts o;
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_digest *d;
+    struct gm_error err;
+    struct gm_rank want, got;
+    bool has_want = false, has_got = false;
+    (void)state;
+    gm_example_opts_init(&o);
+    assert_non_null(f);
+    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    {
+        struct gm_analysis_doc_file file = {.path = "run/rank5_memory_snapshot.pickle", .an = an};
+        struct gm_analysis_doc doc = {
+            .kind = GM_DOC_DIGEST, .files = &file, .n_files = 1, .host = "node3"};
+        f = open_memstream(&dg, &dg_len);
+        assert_non_null(f);
+        assert_int_equal(gm_analysis_json(f, &doc, &err), GM_OK);
+        assert_int_equal(fclose(f), 0);
+    }
+    assert_true(gm_digest_sniff(dg, dg_len));
+    assert_false(gm_digest_sniff(buf, len)); /* a pickle */
+    assert_int_equal(gm_digest_parse(dg, dg_len, &d, &err), GM_OK);
+    assert_string_equal(d->host, "node3");
+    assert_true(d->has_rank);
+    assert_int_equal(d->rank, 5);
+    assert_true(d->n_series > 0 && d->n_series <= GM_DIGEST_POINTS);
+    assert_int_equal(d->n_iterations, an->devices[0].n_iterations);
+    assert_int_equal(gm_analysis_rank(an, 3, "x.pickle", &want, &has_want, &err), GM_OK);
+    gm_digest_rank(d, 3, "x.digest", &got, &has_got);
+    assert_true(has_want && has_got);
+    assert_int_equal(got.device, want.device);
+    assert_memory_equal(got.value, want.value, sizeof(want.value));
+    assert_memory_equal(got.at_peak, want.at_peak, sizeof(want.at_peak));
+    assert_int_equal(got.peak_event, want.peak_event);
+    assert_int_equal(got.peak_phase, want.peak_phase);
+    assert_int_equal(got.file, 3);
+    assert_true(got.has_name_rank); /* from the snapshot's name, kept in the digest */
+    assert_int_equal(got.name_rank, 5);
+    gm_digest_rank(d, 3, "rank7.digest", &got, &has_got); /* the digest's own name first */
+    assert_int_equal(got.name_rank, 7);
+    gm_digest_free(d);
+    {
+        /* damaged: the error says which class */
+        static const struct {
+            const char *text;
+            enum gm_status code;
+        } bad[] = {
+            {"{\"schema\": \"gpumem.snapshot.digest/2\"}", GM_ERR_UNSUPPORTED},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\"}", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\", \"file\": 1}", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\", oops", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.info/1\"}", GM_ERR_FORMAT},
+            {"", GM_ERR_FORMAT},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            assert_int_equal(gm_digest_parse(bad[i].text, strlen(bad[i].text), &d, &err),
+                             bad[i].code);
+            assert_null(d);
+        }
+        assert_int_equal(gm_digest_parse(dg, (size_t)GM_DIGEST_MAX_BYTES + 1, &d, &err),
+                         GM_ERR_LIMIT);
+    }
+    free(dg);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_digest_reads_back_the_rank_of_its_snapshot),
     cmocka_unit_test(test_rank_from_file_names),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
