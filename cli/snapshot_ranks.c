@@ -97,6 +97,31 @@ static void print_imbalance(FILE *f, const struct gm_ranks *rs, char *const *pat
             gm_category_name((enum gm_category)rs->category), a);
 }
 
+/* From GM_RANK_OUTLIERS_MIN ranks: those whose peak stands out (gm_analysis_rank_outliers()). */
+static void print_outliers(FILE *f, const struct gm_ranks *rs, char *const *paths)
+{
+    size_t *idx = rs->n_ranks ? gm_calloc(rs->n_ranks, sizeof(*idx)) : NULL;
+    size_t n = idx ? gm_analysis_rank_outliers(rs, idx) : 0;
+    char a[32];
+    if (rs->n_ranks >= GM_RANK_OUTLIERS_MIN) {
+        fprintf(f, "outliers: ");
+        if (!n)
+            fprintf(f, "none, every peak is near the others'");
+        for (size_t i = 0; i < n; i++) {
+            const struct gm_rank *r = &rs->ranks[idx[i]];
+            double d = rs->spread[GM_RANK_PEAK].mean > 0
+                           ? 100.0 *
+                                 ((double)r->value[GM_RANK_PEAK] - rs->spread[GM_RANK_PEAK].mean) /
+                                 rs->spread[GM_RANK_PEAK].mean
+                           : 0.0;
+            fprintf(f, "%srank %" PRIu64 " (%s) %s, %+.1f%% of the mean", i ? "; " : "", r->id,
+                    paths[r->file], ana_cli_short(a, sizeof(a), r->value[GM_RANK_PEAK]), d);
+        }
+        fprintf(f, "\n");
+    }
+    gm_free(idx);
+}
+
 void ranks_print(FILE *f, const struct rank_list *l, char *const *paths)
 {
     struct gm_ranks rs;
@@ -135,6 +160,7 @@ void ranks_print(FILE *f, const struct rank_list *l, char *const *paths)
                     ana_cli_short(c, sizeof(c), s->max - s->min), pct, rs.ranks[s->max_rank].id);
         }
         print_imbalance(f, &rs, paths);
+        print_outliers(f, &rs, paths);
     }
     gm_analysis_ranks_release(&rs);
 }

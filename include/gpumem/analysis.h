@@ -854,6 +854,14 @@ enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct g
                                  struct gm_error *err);
 void gm_analysis_ranks_release(struct gm_ranks *r);
 
+/* The ranks whose peak stands out from the job's (GM_RANK_OUTLIERS_MIN ranks or more): a
+ * peak further from the median than 3 median absolute deviations (scaled as a normal
+ * distribution's standard deviation, 1.4826) and than 5% of the median.  Writes the indexes
+ * into rs->ranks (in rank order) to out[] (room for rs->n_ranks) and returns how many;
+ * 0 below GM_RANK_OUTLIERS_MIN ranks.  Errors: none (out of memory gives 0). */
+#define GM_RANK_OUTLIERS_MIN 16
+size_t gm_analysis_rank_outliers(const struct gm_ranks *rs, size_t *out);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }

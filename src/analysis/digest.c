@@ -17,11 +17,13 @@
 #include "analysis/analysis_int.h"
 
 #include "base/buf.h"
+#include "base/file.h"
 #include "base/json_load.h"
 #include "gpumem/arena.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DIGEST_SCHEMA "gpumem.snapshot.digest/"
 #define DIGEST_SNIFF  256 /* bytes of a file looked at to tell a digest */
@@ -43,13 +45,18 @@ bool gm_digest_sniff(const void *data, size_t len)
 bool gm_digest_is_file(const char *path)
 {
     char head[DIGEST_SNIFF];
-    size_t n;
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : NULL;
-    if (!f)
+    int fd;
+    uint64_t size;
+    bool is;
+    /* only a regular file is opened (a FIFO is never waited on nor drained) */
+    if (!strcmp(path, "-") || gm_file_open(path, &fd, &size, NULL) != GM_OK)
         return false;
-    n = fread(head, 1, sizeof(head), f);
-    fclose(f);
-    return gm_digest_sniff(head, n);
+    if (size > sizeof(head))
+        size = sizeof(head);
+    is = size > 0 && gm_file_read_at(fd, path, 0, head, (size_t)size, NULL) == GM_OK &&
+         gm_digest_sniff(head, (size_t)size);
+    close(fd);
+    return is;
 }
 
 /* obj[key] as an integer in [lo, hi]. */

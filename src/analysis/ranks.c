@@ -185,3 +185,35 @@ void gm_analysis_ranks_release(struct gm_ranks *r)
     gm_free(r->ranks);
     memset(r, 0, sizeof(*r));
 }
+
+/* The median of v[0..n) (sorted in place). */
+static double median(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+}
+
+size_t gm_analysis_rank_outliers(const struct gm_ranks *rs, size_t *out)
+{
+    size_t n = rs->n_ranks, k = 0;
+    uint64_t *v;
+    double med, mad, lim;
+    if (n < GM_RANK_OUTLIERS_MIN || !(v = gm_malloc(n * sizeof(*v))))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        v[i] = rs->ranks[i].value[GM_RANK_PEAK];
+    med = median(v, n);
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)rs->ranks[i].value[GM_RANK_PEAK] - med;
+        v[i] = (uint64_t)(d < 0 ? -d : d);
+    }
+    mad = median(v, n) * 1.4826;
+    gm_free(v);
+    lim = 3.0 * mad > 0.05 * med ? 3.0 * mad : 0.05 * med;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)rs->ranks[i].value[GM_RANK_PEAK] - med;
+        if ((d < 0 ? -d : d) > lim)
+            out[k++] = i;
+    }
+    return k;
+}
