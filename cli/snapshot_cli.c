@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "opts.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/text.h"
@@ -71,7 +72,8 @@ static enum gm_status load_path(const char *path, const struct gm_snapshot_opts 
     if (rc == GM_ERR_FORMAT && gm_digest_is_file(path))
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "'%s' is a digest, not a snapshot: this command needs the snapshot "
-                       "(stats, peak, categories and report read digests)",
+                       "(a digest keeps a rank's results, for stats, peak, categories, leaks, "
+                       "oom, diff, info and report)",
                        path);
     if (rc != GM_OK && err && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         size_t n = strlen(err->msg);
@@ -553,6 +555,34 @@ int snapcli_rank_files(const char *cmd, char *const *args, size_t n, struct gm_r
     return st == GM_OK ? 0 : cli_fail(cmd, &err);
 }
 
+/* A rank's digest where a command reads one file at a time: what it holds (its own JSON
+ * document with --json). */
+static int digest_one(const char *cmd, const char *path, bool json)
+{
+    struct gm_digest *d;
+    struct gm_error err;
+    int rc = 0;
+    if (gm_digest_load(path, &d, &err) != GM_OK)
+        return cli_fail(cmd, &err);
+    if (!json) {
+        ranks_print_digest(stdout, path, d);
+    } else {
+        /* the file was just read whole and checked: copy it */
+        FILE *f = fopen(path, "rb");
+        char buf[8192];
+        size_t n;
+        while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+            if (fwrite(buf, 1, n, stdout) != n)
+                rc = GM_EXIT_IOERR;
+        if (!f || ferror(f) || putchar('\n') == EOF)
+            rc = GM_EXIT_IOERR;
+        if (f)
+            fclose(f);
+    }
+    gm_digest_free(d);
+    return rc;
+}
+
 int snapcli_each_rank_file(const char *cmd, char *const *args, size_t n, bool json,
                            snapcli_file_fn one, void *ctx)
 {
@@ -572,7 +602,8 @@ int snapcli_each_rank_file(const char *cmd, char *const *args, size_t n, bool js
                    snapcli_name(rf.paths[i]), named ? rank : (uint64_t)i,
                    gm_rank_source_name(named ? GM_RANK_BY_NAME : GM_RANK_BY_ORDER));
         fflush(stdout);
-        rc = one(ctx, rf.paths[i]);
+        rc = gm_digest_is_file(rf.paths[i]) ? digest_one(cmd, rf.paths[i], json)
+                                            : one(ctx, rf.paths[i]);
     }
     if (json && rf.n > 1 && rc == 0)
         printf("]\n");
