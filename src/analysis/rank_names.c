@@ -224,8 +224,8 @@ static enum gm_status list_dir(struct name_list *l, const char *dir, int depth,
         }
     } else if (st == GM_OK && l->n == first) {
         st = gm_fail(err, GM_ERR_NOENT, GM_NO_OFFSET,
-                     "'%s': no rank files in the folder (names with rankR or snapshot_R, or "
-                     ".digest files)",
+                     "'%s' is a folder without rank files (names with rankR or snapshot_R, "
+                     "or .digest files): give a snapshot file, or '-' for standard input",
                      dir);
     }
     if (st == GM_OK)

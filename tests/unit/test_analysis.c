@@ -958,7 +958,7 @@ static void test_rank_files_of_a_folder(void **state)
         }
         /* an empty folder: no rank files */
         assert_int_equal(gm_rank_files_list(args, 1, &rf, &err), GM_ERR_NOENT);
-        assert_non_null(strstr(err.msg, "no rank files"));
+        assert_non_null(strstr(err.msg, "without rank files"));
         rmdir(top);
     }
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
