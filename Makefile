@@ -66,6 +66,7 @@ bench: build
 	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
 	sh bench/validation.sh $(BUILD)/gpumem
 	sh bench/account.sh $(BUILD)
+	sh bench/ranks.sh $(BUILD)/gpumem
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON
