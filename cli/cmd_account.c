@@ -144,7 +144,7 @@ int cmd_account(int argc, char **argv)
     if (output && (rc = cli_output_check(cmd, output, force)) != 0)
         return rc;
     /* a command that needs a GPU: say so before it runs when there is none (exit 2) */
-    if (gm_devices_open(&devs, &err) != GM_OK)
+    if (gm_devices_open(&devs, getenv, &err) != GM_OK)
         return cli_fail(cmd, &err);
     if (gm_devices_check(devs, &err) != GM_OK) {
         gm_devices_close(devs);

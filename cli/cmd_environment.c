@@ -192,9 +192,9 @@ int cmd_environment(int argc, char **argv)
         return cli_usage(argv[0], "unexpected argument '%s'", argv[1]);
     if (device && gm_device_parse_spec(device, &only_cuda, &err))
         return cli_usage(argv[0], "%s", err.msg);
-    if (gm_devices_open(&d, &err))
+    if (gm_devices_open(&d, getenv, &err))
         return cli_fail(argv[0], &err);
-    gm_host_probe(&host);
+    gm_host_probe(&host, getenv);
 
     gm_error_clear(&nodev);
     available = gm_devices_check(d, &nodev) == GM_OK;

@@ -12,6 +12,7 @@
 #include "gpumem/units.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const dtype_choices[] = {"float32", "bfloat16", NULL};
@@ -306,17 +307,17 @@ int cmd_measure(int argc, char **argv)
         rc = cli_fail(argv[0], &err);
         goto out_abort;
     }
-    if (gm_devices_open(&devs, &err) != GM_OK) {
+    if (gm_devices_open(&devs, getenv, &err) != GM_OK) {
         rc = cli_fail(argv[0], &err);
         goto out_abort;
     }
     if (gm_devices_check(devs, &err) != GM_OK ||
         gm_devices_find_cuda(devs, o.device, &pos, &err) != GM_OK ||
-        gm_cuda_load(&cu, &err) != GM_OK) {
+        gm_cuda_load(&cu, getenv, &err) != GM_OK) {
         rc = cli_fail(argv[0], &err);
         goto out_abort;
     }
-    gm_host_probe(&host);
+    gm_host_probe(&host, getenv);
     if (gm_measure_run(cu, &o, &res, &err) != GM_OK) {
         rc = cli_fail(argv[0], &err);
         goto out_abort;

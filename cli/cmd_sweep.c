@@ -266,7 +266,7 @@ int cmd_sweep(int argc, char **argv)
     /* The output file is claimed before the first run, so that no sweep is wasted. */
     if (output && (rc = cli_output_open(&out, argv[0], output, force)) != 0)
         goto out_rmdir;
-    if (gm_devices_open(&d, &err) || gm_devices_check(d, &err)) {
+    if (gm_devices_open(&d, getenv, &err) || gm_devices_check(d, &err)) {
         rc = cli_fail(argv[0], &err);
         goto out_abort;
     }

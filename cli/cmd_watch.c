@@ -174,7 +174,7 @@ int cmd_watch(int argc, char **argv)
     gm_watch_init(&s.w, (size_t)max_samples);
     s.w.attached = has_pid;
     rc = 0;
-    if (gm_devices_open(&s.d, &err)) {
+    if (gm_devices_open(&s.d, getenv, &err)) {
         rc = cli_fail(argv[0], &err);
         goto out_free;
     }

@@ -786,7 +786,7 @@ static int devices_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     ts = PyEval_SaveThread();
-    st = gm_devices_open(&d, &err);
+    st = gm_devices_open(&d, getenv, &err);
     PyEval_RestoreThread(ts);
     if (st != GM_OK) {
         raise_gm(&err, NULL);
@@ -848,7 +848,7 @@ static PyObject *devices_environment_json(PyObject *self, PyObject *args)
     int cuda_index = -1;
     if (!PyArg_ParseTuple(args, "|i", &cuda_index) || !opened(o) || !memout_open(&m))
         return NULL;
-    gm_host_probe(&host);
+    gm_host_probe(&host, getenv);
     gm_json_init(&w, m.f, 0);
     gm_json_begin_object(&w);
     gm_devices_write_json(&w, o->d, &host, cuda_index);

@@ -6,6 +6,7 @@
 #    past buffers or cannot report errors; use snprintf, strtoull/gm_parse_u64 instead;
 #  - the library never exits, aborts or prints to stdout/stderr by itself (it returns a
 #    gm_status with a struct gm_error, and only cli/ maps it to an exit code);
+#  - the library reads no environment variable itself (getenv): its caller passes a gm_env_fn;
 #  - the CLI includes only public headers (gpumem/*.h) and the internal ones it shares with
 #    the library (gpumem/internal/*.h), never a module's own header.
 set -u
@@ -21,6 +22,11 @@ fi
 noexit='(^|[^_[:alnum:]])(exit|_exit|abort|printf|puts|perror)[[:space:]]*\('
 if grep -rnE "$noexit" src --include='*.c' --include='*.h' --include='*.cu' | grep -vE '^\S+:[0-9]+:\s*(/\*|\*|//)'; then
     echo "lint: library code must not exit, abort or print (return a gm_status instead)"
+    fail=1
+fi
+# The library reads no environment variable itself: a caller's gm_env_fn does (env.h).
+if grep -rnE '(^|[^_[:alnum:]])(secure_)?getenv[[:space:]]*\(' src --include='*.c' --include='*.h' | grep -vE '^\S+:[0-9]+:\s*(/\*|\*|//)'; then
+    echo "lint: library code must not read the environment (take a gm_env_fn from the caller)"
     fail=1
 fi
 if grep -rnE 'f?printf[[:space:]]*\([[:space:]]*std(out|err)' src --include='*.c'; then

@@ -22,6 +22,7 @@
 #ifndef GPUMEM_DEVICE_H
 #define GPUMEM_DEVICE_H
 
+#include "gpumem/env.h"
 #include "gpumem/error.h"
 #include "gpumem/json.h"
 
@@ -59,9 +60,9 @@ struct gm_host_info {
     bool pid_namespace;          /* we run in a PID namespace: NVML reports host PIDs, not ours */
 };
 
-/* Fill 'h' from /proc, /etc/os-release and uname().  Never fails: unknown fields stay
- * empty. */
-void gm_host_probe(struct gm_host_info *h);
+/* Fill 'h' from /proc, /etc/os-release, uname() and the container variables 'env' gives
+ * ("container", KUBERNETES_SERVICE_HOST).  Never fails: unknown fields stay empty. */
+void gm_host_probe(struct gm_host_info *h, gm_env_fn env);
 
 /* The environment settings that change GPU memory behaviour, in a fixed order, NULL
  * terminated: CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_ALLOC_CONF,
@@ -165,8 +166,11 @@ struct gm_process_memory {
 
 /* Open every registered backend (NVML, CUDA) and join their devices.  Succeeds (GM_OK)
  * even when no backend works, so that the caller can show what was found; only a host
- * allocation failure fails.  Release with gm_devices_close(). */
-enum gm_status gm_devices_open(struct gm_devices **out, struct gm_error *err);
+ * allocation failure fails.  'env' gives the library overrides (GPUMEM_NVML_LIBRARY,
+ * GPUMEM_CUDA_LIBRARY), CUDA_VISIBLE_DEVICES for gm_devices_check()'s reason and the
+ * allocator settings gm_devices_write_json() reports; it must stay valid until
+ * gm_devices_close().  Release with gm_devices_close(). */
+enum gm_status gm_devices_open(struct gm_devices **out, gm_env_fn env, struct gm_error *err);
 void gm_devices_close(struct gm_devices *d);
 
 /* GM_OK when at least one device is usable; otherwise GM_ERR_NODEV (no driver, only the
@@ -240,11 +244,11 @@ enum {
     GM_CU_ERROR_NOT_SUPPORTED = 801
 };
 
-/* dlopen libcuda.so.1 (or $GPUMEM_CUDA_LIBRARY), bind the versioned symbols and call
- * cuInit(0).  GM_ERR_NODEV when the library is missing, is the stub (cuInit 34), the driver
- * is too old/mismatched or there is no device, with a sentence saying which; GM_ERR_DRIVER
+/* dlopen libcuda.so.1 (or the path 'env' gives for GPUMEM_CUDA_LIBRARY), bind the versioned symbols
+ * and call cuInit(0).  GM_ERR_NODEV when the library is missing, is the stub (cuInit 34), the
+ * driver is too old/mismatched or there is no device, with a sentence saying which; GM_ERR_DRIVER
  * for other failures.  No context is created.  Release with gm_cuda_unload(). */
-enum gm_status gm_cuda_load(struct gm_cuda **out, struct gm_error *err);
+enum gm_status gm_cuda_load(struct gm_cuda **out, gm_env_fn env, struct gm_error *err);
 void gm_cuda_unload(struct gm_cuda *cu);
 
 /* The CUresult of the last driver call made through 'cu' (0 after a success). */

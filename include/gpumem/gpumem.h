@@ -14,6 +14,7 @@
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 #include "gpumem/device.h"
+#include "gpumem/env.h"
 #include "gpumem/error.h"
 #include "gpumem/estimate.h"
 #include "gpumem/example.h"

@@ -14,6 +14,7 @@
 #ifndef GPUMEM_MODEL_H
 #define GPUMEM_MODEL_H
 
+#include "gpumem/env.h"
 #include "gpumem/error.h"
 
 #include <stdbool.h>
@@ -340,8 +341,6 @@ struct gm_hf_id {
  * one (a path, a file name with another character, an empty part). */
 bool gm_hf_id_parse(const char *spec, struct gm_hf_id *out);
 
-/* An environment lookup: getenv, or a test's own. */
-typedef char *(*gm_env_fn)(const char *name);
 /* The Hugging Face hub cache folder as huggingface_hub finds it (HF_HUB_CACHE,
  * HUGGINGFACE_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub,
  * $HOME/.cache/huggingface/hub), read through 'env', into out[n].  False when none can be

@@ -174,8 +174,8 @@ static const char *init_reason(CUresult r)
 
 /* gm_cuda_load() that also says how it failed: *kind is the backend state and *code the
  * failing CUresult (0 when no driver call failed). */
-static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, int *code,
-                           struct gm_error *err)
+static enum gm_status load(struct gm_cuda **out, gm_env_fn env, enum gm_backend_state *kind,
+                           int *code, struct gm_error *err)
 {
     struct gm_cuda *cu;
     char why[512], missing[64];
@@ -188,8 +188,8 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     cu = gm_calloc(1, sizeof(*cu));
     if (!cu)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    cu->dl = gm_dl_open("GPUMEM_CUDA_LIBRARY", "libcuda.so.1", cu->library, sizeof(cu->library),
-                        why, sizeof(why));
+    cu->dl = gm_dl_open(env, "GPUMEM_CUDA_LIBRARY", "libcuda.so.1", cu->library,
+                        sizeof(cu->library), why, sizeof(why));
     if (!cu->dl) {
         gm_free(cu);
         *kind = GM_BACKEND_MISSING;
@@ -231,11 +231,11 @@ static enum gm_status load(struct gm_cuda **out, enum gm_backend_state *kind, in
     return GM_OK;
 }
 
-enum gm_status gm_cuda_load(struct gm_cuda **out, struct gm_error *err)
+enum gm_status gm_cuda_load(struct gm_cuda **out, gm_env_fn env, struct gm_error *err)
 {
     enum gm_backend_state kind;
     int code;
-    return load(out, &kind, &code, err);
+    return load(out, env, &kind, &code, err);
 }
 
 void gm_cuda_unload(struct gm_cuda *cu)
@@ -571,15 +571,15 @@ enum gm_status gm_cuda_synchronize(struct gm_cuda *cu, struct gm_error *err)
 
 /* ---- the "cuda" backend of the device registry ---- */
 
-static void *cuda_open(struct gm_backend_status *s, struct gm_driver_versions *v)
+static void *cuda_open(struct gm_backend_status *s, struct gm_driver_versions *v, gm_env_fn env)
 {
     struct gm_cuda *cu = NULL;
     struct gm_error e;
     int ver = 0;
-    enum gm_status st = load(&cu, &s->state, &s->driver_code, &e);
+    enum gm_status st = load(&cu, env, &s->state, &s->driver_code, &e);
 
     if (st) {
-        const char *lib = getenv("GPUMEM_CUDA_LIBRARY");
+        const char *lib = gm_env_get(env, "GPUMEM_CUDA_LIBRARY");
         gm_strlcpy(s->library, lib && *lib ? lib : "libcuda.so.1", sizeof(s->library));
         gm_strlcpy(s->msg, e.msg, sizeof(s->msg));
         return NULL;

@@ -28,6 +28,7 @@ struct gm_devices {
     struct gm_driver_versions versions;
     struct dev_entry *dev;
     size_t n_dev;
+    gm_env_fn env;
 };
 
 static bool same_device(const struct gm_device_info *a, const struct gm_device_info *b)
@@ -99,7 +100,7 @@ static enum gm_status add_device(struct gm_devices *d, size_t b, int idx,
     return GM_OK;
 }
 
-enum gm_status gm_devices_open(struct gm_devices **out, struct gm_error *err)
+enum gm_status gm_devices_open(struct gm_devices **out, gm_env_fn env, struct gm_error *err)
 {
     struct gm_devices *d = gm_calloc(1, sizeof(*d));
     enum gm_status st;
@@ -107,11 +108,12 @@ enum gm_status gm_devices_open(struct gm_devices **out, struct gm_error *err)
     *out = NULL;
     if (!d)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    d->env = env;
     for (size_t b = 0; b < N_BACKENDS; b++) {
         struct gm_backend_status *s = &d->status[b];
         int n;
         s->name = backends[b]->name;
-        d->ctx[b] = backends[b]->open(s, &d->versions);
+        d->ctx[b] = backends[b]->open(s, &d->versions, env);
         if (!d->ctx[b])
             continue;
         n = backends[b]->count(d->ctx[b]);
@@ -152,11 +154,16 @@ static const struct gm_backend_status *find_backend(const struct gm_devices *d, 
     return NULL;
 }
 
+gm_env_fn gm_devices_env(const struct gm_devices *d)
+{
+    return d->env;
+}
+
 enum gm_status gm_devices_check(const struct gm_devices *d, struct gm_error *err)
 {
     const struct gm_backend_status *nv = find_backend(d, "nvml");
     const struct gm_backend_status *cu = find_backend(d, "cuda");
-    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    const char *cvd = gm_env_get(d->env, "CUDA_VISIBLE_DEVICES");
 
     /* The stub library means CUDA programs cannot run, whatever NVML says. */
     if (cu && cu->state == GM_BACKEND_STUB)

@@ -14,9 +14,10 @@
 
 struct gm_device_ops {
     const char *name; /* "nvml", "cuda" */
-    /* Load and initialise.  Fills 'st' (state, library, reason) and the versions this
-     * backend knows; returns the backend context, or NULL when st->state != OK. */
-    void *(*open)(struct gm_backend_status *st, struct gm_driver_versions *v);
+    /* Load and initialise ('env' gives the library's override variable).  Fills 'st'
+     * (state, library, reason) and the versions this backend knows; returns the backend
+     * context, or NULL when st->state != OK. */
+    void *(*open)(struct gm_backend_status *st, struct gm_driver_versions *v, gm_env_fn env);
     void (*close)(void *ctx);
     int (*count)(void *ctx);
     /* Static facts of device 'i' (the backend's own index).  The backend sets its own
@@ -39,10 +40,16 @@ struct gm_dl_sym {
     bool required;
 };
 
-/* dlopen 'soname', or the path in environment variable 'env_override' when set and not
- * empty.  Writes what was tried to library[n].  NULL with the reason in why[nw]. */
-void *gm_dl_open(const char *env_override, const char *soname, char *library, size_t n, char *why,
-                 size_t nw);
+/* The environment lookup 'd' was opened with. */
+gm_env_fn gm_devices_env(const struct gm_devices *d);
+
+/* The value of 'name' through 'env' (NULL for an empty environment), or NULL when unset. */
+const char *gm_env_get(gm_env_fn env, const char *name);
+
+/* dlopen 'soname', or the path 'env' gives for variable 'override' when set and not empty.
+ * Writes what was tried to library[n].  NULL with the reason in why[nw]. */
+void *gm_dl_open(gm_env_fn env, const char *override, const char *soname, char *library, size_t n,
+                 char *why, size_t nw);
 
 /* Bind every symbol of 'syms' into 'table'.  Returns false and names the first missing
  * required symbol in missing[nm]; optional symbols that are missing stay NULL. */

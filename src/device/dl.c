@@ -20,10 +20,15 @@ void gm_strlcpy(char *dst, const char *src, size_t n)
     dst[len] = '\0';
 }
 
-void *gm_dl_open(const char *env_override, const char *soname, char *library, size_t n, char *why,
-                 size_t nw)
+const char *gm_env_get(gm_env_fn env, const char *name)
 {
-    const char *path = env_override ? getenv(env_override) : NULL;
+    return env && name ? env(name) : NULL;
+}
+
+void *gm_dl_open(gm_env_fn env, const char *override, const char *soname, char *library, size_t n,
+                 char *why, size_t nw)
+{
+    const char *path = gm_env_get(env, override);
     void *h;
     const char *e;
 

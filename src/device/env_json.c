@@ -194,7 +194,7 @@ void gm_devices_write_json(struct gm_json *w, struct gm_devices *d, const struct
     gm_json_key(w, "settings");
     gm_json_begin_object(w);
     for (const char *const *k = gm_memory_env_vars; *k; k++) {
-        const char *val = getenv(*k);
+        const char *val = gm_env_get(gm_devices_env(d), *k);
         if (val)
             gm_json_kv_str(w, *k, val);
         else

@@ -68,14 +68,14 @@ static bool file_contains(const char *path, const char *needle)
     return found;
 }
 
-static void detect_container(struct gm_host_info *h)
+static void detect_container(struct gm_host_info *h, gm_env_fn env)
 {
-    const char *c = getenv("container");
+    const char *c = gm_env_get(env, "container");
     if (access("/.dockerenv", F_OK) == 0)
         gm_strlcpy(h->container, "docker", sizeof(h->container));
     else if (access("/run/.containerenv", F_OK) == 0)
         gm_strlcpy(h->container, "podman", sizeof(h->container));
-    else if (getenv("KUBERNETES_SERVICE_HOST"))
+    else if (gm_env_get(env, "KUBERNETES_SERVICE_HOST"))
         gm_strlcpy(h->container, "kubernetes", sizeof(h->container));
     else if (c && *c)
         gm_strlcpy(h->container, c, sizeof(h->container));
@@ -105,7 +105,7 @@ static bool in_pid_namespace(void)
     return fields > 1;
 }
 
-void gm_host_probe(struct gm_host_info *h)
+void gm_host_probe(struct gm_host_info *h, gm_env_fn env)
 {
     struct utsname u;
     char mem[64];
@@ -129,7 +129,7 @@ void gm_host_probe(struct gm_host_info *h)
         if (!errno && end != mem)
             h->mem_total = (struct gm_reading){(uint64_t)kib * 1024u, true};
     }
-    detect_container(h);
+    detect_container(h, env);
     h->pid_namespace = in_pid_namespace();
 }
 

@@ -117,7 +117,7 @@ static const char *nvml_err(const struct nvml_ctx *c, nvmlReturn_t r)
     return s ? s : "NVML error";
 }
 
-static void *nvml_open(struct gm_backend_status *s, struct gm_driver_versions *v)
+static void *nvml_open(struct gm_backend_status *s, struct gm_driver_versions *v, gm_env_fn env)
 {
     struct nvml_ctx *c = gm_calloc(1, sizeof(*c));
     char why[512], missing[64];
@@ -129,8 +129,8 @@ static void *nvml_open(struct gm_backend_status *s, struct gm_driver_versions *v
         gm_strlcpy(s->msg, "out of memory", sizeof(s->msg));
         return NULL;
     }
-    c->dl = gm_dl_open("GPUMEM_NVML_LIBRARY", "libnvidia-ml.so.1", s->library, sizeof(s->library),
-                       why, sizeof(why));
+    c->dl = gm_dl_open(env, "GPUMEM_NVML_LIBRARY", "libnvidia-ml.so.1", s->library,
+                       sizeof(s->library), why, sizeof(why));
     if (!c->dl) {
         s->state = GM_BACKEND_MISSING;
         snprintf(s->msg, sizeof(s->msg),

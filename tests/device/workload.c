@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         device = (int)strtol(argv[2], NULL, 10);
         first = 3;
     }
-    if (gm_cuda_load(&cu, &e) || gm_cuda_context_begin(cu, device, &e))
+    if (gm_cuda_load(&cu, getenv, &e) || gm_cuda_context_begin(cu, device, &e))
         return fail(&e);
     for (int i = first; i < argc; i++) {
         const char *s = argv[i];

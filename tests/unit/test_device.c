@@ -105,7 +105,7 @@ static void test_cuda_basics(void **state)
 
     setenv("GPUMEM_FAKE_MEMORY", "16GiB", 1);
     setenv("GPUMEM_FAKE_RESERVED", "256MiB", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_driver_version(cu, &v, &e), GM_OK);
     assert_int_equal(v, 12040);
     assert_int_equal(gm_cuda_device_count(cu, &n, &e), GM_OK);
@@ -178,7 +178,7 @@ static void test_cuda_oom_after(void **state)
     uint64_t p[3];
     (void)state;
     setenv("GPUMEM_FAKE_OOM_AFTER", "2", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[0], &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, MIB, &p[1], &e), GM_OK);
@@ -205,7 +205,7 @@ static void test_cuda_module(void **state)
     void *params[3] = {&p, &value, &n};
     (void)state;
 
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, sizeof out, &p, &e), GM_OK);
     assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_OK);
@@ -224,7 +224,7 @@ static void test_cuda_module(void **state)
     /* A PTX ISA newer than the driver's: 222 with the JIT log in the message. */
     setenv("GPUMEM_FAKE_PTX_ISA", "6.4", 1);
     gm_cuda_unload(cu);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
     assert_int_equal(gm_cuda_module_load_ptx(cu, fill_ptx, &m, &e), GM_ERR_DRIVER);
     assert_int_equal(gm_cuda_last_result(cu), GM_CU_ERROR_UNSUPPORTED_PTX_VERSION);
@@ -243,29 +243,80 @@ static void test_cuda_no_gpu(void **state)
     (void)state;
 
     setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_NODEV);
     assert_null(cu);
     assert_non_null(strstr(e.msg, "only the CUDA stub library"));
     setenv("GPUMEM_FAKE_CUINIT_ERROR", "999", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_NODEV);
     assert_non_null(strstr(e.msg, "999"));
     setenv("GPUMEM_FAKE_CUINIT_ERROR", "3", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_DRIVER);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_DRIVER);
     unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
     setenv("GPUMEM_FAKE_DEVICES", "0", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_NODEV);
     assert_non_null(strstr(e.msg, "no CUDA device"));
     unsetenv("GPUMEM_FAKE_DEVICES");
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_NODEV);
     unsetenv("CUDA_VISIBLE_DEVICES");
 
     assert_non_null(lib);
     snprintf(saved, sizeof saved, "%s", lib);
     setenv("GPUMEM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_ERR_NODEV);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_ERR_NODEV);
     assert_non_null(strstr(e.msg, "no NVIDIA driver"));
     setenv("GPUMEM_CUDA_LIBRARY", saved, 1);
+}
+
+/* The library reads the environment only through the caller's lookup: a lookup that hides
+ * the fake libraries' paths makes both backends missing although the process environment
+ * names them, gm_devices_check() quotes CUDA_VISIBLE_DEVICES only as the lookup gives it,
+ * and NULL is an empty environment. */
+static char *hiding_env(const char *name)
+{
+    static char missing[] = "/nonexistent/libgpumem-test-driver.so";
+    if (!strcmp(name, "GPUMEM_NVML_LIBRARY") || !strcmp(name, "GPUMEM_CUDA_LIBRARY"))
+        return missing;
+    return getenv(name);
+}
+
+static char *no_visible_devices_env(const char *name)
+{
+    if (!strcmp(name, "CUDA_VISIBLE_DEVICES"))
+        return NULL;
+    return getenv(name);
+}
+
+static void test_devices_env_is_the_callers(void **state)
+{
+    struct gm_devices *d;
+    struct gm_error e;
+    (void)state;
+
+    assert_non_null(getenv("GPUMEM_NVML_LIBRARY"));
+    assert_int_equal(gm_devices_open(&d, hiding_env, &e), GM_OK);
+    assert_int_equal(gm_devices_backend(d, 0)->state, GM_BACKEND_MISSING);
+    assert_int_equal(gm_devices_backend(d, 1)->state, GM_BACKEND_MISSING);
+    assert_string_equal(gm_devices_backend(d, 0)->library, "/nonexistent/libgpumem-test-driver.so");
+    assert_int_equal(gm_devices_count(d), 0);
+    gm_devices_close(d);
+
+    /* The fake CUDA reads CUDA_VISIBLE_DEVICES from the process (as libcuda does) and sees
+     * no device; the reason names the variable only when the caller's lookup gives it. */
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_non_null(strstr(e.msg, "CUDA_VISIBLE_DEVICES"));
+    gm_devices_close(d);
+    assert_int_equal(gm_devices_open(&d, no_visible_devices_env, &e), GM_OK);
+    assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
+    assert_null(strstr(e.msg, "CUDA_VISIBLE_DEVICES"));
+    gm_devices_close(d);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+
+    assert_int_equal(gm_devices_open(&d, NULL, &e), GM_OK);
+    assert_string_equal(gm_devices_backend(d, 0)->library, "libnvidia-ml.so.1");
+    gm_devices_close(d);
 }
 
 static void test_devices_join(void **state)
@@ -280,7 +331,7 @@ static void test_devices_join(void **state)
     setenv("GPUMEM_FAKE_NAME", "Card A,Card B,Card C", 1);
     setenv("GPUMEM_FAKE_MEMORY", "24GiB,48GiB,80GiB", 1);
     setenv("CUDA_VISIBLE_DEVICES", "2,0", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_check(d, &e), GM_OK);
     assert_int_equal(gm_devices_count(d), 3);
     /* CUDA order first (cuda:0 is physical 2), then the device CUDA does not see. */
@@ -316,7 +367,7 @@ static void test_devices_memory_fallbacks(void **state)
 
     setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
     setenv("GPUMEM_FAKE_BASE_USED", "1GiB", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_OK);
     assert_int_equal(m.source, GM_MEMORY_NVML_V1);
     assert_false(m.reserved.valid);             /* v1 cannot tell: unknown, not 0 */
@@ -325,7 +376,7 @@ static void test_devices_memory_fallbacks(void **state)
     unsetenv("GPUMEM_FAKE_BASE_USED");
 
     setenv("GPUMEM_FAKE_NVML_MEMORY_ERROR", "3", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_memory(d, 0, &m, &e), GM_ERR_UNSUPPORTED);
     assert_false(m.used.valid);
     assert_false(m.total.valid);
@@ -340,7 +391,7 @@ static void test_devices_no_gpu(void **state)
 
     setenv("GPUMEM_FAKE_CUINIT_ERROR", "34", 1);
     setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "9", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
     assert_non_null(strstr(e.msg, "stub library"));
     assert_int_equal(gm_devices_backend(d, 0)->state, GM_BACKEND_NODEV);
@@ -352,7 +403,7 @@ static void test_devices_no_gpu(void **state)
     unsetenv("GPUMEM_FAKE_CUINIT_ERROR");
     setenv("GPUMEM_FAKE_NVML_INIT_ERROR", "999", 1);
     setenv("GPUMEM_FAKE_DEVICES", "0", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_check(d, &e), GM_ERR_NODEV);
     assert_non_null(strstr(e.msg, "no CUDA device"));
     assert_int_equal(gm_devices_count(d), 0);
@@ -371,10 +422,10 @@ static void test_devices_processes(void **state)
     size_t n = 99;
     (void)state;
 
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
     assert_int_equal(n, 0);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, 100 * MIB + 5, &p, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
@@ -391,7 +442,7 @@ static void test_devices_processes(void **state)
     /* NVML_VALUE_NOT_AVAILABLE (WDDM, MIG): the process is listed, its usage unknown. */
     setenv("GPUMEM_FAKE_PROC_MEMORY_NA", "1", 1);
     gm_devices_close(d);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
     assert_int_equal(n, 1);
     assert_false(procs[0].used.valid);
@@ -418,7 +469,7 @@ static void test_devices_graphics(void **state)
 
     setenv("GPUMEM_FAKE_GRAPHICS_PID", "1", 1);
     setenv("GPUMEM_FAKE_GRAPHICS_BYTES", "256MiB", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
     assert_int_equal(n, 1);
     assert_int_equal(procs[0].pid, 1);
@@ -433,9 +484,9 @@ static void test_devices_graphics(void **state)
         struct gm_cuda *cu;
         snprintf(pid, sizeof pid, "%d", (int)getpid());
         setenv("GPUMEM_FAKE_GRAPHICS_PID", pid, 1);
-        assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+        assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
         assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
-        assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+        assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
         assert_int_equal(gm_devices_processes(d, 0, procs, 8, &n, &e), GM_OK);
         assert_int_equal(n, 1);
         assert_int_equal(procs[0].kinds, GM_PROCESS_COMPUTE | GM_PROCESS_GRAPHICS);
@@ -643,8 +694,8 @@ static void test_environment_json(void **state)
     setenv("GPUMEM_FAKE_DEVICES", "2", 1);
     setenv("GPUMEM_FAKE_NO_MEMORY_V2", "1", 1);
     setenv("CUDA_VISIBLE_DEVICES", "1", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
-    gm_host_probe(&h);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
+    gm_host_probe(&h, getenv);
     f = open_memstream(&buf, &len);
     assert_non_null(f);
     gm_json_init(&w, f, GM_JSON_PRETTY);
@@ -737,13 +788,13 @@ static void test_watch_poll(void **state)
     (void)state;
 
     setenv("GPUMEM_FAKE_DEVICES", "2", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     gm_watch_init(&w, 0);
     assert_int_equal(gm_watch_setup(&w, d, 1, &e), GM_OK);
     assert_int_equal(w.n_dev, 1);
     assert_string_equal(w.dev[0].label, "cuda:1");
     assert_int_equal(w.dev[0].n_baseline_pids, 0);
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 1, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, 64 * MIB, &p, &e), GM_OK);
     gm_watch_poll_devices(&w, d, 10);
@@ -759,7 +810,7 @@ static void test_watch_poll(void **state)
 
     /* The same process seen as host PID + 3000000 from a namespace that cannot see it. */
     setenv("GPUMEM_FAKE_PID_OFFSET", "3000000", 1);
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     gm_watch_init(&w, 0);
     assert_int_equal(gm_watch_setup(&w, d, -1, &e), GM_OK);
     assert_int_equal(w.n_dev, 2);
@@ -829,7 +880,7 @@ static void test_watch_spawn_and_tick(void **state)
     assert_int_equal(waitpid(pid, &wst, 0), pid);
     assert_true(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGTERM);
 
-    assert_int_equal(gm_devices_open(&d, &e), GM_OK);
+    assert_int_equal(gm_devices_open(&d, getenv, &e), GM_OK);
     gm_watch_init(&w, 0);
     assert_int_equal(gm_watch_setup(&w, d, 0, &e), GM_OK);
     gm_watch_clock_start(&clk, 10, 3600000);
@@ -842,7 +893,7 @@ static void test_watch_spawn_and_tick(void **state)
     assert_true(gm_watch_clock_ms(&clk) >= t + 1);
     gm_watch_tick(&w, d, &clk, (uint32_t)getpid(), false);
     assert_int_equal(w.n_process_reads, 1); /* not due, nothing moved */
-    assert_int_equal(gm_cuda_load(&cu, &e), GM_OK);
+    assert_int_equal(gm_cuda_load(&cu, getenv, &e), GM_OK);
     assert_int_equal(gm_cuda_context_begin(cu, 0, &e), GM_OK);
     assert_int_equal(gm_cuda_mem_alloc(cu, 128 * MIB, &p, &e), GM_OK);
     gm_watch_tick(&w, d, &clk, (uint32_t)getpid(), false);
@@ -873,11 +924,11 @@ static void test_alloc_failures(void **state)
         enum gm_status st;
 
         gm_alloc_fail_after(nth);
-        st = gm_devices_open(&d, &e);
+        st = gm_devices_open(&d, getenv, &e);
         if (st == GM_OK) {
             bool ok = gm_devices_check(d, &e) == GM_OK && gm_devices_count(d) == 1 &&
                       gm_devices_memory(d, 0, &m, &e) == GM_OK;
-            ok = ok && gm_cuda_load(&cu, &e) == GM_OK;
+            ok = ok && gm_cuda_load(&cu, getenv, &e) == GM_OK;
             ok = ok && gm_cuda_context_begin(cu, 0, &e) == GM_OK &&
                  gm_cuda_mem_alloc(cu, MIB, &p, &e) == GM_OK;
             ok = ok && gm_devices_processes(d, 0, procs, 4, &n, &e) == GM_OK && n == 1;
@@ -909,6 +960,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cuda_module, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cuda_no_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_join, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_devices_env_is_the_callers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_memory_fallbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_no_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices_processes, setup, teardown),
