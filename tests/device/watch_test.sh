@@ -268,6 +268,41 @@ if pgrep -f 'sleep:20001' >/dev/null; then
     pkill -KILL -f 'sleep:20001'
 fi
 
+# Prometheus: --prometheus keeps a file in the text exposition format, rewritten while the
+# command runs (renamed into place whole) and at the end: DCGM exporter's FB_USED/FREE in
+# MiB with the gpu/UUID/Hostname labels, the command's exact peak, the job's labels from
+# the launcher's environment.  The checker itself must refuse broken files.
+check=$(dirname "$0")/prom_check.py
+if command -v python3 >/dev/null 2>&1; then
+    printf 'a{b="x} 1\n' >"$work/bad1.prom"
+    printf '# TYPE a gauge\na 1\nb 2\na 3\n' >"$work/bad2.prom"
+    printf 'a{b="1",b="2"} 1\n' >"$work/bad3.prom"
+    printf '# TYPE a gauge\na one\n' >"$work/bad4.prom"
+    for b in 1 2 3 4; do
+        if python3 "$check" "$work/bad$b.prom" >/dev/null; then fail "prom_check.py accepts bad$b.prom"; fi
+    done
+    SLURM_JOB_ID=4242 SLURM_PROCID=3 SLURMD_NODENAME='node"7' "$GPUMEM" watch --interval 50 \
+        --process-interval 100 --prometheus "$work/m.prom" -- \
+        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 sleep:1800 2>"$work/m.err" &
+    wpid=$!
+    sleep 1.5
+    # while it runs: both allocations held
+    if [ -f "$work/m.prom" ]; then
+        python3 "$check" "$work/m.prom" DCGM_FI_DEV_FB_USED=1580 --label job_id=4242 --label rank=3 \
+            --label 'Hostname=node"7' >"$work/m1.out" || fail "metrics while running: $(cat "$work/m1.out")"
+    else
+        fail "no metrics file while the command runs"
+    fi
+    wait $wpid || fail "--prometheus run exit $?"
+    python3 "$check" "$work/m.prom" gpumem_command_memory_peak_bytes=$PEAK \
+        gpumem_device_memory_used_peak_bytes=$PEAK DCGM_FI_DEV_FB_USED=0 --label job_id=4242 \
+        --label rank=3 >"$work/m2.out" || fail "metrics at the end: $(cat "$work/m2.out")"
+    grep -q '^DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-[0-9a-f-]*",device="nvidia0",' "$work/m.prom" ||
+        fail "DCGM_FI_DEV_FB_USED lacks DCGM exporter's labels"
+    if grep -q '^gpumem_process_memory_bytes' "$work/m.prom"; then fail "an exited process is still in the metrics"; fi
+    if ls "$work"/.gpumem-tmp-* >/dev/null 2>&1; then fail "--prometheus: a temporary file left"; fi
+fi
+
 if [ "$fails" -ne 0 ]; then
     for f in "$work"/*.err; do
         echo "--- $f"
