@@ -301,6 +301,33 @@ if command -v python3 >/dev/null 2>&1; then
         fail "DCGM_FI_DEV_FB_USED lacks DCGM exporter's labels"
     if grep -q '^gpumem_process_memory_bytes' "$work/m.prom"; then fail "an exited process is still in the metrics"; fi
     if ls "$work"/.gpumem-tmp-* >/dev/null 2>&1; then fail "--prometheus: a temporary file left"; fi
+
+    # --listen: the same metrics served at /metrics while the command runs (port 0: any,
+    # said on stderr), 404 elsewhere
+    RANK=5 "$GPUMEM" watch --interval 50 --process-interval 100 --listen 127.0.0.1:0 -- \
+        "$WORKLOAD" alloc:256 sleep:1500 2>"$work/l.err" &
+    wpid=$!
+    sleep 0.8
+    port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/l.err")
+    if [ -z "$port" ]; then
+        fail "--listen does not say where it serves"
+    else
+        python3 - "$port" "$work/l.prom" >"$work/l.out" 2>&1 <<'PY' || fail "--listen: $(cat "$work/l.out")"
+import sys, urllib.error, urllib.request
+base = "http://127.0.0.1:%s" % sys.argv[1]
+r = urllib.request.urlopen(base + "/metrics", timeout=5)
+assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers["Content-Type"]
+open(sys.argv[2], "wb").write(r.read())
+try:
+    urllib.request.urlopen(base + "/other", timeout=5)
+    sys.exit("/other answered")
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
+PY
+        python3 "$check" "$work/l.prom" DCGM_FI_DEV_FB_USED=556 --label rank=5 >"$work/l2.out" ||
+            fail "--listen metrics: $(cat "$work/l2.out")"
+    fi
+    wait $wpid || fail "--listen run exit $?"
 fi
 
 if [ "$fails" -ne 0 ]; then
