@@ -148,27 +148,18 @@ struct leaks_job {
     uint64_t top, sites, mem_limit;
 };
 
+static void leaks_text(const void *ctx, const struct gm_analysis *an)
+{
+    const struct leaks_job *j = ctx;
+    for (size_t d = 0; d < an->n_devices; d++)
+        print_device(an->snap, &an->devices[d], j->top, j->sites, j->all_iterations);
+}
+
 static int leaks_one(void *ctx, char *path)
 {
     const struct leaks_job *j = ctx;
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    struct snapcli_load_opts lo = {j->mem_limit, false, NULL};
-    int rc = ana_cli_open(j->cmd, path, &lo, &snap, &an);
-    if (rc)
-        return rc;
-    if (j->json) {
-        struct gm_analysis_doc_file file = {.path = path, .an = an};
-        struct gm_analysis_doc doc = {
-            .kind = GM_DOC_LEAKS, .files = &file, .n_files = 1, .top = j->top};
-        struct gm_error err;
-        rc = cli_json_status(j->cmd, gm_analysis_json(stdout, &doc, &err), &err);
-    } else {
-        for (size_t d = 0; d < an->n_devices; d++)
-            print_device(snap, &an->devices[d], j->top, j->sites, j->all_iterations);
-    }
-    ana_cli_close(snap, an);
-    return rc;
+    struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .top = j->top};
+    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, leaks_text, j);
 }
 
 int cmd_snapshot_leaks(int argc, char **argv)

@@ -93,31 +93,22 @@ struct oom_job {
     uint64_t mem_limit;
 };
 
+static void oom_text(const void *ctx, const struct gm_analysis *an)
+{
+    (void)ctx;
+    printf("allocator settings: expandable_segments %s, max_split_size %s, "
+           "garbage_collection_threshold %g\n\n",
+           an->expandable_segments ? "on" : "off", an->max_split_size < 0 ? "unlimited" : "set",
+           an->gc_threshold);
+    for (size_t d = 0; d < an->n_devices; d++)
+        print_device(an, &an->devices[d]);
+}
+
 static int oom_one(void *ctx, char *path)
 {
     const struct oom_job *j = ctx;
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    struct snapcli_load_opts lo = {j->mem_limit, false, NULL};
-    int rc = ana_cli_open(j->cmd, path, &lo, &snap, &an);
-    if (rc)
-        return rc;
-    if (j->json) {
-        struct gm_analysis_doc_file file = {.path = path, .an = an};
-        struct gm_analysis_doc doc = {
-            .kind = GM_DOC_OOM, .files = &file, .n_files = 1, .series = j->series};
-        struct gm_error err;
-        rc = cli_json_status(j->cmd, gm_analysis_json(stdout, &doc, &err), &err);
-    } else {
-        printf("allocator settings: expandable_segments %s, max_split_size %s, "
-               "garbage_collection_threshold %g\n\n",
-               an->expandable_segments ? "on" : "off", an->max_split_size < 0 ? "unlimited" : "set",
-               an->gc_threshold);
-        for (size_t d = 0; d < an->n_devices; d++)
-            print_device(an, &an->devices[d]);
-    }
-    ana_cli_close(snap, an);
-    return rc;
+    struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .series = j->series};
+    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, oom_text, j);
 }
 
 int cmd_snapshot_oom(int argc, char **argv)
