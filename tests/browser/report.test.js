@@ -47,14 +47,14 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
 const WIDTHS = [390, 1400, 2560];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, manyRanks: null, phases: [], account: null };
+  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, manyRanks: [], phases: [], account: null };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
     else if (argv[i] === '--layout') a.layout = argv[++i];
     else if (argv[i] === '--snapshot') a.snapshots.push(argv[++i]);
     else if (argv[i] === '--quick') a.quick.push(argv[++i]);
     else if (argv[i] === '--ranks') a.ranks = argv[++i].split(',');
-    else if (argv[i] === '--many-ranks') a.manyRanks = argv[++i];
+    else if (argv[i] === '--many-ranks') a.manyRanks.push(argv[++i]);
     else if (argv[i] === '--phases') a.phases.push(argv[++i]);
     else if (argv[i] === '--account') a.account = argv[++i];
     else if (argv[i] === '--screenshot') a.screenshot = argv[++i];
@@ -531,7 +531,7 @@ async function main() {
     for (const s of args.quick) await testOne(chromium, args, s, tmp, { quick: true });
     if (args.noAnalysis && args.snapshots.length) await testOne(chromium, args, args.snapshots[0], tmp, { noAnalysis: true, quick: true });
     if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
-    if (args.manyRanks) await testManyRanks(chromium, args, args.manyRanks, tmp);
+    for (const d of args.manyRanks) await testManyRanks(chromium, args, d, tmp);
     for (const p of args.phases) await testPhases(chromium, args, p, tmp);
     if (args.account && args.snapshots.length) await testAccount(chromium, args, args.snapshots[0], args.account, tmp);
   } finally {
