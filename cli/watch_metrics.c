@@ -104,7 +104,7 @@ static void respond(int fd, const char *status, const char *body, size_t len)
 static void serve_one(int fd, const struct watch_metrics *m, const struct gm_watch *w,
                       const struct gm_devices *d)
 {
-    char req[4096];
+    char req[4096] = "";
     size_t got = 0;
     struct timeval tv = {0, 200000};
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -283,16 +283,20 @@ if command -v python3 >/dev/null 2>&1; then
     done
     SLURM_JOB_ID=4242 SLURM_PROCID=3 SLURMD_NODENAME='node"7' "$GPUMEM" watch --interval 50 \
         --process-interval 100 --prometheus "$work/m.prom" -- \
-        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 sleep:1800 2>"$work/m.err" &
+        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 sleep:4000 2>"$work/m.err" &
     wpid=$!
-    sleep 1.5
-    # while it runs: both allocations held
-    if [ -f "$work/m.prom" ]; then
-        python3 "$check" "$work/m.prom" DCGM_FI_DEV_FB_USED=1580 --label job_id=4242 --label rank=3 \
-            --label 'Hostname=node"7' >"$work/m1.out" || fail "metrics while running: $(cat "$work/m1.out")"
-    else
-        fail "no metrics file while the command runs"
-    fi
+    # while it runs: both allocations held (the file is rewritten each second: wait for it,
+    # at most 3.5 s, however loaded the machine)
+    tries=0
+    until [ -f "$work/m.prom" ] && python3 "$check" "$work/m.prom" DCGM_FI_DEV_FB_USED=1580 \
+        --label job_id=4242 --label rank=3 --label 'Hostname=node"7' >"$work/m1.out"; do
+        tries=$((tries + 1))
+        if [ $tries -ge 35 ]; then
+            fail "metrics while running: $(cat "$work/m1.out" 2>/dev/null || echo no file)"
+            break
+        fi
+        sleep 0.1
+    done
     wait $wpid || fail "--prometheus run exit $?"
     python3 "$check" "$work/m.prom" gpumem_command_memory_peak_bytes=$PEAK \
         gpumem_device_memory_used_peak_bytes=$PEAK DCGM_FI_DEV_FB_USED=0 --label job_id=4242 \
@@ -305,10 +309,16 @@ if command -v python3 >/dev/null 2>&1; then
     # --listen: the same metrics served at /metrics while the command runs (port 0: any,
     # said on stderr), 404 elsewhere
     RANK=5 "$GPUMEM" watch --interval 50 --process-interval 100 --listen 127.0.0.1:0 -- \
-        "$WORKLOAD" alloc:256 sleep:1500 2>"$work/l.err" &
+        "$WORKLOAD" alloc:256 sleep:3000 2>"$work/l.err" &
     wpid=$!
-    sleep 0.8
-    port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/l.err")
+    # the port, said on stderr, then the allocation seen (at most 2.5 s each)
+    tries=0
+    port=
+    while [ -z "$port" ] && [ $tries -lt 25 ]; do
+        sleep 0.1
+        tries=$((tries + 1))
+        port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/l.err")
+    done
     if [ -z "$port" ]; then
         fail "--listen does not say where it serves"
     else
@@ -324,8 +334,17 @@ try:
 except urllib.error.HTTPError as e:
     assert e.code == 404, e.code
 PY
-        python3 "$check" "$work/l.prom" DCGM_FI_DEV_FB_USED=556 --label rank=5 >"$work/l2.out" ||
-            fail "--listen metrics: $(cat "$work/l2.out")"
+        # scraped until the allocation shows (at most 2 s more)
+        tries=0
+        until python3 "$check" "$work/l.prom" DCGM_FI_DEV_FB_USED=556 --label rank=5 >"$work/l2.out"; do
+            tries=$((tries + 1))
+            if [ $tries -ge 20 ]; then
+                fail "--listen metrics: $(cat "$work/l2.out")"
+                break
+            fi
+            sleep 0.1
+            python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read())' "$port" "$work/l.prom"
+        done
     fi
     wait $wpid || fail "--listen run exit $?"
 fi
