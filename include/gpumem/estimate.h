@@ -130,6 +130,8 @@ enum gm_loss {
                              (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
     GM_LOSS_FUSED_LINEAR, /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
                              logits are never materialised beyond one chunk */
+    GM_LOSS_PLAIN,        /* a custom loop's F.cross_entropy on the shifted copy of the
+                             compute-dtype logits: no upcast of its own (autocast's only) */
     GM_LOSS__COUNT
 };
 
@@ -641,10 +643,13 @@ struct gm_est_serving {
     uint64_t kv_tokens;
     uint64_t block_size;
     uint64_t max_model_len;
-    double max_concurrency;        /* kv_tokens / max_model_len */
-    uint64_t compute_buffer_bytes; /* llama.cpp */
-    uint64_t n_ctx;                /* llama.cpp cells */
-    double static_fraction;        /* SGLang: mem_fraction_static as used */
+    uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */
+    uint64_t max_num_batched_tokens; /* vLLM: the profile run's tokens, likewise */
+    uint64_t sampler_bytes;          /* vLLM: the profile run's sampler peak */
+    double max_concurrency;          /* kv_tokens / max_model_len */
+    uint64_t compute_buffer_bytes;   /* llama.cpp */
+    uint64_t n_ctx;                  /* llama.cpp cells */
+    double static_fraction;          /* SGLang: mem_fraction_static as used */
 };
 
 enum gm_fit_reason {

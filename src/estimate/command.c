@@ -612,7 +612,9 @@ enum gm_status gm_estimate_plan(const struct gm_job *job, const struct gm_estima
         if (j.engine.vllm.kv_cache_memory_bytes)
             add_u64(out, n, engine, EST_SET_KV_CACHE_MEMORY_BYTES,
                     j.engine.vllm.kv_cache_memory_bytes);
-        add_u64(out, n, engine, EST_SET_MAX_NUM_SEQS, j.engine.vllm.max_num_seqs);
+        /* the max_num_seqs estimated with, so the plan read back is the same job */
+        add_u64(out, n, engine, EST_SET_MAX_NUM_SEQS,
+                e->serving.max_num_seqs ? e->serving.max_num_seqs : j.engine.vllm.max_num_seqs);
         if (j.engine.vllm.max_num_batched_tokens)
             add_u64(out, n, engine, EST_SET_MAX_NUM_BATCHED_TOKENS,
                     j.engine.vllm.max_num_batched_tokens);

@@ -461,6 +461,9 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "budget_bytes", sv->budget_bytes);
             gm_json_kv_u64(w, "non_torch_bytes", sv->non_torch_bytes);
             gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
+            gm_json_kv_u64(w, "sampler_bytes", sv->sampler_bytes);
+            gm_json_kv_u64(w, "max_num_seqs", sv->max_num_seqs);
+            gm_json_kv_u64(w, "max_num_batched_tokens", sv->max_num_batched_tokens);
             gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);
             gm_json_kv_u64(w, "kv_blocks", sv->kv_blocks);
             gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);

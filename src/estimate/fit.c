@@ -91,7 +91,7 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
     if (est_allocator(job) == EST_ALLOC_VLLM) {
         uint64_t want =
             gm_mul_sat(job->workload.batch, job->workload.context + job->workload.new_tokens);
-        uint64_t seqs = job->engine.vllm.max_num_seqs ? job->engine.vllm.max_num_seqs : 256;
+        uint64_t seqs = sv->max_num_seqs ? sv->max_num_seqs : job->engine.vllm.max_num_seqs;
         if (sv->kv_tokens < sv->max_model_len) {
             fit->reason = GM_FIT_ENGINE_NO_START;
             fit->shortfall_bytes =

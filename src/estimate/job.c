@@ -398,7 +398,8 @@ static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
-static const char *const loss_choices[] = {"full", "chunked", "fused", "fused-linear", NULL};
+static const char *const loss_choices[] = {"full",         "chunked", "fused",
+                                           "fused-linear", "plain",   NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
@@ -603,12 +604,13 @@ static const struct gm_job_setting settings[] = {
             GM_ENGINE_VLLM, engine.vllm.max_model_len, 1, TOKENS, 0),
     [EST_SET_BLOCK_SIZE] = NUM("block-size", GM_JOB_U64, "T", "vLLM KV block size (default 16)",
                                INFER, GM_ENGINE_VLLM, engine.vllm.block_size, 1, 4096, 0),
-    [EST_SET_MAX_NUM_SEQS] =
-        NUM("max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default 256)", INFER,
-            GM_ENGINE_VLLM, engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
+    [EST_SET_MAX_NUM_SEQS] = NUM(
+        "max-num-seqs", GM_JOB_U64, "N", "vLLM max_num_seqs (default: the version's for the GPU)",
+        INFER, GM_ENGINE_VLLM, engine.vllm.max_num_seqs, 1, (double)EST_MAX_BATCH, 0),
     [EST_SET_MAX_NUM_BATCHED_TOKENS] =
-        NUM("max-num-batched-tokens", GM_JOB_U64, "T", "vLLM profile-run tokens (default 8192)",
-            INFER, GM_ENGINE_VLLM, engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
+        NUM("max-num-batched-tokens", GM_JOB_U64, "T",
+            "vLLM profile-run tokens (default: the version's for the GPU)", INFER, GM_ENGINE_VLLM,
+            engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
                                    GM_ENGINE_VLLM, engine.vllm.enforce_eager),
     [EST_SET_NON_TORCH] =
@@ -626,8 +628,8 @@ static const struct gm_job_setting settings[] = {
     /* memory techniques (docs/estimate.md, "Memory techniques") */
     [EST_SET_LOSS] =
         CHOICE("loss", loss_choices, NULL,
-               "loss over the vocabulary: full (HF), chunked, fused (CE kernel) or fused-linear "
-               "(default full)",
+               "loss over the vocabulary: full (HF), chunked, fused (CE kernel), fused-linear or "
+               "plain (a custom loop's F.cross_entropy, no upcast) (default full)",
                TRAIN, memory.loss),
     [EST_SET_LOSS_CHUNKS] =
         NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked: chunks (default 8, torchtune)", TRAIN,
@@ -1088,6 +1090,12 @@ void est_job_resolve(struct gm_job *j)
     /* packed / padding-free: the longest sequence cannot exceed the micro-batch */
     if (j->workload.tokens && !est_given(j, EST_SET_SEQ) && j->workload.seq > j->workload.tokens)
         j->workload.seq = j->workload.tokens;
+    /* bf16 needs compute capability 8.0 (Ampere; torch.cuda.is_bf16_supported() is false
+     * before): on an older catalog GPU (T4, V100, RTX 20xx) mixed precision defaults to fp16
+     * autocast with a gradient scaler, as the stacks fall back (stage_train says so) */
+    if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
+        j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
+        j->numerics.precision = GM_PREC_FP16_MIXED;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))

@@ -13,10 +13,11 @@
  * the NCCL buffers, and since 0.21 an estimate of the CUDA-graph pool.  The profile run
  * pushes max_num_batched_tokens tokens through the model once; its peak is modelled per
  * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
- * two hidden-sized tensors, plus the sampler's fp32 logits and probabilities for
- * max_num_seqs sequences.  With pipeline parallelism (--pp) every stage holds its layers'
- * weights and KV cache and the larger end (embedding or lm_head); vLLM takes the smallest
- * pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
+ * two hidden-sized tensors, or the sampler of max_num_seqs sequences after it (a top-k/top-p
+ * sort of every logit), whichever is larger; both settings default by version and GPU
+ * (est_vllm_batch).  With pipeline parallelism (--pp) every
+ * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
+ * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
  * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
  * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x
@@ -100,21 +101,62 @@ uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *
     if (!m || !len)
         return 0;
     if (j->engine.kind == GM_ENGINE_VLLM) {
-        uint64_t bs = sv->block_size ? sv->block_size : 16,
-                 T = j->engine.vllm.max_num_batched_tokens ? j->engine.vllm.max_num_batched_tokens
-                                                           : 8192;
+        uint64_t bs = sv->block_size ? sv->block_size : 16, T, n;
+        est_vllm_batch(j, sv->max_model_len ? sv->max_model_len : len, &T, &n);
         /* a request takes whole blocks; sliding-window layers hold at most their window */
         uint64_t per = est_vllm_kv_per_token(m, j->parallel.tp, j->parallel.pp,
                                              kv_elem_bytes_x100(engine_kv_dtype(j, m)), len, T, bs);
         uint64_t req = gm_mul_sat(per, est_div_up(len, bs) * bs);
         seqs = req ? sv->kv_pool_bytes / req : 0;
-        cap = j->engine.vllm.max_num_seqs;
+        cap = n;
     } else if (j->engine.kind == GM_ENGINE_SGLANG) {
         seqs = sv->kv_tokens / len;
         cap = j->engine.sglang.max_running_requests;
     }
     return cap && seqs > cap ? cap : seqs;
 }
+
+/* vLLM's batch defaults (the profile run pushes max_num_batched_tokens tokens through the
+ * model, then samples max_num_seqs sequences).  V0, before 0.8 (vllm/config.py
+ * SchedulerConfig.__post_init__ at 0.6.6.post1): max(max_model_len, 2048) tokens, or 2048
+ * with chunked prefill, which the OpenAI server turns on above 32768 positions; 256
+ * sequences.  V1, the default engine from 0.8 (vllm/engine/arg_utils.py, the OpenAI server's
+ * entries): 2048 tokens and 256 sequences, and from 0.9 (PR #17885) 8192 and 1024 on a GPU
+ * of 70 GiB or more that is not an A100 (the only sm_80 card that large); max_num_seqs at
+ * most max_num_batched_tokens.  Settings given win. */
+void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *tokens,
+                    uint64_t *seqs)
+{
+    const struct gm_job_vllm *v = &j->engine.vllm;
+    uint32_t ver = j->stack.vllm;
+    uint64_t t, n = 256;
+    if (ver && ver < GM_VERSION(0, 8, 0)) {
+        t = max_model_len > 32768 ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
+    } else {
+        bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && j->gpu.memory_bytes >= 70 * GM_GIB &&
+                   j->gpu.sm != 80;
+        t = big ? 8192 : 2048;
+        n = big ? 1024 : 256;
+    }
+    if (v->max_num_batched_tokens)
+        t = v->max_num_batched_tokens;
+    if (est_given(j, EST_SET_MAX_NUM_SEQS))
+        n = v->max_num_seqs;
+    else if (n > t)
+        n = t;
+    *tokens = t;
+    *seqs = n;
+}
+
+/* The bytes per logit of vLLM's profile-run sampler, which enables top-k and top-p so that
+ * the profile sees their memory (V0: vllm/worker/model_runner.py profile_run's
+ * SamplingParams(top_p=0.99, top_k=vocab - 1); V1: gpu_model_runner.py _dummy_sampler_run):
+ * the model's 16-bit logits (2 B), their fp32 copy (4; vllm/v1/sample/sampler.py), the sort
+ * of apply_top_k_top_p (the same code in V0's sampler.py and V1's topk_topp_sampler.py): its
+ * values and int64 indices (12), and inside torch.sort the int64 index input and CUB's
+ * alternate key and value buffers of its pair sort (8 + 12; PyTorch aten/src/ATen/cuda/cub.cuh
+ * segmented_sort_pairs): 38 B. */
+#define SAMPLER_BYTES_PER_LOGIT 38
 
 /* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
  * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
@@ -216,8 +258,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers,
-             bs = v->block_size ? v->block_size : 16,
-             seqs = v->max_num_seqs ? v->max_num_seqs : 256;
+             bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes;
     unsigned kvb100;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -235,8 +276,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
-    T = v->max_num_batched_tokens ? v->max_num_batched_tokens : 8192;
     sv->max_model_len = engine_len(j, m, v->max_model_len);
+    est_vllm_batch(j, sv->max_model_len, &T, &seqs);
+    sv->max_num_batched_tokens = T;
+    sv->max_num_seqs = seqs;
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     w = est_div_up(cx->stored_weight_bytes, t);
     if (pp > 1) {
@@ -247,7 +290,16 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     act = profile_activations(m, T, t);
-    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), 4 * 2);
+    /* every GPU samples the whole vocabulary (the logits are gathered over tp) */
+    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), SAMPLER_BYTES_PER_LOGIT);
+    sv->sampler_bytes = sampler;
+    /* the sampler runs after the forward (whose intermediates are freed by then): the peak
+     * is the larger of the forward's and the sampler's over the hidden states it leaves */
+    hidden_bytes = gm_mul_sat(gm_mul_sat(T, m->hidden), 2);
+    if (gm_add_sat(sampler, hidden_bytes) > act)
+        act = hidden_bytes;
+    else
+        sampler = 0;
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -283,15 +335,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         pool = v->kv_cache_memory_bytes;
     engine_pool(sv, pool, per_token, bs);
     engine_weights(cx, w, t, pp > 1);
-    snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
-             (unsigned long long)T);
+    if (act == hidden_bytes && sampler)
+        snprintf(note, sizeof note,
+                 "profile run: the hidden states of %llu batched tokens, kept while sampling",
+                 (unsigned long long)T);
+    else
+        snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
+                 (unsigned long long)T);
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
                       GM_EXTENT_ONE_LAYER, note, err)))
         return st;
-    snprintf(note, sizeof note, "sampler: fp32 logits and probabilities of %llu sequences",
-             (unsigned long long)seqs);
-    if ((st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
-                      GM_EXTENT_HEAD, note, err)))
+    snprintf(note, sizeof note,
+             "sampler: top-k/top-p sort of %llu sequences' logits, %d B per logit",
+             (unsigned long long)seqs, SAMPLER_BYTES_PER_LOGIT);
+    if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
+                                 GM_EXTENT_HEAD, note, err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)sv->kv_blocks, (unsigned long long)bs,

@@ -492,11 +492,13 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE,
-         inline_ce = est_hf_loss_form(j, m) == EST_HF_LOSS_INLINE;
+         inline_ce =
+             est_hf_loss_form(j, m) == EST_HF_LOSS_INLINE || j->memory.loss == GM_LOSS_PLAIN;
     bool fp32_out = est_hf_trainer_fp32_outputs(j) && ea != 4.0;
     out->grad = 0;
     out->fp32_copy = false;
     switch (j->memory.loss) {
+    case GM_LOSS_PLAIN: /* the model's own inline form, written in the training loop */
     case GM_LOSS_FULL:
         if (inline_ce) {
             /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
@@ -510,9 +512,14 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
             snprintf(out->note, sizeof out->note,
                      "B*L*V x %g B: logits, their shifted copy, %slog-softmax", per,
                      mixed ? "autocast's fp32 cast, fp32 " : "");
-            out->what = "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
-                        "the compute-dtype logits, no fp32 upcast (GPT-2, GPT-NeoX, Falcon before "
-                        "transformers 4.46; GPTBigCode before 4.54)";
+            out->what =
+                j->memory.loss == GM_LOSS_PLAIN
+                    ? "loss over all B*L positions: the training loop's F.cross_entropy on the "
+                      "shifted copy of the compute-dtype logits, no fp32 upcast (autocast's "
+                      "fp32 cast under mixed precision: cross_entropy is on its fp32 list)"
+                    : "loss over all B*L positions in the model's own nn.CrossEntropyLoss on "
+                      "the compute-dtype logits, no fp32 upcast (GPT-2, GPT-NeoX, Falcon before "
+                      "transformers 4.46; GPTBigCode before 4.54)";
         } else if (hf_loss_copies_logits(j) && ea != 4.0) {
             out->bytes = 14.0 * nv + cap;
             snprintf(out->note, sizeof out->note,
@@ -898,6 +905,19 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    : prec == GM_PREC_FP32
                        ? "everything fp32"
                        : "pure bf16 parameters, gradients, optimizer state and activations");
+    if (j->gpu.sm && j->gpu.sm < 80 && prec == GM_PREC_FP16_MIXED &&
+        !est_given(j, EST_SET_PRECISION))
+        est_assume(e,
+                   "precision fp16-mixed by default: the %s (sm %u.%u) has no bf16, which needs "
+                   "sm 8.0 (Ampere); autocast in fp16 with a gradient scaler, the same bytes",
+                   j->gpu.label, j->gpu.sm / 10, j->gpu.sm % 10);
+    else if (j->gpu.sm && j->gpu.sm < 80 &&
+             (prec == GM_PREC_BF16_MIXED || prec == GM_PREC_BF16 ||
+              j->memory.adapter == GM_ADAPTER_QLORA))
+        est_assume(e,
+                   "warning: bf16 needs sm 8.0 (Ampere); the %s (sm %u.%u) has none "
+                   "(torch.cuda.is_bf16_supported() is false): use fp16 there",
+                   j->gpu.label, j->gpu.sm / 10, j->gpu.sm % 10);
     est_assume(e, "optimizer %s: %s; step temporaries: %s", gm_optimizer_name(nu->optimizer),
                state_what, temp_what);
     if (j->workload.tokens)

@@ -320,13 +320,92 @@ static void test_search_binding_limit(void **state)
     assert_int_equal(r.limited_by, GM_FIT_ENGINE_CONCURRENCY);
 }
 
+/* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
+ * arg_utils), given settings win, and the profile run's sampler sorts every logit of
+ * max_num_seqs sequences at 38 B per logit, after the forward, so the activation peak is the
+ * larger of the two. */
+static void test_vllm_profile_run_by_version_and_gpu(void **state)
+{
+    struct gm_job j;
+    uint64_t t, n, vocab;
+    (void)state;
+    /* V0 without chunked prefill: the longest request's tokens, 256 sequences */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
+             "--max-model-len 20000",
+             &j);
+    est_vllm_batch(&j, 20000, &t, &n);
+    assert_int_equal(t, 20000);
+    assert_int_equal(n, 256);
+    est_vllm_batch(&j, 1024, &t, &n);
+    assert_int_equal(t, 2048);
+    /* above 32768 positions the server chunks prefills of 2048 */
+    est_vllm_batch(&j, 131072, &t, &n);
+    assert_int_equal(t, 2048);
+    /* V1: an H100 from 0.9 gets 8192 and 1024; an A100-80GB, an L4 or 0.8 get 2048 and 256 */
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    est_vllm_batch(&j, 16000, &t, &n);
+    assert_int_equal(t, 8192);
+    assert_int_equal(n, 1024);
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.8.4 --gpu H100", &j);
+    est_vllm_batch(&j, 16000, &t, &n);
+    assert_int_equal(t, 2048);
+    assert_int_equal(n, 256);
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu A100-80GB", &j);
+    est_vllm_batch(&j, 16000, &t, &n);
+    assert_int_equal(t, 2048);
+    assert_int_equal(n, 256);
+    /* given settings win; max_num_seqs defaults to at most the batched tokens */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-num-batched-tokens 512",
+             &j);
+    est_vllm_batch(&j, 16000, &t, &n);
+    assert_int_equal(t, 512);
+    assert_int_equal(n, 512);
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-num-seqs 16",
+             &j);
+    est_vllm_batch(&j, 16000, &t, &n);
+    assert_int_equal(n, 16);
+
+    /* the V1 sampler of 1024 sequences over Llama-3's 128256 logits outweighs the forward */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-model-len 16000",
+             &j);
+    run(&j, &est);
+    vocab = j.model.model->vocab;
+    assert_int_equal(vocab, 128256);
+    assert_int_equal(est->serving.sampler_bytes, 1024 * vocab * 38);
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     1024 * vocab * 38 + 8192ull * j.model.model->hidden * 2);
+    assert_int_equal(est->serving.max_num_seqs, 1024);
+    gm_estimate_free(est);
+    est = NULL;
+    /* V0 profiles the same sort (SamplingParams(top_p=0.99, top_k=vocab - 1)) for its 256
+     * sequences, after a forward of 20000 tokens, which is the larger here */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.sampler_bytes, 256 * vocab * 38);
+    assert_true(est->serving.activation_peak_bytes > 256 * vocab * 38 + 20000ull * 4096 * 2);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpus_are_tensor_parallel), cmocka_unit_test(test_sglang_pool),
-        cmocka_unit_test(test_llamacpp_host_offload),    cmocka_unit_test(test_plan_round_trip),
-        cmocka_unit_test(test_plan_names_the_folder),    cmocka_unit_test(test_read_commands),
+        cmocka_unit_test(test_gpus_are_tensor_parallel),
+        cmocka_unit_test(test_sglang_pool),
+        cmocka_unit_test(test_llamacpp_host_offload),
+        cmocka_unit_test(test_plan_round_trip),
+        cmocka_unit_test(test_plan_names_the_folder),
+        cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
+        cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

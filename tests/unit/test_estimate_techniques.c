@@ -111,8 +111,9 @@ static void test_techniques_change_their_kinds(void **state)
         {"llama-3-8b", FSDP8, "--nccl 2GiB", K(GM_KIND_NCCL)},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --tp 2", "--vllm-version 0.10.1",
          K(GM_KIND_KV_CACHE)},
+        /* V0 also profiles its own batch: 256 sequences to sample, not 1024 */
         {"llama-3-8b", "--infer --engine vllm --gpu H100", "--vllm-version 0.6.3",
-         K(GM_KIND_KV_CACHE)},
+         K(GM_KIND_KV_CACHE) | K(GM_KIND_LOGITS)},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -184,6 +185,17 @@ static void test_loss_sizes(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * h + 4 * V * h + 2 * 256 * (V + h));
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) < logits / 4);
+    /* a custom loop's F.cross_entropy on the shifted copy of the bf16 logits: under autocast
+     * cross_entropy is an fp32 op (the copy cast to fp32, an fp32 log-softmax): 12 B, as
+     * ForCausalLMLoss; in pure bf16 nothing is upcast: logits, copy, log-softmax, 3 x 2 B */
+    run("llama-3-8b", TRAIN8B " --loss plain", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * T * V);
+    run("llama-3-8b", TRAIN8B " --loss plain --precision bf16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 6 * T * V);
+    run("llama-3-8b", TRAIN8B " --precision bf16", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V);
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    run("llama-3-8b", TRAIN8B, &base);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
     assert_true(base->loss_bytes >= logits);
     assert_true(base->backward_start_bytes < base->loss_bytes + logits);

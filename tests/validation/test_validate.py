@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VALIDATE = os.path.join(HERE, "validate.py")
 DATA = os.path.join(HERE, "..", "data", "validation")
 GPUMEM = None
-HEADER = "id,source_repo,source_path,commit,source_row,counter,measured_bytes,expect,needs,args\n"
+HEADER = "id,source_repo,source_path,commit,source_row,counter,measured,expect,needs,args\n"
 # measured = what gpumem predicts for it (17119064064 B), so the table's median stays low
 GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
         "llama-2-7b --train --batch 1 --seq 512 --lora --gpu A100-80GB\n")
@@ -89,6 +89,31 @@ class Check(unittest.TestCase):
         rc, out = run({"t.csv": GOOD.replace(",allocated,", ",peak,")})
         self.assertEqual(rc, 1, out)
         self.assertIn("unknown expect", out)
+
+    def test_engine_counters_read_the_serving_figures(self):
+        # a vLLM start-up row per counter, each measured at gpumem's own figure but the
+        # KV blocks, measured 5% below it: the blocks line shows 5%, the others 0, and the
+        # byte counters their difference in MiB; an engine row whose estimate has no such
+        # figure (a training job has no KV pool) fails
+        args = "llama-3-8b --infer --engine vllm --gpu H100 --vllm-version 0.11"
+        out = subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                             capture_output=True, text=True, check=True).stdout
+        sv = json.loads(out)["serving"]
+        blocks = round(sv["kv_blocks"] / 1.05)
+        rows = GOOD + ("e1,o/r,p,c,row 1,kv_cache,%d,value,,%s\n"
+                       "e2,o/r,p,c,row 1,kv_blocks,%d,value,,%s\n"
+                       "e3,o/r,p,c,row 1,kv_tokens,%d,value,,%s\n" %
+                       (sv["kv_pool_bytes"], args, blocks, args, sv["kv_tokens"], args))
+        rc, out = run({"t.csv": rows})
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"t +kv_blocks +1 +5\.0%")
+        self.assertRegex(out, r"t +kv_cache +1 +0\.0% +100\.0% within 10% +0 MiB +100\.0% "
+                              r"within 64 MiB")
+        self.assertRegex(out, r"t +kv_tokens +1 +0\.0%")
+        rc, out = run({"t.csv": GOOD + "e4,o/r,p,c,row 2,kv_blocks,100,value,,%s\n" %
+                       GOOD.split(",value,,")[1].strip()})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("e4: no figure for 'kv_blocks'", out)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,18 @@ DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines s
 '#' describe the source, its setup and its counters; then a header and one row per
 measurement with the source repository, path and commit, the counter the run measured
 (allocated: torch.cuda.max_memory_allocated(), reserved: max_memory_reserved(), device:
-nvidia-smi), the measured bytes, what is expected (value, or does_not_fit for runs that ran
-out of memory), the gpumem feature a row still needs (such rows are listed as skipped, with
-the reason, never silently) and the `gpumem estimate` arguments of the setup.
+nvidia-smi; or what a serving engine printed at start-up, per GPU: weights, non_torch,
+activation, kv_cache, kv_blocks, kv_tokens, cuda_graphs, compute_buffer), the measured value
+(bytes; a count for kv_blocks and kv_tokens), what is expected (value, or does_not_fit for runs
+that ran out of memory), the gpumem feature a row still needs (such rows are listed as skipped,
+with the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
 For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on every CPU the
 process may use) and prints per source and counter the number of rows, the median |error| and
-the share within 10%; for does_not_fit rows the verdicts (does not fit, borderline, fits).
-With --check it exits 1 when the median |error| over all measured rows is above 10%, when
+the share within 10% (for an engine's byte counters also the median |difference| in MiB and the
+share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
+With --check it exits 1 when the median |error| over the peak rows (allocated, reserved,
+device) or over the engine rows is above 10%, when
 gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
 the rows it skips are not exactly EXPECTED_SKIPS (a row whose feature gpumem has gained must
 run, and a new skip must be declared here).
@@ -40,8 +44,18 @@ import sys
 
 COUNTER_KEY = {"allocated": "allocated_bytes", "reserved": "reserved_bytes",
                "device": "device_bytes"}
+# What a serving engine prints at start-up, per GPU: the counter, where `estimate --json` has
+# gpumem's figure of it, and whether it is bytes (else a count).  vLLM: "model weights take" /
+# "Model loading took", non_torch_memory, "PyTorch activation peak memory", "Available KV cache
+# memory", "# GPU blocks", "GPU KV cache size: N tokens", "Graph capturing finished ..., took";
+# llama.cpp: the model, KV and compute buffer sizes of the GPU.
+ENGINE_COUNTERS = {
+    "weights": True, "non_torch": True, "activation": True, "kv_cache": True,
+    "kv_blocks": False, "kv_tokens": False, "cuda_graphs": True, "compute_buffer": True,
+}
 LIMIT = 0.10
 GIB = float(1 << 30)
+MIB = float(1 << 20)
 
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
@@ -76,19 +90,52 @@ def estimate_all(gpumem, args):
 def usable(row):
     """Whether a row runs: no feature it still needs, an expectation and a counter known."""
     return (not row["needs"] and row["expect"] in ("value", "does_not_fit") and
-            row["counter"] in COUNTER_KEY)
+            (row["counter"] in COUNTER_KEY or row["counter"] in ENGINE_COUNTERS))
+
+
+def component_bytes(doc, kind, name=None):
+    """The bytes of the components of one kind (and name), or None when there are none."""
+    found = [c["bytes"] for c in doc["components"]
+             if c["kind"] == kind and (name is None or c["name"] == name)]
+    return sum(found) if found else None
+
+
+def predicted(doc, counter):
+    """gpumem's figure for a counter, from `estimate --json`; None when it gives none."""
+    if counter in COUNTER_KEY:
+        return doc["peak"][COUNTER_KEY[counter]]
+    serving = doc.get("serving") or {}
+    if counter == "weights":
+        return component_bytes(doc, "weights")
+    if counter == "kv_cache":
+        if "kv_pool_bytes" in serving:
+            return serving["kv_pool_bytes"]
+        return component_bytes(doc, "kv_cache")
+    if counter == "cuda_graphs":
+        return component_bytes(doc, "engine_pool", "cuda_graphs") or 0
+    key = {"non_torch": "non_torch_bytes", "activation": "activation_peak_bytes",
+           "kv_blocks": "kv_blocks", "kv_tokens": "kv_tokens",
+           "compute_buffer": "compute_buffer_bytes"}[counter]
+    return serving.get(key)
 
 
 def pct(x):
     return "%5.1f%%" % (100.0 * x)
 
 
-def summary(errs):
+def summary(errs, diffs=None):
+    """Median |relative error| and share within 10%; with 'diffs' (predicted minus measured,
+    bytes) also the median |difference| in MiB and the share within 64 MiB."""
     if not errs:
         return "      -             -"
     med = statistics.median(abs(e) for e in errs)
     within = sum(abs(e) <= LIMIT for e in errs) / len(errs)
-    return "%s  %s within 10%%" % (pct(med), pct(within))
+    line = "%s  %s within 10%%" % (pct(med), pct(within))
+    if diffs:
+        line += "  %8.0f MiB  %s within 64 MiB" % (
+            statistics.median(abs(d) for d in diffs) / MIB,
+            pct(sum(abs(d) <= 64 * MIB for d in diffs) / len(diffs)))
+    return line
 
 
 def gap_lines(runs):
@@ -146,10 +193,13 @@ def main(argv):
     skips = {}
     by_counter = {}
     all_errs = []
-    print("%-26s %-9s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
+    engine_errs = []
+    by_diff = {}
+    print("%-26s %-14s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
     for name in files:
         source = name[:-4]
         errs = {}
+        diffs = {}
         verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
         skipped = {}
         runs = {}
@@ -172,35 +222,45 @@ def main(argv):
                 if rows_out:
                     print("  %-28s verdict %s (expected does_not_fit)" % (row["id"], v))
                 continue
-            measured = int(row["measured_bytes"])
-            predicted = doc["peak"][COUNTER_KEY[row["counter"]]]
-            e = predicted / measured - 1.0
+            measured = int(row["measured"])
+            pred = predicted(doc, row["counter"])
+            if pred is None or measured <= 0:
+                failures.append("%s: no figure for '%s' (measured %d)" %
+                                (row["id"], row["counter"], measured))
+                continue
+            e = pred / measured - 1.0
             errs.setdefault(row["counter"], []).append(e)
+            if ENGINE_COUNTERS.get(row["counter"]):
+                diffs.setdefault(row["counter"], []).append(pred - measured)
+                by_diff.setdefault(row["counter"], []).append(pred - measured)
             runs.setdefault((row["source_row"], row["args"]), {})[row["counter"]] = (
-                row["id"], measured, predicted)
+                row["id"], measured, pred)
             by_counter.setdefault(row["counter"], []).append(e)
-            all_errs.append(e)
+            (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
-                print("  %-28s %-9s measured %15d predicted %15d %+6.1f%%" %
-                      (row["id"], row["counter"], measured, predicted, 100 * e))
+                print("  %-28s %-14s measured %15d predicted %15d %+6.1f%%" %
+                      (row["id"], row["counter"], measured, pred, 100 * e))
         for counter in sorted(errs):
-            print("%-26s %-9s %5d  %s" % (source, counter, len(errs[counter]),
-                                           summary(errs[counter])))
+            print("%-26s %-14s %5d  %s" % (source, counter, len(errs[counter]),
+                                            summary(errs[counter], diffs.get(counter))))
         n_verdict = sum(verdicts.values())
         if n_verdict:
-            print("%-26s %-9s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
+            print("%-26s %-14s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
                   (source, "verdict", n_verdict, verdicts["does_not_fit"],
                    verdicts["borderline"], verdicts["fits"]))
         for reason, n in sorted(skipped.items()):
-            print("%-26s %-9s %5d  skipped: needs %s" % (source, "-", n, reason))
+            print("%-26s %-14s %5d  skipped: needs %s" % (source, "-", n, reason))
         if gaps_out:
             for line in gap_lines(runs):
                 print(line)
     print()
     for counter in sorted(by_counter):
-        print("%-26s %-9s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
-                                       summary(by_counter[counter])))
-    print("%-26s %-9s %5d  %s" % ("all sources", "all", len(all_errs), summary(all_errs)))
+        print("%-26s %-14s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
+                                        summary(by_counter[counter], by_diff.get(counter))))
+    print("%-26s %-14s %5d  %s" % ("all sources", "all peaks", len(all_errs), summary(all_errs)))
+    if engine_errs:
+        print("%-26s %-14s %5d  %s" % ("all sources", "all engine", len(engine_errs),
+                                        summary(engine_errs)))
     for key in sorted(set(skips) | set(EXPECTED_SKIPS)):
         if skips.get(key, 0) != EXPECTED_SKIPS.get(key, 0):
             failures.append("%s: %d rows skipped as needing '%s', %d expected" %
@@ -213,10 +273,12 @@ def main(argv):
         if not all_errs:
             print("no measured rows")
             return 1
-        med = statistics.median(abs(e) for e in all_errs)
-        if med > LIMIT:
-            print("FAIL: median |error| %s is above 10%%" % pct(med).strip())
-            return 1
+        for what, errs in (("peak", all_errs), ("engine", engine_errs)):
+            med = statistics.median(abs(e) for e in errs) if errs else 0.0
+            if med > LIMIT:
+                print("FAIL: median |error| of the %s rows %s is above 10%%" %
+                      (what, pct(med).strip()))
+                return 1
     return 0
 
 
