@@ -69,6 +69,7 @@ bench: build
 	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES) || st=1; \
 	sh bench/validation.sh $(BUILD)/gpumem || st=1; \
 	sh bench/account.sh $(BUILD) || st=1; \
+	sh bench/ranks.sh $(BUILD)/gpumem || st=1; \
 	exit $$st
 
 fuzz:

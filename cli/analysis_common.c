@@ -53,6 +53,29 @@ int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
     return ana_cli_open_many(cmd, paths, 1, o, snap, an);
 }
 
+int ana_cli_show(const char *cmd, char *path, uint64_t mem_limit, bool json,
+                 const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx)
+{
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct snapcli_load_opts lo = {mem_limit, false, NULL};
+    int rc = ana_cli_open(cmd, path, &lo, &snap, &an);
+    if (rc)
+        return rc;
+    if (json) {
+        struct gm_analysis_doc_file file = {.path = path, .an = an};
+        struct gm_analysis_doc d = *doc;
+        struct gm_error err;
+        d.files = &file;
+        d.n_files = 1;
+        rc = cli_json_status(cmd, gm_analysis_json(stdout, &d, &err), &err);
+    } else {
+        text(ctx, an);
+    }
+    ana_cli_close(snap, an);
+    return rc;
+}
+
 void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an)
 {
     gm_analysis_free(an);

@@ -25,6 +25,15 @@ int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
                  struct gm_snapshot **snap, struct gm_analysis **an);
 void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an);
 
+/* How a command that shows one analysed file at a time prints it as text. */
+typedef void (*ana_cli_text_fn)(const void *ctx, const struct gm_analysis *an);
+
+/* Load and analyse 'path', then write the document 'doc' of it (its kind and options; the
+ * file is filled in) when 'json', else print it with 'text'.  0, or an exit code after
+ * printing the error. */
+int ana_cli_show(const char *cmd, char *path, uint64_t mem_limit, bool json,
+                 const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx);
+
 /* "40.74 MiB (42715148 B)" into buf (>= 64 bytes). */
 const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes);
 /* "40.74 MiB" (IEC units only). */

@@ -15,6 +15,7 @@ static const struct cli_command snapshot_commands[] = {
     {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
     {"replay", cmd_snapshot_replay,
      "replay the trace through the allocator model; what-if settings"},
+    {"digest", cmd_snapshot_digest, "one rank's results in a small file, for the job's commands"},
     {"report", cmd_snapshot_report, "self-contained HTML report (timeline, categories, peak)"},
     {"plot", cmd_snapshot_plot, "terminal chart of allocated and reserved over time"},
     {"export", cmd_snapshot_export, "Perfetto, speedscope, pprof or SQLite for other tools"},

@@ -186,18 +186,29 @@ int cmd_snapshot_categories(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing snapshot FILE");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
-    struct snapcli_load_opts lo = {mem_limit, false};
+    struct gm_digest **digests = gm_calloc((size_t)n_pos, sizeof(*digests));
+    struct snapcli_load_opts lo = {mem_limit, false, digests};
     struct rank_list ranks = {0};
-    int rc = snaps && ans ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
-                          : GM_EXIT_SOFTWARE;
+    int rc = snaps && ans && digests
+                 ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
+                 : GM_EXIT_SOFTWARE;
     for (int f = 0; f < n_pos && rc == 0; f++)
-        if (device_set && !gm_analysis_device_by_index(ans[f], device))
+        if (device_set && (digests[f] ? digests[f]->figures.device != device
+                                      : !gm_analysis_device_by_index(ans[f], device)))
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
-        rc = ranks_add(&ranks, argv[0], ans[f], (size_t)f, (size_t)n_pos);
+        rc = digests[f] ? ranks_add_digest(&ranks, argv[0], digests[f], (size_t)f, argv[f + 1],
+                                           (size_t)n_pos)
+                        : ranks_add(&ranks, argv[0], ans[f], (size_t)f, argv[f + 1], (size_t)n_pos);
     if (rc == 0 && json) {
         struct gm_analysis_doc_file *df = gm_calloc((size_t)n_pos, sizeof(*df));
         struct gm_analysis_doc doc = {.kind = GM_DOC_CATEGORIES,
@@ -206,7 +217,8 @@ int cmd_snapshot_categories(int argc, char **argv)
                                       .ranks = ranks.v,
                                       .n_ranks = ranks.n,
                                       .device = device_set ? device : -1,
-                                      .series = series};
+                                      .series = series,
+                                      .digests = (const struct gm_digest *const *)digests};
         struct gm_error err;
         for (int f = 0; df && f < n_pos; f++)
             df[f] = (struct gm_analysis_doc_file){.path = argv[f + 1], .an = ans[f]};
@@ -218,6 +230,11 @@ int cmd_snapshot_categories(int argc, char **argv)
             const struct gm_analysis *an = ans[f];
             if (n_pos > 1)
                 printf("==> %s <==\n", argv[f + 1]);
+            if (digests[f]) {
+                ranks_print_digest(stdout, argv[f + 1], digests[f]);
+                printf("\n");
+                continue;
+            }
             for (size_t d = 0; d < an->n_devices; d++)
                 if (!device_set || an->devices[d].device == device)
                     print_device(an, &an->devices[d], top);
@@ -230,7 +247,11 @@ int cmd_snapshot_categories(int argc, char **argv)
     ranks_release(&ranks);
     if (snaps && ans)
         ana_cli_close_many(snaps, ans, (size_t)n_pos);
+    for (int f = 0; digests && f < n_pos; f++)
+        gm_digest_free(digests[f]);
+    gm_free(digests);
     gm_free(snaps);
     gm_free(ans);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

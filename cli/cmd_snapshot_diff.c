@@ -6,8 +6,85 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "snapshot_cli.h"
 
 #include <inttypes.h>
+#include <string.h>
+
+/* " peak A -> B (change), at the peak: phase -> phase" and the categories at the peaks. */
+static void print_peaks(const uint64_t peak[2], const uint8_t phase[2],
+                        const uint64_t at_peak[2][GM_CATEGORY_COUNT])
+{
+    char b1[64], b2[64], b3[64];
+    double pct = peak[0] ? 100.0 * ((double)peak[1] - (double)peak[0]) / (double)peak[0] : 0.0;
+    printf(" peak %s -> %s (%s, %+.1f%%), at the peak: %s -> %s\n",
+           ana_cli_short(b1, sizeof(b1), peak[0]), ana_cli_short(b2, sizeof(b2), peak[1]),
+           ana_cli_delta(b3, sizeof(b3), peak[0], peak[1]), pct,
+           gm_phase_name((enum gm_phase)phase[0]), gm_phase_name((enum gm_phase)phase[1]));
+    printf("  %-16s %14s %14s %14s\n", "category", "A", "B", "change");
+    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+        printf("  %-16s %14s %14s %14s\n", gm_category_name((enum gm_category)c),
+               ana_cli_short(b1, sizeof(b1), at_peak[0][c]),
+               ana_cli_short(b2, sizeof(b2), at_peak[1][c]),
+               ana_cli_delta(b3, sizeof(b3), at_peak[0][c], at_peak[1][c]));
+}
+
+/* One side of a diff that involves a digest: its rank, from the digest or the snapshot. */
+static int side_rank(const char *cmd, char *path, uint64_t mem_limit, struct gm_rank *r,
+                     const char **what)
+{
+    bool has = false;
+    int rc = 0;
+    if (gm_digest_is_file(path)) {
+        struct gm_digest *d;
+        struct gm_error err;
+        if (gm_digest_load(path, &d, &err) != GM_OK)
+            return cli_fail(cmd, &err);
+        gm_digest_rank(d, 0, path, r, &has);
+        gm_digest_free(d);
+        *what = "a digest";
+    } else {
+        struct gm_snapshot *snap;
+        struct gm_analysis *an;
+        struct gm_error err;
+        struct snapcli_load_opts lo = {mem_limit, false, NULL};
+        if ((rc = ana_cli_open(cmd, path, &lo, &snap, &an)) != 0)
+            return rc;
+        if (gm_analysis_rank(an, 0, path, r, &has, &err) != GM_OK)
+            rc = cli_fail(cmd, &err);
+        ana_cli_close(snap, an);
+        *what = "a snapshot";
+    }
+    if (rc == 0 && !has) {
+        cli_errorf(cmd, "'%s' has no device with a trace or segments", path);
+        rc = GM_EXIT_DATAERR;
+    }
+    return rc;
+}
+
+/* Two ranks, one of them (or both) read from its digest: the peaks and the categories at
+ * them (a digest keeps no allocation sites). */
+static int diff_ranks(const char *cmd, char **paths, uint64_t mem_limit)
+{
+    struct gm_rank r[2];
+    const char *what[2];
+    uint64_t peak[2], at_peak[2][GM_CATEGORY_COUNT];
+    uint8_t phase[2];
+    int rc;
+    for (int i = 0; i < 2; i++) {
+        if ((rc = side_rank(cmd, paths[i], mem_limit, &r[i], &what[i])) != 0)
+            return rc;
+        peak[i] = r[i].value[GM_RANK_PEAK];
+        phase[i] = r[i].peak_phase;
+        memcpy(at_peak[i], r[i].at_peak, sizeof(at_peak[i]));
+    }
+    printf("A: %s (%s)\nB: %s (%s)\n\n", paths[0], what[0], paths[1], what[1]);
+    printf("the rank of A (cuda:%d) against the rank of B (cuda:%d):", (int)r[0].device,
+           (int)r[1].device);
+    print_peaks(peak, phase, (const uint64_t(*)[GM_CATEGORY_COUNT])at_peak);
+    printf("  (a digest keeps no allocation sites: diff the two snapshots to see them)\n");
+    return 0;
+}
 
 static void print_device(const struct gm_analysis_diff_device *d, const struct gm_snapshot *sa,
                          const struct gm_snapshot *sb, uint64_t top)
@@ -21,21 +98,7 @@ static void print_device(const struct gm_analysis_diff_device *d, const struct g
     if (!d->present[0] || !d->present[1]) {
         printf(" only in %s\n", d->present[0] ? "A" : "B");
     }
-    double pct = d->peak_bytes[0] ? 100.0 * ((double)d->peak_bytes[1] - (double)d->peak_bytes[0]) /
-                                        (double)d->peak_bytes[0]
-                                  : 0.0;
-    printf(" peak %s -> %s (%s, %+.1f%%), at the peak: %s -> %s\n",
-           ana_cli_short(b1, sizeof(b1), d->peak_bytes[0]),
-           ana_cli_short(b2, sizeof(b2), d->peak_bytes[1]),
-           ana_cli_delta(b3, sizeof(b3), d->peak_bytes[0], d->peak_bytes[1]), pct,
-           gm_phase_name((enum gm_phase)d->peak_phase[0]),
-           gm_phase_name((enum gm_phase)d->peak_phase[1]));
-    printf("  %-16s %14s %14s %14s\n", "category", "A", "B", "change");
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        printf("  %-16s %14s %14s %14s\n", gm_category_name((enum gm_category)c),
-               ana_cli_short(b1, sizeof(b1), d->at_peak[0][c]),
-               ana_cli_short(b2, sizeof(b2), d->at_peak[1][c]),
-               ana_cli_delta(b3, sizeof(b3), d->at_peak[0][c], d->at_peak[1][c]));
+    print_peaks(d->peak_bytes, d->peak_phase, d->at_peak);
     printf("  allocation sites, bytes alive at the peak, largest change first (%zu sites):\n",
            d->n_sites);
     printf("  %12s %12s %12s  %-8s %s\n", "change", "A", "B", "status", "site");
@@ -74,7 +137,8 @@ int cmd_snapshot_diff(int argc, char **argv)
         "(Python frames; only the innermost line counts) whose bytes alive at the peak changed "
         "most, with new and vanished sites. Two files with one device each are compared "
         "whatever the devices' indexes (rank 1 on cuda:1 against rank 0 on cuda:0); else the "
-        "devices are paired by index.",
+        "devices are paired by index. With a rank's digest (snapshot digest) for A or B, the "
+        "peaks and the categories at them are compared (a digest keeps no sites).",
         "gpumem snapshot diff before.pickle after.pickle\n"
         "gpumem snapshot diff --json rank0.pickle rank1.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -82,9 +146,16 @@ int cmd_snapshot_diff(int argc, char **argv)
         return prc;
     if (n_pos != 2)
         return cli_usage(argv[0], "expected two snapshot files");
+    if (gm_digest_is_file(argv[1]) || gm_digest_is_file(argv[2])) {
+        if (json)
+            return cli_usage(argv[0], "--json compares two snapshots' sites, which a digest does "
+                                      "not keep: `snapshot categories --json A B` compares the "
+                                      "ranks");
+        return diff_ranks(argv[0], argv + 1, mem_limit);
+    }
     struct gm_snapshot *snaps[2], *sa, *sb;
     struct gm_analysis *ans[2], *aa, *ab;
-    struct snapcli_load_opts lo = {mem_limit, false};
+    struct snapcli_load_opts lo = {mem_limit, false, NULL};
     /* both read at the same time */
     int rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
     if (rc)

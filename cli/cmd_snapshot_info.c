@@ -130,41 +130,58 @@ static void info_text(const char *path, const struct gm_snapshot *s)
         printf("warning            the trace ring buffer overflowed: the oldest events are lost\n");
 }
 
+struct info_job {
+    const char *cmd;
+    bool json;
+    uint64_t mem_limit;
+};
+
+static int info_one(void *ctx, char *path)
+{
+    const struct info_job *j = ctx;
+    struct gm_snapshot *snap;
+    /* the counts and sums of the trace are all info shows of it: its events are not kept */
+    struct snapcli_load_opts lo = {j->mem_limit, true, NULL};
+    int rc = snapcli_load(j->cmd, path, &lo, &snap);
+    if (rc)
+        return rc;
+    if (j->json) {
+        struct gm_analysis_doc_file file = {.path = path, .snap = snap};
+        struct gm_analysis_doc doc = {.kind = GM_DOC_INFO, .files = &file, .n_files = 1};
+        struct gm_error err;
+        rc = cli_json_status(j->cmd, gm_analysis_json(stdout, &doc, &err), &err);
+    } else {
+        info_text(path, snap);
+    }
+    gm_snapshot_free(snap);
+    return rc;
+}
+
 int cmd_snapshot_info(int argc, char **argv)
 {
     bool json = false;
-    int n_pos = 0, rc;
+    int n_pos = 0;
     uint64_t mem_limit = 0;
-    struct gm_snapshot *snap;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.info/1"),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot info [--json] FILE",
+        "gpumem snapshot info [--json] FILE...",
         "Describe a PyTorch CUDA memory snapshot (torch.cuda.memory._dump_snapshot()): format "
         "generation, pickle protocol, devices, segment/block/trace counts, time span, allocator "
-        "settings and annotations. Nothing in the file is executed.",
-        "gpumem snapshot info profile.pkl"};
+        "settings and annotations. Nothing in the file is executed. Several files, or a folder "
+        "of rank files, are described one after the other in rank order, each after a line "
+        "that names its rank and where the number comes from (the file name: rankR, "
+        "snapshot_R; else the argument order); --json then writes an array of documents.",
+        "gpumem snapshot info profile.pkl\ngpumem snapshot info memory_snapshot/"};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
         return prc;
-    if (n_pos != 1)
-        return cli_usage(argv[0], n_pos ? "expected one FILE" : "missing FILE");
-    /* the counts and sums of the trace are all info shows of it: its events are not kept */
-    struct snapcli_load_opts lo = {mem_limit, true};
-    if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
-        return rc;
-    if (json) {
-        struct gm_analysis_doc_file file = {.path = argv[1], .snap = snap};
-        struct gm_analysis_doc doc = {.kind = GM_DOC_INFO, .files = &file, .n_files = 1};
-        struct gm_error err;
-        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
-    } else {
-        info_text(argv[1], snap);
-    }
-    gm_snapshot_free(snap);
-    return rc;
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing FILE");
+    struct info_job j = {argv[0], json, mem_limit};
+    return snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, info_one, &j);
 }

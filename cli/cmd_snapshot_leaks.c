@@ -142,6 +142,26 @@ static void print_device(const struct gm_snapshot *snap, const struct gm_analysi
     printf("\n");
 }
 
+struct leaks_job {
+    const char *cmd;
+    bool json, all_iterations;
+    uint64_t top, sites, mem_limit;
+};
+
+static void leaks_text(const void *ctx, const struct gm_analysis *an)
+{
+    const struct leaks_job *j = ctx;
+    for (size_t d = 0; d < an->n_devices; d++)
+        print_device(an->snap, &an->devices[d], j->top, j->sites, j->all_iterations);
+}
+
+static int leaks_one(void *ctx, char *path)
+{
+    const struct leaks_job *j = ctx;
+    struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .top = j->top};
+    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, leaks_text, j);
+}
+
 int cmd_snapshot_leaks(int argc, char **argv)
 {
     bool json = false, all_iterations = false;
@@ -158,7 +178,7 @@ int cmd_snapshot_leaks(int argc, char **argv)
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot leaks [--json] [--top N] FILE",
+        "gpumem snapshot leaks [--json] [--top N] FILE...",
         "Find the training iterations in a PyTorch memory snapshot (forward, backward, "
         "optimizer step) and the memory that grows from one iteration to the next, one leak "
         "per cause: the allocation sites that share the code keeping them (the function that "
@@ -166,29 +186,14 @@ int cmd_snapshot_leaks(int argc, char **argv)
         "iterations they leak in. For each: bytes per iteration, bytes kept, the sites, the "
         "likely cause (a loss accumulated without .detach()/.item(), evaluation without "
         "no_grad, a growing list) and the fix. A trace of fewer than 3 iterations is too "
-        "short to judge.",
+        "short to judge. Several files, or a folder of rank files, are read one after the "
+        "other in rank order (see snapshot info).",
         "gpumem snapshot leaks snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
         return prc;
-    if (n_pos != 1)
-        return cli_usage(argv[0], "expected one snapshot file");
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    struct snapcli_load_opts lo = {mem_limit, false};
-    int rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
-    if (rc)
-        return rc;
-    if (json) {
-        struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
-        struct gm_analysis_doc doc = {
-            .kind = GM_DOC_LEAKS, .files = &file, .n_files = 1, .top = top};
-        struct gm_error err;
-        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
-    } else {
-        for (size_t d = 0; d < an->n_devices; d++)
-            print_device(snap, &an->devices[d], top, sites, all_iterations);
-    }
-    ana_cli_close(snap, an);
-    return rc;
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing snapshot FILE");
+    struct leaks_job j = {argv[0], json, all_iterations, top, sites, mem_limit};
+    return snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, leaks_one, &j);
 }

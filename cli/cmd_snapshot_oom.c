@@ -87,6 +87,30 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     printf("\n");
 }
 
+struct oom_job {
+    const char *cmd;
+    bool json, series;
+    uint64_t mem_limit;
+};
+
+static void oom_text(const void *ctx, const struct gm_analysis *an)
+{
+    (void)ctx;
+    printf("allocator settings: expandable_segments %s, max_split_size %s, "
+           "garbage_collection_threshold %g\n\n",
+           an->expandable_segments ? "on" : "off", an->max_split_size < 0 ? "unlimited" : "set",
+           an->gc_threshold);
+    for (size_t d = 0; d < an->n_devices; d++)
+        print_device(an, &an->devices[d]);
+}
+
+static int oom_one(void *ctx, char *path)
+{
+    const struct oom_job *j = ctx;
+    struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .series = j->series};
+    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, oom_text, j);
+}
+
 int cmd_snapshot_oom(int argc, char **argv)
 {
     bool json = false, series = false;
@@ -100,38 +124,19 @@ int cmd_snapshot_oom(int argc, char **argv)
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot oom [--json [--series]] FILE",
+        "gpumem snapshot oom [--json [--series]] FILE...",
         "Fragmentation of each device at its peak and at every out-of-memory event of a "
         "PyTorch memory snapshot: reserved, allocated, reserved but unallocated, the largest "
         "free block per pool and stream; for an oom, the requested bytes, the bytes CUDA "
         "reported free, the verdict (shortage, fragmentation, limit) and the "
-        "PYTORCH_CUDA_ALLOC_CONF settings that help.",
+        "PYTORCH_CUDA_ALLOC_CONF settings that help. Several files, or a folder of rank files, "
+        "are read one after the other in rank order (see snapshot info).",
         "gpumem snapshot oom oom_snapshot.pickle"};
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
     if (prc >= 0)
         return prc;
-    if (n_pos != 1)
-        return cli_usage(argv[0], "expected one snapshot file");
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    struct snapcli_load_opts lo = {mem_limit, false};
-    int rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
-    if (rc)
-        return rc;
-    if (json) {
-        struct gm_analysis_doc_file file = {.path = argv[1], .an = an};
-        struct gm_analysis_doc doc = {
-            .kind = GM_DOC_OOM, .files = &file, .n_files = 1, .series = series};
-        struct gm_error err;
-        rc = cli_json_status(argv[0], gm_analysis_json(stdout, &doc, &err), &err);
-    } else {
-        printf("allocator settings: expandable_segments %s, max_split_size %s, "
-               "garbage_collection_threshold %g\n\n",
-               an->expandable_segments ? "on" : "off", an->max_split_size < 0 ? "unlimited" : "set",
-               an->gc_threshold);
-        for (size_t d = 0; d < an->n_devices; d++)
-            print_device(an, &an->devices[d]);
-    }
-    ana_cli_close(snap, an);
-    return rc;
+    if (n_pos < 1)
+        return cli_usage(argv[0], "missing snapshot FILE");
+    struct oom_job j = {argv[0], json, series, mem_limit};
+    return snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, oom_one, &j);
 }

@@ -149,6 +149,7 @@ int cmd_snapshot_peak(int argc, char **argv)
     int n_pos = 0, rc;
     struct gm_snapshot **snaps;
     struct file_peaks *files;
+    struct gm_digest **digests;
     struct rank_list ranks = {0};
     bool top_seen = false;
     const struct opt opts[] = {
@@ -194,26 +195,43 @@ int cmd_snapshot_peak(int argc, char **argv)
         return cli_usage(argv[0], "--at goes with --folded");
     if (json && !top_seen)
         top = 0;
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     files = gm_calloc((size_t)n_pos, sizeof(*files));
-    if (!snaps || !files) {
+    digests = gm_calloc((size_t)n_pos, sizeof(*digests));
+    if (!snaps || !files || !digests) {
         gm_free(snaps);
         gm_free(files);
+        gm_free(digests);
+        snapcli_rank_argv_release(&ra);
         return GM_EXIT_SOFTWARE;
     }
     {
         struct peak_work pw = {argv + 1, files, want, top, n_pos > 1 && !folded, at_seen};
-        struct snapcli_load_opts lo = {mem_limit, false};
+        /* --folded draws stacks: digests only for the peaks and the ranks */
+        struct snapcli_load_opts lo = {mem_limit, false, folded ? NULL : digests};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
     for (int f = 0; f < n_pos && rc == 0; f++) {
-        if (!files[f].has_device) {
+        if (digests[f] && want >= 0 && digests[f]->figures.device != want) {
+            cli_errorf(argv[0], "'%s' is the digest of a rank on device %d, not %d", argv[f + 1],
+                       (int)digests[f]->figures.device, want);
+            rc = GM_EXIT_USAGE;
+        } else if (!digests[f] && !files[f].has_device) {
             cli_errorf(argv[0], "'%s' has no device %d", argv[f + 1], want);
             rc = GM_EXIT_USAGE;
         }
     }
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1 && !folded; f++)
-        rc = ranks_add(&ranks, argv[0], files[f].an, (size_t)f, (size_t)n_pos);
+        rc = digests[f]
+                 ? ranks_add_digest(&ranks, argv[0], digests[f], (size_t)f, argv[f + 1],
+                                    (size_t)n_pos)
+                 : ranks_add(&ranks, argv[0], files[f].an, (size_t)f, argv[f + 1], (size_t)n_pos);
     if (rc == 0 && folded) {
         for (int f = 0; f < n_pos && rc == 0; f++)
             rc = write_folded(argv[0], snaps[f], &files[f], at_seen, at);
@@ -224,7 +242,8 @@ int cmd_snapshot_peak(int argc, char **argv)
                                       .n_files = (size_t)n_pos,
                                       .ranks = ranks.v,
                                       .n_ranks = ranks.n,
-                                      .top = top};
+                                      .top = top,
+                                      .digests = (const struct gm_digest *const *)digests};
         struct gm_error err;
         for (int f = 0; df && f < n_pos; f++)
             df[f] = (struct gm_analysis_doc_file){
@@ -236,7 +255,10 @@ int cmd_snapshot_peak(int argc, char **argv)
         for (int f = 0; f < n_pos; f++) {
             if (n_pos > 1)
                 printf("%s==> %s <==\n", f ? "\n" : "", argv[f + 1]);
-            text_file(argv[f + 1], snaps[f], &files[f], top);
+            if (digests[f])
+                ranks_print_digest(stdout, argv[f + 1], digests[f]);
+            else
+                text_file(argv[f + 1], snaps[f], &files[f], top);
         }
         if (n_pos > 1)
             ranks_print(stdout, &ranks, argv + 1);
@@ -246,9 +268,12 @@ int cmd_snapshot_peak(int argc, char **argv)
     for (int f = 0; f < n_pos; f++) {
         file_peaks_release(&files[f]);
         gm_snapshot_free(snaps[f]);
+        gm_digest_free(digests[f]);
     }
     ranks_release(&ranks);
     gm_free(files);
+    gm_free(digests);
     gm_free(snaps);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

@@ -30,7 +30,8 @@ struct report_job {
     struct gm_analysis_opts ao;
     struct gm_report_opts ro;
     struct gm_analysis **ans;
-    struct gm_error *warn; /* per file: why there is no analysis (code GM_OK: none) */
+    struct gm_error *warn;      /* per file: why there is no analysis (code GM_OK: none) */
+    struct gm_digest **digests; /* the page of all ranks: per file, a rank read from its digest */
 };
 
 /* In the thread that read the file: its analysis (the timeline, the peak and the segments
@@ -70,7 +71,13 @@ static int write_page(void *ctx, size_t i, struct gm_snapshot *snap)
     if (j->warn[i].code != GM_OK)
         cli_errorf(j->cmd, "warning: %s: no categories, phases or leaks in the report: %s",
                    base_name(j->paths[i]), j->warn[i].msg);
-    if (j->ranks) {
+    if (j->ranks && j->digests[i]) {
+        if (gm_report_page_add_digest(j->ranks, j->digests[i], base_name(j->paths[i]), &err) !=
+            GM_OK)
+            rc = cli_fail(j->cmd, &err);
+        gm_digest_free(j->digests[i]);
+        j->digests[i] = NULL;
+    } else if (j->ranks) {
         if (gm_report_page_add(j->ranks, snap, j->ans[i], base_name(j->paths[i]), &err) != GM_OK)
             rc = cli_fail(j->cmd, &err);
     } else {
@@ -196,11 +203,18 @@ int cmd_snapshot_report(int argc, char **argv)
         budget > ((uint64_t)1 << 30))
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
                                   "most 1000000, --state-budget from 64KiB to 1GiB");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     if (account_file) {
         struct gm_error err;
         if (gm_account_new(&account, &err) != GM_OK ||
             gm_account_add_file(account, account_file, &err) != GM_OK) {
             gm_account_free(account);
+            snapcli_rank_argv_release(&ra);
             return cli_fail(argv[0], &err);
         }
     }
@@ -219,10 +233,11 @@ int cmd_snapshot_report(int argc, char **argv)
     j.outs = gm_calloc((size_t)n_pos, sizeof(*j.outs));
     j.ans = gm_calloc((size_t)n_pos, sizeof(*j.ans));
     j.warn = gm_calloc((size_t)n_pos, sizeof(*j.warn));
-    if (!j.outs || !j.ans || !j.warn) {
+    j.digests = gm_calloc((size_t)n_pos, sizeof(*j.digests));
+    if (!j.outs || !j.ans || !j.warn || !j.digests) {
         rc = GM_EXIT_SOFTWARE;
     } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs, &folder)) == 0) {
-        struct snapcli_load_opts lo = {mem_limit, false};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL};
         struct gm_error err;
         char all[160];
         if (!folder && n_pos > 1 && !title) {
@@ -238,6 +253,8 @@ int cmd_snapshot_report(int argc, char **argv)
         } else {
             if (!folder)
                 j.outs[0] = out;
+            if (j.ranks)
+                lo.digests = j.digests; /* a rank's digest only goes into the page of all */
             rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, analyse, write_page, &j);
             if (rc == 0 && j.ranks)
                 rc = write_ranks(&j, out);
@@ -252,6 +269,10 @@ int cmd_snapshot_report(int argc, char **argv)
     gm_free(j.outs);
     gm_free(j.ans);
     gm_free(j.warn);
+    for (int i = 0; j.digests && i < n_pos; i++)
+        gm_digest_free(j.digests[i]); /* read before a failure stopped the rest */
+    gm_free(j.digests);
     gm_account_free(account);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

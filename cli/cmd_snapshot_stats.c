@@ -59,6 +59,7 @@ struct stats_job {
     struct file_stats *files;
     struct rank_list *ranks;
     size_t n;
+    struct gm_digest **digests; /* per file: the rank's digest, read in place of a snapshot */
 };
 
 /* In the thread that read the file: its figures, and with several files its analysis (the
@@ -83,7 +84,10 @@ static enum gm_status file_figures(void *ctx, size_t i, struct gm_snapshot *snap
 static int file_ranks(void *ctx, size_t i, struct gm_snapshot *snap)
 {
     struct stats_job *j = ctx;
-    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i, j->n) : 0;
+    int rc = j->files[i].an ? ranks_add(j->ranks, j->cmd, j->files[i].an, i, j->paths[i], j->n)
+             : j->digests[i]
+                 ? ranks_add_digest(j->ranks, j->cmd, j->digests[i], i, j->paths[i], j->n)
+                 : 0;
     (void)snap;
     gm_analysis_free(j->files[i].an);
     j->files[i].an = NULL;
@@ -145,6 +149,7 @@ int cmd_snapshot_stats(int argc, char **argv)
         "{\"files\": [{\"file\", \"devices\"}...], \"ranks\", \"spread\", \"imbalance\"}.",
         "gpumem snapshot stats profile.pkl\ngpumem snapshot stats --json rank0.pickle"};
     struct file_stats *files;
+    struct gm_digest **digests;
     struct rank_list ranks = {0};
 
     int prc = opts_parse_cmd(argc, argv, opts, &usage, false, &n_pos);
@@ -152,14 +157,25 @@ int cmd_snapshot_stats(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing FILE");
+    struct snapcli_rank_args ra = {0};
+    {
+        int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
+        if (arc)
+            return arc;
+    }
     files = gm_calloc((size_t)n_pos, sizeof(*files));
-    if (!files)
+    digests = gm_calloc((size_t)n_pos, sizeof(*digests));
+    if (!files || !digests) {
+        gm_free(files);
+        gm_free(digests);
+        snapcli_rank_argv_release(&ra);
         return GM_EXIT_SOFTWARE;
+    }
     /* Read everything first, so that a bad file leaves no partial output; one file needs
      * only the snapshot state, several the timeline of each (the ranks table). */
     {
-        struct stats_job j = {argv[0], argv + 1, files, &ranks, (size_t)n_pos};
-        struct snapcli_load_opts lo = {mem_limit, n_pos == 1};
+        struct stats_job j = {argv[0], argv + 1, files, &ranks, (size_t)n_pos, digests};
+        struct snapcli_load_opts lo = {mem_limit, n_pos == 1, digests};
         rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, file_figures, file_ranks, &j);
     }
     if (rc == 0 && json) {
@@ -168,7 +184,8 @@ int cmd_snapshot_stats(int argc, char **argv)
                                       .files = df,
                                       .n_files = (size_t)n_pos,
                                       .ranks = ranks.v,
-                                      .n_ranks = ranks.n};
+                                      .n_ranks = ranks.n,
+                                      .digests = (const struct gm_digest *const *)digests};
         struct gm_error err;
         for (int i = 0; df && i < n_pos; i++)
             df[i] = (struct gm_analysis_doc_file){.path = files[i].path, .stats = &files[i].st};
@@ -179,7 +196,10 @@ int cmd_snapshot_stats(int argc, char **argv)
         for (int i = 0; i < n_pos; i++) {
             if (i)
                 printf("\n");
-            text_file(&files[i]);
+            if (digests[i])
+                ranks_print_digest(stdout, argv[i + 1], digests[i]);
+            else
+                text_file(&files[i]);
         }
         if (n_pos > 1)
             ranks_print(stdout, &ranks, argv + 1);
@@ -189,7 +209,10 @@ int cmd_snapshot_stats(int argc, char **argv)
         if (files[i].done)
             gm_snapshot_stats_release(&files[i].st);
         gm_analysis_free(files[i].an); /* a file read before a failure stopped the rest */
+        gm_digest_free(digests[i]);
     }
     gm_free(files);
+    gm_free(digests);
+    snapcli_rank_argv_release(&ra);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "opts.h"
+#include "watch_metrics.h"
 #include "watch_render.h"
 
 #include "gpumem/arena.h"
@@ -84,7 +85,9 @@ int cmd_watch(int argc, char **argv)
     uint64_t interval = 100, proc_interval = 500, attach_pid = 0, max_samples = 4194304;
     bool force = false, has_pid = false, no_chart = false, json = false, account = false;
     struct account_cli ac;
-    const char *output = NULL, *device = NULL, *written = NULL;
+    const char *output = NULL, *device = NULL, *written = NULL, *prometheus = NULL;
+    const char *listen_addr = NULL;
+    struct watch_metrics metrics;
     int n_pos = 0, only_cuda = -1, rc, status = -1, term_signal = 0;
     struct watch_state s;
     struct gm_output out;
@@ -102,6 +105,11 @@ int cmd_watch(int argc, char **argv)
                 NULL),
         OPT_STRING("output", 'o', &output, "FILE", "write the samples to FILE (.csv or .json)"),
         OPT_FLAG("force", 'f', &force, "overwrite --output if it exists (a regular file only)"),
+        OPT_STRING("prometheus", 0, &prometheus, "FILE",
+                   "keep FILE the latest metrics in Prometheus text format (DCGM exporter's "
+                   "names where they overlap; for node_exporter's textfile collector)"),
+        OPT_STRING("listen", 0, &listen_addr, "ADDR:PORT",
+                   "serve the same metrics at http://ADDR:PORT/metrics while watching"),
         OPT_U64("pid", 'p', &attach_pid, "PID", "attach to a running process instead", &has_pid),
         OPT_STRING("device", 'd', &device, "cuda:N", "watch only this CUDA device"),
         OPT_U64("max-samples", 0, &max_samples, "N",
@@ -171,6 +179,9 @@ int cmd_watch(int argc, char **argv)
 
     memset(&s, 0, sizeof(s));
     memset(&ac, 0, sizeof(ac));
+    watch_metrics_init(&metrics, prometheus);
+    if (listen_addr && (rc = watch_metrics_listen(&metrics, argv[0], listen_addr)) != 0)
+        goto out_free;
     gm_watch_init(&s.w, (size_t)max_samples);
     s.w.attached = has_pid;
     rc = 0;
@@ -254,6 +265,9 @@ int cmd_watch(int argc, char **argv)
     for (;;) {
         uint64_t t = gm_watch_tick(&s.w, s.d, &clk, s.root, s.attached);
         int wst;
+        if (watch_metrics_write(&metrics, argv[0], &s.w, s.d, t, false) != 0)
+            metrics.path = NULL; /* said once; the watch goes on */
+        watch_metrics_serve(&metrics, &s.w, s.d);
         if (command && waitpid(cli_child.child, &wst, WNOHANG) == cli_child.child) {
             status = shell_status(wst, &term_signal);
             break;
@@ -301,6 +315,8 @@ int cmd_watch(int argc, char **argv)
         }
         if (t > s.w.end_t_ms)
             s.w.end_t_ms = t;
+        if (watch_metrics_write(&metrics, argv[0], &s.w, s.d, t, true) != 0 && status == 0)
+            status = GM_EXIT_IOERR;
     }
 
     run.exit_status = status;
@@ -340,6 +356,7 @@ out_close:
         account_cli_end(argv[0], &ac);
     gm_devices_close(s.d);
 out_free:
+    watch_metrics_close(&metrics);
     gm_watch_release(&s.w);
     free(command);
     return rc;

@@ -28,6 +28,7 @@ int cmd_snapshot_example(int argc, char **argv);
 int cmd_snapshot_export(int argc, char **argv);
 int cmd_snapshot_redact(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
+int cmd_snapshot_digest(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);
 
 #endif

@@ -4,12 +4,14 @@
 
 #include "cli.h"
 #include "opts.h"
+#include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/text.h"
 #include "gpumem/units.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,12 @@ static enum gm_status load_path(const char *path, const struct gm_snapshot_opts 
     if (!strcmp(path, "-"))
         return gm_snapshot_load_fd(0, "standard input", opts, out, err);
     rc = gm_snapshot_load(path, opts, out, err);
+    if (rc == GM_ERR_FORMAT && gm_digest_is_file(path))
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "'%s' is a digest, not a snapshot: this command needs the snapshot "
+                       "(a digest keeps a rank's results, for stats, peak, categories, leaks, "
+                       "oom, diff, info and report)",
+                       path);
     if (rc != GM_OK && err && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         size_t n = strlen(err->msg);
         if (S_ISDIR(st.st_mode))
@@ -113,6 +121,7 @@ struct many {
     snapcli_work_fn work;
     void *ctx;
     struct gm_snapshot **out;
+    struct gm_digest **digests; /* NULL, or digests read in place of snapshots */
     struct gm_error *errs;
     int *status;   /* per file: 0, or -1 when its error is in errs[] */
     uint8_t *done; /* per file: loaded and worked on (snapcli_load_each()) */
@@ -164,7 +173,10 @@ static void *many_worker(void *arg)
 
         err = &m->errs[i];
         gm_error_clear(err);
-        if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+        if (m->digests && gm_digest_is_file(m->paths[i])) {
+            if (gm_digest_load(m->paths[i], &m->digests[i], err) != GM_OK)
+                m->status[i] = -1;
+        } else if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
             m->status[i] = -1;
         else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
             m->status[i] = -1;
@@ -200,6 +212,9 @@ static int many_init(struct many *m, const char *cmd, char *const *paths, size_t
     m->ctx = ctx;
     m->out = out;
     m->keep = keep;
+    m->digests = o ? o->digests : NULL;
+    if (m->digests)
+        memset(m->digests, 0, n * sizeof(*m->digests));
     load_opts(&m->opts, o, reader);
     if (n == 1 && cli_stderr_is_tty()) {
         /* progress only when one file is read */
@@ -283,6 +298,10 @@ int snapcli_load_many(const char *cmd, char *const *paths, size_t n,
         for (size_t i = 0; i < n; i++) {
             gm_snapshot_free(out[i]);
             out[i] = NULL;
+            if (m.digests) {
+                gm_digest_free(m.digests[i]);
+                m.digests[i] = NULL;
+            }
         }
     }
     many_release(&m);
@@ -518,4 +537,103 @@ int snapcli_device_arg(const char *cmd, const char *s, int32_t *dev)
         return cli_usage(cmd, "--device wants a device index or 'all', not '%s'", s);
     *dev = (int32_t)v;
     return 0;
+}
+
+int snapcli_rank_files(const char *cmd, char *const *args, size_t n, struct gm_rank_files *out)
+{
+    struct gm_error err;
+    const char **a = gm_calloc(n ? n : 1, sizeof(*a));
+    enum gm_status st;
+    if (!a) {
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = args[i];
+    st = gm_rank_files_list(a, n, out, &err);
+    gm_free(a);
+    return st == GM_OK ? 0 : cli_fail(cmd, &err);
+}
+
+/* A rank's digest where a command reads one file at a time: what it holds (its own JSON
+ * document with --json). */
+static int digest_one(const char *cmd, const char *path, bool json)
+{
+    struct gm_digest *d;
+    struct gm_error err;
+    int rc = 0;
+    if (gm_digest_load(path, &d, &err) != GM_OK)
+        return cli_fail(cmd, &err);
+    if (!json) {
+        ranks_print_digest(stdout, path, d);
+    } else {
+        /* the file was just read whole and checked: copy it */
+        FILE *f = fopen(path, "rb");
+        char buf[8192];
+        size_t n;
+        while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+            if (fwrite(buf, 1, n, stdout) != n)
+                rc = GM_EXIT_IOERR;
+        if (!f || ferror(f) || putchar('\n') == EOF)
+            rc = GM_EXIT_IOERR;
+        if (f)
+            fclose(f);
+    }
+    gm_digest_free(d);
+    return rc;
+}
+
+int snapcli_each_rank_file(const char *cmd, char *const *args, size_t n, bool json,
+                           snapcli_file_fn one, void *ctx)
+{
+    struct gm_rank_files rf;
+    int rc = snapcli_rank_files(cmd, args, n, &rf);
+    if (rc)
+        return rc;
+    if (json && rf.n > 1)
+        printf("[\n");
+    for (size_t i = 0; i < rf.n && rc == 0; i++) {
+        uint64_t rank;
+        bool named = gm_rank_from_name(rf.paths[i], &rank);
+        if (json && i)
+            printf(",\n");
+        if (!json && (named || rf.n > 1))
+            printf("%s==> %s <== rank %" PRIu64 " (by %s)\n", i ? "\n" : "",
+                   snapcli_name(rf.paths[i]), named ? rank : (uint64_t)i,
+                   gm_rank_source_name(named ? GM_RANK_BY_NAME : GM_RANK_BY_ORDER));
+        fflush(stdout);
+        rc = gm_digest_is_file(rf.paths[i]) ? digest_one(cmd, rf.paths[i], json)
+                                            : one(ctx, rf.paths[i]);
+    }
+    if (json && rf.n > 1 && rc == 0)
+        printf("]\n");
+    gm_rank_files_release(&rf);
+    return rc;
+}
+
+int snapcli_rank_argv(char ***argv, int *n_pos, struct snapcli_rank_args *ra)
+{
+    const char *cmd = (*argv)[0];
+    int rc = snapcli_rank_files(cmd, *argv + 1, (size_t)*n_pos, &ra->files);
+    if (rc)
+        return rc;
+    if (ra->files.n > (size_t)INT_MAX - 1 ||
+        !(ra->argv = gm_calloc(ra->files.n + 2, sizeof(*ra->argv)))) {
+        gm_rank_files_release(&ra->files);
+        cli_errorf(cmd, "out of memory");
+        return GM_EXIT_SOFTWARE;
+    }
+    ra->argv[0] = (*argv)[0];
+    for (size_t i = 0; i < ra->files.n; i++)
+        ra->argv[i + 1] = ra->files.paths[i];
+    *argv = ra->argv;
+    *n_pos = (int)ra->files.n;
+    return 0;
+}
+
+void snapcli_rank_argv_release(struct snapcli_rank_args *ra)
+{
+    gm_free(ra->argv);
+    gm_rank_files_release(&ra->files);
+    memset(ra, 0, sizeof(*ra));
 }

@@ -4,6 +4,7 @@
 #ifndef GM_CLI_SNAPSHOT_CLI_H
 #define GM_CLI_SNAPSHOT_CLI_H
 
+#include "gpumem/analysis.h"
 #include "gpumem/snapshot.h"
 
 #include <stddef.h>
@@ -12,8 +13,12 @@
 
 /* How a command loads its snapshots. */
 struct snapcli_load_opts {
-    uint64_t memory_limit; /* --memory-limit, bytes; 0: the library's (relative to the file) */
-    bool drop_events;      /* only the snapshot state and the trace's counts are needed */
+    uint64_t memory_limit;      /* --memory-limit, bytes; 0: the library's (relative to the file) */
+    bool drop_events;           /* only the snapshot state and the trace's counts are needed */
+    struct gm_digest **digests; /* NULL: a digest is refused; else per file (of
+                                 * snapcli_load_many()/_each()), the digest read in place of
+                                 * a snapshot (the caller's to gm_digest_free(); 'work' is not
+                                 * run on it and its snapshot is NULL) */
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */
@@ -54,6 +59,36 @@ typedef int (*snapcli_use_fn)(void *ctx, size_t i, struct gm_snapshot *snap);
 int snapcli_load_each(const char *cmd, char *const *paths, size_t n,
                       const struct snapcli_load_opts *o, snapcli_work_fn work, snapcli_use_fn use,
                       void *ctx);
+
+/* The files the n arguments args[] stand for as the ranks of one job (gm_rank_files_list():
+ * a folder's rank files, in rank order when every name carries a rank).  0 with *out the
+ * caller's (gm_rank_files_release()), or an exit code after printing the error. */
+int snapcli_rank_files(const char *cmd, char *const *args, size_t n, struct gm_rank_files *out);
+
+/* The arguments of a command that reads several files at once, as ranks. */
+struct snapcli_rank_args {
+    struct gm_rank_files files;
+    char **argv; /* argv[0], then the files */
+};
+
+/* Replace *argv's arguments 1..*n_pos by the files they stand for (snapcli_rank_files()):
+ * *argv then points into 'ra' (release it with snapcli_rank_argv_release() once *argv is
+ * no longer used) and *n_pos counts the files.  0, or an exit code after printing the
+ * error. */
+int snapcli_rank_argv(char ***argv, int *n_pos, struct snapcli_rank_args *ra);
+void snapcli_rank_argv_release(struct snapcli_rank_args *ra);
+
+/* What a command that reads one file at a time does with it: 0, or an exit code after
+ * printing the error. */
+typedef int (*snapcli_file_fn)(void *ctx, char *path);
+
+/* Run 'one' on each file the arguments stand for (snapcli_rank_files()), in that order,
+ * until one fails.  In text, each file's output follows a line "==> PATH <== rank R (by
+ * file name)" when its name carries a rank or there are several files (then "by argument
+ * order" for a name without one); with --json ('json') several files make an array of
+ * their documents. */
+int snapcli_each_rank_file(const char *cmd, char *const *args, size_t n, bool json,
+                           snapcli_file_fn one, void *ctx);
 
 /* How a snapshot argument is named in output: the path, "standard input" for '-'. */
 const char *snapcli_name(const char *path);

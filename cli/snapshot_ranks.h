@@ -17,10 +17,17 @@ struct rank_list {
     size_t n;
 };
 
-/* Add the rank of file 'file' of 'n_files' once analysed (nothing when it has no device).
- * 0, or an exit code after printing the error. */
+/* Add the rank of file 'file' ('path') of 'n_files' once analysed (nothing when it has no
+ * device).  0, or an exit code after printing the error. */
 int ranks_add(struct rank_list *l, const char *cmd, const struct gm_analysis *an, size_t file,
-              size_t n_files);
+              const char *path, size_t n_files);
+
+/* The same for a rank read from its digest 'd' (file 'path'). */
+int ranks_add_digest(struct rank_list *l, const char *cmd, const struct gm_digest *d, size_t file,
+                     const char *path, size_t n_files);
+
+/* What a digest holds, in a few lines, where a command shows a snapshot's own figures. */
+void ranks_print_digest(FILE *f, const char *path, const struct gm_digest *d);
 
 /* The rows, the spread and the imbalance (two ranks or more) as text. */
 void ranks_print(FILE *f, const struct rank_list *l, char *const *paths);

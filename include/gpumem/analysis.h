@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct gm_digest;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -488,10 +490,13 @@ enum gm_analysis_doc_kind {
     GM_DOC_LEAKS,      /* iterations and leaks: files[0].an */
     GM_DOC_OOM,        /* fragmentation at the peak and at each oom: files[0].an */
     GM_DOC_DIFF,       /* two snapshots compared: files[0..1].an and diff */
+    GM_DOC_DIGEST,     /* one rank summed up for the job's other commands: files[0].an
+                        * (gm_digest_load() reads it back) */
 };
-#define GM_DOC_COUNT 7
+#define GM_DOC_COUNT 8
 
-/* "info", "stats", "peak", "categories", "leaks", "oom", "diff": the command; static. */
+/* "info", "stats", "peak", "categories", "leaks", "oom", "diff", "digest": the command;
+ * static. */
 const char *gm_analysis_doc_name(enum gm_analysis_doc_kind kind);
 
 /* How many entries a document lists per device when the caller does not say (its 'top'):
@@ -504,7 +509,7 @@ struct gm_analysis_doc_file {
     const struct gm_snapshot *snap;        /* info, peak */
     const struct gm_snapshot_stats *stats; /* stats */
     const struct gm_analysis_peaks *peaks; /* peak */
-    const struct gm_analysis *an;          /* categories, leaks, oom, diff */
+    const struct gm_analysis *an;          /* categories, leaks, oom, diff, digest */
 };
 
 /* A document to write.  Initialise with designated initialisers: members may be added. */
@@ -519,6 +524,10 @@ struct gm_analysis_doc {
     uint64_t top;                        /* peak groups, leaks, diff sites per device; 0: all */
     bool series;                         /* categories: the series and the phase runs; oom: the
                                           * reserved and allocated series */
+    const char *host;                    /* digest: the machine the rank ran on (NULL: unknown) */
+    const struct gm_digest *const *digests; /* stats, peak, categories: NULL, or per file a
+                                             * rank read from its digest (its results then
+                                             * NULL) or NULL */
 };
 
 /* Write the document 'doc' to 'f'.  Errors: GM_ERR_INVALID (a result the kind needs is
@@ -755,9 +764,53 @@ enum gm_rank_metric {
 /* "peak_bytes", "peak_reserved_bytes", "reserved_bytes", "allocated_bytes"; static. */
 const char *gm_rank_metric_name(enum gm_rank_metric m);
 
+/* Where a rank's number comes from (gm_analysis_ranks() chooses one for all the ranks): the
+ * files' names when each carries a rank and no two the same one, else their devices when no
+ * two share one, else the order the files were given in. */
+enum gm_rank_source {
+    GM_RANK_BY_ORDER = 0, /* the index of the file among those with a device */
+    GM_RANK_BY_DEVICE,    /* the rank's device index (torchrun: rank N on cuda:N) */
+    GM_RANK_BY_NAME,      /* the file's name (gm_rank_from_name()) */
+};
+
+/* "argument order", "device", "file name"; static. */
+const char *gm_rank_source_name(enum gm_rank_source s);
+
+/* The rank the name of 'path' carries, by the names rank files are given (the file's name
+ * first, then its folders): rankR, rank_R or rank-R anywhere ("rank" not preceded by a
+ * letter: torchtitan's rankR_memory_snapshot.pickle, oom_rankR.pickle,
+ * snapshot_oom_rank-R.pickle, rankR/), or Megatron-Bridge's snapshot_R.pickle.  true with
+ * *rank set, false when it carries none. */
+bool gm_rank_from_name(const char *path, uint64_t *rank);
+
+/* Natural order of two names: runs of digits compare as numbers (rank2 before rank10). */
+int gm_rank_name_cmp(const char *a, const char *b);
+
+/* The files several arguments stand for, in the order they are ranks of a job. */
+struct gm_rank_files {
+    struct gm_arena *arena; /* owns the paths */
+    char **paths;           /* borrowed, valid until gm_rank_files_release() */
+    size_t n;
+};
+
+/* The files of the arguments args[0..n): a folder stands for its rank files (names that
+ * carry a rank, and .digest files; when it has none, those of its last iteration_N folder,
+ * as torchtitan writes them), in natural order; another argument for itself ("-" too).
+ * When every file's name carries a rank, they are put in rank order (stably), else they
+ * keep the arguments' order.  On success *out is the caller's: gm_rank_files_release().
+ * Errors: GM_ERR_NOENT (a folder without rank files), GM_ERR_IO (a folder that cannot be
+ * listed), GM_ERR_LIMIT, GM_ERR_NOMEM. */
+enum gm_status gm_rank_files_list(const char *const *args, size_t n, struct gm_rank_files *out,
+                                  struct gm_error *err);
+void gm_rank_files_release(struct gm_rank_files *f);
+
 struct gm_rank {
     size_t file;    /* index of its analysis in the caller's array */
     int32_t device; /* its device */
+    bool has_name_rank;
+    uint64_t name_rank; /* the rank its file's name carries (has_name_rank) */
+    uint64_t id;        /* its rank, set by gm_analysis_ranks() from 'id_source' */
+    uint8_t id_source;  /* enum gm_rank_source */
     uint64_t value[GM_RANK_METRIC_COUNT];
     int64_t peak_event;
     uint8_t peak_phase; /* enum gm_phase */
@@ -772,8 +825,9 @@ struct gm_rank_spread {
 };
 
 struct gm_ranks {
-    struct gm_rank *ranks; /* one per file that has a device, in the callers' order */
+    struct gm_rank *ranks; /* one per file that has a device, in rank order */
     size_t n_ranks;
+    uint8_t source; /* enum gm_rank_source: where every rank's id comes from */
     struct gm_rank_spread spread[GM_RANK_METRIC_COUNT];
     /* The imbalance of the peaks (n_ranks >= 2): the largest peak over the smallest, and
      * the category whose bytes at the two peaks differ the most, with that difference
@@ -785,21 +839,100 @@ struct gm_ranks {
 };
 
 /* The figures of the rank 'an' holds into *out (its device, peak, reserved bytes, the
- * categories at its peak), 'file' recorded in it; *has_device false (and nothing else done)
- * when the file has no device with a trace or segments.  A caller that reads many files
- * keeps these and frees each snapshot.  Returns GM_OK: the figures come from the analysis
- * (its timeline included) and the snapshot. */
-enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
-                                bool *has_device, struct gm_error *err);
+ * categories at its peak, the rank its file's name 'name' carries; NULL: none), 'file'
+ * recorded in it; *has_device false (and nothing else done) when the file has no device
+ * with a trace or segments.  A caller that reads many files keeps these and frees each
+ * snapshot.  Returns GM_OK: the figures come from the analysis (its timeline included) and
+ * the snapshot. */
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, const char *name,
+                                struct gm_rank *out, bool *has_device, struct gm_error *err);
 
-/* The spread and imbalance of n ranks (copied into out->ranks, in their order).  On success
+/* The ranks' ids (one source for all: enum gm_rank_source) and, ordered by id, the spread
+ * and imbalance of n ranks (copied into out->ranks; min_rank/max_rank index it).  On success
  * 'out' is the caller's: gm_analysis_ranks_release().  Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
                                  struct gm_error *err);
 void gm_analysis_ranks_release(struct gm_ranks *r);
 
+/* The ranks whose peak stands out from the job's (GM_RANK_OUTLIERS_MIN ranks or more): a
+ * peak further from the median than 3 median absolute deviations (scaled as a normal
+ * distribution's standard deviation, 1.4826) and than 5% of the median.  Writes the indexes
+ * into rs->ranks (in rank order) to out[] (room for rs->n_ranks) and returns how many;
+ * 0 below GM_RANK_OUTLIERS_MIN ranks.  Errors: none (out of memory gives 0). */
+#define GM_RANK_OUTLIERS_MIN 16
+size_t gm_analysis_rank_outliers(const struct gm_ranks *rs, size_t *out);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif
+/* ---- digests: one rank summed up where its snapshot was written ----
+ *
+ * `gpumem snapshot digest` writes a rank's results as a small JSON document
+ * (gm_analysis_json(), GM_DOC_DIGEST: "gpumem.snapshot.digest/1"): the rank's figures
+ * (gm_analysis_rank()), what was alive at each device's peak by category and by site (the
+ * GM_DIGEST_SITES largest), the allocated, reserved and per-category series at most
+ * GM_DIGEST_POINTS points, the iterations, the leaks, the fragmentation at the peak and at
+ * each oom, the allocator settings, the host and the rank.  The job's commands read
+ * digests where they read snapshots and give the same rank figures from either, so that
+ * only kilobytes leave each node. */
+
+#define GM_DIGEST_POINTS    256                  /* points of a series, at most */
+#define GM_DIGEST_SITES     20                   /* sites alive at a peak, at most */
+#define GM_DIGEST_MAX_BYTES ((uint64_t)16 << 20) /* a digest file, at most */
+
+/* One point of a digest's series. */
+struct gm_digest_point {
+    int64_t event;
+    uint64_t total;    /* allocated bytes */
+    uint64_t reserved; /* bytes */
+    uint64_t bytes[GM_CATEGORY_COUNT];
+};
+
+/* What the job's commands read back from a digest. */
+struct gm_digest {
+    const char *file; /* the snapshot it sums up, as named when written */
+    const char *host; /* NULL: unknown */
+    bool has_rank;
+    uint64_t rank; /* the rank its snapshot's name carried (has_rank) */
+    bool has_figures;
+    struct gm_rank figures; /* the rank's figures (has_figures: it had a device) */
+    bool expandable_segments;
+    int64_t max_split_size; /* bytes, -1: unlimited */
+    double gc_threshold;
+    /* of the rank's device */
+    uint64_t n_iterations;
+    uint64_t n_ooms;
+    uint64_t leak_bytes_per_iteration;
+    struct gm_digest_point *series;
+    size_t n_series;
+    struct gm_arena *arena; /* owns everything above */
+};
+
+/* Whether the first bytes data[0..len) of a file are a digest's (a JSON object whose
+ * schema is gpumem.snapshot.digest/N). */
+bool gm_digest_sniff(const void *data, size_t len);
+
+/* Whether the file 'path' is a digest (its first bytes; false when it cannot be read). */
+bool gm_digest_is_file(const char *path);
+
+/* Parse the digest data[0..len).  On success *out owns its memory: gm_digest_free().
+ * Errors: GM_ERR_FORMAT (not JSON, not a digest, a member missing or of the wrong type),
+ * GM_ERR_UNSUPPORTED (a later version), GM_ERR_LIMIT (larger than GM_DIGEST_MAX_BYTES, a
+ * series longer than GM_DIGEST_POINTS), GM_ERR_NOMEM. */
+enum gm_status gm_digest_parse(const void *data, size_t len, struct gm_digest **out,
+                               struct gm_error *err);
+
+/* Read and parse the digest file 'path' (gm_digest_parse(); GM_ERR_NOENT, GM_ERR_IO). */
+enum gm_status gm_digest_load(const char *path, struct gm_digest **out, struct gm_error *err);
+
+/* The rank a digest holds, as gm_analysis_rank() gives it from the snapshot: its figures,
+ * 'file' recorded in it, the rank carried by the digest file's name 'name' (NULL: none),
+ * else by its snapshot's.  *has_device false when the snapshot had no device. */
+void gm_digest_rank(const struct gm_digest *d, size_t file, const char *name, struct gm_rank *out,
+                    bool *has_device);
+
+/* NULL is a no-op. */
+void gm_digest_free(struct gm_digest *d);
+
 #endif

@@ -56,6 +56,12 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
                                   const struct gm_analysis *an, const char *title,
                                   struct gm_error *err);
 
+/* Add a rank read from its digest 'd' (gpumem snapshot digest) to the page, as 'title':
+ * its figures, host and series in the ranks' table, heatmap and imbalance, without the
+ * views of a device (a digest keeps no allocations).  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_report_page_add_digest(struct gm_report_page *p, const struct gm_digest *d,
+                                         const char *title, struct gm_error *err);
+
 /* Write the page to 'f': with two or more ranks, they are shown side by side with their
  * imbalance (gm_analysis_imbalance()).  Errors: GM_ERR_IO, GM_ERR_NOMEM. */
 enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm_error *err);

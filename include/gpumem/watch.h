@@ -236,6 +236,23 @@ enum gm_status gm_watch_jsonl_sample(FILE *f, const struct gm_watch *w,
 enum gm_status gm_watch_jsonl_end(FILE *f, const struct gm_watch *w, const struct gm_watch_run *run,
                                   struct gm_error *err);
 
+/* The labels gm_watch_prometheus() adds to every series (NULL: left out): the caller reads
+ * them (the launcher's environment, the host name); the library never does. */
+struct gm_watch_prom_labels {
+    const char *hostname; /* "Hostname", as DCGM exporter names it */
+    const char *job;      /* "job_id": the batch system's job (SLURM_JOB_ID) */
+    const char *rank;     /* "rank": the process's rank in the job (SLURM_PROCID, RANK) */
+};
+
+/* The latest state of the run in the Prometheus text exposition format: DCGM exporter's
+ * DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE (MiB; labels gpu, UUID, device, modelName,
+ * Hostname) for each watched device, then gpumem_device_memory_used_peak_bytes,
+ * gpumem_process_memory_bytes (pid, process), gpumem_command_memory_peak_bytes and
+ * gpumem_watch_device_reads_total; every series with the labels 'l' (may be NULL).  'd' (may
+ * be NULL) gives the devices' NVML indexes and UUIDs.  Errors: GM_ERR_IO. */
+enum gm_status gm_watch_prometheus(FILE *f, const struct gm_watch *w, const struct gm_devices *d,
+                                   const struct gm_watch_prom_labels *l, struct gm_error *err);
+
 /* ---- running a command and sampling it ---- */
 
 /* How to start a watched command. */

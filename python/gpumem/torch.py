@@ -87,6 +87,55 @@ def _torch():
     return torch
 
 
+def _distributed(torch):
+    """(rank, world_size) under an initialised torch.distributed process group, else None."""
+    dist = getattr(torch, "distributed", None)
+    try:
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return None
+        return dist.get_rank(), dist.get_world_size()
+    except Exception:
+        return None
+
+
+def _rank_path(path, rank):
+    """The file of rank 'rank' for 'path': "{rank}" in it replaced, else "rankR_" before its
+    name (rank3_series.json, as torchtitan names its rank files, which gpumem's commands
+    number by)."""
+    if "{rank}" in path:
+        return path.replace("{rank}", str(rank))
+    head, tail = os.path.split(path)
+    return os.path.join(head, "rank%d_%s" % (rank, tail))
+
+
+_gather_group = {}  # the gloo group of the default process group, made once (a collective)
+
+
+def _gather(torch, row):
+    """Every rank's 'row', gathered with the job's own collective (all_gather_object), on a
+    gloo group when the default group is NCCL (Python objects go through the CPU)."""
+    dist = torch.distributed
+    group = None
+    if dist.get_backend() == "nccl":
+        if "gloo" not in _gather_group:
+            _gather_group["gloo"] = dist.new_group(backend="gloo")
+        group = _gather_group["gloo"]
+    rows = [None] * dist.get_world_size()
+    dist.all_gather_object(rows, row, group=group)
+    return rows
+
+
+def _ranks_summary(rows):
+    """The imbalance of the ranks' peaks (allocated), and the ranks that ran out of memory."""
+    peaks = [(r["peak_allocated_bytes"], r["rank"]) for r in rows if r.get("peak_allocated_bytes") is not None]
+    out = {"oom_ranks": [r["rank"] for r in rows if r.get("oom")]}
+    if len(peaks) >= 2:
+        hi, lo = max(peaks), min(peaks)
+        out.update(max_rank=hi[1], max_peak_allocated_bytes=hi[0], min_rank=lo[1],
+                   min_peak_allocated_bytes=lo[0], ratio=(hi[0] / lo[0]) if lo[0] else None)
+    return out
+
+
 def _now_utc():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -282,13 +331,22 @@ class Measure:
                 current one, and each other with memory reserved by PyTorch; only those
                 are synchronized, so that no context is created on an unused GPU).
     dimensions  the inputs of the whole series (batch, seq, dtype, ...): recorded as given.
+
+    Under an initialised torch.distributed process group each rank writes its own file
+    ("{rank}" in 'path' replaced by the rank, else rankR_ before the name), and every phase
+    gathers each rank's peaks with the job's collective (all_gather_object, on a gloo group
+    when the default is NCCL): the phase's "ranks" rows and "imbalance" (the largest and
+    smallest peak and their ranks, and the ranks that ran out of memory).
     """
 
     def __init__(self, path=None, *, devices=None, **dimensions):
         global _series_started, _mirror_claimed
         self._torch = _torch()
+        self._dist = _distributed(self._torch)
         env_path = os.environ.get(OUTPUT_ENV) or None
         self.path = os.fspath(path) if path is not None else env_path
+        if self.path is not None and self._dist is not None:
+            self.path = _rank_path(self.path, self._dist[0])
         self._mirror = None
         self.dimensions = _jsonable(dimensions)
         self.phases = []
@@ -444,6 +502,18 @@ class Measure:
                 rec["requested_bytes"] = last["requested_bytes"]
                 rec["oom_device"] = "cuda:%d" % last["device"]
                 rec["oom_device_free_bytes"] = last["device_free_bytes"]
+        if self._dist is not None:
+            # every rank's phase, gathered: its peaks, and whether it ran out of memory
+            peak = rec.get("allocated_bytes", {}).get("peak")
+            row = {"rank": self._dist[0], "ok": rec["ok"], "oom": rec.get("oom", False),
+                   "device": rec.get("device"), "peak_allocated_bytes": peak,
+                   "peak_reserved_bytes": rec.get("reserved_bytes", {}).get("peak"),
+                   "requested_bytes": rec.get("requested_bytes")}
+            try:
+                rec["ranks"] = _gather(torch, row)
+                rec["imbalance"] = _ranks_summary(rec["ranks"])
+            except Exception as e:  # the job's collective failed: this rank's row stands
+                rec["ranks_error"] = "%s: %s" % (type(e).__name__, e)
         self.phases.append(rec)
         self._write()
 
@@ -497,6 +567,8 @@ class Measure:
         }
         if self._drv_error:
             doc["series"]["driver_unavailable"] = self._drv_error
+        if self._dist is not None:
+            doc["series"]["rank"], doc["series"]["world_size"] = self._dist
         return doc
 
     def _write(self):
@@ -612,7 +684,8 @@ class record:
     and writes the snapshot to 'path' at the end, or at once when the allocator runs out of
     memory (the state at the failure).  'path' is claimed at the start: an existing file is
     never replaced.  Read the result with `gpumem snapshot categories path` or
-    gpumem.Snapshot(path)."""
+    gpumem.Snapshot(path).  Under a torch.distributed process group each rank writes its own
+    file, named as Measure names them (rankR_profile.pkl), which gpumem's commands number by."""
 
     def __init__(self, path, *, max_entries=100000, stacks="all"):
         self.path = os.fspath(path)
@@ -624,6 +697,9 @@ class record:
 
     def __enter__(self):
         torch = self._torch = _torch()
+        dist = _distributed(torch)
+        if dist is not None:
+            self.path = _rank_path(self.path, dist[0])
         memory = torch.cuda.memory
         if not hasattr(memory, "_record_memory_history") or not hasattr(memory, "_dump_snapshot"):
             raise RuntimeError("this PyTorch cannot record memory history (torch >= 2.1 needed)")

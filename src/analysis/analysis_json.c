@@ -17,7 +17,7 @@
 #include <string.h>
 
 static const char *const doc_name[GM_DOC_COUNT] = {"info",  "stats", "peak", "categories",
-                                                   "leaks", "oom",   "diff"};
+                                                   "leaks", "oom",   "diff", "digest"};
 
 const char *gm_analysis_doc_name(enum gm_analysis_doc_kind kind)
 {
@@ -31,6 +31,8 @@ uint64_t gm_analysis_doc_top(enum gm_analysis_doc_kind kind)
         return 10;
     case GM_DOC_DIFF:
         return 20;
+    case GM_DOC_DIGEST:
+        return GM_DIGEST_SITES;
     default:
         return 0;
     }
@@ -577,7 +579,7 @@ static void json_frag(struct gm_json *w, const struct gm_snapshot *snap,
     gm_json_end_object(w);
 }
 
-static void oom_doc(struct gm_json *w, const struct gm_analysis *an, bool series)
+static void allocator_settings(struct gm_json *w, const struct gm_analysis *an)
 {
     gm_json_key(w, "allocator_settings");
     gm_json_begin_object(w);
@@ -585,6 +587,11 @@ static void oom_doc(struct gm_json *w, const struct gm_analysis *an, bool series
     gm_json_kv_i64(w, "max_split_size", an->max_split_size);
     gm_json_kv_double(w, "garbage_collection_threshold", an->gc_threshold);
     gm_json_end_object(w);
+}
+
+static void oom_doc(struct gm_json *w, const struct gm_analysis *an, bool series)
+{
+    allocator_settings(w, an);
     gm_json_key(w, "devices");
     gm_json_begin_array(w);
     for (size_t d = 0; d < an->n_devices; d++) {
@@ -674,6 +681,17 @@ static void diff_device(struct gm_json *w, const struct gm_analysis_diff_device 
 
 /* ---- several files: the ranks ---- */
 
+/* The members of a rank's figures (gm_analysis_rank()): what a digest keeps of them too. */
+static void rank_figures(struct gm_json *w, const struct gm_rank *r)
+{
+    gm_json_kv_i64(w, "device", r->device);
+    for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
+        gm_json_kv_u64(w, gm_rank_metric_name((enum gm_rank_metric)m), r->value[m]);
+    gm_json_kv_i64(w, "peak_event_index", r->peak_event);
+    gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)r->peak_phase));
+    json_cats(w, "at_peak", r->at_peak);
+}
+
 /* "ranks": [{rank, file, device, peak_bytes, ...}], "spread": [{devices, peak_bytes: {min,
  * max, spread, mean, min_file, max_file}, ...}], "imbalance": {...} or null. */
 static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc *doc,
@@ -688,18 +706,10 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
     for (size_t i = 0; i < rs.n_ranks; i++) {
         const struct gm_rank *r = &rs.ranks[i];
         gm_json_begin_object(w);
-        gm_json_kv_u64(w, "rank", i);
+        gm_json_kv_u64(w, "rank", r->id);
+        gm_json_kv_str(w, "rank_from", gm_rank_source_name((enum gm_rank_source)r->id_source));
         gm_json_kv_str(w, "file", file_path(doc, r->file));
-        gm_json_kv_i64(w, "device", r->device);
-        for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
-            gm_json_kv_u64(w, gm_rank_metric_name((enum gm_rank_metric)m), r->value[m]);
-        gm_json_kv_i64(w, "peak_event_index", r->peak_event);
-        gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)r->peak_phase));
-        gm_json_key(w, "at_peak");
-        gm_json_begin_object(w);
-        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-            gm_json_kv_u64(w, gm_category_name((enum gm_category)c), r->at_peak[c]);
-        gm_json_end_object(w);
+        rank_figures(w, r);
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
@@ -724,8 +734,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
             gm_json_kv_double(w, "mean", s->mean);
             gm_json_kv_str(w, "min_file", file_path(doc, rs.ranks[s->min_rank].file));
             gm_json_kv_str(w, "max_file", file_path(doc, rs.ranks[s->max_rank].file));
-            gm_json_kv_u64(w, "min_rank", s->min_rank);
-            gm_json_kv_u64(w, "max_rank", s->max_rank);
+            gm_json_kv_u64(w, "min_rank", rs.ranks[s->min_rank].id);
+            gm_json_kv_u64(w, "max_rank", rs.ranks[s->max_rank].id);
             gm_json_end_object(w);
         }
         gm_json_end_object(w);
@@ -735,8 +745,8 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
     if (rs.n_ranks >= 2) {
         const struct gm_rank_spread *p = &rs.spread[GM_RANK_PEAK];
         gm_json_begin_object(w);
-        gm_json_kv_u64(w, "max_rank", p->max_rank);
-        gm_json_kv_u64(w, "min_rank", p->min_rank);
+        gm_json_kv_u64(w, "max_rank", rs.ranks[p->max_rank].id);
+        gm_json_kv_u64(w, "min_rank", rs.ranks[p->min_rank].id);
         gm_json_kv_double(w, "peak_ratio", rs.peak_ratio);
         gm_json_kv_u64(w, "peak_spread_bytes", p->max - p->min);
         gm_json_kv_str(w, "category", gm_category_name((enum gm_category)rs.category));
@@ -749,6 +759,132 @@ static enum gm_status ranks_json(struct gm_json *w, const struct gm_analysis_doc
     return GM_OK;
 }
 
+/* ---- digest: one rank summed up ---- */
+
+/* The series at a bounded level of detail: at most GM_DIGEST_POINTS points, each the
+ * highest of its run of the analysis's points, so that the peak is among them. */
+static void digest_series(struct gm_json *w, const struct gm_analysis_device *dev)
+{
+    size_t step = (dev->n_points + GM_DIGEST_POINTS - 1) / GM_DIGEST_POINTS;
+    gm_json_key(w, "series");
+    gm_json_begin_array(w);
+    for (size_t i = 0; step && i < dev->n_points; i += step) {
+        const struct gm_analysis_point *best = &dev->points[i];
+        for (size_t k = i + 1; k < i + step && k < dev->n_points; k++)
+            if (dev->points[k].total > best->total)
+                best = &dev->points[k];
+        gm_json_begin_array(w);
+        gm_json_i64(w, best->event);
+        gm_json_u64(w, best->total);
+        gm_json_u64(w, best->reserved);
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+            gm_json_u64(w, best->bytes[c]);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+}
+
+static enum gm_status digest_device(struct gm_json *w, const struct gm_snapshot *snap,
+                                    const struct gm_analysis_device *dev, uint64_t top,
+                                    struct gm_error *err)
+{
+    struct gm_analysis_site *sites = NULL;
+    size_t n_sites = 0;
+    uint64_t per_it = 0, kept = 0;
+    enum gm_status st = gm_analysis_sites_at_peak(dev, &sites, &n_sites, err);
+    if (st != GM_OK)
+        return st;
+    gm_json_begin_object(w);
+    gm_json_kv_i64(w, "device", dev->device);
+    gm_json_kv_u64(w, "peak_bytes", dev->peak_bytes);
+    gm_json_kv_i64(w, "peak_event_index", dev->peak_event);
+    gm_json_kv_str(w, "peak_phase", gm_phase_name((enum gm_phase)dev->peak_phase));
+    gm_json_kv_u64(w, "events", dev->n_events);
+    json_cats(w, "at_peak", dev->at_peak);
+    gm_json_key(w, "sites_at_peak");
+    gm_json_begin_array(w);
+    for (size_t i = 0, shown = 0; i < n_sites && (!top || shown < top); i++) {
+        /* the largest sites of any category: sites[] is largest first within each */
+        size_t best = n_sites;
+        for (size_t k = 0; k < n_sites; k++)
+            if (sites[k].count && (best == n_sites || sites[k].bytes > sites[best].bytes))
+                best = k;
+        if (best == n_sites)
+            break;
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "category", gm_category_name((enum gm_category)sites[best].category));
+        gm_json_kv_u64(w, "bytes", sites[best].bytes);
+        gm_json_kv_u64(w, "count", sites[best].count);
+        gm_json_key(w, "user_frame");
+        json_user_frame(w, snap, sites[best].stack);
+        gm_json_end_object(w);
+        sites[best].count = 0; /* taken */
+        shown++;
+    }
+    gm_json_end_array(w);
+    gm_free(sites);
+    digest_series(w, dev);
+    gm_json_kv_u64(w, "iterations", dev->n_iterations);
+    for (size_t i = 0; i < dev->n_leaks; i++) {
+        per_it += dev->leaks[i].bytes_per_iteration;
+        kept += dev->leaks[i].total_bytes;
+    }
+    gm_json_key(w, "leaks");
+    gm_json_begin_object(w);
+    gm_json_kv_str(w, "verdict", gm_leak_verdict_name(gm_analysis_leak_verdict(dev)));
+    gm_json_kv_u64(w, "causes", dev->n_leaks);
+    gm_json_kv_u64(w, "bytes_per_iteration", per_it);
+    gm_json_kv_u64(w, "kept_bytes", kept);
+    gm_json_end_object(w);
+    gm_json_key(w, "fragmentation_at_peak");
+    json_frag(w, snap, &dev->peak_frag);
+    gm_json_key(w, "ooms");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < dev->n_ooms; i++)
+        json_frag(w, snap, &dev->ooms[i]);
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+    return GM_OK;
+}
+
+/* {"file", "host", "rank", "rank_figures": {...} | null, "allocator_settings", "devices"} */
+static enum gm_status digest_doc(struct gm_json *w, const struct gm_analysis_doc *doc,
+                                 struct gm_error *err)
+{
+    const struct gm_analysis *an = doc->files[0].an;
+    const char *path = file_path(doc, 0);
+    struct gm_rank r;
+    bool has = false;
+    uint64_t name_rank;
+    enum gm_status st = gm_analysis_rank(an, 0, path, &r, &has, err);
+    if (st != GM_OK)
+        return st;
+    gm_json_kv_str(w, "file", path);
+    if (doc->host)
+        gm_json_kv_str(w, "host", doc->host);
+    else
+        gm_json_kv_null(w, "host");
+    if (gm_rank_from_name(path, &name_rank))
+        gm_json_kv_u64(w, "rank", name_rank);
+    else
+        gm_json_kv_null(w, "rank");
+    gm_json_key(w, "rank_figures");
+    if (has) {
+        gm_json_begin_object(w);
+        rank_figures(w, &r);
+        gm_json_end_object(w);
+    } else {
+        gm_json_null(w);
+    }
+    allocator_settings(w, an);
+    gm_json_key(w, "devices");
+    gm_json_begin_array(w);
+    for (size_t d = 0; d < an->n_devices && st == GM_OK; d++)
+        st = digest_device(w, an->snap, &an->devices[d], doc->top, err);
+    gm_json_end_array(w);
+    return st;
+}
+
 /* ---- the documents ---- */
 
 /* The members of file i of a document (its "file" written by the caller). */
@@ -756,6 +892,22 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
                                    struct gm_error *err)
 {
     const struct gm_analysis_doc_file *f = &doc->files[i];
+    const struct gm_digest *dg = doc->digests ? doc->digests[i] : NULL;
+    if (dg &&
+        (doc->kind == GM_DOC_STATS || doc->kind == GM_DOC_PEAK || doc->kind == GM_DOC_CATEGORIES)) {
+        /* a rank read from its digest: its figures, what the document's ranks come from */
+        gm_json_key(w, "digest");
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "snapshot", dg->file);
+        if (dg->host)
+            gm_json_kv_str(w, "host", dg->host);
+        else
+            gm_json_kv_null(w, "host");
+        if (dg->has_figures)
+            rank_figures(w, &dg->figures);
+        gm_json_end_object(w);
+        return GM_OK;
+    }
     switch (doc->kind) {
     case GM_DOC_STATS:
         if (!f->stats)
@@ -817,6 +969,10 @@ static enum gm_status doc_body(struct gm_json *w, const struct gm_analysis_doc *
             break;
         oom_doc(w, f->an, doc->series);
         return GM_OK;
+    case GM_DOC_DIGEST:
+        if (doc->n_files != 1 || !f->an)
+            break;
+        return digest_doc(w, doc, err);
     case GM_DOC_DIFF:
         if (!doc->diff || !f[0].an || !f[1].an)
             break;
@@ -866,7 +1022,7 @@ enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, stru
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no JSON document of kind %d",
                        (int)doc->kind);
     snprintf(schema, sizeof(schema), "gpumem.snapshot.%s/1", gm_analysis_doc_name(doc->kind));
-    gm_json_init(&w, f, GM_JSON_PRETTY);
+    gm_json_init(&w, f, doc->kind == GM_DOC_DIGEST ? 0 : GM_JSON_PRETTY); /* a digest is small */
     gm_json_begin_object(&w);
     gm_json_kv_str(&w, "schema", schema);
     gm_json_kv_str(&w, "gpumem_version", gm_version());

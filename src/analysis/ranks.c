@@ -6,6 +6,7 @@
 
 #include "gpumem/arena.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an)
@@ -91,20 +92,74 @@ static void imbalance(struct gm_ranks *rs)
     }
 }
 
-enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, struct gm_rank *out,
-                                bool *has_device, struct gm_error *err)
+enum gm_status gm_analysis_rank(const struct gm_analysis *an, size_t file, const char *name,
+                                struct gm_rank *out, bool *has_device, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = gm_analysis_rank_device(an);
     (void)err; /* nothing can fail now that the timeline comes with the analysis */
     *has_device = dev != NULL;
-    if (dev)
+    if (dev) {
         fill_rank(an, dev, file, out);
+        out->has_name_rank = gm_rank_from_name(name, &out->name_rank);
+    }
+    return GM_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether n values hold no two alike ('scratch' has room for n). */
+static bool distinct(uint64_t *scratch, size_t n)
+{
+    qsort(scratch, n, sizeof(*scratch), cmp_u64);
+    for (size_t i = 1; i < n; i++)
+        if (scratch[i] == scratch[i - 1])
+            return false;
+    return true;
+}
+
+static int cmp_rank_id(const void *a, const void *b)
+{
+    const struct gm_rank *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->file < y->file ? -1 : x->file > y->file;
+}
+
+/* One source for every rank's id: the names, else the devices, else the order. */
+static enum gm_status identify(struct gm_ranks *rs, struct gm_error *err)
+{
+    size_t n = rs->n_ranks;
+    uint64_t *v = gm_malloc((n ? n : 1) * sizeof(*v));
+    bool named = true, by_dev;
+    if (!v)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "ranks: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        named = named && rs->ranks[i].has_name_rank;
+        v[i] = rs->ranks[i].name_rank;
+    }
+    named = named && distinct(v, n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (uint64_t)(uint32_t)rs->ranks[i].device;
+    by_dev = !named && n > 1 && distinct(v, n);
+    gm_free(v);
+    rs->source = named ? GM_RANK_BY_NAME : by_dev ? GM_RANK_BY_DEVICE : GM_RANK_BY_ORDER;
+    for (size_t i = 0; i < n; i++) {
+        struct gm_rank *r = &rs->ranks[i];
+        r->id_source = rs->source;
+        r->id = named ? r->name_rank : by_dev ? (uint64_t)r->device : i;
+    }
+    qsort(rs->ranks, n, sizeof(*rs->ranks), cmp_rank_id);
     return GM_OK;
 }
 
 enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct gm_ranks *out,
                                  struct gm_error *err)
 {
+    enum gm_status st;
     memset(out, 0, sizeof(*out));
     out->ranks = gm_calloc(n ? n : 1, sizeof(*out->ranks));
     if (!out->ranks)
@@ -112,6 +167,10 @@ enum gm_status gm_analysis_ranks(const struct gm_rank *ranks, size_t n, struct g
     if (n)
         memcpy(out->ranks, ranks, n * sizeof(*ranks));
     out->n_ranks = n;
+    if ((st = identify(out, err)) != GM_OK) {
+        gm_analysis_ranks_release(out);
+        return st;
+    }
     for (int m = 0; m < GM_RANK_METRIC_COUNT; m++)
         spread_of(out, (enum gm_rank_metric)m, &out->spread[m]);
     if (n >= 2)
@@ -125,4 +184,36 @@ void gm_analysis_ranks_release(struct gm_ranks *r)
         return;
     gm_free(r->ranks);
     memset(r, 0, sizeof(*r));
+}
+
+/* The median of v[0..n) (sorted in place). */
+static double median(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+}
+
+size_t gm_analysis_rank_outliers(const struct gm_ranks *rs, size_t *out)
+{
+    size_t n = rs->n_ranks, k = 0;
+    uint64_t *v;
+    double med, mad, lim;
+    if (n < GM_RANK_OUTLIERS_MIN || !(v = gm_malloc(n * sizeof(*v))))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        v[i] = rs->ranks[i].value[GM_RANK_PEAK];
+    med = median(v, n);
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)rs->ranks[i].value[GM_RANK_PEAK] - med;
+        v[i] = (uint64_t)(d < 0 ? -d : d);
+    }
+    mad = median(v, n) * 1.4826;
+    gm_free(v);
+    lim = 3.0 * mad > 0.05 * med ? 3.0 * mad : 0.05 * med;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)rs->ranks[i].value[GM_RANK_PEAK] - med;
+        if ((d < 0 ? -d : d) > lim)
+            out[k++] = i;
+    }
+    return k;
 }

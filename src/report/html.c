@@ -11,6 +11,7 @@
  *   {schema, title, gpumem_version, categories[], phases[],
  *    ranks[{title, meta{...}, settings[[key, value]], summary{device, peak, peak_k, phase,
  *           max_reserved, at_peak[7]} | null  (gm_analysis_rank()),
+ *           digest{host, series[allocated bytes]}  (a rank read from its digest: no devices),
  *           frames[[filename, name, line, user]], stacks{id: [frame...]},
  *           devices[{device, n_events, has_trace, n_segments, x_unit, t0_us, x0, x1,
  *                    initial, final,
@@ -28,6 +29,8 @@
  *                    segtl{...}, marks[[k, what]], state{...} | null  (html_state.c)}]}],
  *    imbalance{ranks, max_rank, min_rank, max_peak, min_peak, ratio, spread, category,
  *              category_diff} | null  (two ranks or more: gm_analysis_ranks()),
+ *    job{peak, peak_rank, rank_from, rank_ids[], outliers[]} | null  (the job's peak and the
+ *        page index of its rank, each rank's number, gm_analysis_rank_outliers()),
  *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
 #include "base/vec.h"
 #include "gpumem/report.h"
@@ -40,6 +43,7 @@
 #include "report/report_int.h"
 #include "report_assets.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,7 +292,8 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     }
     p->has_sum[p->n] = false;
-    if (an && (st = gm_analysis_rank(an, p->n, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
+    if (an &&
+        (st = gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
         fclose(mem);
         free(json);
         gm_free(c.stack_used);
@@ -323,6 +328,101 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     p->ranks[p->n] = json;
     p->len[p->n++] = json_len;
     return GM_OK;
+}
+
+enum gm_status gm_report_page_add_digest(struct gm_report_page *p, const struct gm_digest *d,
+                                         const char *title, struct gm_error *err)
+{
+    struct gm_json w;
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *mem;
+    if (p->n == p->cap && !page_grow(p))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    if (!(mem = open_memstream(&json, &json_len)))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    gm_digest_rank(d, p->n, title, &p->sum[p->n], &p->has_sum[p->n]);
+    gm_json_init(&w, mem, 0);
+    gm_json_begin_object(&w);
+    gm_json_kv_str(&w, "title", title ? title : d->file);
+    gm_json_key(&w, "meta");
+    gm_json_begin_object(&w);
+    gm_json_kv_bool(&w, "digest", true);
+    gm_json_kv_str(&w, "snapshot", d->file);
+    gm_json_kv_bool(&w, "has_analysis", true);
+    gm_json_end_object(&w);
+    gm_json_key(&w, "settings");
+    gm_json_begin_array(&w);
+    gm_json_end_array(&w);
+    write_summary(&w, &p->sum[p->n], p->has_sum[p->n]);
+    gm_json_key(&w, "devices");
+    gm_json_begin_array(&w);
+    gm_json_end_array(&w);
+    gm_json_key(&w, "frames");
+    gm_json_begin_array(&w);
+    gm_json_end_array(&w);
+    gm_json_key(&w, "stacks");
+    gm_json_begin_object(&w);
+    gm_json_end_object(&w);
+    gm_json_key(&w, "digest");
+    gm_json_begin_object(&w);
+    if (d->host)
+        gm_json_kv_str(&w, "host", d->host);
+    else
+        gm_json_kv_null(&w, "host");
+    gm_json_key(&w, "series"); /* the allocated bytes at the digest's points, in order */
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < d->n_series; i++)
+        gm_json_u64(&w, d->series[i].total);
+    gm_json_end_array(&w);
+    gm_json_end_object(&w);
+    gm_json_end_object(&w);
+    fclose(mem);
+    if (!json)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    p->ranks[p->n] = json;
+    p->len[p->n++] = json_len;
+    return GM_OK;
+}
+
+/* "job": {peak, peak_rank (the page's index of the rank that holds it), rank_ids[] (each
+ * page rank's number, null without a device), rank_from, outliers[] (page indexes)} | null */
+static void write_job(struct gm_json *w, const struct gm_ranks *rs, size_t n_page)
+{
+    size_t *idx = n_page ? gm_calloc(n_page, sizeof(*idx)) : NULL;
+    size_t n_out;
+    gm_json_key(w, "job");
+    if (!rs->n_ranks || !idx) {
+        gm_free(idx);
+        gm_json_null(w);
+        return;
+    }
+    gm_json_begin_object(w);
+    gm_json_kv_u64(w, "peak", rs->spread[GM_RANK_PEAK].max);
+    gm_json_kv_u64(w, "peak_rank", rs->ranks[rs->spread[GM_RANK_PEAK].max_rank].file);
+    gm_json_kv_str(w, "rank_from", gm_rank_source_name((enum gm_rank_source)rs->source));
+    for (size_t i = 0; i < n_page; i++)
+        idx[i] = SIZE_MAX;
+    for (size_t i = 0; i < rs->n_ranks; i++)
+        if (rs->ranks[i].file < n_page)
+            idx[rs->ranks[i].file] = i;
+    gm_json_key(w, "rank_ids");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < n_page; i++) {
+        if (idx[i] == SIZE_MAX)
+            gm_json_null(w);
+        else
+            gm_json_u64(w, rs->ranks[idx[i]].id);
+    }
+    gm_json_end_array(w);
+    n_out = gm_analysis_rank_outliers(rs, idx);
+    gm_json_key(w, "outliers");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < n_out; i++)
+        gm_json_u64(w, rs->ranks[idx[i]].file);
+    gm_json_end_array(w);
+    gm_json_end_object(w);
+    gm_free(idx);
 }
 
 static void put_html_escaped(FILE *f, const char *s)
@@ -445,6 +545,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
             } else {
                 gm_json_null(&w);
             }
+            write_job(&w, &rs, p->n);
             gm_analysis_ranks_release(&rs);
         }
         gm_json_key(&w, "account");

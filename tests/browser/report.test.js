@@ -3,7 +3,7 @@
 // driven by playwright-core; no browser download).
 //
 //   node report.test.js --gpumem BIN [--layout BIN] --snapshot FILE [--snapshot FILE...]
-//                       [--ranks A,B] [--phases FILE] [--screenshot DIR] [--timing]
+//                       [--ranks A,B] [--many-ranks DIR] [--phases FILE] [--screenshot DIR] [--timing]
 //                       [--also-no-analysis] [--quick FILE...]
 //
 // For each --snapshot (reports written with --points 2000, the resolution of `snapshot
@@ -47,13 +47,14 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
 const WIDTHS = [390, 1400, 2560];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, phases: [], account: null };
+  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, manyRanks: [], phases: [], account: null };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
     else if (argv[i] === '--layout') a.layout = argv[++i];
     else if (argv[i] === '--snapshot') a.snapshots.push(argv[++i]);
     else if (argv[i] === '--quick') a.quick.push(argv[++i]);
     else if (argv[i] === '--ranks') a.ranks = argv[++i].split(',');
+    else if (argv[i] === '--many-ranks') a.manyRanks.push(argv[++i]);
     else if (argv[i] === '--phases') a.phases.push(argv[++i]);
     else if (argv[i] === '--account') a.account = argv[++i];
     else if (argv[i] === '--screenshot') a.screenshot = argv[++i];
@@ -445,6 +446,35 @@ async function testRanks(chromium, args, files, tmp) {
   await P.ctx.close();
 }
 
+// --many-ranks DIR: a folder of 16 rank files or more (snapshots and digests mixed): the
+// header holds the job's peak and its rank, the heatmap draws every rank (ranks x time) and
+// the outliers are those `snapshot stats --json` finds.
+async function testManyRanks(chromium, args, dir, tmp) {
+  console.log('job page of the ranks in ' + dir);
+  const html = path.join(tmp, 'many.html');
+  execFileSync(args.gpumem, ['snapshot', 'report', dir, '-o', html, '--force']);
+  const st = json(args.gpumem, ['snapshot', 'stats', '--json', dir]);
+  const top = st.ranks.find((r) => r.rank === st.imbalance.max_rank);
+  const P = await open(chromium, tmp, html, 1400);
+  const r = await P.page.evaluate(() => ({
+    peak: Number(document.getElementById('peak-bytes').dataset.bytes),
+    where: document.getElementById('peak-where').textContent,
+    peakRank: Number(document.getElementById('peak-where').dataset.rank),
+    heatHidden: document.getElementById('rank-heatmap-wrap').hidden,
+    heatRows: Number(document.querySelector('#rank-heatmap canvas').dataset.rows),
+    heatMax: Number(document.querySelector('#rank-heatmap canvas').dataset.max),
+    outliers: document.getElementById('rank-outliers').dataset.ranks || '',
+    rows: Array.from(document.querySelectorAll('#ranks-table tbody tr')).map((tr) => Number(tr.firstChild.textContent)),
+  }));
+  check(r.peak === top.peak_bytes && r.peakRank === top.rank, 'the header shows the job\'s peak ' + r.peak + ' and its rank ' + r.peakRank + ': "' + r.where + '"');
+  check(!r.heatHidden && r.heatRows === st.ranks.length, 'the heatmap draws every rank (' + r.heatRows + ' of ' + st.ranks.length + ')');
+  check(r.heatMax > 0 && r.heatMax <= top.peak_bytes, 'its hottest cell is within the job\'s peak (' + r.heatMax + ')');
+  check(r.outliers === String(top.rank), 'the outlier is the skewed rank (' + r.outliers + ')');
+  check(r.rows.length === st.ranks.length && r.rows.every((v, i) => v === st.ranks[i].rank), 'the table lists the ranks in rank order, numbered as the CLI numbers them');
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
+}
+
 async function testPhases(chromium, args, file, tmp) {
   console.log('user phases of ' + file);
   // the peak's phase as the CLI names it
@@ -501,6 +531,7 @@ async function main() {
     for (const s of args.quick) await testOne(chromium, args, s, tmp, { quick: true });
     if (args.noAnalysis && args.snapshots.length) await testOne(chromium, args, args.snapshots[0], tmp, { noAnalysis: true, quick: true });
     if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
+    for (const d of args.manyRanks) await testManyRanks(chromium, args, d, tmp);
     for (const p of args.phases) await testPhases(chromium, args, p, tmp);
     if (args.account && args.snapshots.length) await testAccount(chromium, args, args.snapshots[0], args.account, tmp);
   } finally {

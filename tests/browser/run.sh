@@ -5,7 +5,8 @@
 # report.test.js on them.  By default gpumem's own files: the example job, two rank files of it
 # (rank 0 on cuda:0 with batch 8, rank 1 on cuda:1 with batch 12, as torchrun's ranks write
 # them: `gpumem snapshot example --device 1`), the example marked with gpumem.torch user
-# phases (--phases), and the corpus files.  With --third-party-data (run through
+# phases (--phases), 16 ranks of one job as snapshots and digests mixed, then as digests only
+# (--many-ranks), and the corpus files.  With --third-party-data (run through
 # tests/needs.sh, which sets GM_TESTDATA and GM_SYNTH): the real files and a 100 MB synthetic
 # snapshot (../shared/tools/synth-snapshot --target-size 100M --seed 1).  Exit 77 (skipped)
 # as the test.
@@ -31,6 +32,26 @@ fi
 "$gpumem" snapshot example --force -o example.pickle >/dev/null
 "$gpumem" snapshot example --force --iterations 40 -o example40.pickle >/dev/null
 "$gpumem" snapshot example --force --phases -o phases.pickle >/dev/null
+# 16 ranks of one job, one of them (rank 11) with three times the batch; odd ranks as digests
+mkdir -p many
+for r in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+    batch=8
+    [ "$r" = 11 ] && batch=24
+    "$gpumem" snapshot example --force --iterations 2 --batch $batch -o many/rank$r.pickle >/dev/null
+    if [ $((r % 2)) = 1 ]; then
+        "$gpumem" snapshot digest --force many/rank$r.pickle -o many/rank$r.digest --host node$((r / 8))
+        rm many/rank$r.pickle
+    fi
+done
+# the same job from its digests only: a page without the views of a device
+mkdir -p many-digests
+for r in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+    if [ -f many/rank$r.pickle ]; then
+        "$gpumem" snapshot digest --force many/rank$r.pickle -o many-digests/rank$r.digest
+    else
+        cp many/rank$r.digest many-digests/
+    fi
+done
 exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layout" \
     --snapshot example.pickle \
     --quick example40.pickle \
@@ -38,6 +59,7 @@ exec node "$src/tests/browser/report.test.js" --gpumem "$gpumem" --layout "$layo
     --quick "$corpus/no_time_orphans.pickle" \
     --quick "$corpus/expandable.pickle" \
     --ranks rank0.pickle,rank1.pickle \
+    --many-ranks many --many-ranks many-digests \
     --phases phases.pickle \
     --account "$src/docs/examples/account/fake-job.account.jsonl" \
     --also-no-analysis "$@"

@@ -268,6 +268,87 @@ if pgrep -f 'sleep:20001' >/dev/null; then
     pkill -KILL -f 'sleep:20001'
 fi
 
+# Prometheus: --prometheus keeps a file in the text exposition format, rewritten while the
+# command runs (renamed into place whole) and at the end: DCGM exporter's FB_USED/FREE in
+# MiB with the gpu/UUID/Hostname labels, the command's exact peak, the job's labels from
+# the launcher's environment.  The checker itself must refuse broken files.
+check=$(dirname "$0")/prom_check.py
+if command -v python3 >/dev/null 2>&1; then
+    printf 'a{b="x} 1\n' >"$work/bad1.prom"
+    printf '# TYPE a gauge\na 1\nb 2\na 3\n' >"$work/bad2.prom"
+    printf 'a{b="1",b="2"} 1\n' >"$work/bad3.prom"
+    printf '# TYPE a gauge\na one\n' >"$work/bad4.prom"
+    for b in 1 2 3 4; do
+        if python3 "$check" "$work/bad$b.prom" >/dev/null; then fail "prom_check.py accepts bad$b.prom"; fi
+    done
+    SLURM_JOB_ID=4242 SLURM_PROCID=3 SLURMD_NODENAME='node"7' "$GPUMEM" watch --interval 50 \
+        --process-interval 100 --prometheus "$work/m.prom" -- \
+        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 sleep:4000 2>"$work/m.err" &
+    wpid=$!
+    # while it runs: both allocations held (the file is rewritten each second: wait for it,
+    # at most 3.5 s, however loaded the machine)
+    tries=0
+    until [ -f "$work/m.prom" ] && python3 "$check" "$work/m.prom" DCGM_FI_DEV_FB_USED=1580 \
+        --label job_id=4242 --label rank=3 --label 'Hostname=node"7' >"$work/m1.out"; do
+        tries=$((tries + 1))
+        if [ $tries -ge 35 ]; then
+            fail "metrics while running: $(cat "$work/m1.out" 2>/dev/null || echo no file)"
+            break
+        fi
+        sleep 0.1
+    done
+    wait $wpid || fail "--prometheus run exit $?"
+    python3 "$check" "$work/m.prom" gpumem_command_memory_peak_bytes=$PEAK \
+        gpumem_device_memory_used_peak_bytes=$PEAK DCGM_FI_DEV_FB_USED=0 --label job_id=4242 \
+        --label rank=3 >"$work/m2.out" || fail "metrics at the end: $(cat "$work/m2.out")"
+    grep -q '^DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-[0-9a-f-]*",device="nvidia0",' "$work/m.prom" ||
+        fail "DCGM_FI_DEV_FB_USED lacks DCGM exporter's labels"
+    if grep -q '^gpumem_process_memory_bytes' "$work/m.prom"; then fail "an exited process is still in the metrics"; fi
+    if ls "$work"/.gpumem-tmp-* >/dev/null 2>&1; then fail "--prometheus: a temporary file left"; fi
+
+    # --listen: the same metrics served at /metrics while the command runs (port 0: any,
+    # said on stderr), 404 elsewhere
+    RANK=5 "$GPUMEM" watch --interval 50 --process-interval 100 --listen 127.0.0.1:0 -- \
+        "$WORKLOAD" alloc:256 sleep:3000 2>"$work/l.err" &
+    wpid=$!
+    # the port, said on stderr, then the allocation seen (at most 2.5 s each)
+    tries=0
+    port=
+    while [ -z "$port" ] && [ $tries -lt 25 ]; do
+        sleep 0.1
+        tries=$((tries + 1))
+        port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/l.err")
+    done
+    if [ -z "$port" ]; then
+        fail "--listen does not say where it serves"
+    else
+        python3 - "$port" "$work/l.prom" >"$work/l.out" 2>&1 <<'PY' || fail "--listen: $(cat "$work/l.out")"
+import sys, urllib.error, urllib.request
+base = "http://127.0.0.1:%s" % sys.argv[1]
+r = urllib.request.urlopen(base + "/metrics", timeout=5)
+assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers["Content-Type"]
+open(sys.argv[2], "wb").write(r.read())
+try:
+    urllib.request.urlopen(base + "/other", timeout=5)
+    sys.exit("/other answered")
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
+PY
+        # scraped until the allocation shows (at most 2 s more)
+        tries=0
+        until python3 "$check" "$work/l.prom" DCGM_FI_DEV_FB_USED=556 --label rank=5 >"$work/l2.out"; do
+            tries=$((tries + 1))
+            if [ $tries -ge 20 ]; then
+                fail "--listen metrics: $(cat "$work/l2.out")"
+                break
+            fi
+            sleep 0.1
+            python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read())' "$port" "$work/l.prom"
+        done
+    fi
+    wait $wpid || fail "--listen run exit $?"
+fi
+
 if [ "$fails" -ne 0 ]; then
     for f in "$work"/*.err; do
         echo "--- $f"

@@ -10,7 +10,7 @@ import sys
 import unittest
 from unittest import mock
 
-from common import FAKE_TORCH, GPUMEM, SOURCE, TempDir, python_env, run
+from common import FAKE_TORCH, GPUMEM, SOURCE, TempDir, gpumem_json, python_env, run
 
 sys.path.insert(0, FAKE_TORCH)
 sys.path.insert(0, os.path.join(SOURCE, "tests", "reference"))
@@ -411,6 +411,65 @@ class Process(TempDir):
                 "try:\n    gmt.Measure()\nexcept ImportError:\n    print('needs torch')\n",
                 env=python_env())
         self.assertEqual(p.stdout.strip(), "needs torch")
+
+
+class Distributed(TempDir):
+    """gpumem.torch in a job of several processes under torch.distributed (the fake's process
+    group over a folder, NCCL by default): each rank's files named by its rank, every phase's
+    peaks gathered on a gloo group with the job's collective, the imbalance, and an OOM on
+    one rank seen from the others; the snapshots of record() read back as the job's ranks."""
+
+    WORLD = 3
+    CODE = (
+        "import os, sys, torch, torch.distributed as dist, gpumem.torch as gmt\n"
+        "rank = int(sys.argv[1])\n"
+        "dist.init_process_group('nccl', init_method='file://' + sys.argv[2], rank=rank, world_size=%d)\n"
+        "torch.cuda.state.reset(devices=1, capacity=64 << 20)\n"
+        "m = gmt.Measure('series.json', batch=2)\n"
+        "with gmt.record('profile.pickle'):\n"
+        "    with m.phase('forward'):\n"
+        "        h = torch.cuda.alloc((rank + 1) * (4 << 20))\n"
+        "        torch.cuda.free(h)\n"
+        "    try:\n"
+        "        with m.phase('backward'):\n"
+        "            torch.cuda.alloc((100 << 20) if rank == 1 else (8 << 20))\n"
+        "    except torch.cuda.OutOfMemoryError:\n"
+        "        pass\n"
+        "print(' '.join(c[1] for c in dist.calls))\n"
+    )
+
+    def test_ranks_gathered_named_and_read_back(self):
+        import subprocess
+
+        env = python_env([FAKE_TORCH])
+        store = self.path("store")
+        procs = [subprocess.Popen([sys.executable, "-c", self.CODE % self.WORLD, str(r), store], cwd=self.tmp,
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for r in range(self.WORLD)]
+        outs = [p.communicate(timeout=60) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+            # one gloo group made, every gather on it, none on the NCCL default group
+            self.assertEqual(out.split(), ["gloo", "gloo", "gloo"])
+        for r in range(self.WORLD):
+            doc = load_json(self.path("rank%d_series.json" % r))
+            self.assertEqual((doc["series"]["rank"], doc["series"]["world_size"]), (r, self.WORLD))
+            fwd, bwd = doc["phases"]
+            self.assertEqual([row["rank"] for row in fwd["ranks"]], list(range(self.WORLD)))
+            # each rank's own peak, as every rank sees it
+            for row in fwd["ranks"]:
+                self.assertEqual(row["peak_allocated_bytes"], (row["rank"] + 1) * 4 * MIB)
+            self.assertEqual((fwd["imbalance"]["max_rank"], fwd["imbalance"]["min_rank"]), (2, 0))
+            self.assertAlmostEqual(fwd["imbalance"]["ratio"], 3.0)
+            # rank 1 ran out of memory: every rank knows which, and what the others held
+            self.assertEqual(bwd["imbalance"]["oom_ranks"], [1])
+            self.assertTrue(bwd["ranks"][1]["oom"])
+            self.assertEqual(bwd["ranks"][1]["requested_bytes"], 100 * MIB)
+            self.assertEqual([bwd["ranks"][k]["peak_allocated_bytes"] for k in (0, 2)], [8 * MIB, 8 * MIB])
+            self.assertTrue(os.path.exists(self.path("rank%d_profile.pickle" % r)))
+        # the snapshots, numbered by their names, as the job's ranks
+        st = gpumem_json("snapshot", "stats", "--json", *[self.path("rank%d_profile.pickle" % r) for r in (2, 0, 1)])
+        self.assertEqual([(x["rank"], x["rank_from"]) for x in st["ranks"]], [(r, "file name") for r in range(self.WORLD)])
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static uint16_t flags_of(const char *file, const char *name, bool py)
 {
@@ -789,7 +791,268 @@ static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void *
     assert_true(n_files > 0);
 }
 
+/* The rank a file's name carries, by the names launchers and trainers write. */
+static void test_rank_from_file_names(void **state)
+{
+    static const struct {
+        const char *path;
+        int64_t rank; /* -1: none */
+    } cases[] = {
+        {"memory_snapshot/iteration_10/rank3_memory_snapshot.pickle", 3}, /* torchtitan */
+        {"snapshot_7.pickle", 7},                                         /* Megatron-Bridge */
+        {"out/snapshot_oom_rank-12.pickle", 12},
+        {"oom_rank5.pickle", 5},
+        {"rank_11.pickle", 11},
+        {"RANK2.pkl", 2},
+        {"job/rank4/snapshot.pickle", 4}, /* the folder carries it */
+        {"run/rank4/rank6_x.pickle", 6},  /* the file's own name first */
+        {"rank10.digest", 10},
+        {"frank3.pickle", -1},         /* a word that ends in "rank" */
+        {"ranks.pickle", -1},          /* no number */
+        {"snapshot_7x.pickle", -1},    /* not snapshot_R.ext */
+        {"my_snapshot_7.pickle", -1},  /* snapshot_R is the whole name */
+        {"rank1234567890.pickle", -1}, /* too long for a rank */
+        {"iteration_3/profile.pickle", -1},
+        {"", -1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t r = 999;
+        bool has = gm_rank_from_name(cases[i].path, &r);
+        if (has != (cases[i].rank >= 0) || (has && (int64_t)r != cases[i].rank))
+            fail_msg("'%s': got %s %llu, want %lld", cases[i].path, has ? "rank" : "none",
+                     (unsigned long long)r, (long long)cases[i].rank);
+    }
+    assert_false(gm_rank_from_name(NULL, &(uint64_t){0}));
+}
+
+static void test_rank_names_in_natural_order(void **state)
+{
+    (void)state;
+    assert_true(gm_rank_name_cmp("rank2.pickle", "rank10.pickle") < 0);
+    assert_true(gm_rank_name_cmp("rank10.pickle", "rank2.pickle") > 0);
+    assert_true(gm_rank_name_cmp("rank02.pickle", "rank2.pickle") == 0);
+    assert_true(gm_rank_name_cmp("a/rank1", "a/rank1x") < 0);
+    assert_true(gm_rank_name_cmp("iteration_9", "iteration_10") < 0);
+    assert_int_equal(gm_rank_name_cmp("same", "same"), 0);
+}
+
+/* One source for every rank's number: the names when all carry distinct ranks, else the
+ * devices when distinct, else the order; the ranks come back in that order. */
+static void test_rank_ids_from_names_devices_or_order(void **state)
+{
+    struct gm_rank r[3];
+    struct gm_ranks rs;
+    (void)state;
+    memset(r, 0, sizeof(r));
+    for (size_t i = 0; i < 3; i++) {
+        r[i].file = i;
+        r[i].value[GM_RANK_PEAK] = 100 * (i + 1);
+    }
+    /* rank10, rank2, rank0 as a shell glob gives them (lexically) */
+    r[0].has_name_rank = r[1].has_name_rank = r[2].has_name_rank = true;
+    r[0].name_rank = 10;
+    r[1].name_rank = 2;
+    r[2].name_rank = 0;
+    assert_int_equal(gm_analysis_ranks(r, 3, &rs, NULL), GM_OK);
+    assert_int_equal(rs.source, GM_RANK_BY_NAME);
+    assert_int_equal(rs.ranks[0].id, 0);
+    assert_int_equal(rs.ranks[0].file, 2);
+    assert_int_equal(rs.ranks[2].id, 10);
+    assert_int_equal(rs.ranks[rs.spread[GM_RANK_PEAK].max_rank].id, 0); /* file 2: 300 B */
+    gm_analysis_ranks_release(&rs);
+
+    /* a name without a rank: the devices, distinct */
+    r[1].has_name_rank = false;
+    r[0].device = 3;
+    r[1].device = 1;
+    r[2].device = 2;
+    assert_int_equal(gm_analysis_ranks(r, 3, &rs, NULL), GM_OK);
+    assert_int_equal(rs.source, GM_RANK_BY_DEVICE);
+    assert_int_equal(rs.ranks[0].id, 1);
+    assert_int_equal(rs.ranks[0].file, 1);
+    gm_analysis_ranks_release(&rs);
+
+    /* two files on one device: the order */
+    r[2].device = 1;
+    assert_int_equal(gm_analysis_ranks(r, 3, &rs, NULL), GM_OK);
+    assert_int_equal(rs.source, GM_RANK_BY_ORDER);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rs.ranks[i].id, i);
+        assert_int_equal(rs.ranks[i].file, i);
+    }
+    gm_analysis_ranks_release(&rs);
+
+    /* two names with one rank: not by name */
+    r[1].has_name_rank = true;
+    r[1].name_rank = 10;
+    assert_int_equal(gm_analysis_ranks(r, 3, &rs, NULL), GM_OK);
+    assert_int_not_equal(rs.source, GM_RANK_BY_NAME);
+    gm_analysis_ranks_release(&rs);
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+/* A folder stands for its rank files in rank order, or for its last iteration's. */
+static void test_rank_files_of_a_folder(void **state)
+{
+    char dir[] = "/tmp/gm-rank-files-XXXXXX", p[512];
+    static const char *const names[] = {"rank10.pickle", "rank2.pickle", "rank0.pickle",
+                                        "notes.txt", "r.digest"};
+    struct gm_rank_files rf;
+    struct gm_error err;
+    const char *args[2];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        touch(p);
+    }
+    args[0] = dir;
+    assert_int_equal(gm_rank_files_list(args, 1, &rf, &err), GM_OK);
+    /* r.digest carries no rank: natural order, the arguments' order kept */
+    assert_int_equal(rf.n, 4);
+    assert_non_null(strstr(rf.paths[0], "/r.digest"));
+    assert_non_null(strstr(rf.paths[1], "/rank0.pickle"));
+    assert_non_null(strstr(rf.paths[2], "/rank2.pickle"));
+    assert_non_null(strstr(rf.paths[3], "/rank10.pickle"));
+    gm_rank_files_release(&rf);
+    snprintf(p, sizeof(p), "%s/r.digest", dir);
+    remove(p);
+    /* files named on the command line in shell order come back in rank order */
+    args[0] = "x/rank10.pickle";
+    args[1] = "x/rank9.pickle";
+    assert_int_equal(gm_rank_files_list(args, 2, &rf, &err), GM_OK);
+    assert_string_equal(rf.paths[0], "x/rank9.pickle");
+    gm_rank_files_release(&rf);
+    /* a torchtitan folder: the last iteration_N */
+    {
+        char top[300], sub[320];
+        snprintf(top, sizeof(top), "%s/memory_snapshot", dir);
+        assert_int_equal(mkdir(top, 0700), 0);
+        for (int it = 2; it <= 10; it += 8) {
+            snprintf(sub, sizeof(sub), "%s/iteration_%d", top, it);
+            assert_int_equal(mkdir(sub, 0700), 0);
+            for (int r = 0; r < 2; r++) {
+                snprintf(p, sizeof(p), "%s/rank%d_memory_snapshot.pickle", sub, r);
+                touch(p);
+            }
+        }
+        args[0] = top;
+        assert_int_equal(gm_rank_files_list(args, 1, &rf, &err), GM_OK);
+        assert_int_equal(rf.n, 2);
+        assert_non_null(strstr(rf.paths[0], "iteration_10/rank0_memory_snapshot.pickle"));
+        gm_rank_files_release(&rf);
+        for (int it = 2; it <= 10; it += 8) {
+            for (int r = 0; r < 2; r++) {
+                snprintf(p, sizeof(p), "%s/iteration_%d/rank%d_memory_snapshot.pickle", top, it, r);
+                remove(p);
+            }
+            snprintf(sub, sizeof(sub), "%s/iteration_%d", top, it);
+            rmdir(sub);
+        }
+        /* an empty folder: no rank files */
+        assert_int_equal(gm_rank_files_list(args, 1, &rf, &err), GM_ERR_NOENT);
+        assert_non_null(strstr(err.msg, "without rank files"));
+        rmdir(top);
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        remove(p);
+    }
+    rmdir(dir);
+}
+
+/* A digest written from an analysis reads back as the same rank, and a damaged one is
+ * refused with the error of its class. */
+static void test_digest_reads_back_the_rank_of_its_snapshot(void **state)
+{
+    char *buf = NULL, *dg = NULL;
+    size_t len = 0, dg_len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct gm_example_opts o;
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_digest *d;
+    struct gm_error err;
+    struct gm_rank want, got;
+    bool has_want = false, has_got = false;
+    (void)state;
+    gm_example_opts_init(&o);
+    assert_non_null(f);
+    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    {
+        struct gm_analysis_doc_file file = {.path = "run/rank5_memory_snapshot.pickle", .an = an};
+        struct gm_analysis_doc doc = {
+            .kind = GM_DOC_DIGEST, .files = &file, .n_files = 1, .host = "node3"};
+        f = open_memstream(&dg, &dg_len);
+        assert_non_null(f);
+        assert_int_equal(gm_analysis_json(f, &doc, &err), GM_OK);
+        assert_int_equal(fclose(f), 0);
+    }
+    assert_true(gm_digest_sniff(dg, dg_len));
+    assert_false(gm_digest_sniff(buf, len)); /* a pickle */
+    assert_int_equal(gm_digest_parse(dg, dg_len, &d, &err), GM_OK);
+    assert_string_equal(d->host, "node3");
+    assert_true(d->has_rank);
+    assert_int_equal(d->rank, 5);
+    assert_true(d->n_series > 0 && d->n_series <= GM_DIGEST_POINTS);
+    assert_int_equal(d->n_iterations, an->devices[0].n_iterations);
+    assert_int_equal(gm_analysis_rank(an, 3, "x.pickle", &want, &has_want, &err), GM_OK);
+    gm_digest_rank(d, 3, "x.digest", &got, &has_got);
+    assert_true(has_want && has_got);
+    assert_int_equal(got.device, want.device);
+    assert_memory_equal(got.value, want.value, sizeof(want.value));
+    assert_memory_equal(got.at_peak, want.at_peak, sizeof(want.at_peak));
+    assert_int_equal(got.peak_event, want.peak_event);
+    assert_int_equal(got.peak_phase, want.peak_phase);
+    assert_int_equal(got.file, 3);
+    assert_true(got.has_name_rank); /* from the snapshot's name, kept in the digest */
+    assert_int_equal(got.name_rank, 5);
+    gm_digest_rank(d, 3, "rank7.digest", &got, &has_got); /* the digest's own name first */
+    assert_int_equal(got.name_rank, 7);
+    gm_digest_free(d);
+    {
+        /* damaged: the error says which class */
+        static const struct {
+            const char *text;
+            enum gm_status code;
+        } bad[] = {
+            {"{\"schema\": \"gpumem.snapshot.digest/2\"}", GM_ERR_UNSUPPORTED},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\"}", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\", \"file\": 1}", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.digest/1\", oops", GM_ERR_FORMAT},
+            {"{\"schema\": \"gpumem.snapshot.info/1\"}", GM_ERR_FORMAT},
+            {"", GM_ERR_FORMAT},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            assert_int_equal(gm_digest_parse(bad[i].text, strlen(bad[i].text), &d, &err),
+                             bad[i].code);
+            assert_null(d);
+        }
+        assert_int_equal(gm_digest_parse(dg, (size_t)GM_DIGEST_MAX_BYTES + 1, &d, &err),
+                         GM_ERR_LIMIT);
+    }
+    free(dg);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_digest_reads_back_the_rank_of_its_snapshot),
+    cmocka_unit_test(test_rank_from_file_names),
+    cmocka_unit_test(test_rank_names_in_natural_order),
+    cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
+    cmocka_unit_test(test_rank_files_of_a_folder),
     cmocka_unit_test(test_paths),
     cmocka_unit_test(test_frame_flags),
     cmocka_unit_test(test_training_trace),

@@ -73,7 +73,9 @@
   const DEVS = [];
   D.ranks.forEach((r, ri) => r.devices.forEach((d) => { d.rank = ri; DEVS.push(d); }));
   const multi = D.ranks.length > 1;
-  const devName = (d) => (multi ? 'rank ' + d.rank + ' · ' : '') + 'cuda:' + d.device;
+  // a rank's number (its file name's, its device's or its place: D.job.rank_from)
+  const rankId = (ri) => (D.job && D.job.rank_ids && D.job.rank_ids[ri] != null ? D.job.rank_ids[ri] : ri);
+  const devName = (d) => (multi ? 'rank ' + rankId(d.rank) + ' · ' : '') + 'cuda:' + d.device;
 
   // ---- stacks ----
   function frameText(f) { return f[0] + ':' + f[2] + ' ' + f[1]; }
@@ -1095,6 +1097,50 @@
     const r = D.ranks[ri], s = r.summary;
     return s ? r.devices.find((d) => d.device === s.device) : r.devices[0];
   }
+  // A rank's allocated bytes over its run in n columns (each the most of what it covers):
+  // from its device's buckets, or from its digest's series.
+  function rankColumns(ri, n) {
+    const r = D.ranks[ri], d = rankDevice(ri), out = new Array(n).fill(0);
+    const src = d && d.lod ? d.lod.amax.slice(0, d.lod.n) : (r.digest ? r.digest.series : []);
+    const m = src.length;
+    if (!m) return null;
+    for (let x = 0; x < n; x++) {
+      const b0 = Math.floor(x / n * m), b1 = Math.max(b0, Math.ceil((x + 1) / n * m) - 1);
+      let v = 0;
+      for (let b = b0; b <= b1 && b < m; b++) v = Math.max(v, src[b]);
+      out[x] = v;
+    }
+    return out;
+  }
+  // ranks x time, colour = memory (from GM_RANK_OUTLIERS_MIN = 16 ranks, where one
+  // envelope a rank no longer fits on a screen)
+  function drawHeatmap(order, peak) {
+    const wrap = $('rank-heatmap-wrap'), cv = $('rank-heatmap').querySelector('canvas');
+    wrap.hidden = false;
+    const rowH = Math.max(1, Math.min(12, Math.floor(600 / order.length)));
+    const c = setup(cv, order.length * rowH + 4), g = c.g, W = c.w - 8;
+    let drawnRows = 0, hottest = 0;
+    order.forEach((ri, row) => {
+      const cols = rankColumns(ri, W);
+      if (!cols) return;
+      drawnRows++;
+      for (let x = 0; x < W; x++) {
+        const f = peak ? Math.min(1, cols[x] / peak) : 0;
+        hottest = Math.max(hottest, cols[x]);
+        g.fillStyle = 'rgb(' + Math.round(255 - 115 * f) + ',' + Math.round(255 - 255 * f) + ',' + Math.round(255 - 255 * f) + ')';
+        g.fillRect(4 + x, 2 + row * rowH, 1, rowH);
+      }
+    });
+    cv.dataset.rows = String(drawnRows);
+    cv.dataset.max = String(hottest);
+    cv.onmousemove = (ev) => {
+      const row = Math.floor((ev.offsetY - 2) / rowH), ri = order[row];
+      if (ri === undefined) { hideTip(); return; }
+      const s = D.ranks[ri].summary;
+      showTip(ev, 'rank ' + rankId(ri) + ' · ' + D.ranks[ri].title, [s ? 'peak ' + fmtBoth(s.peak) : 'no device'], null);
+    };
+    cv.onmouseleave = hideTip;
+  }
   function drawRanks() {
     const sec = $('v-ranks');
     if (!multi) { sec.hidden = true; return; }
@@ -1104,19 +1150,36 @@
     if (ib) {
       const hi = D.ranks[ib.max_rank], lo = D.ranks[ib.min_rank];
       box.appendChild(finding(ib.ratio > 1.1 || ib.ratio === 0 ? 'warn' : 'ok', 'Imbalance: the highest peak is ' + (ib.ratio ? ib.ratio.toFixed(2) + '×' : 'more than') + ' the lowest',
-        el('p', null, 'rank ' + ib.max_rank + ' (' + hi.title + ', cuda:' + hi.summary.device + ') peaks at ' + fmtBoth(ib.max_peak) + ', rank ' + ib.min_rank +
+        el('p', null, 'rank ' + rankId(ib.max_rank) + ' (' + hi.title + ', cuda:' + hi.summary.device + ') peaks at ' + fmtBoth(ib.max_peak) + ', rank ' + rankId(ib.min_rank) +
           ' (' + lo.title + ', cuda:' + lo.summary.device + ') at ' + fmtBoth(ib.min_peak) + ': ' + fmtBytes(ib.spread) + ' apart over ' + ib.ranks + ' ranks. ' +
           (ib.category_diff >= 0 ? 'The difference is mostly ' + CAT_LABELS[ib.category] + ': ' + fmtBytes(ib.category_diff) + ' more at the highest peak.' : 'The category that differs most is ' + CAT_LABELS[ib.category] + ': ' + fmtBytes(-ib.category_diff) + ' less at the highest peak.'))));
       box.dataset.ratio = String(ib.ratio);
       box.dataset.maxRank = String(ib.max_rank);
     }
+    const job = D.job, ob = $('rank-outliers');
+    ob.textContent = '';
+    ob.hidden = !(job && job.outliers && job.outliers.length);
+    if (!ob.hidden) {
+      const peaks = D.ranks.map((r) => (r.summary ? r.summary.peak : null)).filter((v) => v !== null).sort((a, b) => a - b);
+      const med = peaks.length % 2 ? peaks[(peaks.length - 1) / 2] : (peaks[peaks.length / 2 - 1] + peaks[peaks.length / 2]) / 2;
+      const ul = el('ul');
+      job.outliers.forEach((ri) => {
+        const p = D.ranks[ri].summary.peak;
+        ul.appendChild(el('li', null, 'rank ' + rankId(ri) + ' (' + D.ranks[ri].title + '): peak ' + fmtBoth(p) + ', ' + (p >= med ? '+' : '') + (100 * (p - med) / med).toFixed(1) + '% of the median ' + fmtBytes(med)));
+      });
+      ob.appendChild(finding('warn', job.outliers.length + ' outlier rank' + (job.outliers.length > 1 ? 's' : '') + ': a peak far from the others\'', ul));
+      ob.dataset.ranks = job.outliers.map(rankId).join(',');
+    }
+    const order = D.ranks.map((r, ri) => ri).sort((a, b) => rankId(a) - rankId(b));
+    if (D.ranks.length >= 16) drawHeatmap(order, job ? job.peak : 0);
+    else $('rank-heatmap-wrap').hidden = true;
     const tb = el('tbody');
     let ymax = 1;
     D.ranks.forEach((r) => { if (r.summary) ymax = Math.max(ymax, r.summary.peak); });
-    D.ranks.forEach((r, ri) => {
-      const s = r.summary, d = rankDevice(ri);
+    order.forEach((ri) => {
+      const r = D.ranks[ri], s = r.summary, d = rankDevice(ri);
       const [cat] = s ? dominant(s.at_peak) : [7];
-      const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, String(ri)), el('td', { class: 'where' }, r.title),
+      const row = el('tr', { class: 'row' }, el('td', { class: 'num' }, String(rankId(ri))), el('td', { class: 'where' }, r.title + (r.digest ? ' (digest' + (r.digest.host ? ', ' + r.digest.host : '') + ')' : '')),
         el('td', null, s ? 'cuda:' + s.device : '-'), el('td', { class: 'num' }, s ? fmtBytes(s.peak) : '-'),
         el('td', { class: 'num' }, s ? fmtBytes(s.max_reserved) : '-'), el('td', null, s ? phaseLabel(s.phase) : '-'),
         el('td', null, el('span', { class: 'chip', style: 'background:' + catColor(cat) }), s ? CAT_LABELS[cat] : '-'));
@@ -1125,10 +1188,11 @@
     });
     tbox.appendChild(el('table', null, el('thead', null, el('tr', null, el('th', { class: 'num' }, 'rank'), el('th', null, 'file'), el('th', null, 'device'),
       el('th', { class: 'num' }, 'peak'), el('th', { class: 'num' }, 'most reserved'), el('th', null, 'phase of the peak'), el('th', null, 'largest category at the peak'))), tb));
-    // one envelope a rank, on one scale
+    // one envelope a rank, on one scale (below 16 ranks: the heatmap above beyond)
+    if (D.ranks.length >= 16) return;
     D.ranks.forEach((r, ri) => {
       const d = rankDevice(ri);
-      const cv = el('canvas'), wrap = el('div', { class: 'chart rank-chart' }, el('div', { class: 'lbl' }, 'rank ' + ri + ' · ' + r.title + (d ? ' · cuda:' + d.device : '') + (r.summary ? ' · peak ' + fmtBytes(r.summary.peak) : '')), cv);
+      const cv = el('canvas'), wrap = el('div', { class: 'chart rank-chart' }, el('div', { class: 'lbl' }, 'rank ' + rankId(ri) + ' · ' + r.title + (d ? ' · cuda:' + d.device : '') + (r.summary ? ' · peak ' + fmtBytes(r.summary.peak) : '')), cv);
       charts.appendChild(wrap);
       if (!d || !d.lod) return;
       const c = setup(cv, 56), g = c.g, L = d.lod, W = c.w - 8, H = 50;
@@ -1217,11 +1281,8 @@
     R = D.ranks[dev.rank];
     $('device').value = String(i);
     view = [dev.x0, dev.x1];
-    const pb = $('peak-bytes');
-    pb.textContent = fmtBoth(dev.peak.bytes);
-    pb.dataset.bytes = String(dev.peak.bytes);
-    $('peak-where').textContent = !dev.has_trace ? 'in the snapshot (no trace)' : dev.peak.k < 0 ? 'at the start of the trace' :
-      'at ' + fmtX(dev.peak.x) + (dev.peak.phase ? ', ' + phaseLabel(dev.peak.phase) : '') + (dev.peak.uphase ? ', your phase "' + dev.peak.uphase + '"' : '');
+    if (!multi) showPeak(dev.peak.bytes, !dev.has_trace ? 'in the snapshot (no trace)' : dev.peak.k < 0 ? 'at the start of the trace' :
+      'at ' + fmtX(dev.peak.x) + (dev.peak.phase ? ', ' + phaseLabel(dev.peak.phase) : '') + (dev.peak.uphase ? ', your phase "' + dev.peak.uphase + '"' : ''));
     const trace = dev.has_trace;
     for (const id of ['v-timeline', 'v-categories', 'v-segtl']) $(id).hidden = !trace;
     $('v-notrace').hidden = trace;
@@ -1240,12 +1301,24 @@
     showState(trace ? dev.peak.k : -1);
   }
 
+  function showPeak(bytes, where) {
+    const pb = $('peak-bytes');
+    pb.textContent = fmtBoth(bytes);
+    pb.dataset.bytes = String(bytes);
+    $('peak-where').textContent = where;
+  }
   function init() {
     $('gm-title').textContent = D.title;
+    // several ranks: the header holds the job's peak and the rank that reaches it
+    if (multi && D.job) {
+      const pr = D.job.peak_rank;
+      showPeak(D.job.peak, 'the job\'s, on rank ' + rankId(pr) + ' (' + D.ranks[pr].title + ') of ' + D.ranks.length + ' ranks numbered by ' + D.job.rank_from);
+      $('peak-where').dataset.rank = String(rankId(pr));
+    }
     drawRanks();
     drawAccount();
     if (!DEVS.length) {
-      $('findings').appendChild(el('p', { class: 'empty' }, 'The snapshot has no device: no segments and no trace.'));
+      $('findings').appendChild(el('p', { class: 'empty' }, D.ranks.some((r) => r.digest) ? 'Every rank was read from its digest: the ranks above are all there is (the allocations stay in each rank\'s snapshot).' : 'The snapshot has no device: no segments and no trace.'));
       for (const id of ['v-timeline', 'v-categories', 'v-segtl', 'v-peak', 'v-flame', 'v-segments']) $(id).hidden = true;
       document.body.dataset.ready = '1';
       return;

@@ -15,7 +15,7 @@ caching allocator seen from outside.
   layout (segments, device_traces, external_annotations, allocator_settings), which gpumem
   reads with its own reader.
 """
-from . import _C, autograd, backends, cuda, version  # noqa: F401
+from . import _C, autograd, backends, cuda, distributed, version  # noqa: F401
 
 __version__ = "2.9.0+fake"
 

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* watch_metrics.c - `gpumem watch --prometheus FILE` (watch_metrics.h). */
+#include "watch_metrics.h"
+
+#include "cli.h"
+
+#include "gpumem/output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define WATCH_METRICS_EVERY_MS 1000
+
+void watch_metrics_init(struct watch_metrics *m, const char *path)
+{
+    const char *node = getenv("SLURMD_NODENAME");
+    memset(m, 0, sizeof(*m));
+    m->path = path;
+    m->listen_fd = -1;
+    m->labels.job = getenv("SLURM_JOB_ID");
+    m->labels.rank = getenv("SLURM_PROCID") ? getenv("SLURM_PROCID") : getenv("RANK");
+    if (node && *node) {
+        snprintf(m->host, sizeof(m->host), "%s", node);
+        m->labels.hostname = m->host;
+    } else if (gethostname(m->host, sizeof(m->host)) == 0) {
+        m->host[sizeof(m->host) - 1] = '\0';
+        m->labels.hostname = m->host;
+    }
+}
+
+int watch_metrics_write(struct watch_metrics *m, const char *cmd, const struct gm_watch *w,
+                        const struct gm_devices *d, uint64_t t_ms, bool final)
+{
+    struct gm_output o;
+    struct gm_error err;
+    int rc;
+    if (!m->path || (!final && m->written && t_ms < m->written_ms + WATCH_METRICS_EVERY_MS))
+        return 0;
+    if ((rc = cli_output_open(&o, cmd, m->path, true)) != 0)
+        return rc;
+    if (gm_watch_prometheus(o.f, w, d, &m->labels, &err) != GM_OK)
+        return cli_output_fail(&o, cmd, &err);
+    m->written = true;
+    m->written_ms = t_ms;
+    return cli_output_commit(&o, cmd);
+}
+
+int watch_metrics_listen(struct watch_metrics *m, const char *cmd, const char *addr)
+{
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    struct addrinfo hints, *res = NULL;
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof(sa);
+    char port_text[16];
+    int fd, one = 1, e;
+    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host) || !colon[1])
+        return cli_usage(cmd, "--listen: give ADDR:PORT (127.0.0.1:9400, *:9400)");
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if ((e = getaddrinfo(strcmp(host, "*") ? host : NULL, colon + 1, &hints, &res)) != 0)
+        return cli_usage(cmd, "--listen '%s': %s", addr, gai_strerror(e));
+    fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 16) != 0 ||
+        fcntl(fd, F_SETFL, O_NONBLOCK) != 0) {
+        cli_errorf(cmd, "--listen '%s': %s", addr, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return GM_EXIT_IOERR;
+    }
+    freeaddrinfo(res);
+    if (getsockname(fd, (struct sockaddr *)&sa, &sl) == 0 &&
+        getnameinfo((struct sockaddr *)&sa, sl, host, sizeof(host), port_text, sizeof(port_text),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        cli_errorf(cmd, "serving the metrics at http://%s:%s/metrics", host, port_text);
+    m->listen_fd = fd;
+    return 0;
+}
+
+static void respond(int fd, const char *status, const char *body, size_t len)
+{
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4; "
+                     "charset=utf-8\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                     status, len);
+    if (n > 0 && write(fd, head, (size_t)n) == n && len)
+        (void)!write(fd, body, len);
+}
+
+/* One client: its request line, then the answer. */
+static void serve_one(int fd, const struct watch_metrics *m, const struct gm_watch *w,
+                      const struct gm_devices *d)
+{
+    char req[4096] = "";
+    size_t got = 0;
+    struct timeval tv = {0, 200000};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    while (got < sizeof(req) - 1 && !memchr(req, '\n', got)) {
+        ssize_t r = read(fd, req + got, sizeof(req) - 1 - got);
+        if (r <= 0)
+            return;
+        got += (size_t)r;
+    }
+    req[got] = '\0';
+    if (strncmp(req, "GET ", 4)) {
+        respond(fd, "405 Method Not Allowed", "", 0);
+    } else if (strncmp(req + 4, "/metrics", 8) ||
+               (req[12] != ' ' && req[12] != '?' && req[12] != '\r' && req[12] != '\n')) {
+        respond(fd, "404 Not Found", "not found: the metrics are at /metrics\n", 39);
+    } else {
+        char *body = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&body, &len);
+        bool ok = f && gm_watch_prometheus(f, w, d, &m->labels, NULL) == GM_OK;
+        if (f)
+            fclose(f);
+        if (ok)
+            respond(fd, "200 OK", body, len);
+        else
+            respond(fd, "500 Internal Server Error", "", 0);
+        free(body);
+    }
+}
+
+void watch_metrics_serve(struct watch_metrics *m, const struct gm_watch *w,
+                         const struct gm_devices *d)
+{
+    for (int k = 0; m->listen_fd >= 0 && k < 16; k++) {
+        int fd = accept(m->listen_fd, NULL, NULL);
+        if (fd < 0)
+            return; /* none waiting (EAGAIN), or a client gone */
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+        (void)fcntl(fd, F_SETFL, 0); /* blocking, within the timeouts below */
+        serve_one(fd, m, w, d);
+        close(fd);
+    }
+}
+
+void watch_metrics_close(struct watch_metrics *m)
+{
+    if (m->listen_fd >= 0)
+        close(m->listen_fd);
+    m->listen_fd = -1;
+}
