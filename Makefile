@@ -61,11 +61,15 @@ golden: build
 demo: build
 	sh scripts/demo.sh $(BUILD)/gpumem
 
+# every benchmark runs and prints its figures; the target fails at the end if one missed a goal
 bench: build
-	sh bench/snapshot.sh $(BUILD)/gpumem $(BUILD)/bench $(BENCH_SIZES)
-	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES)
-	sh bench/validation.sh $(BUILD)/gpumem
-	sh bench/account.sh $(BUILD)
+	@st=0; \
+	python3 bench/estimate_bench.py $(BUILD)/gpumem $(BUILD)/bench || st=1; \
+	sh bench/snapshot.sh $(BUILD)/gpumem $(BUILD)/bench $(BENCH_SIZES) || st=1; \
+	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES) || st=1; \
+	sh bench/validation.sh $(BUILD)/gpumem || st=1; \
+	sh bench/account.sh $(BUILD) || st=1; \
+	exit $$st
 
 fuzz:
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DGM_SANITIZE=ON

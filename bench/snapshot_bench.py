@@ -19,6 +19,11 @@ moment of a shared machine touches all of them alike (interleaved):
                   unpickler), the first BENCH_PY_REPEAT rounds only (default 3 below 300 MB,
                   else 1: it needs about 30 s and 8.5 GB per GB of file)
 
+The targets, each a ratio of median wall times in the same run (never an absolute time):
+peak at most 1.25x floor-opcodes; categories, oom, trace --json and report at most 1.5x
+peak; diff (two loads) at most 1.5x peak with a peak RSS at most 0.6x the two files.  Each
+is printed with its target, and the script exits 1 when one is beyond it.
+
 Each run is a process of its own, started by bench/measure.c (a small process, so that the
 peak RSS the kernel reports is the command's, not the Python driver's): wall time around it,
 CPU time (user + system) and peak RSS from its own rusage (wait4).  Printed per program: median wall and CPU,
@@ -47,6 +52,37 @@ with open(sys.argv[1], "rb") as f:
 s = snapshot_ref.normalise(data)
 print(json.dumps([snapshot_ref.peak_of(s, d)["peak_bytes"] for d in snapshot_ref.devices_of(s)]))
 ''' % os.path.join(ROOT, "tests", "reference")
+
+
+# (program, what it is compared with, the most it may take: a ratio of median wall times)
+TARGETS = [
+    ("peak", "floor-opcodes", 1.25),
+    ("categories", "peak", 1.5),
+    ("oom", "peak", 1.5),
+    ("trace --json", "peak", 1.5),
+    ("report", "peak", 1.5),
+    ("diff", "peak", 1.5),
+]
+DIFF_RSS = 0.6  # diff's peak RSS, at most this times the two files it reads
+
+
+def judge(med, rss, fsize):
+    """Print each target's ratio beside its target; the number of them beyond it."""
+    beyond = 0
+    print("  targets (ratios of median wall times in this run):")
+    for name, base, most in TARGETS:
+        if name not in med or base not in med:
+            continue
+        ratio = med[name] / med[base]
+        beyond += ratio > most
+        print("    %-14s %5.2fx %-14s target <= %.2fx  %s" % (
+            name, ratio, base, most, "met" if ratio <= most else "BEYOND"))
+    if "diff" in rss:
+        ratio = rss["diff"] / (2 * fsize)
+        beyond += ratio > DIFF_RSS
+        print("    %-14s %5.2fx %-14s target <= %.2fx  %s" % (
+            "diff RSS", ratio, "two files", DIFF_RSS, "met" if ratio <= DIFF_RSS else "BEYOND"))
+    return beyond
 
 
 def timed(measure, cmd, stdout):
@@ -139,6 +175,8 @@ def main():
                     name, len(v), med[name], median([x[1] for x in v]), rss / 2**20, rss / fsize,
                     med[name] / med["peak"], med[name] / med["floor-bytes"],
                     med[name] / med["floor-opcodes"]))
+            if judge(med, {n: max(x[2] for x in v) for n, v in runs.items() if v}, fsize):
+                status = 1
             sys.stdout.flush()
             if not agree:
                 status = 1

@@ -515,10 +515,11 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
         file.stats = &stats;
         break;
     case GM_DOC_PEAK: {
-        /* the analysis kept with the object is read, not a second replay of the trace */
+        /* the peak alone: the analysis kept with the object when one ran (read, not a second
+         * replay of the trace), else one replay that follows only the peak, as `gpumem
+         * snapshot peak` does; the rest of the analysis waits until something asks for it */
         struct gm_analysis_peaks_opts po = {doc.device, 0};
-        if (!(file.an = analysis_of(s)))
-            return NULL;
+        file.an = s->an;
         if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK)
             return raise_gm(&err, s->path);
         have_peaks = true;

@@ -18,7 +18,7 @@
 
 /* ---- statistics ------------------------------------------------------------------- */
 
-static void stat_inc(struct gm_alloc_stat *s, uint64_t v)
+static inline void stat_inc(struct gm_alloc_stat *s, uint64_t v)
 {
     s->current += v;
     s->allocated += v;
@@ -26,26 +26,26 @@ static void stat_inc(struct gm_alloc_stat *s, uint64_t v)
         s->peak = s->current;
 }
 
-static void stat_dec(struct gm_alloc_stat *s, uint64_t v)
+static inline void stat_dec(struct gm_alloc_stat *s, uint64_t v)
 {
     /* a decrease below zero would be a bookkeeping bug; clamp rather than wrap */
     s->current = v <= s->current ? s->current - v : 0;
     s->freed += v;
 }
 
-static enum gm_alloc_stat_type pool_type(const struct alloc_pool *p)
+static inline enum gm_alloc_stat_type pool_type(const struct alloc_pool *p)
 {
     return p->small ? GM_ALLOC_STAT_SMALL_POOL : GM_ALLOC_STAT_LARGE_POOL;
 }
 
 /* increase_stat / decrease_stat on the aggregate and the pool's own entry */
-static void pool_inc(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+static inline void pool_inc(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
 {
     stat_inc(&arr[GM_ALLOC_STAT_ALL], v);
     stat_inc(&arr[pool_type(p)], v);
 }
 
-static void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
+static inline void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *p, uint64_t v)
 {
     stat_dec(&arr[GM_ALLOC_STAT_ALL], v);
     stat_dec(&arr[pool_type(p)], v);
@@ -283,12 +283,40 @@ static bool active_reserve(struct gm_alloc *a)
 
 /* ---- blocks --------------------------------------------------------------------------- */
 
-static struct block *block_new(uint64_t addr, uint64_t size, int64_t stream,
+/* Block records come from slabs of BLOCK_SLAB that the allocator keeps until
+ * gm_alloc_free(): a replay makes and drops hundreds of thousands of them, and a record
+ * given back is the next one handed out.  The sanitizer build (GM_ARENA_MALLOC) gives each
+ * record its own allocation instead, so that ASan sees a use after free. */
+#define BLOCK_SLAB 256
+
+struct block_slab {
+    struct block_slab *next;
+    struct block b[BLOCK_SLAB];
+};
+
+static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size, int64_t stream,
                                struct alloc_pool *pool, struct xseg *xs)
 {
-    struct block *b = gm_calloc(1, sizeof(*b));
-    if (!b)
+    struct block *b;
+#ifdef GM_ARENA_MALLOC
+    if (!(b = gm_malloc(sizeof(*b))))
         return NULL;
+#else
+    if (!a->spare_blocks) {
+        struct block_slab *sl = gm_malloc(sizeof(*sl));
+        if (!sl)
+            return NULL;
+        sl->next = a->slabs;
+        a->slabs = sl;
+        for (size_t i = BLOCK_SLAB; i-- > 0;) {
+            sl->b[i].next = a->spare_blocks;
+            a->spare_blocks = &sl->b[i];
+        }
+    }
+    b = a->spare_blocks;
+    a->spare_blocks = b->next;
+#endif
+    memset(b, 0, sizeof(*b));
     b->addr = addr;
     b->size = size;
     b->stream = stream;
@@ -298,6 +326,20 @@ static struct block *block_new(uint64_t addr, uint64_t size, int64_t stream,
     return b;
 }
 
+/* Give a record back (its 'uses' already freed or moved); NULL is a no-op. */
+static void block_drop(struct gm_alloc *a, struct block *b)
+{
+    if (!b)
+        return;
+#ifdef GM_ARENA_MALLOC
+    (void)a;
+    gm_free(b);
+#else
+    b->next = a->spare_blocks;
+    a->spare_blocks = b;
+#endif
+}
+
 static bool is_split(const struct block *b)
 {
     return b->prev || b->next;
@@ -305,7 +347,7 @@ static bool is_split(const struct block *b)
 
 /* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
  * mapped state; returns the bytes absorbed (0: no merge). */
-static uint64_t try_merge(struct block *dst, struct block *src)
+static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *src)
 {
     uint64_t sub;
     if (!src || src->allocated || src->event_count > 0 || dst->mapped != src->mapped)
@@ -326,7 +368,7 @@ static uint64_t try_merge(struct block *dst, struct block *src)
         alloc_blockset_erase(&src->pool->blocks, src);
     else
         alloc_blockset_erase(&src->pool->unmapped, src);
-    gm_free(src);
+    block_drop(a, src);
     return sub;
 }
 
@@ -346,7 +388,7 @@ static void release_block(struct gm_alloc *a, struct block *b)
         stat_dec(&a->stats.oversize_segments, 1);
     alloc_blockset_erase(&p->blocks, b);
     a->n_segments--;
-    gm_free(b);
+    block_drop(a, b);
 }
 
 static uint64_t page_floor(const struct xseg *xs, uint64_t addr)
@@ -377,14 +419,14 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
     if (blockset_reserve(&p->unmapped, 1) || blockset_reserve(&p->blocks, 1))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     if (mapped < b->size) {
-        rest = block_new(b->addr + mapped, b->size - mapped, b->stream, p, xs);
+        rest = block_new(a, b->addr + mapped, b->size - mapped, b->stream, p, xs);
         if (!rest)
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         rest->mapped = false;
     }
     st = a->dev.ops->map(a->dev.ctx, b->addr, mapped, err);
     if (st) {
-        gm_free(rest);
+        block_drop(a, rest);
         return st;
     }
     memset(xs->mapped + first, 1, n);
@@ -400,8 +442,8 @@ static enum gm_status map_block(struct gm_alloc *a, struct block *b, uint64_t si
         if (alloc_blockset_insert(&p->unmapped, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     }
-    try_merge(b, b->prev);
-    try_merge(b, b->next);
+    try_merge(a, b, b->prev);
+    try_merge(a, b, b->next);
     if (pool_insert(p, b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     a->total_allocated += mapped;
@@ -427,14 +469,14 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 1))
         return GM_ERR_NOMEM;
     if (lo > b->addr) {
-        before = block_new(b->addr, lo - b->addr, b->stream, p, xs);
+        before = block_new(a, b->addr, lo - b->addr, b->stream, p, xs);
         if (!before)
             return GM_ERR_NOMEM;
     }
     if (b->addr + b->size > hi) {
-        after = block_new(hi, b->addr + b->size - hi, b->stream, p, xs);
+        after = block_new(a, hi, b->addr + b->size - hi, b->stream, p, xs);
         if (!after) {
-            gm_free(before);
+            block_drop(a, before);
             return GM_ERR_NOMEM;
         }
     }
@@ -462,8 +504,8 @@ static enum gm_status unmap_block(struct gm_alloc *a, struct block *b, struct bl
     b->addr = lo;
     b->size = hi - lo;
     b->mapped = false;
-    try_merge(b, b->prev);
-    try_merge(b, b->next);
+    try_merge(a, b, b->prev);
+    try_merge(a, b, b->next);
     if (alloc_blockset_insert(&p->unmapped, b))
         return GM_ERR_NOMEM;
     a->total_allocated -= hi - lo;
@@ -486,7 +528,7 @@ static void release_xseg(struct gm_alloc *a, struct block *b)
         }
     gm_free(xs->mapped);
     gm_free(xs);
-    gm_free(b);
+    block_drop(a, b);
     a->n_xsegs--;
 }
 
@@ -696,7 +738,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     xs->stream = stream;
     xs->pool = p;
     xs->mapped = gm_calloc(xs->n_pages, 1);
-    c = xs->mapped ? block_new(0, (uint64_t)xs->n_pages * page, stream, p, xs) : NULL;
+    c = xs->mapped ? block_new(a, 0, (uint64_t)xs->n_pages * page, stream, p, xs) : NULL;
     if (!c) {
         gm_free(xs->mapped);
         gm_free(xs);
@@ -704,7 +746,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     }
     st = a->dev.ops->va_reserve(a->dev.ctx, c->size, page, &xs->base, err);
     if (st) {
-        gm_free(c);
+        block_drop(a, c);
         gm_free(xs->mapped);
         gm_free(xs);
         return st;
@@ -713,7 +755,7 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
     c->mapped = false;
     if (alloc_blockset_insert(&p->unmapped, c)) {
         a->dev.ops->va_release(a->dev.ctx, xs->base, c->size);
-        gm_free(c);
+        block_drop(a, c);
         gm_free(xs->mapped);
         gm_free(xs);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
@@ -768,7 +810,7 @@ static enum gm_status alloc_block(struct gm_alloc *a, struct alloc_pool *p, int6
     st = a->dev.ops->seg_alloc(a->dev.ctx, alloc_size, &addr, err);
     if (st)
         return st;
-    b = block_new(addr, alloc_size, stream, p, NULL);
+    b = block_new(a, addr, alloc_size, stream, p, NULL);
     if (!b) {
         a->dev.ops->seg_free(a->dev.ctx, addr, alloc_size);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
@@ -834,7 +876,7 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
     bool already_split = is_split(b);
     if (should_split(a, b, size)) {
         struct block *rest = b;
-        b = block_new(rest->addr, size, rest->stream, p, rest->xseg);
+        b = block_new(a, rest->addr, size, rest->stream, p, rest->xseg);
         if (!b) {
             (void)pool_insert(p, rest);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
@@ -956,7 +998,7 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
     int64_t d_blocks = 0, d_bytes = 0;
     struct block *cand[2] = {b->prev, b->next};
     for (int i = 0; i < 2; i++) {
-        uint64_t sub = try_merge(b, cand[i]);
+        uint64_t sub = try_merge(a, b, cand[i]);
         if (sub) {
             d_blocks -= 1;
             d_bytes -= (int64_t)sub;
@@ -1136,13 +1178,13 @@ static bool first_event(const struct gm_alloc *a, size_t i)
     return true;
 }
 
-static void free_set(struct blockset *s, bool blocks_too)
+static void free_set(struct gm_alloc *a, struct blockset *s, bool blocks_too)
 {
     struct block *b;
     if (blocks_too)
         for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
              blockset_next(s, &it))
-            gm_free(b);
+            block_drop(a, b);
     alloc_blockset_release(s);
 }
 
@@ -1187,7 +1229,7 @@ void gm_alloc_free(struct gm_alloc *a)
     }
     for (size_t i = 0; i < a->n_events; i++)
         if (--a->events[i].b->event_count == 0)
-            gm_free(a->events[i].b);
+            block_drop(a, a->events[i].b);
     gm_free(a->events);
     while (a->xsegs) {
         struct xseg *xs = a->xsegs;
@@ -1200,17 +1242,22 @@ void gm_alloc_free(struct gm_alloc *a)
         gm_free(xs);
     }
     for (int k = 0; k < 2; k++) {
-        free_set(&pools[k]->blocks, true);
-        free_set(&pools[k]->unmapped, true);
+        free_set(a, &pools[k]->blocks, true);
+        free_set(a, &pools[k]->unmapped, true);
     }
     for (size_t pos = 0;;) {
         struct block *b = alloc_active_next(a, &pos);
         if (!b)
             break;
         gm_free(b->uses);
-        gm_free(b);
+        block_drop(a, b);
     }
     gm_map_release(&a->active);
+    while (a->slabs) {
+        struct block_slab *sl = a->slabs;
+        a->slabs = sl->next;
+        gm_free(sl);
+    }
     gm_free(a);
 }
 

@@ -44,7 +44,7 @@ struct block {
  * insert or erase moves at most one chunk, and a search first bisects the contiguous array
  * of the chunks' last keys.  Invariants: every chunk holds at least one element; two
  * neighbouring chunks together hold more than GM_BLOCKSET_CHUNK / 2. */
-#define GM_BLOCKSET_CHUNK 64
+#define GM_BLOCKSET_CHUNK 16
 #define GM_BLOCKSET_SPARE 4 /* the most inserts one blockset_reserve() can cover */
 
 struct blockset_ent {
@@ -191,6 +191,8 @@ struct gm_alloc {
     uint64_t event_seq; /* events recorded so far (gm_alloc_stream_mark) */
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
+    struct block_slab *slabs;   /* where block records come from (alloc.c block_new()) */
+    struct block *spare_blocks; /* records given back, linked through 'next' */
 };
 
 /* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at

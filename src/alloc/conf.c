@@ -75,12 +75,10 @@ static bool is_pow2(uint64_t v)
     return v && !(v & (v - 1));
 }
 
+/* floor(log2(v)), 0 for 0: one instruction (the allocator rounds every request with it) */
 static unsigned log2_floor(uint64_t v)
 {
-    unsigned r = 0;
-    while (v >>= 1)
-        r++;
-    return r;
+    return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
 }
 
 static enum gm_status tok_u64(const struct token *t, const char *key, uint64_t *out,

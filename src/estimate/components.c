@@ -54,6 +54,7 @@ void gm_estimate_free(struct gm_estimate *e)
     if (e->store) {
         gm_estimate_free(e->store->ends[0]);
         gm_estimate_free(e->store->ends[1]);
+        est_replay_memo_free(e->store->replays);
     }
     gm_free(e->components);
     gm_free(e->assumptions);

@@ -26,7 +26,8 @@ static const est_stage_fn stages[] = {
 };
 
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
-                               struct gm_estimate *out, gm_est_segment_fn trace, void *trace_ctx,
+                               struct gm_estimate *out, struct est_replay_memo **replays,
+                               bool probe, gm_est_segment_fn trace, void *trace_ctx,
                                struct gm_error *err)
 {
     struct est_ctx cx;
@@ -40,6 +41,8 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     cx.bound = bound;
     cx.trace = trace;
     cx.trace_ctx = trace_ctx;
+    cx.replays = replays;
+    cx.probe = probe;
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
         if ((st = stages[i](&cx, err)) != GM_OK)
             return st;
@@ -62,14 +65,16 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, fn, ctx, err)) != GM_OK || !ends)
+    if ((st = run_once(&j, EST_POINT, out, &store->replays, !ends, fn, ctx, err)) != GM_OK || !ends)
         return st;
     for (size_t k = 0; k < 2; k++)
         if (!store->ends[k] && !(store->ends[k] = est_new()))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, store->ends[0], NULL, NULL, err)) == GM_OK &&
-        (st = run_once(&j, EST_HIGH, store->ends[1], NULL, NULL, err)) == GM_OK)
+    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, false, NULL, NULL, err)) ==
+            GM_OK &&
+        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, false, NULL, NULL, err)) ==
+            GM_OK)
         est_judge_range(out, store->ends[0], store->ends[1]);
     return st;
 }

@@ -116,6 +116,9 @@ struct est_ctx {
     uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
     gm_est_segment_fn trace;      /* the step replay's segments (point estimate only), or NULL */
     void *trace_ctx;
+    struct est_replay_memo **replays; /* step replays already run (the point estimate's, shared
+                                         with the ends of its range) */
+    bool probe; /* est_run_point(): only the figures and the verdict are read */
 };
 
 /* ---- uncertain.c: the assumptions that spread the range ---- */
@@ -149,11 +152,13 @@ enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err);
 
 /* What backs an estimate's lists (the library allocates every struct gm_estimate). */
 struct gm_est_store {
-    size_t cap_components;       /* room in e->components */
-    size_t cap_assumptions;      /* room in e->assumptions */
-    bool nomem;                  /* an assumption was lost to a failed allocation */
-    struct gm_estimate *ends[2]; /* the runs at the low and high ends of the range, kept
-                                    for the next run (driver.c) */
+    size_t cap_components;           /* room in e->components */
+    size_t cap_assumptions;          /* room in e->assumptions */
+    bool nomem;                      /* an assumption was lost to a failed allocation */
+    struct gm_estimate *ends[2];     /* the runs at the low and high ends of the range, kept
+                                        for the next run (driver.c) */
+    struct est_replay_memo *replays; /* step replays run into this estimate, by their inputs
+                                        (step_alloc.c), NULL until the first */
 };
 
 /* A new, empty estimate (gm_estimate_free() releases it), or NULL. */
@@ -285,6 +290,11 @@ bool est_step_replay_applies(const struct est_ctx *cx);
  * GM_ERR_NOMEM; the allocator model's own errors. */
 enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
                                struct gm_error *err);
+/* Release the replays kept by est_step_replay() (NULL is a no-op). */
+void est_replay_memo_free(struct est_replay_memo *m);
+/* Add the replays 'from' keeps (may be NULL) to *to, as far as memory allows (a replay not
+ * copied only runs again). */
+void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from);
 
 /* ---- arch.c: layer widths and KV layouts ---- */
 

@@ -83,6 +83,8 @@ enum profile {
     PROF_LOGITS   /* vocabulary-wide copies of the logits */
 };
 
+/* A component's tensors in the replay; like struct replay, values only besides 'c' (its
+ * contents are part of the replay's input) and the slots. */
 struct plan {
     const struct gm_est_component *c;
     enum life life;
@@ -97,6 +99,9 @@ struct plan {
     uint64_t *size;  /* requested bytes of each slot */
 };
 
+/* A replay's state.  What it starts from is its whole input: est_step_replay() remembers
+ * replays by these bytes (memo_key(), the pointers below cleared), so a field the run reads
+ * holds a value, never a pointer into the job, the model or the estimate. */
 struct replay {
     struct gm_alloc *a;
     struct gm_error *err;
@@ -1090,74 +1095,101 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             all_free(r, &pl[i]);
 }
 
-/* One replay with 'pl' room for a plan per component of cx->e. */
-static enum gm_status replay_plans(struct est_ctx *cx, uint64_t capacity, unsigned pass,
-                                   struct plan *pl, struct gm_est_replay *out, struct gm_error *err)
+/* A replay ready to run: the shapes and the plans of cx->e's components, before any
+ * tensor is allocated.  Running it reads nothing else, so these are its inputs. */
+struct prepared {
+    struct gm_alloc_conf conf;
+    struct replay r;
+    struct plan *pl; /* room for a plan per component of cx->e */
+    size_t n;        /* plans */
+    size_t slots;    /* address slots of all plans */
+};
+
+static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm_error *err)
 {
     struct gm_estimate *e = cx->e;
-    struct replay r;
-    struct gm_alloc_conf conf;
-    struct gm_alloc_fakedev fake;
-    struct gm_alloc_device dev;
-    struct gm_alloc_stats stats;
-    size_t n = 0, slots = 0, off = 0;
-    uint64_t *mem = NULL;
-    enum gm_status st;
+    struct replay *r = &pr->r;
 
-    memset(out, 0, sizeof *out);
-    memset(&r, 0, sizeof r);
-    r.err = err;
-    r.trace = cx->trace;
-    r.trace_ctx = cx->trace_ctx;
-    r.where.pass = pass;
-    r.layers = cx->m->n_layers;
-    r.fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
-                    cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
+    memset(pr, 0, sizeof *pr);
+    gm_alloc_conf_init(&pr->conf);
+    pr->pl = gm_calloc(e->n_components ? e->n_components : 1, sizeof(*pr->pl));
+    if (!pr->pl)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
+    r->err = err;
+    r->trace = cx->trace;
+    r->trace_ctx = cx->trace_ctx;
+    r->layers = cx->m->n_layers;
+    r->fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
+                     cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
     /* whether the compute stream has already run past the last reshard when the CPU asks
      * for the next gather: nothing in between synchronises (the rate limiter waits for the
      * reshard before that one), so in the point estimate it has not */
-    if (r.fsdp1_frees)
-        r.lag = (enum lag)est_uncertain(cx, GM_UNCERTAIN_STREAM_TIMING, false, (double)LAG_LIMITER,
-                                        (double)LAG_NONE, (double)LAG_LIMITER);
-    r.fsdp1_wrap = r.fsdp1_frees && est_fsdp1_hf(cx->job);
-    r.sync_states = cx->job->parallel.sync_module_states;
-    r.dp = est_data_parallel(cx->job);
-    plan_shapes(cx, &r);
+    if (r->fsdp1_frees)
+        r->lag = (enum lag)est_uncertain(cx, GM_UNCERTAIN_STREAM_TIMING, false, (double)LAG_LIMITER,
+                                         (double)LAG_NONE, (double)LAG_LIMITER);
+    r->fsdp1_wrap = r->fsdp1_frees && est_fsdp1_hf(cx->job);
+    r->sync_states = cx->job->parallel.sync_module_states;
+    r->dp = est_data_parallel(cx->job);
+    plan_shapes(cx, r);
     for (size_t i = 0; i < e->n_components; i++) {
         const struct gm_est_component *c = &e->components[i];
         struct plan *p;
         if (gm_est_kind_outside_allocator(c->kind) || !c->bytes ||
             !(c->phases & GM_EST_PHASE_TRAIN_ALL))
             continue;
-        p = &pl[n++];
+        p = &pr->pl[pr->n++];
         memset(p, 0, sizeof *p);
         p->c = c;
         plan_component(cx, p);
         /* per unit of the model (embedding, layers, head), or one unit */
         p->n_units = c->extent == GM_EXTENT_ALL_LAYERS && p->life != LIFE_LAYER_BWD &&
                              p->life != LIFE_UNSHARD && p->life != LIFE_PREFETCH
-                         ? (size_t)r.layers + 2
+                         ? (size_t)r->layers + 2
                          : 1;
-        p->per_unit =
-            n_pieces(&r, p, 1) > n_pieces(&r, p, 0) ? n_pieces(&r, p, 1) : n_pieces(&r, p, 0);
-        slots += p->n_units * p->per_unit;
+        p->per_unit = n_pieces(r, p, 1) > n_pieces(r, p, 0) ? n_pieces(r, p, 1) : n_pieces(r, p, 0);
+        pr->slots += p->n_units * p->per_unit;
     }
+    return GM_OK;
+}
+
+/* Run the prepared replay on a device of 'capacity' bytes (0: no limit); 'pass' tells the
+ * segment trace which run it sees. */
+static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity, unsigned pass,
+                                   struct gm_est_replay *out, struct gm_error *err)
+{
+    struct replay r = pr->r;
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc_device dev;
+    struct gm_alloc_stats stats;
+    size_t n = pr->n, off = 0;
+    struct plan *pl;
+    uint64_t *mem;
+    enum gm_status st;
+
+    memset(out, 0, sizeof *out);
     if (!n)
         return GM_OK;
-    mem = gm_calloc(2 * slots, sizeof *mem);
-    if (!mem)
+    r.err = err;
+    r.where.pass = pass;
+    pl = gm_malloc(n * sizeof(*pl));
+    mem = gm_calloc(2 * pr->slots, sizeof *mem);
+    if (!pl || !mem) {
+        gm_free(pl);
+        gm_free(mem);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
+    }
+    memcpy(pl, pr->pl, n * sizeof(*pl));
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
-        pl[i].size = mem + slots + off;
+        pl[i].size = mem + pr->slots + off;
         off += pl[i].n_units * pl[i].per_unit;
     }
-    gm_alloc_conf_init(&conf);
     gm_alloc_fakedev_init(&fake, capacity);
     dev.ops = &gm_alloc_fakedev_ops;
     dev.ctx = &fake;
     dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
-    if ((st = gm_alloc_new(&conf, &dev, &r.a, err)) != GM_OK) {
+    if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) != GM_OK) {
+        gm_free(pl);
         gm_free(mem);
         return st;
     }
@@ -1189,36 +1221,193 @@ static enum gm_status replay_plans(struct est_ctx *cx, uint64_t capacity, unsign
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
     gm_alloc_free(r.a);
+    gm_free(pl);
     gm_free(mem);
     return st;
 }
 
-static enum gm_status replay_once(struct est_ctx *cx, uint64_t capacity, unsigned pass,
-                                  struct gm_est_replay *out, struct gm_error *err)
+/* ---- replays already run ---- */
+
+/* A suggestion search runs the same job shape many times (a larger GPU changes only the
+ * capacity; a job that does not fit asks for its replay without the limit again), so an
+ * estimate keeps the replays run into it, by their inputs as bytes: the prepared shapes
+ * (pointers cleared) and each plan with its component's contents.  Equal bytes, equal
+ * replay: the run reads nothing else. */
+#define MEMO_MAX 16
+
+struct memo_ent {
+    uint8_t *key;
+    size_t len;        /* bytes of key */
+    uint64_t capacity; /* bytes, 0 = no limit */
+    struct gm_est_replay out;
+};
+
+struct est_replay_memo {
+    size_t n;    /* entries used */
+    size_t next; /* the entry a new replay replaces once all are used */
+    struct memo_ent ent[MEMO_MAX];
+};
+
+void est_replay_memo_free(struct est_replay_memo *m)
 {
-    struct plan *pl = gm_calloc(cx->e->n_components ? cx->e->n_components : 1, sizeof(*pl));
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++)
+        gm_free(m->ent[i].key);
+    gm_free(m);
+}
+
+/* The inputs of 'pr' as bytes (*len of them), owned by the caller; NULL when out of memory
+ * (the replay then runs unremembered). */
+static uint8_t *memo_key(const struct prepared *pr, size_t *len)
+{
+    size_t each = sizeof(struct plan) + sizeof(struct gm_est_component);
+    uint8_t *key = gm_malloc(sizeof pr->conf + sizeof(struct replay) + pr->n * each), *k = key;
+    struct replay r;
+    if (!key)
+        return NULL;
+    memcpy(k, &pr->conf, sizeof pr->conf);
+    k += sizeof pr->conf;
+    memcpy(&r, &pr->r, sizeof r);
+    r.err = NULL;
+    r.trace = NULL;
+    r.trace_ctx = NULL;
+    memcpy(k, &r, sizeof r);
+    k += sizeof r;
+    for (size_t i = 0; i < pr->n; i++) {
+        struct plan p;
+        memcpy(&p, &pr->pl[i], sizeof p);
+        p.c = NULL;
+        memcpy(k, &p, sizeof p);
+        memcpy(k + sizeof p, pr->pl[i].c, sizeof(*pr->pl[i].c));
+        k += each;
+    }
+    *len = (size_t)(k - key);
+    return key;
+}
+
+static const struct gm_est_replay *memo_find(const struct est_replay_memo *m, const uint8_t *key,
+                                             size_t len, uint64_t capacity)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        if (m->ent[i].capacity == capacity && m->ent[i].len == len &&
+            memcmp(m->ent[i].key, key, len) == 0)
+            return &m->ent[i].out;
+    return NULL;
+}
+
+/* Keep a copy of 'key' and 'out' in *mp; nothing when out of memory (only a later run
+ * repeats the work). */
+static void memo_put(struct est_replay_memo **mp, const uint8_t *key, size_t len, uint64_t capacity,
+                     const struct gm_est_replay *out)
+{
+    struct est_replay_memo *m = *mp;
+    struct memo_ent *e;
+    uint8_t *copy;
+    if (!m && !(m = *mp = gm_calloc(1, sizeof(*m))))
+        return;
+    if (!(copy = gm_malloc(len)))
+        return;
+    memcpy(copy, key, len);
+    if (m->n < MEMO_MAX) {
+        e = &m->ent[m->n++];
+    } else {
+        e = &m->ent[m->next];
+        m->next = (m->next + 1) % MEMO_MAX;
+        gm_free(e->key);
+    }
+    e->key = copy;
+    e->len = len;
+    e->capacity = capacity;
+    e->out = *out;
+}
+
+void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from)
+{
+    for (size_t i = 0; from && i < from->n; i++)
+        memo_put(to, from->ent[i].key, from->ent[i].len, from->ent[i].capacity, &from->ent[i].out);
+}
+
+/* The prepared replay at 'capacity': remembered, or run (and remembered when 'key'). */
+static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, const uint8_t *key,
+                                size_t len, uint64_t capacity, unsigned pass,
+                                struct gm_est_replay *out, struct gm_error *err)
+{
+    const struct gm_est_replay *seen = key ? memo_find(*cx->replays, key, len, capacity) : NULL;
     enum gm_status st;
-    if (!pl)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
-    st = replay_plans(cx, capacity, pass, pl, out, err);
-    gm_free(pl);
+    if (seen) {
+        *out = *seen;
+        return GM_OK;
+    }
+    if ((st = run_prepared(pr, capacity, pass, out, err)) == GM_OK && key)
+        memo_put(cx->replays, key, len, capacity, out);
     return st;
+}
+
+/* The replay on a device of 'capacity' bytes from the one without a limit, 'free_run', where
+ * that one settles it: true with *out filled.  Below the capacity all along, the device never
+ * refused a request, so the limited replay is the same run (the capacity is only a limit: the
+ * allocator reads the device's size only for expandable segments).  With more bytes live at
+ * once than the capacity (allocated_peak: blocks, at least the bytes asked for), the limited
+ * replay runs out of memory for certain; what it reserves is free_run's, only how many
+ * retries came first is unknown, and a probe (est_run_point) does not ask. */
+static bool settled_by_free_run(const struct est_ctx *cx, const struct prepared *pr,
+                                const struct gm_est_replay *free_run, uint64_t capacity,
+                                struct gm_est_replay *out)
+{
+    if (pr->conf.expandable_segments)
+        return false;
+    if (free_run->reserved_peak <= capacity) {
+        *out = *free_run;
+        out->capacity_bytes = capacity;
+        return true;
+    }
+    if (cx->probe && free_run->allocated_peak > capacity) {
+        *out = *free_run;
+        out->capacity_bytes = capacity;
+        out->retries = 0;
+        out->oom = true;
+        return true;
+    }
+    return false;
 }
 
 enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_est_replay *out,
                                struct gm_error *err)
 {
     struct gm_est_replay free_run;
-    enum gm_status st = replay_once(cx, capacity, 0, out, err);
-    if (st != GM_OK || !out->oom || !capacity)
+    struct prepared pr;
+    uint8_t *key = NULL;
+    size_t len = 0;
+    bool have_free = false;
+    enum gm_status st;
+
+    if ((st = prepare(cx, &pr, err)) != GM_OK)
         return st;
+    /* a traced run reports every segment as it is made: it always runs, limited first */
+    if (!cx->trace && cx->replays && pr.n)
+        key = memo_key(&pr, &len);
+    /* remembered, the replay without the limit is the cheap one to ask first */
+    if (key && capacity) {
+        if ((st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)
+            goto out_free;
+        have_free = true;
+        if (settled_by_free_run(cx, &pr, &free_run, capacity, out))
+            goto out_free;
+    }
+    st = replay_at(cx, &pr, key, len, capacity, 0, out, err);
+    if (st != GM_OK || !out->oom || !capacity)
+        goto out_free;
     /* a request failed even after freeing the cache: the job does not fit; what it would
      * reserve is the replay without the limit */
-    if ((st = replay_once(cx, 0, 1, &free_run, err)) != GM_OK)
-        return st;
+    if (!have_free && (st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)
+        goto out_free;
     free_run.capacity_bytes = out->capacity_bytes;
     free_run.retries = out->retries;
     free_run.oom = true;
     *out = free_run;
-    return GM_OK;
+out_free:
+    gm_free(key);
+    gm_free(pr.pl);
+    return st;
 }

@@ -97,14 +97,6 @@ enum gm_status snap_intern_bytes(struct builder *b, const char *p, size_t n, con
     return st;
 }
 
-static inline bool short_eq(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
 /* The index in strs of string value 'v', interned.  A string value is the place of its
  * bytes in the file, so a memo reference to a string is the same value: the by-value cache
  * knows it without reading the bytes again.  A long string (over LONG_STR bytes) is also

@@ -286,6 +286,16 @@ enum word snap_word_of(struct builder *b, pk_val v);
 enum gm_status snap_nomem(struct builder *b);
 /* Room for 'need' elements of 'elem' bytes in *arr (capacity *cap): the base array's
  * growth (base/vec.h) for the loader's arrays, which it passes by address. */
+/* Whether the n bytes at a and b are equal, without a call: for the short strings met on
+ * every event (a libc memcmp per event costs more than the bytes it compares). */
+static inline bool short_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
 static inline bool grow_arr(void **arr, size_t *cap, size_t need, size_t elem)
 {
     *arr = gm_vec_grow(*arr, cap, need, elem, 0, NULL);

@@ -311,7 +311,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
              * long string, shared through the memo, is known by its value instead: never
              * compared byte by byte on every entry) */
             if (tr->flat_cc && n == tr->flat_cc_n && n <= LONG_STR &&
-                !memcmp(p, tr->flat_cc_p, n)) {
+                short_eq(p, tr->flat_cc_p, n)) {
                 x.compile_context = tr->flat_cc;
             } else {
                 if (snap_intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)

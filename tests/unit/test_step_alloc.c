@@ -8,7 +8,8 @@
  * a model that upcasts its logits itself (transformers before 4.46) takes a segment for its
  * 16-bit logits beside those of the fp32 logits and their shifted copy;
  * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
- * judged so; where the replay does not apply (inference, engines, --fragmentation given,
+ * judged so; a replay remembered or answered from the one without a limit is the replay
+ * run; where the replay does not apply (inference, engines, --fragmentation given,
  * pipeline stages) the factor rule stays; the segment trace hands over every segment the
  * replay takes. */
 #include <setjmp.h>
@@ -275,6 +276,68 @@ static void test_capacity_retry_and_oom(void **state)
     assert_true(est->replay.oom);
     assert_true(est->device_bytes > est->fit.capacity_bytes);
     assert_false(est->fit.fits);
+}
+
+/* An estimate remembers the replays run into it and answers the limited one from the one
+ * without a limit where that settles it; a traced run always replays, limited first.  The
+ * two agree field by field: with room to spare, with the cache freed and retried, and out
+ * of memory; and again when every replay is remembered. */
+static void count_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    (void)seg;
+    (*(size_t *)ctx)++;
+}
+
+static void assert_same_replay(const struct gm_estimate *a, const struct gm_estimate *b)
+{
+    const struct gm_est_replay *x = &a->replay, *y = &b->replay;
+    assert_int_equal(x->used, y->used);
+    assert_int_equal(x->steps, y->steps);
+    assert_int_equal(x->mallocs, y->mallocs);
+    assert_int_equal(x->requested_peak, y->requested_peak);
+    assert_int_equal(x->allocated_peak, y->allocated_peak);
+    assert_int_equal(x->reserved_peak, y->reserved_peak);
+    assert_int_equal(x->capacity_bytes, y->capacity_bytes);
+    assert_int_equal(x->segments, y->segments);
+    assert_int_equal(x->retries, y->retries);
+    assert_int_equal(x->oom, y->oom);
+    assert_int_equal(x->floor, y->floor);
+    for (size_t s = 0; s < GM_EST_STREAM__COUNT; s++)
+        assert_int_equal(x->stream_reserved[s], y->stream_reserved[s]);
+    assert_int_equal(a->peak_reserved_bytes, b->peak_reserved_bytes);
+    assert_int_equal(a->device_bytes, b->device_bytes);
+    assert_int_equal(a->fit.fits, b->fit.fits);
+}
+
+static void test_remembered_replay_is_the_replay(void **state)
+{
+    const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
+    struct gm_estimate *traced = NULL, *plain = NULL;
+    uint64_t allocated, reserved, outside, gib[3];
+    char settings[256];
+    (void)state;
+    run("llama-3.2-1b", job, &est);
+    allocated = est->peak_allocated_bytes;
+    reserved = est->replay.reserved_peak;
+    outside = est->device_bytes - est->peak_reserved_bytes;
+    gib[0] = (reserved + outside) * 2;                               /* room to spare */
+    gib[1] = allocated + (reserved - allocated) / 50 * 49 + outside; /* retries */
+    gib[2] = allocated - allocated / 20 + outside;                   /* out of memory */
+    for (size_t k = 0; k < 3; k++) {
+        size_t segments = 0;
+        snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+                 (unsigned long long)(gib[k] >> 20));
+        run_traced("llama-3.2-1b", settings, &traced, count_segment, &segments);
+        assert_true(segments > 0);
+        run("llama-3.2-1b", settings, &plain);
+        assert_same_replay(traced, plain);
+        run("llama-3.2-1b", settings, &plain); /* every replay remembered now */
+        assert_same_replay(traced, plain);
+        assert_int_equal(plain->replay.retries > 0, k > 0);
+        assert_int_equal(plain->replay.oom, k == 2);
+    }
+    gm_estimate_free(traced);
+    gm_estimate_free(plain);
 }
 
 /* The HF stack (--transformers-version given): peak reserved is the larger of the replay and
@@ -548,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_lazy_state_takes_the_cache),
         cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
+        cmocka_unit_test(test_remembered_replay_is_the_replay),
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
