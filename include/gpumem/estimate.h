@@ -302,7 +302,7 @@ struct gm_job_vllm {
     uint64_t max_num_seqs;           /* 256 */
     uint64_t max_num_batched_tokens; /* profile run, 0: 8192 */
     bool enforce_eager;              /* no CUDA graphs */
-    uint64_t cuda_graph_bytes;       /* CUDA-graph pool when not eager (512 MiB) */
+    uint64_t cuda_graph_bytes;       /* CUDA-graph memory; 0: modelled by version */
     uint64_t non_torch_bytes;        /* non-torch memory; 0: default by TP */
     uint64_t kv_cache_memory_bytes;  /* the KV pool given outright (--kv-cache-memory-bytes,
                                         vLLM 0.11+): no budget from gpu_memory_utilization */

@@ -338,6 +338,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 /* vLLM's max_num_batched_tokens and max_num_seqs for 'job' serving requests of up to
  * 'max_model_len' tokens: the settings given, else the defaults of the job's vLLM version for
  * its GPU (stage_engine.c says where each comes from). */
+/* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
+ * sequences, by --vllm-version; the largest in *largest. */
+uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
+                              uint64_t *largest);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs);
 

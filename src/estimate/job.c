@@ -51,7 +51,6 @@ void gm_job_init(struct gm_job *job)
     job->engine.vllm.gpu_memory_utilization = 0.9;
     job->engine.vllm.block_size = 16;
     job->engine.vllm.max_num_seqs = 256;
-    job->engine.vllm.cuda_graph_bytes = 512 * GM_MIB;
     job->engine.llamacpp.n_ubatch = 512;
     job->engine.llamacpp.n_gpu_layers = 999;
     job->runtime.cuda_context_bytes = 450 * GM_MIB;

@@ -171,6 +171,53 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
+/* The batch sizes vLLM captures CUDA graphs for, by version (count returned, the largest
+ * in *largest).  V0 (vllm/worker/model_runner.py, _BATCH_SIZES_TO_CAPTURE at 0.6.6): 1, 2, 4
+ * and the multiples of 8 to 256, up to max_num_seqs (PR #2437).  V1 0.8 to 0.9
+ * (vllm/config.py SchedulerConfig.cuda_graph_sizes = [512]): 1, 2, 4 and the multiples of 8
+ * to 512.  From 0.10 (PR #20628) the largest is min(2 x max_num_seqs, 512), and from 0.11
+ * (vllm/config/vllm.py, set_cudagraph_sizes) the step is 16 from 256 on.  V1 keeps only
+ * sizes up to max_num_batched_tokens. */
+uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                              uint64_t *largest)
+{
+    uint32_t ver = j->stack.vllm;
+    bool v0 = ver && ver < GM_VERSION(0, 8, 0);
+    uint64_t top = 512, n = 0, last = 0;
+    if (v0)
+        top = seqs < 256 ? seqs : 256;
+    else if (!ver || ver >= GM_VERSION(0, 10, 0))
+        top = 2 * seqs < 512 ? 2 * seqs : 512;
+    if (!v0 && tokens < top)
+        top = tokens;
+    for (uint64_t b = 1; b <= top;) {
+        n++;
+        last = b;
+        b = b < 8 ? (b == 4 ? 8 : 2 * b)
+                  : b + ((!ver || ver >= GM_VERSION(0, 11, 0)) && b >= 256 ? 16 : 8);
+    }
+    *largest = last;
+    return n;
+}
+
+/* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
+ * attention (V1's piecewise graphs, layers + 1 per size; V0's one graph per size holds the
+ * same kernels), and all graphs share one memory pool, which holds the largest size's
+ * intermediates once (graphs are captured largest first).  The driver's share per captured
+ * layer-piece is GRAPH_PIECE_BYTES, not a vLLM setting: it is set from the two 0.10.1
+ * single-GPU rows of tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B,
+ * 67 sizes x 29 pieces, 0.5 GiB, less the pool) and judged on the other rows. */
+#define GRAPH_PIECE_BYTES (234 * GM_KIB)
+
+static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
+                                 uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest)
+{
+    uint64_t pieces;
+    *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
+    pieces = gm_mul_sat(*sizes, est_div_up(m->n_layers, j->parallel.pp) + 1);
+    return gm_add_sat(gm_mul_sat(pieces, GRAPH_PIECE_BYTES), profile_activations(m, *largest, t));
+}
+
 /* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
  * with a sharding engine), or as copies (--replicas). */
 static void assume_gpus(struct est_ctx *cx)
@@ -258,7 +305,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers,
-             bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes;
+             bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
+             graph_largest = 0;
     unsigned kvb100;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -305,11 +353,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             ? v->non_torch_bytes
             : est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, 256.0 * (double)GM_MIB,
                                       128.0 * (double)GM_MIB, (double)GM_GIB));
-    graphs =
-        v->enforce_eager
-            ? 0
-            : est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)v->cuda_graph_bytes,
-                                      0.5 * (double)v->cuda_graph_bytes, 1.9 * (double)GM_GIB));
+    graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
+                                 : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest);
+    if (v->enforce_eager)
+        graphs = 0;
+    else
+        graphs = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)graphs,
+                                         0.5 * (double)graphs, 2.0 * (double)graphs));
     budget = (uint64_t)((double)j->gpu.memory_bytes * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
@@ -366,6 +416,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                               "(outside gpu_memory_utilization)",
                       err)))
         return st;
+    if (graphs && graph_sizes)
+        est_assume(e,
+                   "vLLM CUDA graphs: %llu batch sizes up to %llu, each in %llu pieces, sharing "
+                   "one pool",
+                   (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
+                   (unsigned long long)(est_div_up(m->n_layers, pp) + 1));
     if (m->kv_lora_rank)
         est_assume(e,
                    "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "

@@ -685,12 +685,14 @@ static void test_fit_reasons(void **state)
     set(&j, "engine", "vllm");
     set(&j, "tp", "2");
     set(&j, "gpu", "H100");
+    set(&j, "gpu-memory-utilization", "0.95");
     judge(&j, GM_FIT_ENGINE_NO_START, false, "fewer than max_model_len 131072");
     assert_true(est->device_bytes < est->fit.capacity_bytes);
     assert_int_equal(est->fit.shortfall_bytes,
                      (131072 - est->serving.kv_tokens) * est->serving.kv_bytes_per_token);
-    /* ... it starts at a length the pool holds (2944 tokens: the profile run's sampler of
-     * 1024 sequences takes 4.65 GiB), but not with 16 such sequences at once */
+    /* ... it starts at a length the pool holds (25888 tokens: the profile run's sampler of
+     * 1024 sequences takes 4.65 GiB, the CUDA graphs about 1 GiB), but not with 16 such
+     * sequences at once */
     set(&j, "max-model-len", "2048");
     judge(&j, GM_FIT_FITS, true, NULL);
     set(&j, "batch", "16");

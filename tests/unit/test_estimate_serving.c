@@ -161,7 +161,9 @@ static void test_plan_round_trip(void **state)
                "--infer --engine vllm --gpus 2 --max-model-len 26176 --kv-dtype fp8 --quant fp8 "
                "--gpu-memory-utilization 0.92",
                "--gpu H100 --batch 4 --context 4096");
-    round_trip("llama-3.1-8b", "--infer --engine vllm --gpus 4 --replicas 2 --max-num-seqs 64",
+    round_trip("llama-3.1-8b",
+               "--infer --engine vllm --gpus 4 --replicas 2 --max-num-seqs 64 "
+               "--gpu-memory-utilization 0.85",
                "--gpu L4 --max-model-len 8192");
     round_trip("llama-3.1-8b", "--infer --engine sglang --kv-dtype fp8",
                "--gpu H100 --batch 8 --context 4096");
@@ -395,6 +397,55 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+/* vLLM's CUDA-graph capture sizes by version (V0's list to 256 under max_num_seqs, V1's to
+ * 512, min(2 x max_num_seqs, 512) from 0.10, step 16 from 256 on from 0.11, never above the
+ * batched tokens), and the graph memory as pieces x layers plus one shared pool. */
+static void test_vllm_graph_capture_by_version(void **state)
+{
+    struct gm_job j;
+    uint64_t top, bytes = 0;
+    (void)state;
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 35);
+    assert_int_equal(top, 256);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 5);
+    assert_int_equal(top, 16);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.8.4 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 67);
+    assert_int_equal(top, 512);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 67);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 2);
+    assert_int_equal(top, 2);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 51);
+    assert_int_equal(top, 512);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 128, &top), 35);
+    assert_int_equal(top, 256);
+    assert_int_equal(est_vllm_graph_sizes(&j, 64, 256, &top), 11);
+    assert_int_equal(top, 64);
+
+    /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            bytes = est->components[i].bytes;
+    assert_int_equal(bytes, 67ull * 29 * 234 * 1024 +
+                                512ull * ((18944 * 3 + 3584 + 512 + 512) + 2 * 3584) * 2);
+    assert_true(assumed(est, "67 batch sizes up to 512, each in 29 pieces"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* eager mode captures nothing */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --enforce-eager", &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        assert_int_not_equal(est->components[i].kind, GM_KIND_ENGINE_POOL);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
