@@ -106,7 +106,7 @@ int cmd_snapshot_export(int argc, char **argv)
     if (!(in = gm_calloc((size_t)n_pos, sizeof(*in))))
         return GM_EXIT_SOFTWARE;
     for (int f = 0; f < n_pos && rc == 0; f++) {
-        struct snapcli_load_opts lo = {mem_limit, false};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL};
         struct gm_snapshot *snap = NULL;
         struct gm_analysis *an = NULL;
         if ((rc = snapcli_load(argv[0], argv[f + 1], &lo, &snap)) != 0)
