@@ -518,8 +518,8 @@ static bool top_arg(PyObject *o, enum gm_analysis_doc_kind kind, uint64_t *top)
  * written there by output_write() instead (as -o OUT), and None returned. */
 static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top",
-                kw_host[] = "host", kw_path[] = "path", kw_over[] = "overwrite";
+    static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top", kw_host[] = "host",
+                kw_path[] = "path", kw_over[] = "overwrite";
     static char *kwlist[] = {kw_cmd, kw_device, kw_top, kw_host, kw_path, kw_over, NULL};
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     PyObject *command, *device = Py_None, *top = Py_None, *out = NULL, *bytes = NULL;
