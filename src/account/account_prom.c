@@ -49,54 +49,61 @@ static void labels(FILE *f, bool *first, const struct gm_account_process *p,
                                     : NULL);
 }
 
-enum gm_status gm_account_prometheus(FILE *f, const struct gm_account *a,
-                                     const struct gm_watch_prom_labels *l, struct gm_error *err)
+/* The terms of equation 'b', a sample each. */
+static void term_samples(FILE *f, const struct gm_account_process *p,
+                         const struct gm_account_device *dv, int k,
+                         const struct gm_account_balance *b, const struct gm_watch_prom_labels *l)
 {
-    size_t n = gm_account_n_processes(a);
-    bool first;
-    gm_prom_family(f, USED_NAME, "gauge",
-                   "Device memory used by a process of the watched command, as the equation of "
-                   "gpumem account balances it (bytes).");
-    for (size_t i = 0; i < n; i++) {
-        const struct gm_account_process *p = gm_account_process(a, i);
-        for (size_t j = 0; j < p->n_devices; j++)
-            for (int k = 0; k < 2; k++) {
-                const struct gm_account_balance *b = balance_at(&p->devices[j], k);
-                if (!b || !b->used_valid)
-                    continue;
-                first = true;
-                fputs(USED_NAME, f);
-                labels(f, &first, p, &p->devices[j], k, l);
-                gm_prom_end_labels(f, first);
-                fprintf(f, " %" PRIu64 "\n", b->used);
-            }
+    for (size_t t = 0; t < b->n_terms; t++) {
+        const struct gm_account_term *term = &b->terms[t];
+        bool first = true;
+        fputs(TERM_NAME, f);
+        labels(f, &first, p, dv, k, l);
+        gm_prom_label(f, &first, "term", gm_account_term_key(term->kind));
+        if (term->kind == GM_ACCOUNT_TERM_LIBRARY || term->kind == GM_ACCOUNT_TERM_OTHERS)
+            gm_prom_label(f, &first, "lib", gm_account_lib_key(term->lib));
+        /* an object named on its own is a term of its own (its title) */
+        if (term->kind == GM_ACCOUNT_TERM_LIBRARY && term->lib == GM_ACCOUNT_LIB_OTHER &&
+            term->object[0])
+            gm_prom_label(f, &first, "object", term->object);
+        gm_prom_end_labels(f, first);
+        fprintf(f, " %" PRId64 "\n", term->bytes);
     }
-    gm_prom_family(f, TERM_NAME, "gauge",
-                   "A term of the equation of gpumem account: where device memory of a process "
-                   "went (bytes; not_seen, the reading less every other term, may be negative).");
-    for (size_t i = 0; i < n; i++) {
+}
+
+/* The samples of one family, every process, device and moment: the readings, or the terms. */
+static void samples(FILE *f, const struct gm_account *a, const struct gm_watch_prom_labels *l,
+                    bool terms)
+{
+    for (size_t i = 0; i < gm_account_n_processes(a); i++) {
         const struct gm_account_process *p = gm_account_process(a, i);
         for (size_t j = 0; j < p->n_devices; j++)
             for (int k = 0; k < 2; k++) {
                 const struct gm_account_balance *b = balance_at(&p->devices[j], k);
-                for (size_t t = 0; b && t < b->n_terms; t++) {
-                    const struct gm_account_term *term = &b->terms[t];
-                    first = true;
-                    fputs(TERM_NAME, f);
+                bool first = true;
+                if (b && terms) {
+                    term_samples(f, p, &p->devices[j], k, b, l);
+                } else if (b && b->used_valid) {
+                    fputs(USED_NAME, f);
                     labels(f, &first, p, &p->devices[j], k, l);
-                    gm_prom_label(f, &first, "term", gm_account_term_key(term->kind));
-                    if (term->kind == GM_ACCOUNT_TERM_LIBRARY ||
-                        term->kind == GM_ACCOUNT_TERM_OTHERS)
-                        gm_prom_label(f, &first, "lib", gm_account_lib_key(term->lib));
-                    /* an object named on its own is a term of its own (its title) */
-                    if (term->kind == GM_ACCOUNT_TERM_LIBRARY &&
-                        term->lib == GM_ACCOUNT_LIB_OTHER && term->object[0])
-                        gm_prom_label(f, &first, "object", term->object);
                     gm_prom_end_labels(f, first);
-                    fprintf(f, " %" PRId64 "\n", term->bytes);
+                    fprintf(f, " %" PRIu64 "\n", b->used);
                 }
             }
     }
+}
+
+enum gm_status gm_account_prometheus(FILE *f, const struct gm_account *a,
+                                     const struct gm_watch_prom_labels *l, struct gm_error *err)
+{
+    gm_prom_family(f, USED_NAME, "gauge",
+                   "Device memory used by a process of the watched command, as the equation of "
+                   "gpumem account balances it (bytes).");
+    samples(f, a, l, false);
+    gm_prom_family(f, TERM_NAME, "gauge",
+                   "A term of the equation of gpumem account: where device memory of a process "
+                   "went (bytes; not_seen, the reading less every other term, may be negative).");
+    samples(f, a, l, true);
     if (fflush(f) != 0 || ferror(f))
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the account's metrics failed");
     return GM_OK;

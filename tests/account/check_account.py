@@ -46,6 +46,21 @@ def term_bytes(balance):
     return got
 
 
+def equation_faults(where, b, want):
+    """What disagrees between equation 'b' ({"used", "terms"}) and the job's 'want'."""
+    bad, got = [], term_bytes(b)
+    for k in TERMS:
+        if got.get(k, 0) != want[k]:
+            bad.append("%s: %s is %d, the job allocated %d" % (where, k, got.get(k, 0), want[k]))
+    extra = set(got) - set(TERMS)
+    if extra:
+        bad.append("%s: terms credited to no expected library: %s" % (where, sorted(extra)))
+    if b["used"] is None or b["used"] != sum(t["bytes"] for t in b["terms"]):
+        bad.append("%s: device used %s is not the sum of the terms %d" %
+                   (where, b["used"], sum(t["bytes"] for t in b["terms"])))
+    return bad
+
+
 def read_expect(output_path):
     expect = {}
     with open(output_path) as f:
@@ -85,15 +100,7 @@ def check_prometheus(metrics_path, output_path):
         if not b:
             bad.append("%s: no equation in the metrics" % where)
             continue
-        got = term_bytes(b)
-        for k in TERMS:
-            if got.get(k, 0) != want[k]:
-                bad.append("%s: %s is %d, the job allocated %d" % (where, k, got.get(k, 0), want[k]))
-        extra = set(got) - set(TERMS)
-        if extra:
-            bad.append("%s: terms credited to no expected library: %s" % (where, sorted(extra)))
-        if b["used"] != sum(t["bytes"] for t in b["terms"]):
-            bad.append("%s: device used %s is not the sum of the terms" % (where, b["used"]))
+        bad += equation_faults(where, b, want)
     for line in bad:
         print("FAIL:", line)
     if not bad:
@@ -142,16 +149,7 @@ def main():
         if not b:
             bad.append("%s: no equation" % where)
             continue
-        got = term_bytes(b)
-        for k in TERMS:
-            if got.get(k, 0) != want[k]:
-                bad.append("%s: %s is %d, the job allocated %d" % (where, k, got.get(k, 0), want[k]))
-        extra = set(got) - set(TERMS)
-        if extra:
-            bad.append("%s: terms credited to no expected library: %s" % (where, sorted(extra)))
-        if b["used"] is None or b["used"] != sum(t["bytes"] for t in b["terms"]):
-            bad.append("%s: device used %s is not the sum of the terms %d" %
-                       (where, b["used"], sum(t["bytes"] for t in b["terms"])))
+        bad += equation_faults(where, b, want)
         if not b["consistent"]:
             bad.append("%s: the reading was not consistent" % where)
         if b["managed"] != want["managed"]:
