@@ -760,6 +760,9 @@ class record:
             oom_type = _oom_error_type(torch)
             if not (self.dumped_on_oom and exc is not None and oom_type is not None and isinstance(exc, oom_type)):
                 self._dump()
+        except BaseException:
+            self._drop_digest_claim()  # no snapshot, no digest
+            raise
         finally:
             if self in _recording:
                 _recording.remove(self)
@@ -769,15 +772,19 @@ class record:
             self._write_digest(exc is not None)
         return False
 
+    def _drop_digest_claim(self):
+        """Remove the digest's name claimed at the start while it is still empty."""
+        with contextlib.suppress(OSError, TypeError):
+            if os.path.getsize(self.digest_path) == 0:
+                os.unlink(self.digest_path)
+
     def _write_digest(self, raising):
         """The digest of the snapshot just written, over the name claimed at the start; on a
         failure the claim is removed (no empty digest is left)."""
         try:
             _Snapshot(self.path).digest(self.digest_path, overwrite=True)
         except Exception as e:
-            with contextlib.suppress(OSError):
-                if os.path.getsize(self.digest_path) == 0:
-                    os.unlink(self.digest_path)
+            self._drop_digest_claim()
             if not raising:
                 raise
             self.digest_error = e

@@ -357,6 +357,19 @@ class Record(TempDir):
         self.assertIsNone(r.digest_path)
         self.assertEqual(sorted(os.listdir(self.tmp)), ["p.digest", "q.pkl"])
 
+    def test_digest_failure_leaves_no_empty_digest(self):
+        failing = mock.patch.object(gmt, "_Snapshot", side_effect=gpumem.Error("cannot read"))
+        with failing, self.assertRaisesRegex(gpumem.Error, "cannot read"):
+            with gmt.record(self.path("p.pkl")):
+                pass
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.pkl"])
+        # the block's own error wins; the digest's is kept beside it
+        with failing, self.assertRaises(KeyError):
+            with gmt.record(self.path("q.pkl")) as r:
+                raise KeyError("the block's")
+        self.assertIsInstance(r.digest_error, gpumem.Error)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.pkl", "q.pkl"])
+
     def test_snapshot_dumped_at_the_oom(self):
         m = gmt.Measure(self.path("s.json"))
         with self.assertRaises(torch.cuda.OutOfMemoryError):
