@@ -562,8 +562,10 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
     file.snap = s->snap;
     switch (doc.kind) {
     case GM_DOC_STATS:
-        if (gm_snapshot_stats(s->snap, &stats, &err) != GM_OK)
-            return raise_gm(&err, s->path);
+        if (gm_snapshot_stats(s->snap, &stats, &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            goto out_args;
+        }
         have_stats = true;
         file.stats = &stats;
         break;
@@ -573,8 +575,10 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
          * snapshot peak` does; the rest of the analysis waits until something asks for it */
         struct gm_analysis_peaks_opts po = {doc.device, 0};
         file.an = s->an;
-        if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK)
-            return raise_gm(&err, s->path);
+        if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            goto out_args;
+        }
         have_peaks = true;
         file.peaks = &peaks;
         break;
