@@ -122,7 +122,8 @@ int cmd_watch(int argc, char **argv)
                  "the command's stdout goes to stderr"),
         OPT_FLAG("account", 0, &account,
                  "also run the command under gpumem account's interposer and add where each "
-                 "process's device memory went to the report (see gpumem account)"),
+                 "process's device memory went to the report (see gpumem account), and "
+                 "each term of its equation to --prometheus and --listen"),
         OPT_END,
     };
     const struct opt_usage usage = {
@@ -225,6 +226,8 @@ int cmd_watch(int argc, char **argv)
             cli_output_abort(&out);
         goto out_close;
     }
+    if (account)
+        metrics.account_dir = ac.dir; /* the equations so far join the metrics */
     if (command) {
         /* with --json, stdout carries only gpumem's JSON lines */
         struct gm_watch_command wc = {command, account ? ac.env : environ, NULL, json, false};

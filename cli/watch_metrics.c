@@ -34,20 +34,50 @@ void watch_metrics_init(struct watch_metrics *m, const char *path)
     }
 }
 
+/* The metrics text: the watch's, then the account's. */
+static enum gm_status metrics_text(FILE *f, const struct watch_metrics *m, const struct gm_watch *w,
+                                   const struct gm_devices *d, struct gm_error *err)
+{
+    enum gm_status st = gm_watch_prometheus(f, w, d, &m->labels, err);
+    if (st == GM_OK && m->account)
+        st = gm_account_prometheus(f, m->account, &m->labels, err);
+    return st;
+}
+
+/* Read the interposer's files again; the last good reading stays when they cannot be read
+ * (none yet: no process has used the GPU; the command's end reports any bad file). */
+static void account_refresh(struct watch_metrics *m)
+{
+    struct gm_account *a = NULL;
+    if (gm_account_new(&a, NULL) != GM_OK)
+        return;
+    if (gm_account_add_file(a, m->account_dir, NULL) != GM_OK) {
+        gm_account_free(a);
+        return;
+    }
+    gm_account_free(m->account);
+    m->account = a;
+}
+
 int watch_metrics_write(struct watch_metrics *m, const char *cmd, const struct gm_watch *w,
                         const struct gm_devices *d, uint64_t t_ms, bool final)
 {
     struct gm_output o;
     struct gm_error err;
     int rc;
-    if (!m->path || (!final && m->written && t_ms < m->written_ms + WATCH_METRICS_EVERY_MS))
+    if ((!m->path && m->listen_fd < 0) ||
+        (!final && m->written && t_ms < m->written_ms + WATCH_METRICS_EVERY_MS))
+        return 0;
+    m->written = true;
+    m->written_ms = t_ms;
+    if (m->account_dir)
+        account_refresh(m);
+    if (!m->path)
         return 0;
     if ((rc = cli_output_open(&o, cmd, m->path, true)) != 0)
         return rc;
-    if (gm_watch_prometheus(o.f, w, d, &m->labels, &err) != GM_OK)
+    if (metrics_text(o.f, m, w, d, &err) != GM_OK)
         return cli_output_fail(&o, cmd, &err);
-    m->written = true;
-    m->written_ms = t_ms;
     return cli_output_commit(&o, cmd);
 }
 
@@ -125,7 +155,7 @@ static void serve_one(int fd, const struct watch_metrics *m, const struct gm_wat
         char *body = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&body, &len);
-        bool ok = f && gm_watch_prometheus(f, w, d, &m->labels, NULL) == GM_OK;
+        bool ok = f && metrics_text(f, m, w, d, NULL) == GM_OK;
         if (f)
             fclose(f);
         if (ok)
@@ -152,6 +182,8 @@ void watch_metrics_serve(struct watch_metrics *m, const struct gm_watch *w,
 
 void watch_metrics_close(struct watch_metrics *m)
 {
+    gm_account_free(m->account);
+    m->account = NULL;
     if (m->listen_fd >= 0)
         close(m->listen_fd);
     m->listen_fd = -1;

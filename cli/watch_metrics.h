@@ -5,10 +5,12 @@
  * textfile collector never reads half a file.  The job labels come from the launcher's
  * environment: SLURM_JOB_ID; SLURM_PROCID, else RANK (torchrun); SLURMD_NODENAME, else the
  * host name.  `--listen ADDR:PORT` serves the same text at /metrics over HTTP/1.0, one
- * scrape at a time between two samples. */
+ * scrape at a time between two samples.  With --account the account's equations follow the
+ * watch's metrics (gm_account_prometheus()). */
 #ifndef GM_CLI_WATCH_METRICS_H
 #define GM_CLI_WATCH_METRICS_H
 
+#include "gpumem/account.h"
 #include "gpumem/watch.h"
 
 #include <stdbool.h>
@@ -19,15 +21,19 @@ struct watch_metrics {
     int listen_fd;    /* --listen: the listening socket, -1 none */
     struct gm_watch_prom_labels labels;
     char host[256];
-    uint64_t written_ms; /* when the file was last written */
+    uint64_t written_ms; /* when the metrics were last brought up to date */
     bool written;
+    const char *account_dir;    /* --account: the interposer's folder, NULL none */
+    struct gm_account *account; /* its files as last read (NULL: none yet) */
 };
 
 /* Take the labels from the environment. */
 void watch_metrics_init(struct watch_metrics *m, const char *path);
 
-/* Write the file when a second has passed since the last time, or 'final'.  0, or an exit
- * code after printing the error. */
+/* Bring the metrics up to date when a second has passed since the last time, or 'final':
+ * with --account, read the interposer's files again (the processes' equations so far: a
+ * process still running gives its latest sample); then write the file.  0, or an exit code
+ * after printing the error. */
 int watch_metrics_write(struct watch_metrics *m, const char *cmd, const struct gm_watch *w,
                         const struct gm_devices *d, uint64_t t_ms, bool final);
 

@@ -445,6 +445,46 @@ static PyObject *snapshot_events(PyObject *self, PyObject *args, PyObject *kwds)
     return buf;
 }
 
+/* Write 'path' through the library's output writer (gpumem/output.h), the one the commands
+ * use: a temporary file beside it moved into place once whole, never over an existing file
+ * unless 'overwrite', and even then only over a regular file (never a directory, FIFO,
+ * device, socket or symbolic link), with the permissions of the file it replaces or 0666
+ * less the umask.  write(f, ctx, err) writes the content, without the GIL.  true, or false
+ * with the failure raised ('name': the path for the exception). */
+static bool output_write(const char *path, PyObject *name, bool overwrite,
+                         enum gm_status (*write)(FILE *, const void *, struct gm_error *),
+                         const void *ctx)
+{
+    struct gm_output *out = PyMem_RawMalloc(sizeof(*out)); /* three paths: not on the stack */
+    struct gm_error err;
+    enum gm_status st;
+    PyThreadState *ts;
+    if (!out) {
+        PyErr_NoMemory();
+        return false;
+    }
+    ts = PyEval_SaveThread();
+    st = gm_output_open(out, path, overwrite, &err);
+    if (st == GM_OK) {
+        st = write(out->f, ctx, &err);
+        if (st == GM_OK)
+            st = gm_output_commit(out, &err); /* a failed write: with its errno */
+        else if (out->f && (fflush(out->f) != 0 || out->sink.err))
+            st = gm_output_commit(out, &err);
+        gm_output_abort(out); /* nothing left behind whatever failed */
+    }
+    PyEval_RestoreThread(ts);
+    PyMem_RawFree(out);
+    if (st != GM_OK)
+        raise_gm(&err, name);
+    return st == GM_OK;
+}
+
+static enum gm_status write_doc(FILE *f, const void *doc, struct gm_error *err)
+{
+    return gm_analysis_json(f, doc, err);
+}
+
 /* A JSON document of the library written into memory: the text, or NULL with the
  * exception of the failure raised. */
 static PyObject *doc_text(struct snapshot_obj *s, const struct gm_analysis_doc *doc)
@@ -470,15 +510,21 @@ static bool top_arg(PyObject *o, enum gm_analysis_doc_kind kind, uint64_t *top)
     return o == Py_None || u64_arg(o, top);
 }
 
-/* _json(command, device=None, top=None) -> str: the document `gpumem snapshot COMMAND
- * --json FILE` prints (info, stats, peak, categories, leaks, oom), computed by the same
- * library calls; device (peak, categories): only that CUDA device; top: as --top. */
+/* _json(command, device=None, top=None, *, host=None, path=None, overwrite=False) -> str:
+ * the document `gpumem snapshot COMMAND --json FILE` prints (info, stats, peak, categories,
+ * leaks, oom), or the digest `gpumem snapshot digest FILE -o OUT` writes, computed by the
+ * same library calls; device (peak, categories): only that CUDA device; top: as --top;
+ * host (digest): the machine the rank ran on (None: unknown).  With 'path' the document is
+ * written there by output_write() instead (as -o OUT), and None returned. */
 static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top";
-    static char *kwlist[] = {kw_cmd, kw_device, kw_top, NULL};
+    static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top", kw_host[] = "host",
+                kw_path[] = "path", kw_over[] = "overwrite";
+    static char *kwlist[] = {kw_cmd, kw_device, kw_top, kw_host, kw_path, kw_over, NULL};
     struct snapshot_obj *s = (struct snapshot_obj *)self;
-    PyObject *command, *device = Py_None, *top = Py_None, *out = NULL;
+    PyObject *command, *device = Py_None, *top = Py_None, *out = NULL, *bytes = NULL;
+    const char *host = NULL;
+    int overwrite = 0;
     struct gm_analysis_doc_file file = {NULL, NULL, NULL, NULL, NULL};
     struct gm_analysis_doc doc = {.files = &file, .n_files = 1, .device = -1};
     struct gm_snapshot_stats stats;
@@ -488,32 +534,38 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
     const char *cmd;
     int kind;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|OO", kwlist, &command, &device, &top) ||
-        !(cmd = text_arg(command, "command")) || !loaded(s) ||
-        !(file.path = PyUnicode_AsUTF8(s->path)))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|OO$zO&p", kwlist, &command, &device, &top,
+                                     &host, PyUnicode_FSConverter, &bytes, &overwrite))
         return NULL;
+    if (!(cmd = text_arg(command, "command")) || !loaded(s) ||
+        !(file.path = PyUnicode_AsUTF8(s->path)))
+        goto out_args;
     for (kind = 0; kind < GM_DOC_COUNT && strcmp(cmd, gm_analysis_doc_name(kind)); kind++)
         ;
     if (kind == GM_DOC_COUNT || kind == GM_DOC_DIFF) {
         PyErr_Format(PyExc_ValueError,
-                     "no snapshot document '%.80s' (info, stats, peak, categories, leaks, oom)",
+                     "no snapshot document '%.80s' (info, stats, peak, categories, leaks, oom, "
+                     "digest)",
                      cmd);
-        return NULL;
+        goto out_args;
     }
     doc.kind = (enum gm_analysis_doc_kind)kind;
+    doc.host = host;
     if (!top_arg(top, doc.kind, &doc.top))
-        return NULL;
+        goto out_args;
     if (device != Py_None) {
         int32_t index;
         if (!resolve_device(s, device, &index))
-            return NULL;
+            goto out_args;
         doc.device = index;
     }
     file.snap = s->snap;
     switch (doc.kind) {
     case GM_DOC_STATS:
-        if (gm_snapshot_stats(s->snap, &stats, &err) != GM_OK)
-            return raise_gm(&err, s->path);
+        if (gm_snapshot_stats(s->snap, &stats, &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            goto out_args;
+        }
         have_stats = true;
         file.stats = &stats;
         break;
@@ -523,8 +575,10 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
          * snapshot peak` does; the rest of the analysis waits until something asks for it */
         struct gm_analysis_peaks_opts po = {doc.device, 0};
         file.an = s->an;
-        if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK)
-            return raise_gm(&err, s->path);
+        if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            goto out_args;
+        }
         have_peaks = true;
         file.peaks = &peaks;
         break;
@@ -532,17 +586,27 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
     case GM_DOC_CATEGORIES:
     case GM_DOC_LEAKS:
     case GM_DOC_OOM:
+    case GM_DOC_DIGEST:
         if (!(file.an = analysis_of(s)))
-            return NULL;
+            goto out_args;
         break;
     default:
         break;
     }
-    out = doc_text(s, &doc);
+    if (!bytes) {
+        out = doc_text(s, &doc);
+    } else {
+        PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
+        if (name && output_write(PyBytes_AS_STRING(bytes), name, overwrite != 0, write_doc, &doc))
+            out = new_ref(Py_None);
+        Py_XDECREF(name);
+    }
     if (have_stats)
         gm_snapshot_stats_release(&stats);
     if (have_peaks)
         gm_analysis_peaks_release(&peaks);
+out_args:
+    Py_XDECREF(bytes);
     return out;
 }
 
@@ -606,11 +670,19 @@ static PyObject *snapshot_stack_json(PyObject *self, PyObject *args)
     st = gm_analysis_stack_json(m.f, s->snap, (uint32_t)stack, &err);
     return memout_str(&m, st == GM_OK, "the frames");
 }
-/* Write the HTML report through the library's output writer (gpumem/output.h), the one the
- * command uses: a temporary file beside 'path' moved into place once whole, never over an
- * existing file unless 'overwrite', and even then only over a regular file (never a
- * directory, FIFO, device, socket or symbolic link), with the permissions of the file it
- * replaces or 0666 less the umask. */
+struct report_writer {
+    const struct gm_snapshot *snap;
+    const struct gm_analysis *an;
+    const struct gm_report_opts *opts;
+};
+
+static enum gm_status write_report(FILE *f, const void *ctx, struct gm_error *err)
+{
+    const struct report_writer *rw = ctx;
+    return gm_report_html(f, rw->snap, rw->an, rw->opts, err);
+}
+
+/* Write the HTML report through the library's output writer (output_write()). */
 static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char kw_path[] = "path", kw_title[] = "title", kw_over[] = "overwrite";
@@ -621,20 +693,14 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
     int overwrite = 0;
     struct gm_report_opts opts;
     const struct gm_analysis *an;
-    struct gm_output *out;
-    struct gm_error err;
-    enum gm_status st;
-    PyThreadState *ts;
+    struct report_writer rw;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|z$p", kwlist, PyUnicode_FSConverter, &bytes,
                                      &title, &overwrite))
         return NULL;
     path = PyBytes_AS_STRING(bytes);
     name = PyUnicode_DecodeFSDefault(path);
-    out = PyMem_RawMalloc(sizeof(*out)); /* three paths: not on the stack */
-    if (!out)
-        PyErr_NoMemory();
-    if (!name || !out || !(an = analysis_of(s)))
+    if (!name || !(an = analysis_of(s)))
         goto out_fail;
     memset(&opts, 0, sizeof(opts));
     if (!title) {
@@ -643,27 +709,15 @@ static PyObject *snapshot_report(PyObject *self, PyObject *args, PyObject *kwds)
         title = slash ? slash + 1 : src;
     }
     opts.title = title;
-    ts = PyEval_SaveThread();
-    st = gm_output_open(out, path, overwrite != 0, &err);
-    if (st == GM_OK) {
-        st = gm_report_html(out->f, s->snap, an, &opts, &err);
-        if (st == GM_OK)
-            st = gm_output_commit(out, &err); /* a failed write: with its errno */
-        else if (out->f && (fflush(out->f) != 0 || out->sink.err))
-            st = gm_output_commit(out, &err);
-        gm_output_abort(out); /* nothing left behind whatever failed */
-    }
-    PyEval_RestoreThread(ts);
-    if (st != GM_OK) {
-        raise_gm(&err, name);
+    rw.snap = s->snap;
+    rw.an = an;
+    rw.opts = &opts;
+    if (!output_write(path, name, overwrite != 0, write_report, &rw))
         goto out_fail;
-    }
-    PyMem_RawFree(out);
     Py_DECREF(name);
     Py_DECREF(bytes);
     Py_RETURN_NONE;
 out_fail:
-    PyMem_RawFree(out);
     Py_XDECREF(name);
     Py_DECREF(bytes);
     return NULL;
@@ -973,8 +1027,9 @@ static PyMethodDef snapshot_methods[] = {
     {"_events", (PyCFunction)(void (*)(void))snapshot_events, METH_VARARGS | METH_KEYWORDS,
      "_events(device=None) -> bytearray of event records (see event_fields())"},
     {"_json", (PyCFunction)(void (*)(void))snapshot_json, METH_VARARGS | METH_KEYWORDS,
-     "_json(command, device=None, top=None) -> str: the document of `gpumem snapshot COMMAND "
-     "--json`"},
+     "_json(command, device=None, top=None, *, host=None, path=None, overwrite=False) -> str: "
+     "the document of `gpumem snapshot COMMAND --json` (digest: of `gpumem snapshot digest`); "
+     "with path, written there"},
     {"_diff_json", (PyCFunction)(void (*)(void))snapshot_diff_json, METH_VARARGS | METH_KEYWORDS,
      "_diff_json(other, top=None) -> str: the document of `gpumem snapshot diff --json`"},
     {"_device", (PyCFunction)(void (*)(void))snapshot_device, METH_VARARGS | METH_KEYWORDS,

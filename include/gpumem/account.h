@@ -291,6 +291,18 @@ enum gm_status gm_account_json(FILE *f, const struct gm_account *a, struct gm_er
  * gm_account_add_file(), GM_ERR_IO on a write error. */
 enum gm_status gm_account_merge(FILE *f, const char *const *paths, size_t n, struct gm_error *err);
 
+/* The equations of every process in the Prometheus text exposition format (base/prom.h),
+ * for `gpumem watch --account --prometheus`: gpumem_account_used_bytes (the reading each
+ * equation balances) and gpumem_account_term_bytes (one series per term, its 'term' label
+ * the term kind's key, gm_account_term_key(); library terms add 'lib', gm_account_lib_key(),
+ * and 'object' for an object named on its own; not_seen may be negative), each labelled pid,
+ * process, cuda (the ordinal in the process), UUID, at ("peak", or "end": at exit, at a
+ * signal, or the latest sample while the process runs) and the job's labels 'l' (may be
+ * NULL; rank: the process's RANK when it has one).  Errors: GM_ERR_IO. */
+struct gm_watch_prom_labels; /* gpumem/watch.h */
+enum gm_status gm_account_prometheus(FILE *f, const struct gm_account *a,
+                                     const struct gm_watch_prom_labels *l, struct gm_error *err);
+
 /* ------------------------------------------------------------------------------------ */
 /* Calibrating the estimate's components outside the caching allocator */
 

@@ -795,11 +795,12 @@ struct gm_rank_files {
 
 /* The files of the arguments args[0..n): a folder stands for its rank files (names that
  * carry a rank, and .digest files; when it has none, those of its last iteration_N folder,
- * as torchtitan writes them), in natural order; another argument for itself ("-" too).
- * When every file's name carries a rank, they are put in rank order (stably), else they
- * keep the arguments' order.  On success *out is the caller's: gm_rank_files_release().
- * Errors: GM_ERR_NOENT (a folder without rank files), GM_ERR_IO (a folder that cannot be
- * listed), GM_ERR_LIMIT, GM_ERR_NOMEM. */
+ * as torchtitan writes them), in natural order, a snapshot whose digest lies beside it
+ * (its name less the extension, plus ".digest") left out for the digest; another argument
+ * for itself ("-" too).  When every file's name carries a rank, they are put in rank order
+ * (stably), else they keep the arguments' order.  On success *out is the caller's:
+ * gm_rank_files_release().  Errors: GM_ERR_NOENT (a folder without rank files), GM_ERR_IO
+ * (a folder that cannot be listed), GM_ERR_LIMIT, GM_ERR_NOMEM. */
 enum gm_status gm_rank_files_list(const char *const *args, size_t n, struct gm_rank_files *out,
                                   struct gm_error *err);
 void gm_rank_files_release(struct gm_rank_files *f);

@@ -19,6 +19,7 @@ layer over the gpumem C library; everything it computes is computed there, the s
 ones the commands print with --json.
 """
 import json as _json
+import socket as _socket
 
 from . import _core
 from ._core import Error, FormatError, NoDeviceError, UsageError
@@ -119,6 +120,8 @@ class Snapshot(_core.Snapshot):
       leaks()       the device's leaks of `gpumem snapshot leaks --json`, all of them
       ooms()        the device's ooms of `gpumem snapshot oom --json`, each with its verdict
       diff(other)   `gpumem snapshot diff --json SELF OTHER`
+      digest(path)  `gpumem snapshot digest FILE -o path`: the rank summed up for the job's
+                    commands (without path: the document as a dict)
       events()      the device's trace as records (see events())
       report(path)  the offline HTML report (refuses to replace a file unless overwrite=True)
       annotations   record_function ranges (gpumem.torch marks its phases there), or None
@@ -138,6 +141,18 @@ class Snapshot(_core.Snapshot):
         COMMAND one of SNAPSHOT_DOCUMENTS; device (peak, categories) as --device; top as
         --top (None: the command's default)."""
         return _json.loads(self._json(command, device, top))
+
+    def digest(self, path=None, *, host=None, overwrite=False):
+        """The rank's digest `gpumem snapshot digest FILE -o OUT --host HOST` writes
+        (gpumem.snapshot.digest/1; "file" is this Snapshot's path as given): a dict, or, with
+        'path', the file written as the command writes it (whole or not at all, never over an
+        existing file unless overwrite=True) and None returned.  host=None: this machine's
+        name, as the command's default."""
+        host = _socket.gethostname() if host is None else host
+        if path is None:
+            return _json.loads(self._json("digest", host=host))
+        self._json("digest", host=host, path=path, overwrite=overwrite)
+        return None
 
     def diff(self, other, top=None):
         """`gpumem snapshot diff --json SELF OTHER` as a dict (other: a Snapshot)."""

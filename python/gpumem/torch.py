@@ -42,6 +42,7 @@ import sys
 import threading
 import time
 
+from . import Snapshot as _Snapshot
 from . import _core
 
 
@@ -106,6 +107,12 @@ def _rank_path(path, rank):
         return path.replace("{rank}", str(rank))
     head, tail = os.path.split(path)
     return os.path.join(head, "rank%d_%s" % (rank, tail))
+
+
+def _digest_path(path):
+    """The digest beside snapshot 'path': its name less the extension, plus ".digest"."""
+    root, ext = os.path.splitext(path)
+    return (root if ext and ext != ".digest" else path) + ".digest"
 
 
 _gather_group = {}  # the gloo group of the default process group, made once (a collective)
@@ -685,15 +692,25 @@ class record:
     memory (the state at the failure).  'path' is claimed at the start: an existing file is
     never replaced.  Read the result with `gpumem snapshot categories path` or
     gpumem.Snapshot(path).  Under a torch.distributed process group each rank writes its own
-    file, named as Measure names them (rankR_profile.pkl), which gpumem's commands number by."""
+    file, named as Measure names them (rankR_profile.pkl), which gpumem's commands number by.
 
-    def __init__(self, path, *, max_entries=100000, stacks="all"):
+    With digest=True (the default) the snapshot's digest is written beside it at the end
+    (rankR_profile.digest: its name less the extension, plus ".digest"), the file `gpumem
+    snapshot digest` writes, so that only kilobytes need leave the node: the job's commands
+    read it in the snapshot's place.  Its name is claimed at the start too.  A digest that
+    cannot be written raises, unless the block is already raising (then digest_error says
+    why)."""
+
+    def __init__(self, path, *, max_entries=100000, stacks="all", digest=True):
         self.path = os.fspath(path)
         self.max_entries = int(max_entries)
         self.stacks = stacks
+        self.digest_path = None
+        self._digest = bool(digest)
         self._torch = None
         self.dumped_on_oom = False
         self.oom_dump_error = None
+        self.digest_error = None
 
     def __enter__(self):
         torch = self._torch = _torch()
@@ -706,10 +723,16 @@ class record:
         if _allocator_backend(torch) == "cudaMallocAsync":
             raise RuntimeError("backend:cudaMallocAsync does not record memory history: use the native allocator")
         _claim(self.path)
+        claimed = [self.path]
         try:
+            if self._digest:
+                self.digest_path = _digest_path(self.path)
+                _claim(self.digest_path)
+                claimed.append(self.digest_path)
             memory._record_memory_history(enabled="all", context="all", stacks=self.stacks, max_entries=self.max_entries)
         except BaseException:
-            os.unlink(self.path)
+            for p in claimed:
+                os.unlink(p)
             raise
         _attach_oom_observer(torch)
         _recording.append(self)
@@ -737,9 +760,31 @@ class record:
             oom_type = _oom_error_type(torch)
             if not (self.dumped_on_oom and exc is not None and oom_type is not None and isinstance(exc, oom_type)):
                 self._dump()
+        except BaseException:
+            self._drop_digest_claim()  # no snapshot, no digest
+            raise
         finally:
             if self in _recording:
                 _recording.remove(self)
             with contextlib.suppress(Exception):
                 torch.cuda.memory._record_memory_history(enabled=None)
+        if self.digest_path is not None:
+            self._write_digest(exc is not None)
         return False
+
+    def _drop_digest_claim(self):
+        """Remove the digest's name claimed at the start while it is still empty."""
+        with contextlib.suppress(OSError, TypeError):
+            if os.path.getsize(self.digest_path) == 0:
+                os.unlink(self.digest_path)
+
+    def _write_digest(self, raising):
+        """The digest of the snapshot just written, over the name claimed at the start; on a
+        failure the claim is removed (no empty digest is left)."""
+        try:
+            _Snapshot(self.path).digest(self.digest_path, overwrite=True)
+        except Exception as e:
+            self._drop_digest_claim()
+            if not raising:
+                raise
+            self.digest_error = e

@@ -186,6 +186,36 @@ static bool is_regular(const char *dir, const char *name, struct gm_arena *scrat
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Drop from the sorted names l->v[first..n) every snapshot whose digest is among them (its
+ * name less the extension, plus ".digest": as gpumem.torch's record() writes them side by
+ * side): one rank, which its digest stands for (the same rank figures, kilobytes read). */
+static enum gm_status drop_digested(struct name_list *l, size_t first, struct gm_arena *scratch,
+                                    struct gm_error *err)
+{
+    size_t n = l->n - first, w = first;
+    bool *drop = n ? gm_arena_alloc(scratch, n * sizeof(*drop), 1) : NULL;
+    if (n && !drop)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "rank files: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const char *p = l->v[first + i], *slash = strrchr(p, '/');
+        const char *dot = strrchr(slash ? slash + 1 : p, '.');
+        char *want;
+        drop[i] = false;
+        if (!dot || ends_with(p, ".digest"))
+            continue;
+        if (!(want = gm_arena_alloc(scratch, (size_t)(dot - p) + sizeof(".digest"), 1)))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "rank files: out of memory");
+        memcpy(want, p, (size_t)(dot - p));
+        memcpy(want + (dot - p), ".digest", sizeof(".digest"));
+        drop[i] = bsearch(&want, l->v + first, n, sizeof(*l->v), cmp_names) != NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!drop[i])
+            l->v[w++] = l->v[first + i];
+    l->n = w;
+    return GM_OK;
+}
+
 /* The rank files of folder 'dir' (or of its last iteration_N folder), in natural order. */
 static enum gm_status list_dir(struct name_list *l, const char *dir, int depth,
                                struct gm_error *err)
@@ -228,8 +258,10 @@ static enum gm_status list_dir(struct name_list *l, const char *dir, int depth,
                      "or .digest files): give a snapshot file, or '-' for standard input",
                      dir);
     }
-    if (st == GM_OK)
+    if (st == GM_OK) {
         qsort(l->v + first, l->n - first, sizeof(*l->v), cmp_names);
+        st = drop_digested(l, first, &scratch, err);
+    }
     gm_arena_release(&scratch);
     return st;
 }

@@ -6,44 +6,20 @@
  * both: DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, gauges in MiB (2^20 bytes, rounded
  * down), labelled gpu (the NVML index), UUID, device ("nvidiaN"), modelName and Hostname.
  * gpumem's own metrics are in bytes (gpumem_*_bytes).  Every series also carries the
- * caller's job labels (the job id and rank, from the launcher's environment).
- *
- * Layout: for each family "# HELP name text", "# TYPE name gauge|counter", then its
- * samples "name{label="value",...} number"; label values escape \\, " and newline. */
+ * caller's job labels (the job id and rank, from the launcher's environment).  The text is
+ * written by base/prom.h. */
 #include "gpumem/watch.h"
+
+#include "base/prom.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-static void put_value(FILE *f, const char *s)
+static void job_labels(FILE *f, bool *first, const struct gm_watch_prom_labels *l)
 {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fputc('\\', f);
-        if (*s == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void put_label(FILE *f, bool *first, const char *key, const char *value)
-{
-    if (!value)
-        return;
-    fputs(*first ? "{" : ",", f);
-    *first = false;
-    fputs(key, f);
-    fputc('=', f);
-    put_value(f, value);
-}
-
-static void family(FILE *f, const char *name, const char *type, const char *help)
-{
-    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    if (l)
+        gm_prom_job_labels(f, first, l->hostname, l->job, l->rank);
 }
 
 /* The labels of device 'i' of the watch, then the job's. */
@@ -55,31 +31,16 @@ static void device_labels(FILE *f, bool *first, const struct gm_watch *w, uint32
     if (info && info->nvml_index >= 0) {
         snprintf(gpu, sizeof(gpu), "%d", info->nvml_index);
         snprintf(dev, sizeof(dev), "nvidia%d", info->nvml_index);
-        put_label(f, first, "gpu", gpu);
+        gm_prom_label(f, first, "gpu", gpu);
         if (info->uuid[0])
-            put_label(f, first, "UUID", info->uuid);
-        put_label(f, first, "device", dev);
+            gm_prom_label(f, first, "UUID", info->uuid);
+        gm_prom_label(f, first, "device", dev);
     } else {
-        put_label(f, first, "gpu", w->dev[i].label);
+        gm_prom_label(f, first, "gpu", w->dev[i].label);
     }
     if (w->dev[i].name[0])
-        put_label(f, first, "modelName", w->dev[i].name);
-    put_label(f, first, "Hostname", l ? l->hostname : NULL);
-    put_label(f, first, "job_id", l ? l->job : NULL);
-    put_label(f, first, "rank", l ? l->rank : NULL);
-}
-
-static void job_labels(FILE *f, bool *first, const struct gm_watch_prom_labels *l)
-{
-    put_label(f, first, "Hostname", l ? l->hostname : NULL);
-    put_label(f, first, "job_id", l ? l->job : NULL);
-    put_label(f, first, "rank", l ? l->rank : NULL);
-}
-
-static void end_labels(FILE *f, bool first)
-{
-    if (!first)
-        fputc('}', f);
+        gm_prom_label(f, first, "modelName", w->dev[i].name);
+    job_labels(f, first, l);
 }
 
 /* The latest free bytes of device i: its last stored device row, else total - used. */
@@ -98,17 +59,17 @@ enum gm_status gm_watch_prometheus(FILE *f, const struct gm_watch *w, const stru
                                    const struct gm_watch_prom_labels *l, struct gm_error *err)
 {
     bool first;
-    family(f, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
+    gm_prom_family(f, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
     for (uint32_t i = 0; i < w->n_dev; i++) {
         if (!w->dev[i].last_used.valid)
             continue;
         first = true;
         fputs("DCGM_FI_DEV_FB_USED", f);
         device_labels(f, &first, w, i, d, l);
-        end_labels(f, first);
+        gm_prom_end_labels(f, first);
         fprintf(f, " %" PRIu64 "\n", w->dev[i].last_used.value >> 20);
     }
-    family(f, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
+    gm_prom_family(f, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
     for (uint32_t i = 0; i < w->n_dev; i++) {
         struct gm_reading fr = last_free(w, i);
         if (!fr.valid)
@@ -116,23 +77,24 @@ enum gm_status gm_watch_prometheus(FILE *f, const struct gm_watch *w, const stru
         first = true;
         fputs("DCGM_FI_DEV_FB_FREE", f);
         device_labels(f, &first, w, i, d, l);
-        end_labels(f, first);
+        gm_prom_end_labels(f, first);
         fprintf(f, " %" PRIu64 "\n", fr.value >> 20);
     }
-    family(f, "gpumem_device_memory_used_peak_bytes", "gauge",
-           "The most device memory used since the watch started (bytes).");
+    gm_prom_family(f, "gpumem_device_memory_used_peak_bytes", "gauge",
+                   "The most device memory used since the watch started (bytes).");
     for (uint32_t i = 0; i < w->n_dev; i++) {
         if (!w->dev[i].peak.valid)
             continue;
         first = true;
         fputs("gpumem_device_memory_used_peak_bytes", f);
         device_labels(f, &first, w, i, d, l);
-        end_labels(f, first);
+        gm_prom_end_labels(f, first);
         fprintf(f, " %" PRIu64 "\n", w->dev[i].peak.value);
     }
-    family(f, "gpumem_process_memory_bytes", "gauge",
-           "Device memory of a process of the watched command, at the latest process reading "
-           "that listed it (bytes).");
+    gm_prom_family(
+        f, "gpumem_process_memory_bytes", "gauge",
+        "Device memory of a process of the watched command, at the latest process reading "
+        "that listed it (bytes).");
     for (uint32_t k = 0; k < w->n_proc; k++) {
         const struct gm_watch_proc *p = &w->proc[k];
         char pid[16];
@@ -143,26 +105,26 @@ enum gm_status gm_watch_prometheus(FILE *f, const struct gm_watch *w, const stru
         first = true;
         fputs("gpumem_process_memory_bytes", f);
         device_labels(f, &first, w, p->device, d, l);
-        put_label(f, &first, "pid", pid);
+        gm_prom_label(f, &first, "pid", pid);
         if (p->name[0])
-            put_label(f, &first, "process", p->name);
-        end_labels(f, first);
+            gm_prom_label(f, &first, "process", p->name);
+        gm_prom_end_labels(f, first);
         fprintf(f, " %" PRIu64 "\n", p->last_used);
     }
-    family(f, "gpumem_command_memory_peak_bytes", "gauge",
-           "The most device memory of the watched command, all its devices at one moment "
-           "(bytes).");
+    gm_prom_family(f, "gpumem_command_memory_peak_bytes", "gauge",
+                   "The most device memory of the watched command, all its devices at one moment "
+                   "(bytes).");
     first = true;
     fputs("gpumem_command_memory_peak_bytes", f);
     job_labels(f, &first, l);
-    end_labels(f, first);
+    gm_prom_end_labels(f, first);
     fprintf(f, " %" PRIu64 "\n", w->cmd_peak);
-    family(f, "gpumem_watch_device_reads_total", "counter",
-           "Device memory readings taken by gpumem watch.");
+    gm_prom_family(f, "gpumem_watch_device_reads_total", "counter",
+                   "Device memory readings taken by gpumem watch.");
     first = true;
     fputs("gpumem_watch_device_reads_total", f);
     job_labels(f, &first, l);
-    end_labels(f, first);
+    gm_prom_end_labels(f, first);
     fprintf(f, " %" PRIu64 "\n", w->n_device_reads);
     if (fflush(f) != 0 || ferror(f))
         return gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "writing the metrics failed");

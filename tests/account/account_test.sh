@@ -160,6 +160,44 @@ grep -q '^    device used (NVML) .* = context ' "$work/w5.err" || fail "watch --
 results "$work/w5.out" >"$work/w5.res"
 cmp -s "$work/plain.res" "$work/w5.res" || fail "watch --account: the job's results changed"
 
+# 5b. gpumem watch --account --prometheus: every term of each process's equations in the
+#     metrics, valid exposition format, to the byte what the job allocated.
+(
+    export SLURM_JOB_ID=77
+    gpumem watch --account --no-chart --interval 50 --prometheus "$work/w5.prom" -- "$JOB" exit
+) >"$work/w5b.out" 2>"$work/w5b.err"
+rc=$?
+[ "$rc" = 0 ] || fail "watch --account --prometheus: exit status $rc"
+python3 "$HERE/../device/prom_check.py" "$work/w5.prom" --label job_id=77 >"$work/w5p.out" ||
+    fail "watch --account --prometheus: $(cat "$work/w5p.out")"
+python3 "$HERE/check_account.py" --prometheus "$work/w5.prom" "$work/w5b.out" >"$work/w5c.out" ||
+    fail "watch --account --prometheus: the metrics disagree with the job: $(cat "$work/w5c.out")"
+grep -q '^gpumem_account_term_bytes{pid="[0-9]*",process="account_job",cuda="0",.*at="peak",.*term="library",lib="torch"} ' "$work/w5.prom" ||
+    fail "watch --account --prometheus: no PyTorch term labelled by pid, process, device and kind"
+
+# 5c. The same while the command runs: the interposer's files are read again as the metrics
+#     are rewritten, so the running process's equation (its latest sample) is there before
+#     it ends.
+gpumem watch --account --no-chart --interval 50 --prometheus "$work/w5m.prom" -- "$JOB" term \
+    >"$work/w5m.out" 2>"$work/w5m.err" &
+gp=$!
+if wait_ready "$work/w5m.out"; then
+    tries=0
+    until python3 "$HERE/check_account.py" --prometheus "$work/w5m.prom" "$work/w5m.out" >"$work/w5n.out" 2>&1; do
+        tries=$((tries + 1))
+        if [ $tries -ge 50 ]; then
+            fail "watch --account --prometheus while running: $(cat "$work/w5n.out")"
+            break
+        fi
+        sleep 0.1
+    done
+    kill -TERM "$(main_pid "$work/w5m.out")"
+else
+    fail "watch --account --prometheus while running: the job never got ready"
+    kill -KILL $gp
+fi
+wait $gp
+
 # 6. A driver whose cuGetProcAddress hands out functions that are no export (the VMM names):
 #    they cannot be wrapped; the pages mapped through them are "not seen", exactly, the
 #    report says how many entry points went out unwrapped, and the job runs unchanged.

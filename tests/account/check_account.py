@@ -18,8 +18,13 @@ With --unhooked: the driver handed out the VMM entry points at addresses that ar
 (the fake's GPUMEM_FAKE_PROC_PRIVATE), so the pages PyTorch mapped through them (torch_vmm) are
 not seen: they must move from PyTorch's term to "not seen", byte for byte, and the summary must
 count the entry points handed out unwrapped.
-Prints what disagrees and exits 1, or prints "ok" and exits 0."""
+Prints what disagrees and exits 1, or prints "ok" and exits 0.
+
+check_account.py --prometheus METRICS JOB_OUTPUT: the same terms, to the byte, read from the
+metrics `gpumem watch --account --prometheus METRICS` wrote (gpumem_account_term_bytes, a
+series per term labelled pid, at, term, lib; gpumem_account_used_bytes the sum of them)."""
 import json
+import os
 import sys
 
 TERMS = ["context", "modules", "graphs", "torch", "nccl", "cublas", "other", "rounding",
@@ -41,13 +46,22 @@ def term_bytes(balance):
     return got
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    disabled = "--disabled" in sys.argv
-    unhooked = "--unhooked" in sys.argv
-    summary_path, output_path, end_at = args
-    with open(summary_path) as f:
-        summary = json.load(f)
+def equation_faults(where, b, want):
+    """What disagrees between equation 'b' ({"used", "terms"}) and the job's 'want'."""
+    bad, got = [], term_bytes(b)
+    for k in TERMS:
+        if got.get(k, 0) != want[k]:
+            bad.append("%s: %s is %d, the job allocated %d" % (where, k, got.get(k, 0), want[k]))
+    extra = set(got) - set(TERMS)
+    if extra:
+        bad.append("%s: terms credited to no expected library: %s" % (where, sorted(extra)))
+    if b["used"] is None or b["used"] != sum(t["bytes"] for t in b["terms"]):
+        bad.append("%s: device used %s is not the sum of the terms %d" %
+                   (where, b["used"], sum(t["bytes"] for t in b["terms"])))
+    return bad
+
+
+def read_expect(output_path):
     expect = {}
     with open(output_path) as f:
         for line in f:
@@ -55,6 +69,55 @@ def main():
             if len(words) > 3 and words[0] == "expect":
                 kv = dict(w.split("=", 1) for w in words[3:])
                 expect[(int(words[1]), words[2])] = {k: int(v) for k, v in kv.items()}
+    return expect
+
+
+def check_prometheus(metrics_path, output_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "device"))
+    import prom_check
+
+    with open(metrics_path, encoding="utf-8") as f:
+        samples = prom_check.parse(f.read())
+    expect = read_expect(output_path)
+    balances, bad = {}, []
+    for name, labels, value in samples:
+        if name not in ("gpumem_account_term_bytes", "gpumem_account_used_bytes"):
+            continue
+        b = balances.setdefault((int(labels["pid"]), labels["at"]), {"used": None, "terms": []})
+        if name == "gpumem_account_used_bytes":
+            b["used"] = int(value)
+        else:
+            term = {"term": labels["term"], "bytes": int(value)}
+            if "lib" in labels:
+                term["lib"] = labels["lib"]
+            b["terms"].append(term)
+    if {pid for pid, _ in balances} != {pid for pid, _ in expect}:
+        bad.append("processes %s in the metrics, the job announced %s" %
+                   (sorted({pid for pid, _ in balances}), sorted({pid for pid, _ in expect})))
+    for (pid, at), want in sorted(expect.items()):
+        b = balances.get((pid, at))
+        where = "pid %d %s" % (pid, at)
+        if not b:
+            bad.append("%s: no equation in the metrics" % where)
+            continue
+        bad += equation_faults(where, b, want)
+    for line in bad:
+        print("FAIL:", line)
+    if not bad:
+        print("ok")
+    return 1 if bad else 0
+
+
+def main():
+    if sys.argv[1] == "--prometheus":
+        return check_prometheus(sys.argv[2], sys.argv[3])
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    disabled = "--disabled" in sys.argv
+    unhooked = "--unhooked" in sys.argv
+    summary_path, output_path, end_at = args
+    with open(summary_path) as f:
+        summary = json.load(f)
+    expect = read_expect(output_path)
     bad = []
     if summary.get("schema") != "gpumem.account.summary/1":
         bad.append("schema is %r" % summary.get("schema"))
@@ -86,16 +149,7 @@ def main():
         if not b:
             bad.append("%s: no equation" % where)
             continue
-        got = term_bytes(b)
-        for k in TERMS:
-            if got.get(k, 0) != want[k]:
-                bad.append("%s: %s is %d, the job allocated %d" % (where, k, got.get(k, 0), want[k]))
-        extra = set(got) - set(TERMS)
-        if extra:
-            bad.append("%s: terms credited to no expected library: %s" % (where, sorted(extra)))
-        if b["used"] is None or b["used"] != sum(t["bytes"] for t in b["terms"]):
-            bad.append("%s: device used %s is not the sum of the terms %d" %
-                       (where, b["used"], sum(t["bytes"] for t in b["terms"])))
+        bad += equation_faults(where, b, want)
         if not b["consistent"]:
             bad.append("%s: the reading was not consistent" % where)
         if b["managed"] != want["managed"]:

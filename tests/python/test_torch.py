@@ -327,6 +327,49 @@ class Record(TempDir):
         self.assertEqual(calls, [("_record_memory_history", "all"), "_dump_snapshot", ("_record_memory_history", None)])
         del w
 
+    def test_digest_written_beside_is_the_commands(self):
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(self.tmp)  # the digest names its snapshot as given: relative, as the command's
+        with gmt.record("p.pkl") as r:
+            w = torch.cuda.alloc(8 * MIB)
+            torch.cuda.free(torch.cuda.alloc(4 * MIB))
+        self.assertEqual(r.digest_path, "p.digest")
+        run(GPUMEM, "snapshot", "digest", "p.pkl", "-o", "cli.digest")
+        with open("p.digest", encoding="utf-8") as a, open("cli.digest", encoding="utf-8") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual(gpumem.Snapshot("p.pkl").digest(), load_json("p.digest"))
+        # the job's commands read it in the snapshot's place, with the same figures
+        peak = gpumem_json("snapshot", "peak", "--json", "p.digest")["digest"]
+        self.assertEqual((peak["snapshot"], peak["peak_bytes"]), ("p.pkl", 12 * MIB))
+        del w
+
+    def test_digest_name_claimed_at_the_start(self):
+        with open(self.path("p.digest"), "w") as f:
+            f.write("theirs")
+        with self.assertRaises(FileExistsError):
+            with gmt.record(self.path("p.pkl")):
+                pass
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.digest"], "the snapshot's claim is undone")
+        with open(self.path("p.digest")) as f:
+            self.assertEqual(f.read(), "theirs")
+        with gmt.record(self.path("q.pkl"), digest=False) as r:
+            pass
+        self.assertIsNone(r.digest_path)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.digest", "q.pkl"])
+
+    def test_digest_failure_leaves_no_empty_digest(self):
+        failing = mock.patch.object(gmt, "_Snapshot", side_effect=gpumem.Error("cannot read"))
+        with failing, self.assertRaisesRegex(gpumem.Error, "cannot read"):
+            with gmt.record(self.path("p.pkl")):
+                pass
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.pkl"])
+        # the block's own error wins; the digest's is kept beside it
+        with failing, self.assertRaises(KeyError):
+            with gmt.record(self.path("q.pkl")) as r:
+                raise KeyError("the block's")
+        self.assertIsInstance(r.digest_error, gpumem.Error)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.pkl", "q.pkl"])
+
     def test_snapshot_dumped_at_the_oom(self):
         m = gmt.Measure(self.path("s.json"))
         with self.assertRaises(torch.cuda.OutOfMemoryError):
@@ -341,7 +384,12 @@ class Record(TempDir):
         self.assertEqual(ooms[0]["requested_bytes"], 100 * MIB)
         self.assertEqual(s.annotations, [a for a in s.annotations if a["stage"] == "START"])
         self.assertEqual(s.annotations[0]["name"], "gpumem.phase:forward")
-        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.pkl", "s.json"], "no temporary file left")
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["p.digest", "p.pkl", "s.json"], "no temporary file left")
+        # the digest, of the snapshot dumped at the failure
+        digest = load_json(self.path("p.digest"))
+        self.assertEqual(digest["schema"], "gpumem.snapshot.digest/1")
+        self.assertEqual(len(digest["devices"][0]["ooms"]), 1)
+        self.assertIsNone(r.digest_error)
         # recording stopped
         self.assertFalse(torch.cuda.state.recording)
 
@@ -417,7 +465,8 @@ class Distributed(TempDir):
     """gpumem.torch in a job of several processes under torch.distributed (the fake's process
     group over a folder, NCCL by default): each rank's files named by its rank, every phase's
     peaks gathered on a gloo group with the job's collective, the imbalance, and an OOM on
-    one rank seen from the others; the snapshots of record() read back as the job's ranks."""
+    one rank seen from the others; the snapshots of record() read back as the job's ranks, and
+    each rank's digest beside its snapshot, the one the command writes."""
 
     WORLD = 3
     CODE = (
@@ -470,6 +519,20 @@ class Distributed(TempDir):
         # the snapshots, numbered by their names, as the job's ranks
         st = gpumem_json("snapshot", "stats", "--json", *[self.path("rank%d_profile.pickle" % r) for r in (2, 0, 1)])
         self.assertEqual([(x["rank"], x["rank_from"]) for x in st["ranks"]], [(r, "file name") for r in range(self.WORLD)])
+        # each rank's digest beside its snapshot, the one `gpumem snapshot digest` writes of it
+        for r in range(self.WORLD):
+            snap = "rank%d_profile.pickle" % r
+            run(GPUMEM, "snapshot", "digest", snap, "-o", "cli%d.digest" % r, cwd=self.tmp)
+            with open(self.path("rank%d_profile.digest" % r), encoding="utf-8") as a, \
+                    open(self.path("cli%d.digest" % r), encoding="utf-8") as b:
+                self.assertEqual(a.read(), b.read())
+            digest = load_json(self.path("rank%d_profile.digest" % r))
+            self.assertEqual((digest["rank"], len(digest["devices"][0]["ooms"])), (r, 1 if r == 1 else 0))
+        # the digests in the snapshots' place: the same ranks and peaks
+        peaks = gpumem_json("snapshot", "peak", "--json", *[self.path("rank%d_profile.digest" % r) for r in range(self.WORLD)])
+        snaps = gpumem_json("snapshot", "peak", "--json", *[self.path("rank%d_profile.pickle" % r) for r in range(self.WORLD)])
+        self.assertEqual([x["rank"] for x in peaks["ranks"]], list(range(self.WORLD)))
+        self.assertEqual([x["peak_bytes"] for x in peaks["ranks"]], [x["peak_bytes"] for x in snaps["ranks"]])
 
 
 if __name__ == "__main__":

@@ -924,6 +924,29 @@ static void test_rank_files_of_a_folder(void **state)
     gm_rank_files_release(&rf);
     snprintf(p, sizeof(p), "%s/r.digest", dir);
     remove(p);
+    /* a snapshot with its digest beside it (as gpumem.torch's record() writes them): one
+     * rank, the digest standing for it; a digest of another name does not */
+    {
+        static const char *const pair[] = {"rank2.digest", "rank3_profile.pickle",
+                                           "rank3_profile.digest", "rank3_other.digest"};
+        for (size_t i = 0; i < sizeof(pair) / sizeof(pair[0]); i++) {
+            snprintf(p, sizeof(p), "%s/%s", dir, pair[i]);
+            touch(p);
+        }
+        assert_int_equal(gm_rank_files_list(args, 1, &rf, &err), GM_OK);
+        /* rank2.pickle and rank3_profile.pickle give way to their digests */
+        assert_int_equal(rf.n, 5);
+        assert_non_null(strstr(rf.paths[0], "/rank0.pickle"));
+        assert_non_null(strstr(rf.paths[1], "/rank2.digest"));
+        assert_non_null(strstr(rf.paths[2], "/rank3_other.digest"));
+        assert_non_null(strstr(rf.paths[3], "/rank3_profile.digest"));
+        assert_non_null(strstr(rf.paths[4], "/rank10.pickle"));
+        gm_rank_files_release(&rf);
+        for (size_t i = 0; i < sizeof(pair) / sizeof(pair[0]); i++) {
+            snprintf(p, sizeof(p), "%s/%s", dir, pair[i]);
+            remove(p);
+        }
+    }
     /* files named on the command line in shell order come back in rank order */
     args[0] = "x/rank10.pickle";
     args[1] = "x/rank9.pickle";
