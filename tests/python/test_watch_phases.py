@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""gpumem watch --prometheus with a command measured by gpumem.torch, on the fake drivers and
+the fake torch: two processes of the command (ranks 0 and 1, as torchrun gives them $RANK)
+each write their series to their own file in watch's temporary folder, and the metrics carry
+each rank's phases: gpumem_phase_peak_{allocated,reserved}_bytes, equal to the figures of the
+latest pass of each phase in the series each process saved.  The folder is removed at the end,
+and without --prometheus the command gets no GPUMEM_TORCH_OUTPUT."""
+import glob
+import json
+import os
+import sys
+import unittest
+
+from common import FAKE_TORCH, GPUMEM, HERE, SOURCE, TempDir, python_env, run
+
+sys.path.insert(0, os.path.join(SOURCE, "tests", "device"))
+from prom_check import parse  # noqa: E402
+
+PHASES = os.path.join(HERE, "workloads", "phases_fake.py")
+
+
+def latest_peaks(series):
+    """{phase: (peak allocated, peak reserved)} of the latest pass of each phase."""
+    out = {}
+    for p in series["phases"]:
+        out[p["name"]] = (p["allocated_bytes"]["peak"], p["reserved_bytes"]["peak"])
+    return out
+
+
+class WatchPhases(TempDir):
+    def setUp(self):
+        super().setUp()
+        if not os.environ.get("GM_FAKE_DIR"):
+            self.skipTest("no fake drivers in this build")
+        self.env = python_env([FAKE_TORCH])
+        self.env.update(GPUMEM_FAKE_MEMORY="16GiB", GPUMEM_FAKE_STATE=self.path("fake.state"),
+                        TMPDIR=self.tmp)
+        for k in ("GPUMEM_TORCH_OUTPUT", "RANK", "SLURM_PROCID", "SLURM_JOB_ID"):
+            self.env.pop(k, None)
+
+    def test_each_ranks_phases_are_exported_as_its_series_says(self):
+        prom = self.path("metrics.prom")
+        script = ("RANK=0 %s %s --batch 2 --copy %s & RANK=1 %s %s --batch 5 --copy %s; wait"
+                  % (sys.executable, PHASES, self.path("r0.json"), sys.executable, PHASES,
+                     self.path("r1.json")))
+        run(GPUMEM, "watch", "--prometheus", prom, "--interval", "50", "--no-chart", "--",
+            "sh", "-c", script, env=self.env, cwd=self.tmp)
+        with open(prom) as f:
+            samples = parse(f.read())
+        got = {}
+        for name, labels, value in samples:
+            if name.startswith("gpumem_phase_"):
+                got[(name, labels["rank"], labels["phase"])] = value
+        want = {}
+        for rank in ("0", "1"):
+            with open(self.path("r%s.json" % rank)) as f:
+                for ph, (a, r) in latest_peaks(json.load(f)).items():
+                    want[("gpumem_phase_peak_allocated_bytes", rank, ph)] = a
+                    want[("gpumem_phase_peak_reserved_bytes", rank, ph)] = r
+        self.assertEqual(got, want)
+        # the two ranks differ (batch 2 and 5), and forward's latest pass is step 1's
+        self.assertEqual(got[("gpumem_phase_peak_allocated_bytes", "1", "forward")],
+                         (256 + 64 * 5 * 2) << 20)
+        self.assertEqual(glob.glob(self.path("gpumem-watch-*")), [], "the series' folder is removed")
+
+    def test_no_series_file_without_metrics(self):
+        p = run(GPUMEM, "watch", "--interval", "50", "--no-chart", "--", "sh", "-c",
+                'echo "output=${GPUMEM_TORCH_OUTPUT-unset}"', env=self.env, cwd=self.tmp)
+        self.assertIn("output=unset", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
