@@ -3,8 +3,9 @@
 the fake torch: two processes of the command (ranks 0 and 1, as torchrun gives them $RANK)
 each write their series to their own file in watch's temporary folder, and the metrics carry
 each rank's phases: gpumem_phase_peak_{allocated,reserved}_bytes, equal to the figures of the
-latest pass of each phase in the series each process saved.  The folder is removed at the end,
-and without --prometheus the command gets no GPUMEM_TORCH_OUTPUT."""
+latest pass of each phase in the series each process saved; under a process group (no $RANK)
+the rank is the group's.  The folder is removed at the end, and without --prometheus the
+command gets no GPUMEM_TORCH_OUTPUT."""
 import glob
 import json
 import os
@@ -38,11 +39,8 @@ class WatchPhases(TempDir):
         for k in ("GPUMEM_TORCH_OUTPUT", "RANK", "SLURM_PROCID", "SLURM_JOB_ID"):
             self.env.pop(k, None)
 
-    def test_each_ranks_phases_are_exported_as_its_series_says(self):
+    def check_two_ranks(self, script):
         prom = self.path("metrics.prom")
-        script = ("RANK=0 %s %s --batch 2 --copy %s & RANK=1 %s %s --batch 5 --copy %s; wait"
-                  % (sys.executable, PHASES, self.path("r0.json"), sys.executable, PHASES,
-                     self.path("r1.json")))
         run(GPUMEM, "watch", "--prometheus", prom, "--interval", "50", "--no-chart", "--",
             "sh", "-c", script, env=self.env, cwd=self.tmp)
         with open(prom) as f:
@@ -62,6 +60,18 @@ class WatchPhases(TempDir):
         self.assertEqual(got[("gpumem_phase_peak_allocated_bytes", "1", "forward")],
                          (256 + 64 * 5 * 2) << 20)
         self.assertEqual(glob.glob(self.path("gpumem-watch-*")), [], "the series' folder is removed")
+
+    def test_each_ranks_phases_are_exported_as_its_series_says(self):
+        self.check_two_ranks("RANK=0 %s %s --batch 2 --copy %s & RANK=1 %s %s --batch 5 --copy %s; wait"
+                             % (sys.executable, PHASES, self.path("r0.json"), sys.executable, PHASES,
+                                self.path("r1.json")))
+
+    def test_rank_of_the_process_group_names_the_file(self):
+        store = self.path("store")
+        self.check_two_ranks("%s %s --batch 2 --copy %s --store %s --rank 0 --world 2 & "
+                             "%s %s --batch 5 --copy %s --store %s --rank 1 --world 2; wait"
+                             % (sys.executable, PHASES, self.path("r0.json"), store, sys.executable,
+                                PHASES, self.path("r1.json"), store))
 
     def test_no_series_file_without_metrics(self):
         p = run(GPUMEM, "watch", "--interval", "50", "--no-chart", "--", "sh", "-c",

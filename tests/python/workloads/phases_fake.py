@@ -5,10 +5,14 @@ that keeps BATCH x 64 MiB of activations and a backward that frees them; the ser
 $GPUMEM_TORCH_OUTPUT (gpumem watch sets it) and is saved to --copy too, for the test to
 compare with.
 
-usage: phases_fake.py --batch N --copy PATH [--steps 2]"""
+With --store FOLDER --rank R --world N it first joins a process group of N ranks over FOLDER
+(the fake's torch.distributed), as a torchrun job does.
+
+usage: phases_fake.py --batch N --copy PATH [--steps 2] [--store FOLDER --rank R --world N]"""
 import argparse
 
 import torch
+import torch.distributed
 
 import gpumem.torch as gmt
 
@@ -20,7 +24,13 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--copy", required=True)
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--store")
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--world", type=int, default=1)
     a = ap.parse_args()
+    if a.store:
+        torch.distributed.init_process_group("nccl", init_method="file://" + a.store, rank=a.rank,
+                                             world_size=a.world)
     torch.cuda.state.reset(capacity=8192 * MIB)
     s = gmt.series(batch=a.batch)
     s.save(a.copy)
