@@ -355,9 +355,13 @@ class Measure:
         env_ranked = env_path is not None and "{rank}" in env_path
         if env_ranked:
             # one file per process (gpumem watch): the rank, from the process group, else
-            # from the launcher's environment (torchrun's RANK), else 0
-            env_path = env_path.replace("{rank}", str(self._dist[0] if self._dist is not None
-                                                      else os.environ.get("RANK", "0")))
+            # from the launcher's environment (torchrun's RANK, Slurm's SLURM_PROCID), else
+            # "pid<N>": processes with no rank must never claim one file
+            if self._dist is not None:
+                rank = str(self._dist[0])
+            else:
+                rank = os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or "pid%d" % os.getpid()
+            env_path = env_path.replace("{rank}", rank)
         self.path = os.fspath(path) if path is not None else env_path
         if self.path is not None and self._dist is not None and (path is not None or not env_ranked):
             self.path = _rank_path(self.path, self._dist[0])

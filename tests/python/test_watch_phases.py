@@ -73,6 +73,21 @@ class WatchPhases(TempDir):
                              % (sys.executable, PHASES, self.path("r0.json"), store, sys.executable,
                                 PHASES, self.path("r1.json"), store))
 
+    def test_processes_without_a_rank_never_share_a_file(self):
+        # neither a process group nor $RANK/$SLURM_PROCID: each process's file is named by its
+        # process id, so both run (a shared name would fail the second one's Measure())
+        prom = self.path("metrics.prom")
+        run(GPUMEM, "watch", "--prometheus", prom, "--interval", "50", "--no-chart", "--", "sh", "-c",
+            "%s %s --batch 2 --copy %s & %s %s --batch 5 --copy %s; wait"
+            % (sys.executable, PHASES, self.path("a.json"), sys.executable, PHASES, self.path("b.json")),
+            env=self.env, cwd=self.tmp)
+        with open(prom) as f:
+            ranks = {labels["rank"] for name, labels, _ in parse(f.read()) if name.startswith("gpumem_phase_")}
+        self.assertEqual(len(ranks), 2, ranks)
+        self.assertTrue(all(r.startswith("pid") for r in ranks), ranks)
+        for name in ("a.json", "b.json"):
+            self.assertTrue(os.path.getsize(self.path(name)) > 0, name)
+
     def test_no_series_file_without_metrics(self):
         p = run(GPUMEM, "watch", "--interval", "50", "--no-chart", "--", "sh", "-c",
                 'echo "output=${GPUMEM_TORCH_OUTPUT-unset}"', env=self.env, cwd=self.tmp)
