@@ -230,9 +230,18 @@ int cmd_watch(int argc, char **argv)
         metrics.account_dir = ac.dir; /* the equations so far join the metrics */
     if (command) {
         /* with --json, stdout carries only gpumem's JSON lines */
-        struct gm_watch_command wc = {command, account ? ac.env : environ, NULL, json, false};
+        struct gm_watch_command wc = {command, NULL, NULL, json, false};
+        char **env;
         pid_t pid = 0;
         int exec_errno = 0;
+        /* the command's gpumem.torch phases join the metrics */
+        if ((rc = watch_metrics_series_begin(&metrics, argv[0], account ? ac.env : environ,
+                                             &env)) != 0) {
+            if (output)
+                cli_output_abort(&out);
+            goto out_close;
+        }
+        wc.envp = env;
         if (gm_watch_spawn(&wc, &pid, &exec_errno, &err) != GM_OK || exec_errno) {
             if (exec_errno) {
                 cli_errorf(argv[0], "cannot run '%s': %s", command[0], strerror(exec_errno));

@@ -4,10 +4,14 @@
 
 #include "cli.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/output.h"
+#include "gpumem/sweep.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +45,94 @@ static enum gm_status metrics_text(FILE *f, const struct watch_metrics *m, const
     enum gm_status st = gm_watch_prometheus(f, w, d, &m->labels, err);
     if (st == GM_OK && m->account)
         st = gm_account_prometheus(f, m->account, &m->labels, err);
+    if (st == GM_OK && m->series_dir[0])
+        st = gm_measure_series_prometheus(f, (const struct gm_measure_series *const *)m->series,
+                                          (const char *const *)m->ranks, m->n_series, &m->labels,
+                                          err);
     return st;
+}
+
+#define SERIES_PREFIX "series-"
+#define SERIES_SUFFIX ".json"
+
+int watch_metrics_series_begin(struct watch_metrics *m, const char *cmd, char **envp,
+                               char ***env_out)
+{
+    const char *tmp = getenv("TMPDIR");
+    char path[sizeof(m->series_dir) + 32];
+    struct gm_error err;
+    *env_out = envp;
+    if (!m->path && m->listen_fd < 0)
+        return 0;
+    snprintf(m->series_dir, sizeof(m->series_dir), "%s/gpumem-watch-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(m->series_dir)) {
+        cli_errorf(cmd, "cannot make a temporary folder in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                   strerror(errno));
+        m->series_dir[0] = '\0';
+        return GM_EXIT_CANTCREAT;
+    }
+    /* gpumem.torch puts each process's rank in place of {rank} */
+    snprintf(path, sizeof(path), "%s/" SERIES_PREFIX "{rank}" SERIES_SUFFIX, m->series_dir);
+    if (gm_watch_env_with(envp, GM_SWEEP_SERIES_ENV, path, &m->env, &err) != GM_OK)
+        return cli_fail(cmd, &err);
+    *env_out = m->env;
+    return 0;
+}
+
+static void series_clear(struct watch_metrics *m)
+{
+    for (size_t k = 0; k < m->n_series; k++) {
+        gm_measure_series_free(m->series[k]);
+        free(m->ranks[k]);
+    }
+    free(m->series);
+    free(m->ranks);
+    m->series = NULL;
+    m->ranks = NULL;
+    m->n_series = 0;
+}
+
+/* The rank in a series file's name, NULL when it is not one (gpumem.torch's temporary files
+ * begin with a dot). */
+static char *series_rank(const char *name)
+{
+    size_t n = strlen(name), p = strlen(SERIES_PREFIX), s = strlen(SERIES_SUFFIX);
+    if (n <= p + s || strncmp(name, SERIES_PREFIX, p) || strcmp(name + n - s, SERIES_SUFFIX))
+        return NULL;
+    return strndup(name + p, n - p - s);
+}
+
+/* Read the series' files again: those that cannot be read yet (a series just begun is an
+ * empty file until its first write) are left out. */
+static void series_refresh(struct watch_metrics *m)
+{
+    DIR *d = opendir(m->series_dir);
+    struct dirent *e;
+    if (!d)
+        return;
+    series_clear(m);
+    while ((e = readdir(d)) != NULL) {
+        char path[sizeof(m->series_dir) + 256], *rank = series_rank(e->d_name);
+        struct gm_measure_series *s = NULL, **ns;
+        char **nr;
+        if (!rank)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", m->series_dir, e->d_name);
+        ns = realloc(m->series, (m->n_series + 1) * sizeof(*ns));
+        if (ns)
+            m->series = ns;
+        nr = realloc(m->ranks, (m->n_series + 1) * sizeof(*nr));
+        if (nr)
+            m->ranks = nr;
+        if (!ns || !nr || gm_measure_series_load(path, &s, NULL) != GM_OK) {
+            free(rank);
+            continue;
+        }
+        m->series[m->n_series] = s;
+        m->ranks[m->n_series++] = rank;
+    }
+    closedir(d);
 }
 
 /* Read the interposer's files again; the last good reading stays when they cannot be read
@@ -72,6 +163,8 @@ int watch_metrics_write(struct watch_metrics *m, const char *cmd, const struct g
     m->written_ms = t_ms;
     if (m->account_dir)
         account_refresh(m);
+    if (m->series_dir[0])
+        series_refresh(m);
     if (!m->path)
         return 0;
     if ((rc = cli_output_open(&o, cmd, m->path, true)) != 0)
@@ -182,6 +275,24 @@ void watch_metrics_serve(struct watch_metrics *m, const struct gm_watch *w,
 
 void watch_metrics_close(struct watch_metrics *m)
 {
+    series_clear(m);
+    gm_free(m->env);
+    m->env = NULL;
+    if (m->series_dir[0]) {
+        DIR *d = opendir(m->series_dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            char path[sizeof(m->series_dir) + 256];
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                snprintf(path, sizeof(path), "%s/%s", m->series_dir, e->d_name);
+                unlink(path);
+            }
+        }
+        if (d)
+            closedir(d);
+        (void)rmdir(m->series_dir);
+        m->series_dir[0] = '\0';
+    }
     gm_account_free(m->account);
     m->account = NULL;
     if (m->listen_fd >= 0)

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -227,6 +228,17 @@ void gm_measure_series_free(struct gm_measure_series *s);
  * gm_measure_series_free()). */
 enum gm_status gm_measure_env_load_mem(const void *data, size_t len, uint64_t memory_limit,
                                        struct gm_measure_series **holder, struct gm_error *err);
+
+/* The phases of the series 's[0..n)' (one per process; 'ranks[i]' the rank of s[i], NULL
+ * none) in the Prometheus text exposition format: gauges gpumem_phase_peak_allocated_bytes
+ * and gpumem_phase_peak_reserved_bytes, labelled phase and rank plus the job's labels 'l'
+ * (may be NULL; its rank is replaced by ranks[i]).  A name run several times (a phase per
+ * step) gives the figures of its latest pass.  Errors: GM_ERR_NOMEM, GM_ERR_IO. */
+struct gm_watch_prom_labels; /* gpumem/watch.h */
+enum gm_status gm_measure_series_prometheus(FILE *f, const struct gm_measure_series *const *s,
+                                            const char *const *ranks, size_t n,
+                                            const struct gm_watch_prom_labels *l,
+                                            struct gm_error *err);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

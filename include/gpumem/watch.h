@@ -275,6 +275,11 @@ struct gm_watch_command {
 enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
                               struct gm_error *err);
 
+/* 'envp' with NAME=value in place of any NAME it has: *out is one allocation (gm_free()),
+ * its strings borrowed from 'envp' but for the new one.  GM_ERR_NOMEM. */
+enum gm_status gm_watch_env_with(char *const *envp, const char *name, const char *value,
+                                 char ***out, struct gm_error *err);
+
 /* The cadence of a watched run: device readings every interval, process readings every
  * process interval and, in between, whenever a device reading asks for one. */
 struct gm_watch_clock {

@@ -333,7 +333,8 @@ class Measure:
     path        the file; None: $GPUMEM_TORCH_OUTPUT, else kept in memory until save(path).
                 An existing file is never replaced (FileExistsError at once).  When
                 $GPUMEM_TORCH_OUTPUT names another file (gpumem sweep), the series is
-                written there too.
+                written there too; "{rank}" in it is the process's rank (of its process
+                group, else $RANK, else 0: gpumem watch gives each process its file so).
     devices     CUDA device indexes to measure; None: every device of the process (the
                 current one, and each other with memory reserved by PyTorch; only those
                 are synchronized, so that no context is created on an unused GPU).
@@ -351,8 +352,18 @@ class Measure:
         self._torch = _torch()
         self._dist = _distributed(self._torch)
         env_path = os.environ.get(OUTPUT_ENV) or None
+        env_ranked = env_path is not None and "{rank}" in env_path
+        if env_ranked:
+            # one file per process (gpumem watch): the rank, from the process group, else
+            # from the launcher's environment (torchrun's RANK, Slurm's SLURM_PROCID), else
+            # "pid<N>": processes with no rank must never claim one file
+            if self._dist is not None:
+                rank = str(self._dist[0])
+            else:
+                rank = os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or "pid%d" % os.getpid()
+            env_path = env_path.replace("{rank}", rank)
         self.path = os.fspath(path) if path is not None else env_path
-        if self.path is not None and self._dist is not None:
+        if self.path is not None and self._dist is not None and (path is not None or not env_ranked):
             self.path = _rank_path(self.path, self._dist[0])
         self._mirror = None
         self.dimensions = _jsonable(dimensions)

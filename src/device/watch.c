@@ -733,6 +733,29 @@ enum gm_status gm_watch_jsonl_end(FILE *f, const struct gm_watch *w, const struc
 /* ------------------------------------------------------------------------------------ */
 /* Running a command and sampling it */
 
+enum gm_status gm_watch_env_with(char *const *envp, const char *name, const char *value,
+                                 char ***out, struct gm_error *err)
+{
+    size_t n = 0, k = 0, nlen = strlen(name), vlen = strlen(value);
+    char **env, *var;
+    while (envp && envp[n])
+        n++;
+    env = gm_malloc((n + 2) * sizeof(*env) + nlen + vlen + 2);
+    if (!env)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for the environment");
+    var = (char *)(env + n + 2);
+    memcpy(var, name, nlen);
+    var[nlen] = '=';
+    memcpy(var + nlen + 1, value, vlen + 1);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], name, nlen) != 0 || envp[i][nlen] != '=')
+            env[k++] = envp[i];
+    env[k++] = var;
+    env[k] = NULL;
+    *out = env;
+    return GM_OK;
+}
+
 enum gm_status gm_watch_spawn(const struct gm_watch_command *c, pid_t *pid, int *exec_errno,
                               struct gm_error *err)
 {

@@ -444,30 +444,15 @@ static enum gm_status spawn(char **args, char *const *envp, const char *log, con
                             pid_t *pid, int *exec_errno, struct gm_error *err)
 {
     struct gm_watch_command c = {args, NULL, log, false, true};
-    char **env, *var;
-    size_t n = 0, k = 0, vlen = strlen(GM_SWEEP_SERIES_ENV);
+    char **env;
     enum gm_status st;
 
     *exec_errno = 0;
-    while (envp && envp[n])
-        n++;
-    env = gm_calloc(n + 2, sizeof(*env));
-    var = gm_malloc(vlen + strlen(series) + 2);
-    if (!env || !var) {
-        gm_free(env);
-        gm_free(var);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory for the environment");
-    }
-    snprintf(var, vlen + strlen(series) + 2, "%s=%s", GM_SWEEP_SERIES_ENV, series);
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(envp[i], GM_SWEEP_SERIES_ENV, vlen) != 0 || envp[i][vlen] != '=')
-            env[k++] = envp[i];
-    env[k++] = var;
-    env[k] = NULL;
+    if ((st = gm_watch_env_with(envp, GM_SWEEP_SERIES_ENV, series, &env, err)) != GM_OK)
+        return st;
     c.envp = env;
     st = gm_watch_spawn(&c, pid, exec_errno, err);
     gm_free(env);
-    gm_free(var);
     return st;
 }
 
