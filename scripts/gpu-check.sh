@@ -459,6 +459,68 @@ PYEOF
     done
 fi
 
+# ---- 3e. gpumem.torch across ranks: two processes under torch.distributed on device DEV ----
+# Two ranks (a gloo process group over a file, both on the one GPU: NCCL refuses two ranks on
+# one device), each measured and recorded by gpumem.torch: every phase gathers both ranks'
+# peaks, each rank writes rankR_ files and its digest; gpumem then reads the folder as the
+# job's two ranks, numbered by file name, and the digests give the snapshots' peaks.
+if [ -z "$TORCH_PY" ]; then
+    row "gpumem.torch across ranks" "skipped" "(no Python with torch+CUDA)" info
+else
+    rm -rf "$OUT/ranks" && mkdir -p "$OUT/ranks"
+    cat >"$OUT/ranks_job.py" <<'PYEOF'
+import os, sys
+import torch
+import torch.distributed as dist
+import gpumem.torch as gmt
+
+rank, folder, dev = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+torch.cuda.set_device(dev)
+dist.init_process_group("gloo", init_method="file://" + folder + "/store", rank=rank, world_size=2)
+m = gmt.Measure(folder + "/series.json", batch=16 * (rank + 1))
+with gmt.record(folder + "/profile.pickle"):
+    with m.phase("model_load"):
+        model = torch.nn.Linear(2048, 2048).cuda()
+    with m.phase("forward"):
+        y = model(torch.randn(16 * (rank + 1) * 64, 2048, device="cuda"))
+    with m.phase("backward"):
+        y.square().mean().backward()
+dist.barrier()
+dist.destroy_process_group()
+PYEOF
+    for r in 0 1; do
+        PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$TORCH_PY" "$OUT/ranks_job.py" \
+            "$r" "$OUT/ranks" "$DEV" >"$OUT/ranks-$r.out" 2>&1 &
+    done
+    wait
+    "$TORCH_PY" - "$OUT/ranks" >"$OUT/ranks-series.txt" 2>&1 <<'PYEOF'
+import glob, json, sys
+folder = sys.argv[1]
+docs = [json.load(open(f)) for f in sorted(glob.glob(folder + "/rank*_series.json"))]
+ok = len(docs) == 2 and all(len(p.get("ranks", [])) == 2 and "imbalance" in p
+                            for d in docs for p in d["phases"])
+print("ok" if ok else "missing")
+PYEOF
+    row "gpumem.torch: every phase has both ranks" "$(cat "$OUT/ranks-series.txt")" "ok" \
+        "$(same "$(cat "$OUT/ranks-series.txt")" ok)"
+    n_dig=$(ls "$OUT"/ranks/rank*_profile.digest 2>/dev/null | wc -l)
+    row "gpumem.torch: digests beside the snapshots" "$n_dig" "2" "$(same "$n_dig" 2)"
+    "$GPUMEM" snapshot stats "$OUT/ranks" >"$OUT/ranks-stats.txt" 2>&1
+    if grep -q 'numbered by file name' "$OUT/ranks-stats.txt"; then a=yes; else a=no; fi
+    row "snapshot stats of the folder: ranks by file name" "$a" "yes" "$a"
+    "$GPUMEM" snapshot peak --json "$OUT"/ranks/rank*_profile.pickle >"$OUT/ranks-peak-snap.json" 2>&1
+    "$GPUMEM" snapshot peak --json "$OUT"/ranks/rank*_profile.digest >"$OUT/ranks-peak-dig.json" 2>&1
+    "$TORCH_PY" - "$OUT/ranks-peak-snap.json" "$OUT/ranks-peak-dig.json" >"$OUT/ranks-peaks.txt" 2>&1 <<'PYEOF'
+import json, sys
+def peaks(path):
+    return [r.get("peak_bytes") for r in json.load(open(path)).get("ranks", [])]
+a, b = peaks(sys.argv[1]), peaks(sys.argv[2])
+print("same" if a and a == b else "differ %s %s" % (a, b))
+PYEOF
+    row "rank peaks: digests vs snapshots" "$(cat "$OUT/ranks-peaks.txt")" "same" \
+        "$(same "$(cat "$OUT/ranks-peaks.txt")" same)"
+fi
+
 # ---- 4. report --------------------------------------------------------------------------------
 {
     echo

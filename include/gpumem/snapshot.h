@@ -384,6 +384,11 @@ struct gm_snapshot_opts {
 enum gm_status gm_snapshot_load(const char *path, const struct gm_snapshot_opts *opts,
                                 struct gm_snapshot **out, struct gm_error *err);
 
+/* Whether 'n' first bytes of a file can begin a memory snapshot: a pickle of protocol 2 or
+ * later (PROTO), or a gzip member (gm_snapshot_load() inflates it).  What a folder of a job's
+ * files holds beside its snapshots (logs, JSON series) is told apart by it. */
+bool gm_snapshot_head_plausible(const unsigned char *p, size_t n);
+
 /* Load from the open descriptor 'fd' (borrowed: not closed), named 'name' in messages
  * (NULL: "standard input"): a regular file is mapped, anything else (a pipe, a socket) is
  * copied into an unlinked temporary file first, as a gzip'd input is inflated into one

@@ -18,6 +18,7 @@
 #include "gpumem/arena.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -156,10 +157,26 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-static bool is_rank_file(const char *name)
+static bool is_rank_name(const char *name)
 {
     uint64_t r;
     return name[0] != '.' && (gm_rank_from_name(name, &r) || ends_with(name, ".digest"));
+}
+
+/* A rank's file of a folder: a digest by its name, a snapshot by its first bytes (a job's
+ * folder also holds rank-named logs and JSON series). */
+static bool is_rank_content(const char *path, const char *name)
+{
+    unsigned char head[2];
+    size_t n = 0;
+    FILE *f;
+    if (ends_with(name, ".digest"))
+        return true;
+    if (!(f = fopen(path, "rb")))
+        return false;
+    n = fread(head, 1, sizeof(head), f);
+    fclose(f);
+    return gm_snapshot_head_plausible(head, n);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -173,7 +190,8 @@ static bool is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool is_regular(const char *dir, const char *name, struct gm_arena *scratch)
+/* Whether dir/name is a regular file holding a rank (never opens anything else). */
+static bool is_rank_file(const char *dir, const char *name, struct gm_arena *scratch)
 {
     size_t ld = strlen(dir), ln = strlen(name);
     char *p = gm_arena_alloc(scratch, ld + ln + 2, 1);
@@ -183,7 +201,7 @@ static bool is_regular(const char *dir, const char *name, struct gm_arena *scrat
     memcpy(p, dir, ld);
     p[ld] = '/';
     memcpy(p + ld + 1, name, ln + 1);
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && is_rank_content(p, name);
 }
 
 /* Drop from the sorted names l->v[first..n) every snapshot whose digest is among them (its
@@ -233,7 +251,7 @@ static enum gm_status list_dir(struct name_list *l, const char *dir, int depth,
         if (++n_seen > RANK_FILES_MAX) {
             st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "'%s': more than %u entries", dir,
                          RANK_FILES_MAX);
-        } else if (is_rank_file(e->d_name) && is_regular(dir, e->d_name, &scratch)) {
+        } else if (is_rank_name(e->d_name) && is_rank_file(dir, e->d_name, &scratch)) {
             st = add_name(l, dir, e->d_name, err);
         } else if (!strncmp(e->d_name, "iteration_", 10) &&
                    (!last_iter || gm_rank_name_cmp(e->d_name, last_iter) > 0)) {

@@ -153,6 +153,11 @@ static bool is_gzip(const unsigned char *p, size_t n)
     return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
 }
 
+bool gm_snapshot_head_plausible(const unsigned char *p, size_t n)
+{
+    return (n >= 1 && p[0] == 0x80) || is_gzip(p, n);
+}
+
 /* Copy or inflate everything from 'fd' (after the 'n_head' bytes already read into 'head')
  * into a new spool of at most 'cap' bytes (UINT64_MAX: the default bound).  'regular': fd
  * is a regular file of 'size' bytes (a shorter read means it changed).  Returns the spool's

@@ -891,10 +891,17 @@ static void test_rank_ids_from_names_devices_or_order(void **state)
     gm_analysis_ranks_release(&rs);
 }
 
+/* A file of that name: a snapshot's first bytes (pickle PROTO 2) in a .pickle, a JSON
+ * object in a .json, nothing else otherwise. */
 static void touch(const char *path)
 {
+    size_t n = strlen(path);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
+    if (n > 7 && !strcmp(path + n - 7, ".pickle"))
+        fputs("\x80\x02}q\x00.", f);
+    else if (n > 5 && !strcmp(path + n - 5, ".json"))
+        fputs("{\"schema\": \"gpumem.measure/1\"}", f);
     fclose(f);
 }
 
@@ -902,8 +909,11 @@ static void touch(const char *path)
 static void test_rank_files_of_a_folder(void **state)
 {
     char dir[] = "/tmp/gm-rank-files-XXXXXX", p[512];
+    /* rank1_series.json and rank1.log carry a rank in their names but are no snapshot (a
+     * job's folder holds gpumem.torch's series and logs beside the snapshots) */
     static const char *const names[] = {"rank10.pickle", "rank2.pickle", "rank0.pickle",
-                                        "notes.txt", "r.digest"};
+                                        "notes.txt",     "r.digest",     "rank1_series.json",
+                                        "rank1.log"};
     struct gm_rank_files rf;
     struct gm_error err;
     const char *args[2];
