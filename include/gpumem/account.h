@@ -174,6 +174,9 @@ struct gm_account_balance {
 /* The title of a term in the equation ("context", "PyTorch reserved", "libfoo.so", "not
  * seen by the driver API"; borrowed from 't' or static). */
 const char *gm_account_term_title(const struct gm_account_term *t);
+/* The object a library term stands for alone (an allocation of an unknown library named by
+ * its own object, which is then its title), or NULL. */
+const char *gm_account_term_object(const struct gm_account_term *t);
 /* Where the term's figure comes from, as a phrase, into buf[n]: "measured: NVML
  * usedGpuMemory around each creation (1 context)", "cuMemAlloc_v2 x3, cuMemCreate x12",
  * "device used less every other term". */

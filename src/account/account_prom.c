@@ -62,9 +62,7 @@ static void term_samples(FILE *f, const struct gm_account_process *p,
         gm_prom_label(f, &first, "term", gm_account_term_key(term->kind));
         if (term->kind == GM_ACCOUNT_TERM_LIBRARY || term->kind == GM_ACCOUNT_TERM_OTHERS)
             gm_prom_label(f, &first, "lib", gm_account_lib_key(term->lib));
-        /* an object named on its own is a term of its own (its title) */
-        if (term->kind == GM_ACCOUNT_TERM_LIBRARY && term->lib == GM_ACCOUNT_LIB_OTHER &&
-            term->object[0])
+        if (gm_account_term_object(term))
             gm_prom_label(f, &first, "object", term->object);
         gm_prom_end_labels(f, first);
         fprintf(f, " %" PRId64 "\n", term->bytes);

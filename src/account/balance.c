@@ -201,6 +201,13 @@ const char *gm_account_moment_name(enum gm_account_moment m)
     return "?";
 }
 
+const char *gm_account_term_object(const struct gm_account_term *t)
+{
+    return t->kind == GM_ACCOUNT_TERM_LIBRARY && t->lib == GM_ACCOUNT_LIB_OTHER && t->object[0]
+               ? t->object
+               : NULL;
+}
+
 const char *gm_account_term_title(const struct gm_account_term *t)
 {
     switch (t->kind) {
@@ -211,8 +218,7 @@ const char *gm_account_term_title(const struct gm_account_term *t)
     case GM_ACCOUNT_TERM_GRAPHS:
         return "graphs";
     case GM_ACCOUNT_TERM_LIBRARY:
-        return t->lib == GM_ACCOUNT_LIB_OTHER && t->object[0] ? t->object
-                                                              : gm_account_lib_title(t->lib);
+        return gm_account_term_object(t) ? t->object : gm_account_lib_title(t->lib);
     case GM_ACCOUNT_TERM_OTHERS:
         return "other libraries";
     case GM_ACCOUNT_TERM_ROUNDING:
