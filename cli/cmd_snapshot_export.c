@@ -21,6 +21,7 @@ int cmd_snapshot_export(int argc, char **argv)
     struct gm_export_opts eo = {0};
     struct gm_analysis_opts ao = {0};
     struct gm_export_input *in;
+    struct gm_rank_files rf;
     struct gm_error err;
     struct gm_output o;
     const struct opt opts[] = {
@@ -100,24 +101,36 @@ int cmd_snapshot_export(int argc, char **argv)
     }
     if ((rc = cli_output_check(argv[0], out, force)) != 0)
         return rc;
+    /* the ranks of a job as every multi-file command takes them: in rank order by their
+     * names, a folder for its rank files */
+    if ((rc = snapcli_rank_files(argv[0], argv + 1, (size_t)n_pos, &rf)) != 0)
+        return rc;
+    if (rf.n > 1 && eo.format != GM_EXPORT_PERFETTO && eo.format != GM_EXPORT_SPEEDSCOPE) {
+        size_t n = rf.n;
+        gm_rank_files_release(&rf);
+        return cli_usage(argv[0], "--%s takes one FILE, and '%s' holds %zu rank files",
+                         gm_export_format_name(eo.format), argv[1], n);
+    }
     eo.at_given = at_seen;
     eo.at = at;
     ao.max_points = (uint32_t)points;
-    if (!(in = gm_calloc((size_t)n_pos, sizeof(*in))))
+    if (!(in = gm_calloc(rf.n, sizeof(*in)))) {
+        gm_rank_files_release(&rf);
         return GM_EXIT_SOFTWARE;
-    for (int f = 0; f < n_pos && rc == 0; f++) {
+    }
+    for (size_t f = 0; f < rf.n && rc == 0; f++) {
         struct snapcli_load_opts lo = {mem_limit, false, NULL};
         struct gm_snapshot *snap = NULL;
         struct gm_analysis *an = NULL;
-        if ((rc = snapcli_load(argv[0], argv[f + 1], &lo, &snap)) != 0)
+        if ((rc = snapcli_load(argv[0], rf.paths[f], &lo, &snap)) != 0)
             break;
-        in[f] = (struct gm_export_input){snapcli_name(argv[f + 1]), snap, NULL};
+        in[f] = (struct gm_export_input){snapcli_name(rf.paths[f]), snap, NULL};
         if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK)
             rc = cli_fail(argv[0], &err);
         in[f].an = an;
     }
     if (rc == 0 && (rc = cli_output_open(&o, argv[0], out, force)) == 0) {
-        if (gm_export_write(o.f, in, (size_t)n_pos, &eo, &err) == GM_OK) {
+        if (gm_export_write(o.f, in, rf.n, &eo, &err) == GM_OK) {
             rc = cli_output_commit(&o, argv[0]);
         } else if (err.code == GM_ERR_INVALID) { /* no such device or event: the usage */
             cli_output_abort(&o);
@@ -127,10 +140,11 @@ int cmd_snapshot_export(int argc, char **argv)
             rc = cli_output_fail(&o, argv[0], &err);
         }
     }
-    for (int f = 0; f < n_pos; f++) {
+    for (size_t f = 0; f < rf.n; f++) {
         gm_analysis_free((struct gm_analysis *)(uintptr_t)in[f].an);
         gm_snapshot_free((struct gm_snapshot *)(uintptr_t)in[f].snap);
     }
     gm_free(in);
+    gm_rank_files_release(&rf);
     return rc;
 }

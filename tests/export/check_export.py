@@ -259,7 +259,11 @@ def check(fmt, snapshot, tmp):
 
 
 def check_ranks(fmt, tmp):
-    """Two ranks of one job (devices 0 and 1, batch 8 and 12) in one file."""
+    """Two ranks of one job (devices 0 and 1, batch 8 and 12) in one file; the ranks taken as
+    every multi-file command takes them: the files given in the shell's other order, or their
+    folder, give the same bytes."""
+    tmp = os.path.join(tmp, "job")
+    os.makedirs(tmp, exist_ok=True)
     files = [os.path.join(tmp, "rank%d.pickle" % r) for r in (0, 1)]
     for r, f in enumerate(files):
         subprocess.run([GPUMEM, "snapshot", "example", "-o", f, "--iterations", "2", "--device",
@@ -273,7 +277,16 @@ def check_ranks(fmt, tmp):
     subprocess.run([GPUMEM, "snapshot", "export", "--" + fmt, *files, "-o", out, "--force"],
                    check=True)
     what = (check_perfetto if fmt == "perfetto" else check_speedscope)(out, peaks)
-    print("ok: %s of two ranks: %s" % (fmt, what))
+    with open(out, "rb") as f:
+        want = f.read()
+    for args in (files[::-1], [tmp]):
+        other = os.path.join(os.path.dirname(tmp), "ranks-other." + fmt)
+        subprocess.run([GPUMEM, "snapshot", "export", "--" + fmt, *args, "-o", other, "--force"],
+                       check=True)
+        with open(other, "rb") as f:
+            if f.read() != want:
+                raise SystemExit("FAIL: %s of %s differs from the ranks in order" % (fmt, args))
+    print("ok: %s of two ranks: %s (same from the other order and from the folder)" % (fmt, what))
 
 
 def main():
