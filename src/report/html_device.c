@@ -220,6 +220,7 @@ static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     for (size_t i = 0; i < ad->n_iterations; i++) {
         const struct gm_analysis_iteration *it = &ad->iterations[i];
         gm_json_begin_object(w);
+        gm_json_kv_u64(w, "n", i + 1); /* its number, from 1 as the CLI numbers them */
         gm_json_key(w, "x0");
         gm_report_num(w, xat(ax, it->first_event));
         gm_json_key(w, "x1");
@@ -482,7 +483,11 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     gm_json_kv_u64(w, "n_live", p->n_live);
     if (ad) {
         gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)ad->peak_phase));
-        gm_json_kv_i64(w, "iteration", ad->peak_iteration);
+        /* numbered from 1 as the CLI numbers them; null outside any iteration */
+        if (ad->peak_iteration >= 0)
+            gm_json_kv_i64(w, "iteration", (int64_t)ad->peak_iteration + 1);
+        else
+            gm_json_kv_null(w, "iteration");
     }
     gm_json_kv_str(w, "uphase", peak_up);
     gm_json_end_object(w);
