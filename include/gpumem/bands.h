@@ -58,8 +58,8 @@ struct gm_bands {
     uint32_t *allocs; /* indexes into the device's allocs, in stacking order: allocation
                        * order (those alive from the start first), then address */
     size_t n;
-    size_t n_edge;   /* of them, alive at the start or at the end of the trace */
-    uint8_t *is_band; /* per allocation of the device: 1 when among 'allocs' */
+    size_t n_edge;                   /* of them, alive at the start or at the end of the trace */
+    uint8_t *is_band;                /* per allocation of the device: 1 when among 'allocs' */
     struct gm_bands_window *windows; /* those with at least one band, in order */
     size_t n_windows;
 };

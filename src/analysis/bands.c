@@ -15,7 +15,7 @@
 #include <string.h>
 
 struct cand {
-    double area;         /* bytes x lifetime on the axis (clipped to a window there) */
+    double area; /* bytes x lifetime on the axis (clipped to a window there) */
     uint64_t bytes;
     int32_t alloc_event;
     uint32_t i; /* index into the device's allocs */
@@ -169,8 +169,8 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
             if (is_edge(a) != (pass == 0))
                 continue;
             life(ax, xs, a, &x0, &x1);
-            c[n_edge + n_inner] = (struct cand){(double)a->bytes * (x1 - x0), a->bytes,
-                                                a->alloc_event, (uint32_t)i};
+            c[n_edge + n_inner] =
+                (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
             if (pass == 0)
                 n_edge++;
             else

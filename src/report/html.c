@@ -19,8 +19,9 @@
  *                      | null  (uniform buckets of the axis, each with the exact least and
  *                      most allocated and the most reserved that held in it, and the events
  *                      where the most first held; the page takes unions of whole buckets;
- *                      rest: by category, what is not a band after kmax, null for a
- *                      category never there, absent without an analysis),
+ *                      rest: by category, what is not a band after kmax as runs [value,
+ *                      buckets, ...], null for a category never there, absent without an
+ *                      analysis),
  *                    uphases[[x0, x1, name]], peak{bytes, k, x, time_us, reserved,
  *                      max_reserved, n_live, phase, iteration (from 1; null: none), uphase},
  *                    bands[[k_alloc, k_free, x0, x1, bytes, cat, stack, addr, stream]]

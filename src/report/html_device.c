@@ -23,7 +23,8 @@
 
 /* "rest": of each bucket, the bytes by category of what is not a band after its event of
  * the most allocated (kmax), so that the bands alive there and this stack add up to amax;
- * a category with nothing in any bucket is null. */
+ * a category with nothing in any bucket is null, the others runs [value, buckets, value,
+ * buckets...] (they change far less often than the buckets do). */
 static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
                        const struct gm_bands *bands, const struct gm_lod *al)
 {
@@ -50,8 +51,12 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
             continue;
         }
         gm_json_begin_array(w);
-        for (unsigned b = 0; b < nb; b++)
+        for (unsigned b = 0, e; b < nb; b = e) {
+            for (e = b + 1; e < nb && rest[e][cat] == rest[b][cat]; e++)
+                ;
             gm_json_u64(w, rest[b][cat]);
+            gm_json_u64(w, e - b);
+        }
         gm_json_end_array(w);
     }
     gm_json_end_array(w);

@@ -49,13 +49,13 @@ static void test_edges_first_and_a_quarter_for_the_others(void **state)
 {
     /* 100 events; in alloc order as the analysis keeps them (those from the start first) */
     struct gm_analysis_alloc al[] = {
-        mk(-1, -1, 1000, GM_CATEGORY_PARAMETER, 0x1000), /* 0: area 100000 */
-        mk(-1, -1, 10, GM_CATEGORY_PARAMETER, 0x2000),   /* 1: area 1000 */
-        mk(-1, 50, 100, GM_CATEGORY_PARAMETER, 0x3000),  /* 2: area 5000 */
+        mk(-1, -1, 1000, GM_CATEGORY_PARAMETER, 0x1000),  /* 0: area 100000 */
+        mk(-1, -1, 10, GM_CATEGORY_PARAMETER, 0x2000),    /* 1: area 1000 */
+        mk(-1, 50, 100, GM_CATEGORY_PARAMETER, 0x3000),   /* 2: area 5000 */
         mk(10, 20, 5000, GM_CATEGORY_ACTIVATION, 0x4000), /* 3: area 50000, inner */
         mk(20, 90, 400, GM_CATEGORY_ACTIVATION, 0x5000),  /* 4: area 28000, inner */
-        mk(30, -1, 20, GM_CATEGORY_OTHER, 0x6000),       /* 5: area 1400, alive at the end */
-        mk(40, 41, 9000, GM_CATEGORY_OTHER, 0x7000),     /* 6: area 9000, inner */
+        mk(30, -1, 20, GM_CATEGORY_OTHER, 0x6000),        /* 5: area 1400, alive at the end */
+        mk(40, 41, 9000, GM_CATEGORY_OTHER, 0x7000),      /* 6: area 9000, inner */
     };
     struct gm_analysis_device ad;
     struct gm_lod_axis ax = axis(100);
@@ -143,10 +143,10 @@ static void test_ties_by_a_total_order(void **state)
 {
     /* equal areas: the larger first, then the older, then the first in the analysis' order */
     struct gm_analysis_alloc al[] = {
-        mk(0, 10, 100, GM_CATEGORY_OTHER, 0x10),  /* area 1000 */
-        mk(0, 20, 50, GM_CATEGORY_OTHER, 0x20),   /* area 1000 */
-        mk(5, 15, 100, GM_CATEGORY_OTHER, 0x30),  /* area 1000 */
-        mk(5, 15, 100, GM_CATEGORY_OTHER, 0x40),  /* area 1000 */
+        mk(0, 10, 100, GM_CATEGORY_OTHER, 0x10),   /* area 1000 */
+        mk(0, 20, 50, GM_CATEGORY_OTHER, 0x20),    /* area 1000 */
+        mk(5, 15, 100, GM_CATEGORY_OTHER, 0x30),   /* area 1000 */
+        mk(5, 15, 100, GM_CATEGORY_OTHER, 0x40),   /* area 1000 */
         mk(20, 21, 1000, GM_CATEGORY_OTHER, 0x50), /* area 1000 */
     };
     struct gm_analysis_device ad;
@@ -178,9 +178,8 @@ static struct gm_analysis_alloc *random_trace(size_t ne, size_t *n_out, unsigned
     size_t n = 0;
     srand(seed);
     for (int i = 0; i < 20; i++)
-        al[n] = mk(-1, rand() % 3 ? -1 : (int32_t)(rand() % (int)ne),
-                   (uint64_t)(rand() % 5000 + 1), (uint8_t)(rand() % GM_CATEGORY_COUNT),
-                   (uint64_t)n * 0x1000),
+        al[n] = mk(-1, rand() % 3 ? -1 : (int32_t)(rand() % (int)ne), (uint64_t)(rand() % 5000 + 1),
+                   (uint8_t)(rand() % GM_CATEGORY_COUNT), (uint64_t)n * 0x1000),
         n++;
     for (int32_t k = 0; k < (int32_t)ne; k++) {
         int32_t f;

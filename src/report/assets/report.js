@@ -263,11 +263,27 @@
   function mergedFill(g, cat) {
     const p = document.createElement('canvas'), q = p.getContext('2d'), c = catColor(cat);
     p.width = p.height = 8;
-    q.fillStyle = c + '66'; q.fillRect(0, 0, 8, 8);
-    q.strokeStyle = c + 'cc'; q.lineWidth = 2; q.beginPath();
+    q.fillStyle = c + '99'; q.fillRect(0, 0, 8, 8); // 60% opaque
+    q.strokeStyle = c + 'dd'; q.lineWidth = 2; q.beginPath();
     q.moveTo(0, 8); q.lineTo(8, 0); q.moveTo(-2, 2); q.lineTo(2, -2); q.moveTo(6, 10); q.lineTo(10, 6);
     q.stroke();
     return g.createPattern(p, 'repeat');
+  }
+  // lod.rest's runs [value, buckets, ...] as one value a bucket (once a device)
+  function restOf(d) {
+    if (d.restBuckets !== undefined) return d.restBuckets;
+    const R = d.lod && d.lod.rest;
+    d.restBuckets = R ? R.map((r) => {
+      if (!r) return null;
+      const v = new Float64Array(d.lod.n);
+      for (let i = 0, b = 0; i + 1 < r.length; i += 2) {
+        const e = Math.min(d.lod.n, b + r[i + 1]);
+        v.fill(r[i], b, e);
+        b = e;
+      }
+      return v;
+    }) : null;
+    return d.restBuckets;
   }
   let tl = null;
   function drawTimeline() {
@@ -289,7 +305,7 @@
       g.strokeStyle = '#d62728'; g.lineWidth = 1; g.setLineDash([4, 3]);
       g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
     }
-    const bands = bandsInView(), nb = bands.length, main = new Set(dev.bands), rest = dev.lod.rest;
+    const bands = bandsInView(), nb = bands.length, main = new Set(dev.bands), rest = restOf(dev);
     const off = new Float64Array(nb * pw).fill(-1), top = new Float64Array(pw);
     // the rest, merged, as a stack of categories above the bands (lod.rest: of each bucket,
     // what is not a band of the whole trace at its most allocated event, by category; a
@@ -1320,7 +1336,7 @@
     const used = new Set(dev.bands.map((b) => b[5])), rest = dev.lod && dev.lod.rest;
     if (rest) rest.forEach((r, k) => { if (r) used.add(k); });
     for (let k = 0; k < 7; k++) if (used.has(k)) tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
-    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: rest ? 'background:repeating-linear-gradient(135deg,' + CAT_COLORS[0] + 'cc 0 2px,' + CAT_COLORS[0] + '66 2px 5px)' : 'background:rgba(200,200,200,0.75)' }),
+    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: rest ? 'background:repeating-linear-gradient(135deg,' + CAT_COLORS[0] + 'dd 0 2px,' + CAT_COLORS[0] + '99 2px 5px)' : 'background:rgba(200,200,200,0.75)' }),
       rest ? 'smaller allocations, merged by category (hatched)' : 'smaller allocations, merged'));
     tlg.appendChild(el('span', null, '━ reserved'));
     tlg.appendChild(el('span', null, '─ least allocated in a column (where it varies)'));
