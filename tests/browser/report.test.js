@@ -41,8 +41,9 @@
 // highest column to `snapshot peak --json`; bands are drawn in every column and the
 // allocations neither alive at the start nor at the end are chosen in every tenth of the
 // trace that has any (by the middle of their lives; the list from a report with every
-// allocation a band, or the 100,000 the option allows), not only in its first iterations; the peak's iteration is numbered as the CLI
-// numbers it ("iteration N of M").
+// allocation a band, or the 100,000 the option allows), not only in its first iterations;
+// the peak's iteration, the moments at iterations' peaks and the iterations table are
+// numbered as the CLI numbers them ("iteration N of M", from 1).
 // --screenshot DIR writes PNGs of the first report at each width; --timing prints the load
 // time and size.  Exit 0 ok, 1 failure, 77 skipped (no Chromium or no playwright-core: run
 // scripts/install-deps.sh).
@@ -508,6 +509,18 @@ async function testBands(chromium, args, snap, tmp) {
     const hint = await page.$eval('#peak-hint', (e) => e.textContent);
     const it = 'iteration ' + cd.peak_iteration + ' of ' + cd.iterations.toLocaleString('en-US');
     check(where.includes(it) && hint.includes(it), label + ': the peak is in "' + it + '", as `snapshot categories` numbers it');
+  }
+  // the moments named after an iteration's peak and the iterations table: numbered from 1
+  if (cd.iteration_peaks && cd.iteration_peaks.length) {
+    const m = await page.evaluate(() => ({
+      moments: Array.from(document.querySelectorAll('#moment option')).map((o) => o.textContent),
+      rows: Array.from(document.querySelectorAll('#findings .iters tbody tr')).map((tr) => Number(tr.firstChild.textContent)),
+    }));
+    const named = m.moments.map((t) => /event (\d+):.*peak of iteration (\d+) of/.exec(t)).filter((x) => x);
+    const wrong = named.filter((x) => { const p = cd.iteration_peaks.find((q) => q.iteration === Number(x[2])); return !p || p.peak_event_index !== Number(x[1]); });
+    check(named.length > 0 && wrong.length === 0, label + ': ' + named.length + ' moments named "peak of iteration N of M", each at the event `snapshot categories --json` gives iteration N\'s peak' +
+      (wrong.length ? ' (not: ' + wrong[0][0] + ')' : ''));
+    check(m.rows.length > 0 && m.rows[0] === 1 && m.rows.every((n) => n >= 1 && n <= cd.iterations), label + ': the iterations table numbers them from 1 to ' + cd.iterations + ' (' + m.rows.slice(0, 4).join(', ') + '...)');
   }
   // zoomed onto the peak, with the windows' own bands taken out of the merged stack
   if (dv.n >= 100) {
