@@ -46,7 +46,7 @@ static double *event_xs(const struct gm_lod_axis *ax)
     double *xs;
     if (!ax->time || !ax->n_events || !ax->dev)
         return NULL;
-    xs = gm_malloc(ax->n_events * sizeof(*xs));
+    xs = gm_calloc(ax->n_events, sizeof(*xs)); /* zero where a damaged trace ends early */
     if (!xs)
         return NULL;
     gm_snapshot_cursor_init(&c, ax->dev, 0);
