@@ -285,6 +285,10 @@
     }) : null;
     return d.restBuckets;
   }
+  function bandsNote(nb) {
+    return group3(nb) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one' +
+      (dev.n_edge ? ', ' + group3(dev.n_edge) + ' of them alive at the start or the end of the trace' : '') + (nb > dev.bands.length ? ' (more in this zoomed view)' : '');
+  }
   let tl = null;
   function drawTimeline() {
     if (!dev.lod) return;
@@ -412,7 +416,7 @@
     canvas.dataset.bands = String(nb);
     canvas.dataset.max = String(drawnMax);
     const note = $('bands-note');
-    if (note) note.textContent = group3(nb) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one' + (nb > dev.bands.length ? ' (more in this zoomed view)' : '');
+    if (note) note.textContent = bandsNote(nb);
   }
 
   function hoverTimeline(ev) {
@@ -1342,7 +1346,7 @@
     tlg.appendChild(el('span', null, '─ least allocated in a column (where it varies)'));
     tlg.appendChild(el('span', { style: 'color:#d62728' }, '┆ peak'));
     if ((dev.ooms || []).length) tlg.appendChild(el('span', { style: 'color:#b00020' }, '┆ out of memory'));
-    tlg.appendChild(el('span', { id: 'bands-note' }, group3(dev.bands.length) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one'));
+    tlg.appendChild(el('span', { id: 'bands-note' }, bandsNote(dev.bands.length)));
     for (let k = 0; k < 7; k++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
     for (let p = 1; p < 4; p++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'border:1px solid #ccc;background:' + PHASE_FILL[p] }), PHASE_LABELS[p]));
     if ((dev.uphases || []).length) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'border:1px solid #ccc;background:' + UPHASE_FILL[0] }), 'your phases'));
