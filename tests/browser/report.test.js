@@ -36,9 +36,9 @@
 // parameters alive at the end (`snapshot categories --json --series`) are drawn in the
 // parameter colour in every column from where they are all in place (the whole width when
 // they were alive before the trace began), their pixels too where they are tall enough to
-// see; the merged rest is a stack of category colours (no grey), each column's stack of
-// bands and merged categories adds up to the most allocated there, also zoomed, and the
-// highest column to `snapshot peak --json`; bands are drawn in every column and the
+// see; the merged rest is a stack of category colours (no grey; hovering it names its
+// category), each column's stack of bands and merged categories adds up to the most
+// allocated there, also zoomed, and the highest column to `snapshot peak --json`; bands are drawn in every column and the
 // allocations neither alive at the start nor at the end are chosen in every tenth of the
 // trace that has any (by the middle of their lives; the list from a report with every
 // allocation a band, or the 100,000 the option allows), not only in its first iterations;
@@ -481,6 +481,16 @@ async function testBands(chromium, args, snap, tmp) {
   // the merged rest is a stack of categories, never grey
   const mergedCats = t.merged.map((v, k) => (v > 0 ? k : -1)).filter((k) => k >= 0);
   check(mergedCats.length > 0 && t.grey.every((v) => v === 0), label + ': the merged area is drawn in category colours (' + mergedCats.length + ' categories, no grey)');
+  // hovering the merged stack where a category's part is tallest names that category
+  const tallest = t.mergedAt.reduce((a, m) => (!a || m[3] - m[2] > a[3] - a[2] ? m : a), null);
+  if (tallest && (tallest[3] - tallest[2]) / t.ymax * t.ph >= 4) {
+    await page.$eval('#timeline', (e) => e.scrollIntoView());
+    const b2 = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top }; });
+    await page.mouse.move(b2.x + t.left + tallest[1] + 0.5, b2.y + t.top + t.ph - (tallest[2] + tallest[3]) / 2 / t.ymax * t.ph);
+    const tip = await page.$eval('#tip', (e) => (e.hidden ? '' : e.textContent));
+    const names = ['parameters', 'inputs', 'activations', 'gradients', 'optimizer state', 'optimizer temporaries', 'other'];
+    check(tip.includes('category: ' + names[tallest[0]]) && tip.includes('merged'), label + ': hovering the merged ' + names[tallest[0]] + ' names them: "' + tip.slice(0, 90) + '"');
+  }
   // the picture's top equals the numbers
   check(stackOk(t) && t.max === want.peak_bytes, label + ': in every column the bands and the merged categories add up to the most allocated, the highest to the peak ' + want.peak_bytes);
   check(t.bandCols === t.pw, label + ': bands are drawn in ' + t.bandCols + ' of ' + t.pw + ' columns');

@@ -362,12 +362,13 @@
       for (let x = pw - 1; x >= 0; x--) { const y = Y(lo(x)); g.lineTo(M.l + x + 1, y); g.lineTo(M.l + x, y); }
       g.closePath(); g.fill();
     };
-    const merged = [0, 0, 0, 0, 0, 0, 0];
+    const merged = [0, 0, 0, 0, 0, 0, 0], mergedAt = [];
     for (let cat = 0; cat < 7; cat++) {
-      let any = 0;
-      for (let x = 0; x < pw; x++) any = Math.max(any, mLen[cat * pw + x]);
+      let any = 0, at = 0;
+      for (let x = 0; x < pw; x++) if (mLen[cat * pw + x] > any) { any = mLen[cat * pw + x]; at = x; }
       if (!any) continue;
       merged[cat] = any;
+      mergedAt.push([cat, at, mOff[cat * pw + at], mOff[cat * pw + at] + any]); // where it is tallest
       g.fillStyle = mergedFill(g, cat);
       area((x) => mOff[cat * pw + x], (x) => mOff[cat * pw + x] + mLen[cat * pw + x]);
     }
@@ -410,7 +411,7 @@
     let bandCols = 0;
     for (let x = 0; x < pw; x++) for (let i = 0; i < nb; i++) if (off[i * pw + x] >= 0) { bandCols++; break; }
     const stackTop = Array.from(cols.amax, (a, x) => { let t = grey[x]; for (let cat = 0; cat < 7; cat++) t += byCat[cat][x]; return t; });
-    drawn.timeline = { view: view.slice(), pw, max: drawnMax, byCat: byCat.map((v) => Array.from(v)), grey: Array.from(grey), stackTop, merged, bandCols, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
+    drawn.timeline = { view: view.slice(), pw, max: drawnMax, byCat: byCat.map((v) => Array.from(v)), grey: Array.from(grey), stackTop, merged, mergedAt, bandCols, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
