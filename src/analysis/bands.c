@@ -3,9 +3,10 @@
  * (the rule is in gpumem/bands.h).
  *
  * An allocation's area is bytes x (x of its free, or the axis' end) - (x of its alloc, or
- * 0).  The choice sorts candidates by area once; the windows of zoomed views keep their
- * largest clipped areas in one bounded heap each (an allocation that does not beat a full
- * heap's smallest costs one comparison).  The rest by category is one sweep over the
+ * 0); on a time axis the x of each event is kept as a float (4 bytes an event: areas are
+ * compared to about one part in 10^7).  Every choice keeps its best in bounded heaps (an
+ * allocation that does not beat a full heap's smallest costs one comparison), so the memory
+ * it needs is the budget's, not the trace's.  The rest by category is one sweep over the
  * allocations in alloc order and their frees in free order. */
 #include "gpumem/bands.h"
 
@@ -39,11 +40,11 @@ static int cmp_cand(const void *a, const void *b)
 }
 
 /* The x of every event of the device (with a time axis; else x is the event index). */
-static double *event_xs(const struct gm_lod_axis *ax)
+static float *event_xs(const struct gm_lod_axis *ax)
 {
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
-    double *xs;
+    float *xs;
     if (!ax->time || !ax->n_events || !ax->dev)
         return NULL;
     xs = gm_calloc(ax->n_events, sizeof(*xs)); /* zero where a damaged trace ends early */
@@ -51,20 +52,20 @@ static double *event_xs(const struct gm_lod_axis *ax)
         return NULL;
     gm_snapshot_cursor_init(&c, ax->dev, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < ax->n_events)
-        xs[c.index] = gm_lod_axis_x_of(ax, (int64_t)c.index, e);
+        xs[c.index] = (float)gm_lod_axis_x_of(ax, (int64_t)c.index, e);
     return xs;
 }
 
-static double x_of(const struct gm_lod_axis *ax, const double *xs, int64_t k)
+static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
 {
     if (k < 0)
         return 0.0;
     if (k >= (int64_t)ax->n_events)
         return ax->x_end;
-    return xs ? xs[k] : (double)k;
+    return xs ? (double)xs[k] : (double)k;
 }
 
-static void life(const struct gm_lod_axis *ax, const double *xs, const struct gm_analysis_alloc *a,
+static void life(const struct gm_lod_axis *ax, const float *xs, const struct gm_analysis_alloc *a,
                  double *x0, double *x1)
 {
     *x0 = x_of(ax, xs, a->alloc_event);
@@ -151,68 +152,93 @@ static bool is_edge(const struct gm_analysis_alloc *a)
     return a->alloc_event < 0 || a->free_event < 0;
 }
 
+static struct cand cand_of(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
+                           const float *xs, size_t i)
+{
+    const struct gm_analysis_alloc *a = &ad->allocs[i];
+    double x0, x1;
+    life(ax, xs, a, &x0, &x1);
+    return (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
+}
+
+static void take(struct gm_bands *out, uint32_t i)
+{
+    out->is_band[i] = 1;
+    out->allocs[out->n++] = i;
+}
+
+/* The best of each kind in bounded heaps (memory as large as the budget, not the trace):
+ * the edge ones, the best of each slice, and the best of all the others (the slices
+ * leave at most the budget to them, so they are among these). */
 static enum gm_status choose_whole(const struct gm_analysis_device *ad,
-                                   const struct gm_lod_axis *ax, const double *xs, size_t max,
+                                   const struct gm_lod_axis *ax, const float *xs, size_t max,
                                    struct gm_bands *out)
 {
-    size_t n = ad->n_allocs, n_edge = 0, n_inner = 0, taken = 0, edge_max;
-    struct cand *c = gm_malloc((n ? n : 1) * sizeof(*c));
-    size_t per_slice, in_slice[GM_BANDS_SPREAD];
+    size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
+    struct heap edge = {NULL, 0, 0}, all = {NULL, 0, 0}, slice[GM_BANDS_SPREAD];
+    struct cand *pool = NULL, *pick = NULL;
+    enum gm_status st = GM_OK;
 
-    if (!c)
-        return GM_ERR_NOMEM;
-    /* the edge allocations first in c[0 .. n_edge), the others after them */
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < n; i++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[i];
-            double x0, x1;
-            if (is_edge(a) != (pass == 0))
-                continue;
-            life(ax, xs, a, &x0, &x1);
-            c[n_edge + n_inner] =
-                (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
-            if (pass == 0)
-                n_edge++;
-            else
-                n_inner++;
-        }
-    qsort(c, n_edge, sizeof(*c), cmp_cand);
+    for (size_t i = 0; i < n; i++)
+        n_edge += is_edge(&ad->allocs[i]);
+    n_inner = n - n_edge;
     /* a quarter of the budget stays for the others, when there are others */
-    edge_max = max - (n_inner < max / 4 ? n_inner : max / 4);
-    for (size_t j = 0; j < n_edge && taken < edge_max; j++) {
-        out->is_band[c[j].i] = 1;
-        out->allocs[taken++] = c[j].i;
+    edge_take = max - (n_inner < max / 4 ? n_inner : max / 4);
+    if (edge_take > n_edge)
+        edge_take = n_edge;
+    inner = max - edge_take < n_inner ? max - edge_take : n_inner;
+    per_slice = (inner + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
+    pool = gm_malloc((edge_take + inner + GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pool));
+    pick = gm_malloc((GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pick));
+    if (!pool || !pick) {
+        st = GM_ERR_NOMEM;
+        goto out_free;
     }
-    out->n_edge = taken;
-    qsort(c + n_edge, n_inner, sizeof(*c), cmp_cand);
-    /* an equal share of what is left for each slice of the axis, then the largest areas */
-    per_slice = (max - taken + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
-    memset(in_slice, 0, sizeof(in_slice));
-    for (size_t j = n_edge; j < n && taken < max; j++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[c[j].i];
+    edge = (struct heap){pool, 0, edge_take};
+    all = (struct heap){pool + edge_take, 0, inner};
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
+        slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
+    for (size_t i = 0; i < n; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        struct cand c = cand_of(ad, ax, xs, i);
         double x0, x1, mid;
         unsigned s;
+        if (is_edge(a)) {
+            heap_offer(&edge, &c);
+            continue;
+        }
         life(ax, xs, a, &x0, &x1);
         mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
         s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
-        if (in_slice[s] >= per_slice)
-            continue;
-        in_slice[s]++;
-        out->is_band[c[j].i] = 1;
-        out->allocs[taken++] = c[j].i;
+        heap_offer(&slice[s], &c);
+        heap_offer(&all, &c);
     }
-    for (size_t j = n_edge; j < n && taken < max; j++)
-        if (!out->is_band[c[j].i]) {
-            out->is_band[c[j].i] = 1;
-            out->allocs[taken++] = c[j].i;
-        }
-    out->n = taken;
-    gm_free(c);
-    return stack_order(ad, out->allocs, out->n) ? GM_OK : GM_ERR_NOMEM;
+    qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
+    for (size_t j = 0; j < edge.n; j++)
+        take(out, edge.v[j].i);
+    out->n_edge = out->n;
+    /* an equal share for each slice of the axis, the largest areas first ... */
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
+        for (size_t j = 0; j < slice[s].n; j++)
+            pick[n_pick++] = slice[s].v[j];
+    qsort(pick, n_pick, sizeof(*pick), cmp_cand);
+    for (size_t j = 0; j < n_pick && out->n < max; j++)
+        take(out, pick[j].i);
+    /* ... then what the slices left, to the largest areas of the others */
+    qsort(all.v, all.n, sizeof(*all.v), cmp_cand);
+    for (size_t j = 0; j < all.n && out->n < max; j++)
+        if (!out->is_band[all.v[j].i])
+            take(out, all.v[j].i);
+    if (!stack_order(ad, out->allocs, out->n))
+        st = GM_ERR_NOMEM;
+out_free:
+    gm_free(pool);
+    gm_free(pick);
+    return st;
 }
 
 static enum gm_status choose_windows(const struct gm_analysis_device *ad,
-                                     const struct gm_lod_axis *ax, const double *xs,
+                                     const struct gm_lod_axis *ax, const float *xs,
                                      const struct gm_bands_opts *o, struct gm_bands *out)
 {
     size_t ne = ax->n_events, W = o->n_windows;
@@ -290,7 +316,7 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
                                struct gm_error *err)
 {
     size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
-    double *xs = NULL;
+    float *xs = NULL;
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -325,6 +351,19 @@ struct k_at {
     size_t i;
 };
 
+struct free_at {
+    int32_t k;  /* free_completed event */
+    uint32_t i; /* index into the allocs */
+};
+
+static int cmp_free_at(const void *a, const void *b)
+{
+    const struct free_at *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
 static int cmp_k_at(const void *a, const void *b)
 {
     const struct k_at *x = a, *y = b;
@@ -345,7 +384,7 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
 {
     size_t na = ad ? ad->n_allocs : 0, nf = 0, ai = 0, fi = 0;
     struct k_at *q = gm_malloc((n ? n : 1) * sizeof(*q));
-    struct k_at *frees = gm_malloc((na ? na : 1) * sizeof(*frees));
+    struct free_at *frees = gm_malloc((na ? na : 1) * sizeof(*frees));
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
 
     if (!q || !frees) {
@@ -359,9 +398,9 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
     for (size_t i = 0; i < na; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         if (a->free_event >= 0 && ever_alive(a) && !(b && b->is_band && b->is_band[i]))
-            frees[nf++] = (struct k_at){a->free_event, i};
+            frees[nf++] = (struct free_at){a->free_event, (uint32_t)i};
     }
-    qsort(frees, nf, sizeof(*frees), cmp_k_at);
+    qsort(frees, nf, sizeof(*frees), cmp_free_at);
     for (size_t t = 0; t < n; t++) {
         int64_t k = q[t].k;
         /* the allocations are in alloc order (those from the start first) */
