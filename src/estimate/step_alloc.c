@@ -1232,8 +1232,10 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
  * capacity; a job that does not fit asks for its replay without the limit again), so an
  * estimate keeps the replays run into it, by their inputs as bytes: the prepared shapes
  * (pointers cleared) and each plan with its component's contents.  Equal bytes, equal
- * replay: the run reads nothing else. */
-#define MEMO_MAX 16
+ * replay: the run reads nothing else.  Room for every shape one suggestion search runs
+ * (a training job's candidates and their combinations are some twenty to thirty): with
+ * fewer, the base's own replay is gone again before the larger GPUs ask for it. */
+#define MEMO_MAX 64
 
 struct memo_ent {
     uint8_t *key;
