@@ -145,6 +145,9 @@ struct replay {
     gm_est_segment_fn trace;
     void *trace_ctx;
     struct gm_est_replay_segment where;
+    /* the request that failed on the capacity: 'where' then, and whose tensor it was */
+    struct gm_est_replay_segment failed;
+    const struct gm_est_component *failed_c; /* NULL: a temporary of the step */
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -186,6 +189,9 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
+        r->failed = r->where;
+        r->failed.stream = (enum gm_est_stream)p->stream;
+        r->failed_c = p->c;
         return;
     }
     if (st) {
@@ -223,6 +229,8 @@ static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
     st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
+        r->failed = r->where;
+        r->failed.stream = GM_EST_STREAM_COMPUTE;
         return 0;
     }
     if (st) {
@@ -1217,6 +1225,15 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->segments = stats.num_device_alloc;
     out->retries = stats.num_alloc_retries;
     out->oom = r.oom;
+    if (r.oom) {
+        out->failed.request = r.failed.request;
+        out->failed.live = r.failed.live;
+        out->failed.step = r.failed.step;
+        out->failed.at = r.failed.at;
+        out->failed.layer = r.failed.layer;
+        out->failed.stream = r.failed.stream;
+        out->failed.kind = r.failed_c ? r.failed_c->kind : GM_KIND__COUNT;
+    }
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
@@ -1407,6 +1424,7 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     free_run.capacity_bytes = out->capacity_bytes;
     free_run.retries = out->retries;
     free_run.oom = true;
+    free_run.failed = out->failed;
     *out = free_run;
 out_free:
     gm_free(key);
