@@ -37,6 +37,7 @@
 #ifndef GPUMEM_ESTIMATE_H
 #define GPUMEM_ESTIMATE_H
 
+#include "gpumem/alloc.h"
 #include "gpumem/analysis.h"
 #include "gpumem/error.h"
 #include "gpumem/model.h"
@@ -337,6 +338,7 @@ struct gm_job_runtime {
     uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
     uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
     double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
+    struct gm_alloc_conf alloc;  /* PYTORCH_CUDA_ALLOC_CONF the step replay runs with */
     uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */
     /* runtime around the tensors */
     uint64_t nccl_bytes; /* NCCL buffers per communicator (1 GiB) */
@@ -808,7 +810,6 @@ enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **ou
                                struct gm_error *err);
 /* Release an estimate and everything it holds; NULL is a no-op. */
 void gm_estimate_free(struct gm_estimate *e);
-
 
 /* One segment (cudaMalloc) the step replay took, in the order it took them. */
 struct gm_est_replay_segment {

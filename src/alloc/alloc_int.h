@@ -34,7 +34,8 @@ struct block {
     int64_t *uses;        /* record_stream(): streams other than 'stream' that used it */
     size_t n_uses;        /* (allocated blocks only; moved into events at free) */
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
-    struct blockset_chunk *chunk; /* the chunk of the set that holds it, NULL in none */
+    /* the chunk of the set that holds it, NULL in none */
+    struct blockset_chunk *chunk;
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };

@@ -306,6 +306,13 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
         bool floor_binds;
         if ((st = est_step_replay(cx, cap, &e->replay, err)) != GM_OK)
             return st;
+        if (est_given(j, EST_SET_ALLOC_CONF)) {
+            char conf[160];
+            est_assume(e, "step replay with PYTORCH_CUDA_ALLOC_CONF=%s",
+                       gm_alloc_conf_format(&j->runtime.alloc, conf, sizeof conf)[0]
+                           ? conf
+                           : "(the defaults)");
+        }
         /* the larger of the two, except where the allocator had to free its cache: then it
          * reserves what the replay found it could (not at the range's high end, which keeps
          * the floor: op-level fragmentation may leave less to free) */

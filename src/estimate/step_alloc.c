@@ -1111,6 +1111,7 @@ struct prepared {
     struct plan *pl; /* room for a plan per component of cx->e */
     size_t n;        /* plans */
     size_t slots;    /* address slots of all plans */
+    uint64_t bytes;  /* of all the plans' components */
 };
 
 static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm_error *err)
@@ -1119,7 +1120,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     struct replay *r = &pr->r;
 
     memset(pr, 0, sizeof *pr);
-    gm_alloc_conf_init(&pr->conf);
+    pr->conf = cx->job->runtime.alloc;
     pr->pl = gm_calloc(e->n_components ? e->n_components : 1, sizeof(*pr->pl));
     if (!pr->pl)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
@@ -1156,6 +1157,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
                          : 1;
         p->per_unit = n_pieces(r, p, 1) > n_pieces(r, p, 0) ? n_pieces(r, p, 1) : n_pieces(r, p, 0);
         pr->slots += p->n_units * p->per_unit;
+        pr->bytes = gm_add_sat(pr->bytes, c->bytes);
     }
     return GM_OK;
 }
@@ -1196,6 +1198,11 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     dev.ops = &gm_alloc_fakedev_ops;
     dev.ctx = &fake;
     dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
+    /* expandable segments reserve a virtual range of 1.125 x the device per stream and pool,
+     * a byte per page: without a limit, a device with room for every tensor of the job four
+     * times over and 16 GiB of temporaries (a range that runs out fails as a full device) */
+    if (!capacity && pr->conf.expandable_segments)
+        dev.total_bytes = gm_add_sat(gm_mul_sat(pr->bytes, 4), 16 * GM_GIB);
     if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) != GM_OK) {
         gm_free(pl);
         gm_free(mem);

@@ -419,6 +419,28 @@ static void test_floor_stops_at_the_capacity(void **state)
     assert_int_equal(est->peak_reserved_bytes, floor);
 }
 
+/* The run's PYTORCH_CUDA_ALLOC_CONF reaches the replay: with expandable segments the
+ * allocator maps pages into one range per stream and pool instead of caching whole
+ * segments, so the same job replays differently, and both replays are remembered apart. */
+static void test_alloc_conf_reaches_the_replay(void **state)
+{
+    static const char *const job = "--train --lora --batch 4 --seq 2048 --precision bf16 "
+                                   "--gpu H100";
+    char settings[256];
+    struct gm_est_replay plain;
+    (void)state;
+    run("llama-3.1-8b", job, &est);
+    plain = est->replay;
+    assert_true(plain.used && !plain.oom);
+    snprintf(settings, sizeof settings, "%s --alloc-conf expandable_segments:True", job);
+    run("llama-3.1-8b", settings, &est);
+    assert_true(est->replay.used && !est->replay.oom);
+    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
+    assert_int_equal(est->replay.requested_peak, plain.requested_peak);
+    assert_true(est->replay.segments != plain.segments ||
+                est->replay.reserved_peak != plain.reserved_peak);
+}
+
 /* A job that does not fit names the request that failed even after the cache was freed:
  * where in the step, whose tensor, how large, and what was live; the same request is where
  * the segment trace of the replay on the capacity stops. */
@@ -694,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_floor_stops_at_the_capacity),
         cmocka_unit_test(test_failed_request_named),
+        cmocka_unit_test(test_alloc_conf_reaches_the_replay),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),
