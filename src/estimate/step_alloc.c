@@ -97,6 +97,7 @@ struct plan {
     size_t per_unit; /* address slots per unit */
     uint64_t *addr;  /* n_units x per_unit, 0 = not allocated */
     uint64_t *size;  /* requested bytes of each slot */
+    uint64_t *piece; /* the bytes each slot asks for (piece_bytes(), once per run) */
 };
 
 /* A replay's state.  What it starts from is its whole input: est_step_replay() remembers
@@ -427,14 +428,13 @@ static void gather_queued(struct replay *r)
 
 static void unit_alloc(struct replay *r, struct plan *p, size_t u)
 {
-    uint64_t ub = unit_bytes(r, p, u);
     size_t n = n_pieces(r, p, u);
     /* the model's upcast: lm_head's 16-bit output, freed once its fp32 copy exists */
     uint64_t l16 = p->prof == PROF_LOGITS && r->upcast16 ? raw_alloc(r, r->logits_16) : 0;
     if (cross_use(r, p) == USE_GATHERED)
         gather_limiter(r);
     for (size_t j = 0; j < n; j++) {
-        t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
+        t_alloc(r, p, u * p->per_unit + j, p->piece[u * p->per_unit + j]);
         if (j == 0)
             raw_free(r, &l16, r->logits_16);
     }
@@ -1182,7 +1182,7 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     r.err = err;
     r.where.pass = pass;
     pl = gm_malloc(n * sizeof(*pl));
-    mem = gm_calloc(2 * pr->slots, sizeof *mem);
+    mem = gm_calloc(3 * pr->slots, sizeof *mem);
     if (!pl || !mem) {
         gm_free(pl);
         gm_free(mem);
@@ -1192,6 +1192,12 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
         pl[i].size = mem + pr->slots + off;
+        pl[i].piece = mem + 2 * pr->slots + off;
+        for (size_t u = 0; u < pl[i].n_units; u++) {
+            uint64_t ub = unit_bytes(&r, &pl[i], u);
+            for (size_t j = 0, np = n_pieces(&r, &pl[i], u); j < np; j++)
+                pl[i].piece[u * pl[i].per_unit + j] = piece_bytes(&r, &pl[i], u, j, ub);
+        }
         off += pl[i].n_units * pl[i].per_unit;
     }
     gm_alloc_fakedev_init(&fake, capacity);
