@@ -635,7 +635,8 @@ struct gm_est_lora {
 
 struct gm_est_serving {
     uint64_t budget_bytes; /* vLLM: total x gpu_memory_utilization */
-    uint64_t non_torch_bytes;
+    uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
+    uint64_t non_torch_logged_bytes; /* vLLM: what its log prints as non-torch, by version */
     uint64_t activation_peak_bytes;
     uint64_t kv_bytes_per_token; /* all layers, one device */
     uint64_t kv_pool_bytes;

@@ -340,6 +340,9 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * its GPU (stage_engine.c says where each comes from). */
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */
+/* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
+ * supports none). */
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp);
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
