@@ -275,6 +275,10 @@ static const struct entry catalog[] = {
      "qwen3-14b",
      {BASE("Qwen3-14B", "qwen3", GM_ARCH_QWEN3, 5120, 40, 40, 8, 128, 17408, 151936, 40960), STD,
       .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true, .dtype = BF16}},
+    {"Qwen/Qwen3-32B",
+     "qwen3-32b",
+     {BASE("Qwen3-32B", "qwen3", GM_ARCH_QWEN3, 5120, 64, 64, 8, 128, 25600, 151936, 40960), STD,
+      .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true, .dtype = BF16}},
     /* Gemma: explicit head_dim, tied, GeGLU; gemma-2 adds two norms and a window on every
      * other layer. */
     {"google/gemma-2b",
