@@ -304,8 +304,10 @@ static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stag
 #define VLLM_KERNEL_BYTES       (164 * GM_MIB)
 #define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
 
-uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp)
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
 {
+    if (!p2p) /* CustomAllreduce.finalize_p2p: disabled without peer access */
+        return 0;
     if (tp != 2 && tp != 4 && tp != 6 && tp != 8) /* CustomAllreduce._SUPPORTED_WORLD_SIZES */
         return 0;
     return est_div_up(VLLM_CUSTOM_AR_MAX_SIZE + 1, 2 * GM_MIB) * 2 * GM_MIB +
@@ -394,7 +396,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = hidden_bytes;
     else
         sampler = 0;
-    ca = est_vllm_custom_allreduce_bytes(t);
+    ca = est_vllm_custom_allreduce_bytes(t, !j->runtime.no_p2p);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes

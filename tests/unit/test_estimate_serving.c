@@ -411,10 +411,11 @@ static void test_vllm_non_torch_by_version(void **state)
     uint64_t context, nccl, need;
     (void)state;
     /* CustomAllreduce._SUPPORTED_WORLD_SIZES, each buffer in 2 MiB granules */
-    assert_int_equal(est_vllm_custom_allreduce_bytes(1), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(2), ar);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(3), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(8), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
 
     /* 0.11: the communicators sit in the baseline, so tp 2 prints what tp 1 prints */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
@@ -452,6 +453,17 @@ static void test_vllm_non_torch_by_version(void **state)
         gm_estimate_free(est);
         est = NULL;
     }
+
+    /* GPUs without peer access (vLLM's log: "Custom allreduce is disabled because your
+     * platform lacks GPU P2P capability"): NCCL through host memory, no all-reduce buffers */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 --no-p2p", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
 
     /* 0.6.4: total - free - allocated after the profile run, the context inside */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090", &j);
