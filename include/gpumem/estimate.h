@@ -342,6 +342,7 @@ struct gm_job_runtime {
     uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */
     /* runtime around the tensors */
     uint64_t nccl_bytes; /* NCCL buffers per communicator (1 GiB) */
+    bool no_p2p;         /* GPUs without peer access: NCCL's buffers in host memory */
 };
 
 /* The software the job runs on, where memory depends on the version.  Versions are packed
@@ -636,8 +637,9 @@ struct gm_est_lora {
 };
 
 struct gm_est_serving {
-    uint64_t budget_bytes; /* vLLM: total x gpu_memory_utilization */
-    uint64_t non_torch_bytes;
+    uint64_t budget_bytes;           /* vLLM: total x gpu_memory_utilization */
+    uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
+    uint64_t non_torch_logged_bytes; /* vLLM: what its log prints as non-torch, by version */
     uint64_t activation_peak_bytes;
     uint64_t kv_bytes_per_token; /* all layers, one device */
     uint64_t kv_pool_bytes;

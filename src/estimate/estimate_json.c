@@ -478,6 +478,7 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         if (j->engine.kind == GM_ENGINE_VLLM) {
             gm_json_kv_u64(w, "budget_bytes", sv->budget_bytes);
             gm_json_kv_u64(w, "non_torch_bytes", sv->non_torch_bytes);
+            gm_json_kv_u64(w, "non_torch_logged_bytes", sv->non_torch_logged_bytes);
             gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
             gm_json_kv_u64(w, "sampler_bytes", sv->sampler_bytes);
             gm_json_kv_u64(w, "max_num_seqs", sv->max_num_seqs);

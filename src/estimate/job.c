@@ -641,9 +641,9 @@ static const struct gm_job_setting settings[] = {
             engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
                                    GM_ENGINE_VLLM, engine.vllm.enforce_eager),
-    [EST_SET_NON_TORCH] =
-        NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory beside NCCL (default 256MiB)",
-            INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
+    [EST_SET_NON_TORCH] = NUM("non-torch", GM_JOB_SIZE, "SIZE",
+                              "vLLM non-torch memory beside NCCL (default 164MiB + all-reduce)",
+                              INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
     [EST_SET_UBATCH] = NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER,
                            GM_ENGINE_LLAMACPP, engine.llamacpp.n_ubatch, 1, 65536, 0),
     [EST_SET_FLASH_ATTN] = FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER,
@@ -703,6 +703,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_NCCL] =
         NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
             GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
+    [EST_SET_NO_P2P] = FLAG("no-p2p",
+                            "GPUs without peer access: NCCL buffers in host memory, no vLLM "
+                            "custom all-reduce",
+                            RUN, GM_ENGINE_NONE, runtime.no_p2p),
     [EST_SET_CUDA_VERSION] =
         TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
                 set_cuda_version),

@@ -155,6 +155,11 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     double per;
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
+    /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
+     * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
+     * buffers take no device memory */
+    if (j->runtime.no_p2p && !est_given(j, EST_SET_NCCL))
+        return 0;
     per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);
