@@ -118,6 +118,7 @@ void snap_ev_writer_release(struct ev_writer *w)
 {
     gm_big_free(w->pk.bytes, w->cap_bytes);
     gm_big_free(w->pk.cps, w->cap_cps * sizeof(struct ev_checkpoint));
+    snap_fold_free(w->pk.fold);
     memset(w, 0, sizeof(*w));
 }
 
