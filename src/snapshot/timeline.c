@@ -290,6 +290,7 @@ struct snap_fold {
     uint64_t rel, best_rel, best_rr, rr_at_best, res_change, mag, initial;
     int64_t best_k, best_rr_k;
     bool mag_over, best_time_valid;
+    bool sizes_agree; /* every free_completed that met its alloc had the alloc's size */
     int64_t best_time;
     uint64_t n_matched;
     size_t n_events;
@@ -312,6 +313,7 @@ struct snap_fold *snap_fold_new(uint64_t limit)
     f->m.free_head = AM_NONE;
     f->best_k = -1;
     f->best_rr_k = -1;
+    f->sizes_agree = true;
     return f;
 }
 
@@ -384,6 +386,7 @@ void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, s
             if (am_take(m, e->addr, &p)) {
                 f->n_matched++;
                 f->rel -= p.bytes;
+                f->sizes_agree &= p.bytes == e->size;
                 if (p.ev <= f->best_k) {
                     struct pend *g = GM_VEC_PUSH(f->gone, f->n_gone, f->cap_gone, &m->budget);
                     if (!g)
@@ -712,12 +715,30 @@ void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl)
 
 /* ---- the walk: the totals after each event ---- */
 
+/* The map of a walk whose frees all free their alloc's size (the fold saw it): a free then
+ * takes its own size off, as the map would have given, and the walk needs no map. */
+static struct addr_map no_map; /* never written: only its address is used */
+
+static bool walk_needs_map(const struct gm_snapshot_device *dev)
+{
+    return !snap_fold_ready(dev) || !dev->packed->fold->sizes_agree;
+}
+
 enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm_snapshot *snap,
                                      const struct gm_snapshot_device *dev,
                                      const struct gm_snapshot_timeline *tl, struct gm_error *err)
 {
-    struct addr_map *m = gm_calloc(1, sizeof(*m));
+    struct addr_map *m;
     memset(w, 0, sizeof(*w));
+    if (!walk_needs_map(dev)) {
+        w->map_ = &no_map;
+        w->allocated = tl->initial_bytes;
+        w->res_ = tl->reserved_start_raw;
+        w->reserved = clamp_signed(w->res_);
+        gm_snapshot_cursor_init(&w->cur, dev, 0);
+        return GM_OK;
+    }
+    m = gm_calloc(1, sizeof(*m));
     if (!m)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
     am_init(m, snap);
@@ -746,12 +767,13 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
     switch (e->action) {
     case GM_ACTION_ALLOC:
         /* never grows the map: walk_init() made room for pass 1's most pending */
-        (void)am_set(m, e, (int32_t)w->cur.index, NULL);
+        if (m != &no_map)
+            (void)am_set(m, e, (int32_t)w->cur.index, NULL);
         w->allocated = snap_sat_add(w->allocated, e->size);
         break;
     case GM_ACTION_FREE_COMPLETED: {
         struct pend p;
-        uint64_t b = am_take(m, e->addr, &p) ? p.bytes : e->size;
+        uint64_t b = m != &no_map && am_take(m, e->addr, &p) ? p.bytes : e->size;
         w->allocated = w->allocated >= b ? w->allocated - b : 0;
         break;
     }
@@ -765,7 +787,7 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w)
 {
     struct addr_map *m = w->map_;
-    if (m) {
+    if (m && m != &no_map) {
         am_release(m);
         gm_free(m);
     }

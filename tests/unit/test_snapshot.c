@@ -735,8 +735,37 @@ static void same_timeline(const struct gm_snapshot_timeline *a,
                     a->live[i].alloc_event == b->live[i].alloc_event);
 }
 
-/* Every device of 's': the one-pass peak search against the forward replay, and cursors
- * opened anywhere against a cursor from the start. */
+/* The walk of device 'd' of 's' against the walk of the same events as a plain array
+ * (which pairs every free with its alloc through the address map): the same totals after
+ * each event. */
+static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_device *d)
+{
+    struct gm_snapshot_device plain = *d;
+    struct gm_snapshot_event *ev = calloc(d->n_events ? d->n_events : 1, sizeof(*ev));
+    struct gm_snapshot_timeline tl;
+    struct gm_snapshot_walk a, b;
+    struct gm_error err;
+    assert_non_null(ev);
+    assert_int_equal(gm_snapshot_events_read(d, 0, ev, d->n_events), d->n_events);
+    plain.packed = NULL;
+    plain.events = ev;
+    assert_int_equal(gm_snapshot_timeline(s, d->index, 0, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&a, s, d, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&b, s, &plain, &tl, &err), GM_OK);
+    while (gm_snapshot_walk_next(&a) != NULL) {
+        assert_non_null(gm_snapshot_walk_next(&b));
+        assert_true(a.allocated == b.allocated && a.reserved == b.reserved);
+    }
+    assert_null(gm_snapshot_walk_next(&b));
+    gm_snapshot_walk_release(&a);
+    gm_snapshot_walk_release(&b);
+    gm_snapshot_timeline_release(&tl);
+    free(ev);
+}
+
+/* Every device of 's': the one-pass peak search against the forward replay, the walk
+ * against the walk of a plain array, and cursors opened anywhere against a cursor from the
+ * start. */
 static void check_passes(const struct gm_snapshot *s)
 {
     for (size_t i = 0; i < s->n_devices; i++) {
@@ -750,6 +779,7 @@ static void check_passes(const struct gm_snapshot *s)
         same_timeline(&one, &two);
         gm_snapshot_timeline_release(&one);
         gm_snapshot_timeline_release(&two);
+        check_walk(s, d);
         gm_snapshot_cursor_init(&c, d, 0);
         while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
             struct gm_snapshot_event r;
@@ -783,7 +813,7 @@ static void test_passes(void **state)
  * with frees that no alloc explains before and after it, allocations displaced by a second
  * alloc at their address before and after it, allocations alive at it freed later, and a
  * block at snapshot time that a pending alloc explains beside one that none does. */
-static void build_middle_peak(struct em *e)
+static void build_middle_peak(struct em *e, uint64_t last_free)
 {
     e->n = 0;
     e_raw(e, "\x80\x02", 2);
@@ -818,7 +848,7 @@ static void build_middle_peak(struct em *e)
     e_event(e, "alloc", 0x20, 10, 109);           /* 9: displaces 4 */
     e_event(e, "free_completed", 0x98, 30, 110);  /* 10: no alloc, after the peak */
     e_event(e, "alloc", 0x50, 50, 111);           /* 11 */
-    e_event(e, "free_completed", 0x40, 500, 112); /* 12: frees the peak's alloc */
+    e_event(e, "free_completed", 0x40, last_free, 112); /* 12: frees the peak's alloc */
     e_event(e, "alloc", 0x1000, 100, 113);        /* 13 */
     e_end_list(e);
     e_end_list(e);
@@ -827,20 +857,21 @@ static void build_middle_peak(struct em *e)
 }
 
 /* The timeline the loader folds while reading against the walks of the trace, with each
- * reader: the same figures and the same allocations alive at the peak. */
+ * reader, and with a free of the size of its alloc or of another size (which the walk then
+ * pairs through its map): the same figures and the same allocations alive at the peak. */
 static void test_folded_timeline(void **state)
 {
     static const enum gm_snapshot_reader readers[] = {GM_SNAPSHOT_READER_AUTO,
                                                       GM_SNAPSHOT_READER_GENERAL};
     struct em e;
     (void)state;
-    build_middle_peak(&e);
-    for (size_t r = 0; r < 2; r++) {
+    for (size_t r = 0; r < 4; r++) {
         struct gm_snapshot_opts o = {0};
         struct gm_snapshot *s;
         struct gm_snapshot_timeline tl;
         struct gm_error err;
-        o.reader = readers[r];
+        build_middle_peak(&e, r < 2 ? 500 : 400);
+        o.reader = readers[r % 2];
         assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
         assert_true(snap_fold_ready(&s->devices[0]));
         check_passes(s);
