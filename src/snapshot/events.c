@@ -122,11 +122,6 @@ void snap_ev_writer_release(struct ev_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-size_t snap_ev_writer_capacity(const struct ev_writer *w)
-{
-    return w->cap_bytes + w->cap_cps * sizeof(struct ev_checkpoint);
-}
-
 bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
 {
     struct ev_state *s = &w->st;

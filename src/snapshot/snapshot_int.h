@@ -114,7 +114,10 @@ void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
 void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
 /* Give back the unused capacity (keeps the larger arrays if that fails). */
 void snap_ev_writer_shrink(struct ev_writer *w);
-/* Bytes the writer holds (capacity). */
-size_t snap_ev_writer_capacity(const struct ev_writer *w);
+/* Bytes the writer holds (capacity); inline: the loader asks around every event. */
+static inline size_t snap_ev_writer_capacity(const struct ev_writer *w)
+{
+    return w->cap_bytes + w->cap_cps * sizeof(struct ev_checkpoint);
+}
 
 #endif
