@@ -836,20 +836,20 @@ static void build_middle_peak(struct em *e, uint64_t last_free)
     e_str(e, "device_traces");
     e_begin_list(e);
     e_begin_list(e);
-    e_event(e, "alloc", 0x70, 300, 100);          /* 0: a first maximum */
-    e_event(e, "free_completed", 0x70, 300, 101); /* 1: freed before the peak */
-    e_event(e, "alloc", 0x10, 100, 102);          /* 2 */
-    e_event(e, "free_completed", 0x99, 40, 103);  /* 3: no alloc, before the peak */
-    e_event(e, "alloc", 0x20, 200, 104);          /* 4 */
-    e_event(e, "alloc", 0x30, 50, 105);           /* 5: a new maximum */
-    e_event(e, "alloc", 0x30, 70, 106);           /* 6: displaces 5 */
-    e_event(e, "alloc", 0x40, 500, 107);          /* 7: the peak */
-    e_event(e, "free_completed", 0x10, 100, 108); /* 8: frees 2 */
-    e_event(e, "alloc", 0x20, 10, 109);           /* 9: displaces 4 */
-    e_event(e, "free_completed", 0x98, 30, 110);  /* 10: no alloc, after the peak */
-    e_event(e, "alloc", 0x50, 50, 111);           /* 11 */
+    e_event(e, "alloc", 0x70, 300, 100);                /* 0: a first maximum */
+    e_event(e, "free_completed", 0x70, 300, 101);       /* 1: freed before the peak */
+    e_event(e, "alloc", 0x10, 100, 102);                /* 2 */
+    e_event(e, "free_completed", 0x99, 40, 103);        /* 3: no alloc, before the peak */
+    e_event(e, "alloc", 0x20, 200, 104);                /* 4 */
+    e_event(e, "alloc", 0x30, 50, 105);                 /* 5: a new maximum */
+    e_event(e, "alloc", 0x30, 70, 106);                 /* 6: displaces 5 */
+    e_event(e, "alloc", 0x40, 500, 107);                /* 7: the peak */
+    e_event(e, "free_completed", 0x10, 100, 108);       /* 8: frees 2 */
+    e_event(e, "alloc", 0x20, 10, 109);                 /* 9: displaces 4 */
+    e_event(e, "free_completed", 0x98, 30, 110);        /* 10: no alloc, after the peak */
+    e_event(e, "alloc", 0x50, 50, 111);                 /* 11 */
     e_event(e, "free_completed", 0x40, last_free, 112); /* 12: frees the peak's alloc */
-    e_event(e, "alloc", 0x1000, 100, 113);        /* 13 */
+    e_event(e, "alloc", 0x1000, 100, 113);              /* 13 */
     e_end_list(e);
     e_end_list(e);
     e_end_dict(e);
@@ -1046,8 +1046,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
     cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
     cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
+    cmocka_unit_test(test_spool_bound),
 };
 
 /* real snapshots */
