@@ -195,6 +195,19 @@ static void info_doc(struct gm_json *w, const char *path, const struct gm_snapsh
         gm_json_null(w);
     }
     gm_json_kv_bool(w, "host_data", s->has_host_data);
+    if (s->has_host_data) {
+        /* pinned host memory, counted in no device's figures */
+        const struct gm_snapshot_device *h = &s->host;
+        gm_json_key(w, "host");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "segments", s->n_host_segments);
+        gm_json_kv_u64(w, "blocks", s->n_host_blocks);
+        gm_json_kv_bool(w, "has_trace", h->has_trace);
+        gm_json_kv_u64(w, "trace_events", h->n_events);
+        gm_json_end_object(w);
+    }
+    if (s->device_kind != GM_DEVICE_CUDA)
+        gm_json_kv_str(w, "device_kind", gm_device_kind_name(s->device_kind));
     gm_json_kv_bool(w, "trace_overflowed", s->trace_overflowed);
     gm_json_kv_u64(w, "flat_batches", s->n_flat_batches);
     gm_json_key(w, "oom_devices");
@@ -225,6 +238,13 @@ static void json_figures(struct gm_json *w, const struct gm_snapshot_figures *f)
 
 static void stats_devices(struct gm_json *w, const struct gm_snapshot_stats *st)
 {
+    if (st->has_host) {
+        /* pinned host memory: beside the devices, in none of their figures */
+        gm_json_key(w, "host");
+        gm_json_begin_object(w);
+        json_figures(w, &st->host);
+        gm_json_end_object(w);
+    }
     gm_json_key(w, "devices");
     gm_json_begin_array(w);
     for (size_t i = 0; i < st->n_devices; i++) {

@@ -106,6 +106,20 @@ long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack
     return first_clean;
 }
 
+uint32_t gm_snapshot_event_user_stack(const struct gm_snapshot *snap,
+                                      const struct gm_snapshot_event *e)
+{
+    const struct gm_snapshot_event_extra *x;
+    long u;
+    if (!e->extra || e->extra > snap->n_extras)
+        return e->stack;
+    x = &snap->extras[e->extra - 1];
+    if (!x->forward_stack || (u = gm_snapshot_stack_user_frame(snap, x->forward_stack)) < 0 ||
+        !gm_snapshot_frame_is_user(frame_of(snap, &snap->stacks[x->forward_stack], (uint32_t)u)))
+        return e->stack;
+    return x->forward_stack;
+}
+
 /* Whether frame i of a stack is shown at all: its Python frames when it has any (the C++
  * frames under them are the interpreter and the operator machinery), else those that are
  * not noise. */

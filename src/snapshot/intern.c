@@ -223,15 +223,29 @@ static uint8_t str_kind(struct builder *b, uint32_t idx)
     return k;
 }
 
+/* The index in strs of frame text p[0..n), shortened past GM_SNAPSHOT_TEXT_MAX bytes
+ * (snapshot.h) at a character, with its length said. */
+static enum gm_status intern_text_cut(struct builder *b, const char *p, size_t n, uint32_t *out)
+{
+    char buf[GM_SNAPSHOT_TEXT_MAX + 48];
+    size_t keep = GM_SNAPSHOT_TEXT_MAX;
+    if (n <= GM_SNAPSHOT_TEXT_MAX)
+        return intern_bytes_idx(b, p, n, out);
+    while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
+        keep--;
+    memcpy(buf, p, keep);
+    keep += (size_t)snprintf(buf + keep, sizeof(buf) - keep, " ... (%zu bytes)", n);
+    return intern_bytes_idx(b, buf, keep, out);
+}
+
 /* The index in strs of frame text 'v' (a file or function name), shortened past
  * GM_SNAPSHOT_TEXT_MAX bytes (snapshot.h): each distinct value is cut once, then known by
  * its value. */
 static enum gm_status intern_frame_text(struct builder *b, pk_val v, const char *what,
                                         uint32_t *out)
 {
-    char buf[GM_SNAPSHOT_TEXT_MAX + 48];
     const char *p;
-    size_t n, keep;
+    size_t n;
     uint32_t idx;
     enum gm_status st;
     if (!pk_get_str(b->doc, v, &p, &n, NULL) || n <= GM_SNAPSHOT_TEXT_MAX)
@@ -240,12 +254,7 @@ static enum gm_status intern_frame_text(struct builder *b, pk_val v, const char 
         *out = idx;
         return GM_OK;
     }
-    keep = GM_SNAPSHOT_TEXT_MAX;
-    while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
-        keep--; /* not inside a UTF-8 character */
-    memcpy(buf, p, keep);
-    keep += (size_t)snprintf(buf + keep, sizeof(buf) - keep, " ... (%zu bytes)", n);
-    if ((st = intern_bytes_idx(b, buf, keep, &idx)) != GM_OK)
+    if ((st = intern_text_cut(b, p, n, &idx)) != GM_OK)
         return st;
     if (!in_map_add(b, &b->in.short_by_val, v, idx))
         return snap_nomem(b);
@@ -266,12 +275,43 @@ static bool frame_eq(void *ctx, uint64_t id)
     return f->filename == c->filename && f->name == c->name && f->line == c->line;
 }
 
+/* The frame id of (strs[fi], line, strs[ni]), a new frame when none has them. */
+static enum gm_status frame_by_content(struct builder *b, uint32_t fi, uint32_t ni, int64_t line,
+                                       uint32_t *out)
+{
+    struct frame_eq_ctx c = {b, b->in.strs[fi], b->in.strs[ni], line};
+    uint64_t h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 +
+                             (uint64_t)(uintptr_t)c.name * 7 + (uint64_t)c.line);
+    uint32_t id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
+    if (id == SNAP_ID_NONE) {
+        struct gm_snapshot_frame *f;
+        if (b->in.n_frames >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
+            return snap_nomem(b);
+        f = &b->in.frames[b->in.n_frames];
+        uint8_t fk = str_kind(b, fi), nk = str_kind(b, ni);
+        f->filename = c.filename;
+        f->name = c.name;
+        f->line = c.line;
+        f->is_python = (fk & STR_PY) != 0;
+        f->is_noise = (fk & STR_NOISE_FILE) || (nk & STR_NOISE_NAME);
+        f->user_known = true;
+        f->user_file = (fk & STR_USER_FILE) != 0;
+        f->filename_id = fi;
+        f->name_id = ni;
+        id = (uint32_t)b->in.n_frames++;
+        if (!in_map_add(b, &b->in.frame_by_content, h, id))
+            return snap_nomem(b);
+    }
+    *out = id;
+    return GM_OK;
+}
+
 static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
     uint32_t id, fi = UINT32_MAX, ni = UINT32_MAX;
     struct frame_eq_ctx c = {b, "", "", 0};
-    uint64_t h;
     enum gm_status st;
 
     if (!d)
@@ -316,29 +356,8 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
             return st;
         c.name = b->in.strs[ni];
     }
-    h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
-                    (uint64_t)c.line);
-    id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
-    if (id == SNAP_ID_NONE) {
-        struct gm_snapshot_frame *f;
-        if (b->in.n_frames >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
-            return snap_nomem(b);
-        f = &b->in.frames[b->in.n_frames];
-        uint8_t fk = str_kind(b, fi), nk = str_kind(b, ni);
-        f->filename = c.filename;
-        f->name = c.name;
-        f->line = c.line;
-        f->is_python = (fk & STR_PY) != 0;
-        f->is_noise = (fk & STR_NOISE_FILE) || (nk & STR_NOISE_NAME);
-        f->user_known = true;
-        f->user_file = (fk & STR_USER_FILE) != 0;
-        f->filename_id = fi;
-        f->name_id = ni;
-        id = (uint32_t)b->in.n_frames++;
-        if (!in_map_add(b, &b->in.frame_by_content, h, id))
-            return snap_nomem(b);
-    }
+    if ((st = frame_by_content(b, fi, ni, c.line, &id)) != GM_OK)
+        return st;
     if (!in_map_add(b, &b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return snap_nomem(b);
     *out = id;
@@ -406,14 +425,112 @@ static bool sig_eq(void *ctx, uint64_t idx)
  * entries are recycled while parsing.  Only lists of memo-shared frames are remembered by
  * items; others go through the content maps (2.0 files share nothing), in time
  * proportional to the list, which the file spells out. */
+/* The stack id of the n frame ids in b->in.tmp, a new stack when none has them. */
+static enum gm_status stack_by_content(struct builder *b, size_t n, uint32_t *out)
+{
+    struct stack_eq_ctx c = {b, n};
+    uint64_t h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
+    uint32_t id;
+    for (size_t i = 0; i < c.n; i++)
+        h = gm_hash_mix(h ^ b->in.tmp[i]) + i;
+    id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
+    if (id == SNAP_ID_NONE) {
+        if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
+                      sizeof(uint32_t)) ||
+            !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
+                      sizeof(struct stack_rec)))
+            return snap_nomem(b);
+        memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
+        b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
+        b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
+        b->in.n_pool += c.n;
+        id = (uint32_t)b->in.n_stacks++;
+        if (!in_map_add(b, &b->in.stack_by_content, h, id))
+            return snap_nomem(b);
+    }
+    *out = id;
+    return GM_OK;
+}
+
+/* One 'File "f", line N, in name' line of a Python traceback (the form of
+ * traceback.format_stack(), which the forward_frames strings are); false when 'p' is not
+ * one. */
+static bool parse_traceback_line(const char *p, size_t n, const char **fp, size_t *fn,
+                                 int64_t *line, const char **np, size_t *nn)
+{
+    const char *e = p + n, *q, *f;
+    int64_t v = 0;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if ((size_t)(e - p) < 6 || memcmp(p, "File \"", 6))
+        return false;
+    f = p + 6;
+    if (!(q = memchr(f, '"', (size_t)(e - f))))
+        return false;
+    *fp = f;
+    *fn = (size_t)(q - f);
+    p = q + 1;
+    if ((size_t)(e - p) < 7 || memcmp(p, ", line ", 7))
+        return false;
+    p += 7;
+    if (p == e || *p < '0' || *p > '9')
+        return false;
+    while (p < e && *p >= '0' && *p <= '9' && v < ((int64_t)1 << 40))
+        v = v * 10 + (*p++ - '0');
+    *line = v;
+    if ((size_t)(e - p) < 5 || memcmp(p, ", in ", 5))
+        return false;
+    p += 5;
+    q = p;
+    while (q < e && *q != '\n' && *q != '\r')
+        q++;
+    *np = p;
+    *nn = (size_t)(q - p);
+    return true;
+}
+
+enum gm_status snap_intern_forward_stack(struct builder *b, pk_val v, uint32_t *out)
+{
+    const struct pk_node *l = snap_as_list(v);
+    size_t n = 0;
+    enum gm_status st;
+    *out = 0;
+    if (!l)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'forward_frames' is a %s, expected a list", pk_type_name(v));
+    if (!grow_arr((void **)&b->in.tmp, &b->in.cap_tmp, l->len ? l->len : 1, sizeof(uint32_t)))
+        return snap_nomem(b);
+    /* traceback order is outermost first; a stack is innermost first */
+    for (uint32_t k = l->len; k-- > 0;) {
+        const char *p, *fp, *np;
+        size_t pn, fn, nn;
+        int64_t line;
+        uint32_t fi, ni;
+        if (!pk_get_str(b->doc, l->items[k], &p, &pn, NULL))
+            return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "snapshot: a 'forward_frames' item is a %s, expected a str",
+                           pk_type_name(l->items[k]));
+        if (!parse_traceback_line(p, pn, &fp, &fn, &line, &np, &nn))
+            continue; /* a line of source text, or a form we do not know */
+        if ((st = intern_text_cut(b, fp, fn, &fi)) != GM_OK ||
+            (st = intern_text_cut(b, np, nn, &ni)) != GM_OK ||
+            (st = frame_by_content(b, fi, ni, line, &b->in.tmp[n])) != GM_OK)
+            return st;
+        n++;
+    }
+    if (n && (st = stack_by_content(b, n, out)) != GM_OK)
+        return st;
+    return snap_intern_charge(b);
+}
+
 enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *l = snap_as_list(v);
     uint32_t id, gi, mark = pk_mark(v);
-    struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
     struct dm_entry *dc;
-    uint64_t h, hs;
+    uint64_t hs;
     bool all_shared = true;
     enum gm_status st;
 
@@ -461,38 +578,20 @@ enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out)
         if (!pk_is_shared(l->items[i]))
             all_shared = false;
     }
-    c.n = l->len;
-    h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
-    for (size_t i = 0; i < c.n; i++)
-        h = gm_hash_mix(h ^ b->in.tmp[i]) + i;
-    id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
-    if (id == SNAP_ID_NONE) {
-        if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
-                      sizeof(uint32_t)) ||
-            !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
-                      sizeof(struct stack_rec)))
-            return snap_nomem(b);
-        memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
-        b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
-        b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
-        b->in.n_pool += c.n;
-        id = (uint32_t)b->in.n_stacks++;
-        if (!in_map_add(b, &b->in.stack_by_content, h, id))
-            return snap_nomem(b);
-    }
+    if ((st = stack_by_content(b, l->len, &id)) != GM_OK)
+        return st;
     if (all_shared) {
         /* remember these frame objects: the next list of the same frames is one look-up */
-        if (b->in.n_sig_pool + c.n > UINT32_MAX || b->in.n_sigs >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + c.n,
+        if (b->in.n_sig_pool + l->len > UINT32_MAX || b->in.n_sigs >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + l->len,
                       sizeof(pk_val)) ||
             !grow_arr((void **)&b->in.sigs, &b->in.cap_sigs, b->in.n_sigs + 1, sizeof(struct sig)))
             return snap_nomem(b);
-        memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, c.n * sizeof(pk_val));
+        memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, l->len * sizeof(pk_val));
         b->in.sigs[b->in.n_sigs].off = (uint32_t)b->in.n_sig_pool;
-        b->in.sigs[b->in.n_sigs].n = (uint32_t)c.n;
+        b->in.sigs[b->in.n_sigs].n = (uint32_t)l->len;
         b->in.sigs[b->in.n_sigs].stack = id;
-        b->in.n_sig_pool += c.n;
+        b->in.n_sig_pool += l->len;
         if (!in_map_add(b, &b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
             return snap_nomem(b);
         dc->key = hs;
@@ -528,7 +627,8 @@ static bool extra_eq(void *ctx, uint64_t id)
     const struct gm_snapshot_event_extra *a = &c->b->in.extras[id], *x = c->x;
     return a->stream == x->stream && a->action_name == x->action_name &&
            a->compile_context == x->compile_context && a->user_metadata == x->user_metadata &&
-           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1];
+           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1] &&
+           a->internal_metadata == x->internal_metadata && a->forward_stack == x->forward_stack;
 }
 
 enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
