@@ -348,7 +348,29 @@ static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
     gm_json_end_object(w);
 }
 
-static void categories_device(struct gm_json *w, const struct gm_analysis_device *dev, bool series)
+/* "components": per category torch's component bytes, ours at the end of the trace, and
+ * the difference (ours - torch's), for the categories the stats name. */
+static void components_json(struct gm_json *w, const struct gm_analysis_device *dev,
+                            const struct gm_components *c)
+{
+    gm_json_key(w, "components");
+    gm_json_begin_object(w);
+    for (int k = 0; k < GM_CATEGORY_COUNT; k++) {
+        if (!c->has[k])
+            continue;
+        gm_json_key(w, gm_category_name((enum gm_category)k));
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "torch_bytes", c->bytes[k]);
+        gm_json_kv_u64(w, "gpumem_bytes", dev->at_end[k]);
+        gm_json_kv_i64(w, "difference_bytes", (int64_t)(dev->at_end[k] - c->bytes[k]));
+        gm_json_end_object(w);
+    }
+    gm_json_kv_u64(w, "unmapped_bytes", c->unmapped_bytes);
+    gm_json_end_object(w);
+}
+
+static void categories_device(struct gm_json *w, const struct gm_analysis_device *dev, bool series,
+                              const struct gm_components *components)
 {
     uint64_t rules[GM_RULE_COUNT];
     gm_json_begin_object(w);
@@ -380,6 +402,8 @@ static void categories_device(struct gm_json *w, const struct gm_analysis_device
             gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
     gm_json_end_object(w);
     json_cats(w, "at_end", dev->at_end);
+    if (components)
+        components_json(w, dev, components);
     gm_json_kv_u64(w, "events", dev->n_events);
     gm_json_key(w, "phase_events");
     gm_json_begin_object(w);
@@ -951,7 +975,10 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
         gm_json_begin_array(w);
         for (size_t d = 0; d < f->an->n_devices; d++)
             if (doc->device < 0 || f->an->devices[d].device == doc->device)
-                categories_device(w, &f->an->devices[d], doc->series);
+                categories_device(w, &f->an->devices[d], doc->series,
+                                  f->an->devices[d].device == doc->components_device
+                                      ? doc->components
+                                      : NULL);
         gm_json_end_array(w);
         return GM_OK;
     default:
