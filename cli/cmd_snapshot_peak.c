@@ -61,6 +61,15 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
                gr->count);
         snapcli_print_stack(stdout, snap, gr->stack, GM_PEAK_CALLERS,
                             g < p->n_apart ? p->apart[g] : -1, 51);
+        if (p->group_forward_stack && p->group_forward_stack[g]) {
+            char line[512];
+            snapcli_stack_line(line, sizeof(line), snap, p->group_forward_stack[g], -1);
+            printf("%50s of the forward pass at %s\n", "", line);
+        }
+        if (p->group_metadata && p->group_metadata[g]) {
+            char m[256];
+            printf("%50s metadata %s\n", "", snapcli_safe(m, sizeof(m), p->group_metadata[g]));
+        }
     }
 }
 

@@ -427,6 +427,13 @@ struct gm_peak_device {
                              * (borrowed from the snapshot) */
     bool has_oom;           /* the trace has an oom event: the first one */
     struct gm_snapshot_oom first_oom;
+    /* What the trace entries of a group's allocations say beyond their stack, when the file
+     * has it (NULL arrays otherwise): per group the user_metadata they all share (NULL when
+     * none or when they differ; borrowed from the snapshot) and the user stack of their
+     * forward pass they all share (gm_snapshot_event_user_stack(); 0 when none or when
+     * they differ). */
+    const char **group_metadata;
+    uint32_t *group_forward_stack;
 };
 
 struct gm_analysis_peaks {
