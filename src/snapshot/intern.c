@@ -476,8 +476,9 @@ static bool parse_traceback_line(const char *p, size_t n, const char **fp, size_
     p += 7;
     if (p == e || *p < '0' || *p > '9')
         return false;
-    while (p < e && *p >= '0' && *p <= '9' && v < ((int64_t)1 << 40))
-        v = v * 10 + (*p++ - '0');
+    for (; p < e && *p >= '0' && *p <= '9'; p++) /* a longer number stays at the cap */
+        if (v < ((int64_t)1 << 40))
+            v = v * 10 + (*p - '0');
     *line = v;
     if ((size_t)(e - p) < 5 || memcmp(p, ", in ", 5))
         return false;
