@@ -611,6 +611,9 @@ struct gm_layout_segment_info {
     uint64_t stream; /* raw cudaStream_t value */
     bool is_small;   /* the small (<= 1 MiB requests) pool */
     bool is_expandable;
+    /* its pool (segment_pool_id, or the pool_id of its segment events): (0, 0) the default,
+     * anything else a private pool (a CUDA graph's, a torch.cuda.MemPool) */
+    int64_t pool_id[2];
 };
 
 /* A change of one segment's mapped pages: op +1 maps [addr, addr+size) (segment_alloc,

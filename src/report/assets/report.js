@@ -886,7 +886,7 @@
     const s = seg.st.segments[i];
     if (!s || byte >= seg.starts[i] + s[1]) { hideTip(); return; }
     const o = byte - seg.starts[i];
-    const head = 'segment ' + hex(s[0]) + ': ' + fmtBytes(s[1]) + ', ' + (s[3] & 1 ? 'small' : 'large') + ' pool' + (s[3] & 2 ? ', expandable (one run of mapped pages)' : '') + ', stream ' + s[2];
+    const head = 'segment ' + hex(s[0]) + ': ' + fmtBytes(s[1]) + ', ' + (s[3] & 1 ? 'small' : 'large') + ' pool' + (s[3] & 2 ? ', expandable (one run of mapped pages)' : '') + (s[3] & 4 ? ', private pool (a CUDA graph\'s or a MemPool)' : '') + ', stream ' + s[2];
     for (const b of s[5]) {
       if (o >= b[0] && o < b[0] + b[1]) {
         showTip(ev, fmtHover(b[2]), [
