@@ -182,6 +182,22 @@ static void json_stack_line(struct gm_json *w, const void *arg)
     gm_json_end_object(w);
 }
 
+/* The {"stack", "frames"} line of 'stack' before the first event that names it. */
+static void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
+{
+    if (stack < c->snap->n_stacks && !c->shown[stack]) {
+        /* written straight out, never held whole: a stack may have thousands of frames (a
+         * write error shows in the stream, reported at the end) */
+        struct stack_arg a = {c->snap, stack};
+        struct gm_json w;
+        c->shown[stack] = 1;
+        gm_outbuf_flush(o);
+        gm_json_init(&w, o->f, 0);
+        json_stack_line(&w, &a);
+        (void)gm_json_finish(&w);
+    }
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_snapshot_device *d,
                        size_t k, const struct gm_snapshot_event *e,
                        const struct gm_snapshot_walk *tl)
@@ -196,17 +212,9 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
         name = t->name;
         keys = t->keys ? t->keys : "";
     }
-    if (e->stack < snap->n_stacks && !c->shown[e->stack]) {
-        /* written straight out, never held whole: a stack may have thousands of frames (a
-         * write error shows in the stream, reported at the end) */
-        struct stack_arg a = {snap, e->stack};
-        struct gm_json w;
-        c->shown[e->stack] = 1;
-        gm_outbuf_flush(o);
-        gm_json_init(&w, o->f, 0);
-        json_stack_line(&w, &a);
-        (void)gm_json_finish(&w);
-    }
+    show_stack(o, c, e->stack);
+    if (e->extra && e->extra <= snap->n_extras)
+        show_stack(o, c, snap->extras[e->extra - 1].forward_stack);
     /* the names and keys come from the file: written apart, of any length */
     p = gm_outbuf_reserve(o, 128);
     p = gm_fmt_lit(p, "{\"device\":");
@@ -313,7 +321,10 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
     if (e->action == GM_ACTION_OOM) {
         p = gm_fmt_lit(p, "  (");
         p = gm_fmt_iec(p, e->addr, 0);
-        p = gm_fmt_lit(p, " free in CUDA)");
+        if (snap->device_kind == GM_DEVICE_XPU)
+            p = gm_fmt_lit(p, " free in XPU)");
+        else
+            p = gm_fmt_lit(p, " free in CUDA)");
     }
     if (x && (e->flags & GM_EVENT_HAS_POOL_ID) && (x->pool_id[0] || x->pool_id[1])) {
         p = gm_fmt_lit(p, "  private pool (");
