@@ -453,11 +453,7 @@ static enum gm_status stack_by_content(struct builder *b, size_t n, uint32_t *ou
     return GM_OK;
 }
 
-/* One 'File "f", line N, in name' line of a Python traceback (the form of
- * traceback.format_stack(), which the forward_frames strings are); false when 'p' is not
- * one. */
-static bool parse_traceback_line(const char *p, size_t n, const char **fp, size_t *fn,
-                                 int64_t *line, const char **np, size_t *nn)
+bool snap_traceback_line(const char *p, size_t n, struct snap_tb_line *out)
 {
     const char *e = p + n, *q, *f;
     int64_t v = 0;
@@ -468,8 +464,8 @@ static bool parse_traceback_line(const char *p, size_t n, const char **fp, size_
     f = p + 6;
     if (!(q = memchr(f, '"', (size_t)(e - f))))
         return false;
-    *fp = f;
-    *fn = (size_t)(q - f);
+    out->file = f;
+    out->file_len = (size_t)(q - f);
     p = q + 1;
     if ((size_t)(e - p) < 7 || memcmp(p, ", line ", 7))
         return false;
@@ -479,15 +475,15 @@ static bool parse_traceback_line(const char *p, size_t n, const char **fp, size_
     for (; p < e && *p >= '0' && *p <= '9'; p++) /* a longer number stays at the cap */
         if (v < ((int64_t)1 << 40))
             v = v * 10 + (*p - '0');
-    *line = v;
+    out->line = v;
     if ((size_t)(e - p) < 5 || memcmp(p, ", in ", 5))
         return false;
     p += 5;
     q = p;
     while (q < e && *q != '\n' && *q != '\r')
         q++;
-    *np = p;
-    *nn = (size_t)(q - p);
+    out->name = p;
+    out->name_len = (size_t)(q - p);
     return true;
 }
 
@@ -504,19 +500,19 @@ enum gm_status snap_intern_forward_stack(struct builder *b, pk_val v, uint32_t *
         return snap_nomem(b);
     /* traceback order is outermost first; a stack is innermost first */
     for (uint32_t k = l->len; k-- > 0;) {
-        const char *p, *fp, *np;
-        size_t pn, fn, nn;
-        int64_t line;
+        const char *p;
+        size_t pn;
+        struct snap_tb_line t;
         uint32_t fi, ni;
         if (!pk_get_str(b->doc, l->items[k], &p, &pn, NULL))
             return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "snapshot: a 'forward_frames' item is a %s, expected a str",
                            pk_type_name(l->items[k]));
-        if (!parse_traceback_line(p, pn, &fp, &fn, &line, &np, &nn))
+        if (!snap_traceback_line(p, pn, &t))
             continue; /* a line of source text, or a form we do not know */
-        if ((st = intern_text_cut(b, fp, fn, &fi)) != GM_OK ||
-            (st = intern_text_cut(b, np, nn, &ni)) != GM_OK ||
-            (st = frame_by_content(b, fi, ni, line, &b->in.tmp[n])) != GM_OK)
+        if ((st = intern_text_cut(b, t.file, t.file_len, &fi)) != GM_OK ||
+            (st = intern_text_cut(b, t.name, t.name_len, &ni)) != GM_OK ||
+            (st = frame_by_content(b, fi, ni, t.line, &b->in.tmp[n])) != GM_OK)
             return st;
         n++;
     }
