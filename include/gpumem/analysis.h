@@ -429,11 +429,12 @@ struct gm_peak_device {
     struct gm_snapshot_oom first_oom;
     /* What the trace entries of a group's allocations say beyond their stack, when the file
      * has it (NULL arrays otherwise): per group the user_metadata they all share (NULL when
-     * none or when they differ; borrowed from the snapshot) and the user stack of their
-     * forward pass they all share (gm_snapshot_event_user_stack(); 0 when none or when
-     * they differ). */
+     * none or when they differ; borrowed from the snapshot) and the stack naming their
+     * user code they all share when it is not the group's stack (the forward pass of a
+     * backward allocation, the model source of a compiled graph's:
+     * gm_snapshot_event_user_stack(); 0 when none or when they differ). */
     const char **group_metadata;
-    uint32_t *group_forward_stack;
+    uint32_t *group_user_stack;
 };
 
 struct gm_analysis_peaks {

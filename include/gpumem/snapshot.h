@@ -327,6 +327,10 @@ struct gm_snapshot {
 
     const struct gm_snapshot_frame *frames;
     size_t n_frames;
+    /* Per frame id, the stack of its 'fx_original_trace' (the model's source stack of the
+     * FX node a compiled graph's frame runs, written by _dump_snapshot(
+     * augment_with_fx_traces=True)), 0 when it has none; NULL when no frame has one. */
+    const uint32_t *frame_fx_origin;
     size_t n_strings; /* distinct texts: the bound of gm_snapshot_frame.filename_id/name_id */
     const struct gm_snapshot_stack *stacks; /* stacks[0] is the empty stack */
     size_t n_stacks;
@@ -694,7 +698,10 @@ long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack
 /* The stack that names the user's code for event 'e': the forward-pass stack of its
  * 'forward_frames' (gm_snapshot_event_extra.forward_stack) when that has a user frame,
  * since an allocation of the backward pass is the autograd node of that forward line;
- * else e->stack.  Every listing that picks an event's user frame goes through it. */
+ * else the source stack of the innermost frame of e->stack that runs an FX node of a
+ * compiled graph (gm_snapshot.frame_fx_origin) when that has a user frame, since the
+ * compiled graph's generated code is not the user's; else e->stack.  Every listing that
+ * picks an event's user frame goes through it. */
 uint32_t gm_snapshot_event_user_stack(const struct gm_snapshot *snap,
                                       const struct gm_snapshot_event *e);
 

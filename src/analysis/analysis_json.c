@@ -333,10 +333,10 @@ static void peak_device(struct gm_json *w, const struct gm_snapshot *snap,
         ana_json_stack(w, snap, p->groups[g].stack);
         if (p->group_metadata && p->group_metadata[g])
             gm_json_kv_str(w, "user_metadata", p->group_metadata[g]);
-        if (p->group_forward_stack && p->group_forward_stack[g]) {
-            gm_json_kv_u64(w, "forward_stack", p->group_forward_stack[g]);
-            gm_json_key(w, "forward_user_frame");
-            json_user_frame(w, snap, p->group_forward_stack[g]);
+        if (p->group_user_stack && p->group_user_stack[g]) {
+            gm_json_kv_u64(w, "source_stack", p->group_user_stack[g]);
+            gm_json_key(w, "source_user_frame");
+            json_user_frame(w, snap, p->group_user_stack[g]);
         }
         gm_json_end_object(w);
     }

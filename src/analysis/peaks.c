@@ -71,7 +71,7 @@ static int cmp_note_key(const void *pa, const void *pb)
     return a->event < b->event ? -1 : a->event > b->event;
 }
 
-/* p->group_metadata and p->group_forward_stack from the alloc events of the allocations
+/* p->group_metadata and p->group_user_stack from the alloc events of the allocations
  * alive at the peak (keys[0..n): their alloc event and stack), read in one pass. */
 static enum gm_status group_notes(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
                                   struct note_key *keys, size_t n, struct gm_peak_device *p,
@@ -83,9 +83,9 @@ static enum gm_status group_notes(const struct gm_snapshot *snap, const struct g
     uint8_t *seen;
     size_t ng = p->n_groups ? p->n_groups : 1;
     p->group_metadata = gm_calloc(ng, sizeof(*p->group_metadata));
-    p->group_forward_stack = gm_calloc(ng, sizeof(*p->group_forward_stack));
+    p->group_user_stack = gm_calloc(ng, sizeof(*p->group_user_stack));
     seen = gm_calloc(ng, 1); /* 1: a note taken, 2: the group's allocations differ */
-    if (!p->group_metadata || !p->group_forward_stack || !seen)
+    if (!p->group_metadata || !p->group_user_stack || !seen)
         goto nomem;
     for (size_t g = 0; g < p->n_groups; g++)
         if (!gm_map_put(&group_of, p->groups[g].stack, g))
@@ -111,13 +111,13 @@ static enum gm_status group_notes(const struct gm_snapshot *snap, const struct g
             continue;
         if (!seen[g]) {
             p->group_metadata[g] = meta;
-            p->group_forward_stack[g] = fwd;
+            p->group_user_stack[g] = fwd;
             seen[g] = 1;
         } else {
             if (p->group_metadata[g] != meta) /* interned: equal texts, one pointer */
                 p->group_metadata[g] = NULL;
-            if (p->group_forward_stack[g] != fwd)
-                p->group_forward_stack[g] = 0;
+            if (p->group_user_stack[g] != fwd)
+                p->group_user_stack[g] = 0;
         }
     }
     gm_map_release(&group_of);
@@ -263,7 +263,7 @@ void gm_analysis_peaks_release(struct gm_analysis_peaks *p)
         gm_free(p->devices[i].categories);
         gm_free(p->devices[i].apart);
         gm_free(p->devices[i].group_metadata);
-        gm_free(p->devices[i].group_forward_stack);
+        gm_free(p->devices[i].group_user_stack);
     }
     gm_free(p->devices);
     memset(p, 0, sizeof(*p));

@@ -307,11 +307,68 @@ static enum gm_status frame_by_content(struct builder *b, uint32_t fi, uint32_t 
     return GM_OK;
 }
 
+static enum gm_status stack_by_content(struct builder *b, const uint32_t *ids, size_t n,
+                                       uint32_t *out);
+
+#define FX_ORIGIN_MAX 256 /* frames kept of an fx_original_trace (the innermost) */
+
+/* The stack of frame 'id''s fx_original_trace 'v' (a traceback text, outermost first, its
+ * 'File "f", line N, in name' lines the frames), kept for the frame when it has none yet
+ * (frames are interned by file, line and name: the first trace seen stays). */
+static enum gm_status fx_origin(struct builder *b, uint32_t id, pk_val v)
+{
+    uint32_t ids[FX_ORIGIN_MAX], stack = 0;
+    size_t n = 0, len;
+    const char *p, *e;
+    enum gm_status st;
+    if (id < b->in.n_fx_origin && b->in.fx_origin[id])
+        return GM_OK;
+    if (!pk_get_str(b->doc, v, &p, &len, NULL))
+        return GM_OK;
+    for (e = p + len; p < e;) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        size_t ln = nl ? (size_t)(nl - p) : (size_t)(e - p);
+        struct snap_tb_line t;
+        uint32_t fi, ni;
+        if (snap_traceback_line(p, ln, &t)) {
+            if (n == FX_ORIGIN_MAX) { /* keep the innermost */
+                memmove(ids, ids + 1, (FX_ORIGIN_MAX - 1) * sizeof(ids[0]));
+                n--;
+            }
+            if ((st = intern_text_cut(b, t.file, t.file_len, &fi)) != GM_OK ||
+                (st = intern_text_cut(b, t.name, t.name_len, &ni)) != GM_OK ||
+                (st = frame_by_content(b, fi, ni, t.line, &ids[n])) != GM_OK)
+                return st;
+            n++;
+        }
+        p += ln + (nl != NULL);
+    }
+    if (!n)
+        return GM_OK;
+    for (size_t i = 0; i < n / 2; i++) { /* innermost first, as stacks are */
+        uint32_t t = ids[i];
+        ids[i] = ids[n - 1 - i];
+        ids[n - 1 - i] = t;
+    }
+    if ((st = stack_by_content(b, ids, n, &stack)) != GM_OK)
+        return st;
+    if (id >= b->in.n_fx_origin) {
+        if (!grow_arr((void **)&b->in.fx_origin, &b->in.cap_fx_origin, id + 1, sizeof(uint32_t)))
+            return snap_nomem(b);
+        memset(b->in.fx_origin + b->in.n_fx_origin, 0,
+               (id + 1 - b->in.n_fx_origin) * sizeof(uint32_t));
+        b->in.n_fx_origin = id + 1;
+    }
+    b->in.fx_origin[id] = stack;
+    return GM_OK;
+}
+
 static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
     uint32_t id, fi = UINT32_MAX, ni = UINT32_MAX;
     struct frame_eq_ctx c = {b, "", "", 0};
+    pk_val fx = PK_HOLE;
     enum gm_status st;
 
     if (!d)
@@ -341,6 +398,9 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
                                "snapshot: frame 'line' is a %s, expected an int",
                                pk_type_name(val));
             break;
+        case W_FX_ORIGINAL_TRACE:
+            fx = val;
+            break;
         default:
             break; /* fx_node_* and future fields */
         }
@@ -358,6 +418,8 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
     }
     if ((st = frame_by_content(b, fi, ni, c.line, &id)) != GM_OK)
         return st;
+    if (fx != PK_HOLE && pk_is_str(fx) && (st = fx_origin(b, id, fx)) != GM_OK)
+        return st;
     if (!in_map_add(b, &b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return snap_nomem(b);
     *out = id;
@@ -367,13 +429,14 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 struct stack_eq_ctx {
     struct builder *b;
     size_t n;
+    const uint32_t *ids;
 };
 
 static bool stack_eq(void *ctx, uint64_t id)
 {
     struct stack_eq_ctx *c = ctx;
     const struct stack_rec *s = &c->b->in.stacks[id];
-    return s->n == c->n && !memcmp(c->b->in.pool + s->off, c->b->in.tmp, c->n * sizeof(uint32_t));
+    return s->n == c->n && !memcmp(c->b->in.pool + s->off, c->ids, c->n * sizeof(uint32_t));
 }
 
 struct sig_eq_ctx {
@@ -425,14 +488,16 @@ static bool sig_eq(void *ctx, uint64_t idx)
  * entries are recycled while parsing.  Only lists of memo-shared frames are remembered by
  * items; others go through the content maps (2.0 files share nothing), in time
  * proportional to the list, which the file spells out. */
-/* The stack id of the n frame ids in b->in.tmp, a new stack when none has them. */
-static enum gm_status stack_by_content(struct builder *b, size_t n, uint32_t *out)
+/* The stack id of the n frame ids ids[0..n) (b->in.tmp or the caller's own array), a new
+ * stack when none has them. */
+static enum gm_status stack_by_content(struct builder *b, const uint32_t *ids, size_t n,
+                                       uint32_t *out)
 {
-    struct stack_eq_ctx c = {b, n};
+    struct stack_eq_ctx c = {b, n, ids};
     uint64_t h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
     uint32_t id;
     for (size_t i = 0; i < c.n; i++)
-        h = gm_hash_mix(h ^ b->in.tmp[i]) + i;
+        h = gm_hash_mix(h ^ ids[i]) + i;
     id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
     if (id == SNAP_ID_NONE) {
         if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
@@ -441,7 +506,7 @@ static enum gm_status stack_by_content(struct builder *b, size_t n, uint32_t *ou
             !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
                       sizeof(struct stack_rec)))
             return snap_nomem(b);
-        memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
+        memcpy(b->in.pool + b->in.n_pool, ids, c.n * sizeof(uint32_t));
         b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
         b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
         b->in.n_pool += c.n;
@@ -516,7 +581,7 @@ enum gm_status snap_intern_forward_stack(struct builder *b, pk_val v, uint32_t *
             return st;
         n++;
     }
-    if (n && (st = stack_by_content(b, n, out)) != GM_OK)
+    if (n && (st = stack_by_content(b, b->in.tmp, n, out)) != GM_OK)
         return st;
     return snap_intern_charge(b);
 }
@@ -575,7 +640,7 @@ enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out)
         if (!pk_is_shared(l->items[i]))
             all_shared = false;
     }
-    if ((st = stack_by_content(b, l->len, &id)) != GM_OK)
+    if ((st = stack_by_content(b, b->in.tmp, l->len, &id)) != GM_OK)
         return st;
     if (all_shared) {
         /* remember these frame objects: the next list of the same frames is one look-up */
@@ -681,7 +746,8 @@ enum gm_status snap_intern_charge(struct builder *b)
                  in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
                  in->cap_sig_pool * sizeof(*in->sig_pool) + in->cap_stacks * sizeof(*in->stacks) +
                  in->cap_pool * sizeof(*in->pool) + in->cap_tmp * sizeof(*in->tmp) +
-                 in->cap_extras * sizeof(*in->extras) + map_bytes(&in->str_by_content) +
+                 in->cap_extras * sizeof(*in->extras) +
+                 in->cap_fx_origin * sizeof(*in->fx_origin) + map_bytes(&in->str_by_content) +
                  map_bytes(&in->long_by_val) + map_bytes(&in->short_by_val) +
                  map_bytes(&in->frame_by_node) + map_bytes(&in->frame_by_content) +
                  map_bytes(&in->sig_map) + map_bytes(&in->stack_by_content) +
@@ -731,6 +797,13 @@ enum gm_status snap_intern_finish(struct builder *b)
         s->extras = x;
         s->n_extras = b->in.n_extras;
     }
+    if (b->in.n_fx_origin) {
+        uint32_t *o = gm_arena_calloc(b->arena, b->in.n_frames, sizeof(uint32_t));
+        if (!o)
+            return snap_nomem(b);
+        memcpy(o, b->in.fx_origin, b->in.n_fx_origin * sizeof(uint32_t));
+        s->frame_fx_origin = o;
+    }
     s->frames = frames;
     s->n_frames = b->in.n_frames;
     s->n_strings = b->in.n_strs;
@@ -755,6 +828,7 @@ void snap_interner_release(struct interner *in)
     gm_free(in->str_lens);
     gm_free(in->str_kinds);
     gm_free(in->frames);
+    gm_free(in->fx_origin);
     gm_free(in->stacks);
     gm_free(in->pool);
     gm_free(in->tmp);

@@ -116,6 +116,7 @@ enum word {
     W_POOL_ID,
     W_FORWARD_FRAMES,
     W_INTERNAL_METADATA,
+    W_FX_ORIGINAL_TRACE,
     W_FILENAME,
     W_LINE,
     W_NAME,
@@ -203,6 +204,8 @@ struct interner {
     struct gm_map frame_by_node, frame_by_content;
     struct gm_snapshot_frame *frames;
     size_t n_frames, cap_frames;
+    uint32_t *fx_origin; /* per frame id below n_fx_origin: the stack of its fx_original_trace */
+    size_t n_fx_origin, cap_fx_origin;
 
     struct gm_map stack_by_content;
     struct gm_map sig_map; /* frame-objects hash -> index in sigs */

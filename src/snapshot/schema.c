@@ -42,6 +42,7 @@ const char *const snap_word_text[W_COUNT] = {
     [W_POOL_ID] = "pool_id",
     [W_FORWARD_FRAMES] = "forward_frames",
     [W_INTERNAL_METADATA] = "internal_metadata",
+    [W_FX_ORIGINAL_TRACE] = "fx_original_trace",
     [W_FILENAME] = "filename",
     [W_LINE] = "line",
     [W_NAME] = "name",

@@ -9,8 +9,9 @@ yet (docs/snapshot.md, "File format"), into DIR:
                              entries with pool_id
   metadata.pickle            user_metadata (plain text, JSON, text to escape) and
                              internal_metadata on trace entries
-  forward_frames.pickle      backward allocations whose trace entries carry forward_frames,
-                             frames with the fx_* fields of _augment_frames
+  forward_frames.pickle      a backward allocation whose trace entry carries forward_frames,
+                             and a compiled graph's whose frame has the fx_* fields of
+                             _augment_frames
   xpu_writer_c.pickle        an XPU snapshot as torch::xpu::_memory_snapshot_pickled writes it
   memory_stats.json          torch.accelerator.memory.memory_stats() of the same moment as
                              forward_frames.pickle, with component_bytes.* counters
@@ -33,7 +34,9 @@ Where each shape comes from (read, never copied):
 - forward_frames: a list of traceback strings of the autograd node's forward pass
   (traceback.format_stack() lines: '  File "f", line N, in name' and the source line);
   fx_node_op/fx_node_name/fx_node_target/fx_original_trace on frames come from
-  torch/_utils.py's _augment_frames (_dump_snapshot(augment_with_fx_traces=True)).
+  torch/_utils.py's _augment_frames (_dump_snapshot(augment_with_fx_traces=True)); its
+  _Frame TypedDict documents fx_original_trace as the "Original model source code stack
+  trace", and PyTorch's own test finds the model's source line ("a = self.net1(x)") in it.
 - XPU: pytorch/pytorch@0902ce1f:torch/csrc/xpu/memory_snapshot.cpp _memory_snapshot_pickled():
   the TorchScript pickler (protocol 2), segments and trace entries as the CUDA writer's,
   allocator_settings {PYTORCH_ALLOC_CONF, max_split_size, garbage_collection_threshold,
@@ -183,10 +186,16 @@ def forward_frames():
            '  File "%s", line 1773, in _call_impl\n    return forward_call(*args)\n'
            % (TORCH + "/nn/modules/module.py"),
            '  File "%s", line 15, in forward\n    h = torch.relu(self.fc2(h))\n' % USER_MODEL]
-    fx = [frame(TORCH + "/_inductor/output_code.py", 600, "call",
+    # A compiled graph's allocation: the generated code's frame (under the inductor cache,
+    # not the user's code) carries the FX node it runs and that node's source stack
+    # (node.stack_trace, as traceback.format_stack() writes it).
+    fx = [frame("/tmp/torchinductor_u/ab/cabx2k.py", 120, "call",
                 fx_node_op="call_function", fx_node_name="relu",
                 fx_node_target="aten.relu.default",
-                fx_original_trace='File "%s", line 15, in forward' % USER_MODEL),
+                fx_original_trace='  File "%s", line 15, in forward\n'
+                                  '    h = torch.relu(self.fc2(h))\n' % USER_MODEL),
+          frame(TORCH + "/_inductor/output_code.py", 600, "call"),
+          frame(TORCH + "/_dynamo/eval_frame.py", 745, "_fn"),
           frame(USER_TRAIN, 41, "main")]
     trace.append(entry(3, "alloc", base + 12 * MiB, 2 * MiB, fr_bwd, forward_frames=fwd))
     trace.append(entry(4, "alloc", base + 14 * MiB, 1 * MiB, fx))

@@ -254,8 +254,9 @@ static void test_event_metadata(void **state)
 }
 
 /* forward_frames become the event's forward stack, innermost first (model.py:15 forward,
- * the module call, train.py:40 main), and name the event's user code; an event without
- * them keeps its own stack. */
+ * the module call, train.py:40 main), and name the event's user code; so does the
+ * fx_original_trace of a compiled graph's generated-code frame; an event with neither keeps
+ * its own stack. */
 static void test_forward_frames(void **state)
 {
     struct gm_snapshot *s = load_corpus("fmt2026_forward_frames.pickle");
@@ -276,8 +277,20 @@ static void test_forward_frames(void **state)
     assert_string_equal(f->name, "forward");
     assert_string_equal(s->frames[fs->frames[2]].name, "main");
     assert_int_equal(gm_snapshot_event_user_stack(s, &ev[3]), x->forward_stack);
-    assert_int_equal(gm_snapshot_event_user_stack(s, &ev[4]), ev[4].stack);
     assert_int_equal(gm_snapshot_event_user_stack(s, &ev[1]), ev[1].stack);
+    /* the compiled graph's allocation: its generated-code frame's fx_original_trace */
+    assert_non_null(s->frame_fx_origin);
+    {
+        uint32_t gen = s->stacks[ev[4].stack].frames[0], us;
+        assert_true(s->frame_fx_origin[gen] > 0);
+        us = gm_snapshot_event_user_stack(s, &ev[4]);
+        assert_int_equal(us, s->frame_fx_origin[gen]);
+        assert_int_equal(s->stacks[us].n_frames, 1);
+        f = &s->frames[s->stacks[us].frames[0]];
+        assert_string_equal(f->filename, "/home/u/model.py");
+        assert_int_equal(f->line, 15);
+        assert_int_equal(s->frame_fx_origin[s->stacks[ev[4].stack].frames[1]], 0);
+    }
     gm_snapshot_free(s);
 }
 
