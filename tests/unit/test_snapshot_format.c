@@ -310,10 +310,7 @@ static void test_forward_frames_hostile(void **state)
     for (int bad = 0; bad < 2; bad++) {
         w = mem_open(&m);
         gm_pickle_dict_begin(w, 2);
-        gm_pickle_str(w, "segments");
-        gm_pickle_list_begin(w, 0);
-        gm_pickle_list_end(w);
-        gm_pickle_str(w, "device_traces");
+        gm_pickle_str(w, "device_traces"); /* the trace first, the (empty) segments after */
         gm_pickle_list_begin(w, 1);
         gm_pickle_list_begin(w, 1);
         gm_pickle_dict_begin(w, 4);
@@ -331,6 +328,9 @@ static void test_forward_frames_hostile(void **state)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
         gm_pickle_list_end(w);
+        gm_pickle_list_end(w);
+        gm_pickle_str(w, "segments");
+        gm_pickle_list_begin(w, 0);
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
         if (bad) {
