@@ -152,6 +152,14 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     } else {
         printf("  no trace: the figures are the snapshot state only\n");
     }
+    {
+        struct gm_snapshot_figures pools;
+        if (gm_snapshot_private_pool_figures(an->snap, dev->device, &pools))
+            printf("  in private pools (CUDA graphs, MemPool) at the snapshot: %s reserved in %"
+                   PRIu64 " segments, %s allocated\n",
+                   ana_cli_short(b1, sizeof(b1), pools.reserved_bytes), pools.n_segments,
+                   ana_cli_short(b2, sizeof(b2), pools.allocated_bytes));
+    }
     if (components)
         print_components(dev, components);
     if (!dev->has_frames)

@@ -514,6 +514,11 @@ struct gm_snapshot_stats {
     struct gm_snapshot_figures host;
 };
 
+/* The figures of device 'device''s segments in private pools (segment_pool_id other than
+ * (0, 0): a CUDA graph's pool, a torch.cuda.MemPool) into *out; false when it has none. */
+bool gm_snapshot_private_pool_figures(const struct gm_snapshot *snap, int32_t device,
+                                      struct gm_snapshot_figures *out);
+
 /* The figures of the pinned host memory (gm_snapshot.host_segments) into *out. */
 void gm_snapshot_host_figures(const struct gm_snapshot *snap, struct gm_snapshot_figures *out);
 

@@ -376,9 +376,11 @@ static void components_json(struct gm_json *w, const struct gm_analysis_device *
     gm_json_end_object(w);
 }
 
-static void categories_device(struct gm_json *w, const struct gm_analysis_device *dev, bool series,
+static void categories_device(struct gm_json *w, const struct gm_snapshot *snap,
+                              const struct gm_analysis_device *dev, bool series,
                               const struct gm_components *components)
 {
+    struct gm_snapshot_figures pools;
     uint64_t rules[GM_RULE_COUNT];
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", dev->device);
@@ -409,6 +411,13 @@ static void categories_device(struct gm_json *w, const struct gm_analysis_device
             gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
     gm_json_end_object(w);
     json_cats(w, "at_end", dev->at_end);
+    if (gm_snapshot_private_pool_figures(snap, dev->device, &pools)) {
+        /* what CUDA graphs' and MemPools' own pools hold at the snapshot */
+        gm_json_key(w, "private_pools");
+        gm_json_begin_object(w);
+        json_figures(w, &pools);
+        gm_json_end_object(w);
+    }
     if (components)
         components_json(w, dev, components);
     gm_json_kv_u64(w, "events", dev->n_events);
@@ -982,7 +991,7 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
         gm_json_begin_array(w);
         for (size_t d = 0; d < f->an->n_devices; d++)
             if (doc->device < 0 || f->an->devices[d].device == doc->device)
-                categories_device(w, &f->an->devices[d], doc->series,
+                categories_device(w, f->an->snap, &f->an->devices[d], doc->series,
                                   f->an->devices[d].device == doc->components_device
                                       ? doc->components
                                       : NULL);
