@@ -88,7 +88,10 @@ static void print_components(const struct gm_analysis_device *dev, const struct 
         uint64_t ours = dev->at_end[k], theirs = c->bytes[k];
         if (!c->has[k])
             continue;
-        snprintf(b3, sizeof(b3), "%s%s", ours < theirs ? "-" : ours > theirs ? "+" : "",
+        snprintf(b3, sizeof(b3), "%s%s",
+                 ours < theirs   ? "-"
+                 : ours > theirs ? "+"
+                                 : "",
                  ana_cli_short(b1, sizeof(b1), ours < theirs ? theirs - ours : ours - theirs));
         printf("    %-16s %14s %14s %14s\n", gm_category_name((enum gm_category)k),
                ana_cli_short(b1, sizeof(b1), theirs), ana_cli_short(b2, sizeof(b2), ours), b3);
@@ -155,10 +158,11 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     {
         struct gm_snapshot_figures pools;
         if (gm_snapshot_private_pool_figures(an->snap, dev->device, &pools))
-            printf("  in private pools (CUDA graphs, MemPool) at the snapshot: %s reserved in %"
-                   PRIu64 " segments, %s allocated\n",
-                   ana_cli_short(b1, sizeof(b1), pools.reserved_bytes), pools.n_segments,
-                   ana_cli_short(b2, sizeof(b2), pools.allocated_bytes));
+            printf(
+                "  in private pools (CUDA graphs, MemPool) at the snapshot: %s reserved in %" PRIu64
+                " segments, %s allocated\n",
+                ana_cli_short(b1, sizeof(b1), pools.reserved_bytes), pools.n_segments,
+                ana_cli_short(b2, sizeof(b2), pools.allocated_bytes));
     }
     if (components)
         print_components(dev, components);
@@ -249,8 +253,9 @@ int cmd_snapshot_categories(int argc, char **argv)
         if (n_pos > 1)
             rc = cli_usage(argv[0], "--memory-stats compares one file");
         else if (!digests[0] && !device_set && ans[0]->n_devices != 1)
-            rc = cli_usage(argv[0], "--memory-stats: the file has %zu devices; say which with "
-                                    "--device",
+            rc = cli_usage(argv[0],
+                           "--memory-stats: the file has %zu devices; say which with "
+                           "--device",
                            ans[0]->n_devices);
         else if (digests[0])
             rc = cli_usage(argv[0], "--memory-stats needs a snapshot, not a digest");

@@ -991,10 +991,9 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
         gm_json_begin_array(w);
         for (size_t d = 0; d < f->an->n_devices; d++)
             if (doc->device < 0 || f->an->devices[d].device == doc->device)
-                categories_device(w, f->an->snap, &f->an->devices[d], doc->series,
-                                  f->an->devices[d].device == doc->components_device
-                                      ? doc->components
-                                      : NULL);
+                categories_device(
+                    w, f->an->snap, &f->an->devices[d], doc->series,
+                    f->an->devices[d].device == doc->components_device ? doc->components : NULL);
         gm_json_end_array(w);
         return GM_OK;
     default:

@@ -22,18 +22,15 @@ static const struct {
     const char *name;
     enum gm_category category;
 } component_category[] = {
-    {"parameter", GM_CATEGORY_PARAMETER},
-    {"gradient", GM_CATEGORY_GRADIENT},
-    {"activation", GM_CATEGORY_ACTIVATION},
-    {"optimizer_state", GM_CATEGORY_OPTIMIZER_STATE},
-    {"input", GM_CATEGORY_INPUT},
-    {"other", GM_CATEGORY_OTHER},
+    {"parameter", GM_CATEGORY_PARAMETER},   {"gradient", GM_CATEGORY_GRADIENT},
+    {"activation", GM_CATEGORY_ACTIVATION}, {"optimizer_state", GM_CATEGORY_OPTIMIZER_STATE},
+    {"input", GM_CATEGORY_INPUT},           {"other", GM_CATEGORY_OTHER},
 };
 
 #define COMPONENTS_MAX_BYTES ((size_t)16 << 20) /* a memory_stats() dump is a few KiB */
 
-static enum gm_status add_counter(struct gm_components *out, const char *name, size_t n,
-                                  json_t *v, const char *path, struct gm_error *err)
+static enum gm_status add_counter(struct gm_components *out, const char *name, size_t n, json_t *v,
+                                  const char *path, struct gm_error *err)
 {
     json_int_t x;
     if (!json_is_integer(v) || (x = json_integer_value(v)) < 0)
@@ -69,7 +66,8 @@ enum gm_status gm_components_parse(const char *text, size_t len, const char *pat
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "%s: not a memory_stats() dict (a JSON object)", path);
     }
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         size_t n = strlen(key);
         if (st == GM_OK && n > np + ns && !memcmp(key, prefix, np) &&
             !memcmp(key + n - ns, suffix, ns))
@@ -77,7 +75,8 @@ enum gm_status gm_components_parse(const char *text, size_t len, const char *pat
     }
     nested = json_object_get(root, "component_bytes");
     if (st == GM_OK && json_is_object(nested)) {
-        json_object_foreach(nested, key, v) {
+        json_object_foreach(nested, key, v)
+        {
             json_t *cur = json_is_object(v) ? json_object_get(v, "current") : NULL;
             if (st == GM_OK && cur)
                 st = add_counter(out, key, strlen(key), cur, path, err);
@@ -92,8 +91,7 @@ enum gm_status gm_components_parse(const char *text, size_t len, const char *pat
     return st;
 }
 
-enum gm_status gm_components_load(const char *path, struct gm_components *out,
-                                  struct gm_error *err)
+enum gm_status gm_components_load(const char *path, struct gm_components *out, struct gm_error *err)
 {
     struct gm_buf b;
     enum gm_status st;

@@ -73,9 +73,9 @@ static int cmp_note_key(const void *pa, const void *pb)
 
 /* p->group_metadata and p->group_user_stack from the alloc events of the allocations
  * alive at the peak (keys[0..n): their alloc event and stack), read in one pass. */
-static enum gm_status group_notes(const struct gm_snapshot *snap, const struct gm_snapshot_device *d,
-                                  struct note_key *keys, size_t n, struct gm_peak_device *p,
-                                  struct gm_error *err)
+static enum gm_status group_notes(const struct gm_snapshot *snap,
+                                  const struct gm_snapshot_device *d, struct note_key *keys,
+                                  size_t n, struct gm_peak_device *p, struct gm_error *err)
 {
     struct gm_map group_of = GM_MAP_INIT; /* stack -> group */
     struct gm_snapshot_cursor c;
@@ -193,8 +193,8 @@ static enum gm_status device_peak(const struct gm_snapshot *snap, const struct g
         if (st == GM_OK && notes && (keys = gm_malloc((p->n_live ? p->n_live : 1) * sizeof(*keys))))
             for (size_t i = 0; i < ad->n_allocs; i++)
                 if (alive_at(&ad->allocs[i], ad->peak_event) && n_keys < p->n_live)
-                    keys[n_keys++] = (struct note_key){ad->allocs[i].alloc_event,
-                                                       ad->allocs[i].stack};
+                    keys[n_keys++] =
+                        (struct note_key){ad->allocs[i].alloc_event, ad->allocs[i].stack};
     } else {
         struct gm_snapshot_timeline tl;
         if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &tl, err)) != GM_OK)

@@ -746,12 +746,11 @@ enum gm_status snap_intern_charge(struct builder *b)
                  in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
                  in->cap_sig_pool * sizeof(*in->sig_pool) + in->cap_stacks * sizeof(*in->stacks) +
                  in->cap_pool * sizeof(*in->pool) + in->cap_tmp * sizeof(*in->tmp) +
-                 in->cap_extras * sizeof(*in->extras) +
-                 in->cap_fx_origin * sizeof(*in->fx_origin) + map_bytes(&in->str_by_content) +
-                 map_bytes(&in->long_by_val) + map_bytes(&in->short_by_val) +
-                 map_bytes(&in->frame_by_node) + map_bytes(&in->frame_by_content) +
-                 map_bytes(&in->sig_map) + map_bytes(&in->stack_by_content) +
-                 map_bytes(&in->extra_by_content);
+                 in->cap_extras * sizeof(*in->extras) + in->cap_fx_origin * sizeof(*in->fx_origin) +
+                 map_bytes(&in->str_by_content) + map_bytes(&in->long_by_val) +
+                 map_bytes(&in->short_by_val) + map_bytes(&in->frame_by_node) +
+                 map_bytes(&in->frame_by_content) + map_bytes(&in->sig_map) +
+                 map_bytes(&in->stack_by_content) + map_bytes(&in->extra_by_content);
     *b->held = *b->held - b->in.heap_bytes + now;
     b->in.heap_bytes = now;
     if (b->arena->cap && *b->held > b->arena->cap) {

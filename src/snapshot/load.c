@@ -199,8 +199,7 @@ static enum gm_status build(struct builder *b, pk_val root)
     s->n_devices = n_named;
     if ((st = read_host(b, host_segments, host_traces)) != GM_OK)
         return st;
-    s->device_kind =
-        b->settings_generic_conf && !b->settings_cuda ? GM_DEVICE_XPU : GM_DEVICE_CUDA;
+    s->device_kind = b->settings_generic_conf && !b->settings_cuda ? GM_DEVICE_XPU : GM_DEVICE_CUDA;
 
     /* generation: the newest evidence wins */
     if (s->is_list)

@@ -31,7 +31,7 @@ struct snap_impl {
     struct gm_arena arena;
     struct ev_writer *traces; /* the packed traces the devices point to */
     size_t n_traces;
-    uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
+    uint64_t *size_sums;    /* per device: the sizes of all its events summed (check_sizes) */
     uint64_t host_size_sum; /* the same for the host trace */
 };
 

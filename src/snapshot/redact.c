@@ -324,7 +324,8 @@ static enum gm_status walk(struct redactor *r, struct gm_error *err)
         }
         if (f->i < total) {
             uint32_t i = f->i++;
-            enum kind k = nd->kind == PK_DICT    ? (i & 1) ? value_kind(r, nd, nd->items[i - 1]) : K_RAW
+            enum kind k = nd->kind == PK_DICT
+                              ? (i & 1) ? value_kind(r, nd, nd->items[i - 1]) : K_RAW
                           : f->kind == K_TRACEBACK ? K_TRACEBACK
                                                    : K_RAW;
             st = push(r, nd->items[i], k, err);

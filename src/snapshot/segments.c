@@ -412,7 +412,8 @@ static enum gm_status read_segment_list(struct builder *b, pk_val segments, bool
     struct gm_snapshot_segment *segs = NULL;
     enum gm_status st;
     if (!segl)
-        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: '%s' is a %s, expected a list",
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: '%s' is a %s, expected a list",
                        host ? "host_segments" : "segments", pk_type_name(segments));
     if (segl->len) {
         segs = gm_arena_calloc(b->arena, segl->len, sizeof(*segs));

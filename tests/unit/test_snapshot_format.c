@@ -408,11 +408,9 @@ static void test_components(void **state)
     assert_int_equal(c.bytes[GM_CATEGORY_GRADIENT], 4);
     assert_int_equal(gm_components_parse("[]", 2, "l", &c, &err), GM_ERR_FORMAT);
     assert_int_equal(gm_components_parse("{}", 2, "e", &c, &err), GM_ERR_FORMAT);
-    assert_int_equal(gm_components_parse("{\"component_bytes.a.current\": 1.5}", 34, "x", &c,
-                                         &err),
+    assert_int_equal(gm_components_parse("{\"component_bytes.a.current\": 1.5}", 34, "x", &c, &err),
                      GM_ERR_FORMAT);
-    assert_int_equal(gm_components_load("/nonexistent/memory_stats.json", &c, &err),
-                     GM_ERR_NOENT);
+    assert_int_equal(gm_components_load("/nonexistent/memory_stats.json", &c, &err), GM_ERR_NOENT);
 }
 
 static const struct CMUnitTest tests[] = {
