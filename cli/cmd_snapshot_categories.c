@@ -78,8 +78,31 @@ static void print_user_phases(const struct gm_analysis_device *dev)
     }
 }
 
+/* torch's component bytes beside the categories at the end of the trace. */
+static void print_components(const struct gm_analysis_device *dev, const struct gm_components *c)
+{
+    char b1[64], b2[64], b3[64];
+    printf("  component tracking (torch memory_stats component_bytes, at the snapshot):\n");
+    printf("    %-16s %14s %14s %14s\n", "category", "torch", "gpumem at end", "difference");
+    for (int k = 0; k < GM_CATEGORY_COUNT; k++) {
+        uint64_t ours = dev->at_end[k], theirs = c->bytes[k];
+        if (!c->has[k])
+            continue;
+        snprintf(b3, sizeof(b3), "%s%s",
+                 ours < theirs   ? "-"
+                 : ours > theirs ? "+"
+                                 : "",
+                 ana_cli_short(b1, sizeof(b1), ours < theirs ? theirs - ours : ours - theirs));
+        printf("    %-16s %14s %14s %14s\n", gm_category_name((enum gm_category)k),
+               ana_cli_short(b1, sizeof(b1), theirs), ana_cli_short(b2, sizeof(b2), ours), b3);
+    }
+    if (c->unmapped_bytes)
+        printf("    components that are none of the categories: %s\n",
+               ana_cli_short(b1, sizeof(b1), c->unmapped_bytes));
+}
+
 static void print_device(const struct gm_analysis *an, const struct gm_analysis_device *dev,
-                         uint64_t top)
+                         uint64_t top, const struct gm_components *components)
 {
     char b1[64], b2[64];
     uint64_t rules[GM_RULE_COUNT];
@@ -132,6 +155,17 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
     } else {
         printf("  no trace: the figures are the snapshot state only\n");
     }
+    {
+        struct gm_snapshot_figures pools;
+        if (gm_snapshot_private_pool_figures(an->snap, dev->device, &pools))
+            printf(
+                "  in private pools (CUDA graphs, MemPool) at the snapshot: %s reserved in %" PRIu64
+                " segments, %s allocated\n",
+                ana_cli_short(b1, sizeof(b1), pools.reserved_bytes), pools.n_segments,
+                ana_cli_short(b2, sizeof(b2), pools.allocated_bytes));
+    }
+    if (components)
+        print_components(dev, components);
     if (!dev->has_frames)
         printf("  no stack frames recorded: categories come from lifetimes only\n");
     if (dev->n_user_phases)
@@ -155,6 +189,9 @@ int cmd_snapshot_categories(int argc, char **argv)
 {
     bool json = false, series = false;
     uint64_t top = 0, mem_limit = 0;
+    const char *stats_path = NULL;
+    struct gm_components components;
+    int32_t components_device = -1;
     int device = -1;
     bool device_set = false;
     int n_pos = 0;
@@ -165,11 +202,17 @@ int cmd_snapshot_categories(int argc, char **argv)
                  "with --json: also the per-category series and the phase runs"),
         OPT_U64("top", 'n', &top, "N", "also list the N largest allocation sites per category",
                 NULL),
+        OPT_STRING("memory-stats", 0, &stats_path, "FILE",
+                   "compare with torch's component tracking: a JSON dump of "
+                   "torch.accelerator.memory.memory_stats() taken with the snapshot (its "
+                   "component_bytes.*.current), for the device of --device or the file's one "
+                   "device"),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
     const struct opt_usage usage = {
-        "gpumem snapshot categories [--json] [--device N] [--series] [--top N] FILE...",
+        "gpumem snapshot categories [--json] [--device N] [--series] [--top N] "
+        "[--memory-stats FILE] FILE...",
         "Classify every allocation of a PyTorch memory snapshot as parameter, input, "
         "activation, gradient, optimizer_state, optimizer_temp or other, from its stack "
         "frames and its lifetime, and show the split at the peak of each device. Sizes are "
@@ -205,6 +248,22 @@ int cmd_snapshot_categories(int argc, char **argv)
                                       : !gm_analysis_device_by_index(ans[f], device)))
             rc = cli_usage(argv[0], "%s has no device %d", n_pos > 1 ? argv[f + 1] : "the file",
                            device);
+    if (rc == 0 && stats_path) {
+        struct gm_error err;
+        if (n_pos > 1)
+            rc = cli_usage(argv[0], "--memory-stats compares one file");
+        else if (!digests[0] && !device_set && ans[0]->n_devices != 1)
+            rc = cli_usage(argv[0],
+                           "--memory-stats: the file has %zu devices; say which with "
+                           "--device",
+                           ans[0]->n_devices);
+        else if (digests[0])
+            rc = cli_usage(argv[0], "--memory-stats needs a snapshot, not a digest");
+        else if (gm_components_load(stats_path, &components, &err) != GM_OK)
+            rc = cli_fail(argv[0], &err);
+        else
+            components_device = device_set ? device : ans[0]->devices[0].device;
+    }
     for (int f = 0; f < n_pos && rc == 0 && n_pos > 1; f++)
         rc = digests[f] ? ranks_add_digest(&ranks, argv[0], digests[f], (size_t)f, argv[f + 1],
                                            (size_t)n_pos)
@@ -218,7 +277,9 @@ int cmd_snapshot_categories(int argc, char **argv)
                                       .n_ranks = ranks.n,
                                       .device = device_set ? device : -1,
                                       .series = series,
-                                      .digests = (const struct gm_digest *const *)digests};
+                                      .digests = (const struct gm_digest *const *)digests,
+                                      .components = stats_path ? &components : NULL,
+                                      .components_device = components_device};
         struct gm_error err;
         for (int f = 0; df && f < n_pos; f++)
             df[f] = (struct gm_analysis_doc_file){.path = argv[f + 1], .an = ans[f]};
@@ -237,7 +298,10 @@ int cmd_snapshot_categories(int argc, char **argv)
             }
             for (size_t d = 0; d < an->n_devices; d++)
                 if (!device_set || an->devices[d].device == device)
-                    print_device(an, &an->devices[d], top);
+                    print_device(an, &an->devices[d], top,
+                                 stats_path && an->devices[d].device == components_device
+                                     ? &components
+                                     : NULL);
         }
         if (n_pos > 1)
             ranks_print(stdout, &ranks, argv + 1);

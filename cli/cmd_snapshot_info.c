@@ -40,6 +40,21 @@ static void print_setting(const struct gm_snapshot_setting *s)
     }
 }
 
+/* Pinned host memory (host_segments / host_traces): its own lines, never a device's. */
+static void info_host(const struct gm_snapshot *s)
+{
+    struct gm_snapshot_figures f;
+    char a[48], b[48];
+    gm_snapshot_host_figures(s, &f);
+    printf("host memory        pinned (CPU), apart from the devices: %zu segments (%zu blocks), "
+           "%s reserved, %s allocated\n",
+           s->n_host_segments, s->n_host_blocks,
+           gm_format_bytes(a, sizeof(a), f.reserved_bytes, GM_UNITS_IEC),
+           gm_format_bytes(b, sizeof(b), f.allocated_bytes, GM_UNITS_IEC));
+    if (s->host.has_trace)
+        printf("host trace events  %zu\n", s->host.n_events);
+}
+
 static void info_text(const char *path, const struct gm_snapshot *s)
 {
     char b1[64], b2[64];
@@ -55,6 +70,8 @@ static void info_text(const char *path, const struct gm_snapshot *s)
            s->is_list ? ", top-level list of segments: no trace" : "");
     printf("pickle protocol    %d\n", s->protocol);
     printf("devices            ");
+    if (s->device_kind != GM_DEVICE_CUDA && s->n_devices)
+        printf("%s ", gm_device_kind_name(s->device_kind));
     if (!s->n_devices)
         printf("none");
     for (size_t i = 0; i < s->n_devices; i++) {
@@ -125,7 +142,7 @@ static void info_text(const char *path, const struct gm_snapshot *s)
         printf("annotations        not in the file (written by torch >= 2.4)\n");
     }
     if (s->has_host_data)
-        printf("host memory        host_segments/host_traces present (not analysed)\n");
+        info_host(s);
     if (s->trace_overflowed)
         printf("warning            the trace ring buffer overflowed: the oldest events are lost\n");
 }

@@ -61,6 +61,19 @@ static void text_device(const struct gm_snapshot *snap, const struct gm_snapshot
                gr->count);
         snapcli_print_stack(stdout, snap, gr->stack, GM_PEAK_CALLERS,
                             g < p->n_apart ? p->apart[g] : -1, 51);
+        if (p->group_user_stack && p->group_user_stack[g]) {
+            /* a stack with a user frame (gm_snapshot_event_user_stack()) */
+            const struct gm_snapshot_stack *fs = &snap->stacks[p->group_user_stack[g]];
+            long u = gm_snapshot_stack_user_frame(snap, p->group_user_stack[g]);
+            char line[512];
+            if (u >= 0)
+                printf("%50s from your code at %s\n", "",
+                       gm_snapshot_frame_text(line, sizeof(line), &snap->frames[fs->frames[u]]));
+        }
+        if (p->group_metadata && p->group_metadata[g]) {
+            char m[256];
+            printf("%50s metadata %s\n", "", snapcli_safe(m, sizeof(m), p->group_metadata[g]));
+        }
     }
 }
 

@@ -125,6 +125,13 @@ static void text_file(const struct file_stats *fs)
                    d->hist[h].n_segments,
                    gm_format_bytes(e, sizeof(e), d->hist[h].bytes, GM_UNITS_IEC));
     }
+    if (st->has_host) {
+        printf("\nhost (pinned CPU memory, counted in no device)\n");
+        if (!st->host.n_segments)
+            printf("  no segments at snapshot time\n");
+        else
+            text_figures(&st->host, "  ");
+    }
 }
 
 int cmd_snapshot_stats(int argc, char **argv)

@@ -519,10 +519,12 @@ static bool top_arg(PyObject *o, enum gm_analysis_doc_kind kind, uint64_t *top)
 static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char kw_cmd[] = "command", kw_device[] = "device", kw_top[] = "top", kw_host[] = "host",
-                kw_path[] = "path", kw_over[] = "overwrite";
-    static char *kwlist[] = {kw_cmd, kw_device, kw_top, kw_host, kw_path, kw_over, NULL};
+                kw_path[] = "path", kw_over[] = "overwrite", kw_stats[] = "memory_stats";
+    static char *kwlist[] = {kw_cmd, kw_device, kw_top, kw_host, kw_path, kw_over, kw_stats, NULL};
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     PyObject *command, *device = Py_None, *top = Py_None, *out = NULL, *bytes = NULL;
+    PyObject *stats_path = NULL;
+    struct gm_components components;
     const char *host = NULL;
     int overwrite = 0;
     struct gm_analysis_doc_file file = {NULL, NULL, NULL, NULL, NULL};
@@ -534,8 +536,9 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
     const char *cmd;
     int kind;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|OO$zO&p", kwlist, &command, &device, &top,
-                                     &host, PyUnicode_FSConverter, &bytes, &overwrite))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|OO$zO&pO&", kwlist, &command, &device, &top,
+                                     &host, PyUnicode_FSConverter, &bytes, &overwrite,
+                                     PyUnicode_FSConverter, &stats_path))
         return NULL;
     if (!(cmd = text_arg(command, "command")) || !loaded(s) ||
         !(file.path = PyUnicode_AsUTF8(s->path)))
@@ -593,6 +596,19 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
     default:
         break;
     }
+    if (stats_path) {
+        /* torch's component bytes beside the categories of the device asked for */
+        if (doc.kind != GM_DOC_CATEGORIES || doc.device < 0) {
+            PyErr_SetString(PyExc_ValueError, "memory_stats goes with the categories of a device");
+            goto out_args;
+        }
+        if (gm_components_load(PyBytes_AS_STRING(stats_path), &components, &err) != GM_OK) {
+            raise_gm(&err, NULL);
+            goto out_args;
+        }
+        doc.components = &components;
+        doc.components_device = doc.device;
+    }
     if (!bytes) {
         out = doc_text(s, &doc);
     } else {
@@ -607,6 +623,7 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
         gm_analysis_peaks_release(&peaks);
 out_args:
     Py_XDECREF(bytes);
+    Py_XDECREF(stats_path);
     return out;
 }
 

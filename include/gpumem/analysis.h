@@ -427,6 +427,14 @@ struct gm_peak_device {
                              * (borrowed from the snapshot) */
     bool has_oom;           /* the trace has an oom event: the first one */
     struct gm_snapshot_oom first_oom;
+    /* What the trace entries of a group's allocations say beyond their stack, when the file
+     * has it (NULL arrays otherwise): per group the user_metadata they all share (NULL when
+     * none or when they differ; borrowed from the snapshot) and the stack naming their
+     * user code they all share when it is not the group's stack (the forward pass of a
+     * backward allocation, the model source of a compiled graph's:
+     * gm_snapshot_event_user_stack(); 0 when none or when they differ). */
+    const char **group_metadata;
+    uint32_t *group_user_stack;
 };
 
 struct gm_analysis_peaks {
@@ -528,7 +536,34 @@ struct gm_analysis_doc {
     const struct gm_digest *const *digests; /* stats, peak, categories: NULL, or per file a
                                              * rank read from its digest (its results then
                                              * NULL) or NULL */
+    /* categories: torch's component bytes of device 'components_device', compared with
+     * that device's categories at the end ("components"); NULL: none. */
+    const struct gm_components *components;
+    int32_t components_device;
 };
+
+/* ---- component tracking: torch's own attribution, the categories' ground truth ----
+ *
+ * With torch.accelerator.memory.component_tracking enabled, memory_stats() counts the
+ * allocated bytes of each component the allocator stamped (parameter, gradient, activation,
+ * optimizer_state, ...) as 'component_bytes.<component>.current'.  A JSON dump of that dict
+ * (json.dump(torch.accelerator.memory.memory_stats(device), f)) taken when the snapshot was
+ * taken holds what the categories at the end of the trace should be. */
+struct gm_components {
+    bool has[GM_CATEGORY_COUNT];       /* a counter of the file maps to the category */
+    uint64_t bytes[GM_CATEGORY_COUNT]; /* its current bytes (summed when several map) */
+    uint64_t unmapped_bytes;           /* components that are none of the categories */
+    size_t n_components;               /* counters read */
+};
+
+/* Read the counters of memory_stats() JSON text[0..len) ('path' names it in messages).
+ * Errors: GM_ERR_FORMAT (not JSON, not an object, a counter that is not a byte count, no
+ * counter at all), GM_ERR_LIMIT, GM_ERR_NOMEM. */
+enum gm_status gm_components_parse(const char *text, size_t len, const char *path,
+                                   struct gm_components *out, struct gm_error *err);
+/* The same from the file at 'path' (at most 16 MiB).  Also GM_ERR_NOENT, GM_ERR_IO. */
+enum gm_status gm_components_load(const char *path, struct gm_components *out,
+                                  struct gm_error *err);
 
 /* Write the document 'doc' to 'f'.  Errors: GM_ERR_INVALID (a result the kind needs is
  * missing), GM_ERR_NOMEM (the ranks), GM_ERR_IO (the write failed). */
@@ -577,6 +612,9 @@ struct gm_layout_segment_info {
     uint64_t stream; /* raw cudaStream_t value */
     bool is_small;   /* the small (<= 1 MiB requests) pool */
     bool is_expandable;
+    /* its pool (segment_pool_id, or the pool_id of its segment events): (0, 0) the default,
+     * anything else a private pool (a CUDA graph's, a torch.cuda.MemPool) */
+    int64_t pool_id[2];
 };
 
 /* A change of one segment's mapped pages: op +1 maps [addr, addr+size) (segment_alloc,

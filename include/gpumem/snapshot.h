@@ -50,6 +50,19 @@ enum gm_snapshot_gen {
     GM_SNAPSHOT_GEN_G9      /* 2026: 'pool_id'/'forward_frames'/host data/overflow flag */
 };
 
+/* What kind of accelerator a snapshot's devices are.  The file names no device type: an
+ * XPU snapshot (torch.xpu.memory._dump_snapshot) is told by its allocator_settings, which
+ * name the PYTORCH_ALLOC_CONF string and none of the CUDA allocator's own keys
+ * (PYTORCH_CUDA_ALLOC_CONF, release_lock_on_cudamalloc, pinned_use_cuda_host_register);
+ * anything else is CUDA. */
+enum gm_device_kind {
+    GM_DEVICE_CUDA = 0,
+    GM_DEVICE_XPU,
+};
+
+/* "cuda", "xpu"; static storage. */
+const char *gm_device_kind_name(enum gm_device_kind kind);
+
 /* "g5"; static storage. */
 const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen);
 /* "2.4-2.7"-style torch version range of a generation; static storage. */
@@ -170,6 +183,12 @@ struct gm_snapshot_event_extra {
     const char *compile_context; /* NULL when absent */
     const char *user_metadata;   /* NULL when absent */
     int64_t pool_id[2];          /* valid if event flags & GM_EVENT_HAS_POOL_ID */
+    /* The allocator's own tag of the event (e.g. "mallocWithAddress"); NULL when absent. */
+    const char *internal_metadata;
+    /* 'forward_frames': the forward-pass traceback of the autograd node that allocated in
+     * the backward pass, its 'File "f", line N, in name' lines read as frames (innermost
+     * first, as stacks are); 0 when absent (gm_snapshot_event_user_stack()). */
+    uint32_t forward_stack;
 };
 
 /* device_free of an oom event (bytes CUDA reported free). */
@@ -308,6 +327,10 @@ struct gm_snapshot {
 
     const struct gm_snapshot_frame *frames;
     size_t n_frames;
+    /* Per frame id, the stack of its 'fx_original_trace' (the model's source stack of the
+     * FX node a compiled graph's frame runs, written by _dump_snapshot(
+     * augment_with_fx_traces=True)), 0 when it has none; NULL when no frame has one. */
+    const uint32_t *frame_fx_origin;
     size_t n_strings; /* distinct texts: the bound of gm_snapshot_frame.filename_id/name_id */
     const struct gm_snapshot_stack *stacks; /* stacks[0] is the empty stack */
     size_t n_stacks;
@@ -326,7 +349,7 @@ struct gm_snapshot {
     bool has_time;         /* some event has time_us */
     int64_t time_first_us; /* earliest / latest time_us over all events, when has_time */
     int64_t time_last_us;
-    bool has_host_data;    /* host_segments / host_traces present (not modelled further) */
+    bool has_host_data;    /* host_segments / host_traces present */
     bool trace_overflowed; /* allocator_settings.trace_alloc_overflowed is true */
     size_t n_unknown_actions;
 
@@ -342,6 +365,18 @@ struct gm_snapshot {
      * a diagnostic of how the file was read. */
     uint64_t n_flat_batches;
     bool events_dropped; /* loaded with gm_snapshot_opts.drop_events: no cursor reads any */
+
+    /* Pinned host memory (torch's CachingHostAllocator: host_segments / host_traces, written
+     * with _record_memory_history(record_host=True)), kept apart from the devices: no
+     * device's figures ever count it.  host.index is -1 and host.first_segment indexes
+     * host_segments; host.has_trace when the file has host_traces. */
+    const struct gm_snapshot_segment *host_segments;
+    size_t n_host_segments;
+    size_t n_host_blocks;
+    struct gm_snapshot_device host;
+
+    /* The kind of accelerator the devices are (gm_snapshot_device_kind_of()). */
+    enum gm_device_kind device_kind;
 };
 
 /* The trace events of action 'a' over every device of 'snap' (their n_actions summed). */
@@ -473,7 +508,19 @@ struct gm_snapshot_device_stats {
 struct gm_snapshot_stats {
     struct gm_snapshot_device_stats *devices; /* one per gm_snapshot.devices entry */
     size_t n_devices;
+    /* Pinned host memory (gm_snapshot.host_segments), apart from every device: when the
+     * file has host_segments. */
+    bool has_host;
+    struct gm_snapshot_figures host;
 };
+
+/* The figures of device 'device''s segments in private pools (segment_pool_id other than
+ * (0, 0): a CUDA graph's pool, a torch.cuda.MemPool) into *out; false when it has none. */
+bool gm_snapshot_private_pool_figures(const struct gm_snapshot *snap, int32_t device,
+                                      struct gm_snapshot_figures *out);
+
+/* The figures of the pinned host memory (gm_snapshot.host_segments) into *out. */
+void gm_snapshot_host_figures(const struct gm_snapshot *snap, struct gm_snapshot_figures *out);
 
 /* Compute the stats of every device.  On success 'out' is owned by the caller: release it
  * with gm_snapshot_stats_release().  Errors: GM_ERR_NOMEM. */
@@ -652,6 +699,16 @@ char *gm_snapshot_frame_text(char *buf, size_t n, const struct gm_snapshot_frame
 /* Index in stacks[stack].frames of its first user frame (innermost first), or of its first
  * non-noise frame when it has none; -1 for an empty stack. */
 long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack);
+
+/* The stack that names the user's code for event 'e': the forward-pass stack of its
+ * 'forward_frames' (gm_snapshot_event_extra.forward_stack) when that has a user frame,
+ * since an allocation of the backward pass is the autograd node of that forward line;
+ * else the source stack of the innermost frame of e->stack that runs an FX node of a
+ * compiled graph (gm_snapshot.frame_fx_origin) when that has a user frame, since the
+ * compiled graph's generated code is not the user's; else e->stack.  Every listing that
+ * picks an event's user frame goes through it. */
+uint32_t gm_snapshot_event_user_stack(const struct gm_snapshot *snap,
+                                      const struct gm_snapshot_event *e);
 
 /* The frames worth listing for 'stack': its Python frames when it has any (the C++ frames
  * under them are the interpreter and the operator machinery), else its frames that are

@@ -117,6 +117,8 @@ class Snapshot(_core.Snapshot):
       categories()  {'parameter': bytes, 'activation': bytes, ...} alive at the peak (the
                     at_peak of `categories --json`, whose entry also has peak_phase and
                     peak_iteration: json("categories"))
+      components(memory_stats)  torch's component tracking (a memory_stats() JSON dump)
+                    beside the categories at the end, with the difference
       leaks()       the device's leaks of `gpumem snapshot leaks --json`, all of them
       ooms()        the device's ooms of `gpumem snapshot oom --json`, each with its verdict
       diff(other)   `gpumem snapshot diff --json SELF OTHER`
@@ -172,6 +174,19 @@ class Snapshot(_core.Snapshot):
     def categories(self, device=None):
         """Bytes alive at the peak per category (gpumem.CATEGORIES order)."""
         return self._entry("categories", device)["at_peak"]
+
+    def components(self, memory_stats, device=None):
+        """torch's component tracking beside the categories at the end of the trace, as
+        `gpumem snapshot categories --json --memory-stats FILE` gives them: memory_stats is
+        the path of a JSON dump of torch.accelerator.memory.memory_stats() taken with the
+        snapshot; {'<category>': {'torch_bytes', 'gpumem_bytes', 'difference_bytes'}, ...,
+        'unmapped_bytes'}."""
+        index = self._device(device)
+        doc = _json.loads(self._json("categories", index, memory_stats=memory_stats))
+        for d in doc["devices"]:
+            if d["device"] == index:
+                return d["components"]
+        raise ValueError("the snapshot has no device %d" % index)
 
     def leaks(self, device=None):
         """Every leak of one device, as `gpumem snapshot leaks --json --top 0` lists them."""

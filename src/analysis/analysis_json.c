@@ -195,6 +195,19 @@ static void info_doc(struct gm_json *w, const char *path, const struct gm_snapsh
         gm_json_null(w);
     }
     gm_json_kv_bool(w, "host_data", s->has_host_data);
+    if (s->has_host_data) {
+        /* pinned host memory, counted in no device's figures */
+        const struct gm_snapshot_device *h = &s->host;
+        gm_json_key(w, "host");
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "segments", s->n_host_segments);
+        gm_json_kv_u64(w, "blocks", s->n_host_blocks);
+        gm_json_kv_bool(w, "has_trace", h->has_trace);
+        gm_json_kv_u64(w, "trace_events", h->n_events);
+        gm_json_end_object(w);
+    }
+    if (s->device_kind != GM_DEVICE_CUDA)
+        gm_json_kv_str(w, "device_kind", gm_device_kind_name(s->device_kind));
     gm_json_kv_bool(w, "trace_overflowed", s->trace_overflowed);
     gm_json_kv_u64(w, "flat_batches", s->n_flat_batches);
     gm_json_key(w, "oom_devices");
@@ -225,6 +238,13 @@ static void json_figures(struct gm_json *w, const struct gm_snapshot_figures *f)
 
 static void stats_devices(struct gm_json *w, const struct gm_snapshot_stats *st)
 {
+    if (st->has_host) {
+        /* pinned host memory: beside the devices, in none of their figures */
+        gm_json_key(w, "host");
+        gm_json_begin_object(w);
+        json_figures(w, &st->host);
+        gm_json_end_object(w);
+    }
     gm_json_key(w, "devices");
     gm_json_begin_array(w);
     for (size_t i = 0; i < st->n_devices; i++) {
@@ -311,6 +331,13 @@ static void peak_device(struct gm_json *w, const struct gm_snapshot *snap,
         json_user_frame(w, snap, p->groups[g].stack);
         gm_json_key(w, "frames");
         ana_json_stack(w, snap, p->groups[g].stack);
+        if (p->group_metadata && p->group_metadata[g])
+            gm_json_kv_str(w, "user_metadata", p->group_metadata[g]);
+        if (p->group_user_stack && p->group_user_stack[g]) {
+            gm_json_kv_u64(w, "source_stack", p->group_user_stack[g]);
+            gm_json_key(w, "source_user_frame");
+            json_user_frame(w, snap, p->group_user_stack[g]);
+        }
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
@@ -328,8 +355,32 @@ static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
     gm_json_end_object(w);
 }
 
-static void categories_device(struct gm_json *w, const struct gm_analysis_device *dev, bool series)
+/* "components": per category torch's component bytes, ours at the end of the trace, and
+ * the difference (ours - torch's), for the categories the stats name. */
+static void components_json(struct gm_json *w, const struct gm_analysis_device *dev,
+                            const struct gm_components *c)
 {
+    gm_json_key(w, "components");
+    gm_json_begin_object(w);
+    for (int k = 0; k < GM_CATEGORY_COUNT; k++) {
+        if (!c->has[k])
+            continue;
+        gm_json_key(w, gm_category_name((enum gm_category)k));
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "torch_bytes", c->bytes[k]);
+        gm_json_kv_u64(w, "gpumem_bytes", dev->at_end[k]);
+        gm_json_kv_i64(w, "difference_bytes", (int64_t)(dev->at_end[k] - c->bytes[k]));
+        gm_json_end_object(w);
+    }
+    gm_json_kv_u64(w, "unmapped_bytes", c->unmapped_bytes);
+    gm_json_end_object(w);
+}
+
+static void categories_device(struct gm_json *w, const struct gm_snapshot *snap,
+                              const struct gm_analysis_device *dev, bool series,
+                              const struct gm_components *components)
+{
+    struct gm_snapshot_figures pools;
     uint64_t rules[GM_RULE_COUNT];
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", dev->device);
@@ -360,6 +411,15 @@ static void categories_device(struct gm_json *w, const struct gm_analysis_device
             gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
     gm_json_end_object(w);
     json_cats(w, "at_end", dev->at_end);
+    if (gm_snapshot_private_pool_figures(snap, dev->device, &pools)) {
+        /* what CUDA graphs' and MemPools' own pools hold at the snapshot */
+        gm_json_key(w, "private_pools");
+        gm_json_begin_object(w);
+        json_figures(w, &pools);
+        gm_json_end_object(w);
+    }
+    if (components)
+        components_json(w, dev, components);
     gm_json_kv_u64(w, "events", dev->n_events);
     gm_json_key(w, "phase_events");
     gm_json_begin_object(w);
@@ -931,7 +991,9 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
         gm_json_begin_array(w);
         for (size_t d = 0; d < f->an->n_devices; d++)
             if (doc->device < 0 || f->an->devices[d].device == doc->device)
-                categories_device(w, &f->an->devices[d], doc->series);
+                categories_device(
+                    w, f->an->snap, &f->an->devices[d], doc->series,
+                    f->an->devices[d].device == doc->components_device ? doc->components : NULL);
         gm_json_end_array(w);
         return GM_OK;
     default:

@@ -142,7 +142,7 @@ static bool new_segment(struct hist *b, uint64_t base, uint64_t stream, bool sma
     if (h->n_segments >= UINT32_MAX)
         return false;
     *id = (uint32_t)h->n_segments;
-    h->segments[*id] = (struct gm_layout_segment_info){base, stream, small, expandable};
+    h->segments[*id] = (struct gm_layout_segment_info){base, stream, small, expandable, {0, 0}};
     memset(&b->st[*id], 0, sizeof(b->st[*id]));
     h->n_segments++;
     return true;
@@ -190,6 +190,15 @@ static bool space_get(struct hist *b, uint64_t stream, bool small, uint64_t addr
         }
     }
     return new_segment(b, addr, stream, small, true, id);
+}
+
+/* A segment's pool, from the first place that names a private one. */
+static void set_pool(struct gm_layout_segment_info *s, const int64_t pool[2])
+{
+    if (!s->pool_id[0] && !s->pool_id[1]) {
+        s->pool_id[0] = pool[0];
+        s->pool_id[1] = pool[1];
+    }
 }
 
 static bool is_segment_event(uint8_t action)
@@ -247,6 +256,8 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                       : new_segment(&b, g->address, g->stream, g->is_small, false, &id);
         if (!ok || !ranges_add(&b.st[id], g->address, g->total_size))
             goto nomem;
+        if (g->has_pool_id)
+            set_pool(&h->segments[id], g->pool_id);
     }
     /* the file's active blocks, for the sizes of the allocations that live to the end */
     {
@@ -314,6 +325,9 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
         default:
             break;
         }
+        if (id != UINT32_MAX && (x->flags & GM_EVENT_HAS_POOL_ID) && x->extra &&
+            x->extra <= snap->n_extras)
+            set_pool(&b.h->segments[id], snap->extras[x->extra - 1].pool_id);
         ch[i] = (struct gm_layout_change){ev[i].k, id, op, x->addr, x->size};
     }
     h->changes = ch;

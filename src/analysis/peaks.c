@@ -49,6 +49,86 @@ static enum gm_status group_categories(const struct gm_analysis_device *dev,
     return GM_OK;
 }
 
+/* Whether any trace entry of 'snap' has a user_metadata or a forward_frames worth showing
+ * beside its stack. */
+static bool has_event_notes(const struct gm_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->n_extras; i++)
+        if ((snap->extras[i].user_metadata && *snap->extras[i].user_metadata) ||
+            snap->extras[i].forward_stack)
+            return true;
+    return false;
+}
+
+struct note_key {
+    int64_t event; /* alloc event */
+    uint32_t stack;
+};
+
+static int cmp_note_key(const void *pa, const void *pb)
+{
+    const struct note_key *a = pa, *b = pb;
+    return a->event < b->event ? -1 : a->event > b->event;
+}
+
+/* p->group_metadata and p->group_user_stack from the alloc events of the allocations
+ * alive at the peak (keys[0..n): their alloc event and stack), read in one pass. */
+static enum gm_status group_notes(const struct gm_snapshot *snap,
+                                  const struct gm_snapshot_device *d, struct note_key *keys,
+                                  size_t n, struct gm_peak_device *p, struct gm_error *err)
+{
+    struct gm_map group_of = GM_MAP_INIT; /* stack -> group */
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e = NULL;
+    uint8_t *seen;
+    size_t ng = p->n_groups ? p->n_groups : 1;
+    p->group_metadata = gm_calloc(ng, sizeof(*p->group_metadata));
+    p->group_user_stack = gm_calloc(ng, sizeof(*p->group_user_stack));
+    seen = gm_calloc(ng, 1); /* 1: a note taken, 2: the group's allocations differ */
+    if (!p->group_metadata || !p->group_user_stack || !seen)
+        goto nomem;
+    for (size_t g = 0; g < p->n_groups; g++)
+        if (!gm_map_put(&group_of, p->groups[g].stack, g))
+            goto nomem;
+    qsort(keys, n, sizeof(*keys), cmp_note_key);
+    gm_snapshot_cursor_init(&c, d, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *meta = NULL;
+        uint32_t fwd = 0;
+        uint64_t g;
+        if (keys[i].event >= 0) {
+            while ((!e || c.index < (size_t)keys[i].event) &&
+                   (e = gm_snapshot_cursor_next(&c)) != NULL)
+                ;
+            if (e && c.index == (size_t)keys[i].event) {
+                const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
+                meta = x && x->user_metadata && *x->user_metadata ? x->user_metadata : NULL;
+                fwd = gm_snapshot_event_user_stack(snap, e);
+                fwd = fwd != e->stack ? fwd : 0;
+            }
+        }
+        if (!gm_map_get(&group_of, keys[i].stack, &g))
+            continue;
+        if (!seen[g]) {
+            p->group_metadata[g] = meta;
+            p->group_user_stack[g] = fwd;
+            seen[g] = 1;
+        } else {
+            if (p->group_metadata[g] != meta) /* interned: equal texts, one pointer */
+                p->group_metadata[g] = NULL;
+            if (p->group_user_stack[g] != fwd)
+                p->group_user_stack[g] = 0;
+        }
+    }
+    gm_map_release(&group_of);
+    gm_free(seen);
+    return GM_OK;
+nomem:
+    gm_map_release(&group_of);
+    gm_free(seen);
+    return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+}
+
 /* The allocations the analysis says are alive at the peak of 'dev', grouped by stack. */
 static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
                                          struct gm_peak_device *p, struct gm_error *err)
@@ -103,19 +183,34 @@ static enum gm_status device_peak(const struct gm_snapshot *snap, const struct g
 {
     const struct gm_analysis_device *ad = an ? gm_analysis_device_by_index(an, d->index) : NULL;
     enum gm_status st;
+    bool notes = has_event_notes(snap);
+    struct note_key *keys = NULL;
+    size_t n_keys = 0;
     p->device = d->index;
     if (ad) {
         p->timeline = ad->timeline;
         st = groups_of_analysis(ad, p, err);
+        if (st == GM_OK && notes && (keys = gm_malloc((p->n_live ? p->n_live : 1) * sizeof(*keys))))
+            for (size_t i = 0; i < ad->n_allocs; i++)
+                if (alive_at(&ad->allocs[i], ad->peak_event) && n_keys < p->n_live)
+                    keys[n_keys++] =
+                        (struct note_key){ad->allocs[i].alloc_event, ad->allocs[i].stack};
     } else {
         struct gm_snapshot_timeline tl;
         if ((st = gm_snapshot_timeline(snap, d->index, GM_TIMELINE_LIVE, &tl, err)) != GM_OK)
             return st;
         st = gm_snapshot_group_live(&tl, &p->groups, &p->n_groups, err);
         p->n_live = tl.n_live;
+        if (st == GM_OK && notes && (keys = gm_malloc((tl.n_live ? tl.n_live : 1) * sizeof(*keys))))
+            for (size_t i = 0; i < tl.n_live; i++)
+                keys[n_keys++] = (struct note_key){tl.live[i].alloc_event, tl.live[i].stack};
         gm_snapshot_timeline_release(&tl);
         p->timeline = tl; /* the scalars; the live list is given back */
     }
+    if (st == GM_OK && notes)
+        st = keys ? group_notes(snap, d, keys, n_keys, p, err)
+                  : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
+    gm_free(keys);
     p->timeline.live = NULL;
     p->timeline.n_live = 0;
     if (st != GM_OK || (st = tell_apart(snap, p, listed, err)) != GM_OK)
@@ -167,6 +262,8 @@ void gm_analysis_peaks_release(struct gm_analysis_peaks *p)
         gm_free(p->devices[i].groups);
         gm_free(p->devices[i].categories);
         gm_free(p->devices[i].apart);
+        gm_free(p->devices[i].group_metadata);
+        gm_free(p->devices[i].group_user_stack);
     }
     gm_free(p->devices);
     memset(p, 0, sizeof(*p));

@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What is made once per extra: its action name (text: made safe; JSON: a JSON string) and,
- * for JSON, its compile_context and user_metadata keys ("" without them). */
+/* What is made once per extra: its action name (text: made safe; JSON: a JSON string) and
+ * its metadata: for JSON its compile_context, user_metadata and internal_metadata keys, for
+ * text what follows the event's line ("  metadata ...  internal ...", made safe and cut);
+ * "" without them. */
 struct xtext {
     char *name;
     char *keys;
@@ -93,6 +95,14 @@ static char *json_text(void (*fn)(struct gm_json *w, const void *arg), const voi
     return out;
 }
 
+static char *copy(const char *s)
+{
+    char *d = gm_malloc(strlen(s) + 1);
+    if (d)
+        memcpy(d, s, strlen(s) + 1);
+    return d;
+}
+
 static void json_name(struct gm_json *w, const void *arg)
 {
     gm_json_str(w, arg);
@@ -107,15 +117,26 @@ static void json_keys(struct gm_json *w, const void *arg)
         gm_json_kv_str(w, "compile_context", x->compile_context);
     if (x->user_metadata)
         gm_json_kv_str(w, "user_metadata", x->user_metadata);
+    if (x->internal_metadata)
+        gm_json_kv_str(w, "internal_metadata", x->internal_metadata);
     gm_json_end_object(w);
 }
 
-static char *copy(const char *s)
+/* The text of an extra's metadata after an event's line: user_metadata when not empty (a
+ * string, JSON or not, shown as written, made safe and cut to 120 bytes) and
+ * internal_metadata. */
+static char *text_keys(const struct gm_snapshot_event_extra *x)
 {
-    char *d = gm_malloc(strlen(s) + 1);
-    if (d)
-        memcpy(d, s, strlen(s) + 1);
-    return d;
+    char buf[400], esc[128];
+    size_t n = 0;
+    buf[0] = '\0';
+    if (x->user_metadata && *x->user_metadata)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "  metadata %s",
+                              gm_text_escape(esc, 120, x->user_metadata));
+    if (x->internal_metadata && *x->internal_metadata && n < sizeof(buf))
+        (void)snprintf(buf + n, sizeof(buf) - n, "  internal %s",
+                       gm_text_escape(esc, 120, x->internal_metadata));
+    return copy(buf);
 }
 
 static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
@@ -136,7 +157,7 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
         t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
     } else {
         char buf[40];
-        t->keys = copy("");
+        t->keys = text_keys(x);
         t->name = copy(gm_text_escape(buf, 32, x->action_name ? x->action_name : ""));
     }
     if (!t->keys || (x->action_name && !t->name)) {
@@ -161,6 +182,22 @@ static void json_stack_line(struct gm_json *w, const void *arg)
     gm_json_end_object(w);
 }
 
+/* The {"stack", "frames"} line of 'stack' before the first event that names it. */
+static void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
+{
+    if (stack < c->snap->n_stacks && !c->shown[stack]) {
+        /* written straight out, never held whole: a stack may have thousands of frames (a
+         * write error shows in the stream, reported at the end) */
+        struct stack_arg a = {c->snap, stack};
+        struct gm_json w;
+        c->shown[stack] = 1;
+        gm_outbuf_flush(o);
+        gm_json_init(&w, o->f, 0);
+        json_stack_line(&w, &a);
+        (void)gm_json_finish(&w);
+    }
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_snapshot_device *d,
                        size_t k, const struct gm_snapshot_event *e,
                        const struct gm_snapshot_walk *tl)
@@ -175,17 +212,9 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
         name = t->name;
         keys = t->keys ? t->keys : "";
     }
-    if (e->stack < snap->n_stacks && !c->shown[e->stack]) {
-        /* written straight out, never held whole: a stack may have thousands of frames (a
-         * write error shows in the stream, reported at the end) */
-        struct stack_arg a = {snap, e->stack};
-        struct gm_json w;
-        c->shown[e->stack] = 1;
-        gm_outbuf_flush(o);
-        gm_json_init(&w, o->f, 0);
-        json_stack_line(&w, &a);
-        (void)gm_json_finish(&w);
-    }
+    show_stack(o, c, e->stack);
+    if (e->extra && e->extra <= snap->n_extras)
+        show_stack(o, c, snap->extras[e->extra - 1].forward_stack);
     /* the names and keys come from the file: written apart, of any length */
     p = gm_outbuf_reserve(o, 128);
     p = gm_fmt_lit(p, "{\"device\":");
@@ -226,6 +255,14 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
     p = gm_fmt_u64(p, tl->allocated, 0);
     p = gm_fmt_lit(p, ",\"reserved_bytes\":");
     p = gm_fmt_u64(p, tl->reserved, 0);
+    if ((e->flags & GM_EVENT_HAS_POOL_ID) && e->extra && e->extra <= snap->n_extras) {
+        const int64_t *pool = snap->extras[e->extra - 1].pool_id;
+        p = gm_fmt_lit(p, ",\"pool_id\":[");
+        p = gm_fmt_i64(p, pool[0]);
+        *p++ = ',';
+        p = gm_fmt_i64(p, pool[1]);
+        *p++ = ']';
+    }
     if (*keys) {
         *p++ = ',';
         gm_outbuf_commit(o, p);
@@ -234,6 +271,10 @@ static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_sna
     }
     p = gm_fmt_lit(p, ",\"stack\":");
     p = gm_fmt_u64(p, e->stack, 0);
+    if (e->extra && e->extra <= snap->n_extras && snap->extras[e->extra - 1].forward_stack) {
+        p = gm_fmt_lit(p, ",\"forward_stack\":");
+        p = gm_fmt_u64(p, snap->extras[e->extra - 1].forward_stack, 0);
+    }
     p = gm_fmt_lit(p, "}\n");
     gm_outbuf_commit(o, p);
 }
@@ -244,9 +285,10 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
-    const struct ftext *fr = frame_text(c, e->stack);
-    /* every part is bounded: the action name is cut to 31 bytes, the frame to 511 */
-    char *p = gm_outbuf_reserve(o, 800);
+    const struct ftext *fr = frame_text(c, gm_snapshot_event_user_stack(snap, e));
+    /* every part is bounded: the action name is cut to 31 bytes, the frame to 511, the
+     * metadata to 2 x 127 */
+    char *p = gm_outbuf_reserve(o, 1200);
     const char *an;
     p = gm_fmt_u64(p, k, 7);
     *p++ = ' ';
@@ -279,7 +321,22 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
     if (e->action == GM_ACTION_OOM) {
         p = gm_fmt_lit(p, "  (");
         p = gm_fmt_iec(p, e->addr, 0);
-        p = gm_fmt_lit(p, " free in CUDA)");
+        if (snap->device_kind == GM_DEVICE_XPU)
+            p = gm_fmt_lit(p, " free in XPU)");
+        else
+            p = gm_fmt_lit(p, " free in CUDA)");
+    }
+    if (x && (e->flags & GM_EVENT_HAS_POOL_ID) && (x->pool_id[0] || x->pool_id[1])) {
+        p = gm_fmt_lit(p, "  private pool (");
+        p = gm_fmt_i64(p, x->pool_id[0]);
+        p = gm_fmt_lit(p, ", ");
+        p = gm_fmt_i64(p, x->pool_id[1]);
+        *p++ = ')';
+    }
+    if (x) {
+        const struct xtext *t = extra_text(c, e->extra, false);
+        if (t->keys)
+            p = gm_fmt_str(p, t->keys, strlen(t->keys));
     }
     p = gm_fmt_str(p, fr->s, fr->n);
     *p++ = '\n';

@@ -157,6 +157,15 @@ static void write_meta(struct gm_report_ctx *c, const char *title)
     gm_json_kv_u64(w, "unknown_actions", snap->n_unknown_actions);
     gm_json_kv_bool(w, "trace_overflowed", snap->trace_overflowed);
     gm_json_kv_bool(w, "host_data", snap->has_host_data);
+    if (snap->has_host_data) {
+        /* pinned host memory: its own figures, in no device's */
+        struct gm_snapshot_figures hf;
+        gm_snapshot_host_figures(snap, &hf);
+        gm_json_kv_u64(w, "host_reserved", hf.reserved_bytes);
+        gm_json_kv_u64(w, "host_allocated", hf.allocated_bytes);
+        gm_json_kv_u64(w, "host_events", snap->host.n_events);
+    }
+    gm_json_kv_str(w, "device_kind", gm_device_kind_name(snap->device_kind));
     gm_json_kv_bool(w, "has_analysis", c->an != NULL);
     gm_json_end_object(w);
     gm_json_key(w, "settings");

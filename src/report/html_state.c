@@ -7,7 +7,7 @@
  * [k0, k1] from:
  *   "spaces"   the segment identities of the trace [base, stream, flags] (flags: 1 small
  *              pool, 2 expandable: a stream and pool's expandable pages, whose runs of mapped
- *              pages are its segments);
+ *              pages are its segments, 4 a private pool: a CUDA graph's or a MemPool);
  *   "starts"   per window, the mapped pages after event k0: [[id, addr, size]...];
  *   "changes"  the segment events inside the windows, resolved: [k, id, op, addr, size]
  *              (op +1 maps the pages, -1 unmaps them);
@@ -248,7 +248,8 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         gm_json_begin_array(w);
         gm_json_u64(w, g->base);
         gm_report_stream(w, g->stream);
-        gm_json_u64(w, (g->is_small ? 1u : 0u) | (g->is_expandable ? 2u : 0u));
+        gm_json_u64(w, (g->is_small ? 1u : 0u) | (g->is_expandable ? 2u : 0u) |
+                           (g->pool_id[0] || g->pool_id[1] ? 4u : 0u));
         gm_json_end_array(w);
     }
     gm_json_end_array(w);

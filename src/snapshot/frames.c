@@ -106,6 +106,33 @@ long gm_snapshot_stack_user_frame(const struct gm_snapshot *snap, uint32_t stack
     return first_clean;
 }
 
+/* Whether stack 'stack' (0: none) has a user frame. */
+static bool has_user_frame(const struct gm_snapshot *snap, uint32_t stack)
+{
+    long u;
+    if (!stack || stack >= snap->n_stacks || (u = gm_snapshot_stack_user_frame(snap, stack)) < 0)
+        return false;
+    return gm_snapshot_frame_is_user(frame_of(snap, &snap->stacks[stack], (uint32_t)u));
+}
+
+uint32_t gm_snapshot_event_user_stack(const struct gm_snapshot *snap,
+                                      const struct gm_snapshot_event *e)
+{
+    const struct gm_snapshot_event_extra *x =
+        e->extra && e->extra <= snap->n_extras ? &snap->extras[e->extra - 1] : NULL;
+    if (x && has_user_frame(snap, x->forward_stack))
+        return x->forward_stack;
+    if (snap->frame_fx_origin && e->stack < snap->n_stacks) {
+        const struct gm_snapshot_stack *st = &snap->stacks[e->stack];
+        for (uint32_t i = 0; i < st->n_frames; i++) {
+            uint32_t f = st->frames[i];
+            if (f < snap->n_frames && has_user_frame(snap, snap->frame_fx_origin[f]))
+                return snap->frame_fx_origin[f];
+        }
+    }
+    return e->stack;
+}
+
 /* Whether frame i of a stack is shown at all: its Python frames when it has any (the C++
  * frames under them are the interpreter and the operator machinery), else those that are
  * not noise. */

@@ -223,15 +223,29 @@ static uint8_t str_kind(struct builder *b, uint32_t idx)
     return k;
 }
 
+/* The index in strs of frame text p[0..n), shortened past GM_SNAPSHOT_TEXT_MAX bytes
+ * (snapshot.h) at a character, with its length said. */
+static enum gm_status intern_text_cut(struct builder *b, const char *p, size_t n, uint32_t *out)
+{
+    char buf[GM_SNAPSHOT_TEXT_MAX + 48];
+    size_t keep = GM_SNAPSHOT_TEXT_MAX;
+    if (n <= GM_SNAPSHOT_TEXT_MAX)
+        return intern_bytes_idx(b, p, n, out);
+    while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
+        keep--;
+    memcpy(buf, p, keep);
+    keep += (size_t)snprintf(buf + keep, sizeof(buf) - keep, " ... (%zu bytes)", n);
+    return intern_bytes_idx(b, buf, keep, out);
+}
+
 /* The index in strs of frame text 'v' (a file or function name), shortened past
  * GM_SNAPSHOT_TEXT_MAX bytes (snapshot.h): each distinct value is cut once, then known by
  * its value. */
 static enum gm_status intern_frame_text(struct builder *b, pk_val v, const char *what,
                                         uint32_t *out)
 {
-    char buf[GM_SNAPSHOT_TEXT_MAX + 48];
     const char *p;
-    size_t n, keep;
+    size_t n;
     uint32_t idx;
     enum gm_status st;
     if (!pk_get_str(b->doc, v, &p, &n, NULL) || n <= GM_SNAPSHOT_TEXT_MAX)
@@ -240,12 +254,7 @@ static enum gm_status intern_frame_text(struct builder *b, pk_val v, const char 
         *out = idx;
         return GM_OK;
     }
-    keep = GM_SNAPSHOT_TEXT_MAX;
-    while (keep > 0 && ((unsigned char)p[keep] & 0xc0) == 0x80)
-        keep--; /* not inside a UTF-8 character */
-    memcpy(buf, p, keep);
-    keep += (size_t)snprintf(buf + keep, sizeof(buf) - keep, " ... (%zu bytes)", n);
-    if ((st = intern_bytes_idx(b, buf, keep, &idx)) != GM_OK)
+    if ((st = intern_text_cut(b, p, n, &idx)) != GM_OK)
         return st;
     if (!in_map_add(b, &b->in.short_by_val, v, idx))
         return snap_nomem(b);
@@ -266,12 +275,100 @@ static bool frame_eq(void *ctx, uint64_t id)
     return f->filename == c->filename && f->name == c->name && f->line == c->line;
 }
 
+/* The frame id of (strs[fi], line, strs[ni]), a new frame when none has them. */
+static enum gm_status frame_by_content(struct builder *b, uint32_t fi, uint32_t ni, int64_t line,
+                                       uint32_t *out)
+{
+    struct frame_eq_ctx c = {b, b->in.strs[fi], b->in.strs[ni], line};
+    uint64_t h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 +
+                             (uint64_t)(uintptr_t)c.name * 7 + (uint64_t)c.line);
+    uint32_t id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
+    if (id == SNAP_ID_NONE) {
+        struct gm_snapshot_frame *f;
+        if (b->in.n_frames >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
+            return snap_nomem(b);
+        f = &b->in.frames[b->in.n_frames];
+        uint8_t fk = str_kind(b, fi), nk = str_kind(b, ni);
+        f->filename = c.filename;
+        f->name = c.name;
+        f->line = c.line;
+        f->is_python = (fk & STR_PY) != 0;
+        f->is_noise = (fk & STR_NOISE_FILE) || (nk & STR_NOISE_NAME);
+        f->user_known = true;
+        f->user_file = (fk & STR_USER_FILE) != 0;
+        f->filename_id = fi;
+        f->name_id = ni;
+        id = (uint32_t)b->in.n_frames++;
+        if (!in_map_add(b, &b->in.frame_by_content, h, id))
+            return snap_nomem(b);
+    }
+    *out = id;
+    return GM_OK;
+}
+
+static enum gm_status stack_by_content(struct builder *b, const uint32_t *ids, size_t n,
+                                       uint32_t *out);
+
+#define FX_ORIGIN_MAX 256 /* frames kept of an fx_original_trace (the innermost) */
+
+/* The stack of frame 'id''s fx_original_trace 'v' (a traceback text, outermost first, its
+ * 'File "f", line N, in name' lines the frames), kept for the frame when it has none yet
+ * (frames are interned by file, line and name: the first trace seen stays). */
+static enum gm_status fx_origin(struct builder *b, uint32_t id, pk_val v)
+{
+    uint32_t ids[FX_ORIGIN_MAX], stack = 0;
+    size_t n = 0, len;
+    const char *p, *e;
+    enum gm_status st;
+    if (id < b->in.n_fx_origin && b->in.fx_origin[id])
+        return GM_OK;
+    if (!pk_get_str(b->doc, v, &p, &len, NULL))
+        return GM_OK;
+    for (e = p + len; p < e;) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        size_t ln = nl ? (size_t)(nl - p) : (size_t)(e - p);
+        struct snap_tb_line t;
+        uint32_t fi, ni;
+        if (snap_traceback_line(p, ln, &t)) {
+            if (n == FX_ORIGIN_MAX) { /* keep the innermost */
+                memmove(ids, ids + 1, (FX_ORIGIN_MAX - 1) * sizeof(ids[0]));
+                n--;
+            }
+            if ((st = intern_text_cut(b, t.file, t.file_len, &fi)) != GM_OK ||
+                (st = intern_text_cut(b, t.name, t.name_len, &ni)) != GM_OK ||
+                (st = frame_by_content(b, fi, ni, t.line, &ids[n])) != GM_OK)
+                return st;
+            n++;
+        }
+        p += ln + (nl != NULL);
+    }
+    if (!n)
+        return GM_OK;
+    for (size_t i = 0; i < n / 2; i++) { /* innermost first, as stacks are */
+        uint32_t t = ids[i];
+        ids[i] = ids[n - 1 - i];
+        ids[n - 1 - i] = t;
+    }
+    if ((st = stack_by_content(b, ids, n, &stack)) != GM_OK)
+        return st;
+    if (id >= b->in.n_fx_origin) {
+        if (!grow_arr((void **)&b->in.fx_origin, &b->in.cap_fx_origin, id + 1, sizeof(uint32_t)))
+            return snap_nomem(b);
+        memset(b->in.fx_origin + b->in.n_fx_origin, 0,
+               (id + 1 - b->in.n_fx_origin) * sizeof(uint32_t));
+        b->in.n_fx_origin = id + 1;
+    }
+    b->in.fx_origin[id] = stack;
+    return GM_OK;
+}
+
 static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
     uint32_t id, fi = UINT32_MAX, ni = UINT32_MAX;
     struct frame_eq_ctx c = {b, "", "", 0};
-    uint64_t h;
+    pk_val fx = PK_HOLE;
     enum gm_status st;
 
     if (!d)
@@ -301,6 +398,9 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
                                "snapshot: frame 'line' is a %s, expected an int",
                                pk_type_name(val));
             break;
+        case W_FX_ORIGINAL_TRACE:
+            fx = val;
+            break;
         default:
             break; /* fx_node_* and future fields */
         }
@@ -316,29 +416,10 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
             return st;
         c.name = b->in.strs[ni];
     }
-    h = gm_hash_mix((uint64_t)(uintptr_t)c.filename * 31 + (uint64_t)(uintptr_t)c.name * 7 +
-                    (uint64_t)c.line);
-    id = snap_index_find(&b->in.frame_by_content, h, frame_eq, &c);
-    if (id == SNAP_ID_NONE) {
-        struct gm_snapshot_frame *f;
-        if (b->in.n_frames >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.frames, &b->in.cap_frames, b->in.n_frames + 1, sizeof(*f)))
-            return snap_nomem(b);
-        f = &b->in.frames[b->in.n_frames];
-        uint8_t fk = str_kind(b, fi), nk = str_kind(b, ni);
-        f->filename = c.filename;
-        f->name = c.name;
-        f->line = c.line;
-        f->is_python = (fk & STR_PY) != 0;
-        f->is_noise = (fk & STR_NOISE_FILE) || (nk & STR_NOISE_NAME);
-        f->user_known = true;
-        f->user_file = (fk & STR_USER_FILE) != 0;
-        f->filename_id = fi;
-        f->name_id = ni;
-        id = (uint32_t)b->in.n_frames++;
-        if (!in_map_add(b, &b->in.frame_by_content, h, id))
-            return snap_nomem(b);
-    }
+    if ((st = frame_by_content(b, fi, ni, c.line, &id)) != GM_OK)
+        return st;
+    if (fx != PK_HOLE && pk_is_str(fx) && (st = fx_origin(b, id, fx)) != GM_OK)
+        return st;
     if (!in_map_add(b, &b->in.frame_by_node, (uint64_t)(uintptr_t)d, id))
         return snap_nomem(b);
     *out = id;
@@ -348,13 +429,14 @@ static enum gm_status intern_frame(struct builder *b, pk_val v, uint32_t *out)
 struct stack_eq_ctx {
     struct builder *b;
     size_t n;
+    const uint32_t *ids;
 };
 
 static bool stack_eq(void *ctx, uint64_t id)
 {
     struct stack_eq_ctx *c = ctx;
     const struct stack_rec *s = &c->b->in.stacks[id];
-    return s->n == c->n && !memcmp(c->b->in.pool + s->off, c->b->in.tmp, c->n * sizeof(uint32_t));
+    return s->n == c->n && !memcmp(c->b->in.pool + s->off, c->ids, c->n * sizeof(uint32_t));
 }
 
 struct sig_eq_ctx {
@@ -406,14 +488,111 @@ static bool sig_eq(void *ctx, uint64_t idx)
  * entries are recycled while parsing.  Only lists of memo-shared frames are remembered by
  * items; others go through the content maps (2.0 files share nothing), in time
  * proportional to the list, which the file spells out. */
+/* The stack id of the n frame ids ids[0..n) (b->in.tmp or the caller's own array), a new
+ * stack when none has them. */
+static enum gm_status stack_by_content(struct builder *b, const uint32_t *ids, size_t n,
+                                       uint32_t *out)
+{
+    struct stack_eq_ctx c = {b, n, ids};
+    uint64_t h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
+    uint32_t id;
+    for (size_t i = 0; i < c.n; i++)
+        h = gm_hash_mix(h ^ ids[i]) + i;
+    id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
+    if (id == SNAP_ID_NONE) {
+        if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
+                      sizeof(uint32_t)) ||
+            !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
+                      sizeof(struct stack_rec)))
+            return snap_nomem(b);
+        memcpy(b->in.pool + b->in.n_pool, ids, c.n * sizeof(uint32_t));
+        b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
+        b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
+        b->in.n_pool += c.n;
+        id = (uint32_t)b->in.n_stacks++;
+        if (!in_map_add(b, &b->in.stack_by_content, h, id))
+            return snap_nomem(b);
+    }
+    *out = id;
+    return GM_OK;
+}
+
+bool snap_traceback_line(const char *p, size_t n, struct snap_tb_line *out)
+{
+    const char *e = p + n, *q, *f;
+    int64_t v = 0;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if ((size_t)(e - p) < 6 || memcmp(p, "File \"", 6))
+        return false;
+    f = p + 6;
+    if (!(q = memchr(f, '"', (size_t)(e - f))))
+        return false;
+    out->file = f;
+    out->file_len = (size_t)(q - f);
+    p = q + 1;
+    if ((size_t)(e - p) < 7 || memcmp(p, ", line ", 7))
+        return false;
+    p += 7;
+    if (p == e || *p < '0' || *p > '9')
+        return false;
+    for (; p < e && *p >= '0' && *p <= '9'; p++) /* a longer number stays at the cap */
+        if (v < ((int64_t)1 << 40))
+            v = v * 10 + (*p - '0');
+    out->line = v;
+    if ((size_t)(e - p) < 5 || memcmp(p, ", in ", 5))
+        return false;
+    p += 5;
+    q = p;
+    while (q < e && *q != '\n' && *q != '\r')
+        q++;
+    out->name = p;
+    out->name_len = (size_t)(q - p);
+    return true;
+}
+
+enum gm_status snap_intern_forward_stack(struct builder *b, pk_val v, uint32_t *out)
+{
+    const struct pk_node *l = snap_as_list(v);
+    size_t n = 0;
+    enum gm_status st;
+    *out = 0;
+    if (!l)
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'forward_frames' is a %s, expected a list", pk_type_name(v));
+    if (!grow_arr((void **)&b->in.tmp, &b->in.cap_tmp, l->len ? l->len : 1, sizeof(uint32_t)))
+        return snap_nomem(b);
+    /* traceback order is outermost first; a stack is innermost first */
+    for (uint32_t k = l->len; k-- > 0;) {
+        const char *p;
+        size_t pn;
+        struct snap_tb_line t;
+        uint32_t fi, ni;
+        if (!pk_get_str(b->doc, l->items[k], &p, &pn, NULL))
+            return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "snapshot: a 'forward_frames' item is a %s, expected a str",
+                           pk_type_name(l->items[k]));
+        if (!snap_traceback_line(p, pn, &t))
+            continue; /* a line of source text, or a form we do not know */
+        if ((st = intern_text_cut(b, t.file, t.file_len, &fi)) != GM_OK ||
+            (st = intern_text_cut(b, t.name, t.name_len, &ni)) != GM_OK ||
+            (st = frame_by_content(b, fi, ni, t.line, &b->in.tmp[n])) != GM_OK)
+            return st;
+        n++;
+    }
+    if (n && (st = stack_by_content(b, b->in.tmp, n, out)) != GM_OK)
+        return st;
+    return snap_intern_charge(b);
+}
+
 enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out)
 {
     const struct pk_node *l = snap_as_list(v);
     uint32_t id, gi, mark = pk_mark(v);
-    struct stack_eq_ctx c = {b, 0};
     struct sig_eq_ctx sc;
     struct dm_entry *dc;
-    uint64_t h, hs;
+    uint64_t hs;
     bool all_shared = true;
     enum gm_status st;
 
@@ -461,38 +640,20 @@ enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out)
         if (!pk_is_shared(l->items[i]))
             all_shared = false;
     }
-    c.n = l->len;
-    h = (uint64_t)c.n * 0x9e3779b97f4a7c15ULL;
-    for (size_t i = 0; i < c.n; i++)
-        h = gm_hash_mix(h ^ b->in.tmp[i]) + i;
-    id = snap_index_find(&b->in.stack_by_content, h, stack_eq, &c);
-    if (id == SNAP_ID_NONE) {
-        if (b->in.n_pool + c.n > UINT32_MAX || b->in.n_stacks >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.pool, &b->in.cap_pool, b->in.n_pool + c.n,
-                      sizeof(uint32_t)) ||
-            !grow_arr((void **)&b->in.stacks, &b->in.cap_stacks, b->in.n_stacks + 1,
-                      sizeof(struct stack_rec)))
-            return snap_nomem(b);
-        memcpy(b->in.pool + b->in.n_pool, b->in.tmp, c.n * sizeof(uint32_t));
-        b->in.stacks[b->in.n_stacks].off = (uint32_t)b->in.n_pool;
-        b->in.stacks[b->in.n_stacks].n = (uint32_t)c.n;
-        b->in.n_pool += c.n;
-        id = (uint32_t)b->in.n_stacks++;
-        if (!in_map_add(b, &b->in.stack_by_content, h, id))
-            return snap_nomem(b);
-    }
+    if ((st = stack_by_content(b, b->in.tmp, l->len, &id)) != GM_OK)
+        return st;
     if (all_shared) {
         /* remember these frame objects: the next list of the same frames is one look-up */
-        if (b->in.n_sig_pool + c.n > UINT32_MAX || b->in.n_sigs >= UINT32_MAX - 1 ||
-            !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + c.n,
+        if (b->in.n_sig_pool + l->len > UINT32_MAX || b->in.n_sigs >= UINT32_MAX - 1 ||
+            !grow_arr((void **)&b->in.sig_pool, &b->in.cap_sig_pool, b->in.n_sig_pool + l->len,
                       sizeof(pk_val)) ||
             !grow_arr((void **)&b->in.sigs, &b->in.cap_sigs, b->in.n_sigs + 1, sizeof(struct sig)))
             return snap_nomem(b);
-        memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, c.n * sizeof(pk_val));
+        memcpy(b->in.sig_pool + b->in.n_sig_pool, l->items, l->len * sizeof(pk_val));
         b->in.sigs[b->in.n_sigs].off = (uint32_t)b->in.n_sig_pool;
-        b->in.sigs[b->in.n_sigs].n = (uint32_t)c.n;
+        b->in.sigs[b->in.n_sigs].n = (uint32_t)l->len;
         b->in.sigs[b->in.n_sigs].stack = id;
-        b->in.n_sig_pool += c.n;
+        b->in.n_sig_pool += l->len;
         if (!in_map_add(b, &b->in.sig_map, hs, (uint32_t)b->in.n_sigs))
             return snap_nomem(b);
         dc->key = hs;
@@ -528,7 +689,8 @@ static bool extra_eq(void *ctx, uint64_t id)
     const struct gm_snapshot_event_extra *a = &c->b->in.extras[id], *x = c->x;
     return a->stream == x->stream && a->action_name == x->action_name &&
            a->compile_context == x->compile_context && a->user_metadata == x->user_metadata &&
-           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1];
+           a->pool_id[0] == x->pool_id[0] && a->pool_id[1] == x->pool_id[1] &&
+           a->internal_metadata == x->internal_metadata && a->forward_stack == x->forward_stack;
 }
 
 enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
@@ -584,11 +746,11 @@ enum gm_status snap_intern_charge(struct builder *b)
                  in->cap_frames * sizeof(*in->frames) + in->cap_sigs * sizeof(*in->sigs) +
                  in->cap_sig_pool * sizeof(*in->sig_pool) + in->cap_stacks * sizeof(*in->stacks) +
                  in->cap_pool * sizeof(*in->pool) + in->cap_tmp * sizeof(*in->tmp) +
-                 in->cap_extras * sizeof(*in->extras) + map_bytes(&in->str_by_content) +
-                 map_bytes(&in->long_by_val) + map_bytes(&in->short_by_val) +
-                 map_bytes(&in->frame_by_node) + map_bytes(&in->frame_by_content) +
-                 map_bytes(&in->sig_map) + map_bytes(&in->stack_by_content) +
-                 map_bytes(&in->extra_by_content);
+                 in->cap_extras * sizeof(*in->extras) + in->cap_fx_origin * sizeof(*in->fx_origin) +
+                 map_bytes(&in->str_by_content) + map_bytes(&in->long_by_val) +
+                 map_bytes(&in->short_by_val) + map_bytes(&in->frame_by_node) +
+                 map_bytes(&in->frame_by_content) + map_bytes(&in->sig_map) +
+                 map_bytes(&in->stack_by_content) + map_bytes(&in->extra_by_content);
     *b->held = *b->held - b->in.heap_bytes + now;
     b->in.heap_bytes = now;
     if (b->arena->cap && *b->held > b->arena->cap) {
@@ -634,6 +796,13 @@ enum gm_status snap_intern_finish(struct builder *b)
         s->extras = x;
         s->n_extras = b->in.n_extras;
     }
+    if (b->in.n_fx_origin) {
+        uint32_t *o = gm_arena_calloc(b->arena, b->in.n_frames, sizeof(uint32_t));
+        if (!o)
+            return snap_nomem(b);
+        memcpy(o, b->in.fx_origin, b->in.n_fx_origin * sizeof(uint32_t));
+        s->frame_fx_origin = o;
+    }
     s->frames = frames;
     s->n_frames = b->in.n_frames;
     s->n_strings = b->in.n_strs;
@@ -658,6 +827,7 @@ void snap_interner_release(struct interner *in)
     gm_free(in->str_lens);
     gm_free(in->str_kinds);
     gm_free(in->frames);
+    gm_free(in->fx_origin);
     gm_free(in->stacks);
     gm_free(in->pool);
     gm_free(in->tmp);

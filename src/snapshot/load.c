@@ -30,11 +30,53 @@
 #define DEFAULT_MEMORY_BASE   ((size_t)256 << 20)
 #define DEFAULT_MEMORY_FACTOR 4
 
+/* Pinned host memory: 'host_segments' (a list of segments) and 'host_traces', read as
+ * device_traces is (PR pytorch/pytorch#182407 builds both "like" segments and
+ * device_traces): one list of trace entries, or a list of such lists, one after the other.
+ * Its events go into a trace of their own, never into a device's. */
+static enum gm_status read_host(struct builder *b, pk_val segments, pk_val traces)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    struct gm_snapshot_device *h = &s->host;
+    const struct pk_node *l;
+    struct ev_writer *tw;
+    struct ev_sums sums;
+    size_t unknown = 0;
+    enum gm_status st;
+
+    h->index = -1;
+    if (segments != PK_HOLE && (st = snap_read_host_segments(b, segments)) != GM_OK)
+        return st;
+    h->n_segments = s->n_host_segments;
+    if (traces == PK_HOLE)
+        return GM_OK;
+    if (!(l = snap_as_list(traces)))
+        return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "snapshot: 'host_traces' is a %s, expected a list", pk_type_name(traces));
+    tw = &b->impl->traces[b->impl->n_traces++];
+    memset(&sums, 0, sizeof(sums));
+    h->has_trace = true;
+    if (l->len && snap_as_list(l->items[0])) {
+        for (uint32_t i = 0; i < l->len; i++)
+            if ((st = snap_read_trace(b, -1, l->items[i], tw, &unknown, &sums)) != GM_OK)
+                return gm_error_prefix(b->err, "host_traces");
+    } else if ((st = snap_read_trace(b, -1, traces, tw, &unknown, &sums)) != GM_OK) {
+        return gm_error_prefix(b->err, "host_traces");
+    }
+    snap_ev_writer_shrink(tw);
+    h->n_events = tw->pk.n_events;
+    if (h->n_events && !b->drop_events)
+        h->packed = &tw->pk;
+    memcpy(h->n_actions, tw->n_actions, sizeof(h->n_actions));
+    b->impl->host_size_sum = sums.size_sum;
+    return GM_OK;
+}
+
 static enum gm_status build(struct builder *b, pk_val root)
 {
     struct gm_snapshot *s = &b->impl->pub;
     const struct pk_node *top = pk_node(root);
-    pk_val segments = PK_HOLE, traces = PK_HOLE;
+    pk_val segments = PK_HOLE, traces = PK_HOLE, host_segments = PK_HOLE, host_traces = PK_HOLE;
     const struct pk_node *trl = NULL;
     const struct gm_snapshot_segment *segs;
     struct gm_snapshot_device *devs;
@@ -69,7 +111,12 @@ static enum gm_status build(struct builder *b, pk_val root)
                     return st;
                 break;
             case W_HOST_SEGMENTS:
+                host_segments = val;
+                s->has_host_data = true;
+                b->any_g9 = true;
+                break;
             case W_HOST_TRACES:
+                host_traces = val;
                 s->has_host_data = true;
                 b->any_g9 = true;
                 break;
@@ -103,7 +150,8 @@ static enum gm_status build(struct builder *b, pk_val root)
         n_named += named[i];
     devs = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(*devs));
     b->impl->size_sums = gm_arena_calloc(b->arena, n_named ? n_named : 1, sizeof(uint64_t));
-    b->impl->traces = gm_calloc(n_named ? n_named : 1, sizeof(struct ev_writer));
+    /* one writer per device and one for the host trace */
+    b->impl->traces = gm_calloc(n_named + 1, sizeof(struct ev_writer));
     if (!devs || !b->impl->size_sums || !b->impl->traces)
         return snap_nomem(b);
     {
@@ -149,6 +197,9 @@ static enum gm_status build(struct builder *b, pk_val root)
     }
     s->devices = devs;
     s->n_devices = n_named;
+    if ((st = read_host(b, host_segments, host_traces)) != GM_OK)
+        return st;
+    s->device_kind = b->settings_generic_conf && !b->settings_cuda ? GM_DEVICE_XPU : GM_DEVICE_CUDA;
 
     /* generation: the newest evidence wins */
     if (s->is_list)
@@ -185,6 +236,19 @@ static void builder_release(struct builder *b)
  * (reserved and requested) and segment sizes add up to that much on one device is damaged
  * or crafted; refusing it here means no later sum (timeline, categories, report) can
  * overflow. */
+/* 'sum' plus the segment, block and requested sizes of segs[0..n). */
+static uint64_t segments_size_sum(const struct gm_snapshot_segment *segs, size_t n, uint64_t sum)
+{
+    for (size_t si = 0; si < n; si++) {
+        sum = snap_sat_add(sum, segs[si].total_size);
+        for (size_t bi = 0; bi < segs[si].n_blocks; bi++) {
+            sum = snap_sat_add(sum, segs[si].blocks[bi].size);
+            sum = snap_sat_add(sum, segs[si].blocks[bi].requested_size);
+        }
+    }
+    return sum;
+}
+
 static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error *err)
 {
     const uint64_t limit = (uint64_t)1 << 63;
@@ -192,19 +256,19 @@ static enum gm_status check_sizes(const struct snap_impl *impl, struct gm_error 
     for (size_t di = 0; di < snap->n_devices; di++) {
         const struct gm_snapshot_device *d = &snap->devices[di];
         uint64_t sum = impl->size_sums ? impl->size_sums[di] : 0; /* the trace's events */
-        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
-            const struct gm_snapshot_segment *seg = &snap->segments[si];
-            sum = snap_sat_add(sum, seg->total_size);
-            for (size_t bi = 0; bi < seg->n_blocks; bi++) {
-                sum = snap_sat_add(sum, seg->blocks[bi].size);
-                sum = snap_sat_add(sum, seg->blocks[bi].requested_size);
-            }
-        }
+        sum = segments_size_sum(&snap->segments[d->first_segment], d->n_segments, sum);
         if (sum >= limit)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "device %d: the sizes in the file add up to more than 2^63 bytes, "
                            "which no device can hold",
                            (int)d->index);
+    }
+    {
+        uint64_t sum =
+            segments_size_sum(snap->host_segments, snap->n_host_segments, impl->host_size_sum);
+        if (sum >= limit)
+            return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                           "host memory: the sizes in the file add up to more than 2^63 bytes");
     }
     return GM_OK;
 }
@@ -484,6 +548,11 @@ const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm
     if (!e->extra || e->extra > snap->n_extras)
         return NULL;
     return &snap->extras[e->extra - 1];
+}
+
+const char *gm_device_kind_name(enum gm_device_kind kind)
+{
+    return kind == GM_DEVICE_XPU ? "xpu" : "cuda";
 }
 
 const char *gm_snapshot_gen_name(enum gm_snapshot_gen gen)

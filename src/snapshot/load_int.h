@@ -31,7 +31,8 @@ struct snap_impl {
     struct gm_arena arena;
     struct ev_writer *traces; /* the packed traces the devices point to */
     size_t n_traces;
-    uint64_t *size_sums; /* per device: the sizes of all its events summed (check_sizes) */
+    uint64_t *size_sums;    /* per device: the sizes of all its events summed (check_sizes) */
+    uint64_t host_size_sum; /* the same for the host trace */
 };
 
 /* ---- input.c: what a snapshot is read from ---- */
@@ -114,12 +115,18 @@ enum word {
     W_COMPILE_CONTEXT,
     W_POOL_ID,
     W_FORWARD_FRAMES,
+    W_INTERNAL_METADATA,
+    W_FX_ORIGINAL_TRACE,
     W_FILENAME,
     W_LINE,
     W_NAME,
     W_STAGE,
     W_GRAPH_CAPTURE_RSR,
     W_TRACE_OVERFLOWED,
+    W_PYTORCH_CUDA_ALLOC_CONF,
+    W_PYTORCH_ALLOC_CONF,
+    W_RELEASE_LOCK_ON_CUDAMALLOC,
+    W_PINNED_USE_CUDA_HOST_REGISTER,
     /* actions */
     W_A_ALLOC,
     W_A_FREE_REQUESTED,
@@ -197,6 +204,8 @@ struct interner {
     struct gm_map frame_by_node, frame_by_content;
     struct gm_snapshot_frame *frames;
     size_t n_frames, cap_frames;
+    uint32_t *fx_origin; /* per frame id below n_fx_origin: the stack of its fx_original_trace */
+    size_t n_fx_origin, cap_fx_origin;
 
     struct gm_map stack_by_content;
     struct gm_map sig_map; /* frame-objects hash -> index in sigs */
@@ -281,7 +290,7 @@ struct builder {
     bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
-        any_g9, settings_g7;
+        any_g9, settings_g7, settings_cuda, settings_generic_conf;
 };
 
 /* schema.c */
@@ -353,6 +362,9 @@ enum gm_status snap_intern_bytes(struct builder *b, const char *p, size_t n, con
 enum gm_status snap_intern_str(struct builder *b, pk_val v, const char *what, const char **out);
 /* The stack id of frames list 'v' (a list object seen before: by its mark, pk_mark()). */
 enum gm_status snap_intern_stack(struct builder *b, pk_val v, uint32_t *out);
+/* The stack of a 'forward_frames' list of traceback strings (0 when no line of it names a
+ * frame). */
+enum gm_status snap_intern_forward_stack(struct builder *b, pk_val v, uint32_t *out);
 /* The stack of a transient list already read (a hash of its frame objects), or false. */
 bool snap_stack_seen(const struct builder *b, const pk_val *items, uint32_t n, uint32_t *out);
 enum gm_status snap_intern_extra(struct builder *b, const struct gm_snapshot_event_extra *x,
@@ -362,6 +374,8 @@ enum gm_status snap_intern_finish(struct builder *b);
 
 /* segments.c */
 enum gm_status snap_read_segments(struct builder *b, pk_val segments);
+/* 'host_segments' into gm_snapshot.host_segments (file order). */
+enum gm_status snap_read_host_segments(struct builder *b, pk_val segments);
 enum gm_status snap_read_settings(struct builder *b, pk_val v);
 enum gm_status snap_read_annotations(struct builder *b, pk_val v);
 

@@ -3,13 +3,18 @@
  * and written again (pickle_write.h) value for value, with the program's text replaced by
  * hashes.  What is replaced is decided by where a string sits, never by what it says:
  *
- *   a frame dict ({"filename", "line", "name"}: block and trace 'frames', 2.0 'history',
- *   'forward_frames')     filename -> "f" + 12 hex digits + its extension (".py" stays, so
+ *   a frame dict ({"filename", "line", "name"}: block and trace 'frames', 2.0 'history')
+ *                         filename -> "f" + 12 hex digits + its extension (".py" stays, so
  *                         a Python frame stays one); name -> "fn_" + 12 hex digits
+ *   a 'forward_frames' string (a traceback line 'File "f", line N, in name' and the source
+ *                         line under it) -> the same line with f and name hashed as a
+ *                         frame's, the source dropped; another string -> "h_" + 12 hex
  *   an annotation dict ({"name", "stage", ...}: external_annotations)
  *                         name -> "a_" + 12 hex digits, after "gpumem.phase:" when it
  *                         starts so (a user phase stays a phase)
- *   "compile_context", "user_metadata" values -> "h_" + 12 hex digits
+ *   "compile_context", "user_metadata", "internal_metadata" values and the frames' FX
+ *   names and traces ("fx_node_name", "fx_node_target", "fx_original_trace")
+ *                         -> "h_" + 12 hex digits
  *
  * "" and "??" (C++ frames without a file) and "N/A" stay, and so does a function named
  * "forward": nn.Module's protocol, not the program's secret, by which the analysis finds
@@ -29,12 +34,13 @@
 #include "gpumem/pickle_write.h"
 #include "gpumem/snapshot.h"
 #include "pickle/pickle.h"
+#include "snapshot/snapshot_int.h"
 
 #include <errno.h>
 #include <string.h>
 #include <zlib.h>
 
-enum kind { K_RAW = 0, K_PATH, K_FUNCTION, K_ANNOTATION, K_OTHER };
+enum kind { K_RAW = 0, K_PATH, K_FUNCTION, K_ANNOTATION, K_OTHER, K_TRACEBACK };
 
 #define IN_PROGRESS  UINT32_MAX /* the mark of a tuple being written */
 #define PHASE_PREFIX GM_USER_PHASE_PREFIX
@@ -134,6 +140,28 @@ static void write_str(struct redactor *r, pk_val v, enum kind kind, const char *
         len = (size_t)snprintf(out, sizeof(out), "h_%012llx", (unsigned long long)h);
         r->st.n_other++;
         break;
+    case K_TRACEBACK: {
+        /* a forward_frames line: its file and function hashed as a frame's are (the same
+         * text, the same hash), its line kept, the source text after it dropped; any other
+         * line (source text) hashed */
+        struct snap_tb_line t;
+        if (snap_traceback_line(p, n, &t)) {
+            uint64_t hf = hash_text(r->o->salt, t.file, t.file_len) & 0xffffffffffffu;
+            uint64_t hn = hash_text(r->o->salt, t.name, t.name_len) & 0xffffffffffffu;
+            size_t e = extension(t.file, t.file_len);
+            bool fwd = t.name_len == 7 && !memcmp(t.name, "forward", 7);
+            char fn[32];
+            snprintf(fn, sizeof(fn), "fn_%012llx", (unsigned long long)hn);
+            len = (size_t)snprintf(out, sizeof(out), "  File \"f%012llx%.*s\", line %lld, in %s\n",
+                                   (unsigned long long)hf, (int)e, t.file + t.file_len - e,
+                                   (long long)t.line, fwd ? "forward" : fn);
+            r->st.n_paths++;
+        } else {
+            len = (size_t)snprintf(out, sizeof(out), "h_%012llx", (unsigned long long)h);
+            r->st.n_other++;
+        }
+        break;
+    }
     }
     {
         uint32_t memo =
@@ -168,8 +196,12 @@ static enum kind value_kind(const struct redactor *r, const struct pk_node *d, p
     bool is_frame;
     if (!pk_is_str(key))
         return K_RAW;
-    if (pk_str_eq(r->doc, key, "compile_context") || pk_str_eq(r->doc, key, "user_metadata"))
+    if (pk_str_eq(r->doc, key, "compile_context") || pk_str_eq(r->doc, key, "user_metadata") ||
+        pk_str_eq(r->doc, key, "internal_metadata") || pk_str_eq(r->doc, key, "fx_node_name") ||
+        pk_str_eq(r->doc, key, "fx_node_target") || pk_str_eq(r->doc, key, "fx_original_trace"))
         return K_OTHER;
+    if (pk_str_eq(r->doc, key, "forward_frames"))
+        return K_TRACEBACK; /* its strings (a list's items take the list's kind) */
     is_frame =
         pk_is_str(pk_dict_get(r->doc, d, "filename")) && pk_is_str(pk_dict_get(r->doc, d, "name"));
     if (pk_str_eq(r->doc, key, "filename"))
@@ -292,8 +324,10 @@ static enum gm_status walk(struct redactor *r, struct gm_error *err)
         }
         if (f->i < total) {
             uint32_t i = f->i++;
-            enum kind k =
-                nd->kind == PK_DICT && (i & 1) ? value_kind(r, nd, nd->items[i - 1]) : K_RAW;
+            enum kind k = nd->kind == PK_DICT
+                              ? (i & 1) ? value_kind(r, nd, nd->items[i - 1]) : K_RAW
+                          : f->kind == K_TRACEBACK ? K_TRACEBACK
+                                                   : K_RAW;
             st = push(r, nd->items[i], k, err);
             continue;
         }

@@ -110,7 +110,9 @@ static enum gm_status read_block(struct builder *b, pk_val v, size_t si, size_t 
     return GM_OK;
 }
 
-static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
+/* One segment of 'segments' or, 'host', of 'host_segments' (pinned host memory: its
+ * 'device' is not a device index and may be missing, -1 then). */
+static enum gm_status read_segment(struct builder *b, pk_val v, size_t si, bool host,
                                    struct gm_snapshot_segment *seg)
 {
     const struct pk_node *d = pk_node_of_kind(v, PK_DICT);
@@ -174,10 +176,12 @@ static enum gm_status read_segment(struct builder *b, pk_val v, size_t si,
     }
     if (st != GM_OK)
         return st;
-    if (!has_dev)
+    if (host)
+        dev = has_dev && dev >= 0 && dev < MAX_DEVICES ? dev : -1;
+    else if (!has_dev)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET, "snapshot: segment %zu has no 'device'",
                        si);
-    if (dev < 0 || dev >= MAX_DEVICES)
+    else if (dev < 0 || dev >= MAX_DEVICES)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "snapshot: segment %zu: device %lld is out of range (0..%d)", si,
                        (long long)dev, MAX_DEVICES - 1);
@@ -231,8 +235,21 @@ enum gm_status snap_read_settings(struct builder *b, pk_val v)
             continue; /* a non-str key: nothing we could name */
         if ((st = snap_intern_bytes(b, kp, kn, &key)) != GM_OK)
             return st;
-        if (snap_word_of(b, k) == W_GRAPH_CAPTURE_RSR)
+        switch (snap_word_of(b, k)) {
+        case W_GRAPH_CAPTURE_RSR:
             b->settings_g7 = true;
+            break;
+        case W_PYTORCH_CUDA_ALLOC_CONF:
+        case W_RELEASE_LOCK_ON_CUDAMALLOC:
+        case W_PINNED_USE_CUDA_HOST_REGISTER:
+            b->settings_cuda = true;
+            break;
+        case W_PYTORCH_ALLOC_CONF:
+            b->settings_generic_conf = true;
+            break;
+        default:
+            break;
+        }
         if (snap_word_of(b, k) == W_TRACE_OVERFLOWED) {
             s->trace_overflowed = val == PK_TRUE;
             b->any_g9 = true;
@@ -387,28 +404,44 @@ static enum gm_status group_segments(struct builder *b, struct gm_snapshot_segme
     return GM_OK;
 }
 
-enum gm_status snap_read_segments(struct builder *b, pk_val segments)
+static enum gm_status read_segment_list(struct builder *b, pk_val segments, bool host,
+                                        const struct gm_snapshot_segment **out, size_t *n_out,
+                                        size_t *n_blocks)
 {
-    struct gm_snapshot *s = &b->impl->pub;
     const struct pk_node *segl = snap_as_list(segments);
     struct gm_snapshot_segment *segs = NULL;
     enum gm_status st;
     if (!segl)
         return gm_fail(b->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "snapshot: 'segments' is a %s, expected a list", pk_type_name(segments));
+                       "snapshot: '%s' is a %s, expected a list",
+                       host ? "host_segments" : "segments", pk_type_name(segments));
     if (segl->len) {
         segs = gm_arena_calloc(b->arena, segl->len, sizeof(*segs));
         if (!segs)
             return snap_nomem(b);
     }
     for (uint32_t i = 0; i < segl->len; i++) {
-        if ((st = read_segment(b, segl->items[i], i, &segs[i])) != GM_OK)
-            return st;
-        s->n_blocks += segs[i].n_blocks;
+        if ((st = read_segment(b, segl->items[i], i, host, &segs[i])) != GM_OK)
+            return host ? gm_error_prefix(b->err, "host_segments") : st;
+        *n_blocks += segs[i].n_blocks;
     }
-    if (segl->len > 1 && (st = group_segments(b, &segs, segl->len)) != GM_OK)
+    if (!host && segl->len > 1 && (st = group_segments(b, &segs, segl->len)) != GM_OK)
         return st;
-    s->segments = segs;
-    s->n_segments = segl->len;
+    *out = segs;
+    *n_out = segl->len;
     return GM_OK;
+}
+
+enum gm_status snap_read_segments(struct builder *b, pk_val segments)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    return read_segment_list(b, segments, false, &s->segments, &s->n_segments, &s->n_blocks);
+}
+
+enum gm_status snap_read_host_segments(struct builder *b, pk_val segments)
+{
+    struct gm_snapshot *s = &b->impl->pub;
+    s->host.n_segments = 0;
+    return read_segment_list(b, segments, true, &s->host_segments, &s->n_host_segments,
+                             &s->n_host_blocks);
 }

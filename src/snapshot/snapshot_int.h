@@ -34,6 +34,17 @@ static inline uint64_t snap_sat_add(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* One 'File "f", line N, in name' line of a Python traceback (traceback.format_stack(), the
+ * form of a trace entry's 'forward_frames' strings): where its parts are in the text (the
+ * name runs to the end of the line; the line number stays at 2^40 however long).  False
+ * when p[0..n) is not one. */
+struct snap_tb_line {
+    const char *file, *name;
+    size_t file_len, name_len;
+    int64_t line;
+};
+bool snap_traceback_line(const char *p, size_t n, struct snap_tb_line *out);
+
 /* gm_snapshot_group_live() of any list of live allocations: the one grouping by stack
  * (the analysis groups what is alive at any moment with it). */
 enum gm_status snap_group_live(const struct gm_snapshot_live *live, size_t n_live,

@@ -55,10 +55,32 @@ static int pool_rank(const struct gm_snapshot_pool_stats *p)
     return (def ? 0 : 2) + (p->is_small ? 1 : 0);
 }
 
+bool gm_snapshot_private_pool_figures(const struct gm_snapshot *snap, int32_t device,
+                                      struct gm_snapshot_figures *out)
+{
+    const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, device);
+    memset(out, 0, sizeof(*out));
+    for (size_t si = 0; d && si < d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[d->first_segment + si];
+        if (seg->has_pool_id && (seg->pool_id[0] || seg->pool_id[1]))
+            add_segment(out, seg);
+    }
+    return out->n_segments != 0;
+}
+
+void gm_snapshot_host_figures(const struct gm_snapshot *snap, struct gm_snapshot_figures *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t si = 0; si < snap->n_host_segments; si++)
+        add_segment(out, &snap->host_segments[si]);
+}
+
 enum gm_status gm_snapshot_stats(const struct gm_snapshot *snap, struct gm_snapshot_stats *out,
                                  struct gm_error *err)
 {
     memset(out, 0, sizeof(*out));
+    out->has_host = snap->has_host_data;
+    gm_snapshot_host_figures(snap, &out->host);
     if (!snap->n_devices)
         return GM_OK;
     out->devices = gm_calloc(snap->n_devices, sizeof(*out->devices));

@@ -146,6 +146,15 @@ static inline __attribute__((always_inline)) enum gm_status read_field(struct bu
         break;
     case W_FORWARD_FRAMES:
         b->any_g9 = true;
+        st = snap_intern_forward_stack(b, val, &s->x.forward_stack);
+        s->has_extra |= s->x.forward_stack != 0;
+        break;
+    case W_INTERNAL_METADATA:
+        b->any_g9 = true;
+        if (pk_is_str(val)) {
+            st = snap_intern_str(b, val, "internal_metadata", &s->x.internal_metadata);
+            s->has_extra = true;
+        }
         break;
     default:
         break;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_analysis.c - the snapshot analysis (categories, phases, iterations, leaks,
- * fragmentation, diff) on whatever snapshot arbitrary bytes load into.  The corpus in
- * corpus/analysis/ is written by tests/analysis/make_corpus.py. */
+ * fragmentation, diff, peaks) on whatever snapshot arbitrary bytes load into.  The corpus in
+ * corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_* files by
+ * tests/reference/make_2026_format.py. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
@@ -39,6 +40,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (gm_analysis_diff(an, an, &d, &err) == GM_OK)
             gm_analysis_diff_free(d);
+        {
+            /* the peaks, with what the alloc events say beside their stacks */
+            struct gm_analysis_peaks pk;
+            if (gm_analysis_peaks(s, an, NULL, &pk, &err) == GM_OK)
+                gm_analysis_peaks_release(&pk);
+        }
         gm_analysis_free(an);
     }
     gm_snapshot_free(s);

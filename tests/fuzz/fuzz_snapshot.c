@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_snapshot.c - snapshot loading, stats, timeline and grouping on arbitrary bytes. */
+/* fuzz_snapshot.c - snapshot loading, stats, timeline and grouping on arbitrary bytes, the
+ * host trace and the events' forward stacks included. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
@@ -34,12 +35,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         gm_snapshot_timeline_release(&tl);
     }
-    for (size_t i = 0; i < s->n_devices; i++) {
+    for (size_t i = 0; i <= s->n_devices; i++) {
+        /* every device, then the host trace */
         struct gm_snapshot_cursor c;
         const struct gm_snapshot_event *e;
-        gm_snapshot_cursor_init(&c, &s->devices[i], 0);
-        while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+        gm_snapshot_cursor_init(&c, i < s->n_devices ? &s->devices[i] : &s->host, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
             (void)gm_snapshot_event_extra_of(s, e);
+            (void)gm_snapshot_stack_user_frame(s, gm_snapshot_event_user_stack(s, e));
+        }
+    }
+    {
+        struct gm_snapshot_figures f;
+        gm_snapshot_host_figures(s, &f);
     }
     gm_snapshot_free(s);
     return 0;

@@ -129,5 +129,35 @@ class Commands(TempDir):
         self.assertIsNone(re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html))
 
 
+class FormatContent(TempDir):
+    """The 2026 format content through the package: components() is what `categories --json
+    --memory-stats` gives, info()/stats() show pinned host memory apart, and from_dict() of
+    such a file reads as its pickle does."""
+
+    def setUp(self):
+        super().setUp()
+        here = os.path.dirname(os.path.abspath(__file__))
+        run("python3", os.path.join(here, "..", "reference", "make_2026_format.py"), self.tmp)
+
+    def test_components_as_the_command(self):
+        snap = self.path("forward_frames.pickle")
+        stats = self.path("memory_stats.json")
+        cli = gpumem_json("snapshot", "categories", "--json", "--memory-stats", stats, snap)
+        s = gpumem.Snapshot(snap)
+        self.assertEqual(s.components(stats), cli["devices"][0]["components"])
+        self.assertEqual(s.components(stats)["parameter"]["difference_bytes"], 0)
+        with self.assertRaises(FileNotFoundError):
+            s.components(self.path("missing.json"))
+
+    def test_host_memory_apart(self):
+        s = gpumem.Snapshot(self.path("pinned_host.pickle"))
+        self.assertEqual(s.info()["host"]["trace_events"], 5)
+        self.assertEqual(s.json("stats")["host"]["reserved_bytes"], 4 << 20)
+        self.assertEqual(s.stats()["reserved_bytes"], 20 << 20)
+        d = gpumem.Snapshot.from_dict(plain_load(self.path("pinned_host.pickle")))
+        self.assertEqual(without_file(d.info()), without_file(s.info()))
+        self.assertEqual(without_file(d.json("stats")), without_file(s.json("stats")))
+
+
 if __name__ == "__main__":
     unittest.main()

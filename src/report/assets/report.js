@@ -961,7 +961,7 @@
     const s = seg.st.segments[i];
     if (!s || byte >= seg.starts[i] + s[1]) { hideTip(); return; }
     const o = byte - seg.starts[i];
-    const head = 'segment ' + hex(s[0]) + ': ' + fmtBytes(s[1]) + ', ' + (s[3] & 1 ? 'small' : 'large') + ' pool' + (s[3] & 2 ? ', expandable (one run of mapped pages)' : '') + ', stream ' + s[2];
+    const head = 'segment ' + hex(s[0]) + ': ' + fmtBytes(s[1]) + ', ' + (s[3] & 1 ? 'small' : 'large') + ' pool' + (s[3] & 2 ? ', expandable (one run of mapped pages)' : '') + (s[3] & 4 ? ', private pool (a CUDA graph\'s or a MemPool)' : '') + ', stream ' + s[2];
     for (const b of s[5]) {
       if (o >= b[0] && o < b[0] + b[1]) {
         showTip(ev, fmtHover(b[2]), [
@@ -1085,11 +1085,12 @@
     const add = (k, v) => { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, v)); };
     add('file', R.title + ' (' + fmtBytes(md.file_size) + ')');
     add('format', md.generation + ' (PyTorch ' + md.torch + '), pickle protocol ' + md.protocol + (md.is_list ? ', segments only' : ''));
-    add('devices', R.devices.length + ' (' + R.devices.map((d) => 'cuda:' + d.device).join(', ') + ')');
+    add('devices', R.devices.length + ' (' + R.devices.map((d) => md.device_kind + ':' + d.device).join(', ') + ')');
     add('contents', group3(md.segments) + ' segments, ' + group3(md.blocks) + ' blocks, ' + group3(md.events) + ' trace events, ' + group3(md.frames) + ' frames, ' + group3(md.stacks) + ' stacks');
     if (md.has_time) add('time span', ((md.time_last_us - md.time_first_us) / 1e6).toFixed(3) + ' s from ' + new Date(md.time_first_us / 1000).toISOString());
     add('annotations', group3(md.annotations));
     if (md.trace_overflowed) add('warning', 'the trace ring buffer overflowed: the oldest events are missing');
+    if (md.host_data) add('host memory', 'pinned CPU memory, in no device\'s figures: ' + fmtBytes(md.host_reserved || 0) + ' reserved, ' + fmtBytes(md.host_allocated || 0) + ' allocated, ' + group3(md.host_events || 0) + ' trace events');
     if (md.unknown_actions) add('unknown actions', group3(md.unknown_actions));
     add('this device', 'device ' + dev.device + ': ' + group3(dev.n_events) + ' events, ' + group3(dev.n_segments) + ' segments, reserved at the peak ' + fmtBytes(dev.peak.reserved) + ', highest reserved ' + fmtBytes(dev.peak.max_reserved));
     add('report', 'gpumem ' + D.gpumem_version + (md.has_analysis ? '' : ' (no analysis: categories unavailable)'));
