@@ -61,6 +61,10 @@ enum gm_arch {
     GM_ARCH_QWEN3_MOE,   /* qwen3 attention, routed experts */
     GM_ARCH_DEEPSEEK_V2, /* MLA attention, shared + routed experts, first layers dense */
     GM_ARCH_DEEPSEEK_V3, /* deepseek-v2 layout + router score bias */
+    GM_ARCH_GPT_OSS,     /* biased GQA with attention sinks, alternating 128-token windows,
+                            routed experts with biases and a biased router (gpt-oss) */
+    GM_ARCH_LLAMA4,      /* llama attention, chunked local attention on RoPE layers, routed
+                            experts + one shared expert, dense layers of their own width */
     GM_ARCH__COUNT
 };
 
@@ -137,6 +141,9 @@ enum gm_quant_method {
     GM_QUANT_INT,      /* compressed-tensors pack-quantized ints (W4A16, W8A16): scales per
                           group in the compute dtype */
     GM_QUANT_GGUF,     /* ggml types per tensor, as the GGUF headers say */
+    GM_QUANT_MXFP4,    /* OCP MX FP4 (e2m1) weights, one e8m0 byte scale per 32 inputs */
+    GM_QUANT_NVFP4,    /* NVIDIA FP4 (e2m1) weights, one fp8 e4m3 scale per 16 inputs and
+                          fp32 global weight and input scales per linear */
     GM_QUANT__COUNT
 };
 
@@ -226,7 +233,8 @@ struct gm_model {
     uint64_t n_shared_experts; /* always-active experts (deepseek), moe_intermediate wide */
     uint64_t shared_intermediate; /* qwen2_moe: width of its one shared expert */
     bool shared_expert_gate;      /* qwen2_moe: a sigmoid gate (h x 1) on the shared expert */
-    bool router_bias;             /* deepseek-v3: e_score_correction_bias per expert */
+    bool router_bias;             /* a vector of n_experts per MoE layer on the router: deepseek-v3's
+                                     e_score_correction_bias, gpt-oss's router Linear bias */
     struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
     unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
     bool generic;                 /* an architecture gpumem does not know, sized from its files */
@@ -235,6 +243,10 @@ struct gm_model {
     bool text_only;               /* the language model of a multimodal checkpoint
                                      (text_config): its vision tower is not counted */
     bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
+    bool attn_sinks;              /* a learned sink logit per query head per layer (gpt-oss) */
+    bool chunked_attention;       /* the windowed layers attend within fixed chunks of
+                                     sliding_window tokens (Llama-4 attention_chunk_size), not a
+                                     window sliding with each token: the KV bound is the same */
 };
 
 /* Fields taken from tensor shapes because the metadata left them out (or disagreed). */
@@ -364,6 +376,11 @@ const char *gm_arch_name(enum gm_arch a);
  * and GPTBigCode c_attn, GPT-NeoX and Falcon query_key_value, Phi-3 qkv_proj, ModernBERT
  * Wqkv): what a LoRA target can name. */
 bool gm_arch_fused_qkv(enum gm_arch a);
+/* Whether the architecture's transformers class computes attention eagerly whatever
+ * attn_implementation asks (no SDPA or flash path): T5 adds its relative position bias to
+ * materialised scores (modeling_t5.py T5Attention), gpt-oss declares _supports_sdpa = False
+ * for its sinks (modeling_gpt_oss.py).  The s x s scores are then kept for backward. */
+bool gm_arch_hf_eager(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);
 /* Parse a dtype name as HF/torch/safetensors spell it ("bfloat16", "bf16", "BF16",
  * "float32", "F32", "fp8", ...).  GM_DTYPE_UNKNOWN when not recognised. */
@@ -383,8 +400,9 @@ const char *gm_param_role_name(enum gm_param_role r);
 void gm_quant_init(struct gm_quant *q, enum gm_quant_method method);
 /* The roles (1 << enum gm_param_role) the scheme leaves unquantised: embeddings, norms and
  * the lm_head always (unless q->lm_head); GPTQ, AWQ, FP8 and INT quantise the linears of
- * the decoder layers only, so the router and the pooler/classifier stay too; bitsandbytes
- * converts every other nn.Linear.  Plus q->keep. */
+ * the decoder layers only, so the router and the pooler/classifier stay too (NVFP4 as
+ * they); MXFP4 the MoE experts only (the MLP role); bitsandbytes converts every other
+ * nn.Linear.  Plus q->keep. */
 unsigned gm_quant_kept_roles(const struct gm_quant *q);
 /* The roles a module name of modules_to_not_convert / ignore / llm_int8_skip_modules
  * stands for ("lm_head", "gate", "re:.*mlp.gate$", "self_attn"); 0 for a name naming one

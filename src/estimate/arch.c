@@ -121,8 +121,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
         full = layers;
     sliding = layers - full;
     per_layer = (k + v) * kvb100; /* hundredths of a byte per token */
-    held = m->sliding_window - 1 + chunk;
-    held = (est_div_up(held < len ? held : len, block) + 1) * block;
+    /* vllm/v1/kv_cache_interface.py: SlidingWindowSpec holds window - 1 + the batched
+     * tokens, one block more; ChunkedLocalAttentionSpec (Llama-4) chunk + batched tokens */
+    held = m->chunked_attention ? m->sliding_window + chunk : m->sliding_window - 1 + chunk;
+    held = (est_div_up(held < len ? held : len, block) + (m->chunked_attention ? 0 : 1)) * block;
     if (held > est_div_up(len, block) * block)
         held = est_div_up(len, block) * block;
     return (full * per_layer * est_div_up(len, block) * block + sliding * per_layer * held) / 100 /

@@ -448,6 +448,8 @@ enum est_quant_choice {
     EST_QUANT_FP8_BLOCK,
     EST_QUANT_W4A16,
     EST_QUANT_W8A16,
+    EST_QUANT_MXFP4,
+    EST_QUANT_NVFP4,
     EST_QUANT__COUNT
 };
 /* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */

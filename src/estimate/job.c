@@ -338,10 +338,11 @@ static const struct {
     {GM_QUANT_AWQ, false, GM_SCALE_GROUP, 4},       {GM_QUANT_FP8, false, GM_SCALE_TENSOR, 8},
     {GM_QUANT_FP8, false, GM_SCALE_CHANNEL, 8},     {GM_QUANT_FP8, false, GM_SCALE_BLOCK, 8},
     {GM_QUANT_INT, false, GM_SCALE_GROUP, 4},       {GM_QUANT_INT, false, GM_SCALE_GROUP, 8},
+    {GM_QUANT_MXFP4, false, GM_SCALE_GROUP, 4},     {GM_QUANT_NVFP4, false, GM_SCALE_GROUP, 4},
 };
 static const char *const quant_choices[] = {"int8",  "nf4",   "nf4-dq", "fp4",         "fp4-dq",
                                             "gptq",  "awq",   "fp8",    "fp8-channel", "fp8-block",
-                                            "w4a16", "w8a16", NULL};
+                                            "w4a16", "w8a16", "mxfp4",  "nvfp4",       NULL};
 _Static_assert(sizeof quant_kinds / sizeof quant_kinds[0] + 1 ==
                        sizeof quant_choices / sizeof quant_choices[0] &&
                    sizeof quant_kinds / sizeof quant_kinds[0] == EST_QUANT__COUNT,
@@ -691,7 +692,7 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
          "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
-         "channel or block), w4a16/w8a16",
+         "channel or block), w4a16/w8a16, mxfp4 (MoE experts) or nvfp4",
          quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant, false},
     [EST_SET_QUANT_BITS] =
         NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
@@ -1095,6 +1096,16 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* transformers classes without an SDPA path (T5, gpt-oss: gm_arch_hf_eager()) run
+     * eager attention whatever attn_implementation says: the default follows the model
+     * class in the jobs transformers runs (training, generate()); serving engines have
+     * their own kernels */
+    if (j->model.model && gm_arch_hf_eager(j->model.model->arch) &&
+        !est_given(j, EST_SET_ATTENTION) &&
+        (j->mode == GM_EST_TRAIN ||
+         (j->mode == GM_EST_INFER &&
+          (j->engine.kind == GM_ENGINE_NONE || j->engine.kind == GM_ENGINE_HF))))
+        j->memory.attention = GM_ATTN_EAGER;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))

@@ -432,7 +432,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s",
                    (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
                    (unsigned long long)m->head_dim, gm_dtype_name(kvt));
-    if (m->sliding_window && m->n_sliding_layers)
+    if (m->sliding_window && m->n_sliding_layers && m->chunked_attention)
+        est_assume(e,
+                   "hybrid KV cache manager: %llu chunked-attention layers hold at most %llu + "
+                   "%llu tokens per request, so a max_model_len request costs %llu B per token",
+                   (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
+                   (unsigned long long)T, (unsigned long long)per_token);
+    else if (m->sliding_window && m->n_sliding_layers)
         est_assume(e,
                    "hybrid KV cache manager: %llu sliding-window layers hold at most %llu - 1 + "
                    "%llu tokens per request, so a max_model_len request costs %llu B per token",
@@ -570,11 +576,14 @@ enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "KV cache type %u cannot hold rows of %llu elements", ggml_type,
                        (unsigned long long)k);
-    /* interleaved sliding-window attention (gemma-2/3: llama_kv_cache_iswa): the window
-     * layers keep window + one micro-batch of cells, padded to 256 */
+    /* interleaved sliding-window attention (llama_kv_cache_iswa: the architectures whose
+     * hparams.swa_type llama-model.cpp sets: gemma-2/3, gpt-oss standard windows, Llama-4
+     * chunks of 8192): the window layers keep window + one micro-batch of cells, padded to
+     * 256 */
     swa_cells = tokens;
-    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3) && m->sliding_window &&
-        m->n_sliding_layers) {
+    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
+         m->arch == GM_ARCH_LLAMA4) &&
+        m->sliding_window && m->n_sliding_layers) {
         uint64_t c = (m->sliding_window + 512 + 255) / 256 * 256;
         sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
         swa_cells = c < tokens ? c : tokens;

@@ -229,10 +229,11 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)(w->new_tokens + 1));
     if (capped)
         est_assume(e,
-                   "%llu of %llu layers keep only the last %llu tokens (sliding "
-                   "window; an engine that keeps every token needs more)",
+                   "%llu of %llu layers keep only the last %llu tokens (%s; an engine "
+                   "that keeps every token needs more)",
                    (unsigned long long)capped, (unsigned long long)est_kv_layers(m),
-                   (unsigned long long)m->sliding_window);
+                   (unsigned long long)m->sliding_window,
+                   m->chunked_attention ? "chunked attention" : "sliding window");
     est_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",
                eager ? "eager (fp32 scores materialised)" : "sdpa/flash");
     est_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "

@@ -103,6 +103,25 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
     return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
 }
 
+/* Eager attention whose softmax runs in the scores' dtype, not fp32: gpt-oss
+ * (modeling_gpt_oss.py eager_attention_forward: F.softmax(..., dtype=combined_logits.dtype))
+ * and Llama-4 ("llama4 doesn't cast attn weights to fp32", modeling_llama4.py). */
+static bool softmax_in_compute_dtype(enum gm_arch a)
+{
+    return a == GM_ARCH_GPT_OSS || a == GM_ARCH_LLAMA4;
+}
+
+/* gpt-oss's experts in training (modeling_gpt_oss.py GptOssExperts, the self.training loop
+ * over the experts hit): per token and chosen expert autograd keeps the gate_up output
+ * (2 I, read by both clamps), the clamped gate, sigmoid(alpha gate), their product glu,
+ * up + 1, the gated output for the down product (5 I more) and the expert's output for the
+ * routing weight (h); the gathered input is the dispatched input counted with the router. */
+static double gpt_oss_expert_saved(const struct gm_model *m, const struct est_geom *g, double ea)
+{
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    return ea * (7.0 * g->mlp + g->moe_share * k * (double)m->hidden);
+}
+
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2)
 {
@@ -128,7 +147,14 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->qk_norm || m->qk_norm_full)
         attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
                 (q + kv);
-    if (c->eager) {
+    if (c->eager && softmax_in_compute_dtype(m->arch)) {
+        /* gpt-oss and Llama-4 take the softmax in the scores' own dtype: its output (gpt-oss:
+         * over the scores and the sink column, the sink sliced off as a view) is what the PV
+         * product keeps; no fp32 copy */
+        double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
+        scores = (double)m->n_heads * ((double)c->seq + (m->attn_sinks ? 1.0 : 0.0)) * (ea + drop);
+        attn += scores;
+    } else if (c->eager) {
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
          * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
@@ -144,7 +170,9 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->norms_per_layer >= 2)
         mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
     /* g.mlp is the width run per token: dense, or top-k + shared experts */
-    if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
+    if (m->arch == GM_ARCH_GPT_OSS) /* clamped SwiGLU: see gpt_oss_expert_saved() */
+        expert = gpt_oss_expert_saved(m, &g, ea);
+    else if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
         expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
@@ -932,6 +960,13 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    lc.eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
                    j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
                    (unsigned long long)j->workload.batch, (unsigned long long)seq);
+    if (lc.eager && gm_arch_hf_eager(m->arch) && !est_given(j, EST_SET_ATTENTION))
+        est_assume(e, "attention eager by default: the transformers %s class has no SDPA or flash "
+                      "path (%s)",
+                   gm_arch_name(m->arch),
+                   m->arch == GM_ARCH_T5 ? "T5Attention adds its relative position bias to the "
+                                           "materialised scores"
+                                         : "_supports_sdpa = False; the sinks join the scores");
     if (lm.what)
         est_assume(e, "%s", lm.what);
     if (hf_returns_kv_in_training(j, m))

@@ -174,6 +174,38 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
         .method = GM_QUANT_FP8, .bits = 8, .scale = GM_SCALE_BLOCK, .block_rows = 128,             \
         .block_cols = 128                                                                          \
     }
+/* gpt-oss's published checkpoints: MXFP4 experts (quant_method mxfp4), the rest bf16
+ * (modules_to_not_convert: self_attn, mlp.router, embed_tokens, lm_head). */
+#define MXFP4_EXPERTS                                                                              \
+    {                                                                                              \
+        .method = GM_QUANT_MXFP4, .bits = 4, .group_size = 32, .scale = GM_SCALE_GROUP,            \
+        .keep = (1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_ROUTER)                                 \
+    }
+
+/* gpt-oss (openai/gpt-oss-*: GptOssConfig): 64 query heads of 64, 8 KV heads, biased
+ * attention with sinks, 128-token windows on every other layer, experts of 2880 with biases,
+ * a biased router, untied embeddings. */
+#define GPT_OSS(nm, L, E)                                                                          \
+    {                                                                                              \
+        BASE(nm, "gpt_oss", GM_ARCH_GPT_OSS, 2880, L, 64, 8, 64, 2880, 201088, 131072), STD,       \
+            .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qkv_bias = true,          \
+            .out_bias = true, .mlp_bias = true, .router_bias = true, .attn_sinks = true,           \
+            .n_experts = E, .n_experts_active = 4, .sliding_window = 128,                          \
+            .n_sliding_layers = (L) / 2, .quant = MXFP4_EXPERTS, .dtype = BF16                     \
+    }
+
+/* Llama-4 text model (Llama4TextConfig): 40 heads of 128, 8 KV heads, experts of 8192 with
+ * one shared expert, dense layers of 16384, chunked attention (8192) on 3 of 4 layers; the
+ * vision tower of the checkpoint is not counted. */
+#define LLAMA4(nm, E, dense, pos)                                                                  \
+    {                                                                                              \
+        BASE(nm, "llama4_text", GM_ARCH_LLAMA4, 5120, 48, 40, 8, 128, 16384, 202048, pos),         \
+            STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true,                       \
+            .moe_intermediate = 8192, .n_experts = E, .n_experts_active = 1,                       \
+            .n_shared_experts = 1, .n_dense_layers = dense, .sliding_window = 8192,                \
+            .n_sliding_layers = 36, .chunked_attention = true, .text_only = true, .dtype = BF16    \
+    }
+
 #define NO_QUANT                                                                                   \
     {                                                                                              \
         .method = GM_QUANT_NONE                                                                    \
@@ -457,6 +489,12 @@ static const struct entry catalog[] = {
     {"deepseek-ai/DeepSeek-V3", "deepseek-v3 deepseek-r1",
      DEEPSEEK("DeepSeek-V3", "deepseek_v3", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 1536, 18432, 2048,
               256, 1, 8, 3, 129280, 163840, true, FP8_BLOCK128)},
+    {"openai/gpt-oss-20b", "gpt-oss-20b gpt-oss:20b", GPT_OSS("gpt-oss-20b", 24, 32)},
+    {"openai/gpt-oss-120b", "gpt-oss-120b gpt-oss:120b", GPT_OSS("gpt-oss-120b", 36, 128)},
+    {"meta-llama/Llama-4-Scout-17B-16E", "llama-4-scout llama-4-scout-17b-16e llama4-scout",
+     LLAMA4("Llama-4-Scout-17B-16E", 16, 0, 10485760)},
+    {"meta-llama/Llama-4-Maverick-17B-128E", "llama-4-maverick llama-4-maverick-17b-128e "
+     "llama4-maverick", LLAMA4("Llama-4-Maverick-17B-128E", 128, 24, 1048576)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

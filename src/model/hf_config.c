@@ -25,11 +25,15 @@
  *   mixtral    num_local_experts num_experts_per_tok
  *   qwen2_moe, qwen3_moe  num_experts num_experts_per_tok moe_intermediate_size
  *              shared_expert_intermediate_size decoder_sparse_step mlp_only_layers
+ *   gpt_oss    num_local_experts num_experts_per_tok|experts_per_token layer_types
+ *   llama4, llama4_text  intermediate_size (experts) intermediate_size_mlp (dense layers)
+ *              num_local_experts num_experts_per_tok interleave_moe_layer_step moe_layers
+ *              attention_chunk_size no_rope_layers no_rope_layer_interval
  *   deepseek_v2/v3  q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim
  *              moe_intermediate_size n_routed_experts n_shared_experts num_experts_per_tok
  *              first_k_dense_replace moe_layer_freq topk_method
  *   quantization_config (top level): quant_method gptq / awq / bitsandbytes / fp8 /
- *              fbgemm_fp8 / compressed-tensors with their bits, group sizes and the
+ *              fbgemm_fp8 / mxfp4 / modelopt (FP8, NVFP4) / compressed-tensors with their bits, group sizes and the
  *              modules they leave alone
  * A config whose top level has no hidden size but a "text_config" object is read from that
  * object (multimodal wrappers); its model_type falls back to the wrapper's.
@@ -209,6 +213,8 @@ static const struct {
     const char *arch_prefix; /* "architectures" entry prefix */
     enum gm_arch arch;
 } families[] = {
+    {"llama4", "Llama4", GM_ARCH_LLAMA4}, /* before llama: "Llama4For..." starts "Llama" */
+    {"llama4_text", "Llama4", GM_ARCH_LLAMA4},
     {"llama", "Llama", GM_ARCH_LLAMA},
     {"mistral", "Mistral", GM_ARCH_MISTRAL},
     {"mixtral", "Mixtral", GM_ARCH_MIXTRAL},
@@ -242,6 +248,7 @@ static const struct {
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
+    {"gpt_oss", "GptOss", GM_ARCH_GPT_OSS},
 };
 
 static enum gm_arch arch_of_type(const char *model_type)
@@ -361,6 +368,13 @@ static void set_layout(struct gm_model *m)
         m->qk_norm_full = true;
         m->post_norms = true;
         break;
+    case GM_ARCH_GPT_OSS:
+        /* GptOssConfig sets attention_bias True; the experts carry gate_up/down biases, the
+         * router a Linear bias, each attention layer one sink logit per head */
+        m->qkv_bias = m->out_bias = m->mlp_bias = true;
+        m->router_bias = true;
+        m->attn_sinks = true;
+        break;
     case GM_ARCH_T5:
         m->head = GM_HEAD_SEQ2SEQ_LM;
         m->gated_mlp = false;
@@ -456,6 +470,13 @@ static bool array_has(struct reader *r, const char *key, uint64_t i)
     return false;
 }
 
+/* Whether entry 'i' of the array 'key' is the integer 'value'. */
+static bool array_has_value(struct reader *r, const char *key, uint64_t i, json_int_t value)
+{
+    json_t *e = json_array_get(json_object_get(r->root, key), (size_t)i);
+    return json_is_integer(e) && json_integer_value(e) == value;
+}
+
 /* Entries of the string array 'key' equal to 'value'. */
 static uint64_t array_count_str(struct reader *r, const char *key, const char *value)
 {
@@ -495,6 +516,13 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
         m->sliding_window = v;
         m->n_sliding_layers = (m->n_layers + 1) / 2; /* even-numbered layers */
         break;
+    case GM_ARCH_GPT_OSS:
+        /* layer_types when present; else GptOssConfig's default: even-numbered layers slide */
+        m->sliding_window = v;
+        m->n_sliding_layers = member_size(r, "layer_types")
+                                  ? array_count_str(r, "layer_types", "sliding_attention")
+                                  : (m->n_layers + 1) / 2;
+        break;
     case GM_ARCH_GEMMA3: {
         /* layer_types when present; else every sliding_window_pattern-th layer is global */
         uint64_t pattern = 6, n = array_count_str(r, "layer_types", "sliding_attention");
@@ -507,6 +535,7 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
     case GM_ARCH_COHERE:
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3:
+    case GM_ARCH_LLAMA4: /* chunked attention instead: read_family() */
         break; /* no sliding window */
     default:
         m->sliding_window = v;
@@ -538,6 +567,45 @@ static void encoder_head(struct reader *r, struct gm_model *m)
         m->pooler = false;
         m->cls_dense = true;
         break;
+    }
+}
+
+/* Llama-4 (Llama4TextConfig, modeling_llama4.py): the layers in moe_layers (default every
+ * interleave_moe_layer_step-th) hold num_local_experts routed experts of intermediate_size
+ * plus one shared expert of the same width and a bias-free router; the others a dense MLP
+ * of intermediate_size_mlp.  The RoPE layers (no_rope_layers[i] == 1; default all but every
+ * no_rope_layer_interval-th) attend within chunks of attention_chunk_size tokens; the NoPE
+ * layers attend globally.  The q/k norm is an L2 norm without weights. */
+static void read_llama4(struct reader *r, struct gm_model *m)
+{
+    uint64_t step = 1, interval = 4, chunk = 8192, dense = 16384, rope = 0;
+    size_t n_moe = member_size(r, "moe_layers");
+    m->n_experts = 16;
+    m->n_experts_active = 1;
+    get_count(r, "num_local_experts", &m->n_experts);
+    get_count(r, "num_experts_per_tok", &m->n_experts_active);
+    get_count(r, "intermediate_size_mlp", &dense);
+    get_u64(r, "interleave_moe_layer_step", &step);
+    m->moe_intermediate = m->intermediate; /* intermediate_size: the experts' width */
+    m->intermediate = dense;
+    m->n_shared_experts = 1;
+    if (json_is_array(json_object_get(r->root, "moe_layers")))
+        m->n_dense_layers = n_moe < m->n_layers ? m->n_layers - n_moe : 0;
+    else
+        m->n_dense_layers = step ? m->n_layers - m->n_layers / step : m->n_layers;
+    get_u64(r, "attention_chunk_size", &chunk);
+    get_u64(r, "no_rope_layer_interval", &interval);
+    if (member_size(r, "no_rope_layers")) {
+        for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++)
+            if (array_has_value(r, "no_rope_layers", i, 1))
+                rope++;
+    } else {
+        rope = m->n_layers - (interval ? m->n_layers / interval : 0);
+    }
+    if (chunk && rope) {
+        m->sliding_window = chunk;
+        m->n_sliding_layers = rope < m->n_layers ? rope : m->n_layers;
+        m->chunked_attention = true;
     }
 }
 
@@ -645,6 +713,13 @@ static void read_family(struct reader *r, struct gm_model *m)
         }
         break;
     }
+    case GM_ARCH_GPT_OSS:
+        m->n_experts = need_either(r, "num_local_experts", "num_experts", 0);
+        m->n_experts_active = need_either(r, "num_experts_per_tok", "experts_per_token", 0);
+        break;
+    case GM_ARCH_LLAMA4:
+        read_llama4(r, m);
+        break;
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3: {
         uint64_t nope = need_u64(r, "qk_nope_head_dim"), freq = 1, first = 0;
@@ -754,7 +829,9 @@ static void compressed_tensors(json_t *qc, struct gm_quant *q)
         in = json_object_get(g, "input_activations");
         type = obj_str(w, "type");
         strategy = obj_str(w, "strategy");
-        if (!strcmp(type, "float")) {
+        if (!strcmp(type, "float") && obj_u64(w, "num_bits", 8) == 4) {
+            gm_quant_init(q, GM_QUANT_NVFP4); /* nvfp4-pack-quantized: strategy tensor_group */
+        } else if (!strcmp(type, "float")) {
             gm_quant_init(q, GM_QUANT_FP8);
             q->scale = !strcmp(strategy, "channel") ? GM_SCALE_CHANNEL
                        : !strcmp(strategy, "block") ? GM_SCALE_BLOCK
@@ -812,6 +889,21 @@ static void read_quant(json_t *qc, struct gm_quant *q)
         }
         q->input_scale = !strcmp(obj_str(qc, "activation_scheme"), "static");
         q->keep |= module_list_roles(json_object_get(qc, "modules_to_not_convert"));
+    } else if (!strcmp(method, "mxfp4")) {
+        gm_quant_init(q, GM_QUANT_MXFP4);
+        q->keep |= module_list_roles(json_object_get(qc, "modules_to_not_convert"));
+    } else if (!strcmp(method, "modelopt")) {
+        /* NVIDIA ModelOpt checkpoints: quant_algo names the scheme (vLLM modelopt.py) */
+        const char *algo = obj_str(qc, "quant_algo");
+        if (!strcmp(algo, "NVFP4"))
+            gm_quant_init(q, GM_QUANT_NVFP4);
+        else if (!strcmp(algo, "FP8"))
+            gm_quant_init(q, GM_QUANT_FP8);
+        else
+            copy_str(q->unknown, sizeof q->unknown, *algo ? algo : method);
+        q->input_scale = q->method == GM_QUANT_FP8;
+        q->keep |= module_list_roles(json_object_get(qc, "exclude_modules"));
+        q->keep |= module_list_roles(json_object_get(qc, "ignore"));
     } else if (!strcmp(method, "compressed-tensors")) {
         compressed_tensors(qc, q);
     } else {

@@ -35,7 +35,7 @@ static const char *const arch_names[GM_ARCH__COUNT] = {
     "phi",         "phi3",        "gpt2",        "gpt_neox",   "bert",  "qwen3", "roberta",
     "xlm-roberta", "distilbert",  "deberta-v2",  "modernbert", "t5",    "bart",  "gpt_bigcode",
     "falcon",      "cohere",      "gemma3",      "starcoder2", "olmo",  "olmo2", "qwen2_moe",
-    "qwen3_moe",   "deepseek_v2", "deepseek_v3",
+    "qwen3_moe",   "deepseek_v2", "deepseek_v3", "gpt_oss",    "llama4",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -54,6 +54,17 @@ bool gm_arch_fused_qkv(enum gm_arch a)
     case GM_ARCH_FALCON:
     case GM_ARCH_PHI3:
     case GM_ARCH_MODERNBERT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool gm_arch_hf_eager(enum gm_arch a)
+{
+    switch (a) {
+    case GM_ARCH_T5:      /* T5Attention: matmul + position_bias, softmax, no interface */
+    case GM_ARCH_GPT_OSS: /* GptOssPreTrainedModel: _supports_sdpa = False (sinks) */
         return true;
     default:
         return false;
@@ -316,6 +327,8 @@ static void attention(struct gm_param_counts *c, const struct gm_model *m, uint6
            m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, vd), h, m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+    if (m->attn_sinks) /* gpt-oss: one sink logit per query head (self_attn.sinks) */
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, 1, m->n_heads, L, false);
 }
 
 /* One MLP of width I, 'copies' times; returns the parameters of one. */

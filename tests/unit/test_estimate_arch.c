@@ -5,6 +5,7 @@
  * checkpoints' sizes, and the refusals around quantised weights. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,7 @@
 #include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,138 @@ static void test_sliding_kv(void **state)
         assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 32768, &b, &err), GM_OK);
         assert_int_equal(b, 4 * per_layer * 32768 + 22 * per_layer * 1024);
     }
+}
+
+/* Whether an assumption of 'e' contains 'text'. */
+static bool assumes(const struct gm_estimate *e, const char *text)
+{
+    for (size_t i = 0; i < e->n_assumptions; i++)
+        if (strstr(e->assumptions[i], text))
+            return true;
+    return false;
+}
+
+/* gpt-oss's MXFP4 checkpoint, tensor by tensor as openai/gpt-oss-20b stores it: per layer
+ * the experts' gate_up_proj_blocks (E, 2I, h/32, 16 bytes) with gate_up_proj_scales
+ * (E, 2I, h/32, one e8m0 byte) and down_proj_blocks (E, h, I/32, 16) with down_proj_scales
+ * (E, h, I/32); everything else (attention with sinks, router, biases, norms, embeddings,
+ * lm_head) bf16.  The model card (arXiv 2508.10925, table 1) gives the checkpoints as 12.8
+ * and 60.8 GiB. */
+static void test_gpt_oss_mxfp4_weights(void **state)
+{
+    static const struct {
+        const char *model;
+        uint64_t layers, experts;
+        double card_gib;
+    } rows[] = {{"gpt-oss-20b", 24, 32, 12.8}, {"gpt-oss-120b", 36, 128, 60.8}};
+    const uint64_t h = 2880, I = 2880;
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct gm_job j;
+        struct gm_error err;
+        struct gm_param_counts pc;
+        uint64_t E = rows[i].experts, L = rows[i].layers;
+        uint64_t blocks = L * E * (2 * I * (h / 32) * 16 + h * (I / 32) * 16);
+        uint64_t scales = L * E * (2 * I * (h / 32) + h * (I / 32));
+        uint64_t expert_weights = L * E * (2 * I * h + h * I), want;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find(rows[i].model);
+        assert_non_null(j.model.model);
+        assert_int_equal(gm_model_count_params(j.model.model, &pc, &err), GM_OK);
+        want = blocks + scales + (pc.total - expert_weights) * 2;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        if (est->weight_bytes != want)
+            fail_msg("%s: %llu B, the checkpoint's tensors %llu B", rows[i].model,
+                     (unsigned long long)est->weight_bytes, (unsigned long long)want);
+        assert_true(fabs((double)est->weight_bytes / GM_GIB - rows[i].card_gib) < 0.05);
+    }
+}
+
+/* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
+ * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
+ * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
+static void test_gpt_oss_windows_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const uint64_t per_layer = 2 * 8 * 64 * 2; /* 8 KV heads of 64, bf16 */
+    const uint64_t len = 131072, held = ((127 + 8192 + 15) / 16 + 1) * 16;
+    uint64_t b = 0;
+    (void)state;
+    vllm_job(&j, "gpt-oss-20b", 1, len);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est->serving.kv_bytes_per_token,
+                     (12 * per_layer * len + 12 * per_layer * held) / len);
+    assert_true(assumes(est, "12 sliding-window layers hold at most 128 - 1 + 8192 tokens"));
+    assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 32768, &b, &err), GM_OK);
+    assert_int_equal(b, 12 * per_layer * 32768 + 12 * per_layer * 768);
+}
+
+/* Llama-4 attends within chunks of 8192 tokens on its RoPE layers (36 of 48) and globally
+ * on every fourth: vLLM's ChunkedLocalAttentionSpec holds cdiv(min(8192 + 8192, len), 16)
+ * blocks (no extra block, unlike a sliding window); llama.cpp's iswa cache (swa_type
+ * CHUNKED, n_swa 8192) 8192 + 512 cells padded to 256 for those layers. */
+static void test_llama4_chunked_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const uint64_t per_layer = 2 * 8 * 128 * 2; /* 8 KV heads of 128, bf16 */
+    const uint64_t len = 131072, held = (8192 + 8192 + 15) / 16 * 16;
+    uint64_t b = 0;
+    (void)state;
+    vllm_job(&j, "llama-4-scout", 8, len);
+    j.parallel.gpus = 8;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est->serving.kv_bytes_per_token,
+                     (12 * per_layer / 8 * len + 36 * per_layer / 8 * held) / len);
+    assert_true(assumes(est, "36 chunked-attention layers hold at most 8192 + 8192 tokens"));
+    assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 65536, &b, &err), GM_OK);
+    assert_int_equal(b, 12 * per_layer * 65536 + 36 * per_layer * 8704);
+}
+
+/* transformers' T5 and gpt-oss classes have no SDPA path: a training or generate() job on
+ * them runs eager attention unless --attention says otherwise; a Llama does not, and a
+ * serving engine uses its own kernels. */
+static void test_eager_follows_model_class(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const struct gm_est_component *c;
+    double scores_default, scores_sdpa;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("t5-small");
+    assert_non_null(j.model.model);
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "attention eager by default: the transformers t5 class"));
+    assert_true(assumes(est, "eager, s*s scores saved"));
+    c = find(est, "activations");
+    assert_non_null(c);
+    scores_default = (double)c->bytes;
+    assert_int_equal(gm_job_set(&j, "attention", "sdpa", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_false(assumes(est, "attention eager by default"));
+    scores_sdpa = (double)find(est, "activations")->bytes;
+    assert_true(scores_default > scores_sdpa);
+
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("gpt-oss-20b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "_supports_sdpa = False"));
+
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "sdpa/flash, no s*s scores"));
+
+    vllm_job(&j, "gpt-oss-20b", 1, 8192);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(j.memory.attention, GM_ATTN_SDPA);
+    assert_false(assumes(est, "attention eager by default"));
 }
 
 /* Encoders: one forward pass, no cache; the output grows with batch x tokens; generation
@@ -382,6 +516,10 @@ int main(void)
         cmocka_unit_test(test_quant_refusals),
         cmocka_unit_test(test_format_suggestions),
         cmocka_unit_test(test_catalog_estimates),
+        cmocka_unit_test(test_gpt_oss_mxfp4_weights),
+        cmocka_unit_test(test_gpt_oss_windows_kv),
+        cmocka_unit_test(test_llama4_chunked_kv),
+        cmocka_unit_test(test_eager_follows_model_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
