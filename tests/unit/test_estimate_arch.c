@@ -170,6 +170,47 @@ static void test_gpt_oss_mxfp4_weights(void **state)
     }
 }
 
+/* NVFP4 as the two producers write it: a ModelOpt checkpoint (quant_method modelopt,
+ * quant_algo NVFP4, exclude_modules) and compressed-tensors' nvfp4-pack-quantized (float
+ * weights of 4 bits in groups of 16).  One out x in weight: n/2 packed bytes + one fp8 scale
+ * per 16 inputs of a row + the fp32 weight_scale_2 and input_scale (vLLM modelopt.py
+ * ModelOptNvFp4LinearMethod.create_weights); lm_head and embeddings stay bf16. */
+static void test_nvfp4_weights(void **state)
+{
+    static const char *const configs[] = {
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
+        "\"vocab_size\": 128256, \"torch_dtype\": \"bfloat16\", \"quantization_config\": "
+        "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 16, "
+        "\"exclude_modules\": [\"lm_head\"]}}",
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
+        "\"vocab_size\": 128256, \"torch_dtype\": \"bfloat16\", \"quantization_config\": "
+        "{\"quant_method\": \"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", "
+        "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, "
+        "\"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}, "
+        "\"ignore\": [\"lm_head\"]}}",
+    };
+    const uint64_t h = 4096, I = 14336, kv = 1024, V = 128256, L = 2;
+    /* (out, in) of the matrices of one layer: q, k, v, o, gate, up, down */
+    const uint64_t shapes[7][2] = {{h, h}, {kv, h}, {kv, h}, {h, h}, {I, h}, {I, h}, {h, I}};
+    uint64_t want = 2 * (2 * V * h + (2 * L + 1) * h); /* embeddings, lm_head, norms: bf16 */
+    (void)state;
+    for (size_t k = 0; k < 7; k++)
+        want += L * (shapes[k][0] * shapes[k][1] / 2 + shapes[k][0] * (shapes[k][1] / 16) + 8);
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        struct gm_model m;
+        struct gm_job j;
+        struct gm_error err;
+        assert_int_equal(gm_model_parse_hf_config(configs[i], strlen(configs[i]), &m, &err), GM_OK);
+        assert_int_equal(m.quant.method, GM_QUANT_NVFP4);
+        gm_job_init(&j);
+        j.model.model = &m;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est->weight_bytes, want);
+    }
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -517,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_format_suggestions),
         cmocka_unit_test(test_catalog_estimates),
         cmocka_unit_test(test_gpt_oss_mxfp4_weights),
+        cmocka_unit_test(test_nvfp4_weights),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),
