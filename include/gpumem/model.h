@@ -244,6 +244,9 @@ struct gm_model {
                                      (text_config): its vision tower is not counted */
     bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
     bool attn_sinks;              /* a learned sink logit per query head per layer (gpt-oss) */
+    uint64_t index_n_heads;       /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
+    uint64_t index_head_dim;      /* their width (one shared key per token, cached), */
+    uint64_t index_topk;          /* and the tokens each query attends to; 0 = no indexer */
     bool chunked_attention;       /* the windowed layers attend within fixed chunks of
                                      sliding_window tokens (Llama-4 attention_chunk_size), not a
                                      window sliding with each token: the KV bound is the same */

@@ -106,6 +106,16 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
     return (double)k + (double)v;
 }
 
+uint64_t est_vllm_indexer_bytes(const struct gm_model *m)
+{
+    /* vllm/model_executor/models/deepseek_v2.py: DeepseekV32IndexerCache caches one key per
+     * token and layer as fp8 values with an fp32 scale per 128 (head_dim + head_dim / 128 x
+     * 4 bytes, uint8, an MLAAttentionSpec of one head: on every GPU whatever the tp, at any
+     * --kv-cache-dtype) */
+    uint64_t d = m->index_n_heads ? m->index_head_dim : 0;
+    return d + d / 128 * 4;
+}
+
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block)
 {
@@ -113,7 +123,7 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
                    held, per_layer;
     est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
     if (!m->sliding_window || !m->n_sliding_layers || !len || !block)
-        return layers * (k + v) * kvb100 / 100;
+        return layers * (k + v) * kvb100 / 100 + layers * est_vllm_indexer_bytes(m);
     sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
     /* the stage with the most layers, holding its share of the full-attention ones */
     full = est_div_up(all - sliding, pp ? pp : 1);

@@ -326,6 +326,8 @@ void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, u
                  uint64_t *v);
 /* K + V elements per token of one attention layer. */
 double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
+uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
 /* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
  * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
  * element.  Full-attention layers hold every token; with the hybrid allocator a

@@ -432,6 +432,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s",
                    (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
                    (unsigned long long)m->head_dim, gm_dtype_name(kvt));
+    if (est_vllm_indexer_bytes(m))
+        est_assume(e,
+                   "DeepSeek-V3.2 indexer keys: %llu B per token and layer (%llu fp8 values + an "
+                   "fp32 scale per 128; vLLM's DeepseekV32IndexerCache), on every GPU",
+                   (unsigned long long)est_vllm_indexer_bytes(m),
+                   (unsigned long long)m->index_head_dim);
     if (m->sliding_window && m->n_sliding_layers && m->chunked_attention)
         est_assume(e,
                    "hybrid KV cache manager: %llu chunked-attention layers hold at most %llu + "

@@ -167,6 +167,20 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
             .dtype = BF16                                                                          \
     }
 
+/* DeepSeek-V3.2 (model_type deepseek_v32): DeepSeek-V3's layout and FP8 block weights plus the
+ * sparse-attention indexer of 64 heads of 128, each query attending to its top 2048 tokens. */
+#define DEEPSEEK_V32(nm)                                                                           \
+    {                                                                                              \
+        BASE(nm, "deepseek_v32", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 128, 192, 18432, 129280,      \
+             163840),                                                                              \
+            STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .q_lora_rank = 1536,  \
+            .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                        \
+            .moe_intermediate = 2048, .n_experts = 256, .n_experts_active = 8,                     \
+            .n_shared_experts = 1, .n_dense_layers = 3, .router_bias = true,                       \
+            .quant = FP8_BLOCK128, .dtype = BF16, .index_n_heads = 64, .index_head_dim = 128,      \
+            .index_topk = 2048                                                                     \
+    }
+
 /* DeepSeek-V3's published checkpoint: FP8 e4m3 weights, an fp32 scale per 128 x 128 block
  * (config.json quantization_config: quant_method fp8, weight_block_size [128, 128]). */
 #define FP8_BLOCK128                                                                               \
@@ -489,6 +503,8 @@ static const struct entry catalog[] = {
     {"deepseek-ai/DeepSeek-V3", "deepseek-v3 deepseek-r1",
      DEEPSEEK("DeepSeek-V3", "deepseek_v3", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 1536, 18432, 2048,
               256, 1, 8, 3, 129280, 163840, true, FP8_BLOCK128)},
+    {"deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2-exp deepseek-v3.2 deepseek-ai/DeepSeek-V3.2",
+     DEEPSEEK_V32("DeepSeek-V3.2-Exp")},
     {"openai/gpt-oss-20b", "gpt-oss-20b gpt-oss:20b", GPT_OSS("gpt-oss-20b", 24, 32)},
     {"openai/gpt-oss-120b", "gpt-oss-120b gpt-oss:120b", GPT_OSS("gpt-oss-120b", 36, 128)},
     {"meta-llama/Llama-4-Scout-17B-16E", "llama-4-scout llama-4-scout-17b-16e llama4-scout",

@@ -31,7 +31,8 @@
  *              attention_chunk_size no_rope_layers no_rope_layer_interval
  *   deepseek_v2/v3  q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim
  *              moe_intermediate_size n_routed_experts n_shared_experts num_experts_per_tok
- *              first_k_dense_replace moe_layer_freq topk_method
+ *              first_k_dense_replace moe_layer_freq topk_method; deepseek_v32 also
+ *              index_n_heads index_head_dim index_topk
  *   quantization_config (top level): quant_method gptq / awq / bitsandbytes / fp8 /
  *              fbgemm_fp8 / mxfp4 / modelopt (FP8, NVFP4) / compressed-tensors with their bits, group sizes and the
  *              modules they leave alone
@@ -247,6 +248,7 @@ static const struct {
     {"qwen2_moe", "Qwen2Moe", GM_ARCH_QWEN2_MOE},
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
+    {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
     {"gpt_oss", "GptOss", GM_ARCH_GPT_OSS},
 };
@@ -742,6 +744,10 @@ static void read_family(struct reader *r, struct gm_model *m)
                     m->n_dense_layers++;
         }
         m->router_bias = topk && !strcmp(topk, "noaux_tc");
+        /* DeepSeek-V3.2's lightning indexer (deepseek_v32) */
+        get_u64(r, "index_n_heads", &m->index_n_heads);
+        get_u64(r, "index_head_dim", &m->index_head_dim);
+        get_u64(r, "index_topk", &m->index_topk);
         break;
     }
     case GM_ARCH_T5: {

@@ -189,6 +189,8 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(rel_pos_rows, "position_buckets", CAP_COUNT);
     CAP(rel_attn_buckets, "relative_attention_num_buckets", CAP_COUNT);
     CAP(n_labels, "num_labels", CAP_COUNT);
+    CAP(index_n_heads, "index_n_heads", CAP_COUNT);
+    CAP(index_head_dim, "index_head_dim", CAP_DIM);
 #undef NEED
 #undef CAP
     if (bad[0])
@@ -319,6 +321,17 @@ static void attention(struct gm_param_counts *c, const struct gm_model *m, uint6
         linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, nope + vd),
                m->kv_lora_rank, false, L);
         linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+        if (m->index_n_heads && m->index_head_dim) {
+            /* DeepSeek-V3.2's indexer (inference/model.py Indexer): wq_b from the q latent to
+             * index heads x head_dim, wk to one shared key, its LayerNorm, and weights_proj
+             * (a weight per index head, kept in bf16 by the fp8 checkpoint) */
+            uint64_t d = m->index_head_dim;
+            linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->index_n_heads, d),
+                   m->q_lora_rank ? m->q_lora_rank : h, false, L);
+            linear(c, &c->attention, GM_ROLE_ATTENTION, d, h, false, L);
+            tensor(c, &c->norms, GM_ROLE_NORM, 1, d, gm_mul_sat(L, 2), false);
+            linear(c, &c->other, GM_ROLE_OTHER, m->index_n_heads, h, false, L);
+        }
         return;
     }
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, m->head_dim), h, m->qkv_bias,

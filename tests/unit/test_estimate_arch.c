@@ -211,6 +211,31 @@ static void test_nvfp4_weights(void **state)
     }
 }
 
+/* DeepSeek-V3.2 adds a sparse-attention indexer to V3's layers (DeepSeek-V3.2-Exp
+ * inference/model.py Indexer: wq_b q_lora_rank -> 64 x 128, wk 7168 -> 128, k_norm LayerNorm
+ * (weight and bias), weights_proj 7168 -> 64), and vLLM caches one indexer key per token and
+ * layer beside the MLA latent: 128 fp8 values + one fp32 scale = 132 B
+ * (DeepseekV32IndexerCache), on every GPU. */
+static void test_deepseek_v32_indexer(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_param_counts v3, v32;
+    const uint64_t indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64;
+    (void)state;
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("deepseek-v3"), &v3, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("deepseek-v3.2"), &v32, &err),
+                     GM_OK);
+    assert_int_equal(v32.total, v3.total + 61 * indexer);
+    for (uint64_t tp = 1; tp <= 8; tp *= 8) {
+        vllm_job(&j, "deepseek-v3.2", tp, 32768);
+        j.parallel.gpus = tp;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est->serving.kv_bytes_per_token, 61 * ((512 + 64) * 2 + 132));
+        assert_true(assumes(est, "DeepSeek-V3.2 indexer keys: 132 B per token and layer"));
+    }
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -559,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_catalog_estimates),
         cmocka_unit_test(test_gpt_oss_mxfp4_weights),
         cmocka_unit_test(test_nvfp4_weights),
+        cmocka_unit_test(test_deepseek_v32_indexer),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),

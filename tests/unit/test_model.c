@@ -347,6 +347,9 @@ static void test_config_fixtures(void **state)
          GM_HEAD_CAUSAL_LM},
         {"deepseek-v3.json", 671026419200ull, "deepseek-v3", GM_ARCH_DEEPSEEK_V3,
          GM_HEAD_CAUSAL_LM},
+        /* V3 + 61 indexers of 13,959,424 (test_deepseek_v32_indexer) */
+        {"deepseek-v3.2-exp.json", 671877944064ull, "deepseek-v3.2", GM_ARCH_DEEPSEEK_V3,
+         GM_HEAD_CAUSAL_LM},
         {"gpt-oss-20b.json", 20914757184ull, "gpt-oss-20b", GM_ARCH_GPT_OSS, GM_HEAD_CAUSAL_LM},
         /* the language model of Llama4ForConditionalGeneration: llama4_layers() below */
         {"llama-4-scout-17b-16e.json", 107769861120ull, "llama-4-scout", GM_ARCH_LLAMA4,
