@@ -265,6 +265,8 @@ struct gm_job_memory {
     unsigned fused_kernels;      /* enum gm_fused flags */
     bool compile;                /* torch.compile: the min-cut partitioner decides what is
                                     saved (modelled approximately) */
+    bool float8;                 /* torchao Float8Linear training (tensorwise dynamic scaling):
+                                    the linears cast their operands to fp8 per matmul */
     enum gm_dtype adapter_dtype; /* LoRA adapters: UNKNOWN = fp32 (PEFT autocast_adapter_dtype)
                                     unless --precision bf16 */
 };

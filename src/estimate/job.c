@@ -649,6 +649,10 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
+    [EST_SET_FLOAT8] = FLAG("float8",
+                            "torchao Float8Linear training (torchtitan --float8): fp8 casts of "
+                            "the linears' operands; saved activations stay bf16",
+                            TRAIN, GM_ENGINE_NONE, memory.float8),
     [EST_SET_ADAPTER_DTYPE] =
         CHOICE("adapter-dtype", adapter_dtype_choices, adapter_dtype_values,
                "LoRA adapter weights (default fp32, bf16 with --precision bf16)", TRAIN,
@@ -1369,6 +1373,7 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
     static const enum est_setting arch_only[] = {EST_SET_LOSS,
                                                  EST_SET_FUSED_KERNELS,
                                                  EST_SET_COMPILE,
+                                                 EST_SET_FLOAT8,
                                                  EST_SET_ACTIVATION_OFFLOAD,
                                                  EST_SET_TOKENS_PER_BATCH,
                                                  EST_SET_OPTIMIZER_IN_BACKWARD};

@@ -103,6 +103,26 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
     return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
 }
 
+/* torchao Float8Linear (torchao/float8/float8_linear.py matmul_with_hp_or_float8_args, at
+ * 7ca1bfb): the forward saves its high-precision input and weight for backward (so saved
+ * activations do not change) and casts them to fp8 for the matmul; the backward casts the
+ * output gradient to fp8 twice (for grad_input and for grad_weight), the weight and the
+ * saved input again.  Bytes of those casts for the widest linear of a layer (gate/up: out I,
+ * in h; o_proj and down: out h), alive beside the layer's other gradients over T tokens.
+ * Attention scores, norms and the output projection (torchtitan's filter_fqns "output") stay
+ * bf16. */
+static double float8_backward_casts(const struct gm_model *m, double T)
+{
+    struct est_geom g;
+    double h = (double)m->hidden, wide, narrow;
+    est_geom(m, &g);
+    wide = g.mlp_widest > g.q ? g.mlp_widest : g.q;
+    /* out = wide, in = h (gate/up, q); out = h, in = wide (down, o_proj) */
+    narrow = (2.0 * h + wide) * T + h * wide;
+    wide = (2.0 * wide + h) * T + h * wide;
+    return wide > narrow ? wide : narrow;
+}
+
 /* Eager attention whose softmax runs in the scores' dtype, not fp32: gpt-oss
  * (modeling_gpt_oss.py eager_attention_forward: F.softmax(..., dtype=combined_logits.dtype))
  * and Llama-4 ("llama4 doesn't cast attn weights to fp32", modeling_llama4.py). */
@@ -917,6 +937,8 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
     bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
+    if (j->memory.float8)
+        bwd += float8_backward_casts(m, T);
     st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                  "gradients of one layer's activations during its backward", err);
@@ -993,6 +1015,13 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "
                       "matmuls; the loss stays as --loss says");
+    if (j->memory.float8)
+        est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
+                      "bf16 input and weight for backward and casts them to fp8 per matmul, so "
+                      "saved activations stay bf16; the backward's fp8 casts (output gradient "
+                      "twice, weight, input) add to its transients; attention, norms and the "
+                      "output projection stay bf16; weights are gathered in bf16 (no FSDP float8 "
+                      "all-gather)");
     if (j->memory.checkpointing == GM_CKPT_OP)
         est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
                       "matmul output, the attention output and the layer input kept");
