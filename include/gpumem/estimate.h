@@ -222,6 +222,14 @@ struct gm_job_workload {
     /* memory techniques: packing / padding-free batches */
     uint64_t tokens; /* training: tokens in one micro-batch (packed or padding-free);
                         0 = batch x seq.  seq stays the longest sequence */
+    /* vision-language models: images per sequence and their size in pixels (0 = the
+       processor's own: CLIP's fixed side, else 1024 x 1024); their tokens join the context
+       (inference) or the sequence (training) */
+    uint64_t images;
+    uint64_t image_width;
+    uint64_t image_height;
+    uint64_t image_tokens; /* set when the job is resolved: the images' tokens included in
+                              context or seq (0 before, or without images) */
 };
 
 /* Number formats and the optimizer. */

@@ -173,6 +173,31 @@ struct gm_quant {
     char unknown[24]; /* a quant_method gpumem does not know ("hqq"), else "" */
 };
 
+/* The vision tower of a vision-language model, as the language model sees it. */
+enum gm_vision_kind {
+    GM_VISION_NONE = 0,
+    GM_VISION_CLIP,    /* LLaVA: a CLIP / SigLIP ViT (class token, learned positions, LayerNorm,
+                          biased q/k/v/o, fc1/fc2) over a fixed image_size, then a two-layer
+                          GELU projector; (image_size / patch)^2 tokens an image */
+    GM_VISION_QWEN_VL, /* Qwen2-VL / Qwen2.5-VL: a ViT over native resolution (3-D patch
+                          embedding of temporal_patch x patch^2, RMSNorm, fused qkv, SwiGLU MLP
+                          in 2.5), then a merger of spatial_merge^2 patches into one token */
+};
+
+struct gm_vision {
+    enum gm_vision_kind kind;
+    uint64_t hidden;       /* vision_config hidden_size (Qwen2-VL: embed_dim) */
+    uint64_t layers;       /* num_hidden_layers / depth */
+    uint64_t heads;        /* num_attention_heads / num_heads */
+    uint64_t intermediate; /* MLP width */
+    uint64_t patch;        /* patch_size, pixels */
+    uint64_t image_size;   /* CLIP: the fixed input side, pixels */
+    uint64_t merge;        /* Qwen-VL: spatial_merge_size */
+    uint64_t temporal;     /* Qwen-VL: temporal_patch_size */
+    bool gated_mlp;        /* Qwen2.5-VL: SwiGLU (gate, up, down); Qwen2-VL, CLIP: fc1, fc2 */
+    bool rms_norm;         /* Qwen2.5-VL: RMSNorm; otherwise LayerNorm with bias */
+};
+
 #define GM_MODEL_NAME_MAX 64
 
 struct gm_model {
@@ -247,6 +272,8 @@ struct gm_model {
     uint64_t index_n_heads;       /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
     uint64_t index_head_dim;      /* their width (one shared key per token, cached), */
     uint64_t index_topk;          /* and the tokens each query attends to; 0 = no indexer */
+    struct gm_vision vision;      /* a vision-language model's tower (counted with the
+                                     language model, as GM_ROLE_OTHER); kind NONE otherwise */
     bool chunked_attention;       /* the windowed layers attend within fixed chunks of
                                      sliding_window tokens (Llama-4 attention_chunk_size), not a
                                      window sliding with each token: the KV bound is the same */
@@ -293,6 +320,13 @@ struct gm_param_counts {
     size_t n_linears; /* matrix weights by shape and role: what weight formats quantise */
     struct gm_linear_class linears[GM_MAX_LINEAR_CLASSES];
 };
+
+/* Tokens the language model reads for one image of w x h pixels (a CLIP tower: its fixed
+ * (image_size / patch)^2 whatever the size; Qwen-VL: the image resized to multiples of
+ * patch x merge, each merge x merge patches one token); *patches receives the vision
+ * tower's sequence (patches of the image; CLIP: + the class token).  0 without a tower. */
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
+                               uint64_t *patches);
 
 /* Set every field of 'm' to unknown. */
 void gm_model_init(struct gm_model *m);

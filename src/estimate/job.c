@@ -72,6 +72,26 @@ void gm_job_init(struct gm_job *job)
 
 /* ---- setters that fill more than one field ---- */
 
+/* --image-size WxH (or one side N for a square image), pixels. */
+static enum gm_status set_image_size(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    unsigned long long w = 0, h = 0;
+    char tail = 0;
+    int n = sscanf(v->text, "%llu%c%llu", &w, &tail, &h);
+    if (n == 1)
+        h = w;
+    else if (n != 3 || (tail != 'x' && tail != 'X'))
+        h = 0;
+    if (!w || !h || w > 65536 || h > 65536)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--image-size '%s': give WIDTHxHEIGHT in pixels (1024x768), up to 65536",
+                       v->text);
+    j->workload.image_width = w;
+    j->workload.image_height = h;
+    return GM_OK;
+}
+
 static enum gm_status set_train(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
     (void)v;
@@ -649,6 +669,15 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
+    [EST_SET_IMAGES] = NUM("images", GM_JOB_U64, "N",
+                           "vision-language model: images per sequence (their tokens join the "
+                           "context or the sequence)",
+                           GM_APPLIES_TRAIN | GM_APPLIES_INFER, GM_ENGINE_NONE, workload.images,
+                           0, 4096, 0),
+    [EST_SET_IMAGE_SIZE] = TEXT_FN("image-size", "WxH",
+                                   "vision-language model: image size in pixels (default the "
+                                   "processor's: CLIP's side, else 1024x1024)",
+                                   GM_APPLIES_TRAIN | GM_APPLIES_INFER, set_image_size),
     [EST_SET_FLOAT8] = FLAG("float8",
                             "torchao Float8Linear training (torchtitan --float8): fp8 casts of "
                             "the linears' operands; saved activations stay bf16",
@@ -1100,6 +1129,18 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* a vision-language model's images: their tokens in every sequence */
+    if (j->model.model && j->workload.images && j->model.model->vision.kind != GM_VISION_NONE) {
+        uint64_t w = j->workload.image_width ? j->workload.image_width : 1024;
+        uint64_t h = j->workload.image_height ? j->workload.image_height : 1024;
+        uint64_t t = gm_mul_sat(j->workload.images, gm_model_image_tokens(j->model.model, w, h,
+                                                                           NULL));
+        uint64_t *len = j->mode == GM_EST_TRAIN ? &j->workload.seq : &j->workload.context;
+        /* resolving twice adds them once */
+        *len = gm_add_sat(*len >= j->workload.image_tokens ? *len - j->workload.image_tokens : 0,
+                          t);
+        j->workload.image_tokens = t;
+    }
     /* transformers classes without an SDPA path (T5, gpt-oss: gm_arch_hf_eager()) run
      * eager attention whatever attn_implementation says: the default follows the model
      * class in the jobs transformers runs (training, generate()); serving engines have

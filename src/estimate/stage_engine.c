@@ -292,6 +292,28 @@ static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stag
     }
 }
 
+/* vLLM V1's profile run of a multimodal model (v1/worker/gpu_model_runner.py profile_run):
+ * the encoder runs on as many dummy images of the largest size as the encoder budget
+ * (max(max_num_batched_tokens, one image's tokens)) holds, and its outputs stay in
+ * encoder_cache["tmp"] through the language model's dummy run: those tokens x hidden x 2
+ * bytes join the profile peak.  The dummy image is the processor's largest (CLIP: its
+ * fixed size; Qwen-VL: max_pixels 12845056, 16384 tokens). */
+static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
+{
+    const struct gm_model *m = cx->m;
+    uint64_t per_item = gm_model_image_tokens(m, 3584, 3584, NULL), budget, items;
+    if (!per_item)
+        return 0;
+    budget = batched > per_item ? batched : per_item;
+    items = budget / per_item;
+    est_assume(cx->e,
+               "vLLM multimodal profile: %llu dummy image(s) of %llu tokens encoded and held "
+               "(encoder_cache) through the profile run, %llu B",
+               (unsigned long long)items, (unsigned long long)per_item,
+               (unsigned long long)(items * per_item * m->hidden * 2));
+    return gm_mul_sat(gm_mul_sat(items, per_item), gm_mul_sat(m->hidden, 2));
+}
+
 /* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
  * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
  * whatever the budget leaves. */
@@ -348,6 +370,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = hidden_bytes;
     else
         sampler = 0;
+    /* a multimodal model's dummy encoder outputs stay through both */
+    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
+        act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes

@@ -251,6 +251,11 @@ static const struct {
     {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
     {"gpt_oss", "GptOss", GM_ARCH_GPT_OSS},
+    /* vision-language models: their language model's layout (the tower: read_vision()) */
+    {"qwen2_5_vl", "Qwen2_5_VL", GM_ARCH_QWEN2},
+    {"qwen2_5_vl_text", "Qwen2_5_VL", GM_ARCH_QWEN2},
+    {"qwen2_vl", "Qwen2VL", GM_ARCH_QWEN2},
+    {"qwen2_vl_text", "Qwen2VL", GM_ARCH_QWEN2},
 };
 
 static enum gm_arch arch_of_type(const char *model_type)
@@ -415,11 +420,15 @@ struct class_defaults {
     uint64_t hidden, layers, heads, inter, vocab, kv_heads, head_dim, positions, window;
 };
 
-static struct class_defaults defaults_of(enum gm_arch a)
+static struct class_defaults defaults_of(enum gm_arch a, bool text_config)
 {
     struct class_defaults d = {0};
     if (a == GM_ARCH_GEMMA3) /* transformers Gemma3TextConfig.__init__ */
         d = (struct class_defaults){2304, 26, 8, 9216, 262208, 4, 256, 131072, 4096};
+    /* LlamaConfig.__init__, which the text_config of a LLaVA checkpoint leans on
+     * (llava-hf/llava-1.5-7b-hf gives model_type, vocab_size and positions only) */
+    if (a == GM_ARCH_LLAMA && text_config)
+        d = (struct class_defaults){4096, 32, 32, 11008, 32000, 0, 0, 2048, 0};
     return d;
 }
 
@@ -498,7 +507,7 @@ static uint64_t array_count_str(struct reader *r, const char *key, const char *v
 /* Which layers slide a window, by family. */
 static void sliding_layers(struct reader *r, struct gm_model *m)
 {
-    uint64_t v = defaults_of(m->arch).window;
+    uint64_t v = defaults_of(m->arch, r->top != r->root).window;
     get_u64(r, "sliding_window", &v);
     if (v == 0)
         return;
@@ -788,6 +797,53 @@ static void read_family(struct reader *r, struct gm_model *m)
     }
 }
 
+/* ---- the vision tower of a vision-language model ---- */
+
+static uint64_t vc_u64(json_t *o, const char *key, uint64_t dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 &&
+                   json_integer_value(v) < ((json_int_t)1 << 24)
+               ? (uint64_t)json_integer_value(v)
+               : dflt;
+}
+
+/* vision_config of the top level: LLaVA's CLIP / SigLIP tower (CLIPVisionConfig defaults),
+ * Qwen2-VL's (embed_dim, mlp_ratio) and Qwen2.5-VL's (hidden_size, intermediate_size, SwiGLU,
+ * RMSNorm).  Other wrappers keep text_only: their towers are not counted. */
+static void read_vision(json_t *top, struct gm_model *m)
+{
+    json_t *vc = json_object_get(top, "vision_config");
+    const char *mt = json_string_value(json_object_get(top, "model_type"));
+    struct gm_vision *v = &m->vision;
+    if (!mt || !json_is_object(vc))
+        return;
+    if (!strcmp(mt, "llava")) {
+        v->kind = GM_VISION_CLIP;
+        v->hidden = vc_u64(vc, "hidden_size", 768);
+        v->layers = vc_u64(vc, "num_hidden_layers", 12);
+        v->heads = vc_u64(vc, "num_attention_heads", 12);
+        v->intermediate = vc_u64(vc, "intermediate_size", 3072);
+        v->patch = vc_u64(vc, "patch_size", 32);
+        v->image_size = vc_u64(vc, "image_size", 224);
+    } else if (!strcmp(mt, "qwen2_5_vl") || !strcmp(mt, "qwen2_vl")) {
+        bool v25 = !strcmp(mt, "qwen2_5_vl");
+        v->kind = GM_VISION_QWEN_VL;
+        v->hidden = v25 ? vc_u64(vc, "hidden_size", 1280) : vc_u64(vc, "embed_dim", 1280);
+        v->layers = vc_u64(vc, "depth", 32);
+        v->heads = vc_u64(vc, "num_heads", 16);
+        v->intermediate = v25 ? vc_u64(vc, "intermediate_size", 3420)
+                              : v->hidden * vc_u64(vc, "mlp_ratio", 4);
+        v->patch = vc_u64(vc, "patch_size", 14);
+        v->merge = vc_u64(vc, "spatial_merge_size", 2);
+        v->temporal = vc_u64(vc, "temporal_patch_size", 2);
+        v->gated_mlp = v->rms_norm = v25;
+    } else {
+        return;
+    }
+    m->text_only = false;
+}
+
 /* ---- quantization_config ---- */
 
 static unsigned module_list_roles(json_t *list)
@@ -944,7 +1000,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     set_layout(m);
     gpt2 = m->arch == GM_ARCH_GPT2 || m->arch == GM_ARCH_GPT_BIGCODE;
     k = keys_of(m->arch);
-    d = defaults_of(m->arch);
+    d = defaults_of(m->arch, r->top != r->root);
 
     m->hidden = need_either(r, k.hidden, k.hidden2, d.hidden);
     m->n_layers = need_either(r, k.layers, k.layers2, d.layers);
@@ -1001,6 +1057,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     read_family(r, m);
     read_quant(json_object_get(r->top, "quantization_config"), &m->quant);
     m->text_only = r->top != r->root;
+    read_vision(r->top, m);
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0]) {

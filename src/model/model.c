@@ -17,6 +17,7 @@
 #include "gpumem/units.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -384,6 +385,90 @@ static void mlps(struct gm_param_counts *c, const struct gm_model *m, uint64_t L
         linear(c, &c->mlp, GM_ROLE_ROUTER, 1, m->hidden, false, moe);
 }
 
+/* A vision tower and its projector into the language model (GM_ROLE_OTHER):
+ *   CLIP (transformers CLIPVisionModel + LlavaMultiModalProjector): patch conv (3 p^2 hv, no
+ *     bias), class embedding, (n + 1) learned positions, pre- and post-LayerNorm, per layer
+ *     q/k/v/o with biases, two LayerNorms, fc1/fc2 with biases; projector linear_1 (hv -> h),
+ *     linear_2 (h -> h), with biases;
+ *   Qwen-VL (Qwen2VisionTransformerPretrainedModel, Qwen2_5_Vision...): a bias-free 3-D patch
+ *     conv (3 t p^2 hv), per block two norms, fused qkv and proj with biases, SwiGLU (2.5) or
+ *     fc1/fc2 (2) with biases; the merger's norm, then hv m^2 -> hv m^2 -> h with biases. */
+static void vision(struct gm_param_counts *c, const struct gm_model *m)
+{
+    const struct gm_vision *v = &m->vision;
+    uint64_t hv = v->hidden, L = v->layers, I = v->intermediate, side;
+    uint64_t norm_elems = v->rms_norm ? 1 : 2, cat;
+    if (v->kind == GM_VISION_NONE || !hv || !v->patch)
+        return;
+    if (v->kind == GM_VISION_CLIP) {
+        side = v->image_size / v->patch;
+        tensor(c, &c->other, GM_ROLE_OTHER, 3 * v->patch * v->patch, hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, gm_add_sat(gm_mul_sat(side, side), 1), hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(2, 2), false); /* pre, post LN */
+        linear(c, &c->other, GM_ROLE_OTHER, hv, hv, true, gm_mul_sat(4, L));
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(4, L), false);
+        linear(c, &c->other, GM_ROLE_OTHER, I, hv, true, L);
+        linear(c, &c->other, GM_ROLE_OTHER, hv, I, true, L);
+        linear(c, &c->other, GM_ROLE_OTHER, m->hidden, hv, true, 1);
+        linear(c, &c->other, GM_ROLE_OTHER, m->hidden, m->hidden, true, 1);
+        return;
+    }
+    tensor(c, &c->other, GM_ROLE_OTHER, 3 * v->temporal * v->patch * v->patch, hv, 1, false);
+    tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(2 * norm_elems, L), false);
+    linear(c, &c->other, GM_ROLE_OTHER, 3 * hv, hv, true, L);
+    linear(c, &c->other, GM_ROLE_OTHER, hv, hv, true, L);
+    linear(c, &c->other, GM_ROLE_OTHER, I, hv, true, v->gated_mlp ? 2 * L : L);
+    linear(c, &c->other, GM_ROLE_OTHER, hv, I, true, L);
+    cat = gm_mul_sat(hv, v->merge * v->merge);
+    tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, norm_elems, false);
+    linear(c, &c->other, GM_ROLE_OTHER, cat, cat, true, 1);
+    linear(c, &c->other, GM_ROLE_OTHER, m->hidden, cat, true, 1);
+}
+
+/* Python's round(): halves to the even neighbour. */
+static uint64_t round_half_even(uint64_t num, uint64_t den)
+{
+    uint64_t q = num / den, r = num % den;
+    return 2 * r > den || (2 * r == den && (q & 1)) ? q + 1 : q;
+}
+
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
+                               uint64_t *patches)
+{
+    const struct gm_vision *v = &m->vision;
+    uint64_t f, hb, wb, side;
+    if (patches)
+        *patches = 0;
+    if (v->kind == GM_VISION_NONE || !v->patch)
+        return 0;
+    if (v->kind == GM_VISION_CLIP) {
+        side = v->image_size / v->patch;
+        if (patches)
+            *patches = side * side + 1;
+        return side * side; /* vision_feature_select_strategy "default": the class token out */
+    }
+    /* image_processing_qwen2_vl.py smart_resize: sides rounded to multiples of patch x
+     * merge, the area kept within min_pixels 56 x 56 and max_pixels 28 x 28 x 16384 */
+    f = v->patch * (v->merge ? v->merge : 1);
+    if (!w || !h || w > ((uint64_t)1 << 20) || h > ((uint64_t)1 << 20))
+        return 0;
+    hb = round_half_even(h, f) * f;
+    wb = round_half_even(w, f) * f;
+    if (hb * wb > 12845056ull) {
+        double beta = sqrt((double)h * (double)w / 12845056.0);
+        hb = (uint64_t)floor((double)h / beta / (double)f) * f;
+        wb = (uint64_t)floor((double)w / beta / (double)f) * f;
+    } else if (hb * wb < 3136) {
+        double beta = sqrt(3136.0 / ((double)h * (double)w));
+        hb = (uint64_t)ceil((double)h * beta / (double)f) * f;
+        wb = (uint64_t)ceil((double)w * beta / (double)f) * f;
+    }
+    if (patches)
+        *patches = (hb / v->patch) * (wb / v->patch);
+    return (hb / f) * (wb / f);
+}
+
 /* Norms of 'L' layers with 'per_layer' each, plus q/k norms. */
 static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uint64_t L,
                         unsigned per_layer)
@@ -444,6 +529,8 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
         layer_norms(&c, m, m->n_decoder_layers, m->norms_per_layer + 1);
         routed = gm_add_sat(routed, r2);
     }
+
+    vision(&c, m);
 
     /* Head. */
     if (m->head != GM_HEAD_ENCODER && !m->tied_embeddings)

@@ -236,6 +236,48 @@ static void test_deepseek_v32_indexer(void **state)
     }
 }
 
+/* A vision-language job: --images with --image-size put each image's tokens in the context
+ * once, however often the job is resolved (the report resolves it before the run does); vLLM
+ * V1's profile run holds the dummy encoder outputs (encoder_cache["tmp"]) of as many
+ * largest-size images as max(max_num_batched_tokens, one image) holds, through the language
+ * model's dummy run: LLaVA-1.5 at 2048 batched tokens 3 x 576 tokens, Qwen2.5-VL one image of
+ * 16384 tokens (max_pixels), x hidden x 2 B, on top of the text model's profile. */
+static void test_vision_language_jobs(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_estimate_report *r = NULL;
+    uint64_t act_text, act_vl;
+    (void)state;
+    infer_job(&j, "qwen2.5-vl-7b");
+    j.workload.context = 100;
+    assert_int_equal(gm_job_set(&j, "images", "2", &err), GM_OK);
+    assert_int_equal(gm_job_set(&j, "image-size", "1280x720", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "2 image(s) of 1280 x 720 pixels per sequence: 1196 tokens each"));
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
+    assert_int_equal(r->job.workload.context, 100 + 2 * 1196);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_job_set(&j, "image-size", "wide", &err), GM_ERR_INVALID);
+
+    vllm_job(&j, "llava-1.5-7b", 1, 4096);
+    assert_int_equal(gm_job_set(&j, "max-num-batched-tokens", "2048", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    act_vl = est->serving.activation_peak_bytes;
+    {
+        struct gm_model text = *gm_model_catalog_find("llava-1.5-7b");
+        text.vision.kind = GM_VISION_NONE;
+        j.model.model = &text;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        act_text = est->serving.activation_peak_bytes;
+    }
+    assert_int_equal(act_vl - act_text, 3ull * 576 * 4096 * 2);
+
+    vllm_job(&j, "qwen2.5-vl-7b", 1, 32768);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "1 dummy image(s) of 16384 tokens encoded and held"));
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -585,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_gpt_oss_mxfp4_weights),
         cmocka_unit_test(test_nvfp4_weights),
         cmocka_unit_test(test_deepseek_v32_indexer),
+        cmocka_unit_test(test_vision_language_jobs),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),

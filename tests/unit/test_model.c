@@ -471,6 +471,62 @@ static void test_config_fixture_fields(void **state)
 #undef LOAD
 }
 
+/* Vision-language configs as their checkpoints publish them: llava-hf/llava-1.5-7b-hf's
+ * text_config names only model_type, vocab_size and positions (LlamaConfig's defaults fill
+ * the rest) beside a CLIP ViT-L/14-336 vision_config; Qwen2.5-VL-7B-Instruct keeps its
+ * language model at the top with a vision_config.  Counted with the tower and projector
+ * they give the Hub's totals (7.06B, 8.29B); the image tokens follow each processor
+ * (CLIP: 24 x 24 = 576 whatever the size; Qwen: smart_resize to multiples of 28, one token
+ * per 2 x 2 patches of 14). */
+static void test_vision_language_configs(void **state)
+{
+    static const char llava[] =
+        "{\"model_type\": \"llava\", \"architectures\": [\"LlavaForConditionalGeneration\"], "
+        "\"text_config\": {\"model_type\": \"llama\", \"vocab_size\": 32064, "
+        "\"max_position_embeddings\": 4096}, \"vision_config\": {\"hidden_size\": 1024, "
+        "\"image_size\": 336, \"intermediate_size\": 4096, \"model_type\": \"clip_vision_model\", "
+        "\"num_attention_heads\": 16, \"num_hidden_layers\": 24, \"patch_size\": 14}}";
+    static const char qwen[] =
+        "{\"model_type\": \"qwen2_5_vl\", \"hidden_size\": 3584, \"num_hidden_layers\": 28, "
+        "\"num_attention_heads\": 28, \"num_key_value_heads\": 4, \"intermediate_size\": 18944, "
+        "\"vocab_size\": 152064, \"tie_word_embeddings\": false, \"vision_config\": "
+        "{\"depth\": 32, \"hidden_size\": 1280, \"intermediate_size\": 3420, \"num_heads\": 16, "
+        "\"out_hidden_size\": 3584, \"patch_size\": 14, \"spatial_merge_size\": 2, "
+        "\"temporal_patch_size\": 2}}";
+    struct gm_model m;
+    struct gm_param_counts pc, pk;
+    struct gm_error err;
+    uint64_t patches = 0;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(llava, strlen(llava), &m, &err), GM_OK);
+    assert_int_equal(m.vision.kind, GM_VISION_CLIP);
+    assert_false(m.text_only);
+    assert_int_equal(m.hidden, 4096); /* LlamaConfig default */
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("llava-1.5-7b"), &pk, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, pk.total);
+    check_published("llava-1.5-7b", pc.total, 7060000000ull, 3, "Hub: 7.06B params");
+    /* CLIPVisionModel ViT-L/14-336 alone: 303,507,456 (keras-hub / transformers) + the
+     * projector 1024 x 4096 + 4096 x 4096 with biases */
+    assert_int_equal(pc.other, 303507456ull + 4096 * 1024 + 4096 + 4096 * 4096 + 4096);
+    assert_int_equal(gm_model_image_tokens(&m, 1920, 1080, &patches), 576);
+    assert_int_equal(patches, 577);
+
+    assert_int_equal(gm_model_parse_hf_config(qwen, strlen(qwen), &m, &err), GM_OK);
+    assert_int_equal(m.vision.kind, GM_VISION_QWEN_VL);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("qwen2.5-vl-7b"), &pk, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, pk.total);
+    check_published("qwen2.5-vl-7b", pc.total, 8290000000ull, 3, "Hub: 8.29B params");
+    assert_int_equal(gm_model_image_tokens(&m, 1280, 720, &patches), 46 * 26);
+    assert_int_equal(patches, 4 * 46 * 26);
+    assert_int_equal(gm_model_image_tokens(&m, 1920, 1080, NULL), 69 * 39);
+    assert_int_equal(gm_model_image_tokens(&m, 20, 20, NULL), 4);            /* min_pixels */
+    assert_int_equal(gm_model_image_tokens(&m, 8000, 8000, NULL), 128 * 128); /* max_pixels */
+}
+
 /* gpt-oss and Llama-4 counted from the parameter shapes their transformers modules declare
  * (modeling_gpt_oss.py at ede92a8: GptOssAttention q/k/v/o with biases and sinks (heads),
  * GptOssExperts gate_up_proj (E, h, 2I) + bias (E, 2I), down_proj (E, I, h) + bias (E, h),
@@ -790,6 +846,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_config_fixtures),
     cmocka_unit_test(test_config_fixture_fields),
     cmocka_unit_test(test_moe_layouts_from_module_shapes),
+    cmocka_unit_test(test_vision_language_configs),
 };
 
 /* the real config.json files */
