@@ -214,7 +214,8 @@ struct gm_job_model {
 /* How much work one step does. */
 struct gm_job_workload {
     uint64_t batch;      /* micro-batch (training) or concurrent sequences (inference) */
-    uint64_t seq;        /* training sequence length, tokens */
+    uint64_t seq;        /* training sequence length, tokens (an encoder-decoder's source) */
+    uint64_t target_seq; /* training an encoder-decoder: target tokens; 0 = seq */
     uint64_t context;    /* inference: prompt tokens per sequence */
     uint64_t new_tokens; /* inference: generated tokens per sequence */
     uint64_t grad_accum; /* training: micro-batches per optimizer step */

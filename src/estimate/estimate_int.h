@@ -53,7 +53,7 @@
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
-    X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE)
+    X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ)
 /* clang-format on */
 
 enum est_setting {
@@ -224,6 +224,7 @@ struct est_layer_cfg {
                              weight, or an adapter reading the same tensor, needs it) */
     unsigned fused;       /* enum gm_fused flags */
     bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
+    uint64_t target;      /* encoder-decoder: target tokens per sequence; 0 = seq */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */

@@ -669,6 +669,10 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
+    [EST_SET_TARGET_SEQ] = NUM("target-seq", GM_JOB_U64, "T",
+                               "training an encoder-decoder: target (decoder) tokens per "
+                               "sequence (default --seq)",
+                               TRAIN, GM_ENGINE_NONE, workload.target_seq, 1, TOKENS, 0),
     [EST_SET_IMAGES] = NUM("images", GM_JOB_U64, "N",
                            "vision-language model: images per sequence (their tokens join the "
                            "context or the sequence)",

@@ -61,7 +61,7 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, 0};
     return c;
 }
 
@@ -209,13 +209,23 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
             *seq2 = scores;
         return attn + mlp;
     }
-    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
-     * both stacks (source and target sequences of 'seq' tokens each) */
+    /* encoder-decoder: the encoder's layers over the source (seq tokens), the decoder's over
+     * the target (r = target / seq of them), each with a self-attention (scores over the
+     * target), a cross-attention (queries per target token, scores over the source, keys and
+     * values from the source's tokens) and one norm more; per source token, averaged over
+     * both stacks */
     L = (double)m->n_layers;
     Ld = (double)m->n_decoder_layers;
-    if (seq2) /* the decoder's self- and cross-attention scores are both s x s */
-        *seq2 = (L * scores + Ld * 2.0 * scores) / (L + Ld);
-    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_saved(m, c))) / (L + Ld);
+    {
+        double r = c->target && c->seq ? (double)c->target / (double)c->seq : 1.0;
+        double kv_part = ea * (k_saved + v_saved);
+        double self = attn - scores + r * scores;          /* per target token */
+        double cross = attn - kv_part;                     /* queries, output, source scores */
+        double dec = r * (self + cross + mlp + norm_saved(m, c)) + kv_part;
+        if (seq2)
+            *seq2 = (L * scores + Ld * r * (r * scores + scores)) / (L + Ld);
+        return (L * (attn + mlp) + Ld * dec) / (L + Ld);
+    }
 }
 
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
@@ -548,6 +558,21 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     switch (j->memory.loss) {
     case GM_LOSS_PLAIN: /* the model's own inline form, written in the training loop */
     case GM_LOSS_FULL:
+        if (m->head == GM_HEAD_SEQ2SEQ_LM && j->memory.loss == GM_LOSS_FULL) {
+            /* T5ForConditionalGeneration / BartForConditionalGeneration: CrossEntropyLoss on
+             * the lm_logits against the labels themselves (the decoder input is shifted, not
+             * the logits): no shifted copy, no upcast of their own; under autocast
+             * cross_entropy's fp32 cast and fp32 log-softmax */
+            double per = mixed ? ea + 8.0 : 2.0 * ea;
+            out->bytes = per * nv + cap;
+            out->grad = (mixed ? 8.0 : 2.0 * ea) * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*T*V x %g B over the target tokens: logits, %slog-softmax", per,
+                     mixed ? "autocast's fp32 cast, fp32 " : "");
+            out->what = "seq2seq loss over the B*T target tokens: the model's CrossEntropyLoss "
+                        "on its lm_logits and the labels (no shift, no upcast of its own)";
+            return;
+        }
         if (inline_ce) {
             /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
              * backward: the log-softmax, its gradient and the copy's, then the slice's.  Under
@@ -677,6 +702,8 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
     const struct gm_job_lora *lo = &j->memory.lora;
     c.fused = j->memory.fused_kernels;
+    if (cx->m && cx->m->head == GM_HEAD_SEQ2SEQ_LM)
+        c.target = j->workload.target_seq;
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
@@ -910,7 +937,10 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     lm.what = NULL;
     lm.fp32_copy = false;
     if (m->head != GM_HEAD_ENCODER) {
-        loss_bytes(j, m, T, ea, ew, &lm);
+        double Tl = m->head == GM_HEAD_SEQ2SEQ_LM && j->workload.target_seq && seq
+                        ? T * (double)j->workload.target_seq / (double)seq
+                        : T;
+        loss_bytes(j, m, Tl, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
@@ -975,6 +1005,15 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    "packed / padding-free micro-batch of %llu tokens (sequences up to %llu): "
                    "every per-token term scales with the tokens, not batch x seq",
                    (unsigned long long)j->workload.tokens, (unsigned long long)seq);
+    else if (m->head == GM_HEAD_SEQ2SEQ_LM)
+        est_assume(e,
+                   "activations per layer from the architecture (attention: %s%s), "
+                   "batch %llu x source %llu / target %llu tokens (encoder over the source, "
+                   "decoder over the target with cross-attention to the source)",
+                   lc.eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
+                   j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
+                   (unsigned long long)j->workload.batch, (unsigned long long)seq,
+                   (unsigned long long)(j->workload.target_seq ? j->workload.target_seq : seq));
     else
         est_assume(e,
                    "activations per layer from the architecture (attention: %s%s), "

@@ -278,6 +278,42 @@ static void test_vision_language_jobs(void **state)
     assert_true(assumes(est, "1 dummy image(s) of 16384 tokens encoded and held"));
 }
 
+/* Training an encoder-decoder (transformers T5ForConditionalGeneration): the encoder over
+ * --seq source tokens, the decoder over --target-seq target tokens; the loss is the model's
+ * CrossEntropyLoss on the lm_logits of the target tokens (no shift, no upcast of its own:
+ * logits + autocast's fp32 cast + fp32 log-softmax = 2 + 8 B per logit), not a causal LM's.
+ * A target as long as the source is the old single-length job; a shorter one shrinks only
+ * the decoder's share. */
+static void test_seq2seq_target_length(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t same, shorter, loss_same, loss_short;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("t5-large");
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    same = find(est, "activations")->bytes;
+    loss_same = find(est, "logits_and_loss")->bytes;
+    assert_int_equal(loss_same, 10ull * 512 * 32128);
+    assert_true(assumes(est, "seq2seq loss over the B*T target tokens"));
+    assert_false(assumes(est, "ForCausalLMLoss"));
+    assert_int_equal(gm_job_set(&j, "target-seq", "512", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "activations")->bytes, same);
+    assert_int_equal(gm_job_set(&j, "target-seq", "128", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    shorter = find(est, "activations")->bytes;
+    loss_short = find(est, "logits_and_loss")->bytes;
+    assert_int_equal(loss_short, 10ull * 128 * 32128);
+    assert_true(assumes(est, "source 512 / target 128 tokens"));
+    /* the encoder's share stays and the decoder keeps the source's cross-attention keys,
+     * values and scores: a quarter of the target saves less than three quarters */
+    assert_true(shorter < same && shorter > same / 4);
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -628,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_nvfp4_weights),
         cmocka_unit_test(test_deepseek_v32_indexer),
         cmocka_unit_test(test_vision_language_jobs),
+        cmocka_unit_test(test_seq2seq_target_length),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),
