@@ -65,6 +65,8 @@ enum gm_arch {
                             routed experts with biases and a biased router (gpt-oss) */
     GM_ARCH_LLAMA4,      /* llama attention, chunked local attention on RoPE layers, routed
                             experts + one shared expert, dense layers of their own width */
+    GM_ARCH_QWEN3_NEXT,  /* qwen3-moe MLP (+ gated shared expert); 3 of 4 layers Gated DeltaNet
+                            linear attention (a recurrent state, no KV), gated full attention */
     GM_ARCH__COUNT
 };
 
@@ -272,6 +274,16 @@ struct gm_model {
     uint64_t index_n_heads;       /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
     uint64_t index_head_dim;      /* their width (one shared key per token, cached), */
     uint64_t index_topk;          /* and the tokens each query attends to; 0 = no indexer */
+    /* ---- linear-attention layers (Qwen3-Next's Gated DeltaNet): a fixed-size recurrent and
+       convolution state per sequence instead of a KV cache ---- */
+    uint64_t n_linear_layers;     /* layers of linear attention (the rest keep KV) */
+    uint64_t lin_k_heads;         /* linear_num_key_heads */
+    uint64_t lin_v_heads;         /* linear_num_value_heads */
+    uint64_t lin_k_dim;           /* linear_key_head_dim */
+    uint64_t lin_v_dim;           /* linear_value_head_dim */
+    uint64_t lin_conv_kernel;     /* linear_conv_kernel_dim */
+    bool attn_output_gate;        /* q_proj also yields a sigmoid gate on the attention output
+                                     (Qwen3-Next): twice the query width */
     struct gm_vision vision;      /* a vision-language model's tower (counted with the
                                      language model, as GM_ROLE_OTHER); kind NONE otherwise */
     bool chunked_attention;       /* the windowed layers attend within fixed chunks of
@@ -327,6 +339,13 @@ struct gm_param_counts {
  * tower's sequence (patches of the image; CLIP: + the class token).  0 without a tower. */
 uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
                                uint64_t *patches);
+
+/* Elements of one linear-attention layer's state per sequence as 'who' keeps it: the
+ * recurrent state (value heads x key dim x value dim) in *recurrent, the causal
+ * convolution's in *conv (transformers: the whole kernel; vLLM: kernel - 1 columns) over the
+ * q, k and v channels.  Zeros without linear-attention layers. */
+void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
+                           uint64_t *conv);
 
 /* Set every field of 'm' to unknown. */
 void gm_model_init(struct gm_model *m);

@@ -38,8 +38,8 @@ uint64_t est_kv_layers(const struct gm_model *m)
         return 0;
     case GM_HEAD_SEQ2SEQ_LM:
         return m->n_decoder_layers;
-    default:
-        return m->n_layers;
+    default: /* linear-attention layers keep a recurrent state instead */
+        return m->n_layers > m->n_linear_layers ? m->n_layers - m->n_linear_layers : 0;
     }
 }
 
@@ -116,6 +116,24 @@ uint64_t est_vllm_indexer_bytes(const struct gm_model *m)
     return d + d / 128 * 4;
 }
 
+uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp)
+{
+    /* vLLM's MambaSpec for a Gated DeltaNet layer (mamba_utils.py
+     * gated_delta_net_state_shape): conv state (2 key_dim + value_dim) / tp x (kernel - 1),
+     * recurrent state value_heads / tp x key dim x value dim, both in the model dtype (16-bit
+     * unless --mamba-ssm-cache-dtype says otherwise), one per request and layer */
+    uint64_t rec, conv, t = tp ? tp : 1;
+    gm_model_linear_state(m, true, &rec, &conv);
+    return est_div_up(m->n_linear_layers, pp ? pp : 1) * (rec / t + conv / t) * 2;
+}
+
+static uint64_t est_vllm_state_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp,
+                                         uint64_t len)
+{
+    uint64_t b = est_vllm_state_bytes(m, tp, pp);
+    return b && len ? est_div_up(b, len) : 0;
+}
+
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block)
 {
@@ -123,7 +141,8 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
                    held, per_layer;
     est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
     if (!m->sliding_window || !m->n_sliding_layers || !len || !block)
-        return layers * (k + v) * kvb100 / 100 + layers * est_vllm_indexer_bytes(m);
+        return layers * (k + v) * kvb100 / 100 + layers * est_vllm_indexer_bytes(m) +
+               est_vllm_state_per_token(m, tp, pp, len);
     sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
     /* the stage with the most layers, holding its share of the full-attention ones */
     full = est_div_up(all - sliding, pp ? pp : 1);
@@ -138,7 +157,8 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
     if (held > est_div_up(len, block) * block)
         held = est_div_up(len, block) * block;
     return (full * per_layer * est_div_up(len, block) * block + sliding * per_layer * held) / 100 /
-           len;
+               len +
+           est_vllm_state_per_token(m, tp, pp, len);
 }
 
 bool est_tp_divides(const struct gm_model *m, uint64_t t)

@@ -327,6 +327,10 @@ void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, u
                  uint64_t *v);
 /* K + V elements per token of one attention layer. */
 double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* vLLM: bytes of one request's linear-attention states (every such layer of the largest
+ * pipeline stage, on one of 'tp' GPUs); 0 without such layers.  est_vllm_kv_per_token()
+ * spreads them over a request of 'len' tokens. */
+uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
 /* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
 uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
 /* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the

@@ -457,6 +457,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s",
                    (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
                    (unsigned long long)m->head_dim, gm_dtype_name(kvt));
+    if (est_vllm_state_bytes(m, t, j->parallel.pp))
+        est_assume(e,
+                   "linear attention: %llu Gated DeltaNet layers keep a recurrent and a "
+                   "convolution state instead of KV, %llu B per request on each GPU (vLLM's "
+                   "MambaSpec), spread over a max_model_len request",
+                   (unsigned long long)m->n_linear_layers,
+                   (unsigned long long)est_vllm_state_bytes(m, t, j->parallel.pp));
     if (est_vllm_indexer_bytes(m))
         est_assume(e,
                    "DeepSeek-V3.2 indexer keys: %llu B per token and layer (%llu fp8 values + an "

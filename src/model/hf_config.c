@@ -25,6 +25,9 @@
  *   mixtral    num_local_experts num_experts_per_tok
  *   qwen2_moe, qwen3_moe  num_experts num_experts_per_tok moe_intermediate_size
  *              shared_expert_intermediate_size decoder_sparse_step mlp_only_layers
+ *   qwen3_next the qwen2_moe keys + layer_types full_attention_interval linear_num_key_heads
+ *              linear_num_value_heads linear_key_head_dim linear_value_head_dim
+ *              linear_conv_kernel_dim
  *   gpt_oss    num_local_experts num_experts_per_tok|experts_per_token layer_types
  *   llama4, llama4_text  intermediate_size (experts) intermediate_size_mlp (dense layers)
  *              num_local_experts num_experts_per_tok interleave_moe_layer_step moe_layers
@@ -247,6 +250,7 @@ static const struct {
     {"olmo", "Olmo", GM_ARCH_OLMO},
     {"qwen2_moe", "Qwen2Moe", GM_ARCH_QWEN2_MOE},
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
+    {"qwen3_next", "Qwen3Next", GM_ARCH_QWEN3_NEXT},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
     {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
@@ -312,6 +316,10 @@ static void set_layout(struct gm_model *m)
     case GM_ARCH_QWEN3:
     case GM_ARCH_QWEN3_MOE:
         m->qk_norm = true;
+        break;
+    case GM_ARCH_QWEN3_NEXT: /* Qwen3NextAttention: q_proj doubled for the output gate */
+        m->qk_norm = true;
+        m->attn_output_gate = true;
         break;
     case GM_ARCH_GEMMA:
     case GM_ARCH_GEMMA2:
@@ -547,6 +555,7 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3:
     case GM_ARCH_LLAMA4: /* chunked attention instead: read_family() */
+    case GM_ARCH_QWEN3_NEXT:
         break; /* no sliding window */
     default:
         m->sliding_window = v;
@@ -618,6 +627,28 @@ static void read_llama4(struct reader *r, struct gm_model *m)
         m->n_sliding_layers = rope < m->n_layers ? rope : m->n_layers;
         m->chunked_attention = true;
     }
+}
+
+/* Qwen3-Next (Qwen3NextConfig): layer_types names the "linear_attention" layers (default:
+ * all but every full_attention_interval-th), each a Gated DeltaNet of linear_num_key_heads x
+ * linear_key_head_dim keys, linear_num_value_heads x linear_value_head_dim values and a
+ * depthwise convolution of linear_conv_kernel_dim. */
+static void read_linear_attention(struct reader *r, struct gm_model *m)
+{
+    uint64_t interval = 4;
+    m->lin_k_heads = 16;
+    m->lin_v_heads = 32;
+    m->lin_k_dim = m->lin_v_dim = 128;
+    m->lin_conv_kernel = 4;
+    get_count(r, "linear_num_key_heads", &m->lin_k_heads);
+    get_count(r, "linear_num_value_heads", &m->lin_v_heads);
+    get_count(r, "linear_key_head_dim", &m->lin_k_dim);
+    get_count(r, "linear_value_head_dim", &m->lin_v_dim);
+    get_count(r, "linear_conv_kernel_dim", &m->lin_conv_kernel);
+    get_count(r, "full_attention_interval", &interval);
+    m->n_linear_layers = member_size(r, "layer_types")
+                             ? array_count_str(r, "layer_types", "linear_attention")
+                             : m->n_layers - m->n_layers / interval;
 }
 
 /* Family-specific keys after the common ones. */
@@ -707,7 +738,8 @@ static void read_family(struct reader *r, struct gm_model *m)
             m->qkv_bias = m->out_bias = m->mlp_bias = false;
         break;
     case GM_ARCH_QWEN2_MOE:
-    case GM_ARCH_QWEN3_MOE: {
+    case GM_ARCH_QWEN3_MOE:
+    case GM_ARCH_QWEN3_NEXT: {
         uint64_t step = 1;
         m->n_experts = need_u64(r, "num_experts");
         m->n_experts_active = need_u64(r, "num_experts_per_tok");
@@ -717,11 +749,13 @@ static void read_family(struct reader *r, struct gm_model *m)
         for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++)
             if (array_has(r, "mlp_only_layers", i) || !step || (i + 1) % step != 0)
                 m->n_dense_layers++;
-        if (m->arch == GM_ARCH_QWEN2_MOE && get_u64(r, "shared_expert_intermediate_size", &v) &&
+        if (m->arch != GM_ARCH_QWEN3_MOE && get_u64(r, "shared_expert_intermediate_size", &v) &&
             v) {
             m->shared_intermediate = v;
             m->shared_expert_gate = true;
         }
+        if (m->arch == GM_ARCH_QWEN3_NEXT)
+            read_linear_attention(r, m);
         break;
     }
     case GM_ARCH_GPT_OSS:

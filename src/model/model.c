@@ -36,7 +36,7 @@ static const char *const arch_names[GM_ARCH__COUNT] = {
     "phi",         "phi3",        "gpt2",        "gpt_neox",   "bert",  "qwen3", "roberta",
     "xlm-roberta", "distilbert",  "deberta-v2",  "modernbert", "t5",    "bart",  "gpt_bigcode",
     "falcon",      "cohere",      "gemma3",      "starcoder2", "olmo",  "olmo2", "qwen2_moe",
-    "qwen3_moe",   "deepseek_v2", "deepseek_v3", "gpt_oss",    "llama4",
+    "qwen3_moe",   "deepseek_v2", "deepseek_v3", "gpt_oss",    "llama4", "qwen3_next",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -191,6 +191,12 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(rel_attn_buckets, "relative_attention_num_buckets", CAP_COUNT);
     CAP(n_labels, "num_labels", CAP_COUNT);
     CAP(index_n_heads, "index_n_heads", CAP_COUNT);
+    CAP(n_linear_layers, "num_hidden_layers", CAP_COUNT);
+    CAP(lin_k_heads, "linear_num_key_heads", CAP_COUNT);
+    CAP(lin_v_heads, "linear_num_value_heads", CAP_COUNT);
+    CAP(lin_k_dim, "linear_key_head_dim", CAP_DIM);
+    CAP(lin_v_dim, "linear_value_head_dim", CAP_DIM);
+    CAP(lin_conv_kernel, "linear_conv_kernel_dim", CAP_COUNT);
     CAP(index_head_dim, "index_head_dim", CAP_DIM);
 #undef NEED
 #undef CAP
@@ -208,6 +214,9 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "model: num_experts_per_tok (%llu) exceeds num_local_experts (%llu)",
                        (unsigned long long)m->n_experts_active, (unsigned long long)m->n_experts);
+    if (m->n_linear_layers > m->n_layers)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: more linear-attention layers than layers");
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
     if (m->n_dense_layers > m->n_layers)
@@ -335,8 +344,8 @@ static void attention(struct gm_param_counts *c, const struct gm_model *m, uint6
         }
         return;
     }
-    linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, m->head_dim), h, m->qkv_bias,
-           L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION,
+           gm_mul_sat(m->n_heads, m->head_dim) * (m->attn_output_gate ? 2 : 1), h, m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, m->head_dim), h,
            m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, vd), h, m->qkv_bias, L);
@@ -426,6 +435,36 @@ static void vision(struct gm_param_counts *c, const struct gm_model *m)
     linear(c, &c->other, GM_ROLE_OTHER, m->hidden, cat, true, 1);
 }
 
+/* Qwen3-Next's Gated DeltaNet layers (modular_qwen3_next.py Qwen3NextGatedDeltaNet):
+ * in_proj_qkvz h -> 2 key_dim + 2 value_dim, in_proj_ba h -> 2 value heads, a depthwise
+ * conv1d over the 2 key_dim + value_dim channels without bias, dt_bias and A_log per value
+ * head, a gated RMSNorm of head_v_dim, out_proj value_dim -> h. */
+static void linear_attention(struct gm_param_counts *c, const struct gm_model *m, uint64_t L)
+{
+    uint64_t kd = gm_mul_sat(m->lin_k_heads, m->lin_k_dim);
+    uint64_t vd = gm_mul_sat(m->lin_v_heads, m->lin_v_dim), h = m->hidden;
+    if (!L)
+        return;
+    linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + 2 * vd, h, false, L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * m->lin_v_heads, h, false, L);
+    tensor(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + vd, m->lin_conv_kernel, L, false);
+    tensor(c, &c->attention, GM_ROLE_ATTENTION, 1, m->lin_v_heads, gm_mul_sat(2, L), false);
+    tensor(c, &c->norms, GM_ROLE_NORM, 1, m->lin_v_dim, L, false);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, h, vd, false, L);
+}
+
+void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
+                           uint64_t *conv)
+{
+    uint64_t kd = m->lin_k_heads * m->lin_k_dim, vd = m->lin_v_heads * m->lin_v_dim;
+    uint64_t k = m->lin_conv_kernel;
+    *recurrent = *conv = 0;
+    if (!m->n_linear_layers)
+        return;
+    *recurrent = m->lin_v_heads * m->lin_k_dim * m->lin_v_dim;
+    *conv = (2 * kd + vd) * (vllm ? (k ? k - 1 : 0) : k);
+}
+
 /* Python's round(): halves to the even neighbour. */
 static uint64_t round_half_even(uint64_t num, uint64_t den)
 {
@@ -477,11 +516,12 @@ static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uin
     if (m->no_first_attn_norm && n)
         n--;
     norm(c, m, n);
+    uint64_t La = L > m->n_linear_layers ? L - m->n_linear_layers : 0; /* attention layers */
     if (m->qk_norm_full) {
         norm_w(c, m, gm_mul_sat(m->n_heads, m->head_dim), L);
         norm_w(c, m, gm_mul_sat(m->n_kv_heads, m->head_dim), L);
     } else if (m->qk_norm) {
-        tensor(c, &c->norms, GM_ROLE_NORM, 1, m->head_dim, gm_mul_sat(L, 2), false);
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, m->head_dim, gm_mul_sat(La, 2), false);
     }
 }
 
@@ -513,8 +553,10 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
     }
     tensor(&c, &c.other, GM_ROLE_OTHER, m->rel_attn_buckets, m->n_heads, stacks, false);
 
-    /* The layers (the encoder's, for an encoder-decoder). */
-    attention(&c, m, L);
+    /* The layers (the encoder's, for an encoder-decoder); linear-attention layers have their
+     * own mixer instead of attention. */
+    attention(&c, m, L > m->n_linear_layers ? L - m->n_linear_layers : 0);
+    linear_attention(&c, m, m->n_linear_layers < L ? m->n_linear_layers : L);
     mlps(&c, m, L, &routed, &expert);
     layer_norms(&c, m, L, m->norms_per_layer);
     if (m->final_norm)

@@ -314,6 +314,70 @@ static void test_seq2seq_target_length(void **state)
     assert_true(shorter < same && shorter > same / 4);
 }
 
+/* Qwen3-Next: 3 of every 4 layers are Gated DeltaNet linear attention (layer_types), which
+ * keep a fixed recurrent state (value heads x key dim x value dim) and a convolution state
+ * over the q, k, v channels per sequence instead of a KV cache (modular_qwen3_next.py
+ * Qwen3NextGatedDeltaNet, Qwen3NextDynamicCache; vLLM's MambaSpec with kernel - 1 columns,
+ * heads split by tp).  Parameters from the module shapes: gated attention (q_proj doubled)
+ * with q/k norms on the full-attention layers; in_proj_qkvz, in_proj_ba, a bias-free
+ * depthwise conv1d, dt_bias, A_log, a gated RMSNorm and out_proj on the others; qwen2-moe
+ * experts with a gated shared expert. */
+static void test_qwen3_next_linear_attention(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"qwen3_next\", \"hidden_size\": 2048, \"num_hidden_layers\": 8, "
+        "\"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"head_dim\": 256, "
+        "\"intermediate_size\": 5120, \"moe_intermediate_size\": 512, "
+        "\"shared_expert_intermediate_size\": 512, \"num_experts\": 512, "
+        "\"num_experts_per_tok\": 10, \"vocab_size\": 151936, \"tie_word_embeddings\": false, "
+        "\"linear_num_key_heads\": 16, \"linear_num_value_heads\": 32, "
+        "\"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128, "
+        "\"linear_conv_kernel_dim\": 4, \"full_attention_interval\": 4}";
+    const uint64_t h = 2048, V = 151936, kd = 16 * 128, vd = 32 * 128, conv = 2 * kd + vd;
+    const uint64_t attn = h * 16 * 256 * 2 + 2 * h * 2 * 256 + 16 * 256 * h + 2 * 256;
+    const uint64_t gdn = h * (2 * kd + 2 * vd) + h * 64 + conv * 4 + 2 * 32 + 128 + vd * h;
+    const uint64_t moe = 512 * 3 * h * 512 + 512 * h + 3 * h * 512 + h;
+    struct gm_model m;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    const struct gm_est_component *c;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
+    assert_int_equal(m.n_linear_layers, 6);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + h + 8 * 2 * h + 2 * attn + 6 * gdn + 8 * moe);
+
+    /* transformers: KV for 2 layers, the states of 6 (fp32 recurrent, whole-kernel conv) */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = &m;
+    j.workload.batch = 2;
+    j.workload.context = 1000;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 2ull * 2 * 2 * 256 * 1000 * 2 * 2);
+    c = find(est, "recurrent_state");
+    assert_non_null(c);
+    assert_int_equal(c->bytes, 2ull * 6 * (32 * 128 * 128 * 4 + conv * 4 * 2));
+
+    /* vLLM at tp 2: one KV head per GPU in 2 layers; each request's states spread over its
+     * max_model_len tokens */
+    j.model.model = &m;
+    j.engine.kind = GM_ENGINE_VLLM;
+    j.parallel.tp = 2;
+    j.parallel.gpus = 2;
+    j.engine.vllm.max_model_len = 32768;
+    j.workload.context = 32768;
+    assert_int_equal(gm_job_set(&j, "gpu", "H200", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    {
+        uint64_t state_b = 6ull * (32 / 2 * 128 * 128 + conv / 2 * 3) * 2;
+        assert_int_equal(est->serving.kv_bytes_per_token,
+                         2ull * 2 * 1 * 256 * 2 + (state_b + 32767) / 32768);
+    }
+    assert_true(assumes(est, "6 Gated DeltaNet layers keep a recurrent and a convolution state"));
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -665,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_v32_indexer),
         cmocka_unit_test(test_vision_language_jobs),
         cmocka_unit_test(test_seq2seq_target_length),
+        cmocka_unit_test(test_qwen3_next_linear_attention),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),
