@@ -260,35 +260,35 @@ struct gm_model {
     uint64_t n_shared_experts; /* always-active experts (deepseek), moe_intermediate wide */
     uint64_t shared_intermediate; /* qwen2_moe: width of its one shared expert */
     bool shared_expert_gate;      /* qwen2_moe: a sigmoid gate (h x 1) on the shared expert */
-    bool router_bias;             /* a vector of n_experts per MoE layer on the router: deepseek-v3's
-                                     e_score_correction_bias, gpt-oss's router Linear bias */
-    struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
-    unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
-    bool generic;                 /* an architecture gpumem does not know, sized from its files */
-    bool no_config;               /* safetensors without a config.json: sized from the header
-                                     alone (the layout generic) */
-    bool text_only;               /* the language model of a multimodal checkpoint
-                                     (text_config): its vision tower is not counted */
-    bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
-    bool attn_sinks;              /* a learned sink logit per query head per layer (gpt-oss) */
-    uint64_t index_n_heads;       /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
-    uint64_t index_head_dim;      /* their width (one shared key per token, cached), */
-    uint64_t index_topk;          /* and the tokens each query attends to; 0 = no indexer */
+    bool router_bias;        /* a vector of n_experts per MoE layer on the router: deepseek-v3's
+                                e_score_correction_bias, gpt-oss's router Linear bias */
+    struct gm_quant quant;   /* the checkpoint's weight format (quantization_config) */
+    unsigned from_shapes;    /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
+    bool generic;            /* an architecture gpumem does not know, sized from its files */
+    bool no_config;          /* safetensors without a config.json: sized from the header
+                                alone (the layout generic) */
+    bool text_only;          /* the language model of a multimodal checkpoint
+                                (text_config): its vision tower is not counted */
+    bool incomplete;         /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
+    bool attn_sinks;         /* a learned sink logit per query head per layer (gpt-oss) */
+    uint64_t index_n_heads;  /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
+    uint64_t index_head_dim; /* their width (one shared key per token, cached), */
+    uint64_t index_topk;     /* and the tokens each query attends to; 0 = no indexer */
     /* ---- linear-attention layers (Qwen3-Next's Gated DeltaNet): a fixed-size recurrent and
        convolution state per sequence instead of a KV cache ---- */
-    uint64_t n_linear_layers;     /* layers of linear attention (the rest keep KV) */
-    uint64_t lin_k_heads;         /* linear_num_key_heads */
-    uint64_t lin_v_heads;         /* linear_num_value_heads */
-    uint64_t lin_k_dim;           /* linear_key_head_dim */
-    uint64_t lin_v_dim;           /* linear_value_head_dim */
-    uint64_t lin_conv_kernel;     /* linear_conv_kernel_dim */
-    bool attn_output_gate;        /* q_proj also yields a sigmoid gate on the attention output
-                                     (Qwen3-Next): twice the query width */
-    struct gm_vision vision;      /* a vision-language model's tower (counted with the
-                                     language model, as GM_ROLE_OTHER); kind NONE otherwise */
-    bool chunked_attention;       /* the windowed layers attend within fixed chunks of
-                                     sliding_window tokens (Llama-4 attention_chunk_size), not a
-                                     window sliding with each token: the KV bound is the same */
+    uint64_t n_linear_layers; /* layers of linear attention (the rest keep KV) */
+    uint64_t lin_k_heads;     /* linear_num_key_heads */
+    uint64_t lin_v_heads;     /* linear_num_value_heads */
+    uint64_t lin_k_dim;       /* linear_key_head_dim */
+    uint64_t lin_v_dim;       /* linear_value_head_dim */
+    uint64_t lin_conv_kernel; /* linear_conv_kernel_dim */
+    bool attn_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
+                                 (Qwen3-Next): twice the query width */
+    struct gm_vision vision;  /* a vision-language model's tower (counted with the
+                                 language model, as GM_ROLE_OTHER); kind NONE otherwise */
+    bool chunked_attention;   /* the windowed layers attend within fixed chunks of
+                                 sliding_window tokens (Llama-4 attention_chunk_size), not a
+                                 window sliding with each token: the KV bound is the same */
 };
 
 /* Fields taken from tensor shapes because the metadata left them out (or disagreed). */
@@ -337,8 +337,7 @@ struct gm_param_counts {
  * (image_size / patch)^2 whatever the size; Qwen-VL: the image resized to multiples of
  * patch x merge, each merge x merge patches one token); *patches receives the vision
  * tower's sequence (patches of the image; CLIP: + the class token).  0 without a tower. */
-uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
-                               uint64_t *patches);
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h, uint64_t *patches);
 
 /* Elements of one linear-attention layer's state per sequence as 'who' keeps it: the
  * recurrent state (value heads x key dim x value dim) in *recurrent, the causal

@@ -673,11 +673,11 @@ static const struct gm_job_setting settings[] = {
                                "training an encoder-decoder: target (decoder) tokens per "
                                "sequence (default --seq)",
                                TRAIN, GM_ENGINE_NONE, workload.target_seq, 1, TOKENS, 0),
-    [EST_SET_IMAGES] = NUM("images", GM_JOB_U64, "N",
-                           "vision-language model: images per sequence (their tokens join the "
-                           "context or the sequence)",
-                           GM_APPLIES_TRAIN | GM_APPLIES_INFER, GM_ENGINE_NONE, workload.images,
-                           0, 4096, 0),
+    [EST_SET_IMAGES] =
+        NUM("images", GM_JOB_U64, "N",
+            "vision-language model: images per sequence (their tokens join the "
+            "context or the sequence)",
+            GM_APPLIES_TRAIN | GM_APPLIES_INFER, GM_ENGINE_NONE, workload.images, 0, 4096, 0),
     [EST_SET_IMAGE_SIZE] = TEXT_FN("image-size", "WxH",
                                    "vision-language model: image size in pixels (default the "
                                    "processor's: CLIP's side, else 1024x1024)",
@@ -1137,12 +1137,12 @@ void est_job_resolve(struct gm_job *j)
     if (j->model.model && j->workload.images && j->model.model->vision.kind != GM_VISION_NONE) {
         uint64_t w = j->workload.image_width ? j->workload.image_width : 1024;
         uint64_t h = j->workload.image_height ? j->workload.image_height : 1024;
-        uint64_t t = gm_mul_sat(j->workload.images, gm_model_image_tokens(j->model.model, w, h,
-                                                                           NULL));
+        uint64_t t =
+            gm_mul_sat(j->workload.images, gm_model_image_tokens(j->model.model, w, h, NULL));
         uint64_t *len = j->mode == GM_EST_TRAIN ? &j->workload.seq : &j->workload.context;
         /* resolving twice adds them once */
-        *len = gm_add_sat(*len >= j->workload.image_tokens ? *len - j->workload.image_tokens : 0,
-                          t);
+        *len =
+            gm_add_sat(*len >= j->workload.image_tokens ? *len - j->workload.image_tokens : 0, t);
         j->workload.image_tokens = t;
     }
     /* transformers classes without an SDPA path (T5, gpt-oss: gm_arch_hf_eager()) run
@@ -1151,9 +1151,8 @@ void est_job_resolve(struct gm_job *j)
      * their own kernels */
     if (j->model.model && gm_arch_hf_eager(j->model.model->arch) &&
         !est_given(j, EST_SET_ATTENTION) &&
-        (j->mode == GM_EST_TRAIN ||
-         (j->mode == GM_EST_INFER &&
-          (j->engine.kind == GM_ENGINE_NONE || j->engine.kind == GM_ENGINE_HF))))
+        (j->mode == GM_EST_TRAIN || (j->mode == GM_EST_INFER && (j->engine.kind == GM_ENGINE_NONE ||
+                                                                 j->engine.kind == GM_ENGINE_HF))))
         j->memory.attention = GM_ATTN_EAGER;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&

@@ -228,7 +228,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     vis = vision_layer_peak(cx, ea);
     st = est_add(e, GM_KIND_ACTIVATIONS, "prefill_activations", est_round(vis > pre ? vis : pre),
                  GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER,
-                 vis > pre  ? "transient peak of one vision-tower layer over the images' patches"
+                 vis > pre ? "transient peak of one vision-tower layer over the images' patches"
                  : seq2seq ? "transient peak of one encoder layer over the whole input"
                            : "transient peak of one layer over the whole prompt",
                  err);

@@ -219,8 +219,8 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     {
         double r = c->target && c->seq ? (double)c->target / (double)c->seq : 1.0;
         double kv_part = ea * (k_saved + v_saved);
-        double self = attn - scores + r * scores;          /* per target token */
-        double cross = attn - kv_part;                     /* queries, output, source scores */
+        double self = attn - scores + r * scores; /* per target token */
+        double cross = attn - kv_part;            /* queries, output, source scores */
         double dec = r * (self + cross + mlp + norm_saved(m, c)) + kv_part;
         if (seq2)
             *seq2 = (L * scores + Ld * r * (r * scores + scores)) / (L + Ld);
@@ -1022,8 +1022,9 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
                    (unsigned long long)j->workload.batch, (unsigned long long)seq);
     if (lc.eager && gm_arch_hf_eager(m->arch) && !est_given(j, EST_SET_ATTENTION))
-        est_assume(e, "attention eager by default: the transformers %s class has no SDPA or flash "
-                      "path (%s)",
+        est_assume(e,
+                   "attention eager by default: the transformers %s class has no SDPA or flash "
+                   "path (%s)",
                    gm_arch_name(m->arch),
                    m->arch == GM_ARCH_T5 ? "T5Attention adds its relative position bias to the "
                                            "materialised scores"

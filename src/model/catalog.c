@@ -174,11 +174,11 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
         BASE(nm, "deepseek_v32", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 128, 192, 18432, 129280,      \
              163840),                                                                              \
             STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .q_lora_rank = 1536,  \
-            .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                        \
-            .moe_intermediate = 2048, .n_experts = 256, .n_experts_active = 8,                     \
-            .n_shared_experts = 1, .n_dense_layers = 3, .router_bias = true,                       \
-            .quant = FP8_BLOCK128, .dtype = BF16, .index_n_heads = 64, .index_head_dim = 128,      \
-            .index_topk = 2048                                                                     \
+                 .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                   \
+                 .moe_intermediate = 2048, .n_experts = 256, .n_experts_active = 8,                \
+                 .n_shared_experts = 1, .n_dense_layers = 3, .router_bias = true,                  \
+                 .quant = FP8_BLOCK128, .dtype = BF16, .index_n_heads = 64, .index_head_dim = 128, \
+                 .index_topk = 2048                                                                \
     }
 
 /* DeepSeek-V3's published checkpoint: FP8 e4m3 weights, an fp32 scale per 128 x 128 block
@@ -213,11 +213,11 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
  * vision tower of the checkpoint is not counted. */
 #define LLAMA4(nm, E, dense, pos)                                                                  \
     {                                                                                              \
-        BASE(nm, "llama4_text", GM_ARCH_LLAMA4, 5120, 48, 40, 8, 128, 16384, 202048, pos),         \
-            STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true,                       \
-            .moe_intermediate = 8192, .n_experts = E, .n_experts_active = 1,                       \
-            .n_shared_experts = 1, .n_dense_layers = dense, .sliding_window = 8192,                \
-            .n_sliding_layers = 36, .chunked_attention = true, .text_only = true, .dtype = BF16    \
+        BASE(nm, "llama4_text", GM_ARCH_LLAMA4, 5120, 48, 40, 8, 128, 16384, 202048, pos), STD,    \
+            .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .moe_intermediate = 8192,  \
+            .n_experts = E, .n_experts_active = 1, .n_shared_experts = 1, .n_dense_layers = dense, \
+            .sliding_window = 8192, .n_sliding_layers = 36, .chunked_attention = true,             \
+            .text_only = true, .dtype = BF16                                                       \
     }
 
 #define NO_QUANT                                                                                   \
@@ -506,34 +506,51 @@ static const struct entry catalog[] = {
     {"deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2-exp deepseek-v3.2 deepseek-ai/DeepSeek-V3.2",
      DEEPSEEK_V32("DeepSeek-V3.2-Exp")},
     /* vision-language models: the language model with its tower and projector */
-    {"llava-hf/llava-1.5-7b-hf", "llava-1.5-7b llava-v1.5-7b liuhaotian/llava-v1.5-7b",
+    {"llava-hf/llava-1.5-7b-hf",
+     "llava-1.5-7b llava-v1.5-7b liuhaotian/llava-v1.5-7b",
      {BASE("llava-1.5-7b-hf", "llama", GM_ARCH_LLAMA, 4096, 32, 32, 32, 128, 11008, 32064, 4096),
       STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .dtype = F16,
-      .vision = {.kind = GM_VISION_CLIP, .hidden = 1024, .layers = 24, .heads = 16,
-                 .intermediate = 4096, .patch = 14, .image_size = 336}}},
-    {"Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b qwen2.5-vl-7b-instruct",
+      .vision = {.kind = GM_VISION_CLIP,
+                 .hidden = 1024,
+                 .layers = 24,
+                 .heads = 16,
+                 .intermediate = 4096,
+                 .patch = 14,
+                 .image_size = 336}}},
+    {"Qwen/Qwen2.5-VL-7B-Instruct",
+     "qwen2.5-vl-7b qwen2.5-vl-7b-instruct",
      {BASE("Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", GM_ARCH_QWEN2, 3584, 28, 28, 4, 128, 18944,
            152064, 128000),
       STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qkv_bias = true,
       .dtype = BF16,
-      .vision = {.kind = GM_VISION_QWEN_VL, .hidden = 1280, .layers = 32, .heads = 16,
-                 .intermediate = 3420, .patch = 14, .merge = 2, .temporal = 2, .gated_mlp = true,
+      .vision = {.kind = GM_VISION_QWEN_VL,
+                 .hidden = 1280,
+                 .layers = 32,
+                 .heads = 16,
+                 .intermediate = 3420,
+                 .patch = 14,
+                 .merge = 2,
+                 .temporal = 2,
+                 .gated_mlp = true,
                  .rms_norm = true}}},
-    {"Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b qwen3-next-80b-a3b-thinking "
+    {"Qwen/Qwen3-Next-80B-A3B-Instruct",
+     "qwen3-next-80b-a3b qwen3-next-80b-a3b-thinking "
      "Qwen/Qwen3-Next-80B-A3B-Thinking",
      {BASE("Qwen3-Next-80B-A3B-Instruct", "qwen3_next", GM_ARCH_QWEN3_NEXT, 2048, 48, 16, 2, 256,
            5120, 151936, 262144),
       STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true,
-      .attn_output_gate = true, .n_experts = 512, .n_experts_active = 10,
-      .moe_intermediate = 512, .shared_intermediate = 512, .shared_expert_gate = true,
-      .n_linear_layers = 36, .lin_k_heads = 16, .lin_v_heads = 32, .lin_k_dim = 128,
-      .lin_v_dim = 128, .lin_conv_kernel = 4, .dtype = BF16}},
+      .attn_output_gate = true, .n_experts = 512, .n_experts_active = 10, .moe_intermediate = 512,
+      .shared_intermediate = 512, .shared_expert_gate = true, .n_linear_layers = 36,
+      .lin_k_heads = 16, .lin_v_heads = 32, .lin_k_dim = 128, .lin_v_dim = 128,
+      .lin_conv_kernel = 4, .dtype = BF16}},
     {"openai/gpt-oss-20b", "gpt-oss-20b gpt-oss:20b", GPT_OSS("gpt-oss-20b", 24, 32)},
     {"openai/gpt-oss-120b", "gpt-oss-120b gpt-oss:120b", GPT_OSS("gpt-oss-120b", 36, 128)},
     {"meta-llama/Llama-4-Scout-17B-16E", "llama-4-scout llama-4-scout-17b-16e llama4-scout",
      LLAMA4("Llama-4-Scout-17B-16E", 16, 0, 10485760)},
-    {"meta-llama/Llama-4-Maverick-17B-128E", "llama-4-maverick llama-4-maverick-17b-128e "
-     "llama4-maverick", LLAMA4("Llama-4-Maverick-17B-128E", 128, 24, 1048576)},
+    {"meta-llama/Llama-4-Maverick-17B-128E",
+     "llama-4-maverick llama-4-maverick-17b-128e "
+     "llama4-maverick",
+     LLAMA4("Llama-4-Maverick-17B-128E", 128, 24, 1048576)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

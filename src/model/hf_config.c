@@ -37,12 +37,11 @@
  *              first_k_dense_replace moe_layer_freq topk_method; deepseek_v32 also
  *              index_n_heads index_head_dim index_topk
  *   quantization_config (top level): quant_method gptq / awq / bitsandbytes / fp8 /
- *              fbgemm_fp8 / mxfp4 / modelopt (FP8, NVFP4) / compressed-tensors with their bits, group sizes and the
- *              modules they leave alone
- * A config whose top level has no hidden size but a "text_config" object is read from that
- * object (multimodal wrappers); its model_type falls back to the wrapper's.
- * Integers must be non-negative whole numbers (a real with an integral value is accepted);
- * null counts as absent.  Unknown model types are read with the common keys and marked
+ *              fbgemm_fp8 / mxfp4 / modelopt (FP8, NVFP4) / compressed-tensors with their bits,
+ * group sizes and the modules they leave alone A config whose top level has no hidden size but a
+ * "text_config" object is read from that object (multimodal wrappers); its model_type falls back to
+ * the wrapper's. Integers must be non-negative whole numbers (a real with an integral value is
+ * accepted); null counts as absent.  Unknown model types are read with the common keys and marked
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
 #include "gpumem/model.h"
 #include "gpumem/text.h"
@@ -866,8 +865,8 @@ static void read_vision(json_t *top, struct gm_model *m)
         v->hidden = v25 ? vc_u64(vc, "hidden_size", 1280) : vc_u64(vc, "embed_dim", 1280);
         v->layers = vc_u64(vc, "depth", 32);
         v->heads = vc_u64(vc, "num_heads", 16);
-        v->intermediate = v25 ? vc_u64(vc, "intermediate_size", 3420)
-                              : v->hidden * vc_u64(vc, "mlp_ratio", 4);
+        v->intermediate =
+            v25 ? vc_u64(vc, "intermediate_size", 3420) : v->hidden * vc_u64(vc, "mlp_ratio", 4);
         v->patch = vc_u64(vc, "patch_size", 14);
         v->merge = vc_u64(vc, "spatial_merge_size", 2);
         v->temporal = vc_u64(vc, "temporal_patch_size", 2);

@@ -16,8 +16,8 @@
 
 #include "gpumem/units.h"
 
-#include <stdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -32,11 +32,12 @@ void gm_model_init(struct gm_model *m)
 }
 
 static const char *const arch_names[GM_ARCH__COUNT] = {
-    "unknown",     "llama",       "mistral",     "mixtral",    "qwen2", "gemma", "gemma2",
-    "phi",         "phi3",        "gpt2",        "gpt_neox",   "bert",  "qwen3", "roberta",
-    "xlm-roberta", "distilbert",  "deberta-v2",  "modernbert", "t5",    "bart",  "gpt_bigcode",
-    "falcon",      "cohere",      "gemma3",      "starcoder2", "olmo",  "olmo2", "qwen2_moe",
-    "qwen3_moe",   "deepseek_v2", "deepseek_v3", "gpt_oss",    "llama4", "qwen3_next",
+    "unknown",     "llama",   "mistral",     "mixtral",    "qwen2",      "gemma",
+    "gemma2",      "phi",     "phi3",        "gpt2",       "gpt_neox",   "bert",
+    "qwen3",       "roberta", "xlm-roberta", "distilbert", "deberta-v2", "modernbert",
+    "t5",          "bart",    "gpt_bigcode", "falcon",     "cohere",     "gemma3",
+    "starcoder2",  "olmo",    "olmo2",       "qwen2_moe",  "qwen3_moe",  "deepseek_v2",
+    "deepseek_v3", "gpt_oss", "llama4",      "qwen3_next",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -453,8 +454,7 @@ static void linear_attention(struct gm_param_counts *c, const struct gm_model *m
     linear(c, &c->attention, GM_ROLE_ATTENTION, h, vd, false, L);
 }
 
-void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
-                           uint64_t *conv)
+void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent, uint64_t *conv)
 {
     uint64_t kd = m->lin_k_heads * m->lin_k_dim, vd = m->lin_v_heads * m->lin_v_dim;
     uint64_t k = m->lin_conv_kernel;
@@ -472,8 +472,7 @@ static uint64_t round_half_even(uint64_t num, uint64_t den)
     return 2 * r > den || (2 * r == den && (q & 1)) ? q + 1 : q;
 }
 
-uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
-                               uint64_t *patches)
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h, uint64_t *patches)
 {
     const struct gm_vision *v = &m->vision;
     uint64_t f, hb, wb, side;

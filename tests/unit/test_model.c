@@ -463,10 +463,10 @@ static void test_config_fixture_fields(void **state)
     LOAD("llama-4-scout-17b-16e.json");
     assert_true(m.text_only);
     assert_true(m.chunked_attention);
-    assert_int_equal(m.sliding_window, 8192);  /* attention_chunk_size */
-    assert_int_equal(m.n_sliding_layers, 36);  /* no_rope_layers: 1 on the RoPE layers */
-    assert_int_equal(m.n_dense_layers, 0);     /* interleave_moe_layer_step 1 */
-    assert_int_equal(m.intermediate, 16384);   /* intermediate_size_mlp */
+    assert_int_equal(m.sliding_window, 8192);   /* attention_chunk_size */
+    assert_int_equal(m.n_sliding_layers, 36);   /* no_rope_layers: 1 on the RoPE layers */
+    assert_int_equal(m.n_dense_layers, 0);      /* interleave_moe_layer_step 1 */
+    assert_int_equal(m.intermediate, 16384);    /* intermediate_size_mlp */
     assert_int_equal(m.moe_intermediate, 8192); /* intermediate_size: experts, shared expert */
 #undef LOAD
 }
@@ -523,7 +523,7 @@ static void test_vision_language_configs(void **state)
     assert_int_equal(gm_model_image_tokens(&m, 1280, 720, &patches), 46 * 26);
     assert_int_equal(patches, 4 * 46 * 26);
     assert_int_equal(gm_model_image_tokens(&m, 1920, 1080, NULL), 69 * 39);
-    assert_int_equal(gm_model_image_tokens(&m, 20, 20, NULL), 4);            /* min_pixels */
+    assert_int_equal(gm_model_image_tokens(&m, 20, 20, NULL), 4);             /* min_pixels */
     assert_int_equal(gm_model_image_tokens(&m, 8000, 8000, NULL), 128 * 128); /* max_pixels */
 }
 
@@ -557,12 +557,12 @@ static void test_moe_layouts_from_module_shapes(void **state)
     assert_int_equal(m.n_experts_active, 4); /* experts_per_token */
     assert_int_equal(m.n_sliding_layers, 2); /* GptOssConfig default: even layers slide */
     assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
-    want = 2 * V * h + h +                                     /* embed, lm_head, norm */
-           L * (2 * h +                                        /* two RMSNorms */
+    want = 2 * V * h + h +                                      /* embed, lm_head, norm */
+           L * (2 * h +                                         /* two RMSNorms */
                 (h * q + q) + 2 * (h * kv + kv) + (q * h + h) + /* q, k, v, o with biases */
-                64 +                                           /* sinks */
-                E * (h * 2 * I + 2 * I + I * h + h) +          /* experts with biases */
-                E * h + E);                                    /* router with bias */
+                64 +                                            /* sinks */
+                E * (h * 2 * I + 2 * I + I * h + h) +           /* experts with biases */
+                E * h + E);                                     /* router with bias */
     assert_int_equal(pc.total, want);
 
     h = 5120;
@@ -573,7 +573,7 @@ static void test_moe_layouts_from_module_shapes(void **state)
     kv = 8 * 128;
     assert_int_equal(gm_model_parse_hf_config(maverick, strlen(maverick), &m, &err), GM_OK);
     assert_int_equal(m.arch, GM_ARCH_LLAMA4);
-    assert_int_equal(m.n_dense_layers, 4); /* moe_layers 1, 3, 5, 7 */
+    assert_int_equal(m.n_dense_layers, 4);   /* moe_layers 1, 3, 5, 7 */
     assert_int_equal(m.n_sliding_layers, 6); /* NoPE layers 3 and 7 attend globally */
     assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
     want = 2 * V * h + h + L * (2 * h + h * q + 2 * h * kv + q * h) +
