@@ -1531,6 +1531,12 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
         return st;
     if ((st = check_applies(&j, err)) || (st = check_limits(&j, err)))
         return st;
+    if ((est_given(&j, EST_SET_IMAGES) || est_given(&j, EST_SET_IMAGE_SIZE)) && j.model.model &&
+        j.model.model->vision.kind == GM_VISION_NONE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--images / --image-size: '%s' has no vision tower gpumem reads (LLaVA, "
+                       "Qwen2-VL, Qwen2.5-VL)",
+                       j.model.model->name[0] ? j.model.model->name : j.model.model->model_type);
     if ((st = exclusive(&j, EST_SET_GPU, EST_SET_GPU_MEMORY, err)) ||
         (st = exclusive(&j, EST_SET_MAX_BATCH, EST_SET_MAX_CONTEXT, err)))
         return st;

@@ -259,6 +259,11 @@ static void test_vision_language_jobs(void **state)
     assert_int_equal(r->job.workload.context, 100 + 2 * 1196);
     gm_estimate_report_free(r);
     assert_int_equal(gm_job_set(&j, "image-size", "wide", &err), GM_ERR_INVALID);
+    /* a model without a tower gpumem reads refuses images rather than ignoring them */
+    infer_job(&j, "llama-3-8b");
+    assert_int_equal(gm_job_set(&j, "images", "1", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "has no vision tower"));
 
     vllm_job(&j, "llava-1.5-7b", 1, 4096);
     assert_int_equal(gm_job_set(&j, "max-num-batched-tokens", "2048", &err), GM_OK);
