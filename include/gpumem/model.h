@@ -67,6 +67,8 @@ enum gm_arch {
                             experts + one shared expert, dense layers of their own width */
     GM_ARCH_QWEN3_NEXT,  /* qwen3-moe MLP (+ gated shared expert); 3 of 4 layers Gated DeltaNet
                             linear attention (a recurrent state, no KV), gated full attention */
+    GM_ARCH_JAMBA,       /* Mamba (selective SSM) layers with attention every 8th, MoE MLP every
+                            other layer */
     GM_ARCH__COUNT
 };
 
@@ -282,6 +284,9 @@ struct gm_model {
     uint64_t lin_k_dim;       /* linear_key_head_dim */
     uint64_t lin_v_dim;       /* linear_value_head_dim */
     uint64_t lin_conv_kernel; /* linear_conv_kernel_dim */
+    uint64_t mamba_d_state;   /* Mamba layers (Jamba): SSM state size per channel, */
+    uint64_t mamba_d_inner;   /* mamba_expand x hidden channels, */
+    uint64_t mamba_dt_rank;   /* and the rank of the time-step projection; 0 = no Mamba */
     bool attn_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
                                  (Qwen3-Next): twice the query width */
     struct gm_vision vision;  /* a vision-language model's tower (counted with the
@@ -340,9 +345,10 @@ struct gm_param_counts {
 uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h, uint64_t *patches);
 
 /* Elements of one linear-attention layer's state per sequence as 'who' keeps it: the
- * recurrent state (value heads x key dim x value dim) in *recurrent, the causal
- * convolution's in *conv (transformers: the whole kernel; vLLM: kernel - 1 columns) over the
- * q, k and v channels.  Zeros without linear-attention layers. */
+ * recurrent state in *recurrent (Gated DeltaNet: value heads x key dim x value dim; Mamba:
+ * d_inner x d_state), the causal convolution's in *conv (transformers: the whole kernel;
+ * vLLM: kernel - 1 columns) over its channels (q, k and v; Mamba: d_inner).  Zeros without
+ * linear-attention layers. */
 void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
                            uint64_t *conv);
 

@@ -118,10 +118,11 @@ uint64_t est_vllm_indexer_bytes(const struct gm_model *m)
 
 uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp)
 {
-    /* vLLM's MambaSpec for a Gated DeltaNet layer (mamba_utils.py
-     * gated_delta_net_state_shape): conv state (2 key_dim + value_dim) / tp x (kernel - 1),
-     * recurrent state value_heads / tp x key dim x value dim, both in the model dtype (16-bit
-     * unless --mamba-ssm-cache-dtype says otherwise), one per request and layer */
+    /* vLLM's MambaSpec (mamba_utils.py): a Gated DeltaNet layer's conv state (2 key_dim +
+     * value_dim) / tp x (kernel - 1) and recurrent state value_heads / tp x key dim x value
+     * dim; a Mamba layer's d_inner / tp x (d_conv - 1) and d_inner / tp x d_state; in the
+     * model dtype (16-bit unless --mamba-ssm-cache-dtype says otherwise), one per request and
+     * layer */
     uint64_t rec, conv, t = tp ? tp : 1;
     gm_model_linear_state(m, true, &rec, &conv);
     return est_div_up(m->n_linear_layers, pp ? pp : 1) * (rec / t + conv / t) * 2;

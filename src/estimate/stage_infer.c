@@ -198,18 +198,19 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (st != GM_OK)
         return st;
     if (m->n_linear_layers) {
-        /* Qwen3NextDynamicCache: per linear-attention layer and sequence the convolution
-         * state (the whole kernel, model dtype) and the recurrent state (value heads x key dim
-         * x value dim, fp32 as the gated-delta-rule kernels return it) */
+        /* per linear-attention layer and sequence the convolution state (the whole kernel,
+         * model dtype) and the recurrent state: Qwen3NextDynamicCache's in fp32 as the
+         * gated-delta-rule kernels return it, HybridMambaAttentionDynamicCache's (Jamba) in
+         * the model dtype */
         uint64_t rec, conv;
-        double b;
+        double b, rb = m->mamba_d_inner ? ea : 4.0;
         gm_model_linear_state(m, false, &rec, &conv);
-        b = (double)w->batch * (double)m->n_linear_layers * (4.0 * (double)rec + ea * (double)conv);
+        b = (double)w->batch * (double)m->n_linear_layers * (rb * (double)rec + ea * (double)conv);
         snprintf(note, sizeof(note),
-                 "%llu linear-attention layers x %llu seqs: recurrent state %llu x 4 B + "
+                 "%llu linear-attention layers x %llu seqs: recurrent state %llu x %g B + "
                  "convolution state %llu x %g B, whatever the length",
                  (unsigned long long)m->n_linear_layers, (unsigned long long)w->batch,
-                 (unsigned long long)rec, (unsigned long long)conv, ea);
+                 (unsigned long long)rec, rb, (unsigned long long)conv, ea);
         st = est_add(e, GM_KIND_KV_CACHE, "recurrent_state", est_round(b), GM_EST_PHASE_INFER_ALL,
                      false, GM_EXTENT_ALL_LAYERS, note, err);
         if (st != GM_OK)

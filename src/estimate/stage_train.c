@@ -1057,9 +1057,10 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                       "matmuls; the loss stays as --loss says");
     if (m->n_linear_layers)
         est_assume(e,
-                   "approximation: the %llu linear-attention (Gated DeltaNet) layers' saved "
-                   "tensors are taken as an attention layer's (no s*s scores either way)",
-                   (unsigned long long)m->n_linear_layers);
+                   "approximation: the %llu linear-attention (%s) layers' saved tensors are "
+                   "taken as an attention layer's (no s*s scores either way)",
+                   (unsigned long long)m->n_linear_layers,
+                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet");
     if (j->memory.float8)
         est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
                       "bf16 input and weight for backward and casts them to fp8 per matmul, so "

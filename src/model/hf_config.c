@@ -250,6 +250,7 @@ static const struct {
     {"qwen2_moe", "Qwen2Moe", GM_ARCH_QWEN2_MOE},
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
     {"qwen3_next", "Qwen3Next", GM_ARCH_QWEN3_NEXT},
+    {"jamba", "Jamba", GM_ARCH_JAMBA},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
     {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
@@ -555,6 +556,7 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
     case GM_ARCH_DEEPSEEK_V3:
     case GM_ARCH_LLAMA4: /* chunked attention instead: read_family() */
     case GM_ARCH_QWEN3_NEXT:
+    case GM_ARCH_JAMBA:
         break; /* no sliding window */
     default:
         m->sliding_window = v;
@@ -648,6 +650,42 @@ static void read_linear_attention(struct reader *r, struct gm_model *m)
     m->n_linear_layers = member_size(r, "layer_types")
                              ? array_count_str(r, "layer_types", "linear_attention")
                              : m->n_layers - m->n_layers / interval;
+}
+
+/* Jamba (JambaConfig, modeling_jamba.py): layer i attends when i % attn_layer_period ==
+ * attn_layer_offset, else it is a Mamba mixer of mamba_expand x hidden channels, d_state
+ * mamba_d_state, a convolution of mamba_d_conv and a time-step rank mamba_dt_rank ("auto":
+ * ceil(hidden / 16)); its MLP is num_experts experts (top num_experts_per_tok, bias-free
+ * router) when i % expert_layer_period == expert_layer_offset, else dense. */
+static void read_jamba(struct reader *r, struct gm_model *m)
+{
+    uint64_t ap = 8, ao = 4, ep = 2, eo = 1, expand = 2;
+    json_t *rank = json_object_get(r->root, "mamba_dt_rank");
+    m->n_experts = 16;
+    m->n_experts_active = 2;
+    m->mamba_d_state = 16;
+    m->lin_conv_kernel = 4;
+    get_count(r, "num_experts", &m->n_experts);
+    get_count(r, "num_experts_per_tok", &m->n_experts_active);
+    get_count(r, "attn_layer_period", &ap);
+    get_u64(r, "attn_layer_offset", &ao);
+    get_count(r, "expert_layer_period", &ep);
+    get_u64(r, "expert_layer_offset", &eo);
+    get_count(r, "mamba_expand", &expand);
+    get_count(r, "mamba_d_state", &m->mamba_d_state);
+    get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
+    m->mamba_d_inner = expand * m->hidden;
+    m->mamba_dt_rank = json_is_integer(rank) && json_integer_value(rank) > 0
+                           ? (uint64_t)json_integer_value(rank)
+                           : (m->hidden + 15) / 16;
+    for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++) {
+        if (i % ap != ao)
+            m->n_linear_layers++;
+        if (m->n_experts <= 1 || i % ep != eo)
+            m->n_dense_layers++;
+    }
+    if (m->n_experts <= 1)
+        m->n_experts = m->n_experts_active = 0;
 }
 
 /* Family-specific keys after the common ones. */
@@ -763,6 +801,9 @@ static void read_family(struct reader *r, struct gm_model *m)
         break;
     case GM_ARCH_LLAMA4:
         read_llama4(r, m);
+        break;
+    case GM_ARCH_JAMBA:
+        read_jamba(r, m);
         break;
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3: {

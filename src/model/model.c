@@ -198,6 +198,9 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(lin_k_dim, "linear_key_head_dim", CAP_DIM);
     CAP(lin_v_dim, "linear_value_head_dim", CAP_DIM);
     CAP(lin_conv_kernel, "linear_conv_kernel_dim", CAP_COUNT);
+    CAP(mamba_d_inner, "mamba_expand", CAP_DIM);
+    CAP(mamba_d_state, "mamba_d_state", CAP_DIM);
+    CAP(mamba_dt_rank, "mamba_dt_rank", CAP_DIM);
     CAP(index_head_dim, "index_head_dim", CAP_DIM);
 #undef NEED
 #undef CAP
@@ -446,6 +449,21 @@ static void linear_attention(struct gm_param_counts *c, const struct gm_model *m
     uint64_t vd = gm_mul_sat(m->lin_v_heads, m->lin_v_dim), h = m->hidden;
     if (!L)
         return;
+    if (m->mamba_d_inner) {
+        /* Jamba's Mamba mixer (modeling_jamba.py JambaMambaMixer): in_proj h -> 2 d_inner,
+         * a depthwise conv1d with bias, x_proj d_inner -> dt_rank + 2 d_state, dt_proj
+         * dt_rank -> d_inner with bias, A_log d_inner x d_state, D, out_proj d_inner -> h,
+         * RMSNorms on dt (dt_rank), B and C (d_state) */
+        uint64_t di = m->mamba_d_inner, ds = m->mamba_d_state, r = m->mamba_dt_rank;
+        linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * di, h, false, L);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, di, m->lin_conv_kernel + 1, L, false);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, r + 2 * ds, di, false, L);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, di, r, true, L);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, di, ds + 1, L, false);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, h, di, false, L);
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, r + 2 * ds, L, false);
+        return;
+    }
     linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + 2 * vd, h, false, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * m->lin_v_heads, h, false, L);
     tensor(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + vd, m->lin_conv_kernel, L, false);
@@ -461,6 +479,11 @@ void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurr
     *recurrent = *conv = 0;
     if (!m->n_linear_layers)
         return;
+    if (m->mamba_d_inner) {
+        *recurrent = m->mamba_d_inner * m->mamba_d_state;
+        *conv = m->mamba_d_inner * (vllm ? (k ? k - 1 : 0) : k);
+        return;
+    }
     *recurrent = m->lin_v_heads * m->lin_k_dim * m->lin_v_dim;
     *conv = (2 * kd + vd) * (vllm ? (k ? k - 1 : 0) : k);
 }

@@ -383,6 +383,31 @@ static void test_qwen3_next_linear_attention(void **state)
     assert_true(assumes(est, "6 Gated DeltaNet layers keep a recurrent and a convolution state"));
 }
 
+/* Jamba (modeling_jamba.py): a Mamba mixer on every layer but each 8th from the 4th, MoE
+ * MLPs on every other layer.  Parameters from the module shapes (JambaMambaMixer in_proj,
+ * conv1d with bias, x_proj, dt_proj with bias, A_log, D, out_proj, dt/B/C RMSNorms); the
+ * Mamba layers keep d_inner x d_state and d_inner x d_conv per sequence (transformers'
+ * HybridMambaAttentionDynamicCache, model dtype), only the 4 attention layers a KV cache. */
+static void test_jamba_mamba_layers(void **state)
+{
+    const uint64_t h = 4096, di = 8192, V = 65536;
+    const uint64_t mamba = 2 * di * h + di * 4 + di + (256 + 32) * di + di * 256 + di + di * 16 +
+                           di + h * di + 256 + 32;
+    const uint64_t attn = h * h + 2 * h * 1024 + h * h, mlp = 3 * h * 14336;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("jamba-v0.1"), &pc, &err), GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + h + 32 * 2 * h + 4 * attn + 28 * mamba +
+                                   16 * (16 * mlp + 16 * h) + 16 * mlp);
+    infer_job(&j, "jamba-v0.1");
+    j.workload.context = 100000;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 4ull * 2 * 8 * 128 * 100000 * 2);
+    assert_int_equal(find(est, "recurrent_state")->bytes, 28ull * (di * 16 + di * 4) * 2);
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -735,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_vision_language_jobs),
         cmocka_unit_test(test_seq2seq_target_length),
         cmocka_unit_test(test_qwen3_next_linear_attention),
+        cmocka_unit_test(test_jamba_mamba_layers),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),
