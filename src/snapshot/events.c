@@ -118,12 +118,8 @@ void snap_ev_writer_release(struct ev_writer *w)
 {
     gm_big_free(w->pk.bytes, w->cap_bytes);
     gm_big_free(w->pk.cps, w->cap_cps * sizeof(struct ev_checkpoint));
+    snap_fold_free(w->pk.fold);
     memset(w, 0, sizeof(*w));
-}
-
-size_t snap_ev_writer_capacity(const struct ev_writer *w)
-{
-    return w->cap_bytes + w->cap_cps * sizeof(struct ev_checkpoint);
 }
 
 bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)

@@ -331,6 +331,11 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     impl->pub.memory_bytes = impl->arena.reserved;
     for (size_t i = 0; i < impl->n_traces; i++)
         impl->pub.memory_bytes += snap_ev_writer_capacity(&impl->traces[i]);
+    for (size_t i = 0; i < impl->pub.n_devices; i++) {
+        const struct gm_snapshot_device *d = &impl->pub.devices[i];
+        if (d->packed && d->packed->fold)
+            snap_fold_finish(d->packed->fold, &impl->pub, d);
+    }
     *out = &impl->pub;
     return GM_OK;
 }

@@ -236,6 +236,9 @@ struct stream {
     size_t unknown;
     size_t prov, prov_unknown; /* events of the open batch, not committed yet */
     struct ev_sums sums, prov_sums;
+    /* the events of the open batch, for the writer's fold once the batch is committed */
+    struct gm_snapshot_event *prov_ev;
+    size_t cap_prov_ev;
     bool taken; /* its events moved to the snapshot (build()) */
 };
 

@@ -46,6 +46,22 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                              bool force_two_pass, struct gm_snapshot_timeline *out,
                              struct gm_error *err);
 
+/* ---- the timeline folded into loading (timeline.c) ----
+ * A fold takes a trace's events as the loader commits them (snap_fold_events(), in order,
+ * each event once), then the snapshot state (snap_fold_finish(), once the snapshot is
+ * built); snap_timeline() then answers from it without a walk of the trace.  A fold that
+ * cannot answer (memory, sums that may saturate) gives up quietly, and the timeline walks
+ * the trace instead. */
+struct snap_fold;
+/* A fold that holds at most 'limit' bytes (0: no limit) and gives up past them. */
+struct snap_fold *snap_fold_new(uint64_t limit);
+void snap_fold_free(struct snap_fold *f);
+void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n);
+void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
+                      const struct gm_snapshot_device *d);
+/* Whether the timeline of 'd' comes from its fold (no walk of the trace). */
+bool snap_fold_ready(const struct gm_snapshot_device *d);
+
 /* ---- packed traces (events.c) ---- */
 
 /* What an event is written against: the fields of the event before. */
@@ -70,6 +86,7 @@ struct gm_snapshot_packed {
     struct ev_checkpoint *cps; /* n_events / GM_SNAPSHOT_CHECKPOINT rounded up */
     size_t n_cps;
     size_t n_events;
+    struct snap_fold *fold; /* the timeline folded while loading (timeline.c), or NULL */
 };
 
 /* Packs the events of one trace as they are made (a growing gm_big array). */
@@ -97,7 +114,10 @@ void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
 void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
 /* Give back the unused capacity (keeps the larger arrays if that fails). */
 void snap_ev_writer_shrink(struct ev_writer *w);
-/* Bytes the writer holds (capacity). */
-size_t snap_ev_writer_capacity(const struct ev_writer *w);
+/* Bytes the writer holds (capacity); inline: the loader asks around every event. */
+static inline size_t snap_ev_writer_capacity(const struct ev_writer *w)
+{
+    return w->cap_bytes + w->cap_cps * sizeof(struct ev_checkpoint);
+}
 
 #endif

@@ -259,6 +259,298 @@ out_release:
     return st;
 }
 
+/* ---- pass 1 and the live list folded into loading ----
+ *
+ * The loader hands each committed batch of a trace's events to snap_fold_events() while
+ * it reads the file, so that pass 1 costs no walk of its own; and the list of what is
+ * alive at the first maximum comes from the same walk instead of pass 3: at that moment
+ * the map held exactly the allocations alive then.  What happens to them later is kept
+ * beside the map, bounded by what was pending at the maximum:
+ *
+ *   gone       pending at the current maximum, freed after it (cleared at a new maximum);
+ *   displaced  allocations a second alloc at their address displaced: alive to the end,
+ *              so alive at the maximum when allocated at or before it;
+ *   unmatched  frees without an alloc before them: alive from the start, so alive at the
+ *              maximum when they come after it.
+ *
+ * After the load, snap_fold_finish() adds the snapshot state (segments, blocks that no
+ * pending alloc explains) and keeps only the figures and the live list; snap_timeline()
+ * then reads them.  Any case that pass 1 alone cannot settle (sums that may saturate, too
+ * many events, memory) leaves the fold unusable, and the timeline walks the trace as
+ * before: both give the same answer (tests hold them against each other). */
+struct pend_at {
+    struct pend p;
+    int64_t k; /* the event that displaced or freed it */
+};
+
+struct snap_fold {
+    bool usable;
+    bool finished;
+    struct addr_map m;
+    uint64_t rel, best_rel, best_rr, rr_at_best, res_change, mag, initial;
+    int64_t best_k, best_rr_k;
+    bool mag_over, best_time_valid;
+    bool sizes_agree; /* every free_completed that met its alloc had the alloc's size */
+    int64_t best_time;
+    uint64_t n_matched;
+    size_t n_events;
+    struct pend *gone;
+    size_t n_gone, cap_gone;
+    struct pend_at *displaced, *unmatched;
+    size_t n_displaced, cap_displaced, n_unmatched, cap_unmatched;
+    struct gm_snapshot_timeline tl; /* snap_fold_finish(): the figures and the live list */
+    size_t cap_live;
+};
+
+struct snap_fold *snap_fold_new(uint64_t limit)
+{
+    struct snap_fold *f = gm_calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->usable = true;
+    f->m.budget = gm_budget_make(limit, 0);
+    gm_map_init(&f->m.map, &f->m.budget);
+    f->m.free_head = AM_NONE;
+    f->best_k = -1;
+    f->best_rr_k = -1;
+    f->sizes_agree = true;
+    return f;
+}
+
+static void fold_drop(struct snap_fold *f)
+{
+    am_release(&f->m);
+    gm_free(f->gone);
+    gm_free(f->displaced);
+    gm_free(f->unmatched);
+    f->gone = NULL;
+    f->displaced = f->unmatched = NULL;
+    f->n_gone = f->cap_gone = f->n_displaced = f->cap_displaced = 0;
+    f->n_unmatched = f->cap_unmatched = 0;
+}
+
+void snap_fold_free(struct snap_fold *f)
+{
+    if (!f)
+        return;
+    fold_drop(f);
+    gm_free(f->tl.live);
+    gm_free(f);
+}
+
+static void fold_give_up(struct snap_fold *f)
+{
+    f->usable = false;
+    fold_drop(f);
+}
+
+void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n)
+{
+    struct addr_map *m = &f->m;
+    if (!f->usable)
+        return;
+    if (f->n_events + n >= (size_t)INT32_MAX - 1) {
+        fold_give_up(f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gm_snapshot_event *e = &ev[i];
+        int64_t k = (int64_t)(f->n_events + i);
+        f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
+        switch (e->action) {
+        case GM_ACTION_ALLOC: {
+            struct pend old;
+            if (!am_set(m, e, (int32_t)k, &old))
+                goto fail;
+            if (old.ev != AM_EMPTY) {
+                struct pend_at *d =
+                    GM_VEC_PUSH(f->displaced, f->n_displaced, f->cap_displaced, &m->budget);
+                if (!d)
+                    goto fail;
+                d->p = old;
+                d->k = k;
+            }
+            f->rel += e->size;
+            if ((int64_t)f->rel > (int64_t)f->best_rel) {
+                f->best_rel = f->rel;
+                f->best_k = k;
+                f->rr_at_best = f->res_change;
+                f->best_time_valid = (e->flags & GM_EVENT_HAS_TIME) != 0;
+                f->best_time = e->time_us;
+                f->n_gone = 0; /* the map is what is alive now */
+            }
+            break;
+        }
+        case GM_ACTION_FREE_COMPLETED: {
+            struct pend p;
+            if (am_take(m, e->addr, &p)) {
+                f->n_matched++;
+                f->rel -= p.bytes;
+                f->sizes_agree &= p.bytes == e->size;
+                if (p.ev <= f->best_k) {
+                    struct pend *g = GM_VEC_PUSH(f->gone, f->n_gone, f->cap_gone, &m->budget);
+                    if (!g)
+                        goto fail;
+                    *g = p;
+                }
+            } else {
+                struct pend_at *u =
+                    GM_VEC_PUSH(f->unmatched, f->n_unmatched, f->cap_unmatched, &m->budget);
+                if (!u)
+                    goto fail;
+                u->p.addr = e->addr;
+                u->p.bytes = e->size;
+                u->p.ev = -1;
+                u->p.stack = e->stack;
+                u->p.extra = e->extra;
+                u->k = k;
+                f->initial = snap_sat_add(f->initial, e->size);
+                f->rel -= e->size;
+            }
+            break;
+        }
+        case GM_ACTION_SEGMENT_ALLOC:
+        case GM_ACTION_SEGMENT_MAP:
+            f->res_change += e->size;
+            if ((int64_t)f->res_change > (int64_t)f->best_rr) {
+                f->best_rr = f->res_change;
+                f->best_rr_k = k;
+            }
+            break;
+        case GM_ACTION_SEGMENT_FREE:
+        case GM_ACTION_SEGMENT_UNMAP:
+            f->res_change -= e->size;
+            break;
+        default:
+            break;
+        }
+    }
+    f->n_events += n;
+    return;
+fail:
+    fold_give_up(f);
+}
+
+/* One allocation alive at the peak into the fold's live list. */
+static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const struct pend *p)
+{
+    struct gm_snapshot_live *l = GM_VEC_PUSH(f->tl.live, f->tl.n_live, f->cap_live, &f->m.budget);
+    if (!l)
+        return false;
+    l->addr = p->addr;
+    l->bytes = p->bytes;
+    l->stream = p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream : 0;
+    l->stack = p->stack;
+    l->alloc_event = p->ev;
+    return true;
+}
+
+void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
+                      const struct gm_snapshot_device *d)
+{
+    struct gm_snapshot_timeline *out = &f->tl;
+    uint64_t mag = f->mag_over ? UINT64_MAX : f->mag, initial = f->initial, res_final = 0, res;
+    int64_t best = f->best_k;
+    if (!f->usable || f->finished || f->n_events != d->n_events)
+        goto give_up;
+    f->finished = true;
+    /* pass 3's list: what was pending at the peak and still is, what left the map after it,
+     * what was displaced, the frees without an alloc after it */
+    for (size_t i = 0; i < f->m.n_recs; i++)
+        if (f->m.recs[i].ev != AM_EMPTY && f->m.recs[i].ev <= best &&
+            !fold_live(f, snap, &f->m.recs[i]))
+            goto give_up;
+    for (size_t i = 0; i < f->n_gone; i++)
+        if (!fold_live(f, snap, &f->gone[i]))
+            goto give_up;
+    for (size_t i = 0; i < f->n_displaced; i++)
+        if (f->displaced[i].p.ev <= best && !fold_live(f, snap, &f->displaced[i].p))
+            goto give_up;
+    for (size_t i = 0; i < f->n_unmatched; i++)
+        if (f->unmatched[i].k > best && !fold_live(f, snap, &f->unmatched[i].p))
+            goto give_up;
+    /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
+        res_final += seg->total_size;
+        mag = snap_sat_add(mag, seg->total_size);
+        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
+            const struct gm_snapshot_block *b = &seg->blocks[bi];
+            struct pend p;
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&f->m, b->address))
+                continue;
+            mag = snap_sat_add(mag, b->requested_size);
+            initial = snap_sat_add(initial, b->requested_size);
+            p.addr = b->address;
+            p.bytes = b->requested_size;
+            p.ev = -1;
+            p.stack = b->stack;
+            p.extra = 0;
+            if (!fold_live(f, snap, &p))
+                goto give_up;
+            f->tl.live[f->tl.n_live - 1].stream = seg->stream;
+        }
+    }
+    /* the walks this replaces would have held as much beside the snapshot: past the
+     * snapshot's limit they fail, and so the timeline is left to them */
+    if (mag >= ONE_PASS_LIMIT ||
+        !gm_budget_fits(snap->memory_limit, snap->memory_bytes, 2 * f->m.budget.used))
+        goto give_up;
+    out->pending_max_ = f->m.n_max;
+    out->n_allocs_matched = f->n_matched;
+    res = res_final - f->res_change;
+    out->device = d->index;
+    out->initial_bytes = initial;
+    out->reserved_start_raw = res;
+    out->initial_reserved_bytes = clamp_signed(res);
+    out->final_bytes = initial + f->rel;
+    out->peak_bytes = best >= 0 ? initial + f->best_rel : initial;
+    out->peak_event_index = best;
+    out->reserved_at_peak_bytes = clamp_signed(best >= 0 ? res + f->rr_at_best : res);
+    if (f->best_rr_k >= 0 && (int64_t)(res + f->best_rr) > 0) {
+        out->peak_reserved_bytes = clamp_signed(res + f->best_rr);
+        out->peak_reserved_event_index = f->best_rr_k;
+    } else {
+        out->peak_reserved_bytes = clamp_signed(res);
+        out->peak_reserved_event_index = -1;
+    }
+    out->peak_time_valid = best >= 0 && f->best_time_valid;
+    out->peak_time_us = out->peak_time_valid ? f->best_time : 0;
+    if (out->n_live > 1)
+        qsort(out->live, out->n_live, sizeof(*out->live), cmp_live);
+    fold_drop(f);
+    return;
+give_up:
+    fold_give_up(f);
+}
+
+bool snap_fold_ready(const struct gm_snapshot_device *d)
+{
+    const struct snap_fold *f = d->packed ? d->packed->fold : NULL;
+    return f && f->usable && f->finished;
+}
+
+/* The timeline the load folded, when it could: true with *out filled (its live list a
+ * copy, with 'live'). */
+static bool fold_timeline(const struct gm_snapshot_device *d, bool live,
+                          struct gm_snapshot_timeline *out)
+{
+    const struct snap_fold *f = d->packed ? d->packed->fold : NULL;
+    if (!snap_fold_ready(d))
+        return false;
+    *out = f->tl;
+    out->live = NULL;
+    out->n_live = 0;
+    if (live && f->tl.n_live) {
+        out->live = gm_malloc(f->tl.n_live * sizeof(*out->live));
+        if (!out->live)
+            return false;
+        memcpy(out->live, f->tl.live, f->tl.n_live * sizeof(*out->live));
+        out->n_live = f->tl.n_live;
+    }
+    return true;
+}
+
 enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsigned flags,
                              bool force_two_pass, struct gm_snapshot_timeline *out,
                              struct gm_error *err)
@@ -285,6 +577,8 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
                        "timeline: device %d has %zu events (at most %d supported)", index,
                        d->n_events, INT32_MAX - 2);
+    if (!force_two_pass && fold_timeline(d, (flags & GM_TIMELINE_LIVE) != 0, out))
+        return GM_OK;
     am_init(&m, snap);
 
     /* pass 1: the allocated sum rises only at an alloc and the reserved one only at a
@@ -421,12 +715,30 @@ void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl)
 
 /* ---- the walk: the totals after each event ---- */
 
+/* The map of a walk whose frees all free their alloc's size (the fold saw it): a free then
+ * takes its own size off, as the map would have given, and the walk needs no map. */
+static struct addr_map no_map; /* never written: only its address is used */
+
+static bool walk_needs_map(const struct gm_snapshot_device *dev)
+{
+    return !snap_fold_ready(dev) || !dev->packed->fold->sizes_agree;
+}
+
 enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm_snapshot *snap,
                                      const struct gm_snapshot_device *dev,
                                      const struct gm_snapshot_timeline *tl, struct gm_error *err)
 {
-    struct addr_map *m = gm_calloc(1, sizeof(*m));
+    struct addr_map *m;
     memset(w, 0, sizeof(*w));
+    if (!walk_needs_map(dev)) {
+        w->map_ = &no_map;
+        w->allocated = tl->initial_bytes;
+        w->res_ = tl->reserved_start_raw;
+        w->reserved = clamp_signed(w->res_);
+        gm_snapshot_cursor_init(&w->cur, dev, 0);
+        return GM_OK;
+    }
+    m = gm_calloc(1, sizeof(*m));
     if (!m)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
     am_init(m, snap);
@@ -455,12 +767,13 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
     switch (e->action) {
     case GM_ACTION_ALLOC:
         /* never grows the map: walk_init() made room for pass 1's most pending */
-        (void)am_set(m, e, (int32_t)w->cur.index, NULL);
+        if (m != &no_map)
+            (void)am_set(m, e, (int32_t)w->cur.index, NULL);
         w->allocated = snap_sat_add(w->allocated, e->size);
         break;
     case GM_ACTION_FREE_COMPLETED: {
         struct pend p;
-        uint64_t b = am_take(m, e->addr, &p) ? p.bytes : e->size;
+        uint64_t b = m != &no_map && am_take(m, e->addr, &p) ? p.bytes : e->size;
         w->allocated = w->allocated >= b ? w->allocated - b : 0;
         break;
     }
@@ -474,7 +787,7 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w)
 {
     struct addr_map *m = w->map_;
-    if (m) {
+    if (m && m != &no_map) {
         am_release(m);
         gm_free(m);
     }

@@ -360,12 +360,22 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 
 /* ---- the records of device_traces (pickle.h: struct pk_stream) ---- */
 
+/* The events of a batch are kept for the trace's fold (snapshot_int.h) until the batch is
+ * committed: a writer's batches hold 1000 entries; a longer one (a list of shared memo
+ * references, say) is left to the timeline's own walk.  The fold may hold at most this
+ * share of the snapshot's memory limit (a file can describe huge numbers of allocations
+ * cheaply); past it the timeline walks the trace, within the limit, as without a fold. */
+#define FOLD_BATCH_MAX 4096
+#define FOLD_SHARE     8
+
 static struct stream *stream_of(struct builder *b, uint32_t index)
 {
     struct stream **sp = &b->tr.streams[index];
     if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL) {
         snap_ev_writer_init(&(*sp)->w);
         (*sp)->w.count_only = b->drop_events;
+        /* no fold (out of memory): the timeline walks the trace */
+        (*sp)->w.pk.fold = b->drop_events ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
     }
     return *sp;
 }
@@ -396,6 +406,16 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
     }
     if (!append_event(b, &str->w, &e))
         return snap_nomem(b);
+    if (str->w.pk.fold) {
+        if (str->prov == FOLD_BATCH_MAX ||
+            (str->prov == str->cap_prov_ev &&
+             !GM_VEC_RESERVE(str->prov_ev, str->cap_prov_ev, str->prov + 1, NULL))) {
+            snap_fold_free(str->w.pk.fold); /* the timeline walks the trace instead */
+            str->w.pk.fold = NULL;
+        } else {
+            str->prov_ev[str->prov] = e;
+        }
+    }
     snap_ev_sums_add(&str->prov_sums, &e);
     str->prov++;
     return GM_OK;
@@ -408,6 +428,8 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     if (!str)
         return; /* no record got this far */
     if (commit) {
+        if (str->w.pk.fold)
+            snap_fold_events(str->w.pk.fold, str->prov_ev, str->prov);
         str->unknown += str->prov_unknown;
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->prov) {
@@ -426,6 +448,7 @@ void snap_trace_reader_release(struct trace_reader *tr)
     for (size_t i = 0; i < MAX_DEVICES; i++) {
         if (tr->streams[i]) {
             snap_ev_writer_release(&tr->streams[i]->w);
+            gm_free(tr->streams[i]->prov_ev);
             gm_free(tr->streams[i]);
             tr->streams[i] = NULL;
         }

@@ -722,6 +722,11 @@ static void same_timeline(const struct gm_snapshot_timeline *a,
     assert_true(a->peak_reserved_bytes == b->peak_reserved_bytes);
     assert_true(a->peak_reserved_event_index == b->peak_reserved_event_index);
     assert_true(a->final_bytes == b->final_bytes);
+    assert_true(a->peak_time_valid == b->peak_time_valid && a->peak_time_us == b->peak_time_us);
+    assert_true(a->initial_reserved_bytes == b->initial_reserved_bytes);
+    assert_true(a->reserved_start_raw == b->reserved_start_raw);
+    assert_true(a->n_allocs_matched == b->n_allocs_matched);
+    assert_true(a->pending_max_ == b->pending_max_);
     assert_true(a->n_live == b->n_live);
     for (size_t i = 0; i < a->n_live; i++)
         assert_true(a->live[i].addr == b->live[i].addr && a->live[i].bytes == b->live[i].bytes &&
@@ -730,8 +735,37 @@ static void same_timeline(const struct gm_snapshot_timeline *a,
                     a->live[i].alloc_event == b->live[i].alloc_event);
 }
 
-/* Every device of 's': the one-pass peak search against the forward replay, and cursors
- * opened anywhere against a cursor from the start. */
+/* The walk of device 'd' of 's' against the walk of the same events as a plain array
+ * (which pairs every free with its alloc through the address map): the same totals after
+ * each event. */
+static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_device *d)
+{
+    struct gm_snapshot_device plain = *d;
+    struct gm_snapshot_event *ev = calloc(d->n_events ? d->n_events : 1, sizeof(*ev));
+    struct gm_snapshot_timeline tl;
+    struct gm_snapshot_walk a, b;
+    struct gm_error err;
+    assert_non_null(ev);
+    assert_int_equal(gm_snapshot_events_read(d, 0, ev, d->n_events), d->n_events);
+    plain.packed = NULL;
+    plain.events = ev;
+    assert_int_equal(gm_snapshot_timeline(s, d->index, 0, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&a, s, d, &tl, &err), GM_OK);
+    assert_int_equal(gm_snapshot_walk_init(&b, s, &plain, &tl, &err), GM_OK);
+    while (gm_snapshot_walk_next(&a) != NULL) {
+        assert_non_null(gm_snapshot_walk_next(&b));
+        assert_true(a.allocated == b.allocated && a.reserved == b.reserved);
+    }
+    assert_null(gm_snapshot_walk_next(&b));
+    gm_snapshot_walk_release(&a);
+    gm_snapshot_walk_release(&b);
+    gm_snapshot_timeline_release(&tl);
+    free(ev);
+}
+
+/* Every device of 's': the one-pass peak search against the forward replay, the walk
+ * against the walk of a plain array, and cursors opened anywhere against a cursor from the
+ * start. */
 static void check_passes(const struct gm_snapshot *s)
 {
     for (size_t i = 0; i < s->n_devices; i++) {
@@ -745,6 +779,7 @@ static void check_passes(const struct gm_snapshot *s)
         same_timeline(&one, &two);
         gm_snapshot_timeline_release(&one);
         gm_snapshot_timeline_release(&two);
+        check_walk(s, d);
         gm_snapshot_cursor_init(&c, d, 0);
         while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
             struct gm_snapshot_event r;
@@ -772,6 +807,86 @@ static void test_passes(void **state)
     assert_int_equal(gm_snapshot_load_mem(e.b, e.n, NULL, &s, &err), GM_OK);
     check_passes(s);
     gm_snapshot_free(s);
+}
+
+/* A trace whose first maximum (event 7) comes after a lower one (event 0, then freed),
+ * with frees that no alloc explains before and after it, allocations displaced by a second
+ * alloc at their address before and after it, allocations alive at it freed later, and a
+ * block at snapshot time that a pending alloc explains beside one that none does. */
+static void build_middle_peak(struct em *e, uint64_t last_free)
+{
+    e->n = 0;
+    e_raw(e, "\x80\x02", 2);
+    e_begin_dict(e);
+    e_str(e, "segments");
+    e_begin_list(e);
+    e_begin_dict(e);
+    e_kv_int(e, "device", 0);
+    e_kv_int(e, "address", 0x1000);
+    e_kv_int(e, "total_size", 2048);
+    e_kv_int(e, "stream", 0);
+    e_kv_str(e, "segment_type", "small");
+    e_str(e, "blocks");
+    e_begin_list(e);
+    e_block(e, 1024, 100, "active_allocated"); /* 0x1000: the alloc at event 13 */
+    e_block(e, 1024, 64, "active_allocated");  /* 0x1400: alive from the start */
+    e_end_list(e);
+    e_end_dict(e);
+    e_end_list(e);
+    e_str(e, "device_traces");
+    e_begin_list(e);
+    e_begin_list(e);
+    e_event(e, "alloc", 0x70, 300, 100);                /* 0: a first maximum */
+    e_event(e, "free_completed", 0x70, 300, 101);       /* 1: freed before the peak */
+    e_event(e, "alloc", 0x10, 100, 102);                /* 2 */
+    e_event(e, "free_completed", 0x99, 40, 103);        /* 3: no alloc, before the peak */
+    e_event(e, "alloc", 0x20, 200, 104);                /* 4 */
+    e_event(e, "alloc", 0x30, 50, 105);                 /* 5: a new maximum */
+    e_event(e, "alloc", 0x30, 70, 106);                 /* 6: displaces 5 */
+    e_event(e, "alloc", 0x40, 500, 107);                /* 7: the peak */
+    e_event(e, "free_completed", 0x10, 100, 108);       /* 8: frees 2 */
+    e_event(e, "alloc", 0x20, 10, 109);                 /* 9: displaces 4 */
+    e_event(e, "free_completed", 0x98, 30, 110);        /* 10: no alloc, after the peak */
+    e_event(e, "alloc", 0x50, 50, 111);                 /* 11 */
+    e_event(e, "free_completed", 0x40, last_free, 112); /* 12: frees the peak's alloc */
+    e_event(e, "alloc", 0x1000, 100, 113);              /* 13 */
+    e_end_list(e);
+    e_end_list(e);
+    e_end_dict(e);
+    e_op(e, '.');
+}
+
+/* The timeline the loader folds while reading against the walks of the trace, with each
+ * reader, and with a free of the size of its alloc or of another size (which the walk then
+ * pairs through its map): the same figures and the same allocations alive at the peak. */
+static void test_folded_timeline(void **state)
+{
+    static const enum gm_snapshot_reader readers[] = {GM_SNAPSHOT_READER_AUTO,
+                                                      GM_SNAPSHOT_READER_GENERAL};
+    struct em e;
+    (void)state;
+    for (size_t r = 0; r < 4; r++) {
+        struct gm_snapshot_opts o = {0};
+        struct gm_snapshot *s;
+        struct gm_snapshot_timeline tl;
+        struct gm_error err;
+        build_middle_peak(&e, r < 2 ? 500 : 400);
+        o.reader = readers[r % 2];
+        assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
+        assert_true(snap_fold_ready(&s->devices[0]));
+        check_passes(s);
+        assert_int_equal(gm_snapshot_timeline(s, 0, GM_TIMELINE_LIVE, &tl, &err), GM_OK);
+        assert_int_equal(tl.peak_event_index, 7);
+        assert_true(tl.initial_bytes == 40 + 30 + 64);
+        assert_true(tl.peak_bytes == 134 + 880);
+        /* 7, 2, 4, 6, the 64 bytes of the block, 5, the free at 10 */
+        assert_int_equal(tl.n_live, 7);
+        assert_true(tl.live[0].bytes == 500 && tl.live[1].bytes == 200 && tl.live[2].bytes == 100);
+        assert_true(tl.live[3].bytes == 70 && tl.live[4].bytes == 64 && tl.live[5].bytes == 50);
+        assert_true(tl.live[6].bytes == 30 && tl.live[6].alloc_event == -1);
+        gm_snapshot_timeline_release(&tl);
+        gm_snapshot_free(s);
+    }
 }
 
 static void test_passes_real_files(void **state)
@@ -930,8 +1045,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
     cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
     cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
-    cmocka_unit_test(test_passes),         cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
+    cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
+    cmocka_unit_test(test_spool_bound),
 };
 
 /* real snapshots */
