@@ -215,7 +215,8 @@ struct gm_job_model {
 /* How much work one step does. */
 struct gm_job_workload {
     uint64_t batch;      /* micro-batch (training) or concurrent sequences (inference) */
-    uint64_t seq;        /* training sequence length, tokens */
+    uint64_t seq;        /* training sequence length, tokens (an encoder-decoder's source) */
+    uint64_t target_seq; /* training an encoder-decoder: target tokens; 0 = seq */
     uint64_t context;    /* inference: prompt tokens per sequence */
     uint64_t new_tokens; /* inference: generated tokens per sequence */
     uint64_t grad_accum; /* training: micro-batches per optimizer step */
@@ -223,6 +224,14 @@ struct gm_job_workload {
     /* memory techniques: packing / padding-free batches */
     uint64_t tokens; /* training: tokens in one micro-batch (packed or padding-free);
                         0 = batch x seq.  seq stays the longest sequence */
+    /* vision-language models: images per sequence and their size in pixels (0 = the
+       processor's own: CLIP's fixed side, else 1024 x 1024); their tokens join the context
+       (inference) or the sequence (training) */
+    uint64_t images;
+    uint64_t image_width;
+    uint64_t image_height;
+    uint64_t image_tokens; /* set when the job is resolved: the images' tokens included in
+                              context or seq (0 before, or without images) */
 };
 
 /* Number formats and the optimizer. */
@@ -266,6 +275,8 @@ struct gm_job_memory {
     unsigned fused_kernels;      /* enum gm_fused flags */
     bool compile;                /* torch.compile: the min-cut partitioner decides what is
                                     saved (modelled approximately) */
+    bool float8;                 /* torchao Float8Linear training (tensorwise dynamic scaling):
+                                    the linears cast their operands to fp8 per matmul */
     enum gm_dtype adapter_dtype; /* LoRA adapters: UNKNOWN = fp32 (PEFT autocast_adapter_dtype)
                                     unless --precision bf16 */
 };

@@ -61,6 +61,14 @@ enum gm_arch {
     GM_ARCH_QWEN3_MOE,   /* qwen3 attention, routed experts */
     GM_ARCH_DEEPSEEK_V2, /* MLA attention, shared + routed experts, first layers dense */
     GM_ARCH_DEEPSEEK_V3, /* deepseek-v2 layout + router score bias */
+    GM_ARCH_GPT_OSS,     /* biased GQA with attention sinks, alternating 128-token windows,
+                            routed experts with biases and a biased router (gpt-oss) */
+    GM_ARCH_LLAMA4,      /* llama attention, chunked local attention on RoPE layers, routed
+                            experts + one shared expert, dense layers of their own width */
+    GM_ARCH_QWEN3_NEXT,  /* qwen3-moe MLP (+ gated shared expert); 3 of 4 layers Gated DeltaNet
+                            linear attention (a recurrent state, no KV), gated full attention */
+    GM_ARCH_JAMBA,       /* Mamba (selective SSM) layers with attention every 8th, MoE MLP every
+                            other layer */
     GM_ARCH__COUNT
 };
 
@@ -137,6 +145,9 @@ enum gm_quant_method {
     GM_QUANT_INT,      /* compressed-tensors pack-quantized ints (W4A16, W8A16): scales per
                           group in the compute dtype */
     GM_QUANT_GGUF,     /* ggml types per tensor, as the GGUF headers say */
+    GM_QUANT_MXFP4,    /* OCP MX FP4 (e2m1) weights, one e8m0 byte scale per 32 inputs */
+    GM_QUANT_NVFP4,    /* NVIDIA FP4 (e2m1) weights, one fp8 e4m3 scale per 16 inputs and
+                          fp32 global weight and input scales per linear */
     GM_QUANT__COUNT
 };
 
@@ -164,6 +175,31 @@ struct gm_quant {
     unsigned keep;    /* roles (1 << enum gm_param_role) kept in 16 bit beyond the
                          scheme's own (modules_to_not_convert, ignore) */
     char unknown[24]; /* a quant_method gpumem does not know ("hqq"), else "" */
+};
+
+/* The vision tower of a vision-language model, as the language model sees it. */
+enum gm_vision_kind {
+    GM_VISION_NONE = 0,
+    GM_VISION_CLIP,    /* LLaVA: a CLIP / SigLIP ViT (class token, learned positions, LayerNorm,
+                          biased q/k/v/o, fc1/fc2) over a fixed image_size, then a two-layer
+                          GELU projector; (image_size / patch)^2 tokens an image */
+    GM_VISION_QWEN_VL, /* Qwen2-VL / Qwen2.5-VL: a ViT over native resolution (3-D patch
+                          embedding of temporal_patch x patch^2, RMSNorm, fused qkv, SwiGLU MLP
+                          in 2.5), then a merger of spatial_merge^2 patches into one token */
+};
+
+struct gm_vision {
+    enum gm_vision_kind kind;
+    uint64_t hidden;       /* vision_config hidden_size (Qwen2-VL: embed_dim) */
+    uint64_t layers;       /* num_hidden_layers / depth */
+    uint64_t heads;        /* num_attention_heads / num_heads */
+    uint64_t intermediate; /* MLP width */
+    uint64_t patch;        /* patch_size, pixels */
+    uint64_t image_size;   /* CLIP: the fixed input side, pixels */
+    uint64_t merge;        /* Qwen-VL: spatial_merge_size */
+    uint64_t temporal;     /* Qwen-VL: temporal_patch_size */
+    bool gated_mlp;        /* Qwen2.5-VL: SwiGLU (gate, up, down); Qwen2-VL, CLIP: fc1, fc2 */
+    bool rms_norm;         /* Qwen2.5-VL: RMSNorm; otherwise LayerNorm with bias */
 };
 
 #define GM_MODEL_NAME_MAX 64
@@ -226,15 +262,38 @@ struct gm_model {
     uint64_t n_shared_experts; /* always-active experts (deepseek), moe_intermediate wide */
     uint64_t shared_intermediate; /* qwen2_moe: width of its one shared expert */
     bool shared_expert_gate;      /* qwen2_moe: a sigmoid gate (h x 1) on the shared expert */
-    bool router_bias;             /* deepseek-v3: e_score_correction_bias per expert */
-    struct gm_quant quant;        /* the checkpoint's weight format (quantization_config) */
-    unsigned from_shapes;         /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
-    bool generic;                 /* an architecture gpumem does not know, sized from its files */
-    bool no_config;               /* safetensors without a config.json: sized from the header
-                                     alone (the layout generic) */
-    bool text_only;               /* the language model of a multimodal checkpoint
-                                     (text_config): its vision tower is not counted */
-    bool incomplete;              /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
+    bool router_bias;        /* a vector of n_experts per MoE layer on the router: deepseek-v3's
+                                e_score_correction_bias, gpt-oss's router Linear bias */
+    struct gm_quant quant;   /* the checkpoint's weight format (quantization_config) */
+    unsigned from_shapes;    /* GM_FROM_SHAPES_* flags: fields the weight files filled in */
+    bool generic;            /* an architecture gpumem does not know, sized from its files */
+    bool no_config;          /* safetensors without a config.json: sized from the header
+                                alone (the layout generic) */
+    bool text_only;          /* the language model of a multimodal checkpoint
+                                (text_config): its vision tower is not counted */
+    bool incomplete;         /* the config lacked fields (GM_ERR_FORMAT "missing fields") */
+    bool attn_sinks;         /* a learned sink logit per query head per layer (gpt-oss) */
+    uint64_t index_n_heads;  /* DeepSeek-V3.2 sparse-attention indexer: its heads, */
+    uint64_t index_head_dim; /* their width (one shared key per token, cached), */
+    uint64_t index_topk;     /* and the tokens each query attends to; 0 = no indexer */
+    /* ---- linear-attention layers (Qwen3-Next's Gated DeltaNet): a fixed-size recurrent and
+       convolution state per sequence instead of a KV cache ---- */
+    uint64_t n_linear_layers; /* layers of linear attention (the rest keep KV) */
+    uint64_t lin_k_heads;     /* linear_num_key_heads */
+    uint64_t lin_v_heads;     /* linear_num_value_heads */
+    uint64_t lin_k_dim;       /* linear_key_head_dim */
+    uint64_t lin_v_dim;       /* linear_value_head_dim */
+    uint64_t lin_conv_kernel; /* linear_conv_kernel_dim */
+    uint64_t mamba_d_state;   /* Mamba layers (Jamba): SSM state size per channel, */
+    uint64_t mamba_d_inner;   /* mamba_expand x hidden channels, */
+    uint64_t mamba_dt_rank;   /* and the rank of the time-step projection; 0 = no Mamba */
+    bool attn_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
+                                 (Qwen3-Next): twice the query width */
+    struct gm_vision vision;  /* a vision-language model's tower (counted with the
+                                 language model, as GM_ROLE_OTHER); kind NONE otherwise */
+    bool chunked_attention;   /* the windowed layers attend within fixed chunks of
+                                 sliding_window tokens (Llama-4 attention_chunk_size), not a
+                                 window sliding with each token: the KV bound is the same */
 };
 
 /* Fields taken from tensor shapes because the metadata left them out (or disagreed). */
@@ -278,6 +337,20 @@ struct gm_param_counts {
     size_t n_linears; /* matrix weights by shape and role: what weight formats quantise */
     struct gm_linear_class linears[GM_MAX_LINEAR_CLASSES];
 };
+
+/* Tokens the language model reads for one image of w x h pixels (a CLIP tower: its fixed
+ * (image_size / patch)^2 whatever the size; Qwen-VL: the image resized to multiples of
+ * patch x merge, each merge x merge patches one token); *patches receives the vision
+ * tower's sequence (patches of the image; CLIP: + the class token).  0 without a tower. */
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h, uint64_t *patches);
+
+/* Elements of one linear-attention layer's state per sequence as 'who' keeps it: the
+ * recurrent state in *recurrent (Gated DeltaNet: value heads x key dim x value dim; Mamba:
+ * d_inner x d_state), the causal convolution's in *conv (transformers: the whole kernel;
+ * vLLM: kernel - 1 columns) over its channels (q, k and v; Mamba: d_inner).  Zeros without
+ * linear-attention layers. */
+void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
+                           uint64_t *conv);
 
 /* Set every field of 'm' to unknown. */
 void gm_model_init(struct gm_model *m);
@@ -364,6 +437,11 @@ const char *gm_arch_name(enum gm_arch a);
  * and GPTBigCode c_attn, GPT-NeoX and Falcon query_key_value, Phi-3 qkv_proj, ModernBERT
  * Wqkv): what a LoRA target can name. */
 bool gm_arch_fused_qkv(enum gm_arch a);
+/* Whether the architecture's transformers class computes attention eagerly whatever
+ * attn_implementation asks (no SDPA or flash path): T5 adds its relative position bias to
+ * materialised scores (modeling_t5.py T5Attention), gpt-oss declares _supports_sdpa = False
+ * for its sinks (modeling_gpt_oss.py).  The s x s scores are then kept for backward. */
+bool gm_arch_hf_eager(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);
 /* Parse a dtype name as HF/torch/safetensors spell it ("bfloat16", "bf16", "BF16",
  * "float32", "F32", "fp8", ...).  GM_DTYPE_UNKNOWN when not recognised. */
@@ -383,8 +461,9 @@ const char *gm_param_role_name(enum gm_param_role r);
 void gm_quant_init(struct gm_quant *q, enum gm_quant_method method);
 /* The roles (1 << enum gm_param_role) the scheme leaves unquantised: embeddings, norms and
  * the lm_head always (unless q->lm_head); GPTQ, AWQ, FP8 and INT quantise the linears of
- * the decoder layers only, so the router and the pooler/classifier stay too; bitsandbytes
- * converts every other nn.Linear.  Plus q->keep. */
+ * the decoder layers only, so the router and the pooler/classifier stay too (NVFP4 as
+ * they); MXFP4 the MoE experts only (the MLP role); bitsandbytes converts every other
+ * nn.Linear.  Plus q->keep. */
 unsigned gm_quant_kept_roles(const struct gm_quant *q);
 /* The roles a module name of modules_to_not_convert / ignore / llm_int8_skip_modules
  * stands for ("lm_head", "gate", "re:.*mlp.gate$", "self_attn"); 0 for a name naming one

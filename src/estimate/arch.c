@@ -38,8 +38,8 @@ uint64_t est_kv_layers(const struct gm_model *m)
         return 0;
     case GM_HEAD_SEQ2SEQ_LM:
         return m->n_decoder_layers;
-    default:
-        return m->n_layers;
+    default: /* linear-attention layers keep a recurrent state instead */
+        return m->n_layers > m->n_linear_layers ? m->n_layers - m->n_linear_layers : 0;
     }
 }
 
@@ -106,6 +106,35 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
     return (double)k + (double)v;
 }
 
+uint64_t est_vllm_indexer_bytes(const struct gm_model *m)
+{
+    /* vllm/model_executor/models/deepseek_v2.py: DeepseekV32IndexerCache caches one key per
+     * token and layer as fp8 values with an fp32 scale per 128 (head_dim + head_dim / 128 x
+     * 4 bytes, uint8, an MLAAttentionSpec of one head: on every GPU whatever the tp, at any
+     * --kv-cache-dtype) */
+    uint64_t d = m->index_n_heads ? m->index_head_dim : 0;
+    return d + d / 128 * 4;
+}
+
+uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp)
+{
+    /* vLLM's MambaSpec (mamba_utils.py): a Gated DeltaNet layer's conv state (2 key_dim +
+     * value_dim) / tp x (kernel - 1) and recurrent state value_heads / tp x key dim x value
+     * dim; a Mamba layer's d_inner / tp x (d_conv - 1) and d_inner / tp x d_state; in the
+     * model dtype (16-bit unless --mamba-ssm-cache-dtype says otherwise), one per request and
+     * layer */
+    uint64_t rec, conv, t = tp ? tp : 1;
+    gm_model_linear_state(m, true, &rec, &conv);
+    return est_div_up(m->n_linear_layers, pp ? pp : 1) * (rec / t + conv / t) * 2;
+}
+
+static uint64_t est_vllm_state_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp,
+                                         uint64_t len)
+{
+    uint64_t b = est_vllm_state_bytes(m, tp, pp);
+    return b && len ? est_div_up(b, len) : 0;
+}
+
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block)
 {
@@ -113,7 +142,8 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
                    held, per_layer;
     est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
     if (!m->sliding_window || !m->n_sliding_layers || !len || !block)
-        return layers * (k + v) * kvb100 / 100;
+        return layers * (k + v) * kvb100 / 100 + layers * est_vllm_indexer_bytes(m) +
+               est_vllm_state_per_token(m, tp, pp, len);
     sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
     /* the stage with the most layers, holding its share of the full-attention ones */
     full = est_div_up(all - sliding, pp ? pp : 1);
@@ -121,12 +151,15 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
         full = layers;
     sliding = layers - full;
     per_layer = (k + v) * kvb100; /* hundredths of a byte per token */
-    held = m->sliding_window - 1 + chunk;
-    held = (est_div_up(held < len ? held : len, block) + 1) * block;
+    /* vllm/v1/kv_cache_interface.py: SlidingWindowSpec holds window - 1 + the batched
+     * tokens, one block more; ChunkedLocalAttentionSpec (Llama-4) chunk + batched tokens */
+    held = m->chunked_attention ? m->sliding_window + chunk : m->sliding_window - 1 + chunk;
+    held = (est_div_up(held < len ? held : len, block) + (m->chunked_attention ? 0 : 1)) * block;
     if (held > est_div_up(len, block) * block)
         held = est_div_up(len, block) * block;
     return (full * per_layer * est_div_up(len, block) * block + sliding * per_layer * held) / 100 /
-           len;
+               len +
+           est_vllm_state_per_token(m, tp, pp, len);
 }
 
 bool est_tp_divides(const struct gm_model *m, uint64_t t)

@@ -54,7 +54,7 @@
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
-    X(KV_CACHE_MEMORY_BYTES)
+    X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ)
 /* clang-format on */
 
 enum est_setting {
@@ -225,6 +225,7 @@ struct est_layer_cfg {
                              weight, or an adapter reading the same tensor, needs it) */
     unsigned fused;       /* enum gm_fused flags */
     bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
+    uint64_t target;      /* encoder-decoder: target tokens per sequence; 0 = seq */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */
@@ -327,6 +328,12 @@ void est_kv_rows(const struct gm_model *m, enum est_kv_store who, uint64_t tp, u
                  uint64_t *v);
 /* K + V elements per token of one attention layer. */
 double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp);
+/* vLLM: bytes of one request's linear-attention states (every such layer of the largest
+ * pipeline stage, on one of 'tp' GPUs); 0 without such layers.  est_vllm_kv_per_token()
+ * spreads them over a request of 'len' tokens. */
+uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
+/* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
+uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
 /* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
  * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
  * element.  Full-attention layers hold every token; with the hybrid allocator a
@@ -452,6 +459,8 @@ enum est_quant_choice {
     EST_QUANT_FP8_BLOCK,
     EST_QUANT_W4A16,
     EST_QUANT_W8A16,
+    EST_QUANT_MXFP4,
+    EST_QUANT_NVFP4,
     EST_QUANT__COUNT
 };
 /* The --quant choice that names format 'q' ("nf4-dq", "fp8-block"). */

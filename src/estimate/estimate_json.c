@@ -63,6 +63,8 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
             gm_json_str(w, "rope");
         gm_json_end_array(w);
         gm_json_kv_bool(w, "compile", mem->compile);
+        if (mem->float8) /* only when asked: older readers see the inputs they know */
+            gm_json_kv_bool(w, "float8", true);
         if (j->workload.tokens)
             gm_json_kv_u64(w, "tokens_per_batch", j->workload.tokens);
         else

@@ -73,6 +73,26 @@ void gm_job_init(struct gm_job *job)
 
 /* ---- setters that fill more than one field ---- */
 
+/* --image-size WxH (or one side N for a square image), pixels. */
+static enum gm_status set_image_size(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    unsigned long long w = 0, h = 0;
+    char tail = 0;
+    int n = sscanf(v->text, "%llu%c%llu", &w, &tail, &h);
+    if (n == 1)
+        h = w;
+    else if (n != 3 || (tail != 'x' && tail != 'X'))
+        h = 0;
+    if (!w || !h || w > 65536 || h > 65536)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--image-size '%s': give WIDTHxHEIGHT in pixels (1024x768), up to 65536",
+                       v->text);
+    j->workload.image_width = w;
+    j->workload.image_height = h;
+    return GM_OK;
+}
+
 static enum gm_status set_train(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
     (void)v;
@@ -362,10 +382,11 @@ static const struct {
     {GM_QUANT_AWQ, false, GM_SCALE_GROUP, 4},       {GM_QUANT_FP8, false, GM_SCALE_TENSOR, 8},
     {GM_QUANT_FP8, false, GM_SCALE_CHANNEL, 8},     {GM_QUANT_FP8, false, GM_SCALE_BLOCK, 8},
     {GM_QUANT_INT, false, GM_SCALE_GROUP, 4},       {GM_QUANT_INT, false, GM_SCALE_GROUP, 8},
+    {GM_QUANT_MXFP4, false, GM_SCALE_GROUP, 4},     {GM_QUANT_NVFP4, false, GM_SCALE_GROUP, 4},
 };
 static const char *const quant_choices[] = {"int8",  "nf4",   "nf4-dq", "fp4",         "fp4-dq",
                                             "gptq",  "awq",   "fp8",    "fp8-channel", "fp8-block",
-                                            "w4a16", "w8a16", NULL};
+                                            "w4a16", "w8a16", "mxfp4",  "nvfp4",       NULL};
 _Static_assert(sizeof quant_kinds / sizeof quant_kinds[0] + 1 ==
                        sizeof quant_choices / sizeof quant_choices[0] &&
                    sizeof quant_kinds / sizeof quant_kinds[0] == EST_QUANT__COUNT,
@@ -677,6 +698,23 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
+    [EST_SET_TARGET_SEQ] = NUM("target-seq", GM_JOB_U64, "T",
+                               "training an encoder-decoder: target (decoder) tokens per "
+                               "sequence (default --seq)",
+                               TRAIN, GM_ENGINE_NONE, workload.target_seq, 1, TOKENS, 0),
+    [EST_SET_IMAGES] =
+        NUM("images", GM_JOB_U64, "N",
+            "vision-language model: images per sequence (their tokens join the "
+            "context or the sequence)",
+            GM_APPLIES_TRAIN | GM_APPLIES_INFER, GM_ENGINE_NONE, workload.images, 0, 4096, 0),
+    [EST_SET_IMAGE_SIZE] = TEXT_FN("image-size", "WxH",
+                                   "vision-language model: image size in pixels (default the "
+                                   "processor's: CLIP's side, else 1024x1024)",
+                                   GM_APPLIES_TRAIN | GM_APPLIES_INFER, set_image_size),
+    [EST_SET_FLOAT8] = FLAG("float8",
+                            "torchao Float8Linear training (torchtitan --float8): fp8 casts of "
+                            "the linears' operands; saved activations stay bf16",
+                            TRAIN, GM_ENGINE_NONE, memory.float8),
     [EST_SET_ADAPTER_DTYPE] =
         CHOICE("adapter-dtype", adapter_dtype_choices, adapter_dtype_values,
                "LoRA adapter weights (default fp32, bf16 with --precision bf16)", TRAIN,
@@ -724,7 +762,7 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
          "weight format: bitsandbytes int8/nf4/fp4 (-dq: double quant), gptq, awq, fp8 (per tensor, "
-         "channel or block), w4a16/w8a16",
+         "channel or block), w4a16/w8a16, mxfp4 (MoE experts) or nvfp4",
          quant_choices, ANY, GM_ENGINE_NONE, NO_FIELD, 0, 0, 0, NULL, set_quant, false},
     [EST_SET_QUANT_BITS] =
         NUM_FN("quant-bits", GM_JOB_U64, "B", "--quant gptq/awq/w4a16: bits per weight (default 4)",
@@ -1128,6 +1166,27 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* a vision-language model's images: their tokens in every sequence */
+    if (j->model.model && j->workload.images && j->model.model->vision.kind != GM_VISION_NONE) {
+        uint64_t w = j->workload.image_width ? j->workload.image_width : 1024;
+        uint64_t h = j->workload.image_height ? j->workload.image_height : 1024;
+        uint64_t t =
+            gm_mul_sat(j->workload.images, gm_model_image_tokens(j->model.model, w, h, NULL));
+        uint64_t *len = j->mode == GM_EST_TRAIN ? &j->workload.seq : &j->workload.context;
+        /* resolving twice adds them once */
+        *len =
+            gm_add_sat(*len >= j->workload.image_tokens ? *len - j->workload.image_tokens : 0, t);
+        j->workload.image_tokens = t;
+    }
+    /* transformers classes without an SDPA path (T5, gpt-oss: gm_arch_hf_eager()) run
+     * eager attention whatever attn_implementation says: the default follows the model
+     * class in the jobs transformers runs (training, generate()); serving engines have
+     * their own kernels */
+    if (j->model.model && gm_arch_hf_eager(j->model.model->arch) &&
+        !est_given(j, EST_SET_ATTENTION) &&
+        (j->mode == GM_EST_TRAIN || (j->mode == GM_EST_INFER && (j->engine.kind == GM_ENGINE_NONE ||
+                                                                 j->engine.kind == GM_ENGINE_HF))))
+        j->memory.attention = GM_ATTN_EAGER;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))
@@ -1391,6 +1450,7 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
     static const enum est_setting arch_only[] = {EST_SET_LOSS,
                                                  EST_SET_FUSED_KERNELS,
                                                  EST_SET_COMPILE,
+                                                 EST_SET_FLOAT8,
                                                  EST_SET_ACTIVATION_OFFLOAD,
                                                  EST_SET_TOKENS_PER_BATCH,
                                                  EST_SET_OPTIMIZER_IN_BACKWARD};
@@ -1504,6 +1564,12 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
         return st;
     if ((st = check_applies(&j, err)) || (st = check_limits(&j, err)))
         return st;
+    if ((est_given(&j, EST_SET_IMAGES) || est_given(&j, EST_SET_IMAGE_SIZE)) && j.model.model &&
+        j.model.model->vision.kind == GM_VISION_NONE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--images / --image-size: '%s' has no vision tower gpumem reads (LLaVA, "
+                       "Qwen2-VL, Qwen2.5-VL)",
+                       j.model.model->name[0] ? j.model.model->name : j.model.model->model_type);
     if ((st = exclusive(&j, EST_SET_GPU, EST_SET_GPU_MEMORY, err)) ||
         (st = exclusive(&j, EST_SET_MAX_BATCH, EST_SET_MAX_CONTEXT, err)))
         return st;

@@ -293,6 +293,28 @@ static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stag
     }
 }
 
+/* vLLM V1's profile run of a multimodal model (v1/worker/gpu_model_runner.py profile_run):
+ * the encoder runs on as many dummy images of the largest size as the encoder budget
+ * (max(max_num_batched_tokens, one image's tokens)) holds, and its outputs stay in
+ * encoder_cache["tmp"] through the language model's dummy run: those tokens x hidden x 2
+ * bytes join the profile peak.  The dummy image is the processor's largest (CLIP: its
+ * fixed size; Qwen-VL: max_pixels 12845056, 16384 tokens). */
+static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
+{
+    const struct gm_model *m = cx->m;
+    uint64_t per_item = gm_model_image_tokens(m, 3584, 3584, NULL), budget, items;
+    if (!per_item)
+        return 0;
+    budget = batched > per_item ? batched : per_item;
+    items = budget / per_item;
+    est_assume(cx->e,
+               "vLLM multimodal profile: %llu dummy image(s) of %llu tokens encoded and held "
+               "(encoder_cache) through the profile run, %llu B",
+               (unsigned long long)items, (unsigned long long)per_item,
+               (unsigned long long)(items * per_item * m->hidden * 2));
+    return gm_mul_sat(gm_mul_sat(items, per_item), gm_mul_sat(m->hidden, 2));
+}
+
 /* vLLM's non-torch memory apart from the CUDA context and NCCL: the kernel modules and library
  * handles that loading and the profile run bring onto the device, 164 MiB (the 0.16 GiB vLLM
  * printed for an H100 at tp 1 once its profiler counted growth from a baseline, PR #12126;
@@ -396,6 +418,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = hidden_bytes;
     else
         sampler = 0;
+    /* a multimodal model's dummy encoder outputs stay through both */
+    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
+        act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     ca = est_vllm_custom_allreduce_bytes(t, !j->runtime.no_p2p);
     non_torch =
         v->non_torch_bytes
@@ -473,7 +498,27 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "KV cache: num_key_value_heads=%llu (%llu per GPU), head_dim=%llu, %s",
                    (unsigned long long)m->n_kv_heads, (unsigned long long)kv_heads,
                    (unsigned long long)m->head_dim, gm_dtype_name(kvt));
-    if (m->sliding_window && m->n_sliding_layers)
+    if (est_vllm_state_bytes(m, t, j->parallel.pp))
+        est_assume(e,
+                   "linear attention: %llu %s layers keep a recurrent and a convolution "
+                   "state instead of KV, %llu B per request on each GPU (vLLM's MambaSpec), "
+                   "spread over a max_model_len request",
+                   (unsigned long long)m->n_linear_layers,
+                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet",
+                   (unsigned long long)est_vllm_state_bytes(m, t, j->parallel.pp));
+    if (est_vllm_indexer_bytes(m))
+        est_assume(e,
+                   "DeepSeek-V3.2 indexer keys: %llu B per token and layer (%llu fp8 values + an "
+                   "fp32 scale per 128; vLLM's DeepseekV32IndexerCache), on every GPU",
+                   (unsigned long long)est_vllm_indexer_bytes(m),
+                   (unsigned long long)m->index_head_dim);
+    if (m->sliding_window && m->n_sliding_layers && m->chunked_attention)
+        est_assume(e,
+                   "hybrid KV cache manager: %llu chunked-attention layers hold at most %llu + "
+                   "%llu tokens per request, so a max_model_len request costs %llu B per token",
+                   (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
+                   (unsigned long long)T, (unsigned long long)per_token);
+    else if (m->sliding_window && m->n_sliding_layers)
         est_assume(e,
                    "hybrid KV cache manager: %llu sliding-window layers hold at most %llu - 1 + "
                    "%llu tokens per request, so a max_model_len request costs %llu B per token",
@@ -613,11 +658,14 @@ enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "KV cache type %u cannot hold rows of %llu elements", ggml_type,
                        (unsigned long long)k);
-    /* interleaved sliding-window attention (gemma-2/3: llama_kv_cache_iswa): the window
-     * layers keep window + one micro-batch of cells, padded to 256 */
+    /* interleaved sliding-window attention (llama_kv_cache_iswa: the architectures whose
+     * hparams.swa_type llama-model.cpp sets: gemma-2/3, gpt-oss standard windows, Llama-4
+     * chunks of 8192): the window layers keep window + one micro-batch of cells, padded to
+     * 256 */
     swa_cells = tokens;
-    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3) && m->sliding_window &&
-        m->n_sliding_layers) {
+    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
+         m->arch == GM_ARCH_LLAMA4) &&
+        m->sliding_window && m->n_sliding_layers) {
         uint64_t c = (m->sliding_window + 512 + 255) / 256 * 256;
         sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
         swa_cells = c < tokens ? c : tokens;

@@ -102,6 +102,33 @@ static enum gm_status infer_encoder(struct est_ctx *cx, uint64_t context, double
     return GM_OK;
 }
 
+/* The vision tower before the prefill (transformers, SDPA): one layer's transient peak over
+ * the patches of every image of the batch, 16-bit: the layer input, q, k, v and the attention
+ * output (5 hv) and the MLP's intermediates (gate, up and their product: 3 Iv; fc1 and its
+ * activation: 2 Iv).  Says how many tokens the images add to the context. */
+static double vision_layer_peak(struct est_ctx *cx, double ea)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    const struct gm_vision *v = &m->vision;
+    uint64_t patches = 0, wpx, hpx, tokens;
+    if (v->kind == GM_VISION_NONE || !j->workload.images)
+        return 0;
+    wpx = j->workload.image_width ? j->workload.image_width : 1024;
+    hpx = j->workload.image_height ? j->workload.image_height : 1024;
+    tokens = gm_model_image_tokens(m, wpx, hpx, &patches);
+    est_assume(cx->e,
+               "%llu image(s) of %llu x %llu pixels per sequence: %llu tokens each in the "
+               "context (%s), %llu patches each through the vision tower",
+               (unsigned long long)j->workload.images, (unsigned long long)wpx,
+               (unsigned long long)hpx, (unsigned long long)tokens,
+               v->kind == GM_VISION_CLIP ? "CLIP's fixed size: the image is resized"
+                                         : "resized to multiples of patch x merge",
+               (unsigned long long)patches);
+    return (double)j->workload.batch * (double)j->workload.images * (double)patches * ea *
+           (5.0 * (double)v->hidden + (v->gated_mlp ? 3.0 : 2.0) * (double)v->intermediate);
+}
+
 enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -116,7 +143,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     uint64_t tokens, context;
     bool eager = j->memory.attention == GM_ATTN_EAGER;
     char note[GM_EST_NOTE_MAX];
-    double kv, pre, logits, dec;
+    double kv, pre, vis, logits, dec;
     uint64_t capped = 0;
     enum gm_status st;
 
@@ -170,6 +197,25 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  GM_EXTENT_ALL_LAYERS, note, err);
     if (st != GM_OK)
         return st;
+    if (m->n_linear_layers) {
+        /* per linear-attention layer and sequence the convolution state (the whole kernel,
+         * model dtype) and the recurrent state: Qwen3NextDynamicCache's in fp32 as the
+         * gated-delta-rule kernels return it, HybridMambaAttentionDynamicCache's (Jamba) in
+         * the model dtype */
+        uint64_t rec, conv;
+        double b, rb = m->mamba_d_inner ? ea : 4.0;
+        gm_model_linear_state(m, false, &rec, &conv);
+        b = (double)w->batch * (double)m->n_linear_layers * (rb * (double)rec + ea * (double)conv);
+        snprintf(note, sizeof(note),
+                 "%llu linear-attention layers x %llu seqs: recurrent state %llu x %g B + "
+                 "convolution state %llu x %g B, whatever the length",
+                 (unsigned long long)m->n_linear_layers, (unsigned long long)w->batch,
+                 (unsigned long long)rec, rb, (unsigned long long)conv, ea);
+        st = est_add(e, GM_KIND_KV_CACHE, "recurrent_state", est_round(b), GM_EST_PHASE_INFER_ALL,
+                     false, GM_EXTENT_ALL_LAYERS, note, err);
+        if (st != GM_OK)
+            return st;
+    }
     if (seq2seq) {
         double enc = (double)w->batch * (double)context * (double)m->hidden * ea;
         st = est_add(e, GM_KIND_ACTIVATIONS, "encoder_outputs", est_round(enc),
@@ -180,10 +226,12 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     }
 
     pre = context ? prefill_layer_peak(m, ea, eager, w->batch, context) : 0;
-    st = est_add(e, GM_KIND_ACTIVATIONS, "prefill_activations", est_round(pre),
+    vis = vision_layer_peak(cx, ea);
+    st = est_add(e, GM_KIND_ACTIVATIONS, "prefill_activations", est_round(vis > pre ? vis : pre),
                  GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER,
-                 seq2seq ? "transient peak of one encoder layer over the whole input"
-                         : "transient peak of one layer over the whole prompt",
+                 vis > pre ? "transient peak of one vision-tower layer over the images' patches"
+                 : seq2seq ? "transient peak of one encoder layer over the whole input"
+                           : "transient peak of one layer over the whole prompt",
                  err);
     if (st != GM_OK)
         return st;
@@ -229,10 +277,11 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)(w->new_tokens + 1));
     if (capped)
         est_assume(e,
-                   "%llu of %llu layers keep only the last %llu tokens (sliding "
-                   "window; an engine that keeps every token needs more)",
+                   "%llu of %llu layers keep only the last %llu tokens (%s; an engine "
+                   "that keeps every token needs more)",
                    (unsigned long long)capped, (unsigned long long)est_kv_layers(m),
-                   (unsigned long long)m->sliding_window);
+                   (unsigned long long)m->sliding_window,
+                   m->chunked_attention ? "chunked attention" : "sliding window");
     est_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",
                eager ? "eager (fp32 scores materialised)" : "sdpa/flash");
     est_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "

@@ -54,6 +54,14 @@ static void format_name(const struct gm_quant *q, char *b, size_t n)
         snprintf(b, n, "compressed-tensors int%u, %s%s", q->bits, group,
                  q->zeros ? ", zero points" : "");
         break;
+    case GM_QUANT_MXFP4:
+        snprintf(b, n, "MXFP4 (e2m1), one e8m0 scale per %llu inputs",
+                 (unsigned long long)q->group_size);
+        break;
+    case GM_QUANT_NVFP4:
+        snprintf(b, n, "NVFP4 (e2m1), one fp8 e4m3 scale per %llu inputs, fp32 global scales",
+                 (unsigned long long)q->group_size);
+        break;
     default:
         snprintf(b, n, "%s", gm_quant_method_name(q->method));
         break;
@@ -279,8 +287,13 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
         return est_add(e, GM_KIND_WEIGHTS, "weights", cx->stored_weight_bytes,
                        GM_EST_PHASE_INFER_ALL, false, GM_EXTENT_ALL_LAYERS, note, err);
     }
-    cx->weights_from_files =
-        m && m->weight_bytes_file && j->numerics.weight_format == GM_WEIGHTS_AS_STORED;
+    if (m && m->quant.method == GM_QUANT_MXFP4 && j->mode == GM_EST_TRAIN && !cx->quant)
+        est_assume(e, "the MXFP4 checkpoint is loaded dequantised to bf16 for training "
+                      "(transformers Mxfp4Config(dequantize=True): the MXFP4 kernels have no "
+                      "backward)");
+    cx->weights_from_files = m && m->weight_bytes_file &&
+                             j->numerics.weight_format == GM_WEIGHTS_AS_STORED &&
+                             !(m->quant.method == GM_QUANT_MXFP4 && j->mode == GM_EST_TRAIN);
     cx->stored_weight_bytes =
         cx->weights_from_files ? m->weight_bytes_file : est_bits_bytes(n, cx->stored_bits);
     if (j->mode == GM_EST_TRAIN)

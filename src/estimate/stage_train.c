@@ -61,7 +61,7 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, 0};
     return c;
 }
 
@@ -103,6 +103,45 @@ static double norm_saved(const struct gm_model *m, const struct est_layer_cfg *c
     return 4.0 * h + (c->norms_trainable ? c->er * h : 0.0);
 }
 
+/* torchao Float8Linear (torchao/float8/float8_linear.py matmul_with_hp_or_float8_args, at
+ * 7ca1bfb): the forward saves its high-precision input and weight for backward (so saved
+ * activations do not change) and casts them to fp8 for the matmul; the backward casts the
+ * output gradient to fp8 twice (for grad_input and for grad_weight), the weight and the
+ * saved input again.  Bytes of those casts for the widest linear of a layer (gate/up: out I,
+ * in h; o_proj and down: out h), alive beside the layer's other gradients over T tokens.
+ * Attention scores, norms and the output projection (torchtitan's filter_fqns "output") stay
+ * bf16. */
+static double float8_backward_casts(const struct gm_model *m, double T)
+{
+    struct est_geom g;
+    double h = (double)m->hidden, wide, narrow;
+    est_geom(m, &g);
+    wide = g.mlp_widest > g.q ? g.mlp_widest : g.q;
+    /* out = wide, in = h (gate/up, q); out = h, in = wide (down, o_proj) */
+    narrow = (2.0 * h + wide) * T + h * wide;
+    wide = (2.0 * wide + h) * T + h * wide;
+    return wide > narrow ? wide : narrow;
+}
+
+/* Eager attention whose softmax runs in the scores' dtype, not fp32: gpt-oss
+ * (modeling_gpt_oss.py eager_attention_forward: F.softmax(..., dtype=combined_logits.dtype))
+ * and Llama-4 ("llama4 doesn't cast attn weights to fp32", modeling_llama4.py). */
+static bool softmax_in_compute_dtype(enum gm_arch a)
+{
+    return a == GM_ARCH_GPT_OSS || a == GM_ARCH_LLAMA4;
+}
+
+/* gpt-oss's experts in training (modeling_gpt_oss.py GptOssExperts, the self.training loop
+ * over the experts hit): per token and chosen expert autograd keeps the gate_up output
+ * (2 I, read by both clamps), the clamped gate, sigmoid(alpha gate), their product glu,
+ * up + 1, the gated output for the down product (5 I more) and the expert's output for the
+ * routing weight (h); the gathered input is the dispatched input counted with the router. */
+static double gpt_oss_expert_saved(const struct gm_model *m, const struct est_geom *g, double ea)
+{
+    double k = m->n_experts ? (double)m->n_experts_active : 1.0;
+    return ea * (7.0 * g->mlp + g->moe_share * k * (double)m->hidden);
+}
+
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2)
 {
@@ -128,7 +167,14 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->qk_norm || m->qk_norm_full)
         attn += ((c->fused & GM_FUSED_RMS_NORM) ? ea : 4.0 + (c->norms_trainable ? ea : 0.0)) *
                 (q + kv);
-    if (c->eager) {
+    if (c->eager && softmax_in_compute_dtype(m->arch)) {
+        /* gpt-oss and Llama-4 take the softmax in the scores' own dtype: its output (gpt-oss:
+         * over the scores and the sink column, the sink sliced off as a view) is what the PV
+         * product keeps; no fp32 copy */
+        double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
+        scores = (double)m->n_heads * ((double)c->seq + (m->attn_sinks ? 1.0 : 0.0)) * (ea + drop);
+        attn += scores;
+    } else if (c->eager) {
         /* fp32 softmax output; its 16-bit (or dropped-out) copy for the PV product; mask;
          * soft-capping (gemma-2) keeps the tanh output too */
         double drop = m->attn_dropout > 0 ? 1.0 : 0.0;
@@ -144,7 +190,9 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->norms_per_layer >= 2)
         mlp += norm_saved(m, c) + ((in & (GM_LORA_GATE | GM_LORA_UP)) ? ea * h : 0.0);
     /* g.mlp is the width run per token: dense, or top-k + shared experts */
-    if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
+    if (m->arch == GM_ARCH_GPT_OSS) /* clamped SwiGLU: see gpt_oss_expert_saved() */
+        expert = gpt_oss_expert_saved(m, &g, ea);
+    else if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
         expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
@@ -161,13 +209,23 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
             *seq2 = scores;
         return attn + mlp;
     }
-    /* encoder-decoder: the decoder's layers add a cross-attention block; the average over
-     * both stacks (source and target sequences of 'seq' tokens each) */
+    /* encoder-decoder: the encoder's layers over the source (seq tokens), the decoder's over
+     * the target (r = target / seq of them), each with a self-attention (scores over the
+     * target), a cross-attention (queries per target token, scores over the source, keys and
+     * values from the source's tokens) and one norm more; per source token, averaged over
+     * both stacks */
     L = (double)m->n_layers;
     Ld = (double)m->n_decoder_layers;
-    if (seq2) /* the decoder's self- and cross-attention scores are both s x s */
-        *seq2 = (L * scores + Ld * 2.0 * scores) / (L + Ld);
-    return (L * (attn + mlp) + Ld * (2.0 * attn + mlp + norm_saved(m, c))) / (L + Ld);
+    {
+        double r = c->target && c->seq ? (double)c->target / (double)c->seq : 1.0;
+        double kv_part = ea * (k_saved + v_saved);
+        double self = attn - scores + r * scores; /* per target token */
+        double cross = attn - kv_part;            /* queries, output, source scores */
+        double dec = r * (self + cross + mlp + norm_saved(m, c)) + kv_part;
+        if (seq2)
+            *seq2 = (L * scores + Ld * r * (r * scores + scores)) / (L + Ld);
+        return (L * (attn + mlp) + Ld * dec) / (L + Ld);
+    }
 }
 
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c)
@@ -500,6 +558,21 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     switch (j->memory.loss) {
     case GM_LOSS_PLAIN: /* the model's own inline form, written in the training loop */
     case GM_LOSS_FULL:
+        if (m->head == GM_HEAD_SEQ2SEQ_LM && j->memory.loss == GM_LOSS_FULL) {
+            /* T5ForConditionalGeneration / BartForConditionalGeneration: CrossEntropyLoss on
+             * the lm_logits against the labels themselves (the decoder input is shifted, not
+             * the logits): no shifted copy, no upcast of their own; under autocast
+             * cross_entropy's fp32 cast and fp32 log-softmax */
+            double per = mixed ? ea + 8.0 : 2.0 * ea;
+            out->bytes = per * nv + cap;
+            out->grad = (mixed ? 8.0 : 2.0 * ea) * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*T*V x %g B over the target tokens: logits, %slog-softmax", per,
+                     mixed ? "autocast's fp32 cast, fp32 " : "");
+            out->what = "seq2seq loss over the B*T target tokens: the model's CrossEntropyLoss "
+                        "on its lm_logits and the labels (no shift, no upcast of its own)";
+            return;
+        }
         if (inline_ce) {
             /* forward: the logits, their shifted .contiguous() copy, the log-softmax (saved);
              * backward: the log-softmax, its gradient and the copy's, then the slice's.  Under
@@ -629,6 +702,8 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
     const struct gm_job_lora *lo = &j->memory.lora;
     c.fused = j->memory.fused_kernels;
+    if (cx->m && cx->m->head == GM_HEAD_SEQ2SEQ_LM)
+        c.target = j->workload.target_seq;
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
@@ -862,7 +937,10 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     lm.what = NULL;
     lm.fp32_copy = false;
     if (m->head != GM_HEAD_ENCODER) {
-        loss_bytes(j, m, T, ea, ew, &lm);
+        double Tl = m->head == GM_HEAD_SEQ2SEQ_LM && j->workload.target_seq && seq
+                        ? T * (double)j->workload.target_seq / (double)seq
+                        : T;
+        loss_bytes(j, m, Tl, ea, ew, &lm);
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
@@ -889,6 +967,8 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
     bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
+    if (j->memory.float8)
+        bwd += float8_backward_casts(m, T);
     st = est_add(e, GM_KIND_BACKWARD_TEMP, "backward_transients", est_round(bwd),
                  GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
                  "gradients of one layer's activations during its backward", err);
@@ -925,6 +1005,15 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    "packed / padding-free micro-batch of %llu tokens (sequences up to %llu): "
                    "every per-token term scales with the tokens, not batch x seq",
                    (unsigned long long)j->workload.tokens, (unsigned long long)seq);
+    else if (m->head == GM_HEAD_SEQ2SEQ_LM)
+        est_assume(e,
+                   "activations per layer from the architecture (attention: %s%s), "
+                   "batch %llu x source %llu / target %llu tokens (encoder over the source, "
+                   "decoder over the target with cross-attention to the source)",
+                   lc.eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
+                   j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
+                   (unsigned long long)j->workload.batch, (unsigned long long)seq,
+                   (unsigned long long)(j->workload.target_seq ? j->workload.target_seq : seq));
     else
         est_assume(e,
                    "activations per layer from the architecture (attention: %s%s), "
@@ -932,6 +1021,14 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    lc.eager ? "eager, s*s scores saved" : "sdpa/flash, no s*s scores",
                    j->memory.checkpointing == GM_CKPT_FULL ? ", full checkpointing" : "",
                    (unsigned long long)j->workload.batch, (unsigned long long)seq);
+    if (lc.eager && gm_arch_hf_eager(m->arch) && !est_given(j, EST_SET_ATTENTION))
+        est_assume(e,
+                   "attention eager by default: the transformers %s class has no SDPA or flash "
+                   "path (%s)",
+                   gm_arch_name(m->arch),
+                   m->arch == GM_ARCH_T5 ? "T5Attention adds its relative position bias to the "
+                                           "materialised scores"
+                                         : "_supports_sdpa = False; the sinks join the scores");
     if (lm.what)
         est_assume(e, "%s", lm.what);
     if (hf_returns_kv_in_training(j, m))
@@ -958,6 +1055,19 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "
                       "matmuls; the loss stays as --loss says");
+    if (m->n_linear_layers)
+        est_assume(e,
+                   "approximation: the %llu linear-attention (%s) layers' saved tensors are "
+                   "taken as an attention layer's (no s*s scores either way)",
+                   (unsigned long long)m->n_linear_layers,
+                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet");
+    if (j->memory.float8)
+        est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
+                      "bf16 input and weight for backward and casts them to fp8 per matmul, so "
+                      "saved activations stay bf16; the backward's fp8 casts (output gradient "
+                      "twice, weight, input) add to its transients; attention, norms and the "
+                      "output projection stay bf16; weights are gathered in bf16 (no FSDP float8 "
+                      "all-gather)");
     if (j->memory.checkpointing == GM_CKPT_OP)
         est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
                       "matmul output, the attention output and the layer input kept");

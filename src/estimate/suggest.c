@@ -182,7 +182,12 @@ static bool c_ckpt_selective(const struct sugg_ctx *sx, struct change *c)
 
 static bool c_sdpa(const struct sugg_ctx *sx, struct change *c)
 {
+    const struct gm_model *m = sx->job->model.model;
     if (sx->job->mode == GM_EST_WEIGHTS || sx->job->memory.attention != GM_ATTN_EAGER)
+        return false;
+    /* the transformers class has no SDPA path to switch to (T5, gpt-oss) */
+    if (m && gm_arch_hf_eager(m->arch) && sx->job->engine.kind != GM_ENGINE_VLLM &&
+        sx->job->engine.kind != GM_ENGINE_LLAMACPP && sx->job->engine.kind != GM_ENGINE_SGLANG)
         return false;
     put_choice(c, EST_SET_ATTENTION, GM_ATTN_SDPA);
     return true;

@@ -18,6 +18,10 @@
  *                 4 ceil(out/128) ceil(in/128) (per block) + 4 for a static input scale
  *   int (compressed-tensors pack-quantized)  n x bits/8 + scales g x out in the plain dtype
  *                 + zero points g x out x bits/8 when asymmetric + 16 (weight_shape)
+ *   mxfp4         n/2 packed e2m1 pairs (the *_blocks tensors) + one e8m0 byte per 32 inputs
+ *                 of a row (the *_scales tensors): n/2 + out ceil(in/32)
+ *   nvfp4         n/2 + one fp8 e4m3 scale per 16 inputs of a row + fp32 weight_scale_2 and
+ *                 input_scale: n/2 + out ceil(in/16) + 8
  * These reproduce the published checkpoints' sizes (tests/data/estimate/checkpoint_sizes.csv,
  * within 0.2% where the sizes are exact to that precision). */
 #include "estimate/estimate_int.h"
@@ -69,6 +73,10 @@ static uint64_t matrix_bytes(const struct gm_quant *q, uint64_t out, uint64_t in
         else
             b = gm_add_sat(b, 4);
         return q->input_scale ? gm_add_sat(b, 4) : b;
+    case GM_QUANT_MXFP4:
+    case GM_QUANT_NVFP4:
+        b = gm_add_sat(est_div_up(n, 2), gm_mul_sat(out, g));
+        return q->method == GM_QUANT_NVFP4 ? gm_add_sat(b, 8) : b;
     case GM_QUANT_INT:
         b = gm_add_sat(packed, gm_mul_sat(gm_mul_sat(g, out), plain));
         if (q->zeros)
@@ -117,6 +125,11 @@ const struct gm_quant *est_job_quant(const struct gm_job *job)
     if (job->numerics.weight_format == GM_WEIGHTS_QUANT)
         return &job->numerics.quant;
     if (job->numerics.weight_format == GM_WEIGHTS_BITS || !m || m->quant.method == GM_QUANT_NONE)
+        return NULL;
+    /* MXFP4 kernels have no backward: a training job loads the checkpoint dequantised to
+     * bf16 (transformers Mxfp4Config(dequantize=True), as OpenAI's fine-tuning cookbook
+     * does); est_stage_model() says so */
+    if (job->mode == GM_EST_TRAIN && m->quant.method == GM_QUANT_MXFP4)
         return NULL;
     return &m->quant;
 }

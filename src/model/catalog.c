@@ -167,6 +167,20 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
             .dtype = BF16                                                                          \
     }
 
+/* DeepSeek-V3.2 (model_type deepseek_v32): DeepSeek-V3's layout and FP8 block weights plus the
+ * sparse-attention indexer of 64 heads of 128, each query attending to its top 2048 tokens. */
+#define DEEPSEEK_V32(nm)                                                                           \
+    {                                                                                              \
+        BASE(nm, "deepseek_v32", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 128, 192, 18432, 129280,      \
+             163840),                                                                              \
+            STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .q_lora_rank = 1536,  \
+                 .kv_lora_rank = 512, .qk_rope_head_dim = 64, .head_dim_v = 128,                   \
+                 .moe_intermediate = 2048, .n_experts = 256, .n_experts_active = 8,                \
+                 .n_shared_experts = 1, .n_dense_layers = 3, .router_bias = true,                  \
+                 .quant = FP8_BLOCK128, .dtype = BF16, .index_n_heads = 64, .index_head_dim = 128, \
+                 .index_topk = 2048                                                                \
+    }
+
 /* DeepSeek-V3's published checkpoint: FP8 e4m3 weights, an fp32 scale per 128 x 128 block
  * (config.json quantization_config: quant_method fp8, weight_block_size [128, 128]). */
 #define FP8_BLOCK128                                                                               \
@@ -174,6 +188,38 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
         .method = GM_QUANT_FP8, .bits = 8, .scale = GM_SCALE_BLOCK, .block_rows = 128,             \
         .block_cols = 128                                                                          \
     }
+/* gpt-oss's published checkpoints: MXFP4 experts (quant_method mxfp4), the rest bf16
+ * (modules_to_not_convert: self_attn, mlp.router, embed_tokens, lm_head). */
+#define MXFP4_EXPERTS                                                                              \
+    {                                                                                              \
+        .method = GM_QUANT_MXFP4, .bits = 4, .group_size = 32, .scale = GM_SCALE_GROUP,            \
+        .keep = (1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_ROUTER)                                 \
+    }
+
+/* gpt-oss (openai/gpt-oss-*: GptOssConfig): 64 query heads of 64, 8 KV heads, biased
+ * attention with sinks, 128-token windows on every other layer, experts of 2880 with biases,
+ * a biased router, untied embeddings. */
+#define GPT_OSS(nm, L, E)                                                                          \
+    {                                                                                              \
+        BASE(nm, "gpt_oss", GM_ARCH_GPT_OSS, 2880, L, 64, 8, 64, 2880, 201088, 131072), STD,       \
+            .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qkv_bias = true,          \
+            .out_bias = true, .mlp_bias = true, .router_bias = true, .attn_sinks = true,           \
+            .n_experts = E, .n_experts_active = 4, .sliding_window = 128,                          \
+            .n_sliding_layers = (L) / 2, .quant = MXFP4_EXPERTS, .dtype = BF16                     \
+    }
+
+/* Llama-4 text model (Llama4TextConfig): 40 heads of 128, 8 KV heads, experts of 8192 with
+ * one shared expert, dense layers of 16384, chunked attention (8192) on 3 of 4 layers; the
+ * vision tower of the checkpoint is not counted. */
+#define LLAMA4(nm, E, dense, pos)                                                                  \
+    {                                                                                              \
+        BASE(nm, "llama4_text", GM_ARCH_LLAMA4, 5120, 48, 40, 8, 128, 16384, 202048, pos), STD,    \
+            .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .moe_intermediate = 8192,  \
+            .n_experts = E, .n_experts_active = 1, .n_shared_experts = 1, .n_dense_layers = dense, \
+            .sliding_window = 8192, .n_sliding_layers = 36, .chunked_attention = true,             \
+            .text_only = true, .dtype = BF16                                                       \
+    }
+
 #define NO_QUANT                                                                                   \
     {                                                                                              \
         .method = GM_QUANT_NONE                                                                    \
@@ -467,6 +513,60 @@ static const struct entry catalog[] = {
     {"deepseek-ai/DeepSeek-V3", "deepseek-v3 deepseek-r1",
      DEEPSEEK("DeepSeek-V3", "deepseek_v3", GM_ARCH_DEEPSEEK_V3, 7168, 61, 128, 1536, 18432, 2048,
               256, 1, 8, 3, 129280, 163840, true, FP8_BLOCK128)},
+    {"deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2-exp deepseek-v3.2 deepseek-ai/DeepSeek-V3.2",
+     DEEPSEEK_V32("DeepSeek-V3.2-Exp")},
+    /* vision-language models: the language model with its tower and projector */
+    {"llava-hf/llava-1.5-7b-hf",
+     "llava-1.5-7b llava-v1.5-7b liuhaotian/llava-v1.5-7b",
+     {BASE("llava-1.5-7b-hf", "llama", GM_ARCH_LLAMA, 4096, 32, 32, 32, 128, 11008, 32064, 4096),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .dtype = F16,
+      .vision = {.kind = GM_VISION_CLIP,
+                 .hidden = 1024,
+                 .layers = 24,
+                 .heads = 16,
+                 .intermediate = 4096,
+                 .patch = 14,
+                 .image_size = 336}}},
+    {"Qwen/Qwen2.5-VL-7B-Instruct",
+     "qwen2.5-vl-7b qwen2.5-vl-7b-instruct",
+     {BASE("Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", GM_ARCH_QWEN2, 3584, 28, 28, 4, 128, 18944,
+           152064, 128000),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qkv_bias = true,
+      .dtype = BF16,
+      .vision = {.kind = GM_VISION_QWEN_VL,
+                 .hidden = 1280,
+                 .layers = 32,
+                 .heads = 16,
+                 .intermediate = 3420,
+                 .patch = 14,
+                 .merge = 2,
+                 .temporal = 2,
+                 .gated_mlp = true,
+                 .rms_norm = true}}},
+    {"Qwen/Qwen3-Next-80B-A3B-Instruct",
+     "qwen3-next-80b-a3b qwen3-next-80b-a3b-thinking "
+     "Qwen/Qwen3-Next-80B-A3B-Thinking",
+     {BASE("Qwen3-Next-80B-A3B-Instruct", "qwen3_next", GM_ARCH_QWEN3_NEXT, 2048, 48, 16, 2, 256,
+           5120, 151936, 262144),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true,
+      .attn_output_gate = true, .n_experts = 512, .n_experts_active = 10, .moe_intermediate = 512,
+      .shared_intermediate = 512, .shared_expert_gate = true, .n_linear_layers = 36,
+      .lin_k_heads = 16, .lin_v_heads = 32, .lin_k_dim = 128, .lin_v_dim = 128,
+      .lin_conv_kernel = 4, .dtype = BF16}},
+    {"ai21labs/Jamba-v0.1",
+     "jamba-v0.1 jamba",
+     {BASE("Jamba-v0.1", "jamba", GM_ARCH_JAMBA, 4096, 32, 32, 8, 128, 14336, 65536, 262144), STD,
+      .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .n_experts = 16,
+      .n_experts_active = 2, .n_dense_layers = 16, .n_linear_layers = 28, .lin_conv_kernel = 4,
+      .mamba_d_state = 16, .mamba_d_inner = 8192, .mamba_dt_rank = 256, .dtype = BF16}},
+    {"openai/gpt-oss-20b", "gpt-oss-20b gpt-oss:20b", GPT_OSS("gpt-oss-20b", 24, 32)},
+    {"openai/gpt-oss-120b", "gpt-oss-120b gpt-oss:120b", GPT_OSS("gpt-oss-120b", 36, 128)},
+    {"meta-llama/Llama-4-Scout-17B-16E", "llama-4-scout llama-4-scout-17b-16e llama4-scout",
+     LLAMA4("Llama-4-Scout-17B-16E", 16, 0, 10485760)},
+    {"meta-llama/Llama-4-Maverick-17B-128E",
+     "llama-4-maverick llama-4-maverick-17b-128e "
+     "llama4-maverick",
+     LLAMA4("Llama-4-Maverick-17B-128E", 128, 24, 1048576)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

@@ -25,16 +25,23 @@
  *   mixtral    num_local_experts num_experts_per_tok
  *   qwen2_moe, qwen3_moe  num_experts num_experts_per_tok moe_intermediate_size
  *              shared_expert_intermediate_size decoder_sparse_step mlp_only_layers
+ *   qwen3_next the qwen2_moe keys + layer_types full_attention_interval linear_num_key_heads
+ *              linear_num_value_heads linear_key_head_dim linear_value_head_dim
+ *              linear_conv_kernel_dim
+ *   gpt_oss    num_local_experts num_experts_per_tok|experts_per_token layer_types
+ *   llama4, llama4_text  intermediate_size (experts) intermediate_size_mlp (dense layers)
+ *              num_local_experts num_experts_per_tok interleave_moe_layer_step moe_layers
+ *              attention_chunk_size no_rope_layers no_rope_layer_interval
  *   deepseek_v2/v3  q_lora_rank kv_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim
  *              moe_intermediate_size n_routed_experts n_shared_experts num_experts_per_tok
- *              first_k_dense_replace moe_layer_freq topk_method
+ *              first_k_dense_replace moe_layer_freq topk_method; deepseek_v32 also
+ *              index_n_heads index_head_dim index_topk
  *   quantization_config (top level): quant_method gptq / awq / bitsandbytes / fp8 /
- *              fbgemm_fp8 / compressed-tensors with their bits, group sizes and the
- *              modules they leave alone
- * A config whose top level has no hidden size but a "text_config" object is read from that
- * object (multimodal wrappers); its model_type falls back to the wrapper's.
- * Integers must be non-negative whole numbers (a real with an integral value is accepted);
- * null counts as absent.  Unknown model types are read with the common keys and marked
+ *              fbgemm_fp8 / mxfp4 / modelopt (FP8, NVFP4) / compressed-tensors with their bits,
+ * group sizes and the modules they leave alone A config whose top level has no hidden size but a
+ * "text_config" object is read from that object (multimodal wrappers); its model_type falls back to
+ * the wrapper's. Integers must be non-negative whole numbers (a real with an integral value is
+ * accepted); null counts as absent.  Unknown model types are read with the common keys and marked
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
 #include "gpumem/model.h"
 #include "gpumem/text.h"
@@ -209,6 +216,8 @@ static const struct {
     const char *arch_prefix; /* "architectures" entry prefix */
     enum gm_arch arch;
 } families[] = {
+    {"llama4", "Llama4", GM_ARCH_LLAMA4}, /* before llama: "Llama4For..." starts "Llama" */
+    {"llama4_text", "Llama4", GM_ARCH_LLAMA4},
     {"llama", "Llama", GM_ARCH_LLAMA},
     {"mistral", "Mistral", GM_ARCH_MISTRAL},
     {"mixtral", "Mixtral", GM_ARCH_MIXTRAL},
@@ -240,8 +249,17 @@ static const struct {
     {"olmo", "Olmo", GM_ARCH_OLMO},
     {"qwen2_moe", "Qwen2Moe", GM_ARCH_QWEN2_MOE},
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
+    {"qwen3_next", "Qwen3Next", GM_ARCH_QWEN3_NEXT},
+    {"jamba", "Jamba", GM_ARCH_JAMBA},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
+    {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
+    {"gpt_oss", "GptOss", GM_ARCH_GPT_OSS},
+    /* vision-language models: their language model's layout (the tower: read_vision()) */
+    {"qwen2_5_vl", "Qwen2_5_VL", GM_ARCH_QWEN2},
+    {"qwen2_5_vl_text", "Qwen2_5_VL", GM_ARCH_QWEN2},
+    {"qwen2_vl", "Qwen2VL", GM_ARCH_QWEN2},
+    {"qwen2_vl_text", "Qwen2VL", GM_ARCH_QWEN2},
 };
 
 static enum gm_arch arch_of_type(const char *model_type)
@@ -298,6 +316,10 @@ static void set_layout(struct gm_model *m)
     case GM_ARCH_QWEN3:
     case GM_ARCH_QWEN3_MOE:
         m->qk_norm = true;
+        break;
+    case GM_ARCH_QWEN3_NEXT: /* Qwen3NextAttention: q_proj doubled for the output gate */
+        m->qk_norm = true;
+        m->attn_output_gate = true;
         break;
     case GM_ARCH_GEMMA:
     case GM_ARCH_GEMMA2:
@@ -361,6 +383,13 @@ static void set_layout(struct gm_model *m)
         m->qk_norm_full = true;
         m->post_norms = true;
         break;
+    case GM_ARCH_GPT_OSS:
+        /* GptOssConfig sets attention_bias True; the experts carry gate_up/down biases, the
+         * router a Linear bias, each attention layer one sink logit per head */
+        m->qkv_bias = m->out_bias = m->mlp_bias = true;
+        m->router_bias = true;
+        m->attn_sinks = true;
+        break;
     case GM_ARCH_T5:
         m->head = GM_HEAD_SEQ2SEQ_LM;
         m->gated_mlp = false;
@@ -399,11 +428,15 @@ struct class_defaults {
     uint64_t hidden, layers, heads, inter, vocab, kv_heads, head_dim, positions, window;
 };
 
-static struct class_defaults defaults_of(enum gm_arch a)
+static struct class_defaults defaults_of(enum gm_arch a, bool text_config)
 {
     struct class_defaults d = {0};
     if (a == GM_ARCH_GEMMA3) /* transformers Gemma3TextConfig.__init__ */
         d = (struct class_defaults){2304, 26, 8, 9216, 262208, 4, 256, 131072, 4096};
+    /* LlamaConfig.__init__, which the text_config of a LLaVA checkpoint leans on
+     * (llava-hf/llava-1.5-7b-hf gives model_type, vocab_size and positions only) */
+    if (a == GM_ARCH_LLAMA && text_config)
+        d = (struct class_defaults){4096, 32, 32, 11008, 32000, 0, 0, 2048, 0};
     return d;
 }
 
@@ -456,6 +489,13 @@ static bool array_has(struct reader *r, const char *key, uint64_t i)
     return false;
 }
 
+/* Whether entry 'i' of the array 'key' is the integer 'value'. */
+static bool array_has_value(struct reader *r, const char *key, uint64_t i, json_int_t value)
+{
+    json_t *e = json_array_get(json_object_get(r->root, key), (size_t)i);
+    return json_is_integer(e) && json_integer_value(e) == value;
+}
+
 /* Entries of the string array 'key' equal to 'value'. */
 static uint64_t array_count_str(struct reader *r, const char *key, const char *value)
 {
@@ -475,7 +515,7 @@ static uint64_t array_count_str(struct reader *r, const char *key, const char *v
 /* Which layers slide a window, by family. */
 static void sliding_layers(struct reader *r, struct gm_model *m)
 {
-    uint64_t v = defaults_of(m->arch).window;
+    uint64_t v = defaults_of(m->arch, r->top != r->root).window;
     get_u64(r, "sliding_window", &v);
     if (v == 0)
         return;
@@ -495,6 +535,13 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
         m->sliding_window = v;
         m->n_sliding_layers = (m->n_layers + 1) / 2; /* even-numbered layers */
         break;
+    case GM_ARCH_GPT_OSS:
+        /* layer_types when present; else GptOssConfig's default: even-numbered layers slide */
+        m->sliding_window = v;
+        m->n_sliding_layers = member_size(r, "layer_types")
+                                  ? array_count_str(r, "layer_types", "sliding_attention")
+                                  : (m->n_layers + 1) / 2;
+        break;
     case GM_ARCH_GEMMA3: {
         /* layer_types when present; else every sliding_window_pattern-th layer is global */
         uint64_t pattern = 6, n = array_count_str(r, "layer_types", "sliding_attention");
@@ -507,6 +554,9 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
     case GM_ARCH_COHERE:
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3:
+    case GM_ARCH_LLAMA4: /* chunked attention instead: read_family() */
+    case GM_ARCH_QWEN3_NEXT:
+    case GM_ARCH_JAMBA:
         break; /* no sliding window */
     default:
         m->sliding_window = v;
@@ -539,6 +589,103 @@ static void encoder_head(struct reader *r, struct gm_model *m)
         m->cls_dense = true;
         break;
     }
+}
+
+/* Llama-4 (Llama4TextConfig, modeling_llama4.py): the layers in moe_layers (default every
+ * interleave_moe_layer_step-th) hold num_local_experts routed experts of intermediate_size
+ * plus one shared expert of the same width and a bias-free router; the others a dense MLP
+ * of intermediate_size_mlp.  The RoPE layers (no_rope_layers[i] == 1; default all but every
+ * no_rope_layer_interval-th) attend within chunks of attention_chunk_size tokens; the NoPE
+ * layers attend globally.  The q/k norm is an L2 norm without weights. */
+static void read_llama4(struct reader *r, struct gm_model *m)
+{
+    uint64_t step = 1, interval = 4, chunk = 8192, dense = 16384, rope = 0;
+    size_t n_moe = member_size(r, "moe_layers");
+    m->n_experts = 16;
+    m->n_experts_active = 1;
+    get_count(r, "num_local_experts", &m->n_experts);
+    get_count(r, "num_experts_per_tok", &m->n_experts_active);
+    get_count(r, "intermediate_size_mlp", &dense);
+    get_u64(r, "interleave_moe_layer_step", &step);
+    m->moe_intermediate = m->intermediate; /* intermediate_size: the experts' width */
+    m->intermediate = dense;
+    m->n_shared_experts = 1;
+    if (json_is_array(json_object_get(r->root, "moe_layers")))
+        m->n_dense_layers = n_moe < m->n_layers ? m->n_layers - n_moe : 0;
+    else
+        m->n_dense_layers = step ? m->n_layers - m->n_layers / step : m->n_layers;
+    get_u64(r, "attention_chunk_size", &chunk);
+    get_u64(r, "no_rope_layer_interval", &interval);
+    if (member_size(r, "no_rope_layers")) {
+        for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++)
+            if (array_has_value(r, "no_rope_layers", i, 1))
+                rope++;
+    } else {
+        rope = m->n_layers - (interval ? m->n_layers / interval : 0);
+    }
+    if (chunk && rope) {
+        m->sliding_window = chunk;
+        m->n_sliding_layers = rope < m->n_layers ? rope : m->n_layers;
+        m->chunked_attention = true;
+    }
+}
+
+/* Qwen3-Next (Qwen3NextConfig): layer_types names the "linear_attention" layers (default:
+ * all but every full_attention_interval-th), each a Gated DeltaNet of linear_num_key_heads x
+ * linear_key_head_dim keys, linear_num_value_heads x linear_value_head_dim values and a
+ * depthwise convolution of linear_conv_kernel_dim. */
+static void read_linear_attention(struct reader *r, struct gm_model *m)
+{
+    uint64_t interval = 4;
+    m->lin_k_heads = 16;
+    m->lin_v_heads = 32;
+    m->lin_k_dim = m->lin_v_dim = 128;
+    m->lin_conv_kernel = 4;
+    get_count(r, "linear_num_key_heads", &m->lin_k_heads);
+    get_count(r, "linear_num_value_heads", &m->lin_v_heads);
+    get_count(r, "linear_key_head_dim", &m->lin_k_dim);
+    get_count(r, "linear_value_head_dim", &m->lin_v_dim);
+    get_count(r, "linear_conv_kernel_dim", &m->lin_conv_kernel);
+    get_count(r, "full_attention_interval", &interval);
+    m->n_linear_layers = member_size(r, "layer_types")
+                             ? array_count_str(r, "layer_types", "linear_attention")
+                             : m->n_layers - m->n_layers / interval;
+}
+
+/* Jamba (JambaConfig, modeling_jamba.py): layer i attends when i % attn_layer_period ==
+ * attn_layer_offset, else it is a Mamba mixer of mamba_expand x hidden channels, d_state
+ * mamba_d_state, a convolution of mamba_d_conv and a time-step rank mamba_dt_rank ("auto":
+ * ceil(hidden / 16)); its MLP is num_experts experts (top num_experts_per_tok, bias-free
+ * router) when i % expert_layer_period == expert_layer_offset, else dense. */
+static void read_jamba(struct reader *r, struct gm_model *m)
+{
+    uint64_t ap = 8, ao = 4, ep = 2, eo = 1, expand = 2;
+    json_t *rank = json_object_get(r->root, "mamba_dt_rank");
+    m->n_experts = 16;
+    m->n_experts_active = 2;
+    m->mamba_d_state = 16;
+    m->lin_conv_kernel = 4;
+    get_count(r, "num_experts", &m->n_experts);
+    get_count(r, "num_experts_per_tok", &m->n_experts_active);
+    get_count(r, "attn_layer_period", &ap);
+    get_u64(r, "attn_layer_offset", &ao);
+    get_count(r, "expert_layer_period", &ep);
+    get_u64(r, "expert_layer_offset", &eo);
+    get_count(r, "mamba_expand", &expand);
+    get_count(r, "mamba_d_state", &m->mamba_d_state);
+    get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
+    m->mamba_d_inner = expand * m->hidden;
+    m->mamba_dt_rank = json_is_integer(rank) && json_integer_value(rank) > 0
+                           ? (uint64_t)json_integer_value(rank)
+                           : (m->hidden + 15) / 16;
+    for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++) {
+        if (i % ap != ao)
+            m->n_linear_layers++;
+        if (m->n_experts <= 1 || i % ep != eo)
+            m->n_dense_layers++;
+    }
+    if (m->n_experts <= 1)
+        m->n_experts = m->n_experts_active = 0;
 }
 
 /* Family-specific keys after the common ones. */
@@ -628,7 +775,8 @@ static void read_family(struct reader *r, struct gm_model *m)
             m->qkv_bias = m->out_bias = m->mlp_bias = false;
         break;
     case GM_ARCH_QWEN2_MOE:
-    case GM_ARCH_QWEN3_MOE: {
+    case GM_ARCH_QWEN3_MOE:
+    case GM_ARCH_QWEN3_NEXT: {
         uint64_t step = 1;
         m->n_experts = need_u64(r, "num_experts");
         m->n_experts_active = need_u64(r, "num_experts_per_tok");
@@ -638,13 +786,25 @@ static void read_family(struct reader *r, struct gm_model *m)
         for (uint64_t i = 0; i < m->n_layers && i < ((uint64_t)1 << 20); i++)
             if (array_has(r, "mlp_only_layers", i) || !step || (i + 1) % step != 0)
                 m->n_dense_layers++;
-        if (m->arch == GM_ARCH_QWEN2_MOE && get_u64(r, "shared_expert_intermediate_size", &v) &&
+        if (m->arch != GM_ARCH_QWEN3_MOE && get_u64(r, "shared_expert_intermediate_size", &v) &&
             v) {
             m->shared_intermediate = v;
             m->shared_expert_gate = true;
         }
+        if (m->arch == GM_ARCH_QWEN3_NEXT)
+            read_linear_attention(r, m);
         break;
     }
+    case GM_ARCH_GPT_OSS:
+        m->n_experts = need_either(r, "num_local_experts", "num_experts", 0);
+        m->n_experts_active = need_either(r, "num_experts_per_tok", "experts_per_token", 0);
+        break;
+    case GM_ARCH_LLAMA4:
+        read_llama4(r, m);
+        break;
+    case GM_ARCH_JAMBA:
+        read_jamba(r, m);
+        break;
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3: {
         uint64_t nope = need_u64(r, "qk_nope_head_dim"), freq = 1, first = 0;
@@ -667,6 +827,10 @@ static void read_family(struct reader *r, struct gm_model *m)
                     m->n_dense_layers++;
         }
         m->router_bias = topk && !strcmp(topk, "noaux_tc");
+        /* DeepSeek-V3.2's lightning indexer (deepseek_v32) */
+        get_u64(r, "index_n_heads", &m->index_n_heads);
+        get_u64(r, "index_head_dim", &m->index_head_dim);
+        get_u64(r, "index_topk", &m->index_topk);
         break;
     }
     case GM_ARCH_T5: {
@@ -705,6 +869,53 @@ static void read_family(struct reader *r, struct gm_model *m)
     default:
         break;
     }
+}
+
+/* ---- the vision tower of a vision-language model ---- */
+
+static uint64_t vc_u64(json_t *o, const char *key, uint64_t dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 &&
+                   json_integer_value(v) < ((json_int_t)1 << 24)
+               ? (uint64_t)json_integer_value(v)
+               : dflt;
+}
+
+/* vision_config of the top level: LLaVA's CLIP / SigLIP tower (CLIPVisionConfig defaults),
+ * Qwen2-VL's (embed_dim, mlp_ratio) and Qwen2.5-VL's (hidden_size, intermediate_size, SwiGLU,
+ * RMSNorm).  Other wrappers keep text_only: their towers are not counted. */
+static void read_vision(json_t *top, struct gm_model *m)
+{
+    json_t *vc = json_object_get(top, "vision_config");
+    const char *mt = json_string_value(json_object_get(top, "model_type"));
+    struct gm_vision *v = &m->vision;
+    if (!mt || !json_is_object(vc))
+        return;
+    if (!strcmp(mt, "llava")) {
+        v->kind = GM_VISION_CLIP;
+        v->hidden = vc_u64(vc, "hidden_size", 768);
+        v->layers = vc_u64(vc, "num_hidden_layers", 12);
+        v->heads = vc_u64(vc, "num_attention_heads", 12);
+        v->intermediate = vc_u64(vc, "intermediate_size", 3072);
+        v->patch = vc_u64(vc, "patch_size", 32);
+        v->image_size = vc_u64(vc, "image_size", 224);
+    } else if (!strcmp(mt, "qwen2_5_vl") || !strcmp(mt, "qwen2_vl")) {
+        bool v25 = !strcmp(mt, "qwen2_5_vl");
+        v->kind = GM_VISION_QWEN_VL;
+        v->hidden = v25 ? vc_u64(vc, "hidden_size", 1280) : vc_u64(vc, "embed_dim", 1280);
+        v->layers = vc_u64(vc, "depth", 32);
+        v->heads = vc_u64(vc, "num_heads", 16);
+        v->intermediate =
+            v25 ? vc_u64(vc, "intermediate_size", 3420) : v->hidden * vc_u64(vc, "mlp_ratio", 4);
+        v->patch = vc_u64(vc, "patch_size", 14);
+        v->merge = vc_u64(vc, "spatial_merge_size", 2);
+        v->temporal = vc_u64(vc, "temporal_patch_size", 2);
+        v->gated_mlp = v->rms_norm = v25;
+    } else {
+        return;
+    }
+    m->text_only = false;
 }
 
 /* ---- quantization_config ---- */
@@ -754,7 +965,9 @@ static void compressed_tensors(json_t *qc, struct gm_quant *q)
         in = json_object_get(g, "input_activations");
         type = obj_str(w, "type");
         strategy = obj_str(w, "strategy");
-        if (!strcmp(type, "float")) {
+        if (!strcmp(type, "float") && obj_u64(w, "num_bits", 8) == 4) {
+            gm_quant_init(q, GM_QUANT_NVFP4); /* nvfp4-pack-quantized: strategy tensor_group */
+        } else if (!strcmp(type, "float")) {
             gm_quant_init(q, GM_QUANT_FP8);
             q->scale = !strcmp(strategy, "channel") ? GM_SCALE_CHANNEL
                        : !strcmp(strategy, "block") ? GM_SCALE_BLOCK
@@ -812,6 +1025,21 @@ static void read_quant(json_t *qc, struct gm_quant *q)
         }
         q->input_scale = !strcmp(obj_str(qc, "activation_scheme"), "static");
         q->keep |= module_list_roles(json_object_get(qc, "modules_to_not_convert"));
+    } else if (!strcmp(method, "mxfp4")) {
+        gm_quant_init(q, GM_QUANT_MXFP4);
+        q->keep |= module_list_roles(json_object_get(qc, "modules_to_not_convert"));
+    } else if (!strcmp(method, "modelopt")) {
+        /* NVIDIA ModelOpt checkpoints: quant_algo names the scheme (vLLM modelopt.py) */
+        const char *algo = obj_str(qc, "quant_algo");
+        if (!strcmp(algo, "NVFP4"))
+            gm_quant_init(q, GM_QUANT_NVFP4);
+        else if (!strcmp(algo, "FP8"))
+            gm_quant_init(q, GM_QUANT_FP8);
+        else
+            copy_str(q->unknown, sizeof q->unknown, *algo ? algo : method);
+        q->input_scale = q->method == GM_QUANT_FP8;
+        q->keep |= module_list_roles(json_object_get(qc, "exclude_modules"));
+        q->keep |= module_list_roles(json_object_get(qc, "ignore"));
     } else if (!strcmp(method, "compressed-tensors")) {
         compressed_tensors(qc, q);
     } else {
@@ -846,7 +1074,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     set_layout(m);
     gpt2 = m->arch == GM_ARCH_GPT2 || m->arch == GM_ARCH_GPT_BIGCODE;
     k = keys_of(m->arch);
-    d = defaults_of(m->arch);
+    d = defaults_of(m->arch, r->top != r->root);
 
     m->hidden = need_either(r, k.hidden, k.hidden2, d.hidden);
     m->n_layers = need_either(r, k.layers, k.layers2, d.layers);
@@ -903,6 +1131,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     read_family(r, m);
     read_quant(json_object_get(r->top, "quantization_config"), &m->quant);
     m->text_only = r->top != r->root;
+    read_vision(r->top, m);
     if (r->st != GM_OK)
         return r->st;
     if (r->missing[0]) {

@@ -16,6 +16,7 @@
 
 #include "gpumem/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -31,11 +32,12 @@ void gm_model_init(struct gm_model *m)
 }
 
 static const char *const arch_names[GM_ARCH__COUNT] = {
-    "unknown",     "llama",       "mistral",     "mixtral",    "qwen2", "gemma", "gemma2",
-    "phi",         "phi3",        "gpt2",        "gpt_neox",   "bert",  "qwen3", "roberta",
-    "xlm-roberta", "distilbert",  "deberta-v2",  "modernbert", "t5",    "bart",  "gpt_bigcode",
-    "falcon",      "cohere",      "gemma3",      "starcoder2", "olmo",  "olmo2", "qwen2_moe",
-    "qwen3_moe",   "deepseek_v2", "deepseek_v3",
+    "unknown",     "llama",   "mistral",     "mixtral",    "qwen2",      "gemma",
+    "gemma2",      "phi",     "phi3",        "gpt2",       "gpt_neox",   "bert",
+    "qwen3",       "roberta", "xlm-roberta", "distilbert", "deberta-v2", "modernbert",
+    "t5",          "bart",    "gpt_bigcode", "falcon",     "cohere",     "gemma3",
+    "starcoder2",  "olmo",    "olmo2",       "qwen2_moe",  "qwen3_moe",  "deepseek_v2",
+    "deepseek_v3", "gpt_oss", "llama4",      "qwen3_next",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -54,6 +56,17 @@ bool gm_arch_fused_qkv(enum gm_arch a)
     case GM_ARCH_FALCON:
     case GM_ARCH_PHI3:
     case GM_ARCH_MODERNBERT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool gm_arch_hf_eager(enum gm_arch a)
+{
+    switch (a) {
+    case GM_ARCH_T5:      /* T5Attention: matmul + position_bias, softmax, no interface */
+    case GM_ARCH_GPT_OSS: /* GptOssPreTrainedModel: _supports_sdpa = False (sinks) */
         return true;
     default:
         return false;
@@ -178,6 +191,17 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(rel_pos_rows, "position_buckets", CAP_COUNT);
     CAP(rel_attn_buckets, "relative_attention_num_buckets", CAP_COUNT);
     CAP(n_labels, "num_labels", CAP_COUNT);
+    CAP(index_n_heads, "index_n_heads", CAP_COUNT);
+    CAP(n_linear_layers, "num_hidden_layers", CAP_COUNT);
+    CAP(lin_k_heads, "linear_num_key_heads", CAP_COUNT);
+    CAP(lin_v_heads, "linear_num_value_heads", CAP_COUNT);
+    CAP(lin_k_dim, "linear_key_head_dim", CAP_DIM);
+    CAP(lin_v_dim, "linear_value_head_dim", CAP_DIM);
+    CAP(lin_conv_kernel, "linear_conv_kernel_dim", CAP_COUNT);
+    CAP(mamba_d_inner, "mamba_expand", CAP_DIM);
+    CAP(mamba_d_state, "mamba_d_state", CAP_DIM);
+    CAP(mamba_dt_rank, "mamba_dt_rank", CAP_DIM);
+    CAP(index_head_dim, "index_head_dim", CAP_DIM);
 #undef NEED
 #undef CAP
     if (bad[0])
@@ -194,6 +218,9 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "model: num_experts_per_tok (%llu) exceeds num_local_experts (%llu)",
                        (unsigned long long)m->n_experts_active, (unsigned long long)m->n_experts);
+    if (m->n_linear_layers > m->n_layers)
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: more linear-attention layers than layers");
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
     if (m->n_dense_layers > m->n_layers)
@@ -308,14 +335,27 @@ static void attention(struct gm_param_counts *c, const struct gm_model *m, uint6
         linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, nope + vd),
                m->kv_lora_rank, false, L);
         linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+        if (m->index_n_heads && m->index_head_dim) {
+            /* DeepSeek-V3.2's indexer (inference/model.py Indexer): wq_b from the q latent to
+             * index heads x head_dim, wk to one shared key, its LayerNorm, and weights_proj
+             * (a weight per index head, kept in bf16 by the fp8 checkpoint) */
+            uint64_t d = m->index_head_dim;
+            linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->index_n_heads, d),
+                   m->q_lora_rank ? m->q_lora_rank : h, false, L);
+            linear(c, &c->attention, GM_ROLE_ATTENTION, d, h, false, L);
+            tensor(c, &c->norms, GM_ROLE_NORM, 1, d, gm_mul_sat(L, 2), false);
+            linear(c, &c->other, GM_ROLE_OTHER, m->index_n_heads, h, false, L);
+        }
         return;
     }
-    linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_heads, m->head_dim), h, m->qkv_bias,
-           L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION,
+           gm_mul_sat(m->n_heads, m->head_dim) * (m->attn_output_gate ? 2 : 1), h, m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, m->head_dim), h,
            m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, gm_mul_sat(m->n_kv_heads, vd), h, m->qkv_bias, L);
     linear(c, &c->attention, GM_ROLE_ATTENTION, h, gm_mul_sat(m->n_heads, vd), m->out_bias, L);
+    if (m->attn_sinks) /* gpt-oss: one sink logit per query head (self_attn.sinks) */
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, 1, m->n_heads, L, false);
 }
 
 /* One MLP of width I, 'copies' times; returns the parameters of one. */
@@ -358,6 +398,138 @@ static void mlps(struct gm_param_counts *c, const struct gm_model *m, uint64_t L
         linear(c, &c->mlp, GM_ROLE_ROUTER, 1, m->hidden, false, moe);
 }
 
+/* A vision tower and its projector into the language model (GM_ROLE_OTHER):
+ *   CLIP (transformers CLIPVisionModel + LlavaMultiModalProjector): patch conv (3 p^2 hv, no
+ *     bias), class embedding, (n + 1) learned positions, pre- and post-LayerNorm, per layer
+ *     q/k/v/o with biases, two LayerNorms, fc1/fc2 with biases; projector linear_1 (hv -> h),
+ *     linear_2 (h -> h), with biases;
+ *   Qwen-VL (Qwen2VisionTransformerPretrainedModel, Qwen2_5_Vision...): a bias-free 3-D patch
+ *     conv (3 t p^2 hv), per block two norms, fused qkv and proj with biases, SwiGLU (2.5) or
+ *     fc1/fc2 (2) with biases; the merger's norm, then hv m^2 -> hv m^2 -> h with biases. */
+static void vision(struct gm_param_counts *c, const struct gm_model *m)
+{
+    const struct gm_vision *v = &m->vision;
+    uint64_t hv = v->hidden, L = v->layers, I = v->intermediate, side;
+    uint64_t norm_elems = v->rms_norm ? 1 : 2, cat;
+    if (v->kind == GM_VISION_NONE || !hv || !v->patch)
+        return;
+    if (v->kind == GM_VISION_CLIP) {
+        side = v->image_size / v->patch;
+        tensor(c, &c->other, GM_ROLE_OTHER, 3 * v->patch * v->patch, hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, gm_add_sat(gm_mul_sat(side, side), 1), hv, 1, false);
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(2, 2), false); /* pre, post LN */
+        linear(c, &c->other, GM_ROLE_OTHER, hv, hv, true, gm_mul_sat(4, L));
+        tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(4, L), false);
+        linear(c, &c->other, GM_ROLE_OTHER, I, hv, true, L);
+        linear(c, &c->other, GM_ROLE_OTHER, hv, I, true, L);
+        linear(c, &c->other, GM_ROLE_OTHER, m->hidden, hv, true, 1);
+        linear(c, &c->other, GM_ROLE_OTHER, m->hidden, m->hidden, true, 1);
+        return;
+    }
+    tensor(c, &c->other, GM_ROLE_OTHER, 3 * v->temporal * v->patch * v->patch, hv, 1, false);
+    tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, gm_mul_sat(2 * norm_elems, L), false);
+    linear(c, &c->other, GM_ROLE_OTHER, 3 * hv, hv, true, L);
+    linear(c, &c->other, GM_ROLE_OTHER, hv, hv, true, L);
+    linear(c, &c->other, GM_ROLE_OTHER, I, hv, true, v->gated_mlp ? 2 * L : L);
+    linear(c, &c->other, GM_ROLE_OTHER, hv, I, true, L);
+    cat = gm_mul_sat(hv, v->merge * v->merge);
+    tensor(c, &c->other, GM_ROLE_OTHER, 1, hv, norm_elems, false);
+    linear(c, &c->other, GM_ROLE_OTHER, cat, cat, true, 1);
+    linear(c, &c->other, GM_ROLE_OTHER, m->hidden, cat, true, 1);
+}
+
+/* Qwen3-Next's Gated DeltaNet layers (modular_qwen3_next.py Qwen3NextGatedDeltaNet):
+ * in_proj_qkvz h -> 2 key_dim + 2 value_dim, in_proj_ba h -> 2 value heads, a depthwise
+ * conv1d over the 2 key_dim + value_dim channels without bias, dt_bias and A_log per value
+ * head, a gated RMSNorm of head_v_dim, out_proj value_dim -> h. */
+static void linear_attention(struct gm_param_counts *c, const struct gm_model *m, uint64_t L)
+{
+    uint64_t kd = gm_mul_sat(m->lin_k_heads, m->lin_k_dim);
+    uint64_t vd = gm_mul_sat(m->lin_v_heads, m->lin_v_dim), h = m->hidden;
+    if (!L)
+        return;
+    if (m->mamba_d_inner) {
+        /* Jamba's Mamba mixer (modeling_jamba.py JambaMambaMixer): in_proj h -> 2 d_inner,
+         * a depthwise conv1d with bias, x_proj d_inner -> dt_rank + 2 d_state, dt_proj
+         * dt_rank -> d_inner with bias, A_log d_inner x d_state, D, out_proj d_inner -> h,
+         * RMSNorms on dt (dt_rank), B and C (d_state) */
+        uint64_t di = m->mamba_d_inner, ds = m->mamba_d_state, r = m->mamba_dt_rank;
+        linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * di, h, false, L);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, di, m->lin_conv_kernel + 1, L, false);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, r + 2 * ds, di, false, L);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, di, r, true, L);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, di, ds + 1, L, false);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, h, di, false, L);
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, r + 2 * ds, L, false);
+        return;
+    }
+    linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + 2 * vd, h, false, L);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, 2 * m->lin_v_heads, h, false, L);
+    tensor(c, &c->attention, GM_ROLE_ATTENTION, 2 * kd + vd, m->lin_conv_kernel, L, false);
+    tensor(c, &c->attention, GM_ROLE_ATTENTION, 1, m->lin_v_heads, gm_mul_sat(2, L), false);
+    tensor(c, &c->norms, GM_ROLE_NORM, 1, m->lin_v_dim, L, false);
+    linear(c, &c->attention, GM_ROLE_ATTENTION, h, vd, false, L);
+}
+
+void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent, uint64_t *conv)
+{
+    uint64_t kd = m->lin_k_heads * m->lin_k_dim, vd = m->lin_v_heads * m->lin_v_dim;
+    uint64_t k = m->lin_conv_kernel;
+    *recurrent = *conv = 0;
+    if (!m->n_linear_layers)
+        return;
+    if (m->mamba_d_inner) {
+        *recurrent = m->mamba_d_inner * m->mamba_d_state;
+        *conv = m->mamba_d_inner * (vllm ? (k ? k - 1 : 0) : k);
+        return;
+    }
+    *recurrent = m->lin_v_heads * m->lin_k_dim * m->lin_v_dim;
+    *conv = (2 * kd + vd) * (vllm ? (k ? k - 1 : 0) : k);
+}
+
+/* Python's round(): halves to the even neighbour. */
+static uint64_t round_half_even(uint64_t num, uint64_t den)
+{
+    uint64_t q = num / den, r = num % den;
+    return 2 * r > den || (2 * r == den && (q & 1)) ? q + 1 : q;
+}
+
+uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h, uint64_t *patches)
+{
+    const struct gm_vision *v = &m->vision;
+    uint64_t f, hb, wb, side;
+    if (patches)
+        *patches = 0;
+    if (v->kind == GM_VISION_NONE || !v->patch)
+        return 0;
+    if (v->kind == GM_VISION_CLIP) {
+        side = v->image_size / v->patch;
+        if (patches)
+            *patches = side * side + 1;
+        return side * side; /* vision_feature_select_strategy "default": the class token out */
+    }
+    /* image_processing_qwen2_vl.py smart_resize: sides rounded to multiples of patch x
+     * merge, the area kept within min_pixels 56 x 56 and max_pixels 28 x 28 x 16384 */
+    f = v->patch * (v->merge ? v->merge : 1);
+    if (!w || !h || w > ((uint64_t)1 << 20) || h > ((uint64_t)1 << 20))
+        return 0;
+    hb = round_half_even(h, f) * f;
+    wb = round_half_even(w, f) * f;
+    if (hb * wb > 12845056ull) {
+        double beta = sqrt((double)h * (double)w / 12845056.0);
+        hb = (uint64_t)floor((double)h / beta / (double)f) * f;
+        wb = (uint64_t)floor((double)w / beta / (double)f) * f;
+    } else if (hb * wb < 3136) {
+        double beta = sqrt(3136.0 / ((double)h * (double)w));
+        hb = (uint64_t)ceil((double)h * beta / (double)f) * f;
+        wb = (uint64_t)ceil((double)w * beta / (double)f) * f;
+    }
+    if (patches)
+        *patches = (hb / v->patch) * (wb / v->patch);
+    return (hb / f) * (wb / f);
+}
+
 /* Norms of 'L' layers with 'per_layer' each, plus q/k norms. */
 static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uint64_t L,
                         unsigned per_layer)
@@ -366,11 +538,12 @@ static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uin
     if (m->no_first_attn_norm && n)
         n--;
     norm(c, m, n);
+    uint64_t La = L > m->n_linear_layers ? L - m->n_linear_layers : 0; /* attention layers */
     if (m->qk_norm_full) {
         norm_w(c, m, gm_mul_sat(m->n_heads, m->head_dim), L);
         norm_w(c, m, gm_mul_sat(m->n_kv_heads, m->head_dim), L);
     } else if (m->qk_norm) {
-        tensor(c, &c->norms, GM_ROLE_NORM, 1, m->head_dim, gm_mul_sat(L, 2), false);
+        tensor(c, &c->norms, GM_ROLE_NORM, 1, m->head_dim, gm_mul_sat(La, 2), false);
     }
 }
 
@@ -402,8 +575,10 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
     }
     tensor(&c, &c.other, GM_ROLE_OTHER, m->rel_attn_buckets, m->n_heads, stacks, false);
 
-    /* The layers (the encoder's, for an encoder-decoder). */
-    attention(&c, m, L);
+    /* The layers (the encoder's, for an encoder-decoder); linear-attention layers have their
+     * own mixer instead of attention. */
+    attention(&c, m, L > m->n_linear_layers ? L - m->n_linear_layers : 0);
+    linear_attention(&c, m, m->n_linear_layers < L ? m->n_linear_layers : L);
     mlps(&c, m, L, &routed, &expert);
     layer_norms(&c, m, L, m->norms_per_layer);
     if (m->final_norm)
@@ -418,6 +593,8 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
         layer_norms(&c, m, m->n_decoder_layers, m->norms_per_layer + 1);
         routed = gm_add_sat(routed, r2);
     }
+
+    vision(&c, m);
 
     /* Head. */
     if (m->head != GM_HEAD_ENCODER && !m->tied_embeddings)

@@ -8,6 +8,8 @@
  *    dtype, and so does the MoE router (AutoAWQ lists "gate" in modules_to_not_convert);
  *  - FP8 (compressed-tensors, vLLM, DeepSeek's block-wise checkpoints) likewise: Linear
  *    targets, lm_head ignored, router kept in 16 bit;
+ *  - MXFP4 (gpt-oss) quantises the MoE experts only; NVFP4 (ModelOpt, compressed-tensors)
+ *    the linears of the decoder layers, as FP8;
  *  - bitsandbytes (transformers' replace_with_bnb_linear) converts every nn.Linear except
  *    the output embedding and llm_int8_skip_modules: the router and a classifier are
  *    quantised too; embeddings and norms are not nn.Linear and stay. */
@@ -17,7 +19,7 @@
 #include <string.h>
 
 static const char *const quant_names[GM_QUANT__COUNT] = {
-    "none", "int8", "nf4", "fp4", "gptq", "awq", "fp8", "int", "gguf",
+    "none", "int8", "nf4", "fp4", "gptq", "awq", "fp8", "int", "gguf", "mxfp4", "nvfp4",
 };
 
 const char *gm_quant_method_name(enum gm_quant_method q)
@@ -63,6 +65,16 @@ void gm_quant_init(struct gm_quant *q, enum gm_quant_method method)
     case GM_QUANT_BNB_INT8:
         q->bits = 8;
         break;
+    case GM_QUANT_MXFP4:
+        q->bits = 4;
+        q->group_size = 32; /* OCP MX block: 32 elements share one e8m0 scale */
+        q->scale = GM_SCALE_GROUP;
+        break;
+    case GM_QUANT_NVFP4:
+        q->bits = 4;
+        q->group_size = 16; /* one fp8 e4m3 scale per 16 elements */
+        q->scale = GM_SCALE_GROUP;
+        break;
     case GM_QUANT_BNB_NF4:
     case GM_QUANT_BNB_FP4:
         q->bits = 4;
@@ -83,7 +95,13 @@ unsigned gm_quant_kept_roles(const struct gm_quant *q)
     case GM_QUANT_AWQ:
     case GM_QUANT_FP8:
     case GM_QUANT_INT:
+    case GM_QUANT_NVFP4:
         keep |= (1u << GM_ROLE_ROUTER) | (1u << GM_ROLE_OTHER);
+        break;
+    case GM_QUANT_MXFP4:
+        /* transformers' Mxfp4HfQuantizer and vLLM's Mxfp4MoEMethod quantise the MoE experts
+         * only: attention, router and dense layers stay in the checkpoint's float dtype */
+        keep |= (1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_ROUTER) | (1u << GM_ROLE_OTHER);
         break;
     case GM_QUANT_NONE:
         keep = (1u << GM_ROLE__COUNT) - 1;

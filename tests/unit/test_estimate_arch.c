@@ -5,6 +5,7 @@
  * checkpoints' sizes, and the refusals around quantised weights. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,7 @@
 #include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,376 @@ static void test_sliding_kv(void **state)
         assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 32768, &b, &err), GM_OK);
         assert_int_equal(b, 4 * per_layer * 32768 + 22 * per_layer * 1024);
     }
+}
+
+/* Whether an assumption of 'e' contains 'text'. */
+static bool assumes(const struct gm_estimate *e, const char *text)
+{
+    for (size_t i = 0; i < e->n_assumptions; i++)
+        if (strstr(e->assumptions[i], text))
+            return true;
+    return false;
+}
+
+/* gpt-oss's MXFP4 checkpoint, tensor by tensor as openai/gpt-oss-20b stores it: per layer
+ * the experts' gate_up_proj_blocks (E, 2I, h/32, 16 bytes) with gate_up_proj_scales
+ * (E, 2I, h/32, one e8m0 byte) and down_proj_blocks (E, h, I/32, 16) with down_proj_scales
+ * (E, h, I/32); everything else (attention with sinks, router, biases, norms, embeddings,
+ * lm_head) bf16.  The model card (arXiv 2508.10925, table 1) gives the checkpoints as 12.8
+ * and 60.8 GiB. */
+static void test_gpt_oss_mxfp4_weights(void **state)
+{
+    static const struct {
+        const char *model;
+        uint64_t layers, experts;
+        double card_gib;
+    } rows[] = {{"gpt-oss-20b", 24, 32, 12.8}, {"gpt-oss-120b", 36, 128, 60.8}};
+    const uint64_t h = 2880, I = 2880;
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct gm_job j;
+        struct gm_error err;
+        struct gm_param_counts pc;
+        uint64_t E = rows[i].experts, L = rows[i].layers;
+        uint64_t blocks = L * E * (2 * I * (h / 32) * 16 + h * (I / 32) * 16);
+        uint64_t scales = L * E * (2 * I * (h / 32) + h * (I / 32));
+        uint64_t expert_weights = L * E * (2 * I * h + h * I), want;
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find(rows[i].model);
+        assert_non_null(j.model.model);
+        assert_int_equal(gm_model_count_params(j.model.model, &pc, &err), GM_OK);
+        want = blocks + scales + (pc.total - expert_weights) * 2;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        if (est->weight_bytes != want)
+            fail_msg("%s: %llu B, the checkpoint's tensors %llu B", rows[i].model,
+                     (unsigned long long)est->weight_bytes, (unsigned long long)want);
+        assert_true(fabs((double)est->weight_bytes / GM_GIB - rows[i].card_gib) < 0.05);
+    }
+}
+
+/* NVFP4 as the two producers write it: a ModelOpt checkpoint (quant_method modelopt,
+ * quant_algo NVFP4, exclude_modules) and compressed-tensors' nvfp4-pack-quantized (float
+ * weights of 4 bits in groups of 16).  One out x in weight: n/2 packed bytes + one fp8 scale
+ * per 16 inputs of a row + the fp32 weight_scale_2 and input_scale (vLLM modelopt.py
+ * ModelOptNvFp4LinearMethod.create_weights); lm_head and embeddings stay bf16. */
+static void test_nvfp4_weights(void **state)
+{
+    static const char *const configs[] = {
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
+        "\"vocab_size\": 128256, \"torch_dtype\": \"bfloat16\", \"quantization_config\": "
+        "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 16, "
+        "\"exclude_modules\": [\"lm_head\"]}}",
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336, "
+        "\"vocab_size\": 128256, \"torch_dtype\": \"bfloat16\", \"quantization_config\": "
+        "{\"quant_method\": \"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", "
+        "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 4, "
+        "\"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}, "
+        "\"ignore\": [\"lm_head\"]}}",
+    };
+    const uint64_t h = 4096, I = 14336, kv = 1024, V = 128256, L = 2;
+    /* (out, in) of the matrices of one layer: q, k, v, o, gate, up, down */
+    const uint64_t shapes[7][2] = {{h, h}, {kv, h}, {kv, h}, {h, h}, {I, h}, {I, h}, {h, I}};
+    uint64_t want = 2 * (2 * V * h + (2 * L + 1) * h); /* embeddings, lm_head, norms: bf16 */
+    (void)state;
+    for (size_t k = 0; k < 7; k++)
+        want += L * (shapes[k][0] * shapes[k][1] / 2 + shapes[k][0] * (shapes[k][1] / 16) + 8);
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        struct gm_model m;
+        struct gm_job j;
+        struct gm_error err;
+        assert_int_equal(gm_model_parse_hf_config(configs[i], strlen(configs[i]), &m, &err), GM_OK);
+        assert_int_equal(m.quant.method, GM_QUANT_NVFP4);
+        gm_job_init(&j);
+        j.model.model = &m;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est->weight_bytes, want);
+    }
+}
+
+/* DeepSeek-V3.2 adds a sparse-attention indexer to V3's layers (DeepSeek-V3.2-Exp
+ * inference/model.py Indexer: wq_b q_lora_rank -> 64 x 128, wk 7168 -> 128, k_norm LayerNorm
+ * (weight and bias), weights_proj 7168 -> 64), and vLLM caches one indexer key per token and
+ * layer beside the MLA latent: 128 fp8 values + one fp32 scale = 132 B
+ * (DeepseekV32IndexerCache), on every GPU. */
+static void test_deepseek_v32_indexer(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_param_counts v3, v32;
+    const uint64_t indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64;
+    (void)state;
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("deepseek-v3"), &v3, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("deepseek-v3.2"), &v32, &err),
+                     GM_OK);
+    assert_int_equal(v32.total, v3.total + 61 * indexer);
+    for (uint64_t tp = 1; tp <= 8; tp *= 8) {
+        vllm_job(&j, "deepseek-v3.2", tp, 32768);
+        j.parallel.gpus = tp;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est->serving.kv_bytes_per_token, 61 * ((512 + 64) * 2 + 132));
+        assert_true(assumes(est, "DeepSeek-V3.2 indexer keys: 132 B per token and layer"));
+    }
+}
+
+/* A vision-language job: --images with --image-size put each image's tokens in the context
+ * once, however often the job is resolved (the report resolves it before the run does); vLLM
+ * V1's profile run holds the dummy encoder outputs (encoder_cache["tmp"]) of as many
+ * largest-size images as max(max_num_batched_tokens, one image) holds, through the language
+ * model's dummy run: LLaVA-1.5 at 2048 batched tokens 3 x 576 tokens, Qwen2.5-VL one image of
+ * 16384 tokens (max_pixels), x hidden x 2 B, on top of the text model's profile. */
+static void test_vision_language_jobs(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_estimate_report *r = NULL;
+    uint64_t act_text, act_vl;
+    (void)state;
+    infer_job(&j, "qwen2.5-vl-7b");
+    j.workload.context = 100;
+    assert_int_equal(gm_job_set(&j, "images", "2", &err), GM_OK);
+    assert_int_equal(gm_job_set(&j, "image-size", "1280x720", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "2 image(s) of 1280 x 720 pixels per sequence: 1196 tokens each"));
+    assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
+    assert_int_equal(r->job.workload.context, 100 + 2 * 1196);
+    gm_estimate_report_free(r);
+    assert_int_equal(gm_job_set(&j, "image-size", "wide", &err), GM_ERR_INVALID);
+    /* a model without a tower gpumem reads refuses images rather than ignoring them */
+    infer_job(&j, "llama-3-8b");
+    assert_int_equal(gm_job_set(&j, "images", "1", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "has no vision tower"));
+
+    vllm_job(&j, "llava-1.5-7b", 1, 4096);
+    assert_int_equal(gm_job_set(&j, "max-num-batched-tokens", "2048", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    act_vl = est->serving.activation_peak_bytes;
+    {
+        struct gm_model text = *gm_model_catalog_find("llava-1.5-7b");
+        text.vision.kind = GM_VISION_NONE;
+        j.model.model = &text;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        act_text = est->serving.activation_peak_bytes;
+    }
+    assert_int_equal(act_vl - act_text, 3ull * 576 * 4096 * 2);
+
+    vllm_job(&j, "qwen2.5-vl-7b", 1, 32768);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "1 dummy image(s) of 16384 tokens encoded and held"));
+}
+
+/* Training an encoder-decoder (transformers T5ForConditionalGeneration): the encoder over
+ * --seq source tokens, the decoder over --target-seq target tokens; the loss is the model's
+ * CrossEntropyLoss on the lm_logits of the target tokens (no shift, no upcast of its own:
+ * logits + autocast's fp32 cast + fp32 log-softmax = 2 + 8 B per logit), not a causal LM's.
+ * A target as long as the source is the old single-length job; a shorter one shrinks only
+ * the decoder's share. */
+static void test_seq2seq_target_length(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t same, shorter, loss_same, loss_short;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("t5-large");
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    same = find(est, "activations")->bytes;
+    loss_same = find(est, "logits_and_loss")->bytes;
+    assert_int_equal(loss_same, 10ull * 512 * 32128);
+    assert_true(assumes(est, "seq2seq loss over the B*T target tokens"));
+    assert_false(assumes(est, "ForCausalLMLoss"));
+    assert_int_equal(gm_job_set(&j, "target-seq", "512", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "activations")->bytes, same);
+    assert_int_equal(gm_job_set(&j, "target-seq", "128", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    shorter = find(est, "activations")->bytes;
+    loss_short = find(est, "logits_and_loss")->bytes;
+    assert_int_equal(loss_short, 10ull * 128 * 32128);
+    assert_true(assumes(est, "source 512 / target 128 tokens"));
+    /* the encoder's share stays and the decoder keeps the source's cross-attention keys,
+     * values and scores: a quarter of the target saves less than three quarters */
+    assert_true(shorter < same && shorter > same / 4);
+}
+
+/* Qwen3-Next: 3 of every 4 layers are Gated DeltaNet linear attention (layer_types), which
+ * keep a fixed recurrent state (value heads x key dim x value dim) and a convolution state
+ * over the q, k, v channels per sequence instead of a KV cache (modular_qwen3_next.py
+ * Qwen3NextGatedDeltaNet, Qwen3NextDynamicCache; vLLM's MambaSpec with kernel - 1 columns,
+ * heads split by tp).  Parameters from the module shapes: gated attention (q_proj doubled)
+ * with q/k norms on the full-attention layers; in_proj_qkvz, in_proj_ba, a bias-free
+ * depthwise conv1d, dt_bias, A_log, a gated RMSNorm and out_proj on the others; qwen2-moe
+ * experts with a gated shared expert. */
+static void test_qwen3_next_linear_attention(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"qwen3_next\", \"hidden_size\": 2048, \"num_hidden_layers\": 8, "
+        "\"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"head_dim\": 256, "
+        "\"intermediate_size\": 5120, \"moe_intermediate_size\": 512, "
+        "\"shared_expert_intermediate_size\": 512, \"num_experts\": 512, "
+        "\"num_experts_per_tok\": 10, \"vocab_size\": 151936, \"tie_word_embeddings\": false, "
+        "\"linear_num_key_heads\": 16, \"linear_num_value_heads\": 32, "
+        "\"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128, "
+        "\"linear_conv_kernel_dim\": 4, \"full_attention_interval\": 4}";
+    const uint64_t h = 2048, V = 151936, kd = 16 * 128, vd = 32 * 128, conv = 2 * kd + vd;
+    const uint64_t attn = h * 16 * 256 * 2 + 2 * h * 2 * 256 + 16 * 256 * h + 2 * 256;
+    const uint64_t gdn = h * (2 * kd + 2 * vd) + h * 64 + conv * 4 + 2 * 32 + 128 + vd * h;
+    const uint64_t moe = 512 * 3 * h * 512 + 512 * h + 3 * h * 512 + h;
+    struct gm_model m;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    const struct gm_est_component *c;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
+    assert_int_equal(m.n_linear_layers, 6);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + h + 8 * 2 * h + 2 * attn + 6 * gdn + 8 * moe);
+
+    /* transformers: KV for 2 layers, the states of 6 (fp32 recurrent, whole-kernel conv) */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = &m;
+    j.workload.batch = 2;
+    j.workload.context = 1000;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 2ull * 2 * 2 * 256 * 1000 * 2 * 2);
+    c = find(est, "recurrent_state");
+    assert_non_null(c);
+    assert_int_equal(c->bytes, 2ull * 6 * (32 * 128 * 128 * 4 + conv * 4 * 2));
+
+    /* vLLM at tp 2: one KV head per GPU in 2 layers; each request's states spread over its
+     * max_model_len tokens */
+    j.model.model = &m;
+    j.engine.kind = GM_ENGINE_VLLM;
+    j.parallel.tp = 2;
+    j.parallel.gpus = 2;
+    j.engine.vllm.max_model_len = 32768;
+    j.workload.context = 32768;
+    assert_int_equal(gm_job_set(&j, "gpu", "H200", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    {
+        uint64_t state_b = 6ull * (32 / 2 * 128 * 128 + conv / 2 * 3) * 2;
+        assert_int_equal(est->serving.kv_bytes_per_token,
+                         2ull * 2 * 1 * 256 * 2 + (state_b + 32767) / 32768);
+    }
+    assert_true(assumes(est, "6 Gated DeltaNet layers keep a recurrent and a convolution state"));
+}
+
+/* Jamba (modeling_jamba.py): a Mamba mixer on every layer but each 8th from the 4th, MoE
+ * MLPs on every other layer.  Parameters from the module shapes (JambaMambaMixer in_proj,
+ * conv1d with bias, x_proj, dt_proj with bias, A_log, D, out_proj, dt/B/C RMSNorms); the
+ * Mamba layers keep d_inner x d_state and d_inner x d_conv per sequence (transformers'
+ * HybridMambaAttentionDynamicCache, model dtype), only the 4 attention layers a KV cache. */
+static void test_jamba_mamba_layers(void **state)
+{
+    const uint64_t h = 4096, di = 8192, V = 65536;
+    const uint64_t mamba = 2 * di * h + di * 4 + di + (256 + 32) * di + di * 256 + di + di * 16 +
+                           di + h * di + 256 + 32;
+    const uint64_t attn = h * h + 2 * h * 1024 + h * h, mlp = 3 * h * 14336;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("jamba-v0.1"), &pc, &err), GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + h + 32 * 2 * h + 4 * attn + 28 * mamba +
+                                   16 * (16 * mlp + 16 * h) + 16 * mlp);
+    infer_job(&j, "jamba-v0.1");
+    j.workload.context = 100000;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 4ull * 2 * 8 * 128 * 100000 * 2);
+    assert_int_equal(find(est, "recurrent_state")->bytes, 28ull * (di * 16 + di * 4) * 2);
+}
+
+/* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
+ * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
+ * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
+static void test_gpt_oss_windows_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const uint64_t per_layer = 2 * 8 * 64 * 2; /* 8 KV heads of 64, bf16 */
+    const uint64_t len = 131072, held = ((127 + 8192 + 15) / 16 + 1) * 16;
+    uint64_t b = 0;
+    (void)state;
+    vllm_job(&j, "gpt-oss-20b", 1, len);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est->serving.kv_bytes_per_token,
+                     (12 * per_layer * len + 12 * per_layer * held) / len);
+    assert_true(assumes(est, "12 sliding-window layers hold at most 128 - 1 + 8192 tokens"));
+    assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 32768, &b, &err), GM_OK);
+    assert_int_equal(b, 12 * per_layer * 32768 + 12 * per_layer * 768);
+}
+
+/* Llama-4 attends within chunks of 8192 tokens on its RoPE layers (36 of 48) and globally
+ * on every fourth: vLLM's ChunkedLocalAttentionSpec holds cdiv(min(8192 + 8192, len), 16)
+ * blocks (no extra block, unlike a sliding window); llama.cpp's iswa cache (swa_type
+ * CHUNKED, n_swa 8192) 8192 + 512 cells padded to 256 for those layers. */
+static void test_llama4_chunked_kv(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const uint64_t per_layer = 2 * 8 * 128 * 2; /* 8 KV heads of 128, bf16 */
+    const uint64_t len = 131072, held = (8192 + 8192 + 15) / 16 * 16;
+    uint64_t b = 0;
+    (void)state;
+    vllm_job(&j, "llama-4-scout", 8, len);
+    j.parallel.gpus = 8;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(est->serving.kv_bytes_per_token,
+                     (12 * per_layer / 8 * len + 36 * per_layer / 8 * held) / len);
+    assert_true(assumes(est, "36 chunked-attention layers hold at most 8192 + 8192 tokens"));
+    assert_int_equal(gm_llamacpp_kv_bytes(j.model.model, 1, 65536, &b, &err), GM_OK);
+    assert_int_equal(b, 12 * per_layer * 65536 + 36 * per_layer * 8704);
+}
+
+/* transformers' T5 and gpt-oss classes have no SDPA path: a training or generate() job on
+ * them runs eager attention unless --attention says otherwise; a Llama does not, and a
+ * serving engine uses its own kernels. */
+static void test_eager_follows_model_class(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    const struct gm_est_component *c;
+    double scores_default, scores_sdpa;
+    (void)state;
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("t5-small");
+    assert_non_null(j.model.model);
+    j.workload.seq = 512;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "attention eager by default: the transformers t5 class"));
+    assert_true(assumes(est, "eager, s*s scores saved"));
+    c = find(est, "activations");
+    assert_non_null(c);
+    scores_default = (double)c->bytes;
+    assert_int_equal(gm_job_set(&j, "attention", "sdpa", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_false(assumes(est, "attention eager by default"));
+    scores_sdpa = (double)find(est, "activations")->bytes;
+    assert_true(scores_default > scores_sdpa);
+
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("gpt-oss-20b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "_supports_sdpa = False"));
+
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_true(assumes(est, "sdpa/flash, no s*s scores"));
+
+    vllm_job(&j, "gpt-oss-20b", 1, 8192);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(j.memory.attention, GM_ATTN_SDPA);
+    assert_false(assumes(est, "attention eager by default"));
 }
 
 /* Encoders: one forward pass, no cache; the output grows with batch x tokens; generation
@@ -382,6 +754,16 @@ int main(void)
         cmocka_unit_test(test_quant_refusals),
         cmocka_unit_test(test_format_suggestions),
         cmocka_unit_test(test_catalog_estimates),
+        cmocka_unit_test(test_gpt_oss_mxfp4_weights),
+        cmocka_unit_test(test_nvfp4_weights),
+        cmocka_unit_test(test_deepseek_v32_indexer),
+        cmocka_unit_test(test_vision_language_jobs),
+        cmocka_unit_test(test_seq2seq_target_length),
+        cmocka_unit_test(test_qwen3_next_linear_attention),
+        cmocka_unit_test(test_jamba_mamba_layers),
+        cmocka_unit_test(test_gpt_oss_windows_kv),
+        cmocka_unit_test(test_llama4_chunked_kv),
+        cmocka_unit_test(test_eager_follows_model_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -458,6 +458,24 @@ static void test_op_checkpointing(void **state)
     assert_true(est_layer_saved_per_token(m, &c, NULL) > 2.5 * want);
 }
 
+/* torchao Float8Linear saves its bf16 input and weight for backward
+ * (matmul_with_hp_or_float8_args.forward: ctx.save_for_backward(input_hp, weight_hp_t)), so
+ * Float8 training keeps the same activations; its backward casts the output gradient twice,
+ * the weight and the input to fp8: for Llama-3-8B's gate/up projection (out 14336, in 4096)
+ * over 2 x 4096 tokens, (2 x 14336 + 4096) x 8192 + 14336 x 4096 bytes beside the layer's
+ * other gradients. */
+static void test_float8_training(void **state)
+{
+    const double T = 8192, h = 4096, I = 14336;
+    (void)state;
+    run("llama-3-8b", TRAIN8B, &base);
+    run("llama-3-8b", TRAIN8B " --float8", &with);
+    assert_int_equal(changed_kinds(base, with), K(GM_KIND_BACKWARD_TEMP));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP) -
+                         gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
+                     (uint64_t)((2 * I + h) * T + I * h));
+}
+
 /* The optimizer in backward frees each gradient as it is stepped; the step phase is gone. */
 static void test_optimizer_in_backward(void **state)
 {
@@ -710,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),
         cmocka_unit_test(test_fsdp1_reentrant),
+        cmocka_unit_test(test_float8_training),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),

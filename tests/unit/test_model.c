@@ -213,6 +213,8 @@ static const struct {
     {"deepseek-v2-lite", 15706484224ull, 0, "hf"},
     {"deepseek-v2", 235741434880ull, 0, "hf"},
     {"deepseek-v3", 671026419200ull, 0, "main model of the checkpoint (DeepSeek: 671B)"},
+    {"gpt-oss-20b", 20910000000ull, 4, "gpt-oss model card (arXiv 2508.10925) table 1: 20.91B"},
+    {"gpt-oss-120b", 116830000000ull, 5, "gpt-oss model card table 1: 116.83B"},
 };
 
 /* 'v' rounded to 'digits' significant digits. */
@@ -345,6 +347,13 @@ static void test_config_fixtures(void **state)
          GM_HEAD_CAUSAL_LM},
         {"deepseek-v3.json", 671026419200ull, "deepseek-v3", GM_ARCH_DEEPSEEK_V3,
          GM_HEAD_CAUSAL_LM},
+        /* V3 + 61 indexers of 13,959,424 (test_deepseek_v32_indexer) */
+        {"deepseek-v3.2-exp.json", 671877944064ull, "deepseek-v3.2", GM_ARCH_DEEPSEEK_V3,
+         GM_HEAD_CAUSAL_LM},
+        {"gpt-oss-20b.json", 20914757184ull, "gpt-oss-20b", GM_ARCH_GPT_OSS, GM_HEAD_CAUSAL_LM},
+        /* the language model of Llama4ForConditionalGeneration: llama4_layers() below */
+        {"llama-4-scout-17b-16e.json", 107769861120ull, "llama-4-scout", GM_ARCH_LLAMA4,
+         GM_HEAD_CAUSAL_LM},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -444,7 +453,133 @@ static void test_config_fixture_fields(void **state)
     LOAD("starcoder2-15b.json");
     assert_int_equal(m.sliding_window, 4096);
     assert_int_equal(m.n_sliding_layers, 40);
+    LOAD("gpt-oss-20b.json");
+    assert_int_equal(m.sliding_window, 128);
+    assert_int_equal(m.n_sliding_layers, 12); /* layer_types: sliding, full, ... */
+    assert_false(m.chunked_attention);
+    assert_true(m.attn_sinks);
+    assert_int_equal(m.quant.method, GM_QUANT_MXFP4);
+    assert_int_equal(m.quant.group_size, 32);
+    LOAD("llama-4-scout-17b-16e.json");
+    assert_true(m.text_only);
+    assert_true(m.chunked_attention);
+    assert_int_equal(m.sliding_window, 8192);   /* attention_chunk_size */
+    assert_int_equal(m.n_sliding_layers, 36);   /* no_rope_layers: 1 on the RoPE layers */
+    assert_int_equal(m.n_dense_layers, 0);      /* interleave_moe_layer_step 1 */
+    assert_int_equal(m.intermediate, 16384);    /* intermediate_size_mlp */
+    assert_int_equal(m.moe_intermediate, 8192); /* intermediate_size: experts, shared expert */
 #undef LOAD
+}
+
+/* Vision-language configs as their checkpoints publish them: llava-hf/llava-1.5-7b-hf's
+ * text_config names only model_type, vocab_size and positions (LlamaConfig's defaults fill
+ * the rest) beside a CLIP ViT-L/14-336 vision_config; Qwen2.5-VL-7B-Instruct keeps its
+ * language model at the top with a vision_config.  Counted with the tower and projector
+ * they give the Hub's totals (7.06B, 8.29B); the image tokens follow each processor
+ * (CLIP: 24 x 24 = 576 whatever the size; Qwen: smart_resize to multiples of 28, one token
+ * per 2 x 2 patches of 14). */
+static void test_vision_language_configs(void **state)
+{
+    static const char llava[] =
+        "{\"model_type\": \"llava\", \"architectures\": [\"LlavaForConditionalGeneration\"], "
+        "\"text_config\": {\"model_type\": \"llama\", \"vocab_size\": 32064, "
+        "\"max_position_embeddings\": 4096}, \"vision_config\": {\"hidden_size\": 1024, "
+        "\"image_size\": 336, \"intermediate_size\": 4096, \"model_type\": \"clip_vision_model\", "
+        "\"num_attention_heads\": 16, \"num_hidden_layers\": 24, \"patch_size\": 14}}";
+    static const char qwen[] =
+        "{\"model_type\": \"qwen2_5_vl\", \"hidden_size\": 3584, \"num_hidden_layers\": 28, "
+        "\"num_attention_heads\": 28, \"num_key_value_heads\": 4, \"intermediate_size\": 18944, "
+        "\"vocab_size\": 152064, \"tie_word_embeddings\": false, \"vision_config\": "
+        "{\"depth\": 32, \"hidden_size\": 1280, \"intermediate_size\": 3420, \"num_heads\": 16, "
+        "\"out_hidden_size\": 3584, \"patch_size\": 14, \"spatial_merge_size\": 2, "
+        "\"temporal_patch_size\": 2}}";
+    struct gm_model m;
+    struct gm_param_counts pc, pk;
+    struct gm_error err;
+    uint64_t patches = 0;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(llava, strlen(llava), &m, &err), GM_OK);
+    assert_int_equal(m.vision.kind, GM_VISION_CLIP);
+    assert_false(m.text_only);
+    assert_int_equal(m.hidden, 4096); /* LlamaConfig default */
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("llava-1.5-7b"), &pk, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, pk.total);
+    check_published("llava-1.5-7b", pc.total, 7060000000ull, 3, "Hub: 7.06B params");
+    /* CLIPVisionModel ViT-L/14-336 alone: 303,507,456 (keras-hub / transformers) + the
+     * projector 1024 x 4096 + 4096 x 4096 with biases */
+    assert_int_equal(pc.other, 303507456ull + 4096 * 1024 + 4096 + 4096 * 4096 + 4096);
+    assert_int_equal(gm_model_image_tokens(&m, 1920, 1080, &patches), 576);
+    assert_int_equal(patches, 577);
+
+    assert_int_equal(gm_model_parse_hf_config(qwen, strlen(qwen), &m, &err), GM_OK);
+    assert_int_equal(m.vision.kind, GM_VISION_QWEN_VL);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("qwen2.5-vl-7b"), &pk, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, pk.total);
+    check_published("qwen2.5-vl-7b", pc.total, 8290000000ull, 3, "Hub: 8.29B params");
+    assert_int_equal(gm_model_image_tokens(&m, 1280, 720, &patches), 46 * 26);
+    assert_int_equal(patches, 4 * 46 * 26);
+    assert_int_equal(gm_model_image_tokens(&m, 1920, 1080, NULL), 69 * 39);
+    assert_int_equal(gm_model_image_tokens(&m, 20, 20, NULL), 4);             /* min_pixels */
+    assert_int_equal(gm_model_image_tokens(&m, 8000, 8000, NULL), 128 * 128); /* max_pixels */
+}
+
+/* gpt-oss and Llama-4 counted from the parameter shapes their transformers modules declare
+ * (modeling_gpt_oss.py at ede92a8: GptOssAttention q/k/v/o with biases and sinks (heads),
+ * GptOssExperts gate_up_proj (E, h, 2I) + bias (E, 2I), down_proj (E, I, h) + bias (E, h),
+ * GptOssTopKRouter weight (E, h) + bias (E); modeling_llama4.py at 63210d0: Llama4TextExperts
+ * gate_up_proj (E, h, 2I), down_proj (E, I, h), Llama4Router (E, h) without bias, a shared
+ * Llama4TextMLP of I, dense layers Llama4TextMLP of intermediate_size_mlp, L2 q/k norms
+ * without weights), summed here independently of the counting code. */
+static void test_moe_layouts_from_module_shapes(void **state)
+{
+    static const char gpt_oss[] =
+        "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 4, "
+        "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
+        "\"intermediate_size\": 2880, \"num_local_experts\": 32, \"experts_per_token\": 4, "
+        "\"vocab_size\": 201088, \"sliding_window\": 128, \"tie_word_embeddings\": false}";
+    static const char maverick[] =
+        "{\"model_type\": \"llama4\", \"text_config\": {\"model_type\": \"llama4_text\", "
+        "\"hidden_size\": 5120, \"num_hidden_layers\": 8, \"num_attention_heads\": 40, "
+        "\"num_key_value_heads\": 8, \"head_dim\": 128, \"intermediate_size\": 8192, "
+        "\"intermediate_size_mlp\": 16384, \"num_local_experts\": 128, "
+        "\"interleave_moe_layer_step\": 2, \"use_qk_norm\": false, \"vocab_size\": 202048}}";
+    struct gm_model m;
+    struct gm_param_counts pc;
+    struct gm_error err;
+    uint64_t h = 2880, I = 2880, E = 32, L = 4, V = 201088, q = 64 * 64, kv = 8 * 64, want;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(gpt_oss, strlen(gpt_oss), &m, &err), GM_OK);
+    assert_int_equal(m.arch, GM_ARCH_GPT_OSS);
+    assert_int_equal(m.n_experts_active, 4); /* experts_per_token */
+    assert_int_equal(m.n_sliding_layers, 2); /* GptOssConfig default: even layers slide */
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    want = 2 * V * h + h +                                      /* embed, lm_head, norm */
+           L * (2 * h +                                         /* two RMSNorms */
+                (h * q + q) + 2 * (h * kv + kv) + (q * h + h) + /* q, k, v, o with biases */
+                64 +                                            /* sinks */
+                E * (h * 2 * I + 2 * I + I * h + h) +           /* experts with biases */
+                E * h + E);                                     /* router with bias */
+    assert_int_equal(pc.total, want);
+
+    h = 5120;
+    L = 8;
+    V = 202048;
+    E = 128;
+    q = 40 * 128;
+    kv = 8 * 128;
+    assert_int_equal(gm_model_parse_hf_config(maverick, strlen(maverick), &m, &err), GM_OK);
+    assert_int_equal(m.arch, GM_ARCH_LLAMA4);
+    assert_int_equal(m.n_dense_layers, 4);   /* moe_layers 1, 3, 5, 7 */
+    assert_int_equal(m.n_sliding_layers, 6); /* NoPE layers 3 and 7 attend globally */
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    want = 2 * V * h + h + L * (2 * h + h * q + 2 * h * kv + q * h) +
+           (L / 2) * (E * (h * 2 * 8192 + 8192 * h) + 3 * h * 8192 + E * h) + /* MoE layers */
+           (L / 2) * 3 * h * 16384;                                           /* dense layers */
+    assert_int_equal(pc.total, want);
 }
 
 static void test_catalog_matches_configs(void **state)
@@ -538,7 +673,7 @@ static void test_bad_configs(void **state)
     assert_int_equal(parse("{\"model_type\": \"mamba\", \"hidden_size\": 64}", &m, &err),
                      GM_ERR_UNSUPPORTED);
     assert_non_null(
-        strstr(err.msg, "'mamba' is not an architecture gpumem knows (the 30 it knows"));
+        strstr(err.msg, "'mamba' is not an architecture gpumem knows (the 34 it knows"));
     assert_int_equal(parse("{\"model_type\": \"fancy\", \"hidden_size\": 64, "
                            "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                            "\"vocab_size\": 10, \"intermediate_size\": 8}",
@@ -710,6 +845,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_catalog_counts_published_differences),
     cmocka_unit_test(test_config_fixtures),
     cmocka_unit_test(test_config_fixture_fields),
+    cmocka_unit_test(test_moe_layouts_from_module_shapes),
+    cmocka_unit_test(test_vision_language_configs),
 };
 
 /* the real config.json files */

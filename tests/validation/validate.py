@@ -59,9 +59,7 @@ MIB = float(1 << 20)
 
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
-EXPECTED_SKIPS = {
-    ("torchtitan_llama3_h100", "Float8 linear training (not modelled)"): 2,
-}
+EXPECTED_SKIPS = {}
 
 
 def load(path):
