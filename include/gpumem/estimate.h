@@ -132,7 +132,18 @@ enum gm_loss {
                              logits are never materialised beyond one chunk */
     GM_LOSS_PLAIN,        /* a custom loop's F.cross_entropy on the shifted copy of the
                              compute-dtype logits: no upcast of its own (autocast's only) */
+    GM_LOSS_CHUNKED_BACKWARD, /* torchtitan ChunkedCELoss: the projection, the fp32 loss and
+                                 its backward one chunk at a time, the head's gradient taken
+                                 per chunk, before the layers' backward */
     GM_LOSS__COUNT
+};
+
+/* Which fused linear-cross-entropy kernel runs --loss fused-linear (each has its own chunk
+ * rule). */
+enum gm_loss_impl {
+    GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits */
+    GM_LOSS_IMPL_CCE,       /* Apple Cut Cross-Entropy: logits only in on-chip blocks */
+    GM_LOSS_IMPL__COUNT
 };
 
 /* Fused kernels replacing eager HF modules (Liger-Kernel, unsloth). */
@@ -257,7 +268,9 @@ struct gm_job_memory {
     bool paged_optimizer; /* bitsandbytes paged optimizer (state may page to host) */
     /* memory techniques of modern training stacks */
     enum gm_loss loss;
-    uint64_t loss_chunks;        /* GM_LOSS_CHUNKED: chunks (torchtune's default 8) */
+    uint64_t loss_chunks;        /* GM_LOSS_CHUNKED, _BACKWARD: chunks (torchtune's and
+                                    torchtitan's default 8) */
+    enum gm_loss_impl loss_impl; /* GM_LOSS_FUSED_LINEAR: the kernel (default Liger) */
     uint64_t checkpoint_every;   /* GM_CKPT_FULL on every N-th layer only (torchtitan layer
                                     SAC); 1 = every layer */
     bool optimizer_in_backward;  /* step and free each gradient as it is ready (torchtune) */
@@ -353,11 +366,30 @@ enum gm_framework {
     GM_FRAMEWORK_TORCHTUNE,  /* torchtune recipes (FSDP2, chunked loss, offloading) */
     GM_FRAMEWORK_TORCHTITAN, /* torchtitan (FSDP2, selective and op-level checkpointing) */
     GM_FRAMEWORK_MEGATRON,   /* Megatron-LM (distributed optimizer, selective recompute) */
+    GM_FRAMEWORK_LIGHTNING,  /* Lightning Fabric / LitGPT */
     GM_FRAMEWORK__COUNT
+};
+
+/* A stack preset (--stack NAME[@VERSION]): the defaults that stack's own code uses, from
+ * the table in src/estimate/stacks.c; GM_STACK_NONE sets nothing. */
+enum gm_stack_preset {
+    GM_STACK_NONE = 0,
+    GM_STACK_HF,         /* "hf": the HF family for suggestions, no defaults */
+    GM_STACK_HF_TRAINER, /* transformers Trainer */
+    GM_STACK_ACCELERATE, /* a custom loop under accelerate */
+    GM_STACK_AXOLOTL,
+    GM_STACK_UNSLOTH,
+    GM_STACK_TORCHTUNE,
+    GM_STACK_TORCHTITAN,
+    GM_STACK_LIGHTNING, /* LitGPT's finetune/full.py on Lightning Fabric */
+    GM_STACK_MEGATRON,  /* "megatron": the family for suggestions, no defaults */
+    GM_STACK__COUNT
 };
 
 struct gm_job_stack {
     enum gm_framework framework; /* training stack (default the HF stack) */
+    enum gm_stack_preset preset; /* --stack: whose defaults the job took */
+    uint32_t preset_version;     /* --stack NAME@VERSION; 0 = its newest row */
     uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */
     uint32_t transformers;       /* HF transformers: how ForCausalLMLoss copies the logits */
     uint32_t vllm;               /* vLLM: how determine_available_memory budgets the KV cache */
@@ -392,6 +424,8 @@ struct gm_job {
     uint64_t search_limit;     /* upper bound of a search (1 << 20) */
     /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
     uint64_t given[GM_JOB_MAX_SETTINGS / 64];
+    /* private: which settings the --stack preset set (and nothing given after) */
+    uint64_t preset[GM_JOB_MAX_SETTINGS / 64];
 };
 
 /* Every documented default: weights mode, arch method, bf16-mixed, adamw, foreach, no

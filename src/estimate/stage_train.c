@@ -599,18 +599,53 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         return;
     }
     case GM_LOSS_FUSED_LINEAR: {
+        double grads = ea * T * h + (head_trained ? ew * V * h : 0.0);
+        if (j->memory.loss_impl == GM_LOSS_IMPL_CCE) {
+            /* Cut Cross-Entropy (apple/ml-cross-entropy cce_lse_forward.py, cce_backward.py
+             * at 18e76ad): the forward keeps the fp32 log-sum-exp of each row; the backward
+             * recomputes the logits in on-chip blocks and writes the input's and the
+             * classifier's gradients (zeros_like, in their dtypes) */
+            out->bytes = grads + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "fp32 log-sum-exp per token, input gradient%s; logits only on chip",
+                     head_trained ? ", lm_head gradient" : "");
+            out->what = "fused linear cross-entropy (Cut Cross-Entropy): the logits are "
+                        "computed in on-chip blocks, never in device memory";
+            return;
+        }
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
         double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));
         double chunk = pow(2.0, ceil(log2(rows > 1 ? rows : 1.0)));
         if (chunk > T)
             chunk = T;
-        out->bytes = ea * T * h + (head_trained ? ew * V * h : 0.0) + ea * chunk * (V + h);
+        out->bytes = grads + ea * chunk * (V + h);
         snprintf(out->note, sizeof out->note,
                  "input gradient%s and one %.0f-row chunk of logits; no B*L*V tensor",
                  head_trained ? ", lm_head gradient" : "", chunk);
-        out->what = "fused linear cross-entropy (Liger / Cut Cross-Entropy): the logits are "
-                    "never materialised beyond one chunk";
+        out->what = "fused linear cross-entropy (Liger): the logits are never materialised "
+                    "beyond one chunk of rows";
+        return;
+    }
+    case GM_LOSS_CHUNKED_BACKWARD: {
+        /* torchtitan ChunkedCELoss (components/loss.py, f90c845): the hidden states are
+         * split into C detached .contiguous() chunks (a copy of all of them), each chunk
+         * runs lm_head, cross_entropy on its .float() logits and its own backward at once:
+         * one chunk's logits (held by the loop), the fp32 log-softmax kept, its gradient
+         * and the fp32 input's gradient at a time (the .float() copy is freed once the
+         * log-softmax has it), the
+         * chunk's input gradient appended to a list and concatenated at the end (two
+         * copies of the hidden states' gradient), and the head's weight gradient taken
+         * per chunk before any layer's backward */
+        double rows = nv / C, per = ea + 12.0;
+        out->bytes = 3.0 * ea * T * h + (head_trained ? ew * V * h : 0.0) + per * rows;
+        out->grad = 8.0 * rows;
+        snprintf(out->note, sizeof out->note,
+                 "%g chunks, each with its backward at once: hidden copies and gradients, "
+                 "one chunk x %g B per logit%s",
+                 C, per, head_trained ? ", lm_head gradient" : "");
+        out->what = "chunked loss with a backward per chunk (torchtitan ChunkedCELoss): "
+                    "no B*L*V tensor, the head's gradient before the layers' backward";
         return;
     }
     case GM_LOSS__COUNT:
@@ -998,5 +1033,6 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
                    "are those of one micro-batch; the gradients stay allocated "
                    "through the next micro-batches' forward passes",
                    (unsigned long long)j->workload.grad_accum);
+    est_stack_assume(cx);
     return GM_OK;
 }

@@ -197,10 +197,84 @@ static void test_loss_sizes(void **state)
     run("llama-3-8b", TRAIN8B " --precision bf16", &base);
     assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V);
     assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    /* torchtitan's ChunkedCELoss (components/loss.py, f90c845): 8 chunks, each with its
+     * backward at once: the detached .contiguous() copy of the hidden states, the list of
+     * chunk input gradients and their torch.cat (3 x 2 B x T x h), the lm_head's fp32
+     * gradient taken per chunk, one chunk's bf16 logits (held by the loop), its fp32
+     * log-softmax, that one's gradient and the fp32 input's (2 + 4 + 4 + 4 B per logit) */
+    run("llama-3-8b", TRAIN8B " --loss chunked-backward", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     3 * 2 * T * h + 4 * V * h + 14 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --loss chunked-backward --loss-chunks 16", &base);
+    assert_true(gm_estimate_kind_bytes(base, GM_KIND_LOGITS) <
+                gm_estimate_kind_bytes(with, GM_KIND_LOGITS));
+    /* Apple's Cut Cross-Entropy (cce_backward.py, 18e76ad): the fp32 log-sum-exp per token
+     * and the two gradients, no chunk of logits in device memory: less than Liger's */
+    run("llama-3-8b", TRAIN8B " --loss fused-linear --loss-impl cce", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * h + 4 * V * h + 4 * T);
     run("llama-3-8b", TRAIN8B, &base);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
     assert_true(base->loss_bytes >= logits);
     assert_true(base->backward_start_bytes < base->loss_bytes + logits);
+}
+
+/* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
+ * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on bf16 logits with a for-loop
+ * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
+ * torchtitan checkpoints every 2nd block with fused AdamW; hf-trainer@V is transformers V.
+ * An option given wins whether it comes before or after --stack, and the preset's
+ * choices still in force are named as assumptions. */
+static void test_stack_presets(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3-8b", "--train --stack torchtune@0.2.1", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_PLAIN);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
+    assert_int_equal(j.parallel.fsdp_version, 1);
+    assert_int_equal(j.numerics.precision, GM_PREC_BF16);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTUNE);
+    assert_false(gm_job_given(&j, "loss"));
+    job_make("llama-3-8b", "--train --stack torchtune@0.3", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_CHUNKED);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
+    assert_int_equal(j.parallel.fsdp_version, 2);
+    job_make("llama-3-8b", "--train --stack torchtune", &j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    /* explicit options win, before or after */
+    job_make("llama-3-8b", "--train --loss full --stack torchtune", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    job_make("llama-3-8b", "--train --stack torchtune --loss full", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(gm_job_given(&j, "loss"));
+    job_make("llama-3-8b", "--train --stack torchtitan", &j);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_int_equal(j.memory.checkpoint_every, 2);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTITAN);
+    job_make("llama-3-8b", "--train --stack hf-trainer@4.47", &j);
+    assert_int_equal(j.stack.transformers, GM_VERSION(4, 47, 0));
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_HF);
+    /* the preset's choices are assumptions; an overridden one is not */
+    job_make("llama-3-8b", "--train --stack torchtune --optimizer-impl foreach", &j);
+    if (gm_estimate_run(&j, &with, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    {
+        bool loss = false, impl = false;
+        for (size_t i = 0; i < with->n_assumptions; i++) {
+            loss |= strstr(with->assumptions[i], "--stack torchtune: --loss chunked") != NULL;
+            impl |= strstr(with->assumptions[i], "--optimizer-impl") != NULL;
+        }
+        assert_true(loss);
+        assert_false(impl);
+    }
+    gm_job_init(&j);
+    assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "torchtitan"));
 }
 
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
@@ -698,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
+        cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
