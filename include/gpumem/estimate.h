@@ -299,6 +299,10 @@ struct gm_job_parallel {
     bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;
                                    false: FSDP2 reshard_after_forward=False, FSDP1
                                    SHARD_GRAD_OP) */
+    bool shard_ends;            /* FSDP: the embedding and the lm_head (with the final norm)
+                                   units of their own (torchtune custom_sharded_layers,
+                                   torchtitan), gathered for their own forward and backward
+                                   only, not in the root from forward to backward */
     bool sync_module_states;    /* FSDP1 under the HF Trainer: each unit broadcast from rank 0
                                    as it is wrapped (default true, accelerate launch's
                                    fsdp_sync_module_states) */

@@ -755,6 +755,11 @@ static const struct gm_job_setting settings[] = {
                                  "--loss fused-linear: liger (row chunks of logits) or cce (Cut "
                                  "Cross-Entropy, no logits in memory); default liger",
                                  TRAIN, memory.loss_impl),
+    [EST_SET_FSDP_SHARD_ENDS] =
+        FLAG("fsdp-shard-ends",
+             "--fsdp: embedding and lm_head as units of their own (torchtune "
+             "custom_sharded_layers, torchtitan), not gathered in the root",
+             TRAIN, GM_ENGINE_NONE, parallel.shard_ends),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

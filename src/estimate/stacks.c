@@ -65,6 +65,8 @@ static const struct stack_row rows[] = {
      TT "v0.2.1 full_finetune_distributed.py: FullyShardedDataParallel FULL_SHARD"},
     {GM_STACK_TORCHTUNE, EST_SET_FSDP_VERSION, V(0, 3, 0), 0, "2",
      TT "v0.6.1 training/_distributed.py shard_model: fully_shard"},
+    {GM_STACK_TORCHTUNE, EST_SET_FSDP_SHARD_ENDS, V(0, 3, 0), 0, "true",
+     TT TT_CF "custom_sharded_layers: ['tok_embeddings', 'output'], v0.3.0 to v0.6.1"},
     /* torchtitan: the job config's defaults and the llama3 parallelize plan */
     {GM_STACK_TORCHTITAN, EST_SET_GRAD_CHECKPOINTING, 0, 0, "full",
      TITAN "config/job_config.py: AC mode selective, selective_ac_option 2"},
@@ -74,6 +76,8 @@ static const struct stack_row rows[] = {
      TITAN "job_config.py: Optimizer implementation fused"},
     {GM_STACK_TORCHTITAN, EST_SET_FSDP_VERSION, 0, 0, "2",
      TITAN "llama3 parallelize.py apply_fsdp: fully_shard per block"},
+    {GM_STACK_TORCHTITAN, EST_SET_FSDP_SHARD_ENDS, 0, 0, "true",
+     TITAN "apply_fsdp: tok_embeddings, then [norm, output], units of their own"},
     {GM_STACK_TORCHTITAN, EST_SET_LOSS, 0, 0, "full",
      TITAN "components/loss.py cross_entropy_loss: pred.float()"},
     /* the HF family: the model's own loss and accelerate's fp32 copy of the outputs follow
@@ -164,7 +168,7 @@ enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_e
  * the checkpointing period only with full checkpointing. */
 static bool bears(const struct gm_job *job, enum est_setting id)
 {
-    if (id == EST_SET_FSDP_VERSION)
+    if (id == EST_SET_FSDP_VERSION || id == EST_SET_FSDP_SHARD_ENDS)
         return job->parallel.shard == GM_SHARD_FSDP;
     if (id == EST_SET_CHECKPOINT_EVERY)
         return job->memory.checkpointing == GM_CKPT_FULL;

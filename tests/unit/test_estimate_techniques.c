@@ -218,6 +218,35 @@ static void test_loss_sizes(void **state)
     assert_true(base->backward_start_bytes < base->loss_bytes + logits);
 }
 
+/* FSDP with the embedding and the lm_head as units of their own (torchtune's
+ * custom_sharded_layers, torchtitan's apply_fsdp): the root no longer holds them from the
+ * forward to the backward.  At the start of the layers' backward neither is gathered (the
+ * whole root's bytes less), at the loss only the lm_head and the final norm (the
+ * embedding's bytes less); the same bytes, at other moments. */
+static void test_fsdp_shard_ends(void **state)
+{
+    uint64_t root = 0, head = 0, emb = 0;
+    (void)state;
+    run("llama-3-8b", FSDP8 " --fsdp-version 2", &base);
+    run("llama-3-8b", FSDP8 " --fsdp-version 2 --fsdp-shard-ends", &with);
+    for (size_t i = 0; i < base->n_components; i++)
+        if (!strcmp(base->components[i].name, "gathered_root"))
+            root = base->components[i].bytes;
+    for (size_t i = 0; i < with->n_components; i++) {
+        assert_string_not_equal(with->components[i].name, "gathered_root");
+        if (!strcmp(with->components[i].name, "gathered_head"))
+            head = with->components[i].bytes;
+        if (!strcmp(with->components[i].name, "gathered_embedding"))
+            emb = with->components[i].bytes;
+    }
+    /* Llama-3-8B untied: 128256 x 4096 each, in bf16, plus the final norm with the head */
+    assert_int_equal(emb, 2ull * 128256 * 4096);
+    assert_int_equal(head, 2ull * (128256 * 4096 + 4096));
+    assert_int_equal(root, head + emb);
+    assert_int_equal(base->backward_start_bytes - with->backward_start_bytes, root);
+    assert_int_equal(base->loss_bytes - with->loss_bytes, emb);
+}
+
 /* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
  * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on bf16 logits with a for-loop
  * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
@@ -773,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
