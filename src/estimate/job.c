@@ -692,9 +692,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_CUDA_VERSION] =
         TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
                 set_cuda_version),
-    [EST_SET_TRANSFORMERS_VERSION] = TEXT_FN(
-        "transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
-        TRAIN, set_transformers_version),
+    [EST_SET_TRANSFORMERS_VERSION] =
+        TEXT_FN("transformers-version", "V",
+                "HF transformers (the loss's logits copies; generate()'s cache and prefill logits)",
+                RUN, set_transformers_version),
     [EST_SET_VLLM_VERSION] = {"vllm-version", GM_JOB_TEXT, "V",
                               "vLLM version (its start-up budget; default current)", NULL, INFER,
                               GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version, false},

@@ -247,6 +247,35 @@ static void test_fsdp_shard_ends(void **state)
     assert_int_equal(base->loss_bytes - with->loss_bytes, emb);
 }
 
+/* transformers generate() by release (stage_infer.c hf_generate_form): before 4.36 the
+ * legacy tuple cache keeps the previous step's whole cache while torch.cat builds the next
+ * (twice the cache at the end of a step) and the prefill returns fp32 logits at every prompt
+ * position; 4.36 to 4.44 DynamicCache replaces one layer at a time (one layer's cache more),
+ * logits still at every position; from 4.45 (num_logits_to_keep) the last position only. */
+static void test_hf_generate_by_version(void **state)
+{
+    const uint64_t B = 8, ctx = 4096, V = 128256, layers = 32;
+    uint64_t kv;
+    (void)state;
+#define GEN "--infer --batch 8 --context 4096 --new-tokens 512"
+    run("llama-3-8b", GEN, &base);
+    kv = gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE);
+    assert_int_equal(kv, 2ull * layers * 8 * 128 * (4096 + 512) * 2 * B);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), B * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.35.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 2 * kv);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * ctx * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.40", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / layers);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * ctx * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.46", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / layers);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * V * 6);
+    /* from 4.45 the peak is the current accounting's and one layer's cache at most */
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes + kv / layers + 1);
+#undef GEN
+}
+
 /* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
  * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on bf16 logits with a for-loop
  * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
@@ -803,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_fsdp_shard_ends),
+        cmocka_unit_test(test_hf_generate_by_version),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
