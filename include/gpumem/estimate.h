@@ -230,6 +230,8 @@ struct gm_job_workload {
     uint64_t new_tokens; /* inference: generated tokens per sequence */
     uint64_t grad_accum; /* training: micro-batches per optimizer step */
     bool full_logits;    /* inference: prefill computes logits for every position */
+    bool static_cache;   /* inference: generate(cache_implementation="static"): the cache
+                            preallocated, never concatenated */
     /* memory techniques: packing / padding-free batches */
     uint64_t tokens; /* training: tokens in one micro-batch (packed or padding-free);
                         0 = batch x seq.  seq stays the longest sequence */

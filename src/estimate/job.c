@@ -761,6 +761,10 @@ static const struct gm_job_setting settings[] = {
              "--fsdp: embedding and lm_head as units of their own (torchtune "
              "custom_sharded_layers, torchtitan), not gathered in the root",
              TRAIN, GM_ENGINE_NONE, parallel.shard_ends),
+    [EST_SET_STATIC_CACHE] =
+        FLAG("static-cache",
+             "inference: generate(cache_implementation=\"static\"), the cache preallocated",
+             INFER, GM_ENGINE_NONE, workload.static_cache),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

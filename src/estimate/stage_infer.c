@@ -36,7 +36,9 @@
  *                layer's tensors are replaced by torch.cat one layer at a time; the prefill
  *                still computes the logits of every position (logits = logits.float())
  *   from 4.45    generate passes num_logits_to_keep (logits_to_keep from 4.49): the prefill
- *                projects only the last position */
+ *                projects only the last position
+ * A static cache (--static-cache: StaticCache, and SlidingWindowCache for the window layers)
+ * is preallocated for the whole length and written in place: no concatenation. */
 enum hf_generate { GEN_NONE = 0, GEN_LEGACY, GEN_CACHE_ALL_LOGITS, GEN_CACHE };
 
 static enum hf_generate hf_generate_form(uint32_t v)
@@ -232,7 +234,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  true, GM_EXTENT_ONE_LAYER, "one token per sequence: one layer + logits", err);
     if (st != GM_OK)
         return st;
-    if (gen != GEN_NONE && !seq2seq && w->new_tokens) {
+    if (gen != GEN_NONE && !seq2seq && w->new_tokens && !w->static_cache) {
         /* the cache growing by concatenation at the last decode step: the legacy tuple
          * cache keeps the previous step's whole cache until the forward returns the new
          * one; DynamicCache.update replaces one layer's tensors at a time */

@@ -271,6 +271,10 @@ static void test_hf_generate_by_version(void **state)
     run("llama-3-8b", GEN " --transformers-version 4.46", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / layers);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * V * 6);
+    /* a static cache is written in place */
+    run("llama-3-8b", GEN " --transformers-version 4.46 --static-cache", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), kv);
+    run("llama-3-8b", GEN, &base);
     /* from 4.45 the peak is the current accounting's and one layer's cache at most */
     assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes + kv / layers + 1);
 #undef GEN
