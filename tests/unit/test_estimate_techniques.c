@@ -281,7 +281,8 @@ static void test_hf_generate_by_version(void **state)
 }
 
 /* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
- * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on bf16 logits with a for-loop
+ * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on the decoder's fp32 logits
+ * (TransformerDecoder: self.output(h).float()) with a for-loop
  * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
  * torchtitan checkpoints every 2nd block with fused AdamW; hf-trainer@V is transformers V.
  * An option given wins whether it comes before or after --stack, and the preset's
@@ -292,7 +293,8 @@ static void test_stack_presets(void **state)
     struct gm_error err;
     (void)state;
     job_make("llama-3-8b", "--train --stack torchtune@0.2.1", &j);
-    assert_int_equal(j.memory.loss, GM_LOSS_PLAIN);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(est_preset_set(&j, EST_SET_LOSS));
     assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
     assert_int_equal(j.parallel.fsdp_version, 1);
     assert_int_equal(j.numerics.precision, GM_PREC_BF16);
