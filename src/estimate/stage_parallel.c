@@ -71,6 +71,11 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
                             const struct gm_est_component *c, bool *to_host, bool *drop)
 {
     uint64_t t = p->tp, b = c->bytes;
+    /* FSDP's parameter offload (FSDP2 CPUOffloadPolicy, FSDP1 CPUOffload(offload_params=True))
+     * takes the sharded gradients and the optimizer step with its state to the host too;
+     * DeepSpeed's offload_param leaves the optimizer where offload_optimizer says */
+    bool state_to_host =
+        p->offload_optimizer || (p->shard == GM_SHARD_FSDP && p->offload_params);
     *to_host = *drop = false;
     switch (c->kind) {
     case GM_KIND_ACTIVATIONS:
@@ -100,7 +105,7 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         b = est_div_up(b, t);
         if (stage >= 1) {
             b = est_div_up(b, D);
-            *to_host = p->offload_optimizer;
+            *to_host = state_to_host;
         } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
             b = expert_split(b, share, p->ep);
         }
@@ -109,7 +114,7 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         b = est_div_up(b, t);
         if (stage >= 2) {
             b = est_div_up(b, D);
-            *to_host = p->offload_optimizer;
+            *to_host = state_to_host;
         } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
             b = expert_split(b, share, p->ep);
         }

@@ -247,6 +247,27 @@ static void test_fsdp_shard_ends(void **state)
     assert_int_equal(base->loss_bytes - with->loss_bytes, emb);
 }
 
+/* FSDP's parameter offload (FSDP2 CPUOffloadPolicy: "offloads parameters, gradients, and
+ * optimizer states to CPU ... the optimizer step runs on CPU", torch
+ * _fully_shard/_fsdp_api.py) leaves no model state on the device; DeepSpeed ZeRO-3's
+ * offload_param alone keeps the optimizer state where offload_optimizer says. */
+static void test_fsdp_param_offload(void **state)
+{
+    static const enum gm_est_kind gone[] = {GM_KIND_MASTER_WEIGHTS, GM_KIND_GRADIENTS,
+                                            GM_KIND_OPTIMIZER_STATE, GM_KIND_OPTIMIZER_TEMP};
+    (void)state;
+    run("llama-3-8b", FSDP8 " --fsdp-version 2", &base);
+    run("llama-3-8b", FSDP8 " --fsdp-version 2 --offload-params", &with);
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        assert_true(gm_estimate_kind_bytes(base, gone[i]) > 0);
+        assert_int_equal(gm_estimate_kind_bytes(with, gone[i]), 0);
+    }
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+    run("llama-3-8b", TRAIN8B " --gpus 8 --zero 3 --offload-params", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE) > 0);
+}
+
 /* transformers generate() by release (stage_infer.c hf_generate_form): before 4.36 the
  * legacy tuple cache keeps the previous step's whole cache while torch.cat builds the next
  * (twice the cache at the end of a step) and the prefill returns fp32 logits at every prompt
@@ -839,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),
+        cmocka_unit_test(test_fsdp_param_offload),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
