@@ -392,8 +392,16 @@ enum gm_stack_preset {
     GM_STACK__COUNT
 };
 
+/* Whose code of the architecture runs (where implementations save different tensors). */
+enum gm_model_impl {
+    GM_MODEL_IMPL_HF = 0, /* transformers' modeling_*.py */
+    GM_MODEL_IMPL_LITGPT, /* LitGPT's litgpt/model.py: GELU as one F.gelu op */
+    GM_MODEL_IMPL__COUNT
+};
+
 struct gm_job_stack {
     enum gm_framework framework; /* training stack (default the HF stack) */
+    enum gm_model_impl model_impl; /* whose model code (default transformers') */
     enum gm_stack_preset preset; /* --stack: whose defaults the job took */
     uint32_t preset_version;     /* --stack NAME@VERSION; 0 = its newest row */
     uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */

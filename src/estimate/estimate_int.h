@@ -53,7 +53,7 @@
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
-    X(KV_CACHE_MEMORY_BYTES) X(LOSS_IMPL) X(FSDP_SHARD_ENDS) X(STATIC_CACHE)
+    X(KV_CACHE_MEMORY_BYTES) X(LOSS_IMPL) X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL)
 /* clang-format on */
 
 enum est_setting {
@@ -224,6 +224,7 @@ struct est_layer_cfg {
                              weight, or an adapter reading the same tensor, needs it) */
     unsigned fused;       /* enum gm_fused flags */
     bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
+    bool one_op_gelu;     /* gelu_new as one F.gelu op (LitGPT), not HF's Python formula */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */

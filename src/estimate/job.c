@@ -412,6 +412,7 @@ static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", 
 static const char *const loss_choices[] = {
     "full", "chunked", "fused", "fused-linear", "plain", "chunked-backward", NULL};
 static const char *const loss_impl_choices[] = {"liger", "cce", NULL};
+static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
@@ -421,6 +422,8 @@ _Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC
                    sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
                    sizeof loss_impl_choices / sizeof loss_impl_choices[0] ==
                        GM_LOSS_IMPL__COUNT + 1 &&
+                   sizeof model_impl_choices / sizeof model_impl_choices[0] ==
+                       GM_MODEL_IMPL__COUNT + 1 &&
                    sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
                    sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
                "one choice per enum value: the choices are the enums' names");
@@ -765,6 +768,10 @@ static const struct gm_job_setting settings[] = {
         FLAG("static-cache",
              "inference: generate(cache_implementation=\"static\"), the cache preallocated",
              INFER, GM_ENGINE_NONE, workload.static_cache),
+    [EST_SET_MODEL_IMPL] = CHOICE("model-impl", model_impl_choices, NULL,
+                                  "whose model code: hf (transformers, default) or litgpt (one "
+                                  "F.gelu op where HF's gelu_new keeps its intermediates)",
+                                  TRAIN, stack.model_impl),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -93,6 +93,8 @@ static const struct stack_row rows[] = {
     /* LitGPT on Lightning Fabric */
     {GM_STACK_LIGHTNING, EST_SET_PRECISION, 0, 0, "bf16",
      "Lightning-AI/litgpt 29ece59 finetune/full.py: bf16-true where bf16 runs"},
+    {GM_STACK_LIGHTNING, EST_SET_MODEL_IMPL, 0, 0, "litgpt",
+     "Lightning-AI/litgpt 04205815 litgpt/model.py: its own GPT, F.gelu in GptNeoxMLP"},
     {GM_STACK_LIGHTNING, EST_SET_FSDP_VERSION, 0, 0, "1",
      "Lightning-AI/litgpt 29ece59 finetune/full.py: FSDPStrategy, wrap per Block"},
 };

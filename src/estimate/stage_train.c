@@ -61,7 +61,7 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, false};
     return c;
 }
 
@@ -147,8 +147,9 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
         expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
-    else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
-        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+    else /* up (for act), act (for down), the Python gelu_new formula's intermediates
+          * (transformers' NewGELUActivation; LitGPT's GptNeoxMLP runs one F.gelu op) */
+        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW && !c->one_op_gelu ? 3.0 : 0.0)) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
@@ -664,6 +665,7 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     struct est_layer_cfg c = est_layer_cfg_full(ea, er, est_eager_scores(j), j->workload.seq);
     const struct gm_job_lora *lo = &j->memory.lora;
     c.fused = j->memory.fused_kernels;
+    c.one_op_gelu = j->stack.model_impl == GM_MODEL_IMPL_LITGPT;
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels

@@ -247,6 +247,25 @@ static void test_fsdp_shard_ends(void **state)
     assert_int_equal(base->loss_bytes - with->loss_bytes, emb);
 }
 
+/* The model implementation where stacks differ: GPT-2's gelu_new is transformers' Python
+ * formula (NewGELUActivation: x^3, its sum, the tanh, each saved), LitGPT's GptNeoxMLP one
+ * F.gelu(approximate="tanh") op saving its input only (litgpt/model.py, 04205815): 3 x the
+ * MLP width fewer bytes per token and layer; a SwiGLU model (Llama) is the same in both. */
+static void test_model_impl(void **state)
+{
+    const uint64_t T = 8 * 1024, I = 3072, layers = 12;
+    (void)state;
+    run("gpt2", "--train --batch 8 --seq 1024", &base);
+    run("gpt2", "--train --batch 8 --seq 1024 --model-impl litgpt", &with);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS) -
+                         gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     layers * T * I * 2 * 3);
+    run("llama-3-8b", TRAIN8B, &base);
+    run("llama-3-8b", TRAIN8B " --model-impl litgpt", &with);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS));
+}
+
 /* FSDP's parameter offload (FSDP2 CPUOffloadPolicy: "offloads parameters, gradients, and
  * optimizer states to CPU ... the optimizer step runs on CPU", torch
  * _fully_shard/_fsdp_api.py) leaves no model state on the device; DeepSpeed ZeRO-3's
@@ -340,6 +359,9 @@ static void test_stack_presets(void **state)
     assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
     assert_int_equal(j.memory.loss, GM_LOSS_FULL);
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTITAN);
+    job_make("llama-3-8b", "--train --stack lightning", &j);
+    assert_int_equal(j.stack.model_impl, GM_MODEL_IMPL_LITGPT);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_LIGHTNING);
     job_make("llama-3-8b", "--train --stack hf-trainer@4.47", &j);
     assert_int_equal(j.stack.transformers, GM_VERSION(4, 47, 0));
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_HF);
@@ -861,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),
         cmocka_unit_test(test_fsdp_param_offload),
+        cmocka_unit_test(test_model_impl),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
