@@ -217,6 +217,20 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  err);
     if (st != GM_OK)
         return st;
+    if (cx->quant &&
+        (cx->quant->method == GM_QUANT_BNB_NF4 || cx->quant->method == GM_QUANT_BNB_FP4) &&
+        w->batch * context > 1) {
+        /* bitsandbytes matmul_4bit (bitsandbytes/autograd/_functions.py, 0.43.3): an input of
+         * more than one token goes through MatMul4Bit, which dequantises the whole weight
+         * to the compute dtype for the matmul (one linear at a time); one token per step
+         * takes the gemv_4bit kernel, no copy */
+        st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer",
+                     gm_mul_sat(est_largest_linear(m), (uint64_t)ea), GM_EST_PHASE_PREFILL, true,
+                     GM_EXTENT_ONE_LAYER,
+                     "the largest linear dequantised to 16 bit for the prompt's matmul", err);
+        if (st != GM_OK)
+            return st;
+    }
     full_logits = (w->full_logits || gen == GEN_LEGACY || gen == GEN_CACHE_ALL_LOGITS) && !seq2seq;
     logits = (double)w->batch * (full_logits ? (double)(context ? context : 1) : 1.0) *
              (double)m->vocab * (ea + 4.0);

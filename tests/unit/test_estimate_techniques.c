@@ -314,6 +314,12 @@ static void test_hf_generate_by_version(void **state)
     /* a static cache is written in place */
     run("llama-3-8b", GEN " --transformers-version 4.46 --static-cache", &base);
     assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), kv);
+    /* bitsandbytes 4-bit: the prompt's matmuls dequantise each weight to bf16 (MatMul4Bit),
+     * the largest linear (4096 x 14336) for a moment of the prefill; decoding's gemv no copy */
+    run("llama-3-8b", GEN " --quant nf4", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 4096ull * 14336 * 2);
+    run("llama-3-8b", "--infer --batch 1 --context 1 --quant nf4", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 0);
     run("llama-3-8b", GEN, &base);
     /* from 4.45 the peak is the current accounting's and one layer's cache at most */
     assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes + kv / layers + 1);
