@@ -748,8 +748,9 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
-                              "(suggestions only); @V picks the version's defaults",
-                              TRAIN, set_stack),
+                              "(suggestions only; hf@V: transformers V, generate() too); @V "
+                              "picks the version's defaults",
+                              RUN, set_stack),
     [EST_SET_KV_CACHE_MEMORY_BYTES] =
         NUM("kv-cache-memory-bytes", GM_JOB_SIZE, "SIZE",
             "vLLM KV pool per GPU, instead of the "

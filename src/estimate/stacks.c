@@ -82,6 +82,8 @@ static const struct stack_row rows[] = {
      TITAN "components/loss.py cross_entropy_loss: pred.float()"},
     /* the HF family: the model's own loss and accelerate's fp32 copy of the outputs follow
      * the transformers version (any release from 4.49 runs the same loss) */
+    {GM_STACK_HF, EST_SET_TRANSFORMERS_VERSION, 0, 0, NULL,
+     "an HF model's code, @V its transformers release"},
     {GM_STACK_HF_TRAINER, EST_SET_TRANSFORMERS_VERSION, 0, 0, NULL,
      "transformers Trainer, @V its version: ForCausalLMLoss, fp32 outputs"},
     {GM_STACK_ACCELERATE, EST_SET_TRANSFORMERS_VERSION, 0, 0, "4.57",
@@ -157,8 +159,8 @@ enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_e
     job->stack.framework = stacks[p].family;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const struct stack_row *r = &rows[i];
-        if (r->stack != p || !row_holds(r, version))
-            continue;
+        if (r->stack != p || !row_holds(r, version) || !row_value(r, version_text))
+            continue; /* a row valued by the version, without one */
         st = est_job_preset(job, r->id, row_value(r, version_text), err);
         if (st != GM_OK)
             return gm_error_prefix(err, "--stack %s", stacks[p].name);

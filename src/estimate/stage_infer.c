@@ -308,5 +308,6 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                       "torch.cat; the prefill projects the last position only");
     est_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "
                   "the GPU for KV blocks up front");
+    est_stack_assume(cx);
     return GM_OK;
 }

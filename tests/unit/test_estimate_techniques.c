@@ -320,7 +320,11 @@ static void test_hf_generate_by_version(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 4096ull * 14336 * 2);
     run("llama-3-8b", "--infer --batch 1 --context 1 --quant nf4", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 0);
+    /* the preset syntax: hf@V is transformers V */
+    run("llama-3-8b", GEN " --stack hf@4.35.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 2 * kv);
     run("llama-3-8b", GEN, &base);
+    run("llama-3-8b", GEN " --transformers-version 4.46", &with);
     /* from 4.45 the peak is the current accounting's and one layer's cache at most */
     assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes + kv / layers + 1);
 #undef GEN
