@@ -124,14 +124,14 @@ enum gm_ckpt {
 
 /* How the loss over the vocabulary is computed. */
 enum gm_loss {
-    GM_LOSS_FULL = 0,     /* HF ForCausalLMLoss: all B*L logits upcast to fp32, log-softmax */
-    GM_LOSS_CHUNKED,      /* torchtune LinearCrossEntropyLoss: projection + CE per chunk */
-    GM_LOSS_FUSED,        /* a cross-entropy kernel on the 16-bit logits, gradient in place
-                             (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
-    GM_LOSS_FUSED_LINEAR, /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
-                             logits are never materialised beyond one chunk */
-    GM_LOSS_PLAIN,        /* a custom loop's F.cross_entropy on the shifted copy of the
-                             compute-dtype logits: no upcast of its own (autocast's only) */
+    GM_LOSS_FULL = 0,         /* HF ForCausalLMLoss: all B*L logits upcast to fp32, log-softmax */
+    GM_LOSS_CHUNKED,          /* torchtune LinearCrossEntropyLoss: projection + CE per chunk */
+    GM_LOSS_FUSED,            /* a cross-entropy kernel on the 16-bit logits, gradient in place
+                                 (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
+    GM_LOSS_FUSED_LINEAR,     /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
+                                 logits are never materialised beyond one chunk */
+    GM_LOSS_PLAIN,            /* a custom loop's F.cross_entropy on the shifted copy of the
+                                 compute-dtype logits: no upcast of its own (autocast's only) */
     GM_LOSS_CHUNKED_BACKWARD, /* torchtitan ChunkedCELoss: the projection, the fp32 loss and
                                  its backward one chunk at a time, the head's gradient taken
                                  per chunk, before the layers' backward */
@@ -400,15 +400,15 @@ enum gm_model_impl {
 };
 
 struct gm_job_stack {
-    enum gm_framework framework; /* training stack (default the HF stack) */
+    enum gm_framework framework;   /* training stack (default the HF stack) */
     enum gm_model_impl model_impl; /* whose model code (default transformers') */
-    enum gm_stack_preset preset; /* --stack: whose defaults the job took */
-    uint32_t preset_version;     /* --stack NAME@VERSION; 0 = its newest row */
-    uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */
-    uint32_t transformers;       /* HF transformers: how ForCausalLMLoss copies the logits */
-    uint32_t vllm;               /* vLLM: how determine_available_memory budgets the KV cache */
-    uint32_t bitsandbytes;       /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
-                                    the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    enum gm_stack_preset preset;   /* --stack: whose defaults the job took */
+    uint32_t preset_version;       /* --stack NAME@VERSION; 0 = its newest row */
+    uint32_t cuda;                 /* CUDA runtime: before 11.7 no lazy module loading */
+    uint32_t transformers;         /* HF transformers: how ForCausalLMLoss copies the logits */
+    uint32_t vllm;                 /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes;         /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                                      the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */

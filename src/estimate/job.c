@@ -409,8 +409,8 @@ static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
-static const char *const loss_choices[] = {
-    "full", "chunked", "fused", "fused-linear", "plain", "chunked-backward", NULL};
+static const char *const loss_choices[] = {"full",  "chunked",          "fused", "fused-linear",
+                                           "plain", "chunked-backward", NULL};
 static const char *const loss_impl_choices[] = {"liger", "cce", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
@@ -767,8 +767,8 @@ static const struct gm_job_setting settings[] = {
              TRAIN, GM_ENGINE_NONE, parallel.shard_ends),
     [EST_SET_STATIC_CACHE] =
         FLAG("static-cache",
-             "inference: generate(cache_implementation=\"static\"), the cache preallocated",
-             INFER, GM_ENGINE_NONE, workload.static_cache),
+             "inference: generate(cache_implementation=\"static\"), the cache preallocated", INFER,
+             GM_ENGINE_NONE, workload.static_cache),
     [EST_SET_MODEL_IMPL] = CHOICE("model-impl", model_impl_choices, NULL,
                                   "whose model code: hf (transformers, default) or litgpt (one "
                                   "F.gelu op where HF's gelu_new keeps its intermediates)",

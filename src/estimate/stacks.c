@@ -41,7 +41,7 @@ static const struct {
     [GM_STACK_MEGATRON] = {"megatron", GM_FRAMEWORK_MEGATRON, NULL},
 };
 
-#define V GM_VERSION
+#define V     GM_VERSION
 #define TT    "pytorch/torchtune "
 #define TT_CF "llama3_1/8B_full.yaml "
 #define TITAN "pytorch/torchtitan v0.2.2 73a0e69 "
@@ -224,8 +224,8 @@ static void json_row(void *ctx, const struct stack_row *r)
 void est_stack_json(struct gm_json *w, const struct gm_job *job)
 {
     struct json_ctx c = {w, job};
-    gm_json_kv_str(w, "stack", stacks[job->stack.preset].name ? stacks[job->stack.preset].name
-                                                               : "hf");
+    gm_json_kv_str(w, "stack",
+                   stacks[job->stack.preset].name ? stacks[job->stack.preset].name : "hf");
     gm_json_key(w, "stack_preset");
     gm_json_begin_array(w);
     each_row_in_force(job, json_row, &c);

@@ -74,8 +74,7 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
     /* FSDP's parameter offload (FSDP2 CPUOffloadPolicy, FSDP1 CPUOffload(offload_params=True))
      * takes the sharded gradients and the optimizer step with its state to the host too;
      * DeepSpeed's offload_param leaves the optimizer where offload_optimizer says */
-    bool state_to_host =
-        p->offload_optimizer || (p->shard == GM_SHARD_FSDP && p->offload_params);
+    bool state_to_host = p->offload_optimizer || (p->shard == GM_SHARD_FSDP && p->offload_params);
     *to_host = *drop = false;
     switch (c->kind) {
     case GM_KIND_ACTIVATIONS:
