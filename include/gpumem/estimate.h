@@ -125,15 +125,26 @@ enum gm_ckpt {
 
 /* How the loss over the vocabulary is computed. */
 enum gm_loss {
-    GM_LOSS_FULL = 0,     /* HF ForCausalLMLoss: all B*L logits upcast to fp32, log-softmax */
-    GM_LOSS_CHUNKED,      /* torchtune LinearCrossEntropyLoss: projection + CE per chunk */
-    GM_LOSS_FUSED,        /* a cross-entropy kernel on the 16-bit logits, gradient in place
-                             (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
-    GM_LOSS_FUSED_LINEAR, /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
-                             logits are never materialised beyond one chunk */
-    GM_LOSS_PLAIN,        /* a custom loop's F.cross_entropy on the shifted copy of the
-                             compute-dtype logits: no upcast of its own (autocast's only) */
+    GM_LOSS_FULL = 0,         /* HF ForCausalLMLoss: all B*L logits upcast to fp32, log-softmax */
+    GM_LOSS_CHUNKED,          /* torchtune LinearCrossEntropyLoss: projection + CE per chunk */
+    GM_LOSS_FUSED,            /* a cross-entropy kernel on the 16-bit logits, gradient in place
+                                 (Liger LigerCrossEntropyLoss, unsloth fast_cross_entropy) */
+    GM_LOSS_FUSED_LINEAR,     /* Liger fused linear cross-entropy / Cut Cross-Entropy: the
+                                 logits are never materialised beyond one chunk */
+    GM_LOSS_PLAIN,            /* a custom loop's F.cross_entropy on the shifted copy of the
+                                 compute-dtype logits: no upcast of its own (autocast's only) */
+    GM_LOSS_CHUNKED_BACKWARD, /* torchtitan ChunkedCELoss: the projection, the fp32 loss and
+                                 its backward one chunk at a time, the head's gradient taken
+                                 per chunk, before the layers' backward */
     GM_LOSS__COUNT
+};
+
+/* Which fused linear-cross-entropy kernel runs --loss fused-linear (each has its own chunk
+ * rule). */
+enum gm_loss_impl {
+    GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits */
+    GM_LOSS_IMPL_CCE,       /* Apple Cut Cross-Entropy: logits only in on-chip blocks */
+    GM_LOSS_IMPL__COUNT
 };
 
 /* Fused kernels replacing eager HF modules (Liger-Kernel, unsloth). */
@@ -221,6 +232,8 @@ struct gm_job_workload {
     uint64_t new_tokens; /* inference: generated tokens per sequence */
     uint64_t grad_accum; /* training: micro-batches per optimizer step */
     bool full_logits;    /* inference: prefill computes logits for every position */
+    bool static_cache;   /* inference: generate(cache_implementation="static"): the cache
+                            preallocated, never concatenated */
     /* memory techniques: packing / padding-free batches */
     uint64_t tokens; /* training: tokens in one micro-batch (packed or padding-free);
                         0 = batch x seq.  seq stays the longest sequence */
@@ -267,7 +280,9 @@ struct gm_job_memory {
     bool paged_optimizer; /* bitsandbytes paged optimizer (state may page to host) */
     /* memory techniques of modern training stacks */
     enum gm_loss loss;
-    uint64_t loss_chunks;        /* GM_LOSS_CHUNKED: chunks (torchtune's default 8) */
+    uint64_t loss_chunks;        /* GM_LOSS_CHUNKED, _BACKWARD: chunks (torchtune's and
+                                    torchtitan's default 8) */
+    enum gm_loss_impl loss_impl; /* GM_LOSS_FUSED_LINEAR: the kernel (default Liger) */
     uint64_t checkpoint_every;   /* GM_CKPT_FULL on every N-th layer only (torchtitan layer
                                     SAC); 1 = every layer */
     bool optimizer_in_backward;  /* step and free each gradient as it is ready (torchtune) */
@@ -298,6 +313,10 @@ struct gm_job_parallel {
     bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;
                                    false: FSDP2 reshard_after_forward=False, FSDP1
                                    SHARD_GRAD_OP) */
+    bool shard_ends;            /* FSDP: the embedding and the lm_head (with the final norm)
+                                   units of their own (torchtune custom_sharded_layers,
+                                   torchtitan), gathered for their own forward and backward
+                                   only, not in the root from forward to backward */
     bool sync_module_states;    /* FSDP1 under the HF Trainer: each unit broadcast from rank 0
                                    as it is wrapped (default true, accelerate launch's
                                    fsdp_sync_module_states) */
@@ -367,16 +386,43 @@ enum gm_framework {
     GM_FRAMEWORK_TORCHTUNE,  /* torchtune recipes (FSDP2, chunked loss, offloading) */
     GM_FRAMEWORK_TORCHTITAN, /* torchtitan (FSDP2, selective and op-level checkpointing) */
     GM_FRAMEWORK_MEGATRON,   /* Megatron-LM (distributed optimizer, selective recompute) */
+    GM_FRAMEWORK_LIGHTNING,  /* Lightning Fabric / LitGPT */
     GM_FRAMEWORK__COUNT
 };
 
+/* A stack preset (--stack NAME[@VERSION]): the defaults that stack's own code uses, from
+ * the table in src/estimate/stacks.c; GM_STACK_NONE sets nothing. */
+enum gm_stack_preset {
+    GM_STACK_NONE = 0,
+    GM_STACK_HF,         /* "hf": the HF family for suggestions, no defaults */
+    GM_STACK_HF_TRAINER, /* transformers Trainer */
+    GM_STACK_ACCELERATE, /* a custom loop under accelerate */
+    GM_STACK_AXOLOTL,
+    GM_STACK_UNSLOTH,
+    GM_STACK_TORCHTUNE,
+    GM_STACK_TORCHTITAN,
+    GM_STACK_LIGHTNING, /* LitGPT's finetune/full.py on Lightning Fabric */
+    GM_STACK_MEGATRON,  /* "megatron": the family for suggestions, no defaults */
+    GM_STACK__COUNT
+};
+
+/* Whose code of the architecture runs (where implementations save different tensors). */
+enum gm_model_impl {
+    GM_MODEL_IMPL_HF = 0, /* transformers' modeling_*.py */
+    GM_MODEL_IMPL_LITGPT, /* LitGPT's litgpt/model.py: GELU as one F.gelu op */
+    GM_MODEL_IMPL__COUNT
+};
+
 struct gm_job_stack {
-    enum gm_framework framework; /* training stack (default the HF stack) */
-    uint32_t cuda;               /* CUDA runtime: before 11.7 no lazy module loading */
-    uint32_t transformers;       /* HF transformers: how ForCausalLMLoss copies the logits */
-    uint32_t vllm;               /* vLLM: how determine_available_memory budgets the KV cache */
-    uint32_t bitsandbytes;       /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
-                                    the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    enum gm_framework framework;   /* training stack (default the HF stack) */
+    enum gm_model_impl model_impl; /* whose model code (default transformers') */
+    enum gm_stack_preset preset;   /* --stack: whose defaults the job took */
+    uint32_t preset_version;       /* --stack NAME@VERSION; 0 = its newest row */
+    uint32_t cuda;                 /* CUDA runtime: before 11.7 no lazy module loading */
+    uint32_t transformers;         /* HF transformers: how ForCausalLMLoss copies the logits */
+    uint32_t vllm;                 /* vLLM: how determine_available_memory budgets the KV cache */
+    uint32_t bitsandbytes;         /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
+                                      the 8-bit optimizers quantise in blocks of 2048, not 256 */
 };
 
 /* The GPU the fit is judged on. */
@@ -406,6 +452,8 @@ struct gm_job {
     uint64_t search_limit;     /* upper bound of a search (1 << 20) */
     /* private: which settings gm_job_set() was given (index in gm_job_settings()) */
     uint64_t given[GM_JOB_MAX_SETTINGS / 64];
+    /* private: which settings the --stack preset set (and nothing given after) */
+    uint64_t preset[GM_JOB_MAX_SETTINGS / 64];
 };
 
 /* Every documented default: weights mode, arch method, bf16-mixed, adamw, foreach, no

@@ -400,6 +400,8 @@ const char *gm_est_phases_name(unsigned phases)
         return "forward_backward";
     if (phases & GM_EST_PHASE_OPTIMIZER_STEP)
         return "optimizer_step";
+    if (phases & GM_EST_PHASE_BACKWARD_END)
+        return "backward_end";
     if (phases & GM_EST_PHASE_PREFILL)
         return "prefill";
     if (phases & GM_EST_PHASE_DECODE)

@@ -54,7 +54,8 @@
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
-    X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ)
+    X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
+    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL)
 /* clang-format on */
 
 enum est_setting {
@@ -226,6 +227,7 @@ struct est_layer_cfg {
     unsigned fused;       /* enum gm_fused flags */
     bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
     uint64_t target;      /* encoder-decoder: target tokens per sequence; 0 = seq */
+    bool one_op_gelu;     /* gelu_new as one F.gelu op (LitGPT), not HF's Python formula */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */
@@ -433,6 +435,29 @@ enum gm_status est_job_set(struct gm_job *job, enum est_setting id, const char *
  * gm_job_set(). */
 enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union gm_job_value *v,
                            struct gm_error *err);
+
+/* Set setting 'id' from its text as a stack preset's default: nothing when the setting was
+ * given; otherwise stored (and its setter run) without marking it given, remembered as the
+ * preset's (est_preset_set()) until a later gm_job_set() gives it.  GM_ERR_INVALID as
+ * gm_job_set(). */
+enum gm_status est_job_preset(struct gm_job *job, enum est_setting id, const char *value,
+                              struct gm_error *err);
+/* Whether the --stack preset set setting 'id' and nothing gave it since. */
+bool est_preset_set(const struct gm_job *job, enum est_setting id);
+/* A version's text (MAJOR.MINOR[.PATCH]) packed by GM_VERSION(), or 0 with 'err' filled
+ * (the message naming --'name'). */
+uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_error *err);
+
+/* --stack NAME[@VERSION] (src/estimate/stacks.c): the family the suggestions may name and
+ * the preset's defaults for every setting not given.  GM_ERR_INVALID for an unknown name
+ * or a bad version. */
+enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_error *err);
+struct est_ctx;
+/* The preset's choices still in force, each as an assumption with its source. */
+void est_stack_assume(struct est_ctx *cx);
+/* The same, as the JSON array "stack_preset" of the inputs. */
+struct gm_json;
+void est_stack_json(struct gm_json *w, const struct gm_job *job);
 
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */

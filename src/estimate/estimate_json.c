@@ -75,6 +75,9 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         gm_json_kv_u64(w, "ep", j->parallel.ep);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
+        gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));
+        gm_json_kv_str(w, "model_impl", choice_name("model-impl", (int)j->stack.model_impl));
+        est_stack_json(w, j);
     }
     gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
     json_version(w, "cuda_version", j->stack.cuda);

@@ -349,6 +349,18 @@ static enum gm_status set_cuda_version(struct gm_job *j, const union gm_job_valu
     return parse_version("cuda-version", v->text, &j->stack.cuda, err);
 }
 
+/* --stack NAME[@VERSION]: the preset's defaults (src/estimate/stacks.c). */
+static enum gm_status set_stack(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
+{
+    return est_stack_apply(j, v->text, err);
+}
+
+uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_error *err)
+{
+    uint32_t v = 0;
+    return parse_version(name, s, &v, err) == GM_OK ? v : 0;
+}
+
 static enum gm_status set_transformers_version(struct gm_job *j, const union gm_job_value *v,
                                                struct gm_error *err)
 {
@@ -442,15 +454,21 @@ static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
-static const char *const loss_choices[] = {"full",         "chunked", "fused",
-                                           "fused-linear", "plain",   NULL};
+static const char *const loss_choices[] = {"full",  "chunked",          "fused", "fused-linear",
+                                           "plain", "chunked-backward", NULL};
+static const char *const loss_impl_choices[] = {"liger", "cce", NULL};
+static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
-static const char *const stack_choices[] = {"hf", "torchtune", "torchtitan", "megatron", NULL};
 static const int fsdp_version_values[] = {1, 2};
 
 _Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
+                   sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
+                   sizeof loss_impl_choices / sizeof loss_impl_choices[0] ==
+                       GM_LOSS_IMPL__COUNT + 1 &&
+                   sizeof model_impl_choices / sizeof model_impl_choices[0] ==
+                       GM_MODEL_IMPL__COUNT + 1 &&
                    sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
                    sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
                "one choice per enum value: the choices are the enums' names");
@@ -681,8 +699,8 @@ static const struct gm_job_setting settings[] = {
                "plain (a custom loop's F.cross_entropy, no upcast) (default full)",
                TRAIN, memory.loss),
     [EST_SET_LOSS_CHUNKS] =
-        NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked: chunks (default 8, torchtune)", TRAIN,
-            GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
+        NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked, chunked-backward: chunks (default 8)",
+            TRAIN, GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
     [EST_SET_CHECKPOINT_EVERY] =
         NUM("checkpoint-every", GM_JOB_U64, "N",
             "--grad-checkpointing full on every N-th layer only (torchtitan; default 1)", TRAIN,
@@ -748,9 +766,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_CUDA_VERSION] =
         TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
                 set_cuda_version),
-    [EST_SET_TRANSFORMERS_VERSION] = TEXT_FN(
-        "transformers-version", "V", "HF transformers (decides the logits copies of the loss)",
-        TRAIN, set_transformers_version),
+    [EST_SET_TRANSFORMERS_VERSION] =
+        TEXT_FN("transformers-version", "V",
+                "HF transformers (the loss's logits copies; generate()'s cache and prefill logits)",
+                RUN, set_transformers_version),
     [EST_SET_VLLM_VERSION] = {"vllm-version", GM_JOB_TEXT, "V",
                               "vLLM version (its start-up budget; default current)", NULL, INFER,
                               GM_ENGINE_VLLM, NO_FIELD, 0, 0, 0, NULL, set_vllm_version, false},
@@ -797,15 +816,34 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_N_CPU_MOE] = NUM("n-cpu-moe", GM_JOB_U64, "N",
                               "llama.cpp --n-cpu-moe: experts of the first N layers in host memory",
                               INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_cpu_moe, 0, 100000, 0),
-    [EST_SET_STACK] = CHOICE("stack", stack_choices, NULL,
-                             "training stack: hf (transformers, accelerate, DeepSpeed; default), "
-                             "torchtune, torchtitan or megatron: what suggestions may name",
-                             TRAIN, stack.framework),
+    [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
+                              "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
+                              "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
+                              "(suggestions only; hf@V: transformers V, generate() too); @V "
+                              "picks the version's defaults",
+                              RUN, set_stack),
     [EST_SET_KV_CACHE_MEMORY_BYTES] =
         NUM("kv-cache-memory-bytes", GM_JOB_SIZE, "SIZE",
             "vLLM KV pool per GPU, instead of the "
             "--gpu-memory-utilization budget",
             INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
+    [EST_SET_LOSS_IMPL] = CHOICE("loss-impl", loss_impl_choices, NULL,
+                                 "--loss fused-linear: liger (row chunks of logits) or cce (Cut "
+                                 "Cross-Entropy, no logits in memory); default liger",
+                                 TRAIN, memory.loss_impl),
+    [EST_SET_FSDP_SHARD_ENDS] =
+        FLAG("fsdp-shard-ends",
+             "--fsdp: embedding and lm_head as units of their own (torchtune "
+             "custom_sharded_layers, torchtitan), not gathered in the root",
+             TRAIN, GM_ENGINE_NONE, parallel.shard_ends),
+    [EST_SET_STATIC_CACHE] =
+        FLAG("static-cache",
+             "inference: generate(cache_implementation=\"static\"), the cache preallocated", INFER,
+             GM_ENGINE_NONE, workload.static_cache),
+    [EST_SET_MODEL_IMPL] = CHOICE("model-impl", model_impl_choices, NULL,
+                                  "whose model code: hf (transformers, default) or litgpt (one "
+                                  "F.gelu op where HF's gelu_new keeps its intermediates)",
+                                  TRAIN, stack.model_impl),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -1043,9 +1081,34 @@ static enum gm_status put(struct gm_job *job, enum est_setting id, const union g
     store(job, s, v);
     if (s->set)
         st = s->set(job, v, err);
-    if (st == GM_OK)
+    if (st == GM_OK) {
         est_job_mark(job, id, true);
+        job->preset[id / 64] &= ~((uint64_t)1 << (id % 64));
+    }
     return st;
+}
+
+enum gm_status est_job_preset(struct gm_job *job, enum est_setting id, const char *value,
+                              struct gm_error *err)
+{
+    const struct gm_job_setting *s = &settings[id];
+    union gm_job_value v;
+    enum gm_status st;
+    if (est_given(job, id))
+        return GM_OK;
+    if ((st = parse_value(s, value, &v, err)) != GM_OK ||
+        (st = check_range(s, &v, value, err)) != GM_OK)
+        return st;
+    store(job, s, &v);
+    if (s->set && (st = s->set(job, &v, err)) != GM_OK)
+        return st;
+    job->preset[id / 64] |= (uint64_t)1 << (id % 64);
+    return GM_OK;
+}
+
+bool est_preset_set(const struct gm_job *job, enum est_setting id)
+{
+    return (job->preset[id / 64] >> (id % 64)) & 1;
 }
 
 enum gm_status gm_job_set(struct gm_job *job, const char *name, const char *value,
@@ -1456,8 +1519,12 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
                                                  EST_SET_OPTIMIZER_IN_BACKWARD};
     const struct gm_job_memory *mem = &j->memory;
     enum gm_status st;
-    if (est_given(j, EST_SET_LOSS_CHUNKS) && mem->loss != GM_LOSS_CHUNKED)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-chunks needs --loss chunked");
+    if (est_given(j, EST_SET_LOSS_CHUNKS) && mem->loss != GM_LOSS_CHUNKED &&
+        mem->loss != GM_LOSS_CHUNKED_BACKWARD)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--loss-chunks needs --loss chunked or chunked-backward");
+    if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-impl needs --loss fused-linear");
     if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");

@@ -23,6 +23,33 @@
 #include <math.h>
 #include <stdio.h>
 
+/* How transformers' generate() holds the cache and the prefill's logits, by release (with
+ * --transformers-version; without it the allocation of the current release's static
+ * accounting: a cache of context + new tokens, the last position's logits):
+ *   before 4.36  the legacy tuple cache: every layer's forward builds its next key/value by
+ *                torch.cat of the past tensors and the new ones, and the previous step's
+ *                tuple stays referenced by generate's model_kwargs until the forward returns
+ *                (modeling_llama.py at 4.35: key_states = torch.cat([past_key_value[0],
+ *                key_states], dim=2)): at the end of a step two caches are alive; the
+ *                prefill returns the logits of every position, upcast to fp32 in the model
+ *   4.36 to 4.44 the Cache classes (PR #26681, cache_utils.py DynamicCache.update): each
+ *                layer's tensors are replaced by torch.cat one layer at a time; the prefill
+ *                still computes the logits of every position (logits = logits.float())
+ *   from 4.45    generate passes num_logits_to_keep (logits_to_keep from 4.49): the prefill
+ *                projects only the last position
+ * A static cache (--static-cache: StaticCache, and SlidingWindowCache for the window layers)
+ * is preallocated for the whole length and written in place: no concatenation. */
+enum hf_generate { GEN_NONE = 0, GEN_LEGACY, GEN_CACHE_ALL_LOGITS, GEN_CACHE };
+
+static enum hf_generate hf_generate_form(uint32_t v)
+{
+    if (!v)
+        return GEN_NONE;
+    if (v < GM_VERSION(4, 36, 0))
+        return GEN_LEGACY;
+    return v < GM_VERSION(4, 45, 0) ? GEN_CACHE_ALL_LOGITS : GEN_CACHE;
+}
+
 /* Cache bytes of 'layers' attention layers over 'tokens' tokens of 'seqs' sequences; the
  * sliding layers among them keep at most the window. */
 static double kv_tokens_bytes(const struct gm_model *m, uint64_t layers, uint64_t tokens,
@@ -146,6 +173,8 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     double kv, pre, vis, logits, dec;
     uint64_t capped = 0;
     enum gm_status st;
+    enum hf_generate gen;
+    bool full_logits;
 
     if (j->mode != GM_EST_INFER)
         return GM_OK;
@@ -176,6 +205,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     tokens = context + w->new_tokens + (seq2seq ? 1 : 0);
     if (m->head == GM_HEAD_ENCODER)
         return infer_encoder(cx, context, ea, eager, err);
+    gen = hf_generate_form(j->stack.transformers);
 
     kv = kv_tokens_bytes(m, est_kv_layers(m), tokens, kvb, w->batch, &capped);
     if (m->kv_lora_rank)
@@ -235,14 +265,28 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  err);
     if (st != GM_OK)
         return st;
-    logits = (double)w->batch *
-             (w->full_logits && !seq2seq ? (double)(context ? context : 1) : 1.0) *
+    if (cx->quant &&
+        (cx->quant->method == GM_QUANT_BNB_NF4 || cx->quant->method == GM_QUANT_BNB_FP4) &&
+        w->batch * context > 1) {
+        /* bitsandbytes matmul_4bit (bitsandbytes/autograd/_functions.py, 0.43.3): an input of
+         * more than one token goes through MatMul4Bit, which dequantises the whole weight
+         * to the compute dtype for the matmul (one linear at a time); one token per step
+         * takes the gemv_4bit kernel, no copy */
+        st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer",
+                     gm_mul_sat(est_largest_linear(m), (uint64_t)ea), GM_EST_PHASE_PREFILL, true,
+                     GM_EXTENT_ONE_LAYER,
+                     "the largest linear dequantised to 16 bit for the prompt's matmul", err);
+        if (st != GM_OK)
+            return st;
+    }
+    full_logits = (w->full_logits || gen == GEN_LEGACY || gen == GEN_CACHE_ALL_LOGITS) && !seq2seq;
+    logits = (double)w->batch * (full_logits ? (double)(context ? context : 1) : 1.0) *
              (double)m->vocab * (ea + 4.0);
     st = est_add(e, GM_KIND_LOGITS, "logits", est_round(logits), GM_EST_PHASE_PREFILL, true,
                  GM_EXTENT_HEAD,
-                 w->full_logits ? "every prompt position, compute dtype + fp32"
-                                : "last position per sequence, compute dtype "
-                                  "+ fp32",
+                 full_logits ? "every prompt position, compute dtype + fp32"
+                             : "last position per sequence, compute dtype "
+                               "+ fp32",
                  err);
     if (st != GM_OK)
         return st;
@@ -252,6 +296,22 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  true, GM_EXTENT_ONE_LAYER, "one token per sequence: one layer + logits", err);
     if (st != GM_OK)
         return st;
+    if (gen != GEN_NONE && !seq2seq && w->new_tokens && !w->static_cache) {
+        /* the cache growing by concatenation at the last decode step: the legacy tuple
+         * cache keeps the previous step's whole cache until the forward returns the new
+         * one; DynamicCache.update replaces one layer's tensors at a time */
+        double layers = (double)est_kv_layers(m);
+        double prev = gen == GEN_LEGACY ? kv : (layers > 0 ? kv / layers : 0);
+        st = est_add(e, GM_KIND_KV_CACHE, "kv_cache_concat", est_round(prev), GM_EST_PHASE_DECODE,
+                     true, gen == GEN_LEGACY ? GM_EXTENT_ALL_LAYERS : GM_EXTENT_ONE_LAYER,
+                     gen == GEN_LEGACY ? "the previous step's tuple cache, alive while torch.cat "
+                                         "builds the next"
+                                       : "one layer's cache, replaced by torch.cat in "
+                                         "DynamicCache.update",
+                     err);
+        if (st != GM_OK)
+            return st;
+    }
 
     if (m->kv_lora_rank)
         est_assume(e,
@@ -284,7 +344,19 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    m->chunked_attention ? "chunked attention" : "sliding window");
     est_assume(e, "prefill of the whole prompt in one pass (no chunking), %s attention",
                eager ? "eager (fp32 scores materialised)" : "sdpa/flash");
+    if (gen == GEN_LEGACY)
+        est_assume(e, "transformers before 4.36: the legacy tuple cache (the previous step's "
+                      "cache alive while torch.cat builds the next) and the prefill's logits "
+                      "at every prompt position, fp32");
+    else if (gen == GEN_CACHE_ALL_LOGITS)
+        est_assume(e, "transformers 4.36 to 4.44: DynamicCache grows one layer at a time by "
+                      "torch.cat; the prefill's logits at every prompt position, fp32 "
+                      "(num_logits_to_keep from 4.45)");
+    else if (gen == GEN_CACHE)
+        est_assume(e, "transformers from 4.45: DynamicCache grows one layer at a time by "
+                      "torch.cat; the prefill projects the last position only");
     est_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "
                   "the GPU for KV blocks up front");
+    est_stack_assume(cx);
     return GM_OK;
 }

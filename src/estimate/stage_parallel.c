@@ -71,6 +71,10 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
                             const struct gm_est_component *c, bool *to_host, bool *drop)
 {
     uint64_t t = p->tp, b = c->bytes;
+    /* FSDP's parameter offload (FSDP2 CPUOffloadPolicy, FSDP1 CPUOffload(offload_params=True))
+     * takes the sharded gradients and the optimizer step with its state to the host too;
+     * DeepSpeed's offload_param leaves the optimizer where offload_optimizer says */
+    bool state_to_host = p->offload_optimizer || (p->shard == GM_SHARD_FSDP && p->offload_params);
     *to_host = *drop = false;
     switch (c->kind) {
     case GM_KIND_ACTIVATIONS:
@@ -100,7 +104,7 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         b = est_div_up(b, t);
         if (stage >= 1) {
             b = est_div_up(b, D);
-            *to_host = p->offload_optimizer;
+            *to_host = state_to_host;
         } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
             b = expert_split(b, share, p->ep);
         }
@@ -109,7 +113,7 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
         b = est_div_up(b, t);
         if (stage >= 2) {
             b = est_div_up(b, D);
-            *to_host = p->offload_optimizer;
+            *to_host = state_to_host;
         } else if (c->extent == GM_EXTENT_ALL_LAYERS) {
             b = expert_split(b, share, p->ep);
         }
@@ -228,7 +232,29 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
         if (st != GM_OK)
             return st;
     }
-    if (fsdp && m) {
+    if (fsdp && m && p->shard_ends) {
+        /* the lm_head with the final norm is a unit of its own, gathered for its forward and
+         * its backward (torchtitan keeps [norm, output] gathered in between, torchtune
+         * reshards and prefetches it again): both at the loss; the untied embedding, another
+         * unit, only for its own forward and backward, at the two ends of the step */
+        double root_b = adapters ? (double)est_frozen_rest_bytes(j) : (double)wbytes;
+        uint64_t head_p = (cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding) + m->hidden;
+        st = est_add(e, GM_KIND_GATHERED, "gathered_head",
+                     est_round((double)head_p * root_b / (double)t), GM_EST_PHASE_LOSS, true,
+                     GM_EXTENT_HEAD,
+                     "lm_head and final norm, a unit of their own, gathered for the loss", err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
+        if (st == GM_OK && cx->pc.lm_head && cx->pc.embedding)
+            st = est_add(e, GM_KIND_GATHERED, "gathered_embedding",
+                         est_round((double)cx->pc.embedding * root_b / (double)t),
+                         GM_EST_PHASE_BACKWARD_END, true, GM_EXTENT_ENDS,
+                         "the embedding, a unit of its own, gathered for its backward", err);
+        if (st == GM_OK)
+            est_set_stream(e, GM_EST_STREAM_UNSHARD);
+        if (st != GM_OK)
+            return st;
+    } else if (fsdp && m) {
         uint64_t root_p = cx->pc.embedding + cx->pc.lm_head + m->hidden;
         double root_b = adapters ? (double)est_frozen_rest_bytes(j) : (double)wbytes;
         snprintf(note, sizeof note,

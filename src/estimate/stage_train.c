@@ -61,7 +61,7 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, 0};
+    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, 0, false};
     return c;
 }
 
@@ -195,8 +195,9 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     else if (m->gated_mlp) /* gate (for act), act(gate) and up (for the product), the product */
         expert = ea * g.mlp * ((c->fused & GM_FUSED_SWIGLU) ? 2.0 : 3.0) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
-    else /* up (for act), act (for down), the Python gelu_new formula's intermediates */
-        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW ? 3.0 : 0.0)) +
+    else /* up (for act), act (for down), the Python gelu_new formula's intermediates
+          * (transformers' NewGELUActivation; LitGPT's GptNeoxMLP runs one F.gelu op) */
+        expert = ea * g.mlp * (1.0 + (m->act == GM_ACT_GELU_NEW && !c->one_op_gelu ? 3.0 : 0.0)) +
                  ((in & GM_LORA_DOWN) ? ea * g.mlp : 0.0);
     mlp += expert;
     k = m->n_experts ? (double)m->n_experts_active : 1.0;
@@ -672,18 +673,53 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         return;
     }
     case GM_LOSS_FUSED_LINEAR: {
+        double grads = ea * T * h + (head_trained ? ew * V * h : 0.0);
+        if (j->memory.loss_impl == GM_LOSS_IMPL_CCE) {
+            /* Cut Cross-Entropy (apple/ml-cross-entropy cce_lse_forward.py, cce_backward.py
+             * at 18e76ad): the forward keeps the fp32 log-sum-exp of each row; the backward
+             * recomputes the logits in on-chip blocks and writes the input's and the
+             * classifier's gradients (zeros_like, in their dtypes) */
+            out->bytes = grads + 4.0 * T;
+            snprintf(out->note, sizeof out->note,
+                     "fp32 log-sum-exp per token, input gradient%s; logits only on chip",
+                     head_trained ? ", lm_head gradient" : "");
+            out->what = "fused linear cross-entropy (Cut Cross-Entropy): the logits are "
+                        "computed in on-chip blocks, never in device memory";
+            return;
+        }
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
         double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));
         double chunk = pow(2.0, ceil(log2(rows > 1 ? rows : 1.0)));
         if (chunk > T)
             chunk = T;
-        out->bytes = ea * T * h + (head_trained ? ew * V * h : 0.0) + ea * chunk * (V + h);
+        out->bytes = grads + ea * chunk * (V + h);
         snprintf(out->note, sizeof out->note,
                  "input gradient%s and one %.0f-row chunk of logits; no B*L*V tensor",
                  head_trained ? ", lm_head gradient" : "", chunk);
-        out->what = "fused linear cross-entropy (Liger / Cut Cross-Entropy): the logits are "
-                    "never materialised beyond one chunk";
+        out->what = "fused linear cross-entropy (Liger): the logits are never materialised "
+                    "beyond one chunk of rows";
+        return;
+    }
+    case GM_LOSS_CHUNKED_BACKWARD: {
+        /* torchtitan ChunkedCELoss (components/loss.py, f90c845): the hidden states are
+         * split into C detached .contiguous() chunks (a copy of all of them), each chunk
+         * runs lm_head, cross_entropy on its .float() logits and its own backward at once:
+         * one chunk's logits (held by the loop), the fp32 log-softmax kept, its gradient
+         * and the fp32 input's gradient at a time (the .float() copy is freed once the
+         * log-softmax has it), the
+         * chunk's input gradient appended to a list and concatenated at the end (two
+         * copies of the hidden states' gradient), and the head's weight gradient taken
+         * per chunk before any layer's backward */
+        double rows = nv / C, per = ea + 12.0;
+        out->bytes = 3.0 * ea * T * h + (head_trained ? ew * V * h : 0.0) + per * rows;
+        out->grad = 8.0 * rows;
+        snprintf(out->note, sizeof out->note,
+                 "%g chunks, each with its backward at once: hidden copies and gradients, "
+                 "one chunk x %g B per logit%s",
+                 C, per, head_trained ? ", lm_head gradient" : "");
+        out->what = "chunked loss with a backward per chunk (torchtitan ChunkedCELoss): "
+                    "no B*L*V tensor, the head's gradient before the layers' backward";
         return;
     }
     case GM_LOSS__COUNT:
@@ -704,6 +740,7 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     c.fused = j->memory.fused_kernels;
     if (cx->m && cx->m->head == GM_HEAD_SEQ2SEQ_LM)
         c.target = j->workload.target_seq;
+    c.one_op_gelu = j->stack.model_impl == GM_MODEL_IMPL_LITGPT;
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
@@ -1108,5 +1145,6 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
                    "are those of one micro-batch; the gradients stay allocated "
                    "through the next micro-batches' forward passes",
                    (unsigned long long)j->workload.grad_accum);
+    est_stack_assume(cx);
     return GM_OK;
 }

@@ -197,10 +197,201 @@ static void test_loss_sizes(void **state)
     run("llama-3-8b", TRAIN8B " --precision bf16", &base);
     assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V);
     assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    /* torchtitan's ChunkedCELoss (components/loss.py, f90c845): 8 chunks, each with its
+     * backward at once: the detached .contiguous() copy of the hidden states, the list of
+     * chunk input gradients and their torch.cat (3 x 2 B x T x h), the lm_head's fp32
+     * gradient taken per chunk, one chunk's bf16 logits (held by the loop), its fp32
+     * log-softmax, that one's gradient and the fp32 input's (2 + 4 + 4 + 4 B per logit) */
+    run("llama-3-8b", TRAIN8B " --loss chunked-backward", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     3 * 2 * T * h + 4 * V * h + 14 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --loss chunked-backward --loss-chunks 16", &base);
+    assert_true(gm_estimate_kind_bytes(base, GM_KIND_LOGITS) <
+                gm_estimate_kind_bytes(with, GM_KIND_LOGITS));
+    /* Apple's Cut Cross-Entropy (cce_backward.py, 18e76ad): the fp32 log-sum-exp per token
+     * and the two gradients, no chunk of logits in device memory: less than Liger's */
+    run("llama-3-8b", TRAIN8B " --loss fused-linear --loss-impl cce", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * h + 4 * V * h + 4 * T);
     run("llama-3-8b", TRAIN8B, &base);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
     assert_true(base->loss_bytes >= logits);
     assert_true(base->backward_start_bytes < base->loss_bytes + logits);
+}
+
+/* FSDP with the embedding and the lm_head as units of their own (torchtune's
+ * custom_sharded_layers, torchtitan's apply_fsdp): the root no longer holds them from the
+ * forward to the backward.  At the start of the layers' backward neither is gathered (the
+ * whole root's bytes less), at the loss only the lm_head and the final norm (the
+ * embedding's bytes less); the same bytes, at other moments. */
+static void test_fsdp_shard_ends(void **state)
+{
+    uint64_t root = 0, head = 0, emb = 0;
+    (void)state;
+    run("llama-3-8b", FSDP8 " --fsdp-version 2", &base);
+    run("llama-3-8b", FSDP8 " --fsdp-version 2 --fsdp-shard-ends", &with);
+    for (size_t i = 0; i < base->n_components; i++)
+        if (!strcmp(base->components[i].name, "gathered_root"))
+            root = base->components[i].bytes;
+    for (size_t i = 0; i < with->n_components; i++) {
+        assert_string_not_equal(with->components[i].name, "gathered_root");
+        if (!strcmp(with->components[i].name, "gathered_head"))
+            head = with->components[i].bytes;
+        if (!strcmp(with->components[i].name, "gathered_embedding"))
+            emb = with->components[i].bytes;
+    }
+    /* Llama-3-8B untied: 128256 x 4096 each, in bf16, plus the final norm with the head */
+    assert_int_equal(emb, 2ull * 128256 * 4096);
+    assert_int_equal(head, 2ull * (128256 * 4096 + 4096));
+    assert_int_equal(root, head + emb);
+    assert_int_equal(base->backward_start_bytes - with->backward_start_bytes, root);
+    assert_int_equal(base->loss_bytes - with->loss_bytes, emb);
+}
+
+/* The model implementation where stacks differ: GPT-2's gelu_new is transformers' Python
+ * formula (NewGELUActivation: x^3, its sum, the tanh, each saved), LitGPT's GptNeoxMLP one
+ * F.gelu(approximate="tanh") op saving its input only (litgpt/model.py, 04205815): 3 x the
+ * MLP width fewer bytes per token and layer; a SwiGLU model (Llama) is the same in both. */
+static void test_model_impl(void **state)
+{
+    const uint64_t T = 8 * 1024, I = 3072, layers = 12;
+    (void)state;
+    run("gpt2", "--train --batch 8 --seq 1024", &base);
+    run("gpt2", "--train --batch 8 --seq 1024 --model-impl litgpt", &with);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS) -
+                         gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     layers * T * I * 2 * 3);
+    run("llama-3-8b", TRAIN8B, &base);
+    run("llama-3-8b", TRAIN8B " --model-impl litgpt", &with);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS));
+}
+
+/* FSDP's parameter offload (FSDP2 CPUOffloadPolicy: "offloads parameters, gradients, and
+ * optimizer states to CPU ... the optimizer step runs on CPU", torch
+ * _fully_shard/_fsdp_api.py) leaves no model state on the device; DeepSpeed ZeRO-3's
+ * offload_param alone keeps the optimizer state where offload_optimizer says. */
+static void test_fsdp_param_offload(void **state)
+{
+    static const enum gm_est_kind gone[] = {GM_KIND_MASTER_WEIGHTS, GM_KIND_GRADIENTS,
+                                            GM_KIND_OPTIMIZER_STATE, GM_KIND_OPTIMIZER_TEMP};
+    (void)state;
+    run("llama-3-8b", FSDP8 " --fsdp-version 2", &base);
+    run("llama-3-8b", FSDP8 " --fsdp-version 2 --offload-params", &with);
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        assert_true(gm_estimate_kind_bytes(base, gone[i]) > 0);
+        assert_int_equal(gm_estimate_kind_bytes(with, gone[i]), 0);
+    }
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+    run("llama-3-8b", TRAIN8B " --gpus 8 --zero 3 --offload-params", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE) > 0);
+}
+
+/* transformers generate() by release (stage_infer.c hf_generate_form): before 4.36 the
+ * legacy tuple cache keeps the previous step's whole cache while torch.cat builds the next
+ * (twice the cache at the end of a step) and the prefill returns fp32 logits at every prompt
+ * position; 4.36 to 4.44 DynamicCache replaces one layer at a time (one layer's cache more),
+ * logits still at every position; from 4.45 (num_logits_to_keep) the last position only. */
+static void test_hf_generate_by_version(void **state)
+{
+    const uint64_t B = 8, ctx = 4096, V = 128256, layers = 32;
+    uint64_t kv;
+    (void)state;
+#define GEN "--infer --batch 8 --context 4096 --new-tokens 512"
+    run("llama-3-8b", GEN, &base);
+    kv = gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE);
+    assert_int_equal(kv, 2ull * layers * 8 * 128 * (4096 + 512) * 2 * B);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), B * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.35.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 2 * kv);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * ctx * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.40", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / layers);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * ctx * V * 6);
+    run("llama-3-8b", GEN " --transformers-version 4.46", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / layers);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), B * V * 6);
+    /* a static cache is written in place */
+    run("llama-3-8b", GEN " --transformers-version 4.46 --static-cache", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), kv);
+    /* bitsandbytes 4-bit: the prompt's matmuls dequantise each weight to bf16 (MatMul4Bit),
+     * the largest linear (4096 x 14336) for a moment of the prefill; decoding's gemv no copy */
+    run("llama-3-8b", GEN " --quant nf4", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 4096ull * 14336 * 2);
+    run("llama-3-8b", "--infer --batch 1 --context 1 --quant nf4", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 0);
+    /* the preset syntax: hf@V is transformers V */
+    run("llama-3-8b", GEN " --stack hf@4.35.2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 2 * kv);
+    run("llama-3-8b", GEN, &base);
+    run("llama-3-8b", GEN " --transformers-version 4.46", &with);
+    /* from 4.45 the peak is the current accounting's and one layer's cache at most */
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes + kv / layers + 1);
+#undef GEN
+}
+
+/* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
+ * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on the decoder's fp32 logits
+ * (TransformerDecoder: self.output(h).float()) with a for-loop
+ * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
+ * torchtitan checkpoints every 2nd block with fused AdamW; hf-trainer@V is transformers V.
+ * An option given wins whether it comes before or after --stack, and the preset's
+ * choices still in force are named as assumptions. */
+static void test_stack_presets(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    job_make("llama-3-8b", "--train --stack torchtune@0.2.1", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(est_preset_set(&j, EST_SET_LOSS));
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
+    assert_int_equal(j.parallel.fsdp_version, 1);
+    assert_int_equal(j.numerics.precision, GM_PREC_BF16);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTUNE);
+    assert_false(gm_job_given(&j, "loss"));
+    job_make("llama-3-8b", "--train --stack torchtune@0.3", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_CHUNKED);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
+    assert_int_equal(j.parallel.fsdp_version, 2);
+    job_make("llama-3-8b", "--train --stack torchtune", &j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    /* explicit options win, before or after */
+    job_make("llama-3-8b", "--train --loss full --stack torchtune", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    job_make("llama-3-8b", "--train --stack torchtune --loss full", &j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(gm_job_given(&j, "loss"));
+    job_make("llama-3-8b", "--train --stack torchtitan", &j);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_int_equal(j.memory.checkpoint_every, 2);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTITAN);
+    job_make("llama-3-8b", "--train --stack lightning", &j);
+    assert_int_equal(j.stack.model_impl, GM_MODEL_IMPL_LITGPT);
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_LIGHTNING);
+    job_make("llama-3-8b", "--train --stack hf-trainer@4.47", &j);
+    assert_int_equal(j.stack.transformers, GM_VERSION(4, 47, 0));
+    assert_int_equal(j.stack.framework, GM_FRAMEWORK_HF);
+    /* the preset's choices are assumptions; an overridden one is not */
+    job_make("llama-3-8b", "--train --stack torchtune --optimizer-impl foreach", &j);
+    if (gm_estimate_run(&j, &with, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    {
+        bool loss = false, impl = false;
+        for (size_t i = 0; i < with->n_assumptions; i++) {
+            loss |= strstr(with->assumptions[i], "--stack torchtune: --loss chunked") != NULL;
+            impl |= strstr(with->assumptions[i], "--optimizer-impl") != NULL;
+        }
+        assert_true(loss);
+        assert_false(impl);
+    }
+    gm_job_init(&j);
+    assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "torchtitan"));
 }
 
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
@@ -723,6 +914,11 @@ int main(void)
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
+        cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_fsdp_shard_ends),
+        cmocka_unit_test(test_hf_generate_by_version),
+        cmocka_unit_test(test_fsdp_param_offload),
+        cmocka_unit_test(test_model_impl),
         cmocka_unit_test(test_loss_in_the_model_before_446),
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
