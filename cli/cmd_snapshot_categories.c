@@ -158,6 +158,8 @@ int cmd_snapshot_categories(int argc, char **argv)
     int device = -1;
     bool device_set = false;
     int n_pos = 0;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.categories/1"),
         OPT_INT("device", 'd', &device, "N", "only this CUDA device", &device_set),
@@ -165,6 +167,7 @@ int cmd_snapshot_categories(int argc, char **argv)
                  "with --json: also the per-category series and the phase runs"),
         OPT_U64("top", 'n', &top, "N", "also list the N largest allocation sites per category",
                 NULL),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -195,11 +198,14 @@ int cmd_snapshot_categories(int argc, char **argv)
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
     struct gm_digest **digests = gm_calloc((size_t)n_pos, sizeof(*digests));
-    struct snapcli_load_opts lo = {mem_limit, false, digests};
     struct rank_list ranks = {0};
-    int rc = snaps && ans && digests
+    int rc = snapcli_rules_load(argv[0], rules_path, &rules);
+    struct snapcli_load_opts lo = {mem_limit, false, digests, rules};
+    if (rc == 0)
+        rc = snaps && ans && digests
                  ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
                  : GM_EXIT_SOFTWARE;
+    gm_category_rules_free(rules); /* the analyses are made */
     for (int f = 0; f < n_pos && rc == 0; f++)
         if (device_set && (digests[f] ? digests[f]->figures.device != device
                                       : !gm_analysis_device_by_index(ans[f], device)))

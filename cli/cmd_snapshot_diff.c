@@ -47,7 +47,7 @@ static int side_rank(const char *cmd, char *path, uint64_t mem_limit, struct gm_
         struct gm_snapshot *snap;
         struct gm_analysis *an;
         struct gm_error err;
-        struct snapcli_load_opts lo = {mem_limit, false, NULL};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
         if ((rc = ana_cli_open(cmd, path, &lo, &snap, &an)) != 0)
             return rc;
         if (gm_analysis_rank(an, 0, path, r, &has, &err) != GM_OK)
@@ -155,7 +155,7 @@ int cmd_snapshot_diff(int argc, char **argv)
     }
     struct gm_snapshot *snaps[2], *sa, *sb;
     struct gm_analysis *ans[2], *aa, *ab;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL};
+    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
     /* both read at the same time */
     int rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
     if (rc)

@@ -100,8 +100,10 @@ enum gm_rule {
                              * kept for logging, leaks) */
     GM_RULE_USER,           /* other: code outside model/autograd/optimizer (user code,
                              * other libraries) */
+    GM_RULE_CUSTOM,         /* any category: the first matching rule of the user's rules
+                             * (gm_category_rules), tried before every rule above */
 };
-#define GM_RULE_COUNT 14
+#define GM_RULE_COUNT 15
 
 /* Short name ("param_frames") and one-line explanation; static storage. */
 const char *gm_rule_name(enum gm_rule r);
@@ -358,8 +360,48 @@ struct gm_analysis {
     void *priv_;            /* arena; internal */
 };
 
+/* ---- the user's category rules ----
+ *
+ * An ordered list of rules, each a category and regular expressions (POSIX extended,
+ * searched anywhere in the text, back-references refused) on the frames of an allocation's
+ * stack (a frame's file name, its function name: both must match one frame when both are
+ * given) and on the record_function annotations open when it was allocated.  A rule
+ * matches when each of its expressions does; the first rule that matches gives the
+ * allocation its category (rule GM_RULE_CUSTOM) and the built-in rules decide the rest.
+ * Read from JSON (docs/analysis.md shows the format):
+ *   {"rules": [{"category": "activation", "file": "models/attention\\.py$",
+ *               "function": "^forward$"},
+ *              {"category": "input", "annotation": "^data_loading"}]}
+ * (a top-level array of rules is read too). */
+#define GM_CATEGORY_RULES_MAX        64          /* rules in one file */
+#define GM_CATEGORY_RULES_MAX_BYTES  (64 << 10)  /* bytes of a rules file */
+#define GM_CATEGORY_RULE_PATTERN_MAX 512         /* bytes of one expression */
+
+struct gm_category_rules;
+
+/* Parse 'len' bytes of JSON text into *out (gm_category_rules_free()).  Errors:
+ * GM_ERR_FORMAT (not JSON, an unknown key or category, a rule without an expression, an
+ * expression regcomp() refuses, saying which rule), GM_ERR_LIMIT (over the limits above),
+ * GM_ERR_NOMEM. */
+enum gm_status gm_category_rules_parse(const char *text, size_t len,
+                                       struct gm_category_rules **out, struct gm_error *err);
+
+/* gm_category_rules_parse() of the file 'path' (a regular file of at most
+ * GM_CATEGORY_RULES_MAX_BYTES).  Errors: those of the parse, GM_ERR_NOENT, GM_ERR_IO. */
+enum gm_status gm_category_rules_load(const char *path, struct gm_category_rules **out,
+                                      struct gm_error *err);
+
+/* NULL is a no-op. */
+void gm_category_rules_free(struct gm_category_rules *r);
+
+/* How many rules; 0 for NULL. */
+size_t gm_category_rules_count(const struct gm_category_rules *r);
+
 struct gm_analysis_opts {
     uint32_t max_points; /* points per device in the series; 0: 2000 */
+    /* the user's category rules, tried before the built-in ones; NULL: none (borrowed for
+     * the call) */
+    const struct gm_category_rules *rules;
 };
 
 /* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:

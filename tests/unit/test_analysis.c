@@ -327,7 +327,7 @@ static void test_training_trace(void **state)
 
     /* a coarse series still keeps the peak */
     struct gm_analysis *coarse = NULL;
-    struct gm_analysis_opts o = {5};
+    struct gm_analysis_opts o = {5, NULL};
     assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
     /* one bucket: the initial state, then the least, the most and the last state */
     assert_true(coarse->devices[0].n_points <= 5);
@@ -664,7 +664,7 @@ static void test_random_traces(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40)};
+        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40), NULL};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
         uint64_t sum = 0;
