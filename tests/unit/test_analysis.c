@@ -529,6 +529,146 @@ static void test_user_phases(void **state)
     gm_analysis_free(an);
 }
 
+/* The user's category rules come before the built-in ones, the first that matches wins,
+ * frame expressions search file and function names, annotation expressions the
+ * record_function ranges open at the allocation (both must match when a rule has both). */
+static void test_category_rules_first_match_wins(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_category_rules *r = NULL;
+    const char *text = "{\"rules\": ["
+                       "{\"category\": \"input\", \"file\": \"u/model\\\\.py$\", "
+                       "\"function\": \"^forward$\"},"
+                       "{\"category\": \"parameter\", \"function\": \"^forward$\"}]}";
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
+    assert_int_equal(gm_category_rules_count(r), 2);
+    struct gm_analysis_opts ao = {0, r};
+    assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    /* the forward's activation (0x3000) matched the first rule, not the second */
+    const struct gm_analysis_alloc *a = find(dev, 0x3000, 0);
+    assert_non_null(a);
+    assert_int_equal(a->category, GM_CATEGORY_INPUT);
+    assert_int_equal(a->rule, GM_RULE_CUSTOM);
+    /* what no rule matches keeps its built-in category and rule */
+    a = find(dev, 0x1000, -2);
+    assert_int_equal(a->category, GM_CATEGORY_PARAMETER);
+    assert_int_equal(a->rule, GM_RULE_PARAM_FRAMES);
+    a = find(dev, 0x6000, -2);
+    assert_int_equal(a->category, GM_CATEGORY_OPTIMIZER_STATE);
+    gm_analysis_free(an);
+    gm_category_rules_free(r);
+
+    /* annotations: 'inner' inside 'train', by time */
+    const struct gm_snapshot_annotation anns[] = {
+        {"load", "START", 0, 0, true},    {"load", "END", 0, 15, false},
+        {"train", "START", 0, 20, true},  {"inner", "START", 0, 30, true},
+        {"inner", "END", 0, 40, false},   {"train", "END", 0, 60, false},
+        {"inner", "START", 1, 0, true}, /* another device */
+    };
+    text = "[{\"category\": \"gradient\", \"annotation\": \"^inner$\"},"
+           " {\"category\": \"activation\", \"annotation\": \"^train$\", \"function\": \"^main$\"},"
+           " {\"category\": \"input\", \"annotation\": \"^train$\", \"file\": \"model\\\\.py\"}]";
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER);  /* t 0: in load */
+    alloc(&t, 0x3000, 500, S_USER);  /* t 10: in none */
+    alloc(&t, 0x4000, 1000, S_USER); /* t 20: in train */
+    alloc(&t, 0x5000, 1000, S_USER); /* t 30: in inner, inside train */
+    alloc(&t, 0x6000, 7, S_USER);    /* t 40: in inner at its END time */
+    alloc(&t, 0x7000, 7, S_USER);    /* t 50: in train again */
+    alloc(&t, 0x8000, 7, S_USER);    /* t 60: after every range? its END is inclusive */
+    alloc(&t, 0x9000, 7, S_USER);    /* t 70: after every range */
+    for (size_t i = 0; i < t.n; i++) {
+        t.ev[i].flags |= GM_EVENT_HAS_TIME;
+        t.ev[i].time_us = (int64_t)i * 10;
+    }
+    make_snapshot(&s, &d, &t);
+    s.has_time = true;
+    s.annotations = anns;
+    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
+    s.has_annotations = true;
+    assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
+    ao.rules = r;
+    assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
+    dev = &an->devices[0];
+    static const struct {
+        uint64_t addr;
+        bool custom;
+        enum gm_category cat;
+    } want[] = {
+        {0x1000, false, GM_CATEGORY_OTHER},     {0x3000, false, GM_CATEGORY_OTHER},
+        {0x4000, true, GM_CATEGORY_ACTIVATION}, {0x5000, true, GM_CATEGORY_GRADIENT},
+        {0x6000, true, GM_CATEGORY_GRADIENT},   {0x7000, true, GM_CATEGORY_ACTIVATION},
+        {0x8000, true, GM_CATEGORY_ACTIVATION}, {0x9000, false, GM_CATEGORY_OTHER},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        a = find(dev, want[i].addr, -2);
+        assert_non_null(a);
+        assert_int_equal(a->rule == GM_RULE_CUSTOM, want[i].custom);
+        if (want[i].custom)
+            assert_int_equal(a->category, want[i].cat);
+    }
+    gm_analysis_free(an);
+    gm_category_rules_free(r);
+}
+
+/* A rules file that cannot be used is refused with the rule and the reason. */
+static void test_category_rules_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        enum gm_status st;
+        const char *says;
+    } cases[] = {
+        {"[{\"category\": \"weights\", \"file\": \"x\"}]", GM_ERR_FORMAT, "must be one of"},
+        {"[{\"category\": \"other\", \"file\": \"x\", \"line\": 3}]", GM_ERR_FORMAT,
+         "unknown key"},
+        {"[{\"category\": \"other\"}]", GM_ERR_FORMAT, "has no"},
+        {"[{\"file\": \"x\"}]", GM_ERR_FORMAT, "has no \"category\""},
+        {"[{\"category\": \"other\", \"file\": \"(\"}]", GM_ERR_FORMAT, "not a valid"},
+        {"[{\"category\": \"other\", \"file\": \"(a)\\\\1\"}]", GM_ERR_FORMAT, "back-reference"},
+        {"[{\"category\": \"other\", \"file\": 3}]", GM_ERR_FORMAT, "must be a string"},
+        {"[{\"category\": \"other\", \"file\": \"\"}]", GM_ERR_FORMAT, "empty"},
+        {"{\"rule\": []}", GM_ERR_FORMAT, "expected"},
+        {"[1]", GM_ERR_FORMAT, "not an object"},
+    };
+    struct gm_category_rules *r = (struct gm_category_rules *)&r;
+    struct gm_error err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(gm_category_rules_parse(cases[i].text, strlen(cases[i].text), &r, &err),
+                         cases[i].st);
+        assert_null(r);
+        assert_non_null(strstr(err.msg, cases[i].says));
+    }
+    /* the limits: rules, bytes of one expression, bytes of the text */
+    char *big = malloc(GM_CATEGORY_RULES_MAX_BYTES + 2);
+    assert_non_null(big);
+    size_t n = 0;
+    n += (size_t)sprintf(big + n, "[");
+    for (int i = 0; i <= GM_CATEGORY_RULES_MAX; i++)
+        n += (size_t)sprintf(big + n, "%s{\"category\": \"other\", \"file\": \"f\"}", i ? "," : "");
+    sprintf(big + n, "]");
+    assert_int_equal(gm_category_rules_parse(big, strlen(big), &r, &err), GM_ERR_LIMIT);
+    n = (size_t)sprintf(big, "[{\"category\": \"other\", \"file\": \"");
+    memset(big + n, 'a', GM_CATEGORY_RULE_PATTERN_MAX + 1);
+    sprintf(big + n + GM_CATEGORY_RULE_PATTERN_MAX + 1, "\"}]");
+    assert_int_equal(gm_category_rules_parse(big, strlen(big), &r, &err), GM_ERR_LIMIT);
+    memset(big, ' ', GM_CATEGORY_RULES_MAX_BYTES + 1);
+    assert_int_equal(gm_category_rules_parse(big, GM_CATEGORY_RULES_MAX_BYTES + 1, &r, &err),
+                     GM_ERR_LIMIT);
+    free(big);
+    assert_int_equal(gm_category_rules_count(NULL), 0);
+    gm_category_rules_free(NULL);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -1083,6 +1223,8 @@ static void test_digest_reads_back_the_rank_of_its_snapshot(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_digest_reads_back_the_rank_of_its_snapshot),
     cmocka_unit_test(test_rank_from_file_names),
+    cmocka_unit_test(test_category_rules_first_match_wins),
+    cmocka_unit_test(test_category_rules_refused),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
     cmocka_unit_test(test_rank_files_of_a_folder),
