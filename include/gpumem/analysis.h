@@ -441,6 +441,92 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
                                          struct gm_snapshot_live_group **out, size_t *n_out,
                                          struct gm_error *err);
 
+/* ---- memory inside spans of the trace: annotations, compile regions, windows ----
+ *
+ * A region is a span of a device's trace with a name: a record_function range of the file's
+ * external_annotations (any name, not only gpumem.phase marks; START to END by time, as
+ * gm_snapshot_annotation_ranges() pairs them), a run of consecutive events that share one
+ * torch.compile context (compile_context other than "N/A"), or a window the caller names by
+ * time or event.  For each: the allocated bytes when it starts (after the last event
+ * before it), when it ends (after its last event) and the most inside it (after one of its
+ * events, or at its start), counted as the analysis counts them (its peak is the
+ * timeline's). */
+enum gm_region_kind {
+    GM_REGION_ANNOTATION = 0, /* record_function ranges */
+    GM_REGION_COMPILE,        /* torch.compile contexts */
+    GM_REGION_WINDOW,         /* a window given by the caller */
+};
+
+struct gm_analysis_region {
+    const char *name;   /* annotation or compile context (borrowed from the snapshot); NULL
+                         * for a window */
+    bool has_time;      /* start_us/end_us are valid */
+    int64_t start_us;   /* annotation: its START; otherwise its first event's time */
+    int64_t end_us;     /* annotation: its END (INT64_MAX: never closed); else last event's */
+    int64_t first_event; /* inclusive; first_event > last_event: no event inside */
+    int64_t last_event;
+    uint64_t start_bytes; /* allocated when it starts */
+    uint64_t end_bytes;   /* allocated when it ends */
+    uint64_t peak_bytes;  /* the most allocated inside it */
+    int64_t peak_event;   /* after that event; first_event - 1 (-1: the initial state) when
+                           * the most was at its start */
+};
+
+struct gm_analysis_regions {
+    struct gm_analysis_region *v; /* in order of start (an outer range before the inner) */
+    size_t n;
+};
+
+/* The regions of 'kind' (ANNOTATION or COMPILE) of device 'dev' of 'an' into *out (release
+ * with gm_analysis_regions_release()).  A trace without times has no annotation region.
+ * Errors: GM_ERR_INVALID (kind WINDOW), GM_ERR_NOMEM. */
+enum gm_status gm_analysis_regions(const struct gm_analysis *an,
+                                   const struct gm_analysis_device *dev, enum gm_region_kind kind,
+                                   struct gm_analysis_regions *out, struct gm_error *err);
+void gm_analysis_regions_release(struct gm_analysis_regions *r);
+
+/* A window of a device's trace: from and to are event indexes, or (by_time) microseconds
+ * since the trace's first event; both inclusive. */
+struct gm_analysis_window {
+    bool by_time;
+    int64_t from, to;
+};
+
+/* The region of window 'w' of 'dev' into *out.  Errors: GM_ERR_INVALID (from after to, an
+ * event outside the trace, times on a trace without them), GM_ERR_NOMEM. */
+enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
+                                         const struct gm_analysis_device *dev,
+                                         const struct gm_analysis_window *w,
+                                         struct gm_analysis_region *out, struct gm_error *err);
+
+/* The allocation of address 'addr' that was the n-th (from 1) to be made there on 'dev'
+ * (those alive from before the trace first), as an index into dev->allocs.  Errors:
+ * GM_ERR_INVALID (no such allocation: the message says how many the address had). */
+enum gm_status gm_analysis_alloc_at_address(const struct gm_analysis_device *dev, uint64_t addr,
+                                            uint32_t n, size_t *index, struct gm_error *err);
+
+/* The gpumem.snapshot.regions/1 document of the regions of one file: {"schema",
+ * "gpumem_version", "file", "kind", "devices": [{"device", "peak_bytes", "regions": [{"name",
+ * "start_us", "end_us", "first_event", "last_event", "start_bytes", "end_bytes",
+ * "peak_bytes", "peak_event"}...]}]}, one entry per device of 'devs' ('n' of them). */
+enum gm_status gm_analysis_regions_json(FILE *f, const char *path, enum gm_region_kind kind,
+                                        const struct gm_analysis_device *const *devs,
+                                        const struct gm_analysis_regions *regions, size_t n,
+                                        struct gm_error *err);
+
+/* The gpumem.snapshot.window/1 document of one moment of device 'dev': {"schema",
+ * "gpumem_version", "file", "device", "window": region or null, "allocation": {"address",
+ * "nth", "bytes", "alloc_event", "free_event", "stack", "frames"} or null, "event" (the moment:
+ * the window's peak or the allocation's event), "allocated_bytes" then, "live": [{"bytes",
+ * "count", "stack", "frames"}...] (the groups 'live', at most 'top'; 0: all)}. */
+enum gm_status gm_analysis_window_json(FILE *f, const char *path, const struct gm_analysis *an,
+                                       const struct gm_analysis_device *dev,
+                                       const struct gm_analysis_region *window,
+                                       const struct gm_analysis_alloc *alloc, uint32_t nth,
+                                       int64_t event, uint64_t allocated,
+                                       const struct gm_snapshot_live_group *live, size_t n_live,
+                                       size_t top, struct gm_error *err);
+
 /* ---- the peak of each device and what is alive there ----
  *
  * What `gpumem snapshot peak` shows: the peak of memory_viz's Active Memory Timeline per
