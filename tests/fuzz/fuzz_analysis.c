@@ -36,6 +36,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 uint32_t ids[8];
                 (void)gm_snapshot_stack_frames(s, dev->leaks[l].stack, ids, 8);
             }
+            /* regions never peak above the device, and the whole trace's window finds its
+             * peak */
+            for (int kind = GM_REGION_ANNOTATION; kind <= GM_REGION_COMPILE; kind++) {
+                struct gm_analysis_regions r;
+                if (gm_analysis_regions(an, dev, (enum gm_region_kind)kind, &r, &err) != GM_OK)
+                    continue;
+                for (size_t g = 0; g < r.n; g++)
+                    if (r.v[g].peak_bytes > dev->peak_bytes)
+                        __builtin_trap();
+                gm_analysis_regions_release(&r);
+            }
+            if (dev->n_events) {
+                struct gm_analysis_window win = {false, 0, (int64_t)dev->n_events - 1};
+                struct gm_analysis_region w;
+                if (gm_analysis_window_region(an, dev, &win, &w, &err) == GM_OK &&
+                    dev->peak_event >= 0 && w.peak_bytes != dev->peak_bytes)
+                    __builtin_trap();
+            }
         }
         if (gm_analysis_diff(an, an, &d, &err) == GM_OK)
             gm_analysis_diff_free(d);

@@ -619,6 +619,121 @@ static void test_category_rules_first_match_wins(void **state)
     gm_category_rules_free(r);
 }
 
+/* Regions: every record_function range (any name) with the bytes at its start, its end
+ * and the most inside it; windows by event and by time; the n-th allocation of an address. */
+static void test_regions_and_windows(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_analysis_regions r;
+    struct gm_analysis_region w;
+    const struct gm_snapshot_annotation anns[] = {
+        {"load", "START", 0, 0, true},
+        {"load", "END", 0, 15, false},
+        {"Optimizer.step#Adam.step", "START", 0, 16, true}, /* never closed */
+        {"train", "START", 0, 20, true},
+        {"inner", "START", 0, 30, true},
+        {"inner", "END", 0, 40, false},
+        {"train", "END", 0, 60, false},
+        {"gap", "START", 0, 84, true}, /* no event inside */
+        {"gap", "END", 0, 86, false},
+        {"load", "START", 1, 0, true}, /* another device */
+    };
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER);  /* e0 t0: 100 */
+    alloc(&t, 0x2000, 100, S_USER);  /* e1 t10: 200 */
+    alloc(&t, 0x3000, 500, S_USER);  /* e2 t20: 700 */
+    alloc(&t, 0x4000, 1000, S_USER); /* e3 t30: 1700 */
+    release(&t, 0x4000, 1000, S_USER); /* e4 t40: 1700, e5 t50: 700 */
+    release(&t, 0x3000, 500, S_USER);  /* e6 t60: 700, e7 t70: 200 */
+    alloc(&t, 0x5000, 7, S_USER);      /* e8 t80: 207 */
+    for (size_t i = 0; i < t.n; i++) {
+        t.ev[i].flags |= GM_EVENT_HAS_TIME;
+        t.ev[i].time_us = (int64_t)i * 10;
+    }
+    make_snapshot(&s, &d, &t);
+    s.has_time = true;
+    s.annotations = anns;
+    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
+    s.has_annotations = true;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
+    static const struct {
+        const char *name;
+        int64_t first, last;
+        uint64_t start, peak, end;
+        int64_t peak_event;
+    } want[] = {
+        {"load", 0, 1, 0, 200, 200, 1},
+        {"Optimizer.step#Adam.step", 2, 8, 200, 1700, 207, 3},
+        {"train", 2, 6, 200, 1700, 700, 3},
+        {"inner", 3, 4, 700, 1700, 1700, 3},
+        {"gap", 9, 8, 207, 207, 207, 8},
+    };
+    assert_int_equal(r.n, 5);
+    for (size_t i = 0; i < r.n; i++) {
+        assert_string_equal(r.v[i].name, want[i].name);
+        assert_int_equal(r.v[i].first_event, want[i].first);
+        assert_int_equal(r.v[i].last_event, want[i].last);
+        assert_int_equal(r.v[i].start_bytes, want[i].start);
+        assert_int_equal(r.v[i].peak_bytes, want[i].peak);
+        assert_int_equal(r.v[i].end_bytes, want[i].end);
+        assert_int_equal(r.v[i].peak_event, want[i].peak_event);
+    }
+    assert_int_equal(r.v[1].end_us, INT64_MAX);
+    gm_analysis_regions_release(&r);
+    /* no compile context anywhere: no compile region */
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_WINDOW, &r, &err), GM_ERR_INVALID);
+
+    /* windows: the whole trace holds the device's peak; one after the peak peaks at its start */
+    struct gm_analysis_window win = {false, 0, 8};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.peak_bytes, dev->peak_bytes);
+    assert_int_equal(w.peak_event, dev->peak_event);
+    win = (struct gm_analysis_window){false, 5, 8};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.start_bytes, 1700);
+    assert_int_equal(w.peak_bytes, 1700);
+    assert_int_equal(w.peak_event, 4);
+    assert_int_equal(w.end_bytes, 207);
+    win = (struct gm_analysis_window){true, 25, 45}; /* events 3, 4 */
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.first_event, 3);
+    assert_int_equal(w.last_event, 4);
+    assert_int_equal(w.start_bytes, 700);
+    win = (struct gm_analysis_window){false, 3, 9};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_ERR_INVALID);
+    win = (struct gm_analysis_window){false, 4, 3};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_ERR_INVALID);
+    gm_analysis_free(an);
+
+    /* the n-th allocation of an address: the batch address is reused every iteration */
+    size_t ix;
+    int32_t last = -1;
+    build_trace(&t, false);
+    make_snapshot(&s, &d, &t);
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    dev = &an->devices[0];
+    for (uint32_t n = 1; n <= 4; n++) {
+        assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, n, &ix, &err), GM_OK);
+        assert_int_equal(dev->allocs[ix].addr, 0x2000);
+        assert_true(dev->allocs[ix].alloc_event > last);
+        last = dev->allocs[ix].alloc_event;
+    }
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, 5, &ix, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "4 times"));
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, 0, &ix, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x123, 1, &ix, &err), GM_ERR_INVALID);
+    gm_analysis_free(an);
+}
+
 /* A rules file that cannot be used is refused with the rule and the reason. */
 static void test_category_rules_refused(void **state)
 {
@@ -1225,6 +1340,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rank_from_file_names),
     cmocka_unit_test(test_category_rules_first_match_wins),
     cmocka_unit_test(test_category_rules_refused),
+    cmocka_unit_test(test_regions_and_windows),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
     cmocka_unit_test(test_rank_files_of_a_folder),
