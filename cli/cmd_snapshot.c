@@ -15,6 +15,7 @@ static const struct cli_command snapshot_commands[] = {
     {"oom", cmd_snapshot_oom, "fragmentation at the peak and at out-of-memory events"},
     {"regions", cmd_snapshot_regions, "memory at the start, end and peak of each annotation"},
     {"window", cmd_snapshot_window, "the peak in a window of the trace, or at one allocation"},
+    {"files", cmd_snapshot_files, "memory by source file, or by function of one file; compare"},
     {"replay", cmd_snapshot_replay,
      "replay the trace through the allocator model; what-if settings"},
     {"digest", cmd_snapshot_digest, "one rank's results in a small file, for the job's commands"},

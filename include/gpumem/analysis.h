@@ -527,6 +527,69 @@ enum gm_status gm_analysis_window_json(FILE *f, const char *path, const struct g
                                        const struct gm_snapshot_live_group *live, size_t n_live,
                                        size_t top, struct gm_error *err);
 
+/* ---- memory by source file, and by the functions of one file ----
+ *
+ * Each allocation is attributed to one frame of its stack: by file, the file of its user
+ * frame (gm_snapshot_stack_user_frame()); with a file named by the end of its path, the
+ * innermost frame in that file (allocations whose stack never passes through it are
+ * counted apart).  A row sums what is attributed to one file, or to one function of the
+ * named file: the bytes alive at the device's peak and over the whole trace.  Frames record
+ * a function's name, not its class: methods of two classes with one name share a row. */
+struct gm_analysis_file_row {
+    const char *filename; /* borrowed from the snapshot */
+    const char *function; /* NULL for a row of a whole file */
+    int64_t first_line;   /* the least line of its frames (by line: its line) */
+    uint64_t bytes_at_peak;
+    uint64_t count_at_peak;
+    uint64_t bytes_allocated; /* by the allocations made during the trace */
+    uint64_t count_allocated;
+};
+
+struct gm_analysis_files {
+    struct gm_analysis_file_row *rows; /* largest at the peak first, then allocated */
+    size_t n;
+    uint64_t other_at_peak;      /* bytes alive at the peak attributed to no row */
+    uint64_t other_allocated;
+    bool by_line;                /* a row per line of the file, not per function */
+};
+
+/* The rows of device 'dev' of 'an': by file when 'suffix' is NULL, else by function of the
+ * file(s) whose path ends with 'suffix' (whole components, '/' and '\\' alike), or with
+ * 'by_line' by line of them (two classes' methods of one name sit on different lines).
+ * Release with gm_analysis_files_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_files(const struct gm_analysis *an,
+                                 const struct gm_analysis_device *dev, const char *suffix,
+                                 bool by_line, struct gm_analysis_files *out,
+                                 struct gm_error *err);
+void gm_analysis_files_release(struct gm_analysis_files *f);
+
+/* One row of two snapshots' rows matched by file and function (either may be absent). */
+struct gm_analysis_file_change {
+    const char *filename, *function;
+    const struct gm_analysis_file_row *a, *b; /* NULL when absent from that side */
+    int64_t delta_at_peak;                     /* b - a, bytes */
+};
+
+/* The rows of 'a' and 'b' matched by file and function, the largest change at the peak
+ * first, into *out and *n (gm_free(), the caller's; they borrow a and b).  Errors:
+ * GM_ERR_NOMEM. */
+enum gm_status gm_analysis_files_compare(const struct gm_analysis_files *a,
+                                         const struct gm_analysis_files *b,
+                                         struct gm_analysis_file_change **out, size_t *n,
+                                         struct gm_error *err);
+
+/* The gpumem.snapshot.files/1 document: {"schema", "gpumem_version", "files": [paths],
+ * "device", "source_file": suffix or null, "rows": [{"filename", "function", "first_line",
+ * "bytes_at_peak", "count_at_peak", "bytes_allocated", "count_allocated"}...],
+ * "other_at_peak_bytes", "other_allocated_bytes"} of one file ('b' NULL); of two, "rows" are
+ * the changes [{"filename", "function", "a": row or null, "b": row or null,
+ * "delta_at_peak_bytes"}...] and "other_at_peak_bytes" a pair. */
+enum gm_status gm_analysis_files_json(FILE *f, const char *const *paths, int32_t device,
+                                      const char *suffix, const struct gm_analysis_files *a,
+                                      const struct gm_analysis_files *b,
+                                      const struct gm_analysis_file_change *changes,
+                                      size_t n_changes, struct gm_error *err);
+
 /* ---- the peak of each device and what is alive there ----
  *
  * What `gpumem snapshot peak` shows: the peak of memory_viz's Active Memory Timeline per
