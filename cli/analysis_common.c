@@ -83,6 +83,16 @@ void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an)
     gm_snapshot_free(snap);
 }
 
+const struct gm_analysis_device *ana_cli_device(const struct gm_analysis *an, int32_t want)
+{
+    if (want >= 0)
+        return gm_analysis_device_by_index(an, want);
+    for (size_t d = 0; d < an->n_devices; d++)
+        if (an->devices[d].n_events)
+            return &an->devices[d];
+    return NULL;
+}
+
 const char *ana_cli_short(char *buf, size_t n, uint64_t bytes)
 {
     if (bytes < 1024)

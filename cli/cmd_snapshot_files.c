@@ -12,17 +12,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* The device of 'an' to show: 'want', or the first with a trace (else the first). */
-static const struct gm_analysis_device *pick(const struct gm_analysis *an, int32_t want)
-{
-    if (want >= 0)
-        return gm_analysis_device_by_index(an, want);
-    for (size_t d = 0; d < an->n_devices; d++)
-        if (an->devices[d].n_events)
-            return &an->devices[d];
-    return an->n_devices ? &an->devices[0] : NULL;
-}
-
 static void row_name(char *buf, size_t n, const char *suffix, const struct gm_analysis_file_row *r,
                      const char *filename, const char *function)
 {
@@ -143,9 +132,13 @@ int cmd_snapshot_files(int argc, char **argv)
         return rc;
     const struct gm_analysis_device *devs[2] = {NULL, NULL};
     for (int i = 0; i < n_pos && rc == 0; i++) {
-        devs[i] = pick(ans[i], device);
-        if (!devs[i])
+        devs[i] = ana_cli_device(ans[i], device);
+        if (!devs[i] && device < 0 && ans[i]->n_devices)
+            devs[i] = &ans[i]->devices[0]; /* no trace: what the snapshot holds */
+        if (!devs[i] && device >= 0)
             rc = cli_usage(argv[0], "%s has no device %d", snapcli_name(argv[i + 1]), device);
+        else if (!devs[i])
+            rc = cli_usage(argv[0], "%s has no trace events", snapcli_name(argv[i + 1]));
         else if (gm_analysis_files(ans[i], devs[i], suffix, lines, &fs[i], &err) != GM_OK)
             rc = cli_fail(argv[0], &err);
     }

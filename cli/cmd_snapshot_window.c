@@ -177,18 +177,11 @@ static int window_one(void *ctx, char *path)
     int rc = ana_cli_open(j->cmd, path, &lo, &snap, &an);
     if (rc)
         return rc;
-    if (j->device >= 0) {
-        dev = gm_analysis_device_by_index(an, j->device);
-        if (!dev)
-            rc = cli_usage(j->cmd, "%s has no device %d", snapcli_name(path), (int)j->device);
-    } else {
-        /* the first device with a trace */
-        for (size_t d = 0; d < an->n_devices && !dev; d++)
-            if (an->devices[d].n_events)
-                dev = &an->devices[d];
-        if (!dev)
-            rc = cli_usage(j->cmd, "%s has no trace events", snapcli_name(path));
-    }
+    dev = ana_cli_device(an, j->device);
+    if (!dev && j->device >= 0)
+        rc = cli_usage(j->cmd, "%s has no device %d", snapcli_name(path), (int)j->device);
+    else if (!dev)
+        rc = cli_usage(j->cmd, "%s has no trace events", snapcli_name(path));
     if (rc == 0)
         rc = window_device(j, path, an, dev);
     ana_cli_close(snap, an);

@@ -529,6 +529,22 @@ static void test_user_phases(void **state)
     gm_analysis_free(an);
 }
 
+/* make_snapshot() with event k at time 10 k us and the annotations anns[n]. */
+static void make_timed_snapshot(struct gm_snapshot *s, struct gm_snapshot_device *d,
+                                struct trace *t, const struct gm_snapshot_annotation *anns,
+                                size_t n)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        t->ev[i].flags |= GM_EVENT_HAS_TIME;
+        t->ev[i].time_us = (int64_t)i * 10;
+    }
+    make_snapshot(s, d, t);
+    s->has_time = true;
+    s->annotations = anns;
+    s->n_annotations = n;
+    s->has_annotations = true;
+}
+
 /* The user's category rules come before the built-in ones, the first that matches wins,
  * frame expressions search file and function names, annotation expressions the
  * record_function ranges open at the allocation (both must match when a rule has both). */
@@ -585,15 +601,7 @@ static void test_category_rules_first_match_wins(void **state)
     alloc(&t, 0x7000, 7, S_USER);    /* t 50: in train again */
     alloc(&t, 0x8000, 7, S_USER);    /* t 60: after every range? its END is inclusive */
     alloc(&t, 0x9000, 7, S_USER);    /* t 70: after every range */
-    for (size_t i = 0; i < t.n; i++) {
-        t.ev[i].flags |= GM_EVENT_HAS_TIME;
-        t.ev[i].time_us = (int64_t)i * 10;
-    }
-    make_snapshot(&s, &d, &t);
-    s.has_time = true;
-    s.annotations = anns;
-    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
-    s.has_annotations = true;
+    make_timed_snapshot(&s, &d, &t, anns, sizeof(anns) / sizeof(anns[0]));
     assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
     ao.rules = r;
     assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
@@ -651,15 +659,7 @@ static void test_regions_and_windows(void **state)
     release(&t, 0x4000, 1000, S_USER); /* e4 t40: 1700, e5 t50: 700 */
     release(&t, 0x3000, 500, S_USER);  /* e6 t60: 700, e7 t70: 200 */
     alloc(&t, 0x5000, 7, S_USER);      /* e8 t80: 207 */
-    for (size_t i = 0; i < t.n; i++) {
-        t.ev[i].flags |= GM_EVENT_HAS_TIME;
-        t.ev[i].time_us = (int64_t)i * 10;
-    }
-    make_snapshot(&s, &d, &t);
-    s.has_time = true;
-    s.annotations = anns;
-    s.n_annotations = sizeof(anns) / sizeof(anns[0]);
-    s.has_annotations = true;
+    make_timed_snapshot(&s, &d, &t, anns, sizeof(anns) / sizeof(anns[0]));
     assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
     const struct gm_analysis_device *dev = &an->devices[0];
     assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
