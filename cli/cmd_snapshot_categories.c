@@ -120,6 +120,19 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         if (rules[r])
             printf("    %-14s %12s  %s\n", gm_rule_name((enum gm_rule)r),
                    ana_cli_short(b1, sizeof(b1), rules[r]), gm_rule_text((enum gm_rule)r));
+    if (an->n_user_rules) {
+        uint64_t b[GM_CATEGORY_RULES_MAX];
+        size_t n = an->n_user_rules < GM_CATEGORY_RULES_MAX ? an->n_user_rules
+                                                            : GM_CATEGORY_RULES_MAX;
+        char name[80];
+        gm_analysis_user_rules_at(dev, dev->peak_event, b, n);
+        printf("  your rules at the peak (--categories; the first match wins):\n");
+        for (size_t i = 0; i < n; i++)
+            printf("    %-24s %-16s %12s\n",
+                   snapcli_safe(name, sizeof(name), an->user_rule_names[i]),
+                   gm_category_name((enum gm_category)an->user_rule_categories[i]),
+                   ana_cli_short(b1, sizeof(b1), b[i]));
+    }
     if (dev->n_events) {
         printf("  phases (share of %zu trace events):", dev->n_events);
         for (int p = 1; p <= GM_PHASE_COUNT; p++) {

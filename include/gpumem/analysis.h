@@ -128,6 +128,7 @@ struct gm_analysis_alloc {
     uint8_t rule;                 /* enum gm_rule */
     uint8_t phase;                /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
     uint8_t free_phase;           /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
+    uint8_t user_rule;            /* GM_RULE_CUSTOM: 1 + the index of the user's rule, else 0 */
     int32_t iteration;            /* iteration of the alloc, -1 outside any */
 };
 
@@ -357,6 +358,11 @@ struct gm_analysis {
     bool expandable_segments;
     int64_t max_split_size; /* bytes, -1: unlimited / unknown */
     double gc_threshold;    /* 0: off / unknown */
+    /* the user's category rules it applied (gm_analysis_opts.rules), copied: rule i's name
+     * (its "name", else "rule <i+1>") and category */
+    const char **user_rule_names;
+    const uint8_t *user_rule_categories; /* enum gm_category */
+    size_t n_user_rules;
     void *priv_;            /* arena; internal */
 };
 
@@ -367,10 +373,12 @@ struct gm_analysis {
  * stack (a frame's file name, its function name: both must match one frame when both are
  * given) and on the record_function annotations open when it was allocated.  A rule
  * matches when each of its expressions does; the first rule that matches gives the
- * allocation its category (rule GM_RULE_CUSTOM) and the built-in rules decide the rest.
+ * allocation its category (rule GM_RULE_CUSTOM, and the rule's index in user_rule) and the
+ * built-in rules decide the rest.  A rule may have a "name" (at most 64 bytes) that names
+ * what it finds ("attention"): the bytes each rule decided are reported by that name.
  * Read from JSON (docs/analysis.md shows the format):
- *   {"rules": [{"category": "activation", "file": "models/attention\\.py$",
- *               "function": "^forward$"},
+ *   {"rules": [{"name": "attention", "category": "activation",
+ *               "file": "models/attention\\.py$", "function": "^forward$"},
  *              {"category": "input", "annotation": "^data_loading"}]}
  * (a top-level array of rules is read too). */
 #define GM_CATEGORY_RULES_MAX        64          /* rules in one file */
@@ -396,6 +404,11 @@ void gm_category_rules_free(struct gm_category_rules *r);
 
 /* How many rules; 0 for NULL. */
 size_t gm_category_rules_count(const struct gm_category_rules *r);
+
+/* The bytes alive after 'event' of 'dev' (-1: the initial state) that each of the user's
+ * rules decided, into out[an->n_user_rules]. */
+void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event,
+                               uint64_t *out, size_t n);
 
 struct gm_analysis_opts {
     uint32_t max_points; /* points per device in the series; 0: 2000 */

@@ -625,7 +625,9 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     enum gm_category user_cat;
 
     /* the user's rules first, in their order */
-    if (ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat) >= 0) {
+    int user_rule = ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat);
+    a->user_rule = (uint8_t)(user_rule + 1);
+    if (user_rule >= 0) {
         set_cat(a, user_cat, GM_RULE_CUSTOM);
         return;
     }
@@ -1525,6 +1527,8 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
         return st;
     }
     cls.rules = &rules;
+    if ((st = ana_rules_keep(an, &priv->arena, opts ? opts->rules : NULL, err)) != GM_OK)
+        goto fail;
     an->n_devices = snap->n_devices;
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));

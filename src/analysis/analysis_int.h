@@ -63,6 +63,9 @@ struct ana_rules {
 enum gm_status ana_rules_init(struct ana_rules *u, const struct gm_category_rules *rules,
                               const struct gm_snapshot *snap, struct gm_error *err);
 void ana_rules_release(struct ana_rules *u);
+/* Copy the rules' names and categories into 'an' (its arena). */
+enum gm_status ana_rules_keep(struct gm_analysis *an, struct gm_arena *arena,
+                              const struct gm_category_rules *r, struct gm_error *err);
 /* Prepare the annotation rules for the device 'sd' (before its allocations are tried). */
 enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_device *sd,
                                 struct gm_error *err);

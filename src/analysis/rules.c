@@ -14,6 +14,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,7 +23,10 @@ enum { PAT_FILE, PAT_FUNCTION, PAT_ANNOTATION, PAT_COUNT };
 
 static const char *const pat_keys[PAT_COUNT] = {"file", "function", "annotation"};
 
+#define NAME_MAX_BYTES 64
+
 struct rule {
+    char name[NAME_MAX_BYTES + 1]; /* "" when the rule has none */
     enum gm_category category;
     bool has[PAT_COUNT];
     regex_t re[PAT_COUNT];
@@ -50,6 +54,32 @@ void gm_category_rules_free(struct gm_category_rules *r)
 size_t gm_category_rules_count(const struct gm_category_rules *r)
 {
     return r ? r->n : 0;
+}
+
+enum gm_status ana_rules_keep(struct gm_analysis *an, struct gm_arena *arena,
+                              const struct gm_category_rules *r, struct gm_error *err)
+{
+    char dflt[32];
+    uint8_t *cats;
+    if (!r || !r->n)
+        return GM_OK;
+    an->user_rule_names = gm_arena_calloc(arena, r->n, sizeof(*an->user_rule_names));
+    an->user_rule_categories = cats = gm_arena_calloc(arena, r->n, 1);
+    if (!an->user_rule_names || !cats)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for rules");
+    for (size_t i = 0; i < r->n; i++) {
+        const char *name = r->v[i].name;
+        if (!*name) {
+            snprintf(dflt, sizeof(dflt), "rule %zu", i + 1);
+            name = dflt;
+        }
+        an->user_rule_names[i] = gm_arena_strndup(arena, name, strlen(name));
+        if (!an->user_rule_names[i])
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for rules");
+        cats[i] = (uint8_t)r->v[i].category;
+    }
+    an->n_user_rules = r->n;
+    return GM_OK;
 }
 
 static bool category_named(const char *s, enum gm_category *out)
@@ -88,6 +118,16 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
                        i + 1);
     json_object_foreach(o, key, val) {
         int p;
+        if (!strcmp(key, "name")) {
+            if (!json_is_string(val) || !json_string_length(val) ||
+                json_string_length(val) > NAME_MAX_BYTES ||
+                strlen(json_string_value(val)) != json_string_length(val))
+                return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                               "category rule %zu: \"name\" must be a string of 1 to %d bytes",
+                               i + 1, NAME_MAX_BYTES);
+            memcpy(ru->name, json_string_value(val), json_string_length(val) + 1);
+            continue;
+        }
         if (!strcmp(key, "category")) {
             if (!json_is_string(val) || !category_named(json_string_value(val), &ru->category))
                 return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
@@ -102,8 +142,8 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
             ;
         if (p == PAT_COUNT)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                           "category rule %zu: unknown key \"%.64s\" (category, file, function, "
-                           "annotation)",
+                           "category rule %zu: unknown key \"%.64s\" (name, category, file, "
+                           "function, annotation)",
                            i + 1, key);
         if (!json_is_string(val))
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,

@@ -558,7 +558,8 @@ static void test_category_rules_first_match_wins(void **state)
     struct gm_error err;
     struct gm_category_rules *r = NULL;
     const char *text = "{\"rules\": ["
-                       "{\"category\": \"input\", \"file\": \"u/model\\\\.py$\", "
+                       "{\"name\": \"model inputs\", \"category\": \"input\", "
+                       "\"file\": \"u/model\\\\.py$\", "
                        "\"function\": \"^forward$\"},"
                        "{\"category\": \"parameter\", \"function\": \"^forward$\"}]}";
     build_trace(&t, true);
@@ -573,10 +574,23 @@ static void test_category_rules_first_match_wins(void **state)
     assert_non_null(a);
     assert_int_equal(a->category, GM_CATEGORY_INPUT);
     assert_int_equal(a->rule, GM_RULE_CUSTOM);
+    assert_int_equal(a->user_rule, 1);
+    /* the rules' names and categories are kept by the analysis, the second unnamed */
+    assert_int_equal(an->n_user_rules, 2);
+    assert_string_equal(an->user_rule_names[0], "model inputs");
+    assert_string_equal(an->user_rule_names[1], "rule 2");
+    assert_int_equal(an->user_rule_categories[1], GM_CATEGORY_PARAMETER);
+    {
+        uint64_t b[2];
+        gm_analysis_user_rules_at(dev, dev->peak_event, b, 2);
+        assert_int_equal(b[1], 0); /* the second rule never wins */
+        assert_true(b[0] > 0 && b[0] <= dev->at_peak[GM_CATEGORY_INPUT]);
+    }
     /* what no rule matches keeps its built-in category and rule */
     a = find(dev, 0x1000, -2);
     assert_int_equal(a->category, GM_CATEGORY_PARAMETER);
     assert_int_equal(a->rule, GM_RULE_PARAM_FRAMES);
+    assert_int_equal(a->user_rule, 0);
     a = find(dev, 0x6000, -2);
     assert_int_equal(a->category, GM_CATEGORY_OPTIMIZER_STATE);
     gm_analysis_free(an);
@@ -754,6 +768,8 @@ static void test_category_rules_refused(void **state)
         {"[{\"category\": \"other\", \"file\": \"\"}]", GM_ERR_FORMAT, "empty"},
         {"{\"rule\": []}", GM_ERR_FORMAT, "expected"},
         {"[1]", GM_ERR_FORMAT, "not an object"},
+        {"[{\"name\": \"\", \"category\": \"other\", \"file\": \"x\"}]", GM_ERR_FORMAT,
+         "\"name\" must be"},
     };
     struct gm_category_rules *r = (struct gm_category_rules *)&r;
     struct gm_error err;
