@@ -92,17 +92,23 @@ static bool category_named(const char *s, enum gm_category *out)
     return false;
 }
 
-/* A back-reference (\1..\9) makes matching exponential in glibc: refused. */
-static bool has_backref(const char *s)
+/* What glibc cannot compile or match in bounded time is refused: a back-reference
+ * (\1..\9: exponential matching) and more than one bounded repetition {m,n} (nested ones
+ * multiply the automaton: "((a{0,64}){0,64})x" takes minutes). */
+static const char *too_costly(const char *s)
 {
-    for (; *s; s++)
+    int braces = 0;
+    for (; *s; s++) {
         if (*s == '\\') {
             if (s[1] >= '1' && s[1] <= '9')
-                return true;
+                return "uses a back-reference (\\1..\\9)";
             if (s[1])
                 s++;
+        } else if (*s == '{' && ++braces > 1) {
+            return "has more than one bounded repetition {m,n}";
         }
-    return false;
+    }
+    return NULL;
 }
 
 static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o,
@@ -157,11 +163,11 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
         if (strlen(pat) != len || !len)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "category rule %zu: \"%s\" is empty or holds a NUL", i + 1, key);
-        if (has_backref(pat))
+        const char *why = too_costly(pat);
+        if (why)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                           "category rule %zu: \"%s\" uses a back-reference (\\1..\\9), which "
-                           "is not supported",
-                           i + 1, key);
+                           "category rule %zu: \"%s\" %s, which is not supported", i + 1, key,
+                           why);
         int rc = regcomp(&ru->re[p], pat, REG_EXTENDED | REG_NOSUB);
         if (rc) {
             char why[128];
