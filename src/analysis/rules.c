@@ -163,11 +163,11 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
         if (strlen(pat) != len || !len)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "category rule %zu: \"%s\" is empty or holds a NUL", i + 1, key);
-        const char *why = too_costly(pat);
-        if (why)
+        const char *costly = too_costly(pat);
+        if (costly)
             return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                            "category rule %zu: \"%s\" %s, which is not supported", i + 1, key,
-                           why);
+                           costly);
         int rc = regcomp(&ru->re[p], pat, REG_EXTENDED | REG_NOSUB);
         if (rc) {
             char why[128];
