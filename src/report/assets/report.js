@@ -18,7 +18,7 @@
     'optimizer temporaries', 'other', 'unknown (no analysis)'];
   const PHASE_FILL = [null, 'rgba(255,127,14,0.09)', 'rgba(31,119,180,0.09)', 'rgba(44,160,44,0.12)'];
   const PHASE_LABELS = ['other', 'forward', 'backward', 'optimizer step'];
-  const ANNOT_FILL = ['rgba(31,119,180,0.7)', 'rgba(255,127,14,0.7)', 'rgba(44,160,44,0.7)'];
+  const ANNOT_FILL = ['#263238', '#ad1457', '#00838f']; // apart from every category colour
   const UPHASE_FILL = ['rgba(148,103,189,0.10)', 'rgba(23,190,207,0.10)', 'rgba(188,189,34,0.12)', 'rgba(227,119,194,0.10)'];
   const GIB = 1073741824, MIB = 1048576, KIB = 1024;
   const $ = (id) => document.getElementById(id);
@@ -233,8 +233,11 @@
       ends[lane] = a[1];
       if (a[1] < view[0] || a[0] > view[1] || lane > 5) continue;
       const x0 = Math.max(M.l, X(a[0])), x1 = Math.min(M.l + c.pw, X(a[1]));
+      const y = M.t + c.ph - 5 * (lane + 1);
+      g.fillStyle = '#fff'; // a light edge keeps the bar apart from the areas under it
+      g.fillRect(x0 - 1, y - 1, Math.max(1, x1 - x0) + 2, 5);
       g.fillStyle = ANNOT_FILL[lane % ANNOT_FILL.length];
-      g.fillRect(x0, M.t + c.ph - 5 * (lane + 1), Math.max(1, x1 - x0), 4);
+      g.fillRect(x0, y, Math.max(1, x1 - x0), 3);
       n++;
     }
     return n;
