@@ -122,8 +122,8 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
                    ana_cli_short(b1, sizeof(b1), rules[r]), gm_rule_text((enum gm_rule)r));
     if (an->n_user_rules) {
         uint64_t b[GM_CATEGORY_RULES_MAX];
-        size_t n = an->n_user_rules < GM_CATEGORY_RULES_MAX ? an->n_user_rules
-                                                            : GM_CATEGORY_RULES_MAX;
+        size_t n =
+            an->n_user_rules < GM_CATEGORY_RULES_MAX ? an->n_user_rules : GM_CATEGORY_RULES_MAX;
         char name[80];
         gm_analysis_user_rules_at(dev, dev->peak_event, b, n);
         printf("  your rules at the peak (--categories; the first match wins):\n");

@@ -27,8 +27,10 @@ static void print_one(const struct gm_analysis_device *dev, const char *suffix,
                       const struct gm_analysis_files *f, uint64_t top)
 {
     char b1[64], b2[64], name[256];
-    printf("device %d: peak %s; %s\n", (int)dev->device, ana_cli_short(b1, sizeof(b1), dev->peak_bytes),
-           suffix ? "by function of the files ending in" : "by the file of each allocation's user frame");
+    printf("device %d: peak %s; %s\n", (int)dev->device,
+           ana_cli_short(b1, sizeof(b1), dev->peak_bytes),
+           suffix ? "by function of the files ending in"
+                  : "by the file of each allocation's user frame");
     if (suffix)
         printf("  %s\n", suffix);
     if (!f->n) {
@@ -36,8 +38,10 @@ static void print_one(const struct gm_analysis_device *dev, const char *suffix,
         return;
     }
     printf("  %-44s %12s %7s %14s %8s\n",
-           f->by_line ? "function:line" : suffix ? "function (first line)" : "file", "at peak",
-           "count", "allocated", "count");
+           f->by_line ? "function:line"
+           : suffix   ? "function (first line)"
+                      : "file",
+           "at peak", "count", "allocated", "count");
     for (size_t i = 0; i < f->n && (!top || i < top); i++) {
         const struct gm_analysis_file_row *r = &f->rows[i];
         char label[300];
@@ -70,10 +74,11 @@ static void print_two(const char *suffix, bool lines, const struct gm_analysis_f
             snprintf(name + strlen(name), sizeof(name) - strlen(name), ":%" PRId64,
                      (c[i].a ? c[i].a : c[i].b)->first_line);
         uint64_t a = c[i].a ? c[i].a->bytes_at_peak : 0, b = c[i].b ? c[i].b->bytes_at_peak : 0;
-        printf("  %-44s %12s %12s %12s%s\n", name,
-               c[i].a ? ana_cli_short(b1, sizeof(b1), a) : "-",
+        printf("  %-44s %12s %12s %12s%s\n", name, c[i].a ? ana_cli_short(b1, sizeof(b1), a) : "-",
                c[i].b ? ana_cli_short(b2, sizeof(b2), b) : "-", ana_cli_delta(b3, sizeof(b3), a, b),
-               !c[i].a ? "  (only in B)" : !c[i].b ? "  (only in A)" : "");
+               !c[i].a   ? "  (only in B)"
+               : !c[i].b ? "  (only in A)"
+                         : "");
     }
     if (top && n > top)
         printf("  ... %zu more (--top 0: all)\n", n - (size_t)top);

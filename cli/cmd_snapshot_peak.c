@@ -93,7 +93,8 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
     if (!fp->has_device)
         return GM_OK;
     struct gm_analysis_opts ao = {0, pw->rules};
-    if ((pw->ranks || pw->analysis || pw->rules) && gm_analysis_run(snap, &ao, &fp->an, err) != GM_OK)
+    if ((pw->ranks || pw->analysis || pw->rules) &&
+        gm_analysis_run(snap, &ao, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);
     return gm_analysis_peaks(snap, fp->an, &po, &fp->peaks, err);
 }

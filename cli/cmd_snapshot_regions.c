@@ -19,8 +19,8 @@ struct regions_job {
     uint64_t top, mem_limit;
 };
 
-static void print_device(const struct gm_analysis_device *dev,
-                         const struct gm_analysis_regions *r, const struct regions_job *j)
+static void print_device(const struct gm_analysis_device *dev, const struct gm_analysis_regions *r,
+                         const struct regions_job *j)
 {
     char b1[64], b2[64], b3[64], b4[64], name[41], ev[48];
     const char *what = j->compile ? "torch.compile context runs" : "record_function ranges";
@@ -30,9 +30,10 @@ static void print_device(const struct gm_analysis_device *dev,
                j->compile ? " (no trace entry names a compile_context other than N/A)" : "");
         return;
     }
-    printf("%zu %s; the device's peak %s\n", r->n, what, ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
-    printf("  %-40s %15s %12s %12s %12s %10s\n", j->compile ? "compile context" : "range",
-           "events", "at start", "peak inside", "at end", "change");
+    printf("%zu %s; the device's peak %s\n", r->n, what,
+           ana_cli_short(b1, sizeof(b1), dev->peak_bytes));
+    printf("  %-40s %15s %12s %12s %12s %10s\n", j->compile ? "compile context" : "range", "events",
+           "at start", "peak inside", "at end", "change");
     for (size_t i = 0; i < r->n && (!j->top || i < j->top); i++) {
         const struct gm_analysis_region *g = &r->v[i];
         snapcli_safe(name, sizeof(name), g->name ? g->name : "");
@@ -45,9 +46,8 @@ static void print_device(const struct gm_analysis_device *dev,
                ana_cli_short(b2, sizeof(b2), g->peak_bytes),
                ana_cli_short(b3, sizeof(b3), g->end_bytes),
                ana_cli_delta(b4, sizeof(b4), g->start_bytes, g->end_bytes),
-               g->peak_bytes == dev->peak_bytes && g->first_event <= g->last_event
-                   ? "  <- the peak"
-                   : "");
+               g->peak_bytes == dev->peak_bytes && g->first_event <= g->last_event ? "  <- the peak"
+                                                                                   : "");
     }
     if (j->top && r->n > j->top)
         printf("  ... %zu more (--top 0: all)\n", r->n - (size_t)j->top);
@@ -80,9 +80,8 @@ static int regions_one(void *ctx, char *path)
     if (rc == 0 && j->device >= 0 && !n)
         rc = cli_usage(j->cmd, "%s has no device %d", snapcli_name(path), (int)j->device);
     if (rc == 0 && j->json)
-        rc = cli_json_status(j->cmd,
-                             gm_analysis_regions_json(stdout, path, kind, devs, regs, n, &err),
-                             &err);
+        rc = cli_json_status(
+            j->cmd, gm_analysis_regions_json(stdout, path, kind, devs, regs, n, &err), &err);
     else if (rc == 0)
         for (size_t d = 0; d < n; d++)
             print_device(devs[d], &regs[d], j);

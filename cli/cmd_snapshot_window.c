@@ -118,12 +118,11 @@ static int window_device(const struct window_job *j, const char *path, const str
     for (size_t i = 0; i < n_live; i++)
         allocated += live[i].bytes;
     if (j->json) {
-        int rc = cli_json_status(j->cmd,
-                                 gm_analysis_window_json(stdout, path, an, dev,
-                                                         j->has_window ? &r : NULL, a, j->nth,
-                                                         event, allocated, live, n_live,
-                                                         (size_t)j->top, &err),
-                                 &err);
+        int rc = cli_json_status(
+            j->cmd,
+            gm_analysis_window_json(stdout, path, an, dev, j->has_window ? &r : NULL, a, j->nth,
+                                    event, allocated, live, n_live, (size_t)j->top, &err),
+            &err);
         gm_free(live);
         return rc;
     }
@@ -227,14 +226,15 @@ int cmd_snapshot_window(int argc, char **argv)
         return prc;
     if (n_pos != 1)
         return cli_usage(argv[0], n_pos ? "give one snapshot FILE" : "missing snapshot FILE");
-    struct window_job j = {argv[0], json, false, false, device, top, mem_limit, {false, 0, 0},
-                           0, 1};
+    struct window_job j = {argv[0], json,      false,         false, device,
+                           top,     mem_limit, {false, 0, 0}, 0,     1};
     if (at_alloc && (from || to))
         return cli_usage(argv[0], "--at-alloc or --from/--to: choose one");
     if (at_alloc) {
         if (parse_alloc(at_alloc, &j.addr, &j.nth))
-            return cli_usage(argv[0], "--at-alloc: expected ADDR or ADDR#N (0x7f2a40000000#2), "
-                                      "not '%s'",
+            return cli_usage(argv[0],
+                             "--at-alloc: expected ADDR or ADDR#N (0x7f2a40000000#2), "
+                             "not '%s'",
                              at_alloc);
         j.has_alloc = true;
     } else {

@@ -363,7 +363,7 @@ struct gm_analysis {
     const char **user_rule_names;
     const uint8_t *user_rule_categories; /* enum gm_category */
     size_t n_user_rules;
-    void *priv_;            /* arena; internal */
+    void *priv_; /* arena; internal */
 };
 
 /* ---- the user's category rules ----
@@ -381,9 +381,9 @@ struct gm_analysis {
  *               "file": "models/attention\\.py$", "function": "^forward$"},
  *              {"category": "input", "annotation": "^data_loading"}]}
  * (a top-level array of rules is read too). */
-#define GM_CATEGORY_RULES_MAX        64          /* rules in one file */
-#define GM_CATEGORY_RULES_MAX_BYTES  (64 << 10)  /* bytes of a rules file */
-#define GM_CATEGORY_RULE_PATTERN_MAX 512         /* bytes of one expression */
+#define GM_CATEGORY_RULES_MAX        64         /* rules in one file */
+#define GM_CATEGORY_RULES_MAX_BYTES  (64 << 10) /* bytes of a rules file */
+#define GM_CATEGORY_RULE_PATTERN_MAX 512        /* bytes of one expression */
 
 struct gm_category_rules;
 
@@ -391,8 +391,8 @@ struct gm_category_rules;
  * GM_ERR_FORMAT (not JSON, an unknown key or category, a rule without an expression, an
  * expression regcomp() refuses, saying which rule), GM_ERR_LIMIT (over the limits above),
  * GM_ERR_NOMEM. */
-enum gm_status gm_category_rules_parse(const char *text, size_t len,
-                                       struct gm_category_rules **out, struct gm_error *err);
+enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_category_rules **out,
+                                       struct gm_error *err);
 
 /* gm_category_rules_parse() of the file 'path' (a regular file of at most
  * GM_CATEGORY_RULES_MAX_BYTES).  Errors: those of the parse, GM_ERR_NOENT, GM_ERR_IO. */
@@ -407,8 +407,8 @@ size_t gm_category_rules_count(const struct gm_category_rules *r);
 
 /* The bytes alive after 'event' of 'dev' (-1: the initial state) that each of the user's
  * rules decided, into out[an->n_user_rules]. */
-void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event,
-                               uint64_t *out, size_t n);
+void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event, uint64_t *out,
+                               size_t n);
 
 struct gm_analysis_opts {
     uint32_t max_points; /* points per device in the series; 0: 2000 */
@@ -471,11 +471,11 @@ enum gm_region_kind {
 };
 
 struct gm_analysis_region {
-    const char *name;   /* annotation or compile context (borrowed from the snapshot); NULL
-                         * for a window */
-    bool has_time;      /* start_us/end_us are valid */
-    int64_t start_us;   /* annotation: its START; otherwise its first event's time */
-    int64_t end_us;     /* annotation: its END (INT64_MAX: never closed); else last event's */
+    const char *name;    /* annotation or compile context (borrowed from the snapshot); NULL
+                          * for a window */
+    bool has_time;       /* start_us/end_us are valid */
+    int64_t start_us;    /* annotation: its START; otherwise its first event's time */
+    int64_t end_us;      /* annotation: its END (INT64_MAX: never closed); else last event's */
     int64_t first_event; /* inclusive; first_event > last_event: no event inside */
     int64_t last_event;
     uint64_t start_bytes; /* allocated when it starts */
@@ -561,18 +561,17 @@ struct gm_analysis_file_row {
 struct gm_analysis_files {
     struct gm_analysis_file_row *rows; /* largest at the peak first, then allocated */
     size_t n;
-    uint64_t other_at_peak;      /* bytes alive at the peak attributed to no row */
+    uint64_t other_at_peak; /* bytes alive at the peak attributed to no row */
     uint64_t other_allocated;
-    bool by_line;                /* a row per line of the file, not per function */
+    bool by_line; /* a row per line of the file, not per function */
 };
 
 /* The rows of device 'dev' of 'an': by file when 'suffix' is NULL, else by function of the
  * file(s) whose path ends with 'suffix' (whole components, '/' and '\\' alike), or with
  * 'by_line' by line of them (two classes' methods of one name sit on different lines).
  * Release with gm_analysis_files_release().  Errors: GM_ERR_NOMEM. */
-enum gm_status gm_analysis_files(const struct gm_analysis *an,
-                                 const struct gm_analysis_device *dev, const char *suffix,
-                                 bool by_line, struct gm_analysis_files *out,
+enum gm_status gm_analysis_files(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                 const char *suffix, bool by_line, struct gm_analysis_files *out,
                                  struct gm_error *err);
 void gm_analysis_files_release(struct gm_analysis_files *f);
 
@@ -580,7 +579,7 @@ void gm_analysis_files_release(struct gm_analysis_files *f);
 struct gm_analysis_file_change {
     const char *filename, *function;
     const struct gm_analysis_file_row *a, *b; /* NULL when absent from that side */
-    int64_t delta_at_peak;                     /* b - a, bytes */
+    int64_t delta_at_peak;                    /* b - a, bytes */
 };
 
 /* The rows of 'a' and 'b' matched by file and function, the largest change at the peak

@@ -76,9 +76,9 @@ int ana_rules_match(struct ana_rules *u, uint32_t stack, int64_t alloc_event,
 
 struct ana_classifier {
     const struct gm_snapshot *snap;
-    uint16_t *frame_flags; /* per frame id */
-    uint16_t *stack_flags; /* per stack id, FR_STACK_DONE once computed */
-    uint32_t *caller;      /* per stack id: see ana_stack_caller(); CALLER_UNSET until done */
+    uint16_t *frame_flags;   /* per frame id */
+    uint16_t *stack_flags;   /* per stack id, FR_STACK_DONE once computed */
+    uint32_t *caller;        /* per stack id: see ana_stack_caller(); CALLER_UNSET until done */
     struct ana_rules *rules; /* the user's category rules (never NULL once analysing) */
 };
 

@@ -52,8 +52,7 @@ static const struct gm_snapshot_frame *frame_of(const struct builder *b, uint32_
 }
 
 /* The row of 'stack' (NO_ROW: none), made when first seen. */
-static enum gm_status row_of(struct builder *b, uint32_t stack, uint32_t *row,
-                             struct gm_error *err)
+static enum gm_status row_of(struct builder *b, uint32_t stack, uint32_t *row, struct gm_error *err)
 {
     if (stack < b->snap->n_stacks && b->row_of_stack[stack]) {
         *row = b->row_of_stack[stack] - 1;
@@ -98,12 +97,12 @@ static int cmp_rows(const void *x, const void *y)
     return c ? c : strcmp(a->function ? a->function : "", b->function ? b->function : "");
 }
 
-enum gm_status gm_analysis_files(const struct gm_analysis *an,
-                                 const struct gm_analysis_device *dev, const char *suffix,
-                                 bool by_line, struct gm_analysis_files *out, struct gm_error *err)
+enum gm_status gm_analysis_files(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                 const char *suffix, bool by_line, struct gm_analysis_files *out,
+                                 struct gm_error *err)
 {
-    struct builder b = {an->snap, suffix && *suffix ? suffix : NULL, by_line && suffix && *suffix,
-                        out, 0, NULL};
+    struct builder b = {
+        an->snap, suffix && *suffix ? suffix : NULL, by_line && suffix && *suffix, out, 0, NULL};
     int64_t k = dev->peak_event;
     enum gm_status st = GM_OK;
 

@@ -185,8 +185,8 @@ void gm_analysis_rules_at(const struct gm_analysis_device *dev, int64_t event,
     }
 }
 
-void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event,
-                               uint64_t *out, size_t n)
+void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event, uint64_t *out,
+                               size_t n)
 {
     memset(out, 0, n * sizeof(uint64_t));
     for (size_t i = 0; i < dev->n_allocs; i++) {

@@ -365,8 +365,9 @@ enum gm_status gm_analysis_alloc_at_address(const struct gm_analysis_device *dev
 
 static const char *kind_name(enum gm_region_kind k)
 {
-    return k == GM_REGION_COMPILE ? "compile_context"
-                                  : k == GM_REGION_WINDOW ? "window" : "annotation";
+    return k == GM_REGION_COMPILE  ? "compile_context"
+           : k == GM_REGION_WINDOW ? "window"
+                                   : "annotation";
 }
 
 static void json_region(struct gm_json *w, const struct gm_analysis_region *g)

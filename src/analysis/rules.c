@@ -122,7 +122,8 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
     if (!json_is_object(o))
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "category rule %zu is not an object",
                        i + 1);
-    json_object_foreach(o, key, val) {
+    json_object_foreach(o, key, val)
+    {
         int p;
         if (!strcmp(key, "name")) {
             if (!json_is_string(val) || !json_string_length(val) ||
@@ -191,8 +192,8 @@ static enum gm_status read_rule(struct gm_category_rules *r, size_t i, json_t *o
     return GM_OK;
 }
 
-enum gm_status gm_category_rules_parse(const char *text, size_t len,
-                                       struct gm_category_rules **out, struct gm_error *err)
+enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_category_rules **out,
+                                       struct gm_error *err)
 {
     struct gm_category_rules *r;
     json_t *root, *list;
@@ -213,8 +214,8 @@ enum gm_status gm_category_rules_parse(const char *text, size_t len,
     if (json_array_size(list) > GM_CATEGORY_RULES_MAX) {
         size_t n = json_array_size(list);
         json_decref(root);
-        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                       "category rules: %zu rules, more than %d", n, GM_CATEGORY_RULES_MAX);
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "category rules: %zu rules, more than %d",
+                       n, GM_CATEGORY_RULES_MAX);
     }
     r = gm_calloc(1, sizeof(*r));
     if (r)
@@ -374,8 +375,7 @@ enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_de
     gm_snapshot_cursor_init(&u->cursor, sd, 0);
     if (!u->rules || !u->rules->annotation_mask)
         return GM_OK;
-    if ((st = gm_snapshot_annotation_ranges(u->snap, sd->index, NULL, &r, &n, err)) != GM_OK ||
-        !n)
+    if ((st = gm_snapshot_annotation_ranges(u->snap, sd->index, NULL, &r, &n, err)) != GM_OK || !n)
         return st;
     /* each range opens at its start and closes after its end (times are whole us) */
     struct ana_rules_step *s = gm_malloc(2 * n * sizeof(*s));
@@ -443,8 +443,7 @@ static uint64_t annotation_mask(struct ana_rules *u, int64_t k)
     return lo ? u->steps[lo - 1].mask : 0;
 }
 
-int ana_rules_match(struct ana_rules *u, uint32_t stack, int64_t alloc_event,
-                    enum gm_category *cat)
+int ana_rules_match(struct ana_rules *u, uint32_t stack, int64_t alloc_event, enum gm_category *cat)
 {
     const struct gm_category_rules *r = u->rules;
     if (!r)

@@ -360,8 +360,8 @@ static void write_annotations(struct gm_report_ctx *c, const struct gm_analysis_
     for (size_t i = 0; i < r.n; i++) {
         gm_json_begin_array(w);
         gm_report_num(w, (double)(r.v[i].start_us - ax->t0_us));
-        gm_report_num(w, r.v[i].end_us == INT64_MAX ? ax->x_end
-                                                   : (double)(r.v[i].end_us - ax->t0_us));
+        gm_report_num(w,
+                      r.v[i].end_us == INT64_MAX ? ax->x_end : (double)(r.v[i].end_us - ax->t0_us));
         gm_json_str(w, r.v[i].name);
         gm_json_u64(w, r.v[i].start_bytes);
         gm_json_u64(w, r.v[i].peak_bytes);

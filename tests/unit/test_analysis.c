@@ -598,9 +598,9 @@ static void test_category_rules_first_match_wins(void **state)
 
     /* annotations: 'inner' inside 'train', by time */
     const struct gm_snapshot_annotation anns[] = {
-        {"load", "START", 0, 0, true},    {"load", "END", 0, 15, false},
-        {"train", "START", 0, 20, true},  {"inner", "START", 0, 30, true},
-        {"inner", "END", 0, 40, false},   {"train", "END", 0, 60, false},
+        {"load", "START", 0, 0, true},   {"load", "END", 0, 15, false},
+        {"train", "START", 0, 20, true}, {"inner", "START", 0, 30, true},
+        {"inner", "END", 0, 40, false},  {"train", "END", 0, 60, false},
         {"inner", "START", 1, 0, true}, /* another device */
     };
     text = "[{\"category\": \"gradient\", \"annotation\": \"^inner$\"},"
@@ -666,10 +666,10 @@ static void test_regions_and_windows(void **state)
         {"load", "START", 1, 0, true}, /* another device */
     };
     t.n = 0;
-    alloc(&t, 0x1000, 100, S_USER);  /* e0 t0: 100 */
-    alloc(&t, 0x2000, 100, S_USER);  /* e1 t10: 200 */
-    alloc(&t, 0x3000, 500, S_USER);  /* e2 t20: 700 */
-    alloc(&t, 0x4000, 1000, S_USER); /* e3 t30: 1700 */
+    alloc(&t, 0x1000, 100, S_USER);    /* e0 t0: 100 */
+    alloc(&t, 0x2000, 100, S_USER);    /* e1 t10: 200 */
+    alloc(&t, 0x3000, 500, S_USER);    /* e2 t20: 700 */
+    alloc(&t, 0x4000, 1000, S_USER);   /* e3 t30: 1700 */
     release(&t, 0x4000, 1000, S_USER); /* e4 t40: 1700, e5 t50: 700 */
     release(&t, 0x3000, 500, S_USER);  /* e6 t60: 700, e7 t70: 200 */
     alloc(&t, 0x5000, 7, S_USER);      /* e8 t80: 207 */
@@ -683,10 +683,8 @@ static void test_regions_and_windows(void **state)
         uint64_t start, peak, end;
         int64_t peak_event;
     } want[] = {
-        {"load", 0, 1, 0, 200, 200, 1},
-        {"Optimizer.step#Adam.step", 2, 8, 200, 1700, 207, 3},
-        {"train", 2, 6, 200, 1700, 700, 3},
-        {"inner", 3, 4, 700, 1700, 1700, 3},
+        {"load", 0, 1, 0, 200, 200, 1},     {"Optimizer.step#Adam.step", 2, 8, 200, 1700, 207, 3},
+        {"train", 2, 6, 200, 1700, 700, 3}, {"inner", 3, 4, 700, 1700, 1700, 3},
         {"gap", 9, 8, 207, 207, 207, 8},
     };
     assert_int_equal(r.n, 5);
@@ -758,8 +756,7 @@ static void test_category_rules_refused(void **state)
         const char *says;
     } cases[] = {
         {"[{\"category\": \"weights\", \"file\": \"x\"}]", GM_ERR_FORMAT, "must be one of"},
-        {"[{\"category\": \"other\", \"file\": \"x\", \"line\": 3}]", GM_ERR_FORMAT,
-         "unknown key"},
+        {"[{\"category\": \"other\", \"file\": \"x\", \"line\": 3}]", GM_ERR_FORMAT, "unknown key"},
         {"[{\"category\": \"other\"}]", GM_ERR_FORMAT, "has no"},
         {"[{\"file\": \"x\"}]", GM_ERR_FORMAT, "has no \"category\""},
         {"[{\"category\": \"other\", \"file\": \"(\"}]", GM_ERR_FORMAT, "not a valid"},
