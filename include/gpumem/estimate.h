@@ -37,6 +37,7 @@
 #ifndef GPUMEM_ESTIMATE_H
 #define GPUMEM_ESTIMATE_H
 
+#include "gpumem/alloc.h"
 #include "gpumem/analysis.h"
 #include "gpumem/error.h"
 #include "gpumem/model.h"
@@ -337,9 +338,11 @@ struct gm_job_runtime {
     uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
     uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
     double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
+    struct gm_alloc_conf alloc;  /* PYTORCH_CUDA_ALLOC_CONF the step replay runs with */
     uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */
     /* runtime around the tensors */
     uint64_t nccl_bytes; /* NCCL buffers per communicator (1 GiB) */
+    bool no_p2p;         /* GPUs without peer access: NCCL's buffers in host memory */
 };
 
 /* The software the job runs on, where memory depends on the version.  Versions are packed
@@ -634,8 +637,9 @@ struct gm_est_lora {
 };
 
 struct gm_est_serving {
-    uint64_t budget_bytes; /* vLLM: total x gpu_memory_utilization */
-    uint64_t non_torch_bytes;
+    uint64_t budget_bytes;           /* vLLM: total x gpu_memory_utilization */
+    uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
+    uint64_t non_torch_logged_bytes; /* vLLM: what its log prints as non-torch, by version */
     uint64_t activation_peak_bytes;
     uint64_t kv_bytes_per_token; /* all layers, one device */
     uint64_t kv_pool_bytes;
@@ -716,6 +720,16 @@ struct gm_est_range {
     unsigned sources; /* enum gm_est_uncertainty flags that spread the range */
 };
 
+/* Where in a replayed training step a segment was taken. */
+enum gm_est_replay_at {
+    GM_EST_AT_SETUP = 0, /* before the first step: weights, adapters, buffers */
+    GM_EST_AT_FORWARD,   /* a layer's forward (layer 1..L) */
+    GM_EST_AT_LOSS,      /* the loss: the logits and the loss's tensors, with its backward */
+    GM_EST_AT_BACKWARD,  /* a layer's backward (layer L..1) */
+    GM_EST_AT_OPTIMIZER, /* end of backward, optimizer step, zero_grad */
+    GM_EST_AT__COUNT
+};
+
 /* Peak reserved from the allocation sequence of the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c). */
 struct gm_est_replay {
@@ -734,6 +748,21 @@ struct gm_est_replay {
     bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
     bool wrap_synced; /* ... with sync_module_states' broadcast buckets */
     bool floor;       /* the fragmentation floor, not the replay, decided peak reserved */
+    /* the floor was above the capacity while the replay fits in it: peak reserved stops at
+     * the capacity, where the allocator frees its cache and retries (floor_bytes: the floor) */
+    bool at_capacity;
+    uint64_t floor_bytes;
+    /* oom: the request that failed on the capacity even after freeing the cache (request 0:
+     * not replayed on the capacity) */
+    struct {
+        uint64_t request; /* bytes asked for */
+        uint64_t live;    /* bytes of tensors live before it */
+        unsigned step;    /* replayed step, 0 = the first */
+        enum gm_est_replay_at at;
+        unsigned layer; /* 1..L in a layer's forward or backward, else 0 */
+        enum gm_est_stream stream;
+        enum gm_est_kind kind; /* its component's kind; GM_KIND__COUNT: a temporary of the step */
+    } failed;
 };
 
 struct gm_est_store; /* private: what backs an estimate's lists */
@@ -783,16 +812,6 @@ enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **ou
                                struct gm_error *err);
 /* Release an estimate and everything it holds; NULL is a no-op. */
 void gm_estimate_free(struct gm_estimate *e);
-
-/* Where in a replayed training step a segment was taken. */
-enum gm_est_replay_at {
-    GM_EST_AT_SETUP = 0, /* before the first step: weights, adapters, buffers */
-    GM_EST_AT_FORWARD,   /* a layer's forward (layer 1..L) */
-    GM_EST_AT_LOSS,      /* the loss: the logits and the loss's tensors, with its backward */
-    GM_EST_AT_BACKWARD,  /* a layer's backward (layer L..1) */
-    GM_EST_AT_OPTIMIZER, /* end of backward, optimizer step, zero_grad */
-    GM_EST_AT__COUNT
-};
 
 /* One segment (cudaMalloc) the step replay took, in the order it took them. */
 struct gm_est_replay_segment {

@@ -146,6 +146,8 @@ static void chunk_insert(struct blockset *s, size_t c, struct blockset_chunk *ch
     s->chunks[c] = ch;
     s->last[c] = ch->e[ch->n - 1];
     s->n_chunks++;
+    for (size_t k = c; k < s->n_chunks; k++)
+        s->chunks[k]->idx = k;
 }
 
 static void chunk_remove(struct blockset *s, size_t c)
@@ -154,6 +156,8 @@ static void chunk_remove(struct blockset *s, size_t c)
     memmove(s->chunks + c, s->chunks + c + 1, (s->n_chunks - c - 1) * sizeof(*s->chunks));
     memmove(s->last + c, s->last + c + 1, (s->n_chunks - c - 1) * sizeof(*s->last));
     s->n_chunks--;
+    for (size_t k = c; k < s->n_chunks; k++)
+        s->chunks[k]->idx = k;
     if (s->n_spare < GM_BLOCKSET_SPARE)
         s->spare[s->n_spare++] = ch;
     else
@@ -173,6 +177,7 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
         ch = s->spare[--s->n_spare];
         ch->n = 1;
         ch->e[0] = key;
+        b->chunk = ch;
         chunk_insert(s, 0, ch);
         s->n++;
         return GM_OK;
@@ -187,6 +192,8 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
         struct blockset_chunk *hi = s->spare[--s->n_spare];
         hi->n = GM_BLOCKSET_CHUNK / 2;
         memcpy(hi->e, ch->e + GM_BLOCKSET_CHUNK / 2, hi->n * sizeof(*hi->e));
+        for (size_t k = 0; k < hi->n; k++)
+            hi->e[k].b->chunk = hi;
         ch->n = GM_BLOCKSET_CHUNK / 2;
         s->last[p.c] = ch->e[ch->n - 1];
         chunk_insert(s, p.c + 1, hi);
@@ -198,6 +205,7 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
     }
     memmove(ch->e + p.i + 1, ch->e + p.i, (ch->n - p.i) * sizeof(*ch->e));
     ch->e[p.i] = key;
+    b->chunk = ch;
     ch->n++;
     s->last[p.c] = ch->e[ch->n - 1];
     s->n++;
@@ -209,24 +217,33 @@ static void chunk_merge_next(struct blockset *s, size_t c)
 {
     struct blockset_chunk *ch = s->chunks[c], *nx = s->chunks[c + 1];
     memcpy(ch->e + ch->n, nx->e, nx->n * sizeof(*ch->e));
+    for (size_t k = 0; k < nx->n; k++)
+        nx->e[k].b->chunk = ch;
     ch->n += nx->n;
     s->last[c] = ch->e[ch->n - 1];
     chunk_remove(s, c + 1);
 }
 
+/* by the block's chunk: no search (a block holds the chunk of the one set it is in) */
 bool alloc_blockset_erase(struct blockset *s, const struct block *b)
 {
-    struct blockset_ent key = block_key(s, b);
-    struct blockset_pos p = alloc_blockset_lower_bound(s, &key);
-    if (blockset_at(s, p) != b)
+    const struct blockset_chunk *ch = b->chunk;
+    struct blockset_pos p;
+    if (!ch || ch->idx >= s->n_chunks || s->chunks[ch->idx] != ch)
         return false;
-    alloc_blockset_erase_at(s, p);
-    return true;
+    p.c = ch->idx;
+    for (p.i = 0; p.i < ch->n; p.i++)
+        if (ch->e[p.i].b == b) {
+            alloc_blockset_erase_at(s, p);
+            return true;
+        }
+    return false;
 }
 
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
 {
     struct blockset_chunk *ch = s->chunks[p.c];
+    ch->e[p.i].b->chunk = NULL;
     memmove(ch->e + p.i, ch->e + p.i + 1, (ch->n - p.i - 1) * sizeof(*ch->e));
     ch->n--;
     s->n--;

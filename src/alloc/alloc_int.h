@@ -34,6 +34,8 @@ struct block {
     int64_t *uses;        /* record_stream(): streams other than 'stream' that used it */
     size_t n_uses;        /* (allocated blocks only; moved into events at free) */
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
+    /* the chunk of the set that holds it, NULL in none */
+    struct blockset_chunk *chunk;
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
@@ -42,8 +44,10 @@ struct block {
  * neighbours.  Each element carries its key inline, so a search reads contiguous memory and
  * never the blocks; the elements live in sorted chunks of at most GM_BLOCKSET_CHUNK, so an
  * insert or erase moves at most one chunk, and a search first bisects the contiguous array
- * of the chunks' last keys.  Invariants: every chunk holds at least one element; two
- * neighbouring chunks together hold more than GM_BLOCKSET_CHUNK / 2. */
+ * of the chunks' last keys.  A block in a set knows its chunk and a chunk its index, so a
+ * block is erased without a search.  Invariants: every chunk holds at least one element; two
+ * neighbouring chunks together hold more than GM_BLOCKSET_CHUNK / 2; chunks[c]->idx == c and
+ * every element's block points to its chunk. */
 #define GM_BLOCKSET_CHUNK 16
 #define GM_BLOCKSET_SPARE 4 /* the most inserts one blockset_reserve() can cover */
 
@@ -56,6 +60,7 @@ struct blockset_ent {
 
 struct blockset_chunk {
     size_t n;
+    size_t idx; /* its index in the set's chunk list */
     struct blockset_ent e[GM_BLOCKSET_CHUNK];
 };
 

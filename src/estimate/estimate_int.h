@@ -41,6 +41,7 @@
     X(OPTIMIZER_IMPL) X(SEQ) X(GRAD_CHECKPOINTING) X(ZERO_GRAD) X(METHOD) \
     X(ACTIVATIONS_PER_TOKEN) X(BATCH) X(ATTENTION) X(CONTEXT) X(NEW_TOKENS) X(KV_DTYPE) \
     X(FULL_LOGITS) X(CUDA_CONTEXT) X(WORKSPACE) X(FRAGMENTATION) X(GPU) X(GPU_MEMORY) X(LORA) \
+    X(ALLOC_CONF) \
     X(QLORA) X(LORA_RANK) X(LORA_TARGETS) X(LORA_DROPOUT) X(NO_DOUBLE_QUANT) X(NO_FP32_UPCAST) \
     X(GPUS) X(GPUS_PER_NODE) X(ZERO) X(FSDP) X(OFFLOAD_OPTIMIZER) X(OFFLOAD_PARAMS) X(TP) X(PP) \
     X(SEQUENCE_PARALLEL) X(BUCKET_ELEMENTS) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
@@ -49,7 +50,7 @@
     X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
     X(OPTIMIZER_IN_BACKWARD) X(ACTIVATION_OFFLOAD) X(FUSED_KERNELS) X(COMPILE) X(ADAPTER_DTYPE) \
     X(TOKENS_PER_BATCH) X(FSDP_VERSION) X(NO_RESHARD_AFTER_FORWARD) X(NO_SYNC_MODULE_STATES) \
-    X(EP) X(NCCL) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
+    X(EP) X(NCCL) X(NO_P2P) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
@@ -340,6 +341,9 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * its GPU (stage_engine.c says where each comes from). */
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */
+/* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
+ * supports none, or the GPUs have no peer access). */
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,

@@ -266,6 +266,24 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_u64(w, "oom_retries", r->retries);
         gm_json_kv_bool(w, "oom", r->oom);
         gm_json_kv_bool(w, "floor_decides", r->floor);
+        if (r->at_capacity) {
+            gm_json_kv_bool(w, "at_capacity", true);
+            gm_json_kv_u64(w, "floor_bytes", r->floor_bytes);
+        }
+        if (r->oom && r->failed.request) {
+            gm_json_key(w, "failed");
+            gm_json_begin_object(w);
+            gm_json_kv_u64(w, "request_bytes", r->failed.request);
+            gm_json_kv_u64(w, "live_bytes", r->failed.live);
+            gm_json_kv_str(w, "tensor",
+                           r->failed.kind == GM_KIND__COUNT ? "temporary"
+                                                            : gm_est_kind_name(r->failed.kind));
+            gm_json_kv_u64(w, "step", r->failed.step + 1);
+            gm_json_kv_str(w, "at", gm_est_replay_at_name(r->failed.at));
+            gm_json_kv_u64(w, "layer", r->failed.layer);
+            gm_json_kv_str(w, "stream", gm_est_stream_name(r->failed.stream));
+            gm_json_end_object(w);
+        }
         gm_json_key(w, "reserved_by_stream_bytes");
         gm_json_begin_object(w);
         for (unsigned k = 0; k < GM_EST_STREAM__COUNT; k++)
@@ -460,6 +478,7 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         if (j->engine.kind == GM_ENGINE_VLLM) {
             gm_json_kv_u64(w, "budget_bytes", sv->budget_bytes);
             gm_json_kv_u64(w, "non_torch_bytes", sv->non_torch_bytes);
+            gm_json_kv_u64(w, "non_torch_logged_bytes", sv->non_torch_logged_bytes);
             gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
             gm_json_kv_u64(w, "sampler_bytes", sv->sampler_bytes);
             gm_json_kv_u64(w, "max_num_seqs", sv->max_num_seqs);

@@ -147,7 +147,14 @@ void est_judge(const struct gm_job *job, const struct gm_estimate *e, uint64_t c
     }
     fit->reason = GM_FIT_FITS;
     fit->fits = true;
-    snprintf(fit->text, sizeof fit->text, "headroom %.2f GiB", gib((uint64_t)fit->headroom_bytes));
+    if (e->replay.at_capacity)
+        snprintf(fit->text, sizeof fit->text,
+                 "headroom %.2f GiB: at the capacity, the allocator frees its cache and retries "
+                 "(slower steps)",
+                 gib((uint64_t)fit->headroom_bytes));
+    else
+        snprintf(fit->text, sizeof fit->text, "headroom %.2f GiB",
+                 gib((uint64_t)fit->headroom_bytes));
 }
 
 enum gm_status est_stage_fit(struct est_ctx *cx, struct gm_error *err)
@@ -192,9 +199,12 @@ void est_judge_range(struct gm_estimate *e, const struct gm_estimate *lo,
     }
     f->headroom_low_bytes = (int64_t)f->capacity_bytes - (int64_t)r->device_bytes[1];
     f->headroom_high_bytes = (int64_t)f->capacity_bytes - (int64_t)r->device_bytes[0];
+    /* a point estimate whose replay ran out of memory on the GPU even after freeing the
+     * cache does not fit, whatever an end of the range does: its allocator would have to
+     * reserve more than the device has */
     if (f->fits && lo->fit.fits && hi->fit.fits)
         f->verdict = GM_VERDICT_FITS;
-    else if (!f->fits && !lo->fit.fits && !hi->fit.fits)
+    else if ((!f->fits && !lo->fit.fits && !hi->fit.fits) || (!f->fits && e->replay.oom))
         f->verdict = GM_VERDICT_DOES_NOT_FIT;
     else
         f->verdict = GM_VERDICT_BORDERLINE;

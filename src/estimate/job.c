@@ -56,6 +56,7 @@ void gm_job_init(struct gm_job *job)
     job->runtime.cuda_context_bytes = 450 * GM_MIB;
     job->runtime.workspace_bytes = 64 * GM_MIB;
     job->runtime.fragmentation = 0.25;
+    gm_alloc_conf_init(&job->runtime.alloc);
     job->search = GM_SEARCH_NONE;
     job->search_limit = (uint64_t)1 << 20;
     /* memory techniques and the runtime around the tensors */
@@ -270,6 +271,29 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         p += n + (p[n] == ',');
     }
     j->memory.fused_kernels = flags;
+    return GM_OK;
+}
+
+/* PYTORCH_CUDA_ALLOC_CONF as the job runs with it, by the allocator model's own parser; the
+ * cudaMallocAsync backend is parsed there but not modelled, so a replay could not use it. */
+static enum gm_status set_alloc_conf(struct gm_job *j, const union gm_job_value *v,
+                                     struct gm_error *err)
+{
+    struct gm_alloc_conf conf;
+    enum gm_status st;
+    gm_alloc_conf_init(&conf);
+    if ((st = gm_alloc_conf_parse(&conf, v->text, err)) != GM_OK) {
+        char why[sizeof err->msg];
+        if (!err)
+            return st;
+        snprintf(why, sizeof why, "%s", err->msg);
+        return gm_fail(err, st, err->offset, "--alloc-conf: %s", why);
+    }
+    if (conf.backend != GM_ALLOC_BACKEND_NATIVE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--alloc-conf: backend:cudaMallocAsync is not modelled (the step replay "
+                       "follows the native caching allocator)");
+    j->runtime.alloc = conf;
     return GM_OK;
 }
 
@@ -533,6 +557,11 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_FRAGMENTATION] = NUM("fragmentation", GM_JOB_DOUBLE, "F",
                                   "reserved excess on transient memory (default 0.25)", ANY,
                                   GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),
+    [EST_SET_ALLOC_CONF] = TEXT_FN(
+        "alloc-conf", "CONF",
+        "PYTORCH_CUDA_ALLOC_CONF of the run, for the step replay: expandable_segments:True, "
+        "max_split_size_mb:N, ...",
+        TRAIN, set_alloc_conf),
     [EST_SET_GPU] = TEXT_FN(
         "gpu", "NAME", "judge the fit on this GPU: a catalog or nvidia-smi name (see --list-gpus)",
         ANY, set_gpu),
@@ -612,9 +641,9 @@ static const struct gm_job_setting settings[] = {
             engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
                                    GM_ENGINE_VLLM, engine.vllm.enforce_eager),
-    [EST_SET_NON_TORCH] =
-        NUM("non-torch", GM_JOB_SIZE, "SIZE", "vLLM non-torch memory beside NCCL (default 256MiB)",
-            INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
+    [EST_SET_NON_TORCH] = NUM("non-torch", GM_JOB_SIZE, "SIZE",
+                              "vLLM non-torch memory beside NCCL (default 164MiB + all-reduce)",
+                              INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
     [EST_SET_UBATCH] = NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER,
                            GM_ENGINE_LLAMACPP, engine.llamacpp.n_ubatch, 1, 65536, 0),
     [EST_SET_FLASH_ATTN] = FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER,
@@ -674,6 +703,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_NCCL] =
         NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
             GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
+    [EST_SET_NO_P2P] = FLAG("no-p2p",
+                            "GPUs without peer access: NCCL buffers in host memory, no vLLM "
+                            "custom all-reduce",
+                            RUN, GM_ENGINE_NONE, runtime.no_p2p),
     [EST_SET_CUDA_VERSION] =
         TEXT_FN("cuda-version", "V", "CUDA runtime (before 11.7: no lazy kernel loading)", ANY,
                 set_cuda_version),

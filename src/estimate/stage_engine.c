@@ -36,8 +36,9 @@
 /* How a vLLM version budgets its KV cache (docs/estimate.md gives each with its code). */
 enum vllm_era {
     VLLM_V0_GLOBAL,      /* before 0.6.5: total x util - peak - (total - free - allocated) */
-    VLLM_V0_PROFILED,    /* 0.6.5 to 0.6.x (PR #10511): increases over a baseline snapshot */
-    VLLM_V1_GLOBAL,      /* 0.7 to 0.9.1: the global formula again */
+    VLLM_V0_PROFILED,    /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
+                          * over a baseline snapshot taken before the communicators */
+    VLLM_V1_GLOBAL,      /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
     VLLM_V1_BEFORE_NCCL, /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
     VLLM_V1_AFTER_NCCL,  /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
     VLLM_V1_GRAPHS       /* 0.21 and later: the CUDA-graph pool estimated and charged too */
@@ -51,7 +52,7 @@ static enum vllm_era vllm_era(uint32_t v)
         return VLLM_V1_AFTER_NCCL;
     if (v >= GM_VERSION(0, 9, 2))
         return VLLM_V1_BEFORE_NCCL;
-    if (v >= GM_VERSION(0, 7, 0))
+    if (v >= GM_VERSION(0, 8, 0))
         return VLLM_V1_GLOBAL;
     if (v >= GM_VERSION(0, 6, 5))
         return VLLM_V0_PROFILED;
@@ -292,6 +293,53 @@ static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stag
     }
 }
 
+/* vLLM's non-torch memory apart from the CUDA context and NCCL: the kernel modules and library
+ * handles that loading and the profile run bring onto the device, 164 MiB (the 0.16 GiB vLLM
+ * printed for an H100 at tp 1 once its profiler counted growth from a baseline, PR #12126;
+ * not a row of the validation tables), and at tp 2, 4, 6 or 8 the custom all-reduce's two IPC
+ * buffers, cudaMalloc'd outside PyTorch: the metadata (ops.meta_size() + max_size) and the
+ * input buffer (max_size), max_size 8 MiB, each rounded up to the 2 MiB allocation granule
+ * (vllm/distributed/device_communicators/custom_all_reduce.py; its 8 MiB rank_data is a torch
+ * tensor, and the peers' buffers are mapped, not allocated). */
+#define VLLM_KERNEL_BYTES       (164 * GM_MIB)
+#define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
+
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
+{
+    if (!p2p) /* CustomAllreduce.finalize_p2p: disabled without peer access */
+        return 0;
+    if (tp != 2 && tp != 4 && tp != 6 && tp != 8) /* CustomAllreduce._SUPPORTED_WORLD_SIZES */
+        return 0;
+    return est_div_up(VLLM_CUSTOM_AR_MAX_SIZE + 1, 2 * GM_MIB) * 2 * GM_MIB +
+           VLLM_CUSTOM_AR_MAX_SIZE;
+}
+
+/* What vLLM's log prints as non-torch memory, by where the version takes its baseline: the
+ * global versions (before 0.6.5; 0.8 to 0.9.1) take everything on the device that PyTorch did
+ * not allocate (total - free - allocated after the profile run: the context and NCCL
+ * included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
+ * since a snapshot taken before the communicators (NCCL and the custom all-reduce buffers
+ * included, the context not); from 0.11 (PR #25359) the snapshot follows
+ * init_worker_distributed_environment, so only the kernels remain. 'own' is the non-torch
+ * memory beside the context and NCCL (VLLM_KERNEL_BYTES + the custom all-reduce, or
+ * --non-torch); the result is also what the version charges to its budget for it. */
+static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uint64_t own,
+                                      uint64_t ca)
+{
+    switch (era) {
+    case VLLM_V0_GLOBAL:
+    case VLLM_V1_GLOBAL:
+        return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
+    case VLLM_V0_PROFILED:
+    case VLLM_V1_BEFORE_NCCL:
+        return gm_add_sat(own, est_nccl_bytes(cx));
+    case VLLM_V1_AFTER_NCCL:
+    case VLLM_V1_GRAPHS:
+        break;
+    }
+    return own > ca ? own - ca : 0;
+}
+
 /* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
  * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
  * whatever the budget leaves. */
@@ -304,7 +352,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     struct gm_est_serving *sv = &e->serving;
     enum vllm_era era = vllm_era(j->stack.vllm);
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
-             graphs, per_token, T, kv_heads, need, pool, layers,
+             graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0;
     unsigned kvb100;
@@ -348,11 +396,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = hidden_bytes;
     else
         sampler = 0;
+    ca = est_vllm_custom_allreduce_bytes(t, !j->runtime.no_p2p);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
-            : est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, 256.0 * (double)GM_MIB,
-                                      128.0 * (double)GM_MIB, (double)GM_GIB));
+            : gm_add_sat(
+                  est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)VLLM_KERNEL_BYTES,
+                                          64.0 * (double)GM_MIB, 0.5 * (double)GM_GIB)),
+                  ca);
+    logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
     graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
                                  : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest);
     if (v->enforce_eager)
@@ -363,23 +415,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     budget = (uint64_t)((double)j->gpu.memory_bytes * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
+    sv->non_torch_logged_bytes = logged;
     sv->activation_peak_bytes = gm_add_sat(act, sampler);
-    need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, non_torch));
-    switch (era) {
-    case VLLM_V0_GLOBAL:
-    case VLLM_V1_GLOBAL: /* total - free covers the context and NCCL */
-        need = gm_add_sat(need, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
-        break;
-    case VLLM_V0_PROFILED:
-    case VLLM_V1_BEFORE_NCCL: /* NCCL comes after the baseline */
-        need = gm_add_sat(need, est_nccl_bytes(cx));
-        break;
-    case VLLM_V1_AFTER_NCCL:
-        break;
-    case VLLM_V1_GRAPHS:
+    /* the budget pays what the version counts as non-torch (vllm_non_torch_logged) */
+    need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, logged));
+    if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
-        break;
-    }
     pool = budget > need ? budget - need : 0;
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
@@ -444,11 +485,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "not size it",
                    (unsigned long long)v->kv_cache_memory_bytes);
     est_assume(e,
-               "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s); "
-               "max_num_batched_tokens %llu, max_num_seqs %llu",
+               "vLLM: budget %.2f x total; non-torch memory %llu MiB (%s), %llu MiB "
+               "counted by the version; max_num_batched_tokens %llu, max_num_seqs %llu",
                v->gpu_memory_utilization, (unsigned long long)(non_torch >> 20),
-               v->non_torch_bytes ? "given" : "default", (unsigned long long)T,
-               (unsigned long long)seqs);
+               v->non_torch_bytes ? "given"
+               : ca               ? "kernels and custom all-reduce buffers"
+                                  : "kernels",
+               (unsigned long long)(logged >> 20), (unsigned long long)T, (unsigned long long)seqs);
     est_assume(e, "vLLM %s: %s", j->stack.vllm ? "as given by --vllm-version" : "current (0.21+)",
                vllm_era_text(era));
     if (pp > 1)

@@ -155,6 +155,11 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     double per;
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
+    /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
+     * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
+     * buffers take no device memory */
+    if (j->runtime.no_p2p && !est_given(j, EST_SET_NCCL))
+        return 0;
     per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);
@@ -247,6 +252,26 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
                    (unsigned long long)r->segments, (unsigned long long)r->retries, cap,
                    (double)r->reserved_peak / (double)GM_GIB, streams,
                    floor_binds ? "floor" : "replay");
+    if (r->oom && r->failed.request) {
+        char layer[24] = "";
+        if (r->failed.layer)
+            snprintf(layer, sizeof layer, " layer %u", r->failed.layer);
+        est_assume(e,
+                   "step replay: the request that fails is %.2f GiB for %s, step %u%s %s (%s "
+                   "stream), with %.2f GiB of tensors live",
+                   (double)r->failed.request / (double)GM_GIB,
+                   r->failed.kind == GM_KIND__COUNT ? "a temporary"
+                                                    : gm_est_kind_name(r->failed.kind),
+                   r->failed.step + 1, layer, gm_est_replay_at_name(r->failed.at),
+                   gm_est_stream_name(r->failed.stream), (double)r->failed.live / (double)GM_GIB);
+    }
+    if (r->at_capacity)
+        est_assume(e,
+                   "at the capacity: the floor's %.2f GiB is more than the GPU holds; there a "
+                   "cudaMalloc fails and the allocator frees its cache and retries, so reserved "
+                   "stops at %.2f GiB",
+                   (double)r->floor_bytes / (double)GM_GIB,
+                   (double)r->capacity_bytes / (double)GM_GIB);
 }
 
 enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
@@ -286,13 +311,28 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
         bool floor_binds;
         if ((st = est_step_replay(cx, cap, &e->replay, err)) != GM_OK)
             return st;
+        if (est_given(j, EST_SET_ALLOC_CONF)) {
+            char conf[160];
+            est_assume(e, "step replay with PYTORCH_CUDA_ALLOC_CONF=%s",
+                       gm_alloc_conf_format(&j->runtime.alloc, conf, sizeof conf)[0]
+                           ? conf
+                           : "(the defaults)");
+        }
         /* the larger of the two, except where the allocator had to free its cache: then it
          * reserves what the replay found it could (not at the range's high end, which keeps
          * the floor: op-level fragmentation may leave less to free) */
         floor_binds = e->replay.reserved_peak < e->peak_reserved_bytes &&
                       !(e->replay.retries && !e->replay.oom && cx->bound != EST_HIGH);
-        if (!floor_binds)
+        if (!floor_binds) {
             e->peak_reserved_bytes = e->replay.reserved_peak;
+        } else if (cap && !e->replay.oom && e->peak_reserved_bytes > cap) {
+            /* the floor is cache an allocator without a limit keeps; on this GPU a cudaMalloc
+             * fails first, and the allocator frees its cache and retries (the replay, which
+             * fits, did or had room): reserved never passes the capacity */
+            e->replay.at_capacity = true;
+            e->replay.floor_bytes = e->peak_reserved_bytes;
+            e->peak_reserved_bytes = cap;
+        }
         e->replay.floor = floor_binds;
         replay_note(e, floor_binds);
     }

@@ -97,6 +97,7 @@ struct plan {
     size_t per_unit; /* address slots per unit */
     uint64_t *addr;  /* n_units x per_unit, 0 = not allocated */
     uint64_t *size;  /* requested bytes of each slot */
+    uint64_t *piece; /* the bytes each slot asks for (piece_bytes(), once per run) */
 };
 
 /* A replay's state.  What it starts from is its whole input: est_step_replay() remembers
@@ -145,6 +146,9 @@ struct replay {
     gm_est_segment_fn trace;
     void *trace_ctx;
     struct gm_est_replay_segment where;
+    /* the request that failed on the capacity: 'where' then, and whose tensor it was */
+    struct gm_est_replay_segment failed;
+    const struct gm_est_component *failed_c; /* NULL: a temporary of the step */
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -186,6 +190,9 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
+        r->failed = r->where;
+        r->failed.stream = (enum gm_est_stream)p->stream;
+        r->failed_c = p->c;
         return;
     }
     if (st) {
@@ -223,6 +230,8 @@ static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
     st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
+        r->failed = r->where;
+        r->failed.stream = GM_EST_STREAM_COMPUTE;
         return 0;
     }
     if (st) {
@@ -419,14 +428,13 @@ static void gather_queued(struct replay *r)
 
 static void unit_alloc(struct replay *r, struct plan *p, size_t u)
 {
-    uint64_t ub = unit_bytes(r, p, u);
     size_t n = n_pieces(r, p, u);
     /* the model's upcast: lm_head's 16-bit output, freed once its fp32 copy exists */
     uint64_t l16 = p->prof == PROF_LOGITS && r->upcast16 ? raw_alloc(r, r->logits_16) : 0;
     if (cross_use(r, p) == USE_GATHERED)
         gather_limiter(r);
     for (size_t j = 0; j < n; j++) {
-        t_alloc(r, p, u * p->per_unit + j, piece_bytes(r, p, u, j, ub));
+        t_alloc(r, p, u * p->per_unit + j, p->piece[u * p->per_unit + j]);
         if (j == 0)
             raw_free(r, &l16, r->logits_16);
     }
@@ -1103,6 +1111,7 @@ struct prepared {
     struct plan *pl; /* room for a plan per component of cx->e */
     size_t n;        /* plans */
     size_t slots;    /* address slots of all plans */
+    uint64_t bytes;  /* of all the plans' components */
 };
 
 static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm_error *err)
@@ -1111,7 +1120,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     struct replay *r = &pr->r;
 
     memset(pr, 0, sizeof *pr);
-    gm_alloc_conf_init(&pr->conf);
+    pr->conf = cx->job->runtime.alloc;
     pr->pl = gm_calloc(e->n_components ? e->n_components : 1, sizeof(*pr->pl));
     if (!pr->pl)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
@@ -1148,6 +1157,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
                          : 1;
         p->per_unit = n_pieces(r, p, 1) > n_pieces(r, p, 0) ? n_pieces(r, p, 1) : n_pieces(r, p, 0);
         pr->slots += p->n_units * p->per_unit;
+        pr->bytes = gm_add_sat(pr->bytes, c->bytes);
     }
     return GM_OK;
 }
@@ -1172,7 +1182,7 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     r.err = err;
     r.where.pass = pass;
     pl = gm_malloc(n * sizeof(*pl));
-    mem = gm_calloc(2 * pr->slots, sizeof *mem);
+    mem = gm_calloc(3 * pr->slots, sizeof *mem);
     if (!pl || !mem) {
         gm_free(pl);
         gm_free(mem);
@@ -1182,12 +1192,23 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
         pl[i].size = mem + pr->slots + off;
+        pl[i].piece = mem + 2 * pr->slots + off;
+        for (size_t u = 0; u < pl[i].n_units; u++) {
+            uint64_t ub = unit_bytes(&r, &pl[i], u);
+            for (size_t j = 0, np = n_pieces(&r, &pl[i], u); j < np; j++)
+                pl[i].piece[u * pl[i].per_unit + j] = piece_bytes(&r, &pl[i], u, j, ub);
+        }
         off += pl[i].n_units * pl[i].per_unit;
     }
     gm_alloc_fakedev_init(&fake, capacity);
     dev.ops = &gm_alloc_fakedev_ops;
     dev.ctx = &fake;
     dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
+    /* expandable segments reserve a virtual range of 1.125 x the device per stream and pool,
+     * a byte per page: without a limit, a device with room for every tensor of the job four
+     * times over and 16 GiB of temporaries (a range that runs out fails as a full device) */
+    if (!capacity && pr->conf.expandable_segments)
+        dev.total_bytes = gm_add_sat(gm_mul_sat(pr->bytes, 4), 16 * GM_GIB);
     if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) != GM_OK) {
         gm_free(pl);
         gm_free(mem);
@@ -1217,6 +1238,15 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->segments = stats.num_device_alloc;
     out->retries = stats.num_alloc_retries;
     out->oom = r.oom;
+    if (r.oom) {
+        out->failed.request = r.failed.request;
+        out->failed.live = r.failed.live;
+        out->failed.step = r.failed.step;
+        out->failed.at = r.failed.at;
+        out->failed.layer = r.failed.layer;
+        out->failed.stream = r.failed.stream;
+        out->failed.kind = r.failed_c ? r.failed_c->kind : GM_KIND__COUNT;
+    }
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
@@ -1232,8 +1262,10 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
  * capacity; a job that does not fit asks for its replay without the limit again), so an
  * estimate keeps the replays run into it, by their inputs as bytes: the prepared shapes
  * (pointers cleared) and each plan with its component's contents.  Equal bytes, equal
- * replay: the run reads nothing else. */
-#define MEMO_MAX 16
+ * replay: the run reads nothing else.  Room for every shape one suggestion search runs
+ * (a training job's candidates and their combinations are some twenty to thirty): with
+ * fewer, the base's own replay is gone again before the larger GPUs ask for it. */
+#define MEMO_MAX 64
 
 struct memo_ent {
     uint8_t *key;
@@ -1405,6 +1437,7 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     free_run.capacity_bytes = out->capacity_bytes;
     free_run.retries = out->retries;
     free_run.oom = true;
+    free_run.failed = out->failed;
     *out = free_run;
 out_free:
     gm_free(key);

@@ -218,6 +218,12 @@ static const struct entry catalog[] = {
            32768),
       STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .sliding_window = 4096,
       .n_sliding_layers = 32, .dtype = BF16}},
+    /* Mistral-Nemo: head_dim 128 beside a hidden size of 5120 (32 heads), no sliding window */
+    {"mistralai/Mistral-Nemo-Base-2407",
+     "mistral-nemo mistral-nemo-12b",
+     {BASE("Mistral-Nemo-Base-2407", "mistral", GM_ARCH_MISTRAL, 5120, 40, 32, 8, 128, 14336,
+           131072, 1024000),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .dtype = BF16}},
     {"mistralai/Mixtral-8x7B-v0.1",
      "mixtral-8x7b mixtral-8x7b-v0.1",
      {BASE("Mixtral-8x7B-v0.1", "mixtral", GM_ARCH_MIXTRAL, 4096, 32, 32, 8, 128, 14336, 32000,
@@ -274,6 +280,10 @@ static const struct entry catalog[] = {
     {"Qwen/Qwen3-14B",
      "qwen3-14b",
      {BASE("Qwen3-14B", "qwen3", GM_ARCH_QWEN3, 5120, 40, 40, 8, 128, 17408, 151936, 40960), STD,
+      .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true, .dtype = BF16}},
+    {"Qwen/Qwen3-32B",
+     "qwen3-32b",
+     {BASE("Qwen3-32B", "qwen3", GM_ARCH_QWEN3, 5120, 64, 64, 8, 128, 25600, 151936, 40960), STD,
       .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .qk_norm = true, .dtype = BF16}},
     /* Gemma: explicit head_dim, tied, GeGLU; gemma-2 adds two norms and a window on every
      * other layer. */

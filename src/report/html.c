@@ -15,15 +15,19 @@
  *           frames[[filename, name, line, user]], stacks{id: [frame...]},
  *           devices[{device, n_events, has_trace, n_segments, x_unit, t0_us, x0, x1,
  *                    initial, final,
- *                    lod{n, amin[], amax[], kmax[], rmax[], krmax[]} | null  (uniform
- *                      buckets of the axis, each with the exact least and most allocated
- *                      and the most reserved that held in it, and the events where the
- *                      most first held; the page takes unions of whole buckets),
+ *                    lod{n, amin[], amax[], kmax[], rmax[], krmax[], rest[7][] | absent}
+ *                      | null  (uniform buckets of the axis, each with the exact least and
+ *                      most allocated and the most reserved that held in it, and the events
+ *                      where the most first held; the page takes unions of whole buckets;
+ *                      rest: by category, what is not a band after kmax as runs [value,
+ *                      buckets, ...], null for a category never there, absent without an
+ *                      analysis),
  *                    uphases[[x0, x1, name]], peak{bytes, k, x, time_us, reserved,
- *                      max_reserved, n_live, phase, iteration, uphase},
- *                    bands[[k_alloc, k_free, x0, x1, bytes, cat, stack, addr, stream]],
- *                    n_allocs, rbands[{x0, x1, b[band...]}],
- *                    series{x[], k[], r[], c[7][]}, runs[[x0, x1, phase]], iterations[...],
+ *                      max_reserved, n_live, phase, iteration (from 1; null: none), uphase},
+ *                    bands[[k_alloc, k_free, x0, x1, bytes, cat, stack, addr, stream]]
+ *                      (gpumem/bands.h), n_edge, n_allocs, rbands[{x0, x1, b[band...]}],
+ *                    series{x[], k[], r[], c[7][]}, runs[[x0, x1, phase]],
+ *                    iterations[{n (from 1), x0, x1, ...}],
  *                    leaks[...], ooms[...], frag{...}, at_peak_cat[7], ...,
  *                    at_peak[[bytes, count, stack, [bytes by category] | null]],
  *                    segtl{...}, marks[[k, what]], state{...} | null  (html_state.c)}]}],

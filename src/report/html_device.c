@@ -4,6 +4,7 @@
  * x is the device's axis (gpumem/lod.h: microseconds since its first event when every event
  * has time_us, else the event index); "k" is an event index, -1 the initial state. */
 #include "gpumem/arena.h"
+#include "gpumem/bands.h"
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
@@ -20,8 +21,53 @@
 
 /* ---- allocated and reserved: the finest level of detail the page keeps ---- */
 
+/* "rest": of each bucket, the bytes by category of what is not a band after its event of
+ * the most allocated (kmax), so that the bands alive there and this stack add up to amax;
+ * a category with nothing in any bucket is null, the others runs [value, buckets, value,
+ * buckets...] (they change far less often than the buckets do). */
+static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
+                       const struct gm_bands *bands, const struct gm_lod *al)
+{
+    struct gm_json *w = c->w;
+    unsigned nb = al->n;
+    int64_t *ks = gm_malloc(nb * sizeof(*ks));
+    uint64_t(*rest)[GM_CATEGORY_COUNT] = gm_malloc(nb * sizeof(*rest));
+    struct gm_error err;
+    gm_json_key(w, "rest");
+    for (unsigned b = 0; ks && b < nb; b++)
+        ks[b] = al->b[b].kmax;
+    if (!ks || !rest || gm_bands_rest_at(ad, bands, ks, nb, rest, &err) != GM_OK) {
+        c->nomem = true;
+        gm_json_null(w);
+        goto out_free;
+    }
+    gm_json_begin_array(w);
+    for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
+        bool any = false;
+        for (unsigned b = 0; b < nb && !any; b++)
+            any = rest[b][cat] != 0;
+        if (!any) {
+            gm_json_null(w);
+            continue;
+        }
+        gm_json_begin_array(w);
+        for (unsigned b = 0, e; b < nb; b = e) {
+            for (e = b + 1; e < nb && rest[e][cat] == rest[b][cat]; e++)
+                ;
+            gm_json_u64(w, rest[b][cat]);
+            gm_json_u64(w, e - b);
+        }
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+out_free:
+    gm_free(ks);
+    gm_free(rest);
+}
+
 static void write_lod(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
-                      const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax)
+                      const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
+                      const struct gm_analysis_device *ad, const struct gm_bands *bands)
 {
     struct gm_json *w = c->w;
     struct gm_lod al, rl;
@@ -64,68 +110,14 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_snapshot_device *
     for (unsigned b = 0; b < nb; b++)
         gm_json_u64(w, rl.b[b].max);
     gm_json_end_array(w);
+    if (ad)
+        write_rest(c, ad, bands, &al);
     gm_json_end_object(w);
     gm_lod_release(&al);
     gm_lod_release(&rl);
 }
 
-/* ---- the largest allocations, drawn as bands ---- */
-
-/* The largest first, then the oldest, then the first in the analysis' order: a total
- * order, so that which allocations are chosen never depends on the sort's algorithm. */
-static int big_order(const struct gm_analysis_alloc *x, const struct gm_analysis_alloc *y)
-{
-    if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? 1 : -1;
-    if (x->alloc_event != y->alloc_event)
-        return x->alloc_event < y->alloc_event ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-/* Stacked in allocation order (then by address, then as chosen). */
-static int cmp_alloc_time(const void *a, const void *b)
-{
-    const struct gm_analysis_alloc *x = *(const struct gm_analysis_alloc *const *)a;
-    const struct gm_analysis_alloc *y = *(const struct gm_analysis_alloc *const *)b;
-    if (x->alloc_event != y->alloc_event)
-        return x->alloc_event < y->alloc_event ? -1 : 1;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    return big_order(x, y);
-}
-
-/* The 'cap' largest allocations (big_order) of those offered, in a min-heap whose root is
- * the smallest kept: an allocation that does not beat it costs one comparison. */
-struct top {
-    const struct gm_analysis_alloc **v;
-    size_t n, cap;
-};
-
-static void top_offer(struct top *t, const struct gm_analysis_alloc *a)
-{
-    size_t i;
-    if (t->n < t->cap) {
-        for (i = t->n++; i > 0 && big_order(a, t->v[(i - 1) / 2]) > 0; i = (i - 1) / 2)
-            t->v[i] = t->v[(i - 1) / 2];
-        t->v[i] = a;
-        return;
-    }
-    if (!t->cap || big_order(a, t->v[0]) >= 0)
-        return; /* not larger than the smallest kept */
-    for (i = 0;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        const struct gm_analysis_alloc *mv = a;
-        if (l < t->n && big_order(t->v[l], mv) > 0)
-            m = l, mv = t->v[l];
-        if (r < t->n && big_order(t->v[r], mv) > 0)
-            m = r, mv = t->v[r];
-        if (m == i)
-            break;
-        t->v[i] = t->v[m];
-        i = m;
-    }
-    t->v[i] = a;
-}
+/* ---- the allocations drawn one by one (gpumem/bands.h) ---- */
 
 static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
                        const struct gm_analysis_alloc *a)
@@ -145,92 +137,38 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_report_use_stack(c, a->stack);
 }
 
-/* The largest allocations of the whole trace ("bands"), and for each of RB_WINDOWS equal
- * windows of events the largest of those alive in it that are not bands already
- * ("rbands"): the page adds a window's bands when the view is zoomed into it. */
+/* The bands of the whole trace ("bands"), those alive at the start or the end first
+ * ("n_edge" of them), and for each of RB_WINDOWS windows of events its own ("rbands"): the
+ * page adds a window's bands when the view is zoomed into it. */
 static void write_bands(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
-                        const struct gm_analysis_device *ad, uint32_t max_bands)
+                        const struct gm_analysis_device *ad, const struct gm_bands *b)
 {
     struct gm_json *w = c->w;
-    size_t n = ad ? ad->n_allocs : 0, keep = n < max_bands ? n : max_bands, ne = ax->n_events;
-    uint32_t per_window = max_bands / 4 + 1;
-    struct top all = {NULL, 0, 0}, win[RB_WINDOWS];
-    uint8_t *chosen = NULL;
-    const struct gm_analysis_alloc **pool = NULL;
-
-    memset(win, 0, sizeof(win));
-    if (n) {
-        all.v = gm_malloc((keep ? keep : 1) * sizeof(*all.v));
-        chosen = gm_calloc(n, 1);
-        pool = gm_malloc(RB_WINDOWS * per_window * sizeof(*pool));
-        if (!all.v || !chosen || !pool) {
-            c->nomem = true;
-            n = keep = 0;
-        }
-        all.cap = keep;
-    }
-    for (size_t i = 0; i < n; i++)
-        top_offer(&all, &ad->allocs[i]);
-    for (size_t i = 0; i < all.n; i++)
-        chosen[all.v[i] - ad->allocs] = 1;
-    if (n > keep && ne > 0) {
-        for (uint32_t wi = 0; wi < RB_WINDOWS; wi++) {
-            win[wi].v = pool + (size_t)wi * per_window;
-            win[wi].cap = per_window;
-        }
-        for (size_t i = 0; i < n; i++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[i];
-            int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-            uint32_t wi;
-            if (chosen[i])
-                continue;
-            wi = a->alloc_event < 0 ? 0 : (uint32_t)((uint64_t)a->alloc_event * RB_WINDOWS / ne);
-            while (wi > 0 && (int64_t)(ne * wi / RB_WINDOWS) > a->alloc_event)
-                wi--;
-            for (; wi < RB_WINDOWS; wi++) {
-                int64_t k0 = (int64_t)(ne * wi / RB_WINDOWS);
-                int64_t k1 = (int64_t)(ne * (wi + 1) / RB_WINDOWS);
-                if (k1 <= k0 || a->alloc_event >= k1)
-                    continue;
-                if (end <= k0)
-                    break; /* the later windows start later still */
-                top_offer(&win[wi], a);
-            }
-        }
-    }
+    size_t ne = ax->n_events;
     gm_json_key(w, "bands");
     gm_json_begin_array(w);
-    /* stacked in allocation order, the oldest at the bottom, as memory_viz does */
-    if (all.n)
-        qsort(all.v, all.n, sizeof(*all.v), cmp_alloc_time);
-    for (size_t i = 0; i < all.n; i++)
-        write_band(c, ax, all.v[i]);
+    for (size_t i = 0; i < b->n; i++)
+        write_band(c, ax, &ad->allocs[b->allocs[i]]);
     gm_json_end_array(w);
-    gm_json_kv_u64(w, "n_allocs", n);
+    gm_json_kv_u64(w, "n_edge", b->n_edge);
+    gm_json_kv_u64(w, "n_allocs", ad ? ad->n_allocs : 0);
     gm_json_key(w, "rbands");
     gm_json_begin_array(w);
-    for (uint32_t wi = 0; wi < RB_WINDOWS && n > keep && ne > 0; wi++) {
-        int64_t k0 = (int64_t)(ne * wi / RB_WINDOWS);
-        int64_t k1 = (int64_t)(ne * (wi + 1) / RB_WINDOWS);
-        if (k1 <= k0 || !win[wi].n)
-            continue;
-        qsort(win[wi].v, win[wi].n, sizeof(*win[wi].v), cmp_alloc_time);
+    for (size_t wi = 0; wi < b->n_windows; wi++) {
+        const struct gm_bands_window *bw = &b->windows[wi];
         gm_json_begin_object(w);
         gm_json_key(w, "x0");
-        gm_report_num(w, xat(ax, k0));
+        gm_report_num(w, xat(ax, bw->k0));
         gm_json_key(w, "x1");
-        gm_report_num(w, k1 >= (int64_t)ne ? ax->x_end : xat(ax, k1));
+        gm_report_num(w, bw->k1 >= (int64_t)ne ? ax->x_end : xat(ax, bw->k1));
         gm_json_key(w, "b");
         gm_json_begin_array(w);
-        for (size_t i = 0; i < win[wi].n; i++)
-            write_band(c, ax, win[wi].v[i]);
+        for (size_t i = 0; i < bw->n; i++)
+            write_band(c, ax, &ad->allocs[bw->allocs[i]]);
         gm_json_end_array(w);
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
-    gm_free(all.v);
-    gm_free(pool);
-    gm_free(chosen);
 }
 
 /* ---- categories over time, phases, iterations ---- */
@@ -287,6 +225,7 @@ static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     for (size_t i = 0; i < ad->n_iterations; i++) {
         const struct gm_analysis_iteration *it = &ad->iterations[i];
         gm_json_begin_object(w);
+        gm_json_kv_u64(w, "n", i + 1); /* its number, from 1 as the CLI numbers them */
         gm_json_key(w, "x0");
         gm_report_num(w, xat(ax, it->first_event));
         gm_json_key(w, "x1");
@@ -525,6 +464,8 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     const struct gm_peak_device *p;
     struct gm_snapshot_timeline tl;
     struct gm_lod_axis ax;
+    struct gm_bands bands;
+    struct gm_bands_opts bo = {0, RB_WINDOWS, 0};
     const char *peak_up;
     double peak_x;
     /* the peak and what is alive there: with an analysis, its kept timeline and its
@@ -536,6 +477,13 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     p = &pk.devices[0];
     tl = p->timeline;
     gm_lod_axis_init(&ax, sd);
+    bo.max_bands = c->o->max_bands;
+    bo.per_window = (bo.max_bands ? bo.max_bands : GM_BANDS_DEFAULT) / 4 + 1;
+    st = gm_bands_choose(ad, &ax, &bo, &bands, err);
+    if (st != GM_OK) {
+        gm_analysis_peaks_release(&pk);
+        return st;
+    }
     peak_x = xat(&ax, tl.peak_event_index);
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", sd->index);
@@ -550,7 +498,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     gm_json_kv_u64(w, "initial", tl.initial_bytes);
     gm_json_kv_u64(w, "final", tl.final_bytes);
     if (sd->n_events)
-        write_lod(c, sd, &tl, &ax);
+        write_lod(c, sd, &tl, &ax, ad, &bands);
     else
         gm_json_kv_null(w, "lod");
     peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
@@ -570,11 +518,15 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     gm_json_kv_u64(w, "n_live", p->n_live);
     if (ad) {
         gm_json_kv_str(w, "phase", gm_phase_name((enum gm_phase)ad->peak_phase));
-        gm_json_kv_i64(w, "iteration", ad->peak_iteration);
+        /* numbered from 1 as the CLI numbers them; null outside any iteration */
+        if (ad->peak_iteration >= 0)
+            gm_json_kv_i64(w, "iteration", (int64_t)ad->peak_iteration + 1);
+        else
+            gm_json_kv_null(w, "iteration");
     }
     gm_json_kv_str(w, "uphase", peak_up);
     gm_json_end_object(w);
-    write_bands(c, &ax, ad, c->o->max_bands ? c->o->max_bands : 400);
+    write_bands(c, &ax, ad, &bands);
     if (ad) {
         write_series(c, &ax, ad);
         write_findings(c, &ax, ad);
@@ -582,6 +534,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     write_at_peak(c, p);
     st = gm_report_state(c, sd, ad, &tl, &ax, err);
     gm_json_end_object(w);
+    gm_bands_release(&bands);
     gm_analysis_peaks_release(&pk);
     if (st == GM_OK && c->nomem)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");

@@ -32,6 +32,18 @@
 // report of the first --snapshot with that account (gpumem account's timeline) shows each
 // process's whole device: one bar per equation of `gpumem account --json`, its terms adding
 // up to the device used it names, the snapshot's highest reserved marked.  --quick FILE: only the basic checks (odd files).
+// --bands FILE: the timeline's bands and merged stack by what they mean (gpumem/bands.h): the
+// parameters alive at the end (`snapshot categories --json --series`) are drawn in the
+// parameter colour in every column from where they are all in place (the whole width when
+// they were alive before the trace began), their pixels too where they are tall enough to
+// see; the merged rest is a stack of category colours (no grey; hovering it names its
+// category), each column's stack of bands and merged categories adds up to the most
+// allocated there, also zoomed, and the highest column to `snapshot peak --json`; bands are drawn in every column and the
+// allocations neither alive at the start nor at the end are chosen in every tenth of the
+// trace that has any (by the middle of their lives; the list from a report with every
+// allocation a band, or the 100,000 the option allows), not only in its first iterations;
+// the peak's iteration, the moments at iterations' peaks and the iterations table are
+// numbered as the CLI numbers them ("iteration N of M", from 1).
 // --screenshot DIR writes PNGs of the first report at each width; --timing prints the load
 // time and size.  Exit 0 ok, 1 failure, 77 skipped (no Chromium or no playwright-core: run
 // scripts/install-deps.sh).
@@ -47,12 +59,13 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
 const WIDTHS = [390, 1400, 2560];
 
 function parseArgs(argv) {
-  const a = { snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, manyRanks: [], phases: [], account: null };
+  const a = { bands: [], snapshots: [], quick: [], gpumem: process.env.GPUMEM, layout: null, screenshot: null, timing: false, noAnalysis: false, ranks: null, manyRanks: [], phases: [], account: null };
   for (let i = 2; i < argv.length; i++) {
     if (argv[i] === '--gpumem') a.gpumem = argv[++i];
     else if (argv[i] === '--layout') a.layout = argv[++i];
     else if (argv[i] === '--snapshot') a.snapshots.push(argv[++i]);
     else if (argv[i] === '--quick') a.quick.push(argv[++i]);
+    else if (argv[i] === '--bands') a.bands.push(argv[++i]);
     else if (argv[i] === '--ranks') a.ranks = argv[++i].split(',');
     else if (argv[i] === '--many-ranks') a.manyRanks.push(argv[++i]);
     else if (argv[i] === '--phases') a.phases.push(argv[++i]);
@@ -62,7 +75,7 @@ function parseArgs(argv) {
     else if (argv[i] === '--also-no-analysis') a.noAnalysis = true;
     else throw new Error('unknown argument ' + argv[i]);
   }
-  if (!a.gpumem || !(a.snapshots.length || a.quick.length)) throw new Error('usage: report.test.js --gpumem BIN --snapshot FILE...');
+  if (!a.gpumem || !(a.snapshots.length || a.quick.length || a.bands.length)) throw new Error('usage: report.test.js --gpumem BIN --snapshot FILE...');
   return a;
 }
 
@@ -414,6 +427,121 @@ async function testOne(chromium, args, snap, tmp, opts) {
   await P.ctx.close();
 }
 
+// The hue (degrees) and saturation of a pixel: shading a colour toward white or black, or
+// drawing it translucent over the white page, keeps its hue.
+function hueOf(r, g, b) {
+  const mx = Math.max(r, g, b), mn = Math.min(r, g, b), d = mx - mn;
+  if (!d) return { h: 0, s: 0 };
+  let h = mx === r ? ((g - b) / d) % 6 : mx === g ? (b - r) / d + 2 : (r - g) / d + 4;
+  h *= 60;
+  return { h: h < 0 ? h + 360 : h, s: d / mx };
+}
+
+async function testBands(chromium, args, snap, tmp) {
+  console.log('timeline bands of ' + snap);
+  const html = path.join(tmp, path.basename(snap) + '.bands.html');
+  execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', html, '--force']);
+  const cat = json(args.gpumem, ['snapshot', 'categories', '--json', '--series', snap]);
+  const peaks = json(args.gpumem, ['snapshot', 'peak', '--json', snap]);
+  const P = await open(chromium, tmp, html, 1400);
+  const page = P.page;
+  const cur = await page.evaluate(() => window.gmReport.devices()[window.gmReport.current()].device);
+  const cd = cat.devices.find((d) => d.device === cur), want = peaks.devices.find((d) => d.device === cur);
+  const weights = cd.at_end.parameter;
+  const stackOk = (t) => t.stackTop.every((v, i) => v === t.amax[i]);
+  const t = await page.evaluate(() => window.gmReport.drawn.timeline);
+  const label = path.basename(snap) + ' cuda:' + cur;
+  const dv = await page.evaluate(() => { const c = window.gmReport.devices()[window.gmReport.current()]; const D = JSON.parse(document.getElementById('gm-data').textContent); const d = D.ranks[c.rank].devices.find((x) => x.device === c.device); return { t0: d.t0_us, timed: d.x_unit === 'us', x1: d.x1, n: d.n_events }; });
+  // where the weights are all in place: the first point of the series from which on the
+  // parameters never hold less
+  const xs = cd.series.map((p) => (p.event < 0 ? 0 : dv.timed ? p.time_us - dv.t0 : p.event));
+  let from = cd.series.length;
+  while (from > 0 && cd.series[from - 1].bytes.parameter >= weights) from--;
+  const c0 = from < xs.length ? Math.ceil(xs[from] / dv.x1 * t.pw) : t.pw; // the first column wholly after it
+  const thin = t.byCat[0].map((v, x) => [x, v]).filter((p) => p[0] >= c0 && p[1] < weights);
+  check(weights > 0 && c0 < t.pw && thin.length === 0, label + ': the ' + weights + ' bytes of parameters alive at the end are drawn as parameters in every column from ' + c0 + ' of ' + t.pw +
+    (c0 === 0 ? ' (the whole width)' : ' (where they are all in place)') + (thin.length ? '; not in ' + thin.length + ', e.g. column ' + thin[0][0] + ': ' + thin[0][1] : ''));
+  if (weights / t.ymax * t.ph >= 8) {
+    const hues = await page.evaluate((w) => {
+      const t = window.gmReport.drawn.timeline, c = document.querySelector('#timeline canvas'), dpr = window.devicePixelRatio || 1;
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, out = [];
+      const y = Math.floor((t.top + t.ph - w / 2 / t.ymax * t.ph) * dpr);
+      for (let f = 0.02; f < 1; f += 0.08) {
+        const x = Math.floor((t.left + Math.floor(f * t.pw) + 0.5) * dpr), o = (y * c.width + x) * 4;
+        out.push([d[o], d[o + 1], d[o + 2]]);
+      }
+      return out;
+    }, weights);
+    for (let f = 0.02, i = 0; f < 1; f += 0.08, i++) if (Math.floor(f * t.pw) < c0) hues[i] = null;
+    const param = hueOf(0x1f, 0x77, 0xb4).h;
+    const off = hues.filter((p) => p).filter((p) => { const h = hueOf(p[0], p[1], p[2]); return h.s < 0.3 || Math.abs(h.h - param) > 12; });
+    check(off.length === 0, label + ': at ' + hues.length + ' places across the width the middle of the weights is painted in the parameter colour (hue ' + param.toFixed(0) + ')' +
+      (off.length ? '; not: rgb(' + off[0].join(',') + ')' : ''));
+  }
+  // the merged rest is a stack of categories, never grey
+  const mergedCats = t.merged.map((v, k) => (v > 0 ? k : -1)).filter((k) => k >= 0);
+  check(mergedCats.length > 0 && t.grey.every((v) => v === 0), label + ': the merged area is drawn in category colours (' + mergedCats.length + ' categories, no grey)');
+  // hovering the merged stack where a category's part is tallest names that category
+  const tallest = t.mergedAt.reduce((a, m) => (!a || m[3] - m[2] > a[3] - a[2] ? m : a), null);
+  if (tallest && (tallest[3] - tallest[2]) / t.ymax * t.ph >= 4) {
+    await page.$eval('#timeline', (e) => e.scrollIntoView());
+    const b2 = await page.$eval('#timeline canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top }; });
+    await page.mouse.move(b2.x + t.left + tallest[1] + 0.5, b2.y + t.top + t.ph - (tallest[2] + tallest[3]) / 2 / t.ymax * t.ph);
+    const tip = await page.$eval('#tip', (e) => (e.hidden ? '' : e.textContent));
+    const names = ['parameters', 'inputs', 'activations', 'gradients', 'optimizer state', 'optimizer temporaries', 'other'];
+    check(tip.includes('category: ' + names[tallest[0]]) && tip.includes('merged'), label + ': hovering the merged ' + names[tallest[0]] + ' names them: "' + tip.slice(0, 90) + '"');
+  }
+  // the picture's top equals the numbers
+  check(stackOk(t) && t.max === want.peak_bytes, label + ': in every column the bands and the merged categories add up to the most allocated, the highest to the peak ' + want.peak_bytes);
+  check(t.bandCols === t.pw, label + ': bands are drawn in ' + t.bandCols + ' of ' + t.pw + ' columns');
+  // the allocations inside the trace (neither alive at its start nor at its end), by the
+  // tenth of the trace the middle of their life falls in
+  const tenths = (bands, x1, n) => {
+    const v = new Array(10).fill(0);
+    for (const b of bands) if (b[0] >= 0 && b[1] < n) v[Math.min(9, Math.floor(5 * (b[2] + b[3]) / x1))]++;
+    return v;
+  };
+  const dataOf = (file) => {
+    const m = /<script type="application\/json" id="gm-data">([\s\S]*?)<\/script>/.exec(fs.readFileSync(file, 'utf8'));
+    return JSON.parse(m[1].replace(/<\\\//g, '</'));
+  };
+  const shown = dataOf(html).ranks[0].devices.find((d) => d.device === cur);
+  if (shown.n_events >= 1000) {
+    const every = path.join(tmp, path.basename(snap) + '.every.html');
+    execFileSync(args.gpumem, ['snapshot', 'report', snap, '-o', every, '--force', '--bands', String(Math.min(shown.n_allocs, 100000))]);
+    const all = tenths(dataOf(every).ranks[0].devices.find((d) => d.device === cur).bands, shown.x1, shown.n_events);
+    fs.rmSync(every);
+    const got = tenths(shown.bands, shown.x1, shown.n_events);
+    check(got.every((n, i) => n > 0 || all[i] === 0), label + ': allocations inside the trace are drawn one by one in every tenth of it that has any (' + got.join(', ') + ' of ' + all.join(', ') + ')');
+  }
+  if (cd.peak_iteration) {
+    const where = await page.$eval('#peak-where', (e) => e.textContent);
+    const hint = await page.$eval('#peak-hint', (e) => e.textContent);
+    const it = 'iteration ' + cd.peak_iteration + ' of ' + cd.iterations.toLocaleString('en-US');
+    check(where.includes(it) && hint.includes(it), label + ': the peak is in "' + it + '", as `snapshot categories` numbers it');
+  }
+  // the moments named after an iteration's peak and the iterations table: numbered from 1
+  if (cd.iteration_peaks && cd.iteration_peaks.length) {
+    const m = await page.evaluate(() => ({
+      moments: Array.from(document.querySelectorAll('#moment option')).map((o) => o.textContent),
+      rows: Array.from(document.querySelectorAll('#findings .iters tbody tr')).map((tr) => Number(tr.firstChild.textContent)),
+    }));
+    const named = m.moments.map((t) => /event (\d+):.*peak of iteration (\d+) of/.exec(t)).filter((x) => x);
+    const wrong = named.filter((x) => { const p = cd.iteration_peaks.find((q) => q.iteration === Number(x[2])); return !p || p.peak_event_index !== Number(x[1]); });
+    check(named.length > 0 && wrong.length === 0, label + ': ' + named.length + ' moments named "peak of iteration N of M", each at the event `snapshot categories --json` gives iteration N\'s peak' +
+      (wrong.length ? ' (not: ' + wrong[0][0] + ')' : ''));
+    check(m.rows.length > 0 && m.rows[0] === 1 && m.rows.every((n) => n >= 1 && n <= cd.iterations), label + ': the iterations table numbers them from 1 to ' + cd.iterations + ' (' + m.rows.slice(0, 4).join(', ') + '...)');
+  }
+  // zoomed onto the peak, with the windows' own bands taken out of the merged stack
+  if (dv.n >= 100) {
+    await zoomOnPeak(page);
+    const z = await page.evaluate(() => window.gmReport.drawn.timeline);
+    check(stackOk(z) && z.grey.every((v) => v === 0) && z.max === want.peak_bytes, label + ' zoomed: bands and merged categories add up to the most allocated in every column, the highest to the peak');
+  }
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
+}
+
 async function testRanks(chromium, args, files, tmp) {
   console.log('rank report of ' + files.join(' '));
   const html = path.join(tmp, 'job.html');
@@ -557,6 +685,7 @@ async function main() {
     let first = true;
     for (const s of args.snapshots) { await testOne(chromium, args, s, tmp, { first }); first = false; }
     for (const s of args.quick) await testOne(chromium, args, s, tmp, { quick: true });
+    for (const s of args.bands) await testBands(chromium, args, s, tmp);
     if (args.noAnalysis && args.snapshots.length) await testOne(chromium, args, args.snapshots[0], tmp, { noAnalysis: true, quick: true });
     if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
     for (const d of args.manyRanks) await testManyRanks(chromium, args, d, tmp);

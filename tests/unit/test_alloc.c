@@ -1005,7 +1005,8 @@ static const struct block *ref_before(bool by_size, struct block *blocks, const 
     return best;
 }
 
-/* the chunk layout: sizes, last keys, no two thin neighbours, order across chunks */
+/* the chunk layout: sizes, last keys, no two thin neighbours, order across chunks, each
+ * chunk's index and each block's chunk (what an erase without a search goes by) */
 static void check_blockset(const struct blockset *s, size_t n_in)
 {
     size_t total = 0;
@@ -1014,6 +1015,9 @@ static void check_blockset(const struct blockset *s, size_t n_in)
     for (size_t c = 0; c < s->n_chunks; c++) {
         const struct blockset_chunk *ch = s->chunks[c];
         assert_true(ch->n >= 1 && ch->n <= GM_BLOCKSET_CHUNK);
+        assert_int_equal(ch->idx, c);
+        for (size_t i = 0; i < ch->n; i++)
+            assert_ptr_equal(ch->e[i].b->chunk, ch);
         assert_true(memcmp(&s->last[c], &ch->e[ch->n - 1], sizeof(s->last[c])) == 0);
         if (c > 0)
             assert_true(s->chunks[c - 1]->n + ch->n > GM_BLOCKSET_CHUNK / 2);

@@ -397,6 +397,94 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+/* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
+ * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
+ * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
+ * cudaMalloc'd IPC buffers of 8 MiB + metadata and 8 MiB in it), 0.11 only the kernels (the
+ * snapshot follows the communicators); the budget pays that figure in each version. */
+static void test_vllm_non_torch_by_version(void **state)
+{
+    static const char *const v0[] = {"0.6.5", "0.7.2", "0.10.1"};
+    const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
+    char args[160];
+    struct gm_job j;
+    uint64_t context, nccl, need;
+    (void)state;
+    /* CustomAllreduce._SUPPORTED_WORLD_SIZES, each buffer in 2 MiB granules */
+    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
+
+    /* 0.11: the communicators sit in the baseline, so tp 2 prints what tp 1 prints */
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    gm_estimate_free(est);
+    est = NULL;
+
+    /* the versions whose baseline comes before the communicators: NCCL and the buffers in */
+    for (size_t i = 0; i < sizeof v0 / sizeof v0[0]; i++) {
+        snprintf(args, sizeof args, "--infer --engine vllm --vllm-version %s --gpu H100 --gpus 2",
+                 v0[i]);
+        job_make("llama-3.1-8b", args, &j);
+        run(&j, &est);
+        nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
+        assert_int_equal(nccl, 2 * GM_GIB);
+        assert_int_equal(est->serving.non_torch_logged_bytes, kernels + ar + nccl);
+        need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
+        /* the pool is what the budget leaves after weights, profile peak and that figure,
+         * cut to whole blocks */
+        assert_true(need >= gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) +
+                                est->serving.activation_peak_bytes +
+                                est->serving.non_torch_logged_bytes);
+        assert_true(need -
+                        (gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) +
+                         est->serving.activation_peak_bytes + est->serving.non_torch_logged_bytes) <
+                    16 * est->serving.kv_bytes_per_token);
+        gm_estimate_free(est);
+        est = NULL;
+    }
+
+    /* GPUs without peer access (vLLM's log: "Custom allreduce is disabled because your
+     * platform lacks GPU P2P capability"): NCCL through host memory, no all-reduce buffers */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 --no-p2p", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+
+    /* 0.6.4: total - free - allocated after the profile run, the context inside */
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090", &j);
+    run(&j, &est);
+    context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
+    assert_true(context > 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels + context);
+    gm_estimate_free(est);
+    est = NULL;
+
+    /* a given figure replaces the kernels and buffers */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --non-torch 300MiB",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_bytes, 300 * GM_MIB);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 300 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* vLLM's CUDA-graph capture sizes by version (V0's list to 256 under max_num_seqs, V1's to
  * 512, min(2 x max_num_seqs, 512) from 0.10, step 16 from 256 on from 0.11, never above the
  * batched tokens), and the graph memory as pieces x layers plus one shared pool. */
@@ -457,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -382,6 +382,107 @@ static void test_replay_and_floor(void **state)
     assert_false(est->replay.used);
 }
 
+/* Near the capacity the allocator frees its cache on a failed cudaMalloc and retries
+ * (release_cached_blocks in PyTorch's DeviceCachingAllocator::malloc): a job whose replay fits
+ * on the GPU is never given a peak reserved above it, however much cache the HF stack's floor
+ * says an allocator without a limit would keep; on a GPU that holds the floor, the floor
+ * decides as before. */
+static void test_floor_stops_at_the_capacity(void **state)
+{
+    static const char *const job =
+        "--train --lora --batch 4 --seq 2048 --transformers-version 4.46 --precision bf16";
+    char settings[256];
+    uint64_t floor, replay, outside;
+    (void)state;
+    run("llama-3.1-8b", job, &est);
+    floor = est->peak_reserved_bytes;
+    replay = est->replay.reserved_peak;
+    outside = est->device_bytes - est->peak_reserved_bytes;
+    assert_true(est->replay.floor && replay + 512 * GM_MIB < floor);
+    /* a GPU between what the replay reserves and what the floor says */
+    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+             (unsigned long long)((outside + replay + (floor - replay) / 2) >> 20));
+    run("llama-3.1-8b", settings, &est);
+    assert_false(est->replay.oom);
+    assert_true(est->replay.at_capacity);
+    assert_int_equal(est->replay.floor_bytes, floor);
+    assert_int_equal(est->peak_reserved_bytes, est->replay.capacity_bytes);
+    assert_true(est->device_bytes <= est->fit.capacity_bytes);
+    assert_true(est->range.device_bytes[1] <= est->fit.capacity_bytes);
+    assert_true(est->fit.fits);
+    assert_int_equal(est->fit.verdict, GM_VERDICT_FITS);
+    /* a GPU that holds the floor: the floor decides */
+    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+             (unsigned long long)((outside + floor) / GM_MIB + 64));
+    run("llama-3.1-8b", settings, &est);
+    assert_false(est->replay.at_capacity);
+    assert_int_equal(est->peak_reserved_bytes, floor);
+}
+
+/* The run's PYTORCH_CUDA_ALLOC_CONF reaches the replay: with expandable segments the
+ * allocator maps pages into one range per stream and pool instead of caching whole
+ * segments, so the same job replays differently, and both replays are remembered apart. */
+static void test_alloc_conf_reaches_the_replay(void **state)
+{
+    static const char *const job = "--train --lora --batch 4 --seq 2048 --precision bf16 "
+                                   "--gpu H100";
+    char settings[256];
+    struct gm_est_replay plain;
+    (void)state;
+    run("llama-3.1-8b", job, &est);
+    plain = est->replay;
+    assert_true(plain.used && !plain.oom);
+    snprintf(settings, sizeof settings, "%s --alloc-conf expandable_segments:True", job);
+    run("llama-3.1-8b", settings, &est);
+    assert_true(est->replay.used && !est->replay.oom);
+    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
+    assert_int_equal(est->replay.requested_peak, plain.requested_peak);
+    assert_true(est->replay.segments != plain.segments ||
+                est->replay.reserved_peak != plain.reserved_peak);
+}
+
+/* A job that does not fit names the request that failed even after the cache was freed:
+ * where in the step, whose tensor, how large, and what was live; the same request is where
+ * the segment trace of the replay on the capacity stops. */
+struct last_seg {
+    struct gm_est_replay_segment seg;
+    bool seen;
+};
+
+static void last_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct last_seg *t = ctx;
+    if (seg->pass == 0) {
+        t->seg = *seg;
+        t->seen = true;
+    }
+}
+
+static void test_failed_request_named(void **state)
+{
+    static const char *const job = "--train --batch 8 --seq 2048 --grad-checkpointing full "
+                                   "--precision bf16 --gpu-memory 12GiB";
+    struct last_seg t;
+    const struct gm_est_replay *r;
+    (void)state;
+    run("llama-3.2-1b", job, &est);
+    r = &est->replay;
+    assert_true(r->oom);
+    assert_true(r->failed.request > 0);
+    assert_true(r->failed.at < GM_EST_AT__COUNT);
+    assert_true(r->failed.step < r->steps);
+    assert_true(r->failed.kind <= GM_KIND__COUNT);
+    assert_true(r->failed.live <= r->capacity_bytes);
+    assert_int_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+    assert_true(est->device_bytes > est->fit.capacity_bytes);
+    /* the traced run on the capacity took its last segment at or before the failure */
+    memset(&t, 0, sizeof t);
+    run_traced("llama-3.2-1b", job, &est, last_segment, &t);
+    assert_true(t.seen);
+    assert_true(t.seg.step < r->failed.step ||
+                (t.seg.step == r->failed.step && t.seg.at <= r->failed.at));
+}
+
 /* What a segment trace sums to, per pass, and what the loss takes. */
 struct seg_sum {
     uint64_t n[2], bytes[2], last_reserved[2];
@@ -613,6 +714,9 @@ int main(void)
         cmocka_unit_test(test_capacity_retry_and_oom),
         cmocka_unit_test(test_remembered_replay_is_the_replay),
         cmocka_unit_test(test_replay_and_floor),
+        cmocka_unit_test(test_floor_stops_at_the_capacity),
+        cmocka_unit_test(test_failed_request_named),
+        cmocka_unit_test(test_alloc_conf_reaches_the_replay),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),

@@ -113,7 +113,7 @@ def predicted(doc, counter):
         return component_bytes(doc, "kv_cache")
     if counter == "cuda_graphs":
         return component_bytes(doc, "engine_pool", "cuda_graphs") or 0
-    key = {"non_torch": "non_torch_bytes", "activation": "activation_peak_bytes",
+    key = {"non_torch": "non_torch_logged_bytes", "activation": "activation_peak_bytes",
            "kv_blocks": "kv_blocks", "kv_tokens": "kv_tokens",
            "compute_buffer": "compute_buffer_bytes"}[counter]
     return serving.get(key)

@@ -191,18 +191,18 @@
   // least and most are exactly the least and most that held anywhere in it.
   function columns(pw) {
     const L = dev.lod, n = L.n, full = dev.x1 - dev.x0 || 1, span = view[1] - view[0], dx = span / pw;
-    const cols = { amin: new Float64Array(pw), amax: new Float64Array(pw), rmax: new Float64Array(pw), k: new Float64Array(pw), kr: new Float64Array(pw) };
+    const cols = { amin: new Float64Array(pw), amax: new Float64Array(pw), rmax: new Float64Array(pw), k: new Float64Array(pw), kr: new Float64Array(pw), b: new Int32Array(pw) };
     for (let c = 0; c < pw; c++) {
       const xa = view[0] + c * dx, xb = xa + dx;
       let b0 = Math.floor((xa - dev.x0) / full * n), b1 = Math.ceil((xb - dev.x0) / full * n) - 1;
       b0 = Math.max(0, Math.min(n - 1, b0)); b1 = Math.max(b0, Math.min(n - 1, b1));
-      let am = -1, an = Infinity, rm = -1, k = -1, kr = -1;
+      let am = -1, an = Infinity, rm = -1, k = -1, kr = -1, bm = b0;
       for (let b = b0; b <= b1; b++) {
-        if (L.amax[b] > am) { am = L.amax[b]; k = L.kmax[b]; }
+        if (L.amax[b] > am) { am = L.amax[b]; k = L.kmax[b]; bm = b; }
         if (L.amin[b] < an) an = L.amin[b];
         if (L.rmax[b] > rm) { rm = L.rmax[b]; kr = L.krmax[b]; }
       }
-      cols.amin[c] = an; cols.amax[c] = am; cols.rmax[c] = rm; cols.k[c] = k; cols.kr[c] = kr;
+      cols.amin[c] = an; cols.amax[c] = am; cols.rmax[c] = rm; cols.k[c] = k; cols.kr[c] = kr; cols.b[c] = bm;
     }
     return cols;
   }
@@ -279,6 +279,37 @@
     out.sort((p, q) => p[0] - q[0] || p[7] - q[7]);
     return out;
   }
+  // The merged stack of a category: its colour, lighter, hatched (a band is flat), so that
+  // merged "other" (grey) is never taken for the grey of a page without an analysis.
+  function mergedFill(g, cat) {
+    const p = document.createElement('canvas'), q = p.getContext('2d'), c = catColor(cat);
+    p.width = p.height = 8;
+    q.fillStyle = c + '99'; q.fillRect(0, 0, 8, 8); // 60% opaque
+    q.strokeStyle = c + 'dd'; q.lineWidth = 2; q.beginPath();
+    q.moveTo(0, 8); q.lineTo(8, 0); q.moveTo(-2, 2); q.lineTo(2, -2); q.moveTo(6, 10); q.lineTo(10, 6);
+    q.stroke();
+    return g.createPattern(p, 'repeat');
+  }
+  // lod.rest's runs [value, buckets, ...] as one value a bucket (once a device)
+  function restOf(d) {
+    if (d.restBuckets !== undefined) return d.restBuckets;
+    const R = d.lod && d.lod.rest;
+    d.restBuckets = R ? R.map((r) => {
+      if (!r) return null;
+      const v = new Float64Array(d.lod.n);
+      for (let i = 0, b = 0; i + 1 < r.length; i += 2) {
+        const e = Math.min(d.lod.n, b + r[i + 1]);
+        v.fill(r[i], b, e);
+        b = e;
+      }
+      return v;
+    }) : null;
+    return d.restBuckets;
+  }
+  function bandsNote(nb) {
+    return group3(nb) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one' +
+      (dev.n_edge ? ', ' + group3(dev.n_edge) + ' of them alive at the start or the end of the trace' : '') + (nb > dev.bands.length ? ' (more in this zoomed view)' : '');
+  }
   let tl = null;
   function drawTimeline() {
     if (!dev.lod) return;
@@ -299,16 +330,31 @@
       g.strokeStyle = '#d62728'; g.lineWidth = 1; g.setLineDash([4, 3]);
       g.beginPath(); g.moveTo(px, M.t); g.lineTo(px, M.t + c.ph); g.stroke(); g.setLineDash([]);
     }
-    const bands = bandsInView(), nb = bands.length;
+    const bands = bandsInView(), nb = bands.length, main = new Set(dev.bands), rest = restOf(dev);
     const off = new Float64Array(nb * pw).fill(-1), top = new Float64Array(pw);
+    // the rest, merged, as a stack of categories above the bands (lod.rest: of each bucket,
+    // what is not a band of the whole trace at its most allocated event, by category; a
+    // zoomed view's own bands are taken out of their category)
+    const mOff = new Float64Array(7 * pw), mLen = new Float64Array(7 * pw), grey = new Float64Array(pw);
+    const byCat = []; for (let cat = 0; cat < 7; cat++) byCat.push(new Float64Array(pw));
     for (let x = 0; x < pw; x++) {
-      const k = cols.k[x];
+      const k = cols.k[x], extra = [0, 0, 0, 0, 0, 0, 0];
       let acc = 0;
       for (let i = 0; i < nb; i++) {
         const b = bands[i];
-        if (b[0] <= k && k < b[1]) { off[i * pw + x] = acc; acc += b[4]; }
+        if (b[0] <= k && k < b[1]) {
+          off[i * pw + x] = acc; acc += b[4];
+          byCat[b[5] < 7 ? b[5] : 6][x] += b[4];
+          if (!main.has(b)) extra[b[5] < 7 ? b[5] : 6] += b[4];
+        }
       }
       top[x] = Math.min(acc, cols.amax[x]);
+      let m = top[x];
+      for (let cat = 0; cat < 7; cat++) {
+        const r = rest && rest[cat] ? Math.max(0, Math.min(rest[cat][cols.b[x]] - extra[cat], cols.amax[x] - m)) : 0;
+        mOff[cat * pw + x] = m; mLen[cat * pw + x] = r; m += r; byCat[cat][x] += r;
+      }
+      grey[x] = Math.max(0, cols.amax[x] - m); // only without an analysis (no categories)
     }
     let polys = 0;
     for (let i = 0; i < nb; i++) {
@@ -329,12 +375,26 @@
         g.closePath(); g.fill(); polys++;
       }
     }
-    // the rest, merged, up to the most allocated in each column
+    // the merged stack, each category lighter than its bands, then (without an analysis)
+    // grey up to the most allocated in each column
+    const area = (lo, hi) => {
+      g.beginPath();
+      for (let x = 0; x < pw; x++) { const y = Y(hi(x)); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
+      for (let x = pw - 1; x >= 0; x--) { const y = Y(lo(x)); g.lineTo(M.l + x + 1, y); g.lineTo(M.l + x, y); }
+      g.closePath(); g.fill();
+    };
+    const merged = [0, 0, 0, 0, 0, 0, 0], mergedAt = [];
+    for (let cat = 0; cat < 7; cat++) {
+      let any = 0, at = 0;
+      for (let x = 0; x < pw; x++) if (mLen[cat * pw + x] > any) { any = mLen[cat * pw + x]; at = x; }
+      if (!any) continue;
+      merged[cat] = any;
+      mergedAt.push([cat, at, mOff[cat * pw + at], mOff[cat * pw + at] + any]); // where it is tallest
+      g.fillStyle = mergedFill(g, cat);
+      area((x) => mOff[cat * pw + x], (x) => mOff[cat * pw + x] + mLen[cat * pw + x]);
+    }
     g.fillStyle = 'rgba(200,200,200,0.75)';
-    g.beginPath();
-    for (let x = 0; x < pw; x++) { const y = Y(Math.max(top[x], cols.amax[x])); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
-    for (let x = pw - 1; x >= 0; x--) { const y = Y(top[x]); g.lineTo(M.l + x + 1, y); g.lineTo(M.l + x, y); }
-    g.closePath(); g.fill();
+    area((x) => cols.amax[x] - grey[x], (x) => Math.max(top[x], cols.amax[x]));
     // the most allocated as a dark edge: a one-pixel column that stands above its neighbours
     // (the peak is often one) is drawn dark over its whole rise, so that the eye sees it reach
     // the peak's height and not only the light merged area around it
@@ -369,15 +429,18 @@
       g.textAlign = px > M.l + pw - 160 ? 'right' : 'left';
       g.fillText('peak ' + fmtBytes(p.bytes), px + (g.textAlign === 'right' ? -6 : 6), M.t + 1);
     }
-    tl = { c, pw, cols, off, top, Y, ymax, bands };
-    drawn.timeline = { view: view.slice(), pw, max: drawnMax, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
+    tl = { c, pw, cols, off, top, Y, ymax, bands, mOff, mLen };
+    let bandCols = 0;
+    for (let x = 0; x < pw; x++) for (let i = 0; i < nb; i++) if (off[i * pw + x] >= 0) { bandCols++; break; }
+    const stackTop = Array.from(cols.amax, (a, x) => { let t = grey[x]; for (let cat = 0; cat < 7; cat++) t += byCat[cat][x]; return t; });
+    drawn.timeline = { view: view.slice(), pw, max: drawnMax, byCat: byCat.map((v) => Array.from(v)), grey: Array.from(grey), stackTop, merged, mergedAt, bandCols, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
     drawn.timeline.annotations = nAnnotations;
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
     canvas.dataset.max = String(drawnMax);
     const note = $('bands-note');
-    if (note) note.textContent = group3(nb) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one' + (nb > dev.bands.length ? ' (more in this zoomed view)' : '');
+    if (note) note.textContent = bandsNote(nb);
   }
 
   function hoverTimeline(ev) {
@@ -399,10 +462,19 @@
         return;
       }
     }
+    for (let cat = 0; cat < 7; cat++) {
+      const o = tl.mOff[cat * tl.pw + x], n = tl.mLen[cat * tl.pw + x];
+      if (n > 0 && v >= o && v < o + n) {
+        showTip(ev, fmtHover(n), ['category: ' + CAT_LABELS[cat], 'smaller allocations, merged (after event ' + tl.cols.k[x] + ')']);
+        return;
+      }
+    }
     const a = tl.cols.amax[x], lo = tl.cols.amin[x], rs = tl.cols.rmax[x];
     const lines = [a > lo ? 'allocated: from ' + fmtBytes(lo) + ' to ' + fmtBoth(a) + ' (most after event ' + tl.cols.k[x] + ')' : 'allocated: ' + fmtBoth(a), 'reserved: up to ' + fmtBoth(rs)];
     for (const u of dev.uphases || []) if (u[0] <= xb && xa <= u[1]) lines.push('your phase: ' + u[2]);
     for (const a of dev.annotations || []) if (a[0] <= xb && xa <= a[1]) lines.push('annotation ' + a[2] + ': ' + fmtBytes(a[3]) + ' at its start, ' + fmtBytes(a[4]) + ' most, ' + fmtBytes(a[5]) + ' at its end');
+    const its = dev.iterations || [], it = its.find((t) => t.x0 <= xa && xa < t.x1);
+    if (it) lines.push('iteration ' + it.n + ' of ' + group3(its.length));
     for (const o of dev.ooms || []) if (o.x >= xa && o.x < xb) lines.push('out of memory: ' + fmtBytes(o.requested) + ' requested (' + o.verdict + ')');
     showTip(ev, fmtX(xa) + (xb - xa >= 1 ? ' to ' + fmtX(xb) : ''), lines);
   }
@@ -650,7 +722,7 @@
     $('peak-hint').textContent = 'What is alive at the peak (' + fmtBoth(p.bytes) + ' ' +
       (!dev.has_trace ? 'in the snapshot, which has no trace' : p.k < 0 ? 'at the start of the trace' : 'at ' + fmtX(p.x) + ', event ' + p.k) +
       (p.phase && dev.has_trace ? ', during ' + phaseLabel(p.phase) : '') + (p.uphase ? ', in your phase ' + p.uphase : '') +
-      (p.iteration >= 0 ? ' of iteration ' + (p.iteration + 1) : '') +
+      (p.iteration ? ' (iteration ' + p.iteration + ' of ' + group3((dev.iterations || []).length) + ')' : '') +
       '), ' + group3(p.n_live) + ' allocations in ' + group3(dev.at_peak_groups) + ' stacks, grouped by their whole stack as `gpumem snapshot peak` groups them. Sizes are the bytes the trace records (requested), below what max_memory_allocated() counts after rounding. Click a row for its stack.';
     if (!dev.at_peak.length) { box.appendChild(el('p', { class: 'empty' }, 'Nothing is alive at the peak.')); drawn.peak = 0; return; }
     const tb = el('tbody');
@@ -806,7 +878,10 @@
     const w = [];
     if (m[1] & 2) w.push('the peak');
     if (m[1] & 4) w.push('out of memory');
-    if (m[1] & 8 && !(m[1] & 2)) w.push('peak of an iteration');
+    if (m[1] & 8 && !(m[1] & 2)) {
+      const it = (dev.iterations || []).find((t) => t.peak_k === m[0]);
+      w.push(it ? 'peak of iteration ' + it.n + ' of ' + group3(dev.iterations.length) : 'peak of an iteration');
+    }
     if (m[1] & 1) w.push(dev.has_trace ? 'end of the trace (the snapshot)' : 'the snapshot');
     const x = xOfK(m[0]);
     return (m[0] < 0 ? 'start, ' : Number.isFinite(x) ? fmtX(Math.max(0, x)) + ', ' : '') + 'event ' + m[0] + ': ' + w.join(', ');
@@ -1059,7 +1134,7 @@
     const tb = el('tbody');
     for (const i of idx) {
       const it = its[i], prev = i ? its[i - 1].end : it.start;
-      tb.appendChild(el('tr', null, el('td', { class: 'num' }, String(i + 1)), el('td', { class: 'num' }, fmtX(it.x0)),
+      tb.appendChild(el('tr', null, el('td', { class: 'num' }, String(it.n)), el('td', { class: 'num' }, fmtX(it.x0)),
         el('td', { class: 'num' }, fmtBytes(it.peak)), el('td', null, phaseLabel(it.peak_phase)),
         el('td', { class: 'num' }, fmtBytes(it.end)), el('td', { class: 'num' }, (it.end >= prev ? '+' : '-') + fmtBytes(Math.abs(it.end - prev)))));
     }
@@ -1287,14 +1362,16 @@
   function legends() {
     const tlg = $('timeline-legend'), clg = $('cats-legend');
     tlg.textContent = ''; clg.textContent = '';
-    const used = new Set(dev.bands.map((b) => b[5]));
+    const used = new Set(dev.bands.map((b) => b[5])), rest = dev.lod && dev.lod.rest;
+    if (rest) rest.forEach((r, k) => { if (r) used.add(k); });
     for (let k = 0; k < 7; k++) if (used.has(k)) tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
-    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:rgba(200,200,200,0.75)' }), 'smaller allocations, merged'));
+    tlg.appendChild(el('span', null, el('span', { class: 'chip', style: rest ? 'background:repeating-linear-gradient(135deg,' + CAT_COLORS[0] + 'dd 0 2px,' + CAT_COLORS[0] + '99 2px 5px)' : 'background:rgba(200,200,200,0.75)' }),
+      rest ? 'smaller allocations, merged by category (hatched)' : 'smaller allocations, merged'));
     tlg.appendChild(el('span', null, '━ reserved'));
     tlg.appendChild(el('span', null, '─ least allocated in a column (where it varies)'));
     tlg.appendChild(el('span', { style: 'color:#d62728' }, '┆ peak'));
     if ((dev.ooms || []).length) tlg.appendChild(el('span', { style: 'color:#b00020' }, '┆ out of memory'));
-    tlg.appendChild(el('span', { id: 'bands-note' }, group3(dev.bands.length) + ' of ' + group3(dev.n_allocs) + ' allocations drawn one by one'));
+    tlg.appendChild(el('span', { id: 'bands-note' }, bandsNote(dev.bands.length)));
     for (let k = 0; k < 7; k++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'background:' + CAT_COLORS[k] }), CAT_LABELS[k]));
     for (let p = 1; p < 4; p++) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'border:1px solid #ccc;background:' + PHASE_FILL[p] }), PHASE_LABELS[p]));
     if ((dev.uphases || []).length) clg.appendChild(el('span', null, el('span', { class: 'chip', style: 'border:1px solid #ccc;background:' + UPHASE_FILL[0] }), 'your phases'));
@@ -1306,7 +1383,8 @@
     $('device').value = String(i);
     view = [dev.x0, dev.x1];
     if (!multi) showPeak(dev.peak.bytes, !dev.has_trace ? 'in the snapshot (no trace)' : dev.peak.k < 0 ? 'at the start of the trace' :
-      'at ' + fmtX(dev.peak.x) + (dev.peak.phase ? ', ' + phaseLabel(dev.peak.phase) : '') + (dev.peak.uphase ? ', your phase "' + dev.peak.uphase + '"' : ''));
+      'at ' + fmtX(dev.peak.x) + (dev.peak.phase ? ', ' + phaseLabel(dev.peak.phase) : '') + (dev.peak.uphase ? ', your phase "' + dev.peak.uphase + '"' : '') +
+      (dev.peak.iteration ? ' (iteration ' + dev.peak.iteration + ' of ' + group3((dev.iterations || []).length) + ')' : ''));
     const trace = dev.has_trace;
     for (const id of ['v-timeline', 'v-categories', 'v-segtl']) $(id).hidden = !trace;
     $('v-notrace').hidden = trace;

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/* bands.c - the allocations a timeline draws one by one, and the merged rest by category
+ * (the rule is in gpumem/bands.h).
+ *
+ * An allocation's area is bytes x (x of its free, or the axis' end) - (x of its alloc, or
+ * 0); on a time axis the x of each event is kept as a float (4 bytes an event: areas are
+ * compared to about one part in 10^7).  Every choice keeps its best in bounded heaps (an
+ * allocation that does not beat a full heap's smallest costs one comparison), so the memory
+ * it needs is the budget's, not the trace's.  The rest by category is one sweep over the
+ * allocations in alloc order and their frees in free order. */
+#include "gpumem/bands.h"
+
+#include "gpumem/arena.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cand {
+    double area; /* bytes x lifetime on the axis (clipped to a window there) */
+    uint64_t bytes;
+    int32_t alloc_event;
+    uint32_t i; /* index into the device's allocs */
+};
+
+/* > 0 when x comes before y: the larger area, then the larger, the older, the first. */
+static int better(const struct cand *x, const struct cand *y)
+{
+    if (x->area != y->area)
+        return x->area > y->area ? 1 : -1;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? 1 : -1;
+    if (x->alloc_event != y->alloc_event)
+        return x->alloc_event < y->alloc_event ? 1 : -1;
+    return x->i < y->i ? 1 : x->i > y->i ? -1 : 0;
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+    return -better(a, b);
+}
+
+/* The x of every event of the device (with a time axis; else x is the event index). */
+static float *event_xs(const struct gm_lod_axis *ax)
+{
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    float *xs;
+    if (!ax->time || !ax->n_events || !ax->dev)
+        return NULL;
+    xs = gm_calloc(ax->n_events, sizeof(*xs)); /* zero where a damaged trace ends early */
+    if (!xs)
+        return NULL;
+    gm_snapshot_cursor_init(&c, ax->dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < ax->n_events)
+        xs[c.index] = (float)gm_lod_axis_x_of(ax, (int64_t)c.index, e);
+    return xs;
+}
+
+static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
+{
+    if (k < 0)
+        return 0.0;
+    if (k >= (int64_t)ax->n_events)
+        return ax->x_end;
+    return xs ? (double)xs[k] : (double)k;
+}
+
+static void life(const struct gm_lod_axis *ax, const float *xs, const struct gm_analysis_alloc *a,
+                 double *x0, double *x1)
+{
+    *x0 = x_of(ax, xs, a->alloc_event);
+    *x1 = a->free_event < 0 ? ax->x_end : x_of(ax, xs, a->free_event);
+    if (*x1 < *x0) /* time going back in a damaged file */
+        *x1 = *x0;
+}
+
+/* ---- zoomed windows: a bounded heap of the best, the worst kept at the root ---- */
+
+struct heap {
+    struct cand *v;
+    size_t n, cap;
+};
+
+static void heap_offer(struct heap *h, const struct cand *a)
+{
+    size_t i;
+    if (h->n < h->cap) {
+        for (i = h->n++; i > 0 && better(&h->v[(i - 1) / 2], a) > 0; i = (i - 1) / 2)
+            h->v[i] = h->v[(i - 1) / 2];
+        h->v[i] = *a;
+        return;
+    }
+    if (!h->cap || better(a, &h->v[0]) <= 0)
+        return; /* no better than the worst kept */
+    for (i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const struct cand *mv = a;
+        if (l < h->n && better(mv, &h->v[l]) > 0)
+            m = l, mv = &h->v[l];
+        if (r < h->n && better(mv, &h->v[r]) > 0)
+            m = r, mv = &h->v[r];
+        if (m == i)
+            break;
+        h->v[i] = h->v[m];
+        i = m;
+    }
+    h->v[i] = *a;
+}
+
+/* ---- stacking order ---- */
+
+struct stacked {
+    int32_t alloc_event;
+    uint64_t addr;
+    uint32_t i;
+};
+
+static int cmp_stack(const void *a, const void *b)
+{
+    const struct stacked *x = a, *y = b;
+    if (x->alloc_event != y->alloc_event)
+        return x->alloc_event < y->alloc_event ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* 'idx' (n indexes into ad->allocs) in stacking order: the oldest at the bottom. */
+static bool stack_order(const struct gm_analysis_device *ad, uint32_t *idx, size_t n)
+{
+    struct stacked *t;
+    if (n < 2)
+        return true;
+    t = gm_malloc(n * sizeof(*t));
+    if (!t)
+        return false;
+    for (size_t j = 0; j < n; j++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[idx[j]];
+        t[j] = (struct stacked){a->alloc_event, a->addr, idx[j]};
+    }
+    qsort(t, n, sizeof(*t), cmp_stack);
+    for (size_t j = 0; j < n; j++)
+        idx[j] = t[j].i;
+    gm_free(t);
+    return true;
+}
+
+/* ---- the choice ---- */
+
+static bool is_edge(const struct gm_analysis_alloc *a)
+{
+    return a->alloc_event < 0 || a->free_event < 0;
+}
+
+static struct cand cand_of(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
+                           const float *xs, size_t i)
+{
+    const struct gm_analysis_alloc *a = &ad->allocs[i];
+    double x0, x1;
+    life(ax, xs, a, &x0, &x1);
+    return (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
+}
+
+static void take(struct gm_bands *out, uint32_t i)
+{
+    out->is_band[i] = 1;
+    out->allocs[out->n++] = i;
+}
+
+/* The best of each kind in bounded heaps (memory as large as the budget, not the trace):
+ * the edge ones, the best of each slice, and the best of all the others (the slices
+ * leave at most the budget to them, so they are among these). */
+static enum gm_status choose_whole(const struct gm_analysis_device *ad,
+                                   const struct gm_lod_axis *ax, const float *xs, size_t max,
+                                   struct gm_bands *out)
+{
+    size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
+    struct heap edge = {NULL, 0, 0}, all = {NULL, 0, 0}, slice[GM_BANDS_SPREAD];
+    struct cand *pool = NULL, *pick = NULL;
+    enum gm_status st = GM_OK;
+
+    for (size_t i = 0; i < n; i++)
+        n_edge += is_edge(&ad->allocs[i]);
+    n_inner = n - n_edge;
+    /* a quarter of the budget stays for the others, when there are others */
+    edge_take = max - (n_inner < max / 4 ? n_inner : max / 4);
+    if (edge_take > n_edge)
+        edge_take = n_edge;
+    inner = max - edge_take < n_inner ? max - edge_take : n_inner;
+    per_slice = (inner + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
+    pool = gm_malloc((edge_take + inner + GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pool));
+    pick = gm_malloc((GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pick));
+    if (!pool || !pick) {
+        st = GM_ERR_NOMEM;
+        goto out_free;
+    }
+    edge = (struct heap){pool, 0, edge_take};
+    all = (struct heap){pool + edge_take, 0, inner};
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
+        slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
+    for (size_t i = 0; i < n; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        struct cand c = cand_of(ad, ax, xs, i);
+        double x0, x1, mid;
+        unsigned s;
+        if (is_edge(a)) {
+            heap_offer(&edge, &c);
+            continue;
+        }
+        life(ax, xs, a, &x0, &x1);
+        mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
+        s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
+        heap_offer(&slice[s], &c);
+        heap_offer(&all, &c);
+    }
+    qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
+    for (size_t j = 0; j < edge.n; j++)
+        take(out, edge.v[j].i);
+    out->n_edge = out->n;
+    /* an equal share for each slice of the axis, the largest areas first ... */
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
+        for (size_t j = 0; j < slice[s].n; j++)
+            pick[n_pick++] = slice[s].v[j];
+    qsort(pick, n_pick, sizeof(*pick), cmp_cand);
+    for (size_t j = 0; j < n_pick && out->n < max; j++)
+        take(out, pick[j].i);
+    /* ... then what the slices left, to the largest areas of the others */
+    qsort(all.v, all.n, sizeof(*all.v), cmp_cand);
+    for (size_t j = 0; j < all.n && out->n < max; j++)
+        if (!out->is_band[all.v[j].i])
+            take(out, all.v[j].i);
+    if (!stack_order(ad, out->allocs, out->n))
+        st = GM_ERR_NOMEM;
+out_free:
+    gm_free(pool);
+    gm_free(pick);
+    return st;
+}
+
+static enum gm_status choose_windows(const struct gm_analysis_device *ad,
+                                     const struct gm_lod_axis *ax, const float *xs,
+                                     const struct gm_bands_opts *o, struct gm_bands *out)
+{
+    size_t ne = ax->n_events, W = o->n_windows;
+    struct heap *h;
+    struct cand *pool;
+    enum gm_status st = GM_OK;
+
+    if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
+        return GM_OK;
+    h = gm_calloc(W, sizeof(*h));
+    pool = gm_malloc(W * o->per_window * sizeof(*pool));
+    out->windows = gm_calloc(W, sizeof(*out->windows));
+    if (!h || !pool || !out->windows) {
+        st = GM_ERR_NOMEM;
+        goto out_free;
+    }
+    for (size_t w = 0; w < W; w++) {
+        h[w].v = pool + w * o->per_window;
+        h[w].cap = o->per_window;
+    }
+    for (size_t i = 0; i < ad->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
+        double x0, x1;
+        size_t w;
+        if (out->is_band[i])
+            continue;
+        life(ax, xs, a, &x0, &x1);
+        w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
+        while (w > 0 && (int64_t)(ne * w / W) > a->alloc_event)
+            w--;
+        for (; w < W; w++) {
+            int64_t k0 = (int64_t)(ne * w / W), k1 = (int64_t)(ne * (w + 1) / W);
+            double wx0 = x_of(ax, xs, k0), wx1 = x_of(ax, xs, k1);
+            struct cand cd;
+            if (k1 <= k0 || a->alloc_event >= k1)
+                continue;
+            if (end <= k0)
+                break; /* the later windows start later still */
+            cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
+                               a->bytes, a->alloc_event, (uint32_t)i};
+            if (cd.area < 0)
+                cd.area = 0;
+            heap_offer(&h[w], &cd);
+        }
+    }
+    for (size_t w = 0; w < W; w++) {
+        struct gm_bands_window *bw = &out->windows[out->n_windows];
+        if (!h[w].n)
+            continue;
+        bw->k0 = (int64_t)(ne * w / W);
+        bw->k1 = (int64_t)(ne * (w + 1) / W);
+        bw->allocs = gm_malloc(h[w].n * sizeof(*bw->allocs));
+        if (!bw->allocs) {
+            st = GM_ERR_NOMEM;
+            break;
+        }
+        for (size_t j = 0; j < h[w].n; j++)
+            bw->allocs[j] = h[w].v[j].i;
+        bw->n = h[w].n;
+        out->n_windows++;
+        if (!stack_order(ad, bw->allocs, bw->n)) {
+            st = GM_ERR_NOMEM;
+            break;
+        }
+    }
+out_free:
+    gm_free(h);
+    gm_free(pool);
+    return st;
+}
+
+enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
+                               const struct gm_bands_opts *o, struct gm_bands *out,
+                               struct gm_error *err)
+{
+    size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
+    float *xs = NULL;
+    enum gm_status st;
+
+    memset(out, 0, sizeof(*out));
+    if (!n)
+        return GM_OK;
+    if (max > n)
+        max = n;
+    xs = event_xs(ax);
+    out->allocs = gm_malloc(max * sizeof(*out->allocs));
+    out->is_band = gm_calloc(n, 1);
+    if ((ax->time && ax->n_events && ax->dev && !xs) || !out->allocs || !out->is_band) {
+        st = GM_ERR_NOMEM;
+        goto out_fail;
+    }
+    st = choose_whole(ad, ax, xs, max, out);
+    if (st == GM_OK && o)
+        st = choose_windows(ad, ax, xs, o, out);
+    if (st != GM_OK)
+        goto out_fail;
+    gm_free(xs);
+    return GM_OK;
+out_fail:
+    gm_free(xs);
+    gm_bands_release(out);
+    return gm_fail(err, st, GM_NO_OFFSET, "timeline bands: out of memory");
+}
+
+/* ---- what is not a band, by category ---- */
+
+struct k_at {
+    int64_t k;
+    size_t i;
+};
+
+struct free_at {
+    int32_t k;  /* free_completed event */
+    uint32_t i; /* index into the allocs */
+};
+
+static int cmp_free_at(const void *a, const void *b)
+{
+    const struct free_at *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int cmp_k_at(const void *a, const void *b)
+{
+    const struct k_at *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* alive after some event: a free after its alloc (a damaged file may say otherwise) */
+static bool ever_alive(const struct gm_analysis_alloc *a)
+{
+    return a->free_event < 0 || a->free_event > a->alloc_event;
+}
+
+enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struct gm_bands *b,
+                                const int64_t *ks, size_t n, uint64_t (*out)[GM_CATEGORY_COUNT],
+                                struct gm_error *err)
+{
+    size_t na = ad ? ad->n_allocs : 0, nf = 0, ai = 0, fi = 0;
+    struct k_at *q = gm_malloc((n ? n : 1) * sizeof(*q));
+    struct free_at *frees = gm_malloc((na ? na : 1) * sizeof(*frees));
+    uint64_t cur[GM_CATEGORY_COUNT] = {0};
+
+    if (!q || !frees) {
+        gm_free(q);
+        gm_free(frees);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline bands: out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        q[i] = (struct k_at){ks[i], i};
+    qsort(q, n, sizeof(*q), cmp_k_at);
+    for (size_t i = 0; i < na; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        if (a->free_event >= 0 && ever_alive(a) && !(b && b->is_band && b->is_band[i]))
+            frees[nf++] = (struct free_at){a->free_event, (uint32_t)i};
+    }
+    qsort(frees, nf, sizeof(*frees), cmp_free_at);
+    for (size_t t = 0; t < n; t++) {
+        int64_t k = q[t].k;
+        /* the allocations are in alloc order (those from the start first) */
+        for (; ai < na && ad->allocs[ai].alloc_event <= k; ai++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[ai];
+            if (ever_alive(a) && !(b && b->is_band && b->is_band[ai]))
+                cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] += a->bytes;
+        }
+        for (; fi < nf && frees[fi].k <= k; fi++) {
+            const struct gm_analysis_alloc *a = &ad->allocs[frees[fi].i];
+            cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] -= a->bytes;
+        }
+        memcpy(out[q[t].i], cur, sizeof(cur));
+    }
+    gm_free(q);
+    gm_free(frees);
+    return GM_OK;
+}
+
+void gm_bands_release(struct gm_bands *b)
+{
+    if (!b)
+        return;
+    gm_free(b->allocs);
+    gm_free(b->is_band);
+    for (size_t w = 0; w < b->n_windows; w++)
+        gm_free(b->windows[w].allocs);
+    gm_free(b->windows);
+    memset(b, 0, sizeof(*b));
+}
