@@ -13,12 +13,14 @@
 struct open_ctx {
     char *const *paths;
     struct gm_analysis **ans;
+    const struct gm_category_rules *rules;
 };
 
 static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
     struct open_ctx *c = ctx;
-    if (gm_analysis_run(snap, NULL, &c->ans[i], err) != GM_OK)
+    struct gm_analysis_opts ao = {0, c->rules};
+    if (gm_analysis_run(snap, &ao, &c->ans[i], err) != GM_OK)
         return gm_error_prefix(err, "%s", c->paths[i]);
     return GM_OK;
 }
@@ -27,7 +29,7 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
                       const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
                       struct gm_analysis **ans)
 {
-    struct open_ctx c = {paths, ans};
+    struct open_ctx c = {paths, ans, o ? o->rules : NULL};
     int rc;
     memset(ans, 0, n * sizeof(*ans));
     rc = snapcli_load_many(cmd, paths, n, o, analyse, &c, snaps);
@@ -53,13 +55,12 @@ int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
     return ana_cli_open_many(cmd, paths, 1, o, snap, an);
 }
 
-int ana_cli_show(const char *cmd, char *path, uint64_t mem_limit, bool json,
+int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool json,
                  const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx)
 {
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL};
-    int rc = ana_cli_open(cmd, path, &lo, &snap, &an);
+    int rc = ana_cli_open(cmd, path, lo, &snap, &an);
     if (rc)
         return rc;
     if (json) {
@@ -80,6 +81,16 @@ void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an)
 {
     gm_analysis_free(an);
     gm_snapshot_free(snap);
+}
+
+const struct gm_analysis_device *ana_cli_device(const struct gm_analysis *an, int32_t want)
+{
+    if (want >= 0)
+        return gm_analysis_device_by_index(an, want);
+    for (size_t d = 0; d < an->n_devices; d++)
+        if (an->devices[d].n_events)
+            return &an->devices[d];
+    return NULL;
 }
 
 const char *ana_cli_short(char *buf, size_t n, uint64_t bytes)

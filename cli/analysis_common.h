@@ -28,11 +28,15 @@ void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an);
 /* How a command that shows one analysed file at a time prints it as text. */
 typedef void (*ana_cli_text_fn)(const void *ctx, const struct gm_analysis *an);
 
-/* Load and analyse 'path', then write the document 'doc' of it (its kind and options; the
- * file is filled in) when 'json', else print it with 'text'.  0, or an exit code after
- * printing the error. */
-int ana_cli_show(const char *cmd, char *path, uint64_t mem_limit, bool json,
+/* Load and analyse 'path' as 'lo' says, then write the document 'doc' of it (its kind and
+ * options; the file is filled in) when 'json', else print it with 'text'.  0, or an exit
+ * code after printing the error. */
+int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool json,
                  const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx);
+
+/* The device of 'an' a command about one device shows: 'want' (NULL when the file has no
+ * such device), or with 'want' -1 the first with trace events (NULL when none has). */
+const struct gm_analysis_device *ana_cli_device(const struct gm_analysis *an, int32_t want);
 
 /* "40.74 MiB (42715148 B)" into buf (>= 64 bytes). */
 const char *ana_cli_bytes(char *buf, size_t n, uint64_t bytes);

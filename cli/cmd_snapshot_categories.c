@@ -143,6 +143,19 @@ static void print_device(const struct gm_analysis *an, const struct gm_analysis_
         if (rules[r])
             printf("    %-14s %12s  %s\n", gm_rule_name((enum gm_rule)r),
                    ana_cli_short(b1, sizeof(b1), rules[r]), gm_rule_text((enum gm_rule)r));
+    if (an->n_user_rules) {
+        uint64_t b[GM_CATEGORY_RULES_MAX];
+        size_t n =
+            an->n_user_rules < GM_CATEGORY_RULES_MAX ? an->n_user_rules : GM_CATEGORY_RULES_MAX;
+        char name[80];
+        gm_analysis_user_rules_at(dev, dev->peak_event, b, n);
+        printf("  your rules at the peak (--categories; the first match wins):\n");
+        for (size_t i = 0; i < n; i++)
+            printf("    %-24s %-16s %12s\n",
+                   snapcli_safe(name, sizeof(name), an->user_rule_names[i]),
+                   gm_category_name((enum gm_category)an->user_rule_categories[i]),
+                   ana_cli_short(b1, sizeof(b1), b[i]));
+    }
     if (dev->n_events) {
         printf("  phases (share of %zu trace events):", dev->n_events);
         for (int p = 1; p <= GM_PHASE_COUNT; p++) {
@@ -195,6 +208,8 @@ int cmd_snapshot_categories(int argc, char **argv)
     int device = -1;
     bool device_set = false;
     int n_pos = 0;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.categories/1"),
         OPT_INT("device", 'd', &device, "N", "only this CUDA device", &device_set),
@@ -207,6 +222,7 @@ int cmd_snapshot_categories(int argc, char **argv)
                    "torch.accelerator.memory.memory_stats() taken with the snapshot (its "
                    "component_bytes.*.current), for the device of --device or the file's one "
                    "device"),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -238,11 +254,14 @@ int cmd_snapshot_categories(int argc, char **argv)
     struct gm_snapshot **snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     struct gm_analysis **ans = gm_calloc((size_t)n_pos, sizeof(*ans));
     struct gm_digest **digests = gm_calloc((size_t)n_pos, sizeof(*digests));
-    struct snapcli_load_opts lo = {mem_limit, false, digests};
     struct rank_list ranks = {0};
-    int rc = snaps && ans && digests
+    int rc = snapcli_rules_load(argv[0], rules_path, &rules);
+    struct snapcli_load_opts lo = {mem_limit, false, digests, rules};
+    if (rc == 0)
+        rc = snaps && ans && digests
                  ? ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
                  : GM_EXIT_SOFTWARE;
+    gm_category_rules_free(rules); /* the analyses are made */
     for (int f = 0; f < n_pos && rc == 0; f++)
         if (device_set && (digests[f] ? digests[f]->figures.device != device
                                       : !gm_analysis_device_by_index(ans[f], device)))

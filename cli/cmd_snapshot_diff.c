@@ -47,7 +47,7 @@ static int side_rank(const char *cmd, char *path, uint64_t mem_limit, struct gm_
         struct gm_snapshot *snap;
         struct gm_analysis *an;
         struct gm_error err;
-        struct snapcli_load_opts lo = {mem_limit, false, NULL};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
         if ((rc = ana_cli_open(cmd, path, &lo, &snap, &an)) != 0)
             return rc;
         if (gm_analysis_rank(an, 0, path, r, &has, &err) != GM_OK)
@@ -124,9 +124,12 @@ int cmd_snapshot_diff(int argc, char **argv)
     bool json = false;
     uint64_t top = gm_analysis_doc_top(GM_DOC_DIFF), mem_limit = 0;
     int n_pos = 0;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.diff/1"),
         OPT_U64("top", 'n', &top, "N", "at most N sites per device (20; 0: all)", NULL),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -155,9 +158,13 @@ int cmd_snapshot_diff(int argc, char **argv)
     }
     struct gm_snapshot *snaps[2], *sa, *sb;
     struct gm_analysis *ans[2], *aa, *ab;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL};
-    /* both read at the same time */
-    int rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
+    /* both read at the same time, the same rules applied to both */
+    int rc = snapcli_rules_load(argv[0], rules_path, &rules);
+    if (rc)
+        return rc;
+    struct snapcli_load_opts lo = {mem_limit, false, NULL, rules};
+    rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
+    gm_category_rules_free(rules); /* the analyses are made */
     if (rc)
         return rc;
     sa = snaps[0];

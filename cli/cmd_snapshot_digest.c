@@ -22,11 +22,14 @@ int cmd_snapshot_digest(int argc, char **argv)
     uint64_t mem_limit = 0;
     int n_pos = 0, rc;
     char hostname[256];
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules;
     const struct opt opts[] = {
         OPT_STRING("output", 'o', &out, "FILE", "the digest to write (required)"),
         OPT_FLAG("force", 0, &force, "replace FILE if it exists"),
         OPT_STRING("host", 0, &host, "NAME",
                    "the machine the rank ran on (default: this machine's host name)"),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -56,8 +59,12 @@ int cmd_snapshot_digest(int argc, char **argv)
         return rc;
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL};
-    if ((rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an)) != 0)
+    if ((rc = snapcli_rules_load(argv[0], rules_path, &rules)) != 0)
+        return rc;
+    struct snapcli_load_opts lo = {mem_limit, false, NULL, rules};
+    rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
+    gm_category_rules_free(rules); /* the analysis is made */
+    if (rc)
         return rc;
     {
         struct gm_output o;

@@ -24,6 +24,8 @@ int cmd_snapshot_export(int argc, char **argv)
     struct gm_rank_files rf;
     struct gm_error err;
     struct gm_output o;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_FLAG("perfetto", 0, &fmt[GM_EXPORT_PERFETTO],
                  "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: counters, "
@@ -46,6 +48,7 @@ int cmd_snapshot_export(int argc, char **argv)
                 "--perfetto: counter points per device, 4 to 4000000 (default 20000); every "
                 "stretch's least, most and last figures stay exact",
                 NULL),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -114,12 +117,18 @@ int cmd_snapshot_export(int argc, char **argv)
     eo.at_given = at_seen;
     eo.at = at;
     ao.max_points = (uint32_t)points;
+    if ((rc = snapcli_rules_load(argv[0], rules_path, &rules)) != 0) {
+        gm_rank_files_release(&rf);
+        return rc;
+    }
+    ao.rules = rules;
     if (!(in = gm_calloc(rf.n, sizeof(*in)))) {
+        gm_category_rules_free(rules);
         gm_rank_files_release(&rf);
         return GM_EXIT_SOFTWARE;
     }
     for (size_t f = 0; f < rf.n && rc == 0; f++) {
-        struct snapcli_load_opts lo = {mem_limit, false, NULL};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
         struct gm_snapshot *snap = NULL;
         struct gm_analysis *an = NULL;
         if ((rc = snapcli_load(argv[0], rf.paths[f], &lo, &snap)) != 0)
@@ -129,6 +138,7 @@ int cmd_snapshot_export(int argc, char **argv)
             rc = cli_fail(argv[0], &err);
         in[f].an = an;
     }
+    gm_category_rules_free(rules); /* the analyses are made */
     if (rc == 0 && (rc = cli_output_open(&o, argv[0], out, force)) == 0) {
         if (gm_export_write(o.f, in, rf.n, &eo, &err) == GM_OK) {
             rc = cli_output_commit(&o, argv[0]);

@@ -146,6 +146,7 @@ struct leaks_job {
     const char *cmd;
     bool json, all_iterations;
     uint64_t top, sites, mem_limit;
+    const struct gm_category_rules *rules;
 };
 
 static void leaks_text(const void *ctx, const struct gm_analysis *an)
@@ -159,7 +160,8 @@ static int leaks_one(void *ctx, char *path)
 {
     const struct leaks_job *j = ctx;
     struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .top = j->top};
-    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, leaks_text, j);
+    struct snapcli_load_opts lo = {j->mem_limit, false, NULL, j->rules};
+    return ana_cli_show(j->cmd, path, &lo, j->json, &doc, leaks_text, j);
 }
 
 int cmd_snapshot_leaks(int argc, char **argv)
@@ -167,6 +169,7 @@ int cmd_snapshot_leaks(int argc, char **argv)
     bool json = false, all_iterations = false;
     uint64_t top = gm_analysis_doc_top(GM_DOC_LEAKS), sites = 5, mem_limit = 0;
     int n_pos = 0;
+    const char *rules_path = NULL;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.leaks/1"),
         OPT_U64("top", 'n', &top, "N", "show at most N leaks (causes) per device (10; 0: all)",
@@ -174,6 +177,7 @@ int cmd_snapshot_leaks(int argc, char **argv)
         OPT_U64("sites", 0, &sites, "N", "show at most N sites per leak (5; 0: all)", NULL),
         OPT_FLAG("all-iterations", 0, &all_iterations,
                  "list every iteration (more than 12 are summarised)"),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -194,6 +198,12 @@ int cmd_snapshot_leaks(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing snapshot FILE");
-    struct leaks_job j = {argv[0], json, all_iterations, top, sites, mem_limit};
-    return snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, leaks_one, &j);
+    struct gm_category_rules *rules;
+    int rc = snapcli_rules_load(argv[0], rules_path, &rules);
+    if (rc)
+        return rc;
+    struct leaks_job j = {argv[0], json, all_iterations, top, sites, mem_limit, rules};
+    rc = snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, leaks_one, &j);
+    gm_category_rules_free(rules);
+    return rc;
 }

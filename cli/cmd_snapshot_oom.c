@@ -91,6 +91,7 @@ struct oom_job {
     const char *cmd;
     bool json, series;
     uint64_t mem_limit;
+    const struct gm_category_rules *rules;
 };
 
 static void oom_text(const void *ctx, const struct gm_analysis *an)
@@ -108,7 +109,8 @@ static int oom_one(void *ctx, char *path)
 {
     const struct oom_job *j = ctx;
     struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .series = j->series};
-    return ana_cli_show(j->cmd, path, j->mem_limit, j->json, &doc, oom_text, j);
+    struct snapcli_load_opts lo = {j->mem_limit, false, NULL, j->rules};
+    return ana_cli_show(j->cmd, path, &lo, j->json, &doc, oom_text, j);
 }
 
 int cmd_snapshot_oom(int argc, char **argv)
@@ -116,10 +118,12 @@ int cmd_snapshot_oom(int argc, char **argv)
     bool json = false, series = false;
     uint64_t mem_limit = 0;
     int n_pos = 0;
+    const char *rules_path = NULL;
     const struct opt opts[] = {
         OPT_JSON(&json, "gpumem.snapshot.oom/1"),
         OPT_FLAG("series", 0, &series,
                  "with --json: reserved and allocated bytes over the trace (else [])"),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -137,6 +141,12 @@ int cmd_snapshot_oom(int argc, char **argv)
         return prc;
     if (n_pos < 1)
         return cli_usage(argv[0], "missing snapshot FILE");
-    struct oom_job j = {argv[0], json, series, mem_limit};
-    return snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, oom_one, &j);
+    struct gm_category_rules *rules;
+    int rc = snapcli_rules_load(argv[0], rules_path, &rules);
+    if (rc)
+        return rc;
+    struct oom_job j = {argv[0], json, series, mem_limit, rules};
+    rc = snapcli_each_rank_file(argv[0], argv + 1, (size_t)n_pos, json, oom_one, &j);
+    gm_category_rules_free(rules);
+    return rc;
 }

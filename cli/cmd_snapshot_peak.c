@@ -91,6 +91,7 @@ struct peak_work {
     uint64_t top;
     bool ranks;    /* several files: each a rank */
     bool analysis; /* --folded --at: what is alive at an event needs the analysis */
+    const struct gm_category_rules *rules; /* --categories: the groups' categories by them */
 };
 
 /* With several files (the ranks) or --folded --at the analysis runs first, and the peaks
@@ -104,7 +105,9 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
     fp->has_device = pw->want < 0 || gm_snapshot_device_by_index(snap, pw->want);
     if (!fp->has_device)
         return GM_OK;
-    if ((pw->ranks || pw->analysis) && gm_analysis_run(snap, NULL, &fp->an, err) != GM_OK)
+    struct gm_analysis_opts ao = {0, pw->rules};
+    if ((pw->ranks || pw->analysis || pw->rules) &&
+        gm_analysis_run(snap, &ao, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);
     return gm_analysis_peaks(snap, fp->an, &po, &fp->peaks, err);
 }
@@ -165,6 +168,8 @@ int cmd_snapshot_peak(int argc, char **argv)
     struct gm_digest **digests;
     struct rank_list ranks = {0};
     bool top_seen = false;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_U64("top", 'n', &top, "N", "stacks to show per device (0: all; default 10)", &top_seen),
         OPT_STRING("device", 'd', &device, "N", "only this device (default: all)"),
@@ -175,6 +180,7 @@ int cmd_snapshot_peak(int argc, char **argv)
         OPT_INT("at", 0, &at, "K",
                 "with --folded: what is alive after event K instead (-1: before the first)",
                 &at_seen),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         SNAPCLI_OPT_MEMORY(&mem_limit),
         OPT_END,
     };
@@ -208,11 +214,15 @@ int cmd_snapshot_peak(int argc, char **argv)
         return cli_usage(argv[0], "--at goes with --folded");
     if (json && !top_seen)
         top = 0;
+    if ((rc = snapcli_rules_load(argv[0], rules_path, &rules)) != 0)
+        return rc;
     struct snapcli_rank_args ra = {0};
     {
         int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
-        if (arc)
+        if (arc) {
+            gm_category_rules_free(rules);
             return arc;
+        }
     }
     snaps = gm_calloc((size_t)n_pos, sizeof(*snaps));
     files = gm_calloc((size_t)n_pos, sizeof(*files));
@@ -222,14 +232,16 @@ int cmd_snapshot_peak(int argc, char **argv)
         gm_free(files);
         gm_free(digests);
         snapcli_rank_argv_release(&ra);
+        gm_category_rules_free(rules);
         return GM_EXIT_SOFTWARE;
     }
     {
-        struct peak_work pw = {argv + 1, files, want, top, n_pos > 1 && !folded, at_seen};
+        struct peak_work pw = {argv + 1, files, want, top, n_pos > 1 && !folded, at_seen, rules};
         /* --folded draws stacks: digests only for the peaks and the ranks */
-        struct snapcli_load_opts lo = {mem_limit, false, folded ? NULL : digests};
+        struct snapcli_load_opts lo = {mem_limit, false, folded ? NULL : digests, NULL};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
+    gm_category_rules_free(rules); /* the analyses are made */
     for (int f = 0; f < n_pos && rc == 0; f++) {
         if (digests[f] && want >= 0 && digests[f]->figures.device != want) {
             cli_errorf(argv[0], "'%s' is the digest of a rank on device %d, not %d", argv[f + 1],

@@ -65,7 +65,7 @@ int cmd_snapshot_plot(int argc, char **argv)
         return cli_usage(argv[0], "--width: choose 40 to 1000");
     if (height < 4 || height > 200)
         return cli_usage(argv[0], "--height: choose 4 to 200");
-    struct snapcli_load_opts lo = {mem_limit, false, NULL};
+    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
     rc = snapcli_load(argv[0], argv[1], &lo, &snap);
     if (rc)
         return rc;
@@ -89,7 +89,7 @@ int cmd_snapshot_plot(int argc, char **argv)
     po.height = (unsigned)height;
     if (category) {
         /* the series in the plot's columns: each column's categories at its maximum */
-        struct gm_analysis_opts ao = {3 * gm_report_plot_columns(&po) + 2};
+        struct gm_analysis_opts ao = {3 * gm_report_plot_columns(&po) + 2, NULL};
         if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
             gm_snapshot_free(snap);
             return cli_fail(argv[0], &err);

@@ -148,6 +148,8 @@ int cmd_snapshot_report(int argc, char **argv)
     int n_pos = 0, rc;
     bool folder = false;
     struct report_job j;
+    const char *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     const struct opt opts[] = {
         OPT_STRING("output", 'o', &out, "FILE",
                    "HTML file to write (required); several files (ranks) make one page, unless "
@@ -165,6 +167,7 @@ int cmd_snapshot_report(int argc, char **argv)
         OPT_U64("points", 0, &points, "N", "points of the categories series (default 8000)", NULL),
         OPT_FLAG("no-analysis", 0, &no_analysis,
                  "leave out categories, phases, leaks and fragmentation"),
+        SNAPCLI_OPT_CATEGORIES(&rules_path),
         OPT_STRING("account", 0, &account_file, "FILE",
                    "the account of the same run (gpumem account --output, or its folder of "
                    "files): each process's whole device drawn beside the snapshot"),
@@ -203,11 +206,15 @@ int cmd_snapshot_report(int argc, char **argv)
         budget > ((uint64_t)1 << 30))
         return cli_usage(argv[0], "--bands at most 100000, --moments at most 64, --points at "
                                   "most 1000000, --state-budget from 64KiB to 1GiB");
+    if ((rc = snapcli_rules_load(argv[0], rules_path, &rules)) != 0)
+        return rc;
     struct snapcli_rank_args ra = {0};
     {
         int arc = snapcli_rank_argv(&argv, &n_pos, &ra);
-        if (arc)
+        if (arc) {
+            gm_category_rules_free(rules);
             return arc;
+        }
     }
     if (account_file) {
         struct gm_error err;
@@ -215,6 +222,7 @@ int cmd_snapshot_report(int argc, char **argv)
             gm_account_add_file(account, account_file, &err) != GM_OK) {
             gm_account_free(account);
             snapcli_rank_argv_release(&ra);
+            gm_category_rules_free(rules);
             return cli_fail(argv[0], &err);
         }
     }
@@ -226,6 +234,7 @@ int cmd_snapshot_report(int argc, char **argv)
     j.force = force;
     j.no_analysis = no_analysis;
     j.ao.max_points = (uint32_t)points;
+    j.ao.rules = rules;
     j.ro.title = title;
     j.ro.max_bands = (uint32_t)bands;
     j.ro.max_moments = (uint32_t)moments;
@@ -237,7 +246,7 @@ int cmd_snapshot_report(int argc, char **argv)
     if (!j.outs || !j.ans || !j.warn || !j.digests) {
         rc = GM_EXIT_SOFTWARE;
     } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs, &folder)) == 0) {
-        struct snapcli_load_opts lo = {mem_limit, false, NULL};
+        struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL};
         struct gm_error err;
         char all[160];
         if (!folder && n_pos > 1 && !title) {
@@ -273,6 +282,7 @@ int cmd_snapshot_report(int argc, char **argv)
         gm_digest_free(j.digests[i]); /* read before a failure stopped the rest */
     gm_free(j.digests);
     gm_account_free(account);
+    gm_category_rules_free(rules);
     snapcli_rank_argv_release(&ra);
     return rc;
 }

@@ -30,5 +30,8 @@ int cmd_snapshot_redact(int argc, char **argv);
 int cmd_snapshot_report(int argc, char **argv);
 int cmd_snapshot_digest(int argc, char **argv);
 int cmd_snapshot_plot(int argc, char **argv);
+int cmd_snapshot_regions(int argc, char **argv);
+int cmd_snapshot_window(int argc, char **argv);
+int cmd_snapshot_files(int argc, char **argv);
 
 #endif

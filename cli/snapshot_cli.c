@@ -637,3 +637,14 @@ void snapcli_rank_argv_release(struct snapcli_rank_args *ra)
     gm_rank_files_release(&ra->files);
     memset(ra, 0, sizeof(*ra));
 }
+
+int snapcli_rules_load(const char *cmd, const char *path, struct gm_category_rules **out)
+{
+    struct gm_error err;
+    *out = NULL;
+    if (!path)
+        return 0;
+    if (gm_category_rules_load(path, out, &err) != GM_OK)
+        return cli_fail(cmd, &err);
+    return 0;
+}

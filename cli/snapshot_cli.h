@@ -19,6 +19,8 @@ struct snapcli_load_opts {
                                  * snapcli_load_many()/_each()), the digest read in place of
                                  * a snapshot (the caller's to gm_digest_free(); 'work' is not
                                  * run on it and its snapshot is NULL) */
+    const struct gm_category_rules *rules; /* --categories: analyses made by the loading
+                                            * helpers apply them; NULL: none */
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */
@@ -27,6 +29,16 @@ struct snapcli_load_opts {
              "memory this command may use for one snapshot, and for all the files it reads at "    \
              "once (default: 256 MiB + 4 x the file size)",                                        \
              NULL)
+
+/* --categories RULES, for the option table of every command that shows categories. */
+#define SNAPCLI_OPT_CATEGORIES(dest)                                                               \
+    OPT_STRING("categories", 0, dest, "RULES.json",                                                \
+               "your category rules (regular expressions on frames or annotations, first match "   \
+               "wins), tried before the built-in ones: docs/analysis.md")
+
+/* Read the --categories file 'path' into *out (NULL, and nothing read, when 'path' is
+ * NULL): 0, or the exit code after printing the error. */
+int snapcli_rules_load(const char *cmd, const char *path, struct gm_category_rules **out);
 
 /* Load 'path' (progress on stderr when it is a terminal and the file is large).  'o' may be
  * NULL.  Returns 0 with *out set, or the exit code after printing the error. */

@@ -100,8 +100,10 @@ enum gm_rule {
                              * kept for logging, leaks) */
     GM_RULE_USER,           /* other: code outside model/autograd/optimizer (user code,
                              * other libraries) */
+    GM_RULE_CUSTOM,         /* any category: the first matching rule of the user's rules
+                             * (gm_category_rules), tried before every rule above */
 };
-#define GM_RULE_COUNT 14
+#define GM_RULE_COUNT 15
 
 /* Short name ("param_frames") and one-line explanation; static storage. */
 const char *gm_rule_name(enum gm_rule r);
@@ -126,6 +128,7 @@ struct gm_analysis_alloc {
     uint8_t rule;                 /* enum gm_rule */
     uint8_t phase;                /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
     uint8_t free_phase;           /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
+    uint8_t user_rule;            /* GM_RULE_CUSTOM: 1 + the index of the user's rule, else 0 */
     int32_t iteration;            /* iteration of the alloc, -1 outside any */
 };
 
@@ -355,11 +358,63 @@ struct gm_analysis {
     bool expandable_segments;
     int64_t max_split_size; /* bytes, -1: unlimited / unknown */
     double gc_threshold;    /* 0: off / unknown */
-    void *priv_;            /* arena; internal */
+    /* the user's category rules it applied (gm_analysis_opts.rules), copied: rule i's name
+     * (its "name", else "rule <i+1>") and category */
+    const char **user_rule_names;
+    const uint8_t *user_rule_categories; /* enum gm_category */
+    size_t n_user_rules;
+    void *priv_; /* arena; internal */
 };
+
+/* ---- the user's category rules ----
+ *
+ * An ordered list of rules, each a category and regular expressions (POSIX extended,
+ * searched anywhere in the text, back-references refused) on the frames of an allocation's
+ * stack (a frame's file name, its function name: both must match one frame when both are
+ * given) and on the record_function annotations open when it was allocated.  A rule
+ * matches when each of its expressions does; the first rule that matches gives the
+ * allocation its category (rule GM_RULE_CUSTOM, and the rule's index in user_rule) and the
+ * built-in rules decide the rest.  A rule may have a "name" (at most 64 bytes) that names
+ * what it finds ("attention"): the bytes each rule decided are reported by that name.
+ * Read from JSON (docs/analysis.md shows the format):
+ *   {"rules": [{"name": "attention", "category": "activation",
+ *               "file": "models/attention\\.py$", "function": "^forward$"},
+ *              {"category": "input", "annotation": "^data_loading"}]}
+ * (a top-level array of rules is read too). */
+#define GM_CATEGORY_RULES_MAX        64         /* rules in one file */
+#define GM_CATEGORY_RULES_MAX_BYTES  (64 << 10) /* bytes of a rules file */
+#define GM_CATEGORY_RULE_PATTERN_MAX 512        /* bytes of one expression */
+
+struct gm_category_rules;
+
+/* Parse 'len' bytes of JSON text into *out (gm_category_rules_free()).  Errors:
+ * GM_ERR_FORMAT (not JSON, an unknown key or category, a rule without an expression, an
+ * expression regcomp() refuses, saying which rule), GM_ERR_LIMIT (over the limits above),
+ * GM_ERR_NOMEM. */
+enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_category_rules **out,
+                                       struct gm_error *err);
+
+/* gm_category_rules_parse() of the file 'path' (a regular file of at most
+ * GM_CATEGORY_RULES_MAX_BYTES).  Errors: those of the parse, GM_ERR_NOENT, GM_ERR_IO. */
+enum gm_status gm_category_rules_load(const char *path, struct gm_category_rules **out,
+                                      struct gm_error *err);
+
+/* NULL is a no-op. */
+void gm_category_rules_free(struct gm_category_rules *r);
+
+/* How many rules; 0 for NULL. */
+size_t gm_category_rules_count(const struct gm_category_rules *r);
+
+/* The bytes alive after 'event' of 'dev' (-1: the initial state) that each of the user's
+ * rules decided, into out[an->n_user_rules]. */
+void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event, uint64_t *out,
+                               size_t n);
 
 struct gm_analysis_opts {
     uint32_t max_points; /* points per device in the series; 0: 2000 */
+    /* the user's category rules, tried before the built-in ones; NULL: none (borrowed for
+     * the call) */
+    const struct gm_category_rules *rules;
 };
 
 /* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:
@@ -398,6 +453,154 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
                                          const struct gm_analysis_device *dev, int64_t event,
                                          struct gm_snapshot_live_group **out, size_t *n_out,
                                          struct gm_error *err);
+
+/* ---- memory inside spans of the trace: annotations, compile regions, windows ----
+ *
+ * A region is a span of a device's trace with a name: a record_function range of the file's
+ * external_annotations (any name, not only gpumem.phase marks; START to END by time, as
+ * gm_snapshot_annotation_ranges() pairs them), a run of consecutive events that share one
+ * torch.compile context (compile_context other than "N/A"), or a window the caller names by
+ * time or event.  For each: the allocated bytes when it starts (after the last event
+ * before it), when it ends (after its last event) and the most inside it (after one of its
+ * events, or at its start), counted as the analysis counts them (its peak is the
+ * timeline's). */
+enum gm_region_kind {
+    GM_REGION_ANNOTATION = 0, /* record_function ranges */
+    GM_REGION_COMPILE,        /* torch.compile contexts */
+    GM_REGION_WINDOW,         /* a window given by the caller */
+};
+
+struct gm_analysis_region {
+    const char *name;    /* annotation or compile context (borrowed from the snapshot); NULL
+                          * for a window */
+    bool has_time;       /* start_us/end_us are valid */
+    int64_t start_us;    /* annotation: its START; otherwise its first event's time */
+    int64_t end_us;      /* annotation: its END (INT64_MAX: never closed); else last event's */
+    int64_t first_event; /* inclusive; first_event > last_event: no event inside */
+    int64_t last_event;
+    uint64_t start_bytes; /* allocated when it starts */
+    uint64_t end_bytes;   /* allocated when it ends */
+    uint64_t peak_bytes;  /* the most allocated inside it */
+    int64_t peak_event;   /* after that event; first_event - 1 (-1: the initial state) when
+                           * the most was at its start */
+};
+
+struct gm_analysis_regions {
+    struct gm_analysis_region *v; /* in order of start (an outer range before the inner) */
+    size_t n;
+};
+
+/* The regions of 'kind' (ANNOTATION or COMPILE) of device 'dev' of 'an' into *out (release
+ * with gm_analysis_regions_release()).  A trace without times has no annotation region.
+ * Errors: GM_ERR_INVALID (kind WINDOW), GM_ERR_NOMEM. */
+enum gm_status gm_analysis_regions(const struct gm_analysis *an,
+                                   const struct gm_analysis_device *dev, enum gm_region_kind kind,
+                                   struct gm_analysis_regions *out, struct gm_error *err);
+void gm_analysis_regions_release(struct gm_analysis_regions *r);
+
+/* A window of a device's trace: from and to are event indexes, or (by_time) microseconds
+ * since the trace's first event; both inclusive. */
+struct gm_analysis_window {
+    bool by_time;
+    int64_t from, to;
+};
+
+/* The region of window 'w' of 'dev' into *out.  Errors: GM_ERR_INVALID (from after to, an
+ * event outside the trace, times on a trace without them), GM_ERR_NOMEM. */
+enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
+                                         const struct gm_analysis_device *dev,
+                                         const struct gm_analysis_window *w,
+                                         struct gm_analysis_region *out, struct gm_error *err);
+
+/* The allocation of address 'addr' that was the n-th (from 1) to be made there on 'dev'
+ * (those alive from before the trace first), as an index into dev->allocs.  Errors:
+ * GM_ERR_INVALID (no such allocation: the message says how many the address had). */
+enum gm_status gm_analysis_alloc_at_address(const struct gm_analysis_device *dev, uint64_t addr,
+                                            uint32_t n, size_t *index, struct gm_error *err);
+
+/* The gpumem.snapshot.regions/1 document of the regions of one file: {"schema",
+ * "gpumem_version", "file", "kind", "devices": [{"device", "peak_bytes", "regions": [{"name",
+ * "start_us", "end_us", "first_event", "last_event", "start_bytes", "end_bytes",
+ * "peak_bytes", "peak_event"}...]}]}, one entry per device of 'devs' ('n' of them). */
+enum gm_status gm_analysis_regions_json(FILE *f, const char *path, enum gm_region_kind kind,
+                                        const struct gm_analysis_device *const *devs,
+                                        const struct gm_analysis_regions *regions, size_t n,
+                                        struct gm_error *err);
+
+/* The gpumem.snapshot.window/1 document of one moment of device 'dev': {"schema",
+ * "gpumem_version", "file", "device", "window": region or null, "allocation": {"address",
+ * "nth", "bytes", "alloc_event", "free_event", "stack", "frames"} or null, "event" (the moment:
+ * the window's peak or the allocation's event), "allocated_bytes" then, "live": [{"bytes",
+ * "count", "stack", "frames"}...] (the groups 'live', at most 'top'; 0: all)}. */
+enum gm_status gm_analysis_window_json(FILE *f, const char *path, const struct gm_analysis *an,
+                                       const struct gm_analysis_device *dev,
+                                       const struct gm_analysis_region *window,
+                                       const struct gm_analysis_alloc *alloc, uint32_t nth,
+                                       int64_t event, uint64_t allocated,
+                                       const struct gm_snapshot_live_group *live, size_t n_live,
+                                       size_t top, struct gm_error *err);
+
+/* ---- memory by source file, and by the functions of one file ----
+ *
+ * Each allocation is attributed to one frame of its stack: by file, the file of its user
+ * frame (gm_snapshot_stack_user_frame()); with a file named by the end of its path, the
+ * innermost frame in that file (allocations whose stack never passes through it are
+ * counted apart).  A row sums what is attributed to one file, or to one function of the
+ * named file: the bytes alive at the device's peak and over the whole trace.  Frames record
+ * a function's name, not its class: methods of two classes with one name share a row. */
+struct gm_analysis_file_row {
+    const char *filename; /* borrowed from the snapshot */
+    const char *function; /* NULL for a row of a whole file */
+    int64_t first_line;   /* the least line of its frames (by line: its line) */
+    uint64_t bytes_at_peak;
+    uint64_t count_at_peak;
+    uint64_t bytes_allocated; /* by the allocations made during the trace */
+    uint64_t count_allocated;
+};
+
+struct gm_analysis_files {
+    struct gm_analysis_file_row *rows; /* largest at the peak first, then allocated */
+    size_t n;
+    uint64_t other_at_peak; /* bytes alive at the peak attributed to no row */
+    uint64_t other_allocated;
+    bool by_line; /* a row per line of the file, not per function */
+};
+
+/* The rows of device 'dev' of 'an': by file when 'suffix' is NULL, else by function of the
+ * file(s) whose path ends with 'suffix' (whole components, '/' and '\\' alike), or with
+ * 'by_line' by line of them (two classes' methods of one name sit on different lines).
+ * Release with gm_analysis_files_release().  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_analysis_files(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                 const char *suffix, bool by_line, struct gm_analysis_files *out,
+                                 struct gm_error *err);
+void gm_analysis_files_release(struct gm_analysis_files *f);
+
+/* One row of two snapshots' rows matched by file and function (either may be absent). */
+struct gm_analysis_file_change {
+    const char *filename, *function;
+    const struct gm_analysis_file_row *a, *b; /* NULL when absent from that side */
+    int64_t delta_at_peak;                    /* b - a, bytes */
+};
+
+/* The rows of 'a' and 'b' matched by file and function, the largest change at the peak
+ * first, into *out and *n (gm_free(), the caller's; they borrow a and b).  Errors:
+ * GM_ERR_NOMEM. */
+enum gm_status gm_analysis_files_compare(const struct gm_analysis_files *a,
+                                         const struct gm_analysis_files *b,
+                                         struct gm_analysis_file_change **out, size_t *n,
+                                         struct gm_error *err);
+
+/* The gpumem.snapshot.files/1 document: {"schema", "gpumem_version", "files": [paths],
+ * "device", "source_file": suffix or null, "rows": [{"filename", "function", "first_line",
+ * "bytes_at_peak", "count_at_peak", "bytes_allocated", "count_allocated"}...],
+ * "other_at_peak_bytes", "other_allocated_bytes"} of one file ('b' NULL); of two, "rows" are
+ * the changes [{"filename", "function", "a": row or null, "b": row or null,
+ * "delta_at_peak_bytes"}...] and "other_at_peak_bytes" a pair. */
+enum gm_status gm_analysis_files_json(FILE *f, const char *const *paths, int32_t device,
+                                      const char *suffix, const struct gm_analysis_files *a,
+                                      const struct gm_analysis_files *b,
+                                      const struct gm_analysis_file_change *changes,
+                                      size_t n_changes, struct gm_error *err);
 
 /* ---- the peak of each device and what is alive there ----
  *

@@ -648,6 +648,14 @@ enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t d
                                        struct gm_snapshot_user_range **out, size_t *n_out,
                                        struct gm_error *err);
 
+/* The record_function ranges of device 'device' whose names begin with 'prefix' (NULL or
+ * "": every range), paired START to END as the user ranges are, the prefix cut from each
+ * name; sorted and owned as gm_snapshot_user_ranges() says.  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_snapshot_annotation_ranges(const struct gm_snapshot *snap, int32_t device,
+                                             const char *prefix,
+                                             struct gm_snapshot_user_range **out, size_t *n_out,
+                                             struct gm_error *err);
+
 /* The name of the innermost user range open at 'time_us', or NULL. */
 const char *gm_snapshot_user_phase_at(const struct gm_snapshot_user_range *r, size_t n,
                                       int64_t time_us);

@@ -622,6 +622,15 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
     a->iteration = iteration_of(w, a->alloc_event);
     int32_t free_it = iteration_of(w, freed);
+    enum gm_category user_cat;
+
+    /* the user's rules first, in their order */
+    int user_rule = ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat);
+    a->user_rule = (uint8_t)(user_rule + 1);
+    if (user_rule >= 0) {
+        set_cat(a, user_cat, GM_RULE_CUSTOM);
+        return;
+    }
 
     /* End of the phase run the allocation was born in (from the start: none). */
     int64_t run_end = from_start ? -1 : dev->phases[run_of(w, a->alloc_event)].last_event;
@@ -1415,6 +1424,8 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
             nf = r;
         w.next_fwd[r] = nf;
     }
+    if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
+        goto out;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
@@ -1504,11 +1515,20 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
     read_settings(an, snap);
 
     struct ana_classifier cls;
+    struct ana_rules rules;
     enum gm_status st = ana_classifier_init(&cls, snap, err);
     if (st != GM_OK) {
         gm_analysis_free(an);
         return st;
     }
+    if ((st = ana_rules_init(&rules, opts ? opts->rules : NULL, snap, err)) != GM_OK) {
+        ana_classifier_release(&cls);
+        gm_analysis_free(an);
+        return st;
+    }
+    cls.rules = &rules;
+    if ((st = ana_rules_keep(an, &priv->arena, opts ? opts->rules : NULL, err)) != GM_OK)
+        goto fail;
     an->n_devices = snap->n_devices;
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
@@ -1523,10 +1543,12 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
             goto fail;
     }
     ana_classifier_release(&cls);
+    ana_rules_release(&rules);
     *out = an;
     return GM_OK;
 fail:
     ana_classifier_release(&cls);
+    ana_rules_release(&rules);
     gm_analysis_free(an);
     return st;
 }

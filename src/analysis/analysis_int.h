@@ -35,11 +35,51 @@ enum ana_frame_flag {
 /* Raw phase of one event before smoothing. */
 enum ana_raw_phase { RAW_UNKNOWN = 0, RAW_OTHER, RAW_FORWARD, RAW_BACKWARD, RAW_STEP };
 
+/* The user's category rules at work on one snapshot (rules.c): what each rule says of the
+ * texts and stacks seen so far, and of the annotations open over the current device's
+ * time. */
+struct ana_rules_step {
+    int64_t time_us; /* from this time on ... */
+    uint64_t mask;   /* ... these annotation rules match (while building: the range's) */
+    int delta;       /* while building: +1 a range opens, -1 it closes */
+};
+struct ana_rules {
+    const struct gm_category_rules *rules; /* NULL: none */
+    const struct gm_snapshot *snap;
+    size_t n_texts;
+    uint64_t *file_mask, *name_mask; /* per text id */
+    uint8_t *text_done;              /* per text id: 1 file mask found, 2 name mask found */
+    uint64_t *stack_mask;            /* per stack id */
+    uint8_t *stack_done;             /* bit per stack id */
+    const struct gm_snapshot_device *sd;
+    struct ana_rules_step *steps;
+    size_t n_steps;
+    struct gm_snapshot_cursor cursor; /* at the last allocation's event */
+    struct gm_snapshot_event event;
+    bool have_event;
+};
+
+/* Prepare the rules (none when 'rules' is NULL or empty) for 'snap'. */
+enum gm_status ana_rules_init(struct ana_rules *u, const struct gm_category_rules *rules,
+                              const struct gm_snapshot *snap, struct gm_error *err);
+void ana_rules_release(struct ana_rules *u);
+/* Copy the rules' names and categories into 'an' (its arena). */
+enum gm_status ana_rules_keep(struct gm_analysis *an, struct gm_arena *arena,
+                              const struct gm_category_rules *r, struct gm_error *err);
+/* Prepare the annotation rules for the device 'sd' (before its allocations are tried). */
+enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_device *sd,
+                                struct gm_error *err);
+/* The index of the first rule that an allocation of 'stack' at event 'alloc_event' (-1:
+ * before the trace) matches, its category in *cat; -1 when none does. */
+int ana_rules_match(struct ana_rules *u, uint32_t stack, int64_t alloc_event,
+                    enum gm_category *cat);
+
 struct ana_classifier {
     const struct gm_snapshot *snap;
-    uint16_t *frame_flags; /* per frame id */
-    uint16_t *stack_flags; /* per stack id, FR_STACK_DONE once computed */
-    uint32_t *caller;      /* per stack id: see ana_stack_caller(); CALLER_UNSET until done */
+    uint16_t *frame_flags;   /* per frame id */
+    uint16_t *stack_flags;   /* per stack id, FR_STACK_DONE once computed */
+    uint32_t *caller;        /* per stack id: see ana_stack_caller(); CALLER_UNSET until done */
+    struct ana_rules *rules; /* the user's category rules (never NULL once analysing) */
 };
 
 #define ANA_NO_FRAME UINT32_MAX

@@ -355,6 +355,29 @@ static void json_cats(struct gm_json *w, const char *key, const uint64_t *b)
     gm_json_end_object(w);
 }
 
+/* "user_rules_at_peak": what each of the user's category rules decided at the peak (only
+ * when the analysis applied some). */
+static void json_user_rules(struct gm_json *w, const struct gm_analysis *an,
+                            const struct gm_analysis_device *dev)
+{
+    uint64_t b[GM_CATEGORY_RULES_MAX];
+    size_t n = an->n_user_rules < GM_CATEGORY_RULES_MAX ? an->n_user_rules : GM_CATEGORY_RULES_MAX;
+    if (!n)
+        return;
+    gm_analysis_user_rules_at(dev, dev->peak_event, b, n);
+    gm_json_key(w, "user_rules_at_peak");
+    gm_json_begin_array(w);
+    for (size_t i = 0; i < n; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "name", an->user_rule_names[i]);
+        gm_json_kv_str(w, "category",
+                       gm_category_name((enum gm_category)an->user_rule_categories[i]));
+        gm_json_kv_u64(w, "bytes", b[i]);
+        gm_json_end_object(w);
+    }
+    gm_json_end_array(w);
+}
+
 /* "components": per category torch's component bytes, ours at the end of the trace, and
  * the difference (ours - torch's), for the categories the stats name. */
 static void components_json(struct gm_json *w, const struct gm_analysis_device *dev,
@@ -378,7 +401,7 @@ static void components_json(struct gm_json *w, const struct gm_analysis_device *
 
 static void categories_device(struct gm_json *w, const struct gm_snapshot *snap,
                               const struct gm_analysis_device *dev, bool series,
-                              const struct gm_components *components)
+                              const struct gm_components *components, const struct gm_analysis *an)
 {
     struct gm_snapshot_figures pools;
     uint64_t rules[GM_RULE_COUNT];
@@ -410,6 +433,7 @@ static void categories_device(struct gm_json *w, const struct gm_snapshot *snap,
         if (rules[r])
             gm_json_kv_u64(w, gm_rule_name((enum gm_rule)r), rules[r]);
     gm_json_end_object(w);
+    json_user_rules(w, an, dev);
     json_cats(w, "at_end", dev->at_end);
     if (gm_snapshot_private_pool_figures(snap, dev->device, &pools)) {
         /* what CUDA graphs' and MemPools' own pools hold at the snapshot */
@@ -993,7 +1017,8 @@ static enum gm_status file_members(struct gm_json *w, const struct gm_analysis_d
             if (doc->device < 0 || f->an->devices[d].device == doc->device)
                 categories_device(
                     w, f->an->snap, &f->an->devices[d], doc->series,
-                    f->an->devices[d].device == doc->components_device ? doc->components : NULL);
+                    f->an->devices[d].device == doc->components_device ? doc->components : NULL,
+                    f->an);
         gm_json_end_array(w);
         return GM_OK;
     default:

@@ -73,6 +73,7 @@ static const struct {
     {"opt_temp", "allocated and freed inside one optimizer step"},
     {"kept_forward", "allocated in forward and kept into later iterations"},
     {"user", "allocated outside model, autograd and optimizer code (user code, libraries)"},
+    {"custom", "matched a rule of your category rules (--categories; the first match wins)"},
 };
 
 const char *gm_rule_name(enum gm_rule r)

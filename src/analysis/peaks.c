@@ -282,6 +282,17 @@ void gm_analysis_rules_at(const struct gm_analysis_device *dev, int64_t event,
     }
 }
 
+void gm_analysis_user_rules_at(const struct gm_analysis_device *dev, int64_t event, uint64_t *out,
+                               size_t n)
+{
+    memset(out, 0, n * sizeof(uint64_t));
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->user_rule && a->user_rule <= n && alive_at(a, event))
+            out[a->user_rule - 1] += a->bytes;
+    }
+}
+
 int gm_analysis_dominant(const struct gm_analysis_device *dev)
 {
     int best = GM_CATEGORY_COUNT;

@@ -28,6 +28,15 @@ bool gm_path_has(const char *path, const char *needle)
     return false;
 }
 
+bool gm_path_ends(const char *path, const char *suffix)
+{
+    size_t lp = strlen(path), ls = strlen(suffix);
+    if (!ls || ls > lp || !gm_path_starts(path + lp - ls, suffix))
+        return false;
+    /* whole components: "model.py" is not the end of "mymodel.py" */
+    return ls == lp || gm_path_is_sep(path[lp - ls - 1]) || gm_path_is_sep(suffix[0]);
+}
+
 void gm_path_folder(const char *path, char *out, size_t n)
 {
     const char *slash = strrchr(path, '/');

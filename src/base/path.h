@@ -13,6 +13,10 @@ bool gm_path_has(const char *path, const char *needle);
 /* Whether 'path' starts with 'prefix', '/' and '\\' alike. */
 bool gm_path_starts(const char *path, const char *prefix);
 
+/* Whether 'path' ends with the whole components of 'suffix' ("gpt/model.py" ends
+ * "/home/u/gpt/model.py", "model.py" does not end "mymodel.py"), '/' and '\\' alike. */
+bool gm_path_ends(const char *path, const char *suffix);
+
 /* The folder of a path on this machine ('/' only) into out[n]: "." when it has none, "/"
  * for a file at the root. */
 void gm_path_folder(const char *path, char *out, size_t n);

@@ -282,6 +282,35 @@ static const char *write_user_phases(struct gm_report_ctx *c, const struct gm_sn
     return at;
 }
 
+/* ---- every record_function range (gm_analysis_regions()) ---- */
+
+/* "annotations": [[x0, x1, name, bytes at its start, the most inside it, at its end]] on the
+ * device's time axis (none without one, or without the analysis: the bytes are its). */
+static void write_annotations(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
+                              const struct gm_lod_axis *ax, struct gm_error *err)
+{
+    struct gm_json *w = c->w;
+    struct gm_analysis_regions r = {NULL, 0};
+    gm_json_key(w, "annotations");
+    gm_json_begin_array(w);
+    if (ax->time && c->an && ad &&
+        gm_analysis_regions(c->an, ad, GM_REGION_ANNOTATION, &r, err) != GM_OK)
+        c->nomem = true;
+    for (size_t i = 0; i < r.n; i++) {
+        gm_json_begin_array(w);
+        gm_report_num(w, (double)(r.v[i].start_us - ax->t0_us));
+        gm_report_num(w,
+                      r.v[i].end_us == INT64_MAX ? ax->x_end : (double)(r.v[i].end_us - ax->t0_us));
+        gm_json_str(w, r.v[i].name);
+        gm_json_u64(w, r.v[i].start_bytes);
+        gm_json_u64(w, r.v[i].peak_bytes);
+        gm_json_u64(w, r.v[i].end_bytes);
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+    gm_analysis_regions_release(&r);
+}
+
 /* ---- what is alive at the peak, grouped by stack (gm_analysis_peaks(), as `snapshot peak`
  * groups it) ---- */
 
@@ -473,6 +502,7 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     else
         gm_json_kv_null(w, "lod");
     peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
+    write_annotations(c, ad, &ax, err);
     gm_json_key(w, "peak");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "bytes", tl.peak_bytes);

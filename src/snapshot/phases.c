@@ -20,11 +20,12 @@ static int cmp_range(const void *a, const void *b)
     return x->end_us > y->end_us ? -1 : x->end_us < y->end_us; /* outer ranges first */
 }
 
-enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t device,
-                                       struct gm_snapshot_user_range **out, size_t *n_out,
-                                       struct gm_error *err)
+enum gm_status gm_snapshot_annotation_ranges(const struct gm_snapshot *snap, int32_t device,
+                                             const char *prefix,
+                                             struct gm_snapshot_user_range **out, size_t *n_out,
+                                             struct gm_error *err)
 {
-    const size_t plen = strlen(GM_USER_PHASE_PREFIX);
+    const size_t plen = prefix ? strlen(prefix) : 0;
     struct gm_snapshot_user_range *v;
     size_t n = 0;
     *out = NULL;
@@ -37,7 +38,7 @@ enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t d
     for (size_t i = 0; i < snap->n_annotations; i++) {
         const struct gm_snapshot_annotation *a = &snap->annotations[i];
         const char *name;
-        if (a->device != device || !a->name || strncmp(a->name, GM_USER_PHASE_PREFIX, plen))
+        if (a->device != device || !a->name || (plen && strncmp(a->name, prefix, plen)))
             continue;
         name = a->name + plen;
         if (a->is_start) {
@@ -62,6 +63,13 @@ enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t d
     *out = v;
     *n_out = n;
     return GM_OK;
+}
+
+enum gm_status gm_snapshot_user_ranges(const struct gm_snapshot *snap, int32_t device,
+                                       struct gm_snapshot_user_range **out, size_t *n_out,
+                                       struct gm_error *err)
+{
+    return gm_snapshot_annotation_ranges(snap, device, GM_USER_PHASE_PREFIX, out, n_out, err);
 }
 
 const char *gm_snapshot_user_phase_at(const struct gm_snapshot_user_range *r, size_t n,

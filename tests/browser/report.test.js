@@ -617,6 +617,34 @@ async function testPhases(chromium, args, file, tmp) {
   await P.ctx.close();
 }
 
+// Every record_function range (any name) as a band along the timeline's bottom, with the
+// bytes `snapshot regions --json` gives; and the categories of a report made with the user's
+// category rules are those `snapshot categories --categories` gives.
+async function testAnnotationsAndRules(chromium, args, file, tmp) {
+  console.log('record_function ranges and category rules of ' + file);
+  const want = json(args.gpumem, ['snapshot', 'regions', file, '--json']).devices[0].regions;
+  const rules = path.join(tmp, 'rules.json');
+  fs.writeFileSync(rules, JSON.stringify({ rules: [{ category: 'activation', function: '^cross_entropy$' }] }));
+  const cats = json(args.gpumem, ['snapshot', 'categories', file, '--json', '--categories', rules]).devices[0].at_peak;
+  const plain = json(args.gpumem, ['snapshot', 'categories', file, '--json']).devices[0].at_peak;
+  const html = path.join(tmp, 'annotations.html');
+  execFileSync(args.gpumem, ['snapshot', 'report', file, '--categories', rules, '-o', html, '--force']);
+  const P = await open(chromium, tmp, html, 1400);
+  const r = await P.page.evaluate(() => {
+    const D = JSON.parse(document.getElementById('gm-data').textContent);
+    const cur = window.gmReport.devices()[window.gmReport.current()];
+    const d = D.ranks[cur.rank].devices.find((x) => x.device === cur.device);
+    return { annotations: d.annotations, cats: d.at_peak_cat, drawn: window.gmReport.drawn.timeline.annotations };
+  });
+  check(want.length > 0 && r.annotations.length === want.length, r.annotations.length + ' ranges in the page, as `snapshot regions --json` lists them (' + want.length + ')');
+  check(r.annotations.every((a, i) => a[2] === want[i].name && a[3] === want[i].start_bytes && a[4] === want[i].peak_bytes && a[5] === want[i].end_bytes), 'each range with the bytes at its start, its peak and its end of `snapshot regions`');
+  check(r.drawn === want.length, r.drawn + ' ranges drawn as bands on the whole trace');
+  const names = ['parameter', 'input', 'activation', 'gradient', 'optimizer_state', 'optimizer_temp', 'other'];
+  check(names.every((n, i) => r.cats[i] === cats[n]) && cats.activation > plain.activation, 'the categories at the peak are those of `snapshot categories --categories` (activation ' + r.cats[2] + ', ' + plain.activation + ' without the rules)');
+  check(P.errors.length === 0, 'no console errors' + (P.errors.length ? ': ' + P.errors.join(' | ') : ''));
+  await P.ctx.close();
+}
+
 async function testAccount(chromium, args, snap, account, tmp) {
   console.log('whole-device account of ' + account + ' beside ' + snap);
   const html = path.join(tmp, 'account.html');
@@ -662,6 +690,7 @@ async function main() {
     if (args.ranks) await testRanks(chromium, args, args.ranks, tmp);
     for (const d of args.manyRanks) await testManyRanks(chromium, args, d, tmp);
     for (const p of args.phases) await testPhases(chromium, args, p, tmp);
+    for (const p of args.phases) await testAnnotationsAndRules(chromium, args, p, tmp);
     if (args.account && args.snapshots.length) await testAccount(chromium, args, args.snapshots[0], args.account, tmp);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

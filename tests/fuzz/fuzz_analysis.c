@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_snapshot_opts o;
     struct gm_error err;
     struct gm_analysis *an = NULL;
-    struct gm_analysis_opts ao = {7};
+    struct gm_analysis_opts ao = {7, NULL};
     memset(&o, 0, sizeof o);
     o.memory_limit = 64u << 20;
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
@@ -36,6 +36,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t l = 0; l < dev->n_leaks; l++) {
                 uint32_t ids[8];
                 (void)gm_snapshot_stack_frames(s, dev->leaks[l].stack, ids, 8);
+            }
+            /* regions never peak above the device, and the whole trace's window finds its
+             * peak */
+            for (int kind = GM_REGION_ANNOTATION; kind <= GM_REGION_COMPILE; kind++) {
+                struct gm_analysis_regions r;
+                if (gm_analysis_regions(an, dev, (enum gm_region_kind)kind, &r, &err) != GM_OK)
+                    continue;
+                for (size_t g = 0; g < r.n; g++)
+                    if (r.v[g].peak_bytes > dev->peak_bytes)
+                        __builtin_trap();
+                gm_analysis_regions_release(&r);
+            }
+            if (dev->n_events) {
+                struct gm_analysis_window win = {false, 0, (int64_t)dev->n_events - 1};
+                struct gm_analysis_region w;
+                if (gm_analysis_window_region(an, dev, &win, &w, &err) == GM_OK &&
+                    dev->peak_event >= 0 && w.peak_bytes != dev->peak_bytes)
+                    __builtin_trap();
             }
         }
         if (gm_analysis_diff(an, an, &d, &err) == GM_OK)

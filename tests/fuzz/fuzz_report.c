@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_snapshot_opts o;
     struct gm_error err;
     struct gm_analysis *an = NULL;
-    struct gm_analysis_opts ao = {50};
+    struct gm_analysis_opts ao = {50, NULL};
     struct gm_report_opts ro = {"fuzz", 5, 4, 0, NULL};
     FILE *sink;
     memset(&o, 0, sizeof o);

@@ -327,7 +327,7 @@ static void test_training_trace(void **state)
 
     /* a coarse series still keeps the peak */
     struct gm_analysis *coarse = NULL;
-    struct gm_analysis_opts o = {5};
+    struct gm_analysis_opts o = {5, NULL};
     assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
     /* one bucket: the initial state, then the least, the most and the last state */
     assert_true(coarse->devices[0].n_points <= 5);
@@ -529,6 +529,276 @@ static void test_user_phases(void **state)
     gm_analysis_free(an);
 }
 
+/* make_snapshot() with event k at time 10 k us and the annotations anns[n]. */
+static void make_timed_snapshot(struct gm_snapshot *s, struct gm_snapshot_device *d,
+                                struct trace *t, const struct gm_snapshot_annotation *anns,
+                                size_t n)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        t->ev[i].flags |= GM_EVENT_HAS_TIME;
+        t->ev[i].time_us = (int64_t)i * 10;
+    }
+    make_snapshot(s, d, t);
+    s->has_time = true;
+    s->annotations = anns;
+    s->n_annotations = n;
+    s->has_annotations = true;
+}
+
+/* The user's category rules come before the built-in ones, the first that matches wins,
+ * frame expressions search file and function names, annotation expressions the
+ * record_function ranges open at the allocation (both must match when a rule has both). */
+static void test_category_rules_first_match_wins(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_category_rules *r = NULL;
+    const char *text = "{\"rules\": ["
+                       "{\"name\": \"model inputs\", \"category\": \"input\", "
+                       "\"file\": \"u/model\\\\.py$\", "
+                       "\"function\": \"^forward$\"},"
+                       "{\"category\": \"parameter\", \"function\": \"^forward$\"}]}";
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
+    assert_int_equal(gm_category_rules_count(r), 2);
+    struct gm_analysis_opts ao = {0, r};
+    assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    /* the forward's activation (0x3000) matched the first rule, not the second */
+    const struct gm_analysis_alloc *a = find(dev, 0x3000, 0);
+    assert_non_null(a);
+    assert_int_equal(a->category, GM_CATEGORY_INPUT);
+    assert_int_equal(a->rule, GM_RULE_CUSTOM);
+    assert_int_equal(a->user_rule, 1);
+    /* the rules' names and categories are kept by the analysis, the second unnamed */
+    assert_int_equal(an->n_user_rules, 2);
+    assert_string_equal(an->user_rule_names[0], "model inputs");
+    assert_string_equal(an->user_rule_names[1], "rule 2");
+    assert_int_equal(an->user_rule_categories[1], GM_CATEGORY_PARAMETER);
+    {
+        uint64_t b[2];
+        gm_analysis_user_rules_at(dev, dev->peak_event, b, 2);
+        assert_int_equal(b[1], 0); /* the second rule never wins */
+        assert_true(b[0] > 0 && b[0] <= dev->at_peak[GM_CATEGORY_INPUT]);
+    }
+    /* what no rule matches keeps its built-in category and rule */
+    a = find(dev, 0x1000, -2);
+    assert_int_equal(a->category, GM_CATEGORY_PARAMETER);
+    assert_int_equal(a->rule, GM_RULE_PARAM_FRAMES);
+    assert_int_equal(a->user_rule, 0);
+    a = find(dev, 0x6000, -2);
+    assert_int_equal(a->category, GM_CATEGORY_OPTIMIZER_STATE);
+    gm_analysis_free(an);
+    gm_category_rules_free(r);
+
+    /* annotations: 'inner' inside 'train', by time */
+    const struct gm_snapshot_annotation anns[] = {
+        {"load", "START", 0, 0, true},   {"load", "END", 0, 15, false},
+        {"train", "START", 0, 20, true}, {"inner", "START", 0, 30, true},
+        {"inner", "END", 0, 40, false},  {"train", "END", 0, 60, false},
+        {"inner", "START", 1, 0, true}, /* another device */
+    };
+    text = "[{\"category\": \"gradient\", \"annotation\": \"^inner$\"},"
+           " {\"category\": \"activation\", \"annotation\": \"^train$\", \"function\": \"^main$\"},"
+           " {\"category\": \"input\", \"annotation\": \"^train$\", \"file\": \"model\\\\.py\"}]";
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER);  /* t 0: in load */
+    alloc(&t, 0x3000, 500, S_USER);  /* t 10: in none */
+    alloc(&t, 0x4000, 1000, S_USER); /* t 20: in train */
+    alloc(&t, 0x5000, 1000, S_USER); /* t 30: in inner, inside train */
+    alloc(&t, 0x6000, 7, S_USER);    /* t 40: in inner at its END time */
+    alloc(&t, 0x7000, 7, S_USER);    /* t 50: in train again */
+    alloc(&t, 0x8000, 7, S_USER);    /* t 60: after every range? its END is inclusive */
+    alloc(&t, 0x9000, 7, S_USER);    /* t 70: after every range */
+    make_timed_snapshot(&s, &d, &t, anns, sizeof(anns) / sizeof(anns[0]));
+    assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
+    ao.rules = r;
+    assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
+    dev = &an->devices[0];
+    static const struct {
+        uint64_t addr;
+        bool custom;
+        enum gm_category cat;
+    } want[] = {
+        {0x1000, false, GM_CATEGORY_OTHER},     {0x3000, false, GM_CATEGORY_OTHER},
+        {0x4000, true, GM_CATEGORY_ACTIVATION}, {0x5000, true, GM_CATEGORY_GRADIENT},
+        {0x6000, true, GM_CATEGORY_GRADIENT},   {0x7000, true, GM_CATEGORY_ACTIVATION},
+        {0x8000, true, GM_CATEGORY_ACTIVATION}, {0x9000, false, GM_CATEGORY_OTHER},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        a = find(dev, want[i].addr, -2);
+        assert_non_null(a);
+        assert_int_equal(a->rule == GM_RULE_CUSTOM, want[i].custom);
+        if (want[i].custom)
+            assert_int_equal(a->category, want[i].cat);
+    }
+    gm_analysis_free(an);
+    gm_category_rules_free(r);
+}
+
+/* Regions: every record_function range (any name) with the bytes at its start, its end
+ * and the most inside it; windows by event and by time; the n-th allocation of an address. */
+static void test_regions_and_windows(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_analysis_regions r;
+    struct gm_analysis_region w;
+    const struct gm_snapshot_annotation anns[] = {
+        {"load", "START", 0, 0, true},
+        {"load", "END", 0, 15, false},
+        {"Optimizer.step#Adam.step", "START", 0, 16, true}, /* never closed */
+        {"train", "START", 0, 20, true},
+        {"inner", "START", 0, 30, true},
+        {"inner", "END", 0, 40, false},
+        {"train", "END", 0, 60, false},
+        {"gap", "START", 0, 84, true}, /* no event inside */
+        {"gap", "END", 0, 86, false},
+        {"load", "START", 1, 0, true}, /* another device */
+    };
+    t.n = 0;
+    alloc(&t, 0x1000, 100, S_USER);    /* e0 t0: 100 */
+    alloc(&t, 0x2000, 100, S_USER);    /* e1 t10: 200 */
+    alloc(&t, 0x3000, 500, S_USER);    /* e2 t20: 700 */
+    alloc(&t, 0x4000, 1000, S_USER);   /* e3 t30: 1700 */
+    release(&t, 0x4000, 1000, S_USER); /* e4 t40: 1700, e5 t50: 700 */
+    release(&t, 0x3000, 500, S_USER);  /* e6 t60: 700, e7 t70: 200 */
+    alloc(&t, 0x5000, 7, S_USER);      /* e8 t80: 207 */
+    make_timed_snapshot(&s, &d, &t, anns, sizeof(anns) / sizeof(anns[0]));
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
+    static const struct {
+        const char *name;
+        int64_t first, last;
+        uint64_t start, peak, end;
+        int64_t peak_event;
+    } want[] = {
+        {"load", 0, 1, 0, 200, 200, 1},     {"Optimizer.step#Adam.step", 2, 8, 200, 1700, 207, 3},
+        {"train", 2, 6, 200, 1700, 700, 3}, {"inner", 3, 4, 700, 1700, 1700, 3},
+        {"gap", 9, 8, 207, 207, 207, 8},
+    };
+    assert_int_equal(r.n, 5);
+    for (size_t i = 0; i < r.n; i++) {
+        assert_string_equal(r.v[i].name, want[i].name);
+        assert_int_equal(r.v[i].first_event, want[i].first);
+        assert_int_equal(r.v[i].last_event, want[i].last);
+        assert_int_equal(r.v[i].start_bytes, want[i].start);
+        assert_int_equal(r.v[i].peak_bytes, want[i].peak);
+        assert_int_equal(r.v[i].end_bytes, want[i].end);
+        assert_int_equal(r.v[i].peak_event, want[i].peak_event);
+    }
+    assert_int_equal(r.v[1].end_us, INT64_MAX);
+    gm_analysis_regions_release(&r);
+    /* no compile context anywhere: no compile region */
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_WINDOW, &r, &err), GM_ERR_INVALID);
+
+    /* windows: the whole trace holds the device's peak; one after the peak peaks at its start */
+    struct gm_analysis_window win = {false, 0, 8};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.peak_bytes, dev->peak_bytes);
+    assert_int_equal(w.peak_event, dev->peak_event);
+    win = (struct gm_analysis_window){false, 5, 8};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.start_bytes, 1700);
+    assert_int_equal(w.peak_bytes, 1700);
+    assert_int_equal(w.peak_event, 4);
+    assert_int_equal(w.end_bytes, 207);
+    win = (struct gm_analysis_window){true, 25, 45}; /* events 3, 4 */
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+    assert_int_equal(w.first_event, 3);
+    assert_int_equal(w.last_event, 4);
+    assert_int_equal(w.start_bytes, 700);
+    win = (struct gm_analysis_window){false, 3, 9};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_ERR_INVALID);
+    win = (struct gm_analysis_window){false, 4, 3};
+    assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_ERR_INVALID);
+    gm_analysis_free(an);
+
+    /* the n-th allocation of an address: the batch address is reused every iteration */
+    size_t ix;
+    int32_t last = -1;
+    build_trace(&t, false);
+    make_snapshot(&s, &d, &t);
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    dev = &an->devices[0];
+    for (uint32_t n = 1; n <= 4; n++) {
+        assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, n, &ix, &err), GM_OK);
+        assert_int_equal(dev->allocs[ix].addr, 0x2000);
+        assert_true(dev->allocs[ix].alloc_event > last);
+        last = dev->allocs[ix].alloc_event;
+    }
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, 5, &ix, &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "4 times"));
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x2000, 0, &ix, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_alloc_at_address(dev, 0x123, 1, &ix, &err), GM_ERR_INVALID);
+    gm_analysis_free(an);
+}
+
+/* A rules file that cannot be used is refused with the rule and the reason. */
+static void test_category_rules_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        enum gm_status st;
+        const char *says;
+    } cases[] = {
+        {"[{\"category\": \"weights\", \"file\": \"x\"}]", GM_ERR_FORMAT, "must be one of"},
+        {"[{\"category\": \"other\", \"file\": \"x\", \"line\": 3}]", GM_ERR_FORMAT, "unknown key"},
+        {"[{\"category\": \"other\"}]", GM_ERR_FORMAT, "has no"},
+        {"[{\"file\": \"x\"}]", GM_ERR_FORMAT, "has no \"category\""},
+        {"[{\"category\": \"other\", \"file\": \"(\"}]", GM_ERR_FORMAT, "not a valid"},
+        {"[{\"category\": \"other\", \"file\": \"(a)\\\\1\"}]", GM_ERR_FORMAT, "back-reference"},
+        {"[{\"category\": \"other\", \"file\": \"((a{0,64}){0,64})x\"}]", GM_ERR_FORMAT,
+         "more than one bounded repetition"},
+        {"[{\"category\": \"other\", \"file\": 3}]", GM_ERR_FORMAT, "must be a string"},
+        {"[{\"category\": \"other\", \"file\": \"\"}]", GM_ERR_FORMAT, "empty"},
+        {"{\"rule\": []}", GM_ERR_FORMAT, "expected"},
+        {"[1]", GM_ERR_FORMAT, "not an object"},
+        {"[{\"name\": \"\", \"category\": \"other\", \"file\": \"x\"}]", GM_ERR_FORMAT,
+         "\"name\" must be"},
+    };
+    struct gm_category_rules *r = (struct gm_category_rules *)&r;
+    struct gm_error err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(gm_category_rules_parse(cases[i].text, strlen(cases[i].text), &r, &err),
+                         cases[i].st);
+        assert_null(r);
+        assert_non_null(strstr(err.msg, cases[i].says));
+    }
+    /* the limits: rules, bytes of one expression, bytes of the text */
+    char *big = malloc(GM_CATEGORY_RULES_MAX_BYTES + 2);
+    assert_non_null(big);
+    size_t n = 0;
+    n += (size_t)sprintf(big + n, "[");
+    for (int i = 0; i <= GM_CATEGORY_RULES_MAX; i++)
+        n += (size_t)sprintf(big + n, "%s{\"category\": \"other\", \"file\": \"f\"}", i ? "," : "");
+    sprintf(big + n, "]");
+    assert_int_equal(gm_category_rules_parse(big, strlen(big), &r, &err), GM_ERR_LIMIT);
+    n = (size_t)sprintf(big, "[{\"category\": \"other\", \"file\": \"");
+    memset(big + n, 'a', GM_CATEGORY_RULE_PATTERN_MAX + 1);
+    sprintf(big + n + GM_CATEGORY_RULE_PATTERN_MAX + 1, "\"}]");
+    assert_int_equal(gm_category_rules_parse(big, strlen(big), &r, &err), GM_ERR_LIMIT);
+    memset(big, ' ', GM_CATEGORY_RULES_MAX_BYTES + 1);
+    assert_int_equal(gm_category_rules_parse(big, GM_CATEGORY_RULES_MAX_BYTES + 1, &r, &err),
+                     GM_ERR_LIMIT);
+    free(big);
+    assert_int_equal(gm_category_rules_count(NULL), 0);
+    gm_category_rules_free(NULL);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -664,7 +934,7 @@ static void test_random_traces(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40)};
+        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40), NULL};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
         uint64_t sum = 0;
@@ -1083,6 +1353,9 @@ static void test_digest_reads_back_the_rank_of_its_snapshot(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_digest_reads_back_the_rank_of_its_snapshot),
     cmocka_unit_test(test_rank_from_file_names),
+    cmocka_unit_test(test_category_rules_first_match_wins),
+    cmocka_unit_test(test_category_rules_refused),
+    cmocka_unit_test(test_regions_and_windows),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
     cmocka_unit_test(test_rank_files_of_a_folder),

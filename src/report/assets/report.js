@@ -18,6 +18,7 @@
     'optimizer temporaries', 'other', 'unknown (no analysis)'];
   const PHASE_FILL = [null, 'rgba(255,127,14,0.09)', 'rgba(31,119,180,0.09)', 'rgba(44,160,44,0.12)'];
   const PHASE_LABELS = ['other', 'forward', 'backward', 'optimizer step'];
+  const ANNOT_FILL = ['#263238', '#ad1457', '#00838f']; // apart from every category colour
   const UPHASE_FILL = ['rgba(148,103,189,0.10)', 'rgba(23,190,207,0.10)', 'rgba(188,189,34,0.12)', 'rgba(227,119,194,0.10)'];
   const GIB = 1073741824, MIB = 1048576, KIB = 1024;
   const $ = (id) => document.getElementById(id);
@@ -221,6 +222,26 @@
       i++;
     }
   }
+  // every record_function range, as thin bars along the bottom of the timeline (a range
+  // inside another one lane up); returns how many are drawn
+  function drawAnnotations(c, g, X) {
+    const ends = [];
+    let n = 0;
+    for (const a of dev.annotations || []) {
+      let lane = 0;
+      while (lane < ends.length && ends[lane] > a[0]) lane++;
+      ends[lane] = a[1];
+      if (a[1] < view[0] || a[0] > view[1] || lane > 5) continue;
+      const x0 = Math.max(M.l, X(a[0])), x1 = Math.min(M.l + c.pw, X(a[1]));
+      const y = M.t + c.ph - 5 * (lane + 1);
+      g.fillStyle = '#fff'; // a light edge keeps the bar apart from the areas under it
+      g.fillRect(x0 - 1, y - 1, Math.max(1, x1 - x0) + 2, 5);
+      g.fillStyle = ANNOT_FILL[lane % ANNOT_FILL.length];
+      g.fillRect(x0, y, Math.max(1, x1 - x0), 3);
+      n++;
+    }
+    return n;
+  }
   // The markers' lines go behind the data (a one-pixel spike at the peak must stay visible),
   // their labels on top: drawOoms(c, g, X, false) before the data, (.., true) after.
   function drawOoms(c, g, X, labels) {
@@ -397,6 +418,7 @@
     g.beginPath();
     for (let x = 0; x < pw; x++) { const y = Y(cols.rmax[x]); x ? g.lineTo(M.l + x, y) : g.moveTo(M.l, y); g.lineTo(M.l + x + 1, y); }
     g.stroke();
+    const nAnnotations = drawAnnotations(c, g, X); // over the data, along its bottom
     const nOoms = drawOoms(c, g, X, true);
     if (peakIn) {
       // the dot beside the peak's column, so that it never covers the top of the spike
@@ -412,6 +434,7 @@
     for (let x = 0; x < pw; x++) for (let i = 0; i < nb; i++) if (off[i * pw + x] >= 0) { bandCols++; break; }
     const stackTop = Array.from(cols.amax, (a, x) => { let t = grey[x]; for (let cat = 0; cat < 7; cat++) t += byCat[cat][x]; return t; });
     drawn.timeline = { view: view.slice(), pw, max: drawnMax, byCat: byCat.map((v) => Array.from(v)), grey: Array.from(grey), stackTop, merged, mergedAt, bandCols, amax: Array.from(cols.amax), amin: Array.from(cols.amin), rmax: Array.from(cols.rmax), ylabels: c.ylabels, xlabels: c.xlabels, ooms: nOoms, uphases: (dev.uphases || []).length, ymax, top: M.t, ph: c.ph, left: M.l };
+    drawn.timeline.annotations = nAnnotations;
     canvas.dataset.drawn = String(polys + 1);
     canvas.dataset.view = view[0] + ',' + view[1];
     canvas.dataset.bands = String(nb);
@@ -449,6 +472,7 @@
     const a = tl.cols.amax[x], lo = tl.cols.amin[x], rs = tl.cols.rmax[x];
     const lines = [a > lo ? 'allocated: from ' + fmtBytes(lo) + ' to ' + fmtBoth(a) + ' (most after event ' + tl.cols.k[x] + ')' : 'allocated: ' + fmtBoth(a), 'reserved: up to ' + fmtBoth(rs)];
     for (const u of dev.uphases || []) if (u[0] <= xb && xa <= u[1]) lines.push('your phase: ' + u[2]);
+    for (const a of dev.annotations || []) if (a[0] <= xb && xa <= a[1]) lines.push('annotation ' + a[2] + ': ' + fmtBytes(a[3]) + ' at its start, ' + fmtBytes(a[4]) + ' most, ' + fmtBytes(a[5]) + ' at its end');
     const its = dev.iterations || [], it = its.find((t) => t.x0 <= xa && xa < t.x1);
     if (it) lines.push('iteration ' + it.n + ' of ' + group3(its.length));
     for (const o of dev.ooms || []) if (o.x >= xa && o.x < xb) lines.push('out of memory: ' + fmtBytes(o.requested) + ' requested (' + o.verdict + ')');
