@@ -38,17 +38,15 @@ static enum gm_status totals_build(const struct gm_analysis *an,
                                    struct totals *t, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(an->snap, dev->device);
-    int64_t *delta;
     size_t n = dev->n_events;
 
     memset(t, 0, sizeof(*t));
     t->n = n;
-    delta = gm_calloc(n ? n : 1, sizeof(*delta));
-    t->after = gm_malloc((n ? n : 1) * sizeof(*t->after));
+    /* the changes of each event first, then summed in place: one array of 8 bytes an event */
+    t->after = gm_calloc(n ? n : 1, sizeof(*t->after));
     if (times)
         t->time_us = gm_malloc((n ? n : 1) * sizeof(*t->time_us));
-    if (!delta || !t->after || (times && !t->time_us)) {
-        gm_free(delta);
+    if (!t->after || (times && !t->time_us)) {
         totals_release(t);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
     }
@@ -57,17 +55,16 @@ static enum gm_status totals_build(const struct gm_analysis *an,
         if (a->alloc_event < 0)
             t->initial += a->bytes;
         else if ((size_t)a->alloc_event < n)
-            delta[a->alloc_event] += (int64_t)a->bytes;
+            t->after[a->alloc_event] += a->bytes; /* modulo 2^64: the sums come right */
         if (a->free_event >= 0 && (size_t)a->free_event < n)
-            delta[a->free_event] -= (int64_t)a->bytes;
+            t->after[a->free_event] -= a->bytes;
     }
     uint64_t cur = t->initial;
     for (size_t k = 0; k < n; k++) {
-        cur = (uint64_t)((int64_t)cur + delta[k]);
+        cur += t->after[k];
         t->after[k] = cur;
     }
-    gm_free(delta);
-    if (sd && n) {
+    if (times && sd && n) {
         struct gm_snapshot_cursor c;
         const struct gm_snapshot_event *e;
         int64_t last = INT64_MIN;
@@ -78,10 +75,62 @@ static enum gm_status totals_build(const struct gm_analysis *an,
                 if (e->time_us > last)
                     last = e->time_us;
             }
-            if (times)
-                t->time_us[c.index] = last;
+            t->time_us[c.index] = last;
         }
     }
+    return GM_OK;
+}
+
+/* A question "the first event at or after time x" and its answer (n when none). */
+struct time_query {
+    int64_t x;
+    int64_t event;
+};
+
+static int cmp_query_x(const void *a, const void *b)
+{
+    const struct time_query *p = *(const struct time_query *const *)a,
+                            *q = *(const struct time_query *const *)b;
+    return p->x < q->x ? -1 : p->x > q->x;
+}
+
+/* Answers every query in one walk of the device's events, with no per-event array: an
+ * event's time is the latest time seen up to it (as totals_build's time_us), which never
+ * decreases, so the queries in time order are answered as the walk passes them. Returns
+ * whether any event has a time (false: nothing answered). */
+static enum gm_status answer_time_queries(const struct gm_analysis *an,
+                                          const struct gm_analysis_device *dev,
+                                          struct time_query *q, size_t nq, bool *has_time,
+                                          struct gm_error *err)
+{
+    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(an->snap, dev->device);
+    struct time_query **order = gm_malloc((nq ? nq : 1) * sizeof(*order));
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    int64_t last = INT64_MIN;
+    size_t next = 0, n = dev->n_events;
+
+    *has_time = false;
+    if (!order)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
+    for (size_t i = 0; i < nq; i++) {
+        order[i] = &q[i];
+        q[i].event = (int64_t)n;
+    }
+    qsort(order, nq, sizeof(*order), cmp_query_x);
+    if (sd && n) {
+        gm_snapshot_cursor_init(&c, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < n) {
+            if (e->flags & GM_EVENT_HAS_TIME) {
+                *has_time = true;
+                if (e->time_us > last)
+                    last = e->time_us;
+            }
+            while (next < nq && order[next]->x <= last)
+                order[next++]->event = (int64_t)c.index;
+        }
+    }
+    gm_free(order);
     return GM_OK;
 }
 
@@ -132,25 +181,40 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
                                          struct gm_analysis_regions *out, struct gm_error *err)
 {
     struct gm_snapshot_user_range *r = NULL;
+    struct time_query *q = NULL;
     struct totals t;
     size_t n = 0;
+    bool has_time = false;
     enum gm_status st;
 
     if ((st = gm_snapshot_annotation_ranges(an->snap, dev->device, NULL, &r, &n, err)) != GM_OK)
         return st;
     if (!n)
         return GM_OK;
-    if ((st = totals_build(an, dev, true, &t, err)) != GM_OK) {
+    /* per range: the first event at or after its start, the first after its end */
+    q = gm_malloc(2 * n * sizeof(*q));
+    if (!q) {
+        gm_free(r);
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        q[2 * i].x = r[i].start_us;
+        q[2 * i + 1].x = r[i].end_us == INT64_MAX ? INT64_MAX : r[i].end_us + 1;
+    }
+    if ((st = answer_time_queries(an, dev, q, 2 * n, &has_time, err)) != GM_OK ||
+        !has_time) { /* without times no event can be placed in a range */
+        gm_free(q);
         gm_free(r);
         return st;
     }
-    if (!t.has_time) { /* no event can be placed in a range */
+    if ((st = totals_build(an, dev, false, &t, err)) != GM_OK) {
+        gm_free(q);
         gm_free(r);
-        totals_release(&t);
-        return GM_OK;
+        return st;
     }
     out->v = gm_calloc(n, sizeof(*out->v));
     if (!out->v) {
+        gm_free(q);
         gm_free(r);
         totals_release(&t);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
@@ -161,8 +225,8 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         g->has_time = true;
         g->start_us = r[i].start_us;
         g->end_us = r[i].end_us;
-        g->first_event = first_at(&t, r[i].start_us);
-        g->last_event = last_at(&t, r[i].end_us);
+        g->first_event = q[2 * i].event;
+        g->last_event = r[i].end_us == INT64_MAX ? (int64_t)t.n - 1 : q[2 * i + 1].event - 1;
         if (g->first_event > g->last_event) {
             /* no event inside: the state at its time */
             int64_t before = g->first_event - 1;
@@ -174,6 +238,7 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         }
     }
     out->n = n;
+    gm_free(q);
     gm_free(r);
     totals_release(&t);
     return GM_OK;
