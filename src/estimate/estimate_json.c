@@ -77,8 +77,9 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
         gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));
         gm_json_kv_str(w, "model_impl", choice_name("model-impl", (int)j->stack.model_impl));
-        est_stack_json(w, j);
     }
+    if (j->mode != GM_EST_WEIGHTS) /* --stack: training and generate() take its defaults */
+        est_stack_json(w, j);
     gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
     json_version(w, "cuda_version", j->stack.cuda);
     if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM)
