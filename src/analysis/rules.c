@@ -203,7 +203,16 @@ enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_c
     if (len > GM_CATEGORY_RULES_MAX_BYTES)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "category rules: larger than %d bytes",
                        GM_CATEGORY_RULES_MAX_BYTES);
-    if ((st = gm_json_load(text, len, 0, &root, err)) != GM_OK)
+    /* The form is the content's: JSON starts with '[' or '{' after its whitespace, else
+     * YAML, read into the same tree so that one reader checks both. */
+    size_t lead = 0;
+    while (lead < len && strchr(" \t\r\n", text[lead]) && text[lead])
+        lead++;
+    if (lead < len && (text[lead] == '[' || text[lead] == '{'))
+        st = gm_json_load(text, len, 0, &root, err);
+    else
+        st = ana_rules_yaml(text, len, &root, err);
+    if (st != GM_OK)
         return gm_error_prefix(err, "category rules");
     list = json_is_array(root) ? root : json_object_get(root, "rules");
     if (!json_is_array(list) || (json_is_object(root) && json_object_size(root) != 1)) {
