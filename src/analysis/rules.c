@@ -92,13 +92,19 @@ static bool category_named(const char *s, enum gm_category *out)
     return false;
 }
 
-/* What glibc cannot compile or match in bounded time is refused: a back-reference
- * (\1..\9: exponential matching) and more than one bounded repetition {m,n} (nested ones
- * multiply the automaton: "((a{0,64}){0,64})x" takes minutes). */
+/* What glibc cannot compile or match in bounded time and memory is refused: a
+ * back-reference (\1..\9: exponential matching), more than one bounded repetition {m,n}
+ * (nested ones multiply the automaton: "((a{0,64}){0,64})x" takes minutes) and more than
+ * RULE_PLUS_MAX "+" (regcomp copies the operand of each, so stacked or nested ones double
+ * the tree: 32 of them, "a++++..." or "((a)+)+...", take 8 GiB). */
+#define RULE_PLUS_MAX 8
+
 static const char *too_costly(const char *s)
 {
-    int braces = 0;
+    int braces = 0, pluses = 0;
     for (; *s; s++) {
+        if (*s == '+' && ++pluses > RULE_PLUS_MAX)
+            return "has more than 8 repetitions \"+\"";
         if (*s == '\\') {
             if (s[1] >= '1' && s[1] <= '9')
                 return "uses a back-reference (\\1..\\9)";

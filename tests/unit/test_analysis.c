@@ -892,6 +892,8 @@ static void test_category_rules_refused(void **state)
         {"[{\"category\": \"other\", \"file\": \"(a)\\\\1\"}]", GM_ERR_FORMAT, "back-reference"},
         {"[{\"category\": \"other\", \"file\": \"((a{0,64}){0,64})x\"}]", GM_ERR_FORMAT,
          "more than one bounded repetition"},
+        {"[{\"category\": \"other\", \"file\": \"((((((((((a)+)+)+)+)+)+)+)+)+)\"}]", GM_ERR_FORMAT,
+         "more than 8 repetitions \"+\""},
         {"[{\"category\": \"other\", \"file\": 3}]", GM_ERR_FORMAT, "must be a string"},
         {"[{\"category\": \"other\", \"file\": \"\"}]", GM_ERR_FORMAT, "empty"},
         {"{\"rule\": []}", GM_ERR_FORMAT, "expected"},
