@@ -279,7 +279,7 @@ static enum gm_status read_sequence(struct yreader *y, size_t indent, int depth,
         size_t s = ln->start + 1;
         while (s < ln->end && y->text[s] == ' ')
             s++;
-        if (s == ln->end) {
+        if (s == ln->end || y->text[s] == '#') {
             y->at++;
             st = read_nested(y, ln, indent, false, depth, &item);
         } else {

@@ -773,7 +773,7 @@ static void test_category_rules_yaml_equals_json(void **state)
         "- name: 'it''s logits'   # a quote in single quotes\r\n"
         "  category: \"activation\"\r\n"
         "  function: '^cross_entropy$'\r\n"
-        "-\r\n"
+        "-   # the second rule\r\n"
         "    category: optimizer_state\r\n"
         "    annotation: \"^Optimizer\\\\.step#\"\r\n"
         "    file: 'a: b \t\xc3\xa9\xe2\x80\xa8 # c'\r\n",
