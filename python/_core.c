@@ -288,9 +288,12 @@ static void events_fill(const struct gm_snapshot *snap, const struct gm_snapshot
 
 struct snapshot_obj {
     PyObject_HEAD struct gm_snapshot *snap;
-    struct gm_analysis *an; /* NULL until first needed */
-    PyObject *path;         /* str, as given */
-    bool loading;           /* __init__ is reading the file (the GIL released) */
+    struct gm_analysis *an;          /* NULL until first needed */
+    PyObject *path;                  /* str, as given */
+    struct gm_category_rules *rules; /* the user's category rules its analysis applies; NULL:
+                                      * none (kept as long as the object: the analysis is
+                                      * made when first needed) */
+    bool loading;                    /* __init__ is reading the file (the GIL released) */
 };
 
 static void snapshot_dealloc(PyObject *self)
@@ -298,36 +301,63 @@ static void snapshot_dealloc(PyObject *self)
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     gm_analysis_free(s->an);
     gm_snapshot_free(s->snap);
+    gm_category_rules_free(s->rules);
     Py_XDECREF(s->path);
     Py_TYPE(self)->tp_free(self);
 }
 
+/* The category rules of the file 'bytes' (file-system bytes; NULL: none) into *out: true, or
+ * false with the failure raised. */
+static bool rules_load(PyObject *bytes, struct gm_category_rules **out)
+{
+    struct gm_error err;
+    *out = NULL;
+    if (!bytes)
+        return true;
+    if (gm_category_rules_load(PyBytes_AS_STRING(bytes), out, &err) == GM_OK)
+        return true;
+    *out = NULL;
+    raise_input(&err, PyBytes_AS_STRING(bytes));
+    return false;
+}
+
 static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char kw_path[] = "path", kw_limit[] = "memory_limit", kw_max[] = "max_memory";
-    static char *kwlist[] = {kw_path, kw_limit, kw_max, NULL};
+    static char kw_path[] = "path", kw_limit[] = "memory_limit", kw_max[] = "max_memory",
+                kw_rules[] = "categories";
+    static char *kwlist[] = {kw_path, kw_limit, kw_max, kw_rules, NULL};
     struct snapshot_obj *s = (struct snapshot_obj *)self;
     struct gm_snapshot_opts opts;
     struct gm_snapshot *snap = NULL;
     struct gm_error err;
     enum gm_status st;
     uint64_t memory_limit = 0, max_memory = 0;
-    PyObject *bytes = NULL;
+    PyObject *bytes = NULL, *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     PyThreadState *ts;
 
     /* max_memory: the earlier name of memory_limit, still accepted */
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$O&O&", kwlist, PyUnicode_FSConverter, &bytes,
-                                     u64_arg, &memory_limit, u64_arg, &max_memory))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$O&O&O&", kwlist, PyUnicode_FSConverter,
+                                     &bytes, u64_arg, &memory_limit, u64_arg, &max_memory,
+                                     PyUnicode_FSConverter, &rules_path))
         return -1;
     if (memory_limit && max_memory) {
         Py_DECREF(bytes);
+        Py_XDECREF(rules_path);
         PyErr_SetString(PyExc_TypeError, "max_memory is memory_limit: give one of them");
         return -1;
     }
+    if (!rules_load(rules_path, &rules)) {
+        Py_DECREF(bytes);
+        Py_XDECREF(rules_path);
+        return -1;
+    }
+    Py_XDECREF(rules_path);
     /* Checked and claimed with the GIL held: another thread may be reading the loaded one,
      * or loading another file into this object, with the GIL released. */
     if (s->snap || s->loading) {
         Py_DECREF(bytes);
+        gm_category_rules_free(rules);
         PyErr_SetString(PyExc_TypeError, s->snap
                                              ? "the snapshot is already loaded"
                                              : "the snapshot is being loaded by another thread");
@@ -343,9 +373,11 @@ static int snapshot_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (st != GM_OK) {
         raise_input(&err, PyBytes_AS_STRING(bytes));
         Py_DECREF(bytes);
+        gm_category_rules_free(rules);
         return -1;
     }
     s->snap = snap;
+    s->rules = rules;
     s->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
     Py_DECREF(bytes);
     return s->path ? 0 : -1;
@@ -366,7 +398,7 @@ static const struct gm_analysis *analysis_of(struct snapshot_obj *s)
         return NULL;
     /* As many points per category series as `gpumem snapshot report` draws by default, so
      * that report() writes the same page as the command. */
-    struct gm_analysis_opts ao = {.max_points = 8000};
+    struct gm_analysis_opts ao = {.max_points = 8000, .rules = s->rules};
     if (!s->an && gm_analysis_run(s->snap, &ao, &s->an, &err) != GM_OK) {
         s->an = NULL;
         raise_gm(&err, s->path);
@@ -485,22 +517,24 @@ static enum gm_status write_doc(FILE *f, const void *doc, struct gm_error *err)
     return gm_analysis_json(f, doc, err);
 }
 
-/* A JSON document of the library written into memory: the text, or NULL with the
- * exception of the failure raised. */
-static PyObject *doc_text(struct snapshot_obj *s, const struct gm_analysis_doc *doc)
+/* A document written by 'write' into memory: the text, or NULL with the failure raised
+ * ('path': the file named in it). */
+static PyObject *writer_text(PyObject *path,
+                             enum gm_status (*write)(FILE *, const void *, struct gm_error *),
+                             const void *ctx, const char *what)
 {
     struct memout m;
     struct gm_error err;
     enum gm_status st;
     if (!memout_open(&m))
         return NULL;
-    st = gm_analysis_json(m.f, doc, &err);
+    st = write(m.f, ctx, &err);
     if (st != GM_OK && st != GM_ERR_IO) {
         fclose(m.f);
         free(m.text);
-        return raise_gm(&err, s->path);
+        return raise_gm(&err, path);
     }
-    return memout_str(&m, st == GM_OK, "the JSON document");
+    return memout_str(&m, st == GM_OK, what);
 }
 
 /* 'top' of a document: None the document's own, else a non-negative int. */
@@ -578,6 +612,8 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
          * snapshot peak` does; the rest of the analysis waits until something asks for it */
         struct gm_analysis_peaks_opts po = {doc.device, 0};
         file.an = s->an;
+        if (s->rules && !(file.an = analysis_of(s))) /* the groups' categories by the rules */
+            goto out_args;
         if (gm_analysis_peaks(s->snap, file.an, &po, &peaks, &err) != GM_OK) {
             raise_gm(&err, s->path);
             goto out_args;
@@ -610,7 +646,7 @@ static PyObject *snapshot_json(PyObject *self, PyObject *args, PyObject *kwds)
         doc.components_device = doc.device;
     }
     if (!bytes) {
-        out = doc_text(s, &doc);
+        out = writer_text(s->path, write_doc, &doc, "the JSON document");
     } else {
         PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bytes));
         if (name && output_write(PyBytes_AS_STRING(bytes), name, overwrite != 0, write_doc, &doc))
@@ -651,8 +687,241 @@ static PyObject *snapshot_diff_json(PyObject *self, PyObject *args, PyObject *kw
     if (gm_analysis_diff(files[0].an, files[1].an, &d, &err) != GM_OK)
         return raise_gm(&err, NULL);
     doc.diff = d;
-    out = doc_text(s, &doc);
+    out = writer_text(s->path, write_doc, &doc, "the JSON document");
     gm_analysis_diff_free(d);
+    return out;
+}
+
+/* The device of an analysis an argument names, as the span commands choose it: an int the
+ * file has, or None for the first device with a trace.  NULL with ValueError raised. */
+static const struct gm_analysis_device *span_device(struct snapshot_obj *s,
+                                                    const struct gm_analysis *an, PyObject *arg)
+{
+    int32_t index;
+    if (arg != Py_None) {
+        const struct gm_analysis_device *dev;
+        if (!resolve_device(s, arg, &index))
+            return NULL;
+        if (!(dev = gm_analysis_device_by_index(an, index)))
+            PyErr_Format(PyExc_ValueError, "the snapshot has no device %d", (int)index);
+        return dev;
+    }
+    for (size_t d = 0; d < an->n_devices; d++)
+        if (an->devices[d].n_events)
+            return &an->devices[d];
+    PyErr_SetString(PyExc_ValueError, "the snapshot has no trace events");
+    return NULL;
+}
+
+struct regions_writer {
+    const char *path;
+    enum gm_region_kind kind;
+    const struct gm_analysis_device **devs;
+    const struct gm_analysis_regions *regs;
+    size_t n;
+};
+
+static enum gm_status write_regions(FILE *f, const void *ctx, struct gm_error *err)
+{
+    const struct regions_writer *w = ctx;
+    return gm_analysis_regions_json(f, w->path, w->kind, w->devs, w->regs, w->n, err);
+}
+
+/* _regions_json(compile, device) -> str: `gpumem snapshot regions [--compile] --json FILE`
+ * (device None: every device, as the command; else only that one). */
+static PyObject *snapshot_regions_json(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device, *out = NULL;
+    int compile;
+    int32_t index = -1;
+    const struct gm_analysis *an;
+    struct regions_writer w = {NULL, GM_REGION_ANNOTATION, NULL, NULL, 0};
+    struct gm_analysis_regions *regs = NULL;
+    struct gm_error err;
+
+    if (!PyArg_ParseTuple(args, "pO", &compile, &device) || !(an = analysis_of(s)) ||
+        !(w.path = PyUnicode_AsUTF8(s->path)))
+        return NULL;
+    if (device != Py_None) {
+        if (!resolve_device(s, device, &index))
+            return NULL;
+        if (!gm_analysis_device_by_index(an, index)) {
+            PyErr_Format(PyExc_ValueError, "the snapshot has no device %d", (int)index);
+            return NULL;
+        }
+    }
+    w.kind = compile ? GM_REGION_COMPILE : GM_REGION_ANNOTATION;
+    w.devs = PyMem_Calloc(an->n_devices + 1, sizeof(*w.devs));
+    regs = PyMem_Calloc(an->n_devices + 1, sizeof(*regs));
+    if (!w.devs || !regs) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (size_t d = 0; d < an->n_devices; d++) {
+        if (index >= 0 && an->devices[d].device != index)
+            continue;
+        w.devs[w.n] = &an->devices[d];
+        if (gm_analysis_regions(an, w.devs[w.n], w.kind, &regs[w.n], &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            goto out;
+        }
+        w.n++;
+    }
+    w.regs = regs;
+    out = writer_text(s->path, write_regions, &w, "the regions");
+out:
+    for (size_t d = 0; regs && d < w.n; d++)
+        gm_analysis_regions_release(&regs[d]);
+    PyMem_Free(regs);
+    PyMem_Free(w.devs);
+    return out;
+}
+
+struct window_writer {
+    const char *path;
+    const struct gm_analysis *an;
+    const struct gm_analysis_device *dev;
+    const struct gm_analysis_region *window;
+    const struct gm_analysis_alloc *alloc;
+    uint32_t nth;
+    int64_t event;
+    uint64_t allocated;
+    const struct gm_snapshot_live_group *live;
+    size_t n_live, top;
+};
+
+static enum gm_status write_window(FILE *f, const void *ctx, struct gm_error *err)
+{
+    const struct window_writer *w = ctx;
+    return gm_analysis_window_json(f, w->path, w->an, w->dev, w->window, w->alloc, w->nth, w->event,
+                                   w->allocated, w->live, w->n_live, w->top, err);
+}
+
+/* _window_json(by_time, start, end, address, nth, device, top) -> str: `gpumem snapshot
+ * window --json FILE` with --from START --to END (events, or microseconds when by_time),
+ * or, when address is not None, --at-alloc ADDRESS#NTH. */
+static PyObject *snapshot_window_json(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s = (struct snapshot_obj *)self;
+    PyObject *device, *address, *out;
+    struct gm_analysis_window win = {false, 0, 0};
+    struct gm_analysis_region r;
+    struct window_writer w;
+    int by_time;
+    long long from, to;
+    uint64_t addr = 0, top;
+    unsigned int nth;
+    size_t ai;
+    struct gm_snapshot_live_group *live = NULL;
+    struct gm_error err;
+
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "pLLOIOO&", &by_time, &from, &to, &address, &nth, &device, u64_arg,
+                          &top) ||
+        (address != Py_None && !u64_arg(address, &addr)) || !(w.an = analysis_of(s)) ||
+        !(w.path = PyUnicode_AsUTF8(s->path)) || !(w.dev = span_device(s, w.an, device)))
+        return NULL;
+    if (address == Py_None) {
+        win.by_time = by_time != 0;
+        win.from = from;
+        win.to = to;
+        if (gm_analysis_window_region(w.an, w.dev, &win, &r, &err) != GM_OK)
+            return raise_gm(&err, NULL);
+        w.window = &r;
+        w.event = r.peak_event;
+    } else {
+        if (gm_analysis_alloc_at_address(w.dev, addr, nth, &ai, &err) != GM_OK)
+            return raise_gm(&err, NULL);
+        w.alloc = &w.dev->allocs[ai];
+        w.nth = nth;
+        w.event = w.alloc->alloc_event;
+    }
+    if (gm_analysis_group_live_at(w.an, w.dev, w.event, &live, &w.n_live, &err) != GM_OK)
+        return raise_gm(&err, s->path);
+    for (size_t i = 0; i < w.n_live; i++)
+        w.allocated += live[i].bytes;
+    w.live = live;
+    w.top = (size_t)top;
+    out = writer_text(s->path, write_window, &w, "the window");
+    gm_free(live);
+    return out;
+}
+
+struct files_writer {
+    const char *paths[2];
+    int32_t device;
+    const char *suffix;
+    const struct gm_analysis_files *a, *b;
+    const struct gm_analysis_file_change *changes;
+    size_t n_changes;
+};
+
+static enum gm_status write_files(FILE *f, const void *ctx, struct gm_error *err)
+{
+    const struct files_writer *w = ctx;
+    return gm_analysis_files_json(f, w->paths, w->device, w->suffix, w->a, w->b, w->changes,
+                                  w->n_changes, err);
+}
+
+/* _files_json(other, suffix, lines, device) -> str: `gpumem snapshot files --json SELF
+ * [OTHER]` with --file SUFFIX [--lines] when suffix is not None. */
+static PyObject *snapshot_files_json(PyObject *self, PyObject *args)
+{
+    struct snapshot_obj *s[2] = {(struct snapshot_obj *)self, NULL};
+    PyObject *other, *device, *out = NULL;
+    const char *suffix;
+    int lines, n = 1;
+    const struct gm_analysis *an[2] = {NULL, NULL};
+    const struct gm_analysis_device *devs[2] = {NULL, NULL};
+    struct gm_analysis_files fs[2];
+    struct gm_analysis_file_change *ch = NULL;
+    struct files_writer w;
+    struct gm_error err;
+
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "OzpO", &other, &suffix, &lines, &device))
+        return NULL;
+    if (other != Py_None) {
+        if (!PyObject_TypeCheck(other, Py_TYPE(self))) {
+            PyErr_Format(PyExc_TypeError, "other: a gpumem.Snapshot, not %.80s",
+                         Py_TYPE(other)->tp_name);
+            return NULL;
+        }
+        s[1] = (struct snapshot_obj *)other;
+        n = 2;
+    }
+    memset(fs, 0, sizeof(fs));
+    for (int i = 0; i < n; i++) {
+        if (!(an[i] = analysis_of(s[i])) || !(w.paths[i] = PyUnicode_AsUTF8(s[i]->path)))
+            goto out;
+        if (device == Py_None && an[i]->n_devices) {
+            if (!(devs[i] = span_device(s[i], an[i], device))) {
+                PyErr_Clear(); /* no trace: what the snapshot holds, as the command */
+                devs[i] = &an[i]->devices[0];
+            }
+        } else if (!(devs[i] = span_device(s[i], an[i], device))) {
+            goto out;
+        }
+        if (gm_analysis_files(an[i], devs[i], suffix, lines != 0, &fs[i], &err) != GM_OK) {
+            raise_gm(&err, s[i]->path);
+            goto out;
+        }
+    }
+    if (n == 2 && gm_analysis_files_compare(&fs[0], &fs[1], &ch, &w.n_changes, &err) != GM_OK) {
+        raise_gm(&err, NULL);
+        goto out;
+    }
+    w.device = devs[0]->device;
+    w.suffix = suffix;
+    w.a = &fs[0];
+    w.b = n == 2 ? &fs[1] : NULL;
+    w.changes = ch;
+    out = writer_text(s[0]->path, write_files, &w, "the files");
+out:
+    gm_free(ch);
+    for (int i = 0; i < 2; i++)
+        gm_analysis_files_release(&fs[i]);
     return out;
 }
 
@@ -838,19 +1107,27 @@ static PyObject *snapshot_load_object(PyObject *self, PyObject *args)
     struct gm_snapshot *snap = NULL;
     struct gm_error err;
     struct memout m;
-    PyObject *obj;
+    PyObject *obj, *rules_path = NULL;
+    struct gm_category_rules *rules = NULL;
     uint64_t memory_limit = 0;
     enum gm_status st;
     bool ok;
     PyThreadState *ts;
 
-    if (!PyArg_ParseTuple(args, "OO&", &obj, u64_arg, &memory_limit))
+    if (!PyArg_ParseTuple(args, "OO&|O&", &obj, u64_arg, &memory_limit, PyUnicode_FSConverter,
+                          &rules_path))
         return NULL;
     if (s->snap || s->loading) {
+        Py_XDECREF(rules_path);
         PyErr_SetString(PyExc_TypeError, "the snapshot is already loaded");
         return NULL;
     }
+    ok = rules_load(rules_path, &rules);
+    Py_XDECREF(rules_path);
+    if (!ok)
+        return NULL;
     if (!PyDict_CheckExact(obj) && !PyList_CheckExact(obj)) {
+        gm_category_rules_free(rules);
         PyErr_Format(PyExc_TypeError,
                      "from_dict: the dict torch.cuda.memory._snapshot() returns, not a %.100s",
                      Py_TYPE(obj)->tp_name);
@@ -858,6 +1135,7 @@ static PyObject *snapshot_load_object(PyObject *self, PyObject *args)
     }
     if (!(ow.strings = PyDict_New()) || !memout_open(&m)) {
         Py_XDECREF(ow.strings);
+        gm_category_rules_free(rules);
         return NULL;
     }
     st = gm_pickle_writer_new(m.f, 4, &ow.w, &err);
@@ -879,11 +1157,12 @@ static PyObject *snapshot_load_object(PyObject *self, PyObject *args)
         s->loading = false;
     }
     free(m.text);
-    if (!ok)
-        return NULL;
-    if (st != GM_OK)
-        return raise_gm(&err, NULL);
+    if (!ok || st != GM_OK) {
+        gm_category_rules_free(rules);
+        return ok ? raise_gm(&err, NULL) : NULL;
+    }
     s->snap = snap;
+    s->rules = rules;
     s->path = PyUnicode_FromString("<dict>");
     if (!s->path)
         return NULL;
@@ -1051,6 +1330,12 @@ static PyMethodDef snapshot_methods[] = {
      "_diff_json(other, top=None) -> str: the document of `gpumem snapshot diff --json`"},
     {"_device", (PyCFunction)(void (*)(void))snapshot_device, METH_VARARGS | METH_KEYWORDS,
      "_device(device=None) -> int: the device the methods read"},
+    {"_regions_json", snapshot_regions_json, METH_VARARGS,
+     "_regions_json(compile, device) -> str: `snapshot regions --json`"},
+    {"_window_json", snapshot_window_json, METH_VARARGS,
+     "_window_json(by_time, start, end, address, nth, device, top) -> str: `snapshot window --json`"},
+    {"_files_json", snapshot_files_json, METH_VARARGS,
+     "_files_json(other, suffix, lines, device) -> str: `snapshot files --json`"},
     {"_stack_json", snapshot_stack_json, METH_VARARGS,
      "_stack_json(stack) -> str: the frames worth showing of a stack id, as JSON"},
     {"report", (PyCFunction)(void (*)(void))snapshot_report, METH_VARARGS | METH_KEYWORDS,
@@ -1079,8 +1364,9 @@ static PyTypeObject snapshot_type = {
     .tp_basicsize = sizeof(struct snapshot_obj),
     .tp_dealloc = snapshot_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Snapshot(path, *, memory_limit=0): a PyTorch CUDA memory snapshot read by gpumem's "
-              "own reader; nothing in the file is executed.",
+    .tp_doc =
+        "Snapshot(path, *, memory_limit=0, categories=None): a PyTorch CUDA memory snapshot read by gpumem's "
+        "own reader; nothing in the file is executed.",
     .tp_methods = snapshot_methods,
     .tp_getset = snapshot_getset,
     .tp_init = snapshot_init,

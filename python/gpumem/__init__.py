@@ -103,7 +103,10 @@ SNAPSHOT_DOCUMENTS = ("info", "stats", "peak", "categories", "leaks", "oom")
 
 
 class Snapshot(_core.Snapshot):
-    """Snapshot(path, *, memory_limit=0): a torch.cuda.memory._dump_snapshot() pickle.
+    """Snapshot(path, *, memory_limit=0, categories=None): a torch.cuda.memory._dump_snapshot()
+    pickle.  categories: the path of your category rules (a JSON file of regular expressions
+    on frames or annotations, docs/analysis.md), tried before the built-in rules by every
+    document that shows categories, as the commands' --categories RULES.json.
 
     Read by gpumem's own reader: nothing in the file is executed and no Python object is made
     per event.  The results are the library's JSON documents, parsed: json(command) is what
@@ -129,6 +132,13 @@ class Snapshot(_core.Snapshot):
       annotations   record_function ranges (gpumem.torch marks its phases there), or None
       info()        `gpumem snapshot info --json`: what the file is and holds
       stats()       the device's entry of `gpumem snapshot stats --json` (segments, pools)
+      regions()     `gpumem snapshot regions --json`: the memory of each record_function
+                    range (compile=True: of each torch.compile context's runs)
+      window(a, b)  `gpumem snapshot window --json`: the peak inside events (or seconds) a
+                    to b and what is alive there; window(at_alloc=ADDR, nth=N) the moment
+                    an allocation was made
+      files()       `gpumem snapshot files --json`: memory by source file, or by function
+                    of one file (file=SUFFIX), or two snapshots' compared (other=)
       replay(...)   `gpumem snapshot replay --json`: the trace through the allocator model,
                     under the recorded settings or others (alloc_conf=), on a device of
                     gpu_memory bytes
@@ -208,13 +218,16 @@ class Snapshot(_core.Snapshot):
         return self.json("info")["annotations"]
 
     @classmethod
-    def from_dict(cls, snapshot, *, memory_limit=0):
+    def from_dict(cls, snapshot, *, memory_limit=0, categories=None):
         """The snapshot of torch.cuda.memory._snapshot()'s dict, read by the same reader as a
         file (in memory: nothing is written to disk).  Takes the plain types a snapshot holds
         (dict, list, tuple, str, int, float, bool, None); TypeError for anything else,
-        gpumem.FormatError when the dict is no memory snapshot."""
+        gpumem.FormatError when the dict is no memory snapshot.  categories: as Snapshot()'s."""
         s = cls.__new__(cls)
-        s._load_object(snapshot, memory_limit)
+        if categories is None:
+            s._load_object(snapshot, memory_limit)
+        else:
+            s._load_object(snapshot, memory_limit, categories)
         return s
 
     def info(self):
@@ -240,6 +253,79 @@ class Snapshot(_core.Snapshot):
             raise UsageError("memory_fraction needs gpu_memory")
         return _json.loads(self._replay_json(alloc_conf, gpu_memory, float(memory_fraction or 0),
                                              bool(compare)))
+
+    def regions(self, compile=False, *, device=None):
+        """The memory of every record_function range (compile=True: of every run of trace
+        entries under one torch.compile context): `gpumem snapshot regions [--compile] --json
+        FILE` as a dict, every device, or only 'device'."""
+        if not isinstance(compile, bool):
+            raise TypeError("compile: True or False, not %s" % type(compile).__name__)
+        return _json.loads(self._regions_json(compile, device))
+
+    def window(self, start=None, end=None, *, by="event", at_alloc=None, nth=1, device=None,
+               top=10):
+        """The peak inside a window of the trace and the stacks alive there, or the memory
+        when one allocation was made: `gpumem snapshot window --json FILE` as a dict.
+        start, end: the window's first and last events (by="event": event indexes, ints), or
+        (by="time") seconds since the trace's first event, as --from/--to 1.5s; or
+        at_alloc=ADDRESS (an int) and nth (which allocation made at that address, from 1),
+        as --at-alloc ADDRESS#NTH.  device: as --device (None: the first with a trace); top:
+        the stacks listed (0: all)."""
+        if by not in ("event", "time"):
+            raise ValueError("by: 'event' or 'time', not %r" % (by,))
+        if isinstance(nth, bool) or not isinstance(nth, int):
+            raise TypeError("nth: an int, not %s" % type(nth).__name__)
+        if isinstance(top, bool) or not isinstance(top, int):
+            raise TypeError("top: an int, not %s" % type(top).__name__)
+        if at_alloc is not None:
+            if start is not None or end is not None:
+                raise ValueError("at_alloc or start/end: choose one")
+            if by != "event":
+                raise ValueError("by goes with start/end, not at_alloc")
+            if isinstance(at_alloc, bool) or not isinstance(at_alloc, int):
+                raise TypeError("at_alloc: an address (int), not %s" % type(at_alloc).__name__)
+            if at_alloc < 0:
+                raise ValueError("at_alloc: an address is not negative")
+            if not 1 <= nth <= 0xFFFFFFFF:
+                raise ValueError("nth: the first allocation at the address is 1")
+            return _json.loads(self._window_json(False, 0, 0, at_alloc, nth, device, top))
+        if nth != 1:
+            raise ValueError("nth goes with at_alloc")
+        if start is None or end is None:
+            raise ValueError("give start and end, or at_alloc")
+        bounds = []
+        for name, v in (("start", start), ("end", end)):
+            if by == "event":
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TypeError("%s: an event index (int), not %s" % (name, type(v).__name__))
+                if not 0 <= v < 9 * 10**15:
+                    raise ValueError("%s: an event index from 0" % name)
+                bounds.append(v)
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise TypeError("%s: seconds (a number), not %s" % (name, type(v).__name__))
+                if not 0 <= v * 1e6 < 9e15:
+                    raise ValueError("%s: seconds since the trace's first event, from 0" % name)
+                bounds.append(int(round(v * 1e6)))
+        return _json.loads(self._window_json(by == "time", bounds[0], bounds[1], None, 1, device,
+                                             top))
+
+    def files(self, other=None, *, file=None, lines=False, device=None):
+        """The memory by source file (each allocation's user frame), or with file=SUFFIX by
+        function of the files whose path ends with SUFFIX (lines=True: by line), at the peak
+        and over the trace; with other (a Snapshot) the rows of both compared: `gpumem
+        snapshot files [--file SUFFIX [--lines]] --json SELF [OTHER]` as a dict."""
+        if other is not None and not isinstance(other, _core.Snapshot):
+            raise TypeError("other: a gpumem.Snapshot, not %s" % type(other).__name__)
+        if file is not None and not isinstance(file, str):
+            raise TypeError("file: the end of a path (str), not %s" % type(file).__name__)
+        if file == "":
+            raise ValueError("file: give the end of a path")
+        if not isinstance(lines, bool):
+            raise TypeError("lines: True or False, not %s" % type(lines).__name__)
+        if lines and file is None:
+            raise ValueError("lines goes with file")
+        return _json.loads(self._files_json(other, file, lines, device))
 
     def _repr_html_(self):
         """Jupyter: the snapshot's HTML report, inline (self-contained, no network)."""

@@ -276,8 +276,9 @@ out_release:
  * After the load, snap_fold_finish() adds the snapshot state (segments, blocks that no
  * pending alloc explains) and keeps only the figures and the live list; snap_timeline()
  * then reads them.  Any case that pass 1 alone cannot settle (sums that may saturate, too
- * many events, memory) leaves the fold unusable, and the timeline walks the trace as
- * before: both give the same answer (tests hold them against each other). */
+ * many events, memory) leaves the fold unusable, and the timeline walks the trace with the
+ * same rule per event (fold_event(), without the lists beside the map) and passes 2 and 3:
+ * both give the same answer (tests hold them against each other). */
 struct pend_at {
     struct pend p;
     int64_t k; /* the event that displaced or freed it */
@@ -286,6 +287,7 @@ struct pend_at {
 struct snap_fold {
     bool usable;
     bool finished;
+    bool keep_live; /* the lists beside the map kept (the fold made while loading) */
     struct addr_map m;
     uint64_t rel, best_rel, best_rr, rr_at_best, res_change, mag, initial;
     int64_t best_k, best_rr_k;
@@ -302,18 +304,26 @@ struct snap_fold {
     size_t cap_live;
 };
 
-struct snap_fold *snap_fold_new(uint64_t limit)
+/* An empty fold whose map and lists are charged to 'budget'. */
+static void fold_init(struct snap_fold *f, struct gm_budget budget, bool keep_live)
 {
-    struct snap_fold *f = gm_calloc(1, sizeof(*f));
-    if (!f)
-        return NULL;
+    memset(f, 0, sizeof(*f));
     f->usable = true;
-    f->m.budget = gm_budget_make(limit, 0);
+    f->keep_live = keep_live;
+    f->m.budget = budget;
     gm_map_init(&f->m.map, &f->m.budget);
     f->m.free_head = AM_NONE;
     f->best_k = -1;
     f->best_rr_k = -1;
     f->sizes_agree = true;
+}
+
+struct snap_fold *snap_fold_new(uint64_t limit)
+{
+    struct snap_fold *f = gm_malloc(sizeof(*f));
+    if (!f)
+        return NULL;
+    fold_init(f, gm_budget_make(limit, 0), true);
     return f;
 }
 
@@ -344,91 +354,101 @@ static void fold_give_up(struct snap_fold *f)
     fold_drop(f);
 }
 
-void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n)
+/* Event 'e' (index k) into the fold: pass 1's running sums (as signed) and their first
+ * maxima; the allocated sum rises only at an alloc and the reserved one only at a segment
+ * alloc or map, so their first maxima are looked for there alone.  False when the map or
+ * a list cannot grow. */
+static bool fold_event(struct snap_fold *f, const struct gm_snapshot_event *e, int64_t k)
 {
     struct addr_map *m = &f->m;
-    if (!f->usable)
-        return;
-    if (f->n_events + n >= (size_t)INT32_MAX - 1) {
-        fold_give_up(f);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gm_snapshot_event *e = &ev[i];
-        int64_t k = (int64_t)(f->n_events + i);
-        f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
-        switch (e->action) {
-        case GM_ACTION_ALLOC: {
-            struct pend old;
-            if (!am_set(m, e, (int32_t)k, &old))
-                goto fail;
-            if (old.ev != AM_EMPTY) {
-                struct pend_at *d =
-                    GM_VEC_PUSH(f->displaced, f->n_displaced, f->cap_displaced, &m->budget);
-                if (!d)
-                    goto fail;
-                d->p = old;
-                d->k = k;
-            }
-            f->rel += e->size;
-            if ((int64_t)f->rel > (int64_t)f->best_rel) {
-                f->best_rel = f->rel;
-                f->best_k = k;
-                f->rr_at_best = f->res_change;
-                f->best_time_valid = (e->flags & GM_EVENT_HAS_TIME) != 0;
-                f->best_time = e->time_us;
-                f->n_gone = 0; /* the map is what is alive now */
-            }
-            break;
+    f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
+    switch (e->action) {
+    case GM_ACTION_ALLOC: {
+        struct pend old;
+        if (!am_set(m, e, (int32_t)k, &old))
+            return false;
+        if (old.ev != AM_EMPTY && f->keep_live) {
+            struct pend_at *d =
+                GM_VEC_PUSH(f->displaced, f->n_displaced, f->cap_displaced, &m->budget);
+            if (!d)
+                return false;
+            d->p = old;
+            d->k = k;
         }
-        case GM_ACTION_FREE_COMPLETED: {
-            struct pend p;
-            if (am_take(m, e->addr, &p)) {
-                f->n_matched++;
-                f->rel -= p.bytes;
-                f->sizes_agree &= p.bytes == e->size;
-                if (p.ev <= f->best_k) {
-                    struct pend *g = GM_VEC_PUSH(f->gone, f->n_gone, f->cap_gone, &m->budget);
-                    if (!g)
-                        goto fail;
-                    *g = p;
-                }
-            } else {
+        f->rel += e->size;
+        if ((int64_t)f->rel > (int64_t)f->best_rel) {
+            f->best_rel = f->rel;
+            f->best_k = k;
+            f->rr_at_best = f->res_change;
+            f->best_time_valid = (e->flags & GM_EVENT_HAS_TIME) != 0;
+            f->best_time = e->time_us;
+            f->n_gone = 0; /* the map is what is alive now */
+        }
+        break;
+    }
+    case GM_ACTION_FREE_COMPLETED: {
+        struct pend p;
+        if (am_take(m, e->addr, &p)) {
+            f->n_matched++;
+            f->rel -= p.bytes;
+            f->sizes_agree &= p.bytes == e->size;
+            if (p.ev <= f->best_k && f->keep_live) {
+                struct pend *g = GM_VEC_PUSH(f->gone, f->n_gone, f->cap_gone, &m->budget);
+                if (!g)
+                    return false;
+                *g = p;
+            }
+        } else {
+            /* freed without an alloc in the trace: alive from the start */
+            if (f->keep_live) {
                 struct pend_at *u =
                     GM_VEC_PUSH(f->unmatched, f->n_unmatched, f->cap_unmatched, &m->budget);
                 if (!u)
-                    goto fail;
+                    return false;
                 u->p.addr = e->addr;
                 u->p.bytes = e->size;
                 u->p.ev = -1;
                 u->p.stack = e->stack;
                 u->p.extra = e->extra;
                 u->k = k;
-                f->initial = snap_sat_add(f->initial, e->size);
-                f->rel -= e->size;
             }
-            break;
+            f->initial = snap_sat_add(f->initial, e->size);
+            f->rel -= e->size;
         }
-        case GM_ACTION_SEGMENT_ALLOC:
-        case GM_ACTION_SEGMENT_MAP:
-            f->res_change += e->size;
-            if ((int64_t)f->res_change > (int64_t)f->best_rr) {
-                f->best_rr = f->res_change;
-                f->best_rr_k = k;
-            }
-            break;
-        case GM_ACTION_SEGMENT_FREE:
-        case GM_ACTION_SEGMENT_UNMAP:
-            f->res_change -= e->size;
-            break;
-        default:
-            break;
-        }
+        break;
     }
+    case GM_ACTION_SEGMENT_ALLOC:
+    case GM_ACTION_SEGMENT_MAP:
+        f->res_change += e->size;
+        if ((int64_t)f->res_change > (int64_t)f->best_rr) {
+            f->best_rr = f->res_change;
+            f->best_rr_k = k;
+        }
+        break;
+    case GM_ACTION_SEGMENT_FREE:
+    case GM_ACTION_SEGMENT_UNMAP:
+        f->res_change -= e->size;
+        break;
+    default:
+        break;
+    }
+    return true;
+}
+
+void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n)
+{
+    if (!f->usable)
+        return;
+    if (f->n_events + n >= (size_t)INT32_MAX - 1) {
+        fold_give_up(f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!fold_event(f, &ev[i], (int64_t)(f->n_events + i))) {
+            fold_give_up(f);
+            return;
+        }
     f->n_events += n;
-    return;
-fail:
-    fold_give_up(f);
 }
 
 /* One allocation alive at the peak into the fold's live list. */
@@ -445,11 +465,73 @@ static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const
     return true;
 }
 
+/* The snapshot state after the trace into the fold: *res_final gets the reserved bytes at
+ * the end, *mag every size summed (UINT64_MAX past the top), and the blocks allocated at
+ * snapshot time that no pending alloc explains count as alive from the start (into the
+ * live list too when the fold keeps it).  False when that list cannot grow. */
+static bool fold_segments(struct snap_fold *f, const struct gm_snapshot *snap,
+                          const struct gm_snapshot_device *d, uint64_t *mag, uint64_t *res_final)
+{
+    *mag = f->mag_over ? UINT64_MAX : f->mag;
+    *res_final = 0;
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
+        *res_final += seg->total_size;
+        *mag = snap_sat_add(*mag, seg->total_size);
+        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
+            const struct gm_snapshot_block *b = &seg->blocks[bi];
+            struct pend p;
+            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&f->m, b->address))
+                continue;
+            *mag = snap_sat_add(*mag, b->requested_size);
+            f->initial = snap_sat_add(f->initial, b->requested_size);
+            if (!f->keep_live)
+                continue;
+            p.addr = b->address;
+            p.bytes = b->requested_size;
+            p.ev = -1;
+            p.stack = b->stack;
+            p.extra = 0;
+            if (!fold_live(f, snap, &p))
+                return false;
+            f->tl.live[f->tl.n_live - 1].stream = seg->stream;
+        }
+    }
+    return true;
+}
+
+/* Pass 1's figures into *out from the fold's sums and the reserved bytes at the end: the
+ * initial bytes are known only now, and a constant offset does not move a first maximum. */
+static void fold_figures(const struct snap_fold *f, const struct gm_snapshot_device *d,
+                         uint64_t res_final, struct gm_snapshot_timeline *out)
+{
+    uint64_t res = res_final - f->res_change; /* the initial reserved bytes (modular, read as
+                                                 signed) */
+    int64_t best = f->best_k;
+    out->device = d->index;
+    out->pending_max_ = f->m.n_max;
+    out->n_allocs_matched = f->n_matched;
+    out->initial_bytes = f->initial;
+    out->reserved_start_raw = res;
+    out->initial_reserved_bytes = clamp_signed(res);
+    out->final_bytes = f->initial + f->rel;
+    out->peak_bytes = best >= 0 ? f->initial + f->best_rel : f->initial;
+    out->peak_event_index = best;
+    out->reserved_at_peak_bytes = clamp_signed(best >= 0 ? res + f->rr_at_best : res);
+    if (f->best_rr_k >= 0 && (int64_t)(res + f->best_rr) > 0) {
+        out->peak_reserved_bytes = clamp_signed(res + f->best_rr);
+        out->peak_reserved_event_index = f->best_rr_k;
+    } else {
+        out->peak_reserved_bytes = clamp_signed(res);
+        out->peak_reserved_event_index = -1;
+    }
+}
+
 void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
                       const struct gm_snapshot_device *d)
 {
     struct gm_snapshot_timeline *out = &f->tl;
-    uint64_t mag = f->mag_over ? UINT64_MAX : f->mag, initial = f->initial, res_final = 0, res;
+    uint64_t mag, res_final;
     int64_t best = f->best_k;
     if (!f->usable || f->finished || f->n_events != d->n_events)
         goto give_up;
@@ -469,51 +551,14 @@ void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
     for (size_t i = 0; i < f->n_unmatched; i++)
         if (f->unmatched[i].k > best && !fold_live(f, snap, &f->unmatched[i].p))
             goto give_up;
-    /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
-    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
-        const struct gm_snapshot_segment *seg = &snap->segments[si];
-        res_final += seg->total_size;
-        mag = snap_sat_add(mag, seg->total_size);
-        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
-            const struct gm_snapshot_block *b = &seg->blocks[bi];
-            struct pend p;
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&f->m, b->address))
-                continue;
-            mag = snap_sat_add(mag, b->requested_size);
-            initial = snap_sat_add(initial, b->requested_size);
-            p.addr = b->address;
-            p.bytes = b->requested_size;
-            p.ev = -1;
-            p.stack = b->stack;
-            p.extra = 0;
-            if (!fold_live(f, snap, &p))
-                goto give_up;
-            f->tl.live[f->tl.n_live - 1].stream = seg->stream;
-        }
-    }
+    if (!fold_segments(f, snap, d, &mag, &res_final))
+        goto give_up;
     /* the walks this replaces would have held as much beside the snapshot: past the
      * snapshot's limit they fail, and so the timeline is left to them */
     if (mag >= ONE_PASS_LIMIT ||
         !gm_budget_fits(snap->memory_limit, snap->memory_bytes, 2 * f->m.budget.used))
         goto give_up;
-    out->pending_max_ = f->m.n_max;
-    out->n_allocs_matched = f->n_matched;
-    res = res_final - f->res_change;
-    out->device = d->index;
-    out->initial_bytes = initial;
-    out->reserved_start_raw = res;
-    out->initial_reserved_bytes = clamp_signed(res);
-    out->final_bytes = initial + f->rel;
-    out->peak_bytes = best >= 0 ? initial + f->best_rel : initial;
-    out->peak_event_index = best;
-    out->reserved_at_peak_bytes = clamp_signed(best >= 0 ? res + f->rr_at_best : res);
-    if (f->best_rr_k >= 0 && (int64_t)(res + f->best_rr) > 0) {
-        out->peak_reserved_bytes = clamp_signed(res + f->best_rr);
-        out->peak_reserved_event_index = f->best_rr_k;
-    } else {
-        out->peak_reserved_bytes = clamp_signed(res);
-        out->peak_reserved_event_index = -1;
-    }
+    fold_figures(f, d, res_final, out);
     out->peak_time_valid = best >= 0 && f->best_time_valid;
     out->peak_time_us = out->peak_time_valid ? f->best_time : 0;
     if (out->n_live > 1)
@@ -556,14 +601,10 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                              struct gm_error *err)
 {
     const struct gm_snapshot_device *d = gm_snapshot_device_by_index(snap, index);
-    struct addr_map m;
+    struct snap_fold f;
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
-    /* running sums (as signed), their first maxima, all sizes summed */
-    uint64_t rel = 0, best_rel = 0, best_rr = 0, rr_at_best = 0, res_change = 0, mag = 0;
-    uint64_t initial = 0, res_final = 0, res;
-    int64_t best_k = -1, best_rr_k = -1;
-    bool mag_over = false;
+    uint64_t mag, res_final;
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -579,91 +620,22 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                        d->n_events, INT32_MAX - 2);
     if (!force_two_pass && fold_timeline(d, (flags & GM_TIMELINE_LIVE) != 0, out))
         return GM_OK;
-    am_init(&m, snap);
 
-    /* pass 1: the allocated sum rises only at an alloc and the reserved one only at a
-     * segment alloc or map, so their first maxima are looked for there alone */
+    /* pass 1: the fold's rule over the trace, without the lists the live list needs (pass 3
+     * makes that list), its map charged beside the memory the snapshot holds */
+    fold_init(&f, gm_budget_make(snap->memory_limit, snap->memory_bytes), false);
     gm_snapshot_cursor_init(&c, d, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        int64_t k = (int64_t)c.index;
-        mag_over |= __builtin_add_overflow(mag, e->size, &mag);
-        switch (e->action) {
-        case GM_ACTION_ALLOC:
-            if (!am_set(&m, e, (int32_t)k, NULL)) {
-                st = am_fail(&m, index, err);
-                am_release(&m);
-                return st;
-            }
-            rel += e->size;
-            if ((int64_t)rel > (int64_t)best_rel) {
-                best_rel = rel;
-                best_k = k;
-                rr_at_best = res_change;
-            }
-            break;
-        case GM_ACTION_FREE_COMPLETED: {
-            struct pend p;
-            if (am_take(&m, e->addr, &p)) {
-                out->n_allocs_matched++;
-                rel -= p.bytes;
-            } else {
-                /* freed without an alloc in the trace: alive from the start */
-                initial = snap_sat_add(initial, e->size);
-                rel -= e->size;
-            }
-            break;
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+        if (!fold_event(&f, e, (int64_t)c.index)) {
+            st = am_fail(&f.m, index, err);
+            fold_drop(&f);
+            return st;
         }
-        case GM_ACTION_SEGMENT_ALLOC:
-        case GM_ACTION_SEGMENT_MAP:
-            res_change += e->size;
-            if ((int64_t)res_change > (int64_t)best_rr) {
-                best_rr = res_change;
-                best_rr_k = k;
-            }
-            break;
-        case GM_ACTION_SEGMENT_FREE:
-        case GM_ACTION_SEGMENT_UNMAP:
-            res_change -= e->size;
-            break;
-        default:
-            break;
-        }
-    }
-    if (mag_over)
-        mag = UINT64_MAX;
-    /* blocks allocated at snapshot time with no alloc pending at the end: from the start */
-    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
-        const struct gm_snapshot_segment *seg = &snap->segments[si];
-        res_final += seg->total_size;
-        mag = snap_sat_add(mag, seg->total_size);
-        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
-            const struct gm_snapshot_block *b = &seg->blocks[bi];
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&m, b->address))
-                continue;
-            mag = snap_sat_add(mag, b->requested_size);
-            initial = snap_sat_add(initial, b->requested_size);
-        }
-    }
-    out->pending_max_ = m.n_max;
-    am_release(&m);
+    (void)fold_segments(&f, snap, d, &mag, &res_final); /* keeps no list: cannot fail */
+    fold_figures(&f, d, res_final, out);
+    fold_drop(&f);
 
-    res = res_final - res_change; /* the initial reserved bytes (modular, read as signed) */
-    out->initial_bytes = initial;
-    out->reserved_start_raw = res;
-    out->initial_reserved_bytes = clamp_signed(res);
-    if (mag < ONE_PASS_LIMIT && !force_two_pass) {
-        out->final_bytes = initial + rel;
-        out->peak_bytes = best_k >= 0 ? initial + best_rel : initial;
-        out->peak_event_index = best_k;
-        out->reserved_at_peak_bytes = clamp_signed(best_k >= 0 ? res + rr_at_best : res);
-        if (best_rr_k >= 0 && (int64_t)(res + best_rr) > 0) {
-            out->peak_reserved_bytes = clamp_signed(res + best_rr);
-            out->peak_reserved_event_index = best_rr_k;
-        } else {
-            out->peak_reserved_bytes = clamp_signed(res);
-            out->peak_reserved_event_index = -1;
-        }
-    } else {
+    if (mag >= ONE_PASS_LIMIT || force_two_pass) {
         /* pass 2: forward from the initial state, with the walk's saturating sums */
         struct gm_snapshot_walk w;
         if ((st = gm_snapshot_walk_init(&w, snap, d, out, err)) != GM_OK)

@@ -37,7 +37,7 @@ endif()
 # Each suite runs through tests/python/run.py: its tests marked @needs(...) (common.py) run
 # as python/<suite>/<need>, skipped with the reason when those files are absent.
 if(NOT GM_SANITIZE OR GM_PYTHON_SANITIZED)
-  foreach(suite snapshot snapshot_api torch sweep watch_phases estimate calibrate binding)
+  foreach(suite snapshot snapshot_api snapshot_documents torch sweep watch_phases estimate calibrate binding)
     set(dir ${CMAKE_CURRENT_SOURCE_DIR}/python)
     add_test(NAME python/${suite}
       COMMAND ${Python3_EXECUTABLE} ${dir}/run.py test_${suite} WORKING_DIRECTORY ${dir})

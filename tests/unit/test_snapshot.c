@@ -127,8 +127,9 @@ static void e_event(struct em *e, const char *action, uint64_t addr, uint64_t si
     e_end_dict(e);
 }
 
-/* The scenario of the timeline test (see test_timeline for the expected figures). */
-static void build_scenario(struct em *e)
+/* A pickle of one small segment of 'total_size' bytes at 0x1000 on device 0, open at
+ * its list of blocks. */
+static void begin_segment(struct em *e, uint64_t total_size)
 {
     e->n = 0;
     e_raw(e, "\x80\x02", 2);
@@ -138,20 +139,32 @@ static void build_scenario(struct em *e)
     e_begin_dict(e);
     e_kv_int(e, "device", 0);
     e_kv_int(e, "address", 0x1000);
-    e_kv_int(e, "total_size", 4096);
+    e_kv_int(e, "total_size", (int64_t)total_size);
     e_kv_int(e, "stream", 0);
     e_kv_str(e, "segment_type", "small");
     e_str(e, "blocks");
     e_begin_list(e);
-    e_block(e, 1024, 1000, "active_allocated");
-    e_block(e, 1024, 900, "active_allocated");
-    e_block(e, 2048, 0, "inactive");
+}
+
+/* Closes begin_segment()'s blocks and opens device 0's trace. */
+static void begin_trace(struct em *e)
+{
     e_end_list(e);
     e_end_dict(e);
     e_end_list(e);
     e_str(e, "device_traces");
     e_begin_list(e);
     e_begin_list(e);
+}
+
+/* The scenario of the timeline test (see test_timeline for the expected figures). */
+static void build_scenario(struct em *e)
+{
+    begin_segment(e, 4096);
+    e_block(e, 1024, 1000, "active_allocated");
+    e_block(e, 1024, 900, "active_allocated");
+    e_block(e, 2048, 0, "inactive");
+    begin_trace(e);
     e_event(e, "segment_alloc", 0x1000, 4096, 100);
     e_event(e, "alloc", 0x2000, 300, 101);
     e_event(e, "alloc", 0x1000, 1000, 102);
@@ -815,27 +828,10 @@ static void test_passes(void **state)
  * block at snapshot time that a pending alloc explains beside one that none does. */
 static void build_middle_peak(struct em *e, uint64_t last_free)
 {
-    e->n = 0;
-    e_raw(e, "\x80\x02", 2);
-    e_begin_dict(e);
-    e_str(e, "segments");
-    e_begin_list(e);
-    e_begin_dict(e);
-    e_kv_int(e, "device", 0);
-    e_kv_int(e, "address", 0x1000);
-    e_kv_int(e, "total_size", 2048);
-    e_kv_int(e, "stream", 0);
-    e_kv_str(e, "segment_type", "small");
-    e_str(e, "blocks");
-    e_begin_list(e);
+    begin_segment(e, 2048);
     e_block(e, 1024, 100, "active_allocated"); /* 0x1000: the alloc at event 13 */
     e_block(e, 1024, 64, "active_allocated");  /* 0x1400: alive from the start */
-    e_end_list(e);
-    e_end_dict(e);
-    e_end_list(e);
-    e_str(e, "device_traces");
-    e_begin_list(e);
-    e_begin_list(e);
+    begin_trace(e);
     e_event(e, "alloc", 0x70, 300, 100);                /* 0: a first maximum */
     e_event(e, "free_completed", 0x70, 300, 101);       /* 1: freed before the peak */
     e_event(e, "alloc", 0x10, 100, 102);                /* 2 */
