@@ -32,9 +32,9 @@ struct snapcli_load_opts {
 
 /* --categories RULES, for the option table of every command that shows categories. */
 #define SNAPCLI_OPT_CATEGORIES(dest)                                                               \
-    OPT_STRING("categories", 0, dest, "RULES.json",                                                \
-               "your category rules (regular expressions on frames or annotations, first match "   \
-               "wins), tried before the built-in ones: docs/analysis.md")
+    OPT_STRING("categories", 0, dest, "RULES",                                                     \
+               "your category rules, JSON or YAML (regular expressions on frames or annotations, " \
+               "first match wins), tried before the built-in ones: docs/analysis.md")
 
 /* Read the --categories file 'path' into *out (NULL, and nothing read, when 'path' is
  * NULL): 0, or the exit code after printing the error. */

@@ -380,16 +380,19 @@ struct gm_analysis {
  *   {"rules": [{"name": "attention", "category": "activation",
  *               "file": "models/attention\\.py$", "function": "^forward$"},
  *              {"category": "input", "annotation": "^data_loading"}]}
- * (a top-level array of rules is read too). */
+ * (a top-level array of rules is read too), or from the same rules in YAML (a subset: block
+ * lists and mappings of one-line scalars; docs/analysis.md), the form chosen by the text:
+ * JSON when it starts with '[' or '{' after blank space. */
 #define GM_CATEGORY_RULES_MAX        64         /* rules in one file */
 #define GM_CATEGORY_RULES_MAX_BYTES  (64 << 10) /* bytes of a rules file */
 #define GM_CATEGORY_RULE_PATTERN_MAX 512        /* bytes of one expression */
 
 struct gm_category_rules;
 
-/* Parse 'len' bytes of JSON text into *out (gm_category_rules_free()).  Errors:
- * GM_ERR_FORMAT (not JSON, an unknown key or category, a rule without an expression, an
- * expression regcomp() refuses, saying which rule), GM_ERR_LIMIT (over the limits above),
+/* Parse 'len' bytes of JSON or YAML text into *out (gm_category_rules_free()).  Errors:
+ * GM_ERR_FORMAT (not JSON, YAML outside the subset read (saying which line), an unknown key
+ * or category, a rule without an expression, an expression regcomp() refuses, saying which
+ * rule), GM_ERR_LIMIT (over the limits above),
  * GM_ERR_NOMEM. */
 enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_category_rules **out,
                                        struct gm_error *err);

@@ -9,6 +9,7 @@
 #include "gpumem/analysis.h"
 #include "gpumem/arena.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,10 @@ enum gm_status ana_rules_init(struct ana_rules *u, const struct gm_category_rule
                               const struct gm_snapshot *snap, struct gm_error *err);
 void ana_rules_release(struct ana_rules *u);
 /* Copy the rules' names and categories into 'an' (its arena). */
+/* The YAML form of category rules (rules_yaml.c: the subset it reads) as the JSON tree of
+ * the JSON form, *out to json_decref(); GM_ERR_FORMAT naming the line of what it refuses. */
+enum gm_status ana_rules_yaml(const char *text, size_t len, json_t **out, struct gm_error *err);
+
 enum gm_status ana_rules_keep(struct gm_analysis *an, struct gm_arena *arena,
                               const struct gm_category_rules *r, struct gm_error *err);
 /* Prepare the annotation rules for the device 'sd' (before its allocations are tried). */

@@ -92,13 +92,19 @@ static bool category_named(const char *s, enum gm_category *out)
     return false;
 }
 
-/* What glibc cannot compile or match in bounded time is refused: a back-reference
- * (\1..\9: exponential matching) and more than one bounded repetition {m,n} (nested ones
- * multiply the automaton: "((a{0,64}){0,64})x" takes minutes). */
+/* What glibc cannot compile or match in bounded time and memory is refused: a
+ * back-reference (\1..\9: exponential matching), more than one bounded repetition {m,n}
+ * (nested ones multiply the automaton: "((a{0,64}){0,64})x" takes minutes) and more than
+ * RULE_PLUS_MAX "+" (regcomp copies the operand of each, so stacked or nested ones double
+ * the tree: 32 of them, "a++++..." or "((a)+)+...", take 8 GiB). */
+#define RULE_PLUS_MAX 8
+
 static const char *too_costly(const char *s)
 {
-    int braces = 0;
+    int braces = 0, pluses = 0;
     for (; *s; s++) {
+        if (*s == '+' && ++pluses > RULE_PLUS_MAX)
+            return "has more than 8 repetitions \"+\"";
         if (*s == '\\') {
             if (s[1] >= '1' && s[1] <= '9')
                 return "uses a back-reference (\\1..\\9)";
@@ -203,7 +209,16 @@ enum gm_status gm_category_rules_parse(const char *text, size_t len, struct gm_c
     if (len > GM_CATEGORY_RULES_MAX_BYTES)
         return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "category rules: larger than %d bytes",
                        GM_CATEGORY_RULES_MAX_BYTES);
-    if ((st = gm_json_load(text, len, 0, &root, err)) != GM_OK)
+    /* The form is the content's: JSON starts with '[' or '{' after its whitespace, else
+     * YAML, read into the same tree so that one reader checks both. */
+    size_t lead = 0;
+    while (lead < len && strchr(" \t\r\n", text[lead]) && text[lead])
+        lead++;
+    if (lead < len && (text[lead] == '[' || text[lead] == '{'))
+        st = gm_json_load(text, len, 0, &root, err);
+    else
+        st = ana_rules_yaml(text, len, &root, err);
+    if (st != GM_OK)
         return gm_error_prefix(err, "category rules");
     list = json_is_array(root) ? root : json_object_get(root, "rules");
     if (!json_is_array(list) || (json_is_object(root) && json_object_size(root) != 1)) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_category_rules.c - the --categories reader: any bytes must give GM_OK or a clean
- * error, and rules that parse must classify every allocation of a small example snapshot
- * (its frames and annotations searched by the rules' expressions) without crashing,
- * hanging or leaving a category outside the built-in ones. */
+/* fuzz_category_rules.c - the --categories reader, both forms (JSON, and the YAML subset
+ * for input that does not start with '[' or '{'; the corpus holds both): any bytes must
+ * give GM_OK or a clean error, and rules that parse must classify every allocation of a small
+ * example snapshot (its frames and annotations searched by the rules' expressions) without
+ * crashing, hanging or leaving a category outside the built-in ones. */
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
 #include "gpumem/snapshot.h"

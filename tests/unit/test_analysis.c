@@ -12,6 +12,7 @@
 /* clang-format on */
 
 #include "analysis/analysis_int.h"
+#include "base/json_load.h"
 #include "base/path.h"
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
@@ -746,6 +747,134 @@ static void test_regions_and_windows(void **state)
     gm_analysis_free(an);
 }
 
+/* The YAML form of the rules: each accepted way of writing them (a list or "rules:", the
+ * list aligned with or indented under it, "- key" or "-" then keys, plain, single- and
+ * double-quoted values with their escapes, comments, blank lines, CRLF, a leading "---")
+ * gives the tree the JSON form gives, and so the same rules. */
+static void test_category_rules_yaml_equals_json(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"rules\": ["
+        "{\"name\": \"it's logits\", \"category\": \"activation\", "
+        "\"function\": \"^cross_entropy$\"},"
+        "{\"category\": \"optimizer_state\", \"annotation\": \"^Optimizer\\\\.step#\","
+        " \"file\": \"a: b \\t\\u00e9\\u2028 # c\"}]}";
+    static const char *const yaml[] = {
+        "rules:\n"
+        "  - name: it's logits\n"
+        "    category: activation\n"
+        "    function: ^cross_entropy$\n"
+        "  - category: optimizer_state\n"
+        "    annotation: ^Optimizer\\.step#\n"
+        "    file: \"a: b \\t\\xe9\\L # c\"\n",
+        /* comments, blank lines, quoted forms, the list at the key's column, CRLF */
+        "# my rules\r\n---\r\nrules:   # the list\r\n\r\n"
+        "- name: 'it''s logits'   # a quote in single quotes\r\n"
+        "  category: \"activation\"\r\n"
+        "  function: '^cross_entropy$'\r\n"
+        "-   # the second rule\r\n"
+        "    category: optimizer_state\r\n"
+        "    annotation: \"^Optimizer\\\\.step#\"\r\n"
+        "    file: 'a: b \t\xc3\xa9\xe2\x80\xa8 # c'\r\n",
+    };
+    json_t *want, *got;
+    struct gm_error err;
+    struct gm_category_rules *r = NULL;
+
+    assert_int_equal(gm_json_load(json, strlen(json), 0, &want, &err), GM_OK);
+    for (size_t i = 0; i < sizeof(yaml) / sizeof(yaml[0]); i++) {
+        assert_int_equal(ana_rules_yaml(yaml[i], strlen(yaml[i]), &got, &err), GM_OK);
+        if (!json_equal(got, want)) {
+            char *dump = json_dumps(got, JSON_SORT_KEYS);
+            print_error("form %zu read as %s\n", i, dump ? dump : "?");
+            free(dump);
+            fail();
+        }
+        json_decref(got);
+        assert_int_equal(gm_category_rules_parse(yaml[i], strlen(yaml[i]), &r, &err), GM_OK);
+        assert_int_equal(gm_category_rules_count(r), 2);
+        gm_category_rules_free(r);
+    }
+    json_decref(want);
+    /* a top-level list; the form is the content's: leading whitespace before JSON is JSON */
+    const char *list = "- category: other\n  file: x\n";
+    const char *json_list = " \n\t[{\"category\": \"other\", \"file\": \"x\"}]";
+    assert_int_equal(gm_json_load(json_list, strlen(json_list), 0, &want, &err), GM_OK);
+    assert_int_equal(ana_rules_yaml(list, strlen(list), &got, &err), GM_OK);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    assert_int_equal(gm_category_rules_parse(json_list, strlen(json_list), &r, &err), GM_OK);
+    assert_int_equal(gm_category_rules_count(r), 1);
+    gm_category_rules_free(r);
+}
+
+/* What the YAML reader does not read is refused, naming its line; what it reads is checked
+ * by the JSON form's rules (an unknown category, the limits). */
+static void test_category_rules_yaml_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *says;
+    } cases[] = {
+        {"- category: other\n  file: &a x\n", "line 2: an anchor"},
+        {"- category: other\n  file: *a\n", "line 2: an alias"},
+        {"- category: other\n  file: !!str x\n", "line 2: a tag"},
+        {"- {category: other, file: x}\n", "line 1: a flow collection"},
+        {"rules: [ ]\n", "line 1: a flow collection"},
+        {"- category: other\n  file: |\n    x\n", "line 2: a block scalar"},
+        {"- category: other\n  file: >\n    x\n", "line 2: a block scalar"},
+        {"- category: other\n  file: \"x\n    y\"\n", "line 2: a quoted value not closed"},
+        {"- category: other\n  file: a\n    b\n", "line 3: unexpected indentation"},
+        {"- category: other\n\tfile: x\n", "line 2: a tab in the indentation"},
+        {"- category: other\n  file: x\n  file: y\n", "line 3: a duplicate key"},
+        {"- category: other\n  file:\n", "line 2: a key or \"-\" without a value"},
+        {"- category: other\n  \"file\": x\n", "line 2: expected \"key: value\""},
+        {"- category: other\n  ? file\n  : x\n", "line 2: expected \"key: value\""},
+        {"- category: other\n  file: \"\\q\"\n", "line 2: an unknown or incomplete escape"},
+        {"- category: other\n  file: \"\\ud800\"\n", "line 2: an unknown or incomplete escape"},
+        {"- category: other\n  file: 'x' y\n", "line 2: text after a closing quote"},
+        {"- category: other\n  file: a: b\n", "line 2: \": \" inside a plain value"},
+        {"- category: other\n  file: \"\xff\"\n", "line 2: a value that is not UTF-8"},
+        {"- category: other\n  file: x\n---\n- category: other\n", "line 3: a document marker"},
+        {"- category: other\nfile: x\n", "line 2: a sequence item and a key"},
+        {"rules:\n  - category: other\n  file: x\n", "line 3: unexpected indentation"},
+        {"- - - - - x\n", "line 1: nested deeper"},
+        {"- category: other\n  file: x\0\n", "line 2: holds a NUL byte"},
+        {"# nothing\n\n", "no rules"},
+        {"not a list\n", "expected {\"rules\": [...]} or a list of rules"},
+        {"- category: weights\n  file: x\n", "category rule 1: \"category\" must be one of"},
+        {"rules:\n- category: other\n  file: x\nextra: 1\n", "expected {\"rules\""},
+        {"- category: other\n  file: \"a\\0b\"\n", "holds a NUL"},
+    };
+    struct gm_category_rules *r = (struct gm_category_rules *)&r;
+    struct gm_error err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t len = strlen(cases[i].text);
+        if (strstr(cases[i].says, "NUL byte"))
+            len += 2; /* the NUL and the newline after it */
+        assert_int_equal(gm_category_rules_parse(cases[i].text, len, &r, &err), GM_ERR_FORMAT);
+        assert_null(r);
+        if (!strstr(err.msg, cases[i].says)) {
+            print_error("case %zu: %s\n", i, err.msg);
+            fail();
+        }
+    }
+    /* the limits are the JSON form's: 65 rules; more bytes than the text may have */
+    char *big = malloc(GM_CATEGORY_RULES_MAX_BYTES + 2);
+    assert_non_null(big);
+    size_t n = 0;
+    for (int i = 0; i <= GM_CATEGORY_RULES_MAX; i++)
+        n += (size_t)sprintf(big + n, "- category: other\n  file: f\n");
+    assert_int_equal(gm_category_rules_parse(big, n, &r, &err), GM_ERR_LIMIT);
+    memset(big, '#', GM_CATEGORY_RULES_MAX_BYTES + 1);
+    assert_int_equal(gm_category_rules_parse(big, GM_CATEGORY_RULES_MAX_BYTES + 1, &r, &err),
+                     GM_ERR_LIMIT);
+    free(big);
+}
+
 /* A rules file that cannot be used is refused with the rule and the reason. */
 static void test_category_rules_refused(void **state)
 {
@@ -763,6 +892,8 @@ static void test_category_rules_refused(void **state)
         {"[{\"category\": \"other\", \"file\": \"(a)\\\\1\"}]", GM_ERR_FORMAT, "back-reference"},
         {"[{\"category\": \"other\", \"file\": \"((a{0,64}){0,64})x\"}]", GM_ERR_FORMAT,
          "more than one bounded repetition"},
+        {"[{\"category\": \"other\", \"file\": \"((((((((((a)+)+)+)+)+)+)+)+)+)\"}]", GM_ERR_FORMAT,
+         "more than 8 repetitions \"+\""},
         {"[{\"category\": \"other\", \"file\": 3}]", GM_ERR_FORMAT, "must be a string"},
         {"[{\"category\": \"other\", \"file\": \"\"}]", GM_ERR_FORMAT, "empty"},
         {"{\"rule\": []}", GM_ERR_FORMAT, "expected"},
@@ -1355,6 +1486,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_rank_from_file_names),
     cmocka_unit_test(test_category_rules_first_match_wins),
     cmocka_unit_test(test_category_rules_refused),
+    cmocka_unit_test(test_category_rules_yaml_equals_json),
+    cmocka_unit_test(test_category_rules_yaml_refused),
     cmocka_unit_test(test_regions_and_windows),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
