@@ -21,35 +21,26 @@
 struct totals {
     uint64_t initial; /* before the first event */
     uint64_t *after;  /* per event */
-    int64_t *time_us; /* per event; NULL when not asked for */
-    bool has_time;    /* some event has a time */
     size_t n;
 };
 
 static void totals_release(struct totals *t)
 {
     gm_free(t->after);
-    gm_free(t->time_us);
     memset(t, 0, sizeof(*t));
 }
 
-static enum gm_status totals_build(const struct gm_analysis *an,
-                                   const struct gm_analysis_device *dev, bool times,
-                                   struct totals *t, struct gm_error *err)
+static enum gm_status totals_build(const struct gm_analysis_device *dev, struct totals *t,
+                                   struct gm_error *err)
 {
-    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(an->snap, dev->device);
     size_t n = dev->n_events;
 
     memset(t, 0, sizeof(*t));
     t->n = n;
     /* the changes of each event first, then summed in place: one array of 8 bytes an event */
     t->after = gm_calloc(n ? n : 1, sizeof(*t->after));
-    if (times)
-        t->time_us = gm_malloc((n ? n : 1) * sizeof(*t->time_us));
-    if (!t->after || (times && !t->time_us)) {
-        totals_release(t);
+    if (!t->after)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
-    }
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0)
@@ -63,20 +54,6 @@ static enum gm_status totals_build(const struct gm_analysis *an,
     for (size_t k = 0; k < n; k++) {
         cur += t->after[k];
         t->after[k] = cur;
-    }
-    if (times && sd && n) {
-        struct gm_snapshot_cursor c;
-        const struct gm_snapshot_event *e;
-        int64_t last = INT64_MIN;
-        gm_snapshot_cursor_init(&c, sd, 0);
-        while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < n) {
-            if (e->flags & GM_EVENT_HAS_TIME) {
-                t->has_time = true;
-                if (e->time_us > last)
-                    last = e->time_us;
-            }
-            t->time_us[c.index] = last;
-        }
     }
     return GM_OK;
 }
@@ -95,7 +72,7 @@ static int cmp_query_x(const void *a, const void *b)
 }
 
 /* Answers every query in one walk of the device's events, with no per-event array: an
- * event's time is the latest time seen up to it (as totals_build's time_us), which never
+ * event's time is the latest time seen up to it ), which never
  * decreases, so the queries in time order are answered as the walk passes them. Returns
  * whether any event has a time (false: nothing answered). */
 static enum gm_status answer_time_queries(const struct gm_analysis *an,
@@ -157,23 +134,22 @@ static void measure(const struct totals *t, struct gm_analysis_region *r)
     }
 }
 
-/* The first event at or after time 'us' (n when none), the last at or before (-1). */
-static int64_t first_at(const struct totals *t, int64_t us)
+/* The time of the device's first timed event (false when none has a time). */
+static bool first_time(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                       int64_t *t0)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->time_us[mid] < us)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (int64_t)lo;
-}
-
-static int64_t last_at(const struct totals *t, int64_t us)
-{
-    return us == INT64_MAX ? (int64_t)t->n - 1 : first_at(t, us + 1) - 1;
+    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(an->snap, dev->device);
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    if (!sd)
+        return false;
+    gm_snapshot_cursor_init(&c, sd, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < dev->n_events)
+        if (e->flags & GM_EVENT_HAS_TIME) {
+            *t0 = e->time_us;
+            return true;
+        }
+    return false;
 }
 
 static enum gm_status annotation_regions(const struct gm_analysis *an,
@@ -207,7 +183,7 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         gm_free(r);
         return st;
     }
-    if ((st = totals_build(an, dev, false, &t, err)) != GM_OK) {
+    if ((st = totals_build(dev, &t, err)) != GM_OK) {
         gm_free(q);
         gm_free(r);
         return st;
@@ -269,7 +245,7 @@ static enum gm_status compile_regions(const struct gm_analysis *an,
 
     if (!sd || !dev->n_events)
         return GM_OK;
-    if ((st = totals_build(an, dev, false, &t, err)) != GM_OK)
+    if ((st = totals_build(dev, &t, err)) != GM_OK)
         return st;
     gm_snapshot_cursor_init(&c, sd, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < t.n) {
@@ -352,27 +328,30 @@ enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "events 0 to %zu are on device %d: no event %lld", dev->n_events - 1,
                        (int)dev->device, (long long)(w->from < 0 ? w->from : w->to));
-    if ((st = totals_build(an, dev, w->by_time, &t, err)) != GM_OK)
-        return st;
     if (w->by_time) {
-        int64_t t0 = INT64_MIN;
-        for (size_t k = 0; k < t.n && t0 == INT64_MIN; k++)
-            t0 = t.time_us[k];
-        if (!t.has_time || t0 == INT64_MIN) {
-            totals_release(&t);
+        /* the first event at or after the start, the first after the end */
+        struct time_query q[2];
+        int64_t t0 = 0;
+        bool has_time = false;
+        if (!first_time(an, dev, &t0))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "the trace of device %d records no times: give events",
                            (int)dev->device);
-        }
         out->has_time = true;
         out->start_us = t0 + w->from;
         out->end_us = t0 + w->to;
-        out->first_event = first_at(&t, out->start_us);
-        out->last_event = last_at(&t, out->end_us);
+        q[0].x = out->start_us;
+        q[1].x = out->end_us == INT64_MAX ? INT64_MAX : out->end_us + 1;
+        if ((st = answer_time_queries(an, dev, q, 2, &has_time, err)) != GM_OK)
+            return st;
+        out->first_event = q[0].event;
+        out->last_event = out->end_us == INT64_MAX ? (int64_t)dev->n_events - 1 : q[1].event - 1;
     } else {
         out->first_event = w->from;
         out->last_event = w->to;
     }
+    if ((st = totals_build(dev, &t, err)) != GM_OK)
+        return st;
     if (out->first_event > out->last_event) {
         int64_t before = out->first_event - 1;
         out->start_bytes = before < 0 ? t.initial : t.after[before];
