@@ -77,13 +77,12 @@ const char *gm_alloc_event_name(enum gm_alloc_event_kind kind)
 
 /* ---- ordered block sets (std::set<Block*, Comparator> with lower_bound) -------------- */
 
-static bool ent_less(const struct blockset_ent *x, const struct blockset_ent *y)
+static struct gm_btree_key tree_key(const struct blockset_ent *k)
 {
-    if (x->stream != y->stream)
-        return x->stream < y->stream;
-    if (x->size != y->size)
-        return x->size < y->size;
-    return x->addr < y->addr;
+    struct gm_btree_key t;
+    t.hi = k->size;
+    t.lo = k->addr;
+    return t;
 }
 
 static struct blockset_ent block_key(const struct blockset *s, const struct block *b)
@@ -91,185 +90,88 @@ static struct blockset_ent block_key(const struct blockset *s, const struct bloc
     return blockset_key(s, b->stream, b->size, b->addr);
 }
 
-/* index of the first of the 'n' sorted entries 'e' not less than 'key' */
-static size_t ent_lower_bound(const struct blockset_ent *e, size_t n,
-                              const struct blockset_ent *key)
+/* index of the first tree whose stream is not less than 'stream' (a set has a few) */
+static size_t tree_index(const struct blockset *s, uint64_t stream)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ent_less(&e[mid], key))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    size_t t = 0;
+    while (t < s->n_trees && s->trees[t].stream < stream)
+        t++;
+    return t;
 }
 
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key)
 {
+    size_t t = tree_index(s, key->stream);
     struct blockset_pos p;
-    p.c = ent_lower_bound(s->last, s->n_chunks, key);
-    /* chunks[c] ends with a key not less than 'key', so its lower bound is inside it */
-    p.i = p.c < s->n_chunks ? ent_lower_bound(s->chunks[p.c]->e, s->chunks[p.c]->n, key) : 0;
-    return p;
+    if (t < s->n_trees && s->trees[t].stream == key->stream) {
+        p.p = gm_btree_lower_bound(&s->trees[t].t, tree_key(key));
+        if (p.p.leaf) {
+            p.t = t;
+            return p;
+        }
+        t++;
+    }
+    return blockset_from_tree(s, t);
 }
 
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra)
 {
-    if (extra > GM_BLOCKSET_SPARE)
-        return GM_ERR_INVALID;
-    if (s->n_chunks + extra > s->cap_chunks) {
-        /* two arrays of one capacity: each grows by the same rule from the same size */
-        size_t cap_chunks = s->cap_chunks, cap_last = s->cap_chunks;
-        if (!GM_VEC_RESERVE(s->chunks, cap_chunks, s->n_chunks + extra, NULL) ||
-            !GM_VEC_RESERVE(s->last, cap_last, s->n_chunks + extra, NULL))
-            return GM_ERR_NOMEM;
-        s->cap_chunks = cap_chunks < cap_last ? cap_chunks : cap_last;
-    }
-    /* each insert splits at most one chunk */
-    while (s->n_spare < extra) {
-        struct blockset_chunk *ch = gm_malloc(sizeof(*ch));
-        if (!ch)
-            return GM_ERR_NOMEM;
-        s->spare[s->n_spare++] = ch;
-    }
-    return GM_OK;
-}
-
-/* put reserved chunk 'ch' (with its elements) at index 'c' of the chunk list */
-static void chunk_insert(struct blockset *s, size_t c, struct blockset_chunk *ch)
-{
-    memmove(s->chunks + c + 1, s->chunks + c, (s->n_chunks - c) * sizeof(*s->chunks));
-    memmove(s->last + c + 1, s->last + c, (s->n_chunks - c) * sizeof(*s->last));
-    s->chunks[c] = ch;
-    s->last[c] = ch->e[ch->n - 1];
-    s->n_chunks++;
-    for (size_t k = c; k < s->n_chunks; k++)
-        s->chunks[k]->idx = k;
-}
-
-static void chunk_remove(struct blockset *s, size_t c)
-{
-    struct blockset_chunk *ch = s->chunks[c];
-    memmove(s->chunks + c, s->chunks + c + 1, (s->n_chunks - c - 1) * sizeof(*s->chunks));
-    memmove(s->last + c, s->last + c + 1, (s->n_chunks - c - 1) * sizeof(*s->last));
-    s->n_chunks--;
-    for (size_t k = c; k < s->n_chunks; k++)
-        s->chunks[k]->idx = k;
-    if (s->n_spare < GM_BLOCKSET_SPARE)
-        s->spare[s->n_spare++] = ch;
-    else
-        gm_free(ch);
+    if (!GM_VEC_RESERVE(s->trees, s->cap_trees, s->n_trees + extra, NULL))
+        return GM_ERR_NOMEM;
+    return gm_btree_pool_reserve(&s->nodes, gm_btree_insert_nodes(s->height, extra));
 }
 
 enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
 {
     struct blockset_ent key;
-    struct blockset_pos p;
-    struct blockset_chunk *ch;
+    struct blockset_tree *tr;
+    size_t t;
     if (blockset_reserve(s, 1))
         return GM_ERR_NOMEM;
     key = block_key(s, b);
-    key.b = b;
-    if (s->n_chunks == 0) {
-        ch = s->spare[--s->n_spare];
-        ch->n = 1;
-        ch->e[0] = key;
-        b->chunk = ch;
-        chunk_insert(s, 0, ch);
-        s->n++;
-        return GM_OK;
+    t = tree_index(s, key.stream);
+    if (t == s->n_trees || s->trees[t].stream != key.stream) {
+        memmove(s->trees + t + 1, s->trees + t, (s->n_trees - t) * sizeof(*s->trees));
+        s->n_trees++;
+        s->trees[t].stream = key.stream;
+        gm_btree_init(&s->trees[t].t, &s->nodes, offsetof(struct block, leaf));
     }
-    p = alloc_blockset_lower_bound(s, &key);
-    if (p.c == s->n_chunks) { /* greater than all: append to the last chunk */
-        p.c--;
-        p.i = s->chunks[p.c]->n;
-    }
-    ch = s->chunks[p.c];
-    if (ch->n == GM_BLOCKSET_CHUNK) { /* full: move its upper half to a new chunk */
-        struct blockset_chunk *hi = s->spare[--s->n_spare];
-        hi->n = GM_BLOCKSET_CHUNK / 2;
-        memcpy(hi->e, ch->e + GM_BLOCKSET_CHUNK / 2, hi->n * sizeof(*hi->e));
-        for (size_t k = 0; k < hi->n; k++)
-            hi->e[k].b->chunk = hi;
-        ch->n = GM_BLOCKSET_CHUNK / 2;
-        s->last[p.c] = ch->e[ch->n - 1];
-        chunk_insert(s, p.c + 1, hi);
-        if (p.i > ch->n) {
-            p.i -= ch->n;
-            ch = hi;
-            p.c++;
-        }
-    }
-    memmove(ch->e + p.i + 1, ch->e + p.i, (ch->n - p.i) * sizeof(*ch->e));
-    ch->e[p.i] = key;
-    b->chunk = ch;
-    ch->n++;
-    s->last[p.c] = ch->e[ch->n - 1];
+    tr = &s->trees[t];
+    if (gm_btree_insert(&tr->t, tree_key(&key), b))
+        return GM_ERR_INVALID; /* reserved, so only a block already in the set */
+    if (tr->t.height > s->height)
+        s->height = tr->t.height;
     s->n++;
     return GM_OK;
 }
 
-/* move every element of chunks[c + 1] to the end of chunks[c] */
-static void chunk_merge_next(struct blockset *s, size_t c)
-{
-    struct blockset_chunk *ch = s->chunks[c], *nx = s->chunks[c + 1];
-    memcpy(ch->e + ch->n, nx->e, nx->n * sizeof(*ch->e));
-    for (size_t k = 0; k < nx->n; k++)
-        nx->e[k].b->chunk = ch;
-    ch->n += nx->n;
-    s->last[c] = ch->e[ch->n - 1];
-    chunk_remove(s, c + 1);
-}
-
-/* by the block's chunk: no search (a block holds the chunk of the one set it is in) */
+/* by the block's leaf: no search */
 bool alloc_blockset_erase(struct blockset *s, const struct block *b)
 {
-    const struct blockset_chunk *ch = b->chunk;
-    struct blockset_pos p;
-    if (!ch || ch->idx >= s->n_chunks || s->chunks[ch->idx] != ch)
+    size_t t = tree_index(s, (uint64_t)b->stream);
+    if (t == s->n_trees || s->trees[t].stream != (uint64_t)b->stream ||
+        !gm_btree_erase(&s->trees[t].t, b))
         return false;
-    p.c = ch->idx;
-    for (p.i = 0; p.i < ch->n; p.i++)
-        if (ch->e[p.i].b == b) {
-            alloc_blockset_erase_at(s, p);
-            return true;
-        }
-    return false;
+    s->n--;
+    return true;
 }
 
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
 {
-    struct blockset_chunk *ch = s->chunks[p.c];
-    ch->e[p.i].b->chunk = NULL;
-    memmove(ch->e + p.i, ch->e + p.i + 1, (ch->n - p.i - 1) * sizeof(*ch->e));
-    ch->n--;
+    gm_btree_erase_at(&s->trees[p.t].t, p.p);
     s->n--;
-    if (ch->n == 0) {
-        chunk_remove(s, p.c);
-        return;
-    }
-    s->last[p.c] = ch->e[ch->n - 1];
-    /* keep neighbours from thinning out: merge when two fit in half a chunk */
-    if (p.c + 1 < s->n_chunks && ch->n + s->chunks[p.c + 1]->n <= GM_BLOCKSET_CHUNK / 2)
-        chunk_merge_next(s, p.c);
-    else if (p.c > 0 && s->chunks[p.c - 1]->n + ch->n <= GM_BLOCKSET_CHUNK / 2)
-        chunk_merge_next(s, p.c - 1);
 }
 
 void alloc_blockset_release(struct blockset *s)
 {
-    for (size_t c = 0; c < s->n_chunks; c++)
-        gm_free(s->chunks[c]);
-    for (size_t k = 0; k < s->n_spare; k++)
-        gm_free(s->spare[k]);
-    gm_free(s->chunks);
-    gm_free(s->last);
-    s->chunks = NULL;
-    s->last = NULL;
-    s->n_chunks = s->cap_chunks = s->n = s->n_spare = 0;
+    for (size_t t = 0; t < s->n_trees; t++)
+        gm_btree_release(&s->trees[t].t);
+    gm_free(s->trees);
+    gm_btree_pool_release(&s->nodes);
+    s->trees = NULL;
+    s->n_trees = s->cap_trees = s->n = 0;
+    s->height = 0;
 }
 
 /* pool.insert_into_blocks(): also restarts the block's GC age */

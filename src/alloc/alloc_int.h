@@ -13,6 +13,7 @@
 #ifndef GM_ALLOC_ALLOC_INT_H
 #define GM_ALLOC_ALLOC_INT_H
 
+#include "base/btree.h"
 #include "base/map.h"
 
 #include "gpumem/alloc.h"
@@ -34,67 +35,62 @@ struct block {
     int64_t *uses;        /* record_stream(): streams other than 'stream' that used it */
     size_t n_uses;        /* (allocated blocks only; moved into events at free) */
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
-    /* the chunk of the set that holds it, NULL in none */
-    struct blockset_chunk *chunk;
+    /* the leaf of the set that holds it, NULL in none */
+    struct gm_btree_node *leaf;
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
 
 /* An ordered set of blocks: std::set<Block*, Comparator> with lower_bound and in-order
- * neighbours.  Each element carries its key inline, so a search reads contiguous memory and
- * never the blocks; the elements live in sorted chunks of at most GM_BLOCKSET_CHUNK, so an
- * insert or erase moves at most one chunk, and a search first bisects the contiguous array
- * of the chunks' last keys.  A block in a set knows its chunk and a chunk its index, so a
- * block is erased without a search.  Invariants: every chunk holds at least one element; two
- * neighbouring chunks together hold more than GM_BLOCKSET_CHUNK / 2; chunks[c]->idx == c and
- * every element's block points to its chunk. */
-#define GM_BLOCKSET_CHUNK 16
-#define GM_BLOCKSET_SPARE 4 /* the most inserts one blockset_reserve() can cover */
-
+ * neighbours.  Blocks order by stream (unsigned, like the pointers PyTorch compares), then
+ * size (sets ordered by size), then address.  A set keeps one B+ tree (base/btree.h) per
+ * stream, the trees by ascending stream, so a search compares two words, (size, address) or
+ * (0, address), never the stream; a block knows its leaf, so it is erased without a search.
+ * A stream's tree stays once made (a set sees a few streams), empty or not; the trees of a
+ * set share its pool of nodes.  A set may not move once it holds a tree. */
 struct blockset_ent {
     uint64_t stream; /* streams compare as unsigned, like the pointers PyTorch compares */
     uint64_t size;   /* 0 in a set ordered by (stream, addr) */
     uint64_t addr;
-    struct block *b;
 };
 
-struct blockset_chunk {
-    size_t n;
-    size_t idx; /* its index in the set's chunk list */
-    struct blockset_ent e[GM_BLOCKSET_CHUNK];
+struct blockset_tree {
+    uint64_t stream;
+    struct gm_btree t; /* keys (size, addr), values the blocks */
 };
 
 struct blockset {
-    struct blockset_chunk **chunks; /* in key order */
-    struct blockset_ent *last;      /* last[c]: the greatest key of chunks[c] */
-    size_t n_chunks, cap_chunks;
-    size_t n;                                        /* elements */
-    struct blockset_chunk *spare[GM_BLOCKSET_SPARE]; /* reserved empty chunks */
-    size_t n_spare;
-    bool by_size; /* (stream, size, addr) when true, else (stream, addr) */
+    struct gm_btree_pool nodes;  /* of every tree of the set */
+    struct blockset_tree *trees; /* by ascending stream */
+    size_t n_trees, cap_trees;
+    size_t n;        /* elements */
+    unsigned height; /* at least the height of every tree (what an insert may split) */
+    bool by_size;    /* (stream, size, addr) when true, else (stream, addr) */
 };
 
-/* A position in a set: element i of chunks[c]; c == n_chunks is the end.  Any insert or
- * erase invalidates every position. */
+/* A position in a set: entry p of trees[t], never the end of a tree but the set's end:
+ * t == n_trees.  Any insert or erase invalidates every position. */
 struct blockset_pos {
-    size_t c, i;
+    size_t t;
+    struct gm_btree_pos p;
 };
 
 /* the first element not less than 'key' */
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key);
-/* Room for 'extra' (at most GM_BLOCKSET_SPARE) more inserts, so that the inserts of an
- * operation cannot fail half-way through it: every mutating operation reserves first. */
+/* Room for 'extra' more inserts, so that the inserts of an operation cannot fail half-way
+ * through it: every mutating operation reserves first. */
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra);
 static inline enum gm_status blockset_reserve(struct blockset *s, size_t extra)
 {
-    if (s->n_spare >= extra && s->n_chunks + extra <= s->cap_chunks)
+    if (s->nodes.n_spare >= gm_btree_insert_nodes(s->height, extra) &&
+        s->n_trees + extra <= s->cap_trees)
         return GM_OK;
     return alloc_blockset_reserve_slow(s, extra);
 }
 
 enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b);
-/* false when 'b' (found by its current key) is not in the set */
+/* false when 'b' is not in the set */
 bool alloc_blockset_erase(struct blockset *s, const struct block *b);
 /* erase the element at 'p', which must not be the end */
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p);
@@ -109,43 +105,54 @@ static inline struct blockset_ent blockset_key(const struct blockset *s, int64_t
     k.stream = (uint64_t)stream;
     k.size = s->by_size ? size : 0;
     k.addr = addr;
-    k.b = NULL;
     return k;
+}
+
+/* the first position at or after trees[t] that holds an element */
+static inline struct blockset_pos blockset_from_tree(const struct blockset *s, size_t t)
+{
+    struct blockset_pos p;
+    while (t < s->n_trees && !s->trees[t].t.n)
+        t++;
+    p.t = t;
+    p.p.leaf = t < s->n_trees ? s->trees[t].t.head : NULL;
+    p.p.i = 0;
+    return p;
 }
 
 static inline struct blockset_pos blockset_first(const struct blockset *s)
 {
-    (void)s;
-    return (struct blockset_pos){0, 0};
+    return blockset_from_tree(s, 0);
 }
 
 /* the block at 'p', NULL at the end */
 static inline struct block *blockset_at(const struct blockset *s, struct blockset_pos p)
 {
-    return p.c < s->n_chunks ? s->chunks[p.c]->e[p.i].b : NULL;
+    return p.t < s->n_trees ? gm_btree_at(p.p) : NULL;
 }
 
 /* step to the next element (or the end); 'p' must not be the end */
 static inline void blockset_next(const struct blockset *s, struct blockset_pos *p)
 {
-    if (++p->i == s->chunks[p->c]->n) {
-        p->c++;
-        p->i = 0;
-    }
+    gm_btree_next(&p->p);
+    if (!p->p.leaf)
+        *p = blockset_from_tree(s, p->t + 1);
 }
 
-/* step to the previous element; false (and 'p' unchanged) at the first */
+/* step to the previous element (from the end: the last); false (and 'p' unchanged) at the
+ * first */
 static inline bool blockset_prev(const struct blockset *s, struct blockset_pos *p)
 {
-    if (p->i > 0) {
-        p->i--;
+    size_t t = p->t;
+    if (t < s->n_trees && gm_btree_prev(&s->trees[t].t, &p->p))
         return true;
-    }
-    if (p->c == 0)
-        return false;
-    p->c--;
-    p->i = s->chunks[p->c]->n - 1;
-    return true;
+    while (t-- > 0)
+        if (s->trees[t].t.n) {
+            p->t = t;
+            p->p = gm_btree_last(&s->trees[t].t);
+            return true;
+        }
+    return false;
 }
 
 struct alloc_pool {

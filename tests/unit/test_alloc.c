@@ -1005,23 +1005,24 @@ static const struct block *ref_before(bool by_size, struct block *blocks, const 
     return best;
 }
 
-/* the chunk layout: sizes, last keys, no two thin neighbours, order across chunks, each
- * chunk's index and each block's chunk (what an erase without a search goes by) */
+/* the trees: one per stream, by ascending stream, their counts adding up to the set's, each
+ * block's leaf holding it (what an erase without a search goes by), the order across trees */
 static void check_blockset(const struct blockset *s, size_t n_in)
 {
     size_t total = 0;
     const struct block *q = NULL;
     struct block *b;
-    for (size_t c = 0; c < s->n_chunks; c++) {
-        const struct blockset_chunk *ch = s->chunks[c];
-        assert_true(ch->n >= 1 && ch->n <= GM_BLOCKSET_CHUNK);
-        assert_int_equal(ch->idx, c);
-        for (size_t i = 0; i < ch->n; i++)
-            assert_ptr_equal(ch->e[i].b->chunk, ch);
-        assert_true(memcmp(&s->last[c], &ch->e[ch->n - 1], sizeof(s->last[c])) == 0);
-        if (c > 0)
-            assert_true(s->chunks[c - 1]->n + ch->n > GM_BLOCKSET_CHUNK / 2);
-        total += ch->n;
+    for (size_t t = 0; t < s->n_trees; t++) {
+        const struct gm_btree *tr = &s->trees[t].t;
+        if (t > 0)
+            assert_true(s->trees[t - 1].stream < s->trees[t].stream);
+        assert_true(tr->height <= s->height);
+        for (struct gm_btree_pos it = gm_btree_first(tr); it.leaf; gm_btree_next(&it)) {
+            b = gm_btree_at(it);
+            assert_ptr_equal(b->leaf, it.leaf);
+            assert_int_equal((uint64_t)b->stream, s->trees[t].stream);
+        }
+        total += tr->n;
     }
     assert_int_equal(total, s->n);
     assert_int_equal(s->n, n_in);
@@ -1054,7 +1055,6 @@ static void blockset_random(bool by_size, uint64_t seed)
         blocks[i].size = (rng_next(&r) % 40 + 1) * 512;  /* many equal sizes */
         blocks[i].addr = (uint64_t)(i * 7919 % N) << 20; /* distinct, not in index order */
     }
-    assert_int_equal(blockset_reserve(&s, GM_BLOCKSET_SPARE + 1), GM_ERR_INVALID);
     for (int step = 0; step < 40000; step++) {
         /* grow towards N, then drain towards empty, twice */
         bool grow = (step / 10000) % 2 == 0;

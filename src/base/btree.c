@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/* btree.c - the library's one ordered set (see btree.h): search, insert with splits, erase
+ * with merges, the node pool. */
+#include "base/btree.h"
+
+#include "gpumem/arena.h"
+
+#include <string.h>
+
+#define ORDER GM_BTREE_ORDER
+#define HALF  (GM_BTREE_ORDER / 2)
+#define SLAB  32 /* nodes a pool takes at once */
+
+struct gm_btree_slab {
+    struct gm_btree_slab *next;
+    struct gm_btree_node node[SLAB];
+};
+
+/* ---- the pool ---- */
+
+enum gm_status gm_btree_pool_reserve(struct gm_btree_pool *pool, size_t nodes)
+{
+    while (pool->n_spare < nodes) {
+#ifdef GM_ARENA_MALLOC
+        struct gm_btree_node *x = gm_malloc(sizeof(*x));
+        if (!x)
+            return GM_ERR_NOMEM;
+        x->next = pool->spare;
+        pool->spare = x;
+        pool->n_spare++;
+#else
+        struct gm_btree_slab *sl = gm_malloc(sizeof(*sl));
+        if (!sl)
+            return GM_ERR_NOMEM;
+        sl->next = pool->slabs;
+        pool->slabs = sl;
+        for (size_t i = SLAB; i-- > 0;) {
+            sl->node[i].next = pool->spare;
+            pool->spare = &sl->node[i];
+        }
+        pool->n_spare += SLAB;
+#endif
+    }
+    return GM_OK;
+}
+
+void gm_btree_pool_release(struct gm_btree_pool *pool)
+{
+#ifdef GM_ARENA_MALLOC
+    while (pool->spare) {
+        struct gm_btree_node *x = pool->spare;
+        pool->spare = x->next;
+        gm_free(x);
+    }
+#endif
+    while (pool->slabs) {
+        struct gm_btree_slab *sl = pool->slabs;
+        pool->slabs = sl->next;
+        gm_free(sl);
+    }
+    pool->spare = NULL;
+    pool->n_spare = 0;
+}
+
+/* a reserved node, empty, of no parent */
+static struct gm_btree_node *node_take(struct gm_btree *t)
+{
+    struct gm_btree_node *x = t->pool->spare;
+    t->pool->spare = x->next;
+    t->pool->n_spare--;
+    x->parent = x->prev = x->next = NULL;
+    x->n = x->slot = 0;
+    return x;
+}
+
+static void node_give(struct gm_btree *t, struct gm_btree_node *x)
+{
+#ifdef GM_ARENA_MALLOC
+    (void)t;
+    gm_free(x);
+#else
+    x->next = t->pool->spare;
+    t->pool->spare = x;
+    t->pool->n_spare++;
+#endif
+}
+
+void gm_btree_init(struct gm_btree *t, struct gm_btree_pool *pool, size_t home)
+{
+    memset(t, 0, sizeof(*t));
+    t->pool = pool;
+    t->home = home;
+}
+
+static void free_subtree(struct gm_btree *t, struct gm_btree_node *x, unsigned height)
+{
+    if (height > 0)
+        for (unsigned i = 0; i < x->n; i++)
+            free_subtree(t, x->ptr[i], height - 1);
+    node_give(t, x);
+}
+
+void gm_btree_release(struct gm_btree *t)
+{
+    if (t->root)
+        free_subtree(t, t->root, t->height);
+    t->root = t->head = t->tail = NULL;
+    t->height = 0;
+    t->n = 0;
+}
+
+/* ---- keys ---- */
+
+__extension__ typedef unsigned __int128 u128;
+
+static inline bool key_less(struct gm_btree_key a, struct gm_btree_key b)
+{
+    /* one 128-bit comparison (a compare and a subtract with borrow), no branch: a search's
+     * comparisons are as good as random */
+    return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo);
+}
+
+/* index of the first of x's keys not less than 'k' (x->n when none) */
+static inline unsigned node_lower_bound(const struct gm_btree_node *x, struct gm_btree_key k)
+{
+    unsigned lo = 0, hi = x->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (key_less(x->key[mid], k))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static inline void set_home(const struct gm_btree *t, void *val, struct gm_btree_node *leaf)
+{
+    if (t->home != GM_BTREE_NO_HOME)
+        memcpy((char *)val + t->home, &leaf, sizeof(leaf));
+}
+
+/* children slot..n-1 of inner node 'x' learn their parent and index */
+static void adopt(struct gm_btree_node *x, unsigned slot)
+{
+    for (unsigned i = slot; i < x->n; i++) {
+        struct gm_btree_node *c = x->ptr[i];
+        c->parent = x;
+        c->slot = i;
+    }
+}
+
+/* ---- search ---- */
+
+struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btree_key key)
+{
+    struct gm_btree_pos p = {NULL, 0};
+    struct gm_btree_node *x = t->root;
+    unsigned i;
+    if (!x)
+        return p;
+    for (unsigned h = t->height; h > 0; h--) {
+        i = node_lower_bound(x, key);
+        /* past every bound: past every key of this subtree, whose last leaf leads on */
+        x = x->ptr[i < x->n ? i : x->n - 1];
+    }
+    i = node_lower_bound(x, key);
+    if (i < x->n) {
+        p.leaf = x;
+        p.i = i;
+    } else if (x->next) { /* every key of x is less (its bound was not exact) */
+        p.leaf = x->next;
+    }
+    return p;
+}
+
+/* ---- insert ---- */
+
+static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struct gm_btree_node *r);
+
+/* Move the upper half of full node 'x' (a leaf when 'leaf') to a new node right of it,
+ * which its parent learns of (splitting in turn when full); returns the new node. */
+static struct gm_btree_node *split(struct gm_btree *t, struct gm_btree_node *x, bool leaf)
+{
+    struct gm_btree_node *r = node_take(t);
+    r->n = x->n - HALF;
+    memcpy(r->key, x->key + HALF, r->n * sizeof(*r->key));
+    memcpy(r->ptr, x->ptr + HALF, r->n * sizeof(*r->ptr));
+    x->n = HALF;
+    if (leaf) {
+        for (unsigned i = 0; i < r->n; i++)
+            set_home(t, r->ptr[i], r);
+        r->prev = x;
+        r->next = x->next;
+        if (x->next)
+            x->next->prev = r;
+        else
+            t->tail = r;
+        x->next = r;
+    } else {
+        adopt(r, 0);
+    }
+    add_right_sibling(t, x, r);
+    return r;
+}
+
+/* 'r' (just split off 'x') becomes the child after x: r takes x's bound, x's bound becomes
+ * its last key (a leaf) or its last child's bound */
+static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struct gm_btree_node *r)
+{
+    struct gm_btree_node *p = x->parent;
+    unsigned s;
+    if (!p) { /* x was the root */
+        p = node_take(t);
+        p->n = 1;
+        p->key[0] = r->key[r->n - 1];
+        p->ptr[0] = x;
+        x->parent = p;
+        x->slot = 0;
+        t->root = p;
+        t->height++;
+    } else if (p->n == ORDER) {
+        split(t, p, false); /* x may now be in the new node: its parent says */
+        p = x->parent;
+    }
+    s = x->slot;
+    memmove(p->key + s + 2, p->key + s + 1, (p->n - s - 1) * sizeof(*p->key));
+    memmove(p->ptr + s + 2, p->ptr + s + 1, (p->n - s - 1) * sizeof(*p->ptr));
+    p->key[s + 1] = p->key[s];
+    p->ptr[s + 1] = r;
+    p->key[s] = x->key[x->n - 1];
+    p->n++;
+    adopt(p, s + 1);
+}
+
+enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val)
+{
+    struct gm_btree_node *x;
+    unsigned i;
+    if (gm_btree_reserve(t, 1))
+        return GM_ERR_NOMEM;
+    if (!t->root)
+        t->root = t->head = t->tail = node_take(t);
+    x = t->root;
+    for (unsigned h = t->height; h > 0; h--) {
+        i = node_lower_bound(x, key);
+        if (i == x->n) { /* past every bound: the last child's rises to the key */
+            i = x->n - 1;
+            x->key[i] = key;
+        }
+        x = x->ptr[i];
+    }
+    i = node_lower_bound(x, key);
+    if (i < x->n && x->key[i].hi == key.hi && x->key[i].lo == key.lo)
+        return GM_ERR_INVALID;
+    if (x->n == ORDER) {
+        struct gm_btree_node *r = split(t, x, true);
+        /* at the split point: the right leaf, as x's bound is now its own last key */
+        if (i >= x->n) {
+            i -= x->n;
+            x = r;
+        }
+    }
+    memmove(x->key + i + 1, x->key + i, (x->n - i) * sizeof(*x->key));
+    memmove(x->ptr + i + 1, x->ptr + i, (x->n - i) * sizeof(*x->ptr));
+    x->key[i] = key;
+    x->ptr[i] = val;
+    x->n++;
+    set_home(t, val, x);
+    t->n++;
+    return GM_OK;
+}
+
+/* ---- erase ---- */
+
+/* drop child 'slot' of 'p' (already emptied or merged away) and give it back */
+static void remove_child(struct gm_btree *t, struct gm_btree_node *p, unsigned slot)
+{
+    struct gm_btree_node *c = p->ptr[slot];
+    memmove(p->key + slot, p->key + slot + 1, (p->n - slot - 1) * sizeof(*p->key));
+    memmove(p->ptr + slot, p->ptr + slot + 1, (p->n - slot - 1) * sizeof(*p->ptr));
+    p->n--;
+    adopt(p, slot);
+    node_give(t, c);
+}
+
+static void unlink_leaf(struct gm_btree *t, struct gm_btree_node *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        t->head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        t->tail = x->prev;
+}
+
+/* move every entry of 'r' to the end of its left neighbour 'l' (same parent), 'r' gone */
+static void merge(struct gm_btree *t, struct gm_btree_node *l, struct gm_btree_node *r, bool leaf)
+{
+    struct gm_btree_node *p = l->parent;
+    unsigned at = l->n;
+    memcpy(l->key + at, r->key, r->n * sizeof(*r->key));
+    memcpy(l->ptr + at, r->ptr, r->n * sizeof(*r->ptr));
+    l->n += r->n;
+    if (leaf) {
+        for (unsigned i = at; i < l->n; i++)
+            set_home(t, l->ptr[i], l);
+        unlink_leaf(t, r);
+    } else {
+        adopt(l, at);
+    }
+    p->key[l->slot] = p->key[r->slot];
+    remove_child(t, p, r->slot);
+}
+
+/* 'x' (height 'h') has just lost an entry or a child: drop it when empty, merge it with a
+ * thin neighbour, and carry on upwards; the root shrinks while it has one child */
+static void shrink(struct gm_btree *t, struct gm_btree_node *x, unsigned h)
+{
+    for (;;) {
+        struct gm_btree_node *p = x->parent;
+        if (!p)
+            break;
+        if (x->n == 0) {
+            if (h == 0)
+                unlink_leaf(t, x);
+            remove_child(t, p, x->slot);
+        } else if (x->slot + 1 < p->n &&
+                   x->n + ((struct gm_btree_node *)p->ptr[x->slot + 1])->n <= HALF) {
+            merge(t, x, p->ptr[x->slot + 1], h == 0);
+        } else if (x->slot > 0 && ((struct gm_btree_node *)p->ptr[x->slot - 1])->n + x->n <= HALF) {
+            merge(t, p->ptr[x->slot - 1], x, h == 0);
+        } else {
+            return;
+        }
+        x = p;
+        h++;
+    }
+    /* x is the root */
+    while (t->height > 0 && x->n == 1) {
+        struct gm_btree_node *c = x->ptr[0];
+        c->parent = NULL;
+        c->slot = 0;
+        node_give(t, x);
+        t->root = x = c;
+        t->height--;
+    }
+    if (x->n == 0) {
+        node_give(t, x);
+        t->root = t->head = t->tail = NULL;
+        t->height = 0;
+    }
+}
+
+void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
+{
+    struct gm_btree_node *x = p.leaf;
+    set_home(t, x->ptr[p.i], NULL);
+    memmove(x->key + p.i, x->key + p.i + 1, (x->n - p.i - 1) * sizeof(*x->key));
+    memmove(x->ptr + p.i, x->ptr + p.i + 1, (x->n - p.i - 1) * sizeof(*x->ptr));
+    x->n--;
+    t->n--;
+    shrink(t, x, 0);
+}
+
+bool gm_btree_erase(struct gm_btree *t, const void *val)
+{
+    struct gm_btree_node *leaf, *top;
+    if (t->home == GM_BTREE_NO_HOME)
+        return false;
+    memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
+    if (!leaf)
+        return false;
+    /* the leaf may be another tree's (a value in one of several sets) */
+    for (top = leaf; top->parent; top = top->parent)
+        ;
+    if (top != t->root)
+        return false;
+    for (unsigned i = 0; i < leaf->n; i++)
+        if (leaf->ptr[i] == val) {
+            struct gm_btree_pos p = {leaf, i};
+            gm_btree_erase_at(t, p);
+            return true;
+        }
+    return false;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* btree.h - the library's one ordered set: a B+ tree of unique two-word keys, each with a
+ * pointer (library-internal).
+ *
+ * Keys order by 'hi', then 'lo', both unsigned.  The entries sit in leaves of at most
+ * GM_BTREE_ORDER, sorted, the leaves linked in key order; an inner node holds up to
+ * GM_BTREE_ORDER children and, for each, a bound: no key in the child is greater, every key
+ * in the next child is greater.  A bound is exact when a node splits or merges and is only
+ * raised by an insert; an erase leaves it alone, so a search that ends past a leaf's last
+ * key steps to the next leaf.  A search reads log2(n) keys packed in a few cache lines, an
+ * insert or erase moves at most one node's entries (no move proportional to the set), and
+ * each node knows its parent and its index in it, so splits and merges walk up without a
+ * search.
+ *
+ * Nodes come from a pool (struct gm_btree_pool) that several trees may share: taken in
+ * slabs, given back to it when a node empties, freed by gm_btree_pool_release().  The
+ * sanitizer build (GM_ARENA_MALLOC) gives each node its own allocation instead, freed as
+ * the node empties, so that ASan sees a use after free.
+ *
+ * A value may know its leaf ('home', the offset in the value of a struct gm_btree_node
+ * pointer the tree keeps up to date; NULL once erased): gm_btree_erase() then finds it
+ * without a search.  Invariants: every leaf holds at least one entry; two neighbouring
+ * children of one parent together hold more than GM_BTREE_ORDER / 2; a node's 'slot' is its
+ * index in its parent.  Any insert or erase invalidates every position. */
+#ifndef GM_BASE_BTREE_H
+#define GM_BASE_BTREE_H
+
+#include "gpumem/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GM_BTREE_ORDER   32       /* entries of a leaf, children of an inner node, at most */
+#define GM_BTREE_NO_HOME SIZE_MAX /* values that do not know their leaf */
+
+struct gm_btree_key {
+    uint64_t hi; /* compared first */
+    uint64_t lo;
+};
+
+struct gm_btree_node {
+    struct gm_btree_node *parent; /* NULL: the root */
+    unsigned n;                   /* entries (leaf) or children (inner node) */
+    unsigned slot;                /* index among the parent's children */
+    struct gm_btree_node *prev;   /* leaves: the neighbours in key order, NULL at the ends */
+    struct gm_btree_node *next;   /* (also the pool's free list) */
+    struct gm_btree_key key[GM_BTREE_ORDER]; /* leaf: the keys; inner: each child's bound */
+    void *ptr[GM_BTREE_ORDER];               /* leaf: the values; inner: the children */
+};
+
+struct gm_btree_slab;
+
+struct gm_btree_pool {
+    struct gm_btree_slab *slabs;
+    struct gm_btree_node *spare; /* free nodes, linked through 'next' */
+    size_t n_spare;
+};
+
+#define GM_BTREE_POOL_INIT                                                                         \
+    {                                                                                              \
+        NULL, NULL, 0                                                                              \
+    }
+
+struct gm_btree {
+    struct gm_btree_pool *pool;
+    struct gm_btree_node *root; /* NULL when empty */
+    struct gm_btree_node *head; /* the first and last leaves */
+    struct gm_btree_node *tail;
+    unsigned height; /* inner levels above the leaves */
+    size_t n;        /* entries */
+    size_t home;     /* offset of the leaf pointer in each value, or GM_BTREE_NO_HOME */
+};
+
+/* Entry 'i' of 'leaf'; 'leaf' NULL is the end. */
+struct gm_btree_pos {
+    struct gm_btree_node *leaf;
+    unsigned i;
+};
+
+/* An empty tree taking its nodes from 'pool' (which must outlive it); 'home' as above.
+ * Allocates nothing. */
+void gm_btree_init(struct gm_btree *t, struct gm_btree_pool *pool, size_t home);
+
+/* Give every node of 't' back to its pool; 't' is empty again (its values untouched). */
+void gm_btree_release(struct gm_btree *t);
+
+/* Free the pool's memory; every tree that used it has been released. */
+void gm_btree_pool_release(struct gm_btree_pool *pool);
+
+/* At least 'nodes' spare nodes in the pool: GM_OK or GM_ERR_NOMEM. */
+enum gm_status gm_btree_pool_reserve(struct gm_btree_pool *pool, size_t nodes);
+
+/* The nodes 'inserts' inserts into a tree of 'height' may take (a split on every level and
+ * a new root each). */
+static inline size_t gm_btree_insert_nodes(unsigned height, size_t inserts)
+{
+    return inserts * (height + inserts + 1);
+}
+
+/* Room for 'inserts' more inserts into 't', so that they cannot fail: GM_OK or
+ * GM_ERR_NOMEM. */
+static inline enum gm_status gm_btree_reserve(struct gm_btree *t, size_t inserts)
+{
+    size_t need = gm_btree_insert_nodes(t->height, inserts);
+    return t->pool->n_spare >= need ? GM_OK : gm_btree_pool_reserve(t->pool, need);
+}
+
+/* Insert 'val' under 'key': GM_OK; GM_ERR_INVALID (nothing changed) when 'key' is
+ * present; GM_ERR_NOMEM when no room was reserved and none can be had. */
+enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val);
+
+/* The first entry whose key is not less than 'key', or the end. */
+struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btree_key key);
+
+/* Erase the entry at 'p', which is not the end. */
+void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p);
+
+/* Erase 'val', found by its home: false when it is not in 't' (or 't' keeps no homes). */
+bool gm_btree_erase(struct gm_btree *t, const void *val);
+
+static inline struct gm_btree_pos gm_btree_first(const struct gm_btree *t)
+{
+    struct gm_btree_pos p = {t->head, 0};
+    return p;
+}
+
+static inline struct gm_btree_pos gm_btree_last(const struct gm_btree *t)
+{
+    struct gm_btree_pos p = {t->tail, t->tail ? t->tail->n - 1 : 0};
+    return p;
+}
+
+/* the value at 'p', NULL at the end */
+static inline void *gm_btree_at(struct gm_btree_pos p)
+{
+    return p.leaf ? p.leaf->ptr[p.i] : NULL;
+}
+
+/* the key at 'p', which is not the end */
+static inline struct gm_btree_key gm_btree_key_at(struct gm_btree_pos p)
+{
+    return p.leaf->key[p.i];
+}
+
+/* step to the next entry (or the end); 'p' is not the end */
+static inline void gm_btree_next(struct gm_btree_pos *p)
+{
+    if (++p->i == p->leaf->n) {
+        p->leaf = p->leaf->next;
+        p->i = 0;
+    }
+}
+
+/* step to the previous entry (from the end: the last); false (and 'p' unchanged) at the
+ * first */
+static inline bool gm_btree_prev(const struct gm_btree *t, struct gm_btree_pos *p)
+{
+    if (!p->leaf) {
+        if (!t->tail)
+            return false;
+        *p = gm_btree_last(t);
+        return true;
+    }
+    if (p->i > 0) {
+        p->i--;
+        return true;
+    }
+    if (!p->leaf->prev)
+        return false;
+    p->leaf = p->leaf->prev;
+    p->i = p->leaf->n - 1;
+    return true;
+}
+
+#endif

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/* test_btree.c - the ordered set (base/btree.h): random inserts, erases and searches held
+ * against a plain sorted array, the tree's invariants checked as it grows and shrinks, and
+ * the edge cases (empty, one entry, equal halves of keys, extreme keys, a present key, a
+ * value of another tree, reserved inserts under allocation failure). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "base/btree.h"
+#include "gpumem/internal/alloc_hooks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* a value that knows its leaf */
+struct item {
+    struct gm_btree_key key;
+    struct gm_btree_node *leaf;
+};
+
+#define HOME offsetof(struct item, leaf)
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int key_cmp(struct gm_btree_key a, struct gm_btree_key b)
+{
+    if (a.hi != b.hi)
+        return a.hi < b.hi ? -1 : 1;
+    if (a.lo != b.lo)
+        return a.lo < b.lo ? -1 : 1;
+    return 0;
+}
+
+/* ---- the reference: a sorted array of items ---- */
+
+struct ref {
+    struct item **v;
+    size_t n;
+};
+
+static size_t ref_lower_bound(const struct ref *r, struct gm_btree_key k)
+{
+    size_t i = 0;
+    while (i < r->n && key_cmp(r->v[i]->key, k) < 0)
+        i++;
+    return i;
+}
+
+static void ref_insert(struct ref *r, struct item *it)
+{
+    size_t i = ref_lower_bound(r, it->key);
+    memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof(*r->v));
+    r->v[i] = it;
+    r->n++;
+}
+
+static void ref_erase(struct ref *r, const struct item *it)
+{
+    size_t i = ref_lower_bound(r, it->key);
+    assert_ptr_equal(r->v[i], it);
+    memmove(r->v + i, r->v + i + 1, (r->n - i - 1) * sizeof(*r->v));
+    r->n--;
+}
+
+/* ---- the invariants ---- */
+
+/* the subtree of 'x' at 'height': parents and slots, keys ascending and within (lo, hi]
+ * (lo NULL: no lower limit), children of one parent not both thin; returns its entries */
+static size_t check_node(const struct gm_btree *t, const struct gm_btree_node *x, unsigned height,
+                         const struct gm_btree_key *lo, const struct gm_btree_key *hi,
+                         const struct gm_btree_node **leaf)
+{
+    size_t n = 0;
+    assert_true(x->n >= 1 && x->n <= GM_BTREE_ORDER);
+    for (unsigned i = 0; i < x->n; i++) {
+        if (i > 0)
+            assert_true(key_cmp(x->key[i - 1], x->key[i]) < 0);
+        if (lo)
+            assert_true(key_cmp(*lo, x->key[i]) < 0);
+        if (hi)
+            assert_true(key_cmp(x->key[i], *hi) <= 0);
+    }
+    if (height == 0) {
+        /* the leaves in order make the chain */
+        assert_ptr_equal(x, *leaf);
+        for (unsigned i = 0; i < x->n; i++)
+            if (t->home != GM_BTREE_NO_HOME)
+                assert_ptr_equal(((const struct item *)x->ptr[i])->leaf, x);
+        *leaf = x->next;
+        return x->n;
+    }
+    for (unsigned i = 0; i < x->n; i++) {
+        const struct gm_btree_node *c = x->ptr[i];
+        assert_ptr_equal(c->parent, x);
+        assert_int_equal(c->slot, i);
+        if (i > 0)
+            assert_true(((const struct gm_btree_node *)x->ptr[i - 1])->n + c->n >
+                        GM_BTREE_ORDER / 2);
+        n += check_node(t, c, height - 1, i > 0 ? &x->key[i - 1] : lo, &x->key[i], leaf);
+    }
+    return n;
+}
+
+static void check_tree(const struct gm_btree *t, const struct ref *r)
+{
+    const struct gm_btree_node *leaf = t->head;
+    size_t i = 0;
+    assert_int_equal(t->n, r->n);
+    if (!t->root) {
+        assert_int_equal(r->n, 0);
+        assert_null(t->head);
+        assert_null(t->tail);
+        return;
+    }
+    assert_null(t->root->parent);
+    assert_int_equal(check_node(t, t->root, t->height, NULL, NULL, &leaf), r->n);
+    assert_null(leaf);
+    assert_null(t->head->prev);
+    assert_null(t->tail->next);
+    for (struct gm_btree_pos p = gm_btree_first(t); p.leaf; gm_btree_next(&p), i++)
+        assert_ptr_equal(gm_btree_at(p), r->v[i]);
+    assert_int_equal(i, r->n);
+}
+
+/* lower_bound of 'k' agrees with the reference, and so do its neighbours */
+static void check_search(const struct gm_btree *t, const struct ref *r, struct gm_btree_key k)
+{
+    struct gm_btree_pos p = gm_btree_lower_bound(t, k), q;
+    size_t i = ref_lower_bound(r, k);
+    assert_ptr_equal(gm_btree_at(p), i < r->n ? r->v[i] : NULL);
+    if (i < r->n)
+        assert_int_equal(key_cmp(gm_btree_key_at(p), r->v[i]->key), 0);
+    q = p;
+    if (gm_btree_prev(t, &q))
+        assert_ptr_equal(gm_btree_at(q), r->v[i - 1]);
+    else
+        assert_int_equal(i, 0);
+    if (p.leaf) {
+        gm_btree_next(&p);
+        assert_ptr_equal(gm_btree_at(p), i + 1 < r->n ? r->v[i + 1] : NULL);
+    }
+}
+
+/* ---- the tests ---- */
+
+/* Random inserts, erases (by position and by home) and searches, growing to 'n_max'
+ * entries and draining to none, twice; keys from a small range of 'hi' (many equal) so that
+ * the 'lo' half decides often. */
+static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi_range)
+{
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item *items = calloc(n_max, sizeof(*items));
+    bool *in = calloc(n_max, sizeof(*in));
+    struct ref r = {calloc(n_max, sizeof(struct item *)), 0};
+    uint64_t s = seed;
+    assert_non_null(items);
+    assert_non_null(in);
+    assert_non_null(r.v);
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 0; i < n_max; i++) {
+        items[i].key.hi = rng_next(&s) % hi_range;
+        items[i].key.lo = (uint64_t)i * 2 + 1; /* distinct, odd: even keys fall between */
+    }
+    for (int step = 0; step < 60000; step++) {
+        bool grow = (step / 15000) % 2 == 0;
+        size_t i = (size_t)(rng_next(&s) % n_max);
+        uint64_t op = rng_next(&s) % 8;
+        if (op < 5) {
+            if (in[i] == grow) {
+                if (!grow) /* absent: erasing it finds nothing */
+                    assert_false(gm_btree_erase(&t, &items[i]));
+                else /* present: a second insert is refused */
+                    assert_int_equal(gm_btree_insert(&t, items[i].key, &items[i]), GM_ERR_INVALID);
+                continue;
+            }
+            if (grow) {
+                assert_int_equal(gm_btree_insert(&t, items[i].key, &items[i]), GM_OK);
+                ref_insert(&r, &items[i]);
+            } else if (op & 1) {
+                assert_true(gm_btree_erase(&t, &items[i]));
+                assert_null(items[i].leaf);
+                ref_erase(&r, &items[i]);
+            } else {
+                struct gm_btree_pos p = gm_btree_lower_bound(&t, items[i].key);
+                assert_ptr_equal(gm_btree_at(p), &items[i]);
+                gm_btree_erase_at(&t, p);
+                ref_erase(&r, &items[i]);
+            }
+            in[i] = grow;
+        } else {
+            struct gm_btree_key k;
+            k.hi = rng_next(&s) % (hi_range + 2);
+            k.lo = rng_next(&s) % (2 * n_max + 2);
+            check_search(&t, &r, k);
+        }
+        if (step % 1000 == 0)
+            check_tree(&t, &r);
+    }
+    check_tree(&t, &r);
+    gm_btree_release(&t);
+    assert_null(t.root);
+    gm_btree_pool_release(&pool);
+    free(r.v);
+    free(in);
+    free(items);
+}
+
+static void test_random_many_equal_high_halves(void **state)
+{
+    (void)state;
+    random_against_sorted_array(0x9E3779B97F4A7C15ull, 4000, 40);
+}
+
+static void test_random_distinct_high_halves(void **state)
+{
+    (void)state;
+    random_against_sorted_array(0xD1B54A32D192ED03ull, 3000, UINT64_MAX);
+}
+
+static void test_random_small_sets(void **state)
+{
+    (void)state; /* a root leaf that splits and merges back again and again */
+    random_against_sorted_array(0x2545F4914F6CDD1Dull, 40, 5);
+}
+
+static void test_empty_and_one_entry(void **state)
+{
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item it = {{7, 7}, NULL}, other = {{7, 7}, NULL};
+    struct gm_btree_key zero = {0, 0}, max = {UINT64_MAX, UINT64_MAX};
+    struct gm_btree_pos p;
+    (void)state;
+    gm_btree_init(&t, &pool, HOME);
+    assert_null(gm_btree_at(gm_btree_first(&t)));
+    assert_null(gm_btree_at(gm_btree_lower_bound(&t, zero)));
+    p = gm_btree_lower_bound(&t, zero);
+    assert_false(gm_btree_prev(&t, &p));
+    assert_false(gm_btree_erase(&t, &it));
+
+    assert_int_equal(gm_btree_insert(&t, it.key, &it), GM_OK);
+    assert_ptr_equal(it.leaf, t.root);
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, zero)), &it);
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, it.key)), &it);
+    assert_null(gm_btree_at(gm_btree_lower_bound(&t, max)));
+    /* from the end, prev is the last entry */
+    p = gm_btree_lower_bound(&t, max);
+    assert_true(gm_btree_prev(&t, &p));
+    assert_ptr_equal(gm_btree_at(p), &it);
+    assert_false(gm_btree_prev(&t, &p));
+    /* the same key again is refused, whatever the value */
+    assert_int_equal(gm_btree_insert(&t, other.key, &other), GM_ERR_INVALID);
+    assert_null(other.leaf);
+    assert_int_equal(t.n, 1);
+
+    assert_true(gm_btree_erase(&t, &it));
+    assert_null(it.leaf);
+    assert_null(t.root);
+    assert_int_equal(t.n, 0);
+    gm_btree_release(&t);
+    gm_btree_pool_release(&pool);
+}
+
+/* keys at the ends of the range, and keys equal in one half only */
+static void test_extreme_and_half_equal_keys(void **state)
+{
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item it[6] = {
+        {{0, 0}, NULL},
+        {{0, UINT64_MAX}, NULL},
+        {{1, 0}, NULL},
+        {{UINT64_MAX, 0}, NULL},
+        {{UINT64_MAX, UINT64_MAX - 1}, NULL},
+        {{UINT64_MAX, UINT64_MAX}, NULL},
+    };
+    struct gm_btree_key k;
+    (void)state;
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 6; i-- > 0;)
+        assert_int_equal(gm_btree_insert(&t, it[i].key, &it[i]), GM_OK);
+    for (size_t i = 0; i < 6; i++)
+        assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, it[i].key)), &it[i]);
+    k.hi = 0;
+    k.lo = 1;
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[1]);
+    k.hi = 1;
+    k.lo = 1;
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[3]);
+    k.hi = UINT64_MAX;
+    k.lo = UINT64_MAX - 2;
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[4]);
+    gm_btree_release(&t);
+    gm_btree_pool_release(&pool);
+}
+
+/* Ascending and descending runs split only at one end; erasing from the front merges there;
+ * the height grows and shrinks back to a single leaf. */
+static void test_sorted_runs(void **state)
+{
+    enum { N = 5000 };
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item *it = calloc(N, sizeof(*it));
+    struct ref r = {calloc(N, sizeof(struct item *)), 0};
+    (void)state;
+    assert_non_null(it);
+    assert_non_null(r.v);
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 0; i < N; i++) {
+        it[i].key.hi = i / 2;
+        it[i].key.lo = i % 2;
+    }
+    for (size_t i = 0; i < N / 2; i++) { /* ascending */
+        assert_int_equal(gm_btree_insert(&t, it[i].key, &it[i]), GM_OK);
+        ref_insert(&r, &it[i]);
+    }
+    for (size_t i = N; i-- > N / 2;) { /* descending, above the first half */
+        assert_int_equal(gm_btree_insert(&t, it[i].key, &it[i]), GM_OK);
+        ref_insert(&r, &it[i]);
+    }
+    check_tree(&t, &r);
+    assert_true(t.height >= 2);
+    for (size_t i = 0; i < N - 3; i++) { /* from the front */
+        gm_btree_erase_at(&t, gm_btree_first(&t));
+        ref_erase(&r, &it[i]);
+        if (i % 97 == 0)
+            check_tree(&t, &r);
+    }
+    check_tree(&t, &r);
+    assert_int_equal(t.height, 0);
+    gm_btree_release(&t);
+    gm_btree_pool_release(&pool);
+    free(r.v);
+    free(it);
+}
+
+/* A value of another tree (sharing the pool) is not erased from this one. */
+static void test_value_of_another_tree(void **state)
+{
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree a, b;
+    struct item x = {{1, 1}, NULL}, y = {{1, 1}, NULL};
+    (void)state;
+    gm_btree_init(&a, &pool, HOME);
+    gm_btree_init(&b, &pool, HOME);
+    assert_int_equal(gm_btree_insert(&a, x.key, &x), GM_OK);
+    assert_int_equal(gm_btree_insert(&b, y.key, &y), GM_OK);
+    assert_false(gm_btree_erase(&a, &y));
+    assert_false(gm_btree_erase(&b, &x));
+    assert_true(gm_btree_erase(&a, &x));
+    assert_true(gm_btree_erase(&b, &y));
+    gm_btree_release(&a);
+    gm_btree_release(&b);
+    gm_btree_pool_release(&pool);
+}
+
+/* Values that keep no home: erase by value finds nothing, erase at a position works. */
+static void test_without_homes(void **state)
+{
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    int v[100];
+    (void)state;
+    gm_btree_init(&t, &pool, GM_BTREE_NO_HOME);
+    for (int i = 0; i < 100; i++) {
+        struct gm_btree_key k = {(uint64_t)(i * 37 % 100), 0};
+        assert_int_equal(gm_btree_insert(&t, k, &v[i]), GM_OK);
+    }
+    assert_false(gm_btree_erase(&t, &v[3]));
+    for (int i = 0; i < 100; i++) {
+        struct gm_btree_pos p = gm_btree_first(&t);
+        assert_int_equal(gm_btree_key_at(p).hi, (uint64_t)i);
+        gm_btree_erase_at(&t, p);
+    }
+    assert_null(t.root);
+    gm_btree_release(&t);
+    gm_btree_pool_release(&pool);
+}
+
+/* Once room is reserved, the inserts it covers cannot fail even when every allocation
+ * does; without room an insert fails with GM_ERR_NOMEM and changes nothing. */
+static void test_reserved_inserts_cannot_fail(void **state)
+{
+    enum { N = 2000, BATCH = 3 };
+    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item *it = calloc(N, sizeof(*it));
+    struct ref r = {calloc(N, sizeof(struct item *)), 0};
+    uint64_t s = 0x853C49E6748FEA9Bull;
+    (void)state;
+    assert_non_null(it);
+    assert_non_null(r.v);
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 0; i < N; i += BATCH) {
+        assert_int_equal(gm_btree_reserve(&t, BATCH), GM_OK);
+        gm_alloc_fail_after(0);
+        for (size_t j = i; j < i + BATCH && j < N; j++) {
+            it[j].key.hi = rng_next(&s);
+            it[j].key.lo = j;
+            assert_int_equal(gm_btree_insert(&t, it[j].key, &it[j]), GM_OK);
+            ref_insert(&r, &it[j]);
+        }
+        gm_alloc_fail_after(-1);
+    }
+    check_tree(&t, &r);
+    /* no room and none to be had: refused, the tree as it was */
+    {
+        struct gm_btree_pool none = GM_BTREE_POOL_INIT;
+        struct gm_btree u;
+        struct item extra = {{0, 0}, NULL};
+        gm_btree_init(&u, &none, HOME);
+        gm_alloc_fail_after(0);
+        assert_int_equal(gm_btree_insert(&u, extra.key, &extra), GM_ERR_NOMEM);
+        gm_alloc_fail_after(-1);
+        assert_null(extra.leaf);
+        assert_null(u.root);
+        assert_int_equal(u.n, 0);
+        gm_btree_pool_release(&none);
+    }
+    check_tree(&t, &r);
+    gm_btree_release(&t);
+    gm_btree_pool_release(&pool);
+    free(r.v);
+    free(it);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_many_equal_high_halves),
+        cmocka_unit_test(test_random_distinct_high_halves),
+        cmocka_unit_test(test_random_small_sets),
+        cmocka_unit_test(test_empty_and_one_entry),
+        cmocka_unit_test(test_extreme_and_half_equal_keys),
+        cmocka_unit_test(test_sorted_runs),
+        cmocka_unit_test(test_value_of_another_tree),
+        cmocka_unit_test(test_without_homes),
+        cmocka_unit_test(test_reserved_inserts_cannot_fail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
