@@ -171,6 +171,14 @@ enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_al
  * gm_alloc_free(NULL) is a no-op. */
 void gm_alloc_free(struct gm_alloc *a);
 
+/* Give every segment back to the model's device, then start again as gm_alloc_new() does
+ * with 'conf' over 'dev' (the same rules, the same results), keeping the memory the
+ * bookkeeping took (block records, set nodes, map slots): a series of runs takes it once
+ * instead of from the system each time.  The old device is used only until this returns.
+ * On an error (those of gm_alloc_new()) the model is unchanged. */
+enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *conf,
+                              const struct gm_alloc_device *dev, struct gm_error *err);
+
 /* set_per_process_memory_fraction(fraction) on a device of 'total' bytes: a cap on reserved
  * memory, and the precondition of garbage collection.  fraction in (0, 1]. */
 enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,

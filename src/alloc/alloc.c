@@ -163,6 +163,14 @@ void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
     s->n--;
 }
 
+void alloc_blockset_clear(struct blockset *s)
+{
+    for (size_t t = 0; t < s->n_trees; t++)
+        gm_btree_release(&s->trees[t].t);
+    s->n_trees = s->n = 0;
+    s->height = 0;
+}
+
 void alloc_blockset_release(struct blockset *s)
 {
     for (size_t t = 0; t < s->n_trees; t++)
@@ -1115,11 +1123,10 @@ uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr)
 
 /* ---- lifecycle and stats -------------------------------------------------------------- */
 
-enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_alloc_device *dev,
-                            struct gm_alloc **out, struct gm_error *err)
+/* what gm_alloc_new() refuses */
+static enum gm_status check_new(const struct gm_alloc_conf *conf, const struct gm_alloc_device *dev,
+                                struct gm_error *err)
 {
-    struct gm_alloc *a;
-    *out = NULL;
     if (!dev || !dev->ops || !dev->ops->seg_alloc || !dev->ops->seg_free)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "allocator model: no device");
     if (conf->backend == GM_ALLOC_BACKEND_CUDA_MALLOC_ASYNC)
@@ -1131,15 +1138,33 @@ enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_al
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "allocator model: expandable_segments needs a device with virtual "
                        "memory management");
-    a = gm_calloc(1, sizeof(*a));
-    if (!a)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    return GM_OK;
+}
+
+/* a new model's fields, over zeroed memory */
+static void init_fields(struct gm_alloc *a, const struct gm_alloc_conf *conf,
+                        const struct gm_alloc_device *dev)
+{
     a->conf = *conf;
     a->dev = *dev;
     a->small.small = true;
     a->small.blocks.by_size = true;
     a->large.blocks.by_size = true;
     a->stats.max_split_size = conf->max_split_size;
+}
+
+enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_alloc_device *dev,
+                            struct gm_alloc **out, struct gm_error *err)
+{
+    struct gm_alloc *a;
+    enum gm_status st;
+    *out = NULL;
+    if ((st = check_new(conf, dev, err)) != GM_OK)
+        return st;
+    a = gm_calloc(1, sizeof(*a));
+    if (!a)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    init_fields(a, conf, dev);
     *out = a;
     return GM_OK;
 }
@@ -1181,21 +1206,25 @@ static bool first_event(const struct gm_alloc *a, size_t i)
     return true;
 }
 
-static void free_set(struct gm_alloc *a, struct blockset *s, bool blocks_too)
+/* drop the set's blocks; release its memory too unless 'keep' */
+static void free_set(struct gm_alloc *a, struct blockset *s, bool keep)
 {
     struct block *b;
-    if (blocks_too)
-        for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
-             blockset_next(s, &it))
-            block_drop(a, b);
-    alloc_blockset_release(s);
+    for (struct blockset_pos it = blockset_first(s); (b = blockset_at(s, it)) != NULL;
+         blockset_next(s, &it))
+        block_drop(a, b);
+    if (keep)
+        alloc_blockset_clear(s);
+    else
+        alloc_blockset_release(s);
 }
 
-void gm_alloc_free(struct gm_alloc *a)
+/* Give every segment back to the device and drop every block; 'keep': hold on to the memory
+ * of the bookkeeping (block records, set nodes, map slots, the event array) for the model's
+ * next run (gm_alloc_reset()), else release it all but 'a' itself. */
+static void teardown(struct gm_alloc *a, bool keep)
 {
     struct alloc_pool *pools[2];
-    if (!a)
-        return;
     pools[0] = &a->large;
     pools[1] = &a->small;
     /* give cudaMalloc segments back: walk each segment from its head */
@@ -1233,7 +1262,12 @@ void gm_alloc_free(struct gm_alloc *a)
     for (size_t i = 0; i < a->n_events; i++)
         if (--a->events[i].b->event_count == 0)
             block_drop(a, a->events[i].b);
-    gm_free(a->events);
+    a->n_events = 0;
+    if (!keep) {
+        gm_free(a->events);
+        a->events = NULL;
+        a->cap_events = 0;
+    }
     while (a->xsegs) {
         struct xseg *xs = a->xsegs;
         for (size_t i = 0; i < xs->n_pages; i++)
@@ -1245,8 +1279,8 @@ void gm_alloc_free(struct gm_alloc *a)
         gm_free(xs);
     }
     for (int k = 0; k < 2; k++) {
-        free_set(a, &pools[k]->blocks, true);
-        free_set(a, &pools[k]->unmapped, true);
+        free_set(a, &pools[k]->blocks, keep);
+        free_set(a, &pools[k]->unmapped, keep);
     }
     for (size_t pos = 0;;) {
         struct block *b = alloc_active_next(a, &pos);
@@ -1255,13 +1289,62 @@ void gm_alloc_free(struct gm_alloc *a)
         gm_free(b->uses);
         block_drop(a, b);
     }
+    if (keep) {
+        gm_map_clear(&a->active);
+        return;
+    }
     gm_map_release(&a->active);
     while (a->slabs) {
         struct block_slab *sl = a->slabs;
         a->slabs = sl->next;
         gm_free(sl);
     }
+    a->spare_blocks = NULL;
+}
+
+void gm_alloc_free(struct gm_alloc *a)
+{
+    if (!a)
+        return;
+    teardown(a, false);
     gm_free(a);
+}
+
+enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *conf,
+                              const struct gm_alloc_device *dev, struct gm_error *err)
+{
+    struct gm_map active;
+    struct blockset sets[4];
+    struct alloc_event *events;
+    size_t cap_events;
+    struct block_slab *slabs;
+    struct block *spare_blocks;
+    enum gm_status st;
+    if ((st = check_new(conf, dev, err)) != GM_OK)
+        return st;
+    teardown(a, true);
+    /* what the bookkeeping holds, empty; everything else as gm_alloc_new() leaves it */
+    active = a->active;
+    sets[0] = a->large.blocks;
+    sets[1] = a->large.unmapped;
+    sets[2] = a->small.blocks;
+    sets[3] = a->small.unmapped;
+    events = a->events;
+    cap_events = a->cap_events;
+    slabs = a->slabs;
+    spare_blocks = a->spare_blocks;
+    memset(a, 0, sizeof(*a));
+    a->active = active;
+    a->large.blocks = sets[0];
+    a->large.unmapped = sets[1];
+    a->small.blocks = sets[2];
+    a->small.unmapped = sets[3];
+    a->events = events;
+    a->cap_events = cap_events;
+    a->slabs = slabs;
+    a->spare_blocks = spare_blocks;
+    init_fields(a, conf, dev);
+    return GM_OK;
 }
 
 void gm_alloc_get_stats(const struct gm_alloc *a, struct gm_alloc_stats *out)

@@ -94,6 +94,8 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b);
 bool alloc_blockset_erase(struct blockset *s, const struct block *b);
 /* erase the element at 'p', which must not be the end */
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p);
+/* empties the set (not its blocks), keeping its memory (the tree array, the nodes) */
+void alloc_blockset_clear(struct blockset *s);
 /* frees the set's memory, not its blocks */
 void alloc_blockset_release(struct blockset *s);
 

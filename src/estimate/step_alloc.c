@@ -1162,13 +1162,21 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     return GM_OK;
 }
 
+/* The allocator model a run leaves for the next (gm_alloc_reset()), with the device it
+ * runs on: what its bookkeeping took is taken once per estimate, not once per replay. */
+struct kept_alloc {
+    struct gm_alloc *a; /* NULL: none yet */
+    struct gm_alloc_fakedev fake;
+};
+
 /* Run the prepared replay on a device of 'capacity' bytes (0: no limit); 'pass' tells the
- * segment trace which run it sees. */
+ * segment trace which run it sees; 'keep' (NULL: none) lends the model and takes it back. */
 static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity, unsigned pass,
-                                   struct gm_est_replay *out, struct gm_error *err)
+                                   struct kept_alloc *keep, struct gm_est_replay *out,
+                                   struct gm_error *err)
 {
     struct replay r = pr->r;
-    struct gm_alloc_fakedev fake;
+    struct gm_alloc_fakedev own, *fake = keep ? &keep->fake : &own;
     struct gm_alloc_device dev;
     struct gm_alloc_stats stats;
     size_t n = pr->n, off = 0;
@@ -1200,20 +1208,26 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         }
         off += pl[i].n_units * pl[i].per_unit;
     }
-    gm_alloc_fakedev_init(&fake, capacity);
     dev.ops = &gm_alloc_fakedev_ops;
-    dev.ctx = &fake;
+    dev.ctx = fake;
     dev.total_bytes = capacity ? capacity : EST_MAX_BYTES;
     /* expandable segments reserve a virtual range of 1.125 x the device per stream and pool,
      * a byte per page: without a limit, a device with room for every tensor of the job four
      * times over and 16 GiB of temporaries (a range that runs out fails as a full device) */
     if (!capacity && pr->conf.expandable_segments)
         dev.total_bytes = gm_add_sat(gm_mul_sat(pr->bytes, 4), 16 * GM_GIB);
-    if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) != GM_OK) {
+    /* the kept model gives its segments back to the device it ran on before that one
+     * starts again */
+    if (keep && keep->a)
+        st = gm_alloc_reset(r.a = keep->a, &pr->conf, &dev, err);
+    else
+        st = gm_alloc_new(&pr->conf, &dev, &r.a, err);
+    if (st != GM_OK) {
         gm_free(pl);
         gm_free(mem);
         return st;
     }
+    gm_alloc_fakedev_init(fake, capacity);
     gm_alloc_set_event_hook(r.a, on_segment, &r);
 
     if (r.fsdp1_wrap)
@@ -1250,7 +1264,10 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
-    gm_alloc_free(r.a);
+    if (keep)
+        keep->a = r.a;
+    else
+        gm_alloc_free(r.a);
     gm_free(pl);
     gm_free(mem);
     return st;
@@ -1278,12 +1295,14 @@ struct est_replay_memo {
     size_t n;    /* entries used */
     size_t next; /* the entry a new replay replaces once all are used */
     struct memo_ent ent[MEMO_MAX];
+    struct kept_alloc kept; /* the model the replays run into this estimate share */
 };
 
 void est_replay_memo_free(struct est_replay_memo *m)
 {
     if (!m)
         return;
+    gm_alloc_free(m->kept.a);
     for (size_t i = 0; i < m->n; i++)
         gm_free(m->ent[i].key);
     gm_free(m);
@@ -1371,7 +1390,12 @@ static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, c
         *out = *seen;
         return GM_OK;
     }
-    if ((st = run_prepared(pr, capacity, pass, out, err)) == GM_OK && key)
+    if (cx->replays && !*cx->replays)
+        *cx->replays = gm_calloc(1, sizeof(**cx->replays)); /* NULL: runs without one */
+    if ((st = run_prepared(pr, capacity, pass,
+                           cx->replays && *cx->replays ? &(*cx->replays)->kept : NULL, out, err)) ==
+            GM_OK &&
+        key)
         memo_put(cx->replays, key, len, capacity, out);
     return st;
 }

@@ -967,6 +967,104 @@ static void test_random_options(void **state)
     random_run("expandable_segments:True", 700 * MiB, 5, 3000);
 }
 
+/* A run of mallocs and frees on f's model (leaving blocks live and events outstanding when
+ * 'leave'), every pointer it got written to 'got'; blocks used on another stream
+ * (record_stream) unless 'one_stream' */
+static void seq_run(struct fixture *f, uint64_t seed, int steps, bool leave, bool one_stream,
+                    uint64_t *got)
+{
+    uint64_t live[32] = {0};
+    uint64_t s = seed;
+    for (int i = 0; i < steps; i++) {
+        uint64_t r = rng_next(&s);
+        size_t slot = (size_t)(r % 32);
+        got[i] = 0;
+        if (live[slot]) {
+            if (!one_stream && (r >> 8) % 5 == 0)
+                assert_int_equal(gm_alloc_record_stream(f->a, live[slot], 1, NULL), GM_OK);
+            fr(f, live[slot]);
+            live[slot] = 0;
+        } else if (gm_alloc_malloc(f->a, 1 + (r >> 16) % (30 * MiB), (int64_t)((r >> 40) % 2),
+                                   &live[slot], NULL) == GM_OK) {
+            got[i] = live[slot];
+        } else {
+            live[slot] = 0; /* out of device memory */
+        }
+        if (r % 89 == 0)
+            gm_alloc_empty_cache(f->a);
+    }
+    for (size_t k = 0; k < 32 && !leave; k++)
+        if (live[k])
+            fr(f, live[k]);
+}
+
+/* A model reset onto another device and configuration runs as a new one would: the same
+ * pointers, statistics and segment events, whatever the run before it left behind. */
+static void test_reset_runs_as_new(void **state)
+{
+    /* (record_stream is left out with expandable segments: there the model can hand out an
+     * address that is still live, a fault of its own that this test is not about) */
+    static const char *confs[] = {NULL, "expandable_segments:True", "max_split_size_mb:20"};
+    enum { STEPS = 1500 };
+    static uint64_t want[STEPS], got[STEPS];
+    (void)state;
+    for (size_t c = 0; c < 3; c++) {
+        struct fixture fresh, reused;
+        struct gm_alloc_stats a, b;
+        struct gm_alloc_device dev;
+        struct gm_error e;
+        setup(&fresh, confs[c], 400 * MiB);
+        seq_run(&fresh, 1000 + c, STEPS, false, c == 1, want);
+        gm_alloc_get_stats(fresh.a, &a);
+
+        setup(&reused, confs[(c + 1) % 3], 0);
+        /* left with live blocks and events */
+        seq_run(&reused, 77 + c, STEPS, true, (c + 1) % 3 == 1, got);
+        gm_alloc_conf_init(&reused.conf);
+        assert_int_equal(gm_alloc_conf_parse(&reused.conf, confs[c], &e), GM_OK);
+        gm_alloc_fakedev_init(&reused.fake, 400 * MiB);
+        dev.ops = &gm_alloc_fakedev_ops;
+        dev.ctx = &reused.fake;
+        dev.total_bytes = 80ull << 30;
+        assert_int_equal(gm_alloc_reset(reused.a, &reused.conf, &dev, &e), GM_OK);
+        /* the old device got its segments back before the new one was set up */
+        gm_alloc_fakedev_init(&reused.fake, 400 * MiB);
+        reused.n_ev = 0;
+        gm_alloc_set_event_hook(reused.a, on_event, &reused);
+        seq_run(&reused, 1000 + c, STEPS, false, c == 1, got);
+        gm_alloc_get_stats(reused.a, &b);
+
+        assert_memory_equal(got, want, sizeof(want));
+        assert_memory_equal(&a, &b, sizeof(a));
+        assert_int_equal(reused.n_ev, fresh.n_ev);
+        assert_memory_equal(reused.ev, fresh.ev, sizeof(fresh.ev));
+        assert_memory_equal(reused.ev_size, fresh.ev_size, sizeof(fresh.ev_size));
+        teardown(&fresh);
+        teardown(&reused);
+    }
+}
+
+/* A refused configuration leaves the model as it was. */
+static void test_reset_refused_leaves_model(void **state)
+{
+    struct fixture f;
+    struct gm_alloc_conf c;
+    struct gm_alloc_device dev;
+    uint64_t p;
+    (void)state;
+    setup(&f, NULL, 0);
+    p = m(&f, 5 * MiB);
+    gm_alloc_conf_init(&c);
+    c.backend = GM_ALLOC_BACKEND_CUDA_MALLOC_ASYNC;
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &f.fake;
+    dev.total_bytes = 80ull << 30;
+    assert_int_equal(gm_alloc_reset(f.a, &c, &dev, NULL), GM_ERR_UNSUPPORTED);
+    assert_true(allocated(&f) >= 5 * MiB);
+    fr(&f, p);
+    teardown(&f);
+}
+
 /* host allocation failures at every step: clean errors, no leaks (ASan checks) */
 /* ---- the ordered block set against a linear scan ---- */
 
@@ -1184,6 +1282,8 @@ int main(void)
         cmocka_unit_test(test_stats_json),
         cmocka_unit_test(test_random_default),
         cmocka_unit_test(test_random_options),
+        cmocka_unit_test(test_reset_runs_as_new),
+        cmocka_unit_test(test_reset_refused_leaves_model),
         cmocka_unit_test(test_blockset_random_by_size),
         cmocka_unit_test(test_blockset_random_by_addr),
         cmocka_unit_test(test_host_alloc_failures),
