@@ -1347,6 +1347,60 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     return GM_OK;
 }
 
+#define STATE_WORDS 6 /* words a block */
+
+/* address, size, bytes requested (a free block keeps its last, which nothing reads),
+ * stream, whether it is allocated and in the small pool, the address of the block before
+ * it in its segment (0: the segment's first) */
+static uint64_t *state_block(uint64_t *w, const struct block *b)
+{
+    *w++ = b->addr;
+    *w++ = b->size;
+    *w++ = b->allocated ? b->requested : 0;
+    *w++ = (uint64_t)b->stream;
+    *w++ = (uint64_t)b->pool->small << 1 | (uint64_t)b->allocated;
+    *w++ = b->prev ? b->prev->addr : 0;
+    return w;
+}
+
+enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **out, size_t *n,
+                              struct gm_error *err)
+{
+    const struct blockset *sets[2] = {&a->large.blocks, &a->small.blocks};
+    size_t n_blocks = gm_map_count(&a->active) + sets[0]->n + sets[1]->n;
+    struct block *b;
+    uint64_t *w;
+    *out = NULL;
+    *n = 0;
+    if (a->conf.expandable_segments || a->n_events || a->n_pending ||
+        (a->set_fraction && a->conf.garbage_collection_threshold > 0.0))
+        return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                       "allocator model: a state with expandable segments, events or "
+                       "garbage collection is not written as words");
+    if (!(w = gm_malloc((n_blocks ? n_blocks : 1) * STATE_WORDS * sizeof(*w))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    *out = w;
+    /* the free blocks in their sets' order, the allocated ones in the map's: every block
+     * once with its segment neighbour, so equal words are equal states (two equal states
+     * whose maps hold their blocks in another order give other words) */
+    for (int k = 0; k < 2; k++)
+        for (struct blockset_pos it = blockset_first(sets[k]); (b = blockset_at(sets[k], it));
+             blockset_next(sets[k], &it))
+            w = state_block(w, b);
+    for (size_t pos = 0; (b = alloc_active_next(a, &pos)) != NULL;) {
+        if (b->n_uses) {
+            gm_free(*out);
+            *out = NULL;
+            return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                           "allocator model: a block used on another stream is not written "
+                           "as words");
+        }
+        w = state_block(w, b);
+    }
+    *n = (size_t)(w - *out);
+    return GM_OK;
+}
+
 void gm_alloc_get_stats(const struct gm_alloc *a, struct gm_alloc_stats *out)
 {
     *out = a->stats;

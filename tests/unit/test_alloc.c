@@ -1044,6 +1044,50 @@ static void test_reset_runs_as_new(void **state)
     }
 }
 
+/* The state as words: a pattern of requests that leaves the cache as it found it gives the
+ * same words again; one more live block, other words; what the words cannot say is
+ * refused. */
+static void test_state_words(void **state)
+{
+    struct fixture f;
+    uint64_t *w0, *w1, *w2, p[4];
+    size_t n0, n1, n2;
+    struct gm_error e;
+    (void)state;
+    setup(&f, NULL, 0);
+    p[0] = m(&f, 3 * MiB);
+    for (int round = 0; round < 2; round++) { /* warm: the cache holds these blocks */
+        p[1] = m(&f, 7 * MiB);
+        p[2] = m(&f, 1000);
+        fr(&f, p[1]);
+        fr(&f, p[2]);
+    }
+    assert_int_equal(gm_alloc_state(f.a, &w0, &n0, &e), GM_OK);
+    p[1] = m(&f, 7 * MiB);
+    p[2] = m(&f, 1000);
+    fr(&f, p[1]);
+    fr(&f, p[2]);
+    assert_int_equal(gm_alloc_state(f.a, &w1, &n1, &e), GM_OK);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(w0, w1, n0 * sizeof(*w0));
+    p[3] = m(&f, 1000); /* one more live block */
+    assert_int_equal(gm_alloc_state(f.a, &w2, &n2, &e), GM_OK);
+    assert_true(n2 != n1 || memcmp(w1, w2, n1 * sizeof(*w1)) != 0);
+    gm_free(w2);
+    fr(&f, p[3]);
+    gm_free(w0);
+    gm_free(w1);
+    /* a block used on another stream: its events are not in the words */
+    assert_int_equal(gm_alloc_record_stream(f.a, p[0], 1, NULL), GM_OK);
+    assert_int_equal(gm_alloc_state(f.a, &w0, &n0, &e), GM_ERR_UNSUPPORTED);
+    assert_null(w0);
+    fr(&f, p[0]);
+    teardown(&f);
+    setup(&f, "expandable_segments:True", 0);
+    assert_int_equal(gm_alloc_state(f.a, &w0, &n0, &e), GM_ERR_UNSUPPORTED);
+    teardown(&f);
+}
+
 /* A refused configuration leaves the model as it was. */
 static void test_reset_refused_leaves_model(void **state)
 {
@@ -1284,6 +1328,7 @@ int main(void)
         cmocka_unit_test(test_random_options),
         cmocka_unit_test(test_reset_runs_as_new),
         cmocka_unit_test(test_reset_refused_leaves_model),
+        cmocka_unit_test(test_state_words),
         cmocka_unit_test(test_blockset_random_by_size),
         cmocka_unit_test(test_blockset_random_by_addr),
         cmocka_unit_test(test_host_alloc_failures),

@@ -340,6 +340,34 @@ static void test_remembered_replay_is_the_replay(void **state)
     gm_estimate_free(plain);
 }
 
+/* A step that starts where the one before started is counted, not run; a traced replay
+ * runs every step.  Both give the same replay, for jobs whose cache settles after a step
+ * and jobs whose does not, without a limit and near one. */
+static void test_settled_step_counted_as_run(void **state)
+{
+    static const char *const jobs[][2] = {
+        {"llama-3.1-8b", "--train --batch 1 --seq 2048"},
+        {"llama-3.1-8b", "--train --batch 4 --seq 4096 --grad-checkpointing full"},
+        {"llama-3.1-8b", "--train --batch 8 --seq 1024 --gpu A100-40GB"},
+        {"qwen2.5-1.5b", "--train --gpus 4 --grad-accum 8 --batch 4 --seq 1024"},
+        {"mistral-7b", "--train --lora --batch 2 --seq 4096 --grad-checkpointing full"},
+        {"llama-3-8b", "--train --qlora --batch 1 --seq 2048 --grad-checkpointing full"},
+        {"llama-3.1-8b", "--train --batch 2 --seq 2048 --alloc-conf max_split_size_mb:256"},
+    };
+    struct gm_estimate *traced = NULL, *plain = NULL;
+    size_t segments = 0;
+    (void)state;
+    for (size_t k = 0; k < sizeof(jobs) / sizeof(jobs[0]); k++) {
+        run_traced(jobs[k][0], jobs[k][1], &traced, count_segment, &segments);
+        run(jobs[k][0], jobs[k][1], &plain);
+        assert_true(plain->replay.used);
+        assert_int_equal(plain->replay.steps, 3);
+        assert_same_replay(traced, plain);
+    }
+    gm_estimate_free(traced);
+    gm_estimate_free(plain);
+}
+
 /* The HF stack (--transformers-version given): peak reserved is the larger of the replay and
  * the fragmentation floor (allocated + 0.25 x the step's transients).  A custom loop: the
  * replay alone.  Either way the range's low end is the replay alone and its high end at least
@@ -713,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
         cmocka_unit_test(test_remembered_replay_is_the_replay),
+        cmocka_unit_test(test_settled_step_counted_as_run),
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_floor_stops_at_the_capacity),
         cmocka_unit_test(test_failed_request_named),
