@@ -96,7 +96,7 @@ static void free_subtree(struct gm_btree *t, struct gm_btree_node *x, unsigned h
 {
     if (height > 0)
         for (unsigned i = 0; i < x->n; i++)
-            free_subtree(t, x->ptr[i], height - 1);
+            free_subtree(t, x->e[i].ptr, height - 1);
     node_give(t, x);
 }
 
@@ -126,7 +126,7 @@ static inline unsigned node_lower_bound(const struct gm_btree_node *x, struct gm
     unsigned lo = 0, hi = x->n;
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        if (key_less(x->key[mid], k))
+        if (key_less(x->e[mid].key, k))
             lo = mid + 1;
         else
             hi = mid;
@@ -144,7 +144,7 @@ static inline void set_home(const struct gm_btree *t, void *val, struct gm_btree
 static void adopt(struct gm_btree_node *x, unsigned slot)
 {
     for (unsigned i = slot; i < x->n; i++) {
-        struct gm_btree_node *c = x->ptr[i];
+        struct gm_btree_node *c = x->e[i].ptr;
         c->parent = x;
         c->slot = i;
     }
@@ -162,7 +162,7 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
     for (unsigned h = t->height; h > 0; h--) {
         i = node_lower_bound(x, key);
         /* past every bound: past every key of this subtree, whose last leaf leads on */
-        x = x->ptr[i < x->n ? i : x->n - 1];
+        x = x->e[i < x->n ? i : x->n - 1].ptr;
     }
     i = node_lower_bound(x, key);
     if (i < x->n) {
@@ -184,12 +184,11 @@ static struct gm_btree_node *split(struct gm_btree *t, struct gm_btree_node *x, 
 {
     struct gm_btree_node *r = node_take(t);
     r->n = x->n - HALF;
-    memcpy(r->key, x->key + HALF, r->n * sizeof(*r->key));
-    memcpy(r->ptr, x->ptr + HALF, r->n * sizeof(*r->ptr));
+    memcpy(r->e, x->e + HALF, r->n * sizeof(*r->e));
     x->n = HALF;
     if (leaf) {
         for (unsigned i = 0; i < r->n; i++)
-            set_home(t, r->ptr[i], r);
+            set_home(t, r->e[i].ptr, r);
         r->prev = x;
         r->next = x->next;
         if (x->next)
@@ -213,8 +212,8 @@ static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struc
     if (!p) { /* x was the root */
         p = node_take(t);
         p->n = 1;
-        p->key[0] = r->key[r->n - 1];
-        p->ptr[0] = x;
+        p->e[0].key = r->e[r->n - 1].key;
+        p->e[0].ptr = x;
         x->parent = p;
         x->slot = 0;
         t->root = p;
@@ -224,11 +223,10 @@ static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struc
         p = x->parent;
     }
     s = x->slot;
-    memmove(p->key + s + 2, p->key + s + 1, (p->n - s - 1) * sizeof(*p->key));
-    memmove(p->ptr + s + 2, p->ptr + s + 1, (p->n - s - 1) * sizeof(*p->ptr));
-    p->key[s + 1] = p->key[s];
-    p->ptr[s + 1] = r;
-    p->key[s] = x->key[x->n - 1];
+    memmove(p->e + s + 2, p->e + s + 1, (p->n - s - 1) * sizeof(*p->e));
+    p->e[s + 1].key = p->e[s].key;
+    p->e[s + 1].ptr = r;
+    p->e[s].key = x->e[x->n - 1].key;
     p->n++;
     adopt(p, s + 1);
 }
@@ -246,12 +244,12 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
         i = node_lower_bound(x, key);
         if (i == x->n) { /* past every bound: the last child's rises to the key */
             i = x->n - 1;
-            x->key[i] = key;
+            x->e[i].key = key;
         }
-        x = x->ptr[i];
+        x = x->e[i].ptr;
     }
     i = node_lower_bound(x, key);
-    if (i < x->n && x->key[i].hi == key.hi && x->key[i].lo == key.lo)
+    if (i < x->n && x->e[i].key.hi == key.hi && x->e[i].key.lo == key.lo)
         return GM_ERR_INVALID;
     if (x->n == ORDER) {
         struct gm_btree_node *r = split(t, x, true);
@@ -261,10 +259,9 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
             x = r;
         }
     }
-    memmove(x->key + i + 1, x->key + i, (x->n - i) * sizeof(*x->key));
-    memmove(x->ptr + i + 1, x->ptr + i, (x->n - i) * sizeof(*x->ptr));
-    x->key[i] = key;
-    x->ptr[i] = val;
+    memmove(x->e + i + 1, x->e + i, (x->n - i) * sizeof(*x->e));
+    x->e[i].key = key;
+    x->e[i].ptr = val;
     x->n++;
     set_home(t, val, x);
     t->n++;
@@ -276,9 +273,8 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
 /* drop child 'slot' of 'p' (already emptied or merged away) and give it back */
 static void remove_child(struct gm_btree *t, struct gm_btree_node *p, unsigned slot)
 {
-    struct gm_btree_node *c = p->ptr[slot];
-    memmove(p->key + slot, p->key + slot + 1, (p->n - slot - 1) * sizeof(*p->key));
-    memmove(p->ptr + slot, p->ptr + slot + 1, (p->n - slot - 1) * sizeof(*p->ptr));
+    struct gm_btree_node *c = p->e[slot].ptr;
+    memmove(p->e + slot, p->e + slot + 1, (p->n - slot - 1) * sizeof(*p->e));
     p->n--;
     adopt(p, slot);
     node_give(t, c);
@@ -301,17 +297,16 @@ static void merge(struct gm_btree *t, struct gm_btree_node *l, struct gm_btree_n
 {
     struct gm_btree_node *p = l->parent;
     unsigned at = l->n;
-    memcpy(l->key + at, r->key, r->n * sizeof(*r->key));
-    memcpy(l->ptr + at, r->ptr, r->n * sizeof(*r->ptr));
+    memcpy(l->e + at, r->e, r->n * sizeof(*r->e));
     l->n += r->n;
     if (leaf) {
         for (unsigned i = at; i < l->n; i++)
-            set_home(t, l->ptr[i], l);
+            set_home(t, l->e[i].ptr, l);
         unlink_leaf(t, r);
     } else {
         adopt(l, at);
     }
-    p->key[l->slot] = p->key[r->slot];
+    p->e[l->slot].key = p->e[r->slot].key;
     remove_child(t, p, r->slot);
 }
 
@@ -328,10 +323,11 @@ static void shrink(struct gm_btree *t, struct gm_btree_node *x, unsigned h)
                 unlink_leaf(t, x);
             remove_child(t, p, x->slot);
         } else if (x->slot + 1 < p->n &&
-                   x->n + ((struct gm_btree_node *)p->ptr[x->slot + 1])->n <= HALF) {
-            merge(t, x, p->ptr[x->slot + 1], h == 0);
-        } else if (x->slot > 0 && ((struct gm_btree_node *)p->ptr[x->slot - 1])->n + x->n <= HALF) {
-            merge(t, p->ptr[x->slot - 1], x, h == 0);
+                   x->n + ((struct gm_btree_node *)p->e[x->slot + 1].ptr)->n <= HALF) {
+            merge(t, x, p->e[x->slot + 1].ptr, h == 0);
+        } else if (x->slot > 0 &&
+                   ((struct gm_btree_node *)p->e[x->slot - 1].ptr)->n + x->n <= HALF) {
+            merge(t, p->e[x->slot - 1].ptr, x, h == 0);
         } else {
             return;
         }
@@ -340,7 +336,7 @@ static void shrink(struct gm_btree *t, struct gm_btree_node *x, unsigned h)
     }
     /* x is the root */
     while (t->height > 0 && x->n == 1) {
-        struct gm_btree_node *c = x->ptr[0];
+        struct gm_btree_node *c = x->e[0].ptr;
         c->parent = NULL;
         c->slot = 0;
         node_give(t, x);
@@ -357,9 +353,8 @@ static void shrink(struct gm_btree *t, struct gm_btree_node *x, unsigned h)
 void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
 {
     struct gm_btree_node *x = p.leaf;
-    set_home(t, x->ptr[p.i], NULL);
-    memmove(x->key + p.i, x->key + p.i + 1, (x->n - p.i - 1) * sizeof(*x->key));
-    memmove(x->ptr + p.i, x->ptr + p.i + 1, (x->n - p.i - 1) * sizeof(*x->ptr));
+    set_home(t, x->e[p.i].ptr, NULL);
+    memmove(x->e + p.i, x->e + p.i + 1, (x->n - p.i - 1) * sizeof(*x->e));
     x->n--;
     t->n--;
     shrink(t, x, 0);
@@ -379,7 +374,7 @@ bool gm_btree_erase(struct gm_btree *t, const void *val)
     if (top != t->root)
         return false;
     for (unsigned i = 0; i < leaf->n; i++)
-        if (leaf->ptr[i] == val) {
+        if (leaf->e[i].ptr == val) {
             struct gm_btree_pos p = {leaf, i};
             gm_btree_erase_at(t, p);
             return true;

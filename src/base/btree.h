@@ -45,8 +45,10 @@ struct gm_btree_node {
     unsigned slot;                /* index among the parent's children */
     struct gm_btree_node *prev;   /* leaves: the neighbours in key order, NULL at the ends */
     struct gm_btree_node *next;   /* (also the pool's free list) */
-    struct gm_btree_key key[GM_BTREE_ORDER]; /* leaf: the keys; inner: each child's bound */
-    void *ptr[GM_BTREE_ORDER];               /* leaf: the values; inner: the children */
+    struct gm_btree_ent {
+        struct gm_btree_key key; /* leaf: an entry's key; inner: a child's bound */
+        void *ptr;               /* leaf: its value; inner: the child */
+    } e[GM_BTREE_ORDER];         /* side by side: a shift moves one array */
 };
 
 struct gm_btree_slab;
@@ -134,13 +136,13 @@ static inline struct gm_btree_pos gm_btree_last(const struct gm_btree *t)
 /* the value at 'p', NULL at the end */
 static inline void *gm_btree_at(struct gm_btree_pos p)
 {
-    return p.leaf ? p.leaf->ptr[p.i] : NULL;
+    return p.leaf ? p.leaf->e[p.i].ptr : NULL;
 }
 
 /* the key at 'p', which is not the end */
 static inline struct gm_btree_key gm_btree_key_at(struct gm_btree_pos p)
 {
-    return p.leaf->key[p.i];
+    return p.leaf->e[p.i].key;
 }
 
 /* step to the next entry (or the end); 'p' is not the end */

@@ -84,29 +84,29 @@ static size_t check_node(const struct gm_btree *t, const struct gm_btree_node *x
     assert_true(x->n >= 1 && x->n <= GM_BTREE_ORDER);
     for (unsigned i = 0; i < x->n; i++) {
         if (i > 0)
-            assert_true(key_cmp(x->key[i - 1], x->key[i]) < 0);
+            assert_true(key_cmp(x->e[i - 1].key, x->e[i].key) < 0);
         if (lo)
-            assert_true(key_cmp(*lo, x->key[i]) < 0);
+            assert_true(key_cmp(*lo, x->e[i].key) < 0);
         if (hi)
-            assert_true(key_cmp(x->key[i], *hi) <= 0);
+            assert_true(key_cmp(x->e[i].key, *hi) <= 0);
     }
     if (height == 0) {
         /* the leaves in order make the chain */
         assert_ptr_equal(x, *leaf);
         for (unsigned i = 0; i < x->n; i++)
             if (t->home != GM_BTREE_NO_HOME)
-                assert_ptr_equal(((const struct item *)x->ptr[i])->leaf, x);
+                assert_ptr_equal(((const struct item *)x->e[i].ptr)->leaf, x);
         *leaf = x->next;
         return x->n;
     }
     for (unsigned i = 0; i < x->n; i++) {
-        const struct gm_btree_node *c = x->ptr[i];
+        const struct gm_btree_node *c = x->e[i].ptr;
         assert_ptr_equal(c->parent, x);
         assert_int_equal(c->slot, i);
         if (i > 0)
-            assert_true(((const struct gm_btree_node *)x->ptr[i - 1])->n + c->n >
+            assert_true(((const struct gm_btree_node *)x->e[i - 1].ptr)->n + c->n >
                         GM_BTREE_ORDER / 2);
-        n += check_node(t, c, height - 1, i > 0 ? &x->key[i - 1] : lo, &x->key[i], leaf);
+        n += check_node(t, c, height - 1, i > 0 ? &x->e[i - 1].key : lo, &x->e[i].key, leaf);
     }
     return n;
 }
