@@ -119,7 +119,7 @@ enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra)
 {
     if (!GM_VEC_RESERVE(s->trees, s->cap_trees, s->n_trees + extra, NULL))
         return GM_ERR_NOMEM;
-    return gm_btree_pool_reserve(&s->nodes, gm_btree_insert_nodes(s->height, extra));
+    return gm_slab_reserve(&s->nodes, gm_btree_insert_nodes(s->height, extra));
 }
 
 enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b)
@@ -163,6 +163,14 @@ void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
     s->n--;
 }
 
+void alloc_blockset_init(struct blockset *s, bool by_size)
+{
+    struct gm_slab nodes = GM_BTREE_POOL_INIT;
+    memset(s, 0, sizeof(*s));
+    s->nodes = nodes;
+    s->by_size = by_size;
+}
+
 void alloc_blockset_clear(struct blockset *s)
 {
     for (size_t t = 0; t < s->n_trees; t++)
@@ -176,7 +184,7 @@ void alloc_blockset_release(struct blockset *s)
     for (size_t t = 0; t < s->n_trees; t++)
         gm_btree_release(&s->trees[t].t);
     gm_free(s->trees);
-    gm_btree_pool_release(&s->nodes);
+    gm_slab_release(&s->nodes);
     s->trees = NULL;
     s->n_trees = s->cap_trees = s->n = 0;
     s->height = 0;
@@ -210,40 +218,17 @@ static bool active_reserve(struct gm_alloc *a)
 
 /* ---- blocks --------------------------------------------------------------------------- */
 
-/* Block records come from slabs of BLOCK_SLAB that the allocator keeps until
- * gm_alloc_free(): a replay makes and drops hundreds of thousands of them, and a record
- * given back is the next one handed out.  The sanitizer build (GM_ARENA_MALLOC) gives each
- * record its own allocation instead, so that ASan sees a use after free. */
+/* Block records come from a pool (base/slab.h) the allocator keeps until gm_alloc_free():
+ * a replay makes and drops hundreds of thousands of them, and a record given back is the
+ * next one handed out. */
 #define BLOCK_SLAB 256
-
-struct block_slab {
-    struct block_slab *next;
-    struct block b[BLOCK_SLAB];
-};
 
 static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size, int64_t stream,
                                struct alloc_pool *pool, struct xseg *xs)
 {
-    struct block *b;
-#ifdef GM_ARENA_MALLOC
-    (void)a; /* one allocation per record, so that the sanitizer sees each use after free */
-    if (!(b = gm_malloc(sizeof(*b))))
+    struct block *b = gm_slab_take(&a->records);
+    if (!b)
         return NULL;
-#else
-    if (!a->spare_blocks) {
-        struct block_slab *sl = gm_malloc(sizeof(*sl));
-        if (!sl)
-            return NULL;
-        sl->next = a->slabs;
-        a->slabs = sl;
-        for (size_t i = BLOCK_SLAB; i-- > 0;) {
-            sl->b[i].next = a->spare_blocks;
-            a->spare_blocks = &sl->b[i];
-        }
-    }
-    b = a->spare_blocks;
-    a->spare_blocks = b->next;
-#endif
     memset(b, 0, sizeof(*b));
     b->addr = addr;
     b->size = size;
@@ -257,15 +242,7 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
 /* Give a record back (its 'uses' already freed or moved); NULL is a no-op. */
 static void block_drop(struct gm_alloc *a, struct block *b)
 {
-    if (!b)
-        return;
-#ifdef GM_ARENA_MALLOC
-    (void)a;
-    gm_free(b);
-#else
-    b->next = a->spare_blocks;
-    a->spare_blocks = b;
-#endif
+    gm_slab_give(&a->records, b);
 }
 
 static bool is_split(const struct block *b)
@@ -1148,8 +1125,6 @@ static void init_fields(struct gm_alloc *a, const struct gm_alloc_conf *conf,
     a->conf = *conf;
     a->dev = *dev;
     a->small.small = true;
-    a->small.blocks.by_size = true;
-    a->large.blocks.by_size = true;
     a->stats.max_split_size = conf->max_split_size;
 }
 
@@ -1164,6 +1139,11 @@ enum gm_status gm_alloc_new(const struct gm_alloc_conf *conf, const struct gm_al
     a = gm_calloc(1, sizeof(*a));
     if (!a)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    alloc_blockset_init(&a->large.blocks, true);
+    alloc_blockset_init(&a->large.unmapped, false);
+    alloc_blockset_init(&a->small.blocks, true);
+    alloc_blockset_init(&a->small.unmapped, false);
+    a->records = (struct gm_slab)GM_SLAB_INIT(struct block, BLOCK_SLAB);
     init_fields(a, conf, dev);
     *out = a;
     return GM_OK;
@@ -1294,12 +1274,7 @@ static void teardown(struct gm_alloc *a, bool keep)
         return;
     }
     gm_map_release(&a->active);
-    while (a->slabs) {
-        struct block_slab *sl = a->slabs;
-        a->slabs = sl->next;
-        gm_free(sl);
-    }
-    a->spare_blocks = NULL;
+    gm_slab_release(&a->records);
 }
 
 void gm_alloc_free(struct gm_alloc *a)
@@ -1317,8 +1292,7 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     struct blockset sets[4];
     struct alloc_event *events;
     size_t cap_events;
-    struct block_slab *slabs;
-    struct block *spare_blocks;
+    struct gm_slab records;
     enum gm_status st;
     if ((st = check_new(conf, dev, err)) != GM_OK)
         return st;
@@ -1331,8 +1305,7 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     sets[3] = a->small.unmapped;
     events = a->events;
     cap_events = a->cap_events;
-    slabs = a->slabs;
-    spare_blocks = a->spare_blocks;
+    records = a->records;
     memset(a, 0, sizeof(*a));
     a->active = active;
     a->large.blocks = sets[0];
@@ -1341,8 +1314,7 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     a->small.unmapped = sets[3];
     a->events = events;
     a->cap_events = cap_events;
-    a->slabs = slabs;
-    a->spare_blocks = spare_blocks;
+    a->records = records;
     init_fields(a, conf, dev);
     return GM_OK;
 }

@@ -60,7 +60,7 @@ struct blockset_tree {
 };
 
 struct blockset {
-    struct gm_btree_pool nodes;  /* of every tree of the set */
+    struct gm_slab nodes;        /* of every tree of the set (GM_BTREE_POOL_INIT) */
     struct blockset_tree *trees; /* by ascending stream */
     size_t n_trees, cap_trees;
     size_t n;        /* elements */
@@ -75,6 +75,8 @@ struct blockset_pos {
     struct gm_btree_pos p;
 };
 
+/* an empty set, ordered by (stream, size, addr) when 'by_size', else (stream, addr) */
+void alloc_blockset_init(struct blockset *s, bool by_size);
 /* the first element not less than 'key' */
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key);
@@ -205,8 +207,7 @@ struct gm_alloc {
     uint64_t event_seq; /* events recorded so far (gm_alloc_stream_mark) */
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
-    struct block_slab *slabs;   /* where block records come from (alloc.c block_new()) */
-    struct block *spare_blocks; /* records given back, linked through 'next' */
+    struct gm_slab records; /* where block records come from (alloc.c block_new()) */
 };
 
 /* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at

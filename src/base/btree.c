@@ -1,73 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* btree.c - the library's one ordered set (see btree.h): search, insert with splits, erase
- * with merges, the node pool. */
+ * with merges. */
 #include "base/btree.h"
-
-#include "gpumem/arena.h"
 
 #include <string.h>
 
 #define ORDER GM_BTREE_ORDER
 #define HALF  (GM_BTREE_ORDER / 2)
-#define SLAB  32 /* nodes a pool takes at once */
-
-struct gm_btree_slab {
-    struct gm_btree_slab *next;
-    struct gm_btree_node node[SLAB];
-};
-
-/* ---- the pool ---- */
-
-enum gm_status gm_btree_pool_reserve(struct gm_btree_pool *pool, size_t nodes)
-{
-    while (pool->n_spare < nodes) {
-#ifdef GM_ARENA_MALLOC
-        struct gm_btree_node *x = gm_malloc(sizeof(*x));
-        if (!x)
-            return GM_ERR_NOMEM;
-        x->next = pool->spare;
-        pool->spare = x;
-        pool->n_spare++;
-#else
-        struct gm_btree_slab *sl = gm_malloc(sizeof(*sl));
-        if (!sl)
-            return GM_ERR_NOMEM;
-        sl->next = pool->slabs;
-        pool->slabs = sl;
-        for (size_t i = SLAB; i-- > 0;) {
-            sl->node[i].next = pool->spare;
-            pool->spare = &sl->node[i];
-        }
-        pool->n_spare += SLAB;
-#endif
-    }
-    return GM_OK;
-}
-
-void gm_btree_pool_release(struct gm_btree_pool *pool)
-{
-#ifdef GM_ARENA_MALLOC
-    while (pool->spare) {
-        struct gm_btree_node *x = pool->spare;
-        pool->spare = x->next;
-        gm_free(x);
-    }
-#endif
-    while (pool->slabs) {
-        struct gm_btree_slab *sl = pool->slabs;
-        pool->slabs = sl->next;
-        gm_free(sl);
-    }
-    pool->spare = NULL;
-    pool->n_spare = 0;
-}
 
 /* a reserved node, empty, of no parent */
 static struct gm_btree_node *node_take(struct gm_btree *t)
 {
-    struct gm_btree_node *x = t->pool->spare;
-    t->pool->spare = x->next;
-    t->pool->n_spare--;
+    struct gm_btree_node *x = gm_slab_take(t->pool);
     x->parent = x->prev = x->next = NULL;
     x->n = x->slot = 0;
     return x;
@@ -75,17 +19,10 @@ static struct gm_btree_node *node_take(struct gm_btree *t)
 
 static void node_give(struct gm_btree *t, struct gm_btree_node *x)
 {
-#ifdef GM_ARENA_MALLOC
-    (void)t;
-    gm_free(x);
-#else
-    x->next = t->pool->spare;
-    t->pool->spare = x;
-    t->pool->n_spare++;
-#endif
+    gm_slab_give(t->pool, x);
 }
 
-void gm_btree_init(struct gm_btree *t, struct gm_btree_pool *pool, size_t home)
+void gm_btree_init(struct gm_btree *t, struct gm_slab *pool, size_t home)
 {
     memset(t, 0, sizeof(*t));
     t->pool = pool;

@@ -12,10 +12,8 @@
  * each node knows its parent and its index in it, so splits and merges walk up without a
  * search.
  *
- * Nodes come from a pool (struct gm_btree_pool) that several trees may share: taken in
- * slabs, given back to it when a node empties, freed by gm_btree_pool_release().  The
- * sanitizer build (GM_ARENA_MALLOC) gives each node its own allocation instead, freed as
- * the node empties, so that ASan sees a use after free.
+ * Nodes come from a pool of records (base/slab.h, GM_BTREE_POOL_INIT) that several trees
+ * may share, given back to it when a node empties; gm_slab_release() frees them.
  *
  * A value may know its leaf ('home', the offset in the value of a struct gm_btree_node
  * pointer the tree keeps up to date; NULL once erased): gm_btree_erase() then finds it
@@ -24,6 +22,8 @@
  * index in its parent.  Any insert or erase invalidates every position. */
 #ifndef GM_BASE_BTREE_H
 #define GM_BASE_BTREE_H
+
+#include "base/slab.h"
 
 #include "gpumem/error.h"
 
@@ -44,28 +44,18 @@ struct gm_btree_node {
     unsigned n;                   /* entries (leaf) or children (inner node) */
     unsigned slot;                /* index among the parent's children */
     struct gm_btree_node *prev;   /* leaves: the neighbours in key order, NULL at the ends */
-    struct gm_btree_node *next;   /* (also the pool's free list) */
+    struct gm_btree_node *next;
     struct gm_btree_ent {
         struct gm_btree_key key; /* leaf: an entry's key; inner: a child's bound */
         void *ptr;               /* leaf: its value; inner: the child */
     } e[GM_BTREE_ORDER];         /* side by side: a shift moves one array */
 };
 
-struct gm_btree_slab;
-
-struct gm_btree_pool {
-    struct gm_btree_slab *slabs;
-    struct gm_btree_node *spare; /* free nodes, linked through 'next' */
-    size_t n_spare;
-};
-
-#define GM_BTREE_POOL_INIT                                                                         \
-    {                                                                                              \
-        NULL, NULL, 0                                                                              \
-    }
+/* a pool of nodes (base/slab.h), which several trees may share */
+#define GM_BTREE_POOL_INIT GM_SLAB_INIT(struct gm_btree_node, 32)
 
 struct gm_btree {
-    struct gm_btree_pool *pool;
+    struct gm_slab *pool;       /* where its nodes come from (GM_BTREE_POOL_INIT) */
     struct gm_btree_node *root; /* NULL when empty */
     struct gm_btree_node *head; /* the first and last leaves */
     struct gm_btree_node *tail;
@@ -82,16 +72,10 @@ struct gm_btree_pos {
 
 /* An empty tree taking its nodes from 'pool' (which must outlive it); 'home' as above.
  * Allocates nothing. */
-void gm_btree_init(struct gm_btree *t, struct gm_btree_pool *pool, size_t home);
+void gm_btree_init(struct gm_btree *t, struct gm_slab *pool, size_t home);
 
 /* Give every node of 't' back to its pool; 't' is empty again (its values untouched). */
 void gm_btree_release(struct gm_btree *t);
-
-/* Free the pool's memory; every tree that used it has been released. */
-void gm_btree_pool_release(struct gm_btree_pool *pool);
-
-/* At least 'nodes' spare nodes in the pool: GM_OK or GM_ERR_NOMEM. */
-enum gm_status gm_btree_pool_reserve(struct gm_btree_pool *pool, size_t nodes);
 
 /* The nodes 'inserts' inserts into a tree of 'height' may take (a split on every level and
  * a new root each). */
@@ -105,7 +89,7 @@ static inline size_t gm_btree_insert_nodes(unsigned height, size_t inserts)
 static inline enum gm_status gm_btree_reserve(struct gm_btree *t, size_t inserts)
 {
     size_t need = gm_btree_insert_nodes(t->height, inserts);
-    return t->pool->n_spare >= need ? GM_OK : gm_btree_pool_reserve(t->pool, need);
+    return t->pool->n_spare >= need ? GM_OK : gm_slab_reserve(t->pool, need);
 }
 
 /* Insert 'val' under 'key': GM_OK; GM_ERR_INVALID (nothing changed) when 'key' is

@@ -1190,8 +1190,7 @@ static void blockset_random(bool by_size, uint64_t seed)
     uint64_t r = seed;
     assert_non_null(blocks);
     assert_non_null(in);
-    memset(&s, 0, sizeof(s));
-    s.by_size = by_size;
+    alloc_blockset_init(&s, by_size);
     for (size_t i = 0; i < N; i++) {
         blocks[i].stream = streams[rng_next(&r) % 3];
         blocks[i].size = (rng_next(&r) % 40 + 1) * 512;  /* many equal sizes */

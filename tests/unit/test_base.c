@@ -13,6 +13,7 @@
 #include "base/json_load.h"
 #include "base/map.h"
 #include "base/reader.h"
+#include "base/slab.h"
 #include "base/vec.h"
 #include "gpumem/gpumem.h"
 #include "gpumem/internal/alloc_hooks.h"
@@ -411,6 +412,51 @@ static uint64_t ref_key(unsigned i)
     return i % 3 == 0 ? (uint64_t)(i + 3) * 512 : i % 3 == 1 ? i / 3 : UINT64_MAX - i;
 }
 
+/* The record pool: a record given back is the next handed out; a reservation covers that
+ * many takes even when every allocation fails; release frees everything, and the pool
+ * serves again. */
+static void test_slab_reuse_reserve_release(void **state)
+{
+    struct rec {
+        uint64_t a, b, c;
+    };
+    struct gm_slab s = GM_SLAB_INIT(struct rec, 4);
+    struct rec *r[10], *more[16];
+    size_t n_more = 0;
+    (void)state;
+    for (int i = 0; i < 10; i++) {
+        assert_non_null(r[i] = gm_slab_take(&s));
+        r[i]->a = (uint64_t)i;
+    }
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(r[i]->a, (uint64_t)i); /* distinct records */
+    gm_slab_give(&s, r[3]);
+    gm_slab_give(&s, NULL);
+#ifndef GM_ARENA_MALLOC
+    assert_ptr_equal(gm_slab_take(&s), r[3]);
+#else
+    assert_non_null(r[3] = gm_slab_take(&s));
+#endif
+    assert_int_equal(gm_slab_reserve(&s, 9), GM_OK);
+    assert_true(s.n_spare >= 9 && s.n_spare <= 16);
+    gm_alloc_fail_after(0); /* the reserved records only */
+    while (s.n_spare)
+        assert_non_null(more[n_more++] = gm_slab_take(&s));
+    assert_true(n_more >= 9);
+    assert_null(gm_slab_take(&s));
+    assert_int_equal(gm_slab_reserve(&s, 1), GM_ERR_NOMEM);
+    gm_alloc_fail_after(-1);
+    for (int i = 0; i < 10; i++)
+        gm_slab_give(&s, r[i]);
+    for (size_t i = 0; i < n_more; i++)
+        gm_slab_give(&s, more[i]);
+    gm_slab_release(&s);
+    assert_int_equal(s.n_spare, 0);
+    assert_non_null(r[0] = gm_slab_take(&s));
+    gm_slab_give(&s, r[0]);
+    gm_slab_release(&s);
+}
+
 static void test_map_by_key_matches_a_reference(void **state)
 {
     struct gm_map m = GM_MAP_INIT;
@@ -654,6 +700,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_slab_reuse_reserve_release),
         cmocka_unit_test(test_map_by_key_matches_a_reference),
         cmocka_unit_test(test_map_key_zero_is_an_ordinary_key),
         cmocka_unit_test(test_map_reserve_then_inserts_cannot_fail),

@@ -158,7 +158,7 @@ static void check_search(const struct gm_btree *t, const struct ref *r, struct g
  * the 'lo' half decides often. */
 static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi_range)
 {
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     struct item *items = calloc(n_max, sizeof(*items));
     bool *in = calloc(n_max, sizeof(*in));
@@ -210,7 +210,7 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
     check_tree(&t, &r);
     gm_btree_release(&t);
     assert_null(t.root);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
     free(r.v);
     free(in);
     free(items);
@@ -236,7 +236,7 @@ static void test_random_small_sets(void **state)
 
 static void test_empty_and_one_entry(void **state)
 {
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     struct item it = {{7, 7}, NULL}, other = {{7, 7}, NULL};
     struct gm_btree_key zero = {0, 0}, max = {UINT64_MAX, UINT64_MAX};
@@ -269,13 +269,13 @@ static void test_empty_and_one_entry(void **state)
     assert_null(t.root);
     assert_int_equal(t.n, 0);
     gm_btree_release(&t);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
 }
 
 /* keys at the ends of the range, and keys equal in one half only */
 static void test_extreme_and_half_equal_keys(void **state)
 {
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     struct item it[6] = {
         {{0, 0}, NULL},
@@ -302,7 +302,7 @@ static void test_extreme_and_half_equal_keys(void **state)
     k.lo = UINT64_MAX - 2;
     assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[4]);
     gm_btree_release(&t);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
 }
 
 /* Ascending and descending runs split only at one end; erasing from the front merges there;
@@ -310,7 +310,7 @@ static void test_extreme_and_half_equal_keys(void **state)
 static void test_sorted_runs(void **state)
 {
     enum { N = 5000 };
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     struct item *it = calloc(N, sizeof(*it));
     struct ref r = {calloc(N, sizeof(struct item *)), 0};
@@ -341,7 +341,7 @@ static void test_sorted_runs(void **state)
     check_tree(&t, &r);
     assert_int_equal(t.height, 0);
     gm_btree_release(&t);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
     free(r.v);
     free(it);
 }
@@ -349,7 +349,7 @@ static void test_sorted_runs(void **state)
 /* A value of another tree (sharing the pool) is not erased from this one. */
 static void test_value_of_another_tree(void **state)
 {
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree a, b;
     struct item x = {{1, 1}, NULL}, y = {{1, 1}, NULL};
     (void)state;
@@ -363,13 +363,13 @@ static void test_value_of_another_tree(void **state)
     assert_true(gm_btree_erase(&b, &y));
     gm_btree_release(&a);
     gm_btree_release(&b);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
 }
 
 /* Values that keep no home: erase by value finds nothing, erase at a position works. */
 static void test_without_homes(void **state)
 {
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     int v[100];
     (void)state;
@@ -386,7 +386,7 @@ static void test_without_homes(void **state)
     }
     assert_null(t.root);
     gm_btree_release(&t);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
 }
 
 /* Once room is reserved, the inserts it covers cannot fail even when every allocation
@@ -394,7 +394,7 @@ static void test_without_homes(void **state)
 static void test_reserved_inserts_cannot_fail(void **state)
 {
     enum { N = 2000, BATCH = 3 };
-    struct gm_btree_pool pool = GM_BTREE_POOL_INIT;
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
     struct item *it = calloc(N, sizeof(*it));
     struct ref r = {calloc(N, sizeof(struct item *)), 0};
@@ -417,7 +417,7 @@ static void test_reserved_inserts_cannot_fail(void **state)
     check_tree(&t, &r);
     /* no room and none to be had: refused, the tree as it was */
     {
-        struct gm_btree_pool none = GM_BTREE_POOL_INIT;
+        struct gm_slab none = GM_BTREE_POOL_INIT;
         struct gm_btree u;
         struct item extra = {{0, 0}, NULL};
         gm_btree_init(&u, &none, HOME);
@@ -427,11 +427,11 @@ static void test_reserved_inserts_cannot_fail(void **state)
         assert_null(extra.leaf);
         assert_null(u.root);
         assert_int_equal(u.n, 0);
-        gm_btree_pool_release(&none);
+        gm_slab_release(&none);
     }
     check_tree(&t, &r);
     gm_btree_release(&t);
-    gm_btree_pool_release(&pool);
+    gm_slab_release(&pool);
     free(r.v);
     free(it);
 }
