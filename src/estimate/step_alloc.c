@@ -1238,7 +1238,7 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
                                    struct gm_error *err)
 {
     struct replay r = pr->r;
-    struct gm_alloc_fakedev own, *fake = keep ? &keep->fake : &own;
+    struct gm_alloc_fakedev own = {0}, *fake = keep ? &keep->fake : &own;
     struct step_start prev = {0}, now = {0};
     bool repeat;
     struct gm_alloc_device dev;
@@ -1470,19 +1470,18 @@ static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, c
                                 size_t len, uint64_t capacity, unsigned pass,
                                 struct gm_est_replay *out, struct gm_error *err)
 {
-    const struct gm_est_replay *seen = key ? memo_find(*cx->replays, key, len, capacity) : NULL;
+    struct est_replay_memo **mp = cx->replays; /* NULL: nothing remembered (then no key) */
+    const struct gm_est_replay *seen = mp && key ? memo_find(*mp, key, len, capacity) : NULL;
     enum gm_status st;
     if (seen) {
         *out = *seen;
         return GM_OK;
     }
-    if (cx->replays && !*cx->replays)
-        *cx->replays = gm_calloc(1, sizeof(**cx->replays)); /* NULL: runs without one */
-    if ((st = run_prepared(pr, capacity, pass,
-                           cx->replays && *cx->replays ? &(*cx->replays)->kept : NULL, out, err)) ==
-            GM_OK &&
-        key)
-        memo_put(cx->replays, key, len, capacity, out);
+    if (mp && !*mp)
+        *mp = gm_calloc(1, sizeof(**mp)); /* NULL: the run takes its own model */
+    st = run_prepared(pr, capacity, pass, mp && *mp ? &(*mp)->kept : NULL, out, err);
+    if (st == GM_OK && mp && key)
+        memo_put(mp, key, len, capacity, out);
     return st;
 }
 
