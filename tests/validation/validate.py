@@ -263,7 +263,9 @@ def main(argv):
     if engine_errs:
         print("%-26s %-14s %5d  %s" % ("all sources", "all engine", len(engine_errs),
                                         summary(engine_errs)))
-    for key in sorted(set(skips) | set(EXPECTED_SKIPS)):
+    # the declared skips of the sources in DATA_DIR (another folder holds other tables)
+    present = {name[:-4] for name in files}
+    for key in sorted(set(skips) | {k for k in EXPECTED_SKIPS if k[0] in present}):
         if skips.get(key, 0) != EXPECTED_SKIPS.get(key, 0):
             failures.append("%s: %d rows skipped as needing '%s', %d expected" %
                             (key[0], skips.get(key, 0), key[1], EXPECTED_SKIPS.get(key, 0)))
