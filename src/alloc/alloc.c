@@ -1335,23 +1335,23 @@ static uint64_t *state_block(uint64_t *w, const struct block *b)
     return w;
 }
 
-enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **out, size_t *n,
+enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t *n, size_t *cap,
                               struct gm_error *err)
 {
     const struct blockset *sets[2] = {&a->large.blocks, &a->small.blocks};
     size_t n_blocks = gm_map_count(&a->active) + sets[0]->n + sets[1]->n;
     struct block *b;
     uint64_t *w;
-    *out = NULL;
     *n = 0;
     if (a->conf.expandable_segments || a->n_events || a->n_pending ||
         (a->set_fraction && a->conf.garbage_collection_threshold > 0.0))
         return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                        "allocator model: a state with expandable segments, events or "
                        "garbage collection is not written as words");
-    if (!(w = gm_malloc((n_blocks ? n_blocks : 1) * STATE_WORDS * sizeof(*w))))
+    if (n_blocks > SIZE_MAX / STATE_WORDS ||
+        !GM_VEC_RESERVE(*words, *cap, n_blocks * STATE_WORDS, NULL))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    *out = w;
+    w = *words;
     /* the free blocks in their sets' order, the allocated ones in the map's: every block
      * once with its segment neighbour, so equal words are equal states (two equal states
      * whose maps hold their blocks in another order give other words) */
@@ -1360,16 +1360,13 @@ enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **out, size_t *
              blockset_next(sets[k], &it))
             w = state_block(w, b);
     for (size_t pos = 0; (b = alloc_active_next(a, &pos)) != NULL;) {
-        if (b->n_uses) {
-            gm_free(*out);
-            *out = NULL;
+        if (b->n_uses)
             return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                            "allocator model: a block used on another stream is not written "
                            "as words");
-        }
         w = state_block(w, b);
     }
-    *n = (size_t)(w - *out);
+    *n = (size_t)(w - *words);
     return GM_OK;
 }
 

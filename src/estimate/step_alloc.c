@@ -34,6 +34,7 @@
  * counts there, so the replay's largest sum of live tensors is the estimate's peak
  * allocated (tests/unit/test_step_alloc.c checks it); what the replay adds is how the
  * allocator rounds, splits, caches per stream and per pool: peak reserved. */
+#include "base/vec.h"
 #include "estimate/estimate_int.h"
 #include "gpumem/alloc.h"
 #include "gpumem/arena.h"
@@ -1163,11 +1164,14 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
 }
 
 /* Where a step starts: the allocator's state (gm_alloc_state()), every slot of the plans,
- * the bytes live, and the counts the run reports. */
+ * the bytes live, and the counts the run reports.  The arrays are kept from step to step and
+ * replay to replay (the estimate's kept model holds two), grown as needed. */
 struct step_start {
-    uint64_t *words; /* NULL: not taken */
-    size_t n_words;
-    uint64_t *slots; /* the plans' slot arrays, copied */
+    bool taken;      /* the state and the slots, not only the counts */
+    uint64_t *words; /* cap_words of them, n_words written */
+    size_t n_words, cap_words;
+    uint64_t *slots; /* the plans' slot arrays, copied (cap_slots words) */
+    size_t cap_slots;
     uint64_t cur, mallocs;
     uint64_t dev_allocs, dev_frees, retries; /* the device's segments, the retries so far */
 };
@@ -1183,8 +1187,8 @@ static void step_start_release(struct step_start *m)
 static void step_start_counts(const struct replay *r, struct step_start *m)
 {
     struct gm_alloc_stats stats;
-    step_start_release(m);
     gm_alloc_get_stats(r->a, &stats);
+    m->taken = false;
     m->cur = r->cur;
     m->mallocs = r->mallocs;
     m->dev_allocs = stats.num_device_alloc;
@@ -1204,11 +1208,11 @@ static bool step_counts_repeat(const struct step_start *prev, const struct step_
 static bool step_start_state(const struct replay *r, const uint64_t *mem, size_t n_mem,
                              struct step_start *m)
 {
-    if (gm_alloc_state(r->a, &m->words, &m->n_words, NULL) != GM_OK)
-        return false;
-    if (!(m->slots = gm_malloc((n_mem ? n_mem : 1) * sizeof(*m->slots))))
+    if (gm_alloc_state(r->a, &m->words, &m->n_words, &m->cap_words, NULL) != GM_OK ||
+        !GM_VEC_RESERVE(m->slots, m->cap_slots, n_mem, NULL))
         return false;
     memcpy(m->slots, mem, n_mem * sizeof(*mem));
+    m->taken = true;
     return true;
 }
 
@@ -1218,7 +1222,7 @@ static bool step_start_state(const struct replay *r, const uint64_t *mem, size_t
  * answers, and the peaks it reaches are the ones already reached. */
 static bool step_repeats(const struct step_start *prev, const struct step_start *now, size_t n_mem)
 {
-    return prev->words && now->words && step_counts_repeat(prev, now) &&
+    return prev->taken && now->taken && step_counts_repeat(prev, now) &&
            prev->n_words == now->n_words &&
            memcmp(prev->words, now->words, now->n_words * sizeof(*now->words)) == 0 &&
            memcmp(prev->slots, now->slots, n_mem * sizeof(*now->slots)) == 0;
@@ -1229,6 +1233,7 @@ static bool step_repeats(const struct step_start *prev, const struct step_start 
 struct kept_alloc {
     struct gm_alloc *a; /* NULL: none yet */
     struct gm_alloc_fakedev fake;
+    struct step_start starts[2]; /* run_prepared()'s, kept for their arrays */
 };
 
 /* Run the prepared replay on a device of 'capacity' bytes (0: no limit); 'pass' tells the
@@ -1239,7 +1244,9 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
 {
     struct replay r = pr->r;
     struct gm_alloc_fakedev own = {0}, *fake = keep ? &keep->fake : &own;
-    struct step_start prev = {0}, now = {0};
+    struct step_start own_starts[2] = {{0}};
+    struct step_start *prev = keep ? &keep->starts[0] : &own_starts[0],
+                      *now = keep ? &keep->starts[1] : &own_starts[1];
     bool repeat;
     struct gm_alloc_device dev;
     struct gm_alloc_stats stats;
@@ -1304,19 +1311,20 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
      * no device) is the one before again, so it is counted, not run.  Not with what the
      * state's words leave out (expandable segments, FSDP1's events) or a segment trace. */
     repeat = !r.fsdp1_frees && !r.trace && !pr->conf.expandable_segments;
+    prev->taken = now->taken = false;
     for (unsigned s = 0; s < STEPS && !r.st && !r.oom; s++) {
         r.where.step = s;
         if (repeat && s >= 1) {
-            struct step_start t = prev;
+            struct step_start *t = prev;
             prev = now;
             now = t;
-            step_start_counts(&r, &now);
+            step_start_counts(&r, now);
             /* the state, to compare with the last step's, or for the next step to compare */
-            if ((prev.words && step_counts_repeat(&prev, &now)) || s + 1 < STEPS) {
-                if (!step_start_state(&r, mem, 3 * pr->slots, &now)) {
+            if ((prev->taken && step_counts_repeat(prev, now)) || s + 1 < STEPS) {
+                if (!step_start_state(&r, mem, 3 * pr->slots, now)) {
                     repeat = false;
-                } else if (step_repeats(&prev, &now, 3 * pr->slots)) {
-                    r.mallocs += (STEPS - s) * (now.mallocs - prev.mallocs);
+                } else if (s >= 2 && step_repeats(prev, now, 3 * pr->slots)) {
+                    r.mallocs += (STEPS - s) * (now->mallocs - prev->mallocs);
                     out->steps = STEPS;
                     break;
                 }
@@ -1325,8 +1333,8 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         one_step(&r, pl, n, s == 0);
         out->steps = s + 1;
     }
-    step_start_release(&prev);
-    step_start_release(&now);
+    step_start_release(&own_starts[0]);
+    step_start_release(&own_starts[1]);
     gm_alloc_get_stats(r.a, &stats);
     st = r.st;
     out->used = st == GM_OK;
@@ -1389,6 +1397,8 @@ void est_replay_memo_free(struct est_replay_memo *m)
     if (!m)
         return;
     gm_alloc_free(m->kept.a);
+    step_start_release(&m->kept.starts[0]);
+    step_start_release(&m->kept.starts[1]);
     for (size_t i = 0; i < m->n; i++)
         gm_free(m->ent[i].key);
     gm_free(m);
