@@ -19,14 +19,14 @@
  * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
  * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
- * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
- * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x
- * kv_heads x head_dim x n_ctx at the cache type's ggml size (f16 2 B, q8_0 34 B per 32,
- * q4_0 18 B per 32); the compute buffer (ggml graph allocator, peak of one micro-batch of
- * n_ubatch tokens) is modelled as max(f32 attention scores n_ubatch x n_ctx x heads without
- * flash attention, f32 logits n_ubatch x vocab) + the f32 MLP intermediates and hidden
- * states of one micro-batch.  The compute-buffer formula is an approximation (not taken
- * from a checked source); KV and weights are exact. */
+ * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): the layers -ngl places on
+ * the GPU (the output layer first since PR #18148, last before it) with their KV cache,
+ * token_embd in host memory; KV cache = 2 x layers x kv_heads x head_dim x n_ctx at the cache
+ * type's ggml size (f16 2 B, q8_0 34 B per 32, q4_0 18 B per 32), window layers capped at
+ * n_swa x slots + n_ubatch cells; the compute buffer is the largest set of tensors alive at
+ * once in the graph graph_reserve builds for one micro-batch of n_ubatch tokens
+ * (est_llamacpp_compute_bytes: attention, MLP, the logits, and a host weight copied in for an
+ * offloaded matmul).  docs/estimate.md, "llama.cpp", gives the code it follows. */
 #include "estimate/estimate_int.h"
 
 #include <math.h>
@@ -699,7 +699,7 @@ enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type
 }
 
 /* Bytes of the input embedding, which llama.cpp keeps in host memory: the GGUF tensor
- * when the files have one, else its share of the weights. */
+ * when the files have one, else from the model's sizes. */
 static uint64_t input_embedding_bytes(const struct est_ctx *cx, uint64_t w)
 {
     const struct gm_modelfile *f = cx->job->model.files;
