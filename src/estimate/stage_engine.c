@@ -685,10 +685,9 @@ static enum gm_status llamacpp_kv(const struct gm_model *m, uint32_t ggml_type, 
                        "KV cache type %u cannot hold rows of %llu elements", ggml_type,
                        (unsigned long long)k);
     sliding = llamacpp_swa_layers(m);
-    *bytes = gm_add_sat(
-        gm_mul_sat(gm_mul_sat(layers - sliding, k_bytes + v_bytes), cells),
-        gm_mul_sat(gm_mul_sat(sliding, k_bytes + v_bytes),
-                   sliding ? llamacpp_swa_cells(m, cells, n_seq, n_ubatch) : 0));
+    *bytes = gm_add_sat(gm_mul_sat(gm_mul_sat(layers - sliding, k_bytes + v_bytes), cells),
+                        gm_mul_sat(gm_mul_sat(sliding, k_bytes + v_bytes),
+                                   sliding ? llamacpp_swa_cells(m, cells, n_seq, n_ubatch) : 0));
     return GM_OK;
 }
 
@@ -887,9 +886,8 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
         /* a layer's largest matrix, at the layer's bytes per parameter: the MLP's (all
          * routed experts in one tensor for a MoE layer) */
         uint64_t width = m->moe_intermediate ? m->moe_intermediate : m->intermediate,
-                 big = m->n_experts
-                           ? gm_mul_sat(m->n_experts, gm_mul_sat(m->hidden, width))
-                           : gm_mul_sat(m->hidden, m->intermediate),
+                 big = m->n_experts ? gm_mul_sat(m->n_experts, gm_mul_sat(m->hidden, width))
+                                    : gm_mul_sat(m->hidden, m->intermediate),
                  layer_params = gm_add_sat(gm_mul_sat(m->hidden, 2 * g.q_width + 2 * g.kv_width),
                                            gm_mul_sat(3, big)),
                  layer_bytes = (w - embd > out ? w - embd - out : 0) / L;

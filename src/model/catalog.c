@@ -377,8 +377,7 @@ static const struct entry catalog[] = {
     /* Pythia / GPT-NeoX */
     {"EleutherAI/pythia-160m", "pythia-160m", NEOX("pythia-160m", 768, 12, 12, 3072, 50304, 2048)},
     {"EleutherAI/pythia-1b", "pythia-1b", NEOX("pythia-1b", 2048, 16, 8, 8192, 50304, 2048)},
-    {"EleutherAI/pythia-1.4b", "pythia-1.4b",
-     NEOX("pythia-1.4b", 2048, 24, 16, 8192, 50304, 2048)},
+    {"EleutherAI/pythia-1.4b", "pythia-1.4b", NEOX("pythia-1.4b", 2048, 24, 16, 8192, 50304, 2048)},
     {"EleutherAI/pythia-2.8b", "pythia-2.8b",
      NEOX("pythia-2.8b", 2560, 32, 32, 10240, 50304, 2048)},
     {"EleutherAI/pythia-6.9b", "pythia-6.9b",

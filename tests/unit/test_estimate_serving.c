@@ -155,8 +155,8 @@ static void test_llamacpp_compute_buffer(void **state)
     job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 65536 --flash-attn", &j);
     run(&j, &est);
     assert_int_equal(est->serving.compute_buffer_bytes, ub * (201088 + 2880) * 4);
-    job_make("gpt-oss-20b",
-             "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn", &j);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn",
+             &j);
     run(&j, &est);
     assert_int_equal(est->serving.compute_buffer_bytes, 4 * ub * (201088 + 2880) * 4);
     /* Pythia-2.8B without flash attention at n_ctx 2048: the f32 mask 2048 x 512, the layer
@@ -197,8 +197,8 @@ static void test_llamacpp_window_cells(void **state)
     /* 128 x 4 + 512 = 1024 cells */
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE),
                      per_cell * 56064 + per_cell * 1024);
-    job_make("gpt-oss-20b",
-             "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn", &j);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn",
+             &j);
     run(&j, &est);
     /* 128 + 2048 = 2176, padded to 2304 */
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE),
