@@ -184,6 +184,22 @@ static void test_llamacpp_compute_buffer(void **state)
     assert_int_equal(est->serving.compute_buffer_bytes, ub * (152064 + 5120) * 4);
 }
 
+/* llama.cpp keeps token_embd in host memory; a weight format (gpt-oss's MXFP4 experts) keeps
+ * the embedding at 16 bits, so the GPU holds the stored weights less vocab x hidden x 2 B, not
+ * less the embedding's share at the checkpoint's mean width. */
+static void test_llamacpp_format_embedding(void **state)
+{
+    struct gm_job j;
+    uint64_t stored;
+    (void)state;
+    job_make("gpt-oss-20b", "--infer --context 4096", &j);
+    run(&j, &est);
+    stored = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 4096", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), stored - 201088ull * 2880 * 2);
+}
+
 /* llama.cpp's window cache (llama_kv_cache_iswa) holds n_swa x n_seq + n_ubatch cells padded to
  * 256 in a unified cache: gpt-oss-20b's 12 window layers at 8 KV heads of 64, f16. */
 static void test_llamacpp_window_cells(void **state)
@@ -621,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_llamacpp_host_offload),
         cmocka_unit_test(test_llamacpp_compute_buffer),
         cmocka_unit_test(test_llamacpp_window_cells),
+        cmocka_unit_test(test_llamacpp_format_embedding),
         cmocka_unit_test(test_plan_round_trip),
         cmocka_unit_test(test_plan_names_the_folder),
         cmocka_unit_test(test_read_commands),
