@@ -823,6 +823,11 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_N_CPU_MOE] = NUM("n-cpu-moe", GM_JOB_U64, "N",
                               "llama.cpp --n-cpu-moe: experts of the first N layers in host memory",
                               INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_cpu_moe, 0, 100000, 0),
+    [EST_SET_NGL_OUTPUT_LAST] =
+        FLAG("ngl-output-last",
+             "llama.cpp -ngl counts the repeating layers first, the output layer last (builds "
+             "before December 2025, ollama's runner)",
+             INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.ngl_output_last),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
