@@ -503,8 +503,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "linear attention: %llu %s layers keep a recurrent and a convolution "
                    "state instead of KV, %llu B per request on each GPU (vLLM's MambaSpec), "
                    "spread over a max_model_len request",
-                   (unsigned long long)m->n_linear_layers,
-                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet",
+                   (unsigned long long)m->n_linear_layers, est_linear_kind(m),
                    (unsigned long long)est_vllm_state_bytes(m, t, j->parallel.pp));
     if (est_vllm_indexer_bytes(m))
         est_assume(e,

@@ -142,6 +142,44 @@ static double gpt_oss_expert_saved(const struct gm_model *m, const struct est_ge
     return ea * (7.0 * g->mlp + g->moe_share * k * (double)m->hidden);
 }
 
+/* A Mamba-2 mixer in training (mamba_split_conv1d_scan_combined, state-spaces/mamba
+ * mamba_ssm/ops/triton/ssd_combined.py @d757aef, MambaSplitConv1dScanCombinedFn saves zxbcdt,
+ * out_x and rstd): the in_proj output of d_inner gate + conv channels + one dt per head, the
+ * scan's output of d_inner and an fp32 rstd per group of the gated norm; the in_proj input
+ * is the block norm's output (Falcon-H1 scales it by ssm_in_multiplier first: a copy of h
+ * of its own, as the attention's attention_in_multiplier copy). */
+static double mamba2_saved(const struct gm_model *m, const struct est_layer_cfg *c)
+{
+    double di = (double)m->mamba_d_inner, nh = (double)m->mamba_heads;
+    double conv = di + 2.0 * (double)m->mamba_groups * (double)m->mamba_d_state;
+    double scaled = m->mix == GM_MIX_PARALLEL ? c->ea * (double)m->hidden : 0.0;
+    return scaled + c->ea * (di + conv + nh) + c->ea * di + 4.0 * (double)m->mamba_groups;
+}
+
+/* Saved bytes per token of the average layer, from an attention part 'attn' (its norm
+ * included), an MLP part 'mlp' and one block norm 'norm', as the model's layers mix them:
+ * alternating layers each hold attention (or linear attention, taken as an attention layer's
+ * when not Mamba-2) and an MLP; Falcon-H1's parallel layers hold attention, a Mamba-2 mixer
+ * on the same normed input and an MLP; Nemotron-H's blocks one mixer each behind their own
+ * norm. */
+double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg *c, double attn,
+                           double mlp, double norm)
+{
+    double L = (double)(m->n_layers ? m->n_layers : 1), ssm;
+    if (!m->mamba_heads)
+        return attn + mlp;
+    ssm = mamba2_saved(m, c);
+    if (m->mix == GM_MIX_PARALLEL)
+        return attn + ssm + c->ea * (double)m->hidden + mlp;
+    if (m->mix == GM_MIX_PATTERN)
+        return ((double)m->n_attn_layers * attn + (double)m->n_linear_layers * (norm + ssm) +
+                (double)m->n_mlp_layers * (norm + mlp)) /
+               L;
+    return ((L - (double)m->n_linear_layers) * attn + (double)m->n_linear_layers * (norm + ssm)) /
+               L +
+           mlp;
+}
+
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2)
 {
@@ -208,7 +246,7 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->head != GM_HEAD_SEQ2SEQ_LM) {
         if (seq2)
             *seq2 = scores;
-        return attn + mlp;
+        return est_layer_mix_saved(m, c, attn, mlp, norm_saved(m, c));
     }
     /* encoder-decoder: the encoder's layers over the source (seq tokens), the decoder's over
      * the target (r = target / seq of them), each with a self-attention (scores over the
@@ -1092,12 +1130,21 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "
                       "matmuls; the loss stays as --loss says");
-    if (m->n_linear_layers)
+    if (m->n_linear_layers && !m->mamba_heads)
         est_assume(e,
                    "approximation: the %llu linear-attention (%s) layers' saved tensors are "
                    "taken as an attention layer's (no s*s scores either way)",
+                   (unsigned long long)m->n_linear_layers, est_linear_kind(m));
+    else if (m->n_linear_layers)
+        est_assume(e,
+                   "%llu Mamba-2 mixers save their in_proj output, the scan output and the "
+                   "gated norm's rstd (mamba_split_conv1d_scan_combined)%s",
                    (unsigned long long)m->n_linear_layers,
-                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet");
+                   m->mix == GM_MIX_PARALLEL
+                       ? ", beside each layer's attention and MLP (Falcon-H1)"
+                       : m->mix == GM_MIX_PATTERN
+                             ? "; Nemotron-H's attention and MLP blocks hold one mixer each"
+                             : "");
     if (j->memory.float8)
         est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
                       "bf16 input and weight for backward and casts them to fp8 per matmul, so "

@@ -907,9 +907,30 @@ static void test_technique_checks(void **state)
     }
 }
 
+/* Training saves per token what each block runs: a Mamba-2 mixer its in_proj output, the
+ * scan output and an fp32 rstd per group (mamba_split_conv1d_scan_combined); Nemotron-H's
+ * blocks average attention, Mamba-2 and MLP blocks by their counts; Falcon-H1's layers hold
+ * all three.  Checked against est_layer_mix_saved's parts: a pattern with fewer MLP blocks
+ * saves less per layer, and Falcon-H1 saves more than its attention + MLP alone. */
+static void test_hybrid_training_saved(void **state)
+{
+    struct gm_model m = *gm_model_catalog_find("nemotron-h-8b");
+    struct est_layer_cfg c = est_layer_cfg_full(2.0, 2.0, false, 4096);
+    const double di = 8192, conv = 8192 + 2 * 8 * 128;
+    double attn = 100.0, mlp = 1000.0, norm = 10.0, ssm = 2.0 * (di + conv + 128) + 2.0 * di + 32.0;
+    (void)state;
+    assert_true(fabs(est_layer_mix_saved(&m, &c, attn, mlp, norm) -
+                     (4 * attn + 24 * (norm + ssm) + 24 * (norm + mlp)) / 52) < 1e-6);
+    m = *gm_model_catalog_find("falcon-h1-7b");
+    ssm = 2.0 * 3072 + 2.0 * (3072 + 3584 + 24) + 2.0 * 3072 + 4.0;
+    assert_true(fabs(est_layer_mix_saved(&m, &c, attn, mlp, norm) -
+                     (attn + ssm + 2.0 * 3072 + mlp)) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hybrid_training_saved),
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
