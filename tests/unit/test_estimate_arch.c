@@ -468,6 +468,20 @@ static void test_nemotron_h_layer_pattern(void **state)
     }
     assert_true(assumes(est, "24 Mamba-2 layers keep a recurrent and a convolution state"));
 
+    /* newer configs list the blocks by name (layers_block_type) */
+    {
+        static const char named[] =
+            "{\"model_type\": \"nemotron_h\", \"hidden_size\": 256, \"num_hidden_layers\": 4, "
+            "\"layers_block_type\": [\"mamba\", \"mlp\", \"mamba\", \"attention\"], "
+            "\"num_attention_heads\": 4, \"intermediate_size\": 512, \"vocab_size\": 1000, "
+            "\"mamba_num_heads\": 8, \"mamba_head_dim\": 32, \"mamba_n_groups\": 2}";
+        assert_int_equal(gm_model_parse_hf_config(named, strlen(named), &m, &err), GM_OK);
+        assert_int_equal(m.n_linear_layers, 2);
+        assert_int_equal(gm_model_attention_layers(&m), 1);
+        assert_int_equal(gm_model_mlp_layers(&m), 1);
+        assert_int_equal(m.mamba_d_inner, 256);
+        assert_int_equal(m.mamba_groups, 2);
+    }
     /* a mixture-of-experts block is refused, not counted as something else */
     {
         static const char moe[] = "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, "
