@@ -292,6 +292,40 @@ static void test_fsdp_param_offload(void **state)
  * (twice the cache at the end of a step) and the prefill returns fp32 logits at every prompt
  * position; 4.36 to 4.44 DynamicCache replaces one layer at a time (one layer's cache more),
  * logits still at every position; from 4.45 (num_logits_to_keep) the last position only. */
+/* The kernels generate() runs quantised linears through, and their buffers, from each
+ * kernel's code: exllama (v1, transformers' default for 4-bit GPTQ) keeps temp_dq, the
+ * largest linear in fp16 (qweight.numel() x 8 halves), and with act-order temp_state of
+ * max_input_len x the widest side; exllamav2 one scratch of the largest
+ * scratch_space_fixed(); Marlin an int32 workspace of out / 128 x 16 per linear; AWQ's gemm
+ * dequantises the weight for 1024 prompt tokens or more; LLM.int8() quantises the prompt and
+ * keeps an int32 product.  Llama-3-8B: the largest linear is gate/up, 4096 x 14336. */
+static void test_quant_kernel_scratch(void **state)
+{
+    /* q, k, v, o, gate, up, down outputs */
+    const uint64_t big = 4096ull * 14336, layer_outs = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096;
+    (void)state;
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), big * 2 + 2);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel exllamav2",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL),
+                     big * 2 + 128 + 14336ull * 2048 * 8 * 4 + 128);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel marlin", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 32ull * layer_outs / 2);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel plain", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 0);
+    /* a kernel of another format is refused by name, not counted */
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel gemm", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 0);
+    run("llama-3-8b", "--infer --batch 1 --context 4096 --quant awq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), big * 2);
+    run("llama-3-8b", "--infer --batch 1 --context 512 --quant awq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 0);
+    run("llama-3-8b", "--infer --batch 1 --context 4096 --quant int8", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED),
+                     4096ull * (3 * 4096 + 6 * 14336));
+}
+
 static void test_hf_generate_by_version(void **state)
 {
     const uint64_t B = 8, ctx = 4096, V = 128256, layers = 32;
@@ -931,6 +965,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hybrid_training_saved),
+        cmocka_unit_test(test_quant_kernel_scratch),
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
