@@ -144,6 +144,8 @@ enum gm_loss {
 enum gm_loss_impl {
     GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits */
     GM_LOSS_IMPL_CCE,       /* Apple Cut Cross-Entropy: logits only in on-chip blocks */
+    GM_LOSS_IMPL_UNSLOTH,   /* unsloth_zoo unsloth_fused_ce_loss: token chunks of at most 4 GiB
+                               of fp32 logits, a multiple of 4 of them */
     GM_LOSS_IMPL__COUNT
 };
 

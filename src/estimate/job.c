@@ -456,7 +456,7 @@ static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
 static const char *const loss_choices[] = {"full",  "chunked",          "fused", "fused-linear",
                                            "plain", "chunked-backward", NULL};
-static const char *const loss_impl_choices[] = {"liger", "cce", NULL};
+static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2", "marlin",
                                                    "gemm", "plain", NULL};
@@ -837,8 +837,9 @@ static const struct gm_job_setting settings[] = {
             "--gpu-memory-utilization budget",
             INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
     [EST_SET_LOSS_IMPL] = CHOICE("loss-impl", loss_impl_choices, NULL,
-                                 "--loss fused-linear: liger (row chunks of logits) or cce (Cut "
-                                 "Cross-Entropy, no logits in memory); default liger",
+                                 "--loss fused-linear: liger (row chunks of logits), cce (Cut "
+                                 "Cross-Entropy, no logits in memory) or unsloth (chunks of at "
+                                 "most 4 GiB of fp32 logits); default liger",
                                  TRAIN, memory.loss_impl),
     [EST_SET_FSDP_SHARD_ENDS] =
         FLAG("fsdp-shard-ends",
@@ -1244,6 +1245,10 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* a preset's activation offload is its checkpointing's (unsloth's offloaded layer
+     * inputs): without full checkpointing there is nothing of it to offload */
+    if (est_preset_set(j, EST_SET_ACTIVATION_OFFLOAD) && j->memory.checkpointing != GM_CKPT_FULL)
+        j->memory.activation_offload = false;
     /* a vision-language model's images: their tokens in every sequence */
     if (j->model.model && j->workload.images && j->model.model->vision.kind != GM_VISION_NONE) {
         uint64_t w = j->workload.image_width ? j->workload.image_width : 1024;
@@ -1544,12 +1549,12 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");
     if ((est_given(j, EST_SET_FSDP_VERSION) || !j->parallel.reshard_after_forward ||
-         !j->parallel.sync_module_states) &&
+         est_given(j, EST_SET_NO_SYNC_MODULE_STATES)) &&
         j->parallel.shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--fsdp-version, --no-reshard-after-forward and --no-sync-module-states "
                        "need --fsdp");
-    if (!j->parallel.sync_module_states && j->parallel.fsdp_version != 1)
+    if (est_given(j, EST_SET_NO_SYNC_MODULE_STATES) && j->parallel.fsdp_version != 1)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--no-sync-module-states needs FSDP1 (--fsdp-version 1): FSDP2's "
                        "fully_shard has no sync_module_states");

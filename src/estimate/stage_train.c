@@ -725,6 +725,24 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                         "computed in on-chip blocks, never in device memory";
             return;
         }
+        if (j->memory.loss_impl == GM_LOSS_IMPL_UNSLOTH) {
+            /* unsloth_zoo fused_losses/cross_entropy_loss.py (ce232d6): get_chunk_size splits
+             * the tokens into ceil(T x V x 4 B / target / 4) x 4 chunks (one when the fp32
+             * logits fit the target), target min(half the free memory, 4 GiB), taken as 4
+             * GiB; each chunk's lm_head product, its .float() copy for F.cross_entropy, the
+             * log-softmax and its gradient (torch.func.grad_and_value), the input's gradient
+             * (empty_like) and the head's (zeros_like) written as the chunks go */
+            double exact = T * V * 4.0 / (4.0 * 1073741824.0);
+            double n = exact <= 1.0 ? 1.0 : ceil(exact / 4.0) * 4.0, rows = ceil(T / n);
+            out->bytes = grads + rows * V * (ea + 12.0);
+            snprintf(out->note, sizeof out->note,
+                     "input gradient%s and one of %.0f chunks of %.0f rows (logits, fp32 copy, "
+                     "log-softmax, gradient)",
+                     head_trained ? ", lm_head gradient" : "", n, rows);
+            out->what = "fused linear cross-entropy (unsloth): chunks of at most 4 GiB of fp32 "
+                        "logits, each with its gradient at once";
+            return;
+        }
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
         double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));

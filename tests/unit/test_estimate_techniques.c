@@ -428,6 +428,65 @@ static void test_stack_presets(void **state)
     assert_non_null(strstr(err.msg, "torchtitan"));
 }
 
+/* The HF-family presets, each default as its stack's code sets it: axolotl's schema (bf16
+ * 'auto', adamw_torch_fused, no gradient checkpointing, no Liger plugin, sdpa); unsloth's
+ * get_peft_model ('unsloth' checkpointing: layer inputs offloaded to host; all linear
+ * targets, no dropout) and its fused CE (chunks of at most 4 GiB of fp32 logits, a multiple
+ * of 4 of them); accelerate's FSDP plugin (FSDP1, no sync_module_states broadcast).  An
+ * explicit option wins; a preset's offload goes with its checkpointing. */
+static void test_stack_presets_hf_family(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    /* Llama-3-8B, batch 4 x 4096: 16384 rows x 128256 x 4 B = 1.96 x 4 GiB -> 4 chunks */
+    const uint64_t T = 4 * 4096, V = 128256, rows = T / 4;
+    (void)state;
+    job_make("llama-3-8b", "--train --stack axolotl", &j);
+    assert_int_equal(j.numerics.precision, GM_PREC_BF16_MIXED);
+    assert_int_equal(j.numerics.optimizer, GM_OPT_ADAMW);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_NONE);
+    assert_int_equal(j.memory.attention, GM_ATTN_SDPA);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(est_preset_set(&j, EST_SET_OPTIMIZER_IMPL));
+    job_make("llama-3-8b", "--train --lora --stack unsloth", &j);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_true(j.memory.activation_offload);
+    assert_int_equal(j.memory.loss, GM_LOSS_FUSED_LINEAR);
+    assert_int_equal(j.memory.loss_impl, GM_LOSS_IMPL_UNSLOTH);
+    assert_int_equal(j.memory.lora.targets, GM_LORA_ALL_LINEAR);
+    assert_true(j.memory.lora.dropout == 0.0);
+    job_make("llama-3-8b", "--train --stack accelerate --fsdp --gpus 8", &j);
+    assert_int_equal(j.parallel.fsdp_version, 1);
+    assert_false(j.parallel.sync_module_states);
+    /* explicit options win, and FSDP2 given by hand leaves the FSDP1-only default aside */
+    job_make("llama-3-8b", "--train --stack accelerate --fsdp --gpus 8 --fsdp-version 2", &j);
+    assert_int_equal(j.parallel.fsdp_version, 2);
+    if (gm_estimate_run(&j, &with, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    job_make("llama-3-8b", "--train --stack axolotl --optimizer-impl foreach", &j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
+    /* unsloth's fused CE over 4 chunks of 4096 rows: each chunk's logits, fp32 copy,
+     * log-softmax and gradient, plus the input's gradient */
+    run("llama-3-8b", "--train --lora --stack unsloth --batch 4 --seq 4096", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= rows * V * 14 + T * 4096 * 2);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) < rows * V * 14 + T * 4096 * 2 + T * 8);
+    run("llama-3-8b", "--train --lora --stack unsloth --batch 1 --seq 2048", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= 2048 * V * 14);
+    /* without checkpointing the preset's offload goes too: as much kept as with none */
+    run("llama-3-8b", "--train --lora --stack unsloth --grad-checkpointing none", &with);
+#define UNSLOTH_BY_HAND                                                                            \
+    "--train --lora --grad-checkpointing none --loss fused-linear --loss-impl unsloth "           \
+    "--lora-targets all-linear --lora-dropout 0 --transformers-version 4.57"
+    run("llama-3-8b", UNSLOTH_BY_HAND, &base);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+    run("llama-3-8b", UNSLOTH_BY_HAND " --activation-offload", &base);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) !=
+                gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+#undef UNSLOTH_BY_HAND
+}
+
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
  * on the shifted compute-dtype logits (transformers before 4.54, when the version is given):
  * logits, their shifted copy and the log-softmax, 3 x 2 B per logit in pure bf16; a
@@ -966,6 +1025,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hybrid_training_saved),
         cmocka_unit_test(test_quant_kernel_scratch),
+        cmocka_unit_test(test_stack_presets_hf_family),
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
