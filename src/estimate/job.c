@@ -459,23 +459,21 @@ static const char *const loss_choices[] = {"full",  "chunked",          "fused",
 static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2", "marlin",
-                                                   "gemm", "plain", NULL};
+                                                   "gemm", "plain",   NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
 static const int fsdp_version_values[] = {1, 2};
 
-_Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
-                   sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
-                   sizeof loss_impl_choices / sizeof loss_impl_choices[0] ==
-                       GM_LOSS_IMPL__COUNT + 1 &&
-                   sizeof model_impl_choices / sizeof model_impl_choices[0] ==
-                       GM_MODEL_IMPL__COUNT + 1 &&
-                   sizeof quant_kernel_choices / sizeof quant_kernel_choices[0] ==
-                       GM_QKERNEL__COUNT + 1 &&
-                   sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
-                   sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
-               "one choice per enum value: the choices are the enums' names");
+_Static_assert(
+    sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
+        sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
+        sizeof loss_impl_choices / sizeof loss_impl_choices[0] == GM_LOSS_IMPL__COUNT + 1 &&
+        sizeof model_impl_choices / sizeof model_impl_choices[0] == GM_MODEL_IMPL__COUNT + 1 &&
+        sizeof quant_kernel_choices / sizeof quant_kernel_choices[0] == GM_QKERNEL__COUNT + 1 &&
+        sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
+        sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
+    "one choice per enum value: the choices are the enums' names");
 
 const char *gm_quant_kernel_name(enum gm_quant_kernel k)
 {
@@ -854,11 +852,12 @@ static const struct gm_job_setting settings[] = {
                                   "whose model code: hf (transformers, default) or litgpt (one "
                                   "F.gelu op where HF's gelu_new keeps its intermediates)",
                                   TRAIN, stack.model_impl),
-    [EST_SET_QUANT_KERNEL] = CHOICE("quant-kernel", quant_kernel_choices, NULL,
-                                    "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
-                                    "exllama, exllamav2, marlin, gemm (AWQ), plain (none); default "
-                                    "auto, as transformers picks",
-                                    INFER, numerics.quant_kernel),
+    [EST_SET_QUANT_KERNEL] =
+        CHOICE("quant-kernel", quant_kernel_choices, NULL,
+               "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
+               "exllama, exllamav2, marlin, gemm (AWQ), plain (none); default "
+               "auto, as transformers picks",
+               INFER, numerics.quant_kernel),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

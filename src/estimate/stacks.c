@@ -126,7 +126,8 @@ static const struct stack_row rows[] = {
      "unsloth-zoo ce232d6 fused_losses get_chunk_size: chunks of <= 4 GiB fp32 logits"},
     {GM_STACK_UNSLOTH, EST_SET_LORA_TARGETS, 0, 0, "all-linear",
      UNS "llama.py get_peft_model: q,k,v,o,gate,up,down_proj"},
-    {GM_STACK_UNSLOTH, EST_SET_LORA_DROPOUT, 0, 0, "0", UNS "llama.py get_peft_model: lora_dropout 0"},
+    {GM_STACK_UNSLOTH, EST_SET_LORA_DROPOUT, 0, 0, "0",
+     UNS "llama.py get_peft_model: lora_dropout 0"},
     /* LitGPT on Lightning Fabric */
     {GM_STACK_LIGHTNING, EST_SET_PRECISION, 0, 0, "bf16",
      "Lightning-AI/litgpt 29ece59 config_hub/finetune/*/full.yaml: precision bf16-true"},

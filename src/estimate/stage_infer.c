@@ -233,27 +233,27 @@ static enum gm_status quant_kernel_scratch(struct est_ctx *cx, uint64_t rows, st
     if (q->method != GM_QUANT_GPTQ && q->method != GM_QUANT_AWQ)
         return GM_OK;
     if (k == GM_QKERNEL_AUTO)
-        k = gptq4 ? GM_QKERNEL_EXLLAMA : q->method == GM_QUANT_AWQ ? GM_QKERNEL_GEMM
-                                                                   : GM_QKERNEL_PLAIN;
+        k = gptq4                       ? GM_QKERNEL_EXLLAMA
+            : q->method == GM_QUANT_AWQ ? GM_QKERNEL_GEMM
+                                        : GM_QKERNEL_PLAIN;
     if ((k == GM_QKERNEL_GEMM) != (q->method == GM_QUANT_AWQ) ||
         ((k == GM_QKERNEL_EXLLAMA || k == GM_QKERNEL_EXLLAMAV2 || k == GM_QKERNEL_MARLIN) &&
          !gptq4)) {
         est_assume(e, "--quant-kernel %s: not a kernel of %u-bit %s weights, no scratch counted",
-                   gm_quant_kernel_name(k), q->bits,
-                   q->method == GM_QUANT_AWQ ? "AWQ" : "GPTQ");
+                   gm_quant_kernel_name(k), q->bits, q->method == GM_QUANT_AWQ ? "AWQ" : "GPTQ");
         return GM_OK;
     }
     switch (k) {
     case GM_QKERNEL_EXLLAMA:
         len = q->desc_act ? umax(2048, rows) : 1;
         b = gm_add_sat(gm_mul_sat(x.in_out, 2), gm_mul_sat(len * 2, q->desc_act ? x.side : 1));
-        snprintf(note, sizeof(note),
-                 "exllama temp_dq (the largest linear in fp16)%s",
+        snprintf(note, sizeof(note), "exllama temp_dq (the largest linear in fp16)%s",
                  q->desc_act ? " + temp_state (max_input_len x the widest side, fp16)" : "");
         if (q->desc_act && rows > 2048)
-            est_assume(e, "exllama with act-order: prompts of %llu tokens need "
-                          "exllama_set_max_input_length(model, %llu) (the default 2048 fails); "
-                          "temp_state sized for it",
+            est_assume(e,
+                       "exllama with act-order: prompts of %llu tokens need "
+                       "exllama_set_max_input_length(model, %llu) (the default 2048 fails); "
+                       "temp_state sized for it",
                        (unsigned long long)rows, (unsigned long long)rows);
         return est_add(e, GM_KIND_ENGINE_POOL, "exllama_buffers", b, GM_EST_PHASE_INFER_ALL, false,
                        GM_EXTENT_ONE_LAYER, note, err);

@@ -1158,11 +1158,10 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    "%llu Mamba-2 mixers save their in_proj output, the scan output and the "
                    "gated norm's rstd (mamba_split_conv1d_scan_combined)%s",
                    (unsigned long long)m->n_linear_layers,
-                   m->mix == GM_MIX_PARALLEL
-                       ? ", beside each layer's attention and MLP (Falcon-H1)"
-                       : m->mix == GM_MIX_PATTERN
-                             ? "; Nemotron-H's attention and MLP blocks hold one mixer each"
-                             : "");
+                   m->mix == GM_MIX_PARALLEL ? ", beside each layer's attention and MLP (Falcon-H1)"
+                   : m->mix == GM_MIX_PATTERN
+                       ? "; Nemotron-H's attention and MLP blocks hold one mixer each"
+                       : "");
     if (j->memory.float8)
         est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
                       "bf16 input and weight for backward and casts them to fp8 per matmul, so "

@@ -224,11 +224,11 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
                        "model: more linear-attention layers than layers");
     if (m->mix == GM_MIX_PATTERN &&
         m->n_linear_layers + m->n_attn_layers + m->n_mlp_layers != m->n_layers)
-        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                       "model: the layer pattern names %llu layers, num_hidden_layers is %llu",
-                       (unsigned long long)(m->n_linear_layers + m->n_attn_layers +
-                                            m->n_mlp_layers),
-                       (unsigned long long)m->n_layers);
+        return gm_fail(
+            err, GM_ERR_FORMAT, GM_NO_OFFSET,
+            "model: the layer pattern names %llu layers, num_hidden_layers is %llu",
+            (unsigned long long)(m->n_linear_layers + m->n_attn_layers + m->n_mlp_layers),
+            (unsigned long long)m->n_layers);
     if (m->mamba_heads && (m->mamba_d_inner % m->mamba_heads || !m->mamba_groups))
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "model: Mamba-2 channels (%llu) are not a multiple of its heads (%llu), "

@@ -488,8 +488,7 @@ static void test_nemotron_h_layer_pattern(void **state)
                                   "\"num_hidden_layers\": 3, \"hybrid_override_pattern\": \"ME*\", "
                                   "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
                                   "\"vocab_size\": 100, \"mamba_num_heads\": 4}";
-        assert_int_equal(gm_model_parse_hf_config(moe, strlen(moe), &m, &err),
-                         GM_ERR_UNSUPPORTED);
+        assert_int_equal(gm_model_parse_hf_config(moe, strlen(moe), &m, &err), GM_ERR_UNSUPPORTED);
         assert_non_null(strstr(err.msg, "mixture-of-experts"));
     }
 }

@@ -470,13 +470,14 @@ static void test_stack_presets_hf_family(void **state)
      * log-softmax and gradient, plus the input's gradient */
     run("llama-3-8b", "--train --lora --stack unsloth --batch 4 --seq 4096", &with);
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= rows * V * 14 + T * 4096 * 2);
-    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) < rows * V * 14 + T * 4096 * 2 + T * 8);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) <
+                rows * V * 14 + T * 4096 * 2 + T * 8);
     run("llama-3-8b", "--train --lora --stack unsloth --batch 1 --seq 2048", &with);
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= 2048 * V * 14);
     /* without checkpointing the preset's offload goes too: as much kept as with none */
     run("llama-3-8b", "--train --lora --stack unsloth --grad-checkpointing none", &with);
 #define UNSLOTH_BY_HAND                                                                            \
-    "--train --lora --grad-checkpointing none --loss fused-linear --loss-impl unsloth "           \
+    "--train --lora --grad-checkpointing none --loss fused-linear --loss-impl unsloth "            \
     "--lora-targets all-linear --lora-dropout 0 --transformers-version 4.57"
     run("llama-3-8b", UNSLOTH_BY_HAND, &base);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
