@@ -528,6 +528,34 @@ static void test_falcon_h1_parallel_layers(void **state)
     }
 }
 
+/* llama.cpp keeps KV in all of Falcon-H1's layers and an f32 recurrent state per sequence
+ * (llama_memory_recurrent): a public llama.cpp log of Falcon-H1-1.5B at 32768 cells
+ * (GeniePod/genie-claw issue 410) prints "KV buffer size = 768.00 MiB (32768 cells, 24
+ * layers, K 384 + V 384)" and "RS buffer size = 72.98 MiB (1 cells, 24 layers, R 0.98 + S
+ * 72.00)"; the config's sizes are the transformers falcon_h1 doc's H1-1.5B row. */
+static void test_falcon_h1_llamacpp_state(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"falcon_h1\", \"hidden_size\": 2048, \"num_hidden_layers\": 24, "
+        "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 128, "
+        "\"intermediate_size\": 4608, \"vocab_size\": 65537, \"mamba_d_state\": 256, "
+        "\"mamba_d_conv\": 4, \"mamba_n_groups\": 1, \"mamba_n_heads\": 48, "
+        "\"mamba_d_head\": 64, \"mamba_d_ssm\": 3072, \"torch_dtype\": \"bfloat16\"}";
+    struct gm_model m;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = &m;
+    j.engine.kind = GM_ENGINE_LLAMACPP;
+    j.workload.context = 32768;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 768ull << 20);
+    assert_int_equal(find(est, "recurrent_state")->bytes, (72ull << 20) + 1032192);
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -883,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_jamba_mamba_layers),
         cmocka_unit_test(test_nemotron_h_layer_pattern),
         cmocka_unit_test(test_falcon_h1_parallel_layers),
+        cmocka_unit_test(test_falcon_h1_llamacpp_state),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),
