@@ -144,6 +144,8 @@ enum gm_loss {
 enum gm_loss_impl {
     GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits */
     GM_LOSS_IMPL_CCE,       /* Apple Cut Cross-Entropy: logits only in on-chip blocks */
+    GM_LOSS_IMPL_UNSLOTH,   /* unsloth_zoo unsloth_fused_ce_loss: token chunks of at most 4 GiB
+                               of fp32 logits, a multiple of 4 of them */
     GM_LOSS_IMPL__COUNT
 };
 
@@ -250,6 +252,18 @@ struct gm_job_workload {
 };
 
 /* Number formats and the optimizer. */
+/* Which kernel runs a GPTQ or AWQ checkpoint's linears in HF generate(): their scratch
+ * buffers differ (docs/estimate.md, "Quantised kernels"). */
+enum gm_quant_kernel {
+    GM_QKERNEL_AUTO = 0,  /* as transformers picks: GPTQ 4-bit exllama, AWQ gemm */
+    GM_QKERNEL_EXLLAMA,   /* GPTQ exllama (v1): temp_dq and, with act-order, temp_state */
+    GM_QKERNEL_EXLLAMAV2, /* GPTQ exllamav2: one scratch per device for the largest linear */
+    GM_QKERNEL_MARLIN,    /* GPTQ Marlin: a small workspace per linear */
+    GM_QKERNEL_GEMM,      /* AutoAWQ WQLinear_GEMM: dequantises the weight for long inputs */
+    GM_QKERNEL_PLAIN,     /* a kernel without scratch (auto-gptq cuda / triton, AWQ gemv) */
+    GM_QKERNEL__COUNT
+};
+
 struct gm_job_numerics {
     enum gm_precision precision; /* training */
     enum gm_weight_format weight_format;
@@ -261,6 +275,7 @@ struct gm_job_numerics {
     double activations_per_token; /* --method blog: A (elements per token); 0 = the fit */
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     struct gm_quant quant; /* GM_WEIGHTS_QUANT: the format (--quant, --quant-bits, --group-size) */
+    enum gm_quant_kernel quant_kernel; /* inference: GPTQ / AWQ kernel (default as transformers) */
 };
 
 struct gm_job_lora {
@@ -931,6 +946,7 @@ bool gm_est_kind_outside_allocator(enum gm_est_kind k);
 bool gm_est_kind_category(enum gm_est_kind k, enum gm_category *out);
 
 /* Stable names (CLI choices and JSON); static storage, "unknown" out of range. */
+const char *gm_quant_kernel_name(enum gm_quant_kernel k);
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
 const char *gm_shard_name(enum gm_shard s);

@@ -69,6 +69,10 @@ enum gm_arch {
                             linear attention (a recurrent state, no KV), gated full attention */
     GM_ARCH_JAMBA,       /* Mamba (selective SSM) layers with attention every 8th, MoE MLP every
                             other layer */
+    GM_ARCH_NEMOTRON_H,  /* blocks of one mixer each, as hybrid_override_pattern lays them out:
+                            Mamba-2, attention or a squared-ReLU MLP, one RMSNorm per block */
+    GM_ARCH_FALCON_H1,   /* every layer attention and a Mamba-2 mixer side by side, then a
+                            SwiGLU MLP */
     GM_ARCH__COUNT
 };
 
@@ -202,6 +206,16 @@ struct gm_vision {
     bool rms_norm;         /* Qwen2.5-VL: RMSNorm; otherwise LayerNorm with bias */
 };
 
+/* How a model's layers combine attention (a KV cache), linear attention (a recurrent state)
+ * and the MLP. */
+enum gm_layer_mix {
+    GM_MIX_ALTERNATE = 0, /* each layer attention or linear attention, then an MLP (Qwen3-Next,
+                             Jamba; every plain transformer: no linear layers) */
+    GM_MIX_PARALLEL,      /* each layer both, side by side, then an MLP (Falcon-H1) */
+    GM_MIX_PATTERN        /* each layer one mixer: attention, linear attention or an MLP
+                             (Nemotron-H's hybrid_override_pattern) */
+};
+
 #define GM_MODEL_NAME_MAX 64
 
 struct gm_model {
@@ -284,9 +298,16 @@ struct gm_model {
     uint64_t lin_k_dim;       /* linear_key_head_dim */
     uint64_t lin_v_dim;       /* linear_value_head_dim */
     uint64_t lin_conv_kernel; /* linear_conv_kernel_dim */
-    uint64_t mamba_d_state;   /* Mamba layers (Jamba): SSM state size per channel, */
-    uint64_t mamba_d_inner;   /* mamba_expand x hidden channels, */
-    uint64_t mamba_dt_rank;   /* and the rank of the time-step projection; 0 = no Mamba */
+    uint64_t mamba_d_state;   /* Mamba layers: SSM state size per channel, */
+    uint64_t mamba_d_inner;   /* their channels (Mamba-2: heads x head dim); 0 = no Mamba, */
+    uint64_t mamba_dt_rank;   /* Mamba-1: the rank of the time-step projection */
+    uint64_t mamba_heads;     /* Mamba-2 (Nemotron-H, Falcon-H1): SSM heads of d_inner / heads
+                                 channels, one dt, A and D each; 0 = Mamba-1 (Jamba) */
+    uint64_t mamba_groups;    /* Mamba-2: groups of B and C (n_groups), d_state wide each */
+    bool mamba_gated_norm;    /* Mamba-2: a gated RMSNorm of d_inner before out_proj */
+    enum gm_layer_mix mix;    /* how attention, linear-attention and MLP layers combine */
+    uint64_t n_attn_layers;   /* GM_MIX_PATTERN: layers that attend (keep KV), */
+    uint64_t n_mlp_layers;    /* and layers that are an MLP; the rest are linear attention */
     bool attn_output_gate;    /* q_proj also yields a sigmoid gate on the attention output
                                  (Qwen3-Next): twice the query width */
     struct gm_vision vision;  /* a vision-language model's tower (counted with the
@@ -351,6 +372,11 @@ uint64_t gm_model_image_tokens(const struct gm_model *m, uint64_t w, uint64_t h,
  * linear-attention layers. */
 void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurrent,
                            uint64_t *conv);
+
+/* Layers that attend and keep a KV cache (of the decoder-only stack or an encoder's layers),
+ * and layers that run an MLP, as the model's layer mix lays them out. */
+uint64_t gm_model_attention_layers(const struct gm_model *m);
+uint64_t gm_model_mlp_layers(const struct gm_model *m);
 
 /* Set every field of 'm' to unknown. */
 void gm_model_init(struct gm_model *m);

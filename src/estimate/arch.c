@@ -39,8 +39,15 @@ uint64_t est_kv_layers(const struct gm_model *m)
     case GM_HEAD_SEQ2SEQ_LM:
         return m->n_decoder_layers;
     default: /* linear-attention layers keep a recurrent state instead */
-        return m->n_layers > m->n_linear_layers ? m->n_layers - m->n_linear_layers : 0;
+        return gm_model_attention_layers(m);
     }
+}
+
+const char *est_linear_kind(const struct gm_model *m)
+{
+    if (m->mamba_heads)
+        return "Mamba-2";
+    return m->mamba_d_inner ? "Mamba" : "Gated DeltaNet";
 }
 
 uint64_t est_moe_layers(const struct gm_model *m)
@@ -122,9 +129,13 @@ uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp
      * value_dim) / tp x (kernel - 1) and recurrent state value_heads / tp x key dim x value
      * dim; a Mamba layer's d_inner / tp x (d_conv - 1) and d_inner / tp x d_state; in the
      * model dtype (16-bit unless --mamba-ssm-cache-dtype says otherwise), one per request and
-     * layer */
+     * layer.  Mamba-2 (mamba2_state_shape): groups that tp does not divide are repeated up to
+     * tp (extra_groups_for_head_shards), so each GPU holds whole groups of B and C. */
     uint64_t rec, conv, t = tp ? tp : 1;
-    gm_model_linear_state(m, true, &rec, &conv);
+    struct gm_model g = *m;
+    if (g.mamba_heads && g.mamba_groups % t)
+        g.mamba_groups = t;
+    gm_model_linear_state(&g, true, &rec, &conv);
     return est_div_up(m->n_linear_layers, pp ? pp : 1) * (rec / t + conv / t) * 2;
 }
 

@@ -55,7 +55,7 @@
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
-    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL)
+    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL)
 /* clang-format on */
 
 enum est_setting {
@@ -238,6 +238,10 @@ struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64
 /* Activation bytes saved for backward by one transformer layer, per token; *seq2 (may be
  * NULL) gets the part of them that is eager attention's s x s scores (n_heads x seq per
  * token: they grow with batch x seq^2). */
+/* The average layer's saved bytes per token from its attention, MLP and norm parts, as the
+ * model's layer mix (and Mamba-2 mixers) combine them. */
+double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg *c, double attn,
+                           double mlp, double norm);
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2);
 /* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
@@ -319,6 +323,8 @@ void est_geom(const struct gm_model *m, struct est_geom *g);
 uint64_t est_total_layers(const struct gm_model *m);
 /* Layers that keep a KV cache (the decoder's; none in an encoder). */
 uint64_t est_kv_layers(const struct gm_model *m);
+/* What a model's linear-attention layers are, in words ("Mamba-2", "Mamba", "Gated DeltaNet"). */
+const char *est_linear_kind(const struct gm_model *m);
 /* Layers with routed experts (0 for a dense model). */
 uint64_t est_moe_layers(const struct gm_model *m);
 

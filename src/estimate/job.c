@@ -461,22 +461,29 @@ static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
 static const char *const loss_choices[] = {"full",  "chunked",          "fused", "fused-linear",
                                            "plain", "chunked-backward", NULL};
-static const char *const loss_impl_choices[] = {"liger", "cce", NULL};
+static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
+static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2", "marlin",
+                                                   "gemm", "plain",   NULL};
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
 static const int fsdp_version_values[] = {1, 2};
 
-_Static_assert(sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
-                   sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
-                   sizeof loss_impl_choices / sizeof loss_impl_choices[0] ==
-                       GM_LOSS_IMPL__COUNT + 1 &&
-                   sizeof model_impl_choices / sizeof model_impl_choices[0] ==
-                       GM_MODEL_IMPL__COUNT + 1 &&
-                   sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
-                   sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
-               "one choice per enum value: the choices are the enums' names");
+_Static_assert(
+    sizeof precision_choices / sizeof precision_choices[0] == GM_PREC__COUNT + 1 &&
+        sizeof loss_choices / sizeof loss_choices[0] == GM_LOSS__COUNT + 1 &&
+        sizeof loss_impl_choices / sizeof loss_impl_choices[0] == GM_LOSS_IMPL__COUNT + 1 &&
+        sizeof model_impl_choices / sizeof model_impl_choices[0] == GM_MODEL_IMPL__COUNT + 1 &&
+        sizeof quant_kernel_choices / sizeof quant_kernel_choices[0] == GM_QKERNEL__COUNT + 1 &&
+        sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
+        sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
+    "one choice per enum value: the choices are the enums' names");
+
+const char *gm_quant_kernel_name(enum gm_quant_kernel k)
+{
+    return (unsigned)k < GM_QKERNEL__COUNT ? quant_kernel_choices[k] : "unknown";
+}
 
 const char *gm_precision_name(enum gm_precision p)
 {
@@ -840,8 +847,9 @@ static const struct gm_job_setting settings[] = {
             "--gpu-memory-utilization budget",
             INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
     [EST_SET_LOSS_IMPL] = CHOICE("loss-impl", loss_impl_choices, NULL,
-                                 "--loss fused-linear: liger (row chunks of logits) or cce (Cut "
-                                 "Cross-Entropy, no logits in memory); default liger",
+                                 "--loss fused-linear: liger (row chunks of logits), cce (Cut "
+                                 "Cross-Entropy, no logits in memory) or unsloth (chunks of at "
+                                 "most 4 GiB of fp32 logits); default liger",
                                  TRAIN, memory.loss_impl),
     [EST_SET_FSDP_SHARD_ENDS] =
         FLAG("fsdp-shard-ends",
@@ -856,6 +864,12 @@ static const struct gm_job_setting settings[] = {
                                   "whose model code: hf (transformers, default) or litgpt (one "
                                   "F.gelu op where HF's gelu_new keeps its intermediates)",
                                   TRAIN, stack.model_impl),
+    [EST_SET_QUANT_KERNEL] =
+        CHOICE("quant-kernel", quant_kernel_choices, NULL,
+               "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
+               "exllama, exllamav2, marlin, gemm (AWQ), plain (none); default "
+               "auto, as transformers picks",
+               INFER, numerics.quant_kernel),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -866,7 +880,8 @@ _Static_assert(N_SETTINGS <= GM_JOB_MAX_SETTINGS, "raise GM_JOB_MAX_SETTINGS");
 _Static_assert(sizeof(enum gm_precision) == sizeof(int) && sizeof(enum gm_dtype) == sizeof(int) &&
                    sizeof(enum gm_shard) == sizeof(int) && sizeof(enum gm_engine) == sizeof(int) &&
                    sizeof(enum gm_method) == sizeof(int) && sizeof(enum gm_ckpt) == sizeof(int) &&
-                   sizeof(enum gm_loss) == sizeof(int) && sizeof(unsigned) == sizeof(int),
+                   sizeof(enum gm_loss) == sizeof(int) && sizeof(unsigned) == sizeof(int) &&
+                   sizeof(enum gm_quant_kernel) == sizeof(int),
                "enums are int-sized");
 
 const struct gm_job_setting *gm_job_settings(size_t *n)
@@ -1241,6 +1256,10 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* a preset's activation offload is its checkpointing's (unsloth's offloaded layer
+     * inputs): without full checkpointing there is nothing of it to offload */
+    if (est_preset_set(j, EST_SET_ACTIVATION_OFFLOAD) && j->memory.checkpointing != GM_CKPT_FULL)
+        j->memory.activation_offload = false;
     /* a vision-language model's images: their tokens in every sequence */
     if (j->model.model && j->workload.images && j->model.model->vision.kind != GM_VISION_NONE) {
         uint64_t w = j->workload.image_width ? j->workload.image_width : 1024;
@@ -1550,12 +1569,12 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");
     if ((est_given(j, EST_SET_FSDP_VERSION) || !j->parallel.reshard_after_forward ||
-         !j->parallel.sync_module_states) &&
+         est_given(j, EST_SET_NO_SYNC_MODULE_STATES)) &&
         j->parallel.shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--fsdp-version, --no-reshard-after-forward and --no-sync-module-states "
                        "need --fsdp");
-    if (!j->parallel.sync_module_states && j->parallel.fsdp_version != 1)
+    if (est_given(j, EST_SET_NO_SYNC_MODULE_STATES) && j->parallel.fsdp_version != 1)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--no-sync-module-states needs FSDP1 (--fsdp-version 1): FSDP2's "
                        "fully_shard has no sync_module_states");

@@ -45,6 +45,9 @@ static const struct {
 #define TT    "pytorch/torchtune "
 #define TT_CF "llama3_1/8B_full.yaml "
 #define TITAN "pytorch/torchtitan v0.2.2 73a0e69 "
+#define ACC   "huggingface/accelerate v1.13.0 e6ee133 "
+#define AXO   "axolotl v0.8.0 to v0.18.0 2f5cb9d "
+#define UNS   "unslothai/unsloth 015bdef "
 
 /* Each source fits an assumption (GM_EST_NOTE_MAX) beside "--stack NAME@V: --SETTING VALUE". */
 static const struct stack_row rows[] = {
@@ -88,13 +91,46 @@ static const struct stack_row rows[] = {
      "transformers Trainer, @V its version: ForCausalLMLoss, fp32 outputs"},
     {GM_STACK_ACCELERATE, EST_SET_TRANSFORMERS_VERSION, 0, 0, "4.57",
      "an HF model under accelerator.prepare: outputs to fp32 (operations.py, v1.0.1)"},
+    /* accelerate's FullyShardedDataParallelPlugin.__post_init__ without an accelerate config
+     * (its questionnaire, commands/config/cluster.py, offers FSDP2 and the broadcast) */
+    {GM_STACK_ACCELERATE, EST_SET_FSDP_VERSION, 0, 0, "1",
+     ACC "utils/dataclasses.py: FSDP_VERSION default 1, FULL_SHARD, v1.6.0 to v1.14.0"},
+    {GM_STACK_ACCELERATE, EST_SET_NO_SYNC_MODULE_STATES, 0, 0, "true",
+     ACC "utils/dataclasses.py: FSDP1 sync_module_states default False, v0.34.0 to v1.14.0"},
+    /* axolotl's config schema (src/axolotl/utils/schemas/), v0.8.0 3877c5c to v0.18.0
+     * 2f5cb9d; sample_packing is off (None) by default, so the batch stays --batch x --seq */
     {GM_STACK_AXOLOTL, EST_SET_TRANSFORMERS_VERSION, 0, 0, "4.57",
      "axolotl trains through the transformers Trainer"},
+    {GM_STACK_AXOLOTL, EST_SET_PRECISION, 0, 0, "bf16-mixed",
+     AXO "config.py bf16: 'auto' (Trainer bf16 autocast where the GPU has it)"},
+    {GM_STACK_AXOLOTL, EST_SET_OPTIMIZER, 0, 0, "adamw",
+     AXO "training.py optimizer: adamw_torch_fused"},
+    {GM_STACK_AXOLOTL, EST_SET_OPTIMIZER_IMPL, 0, 0, "fused",
+     AXO "training.py optimizer: adamw_torch_fused"},
+    {GM_STACK_AXOLOTL, EST_SET_GRAD_CHECKPOINTING, 0, 0, "none",
+     AXO "config.py gradient_checkpointing: False"},
+    {GM_STACK_AXOLOTL, EST_SET_ATTENTION, 0, 0, "sdpa",
+     AXO "config.py flash_attention / attn_implementation: None (transformers' sdpa)"},
+    {GM_STACK_AXOLOTL, EST_SET_LOSS, 0, 0, "full",
+     AXO "config.py plugins: None (no Liger): the model's ForCausalLMLoss"},
+    /* unsloth (unslothai/unsloth 015bdef, unslothai/unsloth-zoo ce232d6) */
     {GM_STACK_UNSLOTH, EST_SET_TRANSFORMERS_VERSION, 0, 0, "4.57",
      "unsloth trains through TRL's SFTTrainer, a transformers Trainer"},
+    {GM_STACK_UNSLOTH, EST_SET_GRAD_CHECKPOINTING, 0, 0, "full",
+     UNS "llama.py get_peft_model: use_gradient_checkpointing='unsloth'"},
+    {GM_STACK_UNSLOTH, EST_SET_ACTIVATION_OFFLOAD, 0, 0, "true",
+     "unsloth-zoo ce232d6 UnslothCheckpointFunction: layer inputs to pinned host buffers"},
+    {GM_STACK_UNSLOTH, EST_SET_LOSS, 0, 0, "fused-linear",
+     UNS "llama.py: unsloth_fused_ce_loss unless UNSLOTH_RETURN_LOGITS=1"},
+    {GM_STACK_UNSLOTH, EST_SET_LOSS_IMPL, 0, 0, "unsloth",
+     "unsloth-zoo ce232d6 fused_losses get_chunk_size: chunks of <= 4 GiB fp32 logits"},
+    {GM_STACK_UNSLOTH, EST_SET_LORA_TARGETS, 0, 0, "all-linear",
+     UNS "llama.py get_peft_model: q,k,v,o,gate,up,down_proj"},
+    {GM_STACK_UNSLOTH, EST_SET_LORA_DROPOUT, 0, 0, "0",
+     UNS "llama.py get_peft_model: lora_dropout 0"},
     /* LitGPT on Lightning Fabric */
     {GM_STACK_LIGHTNING, EST_SET_PRECISION, 0, 0, "bf16",
-     "Lightning-AI/litgpt 29ece59 finetune/full.py: bf16-true where bf16 runs"},
+     "Lightning-AI/litgpt 29ece59 config_hub/finetune/*/full.yaml: precision bf16-true"},
     {GM_STACK_LIGHTNING, EST_SET_MODEL_IMPL, 0, 0, "litgpt",
      "Lightning-AI/litgpt 04205815 litgpt/model.py: its own GPT, F.gelu in GptNeoxMLP"},
     {GM_STACK_LIGHTNING, EST_SET_FSDP_VERSION, 0, 0, "1",
@@ -169,13 +205,20 @@ enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_e
 }
 
 /* Whether the setting bears on this job: the FSDP version only when it shards with FSDP,
- * the checkpointing period only with full checkpointing. */
+ * the checkpointing period only with full checkpointing, LoRA's settings only with adapters,
+ * the fused loss's kernel only with that loss. */
 static bool bears(const struct gm_job *job, enum est_setting id)
 {
     if (id == EST_SET_FSDP_VERSION || id == EST_SET_FSDP_SHARD_ENDS)
         return job->parallel.shard == GM_SHARD_FSDP;
-    if (id == EST_SET_CHECKPOINT_EVERY)
+    if (id == EST_SET_NO_SYNC_MODULE_STATES)
+        return job->parallel.shard == GM_SHARD_FSDP && job->parallel.fsdp_version == 1;
+    if (id == EST_SET_CHECKPOINT_EVERY || id == EST_SET_ACTIVATION_OFFLOAD)
         return job->memory.checkpointing == GM_CKPT_FULL;
+    if (id == EST_SET_LORA_TARGETS || id == EST_SET_LORA_DROPOUT)
+        return job->memory.adapter != GM_ADAPTER_NONE;
+    if (id == EST_SET_LOSS_IMPL)
+        return job->memory.loss == GM_LOSS_FUSED_LINEAR;
     return true;
 }
 

@@ -57,7 +57,9 @@ static void proj_dims(const struct gm_model *m, unsigned t, uint64_t *in, uint64
 
 uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned targets)
 {
-    uint64_t per_layer = 0, experts = m->n_experts ? m->n_experts : 1;
+    /* attention targets exist in the layers that attend, MLP targets in those with an MLP
+     * (hybrids: not in linear-attention layers or Nemotron-H's other blocks) */
+    uint64_t attn = 0, mlp = 0, experts = m->n_experts ? m->n_experts : 1;
     for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1) {
         uint64_t in = 0, out = 0, p;
         if (!(targets & t))
@@ -65,10 +67,12 @@ uint64_t gm_lora_params(const struct gm_model *m, uint64_t rank, unsigned target
         proj_dims(m, t, &in, &out);
         p = gm_mul_sat(rank, gm_add_sat(in, out));
         if (t & GM_LORA_MLP)
-            p = gm_mul_sat(p, experts);
-        per_layer = gm_add_sat(per_layer, p);
+            mlp = gm_add_sat(mlp, gm_mul_sat(p, experts));
+        else
+            attn = gm_add_sat(attn, p);
     }
-    return gm_mul_sat(per_layer, m->n_layers);
+    return gm_add_sat(gm_mul_sat(attn, gm_model_attention_layers(m)),
+                      gm_mul_sat(mlp, gm_model_mlp_layers(m)));
 }
 
 /* Optimizer state bytes per trainable parameter, for state kept at 'sb' bytes. */

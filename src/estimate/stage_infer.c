@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* How transformers' generate() holds the cache and the prefill's logits, by release (with
  * --transformers-version; without it the allocation of the current release's static
@@ -156,6 +157,129 @@ static double vision_layer_peak(struct est_ctx *cx, double ea)
            (5.0 * (double)v->hidden + (v->gated_mlp ? 3.0 : 2.0) * (double)v->intermediate);
 }
 
+/* The quantised linears' extents that kernels size their buffers by: the largest in x out,
+ * the widest side, the largest exllamav2 scratch (out padded to 32) and the sum of Marlin
+ * workspaces (int32 of out / 128 x 16 each), over the linears the format quantises. */
+struct quant_extents {
+    uint64_t in_out;    /* max in x out */
+    uint64_t side;      /* max of in and out */
+    uint64_t exl2;      /* max exllamav2 scratch_space_fixed(), bytes */
+    uint64_t marlin;    /* sum of Marlin workspaces, bytes */
+    uint64_t int8_peak; /* max over linears of 3 in + 6 out (bitsandbytes int8), per token */
+};
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static void quant_extents(const struct est_ctx *cx, struct quant_extents *x)
+{
+    const struct gm_param_counts *pc = &cx->pc;
+    memset(x, 0, sizeof(*x));
+    for (size_t i = 0; i < pc->n_linears; i++) {
+        const struct gm_linear_class *k = &pc->linears[i];
+        uint64_t op = (k->out + 31) / 32 * 32;
+        if (!(k->role == GM_ROLE_ATTENTION || k->role == GM_ROLE_MLP ||
+              (k->role == GM_ROLE_LM_HEAD && cx->quant->lm_head)) ||
+            (cx->quant->keep & (1u << k->role)))
+            continue;
+        x->in_out = umax(x->in_out, gm_mul_sat(k->in, k->out));
+        x->side = umax(x->side, umax(k->in, k->out));
+        /* qlinear_exllamav2.py: temp_dq_size in x out x 2 + 128, temp_fwd_size out x
+         * max_input_len x max_batch_size x 4 + 128, at the defaults 2048 x 8 */
+        x->exl2 = umax(x->exl2, k->in * op * 2 + 128 + op * 2048 * 8 * 4 + 128);
+        x->marlin = gm_add_sat(x->marlin, gm_mul_sat(k->copies, k->out / 128 * 16 * 4));
+        x->int8_peak = umax(x->int8_peak, 3 * k->in + 6 * k->out);
+    }
+}
+
+/* The scratch of the kernel that runs a GPTQ / AWQ / LLM.int8() checkpoint's linears in HF
+ * generate(), for 'rows' prompt tokens (batch x context):
+ *   exllama (v1)  AutoGPTQ auto_gptq/modeling/_utils.py @005a942 autogptq_post_init: per
+ *                 device temp_dq, fp16 of the largest qweight.numel() x 8 (in x out at 4
+ *                 bits), and temp_state, fp16 max_input_len x the widest side with act-order
+ *                 (max_input_len 2048, EXLLAMA_DEFAULT_MAX_INPUT_LENGTH, or what
+ *                 exllama_set_max_input_length set; 1 x 1 without act-order)
+ *   exllamav2     the same function: one ExLlamaV2DeviceTensors scratch per device of the
+ *                 largest scratch_space_fixed() (qlinear_exllamav2.py @3ef391f)
+ *   marlin        qlinear_marlin.py @2589b7e: each linear's int32 workspace of out / 128 x 16
+ *   AWQ gemm      AutoAWQ awq/modules/linear/gemm.py @d9dc8e5 WQLinearMMFunction: 1024 tokens
+ *                 or more dequantise the whole weight to fp16 for a torch.matmul, one linear
+ *                 at a time
+ *   LLM.int8()    bitsandbytes autograd/_functions.py @012c660 MatMul8bitLt.forward (the
+ *                 igemmlt path): the input's int8 row- and column-wise copies and its col32
+ *                 layout (3 x in bytes a token), the int32 product and its fp16 dequantised
+ *                 output (6 x out), for the linear where that is largest */
+static enum gm_status quant_kernel_scratch(struct est_ctx *cx, uint64_t rows, struct gm_error *err)
+{
+    const struct gm_quant *q = cx->quant;
+    enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
+    struct gm_estimate *e = cx->e;
+    struct quant_extents x;
+    char note[GM_EST_NOTE_MAX];
+    bool gptq4 = q->method == GM_QUANT_GPTQ && q->bits == 4;
+    uint64_t len, b;
+
+    quant_extents(cx, &x);
+    if (q->method == GM_QUANT_BNB_INT8) {
+        snprintf(note, sizeof(note),
+                 "LLM.int8() matmul of %llu prompt tokens: the input's int8 copies and the int32 "
+                 "product of the widest linear",
+                 (unsigned long long)rows);
+        return est_add(e, GM_KIND_GATHERED, "int8_matmul_buffers", gm_mul_sat(rows, x.int8_peak),
+                       GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER, note, err);
+    }
+    if (q->method != GM_QUANT_GPTQ && q->method != GM_QUANT_AWQ)
+        return GM_OK;
+    if (k == GM_QKERNEL_AUTO)
+        k = gptq4                       ? GM_QKERNEL_EXLLAMA
+            : q->method == GM_QUANT_AWQ ? GM_QKERNEL_GEMM
+                                        : GM_QKERNEL_PLAIN;
+    if ((k == GM_QKERNEL_GEMM) != (q->method == GM_QUANT_AWQ) ||
+        ((k == GM_QKERNEL_EXLLAMA || k == GM_QKERNEL_EXLLAMAV2 || k == GM_QKERNEL_MARLIN) &&
+         !gptq4)) {
+        est_assume(e, "--quant-kernel %s: not a kernel of %u-bit %s weights, no scratch counted",
+                   gm_quant_kernel_name(k), q->bits, q->method == GM_QUANT_AWQ ? "AWQ" : "GPTQ");
+        return GM_OK;
+    }
+    switch (k) {
+    case GM_QKERNEL_EXLLAMA:
+        len = q->desc_act ? umax(2048, rows) : 1;
+        b = gm_add_sat(gm_mul_sat(x.in_out, 2), gm_mul_sat(len * 2, q->desc_act ? x.side : 1));
+        snprintf(note, sizeof(note), "exllama temp_dq (the largest linear in fp16)%s",
+                 q->desc_act ? " + temp_state (max_input_len x the widest side, fp16)" : "");
+        if (q->desc_act && rows > 2048)
+            est_assume(e,
+                       "exllama with act-order: prompts of %llu tokens need "
+                       "exllama_set_max_input_length(model, %llu) (the default 2048 fails); "
+                       "temp_state sized for it",
+                       (unsigned long long)rows, (unsigned long long)rows);
+        return est_add(e, GM_KIND_ENGINE_POOL, "exllama_buffers", b, GM_EST_PHASE_INFER_ALL, false,
+                       GM_EXTENT_ONE_LAYER, note, err);
+    case GM_QKERNEL_EXLLAMAV2:
+        return est_add(e, GM_KIND_ENGINE_POOL, "exllamav2_scratch", x.exl2, GM_EST_PHASE_INFER_ALL,
+                       false, GM_EXTENT_ONE_LAYER,
+                       "exllamav2 scratch for the largest linear: its fp16 weight + an fp32 "
+                       "output of 2048 x 8 rows",
+                       err);
+    case GM_QKERNEL_MARLIN:
+        return est_add(e, GM_KIND_ENGINE_POOL, "marlin_workspace", x.marlin, GM_EST_PHASE_INFER_ALL,
+                       false, GM_EXTENT_ALL_LAYERS, "Marlin's int32 workspace of every linear",
+                       err);
+    case GM_QKERNEL_GEMM:
+        if (rows < 1024)
+            return GM_OK; /* fewer tokens: the fused gemm kernel, no copy */
+        return est_add(e, GM_KIND_GATHERED, "awq_dequant_buffer", gm_mul_sat(x.in_out, 2),
+                       GM_EST_PHASE_PREFILL, true, GM_EXTENT_ONE_LAYER,
+                       "AWQ gemm: the largest linear dequantised to fp16 for a prompt of 1024 "
+                       "tokens or more",
+                       err);
+    default:
+        return GM_OK;
+    }
+}
+
 enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -279,6 +403,8 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
         if (st != GM_OK)
             return st;
     }
+    if (cx->quant && (st = quant_kernel_scratch(cx, w->batch * context, err)) != GM_OK)
+        return st;
     full_logits = (w->full_logits || gen == GEN_LEGACY || gen == GEN_CACHE_ALL_LOGITS) && !seq2seq;
     logits = (double)w->batch * (full_logits ? (double)(context ? context : 1) : 1.0) *
              (double)m->vocab * (ea + 4.0);

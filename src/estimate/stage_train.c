@@ -142,6 +142,44 @@ static double gpt_oss_expert_saved(const struct gm_model *m, const struct est_ge
     return ea * (7.0 * g->mlp + g->moe_share * k * (double)m->hidden);
 }
 
+/* A Mamba-2 mixer in training (mamba_split_conv1d_scan_combined, state-spaces/mamba
+ * mamba_ssm/ops/triton/ssd_combined.py @d757aef, MambaSplitConv1dScanCombinedFn saves zxbcdt,
+ * out_x and rstd): the in_proj output of d_inner gate + conv channels + one dt per head, the
+ * scan's output of d_inner and an fp32 rstd per group of the gated norm; the in_proj input
+ * is the block norm's output (Falcon-H1 scales it by ssm_in_multiplier first: a copy of h
+ * of its own, as the attention's attention_in_multiplier copy). */
+static double mamba2_saved(const struct gm_model *m, const struct est_layer_cfg *c)
+{
+    double di = (double)m->mamba_d_inner, nh = (double)m->mamba_heads;
+    double conv = di + 2.0 * (double)m->mamba_groups * (double)m->mamba_d_state;
+    double scaled = m->mix == GM_MIX_PARALLEL ? c->ea * (double)m->hidden : 0.0;
+    return scaled + c->ea * (di + conv + nh) + c->ea * di + 4.0 * (double)m->mamba_groups;
+}
+
+/* Saved bytes per token of the average layer, from an attention part 'attn' (its norm
+ * included), an MLP part 'mlp' and one block norm 'norm', as the model's layers mix them:
+ * alternating layers each hold attention (or linear attention, taken as an attention layer's
+ * when not Mamba-2) and an MLP; Falcon-H1's parallel layers hold attention, a Mamba-2 mixer
+ * on the same normed input and an MLP; Nemotron-H's blocks one mixer each behind their own
+ * norm. */
+double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg *c, double attn,
+                           double mlp, double norm)
+{
+    double L = (double)(m->n_layers ? m->n_layers : 1), ssm;
+    if (!m->mamba_heads)
+        return attn + mlp;
+    ssm = mamba2_saved(m, c);
+    if (m->mix == GM_MIX_PARALLEL)
+        return attn + ssm + c->ea * (double)m->hidden + mlp;
+    if (m->mix == GM_MIX_PATTERN)
+        return ((double)m->n_attn_layers * attn + (double)m->n_linear_layers * (norm + ssm) +
+                (double)m->n_mlp_layers * (norm + mlp)) /
+               L;
+    return ((L - (double)m->n_linear_layers) * attn + (double)m->n_linear_layers * (norm + ssm)) /
+               L +
+           mlp;
+}
+
 double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
                                  double *seq2)
 {
@@ -208,7 +246,7 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     if (m->head != GM_HEAD_SEQ2SEQ_LM) {
         if (seq2)
             *seq2 = scores;
-        return attn + mlp;
+        return est_layer_mix_saved(m, c, attn, mlp, norm_saved(m, c));
     }
     /* encoder-decoder: the encoder's layers over the source (seq tokens), the decoder's over
      * the target (r = target / seq of them), each with a self-attention (scores over the
@@ -688,6 +726,24 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                         "computed in on-chip blocks, never in device memory";
             return;
         }
+        if (j->memory.loss_impl == GM_LOSS_IMPL_UNSLOTH) {
+            /* unsloth_zoo fused_losses/cross_entropy_loss.py (ce232d6): get_chunk_size splits
+             * the tokens into ceil(T x V x 4 B / target / 4) x 4 chunks (one when the fp32
+             * logits fit the target), target min(half the free memory, 4 GiB), taken as 4
+             * GiB; each chunk's lm_head product, its .float() copy for F.cross_entropy, the
+             * log-softmax and its gradient (torch.func.grad_and_value), the input's gradient
+             * (empty_like) and the head's (zeros_like) written as the chunks go */
+            double exact = T * V * 4.0 / (4.0 * 1073741824.0);
+            double n = exact <= 1.0 ? 1.0 : ceil(exact / 4.0) * 4.0, rows = ceil(T / n);
+            out->bytes = grads + rows * V * (ea + 12.0);
+            snprintf(out->note, sizeof out->note,
+                     "input gradient%s and one of %.0f chunks of %.0f rows (logits, fp32 copy, "
+                     "log-softmax, gradient)",
+                     head_trained ? ", lm_head gradient" : "", n, rows);
+            out->what = "fused linear cross-entropy (unsloth): chunks of at most 4 GiB of fp32 "
+                        "logits, each with its gradient at once";
+            return;
+        }
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
         double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));
@@ -1111,12 +1167,20 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "
                       "matmuls; the loss stays as --loss says");
-    if (m->n_linear_layers)
+    if (m->n_linear_layers && !m->mamba_heads)
         est_assume(e,
                    "approximation: the %llu linear-attention (%s) layers' saved tensors are "
                    "taken as an attention layer's (no s*s scores either way)",
+                   (unsigned long long)m->n_linear_layers, est_linear_kind(m));
+    else if (m->n_linear_layers)
+        est_assume(e,
+                   "%llu Mamba-2 mixers save their in_proj output, the scan output and the "
+                   "gated norm's rstd (mamba_split_conv1d_scan_combined)%s",
                    (unsigned long long)m->n_linear_layers,
-                   m->mamba_d_inner ? "Mamba" : "Gated DeltaNet");
+                   m->mix == GM_MIX_PARALLEL ? ", beside each layer's attention and MLP (Falcon-H1)"
+                   : m->mix == GM_MIX_PATTERN
+                       ? "; Nemotron-H's attention and MLP blocks hold one mixer each"
+                       : "");
     if (j->memory.float8)
         est_assume(e, "Float8 training (torchao Float8Linear, tensorwise): each linear saves its "
                       "bf16 input and weight for backward and casts them to fp8 per matmul, so "

@@ -562,6 +562,27 @@ static const struct entry catalog[] = {
       .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .n_experts = 16,
       .n_experts_active = 2, .n_dense_layers = 16, .n_linear_layers = 28, .lin_conv_kernel = 4,
       .mamba_d_state = 16, .mamba_d_inner = 8192, .mamba_dt_rank = 256, .dtype = BF16}},
+    /* Mamba-2 hybrids.  Nemotron-H-8B: nvidia/Nemotron-H-8B-Base-8K config.json
+     * (transformers_version 4.48.0.dev0; hybrid_override_pattern of 24 'M', 4 '*', 24 '-').
+     * Falcon-H1-7B: transformers' model_doc/falcon_h1.md table (44 layers, 3072 wide, 12 heads
+     * / 2 KV, 24 Mamba heads of 128, d_state 256) with the config's vocab 130048,
+     * intermediate 12288, mamba_d_ssm 3072, one group, untied embeddings; mamba_rms_norm at
+     * FalconH1Config's default (false). */
+    {"nvidia/Nemotron-H-8B-Base-8K",
+     "nemotron-h-8b nemotron-h-8b-base-8k nvidia/Nemotron-H-8B-Reasoning-128K",
+     {BASE("Nemotron-H-8B-Base-8K", "nemotron_h", GM_ARCH_NEMOTRON_H, 4096, 52, 32, 8, 128, 21504,
+           131072, 8192),
+      .head = GM_HEAD_CAUSAL_LM, .final_norm = true, .norms_per_layer = 1, .norm = GM_NORM_RMS,
+      .act = GM_ACT_RELU, .mix = GM_MIX_PATTERN, .n_linear_layers = 24, .n_attn_layers = 4,
+      .n_mlp_layers = 24, .lin_conv_kernel = 4, .mamba_d_state = 128, .mamba_d_inner = 8192,
+      .mamba_heads = 128, .mamba_groups = 8, .mamba_gated_norm = true, .dtype = BF16}},
+    {"tiiuae/Falcon-H1-7B-Base",
+     "falcon-h1-7b falcon-h1-7b-base tiiuae/Falcon-H1-7B-Instruct",
+     {BASE("Falcon-H1-7B-Base", "falcon_h1", GM_ARCH_FALCON_H1, 3072, 44, 12, 2, 128, 12288, 130048,
+           262144),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .mix = GM_MIX_PARALLEL,
+      .n_linear_layers = 44, .lin_conv_kernel = 4, .mamba_d_state = 256, .mamba_d_inner = 3072,
+      .mamba_heads = 24, .mamba_groups = 1, .dtype = BF16}},
     {"openai/gpt-oss-20b", "gpt-oss-20b gpt-oss:20b", GPT_OSS("gpt-oss-20b", 24, 32)},
     {"openai/gpt-oss-120b", "gpt-oss-120b gpt-oss:120b", GPT_OSS("gpt-oss-120b", 36, 128)},
     {"meta-llama/Llama-4-Scout-17B-16E", "llama-4-scout llama-4-scout-17b-16e llama4-scout",

@@ -28,6 +28,11 @@
  *   qwen3_next the qwen2_moe keys + layer_types full_attention_interval linear_num_key_heads
  *              linear_num_value_heads linear_key_head_dim linear_value_head_dim
  *              linear_conv_kernel_dim
+ *   nemotron_h hybrid_override_pattern|layers_block_type mamba_num_heads mamba_head_dim
+ *              ssm_state_size n_groups|mamba_n_groups conv_kernel|mamba_d_conv
+ *              attention_head_dim
+ *   falcon_h1  mamba_d_ssm mamba_expand mamba_n_heads mamba_n_groups mamba_d_state
+ *              mamba_d_conv mamba_rms_norm
  *   gpt_oss    num_local_experts num_experts_per_tok|experts_per_token layer_types
  *   llama4, llama4_text  intermediate_size (experts) intermediate_size_mlp (dense layers)
  *              num_local_experts num_experts_per_tok interleave_moe_layer_step moe_layers
@@ -240,6 +245,7 @@ static const struct {
     {"t5", "T5", GM_ARCH_T5},
     {"bart", "Bart", GM_ARCH_BART},
     {"gpt_bigcode", "GPTBigCode", GM_ARCH_GPT_BIGCODE},
+    {"falcon_h1", "FalconH1", GM_ARCH_FALCON_H1}, /* before falcon: "FalconH1For..." */
     {"falcon", "Falcon", GM_ARCH_FALCON},
     {"RefinedWeb", "RW", GM_ARCH_FALCON},
     {"RefinedWebModel", "RW", GM_ARCH_FALCON},
@@ -251,6 +257,7 @@ static const struct {
     {"qwen3_moe", "Qwen3Moe", GM_ARCH_QWEN3_MOE},
     {"qwen3_next", "Qwen3Next", GM_ARCH_QWEN3_NEXT},
     {"jamba", "Jamba", GM_ARCH_JAMBA},
+    {"nemotron_h", "NemotronH", GM_ARCH_NEMOTRON_H},
     {"deepseek_v2", "DeepseekV2", GM_ARCH_DEEPSEEK_V2},
     {"deepseek_v32", "DeepseekV32", GM_ARCH_DEEPSEEK_V3}, /* V3 + the indexer */
     {"deepseek_v3", "DeepseekV3", GM_ARCH_DEEPSEEK_V3},
@@ -370,6 +377,16 @@ static void set_layout(struct gm_model *m)
         m->gated_mlp = false;
         m->act = GM_ACT_GELU;
         m->tied_embeddings = true;
+        break;
+    case GM_ARCH_NEMOTRON_H: /* NemotronHBlock: one RMSNorm, then one mixer; relu2 MLP */
+        m->norms_per_layer = 1;
+        m->gated_mlp = false;
+        m->act = GM_ACT_RELU;
+        m->mix = GM_MIX_PATTERN;
+        m->mamba_gated_norm = true;
+        break;
+    case GM_ARCH_FALCON_H1: /* FalconH1DecoderLayer: attention + Mamba-2, then SwiGLU */
+        m->mix = GM_MIX_PARALLEL;
         break;
     case GM_ARCH_COHERE:
         m->norm = GM_NORM_LAYER_NOBIAS;
@@ -557,6 +574,8 @@ static void sliding_layers(struct reader *r, struct gm_model *m)
     case GM_ARCH_LLAMA4: /* chunked attention instead: read_family() */
     case GM_ARCH_QWEN3_NEXT:
     case GM_ARCH_JAMBA:
+    case GM_ARCH_NEMOTRON_H:
+    case GM_ARCH_FALCON_H1:
         break; /* no sliding window */
     default:
         m->sliding_window = v;
@@ -688,6 +707,78 @@ static void read_jamba(struct reader *r, struct gm_model *m)
         m->n_experts = m->n_experts_active = 0;
 }
 
+/* Nemotron-H (modeling_nemotron_h.py, NemotronHBlock): hybrid_override_pattern has one
+ * character per block, 'M' a Mamba-2 mixer, '*' attention, '-' an MLP, 'E' a mixture of
+ * experts (not modelled: refused); newer configs spell it layers_block_type ("mamba",
+ * "attention", "mlp", "moe").  The mixer: mamba_num_heads x mamba_head_dim channels,
+ * ssm_state_size, n_groups (mamba_n_groups), conv_kernel (mamba_d_conv); attention of
+ * attention_head_dim (head_dim). */
+static void read_nemotron_h(struct reader *r, struct gm_model *m)
+{
+    static const char *const kinds[] = {"mamba", "attention", "mlp", "moe"};
+    const char *pat = get_str(r, "hybrid_override_pattern");
+    uint64_t n[4] = {0, 0, 0, 0}, hd = 64;
+    json_t *types = json_object_get(r->root, "layers_block_type"), *e;
+    size_t k;
+    m->mamba_groups = 8;
+    m->mamba_d_state = 128;
+    m->lin_conv_kernel = 4;
+    get_count(r, "mamba_head_dim", &hd);
+    m->mamba_heads = need_u64(r, "mamba_num_heads");
+    if (!get_count(r, "n_groups", &m->mamba_groups))
+        get_count(r, "mamba_n_groups", &m->mamba_groups);
+    get_count(r, "ssm_state_size", &m->mamba_d_state);
+    if (!get_count(r, "conv_kernel", &m->lin_conv_kernel))
+        get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
+    get_count(r, "attention_head_dim", &m->head_dim);
+    m->mamba_d_inner = m->mamba_heads * hd;
+    if (pat) {
+        for (const char *c = pat; *c; c++)
+            n[*c == 'M' ? 0 : *c == '*' ? 1 : *c == '-' ? 2 : 3]++;
+    } else if (json_is_array(types)) {
+        json_array_foreach(types, k, e)
+        {
+            size_t i = 0;
+            while (i < 3 && !(json_is_string(e) && !strcmp(json_string_value(e), kinds[i])))
+                i++;
+            n[i]++;
+        }
+    } else if (r->st == GM_OK) {
+        add_missing(r, "hybrid_override_pattern");
+        return;
+    }
+    if (n[3] && r->st == GM_OK)
+        r->st = gm_fail(r->err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
+                        "nemotron_h: %llu mixture-of-experts blocks ('E' / \"moe\") are not "
+                        "modelled, only Mamba-2, attention and MLP blocks",
+                        (unsigned long long)n[3]);
+    m->n_linear_layers = n[0];
+    m->n_attn_layers = n[1];
+    m->n_mlp_layers = n[2];
+}
+
+/* Falcon-H1 (configuration_falcon_h1.py, FalconH1Mixer): every layer's Mamba-2 mixer has
+ * mamba_d_ssm channels (null: mamba_expand x hidden) in mamba_n_heads heads, mamba_n_groups
+ * groups of mamba_d_state, a convolution of mamba_d_conv, and a gated RMSNorm only when
+ * mamba_rms_norm. */
+static void read_falcon_h1(struct reader *r, struct gm_model *m)
+{
+    uint64_t expand = 2;
+    m->mamba_heads = 128;
+    m->mamba_groups = 1;
+    m->mamba_d_state = 256;
+    m->lin_conv_kernel = 4;
+    get_count(r, "mamba_expand", &expand);
+    m->mamba_d_inner = expand * m->hidden;
+    get_count(r, "mamba_d_ssm", &m->mamba_d_inner);
+    get_count(r, "mamba_n_heads", &m->mamba_heads);
+    get_count(r, "mamba_n_groups", &m->mamba_groups);
+    get_count(r, "mamba_d_state", &m->mamba_d_state);
+    get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
+    m->mamba_gated_norm = get_bool(r, "mamba_rms_norm", false);
+    m->n_linear_layers = m->n_layers;
+}
+
 /* Family-specific keys after the common ones. */
 static void read_family(struct reader *r, struct gm_model *m)
 {
@@ -804,6 +895,13 @@ static void read_family(struct reader *r, struct gm_model *m)
         break;
     case GM_ARCH_JAMBA:
         read_jamba(r, m);
+        break;
+    case GM_ARCH_NEMOTRON_H:
+        read_nemotron_h(r, m);
+        m->act = GM_ACT_RELU; /* mlp_hidden_act relu2: relu, then its square */
+        break;
+    case GM_ARCH_FALCON_H1:
+        read_falcon_h1(r, m);
         break;
     case GM_ARCH_DEEPSEEK_V2:
     case GM_ARCH_DEEPSEEK_V3: {

@@ -37,7 +37,8 @@ static const char *const arch_names[GM_ARCH__COUNT] = {
     "qwen3",       "roberta", "xlm-roberta", "distilbert", "deberta-v2", "modernbert",
     "t5",          "bart",    "gpt_bigcode", "falcon",     "cohere",     "gemma3",
     "starcoder2",  "olmo",    "olmo2",       "qwen2_moe",  "qwen3_moe",  "deepseek_v2",
-    "deepseek_v3", "gpt_oss", "llama4",      "qwen3_next",
+    "deepseek_v3", "gpt_oss", "llama4",      "qwen3_next", "jamba",      "nemotron_h",
+    "falcon_h1",
 };
 
 const char *gm_arch_name(enum gm_arch a)
@@ -221,6 +222,18 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     if (m->n_linear_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
                        "model: more linear-attention layers than layers");
+    if (m->mix == GM_MIX_PATTERN &&
+        m->n_linear_layers + m->n_attn_layers + m->n_mlp_layers != m->n_layers)
+        return gm_fail(
+            err, GM_ERR_FORMAT, GM_NO_OFFSET,
+            "model: the layer pattern names %llu layers, num_hidden_layers is %llu",
+            (unsigned long long)(m->n_linear_layers + m->n_attn_layers + m->n_mlp_layers),
+            (unsigned long long)m->n_layers);
+    if (m->mamba_heads && (m->mamba_d_inner % m->mamba_heads || !m->mamba_groups))
+        return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                       "model: Mamba-2 channels (%llu) are not a multiple of its heads (%llu), "
+                       "or no groups",
+                       (unsigned long long)m->mamba_d_inner, (unsigned long long)m->mamba_heads);
     if (m->n_sliding_layers > m->n_layers)
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET, "model: more sliding layers than layers");
     if (m->n_dense_layers > m->n_layers)
@@ -449,6 +462,22 @@ static void linear_attention(struct gm_param_counts *c, const struct gm_model *m
     uint64_t vd = gm_mul_sat(m->lin_v_heads, m->lin_v_dim), h = m->hidden;
     if (!L)
         return;
+    if (m->mamba_heads) {
+        /* Mamba-2 (modeling_nemotron_h.py NemotronHMamba2Mixer, modeling_falcon_h1.py
+         * FalconH1Mixer): in_proj h -> gate d_inner + conv channels + one dt per head, no bias;
+         * a depthwise conv1d with bias over d_inner + 2 groups x d_state channels (x, B, C);
+         * dt_bias, A_log and D per head; the gated RMSNorm of d_inner (Falcon-H1 when
+         * mamba_rms_norm); out_proj d_inner -> h */
+        uint64_t di = m->mamba_d_inner, nh = m->mamba_heads;
+        uint64_t conv = di + 2 * m->mamba_groups * m->mamba_d_state;
+        linear(c, &c->attention, GM_ROLE_ATTENTION, di + conv + nh, h, false, L);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, conv, m->lin_conv_kernel + 1, L, false);
+        tensor(c, &c->attention, GM_ROLE_ATTENTION, 1, 3 * nh, L, false);
+        if (m->mamba_gated_norm)
+            tensor(c, &c->norms, GM_ROLE_NORM, 1, di, L, false);
+        linear(c, &c->attention, GM_ROLE_ATTENTION, h, di, false, L);
+        return;
+    }
     if (m->mamba_d_inner) {
         /* Jamba's Mamba mixer (modeling_jamba.py JambaMambaMixer): in_proj h -> 2 d_inner,
          * a depthwise conv1d with bias, x_proj d_inner -> dt_rank + 2 d_state, dt_proj
@@ -480,12 +509,32 @@ void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurr
     if (!m->n_linear_layers)
         return;
     if (m->mamba_d_inner) {
+        /* one rule for Mamba-1 and -2: d_inner x d_state of recurrent state (Mamba-2: heads x
+         * head dim x d_state), the convolution over x and, in Mamba-2, each group's B and C */
         *recurrent = m->mamba_d_inner * m->mamba_d_state;
-        *conv = m->mamba_d_inner * (vllm ? (k ? k - 1 : 0) : k);
+        *conv = (m->mamba_d_inner + 2 * m->mamba_groups * m->mamba_d_state) *
+                (vllm ? (k ? k - 1 : 0) : k);
         return;
     }
     *recurrent = m->lin_v_heads * m->lin_k_dim * m->lin_v_dim;
     *conv = (2 * kd + vd) * (vllm ? (k ? k - 1 : 0) : k);
+}
+
+uint64_t gm_model_attention_layers(const struct gm_model *m)
+{
+    switch (m->mix) {
+    case GM_MIX_PARALLEL:
+        return m->n_layers;
+    case GM_MIX_PATTERN:
+        return m->n_attn_layers;
+    default:
+        return m->n_layers > m->n_linear_layers ? m->n_layers - m->n_linear_layers : 0;
+    }
+}
+
+uint64_t gm_model_mlp_layers(const struct gm_model *m)
+{
+    return m->mix == GM_MIX_PATTERN ? m->n_mlp_layers : m->n_layers;
 }
 
 /* Python's round(): halves to the even neighbour. */
@@ -538,7 +587,7 @@ static void layer_norms(struct gm_param_counts *c, const struct gm_model *m, uin
     if (m->no_first_attn_norm && n)
         n--;
     norm(c, m, n);
-    uint64_t La = L > m->n_linear_layers ? L - m->n_linear_layers : 0; /* attention layers */
+    uint64_t La = gm_model_attention_layers(m);
     if (m->qk_norm_full) {
         norm_w(c, m, gm_mul_sat(m->n_heads, m->head_dim), L);
         norm_w(c, m, gm_mul_sat(m->n_kv_heads, m->head_dim), L);
@@ -577,9 +626,9 @@ enum gm_status gm_model_count_params(const struct gm_model *m, struct gm_param_c
 
     /* The layers (the encoder's, for an encoder-decoder); linear-attention layers have their
      * own mixer instead of attention. */
-    attention(&c, m, L > m->n_linear_layers ? L - m->n_linear_layers : 0);
+    attention(&c, m, gm_model_attention_layers(m));
     linear_attention(&c, m, m->n_linear_layers < L ? m->n_linear_layers : L);
-    mlps(&c, m, L, &routed, &expert);
+    mlps(&c, m, gm_model_mlp_layers(m), &routed, &expert);
     layer_norms(&c, m, L, m->norms_per_layer);
     if (m->final_norm)
         norm(&c, m, stacks);

@@ -790,7 +790,7 @@ static void test_model_sources(void **state)
         "\"vocab_size\": 10}",
         "{\"model_type\": \"rwkv\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
         "\"vocab_size\": 10}",
-        "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+        "{\"model_type\": \"zamba2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
         "\"vocab_size\": 10}",
     };
     struct gm_model m;
@@ -802,7 +802,7 @@ static void test_model_sources(void **state)
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         assert_int_equal(gm_model_parse_hf_config(unknown[i], strlen(unknown[i]), &m, &err),
                          GM_ERR_UNSUPPORTED);
-        assert_non_null(strstr(err.msg, "is not an architecture gpumem knows (the 34 it knows: "
+        assert_non_null(strstr(err.msg, "is not an architecture gpumem knows (the 36 it knows: "
                                         "gpumem estimate --list-archs"));
         assert_null(strstr(err.msg, "missing"));
         assert_null(strstr(err.msg, ")'"));

@@ -408,6 +408,154 @@ static void test_jamba_mamba_layers(void **state)
     assert_int_equal(find(est, "recurrent_state")->bytes, 28ull * (di * 16 + di * 4) * 2);
 }
 
+/* Nemotron-H (modeling_nemotron_h.py NemotronHBlock, NemotronHMamba2Mixer): each block one
+ * RMSNorm and one mixer as hybrid_override_pattern says.  A Mamba-2 mixer: in_proj h ->
+ * gate d_inner + conv channels (d_inner + 2 groups x d_state) + one dt per head, a conv1d
+ * with bias, dt_bias/A_log/D per head, the gated RMSNorm of d_inner, out_proj; attention
+ * blocks plain GQA; MLP blocks up/down (relu2).  Only the 4 '*' blocks keep KV; the 24 'M'
+ * blocks a d_inner x d_state recurrent state and the conv channels x d_conv (transformers)
+ * or x (d_conv - 1) (vLLM mamba2_state_shape) per sequence. */
+static void test_nemotron_h_layer_pattern(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"nemotron_h\", \"hidden_size\": 4096, \"num_hidden_layers\": 52, "
+        "\"hybrid_override_pattern\": "
+        "\"M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-\", "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"attention_head_dim\": 128, "
+        "\"intermediate_size\": 21504, \"mlp_hidden_act\": \"relu2\", \"vocab_size\": 131072, "
+        "\"mamba_num_heads\": 128, \"mamba_head_dim\": 64, \"n_groups\": 8, "
+        "\"ssm_state_size\": 128, \"conv_kernel\": 4, \"tie_word_embeddings\": false, "
+        "\"torch_dtype\": \"bfloat16\"}";
+    const uint64_t h = 4096, V = 131072, di = 128 * 64, conv = di + 2 * 8 * 128;
+    const uint64_t mamba = h * (di + conv + 128) + conv * 4 + conv + 3 * 128 + di + di * h;
+    const uint64_t attn = 2 * h * h + 2 * h * 1024, mlp = 2 * h * 21504;
+    struct gm_model m;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
+    assert_int_equal(m.n_linear_layers, 24);
+    assert_int_equal(gm_model_attention_layers(&m), 4);
+    assert_int_equal(gm_model_mlp_layers(&m), 24);
+    assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + 24 * mamba + 4 * attn + 24 * mlp + 52 * h + h);
+    /* the catalog entry is the same config */
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("nemotron-h-8b"), &pc, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + 24 * mamba + 4 * attn + 24 * mlp + 52 * h + h);
+    /* LoRA on q, k, v, o exists in the 4 attention blocks only; on up/down in the 24 MLPs */
+    assert_int_equal(gm_lora_params(&m, 16, GM_LORA_Q | GM_LORA_K | GM_LORA_V | GM_LORA_O),
+                     4ull * 16 * (2 * (h + h) + 2 * (h + 1024)));
+    assert_int_equal(gm_lora_params(&m, 16, GM_LORA_UP | GM_LORA_DOWN),
+                     24ull * 16 * 2 * (h + 21504));
+
+    infer_job(&j, "nemotron-h-8b");
+    j.workload.batch = 2;
+    j.workload.context = 8192;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 2ull * 4 * 2 * 8 * 128 * 8192 * 2);
+    assert_int_equal(find(est, "recurrent_state")->bytes, 2ull * 24 * (di * 128 + conv * 4) * 2);
+
+    /* vLLM at tp 2: the 8 groups split, half the heads per GPU, kernel - 1 conv columns */
+    vllm_job(&j, "nemotron-h-8b", 2, 8192);
+    j.parallel.gpus = 2;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    {
+        uint64_t state_b = 24ull * (di / 2 * 128 + conv / 2 * 3) * 2;
+        assert_int_equal(est->serving.kv_bytes_per_token,
+                         4ull * 2 * 4 * 128 * 2 + (state_b + 8191) / 8192);
+    }
+    assert_true(assumes(est, "24 Mamba-2 layers keep a recurrent and a convolution state"));
+
+    /* newer configs list the blocks by name (layers_block_type) */
+    {
+        static const char named[] =
+            "{\"model_type\": \"nemotron_h\", \"hidden_size\": 256, \"num_hidden_layers\": 4, "
+            "\"layers_block_type\": [\"mamba\", \"mlp\", \"mamba\", \"attention\"], "
+            "\"num_attention_heads\": 4, \"intermediate_size\": 512, \"vocab_size\": 1000, "
+            "\"mamba_num_heads\": 8, \"mamba_head_dim\": 32, \"mamba_n_groups\": 2}";
+        assert_int_equal(gm_model_parse_hf_config(named, strlen(named), &m, &err), GM_OK);
+        assert_int_equal(m.n_linear_layers, 2);
+        assert_int_equal(gm_model_attention_layers(&m), 1);
+        assert_int_equal(gm_model_mlp_layers(&m), 1);
+        assert_int_equal(m.mamba_d_inner, 256);
+        assert_int_equal(m.mamba_groups, 2);
+    }
+    /* a mixture-of-experts block is refused, not counted as something else */
+    {
+        static const char moe[] = "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, "
+                                  "\"num_hidden_layers\": 3, \"hybrid_override_pattern\": \"ME*\", "
+                                  "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
+                                  "\"vocab_size\": 100, \"mamba_num_heads\": 4}";
+        assert_int_equal(gm_model_parse_hf_config(moe, strlen(moe), &m, &err), GM_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "mixture-of-experts"));
+    }
+}
+
+/* Falcon-H1 (modeling_falcon_h1.py FalconH1DecoderLayer): every layer runs attention and a
+ * Mamba-2 mixer (FalconH1Mixer: no gated norm unless mamba_rms_norm) side by side on the
+ * input norm's output, then a SwiGLU MLP behind pre_ff_layernorm; so all 44 layers keep KV
+ * and a Mamba state (FalconHybridMambaAttentionDynamicCache: conv channels x d_conv and
+ * heads x head dim x d_state, model dtype).  vLLM at tp 2 repeats the single group on each
+ * GPU (extra_groups_for_head_shards). */
+static void test_falcon_h1_parallel_layers(void **state)
+{
+    const uint64_t h = 3072, V = 130048, di = 3072, conv = di + 2 * 256;
+    const uint64_t mamba = h * (di + conv + 24) + conv * 4 + conv + 3 * 24 + di * h;
+    const uint64_t attn = 2 * h * 1536 + 2 * h * 256, mlp = 3 * h * 12288;
+    struct gm_param_counts pc;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_count_params(gm_model_catalog_find("falcon-h1-7b"), &pc, &err),
+                     GM_OK);
+    assert_int_equal(pc.total, 2 * V * h + 44 * (attn + mamba + mlp + 2 * h) + h);
+
+    infer_job(&j, "falcon-h1-7b");
+    j.workload.context = 4096;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 44ull * 2 * 2 * 128 * 4096 * 2);
+    assert_int_equal(find(est, "recurrent_state")->bytes, 44ull * (di * 256 + conv * 4) * 2);
+
+    vllm_job(&j, "falcon-h1-7b", 2, 32768);
+    j.parallel.gpus = 2;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    {
+        uint64_t state_b = 44ull * (di / 2 * 256 + (di + 2 * 2 * 256) / 2 * 3) * 2;
+        assert_int_equal(est->serving.kv_bytes_per_token,
+                         44ull * 2 * 1 * 128 * 2 + (state_b + 32767) / 32768);
+    }
+}
+
+/* llama.cpp keeps KV in all of Falcon-H1's layers and an f32 recurrent state per sequence
+ * (llama_memory_recurrent): a public llama.cpp log of Falcon-H1-1.5B at 32768 cells
+ * (GeniePod/genie-claw issue 410) prints "KV buffer size = 768.00 MiB (32768 cells, 24
+ * layers, K 384 + V 384)" and "RS buffer size = 72.98 MiB (1 cells, 24 layers, R 0.98 + S
+ * 72.00)"; the config's sizes are the transformers falcon_h1 doc's H1-1.5B row. */
+static void test_falcon_h1_llamacpp_state(void **state)
+{
+    static const char cfg[] =
+        "{\"model_type\": \"falcon_h1\", \"hidden_size\": 2048, \"num_hidden_layers\": 24, "
+        "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 128, "
+        "\"intermediate_size\": 4608, \"vocab_size\": 65537, \"mamba_d_state\": 256, "
+        "\"mamba_d_conv\": 4, \"mamba_n_groups\": 1, \"mamba_n_heads\": 48, "
+        "\"mamba_d_head\": 64, \"mamba_d_ssm\": 3072, \"torch_dtype\": \"bfloat16\"}";
+    struct gm_model m;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = &m;
+    j.engine.kind = GM_ENGINE_LLAMACPP;
+    j.workload.context = 32768;
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "kv_cache")->bytes, 768ull << 20);
+    assert_int_equal(find(est, "recurrent_state")->bytes, (72ull << 20) + 1032192);
+}
+
 /* gpt-oss alternates 128-token windows with full attention (layer_types): vLLM's
  * SlidingWindowSpec holds cdiv(min(127 + 8192, len), 16) + 1 blocks for the 12 sliding
  * layers of the 20b; llama.cpp's iswa cache 128 + 512 cells padded to 256 = 768 for them. */
@@ -761,6 +909,9 @@ int main(void)
         cmocka_unit_test(test_seq2seq_target_length),
         cmocka_unit_test(test_qwen3_next_linear_attention),
         cmocka_unit_test(test_jamba_mamba_layers),
+        cmocka_unit_test(test_nemotron_h_layer_pattern),
+        cmocka_unit_test(test_falcon_h1_parallel_layers),
+        cmocka_unit_test(test_falcon_h1_llamacpp_state),
         cmocka_unit_test(test_gpt_oss_windows_kv),
         cmocka_unit_test(test_llama4_chunked_kv),
         cmocka_unit_test(test_eager_follows_model_class),

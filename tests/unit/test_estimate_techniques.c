@@ -292,6 +292,40 @@ static void test_fsdp_param_offload(void **state)
  * (twice the cache at the end of a step) and the prefill returns fp32 logits at every prompt
  * position; 4.36 to 4.44 DynamicCache replaces one layer at a time (one layer's cache more),
  * logits still at every position; from 4.45 (num_logits_to_keep) the last position only. */
+/* The kernels generate() runs quantised linears through, and their buffers, from each
+ * kernel's code: exllama (v1, transformers' default for 4-bit GPTQ) keeps temp_dq, the
+ * largest linear in fp16 (qweight.numel() x 8 halves), and with act-order temp_state of
+ * max_input_len x the widest side; exllamav2 one scratch of the largest
+ * scratch_space_fixed(); Marlin an int32 workspace of out / 128 x 16 per linear; AWQ's gemm
+ * dequantises the weight for 1024 prompt tokens or more; LLM.int8() quantises the prompt and
+ * keeps an int32 product.  Llama-3-8B: the largest linear is gate/up, 4096 x 14336. */
+static void test_quant_kernel_scratch(void **state)
+{
+    /* q, k, v, o, gate, up, down outputs */
+    const uint64_t big = 4096ull * 14336, layer_outs = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096;
+    (void)state;
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), big * 2 + 2);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel exllamav2",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL),
+                     big * 2 + 128 + 14336ull * 2048 * 8 * 4 + 128);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel marlin", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 32ull * layer_outs / 2);
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel plain", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 0);
+    /* a kernel of another format is refused by name, not counted */
+    run("llama-3-8b", "--infer --batch 2 --context 4096 --quant gptq --quant-kernel gemm", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL), 0);
+    run("llama-3-8b", "--infer --batch 1 --context 4096 --quant awq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), big * 2);
+    run("llama-3-8b", "--infer --batch 1 --context 512 --quant awq", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED), 0);
+    run("llama-3-8b", "--infer --batch 1 --context 4096 --quant int8", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GATHERED),
+                     4096ull * (3 * 4096 + 6 * 14336));
+}
+
 static void test_hf_generate_by_version(void **state)
 {
     const uint64_t B = 8, ctx = 4096, V = 128256, layers = 32;
@@ -392,6 +426,66 @@ static void test_stack_presets(void **state)
     assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
     assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "torchtitan"));
+}
+
+/* The HF-family presets, each default as its stack's code sets it: axolotl's schema (bf16
+ * 'auto', adamw_torch_fused, no gradient checkpointing, no Liger plugin, sdpa); unsloth's
+ * get_peft_model ('unsloth' checkpointing: layer inputs offloaded to host; all linear
+ * targets, no dropout) and its fused CE (chunks of at most 4 GiB of fp32 logits, a multiple
+ * of 4 of them); accelerate's FSDP plugin (FSDP1, no sync_module_states broadcast).  An
+ * explicit option wins; a preset's offload goes with its checkpointing. */
+static void test_stack_presets_hf_family(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    /* Llama-3-8B, batch 4 x 4096: 16384 rows x 128256 x 4 B = 1.96 x 4 GiB -> 4 chunks */
+    const uint64_t T = 4 * 4096, V = 128256, rows = T / 4;
+    (void)state;
+    job_make("llama-3-8b", "--train --stack axolotl", &j);
+    assert_int_equal(j.numerics.precision, GM_PREC_BF16_MIXED);
+    assert_int_equal(j.numerics.optimizer, GM_OPT_ADAMW);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_NONE);
+    assert_int_equal(j.memory.attention, GM_ATTN_SDPA);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    assert_true(est_preset_set(&j, EST_SET_OPTIMIZER_IMPL));
+    job_make("llama-3-8b", "--train --lora --stack unsloth", &j);
+    assert_int_equal(j.memory.checkpointing, GM_CKPT_FULL);
+    assert_true(j.memory.activation_offload);
+    assert_int_equal(j.memory.loss, GM_LOSS_FUSED_LINEAR);
+    assert_int_equal(j.memory.loss_impl, GM_LOSS_IMPL_UNSLOTH);
+    assert_int_equal(j.memory.lora.targets, GM_LORA_ALL_LINEAR);
+    assert_true(j.memory.lora.dropout == 0.0);
+    job_make("llama-3-8b", "--train --stack accelerate --fsdp --gpus 8", &j);
+    assert_int_equal(j.parallel.fsdp_version, 1);
+    assert_false(j.parallel.sync_module_states);
+    /* explicit options win, and FSDP2 given by hand leaves the FSDP1-only default aside */
+    job_make("llama-3-8b", "--train --stack accelerate --fsdp --gpus 8 --fsdp-version 2", &j);
+    assert_int_equal(j.parallel.fsdp_version, 2);
+    if (gm_estimate_run(&j, &with, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    job_make("llama-3-8b", "--train --stack axolotl --optimizer-impl foreach", &j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
+    /* unsloth's fused CE over 4 chunks of 4096 rows: each chunk's logits, fp32 copy,
+     * log-softmax and gradient, plus the input's gradient */
+    run("llama-3-8b", "--train --lora --stack unsloth --batch 4 --seq 4096", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= rows * V * 14 + T * 4096 * 2);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) <
+                rows * V * 14 + T * 4096 * 2 + T * 8);
+    run("llama-3-8b", "--train --lora --stack unsloth --batch 1 --seq 2048", &with);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) >= 2048 * V * 14);
+    /* without checkpointing the preset's offload goes too: as much kept as with none */
+    run("llama-3-8b", "--train --lora --stack unsloth --grad-checkpointing none", &with);
+#define UNSLOTH_BY_HAND                                                                            \
+    "--train --lora --grad-checkpointing none --loss fused-linear --loss-impl unsloth "            \
+    "--lora-targets all-linear --lora-dropout 0 --transformers-version 4.57"
+    run("llama-3-8b", UNSLOTH_BY_HAND, &base);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS),
+                     gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+    run("llama-3-8b", UNSLOTH_BY_HAND " --activation-offload", &base);
+    assert_true(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) !=
+                gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
+#undef UNSLOTH_BY_HAND
 }
 
 /* torchtitan compiles its loss with the model from v0.1.0 (components/loss.py
@@ -1021,9 +1115,32 @@ static void test_technique_checks(void **state)
     }
 }
 
+/* Training saves per token what each block runs: a Mamba-2 mixer its in_proj output, the
+ * scan output and an fp32 rstd per group (mamba_split_conv1d_scan_combined); Nemotron-H's
+ * blocks average attention, Mamba-2 and MLP blocks by their counts; Falcon-H1's layers hold
+ * all three.  Checked against est_layer_mix_saved's parts: a pattern with fewer MLP blocks
+ * saves less per layer, and Falcon-H1 saves more than its attention + MLP alone. */
+static void test_hybrid_training_saved(void **state)
+{
+    struct gm_model m = *gm_model_catalog_find("nemotron-h-8b");
+    struct est_layer_cfg c = est_layer_cfg_full(2.0, 2.0, false, 4096);
+    const double di = 8192, conv = 8192 + 2 * 8 * 128;
+    double attn = 100.0, mlp = 1000.0, norm = 10.0, ssm = 2.0 * (di + conv + 128) + 2.0 * di + 32.0;
+    (void)state;
+    assert_true(fabs(est_layer_mix_saved(&m, &c, attn, mlp, norm) -
+                     (4 * attn + 24 * (norm + ssm) + 24 * (norm + mlp)) / 52) < 1e-6);
+    m = *gm_model_catalog_find("falcon-h1-7b");
+    ssm = 2.0 * 3072 + 2.0 * (3072 + 3584 + 24) + 2.0 * 3072 + 4.0;
+    assert_true(fabs(est_layer_mix_saved(&m, &c, attn, mlp, norm) -
+                     (attn + ssm + 2.0 * 3072 + mlp)) < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hybrid_training_saved),
+        cmocka_unit_test(test_quant_kernel_scratch),
+        cmocka_unit_test(test_stack_presets_hf_family),
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),

@@ -674,7 +674,7 @@ static void test_bad_configs(void **state)
     assert_int_equal(parse("{\"model_type\": \"mamba\", \"hidden_size\": 64}", &m, &err),
                      GM_ERR_UNSUPPORTED);
     assert_non_null(
-        strstr(err.msg, "'mamba' is not an architecture gpumem knows (the 34 it knows"));
+        strstr(err.msg, "'mamba' is not an architecture gpumem knows (the 36 it knows"));
     assert_int_equal(parse("{\"model_type\": \"fancy\", \"hidden_size\": 64, "
                            "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                            "\"vocab_size\": 10, \"intermediate_size\": 8}",
