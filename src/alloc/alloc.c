@@ -604,6 +604,13 @@ static void garbage_collect(struct gm_alloc *a)
     }
 }
 
+/* a block find_expandable_block() may take: not handed out, and no other stream's work on it
+ * still outstanding (a freed block waiting for its events is neither allocated nor free) */
+static bool allocatable(const struct block *b)
+{
+    return b && !b->allocated && b->event_count == 0;
+}
+
 /* find_expandable_block(): the lowest-address run of free + unmapped space of this stream
  * that can hold 'size'; a new segment when none can */
 static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, int64_t stream,
@@ -622,9 +629,9 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
          blockset_next(&p->unmapped, &i)) {
         uint64_t bytes = 0;
         struct block *b;
-        if (c->prev && !c->prev->allocated)
+        if (allocatable(c->prev))
             c = c->prev;
-        for (b = c; b && bytes < size && !b->allocated; b = b->next)
+        for (b = c; bytes < size && allocatable(b); b = b->next)
             bytes += b->size;
         if (bytes >= size) {
             *out = c;
