@@ -86,27 +86,48 @@ static inline unsigned n_digits(uint64_t v)
     return t + (v >= pow10[t]);
 }
 
-/* v in decimal, exactly 'n' digits ending at p + n, two digits a step. */
+
+static const char pairs[201] = "00010203040506070809"
+                               "10111213141516171819"
+                               "20212223242526272829"
+                               "30313233343536373839"
+                               "40414243444546474849"
+                               "50515253545556575859"
+                               "60616263646566676869"
+                               "70717273747576777879"
+                               "80818283848586878889"
+                               "90919293949596979899";
+
+/* x < 10^8 as exactly eight digits at q. */
+static inline void put8(char *q, uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(q, pairs + 2 * (hi / 100), 2);
+    memcpy(q + 2, pairs + 2 * (hi % 100), 2);
+    memcpy(q + 4, pairs + 2 * (lo / 100), 2);
+    memcpy(q + 6, pairs + 2 * (lo % 100), 2);
+}
+
+/* v in decimal, exactly 'n' digits ending at p + n (leading zeros where v is shorter), two
+ * digits a step: eight at a time while more than eight remain, so the rest is 32-bit
+ * arithmetic. */
 static inline char *put_digits(char *p, uint64_t v, unsigned n)
 {
-    static const char pairs[201] = "00010203040506070809"
-                                   "10111213141516171819"
-                                   "20212223242526272829"
-                                   "30313233343536373839"
-                                   "40414243444546474849"
-                                   "50515253545556575859"
-                                   "60616263646566676869"
-                                   "70717273747576777879"
-                                   "80818283848586878889"
-                                   "90919293949596979899";
     char *end = p + n;
+    uint32_t w;
+    while (end - p > 8) {
+        end -= 8;
+        put8(end, (uint32_t)(v % 100000000u));
+        v /= 100000000u;
+    }
+    w = (uint32_t)v;
     while (end - p >= 2) {
         end -= 2;
-        memcpy(end, pairs + 2 * (v % 100), 2);
-        v /= 100;
+        memcpy(end, pairs + 2 * (w % 100), 2);
+        w /= 100;
     }
     if (end > p)
-        *--end = (char)('0' + v % 10);
+        *--end = (char)('0' + w % 10);
     return p + n;
 }
 
