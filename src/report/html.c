@@ -312,7 +312,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         gm_free(c.stack_used);
         return st;
     }
-    gm_json_init(&w, mem, 0);
+    gm_json_init(&w, mem, GM_JSON_BUFFERED); /* mem is written by w alone */
     gm_json_begin_object(&w);
     write_meta(&c, title ? title : p->o.title ? p->o.title : "snapshot");
     write_summary(&w, &p->sum[p->n], p->has_sum[p->n]);
