@@ -86,7 +86,6 @@ static inline unsigned n_digits(uint64_t v)
     return t + (v >= pow10[t]);
 }
 
-
 static const char pairs[201] = "00010203040506070809"
                                "10111213141516171819"
                                "20212223242526272829"

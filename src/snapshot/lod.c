@@ -72,8 +72,8 @@ static int cmp_query(const void *pa, const void *pb)
     return p->k < q->k ? -1 : p->k > q->k;
 }
 
-enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, double *xs,
-                              size_t n, struct gm_error *err)
+enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, double *xs, size_t n,
+                              struct gm_error *err)
 {
     struct axis_query *q;
     struct gm_snapshot_cursor c;
@@ -105,8 +105,8 @@ enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, do
             ;
         /* a trace that ends early (it cannot: n_events are there) reads as gm_lod_axis_x()'s
          * fallback, the index */
-        xs[q[j].i] = e && (int64_t)c.index == q[j].k ? gm_lod_axis_x_of(a, q[j].k, e)
-                                                     : (double)q[j].k;
+        xs[q[j].i] =
+            e && (int64_t)c.index == q[j].k ? gm_lod_axis_x_of(a, q[j].k, e) : (double)q[j].k;
     }
     gm_free(q);
     return GM_OK;
