@@ -32,7 +32,12 @@ extern "C" {
 
 enum gm_json_flags {
     GM_JSON_PRETTY = 1 << 0, /* newlines and 2-space indentation */
+    /* Nothing else writes to the FILE until gm_json_finish(): the text is gathered in the
+     * writer and written in large pieces (a document of millions of values). */
+    GM_JSON_BUFFERED = 1 << 1,
 };
+
+#define GM_JSON_BUF_SIZE 8192
 
 struct gm_json {
     FILE *f;
@@ -42,6 +47,8 @@ struct gm_json {
     bool is_obj[GM_JSON_MAX_DEPTH]; /* this level is an object */
     bool want_value;                /* a key was written, its value comes next */
     bool failed;                    /* misuse or a write error */
+    size_t n_buf;                   /* bytes in buf (GM_JSON_BUFFERED) */
+    char buf[GM_JSON_BUF_SIZE];     /* text not written to f yet (GM_JSON_BUFFERED) */
 };
 
 void gm_json_init(struct gm_json *w, FILE *f, unsigned flags);

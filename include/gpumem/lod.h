@@ -59,6 +59,13 @@ void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_de
  * GM_SNAPSHOT_CHECKPOINT events decoded), for the few moments a caller names. */
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
+/* x of each event ks[i] (any order; the values gm_lod_axis_x() takes) into xs[i], in one
+ * walk of the trace up to the largest: for many moments, where gm_lod_axis_x() would decode
+ * up to a checkpoint's worth of events for each.  Returns GM_OK, or GM_ERR_NOMEM with 'err'
+ * (may be NULL) filled in. */
+enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, double *xs, size_t n,
+                              struct gm_error *err);
+
 /* x of event k when the event 'e' is at hand (a pass over the trace). */
 static inline double gm_lod_axis_x_of(const struct gm_lod_axis *a, int64_t k,
                                       const struct gm_snapshot_event *e)

@@ -2,6 +2,8 @@
 /* json_writer.c - streaming JSON writer (see gpumem/json.h). */
 #include "gpumem/json.h"
 
+#include "base/outbuf.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,20 +11,59 @@
 
 void gm_json_init(struct gm_json *w, FILE *f, unsigned flags)
 {
-    memset(w, 0, sizeof(*w));
+    memset(w, 0, offsetof(struct gm_json, buf));
     w->f = f;
     w->flags = flags;
     w->depth = 0;
     w->first[0] = true;
 }
 
+static void flush_buf(struct gm_json *w)
+{
+    if (w->n_buf && fwrite(w->buf, 1, w->n_buf, w->f) != w->n_buf)
+        w->failed = true;
+    w->n_buf = 0;
+}
+
+/* Every byte the writer writes goes through put(): to f at once, or gathered in buf. */
+static void put(struct gm_json *w, const char *s, size_t n)
+{
+    if (!(w->flags & GM_JSON_BUFFERED)) {
+        fwrite(s, 1, n, w->f);
+        return;
+    }
+    if (n > sizeof(w->buf) - w->n_buf) {
+        flush_buf(w);
+        if (n > sizeof(w->buf)) {
+            if (fwrite(s, 1, n, w->f) != n)
+                w->failed = true;
+            return;
+        }
+    }
+    memcpy(w->buf + w->n_buf, s, n);
+    w->n_buf += n;
+}
+
+static void put_c(struct gm_json *w, char c)
+{
+    if (!(w->flags & GM_JSON_BUFFERED)) {
+        fputc(c, w->f);
+        return;
+    }
+    if (w->n_buf == sizeof(w->buf))
+        flush_buf(w);
+    w->buf[w->n_buf++] = c;
+}
+
+#define put_lit(w, s) put((w), (s), sizeof(s) - 1)
+
 static void newline_indent(struct gm_json *w)
 {
     if (!(w->flags & GM_JSON_PRETTY))
         return;
-    fputc('\n', w->f);
+    put_c(w, '\n');
     for (int i = 0; i < w->depth; i++)
-        fputs("  ", w->f);
+        put_lit(w, "  ");
 }
 
 /* Called before every value: writes the separator, or checks that a key came first. */
@@ -43,7 +84,7 @@ static bool before_value(struct gm_json *w)
         return false;
     }
     if (!w->first[w->depth])
-        fputc(',', w->f);
+        put_c(w, ',');
     if (w->depth > 0)
         newline_indent(w);
     w->first[w->depth] = false;
@@ -58,7 +99,7 @@ static void open_level(struct gm_json *w, bool obj, char c)
         w->failed = true;
         return;
     }
-    fputc(c, w->f);
+    put_c(w, c);
     w->depth++;
     w->first[w->depth] = true;
     w->is_obj[w->depth] = obj;
@@ -75,7 +116,7 @@ static void close_level(struct gm_json *w, bool obj, char c)
     w->depth--;
     if (!w->first[w->depth + 1])
         newline_indent(w);
-    fputc(c, w->f);
+    put_c(w, c);
 }
 
 void gm_json_begin_object(struct gm_json *w)
@@ -127,51 +168,64 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void gm_json_escape(FILE *f, const char *s, size_t n)
+/* 's' as JSON string content: runs of bytes that need no escape are written whole. */
+static void escape(struct gm_json *w, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
+    size_t i = 0, run = 0; /* p[run..i) is plain text not written yet */
     while (i < n) {
         unsigned char c = p[i];
         size_t len;
+        const char *esc;
+        char u[8];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        if (c >= 0x80 && (len = utf8_len(p + i, n - i)) != 0) {
+            i += len;
+            continue;
+        }
+        put(w, s + run, i - run);
         switch (c) {
         case '"':
-            fputs("\\\"", f);
-            i++;
-            continue;
+            esc = "\\\"";
+            break;
         case '\\':
-            fputs("\\\\", f);
-            i++;
-            continue;
+            esc = "\\\\";
+            break;
         case '\n':
-            fputs("\\n", f);
-            i++;
-            continue;
+            esc = "\\n";
+            break;
         case '\r':
-            fputs("\\r", f);
-            i++;
-            continue;
+            esc = "\\r";
+            break;
         case '\t':
-            fputs("\\t", f);
-            i++;
-            continue;
+            esc = "\\t";
+            break;
         default:
+            if (c < 0x20 || c == 0x7F) {
+                snprintf(u, sizeof(u), "\\u%04x", c);
+                esc = u;
+            } else {
+                esc = "\\ufffd"; /* not UTF-8 */
+            }
             break;
         }
-        if (c < 0x20 || c == 0x7F) {
-            fprintf(f, "\\u%04x", c);
-            i++;
-            continue;
-        }
-        len = utf8_len(p + i, n - i);
-        if (len == 0) {
-            fputs("\\ufffd", f);
-            i++;
-            continue;
-        }
-        fwrite(p + i, 1, len, f);
-        i += len;
+        put(w, esc, strlen(esc));
+        run = ++i;
     }
+    put(w, s + run, n - run);
+}
+
+void gm_json_escape(FILE *f, const char *s, size_t n)
+{
+    struct gm_json w;
+    w.f = f;
+    w.flags = 0; /* unbuffered: straight to f */
+    w.n_buf = 0;
+    w.failed = false;
+    escape(&w, s, n);
 }
 
 void gm_json_key(struct gm_json *w, const char *key)
@@ -183,12 +237,15 @@ void gm_json_key(struct gm_json *w, const char *key)
         return;
     }
     if (!w->first[w->depth])
-        fputc(',', w->f);
+        put_c(w, ',');
     newline_indent(w);
     w->first[w->depth] = false;
-    fputc('"', w->f);
-    gm_json_escape(w->f, key, strlen(key));
-    fputs((w->flags & GM_JSON_PRETTY) ? "\": " : "\":", w->f);
+    put_c(w, '"');
+    escape(w, key, strlen(key));
+    if (w->flags & GM_JSON_PRETTY)
+        put_lit(w, "\": ");
+    else
+        put_lit(w, "\":");
     w->want_value = true;
 }
 
@@ -196,9 +253,9 @@ void gm_json_strn(struct gm_json *w, const char *s, size_t n)
 {
     if (!before_value(w))
         return;
-    fputc('"', w->f);
-    gm_json_escape(w->f, s, n);
-    fputc('"', w->f);
+    put_c(w, '"');
+    escape(w, s, n);
+    put_c(w, '"');
 }
 
 void gm_json_str(struct gm_json *w, const char *s)
@@ -210,16 +267,20 @@ void gm_json_str(struct gm_json *w, const char *s)
     gm_json_strn(w, s, strlen(s));
 }
 
+/* Integers are formatted by hand (gm_fmt_*, the same digits as printf's): a report writes
+ * millions of them, and printf's format parsing cost more than the rest of the writer. */
 void gm_json_u64(struct gm_json *w, uint64_t v)
 {
+    char buf[24];
     if (before_value(w))
-        fprintf(w->f, "%" PRIu64, v);
+        put(w, buf, (size_t)(gm_fmt_u64(buf, v, 0) - buf));
 }
 
 void gm_json_i64(struct gm_json *w, int64_t v)
 {
+    char buf[24];
     if (before_value(w))
-        fprintf(w->f, "%" PRId64, v);
+        put(w, buf, (size_t)(gm_fmt_i64(buf, v) - buf));
 }
 
 void gm_json_double(struct gm_json *w, double v)
@@ -237,28 +298,28 @@ void gm_json_double(struct gm_json *w, double v)
         if (strtod(buf, NULL) == v)
             break;
     }
-    fputs(buf, w->f);
+    put(w, buf, strlen(buf));
     /* Keep it a JSON number that reads back as floating point. */
     if (!strpbrk(buf, ".eEn"))
-        fputs(".0", w->f);
+        put_lit(w, ".0");
 }
 
 void gm_json_bool(struct gm_json *w, bool v)
 {
     if (before_value(w))
-        fputs(v ? "true" : "false", w->f);
+        put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
 void gm_json_null(struct gm_json *w)
 {
     if (before_value(w))
-        fputs("null", w->f);
+        put_lit(w, "null");
 }
 
 void gm_json_raw(struct gm_json *w, const char *text)
 {
     if (before_value(w))
-        fputs(text, w->f);
+        put(w, text, strlen(text));
 }
 
 void gm_json_kv_str(struct gm_json *w, const char *key, const char *v)
@@ -301,7 +362,8 @@ bool gm_json_finish(struct gm_json *w)
 {
     if (w->depth != 0 || w->want_value)
         w->failed = true;
-    fputc('\n', w->f);
+    put_c(w, '\n');
+    flush_buf(w);
     if (fflush(w->f) != 0 || ferror(w->f))
         w->failed = true;
     return !w->failed;

@@ -54,24 +54,79 @@ char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width)
     return gm_fmt_str(p, s, n);
 }
 
+/* Digits of v in decimal: the bit length gives log10 within one (1233 / 4096 ~ log10 2),
+ * one comparison settles it.  Millions of numbers go through here (a trace, a report's
+ * series), so no loop per digit. */
 static inline unsigned n_digits(uint64_t v)
 {
-    unsigned n = 1;
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
+    static const uint64_t pow10[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+    unsigned t;
+    if (v < 10)
+        return 1;
+    t = (unsigned)(64 - __builtin_clzll(v)) * 1233u >> 12;
+    return t + (v >= pow10[t]);
 }
 
-/* v in decimal, exactly 'n' digits ending at p + n. */
+static const char pairs[201] = "00010203040506070809"
+                               "10111213141516171819"
+                               "20212223242526272829"
+                               "30313233343536373839"
+                               "40414243444546474849"
+                               "50515253545556575859"
+                               "60616263646566676869"
+                               "70717273747576777879"
+                               "80818283848586878889"
+                               "90919293949596979899";
+
+/* x < 10^8 as exactly eight digits at q. */
+static inline void put8(char *q, uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(q, pairs + 2 * (hi / 100), 2);
+    memcpy(q + 2, pairs + 2 * (hi % 100), 2);
+    memcpy(q + 4, pairs + 2 * (lo / 100), 2);
+    memcpy(q + 6, pairs + 2 * (lo % 100), 2);
+}
+
+/* v in decimal, exactly 'n' digits ending at p + n (leading zeros where v is shorter), two
+ * digits a step: eight at a time while more than eight remain, so the rest is 32-bit
+ * arithmetic. */
 static inline char *put_digits(char *p, uint64_t v, unsigned n)
 {
     char *end = p + n;
-    do {
-        *--end = (char)('0' + v % 10);
-        v /= 10;
-    } while (end > p);
+    uint32_t w;
+    while (end - p > 8) {
+        end -= 8;
+        put8(end, (uint32_t)(v % 100000000u));
+        v /= 100000000u;
+    }
+    w = (uint32_t)v;
+    while (end - p >= 2) {
+        end -= 2;
+        memcpy(end, pairs + 2 * (w % 100), 2);
+        w /= 100;
+    }
+    if (end > p)
+        *--end = (char)('0' + w % 10);
     return p + n;
 }
 
@@ -93,10 +148,8 @@ char *gm_fmt_i64(char *p, int64_t v)
 
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width)
 {
-    unsigned n = 1;
+    unsigned n = v ? (67u - (unsigned)__builtin_clzll(v)) / 4 : 1; /* hex digits */
     char *end;
-    for (uint64_t t = v >> 4; t; t >>= 4)
-        n++;
     for (; n < width; width--)
         *p++ = '0';
     end = p + n;

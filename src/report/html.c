@@ -312,7 +312,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         gm_free(c.stack_used);
         return st;
     }
-    gm_json_init(&w, mem, 0);
+    gm_json_init(&w, mem, GM_JSON_BUFFERED); /* mem is written by w alone */
     gm_json_begin_object(&w);
     write_meta(&c, title ? title : p->o.title ? p->o.title : "snapshot");
     write_summary(&w, &p->sum[p->n], p->has_sum[p->n]);
@@ -471,12 +471,16 @@ static void put_chunks(FILE *f, const char *const *chunks)
 static void put_json_for_script(FILE *f, const char *s, size_t n)
 {
     size_t run = 0; /* start of the bytes not written yet */
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '<' && i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '!')) {
+    const char *lt;
+    /* memchr: the data are megabytes with few '<' */
+    for (size_t i = 0; i < n && (lt = memchr(s + i, '<', n - i)) != NULL;) {
+        i = (size_t)(lt - s);
+        if (i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '!')) {
             fwrite(s + run, 1, i - run, f);
             fputs("\\u003c", f);
             run = i + 1;
         }
+        i++;
     }
     fwrite(s + run, 1, n - run, f);
 }

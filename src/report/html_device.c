@@ -120,14 +120,14 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_snapshot_device *
 /* ---- the allocations drawn one by one (gpumem/bands.h) ---- */
 
 static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
-                       const struct gm_analysis_alloc *a)
+                       const struct gm_analysis_alloc *a, const double *x)
 {
     struct gm_json *w = c->w;
     gm_json_begin_array(w);
     gm_json_i64(w, a->alloc_event);
     gm_json_i64(w, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
-    gm_report_num(w, xat(ax, a->alloc_event));
-    gm_report_num(w, a->free_event < 0 ? ax->x_end : xat(ax, a->free_event));
+    gm_report_num(w, x[0]);
+    gm_report_num(w, a->free_event < 0 ? ax->x_end : x[1]);
     gm_json_u64(w, a->bytes);
     gm_json_u64(w, a->category);
     gm_json_u64(w, a->stack);
@@ -135,6 +135,42 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_report_stream(w, a->stream);
     gm_json_end_array(w);
     gm_report_use_stack(c, a->stack);
+}
+
+/* The x of every band's alloc and free and of every window's ends, in the order
+ * write_bands() writes them, from one walk of the trace (gm_lod_axis_xs()); NULL when out of
+ * memory. */
+static double *band_xs(const struct gm_lod_axis *ax, const struct gm_analysis_device *ad,
+                       const struct gm_bands *b)
+{
+    size_t n = 2 * b->n, j = 0;
+    int64_t *ks;
+    double *xs;
+    for (size_t wi = 0; wi < b->n_windows; wi++)
+        n += 2 + 2 * b->windows[wi].n;
+    ks = gm_malloc((n ? n : 1) * sizeof(*ks));
+    xs = gm_malloc((n ? n : 1) * sizeof(*xs));
+    if (ks && xs) {
+        for (size_t i = 0; i < b->n; i++, j += 2) {
+            ks[j] = ad->allocs[b->allocs[i]].alloc_event;
+            ks[j + 1] = ad->allocs[b->allocs[i]].free_event;
+        }
+        for (size_t wi = 0; wi < b->n_windows; wi++) {
+            const struct gm_bands_window *bw = &b->windows[wi];
+            ks[j++] = bw->k0;
+            ks[j++] = bw->k1;
+            for (size_t i = 0; i < bw->n; i++, j += 2) {
+                ks[j] = ad->allocs[bw->allocs[i]].alloc_event;
+                ks[j + 1] = ad->allocs[bw->allocs[i]].free_event;
+            }
+        }
+    }
+    if (!ks || !xs || gm_lod_axis_xs(ax, ks, xs, n, NULL) != GM_OK) {
+        gm_free(xs);
+        xs = NULL;
+    }
+    gm_free(ks);
+    return xs;
 }
 
 /* The bands of the whole trace ("bands"), those alive at the start or the end first
@@ -145,30 +181,37 @@ static void write_bands(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
 {
     struct gm_json *w = c->w;
     size_t ne = ax->n_events;
+    double *xs = band_xs(ax, ad, b);
+    const double *x = xs;
+    if (!xs) {
+        c->nomem = true;
+        return;
+    }
     gm_json_key(w, "bands");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < b->n; i++)
-        write_band(c, ax, &ad->allocs[b->allocs[i]]);
+    for (size_t i = 0; i < b->n; i++, x += 2)
+        write_band(c, ax, &ad->allocs[b->allocs[i]], x);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_edge", b->n_edge);
     gm_json_kv_u64(w, "n_allocs", ad ? ad->n_allocs : 0);
     gm_json_key(w, "rbands");
     gm_json_begin_array(w);
-    for (size_t wi = 0; wi < b->n_windows; wi++) {
+    for (size_t wi = 0; wi < b->n_windows; wi++, x += 2) {
         const struct gm_bands_window *bw = &b->windows[wi];
         gm_json_begin_object(w);
         gm_json_key(w, "x0");
-        gm_report_num(w, xat(ax, bw->k0));
+        gm_report_num(w, x[0]);
         gm_json_key(w, "x1");
-        gm_report_num(w, bw->k1 >= (int64_t)ne ? ax->x_end : xat(ax, bw->k1));
+        gm_report_num(w, bw->k1 >= (int64_t)ne ? ax->x_end : x[1]);
         gm_json_key(w, "b");
         gm_json_begin_array(w);
         for (size_t i = 0; i < bw->n; i++)
-            write_band(c, ax, &ad->allocs[bw->allocs[i]]);
+            write_band(c, ax, &ad->allocs[bw->allocs[i]], x += 2);
         gm_json_end_array(w);
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
+    gm_free(xs);
 }
 
 /* ---- categories over time, phases, iterations ---- */
@@ -181,8 +224,24 @@ static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_json_begin_object(w);
     gm_json_key(w, "x");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < ad->n_points; i++)
-        gm_report_num(w, xat(ax, ad->points[i].event));
+    {
+        /* the points' x from one walk of the trace */
+        int64_t *ks = gm_malloc((ad->n_points ? ad->n_points : 1) * sizeof(*ks));
+        double *xs = gm_malloc((ad->n_points ? ad->n_points : 1) * sizeof(*xs));
+        if (ks && xs) {
+            for (size_t i = 0; i < ad->n_points; i++)
+                ks[i] = ad->points[i].event;
+            if (gm_lod_axis_xs(ax, ks, xs, ad->n_points, NULL) == GM_OK)
+                for (size_t i = 0; i < ad->n_points; i++)
+                    gm_report_num(w, xs[i]);
+            else
+                c->nomem = true;
+        } else {
+            c->nomem = true;
+        }
+        gm_free(ks);
+        gm_free(xs);
+    }
     gm_json_end_array(w);
     gm_json_key(w, "k");
     gm_json_begin_array(w);

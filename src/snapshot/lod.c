@@ -10,6 +10,7 @@
 
 #include "gpumem/arena.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the axis ---- */
@@ -58,6 +59,57 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
     if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
         return (double)(e.time_us - a->t0_us);
     return (double)k;
+}
+
+struct axis_query {
+    int64_t k; /* the event, clamped to the trace */
+    size_t i;  /* where its x goes */
+};
+
+static int cmp_query(const void *pa, const void *pb)
+{
+    const struct axis_query *p = pa, *q = pb;
+    return p->k < q->k ? -1 : p->k > q->k;
+}
+
+enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, double *xs, size_t n,
+                              struct gm_error *err)
+{
+    struct axis_query *q;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e = NULL;
+    size_t m = 0;
+    /* a random access decodes about half a checkpoint's worth of events and a batch; below
+     * that many events per question, questions one by one cost less than the walk */
+    if (!a->time || a->n_events == 0 || n * GM_SNAPSHOT_CHECKPOINT < a->n_events) {
+        for (size_t i = 0; i < n; i++)
+            xs[i] = gm_lod_axis_x(a, ks[i]);
+        return GM_OK;
+    }
+    q = gm_malloc((n ? n : 1) * sizeof(*q));
+    if (!q)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (ks[i] < 0) {
+            xs[i] = 0.0;
+            continue;
+        }
+        q[m].k = (size_t)ks[i] >= a->n_events ? (int64_t)a->n_events - 1 : ks[i];
+        q[m++].i = i;
+    }
+    qsort(q, m, sizeof(*q), cmp_query);
+    gm_snapshot_cursor_init(&c, a->dev, 0);
+    for (size_t j = 0; j < m; j++) {
+        while ((e == NULL || (int64_t)c.index < q[j].k) &&
+               (e = gm_snapshot_cursor_next(&c)) != NULL)
+            ;
+        /* a trace that ends early (it cannot: n_events are there) reads as gm_lod_axis_x()'s
+         * fallback, the index */
+        xs[q[j].i] =
+            e && (int64_t)c.index == q[j].k ? gm_lod_axis_x_of(a, q[j].k, e) : (double)q[j].k;
+    }
+    gm_free(q);
+    return GM_OK;
 }
 
 /* ---- buckets ---- */

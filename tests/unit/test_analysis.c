@@ -17,6 +17,7 @@
 #include "gpumem/analysis.h"
 #include "gpumem/example.h"
 #include "gpumem/internal/alloc_hooks.h"
+#include "gpumem/lod.h"
 #include "testdata.h"
 
 #include <dirent.h>
@@ -1168,6 +1169,50 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
     }
 }
 
+/* The x of many events from one walk equals each event's x asked alone: in any order, with
+ * repeats, the initial state and events past the end, questions few and many. */
+static void test_axis_xs_of_many_events_equal_each_asked_alone(void **state)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct gm_example_opts o;
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    uint64_t seed = 7;
+    bool timed = false;
+    (void)state;
+    gm_example_opts_init(&o);
+    assert_non_null(f);
+    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
+    for (size_t d = 0; d < snap->n_devices; d++) {
+        struct gm_lod_axis ax;
+        size_t ne = snap->devices[d].n_events;
+        gm_lod_axis_init(&ax, &snap->devices[d]);
+        timed |= ax.time;
+        for (size_t n = 1; n <= 4 * ne + 1; n = n * 4 + 1) {
+            int64_t *ks = malloc(n * sizeof(*ks));
+            double *xs = malloc(n * sizeof(*xs));
+            assert_non_null(ks);
+            assert_non_null(xs);
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                ks[i] = (int64_t)((seed >> 33) % (ne + 3)) - 1; /* -1 .. ne + 1 */
+            }
+            assert_int_equal(gm_lod_axis_xs(&ax, ks, xs, n, &err), GM_OK);
+            for (size_t i = 0; i < n; i++)
+                assert_true(xs[i] == gm_lod_axis_x(&ax, ks[i]));
+            free(ks);
+            free(xs);
+        }
+    }
+    assert_true(timed); /* the example's events have times: the walk is what is tested */
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 /* the same on every real snapshot */
 static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void **state)
 {
@@ -1502,6 +1547,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
+    cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
 };
 
 /* real snapshots */

@@ -173,6 +173,49 @@ static void test_json_pretty(void **state)
     free(t);
 }
 
+/* Values of every kind, strings shorter and longer than the writer's buffer, escapes that
+ * fall on its edge. */
+static void doc_large(struct gm_json *w)
+{
+    static char text[3 * GM_JSON_BUF_SIZE];
+    for (size_t i = 0; i < sizeof(text) - 1; i++)
+        text[i] = "ab\"\\\n\x01\xc3\xa9\xffz"[i % 10];
+    gm_json_begin_array(w);
+    for (uint64_t i = 0; i < 20000; i++) {
+        gm_json_begin_object(w);
+        gm_json_kv_u64(w, "u", i * 0x9E3779B97F4A7C15ull);
+        gm_json_kv_i64(w, "i", -(int64_t)i * 1000003);
+        gm_json_kv_double(w, "d", (double)i / 7.0);
+        gm_json_kv_bool(w, "b", i & 1);
+        gm_json_kv_null(w, "n");
+        gm_json_key(w, "s");
+        gm_json_strn(w, text + i % 97, i % 61);
+        gm_json_end_object(w);
+        if (i % 5000 == 0)
+            gm_json_strn(w, text, sizeof(text) - 1 - i / 5000);
+    }
+    gm_json_raw(w, "[1,2]");
+    gm_json_end_array(w);
+}
+
+static void test_json_buffered_writes_what_unbuffered_writes(void **state)
+{
+    void (*docs[])(struct gm_json *) = {doc_basic, doc_large};
+    (void)state;
+    for (size_t d = 0; d < 2; d++) {
+        for (unsigned pretty = 0; pretty <= GM_JSON_PRETTY; pretty += GM_JSON_PRETTY) {
+            bool ok1, ok2;
+            char *t1 = json_of(docs[d], pretty, &ok1);
+            char *t2 = json_of(docs[d], pretty | GM_JSON_BUFFERED, &ok2);
+            assert_true(ok1 && ok2);
+            assert_true(strlen(t1) > (d ? 3u * GM_JSON_BUF_SIZE : 0u));
+            assert_string_equal(t1, t2);
+            free(t1);
+            free(t2);
+        }
+    }
+}
+
 static void doc_misuse_value_without_key(struct gm_json *w)
 {
     gm_json_begin_object(w);
@@ -715,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_saturating),
         cmocka_unit_test(test_json_compact),
         cmocka_unit_test(test_json_pretty),
+        cmocka_unit_test(test_json_buffered_writes_what_unbuffered_writes),
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),

@@ -64,6 +64,21 @@ static void test_ints(void **state)
 {
     char want[80], got[80], *end;
     (void)state;
+    /* each side of every digit-count step, in decimal and in hex (the count is computed, not
+     * counted digit by digit) */
+    for (uint64_t p10 = 1, p16 = 1, i = 0; i < 20; i++, p10 *= 10, p16 = i < 16 ? p16 * 16 : 0) {
+        uint64_t vs[] = {p10 - 1, p10, p10 + 1, p16 - 1, p16, p16 + 1, UINT64_MAX};
+        for (size_t j = 0; j < sizeof(vs) / sizeof(vs[0]); j++) {
+            end = gm_fmt_u64(got, vs[j], 0);
+            *end = '\0';
+            snprintf(want, sizeof(want), "%" PRIu64, vs[j]);
+            assert_string_equal(want, got);
+            end = gm_fmt_hex(got, vs[j], 0);
+            *end = '\0';
+            snprintf(want, sizeof(want), "%" PRIx64, vs[j]);
+            assert_string_equal(want, got);
+        }
+    }
     for (int i = 0; i < 200000; i++) {
         uint64_t v = rnd() >> (rnd() % 64);
         unsigned w = (unsigned)(rnd() % 22);
