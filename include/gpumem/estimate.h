@@ -151,7 +151,9 @@ enum gm_loss_impl {
 enum gm_fused {
     GM_FUSED_RMS_NORM = 1 << 0, /* saves its input and rstd, no fp32 copy */
     GM_FUSED_SWIGLU = 1 << 1,   /* SwiGLU / GeGLU: saves gate and up, not act(gate) */
-    GM_FUSED_ROPE = 1 << 2      /* in-place rotation: forward temporaries only */
+    GM_FUSED_ROPE = 1 << 2,     /* in-place rotation: forward temporaries only */
+    GM_FUSED_LORA = 1 << 3      /* unsloth's fused LoRA autograd functions (FOAK fused_lora):
+                                 * the adapters keep only the dropped-out input */
 };
 #define GM_FUSED_ALL (GM_FUSED_RMS_NORM | GM_FUSED_SWIGLU | GM_FUSED_ROPE)
 

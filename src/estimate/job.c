@@ -268,10 +268,15 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         const char *name;
         unsigned flags;
     } names[] = {
-        {"rms_norm", GM_FUSED_RMS_NORM}, {"rms-norm", GM_FUSED_RMS_NORM},
-        {"swiglu", GM_FUSED_SWIGLU},     {"geglu", GM_FUSED_SWIGLU},
-        {"rope", GM_FUSED_ROPE},         {"liger", GM_FUSED_ALL},
-        {"all", GM_FUSED_ALL},           {"none", 0},
+        {"rms_norm", GM_FUSED_RMS_NORM},
+        {"rms-norm", GM_FUSED_RMS_NORM},
+        {"swiglu", GM_FUSED_SWIGLU},
+        {"geglu", GM_FUSED_SWIGLU},
+        {"rope", GM_FUSED_ROPE},
+        {"liger", GM_FUSED_ALL},
+        {"lora", GM_FUSED_LORA},
+        {"all", GM_FUSED_ALL},
+        {"none", 0},
     };
     unsigned flags = 0;
     const char *p = v->text;
@@ -286,7 +291,7 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         if (!found)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--fused-kernels: unknown kernel '%.*s' (use rms_norm, swiglu, rope, "
-                           "liger for all three, or none)",
+                           "liger for all three, lora, or none)",
                            (int)(n > 32 ? 32 : n), p);
         p += n + (p[n] == ',');
     }
@@ -712,7 +717,9 @@ static const struct gm_job_setting settings[] = {
         FLAG("activation-offload", "saved activations to pinned host memory (torchtune)", TRAIN,
              GM_ENGINE_NONE, memory.activation_offload),
     [EST_SET_FUSED_KERNELS] =
-        TEXT_FN("fused-kernels", "LIST", "rms_norm,swiglu,rope or liger (all three): fused kernels",
+        TEXT_FN("fused-kernels", "LIST",
+                "rms_norm,swiglu,rope or liger (all three), lora (unsloth's fused LoRA): fused "
+                "kernels",
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
@@ -1399,7 +1406,7 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
         (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
         (unsigned)j->stack.framework >= GM_FRAMEWORK__COUNT ||
-        (j->memory.fused_kernels & ~(unsigned)GM_FUSED_ALL) ||
+        (j->memory.fused_kernels & ~(unsigned)(GM_FUSED_ALL | GM_FUSED_LORA)) ||
         (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
     return GM_OK;

@@ -15,9 +15,9 @@ that ran out of memory), the gpumem feature a row still needs (such rows are lis
 with the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
 For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on every CPU the
-process may use) and prints per source and counter the number of rows, the median |error| and
-the share within 10% (for an engine's byte counters also the median |difference| in MiB and the
-share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
+process may use) and prints per source and counter the number of rows, the median |error|, the
+share within 10% and the 90th percentile of |error| (for an engine's byte counters also the
+median |difference| in MiB and the share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
 With --check it exits 1 when the median |error| over the peak rows (allocated, reserved,
 device) or over the engine rows is above 10%, when
 gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
@@ -126,9 +126,20 @@ def pct(x):
     return "%5.1f%%" % (100.0 * x)
 
 
+def p90(values):
+    """The 90th percentile of 'values', linearly interpolated between the closest ranks (as
+    numpy's default and statistics.quantiles(method='inclusive') give it)."""
+    v = sorted(values)
+    k = (len(v) - 1) * 0.9
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
 def summary(errs, diffs=None):
-    """Median |relative error| and share within 10%; with 'diffs' (predicted minus measured,
-    bytes) also the median |difference| in MiB and the share within 64 MiB."""
+    """Median |relative error|, share within 10% and the 90th percentile of |error|; with
+    'diffs' (predicted minus measured, bytes) also the median |difference| in MiB and the share
+    within 64 MiB."""
     if not errs:
         return "      -             -"
     med = statistics.median(abs(e) for e in errs)
@@ -138,7 +149,7 @@ def summary(errs, diffs=None):
         line += "  %8.0f MiB  %s within 64 MiB" % (
             statistics.median(abs(d) for d in diffs) / MIB,
             pct(sum(abs(d) <= 64 * MIB for d in diffs) / len(diffs)))
-    return line
+    return line + "  p90 %s" % pct(p90(abs(e) for e in errs)).strip()
 
 
 def gap_lines(runs):
