@@ -113,7 +113,22 @@ enum {
 #define SMALL_MIN (-((int64_t)1 << 60))
 #define SMALL_MAX (((int64_t)1 << 60) - 1)
 
-/* A list named by the consumer in the current batch of the general reader. */
+/* The flat reader's cache of named lists (pk_stream.names_by_items): a list whose items are
+ * one run of memo references (MARK (BINGET | LONG_BINGET)+ APPENDS) is remembered by those
+ * bytes with the name the consumer gave it.  The run of a later list with the same bytes
+ * names the same memo slots; while no slot below memo_len has been written again (memo_gen
+ * unchanged) they hold the same values, so the later list has the same items and its name.
+ * Direct-mapped by a hash of the bytes, which are compared in full on a hit. */
+#define LIST_CACHE_BITS  8
+#define LIST_CACHE_BYTES 240 /* the longest run an entry holds (48 LONG_BINGETs) */
+struct list_cache_entry {
+    uint64_t hash;
+    uint64_t gen;  /* memo_gen + 1 when it was written; 0: empty */
+    uint32_t name; /* the consumer's */
+    uint32_t len;  /* bytes of the run */
+    uint8_t bytes[LIST_CACHE_BYTES];
+};
+
 /* The machine's state during one parse. */
 struct vm {
     struct pk_doc *doc;
@@ -132,6 +147,8 @@ struct vm {
     size_t n_wide, wide_cap;
     uint32_t wide_free; /* a free entry of 'wide' (a chain through the entries), CELL_INDEX+1:
                          * none */
+    uint64_t memo_gen;  /* writes over a slot below memo_len (and abandoned flat batches), so far:
+                         * what list_cache entries are valid for */
     size_t heap_bytes;  /* stack, marks and memo, counted against the cap with the arena */
     size_t memory_limit;
     bool limit_given; /* pk_opts.limit_given */
@@ -158,6 +175,12 @@ struct vm {
     uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
     pk_val key_val[FLAT_MAX_PAIRS];
     uint8_t key_len_[FLAT_MAX_PAIRS];
+    /* the named lists (see struct list_cache_entry), and the run of the current record's
+     * list, to be remembered when the consumer names it */
+    struct list_cache_entry *list_cache; /* 1 << LIST_CACHE_BITS entries, made at first use */
+    const uint8_t *run;                  /* NULL: the current list is not to be remembered */
+    uint32_t run_len;
+    uint64_t run_hash;
     /* recycled containers (from consumed records) and item arrays by slot count */
     struct pk_node *free_nodes;
     pk_val *free_items[FREE_CLASSES + 1];
@@ -215,6 +238,8 @@ bool pk_memo_store_wide(struct vm *vm, size_t idx, pk_val v);
 static inline bool memo_store(struct vm *vm, size_t idx, pk_val v, bool fresh)
 {
     uint32_t *cell = &vm->memo[idx];
+    if (!fresh)
+        vm->memo_gen++;
     if (!fresh && *cell >= CELL_WIDE && *cell < CELL_TRUE) {
         /* the slot's wide entry is free again */
         uint32_t w = *cell & CELL_INDEX;

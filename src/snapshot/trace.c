@@ -449,8 +449,9 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
+/* A frames list is named by its stack, which its items alone decide. */
 const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record,
-                                                on_batch_end, NULL};
+                                                on_batch_end,    NULL,        true};
 
 void snap_trace_reader_release(struct trace_reader *tr)
 {

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.max_depth = 200;
     if (pk_parse(&doc, data, size, &o, &err) == GM_OK)
         pk_doc_release(&doc);
-    struct pk_stream st = {"device_traces", 16, on_rec, on_end, NULL};
+    struct pk_stream st = {"device_traces", 16, on_rec, on_end, NULL, true};
     o.stream = &st;
     for (int general = 0; general < 2; general++) {
         o.general_only = general;
