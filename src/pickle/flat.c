@@ -290,6 +290,10 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, uint32
 static void list_remember(struct vm *vm, uint32_t name)
 {
     struct list_cache_entry *c = &vm->list_cache[vm->run_hash >> (64 - LIST_CACHE_BITS)];
+    if (!vm->run_len) {
+        vm->empty_name = name; /* no items: nothing that a write to the memo changes */
+        return;
+    }
     c->hash = vm->run_hash;
     c->gen = vm->memo_gen + 1;
     c->name = name;
@@ -311,10 +315,20 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
         return NULL;
     l->len = 0;
     *cached = UINT32_MAX;
-    if (vm->list_cache && p < end && *p == OP_MARK) {
-        const uint8_t *q = list_cached(vm, p, cached);
-        if (q)
-            return q;
+    if (vm->list_cache && p < end) {
+        if (*p == OP_MARK) {
+            const uint8_t *q = list_cached(vm, p, cached);
+            if (q)
+                return q;
+        } else if (*p != OP_BINGET && *p != OP_LONG_BINGET && *p != OP_FRAME) {
+            /* no items: the name of the empty list, once the consumer has given it one */
+            if (vm->empty_name != UINT32_MAX) {
+                *cached = vm->empty_name;
+                return p;
+            }
+            vm->run = p;
+            vm->run_len = 0;
+        }
     }
     for (;;) {
         const uint8_t *q;
@@ -437,7 +451,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
     size_t slot;
     if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
         return NULL;
-    if (slot != SIZE_MAX && !memo_store(vm, slot, *out, true))
+    if (slot != SIZE_MAX && !memo_store_fresh_str(vm, slot, *out))
         return NULL;
     return p;
 }

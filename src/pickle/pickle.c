@@ -1237,6 +1237,7 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
     vm->wide_free = CELL_INDEX + 1;
     vm->flat_name = UINT32_MAX;
+    vm->empty_name = UINT32_MAX;
     if (o) {
         vm->drop_behind = o->drop_behind;
         vm->stream = o->stream;

@@ -11,7 +11,8 @@
  *   0x40000000 - 0x7fffffff  the consumer's name for a recycled list (pk_record_name())
  *   0x80000000 - 0xbfffffff  an index into 'wide', the 64-bit values of everything else
  *                            (containers, boxes, small ints, far strings)
- *   0xfffffffb - 0xffffffff  True, False, None, a consumed record, a hole */
+ *   0xfffffffb - 0xffffffff  True, False, None, a consumed record, a hole
+ * (memo_store_fresh_str() is memo_store()'s common case for strings, inline). */
 #ifndef GM_PICKLE_PICKLE_INT_H
 #define GM_PICKLE_PICKLE_INT_H
 
@@ -118,7 +119,8 @@ enum {
  * bytes with the name the consumer gave it.  The run of a later list with the same bytes
  * names the same memo slots; while no slot below memo_len has been written again (memo_gen
  * unchanged) they hold the same values, so the later list has the same items and its name.
- * Direct-mapped by a hash of the bytes, which are compared in full on a hit. */
+ * Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A list without
+ * items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
 #define LIST_CACHE_BITS  8
 #define LIST_CACHE_BYTES 240 /* the longest run an entry holds (48 LONG_BINGETs) */
 struct list_cache_entry {
@@ -179,8 +181,9 @@ struct vm {
      * list, to be remembered when the consumer names it */
     struct list_cache_entry *list_cache; /* 1 << LIST_CACHE_BITS entries, made at first use */
     const uint8_t *run;                  /* NULL: the current list is not to be remembered */
-    uint32_t run_len;
+    uint32_t run_len;                    /* 0: the list has no items */
     uint64_t run_hash;
+    uint32_t empty_name; /* the name of a list without items, UINT32_MAX: none yet */
     /* recycled containers (from consumed records) and item arrays by slot count */
     struct pk_node *free_nodes;
     pk_val *free_items[FREE_CLASSES + 1];
@@ -267,6 +270,18 @@ static inline bool memo_store(struct vm *vm, size_t idx, pk_val v, bool fresh)
     }
     *cell = CELL_HOLE;
     return pk_memo_store_wide(vm, idx, v);
+}
+
+/* memo_store(vm, idx, v, true) of a string 'v', with the common case (its page has a base
+ * within reach) inline. */
+static inline bool memo_store_fresh_str(struct vm *vm, size_t idx, pk_val v)
+{
+    uint64_t base = vm->memo_base[idx >> MEMO_PAGE_BITS], off = v >> 3;
+    if (base != NO_BASE && off >= base && off - base <= CELL_STR_MAX) {
+        vm->memo[idx] = (uint32_t)(off - base);
+        return true;
+    }
+    return memo_store(vm, idx, v, true);
 }
 
 /* Room for slots [0, need): cells and page bases; false when out of memory or over the

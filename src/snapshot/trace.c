@@ -46,6 +46,8 @@ static bool append_event(struct builder *b, struct ev_writer *w, const struct gm
     if (!snap_ev_writer_append(w, e))
         return false;
     grew = snap_ev_writer_capacity(w) - before;
+    if (!grew)
+        return true; /* the common case: nothing more held */
     b->ev_bytes += grew;
     *b->held += grew;
     if (b->arena->cap && *b->held > b->arena->cap) {
@@ -273,26 +275,25 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     bool has_extra = false;
     enum word a;
     pk_val v;
+    size_t ai;
 
     if (pos[0] < 0 || pos[6] >= 0)
         return false; /* no action, or user_metadata: the general reader */
     memset(&x, 0, sizeof(x));
     memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
-    /* the action: alloc and free alternate, so two values remembered do */
+    /* the action: a few values (alloc, free_requested, free_completed, ...) in turn, each
+     * remembered by its value */
     v = it[2 * pos[0] + 1];
-    if (v == tr->flat_act_val[0] && v) {
-        e->action = tr->flat_act[0];
-    } else if (v == tr->flat_act_val[1] && v) {
-        e->action = tr->flat_act[1];
+    ai = (size_t)((v * 0x9e3779b97f4a7c15ULL) >> (64 - FLAT_ACT_BITS));
+    if (v == tr->flat_act_val[ai] && v) {
+        e->action = tr->flat_act[ai];
     } else {
         a = snap_word_of(b, v);
         if (a < W_A_ALLOC || a > W_A_OOM)
             return false;
         e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
-        tr->flat_act_val[1] = tr->flat_act_val[0];
-        tr->flat_act[1] = tr->flat_act[0];
-        tr->flat_act_val[0] = v;
-        tr->flat_act[0] = e->action;
+        tr->flat_act_val[ai] = v;
+        tr->flat_act[ai] = e->action;
     }
     if (pos[1] >= 0) {
         if (!pk_small_u64(it[2 * pos[1] + 1], &e->addr))
