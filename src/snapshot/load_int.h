@@ -270,6 +270,7 @@ struct trace_reader {
     const char *flat_cc; /* the compile_context string last seen, and its bytes */
     const char *flat_cc_p;
     size_t flat_cc_n;
+    uint64_t flat_cc_word;                   /* pk_short_str_word() of the last one, 0: none */
     pk_val flat_act_val[1 << FLAT_ACT_BITS]; /* action values and their actions, by value */
     uint8_t flat_act[1 << FLAT_ACT_BITS];
     uint64_t flat_x_stream; /* the extra of the last entry (stream, compile_context) */

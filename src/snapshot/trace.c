@@ -314,9 +314,15 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
+        uint64_t word;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        if (pk_str_view(b->doc, v, &p, &n)) {
+        word = pk_short_str_word(b->doc, v);
+        if (word && word == tr->flat_cc_word) {
+            /* "N/A" again: the string of the entry before */
+            x.compile_context = tr->flat_cc;
+            has_extra = true;
+        } else if (pk_str_view(b->doc, v, &p, &n)) {
             /* "N/A" on every entry, a new literal each time: the bytes of the last one (a
              * long string, shared through the memo, is known by its value instead: never
              * compared byte by byte on every entry) */
@@ -330,6 +336,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
                 tr->flat_cc_p = x.compile_context; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
+            tr->flat_cc_word = word;
             has_extra = true;
         }
     }
