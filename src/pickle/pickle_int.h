@@ -122,7 +122,7 @@ enum {
  * Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A list without
  * items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
 #define LIST_CACHE_BITS  8
-#define LIST_CACHE_BYTES 240 /* the longest run an entry holds (48 LONG_BINGETs) */
+#define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
 struct list_cache_entry {
     uint64_t hash;
     uint64_t gen;  /* memo_gen + 1 when it was written; 0: empty */
