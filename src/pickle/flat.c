@@ -477,6 +477,23 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         vm->key_mask[j] = 0;
         vm->key_bytes[j] = 1; /* matches nothing */
     }
+    /* the transient dict and list each record is handed in (the consumer never changes them:
+     * pk_set_mark() leaves transient nodes alone) */
+    d->kind = PK_DICT;
+    d->flags = PK_NODE_SCRATCH;
+    d->refs = 0;
+    d->memo_idx = 0;
+    d->mark = 0;
+    d->items = vm->flat_pairs;
+    l->kind = PK_LIST;
+    l->flags = PK_NODE_SCRATCH;
+    l->refs = 1;
+    l->memo_idx = 0;
+    l->mark = 0;
+    l->items = vm->flat_items;
+    r.item = (pk_val)(uintptr_t)d;
+    r.is_dict = true;
+    r.pairs = vm->flat_pairs;
     if (s->names_by_items && !vm->list_cache)
         vm->list_cache = gm_calloc((size_t)1 << LIST_CACHE_BITS, sizeof(*vm->list_cache));
     for (;;) {
@@ -615,28 +632,13 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     dict_done:
         if (!have_list)
             l->len = 0;
-        /* the dict is complete: hand it over */
-        d->kind = PK_DICT;
-        d->flags = PK_NODE_SCRATCH;
+        /* the dict is complete: hand it over (the fields that never change are set above) */
         r.same_keys = same_keys && n == prev_n;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
-        d->refs = 0;
         d->len = d->cap = (uint32_t)n;
-        d->memo_idx = 0;
-        d->mark = 0;
-        d->items = vm->flat_pairs;
-        l->kind = PK_LIST;
-        l->flags = PK_NODE_SCRATCH;
         l->n_puts = list_slot != SIZE_MAX;
-        l->refs = 1;
         l->cap = l->len;
-        l->memo_idx = 0;
-        l->mark = 0;
-        l->items = vm->flat_items;
-        r.item = (pk_val)(uintptr_t)d;
-        r.is_dict = true;
-        r.pairs = vm->flat_pairs;
         r.n = (uint32_t)n;
         vm->flat_name = UINT32_MAX;
         vm->in_flat = true;
