@@ -247,16 +247,17 @@ static inline bool run_eq(const uint8_t *a, const uint8_t *b, size_t n)
     return true;
 }
 
-/* A list value whose items are one run of memo references, MARK (BINGET | LONG_BINGET)+
- * APPENDS, with nothing after it (the next byte starts no more items), and which has the
- * run of a list named before (struct list_cache_entry): its name, and the position after
- * the APPENDS.  NULL otherwise, with vm->run set when the run is one to remember once the
- * consumer names the list. */
-static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, uint32_t *name)
+/* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
+ * LONG_BINGET)+ APPENDS, with nothing after it (the next byte starts no more items), and
+ * which has the run of a list named before under the same key (struct list_cache_entry):
+ * its name, and the position after the APPENDS.  NULL otherwise, with vm->run set when the run is
+ * one to remember once the consumer names the list. */
+static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val key,
+                                         uint32_t *name)
 {
     const uint8_t *q = p + 1, *end = vm->end;
     const struct list_cache_entry *c;
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
     for (;;) {
         if (end - q >= 6 && *q == OP_LONG_BINGET) {
@@ -275,7 +276,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, uint32
         return NULL;
     h ^= h >> 29;
     c = &vm->list_cache[h >> (64 - LIST_CACHE_BITS)];
-    if (c->gen == vm->memo_gen + 1 && c->hash == h && c->len == len &&
+    if (c->gen == vm->memo_gen + 1 && c->hash == h && c->key == key && c->len == len &&
         run_eq(c->bytes, p + 1, len)) {
         *name = c->name;
         return q + 1;
@@ -283,6 +284,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, uint32
     vm->run = p + 1;
     vm->run_len = (uint32_t)len;
     vm->run_hash = h;
+    vm->run_key = key;
     return NULL;
 }
 
@@ -292,20 +294,23 @@ static void list_remember(struct vm *vm, uint32_t name)
     struct list_cache_entry *c = &vm->list_cache[vm->run_hash >> (64 - LIST_CACHE_BITS)];
     if (!vm->run_len) {
         vm->empty_name = name; /* no items: nothing that a write to the memo changes */
+        vm->empty_key = vm->run_key;
         return;
     }
     c->hash = vm->run_hash;
+    c->key = vm->run_key;
     c->gen = vm->memo_gen + 1;
     c->name = name;
     c->len = vm->run_len;
     memcpy(c->bytes, vm->run, vm->run_len);
 }
 
-/* The value of a dict key that is a list (frames): EMPTY_LIST [put] then
+/* The value of dict key 'key' that is a list (frames): EMPTY_LIST [put] then
  * (MARK item* APPENDS | ref APPEND)*, items memo references or new dicts of scalars
- * (flat_inner_dict), into vm->flat_list; *cached is the name of a list named before that
- * it repeats (list_cached()), else UINT32_MAX.  Returns the position after it, or NULL. */
-static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *vlen,
+ * (flat_inner_dict), into vm->flat_list; *cached is the name of a list named before under
+ * the same key that it repeats (list_cached()), else UINT32_MAX.  Returns the position after it, or
+ * NULL. */
+static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, pk_val key, size_t *vlen,
                                       size_t *list_slot, uint32_t *cached)
 {
     const uint8_t *end = vm->end;
@@ -317,17 +322,18 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
     *cached = UINT32_MAX;
     if (vm->list_cache && p < end) {
         if (*p == OP_MARK) {
-            const uint8_t *q = list_cached(vm, p, cached);
+            const uint8_t *q = list_cached(vm, p, key, cached);
             if (q)
                 return q;
         } else if (*p != OP_BINGET && *p != OP_LONG_BINGET && *p != OP_FRAME) {
             /* no items: the name of the empty list, once the consumer has given it one */
-            if (vm->empty_name != UINT32_MAX) {
+            if (vm->empty_name != UINT32_MAX && vm->empty_key == key) {
                 *cached = vm->empty_name;
                 return p;
             }
             vm->run = p;
             vm->run_len = 0;
+            vm->run_key = key;
         }
     }
     for (;;) {
@@ -612,7 +618,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 if (have_list)
                     goto abandon;
                 have_list = true;
-                if (!(p = flat_list_value(vm, p, &vlen, &list_slot, &cached)))
+                if (!(p = flat_list_value(vm, p, k, &vlen, &list_slot, &cached)))
                     goto abandon;
                 v = cached != UINT32_MAX ? PK_TOKEN(cached) : (pk_val)(uintptr_t)l;
                 break;

@@ -130,10 +130,11 @@ struct pk_stream {
     void (*batch_end)(void *ctx, uint32_t list_index, bool commit);
     void *ctx;
     /* The name the consumer gives a list (pk_record_name()) depends only on the list's
-     * items.  The reader may then hand a record's list value as pk_token(name) instead of
-     * the list, when its items are the same memo references, to slots unchanged since, as
-     * those of a list named before (the writers make a new frames list per entry, with the
-     * frames of an earlier one). */
+     * items and the record key it is the value of.  The reader may then hand a record's
+     * list value as pk_token(name) instead of the list, when its items are the same memo
+     * references, to slots unchanged since, as those of a list named before under the same
+     * key (the writers make a new frames list per entry, with the frames of an earlier
+     * one). */
     bool names_by_items;
 };
 

@@ -116,15 +116,16 @@ enum {
 
 /* The flat reader's cache of named lists (pk_stream.names_by_items): a list whose items are
  * one run of memo references (MARK (BINGET | LONG_BINGET)+ APPENDS) is remembered by those
- * bytes with the name the consumer gave it.  The run of a later list with the same bytes
- * names the same memo slots; while no slot below memo_len has been written again (memo_gen
- * unchanged) they hold the same values, so the later list has the same items and its name.
- * Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A list without
- * items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
+ * bytes and the record key it is the value of, with the name the consumer gave it.  The run of a
+ * later list with the same bytes names the same memo slots; while no slot below memo_len has been
+ * written again (memo_gen unchanged) they hold the same values, so the later list has the same
+ * items and its name. Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A
+ * list without items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
 #define LIST_CACHE_BITS  8
 #define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
 struct list_cache_entry {
     uint64_t hash;
+    pk_val key;    /* the record key the list was the value of */
     uint64_t gen;  /* memo_gen + 1 when it was written; 0: empty */
     uint32_t name; /* the consumer's */
     uint32_t len;  /* bytes of the run */
@@ -183,7 +184,9 @@ struct vm {
     const uint8_t *run;                  /* NULL: the current list is not to be remembered */
     uint32_t run_len;                    /* 0: the list has no items */
     uint64_t run_hash;
+    pk_val run_key;
     uint32_t empty_name; /* the name of a list without items, UINT32_MAX: none yet */
+    pk_val empty_key;    /* the record key it was the value of */
     /* recycled containers (from consumed records) and item arrays by slot count */
     struct pk_node *free_nodes;
     pk_val *free_items[FREE_CLASSES + 1];

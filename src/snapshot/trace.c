@@ -457,7 +457,7 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
-/* A frames list is named by its stack, which its items alone decide. */
+/* A frames list is named by its stack, which its items alone decide (no other list is named). */
 const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record,
                                                 on_batch_end,    NULL,        true};
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_pickle.c - the pickle VM on arbitrary bytes, with a small memory limit, a shallow
  * depth cap, and a second time streaming the records of the lists under a key (which some
- * corpus files have), naming every list value, so that recycling and the flat reader run;
- * a third time with the general reader alone. */
+ * corpus files have), naming every list value, so that recycling and the flat reader run
+ * (with its named runs: names_by_items is set, though these names are not the items' own,
+ * since memory safety is what is checked); a third time with the general reader alone. */
 #include "pickle/pickle.h"
 
 #include <stdint.h>

@@ -417,9 +417,9 @@ static void parse_runs(const uint8_t *pk, size_t n, bool by_items, uint64_t flat
 }
 
 /* The flat reader's named runs (pk_stream.names_by_items): a list whose items are the same
- * run of memo references as a list named before comes as that name, and its memo slot
- * reads as the name; never when the stream did not ask, when a slot of the run was written
- * again since, or after the flat reader gave a batch up (its slots are written again). */
+ * run of memo references as a list named before under the same key comes as that name, and
+ * its memo slot reads as the name; never when the stream did not ask, when a slot of the run
+ * was written again since, under another key, or after the flat reader gave a batch up. */
 static void test_named_runs(void **state)
 {
     /* {"x": ["a", "b"], "k": [[{"f": None}, {"f": L}, {"f": L}, {"f": L}]], "z": 40 * "p"}
@@ -455,6 +455,16 @@ static void test_named_runs(void **state)
         140, 1,   'z', 140, '(', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
         'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
         'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'u', 'h', 13,  134, '.'};
+    static const uint8_t run_other_key[] = {
+        128, 4,   '}', 148, '(', 140, 1,   'x', 148, ']', 148, '(', 140, 1,   'a', 148, 140,
+        1,   'b', 148, 'e', 140, 1,   'k', 148, ']', 148, ']', 148, '(', '}', 148, '(', 140,
+        1,   'f', 148, 'N', 'u', 'e', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,
+        'h', 4,   'e', 'u', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e',
+        'u', 'e', 140, 1,   'c', 'q', 14,  '0', '(', '}', 148, '(', 140, 1,   'g', 148, ']',
+        148, '(', 'h', 3,   'h', 4,   'e', 'u', 'e', 'a', 140, 1,   'z', 140, '(', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'u', 'h', 13,  134, '.'};
     struct run_state h;
     (void)state;
     parse_runs(run_plain, sizeof run_plain, true, 2, &h);
@@ -470,6 +480,9 @@ static void test_named_runs(void **state)
      * the last batch, whose list comes as a list */
     parse_runs(run_abandoned, sizeof run_abandoned, true, 1, &h);
     assert_string_equal(h.kinds, "OLTLLOL");
+    /* the last record's list under another key ("g", a new string): a list */
+    parse_runs(run_other_key, sizeof run_other_key, true, 2, &h);
+    assert_string_equal(h.kinds, "OLTL");
 }
 
 /* pk_short_str_word(): one word per short SHORT_BINUNICODE string, equal for equal strings
