@@ -151,7 +151,9 @@ enum gm_loss_impl {
 enum gm_fused {
     GM_FUSED_RMS_NORM = 1 << 0, /* saves its input and rstd, no fp32 copy */
     GM_FUSED_SWIGLU = 1 << 1,   /* SwiGLU / GeGLU: saves gate and up, not act(gate) */
-    GM_FUSED_ROPE = 1 << 2      /* in-place rotation: forward temporaries only */
+    GM_FUSED_ROPE = 1 << 2,     /* in-place rotation: forward temporaries only */
+    GM_FUSED_LORA = 1 << 3      /* unsloth's fused LoRA autograd functions (FOAK fused_lora):
+                                 * the adapters keep only the dropped-out input */
 };
 #define GM_FUSED_ALL (GM_FUSED_RMS_NORM | GM_FUSED_SWIGLU | GM_FUSED_ROPE)
 
@@ -346,6 +348,8 @@ struct gm_job_llamacpp {
                               999 = all */
     uint64_t n_cpu_moe;    /* --n-cpu-moe: routed experts of the first N layers in host
                               memory */
+    bool ngl_output_last;  /* -ngl counts the repeating layers first and the output layer
+                              last (llama.cpp before PR #18148, ollama's runner) */
 };
 
 struct gm_job_sglang {
@@ -1090,7 +1094,9 @@ enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_err
  * double quantisation (8-bit absmax, one fp32 constant per 256 blocks). */
 uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant);
 
-/* KV bytes for llama.cpp's cache type (ggml type id) over 'tokens' cells, all layers. */
+/* KV bytes for llama.cpp's cache type (ggml type id) over 'tokens' cells, all layers, for
+ * one sequence in micro-batches of 512 (a window layer holds the window + 512 cells, padded
+ * to 256). */
 enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
                                     uint64_t *bytes, struct gm_error *err);
 

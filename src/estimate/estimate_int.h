@@ -53,7 +53,7 @@
     X(EP) X(NCCL) X(NO_P2P) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
     X(BITSANDBYTES_VERSION) X(QUANT) X(QUANT_BITS) X(GROUP_SIZE) \
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
-    X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(STACK) \
+    X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
     X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL)
 /* clang-format on */
@@ -321,6 +321,28 @@ uint64_t est_total_layers(const struct gm_model *m);
 uint64_t est_kv_layers(const struct gm_model *m);
 /* Layers with routed experts (0 for a dense model). */
 uint64_t est_moe_layers(const struct gm_model *m);
+
+/* The graph llama.cpp reserves its compute buffer for (llama_context::graph_reserve): one
+ * micro-batch of n_ubatch tokens, each an output, over a cache of 'cells' cells. */
+struct est_llamacpp_graph {
+    uint64_t n_ubatch;          /* tokens */
+    uint64_t cells;             /* KV cells the masks and scores span */
+    uint64_t hidden;            /* elements per token */
+    uint64_t q_width;           /* heads x head_dim */
+    uint64_t kv_width;          /* KV heads x head_dim */
+    uint64_t heads;             /* query heads */
+    uint64_t ff;                /* MLP width a token runs through (MoE: x experts used) */
+    uint64_t vocab;             /* logits per token */
+    bool flash_attn;            /* no materialised scores */
+    bool layers_on_gpu;         /* some attention layers compute on this GPU */
+    bool output_on_gpu;         /* the output layer's weight is on this GPU */
+    uint64_t host_output_bytes; /* the output weight in host memory, bytes */
+    uint64_t host_layer_bytes;  /* largest weight of a layer in host memory, bytes */
+};
+
+/* Bytes of the GPU's compute buffer ggml-alloc reserves for graph 'g': the largest set of
+ * intermediates alive at once (docs/estimate.md, "llama.cpp"). */
+uint64_t est_llamacpp_compute_bytes(const struct est_llamacpp_graph *g);
 
 /* Who lays out the KV cache. */
 enum est_kv_store { EST_KV_TRANSFORMERS = 0, EST_KV_VLLM, EST_KV_LLAMACPP };

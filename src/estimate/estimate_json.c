@@ -61,6 +61,8 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
             gm_json_str(w, "swiglu");
         if (mem->fused_kernels & GM_FUSED_ROPE)
             gm_json_str(w, "rope");
+        if (mem->fused_kernels & GM_FUSED_LORA)
+            gm_json_str(w, "lora");
         gm_json_end_array(w);
         gm_json_kv_bool(w, "compile", mem->compile);
         if (mem->float8) /* only when asked: older readers see the inputs they know */

@@ -268,10 +268,15 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         const char *name;
         unsigned flags;
     } names[] = {
-        {"rms_norm", GM_FUSED_RMS_NORM}, {"rms-norm", GM_FUSED_RMS_NORM},
-        {"swiglu", GM_FUSED_SWIGLU},     {"geglu", GM_FUSED_SWIGLU},
-        {"rope", GM_FUSED_ROPE},         {"liger", GM_FUSED_ALL},
-        {"all", GM_FUSED_ALL},           {"none", 0},
+        {"rms_norm", GM_FUSED_RMS_NORM},
+        {"rms-norm", GM_FUSED_RMS_NORM},
+        {"swiglu", GM_FUSED_SWIGLU},
+        {"geglu", GM_FUSED_SWIGLU},
+        {"rope", GM_FUSED_ROPE},
+        {"liger", GM_FUSED_ALL},
+        {"lora", GM_FUSED_LORA},
+        {"all", GM_FUSED_ALL},
+        {"none", 0},
     };
     unsigned flags = 0;
     const char *p = v->text;
@@ -286,7 +291,7 @@ static enum gm_status set_fused(struct gm_job *j, const union gm_job_value *v, s
         if (!found)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--fused-kernels: unknown kernel '%.*s' (use rms_norm, swiglu, rope, "
-                           "liger for all three, or none)",
+                           "liger for all three, lora, or none)",
                            (int)(n > 32 ? 32 : n), p);
         p += n + (p[n] == ',');
     }
@@ -712,7 +717,9 @@ static const struct gm_job_setting settings[] = {
         FLAG("activation-offload", "saved activations to pinned host memory (torchtune)", TRAIN,
              GM_ENGINE_NONE, memory.activation_offload),
     [EST_SET_FUSED_KERNELS] =
-        TEXT_FN("fused-kernels", "LIST", "rms_norm,swiglu,rope or liger (all three): fused kernels",
+        TEXT_FN("fused-kernels", "LIST",
+                "rms_norm,swiglu,rope or liger (all three), lora (unsloth's fused LoRA): fused "
+                "kernels",
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
@@ -816,6 +823,11 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_N_CPU_MOE] = NUM("n-cpu-moe", GM_JOB_U64, "N",
                               "llama.cpp --n-cpu-moe: experts of the first N layers in host memory",
                               INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.n_cpu_moe, 0, 100000, 0),
+    [EST_SET_NGL_OUTPUT_LAST] =
+        FLAG("ngl-output-last",
+             "llama.cpp -ngl counts the repeating layers first, the output layer last (builds "
+             "before December 2025, ollama's runner)",
+             INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.ngl_output_last),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
@@ -1250,6 +1262,15 @@ void est_job_resolve(struct gm_job *j)
         (j->mode == GM_EST_TRAIN || (j->mode == GM_EST_INFER && (j->engine.kind == GM_ENGINE_NONE ||
                                                                  j->engine.kind == GM_ENGINE_HF))))
         j->memory.attention = GM_ATTN_EAGER;
+    /* torchtitan compiles its loss with the model (components/loss.py
+     * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, from bbb1b616 and in
+     * every release from v0.1.0; v0.2 compile.components ["model", "loss"]): Inductor fuses
+     * the fp32 upcast and the log-softmax of cross_entropy(pred.float()) into kernels over
+     * the 16-bit logits, so the preset's full loss keeps what a fused kernel keeps */
+    if (j->mode == GM_EST_TRAIN && j->stack.preset == GM_STACK_TORCHTITAN && j->memory.compile &&
+        j->memory.loss == GM_LOSS_FULL && est_preset_set(j, EST_SET_LOSS) &&
+        (!j->stack.preset_version || j->stack.preset_version >= GM_VERSION(0, 1, 0)))
+        j->memory.loss = GM_LOSS_FUSED;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))
@@ -1390,7 +1411,7 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
         (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
         (unsigned)j->stack.framework >= GM_FRAMEWORK__COUNT ||
-        (j->memory.fused_kernels & ~(unsigned)GM_FUSED_ALL) ||
+        (j->memory.fused_kernels & ~(unsigned)(GM_FUSED_ALL | GM_FUSED_LORA)) ||
         (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
     return GM_OK;

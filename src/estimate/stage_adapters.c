@@ -90,6 +90,20 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
     }
 }
 
+/* Whether unsloth's fused LoRA functions run the adapter of target 't': fms-acceleration's
+ * FOAK rules (plugins/fused-ops-and-kernels models/llama.py, mistral.py, mixtral.py at
+ * 733992a, trigger_fused_ops in models/utils.py) replace q, k and v together when all three
+ * are LoRA layers (LoRA_QKV) and o alone (LoRA_W).  Their LoRA_MLP (the MLP's three
+ * together) also changes what the MLP itself saves, which is not modelled: MLP adapters
+ * are counted as PEFT runs them. */
+static bool fused_lora_runs(unsigned targets, unsigned t)
+{
+    const unsigned qkv = GM_LORA_Q | GM_LORA_K | GM_LORA_V;
+    if (t & qkv)
+        return (targets & qkv) == qkv;
+    return t == GM_LORA_O;
+}
+
 enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -222,6 +236,21 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         if (!i_dim)
             continue;
         ntargets++;
+        if ((j->memory.fused_kernels & GM_FUSED_LORA) && fused_lora_runs(lo->targets, t)) {
+            /* unsloth's fused LoRA (FOAK fused_lora; fused_ops/unsloth_lora/bnb/fast_lora.py
+             * and utils.py matmul_lora at 733992a): one autograd function computes the base
+             * matmul and X @ A @ B in the input's dtype and saves X and, with dropout, the
+             * dropped-out copy it made of X (no mask, no r-wide output: the backward
+             * recomputes X @ A), in the stream's dtype.  X is o's attention output, which
+             * attention keeps anyway; q, k and v share their X, the norm's output, which
+             * nothing else keeps unless the layer counts it (no dropout, same dtype). */
+            uint64_t xb = (uint64_t)est_residual_bytes(j, m);
+            if (lo->dropout > 0)
+                per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, xb));
+            if (t == GM_LORA_Q && (lo->dropout > 0 || ab != ea))
+                per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, xb));
+            continue;
+        }
         per_target_act = gm_add_sat(per_target_act, gm_mul_sat(lo->rank, sb));
         if (lo->dropout > 0)
             per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, 1 + sb));

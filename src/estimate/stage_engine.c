@@ -19,14 +19,14 @@
  * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
  * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
  *
- * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): all layers offloaded
- * (-ngl 999) except token_embd, which stays in host memory; KV cache = 2 x layers x
- * kv_heads x head_dim x n_ctx at the cache type's ggml size (f16 2 B, q8_0 34 B per 32,
- * q4_0 18 B per 32); the compute buffer (ggml graph allocator, peak of one micro-batch of
- * n_ubatch tokens) is modelled as max(f32 attention scores n_ubatch x n_ctx x heads without
- * flash attention, f32 logits n_ubatch x vocab) + the f32 MLP intermediates and hidden
- * states of one micro-batch.  The compute-buffer formula is an approximation (not taken
- * from a checked source); KV and weights are exact. */
+ * llama.cpp (ggml-org/llama.cpp, llama_context / llama_kv_cache): the layers -ngl places on
+ * the GPU (the output layer first since PR #18148, last before it) with their KV cache,
+ * token_embd in host memory; KV cache = 2 x layers x kv_heads x head_dim x n_ctx at the cache
+ * type's ggml size (f16 2 B, q8_0 34 B per 32, q4_0 18 B per 32), window layers capped at
+ * n_swa x slots + n_ubatch cells; the compute buffer is the largest set of tensors alive at
+ * once in the graph graph_reserve builds for one micro-batch of n_ubatch tokens
+ * (est_llamacpp_compute_bytes: attention, MLP, the logits, and a host weight copied in for an
+ * offloaded matmul).  docs/estimate.md, "llama.cpp", gives the code it follows. */
 #include "estimate/estimate_int.h"
 
 #include <math.h>
@@ -648,35 +648,57 @@ static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
     return GM_OK;
 }
 
-enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
-                                    uint64_t *bytes, struct gm_error *err)
+/* Cells of llama.cpp's sliding-window cache (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp
+ * at 2aef976): GGML_PAD(n_swa x (unified ? n_seq_max : 1) + n_ubatch, 256), at most the full
+ * cache; llama-server's slots share one unified cache, so every sequence keeps its window. */
+static uint64_t llamacpp_swa_cells(const struct gm_model *m, uint64_t cells, uint64_t n_seq,
+                                   uint64_t n_ubatch)
 {
-    uint64_t k, v, k_bytes, v_bytes = 0, layers = est_kv_layers(m), sliding = 0, swa_cells;
+    uint64_t c = gm_add_sat(gm_mul_sat(m->sliding_window, n_seq ? n_seq : 1), n_ubatch);
+    c = (c + 255) / 256 * 256;
+    return c < cells ? c : cells;
+}
+
+/* The layers llama.cpp gives a window cache: gemma-2/3, gpt-oss's standard windows and
+ * Llama-4's chunks of 8192 (the architectures whose hparams.swa_type llama-model.cpp sets). */
+static uint64_t llamacpp_swa_layers(const struct gm_model *m)
+{
+    uint64_t layers = est_kv_layers(m);
+    if (!(m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
+          m->arch == GM_ARCH_LLAMA4) ||
+        !m->sliding_window || !m->n_sliding_layers)
+        return 0;
+    return m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
+}
+
+/* KV bytes of llama.cpp's cache over 'cells' cells of 'n_seq' sequences with micro-batches
+ * of 'n_ubatch' tokens: every layer at ggml type 'ggml_type', the window layers capped. */
+static enum gm_status llamacpp_kv(const struct gm_model *m, uint32_t ggml_type, uint64_t cells,
+                                  uint64_t n_seq, uint64_t n_ubatch, uint64_t *bytes,
+                                  struct gm_error *err)
+{
+    uint64_t k, v, k_bytes, v_bytes = 0, layers = est_kv_layers(m), sliding;
     est_kv_rows(m, EST_KV_LLAMACPP, 1, &k, &v);
     if (!gm_ggml_type_bytes(ggml_type, k, &k_bytes, NULL) ||
         (v && !gm_ggml_type_bytes(ggml_type, v, &v_bytes, NULL)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "KV cache type %u cannot hold rows of %llu elements", ggml_type,
                        (unsigned long long)k);
-    /* interleaved sliding-window attention (llama_kv_cache_iswa: the architectures whose
-     * hparams.swa_type llama-model.cpp sets: gemma-2/3, gpt-oss standard windows, Llama-4
-     * chunks of 8192): the window layers keep window + one micro-batch of cells, padded to
-     * 256 */
-    swa_cells = tokens;
-    if ((m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
-         m->arch == GM_ARCH_LLAMA4) &&
-        m->sliding_window && m->n_sliding_layers) {
-        uint64_t c = (m->sliding_window + 512 + 255) / 256 * 256;
-        sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
-        swa_cells = c < tokens ? c : tokens;
-    }
-    *bytes = gm_add_sat(gm_mul_sat(gm_mul_sat(layers - sliding, k_bytes + v_bytes), tokens),
-                        gm_mul_sat(gm_mul_sat(sliding, k_bytes + v_bytes), swa_cells));
+    sliding = llamacpp_swa_layers(m);
+    *bytes = gm_add_sat(gm_mul_sat(gm_mul_sat(layers - sliding, k_bytes + v_bytes), cells),
+                        gm_mul_sat(gm_mul_sat(sliding, k_bytes + v_bytes),
+                                   sliding ? llamacpp_swa_cells(m, cells, n_seq, n_ubatch) : 0));
     return GM_OK;
 }
 
+enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
+                                    uint64_t *bytes, struct gm_error *err)
+{
+    return llamacpp_kv(m, ggml_type, tokens, 1, 512, bytes, err);
+}
+
 /* Bytes of the input embedding, which llama.cpp keeps in host memory: the GGUF tensor
- * when the files have one, else its share of the weights. */
+ * when the files have one, else from the model's sizes. */
 static uint64_t input_embedding_bytes(const struct est_ctx *cx, uint64_t w)
 {
     const struct gm_modelfile *f = cx->job->model.files;
@@ -685,6 +707,10 @@ static uint64_t input_embedding_bytes(const struct est_ctx *cx, uint64_t w)
         for (size_t i = 0; i < f->n_tensors; i++)
             if (strcmp(f->tensors[i].name, "token_embd.weight") == 0)
                 embd = f->tensors[i].n_bytes;
+    /* a weight format (MXFP4, GPTQ, AWQ, bitsandbytes) keeps the embedding in its 16- or
+     * 32-bit float type; else the embedding has the weights' mean width */
+    if (!embd && cx->quant && cx->quant->method != GM_QUANT_GGUF)
+        embd = est_round((double)gm_mul_sat(cx->m->vocab, cx->m->hidden) * cx->stored_bits / 8.0);
     if (!embd)
         embd = gm_mul_div_u64(gm_mul_sat(cx->m->vocab, cx->m->hidden), w, cx->n ? cx->n : 1);
     return embd > w ? w : embd;
@@ -720,14 +746,92 @@ static uint64_t layer_expert_bytes(const struct est_ctx *cx, uint64_t w, uint64_
                           cx->n ? cx->n : 1);
 }
 
+/* Bytes of the output projection as stored: the GGUF's output.weight (token_embd for a tied
+ * model, which llama.cpp loads a second time as the output tensor, TENSOR_DUPLICATED in
+ * llama-model.cpp), else vocab x hidden at the file's width: llama-quant.cpp
+ * (llama_tensor_get_type) stores it as Q6_K (210 B per 256) in every file type below 8 bits
+ * per weight, and as the rest of the weights in Q8_0 and the float types. */
+static uint64_t output_weight_bytes(const struct est_ctx *cx, uint64_t embd)
+{
+    const struct gm_model *m = cx->m;
+    uint64_t out = gguf_bytes(cx, "output.", NULL), n = gm_mul_sat(m->vocab, m->hidden);
+    if (out)
+        return out;
+    if (m->tied_embeddings && embd)
+        return embd;
+    if (cx->weights_from_files)
+        return gm_mul_div_u64(n, cx->stored_weight_bytes, cx->n ? cx->n : 1);
+    if (cx->stored_bits < 8)
+        return gm_mul_div_u64(n, 210, 256);
+    return est_round((double)n * cx->stored_bits / 8.0);
+}
+
+/* Where llama.cpp puts the layers for -ngl N (src/llama-model.cpp, load_tensors): since PR
+ * #18148 (December 2025) N counts the output layer first and then the repeating layers from
+ * the last one down, i_gpu_start = max(n_layer + 1 - N, 0); before it, and in ollama's runner,
+ * the repeating layers came first, i_gpu_start = max(n_layer - N, 0), and the output layer
+ * only with N > n_layer.  'on' is the repeating layers on the GPU. */
+static void llamacpp_placement(const struct gm_job_llamacpp *lc, uint64_t L, uint64_t *on,
+                               bool *output_on)
+{
+    uint64_t n = lc->n_gpu_layers;
+    if (lc->ngl_output_last) {
+        *on = n < L ? n : L;
+        *output_on = n > L;
+        return;
+    }
+    *output_on = n >= 1;
+    *on = n >= 1 ? (n - 1 < L ? n - 1 : L) : 0;
+}
+
+uint64_t est_llamacpp_compute_bytes(const struct est_llamacpp_graph *g)
+{
+    const uint64_t f32 = 4, ub = g->n_ubatch;
+    uint64_t mask, attn = 0, ffn = 0, out = 0, host = 0, act, best;
+    bool offloads = ub >= 32;
+    /* the mask of the whole cache, f32, and with flash attention its f16 cast */
+    mask = gm_mul_sat(gm_mul_sat(g->cells, ub), g->flash_attn ? f32 + 2 : f32);
+    if (g->layers_on_gpu) {
+        /* attention: the layer input, q, k and v, and the scores of every head (softmax in
+         * place), or flash attention's output instead of the scores */
+        act = gm_mul_sat(gm_mul_sat(ub, f32),
+                         gm_add_sat(g->hidden, gm_add_sat(g->q_width, 2 * g->kv_width)));
+        attn = gm_add_sat(gm_add_sat(mask, act),
+                          g->flash_attn
+                              ? gm_mul_sat(gm_mul_sat(ub, f32), g->q_width)
+                              : gm_mul_sat(gm_mul_sat(g->cells, ub), gm_mul_sat(g->heads, f32)));
+        /* MLP: the residual and the normed input, gate, up and their product */
+        ffn = gm_add_sat(gm_add_sat(mask, gm_mul_sat(gm_mul_sat(ub, f32), 2 * g->hidden)),
+                         gm_mul_sat(gm_mul_sat(ub, f32), gm_mul_sat(3, g->ff)));
+    }
+    /* the logits of every token of the micro-batch (graph_reserve asks for n_ubatch outputs)
+     * and the normed hidden states they are projected from; an output weight in host memory
+     * is copied in for the matmul when the backend offloads it (ggml-backend.cpp: a weight in
+     * a host buffer, offload_op true: CUDA from 32 rows of the batch) */
+    if (g->output_on_gpu || (g->host_output_bytes && offloads))
+        out = gm_add_sat(gm_mul_sat(gm_mul_sat(ub, f32), gm_add_sat(g->vocab, g->hidden)),
+                         g->output_on_gpu ? 0 : g->host_output_bytes);
+    /* a layer left in host memory: its matmuls are offloaded the same way, one weight copied
+     * in with the matmul's input and output */
+    if (g->host_layer_bytes && offloads)
+        host = gm_add_sat(g->host_layer_bytes,
+                          gm_mul_sat(gm_mul_sat(ub, f32), gm_add_sat(g->hidden, g->ff)));
+    best = attn > ffn ? attn : ffn;
+    best = best > out ? best : out;
+    return best > host ? best : host;
+}
+
 static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
+    const struct gm_job_llamacpp *lc = &j->engine.llamacpp;
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
-    uint64_t w = cx->stored_weight_bytes, embd, kv, ctx, ub, scores, logits, mlp, compute,
+    struct est_llamacpp_graph g = {0};
+    uint64_t w = cx->stored_weight_bytes, embd, kv, ctx, ub, compute, out, experts = 0,
              batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers,
-             host_experts;
+             L = m->n_layers ? m->n_layers : 1, on, kv_layers = est_kv_layers(m);
+    bool output_on;
     const char *kvname = "f16";
     uint32_t kv_type = 1;
     char note[GM_EST_NOTE_MAX];
@@ -739,39 +843,59 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                        gm_dtype_name(j->numerics.kv_dtype));
     embd = input_embedding_bytes(cx, w);
     ctx = gm_mul_sat(gm_add_sat(j->workload.context, j->workload.new_tokens), batch);
-    if ((st = gm_llamacpp_kv_bytes(m, kv_type, ctx, &kv, err)))
-        return st;
-    /* layers on the GPU (-ngl counts the output layer as one more), their share of the KV
-     * cache with them; the experts of the first --n-cpu-moe layers stay in host memory */
-    {
-        const struct gm_job_llamacpp *lc = &j->engine.llamacpp;
-        uint64_t L = m->n_layers ? m->n_layers : 1,
-                 on = lc->n_gpu_layers < L ? lc->n_gpu_layers : L;
-        uint64_t out = gguf_bytes(cx, "output.", NULL), experts = 0;
-        if (!out && !m->tied_embeddings)
-            out = gm_mul_div_u64(gm_mul_sat(m->vocab, m->hidden), w, cx->n ? cx->n : 1);
-        if (out > w - embd)
-            out = w - embd;
-        gpu_weights = gm_mul_div_u64(w - embd - out, on, L) + (lc->n_gpu_layers > L ? out : 0);
-        kv = gm_mul_div_u64(kv, on, L);
-        for (uint64_t i = 0; i < lc->n_cpu_moe && i < on; i++)
-            experts = gm_add_sat(experts, layer_expert_bytes(cx, w, i));
-        gpu_weights = gpu_weights > experts ? gpu_weights - experts : 0;
-        host_layers = L - on;
-        host_experts = experts;
-    }
-    (void)gm_ggml_type_bytes(kv_type, 0, &(uint64_t){0}, &kvname);
-    ub = j->engine.llamacpp.n_ubatch ? j->engine.llamacpp.n_ubatch : 512;
+    ub = lc->n_ubatch ? lc->n_ubatch : 512;
     if (ub > ctx)
         ub = ctx;
-    /* the cache is padded to 256 cells */
-    scores = j->engine.llamacpp.flash_attn
-                 ? 0
-                 : gm_mul_sat(gm_mul_sat(ub, (ctx + 255) / 256 * 256), gm_mul_sat(m->n_heads, 4));
-    logits = gm_mul_sat(gm_mul_sat(ub, m->vocab), 4);
-    mlp = gm_mul_sat(gm_mul_sat(ub, gm_add_sat(gm_mul_sat(m->intermediate, 2), 3 * m->hidden)), 4);
-    compute = gm_add_sat(scores > logits ? scores : logits, mlp);
-    /* the compute-buffer formula is an approximation: the range spans -25% to +50% */
+    if ((st = llamacpp_kv(m, kv_type, ctx, batch, ub, &kv, err)))
+        return st;
+    /* the layers on the GPU carry their KV cache; the experts of the first --n-cpu-moe layers
+     * stay in host memory */
+    llamacpp_placement(lc, L, &on, &output_on);
+    out = output_weight_bytes(cx, embd);
+    if (out > w)
+        out = w;
+    {
+        uint64_t body = w - embd > (m->tied_embeddings ? 0 : out)
+                            ? w - embd - (m->tied_embeddings ? 0 : out)
+                            : 0;
+        gpu_weights = gm_add_sat(gm_mul_div_u64(body, on, L), output_on ? out : 0);
+    }
+    kv = gm_mul_div_u64(kv, on, L);
+    for (uint64_t i = 0; i < lc->n_cpu_moe && i < on; i++)
+        experts = gm_add_sat(experts, layer_expert_bytes(cx, w, i));
+    gpu_weights = gpu_weights > experts ? gpu_weights - experts : 0;
+    host_layers = L - on;
+    (void)gm_ggml_type_bytes(kv_type, 0, &(uint64_t){0}, &kvname);
+
+    g.n_ubatch = ub;
+    g.cells = (ctx + 255) / 256 * 256; /* the cache is padded to 256 cells */
+    g.hidden = m->hidden;
+    g.q_width = m->n_heads * m->head_dim;
+    g.kv_width = m->n_kv_heads * m->head_dim;
+    g.heads = m->n_heads;
+    g.ff = m->n_experts && m->n_experts_active
+               ? (m->moe_intermediate ? m->moe_intermediate : m->intermediate) *
+                     (m->n_experts_active + m->n_shared_experts)
+               : m->intermediate;
+    g.vocab = m->vocab;
+    g.flash_attn = lc->flash_attn;
+    g.layers_on_gpu = on > 0 && kv_layers > 0;
+    g.output_on_gpu = output_on;
+    g.host_output_bytes = output_on ? 0 : out;
+    if (host_layers) {
+        /* a layer's largest matrix, at the layer's bytes per parameter: the MLP's (all
+         * routed experts in one tensor for a MoE layer) */
+        uint64_t width = m->moe_intermediate ? m->moe_intermediate : m->intermediate,
+                 big = m->n_experts ? gm_mul_sat(m->n_experts, gm_mul_sat(m->hidden, width))
+                                    : gm_mul_sat(m->hidden, m->intermediate),
+                 layer_params = gm_add_sat(gm_mul_sat(m->hidden, 2 * g.q_width + 2 * g.kv_width),
+                                           gm_mul_sat(3, big)),
+                 layer_bytes = (w - embd > out ? w - embd - out : 0) / L;
+        g.host_layer_bytes = layer_params ? gm_mul_div_u64(layer_bytes, big, layer_params) : 0;
+    }
+    compute = est_llamacpp_compute_bytes(&g);
+    /* fragmentation of ggml-alloc's free list can place the last tensors higher: the range
+     * spans -25% to +50% */
     compute = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)compute,
                                       0.75 * (double)compute, 1.5 * (double)compute));
     e->serving.compute_buffer_bytes = compute;
@@ -792,29 +916,31 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                       GM_EXTENT_ALL_LAYERS, note, err)))
         return st;
     snprintf(note, sizeof note, "ggml graph of one %llu-token micro-batch%s",
-             (unsigned long long)ub, j->engine.llamacpp.flash_attn ? " (flash attention)" : "");
+             (unsigned long long)ub, lc->flash_attn ? " (flash attention)" : "");
     if ((st = est_add(e, GM_KIND_ENGINE_POOL, "compute_buffer", compute, GM_EST_PHASE_INFER_ALL,
                       false, GM_EXTENT_ONE_LAYER, note, err)))
         return st;
     est_assume(e, "llama.cpp does not use PyTorch: \"allocated\" and \"reserved\" are "
                   "its ggml buffers (weights, KV cache, compute buffer)");
-    if (host_layers)
+    if (host_layers || !output_on)
         est_assume(e,
-                   "llama.cpp: %llu of %llu layers on the GPU (-ngl %llu), their KV cache with "
-                   "them; the rest in host memory",
-                   (unsigned long long)(m->n_layers - host_layers), (unsigned long long)m->n_layers,
-                   (unsigned long long)j->engine.llamacpp.n_gpu_layers);
-    if (host_experts && j->engine.llamacpp.n_cpu_moe >= m->n_layers)
+                   "llama.cpp: %llu of %llu layers on the GPU (-ngl %llu, %s), their KV cache "
+                   "with them; the rest in host memory%s",
+                   (unsigned long long)on, (unsigned long long)m->n_layers,
+                   (unsigned long long)lc->n_gpu_layers,
+                   lc->ngl_output_last ? "the output layer last" : "the output layer first",
+                   output_on ? "" : ", the output weight copied in for each micro-batch");
+    if (experts && lc->n_cpu_moe >= m->n_layers)
         est_assume(e,
                    "llama.cpp: %.2f GiB of routed experts in host memory (--cpu-moe: all layers)",
-                   (double)host_experts / (double)GM_GIB);
-    else if (host_experts)
+                   (double)experts / (double)GM_GIB);
+    else if (experts)
         est_assume(e, "llama.cpp: %.2f GiB of routed experts in host memory (--n-cpu-moe %llu)",
-                   (double)host_experts / (double)GM_GIB,
-                   (unsigned long long)j->engine.llamacpp.n_cpu_moe);
+                   (double)experts / (double)GM_GIB, (unsigned long long)lc->n_cpu_moe);
     est_assume(e,
                "llama.cpp: %s, n_ctx = %llu tokens (%llu sequences x %llu), KV type %s, "
-               "n_ubatch %llu; the compute-buffer size is an approximation",
+               "n_ubatch %llu; the compute buffer is the largest set of the reserved graph's "
+               "tensors alive at once",
                host_layers ? "layers split with the host" : "every layer offloaded (-ngl 999)",
                (unsigned long long)ctx, (unsigned long long)batch,
                (unsigned long long)(j->workload.context + j->workload.new_tokens), kvname,

@@ -668,8 +668,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                                 "nn.CrossEntropyLoss, on its 16-bit shifted copy of the logits"
                     : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
                                 "patches it), after the loss's fp32 upcast of the logits"
-                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no "
-                                "fp32 copies, the gradient written into the logits";
+                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth, "
+                                "Inductor's for a compiled loss): no fp32 copies, the gradient "
+                                "written into the logits";
         return;
     }
     case GM_LOSS_FUSED_LINEAR: {
@@ -955,20 +956,35 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     }
     cx->host_activation_bytes = sv.host;
 
-    /* Inputs, embedding output extras, final norm: the two ends of the model. */
+    /* Inputs and the embedding output's extras: kept until the embedding's backward, the
+     * last of the step. */
+    emb = T * 8.0;
+    if (m->emb_norm || m->hidden_dropout > 0)
+        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
+    st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings", est_round(emb), GM_EST_PHASE_SAVED, true,
+                 GM_EXTENT_ENDS, "token ids (int64), embedding norm/dropout", err);
+    if (st != GM_OK)
+        return st;
+    /* The final norm's saved tensors (and its output, kept by a trained lm_head for the
+     * weight's gradient) belong to the loss moment only: autograd runs the head's and the
+     * final norm's nodes right after the loss's and releases each node's saved tensors once
+     * it has run (torch/csrc/autograd/engine.cpp Engine::evaluate_function,
+     * fn.release_variables() unless retain_graph, PyTorch v2.4.1), before any decoder
+     * layer's backward. */
     final_norm = m->final_norm ? norm_saved(m, &lc) + ((j->memory.adapter == GM_ADAPTER_NONE &&
                                                         j->memory.loss != GM_LOSS_FUSED_LINEAR)
                                                            ? ea * (double)m->hidden
                                                            : 0.0)
                                : 0.0;
-    emb = T * (8.0 + final_norm);
-    if (m->emb_norm || m->hidden_dropout > 0)
-        emb += T * (double)m->hidden * (1.0 + (m->emb_norm ? er + ea : 0.0));
-    st = est_add(e, GM_KIND_ACTIVATIONS, "embeddings_and_final_norm", est_round(emb),
-                 GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS,
-                 "token ids (int64), embedding norm/dropout, final norm", err);
-    if (st != GM_OK)
-        return st;
+    if (final_norm > 0) {
+        st = est_add(e, GM_KIND_ACTIVATIONS, "final_norm", est_round(T * final_norm),
+                     GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD,
+                     "the final norm's saved tensors, released by its backward before the "
+                     "layers'",
+                     err);
+        if (st != GM_OK)
+            return st;
+    }
 
     /* The loss at its own moment (an encoder-decoder's over its target tokens). */
     lm.what = NULL;
@@ -1083,11 +1099,14 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                        : "freed by zero_grad(set_to_none=True) (PyTorch "
                          ">= 2.0), allocated during backward");
     if (j->memory.fused_kernels)
-        est_assume(e, "fused kernels:%s%s%s (Liger-Kernel / unsloth): they save less per layer",
+        est_assume(e, "fused kernels:%s%s%s%s (Liger-Kernel / unsloth): they save less per layer",
                    (j->memory.fused_kernels & GM_FUSED_RMS_NORM) ? " RMSNorm" : "",
                    (j->memory.fused_kernels & GM_FUSED_SWIGLU) ? " SwiGLU" : "",
                    (j->memory.fused_kernels & GM_FUSED_ROPE) ? " RoPE (forward temporaries only)"
-                                                             : "");
+                                                             : "",
+                   (j->memory.fused_kernels & GM_FUSED_LORA)
+                       ? " LoRA (the adapters keep only their dropped-out input)"
+                       : "");
     if (j->memory.compile)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "

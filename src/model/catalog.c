@@ -377,6 +377,9 @@ static const struct entry catalog[] = {
     /* Pythia / GPT-NeoX */
     {"EleutherAI/pythia-160m", "pythia-160m", NEOX("pythia-160m", 768, 12, 12, 3072, 50304, 2048)},
     {"EleutherAI/pythia-1b", "pythia-1b", NEOX("pythia-1b", 2048, 16, 8, 8192, 50304, 2048)},
+    {"EleutherAI/pythia-1.4b", "pythia-1.4b", NEOX("pythia-1.4b", 2048, 24, 16, 8192, 50304, 2048)},
+    {"EleutherAI/pythia-2.8b", "pythia-2.8b",
+     NEOX("pythia-2.8b", 2560, 32, 32, 10240, 50304, 2048)},
     {"EleutherAI/pythia-6.9b", "pythia-6.9b",
      NEOX("pythia-6.9b", 4096, 32, 32, 16384, 50432, 2048)},
     {"EleutherAI/pythia-12b", "pythia-12b", NEOX("pythia-12b", 5120, 36, 40, 20480, 50688, 2048)},

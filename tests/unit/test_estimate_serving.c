@@ -100,22 +100,36 @@ static void test_sglang_pool(void **state)
 }
 
 /* llama.cpp: -ngl keeps that many layers (and their KV) on the GPU, --n-cpu-moe moves the
- * first layers' experts to host memory. */
+ * first layers' experts to host memory.  Which layers -ngl counts is llama-model.cpp's
+ * load_tensors: since PR #18148 i_gpu_start = max(n_layer + 1 - N, 0), the output layer first;
+ * before it (--ngl-output-last) i_gpu_start = max(n_layer - N, 0), the output layer only when
+ * N > n_layer. */
 static void test_llamacpp_host_offload(void **state)
 {
     struct gm_job j;
-    uint64_t w_all, kv_all;
+    uint64_t w_all, kv_all, w_first;
     (void)state;
     job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100", &j);
     run(&j, &est);
     w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
     kv_all = gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE);
-    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100 --n-gpu-layers 40", &j);
+    /* output layer first: -ngl 41 is the output layer and 40 of the 80 layers */
+    job_make("llama-3.1-70b", "--infer --engine llama.cpp --gpu H100 --n-gpu-layers 41", &j);
     run(&j, &again);
     assert_int_equal(gm_estimate_kind_bytes(again, GM_KIND_KV_CACHE), kv_all / 2);
-    /* half the layers, no output layer: under half the weights */
+    w_first = gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS);
+    assert_true(w_first > w_all / 2);
+    assert_true(assumed(again, "40 of 80 layers on the GPU (-ngl 41, the output layer first)"));
+    /* output layer last: -ngl 40 is 40 layers and no output layer, under half the weights;
+     * the two differ by the output projection (8192 x 128256 at 16 bits) */
+    job_make("llama-3.1-70b",
+             "--infer --engine llama.cpp --gpu H100 --n-gpu-layers 40 --ngl-output-last", &j);
+    run(&j, &again);
+    assert_int_equal(gm_estimate_kind_bytes(again, GM_KIND_KV_CACHE), kv_all / 2);
     assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 2);
-    assert_true(assumed(again, "40 of 80 layers on the GPU"));
+    assert_int_equal(w_first - gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS),
+                     8192ull * 128256 * 2);
+    assert_true(assumed(again, "40 of 80 layers on the GPU (-ngl 40, the output layer last)"));
     job_make("mixtral-8x7b", "--infer --engine llama.cpp --gpu H100", &j);
     run(&j, &est);
     w_all = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
@@ -124,6 +138,87 @@ static void test_llamacpp_host_offload(void **state)
     /* the experts are most of Mixtral: with all of them in host memory, under 10% is left */
     assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 10);
     assert_true(assumed(again, "routed experts in host memory (--cpu-moe: all layers)"));
+}
+
+/* llama.cpp's compute buffer is what ggml-alloc reserves for the graph of one micro-batch
+ * (llama_context::graph_reserve: n_ubatch tokens, every one an output, over the whole cache),
+ * the largest set of tensors alive at once.  With flash attention the f32 logits and the
+ * normed hidden states they come from; without it the scores of every head over the cache,
+ * beside the mask, the layer input and q, k, v; an output weight left in host memory is copied
+ * in when the backend offloads its matmul (ggml-backend.cpp, CUDA offload_op: 32 rows). */
+static void test_llamacpp_compute_buffer(void **state)
+{
+    struct gm_job j;
+    const uint64_t ub = 512, mib = 1ull << 20;
+    (void)state;
+    /* gpt-oss-20b, flash attention: logits and hidden states, linear in n_ubatch */
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 65536 --flash-attn", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, ub * (201088 + 2880) * 4);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 4 * ub * (201088 + 2880) * 4);
+    /* Pythia-2.8B without flash attention at n_ctx 2048: the f32 mask 2048 x 512, the layer
+     * input, q, k and v (2560 wide each) and 32 heads of scores 2048 x 512 */
+    job_make("pythia-2.8b", "--infer --engine llama.cpp --context 2048", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes,
+                     2048 * ub * 4 + ub * 4 * (4 * 2560) + 2048 * ub * 32 * 4);
+    assert_int_equal(est->serving.compute_buffer_bytes, 152 * mib);
+    /* Qwen2.5-32B with 49 of 64 layers (output layer last): the Q6_K output weight
+     * (llama-quant.cpp: below 8 bits per weight) comes in beside the logits */
+    job_make("qwen2.5-32b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --n-gpu-layers 49 "
+             "--ngl-output-last --bits 4.85",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes,
+                     ub * (152064 + 5120) * 4 + 152064ull * 5120 * 210 / 256);
+    /* the same with the output layer on the GPU (output layer first): no copy */
+    job_make("qwen2.5-32b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --n-gpu-layers 49 "
+             "--bits 4.85",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, ub * (152064 + 5120) * 4);
+}
+
+/* llama.cpp keeps token_embd in host memory; a weight format (gpt-oss's MXFP4 experts) keeps
+ * the embedding at 16 bits, so the GPU holds the stored weights less vocab x hidden x 2 B, not
+ * less the embedding's share at the checkpoint's mean width. */
+static void test_llamacpp_format_embedding(void **state)
+{
+    struct gm_job j;
+    uint64_t stored;
+    (void)state;
+    job_make("gpt-oss-20b", "--infer --context 4096", &j);
+    run(&j, &est);
+    stored = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 4096", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), stored - 201088ull * 2880 * 2);
+}
+
+/* llama.cpp's window cache (llama_kv_cache_iswa) holds n_swa x n_seq + n_ubatch cells padded to
+ * 256 in a unified cache: gpt-oss-20b's 12 window layers at 8 KV heads of 64, f16. */
+static void test_llamacpp_window_cells(void **state)
+{
+    struct gm_job j;
+    const uint64_t per_cell = 12 * 2 * 8 * 64 * 2;
+    (void)state;
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 14016 --batch 4 --flash-attn",
+             &j);
+    run(&j, &est);
+    /* 128 x 4 + 512 = 1024 cells */
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE),
+                     per_cell * 56064 + per_cell * 1024);
+    job_make("gpt-oss-20b", "--infer --engine llama.cpp --context 32768 --ubatch 2048 --flash-attn",
+             &j);
+    run(&j, &est);
+    /* 128 + 2048 = 2176, padded to 2304 */
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE),
+                     per_cell * 32768 + per_cell * 2304);
 }
 
 /* The plan a serving job gets, read back through gm_job_read_command(): the same job. */
@@ -540,6 +635,9 @@ int main(void)
         cmocka_unit_test(test_gpus_are_tensor_parallel),
         cmocka_unit_test(test_sglang_pool),
         cmocka_unit_test(test_llamacpp_host_offload),
+        cmocka_unit_test(test_llamacpp_compute_buffer),
+        cmocka_unit_test(test_llamacpp_window_cells),
+        cmocka_unit_test(test_llamacpp_format_embedding),
         cmocka_unit_test(test_plan_round_trip),
         cmocka_unit_test(test_plan_names_the_folder),
         cmocka_unit_test(test_read_commands),

@@ -394,6 +394,39 @@ static void test_stack_presets(void **state)
     assert_non_null(strstr(err.msg, "torchtitan"));
 }
 
+/* torchtitan compiles its loss with the model from v0.1.0 (components/loss.py
+ * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, bbb1b616): under
+ * --stack torchtitan --compile the preset's full loss keeps what a fused kernel keeps, the
+ * 16-bit logits (Llama-3 8B, 2 x 4096 tokens, vocabulary 128256: 2 B per logit and 4 B per
+ * token where the eager loss keeps 12 B per logit); before v0.1.0, without --compile or with
+ * --loss given, the loss is as the preset or the option says.  Embedding and [norm, output]
+ * are FSDP units of their own from 83e6941 (v0.2.0), not in v0.1.0. */
+static void test_torchtitan_compiled_loss(void **state)
+{
+    const double nv = 2.0 * 4096.0 * 128256.0;
+    struct gm_job j;
+    (void)state;
+    run("llama-3-8b", FSDP8 " --stack torchtitan --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+    run("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0 --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+    run("llama-3-8b", FSDP8 " --stack torchtitan", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), (uint64_t)(12.0 * nv));
+    run("llama-3-8b", FSDP8 " --stack torchtitan@0.0.2 --compile", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), (uint64_t)(12.0 * nv));
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan --compile --loss full", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan --compile", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FUSED);
+    assert_true(j.parallel.shard_ends);
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0", &j);
+    assert_false(j.parallel.shard_ends);
+}
+
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
  * on the shifted compute-dtype logits (transformers before 4.54, when the version is given):
  * logits, their shifted copy and the log-softmax, 3 x 2 B per logit in pure bf16; a
@@ -611,6 +644,87 @@ static void test_fsdp1_reentrant(void **state)
     /* FSDP2 has neither (fully_shard's own hooks and prefetch) */
     run("llama-3-8b", FSDP_CKPT " --lora --fsdp-version 2" HF, &with);
     assert_null(kept_input_grads(with));
+}
+
+/* The component of that name, or a failure. */
+static const struct gm_est_component *named(const struct gm_estimate *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (strcmp(e->components[i].name, name) == 0)
+            return &e->components[i];
+    fail_msg("no component '%s'", name);
+    return NULL;
+}
+
+/* The final norm's saved tensors belong to the loss moment: autograd runs the final norm's
+ * node right after the loss's and the head's and releases its saved tensors then
+ * (engine.cpp evaluate_function: release_variables() unless retain_graph), before any
+ * decoder layer's backward.  In pure bf16 HF's LlamaRMSNorm keeps its fp32 copy of the input (4 B x
+ * h per token, for pow and mul) and, trained, the 16-bit normalised tensor its weight multiplies;
+ * Liger's loss keeps no normalised output for an lm_head gradient.  So fusing the norms
+ * changes a layer's backward only by the layer's own norms, and the loss moment only by the
+ * final norm. */
+static void test_final_norm_released_before_the_layers(void **state)
+{
+    const uint64_t T = 2 * 4096, h = 4096;
+    const struct gm_est_component *eager, *fused;
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --precision bf16 --grad-checkpointing full --loss fused-linear",
+        &base);
+    run("llama-3-8b",
+        TRAIN8B " --precision bf16 --grad-checkpointing full --loss fused-linear "
+                "--fused-kernels rms_norm",
+        &with);
+    eager = named(base, "final_norm");
+    fused = named(with, "final_norm");
+    assert_int_equal(eager->phases, GM_EST_PHASE_LOSS);
+    assert_int_equal(eager->bytes, T * (4 * h + 2 * h));
+    assert_int_equal(fused->bytes, T * 2 * h);
+    /* token ids stay to the end of backward: the embedding's backward is the last */
+    assert_int_equal(named(base, "embeddings")->bytes, T * 8);
+    assert_true(named(base, "embeddings")->phases & GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(base->backward_start_bytes - with->backward_start_bytes,
+                     named(base, "recomputed_layer")->bytes -
+                         named(with, "recomputed_layer")->bytes);
+    assert_int_equal(base->loss_bytes - with->loss_bytes, eager->bytes - fused->bytes);
+}
+
+/* unsloth's fused LoRA as fms-acceleration's FOAK runs it (fused_lora: true; fused_ops/
+ * unsloth_lora/bnb/fast_lora.py and utils.py matmul_lora at 733992a): LoRA_QKV and LoRA_W
+ * save X and, with dropout, the dropped-out copy of X they made, in X's dtype: no dropout
+ * mask, no r-wide output of A.  PEFT's layers under autocast keep per adapter the mask
+ * (1 B), the 16-bit dropped-out input A keeps and A's output (2 B x r).  On Llama-3-8B
+ * (q, k, v and o all h = 4096 wide in) QLoRA without the fp32 upcast, one recomputed layer:
+ * PEFT 4 x (3 h + 2 r), fused 3 dropped copies + X + o's dropped copy = 5 x 2 h; with
+ * Liger's loss the peak is that layer's backward. */
+static void test_fused_lora_saves_dropped_inputs(void **state)
+{
+    const uint64_t T = 2 * 4096, h = 4096, r = 16;
+    static const char *const job = TRAIN8B " --grad-checkpointing full --qlora --lora-rank 16 "
+                                           "--adapter-dtype fp32 --no-fp32-upcast "
+                                           "--loss fused-linear";
+    char settings[512];
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --lora-targets q,k,v,o --lora-dropout 0.1", job);
+    run("llama-3-8b", settings, &base);
+    assert_int_equal(named(base, "lora_recomputed")->bytes, T * 4 * (3 * h + 2 * r));
+    snprintf(settings, sizeof settings,
+             "%s --lora-targets q,k,v,o --lora-dropout 0.1 --fused-kernels lora", job);
+    run("llama-3-8b", settings, &with);
+    assert_int_equal(named(with, "lora_recomputed")->bytes, T * 5 * 2 * h);
+    assert_true(with->peak_allocated_bytes < base->peak_allocated_bytes);
+    /* without dropout X itself is saved, which q, k and v share (fp32 adapters: PEFT keeps
+     * a cast; the fused functions run A and B in X's dtype) */
+    snprintf(settings, sizeof settings, "%s --lora-targets q,k,v,o --fused-kernels lora", job);
+    run("llama-3-8b", settings, &with);
+    assert_int_equal(named(with, "lora_recomputed")->bytes, T * 2 * h);
+    /* q and v without k: FOAK's qkvo rule fuses q, k, v only together; o alone */
+    snprintf(settings, sizeof settings, "%s --lora-targets q,v --lora-dropout 0.1", job);
+    run("llama-3-8b", settings, &base);
+    snprintf(settings, sizeof settings,
+             "%s --lora-targets q,v --lora-dropout 0.1 --fused-kernels lora", job);
+    run("llama-3-8b", settings, &with);
+    assert_int_equal(named(with, "lora_recomputed")->bytes, named(base, "lora_recomputed")->bytes);
 }
 
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
@@ -915,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),
         cmocka_unit_test(test_fsdp_param_offload),
@@ -923,6 +1038,8 @@ int main(void)
         cmocka_unit_test(test_hf_stack_copies),
         cmocka_unit_test(test_moe_expert_loop),
         cmocka_unit_test(test_lora_fused_qkv),
+        cmocka_unit_test(test_final_norm_released_before_the_layers),
+        cmocka_unit_test(test_fused_lora_saves_dropped_inputs),
         cmocka_unit_test(test_fsdp1_reentrant),
         cmocka_unit_test(test_float8_training),
         cmocka_unit_test(test_op_checkpointing),

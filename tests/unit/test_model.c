@@ -131,6 +131,7 @@ static const struct {
     {"gemma-2-27b", 27227128320ull},      {"phi-2", 2779683840ull},
     {"phi-3-mini", 3821079552ull},        {"gpt2", 124439808ull},
     {"pythia-160m", 162322944ull},        {"pythia-1b", 1011781632ull},
+    {"pythia-1.4b", 1414647808ull},       {"pythia-2.8b", 2775208960ull},
     {"pythia-6.9b", 6857302016ull},       {"pythia-12b", 11846072320ull},
     {"gpt-neox-20b", 20554567680ull},     {"bert-base-uncased", 109482240ull},
     {"bert-large-uncased", 335141888ull}, {"qwen3-0.6b", 596049920ull},

@@ -614,7 +614,7 @@ static void test_segment_trace(void **state)
 
     run_traced("llama-3.2-1b",
                "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16 "
-               "--gpu-memory 4GiB",
+               "--gpu-memory 3.5GiB",
                &est, sum_segment, &oom);
     assert_true(est->replay.oom);
     /* the first pass freed its cache before it failed; the rerun frees nothing */

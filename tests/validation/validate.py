@@ -15,9 +15,9 @@ that ran out of memory), the gpumem feature a row still needs (such rows are lis
 with the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
 For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on every CPU the
-process may use) and prints per source and counter the number of rows, the median |error| and
-the share within 10% (for an engine's byte counters also the median |difference| in MiB and the
-share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
+process may use) and prints per source and counter the number of rows, the median |error|, the
+share within 10% and the 90th percentile of |error| (for an engine's byte counters also the
+median |difference| in MiB and the share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
 With --check it exits 1 when the median |error| over the peak rows (allocated, reserved,
 device) or over the engine rows is above 10%, when
 gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
@@ -59,7 +59,11 @@ MIB = float(1 << 20)
 
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
-EXPECTED_SKIPS = {}
+EXPECTED_SKIPS = {
+    ("torchtitan_llama3_h100", "context parallelism"): 3,
+    ("torchtitan_llama3_h100", "async tensor parallelism"): 1,
+    ("torchtitan_llama3_h100", "pipeline parallelism with FSDP"): 6,
+}
 
 
 def load(path):
@@ -121,9 +125,20 @@ def pct(x):
     return "%5.1f%%" % (100.0 * x)
 
 
+def p90(values):
+    """The 90th percentile of 'values', linearly interpolated between the closest ranks (as
+    numpy's default and statistics.quantiles(method='inclusive') give it)."""
+    v = sorted(values)
+    k = (len(v) - 1) * 0.9
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
 def summary(errs, diffs=None):
-    """Median |relative error| and share within 10%; with 'diffs' (predicted minus measured,
-    bytes) also the median |difference| in MiB and the share within 64 MiB."""
+    """Median |relative error|, share within 10% and the 90th percentile of |error|; with
+    'diffs' (predicted minus measured, bytes) also the median |difference| in MiB and the share
+    within 64 MiB."""
     if not errs:
         return "      -             -"
     med = statistics.median(abs(e) for e in errs)
@@ -133,7 +148,7 @@ def summary(errs, diffs=None):
         line += "  %8.0f MiB  %s within 64 MiB" % (
             statistics.median(abs(d) for d in diffs) / MIB,
             pct(sum(abs(d) <= 64 * MIB for d in diffs) / len(diffs)))
-    return line
+    return line + "  p90 %s" % pct(p90(abs(e) for e in errs)).strip()
 
 
 def gap_lines(runs):
@@ -259,7 +274,9 @@ def main(argv):
     if engine_errs:
         print("%-26s %-14s %5d  %s" % ("all sources", "all engine", len(engine_errs),
                                         summary(engine_errs)))
-    for key in sorted(set(skips) | set(EXPECTED_SKIPS)):
+    # the declared skips of the sources in DATA_DIR (another folder holds other tables)
+    present = {name[:-4] for name in files}
+    for key in sorted(set(skips) | {k for k in EXPECTED_SKIPS if k[0] in present}):
         if skips.get(key, 0) != EXPECTED_SKIPS.get(key, 0):
             failures.append("%s: %d rows skipped as needing '%s', %d expected" %
                             (key[0], skips.get(key, 0), key[1], EXPECTED_SKIPS.get(key, 0)))
