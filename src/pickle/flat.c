@@ -462,6 +462,17 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
     return p;
 }
 
+/* The fixed fields of a transient node the records are handed in. */
+static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items)
+{
+    n->kind = kind;
+    n->flags = PK_NODE_SCRATCH;
+    n->refs = refs;
+    n->memo_idx = 0;
+    n->mark = 0;
+    n->items = items;
+}
+
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
  * the MARK is gone and vm->p is past the APPENDS; false: nothing consumed. */
 bool pk_flat_batch(struct vm *vm, struct pk_node *list)
@@ -485,18 +496,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     }
     /* the transient dict and list each record is handed in (the consumer never changes them:
      * pk_set_mark() leaves transient nodes alone) */
-    d->kind = PK_DICT;
-    d->flags = PK_NODE_SCRATCH;
-    d->refs = 0;
-    d->memo_idx = 0;
-    d->mark = 0;
-    d->items = vm->flat_pairs;
-    l->kind = PK_LIST;
-    l->flags = PK_NODE_SCRATCH;
-    l->refs = 1;
-    l->memo_idx = 0;
-    l->mark = 0;
-    l->items = vm->flat_items;
+    scratch_node(d, PK_DICT, 0, vm->flat_pairs);
+    scratch_node(l, PK_LIST, 1, vm->flat_items);
     r.item = (pk_val)(uintptr_t)d;
     r.is_dict = true;
     r.pairs = vm->flat_pairs;
