@@ -704,6 +704,7 @@ struct gm_est_serving {
     uint64_t kv_pool_bytes;
     uint64_t kv_blocks;
     uint64_t kv_tokens;
+    uint64_t kv_tokens_logged; /* vLLM: what its log prints as "GPU KV cache size", by version */
     uint64_t block_size;
     uint64_t max_model_len;
     uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */

@@ -336,6 +336,13 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
 /* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
 uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
+/* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
+ * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
+ * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10
+ * ('version' 0: the newest) the log counts every layer as holding every token
+ * (stage_engine.c). */
+uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                                uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version);
 /* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
  * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
  * element.  Full-attention layers hold every token; with the hybrid allocator a

@@ -278,6 +278,40 @@ static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_t
         sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
 }
 
+/* What vLLM's log prints as "GPU KV cache size: N tokens" (vllm/v1/core/kv_cache_utils.py at
+ * 001cabc: _get_kv_cache_groups_uniform_page_size, get_kv_cache_config_from_groups,
+ * _report_kv_cache_config).  A model with two attention types (sliding-window or chunked
+ * local layers beside full attention) has its layers of each type split into groups of
+ * group_size layers: the smaller type's count, or the larger's when that is under 1.5 times
+ * the smaller (the last group of a type padded).  The pool is group_size tensors, each shared
+ * by one layer of every group, so num_blocks = pool / page / group_size with page = block_size
+ * x one layer's bytes per token, and the log prints num_blocks / n_groups x block_size: the
+ * tokens as if every layer held every token, while the concurrency line (and 'tokens', the
+ * pool in the bytes a request of max_model_len really holds) counts the windows.  From 0.10,
+ * the first release whose log the validation rows hold for such a model (gpt-oss, 0.10.1);
+ * one stage (--pp 1) and attention layers only (no Mamba or linear-attention state). */
+uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                                uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version)
+{
+    uint64_t all = est_kv_layers(m), sliding, full, lo, hi, group_size, groups, k, v, page;
+    if (!m->sliding_window || !m->n_sliding_layers || m->n_linear_layers || pp > 1 || !block ||
+        (version && version < GM_VERSION(0, 10, 0)))
+        return tokens;
+    sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
+    full = all - sliding;
+    if (!full) /* one attention type: one group, every block a request's */
+        return tokens;
+    lo = full < sliding ? full : sliding;
+    hi = full < sliding ? sliding : full;
+    group_size = 2 * hi < 3 * lo ? hi : lo;
+    groups = est_div_up(full, group_size) + est_div_up(sliding, group_size);
+    est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
+    page = (k + v) * kvb100 / 100 * block;
+    if (!page)
+        return tokens;
+    return pool / page / group_size / groups * block;
+}
+
 /* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
 static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
 {
@@ -450,6 +484,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
     engine_pool(sv, pool, per_token, bs);
+    sv->kv_tokens_logged = est_vllm_tokens_logged(m, t, pp, kvb100, pool, bs,
+                                                  sv->kv_tokens, j->stack.vllm);
     engine_weights(cx, w, t, pp > 1);
     if (act == hidden_bytes && sampler)
         snprintf(note, sizeof note,

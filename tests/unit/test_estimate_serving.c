@@ -397,6 +397,52 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+
+/* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
+ * attention (vllm/v1/core/kv_cache_utils.py: _get_kv_cache_groups_uniform_page_size,
+ * get_kv_cache_config_from_groups, _report_kv_cache_config): num_blocks = pool / page /
+ * group_size, printed as num_blocks / n_groups x block_size. */
+static void test_vllm_tokens_logged_hybrid(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    /* gpt-oss-120b at tp 4: 18 sliding + 18 full layers, group_size 18, 2 groups; one layer's
+     * token is 2 KV heads x 64 x 2 (K, V) x 2 B = 512 B, a page of 16 tokens 8192 B; the pool
+     * of 330018 blocks vLLM 0.10.1 made of "45.32 GiB" prints 330018 / 2 x 16 tokens */
+    job_make("gpt-oss-120b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 4 "
+             "--max-model-len 16384 --kv-cache-memory-bytes 48663134208",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, 2640144);
+    /* the concurrency counts the windows: more tokens than the log's figure */
+    assert_true(est->serving.kv_tokens > est->serving.kv_tokens_logged);
+    gm_estimate_free(est);
+    est = NULL;
+    /* gemma-3-27b: 52 sliding + 10 full layers, group_size 10, 1 + 6 groups (the last padded);
+     * 16 KV heads x 128 x 2 x 2 B = 8192 B a layer's token, 131072 B a page: 10 GiB is
+     * 10737418240 / 131072 / 10 = 8192 blocks, printed 8192 / 7 x 16 */
+    job_make("gemma-3-27b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+                            "--max-model-len 8192 --kv-cache-memory-bytes 10GiB",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, 8192 / 7 * 16);
+    gm_estimate_free(est);
+    est = NULL;
+    /* before 0.10 and for one attention type the log prints the pool's tokens */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.9.2 --gpu H100",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, est->serving.kv_tokens);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, est->serving.kv_tokens);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
  * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
  * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
@@ -546,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
+        cmocka_unit_test(test_vllm_tokens_logged_hybrid),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,6 +114,8 @@ def predicted(doc, counter):
         if "kv_pool_bytes" in serving:
             return serving["kv_pool_bytes"]
         return component_bytes(doc, "kv_cache")
+    if counter == "kv_tokens" and "kv_tokens_logged" in serving:
+        return serving["kv_tokens_logged"]
     if counter == "cuda_graphs":
         return component_bytes(doc, "engine_pool", "cuda_graphs") or 0
     key = {"non_torch": "non_torch_logged_bytes", "activation": "activation_peak_bytes",
