@@ -336,6 +336,11 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
 /* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
 uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
+/* Bytes the Marlin kernel's padding of MXFP4 MoE experts adds to one GPU's weights under
+ * vLLM on a GPU of compute capability 'sm' (x 10) at 'version' (stage_engine.c); 0 where
+ * vLLM keeps the checkpoint's shapes or the layout is not modelled. */
+uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                         uint64_t tp, uint64_t ep);
 /* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
  * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
  * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10

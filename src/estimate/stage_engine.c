@@ -312,6 +312,34 @@ uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t 
     return pool / page / group_size / groups * block;
 }
 
+/* vLLM's MXFP4 MoE experts in the Marlin kernel's layout (vllm/model_executor/layers/
+ * quantization/mxfp4.py, Mxfp4MoEMethod.create_weights, Mxfp4Backend.MARLIN at 007d500: "the
+ * moe marlin kernel requires that for each linear n % 256 == 0 and k % 128 == 0"): every
+ * expert's intermediate share (its width / tp) rounded up to 128 and the hidden size to 256,
+ * fp4 values and one e8m0 scale per 32 (17/32 byte an element) for gate, up and down.  vLLM
+ * takes Marlin where its Triton kernels do not run (compute capability below 9.0 or from
+ * 11.0) and, in the logs the validation rows hold, on Hopper up to 0.10 (0.10.1 on an H100
+ * prints "Weight-only FP4 compression will be used leveraging the Marlin kernel"; 0.11.0's
+ * loaded weights are those of the Triton layout, not modelled).  Returns the bytes the
+ * padding adds on one GPU; 0 for other checkpoints, GPUs, versions and expert parallelism. */
+uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                         uint64_t tp, uint64_t ep)
+{
+    uint64_t width, share, hidden, moe_layers, before, after;
+    bool marlin = sm && (sm < 90 || sm >= 110 ||
+                         (sm < 100 && version && version < GM_VERSION(0, 11, 0)));
+    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !marlin || ep > 1 || !tp)
+        return 0;
+    width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
+    share = width / tp;
+    hidden = m->hidden;
+    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
+    before = share * hidden;
+    after = est_div_up(share, 128) * 128 * (est_div_up(hidden, 256) * 256);
+    return gm_mul_div_u64(gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), 3 * (after - before)),
+                          17, 32);
+}
+
 /* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
 static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
 {
@@ -434,6 +462,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->max_num_seqs = seqs;
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     w = est_div_up(cx->stored_weight_bytes, t);
+    w = gm_add_sat(w, est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t,
+                                                      j->parallel.ep));
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);

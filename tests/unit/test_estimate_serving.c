@@ -443,6 +443,45 @@ static void test_vllm_tokens_logged_hybrid(void **state)
     est = NULL;
 }
 
+
+/* gpt-oss's MXFP4 experts in vLLM's Marlin layout (mxfp4.py, Mxfp4Backend.MARLIN: the
+ * intermediate share rounded up to 128, the hidden size to 256), 17/32 byte an element for
+ * gate, up and down of 128 experts in 36 layers. */
+static void test_vllm_mxfp4_marlin_padding(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("gpt-oss-120b");
+    struct gm_job j;
+    uint64_t marlin, triton;
+    (void)state;
+    assert_non_null(m);
+    /* A100 at tp 4: 720 -> 768 and 2880 -> 3072 */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 4, 1),
+                     (768ull * 3072 - 720 * 2880) * 3 * 128 * 36 * 17 / 32);
+    /* Hopper at 0.10.1 and tp 1: 2880 -> 2944 and 2880 -> 3072 */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 10, 1), 1, 1),
+                     (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+    /* Hopper from 0.11 (Triton), Blackwell B200 (FlashInfer), expert parallelism: none */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 100, GM_VERSION(0, 10, 1), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 1, 2), 0);
+    /* a checkpoint without MXFP4 experts keeps its shapes */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(gm_model_catalog_find("qwen3-30b-a3b"), 80,
+                                                     GM_VERSION(0, 10, 1), 1, 1),
+                     0);
+    /* the weights vLLM loads carry the padding */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100", &j);
+    run(&j, &est);
+    marlin = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    triton = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(marlin - triton, (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+}
+
 /* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
  * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
  * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
@@ -593,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
+        cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
