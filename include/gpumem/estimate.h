@@ -430,6 +430,7 @@ struct gm_job_gpu {
     uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
     char label[48];        /* catalog name or the size as given, for messages */
     unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
+    bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
 };
 
 #define GM_JOB_MAX_SETTINGS 128
@@ -1103,6 +1104,7 @@ struct gm_gpu {
     uint64_t memory_bytes; /* total device memory */
     const char *kind;      /* "data-centre", "workstation" or "consumer" */
     unsigned sm;           /* compute capability x 10 (80 = sm_80, Ampere; 90 = Hopper) */
+    bool no_p2p;           /* no peer access between two such boards with NVIDIA's driver */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

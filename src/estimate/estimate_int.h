@@ -282,6 +282,8 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
+/* Whether the job's GPUs lack peer access: --no-p2p, or a catalog GPU without it. */
+bool est_no_p2p(const struct gm_job *j);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */

@@ -326,8 +326,8 @@ uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, 
                                          uint64_t tp, uint64_t ep)
 {
     uint64_t width, share, hidden, moe_layers, before, after;
-    bool marlin = sm && (sm < 90 || sm >= 110 ||
-                         (sm < 100 && version && version < GM_VERSION(0, 11, 0)));
+    bool marlin =
+        sm && (sm < 90 || sm >= 110 || (sm < 100 && version && version < GM_VERSION(0, 11, 0)));
     if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !marlin || ep > 1 || !tp)
         return 0;
     width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
@@ -462,8 +462,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->max_num_seqs = seqs;
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     w = est_div_up(cx->stored_weight_bytes, t);
-    w = gm_add_sat(w, est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t,
-                                                      j->parallel.ep));
+    w = gm_add_sat(w,
+                   est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);
@@ -485,7 +485,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    ca = est_vllm_custom_allreduce_bytes(t, !j->runtime.no_p2p);
+    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -514,8 +514,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
     engine_pool(sv, pool, per_token, bs);
-    sv->kv_tokens_logged = est_vllm_tokens_logged(m, t, pp, kvb100, pool, bs,
-                                                  sv->kv_tokens, j->stack.vllm);
+    sv->kv_tokens_logged =
+        est_vllm_tokens_logged(m, t, pp, kvb100, pool, bs, sv->kv_tokens, j->stack.vllm);
     engine_weights(cx, w, t, pp > 1);
     if (act == hidden_bytes && sampler)
         snprintf(note, sizeof note,

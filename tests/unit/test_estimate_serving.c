@@ -397,7 +397,6 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
-
 /* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
  * attention (vllm/v1/core/kv_cache_utils.py: _get_kv_cache_groups_uniform_page_size,
  * get_kv_cache_config_from_groups, _report_kv_cache_config): num_blocks = pool / page /
@@ -422,16 +421,16 @@ static void test_vllm_tokens_logged_hybrid(void **state)
     /* gemma-3-27b: 52 sliding + 10 full layers, group_size 10, 1 + 6 groups (the last padded);
      * 16 KV heads x 128 x 2 x 2 B = 8192 B a layer's token, 131072 B a page: 10 GiB is
      * 10737418240 / 131072 / 10 = 8192 blocks, printed 8192 / 7 x 16 */
-    job_make("gemma-3-27b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
-                            "--max-model-len 8192 --kv-cache-memory-bytes 10GiB",
+    job_make("gemma-3-27b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-model-len 8192 --kv-cache-memory-bytes 10GiB",
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.kv_tokens_logged, 8192 / 7 * 16);
     gm_estimate_free(est);
     est = NULL;
     /* before 0.10 and for one attention type the log prints the pool's tokens */
-    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.9.2 --gpu H100",
-             &j);
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.9.2 --gpu H100", &j);
     run(&j, &est);
     assert_int_equal(est->serving.kv_tokens_logged, est->serving.kv_tokens);
     gm_estimate_free(est);
@@ -442,7 +441,6 @@ static void test_vllm_tokens_logged_hybrid(void **state)
     gm_estimate_free(est);
     est = NULL;
 }
-
 
 /* gpt-oss's MXFP4 experts in vLLM's Marlin layout (mxfp4.py, Mxfp4Backend.MARLIN: the
  * intermediate share rounded up to 128, the hidden size to 256), 17/32 byte an element for
@@ -480,6 +478,35 @@ static void test_vllm_mxfp4_marlin_padding(void **state)
     gm_estimate_free(est);
     est = NULL;
     assert_int_equal(marlin - triton, (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+}
+
+/* Two RTX 4090s have no peer access with NVIDIA's driver (the catalog's no_p2p): NCCL keeps
+ * its buffers in host memory and vLLM's custom all-reduce stays off, as with --no-p2p, so the
+ * non-torch figure a 0.7 log prints is the kernels alone. */
+static void test_vllm_gpu_without_p2p(void **state)
+{
+    const struct gm_gpu *g;
+    struct gm_job j;
+    (void)state;
+    assert_int_equal(gm_gpu_lookup("NVIDIA GeForce RTX 4090", &g, NULL), GM_OK);
+    assert_true(g->no_p2p);
+    assert_int_equal(gm_gpu_lookup("H100", &g, NULL), GM_OK);
+    assert_false(g->no_p2p);
+    job_make("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 --gpu RTX-4090 --gpus 2",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 164 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+    /* the same job on H100s: two communicators and the all-reduce buffers in the figure */
+    job_make("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 --gpu H100 --gpus 2", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes,
+                     164 * GM_MIB + 18 * GM_MIB + gm_estimate_kind_bytes(est, GM_KIND_NCCL));
+    assert_true(gm_estimate_kind_bytes(est, GM_KIND_NCCL) > 0);
+    gm_estimate_free(est);
+    est = NULL;
 }
 
 /* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
@@ -633,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
         cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
+        cmocka_unit_test(test_vllm_gpu_without_p2p),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
