@@ -1252,6 +1252,15 @@ void est_job_resolve(struct gm_job *j)
         (j->mode == GM_EST_TRAIN || (j->mode == GM_EST_INFER && (j->engine.kind == GM_ENGINE_NONE ||
                                                                  j->engine.kind == GM_ENGINE_HF))))
         j->memory.attention = GM_ATTN_EAGER;
+    /* torchtitan compiles its loss with the model (components/loss.py
+     * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, from bbb1b616 and in
+     * every release from v0.1.0; v0.2 compile.components ["model", "loss"]): Inductor fuses
+     * the fp32 upcast and the log-softmax of cross_entropy(pred.float()) into kernels over
+     * the 16-bit logits, so the preset's full loss keeps what a fused kernel keeps */
+    if (j->mode == GM_EST_TRAIN && j->stack.preset == GM_STACK_TORCHTITAN && j->memory.compile &&
+        j->memory.loss == GM_LOSS_FULL && est_preset_set(j, EST_SET_LOSS) &&
+        (!j->stack.preset_version || j->stack.preset_version >= GM_VERSION(0, 1, 0)))
+        j->memory.loss = GM_LOSS_FUSED;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))

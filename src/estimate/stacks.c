@@ -76,10 +76,10 @@ static const struct stack_row rows[] = {
      TITAN "job_config.py: Optimizer implementation fused"},
     {GM_STACK_TORCHTITAN, EST_SET_FSDP_VERSION, 0, 0, "2",
      TITAN "llama3 parallelize.py apply_fsdp: fully_shard per block"},
-    {GM_STACK_TORCHTITAN, EST_SET_FSDP_SHARD_ENDS, 0, 0, "true",
-     TITAN "apply_fsdp: tok_embeddings, then [norm, output], units of their own"},
+    {GM_STACK_TORCHTITAN, EST_SET_FSDP_SHARD_ENDS, V(0, 2, 0), 0, "true",
+     TITAN "apply_fsdp: tok_embeddings, [norm, output] own units (from 83e6941)"},
     {GM_STACK_TORCHTITAN, EST_SET_LOSS, 0, 0, "full",
-     TITAN "components/loss.py cross_entropy_loss: pred.float()"},
+     TITAN "components/loss.py cross_entropy_loss: pred.float(); compiled with --compile"},
     /* the HF family: the model's own loss and accelerate's fp32 copy of the outputs follow
      * the transformers version (any release from 4.49 runs the same loss) */
     {GM_STACK_HF, EST_SET_TRANSFORMERS_VERSION, 0, 0, NULL,

@@ -668,8 +668,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                                 "nn.CrossEntropyLoss, on its 16-bit shifted copy of the logits"
                     : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
                                 "patches it), after the loss's fp32 upcast of the logits"
-                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth): no "
-                                "fp32 copies, the gradient written into the logits";
+                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth, "
+                                "Inductor's for a compiled loss): no fp32 copies, the gradient "
+                                "written into the logits";
         return;
     }
     case GM_LOSS_FUSED_LINEAR: {

@@ -394,6 +394,39 @@ static void test_stack_presets(void **state)
     assert_non_null(strstr(err.msg, "torchtitan"));
 }
 
+/* torchtitan compiles its loss with the model from v0.1.0 (components/loss.py
+ * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, bbb1b616): under
+ * --stack torchtitan --compile the preset's full loss keeps what a fused kernel keeps, the
+ * 16-bit logits (Llama-3 8B, 2 x 4096 tokens, vocabulary 128256: 2 B per logit and 4 B per
+ * token where the eager loss keeps 12 B per logit); before v0.1.0, without --compile or with
+ * --loss given, the loss is as the preset or the option says.  Embedding and [norm, output]
+ * are FSDP units of their own from 83e6941 (v0.2.0), not in v0.1.0. */
+static void test_torchtitan_compiled_loss(void **state)
+{
+    const double nv = 2.0 * 4096.0 * 128256.0;
+    struct gm_job j;
+    (void)state;
+    run("llama-3-8b", FSDP8 " --stack torchtitan --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+    run("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0 --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+    run("llama-3-8b", FSDP8 " --stack torchtitan", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), (uint64_t)(12.0 * nv));
+    run("llama-3-8b", FSDP8 " --stack torchtitan@0.0.2 --compile", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), (uint64_t)(12.0 * nv));
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan --compile --loss full", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FULL);
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan --compile", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.memory.loss, GM_LOSS_FUSED);
+    assert_true(j.parallel.shard_ends);
+    job_make("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0", &j);
+    assert_false(j.parallel.shard_ends);
+}
+
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
  * on the shifted compute-dtype logits (transformers before 4.54, when the version is given):
  * logits, their shifted copy and the log-softmax, 3 x 2 B per logit in pure bf16; a
@@ -915,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_loss_sizes),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),
         cmocka_unit_test(test_fsdp_param_offload),

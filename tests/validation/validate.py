@@ -64,7 +64,11 @@ MIB = float(1 << 20)
 
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
-EXPECTED_SKIPS = {}
+EXPECTED_SKIPS = {
+    ("torchtitan_llama3_h100", "context parallelism"): 3,
+    ("torchtitan_llama3_h100", "async tensor parallelism"): 1,
+    ("torchtitan_llama3_h100", "pipeline parallelism with FSDP"): 6,
+}
 
 
 def load(path):
@@ -268,7 +272,9 @@ def main(argv):
     if engine_errs:
         print("%-26s %-14s %5d  %s" % ("all sources", "all engine", len(engine_errs),
                                         summary(engine_errs)))
-    for key in sorted(set(skips) | set(EXPECTED_SKIPS)):
+    # the declared skips of the sources in DATA_DIR (another folder holds other tables)
+    present = {name[:-4] for name in files}
+    for key in sorted(set(skips) | {k for k in EXPECTED_SKIPS if k[0] in present}):
         if skips.get(key, 0) != EXPECTED_SKIPS.get(key, 0):
             failures.append("%s: %d rows skipped as needing '%s', %d expected" %
                             (key[0], skips.get(key, 0), key[1], EXPECTED_SKIPS.get(key, 0)))
