@@ -908,7 +908,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     struct gm_estimate *e = cx->e;
     struct est_llamacpp_graph g = {0};
     uint64_t w = cx->stored_weight_bytes, embd, kv, rs, ctx, ub, compute, out, experts = 0,
-             batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers,
+             batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers, body,
              L = m->n_layers ? m->n_layers : 1, on, kv_layers = est_kv_layers(m);
     bool output_on;
     const char *kvname = "f16";
@@ -933,12 +933,10 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     out = output_weight_bytes(cx, embd);
     if (out > w)
         out = w;
-    {
-        uint64_t body = w - embd > (m->tied_embeddings ? 0 : out)
-                            ? w - embd - (m->tied_embeddings ? 0 : out)
-                            : 0;
-        gpu_weights = gm_add_sat(gm_mul_div_u64(body, on, L), output_on ? out : 0);
-    }
+    /* the repeating layers' weights: neither the embedding nor an untied output weight */
+    body =
+        w - embd > (m->tied_embeddings ? 0 : out) ? w - embd - (m->tied_embeddings ? 0 : out) : 0;
+    gpu_weights = gm_add_sat(gm_mul_div_u64(body, on, L), output_on ? out : 0);
     kv = gm_mul_div_u64(kv, on, L);
     rs = gm_mul_div_u64(llamacpp_recurrent_bytes(m, batch), on, L);
     for (uint64_t i = 0; i < lc->n_cpu_moe && i < on; i++)
@@ -970,7 +968,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                                     : gm_mul_sat(m->hidden, m->intermediate),
                  layer_params = gm_add_sat(gm_mul_sat(m->hidden, 2 * g.q_width + 2 * g.kv_width),
                                            gm_mul_sat(3, big)),
-                 layer_bytes = (w - embd > out ? w - embd - out : 0) / L;
+                 layer_bytes = body / L;
         g.host_layer_bytes = layer_params ? gm_mul_div_u64(layer_bytes, big, layer_params) : 0;
     }
     compute = est_llamacpp_compute_bytes(&g);

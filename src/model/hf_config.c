@@ -50,6 +50,7 @@
  * GM_ARCH_UNKNOWN, so the caller can still use them with an explicit parameter count. */
 #include "gpumem/model.h"
 #include "gpumem/text.h"
+#include "gpumem/units.h"
 
 #include "base/buf.h"
 #include "base/json_load.h"
@@ -693,7 +694,7 @@ static void read_jamba(struct reader *r, struct gm_model *m)
     get_count(r, "mamba_expand", &expand);
     get_count(r, "mamba_d_state", &m->mamba_d_state);
     get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
-    m->mamba_d_inner = expand * m->hidden;
+    m->mamba_d_inner = gm_mul_sat(expand, m->hidden);
     m->mamba_dt_rank = json_is_integer(rank) && json_integer_value(rank) > 0
                            ? (uint64_t)json_integer_value(rank)
                            : (m->hidden + 15) / 16;
@@ -731,16 +732,35 @@ static void read_nemotron_h(struct reader *r, struct gm_model *m)
     if (!get_count(r, "conv_kernel", &m->lin_conv_kernel))
         get_count(r, "mamba_d_conv", &m->lin_conv_kernel);
     get_count(r, "attention_head_dim", &m->head_dim);
-    m->mamba_d_inner = m->mamba_heads * hd;
+    m->mamba_d_inner = gm_mul_sat(m->mamba_heads, hd);
     if (pat) {
-        for (const char *c = pat; *c; c++)
-            n[*c == 'M' ? 0 : *c == '*' ? 1 : *c == '-' ? 2 : 3]++;
+        static const char marks[] = "M*-E";
+        for (const char *c = pat; *c; c++) {
+            const char *at = strchr(marks, *c);
+            if (!at) {
+                if (r->st == GM_OK)
+                    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                                    "nemotron_h: hybrid_override_pattern has an unknown block "
+                                    "type at position %zu (known: M, *, -, E)",
+                                    (size_t)(c - pat));
+                return;
+            }
+            n[at - marks]++;
+        }
     } else if (json_is_array(types)) {
         json_array_foreach(types, k, e)
         {
             size_t i = 0;
-            while (i < 3 && !(json_is_string(e) && !strcmp(json_string_value(e), kinds[i])))
+            while (i < 4 && !(json_is_string(e) && !strcmp(json_string_value(e), kinds[i])))
                 i++;
+            if (i == 4) {
+                if (r->st == GM_OK)
+                    r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                                    "nemotron_h: layers_block_type[%zu] is not one of \"mamba\", "
+                                    "\"attention\", \"mlp\", \"moe\"",
+                                    k);
+                return;
+            }
             n[i]++;
         }
     } else if (r->st == GM_OK) {
@@ -769,7 +789,7 @@ static void read_falcon_h1(struct reader *r, struct gm_model *m)
     m->mamba_d_state = 256;
     m->lin_conv_kernel = 4;
     get_count(r, "mamba_expand", &expand);
-    m->mamba_d_inner = expand * m->hidden;
+    m->mamba_d_inner = gm_mul_sat(expand, m->hidden);
     get_count(r, "mamba_d_ssm", &m->mamba_d_inner);
     get_count(r, "mamba_n_heads", &m->mamba_heads);
     get_count(r, "mamba_n_groups", &m->mamba_groups);

@@ -200,6 +200,8 @@ enum gm_status gm_model_validate(const struct gm_model *m, struct gm_error *err)
     CAP(lin_v_dim, "linear_value_head_dim", CAP_DIM);
     CAP(lin_conv_kernel, "linear_conv_kernel_dim", CAP_COUNT);
     CAP(mamba_d_inner, "mamba_expand", CAP_DIM);
+    CAP(mamba_heads, "mamba_num_heads", CAP_COUNT);
+    CAP(mamba_groups, "mamba_n_groups", CAP_COUNT);
     CAP(mamba_d_state, "mamba_d_state", CAP_DIM);
     CAP(mamba_dt_rank, "mamba_dt_rank", CAP_DIM);
     CAP(index_head_dim, "index_head_dim", CAP_DIM);
@@ -511,9 +513,9 @@ void gm_model_linear_state(const struct gm_model *m, bool vllm, uint64_t *recurr
     if (m->mamba_d_inner) {
         /* one rule for Mamba-1 and -2: d_inner x d_state of recurrent state (Mamba-2: heads x
          * head dim x d_state), the convolution over x and, in Mamba-2, each group's B and C */
-        *recurrent = m->mamba_d_inner * m->mamba_d_state;
-        *conv = (m->mamba_d_inner + 2 * m->mamba_groups * m->mamba_d_state) *
-                (vllm ? (k ? k - 1 : 0) : k);
+        *recurrent = gm_mul_sat(m->mamba_d_inner, m->mamba_d_state);
+        *conv = gm_mul_sat(m->mamba_d_inner + 2 * m->mamba_groups * m->mamba_d_state,
+                           vllm ? (k ? k - 1 : 0) : k);
         return;
     }
     *recurrent = m->lin_v_heads * m->lin_k_dim * m->lin_v_dim;

@@ -491,6 +491,33 @@ static void test_nemotron_h_layer_pattern(void **state)
         assert_int_equal(gm_model_parse_hf_config(moe, strlen(moe), &m, &err), GM_ERR_UNSUPPORTED);
         assert_non_null(strstr(err.msg, "mixture-of-experts"));
     }
+    /* a block type it does not know is named as such, not taken for a mixture of experts */
+    {
+        static const char typo[] =
+            "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, "
+            "\"num_hidden_layers\": 3, \"hybrid_override_pattern\": \"MX*\", "
+            "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
+            "\"vocab_size\": 100, \"mamba_num_heads\": 4}";
+        static const char kinds[] = "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, "
+                                    "\"num_hidden_layers\": 2, \"layers_block_type\": "
+                                    "[\"mamba\", \"linear\"], \"num_attention_heads\": 4, "
+                                    "\"intermediate_size\": 128, \"vocab_size\": 100, "
+                                    "\"mamba_num_heads\": 4}";
+        assert_int_equal(gm_model_parse_hf_config(typo, strlen(typo), &m, &err), GM_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "unknown block type at position 1"));
+        assert_int_equal(gm_model_parse_hf_config(kinds, strlen(kinds), &m, &err), GM_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "layers_block_type[1]"));
+    }
+    /* Mamba-2 channels that overflow 64 bits (heads x head dim) are refused as absurd */
+    {
+        static const char huge[] = "{\"model_type\": \"nemotron_h\", \"hidden_size\": 64, "
+                                   "\"num_hidden_layers\": 1, \"hybrid_override_pattern\": \"M\", "
+                                   "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
+                                   "\"vocab_size\": 100, \"mamba_num_heads\": 4294967296, "
+                                   "\"mamba_head_dim\": 4294967296}";
+        assert_int_equal(gm_model_parse_hf_config(huge, strlen(huge), &m, &err), GM_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "absurd"));
+    }
 }
 
 /* Falcon-H1 (modeling_falcon_h1.py FalconH1DecoderLayer): every layer runs attention and a
