@@ -813,9 +813,11 @@ enum gm_est_replay_at {
 /* Peak reserved from the allocation sequence of the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c). */
 struct gm_est_replay {
-    bool used;               /* peak reserved comes from the replay */
-    uint64_t steps;          /* training steps replayed */
-    uint64_t mallocs;        /* tensor allocations replayed */
+    bool used;      /* peak reserved comes from the replay */
+    uint64_t steps; /* training steps replayed */
+    uint64_t
+        steps_counted; /* of those, counted as the step before (its cache had settled), not run */
+    uint64_t mallocs;  /* tensor allocations replayed */
     uint64_t requested_peak; /* bytes: largest sum of live tensors (= peak allocated) */
     uint64_t allocated_peak; /* bytes: the same in 512-byte blocks (max_memory_allocated) */
     uint64_t reserved_peak;  /* bytes: max_memory_reserved() of the replay */

@@ -238,12 +238,12 @@ struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64
 /* Activation bytes saved for backward by one transformer layer, per token; *seq2 (may be
  * NULL) gets the part of them that is eager attention's s x s scores (n_heads x seq per
  * token: they grow with batch x seq^2). */
+double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
+                                 double *seq2);
 /* The average layer's saved bytes per token from its attention, MLP and norm parts, as the
  * model's layer mix (and Mamba-2 mixers) combine them. */
 double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg *c, double attn,
                            double mlp, double norm);
-double est_layer_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c,
-                                 double *seq2);
 /* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
  * layer input, every other matmul output in forward order, the attention output. */
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);

@@ -640,7 +640,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
         } else if (j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON) {
             /* vocabulary-sharded logits under torch's loss_parallel (torchtitan's default
-             * with TP): cross_entropy on the local fp32 shard dispatches to
+             * with TP; every TP job but Megatron's is taken to shard the vocabulary this way,
+             * HF's TP plan gathering the whole vocabulary is not modelled): cross_entropy on the local fp32 shard dispatches to
              * torch/distributed/tensor/parallel/loss.py.  _log_softmax, unfused: the fp32
              * input, x - max and exp() of it beside the logits, then the saved result (14 B
              * at the forward's end); _nll_loss_and_log_softmax_backward on the saved

@@ -1326,6 +1326,7 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
                 } else if (s >= 2 && step_repeats(prev, now, 3 * pr->slots)) {
                     r.mallocs += (STEPS - s) * (now->mallocs - prev->mallocs);
                     out->steps = STEPS;
+                    out->steps_counted = STEPS - s;
                     break;
                 }
             }

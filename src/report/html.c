@@ -466,8 +466,9 @@ static void put_chunks(FILE *f, const char *const *chunks)
         fputs(*chunks, f);
 }
 
-/* Copy JSON text into a <script> element: "</" becomes "<\/" so that no string in the
- * data can close the element (and "<!--" cannot open a comment). */
+/* Copy JSON text into a <script> element: the '<' of "</" and "<!" becomes "\u003c" (the
+ * same character to JSON) so that no string in the data can close the element or open a
+ * comment. */
 static void put_json_for_script(FILE *f, const char *s, size_t n)
 {
     size_t run = 0; /* start of the bytes not written yet */

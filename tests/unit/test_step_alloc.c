@@ -355,15 +355,20 @@ static void test_settled_step_counted_as_run(void **state)
         {"llama-3.1-8b", "--train --batch 2 --seq 2048 --alloc-conf max_split_size_mb:256"},
     };
     struct gm_estimate *traced = NULL, *plain = NULL;
-    size_t segments = 0;
+    size_t segments = 0, counted = 0;
     (void)state;
     for (size_t k = 0; k < sizeof(jobs) / sizeof(jobs[0]); k++) {
         run_traced(jobs[k][0], jobs[k][1], &traced, count_segment, &segments);
         run(jobs[k][0], jobs[k][1], &plain);
         assert_true(plain->replay.used);
         assert_int_equal(plain->replay.steps, 3);
+        assert_int_equal(traced->replay.steps_counted, 0);
+        assert_true(plain->replay.steps_counted <= 1);
+        counted += plain->replay.steps_counted;
         assert_same_replay(traced, plain);
     }
+    /* the jobs whose cache settles had their last step counted */
+    assert_true(counted > 0);
     gm_estimate_free(traced);
     gm_estimate_free(plain);
 }
