@@ -29,7 +29,8 @@ static void flush_buf(struct gm_json *w)
 static void put(struct gm_json *w, const char *s, size_t n)
 {
     if (!(w->flags & GM_JSON_BUFFERED)) {
-        fwrite(s, 1, n, w->f);
+        if (fwrite(s, 1, n, w->f) != n)
+            w->failed = true;
         return;
     }
     if (n > sizeof(w->buf) - w->n_buf) {
@@ -47,7 +48,8 @@ static void put(struct gm_json *w, const char *s, size_t n)
 static void put_c(struct gm_json *w, char c)
 {
     if (!(w->flags & GM_JSON_BUFFERED)) {
-        fputc(c, w->f);
+        if (fputc(c, w->f) == EOF)
+            w->failed = true;
         return;
     }
     if (w->n_buf == sizeof(w->buf))

@@ -171,11 +171,15 @@ double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg 
     ssm = mamba2_saved(m, c);
     if (m->mix == GM_MIX_PARALLEL)
         return attn + ssm + c->ea * (double)m->hidden + mlp;
+    /* a pattern's attention and MLP blocks each have their own norm; alternating layers
+     * have an MLP in every layer */
     if (m->mix == GM_MIX_PATTERN)
-        return ((double)m->n_attn_layers * attn + (double)m->n_linear_layers * (norm + ssm) +
-                (double)m->n_mlp_layers * (norm + mlp)) /
+        return ((double)gm_model_attention_layers(m) * attn +
+                (double)m->n_linear_layers * (norm + ssm) +
+                (double)gm_model_mlp_layers(m) * (norm + mlp)) /
                L;
-    return ((L - (double)m->n_linear_layers) * attn + (double)m->n_linear_layers * (norm + ssm)) /
+    return ((double)gm_model_attention_layers(m) * attn +
+            (double)m->n_linear_layers * (norm + ssm)) /
                L +
            mlp;
 }
@@ -641,12 +645,12 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         } else if (j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON) {
             /* vocabulary-sharded logits under torch's loss_parallel (torchtitan's default
              * with TP; every TP job but Megatron's is taken to shard the vocabulary this way,
-             * HF's TP plan gathering the whole vocabulary is not modelled): cross_entropy on the local fp32 shard dispatches to
-             * torch/distributed/tensor/parallel/loss.py.  _log_softmax, unfused: the fp32
-             * input, x - max and exp() of it beside the logits, then the saved result (14 B
-             * at the forward's end); _nll_loss_and_log_softmax_backward on the saved
-             * log-softmax x: zeros_like(x), exp(x), their sum, the sum times the gradient,
-             * the last two beside x and the zeros: 16 B at the loss's backward */
+             * HF's TP plan gathering the whole vocabulary is not modelled): cross_entropy on the
+             * local fp32 shard dispatches to torch/distributed/tensor/parallel/loss.py.
+             * _log_softmax, unfused: the fp32 input, x - max and exp() of it beside the logits,
+             * then the saved result (14 B at the forward's end); _nll_loss_and_log_softmax_backward
+             * on the saved log-softmax x: zeros_like(x), exp(x), their sum, the sum times the
+             * gradient, the last two beside x and the zeros: 16 B at the loss's backward */
             out->bytes = 16.0 * nv + cap;
             out->grad = 12.0 * nv;
             snprintf(out->note, sizeof out->note,
