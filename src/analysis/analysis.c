@@ -8,7 +8,8 @@
  * a search):
  *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
- *      phase of each event from its stack (classify.c), the oom events
+ *      phase of each event from its stack (classify.c), the oom events, the segment
+ *      events for the layout history (layout.c builds it from them in step 6)
  *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): one
  *      pass, with a second cursor ahead at the next event of known phase
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
@@ -109,6 +110,7 @@ struct work {
     struct gm_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
     struct ana_index runs_ix, iters_ix;
+    struct ana_layout_events seg_events; /* gathered by scan_trace for the layout history */
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -231,6 +233,10 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
+ * reads it instead of the event). */
+#define RAW_NO_FRAMES 0x80
+
 /* Step 1: one pass over the trace. */
 static enum gm_status scan_trace(struct work *w, struct gm_error *err)
 {
@@ -265,7 +271,13 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
         if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
             raw = RAW_STEP;
+        if (raw == RAW_UNKNOWN && !e->stack)
+            raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
         w->phase[k] = raw;
+        if (!ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         switch (e->action) {
         case GM_ACTION_ALLOC: {
             struct gm_analysis_alloc *a;
@@ -406,61 +418,80 @@ static enum gm_phase phase_of_raw(uint8_t raw)
     }
 }
 
-/* Step 2: smoothing, then the runs. */
+/* The stack of event k, read with a cursor that only moves forward and starts again near
+ * k when it is far behind (the smoothing asks for few events, in ascending order). */
+static uint32_t stack_at(struct gm_snapshot_cursor *c, const struct gm_snapshot_device *sd,
+                         size_t k)
+{
+    const struct gm_snapshot_event *e;
+    if (c->index + 1 > k || c->index + 1 + GM_SNAPSHOT_CHECKPOINT < k)
+        gm_snapshot_cursor_init(c, sd, k);
+    while ((e = gm_snapshot_cursor_next(c)) != NULL)
+        if (c->index == k)
+            return e->stack;
+    return 0;
+}
+
+/* Step 2: smoothing, then the runs.  The raw phases are in w->phase (an unknown event's
+ * RAW_NO_FRAMES bit set by scan_trace when its stack is empty); only an unknown event
+ * between two forward events needs stacks, read from the trace with two cursors. */
 static enum gm_status compute_phases(struct work *w, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
     size_t n = sd->n_events;
     struct gm_snapshot_cursor c, ahead;
-    const struct gm_snapshot_event *e, *nx = NULL;
     size_t nk = SIZE_MAX; /* index of the next event of known phase after the current one */
+    size_t last_fwd = SIZE_MAX;  /* the last forward event before the current one */
+    size_t caller_of = SIZE_MAX; /* the event prev_caller / next_caller were read at */
+    size_t next_of = SIZE_MAX;
+    uint32_t prev_caller = ANA_NO_FRAME, next_caller = ANA_NO_FRAME;
 
-    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md).
-     * 'ahead' finds the next known event: both cursors only move forward. */
+    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
-    uint32_t prev_caller = ANA_NO_FRAME; /* who called the model in the last forward event */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        size_t k = c.index;
+    for (size_t k = 0; k < n; k++) {
         uint8_t raw = w->phase[k];
-        if (raw != RAW_UNKNOWN) {
+        if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
             pk = raw;
             if (raw == RAW_FORWARD)
-                prev_caller = ana_stack_caller(w->cls, e->stack);
+                last_fwd = k;
             w->phase[k] = (uint8_t)phase_of_raw(raw);
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
-             * only events up to k have their final phase yet); a cursor far behind starts
-             * again at k */
-            if (ahead.index == SIZE_MAX || ahead.index + GM_SNAPSHOT_CHECKPOINT < k)
-                gm_snapshot_cursor_init(&ahead, sd, k + 1);
-            nk = SIZE_MAX;
-            while ((nx = gm_snapshot_cursor_next(&ahead)) != NULL)
-                if (ahead.index > k && w->phase[ahead.index] != RAW_UNKNOWN) {
-                    nk = ahead.index;
-                    break;
-                }
+             * only events up to k have their final phase yet) */
+            for (nk = k + 1; nk < n && (w->phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+                ;
+            if (nk == n)
+                nk = SIZE_MAX;
         }
         uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[nk];
         uint8_t out;
-        bool empty = e->stack == 0;
+        bool empty = (raw & RAW_NO_FRAMES) != 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
         } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
             /* Between two forward events: code of a training forward that runs outside any
              * module (in the function that calls the model), else code between two model
-             * calls (a batch, an evaluation, logging). */
-            uint32_t u = ana_stack_first_user(w->cls, e->stack);
-            uint32_t ncl = ana_stack_caller(w->cls, nx->stack);
+             * calls (a batch, an evaluation, logging).  The callers of the model in the
+             * forward events either side. */
+            if (caller_of != last_fwd) {
+                prev_caller = ana_stack_caller(w->cls, stack_at(&c, sd, last_fwd));
+                caller_of = last_fwd;
+            }
+            uint32_t u = ana_stack_first_user(w->cls, stack_at(&c, sd, k));
+            if (next_of != nk) {
+                next_caller = ana_stack_caller(w->cls, stack_at(&ahead, sd, nk));
+                next_of = nk;
+            }
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
-                        ana_same_function(w->snap, u, ncl);
+                        ana_same_function(w->snap, u, next_caller);
             out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
         } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
@@ -1457,14 +1488,16 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
-    /* the segments' history, kept: the sweep below and the report's state read it */
-    if ((st = gm_layout_history_build(snap, sd, &priv->layouts[d], err)) != GM_OK)
+    /* the segments' history, kept: the sweep below and the report's state read it (its
+     * segment events gathered by scan_trace's walk) */
+    if ((st = ana_layout_history_of(snap, sd, &w.seg_events, &priv->layouts[d], err)) != GM_OK)
         goto out;
     dp->layout = &priv->layouts[d];
     priv->held += layout_bytes(dp->layout);
     st = frag_targets(&w, err);
 out:
     gm_map_release(&w.site_of);
+    ana_layout_events_release(&w.seg_events);
     ix_release(&w.runs_ix);
     ix_release(&w.iters_ix);
     gm_free(w.sites);
