@@ -638,6 +638,22 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                      "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
+        } else if (j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON) {
+            /* vocabulary-sharded logits under torch's loss_parallel (torchtitan's default
+             * with TP): cross_entropy on the local fp32 shard dispatches to
+             * torch/distributed/tensor/parallel/loss.py.  _log_softmax, unfused: the fp32
+             * input, x - max and exp() of it beside the logits, then the saved result (14 B
+             * at the forward's end); _nll_loss_and_log_softmax_backward on the saved
+             * log-softmax x: zeros_like(x), exp(x), their sum, the sum times the gradient,
+             * the last two beside x and the zeros: 16 B at the loss's backward */
+            out->bytes = 16.0 * nv + cap;
+            out->grad = 12.0 * nv;
+            snprintf(out->note, sizeof out->note,
+                     "B*L*V/t x 16 B: loss_parallel's fp32 log-softmax kept, zeros, exp and "
+                     "their sum, the input's gradient");
+            out->what = "loss over all B*L positions on the vocabulary-sharded logits, torch's "
+                        "loss_parallel (tensor/parallel/loss.py): log-softmax and its backward "
+                        "unfused in fp32";
         } else {
             /* the log-softmax's gradient and the input's beside the kept log-softmax */
             out->bytes = 12.0 * nv + cap;

@@ -234,11 +234,84 @@ static const uint8_t *flat_inner_dict(struct vm *vm, const uint8_t *p, size_t *v
     return p;
 }
 
-/* The value of a dict key that is a list (frames): EMPTY_LIST [put] then
+/* Whether the n bytes at a and b are equal, a word at a time (no libc call per list). */
+static inline bool run_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (le64(a + i) != le64(b + i))
+            return false;
+    for (; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
+ * LONG_BINGET)+ APPENDS, with nothing after it (the next byte starts no more items), and
+ * which has the run of a list named before under the same key (struct list_cache_entry):
+ * its name, and the position after the APPENDS.  NULL otherwise, with vm->run set when the run is
+ * one to remember once the consumer names the list. */
+static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val key,
+                                         uint32_t *name)
+{
+    const uint8_t *q = p + 1, *end = vm->end;
+    const struct list_cache_entry *c;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
+    size_t len;
+    for (;;) {
+        if (end - q >= 6 && *q == OP_LONG_BINGET) {
+            h = (h ^ ((uint64_t)le32(q + 1) << 1 | 1)) * 0xff51afd7ed558ccdULL;
+            q += 5;
+        } else if (end - q >= 3 && *q == OP_BINGET) {
+            h = (h ^ ((uint64_t)q[1] << 1)) * 0xff51afd7ed558ccdULL;
+            q += 2;
+        } else {
+            break;
+        }
+    }
+    len = (size_t)(q - (p + 1));
+    if (!len || len > LIST_CACHE_BYTES || end - q < 2 || *q != OP_APPENDS || q[1] == OP_MARK ||
+        q[1] == OP_BINGET || q[1] == OP_LONG_BINGET || q[1] == OP_FRAME)
+        return NULL;
+    h ^= h >> 29;
+    c = &vm->list_cache[h >> (64 - LIST_CACHE_BITS)];
+    if (c->gen == vm->memo_gen + 1 && c->hash == h && c->key == key && c->len == len &&
+        run_eq(c->bytes, p + 1, len)) {
+        *name = c->name;
+        return q + 1;
+    }
+    vm->run = p + 1;
+    vm->run_len = (uint32_t)len;
+    vm->run_hash = h;
+    vm->run_key = key;
+    return NULL;
+}
+
+/* Remember the run of the record's list (list_cached()) under the name the consumer gave it. */
+static void list_remember(struct vm *vm, uint32_t name)
+{
+    struct list_cache_entry *c = &vm->list_cache[vm->run_hash >> (64 - LIST_CACHE_BITS)];
+    if (!vm->run_len) {
+        vm->empty_name = name; /* no items: nothing that a write to the memo changes */
+        vm->empty_key = vm->run_key;
+        return;
+    }
+    c->hash = vm->run_hash;
+    c->key = vm->run_key;
+    c->gen = vm->memo_gen + 1;
+    c->name = name;
+    c->len = vm->run_len;
+    memcpy(c->bytes, vm->run, vm->run_len);
+}
+
+/* The value of dict key 'key' that is a list (frames): EMPTY_LIST [put] then
  * (MARK item* APPENDS | ref APPEND)*, items memo references or new dicts of scalars
- * (flat_inner_dict), into vm->flat_list.  Returns the position after it, or NULL. */
-static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *vlen,
-                                      size_t *list_slot)
+ * (flat_inner_dict), into vm->flat_list; *cached is the name of a list named before under
+ * the same key that it repeats (list_cached()), else UINT32_MAX.  Returns the position after it, or
+ * NULL. */
+static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, pk_val key, size_t *vlen,
+                                      size_t *list_slot, uint32_t *cached)
 {
     const uint8_t *end = vm->end;
     struct pk_node *l = &vm->flat_list;
@@ -246,6 +319,23 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, size_t *v
     if (!flat_put(vm, &p, vlen, list_slot))
         return NULL;
     l->len = 0;
+    *cached = UINT32_MAX;
+    if (vm->list_cache && p < end) {
+        if (*p == OP_MARK) {
+            const uint8_t *q = list_cached(vm, p, key, cached);
+            if (q)
+                return q;
+        } else if (*p != OP_BINGET && *p != OP_LONG_BINGET && *p != OP_FRAME) {
+            /* no items: the name of the empty list, once the consumer has given it one */
+            if (vm->empty_name != UINT32_MAX && vm->empty_key == key) {
+                *cached = vm->empty_name;
+                return p;
+            }
+            vm->run = p;
+            vm->run_len = 0;
+            vm->run_key = key;
+        }
+    }
     for (;;) {
         const uint8_t *q;
         pk_val it;
@@ -367,9 +457,20 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
     size_t slot;
     if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
         return NULL;
-    if (slot != SIZE_MAX && !memo_store(vm, slot, *out, true))
+    if (slot != SIZE_MAX && !memo_store_fresh_str(vm, slot, *out))
         return NULL;
     return p;
+}
+
+/* The fixed fields of a transient node the records are handed in. */
+static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items)
+{
+    n->kind = kind;
+    n->flags = PK_NODE_SCRATCH;
+    n->refs = refs;
+    n->memo_idx = 0;
+    n->mark = 0;
+    n->items = items;
 }
 
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
@@ -393,10 +494,19 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         vm->key_mask[j] = 0;
         vm->key_bytes[j] = 1; /* matches nothing */
     }
+    /* the transient dict and list each record is handed in (the consumer never changes them:
+     * pk_set_mark() leaves transient nodes alone) */
+    scratch_node(d, PK_DICT, 0, vm->flat_pairs);
+    scratch_node(l, PK_LIST, 1, vm->flat_items);
+    r.item = (pk_val)(uintptr_t)d;
+    r.is_dict = true;
+    r.pairs = vm->flat_pairs;
+    if (s->names_by_items && !vm->list_cache)
+        vm->list_cache = gm_calloc((size_t)1 << LIST_CACHE_BITS, sizeof(*vm->list_cache));
     for (;;) {
         size_t dict_slot, list_slot = SIZE_MAX, n = 0;
         bool have_list = false, same_keys = true;
-        uint32_t name;
+        uint32_t name, cached = UINT32_MAX;
 
         if (p >= lim)
             goto abandon;
@@ -411,6 +521,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         if (++count + vm->sp + 64 > vm->stack_max)
             goto abandon;
         p++;
+        vm->run = NULL;
         if (!flat_put(vm, &p, &vlen, &dict_slot))
             goto abandon;
         if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
@@ -508,9 +619,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 if (have_list)
                     goto abandon;
                 have_list = true;
-                if (!(p = flat_list_value(vm, p, &vlen, &list_slot)))
+                if (!(p = flat_list_value(vm, p, k, &vlen, &list_slot, &cached)))
                     goto abandon;
-                v = (pk_val)(uintptr_t)l;
+                v = cached != UINT32_MAX ? PK_TOKEN(cached) : (pk_val)(uintptr_t)l;
                 break;
             case OP_FRAME:
                 if (!(p = flat_frames(p, end, lim)))
@@ -528,28 +639,13 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     dict_done:
         if (!have_list)
             l->len = 0;
-        /* the dict is complete: hand it over */
-        d->kind = PK_DICT;
-        d->flags = PK_NODE_SCRATCH;
+        /* the dict is complete: hand it over (the fields that never change are set above) */
         r.same_keys = same_keys && n == prev_n;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
-        d->refs = 0;
         d->len = d->cap = (uint32_t)n;
-        d->memo_idx = 0;
-        d->mark = 0;
-        d->items = vm->flat_pairs;
-        l->kind = PK_LIST;
-        l->flags = PK_NODE_SCRATCH;
         l->n_puts = list_slot != SIZE_MAX;
-        l->refs = 1;
         l->cap = l->len;
-        l->memo_idx = 0;
-        l->mark = 0;
-        l->items = vm->flat_items;
-        r.item = (pk_val)(uintptr_t)d;
-        r.is_dict = true;
-        r.pairs = vm->flat_pairs;
         r.n = (uint32_t)n;
         vm->flat_name = UINT32_MAX;
         vm->in_flat = true;
@@ -559,6 +655,10 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         }
         vm->in_flat = false;
         name = vm->flat_name;
+        if (vm->run && name != UINT32_MAX)
+            list_remember(vm, name);
+        if (cached != UINT32_MAX)
+            name = cached;
         if (dict_slot != SIZE_MAX && !memo_store(vm, dict_slot, PK_DEAD, true))
             goto abandon;
         if (list_slot != SIZE_MAX) {
@@ -588,6 +688,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     vm->doc->n_flat_batches++;
     return true;
 abandon:
+    /* the slots the batch wrote will be written again: no list remembered meanwhile stays */
+    vm->memo_gen++;
     s->batch_end(s->ctx, list->list_index, false);
     return false;
 }

@@ -439,6 +439,7 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
 {
     /* A real pickler numbers memo slots densely from 0; a slot far beyond the slots used so
      * far only serves to make us allocate, so it is refused. */
+    bool fresh = idx >= vm->memo_len;
     if (idx >= vm->memo_len + (1u << 20) || idx >= SIZE_MAX / sizeof(pk_val))
         return gm_fail(vm->err, GM_ERR_FORMAT, off,
                        "pickle: memo index %llu is far beyond the %zu slots used",
@@ -447,7 +448,7 @@ static enum gm_status memo_put(struct vm *vm, uint64_t idx, pk_val v, uint64_t o
         return pk_vm_nomem(vm, off);
     while (vm->memo_len <= idx)
         vm->memo[vm->memo_len++] = CELL_HOLE;
-    if (!memo_store(vm, (size_t)idx, v, false))
+    if (!memo_store(vm, (size_t)idx, v, fresh))
         return pk_vm_nomem(vm, off);
     if (pk_node(v)) {
         struct pk_node *n = (struct pk_node *)(uintptr_t)v;
@@ -1201,6 +1202,7 @@ static void vm_free(struct vm *vm)
     gm_big_free(vm->memo_base, vm->base_cap * sizeof(uint64_t));
     gm_big_free(vm->wide, vm->wide_cap * sizeof(pk_val));
     gm_map_release(&vm->names);
+    gm_free(vm->list_cache);
     gm_free(vm);
 }
 
@@ -1235,6 +1237,7 @@ enum gm_status pk_parse(struct pk_doc *doc, const void *data, size_t len, const 
     vm->stack_max = o && o->max_stack ? o->max_stack : ((size_t)1 << 26);
     vm->wide_free = CELL_INDEX + 1;
     vm->flat_name = UINT32_MAX;
+    vm->empty_name = UINT32_MAX;
     if (o) {
         vm->drop_behind = o->drop_behind;
         vm->stream = o->stream;

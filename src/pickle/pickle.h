@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef uint64_t pk_val;
 
@@ -128,6 +129,13 @@ struct pk_stream {
                              struct gm_error *err);
     void (*batch_end)(void *ctx, uint32_t list_index, bool commit);
     void *ctx;
+    /* The name the consumer gives a list (pk_record_name()) depends only on the list's
+     * items and the record key it is the value of.  The reader may then hand a record's
+     * list value as pk_token(name) instead of the list, when its items are the same memo
+     * references, to slots unchanged since, as those of a list named before under the same
+     * key (the writers make a new frames list per entry, with the frames of an earlier
+     * one). */
+    bool names_by_items;
 };
 
 /* A record for 'item' outside any stream (an item of a list the parser built): the same
@@ -226,6 +234,23 @@ static inline bool pk_short_str(const struct pk_doc *doc, pk_val v, const char *
     *n = doc->data[off + 1];
     *p = (const char *)doc->data + off + 2;
     return true;
+}
+
+/* A str of at most 6 bytes written with SHORT_BINUNICODE as one word of its opcode, length
+ * and bytes (equal words: equal strings); 0 for any other value.  For a short string met
+ * on every record as a new literal ("N/A"), known again without a look at its bytes. */
+static inline uint64_t pk_short_str_word(const struct pk_doc *doc, pk_val v)
+{
+    uint64_t off = v >> 3, w;
+    if ((v & 7u) != PK_TAG_STR || off + 8 > doc->len)
+        return 0;
+    memcpy(&w, doc->data + off, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    if ((w & 0xff) != 0x8c || ((w >> 8) & 0xff) > 6)
+        return 0;
+    return w & (((uint64_t)1 << (8 * (((w >> 8) & 0xff) + 2))) - 1);
 }
 
 /* A stable identity of a string value (equal for two references to one memoized string),

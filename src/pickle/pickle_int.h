@@ -11,7 +11,8 @@
  *   0x40000000 - 0x7fffffff  the consumer's name for a recycled list (pk_record_name())
  *   0x80000000 - 0xbfffffff  an index into 'wide', the 64-bit values of everything else
  *                            (containers, boxes, small ints, far strings)
- *   0xfffffffb - 0xffffffff  True, False, None, a consumed record, a hole */
+ *   0xfffffffb - 0xffffffff  True, False, None, a consumed record, a hole
+ * (memo_store_fresh_str() is memo_store()'s common case for strings, inline). */
 #ifndef GM_PICKLE_PICKLE_INT_H
 #define GM_PICKLE_PICKLE_INT_H
 
@@ -113,7 +114,24 @@ enum {
 #define SMALL_MIN (-((int64_t)1 << 60))
 #define SMALL_MAX (((int64_t)1 << 60) - 1)
 
-/* A list named by the consumer in the current batch of the general reader. */
+/* The flat reader's cache of named lists (pk_stream.names_by_items): a list whose items are
+ * one run of memo references (MARK (BINGET | LONG_BINGET)+ APPENDS) is remembered by those
+ * bytes and the record key it is the value of, with the name the consumer gave it.  The run of a
+ * later list with the same bytes names the same memo slots; while no slot below memo_len has been
+ * written again (memo_gen unchanged) they hold the same values, so the later list has the same
+ * items and its name. Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A
+ * list without items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
+#define LIST_CACHE_BITS  8
+#define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
+struct list_cache_entry {
+    uint64_t hash;
+    pk_val key;    /* the record key the list was the value of */
+    uint64_t gen;  /* memo_gen + 1 when it was written; 0: empty */
+    uint32_t name; /* the consumer's */
+    uint32_t len;  /* bytes of the run */
+    uint8_t bytes[LIST_CACHE_BYTES];
+};
+
 /* The machine's state during one parse. */
 struct vm {
     struct pk_doc *doc;
@@ -132,6 +150,8 @@ struct vm {
     size_t n_wide, wide_cap;
     uint32_t wide_free; /* a free entry of 'wide' (a chain through the entries), CELL_INDEX+1:
                          * none */
+    uint64_t memo_gen;  /* writes over a slot below memo_len (and abandoned flat batches), so far:
+                         * what list_cache entries are valid for */
     size_t heap_bytes;  /* stack, marks and memo, counted against the cap with the arena */
     size_t memory_limit;
     bool limit_given; /* pk_opts.limit_given */
@@ -158,6 +178,15 @@ struct vm {
     uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
     pk_val key_val[FLAT_MAX_PAIRS];
     uint8_t key_len_[FLAT_MAX_PAIRS];
+    /* the named lists (see struct list_cache_entry), and the run of the current record's
+     * list, to be remembered when the consumer names it */
+    struct list_cache_entry *list_cache; /* 1 << LIST_CACHE_BITS entries, made at first use */
+    const uint8_t *run;                  /* NULL: the current list is not to be remembered */
+    uint32_t run_len;                    /* 0: the list has no items */
+    uint64_t run_hash;
+    pk_val run_key;
+    uint32_t empty_name; /* the name of a list without items, UINT32_MAX: none yet */
+    pk_val empty_key;    /* the record key it was the value of */
     /* recycled containers (from consumed records) and item arrays by slot count */
     struct pk_node *free_nodes;
     pk_val *free_items[FREE_CLASSES + 1];
@@ -215,6 +244,8 @@ bool pk_memo_store_wide(struct vm *vm, size_t idx, pk_val v);
 static inline bool memo_store(struct vm *vm, size_t idx, pk_val v, bool fresh)
 {
     uint32_t *cell = &vm->memo[idx];
+    if (!fresh)
+        vm->memo_gen++;
     if (!fresh && *cell >= CELL_WIDE && *cell < CELL_TRUE) {
         /* the slot's wide entry is free again */
         uint32_t w = *cell & CELL_INDEX;
@@ -242,6 +273,18 @@ static inline bool memo_store(struct vm *vm, size_t idx, pk_val v, bool fresh)
     }
     *cell = CELL_HOLE;
     return pk_memo_store_wide(vm, idx, v);
+}
+
+/* memo_store(vm, idx, v, true) of a string 'v', with the common case (its page has a base
+ * within reach) inline. */
+static inline bool memo_store_fresh_str(struct vm *vm, size_t idx, pk_val v)
+{
+    uint64_t base = vm->memo_base[idx >> MEMO_PAGE_BITS], off = v >> 3;
+    if (base != NO_BASE && off >= base && off - base <= CELL_STR_MAX) {
+        vm->memo[idx] = (uint32_t)(off - base);
+        return true;
+    }
+    return memo_store(vm, idx, v, true);
 }
 
 /* Room for slots [0, need): cells and page bases; false when out of memory or over the

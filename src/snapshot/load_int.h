@@ -251,6 +251,8 @@ struct stream {
     bool taken; /* its events moved to the snapshot (build()) */
 };
 
+#define FLAT_ACT_BITS 3
+
 /* The state of the trace-entry readers: the general one reads any entry field by field;
  * the straight-line one (flat_event()) the usual entry whose keys are those of the one
  * before, with values of the usual types. */
@@ -268,8 +270,9 @@ struct trace_reader {
     const char *flat_cc; /* the compile_context string last seen, and its bytes */
     const char *flat_cc_p;
     size_t flat_cc_n;
-    pk_val flat_act_val[2]; /* the last two action values and their actions */
-    uint8_t flat_act[2];
+    uint64_t flat_cc_word;                   /* pk_short_str_word() of the last one, 0: none */
+    pk_val flat_act_val[1 << FLAT_ACT_BITS]; /* action values and their actions, by value */
+    uint8_t flat_act[1 << FLAT_ACT_BITS];
     uint64_t flat_x_stream; /* the extra of the last entry (stream, compile_context) */
     const char *flat_x_cc;
     uint32_t flat_x_id; /* 0: none yet */

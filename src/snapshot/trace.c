@@ -46,6 +46,8 @@ static bool append_event(struct builder *b, struct ev_writer *w, const struct gm
     if (!snap_ev_writer_append(w, e))
         return false;
     grew = snap_ev_writer_capacity(w) - before;
+    if (!grew)
+        return true; /* the common case: nothing more held */
     b->ev_bytes += grew;
     *b->held += grew;
     if (b->arena->cap && *b->held > b->arena->cap) {
@@ -273,26 +275,25 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     bool has_extra = false;
     enum word a;
     pk_val v;
+    size_t ai;
 
     if (pos[0] < 0 || pos[6] >= 0)
         return false; /* no action, or user_metadata: the general reader */
     memset(&x, 0, sizeof(x));
     memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
-    /* the action: alloc and free alternate, so two values remembered do */
+    /* the action: a few values (alloc, free_requested, free_completed, ...) in turn, each
+     * remembered by its value */
     v = it[2 * pos[0] + 1];
-    if (v == tr->flat_act_val[0] && v) {
-        e->action = tr->flat_act[0];
-    } else if (v == tr->flat_act_val[1] && v) {
-        e->action = tr->flat_act[1];
+    ai = (size_t)((v * 0x9e3779b97f4a7c15ULL) >> (64 - FLAT_ACT_BITS));
+    if (v == tr->flat_act_val[ai] && v) {
+        e->action = tr->flat_act[ai];
     } else {
         a = snap_word_of(b, v);
         if (a < W_A_ALLOC || a > W_A_OOM)
             return false;
         e->action = (uint8_t)(GM_ACTION_ALLOC + (a - W_A_ALLOC));
-        tr->flat_act_val[1] = tr->flat_act_val[0];
-        tr->flat_act[1] = tr->flat_act[0];
-        tr->flat_act_val[0] = v;
-        tr->flat_act[0] = e->action;
+        tr->flat_act_val[ai] = v;
+        tr->flat_act[ai] = e->action;
     }
     if (pos[1] >= 0) {
         if (!pk_small_u64(it[2 * pos[1] + 1], &e->addr))
@@ -313,9 +314,15 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
+        uint64_t word;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        if (pk_str_view(b->doc, v, &p, &n)) {
+        word = pk_short_str_word(b->doc, v);
+        if (word && word == tr->flat_cc_word) {
+            /* "N/A" again: the string of the entry before */
+            x.compile_context = tr->flat_cc;
+            has_extra = true;
+        } else if (pk_str_view(b->doc, v, &p, &n)) {
             /* "N/A" on every entry, a new literal each time: the bytes of the last one (a
              * long string, shared through the memo, is known by its value instead: never
              * compared byte by byte on every entry) */
@@ -329,6 +336,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
                 tr->flat_cc_p = x.compile_context; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
+            tr->flat_cc_word = word;
             has_extra = true;
         }
     }
@@ -449,8 +457,9 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }
 
+/* A frames list is named by its stack, which its items alone decide (no other list is named). */
 const struct pk_stream snap_trace_stream_ops = {"device_traces", MAX_DEVICES, on_record,
-                                                on_batch_end, NULL};
+                                                on_batch_end,    NULL,        true};
 
 void snap_trace_reader_release(struct trace_reader *tr)
 {

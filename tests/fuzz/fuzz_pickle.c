@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_pickle.c - the pickle VM on arbitrary bytes, with a small memory limit, a shallow
  * depth cap, and a second time streaming the records of the lists under a key (which some
- * corpus files have), naming every list value, so that recycling and the flat reader run;
- * a third time with the general reader alone. */
+ * corpus files have), naming every list value, so that recycling and the flat reader run
+ * (with its named runs: names_by_items is set, though these names are not the items' own,
+ * since memory safety is what is checked); a third time with the general reader alone. */
 #include "pickle/pickle.h"
 
 #include <stdint.h>
@@ -38,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.max_depth = 200;
     if (pk_parse(&doc, data, size, &o, &err) == GM_OK)
         pk_doc_release(&doc);
-    struct pk_stream st = {"device_traces", 16, on_rec, on_end, NULL};
+    struct pk_stream st = {"device_traces", 16, on_rec, on_end, NULL, true};
     o.stream = &st;
     for (int general = 0; general < 2; general++) {
         o.general_only = general;

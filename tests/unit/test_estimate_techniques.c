@@ -521,6 +521,30 @@ static void test_torchtitan_compiled_loss(void **state)
     assert_false(j.parallel.shard_ends);
 }
 
+/* Tensor parallelism with the vocabulary sharded: torch's loss_parallel
+ * (torch/distributed/tensor/parallel/loss.py, torchtitan's default with TP) runs the
+ * log-softmax as _log_softmax writes it, unfused in fp32 on the local shard, and the
+ * backward as _nll_loss_and_log_softmax_backward: on the saved log-softmax x it allocates
+ * zeros_like(x), exp(x), their sum and the sum times the gradient, 16 B per local logit
+ * with x itself (the forward's end holds 14: the bf16 logits, the fp32 input, x - max and
+ * the result).  Megatron's own vocabulary-parallel loss is not this code. */
+static void test_loss_parallel(void **state)
+{
+    const uint64_t T = 2 * 4096, V = 128256, t = 8;
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --gpus 8 --tp 8 --sequence-parallel", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 16 * T * V / t);
+    /* pure bf16: the loss still upcasts the shard (.float()); the backward is fp32 alike */
+    run("llama-3-8b", TRAIN8B " --gpus 8 --tp 8 --sequence-parallel --precision bf16", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 16 * T * V / t);
+    run("llama-3-8b", TRAIN8B " --gpus 8 --tp 8 --sequence-parallel --stack megatron", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V / t);
+    assert_true(with->peak_allocated_bytes > base->peak_allocated_bytes);
+    /* without TP the logits are whole and HF's ForCausalLMLoss form applies */
+    run("llama-3-8b", FSDP8, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 12 * T * V);
+}
+
 /* A model whose Hugging Face class computes its own loss: GPTBigCode's nn.CrossEntropyLoss
  * on the shifted compute-dtype logits (transformers before 4.54, when the version is given):
  * logits, their shifted copy and the log-softmax, 3 x 2 B per logit in pure bf16; a
@@ -1144,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_techniques_change_their_kinds),
         cmocka_unit_test(test_expert_parallel),
         cmocka_unit_test(test_loss_sizes),
+        cmocka_unit_test(test_loss_parallel),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_torchtitan_compiled_loss),

@@ -11,6 +11,7 @@
 #include "gpumem/internal/alloc_hooks.h"
 #include "pickle/pickle.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define P(lit) (const uint8_t *)(lit), sizeof(lit) - 1
@@ -299,7 +300,7 @@ static void test_stream(void **state)
     struct gm_error e;
     struct pk_opts o;
     struct stream_state h = {0, 0, 0};
-    struct pk_stream s = {"k", 8, on_rec, on_end, &h};
+    struct pk_stream s = {"k", 8, on_rec, on_end, &h, false};
     uint32_t idx;
     /* {"k": [[{}, {}]]} with memoized dicts; then a BINGET of a consumed dict must fail */
     static const uint8_t ok_pk[] = {0x80, 4,   '}', 0x94, 0x8c, 1,    'k', 0x94, ']', 0x94, ']',
@@ -339,7 +340,7 @@ static void test_record_name(void **state)
     struct gm_error e;
     struct pk_opts o;
     struct stream_state h = {0, 0, 0};
-    struct pk_stream s = {"k", 8, on_rec, on_end, &h};
+    struct pk_stream s = {"k", 8, on_rec, on_end, &h, false};
     const struct pk_node *t;
     /* ({"k": [[{"f": L}]]}, L) where L = [1] is first seen inside the streamed record (memo
      * slot 6), then fetched again: it comes back as the name the consumer gave it */
@@ -359,6 +360,153 @@ static void test_record_name(void **state)
     pk_doc_release(&d);
 }
 
+/* What a record's list values came as: 'L' a list, 'T' a name (pk_token), 'O' anything else. */
+struct run_state {
+    char kinds[16];
+    size_t n;
+};
+
+/* Names every list value 7 (a name its items decide, trivially: the same for all). */
+static enum gm_status on_run_rec(void *ctx, uint32_t list_index, const struct pk_record *r,
+                                 struct gm_error *err)
+{
+    struct run_state *h = ctx;
+    (void)list_index;
+    (void)err;
+    for (uint32_t k = 0; r->is_dict && k < r->n; k++) {
+        pk_val v = r->pairs[2 * k + 1];
+        char c = pk_node_of_kind(v, PK_LIST)             ? 'L'
+                 : pk_is_token(v) && pk_token_id(v) == 7 ? 'T'
+                                                         : 'O';
+        if (h->n + 1 < sizeof(h->kinds))
+            h->kinds[h->n++] = c;
+        if (pk_record_can_name(r, v))
+            (void)pk_record_name(r, v, 7);
+    }
+    return GM_OK;
+}
+
+static void on_run_end(void *ctx, uint32_t list_index, bool commit)
+{
+    (void)ctx;
+    (void)list_index;
+    (void)commit;
+}
+
+/* Parse 'pk' streaming "k" (names_by_items as given) into h, the flat reader reading
+ * 'flat_batches' batches; the root must be a pair whose second item is the name 7 (the memo
+ * slot of the second streamed record's list). */
+static void parse_runs(const uint8_t *pk, size_t n, bool by_items, uint64_t flat_batches,
+                       struct run_state *h)
+{
+    struct pk_doc d;
+    struct gm_error e;
+    struct pk_opts o;
+    struct pk_stream s = {"k", 8, on_run_rec, on_run_end, h, by_items};
+    const struct pk_node *t;
+    memset(&o, 0, sizeof o);
+    memset(h, 0, sizeof(*h));
+    o.stream = &s;
+    assert_int_equal(pk_parse(&d, pk, n, &o, &e), GM_OK);
+    assert_int_equal(d.n_flat_batches, flat_batches);
+    t = pk_node_of_kind(d.root, PK_TUPLE);
+    assert_non_null(t);
+    assert_true(pk_is_token(t->items[1]));
+    assert_int_equal(pk_token_id(t->items[1]), 7);
+    pk_doc_release(&d);
+}
+
+/* The flat reader's named runs (pk_stream.names_by_items): a list whose items are the same
+ * run of memo references as a list named before under the same key comes as that name, and
+ * its memo slot reads as the name; never when the stream did not ask, when a slot of the run
+ * was written again since, under another key, or after the flat reader gave a batch up. */
+static void test_named_runs(void **state)
+{
+    /* {"x": ["a", "b"], "k": [[{"f": None}, {"f": L}, {"f": L}, {"f": L}]], "z": 40 * "p"}
+     * with each L = ["a", "b"] a new list of BINGETs of slots 3 and 4, in three batches
+     * (the general reader reads the first, which makes the list a stream; the flat reader
+     * the others: two records, then one); between the last two batches a string is put into
+     * a new slot; then the memo slot of the second record's list (13) fetched again */
+    static const uint8_t run_plain[] = {
+        128, 4,   '}', 148, '(', 140, 1,   'x', 148, ']', 148, '(', 140, 1,   'a', 148, 140, 1,
+        'b', 148, 'e', 140, 1,   'k', 148, ']', 148, ']', 148, '(', '}', 148, '(', 140, 1,   'f',
+        148, 'N', 'u', 'e', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e',
+        'u', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e', 'u', 'e', 140, 1,
+        'c', 'q', 14,  '0', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e',
+        'u', 'e', 'a', 140, 1,   'z', 140, '(', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'u', 'h', 13,  134, '.'};
+    static const uint8_t run_abandoned[] = {
+        128, 4,   '}', 148, '(', 140, 1,   'x', 148, ']', 148, '(', 140, 1,   'a', 148, 140, 1,
+        'b', 148, 'e', 140, 1,   'k', 148, ']', 148, ']', 148, '(', '}', 148, '(', 140, 1,   'f',
+        148, 'N', 'u', 'e', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e',
+        'u', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e', 'u', '}', 148, '(',
+        'h', 9,   'G', 0,   0,   0,   0,   0,   0,   0,   0,   'u', 'e', 140, 1,   'c', 'q', 15,
+        '0', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e', 'u', 'e', 'a',
+        140, 1,   'z', 140, '(', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'u', 'h', 13,  134, '.'};
+    static const uint8_t run_other_key[] = {
+        128, 4,   '}', 148, '(', 140, 1,   'x', 148, ']', 148, '(', 140, 1,   'a', 148, 140,
+        1,   'b', 148, 'e', 140, 1,   'k', 148, ']', 148, ']', 148, '(', '}', 148, '(', 140,
+        1,   'f', 148, 'N', 'u', 'e', '(', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,
+        'h', 4,   'e', 'u', '}', 148, '(', 'h', 9,   ']', 148, '(', 'h', 3,   'h', 4,   'e',
+        'u', 'e', 140, 1,   'c', 'q', 14,  '0', '(', '}', 148, '(', 140, 1,   'g', 148, ']',
+        148, '(', 'h', 3,   'h', 4,   'e', 'u', 'e', 'a', 140, 1,   'z', 140, '(', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p', 'p',
+        'p', 'p', 'p', 'p', 'u', 'h', 13,  134, '.'};
+    uint8_t run_overwritten[sizeof run_plain];
+    struct run_state h;
+    (void)state;
+    parse_runs(run_plain, sizeof run_plain, true, 2, &h);
+    assert_string_equal(h.kinds, "OLTT");
+    parse_runs(run_plain, sizeof run_plain, false, 2, &h);
+    assert_string_equal(h.kinds, "OLLL");
+    /* the same, but the string between the batches is put into slot 3 (BINPUT 3, not 14, at
+     * byte 73): the last batch's list reads "c", "b" and must come as a list */
+    memcpy(run_overwritten, run_plain, sizeof run_plain);
+    assert_int_equal(run_overwritten[73], 'q');
+    run_overwritten[74] = 3;
+    parse_runs(run_overwritten, sizeof run_overwritten, true, 2, &h);
+    assert_string_equal(h.kinds, "OLTL");
+    /* a third record with a float value in the second batch: the flat reader gives the
+     * batch up after two records, the general reader reads all three, then the flat reader
+     * the last batch, whose list comes as a list */
+    parse_runs(run_abandoned, sizeof run_abandoned, true, 1, &h);
+    assert_string_equal(h.kinds, "OLTLLOL");
+    /* the last record's list under another key ("g", a new string): a list */
+    parse_runs(run_other_key, sizeof run_other_key, true, 2, &h);
+    assert_string_equal(h.kinds, "OLTL");
+}
+
+/* pk_short_str_word(): one word per short SHORT_BINUNICODE string, equal for equal strings
+ * (two literals of "N/A"), different for different ones of the same length; 0 for a string
+ * of more than 6 bytes, a non-string, and a string within 8 bytes of the end of the input. */
+static void test_short_str_word(void **state)
+{
+    /* ("N/A", "N/A", "N/B", "abcdefg", 1, "xy") */
+    static const uint8_t pk[] = {0x80, 4,    '(', 0x8c, 3,   'N',  '/',  'A', 0x8c, 3,   'N', '/',
+                                 'A',  0x8c, 3,   'N',  '/', 'B',  0x8c, 7,   'a',  'b', 'c', 'd',
+                                 'e',  'f',  'g', 'K',  1,   0x8c, 2,    'x', 'y',  't', '.'};
+    struct pk_doc d;
+    struct gm_error e;
+    const struct pk_node *t;
+    (void)state;
+    assert_int_equal(pk_parse(&d, pk, sizeof pk, NULL, &e), GM_OK);
+    t = pk_node_of_kind(d.root, PK_TUPLE);
+    assert_non_null(t);
+    assert_int_equal(t->len, 6);
+    assert_int_not_equal(pk_short_str_word(&d, t->items[0]), 0);
+    assert_int_equal(pk_short_str_word(&d, t->items[0]), pk_short_str_word(&d, t->items[1]));
+    assert_int_not_equal(pk_short_str_word(&d, t->items[2]), 0);
+    assert_int_not_equal(pk_short_str_word(&d, t->items[0]), pk_short_str_word(&d, t->items[2]));
+    assert_int_equal(pk_short_str_word(&d, t->items[3]), 0);
+    assert_int_equal(pk_short_str_word(&d, t->items[4]), 0);
+    assert_int_equal(pk_short_str_word(&d, t->items[5]), 0);
+    pk_doc_release(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_record_name),
+        cmocka_unit_test(test_named_runs),
+        cmocka_unit_test(test_short_str_word),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
