@@ -765,14 +765,6 @@ static void copy_bytes(uint64_t *dst, const uint64_t *src)
     memcpy(dst, src, GM_CATEGORY_COUNT * sizeof(uint64_t));
 }
 
-static uint64_t sum_bytes(const uint64_t *b)
-{
-    uint64_t s = 0;
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        s += b[c];
-    return s;
-}
-
 /* The state after event k (-1: the initial state) as a series point. */
 static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_snapshot_event *e,
                       uint8_t phase, uint64_t total, uint64_t reserved, const uint64_t *cur)
@@ -836,12 +828,14 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     }
 
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
     size_t ai = 0, fi = 0;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
         const struct gm_analysis_alloc *a = &dev->allocs[ai];
         cur[a->category] += a->bytes;
+        total += a->bytes;
         if (a->rule == GM_RULE_NONE)
             unexplained += a->bytes;
         if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -875,6 +869,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
+                total += a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -883,6 +878,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             if (e->action == GM_ACTION_FREE_COMPLETED && fi < w->n_free_of) {
                 const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
                 cur[a->category] -= a->bytes;
+                total -= a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained -= a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -890,7 +886,6 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             }
             reserved = gm_snapshot_reserved_step(&res, e);
         }
-        uint64_t total = sum_bytes(cur);
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
             copy_bytes(dev->at_peak, cur);
