@@ -236,6 +236,8 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
  * reads it instead of the event). */
 #define RAW_NO_FRAMES 0x80
+/* Not yet known (scan_trace's raw phase per stack). */
+#define RAW_UNSET 0xff
 
 /* Step 1: one pass over the trace. */
 static enum gm_status scan_trace(struct work *w, struct gm_error *err)
@@ -249,10 +251,15 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     struct gm_map map = GM_MAP_INIT; /* address -> index in trace[] of the allocation there */
     struct step_ranges steps;
     enum gm_status st = GM_OK;
-    if (!step_ranges_init(&steps, w->snap, sd->index)) {
+    /* the raw phase of each stack id, once (RAW_UNSET until asked) */
+    size_t n_stacks = w->snap->n_stacks;
+    uint8_t *raw_of = NULL;
+    if (!step_ranges_init(&steps, w->snap, sd->index) ||
+        !(raw_of = gm_malloc(n_stacks ? n_stacks : 1))) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
     }
+    memset(raw_of, RAW_UNSET, n_stacks);
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -267,8 +274,13 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         if (e->stack)
             w->trace_has_frames = true;
         w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
-        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
-            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
+            if (e->stack >= n_stacks)
+                raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+            else if ((raw = raw_of[e->stack]) == RAW_UNSET)
+                raw = raw_of[e->stack] =
+                    (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        }
         if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
             raw = RAW_STEP;
         if (raw == RAW_UNKNOWN && !e->stack)
@@ -398,6 +410,7 @@ out:
     gm_big_free(trace, cap_trace * sizeof(*trace));
     gm_free(steps.open);
     gm_free(steps.close);
+    gm_free(raw_of);
     gm_map_release(&map);
     return st;
 }
