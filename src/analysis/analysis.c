@@ -3,15 +3,16 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device (every pass reads the trace in order with a cursor, and
- * the per-event work is O(1): event -> run and event -> iteration through ana_index, never
- * a search):
+ * Order of the work for one device (two passes read the whole trace in order with a
+ * cursor, and the per-event work is O(1): event -> run and event -> iteration through
+ * ana_index, never a search):
  *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
  *      phase of each event from its stack (classify.c), the oom events, the segment
  *      events for the layout history (layout.c builds it from them in step 6)
- *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): one
- *      pass, with a second cursor ahead at the next event of known phase
+ *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): over
+ *      the raw phases of step 1, the trace read only around an unknown event between two
+ *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
  *   5. one pass for the series, the peak split and the iteration figures
@@ -454,7 +455,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     struct gm_analysis_device *dev = w->dev;
     size_t n = sd->n_events;
     struct gm_snapshot_cursor c, ahead;
-    size_t nk = SIZE_MAX; /* index of the next event of known phase after the current one */
+    size_t nk = SIZE_MAX;        /* the next event of known phase after the current one */
     size_t last_fwd = SIZE_MAX;  /* the last forward event before the current one */
     size_t caller_of = SIZE_MAX; /* the event prev_caller / next_caller were read at */
     size_t next_of = SIZE_MAX;
