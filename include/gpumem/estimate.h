@@ -449,6 +449,7 @@ struct gm_job_gpu {
     uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
     char label[48];        /* catalog name or the size as given, for messages */
     unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
+    bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
 };
 
 #define GM_JOB_MAX_SETTINGS 128
@@ -723,6 +724,7 @@ struct gm_est_serving {
     uint64_t kv_pool_bytes;
     uint64_t kv_blocks;
     uint64_t kv_tokens;
+    uint64_t kv_tokens_logged; /* vLLM: what its log prints as "GPU KV cache size", by version */
     uint64_t block_size;
     uint64_t max_model_len;
     uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */
@@ -1124,6 +1126,7 @@ struct gm_gpu {
     uint64_t memory_bytes; /* total device memory */
     const char *kind;      /* "data-centre", "workstation" or "consumer" */
     unsigned sm;           /* compute capability x 10 (80 = sm_80, Ampere; 90 = Hopper) */
+    bool no_p2p;           /* no peer access between two such boards with NVIDIA's driver */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

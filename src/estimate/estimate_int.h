@@ -286,6 +286,8 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
+/* Whether the job's GPUs lack peer access: --no-p2p, or a catalog GPU without it. */
+bool est_no_p2p(const struct gm_job *j);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
@@ -364,6 +366,18 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
 /* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
 uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
+/* Bytes the Marlin kernel's padding of MXFP4 MoE experts adds to one GPU's weights under
+ * vLLM on a GPU of compute capability 'sm' (x 10) at 'version' (stage_engine.c); 0 where
+ * vLLM keeps the checkpoint's shapes or the layout is not modelled. */
+uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                         uint64_t tp, uint64_t ep);
+/* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
+ * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
+ * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10
+ * ('version' 0: the newest) the log counts every layer as holding every token
+ * (stage_engine.c). */
+uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                                uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version);
 /* vLLM: KV bytes per token of one request of 'len' tokens on one of 'tp' GPUs of the
  * pipeline stage with the most layers ('pp' stages), at 'kvb100' hundredths of a byte per
  * element.  Full-attention layers hold every token; with the hybrid allocator a

@@ -494,6 +494,7 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);
             gm_json_kv_u64(w, "kv_blocks", sv->kv_blocks);
             gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);
+            gm_json_kv_u64(w, "kv_tokens_logged", sv->kv_tokens_logged);
             gm_json_kv_u64(w, "max_model_len", sv->max_model_len);
             gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
             gm_json_kv_bool(w, "starts", sv->kv_tokens >= sv->max_model_len);

@@ -278,6 +278,68 @@ static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_t
         sv->max_model_len ? (double)sv->kv_tokens / (double)sv->max_model_len : 0.0;
 }
 
+/* What vLLM's log prints as "GPU KV cache size: N tokens" (vllm/v1/core/kv_cache_utils.py at
+ * 001cabc: _get_kv_cache_groups_uniform_page_size, get_kv_cache_config_from_groups,
+ * _report_kv_cache_config).  A model with two attention types (sliding-window or chunked
+ * local layers beside full attention) has its layers of each type split into groups of
+ * group_size layers: the smaller type's count, or the larger's when that is under 1.5 times
+ * the smaller (the last group of a type padded).  The pool is group_size tensors, each shared
+ * by one layer of every group, so num_blocks = pool / page / group_size with page = block_size
+ * x one layer's bytes per token, and the log prints num_blocks / n_groups x block_size: the
+ * tokens as if every layer held every token, while the concurrency line (and 'tokens', the
+ * pool in the bytes a request of max_model_len really holds) counts the windows.  From 0.10,
+ * the first release whose log the validation rows hold for such a model (gpt-oss, 0.10.1);
+ * one stage (--pp 1) and attention layers only (no Mamba or linear-attention state). */
+uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
+                                uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version)
+{
+    uint64_t all = est_kv_layers(m), sliding, full, lo, hi, group_size, groups, k, v, page;
+    if (!m->sliding_window || !m->n_sliding_layers || m->n_linear_layers || pp > 1 || !block ||
+        (version && version < GM_VERSION(0, 10, 0)))
+        return tokens;
+    sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
+    full = all - sliding;
+    if (!full) /* one attention type: one group, every block a request's */
+        return tokens;
+    lo = full < sliding ? full : sliding;
+    hi = full < sliding ? sliding : full;
+    group_size = 2 * hi < 3 * lo ? hi : lo;
+    groups = est_div_up(full, group_size) + est_div_up(sliding, group_size);
+    est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
+    page = (k + v) * kvb100 / 100 * block;
+    if (!page)
+        return tokens;
+    return pool / page / group_size / groups * block;
+}
+
+/* vLLM's MXFP4 MoE experts in the Marlin kernel's layout (vllm/model_executor/layers/
+ * quantization/mxfp4.py, Mxfp4MoEMethod.create_weights, Mxfp4Backend.MARLIN at 007d500: "the
+ * moe marlin kernel requires that for each linear n % 256 == 0 and k % 128 == 0"): every
+ * expert's intermediate share (its width / tp) rounded up to 128 and the hidden size to 256,
+ * fp4 values and one e8m0 scale per 32 (17/32 byte an element) for gate, up and down.  vLLM
+ * takes Marlin where its Triton kernels do not run (compute capability below 9.0 or from
+ * 11.0) and, in the logs the validation rows hold, on Hopper up to 0.10 (0.10.1 on an H100
+ * prints "Weight-only FP4 compression will be used leveraging the Marlin kernel"; 0.11.0's
+ * loaded weights are those of the Triton layout, not modelled).  Returns the bytes the
+ * padding adds on one GPU; 0 for other checkpoints, GPUs, versions and expert parallelism. */
+uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                         uint64_t tp, uint64_t ep)
+{
+    uint64_t width, share, hidden, moe_layers, before, after;
+    bool marlin =
+        sm && (sm < 90 || sm >= 110 || (sm < 100 && version && version < GM_VERSION(0, 11, 0)));
+    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !marlin || ep > 1 || !tp)
+        return 0;
+    width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
+    share = width / tp;
+    hidden = m->hidden;
+    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
+    before = share * hidden;
+    after = est_div_up(share, 128) * 128 * (est_div_up(hidden, 256) * 256);
+    return gm_mul_div_u64(gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), 3 * (after - before)),
+                          17, 32);
+}
+
 /* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
 static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
 {
@@ -400,6 +462,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->max_num_seqs = seqs;
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     w = est_div_up(cx->stored_weight_bytes, t);
+    w = gm_add_sat(w,
+                   est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);
@@ -421,7 +485,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    ca = est_vllm_custom_allreduce_bytes(t, !j->runtime.no_p2p);
+    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -450,6 +514,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
     engine_pool(sv, pool, per_token, bs);
+    sv->kv_tokens_logged =
+        est_vllm_tokens_logged(m, t, pp, kvb100, pool, bs, sv->kv_tokens, j->stack.vllm);
     engine_weights(cx, w, t, pp > 1);
     if (act == hidden_bytes && sampler)
         snprintf(note, sizeof note,

@@ -148,6 +148,11 @@ static void reserved_rule(struct est_ctx *cx, struct gm_estimate *e)
     }
 }
 
+bool est_no_p2p(const struct gm_job *j)
+{
+    return j->runtime.no_p2p || j->gpu.no_p2p;
+}
+
 uint64_t est_nccl_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
@@ -158,7 +163,7 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
      * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
      * buffers take no device memory */
-    if (j->runtime.no_p2p && !est_given(j, EST_SET_NCCL))
+    if (est_no_p2p(j) && !est_given(j, EST_SET_NCCL))
         return 0;
     per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
@@ -196,6 +201,11 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_WORKSPACE, j->runtime.workspace_bytes,
                                    "library workspaces", "--workspace"};
     if (!llamacpp && comms) {
+        if (j->gpu.no_p2p && !j->runtime.no_p2p)
+            est_assume(e,
+                       "%s: no peer access between the boards with NVIDIA's driver, so NCCL "
+                       "keeps its buffers in host memory (as --no-p2p)",
+                       j->gpu.label);
         if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !est_given(j, EST_SET_NCCL))
             snprintf(nccl_src, sizeof nccl_src, "1 GiB per GPU");
         else

@@ -220,6 +220,13 @@ static const char *const variant_words[] = {"instruct", "chat", "it"};
             .text_only = true, .dtype = BF16                                                       \
     }
 
+/* Kimi K2 Thinking's published checkpoint: compressed-tensors pack-quantized int4 experts,
+ * symmetric, one scale per 32 inputs; attention kept in bf16 (ignore: self_attn, lm_head). */
+#define INT4_GROUP32_EXPERTS                                                                       \
+    {                                                                                              \
+        .method = GM_QUANT_INT, .bits = 4, .group_size = 32, .keep = 1u << GM_ROLE_ATTENTION       \
+    }
+
 #define NO_QUANT                                                                                   \
     {                                                                                              \
         .method = GM_QUANT_NONE                                                                    \
@@ -591,6 +598,26 @@ static const struct entry catalog[] = {
      "llama-4-maverick llama-4-maverick-17b-128e "
      "llama4-maverick",
      LLAMA4("Llama-4-Maverick-17B-128E", 128, 24, 1048576)},
+    /* Models of the public vLLM start-up logs (tests/data/validation), each from its published
+     * config.json: microsoft/phi-4 (Phi3ForCausalLM: 40 heads, 10 KV heads, untied, no
+     * sliding window), deepseek-ai/deepseek-coder-6.7b-instruct (LlamaForCausalLM, 32 KV heads,
+     * 16384 positions by linear RoPE scaling x4), mistralai/Mistral-7B-Instruct-v0.2
+     * (Mistral-7B-v0.1's layout without its sliding window, 32768 positions) and
+     * moonshotai/Kimi-K2-Thinking (DeepseekV3's layout with 64 heads, 384 experts, one dense
+     * layer, a 163840 vocabulary). */
+    {"microsoft/phi-4", "phi-4 phi4",
+     LLAMA_LIKE("phi-4", "phi3", GM_ARCH_PHI3, 5120, 40, 40, 10, 128, 17920, 100352, 16384, false,
+                BF16)},
+    {"deepseek-ai/deepseek-coder-6.7b-instruct",
+     "deepseek-coder-6.7b deepseek-coder-6.7b-base deepseek-ai/deepseek-coder-6.7b-base",
+     LLAMA_LIKE("deepseek-coder-6.7b-instruct", "llama", GM_ARCH_LLAMA, 4096, 32, 32, 32, 128,
+                11008, 32256, 16384, false, BF16)},
+    {"mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b-instruct-v0.2 mistral-7b-v0.2",
+     LLAMA_LIKE("Mistral-7B-Instruct-v0.2", "mistral", GM_ARCH_MISTRAL, 4096, 32, 32, 8, 128, 14336,
+                32000, 32768, false, BF16)},
+    {"moonshotai/Kimi-K2-Thinking", "kimi-k2-thinking kimi-k2",
+     DEEPSEEK("Kimi-K2-Thinking", "kimi_k2", GM_ARCH_DEEPSEEK_V3, 7168, 61, 64, 1536, 18432, 2048,
+              384, 1, 8, 1, 163840, 262144, true, INT4_GROUP32_EXPERTS)},
 };
 
 #define N_CATALOG (sizeof(catalog) / sizeof(catalog[0]))

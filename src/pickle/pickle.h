@@ -250,6 +250,9 @@ static inline uint64_t pk_short_str_word(const struct pk_doc *doc, pk_val v)
 #endif
     if ((w & 0xff) != 0x8c || ((w >> 8) & 0xff) > 6)
         return 0;
+    /* opcode, length and up to 6 bytes: a 6-byte string fills the word */
+    if (((w >> 8) & 0xff) == 6)
+        return w;
     return w & (((uint64_t)1 << (8 * (((w >> 8) & 0xff) + 2))) - 1);
 }
 

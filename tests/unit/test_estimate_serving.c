@@ -492,6 +492,118 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+/* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
+ * attention (vllm/v1/core/kv_cache_utils.py: _get_kv_cache_groups_uniform_page_size,
+ * get_kv_cache_config_from_groups, _report_kv_cache_config): num_blocks = pool / page /
+ * group_size, printed as num_blocks / n_groups x block_size. */
+static void test_vllm_tokens_logged_hybrid(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    /* gpt-oss-120b at tp 4: 18 sliding + 18 full layers, group_size 18, 2 groups; one layer's
+     * token is 2 KV heads x 64 x 2 (K, V) x 2 B = 512 B, a page of 16 tokens 8192 B; the pool
+     * of 330018 blocks vLLM 0.10.1 made of "45.32 GiB" prints 330018 / 2 x 16 tokens */
+    job_make("gpt-oss-120b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 4 "
+             "--max-model-len 16384 --kv-cache-memory-bytes 48663134208",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, 2640144);
+    /* the concurrency counts the windows: more tokens than the log's figure */
+    assert_true(est->serving.kv_tokens > est->serving.kv_tokens_logged);
+    gm_estimate_free(est);
+    est = NULL;
+    /* gemma-3-27b: 52 sliding + 10 full layers, group_size 10, 1 + 6 groups (the last padded);
+     * 16 KV heads x 128 x 2 x 2 B = 8192 B a layer's token, 131072 B a page: 10 GiB is
+     * 10737418240 / 131072 / 10 = 8192 blocks, printed 8192 / 7 x 16 */
+    job_make("gemma-3-27b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 "
+             "--max-model-len 8192 --kv-cache-memory-bytes 10GiB",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, 8192 / 7 * 16);
+    gm_estimate_free(est);
+    est = NULL;
+    /* before 0.10 and for one attention type the log prints the pool's tokens */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.9.2 --gpu H100", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, est->serving.kv_tokens);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_tokens_logged, est->serving.kv_tokens);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
+/* gpt-oss's MXFP4 experts in vLLM's Marlin layout (mxfp4.py, Mxfp4Backend.MARLIN: the
+ * intermediate share rounded up to 128, the hidden size to 256), 17/32 byte an element for
+ * gate, up and down of 128 experts in 36 layers. */
+static void test_vllm_mxfp4_marlin_padding(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("gpt-oss-120b");
+    struct gm_job j;
+    uint64_t marlin, triton;
+    (void)state;
+    assert_non_null(m);
+    /* A100 at tp 4: 720 -> 768 and 2880 -> 3072 */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 4, 1),
+                     (768ull * 3072 - 720 * 2880) * 3 * 128 * 36 * 17 / 32);
+    /* Hopper at 0.10.1 and tp 1: 2880 -> 2944 and 2880 -> 3072 */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 10, 1), 1, 1),
+                     (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+    /* Hopper from 0.11 (Triton), Blackwell B200 (FlashInfer), expert parallelism: none */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 100, GM_VERSION(0, 10, 1), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 1, 2), 0);
+    /* a checkpoint without MXFP4 experts keeps its shapes */
+    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(gm_model_catalog_find("qwen3-30b-a3b"), 80,
+                                                     GM_VERSION(0, 10, 1), 1, 1),
+                     0);
+    /* the weights vLLM loads carry the padding */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100", &j);
+    run(&j, &est);
+    marlin = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    triton = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(marlin - triton, (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+}
+
+/* Two RTX 4090s have no peer access with NVIDIA's driver (the catalog's no_p2p): NCCL keeps
+ * its buffers in host memory and vLLM's custom all-reduce stays off, as with --no-p2p, so the
+ * non-torch figure a 0.7 log prints is the kernels alone. */
+static void test_vllm_gpu_without_p2p(void **state)
+{
+    const struct gm_gpu *g;
+    struct gm_job j;
+    (void)state;
+    assert_int_equal(gm_gpu_lookup("NVIDIA GeForce RTX 4090", &g, NULL), GM_OK);
+    assert_true(g->no_p2p);
+    assert_int_equal(gm_gpu_lookup("H100", &g, NULL), GM_OK);
+    assert_false(g->no_p2p);
+    job_make("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 --gpu RTX-4090 --gpus 2",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 164 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+    /* the same job on H100s: two communicators and the all-reduce buffers in the figure */
+    job_make("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 --gpu H100 --gpus 2", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes,
+                     164 * GM_MIB + 18 * GM_MIB + gm_estimate_kind_bytes(est, GM_KIND_NCCL));
+    assert_true(gm_estimate_kind_bytes(est, GM_KIND_NCCL) > 0);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
  * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
  * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
@@ -644,6 +756,9 @@ int main(void)
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
+        cmocka_unit_test(test_vllm_tokens_logged_hybrid),
+        cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
+        cmocka_unit_test(test_vllm_gpu_without_p2p),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -216,6 +216,8 @@ static const struct {
     {"deepseek-v3", 671026419200ull, 0, "main model of the checkpoint (DeepSeek: 671B)"},
     {"gpt-oss-20b", 20910000000ull, 4, "gpt-oss model card (arXiv 2508.10925) table 1: 20.91B"},
     {"gpt-oss-120b", 116830000000ull, 5, "gpt-oss model card table 1: 116.83B"},
+    {"phi-4", 14659507200ull, 0, "hf"},
+    {"deepseek-coder-6.7b", 6740512768ull, 0, "hf"},
 };
 
 /* 'v' rounded to 'digits' significant digits. */

@@ -485,10 +485,13 @@ static void test_named_runs(void **state)
  * of more than 6 bytes, a non-string, and a string within 8 bytes of the end of the input. */
 static void test_short_str_word(void **state)
 {
-    /* ("N/A", "N/A", "N/B", "abcdefg", 1, "xy") */
-    static const uint8_t pk[] = {0x80, 4,    '(', 0x8c, 3,   'N',  '/',  'A', 0x8c, 3,   'N', '/',
-                                 'A',  0x8c, 3,   'N',  '/', 'B',  0x8c, 7,   'a',  'b', 'c', 'd',
-                                 'e',  'f',  'g', 'K',  1,   0x8c, 2,    'x', 'y',  't', '.'};
+    /* ("N/A", "N/A", "N/B", "abcdefg", 1, "abcdef", "abcdef", "abcdeX", "xy"): a 6-byte
+     * string fills the whole word; the last string lies within 8 bytes of the end */
+    static const uint8_t pk[] = {0x80, 4,    '(', 0x8c, 3,   'N',  '/',  'A', 0x8c, 3,    'N', '/',
+                                 'A',  0x8c, 3,   'N',  '/', 'B',  0x8c, 7,   'a',  'b',  'c', 'd',
+                                 'e',  'f',  'g', 'K',  1,   0x8c, 6,    'a', 'b',  'c',  'd', 'e',
+                                 'f',  0x8c, 6,   'a',  'b', 'c',  'd',  'e', 'f',  0x8c, 6,   'a',
+                                 'b',  'c',  'd', 'e',  'X', 0x8c, 2,    'x', 'y',  't',  '.'};
     struct pk_doc d;
     struct gm_error e;
     const struct pk_node *t;
@@ -496,14 +499,17 @@ static void test_short_str_word(void **state)
     assert_int_equal(pk_parse(&d, pk, sizeof pk, NULL, &e), GM_OK);
     t = pk_node_of_kind(d.root, PK_TUPLE);
     assert_non_null(t);
-    assert_int_equal(t->len, 6);
+    assert_int_equal(t->len, 9);
     assert_int_not_equal(pk_short_str_word(&d, t->items[0]), 0);
     assert_int_equal(pk_short_str_word(&d, t->items[0]), pk_short_str_word(&d, t->items[1]));
     assert_int_not_equal(pk_short_str_word(&d, t->items[2]), 0);
     assert_int_not_equal(pk_short_str_word(&d, t->items[0]), pk_short_str_word(&d, t->items[2]));
     assert_int_equal(pk_short_str_word(&d, t->items[3]), 0);
     assert_int_equal(pk_short_str_word(&d, t->items[4]), 0);
-    assert_int_equal(pk_short_str_word(&d, t->items[5]), 0);
+    assert_int_not_equal(pk_short_str_word(&d, t->items[5]), 0);
+    assert_int_equal(pk_short_str_word(&d, t->items[5]), pk_short_str_word(&d, t->items[6]));
+    assert_int_not_equal(pk_short_str_word(&d, t->items[5]), pk_short_str_word(&d, t->items[7]));
+    assert_int_equal(pk_short_str_word(&d, t->items[8]), 0);
     pk_doc_release(&d);
 }
 

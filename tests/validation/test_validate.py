@@ -118,16 +118,21 @@ class Check(unittest.TestCase):
                              capture_output=True, text=True, check=True).stdout
         sv = json.loads(out)["serving"]
         blocks = round(sv["kv_blocks"] / 1.05)
+        # the concurrency as vLLM prints it, to two decimals, 10% above gpumem's figure
+        conc = "%.2f" % (sv["max_concurrency"] * 1.1)
         rows = GOOD + ("e1,o/r,p,c,row 1,kv_cache,%d,value,,%s\n"
                        "e2,o/r,p,c,row 1,kv_blocks,%d,value,,%s\n"
-                       "e3,o/r,p,c,row 1,kv_tokens,%d,value,,%s\n" %
-                       (sv["kv_pool_bytes"], args, blocks, args, sv["kv_tokens"], args))
+                       "e3,o/r,p,c,row 1,kv_tokens,%d,value,,%s\n"
+                       "e5,o/r,p,c,row 1,max_concurrency,%s,value,,%s\n" %
+                       (sv["kv_pool_bytes"], args, blocks, args, sv["kv_tokens"], args, conc,
+                        args))
         rc, out = run({"t.csv": rows})
         self.assertEqual(rc, 0, out)
         self.assertRegex(out, r"t +kv_blocks +1 +5\.0%")
         self.assertRegex(out, r"t +kv_cache +1 +0\.0% +100\.0% within 10% +0 MiB +100\.0% "
                               r"within 64 MiB")
         self.assertRegex(out, r"t +kv_tokens +1 +0\.0%")
+        self.assertRegex(out, r"t +max_concurrency +1 +9\.[0-9]%")
         rc, out = run({"t.csv": GOOD + "e4,o/r,p,c,row 2,kv_blocks,100,value,,%s\n" %
                        GOOD.split(",value,,")[1].strip()})
         self.assertEqual(rc, 1, out)

@@ -9,8 +9,9 @@ DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines s
 measurement with the source repository, path and commit, the counter the run measured
 (allocated: torch.cuda.max_memory_allocated(), reserved: max_memory_reserved(), device:
 nvidia-smi; or what a serving engine printed at start-up, per GPU: weights, non_torch,
-activation, kv_cache, kv_blocks, kv_tokens, cuda_graphs, compute_buffer), the measured value
-(bytes; a count for kv_blocks and kv_tokens), what is expected (value, or does_not_fit for runs
+activation, kv_cache, kv_blocks, kv_tokens, max_concurrency, cuda_graphs, compute_buffer), the
+measured value (bytes; a count for kv_blocks and kv_tokens; the printed ratio, such as 5.59, for
+max_concurrency), what is expected (value, or does_not_fit for runs
 that ran out of memory), the gpumem feature a row still needs (such rows are listed as skipped,
 with the reason, never silently) and the `gpumem estimate` arguments of the setup.
 
@@ -47,12 +48,16 @@ COUNTER_KEY = {"allocated": "allocated_bytes", "reserved": "reserved_bytes",
 # What a serving engine prints at start-up, per GPU: the counter, where `estimate --json` has
 # gpumem's figure of it, and whether it is bytes (else a count).  vLLM: "model weights take" /
 # "Model loading took", non_torch_memory, "PyTorch activation peak memory", "Available KV cache
-# memory", "# GPU blocks", "GPU KV cache size: N tokens", "Graph capturing finished ..., took";
+# memory", "# GPU blocks", "GPU KV cache size: N tokens", "Maximum concurrency for N tokens
+# per request: X" (a ratio, measured as printed), "Graph capturing finished ..., took";
 # llama.cpp: the model, KV and compute buffer sizes of the GPU.
 ENGINE_COUNTERS = {
     "weights": True, "non_torch": True, "activation": True, "kv_cache": True,
-    "kv_blocks": False, "kv_tokens": False, "cuda_graphs": True, "compute_buffer": True,
+    "kv_blocks": False, "kv_tokens": False, "max_concurrency": False, "cuda_graphs": True,
+    "compute_buffer": True,
 }
+# The counters measured as a ratio, not a whole number of bytes or of blocks or tokens.
+RATIO_COUNTERS = ("max_concurrency",)
 LIMIT = 0.10
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -114,11 +119,13 @@ def predicted(doc, counter):
         if "kv_pool_bytes" in serving:
             return serving["kv_pool_bytes"]
         return component_bytes(doc, "kv_cache")
+    if counter == "kv_tokens" and "kv_tokens_logged" in serving:
+        return serving["kv_tokens_logged"]
     if counter == "cuda_graphs":
         return component_bytes(doc, "engine_pool", "cuda_graphs") or 0
     key = {"non_torch": "non_torch_logged_bytes", "activation": "activation_peak_bytes",
            "kv_blocks": "kv_blocks", "kv_tokens": "kv_tokens",
-           "compute_buffer": "compute_buffer_bytes"}[counter]
+           "max_concurrency": "max_concurrency", "compute_buffer": "compute_buffer_bytes"}[counter]
     return serving.get(key)
 
 
@@ -236,10 +243,11 @@ def main(argv):
                 if rows_out:
                     print("  %-28s verdict %s (expected does_not_fit)" % (row["id"], v))
                 continue
-            measured = int(row["measured"])
+            ratio = row["counter"] in RATIO_COUNTERS
+            measured = float(row["measured"]) if ratio else int(row["measured"])
             pred = predicted(doc, row["counter"])
             if pred is None or measured <= 0:
-                failures.append("%s: no figure for '%s' (measured %d)" %
+                failures.append("%s: no figure for '%s' (measured %s)" %
                                 (row["id"], row["counter"], measured))
                 continue
             e = pred / measured - 1.0
@@ -252,7 +260,8 @@ def main(argv):
             by_counter.setdefault(row["counter"], []).append(e)
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
-                print("  %-28s %-14s measured %15d predicted %15d %+6.1f%%" %
+                fmt = "%15.2f" if ratio else "%15d"
+                print(("  %-28s %-14s measured " + fmt + " predicted " + fmt + " %+6.1f%%") %
                       (row["id"], row["counter"], measured, pred, 100 * e))
         for counter in sorted(errs):
             print("%-26s %-14s %5d  %s" % (source, counter, len(errs[counter]),
