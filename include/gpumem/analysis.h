@@ -852,8 +852,10 @@ struct gm_layout_history {
     size_t n_final_blocks;
 };
 
-/* Build the history of device 'dev' of 'snap' (one pass over its trace).  On success 'h'
- * is owned by the caller: gm_layout_history_release().  Errors: GM_ERR_NOMEM. */
+/* Build the history of device 'dev' of 'snap' (one pass over its trace; the analysis
+ * gathers the same segment events on its own first pass and builds the history it keeps
+ * from them).  On success 'h' is owned by the caller: gm_layout_history_release().
+ * Errors: GM_ERR_NOMEM. */
 enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                                        const struct gm_snapshot_device *dev,
                                        struct gm_layout_history *h, struct gm_error *err);

@@ -3,14 +3,16 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device (every pass reads the trace in order with a cursor, and
- * the per-event work is O(1): event -> run and event -> iteration through ana_index, never
- * a search):
+ * Order of the work for one device (two passes read the whole trace in order with a
+ * cursor, and the per-event work is O(1): event -> run and event -> iteration through
+ * ana_index, never a search):
  *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
- *      phase of each event from its stack (classify.c), the oom events
- *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): one
- *      pass, with a second cursor ahead at the next event of known phase
+ *      phase of each event from its stack (classify.c), the oom events, the segment
+ *      events for the layout history (layout.c builds it from them in step 6)
+ *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): over
+ *      the raw phases of step 1, the trace read only around an unknown event between two
+ *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
  *   5. one pass for the series, the peak split and the iteration figures
@@ -109,6 +111,7 @@ struct work {
     struct gm_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
     struct ana_index runs_ix, iters_ix;
+    struct ana_layout_events seg_events; /* gathered by scan_trace for the layout history */
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -231,6 +234,12 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
+ * reads it instead of the event). */
+#define RAW_NO_FRAMES 0x80
+/* Not yet known (scan_trace's raw phase per stack). */
+#define RAW_UNSET 0xff
+
 /* Step 1: one pass over the trace. */
 static enum gm_status scan_trace(struct work *w, struct gm_error *err)
 {
@@ -243,10 +252,15 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     struct gm_map map = GM_MAP_INIT; /* address -> index in trace[] of the allocation there */
     struct step_ranges steps;
     enum gm_status st = GM_OK;
-    if (!step_ranges_init(&steps, w->snap, sd->index)) {
+    /* the raw phase of each stack id, once (RAW_UNSET until asked) */
+    size_t n_stacks = w->snap->n_stacks;
+    uint8_t *raw_of = NULL;
+    if (!step_ranges_init(&steps, w->snap, sd->index) ||
+        !(raw_of = gm_malloc(n_stacks ? n_stacks : 1))) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
     }
+    memset(raw_of, RAW_UNSET, n_stacks);
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -261,11 +275,22 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         if (e->stack)
             w->trace_has_frames = true;
         w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
-        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER)
-            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
+            if (e->stack >= n_stacks)
+                raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+            else if ((raw = raw_of[e->stack]) == RAW_UNSET)
+                raw = raw_of[e->stack] =
+                    (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        }
         if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
             raw = RAW_STEP;
+        if (raw == RAW_UNKNOWN && !e->stack)
+            raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
         w->phase[k] = raw;
+        if (!ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         switch (e->action) {
         case GM_ACTION_ALLOC: {
             struct gm_analysis_alloc *a;
@@ -386,6 +411,7 @@ out:
     gm_big_free(trace, cap_trace * sizeof(*trace));
     gm_free(steps.open);
     gm_free(steps.close);
+    gm_free(raw_of);
     gm_map_release(&map);
     return st;
 }
@@ -406,61 +432,80 @@ static enum gm_phase phase_of_raw(uint8_t raw)
     }
 }
 
-/* Step 2: smoothing, then the runs. */
+/* The stack of event k, read with a cursor that only moves forward and starts again near
+ * k when it is far behind (the smoothing asks for few events, in ascending order). */
+static uint32_t stack_at(struct gm_snapshot_cursor *c, const struct gm_snapshot_device *sd,
+                         size_t k)
+{
+    const struct gm_snapshot_event *e;
+    if (c->index + 1 > k || c->index + 1 + GM_SNAPSHOT_CHECKPOINT < k)
+        gm_snapshot_cursor_init(c, sd, k);
+    while ((e = gm_snapshot_cursor_next(c)) != NULL)
+        if (c->index == k)
+            return e->stack;
+    return 0;
+}
+
+/* Step 2: smoothing, then the runs.  The raw phases are in w->phase (an unknown event's
+ * RAW_NO_FRAMES bit set by scan_trace when its stack is empty); only an unknown event
+ * between two forward events needs stacks, read from the trace with two cursors. */
 static enum gm_status compute_phases(struct work *w, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
     size_t n = sd->n_events;
     struct gm_snapshot_cursor c, ahead;
-    const struct gm_snapshot_event *e, *nx = NULL;
-    size_t nk = SIZE_MAX; /* index of the next event of known phase after the current one */
+    size_t nk = SIZE_MAX;        /* the next event of known phase after the current one */
+    size_t last_fwd = SIZE_MAX;  /* the last forward event before the current one */
+    size_t caller_of = SIZE_MAX; /* the event prev_caller / next_caller were read at */
+    size_t next_of = SIZE_MAX;
+    uint32_t prev_caller = ANA_NO_FRAME, next_caller = ANA_NO_FRAME;
 
-    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md).
-     * 'ahead' finds the next known event: both cursors only move forward. */
+    /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
-    uint32_t prev_caller = ANA_NO_FRAME; /* who called the model in the last forward event */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        size_t k = c.index;
+    for (size_t k = 0; k < n; k++) {
         uint8_t raw = w->phase[k];
-        if (raw != RAW_UNKNOWN) {
+        if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
             pk = raw;
             if (raw == RAW_FORWARD)
-                prev_caller = ana_stack_caller(w->cls, e->stack);
+                last_fwd = k;
             w->phase[k] = (uint8_t)phase_of_raw(raw);
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
-             * only events up to k have their final phase yet); a cursor far behind starts
-             * again at k */
-            if (ahead.index == SIZE_MAX || ahead.index + GM_SNAPSHOT_CHECKPOINT < k)
-                gm_snapshot_cursor_init(&ahead, sd, k + 1);
-            nk = SIZE_MAX;
-            while ((nx = gm_snapshot_cursor_next(&ahead)) != NULL)
-                if (ahead.index > k && w->phase[ahead.index] != RAW_UNKNOWN) {
-                    nk = ahead.index;
-                    break;
-                }
+             * only events up to k have their final phase yet) */
+            for (nk = k + 1; nk < n && (w->phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+                ;
+            if (nk == n)
+                nk = SIZE_MAX;
         }
         uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[nk];
         uint8_t out;
-        bool empty = e->stack == 0;
+        bool empty = (raw & RAW_NO_FRAMES) != 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
         } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
             /* Between two forward events: code of a training forward that runs outside any
              * module (in the function that calls the model), else code between two model
-             * calls (a batch, an evaluation, logging). */
-            uint32_t u = ana_stack_first_user(w->cls, e->stack);
-            uint32_t ncl = ana_stack_caller(w->cls, nx->stack);
+             * calls (a batch, an evaluation, logging).  The callers of the model in the
+             * forward events either side. */
+            if (caller_of != last_fwd) {
+                prev_caller = ana_stack_caller(w->cls, stack_at(&c, sd, last_fwd));
+                caller_of = last_fwd;
+            }
+            uint32_t u = ana_stack_first_user(w->cls, stack_at(&c, sd, k));
+            if (next_of != nk) {
+                next_caller = ana_stack_caller(w->cls, stack_at(&ahead, sd, nk));
+                next_of = nk;
+            }
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
-                        ana_same_function(w->snap, u, ncl);
+                        ana_same_function(w->snap, u, next_caller);
             out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
         } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
@@ -734,14 +779,6 @@ static void copy_bytes(uint64_t *dst, const uint64_t *src)
     memcpy(dst, src, GM_CATEGORY_COUNT * sizeof(uint64_t));
 }
 
-static uint64_t sum_bytes(const uint64_t *b)
-{
-    uint64_t s = 0;
-    for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-        s += b[c];
-    return s;
-}
-
 /* The state after event k (-1: the initial state) as a series point. */
 static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_snapshot_event *e,
                       uint8_t phase, uint64_t total, uint64_t reserved, const uint64_t *cur)
@@ -805,12 +842,14 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     }
 
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
     size_t ai = 0, fi = 0;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
         const struct gm_analysis_alloc *a = &dev->allocs[ai];
         cur[a->category] += a->bytes;
+        total += a->bytes;
         if (a->rule == GM_RULE_NONE)
             unexplained += a->bytes;
         if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -844,6 +883,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
+                total += a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -852,6 +892,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             if (e->action == GM_ACTION_FREE_COMPLETED && fi < w->n_free_of) {
                 const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
                 cur[a->category] -= a->bytes;
+                total -= a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained -= a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -859,7 +900,6 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             }
             reserved = gm_snapshot_reserved_step(&res, e);
         }
-        uint64_t total = sum_bytes(cur);
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
             copy_bytes(dev->at_peak, cur);
@@ -1457,14 +1497,16 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
-    /* the segments' history, kept: the sweep below and the report's state read it */
-    if ((st = gm_layout_history_build(snap, sd, &priv->layouts[d], err)) != GM_OK)
+    /* the segments' history, kept: the sweep below and the report's state read it (its
+     * segment events gathered by scan_trace's walk) */
+    if ((st = ana_layout_history_of(snap, sd, &w.seg_events, &priv->layouts[d], err)) != GM_OK)
         goto out;
     dp->layout = &priv->layouts[d];
     priv->held += layout_bytes(dp->layout);
     st = frag_targets(&w, err);
 out:
     gm_map_release(&w.site_of);
+    ana_layout_events_release(&w.seg_events);
     ix_release(&w.runs_ix);
     ix_release(&w.iters_ix);
     gm_free(w.sites);

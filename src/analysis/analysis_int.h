@@ -181,6 +181,34 @@ void ana_user_cursor_init(struct ana_user_cursor *c, const struct gm_analysis_de
 /* The phase (index into dev->user_phases) of event k, UINT32_MAX for none. */
 uint32_t ana_user_cursor_at(struct ana_user_cursor *c, int64_t k);
 
+/* The layout history's part of a walk of the trace (layout.c): the segment events, kept
+ * with their indexes, so that the analysis's walk gathers them beside its own work and
+ * gm_layout_history_build() walks only when called alone.  ana_layout_events_see() takes
+ * each event in trace order (false: out of memory); ana_layout_history_of() builds the
+ * history from them and takes them over (released whatever it returns). */
+struct ana_layout_event {
+    int64_t k;
+    struct gm_snapshot_event e;
+};
+struct ana_layout_events {
+    struct ana_layout_event *ev;
+    size_t n, cap;
+};
+bool ana_layout_events_keep(struct ana_layout_events *s, int64_t k,
+                            const struct gm_snapshot_event *e);
+static inline bool ana_layout_events_see(struct ana_layout_events *s, int64_t k,
+                                         const struct gm_snapshot_event *e)
+{
+    if (e->action < GM_ACTION_SEGMENT_ALLOC || e->action > GM_ACTION_SEGMENT_UNMAP)
+        return true;
+    return ana_layout_events_keep(s, k, e);
+}
+void ana_layout_events_release(struct ana_layout_events *s);
+enum gm_status ana_layout_history_of(const struct gm_snapshot *snap,
+                                     const struct gm_snapshot_device *dev,
+                                     struct ana_layout_events *s, struct gm_layout_history *h,
+                                     struct gm_error *err);
+
 /* Where to put the fragmentation figures of one moment (event -1: the initial state). */
 struct ana_frag_target {
     int64_t event;

@@ -201,11 +201,6 @@ static void set_pool(struct gm_layout_segment_info *s, const int64_t pool[2])
     }
 }
 
-static bool is_segment_event(uint8_t action)
-{
-    return action >= GM_ACTION_SEGMENT_ALLOC && action <= GM_ACTION_SEGMENT_UNMAP;
-}
-
 static int cmp_final(const void *a, const void *b)
 {
     const struct gm_layout_range *x = a, *y = b;
@@ -230,20 +225,51 @@ uint64_t gm_layout_block_size(const struct gm_layout_history *h, const struct gm
     return a->bytes < 512 ? 512 : (a->bytes + 511) / 512 * 512;
 }
 
+bool ana_layout_events_keep(struct ana_layout_events *s, int64_t k,
+                            const struct gm_snapshot_event *e)
+{
+    if (!GM_VEC_RESERVE(s->ev, s->cap, s->n + 1, NULL))
+        return false;
+    s->ev[s->n].k = k;
+    s->ev[s->n++].e = *e;
+    return true;
+}
+
+void ana_layout_events_release(struct ana_layout_events *s)
+{
+    gm_free(s->ev);
+    memset(s, 0, sizeof(*s));
+}
+
 enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
                                        const struct gm_snapshot_device *dev,
                                        struct gm_layout_history *h, struct gm_error *err)
 {
-    struct hist b;
+    struct ana_layout_events s = {0};
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
-    struct gm_layout_change *ch = NULL;
-    size_t n_ev = 0, cap_ev = 0;
-    struct {
-        int64_t k;
-        struct gm_snapshot_event e;
-    } *ev = NULL;
 
+    gm_snapshot_cursor_init(&c, dev, 0);
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+        if (!ana_layout_events_see(&s, (int64_t)c.index, e)) {
+            ana_layout_events_release(&s);
+            memset(h, 0, sizeof(*h));
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "layout: out of memory for segments");
+        }
+    return ana_layout_history_of(snap, dev, &s, h, err);
+}
+
+enum gm_status ana_layout_history_of(const struct gm_snapshot *snap,
+                                     const struct gm_snapshot_device *dev,
+                                     struct ana_layout_events *s, struct gm_layout_history *h,
+                                     struct gm_error *err)
+{
+    struct hist b;
+    struct gm_layout_change *ch = NULL;
+    size_t n_ev = s->n;
+    struct ana_layout_event *ev = s->ev;
+
+    memset(s, 0, sizeof(*s)); /* its events are ours now */
     memset(h, 0, sizeof(*h));
     memset(&b, 0, sizeof(b));
     b.h = h;
@@ -276,16 +302,6 @@ enum gm_status gm_layout_history_build(const struct gm_snapshot *snap,
         }
         if (h->n_final_blocks > 1)
             qsort(h->final_blocks, h->n_final_blocks, sizeof(*h->final_blocks), cmp_final);
-    }
-    /* the segment events */
-    gm_snapshot_cursor_init(&c, dev, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        if (!is_segment_event(e->action))
-            continue;
-        if (!GM_VEC_RESERVE(ev, cap_ev, n_ev + 1, NULL))
-            goto nomem;
-        ev[n_ev].k = (int64_t)c.index;
-        ev[n_ev++].e = *e;
     }
     if (n_ev && !(ch = gm_malloc(n_ev * sizeof(*ch))))
         goto nomem;

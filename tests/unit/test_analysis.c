@@ -1030,6 +1030,156 @@ static uint64_t rng_next(uint64_t *x)
     return *x;
 }
 
+/* The phase of every event by the direct reading of the smoothing (docs/analysis.md,
+ * "Phases"): the raw phases from the stacks, then each unknown event from the known events
+ * either side of it, every stack read from the events at hand.  For traces without
+ * annotations (no optimizer step ranges).  Returns how many unknown events lay between two
+ * forward events (the case that reads stacks around them). */
+static size_t reference_phases(const struct gm_snapshot *snap, const struct gm_snapshot_event *ev,
+                               size_t n, uint8_t *out)
+{
+    struct ana_classifier cls;
+    struct gm_error err;
+    uint8_t raw[256];
+    bool has_frames = false, raw_backward = false;
+    size_t between = 0;
+    assert_true(n <= 256);
+    assert_int_equal(ana_classifier_init(&cls, snap, &err), GM_OK);
+    for (size_t k = 0; k < n; k++) {
+        raw[k] = RAW_UNKNOWN;
+        if (ev[k].action != GM_ACTION_SNAPSHOT && ev[k].action != GM_ACTION_OTHER)
+            raw[k] = (uint8_t)ana_phase_of_flags(ana_stack_flags(&cls, ev[k].stack));
+        has_frames = has_frames || ev[k].stack;
+        raw_backward = raw_backward || raw[k] == RAW_BACKWARD;
+    }
+    for (size_t k = 0; k < n; k++) {
+        uint8_t r = raw[k];
+        if (r == RAW_UNKNOWN) {
+            size_t before = k, after = k + 1;
+            while (before > 0 && raw[before - 1] == RAW_UNKNOWN)
+                before--;
+            while (after < n && raw[after] == RAW_UNKNOWN)
+                after++;
+            uint8_t p = before ? raw[before - 1] : (uint8_t)RAW_UNKNOWN;
+            uint8_t q = after < n ? raw[after] : (uint8_t)RAW_UNKNOWN;
+            if (!ev[k].stack && has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
+                r = RAW_BACKWARD;
+            } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
+                uint32_t u = ana_stack_first_user(&cls, ev[k].stack);
+                bool same =
+                    u == ANA_NO_FRAME ||
+                    ana_same_function(snap, u, ana_stack_caller(&cls, ev[before - 1].stack)) ||
+                    ana_same_function(snap, u, ana_stack_caller(&cls, ev[after].stack));
+                r = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
+                between++;
+            } else if (p == q && p != RAW_UNKNOWN) {
+                r = p;
+            } else if (p == RAW_FORWARD && q == RAW_BACKWARD) {
+                r = RAW_FORWARD;
+            } else {
+                r = RAW_OTHER;
+            }
+        }
+        out[k] = (uint8_t)(r == RAW_FORWARD    ? GM_PHASE_FORWARD
+                           : r == RAW_BACKWARD ? GM_PHASE_BACKWARD
+                           : r == RAW_STEP     ? GM_PHASE_OPTIMIZER_STEP
+                                               : GM_PHASE_OTHER);
+    }
+    ana_classifier_release(&cls);
+    return between;
+}
+
+/* The layout history an analysis keeps equals the one gm_layout_history_build() makes. */
+static void assert_same_history(const struct gm_layout_history *k,
+                                const struct gm_layout_history *h)
+{
+    assert_int_equal(k->n_segments, h->n_segments);
+    assert_int_equal(k->n_initial, h->n_initial);
+    assert_int_equal(k->n_changes, h->n_changes);
+    assert_int_equal(k->n_final_blocks, h->n_final_blocks);
+    for (size_t i = 0; i < h->n_segments; i++) {
+        assert_int_equal(k->segments[i].base, h->segments[i].base);
+        assert_int_equal(k->segments[i].stream, h->segments[i].stream);
+        assert_int_equal(k->segments[i].is_small, h->segments[i].is_small);
+        assert_int_equal(k->segments[i].is_expandable, h->segments[i].is_expandable);
+        assert_int_equal(k->segments[i].pool_id[0], h->segments[i].pool_id[0]);
+        assert_int_equal(k->segments[i].pool_id[1], h->segments[i].pool_id[1]);
+    }
+    for (size_t i = 0; i < h->n_initial + h->n_changes; i++) {
+        const struct gm_layout_change *a =
+            i < h->n_initial ? &k->initial[i] : &k->changes[i - h->n_initial];
+        const struct gm_layout_change *b =
+            i < h->n_initial ? &h->initial[i] : &h->changes[i - h->n_initial];
+        assert_int_equal(a->event, b->event);
+        assert_int_equal(a->segment, b->segment);
+        assert_int_equal(a->op, b->op);
+        assert_int_equal(a->addr, b->addr);
+        assert_int_equal(a->size, b->size);
+    }
+}
+
+/* Forward stacks of a model called from two functions (main, and model.py's forward for a
+ * second one), code of each outside any module, a backward stack, an empty one: the
+ * smoothing between forward events reads the callers on both sides. */
+static const uint32_t ws_fwd_main[] = {F_FWD, F_CALL, F_MAIN};
+static const uint32_t ws_fwd_other[] = {F_FWD, F_CALL, F_FWD};
+static const uint32_t ws_main[] = {F_MAIN};
+static const uint32_t ws_other[] = {F_FWD};
+static const uint32_t ws_bwd[] = {F_AG_BWD, F_T_BWD, F_MAIN};
+static const struct gm_snapshot_stack walk_stacks[] = {
+    {NULL, 0}, {ws_fwd_main, 3}, {ws_fwd_other, 3}, {ws_main, 1}, {ws_other, 1}, {ws_bwd, 3},
+};
+
+/* What the analysis's walks hand each consumer over random traces equals what a pass of its
+ * own computes: the phases of the smoothing (which reads stacks only around unknown events
+ * between forward ones) and the layout history (its segment events gathered on the
+ * analysis's first walk). */
+static void test_walk_consumers_of_random_traces(void **state)
+{
+    (void)state;
+    static struct trace t;
+    static const uint8_t actions[] = {GM_ACTION_ALLOC,          GM_ACTION_ALLOC,
+                                      GM_ACTION_FREE_COMPLETED, GM_ACTION_SEGMENT_ALLOC,
+                                      GM_ACTION_SEGMENT_FREE,   GM_ACTION_SEGMENT_MAP,
+                                      GM_ACTION_SEGMENT_UNMAP,  GM_ACTION_SNAPSHOT,
+                                      GM_ACTION_OTHER,          GM_ACTION_FREE_REQUESTED};
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    size_t between = 0, changes = 0;
+    for (int round = 0; round < 400; round++) {
+        size_t n = (size_t)(rng_next(&x) % 200);
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            /* forward stacks half the time, so that unknown events fall between them */
+            static const uint32_t pick[] = {1, 2, 1, 2, 0, 3, 4, 5};
+            uint32_t st = pick[rng_next(&x) % 8];
+            uint64_t addr = 0x100000 + (rng_next(&x) % 8) * 0x100000;
+            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
+               1 + rng_next(&x) % 0x200000, st);
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        s.stacks = walk_stacks;
+        s.n_stacks = sizeof(walk_stacks) / sizeof(walk_stacks[0]);
+        uint8_t want[256];
+        between += reference_phases(&s, t.ev, t.n, want);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        for (size_t k = 0; k < t.n; k++)
+            assert_int_equal(gm_analysis_phase_at(dev, (int64_t)k), want[k]);
+        struct gm_layout_history h;
+        assert_int_equal(gm_layout_history_build(&s, &d, &h, &err), GM_OK);
+        assert_same_history(gm_analysis_layout_history(dev), &h);
+        changes += h.n_changes;
+        gm_layout_history_release(&h);
+        gm_analysis_free(an);
+    }
+    assert_true(between > 1000); /* the traces hold the case many times */
+    assert_true(changes > 1000);
+}
+
 static void test_random_traces(void **state)
 {
     (void)state;
@@ -1544,6 +1694,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_nomem),
     cmocka_unit_test(test_oom),
     cmocka_unit_test(test_random_traces),
+    cmocka_unit_test(test_walk_consumers_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
