@@ -259,8 +259,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
-    /* a run longer than the cache keeps is never looked up: stop reading it there */
-    while ((size_t)(q - (p + 1)) <= LIST_CACHE_BYTES) {
+    for (;;) {
         if (end - q >= 6 && *q == OP_LONG_BINGET) {
             h = (h ^ ((uint64_t)le32(q + 1) << 1 | 1)) * 0xff51afd7ed558ccdULL;
             q += 5;
