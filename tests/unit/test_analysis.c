@@ -1290,6 +1290,25 @@ static void peaks_agree_file(const char *path)
     gm_snapshot_free(snap);
 }
 
+/* The example job (with its phases when 'phases') loaded from memory; *buf (*len bytes)
+ * holds the pickle the snapshot reads from, freed by the caller after the snapshot */
+static struct gm_snapshot *load_example(bool phases, char **buf, size_t *len)
+{
+    FILE *f;
+    struct gm_example_opts o;
+    struct gm_snapshot *snap = NULL;
+    struct gm_error err;
+    *buf = NULL;
+    f = open_memstream(buf, len);
+    gm_example_opts_init(&o);
+    o.phases = phases;
+    assert_non_null(f);
+    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(gm_snapshot_load_mem(*buf, *len, NULL, &snap, &err), GM_OK);
+    return snap;
+}
+
 static void test_peaks_from_the_analysis_match_the_timeline(void **state)
 {
     const char *src = getenv("GM_SOURCE_DIR");
@@ -1297,18 +1316,9 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
     (void)state;
     {
         /* the example job, with its leak and its phases */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        struct gm_example_opts o;
-        struct gm_snapshot *snap;
-        struct gm_error err;
-        gm_example_opts_init(&o);
-        o.phases = true;
-        assert_non_null(f);
-        assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
-        assert_int_equal(fclose(f), 0);
-        assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
+        char *buf;
+        size_t len;
+        struct gm_snapshot *snap = load_example(true, &buf, &len);
         peaks_agree(snap, "the example");
         gm_snapshot_free(snap);
         free(buf);
@@ -1323,20 +1333,13 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
  * repeats, the initial state and events past the end, questions few and many. */
 static void test_axis_xs_of_many_events_equal_each_asked_alone(void **state)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    struct gm_example_opts o;
-    struct gm_snapshot *snap;
+    char *buf;
+    size_t len;
+    struct gm_snapshot *snap = load_example(false, &buf, &len);
     struct gm_error err;
     uint64_t seed = 7;
     bool timed = false;
     (void)state;
-    gm_example_opts_init(&o);
-    assert_non_null(f);
-    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
     for (size_t d = 0; d < snap->n_devices; d++) {
         struct gm_lod_axis ax;
         size_t ne = snap->devices[d].n_events;
@@ -1601,22 +1604,16 @@ static void test_rank_files_of_a_folder(void **state)
  * refused with the error of its class. */
 static void test_digest_reads_back_the_rank_of_its_snapshot(void **state)
 {
-    char *buf = NULL, *dg = NULL;
-    size_t len = 0, dg_len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    struct gm_example_opts o;
-    struct gm_snapshot *snap;
+    char *buf, *dg = NULL;
+    size_t len, dg_len = 0;
+    FILE *f;
+    struct gm_snapshot *snap = load_example(false, &buf, &len);
     struct gm_analysis *an;
     struct gm_digest *d;
     struct gm_error err;
     struct gm_rank want, got;
     bool has_want = false, has_got = false;
     (void)state;
-    gm_example_opts_init(&o);
-    assert_non_null(f);
-    assert_int_equal(gm_example_write(f, &o, &err), GM_OK);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &snap, &err), GM_OK);
     assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
     {
         struct gm_analysis_doc_file file = {.path = "run/rank5_memory_snapshot.pickle", .an = an};
