@@ -6,8 +6,9 @@
  * 0); on a time axis the x of each event is kept as a float (4 bytes an event: areas are
  * compared to about one part in 10^7).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's.  The rest by category is one sweep over the
- * allocations in alloc order and their frees in free order. */
+ * it needs is the budget's, not the trace's.  The rest by category is one pass over the
+ * allocations in alloc order, each adding at its alloc and taking off at its free into the
+ * moment asked about at or after it, then a running sum over the moments. */
 #include "gpumem/bands.h"
 
 #include "gpumem/arena.h"
@@ -351,19 +352,6 @@ struct k_at {
     size_t i;
 };
 
-struct free_at {
-    int32_t k;  /* free_completed event */
-    uint32_t i; /* index into the allocs */
-};
-
-static int cmp_free_at(const void *a, const void *b)
-{
-    const struct free_at *x = a, *y = b;
-    if (x->k != y->k)
-        return x->k < y->k ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
 static int cmp_k_at(const void *a, const void *b)
 {
     const struct k_at *x = a, *y = b;
@@ -378,45 +366,68 @@ static bool ever_alive(const struct gm_analysis_alloc *a)
     return a->free_event < 0 || a->free_event > a->alloc_event;
 }
 
+/* The first of the n questions (in event order) at or after event k; n when none is. */
+static size_t first_at_or_after(const struct k_at *q, size_t n, int64_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (q[mid].k < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Each allocation that is not a band adds its bytes at the first question at or after its
+ * alloc and takes them off at the first at or after its free; the running sum over the
+ * questions in event order is then the rest at each.  The sums are modulo 2^64 in any
+ * order, so this equals a sweep over the allocs and frees in event order without sorting
+ * the frees. */
 enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struct gm_bands *b,
                                 const int64_t *ks, size_t n, uint64_t (*out)[GM_CATEGORY_COUNT],
                                 struct gm_error *err)
 {
-    size_t na = ad ? ad->n_allocs : 0, nf = 0, ai = 0, fi = 0;
+    size_t na = ad ? ad->n_allocs : 0, t = 0;
     struct k_at *q = gm_malloc((n ? n : 1) * sizeof(*q));
-    struct free_at *frees = gm_malloc((na ? na : 1) * sizeof(*frees));
+    uint64_t(*d)[GM_CATEGORY_COUNT] = gm_calloc(n ? n : 1, sizeof(*d)); /* per question */
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    bool sorted = true;
 
-    if (!q || !frees) {
+    if (!q || !d) {
         gm_free(q);
-        gm_free(frees);
+        gm_free(d);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline bands: out of memory");
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         q[i] = (struct k_at){ks[i], i};
-    qsort(q, n, sizeof(*q), cmp_k_at);
-    for (size_t i = 0; i < na; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        if (a->free_event >= 0 && ever_alive(a) && !(b && b->is_band && b->is_band[i]))
-            frees[nf++] = (struct free_at){a->free_event, (uint32_t)i};
+        sorted = sorted && (i == 0 || ks[i - 1] <= ks[i]);
     }
-    qsort(frees, nf, sizeof(*frees), cmp_free_at);
-    for (size_t t = 0; t < n; t++) {
-        int64_t k = q[t].k;
+    if (!sorted)
+        qsort(q, n, sizeof(*q), cmp_k_at);
+    for (size_t i = 0; i < na && n; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        int cat = a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER;
+        size_t f;
+        if (!ever_alive(a) || (b && b->is_band && b->is_band[i]))
+            continue;
         /* the allocations are in alloc order (those from the start first) */
-        for (; ai < na && ad->allocs[ai].alloc_event <= k; ai++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[ai];
-            if (ever_alive(a) && !(b && b->is_band && b->is_band[ai]))
-                cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] += a->bytes;
-        }
-        for (; fi < nf && frees[fi].k <= k; fi++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[frees[fi].i];
-            cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] -= a->bytes;
-        }
-        memcpy(out[q[t].i], cur, sizeof(cur));
+        while (t < n && q[t].k < a->alloc_event)
+            t++;
+        if (t == n)
+            break;
+        d[t][cat] += a->bytes;
+        if (a->free_event >= 0 && (f = first_at_or_after(q, n, a->free_event)) < n)
+            d[f][cat] -= a->bytes;
+    }
+    for (size_t j = 0; j < n; j++) {
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+            cur[c] += d[j][c];
+        memcpy(out[q[j].i], cur, sizeof(cur));
     }
     gm_free(q);
-    gm_free(frees);
+    gm_free(d);
     return GM_OK;
 }
 
