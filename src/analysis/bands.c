@@ -3,8 +3,9 @@
  * (the rule is in gpumem/bands.h).
  *
  * An allocation's area is bytes x (x of its free, or the axis' end) - (x of its alloc, or
- * 0); on a time axis the x of each event is kept as a float (4 bytes an event: areas are
- * compared to about one part in 10^7).  Every choice keeps its best in bounded heaps (an
+ * 0); on a time axis the x of each event is rounded to a float (areas are compared to
+ * about one part in 10^7), read from the axis when it keeps every x, else kept here from
+ * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
  * it needs is the budget's, not the trace's.  The rest by category is one pass over the
  * allocations in alloc order, each adding at its alloc and taking off at its free into the
@@ -40,13 +41,14 @@ static int cmp_cand(const void *a, const void *b)
     return -better(a, b);
 }
 
-/* The x of every event of the device (with a time axis; else x is the event index). */
+/* The x of every event of the device (with a time axis that does not keep them; else x is
+ * the event index, or the axis' own). */
 static float *event_xs(const struct gm_lod_axis *ax)
 {
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
     float *xs;
-    if (!ax->time || !ax->n_events || !ax->dev)
+    if (!ax->time || !ax->n_events || !ax->dev || gm_lod_axis_keeps_x(ax))
         return NULL;
     xs = gm_calloc(ax->n_events, sizeof(*xs)); /* zero where a damaged trace ends early */
     if (!xs)
@@ -63,6 +65,8 @@ static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
         return 0.0;
     if (k >= (int64_t)ax->n_events)
         return ax->x_end;
+    if (!xs && gm_lod_axis_keeps_x(ax))
+        return (double)(float)gm_lod_axis_x(ax, k); /* as event_xs() would have kept it */
     return xs ? (double)xs[k] : (double)k;
 }
 
@@ -328,7 +332,8 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     xs = event_xs(ax);
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
-    if ((ax->time && ax->n_events && ax->dev && !xs) || !out->allocs || !out->is_band) {
+    if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
+        !out->is_band) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }

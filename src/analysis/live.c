@@ -5,8 +5,10 @@
  * The allocations alive after event k are those allocated at or before it (alloc_event;
  * -1 for those alive from the start) and not ended by then (free_event: the
  * free_completed that ends it, -1 for none).  The analysis keeps both for every
- * allocation, numbered in alloc order (those from the start first), so a moment costs one
- * pass over the allocations made up to it, in index order: the answer comes out sorted.
+ * allocation, numbered in alloc order (those from the start first), so the answer at a
+ * moment is what was alive at the moment before (when it is earlier) and is still, then
+ * the allocations made since, in index order: it comes out sorted, and the moments in
+ * order cost a pass over the allocations and what is alive at each.
  * This is the same set as replaying the trace's allocs and free_completed up to k, because
  * the analysis set alloc_event and free_event from that replay.  The report's moments and
  * gm_analysis_group_live_at() use it. */
@@ -37,7 +39,7 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
     const struct ana_priv *priv = an->priv_;
     struct gm_budget budget;
     uint32_t *out = NULL;
-    size_t cap_out = 0;
+    size_t cap_out = 0, n_out = 0, end = 0;
     enum gm_status st = GM_OK;
 
     if (!n)
@@ -48,15 +50,26 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
     budget = gm_budget_make(snap->memory_limit, snap->memory_bytes + (priv ? priv->held : 0));
     for (size_t t = 0; t < n; t++) {
         int64_t k = ks[t];
-        size_t m = 0, end = 0;
+        size_t from = 0, m = 0;
+        /* a later moment starts from the one before: what was alive then and is still,
+         * then the allocations made since (larger indexes: the answer stays sorted) */
+        if (t > 0 && k >= ks[t - 1]) {
+            for (size_t j = 0; j < n_out; j++)
+                if (alive_after(&dev->allocs[out[j]], k))
+                    out[m++] = out[j];
+            from = end;
+        } else {
+            end = 0;
+        }
         /* the allocations made up to k: a prefix of the alloc order */
         while (end < dev->n_allocs && dev->allocs[end].alloc_event <= k)
             end++;
-        if (!GM_VEC_RESERVE(out, cap_out, end ? end : 1, &budget))
+        if (!GM_VEC_RESERVE(out, cap_out, m + (end - from) + 1, &budget))
             goto fail;
-        for (size_t i = 0; i < end; i++)
+        for (size_t i = from; i < end; i++)
             if (alive_after(&dev->allocs[i], k))
                 out[m++] = (uint32_t)i;
+        n_out = m;
         if ((st = fn(ctx, t, out, m, err)) != GM_OK)
             goto done;
     }

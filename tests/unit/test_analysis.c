@@ -1134,6 +1134,122 @@ static const struct gm_snapshot_stack walk_stacks[] = {
  * own computes: the phases of the smoothing (which reads stacks only around unknown events
  * between forward ones) and the layout history (its segment events gathered on the
  * analysis's first walk). */
+/* What is alive after each event by a replay of the trace's own allocs and frees, matched
+ * by address (an alloc at a mapped address displaces the one there, which lives on; a
+ * free with nothing mapped ends an allocation alive from the start): alive[k + 1][j] for
+ * allocation j of 'dev' after event k (k = -1: the initial state). */
+static void reference_live(const struct trace *t, const struct gm_analysis_device *dev,
+                           uint8_t (*alive)[256])
+{
+    int64_t mapped[8]; /* per address slot: the alloc event of what is mapped there, or -1 */
+    uint8_t cur[256] = {0};
+    for (int a = 0; a < 8; a++)
+        mapped[a] = -1;
+    /* the allocations alive from the start: freed with nothing mapped, found by a first
+     * replay */
+    for (size_t k = 0; k < t->n; k++) {
+        const struct gm_snapshot_event *e = &t->ev[k];
+        size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
+        if (e->action == GM_ACTION_ALLOC) {
+            mapped[slot] = (int64_t)k;
+        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
+            if (mapped[slot] < 0)
+                for (size_t j = 0; j < dev->n_allocs; j++)
+                    if (dev->allocs[j].alloc_event < 0 && dev->allocs[j].free_event == (int32_t)k)
+                        cur[j] = 1;
+            mapped[slot] = -1;
+        }
+    }
+    memcpy(alive[0], cur, sizeof(cur));
+    for (int a = 0; a < 8; a++)
+        mapped[a] = -1;
+    for (size_t k = 0; k < t->n; k++) {
+        const struct gm_snapshot_event *e = &t->ev[k];
+        size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
+        if (e->action == GM_ACTION_ALLOC) {
+            mapped[slot] = (int64_t)k;
+            for (size_t j = 0; j < dev->n_allocs; j++)
+                if (dev->allocs[j].alloc_event == (int32_t)k)
+                    cur[j] = 1;
+        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
+            for (size_t j = 0; j < dev->n_allocs; j++)
+                if (mapped[slot] >= 0 ? dev->allocs[j].alloc_event == (int32_t)mapped[slot]
+                                      : (dev->allocs[j].alloc_event < 0 &&
+                                         dev->allocs[j].free_event == (int32_t)k))
+                    cur[j] = 0;
+            mapped[slot] = -1;
+        }
+        memcpy(alive[k + 1], cur, sizeof(cur));
+    }
+}
+
+struct live_check {
+    const int64_t *ks;
+    uint8_t (*alive)[256];
+    size_t n_alive; /* allocations alive in all the answers, summed */
+};
+
+static enum gm_status check_live(void *ctx, size_t i, const uint32_t *live, size_t n_live,
+                                 struct gm_error *err)
+{
+    struct live_check *c = ctx;
+    const uint8_t *want = c->alive[c->ks[i] + 1];
+    size_t n_want = 0;
+    (void)err;
+    for (size_t j = 0; j < 256; j++)
+        n_want += want[j];
+    assert_int_equal(n_live, n_want);
+    for (size_t j = 0; j < n_live; j++) {
+        assert_true(want[live[j]]);
+        assert_true(j == 0 || live[j - 1] < live[j]); /* ascending */
+    }
+    c->n_alive += n_live;
+    return GM_OK;
+}
+
+/* gm_analysis_live_at() at every moment of random traces equals a replay of the trace, the
+ * moments asked in order and in any order with repeats. */
+static void test_live_at_equals_a_replay_of_random_traces(void **state)
+{
+    static struct trace t;
+    static uint8_t alive[257][256];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    size_t n_alive = 0;
+    (void)state;
+    for (int round = 0; round < 300; round++) {
+        size_t n = (size_t)(rng_next(&x) % 120);
+        int64_t ks[2 * 121];
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            static const uint8_t actions[] = {GM_ACTION_ALLOC, GM_ACTION_FREE_COMPLETED,
+                                              GM_ACTION_FREE_REQUESTED, GM_ACTION_SEGMENT_ALLOC};
+            uint64_t addr = 0x100000 + (rng_next(&x) % 8) * 0x100000;
+            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
+               1 + rng_next(&x) % 0x1000, 1);
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        assert_true(dev->n_allocs <= 256);
+        reference_live(&t, dev, alive);
+        for (size_t i = 0; i <= n; i++)
+            ks[i] = (int64_t)i - 1;
+        struct live_check c = {ks, alive, 0};
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, n + 1, check_live, &c, &err), GM_OK);
+        for (size_t i = 0; i < 2 * (n + 1); i++)
+            ks[i] = (int64_t)(rng_next(&x) % (n + 1)) - 1;
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, 2 * (n + 1), check_live, &c, &err),
+                         GM_OK);
+        n_alive += c.n_alive;
+        gm_analysis_free(an);
+    }
+    assert_true(n_alive > 10000); /* the traces keep many allocations alive */
+}
+
 static void test_walk_consumers_of_random_traces(void **state)
 {
     (void)state;
@@ -1692,6 +1808,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_oom),
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
+    cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
