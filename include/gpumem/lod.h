@@ -64,7 +64,17 @@ void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_de
 void gm_lod_axis_release(struct gm_lod_axis *a);
 
 /* Whether 'a' keeps the x of every event (then gm_lod_axis_x() reads no trace). */
-bool gm_lod_axis_keeps_x(const struct gm_lod_axis *a);
+static inline bool gm_lod_axis_keeps_x(const struct gm_lod_axis *a)
+{
+    return a->x32_ || a->x64_;
+}
+
+/* x of event k (0 <= k < a->n_events) of an axis that keeps them: gm_lod_axis_x() without
+ * its checks, for loops over many events. */
+static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
+{
+    return a->x32_ ? (double)a->x32_[k] : (double)a->x64_[k];
+}
 
 /* x of event k (-1: the initial state, at x 0); random access into the trace (at most
  * GM_SNAPSHOT_CHECKPOINT events decoded) unless the axis keeps its x's, for the few

@@ -65,9 +65,11 @@ static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
         return 0.0;
     if (k >= (int64_t)ax->n_events)
         return ax->x_end;
-    if (!xs && gm_lod_axis_keeps_x(ax))
-        return (double)(float)gm_lod_axis_x(ax, k); /* as event_xs() would have kept it */
-    return xs ? (double)xs[k] : (double)k;
+    if (xs)
+        return (double)xs[k];
+    if (gm_lod_axis_keeps_x(ax))
+        return (double)(float)gm_lod_axis_kept_x(ax, (size_t)k); /* as event_xs() keeps it */
+    return (double)k;
 }
 
 static void life(const struct gm_lod_axis *ax, const float *xs, const struct gm_analysis_alloc *a,
@@ -371,13 +373,51 @@ static bool ever_alive(const struct gm_analysis_alloc *a)
     return a->free_event < 0 || a->free_event > a->alloc_event;
 }
 
-/* The first of the n questions (in event order) at or after event k; n when none is. */
-static size_t first_at_or_after(const struct k_at *q, size_t n, int64_t k)
+/* Where an event's first question at or after it is: for each block of 2^shift events
+ * from event 0, the first question at or after the block's start; a look-up searches the
+ * questions inside the block (blocks about as many as the questions, so about one). */
+struct q_index {
+    const struct k_at *q; /* in event order */
+    size_t n;
+    uint32_t *at;
+    size_t n_blocks;
+    unsigned shift;
+};
+
+static bool q_index_build(struct q_index *x, const struct k_at *q, size_t n)
 {
-    size_t lo = 0, hi = n;
+    int64_t last = n ? q[n - 1].k : -1;
+    size_t t = 0;
+    x->q = q;
+    x->n = n;
+    x->shift = 0;
+    while (last >= 0 && ((uint64_t)last >> x->shift) > n)
+        x->shift++;
+    x->n_blocks = last < 0 ? 0 : (size_t)((uint64_t)last >> x->shift) + 1;
+    x->at = gm_malloc((x->n_blocks ? x->n_blocks : 1) * sizeof(*x->at));
+    if (!x->at)
+        return false;
+    for (size_t b = 0; b < x->n_blocks; b++) {
+        while (t < n && q[t].k < (int64_t)((uint64_t)b << x->shift))
+            t++;
+        x->at[b] = (uint32_t)t;
+    }
+    return true;
+}
+
+/* The first question at or after event k >= 0; n when none is. */
+static size_t q_index_find(const struct q_index *x, int64_t k)
+{
+    size_t b = (size_t)((uint64_t)k >> x->shift), lo, hi;
+    if (b >= x->n_blocks)
+        return x->n; /* after the last question's block: after every question */
+    /* between the first question of k's block and that of the next one (a block may hold
+     * many questions at one event: a binary search) */
+    lo = x->at[b];
+    hi = b + 1 < x->n_blocks ? x->at[b + 1] : x->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (q[mid].k < k)
+        if (x->q[mid].k < k)
             lo = mid + 1;
         else
             hi = mid;
@@ -398,19 +438,20 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
     struct k_at *q = gm_malloc((n ? n : 1) * sizeof(*q));
     uint64_t(*d)[GM_CATEGORY_COUNT] = gm_calloc(n ? n : 1, sizeof(*d)); /* per question */
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    struct q_index qx = {NULL, 0, NULL, 0, 0};
     bool sorted = true;
 
-    if (!q || !d) {
+    for (size_t i = 0; q && i < n; i++) {
+        q[i] = (struct k_at){ks[i], i};
+        sorted = sorted && (i == 0 || ks[i - 1] <= ks[i]);
+    }
+    if (q && !sorted)
+        qsort(q, n, sizeof(*q), cmp_k_at);
+    if (!q || !d || !q_index_build(&qx, q, n)) {
         gm_free(q);
         gm_free(d);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline bands: out of memory");
     }
-    for (size_t i = 0; i < n; i++) {
-        q[i] = (struct k_at){ks[i], i};
-        sorted = sorted && (i == 0 || ks[i - 1] <= ks[i]);
-    }
-    if (!sorted)
-        qsort(q, n, sizeof(*q), cmp_k_at);
     for (size_t i = 0; i < na && n; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         int cat = a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER;
@@ -423,7 +464,7 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
         if (t == n)
             break;
         d[t][cat] += a->bytes;
-        if (a->free_event >= 0 && (f = first_at_or_after(q, n, a->free_event)) < n)
+        if (a->free_event >= 0 && (f = q_index_find(&qx, a->free_event)) < n)
             d[f][cat] -= a->bytes;
     }
     for (size_t j = 0; j < n; j++) {
@@ -431,6 +472,7 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
             cur[c] += d[j][c];
         memcpy(out[q[j].i], cur, sizeof(cur));
     }
+    gm_free(qx.at);
     gm_free(q);
     gm_free(d);
     return GM_OK;

@@ -59,17 +59,6 @@ void gm_lod_axis_release(struct gm_lod_axis *a)
     a->x64_ = NULL;
 }
 
-bool gm_lod_axis_keeps_x(const struct gm_lod_axis *a)
-{
-    return a->x32_ || a->x64_;
-}
-
-/* The kept x of event k (0 <= k < n_events). */
-static double kept_x(const struct gm_lod_axis *a, size_t k)
-{
-    return a->x32_ ? (double)a->x32_[k] : (double)a->x64_[k];
-}
-
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
 {
     struct gm_snapshot_event e;
@@ -77,8 +66,8 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
         return 0.0;
     if ((size_t)k >= a->n_events)
         k = (int64_t)a->n_events - 1;
-    if (a->x32_ || a->x64_)
-        return kept_x(a, (size_t)k);
+    if (gm_lod_axis_keeps_x(a))
+        return gm_lod_axis_kept_x(a, (size_t)k);
     if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
         return (double)(e.time_us - a->t0_us);
     return (double)k;
@@ -104,8 +93,8 @@ enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, do
     size_t m = 0;
     /* a random access decodes about half a checkpoint's worth of events and a batch; below
      * that many events per question, questions one by one cost less than the walk */
-    if (!a->time || a->n_events == 0 || n * GM_SNAPSHOT_CHECKPOINT < a->n_events || a->x32_ ||
-        a->x64_) {
+    if (!a->time || a->n_events == 0 || n * GM_SNAPSHOT_CHECKPOINT < a->n_events ||
+        gm_lod_axis_keeps_x(a)) {
         for (size_t i = 0; i < n; i++)
             xs[i] = gm_lod_axis_x(a, ks[i]);
         return GM_OK;
