@@ -499,6 +499,15 @@ struct gm_analysis_regions {
 enum gm_status gm_analysis_regions(const struct gm_analysis *an,
                                    const struct gm_analysis_device *dev, enum gm_region_kind kind,
                                    struct gm_analysis_regions *out, struct gm_error *err);
+
+/* The same with the device's axis at hand ('ax', gpumem/lod.h; NULL: as above): when it
+ * keeps every event's x (gm_lod_axis_timeline()), the events' times come from it and the
+ * trace is not read. */
+struct gm_lod_axis;
+enum gm_status gm_analysis_regions_on_axis(const struct gm_analysis *an,
+                                           const struct gm_analysis_device *dev,
+                                           enum gm_region_kind kind, const struct gm_lod_axis *ax,
+                                           struct gm_analysis_regions *out, struct gm_error *err);
 void gm_analysis_regions_release(struct gm_analysis_regions *r);
 
 /* A window of a device's trace: from and to are event indexes, or (by_time) microseconds

@@ -69,6 +69,12 @@ static inline bool gm_lod_axis_keeps_x(const struct gm_lod_axis *a)
     return a->x32_ || a->x64_;
 }
 
+/* time_us - t0_us of event k (0 <= k < a->n_events) of an axis that keeps its x's. */
+static inline int64_t gm_lod_axis_kept_us(const struct gm_lod_axis *a, size_t k)
+{
+    return a->x32_ ? (int64_t)a->x32_[k] : a->x64_[k];
+}
+
 /* x of event k (0 <= k < a->n_events) of an axis that keeps them: gm_lod_axis_x() without
  * its checks, for loops over many events. */
 static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)

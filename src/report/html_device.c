@@ -369,7 +369,7 @@ static void write_annotations(struct gm_report_ctx *c, const struct gm_analysis_
     gm_json_key(w, "annotations");
     gm_json_begin_array(w);
     if (ax->time && c->an && ad &&
-        gm_analysis_regions(c->an, ad, GM_REGION_ANNOTATION, &r, err) != GM_OK)
+        gm_analysis_regions_on_axis(c->an, ad, GM_REGION_ANNOTATION, ax, &r, err) != GM_OK)
         c->nomem = true;
     for (size_t i = 0; i < r.n; i++) {
         gm_json_begin_array(w);

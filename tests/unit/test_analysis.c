@@ -700,6 +700,30 @@ static void test_regions_and_windows(void **state)
         assert_int_equal(r.v[i].peak_event, want[i].peak_event);
     }
     assert_int_equal(r.v[1].end_us, INT64_MAX);
+    /* the same from an axis that keeps the events' times (no walk of the trace) */
+    {
+        struct gm_analysis_regions ra;
+        struct gm_snapshot_timeline tl;
+        struct gm_lod_axis ax;
+        struct gm_lod al, rl;
+        assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
+        assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
+        assert_true(gm_lod_axis_keeps_x(&ax));
+        assert_int_equal(
+            gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err), GM_OK);
+        assert_int_equal(ra.n, r.n);
+        for (size_t i = 0; i < r.n; i++) {
+            assert_string_equal(ra.v[i].name, r.v[i].name);
+            assert_int_equal(ra.v[i].first_event, r.v[i].first_event);
+            assert_int_equal(ra.v[i].last_event, r.v[i].last_event);
+            assert_int_equal(ra.v[i].peak_bytes, r.v[i].peak_bytes);
+        }
+        gm_analysis_regions_release(&ra);
+        gm_lod_release(&al);
+        gm_lod_release(&rl);
+        gm_lod_axis_release(&ax);
+        gm_snapshot_timeline_release(&tl);
+    }
     gm_analysis_regions_release(&r);
     /* no compile context anywhere: no compile region */
     assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
