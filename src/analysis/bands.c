@@ -159,12 +159,10 @@ static bool is_edge(const struct gm_analysis_alloc *a)
     return a->alloc_event < 0 || a->free_event < 0;
 }
 
-static struct cand cand_of(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
-                           const float *xs, size_t i)
+/* Allocation i as a candidate, its life [x0, x1] on the axis (life()). */
+static struct cand cand_of(const struct gm_analysis_device *ad, size_t i, double x0, double x1)
 {
     const struct gm_analysis_alloc *a = &ad->allocs[i];
-    double x0, x1;
-    life(ax, xs, a, &x0, &x1);
     return (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
 }
 
@@ -207,14 +205,15 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
         slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
     for (size_t i = 0; i < n; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
-        struct cand c = cand_of(ad, ax, xs, i);
         double x0, x1, mid;
+        struct cand c;
         unsigned s;
+        life(ax, xs, a, &x0, &x1);
+        c = cand_of(ad, i, x0, x1);
         if (is_edge(a)) {
             heap_offer(&edge, &c);
             continue;
         }
-        life(ax, xs, a, &x0, &x1);
         mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
         s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
         heap_offer(&slice[s], &c);
@@ -251,20 +250,28 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
     struct cand *pool;
+    int64_t *wk;  /* window w is events [wk[w], wk[w + 1]) */
+    double *wx;   /* their x */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
         return GM_OK;
     h = gm_calloc(W, sizeof(*h));
     pool = gm_malloc(W * o->per_window * sizeof(*pool));
+    wk = gm_malloc((W + 1) * sizeof(*wk));
+    wx = gm_malloc((W + 1) * sizeof(*wx));
     out->windows = gm_calloc(W, sizeof(*out->windows));
-    if (!h || !pool || !out->windows) {
+    if (!h || !pool || !wk || !wx || !out->windows) {
         st = GM_ERR_NOMEM;
         goto out_free;
     }
     for (size_t w = 0; w < W; w++) {
         h[w].v = pool + w * o->per_window;
         h[w].cap = o->per_window;
+    }
+    for (size_t w = 0; w <= W; w++) {
+        wk[w] = (int64_t)(ne * w / W);
+        wx[w] = x_of(ax, xs, wk[w]);
     }
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
@@ -278,8 +285,8 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
         while (w > 0 && (int64_t)(ne * w / W) > a->alloc_event)
             w--;
         for (; w < W; w++) {
-            int64_t k0 = (int64_t)(ne * w / W), k1 = (int64_t)(ne * (w + 1) / W);
-            double wx0 = x_of(ax, xs, k0), wx1 = x_of(ax, xs, k1);
+            int64_t k0 = wk[w], k1 = wk[w + 1];
+            double wx0 = wx[w], wx1 = wx[w + 1];
             struct cand cd;
             if (k1 <= k0 || a->alloc_event >= k1)
                 continue;
@@ -315,6 +322,8 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
 out_free:
     gm_free(h);
     gm_free(pool);
+    gm_free(wk);
+    gm_free(wx);
     return st;
 }
 
