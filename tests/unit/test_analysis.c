@@ -1154,14 +1154,11 @@ static const struct gm_snapshot_stack walk_stacks[] = {
     {NULL, 0}, {ws_fwd_main, 3}, {ws_fwd_other, 3}, {ws_main, 1}, {ws_other, 1}, {ws_bwd, 3},
 };
 
-/* What the analysis's walks hand each consumer over random traces equals what a pass of its
- * own computes: the phases of the smoothing (which reads stacks only around unknown events
- * between forward ones) and the layout history (its segment events gathered on the
- * analysis's first walk). */
 /* What is alive after each event by a replay of the trace's own allocs and frees, matched
  * by address (an alloc at a mapped address displaces the one there, which lives on; a
- * free with nothing mapped ends an allocation alive from the start): alive[k + 1][j] for
- * allocation j of 'dev' after event k (k = -1: the initial state). */
+ * free with nothing mapped ends an allocation alive from the start, marked alive back to
+ * the initial state): alive[k + 1][j] for allocation j of 'dev' after event k (k = -1: the
+ * initial state). */
 static void reference_live(const struct trace *t, const struct gm_analysis_device *dev,
                            uint8_t (*alive)[256])
 {
@@ -1169,40 +1166,26 @@ static void reference_live(const struct trace *t, const struct gm_analysis_devic
     uint8_t cur[256] = {0};
     for (int a = 0; a < 8; a++)
         mapped[a] = -1;
-    /* the allocations alive from the start: freed with nothing mapped, found by a first
-     * replay */
+    memset(alive[0], 0, sizeof(alive[0]));
     for (size_t k = 0; k < t->n; k++) {
         const struct gm_snapshot_event *e = &t->ev[k];
         size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
-        if (e->action == GM_ACTION_ALLOC) {
-            mapped[slot] = (int64_t)k;
-        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
-            if (mapped[slot] < 0)
-                for (size_t j = 0; j < dev->n_allocs; j++)
-                    if (dev->allocs[j].alloc_event < 0 && dev->allocs[j].free_event == (int32_t)k)
-                        cur[j] = 1;
-            mapped[slot] = -1;
+        for (size_t j = 0; j < dev->n_allocs; j++) {
+            const struct gm_analysis_alloc *a = &dev->allocs[j];
+            if (e->action == GM_ACTION_ALLOC && a->alloc_event == (int32_t)k)
+                cur[j] = 1;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] >= 0 &&
+                a->alloc_event == (int32_t)mapped[slot])
+                cur[j] = 0;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] < 0 &&
+                a->alloc_event < 0 && a->free_event == (int32_t)k)
+                for (size_t q = 0; q <= k; q++)
+                    alive[q][j] = 1; /* alive from the start until this free */
         }
-    }
-    memcpy(alive[0], cur, sizeof(cur));
-    for (int a = 0; a < 8; a++)
-        mapped[a] = -1;
-    for (size_t k = 0; k < t->n; k++) {
-        const struct gm_snapshot_event *e = &t->ev[k];
-        size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
-        if (e->action == GM_ACTION_ALLOC) {
+        if (e->action == GM_ACTION_ALLOC)
             mapped[slot] = (int64_t)k;
-            for (size_t j = 0; j < dev->n_allocs; j++)
-                if (dev->allocs[j].alloc_event == (int32_t)k)
-                    cur[j] = 1;
-        } else if (e->action == GM_ACTION_FREE_COMPLETED) {
-            for (size_t j = 0; j < dev->n_allocs; j++)
-                if (mapped[slot] >= 0 ? dev->allocs[j].alloc_event == (int32_t)mapped[slot]
-                                      : (dev->allocs[j].alloc_event < 0 &&
-                                         dev->allocs[j].free_event == (int32_t)k))
-                    cur[j] = 0;
+        else if (e->action == GM_ACTION_FREE_COMPLETED)
             mapped[slot] = -1;
-        }
         memcpy(alive[k + 1], cur, sizeof(cur));
     }
 }
@@ -1274,6 +1257,10 @@ static void test_live_at_equals_a_replay_of_random_traces(void **state)
     assert_true(n_alive > 10000); /* the traces keep many allocations alive */
 }
 
+/* What the analysis's walks hand each consumer over random traces equals what a pass of its
+ * own computes: the phases of the smoothing (which reads stacks only around unknown events
+ * between forward ones) and the layout history (its segment events gathered on the
+ * analysis's first walk). */
 static void test_walk_consumers_of_random_traces(void **state)
 {
     (void)state;
