@@ -185,8 +185,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
 enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snapshot *snap,
                                     const struct gm_snapshot_device *dev,
                                     const struct gm_snapshot_timeline *tl, unsigned n,
-                                    struct gm_lod *alloc, struct gm_lod *res,
-                                    struct gm_error *err);
+                                    struct gm_lod *alloc, struct gm_lod *res, struct gm_error *err);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -250,8 +250,8 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
     struct cand *pool;
-    int64_t *wk;  /* window w is events [wk[w], wk[w + 1]) */
-    double *wx;   /* their x */
+    int64_t *wk; /* window w is events [wk[w], wk[w + 1]) */
+    double *wx;  /* their x */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)

@@ -390,8 +390,7 @@ out_release_axis:
 enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snapshot *snap,
                                     const struct gm_snapshot_device *dev,
                                     const struct gm_snapshot_timeline *tl, unsigned n,
-                                    struct gm_lod *alloc, struct gm_lod *res,
-                                    struct gm_error *err)
+                                    struct gm_lod *alloc, struct gm_lod *res, struct gm_error *err)
 {
     struct gm_snapshot_event first, last;
     /* a time axis when the first and the last event have a time and the walk finds no

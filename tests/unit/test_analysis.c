@@ -709,8 +709,8 @@ static void test_regions_and_windows(void **state)
         assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
         assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
         assert_true(gm_lod_axis_keeps_x(&ax));
-        assert_int_equal(
-            gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err), GM_OK);
+        assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
+                         GM_OK);
         assert_int_equal(ra.n, r.n);
         for (size_t i = 0; i < r.n; i++) {
             assert_string_equal(ra.v[i].name, r.v[i].name);
@@ -1177,8 +1177,8 @@ static void reference_live(const struct trace *t, const struct gm_analysis_devic
             if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] >= 0 &&
                 a->alloc_event == (int32_t)mapped[slot])
                 cur[j] = 0;
-            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] < 0 &&
-                a->alloc_event < 0 && a->free_event == (int32_t)k)
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] < 0 && a->alloc_event < 0 &&
+                a->free_event == (int32_t)k)
                 for (size_t q = 0; q <= k; q++)
                     alive[q][j] = 1; /* alive from the start until this free */
         }
