@@ -30,7 +30,8 @@
  * (78.84/79.25 GiB)", LukeJYK/AutoScientists vllm.log @ e313354, whose fused_moe config is
  * NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
- * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024).
+ * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
+ * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)").
  * The RTX 4090 has no P2P with NVIDIA's driver: the mailbox hardware its P2P would use "is not
  * present or disabled in hardware on the 4090s" (tinygrad/open-gpu-kernel-modules README,
  * 1f40371, the fork that adds P2P through BAR1), so NCCL connects two of them through host
@@ -59,7 +60,7 @@ static const struct gm_gpu gpus[] = {
     {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0},
     {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0},
     {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 0},
-    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, 0},
+    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358)},
     {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0},
     {"RTX-4070-Ti", "rtx-4070-ti 4070-ti 4070ti rtx4070ti", 12, MIB(12282), "consumer", 89, false,
      0},

@@ -575,6 +575,11 @@ static void test_vllm_budget_from_cuda_total(void **state)
     assert_int_equal(est->serving.budget_bytes, 40 * GM_GIB);
     gm_estimate_free(est);
     est = NULL;
+    /* a catalog GPU without a printed CUDA total keeps nvidia-smi's */
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu L4", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 0);
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-3090", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 2358 * GM_GIB / 100);
 }
 
 /* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
