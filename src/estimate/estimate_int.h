@@ -325,6 +325,9 @@ void est_geom(const struct gm_model *m, struct est_geom *g);
 uint64_t est_total_layers(const struct gm_model *m);
 /* Layers that keep a KV cache (the decoder's; none in an encoder). */
 uint64_t est_kv_layers(const struct gm_model *m);
+/* The sliding-window (or chunked local) layers among the KV layers (est_kv_layers()); 0 for a
+ * model without a window.  The rest attend to every token. */
+uint64_t est_kv_sliding_layers(const struct gm_model *m);
 /* What a model's linear-attention layers are, in words ("Mamba-2", "Mamba", "Gated DeltaNet"). */
 const char *est_linear_kind(const struct gm_model *m);
 /* Layers with routed experts (0 for a dense model). */

@@ -338,12 +338,11 @@ static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_t
 uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                 uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version)
 {
-    uint64_t all = est_kv_layers(m), sliding, full, lo, hi, group_size, groups, k, v, page;
-    if (!m->sliding_window || !m->n_sliding_layers || m->n_linear_layers || pp > 1 || !block ||
+    uint64_t sliding = est_kv_sliding_layers(m), full = est_kv_layers(m) - sliding, lo, hi,
+             group_size, groups, k, v, page;
+    if (!sliding || m->n_linear_layers || pp > 1 || !block ||
         (version && version < GM_VERSION(0, 10, 0)))
         return tokens;
-    sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
-    full = all - sliding;
     if (!full) /* one attention type: one group, every block a request's */
         return tokens;
     lo = full < sliding ? full : sliding;
@@ -783,12 +782,10 @@ static uint64_t llamacpp_swa_cells(const struct gm_model *m, uint64_t cells, uin
  * Llama-4's chunks of 8192 (the architectures whose hparams.swa_type llama-model.cpp sets). */
 static uint64_t llamacpp_swa_layers(const struct gm_model *m)
 {
-    uint64_t layers = est_kv_layers(m);
     if (!(m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
-          m->arch == GM_ARCH_LLAMA4) ||
-        !m->sliding_window || !m->n_sliding_layers)
+          m->arch == GM_ARCH_LLAMA4))
         return 0;
-    return m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
+    return est_kv_sliding_layers(m);
 }
 
 /* KV bytes of llama.cpp's cache over 'cells' cells of 'n_seq' sequences with micro-batches

@@ -590,6 +590,10 @@ static void test_vllm_tokens_logged_hybrid(void **state)
 {
     struct gm_job j;
     (void)state;
+    /* the one split of attention layers both the log's tokens and the bytes per token read */
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("gpt-oss-120b")), 18);
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("gemma-3-27b")), 52);
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("llama-3.1-8b")), 0);
     /* gpt-oss-120b at tp 4: 18 sliding + 18 full layers, group_size 18, 2 groups; one layer's
      * token is 2 KV heads x 64 x 2 (K, V) x 2 B = 512 B, a page of 16 tokens 8192 B; the pool
      * of 330018 blocks vLLM 0.10.1 made of "45.32 GiB" prints 330018 / 2 x 16 tokens */
