@@ -492,6 +492,18 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+/* Qwen2.5-3B AWQ on an 8 GB card at 0.45 of it, as the 0.30 log of the validation rows (v076)
+ * ran it, at vLLM 'version'. */
+static void small_awq_server(const char *version, struct gm_job *j)
+{
+    char args[256];
+    snprintf(args, sizeof args,
+             "--infer --engine vllm --quant awq --vllm-version %s --gpu-memory 7.65 "
+             "--gpu-memory-utilization 0.45 --max-model-len 1024 --enforce-eager",
+             version);
+    job_make("qwen2.5-3b", args, j);
+}
+
 /* The profile-run sampler by how the version samples: a top-k/top-p sort of every logit (38 B
  * per logit), V1 with FlashInfer's rejection sampling (top_k_top_p_sampling_from_logits: the
  * 16-bit logits, their fp32 copy, the top-k-masked copy and the softmax, 14 B), and the model
@@ -505,10 +517,7 @@ static void test_vllm_profile_sampler_by_runner(void **state)
     /* 0.30 on a dense Qwen2.5 (AWQ, as the 0.30 log that printed 0.15 GiB of activation peak
      * ran it): V2, 256 sequences x 151936 logits x 6 B, and the KV pool that log's server had;
      * the sort would have left none */
-    job_make("qwen2.5-3b",
-             "--infer --engine vllm --quant awq --vllm-version 0.30.0 --gpu-memory 7.65 "
-             "--gpu-memory-utilization 0.45 --max-model-len 1024 --enforce-eager",
-             &j);
+    small_awq_server("0.30.0", &j);
     assert_true(est_vllm_runner_v2(&j, j.model.model));
     assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 6);
     run(&j, &est);
@@ -520,10 +529,7 @@ static void test_vllm_profile_sampler_by_runner(void **state)
     gm_estimate_free(est);
     est = NULL;
     /* the same model before 0.25.1 runs V1 and sorts; a MoE model stays on V1 at 0.30 */
-    job_make("qwen2.5-3b",
-             "--infer --engine vllm --quant awq --vllm-version 0.25.0 --gpu-memory 7.65 "
-             "--gpu-memory-utilization 0.45 --max-model-len 1024 --enforce-eager",
-             &j);
+    small_awq_server("0.25.0", &j);
     assert_false(est_vllm_runner_v2(&j, j.model.model));
     assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 38);
     run(&j, &est);
