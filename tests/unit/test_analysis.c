@@ -954,22 +954,26 @@ static void test_nomem(void **state)
     struct gm_snapshot_device d;
     build_trace(&t, true);
     make_snapshot(&s, &d, &t);
-    bool ok = false;
-    for (long n = 0; n < 400 && !ok; n++) {
-        struct gm_analysis *an = NULL;
-        struct gm_error err;
-        gm_alloc_fail_after(n);
-        enum gm_status st = gm_analysis_run(&s, NULL, &an, &err);
-        gm_alloc_fail_after(-1);
-        if (st == GM_OK) {
-            ok = true;
-            gm_analysis_free(an);
-        } else {
-            assert_int_equal(st, GM_ERR_NOMEM);
-            assert_null(an);
+    /* the full analysis, then the one for a diff */
+    for (int part = 0; part < 2; part++) {
+        bool ok = false;
+        for (long n = 0; n < 400 && !ok; n++) {
+            struct gm_analysis *an = NULL;
+            struct gm_error err;
+            gm_alloc_fail_after(n);
+            enum gm_status st = part ? gm_analysis_diff_prepare(&s, NULL, &an, &err)
+                                     : gm_analysis_run(&s, NULL, &an, &err);
+            gm_alloc_fail_after(-1);
+            if (st == GM_OK) {
+                ok = true;
+                gm_analysis_free(an);
+            } else {
+                assert_int_equal(st, GM_ERR_NOMEM);
+                assert_null(an);
+            }
         }
+        assert_true(ok);
     }
-    assert_true(ok);
 }
 
 /* Two 20 MiB segments with 20 MiB free in total, the largest free range 8 MiB. */
