@@ -108,7 +108,6 @@ struct work {
     bool has_backward;
     bool trace_has_frames;
     bool diff_only;          /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads (no free_of) */
-    uint8_t *stats_of;       /* ANA_PARTS_DIFF: per stack id, 1 when site_stats() counts it */
     size_t *next_fwd;        /* per phase run: index of the next forward run */
     struct gm_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
@@ -1323,8 +1322,7 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event < 0 ||
-            (w->stats_of && a->stack < w->snap->n_stacks && !w->stats_of[a->stack]))
+        if (a->alloc_event < 0)
             continue;
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
@@ -1405,27 +1403,6 @@ static bool class_counts(const struct work *w, const struct gm_analysis_alloc *a
         return false;
     uint8_t ph = w->phase[a->alloc_event];
     return ph != GM_PHASE_FORWARD && ph != GM_PHASE_BACKWARD && ph != GM_PHASE_OPTIMIZER_STEP;
-}
-
-/* ANA_PARTS_DIFF: the stacks whose site figures the batch rule can ask for (those with an
- * allocation that class_counts() sends on to it, of phase other), in w->stats_of; false
- * when out of memory. */
-static bool stacks_for_stats(struct work *w)
-{
-    const struct gm_analysis_device *dev = w->dev;
-    size_t n_stacks = w->snap->n_stacks;
-    w->stats_of = gm_calloc(n_stacks ? n_stacks : 1, 1);
-    if (!w->stats_of)
-        return false;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event < 0 || a->stack >= n_stacks || w->stats_of[a->stack])
-            continue;
-        uint8_t ph = w->phase[a->alloc_event];
-        if (ph != GM_PHASE_FORWARD && ph != GM_PHASE_BACKWARD && ph != GM_PHASE_OPTIMIZER_STEP)
-            w->stats_of[a->stack] = 1;
-    }
-    return true;
 }
 
 /* ANA_PARTS_DIFF: the category split at the peak alone, from the allocations alive at the
@@ -1516,10 +1493,6 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
         goto out;
     }
-    if (w.diff_only && !stacks_for_stats(&w)) {
-        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-        goto out;
-    }
     if ((st = site_stats(&w, err)) != GM_OK)
         goto out;
     w.next_fwd = gm_malloc((dev->n_phases ? dev->n_phases : 1) * sizeof(size_t));
@@ -1588,7 +1561,6 @@ out:
     ix_release(&w.runs_ix);
     ix_release(&w.iters_ix);
     gm_free(w.sites);
-    gm_free(w.stats_of);
     gm_free(w.next_fwd);
     gm_big_free(w.phase, n ? n : 1);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
