@@ -986,7 +986,18 @@ struct gm_analysis_diff {
     void *priv_;
 };
 
-/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()).  On success *out is
+/* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase, the category
+ * split at it and the allocations matched to their frees, as gm_analysis_run() finds them,
+ * without the series, the iterations' figures, the leaks, the layout history and the
+ * fragmentation (and an allocation's category only where it counts in the split at the
+ * peak).  The result serves gm_analysis_diff() and the diff document, then
+ * gm_analysis_free(); it borrows 'snap'.  'opts' may be NULL.  Errors: as gm_analysis_run(). */
+enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
+                                        const struct gm_analysis_opts *opts,
+                                        struct gm_analysis **out, struct gm_error *err);
+
+/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()), each made by
+ * gm_analysis_run() or gm_analysis_diff_prepare().  On success *out is
  * owned by the caller (gm_analysis_diff_free()); it borrows both analyses and their snapshots.
  * Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
