@@ -316,6 +316,28 @@ static void test_cheapest_first(void **state)
     check_order_and_replay(&j);
 }
 
+/* Changes that save more together than alone: an 8B trained on one H100 with torchtitan's
+ * preset (batch 4) saves little by --batch 1 --grad-accum 4 alone (accumulation keeps fp32
+ * gradients through the step) and falls just short with pure bf16 alone, so the sum of what
+ * each saves alone is less than the distance to fitting; together they fit (pure bf16 halves
+ * the gradients accumulation keeps), and the combination is still found. */
+static void test_combination_beyond_the_sum(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    make_job(&j, "llama-3.1-8b",
+             "--train --gpu H100 --batch 4 --stack torchtitan --precision bf16");
+    assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
+    assert_false(again->fit.fits);
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 4 --stack torchtitan");
+    suggest(&j);
+    assert_true(sugg.items[0].combined && sugg.items[0].fits);
+    assert_non_null(strstr(sugg.items[0].change, "--grad-accum 4"));
+    assert_non_null(strstr(sugg.items[0].change, "--precision bf16"));
+    check_order_and_replay(&j);
+}
+
 /* 405B on a 12 GiB card: no change, combination or catalog GPU makes it fit. */
 static void test_nothing_fits(void **state)
 {
@@ -400,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_never_impossible),
         cmocka_unit_test(test_cheapest_first),
+        cmocka_unit_test(test_combination_beyond_the_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

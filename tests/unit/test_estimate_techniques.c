@@ -368,7 +368,8 @@ static void test_hf_generate_by_version(void **state)
  * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on the decoder's fp32 logits
  * (TransformerDecoder: self.output(h).float()) with a for-loop
  * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
- * torchtitan checkpoints every 2nd block with fused AdamW; hf-trainer@V is transformers V.
+ * torchtitan checkpoints every 2nd block with fused AdamW and launches with expandable
+ * segments (run_train.sh); hf-trainer@V is transformers V.
  * An option given wins whether it comes before or after --stack, and the preset's
  * choices still in force are named as assumptions. */
 static void test_stack_presets(void **state)
@@ -403,6 +404,11 @@ static void test_stack_presets(void **state)
     assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
     assert_int_equal(j.memory.loss, GM_LOSS_FULL);
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTITAN);
+    /* run_train.sh starts every run with expandable segments; --alloc-conf still wins */
+    assert_true(j.runtime.alloc.expandable_segments);
+    assert_true(est_preset_set(&j, EST_SET_ALLOC_CONF));
+    job_make("llama-3-8b", "--train --stack torchtitan --alloc-conf max_split_size_mb:512", &j);
+    assert_false(j.runtime.alloc.expandable_segments);
     job_make("llama-3-8b", "--train --stack lightning", &j);
     assert_int_equal(j.stack.model_impl, GM_MODEL_IMPL_LITGPT);
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_LIGHTNING);
