@@ -122,35 +122,15 @@ void snap_ev_writer_release(struct ev_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
+/* Event 'e' written at the writer's end, whose room (bytes and checkpoints) the caller made. */
+static inline __attribute__((always_inline)) void encode(struct ev_writer *w,
+                                                         const struct gm_snapshot_event *e)
 {
     struct ev_state *s = &w->st;
     uint8_t *p, *h;
     unsigned hb, a;
-    if (w->count_only) {
-        w->pk.n_events++;
-        w->n_actions[e->action < GM_ACTION_COUNT ? e->action : GM_ACTION_OTHER]++;
-        return true;
-    }
-    if (w->cap_bytes - w->pk.n_bytes < MAX_EVENT + SLACK) {
-        void *b = w->pk.bytes;
-        size_t cap = w->cap_bytes;
-        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + MAX_EVENT + SLACK, 1, FIRST_BYTES))
-            return false;
-        w->pk.bytes = b;
-        w->cap_bytes = cap;
-    }
     if ((w->pk.n_events & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
-        struct ev_checkpoint *cp;
-        if (w->pk.n_cps == w->cap_cps) {
-            void *c = w->pk.cps;
-            size_t cap = w->cap_cps;
-            if (!gm_big_grow(&c, &cap, w->pk.n_cps + 1, sizeof(*cp), 64))
-                return false;
-            w->pk.cps = c;
-            w->cap_cps = cap;
-        }
-        cp = &w->pk.cps[w->pk.n_cps++];
+        struct ev_checkpoint *cp = &w->pk.cps[w->pk.n_cps++];
         cp->pos = w->pk.n_bytes;
         cp->st = *s;
     }
@@ -191,7 +171,63 @@ bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *
     w->pk.n_bytes = (size_t)(p - w->pk.bytes);
     w->pk.n_events++;
     w->n_actions[a < GM_ACTION_COUNT ? a : GM_ACTION_OTHER]++;
+}
+
+size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
+{
+    size_t room_bytes, room_cps;
+    if (w->count_only)
+        return SIZE_MAX;
+    if (n > (SIZE_MAX - SLACK - w->pk.n_bytes) / MAX_EVENT ||
+        n > SIZE_MAX - GM_SNAPSHOT_CHECKPOINT - w->pk.n_events)
+        return 0;
+    if (w->cap_bytes - w->pk.n_bytes < n * MAX_EVENT + SLACK) {
+        void *b = w->pk.bytes;
+        size_t cap = w->cap_bytes;
+        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + n * MAX_EVENT + SLACK, 1, FIRST_BYTES))
+            return 0;
+        w->pk.bytes = b;
+        w->cap_bytes = cap;
+    }
+    /* a checkpoint before every GM_SNAPSHOT_CHECKPOINT-th event: n_cps of them so far */
+    if (w->cap_cps * GM_SNAPSHOT_CHECKPOINT < w->pk.n_events + n) {
+        void *c = w->pk.cps;
+        size_t cap = w->cap_cps;
+        if (!gm_big_grow(&c, &cap,
+                         (w->pk.n_events + n + GM_SNAPSHOT_CHECKPOINT - 1) / GM_SNAPSHOT_CHECKPOINT,
+                         sizeof(struct ev_checkpoint), 64))
+            return 0;
+        w->pk.cps = c;
+        w->cap_cps = cap;
+    }
+    room_bytes = (w->cap_bytes - w->pk.n_bytes - SLACK) / MAX_EVENT;
+    room_cps = w->cap_cps * GM_SNAPSHOT_CHECKPOINT - w->pk.n_events;
+    return room_bytes < room_cps ? room_bytes : room_cps;
+}
+
+bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
+{
+    if (w->count_only) {
+        w->pk.n_events++;
+        w->n_actions[e->action < GM_ACTION_COUNT ? e->action : GM_ACTION_OTHER]++;
+        return true;
+    }
+    if (!snap_ev_writer_reserve(w, 1))
+        return false;
+    encode(w, e);
     return true;
+}
+
+void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n)
+{
+    if (w->count_only) {
+        for (size_t i = 0; i < n; i++)
+            w->n_actions[ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER]++;
+        w->pk.n_events += n;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        encode(w, &ev[i]);
 }
 
 void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)
