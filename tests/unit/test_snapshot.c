@@ -966,8 +966,8 @@ static void test_long_batch(void **state)
         while ((a = gm_snapshot_cursor_next(&c[0])) != NULL) {
             assert_non_null(b = gm_snapshot_cursor_next(&c[1]));
             assert_true(a->addr == b->addr && a->size == b->size && a->time_us == b->time_us &&
-                        a->stack == b->stack && a->extra == b->extra &&
-                        a->action == b->action && a->flags == b->flags);
+                        a->stack == b->stack && a->extra == b->extra && a->action == b->action &&
+                        a->flags == b->flags);
         }
         assert_null(gm_snapshot_cursor_next(&c[1]));
         check_passes(s[0]);
@@ -1134,9 +1134,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
     cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
     cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
-        cmocka_unit_test(test_long_batch),
-    cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
-    cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_long_batch),     cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
 };
 
 /* real snapshots */
