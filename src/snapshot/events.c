@@ -122,22 +122,14 @@ void snap_ev_writer_release(struct ev_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* Event 'e' written at the writer's end, whose room (bytes and checkpoints) the caller made. */
-static inline __attribute__((always_inline)) void encode(struct ev_writer *w,
-                                                         const struct gm_snapshot_event *e)
+/* Event 'e' written at p against state *s (updated): the position after it.  The caller
+ * keeps the state and the position in locals, which stores through p cannot change. */
+static inline __attribute__((always_inline)) uint8_t *encode(uint8_t *p, struct ev_state *s,
+                                                             const struct gm_snapshot_event *e,
+                                                             unsigned a)
 {
-    struct ev_state *s = &w->st;
-    uint8_t *p, *h;
-    unsigned hb, a;
-    if ((w->pk.n_events & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
-        struct ev_checkpoint *cp = &w->pk.cps[w->pk.n_cps++];
-        cp->pos = w->pk.n_bytes;
-        cp->st = *s;
-    }
-    p = w->pk.bytes + w->pk.n_bytes;
-    h = p++;
-    a = e->action < ESCAPE ? e->action : GM_ACTION_OTHER; /* the loader makes none above */
-    hb = a;
+    uint8_t *h = p++;
+    unsigned hb = a;
     if ((e->flags & 15u) != s->flags) {
         s->flags = e->flags & 15u;
         *p++ = (uint8_t)(a | (unsigned)s->flags << 4);
@@ -168,9 +160,7 @@ static inline __attribute__((always_inline)) void encode(struct ev_writer *w,
         s->extra = e->extra;
     }
     *h = (uint8_t)hb;
-    w->pk.n_bytes = (size_t)(p - w->pk.bytes);
-    w->pk.n_events++;
-    w->n_actions[a < GM_ACTION_COUNT ? a : GM_ACTION_OTHER]++;
+    return p;
 }
 
 size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
@@ -214,7 +204,7 @@ bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *
     }
     if (!snap_ev_writer_reserve(w, 1))
         return false;
-    encode(w, e);
+    snap_ev_writer_append_n(w, e, 1);
     return true;
 }
 
@@ -226,8 +216,25 @@ void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event
         w->pk.n_events += n;
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        encode(w, &ev[i]);
+    {
+        struct ev_state st = w->st;
+        uint8_t *p = w->pk.bytes + w->pk.n_bytes;
+        size_t k = w->pk.n_events;
+        for (size_t i = 0; i < n; i++, k++) {
+            /* the loader makes no action above ESCAPE */
+            unsigned a = ev[i].action < ESCAPE ? ev[i].action : GM_ACTION_OTHER;
+            if ((k & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
+                struct ev_checkpoint *cp = &w->pk.cps[w->pk.n_cps++];
+                cp->pos = (size_t)(p - w->pk.bytes);
+                cp->st = st;
+            }
+            p = encode(p, &st, &ev[i], a);
+            w->n_actions[a < GM_ACTION_COUNT ? a : GM_ACTION_OTHER]++;
+        }
+        w->st = st;
+        w->pk.n_bytes = (size_t)(p - w->pk.bytes);
+        w->pk.n_events = k;
+    }
 }
 
 void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)
