@@ -280,15 +280,15 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     struct trace_reader *tr = &b->tr;
     const pk_val *it = r->pairs;
     const int8_t *pos = tr->shape_pos;
-    struct gm_snapshot_event_extra x;
+    uint64_t stream = 0;
+    const char *cc = NULL; /* compile_context */
     bool has_extra = false;
     enum word a;
     pk_val v;
     size_t ai;
 
     if (pos[0] < 0 || pos[6] >= 0)
-        return false; /* no action, or user_metadata: the general reader */
-    memset(&x, 0, sizeof(x));
+        return false;         /* no action, or user_metadata: the general reader */
     memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
     /* the action: a few values (alloc, free_requested, free_completed, ...) in turn, each
      * remembered by its value */
@@ -311,9 +311,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     }
     if (pos[2] >= 0 && !pk_small_u64(it[2 * pos[2] + 1], &e->size))
         return false;
-    if (pos[3] >= 0 && !pk_small_u64(it[2 * pos[3] + 1], &x.stream))
+    if (pos[3] >= 0 && !pk_small_u64(it[2 * pos[3] + 1], &stream))
         return false;
-    has_extra = x.stream != 0;
+    has_extra = stream != 0;
     if (pos[4] >= 0) {
         if (!pk_small_i64(it[2 * pos[4] + 1], &e->time_us))
             return false;
@@ -329,7 +329,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         word = pk_short_str_word(b->doc, v);
         if (word && word == tr->flat_cc_word) {
             /* "N/A" again: the string of the entry before */
-            x.compile_context = tr->flat_cc;
+            cc = tr->flat_cc;
             has_extra = true;
         } else if (pk_str_view(b->doc, v, &p, &n)) {
             /* "N/A" on every entry, a new literal each time: the bytes of the last one (a
@@ -337,12 +337,12 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
              * compared byte by byte on every entry) */
             if (tr->flat_cc && n == tr->flat_cc_n && n <= LONG_STR &&
                 short_eq(p, tr->flat_cc_p, n)) {
-                x.compile_context = tr->flat_cc;
+                cc = tr->flat_cc;
             } else {
-                if (snap_intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
+                if (snap_intern_str(b, v, "compile_context", &cc) != GM_OK)
                     return false;
-                tr->flat_cc = x.compile_context;
-                tr->flat_cc_p = x.compile_context; /* the interned copy has the same bytes */
+                tr->flat_cc = cc;
+                tr->flat_cc_p = cc; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
             tr->flat_cc_word = word;
@@ -371,13 +371,17 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     }
     if (has_extra) {
         /* the extra of the entry before, when stream and compile_context are its */
-        if (tr->flat_x_id && x.stream == tr->flat_x_stream && x.compile_context == tr->flat_x_cc) {
+        if (tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc) {
             e->extra = tr->flat_x_id;
         } else {
+            struct gm_snapshot_event_extra x;
+            memset(&x, 0, sizeof(x));
+            x.stream = stream;
+            x.compile_context = cc;
             if (snap_intern_extra(b, &x, &e->extra) != GM_OK)
                 return false;
-            tr->flat_x_stream = x.stream;
-            tr->flat_x_cc = x.compile_context;
+            tr->flat_x_stream = stream;
+            tr->flat_x_cc = cc;
             tr->flat_x_id = e->extra;
         }
     }
