@@ -641,10 +641,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     dict_done:
         if (!have_list)
             l->len = 0;
-        /* the dict is complete: hand it over (the fields that never change are set above) */
-        /* Every key the memo reference at its position in the dict before: each the key
-         * there, which was a memo reference too (the cache at a position changes only with
-         * the key read there).  (Keys equal in any other way are not looked for.) */
+        /* The dict is complete: hand it over (the fields that never change are set above).
+         * Its keys are those of the dict before when each was the memo reference at its
+         * position there (a hit of the key cache, which changes only with the key read at
+         * that position) and the keys there were all memo references (keys equal in any
+         * other way are not looked for). */
         r.same_keys = n_hits == n && prev_refs && n == prev_n;
         prev_refs = n_hits + n_refs == n;
         prev_n = n;

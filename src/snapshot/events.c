@@ -124,9 +124,8 @@ void snap_ev_writer_release(struct ev_writer *w)
 
 /* Event 'e' written at p against state *s (updated): the position after it.  The caller
  * keeps the state and the position in locals, which stores through p cannot change. */
-static inline __attribute__((always_inline)) uint8_t *encode(uint8_t *p, struct ev_state *s,
-                                                             const struct gm_snapshot_event *e,
-                                                             unsigned a)
+static inline __attribute__((always_inline)) uint8_t *
+encode(uint8_t *p, struct ev_state *s, const struct gm_snapshot_event *e, unsigned a)
 {
     uint8_t *h = p++;
     unsigned hb = a;
@@ -179,7 +178,8 @@ size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
         w->pk.bytes = b;
         w->cap_bytes = cap;
     }
-    /* a checkpoint before every GM_SNAPSHOT_CHECKPOINT-th event: n_cps of them so far */
+    /* a checkpoint before every GM_SNAPSHOT_CHECKPOINT-th event, so one for each started
+     * group of GM_SNAPSHOT_CHECKPOINT among the n_events + n */
     if (w->cap_cps * GM_SNAPSHOT_CHECKPOINT < w->pk.n_events + n) {
         void *c = w->pk.cps;
         size_t cap = w->cap_cps;
@@ -197,11 +197,6 @@ size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
 
 bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
 {
-    if (w->count_only) {
-        w->pk.n_events++;
-        w->n_actions[e->action < GM_ACTION_COUNT ? e->action : GM_ACTION_OTHER]++;
-        return true;
-    }
     if (!snap_ev_writer_reserve(w, 1))
         return false;
     snap_ev_writer_append_n(w, e, 1);

@@ -287,8 +287,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     pk_val v;
     size_t ai;
 
+    /* no action, or user_metadata: the general reader */
     if (pos[0] < 0 || pos[6] >= 0)
-        return false;         /* no action, or user_metadata: the general reader */
+        return false;
     memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
     /* the action: a few values (alloc, free_requested, free_completed, ...) in turn, each
      * remembered by its value */
