@@ -87,6 +87,10 @@ static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
  * moments a caller names. */
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
+/* x of a time on a time axis: microseconds since its first event (a span beyond int64, which
+ * a file may hold, is taken in double rather than overflowing). */
+double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t time_us);
+
 /* x of each event ks[i] (any order; the values gm_lod_axis_x() takes) into xs[i], in one
  * walk of the trace up to the largest (none when the axis keeps its x's): for many
  * moments, where gm_lod_axis_x() would decode up to a checkpoint's worth of events for

@@ -343,8 +343,9 @@ static const char *write_user_phases(struct gm_report_ctx *c, const struct gm_sn
         c->nomem = true;
     for (size_t i = 0; i < n; i++) {
         gm_json_begin_array(w);
-        gm_report_num(w, (double)(r[i].start_us - ax->t0_us));
-        gm_report_num(w, r[i].end_us == INT64_MAX ? ax->x_end : (double)(r[i].end_us - ax->t0_us));
+        gm_report_num(w, gm_lod_axis_x_of_time(ax, r[i].start_us));
+        gm_report_num(w, r[i].end_us == INT64_MAX ? ax->x_end
+                                                  : gm_lod_axis_x_of_time(ax, r[i].end_us));
         gm_json_str(w, r[i].name);
         gm_json_end_array(w);
     }
@@ -373,9 +374,9 @@ static void write_annotations(struct gm_report_ctx *c, const struct gm_analysis_
         c->nomem = true;
     for (size_t i = 0; i < r.n; i++) {
         gm_json_begin_array(w);
-        gm_report_num(w, (double)(r.v[i].start_us - ax->t0_us));
-        gm_report_num(w,
-                      r.v[i].end_us == INT64_MAX ? ax->x_end : (double)(r.v[i].end_us - ax->t0_us));
+        gm_report_num(w, gm_lod_axis_x_of_time(ax, r.v[i].start_us));
+        gm_report_num(w, r.v[i].end_us == INT64_MAX ? ax->x_end
+                                                    : gm_lod_axis_x_of_time(ax, r.v[i].end_us));
         gm_json_str(w, r.v[i].name);
         gm_json_u64(w, r.v[i].start_bytes);
         gm_json_u64(w, r.v[i].peak_bytes);

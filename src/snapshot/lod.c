@@ -15,6 +15,14 @@
 
 /* ---- the axis ---- */
 
+double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t t)
+{
+    int64_t v;
+    if (__builtin_sub_overflow(t, a->t0_us, &v))
+        return (double)t - (double)a->t0_us;
+    return (double)v;
+}
+
 void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_device *dev,
                               size_t n_timed)
 {
@@ -69,7 +77,7 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
     if (gm_lod_axis_keeps_x(a))
         return gm_lod_axis_kept_x(a, (size_t)k);
     if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
-        return (double)(e.time_us - a->t0_us);
+        return gm_lod_axis_x_of_time(a, e.time_us);
     return (double)k;
 }
 
@@ -359,10 +367,13 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
     gm_lod_add(alloc, 0.0, -1, w.allocated);
     gm_lod_add(res, 0.0, -1, w.reserved);
     while (seen < a->n_events && (e = gm_snapshot_walk_next(&w)) != NULL) {
-        int64_t v = e->time_us - a->t0_us;
-        double x = (double)v;
-        if (!(e->flags & GM_EVENT_HAS_TIME))
+        int64_t v;
+        double x;
+        /* an event without a time, or a span beyond int64 (the x's kept here are exact
+         * int64 differences): the two passes of gm_lod_timeline() decide */
+        if (!(e->flags & GM_EVENT_HAS_TIME) || __builtin_sub_overflow(e->time_us, a->t0_us, &v))
             break;
+        x = (double)v;
         if (!keep_x(a, seen, v)) {
             gm_snapshot_walk_release(&w);
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
@@ -406,7 +417,7 @@ enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snaps
         a->n_events = dev->n_events;
         a->time = true;
         a->t0_us = first.time_us;
-        x = (double)(last.time_us - a->t0_us);
+        x = gm_lod_axis_x_of_time(a, last.time_us);
         a->x_end = x > 0 ? x : x + 1.0;
         st = timed_walk(a, snap, dev, tl, n, alloc, res, &timed, err);
         if (st != GM_OK || timed)
