@@ -502,6 +502,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
+    size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
     for (size_t k = 0; k < n; k++) {
@@ -511,6 +512,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             if (raw == RAW_FORWARD)
                 last_fwd = k;
             w->phase[k] = (uint8_t)phase_of_raw(raw);
+            n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
@@ -551,12 +553,9 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             out = RAW_OTHER;
         }
         w->phase[k] = (uint8_t)phase_of_raw(out);
+        n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
     }
     /* Runs. */
-    size_t n_runs = 0;
-    for (size_t k = 0; k < n; k++)
-        if (k == 0 || w->phase[k] != w->phase[k - 1])
-            n_runs++;
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
     if (!dev->phases)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
@@ -564,13 +563,16 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n; k++) {
         dev->phase_events[w->phase[k]]++;
         if (k == 0 || w->phase[k] != w->phase[k - 1]) {
+            if (r)
+                dev->phases[r - 1].last_event = (int64_t)k - 1;
             dev->phases[r].first_event = (int64_t)k;
             dev->phases[r].phase = w->phase[k];
             dev->phases[r].iteration = -1;
             r++;
         }
-        dev->phases[r - 1].last_event = (int64_t)k;
     }
+    if (r)
+        dev->phases[r - 1].last_event = (int64_t)n - 1;
     dev->n_phases = n_runs;
     w->has_backward = dev->phase_events[GM_PHASE_BACKWARD] > 0;
     return GM_OK;
