@@ -86,36 +86,17 @@ static inline unsigned n_digits(uint64_t v)
     return t + (v >= pow10[t]);
 }
 
-/* Store the low 2 or 4 bytes of v at p, lowest first. */
-static inline void store16(char *p, uint64_t v)
-{
-    uint16_t u = (uint16_t)v;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    u = __builtin_bswap16(u);
-#endif
-    memcpy(p, &u, 2);
-}
-
-static inline void store32(char *p, uint64_t v)
-{
-    uint32_t u = (uint32_t)v;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    u = __builtin_bswap32(u);
-#endif
-    memcpy(p, &u, 4);
-}
-
 /* The last n (1-8) of the eight digits of x at p: exactly n bytes written (two stores that
  * may overlap), so a caller's room need only fit the number. */
 static inline char *put_tail(char *p, uint32_t x, unsigned n)
 {
     uint64_t w = (gm_digits8(x) | GM_ASCII_ZEROS) >> (8 * (8 - n));
     if (n >= 4) {
-        store32(p, w);
-        store32(p + n - 4, w >> (8 * (n - 4)));
+        gm_store_low(p, w, 4);
+        gm_store_low(p + n - 4, w >> (8 * (n - 4)), 4);
     } else if (n >= 2) {
-        store16(p, w);
-        store16(p + n - 2, w >> (8 * (n - 2)));
+        gm_store_low(p, w, 2);
+        gm_store_low(p + n - 2, w >> (8 * (n - 2)), 2);
     } else {
         *p = (char)w;
     }
@@ -134,7 +115,7 @@ static inline char *put_digits(char *p, uint64_t v, unsigned n)
     }
     if (n > 8) {
         p = put_tail(p, (uint32_t)(v / 100000000u), n - 8);
-        gm_store64(p, gm_digits8((uint32_t)(v % 100000000u)) | GM_ASCII_ZEROS);
+        gm_store_low(p, gm_digits8((uint32_t)(v % 100000000u)) | GM_ASCII_ZEROS, 8);
         return p + 8;
     }
     return put_tail(p, (uint32_t)v, n);
@@ -168,18 +149,19 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
         uint64_t hi = v / 100000000u, lo = v - hi * 100000000u;
         m->base = v - lo;
         m->block = m->base <= UINT64_MAX - 99999999u;
-        gm_store64(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        gm_store_low(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS, 8);
         if (hi < 100000000u) {
             lead = gm_digits8((uint32_t)hi);
             n = 8;
         } else {
             uint64_t top = hi / 100000000u; /* v < 2^64 < 10^20: top < 10^4 */
-            gm_store64(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
+            gm_store_low(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS,
+                         8);
             lead = gm_digits8((uint32_t)top);
             n = 16;
         }
     }
-    gm_store64(m->s + 16 - n, lead | GM_ASCII_ZEROS);
+    gm_store_low(m->s + 16 - n, lead | GM_ASCII_ZEROS, 8);
     /* the first group less its leading zeros (the zero bytes at its low end) */
     n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
     m->n = (uint8_t)n;
