@@ -243,16 +243,12 @@ static char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t n)
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
+    struct gm_fmt_memo *memos[] = {&jl->index,    &jl->addr,  &jl->size,
+                                   &jl->stream,   &jl->time,  &jl->allocated,
+                                   &jl->reserved, &jl->stack, &jl->fwd};
     memset(jl, 0, sizeof(*jl));
-    gm_fmt_memo_init(&jl->index);
-    gm_fmt_memo_init(&jl->addr);
-    gm_fmt_memo_init(&jl->size);
-    gm_fmt_memo_init(&jl->stream);
-    gm_fmt_memo_init(&jl->time);
-    gm_fmt_memo_init(&jl->allocated);
-    gm_fmt_memo_init(&jl->reserved);
-    gm_fmt_memo_init(&jl->stack);
-    gm_fmt_memo_init(&jl->fwd);
+    for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
+        gm_fmt_memo_init(memos[i]);
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");

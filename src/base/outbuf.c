@@ -86,39 +86,52 @@ static inline unsigned n_digits(uint64_t v)
     return t + (v >= pow10[t]);
 }
 
-/* The last n (1-8) of the eight digits of x at p: exactly n bytes written (two stores that
- * may overlap), so a caller's room need only fit the number. */
-static inline char *put_tail(char *p, uint32_t x, unsigned n)
+static const char pairs[201] = "00010203040506070809"
+                               "10111213141516171819"
+                               "20212223242526272829"
+                               "30313233343536373839"
+                               "40414243444546474849"
+                               "50515253545556575859"
+                               "60616263646566676869"
+                               "70717273747576777879"
+                               "80818283848586878889"
+                               "90919293949596979899";
+
+/* w < 10^n, n <= 8, in exactly n digits ending at p + n, two digits a step (for a few
+ * digits cheaper than making eight). */
+static inline char *put_short(char *p, uint32_t w, unsigned n)
 {
-    uint64_t w = (gm_digits8(x) | GM_ASCII_ZEROS) >> (8 * (8 - n));
-    if (n >= 4) {
-        gm_store_low(p, w, 4);
-        gm_store_low(p + n - 4, w >> (8 * (n - 4)), 4);
-    } else if (n >= 2) {
-        gm_store_low(p, w, 2);
-        gm_store_low(p + n - 2, w >> (8 * (n - 2)), 2);
-    } else {
-        *p = (char)w;
+    char *end = p + n;
+    while (end - p >= 2) {
+        end -= 2;
+        memcpy(end, pairs + 2 * (w % 100), 2);
+        w /= 100;
     }
+    if (end > p)
+        *--end = (char)('0' + w % 10);
     return p + n;
 }
 
-/* v < 10^n in decimal, exactly 'n' digits ending at p + n (leading zeros where v is
- * shorter): eight digits a step, the first step the n % 8 (or 8) leading ones. */
-static inline char *put_digits(char *p, uint64_t v, unsigned n)
+/* put_digits() of more than eight digits: the last eight at a time (gm_digits8), the
+ * leading ones two at a time. */
+static char *put_long(char *p, uint64_t v, unsigned n)
 {
     if (n > 16) {
         /* v < 2^64 < 10^20: the leading part is below 10^4 */
-        p = put_tail(p, (uint32_t)(v / UINT64_C(10000000000000000)), n - 16);
+        p = put_short(p, (uint32_t)(v / UINT64_C(10000000000000000)), n - 16);
         v %= UINT64_C(10000000000000000);
         n = 16;
     }
-    if (n > 8) {
-        p = put_tail(p, (uint32_t)(v / 100000000u), n - 8);
-        gm_store_low(p, gm_digits8((uint32_t)(v % 100000000u)) | GM_ASCII_ZEROS, 8);
-        return p + 8;
-    }
-    return put_tail(p, (uint32_t)v, n);
+    p = put_short(p, (uint32_t)(v / 100000000u), n - 8);
+    gm_store64(p, gm_digits8((uint32_t)(v % 100000000u)) | GM_ASCII_ZEROS);
+    return p + 8;
+}
+
+/* v < 10^n in decimal, exactly 'n' digits ending at p + n (leading zeros where v is
+ * shorter); small enough to be inlined where n is a constant. */
+static inline char *put_digits(char *p, uint64_t v, unsigned n)
+{
+    return n > 8 ? put_long(p, v, n) : put_short(p, (uint32_t)v, n);
 }
 
 char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
@@ -149,19 +162,18 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
         uint64_t hi = v / 100000000u, lo = v - hi * 100000000u;
         m->base = v - lo;
         m->block = m->base <= UINT64_MAX - 99999999u;
-        gm_store_low(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS, 8);
+        gm_store64(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
         if (hi < 100000000u) {
             lead = gm_digits8((uint32_t)hi);
             n = 8;
         } else {
             uint64_t top = hi / 100000000u; /* v < 2^64 < 10^20: top < 10^4 */
-            gm_store_low(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS,
-                         8);
+            gm_store64(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
             lead = gm_digits8((uint32_t)top);
             n = 16;
         }
     }
-    gm_store_low(m->s + 16 - n, lead | GM_ASCII_ZEROS, 8);
+    gm_store64(m->s + 16 - n, lead | GM_ASCII_ZEROS);
     /* the first group less its leading zeros (the zero bytes at its low end) */
     n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
     m->n = (uint8_t)n;

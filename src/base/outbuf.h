@@ -91,13 +91,13 @@ static inline uint64_t gm_digits8(uint32_t x)
     return __builtin_bswap64(v);
 }
 
-/* The low n (2, 4 or 8) bytes of v at p, lowest first: one store. */
-static inline void gm_store_low(char *p, uint64_t v, unsigned n)
+/* The 8 bytes of v at p, lowest first. */
+static inline void gm_store64(char *p, uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap64(v);
 #endif
-    memcpy(p, &v, n);
+    memcpy(p, &v, 8);
 }
 
 #define GM_ASCII_ZEROS UINT64_C(0x3030303030303030)
@@ -130,7 +130,7 @@ static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
     if (v != m->v) {
         if (v - m->base < 100000000u && m->block) {
             /* the leading digits stand: the last eight anew */
-            gm_store_low(m->s + 16, gm_digits8((uint32_t)(v - m->base)) | GM_ASCII_ZEROS, 8);
+            gm_store64(m->s + 16, gm_digits8((uint32_t)(v - m->base)) | GM_ASCII_ZEROS);
         } else if (v - m->v == 1 && v && m->s[23] != '9') {
             m->s[23]++; /* an index counting up: no carry */
         } else {
