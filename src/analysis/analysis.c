@@ -1608,19 +1608,10 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
     if ((st = find_leaks(&w, err)) != GM_OK)
         goto out;
-    /* what gm_analysis_live_at() needs later: the allocation each free_completed ends */
     dp = gm_arena_calloc(w.arena, 1, sizeof(*dp));
-    if (!dp || (w.n_free_of && !ana_priv_keep(priv, w.free_of, w.cap_free_of * sizeof(uint32_t)))) {
+    if (!dp) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
-    }
-    dp->free_of = w.free_of;
-    dp->n_free_of = w.n_free_of;
-    if (w.n_free_of) {
-        priv->held += (uint64_t)w.cap_free_of * sizeof(uint32_t);
-        w.held -= (uint64_t)w.cap_free_of * sizeof(uint32_t);
-        w.free_of = NULL; /* owned by the analysis now */
-        w.cap_free_of = 0;
     }
     dev->priv_ = dp;
     /* the per-event phases are not needed any more: give them back before the sweep */

@@ -148,11 +148,8 @@ struct ana_priv {
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
 };
 
-/* What one device's analysis keeps for gm_analysis_live_at(). */
+/* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {
-    const uint32_t *free_of; /* per free_completed event, in trace order: the allocation
-                              * (index into allocs) it ends */
-    size_t n_free_of;
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
 };
 

@@ -700,6 +700,30 @@ static void test_regions_and_windows(void **state)
         assert_int_equal(r.v[i].peak_event, want[i].peak_event);
     }
     assert_int_equal(r.v[1].end_us, INT64_MAX);
+    /* the same from an axis that keeps the events' times (no walk of the trace) */
+    {
+        struct gm_analysis_regions ra;
+        struct gm_snapshot_timeline tl;
+        struct gm_lod_axis ax;
+        struct gm_lod al, rl;
+        assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
+        assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
+        assert_true(gm_lod_axis_keeps_x(&ax));
+        assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
+                         GM_OK);
+        assert_int_equal(ra.n, r.n);
+        for (size_t i = 0; i < r.n; i++) {
+            assert_string_equal(ra.v[i].name, r.v[i].name);
+            assert_int_equal(ra.v[i].first_event, r.v[i].first_event);
+            assert_int_equal(ra.v[i].last_event, r.v[i].last_event);
+            assert_int_equal(ra.v[i].peak_bytes, r.v[i].peak_bytes);
+        }
+        gm_analysis_regions_release(&ra);
+        gm_lod_release(&al);
+        gm_lod_release(&rl);
+        gm_lod_axis_release(&ax);
+        gm_snapshot_timeline_release(&tl);
+    }
     gm_analysis_regions_release(&r);
     /* no compile context anywhere: no compile region */
     assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
@@ -1129,6 +1153,109 @@ static const uint32_t ws_bwd[] = {F_AG_BWD, F_T_BWD, F_MAIN};
 static const struct gm_snapshot_stack walk_stacks[] = {
     {NULL, 0}, {ws_fwd_main, 3}, {ws_fwd_other, 3}, {ws_main, 1}, {ws_other, 1}, {ws_bwd, 3},
 };
+
+/* What is alive after each event by a replay of the trace's own allocs and frees, matched
+ * by address (an alloc at a mapped address displaces the one there, which lives on; a
+ * free with nothing mapped ends an allocation alive from the start, marked alive back to
+ * the initial state): alive[k + 1][j] for allocation j of 'dev' after event k (k = -1: the
+ * initial state). */
+static void reference_live(const struct trace *t, const struct gm_analysis_device *dev,
+                           uint8_t (*alive)[256])
+{
+    int64_t mapped[8]; /* per address slot: the alloc event of what is mapped there, or -1 */
+    uint8_t cur[256] = {0};
+    for (int a = 0; a < 8; a++)
+        mapped[a] = -1;
+    memset(alive[0], 0, sizeof(alive[0]));
+    for (size_t k = 0; k < t->n; k++) {
+        const struct gm_snapshot_event *e = &t->ev[k];
+        size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
+        for (size_t j = 0; j < dev->n_allocs; j++) {
+            const struct gm_analysis_alloc *a = &dev->allocs[j];
+            if (e->action == GM_ACTION_ALLOC && a->alloc_event == (int32_t)k)
+                cur[j] = 1;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] >= 0 &&
+                a->alloc_event == (int32_t)mapped[slot])
+                cur[j] = 0;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] < 0 && a->alloc_event < 0 &&
+                a->free_event == (int32_t)k)
+                for (size_t q = 0; q <= k; q++)
+                    alive[q][j] = 1; /* alive from the start until this free */
+        }
+        if (e->action == GM_ACTION_ALLOC)
+            mapped[slot] = (int64_t)k;
+        else if (e->action == GM_ACTION_FREE_COMPLETED)
+            mapped[slot] = -1;
+        memcpy(alive[k + 1], cur, sizeof(cur));
+    }
+}
+
+struct live_check {
+    const int64_t *ks;
+    uint8_t (*alive)[256];
+    size_t n_alive; /* allocations alive in all the answers, summed */
+};
+
+static enum gm_status check_live(void *ctx, size_t i, const uint32_t *live, size_t n_live,
+                                 struct gm_error *err)
+{
+    struct live_check *c = ctx;
+    const uint8_t *want = c->alive[c->ks[i] + 1];
+    size_t n_want = 0;
+    (void)err;
+    for (size_t j = 0; j < 256; j++)
+        n_want += want[j];
+    assert_int_equal(n_live, n_want);
+    for (size_t j = 0; j < n_live; j++) {
+        assert_true(want[live[j]]);
+        assert_true(j == 0 || live[j - 1] < live[j]); /* ascending */
+    }
+    c->n_alive += n_live;
+    return GM_OK;
+}
+
+/* gm_analysis_live_at() at every moment of random traces equals a replay of the trace, the
+ * moments asked in order and in any order with repeats. */
+static void test_live_at_equals_a_replay_of_random_traces(void **state)
+{
+    static struct trace t;
+    static uint8_t alive[257][256];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    size_t n_alive = 0;
+    (void)state;
+    for (int round = 0; round < 300; round++) {
+        size_t n = (size_t)(rng_next(&x) % 120);
+        int64_t ks[2 * 121];
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            static const uint8_t actions[] = {GM_ACTION_ALLOC, GM_ACTION_FREE_COMPLETED,
+                                              GM_ACTION_FREE_REQUESTED, GM_ACTION_SEGMENT_ALLOC};
+            uint64_t addr = 0x100000 + (rng_next(&x) % 8) * 0x100000;
+            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
+               1 + rng_next(&x) % 0x1000, 1);
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        assert_true(dev->n_allocs <= 256);
+        reference_live(&t, dev, alive);
+        for (size_t i = 0; i <= n; i++)
+            ks[i] = (int64_t)i - 1;
+        struct live_check c = {ks, alive, 0};
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, n + 1, check_live, &c, &err), GM_OK);
+        for (size_t i = 0; i < 2 * (n + 1); i++)
+            ks[i] = (int64_t)(rng_next(&x) % (n + 1)) - 1;
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, 2 * (n + 1), check_live, &c, &err),
+                         GM_OK);
+        n_alive += c.n_alive;
+        gm_analysis_free(an);
+    }
+    assert_true(n_alive > 10000); /* the traces keep many allocations alive */
+}
 
 /* What the analysis's walks hand each consumer over random traces equals what a pass of its
  * own computes: the phases of the smoothing (which reads stacks only around unknown events
@@ -1794,6 +1921,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
     cmocka_unit_test(test_series_of_random_traces_holds_each_events_state),
+    cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
