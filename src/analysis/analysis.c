@@ -3,19 +3,21 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device (two passes read the whole trace in order with a
- * cursor, and the per-event work is O(1): event -> run and event -> iteration through
- * ana_index, never a search):
+ * Order of the work for one device (one pass reads the whole trace in order with a
+ * cursor; the per-event work is O(1): the run and iteration of an allocation by stepping
+ * forward, of any other event through ana_index, never a search):
  *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
  *      phase of each event from its stack (classify.c), the oom events, the segment
- *      events for the layout history (layout.c builds it from them in step 6)
+ *      events for the layout history (layout.c builds it from them in step 6) and the
+ *      reserved bytes, the time of each event (as the step from the one before)
  *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): over
  *      the raw phases of step 1, the trace read only around an unknown event between two
  *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
- *   5. one pass for the series, the peak split and the iteration figures
+ *   5. the series, the peak split and the iteration figures, from what step 1 kept (the
+ *      trace read again only when the times could not be kept)
  *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
  *      peak and the ooms (one pass, gm_analysis_live_at())
  * Everything that grows with the trace is checked against the snapshot's memory limit. */
@@ -107,12 +109,17 @@ struct work {
     size_t n_oom, cap_oom;
     bool has_backward;
     bool trace_has_frames;
-    bool diff_only;          /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads (no free_of) */
-    size_t *next_fwd;        /* per phase run: index of the next forward run */
-    struct gm_map site_of;   /* stack -> index in sites[] */
-    struct site_stat *sites; /* per allocation stack seen in the trace */
-    struct ana_index runs_ix, iters_ix;
-    struct ana_layout_events seg_events; /* gathered by scan_trace for the layout history */
+    bool diff_only;                      /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads
+                                            (no free_of, no dt) */
+    size_t *next_fwd;                    /* per phase run: index of the next forward run */
+    struct gm_map site_of;               /* stack -> index in sites[] */
+    struct site_stat *sites;             /* per allocation stack seen in the trace */
+    struct ana_index iters_ix;           /* event -> iteration */
+    struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
+                                            events and the series' reserved bytes */
+    uint32_t *dt;   /* per event: its time_us less the one before (the first: 0), kept by
+                       scan_trace while every event has a time and no step goes back or
+                       past 2^32 us; the series then reads no trace (NULL: it does) */
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -235,6 +242,16 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* The series reads the trace after all (scan_trace found an event it cannot record). */
+static void drop_times(struct work *w)
+{
+    if (!w->dt)
+        return;
+    gm_big_free(w->dt, w->sd->n_events * sizeof(uint32_t));
+    w->dt = NULL;
+    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint32_t));
+}
+
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
  * reads it instead of the event). */
 #define RAW_NO_FRAMES 0x80
@@ -262,6 +279,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         goto out;
     }
     memset(raw_of, RAW_UNSET, n_stacks);
+    /* the times, for the series (within the memory limit, else it reads the trace again);
+     * none for a diff, which builds no series */
+    struct gm_snapshot_event first;
+    int64_t last_t = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
+    uint32_t *dt = NULL;
+    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint32_t))) &&
+        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint32_t))))
+        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint32_t));
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -276,6 +301,17 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         if (e->stack)
             w->trace_has_frames = true;
         w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
+        if (dt) {
+            /* (an event without a time drops them after the pass) */
+            uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
+            last_t = e->time_us;
+            if (d > UINT32_MAX) {
+                drop_times(w);
+                dt = NULL;
+            } else {
+                dt[k] = (uint32_t)d;
+            }
+        }
         if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
             if (e->stack >= n_stacks)
                 raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
@@ -319,7 +355,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             break;
         }
         case GM_ACTION_FREE_COMPLETED: {
-            uint32_t i = ana_map_u32(&map, e->addr);
+            uint64_t v;
+            uint32_t i = gm_map_take(&map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
             if (!w->diff_only && w->n_free_of == w->cap_free_of &&
                 (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
                            sizeof(uint32_t), err)) != GM_OK)
@@ -330,7 +367,6 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                     trace[i].free_stack = e->stack;
                 if (!w->diff_only)
                     w->free_of[w->n_free_of++] = i;
-                (void)gm_map_take(&map, e->addr, NULL);
             } else {
                 struct gm_analysis_alloc *a;
                 if (n_early >= (size_t)0x7fffffff)
@@ -357,6 +393,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             break;
         }
     }
+    if (w->n_timed != sd->n_events)
+        drop_times(w);
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
     for (size_t s = 0; s < w->snap->n_segments; s++) {
         const struct gm_snapshot_segment *seg = &w->snap->segments[s];
@@ -469,6 +507,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n && !raw_backward; k++)
         raw_backward = w->phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
+    size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
     for (size_t k = 0; k < n; k++) {
@@ -478,6 +517,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             if (raw == RAW_FORWARD)
                 last_fwd = k;
             w->phase[k] = (uint8_t)phase_of_raw(raw);
+            n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
@@ -518,12 +558,9 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             out = RAW_OTHER;
         }
         w->phase[k] = (uint8_t)phase_of_raw(out);
+        n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
     }
     /* Runs. */
-    size_t n_runs = 0;
-    for (size_t k = 0; k < n; k++)
-        if (k == 0 || w->phase[k] != w->phase[k - 1])
-            n_runs++;
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
     if (!dev->phases)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
@@ -531,13 +568,16 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n; k++) {
         dev->phase_events[w->phase[k]]++;
         if (k == 0 || w->phase[k] != w->phase[k - 1]) {
+            if (r)
+                dev->phases[r - 1].last_event = (int64_t)k - 1;
             dev->phases[r].first_event = (int64_t)k;
             dev->phases[r].phase = w->phase[k];
             dev->phases[r].iteration = -1;
             r++;
         }
-        dev->phases[r - 1].last_event = (int64_t)k;
     }
+    if (r)
+        dev->phases[r - 1].last_event = (int64_t)n - 1;
     dev->n_phases = n_runs;
     w->has_backward = dev->phase_events[GM_PHASE_BACKWARD] > 0;
     return GM_OK;
@@ -558,13 +598,6 @@ enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t
             hi = mid;
     }
     return (enum gm_phase)dev->phases[lo].phase;
-}
-
-/* The run holding event k (runs cover 0..n-1). */
-static size_t run_of(const struct work *w, int64_t k)
-{
-    size_t r = ix_find(&w->runs_ix, k);
-    return r == SIZE_MAX ? 0 : r;
 }
 
 static int32_t iteration_of(const struct work *w, int64_t k)
@@ -645,18 +678,20 @@ static void set_cat(struct gm_analysis_alloc *a, enum gm_category c, enum gm_rul
     a->rule = (uint8_t)r;
 }
 
-/* The first forward run that starts after event k, or NULL (w->next_fwd[r]: the first
- * forward run at or after run r, n_phases when none). */
-static const struct gm_analysis_phase_run *next_forward(const struct work *w, int64_t k)
+/* The first forward run after run 'run' (SIZE_MAX: from the start), or NULL
+ * (w->next_fwd[r]: the first forward run at or after run r, n_phases when none). */
+static const struct gm_analysis_phase_run *next_forward(const struct work *w, size_t run)
 {
     const struct gm_analysis_device *dev = w->dev;
-    size_t r = k < 0 ? 0 : run_of(w, k) + 1;
+    size_t r = run + 1;
     if (r >= dev->n_phases || w->next_fwd[r] >= dev->n_phases)
         return NULL;
     return &dev->phases[w->next_fwd[r]];
 }
 
-static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
+/* 'a' (its iteration set by site_stats) born in phase run 'run' (SIZE_MAX: from the
+ * start). */
+static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t run)
 {
     const struct gm_analysis_device *dev = w->dev;
     uint16_t fl = ana_stack_flags(w->cls, a->stack);
@@ -668,7 +703,6 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     else
         a->phase = w->phase[a->alloc_event];
     a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
-    a->iteration = iteration_of(w, a->alloc_event);
     int32_t free_it = iteration_of(w, freed);
     enum gm_category user_cat;
 
@@ -681,7 +715,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     }
 
     /* End of the phase run the allocation was born in (from the start: none). */
-    int64_t run_end = from_start ? -1 : dev->phases[run_of(w, a->alloc_event)].last_event;
+    int64_t run_end = from_start ? -1 : dev->phases[run].last_event;
     bool freed_in_run = freed >= 0 && !from_start && a->free_event <= run_end;
 
     if ((fl & FR_PARAM_LOAD) && a->phase != GM_PHASE_BACKWARD &&
@@ -740,7 +774,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
     }
     /* Phase other: a batch, or user code. */
     if (!from_start) {
-        const struct gm_analysis_phase_run *f = next_forward(w, a->alloc_event);
+        const struct gm_analysis_phase_run *f = next_forward(w, run);
         if (f && (a->free_event < 0 || a->free_event > f->first_event)) {
             int32_t it = iteration_of(w, f->first_event);
             uint32_t si = ana_map_u32(&w->site_of, a->stack);
@@ -752,9 +786,8 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a)
             if (a->free_event < 0) {
                 /* Kept to the end: the latest batch of a site whose earlier batches were
                  * freed, and which keeps nothing from other iterations (else a leak). */
-                int32_t own = iteration_of(w, a->alloc_event);
-                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == own &&
-                        ss->last_kept == own;
+                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a->iteration &&
+                        ss->last_kept == a->iteration;
             } else {
                 batch = free_it >= 0 && free_it <= it + 1;
                 /* the batch of an inference loop without iterations: used by one forward */
@@ -795,6 +828,34 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
+/* The least whole x whose bucket in 'l' is after bucket b, where x (whole) falls in b or
+ * before: every x of an axis (whole microseconds or an index) below it falls in b or before
+ * (the bucket grows with x).  -1 when there is none or the axis is too long for whole
+ * doubles (then every x is looked up). */
+static double bucket_end(const struct gm_lod *l, unsigned b, double x)
+{
+    const double whole = 9007199254740992.0; /* 2^53 */
+    double lo = x < 0 ? 0 : x, hi, step = 1;
+    if (b + 1 >= l->n || !(lo < whole))
+        return -1;
+    /* lo falls in b or before, hi after */
+    while (gm_lod_bucket_of(l, lo + step) <= b) {
+        lo += step;
+        step *= 2;
+        if (!(lo + step < whole))
+            return -1;
+    }
+    hi = lo + step;
+    while (hi - lo > 1) {
+        double mid = lo + (double)(uint64_t)((hi - lo) / 2);
+        if (gm_lod_bucket_of(l, mid) <= b)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 /* One pass: the per-category series, the split at the peak and the iteration figures.
  *
  * The series is a level-of-detail series of the allocated bytes (gpumem/lod.h) over the
@@ -803,7 +864,11 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
  * is least and most and its last one, in trace order, after the initial state (every
  * point when the trace has no more than max_points).  Drawn as
  * steps through these points, a chart holds every bucket's exact minimum and maximum and
- * its value at the bucket's end, so an idle gap shows what memory held during it. */
+ * its value at the bucket's end, so an idle gap shows what memory held during it.
+ *
+ * What it needs of each event beyond the allocations is its time and, for the reserved
+ * bytes, the segment events scan_trace kept: with the times scan_trace recorded (w->dt),
+ * or none when no event has one, the trace is not read again. */
 static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
                                    uint32_t max_points, struct gm_error *err)
 {
@@ -814,6 +879,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     unsigned nb = max_points < 4 ? 1u : (max_points - 1) / 3;
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e = NULL, *prev_e = NULL;
+    /* the event as far as the series reads it, when it does not read the trace */
+    struct gm_snapshot_event known[2];
+    static const struct gm_snapshot_event no_step = {0}; /* no segment event */
+    const struct ana_layout_events *seg = &w->seg_events;
+    size_t si = 0;
+    bool read_trace;
     struct gm_analysis_point *slots; /* per bucket: least, most, last (event -2: unset) */
     struct gm_lod_axis ax;
     struct gm_lod lod;
@@ -822,6 +893,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     unsigned cur_b = 0;
     uint8_t prev_ph = GM_PHASE_OTHER;
     uint64_t prev_total = 0, prev_reserved = 0;
+    double x_next = -1; /* bucket_end() of cur_b */
 
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
@@ -839,6 +911,10 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     for (size_t i = 0; i < (size_t)3 * nb; i++)
         slots[i].event = -2;
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
+    read_trace = w->n_timed && !(w->dt && ax.time);
+    memset(known, 0, sizeof(known));
+    known[0].time_us = known[1].time_us = ax.t0_us;
+    known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
     if ((st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
         gm_free(slots);
         return st;
@@ -859,30 +935,57 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             lifetime += a->bytes;
     }
     size_t it = 0, is = 0;
+    int64_t is_first = dev->n_iterations ? dev->iterations[0].first_event : INT64_MAX;
+    int64_t it_first = is_first;
+    int64_t it_last = dev->n_iterations ? dev->iterations[0].last_event : INT64_MAX;
+    /* the next allocation, free_completed (each ends the allocation free_of[] names, in
+     * trace order) and segment event (-2: none) */
+    int64_t next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+    int64_t next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+    int64_t next_seg = si < seg->n ? seg->ev[si].k : -2;
     struct ana_user_cursor uc;
     ana_user_cursor_init(&uc, dev);
-    gm_snapshot_cursor_init(&c, sd, 0);
+    if (read_trace)
+        gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         double x = 0.0;
         unsigned b;
+        bool same_b; /* the point falls in the bucket of the point before */
         uint32_t up = k >= 0 && dev->n_user_ranges ? ana_user_cursor_at(&uc, k) : UINT32_MAX;
         if (k >= 0) {
-            e = gm_snapshot_cursor_next(&c);
+            if (read_trace) {
+                e = gm_snapshot_cursor_next(&c);
+            } else {
+                /* alternate two: prev_e stays the event before */
+                struct gm_snapshot_event *ke = &known[p & 1];
+                if (w->dt)
+                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)w->dt[k];
+                e = ke;
+            }
             x = gm_lod_axis_x_of(&ax, k, e);
         }
         /* a point in a later bucket completes the one before: its last point is the state
-         * before this event */
-        b = gm_lod_peek(&lod, x);
-        if (p > 0 && b != cur_b)
-            set_point(&slots[3 * (size_t)cur_b + 2], k - 1, prev_e, prev_ph, prev_total,
-                      prev_reserved, cur);
+         * before this event (below x_next: the bucket of the point before) */
+        if (p > 0 && x < x_next) {
+            b = cur_b;
+            same_b = true;
+        } else {
+            b = gm_lod_peek(&lod, x);
+            same_b = p > 0 && b == cur_b;
+            if (p > 0 && !same_b)
+                set_point(&slots[3 * (size_t)cur_b + 2], k - 1, prev_e, prev_ph, prev_total,
+                          prev_reserved, cur);
+            if (!same_b)
+                x_next = bucket_end(&lod, b, x);
+        }
         cur_b = b;
         if (k >= 0) {
             if (up != UINT32_MAX)
                 dev->user_phases[up].n_events++;
-            if (ai < dev->n_allocs && dev->allocs[ai].alloc_event == k) {
+            if (k == next_alloc) {
                 const struct gm_analysis_alloc *a = &dev->allocs[ai++];
+                next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
@@ -892,8 +995,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
                     lifetime += a->bytes;
             }
-            if (e->action == GM_ACTION_FREE_COMPLETED && fi < w->n_free_of) {
+            if (k == next_free) {
                 const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
+                next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
                 cur[a->category] -= a->bytes;
                 total -= a->bytes;
                 if (a->rule == GM_RULE_NONE)
@@ -901,7 +1005,13 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
                     lifetime -= a->bytes;
             }
-            reserved = gm_snapshot_reserved_step(&res, e);
+            /* only a segment event changes it (the first event sets it from the raw start) */
+            if (k == next_seg) {
+                reserved = gm_snapshot_reserved_step(&res, &seg->ev[si++].e);
+                next_seg = si < seg->n ? seg->ev[si].k : -2;
+            } else if (k == 0) {
+                reserved = gm_snapshot_reserved_step(&res, &no_step);
+            }
         }
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
@@ -918,16 +1028,24 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 copy_bytes(u->at_peak, cur);
             }
         }
-        /* Iteration figures. */
-        while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
-            if (dev->iterations[is].first_event == k + 1)
-                dev->iterations[is].start_bytes = total; /* before its first event */
-            is++;
+        /* Iteration figures (is_first: the first event of iteration is; it_first, it_last:
+         * of iteration it; INT64_MAX past the last one). */
+        if (k + 1 >= is_first) {
+            while (is < dev->n_iterations && dev->iterations[is].first_event <= k + 1) {
+                if (dev->iterations[is].first_event == k + 1)
+                    dev->iterations[is].start_bytes = total; /* before its first event */
+                is++;
+            }
+            is_first = is < dev->n_iterations ? dev->iterations[is].first_event : INT64_MAX;
         }
         if (k >= 0) {
-            while (it < dev->n_iterations && dev->iterations[it].last_event < k)
-                it++;
-            if (it < dev->n_iterations && dev->iterations[it].first_event <= k) {
+            if (k > it_last) {
+                while (it < dev->n_iterations && dev->iterations[it].last_event < k)
+                    it++;
+                it_first = it < dev->n_iterations ? dev->iterations[it].first_event : INT64_MAX;
+                it_last = it < dev->n_iterations ? dev->iterations[it].last_event : INT64_MAX;
+            }
+            if (k >= it_first) {
                 struct gm_analysis_iteration *iv = &dev->iterations[it];
                 if (iv->peak_event < 0 || total > iv->peak_bytes) {
                     iv->peak_bytes = total;
@@ -951,7 +1069,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             }
         }
         {
-            unsigned fl = gm_lod_add(&lod, x, k, total);
+            /* a point of the value before in the same bucket makes no minimum or maximum
+             * (that value is in the bucket already): it is left out */
+            unsigned fl = same_b && total == prev_total ? 0 : gm_lod_add(&lod, x, k, total);
             if (all)
                 set_point(&dev->points[p], k, e, ph, total, reserved, cur);
             else if (k < 0)
@@ -1313,17 +1433,24 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
-/* Per allocation stack: allocations, iterations, the never-freed ones (allocations come
- * in event order, so iterations are visited in order). */
+/* Each allocation's iteration, and per allocation stack: allocations, iterations, the
+ * never-freed ones (allocations come in event order, so iterations are visited in
+ * order: the iteration of each is found by stepping forward from the one before). */
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, iv = 0;
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0)
             continue;
+        /* the last iteration starting at or before it (iteration_of()) */
+        while (iv + 1 < dev->n_iterations && dev->iterations[iv + 1].first_event <= a->alloc_event)
+            iv++;
+        a->iteration = dev->n_iterations && dev->iterations[0].first_event <= a->alloc_event
+                           ? (int32_t)iv
+                           : -1;
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
             if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
@@ -1336,7 +1463,7 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         }
         struct site_stat *ss = &w->sites[si];
-        int32_t itv = iteration_of(w, a->alloc_event);
+        int32_t itv = a->iteration;
         ss->count++;
         if (itv != ss->last_iter)
             ss->n_iters++;
@@ -1486,9 +1613,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
-    if (!ix_build(&w.runs_ix, &dev->phases[0].first_event, sizeof(dev->phases[0]), dev->n_phases,
-                  n) ||
-        !ix_build(&w.iters_ix, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
+    if (!ix_build(&w.iters_ix, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
                   sizeof(dev->iterations[0]), dev->n_iterations, n)) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
         goto out;
@@ -1507,9 +1632,14 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
         goto out;
-    for (size_t i = 0; i < dev->n_allocs; i++) {
+    for (size_t i = 0, run = 0; i < dev->n_allocs; i++) {
+        int64_t k = dev->allocs[i].alloc_event;
+        /* the run holding it (runs cover the trace), found by stepping forward:
+         * allocations are in event order */
+        while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
+            run++;
         if (!w.diff_only || class_counts(&w, &dev->allocs[i]))
-            classify_alloc(&w, &dev->allocs[i]);
+            classify_alloc(&w, &dev->allocs[i], k < 0 ? SIZE_MAX : run);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
             dev->has_frames = true;
     }
@@ -1526,6 +1656,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
+    drop_times(&w);
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
     if ((st = find_leaks(&w, err)) != GM_OK)
@@ -1549,11 +1680,11 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
 out:
     gm_map_release(&w.site_of);
     ana_layout_events_release(&w.seg_events);
-    ix_release(&w.runs_ix);
     ix_release(&w.iters_ix);
     gm_free(w.sites);
     gm_free(w.next_fwd);
     gm_big_free(w.phase, n ? n : 1);
+    drop_times(&w);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
     gm_big_free(w.ooms, w.cap_oom * sizeof(int64_t));
     gm_snapshot_timeline_release(&tl);

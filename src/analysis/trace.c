@@ -29,6 +29,7 @@
 struct xtext {
     char *name;
     char *keys;
+    size_t n_name, n_keys; /* their lengths */
 };
 
 /* A stack's frame text and its length; s NULL: not made yet. */
@@ -141,7 +142,7 @@ static char *text_keys(const struct gm_snapshot_event_extra *x)
 
 static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
 {
-    static const struct xtext none = {NULL, NULL};
+    static const struct xtext none = {NULL, NULL, 0, 0};
     const struct gm_snapshot_event_extra *x = &c->snap->extras[id - 1];
     struct xtext *t = &c->extra[id];
     if (t->keys)
@@ -155,6 +156,8 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
         }
         t->keys = obj;
         t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
+        t->n_keys = obj ? strlen(obj) : 0;
+        t->n_name = t->name ? strlen(t->name) : 0;
     } else {
         char buf[40];
         t->keys = text_keys(x);
@@ -183,9 +186,9 @@ static void json_stack_line(struct gm_json *w, const void *arg)
 }
 
 /* The {"stack", "frames"} line of 'stack' before the first event that names it. */
-static void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
+static void write_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
 {
-    if (stack < c->snap->n_stacks && !c->shown[stack]) {
+    {
         /* written straight out, never held whole: a stack may have thousands of frames (a
          * write error shows in the stream, reported at the end) */
         struct stack_arg a = {c->snap, stack};
@@ -198,82 +201,136 @@ static void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
     }
 }
 
-static void json_event(struct gm_outbuf *o, struct cache *c, const struct gm_snapshot_device *d,
-                       size_t k, const struct gm_snapshot_event *e,
-                       const struct gm_snapshot_walk *tl)
+static inline const struct xtext *extra_of(struct cache *c, uint32_t id, bool json)
 {
-    const struct gm_snapshot *snap = c->snap;
-    const char *name = NULL, *keys = "";
-    uint64_t stream = 0;
+    return c->extra[id].keys ? &c->extra[id] : extra_text(c, id, json);
+}
+
+static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t stack)
+{
+    if (stack < c->snap->n_stacks && !c->shown[stack])
+        write_stack(o, c, stack);
+}
+
+/* What the NDJSON lines of one device repeat: the start of every line, each action's name
+ * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
+struct json_line {
+    char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
+    size_t n_head;
+    char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
+    uint8_t n_action[GM_ACTION_COUNT + 1];
+    struct gm_fmt_memo index, addr, size, stream, time, allocated, reserved, stack, fwd;
+};
+
+/* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
+ * text of an extra copied into the line's room rather than put through the buffer, and the
+ * room reserved for a line: its fields and two such texts. */
+#define LINE_ROOM    640
+#define SHORT_TEXT   4096
+#define LINE_RESERVE (LINE_ROOM + 2 * SHORT_TEXT)
+
+/* 's' (n bytes) at p: in the room reserved for the line when short, else through the
+ * buffer (then a line's room is reserved again). */
+static char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t n)
+{
+    if (n <= SHORT_TEXT)
+        return gm_fmt_str(p, s, n);
+    gm_outbuf_commit(o, p);
+    gm_outbuf_put(o, s, n);
+    return gm_outbuf_reserve(o, LINE_RESERVE);
+}
+
+static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
+{
     char *p;
-    if (e->extra && e->extra <= snap->n_extras) {
-        const struct xtext *t = extra_text(c, e->extra, true);
-        stream = snap->extras[e->extra - 1].stream;
-        name = t->name;
-        keys = t->keys ? t->keys : "";
-    }
-    show_stack(o, c, e->stack);
-    if (e->extra && e->extra <= snap->n_extras)
-        show_stack(o, c, snap->extras[e->extra - 1].forward_stack);
-    /* the names and keys come from the file: written apart, of any length */
-    p = gm_outbuf_reserve(o, 128);
-    p = gm_fmt_lit(p, "{\"device\":");
+    struct gm_fmt_memo *memos[] = {&jl->index,    &jl->addr,  &jl->size,
+                                   &jl->stream,   &jl->time,  &jl->allocated,
+                                   &jl->reserved, &jl->stack, &jl->fwd};
+    memset(jl, 0, sizeof(*jl));
+    for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
+        gm_fmt_memo_init(memos[i]);
+    p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
-    p = gm_fmt_u64(p, k, 0);
+    jl->n_head = (size_t)(p - jl->head);
+    for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
+        const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
+        size_t n = strlen(an);
+        if (n > sizeof(jl->action[a]) - 2)
+            n = sizeof(jl->action[a]) - 2;
+        jl->action[a][0] = '"';
+        memcpy(jl->action[a] + 1, an, n);
+        jl->action[a][n + 1] = '"';
+        jl->n_action[a] = (uint8_t)(n + 2);
+    }
+}
+
+static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl)
+{
+    const struct gm_snapshot *snap = c->snap;
+    const struct gm_snapshot_event_extra *x = NULL;
+    const struct xtext *t = NULL;
+    char *p;
+    if (e->extra && e->extra <= snap->n_extras) {
+        x = &snap->extras[e->extra - 1];
+        t = extra_of(c, e->extra, true);
+    }
+    show_stack(o, c, e->stack);
+    if (x)
+        show_stack(o, c, x->forward_stack);
+    /* the names and keys come from the file, of any length: the short ones in the line's
+     * room */
+    p = gm_outbuf_reserve(o, LINE_RESERVE);
+    memcpy(p, jl->head, sizeof(jl->head));
+    p += jl->n_head;
+    p = gm_fmt_u64_memo(p, k, &jl->index);
     p = gm_fmt_lit(p, ",\"action\":");
-    if (name) {
-        gm_outbuf_commit(o, p);
-        gm_outbuf_put(o, name, strlen(name));
-        p = gm_outbuf_reserve(o, 320);
+    if (t && t->name) {
+        p = put_text(o, p, t->name, t->n_name);
     } else {
-        const char *an = gm_snapshot_action_name(e->action);
-        *p++ = '"';
-        p = gm_fmt_str(p, an, strlen(an));
-        *p++ = '"';
-        gm_outbuf_commit(o, p);
-        p = gm_outbuf_reserve(o, 320);
+        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        memcpy(p, jl->action[a], sizeof(jl->action[a]));
+        p += jl->n_action[a];
     }
     if (e->action == GM_ACTION_OOM) {
         p = gm_fmt_lit(p, ",\"device_free\":");
-        p = gm_fmt_u64(p, e->addr, 0);
+        p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
     } else if (e->flags & GM_EVENT_HAS_ADDR) {
         p = gm_fmt_lit(p, ",\"addr\":");
-        p = gm_fmt_u64(p, e->addr, 0);
+        p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
     }
     p = gm_fmt_lit(p, ",\"size\":");
-    p = gm_fmt_u64(p, e->size, 0);
+    p = gm_fmt_u64_memo(p, e->size, &jl->size);
     p = gm_fmt_lit(p, ",\"stream\":");
-    p = gm_fmt_u64(p, stream, 0);
-    if (e->flags & GM_EVENT_HAS_TIME) {
-        p = gm_fmt_lit(p, ",\"time_us\":");
-        p = gm_fmt_i64(p, e->time_us);
-    } else {
+    p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
+    if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
+    } else {
+        p = gm_fmt_lit(p, ",\"time_us\":");
+        p = e->time_us >= 0 ? gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time)
+                            : gm_fmt_i64(p, e->time_us);
     }
     p = gm_fmt_lit(p, ",\"allocated_bytes\":");
-    p = gm_fmt_u64(p, tl->allocated, 0);
+    p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
     p = gm_fmt_lit(p, ",\"reserved_bytes\":");
-    p = gm_fmt_u64(p, tl->reserved, 0);
-    if ((e->flags & GM_EVENT_HAS_POOL_ID) && e->extra && e->extra <= snap->n_extras) {
-        const int64_t *pool = snap->extras[e->extra - 1].pool_id;
+    p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
+    if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
-        p = gm_fmt_i64(p, pool[0]);
+        p = gm_fmt_i64(p, x->pool_id[0]);
         *p++ = ',';
-        p = gm_fmt_i64(p, pool[1]);
+        p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ']';
     }
-    if (*keys) {
+    if (t && t->n_keys) {
         *p++ = ',';
-        gm_outbuf_commit(o, p);
-        gm_outbuf_put(o, keys, strlen(keys));
-        p = gm_outbuf_reserve(o, 64);
+        p = put_text(o, p, t->keys, t->n_keys);
     }
     p = gm_fmt_lit(p, ",\"stack\":");
-    p = gm_fmt_u64(p, e->stack, 0);
-    if (e->extra && e->extra <= snap->n_extras && snap->extras[e->extra - 1].forward_stack) {
+    p = gm_fmt_u64_memo(p, e->stack, &jl->stack);
+    if (x && x->forward_stack) {
         p = gm_fmt_lit(p, ",\"forward_stack\":");
-        p = gm_fmt_u64(p, snap->extras[e->extra - 1].forward_stack, 0);
+        p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
     }
     p = gm_fmt_lit(p, "}\n");
     gm_outbuf_commit(o, p);
@@ -367,12 +424,21 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     struct gm_snapshot_walk wk;
     struct gm_snapshot_cursor cur;
     const struct gm_snapshot_event *e;
+    struct json_line *jl = NULL;
     int64_t t0 = 0;
     enum gm_status st;
-    if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK)
+    if (json) {
+        if (!(jl = gm_malloc(sizeof(*jl))))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
+        json_line_init(jl, d);
+    }
+    if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK) {
+        gm_free(jl);
         return st;
+    }
     if ((st = gm_snapshot_walk_init(&wk, snap, d, &tl, err)) != GM_OK) {
         gm_snapshot_timeline_release(&tl);
+        gm_free(jl);
         return st;
     }
     gm_snapshot_cursor_init(&cur, d, 0);
@@ -393,7 +459,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         if (k < opts->from)
             continue;
         if (json)
-            json_event(o, c, d, k, e, &wk);
+            json_event(o, c, jl, k, e, &wk);
         else
             text_event(o, c, k, e, &wk, t0);
     }
@@ -408,6 +474,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
     }
     gm_snapshot_timeline_release(&tl);
+    gm_free(jl);
     return GM_OK;
 }
 

@@ -97,29 +97,11 @@ static const char pairs[201] = "00010203040506070809"
                                "80818283848586878889"
                                "90919293949596979899";
 
-/* x < 10^8 as exactly eight digits at q. */
-static inline void put8(char *q, uint32_t x)
-{
-    uint32_t hi = x / 10000, lo = x % 10000;
-    memcpy(q, pairs + 2 * (hi / 100), 2);
-    memcpy(q + 2, pairs + 2 * (hi % 100), 2);
-    memcpy(q + 4, pairs + 2 * (lo / 100), 2);
-    memcpy(q + 6, pairs + 2 * (lo % 100), 2);
-}
-
-/* v in decimal, exactly 'n' digits ending at p + n (leading zeros where v is shorter), two
- * digits a step: eight at a time while more than eight remain, so the rest is 32-bit
- * arithmetic. */
-static inline char *put_digits(char *p, uint64_t v, unsigned n)
+/* w < 10^n, n <= 8, in exactly n digits ending at p + n, two digits a step (for a few
+ * digits cheaper than making eight). */
+static inline char *put_short(char *p, uint32_t w, unsigned n)
 {
     char *end = p + n;
-    uint32_t w;
-    while (end - p > 8) {
-        end -= 8;
-        put8(end, (uint32_t)(v % 100000000u));
-        v /= 100000000u;
-    }
-    w = (uint32_t)v;
     while (end - p >= 2) {
         end -= 2;
         memcpy(end, pairs + 2 * (w % 100), 2);
@@ -130,12 +112,75 @@ static inline char *put_digits(char *p, uint64_t v, unsigned n)
     return p + n;
 }
 
+/* put_digits() of more than eight digits: the last eight at a time (gm_digits8), the
+ * leading ones two at a time. */
+static char *put_long(char *p, uint64_t v, unsigned n)
+{
+    if (n > 16) {
+        /* v < 2^64 < 10^20: the leading part is below 10^4 */
+        p = put_short(p, (uint32_t)(v / UINT64_C(10000000000000000)), n - 16);
+        v %= UINT64_C(10000000000000000);
+        n = 16;
+    }
+    p = put_short(p, (uint32_t)(v / 100000000u), n - 8);
+    gm_store64(p, gm_digits8((uint32_t)(v % 100000000u)) | GM_ASCII_ZEROS);
+    return p + 8;
+}
+
+/* v < 10^n in decimal, exactly 'n' digits ending at p + n (leading zeros where v is
+ * shorter); small enough to be inlined where n is a constant. */
+static inline char *put_digits(char *p, uint64_t v, unsigned n)
+{
+    return n > 8 ? put_long(p, v, n) : put_short(p, (uint32_t)v, n);
+}
+
 char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
 {
     unsigned n = n_digits(v);
     if (n < width)
         p = pad(p, width - n);
     return put_digits(p, v, n);
+}
+
+void gm_fmt_memo_init(struct gm_fmt_memo *m)
+{
+    memset(m, 0, sizeof(*m));
+    memset(m->s, '0', 24);
+    m->n = 1;
+    m->off = 23;
+}
+
+char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    uint64_t lead; /* the digit word of the first group */
+    unsigned n;    /* digits before the first group's */
+    if (v < 100000000u) {
+        lead = gm_digits8((uint32_t)v);
+        m->block = false;
+        n = 0;
+    } else {
+        uint64_t hi = v / 100000000u, lo = v - hi * 100000000u;
+        m->base = v - lo;
+        m->block = m->base <= UINT64_MAX - 99999999u;
+        gm_store64(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        if (hi < 100000000u) {
+            lead = gm_digits8((uint32_t)hi);
+            n = 8;
+        } else {
+            uint64_t top = hi / 100000000u; /* v < 2^64 < 10^20: top < 10^4 */
+            gm_store64(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
+            lead = gm_digits8((uint32_t)top);
+            n = 16;
+        }
+    }
+    gm_store64(m->s + 16 - n, lead | GM_ASCII_ZEROS);
+    /* the first group less its leading zeros (the zero bytes at its low end) */
+    n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
+    m->n = (uint8_t)n;
+    m->off = (uint8_t)(24 - n);
+    m->v = v;
+    memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
+    return p + n;
 }
 
 char *gm_fmt_i64(char *p, int64_t v)

@@ -74,6 +74,74 @@ char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
 char *gm_fmt_u64(char *p, uint64_t v, unsigned width);
 /* "%lld". */
 char *gm_fmt_i64(char *p, int64_t v);
+
+/* x < 10^8 as its eight decimal digits (leading zeros kept), each a byte of value 0-9, the
+ * first digit in the lowest byte.  All lanes of one 64-bit word are split at once, by
+ * multiplications with reciprocals that are exact over these ranges: x into its two
+ * four-digit halves (32-bit lanes), each half into two-digit quarters (16-bit lanes), each
+ * quarter into its two digits (bytes); the halves and quarters come out low part first, so
+ * a byte swap puts the first digit lowest.  No division and no table: a trace writes
+ * millions of numbers. */
+static inline uint64_t gm_digits8(uint32_t x)
+{
+    uint64_t v = x;
+    v += ((UINT64_C(1) << 32) - 10000) * ((v * UINT64_C(109951163)) >> 40);
+    v += (UINT64_C(0x10000) - 100) * (((v * 10486) >> 20) & UINT64_C(0x0000007F0000007F));
+    v += (UINT64_C(0x100) - 10) * (((v * 103) >> 10) & UINT64_C(0x000F000F000F000F));
+    return __builtin_bswap64(v);
+}
+
+/* The 8 bytes of v at p, lowest first. */
+static inline void gm_store64(char *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+#define GM_ASCII_ZEROS UINT64_C(0x3030303030303030)
+
+/* "%llu" of one field of many lines, remembering the digits it wrote last: a value equal to
+ * the last one, or one more than it (an event index), costs a copy, and one that keeps the
+ * digits above its last eight (a trace's addresses, times and totals) has only those eight
+ * made.  Writes GM_FMT_MEMO_ROOM bytes at p whatever the value's length (the room must be
+ * there); returns the end of the number.  A memo starts with gm_fmt_memo_init(). */
+#define GM_FMT_MEMO_ROOM 24
+struct gm_fmt_memo {
+    uint64_t v;    /* the value last written */
+    uint64_t base; /* v less its last eight digits (when 'block') */
+    bool block;    /* v >= 10^8, and all of [base, base + 10^8) is below 2^64 */
+    uint8_t n;     /* digits of v */
+    uint8_t off;   /* where they start in s[]: 24 - n */
+    /* v's digits end at s + 24, each 8-digit group (leading zeros kept) in its place:
+     * s[16..24) the last eight; what follows is room for the copy */
+    char s[2 * GM_FMT_MEMO_ROOM];
+};
+
+/* An empty memo (it holds 0). */
+void gm_fmt_memo_init(struct gm_fmt_memo *m);
+
+/* gm_fmt_u64_memo() when v needs all its digits made. */
+char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m);
+
+static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    if (v != m->v) {
+        if (v - m->base < 100000000u && m->block) {
+            /* the leading digits stand: the last eight anew */
+            gm_store64(m->s + 16, gm_digits8((uint32_t)(v - m->base)) | GM_ASCII_ZEROS);
+        } else if (v - m->v == 1 && v && m->s[23] != '9') {
+            m->s[23]++; /* an index counting up: no carry */
+        } else {
+            return gm_fmt_memo_slow(p, v, m);
+        }
+        m->v = v;
+    }
+    memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
+    return p + m->n;
+}
+
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits. */
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width);
 /* "%+*.6f" of us / 1e6: seconds from microseconds, right-aligned in 'width'. */

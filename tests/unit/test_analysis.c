@@ -1434,6 +1434,107 @@ static void test_random_traces(void **state)
     }
 }
 
+/* The series over random traces whose times take each road of the series pass: every event
+ * with a time in small steps (the times kept by the first pass), a step of more than 2^32 us
+ * or a step back, some events or none with a time (the trace read again, or no time at
+ * all).  Each point holds the state after its event as gm_snapshot_walk() replays it (its
+ * time, allocated and reserved bytes), the points keep the least and the most allocated
+ * bytes of the whole trace, and each iteration has the times of its first and last events. */
+static void test_series_of_random_traces_holds_each_events_state(void **state)
+{
+    (void)state;
+    static struct trace t;
+    static const uint8_t actions[] = {
+        GM_ACTION_ALLOC,          GM_ACTION_ALLOC,          GM_ACTION_ALLOC,
+        GM_ACTION_FREE_REQUESTED, GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED,
+        GM_ACTION_SEGMENT_ALLOC,  GM_ACTION_SEGMENT_FREE,   GM_ACTION_SEGMENT_MAP,
+        GM_ACTION_SEGMENT_UNMAP,  GM_ACTION_SNAPSHOT,       GM_ACTION_OTHER};
+    uint64_t x = 0x5851f42d4c957f2dULL;
+    for (int round = 0; round < 500; round++) {
+        size_t n = 1 + (size_t)(rng_next(&x) % 250);
+        int road = round % 5;
+        int64_t time = 1700000000000000 + (int64_t)(rng_next(&x) % 1000);
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t addr = 0x10000 + (rng_next(&x) % 12) * 0x1000;
+            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
+               1 + rng_next(&x) % 0x3000, (uint32_t)(rng_next(&x) % N_ST));
+            time += (int64_t)(rng_next(&x) % 3 ? rng_next(&x) % 50 : 0);
+            if (road == 1 && i == n / 2)
+                time += (int64_t)1 << 33;
+            if (road == 2 && i == n / 2)
+                time -= 500;
+            if (road == 4 || (road == 3 && rng_next(&x) % 4 == 0)) {
+                /* a time without the flag that says it is one: not read */
+                if (rng_next(&x) % 2)
+                    t.ev[t.n - 1].time_us = time;
+                continue;
+            }
+            t.ev[t.n - 1].flags |= GM_EVENT_HAS_TIME;
+            t.ev[t.n - 1].time_us = time;
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 60), NULL};
+        assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+
+        static uint64_t allocated[256], reserved[256];
+        struct gm_snapshot_timeline tl;
+        struct gm_snapshot_walk wk;
+        const struct gm_snapshot_event *e;
+        assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_walk_init(&wk, &s, &d, &tl, &err), GM_OK);
+        uint64_t least = tl.initial_bytes, most = tl.initial_bytes;
+        while ((e = gm_snapshot_walk_next(&wk)) != NULL) {
+            allocated[wk.cur.index] = wk.allocated;
+            reserved[wk.cur.index] = wk.reserved;
+            least = wk.allocated < least ? wk.allocated : least;
+            most = wk.allocated > most ? wk.allocated : most;
+        }
+        gm_snapshot_walk_release(&wk);
+
+        uint64_t p_least = UINT64_MAX, p_most = 0;
+        assert_true(dev->n_points > 0);
+        assert_int_equal(dev->points[0].event, -1);
+        for (size_t i = 0; i < dev->n_points; i++) {
+            const struct gm_analysis_point *pt = &dev->points[i];
+            uint64_t sum = 0;
+            for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+                sum += pt->bytes[c];
+            assert_int_equal(sum, pt->total);
+            p_least = pt->total < p_least ? pt->total : p_least;
+            p_most = pt->total > p_most ? pt->total : p_most;
+            if (pt->event < 0) {
+                assert_int_equal(pt->total, tl.initial_bytes);
+                continue;
+            }
+            const struct gm_snapshot_event *pe = &t.ev[pt->event];
+            bool timed = (pe->flags & GM_EVENT_HAS_TIME) != 0;
+            assert_int_equal(pt->total, allocated[pt->event]);
+            assert_int_equal(pt->reserved, reserved[pt->event]);
+            assert_int_equal(pt->has_time, timed);
+            assert_int_equal(pt->time_us, timed ? pe->time_us : 0);
+        }
+        assert_int_equal(p_least, least);
+        assert_int_equal(p_most, most);
+        for (size_t i = 0; i < dev->n_iterations; i++) {
+            const struct gm_analysis_iteration *iv = &dev->iterations[i];
+            const struct gm_snapshot_event *f = &t.ev[iv->first_event];
+            const struct gm_snapshot_event *l = &t.ev[iv->last_event];
+            bool timed = (f->flags & l->flags & GM_EVENT_HAS_TIME) != 0;
+            assert_int_equal(iv->has_time, timed);
+            assert_int_equal(iv->start_us, timed ? f->time_us : 0);
+            assert_int_equal(iv->end_us, timed ? l->time_us : 0);
+        }
+        gm_snapshot_timeline_release(&tl);
+        gm_analysis_free(an);
+    }
+}
+
 /* ---- the peaks: from the analysis and from the timeline alone ---- */
 
 /* Both ways of gm_analysis_peaks() give the same figures and groups on 'snap'. */
@@ -1928,6 +2029,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_oom),
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
+    cmocka_unit_test(test_series_of_random_traces_holds_each_events_state),
     cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),

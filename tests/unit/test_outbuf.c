@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_outbuf.c - the buffered writer's own number formatting writes exactly what printf
- * and gm_format_bytes() write: edges of every unit, ties of the two-decimal rounding, and a
- * million pseudo-random values of every magnitude. */
+ * and gm_format_bytes() write: edges of every unit, ties of the two-decimal rounding, a
+ * million pseudo-random values of every magnitude, and the memo of a field's digits along
+ * sequences that take each of its routes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,60 @@ static void test_ints(void **state)
     }
 }
 
+/* The memo writes what printf writes for a field's values in sequence, by each of its
+ * routes (the same value, one more, the same digits above the last eight, anew), and
+ * nothing past its room. */
+static void check_memo(struct gm_fmt_memo *m, uint64_t v)
+{
+    char want[32], got[2 * GM_FMT_MEMO_ROOM], *end;
+    memset(got, 'Z', sizeof(got));
+    end = gm_fmt_u64_memo(got, v, m);
+    for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
+        assert_int_equal(got[i], 'Z');
+    *end = '\0';
+    snprintf(want, sizeof(want), "%" PRIu64, v);
+    if (strcmp(want, got)) {
+        fprintf(stderr, "memo %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
+        fail();
+    }
+}
+
+static void test_memo(void **state)
+{
+    struct gm_fmt_memo m;
+    uint64_t v = 0;
+    (void)state;
+    gm_fmt_memo_init(&m);
+    check_memo(&m, 0);
+    check_memo(&m, 0);
+    /* counting up across every digit-count step, and each 10^8 block's end */
+    for (uint64_t p10 = 10; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
+        for (uint64_t k = p10 - 3; k < p10 + 3; k++)
+            check_memo(&m, k);
+        for (uint64_t k = p10 + 99999997; k < p10 + 100000003; k++)
+            check_memo(&m, k);
+        if (p10 > UINT64_MAX / 10)
+            break;
+    }
+    for (uint64_t k = UINT64_MAX - 3; k != 0; k++)
+        check_memo(&m, k);
+    check_memo(&m, UINT64_MAX);
+    check_memo(&m, 1);
+    /* a random walk: mostly small steps either way, now and then a jump of any size */
+    for (int i = 0; i < 2000000; i++) {
+        uint64_t r = rnd();
+        if ((r & 15) == 0)
+            v = rnd() >> (rnd() % 64);
+        else if ((r & 15) < 4)
+            v += 1;
+        else if ((r & 15) < 6)
+            ; /* the same again */
+        else
+            v += (r & 16) ? (r >> 40) >> (r % 24) : 0 - ((r >> 40) >> (r % 24));
+        check_memo(&m, v);
+    }
+}
+
 static void test_writer(void **state)
 {
     char *buf = NULL;
@@ -153,6 +208,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes),
         cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_memo),
         cmocka_unit_test(test_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
