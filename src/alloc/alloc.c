@@ -51,6 +51,21 @@ static inline void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *
     stat_dec(&arr[pool_type(p)], v);
 }
 
+/* allocated_bytes, which a lean model keeps in the aggregate only (gm_alloc_set_lean()) */
+static inline void alloc_bytes_inc(struct gm_alloc *a, const struct alloc_pool *p, uint64_t v)
+{
+    stat_inc(&a->stats.allocated_bytes[GM_ALLOC_STAT_ALL], v);
+    if (!a->lean)
+        stat_inc(&a->stats.allocated_bytes[pool_type(p)], v);
+}
+
+static inline void alloc_bytes_dec(struct gm_alloc *a, const struct alloc_pool *p, uint64_t v)
+{
+    stat_dec(&a->stats.allocated_bytes[GM_ALLOC_STAT_ALL], v);
+    if (!a->lean)
+        stat_dec(&a->stats.allocated_bytes[pool_type(p)], v);
+}
+
 static void emit(struct gm_alloc *a, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
                  int64_t stream)
 {
@@ -802,13 +817,15 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
         rest->size -= size;
         if (pool_insert(p, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-        if (already_split && !b->xseg) {
-            pool_dec(a->stats.inactive_split_bytes, p, b->size);
-        } else if (!b->xseg) {
-            pool_inc(a->stats.inactive_split_bytes, p, rest->size);
-            pool_inc(a->stats.inactive_split, p, 1);
+        if (!a->lean && !b->xseg) {
+            if (already_split) {
+                pool_dec(a->stats.inactive_split_bytes, p, b->size);
+            } else {
+                pool_inc(a->stats.inactive_split_bytes, p, rest->size);
+                pool_inc(a->stats.inactive_split, p, 1);
+            }
         }
-    } else if (already_split && !b->xseg) {
+    } else if (already_split && !b->xseg && !a->lean) {
         pool_dec(a->stats.inactive_split_bytes, p, b->size);
         pool_dec(a->stats.inactive_split, p, 1);
     }
@@ -816,13 +833,15 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
     b->requested = orig;
     if (!gm_map_put(&a->active, b->addr, (uintptr_t)b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    pool_inc(a->stats.allocation, p, 1);
-    pool_inc(a->stats.allocated_bytes, p, b->size);
-    pool_inc(a->stats.active, p, 1);
-    pool_inc(a->stats.active_bytes, p, b->size);
-    pool_inc(a->stats.requested_bytes, p, orig);
-    if (b->size >= a->conf.max_split_size)
-        stat_inc(&a->stats.oversize_allocations, 1);
+    alloc_bytes_inc(a, p, b->size);
+    if (!a->lean) {
+        pool_inc(a->stats.allocation, p, 1);
+        pool_inc(a->stats.active, p, 1);
+        pool_inc(a->stats.active_bytes, p, b->size);
+        pool_inc(a->stats.requested_bytes, p, orig);
+        if (b->size >= a->conf.max_split_size)
+            stat_inc(&a->stats.oversize_allocations, 1);
+    }
     *out = b;
     return GM_OK;
 }
@@ -1005,6 +1024,8 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
         d_blocks += 1;
         d_bytes += (int64_t)b->size;
     }
+    if (a->lean)
+        return GM_OK;
     if (!b->xseg) {
         if (d_blocks > 0)
             pool_inc(a->stats.inactive_split, p, (uint64_t)d_blocks);
@@ -1033,10 +1054,12 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     (void)gm_map_take(&a->active, ptr, NULL);
     b->allocated = false;
-    pool_dec(a->stats.allocation, b->pool, 1);
-    pool_dec(a->stats.allocated_bytes, b->pool, b->size);
-    if (b->size >= a->conf.max_split_size)
-        stat_dec(&a->stats.oversize_allocations, 1);
+    alloc_bytes_dec(a, b->pool, b->size);
+    if (!a->lean) {
+        pool_dec(a->stats.allocation, b->pool, 1);
+        if (b->size >= a->conf.max_split_size)
+            stat_dec(&a->stats.oversize_allocations, 1);
+    }
     if (b->n_uses) {
         /* insert_events(): one event per stream that used the block; the block stays
          * active (and out of its pool) until they are complete */
@@ -1168,6 +1191,11 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
     a->set_fraction = true;
     a->allowed_max = (uint64_t)(fraction * (double)a->dev.total_bytes);
     return GM_OK;
+}
+
+void gm_alloc_set_lean(struct gm_alloc *a)
+{
+    a->lean = true;
 }
 
 void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx)

@@ -208,6 +208,7 @@ struct gm_alloc {
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
     struct gm_slab records; /* where block records come from (alloc.c block_new()) */
+    bool lean;              /* gm_alloc_set_lean(): requests count allocated_bytes' aggregate */
 };
 
 /* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at
