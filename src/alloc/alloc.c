@@ -178,6 +178,27 @@ void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
     s->n--;
 }
 
+enum gm_status alloc_blockset_replace(struct blockset *s, const struct blockset_pos *at,
+                                      const struct block *old, struct block *b)
+{
+    struct blockset_pos p;
+    if (at) {
+        p = *at;
+    } else {
+        p.t = tree_index(s, (uint64_t)old->stream);
+        if (p.t == s->n_trees || s->trees[p.t].stream != (uint64_t)old->stream ||
+            !(p.p = gm_btree_find(&s->trees[p.t].t, old)).leaf)
+            return alloc_blockset_insert(s, b); /* 'old' is in none */
+    }
+    if (b->stream == old->stream) {
+        struct blockset_ent key = block_key(s, b);
+        if (gm_btree_replace_at(&s->trees[p.t].t, p.p, tree_key(&key), b))
+            return GM_OK;
+    }
+    alloc_blockset_erase_at(s, p);
+    return alloc_blockset_insert(s, b);
+}
+
 void alloc_blockset_init(struct blockset *s, bool by_size)
 {
     struct gm_slab nodes = GM_BTREE_POOL_INIT;
@@ -210,6 +231,15 @@ static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
 {
     b->gc_base = p->free_block_calls;
     return alloc_blockset_insert(&p->blocks, b);
+}
+
+/* blocks.erase(old) (at 'at' when not NULL); insert_into_blocks(b): in place when the
+ * order allows (alloc_blockset_replace()) */
+static enum gm_status pool_replace(struct alloc_pool *p, const struct blockset_pos *at,
+                                   const struct block *old, struct block *b)
+{
+    b->gc_base = p->free_block_calls;
+    return alloc_blockset_replace(&p->blocks, at, old, b);
 }
 
 /* ---- allocated-address map: address -> block (base/map.h) --------------------------- */
@@ -265,13 +295,17 @@ static bool is_split(const struct block *b)
     return b->prev || b->next;
 }
 
-/* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
- * mapped state; returns the bytes absorbed (0: no merge). */
-static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *src)
+/* whether try_merge_blocks(dst, src) merges: src is free with the same mapped state */
+static bool mergeable(const struct block *dst, const struct block *src)
+{
+    return src && !src->allocated && src->event_count == 0 && dst->mapped == src->mapped;
+}
+
+/* dst takes in its mergeable neighbour src, which leaves its set and is dropped unless
+ * 'keep' (the caller puts dst in its place); returns the bytes absorbed */
+static uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src, bool keep)
 {
     uint64_t sub;
-    if (!src || src->allocated || src->event_count > 0 || dst->mapped != src->mapped)
-        return 0;
     if (dst->prev == src) {
         dst->addr = src->addr;
         dst->prev = src->prev;
@@ -284,12 +318,21 @@ static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *s
     }
     sub = src->size;
     dst->size += sub;
+    if (keep)
+        return sub;
     if (src->mapped)
         alloc_blockset_erase(&src->pool->blocks, src);
     else
         alloc_blockset_erase(&src->pool->unmapped, src);
     block_drop(a, src);
     return sub;
+}
+
+/* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
+ * mapped state; returns the bytes absorbed (0: no merge). */
+static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *src)
+{
+    return mergeable(dst, src) ? absorb(a, dst, src, false) : 0;
 }
 
 /* ---- segments ------------------------------------------------------------------------ */
@@ -539,9 +582,10 @@ static uint64_t expandable_size(const struct block *b)
     return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
-/* get_free_block(): best fit by (stream, size, address), with the oversize rules */
+/* get_free_block(): best fit by (stream, size, address), with the oversize rules; the
+ * block stays in the pool's set, at *at, for alloc_found() to take out */
 static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, uint64_t size,
-                                    int64_t stream)
+                                    int64_t stream, struct blockset_pos *at)
 {
     struct blockset_ent key = blockset_key(&p->blocks, stream, size, 0);
     struct blockset_pos i;
@@ -571,7 +615,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     if (size >= a->conf.max_split_size &&
         b->size >= gm_add_sat(size, a->conf.max_non_split_rounding_size))
         return NULL;
-    alloc_blockset_erase_at(&p->blocks, i);
+    *at = i;
     return b;
 }
 
@@ -795,9 +839,11 @@ static bool should_split(const struct gm_alloc *a, const struct block *b, uint64
     return size < a->conf.max_split_size && remaining > GM_ALLOC_SMALL_SIZE;
 }
 
-/* alloc_found_block(): split if wanted, mark allocated, count */
-static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t size, uint64_t orig,
-                                  struct block **out, struct gm_error *err)
+/* alloc_found_block(): split if wanted, mark allocated, count; 'at' is b's place in its
+ * pool's free blocks (get_free_block()), NULL when it is in none (a new segment) */
+static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, const struct blockset_pos *at,
+                                  uint64_t size, uint64_t orig, struct block **out,
+                                  struct gm_error *err)
 {
     struct alloc_pool *p = b->pool;
     bool already_split = is_split(b);
@@ -805,7 +851,8 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
         struct block *rest = b;
         b = block_new(a, rest->addr, size, rest->stream, p, rest->xseg);
         if (!b) {
-            (void)pool_insert(p, rest);
+            if (!at)
+                (void)pool_insert(p, rest);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         }
         b->prev = rest->prev;
@@ -815,7 +862,8 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
         rest->prev = b;
         rest->addr += size;
         rest->size -= size;
-        if (pool_insert(p, rest))
+        /* the remainder stays among the free blocks under its new key */
+        if (at ? pool_replace(p, at, rest, rest) : pool_insert(p, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         if (!a->lean && !b->xseg) {
             if (already_split) {
@@ -825,9 +873,13 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
                 pool_inc(a->stats.inactive_split, p, 1);
             }
         }
-    } else if (already_split && !b->xseg && !a->lean) {
-        pool_dec(a->stats.inactive_split_bytes, p, b->size);
-        pool_dec(a->stats.inactive_split, p, 1);
+    } else {
+        if (at)
+            alloc_blockset_erase_at(&p->blocks, *at);
+        if (already_split && !b->xseg && !a->lean) {
+            pool_dec(a->stats.inactive_split_bytes, p, b->size);
+            pool_dec(a->stats.inactive_split, p, 1);
+        }
     }
     b->allocated = true;
     b->requested = orig;
@@ -860,6 +912,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     uint64_t size, alloc_size;
     struct alloc_pool *p;
     struct block *b;
+    struct blockset_pos at;
     enum gm_status st;
     struct gm_error e2;
 
@@ -875,8 +928,10 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
      * from the pool, nothing below may fail half-way */
     if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) || !active_reserve(a))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    b = get_free_block(a, p, size, stream);
-    if (!b) {
+    b = get_free_block(a, p, size, stream, &at);
+    if (b) {
+        st = alloc_found(a, b, &at, size, orig, &b, err);
+    } else {
         if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
             garbage_collect(a);
         st = alloc_block(a, p, stream, size, alloc_size, false, &b, &e2);
@@ -905,8 +960,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
                 *err = e2;
             return st;
         }
+        st = alloc_found(a, b, NULL, size, orig, &b, err);
     }
-    st = alloc_found(a, b, size, orig, &b, err);
     if (st)
         return st;
     *ptr = b->addr;
@@ -1010,16 +1065,33 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
     struct alloc_pool *p = b->pool;
     uint64_t orig_size = b->size, requested = b->requested;
     int64_t d_blocks = 0, d_bytes = 0;
-    struct block *cand[2] = {b->prev, b->next};
+    struct block *cand[2] = {b->prev, b->next}, *spot = NULL;
+    bool merge[2];
+    for (int i = 0; i < 2; i++)
+        merge[i] = mergeable(b, cand[i]);
+    /* b takes the place among the free blocks of a neighbour it absorbs (of two, the later
+     * in their order, whose place is nearer b's), the other leaves them */
+    if (b->mapped && (merge[0] || merge[1]))
+        spot = !merge[1] || (merge[0] && (cand[0]->size > cand[1]->size ||
+                                          (cand[0]->size == cand[1]->size &&
+                                           cand[0]->addr > cand[1]->addr)))
+                   ? cand[0]
+                   : cand[1];
     for (int i = 0; i < 2; i++) {
-        uint64_t sub = try_merge(a, b, cand[i]);
+        uint64_t sub = merge[i] ? absorb(a, b, cand[i], cand[i] == spot) : 0;
         if (sub) {
             d_blocks -= 1;
             d_bytes -= (int64_t)sub;
         }
     }
-    if (pool_insert(p, b))
+    if (spot) {
+        enum gm_status st = pool_replace(p, NULL, spot, b);
+        block_drop(a, spot);
+        if (st)
+            return GM_ERR_NOMEM;
+    } else if (pool_insert(p, b)) {
         return GM_ERR_NOMEM;
+    }
     if (is_split(b)) {
         d_blocks += 1;
         d_bytes += (int64_t)b->size;

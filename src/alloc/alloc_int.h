@@ -96,6 +96,11 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b);
 bool alloc_blockset_erase(struct blockset *s, const struct block *b);
 /* erase the element at 'p', which must not be the end */
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p);
+/* Erase 'old' (at 'at' when not NULL, else found by its leaf) and insert 'b' (reserved
+ * first): in old's place when the order keeps b there (gm_btree_replace_at()), as it often
+ * does a split block's remainder or a block that absorbed its neighbour; 'b' may be 'old'. */
+enum gm_status alloc_blockset_replace(struct blockset *s, const struct blockset_pos *at,
+                                      const struct block *old, struct block *b);
 /* empties the set (not its blocks), keeping its memory (the tree array, the nodes) */
 void alloc_blockset_clear(struct blockset *s);
 /* frees the set's memory, not its blocks */

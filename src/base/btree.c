@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* btree.c - the library's one ordered set (see btree.h): search, insert with splits, erase
- * with merges. */
+ * with merges, replace in place. */
 #include "base/btree.h"
 
 #include <string.h>
@@ -297,24 +297,57 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
     shrink(t, x, 0);
 }
 
-bool gm_btree_erase(struct gm_btree *t, const void *val)
+struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
 {
+    struct gm_btree_pos p = {NULL, 0};
     struct gm_btree_node *leaf, *top;
     if (t->home == GM_BTREE_NO_HOME)
-        return false;
+        return p;
     memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
     if (!leaf)
-        return false;
+        return p;
     /* the leaf may be another tree's (a value in one of several sets) */
     for (top = leaf; top->parent; top = top->parent)
         ;
     if (top != t->root)
-        return false;
+        return p;
     for (unsigned i = 0; i < leaf->n; i++)
         if (leaf->e[i].ptr == val) {
-            struct gm_btree_pos p = {leaf, i};
-            gm_btree_erase_at(t, p);
-            return true;
+            p.leaf = leaf;
+            p.i = i;
+            break;
         }
-    return false;
+    return p;
+}
+
+bool gm_btree_erase(struct gm_btree *t, const void *val)
+{
+    struct gm_btree_pos p = gm_btree_find(t, val);
+    if (!p.leaf)
+        return false;
+    gm_btree_erase_at(t, p);
+    return true;
+}
+
+/* ---- replace ---- */
+
+bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
+                         void *val)
+{
+    struct gm_btree_node *x = p.leaf;
+    unsigned i = p.i;
+    struct gm_btree_key old = x->e[i].key;
+    void *was = x->e[i].ptr;
+    /* above the entry before it: the entry's own key is above every earlier one */
+    if (!key_less(old, key) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL))
+        return false;
+    /* below the entry after it in the leaf: the entry's own key is within the leaf's bound */
+    if (!key_less(key, old) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key)))
+        return false;
+    x->e[i].key = key;
+    x->e[i].ptr = val;
+    if (was != val)
+        set_home(t, was, NULL);
+    set_home(t, val, x);
+    return true;
 }

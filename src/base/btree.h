@@ -105,6 +105,19 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p);
 /* Erase 'val', found by its home: false when it is not in 't' (or 't' keeps no homes). */
 bool gm_btree_erase(struct gm_btree *t, const void *val);
 
+/* The position of 'val', found by its home: the end when it is not in 't' (or 't' keeps no
+ * homes). */
+struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val);
+
+/* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the order keeps
+ * them there: the entries beside it in its leaf are below and above 'key' (before the
+ * tree's first entry, any key below the entry's own is; a key above the leaf's last entry
+ * is refused, as its leaf's bound would have to rise).  No search, no shift: true.  False,
+ * and nothing changed, otherwise (erase and insert then).  The replaced value loses its
+ * home when 'val' is another. */
+bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
+                         void *val);
+
 static inline struct gm_btree_pos gm_btree_first(const struct gm_btree *t)
 {
     struct gm_btree_pos p = {t->head, 0};
