@@ -256,6 +256,28 @@ struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos)
     return gm_map_next(&a->active, pos, &k, &v) ? (struct block *)(uintptr_t)v : NULL;
 }
 
+/* 'b' (just put in the active map) first in the live list */
+static void live_add(struct gm_alloc *a, struct block *b)
+{
+    b->live_prev = NULL;
+    b->live_next = a->live;
+    if (a->live)
+        a->live->live_prev = b;
+    a->live = b;
+}
+
+/* 'b' (just taken from the active map) out of the live list */
+static void live_remove(struct gm_alloc *a, struct block *b)
+{
+    if (b->live_prev)
+        b->live_prev->live_next = b->live_next;
+    else
+        a->live = b->live_next;
+    if (b->live_next)
+        b->live_next->live_prev = b->live_prev;
+    b->live_prev = b->live_next = NULL;
+}
+
 static bool active_reserve(struct gm_alloc *a)
 {
     return gm_map_reserve(&a->active, gm_map_count(&a->active) + 1);
@@ -885,6 +907,7 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, const str
     b->requested = orig;
     if (!gm_map_put(&a->active, b->addr, (uintptr_t)b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
+    live_add(a, b);
     alloc_bytes_inc(a, p, b->size);
     if (!a->lean) {
         pool_inc(a->stats.allocation, p, 1);
@@ -1034,6 +1057,7 @@ enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size,
         b->allocated = true;
         b->requested = blocks[i].requested;
         (void)gm_map_put(&a->active, b->addr, (uintptr_t)b);
+        live_add(a, b);
         pool_inc(a->stats.allocation, p, 1);
         pool_inc(a->stats.allocated_bytes, p, b->size);
         pool_inc(a->stats.active, p, 1);
@@ -1125,6 +1149,7 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
     if (blockset_reserve(&b->pool->blocks, 1) || events_reserve(a, b->n_uses))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     (void)gm_map_take(&a->active, ptr, NULL);
+    live_remove(a, b);
     b->allocated = false;
     alloc_bytes_dec(a, b->pool, b->size);
     if (!a->lean) {
@@ -1328,11 +1353,8 @@ static void teardown(struct gm_alloc *a, bool keep)
             a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
         }
     }
-    for (size_t pos = 0;;) {
-        struct block *h = alloc_active_next(a, &pos), *b;
+    for (struct block *h = a->live, *b; h; h = h->live_next) {
         uint64_t total = 0;
-        if (!h)
-            break;
         if (h->xseg || h->prev)
             continue;
         for (b = h; b; b = b->next)
@@ -1369,13 +1391,12 @@ static void teardown(struct gm_alloc *a, bool keep)
         free_set(a, &pools[k]->blocks, keep);
         free_set(a, &pools[k]->unmapped, keep);
     }
-    for (size_t pos = 0;;) {
-        struct block *b = alloc_active_next(a, &pos);
-        if (!b)
-            break;
+    for (struct block *b = a->live, *next; b; b = next) {
+        next = b->live_next;
         gm_free(b->uses);
         block_drop(a, b);
     }
+    a->live = NULL;
     if (keep) {
         gm_map_clear(&a->active);
         return;
@@ -1459,14 +1480,14 @@ enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t
         !GM_VEC_RESERVE(*words, *cap, n_blocks * STATE_WORDS, NULL))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     w = *words;
-    /* the free blocks in their sets' order, the allocated ones in the map's: every block
-     * once with its segment neighbour, so equal words are equal states (two equal states
-     * whose maps hold their blocks in another order give other words) */
+    /* the free blocks in their sets' order, the allocated ones most recently allocated
+     * first: every block once with its segment neighbour, so equal words are equal states
+     * (two equal states whose blocks were allocated in another order give other words) */
     for (int k = 0; k < 2; k++)
         for (struct blockset_pos it = blockset_first(sets[k]); (b = blockset_at(sets[k], it));
              blockset_next(sets[k], &it))
             w = state_block(w, b);
-    for (size_t pos = 0; (b = alloc_active_next(a, &pos)) != NULL;) {
+    for (b = a->live; b; b = b->live_next) {
         if (b->n_uses)
             return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                            "allocator model: a block used on another stream is not written "

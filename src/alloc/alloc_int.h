@@ -37,6 +37,9 @@ struct block {
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
     /* the leaf of the set that holds it, NULL in none */
     struct gm_btree_node *leaf;
+    /* allocated blocks: the neighbours in the model's list of them (gm_alloc.live) */
+    struct block *live_prev;
+    struct block *live_next;
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
@@ -199,6 +202,7 @@ struct gm_alloc {
     struct alloc_pool small;
     struct xseg *xsegs;
     struct gm_map active; /* allocated address -> its struct block (uintptr_t) */
+    struct block *live;   /* the same blocks, most recently allocated first: walked densely */
     struct gm_alloc_stats stats;
     uint64_t total_allocated; /* bytes: total_allocated_memory (what the device holds) */
     bool set_fraction;

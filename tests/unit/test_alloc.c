@@ -894,6 +894,19 @@ static void check_invariants(struct gm_alloc *a)
              blockset_next(&pools[k]->unmapped, &it))
             unmapped += b->size;
     }
+    /* the live list holds the active map's blocks, each once, its links both ways */
+    {
+        size_t n_live = 0;
+        for (const struct block *b = a->live; b; b = b->live_next, n_live++) {
+            uint64_t v;
+            assert_true(b->allocated);
+            assert_true(gm_map_get(&a->active, b->addr, &v) && v == (uintptr_t)b);
+            assert_ptr_equal(b->live_next ? b->live_next->live_prev : b, b);
+            assert_true(n_live <= gm_map_count(&a->active));
+        }
+        assert_true(n_live == gm_map_count(&a->active));
+        assert_true(!a->live || !a->live->live_prev);
+    }
     assert_true(alloc_bytes == a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes == a->stats.active_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes + free_bytes == a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current);
