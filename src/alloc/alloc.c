@@ -296,13 +296,8 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
     struct block *b = gm_slab_take(&a->records);
     if (!b)
         return NULL;
-    memset(b, 0, sizeof(*b));
-    b->addr = addr;
-    b->size = size;
-    b->stream = stream;
-    b->pool = pool;
-    b->xseg = xs;
-    b->mapped = true;
+    *b = (struct block){.addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs,
+                        .mapped = true};
     return b;
 }
 
@@ -946,7 +941,6 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     size = gm_alloc_round_size(&a->conf, orig);
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
-    alloc_size = gm_alloc_segment_size(size);
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
     if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) || !active_reserve(a))
@@ -955,6 +949,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     if (b) {
         st = alloc_found(a, b, &at, size, orig, &b, err);
     } else {
+        alloc_size = gm_alloc_segment_size(size);
         if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
             garbage_collect(a);
         st = alloc_block(a, p, stream, size, alloc_size, false, &b, &e2);
