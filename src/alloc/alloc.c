@@ -114,19 +114,31 @@ static size_t tree_index(const struct blockset *s, uint64_t stream)
     return t;
 }
 
+/* 'p', a position in trees[t], as the set's: past the tree's end, the next tree's first */
+static struct blockset_pos in_tree(const struct blockset *s, size_t t, struct gm_btree_pos p)
+{
+    struct blockset_pos q;
+    if (!p.leaf)
+        return blockset_from_tree(s, t + 1);
+    q.t = t;
+    q.p = p;
+    return q;
+}
+
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key)
 {
     size_t t = tree_index(s, key->stream);
-    struct blockset_pos p;
-    if (t < s->n_trees && s->trees[t].stream == key->stream) {
-        p.p = gm_btree_lower_bound(&s->trees[t].t, tree_key(key));
-        if (p.p.leaf) {
-            p.t = t;
-            return p;
-        }
-        t++;
-    }
+    if (t < s->n_trees && s->trees[t].stream == key->stream)
+        return in_tree(s, t, gm_btree_lower_bound(&s->trees[t].t, tree_key(key)));
+    return blockset_from_tree(s, t);
+}
+
+struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key)
+{
+    size_t t = tree_index(s, key->stream);
+    if (t < s->n_trees && s->trees[t].stream == key->stream)
+        return in_tree(s, t, gm_btree_seek(&s->trees[t].t, tree_key(key)));
     return blockset_from_tree(s, t);
 }
 
@@ -296,8 +308,8 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
     struct block *b = gm_slab_take(&a->records);
     if (!b)
         return NULL;
-    *b = (struct block){.addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs,
-                        .mapped = true};
+    *b = (struct block){
+        .addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs, .mapped = true};
     return b;
 }
 
@@ -609,7 +621,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     struct block *b;
     if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
         p->free_block_calls++;
-    i = alloc_blockset_lower_bound(&p->blocks, &key);
+    i = alloc_blockset_seek(&p->blocks, &key);
     b = blockset_at(&p->blocks, i);
     if (!b || b->stream != stream)
         return NULL;
@@ -858,9 +870,9 @@ static bool should_split(const struct gm_alloc *a, const struct block *b, uint64
 
 /* alloc_found_block(): split if wanted, mark allocated, count; 'at' is b's place in its
  * pool's free blocks (get_free_block()), NULL when it is in none (a new segment) */
-static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, const struct blockset_pos *at,
-                                  uint64_t size, uint64_t orig, struct block **out,
-                                  struct gm_error *err)
+static enum gm_status alloc_found(struct gm_alloc *a, struct block *b,
+                                  const struct blockset_pos *at, uint64_t size, uint64_t orig,
+                                  struct block **out, struct gm_error *err)
 {
     struct alloc_pool *p = b->pool;
     bool already_split = is_split(b);
@@ -1091,9 +1103,9 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
     /* b takes the place among the free blocks of a neighbour it absorbs (of two, the later
      * in their order, whose place is nearer b's), the other leaves them */
     if (b->mapped && (merge[0] || merge[1]))
-        spot = !merge[1] || (merge[0] && (cand[0]->size > cand[1]->size ||
-                                          (cand[0]->size == cand[1]->size &&
-                                           cand[0]->addr > cand[1]->addr)))
+        spot = !merge[1] || (merge[0] &&
+                             (cand[0]->size > cand[1]->size ||
+                              (cand[0]->size == cand[1]->size && cand[0]->addr > cand[1]->addr)))
                    ? cand[0]
                    : cand[1];
     for (int i = 0; i < 2; i++) {

@@ -83,6 +83,8 @@ void alloc_blockset_init(struct blockset *s, bool by_size);
 /* the first element not less than 'key' */
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key);
+/* the same through gm_btree_seek(): the best fit's search */
+struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key);
 /* Room for 'extra' more inserts, so that the inserts of an operation cannot fail half-way
  * through it: every mutating operation reserves first. */
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra);

@@ -153,9 +153,9 @@ static void check_search(const struct gm_btree *t, const struct ref *r, struct g
 
 /* ---- the tests ---- */
 
-/* Random inserts, erases (by position and by home) and searches, growing to 'n_max'
- * entries and draining to none, twice; keys from a small range of 'hi' (many equal) so that
- * the 'lo' half decides often. */
+/* Random inserts, erases (by position and by home) and searches (lower_bound and seek, near
+ * the last search often), growing to 'n_max' entries and draining to none, twice; keys from
+ * a small range of 'hi' (many equal) so that the 'lo' half decides often. */
 static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi_range)
 {
     struct gm_slab pool = GM_BTREE_POOL_INIT;
@@ -163,6 +163,7 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
     struct item *items = calloc(n_max, sizeof(*items));
     bool *in = calloc(n_max, sizeof(*in));
     struct ref r = {calloc(n_max, sizeof(struct item *)), 0};
+    struct gm_btree_key last = {0, 0};
     uint64_t s = seed;
     assert_non_null(items);
     assert_non_null(in);
@@ -200,9 +201,22 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
             in[i] = grow;
         } else {
             struct gm_btree_key k;
-            k.hi = rng_next(&s) % (hi_range + 2);
-            k.lo = rng_next(&s) % (2 * n_max + 2);
+            struct gm_btree_pos q;
+            size_t at;
+            /* anywhere, or near the last search (where a seek's finger finds it) */
+            if (op == 5 || !step) {
+                k.hi = rng_next(&s) % (hi_range + 2);
+                k.lo = rng_next(&s) % (2 * n_max + 2);
+            } else {
+                k = last;
+                k.lo = k.lo + rng_next(&s) % 16;
+                k.lo = k.lo > 8 ? k.lo - 8 : 0;
+            }
             check_search(&t, &r, k);
+            q = gm_btree_seek(&t, k);
+            at = ref_lower_bound(&r, k);
+            assert_ptr_equal(gm_btree_at(q), at < r.n ? r.v[at] : NULL);
+            last = k;
         }
         if (step % 1000 == 0)
             check_tree(&t, &r);
@@ -226,6 +240,8 @@ static void test_random_distinct_high_halves(void **state)
 {
     (void)state;
     random_against_sorted_array(0xD1B54A32D192ED03ull, 3000, UINT64_MAX);
+    /* a run in which merging two inner nodes makes two thin leaves neighbours */
+    random_against_sorted_array(0xDAA66D2C7DDF743Full, 3000, UINT64_MAX);
 }
 
 static void test_random_small_sets(void **state)
