@@ -350,6 +350,8 @@ struct gm_job_vllm {
     uint64_t max_num_seqs;           /* 256 */
     uint64_t max_num_batched_tokens; /* profile run, 0: 8192 */
     bool enforce_eager;              /* no CUDA graphs */
+    bool flashinfer_sampler;         /* V1's top-k/top-p through FlashInfer (the log's "Using
+                                        FlashInfer for top-p & top-k sampling") */
     uint64_t cuda_graph_bytes;       /* CUDA-graph memory; 0: modelled by version */
     uint64_t non_torch_bytes;        /* non-torch memory; 0: default by TP */
     uint64_t kv_cache_memory_bytes;  /* the KV pool given outright (--kv-cache-memory-bytes,
@@ -447,6 +449,8 @@ struct gm_job_stack {
 /* The GPU the fit is judged on. */
 struct gm_job_gpu {
     uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
+    uint64_t cuda_bytes;   /* the total CUDA reports (cudaMemGetInfo) where the catalog knows
+                              it; 0 = memory_bytes */
     char label[48];        /* catalog name or the size as given, for messages */
     unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
     bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
@@ -1129,6 +1133,8 @@ struct gm_gpu {
     const char *kind;      /* "data-centre", "workstation" or "consumer" */
     unsigned sm;           /* compute capability x 10 (80 = sm_80, Ampere; 90 = Hopper) */
     bool no_p2p;           /* no peer access between two such boards with NVIDIA's driver */
+    uint64_t cuda_bytes;   /* the total cudaMemGetInfo reports, as a public log printed it;
+                              0 = not known */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

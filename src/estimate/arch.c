@@ -146,16 +146,23 @@ static uint64_t est_vllm_state_per_token(const struct gm_model *m, uint64_t tp, 
     return b && len ? est_div_up(b, len) : 0;
 }
 
+uint64_t est_kv_sliding_layers(const struct gm_model *m)
+{
+    uint64_t all = est_kv_layers(m);
+    if (!m->sliding_window)
+        return 0;
+    return m->n_sliding_layers < all ? m->n_sliding_layers : all;
+}
+
 uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                uint64_t len, uint64_t chunk, uint64_t block)
 {
-    uint64_t k, v, all = est_kv_layers(m), layers = est_div_up(all, pp ? pp : 1), sliding, full,
-                   held, per_layer;
+    uint64_t k, v, all = est_kv_layers(m), layers = est_div_up(all, pp ? pp : 1),
+                   sliding = est_kv_sliding_layers(m), full, held, per_layer;
     est_kv_rows(m, EST_KV_VLLM, tp, &k, &v);
-    if (!m->sliding_window || !m->n_sliding_layers || !len || !block)
+    if (!sliding || !len || !block)
         return layers * (k + v) * kvb100 / 100 + layers * est_vllm_indexer_bytes(m) +
                est_vllm_state_per_token(m, tp, pp, len);
-    sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
     /* the stage with the most layers, holding its share of the full-attention ones */
     full = est_div_up(all - sliding, pp ? pp : 1);
     if (full > layers)

@@ -55,7 +55,7 @@
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
-    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL)
+    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER)
 /* clang-format on */
 
 enum est_setting {
@@ -325,6 +325,9 @@ void est_geom(const struct gm_model *m, struct est_geom *g);
 uint64_t est_total_layers(const struct gm_model *m);
 /* Layers that keep a KV cache (the decoder's; none in an encoder). */
 uint64_t est_kv_layers(const struct gm_model *m);
+/* The sliding-window (or chunked local) layers among the KV layers (est_kv_layers()); 0 for a
+ * model without a window.  The rest attend to every token. */
+uint64_t est_kv_sliding_layers(const struct gm_model *m);
 /* What a model's linear-attention layers are, in words ("Mamba-2", "Mamba", "Gated DeltaNet"). */
 const char *est_linear_kind(const struct gm_model *m);
 /* Layers with routed experts (0 for a dense model). */
@@ -397,6 +400,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
+/* Whether vLLM runs its model runner V2 for the job (version and model kind), and the bytes
+ * per logit its profile-run sampler holds (stage_engine.c gives the code of each). */
+bool est_vllm_runner_v2(const struct gm_job *job, const struct gm_model *m);
+unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *job, const struct gm_model *m);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs);
 

@@ -239,6 +239,7 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
     if (gm_gpu_lookup(v->text, &g, err) != GM_OK)
         return gm_error_prefix(err, "--gpu");
     j->gpu.memory_bytes = g->memory_bytes;
+    j->gpu.cuda_bytes = g->cuda_bytes;
     j->gpu.sm = g->sm;
     j->gpu.no_p2p = g->no_p2p;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%s", g->name);
@@ -256,6 +257,7 @@ static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value 
     if (st != GM_OK)
         return st;
     j->gpu.memory_bytes = b;
+    j->gpu.cuda_bytes = 0;
     j->gpu.sm = 0;
     j->gpu.no_p2p = false;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);
@@ -872,6 +874,11 @@ static const struct gm_job_setting settings[] = {
                "exllama, exllamav2, marlin, gemm (AWQ), plain (none); default "
                "auto, as transformers picks",
                INFER, numerics.quant_kernel),
+    [EST_SET_FLASHINFER_SAMPLER] =
+        FLAG("flashinfer-sampler",
+             "vLLM V1 samples top-k/top-p through FlashInfer (its log: \"Using FlashInfer for "
+             "top-p & top-k sampling\")",
+             INFER, GM_ENGINE_VLLM, engine.vllm.flashinfer_sampler),
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -83,6 +83,10 @@ static const struct stack_row rows[] = {
      TITAN "apply_fsdp: tok_embeddings, [norm, output] own units (from 83e6941)"},
     {GM_STACK_TORCHTITAN, EST_SET_LOSS, 0, 0, "full",
      TITAN "components/loss.py cross_entropy_loss: pred.float(); compiled with --compile"},
+    /* the launch script sets the allocator's configuration for every run it starts (from
+     * a5e57e4, torchtitan PR #643, October 2024, before the first release) */
+    {GM_STACK_TORCHTITAN, EST_SET_ALLOC_CONF, 0, 0, "expandable_segments:True",
+     TITAN "run_train.sh: PYTORCH_ALLOC_CONF=expandable_segments:True"},
     /* the HF family: the model's own loss and accelerate's fp32 copy of the outputs follow
      * the transformers version (any release from 4.49 runs the same loss) */
     {GM_STACK_HF, EST_SET_TRANSFORMERS_VERSION, 0, 0, NULL,

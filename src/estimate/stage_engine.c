@@ -94,6 +94,15 @@ static enum gm_dtype engine_kv_dtype(const struct gm_job *j, const struct gm_mod
     return m->dtype == GM_DTYPE_F32 ? GM_DTYPE_F32 : GM_DTYPE_BF16;
 }
 
+/* The total vLLM sizes from (MemorySnapshot.total_memory, torch.cuda.mem_get_info()'s total,
+ * which is cudaMemGetInfo's): the catalog GPU's CUDA total where a log printed it, else the
+ * capacity given (--gpu-memory, which the validation rows take from vLLM's own print) or
+ * listed. */
+static uint64_t vllm_total_bytes(const struct gm_job *j)
+{
+    return j->gpu.cuda_bytes ? j->gpu.cuda_bytes : j->gpu.memory_bytes;
+}
+
 uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *e, uint64_t len)
 {
     const struct gm_est_serving *sv = &e->serving;
@@ -134,7 +143,7 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     if (ver && ver < GM_VERSION(0, 8, 0)) {
         t = max_model_len > 32768 ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
     } else {
-        bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && j->gpu.memory_bytes >= 70 * GM_GIB &&
+        bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && vllm_total_bytes(j) >= 70 * GM_GIB &&
                    j->gpu.sm != 80;
         t = big ? 8192 : 2048;
         n = big ? 1024 : 256;
@@ -149,15 +158,51 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     *seqs = n;
 }
 
-/* The bytes per logit of vLLM's profile-run sampler, which enables top-k and top-p so that
- * the profile sees their memory (V0: vllm/worker/model_runner.py profile_run's
- * SamplingParams(top_p=0.99, top_k=vocab - 1); V1: gpu_model_runner.py _dummy_sampler_run):
- * the model's 16-bit logits (2 B), their fp32 copy (4; vllm/v1/sample/sampler.py), the sort
- * of apply_top_k_top_p (the same code in V0's sampler.py and V1's topk_topp_sampler.py): its
- * values and int64 indices (12), and inside torch.sort the int64 index input and CUB's
- * alternate key and value buffers of its pair sort (8 + 12; PyTorch aten/src/ATen/cuda/cub.cuh
- * segmented_sort_pairs): 38 B. */
-#define SAMPLER_BYTES_PER_LOGIT 38
+/* The bytes per logit of vLLM's profile-run sampler, by how the version samples.
+ * - A sort of every logit (V0, and V1 with PyTorch's top-k/top-p): the profile enables top-k
+ *   and top-p so that it sees their memory (V0: vllm/worker/model_runner.py profile_run's
+ *   SamplingParams(top_p=0.99, top_k=vocab - 1); V1: gpu_model_runner.py _dummy_sampler_run):
+ *   the model's 16-bit logits (2 B), their fp32 copy (4; vllm/v1/sample/sampler.py), the sort of
+ *   apply_top_k_top_p (the same code in V0's sampler.py and V1's topk_topp_sampler.py): its
+ *   values and int64 indices (12), and inside torch.sort the int64 index input and CUB's
+ *   alternate key and value buffers of its pair sort (8 + 12; PyTorch aten/src/ATen/cuda/cub.cuh
+ *   segmented_sort_pairs): 38 B.
+ * - V1 with FlashInfer's sampler (--flashinfer-sampler): with both top-k and top-p set,
+ *   flashinfer_sample calls top_k_top_p_sampling_from_logits (vllm/v1/sample/ops/
+ *   topk_topp_sampler.py @ 3babc05), whose default top_k_first order masks the logits into a
+ *   new tensor (top_k_mask_logits) and takes their softmax (flashinfer-ai/flashinfer
+ *   python/flashinfer/sampling.py @ 8183b93) before its rejection sampling, which sorts
+ *   nothing: 16-bit logits 2 + fp32 copy 4 + masked 4 + probabilities 4 = 14 B.
+ * - Model runner V2 (vllm/v1/worker/gpu/model_runner.py @ f03f978, _dummy_sampler_run: "During
+ *   the initial memory profiling, the sampler may skip top_k, top_p, and logprobs"): its
+ *   dummy requests ask for neither, so vllm/v1/worker/gpu/sample/sampler.py @ 0120ce5 copies
+ *   the logits to fp32 and draws with gumbel_sample, whose buffers hold one value per 1024
+ *   logits: 16-bit logits 2 + fp32 copy 4 = 6 B. */
+#define SAMPLER_SORT_BYTES_PER_LOGIT       38
+#define SAMPLER_FLASHINFER_BYTES_PER_LOGIT 14
+#define SAMPLER_V2_BYTES_PER_LOGIT         6
+
+/* Whether vLLM runs the model runner V2: the default for models that are neither
+ * mixture-of-experts nor hybrid from 0.25.1, which added "or not model_config.is_moe" to
+ * VllmConfig._is_default_v2_model_runner_model (vllm/config/vllm.py; tenstorrent/vllm-tt-plugin
+ * PR #48 reads the change between the two tags; the 0.30 and 0.31 logs of the validation rows
+ * print "Using V2 Model Runner" for Qwen2.5).  MoE architectures on V2's own list are not
+ * modelled (they stay on V1 here). */
+bool est_vllm_runner_v2(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.vllm;
+    return (!v || v >= GM_VERSION(0, 25, 1)) && !m->n_experts && !m->n_linear_layers;
+}
+
+unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.vllm;
+    if (est_vllm_runner_v2(j, m))
+        return SAMPLER_V2_BYTES_PER_LOGIT;
+    if (j->engine.vllm.flashinfer_sampler && (!v || v >= GM_VERSION(0, 8, 0)))
+        return SAMPLER_FLASHINFER_BYTES_PER_LOGIT;
+    return SAMPLER_SORT_BYTES_PER_LOGIT;
+}
 
 /* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
  * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
@@ -293,12 +338,11 @@ static void engine_pool(struct gm_est_serving *sv, uint64_t pool, uint64_t per_t
 uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t pp, unsigned kvb100,
                                 uint64_t pool, uint64_t block, uint64_t tokens, uint32_t version)
 {
-    uint64_t all = est_kv_layers(m), sliding, full, lo, hi, group_size, groups, k, v, page;
-    if (!m->sliding_window || !m->n_sliding_layers || m->n_linear_layers || pp > 1 || !block ||
+    uint64_t sliding = est_kv_sliding_layers(m), full = est_kv_layers(m) - sliding, lo, hi,
+             group_size, groups, k, v, page;
+    if (!sliding || m->n_linear_layers || pp > 1 || !block ||
         (version && version < GM_VERSION(0, 10, 0)))
         return tokens;
-    sliding = m->n_sliding_layers < all ? m->n_sliding_layers : all;
-    full = all - sliding;
     if (!full) /* one attention type: one group, every block a request's */
         return tokens;
     lo = full < sliding ? full : sliding;
@@ -439,7 +483,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0;
-    unsigned kvb100;
+    unsigned kvb100, per_logit;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
@@ -473,7 +517,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     }
     act = profile_activations(m, T, t);
     /* every GPU samples the whole vocabulary (the logits are gathered over tp) */
-    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), SAMPLER_BYTES_PER_LOGIT);
+    per_logit = est_vllm_sampler_bytes_per_logit(j, m);
+    sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);
     sv->sampler_bytes = sampler;
     /* the sampler runs after the forward (whose intermediates are freed by then): the peak
      * is the larger of the forward's and the sampler's over the hidden states it leaves */
@@ -501,7 +546,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     else
         graphs = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)graphs,
                                          0.5 * (double)graphs, 2.0 * (double)graphs));
-    budget = (uint64_t)((double)j->gpu.memory_bytes * v->gpu_memory_utilization);
+    budget = (uint64_t)((double)vllm_total_bytes(j) * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->non_torch_logged_bytes = logged;
@@ -527,9 +572,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,
                       GM_EXTENT_ONE_LAYER, note, err)))
         return st;
-    snprintf(note, sizeof note,
-             "sampler: top-k/top-p sort of %llu sequences' logits, %d B per logit",
-             (unsigned long long)seqs, SAMPLER_BYTES_PER_LOGIT);
+    snprintf(note, sizeof note, "sampler: %s of %llu sequences' logits, %u B per logit",
+             per_logit == SAMPLER_SORT_BYTES_PER_LOGIT ? "top-k/top-p sort"
+             : per_logit == SAMPLER_FLASHINFER_BYTES_PER_LOGIT
+                 ? "FlashInfer top-k/top-p"
+                 : "model runner V2 (no top-k/top-p in the profile)",
+             (unsigned long long)seqs, per_logit);
     if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
                                  GM_EXTENT_HEAD, note, err)))
         return st;
@@ -602,6 +650,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                : ca               ? "kernels and custom all-reduce buffers"
                                   : "kernels",
                (unsigned long long)(logged >> 20), (unsigned long long)T, (unsigned long long)seqs);
+    if (j->gpu.cuda_bytes)
+        est_assume(e,
+                   "vLLM: total %.2f GiB, what CUDA reports on the %s (nvidia-smi %.2f GiB): "
+                   "the budget is that x gpu_memory_utilization",
+                   (double)j->gpu.cuda_bytes / (double)GM_GIB, j->gpu.label,
+                   (double)j->gpu.memory_bytes / (double)GM_GIB);
     est_assume(e, "vLLM %s: %s", j->stack.vllm ? "as given by --vllm-version" : "current (0.21+)",
                vllm_era_text(era));
     if (pp > 1)
@@ -728,12 +782,10 @@ static uint64_t llamacpp_swa_cells(const struct gm_model *m, uint64_t cells, uin
  * Llama-4's chunks of 8192 (the architectures whose hparams.swa_type llama-model.cpp sets). */
 static uint64_t llamacpp_swa_layers(const struct gm_model *m)
 {
-    uint64_t layers = est_kv_layers(m);
     if (!(m->arch == GM_ARCH_GEMMA2 || m->arch == GM_ARCH_GEMMA3 || m->arch == GM_ARCH_GPT_OSS ||
-          m->arch == GM_ARCH_LLAMA4) ||
-        !m->sliding_window || !m->n_sliding_layers)
+          m->arch == GM_ARCH_LLAMA4))
         return 0;
-    return m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
+    return est_kv_sliding_layers(m);
 }
 
 /* KV bytes of llama.cpp's cache over 'cells' cells of 'n_seq' sequences with micro-batches

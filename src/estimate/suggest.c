@@ -822,6 +822,24 @@ static bool combinable(size_t i)
            candidates[i].make != c_fewer_seqs && candidates[i].make != c_paged;
 }
 
+/* Whether every change that helped alone, made one after another against the job as changed
+ * so far, fits the job: the combination search's last chance when the sum of what they save
+ * alone says none can (sx->scratch gets the run's figures). */
+static bool all_at_once_fits(const struct sugg_ctx *sx, unsigned below)
+{
+    struct sugg_ctx cx = *sx;
+    struct gm_job cur = *sx->job, a;
+    cx.job = &cur;
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        struct change c = {0};
+        if (!combinable(i) || candidates[i].rank >= below || sx->alone[i] >= NOT_APPLIED ||
+            !candidates[i].make(&cx, &c) || !apply(&cur, &c, &a))
+            continue;
+        cur = a;
+    }
+    return est_run_point(&cur, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits;
+}
+
 /* A combination on the GPUs the job has, cheapest first: the cheapest change that helps is
  * added, made against the job as changed so far, then the cheapest again (a change may unlock
  * a cheaper one: more TP on the same GPUs, then a max_model_len), until the job fits; then
@@ -835,7 +853,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     uint64_t fit_device;
     enum gm_fit_reason fit_reason;
     /* used: in the combination, or tried in it without helping (not tried again) */
-    bool used[N_CANDIDATES] = {false}, progress = true;
+    bool used[N_CANDIDATES] = {false}, progress = true, bounded;
     struct gm_job cur = *sx->job, a;
     uint64_t cur_dist = distance(sx->job, sx->base), base_dist = cur_dist, left = 0;
     bool train = sx->job->mode == GM_EST_TRAIN;
@@ -844,11 +862,18 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
      * the same bytes twice, or another phase then peaks), and what did not apply alone does
      * not apply with them: when the sum of what the changes not yet tried save alone falls
      * short of the distance left, stop (a training run is the costly one; serving changes
-     * can unlock others: more TP on the same GPUs, then a max_model_len) */
+     * can unlock others: more TP on the same GPUs, then a max_model_len).  Not a bound when
+     * one change grows what another shrinks: accumulation keeps the gradients through the
+     * step, so fewer sequences per micro-batch save little alone and much more beside pure
+     * bf16, which halves those gradients.  When the sum falls short from the start, every
+     * change at once decides whether the search runs (then without the bound). */
     if (train)
         for (size_t i = 0; i < N_CANDIDATES; i++)
             if (combinable(i) && candidates[i].rank < below && sx->alone[i] < NOT_APPLIED)
                 left = gm_add_sat(left, base_dist - sx->alone[i]);
+    bounded = train && left >= cur_dist;
+    if (train && !bounded && !all_at_once_fits(sx, below))
+        return false;
     while (cur_dist > 0 && progress && n_applied < sizeof applied / sizeof applied[0]) {
         struct sugg_ctx cx = *sx;
         cx.job = &cur;
@@ -860,13 +885,13 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
             uint64_t d;
             /* a change that applied alone without helping is not tried with others (one
              * that did not apply may now); on the job as it is, its result alone is known */
-            if (train && left < cur_dist)
+            if (bounded && left < cur_dist)
                 return false;
             if (used[i] || !combinable(i) || candidates[i].rank >= below ||
                 sx->alone[i] == NO_HELP || !candidates[i].make(&cx, &c) || !apply(&cur, &c, &a))
                 continue;
             used[i] = true;
-            if (train && sx->alone[i] < NOT_APPLIED)
+            if (bounded && sx->alone[i] < NOT_APPLIED)
                 left -= base_dist - sx->alone[i];
             if (n_applied == 0 && sx->alone[i] < NOT_APPLIED)
                 d = sx->alone[i];

@@ -492,6 +492,102 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     est = NULL;
 }
 
+/* Qwen2.5-3B AWQ on an 8 GB card at 0.45 of it, as the 0.30 log of the validation rows (v076)
+ * ran it, at vLLM 'version'. */
+static void small_awq_server(const char *version, struct gm_job *j)
+{
+    char args[256];
+    snprintf(args, sizeof args,
+             "--infer --engine vllm --quant awq --vllm-version %s --gpu-memory 7.65 "
+             "--gpu-memory-utilization 0.45 --max-model-len 1024 --enforce-eager",
+             version);
+    job_make("qwen2.5-3b", args, j);
+}
+
+/* The profile-run sampler by how the version samples: a top-k/top-p sort of every logit (38 B
+ * per logit), V1 with FlashInfer's rejection sampling (top_k_top_p_sampling_from_logits: the
+ * 16-bit logits, their fp32 copy, the top-k-masked copy and the softmax, 14 B), and the model
+ * runner V2, the default for dense models from 0.25.1, whose dummy requests ask for no top-k or
+ * top-p (the 16-bit logits and their fp32 copy, 6 B). */
+static void test_vllm_profile_sampler_by_runner(void **state)
+{
+    struct gm_job j;
+    uint64_t vocab;
+    (void)state;
+    /* 0.30 on a dense Qwen2.5 (AWQ, as the 0.30 log that printed 0.15 GiB of activation peak
+     * ran it): V2, 256 sequences x 151936 logits x 6 B, and the KV pool that log's server had;
+     * the sort would have left none */
+    small_awq_server("0.30.0", &j);
+    assert_true(est_vllm_runner_v2(&j, j.model.model));
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 6);
+    run(&j, &est);
+    vocab = j.model.model->vocab;
+    assert_int_equal(vocab, 151936);
+    assert_int_equal(est->serving.sampler_bytes, 256 * vocab * 6);
+    assert_true(est->serving.activation_peak_bytes < 256 * vocab * 38);
+    assert_true(est->serving.kv_pool_bytes > 0);
+    gm_estimate_free(est);
+    est = NULL;
+    /* the same model before 0.25.1 runs V1 and sorts; a MoE model stays on V1 at 0.30 */
+    small_awq_server("0.25.0", &j);
+    assert_false(est_vllm_runner_v2(&j, j.model.model));
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 38);
+    run(&j, &est);
+    assert_int_equal(est->serving.kv_pool_bytes, 0);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen3-30b-a3b", "--infer --engine vllm --vllm-version 0.30.0 --gpu H100", &j);
+    assert_false(est_vllm_runner_v2(&j, j.model.model));
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 38);
+    /* V1 with FlashInfer's sampler: 14 B; V0 has no such path here, and V2 skips top-k/top-p */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB "
+             "--flashinfer-sampler",
+             &j);
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 14);
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB --flashinfer-sampler", &j);
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 38);
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.31.0 --gpu A100-80GB --flashinfer-sampler",
+             &j);
+    assert_int_equal(est_vllm_sampler_bytes_per_logit(&j, j.model.model), 6);
+}
+
+/* vLLM multiplies the total CUDA reports (torch.cuda.mem_get_info) by gpu_memory_utilization:
+ * on a catalog GPU whose CUDA total a log printed (the A100-SXM4-80GB's 79.25 GiB) that
+ * total, below nvidia-smi's 80 GiB; a capacity given with --gpu-memory is taken as vLLM's. */
+static void test_vllm_budget_from_cuda_total(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB "
+             "--gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    assert_int_equal(j.gpu.memory_bytes, 81920 * GM_MIB);
+    assert_int_equal(j.gpu.cuda_bytes, 7925 * GM_GIB / 100);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, 7925 * GM_GIB / 200);
+    assert_true(assumed(est, "79.25 GiB, what CUDA reports on the A100-80GB"));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu-memory 80 "
+             "--gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    assert_int_equal(j.gpu.cuda_bytes, 0);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, 40 * GM_GIB);
+    gm_estimate_free(est);
+    est = NULL;
+    /* a catalog GPU without a printed CUDA total keeps nvidia-smi's */
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu L4", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 0);
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-3090", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 2358 * GM_GIB / 100);
+}
+
 /* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
  * attention (vllm/v1/core/kv_cache_utils.py: _get_kv_cache_groups_uniform_page_size,
  * get_kv_cache_config_from_groups, _report_kv_cache_config): num_blocks = pool / page /
@@ -500,6 +596,10 @@ static void test_vllm_tokens_logged_hybrid(void **state)
 {
     struct gm_job j;
     (void)state;
+    /* the one split of attention layers both the log's tokens and the bytes per token read */
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("gpt-oss-120b")), 18);
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("gemma-3-27b")), 52);
+    assert_int_equal(est_kv_sliding_layers(gm_model_catalog_find("llama-3.1-8b")), 0);
     /* gpt-oss-120b at tp 4: 18 sliding + 18 full layers, group_size 18, 2 groups; one layer's
      * token is 2 KV heads x 64 x 2 (K, V) x 2 B = 512 B, a page of 16 tokens 8192 B; the pool
      * of 330018 blocks vLLM 0.10.1 made of "45.32 GiB" prints 330018 / 2 x 16 tokens */
@@ -756,6 +856,8 @@ int main(void)
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
+        cmocka_unit_test(test_vllm_profile_sampler_by_runner),
+        cmocka_unit_test(test_vllm_budget_from_cuda_total),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
         cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
         cmocka_unit_test(test_vllm_gpu_without_p2p),

@@ -109,13 +109,15 @@ static void test_techniques_change_their_kinds(void **state)
         {"llama-3-8b", TRAIN8B, "--cuda-version 11.2", K(GM_KIND_CUDA_CONTEXT)},
         {"llama-3-8b", TRAIN8B, "--cuda-version 12.1", 0},
         {"llama-3-8b", FSDP8, "--nccl 2GiB", K(GM_KIND_NCCL)},
-        /* 0.10 captures 67 graph sizes where current vLLM captures 51 */
+        /* 0.10 captures 67 graph sizes where current vLLM captures 51, and its V1 runner
+         * sorts the profile's logits where current vLLM's runner V2 samples without a sort */
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --tp 2", "--vllm-version 0.10.1",
-         K(GM_KIND_KV_CACHE) | K(GM_KIND_ENGINE_POOL)},
-        /* V0 also profiles its own batch: 256 sequences to sample, not 1024, and captures
-         * graphs for 35 sizes to 256 */
+         K(GM_KIND_LOGITS) | K(GM_KIND_KV_CACHE) | K(GM_KIND_ENGINE_POOL)},
+        /* V0 also profiles its own batch: 256 sequences to sample with a sort, not 1024
+         * without one, so its sampler outweighs the forward (whose activations give way to
+         * the hidden states it leaves), and captures graphs for 35 sizes to 256 */
         {"llama-3-8b", "--infer --engine vllm --gpu H100", "--vllm-version 0.6.3",
-         K(GM_KIND_KV_CACHE) | K(GM_KIND_LOGITS) | K(GM_KIND_ENGINE_POOL)},
+         K(GM_KIND_ACTIVATIONS) | K(GM_KIND_KV_CACHE) | K(GM_KIND_LOGITS) | K(GM_KIND_ENGINE_POOL)},
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -368,7 +370,8 @@ static void test_hf_generate_by_version(void **state)
  * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on the decoder's fp32 logits
  * (TransformerDecoder: self.output(h).float()) with a for-loop
  * AdamW under FSDP1; from 0.3 CEWithChunkedOutputLoss, from 0.4 fused AdamW, FSDP2;
- * torchtitan checkpoints every 2nd block with fused AdamW; hf-trainer@V is transformers V.
+ * torchtitan checkpoints every 2nd block with fused AdamW and launches with expandable
+ * segments (run_train.sh); hf-trainer@V is transformers V.
  * An option given wins whether it comes before or after --stack, and the preset's
  * choices still in force are named as assumptions. */
 static void test_stack_presets(void **state)
@@ -403,6 +406,11 @@ static void test_stack_presets(void **state)
     assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
     assert_int_equal(j.memory.loss, GM_LOSS_FULL);
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_TORCHTITAN);
+    /* run_train.sh starts every run with expandable segments; --alloc-conf still wins */
+    assert_true(j.runtime.alloc.expandable_segments);
+    assert_true(est_preset_set(&j, EST_SET_ALLOC_CONF));
+    job_make("llama-3-8b", "--train --stack torchtitan --alloc-conf max_split_size_mb:512", &j);
+    assert_false(j.runtime.alloc.expandable_segments);
     job_make("llama-3-8b", "--train --stack lightning", &j);
     assert_int_equal(j.stack.model_impl, GM_MODEL_IMPL_LITGPT);
     assert_int_equal(j.stack.framework, GM_FRAMEWORK_LIGHTNING);
