@@ -10,26 +10,32 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* gm_analysis_run(), or an analysis for one purpose of the same signature */
+typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
+                                     const struct gm_analysis_opts *opts, struct gm_analysis **out,
+                                     struct gm_error *err);
+
 struct open_ctx {
     char *const *paths;
     struct gm_analysis **ans;
     const struct gm_category_rules *rules;
+    analyse_fn run;
 };
 
 static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
     struct open_ctx *c = ctx;
     struct gm_analysis_opts ao = {0, c->rules};
-    if (gm_analysis_run(snap, &ao, &c->ans[i], err) != GM_OK)
+    if (c->run(snap, &ao, &c->ans[i], err) != GM_OK)
         return gm_error_prefix(err, "%s", c->paths[i]);
     return GM_OK;
 }
 
-int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
-                      const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
-                      struct gm_analysis **ans)
+static int open_many(const char *cmd, char *const *paths, size_t n,
+                     const struct snapcli_load_opts *o, analyse_fn run, struct gm_snapshot **snaps,
+                     struct gm_analysis **ans)
 {
-    struct open_ctx c = {paths, ans, o ? o->rules : NULL};
+    struct open_ctx c = {paths, ans, o ? o->rules : NULL, run};
     int rc;
     memset(ans, 0, n * sizeof(*ans));
     rc = snapcli_load_many(cmd, paths, n, o, analyse, &c, snaps);
@@ -40,6 +46,19 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
         }
     }
     return rc;
+}
+
+int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
+                      const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
+                      struct gm_analysis **ans)
+{
+    return open_many(cmd, paths, n, o, gm_analysis_run, snaps, ans);
+}
+
+int ana_cli_open_diff(const char *cmd, char *const *paths, const struct snapcli_load_opts *o,
+                      struct gm_snapshot **snaps, struct gm_analysis **ans)
+{
+    return open_many(cmd, paths, 2, o, gm_analysis_diff_prepare, snaps, ans);
 }
 
 void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n)

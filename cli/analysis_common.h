@@ -20,6 +20,11 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
                       struct gm_analysis **ans);
 void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n);
 
+/* ana_cli_open_many() of the two files of a diff, each analysed only for the comparison
+ * (gm_analysis_diff_prepare()). */
+int ana_cli_open_diff(const char *cmd, char *const *paths, const struct snapcli_load_opts *o,
+                      struct gm_snapshot **snaps, struct gm_analysis **ans);
+
 /* ana_cli_open_many() of one file; release with ana_cli_close(). */
 int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
                  struct gm_snapshot **snap, struct gm_analysis **an);

@@ -163,7 +163,7 @@ int cmd_snapshot_diff(int argc, char **argv)
     if (rc)
         return rc;
     struct snapcli_load_opts lo = {mem_limit, false, NULL, rules};
-    rc = ana_cli_open_many(argv[0], argv + 1, 2, &lo, snaps, ans);
+    rc = ana_cli_open_diff(argv[0], argv + 1, &lo, snaps, ans);
     gm_category_rules_free(rules); /* the analyses are made */
     if (rc)
         return rc;

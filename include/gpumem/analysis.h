@@ -436,8 +436,9 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
 /* Phase of event 'event' of 'dev' (GM_PHASE_OTHER outside the trace). */
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
 
-/* What is alive at chosen moments, in one pass over the trace: for each moment ks[i]
- * (event indexes, -1 the initial state, ascending), fn(ctx, i, live, n_live) is called
+/* What is alive at chosen moments, from the allocations' alloc and free events (the trace
+ * is not read): for each moment ks[i] (event indexes, -1 the initial state; ascending
+ * costs least), fn(ctx, i, live, n_live) is called
  * with the indexes into dev->allocs of the allocations alive after that event, ascending
  * (borrowed for the call).  A non-OK status from fn stops the pass and is returned.
  * Errors: GM_ERR_NOMEM, GM_ERR_LIMIT (the snapshot's memory limit), or fn's. */
@@ -499,6 +500,15 @@ struct gm_analysis_regions {
 enum gm_status gm_analysis_regions(const struct gm_analysis *an,
                                    const struct gm_analysis_device *dev, enum gm_region_kind kind,
                                    struct gm_analysis_regions *out, struct gm_error *err);
+
+/* The same with the device's axis at hand ('ax', gpumem/lod.h; NULL: as above): when it
+ * keeps every event's x (gm_lod_axis_timeline()), the events' times come from it and the
+ * trace is not read. */
+struct gm_lod_axis;
+enum gm_status gm_analysis_regions_on_axis(const struct gm_analysis *an,
+                                           const struct gm_analysis_device *dev,
+                                           enum gm_region_kind kind, const struct gm_lod_axis *ax,
+                                           struct gm_analysis_regions *out, struct gm_error *err);
 void gm_analysis_regions_release(struct gm_analysis_regions *r);
 
 /* A window of a device's trace: from and to are event indexes, or (by_time) microseconds
@@ -976,7 +986,18 @@ struct gm_analysis_diff {
     void *priv_;
 };
 
-/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()).  On success *out is
+/* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase, the category
+ * split at it and the allocations matched to their frees, as gm_analysis_run() finds them,
+ * without the series, the iterations' figures, the leaks, the layout history and the
+ * fragmentation (and an allocation's category only where it counts in the split at the
+ * peak).  The result serves gm_analysis_diff() and the diff document, then
+ * gm_analysis_free(); it borrows 'snap'.  'opts' may be NULL.  Errors: as gm_analysis_run(). */
+enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
+                                        const struct gm_analysis_opts *opts,
+                                        struct gm_analysis **out, struct gm_error *err);
+
+/* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()), each made by
+ * gm_analysis_run() or gm_analysis_diff_prepare().  On success *out is
  * owned by the caller (gm_analysis_diff_free()); it borrows both analyses and their snapshots.
  * Errors: GM_ERR_NOMEM. */
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,

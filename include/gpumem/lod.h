@@ -45,6 +45,10 @@ struct gm_lod_axis {
     size_t n_events; /* of the device */
     double x_end;    /* the end of the axis: after the last event, never equal to 0 */
     const struct gm_snapshot_device *dev; /* borrowed */
+    /* private: with time, the x of every event when kept (gm_lod_axis_timeline()), owned:
+     * 4 bytes an event while every x fits 32 bits, else 8 */
+    uint32_t *x32_;
+    int64_t *x64_;
 };
 
 /* The axis of 'dev': one pass over its trace (whether every event has a time). */
@@ -55,13 +59,38 @@ void gm_lod_axis_init(struct gm_lod_axis *a, const struct gm_snapshot_device *de
 void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_device *dev,
                               size_t n_timed);
 
+/* NULL-safe: frees the x's gm_lod_axis_timeline() kept (an axis from gm_lod_axis_init()
+ * keeps none and needs no release). */
+void gm_lod_axis_release(struct gm_lod_axis *a);
+
+/* Whether 'a' keeps the x of every event (then gm_lod_axis_x() reads no trace). */
+static inline bool gm_lod_axis_keeps_x(const struct gm_lod_axis *a)
+{
+    return a->x32_ || a->x64_;
+}
+
+/* time_us - t0_us of event k (0 <= k < a->n_events) of an axis that keeps its x's. */
+static inline int64_t gm_lod_axis_kept_us(const struct gm_lod_axis *a, size_t k)
+{
+    return a->x32_ ? (int64_t)a->x32_[k] : a->x64_[k];
+}
+
+/* x of event k (0 <= k < a->n_events) of an axis that keeps them: gm_lod_axis_x() without
+ * its checks, for loops over many events. */
+static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
+{
+    return a->x32_ ? (double)a->x32_[k] : (double)a->x64_[k];
+}
+
 /* x of event k (-1: the initial state, at x 0); random access into the trace (at most
- * GM_SNAPSHOT_CHECKPOINT events decoded), for the few moments a caller names. */
+ * GM_SNAPSHOT_CHECKPOINT events decoded) unless the axis keeps its x's, for the few
+ * moments a caller names. */
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
 /* x of each event ks[i] (any order; the values gm_lod_axis_x() takes) into xs[i], in one
- * walk of the trace up to the largest: for many moments, where gm_lod_axis_x() would decode
- * up to a checkpoint's worth of events for each.  Returns GM_OK, or GM_ERR_NOMEM with 'err'
+ * walk of the trace up to the largest (none when the axis keeps its x's): for many
+ * moments, where gm_lod_axis_x() would decode up to a checkpoint's worth of events for
+ * each.  Returns GM_OK, or GM_ERR_NOMEM with 'err'
  * (may be NULL) filled in. */
 enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, double *xs, size_t n,
                               struct gm_error *err);
@@ -145,6 +174,18 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *a,
                                unsigned n, struct gm_lod *alloc, struct gm_lod *res,
                                struct gm_error *err);
+
+/* The axis of 'dev' (as gm_lod_axis_init()) that keeps the x of every event, so that
+ * gm_lod_axis_x() and gm_lod_axis_xs() read no trace, and its timeline (as
+ * gm_lod_timeline(): 'alloc' and 'res' in 'n' buckets), from one walk of the trace when
+ * every event has a time (a trace without, from the two passes of gm_lod_axis_init() and
+ * gm_lod_timeline(), keeping nothing: x is the index).  The caller releases 'a' with
+ * gm_lod_axis_release() and the series with gm_lod_release().  Errors: GM_ERR_NOMEM,
+ * GM_ERR_LIMIT, GM_ERR_INVALID (n == 0). */
+enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snapshot *snap,
+                                    const struct gm_snapshot_device *dev,
+                                    const struct gm_snapshot_timeline *tl, unsigned n,
+                                    struct gm_lod *alloc, struct gm_lod *res, struct gm_error *err);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -107,6 +107,7 @@ struct work {
     size_t n_oom, cap_oom;
     bool has_backward;
     bool trace_has_frames;
+    bool diff_only;          /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads (no free_of) */
     size_t *next_fwd;        /* per phase run: index of the next forward run */
     struct gm_map site_of;   /* stack -> index in sites[] */
     struct site_stat *sites; /* per allocation stack seen in the trace */
@@ -287,7 +288,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         if (raw == RAW_UNKNOWN && !e->stack)
             raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
         w->phase[k] = raw;
-        if (!ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
+        if (!w->diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
@@ -319,7 +320,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         }
         case GM_ACTION_FREE_COMPLETED: {
             uint32_t i = ana_map_u32(&map, e->addr);
-            if (w->n_free_of == w->cap_free_of &&
+            if (!w->diff_only && w->n_free_of == w->cap_free_of &&
                 (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
                            sizeof(uint32_t), err)) != GM_OK)
                 goto out;
@@ -327,7 +328,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 trace[i].free_event = (int32_t)k;
                 if (!trace[i].free_stack)
                     trace[i].free_stack = e->stack;
-                w->free_of[w->n_free_of++] = i;
+                if (!w->diff_only)
+                    w->free_of[w->n_free_of++] = i;
                 (void)gm_map_take(&map, e->addr, NULL);
             } else {
                 struct gm_analysis_alloc *a;
@@ -340,7 +342,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int32_t)k;
                 a->free_stack = e->stack;
-                w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
+                if (!w->diff_only)
+                    w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
             break;
         }
@@ -1383,6 +1386,43 @@ static enum gm_status frag_targets(struct work *w, struct gm_error *err)
     return st;
 }
 
+/* Whether allocation 'a' holds its bytes at event k (after that event's own alloc and free). */
+static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
+{
+    return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+}
+
+/* ANA_PARTS_DIFF: whether the category of 'a' can count, in the category split at the peak
+ * or through the freed batches of its site (the one thing one allocation's class passes on
+ * to another's: only an allocation of phase other, freed, reaches that rule). */
+static bool class_counts(const struct work *w, const struct gm_analysis_alloc *a)
+{
+    if (alive_at(a, w->dev->peak_event))
+        return true;
+    if (a->alloc_event < 0 || a->free_event < 0)
+        return false;
+    uint8_t ph = w->phase[a->alloc_event];
+    return ph != GM_PHASE_FORWARD && ph != GM_PHASE_BACKWARD && ph != GM_PHASE_OPTIMIZER_STEP;
+}
+
+/* ANA_PARTS_DIFF: the category split at the peak alone, from the allocations alive at the
+ * peak event (what build_series() finds there on its walk of every event). */
+static void peak_split(struct gm_analysis_device *dev)
+{
+    if (dev->peak_event < -1 || dev->peak_event >= (int64_t)dev->n_events)
+        return; /* no point of the series is the peak */
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (!alive_at(a, dev->peak_event))
+            continue;
+        dev->at_peak[a->category] += a->bytes;
+        if (a->rule == GM_RULE_NONE)
+            dev->at_peak_unexplained += a->bytes;
+        if (a->rule == GM_RULE_PARAM_LIFETIME)
+            dev->at_peak_lifetime_only += a->bytes;
+    }
+}
+
 /* The bytes a layout history holds. */
 static uint64_t layout_bytes(const struct gm_layout_history *h)
 {
@@ -1394,8 +1434,8 @@ static uint64_t layout_bytes(const struct gm_layout_history *h)
 
 static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
                                      struct ana_classifier *cls, struct ana_priv *priv,
-                                     uint32_t max_points, struct gm_analysis_device *dev,
-                                     struct gm_error *err)
+                                     uint32_t max_points, enum ana_parts parts,
+                                     struct gm_analysis_device *dev, struct gm_error *err)
 {
     const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = &snap->devices[d];
@@ -1413,6 +1453,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     w.cls = cls;
     w.arena = &priv->arena;
     w.priv = priv;
+    w.diff_only = parts == ANA_PARTS_DIFF;
     dev->device = sd->index;
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
@@ -1467,9 +1508,19 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
         goto out;
     for (size_t i = 0; i < dev->n_allocs; i++) {
-        classify_alloc(&w, &dev->allocs[i]);
+        if (!w.diff_only || class_counts(&w, &dev->allocs[i]))
+            classify_alloc(&w, &dev->allocs[i]);
         if (dev->allocs[i].stack || dev->allocs[i].free_stack)
             dev->has_frames = true;
+    }
+    if (w.diff_only) {
+        /* the peak's split and phase; no series, iteration figures, leaks, layout or
+         * fragmentation */
+        peak_split(dev);
+        dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
+        dev->peak_iteration = iteration_of(&w, dev->peak_event);
+        st = GM_OK;
+        goto out;
     }
     if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
         goto out;
@@ -1479,19 +1530,10 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
     if ((st = find_leaks(&w, err)) != GM_OK)
         goto out;
-    /* what gm_analysis_live_at() needs later: the allocation each free_completed ends */
     dp = gm_arena_calloc(w.arena, 1, sizeof(*dp));
-    if (!dp || (w.n_free_of && !ana_priv_keep(priv, w.free_of, w.cap_free_of * sizeof(uint32_t)))) {
+    if (!dp) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
-    }
-    dp->free_of = w.free_of;
-    dp->n_free_of = w.n_free_of;
-    if (w.n_free_of) {
-        priv->held += (uint64_t)w.cap_free_of * sizeof(uint32_t);
-        w.held -= (uint64_t)w.cap_free_of * sizeof(uint32_t);
-        w.free_of = NULL; /* owned by the analysis now */
-        w.cap_free_of = 0;
     }
     dev->priv_ = dp;
     /* the per-event phases are not needed any more: give them back before the sweep */
@@ -1539,6 +1581,12 @@ static void read_settings(struct gm_analysis *an, const struct gm_snapshot *snap
 enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                                struct gm_analysis **out, struct gm_error *err)
 {
+    return ana_run(snap, opts, ANA_PARTS_ALL, out, err);
+}
+
+enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
+                       enum ana_parts parts, struct gm_analysis **out, struct gm_error *err)
+{
     *out = NULL;
     if (snap->events_dropped)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
@@ -1580,7 +1628,7 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
         goto fail;
     }
     for (size_t d = 0; d < snap->n_devices; d++) {
-        st = analyse_device(an, d, &cls, priv, max_points, &an->devices[d], err);
+        st = analyse_device(an, d, &cls, priv, max_points, parts, &an->devices[d], err);
         if (st != GM_OK)
             goto fail;
     }

@@ -148,11 +148,17 @@ struct ana_priv {
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
 };
 
-/* What one device's analysis keeps for gm_analysis_live_at(). */
+/* What ana_run() computes: everything (gm_analysis_run()), or only what gm_analysis_diff()
+ * reads (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the
+ * category split at it and the allocations with their events and stacks; the category of an
+ * allocation only where it counts in that split. */
+enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_DIFF };
+
+enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
+                       enum ana_parts parts, struct gm_analysis **out, struct gm_error *err);
+
+/* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {
-    const uint32_t *free_of; /* per free_completed event, in trace order: the allocation
-                              * (index into allocs) it ends */
-    size_t n_free_of;
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
 };
 

@@ -3,11 +3,13 @@
  * (the rule is in gpumem/bands.h).
  *
  * An allocation's area is bytes x (x of its free, or the axis' end) - (x of its alloc, or
- * 0); on a time axis the x of each event is kept as a float (4 bytes an event: areas are
- * compared to about one part in 10^7).  Every choice keeps its best in bounded heaps (an
+ * 0); on a time axis the x of each event is rounded to a float (areas are compared to
+ * about one part in 10^7), read from the axis when it keeps every x, else kept here from
+ * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's.  The rest by category is one sweep over the
- * allocations in alloc order and their frees in free order. */
+ * it needs is the budget's, not the trace's.  The rest by category is one pass over the
+ * allocations in alloc order, each adding at its alloc and taking off at its free into the
+ * moment asked about at or after it, then a running sum over the moments. */
 #include "gpumem/bands.h"
 
 #include "gpumem/arena.h"
@@ -39,13 +41,14 @@ static int cmp_cand(const void *a, const void *b)
     return -better(a, b);
 }
 
-/* The x of every event of the device (with a time axis; else x is the event index). */
+/* The x of every event of the device (with a time axis that does not keep them; else x is
+ * the event index, or the axis' own). */
 static float *event_xs(const struct gm_lod_axis *ax)
 {
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
     float *xs;
-    if (!ax->time || !ax->n_events || !ax->dev)
+    if (!ax->time || !ax->n_events || !ax->dev || gm_lod_axis_keeps_x(ax))
         return NULL;
     xs = gm_calloc(ax->n_events, sizeof(*xs)); /* zero where a damaged trace ends early */
     if (!xs)
@@ -62,7 +65,11 @@ static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
         return 0.0;
     if (k >= (int64_t)ax->n_events)
         return ax->x_end;
-    return xs ? (double)xs[k] : (double)k;
+    if (xs)
+        return (double)xs[k];
+    if (gm_lod_axis_keeps_x(ax))
+        return (double)(float)gm_lod_axis_kept_x(ax, (size_t)k); /* as event_xs() keeps it */
+    return (double)k;
 }
 
 static void life(const struct gm_lod_axis *ax, const float *xs, const struct gm_analysis_alloc *a,
@@ -152,12 +159,10 @@ static bool is_edge(const struct gm_analysis_alloc *a)
     return a->alloc_event < 0 || a->free_event < 0;
 }
 
-static struct cand cand_of(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
-                           const float *xs, size_t i)
+/* Allocation i as a candidate, its life [x0, x1] on the axis (life()). */
+static struct cand cand_of(const struct gm_analysis_device *ad, size_t i, double x0, double x1)
 {
     const struct gm_analysis_alloc *a = &ad->allocs[i];
-    double x0, x1;
-    life(ax, xs, a, &x0, &x1);
     return (struct cand){(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event, (uint32_t)i};
 }
 
@@ -200,14 +205,15 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
         slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
     for (size_t i = 0; i < n; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
-        struct cand c = cand_of(ad, ax, xs, i);
         double x0, x1, mid;
+        struct cand c;
         unsigned s;
+        life(ax, xs, a, &x0, &x1);
+        c = cand_of(ad, i, x0, x1);
         if (is_edge(a)) {
             heap_offer(&edge, &c);
             continue;
         }
-        life(ax, xs, a, &x0, &x1);
         mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
         s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
         heap_offer(&slice[s], &c);
@@ -244,20 +250,28 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
     struct cand *pool;
+    int64_t *wk; /* window w is events [wk[w], wk[w + 1]) */
+    double *wx;  /* their x */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
         return GM_OK;
     h = gm_calloc(W, sizeof(*h));
     pool = gm_malloc(W * o->per_window * sizeof(*pool));
+    wk = gm_malloc((W + 1) * sizeof(*wk));
+    wx = gm_malloc((W + 1) * sizeof(*wx));
     out->windows = gm_calloc(W, sizeof(*out->windows));
-    if (!h || !pool || !out->windows) {
+    if (!h || !pool || !wk || !wx || !out->windows) {
         st = GM_ERR_NOMEM;
         goto out_free;
     }
     for (size_t w = 0; w < W; w++) {
         h[w].v = pool + w * o->per_window;
         h[w].cap = o->per_window;
+    }
+    for (size_t w = 0; w <= W; w++) {
+        wk[w] = (int64_t)(ne * w / W);
+        wx[w] = x_of(ax, xs, wk[w]);
     }
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
@@ -271,8 +285,8 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
         while (w > 0 && (int64_t)(ne * w / W) > a->alloc_event)
             w--;
         for (; w < W; w++) {
-            int64_t k0 = (int64_t)(ne * w / W), k1 = (int64_t)(ne * (w + 1) / W);
-            double wx0 = x_of(ax, xs, k0), wx1 = x_of(ax, xs, k1);
+            int64_t k0 = wk[w], k1 = wk[w + 1];
+            double wx0 = wx[w], wx1 = wx[w + 1];
             struct cand cd;
             if (k1 <= k0 || a->alloc_event >= k1)
                 continue;
@@ -308,6 +322,8 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
 out_free:
     gm_free(h);
     gm_free(pool);
+    gm_free(wk);
+    gm_free(wx);
     return st;
 }
 
@@ -327,7 +343,8 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     xs = event_xs(ax);
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
-    if ((ax->time && ax->n_events && ax->dev && !xs) || !out->allocs || !out->is_band) {
+    if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
+        !out->is_band) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }
@@ -351,19 +368,6 @@ struct k_at {
     size_t i;
 };
 
-struct free_at {
-    int32_t k;  /* free_completed event */
-    uint32_t i; /* index into the allocs */
-};
-
-static int cmp_free_at(const void *a, const void *b)
-{
-    const struct free_at *x = a, *y = b;
-    if (x->k != y->k)
-        return x->k < y->k ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
 static int cmp_k_at(const void *a, const void *b)
 {
     const struct k_at *x = a, *y = b;
@@ -378,45 +382,108 @@ static bool ever_alive(const struct gm_analysis_alloc *a)
     return a->free_event < 0 || a->free_event > a->alloc_event;
 }
 
+/* Where an event's first question at or after it is: for each block of 2^shift events
+ * from event 0, the first question at or after the block's start; a look-up searches the
+ * questions inside the block (blocks about as many as the questions, so about one). */
+struct q_index {
+    const struct k_at *q; /* in event order */
+    size_t n;
+    uint32_t *at;
+    size_t n_blocks;
+    unsigned shift;
+};
+
+static bool q_index_build(struct q_index *x, const struct k_at *q, size_t n)
+{
+    int64_t last = n ? q[n - 1].k : -1;
+    size_t t = 0;
+    x->q = q;
+    x->n = n;
+    x->shift = 0;
+    while (last >= 0 && ((uint64_t)last >> x->shift) > n)
+        x->shift++;
+    x->n_blocks = last < 0 ? 0 : (size_t)((uint64_t)last >> x->shift) + 1;
+    x->at = gm_malloc((x->n_blocks ? x->n_blocks : 1) * sizeof(*x->at));
+    if (!x->at)
+        return false;
+    for (size_t b = 0; b < x->n_blocks; b++) {
+        while (t < n && q[t].k < (int64_t)((uint64_t)b << x->shift))
+            t++;
+        x->at[b] = (uint32_t)t;
+    }
+    return true;
+}
+
+/* The first question at or after event k >= 0; n when none is. */
+static size_t q_index_find(const struct q_index *x, int64_t k)
+{
+    size_t b = (size_t)((uint64_t)k >> x->shift), lo, hi;
+    if (b >= x->n_blocks)
+        return x->n; /* after the last question's block: after every question */
+    /* between the first question of k's block and that of the next one (a block may hold
+     * many questions at one event: a binary search) */
+    lo = x->at[b];
+    hi = b + 1 < x->n_blocks ? x->at[b + 1] : x->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->q[mid].k < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Each allocation that is not a band adds its bytes at the first question at or after its
+ * alloc and takes them off at the first at or after its free; the running sum over the
+ * questions in event order is then the rest at each.  The sums are modulo 2^64 in any
+ * order, so this equals a sweep over the allocs and frees in event order without sorting
+ * the frees. */
 enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struct gm_bands *b,
                                 const int64_t *ks, size_t n, uint64_t (*out)[GM_CATEGORY_COUNT],
                                 struct gm_error *err)
 {
-    size_t na = ad ? ad->n_allocs : 0, nf = 0, ai = 0, fi = 0;
+    size_t na = ad ? ad->n_allocs : 0, t = 0;
     struct k_at *q = gm_malloc((n ? n : 1) * sizeof(*q));
-    struct free_at *frees = gm_malloc((na ? na : 1) * sizeof(*frees));
+    uint64_t(*d)[GM_CATEGORY_COUNT] = gm_calloc(n ? n : 1, sizeof(*d)); /* per question */
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    struct q_index qx = {NULL, 0, NULL, 0, 0};
+    bool sorted = true;
 
-    if (!q || !frees) {
+    for (size_t i = 0; q && i < n; i++) {
+        q[i] = (struct k_at){ks[i], i};
+        sorted = sorted && (i == 0 || ks[i - 1] <= ks[i]);
+    }
+    if (q && !sorted)
+        qsort(q, n, sizeof(*q), cmp_k_at);
+    if (!q || !d || !q_index_build(&qx, q, n)) {
         gm_free(q);
-        gm_free(frees);
+        gm_free(d);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline bands: out of memory");
     }
-    for (size_t i = 0; i < n; i++)
-        q[i] = (struct k_at){ks[i], i};
-    qsort(q, n, sizeof(*q), cmp_k_at);
-    for (size_t i = 0; i < na; i++) {
+    for (size_t i = 0; i < na && n; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
-        if (a->free_event >= 0 && ever_alive(a) && !(b && b->is_band && b->is_band[i]))
-            frees[nf++] = (struct free_at){a->free_event, (uint32_t)i};
-    }
-    qsort(frees, nf, sizeof(*frees), cmp_free_at);
-    for (size_t t = 0; t < n; t++) {
-        int64_t k = q[t].k;
+        int cat = a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER;
+        size_t f;
+        if (!ever_alive(a) || (b && b->is_band && b->is_band[i]))
+            continue;
         /* the allocations are in alloc order (those from the start first) */
-        for (; ai < na && ad->allocs[ai].alloc_event <= k; ai++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[ai];
-            if (ever_alive(a) && !(b && b->is_band && b->is_band[ai]))
-                cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] += a->bytes;
-        }
-        for (; fi < nf && frees[fi].k <= k; fi++) {
-            const struct gm_analysis_alloc *a = &ad->allocs[frees[fi].i];
-            cur[a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER] -= a->bytes;
-        }
-        memcpy(out[q[t].i], cur, sizeof(cur));
+        while (t < n && q[t].k < a->alloc_event)
+            t++;
+        if (t == n)
+            break;
+        d[t][cat] += a->bytes;
+        if (a->free_event >= 0 && (f = q_index_find(&qx, a->free_event)) < n)
+            d[f][cat] -= a->bytes;
     }
+    for (size_t j = 0; j < n; j++) {
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+            cur[c] += d[j][c];
+        memcpy(out[q[j].i], cur, sizeof(cur));
+    }
+    gm_free(qx.at);
     gm_free(q);
-    gm_free(frees);
+    gm_free(d);
     return GM_OK;
 }
 

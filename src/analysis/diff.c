@@ -289,6 +289,13 @@ static bool one_rank_each(const struct gm_analysis *a, const struct gm_analysis 
     return active_devices(a, ra) == 1 && active_devices(b, rb) == 1 && *ra != *rb;
 }
 
+enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
+                                        const struct gm_analysis_opts *opts,
+                                        struct gm_analysis **out, struct gm_error *err)
+{
+    return ana_run(snap, opts, ANA_PARTS_DIFF, out, err);
+}
+
 enum gm_status gm_analysis_diff(const struct gm_analysis *a, const struct gm_analysis *b,
                                 struct gm_analysis_diff **out, struct gm_error *err)
 {

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* live.c - what is alive at chosen moments of a trace, in one pass (gm_analysis_live_at()).
+/* live.c - what is alive at chosen moments of a trace (gm_analysis_live_at()), without
+ * reading the trace.
  *
- * The allocations alive after event k are those alive from the start plus every alloc up to
- * k, minus every allocation a free_completed up to k ended: the analysis numbers the trace's
- * allocations in alloc order and keeps, per free_completed, the allocation it ends, so one
- * pass over the trace keeps the live set (the base map keyed by allocation index, as large
- * as what is alive at one time) and hands it out, sorted, at each moment.  Fragmentation at
- * the peak and the ooms (frag.c) and the report's moments use it. */
+ * The allocations alive after event k are those allocated at or before it (alloc_event;
+ * -1 for those alive from the start) and not ended by then (free_event: the
+ * free_completed that ends it, -1 for none).  The analysis keeps both for every
+ * allocation, numbered in alloc order (those from the start first), so the answer at a
+ * moment is what was alive at the moment before (when it is earlier) and is still, then
+ * the allocations made since, in index order: it comes out sorted, and the moments in
+ * order cost a pass over the allocations and what is alive at each.
+ * This is the same set as replaying the trace's allocs and free_completed up to k, because
+ * the analysis set alloc_event and free_event from that replay.  The report's moments and
+ * gm_analysis_group_live_at() use it. */
 #include "analysis/analysis_int.h"
 
 #include "base/budget.h"
@@ -19,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_u32(const void *a, const void *b)
+/* Whether allocation 'a' is alive after event k (its alloc at or before k). */
+static bool alive_after(const struct gm_analysis_alloc *a, int64_t k)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+    return a->free_event < 0 || a->free_event > k;
 }
 
 enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
@@ -31,51 +36,42 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
                                    struct gm_error *err)
 {
     const struct gm_snapshot *snap = an->snap;
-    const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
-    const struct ana_device_priv *dp = dev->priv_;
     const struct ana_priv *priv = an->priv_;
     struct gm_budget budget;
-    struct gm_map l; /* the allocations alive: index in dev->allocs -> nothing */
-    struct gm_snapshot_cursor c;
-    const struct gm_snapshot_event *e = NULL;
     uint32_t *out = NULL;
-    size_t cap_out = 0, ai = 0, fi = 0;
+    size_t cap_out = 0, n_out = 0, end = 0;
     enum gm_status st = GM_OK;
 
     if (!n)
         return GM_OK;
-    if (!sd)
+    if (!gm_snapshot_device_by_index(snap, dev->device))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);
     budget = gm_budget_make(snap->memory_limit, snap->memory_bytes + (priv ? priv->held : 0));
-    gm_map_init(&l, &budget);
-    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++)
-        if (!gm_map_put(&l, ai, 0))
-            goto fail;
-    gm_snapshot_cursor_init(&c, sd, 0);
     for (size_t t = 0; t < n; t++) {
-        /* apply the events up to and including ks[t] */
-        while ((int64_t)(c.index + 1) <= ks[t] && (e = gm_snapshot_cursor_next(&c)) != NULL) {
-            if (e->action == GM_ACTION_ALLOC && ai < dev->n_allocs &&
-                dev->allocs[ai].alloc_event == (int32_t)c.index) {
-                if (!gm_map_put(&l, ai++, 0))
-                    goto fail;
-            } else if (e->action == GM_ACTION_FREE_COMPLETED && dp && fi < dp->n_free_of) {
-                (void)gm_map_take(&l, dp->free_of[fi++], NULL);
-            }
+        int64_t k = ks[t];
+        size_t from = 0, m = 0;
+        /* a later moment starts from the one before: what was alive then and is still,
+         * then the allocations made since (larger indexes: the answer stays sorted) */
+        if (t > 0 && k >= ks[t - 1]) {
+            for (size_t j = 0; j < n_out; j++)
+                if (alive_after(&dev->allocs[out[j]], k))
+                    out[m++] = out[j];
+            from = end;
+        } else {
+            end = 0;
         }
-        if (!GM_VEC_RESERVE(out, cap_out, gm_map_count(&l), &budget))
+        /* the allocations made up to k: a prefix of the alloc order */
+        while (end < dev->n_allocs && dev->allocs[end].alloc_event <= k)
+            end++;
+        if (!GM_VEC_RESERVE(out, cap_out, m + (end - from) + 1, &budget))
             goto fail;
-        {
-            size_t m = 0, pos = 0;
-            uint64_t key, val;
-            while (gm_map_next(&l, &pos, &key, &val))
-                out[m++] = (uint32_t)key;
-            if (m > 1)
-                qsort(out, m, sizeof(*out), cmp_u32);
-            if ((st = fn(ctx, t, out, m, err)) != GM_OK)
-                goto done;
-        }
+        for (size_t i = from; i < end; i++)
+            if (alive_after(&dev->allocs[i], k))
+                out[m++] = (uint32_t)i;
+        n_out = m;
+        if ((st = fn(ctx, t, out, m, err)) != GM_OK)
+            goto done;
     }
     goto done;
 fail:
@@ -87,7 +83,6 @@ fail:
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
     }
 done:
-    gm_map_release(&l);
     gm_free(out);
     return st;
 }

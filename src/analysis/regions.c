@@ -11,6 +11,7 @@
 
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
+#include "gpumem/lod.h"
 #include "gpumem/version.h"
 
 #include <stdlib.h>
@@ -71,14 +72,14 @@ static int cmp_query_x(const void *a, const void *b)
     return p->x < q->x ? -1 : p->x > q->x;
 }
 
-/* Answers every query in one walk of the device's events, with no per-event array: an
- * event's time is the latest time seen up to it ), which never
- * decreases, so the queries in time order are answered as the walk passes them. Returns
- * whether any event has a time (false: nothing answered). */
+/* Answers every query in one walk of the device's events (none when 'ax' keeps every
+ * event's time), with no per-event array: an event's time is the latest time seen up to
+ * it, which never decreases, so the queries in time order are answered as the walk passes
+ * them. Returns whether any event has a time (false: nothing answered). */
 static enum gm_status answer_time_queries(const struct gm_analysis *an,
                                           const struct gm_analysis_device *dev,
-                                          struct time_query *q, size_t nq, bool *has_time,
-                                          struct gm_error *err)
+                                          const struct gm_lod_axis *ax, struct time_query *q,
+                                          size_t nq, bool *has_time, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(an->snap, dev->device);
     struct time_query **order = gm_malloc((nq ? nq : 1) * sizeof(*order));
@@ -95,7 +96,16 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
         q[i].event = (int64_t)n;
     }
     qsort(order, nq, sizeof(*order), cmp_query_x);
-    if (sd && n) {
+    if (sd && n && ax && ax->dev == sd && ax->n_events == n && gm_lod_axis_keeps_x(ax)) {
+        *has_time = true; /* every event has one */
+        for (size_t k = 0; k < n; k++) {
+            int64_t t = ax->t0_us + gm_lod_axis_kept_us(ax, k);
+            if (t > last)
+                last = t;
+            while (next < nq && order[next]->x <= last)
+                order[next++]->event = (int64_t)k;
+        }
+    } else if (sd && n) {
         gm_snapshot_cursor_init(&c, sd, 0);
         while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < n) {
             if (e->flags & GM_EVENT_HAS_TIME) {
@@ -154,6 +164,7 @@ static bool first_time(const struct gm_analysis *an, const struct gm_analysis_de
 
 static enum gm_status annotation_regions(const struct gm_analysis *an,
                                          const struct gm_analysis_device *dev,
+                                         const struct gm_lod_axis *ax,
                                          struct gm_analysis_regions *out, struct gm_error *err)
 {
     struct gm_snapshot_user_range *r = NULL;
@@ -177,7 +188,7 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         q[2 * i].x = r[i].start_us;
         q[2 * i + 1].x = r[i].end_us == INT64_MAX ? INT64_MAX : r[i].end_us + 1;
     }
-    if ((st = answer_time_queries(an, dev, q, 2 * n, &has_time, err)) != GM_OK ||
+    if ((st = answer_time_queries(an, dev, ax, q, 2 * n, &has_time, err)) != GM_OK ||
         !has_time) { /* without times no event can be placed in a range */
         gm_free(q);
         gm_free(r);
@@ -288,10 +299,18 @@ enum gm_status gm_analysis_regions(const struct gm_analysis *an,
                                    const struct gm_analysis_device *dev, enum gm_region_kind kind,
                                    struct gm_analysis_regions *out, struct gm_error *err)
 {
+    return gm_analysis_regions_on_axis(an, dev, kind, NULL, out, err);
+}
+
+enum gm_status gm_analysis_regions_on_axis(const struct gm_analysis *an,
+                                           const struct gm_analysis_device *dev,
+                                           enum gm_region_kind kind, const struct gm_lod_axis *ax,
+                                           struct gm_analysis_regions *out, struct gm_error *err)
+{
     memset(out, 0, sizeof(*out));
     switch (kind) {
     case GM_REGION_ANNOTATION:
-        return annotation_regions(an, dev, out, err);
+        return annotation_regions(an, dev, ax, out, err);
     case GM_REGION_COMPILE:
         return compile_regions(an, dev, out, err);
     case GM_REGION_WINDOW:
@@ -342,7 +361,7 @@ enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
         out->end_us = t0 + w->to;
         q[0].x = out->start_us;
         q[1].x = out->end_us == INT64_MAX ? INT64_MAX : out->end_us + 1;
-        if ((st = answer_time_queries(an, dev, q, 2, &has_time, err)) != GM_OK)
+        if ((st = answer_time_queries(an, dev, NULL, q, 2, &has_time, err)) != GM_OK)
             return st;
         out->first_event = q[0].event;
         out->last_event = out->end_us == INT64_MAX ? (int64_t)dev->n_events - 1 : q[1].event - 1;

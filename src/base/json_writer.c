@@ -269,19 +269,45 @@ void gm_json_str(struct gm_json *w, const char *s)
     gm_json_strn(w, s, strlen(s));
 }
 
+/* Where a number goes straight into the buffer, its separator written: the common case of
+ * before_value() (a compact buffered writer, inside an array or after a key, with room for
+ * a comma and 20 digits and a sign), else NULL and the caller takes the general path. */
+static char *number_slot(struct gm_json *w)
+{
+    char *p;
+    if (w->flags != GM_JSON_BUFFERED || w->failed || w->depth == 0 ||
+        sizeof(w->buf) - w->n_buf < 24)
+        return NULL;
+    p = w->buf + w->n_buf;
+    if (w->is_obj[w->depth]) {
+        if (!w->want_value)
+            return NULL; /* misuse: before_value() marks it */
+        w->want_value = false;
+        return p;
+    }
+    if (!w->first[w->depth])
+        *p++ = ',';
+    w->first[w->depth] = false;
+    return p;
+}
+
 /* Integers are formatted by hand (gm_fmt_*, the same digits as printf's): a report writes
  * millions of them, and printf's format parsing cost more than the rest of the writer. */
 void gm_json_u64(struct gm_json *w, uint64_t v)
 {
-    char buf[24];
-    if (before_value(w))
+    char buf[24], *p = number_slot(w);
+    if (p)
+        w->n_buf = (size_t)(gm_fmt_u64(p, v, 0) - w->buf);
+    else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_u64(buf, v, 0) - buf));
 }
 
 void gm_json_i64(struct gm_json *w, int64_t v)
 {
-    char buf[24];
-    if (before_value(w))
+    char buf[24], *p = number_slot(w);
+    if (p)
+        w->n_buf = (size_t)(gm_fmt_i64(p, v) - w->buf);
+    else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_i64(buf, v) - buf));
 }
 

@@ -178,9 +178,15 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
  *   dummy requests ask for neither, so vllm/v1/worker/gpu/sample/sampler.py @ 0120ce5 copies
  *   the logits to fp32 and draws with gumbel_sample, whose buffers hold one value per 1024
  *   logits: 16-bit logits 2 + fp32 copy 4 = 6 B. */
-#define SAMPLER_SORT_BYTES_PER_LOGIT       38
-#define SAMPLER_FLASHINFER_BYTES_PER_LOGIT 14
-#define SAMPLER_V2_BYTES_PER_LOGIT         6
+enum vllm_sampler { SAMPLER_SORT, SAMPLER_FLASHINFER, SAMPLER_V2 };
+static const struct {
+    unsigned bytes_per_logit;
+    const char *what;
+} samplers[] = {
+    [SAMPLER_SORT] = {38, "top-k/top-p sort"},
+    [SAMPLER_FLASHINFER] = {14, "FlashInfer top-k/top-p"},
+    [SAMPLER_V2] = {6, "model runner V2 (no top-k/top-p in the profile)"},
+};
 
 /* Whether vLLM runs the model runner V2: the default for models that are neither
  * mixture-of-experts nor hybrid from 0.25.1, which added "or not model_config.is_moe" to
@@ -194,14 +200,19 @@ bool est_vllm_runner_v2(const struct gm_job *j, const struct gm_model *m)
     return (!v || v >= GM_VERSION(0, 25, 1)) && !m->n_experts && !m->n_linear_layers;
 }
 
-unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *j, const struct gm_model *m)
+static enum vllm_sampler vllm_sampler(const struct gm_job *j, const struct gm_model *m)
 {
     uint32_t v = j->stack.vllm;
     if (est_vllm_runner_v2(j, m))
-        return SAMPLER_V2_BYTES_PER_LOGIT;
+        return SAMPLER_V2;
     if (j->engine.vllm.flashinfer_sampler && (!v || v >= GM_VERSION(0, 8, 0)))
-        return SAMPLER_FLASHINFER_BYTES_PER_LOGIT;
-    return SAMPLER_SORT_BYTES_PER_LOGIT;
+        return SAMPLER_FLASHINFER;
+    return SAMPLER_SORT;
+}
+
+unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *j, const struct gm_model *m)
+{
+    return samplers[vllm_sampler(j, m)].bytes_per_logit;
 }
 
 /* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
@@ -484,6 +495,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0;
     unsigned kvb100, per_logit;
+    enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
@@ -517,7 +529,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     }
     act = profile_activations(m, T, t);
     /* every GPU samples the whole vocabulary (the logits are gathered over tp) */
-    per_logit = est_vllm_sampler_bytes_per_logit(j, m);
+    sampler_kind = vllm_sampler(j, m);
+    per_logit = samplers[sampler_kind].bytes_per_logit;
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);
     sv->sampler_bytes = sampler;
     /* the sampler runs after the forward (whose intermediates are freed by then): the peak
@@ -573,11 +586,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                       GM_EXTENT_ONE_LAYER, note, err)))
         return st;
     snprintf(note, sizeof note, "sampler: %s of %llu sequences' logits, %u B per logit",
-             per_logit == SAMPLER_SORT_BYTES_PER_LOGIT ? "top-k/top-p sort"
-             : per_logit == SAMPLER_FLASHINFER_BYTES_PER_LOGIT
-                 ? "FlashInfer top-k/top-p"
-                 : "model runner V2 (no top-k/top-p in the profile)",
-             (unsigned long long)seqs, per_logit);
+             samplers[sampler_kind].what, (unsigned long long)seqs, per_logit);
     if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
                                  GM_EXTENT_HEAD, note, err)))
         return st;
@@ -625,18 +634,20 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "fp32 scale per 128; vLLM's DeepseekV32IndexerCache), on every GPU",
                    (unsigned long long)est_vllm_indexer_bytes(m),
                    (unsigned long long)m->index_head_dim);
-    if (m->sliding_window && m->n_sliding_layers && m->chunked_attention)
+    if (est_kv_sliding_layers(m) && m->chunked_attention)
         est_assume(e,
                    "hybrid KV cache manager: %llu chunked-attention layers hold at most %llu + "
                    "%llu tokens per request, so a max_model_len request costs %llu B per token",
-                   (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
-                   (unsigned long long)T, (unsigned long long)per_token);
-    else if (m->sliding_window && m->n_sliding_layers)
+                   (unsigned long long)est_kv_sliding_layers(m),
+                   (unsigned long long)m->sliding_window, (unsigned long long)T,
+                   (unsigned long long)per_token);
+    else if (est_kv_sliding_layers(m))
         est_assume(e,
                    "hybrid KV cache manager: %llu sliding-window layers hold at most %llu - 1 + "
                    "%llu tokens per request, so a max_model_len request costs %llu B per token",
-                   (unsigned long long)m->n_sliding_layers, (unsigned long long)m->sliding_window,
-                   (unsigned long long)T, (unsigned long long)per_token);
+                   (unsigned long long)est_kv_sliding_layers(m),
+                   (unsigned long long)m->sliding_window, (unsigned long long)T,
+                   (unsigned long long)per_token);
     if (v->kv_cache_memory_bytes)
         est_assume(e,
                    "vLLM: the KV pool given (--kv-cache-memory-bytes %llu): the budget does "

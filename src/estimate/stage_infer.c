@@ -51,16 +51,16 @@ static enum hf_generate hf_generate_form(uint32_t v)
     return v < GM_VERSION(4, 45, 0) ? GEN_CACHE_ALL_LOGITS : GEN_CACHE;
 }
 
-/* Cache bytes of 'layers' attention layers over 'tokens' tokens of 'seqs' sequences; the
+/* Cache bytes of the model's attention layers over 'tokens' tokens of 'seqs' sequences; the
  * sliding layers among them keep at most the window. */
-static double kv_tokens_bytes(const struct gm_model *m, uint64_t layers, uint64_t tokens,
-                              double bytes, uint64_t seqs, uint64_t *capped_layers)
+static double kv_tokens_bytes(const struct gm_model *m, uint64_t tokens, double bytes,
+                              uint64_t seqs, uint64_t *capped_layers)
 {
     double per_tok_layer = est_kv_elems(m, EST_KV_TRANSFORMERS, 1) * bytes;
-    uint64_t sliding = m->n_sliding_layers < layers ? m->n_sliding_layers : layers;
+    uint64_t layers = est_kv_layers(m), sliding = est_kv_sliding_layers(m);
     uint64_t win = tokens;
     *capped_layers = 0;
-    if (m->sliding_window && sliding && tokens > m->sliding_window) {
+    if (sliding && tokens > m->sliding_window) {
         win = m->sliding_window;
         *capped_layers = sliding;
     } else {
@@ -331,7 +331,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
         return infer_encoder(cx, context, ea, eager, err);
     gen = hf_generate_form(j->stack.transformers);
 
-    kv = kv_tokens_bytes(m, est_kv_layers(m), tokens, kvb, w->batch, &capped);
+    kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);
     if (m->kv_lora_rank)
         snprintf(note, sizeof(note),
                  "%llu layers x %llu heads x (%llu + %llu) decompressed K/V x %llu tokens x %g B "

@@ -382,7 +382,7 @@ static void set_layout(struct gm_model *m)
     case GM_ARCH_NEMOTRON_H: /* NemotronHBlock: one RMSNorm, then one mixer; relu2 MLP */
         m->norms_per_layer = 1;
         m->gated_mlp = false;
-        m->act = GM_ACT_RELU;
+        m->act = GM_ACT_RELU; /* mlp_hidden_act relu2: relu, then its square */
         m->mix = GM_MIX_PATTERN;
         m->mamba_gated_norm = true;
         break;
@@ -918,7 +918,6 @@ static void read_family(struct reader *r, struct gm_model *m)
         break;
     case GM_ARCH_NEMOTRON_H:
         read_nemotron_h(r, m);
-        m->act = GM_ACT_RELU; /* mlp_hidden_act relu2: relu, then its square */
         break;
     case GM_ARCH_FALCON_H1:
         read_falcon_h1(r, m);

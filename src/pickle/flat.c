@@ -482,6 +482,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     const uint8_t *p = vm->p, *end = vm->end;
     const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
     size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
+    bool prev_refs = false; /* the keys of the dict before were all memo references */
     struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
 
     if (vm->n_marks + 2 > vm->marks_max)
@@ -504,8 +505,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     if (s->names_by_items && !vm->list_cache)
         vm->list_cache = gm_calloc((size_t)1 << LIST_CACHE_BITS, sizeof(*vm->list_cache));
     for (;;) {
-        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
-        bool have_list = false, same_keys = true;
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0, n_hits = 0, n_refs = 0;
+        bool have_list = false;
         uint32_t name, cached = UINT32_MAX;
 
         if (p >= lim)
@@ -537,6 +538,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
                 k = vm->key_val[n];
                 p += vm->key_len_[n];
+                n_hits++;
                 goto have_key;
             }
         key:
@@ -546,6 +548,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 const uint8_t *q = p;
                 if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
                     goto abandon;
+                n_refs++;
                 if (n < FLAT_MAX_PAIRS) {
                     vm->key_len_[n] = (uint8_t)(p - q);
                     vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
@@ -631,7 +634,6 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 goto abandon;
             }
         have_value:
-            same_keys &= vm->flat_pairs[2 * n] == k; /* a key of the previous dict, if n < prev_n */
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
@@ -639,8 +641,13 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     dict_done:
         if (!have_list)
             l->len = 0;
-        /* the dict is complete: hand it over (the fields that never change are set above) */
-        r.same_keys = same_keys && n == prev_n;
+        /* The dict is complete: hand it over (the fields that never change are set above).
+         * Its keys are those of the dict before when each was the memo reference at its
+         * position there (a hit of the key cache, which changes only with the key read at
+         * that position) and the keys there were all memo references (keys equal in any
+         * other way are not looked for). */
+        r.same_keys = n_hits == n && prev_refs && n == prev_n;
+        prev_refs = n_hits + n_refs == n;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
         d->len = d->cap = (uint32_t)n;

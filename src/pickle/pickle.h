@@ -236,24 +236,23 @@ static inline bool pk_short_str(const struct pk_doc *doc, pk_val v, const char *
     return true;
 }
 
-/* A str of at most 6 bytes written with SHORT_BINUNICODE as one word of its opcode, length
- * and bytes (equal words: equal strings); 0 for any other value.  For a short string met
- * on every record as a new literal ("N/A"), known again without a look at its bytes. */
+/* A str of at most 6 bytes written with SHORT_BINUNICODE (pk_short_str()) as one word of
+ * its opcode, length and bytes (equal words: equal strings); 0 for any other value, and when
+ * the word would reach past the input.  For a short string met on every record as a new
+ * literal ("N/A"), known again without a look at its bytes. */
 static inline uint64_t pk_short_str_word(const struct pk_doc *doc, pk_val v)
 {
+    const char *p;
+    size_t n;
     uint64_t off = v >> 3, w;
-    if ((v & 7u) != PK_TAG_STR || off + 8 > doc->len)
+    if (!pk_short_str(doc, v, &p, &n) || n > 6 || off + 8 > doc->len)
         return 0;
     memcpy(&w, doc->data + off, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     w = __builtin_bswap64(w);
 #endif
-    if ((w & 0xff) != 0x8c || ((w >> 8) & 0xff) > 6)
-        return 0;
     /* opcode, length and up to 6 bytes: a 6-byte string fills the word */
-    if (((w >> 8) & 0xff) == 6)
-        return w;
-    return w & (((uint64_t)1 << (8 * (((w >> 8) & 0xff) + 2))) - 1);
+    return n == 6 ? w : w & (((uint64_t)1 << (8 * (n + 2))) - 1);
 }
 
 /* A stable identity of a string value (equal for two references to one memoized string),

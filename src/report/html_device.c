@@ -65,56 +65,72 @@ out_free:
     gm_free(rest);
 }
 
-static void write_lod(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
-                      const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *ax,
-                      const struct gm_analysis_device *ad, const struct gm_bands *bands)
+/* The buckets of the finest level: two a point (events cluster in time), within 1024 and
+ * LOD_FINEST; the page draws unions of whole buckets. */
+static unsigned lod_buckets(const struct gm_snapshot_device *sd)
 {
-    struct gm_json *w = c->w;
-    struct gm_lod al, rl;
-    struct gm_error err;
     unsigned nb = 1024;
-    /* two buckets a point (events cluster in time), within 1024 and LOD_FINEST; the page
-     * draws unions of whole buckets */
     while (nb < LOD_FINEST && (size_t)nb < 2 * (sd->n_events + 1))
         nb *= 2;
-    gm_json_key(w, "lod");
-    if (gm_lod_timeline(c->snap, sd, tl, ax, nb, &al, &rl, &err) != GM_OK) {
-        c->nomem = true;
-        gm_json_null(w);
+    return nb;
+}
+
+/* The device's axis, keeping every event's x (the bands, series and state read them), and
+ * its allocated and reserved timeline: one walk of the trace.  *have_lod false when the
+ * timeline could not be made (out of memory: the axis is then one that keeps nothing). */
+static void axis_and_timeline(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
+                              const struct gm_snapshot_timeline *tl, struct gm_lod_axis *ax,
+                              struct gm_lod *al, struct gm_lod *rl, bool *have_lod)
+{
+    struct gm_error err;
+    *have_lod = false;
+    if (sd->n_events &&
+        gm_lod_axis_timeline(ax, c->snap, sd, tl, lod_buckets(sd), al, rl, &err) == GM_OK) {
+        *have_lod = true;
         return;
     }
+    if (sd->n_events)
+        c->nomem = true;
+    gm_lod_axis_init(ax, sd);
+}
+
+static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
+                      const struct gm_bands *bands, struct gm_lod *lods)
+{
+    struct gm_json *w = c->w;
+    const struct gm_lod *al = &lods[0], *rl = &lods[1];
+    unsigned nb = al->n;
+    gm_json_key(w, "lod");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "n", nb);
     gm_json_key(w, "amin");
     gm_json_begin_array(w);
     for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, al.b[b].min);
+        gm_json_u64(w, al->b[b].min);
     gm_json_end_array(w);
     gm_json_key(w, "amax");
     gm_json_begin_array(w);
     for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, al.b[b].max);
+        gm_json_u64(w, al->b[b].max);
     gm_json_end_array(w);
     gm_json_key(w, "kmax");
     gm_json_begin_array(w);
     for (unsigned b = 0; b < nb; b++)
-        gm_json_i64(w, al.b[b].kmax);
+        gm_json_i64(w, al->b[b].kmax);
     gm_json_end_array(w);
     gm_json_key(w, "krmax");
     gm_json_begin_array(w);
     for (unsigned b = 0; b < nb; b++)
-        gm_json_i64(w, rl.b[b].kmax);
+        gm_json_i64(w, rl->b[b].kmax);
     gm_json_end_array(w);
     gm_json_key(w, "rmax");
     gm_json_begin_array(w);
     for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, rl.b[b].max);
+        gm_json_u64(w, rl->b[b].max);
     gm_json_end_array(w);
     if (ad)
-        write_rest(c, ad, bands, &al);
+        write_rest(c, ad, bands, al);
     gm_json_end_object(w);
-    gm_lod_release(&al);
-    gm_lod_release(&rl);
 }
 
 /* ---- the allocations drawn one by one (gpumem/bands.h) ---- */
@@ -353,7 +369,7 @@ static void write_annotations(struct gm_report_ctx *c, const struct gm_analysis_
     gm_json_key(w, "annotations");
     gm_json_begin_array(w);
     if (ax->time && c->an && ad &&
-        gm_analysis_regions(c->an, ad, GM_REGION_ANNOTATION, &r, err) != GM_OK)
+        gm_analysis_regions_on_axis(c->an, ad, GM_REGION_ANNOTATION, ax, &r, err) != GM_OK)
         c->nomem = true;
     for (size_t i = 0; i < r.n; i++) {
         gm_json_begin_array(w);
@@ -523,8 +539,10 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     const struct gm_peak_device *p;
     struct gm_snapshot_timeline tl;
     struct gm_lod_axis ax;
+    struct gm_lod lods[2]; /* allocated, reserved */
     struct gm_bands bands;
     struct gm_bands_opts bo = {0, RB_WINDOWS, 0};
+    bool have_lod;
     const char *peak_up;
     double peak_x;
     /* the peak and what is alive there: with an analysis, its kept timeline and its
@@ -535,11 +553,15 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         return st;
     p = &pk.devices[0];
     tl = p->timeline;
-    gm_lod_axis_init(&ax, sd);
+    memset(lods, 0, sizeof(lods));
+    axis_and_timeline(c, sd, &tl, &ax, &lods[0], &lods[1], &have_lod);
     bo.max_bands = c->o->max_bands;
     bo.per_window = (bo.max_bands ? bo.max_bands : GM_BANDS_DEFAULT) / 4 + 1;
     st = gm_bands_choose(ad, &ax, &bo, &bands, err);
     if (st != GM_OK) {
+        gm_lod_release(&lods[0]);
+        gm_lod_release(&lods[1]);
+        gm_lod_axis_release(&ax);
         gm_analysis_peaks_release(&pk);
         return st;
     }
@@ -556,8 +578,8 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     gm_report_num(w, ax.x_end);
     gm_json_kv_u64(w, "initial", tl.initial_bytes);
     gm_json_kv_u64(w, "final", tl.final_bytes);
-    if (sd->n_events)
-        write_lod(c, sd, &tl, &ax, ad, &bands);
+    if (have_lod)
+        write_lod(c, ad, &bands, lods);
     else
         gm_json_kv_null(w, "lod");
     peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
@@ -594,6 +616,9 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     st = gm_report_state(c, sd, ad, &tl, &ax, err);
     gm_json_end_object(w);
     gm_bands_release(&bands);
+    gm_lod_release(&lods[0]);
+    gm_lod_release(&lods[1]);
+    gm_lod_axis_release(&ax);
     gm_analysis_peaks_release(&pk);
     if (st == GM_OK && c->nomem)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");

@@ -385,17 +385,17 @@ static void write_segtl(struct gm_report_ctx *c, const struct gm_snapshot_device
         gm_json_null(w);
         goto out;
     }
-    /* the x of every change, in one pass */
+    /* the x of every change (events of the trace), in one pass at most */
     {
-        struct gm_snapshot_cursor cur;
-        const struct gm_snapshot_event *e;
-        size_t i = 0;
-        gm_snapshot_cursor_init(&cur, sd, 0);
-        while (i < h->n_changes && (e = gm_snapshot_cursor_next(&cur)) != NULL)
-            while (i < h->n_changes && h->changes[i].event == (int64_t)cur.index)
-                xs[i++] = gm_lod_axis_x_of(ax, (int64_t)cur.index, e);
-        for (; i < h->n_changes; i++)
-            xs[i] = ax->x_end;
+        int64_t *ks = gm_malloc((h->n_changes + 1) * sizeof(*ks));
+        for (size_t i = 0; ks && i < h->n_changes; i++)
+            ks[i] = h->changes[i].event;
+        if (!ks || gm_lod_axis_xs(ax, ks, xs, h->n_changes, NULL) != GM_OK)
+            c->nomem = true;
+        for (size_t i = 0; ks && i < h->n_changes; i++)
+            if (ks[i] >= (int64_t)sd->n_events)
+                xs[i] = ax->x_end;
+        gm_free(ks);
     }
     for (size_t i = 0; i < h->n_segments; i++) {
         open[i] = SIZE_MAX;

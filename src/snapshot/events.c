@@ -122,42 +122,13 @@ void snap_ev_writer_release(struct ev_writer *w)
     memset(w, 0, sizeof(*w));
 }
 
-bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
+/* Event 'e' written at p against state *s (updated): the position after it.  The caller
+ * keeps the state and the position in locals, which stores through p cannot change. */
+static inline __attribute__((always_inline)) uint8_t *
+encode(uint8_t *p, struct ev_state *s, const struct gm_snapshot_event *e, unsigned a)
 {
-    struct ev_state *s = &w->st;
-    uint8_t *p, *h;
-    unsigned hb, a;
-    if (w->count_only) {
-        w->pk.n_events++;
-        w->n_actions[e->action < GM_ACTION_COUNT ? e->action : GM_ACTION_OTHER]++;
-        return true;
-    }
-    if (w->cap_bytes - w->pk.n_bytes < MAX_EVENT + SLACK) {
-        void *b = w->pk.bytes;
-        size_t cap = w->cap_bytes;
-        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + MAX_EVENT + SLACK, 1, FIRST_BYTES))
-            return false;
-        w->pk.bytes = b;
-        w->cap_bytes = cap;
-    }
-    if ((w->pk.n_events & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
-        struct ev_checkpoint *cp;
-        if (w->pk.n_cps == w->cap_cps) {
-            void *c = w->pk.cps;
-            size_t cap = w->cap_cps;
-            if (!gm_big_grow(&c, &cap, w->pk.n_cps + 1, sizeof(*cp), 64))
-                return false;
-            w->pk.cps = c;
-            w->cap_cps = cap;
-        }
-        cp = &w->pk.cps[w->pk.n_cps++];
-        cp->pos = w->pk.n_bytes;
-        cp->st = *s;
-    }
-    p = w->pk.bytes + w->pk.n_bytes;
-    h = p++;
-    a = e->action < ESCAPE ? e->action : GM_ACTION_OTHER; /* the loader makes none above */
-    hb = a;
+    uint8_t *h = p++;
+    unsigned hb = a;
     if ((e->flags & 15u) != s->flags) {
         s->flags = e->flags & 15u;
         *p++ = (uint8_t)(a | (unsigned)s->flags << 4);
@@ -188,10 +159,77 @@ bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *
         s->extra = e->extra;
     }
     *h = (uint8_t)hb;
-    w->pk.n_bytes = (size_t)(p - w->pk.bytes);
-    w->pk.n_events++;
-    w->n_actions[a < GM_ACTION_COUNT ? a : GM_ACTION_OTHER]++;
+    return p;
+}
+
+size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
+{
+    size_t room_bytes, room_cps;
+    if (w->count_only)
+        return SIZE_MAX;
+    if (n > (SIZE_MAX - SLACK - w->pk.n_bytes) / MAX_EVENT ||
+        n > SIZE_MAX - GM_SNAPSHOT_CHECKPOINT - w->pk.n_events)
+        return 0;
+    if (w->cap_bytes - w->pk.n_bytes < n * MAX_EVENT + SLACK) {
+        void *b = w->pk.bytes;
+        size_t cap = w->cap_bytes;
+        if (!gm_big_grow(&b, &cap, w->pk.n_bytes + n * MAX_EVENT + SLACK, 1, FIRST_BYTES))
+            return 0;
+        w->pk.bytes = b;
+        w->cap_bytes = cap;
+    }
+    /* a checkpoint before every GM_SNAPSHOT_CHECKPOINT-th event, so one for each started
+     * group of GM_SNAPSHOT_CHECKPOINT among the n_events + n */
+    if (w->cap_cps * GM_SNAPSHOT_CHECKPOINT < w->pk.n_events + n) {
+        void *c = w->pk.cps;
+        size_t cap = w->cap_cps;
+        if (!gm_big_grow(&c, &cap,
+                         (w->pk.n_events + n + GM_SNAPSHOT_CHECKPOINT - 1) / GM_SNAPSHOT_CHECKPOINT,
+                         sizeof(struct ev_checkpoint), 64))
+            return 0;
+        w->pk.cps = c;
+        w->cap_cps = cap;
+    }
+    room_bytes = (w->cap_bytes - w->pk.n_bytes - SLACK) / MAX_EVENT;
+    room_cps = w->cap_cps * GM_SNAPSHOT_CHECKPOINT - w->pk.n_events;
+    return room_bytes < room_cps ? room_bytes : room_cps;
+}
+
+bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
+{
+    if (!snap_ev_writer_reserve(w, 1))
+        return false;
+    snap_ev_writer_append_n(w, e, 1);
     return true;
+}
+
+void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n)
+{
+    if (w->count_only) {
+        for (size_t i = 0; i < n; i++)
+            w->n_actions[ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER]++;
+        w->pk.n_events += n;
+        return;
+    }
+    {
+        struct ev_state st = w->st;
+        uint8_t *p = w->pk.bytes + w->pk.n_bytes;
+        size_t k = w->pk.n_events;
+        for (size_t i = 0; i < n; i++, k++) {
+            /* the loader makes no action above ESCAPE */
+            unsigned a = ev[i].action < ESCAPE ? ev[i].action : GM_ACTION_OTHER;
+            if ((k & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
+                struct ev_checkpoint *cp = &w->pk.cps[w->pk.n_cps++];
+                cp->pos = (size_t)(p - w->pk.bytes);
+                cp->st = st;
+            }
+            p = encode(p, &st, &ev[i], a);
+            w->n_actions[a < GM_ACTION_COUNT ? a : GM_ACTION_OTHER]++;
+        }
+        w->st = st;
+        w->pk.n_bytes = (size_t)(p - w->pk.bytes);
+        w->pk.n_events = k;
+    }
 }
 
 void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m)

@@ -240,15 +240,17 @@ struct ev_sums {
 
 /* One device trace, streamed while parsing. */
 struct stream {
-    struct ev_writer w;  /* its events; the last 'prov' of them provisional */
-    struct ev_mark mark; /* where the provisional events of the open batch start */
+    struct ev_writer w;  /* its committed events, and the 'flushed' ones of the open batch */
+    struct ev_mark mark; /* where the open batch starts in w, when some of it is flushed */
     size_t unknown;
-    size_t prov, prov_unknown; /* events of the open batch, not committed yet */
+    size_t prov, flushed, prov_unknown; /* events of the open batch, not committed yet */
     struct ev_sums sums, prov_sums;
-    /* the events of the open batch, for the writer's fold once the batch is committed */
+    /* the open batch's last 'prov' events, written to w, summed and folded once the batch
+     * is committed */
     struct gm_snapshot_event *prov_ev;
     size_t cap_prov_ev;
-    bool taken; /* its events moved to the snapshot (build()) */
+    size_t room_end; /* w takes events up to this count without growing */
+    bool taken;      /* its events moved to the snapshot (build()) */
 };
 
 #define FLAT_ACT_BITS 3

@@ -49,6 +49,16 @@ void gm_lod_axis_init(struct gm_lod_axis *a, const struct gm_snapshot_device *de
     gm_lod_axis_init_counted(a, dev, n_timed);
 }
 
+void gm_lod_axis_release(struct gm_lod_axis *a)
+{
+    if (!a)
+        return;
+    gm_free(a->x32_);
+    gm_free(a->x64_);
+    a->x32_ = NULL;
+    a->x64_ = NULL;
+}
+
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
 {
     struct gm_snapshot_event e;
@@ -56,6 +66,8 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
         return 0.0;
     if ((size_t)k >= a->n_events)
         k = (int64_t)a->n_events - 1;
+    if (gm_lod_axis_keeps_x(a))
+        return gm_lod_axis_kept_x(a, (size_t)k);
     if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
         return (double)(e.time_us - a->t0_us);
     return (double)k;
@@ -81,7 +93,8 @@ enum gm_status gm_lod_axis_xs(const struct gm_lod_axis *a, const int64_t *ks, do
     size_t m = 0;
     /* a random access decodes about half a checkpoint's worth of events and a batch; below
      * that many events per question, questions one by one cost less than the walk */
-    if (!a->time || a->n_events == 0 || n * GM_SNAPSHOT_CHECKPOINT < a->n_events) {
+    if (!a->time || a->n_events == 0 || n * GM_SNAPSHOT_CHECKPOINT < a->n_events ||
+        gm_lod_axis_keeps_x(a)) {
         for (size_t i = 0; i < n; i++)
             xs[i] = gm_lod_axis_x(a, ks[i]);
         return GM_OK;
@@ -298,4 +311,107 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     gm_lod_finish(alloc);
     gm_lod_finish(res);
     return GM_OK;
+}
+
+/* ---- the axis that keeps every x, and the timeline, in one walk ---- */
+
+/* x 'v' of event k into the kept x's: 32 bits while every x fits, else all of them moved to
+ * 64.  False when out of memory. */
+static bool keep_x(struct gm_lod_axis *a, size_t k, int64_t v)
+{
+    if (a->x32_ && (v < 0 || v > (int64_t)UINT32_MAX)) {
+        a->x64_ = gm_malloc(a->n_events * sizeof(*a->x64_));
+        if (!a->x64_)
+            return false;
+        for (size_t i = 0; i < k; i++)
+            a->x64_[i] = a->x32_[i];
+        gm_free(a->x32_);
+        a->x32_ = NULL;
+    }
+    if (a->x32_)
+        a->x32_[k] = (uint32_t)v;
+    else
+        a->x64_[k] = v;
+    return true;
+}
+
+/* The walk of gm_lod_axis_timeline(), the axis taken to be a time axis; *timed false when
+ * an event has no time after all, or the trace ends early (nothing kept then). */
+static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot *snap,
+                                 const struct gm_snapshot_device *dev,
+                                 const struct gm_snapshot_timeline *tl, unsigned n,
+                                 struct gm_lod *alloc, struct gm_lod *res, bool *timed,
+                                 struct gm_error *err)
+{
+    struct gm_snapshot_walk w;
+    const struct gm_snapshot_event *e;
+    enum gm_status st;
+    size_t seen = 0;
+
+    memset(res, 0, sizeof(*res));
+    if (!(a->x32_ = gm_malloc(a->n_events * sizeof(*a->x32_))))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
+    if ((st = gm_lod_init(alloc, 0.0, a->x_end, n, err)) != GM_OK)
+        goto out_release_axis;
+    if ((st = gm_lod_init(res, 0.0, a->x_end, n, err)) != GM_OK ||
+        (st = gm_snapshot_walk_init(&w, snap, dev, tl, err)) != GM_OK)
+        goto out_release_lods;
+    gm_lod_add(alloc, 0.0, -1, w.allocated);
+    gm_lod_add(res, 0.0, -1, w.reserved);
+    while (seen < a->n_events && (e = gm_snapshot_walk_next(&w)) != NULL) {
+        int64_t v = e->time_us - a->t0_us;
+        double x = (double)v;
+        if (!(e->flags & GM_EVENT_HAS_TIME))
+            break;
+        if (!keep_x(a, seen, v)) {
+            gm_snapshot_walk_release(&w);
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
+            goto out_release_lods;
+        }
+        seen++;
+        gm_lod_add(alloc, x, (int64_t)w.cur.index, w.allocated);
+        gm_lod_add(res, x, (int64_t)w.cur.index, w.reserved);
+    }
+    gm_snapshot_walk_release(&w);
+    *timed = seen == a->n_events;
+    if (*timed) {
+        gm_lod_finish(alloc);
+        gm_lod_finish(res);
+        return GM_OK;
+    }
+out_release_lods:
+    gm_lod_release(alloc);
+    gm_lod_release(res);
+out_release_axis:
+    gm_lod_axis_release(a);
+    return st;
+}
+
+enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snapshot *snap,
+                                    const struct gm_snapshot_device *dev,
+                                    const struct gm_snapshot_timeline *tl, unsigned n,
+                                    struct gm_lod *alloc, struct gm_lod *res, struct gm_error *err)
+{
+    struct gm_snapshot_event first, last;
+    /* a time axis when the first and the last event have a time and the walk finds no
+     * event without: x_end from the last event's time, as gm_lod_axis_init() sets it */
+    if (dev->n_events > 0 && gm_snapshot_event_at(dev, 0, &first) &&
+        (first.flags & GM_EVENT_HAS_TIME) && gm_snapshot_event_at(dev, dev->n_events - 1, &last) &&
+        (last.flags & GM_EVENT_HAS_TIME)) {
+        enum gm_status st;
+        bool timed = false;
+        double x;
+        memset(a, 0, sizeof(*a));
+        a->dev = dev;
+        a->n_events = dev->n_events;
+        a->time = true;
+        a->t0_us = first.time_us;
+        x = (double)(last.time_us - a->t0_us);
+        a->x_end = x > 0 ? x : x + 1.0;
+        st = timed_walk(a, snap, dev, tl, n, alloc, res, &timed, err);
+        if (st != GM_OK || timed)
+            return st;
+    }
+    gm_lod_axis_init(a, dev);
+    return gm_lod_timeline(snap, dev, tl, a, n, alloc, res, err);
 }

@@ -121,6 +121,12 @@ void snap_ev_writer_release(struct ev_writer *w);
 /* Append one event (time_us is kept only with GM_EVENT_HAS_TIME); false when out of
  * memory (nothing written). */
 bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e);
+/* Room for at least 'n' more events, made if need be: how many events the writer takes
+ * now without growing (SIZE_MAX when it counts only), 0 when out of memory. */
+size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n);
+/* Append ev[0..n), for which snap_ev_writer_reserve() made room: one loop, no call per
+ * event. */
+void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n);
 void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
 void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
 /* Give back the unused capacity (keeps the larger arrays if that fails). */

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
+static inline void sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
     if (e->flags & GM_EVENT_HAS_TIME) {
         if (!s->has_time || e->time_us < s->t_min)
@@ -24,6 +24,11 @@ void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
         s->has_time = true;
     }
     s->size_sum = snap_sat_add(s->size_sum, e->size);
+}
+
+void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
+{
+    sums_add(s, e);
 }
 
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
@@ -38,14 +43,11 @@ void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
     s->size_sum = snap_sat_add(s->size_sum, o->size_sum);
 }
 
-/* Add event 'e' to trace 'w', within the memory cap the events count against with the
- * snapshot's arena. */
-static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
+/* What trace 'w' grew by counted against the memory cap the events share with the
+ * snapshot's arena, its capacity having been 'before': false past the cap. */
+static bool charge_growth(struct builder *b, const struct ev_writer *w, size_t before)
 {
-    size_t before = snap_ev_writer_capacity(w), grew;
-    if (!snap_ev_writer_append(w, e))
-        return false;
-    grew = snap_ev_writer_capacity(w) - before;
+    size_t grew = snap_ev_writer_capacity(w) - before;
     if (!grew)
         return true; /* the common case: nothing more held */
     b->ev_bytes += grew;
@@ -55,6 +57,13 @@ static bool append_event(struct builder *b, struct ev_writer *w, const struct gm
         return false;
     }
     return true;
+}
+
+/* Add event 'e' to trace 'w', within the memory cap. */
+static bool append_event(struct builder *b, struct ev_writer *w, const struct gm_snapshot_event *e)
+{
+    size_t before = snap_ev_writer_capacity(w);
+    return snap_ev_writer_append(w, e) && charge_growth(b, w, before);
 }
 
 /* ---- the general reader ---- */
@@ -271,15 +280,16 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     struct trace_reader *tr = &b->tr;
     const pk_val *it = r->pairs;
     const int8_t *pos = tr->shape_pos;
-    struct gm_snapshot_event_extra x;
+    uint64_t stream = 0;
+    const char *cc = NULL; /* compile_context */
     bool has_extra = false;
     enum word a;
     pk_val v;
     size_t ai;
 
+    /* no action, or user_metadata: the general reader */
     if (pos[0] < 0 || pos[6] >= 0)
-        return false; /* no action, or user_metadata: the general reader */
-    memset(&x, 0, sizeof(x));
+        return false;
     memset(e, 0, sizeof(*e)); /* padding too, as read_event() leaves it */
     /* the action: a few values (alloc, free_requested, free_completed, ...) in turn, each
      * remembered by its value */
@@ -302,9 +312,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     }
     if (pos[2] >= 0 && !pk_small_u64(it[2 * pos[2] + 1], &e->size))
         return false;
-    if (pos[3] >= 0 && !pk_small_u64(it[2 * pos[3] + 1], &x.stream))
+    if (pos[3] >= 0 && !pk_small_u64(it[2 * pos[3] + 1], &stream))
         return false;
-    has_extra = x.stream != 0;
+    has_extra = stream != 0;
     if (pos[4] >= 0) {
         if (!pk_small_i64(it[2 * pos[4] + 1], &e->time_us))
             return false;
@@ -320,7 +330,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         word = pk_short_str_word(b->doc, v);
         if (word && word == tr->flat_cc_word) {
             /* "N/A" again: the string of the entry before */
-            x.compile_context = tr->flat_cc;
+            cc = tr->flat_cc;
             has_extra = true;
         } else if (pk_str_view(b->doc, v, &p, &n)) {
             /* "N/A" on every entry, a new literal each time: the bytes of the last one (a
@@ -328,12 +338,12 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
              * compared byte by byte on every entry) */
             if (tr->flat_cc && n == tr->flat_cc_n && n <= LONG_STR &&
                 short_eq(p, tr->flat_cc_p, n)) {
-                x.compile_context = tr->flat_cc;
+                cc = tr->flat_cc;
             } else {
-                if (snap_intern_str(b, v, "compile_context", &x.compile_context) != GM_OK)
+                if (snap_intern_str(b, v, "compile_context", &cc) != GM_OK)
                     return false;
-                tr->flat_cc = x.compile_context;
-                tr->flat_cc_p = x.compile_context; /* the interned copy has the same bytes */
+                tr->flat_cc = cc;
+                tr->flat_cc_p = cc; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
             tr->flat_cc_word = word;
@@ -362,13 +372,17 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     }
     if (has_extra) {
         /* the extra of the entry before, when stream and compile_context are its */
-        if (tr->flat_x_id && x.stream == tr->flat_x_stream && x.compile_context == tr->flat_x_cc) {
+        if (tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc) {
             e->extra = tr->flat_x_id;
         } else {
+            struct gm_snapshot_event_extra x;
+            memset(&x, 0, sizeof(x));
+            x.stream = stream;
+            x.compile_context = cc;
             if (snap_intern_extra(b, &x, &e->extra) != GM_OK)
                 return false;
-            tr->flat_x_stream = x.stream;
-            tr->flat_x_cc = x.compile_context;
+            tr->flat_x_stream = stream;
+            tr->flat_x_cc = cc;
             tr->flat_x_id = e->extra;
         }
     }
@@ -377,11 +391,13 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 
 /* ---- the records of device_traces (pickle.h: struct pk_stream) ---- */
 
-/* The events of a batch are kept for the trace's fold (snapshot_int.h) until the batch is
- * committed: a writer's batches hold 1000 entries; a longer one (a list of shared memo
- * references, say) is left to the timeline's own walk.  The fold may hold at most this
- * share of the snapshot's memory limit (a file can describe huge numbers of allocations
- * cheaply); past it the timeline walks the trace, within the limit, as without a fold. */
+/* The events of a batch wait in the stream's buffer (struct stream) until the batch is
+ * committed, then go to the packed trace, the sums and the trace's fold (snapshot_int.h) in
+ * one loop each.  A writer's batches hold 1000 entries; a longer one (a list of shared memo
+ * references, say) is written out provisionally every FOLD_BATCH_MAX events, and the fold
+ * is left to the timeline's own walk.  The fold may hold at most this share of the
+ * snapshot's memory limit (a file can describe huge numbers of allocations cheaply); past
+ * it the timeline walks the trace, within the limit, as without a fold. */
 #define FOLD_BATCH_MAX 4096
 #define FOLD_SHARE     8
 
@@ -397,23 +413,52 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
     return *sp;
 }
 
+/* The buffered events of the open batch into the packed trace (room made by on_record())
+ * and the batch's sums. */
+static void write_buffered(struct stream *str)
+{
+    snap_ev_writer_append_n(&str->w, str->prov_ev, str->prov);
+    for (size_t i = 0; i < str->prov; i++)
+        sums_add(&str->prov_sums, &str->prov_ev[i]);
+}
+
 /* One trace entry of device_traces[index], kept provisionally until the batch ends. */
 static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_record *r,
                                 struct gm_error *err)
 {
     struct builder *b = ctx;
     struct stream *str = stream_of(b, index);
-    struct gm_snapshot_event e;
+    struct gm_snapshot_event *e;
     size_t at;
     enum gm_status st;
     (void)err;
     if (!str)
         return snap_nomem(b);
-    at = str->w.pk.n_events;
-    if (!str->prov)
-        snap_ev_writer_mark(&str->w, &str->mark);
-    if (!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, &e)) {
-        st = read_event(b, r, at, &e, &str->prov_unknown);
+    if (str->prov == FOLD_BATCH_MAX) {
+        /* a long batch: written out, to be taken back if the batch is dropped */
+        if (!str->flushed)
+            snap_ev_writer_mark(&str->w, &str->mark);
+        write_buffered(str);
+        str->flushed += str->prov;
+        str->prov = 0;
+        snap_fold_free(str->w.pk.fold); /* the timeline walks the trace instead */
+        str->w.pk.fold = NULL;
+    }
+    if (str->prov == str->cap_prov_ev &&
+        !GM_VEC_RESERVE(str->prov_ev, str->cap_prov_ev, str->prov + 1, NULL))
+        return snap_nomem(b);
+    /* the packed trace has room for the buffered events and this one */
+    at = str->w.pk.n_events + str->prov;
+    if (at >= str->room_end) {
+        size_t before = snap_ev_writer_capacity(&str->w);
+        size_t room = snap_ev_writer_reserve(&str->w, str->prov + 1);
+        if (!room || !charge_growth(b, &str->w, before))
+            return snap_nomem(b);
+        str->room_end = room == SIZE_MAX ? SIZE_MAX : str->w.pk.n_events + room;
+    }
+    e = &str->prov_ev[str->prov];
+    if (!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, e)) {
+        st = read_event(b, r, at, e, &str->prov_unknown);
         if (st != GM_OK) {
             b->err->offset = r->offset;
             return gm_error_prefix(b->err, "device %u", (unsigned)index);
@@ -421,19 +466,6 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         /* the shape read_event() kept is this entry's: the next may take flat_event() */
         b->tr.flat_shape = b->tr.shape_canon && b->tr.shape_n == r->n && r->n;
     }
-    if (!append_event(b, &str->w, &e))
-        return snap_nomem(b);
-    if (str->w.pk.fold) {
-        if (str->prov == FOLD_BATCH_MAX ||
-            (str->prov == str->cap_prov_ev &&
-             !GM_VEC_RESERVE(str->prov_ev, str->cap_prov_ev, str->prov + 1, NULL))) {
-            snap_fold_free(str->w.pk.fold); /* the timeline walks the trace instead */
-            str->w.pk.fold = NULL;
-        } else {
-            str->prov_ev[str->prov] = e;
-        }
-    }
-    snap_ev_sums_add(&str->prov_sums, &e);
     str->prov++;
     return GM_OK;
 }
@@ -445,14 +477,16 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     if (!str)
         return; /* no record got this far */
     if (commit) {
+        write_buffered(str);
         if (str->w.pk.fold)
             snap_fold_events(str->w.pk.fold, str->prov_ev, str->prov);
         str->unknown += str->prov_unknown;
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
-    } else if (str->prov) {
+    } else if (str->flushed) {
         snap_ev_writer_rewind(&str->w, &str->mark);
     }
     str->prov = 0;
+    str->flushed = 0;
     str->prov_unknown = 0;
     memset(&str->prov_sums, 0, sizeof(str->prov_sums));
 }

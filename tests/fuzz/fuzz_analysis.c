@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_analysis.c - the snapshot analysis (categories, phases, iterations, leaks,
- * fragmentation, diff, peaks) on whatever snapshot arbitrary bytes load into.  The corpus in
- * corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_* files by
- * tests/reference/make_2026_format.py. */
+ * fragmentation, diff and the analysis for it, peaks) on whatever snapshot arbitrary bytes load
+ * into.  The corpus in corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_*
+ * files by tests/reference/make_2026_format.py. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
@@ -58,6 +58,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (gm_analysis_diff(an, an, &d, &err) == GM_OK)
             gm_analysis_diff_free(d);
+        {
+            /* the analysis for a diff finds the same peaks, phases and splits */
+            struct gm_analysis *part = NULL;
+            if (gm_analysis_diff_prepare(s, &ao, &part, &err) == GM_OK) {
+                for (size_t i = 0; i < an->n_devices; i++) {
+                    const struct gm_analysis_device *x = &an->devices[i], *y = &part->devices[i];
+                    if (x->peak_bytes != y->peak_bytes || x->peak_phase != y->peak_phase ||
+                        memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)))
+                        __builtin_trap();
+                }
+                if (gm_analysis_diff(part, an, &d, &err) == GM_OK)
+                    gm_analysis_diff_free(d);
+                gm_analysis_free(part);
+            }
+        }
         {
             /* the peaks, with what the alloc events say beside their stacks */
             struct gm_analysis_peaks pk;

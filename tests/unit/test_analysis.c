@@ -700,6 +700,30 @@ static void test_regions_and_windows(void **state)
         assert_int_equal(r.v[i].peak_event, want[i].peak_event);
     }
     assert_int_equal(r.v[1].end_us, INT64_MAX);
+    /* the same from an axis that keeps the events' times (no walk of the trace) */
+    {
+        struct gm_analysis_regions ra;
+        struct gm_snapshot_timeline tl;
+        struct gm_lod_axis ax;
+        struct gm_lod al, rl;
+        assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
+        assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
+        assert_true(gm_lod_axis_keeps_x(&ax));
+        assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
+                         GM_OK);
+        assert_int_equal(ra.n, r.n);
+        for (size_t i = 0; i < r.n; i++) {
+            assert_string_equal(ra.v[i].name, r.v[i].name);
+            assert_int_equal(ra.v[i].first_event, r.v[i].first_event);
+            assert_int_equal(ra.v[i].last_event, r.v[i].last_event);
+            assert_int_equal(ra.v[i].peak_bytes, r.v[i].peak_bytes);
+        }
+        gm_analysis_regions_release(&ra);
+        gm_lod_release(&al);
+        gm_lod_release(&rl);
+        gm_lod_axis_release(&ax);
+        gm_snapshot_timeline_release(&tl);
+    }
     gm_analysis_regions_release(&r);
     /* no compile context anywhere: no compile region */
     assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
@@ -954,22 +978,26 @@ static void test_nomem(void **state)
     struct gm_snapshot_device d;
     build_trace(&t, true);
     make_snapshot(&s, &d, &t);
-    bool ok = false;
-    for (long n = 0; n < 400 && !ok; n++) {
-        struct gm_analysis *an = NULL;
-        struct gm_error err;
-        gm_alloc_fail_after(n);
-        enum gm_status st = gm_analysis_run(&s, NULL, &an, &err);
-        gm_alloc_fail_after(-1);
-        if (st == GM_OK) {
-            ok = true;
-            gm_analysis_free(an);
-        } else {
-            assert_int_equal(st, GM_ERR_NOMEM);
-            assert_null(an);
+    /* the full analysis, then the one for a diff */
+    for (int part = 0; part < 2; part++) {
+        bool ok = false;
+        for (long n = 0; n < 400 && !ok; n++) {
+            struct gm_analysis *an = NULL;
+            struct gm_error err;
+            gm_alloc_fail_after(n);
+            enum gm_status st = part ? gm_analysis_diff_prepare(&s, NULL, &an, &err)
+                                     : gm_analysis_run(&s, NULL, &an, &err);
+            gm_alloc_fail_after(-1);
+            if (st == GM_OK) {
+                ok = true;
+                gm_analysis_free(an);
+            } else {
+                assert_int_equal(st, GM_ERR_NOMEM);
+                assert_null(an);
+            }
         }
+        assert_true(ok);
     }
-    assert_true(ok);
 }
 
 /* Two 20 MiB segments with 20 MiB free in total, the largest free range 8 MiB. */
@@ -1130,6 +1158,109 @@ static const struct gm_snapshot_stack walk_stacks[] = {
     {NULL, 0}, {ws_fwd_main, 3}, {ws_fwd_other, 3}, {ws_main, 1}, {ws_other, 1}, {ws_bwd, 3},
 };
 
+/* What is alive after each event by a replay of the trace's own allocs and frees, matched
+ * by address (an alloc at a mapped address displaces the one there, which lives on; a
+ * free with nothing mapped ends an allocation alive from the start, marked alive back to
+ * the initial state): alive[k + 1][j] for allocation j of 'dev' after event k (k = -1: the
+ * initial state). */
+static void reference_live(const struct trace *t, const struct gm_analysis_device *dev,
+                           uint8_t (*alive)[256])
+{
+    int64_t mapped[8]; /* per address slot: the alloc event of what is mapped there, or -1 */
+    uint8_t cur[256] = {0};
+    for (int a = 0; a < 8; a++)
+        mapped[a] = -1;
+    memset(alive[0], 0, sizeof(alive[0]));
+    for (size_t k = 0; k < t->n; k++) {
+        const struct gm_snapshot_event *e = &t->ev[k];
+        size_t slot = (size_t)((e->addr - 0x100000) / 0x100000);
+        for (size_t j = 0; j < dev->n_allocs; j++) {
+            const struct gm_analysis_alloc *a = &dev->allocs[j];
+            if (e->action == GM_ACTION_ALLOC && a->alloc_event == (int32_t)k)
+                cur[j] = 1;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] >= 0 &&
+                a->alloc_event == (int32_t)mapped[slot])
+                cur[j] = 0;
+            if (e->action == GM_ACTION_FREE_COMPLETED && mapped[slot] < 0 && a->alloc_event < 0 &&
+                a->free_event == (int32_t)k)
+                for (size_t q = 0; q <= k; q++)
+                    alive[q][j] = 1; /* alive from the start until this free */
+        }
+        if (e->action == GM_ACTION_ALLOC)
+            mapped[slot] = (int64_t)k;
+        else if (e->action == GM_ACTION_FREE_COMPLETED)
+            mapped[slot] = -1;
+        memcpy(alive[k + 1], cur, sizeof(cur));
+    }
+}
+
+struct live_check {
+    const int64_t *ks;
+    uint8_t (*alive)[256];
+    size_t n_alive; /* allocations alive in all the answers, summed */
+};
+
+static enum gm_status check_live(void *ctx, size_t i, const uint32_t *live, size_t n_live,
+                                 struct gm_error *err)
+{
+    struct live_check *c = ctx;
+    const uint8_t *want = c->alive[c->ks[i] + 1];
+    size_t n_want = 0;
+    (void)err;
+    for (size_t j = 0; j < 256; j++)
+        n_want += want[j];
+    assert_int_equal(n_live, n_want);
+    for (size_t j = 0; j < n_live; j++) {
+        assert_true(want[live[j]]);
+        assert_true(j == 0 || live[j - 1] < live[j]); /* ascending */
+    }
+    c->n_alive += n_live;
+    return GM_OK;
+}
+
+/* gm_analysis_live_at() at every moment of random traces equals a replay of the trace, the
+ * moments asked in order and in any order with repeats. */
+static void test_live_at_equals_a_replay_of_random_traces(void **state)
+{
+    static struct trace t;
+    static uint8_t alive[257][256];
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    size_t n_alive = 0;
+    (void)state;
+    for (int round = 0; round < 300; round++) {
+        size_t n = (size_t)(rng_next(&x) % 120);
+        int64_t ks[2 * 121];
+        t.n = 0;
+        for (size_t i = 0; i < n; i++) {
+            static const uint8_t actions[] = {GM_ACTION_ALLOC, GM_ACTION_FREE_COMPLETED,
+                                              GM_ACTION_FREE_REQUESTED, GM_ACTION_SEGMENT_ALLOC};
+            uint64_t addr = 0x100000 + (rng_next(&x) % 8) * 0x100000;
+            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
+               1 + rng_next(&x) % 0x1000, 1);
+        }
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *an = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        assert_true(dev->n_allocs <= 256);
+        reference_live(&t, dev, alive);
+        for (size_t i = 0; i <= n; i++)
+            ks[i] = (int64_t)i - 1;
+        struct live_check c = {ks, alive, 0};
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, n + 1, check_live, &c, &err), GM_OK);
+        for (size_t i = 0; i < 2 * (n + 1); i++)
+            ks[i] = (int64_t)(rng_next(&x) % (n + 1)) - 1;
+        assert_int_equal(gm_analysis_live_at(an, dev, ks, 2 * (n + 1), check_live, &c, &err),
+                         GM_OK);
+        n_alive += c.n_alive;
+        gm_analysis_free(an);
+    }
+    assert_true(n_alive > 10000); /* the traces keep many allocations alive */
+}
+
 /* What the analysis's walks hand each consumer over random traces equals what a pass of its
  * own computes: the phases of the smoothing (which reads stacks only around unknown events
  * between forward ones) and the layout history (its segment events gathered on the
@@ -1178,6 +1309,66 @@ static void test_walk_consumers_of_random_traces(void **state)
     }
     assert_true(between > 1000); /* the traces hold the case many times */
     assert_true(changes > 1000);
+}
+
+/* ---- the analysis for a diff: what it keeps equals the full analysis's ---- */
+
+/* gm_analysis_diff_prepare() of 'snap' gives, per device, the peak, its phase and iteration,
+ * the split at it and the allocations of gm_analysis_run() (the categories of those alive at
+ * the peak), and a diff of two such analyses equals the diff of two full ones. */
+static void diff_analysis_agrees(const struct gm_snapshot *snap,
+                                 const struct gm_category_rules *rules, const char *name)
+{
+    struct gm_analysis *full, *part;
+    struct gm_analysis_diff *df, *dp;
+    struct gm_analysis_opts o = {0, rules};
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(snap, &o, &full, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(snap, &o, &part, &err), GM_OK);
+    assert_int_equal(full->n_devices, part->n_devices);
+    for (size_t d = 0; d < full->n_devices; d++) {
+        const struct gm_analysis_device *x = &full->devices[d], *y = &part->devices[d];
+        if (memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) || x->peak_phase != y->peak_phase)
+            fail_msg("%s device %d: the diff's analysis differs at the peak", name, (int)x->device);
+        assert_int_equal(x->device, y->device);
+        assert_true(x->peak_bytes == y->peak_bytes);
+        assert_int_equal(x->peak_event, y->peak_event);
+        assert_int_equal(x->peak_iteration, y->peak_iteration);
+        assert_true(x->at_peak_unexplained == y->at_peak_unexplained);
+        assert_true(x->at_peak_lifetime_only == y->at_peak_lifetime_only);
+        assert_int_equal(x->n_allocs, y->n_allocs);
+        for (size_t i = 0; i < x->n_allocs; i++) {
+            const struct gm_analysis_alloc *a = &x->allocs[i], *b = &y->allocs[i];
+            assert_true(a->bytes == b->bytes);
+            assert_int_equal(a->stack, b->stack);
+            assert_int_equal(a->alloc_event, b->alloc_event);
+            assert_int_equal(a->free_event, b->free_event);
+            if (a->alloc_event <= x->peak_event &&
+                (a->free_event < 0 || a->free_event > x->peak_event)) {
+                assert_int_equal(a->category, b->category);
+                assert_int_equal(a->rule, b->rule);
+            }
+        }
+    }
+    assert_int_equal(gm_analysis_diff(full, full, &df, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff(part, part, &dp, &err), GM_OK);
+    assert_int_equal(df->n_devices, dp->n_devices);
+    for (size_t d = 0; d < df->n_devices; d++) {
+        const struct gm_analysis_diff_device *x = &df->devices[d], *y = &dp->devices[d];
+        assert_int_equal(x->n_sites, y->n_sites);
+        assert_memory_equal(x->at_peak, y->at_peak, sizeof(x->at_peak));
+        assert_memory_equal(x->peak_phase, y->peak_phase, sizeof(x->peak_phase));
+        for (size_t i = 0; i < x->n_sites; i++) {
+            assert_memory_equal(x->sites[i].stack, y->sites[i].stack, sizeof(x->sites[i].stack));
+            assert_memory_equal(x->sites[i].bytes, y->sites[i].bytes, sizeof(x->sites[i].bytes));
+            assert_memory_equal(x->sites[i].total, y->sites[i].total, sizeof(x->sites[i].total));
+            assert_int_equal(x->sites[i].apart, y->sites[i].apart);
+        }
+    }
+    gm_analysis_diff_free(df);
+    gm_analysis_diff_free(dp);
+    gm_analysis_free(full);
+    gm_analysis_free(part);
 }
 
 static void test_random_traces(void **state)
@@ -1239,6 +1430,7 @@ static void test_random_traces(void **state)
             assert_int_equal(df->devices[0].sites[i].bytes[0], df->devices[0].sites[i].bytes[1]);
         gm_analysis_diff_free(df);
         gm_analysis_free(an);
+        diff_analysis_agrees(&s, NULL, "a random trace");
     }
 }
 
@@ -1329,6 +1521,28 @@ static void test_peaks_from_the_analysis_match_the_timeline(void **state)
     }
 }
 
+/* The example job, with its phases, alone and with category rules of each kind (frames,
+ * annotation): the diff's analysis keeps what the full one finds. */
+static void test_diff_analysis_of_the_example_equals_the_full_one(void **state)
+{
+    static const char rules_text[] =
+        "{\"rules\": [{\"category\": \"activation\", \"function\": \"^cross_entropy$\"},"
+        " {\"category\": \"input\", \"annotation\": \"^Optimizer\\\\.step#\"}]}";
+    struct gm_category_rules *rules;
+    struct gm_error err;
+    char *buf;
+    size_t len;
+    struct gm_snapshot *snap = load_example(true, &buf, &len);
+    (void)state;
+    assert_int_equal(gm_category_rules_parse(rules_text, sizeof(rules_text) - 1, &rules, &err),
+                     GM_OK);
+    diff_analysis_agrees(snap, NULL, "the example");
+    diff_analysis_agrees(snap, rules, "the example with rules");
+    gm_category_rules_free(rules);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 /* The x of many events from one walk equals each event's x asked alone: in any order, with
  * repeats, the initial state and events past the end, questions few and many. */
 static void test_axis_xs_of_many_events_equal_each_asked_alone(void **state)
@@ -1366,14 +1580,13 @@ static void test_axis_xs_of_many_events_equal_each_asked_alone(void **state)
     free(buf);
 }
 
-/* the same on every real snapshot */
-static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void **state)
+/* fn() of the path of every real snapshot */
+static void each_real_snapshot(void (*fn)(const char *path))
 {
     char path[4096];
     DIR *dir;
     struct dirent *e;
     size_t n_files = 0;
-    (void)state;
     gm_testdata_path(path, sizeof(path), "snapshots", "");
     assert_non_null(dir = opendir(path));
     while ((e = readdir(dir)) != NULL) {
@@ -1382,12 +1595,35 @@ static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void *
             (n > 4 && !strcmp(e->d_name + n - 4, ".pkl"))) {
             char file[4352];
             snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-            peaks_agree_file(file);
+            fn(file);
             n_files++;
         }
     }
     closedir(dir);
     assert_true(n_files > 0);
+}
+
+/* the same on every real snapshot */
+static void test_peaks_of_real_files_from_the_analysis_match_the_timeline(void **state)
+{
+    (void)state;
+    each_real_snapshot(peaks_agree_file);
+}
+
+static void diff_analysis_agrees_file(const char *path)
+{
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    assert_int_equal(gm_snapshot_load(path, NULL, &snap, &err), GM_OK);
+    diff_analysis_agrees(snap, NULL, path);
+    gm_snapshot_free(snap);
+}
+
+/* the diff's analysis on every real snapshot */
+static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
+{
+    (void)state;
+    each_real_snapshot(diff_analysis_agrees_file);
 }
 
 /* The rank a file's name carries, by the names launchers and trainers write. */
@@ -1692,15 +1928,18 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_oom),
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
+    cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
+    cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
 };
 
 /* real snapshots */
 static const struct CMUnitTest third_party_tests[] = {
     cmocka_unit_test(test_peaks_of_real_files_from_the_analysis_match_the_timeline),
+    cmocka_unit_test(test_diff_analysis_of_real_files_equals_the_full_one),
 };
 
 GM_TEST_MAIN(tests, third_party_tests)

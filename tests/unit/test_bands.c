@@ -239,6 +239,17 @@ static void test_bands_and_rest_add_up(void **state)
             }
             assert_int_equal(bands + got, all);
         }
+        /* asked again in event order, every event twice: the same answers */
+        {
+            int64_t up[604];
+            uint64_t(*again)[GM_CATEGORY_COUNT] = calloc(604, sizeof(*again));
+            for (size_t q = 0; q < 2 * (ne + 1); q++)
+                up[q] = (int64_t)(q / 2) - 1;
+            assert_int_equal(gm_bands_rest_at(&ad, &b, up, 2 * (ne + 1), again, &err), GM_OK);
+            for (size_t q = 0; q < 2 * (ne + 1); q++)
+                assert_memory_equal(again[q], rest[ne - 1 - (size_t)up[q]], sizeof(again[q]));
+            free(again);
+        }
         /* the windows: bands of their own, alive in them, the largest clipped areas */
         for (size_t w = 0; w < b.n_windows; w++) {
             const struct gm_bands_window *bw = &b.windows[w];

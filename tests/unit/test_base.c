@@ -193,6 +193,15 @@ static void doc_large(struct gm_json *w)
         gm_json_end_object(w);
         if (i % 5000 == 0)
             gm_json_strn(w, text, sizeof(text) - 1 - i / 5000);
+        if (i % 4000 == 1) {
+            /* numbers in arrays (written in place in the buffer), the widest across its edge */
+            gm_json_begin_array(w);
+            for (uint64_t j = 0; j < 3000; j++) {
+                gm_json_u64(w, j % 3 ? UINT64_MAX - j : j);
+                gm_json_i64(w, j % 2 ? INT64_MIN + (int64_t)j : -(int64_t)j);
+            }
+            gm_json_end_array(w);
+        }
     }
     gm_json_raw(w, "[1,2]");
     gm_json_end_array(w);
@@ -233,6 +242,9 @@ static void test_json_misuse(void **state)
     bool ok;
     char *t = json_of(doc_misuse_value_without_key, 0, &ok);
     (void)state;
+    assert_false(ok);
+    free(t);
+    t = json_of(doc_misuse_value_without_key, GM_JSON_BUFFERED, &ok);
     assert_false(ok);
     free(t);
     t = json_of(doc_unbalanced, 0, &ok);

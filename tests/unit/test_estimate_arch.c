@@ -436,6 +436,9 @@ static void test_nemotron_h_layer_pattern(void **state)
     (void)state;
     assert_int_equal(gm_model_parse_hf_config(cfg, strlen(cfg), &m, &err), GM_OK);
     assert_int_equal(m.n_linear_layers, 24);
+    assert_int_equal(m.act, GM_ACT_RELU); /* relu2: one intermediate, no gate */
+    assert_false(m.gated_mlp);
+    assert_int_equal(m.norms_per_layer, 1);
     assert_int_equal(gm_model_attention_layers(&m), 4);
     assert_int_equal(gm_model_mlp_layers(&m), 24);
     assert_int_equal(gm_model_count_params(&m, &pc, &err), GM_OK);

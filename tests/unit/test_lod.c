@@ -2,7 +2,8 @@
 /* test_lod.c - level-of-detail series (gpumem/lod.h): every bucket keeps the exact minimum
  * and maximum of the step function it covers, an idle gap holds the value memory had during
  * it (not a stale maximum), points in one microsecond all count, a coarsened level equals
- * the level built directly, and time going backwards in a damaged file is absorbed. */
+ * the level built directly, and time going backwards in a damaged file is absorbed; the
+ * axis that keeps every x and its timeline from one walk equal the two passes. */
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +187,82 @@ static void test_empty(void **state)
     gm_lod_release(NULL);
 }
 
+/* gm_lod_axis_timeline() against gm_lod_axis_init() + gm_lod_timeline() on random traces:
+ * times that grow, go back, jump past 32 bits, or are missing on one event (no time axis
+ * then): the same axis, the same buckets, the same x of every event. */
+static void test_axis_timeline_equals_two_passes(void **state)
+{
+    static struct gm_snapshot_event ev[300];
+    uint64_t x = 0x51afd7ed558ccd1dULL;
+    int kinds_seen = 0;
+    (void)state;
+    for (int round = 0; round < 200; round++) {
+        int kind = round % 5; /* 0 grow, 1 back, 2 past 32 bits, 3 one untimed, 4 first untimed */
+        size_t n = 1 + (size_t)(rng_next(&x) % 300);
+        int64_t t = 1700000000000000LL + (int64_t)(rng_next(&x) % 1000);
+        struct gm_snapshot snap;
+        struct gm_snapshot_device d;
+        struct gm_snapshot_timeline tl;
+        struct gm_lod_axis a1, a2;
+        struct gm_lod al1, rl1, al2, rl2;
+        struct gm_error err;
+        unsigned nb = 1u << (rng_next(&x) % 8);
+        for (size_t k = 0; k < n; k++) {
+            static const uint8_t actions[] = {GM_ACTION_ALLOC, GM_ACTION_FREE_COMPLETED,
+                                              GM_ACTION_SEGMENT_ALLOC, GM_ACTION_SEGMENT_FREE};
+            struct gm_snapshot_event *e = &ev[k];
+            memset(e, 0, sizeof(*e));
+            e->action = actions[rng_next(&x) % 4];
+            e->addr = 0x100000 * (1 + rng_next(&x) % 6);
+            e->size = 1 + rng_next(&x) % 100000;
+            e->flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_TIME;
+            t += (int64_t)(rng_next(&x) % 50);
+            if (kind == 1 && rng_next(&x) % 7 == 0)
+                t -= 200;
+            if (kind == 2 && k == n / 2)
+                t += (int64_t)1 << 33;
+            e->time_us = t;
+        }
+        if (kind == 3) {
+            size_t u = (size_t)(rng_next(&x) % n);
+            ev[u].flags = (uint8_t)(ev[u].flags & ~GM_EVENT_HAS_TIME);
+        }
+        if (kind == 4)
+            ev[0].flags = (uint8_t)(ev[0].flags & ~GM_EVENT_HAS_TIME);
+        memset(&snap, 0, sizeof(snap));
+        memset(&d, 0, sizeof(d));
+        d.has_trace = true;
+        d.events = ev;
+        d.n_events = n;
+        snap.gen = GM_SNAPSHOT_GEN_G7;
+        snap.devices = &d;
+        snap.n_devices = 1;
+        snap.n_events = n;
+        assert_int_equal(gm_snapshot_timeline(&snap, 0, 0, &tl, &err), GM_OK);
+        gm_lod_axis_init(&a1, &d);
+        assert_int_equal(gm_lod_timeline(&snap, &d, &tl, &a1, nb, &al1, &rl1, &err), GM_OK);
+        assert_int_equal(gm_lod_axis_timeline(&a2, &snap, &d, &tl, nb, &al2, &rl2, &err), GM_OK);
+        assert_int_equal(a1.time, a2.time);
+        assert_int_equal(a1.time, kind < 3);
+        assert_int_equal(gm_lod_axis_keeps_x(&a2), a1.time);
+        assert_int_equal(a1.t0_us, a2.t0_us);
+        assert_true(a1.x_end == a2.x_end);
+        assert_int_equal(al1.n, al2.n);
+        assert_memory_equal(al1.b, al2.b, nb * sizeof(*al1.b));
+        assert_memory_equal(rl1.b, rl2.b, nb * sizeof(*rl1.b));
+        for (int64_t k = -1; k <= (int64_t)n; k++)
+            assert_true(gm_lod_axis_x(&a1, k) == gm_lod_axis_x(&a2, k));
+        kinds_seen |= 1 << kind;
+        gm_lod_release(&al1);
+        gm_lod_release(&rl1);
+        gm_lod_release(&al2);
+        gm_lod_release(&rl2);
+        gm_lod_axis_release(&a2);
+        gm_snapshot_timeline_release(&tl);
+    }
+    assert_int_equal(kinds_seen, 31);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_same_instant_and_backwards),
         cmocka_unit_test(test_random_exact),
         cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_axis_timeline_equals_two_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
