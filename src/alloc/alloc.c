@@ -51,6 +51,21 @@ static inline void pool_dec(struct gm_alloc_stat *arr, const struct alloc_pool *
     stat_dec(&arr[pool_type(p)], v);
 }
 
+/* allocated_bytes, which a lean model keeps in the aggregate only (gm_alloc_set_lean()) */
+static inline void alloc_bytes_inc(struct gm_alloc *a, const struct alloc_pool *p, uint64_t v)
+{
+    stat_inc(&a->stats.allocated_bytes[GM_ALLOC_STAT_ALL], v);
+    if (!a->lean)
+        stat_inc(&a->stats.allocated_bytes[pool_type(p)], v);
+}
+
+static inline void alloc_bytes_dec(struct gm_alloc *a, const struct alloc_pool *p, uint64_t v)
+{
+    stat_dec(&a->stats.allocated_bytes[GM_ALLOC_STAT_ALL], v);
+    if (!a->lean)
+        stat_dec(&a->stats.allocated_bytes[pool_type(p)], v);
+}
+
 static void emit(struct gm_alloc *a, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
                  int64_t stream)
 {
@@ -99,19 +114,31 @@ static size_t tree_index(const struct blockset *s, uint64_t stream)
     return t;
 }
 
+/* 'p', a position in trees[t], as the set's: past the tree's end, the next tree's first */
+static struct blockset_pos in_tree(const struct blockset *s, size_t t, struct gm_btree_pos p)
+{
+    struct blockset_pos q;
+    if (!p.leaf)
+        return blockset_from_tree(s, t + 1);
+    q.t = t;
+    q.p = p;
+    return q;
+}
+
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key)
 {
     size_t t = tree_index(s, key->stream);
-    struct blockset_pos p;
-    if (t < s->n_trees && s->trees[t].stream == key->stream) {
-        p.p = gm_btree_lower_bound(&s->trees[t].t, tree_key(key));
-        if (p.p.leaf) {
-            p.t = t;
-            return p;
-        }
-        t++;
-    }
+    if (t < s->n_trees && s->trees[t].stream == key->stream)
+        return in_tree(s, t, gm_btree_lower_bound(&s->trees[t].t, tree_key(key)));
+    return blockset_from_tree(s, t);
+}
+
+struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key)
+{
+    size_t t = tree_index(s, key->stream);
+    if (t < s->n_trees && s->trees[t].stream == key->stream)
+        return in_tree(s, t, gm_btree_seek(&s->trees[t].t, tree_key(key)));
     return blockset_from_tree(s, t);
 }
 
@@ -163,6 +190,27 @@ void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p)
     s->n--;
 }
 
+enum gm_status alloc_blockset_replace(struct blockset *s, const struct blockset_pos *at,
+                                      const struct block *old, struct block *b)
+{
+    struct blockset_pos p;
+    if (at) {
+        p = *at;
+    } else {
+        p.t = tree_index(s, (uint64_t)old->stream);
+        if (p.t == s->n_trees || s->trees[p.t].stream != (uint64_t)old->stream ||
+            !(p.p = gm_btree_find(&s->trees[p.t].t, old)).leaf)
+            return alloc_blockset_insert(s, b); /* 'old' is in none */
+    }
+    if (b->stream == old->stream) {
+        struct blockset_ent key = block_key(s, b);
+        if (gm_btree_replace_at(&s->trees[p.t].t, p.p, tree_key(&key), b))
+            return GM_OK;
+    }
+    alloc_blockset_erase_at(s, p);
+    return alloc_blockset_insert(s, b);
+}
+
 void alloc_blockset_init(struct blockset *s, bool by_size)
 {
     struct gm_slab nodes = GM_BTREE_POOL_INIT;
@@ -197,6 +245,15 @@ static enum gm_status pool_insert(struct alloc_pool *p, struct block *b)
     return alloc_blockset_insert(&p->blocks, b);
 }
 
+/* blocks.erase(old) (at 'at' when not NULL); insert_into_blocks(b): in place when the
+ * order allows (alloc_blockset_replace()) */
+static enum gm_status pool_replace(struct alloc_pool *p, const struct blockset_pos *at,
+                                   const struct block *old, struct block *b)
+{
+    b->gc_base = p->free_block_calls;
+    return alloc_blockset_replace(&p->blocks, at, old, b);
+}
+
 /* ---- allocated-address map: address -> block (base/map.h) --------------------------- */
 
 static struct block *active_block(const struct gm_alloc *a, uint64_t ptr)
@@ -209,6 +266,28 @@ struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos)
 {
     uint64_t k, v;
     return gm_map_next(&a->active, pos, &k, &v) ? (struct block *)(uintptr_t)v : NULL;
+}
+
+/* 'b' (just put in the active map) first in the live list */
+static void live_add(struct gm_alloc *a, struct block *b)
+{
+    b->live_prev = NULL;
+    b->live_next = a->live;
+    if (a->live)
+        a->live->live_prev = b;
+    a->live = b;
+}
+
+/* 'b' (just taken from the active map) out of the live list */
+static void live_remove(struct gm_alloc *a, struct block *b)
+{
+    if (b->live_prev)
+        b->live_prev->live_next = b->live_next;
+    else
+        a->live = b->live_next;
+    if (b->live_next)
+        b->live_next->live_prev = b->live_prev;
+    b->live_prev = b->live_next = NULL;
 }
 
 static bool active_reserve(struct gm_alloc *a)
@@ -229,13 +308,8 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
     struct block *b = gm_slab_take(&a->records);
     if (!b)
         return NULL;
-    memset(b, 0, sizeof(*b));
-    b->addr = addr;
-    b->size = size;
-    b->stream = stream;
-    b->pool = pool;
-    b->xseg = xs;
-    b->mapped = true;
+    *b = (struct block){
+        .addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs, .mapped = true};
     return b;
 }
 
@@ -250,13 +324,17 @@ static bool is_split(const struct block *b)
     return b->prev || b->next;
 }
 
-/* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
- * mapped state; returns the bytes absorbed (0: no merge). */
-static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *src)
+/* whether try_merge_blocks(dst, src) merges: src is free with the same mapped state */
+static bool mergeable(const struct block *dst, const struct block *src)
+{
+    return src && !src->allocated && src->event_count == 0 && dst->mapped == src->mapped;
+}
+
+/* dst takes in its mergeable neighbour src, which leaves its set and is dropped unless
+ * 'keep' (the caller puts dst in its place); returns the bytes absorbed */
+static uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src, bool keep)
 {
     uint64_t sub;
-    if (!src || src->allocated || src->event_count > 0 || dst->mapped != src->mapped)
-        return 0;
     if (dst->prev == src) {
         dst->addr = src->addr;
         dst->prev = src->prev;
@@ -269,12 +347,21 @@ static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *s
     }
     sub = src->size;
     dst->size += sub;
+    if (keep)
+        return sub;
     if (src->mapped)
         alloc_blockset_erase(&src->pool->blocks, src);
     else
         alloc_blockset_erase(&src->pool->unmapped, src);
     block_drop(a, src);
     return sub;
+}
+
+/* try_merge_blocks(dst, src): dst absorbs its neighbour src when src is free with the same
+ * mapped state; returns the bytes absorbed (0: no merge). */
+static uint64_t try_merge(struct gm_alloc *a, struct block *dst, struct block *src)
+{
+    return mergeable(dst, src) ? absorb(a, dst, src, false) : 0;
 }
 
 /* ---- segments ------------------------------------------------------------------------ */
@@ -524,16 +611,17 @@ static uint64_t expandable_size(const struct block *b)
     return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
 }
 
-/* get_free_block(): best fit by (stream, size, address), with the oversize rules */
+/* get_free_block(): best fit by (stream, size, address), with the oversize rules; the
+ * block stays in the pool's set, at *at, for alloc_found() to take out */
 static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, uint64_t size,
-                                    int64_t stream)
+                                    int64_t stream, struct blockset_pos *at)
 {
     struct blockset_ent key = blockset_key(&p->blocks, stream, size, 0);
     struct blockset_pos i;
     struct block *b;
     if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
         p->free_block_calls++;
-    i = alloc_blockset_lower_bound(&p->blocks, &key);
+    i = alloc_blockset_seek(&p->blocks, &key);
     b = blockset_at(&p->blocks, i);
     if (!b || b->stream != stream)
         return NULL;
@@ -556,7 +644,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     if (size >= a->conf.max_split_size &&
         b->size >= gm_add_sat(size, a->conf.max_non_split_rounding_size))
         return NULL;
-    alloc_blockset_erase_at(&p->blocks, i);
+    *at = i;
     return b;
 }
 
@@ -780,8 +868,10 @@ static bool should_split(const struct gm_alloc *a, const struct block *b, uint64
     return size < a->conf.max_split_size && remaining > GM_ALLOC_SMALL_SIZE;
 }
 
-/* alloc_found_block(): split if wanted, mark allocated, count */
-static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t size, uint64_t orig,
+/* alloc_found_block(): split if wanted, mark allocated, count; 'at' is b's place in its
+ * pool's free blocks (get_free_block()), NULL when it is in none (a new segment) */
+static enum gm_status alloc_found(struct gm_alloc *a, struct block *b,
+                                  const struct blockset_pos *at, uint64_t size, uint64_t orig,
                                   struct block **out, struct gm_error *err)
 {
     struct alloc_pool *p = b->pool;
@@ -790,7 +880,8 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
         struct block *rest = b;
         b = block_new(a, rest->addr, size, rest->stream, p, rest->xseg);
         if (!b) {
-            (void)pool_insert(p, rest);
+            if (!at)
+                (void)pool_insert(p, rest);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         }
         b->prev = rest->prev;
@@ -800,29 +891,39 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b, uint64_t 
         rest->prev = b;
         rest->addr += size;
         rest->size -= size;
-        if (pool_insert(p, rest))
+        /* the remainder stays among the free blocks under its new key */
+        if (at ? pool_replace(p, at, rest, rest) : pool_insert(p, rest))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-        if (already_split && !b->xseg) {
-            pool_dec(a->stats.inactive_split_bytes, p, b->size);
-        } else if (!b->xseg) {
-            pool_inc(a->stats.inactive_split_bytes, p, rest->size);
-            pool_inc(a->stats.inactive_split, p, 1);
+        if (!a->lean && !b->xseg) {
+            if (already_split) {
+                pool_dec(a->stats.inactive_split_bytes, p, b->size);
+            } else {
+                pool_inc(a->stats.inactive_split_bytes, p, rest->size);
+                pool_inc(a->stats.inactive_split, p, 1);
+            }
         }
-    } else if (already_split && !b->xseg) {
-        pool_dec(a->stats.inactive_split_bytes, p, b->size);
-        pool_dec(a->stats.inactive_split, p, 1);
+    } else {
+        if (at)
+            alloc_blockset_erase_at(&p->blocks, *at);
+        if (already_split && !b->xseg && !a->lean) {
+            pool_dec(a->stats.inactive_split_bytes, p, b->size);
+            pool_dec(a->stats.inactive_split, p, 1);
+        }
     }
     b->allocated = true;
     b->requested = orig;
     if (!gm_map_put(&a->active, b->addr, (uintptr_t)b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    pool_inc(a->stats.allocation, p, 1);
-    pool_inc(a->stats.allocated_bytes, p, b->size);
-    pool_inc(a->stats.active, p, 1);
-    pool_inc(a->stats.active_bytes, p, b->size);
-    pool_inc(a->stats.requested_bytes, p, orig);
-    if (b->size >= a->conf.max_split_size)
-        stat_inc(&a->stats.oversize_allocations, 1);
+    live_add(a, b);
+    alloc_bytes_inc(a, p, b->size);
+    if (!a->lean) {
+        pool_inc(a->stats.allocation, p, 1);
+        pool_inc(a->stats.active, p, 1);
+        pool_inc(a->stats.active_bytes, p, b->size);
+        pool_inc(a->stats.requested_bytes, p, orig);
+        if (b->size >= a->conf.max_split_size)
+            stat_inc(&a->stats.oversize_allocations, 1);
+    }
     *out = b;
     return GM_OK;
 }
@@ -841,6 +942,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     uint64_t size, alloc_size;
     struct alloc_pool *p;
     struct block *b;
+    struct blockset_pos at;
     enum gm_status st;
     struct gm_error e2;
 
@@ -851,13 +953,15 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     size = gm_alloc_round_size(&a->conf, orig);
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
-    alloc_size = gm_alloc_segment_size(size);
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
     if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) || !active_reserve(a))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    b = get_free_block(a, p, size, stream);
-    if (!b) {
+    b = get_free_block(a, p, size, stream, &at);
+    if (b) {
+        st = alloc_found(a, b, &at, size, orig, &b, err);
+    } else {
+        alloc_size = gm_alloc_segment_size(size);
         if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
             garbage_collect(a);
         st = alloc_block(a, p, stream, size, alloc_size, false, &b, &e2);
@@ -886,8 +990,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
                 *err = e2;
             return st;
         }
+        st = alloc_found(a, b, NULL, size, orig, &b, err);
     }
-    st = alloc_found(a, b, size, orig, &b, err);
     if (st)
         return st;
     *ptr = b->addr;
@@ -960,6 +1064,7 @@ enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size,
         b->allocated = true;
         b->requested = blocks[i].requested;
         (void)gm_map_put(&a->active, b->addr, (uintptr_t)b);
+        live_add(a, b);
         pool_inc(a->stats.allocation, p, 1);
         pool_inc(a->stats.allocated_bytes, p, b->size);
         pool_inc(a->stats.active, p, 1);
@@ -991,20 +1096,39 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
     struct alloc_pool *p = b->pool;
     uint64_t orig_size = b->size, requested = b->requested;
     int64_t d_blocks = 0, d_bytes = 0;
-    struct block *cand[2] = {b->prev, b->next};
+    struct block *cand[2] = {b->prev, b->next}, *spot = NULL;
+    bool merge[2];
+    for (int i = 0; i < 2; i++)
+        merge[i] = mergeable(b, cand[i]);
+    /* b takes the place among the free blocks of a neighbour it absorbs (of two, the later
+     * in their order, whose place is nearer b's), the other leaves them */
+    if (b->mapped && (merge[0] || merge[1]))
+        spot = !merge[1] || (merge[0] &&
+                             (cand[0]->size > cand[1]->size ||
+                              (cand[0]->size == cand[1]->size && cand[0]->addr > cand[1]->addr)))
+                   ? cand[0]
+                   : cand[1];
     for (int i = 0; i < 2; i++) {
-        uint64_t sub = try_merge(a, b, cand[i]);
+        uint64_t sub = merge[i] ? absorb(a, b, cand[i], cand[i] == spot) : 0;
         if (sub) {
             d_blocks -= 1;
             d_bytes -= (int64_t)sub;
         }
     }
-    if (pool_insert(p, b))
+    if (spot) {
+        enum gm_status st = pool_replace(p, NULL, spot, b);
+        block_drop(a, spot);
+        if (st)
+            return GM_ERR_NOMEM;
+    } else if (pool_insert(p, b)) {
         return GM_ERR_NOMEM;
+    }
     if (is_split(b)) {
         d_blocks += 1;
         d_bytes += (int64_t)b->size;
     }
+    if (a->lean)
+        return GM_OK;
     if (!b->xseg) {
         if (d_blocks > 0)
             pool_inc(a->stats.inactive_split, p, (uint64_t)d_blocks);
@@ -1032,11 +1156,14 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
     if (blockset_reserve(&b->pool->blocks, 1) || events_reserve(a, b->n_uses))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     (void)gm_map_take(&a->active, ptr, NULL);
+    live_remove(a, b);
     b->allocated = false;
-    pool_dec(a->stats.allocation, b->pool, 1);
-    pool_dec(a->stats.allocated_bytes, b->pool, b->size);
-    if (b->size >= a->conf.max_split_size)
-        stat_dec(&a->stats.oversize_allocations, 1);
+    alloc_bytes_dec(a, b->pool, b->size);
+    if (!a->lean) {
+        pool_dec(a->stats.allocation, b->pool, 1);
+        if (b->size >= a->conf.max_split_size)
+            stat_dec(&a->stats.oversize_allocations, 1);
+    }
     if (b->n_uses) {
         /* insert_events(): one event per stream that used the block; the block stays
          * active (and out of its pool) until they are complete */
@@ -1170,6 +1297,11 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
     return GM_OK;
 }
 
+void gm_alloc_set_lean(struct gm_alloc *a)
+{
+    a->lean = true;
+}
+
 void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx)
 {
     a->hook = fn;
@@ -1228,11 +1360,8 @@ static void teardown(struct gm_alloc *a, bool keep)
             a->dev.ops->seg_free(a->dev.ctx, h->addr, total);
         }
     }
-    for (size_t pos = 0;;) {
-        struct block *h = alloc_active_next(a, &pos), *b;
+    for (struct block *h = a->live, *b; h; h = h->live_next) {
         uint64_t total = 0;
-        if (!h)
-            break;
         if (h->xseg || h->prev)
             continue;
         for (b = h; b; b = b->next)
@@ -1269,13 +1398,12 @@ static void teardown(struct gm_alloc *a, bool keep)
         free_set(a, &pools[k]->blocks, keep);
         free_set(a, &pools[k]->unmapped, keep);
     }
-    for (size_t pos = 0;;) {
-        struct block *b = alloc_active_next(a, &pos);
-        if (!b)
-            break;
+    for (struct block *b = a->live, *next; b; b = next) {
+        next = b->live_next;
         gm_free(b->uses);
         block_drop(a, b);
     }
+    a->live = NULL;
     if (keep) {
         gm_map_clear(&a->active);
         return;
@@ -1359,14 +1487,14 @@ enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t
         !GM_VEC_RESERVE(*words, *cap, n_blocks * STATE_WORDS, NULL))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     w = *words;
-    /* the free blocks in their sets' order, the allocated ones in the map's: every block
-     * once with its segment neighbour, so equal words are equal states (two equal states
-     * whose maps hold their blocks in another order give other words) */
+    /* the free blocks in their sets' order, the allocated ones most recently allocated
+     * first: every block once with its segment neighbour, so equal words are equal states
+     * (two equal states whose blocks were allocated in another order give other words) */
     for (int k = 0; k < 2; k++)
         for (struct blockset_pos it = blockset_first(sets[k]); (b = blockset_at(sets[k], it));
              blockset_next(sets[k], &it))
             w = state_block(w, b);
-    for (size_t pos = 0; (b = alloc_active_next(a, &pos)) != NULL;) {
+    for (b = a->live; b; b = b->live_next) {
         if (b->n_uses)
             return gm_fail(err, GM_ERR_UNSUPPORTED, GM_NO_OFFSET,
                            "allocator model: a block used on another stream is not written "

@@ -37,6 +37,9 @@ struct block {
     uint32_t event_count; /* end-of-life events not yet processed (freed, not reusable) */
     /* the leaf of the set that holds it, NULL in none */
     struct gm_btree_node *leaf;
+    /* allocated blocks: the neighbours in the model's list of them (gm_alloc.live) */
+    struct block *live_prev;
+    struct block *live_next;
     bool allocated;
     bool mapped; /* false only for unmapped ranges of expandable segments */
 };
@@ -80,6 +83,8 @@ void alloc_blockset_init(struct blockset *s, bool by_size);
 /* the first element not less than 'key' */
 struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
                                                const struct blockset_ent *key);
+/* the same through gm_btree_seek(): the best fit's search */
+struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key);
 /* Room for 'extra' more inserts, so that the inserts of an operation cannot fail half-way
  * through it: every mutating operation reserves first. */
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra);
@@ -96,6 +101,11 @@ enum gm_status alloc_blockset_insert(struct blockset *s, struct block *b);
 bool alloc_blockset_erase(struct blockset *s, const struct block *b);
 /* erase the element at 'p', which must not be the end */
 void alloc_blockset_erase_at(struct blockset *s, struct blockset_pos p);
+/* Erase 'old' (at 'at' when not NULL, else found by its leaf) and insert 'b' (reserved
+ * first): in old's place when the order keeps b there (gm_btree_replace_at()), as it often
+ * does a split block's remainder or a block that absorbed its neighbour; 'b' may be 'old'. */
+enum gm_status alloc_blockset_replace(struct blockset *s, const struct blockset_pos *at,
+                                      const struct block *old, struct block *b);
 /* empties the set (not its blocks), keeping its memory (the tree array, the nodes) */
 void alloc_blockset_clear(struct blockset *s);
 /* frees the set's memory, not its blocks */
@@ -194,6 +204,7 @@ struct gm_alloc {
     struct alloc_pool small;
     struct xseg *xsegs;
     struct gm_map active; /* allocated address -> its struct block (uintptr_t) */
+    struct block *live;   /* the same blocks, most recently allocated first: walked densely */
     struct gm_alloc_stats stats;
     uint64_t total_allocated; /* bytes: total_allocated_memory (what the device holds) */
     bool set_fraction;
@@ -208,6 +219,7 @@ struct gm_alloc {
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
     struct gm_slab records; /* where block records come from (alloc.c block_new()) */
+    bool lean;              /* gm_alloc_set_lean(): requests count allocated_bytes' aggregate */
 };
 
 /* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* btree.c - the library's one ordered set (see btree.h): search, insert with splits, erase
- * with merges. */
+ * with merges, replace in place. */
 #include "base/btree.h"
 
 #include <string.h>
@@ -19,6 +19,10 @@ static struct gm_btree_node *node_take(struct gm_btree *t)
 
 static void node_give(struct gm_btree *t, struct gm_btree_node *x)
 {
+    if (t->insert_finger == x)
+        t->insert_finger = NULL;
+    if (t->seek_finger == x)
+        t->seek_finger = NULL;
     gm_slab_give(t->pool, x);
 }
 
@@ -41,7 +45,7 @@ void gm_btree_release(struct gm_btree *t)
 {
     if (t->root)
         free_subtree(t, t->root, t->height);
-    t->root = t->head = t->tail = NULL;
+    t->root = t->head = t->tail = t->insert_finger = t->seek_finger = NULL;
     t->height = 0;
     t->n = 0;
 }
@@ -111,7 +115,40 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
     return p;
 }
 
+struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
+{
+    struct gm_btree_node *x = t->seek_finger;
+    struct gm_btree_pos p;
+    /* above its first key and not above its last: the answer is in it */
+    if (x && x->n && key_less(x->e[0].key, key) && !key_less(x->e[x->n - 1].key, key)) {
+        p.leaf = x;
+        p.i = node_lower_bound(x, key);
+        return p;
+    }
+    p = gm_btree_lower_bound(t, key);
+    t->seek_finger = p.leaf;
+    return p;
+}
+
 /* ---- insert ---- */
+
+/* The last insert's leaf when 'key' belongs there: above its first key, and below its last
+ * or (its bounds raised to the key) below the next leaf's first; NULL otherwise.  A key
+ * below the first may belong to the leaf before, whose bound an erase may have left high. */
+static struct gm_btree_node *insert_finger(struct gm_btree *t, struct gm_btree_key key)
+{
+    struct gm_btree_node *x = t->insert_finger;
+    if (!x || !x->n || !key_less(x->e[0].key, key))
+        return NULL;
+    if (key_less(key, x->e[x->n - 1].key))
+        return x;
+    if (!key_less(x->e[x->n - 1].key, key) || (x->next && !key_less(key, x->next->e[0].key)))
+        return NULL; /* present, or the next leaf's */
+    for (struct gm_btree_node *c = x, *p = x->parent; p && key_less(p->e[c->slot].key, key);
+         c = p, p = p->parent)
+        p->e[c->slot].key = key;
+    return x;
+}
 
 static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struct gm_btree_node *r);
 
@@ -176,14 +213,16 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
         return GM_ERR_NOMEM;
     if (!t->root)
         t->root = t->head = t->tail = node_take(t);
-    x = t->root;
-    for (unsigned h = t->height; h > 0; h--) {
-        i = node_lower_bound(x, key);
-        if (i == x->n) { /* past every bound: the last child's rises to the key */
-            i = x->n - 1;
-            x->e[i].key = key;
+    if (!(x = insert_finger(t, key))) {
+        x = t->root;
+        for (unsigned h = t->height; h > 0; h--) {
+            i = node_lower_bound(x, key);
+            if (i == x->n) { /* past every bound: the last child's rises to the key */
+                i = x->n - 1;
+                x->e[i].key = key;
+            }
+            x = x->e[i].ptr;
         }
-        x = x->e[i].ptr;
     }
     i = node_lower_bound(x, key);
     if (i < x->n && x->e[i].key.hi == key.hi && x->e[i].key.lo == key.lo)
@@ -202,6 +241,7 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
     x->n++;
     set_home(t, val, x);
     t->n++;
+    t->insert_finger = x;
     return GM_OK;
 }
 
@@ -229,14 +269,15 @@ static void unlink_leaf(struct gm_btree *t, struct gm_btree_node *x)
         t->tail = x->prev;
 }
 
-/* move every entry of 'r' to the end of its left neighbour 'l' (same parent), 'r' gone */
-static void merge(struct gm_btree *t, struct gm_btree_node *l, struct gm_btree_node *r, bool leaf)
+/* move every entry of 'r' to the end of its left neighbour 'l' (same parent, both of height
+ * 'h'), 'r' gone */
+static void merge(struct gm_btree *t, struct gm_btree_node *l, struct gm_btree_node *r, unsigned h)
 {
     struct gm_btree_node *p = l->parent;
     unsigned at = l->n;
     memcpy(l->e + at, r->e, r->n * sizeof(*r->e));
     l->n += r->n;
-    if (leaf) {
+    if (h == 0) {
         for (unsigned i = at; i < l->n; i++)
             set_home(t, l->e[i].ptr, l);
         unlink_leaf(t, r);
@@ -245,6 +286,13 @@ static void merge(struct gm_btree *t, struct gm_btree_node *l, struct gm_btree_n
     }
     p->e[l->slot].key = p->e[r->slot].key;
     remove_child(t, p, r->slot);
+    /* l's last child and r's first, of two parents before, are neighbours now and may be
+     * thin together: merged, l keeps at least as many children as either had */
+    if (h > 0) {
+        struct gm_btree_node *a = l->e[at - 1].ptr, *b = l->e[at].ptr;
+        if (a->n + b->n <= HALF)
+            merge(t, a, b, h - 1);
+    }
 }
 
 /* 'x' (height 'h') has just lost an entry or a child: drop it when empty, merge it with a
@@ -261,10 +309,10 @@ static void shrink(struct gm_btree *t, struct gm_btree_node *x, unsigned h)
             remove_child(t, p, x->slot);
         } else if (x->slot + 1 < p->n &&
                    x->n + ((struct gm_btree_node *)p->e[x->slot + 1].ptr)->n <= HALF) {
-            merge(t, x, p->e[x->slot + 1].ptr, h == 0);
+            merge(t, x, p->e[x->slot + 1].ptr, h);
         } else if (x->slot > 0 &&
                    ((struct gm_btree_node *)p->e[x->slot - 1].ptr)->n + x->n <= HALF) {
-            merge(t, p->e[x->slot - 1].ptr, x, h == 0);
+            merge(t, p->e[x->slot - 1].ptr, x, h);
         } else {
             return;
         }
@@ -297,24 +345,57 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
     shrink(t, x, 0);
 }
 
-bool gm_btree_erase(struct gm_btree *t, const void *val)
+struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
 {
+    struct gm_btree_pos p = {NULL, 0};
     struct gm_btree_node *leaf, *top;
     if (t->home == GM_BTREE_NO_HOME)
-        return false;
+        return p;
     memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
     if (!leaf)
-        return false;
+        return p;
     /* the leaf may be another tree's (a value in one of several sets) */
     for (top = leaf; top->parent; top = top->parent)
         ;
     if (top != t->root)
-        return false;
+        return p;
     for (unsigned i = 0; i < leaf->n; i++)
         if (leaf->e[i].ptr == val) {
-            struct gm_btree_pos p = {leaf, i};
-            gm_btree_erase_at(t, p);
-            return true;
+            p.leaf = leaf;
+            p.i = i;
+            break;
         }
-    return false;
+    return p;
+}
+
+bool gm_btree_erase(struct gm_btree *t, const void *val)
+{
+    struct gm_btree_pos p = gm_btree_find(t, val);
+    if (!p.leaf)
+        return false;
+    gm_btree_erase_at(t, p);
+    return true;
+}
+
+/* ---- replace ---- */
+
+bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
+                         void *val)
+{
+    struct gm_btree_node *x = p.leaf;
+    unsigned i = p.i;
+    struct gm_btree_key old = x->e[i].key;
+    void *was = x->e[i].ptr;
+    /* above the entry before it: the entry's own key is above every earlier one */
+    if (!key_less(old, key) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL))
+        return false;
+    /* below the entry after it in the leaf: the entry's own key is within the leaf's bound */
+    if (!key_less(key, old) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key)))
+        return false;
+    x->e[i].key = key;
+    x->e[i].ptr = val;
+    if (was != val)
+        set_home(t, was, NULL);
+    set_home(t, val, x);
+    return true;
 }

@@ -62,6 +62,10 @@ struct gm_btree {
     unsigned height; /* inner levels above the leaves */
     size_t n;        /* entries */
     size_t home;     /* offset of the leaf pointer in each value, or GM_BTREE_NO_HOME */
+    /* fingers: the leaves the last insert and the last gm_btree_seek() ended in (NULL:
+     * none); a key whose place is in one is found there without a search from the root */
+    struct gm_btree_node *insert_finger;
+    struct gm_btree_node *seek_finger;
 };
 
 /* Entry 'i' of 'leaf'; 'leaf' NULL is the end. */
@@ -99,11 +103,29 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
 /* The first entry whose key is not less than 'key', or the end. */
 struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btree_key key);
 
+/* gm_btree_lower_bound(), looking first in the leaf the last seek ended in: a workload that
+ * asks for the same few sizes again and again comes back to it (7 of 10 best-fit searches
+ * of a training step's replay). */
+struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key);
+
 /* Erase the entry at 'p', which is not the end. */
 void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p);
 
 /* Erase 'val', found by its home: false when it is not in 't' (or 't' keeps no homes). */
 bool gm_btree_erase(struct gm_btree *t, const void *val);
+
+/* The position of 'val', found by its home: the end when it is not in 't' (or 't' keeps no
+ * homes). */
+struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val);
+
+/* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the order keeps
+ * them there: the entries beside it in its leaf are below and above 'key' (before the
+ * tree's first entry, any key below the entry's own is; a key above the leaf's last entry
+ * is refused, as its leaf's bound would have to rise).  No search, no shift: true.  False,
+ * and nothing changed, otherwise (erase and insert then).  The replaced value loses its
+ * home when 'val' is another. */
+bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
+                         void *val);
 
 static inline struct gm_btree_pos gm_btree_first(const struct gm_btree *t)
 {

@@ -1234,7 +1234,21 @@ struct kept_alloc {
     struct gm_alloc *a; /* NULL: none yet */
     struct gm_alloc_fakedev fake;
     struct step_start starts[2]; /* run_prepared()'s, kept for their arrays */
+    struct plan *pl;             /* run_prepared()'s plans (cap_pl) and slots (cap_mem words) */
+    size_t cap_pl;
+    uint64_t *mem;
+    size_t cap_mem;
 };
+
+static void kept_alloc_release(struct kept_alloc *k)
+{
+    gm_alloc_free(k->a);
+    step_start_release(&k->starts[0]);
+    step_start_release(&k->starts[1]);
+    gm_free(k->pl);
+    gm_free(k->mem);
+    memset(k, 0, sizeof(*k));
+}
 
 /* Run the prepared replay on a device of 'capacity' bytes (0: no limit); 'pass' tells the
  * segment trace which run it sees; 'keep' (NULL: none) lends the model and takes it back. */
@@ -1243,10 +1257,9 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
                                    struct gm_error *err)
 {
     struct replay r = pr->r;
-    struct gm_alloc_fakedev own = {0}, *fake = keep ? &keep->fake : &own;
-    struct step_start own_starts[2] = {{0}};
-    struct step_start *prev = keep ? &keep->starts[0] : &own_starts[0],
-                      *now = keep ? &keep->starts[1] : &own_starts[1];
+    struct kept_alloc own = {0}, *k = keep ? keep : &own;
+    struct gm_alloc_fakedev *fake = &k->fake;
+    struct step_start *prev = &k->starts[0], *now = &k->starts[1];
     bool repeat;
     struct gm_alloc_device dev;
     struct gm_alloc_stats stats;
@@ -1260,22 +1273,31 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         return GM_OK;
     r.err = err;
     r.where.pass = pass;
-    pl = gm_malloc(n * sizeof(*pl));
-    mem = gm_calloc(3 * pr->slots, sizeof *mem);
-    if (!pl || !mem) {
-        gm_free(pl);
-        gm_free(mem);
+    /* arrays the kept model's runs share: fresh ones would be fresh pages each run */
+    if (!GM_VEC_RESERVE(k->pl, k->cap_pl, n, NULL) ||
+        !GM_VEC_RESERVE(k->mem, k->cap_mem, 3 * pr->slots, NULL)) {
+        kept_alloc_release(&own);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
     }
+    pl = k->pl;
+    mem = k->mem;
+    memset(mem, 0, 2 * pr->slots * sizeof(*mem)); /* addresses and sizes; pieces set below */
     memcpy(pl, pr->pl, n * sizeof(*pl));
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
         pl[i].size = mem + pr->slots + off;
         pl[i].piece = mem + 2 * pr->slots + off;
-        for (size_t u = 0; u < pl[i].n_units; u++) {
+        for (size_t u = 0, per = pl[i].per_unit; u < pl[i].n_units; u++) {
             uint64_t ub = unit_bytes(&r, &pl[i], u);
-            for (size_t j = 0, np = n_pieces(&r, &pl[i], u); j < np; j++)
-                pl[i].piece[u * pl[i].per_unit + j] = piece_bytes(&r, &pl[i], u, j, ub);
+            size_t np = n_pieces(&r, &pl[i], u);
+            /* the layers but the last hold the same bytes: the same pieces */
+            if (u >= 2 && u <= r.layers && ub == unit_bytes(&r, &pl[i], u - 1)) {
+                memcpy(pl[i].piece + u * per, pl[i].piece + (u - 1) * per,
+                       np * sizeof(*pl[i].piece));
+                continue;
+            }
+            for (size_t j = 0; j < np; j++)
+                pl[i].piece[u * per + j] = piece_bytes(&r, &pl[i], u, j, ub);
         }
         off += pl[i].n_units * pl[i].per_unit;
     }
@@ -1289,17 +1311,17 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         dev.total_bytes = gm_add_sat(gm_mul_sat(pr->bytes, 4), 16 * GM_GIB);
     /* the kept model gives its segments back to the device it ran on before that one
      * starts again */
-    if (keep && keep->a)
-        st = gm_alloc_reset(r.a = keep->a, &pr->conf, &dev, err);
-    else
-        st = gm_alloc_new(&pr->conf, &dev, &r.a, err);
+    if (k->a)
+        st = gm_alloc_reset(r.a = k->a, &pr->conf, &dev, err);
+    else if ((st = gm_alloc_new(&pr->conf, &dev, &r.a, err)) == GM_OK)
+        k->a = r.a;
     if (st != GM_OK) {
-        gm_free(pl);
-        gm_free(mem);
+        kept_alloc_release(&own);
         return st;
     }
     gm_alloc_fakedev_init(fake, capacity);
     gm_alloc_set_event_hook(r.a, on_segment, &r);
+    gm_alloc_set_lean(r.a); /* the peaks and the counts below are all it reads */
 
     if (r.fsdp1_wrap)
         r.fsdp1_wrap = fsdp1_wrap(&r, pl, n);
@@ -1334,8 +1356,6 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         one_step(&r, pl, n, s == 0);
         out->steps = s + 1;
     }
-    step_start_release(&own_starts[0]);
-    step_start_release(&own_starts[1]);
     gm_alloc_get_stats(r.a, &stats);
     st = r.st;
     out->used = st == GM_OK;
@@ -1359,12 +1379,7 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
-    if (keep)
-        keep->a = r.a;
-    else
-        gm_alloc_free(r.a);
-    gm_free(pl);
-    gm_free(mem);
+    kept_alloc_release(&own);
     return st;
 }
 
@@ -1397,9 +1412,7 @@ void est_replay_memo_free(struct est_replay_memo *m)
 {
     if (!m)
         return;
-    gm_alloc_free(m->kept.a);
-    step_start_release(&m->kept.starts[0]);
-    step_start_release(&m->kept.starts[1]);
+    kept_alloc_release(&m->kept);
     for (size_t i = 0; i < m->n; i++)
         gm_free(m->ent[i].key);
     gm_free(m);

@@ -894,6 +894,19 @@ static void check_invariants(struct gm_alloc *a)
              blockset_next(&pools[k]->unmapped, &it))
             unmapped += b->size;
     }
+    /* the live list holds the active map's blocks, each once, its links both ways */
+    {
+        size_t n_live = 0;
+        for (const struct block *b = a->live; b; b = b->live_next, n_live++) {
+            uint64_t v;
+            assert_true(b->allocated);
+            assert_true(gm_map_get(&a->active, b->addr, &v) && v == (uintptr_t)b);
+            assert_ptr_equal(b->live_next ? b->live_next->live_prev : b, b);
+            assert_true(n_live <= gm_map_count(&a->active));
+        }
+        assert_true(n_live == gm_map_count(&a->active));
+        assert_true(!a->live || !a->live->live_prev);
+    }
     assert_true(alloc_bytes == a->stats.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes == a->stats.active_bytes[GM_ALLOC_STAT_ALL].current);
     assert_true(alloc_bytes + free_bytes == a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].current);
@@ -1100,6 +1113,72 @@ static void test_reset_runs_as_new(void **state)
         assert_memory_equal(reused.ev_size, fresh.ev_size, sizeof(fresh.ev_size));
         teardown(&fresh);
         teardown(&reused);
+    }
+}
+
+/* A lean model gives the same pointers, segment events, segments, reserved and allocated
+ * bytes (aggregate), counts and state as a full one; the statistics it does not keep read 0,
+ * and a reset counts everything again. */
+static void test_lean_counts_what_peaks_need(void **state)
+{
+    static const char *confs[] = {NULL, "expandable_segments:True", "max_split_size_mb:20"};
+    enum { STEPS = 1500 };
+    static uint64_t want[STEPS], got[STEPS];
+    (void)state;
+    for (size_t c = 0; c < 3; c++) {
+        struct fixture full, lean;
+        struct gm_alloc_stats a, b;
+        struct gm_alloc_device dev;
+        struct gm_error e;
+        setup(&full, confs[c], 300 * MiB);
+        setup(&lean, confs[c], 300 * MiB);
+        gm_alloc_set_lean(lean.a);
+        seq_run(&full, 500 + c, STEPS, true, want);
+        seq_run(&lean, 500 + c, STEPS, true, got);
+        gm_alloc_get_stats(full.a, &a);
+        gm_alloc_get_stats(lean.a, &b);
+        assert_memory_equal(got, want, sizeof(want));
+        assert_int_equal(lean.n_ev, full.n_ev);
+        assert_memory_equal(lean.ev, full.ev, sizeof(full.ev));
+        assert_memory_equal(lean.ev_size, full.ev_size, sizeof(full.ev_size));
+        assert_memory_equal(&b.allocated_bytes[GM_ALLOC_STAT_ALL],
+                            &a.allocated_bytes[GM_ALLOC_STAT_ALL], sizeof(struct gm_alloc_stat));
+        assert_true(a.allocated_bytes[GM_ALLOC_STAT_ALL].peak > 0);
+        assert_memory_equal(b.reserved_bytes, a.reserved_bytes, sizeof(a.reserved_bytes));
+        assert_memory_equal(b.segment, a.segment, sizeof(a.segment));
+        assert_memory_equal(&b.oversize_segments, &a.oversize_segments,
+                            sizeof(a.oversize_segments));
+        assert_true(b.num_device_alloc == a.num_device_alloc &&
+                    b.num_device_free == a.num_device_free &&
+                    b.num_alloc_retries == a.num_alloc_retries && b.num_ooms == a.num_ooms);
+        assert_true(b.allocation[GM_ALLOC_STAT_ALL].allocated == 0 &&
+                    b.active_bytes[GM_ALLOC_STAT_ALL].peak == 0 &&
+                    b.requested_bytes[GM_ALLOC_STAT_ALL].peak == 0 &&
+                    b.allocated_bytes[GM_ALLOC_STAT_LARGE_POOL].peak == 0);
+        assert_true(a.allocation[GM_ALLOC_STAT_ALL].allocated > 0);
+        if (!confs[c]) {
+            uint64_t *wa = NULL, *wb = NULL;
+            size_t na, nb, ca = 0, cb = 0;
+            /* (refused alike while another stream's events are outstanding) */
+            assert_int_equal(gm_alloc_state(lean.a, &wb, &nb, &cb, NULL),
+                             gm_alloc_state(full.a, &wa, &na, &ca, NULL));
+            assert_int_equal(na, nb);
+            assert_memory_equal(wa, wb, na * sizeof(*wa));
+            gm_free(wa);
+            gm_free(wb);
+        }
+        /* a reset model counts everything again */
+        gm_alloc_fakedev_init(&lean.fake, 300 * MiB);
+        dev.ops = &gm_alloc_fakedev_ops;
+        dev.ctx = &lean.fake;
+        dev.total_bytes = 80ull << 30;
+        assert_int_equal(gm_alloc_reset(lean.a, &lean.conf, &dev, &e), GM_OK);
+        gm_alloc_fakedev_init(&lean.fake, 300 * MiB);
+        seq_run(&lean, 9, 200, true, got);
+        gm_alloc_get_stats(lean.a, &b);
+        assert_true(b.allocation[GM_ALLOC_STAT_ALL].allocated > 0);
+        teardown(&full);
+        teardown(&lean);
     }
 }
 
@@ -1390,6 +1469,7 @@ int main(void)
         cmocka_unit_test(test_reset_runs_as_new),
         cmocka_unit_test(test_reset_refused_leaves_model),
         cmocka_unit_test(test_state_words),
+        cmocka_unit_test(test_lean_counts_what_peaks_need),
         cmocka_unit_test(test_blockset_random_by_size),
         cmocka_unit_test(test_blockset_random_by_addr),
         cmocka_unit_test(test_host_alloc_failures),

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* test_btree.c - the ordered set (base/btree.h): random inserts, erases and searches held
- * against a plain sorted array, the tree's invariants checked as it grows and shrinks, and
- * the edge cases (empty, one entry, equal halves of keys, extreme keys, a present key, a
- * value of another tree, reserved inserts under allocation failure). */
+/* test_btree.c - the ordered set (base/btree.h): random inserts, erases, searches and
+ * replaces held against a plain sorted array, the tree's invariants checked as it grows and
+ * shrinks, and the edge cases (empty, one entry, equal halves of keys, extreme keys, a
+ * present key, a value of another tree, reserved inserts under allocation failure). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,9 +153,9 @@ static void check_search(const struct gm_btree *t, const struct ref *r, struct g
 
 /* ---- the tests ---- */
 
-/* Random inserts, erases (by position and by home) and searches, growing to 'n_max'
- * entries and draining to none, twice; keys from a small range of 'hi' (many equal) so that
- * the 'lo' half decides often. */
+/* Random inserts, erases (by position and by home) and searches (lower_bound and seek, near
+ * the last search often), growing to 'n_max' entries and draining to none, twice; keys from
+ * a small range of 'hi' (many equal) so that the 'lo' half decides often. */
 static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi_range)
 {
     struct gm_slab pool = GM_BTREE_POOL_INIT;
@@ -163,6 +163,7 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
     struct item *items = calloc(n_max, sizeof(*items));
     bool *in = calloc(n_max, sizeof(*in));
     struct ref r = {calloc(n_max, sizeof(struct item *)), 0};
+    struct gm_btree_key last = {0, 0};
     uint64_t s = seed;
     assert_non_null(items);
     assert_non_null(in);
@@ -200,9 +201,22 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
             in[i] = grow;
         } else {
             struct gm_btree_key k;
-            k.hi = rng_next(&s) % (hi_range + 2);
-            k.lo = rng_next(&s) % (2 * n_max + 2);
+            struct gm_btree_pos q;
+            size_t at;
+            /* anywhere, or near the last search (where a seek's finger finds it) */
+            if (op == 5 || !step) {
+                k.hi = rng_next(&s) % (hi_range + 2);
+                k.lo = rng_next(&s) % (2 * n_max + 2);
+            } else {
+                k = last;
+                k.lo = k.lo + rng_next(&s) % 16;
+                k.lo = k.lo > 8 ? k.lo - 8 : 0;
+            }
             check_search(&t, &r, k);
+            q = gm_btree_seek(&t, k);
+            at = ref_lower_bound(&r, k);
+            assert_ptr_equal(gm_btree_at(q), at < r.n ? r.v[at] : NULL);
+            last = k;
         }
         if (step % 1000 == 0)
             check_tree(&t, &r);
@@ -226,12 +240,133 @@ static void test_random_distinct_high_halves(void **state)
 {
     (void)state;
     random_against_sorted_array(0xD1B54A32D192ED03ull, 3000, UINT64_MAX);
+    /* a run in which merging two inner nodes makes two thin leaves neighbours */
+    random_against_sorted_array(0xDAA66D2C7DDF743Full, 3000, UINT64_MAX);
 }
 
 static void test_random_small_sets(void **state)
 {
     (void)state; /* a root leaf that splits and merges back again and again */
     random_against_sorted_array(0x2545F4914F6CDD1Dull, 40, 5);
+}
+
+/* whether 'k' is the key of an entry of the reference other than 'self' */
+static bool ref_has_other(const struct ref *r, struct gm_btree_key k, const struct item *self)
+{
+    size_t i = ref_lower_bound(r, k);
+    return i < r->n && key_cmp(r->v[i]->key, k) == 0 && r->v[i] != self;
+}
+
+/* Random replaces (a present entry given a new key, by its own value or another's, found by
+ * search or by home) held against the sorted array: the order kept when done in place, the
+ * tree unchanged when refused (then erase and insert, as a caller does); a key already
+ * present is refused.  New keys near the old one often, so that many stay in place, and
+ * from a small range, so that some collide. */
+static void random_replace_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi_range)
+{
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item *items = calloc(n_max, sizeof(*items));
+    bool *in = calloc(n_max, sizeof(*in));
+    struct ref r = {calloc(n_max, sizeof(struct item *)), 0};
+    uint64_t s = seed;
+    size_t in_place = 0, refused = 0, collided = 0;
+    assert_non_null(items);
+    assert_non_null(in);
+    assert_non_null(r.v);
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 0; i < n_max; i += 2) {
+        items[i].key.hi = rng_next(&s) % hi_range;
+        items[i].key.lo = rng_next(&s) % (4 * n_max);
+        if (ref_has_other(&r, items[i].key, NULL))
+            continue;
+        assert_int_equal(gm_btree_insert(&t, items[i].key, &items[i]), GM_OK);
+        ref_insert(&r, &items[i]);
+        in[i] = true;
+    }
+    check_tree(&t, &r);
+    for (int step = 0; step < 40000; step++) {
+        size_t i = (size_t)(rng_next(&s) % n_max), j;
+        uint64_t op = rng_next(&s);
+        struct gm_btree_key k, was;
+        bool done, present;
+        if (!in[i])
+            continue;
+        /* the same value (a block that changes size) or an absent one (a neighbour that
+         * takes its place) */
+        j = op & 1 ? i : (size_t)(rng_next(&s) % n_max);
+        if (j != i && in[j])
+            continue;
+        /* near the old key often (a block a little smaller or larger), anywhere sometimes */
+        k = items[i].key;
+        if (op & 2) {
+            k.lo += rng_next(&s) % 64;
+            k.lo = k.lo > 32 ? k.lo - 32 : 0;
+        } else {
+            k.hi = rng_next(&s) % hi_range;
+            k.lo = rng_next(&s) % (4 * n_max);
+        }
+        present = ref_has_other(&r, k, &items[i]);
+        if (op & 4) {
+            struct gm_btree_pos p = gm_btree_lower_bound(&t, items[i].key);
+            assert_ptr_equal(gm_btree_at(p), &items[i]);
+            done = gm_btree_replace_at(&t, p, k, &items[j]);
+        } else {
+            struct gm_btree_pos p = gm_btree_find(&t, &items[i]);
+            assert_ptr_equal(gm_btree_at(p), &items[i]);
+            done = gm_btree_replace_at(&t, p, k, &items[j]);
+        }
+        if (present) {
+            assert_false(done);
+            collided++;
+        }
+        if (!done) {
+            refused += !present;
+            if (step % 64 == 0)
+                check_tree(&t, &r); /* unchanged */
+            if (present)
+                continue;
+            assert_true(gm_btree_erase(&t, &items[i]));
+            was = items[i].key;
+            items[j].key = k;
+            assert_int_equal(gm_btree_insert(&t, k, &items[j]), GM_OK);
+            items[i].key = was;
+        } else {
+            in_place++;
+        }
+        ref_erase(&r, &items[i]);
+        items[j].key = k;
+        ref_insert(&r, &items[j]);
+        if (j != i) {
+            assert_null(items[i].leaf);
+            in[i] = false;
+            in[j] = true;
+        }
+        if (step % 64 == 0)
+            check_tree(&t, &r);
+    }
+    check_tree(&t, &r);
+    /* each outcome seen many times */
+    assert_true(in_place > 1000);
+    assert_true(refused > 1000);
+    assert_true(collided > 10);
+    gm_btree_release(&t);
+    gm_slab_release(&pool);
+    free(r.v);
+    free(in);
+    free(items);
+}
+
+static void test_random_replace_many_equal_high_halves(void **state)
+{
+    (void)state;
+    random_replace_against_sorted_array(0x9E3779B97F4A7C15ull, 4000, 40);
+}
+
+static void test_random_replace_small_sets(void **state)
+{
+    (void)state; /* one or two leaves: the first leaf and the last one's edges */
+    random_replace_against_sorted_array(0x2545F4914F6CDD1Dull, 60, 3);
 }
 
 static void test_empty_and_one_entry(void **state)
@@ -442,6 +577,8 @@ int main(void)
         cmocka_unit_test(test_random_many_equal_high_halves),
         cmocka_unit_test(test_random_distinct_high_halves),
         cmocka_unit_test(test_random_small_sets),
+        cmocka_unit_test(test_random_replace_many_equal_high_halves),
+        cmocka_unit_test(test_random_replace_small_sets),
         cmocka_unit_test(test_empty_and_one_entry),
         cmocka_unit_test(test_extreme_and_half_equal_keys),
         cmocka_unit_test(test_sorted_runs),
