@@ -363,6 +363,9 @@ struct gm_analysis {
     const char **user_rule_names;
     const uint8_t *user_rule_categories; /* enum gm_category */
     size_t n_user_rules;
+    /* made by gm_analysis_diff_prepare(): it holds only what a diff reads, and the calls that
+     * need the rest refuse it (gm_analysis_require_whole()) */
+    bool diff_only;
     void *priv_; /* arena; internal */
 };
 
@@ -995,6 +998,13 @@ struct gm_analysis_diff {
 enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
                                         const struct gm_analysis_opts *opts,
                                         struct gm_analysis **out, struct gm_error *err);
+
+/* GM_OK when 'an' is a whole analysis (gm_analysis_run()); GM_ERR_INVALID, naming 'what',
+ * for one made by gm_analysis_diff_prepare(), whose series, leaks, layout history and most
+ * categories it does not hold: the live set, regions, files, layout, report, plot and
+ * calibration call this first. */
+enum gm_status gm_analysis_require_whole(const struct gm_analysis *an, const char *what,
+                                         struct gm_error *err);
 
 /* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()), each made by
  * gm_analysis_run() or gm_analysis_diff_prepare().  On success *out is

@@ -19,7 +19,10 @@
  *   5. the series, the peak split and the iteration figures, from what step 1 kept (the
  *      trace read again only when the times could not be kept)
  *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
- *      peak and the ooms (one pass, gm_analysis_live_at())
+ *      peak and the ooms (gm_analysis_live_at(): from the allocations' alloc and free
+ *      events, no trace read)
+ * For a diff alone (gm_analysis_diff_prepare()): steps 1 to 4 without the free list and the
+ * times, the category only of the allocations the split at the peak counts, then that split.
  * Everything that grows with the trace is checked against the snapshot's memory limit. */
 #include "analysis/analysis_int.h"
 
@@ -1733,6 +1736,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     gm_arena_init(&priv->arena, 0);
     an->priv_ = priv;
     an->snap = snap;
+    an->diff_only = parts == ANA_PARTS_DIFF;
     read_settings(an, snap);
 
     struct ana_classifier cls;
@@ -1784,6 +1788,16 @@ bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes)
     k->p = p;
     k->bytes = bytes;
     return true;
+}
+
+enum gm_status gm_analysis_require_whole(const struct gm_analysis *an, const char *what,
+                                         struct gm_error *err)
+{
+    if (an && an->diff_only)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "%s: the analysis was made for a diff alone (gm_analysis_diff_prepare())",
+                       what);
+    return GM_OK;
 }
 
 void gm_analysis_free(struct gm_analysis *an)

@@ -221,8 +221,8 @@ struct ana_frag_target {
     struct gm_analysis_frag *out;
 };
 
-/* Fragmentation at the given moments of one device ('targets' sorted by event), in one
- * pass over the trace (gm_analysis_live_at()). */
+/* Fragmentation at the given moments of one device ('targets' sorted by event), from the
+ * live sets of gm_analysis_live_at() (the allocations' alloc and free events). */
 enum gm_status ana_frag_compute(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
                                 const struct gm_analysis *an, const struct gm_analysis_device *dev,
                                 struct gm_arena *arena, const struct ana_frag_target *targets,

@@ -107,6 +107,8 @@ enum gm_status gm_analysis_files(const struct gm_analysis *an, const struct gm_a
     enum gm_status st = GM_OK;
 
     memset(out, 0, sizeof(*out));
+    if ((st = gm_analysis_require_whole(an, "files", err)) != GM_OK)
+        return st;
     b.row_of_stack = gm_calloc(an->snap->n_stacks ? an->snap->n_stacks : 1, sizeof(uint32_t));
     if (!b.row_of_stack)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "files: out of memory");

@@ -561,8 +561,10 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
     const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
     struct walk w;
-    enum gm_status st = GM_OK;
+    enum gm_status st = gm_analysis_require_whole(an, "layout", err);
 
+    if (st != GM_OK)
+        return st;
     if (!sd)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);

@@ -40,10 +40,10 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
     struct gm_budget budget;
     uint32_t *out = NULL;
     size_t cap_out = 0, n_out = 0, end = 0;
-    enum gm_status st = GM_OK;
+    enum gm_status st = gm_analysis_require_whole(an, "live at", err);
 
-    if (!n)
-        return GM_OK;
+    if (st != GM_OK || !n)
+        return st;
     if (!gm_snapshot_device_by_index(snap, dev->device))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);
@@ -127,6 +127,8 @@ enum gm_status gm_analysis_group_live_at(const struct gm_analysis *an,
     enum gm_status st;
     *out = NULL;
     *n_out = 0;
+    if ((st = gm_analysis_require_whole(an, "live at", err)) != GM_OK)
+        return st;
     if (event < -1 || (event >= 0 && (size_t)event >= dev->n_events))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "device %d: no event %lld (the trace has %zu: 0 to %zu, or -1 for the "

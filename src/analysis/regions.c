@@ -307,7 +307,10 @@ enum gm_status gm_analysis_regions_on_axis(const struct gm_analysis *an,
                                            enum gm_region_kind kind, const struct gm_lod_axis *ax,
                                            struct gm_analysis_regions *out, struct gm_error *err)
 {
+    enum gm_status st = gm_analysis_require_whole(an, "regions", err);
     memset(out, 0, sizeof(*out));
+    if (st != GM_OK)
+        return st;
     switch (kind) {
     case GM_REGION_ANNOTATION:
         return annotation_regions(an, dev, ax, out, err);
@@ -336,6 +339,8 @@ enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
+    if ((st = gm_analysis_require_whole(an, "window", err)) != GM_OK)
+        return st;
     if (w->from > w->to)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "the window starts after it ends (%lld > %lld)", (long long)w->from,

@@ -568,6 +568,10 @@ enum gm_status gm_calibrate(const struct gm_job *job, const struct gm_analysis *
                             const struct gm_calib_opts *o, struct gm_calibration **out,
                             struct gm_error *err)
 {
+    enum gm_status st = gm_analysis_require_whole(an, "calibrate", err);
+    *out = NULL;
+    if (st != GM_OK)
+        return st;
     if (!(*out = gm_calloc(1, sizeof(**out))))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "calibrate: out of memory");
     return calibrate(job, an, o, *out, err);

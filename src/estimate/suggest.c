@@ -865,15 +865,14 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
      * can unlock others: more TP on the same GPUs, then a max_model_len).  Not a bound when
      * one change grows what another shrinks: accumulation keeps the gradients through the
      * step, so fewer sequences per micro-batch save little alone and much more beside pure
-     * bf16, which halves those gradients.  When the sum falls short from the start, every
-     * change at once decides whether the search runs (then without the bound). */
+     * bf16, which halves those gradients.  So when the sum falls short (from the start or
+     * as changes are tried), every change at once decides, once, whether the search goes on
+     * (then without the bound). */
     if (train)
         for (size_t i = 0; i < N_CANDIDATES; i++)
             if (combinable(i) && candidates[i].rank < below && sx->alone[i] < NOT_APPLIED)
                 left = gm_add_sat(left, base_dist - sx->alone[i]);
-    bounded = train && left >= cur_dist;
-    if (train && !bounded && !all_at_once_fits(sx, below))
-        return false;
+    bounded = train;
     while (cur_dist > 0 && progress && n_applied < sizeof applied / sizeof applied[0]) {
         struct sugg_ctx cx = *sx;
         cx.job = &cur;
@@ -885,8 +884,11 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
             uint64_t d;
             /* a change that applied alone without helping is not tried with others (one
              * that did not apply may now); on the job as it is, its result alone is known */
-            if (bounded && left < cur_dist)
-                return false;
+            if (bounded && left < cur_dist) {
+                if (!all_at_once_fits(sx, below))
+                    return false;
+                bounded = false;
+            }
             if (used[i] || !combinable(i) || candidates[i].rank >= below ||
                 sx->alone[i] == NO_HELP || !candidates[i].make(&cx, &c) || !apply(&cur, &c, &a))
                 continue;

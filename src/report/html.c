@@ -287,8 +287,10 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     char *json = NULL;
     size_t json_len = 0;
     FILE *mem;
-    enum gm_status st = GM_OK;
+    enum gm_status st = gm_analysis_require_whole(an, "report", err);
 
+    if (st != GM_OK)
+        return st;
     if (p->n == p->cap && !page_grow(p))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     memset(&c, 0, sizeof(c));

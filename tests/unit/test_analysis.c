@@ -18,6 +18,7 @@
 #include "gpumem/example.h"
 #include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/lod.h"
+#include "gpumem/report.h"
 #include "testdata.h"
 
 #include <dirent.h>
@@ -1644,6 +1645,75 @@ static void test_diff_analysis_of_the_example_equals_the_full_one(void **state)
     free(buf);
 }
 
+static enum gm_status never_called_live(void *ctx, size_t i, const uint32_t *live, size_t n_live,
+                                        struct gm_error *err)
+{
+    (void)ctx, (void)i, (void)live, (void)n_live, (void)err;
+    fail_msg("a diff-only analysis answered a live-set question");
+    return GM_OK;
+}
+
+static enum gm_status never_called_layout(void *ctx, size_t i, const struct gm_layout *l,
+                                          struct gm_error *err)
+{
+    (void)ctx, (void)i, (void)l, (void)err;
+    fail_msg("a diff-only analysis answered a layout question");
+    return GM_OK;
+}
+
+/* An analysis made for a diff alone (no series, leaks, layout history; categories only at
+ * the peak) is refused by every call that needs the rest, with GM_ERR_INVALID, while a whole
+ * analysis of the same file is answered. */
+static void test_diff_only_analysis_is_refused_where_the_whole_is_needed(void **state)
+{
+    char *buf;
+    size_t len;
+    struct gm_snapshot *snap = load_example(true, &buf, &len);
+    struct gm_analysis *whole, *part;
+    struct gm_error err;
+    const struct gm_analysis_device *d;
+    struct gm_snapshot_live_group *groups;
+    size_t n_groups;
+    struct gm_analysis_regions regions;
+    struct gm_analysis_region region;
+    struct gm_analysis_window window = {false, 0, 0};
+    struct gm_analysis_files files;
+    struct gm_report_page *page;
+    int64_t k = 0;
+    (void)state;
+    assert_int_equal(gm_analysis_run(snap, NULL, &whole, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(snap, NULL, &part, &err), GM_OK);
+    assert_false(whole->diff_only);
+    assert_true(part->diff_only);
+    assert_int_equal(gm_analysis_require_whole(whole, "test", &err), GM_OK);
+    assert_int_equal(gm_analysis_require_whole(part, "test", NULL), GM_ERR_INVALID);
+    d = &part->devices[0];
+    assert_int_equal(gm_analysis_live_at(part, d, &k, 1, never_called_live, NULL, &err),
+                     GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "for a diff alone"));
+    assert_int_equal(gm_analysis_group_live_at(part, d, 0, &groups, &n_groups, &err),
+                     GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_regions(part, d, GM_REGION_ANNOTATION, &regions, &err),
+                     GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_window_region(part, d, &window, &region, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_analysis_files(part, d, NULL, false, &files, &err), GM_ERR_INVALID);
+    assert_int_equal(gm_layout_at(part, d, NULL, &k, 1, never_called_layout, NULL, &err),
+                     GM_ERR_INVALID);
+    assert_int_equal(gm_report_page_new(NULL, &page, &err), GM_OK);
+    assert_int_equal(gm_report_page_add(page, snap, part, NULL, &err), GM_ERR_INVALID);
+    gm_report_page_free(page);
+    /* the whole analysis answers the same questions */
+    d = &whole->devices[0];
+    assert_int_equal(gm_analysis_group_live_at(whole, d, 0, &groups, &n_groups, &err), GM_OK);
+    gm_free(groups);
+    assert_int_equal(gm_analysis_regions(whole, d, GM_REGION_ANNOTATION, &regions, &err), GM_OK);
+    gm_analysis_regions_release(&regions);
+    gm_analysis_free(part);
+    gm_analysis_free(whole);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 /* The x of many events from one walk equals each event's x asked alone: in any order, with
  * repeats, the initial state and events past the end, questions few and many. */
 static void test_axis_xs_of_many_events_equal_each_asked_alone(void **state)
@@ -2036,6 +2106,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
+    cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
 };
 
 /* real snapshots */
