@@ -89,7 +89,13 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
 /* x of a time on a time axis: microseconds since its first event (a span beyond int64, which
  * a file may hold, is taken in double rather than overflowing). */
-double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t time_us);
+static inline double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t time_us)
+{
+    int64_t v;
+    if (__builtin_sub_overflow(time_us, a->t0_us, &v))
+        return (double)time_us - (double)a->t0_us;
+    return (double)v;
+}
 
 /* x of each event ks[i] (any order; the values gm_lod_axis_x() takes) into xs[i], in one
  * walk of the trace up to the largest (none when the axis keeps its x's): for many
@@ -105,7 +111,7 @@ static inline double gm_lod_axis_x_of(const struct gm_lod_axis *a, int64_t k,
 {
     if (a->n_events == 0 || k < 0)
         return 0.0;
-    return a->time ? (double)(e->time_us - a->t0_us) : (double)k;
+    return a->time ? gm_lod_axis_x_of_time(a, e->time_us) : (double)k;
 }
 
 /* ---- level-of-detail series ---- */

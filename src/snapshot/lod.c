@@ -15,14 +15,6 @@
 
 /* ---- the axis ---- */
 
-double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t t)
-{
-    int64_t v;
-    if (__builtin_sub_overflow(t, a->t0_us, &v))
-        return (double)t - (double)a->t0_us;
-    return (double)v;
-}
-
 void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_device *dev,
                               size_t n_timed)
 {
