@@ -386,11 +386,13 @@ bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_bt
     unsigned i = p.i;
     struct gm_btree_key old = x->e[i].key;
     void *was = x->e[i].ptr;
-    /* above the entry before it: the entry's own key is above every earlier one */
-    if (!key_less(old, key) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL))
+    /* a lower key stays above the entry before it (the entry's own key, or an equal one, is
+     * above every earlier one) */
+    if (key_less(key, old) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL))
         return false;
-    /* below the entry after it in the leaf: the entry's own key is within the leaf's bound */
-    if (!key_less(key, old) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key)))
+    /* a higher key stays below the entry after it in the leaf (the entry's own key is within
+     * the leaf's bound) */
+    if (key_less(old, key) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key)))
         return false;
     x->e[i].key = key;
     x->e[i].ptr = val;

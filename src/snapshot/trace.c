@@ -484,6 +484,9 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->flushed) {
         snap_ev_writer_rewind(&str->w, &str->mark);
+        /* room_end counted the events taken back at the widest an event can be; they took
+         * less, so the bytes freed may not hold that many widest events: reserve again */
+        str->room_end = 0;
     }
     str->prov = 0;
     str->flushed = 0;
