@@ -247,6 +247,20 @@ static inline bool run_eq(const uint8_t *a, const uint8_t *b, size_t n)
     return true;
 }
 
+/* Whether opcode 'op' after a list's APPENDS goes on with the list's items. */
+static inline bool more_items(uint8_t op)
+{
+    return op == OP_MARK || op == OP_BINGET || op == OP_LONG_BINGET || op == OP_FRAME;
+}
+
+/* The list_hint slot of a run starting at q (LIST_HINT_BYTES readable there) under 'key'. */
+static inline size_t list_hint_of(const uint8_t *q, pk_val key)
+{
+    uint64_t h = (le64(q) ^ key) * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ le64(q + 8)) * 0xff51afd7ed558ccdULL;
+    return (size_t)(h >> (64 - LIST_HINT_BITS));
+}
+
 /* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
  * LONG_BINGET)+ APPENDS, with nothing after it (the next byte starts no more items), and
  * which has the run of a list named before under the same key (struct list_cache_entry):
@@ -259,6 +273,17 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
+    if (end - q >= LIST_HINT_BYTES) {
+        /* the entry the hint names, when its run is the one at q: the entry the hash of the
+         * run below would find (equal bytes are the same run of opcodes, and the same hash) */
+        c = &vm->list_cache[vm->list_hint[list_hint_of(q, key)]];
+        len = c->len;
+        if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(end - q) >= len + 2 &&
+            run_eq(c->bytes, q, len) && q[len] == OP_APPENDS && !more_items(q[len + 1])) {
+            *name = c->name;
+            return q + len + 1;
+        }
+    }
     for (;;) {
         if (end - q >= 6 && *q == OP_LONG_BINGET) {
             h = (h ^ ((uint64_t)le32(q + 1) << 1 | 1)) * 0xff51afd7ed558ccdULL;
@@ -271,8 +296,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
         }
     }
     len = (size_t)(q - (p + 1));
-    if (!len || len > LIST_CACHE_BYTES || end - q < 2 || *q != OP_APPENDS || q[1] == OP_MARK ||
-        q[1] == OP_BINGET || q[1] == OP_LONG_BINGET || q[1] == OP_FRAME)
+    if (!len || len > LIST_CACHE_BYTES || end - q < 2 || *q != OP_APPENDS || more_items(q[1]))
         return NULL;
     h ^= h >> 29;
     c = &vm->list_cache[h >> (64 - LIST_CACHE_BITS)];
@@ -291,12 +315,15 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
 /* Remember the run of the record's list (list_cached()) under the name the consumer gave it. */
 static void list_remember(struct vm *vm, uint32_t name)
 {
-    struct list_cache_entry *c = &vm->list_cache[vm->run_hash >> (64 - LIST_CACHE_BITS)];
+    size_t slot = vm->run_hash >> (64 - LIST_CACHE_BITS);
+    struct list_cache_entry *c = &vm->list_cache[slot];
     if (!vm->run_len) {
         vm->empty_name = name; /* no items: nothing that a write to the memo changes */
         vm->empty_key = vm->run_key;
         return;
     }
+    if (vm->end - vm->run >= LIST_HINT_BYTES)
+        vm->list_hint[list_hint_of(vm->run, vm->run_key)] = (uint8_t)slot;
     c->hash = vm->run_hash;
     c->key = vm->run_key;
     c->gen = vm->memo_gen + 1;
