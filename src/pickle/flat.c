@@ -605,20 +605,29 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
             if (int_head[*p]) {
-                /* BININT1, BININT2, BININT or LONG1 (of at most 8 bytes) without a branch on
-                 * which: a trace entry's ints change opcode from entry to entry */
-                unsigned op = *p, nb = op == OP_LONG1 ? p[1] : int_bytes[op];
+                /* LONG1 (of at most 8 bytes), or BININT1, BININT2 and BININT without a branch
+                 * on which: a trace entry's ints change between those from entry to entry,
+                 * where a field written with LONG1 (an address, a time) keeps it */
                 uint64_t u, sb;
                 int64_t i;
-                if (nb > 8)
-                    goto abandon;
-                u = le64(p + int_head[op]) & int_mask[nb];
-                sb = (op == OP_BININT1 || op == OP_BININT2) ? 0 : int_sign[nb];
-                i = (int64_t)((u ^ sb) - sb);
-                if (i < SMALL_MIN || i > SMALL_MAX)
-                    goto abandon;
+                if (*p == OP_LONG1) {
+                    unsigned nb = p[1];
+                    if (nb > 8)
+                        goto abandon;
+                    u = le64(p + 2) & int_mask[nb];
+                    sb = int_sign[nb];
+                    i = (int64_t)((u ^ sb) - sb);
+                    if (i < SMALL_MIN || i > SMALL_MAX)
+                        goto abandon;
+                    p += 2 + nb;
+                } else {
+                    unsigned nb = int_bytes[*p]; /* 32 bits at most: a small int */
+                    u = le64(p + 1) & int_mask[nb];
+                    sb = *p == OP_BININT ? int_sign[4] : 0;
+                    i = (int64_t)((u ^ sb) - sb);
+                    p += 1 + nb;
+                }
                 v = ((pk_val)i << 3) | PK_TAG_INT;
-                p += int_head[op] + nb;
                 goto have_value;
             }
             switch (*p) {
