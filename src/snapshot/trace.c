@@ -324,11 +324,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
-        uint64_t word;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        word = pk_short_str_word(b->doc, v);
-        if (word && word == tr->flat_cc_word) {
+        if (tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word)) {
             /* "N/A" again: the string of the entry before */
             cc = tr->flat_cc;
             has_extra = true;
@@ -346,7 +344,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
                 tr->flat_cc_p = cc; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
-            tr->flat_cc_word = word;
+            tr->flat_cc_word = pk_short_str_word(b->doc, v);
             has_extra = true;
         }
     }
