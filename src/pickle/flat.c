@@ -518,9 +518,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     r.doc = vm->doc;
     r.offset = GM_NO_OFFSET;
     r.vm_ = vm;
-    for (size_t j = 0; j < FLAT_MAX_PAIRS; j++) {
+    for (size_t j = 0; j <= FLAT_MAX_PAIRS; j++) {
         vm->key_mask[j] = 0;
-        vm->key_bytes[j] = 1; /* matches nothing */
+        vm->key_bytes[j] = 1; /* matches nothing (at FLAT_MAX_PAIRS, for good) */
     }
     /* the transient dict and list each record is handed in (the consumer never changes them:
      * pk_set_mark() leaves transient nodes alone) */
@@ -532,8 +532,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     if (s->names_by_items && !vm->list_cache)
         vm->list_cache = gm_calloc((size_t)1 << LIST_CACHE_BITS, sizeof(*vm->list_cache));
     for (;;) {
-        size_t dict_slot, list_slot = SIZE_MAX, n = 0, n_hits = 0, n_refs = 0;
-        bool have_list = false;
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
+        bool have_list = false, all_hits = true, all_refs = true; /* of the keys read */
         uint32_t name, cached = UINT32_MAX;
 
         if (p >= lim)
@@ -561,11 +561,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             if (p >= lim)
                 goto abandon;
             /* The same memo reference as the key at this position of the entry before: the
-             * same value, with no look-up (within a batch the slots in use never change). */
-            if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+             * same value, with no look-up (within a batch the slots in use never change).
+             * Never a hit past FLAT_MAX_PAIRS keys. */
+            if ((le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
                 k = vm->key_val[n];
                 p += vm->key_len_[n];
-                n_hits++;
                 goto have_key;
             }
         key:
@@ -575,7 +575,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 const uint8_t *q = p;
                 if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
                     goto abandon;
-                n_refs++;
+                all_hits = false;
                 if (n < FLAT_MAX_PAIRS) {
                     vm->key_len_[n] = (uint8_t)(p - q);
                     vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
@@ -591,6 +591,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             case OP_BINUNICODE:
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
                     goto abandon;
+                all_hits = all_refs = false;
                 break;
             case OP_FRAME:
                 if (!(p = flat_frames(p, end, lim)))
@@ -599,9 +600,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-        have_key:
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
+        have_key:
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
             if (int_head[*p]) {
@@ -682,8 +683,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
          * position there (a hit of the key cache, which changes only with the key read at
          * that position) and the keys there were all memo references (keys equal in any
          * other way are not looked for). */
-        r.same_keys = n_hits == n && prev_refs && n == prev_n;
-        prev_refs = n_hits + n_refs == n;
+        r.same_keys = all_hits && prev_refs && n == prev_n;
+        prev_refs = all_refs;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
         d->len = d->cap = (uint32_t)n;

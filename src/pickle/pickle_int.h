@@ -180,7 +180,7 @@ struct vm {
     struct pk_node flat_dict, flat_list;
     pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
     pk_val flat_items[FLAT_MAX_ITEMS];
-    uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
+    uint64_t key_bytes[FLAT_MAX_PAIRS + 1], key_mask[FLAT_MAX_PAIRS + 1];
     pk_val key_val[FLAT_MAX_PAIRS];
     uint8_t key_len_[FLAT_MAX_PAIRS];
     /* the named lists (see struct list_cache_entry), and the run of the current record's
