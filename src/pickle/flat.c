@@ -423,10 +423,8 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, pk_val ke
     return p;
 }
 
-/* The integer opcodes of a flat dict's values: bytes before the number (0: not one), bytes
- * of the number (LONG1: its own count byte); masks and sign bits by byte count. */
-static const uint8_t int_head[256] = {
-    [OP_BININT1] = 1, [OP_BININT2] = 1, [OP_BININT] = 1, [OP_LONG1] = 2};
+/* The fixed-width integer opcodes of a flat dict's values: bytes of the number; masks and
+ * sign bits by byte count. */
 static const uint8_t int_bytes[256] = {[OP_BININT1] = 1, [OP_BININT2] = 2, [OP_BININT] = 4};
 static const uint64_t int_mask[9] = {0,
                                      0xff,
@@ -605,33 +603,34 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         have_key:
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
-            if (int_head[*p]) {
-                /* LONG1 (of at most 8 bytes), or BININT1, BININT2 and BININT without a branch
-                 * on which: a trace entry's ints change between those from entry to entry,
-                 * where a field written with LONG1 (an address, a time) keeps it */
+            switch (*p) {
+            case OP_BININT1:
+            case OP_BININT2:
+            case OP_BININT: {
+                /* without a branch on which: a trace entry's sizes change between them from
+                 * entry to entry (32 bits at most: a small int) */
+                unsigned nb = int_bytes[*p];
+                uint64_t u = le64(p + 1) & int_mask[nb], sb = *p == OP_BININT ? int_sign[4] : 0;
+                v = ((pk_val)(int64_t)((u ^ sb) - sb) << 3) | PK_TAG_INT;
+                p += 1 + nb;
+                break;
+            }
+            case OP_LONG1: {
+                /* of at most 8 bytes, within the small ints */
+                unsigned nb = p[1];
                 uint64_t u, sb;
                 int64_t i;
-                if (*p == OP_LONG1) {
-                    unsigned nb = p[1];
-                    if (nb > 8)
-                        goto abandon;
-                    u = le64(p + 2) & int_mask[nb];
-                    sb = int_sign[nb];
-                    i = (int64_t)((u ^ sb) - sb);
-                    if (i < SMALL_MIN || i > SMALL_MAX)
-                        goto abandon;
-                    p += 2 + nb;
-                } else {
-                    unsigned nb = int_bytes[*p]; /* 32 bits at most: a small int */
-                    u = le64(p + 1) & int_mask[nb];
-                    sb = *p == OP_BININT ? int_sign[4] : 0;
-                    i = (int64_t)((u ^ sb) - sb);
-                    p += 1 + nb;
-                }
+                if (nb > 8)
+                    goto abandon;
+                u = le64(p + 2) & int_mask[nb];
+                sb = int_sign[nb];
+                i = (int64_t)((u ^ sb) - sb);
+                if (i < SMALL_MIN || i > SMALL_MAX)
+                    goto abandon;
                 v = ((pk_val)i << 3) | PK_TAG_INT;
-                goto have_value;
+                p += 2 + nb;
+                break;
             }
-            switch (*p) {
             case OP_BINGET:
             case OP_LONG_BINGET:
                 if (!(p = flat_ref(vm, p, vlen, &v)))
@@ -670,7 +669,6 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-        have_value:
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
