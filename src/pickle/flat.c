@@ -21,14 +21,12 @@
 #include "pickle/pickle_int.h"
 
 /* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
- * slot or SIZE_MAX; false abandons the batch. */
-static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+ * slot or SIZE_MAX; false abandons the batch.  flat_put_in(): at p within the input. */
+static inline bool flat_put_in(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
 {
     const uint8_t *p = *pp;
     uint64_t idx;
     *slot = SIZE_MAX;
-    if (p >= vm->end)
-        return true;
     if (*p == OP_MEMOIZE) {
         idx = *vlen;
         p += 1;
@@ -53,6 +51,15 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
     *slot = (*vlen)++;
     *pp = p;
     return true;
+}
+
+static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+{
+    if (*pp >= vm->end) {
+        *slot = SIZE_MAX;
+        return true;
+    }
+    return flat_put_in(vm, pp, vlen, slot);
 }
 
 /* The value of memo slot idx for a memo reference: the slot must be below 'first' (the slots
@@ -480,7 +487,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
                                           size_t *vlen, pk_val *out)
 {
     size_t slot;
-    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
+    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put_in(vm, &p, vlen, &slot))
         return NULL;
     if (slot != SIZE_MAX && !memo_store_fresh_str(vm, slot, *out))
         return NULL;
@@ -507,6 +514,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     const uint8_t *p = vm->p, *end = vm->end;
     const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
     size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
+    /* the records a batch may hold: the general reader, reading it again, holds them all on
+     * its stack (the batch pushes nothing meanwhile) */
+    size_t count_max = vm->stack_max > vm->sp + 64 ? vm->stack_max - vm->sp - 64 : 0;
     bool prev_refs = false; /* the keys of the dict before were all memo references */
     struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
 
@@ -544,11 +554,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             if (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_EMPTY_DICT)
                 goto abandon;
         }
-        if (++count + vm->sp + 64 > vm->stack_max)
+        if (++count > count_max)
             goto abandon;
         p++;
         vm->run = NULL;
-        if (!flat_put(vm, &p, &vlen, &dict_slot))
+        if (!flat_put_in(vm, &p, &vlen, &dict_slot)) /* p <= lim: within the input */
             goto abandon;
         if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
             goto abandon;
