@@ -125,7 +125,7 @@ enum {
  * without a pass over its run to hash it (a wrong hint only costs the compare). */
 #define LIST_CACHE_BITS  8
 #define LIST_HINT_BITS   10
-#define LIST_HINT_BYTES  16 /* the bytes after the MARK the hint is taken by */
+#define LIST_HINT_BYTES  16   /* the bytes after the MARK the hint is taken by */
 #define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
 struct list_cache_entry {
     uint64_t hash;
@@ -185,10 +185,10 @@ struct vm {
     uint8_t key_len_[FLAT_MAX_PAIRS];
     /* the named lists (see struct list_cache_entry), and the run of the current record's
      * list, to be remembered when the consumer names it */
-    struct list_cache_entry *list_cache; /* 1 << LIST_CACHE_BITS entries, made at first use */
+    struct list_cache_entry *list_cache;     /* 1 << LIST_CACHE_BITS entries, made at first use */
     uint8_t list_hint[1u << LIST_HINT_BITS]; /* by list_hint_of(): an entry of list_cache */
-    const uint8_t *run;                  /* NULL: the current list is not to be remembered */
-    uint32_t run_len;                    /* 0: the list has no items */
+    const uint8_t *run;                      /* NULL: the current list is not to be remembered */
+    uint32_t run_len;                        /* 0: the list has no items */
     uint64_t run_hash;
     pk_val run_key;
     uint32_t empty_name; /* the name of a list without items, UINT32_MAX: none yet */

@@ -282,9 +282,10 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
  * nothing but *e and caches) for anything else, which read_event() then reads.  Always
  * inlined: flat_event() calls it with the usual positions as constants, which folds the
  * tests of which keys there are away. */
-static inline __attribute__((always_inline)) bool
-flat_event_at(struct builder *b, const struct pk_record *r, struct gm_snapshot_event *e,
-              const int8_t *pos)
+static inline __attribute__((always_inline)) bool flat_event_at(struct builder *b,
+                                                                const struct pk_record *r,
+                                                                struct gm_snapshot_event *e,
+                                                                const int8_t *pos)
 {
     struct trace_reader *tr = &b->tr;
     const pk_val *it = r->pairs;
