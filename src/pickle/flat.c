@@ -260,12 +260,31 @@ static inline bool more_items(uint8_t op)
     return op == OP_MARK || op == OP_BINGET || op == OP_LONG_BINGET || op == OP_FRAME;
 }
 
-/* The list_hint slot of a run starting at q (LIST_HINT_BYTES readable there) under 'key'. */
-static inline size_t list_hint_of(const uint8_t *q, pk_val key)
+/* The list_hint slot of a run starting at q under 'key', by its first 'nbytes' bytes (a multiple
+ * of 8, readable there). */
+static inline size_t list_hint_of(const uint8_t *q, pk_val key, size_t nbytes)
 {
-    uint64_t h = (le64(q) ^ key) * 0x9e3779b97f4a7c15ULL;
-    h = (h ^ le64(q + 8)) * 0xff51afd7ed558ccdULL;
+    uint64_t h = key;
+    for (size_t i = 0; i < nbytes; i += 8)
+        h = (h ^ le64(q + i)) * 0x9e3779b97f4a7c15ULL;
     return (size_t)(h >> (64 - LIST_HINT_BITS));
+}
+
+/* The list of key 'key' whose run starts at q, when it is the run of the list_cache entry hint
+ * slot 'hint' names: its name, and the position after its APPENDS; NULL otherwise.  That entry
+ * is the one the hash of the run would find (equal bytes are the same run of opcodes, and the
+ * same hash). */
+static inline const uint8_t *list_hinted(const struct vm *vm, const uint8_t *q, pk_val key,
+                                         size_t hint, uint32_t *name)
+{
+    const struct list_cache_entry *c = &vm->list_cache[vm->list_hint[hint]];
+    size_t len = c->len;
+    if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(vm->end - q) >= len + 2 &&
+        q[len] == OP_APPENDS && !more_items(q[len + 1]) && run_eq(c->bytes, q, len)) {
+        *name = c->name;
+        return q + len + 1;
+    }
+    return NULL;
 }
 
 /* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
@@ -276,21 +295,18 @@ static inline size_t list_hint_of(const uint8_t *q, pk_val key)
 static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val key,
                                          uint32_t *name)
 {
-    const uint8_t *q = p + 1, *end = vm->end;
+    const uint8_t *q = p + 1, *end = vm->end, *after = NULL;
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
-    if (end - q >= LIST_HINT_BYTES) {
-        /* the entry the hint names, when its run is the one at q: the entry the hash of the
-         * run below would find (equal bytes are the same run of opcodes, and the same hash) */
-        c = &vm->list_cache[vm->list_hint[list_hint_of(q, key)]];
-        len = c->len;
-        if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(end - q) >= len + 2 &&
-            run_eq(c->bytes, q, len) && q[len] == OP_APPENDS && !more_items(q[len + 1])) {
-            *name = c->name;
-            return q + len + 1;
-        }
-    }
+    /* the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++ frames do)
+     * and by the first LIST_HINT_SHORT (short stacks) */
+    if (end - q >= LIST_HINT_LONG)
+        after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_LONG), name);
+    if (!after && end - q >= LIST_HINT_SHORT)
+        after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_SHORT), name);
+    if (after)
+        return after;
     for (;;) {
         if (end - q >= 6 && *q == OP_LONG_BINGET) {
             h = (h ^ ((uint64_t)le32(q + 1) << 1 | 1)) * 0xff51afd7ed558ccdULL;
@@ -329,8 +345,10 @@ static void list_remember(struct vm *vm, uint32_t name)
         vm->empty_key = vm->run_key;
         return;
     }
-    if (vm->end - vm->run >= LIST_HINT_BYTES)
-        vm->list_hint[list_hint_of(vm->run, vm->run_key)] = (uint8_t)slot;
+    if (vm->end - vm->run >= LIST_HINT_SHORT)
+        vm->list_hint[list_hint_of(vm->run, vm->run_key, LIST_HINT_SHORT)] = (uint8_t)slot;
+    if (vm->run_len >= LIST_HINT_LONG) /* only when those bytes are the run's own */
+        vm->list_hint[list_hint_of(vm->run, vm->run_key, LIST_HINT_LONG)] = (uint8_t)slot;
     c->hash = vm->run_hash;
     c->key = vm->run_key;
     c->gen = vm->memo_gen + 1;

@@ -125,7 +125,8 @@ enum {
  * without a pass over its run to hash it (a wrong hint only costs the compare). */
 #define LIST_CACHE_BITS  8
 #define LIST_HINT_BITS   10
-#define LIST_HINT_BYTES  16   /* the bytes after the MARK the hint is taken by */
+#define LIST_HINT_SHORT  16   /* the bytes after the MARK a hint is taken by, */
+#define LIST_HINT_LONG   32   /* two hints */
 #define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
 struct list_cache_entry {
     uint64_t hash;
