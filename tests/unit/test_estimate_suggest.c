@@ -333,8 +333,7 @@ static void test_combination_beyond_the_sum(void **state)
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
     assert_false(again->fit.fits);
     short_bf16 = again->fit.shortfall_bytes;
-    make_job(&j, "llama-3.1-8b",
-             "--train --gpu H100 --batch 1 --grad-accum 4 --stack torchtitan");
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 1 --grad-accum 4 --stack torchtitan");
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
     assert_false(again->fit.fits);
     short_accum = again->fit.shortfall_bytes;
