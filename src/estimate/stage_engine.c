@@ -35,7 +35,8 @@
 
 /* How a vLLM version budgets its KV cache (docs/estimate.md gives each with its code). */
 enum vllm_era {
-    VLLM_V0_GLOBAL,      /* before 0.6.5: total x util - peak - (total - free - allocated) */
+    VLLM_V0_TORCH_PEAK,  /* before 0.2.5: total x util - torch.cuda.max_memory_allocated() */
+    VLLM_V0_GLOBAL,      /* 0.2.5 to 0.6.4: total x util - peak - (total - free - allocated) */
     VLLM_V0_PROFILED,    /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
                           * over a baseline snapshot taken before the communicators */
     VLLM_V1_GLOBAL,      /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
@@ -56,12 +57,17 @@ static enum vllm_era vllm_era(uint32_t v)
         return VLLM_V1_GLOBAL;
     if (v >= GM_VERSION(0, 6, 5))
         return VLLM_V0_PROFILED;
-    return VLLM_V0_GLOBAL;
+    if (v >= GM_VERSION(0, 2, 5))
+        return VLLM_V0_GLOBAL;
+    return VLLM_V0_TORCH_PEAK;
 }
 
 static const char *vllm_era_text(enum vllm_era e)
 {
     switch (e) {
+    case VLLM_V0_TORCH_PEAK:
+        return "budget minus PyTorch's peak allocation alone (the CUDA context, NCCL and other "
+               "non-torch memory not charged)";
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return "budget minus everything on the device (CUDA context and NCCL inside it)";
@@ -453,8 +459,11 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
            VLLM_CUSTOM_AR_MAX_SIZE;
 }
 
-/* What vLLM's log prints as non-torch memory, by where the version takes its baseline: the
- * global versions (before 0.6.5; 0.8 to 0.9.1) take everything on the device that PyTorch did
+/* What vLLM's log prints as non-torch memory, by where the version takes its baseline: before
+ * 0.2.5 nothing (profile_num_available_blocks charged torch.cuda.max_memory_allocated() alone,
+ * until PR #2031 "Fix peak memory profiling" took total - free: "some memory (probably related
+ * to NCCL?) is allocated/freed not through the PyTorch memory allocator"); the
+ * global versions (0.2.5 to 0.6.4; 0.8 to 0.9.1) take everything on the device that PyTorch did
  * not allocate (total - free - allocated after the profile run: the context and NCCL
  * included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
  * since a snapshot taken before the communicators (NCCL and the custom all-reduce buffers
@@ -466,6 +475,8 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
                                       uint64_t ca)
 {
     switch (era) {
+    case VLLM_V0_TORCH_PEAK:
+        return 0;
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
@@ -541,7 +552,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     else
         sampler = 0;
     /* a multimodal model's dummy encoder outputs stay through both */
-    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
+    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_TORCH_PEAK && era != VLLM_V0_GLOBAL &&
+        era != VLLM_V0_PROFILED)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =

@@ -704,7 +704,8 @@ static void test_vllm_gpu_without_p2p(void **state)
     est = NULL;
 }
 
-/* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
+/* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
+ * budget pays PyTorch's peak alone), 0.6.4 counts all
  * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
  * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
  * cudaMalloc'd IPC buffers of 8 MiB + metadata and 8 MiB in it), 0.11 only the kernels (the
@@ -780,6 +781,41 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels + context);
     gm_estimate_free(est);
     est = NULL;
+
+    /* before 0.2.5 the budget paid PyTorch's peak allocation alone (torch.cuda.
+     * max_memory_allocated(); PR #2031 took total - free instead): nothing is counted as
+     * non-torch, so at tp 4 the pool holds the context, NCCL and the kernels that 0.2.5
+     * charges (to within one block), while the device still holds them */
+    job_make("llama-2-70b",
+             "--infer --engine vllm --vllm-version 0.2.4 --gpu A100-80GB --gpus 4 "
+             "--max-model-len 4096",
+             &j);
+    run(&j, &est);
+    job_make("llama-2-70b",
+             "--infer --engine vllm --vllm-version 0.2.5 --gpu A100-80GB --gpus 4 "
+             "--max-model-len 4096",
+             &j);
+    run(&j, &again);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 0);
+    need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
+    assert_true(need >=
+                gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) + est->serving.activation_peak_bytes);
+    assert_true(
+        need - (gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) + est->serving.activation_peak_bytes) <
+        16 * est->serving.kv_bytes_per_token);
+    context = gm_estimate_kind_bytes(again, GM_KIND_CUDA_CONTEXT);
+    nccl = gm_estimate_kind_bytes(again, GM_KIND_NCCL);
+    assert_int_equal(again->serving.non_torch_logged_bytes, kernels + ar + context + nccl);
+    assert_true(est->serving.kv_pool_bytes > again->serving.kv_pool_bytes);
+    assert_true(est->serving.kv_pool_bytes - again->serving.kv_pool_bytes +
+                    16 * est->serving.kv_bytes_per_token >
+                again->serving.non_torch_logged_bytes);
+    assert_true(est->serving.kv_pool_bytes - again->serving.kv_pool_bytes <
+                again->serving.non_torch_logged_bytes + 16 * est->serving.kv_bytes_per_token);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), nccl);
+    gm_estimate_free(est);
+    gm_estimate_free(again);
+    est = again = NULL;
 
     /* a given figure replaces the kernels and buffers */
     job_make("llama-3.1-8b",
