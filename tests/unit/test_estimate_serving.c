@@ -584,8 +584,26 @@ static void test_vllm_budget_from_cuda_total(void **state)
     /* a catalog GPU without a printed CUDA total keeps nvidia-smi's */
     job_make("qwen2.5-7b", "--infer --engine vllm --gpu L4", &j);
     assert_int_equal(j.gpu.cuda_bytes, 0);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, (uint64_t)((double)(23034 * GM_MIB) * 0.9));
+    gm_estimate_free(est);
+    est = NULL;
     job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-3090", &j);
     assert_int_equal(j.gpu.cuda_bytes, 2358 * GM_GIB / 100);
+    /* the device properties' totals that public printouts give (deviceQuery, Paddle's
+     * get_device_properties example): below nvidia-smi's by what the driver keeps */
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu A100-40GB", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 40536 * GM_MIB);
+    assert_int_equal(j.gpu.memory_bytes, 40960 * GM_MIB);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, (uint64_t)((double)(40536 * GM_MIB) * 0.9));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu T4", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 15095 * GM_MIB);
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-4090", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 25386352640ULL);
+    assert_true(j.gpu.cuda_bytes < j.gpu.memory_bytes);
 }
 
 /* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
