@@ -35,14 +35,17 @@
 
 /* How a vLLM version budgets its KV cache (docs/estimate.md gives each with its code). */
 enum vllm_era {
-    VLLM_V0_TORCH_PEAK,  /* before 0.2.5: total x util - torch.cuda.max_memory_allocated() */
-    VLLM_V0_GLOBAL,      /* 0.2.5 to 0.6.4: total x util - peak - (total - free - allocated) */
-    VLLM_V0_PROFILED,    /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
-                          * over a baseline snapshot taken before the communicators */
-    VLLM_V1_GLOBAL,      /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
-    VLLM_V1_BEFORE_NCCL, /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
-    VLLM_V1_AFTER_NCCL,  /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
-    VLLM_V1_GRAPHS       /* 0.21 and later: the CUDA-graph pool estimated and charged too */
+    VLLM_V0_TORCH_PEAK,    /* before 0.2.5: total x util - torch.cuda.max_memory_allocated() */
+    VLLM_V0_GLOBAL,        /* 0.2.5 to 0.3.1 (total - free after the profile run) and 0.6.4
+                            * (PR #9352: peak + total - free - allocated): all on the device */
+    VLLM_V0_INIT_BASELINE, /* 0.3.2 to 0.6.3 (PR #2863): free memory at init_device, after the
+                            * context, less free memory after the profile run */
+    VLLM_V0_PROFILED,      /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
+                            * over a baseline snapshot taken before the communicators */
+    VLLM_V1_GLOBAL,        /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
+    VLLM_V1_BEFORE_NCCL,   /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
+    VLLM_V1_AFTER_NCCL,    /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
+    VLLM_V1_GRAPHS         /* 0.21 and later: the CUDA-graph pool estimated and charged too */
 };
 
 static enum vllm_era vllm_era(uint32_t v)
@@ -57,6 +60,10 @@ static enum vllm_era vllm_era(uint32_t v)
         return VLLM_V1_GLOBAL;
     if (v >= GM_VERSION(0, 6, 5))
         return VLLM_V0_PROFILED;
+    if (v >= GM_VERSION(0, 6, 4))
+        return VLLM_V0_GLOBAL;
+    if (v >= GM_VERSION(0, 3, 2))
+        return VLLM_V0_INIT_BASELINE;
     if (v >= GM_VERSION(0, 2, 5))
         return VLLM_V0_GLOBAL;
     return VLLM_V0_TORCH_PEAK;
@@ -71,6 +78,7 @@ static const char *vllm_era_text(enum vllm_era e)
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return "budget minus everything on the device (CUDA context and NCCL inside it)";
+    case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
         return "budget minus weights, profile peak and non-torch growth (NCCL inside it, "
@@ -462,10 +470,13 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
 /* What vLLM's log prints as non-torch memory, by where the version takes its baseline: before
  * 0.2.5 nothing (profile_num_available_blocks charged torch.cuda.max_memory_allocated() alone,
  * until PR #2031 "Fix peak memory profiling" took total - free: "some memory (probably related
- * to NCCL?) is allocated/freed not through the PyTorch memory allocator"); the
- * global versions (0.2.5 to 0.6.4; 0.8 to 0.9.1) take everything on the device that PyTorch did
- * not allocate (total - free - allocated after the profile run: the context and NCCL
- * included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
+ * to NCCL?) is allocated/freed not through the PyTorch memory allocator"); 0.3.2 to 0.6.3
+ * the growth since init_device's free memory (PR #2863: init_gpu_memory is read after
+ * set_device, so after the context, and before init_worker_distributed_environment, so NCCL
+ * is growth; vllm/worker/worker.py as vLLM 0.6.1 has it, AmberLJC/vllm-0.6.1 @ 5597260); the
+ * global versions (0.2.5 to 0.3.1; 0.6.4, PR #9352; 0.8 to 0.9.1) take everything on the device
+ * that PyTorch did not allocate (total - free - allocated after the profile run: the context and
+ * NCCL included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
  * since a snapshot taken before the communicators (NCCL and the custom all-reduce buffers
  * included, the context not); from 0.11 (PR #25359) the snapshot follows
  * init_worker_distributed_environment, so only the kernels remain. 'own' is the non-torch
@@ -480,6 +491,7 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
+    case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
         return gm_add_sat(own, est_nccl_bytes(cx));
@@ -553,7 +565,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         sampler = 0;
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_TORCH_PEAK && era != VLLM_V0_GLOBAL &&
-        era != VLLM_V0_PROFILED)
+        era != VLLM_V0_INIT_BASELINE && era != VLLM_V0_PROFILED)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =

@@ -723,14 +723,16 @@ static void test_vllm_gpu_without_p2p(void **state)
 }
 
 /* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
- * budget pays PyTorch's peak alone), 0.6.4 counts all
- * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
- * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
- * cudaMalloc'd IPC buffers of 8 MiB + metadata and 8 MiB in it), 0.11 only the kernels (the
- * snapshot follows the communicators); the budget pays that figure in each version. */
+ * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
+ * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
+ * 0.6.5 to 0.7 (the V0 engine) and 0.10 the growth since a snapshot before the communicators
+ * (NCCL and the custom all-reduce's two cudaMalloc'd IPC buffers of 8 MiB + metadata and
+ * 8 MiB in it), 0.11 only the kernels (the snapshot follows the communicators); the budget
+ * pays that figure in each version. */
 static void test_vllm_non_torch_by_version(void **state)
 {
-    static const char *const v0[] = {"0.6.5", "0.7.2", "0.10.1"};
+    static const char *const v0[] = {"0.3.2", "0.5.0", "0.6.3", "0.6.5", "0.7.2", "0.10.1"};
+    static const char *const global[] = {"0.2.5", "0.3.1", "0.6.4"};
     const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
@@ -790,6 +792,21 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
     gm_estimate_free(est);
     est = NULL;
+
+    /* total - free after the profile run (0.2.5 to 0.3.1, PR #2031) and total - free -
+     * allocated (0.6.4, PR #9352): the context, NCCL and the buffers all inside */
+    for (size_t i = 0; i < sizeof global / sizeof global[0]; i++) {
+        snprintf(args, sizeof args, "--infer --engine vllm --vllm-version %s --gpu H100 --gpus 2",
+                 global[i]);
+        job_make("llama-3.1-8b", args, &j);
+        run(&j, &est);
+        nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
+        context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
+        assert_true(context > 0);
+        assert_int_equal(est->serving.non_torch_logged_bytes, kernels + ar + nccl + context);
+        gm_estimate_free(est);
+        est = NULL;
+    }
 
     /* 0.6.4: total - free - allocated after the profile run, the context inside */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090", &j);
