@@ -12,9 +12,10 @@
  * baseline snapshot, and depending on where the snapshot is taken the CUDA context and
  * the NCCL buffers, and since 0.21 an estimate of the CUDA-graph pool.  The profile run
  * pushes max_num_batched_tokens tokens through the model once; its peak is modelled per
- * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
- * two hidden-sized tensors, or the sampler of max_num_seqs sequences after it (a top-k/top-p
- * sort of every logit), whichever is larger; both settings default by version and GPU
+ * layer (profile_activations: for a dense gated MLP, vLLM's LlamaMLP keeping gate+up alive
+ * beside the activation, the down_proj output, the layer input and the residual), or the
+ * sampler of max_num_seqs sequences after it (a top-k/top-p sort of every logit), whichever
+ * is larger; both settings default by version and GPU
  * (est_vllm_batch).  With pipeline parallelism (--pp) every
  * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
  * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
@@ -229,16 +230,28 @@ unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *j, const struct g
     return samplers[vllm_sampler(j, m)].bytes_per_logit;
 }
 
-/* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
- * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
- * tensors (what an engine's profile run or prefill chunk peaks at). */
+/* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs (what an
+ * engine's profile run or prefill chunk peaks at).  A dense layer with a gated MLP, as vLLM
+ * runs it (vllm/model_executor/models/llama.py @ 0035bdf, LlamaMLP.forward: "gate_up, _ =
+ * self.gate_up_proj(x); x = self.act_fn(gate_up); x, _ = self.down_proj(x)", the same in
+ * Qwen2MLP): the local gate_up keeps the gate+up output alive while down_proj writes its
+ * output, beside the layer's input (still the decoder layer's hidden_states) and the residual,
+ * so the MLP peaks at 3 x ffn / tp + 3 hidden-sized tensors; the attention at o_proj holds the
+ * q/k/v output, the attention output and the same three.  Other layers (mixture of experts,
+ * linear attention, an MLP without a gate): the MLP intermediates, the q/k/v output and two
+ * hidden-sized tensors. */
 static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, uint64_t t)
 {
     struct est_geom g;
     uint64_t per_tok;
     est_geom(m, &g);
-    per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
-              2 * m->hidden;
+    if (m->gated_mlp && !m->n_experts && !m->n_linear_layers) {
+        double mlp = 3.0 * g.mlp_max, attn = g.q + g.k + g.v + g.o_in;
+        per_tok = (uint64_t)((mlp > attn ? mlp : attn) / (double)t) + 3 * m->hidden;
+    } else {
+        per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
+                  2 * m->hidden;
+    }
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
@@ -278,7 +291,7 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
  * layer-piece is GRAPH_PIECE_BYTES, not a vLLM setting: it is set from the two 0.10.1
  * single-GPU rows of tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B,
  * 67 sizes x 29 pieces, 0.5 GiB, less the pool) and judged on the other rows. */
-#define GRAPH_PIECE_BYTES (234 * GM_KIB)
+#define GRAPH_PIECE_BYTES (235 * GM_KIB)
 
 static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
                                  uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest)
