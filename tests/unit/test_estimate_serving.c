@@ -417,6 +417,35 @@ static void test_search_binding_limit(void **state)
     assert_int_equal(r.limited_by, GM_FIT_ENGINE_CONCURRENCY);
 }
 
+/* The profile run's forward through a dense layer with a gated MLP, as vLLM's LlamaMLP runs
+ * it: the local gate_up stays alive while down_proj writes, so the peak holds gate+up (2
+ * ffn / tp), the activation (ffn / tp), the down_proj output, the layer's input and the
+ * residual (three hidden-sized tensors), 16-bit. */
+static void test_vllm_profile_forward_peak(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    /* V0 at 20000 positions pushes 20000 tokens through: 2.06 GiB, above its sampler */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS),
+                     20000ull * (3 * 14336 + 3 * 4096) * 2);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0);
+    gm_estimate_free(est);
+    est = NULL;
+    /* tensor parallelism splits the MLP, not the three hidden-sized tensors */
+    job_make("llama-3.1-70b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu H100 --gpus 2 "
+             "--max-model-len 20000",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS),
+                     20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
  * arg_utils), given settings win, and the profile run's sampler sorts every logit of
  * max_num_seqs sequences at 38 B per logit, after the forward, so the activation peak is the
@@ -926,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),
