@@ -49,24 +49,24 @@ enum vllm_era {
     VLLM_V1_GRAPHS         /* 0.21 and later: the CUDA-graph pool estimated and charged too */
 };
 
+/* The first release of each era, newest first (the boundaries follow the PRs' merge dates). */
+static const struct {
+    uint32_t from;
+    enum vllm_era era;
+} vllm_eras[] = {
+    {GM_VERSION(0, 21, 0), VLLM_V1_GRAPHS},       {GM_VERSION(0, 11, 0), VLLM_V1_AFTER_NCCL},
+    {GM_VERSION(0, 9, 2), VLLM_V1_BEFORE_NCCL},   {GM_VERSION(0, 8, 0), VLLM_V1_GLOBAL},
+    {GM_VERSION(0, 6, 5), VLLM_V0_PROFILED},      {GM_VERSION(0, 6, 4), VLLM_V0_GLOBAL},
+    {GM_VERSION(0, 3, 2), VLLM_V0_INIT_BASELINE}, {GM_VERSION(0, 2, 5), VLLM_V0_GLOBAL},
+};
+
 static enum vllm_era vllm_era(uint32_t v)
 {
-    if (!v || v >= GM_VERSION(0, 21, 0))
-        return VLLM_V1_GRAPHS;
-    if (v >= GM_VERSION(0, 11, 0))
-        return VLLM_V1_AFTER_NCCL;
-    if (v >= GM_VERSION(0, 9, 2))
-        return VLLM_V1_BEFORE_NCCL;
-    if (v >= GM_VERSION(0, 8, 0))
-        return VLLM_V1_GLOBAL;
-    if (v >= GM_VERSION(0, 6, 5))
-        return VLLM_V0_PROFILED;
-    if (v >= GM_VERSION(0, 6, 4))
-        return VLLM_V0_GLOBAL;
-    if (v >= GM_VERSION(0, 3, 2))
-        return VLLM_V0_INIT_BASELINE;
-    if (v >= GM_VERSION(0, 2, 5))
-        return VLLM_V0_GLOBAL;
+    if (!v) /* the current release */
+        return vllm_eras[0].era;
+    for (size_t i = 0; i < sizeof vllm_eras / sizeof vllm_eras[0]; i++)
+        if (v >= vllm_eras[i].from)
+            return vllm_eras[i].era;
     return VLLM_V0_TORCH_PEAK;
 }
 

@@ -421,29 +421,33 @@ static void test_search_binding_limit(void **state)
  * it: the local gate_up stays alive while down_proj writes, so the peak holds gate+up (2
  * ffn / tp), the activation (ffn / tp), the down_proj output, the layer's input and the
  * residual (three hidden-sized tensors), 16-bit. */
-static void test_vllm_profile_forward_peak(void **state)
+static uint64_t activations_of(const char *model, const char *args)
 {
     struct gm_job j;
+    struct gm_estimate *e = NULL;
+    uint64_t bytes;
+    job_make(model, args, &j);
+    run(&j, &e);
+    bytes =
+        gm_estimate_kind_bytes(e, GM_KIND_ACTIVATIONS) + gm_estimate_kind_bytes(e, GM_KIND_LOGITS);
+    gm_estimate_free(e);
+    return bytes;
+}
+
+static void test_vllm_profile_forward_peak(void **state)
+{
     (void)state;
-    /* V0 at 20000 positions pushes 20000 tokens through: 2.06 GiB, above its sampler */
-    job_make("llama-3.1-8b",
-             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
-    run(&j, &est);
-    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS),
+    /* V0 at 20000 positions pushes 20000 tokens through: 2.06 GiB, above its sampler (so no
+     * logits component beside it) */
+    assert_int_equal(activations_of("llama-3.1-8b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
+                                    "--max-model-len 20000"),
                      20000ull * (3 * 14336 + 3 * 4096) * 2);
-    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0);
-    gm_estimate_free(est);
-    est = NULL;
     /* tensor parallelism splits the MLP, not the three hidden-sized tensors */
-    job_make("llama-3.1-70b",
-             "--infer --engine vllm --vllm-version 0.6.4 --gpu H100 --gpus 2 "
-             "--max-model-len 20000",
-             &j);
-    run(&j, &est);
-    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS),
+    assert_int_equal(activations_of("llama-3.1-70b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu H100 "
+                                    "--gpus 2 --max-model-len 20000"),
                      20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
-    gm_estimate_free(est);
-    est = NULL;
 }
 
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
@@ -760,8 +764,16 @@ static void test_vllm_gpu_without_p2p(void **state)
  * pays that figure in each version. */
 static void test_vllm_non_torch_by_version(void **state)
 {
-    static const char *const v0[] = {"0.3.2", "0.5.0", "0.6.3", "0.6.5", "0.7.2", "0.10.1"};
-    static const char *const global[] = {"0.2.5", "0.3.1", "0.6.4"};
+    /* the versions that charge NCCL and the all-reduce buffers, and whether the context too:
+     * total - free after the profile run (0.2.5 to 0.3.1, PR #2031) and total - free -
+     * allocated (0.6.4, PR #9352) count it; a baseline taken after the context and before
+     * the communicators does not (0.3.2 to 0.6.3 in init_device, 0.6.5 to 0.7, 0.10) */
+    static const struct {
+        const char *version;
+        bool context;
+    } charged[] = {{"0.2.5", true},  {"0.3.1", true},  {"0.3.2", false},
+                   {"0.5.0", false}, {"0.6.3", false}, {"0.6.4", true},
+                   {"0.6.5", false}, {"0.7.2", false}, {"0.10.1", false}};
     const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
@@ -788,15 +800,17 @@ static void test_vllm_non_torch_by_version(void **state)
     gm_estimate_free(est);
     est = NULL;
 
-    /* the versions whose baseline comes before the communicators: NCCL and the buffers in */
-    for (size_t i = 0; i < sizeof v0 / sizeof v0[0]; i++) {
+    for (size_t i = 0; i < sizeof charged / sizeof charged[0]; i++) {
         snprintf(args, sizeof args, "--infer --engine vllm --vllm-version %s --gpu H100 --gpus 2",
-                 v0[i]);
+                 charged[i].version);
         job_make("llama-3.1-8b", args, &j);
         run(&j, &est);
         nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
+        context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
         assert_int_equal(nccl, 2 * GM_GIB);
-        assert_int_equal(est->serving.non_torch_logged_bytes, kernels + ar + nccl);
+        assert_true(context > 0);
+        assert_int_equal(est->serving.non_torch_logged_bytes,
+                         kernels + ar + nccl + (charged[i].context ? context : 0));
         need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
         /* the pool is what the budget leaves after weights, profile peak and that figure,
          * cut to whole blocks */
@@ -822,21 +836,6 @@ static void test_vllm_non_torch_by_version(void **state)
     gm_estimate_free(est);
     est = NULL;
 
-    /* total - free after the profile run (0.2.5 to 0.3.1, PR #2031) and total - free -
-     * allocated (0.6.4, PR #9352): the context, NCCL and the buffers all inside */
-    for (size_t i = 0; i < sizeof global / sizeof global[0]; i++) {
-        snprintf(args, sizeof args, "--infer --engine vllm --vllm-version %s --gpu H100 --gpus 2",
-                 global[i]);
-        job_make("llama-3.1-8b", args, &j);
-        run(&j, &est);
-        nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
-        context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
-        assert_true(context > 0);
-        assert_int_equal(est->serving.non_torch_logged_bytes, kernels + ar + nccl + context);
-        gm_estimate_free(est);
-        est = NULL;
-    }
-
     /* 0.6.4: total - free - allocated after the profile run, the context inside */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090", &j);
     run(&j, &est);
@@ -850,16 +849,14 @@ static void test_vllm_non_torch_by_version(void **state)
      * max_memory_allocated(); PR #2031 took total - free instead): nothing is counted as
      * non-torch, so at tp 4 the pool holds the context, NCCL and the kernels that 0.2.5
      * charges (to within one block), while the device still holds them */
-    job_make("llama-2-70b",
-             "--infer --engine vllm --vllm-version 0.2.4 --gpu A100-80GB --gpus 4 "
-             "--max-model-len 4096",
-             &j);
-    run(&j, &est);
-    job_make("llama-2-70b",
-             "--infer --engine vllm --vllm-version 0.2.5 --gpu A100-80GB --gpus 4 "
-             "--max-model-len 4096",
-             &j);
-    run(&j, &again);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "--infer --engine vllm --vllm-version 0.2.%d --gpu A100-80GB --gpus 4 "
+                 "--max-model-len 4096",
+                 4 + i);
+        job_make("llama-2-70b", args, &j);
+        run(&j, i ? &again : &est);
+    }
     assert_int_equal(est->serving.non_torch_logged_bytes, 0);
     need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
     assert_true(need >=
