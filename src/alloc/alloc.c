@@ -310,8 +310,23 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
     struct block *b = gm_slab_take(&a->records);
     if (!b)
         return NULL;
-    *b = (struct block){
-        .addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs, .mapped = true};
+    /* every field by name: a compound literal becomes a string store (rep stos), slow to
+     * start for the hundreds of thousands of records a replay makes */
+    b->addr = addr;
+    b->size = size;
+    b->requested = 0;
+    b->stream = stream;
+    b->prev = b->next = NULL;
+    b->pool = pool;
+    b->xseg = xs;
+    b->gc_base = 0;
+    b->uses = NULL;
+    b->n_uses = 0;
+    b->event_count = 0;
+    b->leaf = NULL;
+    b->live_prev = b->live_next = NULL;
+    b->allocated = false;
+    b->mapped = true;
     return b;
 }
 
