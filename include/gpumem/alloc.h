@@ -255,11 +255,12 @@ uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr);
 /* The model's state as words, to compare with another moment's: equal words, and the
  * model answers the same requests alike from then on (the same addresses, splits and
  * segments, the statistics' current values moving the same way).  Every block with its
- * pool, stream, size, bytes requested, whether allocated, and its neighbour in the segment,
- * 6 words each.  *words is the caller's array of *cap words (NULL and 0 at first), grown as
- * needed and released with gm_free(); *n words are written.  GM_ERR_UNSUPPORTED (*n 0) when
- * the words would not say it all: expandable segments, a block used on another stream or
- * waiting for events, garbage collection under a memory fraction (its ages); GM_ERR_NOMEM. */
+ * pool, stream, size, bytes requested, whether allocated, and whether a block lies before it
+ * in its segment (the one that ends where it starts), 5 words each.  *words is the caller's array
+ * of *cap words (NULL and 0 at first), grown as needed and released with gm_free(); *n words are
+ * written.  GM_ERR_UNSUPPORTED (*n 0) when the words would not say it all: expandable segments, a
+ * block used on another stream or waiting for events, garbage collection under a memory fraction
+ * (its ages); GM_ERR_NOMEM. */
 enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t *n, size_t *cap,
                               struct gm_error *err);
 

@@ -1522,19 +1522,20 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     return GM_OK;
 }
 
-#define STATE_WORDS 6 /* words a block */
+#define STATE_WORDS 5 /* words a block */
 
 /* address, size, bytes requested (a free block keeps its last, which nothing reads),
- * stream, whether it is allocated and in the small pool, the address of the block before
- * it in its segment (0: the segment's first) */
+ * stream, whether it is in the small pool, whether a block lies before it in its segment
+ * and whether it is allocated.  The blocks of a segment tile it, so the one before is the
+ * block that ends at its address: which it is needs no word (nor a read of its record). */
 static uint64_t *state_block(uint64_t *w, const struct block *b)
 {
     *w++ = b->addr;
     *w++ = b->size;
     *w++ = b->allocated ? b->requested : 0;
     *w++ = (uint64_t)b->stream;
-    *w++ = (uint64_t)b->pool->small << 1 | (uint64_t)b->allocated;
-    *w++ = b->prev ? b->prev->addr : 0;
+    *w++ =
+        (uint64_t)b->pool->small << 2 | (uint64_t)(b->prev != NULL) << 1 | (uint64_t)b->allocated;
     return w;
 }
 
