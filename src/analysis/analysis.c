@@ -172,13 +172,16 @@ static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, s
 
 /* ---------------------------------------------------------------- allocations */
 
+/* The size analysis.h promises: one of these per allocation is most of what an analysis
+ * holds. */
+_Static_assert(sizeof(struct gm_analysis_alloc) == 48, "gm_analysis_alloc grew");
+
 static void alloc_init(struct gm_analysis_alloc *x)
 {
     memset(x, 0, sizeof(*x));
     x->alloc_event = -1;
     x->free_event = -1;
     x->free_requested_event = -1;
-    x->iteration = -1;
 }
 
 /* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
@@ -353,7 +356,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             uint32_t i = ana_map_u32(&map, e->addr);
             if (i != NO_ALLOC && trace[i].free_requested_event < 0) {
                 trace[i].free_requested_event = (int32_t)k;
-                trace[i].free_stack = e->stack;
+                trace[i].free_has_stack = e->stack != 0;
             }
             break;
         }
@@ -366,8 +369,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 goto out;
             if (i != NO_ALLOC) {
                 trace[i].free_event = (int32_t)k;
-                if (!trace[i].free_stack)
-                    trace[i].free_stack = e->stack;
+                trace[i].free_has_stack |= e->stack != 0;
                 if (!w->diff_only)
                     w->free_of[w->n_free_of++] = i;
             } else {
@@ -380,7 +382,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 a->bytes = e->size;
                 a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int32_t)k;
-                a->free_stack = e->stack;
+                a->free_has_stack = e->stack != 0;
                 if (!w->diff_only)
                     w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
@@ -603,6 +605,23 @@ enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t
     return (enum gm_phase)dev->phases[lo].phase;
 }
 
+int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event)
+{
+    size_t lo = 0, hi;
+    if (!dev || event < 0 || !dev->n_iterations || event < dev->iterations[0].first_event)
+        return -1;
+    /* the last iteration that starts at or before the event */
+    hi = dev->n_iterations;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dev->iterations[mid].first_event <= event)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (int32_t)lo;
+}
+
 static int32_t iteration_of(const struct work *w, int64_t k)
 {
     const struct gm_analysis_device *dev = w->dev;
@@ -692,9 +711,9 @@ static const struct gm_analysis_phase_run *next_forward(const struct work *w, si
     return &dev->phases[w->next_fwd[r]];
 }
 
-/* 'a' (its iteration set by site_stats) born in phase run 'run' (SIZE_MAX: from the
+/* 'a', of iteration 'a_it' (-1: none), born in phase run 'run' (SIZE_MAX: from the
  * start). */
-static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t run)
+static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t a_it, size_t run)
 {
     const struct gm_analysis_device *dev = w->dev;
     uint16_t fl = ana_stack_flags(w->cls, a->stack);
@@ -705,7 +724,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
         a->phase = (uint8_t)phase_of_raw((uint8_t)ana_phase_of_flags(fl));
     else
         a->phase = w->phase[a->alloc_event];
-    a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
+    uint8_t free_phase = freed >= 0 ? w->phase[freed] : (uint8_t)GM_PHASE_OTHER;
     int32_t free_it = iteration_of(w, freed);
     enum gm_category user_cat;
 
@@ -742,7 +761,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
     switch (a->phase) {
     case GM_PHASE_OPTIMIZER_STEP:
         /* Temporaries die in the step (or at least before the next iteration starts). */
-        if (freed >= 0 && (freed_in_run || (a->iteration >= 0 && free_it == a->iteration)))
+        if (freed >= 0 && (freed_in_run || (a_it >= 0 && free_it == a_it)))
             set_cat(a, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP);
         else
             set_cat(a, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE);
@@ -756,16 +775,15 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
     case GM_PHASE_FORWARD:
         if (freed_in_run) {
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD);
-        } else if (freed >= 0 && a->free_phase == GM_PHASE_BACKWARD &&
-                   (from_start || free_it == a->iteration)) {
+        } else if (freed >= 0 && free_phase == GM_PHASE_BACKWARD &&
+                   (from_start || free_it == a_it)) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED);
         } else if (!w->has_backward) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
-        } else if (freed >= 0 && !from_start && free_it == a->iteration) {
+        } else if (freed >= 0 && !from_start && free_it == a_it) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
-        } else if (freed < 0 && a->iteration >= 0 &&
-                   (size_t)a->iteration + 1 == dev->n_iterations &&
-                   dev->iterations[a->iteration].backward_event < a->alloc_event) {
+        } else if (freed < 0 && a_it >= 0 && (size_t)a_it + 1 == dev->n_iterations &&
+                   dev->iterations[a_it].backward_event < a->alloc_event) {
             /* The trace ends before this iteration's backward: still a live activation. */
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
         } else {
@@ -789,8 +807,8 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
             if (a->free_event < 0) {
                 /* Kept to the end: the latest batch of a site whose earlier batches were
                  * freed, and which keeps nothing from other iterations (else a leak). */
-                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a->iteration &&
-                        ss->last_kept == a->iteration;
+                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a_it &&
+                        ss->last_kept == a_it;
             } else {
                 batch = free_it >= 0 && free_it <= it + 1;
                 /* the batch of an inference loop without iterations: used by one forward */
@@ -805,7 +823,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
             }
         }
     }
-    if (a->stack || a->free_stack)
+    if (a->stack || a->free_has_stack)
         set_cat(a, GM_CATEGORY_OTHER, GM_RULE_USER);
     else
         set_cat(a, GM_CATEGORY_OTHER, GM_RULE_NONE);
@@ -1313,7 +1331,8 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     uint64_t n_leaks_kept = 0; /* bytes of the leaks kept in the arena */
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->iteration < 0 || a->free_event >= 0)
+        int32_t a_it = a->free_event >= 0 ? -1 : iteration_of(w, a->alloc_event);
+        if (a_it < 0)
             continue;
         uint32_t s = ana_map_u32(&map, a->stack);
         if (s == NO_ALLOC) {
@@ -1332,9 +1351,9 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
         struct site *si = &sites[s];
         si->total += a->bytes;
         si->count++;
-        if (a->iteration != si->last_iter && (size_t)a->iteration + 1 < n_it)
+        if (a_it != si->last_iter && (size_t)a_it + 1 < n_it)
             si->n_iters++;
-        si->last_iter = a->iteration;
+        si->last_iter = a_it;
     }
     /* A leak: kept memory in at least two iterations before the last one, and in at least
      * half of them. */
@@ -1351,7 +1370,7 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     per_it = gm_calloc(n_it, sizeof(uint64_t));
     size_t n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++)
-        if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
+        if (dev->allocs[i].free_event < 0 && iteration_of(w, dev->allocs[i].alloc_event) >= 0)
             n_kept++;
     if (!take(w, gm_budget_bytes(n_kept, sizeof(*kept)) + gm_budget_bytes(n_it, 8) +
                      gm_budget_bytes(n_leaks, sizeof(*sl))))
@@ -1364,13 +1383,14 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->iteration < 0 || a->free_event >= 0)
+        int32_t a_it = a->free_event >= 0 ? -1 : iteration_of(w, a->alloc_event);
+        if (a_it < 0)
             continue;
         uint32_t si = ana_map_u32(&map, a->stack);
         if (si == NO_ALLOC || sites[si].n_iters < need)
             continue;
         kept[n_kept].site = si;
-        kept[n_kept].iteration = a->iteration;
+        kept[n_kept].iteration = a_it;
         kept[n_kept].bytes = a->bytes;
         n_kept++;
     }
@@ -1436,24 +1456,29 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
-/* Each allocation's iteration, and per allocation stack: allocations, iterations, the
- * never-freed ones (allocations come in event order, so iterations are visited in
- * order: the iteration of each is found by stepping forward from the one before). */
+/* The iteration of event k (iteration_of()) when events are asked in ascending order:
+ * found by stepping forward from the one before (*iv, 0 at first). */
+static int32_t iteration_step(const struct gm_analysis_device *dev, size_t *iv, int64_t k)
+{
+    if (k < 0 || !dev->n_iterations || dev->iterations[0].first_event > k)
+        return -1;
+    while (*iv + 1 < dev->n_iterations && dev->iterations[*iv + 1].first_event <= k)
+        ++*iv;
+    return (int32_t)*iv;
+}
+
+/* Per allocation stack: allocations, iterations, the never-freed ones (allocations come in
+ * event order, so iterations are visited in order). */
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
     size_t n = 0, cap = 0, iv = 0;
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < dev->n_allocs; i++) {
-        struct gm_analysis_alloc *a = &dev->allocs[i];
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0)
             continue;
-        /* the last iteration starting at or before it (iteration_of()) */
-        while (iv + 1 < dev->n_iterations && dev->iterations[iv + 1].first_event <= a->alloc_event)
-            iv++;
-        a->iteration = dev->n_iterations && dev->iterations[0].first_event <= a->alloc_event
-                           ? (int32_t)iv
-                           : -1;
+        int32_t itv = iteration_step(dev, &iv, a->alloc_event);
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
             if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
@@ -1466,7 +1491,6 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         }
         struct site_stat *ss = &w->sites[si];
-        int32_t itv = a->iteration;
         ss->count++;
         if (itv != ss->last_iter)
             ss->n_iters++;
@@ -1635,15 +1659,16 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
         goto out;
-    for (size_t i = 0, run = 0; i < dev->n_allocs; i++) {
+    for (size_t i = 0, run = 0, iv = 0; i < dev->n_allocs; i++) {
         int64_t k = dev->allocs[i].alloc_event;
+        int32_t it = iteration_step(dev, &iv, k);
         /* the run holding it (runs cover the trace), found by stepping forward:
          * allocations are in event order */
         while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
             run++;
         if (!w.diff_only || class_counts(&w, &dev->allocs[i]))
-            classify_alloc(&w, &dev->allocs[i], k < 0 ? SIZE_MAX : run);
-        if (dev->allocs[i].stack || dev->allocs[i].free_stack)
+            classify_alloc(&w, &dev->allocs[i], it, k < 0 ? SIZE_MAX : run);
+        if (dev->allocs[i].stack || dev->allocs[i].free_has_stack)
             dev->has_frames = true;
     }
     if (w.diff_only) {

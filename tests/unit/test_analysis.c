@@ -243,7 +243,8 @@ static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev
 {
     for (size_t i = 0; i < dev->n_allocs; i++)
         if (dev->allocs[i].addr == addr &&
-            (iteration < -1 || dev->allocs[i].iteration == iteration))
+            (iteration < -1 ||
+             gm_analysis_iteration_at(dev, dev->allocs[i].alloc_event) == iteration))
             return &dev->allocs[i];
     return NULL;
 }
