@@ -120,9 +120,12 @@ struct work {
     struct ana_index iters_ix;           /* event -> iteration */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    uint32_t *dt;   /* per event: its time_us less the one before (the first: 0), kept by
+    uint16_t *dt;   /* per event: its time_us less the one before (the first: 0), kept by
                        scan_trace while every event has a time and no step goes back or
-                       past 2^32 us; the series then reads no trace (NULL: it does) */
+                       past 2^32 us; the series then reads no trace (NULL: it does);
+                       DT_WIDE: the next of dt_wide[] */
+    uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
+    size_t n_dt_wide, cap_dt_wide;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -248,14 +251,41 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* A step of this many microseconds or more is kept in dt_wide[]: the steps between events
+ * are mostly far shorter than 65 ms, so two bytes an event hold them. */
+#define DT_WIDE UINT16_MAX
+
 /* The series reads the trace after all (scan_trace found an event it cannot record). */
 static void drop_times(struct work *w)
 {
     if (!w->dt)
         return;
-    gm_big_free(w->dt, w->sd->n_events * sizeof(uint32_t));
+    gm_big_free(w->dt, w->sd->n_events * sizeof(uint16_t));
     w->dt = NULL;
-    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint32_t));
+    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint16_t));
+    gm_big_free(w->dt_wide, w->cap_dt_wide * sizeof(uint32_t));
+    w->dt_wide = NULL;
+    w->held -= (uint64_t)w->cap_dt_wide * sizeof(uint32_t);
+    w->n_dt_wide = w->cap_dt_wide = 0;
+}
+
+/* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; false when it cannot be kept
+ * (2^32 us or more, or beyond the memory limit: the times are then dropped). */
+static bool keep_wide_step(struct work *w, size_t k, uint64_t d)
+{
+    if (d > UINT32_MAX) {
+        drop_times(w);
+        return false;
+    }
+    if (w->n_dt_wide == w->cap_dt_wide &&
+        grow(w, (void **)&w->dt_wide, &w->cap_dt_wide, w->n_dt_wide + 1, sizeof(uint32_t),
+             NULL) != GM_OK) {
+        drop_times(w);
+        return false;
+    }
+    w->dt[k] = DT_WIDE;
+    w->dt_wide[w->n_dt_wide++] = (uint32_t)d;
+    return true;
 }
 
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
@@ -289,10 +319,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
      * none for a diff, which builds no series */
     struct gm_snapshot_event first;
     int64_t last_t = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
-    uint32_t *dt = NULL;
-    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint32_t))) &&
-        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint32_t))))
-        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint32_t));
+    uint16_t *dt = NULL; /* w->dt while it is kept */
+    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint16_t))) &&
+        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint16_t))))
+        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint16_t));
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -311,12 +341,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             /* (an event without a time drops them after the pass) */
             uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
             last_t = e->time_us;
-            if (d > UINT32_MAX) {
-                drop_times(w);
+            if (d < DT_WIDE)
+                dt[k] = (uint16_t)d;
+            else if (!keep_wide_step(w, k, d))
                 dt = NULL;
-            } else {
-                dt[k] = (uint32_t)d;
-            }
         }
         if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
             if (e->stack >= n_stacks)
@@ -944,7 +972,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
-    size_t ai = 0, fi = 0;
+    size_t ai = 0, fi = 0, wi = 0;
+    const uint16_t *dt = w->dt;
+    const uint32_t *dt_wide = w->dt_wide;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
         const struct gm_analysis_alloc *a = &dev->allocs[ai];
@@ -980,8 +1010,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else {
                 /* alternate two: prev_e stays the event before */
                 struct gm_snapshot_event *ke = &known[p & 1];
-                if (w->dt)
-                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)w->dt[k];
+                if (dt) {
+                    uint32_t d = dt[k];
+                    if (d == DT_WIDE)
+                        d = dt_wide[wi++];
+                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)d;
+                }
                 e = ke;
             }
             x = gm_lod_axis_x_of(&ax, k, e);
