@@ -1126,7 +1126,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
-            unsigned fl = same_b && total == prev_total ? 0 : gm_lod_add(&lod, x, k, total);
+            unsigned fl = !same_b                ? gm_lod_add(&lod, x, k, total)
+                          : total != prev_total ? gm_lod_add_same(&lod, k, total)
+                                                : 0;
             if (all)
                 set_point(&dev->points[p], k, e, ph, total, reserved, cur);
             else if (k < 0)
@@ -1491,14 +1493,13 @@ out:
 /* ---------------------------------------------------------------- driver */
 
 /* The iteration of event k (iteration_of()) when events are asked in ascending order:
- * found by stepping forward from the one before (*iv, 0 at first). */
-static int32_t iteration_step(const struct gm_analysis_device *dev, size_t *iv, int64_t k)
+ * found by stepping forward (*n: the iterations starting at or before the event asked
+ * before, 0 at first). */
+static inline int32_t iteration_step(const struct gm_analysis_device *dev, size_t *n, int64_t k)
 {
-    if (k < 0 || !dev->n_iterations || dev->iterations[0].first_event > k)
-        return -1;
-    while (*iv + 1 < dev->n_iterations && dev->iterations[*iv + 1].first_event <= k)
-        ++*iv;
-    return (int32_t)*iv;
+    while (*n < dev->n_iterations && dev->iterations[*n].first_event <= k)
+        ++*n;
+    return (int32_t)*n - 1;
 }
 
 /* Per allocation stack: allocations, iterations, the never-freed ones (allocations come in
