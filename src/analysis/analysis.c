@@ -120,10 +120,10 @@ struct work {
     struct ana_index iters_ix;           /* event -> iteration */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    uint16_t *dt;   /* per event: its time_us less the one before (the first: 0), kept by
-                       scan_trace while every event has a time and no step goes back or
-                       past 2^32 us; the series then reads no trace (NULL: it does);
-                       DT_WIDE: the next of dt_wide[] */
+    uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
+                          scan_trace while every event has a time and no step goes back or
+                          past 2^32 us; the series then reads no trace (NULL: it does);
+                          DT_WIDE: the next of dt_wide[] */
     uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
     size_t n_dt_wide, cap_dt_wide;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
@@ -277,9 +277,8 @@ static bool keep_wide_step(struct work *w, size_t k, uint64_t d)
         drop_times(w);
         return false;
     }
-    if (w->n_dt_wide == w->cap_dt_wide &&
-        grow(w, (void **)&w->dt_wide, &w->cap_dt_wide, w->n_dt_wide + 1, sizeof(uint32_t),
-             NULL) != GM_OK) {
+    if (w->n_dt_wide == w->cap_dt_wide && grow(w, (void **)&w->dt_wide, &w->cap_dt_wide,
+                                               w->n_dt_wide + 1, sizeof(uint32_t), NULL) != GM_OK) {
         drop_times(w);
         return false;
     }
@@ -616,38 +615,38 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     return GM_OK;
 }
 
-enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
+/* The last of n > 0 intervals (phase runs, iterations: their first_event at 'first', one
+ * interval 'stride' bytes after the other, ascending) that starts at or before 'event'; 0
+ * when none does.  A search: for the few moments a caller asks of. */
+static size_t last_starting_by(const int64_t *first, size_t stride, size_t n, int64_t event)
 {
-    size_t lo = 0, hi;
-    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
-        return GM_PHASE_OTHER;
-    /* the last run that starts at or before the event (a few moments per page: a search) */
-    hi = dev->n_phases;
+    const char *at = (const char *)first;
+    size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dev->phases[mid].first_event <= event)
+        if (*(const int64_t *)(const void *)(at + mid * stride) <= event)
             lo = mid;
         else
             hi = mid;
     }
-    return (enum gm_phase)dev->phases[lo].phase;
+    return lo;
+}
+
+enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
+{
+    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
+        return GM_PHASE_OTHER;
+    size_t r =
+        last_starting_by(&dev->phases[0].first_event, sizeof(dev->phases[0]), dev->n_phases, event);
+    return (enum gm_phase)dev->phases[r].phase;
 }
 
 int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event)
 {
-    size_t lo = 0, hi;
     if (!dev || event < 0 || !dev->n_iterations || event < dev->iterations[0].first_event)
         return -1;
-    /* the last iteration that starts at or before the event */
-    hi = dev->n_iterations;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dev->iterations[mid].first_event <= event)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return (int32_t)lo;
+    return (int32_t)last_starting_by(&dev->iterations[0].first_event, sizeof(dev->iterations[0]),
+                                     dev->n_iterations, event);
 }
 
 static int32_t iteration_of(const struct work *w, int64_t k)
@@ -1126,7 +1125,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
-            unsigned fl = !same_b                ? gm_lod_add(&lod, x, k, total)
+            unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
                           : total != prev_total ? gm_lod_add_same(&lod, k, total)
                                                 : 0;
             if (all)
