@@ -663,6 +663,23 @@ out_args:
     return out;
 }
 
+/* The analysis a diff reads, as `gpumem snapshot diff` makes it (gm_analysis_diff_prepare():
+ * only what the comparison reads, under the object's memory limit); the caller frees it.
+ * NULL with the error raised. */
+static struct gm_analysis *diff_analysis_of(struct snapshot_obj *s)
+{
+    struct gm_analysis_opts ao = {.rules = s->rules};
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    if (!loaded(s))
+        return NULL;
+    if (gm_analysis_diff_prepare(s->snap, &ao, &an, &err) != GM_OK) {
+        raise_gm(&err, s->path);
+        return NULL;
+    }
+    return an;
+}
+
 /* _diff_json(other, top=None) -> str: `gpumem snapshot diff --json SELF OTHER`. */
 static PyObject *snapshot_diff_json(PyObject *self, PyObject *args, PyObject *kwds)
 {
@@ -674,21 +691,30 @@ static PyObject *snapshot_diff_json(PyObject *self, PyObject *args, PyObject *kw
                                             {NULL, NULL, NULL, NULL, NULL}};
     struct gm_analysis_doc doc = {.kind = GM_DOC_DIFF, .files = files, .n_files = 2, .device = -1};
     struct gm_analysis_diff *d = NULL;
+    struct gm_analysis *an[2] = {NULL, NULL};
     struct gm_error err;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!|O", kwlist, Py_TYPE(self), &other, &top) ||
         !top_arg(top, GM_DOC_DIFF, &doc.top))
         return NULL;
     o = (struct snapshot_obj *)other;
-    if (!(files[0].an = analysis_of(s)) || !(files[1].an = analysis_of(o)) ||
-        !(files[0].path = PyUnicode_AsUTF8(s->path)) ||
-        !(files[1].path = PyUnicode_AsUTF8(o->path)))
-        return NULL;
-    if (gm_analysis_diff(files[0].an, files[1].an, &d, &err) != GM_OK)
-        return raise_gm(&err, NULL);
+    out = NULL;
+    if (!(files[0].path = PyUnicode_AsUTF8(s->path)) ||
+        !(files[1].path = PyUnicode_AsUTF8(o->path)) || !(an[0] = diff_analysis_of(s)) ||
+        !(an[1] = diff_analysis_of(o)))
+        goto out_free;
+    files[0].an = an[0];
+    files[1].an = an[1];
+    if (gm_analysis_diff(an[0], an[1], &d, &err) != GM_OK) {
+        raise_gm(&err, NULL);
+        goto out_free;
+    }
     doc.diff = d;
     out = writer_text(s->path, write_doc, &doc, "the JSON document");
     gm_analysis_diff_free(d);
+out_free:
+    gm_analysis_free(an[0]);
+    gm_analysis_free(an[1]);
     return out;
 }
 

@@ -112,9 +112,10 @@ const char *gm_rule_text(enum gm_rule r);
 /* ---- per-allocation results ---- */
 
 /* One allocation: from its alloc event (or the start) to its free_completed (or the end),
- * matched by address exactly as gm_snapshot_timeline() does.  56 bytes: a device trace of
+ * matched by address exactly as gm_snapshot_timeline() does.  48 bytes: a device trace of
  * millions of allocations is one array of these (event indexes fit 31 bits: the timeline
- * refuses longer traces). */
+ * refuses longer traces); what few readers ask is found from the events (its iteration:
+ * gm_analysis_iteration_at() of alloc_event). */
 struct gm_analysis_alloc {
     uint64_t addr;
     uint64_t bytes; /* trace (requested) bytes */
@@ -123,13 +124,12 @@ struct gm_analysis_alloc {
     int32_t free_event;           /* index of its free_completed; -1: alive at the end */
     int32_t free_requested_event; /* -1 when none */
     uint32_t stack;               /* stack of the alloc (or of the block / free when from start) */
-    uint32_t free_stack;          /* stack of the free_requested/free_completed; 0 if none */
     uint8_t category;             /* enum gm_category */
     uint8_t rule;                 /* enum gm_rule */
-    uint8_t phase;                /* enum gm_phase at the alloc (GM_PHASE_OTHER from the start) */
-    uint8_t free_phase;           /* enum gm_phase at the free (GM_PHASE_OTHER if never freed) */
+    uint8_t phase;                /* enum gm_phase at the alloc (from the start: the phase its
+                                   * stack's frames imply, GM_PHASE_OTHER when none) */
     uint8_t user_rule;            /* GM_RULE_CUSTOM: 1 + the index of the user's rule, else 0 */
-    int32_t iteration;            /* iteration of the alloc, -1 outside any */
+    uint8_t free_has_stack;       /* 1: its free_requested or free_completed has a stack */
 };
 
 /* A maximal run of consecutive events of one phase. Runs cover the whole trace. */
@@ -438,6 +438,10 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
 
 /* Phase of event 'event' of 'dev' (GM_PHASE_OTHER outside the trace). */
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
+
+/* Index in dev->iterations of the iteration holding event 'event', -1 outside any (before
+ * the first, or 'event' < 0). */
+int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event);
 
 /* What is alive at chosen moments, from the allocations' alloc and free events (the trace
  * is not read): for each moment ks[i] (event indexes, -1 the initial state; ascending

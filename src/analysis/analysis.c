@@ -120,9 +120,12 @@ struct work {
     struct ana_index iters_ix;           /* event -> iteration */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    uint32_t *dt;   /* per event: its time_us less the one before (the first: 0), kept by
-                       scan_trace while every event has a time and no step goes back or
-                       past 2^32 us; the series then reads no trace (NULL: it does) */
+    uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
+                          scan_trace while every event has a time and no step goes back or
+                          past 2^32 us; the series then reads no trace (NULL: it does);
+                          DT_WIDE: the next of dt_wide[] */
+    uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
+    size_t n_dt_wide, cap_dt_wide;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -172,13 +175,16 @@ static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, s
 
 /* ---------------------------------------------------------------- allocations */
 
+/* The size analysis.h promises: one of these per allocation is most of what an analysis
+ * holds. */
+_Static_assert(sizeof(struct gm_analysis_alloc) == 48, "gm_analysis_alloc grew");
+
 static void alloc_init(struct gm_analysis_alloc *x)
 {
     memset(x, 0, sizeof(*x));
     x->alloc_event = -1;
     x->free_event = -1;
     x->free_requested_event = -1;
-    x->iteration = -1;
 }
 
 /* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
@@ -245,14 +251,40 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* A step of this many microseconds or more is kept in dt_wide[]: the steps between events
+ * are mostly far shorter than 65 ms, so two bytes an event hold them. */
+#define DT_WIDE UINT16_MAX
+
 /* The series reads the trace after all (scan_trace found an event it cannot record). */
 static void drop_times(struct work *w)
 {
     if (!w->dt)
         return;
-    gm_big_free(w->dt, w->sd->n_events * sizeof(uint32_t));
+    gm_big_free(w->dt, w->sd->n_events * sizeof(uint16_t));
     w->dt = NULL;
-    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint32_t));
+    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint16_t));
+    gm_big_free(w->dt_wide, w->cap_dt_wide * sizeof(uint32_t));
+    w->dt_wide = NULL;
+    w->held -= (uint64_t)w->cap_dt_wide * sizeof(uint32_t);
+    w->n_dt_wide = w->cap_dt_wide = 0;
+}
+
+/* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; false when it cannot be kept
+ * (2^32 us or more, or beyond the memory limit: the times are then dropped). */
+static bool keep_wide_step(struct work *w, size_t k, uint64_t d)
+{
+    if (d > UINT32_MAX) {
+        drop_times(w);
+        return false;
+    }
+    if (w->n_dt_wide == w->cap_dt_wide && grow(w, (void **)&w->dt_wide, &w->cap_dt_wide,
+                                               w->n_dt_wide + 1, sizeof(uint32_t), NULL) != GM_OK) {
+        drop_times(w);
+        return false;
+    }
+    w->dt[k] = DT_WIDE;
+    w->dt_wide[w->n_dt_wide++] = (uint32_t)d;
+    return true;
 }
 
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
@@ -286,10 +318,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
      * none for a diff, which builds no series */
     struct gm_snapshot_event first;
     int64_t last_t = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
-    uint32_t *dt = NULL;
-    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint32_t))) &&
-        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint32_t))))
-        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint32_t));
+    uint16_t *dt = NULL; /* w->dt while it is kept */
+    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint16_t))) &&
+        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint16_t))))
+        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint16_t));
 #define PUSH(vec, n, cap)                                                                          \
     do {                                                                                           \
         if ((n) == (cap) &&                                                                        \
@@ -308,12 +340,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             /* (an event without a time drops them after the pass) */
             uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
             last_t = e->time_us;
-            if (d > UINT32_MAX) {
-                drop_times(w);
+            if (d < DT_WIDE)
+                dt[k] = (uint16_t)d;
+            else if (!keep_wide_step(w, k, d))
                 dt = NULL;
-            } else {
-                dt[k] = (uint32_t)d;
-            }
         }
         if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
             if (e->stack >= n_stacks)
@@ -353,7 +383,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             uint32_t i = ana_map_u32(&map, e->addr);
             if (i != NO_ALLOC && trace[i].free_requested_event < 0) {
                 trace[i].free_requested_event = (int32_t)k;
-                trace[i].free_stack = e->stack;
+                trace[i].free_has_stack = e->stack != 0;
             }
             break;
         }
@@ -366,8 +396,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 goto out;
             if (i != NO_ALLOC) {
                 trace[i].free_event = (int32_t)k;
-                if (!trace[i].free_stack)
-                    trace[i].free_stack = e->stack;
+                trace[i].free_has_stack |= e->stack != 0;
                 if (!w->diff_only)
                     w->free_of[w->n_free_of++] = i;
             } else {
@@ -380,7 +409,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 a->bytes = e->size;
                 a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int32_t)k;
-                a->free_stack = e->stack;
+                a->free_has_stack = e->stack != 0;
                 if (!w->diff_only)
                     w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
@@ -586,21 +615,38 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     return GM_OK;
 }
 
-enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
+/* The last of n > 0 intervals (phase runs, iterations: their first_event at 'first', one
+ * interval 'stride' bytes after the other, ascending) that starts at or before 'event'; 0
+ * when none does.  A search: for the few moments a caller asks of. */
+static size_t last_starting_by(const int64_t *first, size_t stride, size_t n, int64_t event)
 {
-    size_t lo = 0, hi;
-    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
-        return GM_PHASE_OTHER;
-    /* the last run that starts at or before the event (a few moments per page: a search) */
-    hi = dev->n_phases;
+    const char *at = (const char *)first;
+    size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dev->phases[mid].first_event <= event)
+        if (*(const int64_t *)(const void *)(at + mid * stride) <= event)
             lo = mid;
         else
             hi = mid;
     }
-    return (enum gm_phase)dev->phases[lo].phase;
+    return lo;
+}
+
+enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event)
+{
+    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_phases)
+        return GM_PHASE_OTHER;
+    size_t r =
+        last_starting_by(&dev->phases[0].first_event, sizeof(dev->phases[0]), dev->n_phases, event);
+    return (enum gm_phase)dev->phases[r].phase;
+}
+
+int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event)
+{
+    if (!dev || event < 0 || !dev->n_iterations || event < dev->iterations[0].first_event)
+        return -1;
+    return (int32_t)last_starting_by(&dev->iterations[0].first_event, sizeof(dev->iterations[0]),
+                                     dev->n_iterations, event);
 }
 
 static int32_t iteration_of(const struct work *w, int64_t k)
@@ -692,9 +738,9 @@ static const struct gm_analysis_phase_run *next_forward(const struct work *w, si
     return &dev->phases[w->next_fwd[r]];
 }
 
-/* 'a' (its iteration set by site_stats) born in phase run 'run' (SIZE_MAX: from the
+/* 'a', of iteration 'a_it' (-1: none), born in phase run 'run' (SIZE_MAX: from the
  * start). */
-static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t run)
+static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t a_it, size_t run)
 {
     const struct gm_analysis_device *dev = w->dev;
     uint16_t fl = ana_stack_flags(w->cls, a->stack);
@@ -705,7 +751,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
         a->phase = (uint8_t)phase_of_raw((uint8_t)ana_phase_of_flags(fl));
     else
         a->phase = w->phase[a->alloc_event];
-    a->free_phase = freed >= 0 ? w->phase[freed] : GM_PHASE_OTHER;
+    uint8_t free_phase = freed >= 0 ? w->phase[freed] : (uint8_t)GM_PHASE_OTHER;
     int32_t free_it = iteration_of(w, freed);
     enum gm_category user_cat;
 
@@ -742,7 +788,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
     switch (a->phase) {
     case GM_PHASE_OPTIMIZER_STEP:
         /* Temporaries die in the step (or at least before the next iteration starts). */
-        if (freed >= 0 && (freed_in_run || (a->iteration >= 0 && free_it == a->iteration)))
+        if (freed >= 0 && (freed_in_run || (a_it >= 0 && free_it == a_it)))
             set_cat(a, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP);
         else
             set_cat(a, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE);
@@ -756,16 +802,15 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
     case GM_PHASE_FORWARD:
         if (freed_in_run) {
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD);
-        } else if (freed >= 0 && a->free_phase == GM_PHASE_BACKWARD &&
-                   (from_start || free_it == a->iteration)) {
+        } else if (freed >= 0 && free_phase == GM_PHASE_BACKWARD &&
+                   (from_start || free_it == a_it)) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED);
         } else if (!w->has_backward) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
-        } else if (freed >= 0 && !from_start && free_it == a->iteration) {
+        } else if (freed >= 0 && !from_start && free_it == a_it) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
-        } else if (freed < 0 && a->iteration >= 0 &&
-                   (size_t)a->iteration + 1 == dev->n_iterations &&
-                   dev->iterations[a->iteration].backward_event < a->alloc_event) {
+        } else if (freed < 0 && a_it >= 0 && (size_t)a_it + 1 == dev->n_iterations &&
+                   dev->iterations[a_it].backward_event < a->alloc_event) {
             /* The trace ends before this iteration's backward: still a live activation. */
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
         } else {
@@ -789,8 +834,8 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
             if (a->free_event < 0) {
                 /* Kept to the end: the latest batch of a site whose earlier batches were
                  * freed, and which keeps nothing from other iterations (else a leak). */
-                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a->iteration &&
-                        ss->last_kept == a->iteration;
+                batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a_it &&
+                        ss->last_kept == a_it;
             } else {
                 batch = free_it >= 0 && free_it <= it + 1;
                 /* the batch of an inference loop without iterations: used by one forward */
@@ -805,7 +850,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, size_t r
             }
         }
     }
-    if (a->stack || a->free_stack)
+    if (a->stack || a->free_has_stack)
         set_cat(a, GM_CATEGORY_OTHER, GM_RULE_USER);
     else
         set_cat(a, GM_CATEGORY_OTHER, GM_RULE_NONE);
@@ -926,7 +971,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
-    size_t ai = 0, fi = 0;
+    size_t ai = 0, fi = 0, wi = 0;
+    const uint16_t *dt = w->dt;
+    const uint32_t *dt_wide = w->dt_wide;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
         const struct gm_analysis_alloc *a = &dev->allocs[ai];
@@ -962,8 +1009,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else {
                 /* alternate two: prev_e stays the event before */
                 struct gm_snapshot_event *ke = &known[p & 1];
-                if (w->dt)
-                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)w->dt[k];
+                if (dt) {
+                    uint32_t d = dt[k];
+                    if (d == DT_WIDE)
+                        d = dt_wide[wi++];
+                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)d;
+                }
                 e = ke;
             }
             x = gm_lod_axis_x_of(&ax, k, e);
@@ -1074,7 +1125,9 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
-            unsigned fl = same_b && total == prev_total ? 0 : gm_lod_add(&lod, x, k, total);
+            unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
+                          : total != prev_total ? gm_lod_add_same(&lod, k, total)
+                                                : 0;
             if (all)
                 set_point(&dev->points[p], k, e, ph, total, reserved, cur);
             else if (k < 0)
@@ -1313,7 +1366,8 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     uint64_t n_leaks_kept = 0; /* bytes of the leaks kept in the arena */
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->iteration < 0 || a->free_event >= 0)
+        int32_t a_it = a->free_event >= 0 ? -1 : iteration_of(w, a->alloc_event);
+        if (a_it < 0)
             continue;
         uint32_t s = ana_map_u32(&map, a->stack);
         if (s == NO_ALLOC) {
@@ -1332,9 +1386,9 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
         struct site *si = &sites[s];
         si->total += a->bytes;
         si->count++;
-        if (a->iteration != si->last_iter && (size_t)a->iteration + 1 < n_it)
+        if (a_it != si->last_iter && (size_t)a_it + 1 < n_it)
             si->n_iters++;
-        si->last_iter = a->iteration;
+        si->last_iter = a_it;
     }
     /* A leak: kept memory in at least two iterations before the last one, and in at least
      * half of them. */
@@ -1351,7 +1405,7 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     per_it = gm_calloc(n_it, sizeof(uint64_t));
     size_t n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++)
-        if (dev->allocs[i].iteration >= 0 && dev->allocs[i].free_event < 0)
+        if (dev->allocs[i].free_event < 0 && iteration_of(w, dev->allocs[i].alloc_event) >= 0)
             n_kept++;
     if (!take(w, gm_budget_bytes(n_kept, sizeof(*kept)) + gm_budget_bytes(n_it, 8) +
                      gm_budget_bytes(n_leaks, sizeof(*sl))))
@@ -1364,13 +1418,14 @@ static enum gm_status find_leaks(struct work *w, struct gm_error *err)
     n_kept = 0;
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->iteration < 0 || a->free_event >= 0)
+        int32_t a_it = a->free_event >= 0 ? -1 : iteration_of(w, a->alloc_event);
+        if (a_it < 0)
             continue;
         uint32_t si = ana_map_u32(&map, a->stack);
         if (si == NO_ALLOC || sites[si].n_iters < need)
             continue;
         kept[n_kept].site = si;
-        kept[n_kept].iteration = a->iteration;
+        kept[n_kept].iteration = a_it;
         kept[n_kept].bytes = a->bytes;
         n_kept++;
     }
@@ -1436,24 +1491,28 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
-/* Each allocation's iteration, and per allocation stack: allocations, iterations, the
- * never-freed ones (allocations come in event order, so iterations are visited in
- * order: the iteration of each is found by stepping forward from the one before). */
+/* The iteration of event k (iteration_of()) when events are asked in ascending order:
+ * found by stepping forward (*n: the iterations starting at or before the event asked
+ * before, 0 at first). */
+static inline int32_t iteration_step(const struct gm_analysis_device *dev, size_t *n, int64_t k)
+{
+    while (*n < dev->n_iterations && dev->iterations[*n].first_event <= k)
+        ++*n;
+    return (int32_t)*n - 1;
+}
+
+/* Per allocation stack: allocations, iterations, the never-freed ones (allocations come in
+ * event order, so iterations are visited in order). */
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
     size_t n = 0, cap = 0, iv = 0;
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < dev->n_allocs; i++) {
-        struct gm_analysis_alloc *a = &dev->allocs[i];
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (a->alloc_event < 0)
             continue;
-        /* the last iteration starting at or before it (iteration_of()) */
-        while (iv + 1 < dev->n_iterations && dev->iterations[iv + 1].first_event <= a->alloc_event)
-            iv++;
-        a->iteration = dev->n_iterations && dev->iterations[0].first_event <= a->alloc_event
-                           ? (int32_t)iv
-                           : -1;
+        int32_t itv = iteration_step(dev, &iv, a->alloc_event);
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
             if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
@@ -1466,7 +1525,6 @@ static enum gm_status site_stats(struct work *w, struct gm_error *err)
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         }
         struct site_stat *ss = &w->sites[si];
-        int32_t itv = a->iteration;
         ss->count++;
         if (itv != ss->last_iter)
             ss->n_iters++;
@@ -1635,15 +1693,16 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
         goto out;
-    for (size_t i = 0, run = 0; i < dev->n_allocs; i++) {
+    for (size_t i = 0, run = 0, iv = 0; i < dev->n_allocs; i++) {
         int64_t k = dev->allocs[i].alloc_event;
+        int32_t it = iteration_step(dev, &iv, k);
         /* the run holding it (runs cover the trace), found by stepping forward:
          * allocations are in event order */
         while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
             run++;
         if (!w.diff_only || class_counts(&w, &dev->allocs[i]))
-            classify_alloc(&w, &dev->allocs[i], k < 0 ? SIZE_MAX : run);
-        if (dev->allocs[i].stack || dev->allocs[i].free_stack)
+            classify_alloc(&w, &dev->allocs[i], it, k < 0 ? SIZE_MAX : run);
+        if (dev->allocs[i].stack || dev->allocs[i].free_has_stack)
             dev->has_frames = true;
     }
     if (w.diff_only) {

@@ -75,7 +75,12 @@ static const struct ftext *frame_text(struct cache *c, uint32_t stack)
     return t;
 }
 
-/* The JSON of gm_json calls into a string (gm_free): for what is written once. */
+/* Bytes after the end of each JSON text of the cache (zeros): a text no longer than this is
+ * copied into a line in one move of this many bytes (the line's room holds them). */
+#define TEXT_TAIL 32
+
+/* The JSON of gm_json calls into a string (gm_free), TEXT_TAIL bytes of zeros after it: for
+ * what is written once. */
 static char *json_text(void (*fn)(struct gm_json *w, const void *arg), const void *arg)
 {
     char *buf = NULL, *out;
@@ -87,10 +92,10 @@ static char *json_text(void (*fn)(struct gm_json *w, const void *arg), const voi
     gm_json_init(&w, mem, 0);
     fn(&w, arg);
     fclose(mem);
-    out = buf ? gm_malloc(len + 1) : NULL;
+    out = buf ? gm_malloc(len + 1 + TEXT_TAIL) : NULL;
     if (out) {
         memcpy(out, buf, len);
-        out[len] = '\0';
+        memset(out + len, 0, 1 + TEXT_TAIL);
     }
     free(buf);
     return out;
@@ -150,9 +155,9 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
     if (json) {
         char *obj = json_text(json_keys, x);
         size_t n = obj ? strlen(obj) : 0;
-        if (n >= 2) { /* "{...}" -> "..." */
+        if (n >= 2) { /* "{...}" -> "..." (the zeros after it move too) */
             memmove(obj, obj + 1, n - 2);
-            obj[n - 2] = '\0';
+            memset(obj + n - 2, 0, 2);
         }
         t->keys = obj;
         t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
@@ -229,15 +234,25 @@ struct json_line {
 #define SHORT_TEXT   4096
 #define LINE_RESERVE (LINE_ROOM + 2 * SHORT_TEXT)
 
-/* 's' (n bytes) at p: in the room reserved for the line when short, else through the
- * buffer (then a line's room is reserved again). */
-static char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t n)
+/* put_text() of a text longer than TEXT_TAIL. */
+static char *put_long_text(struct gm_outbuf *o, char *p, const char *s, size_t n)
 {
     if (n <= SHORT_TEXT)
         return gm_fmt_str(p, s, n);
     gm_outbuf_commit(o, p);
     gm_outbuf_put(o, s, n);
     return gm_outbuf_reserve(o, LINE_RESERVE);
+}
+
+/* 's' (n bytes, a text of the cache) at p: in the room reserved for the line when short,
+ * else through the buffer (then a line's room is reserved again). */
+static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t n)
+{
+    if (n <= TEXT_TAIL) {
+        memcpy(p, s, TEXT_TAIL); /* TEXT_TAIL bytes are readable past it */
+        return p + n;
+    }
+    return put_long_text(o, p, s, n);
 }
 
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)

@@ -241,6 +241,7 @@ static void put_analysis(struct db *db, const struct gm_analysis_device *dev)
     sqlite3_stmt *it = prepare(db, "INSERT INTO iterations VALUES(?,?,?,?,?,?,?)");
     for (size_t i = 0; i < dev->n_allocs && db->rc == SQLITE_OK; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
+        int32_t iteration = gm_analysis_iteration_at(dev, a->alloc_event);
         int64_t v[10] = {dev->device,
                          (int64_t)i,
                          (int64_t)a->addr,
@@ -250,12 +251,12 @@ static void put_analysis(struct db *db, const struct gm_analysis_device *dev)
                          a->stack,
                          0,
                          0,
-                         a->iteration + 1};
+                         iteration + 1};
         const char *t[10] = {NULL};
         bool null[10] = {false};
         t[7] = gm_category_name((enum gm_category)a->category);
         t[8] = gm_phase_name((enum gm_phase)a->phase);
-        null[9] = a->iteration < 0;
+        null[9] = iteration < 0;
         row(db, al, v, null, t, 10);
     }
     for (int c = 0; c < GM_CATEGORY_COUNT; c++) {

@@ -200,28 +200,13 @@ unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
     } else {
         seeded = true;
     }
+    if (seeded)
+        return flags | gm_lod_add_same(l, k, v); /* bi is l->cur_ */
     b = &l->b[bi];
-    if (!seeded) {
-        b->min = b->max = v;
-        b->kmin = b->kmax = k;
-        b->n = 0;
-        flags |= GM_LOD_MIN | GM_LOD_MAX;
-    } else {
-        if (v < b->min) {
-            b->min = v;
-            b->kmin = k;
-            flags |= GM_LOD_MIN;
-        }
-        if (v > b->max) {
-            b->max = v;
-            b->kmax = k;
-            flags |= GM_LOD_MAX;
-        }
-    }
-    b->last = v;
-    b->klast = k;
-    b->n++;
-    return flags;
+    b->min = b->max = b->last = v;
+    b->kmin = b->kmax = b->klast = k;
+    b->n = 1;
+    return flags | GM_LOD_MIN | GM_LOD_MAX;
 }
 
 void gm_lod_finish(struct gm_lod *l)

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import unittest
 
-from common import (GPUMEM, SNAPSHOTS, SOURCE, TempDir, example_snapshot, gpumem_json, needs, python_env,
-                    run)
+from common import (GPUMEM, SNAPSHOTS, SOURCE, SYNTH, TempDir, example_snapshot, gpumem_json, needs,
+                    python_env, run)
 
 import gpumem
 
@@ -67,6 +67,37 @@ class SnapshotAgreesWithCli(TempDir):
             with self.subTest(a=os.path.basename(a), b=os.path.basename(b)):
                 got = gpumem.Snapshot(a).diff(gpumem.Snapshot(b))
                 self.assertEqual(got, gpumem_json("snapshot", "diff", "--json", a, b))
+
+    @needs("shared-tools")
+    def test_diff_reads_only_what_it_compares(self):
+        # A diff analyses each file only for what the comparison reads, as `gpumem snapshot
+        # diff` does: under the least memory limit at which it succeeds, the whole analysis
+        # (categories()) does not fit, and the document is the command's.
+        path = self.path("leak.pickle")
+        run(SYNTH, "--target-size", "3M", "--seed", "2", "--leak", "-o", path, "--quiet")
+        other = gpumem.Snapshot(example_snapshot(self.path("ex.pickle")))
+        want = gpumem_json("snapshot", "diff", "--json", path, other.path)
+
+        def diff_under(limit):
+            try:
+                return gpumem.Snapshot(path, memory_limit=limit).diff(other)
+            except gpumem.FormatError as e:
+                self.assertIn("limit", str(e))  # loading or analysing over the limit
+                return None
+
+        lo, hi = 64 << 10, 64 << 20  # diff fails at lo and succeeds at hi
+        self.assertIsNone(diff_under(lo))
+        self.assertEqual(diff_under(hi), want)
+        while hi - lo > 16 << 10:
+            mid = (lo + hi) // 2
+            if diff_under(mid) is None:
+                lo = mid
+            else:
+                hi = mid
+        self.assertEqual(diff_under(hi), want)
+        with self.assertRaises(gpumem.FormatError) as cm:
+            gpumem.Snapshot(path, memory_limit=hi).categories()
+        self.assertIn("the analysis of device 0", str(cm.exception))
 
     def test_methods_read_the_documents(self):
         path = example_snapshot(self.path("ex.pickle"))

@@ -243,7 +243,8 @@ static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev
 {
     for (size_t i = 0; i < dev->n_allocs; i++)
         if (dev->allocs[i].addr == addr &&
-            (iteration < -1 || dev->allocs[i].iteration == iteration))
+            (iteration < -1 ||
+             gm_analysis_iteration_at(dev, dev->allocs[i].alloc_event) == iteration))
             return &dev->allocs[i];
     return NULL;
 }
@@ -1436,8 +1437,9 @@ static void test_random_traces(void **state)
 }
 
 /* The series over random traces whose times take each road of the series pass: every event
- * with a time in small steps (the times kept by the first pass), a step of more than 2^32 us
- * or a step back, some events or none with a time (the trace read again, or no time at
+ * with a time in small steps (the times kept by the first pass, two bytes a step), small
+ * steps among steps of 65,535 us or more (kept apart), a step of more than 2^32 us or a
+ * step back, some events or none with a time (the trace read again, or no time at
  * all).  Each point holds the state after its event as gm_snapshot_walk() replays it (its
  * time, allocated and reserved bytes), the points keep the least and the most allocated
  * bytes of the whole trace, and each iteration has the times of its first and last events. */
@@ -1453,7 +1455,7 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
     uint64_t x = 0x5851f42d4c957f2dULL;
     for (int round = 0; round < 500; round++) {
         size_t n = 1 + (size_t)(rng_next(&x) % 250);
-        int road = round % 5;
+        int road = round % 6;
         int64_t time = 1700000000000000 + (int64_t)(rng_next(&x) % 1000);
         t.n = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1465,6 +1467,8 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
                 time += (int64_t)1 << 33;
             if (road == 2 && i == n / 2)
                 time -= 500;
+            if (road == 5 && rng_next(&x) % 4 == 0)
+                time += 65535 - 1 + (int64_t)(rng_next(&x) % 3 * (rng_next(&x) % 5000000));
             if (road == 4 || (road == 3 && rng_next(&x) % 4 == 0)) {
                 /* a time without the flag that says it is one: not read */
                 if (rng_next(&x) % 2)
