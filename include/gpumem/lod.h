@@ -160,6 +160,28 @@ unsigned gm_lod_peek(const struct gm_lod *l, double x);
  * point before it (a damaged file) counts in that bucket.  Returns enum gm_lod_flags. */
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v);
 
+/* gm_lod_add() of a point that falls in the bucket of the point before (gm_lod_peek() gave
+ * that bucket; a point was added before): no lookup, for loops over many points. */
+static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
+{
+    struct gm_lod_bucket *b = &l->b[l->cur_];
+    unsigned flags = 0;
+    if (v < b->min) {
+        b->min = v;
+        b->kmin = k;
+        flags |= GM_LOD_MIN;
+    }
+    if (v > b->max) {
+        b->max = v;
+        b->kmax = k;
+        flags |= GM_LOD_MAX;
+    }
+    b->last = v;
+    b->klast = k;
+    b->n++;
+    return flags;
+}
+
 /* After the last point: the buckets after it hold its value.  A series with no point at
  * all has every bucket at 0 with k -1. */
 void gm_lod_finish(struct gm_lod *l);

@@ -271,12 +271,12 @@ void gm_json_str(struct gm_json *w, const char *s)
 
 /* Where a number goes straight into the buffer, its separator written: the common case of
  * before_value() (a compact buffered writer, inside an array or after a key, with room for
- * a comma and 20 digits and a sign), else NULL and the caller takes the general path. */
+ * a comma, a sign and GM_FMT_ROOM), else NULL and the caller takes the general path. */
 static char *number_slot(struct gm_json *w)
 {
     char *p;
     if (w->flags != GM_JSON_BUFFERED || w->failed || w->depth == 0 ||
-        sizeof(w->buf) - w->n_buf < 24)
+        sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
         return NULL;
     p = w->buf + w->n_buf;
     if (w->is_obj[w->depth]) {
@@ -297,7 +297,7 @@ void gm_json_u64(struct gm_json *w, uint64_t v)
 {
     char buf[24], *p = number_slot(w);
     if (p)
-        w->n_buf = (size_t)(gm_fmt_u64(p, v, 0) - w->buf);
+        w->n_buf = (size_t)(gm_fmt_u64_room(p, v) - w->buf);
     else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_u64(buf, v, 0) - buf));
 }
@@ -306,7 +306,7 @@ void gm_json_i64(struct gm_json *w, int64_t v)
 {
     char buf[24], *p = number_slot(w);
     if (p)
-        w->n_buf = (size_t)(gm_fmt_i64(p, v) - w->buf);
+        w->n_buf = (size_t)(gm_fmt_i64_room(p, v) - w->buf);
     else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_i64(buf, v) - buf));
 }

@@ -176,52 +176,32 @@ static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
 {
     double p = position(l, x);
-    unsigned bi = bucket_at(l, p), flags = 0;
+    unsigned bi = bucket_at(l, p);
     struct gm_lod_bucket *b;
-    bool seeded = false;
 
-    if (l->any_ && bi < l->cur_)
-        bi = l->cur_; /* time going backwards: the point counts where the trace is */
-    if (!l->any_ || bi != l->cur_) {
-        flags |= GM_LOD_NEW;
-        if (l->any_) {
-            const struct gm_lod_bucket *prev = &l->b[l->cur_];
-            for (unsigned u = l->cur_ + 1; u < bi; u++)
-                carry(&l->b[u], prev);
-            /* the value before this point holds at the bucket's start unless the point is
-             * exactly there */
-            if (p > (double)bi) {
-                carry(&l->b[bi], prev);
-                seeded = true;
-            }
+    /* the bucket of the point before, or time going backwards: the point counts where the
+     * trace is */
+    if (l->any_ && bi <= l->cur_)
+        return gm_lod_add_here(l, k, v);
+    if (l->any_) {
+        const struct gm_lod_bucket *prev = &l->b[l->cur_];
+        for (unsigned u = l->cur_ + 1; u < bi; u++)
+            carry(&l->b[u], prev);
+        /* the value before this point holds at the bucket's start unless the point is
+         * exactly there */
+        if (p > (double)bi) {
+            carry(&l->b[bi], prev);
+            l->cur_ = bi;
+            return GM_LOD_NEW | gm_lod_add_here(l, k, v);
         }
-        l->cur_ = bi;
-        l->any_ = true;
-    } else {
-        seeded = true;
     }
+    l->cur_ = bi;
+    l->any_ = true;
     b = &l->b[bi];
-    if (!seeded) {
-        b->min = b->max = v;
-        b->kmin = b->kmax = k;
-        b->n = 0;
-        flags |= GM_LOD_MIN | GM_LOD_MAX;
-    } else {
-        if (v < b->min) {
-            b->min = v;
-            b->kmin = k;
-            flags |= GM_LOD_MIN;
-        }
-        if (v > b->max) {
-            b->max = v;
-            b->kmax = k;
-            flags |= GM_LOD_MAX;
-        }
-    }
-    b->last = v;
-    b->klast = k;
-    b->n++;
-    return flags;
+    b->min = b->max = b->last = v;
+    b->kmin = b->kmax = b->klast = k;
+    b->n = 1;
+    return GM_LOD_NEW | GM_LOD_MIN | GM_LOD_MAX;
 }
 
 void gm_lod_finish(struct gm_lod *l)
@@ -281,6 +261,21 @@ void gm_lod_release(struct gm_lod *l)
 
 /* ---- the allocated and reserved bytes of a device ---- */
 
+/* The point after event k into the allocated and reserved series, which share their buckets
+ * (one axis range, one count) and their points: one lookup for both while the points stay in
+ * a bucket (several events a bucket, the finest level the page keeps). */
+static inline void add_both(struct gm_lod *alloc, struct gm_lod *res, double x, int64_t k,
+                            uint64_t allocated, uint64_t reserved)
+{
+    if (alloc->any_ && gm_lod_peek(alloc, x) == alloc->cur_) {
+        gm_lod_add_here(alloc, k, allocated);
+        gm_lod_add_here(res, k, reserved);
+        return;
+    }
+    gm_lod_add(alloc, x, k, allocated);
+    gm_lod_add(res, x, k, reserved);
+}
+
 enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *a,
                                unsigned n, struct gm_lod *alloc, struct gm_lod *res,
@@ -304,8 +299,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     while ((e = gm_snapshot_walk_next(&w)) != NULL) {
         int64_t k = (int64_t)w.cur.index;
         double x = gm_lod_axis_x_of(a, k, e);
-        gm_lod_add(alloc, x, k, w.allocated);
-        gm_lod_add(res, x, k, w.reserved);
+        add_both(alloc, res, x, k, w.allocated, w.reserved);
     }
     gm_snapshot_walk_release(&w);
     gm_lod_finish(alloc);
@@ -372,8 +366,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
             goto out_release_lods;
         }
         seen++;
-        gm_lod_add(alloc, x, (int64_t)w.cur.index, w.allocated);
-        gm_lod_add(res, x, (int64_t)w.cur.index, w.reserved);
+        add_both(alloc, res, x, (int64_t)w.cur.index, w.allocated, w.reserved);
     }
     gm_snapshot_walk_release(&w);
     *timed = seen == a->n_events;
