@@ -131,7 +131,7 @@ static enum gm_status choose_windows(struct gm_report_ctx *c, const struct gm_sn
         ks[i] = win[i].k0;
     if (!(m.seen = gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1)))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    st = gm_layout_at(c->an, ad, h, ks, nw, count_state, &m, err);
+    st = gm_layout_pages_at(c->an, ad, h, ks, nw, count_state, &m, err);
     gm_free(m.seen);
     if (st != GM_OK)
         return st;
@@ -255,7 +255,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "starts");
     gm_json_begin_array(w);
-    st = gm_layout_at(c->an, ad, h, ks, nw, at_start, &s, err);
+    st = gm_layout_pages_at(c->an, ad, h, ks, nw, at_start, &s, err);
     gm_json_end_array(w);
     if (st != GM_OK)
         goto out;
