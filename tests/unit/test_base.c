@@ -327,6 +327,40 @@ static void test_big_array(void **state)
     gm_big_free(NULL, 0);
 }
 
+/* A FILE over a buffer holds every byte written through it, in order, small writes and
+ * large ones; past the buffer's cap the FILE reports the error. */
+static void test_buf_file(void **state)
+{
+    struct gm_buf b = GM_BUF_INIT;
+    char big[20000];
+    FILE *f;
+    (void)state;
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)('a' + i % 26);
+    f = gm_buf_file(&b);
+    assert_non_null(f);
+    fputs("head,", f);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(fwrite(big, 1, sizeof(big), f), sizeof(big));
+    fputc('!', f);
+    assert_int_equal(fflush(f), 0);
+    assert_int_equal(b.len, 5 + 5 * sizeof(big) + 1);
+    assert_memory_equal(b.data, "head,", 5);
+    for (int i = 0; i < 5; i++)
+        assert_memory_equal(b.data + 5 + i * sizeof(big), big, sizeof(big));
+    assert_int_equal(b.data[b.len - 1], '!');
+    assert_int_equal(fclose(f), 0);
+    gm_buf_release(&b);
+    gm_buf_init(&b, 100);
+    f = gm_buf_file(&b);
+    assert_non_null(f);
+    fwrite(big, 1, sizeof(big), f);
+    assert_true(fflush(f) != 0 || ferror(f));
+    fclose(f);
+    assert_true(b.len <= 100);
+    gm_buf_release(&b);
+}
+
 static void test_buf_cap(void **state)
 {
     struct gm_buf b;
@@ -776,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_alloc_failure_injection),
         cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_buf_cap),
+        cmocka_unit_test(test_buf_file),
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_text_escape),
         cmocka_unit_test(test_text_closest),
