@@ -151,6 +151,13 @@ enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n,
  * to the first or last bucket. */
 unsigned gm_lod_bucket_of(const struct gm_lod *l, double x);
 
+/* The end of bucket 'b' for points at whole x's (microseconds, event indexes) from x on,
+ * x falling in b or before: the least whole x after which gm_lod_bucket_of() gives a later
+ * bucket, so that every whole x below it falls in b or before (the bucket grows with x);
+ * INFINITY when b is the last bucket, -1 when the axis is too long for whole doubles or
+ * the border cannot be found (then every x is looked up). */
+double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x);
+
 /* The bucket gm_lod_add() would put the next point at x into (gm_lod_bucket_of(), but
  * never before the bucket of the point before). */
 unsigned gm_lod_peek(const struct gm_lod *l, double x);

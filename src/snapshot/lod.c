@@ -10,6 +10,7 @@
 
 #include "gpumem/arena.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,26 @@ unsigned gm_lod_peek(const struct gm_lod *l, double x)
     return l->any_ && b < l->cur_ ? l->cur_ : b;
 }
 
+double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x)
+{
+    const double whole = 9007199254740992.0; /* 2^53 */
+    double c;
+    if (b + 1 >= l->n)
+        return INFINITY; /* every later point counts in the last bucket */
+    if (!(l->x1 > l->x0) || !(l->x0 > -whole) || !(l->x1 < whole) || !(x < whole))
+        return -1;
+    /* where bucket b + 1 starts, then the whole x's beside it: the rounding of position()
+     * moves the border by a step at most */
+    c = ceil(l->x0 + (l->x1 - l->x0) * ((double)(b + 1) / l->n));
+    for (int i = 0; gm_lod_bucket_of(l, c) <= b; i++, c += 1)
+        if (i == 8)
+            return -1;
+    for (int i = 0; c - 1 > x && gm_lod_bucket_of(l, c - 1) > b; i++, c -= 1)
+        if (i == 8)
+            return -1;
+    return c;
+}
+
 /* Bucket 'b' holding only the value carried from 'p'. */
 static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
 {
@@ -262,18 +283,20 @@ void gm_lod_release(struct gm_lod *l)
 /* ---- the allocated and reserved bytes of a device ---- */
 
 /* The point after event k into the allocated and reserved series, which share their buckets
- * (one axis range, one count) and their points: one lookup for both while the points stay in
- * a bucket (several events a bucket, the finest level the page keeps). */
+ * (one axis range, one count) and their points: while the points stay in the bucket of the
+ * point before (several events a bucket at the finest level the page keeps), one comparison
+ * with its end (*x_next, gm_lod_bucket_end()) and no lookup. */
 static inline void add_both(struct gm_lod *alloc, struct gm_lod *res, double x, int64_t k,
-                            uint64_t allocated, uint64_t reserved)
+                            uint64_t allocated, uint64_t reserved, double *x_next)
 {
-    if (alloc->any_ && gm_lod_peek(alloc, x) == alloc->cur_) {
+    if (x < *x_next) {
         gm_lod_add_here(alloc, k, allocated);
         gm_lod_add_here(res, k, reserved);
         return;
     }
     gm_lod_add(alloc, x, k, allocated);
     gm_lod_add(res, x, k, reserved);
+    *x_next = gm_lod_bucket_end(alloc, alloc->cur_, x);
 }
 
 enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
@@ -284,6 +307,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     struct gm_snapshot_walk w;
     const struct gm_snapshot_event *e;
     enum gm_status st;
+    double x_next = -1; /* the end of the bucket of the point before (add_both()) */
 
     memset(res, 0, sizeof(*res));
     if ((st = gm_lod_init(alloc, 0.0, a->x_end, n, err)) != GM_OK)
@@ -299,7 +323,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     while ((e = gm_snapshot_walk_next(&w)) != NULL) {
         int64_t k = (int64_t)w.cur.index;
         double x = gm_lod_axis_x_of(a, k, e);
-        add_both(alloc, res, x, k, w.allocated, w.reserved);
+        add_both(alloc, res, x, k, w.allocated, w.reserved, &x_next);
     }
     gm_snapshot_walk_release(&w);
     gm_lod_finish(alloc);
@@ -341,6 +365,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
     const struct gm_snapshot_event *e;
     enum gm_status st;
     size_t seen = 0;
+    double x_next = -1; /* the end of the bucket of the point before (add_both()) */
 
     memset(res, 0, sizeof(*res));
     if (!(a->x32_ = gm_malloc(a->n_events * sizeof(*a->x32_))))
@@ -366,7 +391,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
             goto out_release_lods;
         }
         seen++;
-        add_both(alloc, res, x, (int64_t)w.cur.index, w.allocated, w.reserved);
+        add_both(alloc, res, x, (int64_t)w.cur.index, w.allocated, w.reserved, &x_next);
     }
     gm_snapshot_walk_release(&w);
     *timed = seen == a->n_events;
