@@ -87,12 +87,12 @@ static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
  * moments a caller names. */
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
-/* x of a time on a time axis: microseconds since its first event (a span beyond int64, which
- * a file may hold, is taken in double rather than overflowing). */
+/* x of a time on a time axis: microseconds since its first event (gm_snapshot_span_us(); a
+ * span beyond int64, which a file may hold, is taken in double rather than saturated). */
 static inline double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t time_us)
 {
     int64_t v;
-    if (__builtin_sub_overflow(time_us, a->t0_us, &v))
+    if (!gm_snapshot_span_us(time_us, a->t0_us, &v))
         return (double)time_us - (double)a->t0_us;
     return (double)v;
 }

@@ -382,7 +382,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
         double x;
         /* an event without a time, or a span beyond int64 (the x's kept here are exact
          * int64 differences): the two passes of gm_lod_timeline() decide */
-        if (!(e->flags & GM_EVENT_HAS_TIME) || __builtin_sub_overflow(e->time_us, a->t0_us, &v))
+        if (!(e->flags & GM_EVENT_HAS_TIME) || !gm_snapshot_span_us(e->time_us, a->t0_us, &v))
             break;
         x = (double)v;
         if (!keep_x(a, seen, v)) {
