@@ -311,6 +311,53 @@ void gm_json_i64(struct gm_json *w, int64_t v)
         put(w, buf, (size_t)(gm_fmt_i64(buf, v) - buf));
 }
 
+/* The values after an array's first: a comma and the digits straight into the buffer, with
+ * no separator logic per value (the writer is compact and buffered, inside an array, after
+ * a value); false when the writer is not so and the caller writes them one by one. */
+static bool rest_of_array(struct gm_json *w)
+{
+    return w->flags == GM_JSON_BUFFERED && !w->failed && w->depth > 0 &&
+           !w->is_obj[w->depth] && !w->first[w->depth];
+}
+
+static char *array_slot(struct gm_json *w)
+{
+    if (sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
+        flush_buf(w);
+    w->buf[w->n_buf] = ',';
+    return w->buf + w->n_buf + 1;
+}
+
+void gm_json_u64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+{
+    const char *p = first;
+    uint64_t v;
+    size_t i = 0;
+    for (; i < n && (i == 0 || !rest_of_array(w)); i++, p += stride) {
+        memcpy(&v, p, sizeof(v));
+        gm_json_u64(w, v);
+    }
+    for (; i < n; i++, p += stride) {
+        memcpy(&v, p, sizeof(v));
+        w->n_buf = (size_t)(gm_fmt_u64_room(array_slot(w), v) - w->buf);
+    }
+}
+
+void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+{
+    const char *p = first;
+    int64_t v;
+    size_t i = 0;
+    for (; i < n && (i == 0 || !rest_of_array(w)); i++, p += stride) {
+        memcpy(&v, p, sizeof(v));
+        gm_json_i64(w, v);
+    }
+    for (; i < n; i++, p += stride) {
+        memcpy(&v, p, sizeof(v));
+        w->n_buf = (size_t)(gm_fmt_i64_room(array_slot(w), v) - w->buf);
+    }
+}
+
 void gm_json_double(struct gm_json *w, double v)
 {
     char buf[32];

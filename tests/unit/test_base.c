@@ -225,6 +225,75 @@ static void test_json_buffered_writes_what_unbuffered_writes(void **state)
     }
 }
 
+/* Arrays of numbers: fields of structs (a stride), of none, one and many values, across the
+ * buffer's edge, after values already in the array; written one by one (doc_numbers_each) or
+ * with gm_json_u64s() / gm_json_i64s() (doc_numbers_bulk). */
+struct num_row {
+    uint64_t u;
+    int64_t i;
+    uint32_t pad;
+};
+
+static struct num_row *num_rows(void)
+{
+    static struct num_row rows[5000];
+    for (size_t j = 0; j < 5000; j++) {
+        rows[j].u = j % 3 ? UINT64_MAX - j * 0x9E3779B97F4A7C15ull : j;
+        rows[j].i = j % 2 ? INT64_MIN + (int64_t)j : -(int64_t)(j * 1000003);
+        rows[j].pad = (uint32_t)j;
+    }
+    return rows;
+}
+
+static void doc_numbers(struct gm_json *w, bool bulk)
+{
+    static const size_t counts[] = {0, 1, 2, 700, 5000};
+    const struct num_row *r = num_rows();
+    gm_json_begin_array(w);
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t n = counts[c];
+        gm_json_begin_array(w);
+        if (c % 2)
+            gm_json_u64(w, 42); /* not the first value of its array */
+        if (bulk) {
+            gm_json_u64s(w, &r[0].u, n, sizeof(r[0]));
+            gm_json_i64s(w, &r[0].i, n, sizeof(r[0]));
+        } else {
+            for (size_t j = 0; j < n; j++)
+                gm_json_u64(w, r[j].u);
+            for (size_t j = 0; j < n; j++)
+                gm_json_i64(w, r[j].i);
+        }
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+}
+
+static void doc_numbers_each(struct gm_json *w)
+{
+    doc_numbers(w, false);
+}
+
+static void doc_numbers_bulk(struct gm_json *w)
+{
+    doc_numbers(w, true);
+}
+
+static void test_json_number_arrays(void **state)
+{
+    (void)state;
+    for (unsigned flags = 0; flags <= (GM_JSON_PRETTY | GM_JSON_BUFFERED); flags++) {
+        bool ok1, ok2;
+        char *t1 = json_of(doc_numbers_each, flags, &ok1);
+        char *t2 = json_of(doc_numbers_bulk, flags, &ok2);
+        assert_true(ok1 && ok2);
+        assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
+        assert_string_equal(t1, t2);
+        free(t1);
+        free(t2);
+    }
+}
+
 static void doc_misuse_value_without_key(struct gm_json *w)
 {
     gm_json_begin_object(w);
@@ -805,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_json_compact),
         cmocka_unit_test(test_json_pretty),
         cmocka_unit_test(test_json_buffered_writes_what_unbuffered_writes),
+        cmocka_unit_test(test_json_number_arrays),
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
