@@ -358,6 +358,40 @@ void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride)
     }
 }
 
+void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s,
+                       size_t ns)
+{
+    size_t need = 2 + (nu + ns) * (GM_FMT_ROOM + 2);
+    char *p = NULL;
+    if (w->flags == GM_JSON_BUFFERED && need <= sizeof(w->buf)) {
+        if (sizeof(w->buf) - w->n_buf < need)
+            flush_buf(w);
+        p = number_slot(w);
+    }
+    if (!p) {
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < nu; i++)
+            gm_json_u64(w, u[i]);
+        for (size_t i = 0; i < ns; i++)
+            gm_json_i64(w, s[i]);
+        gm_json_end_array(w);
+        return;
+    }
+    *p++ = '[';
+    for (size_t i = 0; i < nu; i++) {
+        p = gm_fmt_u64_room(p, u[i]);
+        *p++ = ',';
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p = gm_fmt_i64_room(p, s[i]);
+        *p++ = ',';
+    }
+    if (nu + ns)
+        p--; /* the last comma */
+    *p++ = ']';
+    w->n_buf = (size_t)(p - w->buf);
+}
+
 void gm_json_double(struct gm_json *w, double v)
 {
     char buf[32];

@@ -274,6 +274,57 @@ static void doc_numbers_each(struct gm_json *w)
     doc_numbers(w, false);
 }
 
+/* Rows of integers (gm_json_int_array()) or the same calls one by one: empty rows, rows of
+ * one kind, rows of both, enough to cross the buffer's edge many times, inside arrays and
+ * as the values of keys. */
+static void doc_rows(struct gm_json *w, bool whole)
+{
+    const struct num_row *r = num_rows();
+    gm_json_begin_object(w);
+    gm_json_key(w, "rows");
+    gm_json_begin_array(w);
+    for (size_t j = 0; j < 3000; j++) {
+        uint64_t u[6];
+        int64_t s[6];
+        size_t nu = j % 7 < 6 ? j % 7 : 0, ns = (j / 7) % 4;
+        for (size_t q = 0; q < 6; q++) {
+            u[q] = r[(j + q) % 5000].u;
+            s[q] = r[(j + q) % 5000].i;
+        }
+        if (whole) {
+            gm_json_int_array(w, u, nu, s, ns);
+        } else {
+            gm_json_begin_array(w);
+            for (size_t q = 0; q < nu; q++)
+                gm_json_u64(w, u[q]);
+            for (size_t q = 0; q < ns; q++)
+                gm_json_i64(w, s[q]);
+            gm_json_end_array(w);
+        }
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "row");
+    if (whole) {
+        gm_json_int_array(w, &r[1].u, 1, &r[1].i, 1);
+    } else {
+        gm_json_begin_array(w);
+        gm_json_u64(w, r[1].u);
+        gm_json_i64(w, r[1].i);
+        gm_json_end_array(w);
+    }
+    gm_json_end_object(w);
+}
+
+static void doc_rows_each(struct gm_json *w)
+{
+    doc_rows(w, false);
+}
+
+static void doc_rows_whole(struct gm_json *w)
+{
+    doc_rows(w, true);
+}
+
 static void doc_numbers_bulk(struct gm_json *w)
 {
     doc_numbers(w, true);
@@ -286,6 +337,13 @@ static void test_json_number_arrays(void **state)
         bool ok1, ok2;
         char *t1 = json_of(doc_numbers_each, flags, &ok1);
         char *t2 = json_of(doc_numbers_bulk, flags, &ok2);
+        assert_true(ok1 && ok2);
+        assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
+        assert_string_equal(t1, t2);
+        free(t1);
+        free(t2);
+        t1 = json_of(doc_rows_each, flags, &ok1);
+        t2 = json_of(doc_rows_whole, flags, &ok2);
         assert_true(ok1 && ok2);
         assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
         assert_string_equal(t1, t2);
