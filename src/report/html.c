@@ -37,6 +37,7 @@
  *        page index of its rank, each rank's number, gm_analysis_rank_outliers()),
  *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
 #include "base/buf.h"
+#include "base/outbuf.h"
 #include "base/vec.h"
 #include "gpumem/report.h"
 
@@ -64,8 +65,7 @@ void gm_report_num(struct gm_json *w, double v)
 void gm_report_stream(struct gm_json *w, uint64_t stream)
 {
     char b[24];
-    snprintf(b, sizeof(b), "%llu", (unsigned long long)stream);
-    gm_json_str(w, b);
+    gm_json_strn(w, b, (size_t)(gm_fmt_u64(b, stream, 0) - b)); /* "%llu": every band has one */
 }
 
 /* ---- frames and stacks that a rank's data refers to ---- */
