@@ -328,34 +328,37 @@ static char *array_slot(struct gm_json *w)
     return w->buf + w->n_buf + 1;
 }
 
-void gm_json_u64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+/* gm_json_u64s() (is_signed false) or gm_json_i64s(). */
+static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool is_signed)
 {
-    const char *p = first;
-    uint64_t v;
+    uint64_t u;
+    int64_t v;
     size_t i = 0;
     for (; i < n && (i == 0 || !rest_of_array(w)); i++, p += stride) {
+        memcpy(&u, p, sizeof(u));
         memcpy(&v, p, sizeof(v));
-        gm_json_u64(w, v);
+        if (is_signed)
+            gm_json_i64(w, v);
+        else
+            gm_json_u64(w, u);
     }
     for (; i < n; i++, p += stride) {
+        char *q = array_slot(w);
+        memcpy(&u, p, sizeof(u));
         memcpy(&v, p, sizeof(v));
-        w->n_buf = (size_t)(gm_fmt_u64_room(array_slot(w), v) - w->buf);
+        q = is_signed ? gm_fmt_i64_room(q, v) : gm_fmt_u64_room(q, u);
+        w->n_buf = (size_t)(q - w->buf);
     }
+}
+
+void gm_json_u64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+{
+    ints(w, first, n, stride, false);
 }
 
 void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride)
 {
-    const char *p = first;
-    int64_t v;
-    size_t i = 0;
-    for (; i < n && (i == 0 || !rest_of_array(w)); i++, p += stride) {
-        memcpy(&v, p, sizeof(v));
-        gm_json_i64(w, v);
-    }
-    for (; i < n; i++, p += stride) {
-        memcpy(&v, p, sizeof(v));
-        w->n_buf = (size_t)(gm_fmt_i64_room(array_slot(w), v) - w->buf);
-    }
+    ints(w, first, n, stride, true);
 }
 
 void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s,
