@@ -326,13 +326,26 @@ static void test_combination_beyond_the_sum(void **state)
 {
     struct gm_job j;
     struct gm_error err;
+    uint64_t short_bf16, short_accum, saved_bf16, saved_accum;
     (void)state;
     make_job(&j, "llama-3.1-8b",
              "--train --gpu H100 --batch 4 --stack torchtitan --precision bf16");
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
     assert_false(again->fit.fits);
+    short_bf16 = again->fit.shortfall_bytes;
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 1 --grad-accum 4 --stack torchtitan");
+    assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
+    assert_false(again->fit.fits);
+    short_accum = again->fit.shortfall_bytes;
     make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 4 --stack torchtitan");
     suggest(&j);
+    /* the precondition: what each change saves alone sums to less than the shortfall, so
+     * only the search beyond the sum of savings finds the combination */
+    assert_true(short_bf16 < base->fit.shortfall_bytes);
+    assert_true(short_accum < base->fit.shortfall_bytes);
+    saved_bf16 = base->fit.shortfall_bytes - short_bf16;
+    saved_accum = base->fit.shortfall_bytes - short_accum;
+    assert_true(saved_bf16 + saved_accum < base->fit.shortfall_bytes);
     assert_true(sugg.items[0].combined && sugg.items[0].fits);
     assert_non_null(strstr(sugg.items[0].change, "--grad-accum 4"));
     assert_non_null(strstr(sugg.items[0].change, "--precision bf16"));
