@@ -945,8 +945,8 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
  * n_outside and outside_bytes 0, each segment's too). */
 enum gm_status gm_layout_pages_at(const struct gm_analysis *an,
                                   const struct gm_analysis_device *dev,
-                                  const struct gm_layout_history *hist, const int64_t *ks,
-                                  size_t n, gm_layout_fn fn, void *ctx, struct gm_error *err);
+                                  const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                                  gm_layout_fn fn, void *ctx, struct gm_error *err);
 
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 

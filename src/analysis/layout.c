@@ -619,8 +619,8 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
 
 enum gm_status gm_layout_pages_at(const struct gm_analysis *an,
                                   const struct gm_analysis_device *dev,
-                                  const struct gm_layout_history *hist, const int64_t *ks,
-                                  size_t n, gm_layout_fn fn, void *ctx, struct gm_error *err)
+                                  const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                                  gm_layout_fn fn, void *ctx, struct gm_error *err)
 {
     return layout_at(an, dev, hist, ks, n, true, fn, ctx, err);
 }

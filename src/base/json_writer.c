@@ -316,8 +316,8 @@ void gm_json_i64(struct gm_json *w, int64_t v)
  * a value); false when the writer is not so and the caller writes them one by one. */
 static bool rest_of_array(struct gm_json *w)
 {
-    return w->flags == GM_JSON_BUFFERED && !w->failed && w->depth > 0 &&
-           !w->is_obj[w->depth] && !w->first[w->depth];
+    return w->flags == GM_JSON_BUFFERED && !w->failed && w->depth > 0 && !w->is_obj[w->depth] &&
+           !w->first[w->depth];
 }
 
 static char *array_slot(struct gm_json *w)
@@ -361,8 +361,7 @@ void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride)
     ints(w, first, n, stride, true);
 }
 
-void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s,
-                       size_t ns)
+void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s, size_t ns)
 {
     size_t need = 2 + (nu + ns) * (GM_FMT_ROOM + 2);
     char *p = NULL;

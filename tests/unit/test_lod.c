@@ -3,7 +3,8 @@
  * and maximum of the step function it covers, an idle gap holds the value memory had during
  * it (not a stale maximum), points in one microsecond all count, a coarsened level equals
  * the level built directly, and time going backwards in a damaged file is absorbed; a
- * bucket's end found for whole x's adds the points as the lookup does; the axis that keeps every x and its timeline from one walk equal the two passes. */
+ * bucket's end found for whole x's adds the points as the lookup does; the axis that keeps
+ * every x and its timeline from one walk equal the two passes. */
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -212,8 +213,8 @@ static void test_bucket_end(void **state)
         gm_lod_add(&by_end, 0.0, -1, 7);
         for (int i = 0; i < 3000; i++) {
             uint64_t r = rng_next(&seed), v = rng_next(&seed) % 1000;
-            double step = r % 4 == 0 ? (double)(rng_next(&seed) % (uint64_t)(x1 / 50 + 2))
-                                     : (double)(r % 3);
+            double step =
+                r % 4 == 0 ? (double)(rng_next(&seed) % (uint64_t)(x1 / 50 + 2)) : (double)(r % 3);
             x = r % 97 == 0 && x > 10 ? x - 10 : x + step;
             gm_lod_add(&by_add, x, i, v);
             if (x < x_next) {

@@ -2,8 +2,8 @@
 /* test_outbuf.c - the buffered writer's own number formatting writes exactly what printf
  * and gm_format_bytes() write: edges of every unit, ties of the two-decimal rounding, a
  * million pseudo-random values of every magnitude (also through the formats that write into
- * a room of known size), and the memo of a field's digits along
- * sequences that take each of its routes. */
+ * a room of known size), and the memo of a field's digits along sequences that take each of
+ * its routes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

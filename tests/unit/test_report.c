@@ -527,8 +527,7 @@ static enum gm_status digest_pages(void *ctx, size_t i, const struct gm_layout *
         h = mix(mix(mix(mix(h, g->id), g->addr), g->size), g->mapped);
         h = mix(mix(mix(mix(h, g->stream), g->is_small), g->is_expandable), g->n_ranges);
         for (size_t r = 0; r < g->n_ranges; r++)
-            h = mix(mix(h, l->ranges[g->first_range + r].addr),
-                    l->ranges[g->first_range + r].size);
+            h = mix(mix(h, l->ranges[g->first_range + r].addr), l->ranges[g->first_range + r].size);
         if (p->pages_only)
             assert_int_equal(g->n_blocks + g->allocated + g->requested, 0);
     }
@@ -620,8 +619,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
-        cmocka_unit_test(test_layout_replay),
-        cmocka_unit_test(test_layout_pages_equal_layout),   cmocka_unit_test(test_kept_history),
+        cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_layout_pages_equal_layout),
+        cmocka_unit_test(test_kept_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
