@@ -944,6 +944,14 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
                             const struct gm_layout_history *hist, const int64_t *ks, size_t n,
                             gm_layout_fn fn, void *ctx, struct gm_error *err);
 
+/* gm_layout_at() without the blocks, for a caller that reads none: each moment's segments,
+ * their pages and the allocations alive (l->blocks NULL; n_blocks, allocated, requested,
+ * n_outside and outside_bytes 0, each segment's too). */
+enum gm_status gm_layout_pages_at(const struct gm_analysis *an,
+                                  const struct gm_analysis_device *dev,
+                                  const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                                  gm_layout_fn fn, void *ctx, struct gm_error *err);
+
 /* ---- comparing two snapshots (two runs, or two ranks) ---- */
 
 /* How a site changed from A to B. */

@@ -65,6 +65,15 @@ void gm_json_str(struct gm_json *w, const char *s); /* NULL writes null */
 void gm_json_strn(struct gm_json *w, const char *s, size_t n);
 void gm_json_u64(struct gm_json *w, uint64_t v);
 void gm_json_i64(struct gm_json *w, int64_t v);
+/* n values of an array, as gm_json_u64() / gm_json_i64() write them one by one: the first at
+ * 'first', each next 'stride' bytes further (a field of an array of structs: stride the
+ * struct's size; a plain array: the value's size).  For arrays of many numbers. */
+void gm_json_u64s(struct gm_json *w, const void *first, size_t n, size_t stride);
+void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride);
+/* A whole array of integers, [u[0], ..., u[nu-1], s[0], ..., s[ns-1]], as the calls one by
+ * one would write it: for the many short rows of a document. */
+void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s,
+                       size_t ns);
 void gm_json_double(struct gm_json *w, double v); /* shortest round-trip form */
 void gm_json_bool(struct gm_json *w, bool v);
 void gm_json_null(struct gm_json *w);

@@ -87,12 +87,12 @@ static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
  * moments a caller names. */
 double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k);
 
-/* x of a time on a time axis: microseconds since its first event (a span beyond int64, which
- * a file may hold, is taken in double rather than overflowing). */
+/* x of a time on a time axis: microseconds since its first event (gm_snapshot_span_us(); a
+ * span beyond int64, which a file may hold, is taken in double rather than saturated). */
 static inline double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t time_us)
 {
     int64_t v;
-    if (__builtin_sub_overflow(time_us, a->t0_us, &v))
+    if (!gm_snapshot_span_us(time_us, a->t0_us, &v))
         return (double)time_us - (double)a->t0_us;
     return (double)v;
 }
@@ -151,6 +151,13 @@ enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n,
  * to the first or last bucket. */
 unsigned gm_lod_bucket_of(const struct gm_lod *l, double x);
 
+/* The end of bucket 'b' for points at whole x's (microseconds, event indexes) from x on,
+ * x falling in b or before: the least whole x after which gm_lod_bucket_of() gives a later
+ * bucket, so that every whole x below it falls in b or before (the bucket grows with x);
+ * INFINITY when b is the last bucket, -1 when the axis is too long for whole doubles or
+ * the border cannot be found (then every x is looked up). */
+double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x);
+
 /* The bucket gm_lod_add() would put the next point at x into (gm_lod_bucket_of(), but
  * never before the bucket of the point before). */
 unsigned gm_lod_peek(const struct gm_lod *l, double x);
@@ -160,10 +167,9 @@ unsigned gm_lod_peek(const struct gm_lod *l, double x);
  * point before it (a damaged file) counts in that bucket.  Returns enum gm_lod_flags. */
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v);
 
-/* gm_lod_add() of a point known to fall in the bucket of the point before it (a caller
- * that knows where that bucket ends need not place each point): the bucket's least, most
- * and last values. */
-static inline unsigned gm_lod_add_same(struct gm_lod *l, int64_t k, uint64_t v)
+/* gm_lod_add() of a point that falls in the bucket of the point before (gm_lod_peek() gave
+ * that bucket; a point was added before): no lookup, for loops over many points. */
+static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
 {
     struct gm_lod_bucket *b = &l->b[l->cur_];
     unsigned flags = 0;

@@ -191,6 +191,17 @@ struct gm_snapshot_event_extra {
     uint32_t forward_stack;
 };
 
+/* The microseconds from t0 to t (t - t0): true when the span fits int64, else false with
+ * *span saturated at INT64_MIN or INT64_MAX (a file may hold times a span beyond int64
+ * apart; subtracting them as int64 would overflow).  The one rule every time axis uses. */
+static inline bool gm_snapshot_span_us(int64_t t, int64_t t0, int64_t *span)
+{
+    if (!__builtin_sub_overflow(t, t0, span))
+        return true;
+    *span = t < t0 ? INT64_MIN : INT64_MAX;
+    return false;
+}
+
 /* device_free of an oom event (bytes CUDA reported free). */
 static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_event *e)
 {

@@ -876,34 +876,6 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
-/* The least whole x whose bucket in 'l' is after bucket b, where x (whole) falls in b or
- * before: every x of an axis (whole microseconds or an index) below it falls in b or before
- * (the bucket grows with x).  -1 when there is none or the axis is too long for whole
- * doubles (then every x is looked up). */
-static double bucket_end(const struct gm_lod *l, unsigned b, double x)
-{
-    const double whole = 9007199254740992.0; /* 2^53 */
-    double lo = x < 0 ? 0 : x, hi, step = 1;
-    if (b + 1 >= l->n || !(lo < whole))
-        return -1;
-    /* lo falls in b or before, hi after */
-    while (gm_lod_bucket_of(l, lo + step) <= b) {
-        lo += step;
-        step *= 2;
-        if (!(lo + step < whole))
-            return -1;
-    }
-    hi = lo + step;
-    while (hi - lo > 1) {
-        double mid = lo + (double)(uint64_t)((hi - lo) / 2);
-        if (gm_lod_bucket_of(l, mid) <= b)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
-}
-
 /* One pass: the per-category series, the split at the peak and the iteration figures.
  *
  * The series is a level-of-detail series of the allocated bytes (gpumem/lod.h) over the
@@ -941,7 +913,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     unsigned cur_b = 0;
     uint8_t prev_ph = GM_PHASE_OTHER;
     uint64_t prev_total = 0, prev_reserved = 0;
-    double x_next = -1; /* bucket_end() of cur_b */
+    double x_next = -1; /* gm_lod_bucket_end() of cur_b */
 
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
@@ -1031,7 +1003,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 set_point(&slots[3 * (size_t)cur_b + 2], k - 1, prev_e, prev_ph, prev_total,
                           prev_reserved, cur);
             if (!same_b)
-                x_next = bucket_end(&lod, b, x);
+                x_next = gm_lod_bucket_end(&lod, b, x);
         }
         cur_b = b;
         if (k >= 0) {
@@ -1126,7 +1098,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
             unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
-                          : total != prev_total ? gm_lod_add_same(&lod, k, total)
+                          : total != prev_total ? gm_lod_add_here(&lod, k, total)
                                                 : 0;
             if (all)
                 set_point(&dev->points[p], k, e, ph, total, reserved, cur);

@@ -25,7 +25,7 @@ struct cand {
 };
 
 /* > 0 when x comes before y: the larger area, then the larger, the older, the first. */
-static int better(const struct cand *x, const struct cand *y)
+static inline int better(const struct cand *x, const struct cand *y)
 {
     if (x->area != y->area)
         return x->area > y->area ? 1 : -1;
@@ -59,7 +59,7 @@ static float *event_xs(const struct gm_lod_axis *ax)
     return xs;
 }
 
-static double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
+static inline double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
 {
     if (k < 0)
         return 0.0;

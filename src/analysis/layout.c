@@ -424,6 +424,7 @@ struct walk {
     struct gm_layout_range *ranges;
     struct gm_layout_block *blocks;
     size_t cap_segs, cap_ranges, cap_blocks;
+    bool pages_only; /* gm_layout_pages_at(): no blocks */
 };
 
 static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_t n_live,
@@ -483,6 +484,11 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
     }
     memset(&w->out, 0, sizeof(w->out));
     w->out.event = k;
+    if (w->pages_only) {
+        for (size_t s = 0; s < ns; s++)
+            w->out.reserved += w->segs[s].mapped;
+        goto out_call;
+    }
     /* the blocks, in the segment holding their address */
     if (!GM_VEC_RESERVE(w->blocks, w->cap_blocks, n_live ? n_live : 1, NULL))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "layout: out of memory");
@@ -543,20 +549,21 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
         w->out.allocated += g->allocated;
         w->out.requested += g->requested;
     }
+    w->out.blocks = w->blocks;
+    w->out.n_blocks = nb;
+out_call:
     w->out.segments = w->segs;
     w->out.n_segments = ns;
     w->out.ranges = w->ranges;
     w->out.n_ranges = nr;
-    w->out.blocks = w->blocks;
-    w->out.n_blocks = nb;
     w->out.live = live;
     w->out.n_live = n_live;
     return w->fn(w->ctx, i, &w->out, err);
 }
 
-enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,
-                            const struct gm_layout_history *hist, const int64_t *ks, size_t n,
-                            gm_layout_fn fn, void *ctx, struct gm_error *err)
+static enum gm_status layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                                const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                                bool pages_only, gm_layout_fn fn, void *ctx, struct gm_error *err)
 {
     const struct gm_snapshot *snap = an->snap;
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
@@ -580,6 +587,7 @@ enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analys
     w.ks = ks;
     w.fn = fn;
     w.ctx = ctx;
+    w.pages_only = pages_only;
     w.st = gm_calloc(hist->n_segments ? hist->n_segments : 1, sizeof(*w.st));
     if (!w.st)
         goto nomem;
@@ -600,4 +608,19 @@ out:
     gm_free(w.ranges);
     gm_free(w.blocks);
     return st;
+}
+
+enum gm_status gm_layout_at(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                            const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                            gm_layout_fn fn, void *ctx, struct gm_error *err)
+{
+    return layout_at(an, dev, hist, ks, n, false, fn, ctx, err);
+}
+
+enum gm_status gm_layout_pages_at(const struct gm_analysis *an,
+                                  const struct gm_analysis_device *dev,
+                                  const struct gm_layout_history *hist, const int64_t *ks, size_t n,
+                                  gm_layout_fn fn, void *ctx, struct gm_error *err)
+{
+    return layout_at(an, dev, hist, ks, n, true, fn, ctx, err);
 }

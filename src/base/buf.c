@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* buf.c - capped growable buffer. */
+#define _GNU_SOURCE /* fopencookie(): gm_buf_file() */
 #include "base/buf.h"
 
 #include "base/file.h"
@@ -53,6 +54,17 @@ enum gm_status gm_buf_append(struct gm_buf *b, const void *p, size_t n, struct g
     b->len += n;
     b->data[b->len] = '\0';
     return GM_OK;
+}
+
+static ssize_t buf_file_write(void *cookie, const char *p, size_t n)
+{
+    return gm_buf_append(cookie, p, n, NULL) == GM_OK ? (ssize_t)n : -1;
+}
+
+FILE *gm_buf_file(struct gm_buf *b)
+{
+    cookie_io_functions_t io = {NULL, buf_file_write, NULL, NULL};
+    return fopencookie(b, "w", io);
 }
 
 enum gm_status gm_buf_printf(struct gm_buf *b, struct gm_error *err, const char *fmt, ...)

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct gm_buf {
     char *data; /* NUL-terminated when len > 0 */
@@ -32,6 +33,12 @@ enum gm_status gm_buf_printf(struct gm_buf *b, struct gm_error *err, const char 
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* A FILE whose writes append to 'b' (a write past its cap fails: the FILE's error flag),
+ * for a writer that takes a FILE* (the JSON writer): the text lands in b without the
+ * zeroing of every doubling that open_memstream() does.  What was written is in b after
+ * fflush() or fclose().  NULL when out of memory. */
+FILE *gm_buf_file(struct gm_buf *b);
 
 /* Read a whole file into 'b' (capped by b->max, GM_ERR_LIMIT naming the file), to its end
  * whatever size it reports; only a regular file is read (gm_file_open()).  GM_ERR_NOENT when

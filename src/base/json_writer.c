@@ -271,12 +271,12 @@ void gm_json_str(struct gm_json *w, const char *s)
 
 /* Where a number goes straight into the buffer, its separator written: the common case of
  * before_value() (a compact buffered writer, inside an array or after a key, with room for
- * a comma and 20 digits and a sign), else NULL and the caller takes the general path. */
+ * a comma, a sign and GM_FMT_ROOM), else NULL and the caller takes the general path. */
 static char *number_slot(struct gm_json *w)
 {
     char *p;
     if (w->flags != GM_JSON_BUFFERED || w->failed || w->depth == 0 ||
-        sizeof(w->buf) - w->n_buf < 24)
+        sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
         return NULL;
     p = w->buf + w->n_buf;
     if (w->is_obj[w->depth]) {
@@ -297,7 +297,7 @@ void gm_json_u64(struct gm_json *w, uint64_t v)
 {
     char buf[24], *p = number_slot(w);
     if (p)
-        w->n_buf = (size_t)(gm_fmt_u64(p, v, 0) - w->buf);
+        w->n_buf = (size_t)(gm_fmt_u64_room(p, v) - w->buf);
     else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_u64(buf, v, 0) - buf));
 }
@@ -306,9 +306,92 @@ void gm_json_i64(struct gm_json *w, int64_t v)
 {
     char buf[24], *p = number_slot(w);
     if (p)
-        w->n_buf = (size_t)(gm_fmt_i64(p, v) - w->buf);
+        w->n_buf = (size_t)(gm_fmt_i64_room(p, v) - w->buf);
     else if (before_value(w))
         put(w, buf, (size_t)(gm_fmt_i64(buf, v) - buf));
+}
+
+/* The values after an array's first: a comma and the digits straight into the buffer, with
+ * no separator logic per value (the writer is compact and buffered, inside an array, after
+ * a value); false when the writer is not so and the caller writes them one by one. */
+static bool rest_of_array(struct gm_json *w)
+{
+    return w->flags == GM_JSON_BUFFERED && !w->failed && w->depth > 0 && !w->is_obj[w->depth] &&
+           !w->first[w->depth];
+}
+
+static char *array_slot(struct gm_json *w)
+{
+    if (sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
+        flush_buf(w);
+    w->buf[w->n_buf] = ',';
+    return w->buf + w->n_buf + 1;
+}
+
+/* gm_json_u64s() (is_signed false) or gm_json_i64s(). */
+static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool is_signed)
+{
+    uint64_t u;
+    int64_t v;
+    size_t i = 0;
+    for (; i < n && (i == 0 || !rest_of_array(w)); i++, p += stride) {
+        memcpy(&u, p, sizeof(u));
+        memcpy(&v, p, sizeof(v));
+        if (is_signed)
+            gm_json_i64(w, v);
+        else
+            gm_json_u64(w, u);
+    }
+    for (; i < n; i++, p += stride) {
+        char *q = array_slot(w);
+        memcpy(&u, p, sizeof(u));
+        memcpy(&v, p, sizeof(v));
+        q = is_signed ? gm_fmt_i64_room(q, v) : gm_fmt_u64_room(q, u);
+        w->n_buf = (size_t)(q - w->buf);
+    }
+}
+
+void gm_json_u64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+{
+    ints(w, first, n, stride, false);
+}
+
+void gm_json_i64s(struct gm_json *w, const void *first, size_t n, size_t stride)
+{
+    ints(w, first, n, stride, true);
+}
+
+void gm_json_int_array(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s, size_t ns)
+{
+    size_t need = 2 + (nu + ns) * (GM_FMT_ROOM + 2);
+    char *p = NULL;
+    if (w->flags == GM_JSON_BUFFERED && need <= sizeof(w->buf)) {
+        if (sizeof(w->buf) - w->n_buf < need)
+            flush_buf(w);
+        p = number_slot(w);
+    }
+    if (!p) {
+        gm_json_begin_array(w);
+        for (size_t i = 0; i < nu; i++)
+            gm_json_u64(w, u[i]);
+        for (size_t i = 0; i < ns; i++)
+            gm_json_i64(w, s[i]);
+        gm_json_end_array(w);
+        return;
+    }
+    *p++ = '[';
+    for (size_t i = 0; i < nu; i++) {
+        p = gm_fmt_u64_room(p, u[i]);
+        *p++ = ',';
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p = gm_fmt_i64_room(p, s[i]);
+        *p++ = ',';
+    }
+    if (nu + ns)
+        p--; /* the last comma */
+    *p++ = ']';
+    w->n_buf = (size_t)(p - w->buf);
 }
 
 void gm_json_double(struct gm_json *w, double v)

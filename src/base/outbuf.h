@@ -102,6 +102,50 @@ static inline void gm_store64(char *p, uint64_t v)
 
 #define GM_ASCII_ZEROS UINT64_C(0x3030303030303030)
 
+/* "%llu" where GM_FMT_ROOM bytes of room are at p: what lies past the number up to there is
+ * overwritten (left undefined); returns the end of the number.  Eight digits a word
+ * (gm_digits8), the leading zeros of the first word shifted out: no loop and no table, for
+ * the millions of numbers of a report's page data. */
+#define GM_FMT_ROOM 20
+static inline char *gm_fmt_u64_room(char *p, uint64_t v)
+{
+    uint64_t lead = v, rest = 0, d;
+    unsigned n_rest = 0, z;
+    if (v >= 100000000u) {
+        /* the last eight or sixteen digits, in whole words, after the leading ones */
+        if (v >= UINT64_C(10000000000000000)) {
+            lead = v / UINT64_C(10000000000000000); /* below 1845 */
+            rest = v % UINT64_C(10000000000000000);
+            n_rest = 16;
+        } else {
+            lead = v / 100000000u;
+            rest = v % 100000000u;
+            n_rest = 8;
+        }
+    }
+    d = gm_digits8((uint32_t)lead);
+    z = lead ? (unsigned)__builtin_ctzll(d) >> 3 : 7; /* leading zero digits */
+    gm_store64(p, (d | GM_ASCII_ZEROS) >> (8 * z));
+    p += 8 - z;
+    if (n_rest == 16) {
+        gm_store64(p, gm_digits8((uint32_t)(rest / 100000000u)) | GM_ASCII_ZEROS);
+        rest %= 100000000u;
+        p += 8;
+    }
+    if (n_rest) {
+        gm_store64(p, gm_digits8((uint32_t)rest) | GM_ASCII_ZEROS);
+        p += 8;
+    }
+    return p;
+}
+
+/* "%lld" where GM_FMT_ROOM + 1 bytes of room are at p (gm_fmt_u64_room() after a sign). */
+static inline char *gm_fmt_i64_room(char *p, int64_t v)
+{
+    *p = '-';
+    return gm_fmt_u64_room(p + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
 /* "%llu" of one field of many lines, remembering the digits it wrote last: a value equal to
  * the last one, or one more than it (an event index), costs a copy, and one that keeps the
  * digits above its last eight (a trace's addresses, times and totals) has only those eight

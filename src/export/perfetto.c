@@ -32,6 +32,15 @@ struct axis {
     int64_t origin_us; /* the time of ts 0 */
 };
 
+/* The timestamp of time 't' (microseconds since the origin; saturated when a damaged file
+ * holds times a span beyond int64 apart: gm_snapshot_span_us()). */
+static int64_t ts_of(const struct axis *ax, int64_t t)
+{
+    int64_t ts;
+    (void)gm_snapshot_span_us(t, ax->origin_us, &ts);
+    return ts;
+}
+
 /* The timestamp of the state after event k (-1: the start). */
 static int64_t axis_ts(const struct axis *ax, int64_t k)
 {
@@ -41,7 +50,7 @@ static int64_t axis_ts(const struct axis *ax, int64_t k)
     if (k < 0)
         k = 0;
     if (ax->sdev && gm_snapshot_event_at(ax->sdev, (size_t)k, &e) && (e.flags & GM_EVENT_HAS_TIME))
-        return e.time_us - ax->origin_us;
+        return ts_of(ax, e.time_us);
     return 0;
 }
 
@@ -67,9 +76,11 @@ static void meta(struct gm_json *w, const char *what, int32_t pid, int tid, cons
 static void slice(struct gm_json *w, const char *name, int32_t pid, int tid, int64_t ts,
                   int64_t end)
 {
+    int64_t dur;
+    (void)gm_snapshot_span_us(end, ts, &dur);
     head(w, "X", name, pid, tid);
     gm_json_kv_i64(w, "ts", ts);
-    gm_json_kv_i64(w, "dur", end > ts ? end - ts : 0);
+    gm_json_kv_i64(w, "dur", dur > 0 ? dur : 0);
 }
 
 static void counters(struct gm_json *w, const struct axis *ax, int32_t pid,
@@ -77,7 +88,7 @@ static void counters(struct gm_json *w, const struct axis *ax, int32_t pid,
 {
     for (size_t i = 0; i < dev->n_points; i++) {
         const struct gm_analysis_point *p = &dev->points[i];
-        int64_t ts = p->has_time && ax->timed ? p->time_us - ax->origin_us : axis_ts(ax, p->event);
+        int64_t ts = p->has_time && ax->timed ? ts_of(ax, p->time_us) : axis_ts(ax, p->event);
         head(w, "C", "allocated", pid, 0);
         gm_json_kv_i64(w, "ts", ts);
         gm_json_key(w, "args");
@@ -129,7 +140,7 @@ static void phases(struct gm_json *w, const struct axis *ax, int32_t pid,
 static void annotations(struct gm_json *w, const struct axis *ax, int32_t pid, int32_t device)
 {
     const struct gm_snapshot *snap = ax->snap;
-    int64_t last = snap->time_last_us - ax->origin_us;
+    int64_t last = ts_of(ax, snap->time_last_us);
     for (size_t i = 0; i < snap->n_annotations; i++) {
         const struct gm_snapshot_annotation *a = &snap->annotations[i];
         int64_t end = last;
@@ -145,11 +156,11 @@ static void annotations(struct gm_json *w, const struct axis *ax, int32_t pid, i
             } else if (depth) {
                 depth--;
             } else {
-                end = b->time_us - ax->origin_us;
+                end = ts_of(ax, b->time_us);
                 break;
             }
         }
-        slice(w, a->name, pid, TID_ANNOTATIONS, a->time_us - ax->origin_us, end);
+        slice(w, a->name, pid, TID_ANNOTATIONS, ts_of(ax, a->time_us), end);
         gm_json_end_object(w);
     }
 }

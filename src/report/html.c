@@ -36,6 +36,8 @@
  *    job{peak, peak_rank, rank_from, rank_ids[], outliers[]} | null  (the job's peak and the
  *        page index of its rank, each rank's number, gm_analysis_rank_outliers()),
  *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
+#include "base/buf.h"
+#include "base/outbuf.h"
 #include "base/vec.h"
 #include "gpumem/report.h"
 
@@ -63,8 +65,7 @@ void gm_report_num(struct gm_json *w, double v)
 void gm_report_stream(struct gm_json *w, uint64_t stream)
 {
     char b[24];
-    snprintf(b, sizeof(b), "%llu", (unsigned long long)stream);
-    gm_json_str(w, b);
+    gm_json_strn(w, b, (size_t)(gm_fmt_u64(b, stream, 0) - b)); /* "%llu": every band has one */
 }
 
 /* ---- frames and stacks that a rank's data refers to ---- */
@@ -229,7 +230,7 @@ void gm_report_page_free(struct gm_report_page *p)
     if (!p)
         return;
     for (size_t i = 0; i < p->n; i++)
-        free(p->ranks[i]); /* open_memstream's buffers */
+        gm_free(p->ranks[i]); /* gm_buf_file()'s buffers */
     gm_free(p->ranks);
     gm_free(p->len);
     gm_free(p->sum);
@@ -284,8 +285,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
 {
     struct gm_json w;
     struct gm_report_ctx c;
-    char *json = NULL;
-    size_t json_len = 0;
+    struct gm_buf json = GM_BUF_INIT;
     FILE *mem;
     enum gm_status st = gm_analysis_require_whole(an, "report", err);
 
@@ -301,7 +301,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     c.stack_used = gm_calloc(snap->n_stacks + 1, 1);
     if (!c.stack_used)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    mem = open_memstream(&json, &json_len);
+    mem = gm_buf_file(&json);
     if (!mem) {
         gm_free(c.stack_used);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
@@ -310,7 +310,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     if (an &&
         (st = gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
         fclose(mem);
-        free(json);
+        gm_buf_release(&json);
         gm_free(c.stack_used);
         return st;
     }
@@ -334,14 +334,15 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
             st = gm_fail(err, c.nomem ? GM_ERR_NOMEM : GM_ERR_INTERNAL, GM_NO_OFFSET,
                          "report: building the page data failed");
     }
-    fclose(mem);
+    if (fclose(mem) != 0 && st == GM_OK)
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     gm_free(c.stack_used);
     if (st != GM_OK) {
-        free(json);
+        gm_buf_release(&json);
         return st;
     }
-    p->ranks[p->n] = json;
-    p->len[p->n++] = json_len;
+    p->ranks[p->n] = json.data;
+    p->len[p->n++] = json.len;
     return GM_OK;
 }
 
@@ -349,12 +350,11 @@ enum gm_status gm_report_page_add_digest(struct gm_report_page *p, const struct 
                                          const char *title, struct gm_error *err)
 {
     struct gm_json w;
-    char *json = NULL;
-    size_t json_len = 0;
+    struct gm_buf json = GM_BUF_INIT;
     FILE *mem;
     if (p->n == p->cap && !page_grow(p))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    if (!(mem = open_memstream(&json, &json_len)))
+    if (!(mem = gm_buf_file(&json)))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     gm_digest_rank(d, p->n, title, &p->sum[p->n], &p->has_sum[p->n]);
     gm_json_init(&w, mem, 0);
@@ -392,11 +392,12 @@ enum gm_status gm_report_page_add_digest(struct gm_report_page *p, const struct 
     gm_json_end_array(&w);
     gm_json_end_object(&w);
     gm_json_end_object(&w);
-    fclose(mem);
-    if (!json)
+    if (fclose(mem) != 0 || !json.data) {
+        gm_buf_release(&json);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    p->ranks[p->n] = json;
-    p->len[p->n++] = json_len;
+    }
+    p->ranks[p->n] = json.data;
+    p->len[p->n++] = json.len;
     return GM_OK;
 }
 
@@ -507,9 +508,8 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
     fputs("<script type=\"application/json\" id=\"gm-data\">", f);
     {
         /* the head of the data, then each rank's object as it was rendered */
-        char *head = NULL;
-        size_t head_len = 0;
-        FILE *mem = open_memstream(&head, &head_len);
+        struct gm_buf head = GM_BUF_INIT;
+        FILE *mem = gm_buf_file(&head);
         if (!mem)
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
         gm_json_init(&w, mem, 0);
@@ -536,7 +536,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
             enum gm_status st;
             if (!r) {
                 fclose(mem);
-                free(head);
+                gm_buf_release(&head);
                 return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
             }
             for (size_t i = 0; i < p->n; i++)
@@ -546,7 +546,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
             gm_free(r);
             if (st != GM_OK) {
                 fclose(mem);
-                free(head);
+                gm_buf_release(&head);
                 return st;
             }
             if (p->n >= 2 && rs.n_ranks >= 2) {
@@ -573,7 +573,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
         gm_json_key(&w, "ranks");
         gm_json_begin_array(&w);
         fflush(mem);
-        put_json_for_script(f, head, head_len);
+        put_json_for_script(f, head.data, head.len);
         for (size_t i = 0; i < p->n; i++) {
             if (i)
                 fputc(',', f);
@@ -581,7 +581,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
         }
         fputs("]}", f);
         fclose(mem);
-        free(head);
+        gm_buf_release(&head);
     }
     fputs("</script>\n<script>\n", f);
     put_chunks(f, gm_report_js);

@@ -103,30 +103,26 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
     gm_json_key(w, "lod");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "n", nb);
+    /* each an array of one field of the buckets */
     gm_json_key(w, "amin");
     gm_json_begin_array(w);
-    for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, al->b[b].min);
+    gm_json_u64s(w, &al->b[0].min, nb, sizeof(al->b[0]));
     gm_json_end_array(w);
     gm_json_key(w, "amax");
     gm_json_begin_array(w);
-    for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, al->b[b].max);
+    gm_json_u64s(w, &al->b[0].max, nb, sizeof(al->b[0]));
     gm_json_end_array(w);
     gm_json_key(w, "kmax");
     gm_json_begin_array(w);
-    for (unsigned b = 0; b < nb; b++)
-        gm_json_i64(w, al->b[b].kmax);
+    gm_json_i64s(w, &al->b[0].kmax, nb, sizeof(al->b[0]));
     gm_json_end_array(w);
     gm_json_key(w, "krmax");
     gm_json_begin_array(w);
-    for (unsigned b = 0; b < nb; b++)
-        gm_json_i64(w, rl->b[b].kmax);
+    gm_json_i64s(w, &rl->b[0].kmax, nb, sizeof(rl->b[0]));
     gm_json_end_array(w);
     gm_json_key(w, "rmax");
     gm_json_begin_array(w);
-    for (unsigned b = 0; b < nb; b++)
-        gm_json_u64(w, rl->b[b].max);
+    gm_json_u64s(w, &rl->b[0].max, nb, sizeof(rl->b[0]));
     gm_json_end_array(w);
     if (ad)
         write_rest(c, ad, bands, al);
@@ -261,20 +257,20 @@ static void write_series(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_json_end_array(w);
     gm_json_key(w, "k");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < ad->n_points; i++)
-        gm_json_i64(w, ad->points[i].event);
+    if (ad->n_points)
+        gm_json_i64s(w, &ad->points[0].event, ad->n_points, sizeof(ad->points[0]));
     gm_json_end_array(w);
     gm_json_key(w, "r");
     gm_json_begin_array(w);
-    for (size_t i = 0; i < ad->n_points; i++)
-        gm_json_u64(w, ad->points[i].reserved);
+    if (ad->n_points)
+        gm_json_u64s(w, &ad->points[0].reserved, ad->n_points, sizeof(ad->points[0]));
     gm_json_end_array(w);
     gm_json_key(w, "c");
     gm_json_begin_array(w);
     for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
         gm_json_begin_array(w);
-        for (size_t i = 0; i < ad->n_points; i++)
-            gm_json_u64(w, ad->points[i].bytes[cat]);
+        if (ad->n_points)
+            gm_json_u64s(w, &ad->points[0].bytes[cat], ad->n_points, sizeof(ad->points[0]));
         gm_json_end_array(w);
     }
     gm_json_end_array(w);

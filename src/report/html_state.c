@@ -131,7 +131,7 @@ static enum gm_status choose_windows(struct gm_report_ctx *c, const struct gm_sn
         ks[i] = win[i].k0;
     if (!(m.seen = gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1)))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    st = gm_layout_at(c->an, ad, h, ks, nw, count_state, &m, err);
+    st = gm_layout_pages_at(c->an, ad, h, ks, nw, count_state, &m, err);
     gm_free(m.seen);
     if (st != GM_OK)
         return st;
@@ -182,11 +182,8 @@ static enum gm_status at_start(void *ctx, size_t i, const struct gm_layout *l, s
         const struct gm_layout_segment *sg = &l->segments[g];
         for (size_t r = 0; r < sg->n_ranges; r++) {
             const struct gm_layout_range *x = &l->ranges[sg->first_range + r];
-            gm_json_begin_array(w);
-            gm_json_u64(w, sg->id);
-            gm_json_u64(w, x->addr);
-            gm_json_u64(w, x->size);
-            gm_json_end_array(w);
+            const uint64_t row[3] = {sg->id, x->addr, x->size};
+            gm_json_int_array(w, row, 3, NULL, 0);
         }
     }
     gm_json_end_array(w);
@@ -255,7 +252,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "starts");
     gm_json_begin_array(w);
-    st = gm_layout_at(c->an, ad, h, ks, nw, at_start, &s, err);
+    st = gm_layout_pages_at(c->an, ad, h, ks, nw, at_start, &s, err);
     gm_json_end_array(w);
     if (st != GM_OK)
         goto out;
@@ -280,16 +277,10 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows(win, nw, a->alloc_event)))
             continue;
-        gm_json_begin_array(w);
-        gm_json_u64(w, a->addr);
-        gm_json_u64(w, gm_layout_block_size(h, a));
-        gm_json_u64(w, a->bytes);
-        gm_json_u64(w, a->category);
-        gm_json_u64(w, a->stack);
-        gm_json_i64(w, a->alloc_event);
-        gm_json_i64(w, a->free_requested_event);
-        gm_json_i64(w, a->free_event);
-        gm_json_end_array(w);
+        const uint64_t u[5] = {a->addr, gm_layout_block_size(h, a), a->bytes, a->category,
+                               a->stack};
+        const int64_t k[3] = {a->alloc_event, a->free_requested_event, a->free_event};
+        gm_json_int_array(w, u, 5, k, 3);
         gm_report_use_stack(c, a->stack);
         n_a++;
     }

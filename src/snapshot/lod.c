@@ -10,6 +10,7 @@
 
 #include "gpumem/arena.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,26 @@ unsigned gm_lod_peek(const struct gm_lod *l, double x)
     return l->any_ && b < l->cur_ ? l->cur_ : b;
 }
 
+double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x)
+{
+    const double whole = 9007199254740992.0; /* 2^53 */
+    double c;
+    if (b + 1 >= l->n)
+        return INFINITY; /* every later point counts in the last bucket */
+    if (!(l->x1 > l->x0) || !(l->x0 > -whole) || !(l->x1 < whole) || !(x < whole))
+        return -1;
+    /* where bucket b + 1 starts, then the whole x's beside it: the rounding of position()
+     * moves the border by a step at most */
+    c = ceil(l->x0 + (l->x1 - l->x0) * ((double)(b + 1) / l->n));
+    for (int i = 0; gm_lod_bucket_of(l, c) <= b; i++, c += 1)
+        if (i == 8)
+            return -1;
+    for (int i = 0; c - 1 > x && gm_lod_bucket_of(l, c - 1) > b; i++, c -= 1)
+        if (i == 8)
+            return -1;
+    return c;
+}
+
 /* Bucket 'b' holding only the value carried from 'p'. */
 static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
 {
@@ -176,37 +197,32 @@ static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
 {
     double p = position(l, x);
-    unsigned bi = bucket_at(l, p), flags = 0;
+    unsigned bi = bucket_at(l, p);
     struct gm_lod_bucket *b;
-    bool seeded = false;
 
-    if (l->any_ && bi < l->cur_)
-        bi = l->cur_; /* time going backwards: the point counts where the trace is */
-    if (!l->any_ || bi != l->cur_) {
-        flags |= GM_LOD_NEW;
-        if (l->any_) {
-            const struct gm_lod_bucket *prev = &l->b[l->cur_];
-            for (unsigned u = l->cur_ + 1; u < bi; u++)
-                carry(&l->b[u], prev);
-            /* the value before this point holds at the bucket's start unless the point is
-             * exactly there */
-            if (p > (double)bi) {
-                carry(&l->b[bi], prev);
-                seeded = true;
-            }
+    /* the bucket of the point before, or time going backwards: the point counts where the
+     * trace is */
+    if (l->any_ && bi <= l->cur_)
+        return gm_lod_add_here(l, k, v);
+    if (l->any_) {
+        const struct gm_lod_bucket *prev = &l->b[l->cur_];
+        for (unsigned u = l->cur_ + 1; u < bi; u++)
+            carry(&l->b[u], prev);
+        /* the value before this point holds at the bucket's start unless the point is
+         * exactly there */
+        if (p > (double)bi) {
+            carry(&l->b[bi], prev);
+            l->cur_ = bi;
+            return GM_LOD_NEW | gm_lod_add_here(l, k, v);
         }
-        l->cur_ = bi;
-        l->any_ = true;
-    } else {
-        seeded = true;
     }
-    if (seeded)
-        return flags | gm_lod_add_same(l, k, v); /* bi is l->cur_ */
+    l->cur_ = bi;
+    l->any_ = true;
     b = &l->b[bi];
     b->min = b->max = b->last = v;
     b->kmin = b->kmax = b->klast = k;
     b->n = 1;
-    return flags | GM_LOD_MIN | GM_LOD_MAX;
+    return GM_LOD_NEW | GM_LOD_MIN | GM_LOD_MAX;
 }
 
 void gm_lod_finish(struct gm_lod *l)
@@ -266,6 +282,23 @@ void gm_lod_release(struct gm_lod *l)
 
 /* ---- the allocated and reserved bytes of a device ---- */
 
+/* The point after event k into the allocated and reserved series, which share their buckets
+ * (one axis range, one count) and their points: while the points stay in the bucket of the
+ * point before (several events a bucket at the finest level the page keeps), one comparison
+ * with its end (*x_next, gm_lod_bucket_end()) and no lookup. */
+static inline void add_both(struct gm_lod *alloc, struct gm_lod *res, double x, int64_t k,
+                            uint64_t allocated, uint64_t reserved, double *x_next)
+{
+    if (x < *x_next) {
+        gm_lod_add_here(alloc, k, allocated);
+        gm_lod_add_here(res, k, reserved);
+        return;
+    }
+    gm_lod_add(alloc, x, k, allocated);
+    gm_lod_add(res, x, k, reserved);
+    *x_next = gm_lod_bucket_end(alloc, alloc->cur_, x);
+}
+
 enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_snapshot_device *dev,
                                const struct gm_snapshot_timeline *tl, const struct gm_lod_axis *a,
                                unsigned n, struct gm_lod *alloc, struct gm_lod *res,
@@ -274,6 +307,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     struct gm_snapshot_walk w;
     const struct gm_snapshot_event *e;
     enum gm_status st;
+    double x_next = -1; /* the end of the bucket of the point before (add_both()) */
 
     memset(res, 0, sizeof(*res));
     if ((st = gm_lod_init(alloc, 0.0, a->x_end, n, err)) != GM_OK)
@@ -289,8 +323,7 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
     while ((e = gm_snapshot_walk_next(&w)) != NULL) {
         int64_t k = (int64_t)w.cur.index;
         double x = gm_lod_axis_x_of(a, k, e);
-        gm_lod_add(alloc, x, k, w.allocated);
-        gm_lod_add(res, x, k, w.reserved);
+        add_both(alloc, res, x, k, w.allocated, w.reserved, &x_next);
     }
     gm_snapshot_walk_release(&w);
     gm_lod_finish(alloc);
@@ -332,6 +365,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
     const struct gm_snapshot_event *e;
     enum gm_status st;
     size_t seen = 0;
+    double x_next = -1; /* the end of the bucket of the point before (add_both()) */
 
     memset(res, 0, sizeof(*res));
     if (!(a->x32_ = gm_malloc(a->n_events * sizeof(*a->x32_))))
@@ -348,7 +382,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
         double x;
         /* an event without a time, or a span beyond int64 (the x's kept here are exact
          * int64 differences): the two passes of gm_lod_timeline() decide */
-        if (!(e->flags & GM_EVENT_HAS_TIME) || __builtin_sub_overflow(e->time_us, a->t0_us, &v))
+        if (!(e->flags & GM_EVENT_HAS_TIME) || !gm_snapshot_span_us(e->time_us, a->t0_us, &v))
             break;
         x = (double)v;
         if (!keep_x(a, seen, v)) {
@@ -357,8 +391,7 @@ static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot
             goto out_release_lods;
         }
         seen++;
-        gm_lod_add(alloc, x, (int64_t)w.cur.index, w.allocated);
-        gm_lod_add(res, x, (int64_t)w.cur.index, w.reserved);
+        add_both(alloc, res, x, (int64_t)w.cur.index, w.allocated, w.reserved, &x_next);
     }
     gm_snapshot_walk_release(&w);
     *timed = seen == a->n_events;

@@ -225,6 +225,133 @@ static void test_json_buffered_writes_what_unbuffered_writes(void **state)
     }
 }
 
+/* Arrays of numbers: fields of structs (a stride), of none, one and many values, across the
+ * buffer's edge, after values already in the array; written one by one (doc_numbers_each) or
+ * with gm_json_u64s() / gm_json_i64s() (doc_numbers_bulk). */
+struct num_row {
+    uint64_t u;
+    int64_t i;
+    uint32_t pad;
+};
+
+static struct num_row *num_rows(void)
+{
+    static struct num_row rows[5000];
+    for (size_t j = 0; j < 5000; j++) {
+        rows[j].u = j % 3 ? UINT64_MAX - j * 0x9E3779B97F4A7C15ull : j;
+        rows[j].i = j % 2 ? INT64_MIN + (int64_t)j : -(int64_t)(j * 1000003);
+        rows[j].pad = (uint32_t)j;
+    }
+    return rows;
+}
+
+static void doc_numbers(struct gm_json *w, bool bulk)
+{
+    static const size_t counts[] = {0, 1, 2, 700, 5000};
+    const struct num_row *r = num_rows();
+    gm_json_begin_array(w);
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t n = counts[c];
+        gm_json_begin_array(w);
+        if (c % 2)
+            gm_json_u64(w, 42); /* not the first value of its array */
+        if (bulk) {
+            gm_json_u64s(w, &r[0].u, n, sizeof(r[0]));
+            gm_json_i64s(w, &r[0].i, n, sizeof(r[0]));
+        } else {
+            for (size_t j = 0; j < n; j++)
+                gm_json_u64(w, r[j].u);
+            for (size_t j = 0; j < n; j++)
+                gm_json_i64(w, r[j].i);
+        }
+        gm_json_end_array(w);
+    }
+    gm_json_end_array(w);
+}
+
+static void doc_numbers_each(struct gm_json *w)
+{
+    doc_numbers(w, false);
+}
+
+/* Rows of integers (gm_json_int_array()) or the same calls one by one: empty rows, rows of
+ * one kind, rows of both, enough to cross the buffer's edge many times, inside arrays and
+ * as the values of keys. */
+static void doc_rows(struct gm_json *w, bool whole)
+{
+    const struct num_row *r = num_rows();
+    gm_json_begin_object(w);
+    gm_json_key(w, "rows");
+    gm_json_begin_array(w);
+    for (size_t j = 0; j < 3000; j++) {
+        uint64_t u[6];
+        int64_t s[6];
+        size_t nu = j % 7 < 6 ? j % 7 : 0, ns = (j / 7) % 4;
+        for (size_t q = 0; q < 6; q++) {
+            u[q] = r[(j + q) % 5000].u;
+            s[q] = r[(j + q) % 5000].i;
+        }
+        if (whole) {
+            gm_json_int_array(w, u, nu, s, ns);
+        } else {
+            gm_json_begin_array(w);
+            for (size_t q = 0; q < nu; q++)
+                gm_json_u64(w, u[q]);
+            for (size_t q = 0; q < ns; q++)
+                gm_json_i64(w, s[q]);
+            gm_json_end_array(w);
+        }
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "row");
+    if (whole) {
+        gm_json_int_array(w, &r[1].u, 1, &r[1].i, 1);
+    } else {
+        gm_json_begin_array(w);
+        gm_json_u64(w, r[1].u);
+        gm_json_i64(w, r[1].i);
+        gm_json_end_array(w);
+    }
+    gm_json_end_object(w);
+}
+
+static void doc_rows_each(struct gm_json *w)
+{
+    doc_rows(w, false);
+}
+
+static void doc_rows_whole(struct gm_json *w)
+{
+    doc_rows(w, true);
+}
+
+static void doc_numbers_bulk(struct gm_json *w)
+{
+    doc_numbers(w, true);
+}
+
+static void test_json_number_arrays(void **state)
+{
+    (void)state;
+    for (unsigned flags = 0; flags <= (GM_JSON_PRETTY | GM_JSON_BUFFERED); flags++) {
+        bool ok1, ok2;
+        char *t1 = json_of(doc_numbers_each, flags, &ok1);
+        char *t2 = json_of(doc_numbers_bulk, flags, &ok2);
+        assert_true(ok1 && ok2);
+        assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
+        assert_string_equal(t1, t2);
+        free(t1);
+        free(t2);
+        t1 = json_of(doc_rows_each, flags, &ok1);
+        t2 = json_of(doc_rows_whole, flags, &ok2);
+        assert_true(ok1 && ok2);
+        assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
+        assert_string_equal(t1, t2);
+        free(t1);
+        free(t2);
+    }
+}
+
 static void doc_misuse_value_without_key(struct gm_json *w)
 {
     gm_json_begin_object(w);
@@ -325,6 +452,40 @@ static void test_big_array(void **state)
     }
     gm_big_free(p, cap);
     gm_big_free(NULL, 0);
+}
+
+/* A FILE over a buffer holds every byte written through it, in order, small writes and
+ * large ones; past the buffer's cap the FILE reports the error. */
+static void test_buf_file(void **state)
+{
+    struct gm_buf b = GM_BUF_INIT;
+    char big[20000];
+    FILE *f;
+    (void)state;
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)('a' + i % 26);
+    f = gm_buf_file(&b);
+    assert_non_null(f);
+    fputs("head,", f);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(fwrite(big, 1, sizeof(big), f), sizeof(big));
+    fputc('!', f);
+    assert_int_equal(fflush(f), 0);
+    assert_int_equal(b.len, 5 + 5 * sizeof(big) + 1);
+    assert_memory_equal(b.data, "head,", 5);
+    for (int i = 0; i < 5; i++)
+        assert_memory_equal(b.data + 5 + i * sizeof(big), big, sizeof(big));
+    assert_int_equal(b.data[b.len - 1], '!');
+    assert_int_equal(fclose(f), 0);
+    gm_buf_release(&b);
+    gm_buf_init(&b, 100);
+    f = gm_buf_file(&b);
+    assert_non_null(f);
+    fwrite(big, 1, sizeof(big), f);
+    assert_true(fflush(f) != 0 || ferror(f));
+    fclose(f);
+    assert_true(b.len <= 100);
+    gm_buf_release(&b);
 }
 
 static void test_buf_cap(void **state)
@@ -771,11 +932,13 @@ int main(void)
         cmocka_unit_test(test_json_compact),
         cmocka_unit_test(test_json_pretty),
         cmocka_unit_test(test_json_buffered_writes_what_unbuffered_writes),
+        cmocka_unit_test(test_json_number_arrays),
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
         cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_buf_cap),
+        cmocka_unit_test(test_buf_file),
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_text_escape),
         cmocka_unit_test(test_text_closest),

@@ -2,8 +2,9 @@
 /* test_lod.c - level-of-detail series (gpumem/lod.h): every bucket keeps the exact minimum
  * and maximum of the step function it covers, an idle gap holds the value memory had during
  * it (not a stale maximum), points in one microsecond all count, a coarsened level equals
- * the level built directly, and time going backwards in a damaged file is absorbed; the
- * axis that keeps every x and its timeline from one walk equal the two passes. */
+ * the level built directly, and time going backwards in a damaged file is absorbed; a
+ * bucket's end found for whole x's adds the points as the lookup does; the axis that keeps
+ * every x and its timeline from one walk equal the two passes. */
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "gpumem/lod.h"
 
+#include <math.h>
 #include <string.h>
 
 static void test_gap_and_carry(void **state)
@@ -171,6 +173,65 @@ static void test_random_exact(void **state)
     }
 }
 
+/* gm_lod_bucket_end() is the least whole x after which a later bucket starts, on axes of
+ * any length and bucket count; points added by comparing with it (gm_lod_add_here() while
+ * below it, the same-bucket step) make the very buckets gm_lod_add() makes. */
+static void test_bucket_end(void **state)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    (void)state;
+    for (int round = 0; round < 400; round++) {
+        double x1 = (double)(1 + rng_next(&seed) % (round % 4 == 0 ? 5000u : 4000000000u));
+        unsigned n = 1 + (unsigned)(rng_next(&seed) % (round % 2 ? 70000u : 300u));
+        struct gm_lod l, by_add, by_end;
+        struct gm_error err;
+        double x = 0, x_next = -1;
+        assert_int_equal(gm_lod_init(&l, 0.0, x1, n, &err), GM_OK);
+        for (int q = 0; q < 50; q++) {
+            double at = (double)(rng_next(&seed) % (uint64_t)(x1 + 1));
+            unsigned b = gm_lod_bucket_of(&l, at);
+            double c;
+            if (q % 5 == 0 && b + 1 < n)
+                b++; /* the bucket of a later point: time went back */
+            c = gm_lod_bucket_end(&l, b, at);
+            if (b + 1 >= n) {
+                assert_true(isinf(c) && c > 0);
+                continue;
+            }
+            assert_true(c > at && c == (double)(uint64_t)c);
+            assert_true(gm_lod_bucket_of(&l, c) > b);
+            assert_true(c - 1 <= at || gm_lod_bucket_of(&l, c - 1) <= b);
+            if (x1 <= 5000)
+                for (double y = at; y < c; y++)
+                    assert_true(gm_lod_bucket_of(&l, y) <= b);
+        }
+        gm_lod_release(&l);
+        /* the same points both ways: clustered, with gaps, now and then going back */
+        assert_int_equal(gm_lod_init(&by_add, 0.0, x1, n, &err), GM_OK);
+        assert_int_equal(gm_lod_init(&by_end, 0.0, x1, n, &err), GM_OK);
+        gm_lod_add(&by_add, 0.0, -1, 7);
+        gm_lod_add(&by_end, 0.0, -1, 7);
+        for (int i = 0; i < 3000; i++) {
+            uint64_t r = rng_next(&seed), v = rng_next(&seed) % 1000;
+            double step =
+                r % 4 == 0 ? (double)(rng_next(&seed) % (uint64_t)(x1 / 50 + 2)) : (double)(r % 3);
+            x = r % 97 == 0 && x > 10 ? x - 10 : x + step;
+            gm_lod_add(&by_add, x, i, v);
+            if (x < x_next) {
+                gm_lod_add_here(&by_end, i, v);
+            } else {
+                gm_lod_add(&by_end, x, i, v);
+                x_next = gm_lod_bucket_end(&by_end, by_end.cur_, x);
+            }
+        }
+        gm_lod_finish(&by_add);
+        gm_lod_finish(&by_end);
+        assert_memory_equal(by_add.b, by_end.b, n * sizeof(*by_add.b));
+        gm_lod_release(&by_add);
+        gm_lod_release(&by_end);
+    }
+}
+
 static void test_empty(void **state)
 {
     struct gm_lod l;
@@ -274,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_gap_and_carry),
         cmocka_unit_test(test_same_instant_and_backwards),
         cmocka_unit_test(test_random_exact),
+        cmocka_unit_test(test_bucket_end),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_axis_timeline_equals_two_passes),
     };

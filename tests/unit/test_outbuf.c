@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_outbuf.c - the buffered writer's own number formatting writes exactly what printf
  * and gm_format_bytes() write: edges of every unit, ties of the two-decimal rounding, a
- * million pseudo-random values of every magnitude, and the memo of a field's digits along
- * sequences that take each of its routes. */
+ * million pseudo-random values of every magnitude (also through the formats that write into
+ * a room of known size), and the memo of a field's digits along sequences that take each of
+ * its routes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,6 +62,27 @@ static void test_bytes(void **state)
         check_iec(rnd() >> (rnd() % 64), 11);
 }
 
+/* The formats with room write what printf writes, and nothing past their room. */
+static void check_room(uint64_t v)
+{
+    char want[32], got[2 * GM_FMT_ROOM + 2], *end;
+    int64_t sv = (int64_t)v;
+    memset(got, 'Z', sizeof(got));
+    end = gm_fmt_u64_room(got, v);
+    for (size_t i = GM_FMT_ROOM; i < sizeof(got); i++)
+        assert_int_equal(got[i], 'Z');
+    *end = '\0';
+    snprintf(want, sizeof(want), "%" PRIu64, v);
+    assert_string_equal(want, got);
+    memset(got, 'Z', sizeof(got));
+    end = gm_fmt_i64_room(got, sv);
+    for (size_t i = GM_FMT_ROOM + 1; i < sizeof(got); i++)
+        assert_int_equal(got[i], 'Z');
+    *end = '\0';
+    snprintf(want, sizeof(want), "%" PRId64, sv);
+    assert_string_equal(want, got);
+}
+
 static void test_ints(void **state)
 {
     char want[80], got[80], *end;
@@ -78,6 +100,8 @@ static void test_ints(void **state)
             *end = '\0';
             snprintf(want, sizeof(want), "%" PRIx64, vs[j]);
             assert_string_equal(want, got);
+            check_room(vs[j]);
+            check_room(0 - vs[j]);
         }
     }
     for (int i = 0; i < 200000; i++) {
@@ -98,6 +122,8 @@ static void test_ints(void **state)
             snprintf(want, sizeof(want), "%" PRId64, sv);
             assert_string_equal(want, got);
         }
+        check_room(v);
+        check_room(rnd());
         end = gm_fmt_i64(got, INT64_MIN);
         *end = '\0';
         assert_string_equal(got, "-9223372036854775808");

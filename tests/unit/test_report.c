@@ -502,6 +502,70 @@ static void test_layout_replay(void **state)
     gm_snapshot_free(snap);
 }
 
+/* A digest of what gm_layout_pages_at() gives of a moment (segments, pages, the allocations
+ * alive, reserved bytes), to compare with gm_layout_at()'s at the same moments. */
+struct pages_digest {
+    uint64_t d[64];
+    size_t n;
+    bool pages_only;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * 0x100000001b3ull + (h >> 29);
+}
+
+static enum gm_status digest_pages(void *ctx, size_t i, const struct gm_layout *l,
+                                   struct gm_error *err)
+{
+    struct pages_digest *p = ctx;
+    uint64_t h = mix(0, (uint64_t)l->event);
+    (void)err;
+    assert_true(i < 64);
+    for (size_t s = 0; s < l->n_segments; s++) {
+        const struct gm_layout_segment *g = &l->segments[s];
+        h = mix(mix(mix(mix(h, g->id), g->addr), g->size), g->mapped);
+        h = mix(mix(mix(mix(h, g->stream), g->is_small), g->is_expandable), g->n_ranges);
+        for (size_t r = 0; r < g->n_ranges; r++)
+            h = mix(mix(h, l->ranges[g->first_range + r].addr), l->ranges[g->first_range + r].size);
+        if (p->pages_only)
+            assert_int_equal(g->n_blocks + g->allocated + g->requested, 0);
+    }
+    h = mix(mix(h, l->n_ranges), l->reserved);
+    for (size_t j = 0; j < l->n_live; j++)
+        h = mix(h, l->live[j]);
+    if (p->pages_only) {
+        assert_null(l->blocks);
+        assert_int_equal(l->n_blocks + l->allocated + l->requested + l->n_outside, 0);
+    }
+    p->d[i] = h;
+    p->n = i + 1;
+    return GM_OK;
+}
+
+static void test_layout_pages_equal_layout(void **state)
+{
+    struct gm_snapshot *snap = example(6);
+    struct gm_analysis *an;
+    struct gm_error err;
+    struct pages_digest whole = {{0}, 0, false}, pages = {{0}, 0, true};
+    int64_t ks[40];
+    (void)state;
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *ad = gm_analysis_device_by_index(an, 0);
+    const size_t n_events = gm_snapshot_device_by_index(snap, 0)->n_events;
+    for (size_t i = 0; i < 40; i++)
+        ks[i] = (int64_t)(i * n_events / 40) - 1;
+    assert_int_equal(gm_layout_at(an, ad, NULL, ks, 40, digest_pages, &whole, &err), GM_OK);
+    assert_int_equal(gm_layout_pages_at(an, ad, NULL, ks, 40, digest_pages, &pages, &err), GM_OK);
+    assert_int_equal(whole.n, 40);
+    assert_int_equal(pages.n, 40);
+    for (size_t i = 0; i < 40; i++)
+        assert_int_equal(whole.d[i], pages.d[i]);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
 /* The history the analysis keeps for a device is the one gm_layout_history_build() makes
  * of it, so the report reading it shows what a fresh build would. */
 static void test_kept_history(void **state)
@@ -555,7 +619,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
-        cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_kept_history),
+        cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_layout_pages_equal_layout),
+        cmocka_unit_test(test_kept_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
