@@ -1084,7 +1084,9 @@ static void test_vllm_versions(void **state)
                              all-reduce buffers; UINT64_MAX: those buffers not counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
     } cases[] = {
-        {"0.6.3", 450 * GM_MIB + 2 * GM_GIB, false}, /* global: context and NCCL inside */
+        {"0.2.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* total - free: all inside */
+        {"0.6.3", 2 * GM_GIB, false},                /* init_device baseline: NCCL inside */
+        {"0.6.4", 450 * GM_MIB + 2 * GM_GIB, false}, /* global: context and NCCL inside */
         {"0.6.5", 2 * GM_GIB, false},                /* baseline before NCCL: NCCL inside */
         {"0.7.2", 2 * GM_GIB, false},                /* the V0 engine still */
         {"0.8.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* early V1: global again */
