@@ -191,10 +191,10 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
  * counted in full.  A lean model also keeps no map from addresses to blocks (a look-up and
  * its cache misses per request): its blocks are freed and used on other streams by handle
  * (gm_alloc_malloc_block()), and an address finds none (gm_alloc_dealloc() and
- * gm_alloc_record_stream() fail with GM_ERR_INVALID, gm_alloc_block_size() reads 0), so set
- * it before the first request.  Nothing else changes.  gm_alloc_reset() counts everything
- * again. */
-void gm_alloc_set_lean(struct gm_alloc *a);
+ * gm_alloc_record_stream() fail with GM_ERR_INVALID, gm_alloc_block_size() reads 0), so it
+ * is set before the first request: GM_ERR_INVALID while any block is allocated.  Nothing
+ * else changes.  gm_alloc_reset() counts everything again. */
+enum gm_status gm_alloc_set_lean(struct gm_alloc *a, struct gm_error *err);
 
 /* Receive every device-level event (may be NULL to stop). */
 void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx);
@@ -226,7 +226,9 @@ enum gm_status gm_alloc_malloc_block(struct gm_alloc *a, uint64_t size, int64_t 
 enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err);
 
 /* gm_alloc_dealloc() of the block behind 'blk', which must be allocated (handed out and not
- * freed since); NULL is a no-op. */
+ * freed since); NULL is a no-op.  GM_ERR_INVALID, changing nothing, for a block freed since
+ * and not handed out again; a handle whose block record was reused for a later allocation
+ * cannot be told apart (the caller drops a handle when it frees it). */
 enum gm_status gm_alloc_dealloc_block(struct gm_alloc *a, struct gm_alloc_block *blk,
                                       struct gm_error *err);
 
@@ -235,7 +237,8 @@ enum gm_status gm_alloc_dealloc_block(struct gm_alloc *a, struct gm_alloc_block 
 enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
                                       struct gm_error *err);
 
-/* gm_alloc_record_stream() on the block behind 'blk', which must be allocated. */
+/* gm_alloc_record_stream() on the block behind 'blk', which must be allocated
+ * (GM_ERR_INVALID, as gm_alloc_dealloc_block(), for one that is not). */
 enum gm_status gm_alloc_record_stream_block(struct gm_alloc *a, struct gm_alloc_block *blk,
                                             int64_t stream, struct gm_error *err);
 

@@ -1136,8 +1136,8 @@ struct gm_gpu {
     const char *kind;      /* "data-centre", "workstation" or "consumer" */
     unsigned sm;           /* compute capability x 10 (80 = sm_80, Ampere; 90 = Hopper) */
     bool no_p2p;           /* no peer access between two such boards with NVIDIA's driver */
-    uint64_t cuda_bytes;   /* the total cudaMemGetInfo reports, as a public log printed it;
-                              0 = not known */
+    uint64_t cuda_bytes;   /* the total cudaMemGetInfo reports, as a public printout (a vLLM
+                              log, a device-properties listing) gives it; 0 = not known */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

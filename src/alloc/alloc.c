@@ -1237,7 +1237,12 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
 enum gm_status gm_alloc_dealloc_block(struct gm_alloc *a, struct gm_alloc_block *blk,
                                       struct gm_error *err)
 {
-    return blk ? dealloc(a, (struct block *)blk, err) : GM_OK;
+    struct block *b = (struct block *)blk;
+    if (!b)
+        return GM_OK;
+    if (!b->allocated) /* freed before: refused before anything changes */
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: the block is not allocated");
+    return dealloc(a, b, err);
 }
 
 /* recordStream(): 'stream' used the allocated block 'b' */
@@ -1269,8 +1274,11 @@ enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t 
 enum gm_status gm_alloc_record_stream_block(struct gm_alloc *a, struct gm_alloc_block *blk,
                                             int64_t stream, struct gm_error *err)
 {
+    struct block *b = (struct block *)blk;
     (void)a;
-    return record_stream((struct block *)blk, stream, err);
+    if (!b || !b->allocated)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "record_stream: the block is not allocated");
+    return record_stream(b, stream, err);
 }
 
 uint64_t gm_alloc_stream_mark(const struct gm_alloc *a)
@@ -1363,10 +1371,14 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
     return GM_OK;
 }
 
-void gm_alloc_set_lean(struct gm_alloc *a)
+enum gm_status gm_alloc_set_lean(struct gm_alloc *a, struct gm_error *err)
 {
+    if (a->n_live) /* their addresses would no longer find them */
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "allocator model: lean counting is set before the first request");
     a->lean = true;
     gm_map_clear(&a->active); /* no address finds a block any more */
+    return GM_OK;
 }
 
 void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx)

@@ -19,7 +19,8 @@
  * pointer the tree keeps up to date; NULL once erased): gm_btree_erase() then finds it
  * without a search.  Invariants: every leaf holds at least one entry; two neighbouring
  * children of one parent together hold more than GM_BTREE_ORDER / 2; a node's 'slot' is its
- * index in its parent.  Any insert or erase invalidates every position. */
+ * index in its parent.  Any insert or erase, and a gm_btree_replace_at() that moves an entry
+ * within its leaf, invalidates every position. */
 #ifndef GM_BASE_BTREE_H
 #define GM_BASE_BTREE_H
 

@@ -70,6 +70,12 @@ static enum vllm_era vllm_era(uint32_t v)
     return VLLM_V0_TORCH_PEAK;
 }
 
+/* The V0 engine (before 0.8): the eras are in release order, V1's from VLLM_V1_GLOBAL on */
+static bool vllm_era_v0(enum vllm_era e)
+{
+    return e < VLLM_V1_GLOBAL;
+}
+
 static const char *vllm_era_text(enum vllm_era e)
 {
     switch (e) {
@@ -110,9 +116,9 @@ static enum gm_dtype engine_kv_dtype(const struct gm_job *j, const struct gm_mod
 }
 
 /* The total vLLM sizes from (MemorySnapshot.total_memory, torch.cuda.mem_get_info()'s total,
- * which is cudaMemGetInfo's): the catalog GPU's CUDA total where a log printed it, else the
- * capacity given (--gpu-memory, which the validation rows take from vLLM's own print) or
- * listed. */
+ * which is cudaMemGetInfo's): the catalog GPU's CUDA total where a public printout gives it
+ * (a vLLM log or a device-properties listing), else the capacity given (--gpu-memory, which
+ * the validation rows take from vLLM's own print) or listed. */
 static uint64_t vllm_total_bytes(const struct gm_job *j)
 {
     return j->gpu.cuda_bytes ? j->gpu.cuda_bytes : j->gpu.memory_bytes;
@@ -155,7 +161,7 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     const struct gm_job_vllm *v = &j->engine.vllm;
     uint32_t ver = j->stack.vllm;
     uint64_t t, n = 256;
-    if (ver && ver < GM_VERSION(0, 8, 0)) {
+    if (vllm_era_v0(vllm_era(ver))) {
         t = max_model_len > 32768 ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
     } else {
         bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && vllm_total_bytes(j) >= 70 * GM_GIB &&
@@ -220,7 +226,7 @@ static enum vllm_sampler vllm_sampler(const struct gm_job *j, const struct gm_mo
     uint32_t v = j->stack.vllm;
     if (est_vllm_runner_v2(j, m))
         return SAMPLER_V2;
-    if (j->engine.vllm.flashinfer_sampler && (!v || v >= GM_VERSION(0, 8, 0)))
+    if (j->engine.vllm.flashinfer_sampler && !vllm_era_v0(vllm_era(v)))
         return SAMPLER_FLASHINFER;
     return SAMPLER_SORT;
 }
@@ -266,7 +272,7 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
                               uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
-    bool v0 = ver && ver < GM_VERSION(0, 8, 0);
+    bool v0 = vllm_era_v0(vllm_era(ver));
     uint64_t top = 512, n = 0, last = 0;
     if (v0)
         top = seqs < 256 ? seqs : 256;
@@ -577,8 +583,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     else
         sampler = 0;
     /* a multimodal model's dummy encoder outputs stay through both */
-    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_TORCH_PEAK && era != VLLM_V0_GLOBAL &&
-        era != VLLM_V0_INIT_BASELINE && era != VLLM_V0_PROFILED)
+    if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =

@@ -1343,7 +1343,11 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     }
     gm_alloc_fakedev_init(fake, capacity);
     gm_alloc_set_event_hook(r.a, on_segment, &r);
-    gm_alloc_set_lean(r.a); /* the peaks and the counts below are all it reads */
+    /* the peaks and the counts below are all it reads */
+    if ((st = gm_alloc_set_lean(r.a, err)) != GM_OK) {
+        kept_alloc_release(&own);
+        return st;
+    }
 
     if (r.fsdp1_wrap)
         r.fsdp1_wrap = fsdp1_wrap(&r, pl, n);

@@ -89,8 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((mode & 8) && gm_alloc_set_memory_fraction(a, 0.125, NULL) != GM_OK) /* 1 GiB */
         abort();
     lean = (mode & 0x12) == 0x10;
-    if (lean)
-        gm_alloc_set_lean(a);
+    if (lean && gm_alloc_set_lean(a, NULL) != GM_OK)
+        abort();
     for (size_t i = 1; i + 4 <= size && i < 1 + 4 * 4000; i += 4) {
         uint8_t op = data[i];
         uint32_t arg =

@@ -1190,7 +1190,7 @@ static void test_lean_counts_what_peaks_need(void **state)
         size_t n_sa, n_sb;
         setup(&full, confs[c], 300 * MiB);
         setup(&lean, confs[c], 300 * MiB);
-        gm_alloc_set_lean(lean.a);
+        assert_int_equal(gm_alloc_set_lean(lean.a, NULL), GM_OK);
         lean.handles = true;
         seq_run(&full, 500 + c, STEPS, true, want);
         seq_run(&lean, 500 + c, STEPS, true, got);
@@ -1243,8 +1243,19 @@ static void test_lean_counts_what_peaks_need(void **state)
         assert_true(gm_alloc_block_size(lean.a, ptr) == 0);
         assert_int_equal(gm_alloc_record_stream(lean.a, ptr, 1, NULL), GM_ERR_INVALID);
         assert_int_equal(gm_alloc_dealloc(lean.a, ptr, NULL), GM_ERR_INVALID);
+        /* lean counting is set before the first request, not with blocks allocated */
+        assert_int_equal(gm_alloc_set_lean(lean.a, NULL), GM_ERR_INVALID);
         assert_int_equal(gm_alloc_dealloc_block(lean.a, blk, &e), GM_OK);
         assert_int_equal(gm_alloc_dealloc_block(lean.a, NULL, &e), GM_OK);
+        /* a handle freed before is refused and changes nothing */
+        gm_alloc_get_stats(lean.a, &b);
+        {
+            uint64_t before = b.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+            assert_int_equal(gm_alloc_dealloc_block(lean.a, blk, NULL), GM_ERR_INVALID);
+            assert_int_equal(gm_alloc_record_stream_block(lean.a, blk, 1, NULL), GM_ERR_INVALID);
+            gm_alloc_get_stats(lean.a, &b);
+            assert_true(b.allocated_bytes[GM_ALLOC_STAT_ALL].current == before);
+        }
         /* a reset model counts everything again */
         gm_alloc_fakedev_init(&lean.fake, 300 * MiB);
         dev.ops = &gm_alloc_fakedev_ops;
