@@ -131,8 +131,7 @@ static void wait_file(const char *path)
     struct stat st;
     while (stat(path, &st) != 0 || st.st_size == 0) {
         if (now_ms() > until) {
-            fprintf(stderr, "gm_workload: '%s' did not appear within %d s\n", path,
-                    WAIT_MS / 1000);
+            fprintf(stderr, "gm_workload: '%s' did not appear within %d s\n", path, WAIT_MS / 1000);
             return;
         }
         sleep_ms(POLL_MS);
