@@ -145,11 +145,14 @@ if nm -D "$GM_FAKE_DIR/pre11/libcuda.so.1" 2>/dev/null | grep -q 'cuDevicePrimar
 fi
 
 
-# 10. A 6 GiB plateau between two scheduled process readings (every 500 ms) is
-#     the command's peak: device readings count while no other process uses the GPU, and
-#     a device-level change asks for a process reading at once (not 2.29 GiB, the last process reading).
-"$GPUMEM" watch --interval 50 --output "$work/m.json" -- \
-    "$WORKLOAD" sleep:200 alloc:2048 sleep:400 alloc:4096 seen sleep:300 free sleep:200 2>"$work/m.err"
+# 10. A 6 GiB plateau between two scheduled process readings is the command's peak: device
+#     readings count while no other process uses the GPU, and a device-level change asks for
+#     a process reading at once (not 2.29 GiB, the last process reading).  The scheduled
+#     readings are a minute apart, so that every other one is asked for by a change however
+#     slow the machine (where each round of readings took longer than the process interval,
+#     every reading was a scheduled one), and the plateau holds until one was read.
+"$GPUMEM" watch --interval 50 --process-interval 60000 --output "$work/m.json" -- \
+    "$WORKLOAD" sleep:200 alloc:2048 sleep:400 alloc:4096 seen:1 sleep:300 free sleep:200 2>"$work/m.err"
 grep -q "\"peak_bytes\":$(((2048 + 4096 + 300) * 1048576))," "$work/m.json" || fail "plateau: JSON peak is not 6444 MiB"
 grep -q 'peak of the command: 6.29 GiB' "$work/m.err" || fail "plateau: report peak is not 6.29 GiB"
 grep -q 'at once after a device-level change' "$work/m.err" || fail "plateau: no process reading after the change"
@@ -332,7 +335,7 @@ if command -v python3 >/dev/null 2>&1; then
     done
     SLURM_JOB_ID=4242 SLURM_PROCID=3 SLURMD_NODENAME='node"7' "$GPUMEM" watch --interval 50 \
         --process-interval 100 --prometheus "$work/m.prom" -- \
-        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 seen "await:$work/m.go" 2>"$work/m.err" &
+        "$WORKLOAD" alloc:256 sleep:400 alloc:1024 seen "await:$work/m.go" 2>"$work/prom.err" &
     wpid=$!
     # while it runs: both allocations held (the file is rewritten each second: wait for it,
     # at most about half a minute, however loaded the machine; the command then ends)
@@ -359,7 +362,7 @@ if command -v python3 >/dev/null 2>&1; then
     # --listen: the same metrics served at /metrics while the command runs (port 0: any,
     # said on stderr), 404 elsewhere
     RANK=5 "$GPUMEM" watch --interval 50 --process-interval 100 --listen 127.0.0.1:0 -- \
-        "$WORKLOAD" alloc:256 seen "await:$work/l.go" 2>"$work/l.err" &
+        "$WORKLOAD" alloc:256 seen "await:$work/l.go" 2>"$work/listen.err" &
     wpid=$!
     # the port, said on stderr, then the allocation seen (at most about half a minute each,
     # however loaded the machine; the command then ends)
@@ -368,7 +371,7 @@ if command -v python3 >/dev/null 2>&1; then
     while [ -z "$port" ] && [ $tries -lt 300 ]; do
         sleep 0.1
         tries=$((tries + 1))
-        port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/l.err")
+        port=$(sed -n 's|.*serving the metrics at http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$work/listen.err")
     done
     if [ -z "$port" ]; then
         fail "--listen does not say where it serves"

@@ -13,11 +13,13 @@
  *     fill        run the gpumem_fill_u32 kernel over the newest allocation from PTX and
  *                 check the result with cuMemcpyDtoH_v2 (prints "fill ok")
  *     exit:N      leave now with status N (without freeing)
- *     seen        wait until a watcher has seen every step before: the fake NVML has handed
- *                 out this device's process list twice since this step began (it counts
- *                 them in the state file, GPUMEM_FAKE_STATE), so the watcher's second poll,
- *                 its process tree and its list, came whole after them.  Nothing to wait
- *                 for without a state file (a real driver).
+ *     seen[:N]    wait until a watcher has seen every step before: the fake NVML has handed
+ *                 out this device's process list N times (default 2) since this step began
+ *                 (it counts them in the state file, GPUMEM_FAKE_STATE).  Each of them was
+ *                 read after the steps before; with two, the watcher's second poll, its
+ *                 process tree too, came whole after them (one is enough for a process the
+ *                 watch started itself).  Nothing to wait for without a state file (a real
+ *                 driver).
  *     await:PATH  wait until the file PATH exists and is not empty (a test says "go on")
  *
  * Both waits end after WAIT_MS at most, saying so on stderr: a test waits for what it needs
@@ -104,9 +106,9 @@ static long now_ms(void)
     return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The "seen" step on CUDA device 'device' (the fake's physical index: no
+/* The "seen:N" step on CUDA device 'device' (the fake's physical index: no
  * CUDA_VISIBLE_DEVICES in the tests). */
-static void wait_seen(int device)
+static void wait_seen(int device, uint64_t n)
 {
     const char *state = getenv("GPUMEM_FAKE_STATE");
     long until = now_ms() + WAIT_MS;
@@ -114,7 +116,7 @@ static void wait_seen(int device)
     if (!state || !*state)
         return;
     from = fake_state_reads(state, device);
-    while (fake_state_reads(state, device) < from + 2) {
+    while (fake_state_reads(state, device) < from + n) {
         if (now_ms() > until) {
             fprintf(stderr, "gm_workload: no watcher read the process list within %d s\n",
                     WAIT_MS / 1000);
@@ -201,7 +203,9 @@ int main(int argc, char **argv)
                 }
             printf("fill ok\n");
         } else if (!strcmp(s, "seen")) {
-            wait_seen(device);
+            wait_seen(device, 2);
+        } else if (!strncmp(s, "seen:", 5)) {
+            wait_seen(device, strtoull(s + 5, NULL, 10));
         } else if (!strncmp(s, "await:", 6)) {
             wait_file(s + 6);
         } else if (!strncmp(s, "exit:", 5)) {
