@@ -307,17 +307,20 @@ grep -q 'gm\\x1b\[31mx' "$work/w.err" || fail "escaped process name missing"
 #     interrupted, the samples are written to --output, exit 74 naming EPIPE.  The reader
 #     quits at the first process line (not after a byte count: the start line alone is longer
 #     than 100 bytes, so on a slow machine `head -c 100` left before any process reading).
+#     (The command's sleep is this script's own, so that it tells its command from another
+#     run's.)
+long=sleep:$((20000 + $$ % 10000))
 ( "$GPUMEM" watch --json -i 20 --process-interval 20 -o "$work/p.csv" -- \
-    "$WORKLOAD" alloc:64 sleep:20001 2>"$work/p.err"; echo $? >"$work/p.rc" ) |
+    "$WORKLOAD" alloc:64 "$long" 2>"$work/p.err"; echo $? >"$work/p.rc" ) |
     sed -n '/"type":"process"/q' >/dev/null
 [ "$(cat "$work/p.rc")" = 74 ] || fail "closed --json reader: exit $(cat "$work/p.rc"), expected 74"
 grep -q 'writing to standard output failed: Broken pipe (EPIPE)' "$work/p.err" ||
     fail "closed --json reader: no EPIPE message"
 grep -q ',pid_tree$' "$work/p.csv" 2>/dev/null || fail "closed --json reader: no samples in --output"
 if ls "$work"/.gpumem-tmp-* >/dev/null 2>&1; then fail "closed --json reader: a temporary file left"; fi
-if pgrep -f 'sleep:20001' >/dev/null; then
+if pgrep -f "$long\$" >/dev/null; then
     fail "closed --json reader: the command still runs"
-    pkill -KILL -f 'sleep:20001'
+    pkill -KILL -f "$long\$"
 fi
 
 # Prometheus: --prometheus keeps a file in the text exposition format, rewritten while the
