@@ -42,10 +42,11 @@ def running_with(marker):
     return pids
 
 
-def wait_running(marker):
-    """Until a process whose command line holds 'marker' runs (at most a minute)."""
+def wait_running(marker, sweep):
+    """Until a process other than the sweep (Popen 'sweep', whose own command line may hold
+    'marker' too) whose command line holds 'marker' runs (at most a minute)."""
     deadline = time.monotonic() + 60
-    while not running_with(marker) and time.monotonic() < deadline:
+    while not set(running_with(marker)) - {sweep.pid} and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -158,7 +159,7 @@ class Sweep(TempDir):
                               self.workload, "alloc:16", "sleep:{ms}"],
                              env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         # the interrupt comes while the first run runs, however slowly it started
-        wait_running(marker)
+        wait_running(marker, p)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 130, err)
@@ -220,8 +221,9 @@ class Sweep(TempDir):
                               self.workload, "alloc:{n}", marker],
                              env=self.env, cwd=self.tmp, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        wait_running(marker)
-        time.sleep(0.3)
+        # the run's process, not the sweep's own command line (which holds the marker too):
+        # a signal before the sweep's handlers are in place would kill it
+        wait_running(marker, p)
         p.send_signal(signal.SIGHUP)
         _, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 128 + signal.SIGHUP, err)
