@@ -188,8 +188,12 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
  * allocated_bytes[GM_ALLOC_STAT_ALL]; allocation, active, active_bytes, inactive_split,
  * inactive_split_bytes, requested_bytes, oversize_allocations and the pools' allocated_bytes
  * stay as they were (0 when set first).  Segments, reserved bytes and the num_* counts are
- * counted in full.  A request costs some 10 % fewer instructions; nothing else changes.
- * gm_alloc_reset() counts everything again. */
+ * counted in full.  A lean model also keeps no map from addresses to blocks (a look-up and
+ * its cache misses per request): its blocks are freed and used on other streams by handle
+ * (gm_alloc_malloc_block()), and an address finds none (gm_alloc_dealloc() and
+ * gm_alloc_record_stream() fail with GM_ERR_INVALID, gm_alloc_block_size() reads 0), so set
+ * it before the first request.  Nothing else changes.  gm_alloc_reset() counts everything
+ * again. */
 void gm_alloc_set_lean(struct gm_alloc *a);
 
 /* Receive every device-level event (may be NULL to stop). */
@@ -202,6 +206,17 @@ void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx
 enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t size, int64_t stream, uint64_t *ptr,
                                struct gm_error *err);
 
+/* A block gm_alloc_malloc_block() handed out: the caller's handle on it until it is freed
+ * (what it points to is the model's, never read by the caller). */
+struct gm_alloc_block;
+
+/* gm_alloc_malloc(), giving the block's handle too (*blk; NULL for size 0 or on an error),
+ * which gm_alloc_dealloc_block() and gm_alloc_record_stream_block() take without looking its
+ * address up. */
+enum gm_status gm_alloc_malloc_block(struct gm_alloc *a, uint64_t size, int64_t stream,
+                                     uint64_t *ptr, struct gm_alloc_block **blk,
+                                     struct gm_error *err);
+
 /* free(ptr).  allocated_bytes drops at once.  A block used on no other stream returns to
  * its pool at once; one given to gm_alloc_record_stream() gets an end-of-life event on each
  * such stream (insert_events) and stays active, out of its pool, until every one is
@@ -210,10 +225,19 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t size, int64_t stream
  * address that is not an allocated block; freeing 0 is a no-op. */
 enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err);
 
+/* gm_alloc_dealloc() of the block behind 'blk', which must be allocated (handed out and not
+ * freed since); NULL is a no-op. */
+enum gm_status gm_alloc_dealloc_block(struct gm_alloc *a, struct gm_alloc_block *blk,
+                                      struct gm_error *err);
+
 /* Tensor.record_stream(stream) on the block at 'ptr' (recordStream): ignored for the
  * block's own stream.  GM_ERR_INVALID for an address that is not an allocated block. */
 enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
                                       struct gm_error *err);
+
+/* gm_alloc_record_stream() on the block behind 'blk', which must be allocated. */
+enum gm_status gm_alloc_record_stream_block(struct gm_alloc *a, struct gm_alloc_block *blk,
+                                            int64_t stream, struct gm_error *err);
 
 /* A point in the order of the end-of-life events: a cuda event recorded now on any stream
  * follows every event recorded so far.  gm_alloc_stream_passed(a, s, mark): the GPU has run
@@ -231,11 +255,12 @@ uint64_t gm_alloc_block_size(const struct gm_alloc *a, uint64_t ptr);
 /* The model's state as words, to compare with another moment's: equal words, and the
  * model answers the same requests alike from then on (the same addresses, splits and
  * segments, the statistics' current values moving the same way).  Every block with its
- * pool, stream, size, bytes requested, whether allocated, and its neighbour in the segment,
- * 6 words each.  *words is the caller's array of *cap words (NULL and 0 at first), grown as
- * needed and released with gm_free(); *n words are written.  GM_ERR_UNSUPPORTED (*n 0) when
- * the words would not say it all: expandable segments, a block used on another stream or
- * waiting for events, garbage collection under a memory fraction (its ages); GM_ERR_NOMEM. */
+ * pool, stream, size, bytes requested, whether allocated, and whether a block lies before it
+ * in its segment (the one that ends where it starts), 5 words each.  *words is the caller's array
+ * of *cap words (NULL and 0 at first), grown as needed and released with gm_free(); *n words are
+ * written.  GM_ERR_UNSUPPORTED (*n 0) when the words would not say it all: expandable segments, a
+ * block used on another stream or waiting for events, garbage collection under a memory fraction
+ * (its ages); GM_ERR_NOMEM. */
 enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t *n, size_t *cap,
                               struct gm_error *err);
 

@@ -136,6 +136,9 @@ enum gm_loss {
     GM_LOSS_CHUNKED_BACKWARD, /* torchtitan ChunkedCELoss: the projection, the fp32 loss and
                                  its backward one chunk at a time, the head's gradient taken
                                  per chunk, before the layers' backward */
+    GM_LOSS_COMPILED,         /* a training loop's F.cross_entropy on the upcast logits under
+                                 torch.compile (torchtitan with --compile): no fp32 copies, the
+                                 logits kept by the compiled graph, a new 16-bit gradient */
     GM_LOSS__COUNT
 };
 

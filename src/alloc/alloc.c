@@ -276,6 +276,7 @@ static void live_add(struct gm_alloc *a, struct block *b)
     if (a->live)
         a->live->live_prev = b;
     a->live = b;
+    a->n_live++;
 }
 
 /* 'b' (just taken from the active map) out of the live list */
@@ -288,6 +289,7 @@ static void live_remove(struct gm_alloc *a, struct block *b)
     if (b->live_next)
         b->live_next->live_prev = b->live_prev;
     b->live_prev = b->live_next = NULL;
+    a->n_live--;
 }
 
 static bool active_reserve(struct gm_alloc *a)
@@ -308,8 +310,23 @@ static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
     struct block *b = gm_slab_take(&a->records);
     if (!b)
         return NULL;
-    *b = (struct block){
-        .addr = addr, .size = size, .stream = stream, .pool = pool, .xseg = xs, .mapped = true};
+    /* every field by name: a compound literal becomes a string store (rep stos), slow to
+     * start for the hundreds of thousands of records a replay makes */
+    b->addr = addr;
+    b->size = size;
+    b->requested = 0;
+    b->stream = stream;
+    b->prev = b->next = NULL;
+    b->pool = pool;
+    b->xseg = xs;
+    b->gc_base = 0;
+    b->uses = NULL;
+    b->n_uses = 0;
+    b->event_count = 0;
+    b->leaf = NULL;
+    b->live_prev = b->live_next = NULL;
+    b->allocated = false;
+    b->mapped = true;
     return b;
 }
 
@@ -912,7 +929,7 @@ static enum gm_status alloc_found(struct gm_alloc *a, struct block *b,
     }
     b->allocated = true;
     b->requested = orig;
-    if (!gm_map_put(&a->active, b->addr, (uintptr_t)b))
+    if (!a->lean && !gm_map_put(&a->active, b->addr, (uintptr_t)b))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     live_add(a, b);
     alloc_bytes_inc(a, p, b->size);
@@ -936,8 +953,9 @@ static uint64_t cached_unallocated(const struct gm_alloc *a)
     return r > al ? r - al : 0;
 }
 
-enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream, uint64_t *ptr,
-                               struct gm_error *err)
+/* malloc(orig) on 'stream': *out gets the block (NULL for size 0) */
+static enum gm_status malloc_block(struct gm_alloc *a, uint64_t orig, int64_t stream,
+                                   struct block **out, struct gm_error *err)
 {
     uint64_t size, alloc_size;
     struct alloc_pool *p;
@@ -946,7 +964,7 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     enum gm_status st;
     struct gm_error e2;
 
-    *ptr = 0;
+    *out = NULL;
     if (orig == 0)
         return GM_OK;
     if (a->n_events && process_events(a, false))
@@ -955,7 +973,8 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
     /* room for the remainder of a split and the new allocation: once a block is taken
      * from the pool, nothing below may fail half-way */
-    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) || !active_reserve(a))
+    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) ||
+        (!a->lean && !active_reserve(a)))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream, &at);
     if (b) {
@@ -994,8 +1013,28 @@ enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t orig, int64_t stream
     }
     if (st)
         return st;
-    *ptr = b->addr;
+    *out = b;
     return GM_OK;
+}
+
+enum gm_status gm_alloc_malloc(struct gm_alloc *a, uint64_t size, int64_t stream, uint64_t *ptr,
+                               struct gm_error *err)
+{
+    struct block *b;
+    enum gm_status st = malloc_block(a, size, stream, &b, err);
+    *ptr = b ? b->addr : 0;
+    return st;
+}
+
+enum gm_status gm_alloc_malloc_block(struct gm_alloc *a, uint64_t size, int64_t stream,
+                                     uint64_t *ptr, struct gm_alloc_block **blk,
+                                     struct gm_error *err)
+{
+    struct block *b;
+    enum gm_status st = malloc_block(a, size, stream, &b, err);
+    *ptr = b ? b->addr : 0;
+    *blk = (struct gm_alloc_block *)b;
+    return st;
 }
 
 /* ---- a segment as a late trace found it ------------------------------------------------ */
@@ -1063,7 +1102,8 @@ enum gm_status alloc_seed_segment(struct gm_alloc *a, bool small, uint64_t size,
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
         b->allocated = true;
         b->requested = blocks[i].requested;
-        (void)gm_map_put(&a->active, b->addr, (uintptr_t)b);
+        if (!a->lean)
+            (void)gm_map_put(&a->active, b->addr, (uintptr_t)b);
         live_add(a, b);
         pool_inc(a->stats.allocation, p, 1);
         pool_inc(a->stats.allocated_bytes, p, b->size);
@@ -1145,17 +1185,13 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
     return GM_OK;
 }
 
-enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err)
+/* free(): the allocated block 'b' */
+static enum gm_status dealloc(struct gm_alloc *a, struct block *b, struct gm_error *err)
 {
-    struct block *b;
-    if (ptr == 0)
-        return GM_OK;
-    if (!(b = active_block(a, ptr)))
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
-                       (unsigned long long)ptr);
     if (blockset_reserve(&b->pool->blocks, 1) || events_reserve(a, b->n_uses))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
-    (void)gm_map_take(&a->active, ptr, NULL);
+    if (!a->lean)
+        (void)gm_map_take(&a->active, b->addr, NULL);
     live_remove(a, b);
     b->allocated = false;
     alloc_bytes_dec(a, b->pool, b->size);
@@ -1187,14 +1223,27 @@ enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_erro
     return GM_OK;
 }
 
-enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
+enum gm_status gm_alloc_dealloc(struct gm_alloc *a, uint64_t ptr, struct gm_error *err)
+{
+    struct block *b;
+    if (ptr == 0)
+        return GM_OK;
+    if (!(b = active_block(a, ptr)))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "free: 0x%llx is not an allocated block",
+                       (unsigned long long)ptr);
+    return dealloc(a, b, err);
+}
+
+enum gm_status gm_alloc_dealloc_block(struct gm_alloc *a, struct gm_alloc_block *blk,
                                       struct gm_error *err)
 {
-    struct block *b = ptr ? active_block(a, ptr) : NULL;
+    return blk ? dealloc(a, (struct block *)blk, err) : GM_OK;
+}
+
+/* recordStream(): 'stream' used the allocated block 'b' */
+static enum gm_status record_stream(struct block *b, int64_t stream, struct gm_error *err)
+{
     int64_t *uses;
-    if (!b)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "record_stream: 0x%llx is not an allocated block", (unsigned long long)ptr);
     if (stream == b->stream) /* uses on the allocation stream need no event */
         return GM_OK;
     for (size_t i = 0; i < b->n_uses; i++)
@@ -1205,6 +1254,23 @@ enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t 
     uses[b->n_uses++] = stream;
     b->uses = uses;
     return GM_OK;
+}
+
+enum gm_status gm_alloc_record_stream(struct gm_alloc *a, uint64_t ptr, int64_t stream,
+                                      struct gm_error *err)
+{
+    struct block *b = ptr ? active_block(a, ptr) : NULL;
+    if (!b)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "record_stream: 0x%llx is not an allocated block", (unsigned long long)ptr);
+    return record_stream(b, stream, err);
+}
+
+enum gm_status gm_alloc_record_stream_block(struct gm_alloc *a, struct gm_alloc_block *blk,
+                                            int64_t stream, struct gm_error *err)
+{
+    (void)a;
+    return record_stream((struct block *)blk, stream, err);
 }
 
 uint64_t gm_alloc_stream_mark(const struct gm_alloc *a)
@@ -1300,6 +1366,7 @@ enum gm_status gm_alloc_set_memory_fraction(struct gm_alloc *a, double fraction,
 void gm_alloc_set_lean(struct gm_alloc *a)
 {
     a->lean = true;
+    gm_map_clear(&a->active); /* no address finds a block any more */
 }
 
 void gm_alloc_set_event_hook(struct gm_alloc *a, gm_alloc_event_fn fn, void *ctx)
@@ -1404,6 +1471,7 @@ static void teardown(struct gm_alloc *a, bool keep)
         block_drop(a, b);
     }
     a->live = NULL;
+    a->n_live = 0;
     if (keep) {
         gm_map_clear(&a->active);
         return;
@@ -1454,19 +1522,20 @@ enum gm_status gm_alloc_reset(struct gm_alloc *a, const struct gm_alloc_conf *co
     return GM_OK;
 }
 
-#define STATE_WORDS 6 /* words a block */
+#define STATE_WORDS 5 /* words a block */
 
 /* address, size, bytes requested (a free block keeps its last, which nothing reads),
- * stream, whether it is allocated and in the small pool, the address of the block before
- * it in its segment (0: the segment's first) */
+ * stream, whether it is in the small pool, whether a block lies before it in its segment
+ * and whether it is allocated.  The blocks of a segment tile it, so the one before is the
+ * block that ends at its address: which it is needs no word (nor a read of its record). */
 static uint64_t *state_block(uint64_t *w, const struct block *b)
 {
     *w++ = b->addr;
     *w++ = b->size;
     *w++ = b->allocated ? b->requested : 0;
     *w++ = (uint64_t)b->stream;
-    *w++ = (uint64_t)b->pool->small << 1 | (uint64_t)b->allocated;
-    *w++ = b->prev ? b->prev->addr : 0;
+    *w++ =
+        (uint64_t)b->pool->small << 2 | (uint64_t)(b->prev != NULL) << 1 | (uint64_t)b->allocated;
     return w;
 }
 
@@ -1474,7 +1543,7 @@ enum gm_status gm_alloc_state(const struct gm_alloc *a, uint64_t **words, size_t
                               struct gm_error *err)
 {
     const struct blockset *sets[2] = {&a->large.blocks, &a->small.blocks};
-    size_t n_blocks = gm_map_count(&a->active) + sets[0]->n + sets[1]->n;
+    size_t n_blocks = a->n_live + sets[0]->n + sets[1]->n;
     struct block *b;
     uint64_t *w;
     *n = 0;
@@ -1586,13 +1655,9 @@ size_t gm_alloc_segment_sizes(const struct gm_alloc *a, uint64_t *out, size_t ca
             if (!b->xseg && !b->prev)
                 n = put_size(out, cap, n, chain_size(b));
     }
-    for (size_t pos = 0;;) {
-        const struct block *b = alloc_active_next(a, &pos);
-        if (!b)
-            break;
+    for (const struct block *b = a->live; b; b = b->live_next)
         if (!b->xseg && !b->prev)
             n = put_size(out, cap, n, chain_size(b));
-    }
     for (size_t i = 0; i < a->n_events; i++) {
         const struct block *b = a->events[i].b;
         if (first_event(a, i) && !b->xseg && !b->prev)
@@ -1658,12 +1723,8 @@ enum gm_status gm_alloc_segments(const struct gm_alloc *a, gm_alloc_segment_fn f
                 ok = add_head(&heads, &n_heads, &cap_heads, b);
         }
     }
-    for (size_t pos = 0; ok;) {
-        const struct block *b = alloc_active_next(a, &pos);
-        if (!b)
-            break;
+    for (const struct block *b = a->live; b && ok; b = b->live_next)
         ok = add_head(&heads, &n_heads, &cap_heads, b);
-    }
     for (size_t i = 0; i < a->n_events && ok; i++)
         if (first_event(a, i)) /* a block used on several streams has several */
             ok = add_head(&heads, &n_heads, &cap_heads, a->events[i].b);

@@ -203,8 +203,9 @@ struct gm_alloc {
     struct alloc_pool large;
     struct alloc_pool small;
     struct xseg *xsegs;
-    struct gm_map active; /* allocated address -> its struct block (uintptr_t) */
-    struct block *live;   /* the same blocks, most recently allocated first: walked densely */
+    struct gm_map active; /* allocated address -> its struct block (uintptr_t); empty when lean */
+    struct block *live;   /* the allocated blocks, most recently allocated first */
+    size_t n_live;        /* blocks in 'live' */
     struct gm_alloc_stats stats;
     uint64_t total_allocated; /* bytes: total_allocated_memory (what the device holds) */
     bool set_fraction;
@@ -219,11 +220,12 @@ struct gm_alloc {
     size_t n_pending;   /* blocks freed with events outstanding */
     uint64_t pending_bytes;
     struct gm_slab records; /* where block records come from (alloc.c block_new()) */
-    bool lean;              /* gm_alloc_set_lean(): requests count allocated_bytes' aggregate */
+    bool lean;              /* gm_alloc_set_lean(): requests count allocated_bytes' aggregate
+                               and keep no 'active' map */
 };
 
 /* The allocated blocks one by one, in no particular order: start with *pos = 0; NULL at
- * the end (gm_map_next() over 'active'). */
+ * the end (gm_map_next() over 'active': none in a lean model). */
 struct block *alloc_active_next(const struct gm_alloc *a, size_t *pos);
 
 /* One allocated block of a segment a late trace found: at 'offset' bytes from the segment's

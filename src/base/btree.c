@@ -383,19 +383,31 @@ bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_bt
                          void *val)
 {
     struct gm_btree_node *x = p.leaf;
-    unsigned i = p.i;
+    unsigned i = p.i, j = i;
     struct gm_btree_key old = x->e[i].key;
     void *was = x->e[i].ptr;
-    /* a lower key stays above the entry before it (the entry's own key, or an equal one, is
-     * above every earlier one) */
-    if (key_less(key, old) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL))
-        return false;
-    /* a higher key stays below the entry after it in the leaf (the entry's own key is within
-     * the leaf's bound) */
-    if (key_less(old, key) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key)))
-        return false;
-    x->e[i].key = key;
-    x->e[i].ptr = val;
+    if (key_less(key, old) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL)) {
+        /* lower than the entry before: still this leaf's when above its first key (an entry
+         * of the leaf, so above every key of the leaves before, whatever their bounds say) */
+        if (x->prev && !key_less(x->e[0].key, key))
+            return false;
+        j = node_lower_bound(x, key); /* below i: e[i - 1] is not less */
+        if (!key_less(key, x->e[j].key))
+            return false; /* present */
+        memmove(x->e + j + 1, x->e + j, (i - j) * sizeof(*x->e));
+    } else if (key_less(old, key) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key))) {
+        /* higher than the entry after: still this leaf's when below its last key (within the
+         * leaf's bound) */
+        if (!key_less(key, x->e[x->n - 1].key))
+            return false;
+        j = node_lower_bound(x, key); /* above i + 1, below n */
+        if (!key_less(key, x->e[j].key))
+            return false; /* present */
+        j--;
+        memmove(x->e + i, x->e + i + 1, (j - i) * sizeof(*x->e));
+    }
+    x->e[j].key = key;
+    x->e[j].ptr = val;
     if (was != val)
         set_home(t, was, NULL);
     set_home(t, val, x);

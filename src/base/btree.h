@@ -118,12 +118,13 @@ bool gm_btree_erase(struct gm_btree *t, const void *val);
  * homes). */
 struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val);
 
-/* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the order keeps
- * them there: the entries beside it in its leaf are below and above 'key' (before the
- * tree's first entry, any key below the entry's own is; a key above the leaf's last entry
- * is refused, as its leaf's bound would have to rise).  No search, no shift: true.  False,
- * and nothing changed, otherwise (erase and insert then).  The replaced value loses its
- * home when 'val' is another. */
+/* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the place of 'key'
+ * is in p's leaf: above the leaf's first key (or anywhere below in the tree's first leaf)
+ * and below its last (a key above the leaf's last entry is refused, as its leaf's bound
+ * would have to rise).  No search from the root: the entry itself when the entries beside it
+ * are below and above 'key', else the leaf's entries between the two places shifted by one;
+ * true.  False, and nothing changed, otherwise or when 'key' is another entry's (erase and
+ * insert then).  The replaced value loses its home when 'val' is another. */
 bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
                          void *val);
 

@@ -31,7 +31,16 @@
  * NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
  * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
- * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)").
+ * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)").  Where no
+ * vLLM log prints it, the CUDA device properties' total (cudaDeviceProp.totalGlobalMem, the
+ * total cudaMemGetInfo reports too) as a public printout gives it: the A100-SXM4-40GB's 40536
+ * MiB from PaddlePaddle/Paddle python/paddle/device/cuda/__init__.py @ 00195b2
+ * (get_device_properties' example, "total_memory=40536MB"), the RTX 4090's 25386352640 B from
+ * thamada/nvidia-smi gls/RTX4090_deviceQuery.py @ b09ef13 (deviceQuery, driver 12.4), the
+ * T4's 15095 MiB from sylvia-ymlin/cuda-kernels-from-scratch README.md @ c28c34a (deviceQuery
+ * on Colab).  The figure moves by some tens of MiB between drivers (an RTX 3090's
+ * deviceQuery prints 25286672384 B, 23.55 GiB, beside the 23.58 GiB vLLM printed:
+ * Jumperkables/cuda-benchmarking 00_deviceQuery/README.md @ 76861ca).
  * The RTX 4090 has no P2P with NVIDIA's driver: the mailbox hardware its P2P would use "is not
  * present or disabled in hardware on the 4090s" (tinygrad/open-gpu-kernel-modules README,
  * 1f40371, the fork that adds P2P through BAR1), so NCCL connects two of them through host
@@ -44,7 +53,7 @@ static const struct gm_gpu gpus[] = {
     {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre", 90, false, 0},
     {"H100-80GB", "h100", 80, MIB(81559), "data-centre", 90, false, GIB_X100(7918)},
     {"A100-80GB", "a100", 80, MIB(81920), "data-centre", 80, false, GIB_X100(7925)},
-    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, 0},
+    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536)},
     {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0},
     {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0},
     {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0},
@@ -53,13 +62,13 @@ static const struct gm_gpu gpus[] = {
     {"A10", "a10", 24, MIB(23028), "data-centre", 86, false, 0},
     {"V100-32GB", "v100", 32, MIB(32768), "data-centre", 70, false, 0},
     {"V100-16GB", "v100", 16, MIB(16160), "data-centre", 70, false, 0},
-    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, 0},
+    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, MIB(15095)},
     /* workstation and consumer */
     {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada rtx-6000ada", 48, MIB(49140), "workstation", 89,
      false, 0},
     {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0},
     {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0},
-    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 0},
+    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640},
     {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358)},
     {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0},
     {"RTX-4070-Ti", "rtx-4070-ti 4070-ti 4070ti rtx4070ti", 12, MIB(12282), "consumer", 89, false,

@@ -463,8 +463,8 @@ static const int kv_values[] = {GM_DTYPE_UNKNOWN, GM_DTYPE_F32, GM_DTYPE_F16, GM
                                 GM_DTYPE_F8_E4M3, GM_DTYPE_I8,  GM_DTYPE_INT4};
 static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
-static const char *const loss_choices[] = {"full",  "chunked",          "fused", "fused-linear",
-                                           "plain", "chunked-backward", NULL};
+static const char *const loss_choices[] = {"full",  "chunked",          "fused",    "fused-linear",
+                                           "plain", "chunked-backward", "compiled", NULL};
 static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2", "marlin",
@@ -711,8 +711,9 @@ static const struct gm_job_setting settings[] = {
     /* memory techniques (docs/estimate.md, "Memory techniques") */
     [EST_SET_LOSS] =
         CHOICE("loss", loss_choices, NULL,
-               "loss over the vocabulary: full (HF), chunked, fused (CE kernel), fused-linear or "
-               "plain (a custom loop's F.cross_entropy, no upcast) (default full)",
+               "loss over the vocabulary: full (HF), chunked, fused (CE kernel), fused-linear, "
+               "plain (a custom loop's F.cross_entropy, no upcast), chunked-backward or compiled "
+               "(a custom loop's torch.compile'd F.cross_entropy) (default full)",
                TRAIN, memory.loss),
     [EST_SET_LOSS_CHUNKS] =
         NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked, chunked-backward: chunks (default 8)",
@@ -1292,13 +1293,12 @@ void est_job_resolve(struct gm_job *j)
         j->memory.attention = GM_ATTN_EAGER;
     /* torchtitan compiles its loss with the model (components/loss.py
      * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, from bbb1b616 and in
-     * every release from v0.1.0; v0.2 compile.components ["model", "loss"]): Inductor fuses
-     * the fp32 upcast and the log-softmax of cross_entropy(pred.float()) into kernels over
-     * the 16-bit logits, so the preset's full loss keeps what a fused kernel keeps */
+     * every release from v0.1.0; v0.2 compile.components ["model", "loss"]): the preset's
+     * full loss is the compiled one */
     if (j->mode == GM_EST_TRAIN && j->stack.preset == GM_STACK_TORCHTITAN && j->memory.compile &&
         j->memory.loss == GM_LOSS_FULL && est_preset_set(j, EST_SET_LOSS) &&
         (!j->stack.preset_version || j->stack.preset_version >= GM_VERSION(0, 1, 0)))
-        j->memory.loss = GM_LOSS_FUSED;
+        j->memory.loss = GM_LOSS_COMPILED;
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))
@@ -1572,6 +1572,10 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         mem->loss != GM_LOSS_CHUNKED_BACKWARD)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss-chunks needs --loss chunked or chunked-backward");
+    if (mem->loss == GM_LOSS_COMPILED && j->stack.transformers)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--loss compiled is a training loop's own compiled F.cross_entropy, not "
+                       "the loss of an HF model (--transformers-version)");
     if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-impl needs --loss fused-linear");
     if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)

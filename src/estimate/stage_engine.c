@@ -12,9 +12,10 @@
  * baseline snapshot, and depending on where the snapshot is taken the CUDA context and
  * the NCCL buffers, and since 0.21 an estimate of the CUDA-graph pool.  The profile run
  * pushes max_num_batched_tokens tokens through the model once; its peak is modelled per
- * layer as the MLP intermediates (gate+up output, activation output), the q/k/v output and
- * two hidden-sized tensors, or the sampler of max_num_seqs sequences after it (a top-k/top-p
- * sort of every logit), whichever is larger; both settings default by version and GPU
+ * layer (profile_activations: for a dense gated MLP, vLLM's LlamaMLP keeping gate+up alive
+ * beside the activation, the down_proj output, the layer input and the residual), or the
+ * sampler of max_num_seqs sequences after it (a top-k/top-p sort of every logit), whichever
+ * is larger; both settings default by version and GPU
  * (est_vllm_batch).  With pipeline parallelism (--pp) every
  * stage holds its layers' weights and KV cache and the larger end (embedding or lm_head); vLLM
  * takes the smallest pool over the workers.  docs/estimate.md, "vLLM", gives the code and commits.
@@ -35,36 +36,50 @@
 
 /* How a vLLM version budgets its KV cache (docs/estimate.md gives each with its code). */
 enum vllm_era {
-    VLLM_V0_GLOBAL,      /* before 0.6.5: total x util - peak - (total - free - allocated) */
-    VLLM_V0_PROFILED,    /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
-                          * over a baseline snapshot taken before the communicators */
-    VLLM_V1_GLOBAL,      /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
-    VLLM_V1_BEFORE_NCCL, /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
-    VLLM_V1_AFTER_NCCL,  /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
-    VLLM_V1_GRAPHS       /* 0.21 and later: the CUDA-graph pool estimated and charged too */
+    VLLM_V0_TORCH_PEAK,    /* before 0.2.5: total x util - torch.cuda.max_memory_allocated() */
+    VLLM_V0_GLOBAL,        /* 0.2.5 to 0.3.1 (total - free after the profile run) and 0.6.4
+                            * (PR #9352: peak + total - free - allocated): all on the device */
+    VLLM_V0_INIT_BASELINE, /* 0.3.2 to 0.6.3 (PR #2863): free memory at init_device, after the
+                            * context, less free memory after the profile run */
+    VLLM_V0_PROFILED,      /* 0.6.5 to 0.7.x, the V0 engine (PR #10511, #12126): increases
+                            * over a baseline snapshot taken before the communicators */
+    VLLM_V1_GLOBAL,        /* 0.8 to 0.9.1, the V1 engine (default from 0.8): global formula */
+    VLLM_V1_BEFORE_NCCL,   /* 0.9.2 to 0.10 (PR #19312): baseline before NCCL initialises */
+    VLLM_V1_AFTER_NCCL,    /* 0.11 to 0.20 (PR #25359): baseline after NCCL initialises */
+    VLLM_V1_GRAPHS         /* 0.21 and later: the CUDA-graph pool estimated and charged too */
+};
+
+/* The first release of each era, newest first (the boundaries follow the PRs' merge dates). */
+static const struct {
+    uint32_t from;
+    enum vllm_era era;
+} vllm_eras[] = {
+    {GM_VERSION(0, 21, 0), VLLM_V1_GRAPHS},       {GM_VERSION(0, 11, 0), VLLM_V1_AFTER_NCCL},
+    {GM_VERSION(0, 9, 2), VLLM_V1_BEFORE_NCCL},   {GM_VERSION(0, 8, 0), VLLM_V1_GLOBAL},
+    {GM_VERSION(0, 6, 5), VLLM_V0_PROFILED},      {GM_VERSION(0, 6, 4), VLLM_V0_GLOBAL},
+    {GM_VERSION(0, 3, 2), VLLM_V0_INIT_BASELINE}, {GM_VERSION(0, 2, 5), VLLM_V0_GLOBAL},
 };
 
 static enum vllm_era vllm_era(uint32_t v)
 {
-    if (!v || v >= GM_VERSION(0, 21, 0))
-        return VLLM_V1_GRAPHS;
-    if (v >= GM_VERSION(0, 11, 0))
-        return VLLM_V1_AFTER_NCCL;
-    if (v >= GM_VERSION(0, 9, 2))
-        return VLLM_V1_BEFORE_NCCL;
-    if (v >= GM_VERSION(0, 8, 0))
-        return VLLM_V1_GLOBAL;
-    if (v >= GM_VERSION(0, 6, 5))
-        return VLLM_V0_PROFILED;
-    return VLLM_V0_GLOBAL;
+    if (!v) /* the current release */
+        return vllm_eras[0].era;
+    for (size_t i = 0; i < sizeof vllm_eras / sizeof vllm_eras[0]; i++)
+        if (v >= vllm_eras[i].from)
+            return vllm_eras[i].era;
+    return VLLM_V0_TORCH_PEAK;
 }
 
 static const char *vllm_era_text(enum vllm_era e)
 {
     switch (e) {
+    case VLLM_V0_TORCH_PEAK:
+        return "budget minus PyTorch's peak allocation alone (the CUDA context, NCCL and other "
+               "non-torch memory not charged)";
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return "budget minus everything on the device (CUDA context and NCCL inside it)";
+    case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
         return "budget minus weights, profile peak and non-torch growth (NCCL inside it, "
@@ -215,16 +230,28 @@ unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *j, const struct g
     return samplers[vllm_sampler(j, m)].bytes_per_logit;
 }
 
-/* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs: the MLP
- * intermediates (gate+up output, activation output), the q/k/v output and two hidden-sized
- * tensors (what an engine's profile run or prefill chunk peaks at). */
+/* The 16-bit activations of 'tokens' tokens through one layer on one of 't' GPUs (what an
+ * engine's profile run or prefill chunk peaks at).  A dense layer with a gated MLP, as vLLM
+ * runs it (vllm/model_executor/models/llama.py @ 0035bdf, LlamaMLP.forward: "gate_up, _ =
+ * self.gate_up_proj(x); x = self.act_fn(gate_up); x, _ = self.down_proj(x)", the same in
+ * Qwen2MLP): the local gate_up keeps the gate+up output alive while down_proj writes its
+ * output, beside the layer's input (still the decoder layer's hidden_states) and the residual,
+ * so the MLP peaks at 3 x ffn / tp + 3 hidden-sized tensors; the attention at o_proj holds the
+ * q/k/v output, the attention output and the same three.  Other layers (mixture of experts,
+ * linear attention, an MLP without a gate): the MLP intermediates, the q/k/v output and two
+ * hidden-sized tensors. */
 static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, uint64_t t)
 {
     struct est_geom g;
     uint64_t per_tok;
     est_geom(m, &g);
-    per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
-              2 * m->hidden;
+    if (m->gated_mlp && !m->n_experts && !m->n_linear_layers) {
+        double mlp = 3.0 * g.mlp_max, attn = g.q + g.k + g.v + g.o_in;
+        per_tok = (uint64_t)((mlp > attn ? mlp : attn) / (double)t) + 3 * m->hidden;
+    } else {
+        per_tok = (uint64_t)((g.mlp_max * (m->gated_mlp ? 3 : 2) + g.q + g.k + g.v) / (double)t) +
+                  2 * m->hidden;
+    }
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
@@ -264,7 +291,7 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
  * layer-piece is GRAPH_PIECE_BYTES, not a vLLM setting: it is set from the two 0.10.1
  * single-GPU rows of tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B,
  * 67 sizes x 29 pieces, 0.5 GiB, less the pool) and judged on the other rows. */
-#define GRAPH_PIECE_BYTES (234 * GM_KIB)
+#define GRAPH_PIECE_BYTES (235 * GM_KIB)
 
 static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
                                  uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest)
@@ -453,10 +480,16 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
            VLLM_CUSTOM_AR_MAX_SIZE;
 }
 
-/* What vLLM's log prints as non-torch memory, by where the version takes its baseline: the
- * global versions (before 0.6.5; 0.8 to 0.9.1) take everything on the device that PyTorch did
- * not allocate (total - free - allocated after the profile run: the context and NCCL
- * included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
+/* What vLLM's log prints as non-torch memory, by where the version takes its baseline: before
+ * 0.2.5 nothing (profile_num_available_blocks charged torch.cuda.max_memory_allocated() alone,
+ * until PR #2031 "Fix peak memory profiling" took total - free: "some memory (probably related
+ * to NCCL?) is allocated/freed not through the PyTorch memory allocator"); 0.3.2 to 0.6.3
+ * the growth since init_device's free memory (PR #2863: init_gpu_memory is read after
+ * set_device, so after the context, and before init_worker_distributed_environment, so NCCL
+ * is growth; vllm/worker/worker.py as vLLM 0.6.1 has it, AmberLJC/vllm-0.6.1 @ 5597260); the
+ * global versions (0.2.5 to 0.3.1; 0.6.4, PR #9352; 0.8 to 0.9.1) take everything on the device
+ * that PyTorch did not allocate (total - free - allocated after the profile run: the context and
+ * NCCL included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
  * since a snapshot taken before the communicators (NCCL and the custom all-reduce buffers
  * included, the context not); from 0.11 (PR #25359) the snapshot follows
  * init_worker_distributed_environment, so only the kernels remain. 'own' is the non-torch
@@ -466,9 +499,12 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
                                       uint64_t ca)
 {
     switch (era) {
+    case VLLM_V0_TORCH_PEAK:
+        return 0;
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
         return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
+    case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
         return gm_add_sat(own, est_nccl_bytes(cx));
@@ -541,7 +577,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     else
         sampler = 0;
     /* a multimodal model's dummy encoder outputs stay through both */
-    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_GLOBAL && era != VLLM_V0_PROFILED)
+    if (m->vision.kind != GM_VISION_NONE && era != VLLM_V0_TORCH_PEAK && era != VLLM_V0_GLOBAL &&
+        era != VLLM_V0_INIT_BASELINE && era != VLLM_V0_PROFILED)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
     non_torch =

@@ -727,9 +727,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                                 "nn.CrossEntropyLoss, on its 16-bit shifted copy of the logits"
                     : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
                                 "patches it), after the loss's fp32 upcast of the logits"
-                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth, "
-                                "Inductor's for a compiled loss): no fp32 copies, the gradient "
-                                "written into the logits";
+                              : "cross-entropy kernel on the 16-bit logits (Liger / unsloth): "
+                                "no fp32 copies, the gradient written into the logits";
         return;
     }
     case GM_LOSS_FUSED_LINEAR: {
@@ -800,6 +799,27 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                     "no B*L*V tensor, the head's gradient before the layers' backward";
         return;
     }
+    case GM_LOSS_COMPILED:
+        /* F.cross_entropy(pred.flatten(0, 1).float(), labels) under torch.compile (torchtitan
+         * components/loss.py build_cross_entropy_loss: torch.compile(loss_fn) under
+         * --training.compile, read at 775a486, e7c0cae, 2c8b594 and 6fc499f): Inductor fuses
+         * the fp32 upcast and the log-softmax into reductions over the 16-bit logits, which
+         * the compiled graph keeps as its saved input, with a log-sum-exp per token, after the
+         * loop drops its own reference (train.py: del pred before loss.backward()).  Its
+         * backward writes the gradient into a new 16-bit tensor: AOTAutograd lets Inductor
+         * reuse ("donate") only saved tensors that alias no forward input or output
+         * (torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py
+         * collect_fw_donated_buffer_idxs, pytorch c5336df), and the logits are the graph's
+         * input.  A fused kernel writes that gradient into the logits instead. */
+        out->bytes = 2.0 * ea * nv + 4.0 * T;
+        out->grad = ea * nv;
+        snprintf(out->note, sizeof out->note,
+                 "B*L*V x %g B: the logits kept by the compiled loss and their new gradient",
+                 2.0 * ea);
+        out->what = "compiled cross-entropy (torch.compile of F.cross_entropy on the upcast "
+                    "logits): no fp32 copies, the logits kept by the compiled graph and a new "
+                    "16-bit gradient";
+        return;
     case GM_LOSS__COUNT:
         break;
     }

@@ -94,11 +94,12 @@ struct plan {
     bool halves;             /* each tensor twice, half the size (two moments per parameter) */
     enum moment first, last; /* LIFE_SPAN */
     int64_t stream;
-    size_t n_units;  /* L + 2 */
-    size_t per_unit; /* address slots per unit */
-    uint64_t *addr;  /* n_units x per_unit, 0 = not allocated */
-    uint64_t *size;  /* requested bytes of each slot */
-    uint64_t *piece; /* the bytes each slot asks for (piece_bytes(), once per run) */
+    size_t n_units;              /* L + 2 */
+    size_t per_unit;             /* address slots per unit */
+    uint64_t *addr;              /* n_units x per_unit, 0 = not allocated */
+    uint64_t *size;              /* requested bytes of each slot */
+    uint64_t *piece;             /* the bytes each slot asks for (piece_bytes(), once per run) */
+    struct gm_alloc_block **blk; /* each slot's block, freed by it (NULL = not allocated) */
 };
 
 /* A replay's state.  What it starts from is its whole input: est_step_replay() remembers
@@ -188,7 +189,7 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
         return;
     r->where.request = bytes;
     r->where.live = r->cur;
-    st = gm_alloc_malloc(r->a, bytes, p->stream, &ptr, r->err);
+    st = gm_alloc_malloc_block(r->a, bytes, p->stream, &ptr, &p->blk[slot], r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
         r->failed = r->where;
@@ -212,48 +213,51 @@ static void t_free(struct replay *r, struct plan *p, size_t slot)
 {
     if (r->st || !p->addr[slot])
         return;
-    if ((r->st = gm_alloc_dealloc(r->a, p->addr[slot], r->err)) != GM_OK)
+    if ((r->st = gm_alloc_dealloc_block(r->a, p->blk[slot], r->err)) != GM_OK)
         return;
     r->cur -= p->size[slot];
     p->addr[slot] = 0;
     p->size[slot] = 0;
+    p->blk[slot] = NULL;
 }
 
-/* A tensor of no component: the forward's temporaries (compute stream). */
-static uint64_t raw_alloc(struct replay *r, uint64_t bytes)
+/* A tensor of no component: the forward's temporaries (compute stream); its block, NULL
+ * when none was allocated. */
+static struct gm_alloc_block *raw_alloc(struct replay *r, uint64_t bytes)
 {
-    uint64_t ptr = 0;
+    struct gm_alloc_block *b = NULL;
+    uint64_t ptr;
     enum gm_status st;
     if (r->st || r->oom || !bytes)
-        return 0;
+        return NULL;
     r->where.request = bytes;
     r->where.live = r->cur;
-    st = gm_alloc_malloc(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, r->err);
+    st = gm_alloc_malloc_block(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, &b, r->err);
     if (st == GM_ERR_LIMIT) {
         r->oom = true;
         r->failed = r->where;
         r->failed.stream = GM_EST_STREAM_COMPUTE;
-        return 0;
+        return NULL;
     }
     if (st) {
         r->st = st;
-        return 0;
+        return NULL;
     }
     r->mallocs++;
     r->cur += bytes;
     if (r->cur > r->peak)
         r->peak = r->cur;
-    return ptr;
+    return b;
 }
 
-static void raw_free(struct replay *r, uint64_t *ptr, uint64_t bytes)
+static void raw_free(struct replay *r, struct gm_alloc_block **b, uint64_t bytes)
 {
-    if (r->st || !*ptr)
+    if (r->st || !*b)
         return;
-    if ((r->st = gm_alloc_dealloc(r->a, *ptr, r->err)) != GM_OK)
+    if ((r->st = gm_alloc_dealloc_block(r->a, *b, r->err)) != GM_OK)
         return;
     r->cur -= bytes;
-    *ptr = 0;
+    *b = NULL;
 }
 
 /* ---- sizes ---- */
@@ -401,9 +405,9 @@ static void cross_freed(struct replay *r, struct plan *p, size_t u, enum cross_u
 {
     int64_t stream = use == USE_GATHERED ? GM_EST_STREAM_COMPUTE : GM_EST_STREAM_REDUCE;
     for (size_t j = 0; j < p->per_unit && !r->st; j++) {
-        uint64_t ptr = p->addr[u * p->per_unit + j];
-        if (ptr)
-            r->st = gm_alloc_record_stream(r->a, ptr, stream, r->err);
+        struct gm_alloc_block *b = p->blk[u * p->per_unit + j];
+        if (b)
+            r->st = gm_alloc_record_stream_block(r->a, b, stream, r->err);
     }
 }
 
@@ -431,7 +435,8 @@ static void unit_alloc(struct replay *r, struct plan *p, size_t u)
 {
     size_t n = n_pieces(r, p, u);
     /* the model's upcast: lm_head's 16-bit output, freed once its fp32 copy exists */
-    uint64_t l16 = p->prof == PROF_LOGITS && r->upcast16 ? raw_alloc(r, r->logits_16) : 0;
+    struct gm_alloc_block *l16 =
+        p->prof == PROF_LOGITS && r->upcast16 ? raw_alloc(r, r->logits_16) : NULL;
     if (cross_use(r, p) == USE_GATHERED)
         gather_limiter(r);
     for (size_t j = 0; j < n; j++) {
@@ -703,8 +708,8 @@ static void at(struct replay *r, enum gm_est_replay_at where, size_t layer)
  * (_use_sharded_views), which frees them. */
 static void fsdp1_wrap_unit(struct replay *r, struct plan *w, const size_t *units, size_t n_units)
 {
-    uint64_t ptr[2 * MAX_PIECES], size[2 * MAX_PIECES], bucket[BROADCAST_INFLIGHT],
-        bucket_size[BROADCAST_INFLIGHT], flat, flat_size = 0, acc = 0;
+    struct gm_alloc_block *ptr[2 * MAX_PIECES], *bucket[BROADCAST_INFLIGHT], *flat;
+    uint64_t size[2 * MAX_PIECES], bucket_size[BROADCAST_INFLIGHT], flat_size = 0, acc = 0;
     size_t n = 0, inflight = 0;
     struct plan q = *w;
     q.prof = PROF_PARAMS;
@@ -773,9 +778,9 @@ static void each(struct replay *r, struct plan *pl, size_t n, enum life life, si
 
 /* An RMSNorm / LayerNorm as HF writes it: the input upcast to fp32, multiplied by its rstd
  * (fp32), cast back and scaled; a fused kernel writes its output directly. */
-static uint64_t norm_op(struct replay *r)
+static struct gm_alloc_block *norm_op(struct replay *r)
 {
-    uint64_t f1, f2, out;
+    struct gm_alloc_block *f1, *f2, *out;
     if (r->fused_norm)
         return raw_alloc(r, r->b_h);
     f1 = raw_alloc(r, r->b_h32);
@@ -792,7 +797,8 @@ static uint64_t norm_op(struct replay *r)
  * residual, norm, gate/up, activation, product, down, residual) allocates in. */
 static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
 {
-    uint64_t n1, q, k, v, q2 = 0, k2 = 0, a, o, res, n2, g, up, act, prod, down;
+    struct gm_alloc_block *n1, *q, *k, *v, *q2 = NULL, *k2 = NULL, *a, *o, *res, *n2, *g, *up, *act,
+                                           *prod, *down;
     n1 = norm_op(r);
     q = raw_alloc(r, r->b_q);
     k = raw_alloc(r, r->b_k);
@@ -816,11 +822,11 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     raw_free(r, &o, r->b_h);
     n2 = norm_op(r);
     g = raw_alloc(r, r->b_mlp);
-    up = r->gated ? raw_alloc(r, r->b_mlp) : 0;
+    up = r->gated ? raw_alloc(r, r->b_mlp) : NULL;
     raw_free(r, &n2, r->b_h);
     act = raw_alloc(r, r->b_mlp);
     raw_free(r, &g, r->b_mlp);
-    prod = r->gated ? raw_alloc(r, r->b_mlp) : 0;
+    prod = r->gated ? raw_alloc(r, r->b_mlp) : NULL;
     raw_free(r, &act, r->b_mlp);
     raw_free(r, &up, r->b_mlp);
     down = raw_alloc(r, r->b_h);
@@ -873,7 +879,8 @@ static void gradients(struct replay *r, struct plan *pl, size_t n, size_t u, boo
  * -- each made before what it replaces is freed, never more live than at the moment. */
 static void loss_backward(struct replay *r, struct plan *p)
 {
-    uint64_t limit = r->cur, g_prev = 0, g_prev_size = 0;
+    uint64_t limit = r->cur, g_prev_size = 0;
+    struct gm_alloc_block *g_prev = NULL;
     size_t n = n_pieces(r, p, 0);
     /* the fp32 copy and the shifted copy: not saved */
     if (n > 2) {
@@ -881,7 +888,8 @@ static void loss_backward(struct replay *r, struct plan *p)
         t_free(r, p, 2);
     }
     for (size_t k = n; k-- > 0;) {
-        uint64_t size = p->size[k], g = 0;
+        uint64_t size = p->size[k];
+        struct gm_alloc_block *g = NULL;
         if (!p->addr[k])
             continue;
         if (r->cur + size <= limit)
@@ -892,7 +900,8 @@ static void loss_backward(struct replay *r, struct plan *p)
         g_prev_size = g ? size : 0;
         if (k == 3 && n > 2) {
             /* the gradient of the unshifted fp32 copy, beside the shifted one's */
-            uint64_t full = r->logits_32, gf = 0;
+            uint64_t full = r->logits_32;
+            struct gm_alloc_block *gf = NULL;
             if (r->cur + full <= limit)
                 gf = raw_alloc(r, full);
             raw_free(r, &g_prev, g_prev_size);
@@ -915,7 +924,8 @@ static void loss_backward(struct replay *r, struct plan *p)
  * those.  Each only while no more is live than at the moment. */
 static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
 {
-    uint64_t limit = r->cur, shifted = p->size[1], g = 0, z = 0, g16 = 0;
+    uint64_t limit = r->cur, shifted = p->size[1];
+    struct gm_alloc_block *g = NULL, *z = NULL, *g16 = NULL;
     size_t n = n_pieces(r, p, 0), kept = kernel ? 2 : 3;
     t_free(r, p, 0);
     for (size_t k = kept; k < n; k++)
@@ -946,7 +956,8 @@ static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
  * only while no more is live than at the moment. */
 static void inline_loss_backward(struct replay *r, struct plan *p)
 {
-    uint64_t limit = r->cur, g1 = 0, g2 = 0, g16 = 0, z = 0, c32 = 0;
+    uint64_t limit = r->cur;
+    struct gm_alloc_block *g1 = NULL, *g2 = NULL, *g16 = NULL, *z = NULL, *c32 = NULL;
     size_t ls = r->inline_mixed ? 3 : 2;
     uint64_t ls_size = p->size[ls];
     t_free(r, p, 1);
@@ -981,7 +992,8 @@ static void inline_loss_backward(struct replay *r, struct plan *p)
  * its shape) has been made -- never more live than at the moment. */
 static void backward_layer(struct replay *r, struct plan *pl, size_t n)
 {
-    uint64_t limit = r->cur, g = 0, g_size = 0;
+    uint64_t limit = r->cur, g_size = 0;
+    struct gm_alloc_block *g = NULL;
     for (size_t i = n; i-- > 0;)
         if (pl[i].life == LIFE_LAYER_BWD && pl[i].c->kind == GM_KIND_BACKWARD_TEMP)
             unit_free(r, &pl[i], 0);
@@ -990,7 +1002,8 @@ static void backward_layer(struct replay *r, struct plan *pl, size_t n)
         if (p->life != LIFE_LAYER_BWD || p->c->kind != GM_KIND_ACTIVATIONS || p->prof != PROF_ACTS)
             continue;
         for (size_t k = p->per_unit; k-- > 0;) {
-            uint64_t next = 0, size = p->size[k];
+            uint64_t size = p->size[k];
+            struct gm_alloc_block *next = NULL;
             if (!p->addr[k])
                 continue;
             if (r->cur + size <= limit)
@@ -1077,7 +1090,9 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             if (unshard && u > 1) {
                 prefetch->addr[0] = unshard->addr[0];
                 prefetch->size[0] = unshard->size[0];
+                prefetch->blk[0] = unshard->blk[0];
                 unshard->addr[0] = unshard->size[0] = 0;
+                unshard->blk[0] = NULL;
             }
         }
         each(r, pl, n, LIFE_UNSHARD, 0, false);
@@ -1238,6 +1253,8 @@ struct kept_alloc {
     size_t cap_pl;
     uint64_t *mem;
     size_t cap_mem;
+    struct gm_alloc_block **blk; /* the slots' blocks (cap_blk) */
+    size_t cap_blk;
 };
 
 static void kept_alloc_release(struct kept_alloc *k)
@@ -1247,6 +1264,7 @@ static void kept_alloc_release(struct kept_alloc *k)
     step_start_release(&k->starts[1]);
     gm_free(k->pl);
     gm_free(k->mem);
+    gm_free(k->blk);
     memset(k, 0, sizeof(*k));
 }
 
@@ -1275,18 +1293,22 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     r.where.pass = pass;
     /* arrays the kept model's runs share: fresh ones would be fresh pages each run */
     if (!GM_VEC_RESERVE(k->pl, k->cap_pl, n, NULL) ||
-        !GM_VEC_RESERVE(k->mem, k->cap_mem, 3 * pr->slots, NULL)) {
+        !GM_VEC_RESERVE(k->mem, k->cap_mem, 3 * pr->slots, NULL) ||
+        !GM_VEC_RESERVE(k->blk, k->cap_blk, pr->slots, NULL)) {
         kept_alloc_release(&own);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "step replay: out of memory");
     }
     pl = k->pl;
     mem = k->mem;
     memset(mem, 0, 2 * pr->slots * sizeof(*mem)); /* addresses and sizes; pieces set below */
+    for (size_t i = 0; i < pr->slots; i++)
+        k->blk[i] = NULL;
     memcpy(pl, pr->pl, n * sizeof(*pl));
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
         pl[i].size = mem + pr->slots + off;
         pl[i].piece = mem + 2 * pr->slots + off;
+        pl[i].blk = k->blk + off;
         for (size_t u = 0, per = pl[i].per_unit; u < pl[i].n_units; u++) {
             uint64_t ub = unit_bytes(&r, &pl[i], u);
             size_t np = n_pieces(&r, &pl[i], u);

@@ -21,14 +21,12 @@
 #include "pickle/pickle_int.h"
 
 /* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
- * slot or SIZE_MAX; false abandons the batch. */
-static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+ * slot or SIZE_MAX; false abandons the batch.  flat_put_in(): at p within the input. */
+static inline bool flat_put_in(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
 {
     const uint8_t *p = *pp;
     uint64_t idx;
     *slot = SIZE_MAX;
-    if (p >= vm->end)
-        return true;
     if (*p == OP_MEMOIZE) {
         idx = *vlen;
         p += 1;
@@ -53,6 +51,15 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
     *slot = (*vlen)++;
     *pp = p;
     return true;
+}
+
+static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
+{
+    if (*pp >= vm->end) {
+        *slot = SIZE_MAX;
+        return true;
+    }
+    return flat_put_in(vm, pp, vlen, slot);
 }
 
 /* The value of memo slot idx for a memo reference: the slot must be below 'first' (the slots
@@ -247,6 +254,39 @@ static inline bool run_eq(const uint8_t *a, const uint8_t *b, size_t n)
     return true;
 }
 
+/* Whether opcode 'op' after a list's APPENDS goes on with the list's items. */
+static inline bool more_items(uint8_t op)
+{
+    return op == OP_MARK || op == OP_BINGET || op == OP_LONG_BINGET || op == OP_FRAME;
+}
+
+/* The list_hint slot of a run starting at q under 'key', by its first 'nbytes' bytes (a multiple
+ * of 8, readable there). */
+static inline size_t list_hint_of(const uint8_t *q, pk_val key, size_t nbytes)
+{
+    uint64_t h = key;
+    for (size_t i = 0; i < nbytes; i += 8)
+        h = (h ^ le64(q + i)) * 0x9e3779b97f4a7c15ULL;
+    return (size_t)(h >> (64 - LIST_HINT_BITS));
+}
+
+/* The list of key 'key' whose run starts at q, when it is the run of the list_cache entry hint
+ * slot 'hint' names: its name, and the position after its APPENDS; NULL otherwise.  That entry
+ * is the one the hash of the run would find (equal bytes are the same run of opcodes, and the
+ * same hash). */
+static inline const uint8_t *list_hinted(const struct vm *vm, const uint8_t *q, pk_val key,
+                                         size_t hint, uint32_t *name)
+{
+    const struct list_cache_entry *c = &vm->list_cache[vm->list_hint[hint]];
+    size_t len = c->len;
+    if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(vm->end - q) >= len + 2 &&
+        q[len] == OP_APPENDS && !more_items(q[len + 1]) && run_eq(c->bytes, q, len)) {
+        *name = c->name;
+        return q + len + 1;
+    }
+    return NULL;
+}
+
 /* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
  * LONG_BINGET)+ APPENDS, with nothing after it (the next byte starts no more items), and
  * which has the run of a list named before under the same key (struct list_cache_entry):
@@ -255,10 +295,18 @@ static inline bool run_eq(const uint8_t *a, const uint8_t *b, size_t n)
 static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val key,
                                          uint32_t *name)
 {
-    const uint8_t *q = p + 1, *end = vm->end;
+    const uint8_t *q = p + 1, *end = vm->end, *after = NULL;
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
+    /* the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++ frames do)
+     * and by the first LIST_HINT_SHORT (short stacks) */
+    if (end - q >= LIST_HINT_LONG)
+        after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_LONG), name);
+    if (!after && end - q >= LIST_HINT_SHORT)
+        after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_SHORT), name);
+    if (after)
+        return after;
     for (;;) {
         if (end - q >= 6 && *q == OP_LONG_BINGET) {
             h = (h ^ ((uint64_t)le32(q + 1) << 1 | 1)) * 0xff51afd7ed558ccdULL;
@@ -271,8 +319,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
         }
     }
     len = (size_t)(q - (p + 1));
-    if (!len || len > LIST_CACHE_BYTES || end - q < 2 || *q != OP_APPENDS || q[1] == OP_MARK ||
-        q[1] == OP_BINGET || q[1] == OP_LONG_BINGET || q[1] == OP_FRAME)
+    if (!len || len > LIST_CACHE_BYTES || end - q < 2 || *q != OP_APPENDS || more_items(q[1]))
         return NULL;
     h ^= h >> 29;
     c = &vm->list_cache[h >> (64 - LIST_CACHE_BITS)];
@@ -291,12 +338,17 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
 /* Remember the run of the record's list (list_cached()) under the name the consumer gave it. */
 static void list_remember(struct vm *vm, uint32_t name)
 {
-    struct list_cache_entry *c = &vm->list_cache[vm->run_hash >> (64 - LIST_CACHE_BITS)];
+    size_t slot = vm->run_hash >> (64 - LIST_CACHE_BITS);
+    struct list_cache_entry *c = &vm->list_cache[slot];
     if (!vm->run_len) {
         vm->empty_name = name; /* no items: nothing that a write to the memo changes */
         vm->empty_key = vm->run_key;
         return;
     }
+    if (vm->end - vm->run >= LIST_HINT_SHORT)
+        vm->list_hint[list_hint_of(vm->run, vm->run_key, LIST_HINT_SHORT)] = (uint8_t)slot;
+    if (vm->run_len >= LIST_HINT_LONG) /* only when those bytes are the run's own */
+        vm->list_hint[list_hint_of(vm->run, vm->run_key, LIST_HINT_LONG)] = (uint8_t)slot;
     c->hash = vm->run_hash;
     c->key = vm->run_key;
     c->gen = vm->memo_gen + 1;
@@ -396,10 +448,8 @@ static const uint8_t *flat_list_value(struct vm *vm, const uint8_t *p, pk_val ke
     return p;
 }
 
-/* The integer opcodes of a flat dict's values: bytes before the number (0: not one), bytes
- * of the number (LONG1: its own count byte); masks and sign bits by byte count. */
-static const uint8_t int_head[256] = {
-    [OP_BININT1] = 1, [OP_BININT2] = 1, [OP_BININT] = 1, [OP_LONG1] = 2};
+/* The fixed-width integer opcodes of a flat dict's values: bytes of the number; masks and
+ * sign bits by byte count. */
 static const uint8_t int_bytes[256] = {[OP_BININT1] = 1, [OP_BININT2] = 2, [OP_BININT] = 4};
 static const uint64_t int_mask[9] = {0,
                                      0xff,
@@ -455,7 +505,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
                                           size_t *vlen, pk_val *out)
 {
     size_t slot;
-    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put(vm, &p, vlen, &slot))
+    if (!(p = flat_str(vm, p, out)) || p >= lim || !flat_put_in(vm, &p, vlen, &slot))
         return NULL;
     if (slot != SIZE_MAX && !memo_store_fresh_str(vm, slot, *out))
         return NULL;
@@ -482,6 +532,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     const uint8_t *p = vm->p, *end = vm->end;
     const uint8_t *lim = (size_t)(end - p) > FLAT_GUARD ? end - FLAT_GUARD : p;
     size_t vlen = vm->memo_len, count = 0, prev_n = SIZE_MAX;
+    /* the records a batch may hold: the general reader, reading it again, holds them all on
+     * its stack (the batch pushes nothing meanwhile) */
+    size_t count_max = vm->stack_max > vm->sp + 64 ? vm->stack_max - vm->sp - 64 : 0;
     bool prev_refs = false; /* the keys of the dict before were all memo references */
     struct pk_node *d = &vm->flat_dict, *l = &vm->flat_list;
 
@@ -491,9 +544,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     r.doc = vm->doc;
     r.offset = GM_NO_OFFSET;
     r.vm_ = vm;
-    for (size_t j = 0; j < FLAT_MAX_PAIRS; j++) {
+    for (size_t j = 0; j <= FLAT_MAX_PAIRS; j++) {
         vm->key_mask[j] = 0;
-        vm->key_bytes[j] = 1; /* matches nothing */
+        vm->key_bytes[j] = 1; /* matches nothing (at FLAT_MAX_PAIRS, for good) */
     }
     /* the transient dict and list each record is handed in (the consumer never changes them:
      * pk_set_mark() leaves transient nodes alone) */
@@ -505,8 +558,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     if (s->names_by_items && !vm->list_cache)
         vm->list_cache = gm_calloc((size_t)1 << LIST_CACHE_BITS, sizeof(*vm->list_cache));
     for (;;) {
-        size_t dict_slot, list_slot = SIZE_MAX, n = 0, n_hits = 0, n_refs = 0;
-        bool have_list = false;
+        size_t dict_slot, list_slot = SIZE_MAX, n = 0;
+        bool have_list = false, all_hits = true, all_refs = true; /* of the keys read */
         uint32_t name, cached = UINT32_MAX;
 
         if (p >= lim)
@@ -519,11 +572,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             if (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_EMPTY_DICT)
                 goto abandon;
         }
-        if (++count + vm->sp + 64 > vm->stack_max)
+        if (++count > count_max)
             goto abandon;
         p++;
         vm->run = NULL;
-        if (!flat_put(vm, &p, &vlen, &dict_slot))
+        if (!flat_put_in(vm, &p, &vlen, &dict_slot)) /* p <= lim: within the input */
             goto abandon;
         if (*p != OP_MARK && (*p != OP_FRAME || !(p = flat_frames(p, end, lim)) || *p != OP_MARK))
             goto abandon;
@@ -534,11 +587,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             if (p >= lim)
                 goto abandon;
             /* The same memo reference as the key at this position of the entry before: the
-             * same value, with no look-up (within a batch the slots in use never change). */
-            if (n < FLAT_MAX_PAIRS && (le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+             * same value, with no look-up (within a batch the slots in use never change).
+             * Never a hit past FLAT_MAX_PAIRS keys. */
+            if ((le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
                 k = vm->key_val[n];
                 p += vm->key_len_[n];
-                n_hits++;
                 goto have_key;
             }
         key:
@@ -548,7 +601,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 const uint8_t *q = p;
                 if (!(p = flat_ref(vm, p, vlen, &k)) || pk_tag(k) == PK_TAG_NODE)
                     goto abandon;
-                n_refs++;
+                all_hits = false;
                 if (n < FLAT_MAX_PAIRS) {
                     vm->key_len_[n] = (uint8_t)(p - q);
                     vm->key_mask[n] = p - q == 2 ? 0xffffu : 0xffffffffffULL;
@@ -564,6 +617,7 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             case OP_BINUNICODE:
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
                     goto abandon;
+                all_hits = all_refs = false;
                 break;
             case OP_FRAME:
                 if (!(p = flat_frames(p, end, lim)))
@@ -572,29 +626,39 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-        have_key:
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
+        have_key:
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
-            if (int_head[*p]) {
-                /* BININT1, BININT2, BININT or LONG1 (of at most 8 bytes) without a branch on
-                 * which: a trace entry's ints change opcode from entry to entry */
-                unsigned op = *p, nb = op == OP_LONG1 ? p[1] : int_bytes[op];
+            switch (*p) {
+            case OP_BININT1:
+            case OP_BININT2:
+            case OP_BININT: {
+                /* without a branch on which: a trace entry's sizes change between them from
+                 * entry to entry (32 bits at most: a small int) */
+                unsigned nb = int_bytes[*p];
+                uint64_t u = le64(p + 1) & int_mask[nb], sb = *p == OP_BININT ? int_sign[4] : 0;
+                v = ((pk_val)(int64_t)((u ^ sb) - sb) << 3) | PK_TAG_INT;
+                p += 1 + nb;
+                break;
+            }
+            case OP_LONG1: {
+                /* of at most 8 bytes, within the small ints */
+                unsigned nb = p[1];
                 uint64_t u, sb;
                 int64_t i;
                 if (nb > 8)
                     goto abandon;
-                u = le64(p + int_head[op]) & int_mask[nb];
-                sb = (op == OP_BININT1 || op == OP_BININT2) ? 0 : int_sign[nb];
+                u = le64(p + 2) & int_mask[nb];
+                sb = int_sign[nb];
                 i = (int64_t)((u ^ sb) - sb);
                 if (i < SMALL_MIN || i > SMALL_MAX)
                     goto abandon;
                 v = ((pk_val)i << 3) | PK_TAG_INT;
-                p += int_head[op] + nb;
-                goto have_value;
+                p += 2 + nb;
+                break;
             }
-            switch (*p) {
             case OP_BINGET:
             case OP_LONG_BINGET:
                 if (!(p = flat_ref(vm, p, vlen, &v)))
@@ -633,7 +697,6 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-        have_value:
             vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
@@ -646,8 +709,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
          * position there (a hit of the key cache, which changes only with the key read at
          * that position) and the keys there were all memo references (keys equal in any
          * other way are not looked for). */
-        r.same_keys = n_hits == n && prev_refs && n == prev_n;
-        prev_refs = n_hits + n_refs == n;
+        r.same_keys = all_hits && prev_refs && n == prev_n;
+        prev_refs = all_refs;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
         d->len = d->cap = (uint32_t)n;

@@ -236,6 +236,17 @@ static inline bool pk_short_str(const struct pk_doc *doc, pk_val v, const char *
     return true;
 }
 
+/* The word of a short string of n bytes (n <= 6) whose opcode is at 'off' (8 bytes readable). */
+static inline uint64_t pk_str_word_at(const struct pk_doc *doc, uint64_t off, size_t n)
+{
+    uint64_t w;
+    memcpy(&w, doc->data + off, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    /* opcode, length and up to 6 bytes: a 6-byte string fills the word */
+    return n == 6 ? w : w & (((uint64_t)1 << (8 * (n + 2))) - 1);
+}
 /* A str of at most 6 bytes written with SHORT_BINUNICODE (pk_short_str()) as one word of
  * its opcode, length and bytes (equal words: equal strings); 0 for any other value, and when
  * the word would reach past the input.  For a short string met on every record as a new
@@ -244,15 +255,20 @@ static inline uint64_t pk_short_str_word(const struct pk_doc *doc, pk_val v)
 {
     const char *p;
     size_t n;
-    uint64_t off = v >> 3, w;
+    uint64_t off = v >> 3;
     if (!pk_short_str(doc, v, &p, &n) || n > 6 || off + 8 > doc->len)
         return 0;
-    memcpy(&w, doc->data + off, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    /* opcode, length and up to 6 bytes: a 6-byte string fills the word */
-    return n == 6 ? w : w & (((uint64_t)1 << (8 * (n + 2))) - 1);
+    return pk_str_word_at(doc, off, n);
+}
+
+/* Whether pk_short_str_word(doc, v) is 'word', a word it gave before (not 0): the word at the
+ * value's offset compared, its opcode and length bytes included. */
+static inline bool pk_short_str_is_word(const struct pk_doc *doc, pk_val v, uint64_t word)
+{
+    uint64_t off = v >> 3;
+    if ((v & 7u) != PK_TAG_STR || off + 8 > doc->len)
+        return false;
+    return pk_str_word_at(doc, off, (size_t)(word >> 8) & 0xff) == word;
 }
 
 /* A stable identity of a string value (equal for two references to one memoized string),

@@ -120,8 +120,13 @@ enum {
  * later list with the same bytes names the same memo slots; while no slot below memo_len has been
  * written again (memo_gen unchanged) they hold the same values, so the later list has the same
  * items and its name. Direct-mapped by a hash of the bytes, which are compared in full on a hit.  A
- * list without items (EMPTY_LIST [put] and the next key) has one name, kept apart. */
+ * list without items (EMPTY_LIST [put] and the next key) has one name, kept apart.  A hint by the
+ * list's first bytes says which entry to compare first, so that a list seen before is found
+ * without a pass over its run to hash it (a wrong hint only costs the compare). */
 #define LIST_CACHE_BITS  8
+#define LIST_HINT_BITS   10
+#define LIST_HINT_SHORT  16   /* the bytes after the MARK a hint is taken by, */
+#define LIST_HINT_LONG   32   /* two hints */
 #define LIST_CACHE_BYTES 2040 /* the longest run an entry holds (408 LONG_BINGETs) */
 struct list_cache_entry {
     uint64_t hash;
@@ -131,6 +136,7 @@ struct list_cache_entry {
     uint32_t len;  /* bytes of the run */
     uint8_t bytes[LIST_CACHE_BYTES];
 };
+_Static_assert(LIST_CACHE_BITS <= 8, "a list_hint slot holds an entry's index in one byte");
 
 /* The machine's state during one parse. */
 struct vm {
@@ -175,14 +181,15 @@ struct vm {
     struct pk_node flat_dict, flat_list;
     pk_val flat_pairs[2 * FLAT_MAX_PAIRS];
     pk_val flat_items[FLAT_MAX_ITEMS];
-    uint64_t key_bytes[FLAT_MAX_PAIRS], key_mask[FLAT_MAX_PAIRS];
+    uint64_t key_bytes[FLAT_MAX_PAIRS + 1], key_mask[FLAT_MAX_PAIRS + 1];
     pk_val key_val[FLAT_MAX_PAIRS];
     uint8_t key_len_[FLAT_MAX_PAIRS];
     /* the named lists (see struct list_cache_entry), and the run of the current record's
      * list, to be remembered when the consumer names it */
-    struct list_cache_entry *list_cache; /* 1 << LIST_CACHE_BITS entries, made at first use */
-    const uint8_t *run;                  /* NULL: the current list is not to be remembered */
-    uint32_t run_len;                    /* 0: the list has no items */
+    struct list_cache_entry *list_cache;     /* 1 << LIST_CACHE_BITS entries, made at first use */
+    uint8_t list_hint[1u << LIST_HINT_BITS]; /* by list_hint_of(): an entry of list_cache */
+    const uint8_t *run;                      /* NULL: the current list is not to be remembered */
+    uint32_t run_len;                        /* 0: the list has no items */
     uint64_t run_hash;
     pk_val run_key;
     uint32_t empty_name; /* the name of a list without items, UINT32_MAX: none yet */

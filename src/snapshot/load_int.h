@@ -266,6 +266,7 @@ struct trace_reader {
     uint32_t shape_n;
     bool shape_canon;    /* shape_words is a subsequence of canon_words[], each once */
     int8_t shape_pos[8]; /* per canon_words[] entry: its index in the shape, or -1 */
+    bool shape_usual;    /* shape_pos is usual_pos[] (trace.c): the usual writer's keys */
     /* flat_event(): shape_* describe the keys of the record before, which read_event()
      * read in the canonical order */
     bool flat_shape;

@@ -179,11 +179,16 @@ static const uint8_t canon_words[] = {
     W_ACTION, W_ADDR, W_SIZE, W_STREAM, W_TIME_US, W_COMPILE_CONTEXT, W_USER_METADATA, W_FRAMES};
 #define N_CANON (sizeof(canon_words) / sizeof(canon_words[0]))
 
+/* The positions (shape_pos) of the keys PyTorch's writer gives every trace entry: all the
+ * canonical ones but user_metadata.  flat_event() reads them at constant positions. */
+static const int8_t usual_pos[N_CANON] = {0, 1, 2, 3, 4, 5, -1, 6};
+
 /* Fills tr->shape_pos from tr->shape_words (see struct trace_reader). */
 static void shape_canon(struct trace_reader *tr)
 {
     size_t c = 0;
     tr->shape_canon = true;
+    tr->shape_usual = false;
     for (size_t j = 0; j < N_CANON; j++)
         tr->shape_pos[j] = -1;
     for (uint32_t i = 0; i < tr->shape_n; i++) {
@@ -195,6 +200,7 @@ static void shape_canon(struct trace_reader *tr)
         }
         tr->shape_pos[c++] = (int8_t)i;
     }
+    tr->shape_usual = memcmp(tr->shape_pos, usual_pos, sizeof(usual_pos)) == 0;
 }
 
 static enum gm_status read_event(struct builder *b, const struct pk_record *r, size_t ei,
@@ -271,15 +277,18 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
 /* ---- the straight-line reader ---- */
 
 /* flat_event() for an entry whose keys are those of the entry before (the parser says
- * so) in the canonical order, with values of the usual types.  It fills *e exactly as
- * read_event() would and returns true; false (having changed nothing but *e and caches)
- * for anything else, which read_event() then reads. */
-static inline bool flat_event(struct builder *b, const struct pk_record *r,
-                              struct gm_snapshot_event *e)
+ * so) in the canonical order, at positions 'pos' (tr->shape_pos), with values of the usual
+ * types.  It fills *e exactly as read_event() would and returns true; false (having changed
+ * nothing but *e and caches) for anything else, which read_event() then reads.  Always
+ * inlined: flat_event() calls it with the usual positions as constants, which folds the
+ * tests of which keys there are away. */
+static inline __attribute__((always_inline)) bool flat_event_at(struct builder *b,
+                                                                const struct pk_record *r,
+                                                                struct gm_snapshot_event *e,
+                                                                const int8_t *pos)
 {
     struct trace_reader *tr = &b->tr;
     const pk_val *it = r->pairs;
-    const int8_t *pos = tr->shape_pos;
     uint64_t stream = 0;
     const char *cc = NULL; /* compile_context */
     bool has_extra = false;
@@ -324,11 +333,9 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
-        uint64_t word;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        word = pk_short_str_word(b->doc, v);
-        if (word && word == tr->flat_cc_word) {
+        if (tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word)) {
             /* "N/A" again: the string of the entry before */
             cc = tr->flat_cc;
             has_extra = true;
@@ -346,7 +353,7 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
                 tr->flat_cc_p = cc; /* the interned copy has the same bytes */
                 tr->flat_cc_n = n;
             }
-            tr->flat_cc_word = word;
+            tr->flat_cc_word = pk_short_str_word(b->doc, v);
             has_extra = true;
         }
     }
@@ -387,6 +394,14 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
         }
     }
     return true;
+}
+
+static inline bool flat_event(struct builder *b, const struct pk_record *r,
+                              struct gm_snapshot_event *e)
+{
+    if (b->tr.shape_usual)
+        return flat_event_at(b, r, e, usual_pos);
+    return flat_event_at(b, r, e, b->tr.shape_pos);
 }
 
 /* ---- the records of device_traces (pickle.h: struct pk_stream) ---- */

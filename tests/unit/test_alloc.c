@@ -31,6 +31,7 @@ struct fixture {
     int n_ev;
     enum gm_alloc_event_kind ev[64];
     uint64_t ev_size[64];
+    bool handles; /* seq_run() frees and records streams by handle, not by address */
 };
 
 static void on_event(void *ctx, enum gm_alloc_event_kind k, uint64_t addr, uint64_t size,
@@ -317,6 +318,37 @@ static enum gm_status keep_segment(void *ctx, const struct gm_alloc_segment_info
     assert_true(sum == seg->size);
     memcpy(l->blocks[l->n], seg->blocks, seg->n_blocks * sizeof(*seg->blocks));
     l->seg[l->n++] = *seg;
+    return GM_OK;
+}
+
+/* Every segment and block gm_alloc_segments() reports, folded into one number. */
+struct seg_digest {
+    uint64_t n, n_allocated, hash;
+};
+
+static void digest_word(struct seg_digest *d, uint64_t w)
+{
+    d->hash = (d->hash ^ w) * 0x100000001b3ull;
+}
+
+static enum gm_status digest_segment(void *ctx, const struct gm_alloc_segment_info *seg,
+                                     struct gm_error *err)
+{
+    struct seg_digest *d = ctx;
+    (void)err;
+    d->n++;
+    digest_word(d, seg->addr);
+    digest_word(d, seg->size);
+    digest_word(d, (uint64_t)seg->stream);
+    digest_word(d, (uint64_t)seg->is_small << 1 | (uint64_t)seg->is_expandable);
+    for (size_t i = 0; i < seg->n_blocks; i++) {
+        const struct gm_alloc_block_info *b = &seg->blocks[i];
+        d->n_allocated += b->state == GM_ALLOC_BLOCK_ACTIVE_ALLOCATED;
+        digest_word(d, b->addr);
+        digest_word(d, b->size);
+        digest_word(d, b->requested);
+        digest_word(d, b->state);
+    }
     return GM_OK;
 }
 
@@ -1042,34 +1074,55 @@ static void test_expandable_record_stream_no_overlap(void **state)
     }
 }
 
+/* free, by handle when f->handles */
+static void seq_free(struct fixture *f, uint64_t ptr, struct gm_alloc_block *blk)
+{
+    if (f->handles)
+        assert_int_equal(gm_alloc_dealloc_block(f->a, blk, NULL), GM_OK);
+    else
+        fr(f, ptr);
+}
+
 /* A run of mallocs and frees on f's model (leaving blocks live and events outstanding when
  * 'leave'), every pointer it got written to 'got'; some blocks used on another stream
- * (record_stream) */
+ * (record_stream); by handle when f->handles */
 static void seq_run(struct fixture *f, uint64_t seed, int steps, bool leave, uint64_t *got)
 {
     uint64_t live[32] = {0};
+    struct gm_alloc_block *blk[32] = {NULL};
     uint64_t s = seed;
     for (int i = 0; i < steps; i++) {
         uint64_t r = rng_next(&s);
         size_t slot = (size_t)(r % 32);
+        uint64_t size = 1 + (r >> 16) % (30 * MiB);
+        int64_t stream = (int64_t)((r >> 40) % 2);
+        enum gm_status st;
         got[i] = 0;
         if (live[slot]) {
             if ((r >> 8) % 5 == 0)
-                assert_int_equal(gm_alloc_record_stream(f->a, live[slot], 1, NULL), GM_OK);
-            fr(f, live[slot]);
+                assert_int_equal(f->handles ? gm_alloc_record_stream_block(f->a, blk[slot], 1, NULL)
+                                            : gm_alloc_record_stream(f->a, live[slot], 1, NULL),
+                                 GM_OK);
+            seq_free(f, live[slot], blk[slot]);
             live[slot] = 0;
-        } else if (gm_alloc_malloc(f->a, 1 + (r >> 16) % (30 * MiB), (int64_t)((r >> 40) % 2),
-                                   &live[slot], NULL) == GM_OK) {
-            got[i] = live[slot];
-        } else {
-            live[slot] = 0; /* out of device memory */
+            continue;
         }
+        if (f->handles) {
+            st = gm_alloc_malloc_block(f->a, size, stream, &live[slot], &blk[slot], NULL);
+            assert_true(st == GM_OK ? blk[slot] != NULL : blk[slot] == NULL);
+        } else {
+            st = gm_alloc_malloc(f->a, size, stream, &live[slot], NULL);
+        }
+        if (st == GM_OK)
+            got[i] = live[slot];
+        else
+            live[slot] = 0; /* out of device memory */
         if (r % 89 == 0)
             gm_alloc_empty_cache(f->a);
     }
     for (size_t k = 0; k < 32 && !leave; k++)
         if (live[k])
-            fr(f, live[k]);
+            seq_free(f, live[k], blk[k]);
 }
 
 /* A model reset onto another device and configuration runs as a new one would: the same
@@ -1116,9 +1169,10 @@ static void test_reset_runs_as_new(void **state)
     }
 }
 
-/* A lean model gives the same pointers, segment events, segments, reserved and allocated
- * bytes (aggregate), counts and state as a full one; the statistics it does not keep read 0,
- * and a reset counts everything again. */
+/* A lean model, its blocks freed by handle, gives the same pointers, segment events,
+ * segments, reserved and allocated bytes (aggregate), counts and state as a full one freed by
+ * address; the statistics it does not keep read 0, an address finds no block in it, and a
+ * reset counts everything again. */
 static void test_lean_counts_what_peaks_need(void **state)
 {
     static const char *confs[] = {NULL, "expandable_segments:True", "max_split_size_mb:20"};
@@ -1129,10 +1183,15 @@ static void test_lean_counts_what_peaks_need(void **state)
         struct fixture full, lean;
         struct gm_alloc_stats a, b;
         struct gm_alloc_device dev;
+        struct gm_alloc_block *blk;
         struct gm_error e;
+        struct seg_digest la, lb;
+        uint64_t sa[64], sb[64], ptr;
+        size_t n_sa, n_sb;
         setup(&full, confs[c], 300 * MiB);
         setup(&lean, confs[c], 300 * MiB);
         gm_alloc_set_lean(lean.a);
+        lean.handles = true;
         seq_run(&full, 500 + c, STEPS, true, want);
         seq_run(&lean, 500 + c, STEPS, true, got);
         gm_alloc_get_stats(full.a, &a);
@@ -1167,6 +1226,25 @@ static void test_lean_counts_what_peaks_need(void **state)
             gm_free(wa);
             gm_free(wb);
         }
+        /* the segments, with their allocated blocks, though no map holds those */
+        n_sa = gm_alloc_segment_sizes(full.a, sa, 64);
+        n_sb = gm_alloc_segment_sizes(lean.a, sb, 64);
+        assert_true(n_sa <= 64 && n_sa == n_sb);
+        assert_memory_equal(sa, sb, n_sa * sizeof(*sa));
+        memset(&la, 0, sizeof(la));
+        memset(&lb, 0, sizeof(lb));
+        assert_int_equal(gm_alloc_segments(full.a, digest_segment, &la, NULL), GM_OK);
+        assert_int_equal(gm_alloc_segments(lean.a, digest_segment, &lb, NULL), GM_OK);
+        assert_true(la.n > 0 && la.n_allocated > 0);
+        assert_memory_equal(&la, &lb, sizeof(la));
+        /* by address a lean model finds nothing; by handle it frees */
+        assert_int_equal(gm_alloc_malloc_block(lean.a, 5000, 0, &ptr, &blk, &e), GM_OK);
+        assert_true(ptr != 0 && blk != NULL);
+        assert_true(gm_alloc_block_size(lean.a, ptr) == 0);
+        assert_int_equal(gm_alloc_record_stream(lean.a, ptr, 1, NULL), GM_ERR_INVALID);
+        assert_int_equal(gm_alloc_dealloc(lean.a, ptr, NULL), GM_ERR_INVALID);
+        assert_int_equal(gm_alloc_dealloc_block(lean.a, blk, &e), GM_OK);
+        assert_int_equal(gm_alloc_dealloc_block(lean.a, NULL, &e), GM_OK);
         /* a reset model counts everything again */
         gm_alloc_fakedev_init(&lean.fake, 300 * MiB);
         dev.ops = &gm_alloc_fakedev_ops;

@@ -417,6 +417,39 @@ static void test_search_binding_limit(void **state)
     assert_int_equal(r.limited_by, GM_FIT_ENGINE_CONCURRENCY);
 }
 
+/* The profile run's forward through a dense layer with a gated MLP, as vLLM's LlamaMLP runs
+ * it: the local gate_up stays alive while down_proj writes, so the peak holds gate+up (2
+ * ffn / tp), the activation (ffn / tp), the down_proj output, the layer's input and the
+ * residual (three hidden-sized tensors), 16-bit. */
+static uint64_t activations_of(const char *model, const char *args)
+{
+    struct gm_job j;
+    struct gm_estimate *e = NULL;
+    uint64_t bytes;
+    job_make(model, args, &j);
+    run(&j, &e);
+    bytes =
+        gm_estimate_kind_bytes(e, GM_KIND_ACTIVATIONS) + gm_estimate_kind_bytes(e, GM_KIND_LOGITS);
+    gm_estimate_free(e);
+    return bytes;
+}
+
+static void test_vllm_profile_forward_peak(void **state)
+{
+    (void)state;
+    /* V0 at 20000 positions pushes 20000 tokens through: 2.06 GiB, above its sampler (so no
+     * logits component beside it) */
+    assert_int_equal(activations_of("llama-3.1-8b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
+                                    "--max-model-len 20000"),
+                     20000ull * (3 * 14336 + 3 * 4096) * 2);
+    /* tensor parallelism splits the MLP, not the three hidden-sized tensors */
+    assert_int_equal(activations_of("llama-3.1-70b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu H100 "
+                                    "--gpus 2 --max-model-len 20000"),
+                     20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
+}
+
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
  * arg_utils), given settings win, and the profile run's sampler sorts every logit of
  * max_num_seqs sequences at 38 B per logit, after the forward, so the activation peak is the
@@ -584,8 +617,26 @@ static void test_vllm_budget_from_cuda_total(void **state)
     /* a catalog GPU without a printed CUDA total keeps nvidia-smi's */
     job_make("qwen2.5-7b", "--infer --engine vllm --gpu L4", &j);
     assert_int_equal(j.gpu.cuda_bytes, 0);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, (uint64_t)((double)(23034 * GM_MIB) * 0.9));
+    gm_estimate_free(est);
+    est = NULL;
     job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-3090", &j);
     assert_int_equal(j.gpu.cuda_bytes, 2358 * GM_GIB / 100);
+    /* the device properties' totals that public printouts give (deviceQuery, Paddle's
+     * get_device_properties example): below nvidia-smi's by what the driver keeps */
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu A100-40GB", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 40536 * GM_MIB);
+    assert_int_equal(j.gpu.memory_bytes, 40960 * GM_MIB);
+    run(&j, &est);
+    assert_int_equal(est->serving.budget_bytes, (uint64_t)((double)(40536 * GM_MIB) * 0.9));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu T4", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 15095 * GM_MIB);
+    job_make("qwen2.5-7b", "--infer --engine vllm --gpu RTX-4090", &j);
+    assert_int_equal(j.gpu.cuda_bytes, 25386352640ULL);
+    assert_true(j.gpu.cuda_bytes < j.gpu.memory_bytes);
 }
 
 /* The KV cache size vLLM's log prints for a model with sliding-window layers beside full
@@ -704,14 +755,25 @@ static void test_vllm_gpu_without_p2p(void **state)
     est = NULL;
 }
 
-/* vLLM's non-torch figure by where the version takes its baseline: 0.6.4 counts all
- * the device holds beside PyTorch (the context too), 0.6.5 to 0.7 (the V0 engine) and 0.10
- * the growth since a snapshot before the communicators (NCCL and the custom all-reduce's two
- * cudaMalloc'd IPC buffers of 8 MiB + metadata and 8 MiB in it), 0.11 only the kernels (the
- * snapshot follows the communicators); the budget pays that figure in each version. */
+/* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
+ * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
+ * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
+ * 0.6.5 to 0.7 (the V0 engine) and 0.10 the growth since a snapshot before the communicators
+ * (NCCL and the custom all-reduce's two cudaMalloc'd IPC buffers of 8 MiB + metadata and
+ * 8 MiB in it), 0.11 only the kernels (the snapshot follows the communicators); the budget
+ * pays that figure in each version. */
 static void test_vllm_non_torch_by_version(void **state)
 {
-    static const char *const v0[] = {"0.6.5", "0.7.2", "0.10.1"};
+    /* the versions that charge NCCL and the all-reduce buffers, and whether the context too:
+     * total - free after the profile run (0.2.5 to 0.3.1, PR #2031) and total - free -
+     * allocated (0.6.4, PR #9352) count it; a baseline taken after the context and before
+     * the communicators does not (0.3.2 to 0.6.3 in init_device, 0.6.5 to 0.7, 0.10) */
+    static const struct {
+        const char *version;
+        bool context;
+    } charged[] = {{"0.2.5", true},  {"0.3.1", true},  {"0.3.2", false},
+                   {"0.5.0", false}, {"0.6.3", false}, {"0.6.4", true},
+                   {"0.6.5", false}, {"0.7.2", false}, {"0.10.1", false}};
     const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
@@ -738,15 +800,17 @@ static void test_vllm_non_torch_by_version(void **state)
     gm_estimate_free(est);
     est = NULL;
 
-    /* the versions whose baseline comes before the communicators: NCCL and the buffers in */
-    for (size_t i = 0; i < sizeof v0 / sizeof v0[0]; i++) {
+    for (size_t i = 0; i < sizeof charged / sizeof charged[0]; i++) {
         snprintf(args, sizeof args, "--infer --engine vllm --vllm-version %s --gpu H100 --gpus 2",
-                 v0[i]);
+                 charged[i].version);
         job_make("llama-3.1-8b", args, &j);
         run(&j, &est);
         nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
+        context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
         assert_int_equal(nccl, 2 * GM_GIB);
-        assert_int_equal(est->serving.non_torch_logged_bytes, kernels + ar + nccl);
+        assert_true(context > 0);
+        assert_int_equal(est->serving.non_torch_logged_bytes,
+                         kernels + ar + nccl + (charged[i].context ? context : 0));
         need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
         /* the pool is what the budget leaves after weights, profile peak and that figure,
          * cut to whole blocks */
@@ -780,6 +844,39 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels + context);
     gm_estimate_free(est);
     est = NULL;
+
+    /* before 0.2.5 the budget paid PyTorch's peak allocation alone (torch.cuda.
+     * max_memory_allocated(); PR #2031 took total - free instead): nothing is counted as
+     * non-torch, so at tp 4 the pool holds the context, NCCL and the kernels that 0.2.5
+     * charges (to within one block), while the device still holds them */
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "--infer --engine vllm --vllm-version 0.2.%d --gpu A100-80GB --gpus 4 "
+                 "--max-model-len 4096",
+                 4 + i);
+        job_make("llama-2-70b", args, &j);
+        run(&j, i ? &again : &est);
+    }
+    assert_int_equal(est->serving.non_torch_logged_bytes, 0);
+    need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
+    assert_true(need >=
+                gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) + est->serving.activation_peak_bytes);
+    assert_true(
+        need - (gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) + est->serving.activation_peak_bytes) <
+        16 * est->serving.kv_bytes_per_token);
+    context = gm_estimate_kind_bytes(again, GM_KIND_CUDA_CONTEXT);
+    nccl = gm_estimate_kind_bytes(again, GM_KIND_NCCL);
+    assert_int_equal(again->serving.non_torch_logged_bytes, kernels + ar + context + nccl);
+    assert_true(est->serving.kv_pool_bytes > again->serving.kv_pool_bytes);
+    assert_true(est->serving.kv_pool_bytes - again->serving.kv_pool_bytes +
+                    16 * est->serving.kv_bytes_per_token >
+                again->serving.non_torch_logged_bytes);
+    assert_true(est->serving.kv_pool_bytes - again->serving.kv_pool_bytes <
+                again->serving.non_torch_logged_bytes + 16 * est->serving.kv_bytes_per_token);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), nccl);
+    gm_estimate_free(est);
+    gm_estimate_free(again);
+    est = again = NULL;
 
     /* a given figure replaces the kernels and buffers */
     job_make("llama-3.1-8b",
@@ -820,14 +917,14 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_graph_sizes(&j, 64, 256, &top), 11);
     assert_int_equal(top, 64);
 
-    /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens */
+    /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens
+     * through one layer at its MLP's peak (gate+up, activation, three hidden-sized) */
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
     run(&j, &est);
     for (size_t i = 0; i < est->n_components; i++)
         if (est->components[i].kind == GM_KIND_ENGINE_POOL)
             bytes = est->components[i].bytes;
-    assert_int_equal(bytes, 67ull * 29 * 234 * 1024 +
-                                512ull * ((18944 * 3 + 3584 + 512 + 512) + 2 * 3584) * 2);
+    assert_int_equal(bytes, 67ull * 29 * 235 * 1024 + 512ull * (18944 * 3 + 3 * 3584) * 2);
     assert_true(assumed(est, "67 batch sizes up to 512, each in 29 pieces"));
     gm_estimate_free(est);
     est = NULL;
@@ -855,6 +952,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),

@@ -125,8 +125,8 @@ static void test_vllm_70b_tp2(void **state)
      * init_worker_distributed_environment), the CUDA graphs (51 sizes x 81 pieces, about
      * 1 GiB) inside it, and the model runner V2's profile samples 1024 sequences on an H100
      * without top-k/top-p (0.73 GiB of 16-bit and fp32 logits): at 0.95 of the 79.18 GiB
-     * CUDA reports 3024 blocks are left */
-    assert_int_equal(base->serving.kv_tokens, 48384);
+     * CUDA reports 3002 blocks are left */
+    assert_int_equal(base->serving.kv_tokens, 48032);
     /* the largest max_model_len vLLM starts with */
     snprintf(want, sizeof want, "--max-model-len %llu",
              (unsigned long long)base->serving.kv_tokens);
@@ -326,13 +326,26 @@ static void test_combination_beyond_the_sum(void **state)
 {
     struct gm_job j;
     struct gm_error err;
+    uint64_t short_bf16, short_accum, saved_bf16, saved_accum;
     (void)state;
     make_job(&j, "llama-3.1-8b",
              "--train --gpu H100 --batch 4 --stack torchtitan --precision bf16");
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
     assert_false(again->fit.fits);
+    short_bf16 = again->fit.shortfall_bytes;
+    make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 1 --grad-accum 4 --stack torchtitan");
+    assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
+    assert_false(again->fit.fits);
+    short_accum = again->fit.shortfall_bytes;
     make_job(&j, "llama-3.1-8b", "--train --gpu H100 --batch 4 --stack torchtitan");
     suggest(&j);
+    /* the precondition: what each change saves alone sums to less than the shortfall, so
+     * only the search beyond the sum of savings finds the combination */
+    assert_true(short_bf16 < base->fit.shortfall_bytes);
+    assert_true(short_accum < base->fit.shortfall_bytes);
+    saved_bf16 = base->fit.shortfall_bytes - short_bf16;
+    saved_accum = base->fit.shortfall_bytes - short_accum;
+    assert_true(saved_bf16 + saved_accum < base->fit.shortfall_bytes);
     assert_true(sugg.items[0].combined && sugg.items[0].fits);
     assert_non_null(strstr(sugg.items[0].change, "--grad-accum 4"));
     assert_non_null(strstr(sugg.items[0].change, "--precision bf16"));

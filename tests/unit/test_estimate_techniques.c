@@ -498,11 +498,36 @@ static void test_stack_presets_hf_family(void **state)
 
 /* torchtitan compiles its loss with the model from v0.1.0 (components/loss.py
  * build_cross_entropy_loss: torch.compile(loss_fn) when compiling, bbb1b616): under
- * --stack torchtitan --compile the preset's full loss keeps what a fused kernel keeps, the
- * 16-bit logits (Llama-3 8B, 2 x 4096 tokens, vocabulary 128256: 2 B per logit and 4 B per
- * token where the eager loss keeps 12 B per logit); before v0.1.0, without --compile or with
- * --loss given, the loss is as the preset or the option says.  Embedding and [norm, output]
- * are FSDP units of their own from 83e6941 (v0.2.0), not in v0.1.0. */
+ * --stack torchtitan --compile the preset's full loss is the compiled one, which keeps the
+ * 16-bit logits as its saved input and writes their gradient into a new 16-bit tensor
+ * (Llama-3 8B, 2 x 4096 tokens, vocabulary 128256: 4 B per logit and 4 B per token where
+ * the eager loss keeps 12 B per logit); before v0.1.0, without --compile or with --loss
+ * given, the loss is as the preset or the option says.  Embedding and [norm, output] are
+ * FSDP units of their own from 83e6941 (v0.2.0), not in v0.1.0. */
+/* A training loop's F.cross_entropy(pred.float()) under torch.compile: Inductor fuses the
+ * upcast and the log-softmax (no fp32 copy of the logits), the compiled graph keeps the 16-bit
+ * logits as its saved input, and its backward writes their gradient into a new 16-bit tensor
+ * (AOTAutograd donates to Inductor only saved tensors that alias no forward input, and the
+ * logits are the graph's input): one B*L*V 16-bit tensor more than a fused kernel, which
+ * writes the gradient in place; that tensor is the loss's gradient part.  Llama-3 8B, 2 x
+ * 4096 tokens: 2 B per logit more than --loss fused, 4 B per logit and 4 B per token in all. */
+static void test_compiled_loss_keeps_logits_and_new_gradient(void **state)
+{
+    const double nv = 2.0 * 4096.0 * 128256.0;
+    (void)state;
+    run("llama-3-8b", TRAIN8B " --loss compiled", &with);
+    run("llama-3-8b", TRAIN8B " --loss fused", &base);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     (uint64_t)(4.0 * nv + 4.0 * 2.0 * 4096.0));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS) -
+                         gm_estimate_kind_bytes(base, GM_KIND_LOGITS),
+                     (uint64_t)(2.0 * nv));
+    /* the replay holds the new gradient beside the logits: a higher peak than the fused
+     * kernel's by no more than that tensor */
+    assert_true(with->peak_allocated_bytes > base->peak_allocated_bytes);
+    assert_true(with->peak_allocated_bytes - base->peak_allocated_bytes <= (uint64_t)(2.0 * nv));
+}
+
 static void test_torchtitan_compiled_loss(void **state)
 {
     const double nv = 2.0 * 4096.0 * 128256.0;
@@ -510,10 +535,10 @@ static void test_torchtitan_compiled_loss(void **state)
     (void)state;
     run("llama-3-8b", FSDP8 " --stack torchtitan --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
-                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+                     (uint64_t)(4.0 * nv + 4.0 * 2.0 * 4096.0));
     run("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0 --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
-                     (uint64_t)(2.0 * nv + 4.0 * 2.0 * 4096.0));
+                     (uint64_t)(4.0 * nv + 4.0 * 2.0 * 4096.0));
     run("llama-3-8b", FSDP8 " --stack torchtitan", &base);
     assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), (uint64_t)(12.0 * nv));
     run("llama-3-8b", FSDP8 " --stack torchtitan@0.0.2 --compile", &base);
@@ -523,7 +548,7 @@ static void test_torchtitan_compiled_loss(void **state)
     assert_int_equal(j.memory.loss, GM_LOSS_FULL);
     job_make("llama-3-8b", FSDP8 " --stack torchtitan --compile", &j);
     est_job_resolve(&j);
-    assert_int_equal(j.memory.loss, GM_LOSS_FUSED);
+    assert_int_equal(j.memory.loss, GM_LOSS_COMPILED);
     assert_true(j.parallel.shard_ends);
     job_make("llama-3-8b", FSDP8 " --stack torchtitan@0.1.0", &j);
     assert_false(j.parallel.shard_ends);
@@ -1059,7 +1084,9 @@ static void test_vllm_versions(void **state)
                              all-reduce buffers; UINT64_MAX: those buffers not counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
     } cases[] = {
-        {"0.6.3", 450 * GM_MIB + 2 * GM_GIB, false}, /* global: context and NCCL inside */
+        {"0.2.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* total - free: all inside */
+        {"0.6.3", 2 * GM_GIB, false},                /* init_device baseline: NCCL inside */
+        {"0.6.4", 450 * GM_MIB + 2 * GM_GIB, false}, /* global: context and NCCL inside */
         {"0.6.5", 2 * GM_GIB, false},                /* baseline before NCCL: NCCL inside */
         {"0.7.2", 2 * GM_GIB, false},                /* the V0 engine still */
         {"0.8.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* early V1: global again */
@@ -1117,6 +1144,8 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --gpus 8 --ep 3", "does not divide"},
         {"llama-3-8b", "--train --gpus 2 --ep 2", "MoE"},
         {"bert-large-uncased", "--train --loss fused", "no vocabulary head"},
+        {"llama-3-8b", "--train --loss compiled --transformers-version 4.46",
+         "not the loss of an HF"},
         {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
@@ -1179,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_loss_parallel),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_compiled_loss_keeps_logits_and_new_gradient),
         cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),

@@ -482,7 +482,8 @@ static void test_named_runs(void **state)
 
 /* pk_short_str_word(): one word per short SHORT_BINUNICODE string, equal for equal strings
  * (two literals of "N/A"), different for different ones of the same length; 0 for a string
- * of more than 6 bytes, a non-string, and a string within 8 bytes of the end of the input. */
+ * of more than 6 bytes, a non-string, and a string within 8 bytes of the end of the input;
+ * pk_short_str_is_word() says the same of each value and word. */
 static void test_short_str_word(void **state)
 {
     /* ("N/A", "N/A", "N/B", "abcdefg", 1, "abcdef", "abcdef", "abcdeX", "xy"): a 6-byte
@@ -510,6 +511,13 @@ static void test_short_str_word(void **state)
     assert_int_equal(pk_short_str_word(&d, t->items[5]), pk_short_str_word(&d, t->items[6]));
     assert_int_not_equal(pk_short_str_word(&d, t->items[5]), pk_short_str_word(&d, t->items[7]));
     assert_int_equal(pk_short_str_word(&d, t->items[8]), 0);
+    /* pk_short_str_is_word(v, w) for each word w given above: whether v's word is w */
+    for (uint32_t j = 0; j < t->len; j++) {
+        uint64_t w = pk_short_str_word(&d, t->items[j]);
+        for (uint32_t i = 0; w && i < t->len; i++)
+            assert_int_equal(pk_short_str_is_word(&d, t->items[i], w),
+                             pk_short_str_word(&d, t->items[i]) == w);
+    }
     pk_doc_release(&d);
 }
 

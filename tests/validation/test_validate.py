@@ -3,7 +3,8 @@
 """test_validate.py GPUMEM - validate.py --check fails on what it must not let pass: a row
 skipped for a reason EXPECTED_SKIPS does not declare (a feature gpumem has gained, or a new
 gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter; and
-passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run.
+passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
+device row against the replay's own figure in fp32 copies of the logits.
 Works in a temporary folder."""
 
 import json
@@ -100,6 +101,32 @@ class Check(unittest.TestCase):
         self.assertIn("gap measured   2.00 predicted %6.2f GiB (%+.2f)" % (pred, pred - 2.0),
                       lines[0])
         self.assertIn("gap: 1 runs, median |error| %.2f GiB" % abs(pred - 2.0), r.stdout)
+
+    def test_beyond_replay_in_logits_copies(self):
+        # a device row measured exactly one fp32 copy of the logits above the replay's own
+        # device figure (its reserved peak plus the same overheads), and an allocated row that
+        # --beyond-replay leaves out
+        args = "llama-2-7b --train --batch 1 --seq 512 --lora --gpu A100-80GB"
+        doc = json.loads(subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                                        capture_output=True, text=True, check=True).stdout)
+        peak, replay = doc["peak"], doc["replay"]
+        copy = 4 * 1 * 512 * doc["model"]["vocab_size"]
+        replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
+        rows = ("r1-alloc,o/r,p,c,row 1,allocated,17000000000,value,,%s\n"
+                "r1-device,o/r,p,c,row 1,device,%d,value,,%s\n" % (args, replayed + copy, args))
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "t.csv"), "w") as f:
+                f.write("# a test table\n" + HEADER + rows)
+            r = subprocess.run([sys.executable, VALIDATE, "--beyond-replay", GPUMEM, d],
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = [l for l in r.stdout.splitlines() if "device beyond the replay" in l]
+        self.assertEqual(len(lines), 1, r.stdout)
+        self.assertIn("  r1-device ", lines[0])
+        self.assertIn("%+7.2f GiB = +1.00 fp32 logits copies (loss %s, 1 GPU)" %
+                      (copy / float(1 << 30), doc["inputs"]["loss"]), lines[0])
+        self.assertIn("%-26s beyond replay      1  loss %s, 1 GPU: median +1.00 fp32 logits "
+                      "copies (+1.00 to +1.00)" % ("t", doc["inputs"]["loss"]), r.stdout)
 
     def test_refused_row_and_unknown_counter_fail(self):
         rc, out = run({"t.csv": GOOD.replace("--lora", "--lora --lora-rank 0")})

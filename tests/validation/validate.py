@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """validate.py - hold `gpumem estimate` against public GPU-memory measurements.
 
-usage: validate.py [--check] [--rows] [--gaps] [--sample N] GPUMEM DATA_DIR
+usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--sample N] GPUMEM DATA_DIR
 
 DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
 '#' describe the source, its setup and its counters; then a header and one row per
@@ -29,7 +29,12 @@ and nvidia-smi (rows of one source with the same source_row and args), the gap d
 allocated, measured and predicted, in GiB: what lives beside the allocated peak (the
 allocator's cache and fragmentation, the CUDA context, NCCL), apart from the error of the
 allocated figure itself; per source the median |error| of the gap and how many gaps gpumem
-predicts too small.  --sample N runs only every Nth distinct argument list and checks only
+predicts too small.  --beyond-replay prints, for every nvidia-smi row of a training run that gpumem
+replays through its caching-allocator model, the measured figure minus the replay's own device
+figure (the replay's reserved peak plus the same CUDA context, workspaces and NCCL), in GiB and in
+fp32 copies of the per-GPU logits (batch x seq x vocabulary x 4 B), with the loss form, and per
+source the median and range of those copies by loss form and by one GPU or several: how much of
+what the replay misses goes with the logits.  --sample N runs only every Nth distinct argument list and checks only
 that gpumem answers each of them (the sanitizer build's run: the figures are the same as in
 the plain build, what it adds is memory and undefined-behaviour checking of every code path
 the rows reach).  The script writes nothing."""
@@ -181,6 +186,46 @@ def gap_lines(runs):
     return lines
 
 
+def gpu_count(doc):
+    """The GPUs of an estimate: the devices of all its roles, one when it names none."""
+    return sum(d.get("count", 1) for d in doc.get("devices") or []) or 1
+
+
+def beyond_replay(row, doc):
+    """(GiB, fp32 logits copies, loss form, GPUs, whether the replay emptied its cache) of a
+    device row beyond the replay's own device figure, or None when the estimate did not replay
+    the step (or the replay ran out of memory: then its figure is not what a run that fit held)."""
+    replay = doc.get("replay")
+    if row["counter"] != "device" or not replay or replay.get("oom"):
+        return None
+    peak = doc["peak"]
+    replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
+    inputs = doc["inputs"]
+    copy = 4 * inputs["batch"] * inputs["seq"] * doc["model"]["vocab_size"]
+    beyond = int(row["measured"]) - replayed
+    return (beyond / GIB, beyond / float(copy), inputs["loss"], gpu_count(doc),
+            replay.get("oom_retries", 0) > 0)
+
+
+def beyond_replay_lines(source, found):
+    """The --beyond-replay lines of one source: 'found' lists (id, beyond_replay(...)); the
+    runs whose replay emptied its cache (at the card's capacity) are summed up apart."""
+    lines, groups = [], {}
+    for rid, (gib, copies, loss, gpus, emptied) in found:
+        where = "1 GPU" if gpus == 1 else "%d GPUs" % gpus
+        lines.append("  %-28s device beyond the replay %+7.2f GiB = %+5.2f fp32 logits copies "
+                     "(loss %s, %s%s)" % (rid, gib, copies, loss, where,
+                                          ", replay emptied its cache" if emptied else ""))
+        key = (loss, "1 GPU" if gpus == 1 else "several GPUs",
+               " (replay emptied its cache)" if emptied else "")
+        groups.setdefault(key, []).append(copies)
+    for (loss, where, emptied), copies in sorted(groups.items()):
+        lines.append("%-26s beyond replay  %5d  loss %s, %s%s: median %+.2f fp32 logits copies "
+                     "(%+.2f to %+.2f)" % (source, len(copies), loss, where, emptied,
+                                           statistics.median(copies), min(copies), max(copies)))
+    return lines
+
+
 def run_sample(gpumem, tables, step):
     """Every step-th distinct argument list of the usable rows, each of which must succeed."""
     distinct = sorted({r["args"] for t in tables.values() for r in t
@@ -199,6 +244,7 @@ def main(argv):
     check = "--check" in argv
     rows_out = "--rows" in argv
     gaps_out = "--gaps" in argv
+    beyond_out = "--beyond-replay" in argv
     pos = [a for a in argv if not a.startswith("--")]
     if len(pos) != 2:
         sys.stderr.write(__doc__)
@@ -224,6 +270,7 @@ def main(argv):
         verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
         skipped = {}
         runs = {}
+        beyond = []
         for row in tables[name]:
             if row["needs"]:
                 skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
@@ -257,6 +304,8 @@ def main(argv):
                 by_diff.setdefault(row["counter"], []).append(pred - measured)
             runs.setdefault((row["source_row"], row["args"]), {})[row["counter"]] = (
                 row["id"], measured, pred)
+            if beyond_out and beyond_replay(row, doc) is not None:
+                beyond.append((row["id"], beyond_replay(row, doc)))
             by_counter.setdefault(row["counter"], []).append(e)
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
@@ -276,6 +325,8 @@ def main(argv):
         if gaps_out:
             for line in gap_lines(runs):
                 print(line)
+        for line in beyond_replay_lines(source, beyond):
+            print(line)
     print()
     for counter in sorted(by_counter):
         print("%-26s %-14s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
