@@ -198,11 +198,14 @@ else
 fi
 
 # ---- 3. watch a known workload ---------------------------------------------------------------
-# info (baseline) | A MiB | info | B MiB more | info | fill kernel | plateau 3 s | free all
-rm -f "$OUT/workload.out" # a previous run's would end the wait below at once
+# info (baseline) | A MiB | info | B MiB more | info | fill kernel | until nvidia-smi has
+# looked (and, on the fake drivers, the watch has read the process list: "seen", nothing to
+# wait for on a real driver) | plateau 3 s | free all
+rm -f "$OUT/workload.out" "$OUT/smi.done" # a previous run's would end the waits below at once
 "$GPUMEM" watch --interval 50 --process-interval 200 --output "$OUT/watch.csv" --force -- \
     "$WORKLOAD" --device "$DEV" pid info "alloc:$A_MIB" touch info "sleep:$HOLD_MS" "alloc:$B_MIB" touch \
-    info fill "sleep:$((HOLD_MS * 2))" freeall sleep:500 >"$OUT/workload.out" 2>"$OUT/watch.err" &
+    info fill seen "await:$OUT/smi.done" "sleep:$((HOLD_MS * 2))" freeall sleep:500 \
+    >"$OUT/workload.out" 2>"$OUT/watch.err" &
 wpid=$!
 # At the A + B plateau (third "free=" line), take nvidia-smi's view of the same process.
 i=0
@@ -214,6 +217,7 @@ while :; do
 done
 sleep 0.5
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$OUT/compute-apps.csv" 2>&1
+echo done >"$OUT/smi.done" # the workload holds the plateau until now
 wait "$wpid"
 wrc=$?
 row "watch: exit status (command's own)" "$wrc" "0" "$(same "$wrc" 0)"

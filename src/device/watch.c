@@ -375,22 +375,39 @@ static bool contains(const uint32_t *v, size_t n, uint32_t x)
  * last known tree that still runs (orphans of the command). */
 static void update_tree(struct gm_watch *w, uint32_t root, bool *after_exit)
 {
-    uint32_t *t;
-    size_t n;
+    uint32_t *t, *u;
+    size_t n, k = 0, m = 0;
     *after_exit = root == 0 || !gm_proc_running(root);
-    if (*after_exit) {
-        size_t k = 0;
-        for (size_t j = 0; j < w->n_tree; j++)
-            if (w->tree[j] != root && gm_proc_running(w->tree[j]))
-                w->tree[k++] = w->tree[j];
-        w->n_tree = k;
-        return;
+    if (!*after_exit) {
+        if (gm_proc_tree_list(root, &t, &n, NULL) != GM_OK)
+            return; /* keep the last known tree */
+        if (gm_proc_running(root)) {
+            gm_free(w->tree);
+            w->tree = t;
+            w->n_tree = n;
+            return;
+        }
+        /* The root ended during the listing: its children were reparented as it died, so
+         * the listing may lack them.  The last known tree, with what the listing found
+         * beside it, is the tree after the exit. */
+        u = gm_calloc(w->n_tree + n ? w->n_tree + n : 1, sizeof(*u));
+        if (u) {
+            if (w->n_tree)
+                memcpy(u, w->tree, w->n_tree * sizeof(*u));
+            for (size_t j = 0; j < n; j++)
+                if (!contains(w->tree, w->n_tree, t[j]))
+                    u[w->n_tree + m++] = t[j];
+            gm_free(w->tree);
+            w->tree = u;
+            w->n_tree += m;
+        }
+        gm_free(t);
+        *after_exit = true;
     }
-    if (gm_proc_tree_list(root, &t, &n, NULL) != GM_OK)
-        return; /* keep the last known tree */
-    gm_free(w->tree);
-    w->tree = t;
-    w->n_tree = n;
+    for (size_t j = 0; j < w->n_tree; j++)
+        if (w->tree[j] != root && gm_proc_running(w->tree[j]))
+            w->tree[k++] = w->tree[j];
+    w->n_tree = k;
 }
 
 void gm_watch_poll_processes(struct gm_watch *w, struct gm_devices *d, uint64_t t_ms, uint32_t root,

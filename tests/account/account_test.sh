@@ -64,12 +64,12 @@ main_pid() {
     awk '$1 == "expect" && $3 == "end" && $7 != "torch=0" { print $2; exit }' "$1"
 }
 
-# Wait until FILE has a line "ready" (at most 30 s).
+# Wait until FILE has a line "ready" (at most 2 minutes, however slow the machine).
 wait_ready() {
     i=0
     while ! grep -q '^ready$' "$1" 2>/dev/null; do
         i=$((i + 1))
-        [ $i -gt 300 ] && return 1
+        [ $i -gt 1200 ] && return 1
         sleep 0.1
     done
     return 0
@@ -185,7 +185,7 @@ if wait_ready "$work/w5m.out"; then
     tries=0
     until python3 "$HERE/check_account.py" --prometheus "$work/w5m.prom" "$work/w5m.out" >"$work/w5n.out" 2>&1; do
         tries=$((tries + 1))
-        if [ $tries -ge 50 ]; then
+        if [ $tries -ge 300 ]; then
             fail "watch --account --prometheus while running: $(cat "$work/w5n.out")"
             break
         fi

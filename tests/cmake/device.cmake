@@ -44,8 +44,12 @@ gm_fake_library(gm_fake_amdsmi libamd_smi.so.26 ${GM_FAKE_DIR} ${CMAKE_CURRENT_S
 
 # A program that allocates and frees through the device API (and so the fake CUDA) on a
 # script of steps, for `watch` to follow.
-add_executable(gm_workload ${CMAKE_CURRENT_SOURCE_DIR}/device/workload.c)
+# Its "seen" step reads the fake NVML's count of the process lists it handed out from the
+# state file (fake_common.c).
+add_executable(gm_workload ${CMAKE_CURRENT_SOURCE_DIR}/device/workload.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/fake/fake_common.c)
 target_compile_options(gm_workload PRIVATE ${GM_WARNINGS})
+target_include_directories(gm_workload PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/fake)
 target_link_libraries(gm_workload PRIVATE gpumem_static)
 set_target_properties(gm_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GM_FAKE_DIR})
 
@@ -61,11 +65,13 @@ if(TARGET test_device)
   set_tests_properties(unit/test_device PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}")
 endif()
 
+# (the timeouts are for a hang: the scripts wait for events, however slow an ASan build on a
+# loaded machine makes them)
 add_test(NAME device/watch
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/watch_test.sh $<TARGET_FILE:gpumem>)
-set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 240)
+set_tests_properties(device/watch PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 600)
 
 # scripts/gpu-check.sh against the fakes and a stand-in nvidia-smi (its logic, not the GPU).
 add_test(NAME device/gpu-check-dryrun
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/device/gpu_check_dryrun.sh $<TARGET_FILE:gpumem>)
-set_tests_properties(device/gpu-check-dryrun PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 120)
+set_tests_properties(device/gpu-check-dryrun PROPERTIES ENVIRONMENT "${GM_DEVICE_TEST_ENV}" TIMEOUT 600)

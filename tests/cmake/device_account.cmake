@@ -43,4 +43,4 @@ if(GM_SANITIZE)
 endif()
 add_test(NAME account/end_to_end
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/account/account_test.sh $<TARGET_FILE:gpumem>)
-set_tests_properties(account/end_to_end PROPERTIES ENVIRONMENT "${GM_ACCOUNT_TEST_ENV}" TIMEOUT 240)
+set_tests_properties(account/end_to_end PROPERTIES ENVIRONMENT "${GM_ACCOUNT_TEST_ENV}" TIMEOUT 600)

@@ -13,16 +13,33 @@
  *     fill        run the gpumem_fill_u32 kernel over the newest allocation from PTX and
  *                 check the result with cuMemcpyDtoH_v2 (prints "fill ok")
  *     exit:N      leave now with status N (without freeing)
+ *     seen[:N]    wait until a watcher has seen every step before: the fake NVML has handed
+ *                 out this device's process list N times (default 2) since this step began
+ *                 (it counts them in the state file, GPUMEM_FAKE_STATE).  Each of them was
+ *                 read after the steps before; with two, the watcher's second poll, its
+ *                 process tree too, came whole after them (one is enough for a process the
+ *                 watch started itself).  Nothing to wait for without a state file (a real
+ *                 driver).
+ *     await:PATH  wait until the file PATH exists and is not empty (a test says "go on")
+ *
+ * Both waits end after WAIT_MS at most, saying so on stderr: a test waits for what it needs
+ * to have happened, never for a fixed time, and still ends when it never happens.
  *
  * The context is created before the first step and released at the end.  Exit status:
  * 0 ok, 2 no GPU, 1 any other failure. */
 #include "gpumem/device.h"
 
+#include "fake_common.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#define WAIT_MS 60000
+#define POLL_MS 50
 
 /* p[i] = v for i < n, one thread per element.  Hand-written PTX at the oldest ISA/target
  * gpumem supports (driver-abi.md §2.2); the fake driver runs its CPU twin by name. */
@@ -79,6 +96,47 @@ static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The "seen:N" step on CUDA device 'device' (the fake's physical index: no
+ * CUDA_VISIBLE_DEVICES in the tests). */
+static void wait_seen(int device, uint64_t n)
+{
+    const char *state = getenv("GPUMEM_FAKE_STATE");
+    long until = now_ms() + WAIT_MS;
+    uint64_t from;
+    if (!state || !*state)
+        return;
+    from = fake_state_reads(state, device);
+    while (fake_state_reads(state, device) < from + n) {
+        if (now_ms() > until) {
+            fprintf(stderr, "gm_workload: no watcher read the process list within %d s\n",
+                    WAIT_MS / 1000);
+            return;
+        }
+        sleep_ms(POLL_MS);
+    }
+}
+
+/* The "await:PATH" step. */
+static void wait_file(const char *path)
+{
+    long until = now_ms() + WAIT_MS;
+    struct stat st;
+    while (stat(path, &st) != 0 || st.st_size == 0) {
+        if (now_ms() > until) {
+            fprintf(stderr, "gm_workload: '%s' did not appear within %d s\n", path, WAIT_MS / 1000);
+            return;
+        }
+        sleep_ms(POLL_MS);
     }
 }
 
@@ -144,6 +202,12 @@ int main(int argc, char **argv)
                     return finish(1);
                 }
             printf("fill ok\n");
+        } else if (!strcmp(s, "seen")) {
+            wait_seen(device, 2);
+        } else if (!strncmp(s, "seen:", 5)) {
+            wait_seen(device, strtoull(s + 5, NULL, 10));
+        } else if (!strncmp(s, "await:", 6)) {
+            wait_file(s + 6);
         } else if (!strncmp(s, "exit:", 5)) {
             return finish((int)strtol(s + 5, NULL, 10));
         } else {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fake_common.c - configuration, device identity and the shared state file of the fake
  * drivers (see fake_common.h).  The state file is FAKE_STATE_SLOTS fixed records of
- * struct fake_slot, read and rewritten whole under flock(). */
+ * struct fake_slot, read and rewritten whole under flock(), then FAKE_MAX_DEV counters
+ * (uint64_t) of the process lists NVML handed out, one per device. */
 #include "fake_common.h"
 
 #include <errno.h>
@@ -222,22 +223,68 @@ int fake_state_put(const char *path, int32_t pid, int32_t device, uint64_t used,
     return rc;
 }
 
-size_t fake_state_get(const char *path, struct fake_slot *out, size_t cap)
+int fake_state_lock(const char *path, bool exclusive)
+{
+    if (!path || !*path)
+        return -1;
+    return state_open_locked(path, exclusive ? LOCK_EX : LOCK_SH);
+}
+
+void fake_state_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the lock */
+}
+
+size_t fake_state_live(int fd, struct fake_slot *out, size_t cap)
 {
     struct fake_slot slots[FAKE_STATE_SLOTS];
     size_t n = 0;
-    int fd;
 
-    if (!path || !*path)
-        return 0;
-    fd = state_open_locked(path, LOCK_SH);
     if (fd < 0)
         return 0;
     state_read(fd, slots);
-    close(fd);
     for (int k = 0; k < FAKE_STATE_SLOTS && n < cap; k++)
         if (slots[k].pid && alive(slots[k].pid))
             out[n++] = slots[k];
+    return n;
+}
+
+/* The counters follow the slots. */
+#define READS_AT ((off_t)(sizeof(struct fake_slot) * FAKE_STATE_SLOTS))
+
+static uint64_t reads_of(int fd, int device)
+{
+    uint64_t v = 0;
+    if (device < 0 || device >= FAKE_MAX_DEV ||
+        pread(fd, &v, sizeof(v), READS_AT + device * (off_t)sizeof(v)) != (ssize_t)sizeof(v))
+        return 0; /* a short file: none counted yet */
+    return v;
+}
+
+void fake_state_count_read(int fd, int device)
+{
+    uint64_t v;
+    if (fd < 0 || device < 0 || device >= FAKE_MAX_DEV)
+        return;
+    v = reads_of(fd, device) + 1;
+    if (pwrite(fd, &v, sizeof(v), READS_AT + device * (off_t)sizeof(v)) != (ssize_t)sizeof(v))
+        return; /* a waiter then waits for its bound */
+}
+
+uint64_t fake_state_reads(const char *path, int device)
+{
+    int fd = fake_state_lock(path, false);
+    uint64_t v = fd < 0 ? 0 : reads_of(fd, device);
+    fake_state_unlock(fd);
+    return v;
+}
+
+size_t fake_state_get(const char *path, struct fake_slot *out, size_t cap)
+{
+    int fd = fake_state_lock(path, false);
+    size_t n = fake_state_live(fd, out, cap);
+    fake_state_unlock(fd);
     return n;
 }
 

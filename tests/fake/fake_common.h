@@ -69,6 +69,20 @@ struct fake_slot {
 
 #define FAKE_STATE_SLOTS 256
 
+/* The state file, locked (shared or exclusive) for a reading: the descriptor, or -1 when
+ * there is no state file. */
+int fake_state_lock(const char *path, bool exclusive) __attribute__((visibility("hidden")));
+/* Its live entries (dead PIDs are skipped) into out[0..cap); returns how many (0 for -1). */
+size_t fake_state_live(int fd, struct fake_slot *out, size_t cap)
+    __attribute__((visibility("hidden")));
+/* Count a process list of physical 'device' handed out (fd locked exclusive), so that a test
+ * program can wait until a watcher has seen its change instead of sleeping (workload.c's
+ * "seen" step). */
+void fake_state_count_read(int fd, int device) __attribute__((visibility("hidden")));
+void fake_state_unlock(int fd) __attribute__((visibility("hidden")));
+/* How many process lists of 'device' were handed out so far (0 without a state file). */
+uint64_t fake_state_reads(const char *path, int device) __attribute__((visibility("hidden")));
+
 /* Publish 'pid''s usage of 'device' (used + ctx == 0 removes it).  0 or -1. */
 int fake_state_put(const char *path, int32_t pid, int32_t device, uint64_t used, uint64_t ctx)
     __attribute__((visibility("hidden")));

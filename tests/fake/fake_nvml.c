@@ -333,21 +333,29 @@ static nvmlReturn_t write_list(const struct fake_slot *slots, unsigned n, unsign
     return NVML_SUCCESS;
 }
 
-/* The compute process list of device 'd': the processes of the state file. */
+/* The compute process list of device 'd': the processes of the state file.  A list handed
+ * out is counted in the state file under the same lock as it was read, so a count that rose
+ * after a change means a list read after that change. */
 static nvmlReturn_t processes(nvmlDevice_t d, unsigned *count, void *infos, size_t stride)
 {
     struct fake_slot slots[FAKE_STATE_SLOTS];
     unsigned n = 0;
     size_t got;
-    int i = from_handle(d);
+    nvmlReturn_t rc;
+    int i = from_handle(d), fd;
 
     if (i < 0 || !count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    got = fake_state_get(cfg.state, slots, FAKE_STATE_SLOTS);
+    fd = fake_state_lock(cfg.state, true);
+    got = fake_state_live(fd, slots, FAKE_STATE_SLOTS);
     for (size_t k = 0; k < got; k++)
         if (slots[k].device == i)
             slots[n++] = slots[k];
-    return write_list(slots, n, count, infos, stride);
+    rc = write_list(slots, n, count, infos, stride);
+    if (rc == NVML_SUCCESS)
+        fake_state_count_read(fd, i);
+    fake_state_unlock(fd);
+    return rc;
 }
 
 /* The graphics list: GPUMEM_FAKE_GRAPHICS_PID on device 0 (a display server). When that

@@ -42,6 +42,14 @@ def running_with(marker):
     return pids
 
 
+def wait_running(marker, sweep):
+    """Until a process other than the sweep (Popen 'sweep', whose own command line may hold
+    'marker' too) whose command line holds 'marker' runs (at most a minute)."""
+    deadline = time.monotonic() + 60
+    while not set(running_with(marker)) - {sweep.pid} and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class Sweep(TempDir):
     def setUp(self):
         super().setUp()
@@ -60,8 +68,9 @@ class Sweep(TempDir):
         return run(GPUMEM, "sweep", *args, env=self.env, cwd=self.tmp, check=check)
 
     def test_boundary_of_a_workload_on_the_fake_driver(self):
+        # "seen": each run holds its allocation until the sweep's watch has read it
         p = self.sweep("--param", "mib=1024,2048,4096,8192", "--interval", "20", "--process-interval", "20",
-                       "--json", "--", self.workload, "alloc:{mib}", "sleep:150")
+                       "--json", "--", self.workload, "alloc:{mib}", "seen", "sleep:150")
         doc = json.loads(p.stdout)
         self.assertEqual(doc["schema"], "gpumem.sweep/1")
         self.assertEqual(doc["boundary"], {"end": "boundary", "fits": 3284, "fails": 3285, "exact": True})
@@ -133,18 +142,24 @@ class Sweep(TempDir):
         self.assertIn("ValueError: shapes do not match", bug["error"])
 
     def test_timeout(self):
-        p = self.sweep("--param", "ms=100,5000", "--timeout", "1", "--json", "--", self.workload, "alloc:16",
-                       "sleep:{ms}")
+        # a run of 0.1 s ends well inside 5 s however slow the machine; one of 60 s is stopped
+        # (no bisection: its runs between the two would take up to 5 s each)
+        p = self.sweep("--param", "ms=100,60000", "--timeout", "5", "--no-bisect", "--json", "--", self.workload,
+                       "alloc:16", "sleep:{ms}")
         doc = json.loads(p.stdout)
         self.assertEqual([r["outcome"] for r in doc["runs"]][:2], ["ok", "timeout"])
-        self.assertIn("timed out after 1000 ms", doc["runs"][1]["error"])
+        self.assertIn("timed out after 5000 ms", doc["runs"][1]["error"])
 
     def test_interrupt_stops_the_run_and_keeps_the_record(self):
         out = self.path("sweep.json")
-        p = subprocess.Popen([GPUMEM, "sweep", "--param", "ms=30000,60000", "--output", out, "--",
+        ms = 30000 + os.getpid() % 10000  # a command line found only here
+        marker = "sleep:%d" % ms
+        self.addCleanup(lambda: [os.kill(p, signal.SIGKILL) for p in running_with(marker)])
+        p = subprocess.Popen([GPUMEM, "sweep", "--param", "ms=%d,%d" % (ms, 2 * ms), "--output", out, "--",
                               self.workload, "alloc:16", "sleep:{ms}"],
                              env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1.0)
+        # the interrupt comes while the first run runs, however slowly it started
+        wait_running(marker, p)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 130, err)
@@ -152,7 +167,8 @@ class Sweep(TempDir):
             doc = json.load(f)
         self.assertEqual(doc["boundary"]["end"], "interrupted")
         self.assertEqual([r["outcome"] for r in doc["runs"]], ["interrupted"])
-        self.assertLess(doc["runs"][0]["seconds"], 10, "the run was stopped, not waited for")
+        # the run would take 30 s and more: stopped, not waited for (20 s: a slow machine's start)
+        self.assertLess(doc["runs"][0]["seconds"], 20, "the run was stopped, not waited for")
 
     def test_refuses_to_overwrite_before_running(self):
         out = self.path("sweep.json")
@@ -175,10 +191,13 @@ class Sweep(TempDir):
         """A run that leaves a process running in its group (a background server): the
         process is named in the run and ended before the next run, which is measured alone;
         nothing outlives the sweep."""
-        marker = "sleep:4%03d" % (os.getpid() % 1000)  # a command line found only here
+        marker = "sleep:6%04d" % (os.getpid() % 10000)  # a command line found only here
         self.addCleanup(lambda: [os.kill(p, signal.SIGKILL) for p in running_with(marker)])
-        script = "'%s' alloc:2048 %s >/dev/null & '%s' alloc:{b}00 sleep:600; exit 0" % (
-            self.workload, marker, self.workload)
+        # the run's own allocation waits until the background one is made (its "free=" line),
+        # and the run ends once the sweep's watch has read both ("seen")
+        script = ("'%s' alloc:2048 info %s >bg{b} & "
+                  "i=0; until grep -q free= bg{b} 2>/dev/null || [ $i -ge 1200 ]; do sleep 0.05; i=$((i + 1)); done; "
+                  "'%s' alloc:{b}00 seen sleep:600; exit 0") % (self.workload, marker, self.workload)
         p = self.sweep("-p", "b=1,2,3", "-i", "50", "--process-interval", "50", "--json", "--",
                        "sh", "-c", script)
         doc = json.loads(p.stdout)
@@ -202,11 +221,9 @@ class Sweep(TempDir):
                               self.workload, "alloc:{n}", marker],
                              env=self.env, cwd=self.tmp, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-        for _ in range(200):
-            if running_with(marker):
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
+        # the run's process, not the sweep's own command line (which holds the marker too):
+        # a signal before the sweep's handlers are in place would kill it
+        wait_running(marker, p)
         p.send_signal(signal.SIGHUP)
         _, err = p.communicate(timeout=30)
         self.assertEqual(p.returncode, 128 + signal.SIGHUP, err)

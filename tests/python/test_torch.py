@@ -495,7 +495,7 @@ class Distributed(TempDir):
         procs = [subprocess.Popen([sys.executable, "-c", self.CODE % self.WORLD, str(r), store], cwd=self.tmp,
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for r in range(self.WORLD)]
-        outs = [p.communicate(timeout=60) for p in procs]
+        outs = [p.communicate(timeout=120) for p in procs]
         for p, (out, err) in zip(procs, outs):
             self.assertEqual(p.returncode, 0, err)
             # one gloo group made, every gather on it, none on the NCCL default group

@@ -673,7 +673,8 @@ static void test_proc_zombie(void **state)
     assert_true(child >= 0);
     if (child == 0)
         _exit(0);
-    for (int i = 0; i < 500 && gm_proc_running((uint32_t)child); i++)
+    /* until the child has exited (a minute at most, however slow the machine) */
+    for (int i = 0; i < 6000 && gm_proc_running((uint32_t)child); i++)
         usleep(10000);
     assert_true(gm_proc_exists((uint32_t)child));
     assert_false(gm_proc_running((uint32_t)child));
