@@ -1277,7 +1277,8 @@ enum gm_status gm_alloc_record_stream_block(struct gm_alloc *a, struct gm_alloc_
     struct block *b = (struct block *)blk;
     (void)a;
     if (!b || !b->allocated)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "record_stream: the block is not allocated");
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "record_stream: the block is not allocated");
     return record_stream(b, stream, err);
 }
 
