@@ -699,9 +699,10 @@ static PyObject *snapshot_diff_json(PyObject *self, PyObject *args, PyObject *kw
         return NULL;
     o = (struct snapshot_obj *)other;
     out = NULL;
-    if (!(files[0].path = PyUnicode_AsUTF8(s->path)) ||
-        !(files[1].path = PyUnicode_AsUTF8(o->path)) || !(an[0] = diff_analysis_of(s)) ||
-        !(an[1] = diff_analysis_of(o)))
+    /* analysed first: an object that was never loaded has no path yet (loaded() says so) */
+    if (!(an[0] = diff_analysis_of(s)) || !(an[1] = diff_analysis_of(o)) ||
+        !(files[0].path = PyUnicode_AsUTF8(s->path)) ||
+        !(files[1].path = PyUnicode_AsUTF8(o->path)))
         goto out_free;
     files[0].an = an[0];
     files[1].an = an[1];

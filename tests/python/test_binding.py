@@ -104,6 +104,17 @@ class Report(TempDir):
 
 
 class Init(TempDir):
+    def test_diff_with_an_unloaded_snapshot_raises(self):
+        # a Snapshot made by __new__ alone has no path: the diff says it was not loaded
+        # (it read the missing path first and crashed)
+        path = example_snapshot(self.path("ex.pickle"), "--iterations", "1")
+        s = gpumem.Snapshot(path)
+        u = gpumem.Snapshot.__new__(gpumem.Snapshot)
+        for a, b in ((s, u), (u, s)):
+            with self.assertRaises(gpumem.Error) as cm:
+                a._diff_json(b)
+            self.assertIn("not loaded", str(cm.exception))
+
     def test_two_threads_never_both_load_one_object(self):
         path = example_snapshot(self.path("ex.pickle"), "--iterations", "1")
         both = 0
