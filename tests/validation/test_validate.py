@@ -24,19 +24,19 @@ GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
         "llama-2-7b --train --batch 1 --seq 512 --lora --gpu A100-80GB\n")
 
 
-def run(files, skips=None):
-    """validate.py --check over a folder holding 'files' (name -> rows after the header), with
-    EXPECTED_SKIPS replaced by 'skips' when given."""
+def run(files, skips=None, mode="--check"):
+    """validate.py 'mode' (--check, --gaps, --beyond-replay) over a folder holding 'files'
+    (name -> rows after the header), with EXPECTED_SKIPS replaced by 'skips' when given."""
     with tempfile.TemporaryDirectory() as d:
         for name, rows in files.items():
             with open(os.path.join(d, name), "w") as f:
                 f.write("# a test table\n" + HEADER + rows)
         if skips is None:
-            cmd = [sys.executable, VALIDATE, "--check", GPUMEM, d]
+            cmd = [sys.executable, VALIDATE, mode, GPUMEM, d]
         else:
             code = ("import sys; sys.path.insert(0, %r); import validate; "
                     "validate.EXPECTED_SKIPS = %r; sys.exit(validate.main(%r))"
-                    % (HERE, skips, ["--check", GPUMEM, d]))
+                    % (HERE, skips, [mode, GPUMEM, d]))
             cmd = [sys.executable, "-c", code]
         r = subprocess.run(cmd, capture_output=True, text=True)
         return r.returncode, r.stdout
@@ -88,19 +88,15 @@ class Check(unittest.TestCase):
         rows = ("r1-alloc,o/r,p,c,row 1,allocated,17000000000,value,,%s\n"
                 "r1-device,o/r,p,c,row 1,device,19147483648,value,,%s\n"
                 "r2-device,o/r,p,c,row 2,device,19000000000,value,,%s\n" % (args, args, args))
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "t.csv"), "w") as f:
-                f.write("# a test table\n" + HEADER + rows)
-            r = subprocess.run([sys.executable, VALIDATE, "--gaps", GPUMEM, d],
-                               capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        lines = [l for l in r.stdout.splitlines() if "gap measured" in l]
-        self.assertEqual(len(lines), 1, r.stdout)
+        rc, out = run({"t.csv": rows}, mode="--gaps")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if "gap measured" in l]
+        self.assertEqual(len(lines), 1, out)
         pred = (peak["device_bytes"] - peak["allocated_bytes"]) / float(1 << 30)
         self.assertIn("  r1 ", lines[0])
         self.assertIn("gap measured   2.00 predicted %6.2f GiB (%+.2f)" % (pred, pred - 2.0),
                       lines[0])
-        self.assertIn("gap: 1 runs, median |error| %.2f GiB" % abs(pred - 2.0), r.stdout)
+        self.assertIn("gap: 1 runs, median |error| %.2f GiB" % abs(pred - 2.0), out)
 
     def test_beyond_replay_in_logits_copies(self):
         # a device row measured exactly one fp32 copy of the logits above the replay's own
@@ -114,19 +110,15 @@ class Check(unittest.TestCase):
         replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
         rows = ("r1-alloc,o/r,p,c,row 1,allocated,17000000000,value,,%s\n"
                 "r1-device,o/r,p,c,row 1,device,%d,value,,%s\n" % (args, replayed + copy, args))
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "t.csv"), "w") as f:
-                f.write("# a test table\n" + HEADER + rows)
-            r = subprocess.run([sys.executable, VALIDATE, "--beyond-replay", GPUMEM, d],
-                               capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        lines = [l for l in r.stdout.splitlines() if "device beyond the replay" in l]
-        self.assertEqual(len(lines), 1, r.stdout)
+        rc, out = run({"t.csv": rows}, mode="--beyond-replay")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if "device beyond the replay" in l]
+        self.assertEqual(len(lines), 1, out)
         self.assertIn("  r1-device ", lines[0])
         self.assertIn("%+7.2f GiB = +1.00 fp32 logits copies (loss %s, 1 GPU)" %
                       (copy / float(1 << 30), doc["inputs"]["loss"]), lines[0])
         self.assertIn("%-26s beyond replay      1  loss %s, 1 GPU: median +1.00 fp32 logits "
-                      "copies (+1.00 to +1.00)" % ("t", doc["inputs"]["loss"]), r.stdout)
+                      "copies (+1.00 to +1.00)" % ("t", doc["inputs"]["loss"]), out)
 
     def test_refused_row_and_unknown_counter_fail(self):
         rc, out = run({"t.csv": GOOD.replace("--lora", "--lora --lora-rank 0")})
