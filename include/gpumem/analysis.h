@@ -440,7 +440,8 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
 
 /* Index in dev->iterations of the iteration holding event 'event', -1 outside any (before
- * the first, or 'event' < 0). */
+ * the first, or outside the trace: 'event' < 0 or >= dev->n_events), as
+ * gm_analysis_phase_at() bounds it. */
 int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event);
 
 /* What is alive at chosen moments, from the allocations' alloc and free events (the trace

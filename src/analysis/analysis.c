@@ -643,7 +643,8 @@ enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t
 
 int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event)
 {
-    if (!dev || event < 0 || !dev->n_iterations || event < dev->iterations[0].first_event)
+    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_iterations ||
+        event < dev->iterations[0].first_event)
         return -1;
     return (int32_t)last_starting_by(&dev->iterations[0].first_event, sizeof(dev->iterations[0]),
                                      dev->n_iterations, event);

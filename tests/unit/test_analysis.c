@@ -249,6 +249,32 @@ static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev
     return NULL;
 }
 
+/* Phase and iteration of an event both answer "none" outside the trace: before the first
+ * event, at the event count and beyond (the last iteration ends at the last event). */
+static void test_event_lookups_bounded_by_the_trace(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    int64_t n = (int64_t)dev->n_events;
+    assert_true(dev->n_iterations > 0);
+    assert_int_equal(dev->iterations[dev->n_iterations - 1].last_event, n - 1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n - 1), (int32_t)dev->n_iterations - 1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n), -1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n + 1000), -1);
+    assert_int_equal(gm_analysis_iteration_at(dev, -1), -1);
+    assert_int_equal(gm_analysis_phase_at(dev, n), GM_PHASE_OTHER);
+    assert_int_equal(gm_analysis_phase_at(dev, -1), GM_PHASE_OTHER);
+    gm_analysis_free(an);
+}
+
 static void test_training_trace(void **state)
 {
     (void)state;
@@ -2098,6 +2124,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_paths),
     cmocka_unit_test(test_frame_flags),
     cmocka_unit_test(test_training_trace),
+    cmocka_unit_test(test_event_lookups_bounded_by_the_trace),
     cmocka_unit_test(test_names),
     cmocka_unit_test(test_nomem),
     cmocka_unit_test(test_oom),
