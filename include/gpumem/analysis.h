@@ -366,6 +366,9 @@ struct gm_analysis {
     /* made by gm_analysis_diff_prepare(): it holds only what a diff reads, and the calls that
      * need the rest refuse it (gm_analysis_require_whole()) */
     bool diff_only;
+    /* made by gm_analysis_run_figures(): every device's series is empty (n_points 0), and
+     * the documents that show one refuse it */
+    bool no_series;
     void *priv_; /* arena; internal */
 };
 
@@ -1001,6 +1004,13 @@ struct gm_analysis_diff {
     size_t n_devices;
     void *priv_;
 };
+
+/* gm_analysis_run() without the per-category series (each device's points empty, and
+ * a document with the series refuses it): every other figure the same, for the callers
+ * that show none (categories without --series, leaks).  Errors: as gm_analysis_run(). */
+enum gm_status gm_analysis_run_figures(const struct gm_snapshot *snap,
+                                       const struct gm_analysis_opts *opts,
+                                       struct gm_analysis **out, struct gm_error *err);
 
 /* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase, the category
  * split at it and the allocations matched to their frees, as gm_analysis_run() finds them,

@@ -114,6 +114,7 @@ struct work {
     bool trace_has_frames;
     bool diff_only;                      /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads
                                             (no free_of, no dt) */
+    bool no_series;                      /* ANA_PARTS_FIGURES: no series points */
     size_t *next_fwd;                    /* per phase run: index of the next forward run */
     struct gm_map site_of;               /* stack -> index in sites[] */
     struct site_stat *sites;             /* per allocation stack seen in the trace */
@@ -329,13 +330,18 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             goto out;                                                                              \
         alloc_init(&(vec)[(n)++]);                                                                 \
     } while (0)
+    /* what every event reads and writes, in locals: the stores to the byte array phase[]
+     * would otherwise make the compiler read them from *w again after each one */
+    uint8_t *phase = w->phase;
+    const bool diff_only = w->diff_only;
+    bool has_frames = false;
+    size_t n_timed = 0;
     gm_snapshot_cursor_init(&c, sd, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
         size_t k = c.index;
         uint8_t raw = RAW_UNKNOWN;
-        if (e->stack)
-            w->trace_has_frames = true;
-        w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
+        has_frames |= e->stack != 0;
+        n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
         if (dt) {
             /* (an event without a time drops them after the pass) */
             uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
@@ -356,8 +362,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             raw = RAW_STEP;
         if (raw == RAW_UNKNOWN && !e->stack)
             raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
-        w->phase[k] = raw;
-        if (!w->diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
+        phase[k] = raw;
+        if (!diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
@@ -390,14 +396,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         case GM_ACTION_FREE_COMPLETED: {
             uint64_t v;
             uint32_t i = gm_map_take(&map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
-            if (!w->diff_only && w->n_free_of == w->cap_free_of &&
+            if (!diff_only && w->n_free_of == w->cap_free_of &&
                 (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
                            sizeof(uint32_t), err)) != GM_OK)
                 goto out;
             if (i != NO_ALLOC) {
                 trace[i].free_event = (int32_t)k;
                 trace[i].free_has_stack |= e->stack != 0;
-                if (!w->diff_only)
+                if (!diff_only)
                     w->free_of[w->n_free_of++] = i;
             } else {
                 struct gm_analysis_alloc *a;
@@ -410,7 +416,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int32_t)k;
                 a->free_has_stack = e->stack != 0;
-                if (!w->diff_only)
+                if (!diff_only)
                     w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
             break;
@@ -425,7 +431,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             break;
         }
     }
-    if (w->n_timed != sd->n_events)
+    w->trace_has_frames = has_frames;
+    w->n_timed = n_timed;
+    if (n_timed != sd->n_events)
         drop_times(w);
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
     for (size_t s = 0; s < w->snap->n_segments; s++) {
@@ -533,34 +541,37 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     size_t caller_of = SIZE_MAX; /* the event prev_caller / next_caller were read at */
     size_t next_of = SIZE_MAX;
     uint32_t prev_caller = ANA_NO_FRAME, next_caller = ANA_NO_FRAME;
+    uint8_t *phase = w->phase; /* a local: its byte stores would make *w be read again */
+    uint64_t per_phase[GM_PHASE_COUNT] = {0};
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
-        raw_backward = w->phase[k] == RAW_BACKWARD;
+        raw_backward = phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
     size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
     for (size_t k = 0; k < n; k++) {
-        uint8_t raw = w->phase[k];
+        uint8_t raw = phase[k];
         if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
             pk = raw;
             if (raw == RAW_FORWARD)
                 last_fwd = k;
-            w->phase[k] = (uint8_t)phase_of_raw(raw);
-            n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
+            phase[k] = (uint8_t)phase_of_raw(raw);
+            per_phase[phase[k]]++;
+            n_runs += k == 0 || phase[k] != phase[k - 1];
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
              * only events up to k have their final phase yet) */
-            for (nk = k + 1; nk < n && (w->phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+            for (nk = k + 1; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
                 ;
             if (nk == n)
                 nk = SIZE_MAX;
         }
-        uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[nk];
+        uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : phase[nk];
         uint8_t out;
         bool empty = (raw & RAW_NO_FRAMES) != 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
@@ -589,21 +600,22 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         } else {
             out = RAW_OTHER;
         }
-        w->phase[k] = (uint8_t)phase_of_raw(out);
-        n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
+        phase[k] = (uint8_t)phase_of_raw(out);
+        per_phase[phase[k]]++;
+        n_runs += k == 0 || phase[k] != phase[k - 1];
     }
     /* Runs. */
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
     if (!dev->phases)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
     size_t r = 0;
+    memcpy(dev->phase_events, per_phase, sizeof(per_phase));
     for (size_t k = 0; k < n; k++) {
-        dev->phase_events[w->phase[k]]++;
-        if (k == 0 || w->phase[k] != w->phase[k - 1]) {
+        if (k == 0 || phase[k] != phase[k - 1]) {
             if (r)
                 dev->phases[r - 1].last_event = (int64_t)k - 1;
             dev->phases[r].first_event = (int64_t)k;
-            dev->phases[r].phase = w->phase[k];
+            dev->phases[r].phase = phase[k];
             dev->phases[r].iteration = -1;
             r++;
         }
@@ -919,24 +931,31 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
     size_t cap_pts = all ? n_pts : (size_t)3 * nb + 1;
+    /* without the series (ANA_PARTS_FIGURES): no points, buckets or x's, the figures
+     * alone */
+    const bool series = !w->no_series;
     if (all)
         nb = 1;
-    if (!take(w, gm_budget_bytes(cap_pts, sizeof(*dev->points))))
-        return over_limit(w, err);
-    dev->points = gm_arena_calloc(w->arena, cap_pts, sizeof(*dev->points));
-    slots = gm_calloc((size_t)3 * nb, sizeof(*slots));
-    if (!dev->points || !slots) {
-        gm_free(slots);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
+    slots = NULL;
+    memset(&lod, 0, sizeof(lod));
+    if (series) {
+        if (!take(w, gm_budget_bytes(cap_pts, sizeof(*dev->points))))
+            return over_limit(w, err);
+        dev->points = gm_arena_calloc(w->arena, cap_pts, sizeof(*dev->points));
+        slots = gm_calloc((size_t)3 * nb, sizeof(*slots));
+        if (!dev->points || !slots) {
+            gm_free(slots);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
+        }
+        for (size_t i = 0; i < (size_t)3 * nb; i++)
+            slots[i].event = -2;
     }
-    for (size_t i = 0; i < (size_t)3 * nb; i++)
-        slots[i].event = -2;
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
     read_trace = w->n_timed && !(w->dt && ax.time);
     memset(known, 0, sizeof(known));
     known[0].time_us = known[1].time_us = ax.t0_us;
     known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
-    if ((st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
+    if (series && (st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
         gm_free(slots);
         return st;
     }
@@ -990,11 +1009,15 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
                 e = ke;
             }
-            x = gm_lod_axis_x_of(&ax, k, e);
+            if (series)
+                x = gm_lod_axis_x_of(&ax, k, e);
         }
         /* a point in a later bucket completes the one before: its last point is the state
          * before this event (below x_next: the bucket of the point before) */
-        if (p > 0 && x < x_next) {
+        if (!series) {
+            b = 0;
+            same_b = true;
+        } else if (p > 0 && x < x_next) {
             b = cur_b;
             same_b = true;
         } else {
@@ -1095,7 +1118,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
             }
         }
-        {
+        if (series) {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
             unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
@@ -1115,9 +1138,11 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         prev_total = total;
         prev_reserved = reserved;
     }
+    copy_bytes(dev->at_end, cur);
+    if (!series)
+        return GM_OK;
     set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
               prev_reserved, cur);
-    copy_bytes(dev->at_end, cur);
     /* the points in trace order, each once, after the initial state */
     dev->n_points = all ? n_pts : 1;
     for (unsigned bi = 0; bi < nb && !all; bi++) {
@@ -1615,6 +1640,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     w.arena = &priv->arena;
     w.priv = priv;
     w.diff_only = parts == ANA_PARTS_DIFF;
+    w.no_series = an->no_series;
     dev->device = sd->index;
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
@@ -1750,6 +1776,13 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
     return ana_run(snap, opts, ANA_PARTS_ALL, out, err);
 }
 
+enum gm_status gm_analysis_run_figures(const struct gm_snapshot *snap,
+                                       const struct gm_analysis_opts *opts,
+                                       struct gm_analysis **out, struct gm_error *err)
+{
+    return ana_run(snap, opts, ANA_PARTS_FIGURES, out, err);
+}
+
 enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                        enum ana_parts parts, struct gm_analysis **out, struct gm_error *err)
 {
@@ -1769,6 +1802,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->priv_ = priv;
     an->snap = snap;
     an->diff_only = parts == ANA_PARTS_DIFF;
+    an->no_series = parts == ANA_PARTS_FIGURES;
     read_settings(an, snap);
 
     struct ana_classifier cls;

@@ -148,11 +148,12 @@ struct ana_priv {
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
 };
 
-/* What ana_run() computes: everything (gm_analysis_run()), or only what gm_analysis_diff()
- * reads (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the
- * category split at it and the allocations with their events and stacks; the category of an
+/* What ana_run() computes: everything (gm_analysis_run()), everything but the series
+ * (gm_analysis_run_figures()), or only what gm_analysis_diff() reads
+ * (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the category
+ * split at it and the allocations with their events and stacks; the category of an
  * allocation only where it counts in that split. */
-enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_DIFF };
+enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_FIGURES, ANA_PARTS_DIFF };
 
 enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                        enum ana_parts parts, struct gm_analysis **out, struct gm_error *err);

@@ -1694,6 +1694,66 @@ static enum gm_status never_called_layout(void *ctx, size_t i, const struct gm_l
 /* An analysis made for a diff alone (no series, leaks, layout history; categories only at
  * the peak) is refused by every call that needs the rest, with GM_ERR_INVALID, while a whole
  * analysis of the same file is answered. */
+/* The JSON document 'kind' (with its series when 'series') of 'an' into *out (malloc'd). */
+static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_kind kind,
+                             bool series, char **out)
+{
+    size_t len;
+    struct gm_error err;
+    struct gm_analysis_doc_file file = {.path = "example.pickle", .an = an};
+    struct gm_analysis_doc doc = {.kind = kind, .files = &file, .n_files = 1, .series = series};
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    enum gm_status st = gm_analysis_json(f, &doc, &err);
+    assert_int_equal(fclose(f), 0);
+    return st;
+}
+
+/* An analysis without the series holds every other figure of the whole one: its documents
+ * without a series are the same bytes, and one with the series refuses it. */
+static void test_analysis_without_series_keeps_the_figures(void **state)
+{
+    char *buf, *a, *b;
+    size_t len;
+    struct gm_snapshot *snap = load_example(true, &buf, &len);
+    struct gm_analysis *whole, *figures;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_analysis_run(snap, NULL, &whole, &err), GM_OK);
+    assert_int_equal(gm_analysis_run_figures(snap, NULL, &figures, &err), GM_OK);
+    assert_false(whole->no_series);
+    assert_true(figures->no_series);
+    assert_int_equal(whole->n_devices, figures->n_devices);
+    for (size_t d = 0; d < whole->n_devices; d++) {
+        const struct gm_analysis_device *w = &whole->devices[d], *f = &figures->devices[d];
+        assert_true(w->n_points > 0);
+        assert_int_equal(f->n_points, 0);
+        assert_memory_equal(w->at_peak, f->at_peak, sizeof(w->at_peak));
+        assert_memory_equal(w->at_end, f->at_end, sizeof(w->at_end));
+        assert_int_equal(w->n_iterations, f->n_iterations);
+        assert_true(w->n_iterations > 0);
+        assert_memory_equal(w->iterations, f->iterations,
+                            w->n_iterations * sizeof(w->iterations[0]));
+        assert_int_equal(w->n_leaks, f->n_leaks);
+    }
+    static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        assert_int_equal(doc_of(whole, kinds[i], false, &a), GM_OK);
+        assert_int_equal(doc_of(figures, kinds[i], false, &b), GM_OK);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
+    assert_int_equal(doc_of(whole, GM_DOC_CATEGORIES, true, &a), GM_OK);
+    assert_int_equal(doc_of(figures, GM_DOC_CATEGORIES, true, &b), GM_ERR_INVALID);
+    free(a);
+    free(b);
+    gm_analysis_free(figures);
+    gm_analysis_free(whole);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 static void test_diff_only_analysis_is_refused_where_the_whole_is_needed(void **state)
 {
     char *buf;
@@ -2138,6 +2198,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
+    cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
 };
 
 /* real snapshots */
