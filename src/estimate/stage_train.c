@@ -1100,6 +1100,8 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                         ? T * (double)j->workload.target_seq / (double)seq
                         : T;
         loss_bytes(j, m, Tl, ea, ew, &lm);
+        e->loss_tokens = est_round(Tl);
+        e->loss_vocab = m->vocab;
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)
