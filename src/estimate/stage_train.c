@@ -598,7 +598,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
      * a compiled head still saves that tensor or the lm_head output it is recomputed from).
      * The forms that project the hidden states themselves cap inside: chunked (torchtune's
      * Gemma2FinalNorm caps the final norm's output, B*L*h, not the logits), fused-linear
-     * (the kernel's softcap on each chunk), chunked-backward (nothing caps) */
+     * (Liger's and CCE's kernels cap in registers; unsloth's chunk keeps one capped chunk),
+     * chunked-backward (nothing caps) */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE,
          inline_ce =
@@ -761,10 +762,13 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
              * logits fit the target), target min(half the free memory, 4 GiB), taken as 4
              * GiB; each chunk's lm_head product, its .float() copy for F.cross_entropy, the
              * log-softmax and its gradient (torch.func.grad_and_value), the input's gradient
-             * (empty_like) and the head's (zeros_like) written as the chunks go */
+             * (empty_like) and the head's (zeros_like) written as the chunks go.  A model's
+             * logit_softcapping caps each chunk's logits there (compute_fused_ce_loss: divide,
+             * tanh, multiply), tanh's result kept for the chunk's backward: one more 16-bit
+             * chunk ("14, and 16 under softcapping", _CE_BYTES_PER_LOGIT at 002a0c9) */
             double exact = T * V * 4.0 / (4.0 * 1073741824.0);
             double n = exact <= 1.0 ? 1.0 : ceil(exact / 4.0) * 4.0, rows = ceil(T / n);
-            out->bytes = grads + rows * V * (ea + 12.0);
+            out->bytes = grads + rows * V * (ea + 12.0 + (cap > 0 ? ea : 0.0));
             snprintf(out->note, sizeof out->note,
                      "input gradient%s and one of %.0f chunks of %.0f rows (logits, fp32 copy, "
                      "log-softmax, gradient)",

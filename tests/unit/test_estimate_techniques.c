@@ -583,6 +583,12 @@ static void test_final_softcap_by_loss_form(void **state)
     run("gemma-2-9b", TRAIN8B " --loss fused-linear", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * h + 4 * V * h + 2 * chunk * (V + h));
+    /* unsloth caps each chunk (compute_fused_ce_loss): tanh's 16-bit result kept with the
+     * chunk's logits, fp32 copy, log-softmax and gradient, 16 B per logit of the chunk; 8192
+     * x 256000 x 4 B = 7.8 GiB of fp32 logits: 4 chunks of 2048 rows */
+    run("gemma-2-9b", TRAIN8B " --loss fused-linear --loss-impl unsloth", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * h + 4 * V * h + 2048 * V * 16);
 }
 
 /* Tensor parallelism with the vocabulary sharded: torch's loss_parallel
