@@ -16,7 +16,8 @@
  *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
- *   5. the series, the peak split and the iteration figures, from what step 1 kept (the
+ *   5. the series, the peak split and the iteration figures (and the totals the report
+ *      draws, when gm_analysis_opts.totals asks), from what step 1 kept (the
  *      trace read again only when the times could not be kept)
  *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
  *      peak and the ooms (gm_analysis_live_at(): from the allocations' alloc and free
@@ -118,6 +119,7 @@ struct work {
     struct gm_map site_of;               /* stack -> index in sites[] */
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
+    struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
@@ -943,6 +945,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
+    uint64_t walked = tl->initial_bytes; /* the allocated bytes as gm_snapshot_walk sums them */
     size_t ai = 0, fi = 0, wi = 0;
     const uint16_t *dt = w->dt;
     const uint32_t *dt_wide = w->dt_wide;
@@ -1016,6 +1019,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                     dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
                 total += a->bytes;
+                walked = walked > UINT64_MAX - a->bytes ? UINT64_MAX : walked + a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -1026,6 +1030,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
                 cur[a->category] -= a->bytes;
                 total -= a->bytes;
+                walked = walked >= a->bytes ? walked - a->bytes : 0;
                 if (a->rule == GM_RULE_NONE)
                     unexplained -= a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -1038,6 +1043,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else if (k == 0) {
                 reserved = gm_snapshot_reserved_step(&res, &no_step);
             }
+            if (w->totals)
+                gm_lod_totals_add(w->totals, k, e, walked, reserved);
         }
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
@@ -1117,6 +1124,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
               prev_reserved, cur);
     copy_bytes(dev->at_end, cur);
+    if (w->totals)
+        gm_lod_totals_end(w->totals);
     /* the points in trace order, each once, after the initial state */
     dev->n_points = all ? n_pts : 1;
     for (unsigned bi = 0; bi < nb && !all; bi++) {
@@ -1688,6 +1697,12 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
         goto out;
+    /* the totals asked for, from the series' pass (none when out of memory: the report
+     * walks the trace for them) */
+    if (priv->totals && n &&
+        gm_lod_totals_begin(&priv->totals[d], sd, w.n_timed, gm_lod_finest_buckets(n),
+                            tl.initial_bytes, tl.initial_reserved_bytes, NULL) == GM_OK)
+        w.totals = &priv->totals[d];
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     drop_times(&w);
@@ -1701,6 +1716,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     }
     dev->priv_ = dp;
+    dp->totals = w.totals;
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
@@ -1789,6 +1805,8 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
+    if (opts && opts->totals && parts == ANA_PARTS_ALL)
+        priv->totals = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals));
     if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
@@ -1843,10 +1861,18 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t d = 0; priv->layouts && d < an->n_devices; d++)
             gm_layout_history_release(&priv->layouts[d]);
         gm_free(priv->layouts);
+        for (size_t d = 0; priv->totals && d < an->n_devices; d++)
+            gm_lod_totals_release(&priv->totals[d]);
+        gm_free(priv->totals);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }
     gm_free(an);
+}
+
+const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
+{
+    return dev && dev->priv_ ? dev->priv_->totals : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
