@@ -945,7 +945,6 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
-    uint64_t walked = tl->initial_bytes; /* the allocated bytes as gm_snapshot_walk sums them */
     size_t ai = 0, fi = 0, wi = 0;
     const uint16_t *dt = w->dt;
     const uint32_t *dt_wide = w->dt_wide;
@@ -959,6 +958,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             lifetime += a->bytes;
     }
+    /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
+     * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
+     * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
+     * neither saturate nor clamp) */
+    struct gm_lod_totals *lt = w->totals;
+    uint64_t walk_base = tl->initial_bytes - total;
     size_t it = 0, is = 0;
     int64_t is_first = dev->n_iterations ? dev->iterations[0].first_event : INT64_MAX;
     int64_t it_first = is_first;
@@ -1019,7 +1024,6 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                     dev->user_phases[up].allocated_bytes += a->bytes;
                 cur[a->category] += a->bytes;
                 total += a->bytes;
-                walked = walked > UINT64_MAX - a->bytes ? UINT64_MAX : walked + a->bytes;
                 if (a->rule == GM_RULE_NONE)
                     unexplained += a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -1030,7 +1034,6 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
                 cur[a->category] -= a->bytes;
                 total -= a->bytes;
-                walked = walked >= a->bytes ? walked - a->bytes : 0;
                 if (a->rule == GM_RULE_NONE)
                     unexplained -= a->bytes;
                 if (a->rule == GM_RULE_PARAM_LIFETIME)
@@ -1043,8 +1046,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else if (k == 0) {
                 reserved = gm_snapshot_reserved_step(&res, &no_step);
             }
-            if (w->totals)
-                gm_lod_totals_add(w->totals, k, e, walked, reserved);
+            if (lt)
+                gm_lod_totals_add(lt, k, e, total + walk_base, reserved);
         }
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
@@ -1124,8 +1127,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
               prev_reserved, cur);
     copy_bytes(dev->at_end, cur);
-    if (w->totals)
-        gm_lod_totals_end(w->totals);
+    if (lt)
+        gm_lod_totals_end(lt);
     /* the points in trace order, each once, after the initial state */
     dev->n_points = all ? n_pts : 1;
     for (unsigned bi = 0; bi < nb && !all; bi++) {
