@@ -425,8 +425,8 @@ struct gm_analysis_opts {
     /* also keep each device's allocated and reserved bytes over its axis, as
      * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
      * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
-     * walks no trace for it; 4 bytes an event and 3.5 MiB a device more, outside the
-     * snapshot's memory limit as the report's own walk is */
+     * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
+     * snapshot's memory limit, as the report's own were */
     bool totals;
 };
 
