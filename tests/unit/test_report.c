@@ -266,6 +266,41 @@ static void test_ranks_page(void **state)
     gm_snapshot_free(b);
 }
 
+/* A one-device snapshot written as a pickle: trace_begin() opens it (no segments, then the
+ * trace of 'n' events, each written by the caller), trace_load() closes and loads it. */
+static struct gm_pickle_writer *trace_begin(FILE *f, size_t n)
+{
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, n);
+    return w;
+}
+
+static struct gm_snapshot *trace_load(struct gm_pickle_writer *w, FILE *f)
+{
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    size_t len;
+    char *data;
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    data = read_all(f, &len);
+    fclose(f);
+    if (gm_snapshot_load_mem(data, len, NULL, &snap, &err) != GM_OK)
+        fail_msg("snapshot: %s", err.msg);
+    free(data);
+    return snap;
+}
+
 /* A snapshot whose frame and settings try to close the script element. */
 static void test_hostile_strings(void **state)
 {
@@ -275,17 +310,10 @@ static void test_hostile_strings(void **state)
     struct gm_error err;
     FILE *f = tmpfile();
     size_t n;
-    char *data, *html;
+    char *html;
     json_t *j;
     (void)state;
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
-    gm_pickle_list_begin(w, 2);
+    w = trace_begin(f, 2);
     for (int e = 0; e < 2; e++) {
         gm_pickle_dict_begin(w, 5);
         gm_pickle_str(w, "action");
@@ -309,14 +337,7 @@ static void test_hostile_strings(void **state)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    data = read_all(f, &n);
-    fclose(f);
-    assert_int_equal(gm_snapshot_load_mem(data, n, NULL, &snap, &err), GM_OK);
-    free(data);
+    snap = trace_load(w, f);
     assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
     html = render(snap, an, &n);
     assert_int_equal(count(html, "</script>"), 2);
@@ -350,21 +371,10 @@ static struct gm_snapshot *random_trace(uint64_t *x, int kind)
 {
     static const char *const actions[] = {"alloc",         "free_requested", "free_completed",
                                           "segment_alloc", "segment_free",   "oom"};
-    struct gm_pickle_writer *w;
-    struct gm_snapshot *snap;
-    struct gm_error err;
     FILE *f = tmpfile();
-    size_t n = 1 + (size_t)(rng_next(x) % 400), len;
+    size_t n = 1 + (size_t)(rng_next(x) % 400);
     int64_t t = 1700000000000000LL;
-    char *data;
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
-    gm_pickle_list_begin(w, n);
+    struct gm_pickle_writer *w = trace_begin(f, n);
     for (size_t k = 0; k < n; k++) {
         /* kind 0 grows, 1 goes back, 2 jumps past 32 bits, 3 misses one time, 4 has none */
         bool timed = kind != 4 && !(kind == 3 && k == n / 2);
@@ -392,16 +402,7 @@ static struct gm_snapshot *random_trace(uint64_t *x, int kind)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    data = read_all(f, &len);
-    fclose(f);
-    if (gm_snapshot_load_mem(data, len, NULL, &snap, &err) != GM_OK)
-        fail_msg("random trace: %s", err.msg);
-    free(data);
-    return snap;
+    return trace_load(w, f);
 }
 
 /* The timeline the analysis keeps for the page (gm_analysis_opts.totals, summed in its
