@@ -25,7 +25,7 @@ struct open_ctx {
 static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
     struct open_ctx *c = ctx;
-    struct gm_analysis_opts ao = {0, c->rules};
+    struct gm_analysis_opts ao = {.rules = c->rules};
     if (c->run(snap, &ao, &c->ans[i], err) != GM_OK)
         return gm_error_prefix(err, "%s", c->paths[i]);
     return GM_OK;

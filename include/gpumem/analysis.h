@@ -38,6 +38,7 @@
 #include <stdio.h>
 
 struct gm_digest;
+struct gm_lod_totals;
 
 #ifdef __cplusplus
 extern "C" {
@@ -424,6 +425,12 @@ struct gm_analysis_opts {
     /* the user's category rules, tried before the built-in ones; NULL: none (borrowed for
      * the call) */
     const struct gm_category_rules *rules;
+    /* also keep each device's allocated and reserved bytes over its axis, as
+     * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
+     * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
+     * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
+     * snapshot's memory limit, as the report's own were */
+    bool totals;
 };
 
 /* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:
@@ -434,6 +441,10 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
 
 /* NULL is a no-op. */
 void gm_analysis_free(struct gm_analysis *an);
+
+/* The totals gm_analysis_opts.totals asked for (gpumem/lod.h; borrowed, valid until
+ * gm_analysis_free()), or NULL: not asked for, a device without events, or out of memory. */
+const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev);
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -16,7 +16,8 @@
  *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
- *   5. the series, the peak split and the iteration figures, from what step 1 kept (the
+ *   5. the series, the peak split and the iteration figures (and the totals the report
+ *      draws, when gm_analysis_opts.totals asks), from what step 1 kept (the
  *      trace read again only when the times could not be kept)
  *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
  *      peak and the ooms (gm_analysis_live_at(): from the allocations' alloc and free
@@ -119,6 +120,7 @@ struct work {
     struct gm_map site_of;               /* stack -> index in sites[] */
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
+    struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
@@ -976,6 +978,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             lifetime += a->bytes;
     }
+    /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
+     * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
+     * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
+     * neither saturate nor clamp) */
+    struct gm_lod_totals *lt = w->totals;
+    uint64_t walk_base = tl->initial_bytes - total;
     size_t it = 0, is = 0;
     int64_t is_first = dev->n_iterations ? dev->iterations[0].first_event : INT64_MAX;
     int64_t it_first = is_first;
@@ -1062,6 +1070,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else if (k == 0) {
                 reserved = gm_snapshot_reserved_step(&res, &no_step);
             }
+            if (lt)
+                gm_lod_totals_add(lt, k, e, total + walk_base, reserved);
         }
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
@@ -1139,6 +1149,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         prev_reserved = reserved;
     }
     copy_bytes(dev->at_end, cur);
+    if (lt)
+        gm_lod_totals_end(lt);
     if (!series)
         return GM_OK;
     set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
@@ -1715,6 +1727,12 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
         goto out;
+    /* the totals asked for, from the series' pass (none when out of memory: the report
+     * walks the trace for them) */
+    if (priv->totals && n &&
+        gm_lod_totals_begin(&priv->totals[d], sd, w.n_timed, gm_lod_finest_buckets(n),
+                            tl.initial_bytes, tl.initial_reserved_bytes, NULL) == GM_OK)
+        w.totals = &priv->totals[d];
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     drop_times(&w);
@@ -1728,6 +1746,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     }
     dev->priv_ = dp;
+    dp->totals = w.totals;
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
@@ -1824,6 +1843,8 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
+    if (opts && opts->totals && parts == ANA_PARTS_ALL)
+        priv->totals = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals));
     if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
@@ -1878,10 +1899,18 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t d = 0; priv->layouts && d < an->n_devices; d++)
             gm_layout_history_release(&priv->layouts[d]);
         gm_free(priv->layouts);
+        for (size_t d = 0; priv->totals && d < an->n_devices; d++)
+            gm_lod_totals_release(&priv->totals[d]);
+        gm_free(priv->totals);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }
     gm_free(an);
+}
+
+const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
+{
+    return dev && dev->priv_ ? dev->priv_->totals : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -146,6 +146,7 @@ struct ana_priv {
     size_t n_kept, cap_kept;
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
+    struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
 };
 
 /* What ana_run() computes: everything (gm_analysis_run()), everything but the series
@@ -161,6 +162,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
 /* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
+    const struct gm_lod_totals *totals;     /* gm_analysis_totals() */
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -357,7 +357,7 @@ static void test_training_trace(void **state)
 
     /* a coarse series still keeps the peak */
     struct gm_analysis *coarse = NULL;
-    struct gm_analysis_opts o = {5, NULL};
+    struct gm_analysis_opts o = {.max_points = 5};
     assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
     /* one bucket: the initial state, then the least, the most and the last state */
     assert_true(coarse->devices[0].n_points <= 5);
@@ -596,7 +596,7 @@ static void test_category_rules_first_match_wins(void **state)
     make_snapshot(&s, &d, &t);
     assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
     assert_int_equal(gm_category_rules_count(r), 2);
-    struct gm_analysis_opts ao = {0, r};
+    struct gm_analysis_opts ao = {.rules = r};
     assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
     const struct gm_analysis_device *dev = &an->devices[0];
     /* the forward's activation (0x3000) matched the first rule, not the second */
@@ -1349,7 +1349,7 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
 {
     struct gm_analysis *full, *part;
     struct gm_analysis_diff *df, *dp;
-    struct gm_analysis_opts o = {0, rules};
+    struct gm_analysis_opts o = {.rules = rules};
     struct gm_error err;
     assert_int_equal(gm_analysis_run(snap, &o, &full, &err), GM_OK);
     assert_int_equal(gm_analysis_diff_prepare(snap, &o, &part, &err), GM_OK);
@@ -1435,7 +1435,7 @@ static void test_random_traces(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40), NULL};
+        struct gm_analysis_opts o = {.max_points = (uint32_t)(1 + rng_next(&x) % 40)};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
         uint64_t sum = 0;
@@ -1509,7 +1509,7 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 60), NULL};
+        struct gm_analysis_opts o = {.max_points = (uint32_t)(1 + rng_next(&x) % 60)};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
 
