@@ -17,7 +17,10 @@
  *   backward, layer L..1    the next layer prefetched, the layer's recomputed activations
  *                           and gradients of activations (one layer's worth), freed; the
  *                           layer's saved tensors freed; its parameter gradients (the
- *                           reduce-scatter stream allocates FSDP's sharded gradients)
+ *                           reduce-scatter stream allocates FSDP's sharded gradients).
+ *                           FSDP1's frozen units under reentrant checkpointing: the gradient
+ *                           of the layer's input made at the end of its backward, and the
+ *                           layer inputs with those gradients kept to the end of backward
  *   optimizer step          the optimizer state (first step only: torch creates it
  *                           lazily), the step's temporaries, freed; zero_grad frees the
  *                           gradients (set_to_none)
@@ -32,8 +35,10 @@
  *
  * At each of the four moments the live tensors are exactly the components the estimate
  * counts there, so the replay's largest sum of live tensors is the estimate's peak
- * allocated (tests/unit/test_step_alloc.c checks it); what the replay adds is how the
- * allocator rounds, splits, caches per stream and per pool: peak reserved. */
+ * allocated (tests/unit/test_step_alloc.c checks it; beyond it where a layer's backward runs
+ * beside gradients of the layers done: many FSDP ranks, FSDP1's kept inputs); what the
+ * replay adds is how the allocator rounds, splits, caches per stream and per pool: peak
+ * reserved. */
 #include "base/vec.h"
 #include "estimate/estimate_int.h"
 #include "gpumem/alloc.h"
@@ -62,6 +67,7 @@ enum life {
     LIFE_SAVED,       /* per layer in forward, freed per layer in backward */
     LIFE_LOSS_LAYERS, /* per layer in forward, freed after the loss */
     LIFE_LAYER_BWD,   /* one layer's worth in each layer's backward */
+    LIFE_KEPT_BWD,    /* per layer, made by its backward (all but the first), kept to its end */
     LIFE_UNSHARD,     /* one layer gathered in each layer's forward and backward */
     LIFE_PREFETCH,    /* the next layer gathered, from the loss through backward */
     LIFE_SPAN         /* from its first moment to its last */
@@ -273,6 +279,14 @@ static uint64_t unit_bytes(const struct replay *r, const struct plan *p, size_t 
         head = (uint64_t)((double)b * r->share_head);
         if (emb + head > b)
             emb = head = 0;
+    }
+    if (p->life == LIFE_KEPT_BWD) {
+        /* one gradient per layer input the backward makes while the hooks hold them: the
+         * layers L..2 (the first layer's goes on to the embedding) */
+        if (u < 2 || u > L || L < 2)
+            return 0;
+        each = b / (L - 1);
+        return u == L ? b - each * (L - 2) : each;
     }
     if (u == 0)
         return emb;
@@ -541,6 +555,8 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
     else if (c->extent == GM_EXTENT_ONE_LAYER && (ph & GM_EST_PHASE_FORWARD_BACKWARD) &&
              !(ph & (GM_EST_PHASE_LOSS | GM_EST_PHASE_OPTIMIZER_STEP)))
         p->life = LIFE_LAYER_BWD;
+    else if (all_layers && c->kind == GM_KIND_BACKWARD_TEMP && ph == GM_EST_PHASE_FORWARD_BACKWARD)
+        p->life = LIFE_KEPT_BWD; /* FSDP1's kept input gradients (stage_parallel.c) */
     else
         p->life = LIFE_SPAN;
 
@@ -1030,6 +1046,9 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     size_t L = (size_t)r->layers;
     struct plan *prefetch = find_life(pl, n, LIFE_PREFETCH);
     struct plan *unshard = find_life(pl, n, LIFE_UNSHARD);
+    /* FSDP1's reshard-only hooks hold every layer input and its gradient to the end of
+     * backward (add_fsdp1_reentrant() in stage_parallel.c) */
+    bool kept = find_life(pl, n, LIFE_KEPT_BWD) != NULL;
 
     /* forward */
     at(r, GM_EST_AT_FORWARD, 0);
@@ -1073,11 +1092,15 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             each(r, pl, n, LIFE_UNSHARD, 0, true);
         each(r, pl, n, LIFE_LAYER_BWD, 0, true);
         backward_layer(r, pl, n);
+        /* the gradient of the layer's input, the last its backward makes
+         * (CheckpointFunction.backward returns the detached input's .grad) */
+        each(r, pl, n, LIFE_KEPT_BWD, u, true);
         for (size_t i = n; i-- > 0;)
             if (pl[i].life == LIFE_LAYER_BWD &&
                 !(u == 1 && (pl[i].c->phases & GM_EST_PHASE_BACKWARD_END)))
                 unit_free(r, &pl[i], 0);
-        each(r, pl, n, LIFE_SAVED, u, false);
+        if (!kept)
+            each(r, pl, n, LIFE_SAVED, u, false);
         if (u == L)
             gradients(r, pl, n, L + 1, first_step); /* the head's, from the loss's backward */
         gradients(r, pl, n, u, first_step);
@@ -1099,6 +1122,11 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
         if (r->st || r->oom)
             return;
     }
+    if (kept) /* _finalize_params removes the hooks in the post-backward final callback */
+        for (size_t u = 1; u <= L; u++) {
+            each(r, pl, n, LIFE_KEPT_BWD, u, false);
+            each(r, pl, n, LIFE_SAVED, u, false);
+        }
     spans(r, pl, n, M_BACKWARD, false);
     if (r->fsdp1_frees)
         step_synced(r);

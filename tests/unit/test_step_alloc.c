@@ -2,7 +2,8 @@
 /* test_step_alloc.c - peak reserved from the training step replayed through the
  * caching-allocator model (src/estimate/step_alloc.c): the replay's largest sum of live
  * tensors is exactly the estimate's peak allocated for every kind of training job; FSDP's
- * all-gather and reduce-scatter streams cache their own blocks; FSDP1's gathered layers,
+ * all-gather and reduce-scatter streams cache their own blocks; FSDP1's frozen units keep
+ * the gradients of the layer inputs, each made by its layer's backward; FSDP1's gathered layers,
  * freed after record_stream, come back only once the compute stream is done with them;
  * GPTBigCode's own loss under autocast reserves a third fp32 segment of the shifted logits;
  * a model that upcasts its logits itself (transformers before 4.46) takes a segment for its
@@ -60,7 +61,7 @@ static void test_requested_peak_is_peak_allocated(void **state)
         {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --gpus 8 --fsdp "
                        "--fsdp-version 2 --no-reshard-after-forward"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --grad-checkpointing full --qlora --gpus 2 "
-                       "--fsdp --transformers-version 4.48.1"},
+                       "--fsdp"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 3"},
         {"mistral-7b", "--train --batch 2 --seq 4096 --gpus 4 --zero 2"},
         {"llama-3.2-1b", "--train --batch 8 --seq 1024 --gpus 4"},
@@ -137,6 +138,70 @@ static void test_gradients_outgrow_activations(void **state)
     assert_true(est->replay.requested_peak <=
                 est->backward_end_bytes + est->backward_start_bytes - kept);
     assert_true(est->peak_reserved_bytes >= est->replay.allocated_peak);
+}
+
+/* The first step's backward segments on the compute stream, by request size: the first
+ * taken at the highest layer and the last at the lowest, with the bytes live before each. */
+struct kept_segs {
+    size_t n;
+    struct {
+        uint64_t request, hi_live, lo_live;
+        unsigned hi_layer, lo_layer;
+    } by[16];
+};
+
+static void kept_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct kept_segs *k = ctx;
+    size_t i = 0;
+    if (seg->step != 0 || seg->at != GM_EST_AT_BACKWARD || seg->stream != GM_EST_STREAM_COMPUTE)
+        return;
+    while (i < k->n && k->by[i].request != seg->request)
+        i++;
+    if (i == k->n) {
+        if (k->n == 16)
+            return;
+        k->n++;
+        k->by[i].request = seg->request;
+        k->by[i].hi_layer = seg->layer;
+        k->by[i].hi_live = seg->live;
+    }
+    k->by[i].lo_layer = seg->layer;
+    k->by[i].lo_live = seg->live;
+}
+
+/* FSDP1 under the HF stack's reentrant checkpointing with a frozen base: the gradient of a
+ * layer's input is made by that layer's backward, last (CheckpointFunction.backward runs
+ * torch.autograd.backward on the recomputed layer and returns the detached input's .grad,
+ * torch/utils/checkpoint.py), and the base unit's reshard-only hook keeps it and the input
+ * until the post-backward final callback.  So the step's live bytes grow through backward
+ * by one input gradient per layer (Mistral-7B, 4 x 4096 tokens: 128 MiB each) instead of
+ * falling by one checkpointed input: the request that keeps taking segments as the kept
+ * gradients fill the cache finds, at a layer b below a, at least (a - b) x 128 MiB more
+ * live.  At the first layer's backward every kept gradient, every input and the sharded
+ * adapter gradients of the layers done (31 of 32) are live: the replay's peak is the
+ * estimate's plus those gradients. */
+static void test_fsdp1_kept_gradients_made_per_layer(void **state)
+{
+    static const char *const job =
+        "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16-mixed --lora "
+        "--gpus 2 --fsdp --transformers-version 4.45.2 --loss fused-linear";
+    struct kept_segs k = {0};
+    uint64_t each = 4ull * 4096 * 4096 * 2, grads;
+    size_t best = 0;
+    (void)state;
+    run_traced("mistral-7b", job, &est, kept_segment, &k);
+    assert_true(est->replay.used && !est->replay.oom);
+    grads = gm_estimate_kind_bytes(est, GM_KIND_GRADIENTS);
+    assert_true(grads > 0);
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes + grads - grads / 32);
+    for (size_t i = 1; i < k.n; i++)
+        if (k.by[i].hi_layer - k.by[i].lo_layer > k.by[best].hi_layer - k.by[best].lo_layer)
+            best = i;
+    assert_true(k.n > 0);
+    assert_true(k.by[best].hi_layer >= k.by[best].lo_layer + 16);
+    assert_true(k.by[best].lo_live - k.by[best].hi_live >=
+                (uint64_t)(k.by[best].hi_layer - k.by[best].lo_layer) * each);
 }
 
 /* FSDP on two GPUs: the parameters are gathered on the all-gather stream and the sharded
@@ -740,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_requested_peak_is_peak_allocated),
         cmocka_unit_test(test_gradients_outgrow_activations),
         cmocka_unit_test(test_fsdp_streams),
+        cmocka_unit_test(test_fsdp1_kept_gradients_made_per_layer),
         cmocka_unit_test(test_fsdp1_deferred_frees),
         cmocka_unit_test(test_fsdp1_wrap_segments),
         cmocka_unit_test(test_lazy_state_takes_the_cache),
