@@ -20,6 +20,8 @@
  * counts at most overstated, which only keeps more nodes alive. */
 #include "pickle/pickle_int.h"
 
+#include "base/hint.h"
+
 /* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
  * slot or SIZE_MAX; false abandons the batch.  flat_put_in(): at p within the input. */
 static inline bool flat_put_in(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
@@ -584,12 +586,12 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         for (;;) {
             pk_val k, v;
             /* key */
-            if (p >= lim)
+            if (GM_UNLIKELY(p >= lim))
                 goto abandon;
             /* The same memo reference as the key at this position of the entry before: the
              * same value, with no look-up (within a batch the slots in use never change).
              * Never a hit past FLAT_MAX_PAIRS keys. */
-            if ((le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+            if (GM_LIKELY((le64(p) & vm->key_mask[n]) == vm->key_bytes[n])) {
                 k = vm->key_val[n];
                 p += vm->key_len_[n];
                 goto have_key;

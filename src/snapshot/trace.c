@@ -12,6 +12,8 @@
  * batch ends (pickle.h: a batch may be dropped and delivered again). */
 #include "snapshot/load_int.h"
 
+#include "base/hint.h"
+
 #include <string.h>
 
 static inline void sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
@@ -304,7 +306,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
      * remembered by its value */
     v = it[2 * pos[0] + 1];
     ai = (size_t)((v * 0x9e3779b97f4a7c15ULL) >> (64 - FLAT_ACT_BITS));
-    if (v == tr->flat_act_val[ai] && v) {
+    if (GM_LIKELY(v == tr->flat_act_val[ai] && v)) {
         e->action = tr->flat_act[ai];
     } else {
         a = snap_word_of(b, v);
@@ -335,7 +337,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
         size_t n;
         v = it[2 * pos[5] + 1];
         b->any_compile_ctx = true;
-        if (tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word)) {
+        if (GM_LIKELY(tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word))) {
             /* "N/A" again: the string of the entry before */
             cc = tr->flat_cc;
             has_extra = true;
@@ -361,7 +363,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
         const pk_val *items;
         uint32_t n;
         v = it[2 * pos[7] + 1];
-        if (pk_is_token(v) && pk_token_id(v) < b->in.n_stacks) {
+        if (GM_LIKELY(pk_is_token(v) && pk_token_id(v) < b->in.n_stacks)) {
             e->stack = pk_token_id(v);
         } else if (pk_is_transient(v) && pk_list_items(v, &items, &n) && n) {
             /* a new frames list: most repeat one read before (snap_intern_stack()'s first cache) */
@@ -379,7 +381,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
     }
     if (has_extra) {
         /* the extra of the entry before, when stream and compile_context are its */
-        if (tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc) {
+        if (GM_LIKELY(tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc)) {
             e->extra = tr->flat_x_id;
         } else {
             struct gm_snapshot_event_extra x;
@@ -472,7 +474,7 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         str->room_end = room == SIZE_MAX ? SIZE_MAX : str->w.pk.n_events + room;
     }
     e = &str->prov_ev[str->prov];
-    if (!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, e)) {
+    if (GM_UNLIKELY(!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, e))) {
         st = read_event(b, r, at, e, &str->prov_unknown);
         if (st != GM_OK) {
             b->err->offset = r->offset;
