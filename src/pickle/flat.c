@@ -679,7 +679,22 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 v = PK_FALSE;
                 p++;
                 break;
-            case OP_SHORT_BINUNICODE:
+            case OP_SHORT_BINUNICODE: {
+                /* the common short string with its MEMOIZE, its cell written at once (as
+                 * flat_str_put() would, without the hole before it) */
+                size_t sn = p[1];
+                uint64_t base =
+                             vlen < vm->memo_cap ? vm->memo_base[vlen >> MEMO_PAGE_BITS] : NO_BASE,
+                         off = OFF(vm, p);
+                if (p < lim && (size_t)(lim - p) > 2 + sn && p[2 + sn] == OP_MEMOIZE &&
+                    base != NO_BASE && off >= base && off - base <= CELL_STR_MAX) {
+                    vm->memo[vlen++] = (uint32_t)(off - base);
+                    v = (off << 3) | PK_TAG_STR;
+                    p += 3 + sn;
+                    break;
+                }
+            }
+                /* fall through */
             case OP_BINUNICODE:
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &v)))
                     goto abandon;
