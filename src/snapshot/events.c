@@ -290,7 +290,7 @@ void gm_snapshot_cursor_init(struct gm_snapshot_cursor *c, const struct gm_snaps
         c->next_ = first;
         return;
     }
-    if (!pk || first == n) {
+    if (!pk || !pk->bytes || first == n) { /* no bytes: the events were not kept */
         c->next_ = n;
         return;
     }
@@ -336,7 +336,7 @@ bool gm_snapshot_cursor_fill(struct gm_snapshot_cursor *c)
         c->next_ = n;
         return true;
     }
-    if (!pk)
+    if (!pk || !pk->bytes)
         return false;
     m = n - c->next_ < GM_SNAPSHOT_CURSOR_BATCH ? n - c->next_ : GM_SNAPSHOT_CURSOR_BATCH;
     in = pk->bytes + c->pos_;

@@ -292,7 +292,8 @@ struct builder {
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
-    bool drop_events; /* gm_snapshot_opts.drop_events */
+    bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
+    bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
     bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,

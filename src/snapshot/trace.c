@@ -425,7 +425,8 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         snap_ev_writer_init(&(*sp)->w);
         (*sp)->w.count_only = b->drop_events;
         /* no fold (out of memory): the timeline walks the trace */
-        (*sp)->w.pk.fold = b->drop_events ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
+        (*sp)->w.pk.fold =
+            b->drop_events && !b->fold_only ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
     }
     return *sp;
 }
