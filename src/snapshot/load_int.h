@@ -230,14 +230,6 @@ struct interner {
 
 /* ---- trace.c ---- */
 
-/* What later checks need from a trace, summed while its events are made (no extra pass
- * over the trace). */
-struct ev_sums {
-    int64_t t_min, t_max; /* over the events with a time */
-    uint64_t size_sum;    /* sizes of all the events, saturating */
-    bool has_time;
-};
-
 /* One device trace, streamed while parsing. */
 struct stream {
     struct ev_writer w;  /* its committed events, and the 'flushed' ones of the open batch */

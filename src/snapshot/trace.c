@@ -16,21 +16,9 @@
 
 #include <string.h>
 
-static inline void sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
-{
-    if (e->flags & GM_EVENT_HAS_TIME) {
-        if (!s->has_time || e->time_us < s->t_min)
-            s->t_min = e->time_us;
-        if (!s->has_time || e->time_us > s->t_max)
-            s->t_max = e->time_us;
-        s->has_time = true;
-    }
-    s->size_sum = snap_sat_add(s->size_sum, e->size);
-}
-
 void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
-    sums_add(s, e);
+    snap_ev_sums_add_one(s, e);
 }
 
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
@@ -435,9 +423,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
  * and the batch's sums. */
 static void write_buffered(struct stream *str)
 {
-    snap_ev_writer_append_n(&str->w, str->prov_ev, str->prov);
-    for (size_t i = 0; i < str->prov; i++)
-        sums_add(&str->prov_sums, &str->prov_ev[i]);
+    snap_ev_writer_append_n(&str->w, str->prov_ev, str->prov, &str->prov_sums);
 }
 
 /* One trace entry of device_traces[index], kept provisionally until the batch ends. */
