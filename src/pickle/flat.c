@@ -620,6 +620,10 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
                     goto abandon;
                 all_hits = all_refs = false;
+                if (n < FLAT_MAX_PAIRS) { /* no hit at n while flat_pairs holds this key */
+                    vm->key_mask[n] = 0;
+                    vm->key_bytes[n] = 1;
+                }
                 break;
             case OP_FRAME:
                 if (!(p = flat_frames(p, end, lim)))
@@ -630,7 +634,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             }
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
+            vm->flat_pairs[2 * n] = k;
         have_key:
+            /* a hit's key is in flat_pairs already: the key cache at n changes only with the
+             * memo reference read there, which is stored there, and a string key read there
+             * clears it (so it is valid only while flat_pairs[2 n] holds key_val[n]) */
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
             switch (*p) {
@@ -714,7 +722,6 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-            vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
         }
