@@ -276,17 +276,24 @@ static inline size_t list_hint_of(const uint8_t *q, pk_val key, size_t nbytes)
  * slot 'hint' names: its name, and the position after its APPENDS; NULL otherwise.  That entry
  * is the one the hash of the run would find (equal bytes are the same run of opcodes, and the
  * same hash). */
-static inline const uint8_t *list_hinted(const struct vm *vm, const uint8_t *q, pk_val key,
-                                         size_t hint, uint32_t *name)
+static inline const uint8_t *list_entry_run(struct vm *vm, const uint8_t *q, pk_val key,
+                                            size_t slot, uint32_t *name)
 {
-    const struct list_cache_entry *c = &vm->list_cache[vm->list_hint[hint]];
+    const struct list_cache_entry *c = &vm->list_cache[slot];
     size_t len = c->len;
     if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(vm->end - q) >= len + 2 &&
         q[len] == OP_APPENDS && !more_items(q[len + 1]) && run_eq(c->bytes, q, len)) {
         *name = c->name;
+        vm->last_list = (uint8_t)slot;
         return q + len + 1;
     }
     return NULL;
+}
+
+static inline const uint8_t *list_hinted(struct vm *vm, const uint8_t *q, pk_val key, size_t hint,
+                                         uint32_t *name)
+{
+    return list_entry_run(vm, q, key, vm->list_hint[hint], name);
 }
 
 /* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
@@ -301,8 +308,11 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
-    /* the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++ frames do)
-     * and by the first LIST_HINT_SHORT (short stacks) */
+    /* the entry of the list before (an entry often repeats the stack of the one before),
+     * then the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++
+     * frames do) and by the first LIST_HINT_SHORT (short stacks) */
+    if ((after = list_entry_run(vm, q, key, vm->last_list, name)) != NULL)
+        return after;
     if (end - q >= LIST_HINT_LONG)
         after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_LONG), name);
     if (!after && end - q >= LIST_HINT_SHORT)
@@ -328,6 +338,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     if (c->gen == vm->memo_gen + 1 && c->hash == h && c->key == key && c->len == len &&
         run_eq(c->bytes, p + 1, len)) {
         *name = c->name;
+        vm->last_list = (uint8_t)(h >> (64 - LIST_CACHE_BITS));
         return q + 1;
     }
     vm->run = p + 1;
@@ -357,6 +368,7 @@ static void list_remember(struct vm *vm, uint32_t name)
     c->name = name;
     c->len = vm->run_len;
     memcpy(c->bytes, vm->run, vm->run_len);
+    vm->last_list = (uint8_t)slot;
 }
 
 /* The value of dict key 'key' that is a list (frames): EMPTY_LIST [put] then
