@@ -765,10 +765,12 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             list_remember(vm, name);
         if (cached != UINT32_MAX)
             name = cached;
-        if (dict_slot != SIZE_MAX && !memo_store(vm, dict_slot, PK_DEAD, true))
-            goto abandon;
+        if (dict_slot != SIZE_MAX)
+            vm->memo[dict_slot] = CELL_DEAD; /* a fresh slot: as memo_store() writes it */
         if (list_slot != SIZE_MAX) {
-            if (name != UINT32_MAX) {
+            if (name <= CELL_INDEX) {
+                vm->memo[list_slot] = CELL_NAME | name; /* as memo_store() writes it */
+            } else if (name != UINT32_MAX) {
                 if (!memo_store(vm, list_slot, PK_TOKEN(name), true))
                     goto abandon;
             } else {
