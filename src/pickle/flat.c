@@ -706,8 +706,9 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 uint64_t base =
                              vlen < vm->memo_cap ? vm->memo_base[vlen >> MEMO_PAGE_BITS] : NO_BASE,
                          off = OFF(vm, p);
-                if (p < lim && (size_t)(lim - p) > 2 + sn && p[2 + sn] == OP_MEMOIZE &&
-                    base != NO_BASE && off >= base && off - base <= CELL_STR_MAX) {
+                /* (off - base: past CELL_STR_MAX also when off < base) */
+                if ((uintptr_t)p + 3 + sn <= (uintptr_t)lim && p[2 + sn] == OP_MEMOIZE &&
+                    base != NO_BASE && off - base <= CELL_STR_MAX) {
                     vm->memo[vlen++] = (uint32_t)(off - base);
                     v = (off << 3) | PK_TAG_STR;
                     p += 3 + sn;
