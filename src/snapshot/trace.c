@@ -271,7 +271,8 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
  * types.  It fills *e exactly as read_event() would and returns true; false (having changed
  * nothing but *e and caches) for anything else, which read_event() then reads.  Always
  * inlined: flat_event() calls it with the usual positions as constants, which folds the
- * tests of which keys there are away. */
+ * tests of which keys there are away.  The generation evidence of the keys (any_time,
+ * any_compile_ctx) is read_event()'s: it read the first entry with these keys. */
 static inline __attribute__((always_inline)) bool flat_event_at(struct builder *b,
                                                                 const struct pk_record *r,
                                                                 struct gm_snapshot_event *e,
@@ -318,13 +319,11 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
         if (!pk_small_i64(it[2 * pos[4] + 1], &e->time_us))
             return false;
         e->flags |= GM_EVENT_HAS_TIME;
-        b->any_time = true;
     }
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
         v = it[2 * pos[5] + 1];
-        b->any_compile_ctx = true;
         if (GM_LIKELY(tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word))) {
             /* "N/A" again: the string of the entry before */
             cc = tr->flat_cc;
