@@ -527,7 +527,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
 }
 
 /* The fixed fields of a transient node the records are handed in. */
-static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items)
+static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items, uint32_t cap)
 {
     n->kind = kind;
     n->flags = PK_NODE_SCRATCH;
@@ -535,6 +535,7 @@ static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *
     n->memo_idx = 0;
     n->mark = 0;
     n->items = items;
+    n->cap = cap;
 }
 
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
@@ -564,8 +565,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     }
     /* the transient dict and list each record is handed in (the consumer never changes them:
      * pk_set_mark() leaves transient nodes alone) */
-    scratch_node(d, PK_DICT, 0, vm->flat_pairs);
-    scratch_node(l, PK_LIST, 1, vm->flat_items);
+    scratch_node(d, PK_DICT, 0, vm->flat_pairs, FLAT_MAX_PAIRS);
+    scratch_node(l, PK_LIST, 1, vm->flat_items, FLAT_MAX_ITEMS);
     r.item = (pk_val)(uintptr_t)d;
     r.is_dict = true;
     r.pairs = vm->flat_pairs;
@@ -750,9 +751,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         prev_refs = all_refs;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
-        d->len = d->cap = (uint32_t)n;
+        d->len = (uint32_t)n;
         l->n_puts = list_slot != SIZE_MAX;
-        l->cap = l->len;
         r.n = (uint32_t)n;
         vm->flat_name = UINT32_MAX;
         vm->in_flat = true;
