@@ -21,6 +21,7 @@ struct snapcli_load_opts {
                                  * run on it and its snapshot is NULL) */
     const struct gm_category_rules *rules; /* --categories: analyses made by the loading
                                             * helpers apply them; NULL: none */
+    bool timeline_only; /* only the timelines and the peaks are needed (no analysis) */
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */

@@ -375,7 +375,8 @@ struct gm_snapshot {
     /* Batches of trace entries the flat reader decoded (0 with GM_SNAPSHOT_READER_GENERAL):
      * a diagnostic of how the file was read. */
     uint64_t n_flat_batches;
-    bool events_dropped; /* loaded with gm_snapshot_opts.drop_events: no cursor reads any */
+    bool events_dropped; /* loaded with gm_snapshot_opts.drop_events or timeline_only (and
+                          * kept no event): no cursor reads any */
 
     /* Pinned host memory (torch's CachingHostAllocator: host_segments / host_traces, written
      * with _record_memory_history(record_host=True)), kept apart from the devices: no
@@ -417,6 +418,14 @@ struct gm_snapshot_opts {
      * in a fraction of the memory.  gm_snapshot.events_dropped is then set, and the
      * timeline and the analyses refuse the snapshot. */
     bool drop_events;
+    /* Keep the events only if more than each device's timeline (gm_snapshot_timeline()) is
+     * asked of them, as for the peak: the timelines are folded while the file is read and
+     * no event is kept; when a fold cannot answer, or a trace holds an out-of-memory event
+     * or per-event notes (user_metadata, forward_frames), the input is read again with its
+     * events.  Without them gm_snapshot.events_dropped is set, the timeline answers from
+     * the folds and what else needs the events refuses the snapshot (as with drop_events,
+     * which wins when both are set). */
+    bool timeline_only;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into

@@ -20,6 +20,8 @@
  * counts at most overstated, which only keeps more nodes alive. */
 #include "pickle/pickle_int.h"
 
+#include "base/hint.h"
+
 /* An optional put right after a value: it must take the next slot, 'vlen'.  *slot is the
  * slot or SIZE_MAX; false abandons the batch.  flat_put_in(): at p within the input. */
 static inline bool flat_put_in(struct vm *vm, const uint8_t **pp, size_t *vlen, size_t *slot)
@@ -274,17 +276,24 @@ static inline size_t list_hint_of(const uint8_t *q, pk_val key, size_t nbytes)
  * slot 'hint' names: its name, and the position after its APPENDS; NULL otherwise.  That entry
  * is the one the hash of the run would find (equal bytes are the same run of opcodes, and the
  * same hash). */
-static inline const uint8_t *list_hinted(const struct vm *vm, const uint8_t *q, pk_val key,
-                                         size_t hint, uint32_t *name)
+static inline const uint8_t *list_entry_run(struct vm *vm, const uint8_t *q, pk_val key,
+                                            size_t slot, uint32_t *name)
 {
-    const struct list_cache_entry *c = &vm->list_cache[vm->list_hint[hint]];
+    const struct list_cache_entry *c = &vm->list_cache[slot];
     size_t len = c->len;
     if (c->gen == vm->memo_gen + 1 && c->key == key && (size_t)(vm->end - q) >= len + 2 &&
         q[len] == OP_APPENDS && !more_items(q[len + 1]) && run_eq(c->bytes, q, len)) {
         *name = c->name;
+        vm->last_list = (uint8_t)slot;
         return q + len + 1;
     }
     return NULL;
+}
+
+static inline const uint8_t *list_hinted(struct vm *vm, const uint8_t *q, pk_val key, size_t hint,
+                                         uint32_t *name)
+{
+    return list_entry_run(vm, q, key, vm->list_hint[hint], name);
 }
 
 /* A list value of key 'key' whose items are one run of memo references, MARK (BINGET |
@@ -299,8 +308,11 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     const struct list_cache_entry *c;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ key;
     size_t len;
-    /* the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++ frames do)
-     * and by the first LIST_HINT_SHORT (short stacks) */
+    /* the entry of the list before (an entry often repeats the stack of the one before),
+     * then the hints by the first LIST_HINT_LONG bytes (stacks that begin alike, as C++
+     * frames do) and by the first LIST_HINT_SHORT (short stacks) */
+    if ((after = list_entry_run(vm, q, key, vm->last_list, name)) != NULL)
+        return after;
     if (end - q >= LIST_HINT_LONG)
         after = list_hinted(vm, q, key, list_hint_of(q, key, LIST_HINT_LONG), name);
     if (!after && end - q >= LIST_HINT_SHORT)
@@ -326,6 +338,7 @@ static inline const uint8_t *list_cached(struct vm *vm, const uint8_t *p, pk_val
     if (c->gen == vm->memo_gen + 1 && c->hash == h && c->key == key && c->len == len &&
         run_eq(c->bytes, p + 1, len)) {
         *name = c->name;
+        vm->last_list = (uint8_t)(h >> (64 - LIST_CACHE_BITS));
         return q + 1;
     }
     vm->run = p + 1;
@@ -355,6 +368,7 @@ static void list_remember(struct vm *vm, uint32_t name)
     c->name = name;
     c->len = vm->run_len;
     memcpy(c->bytes, vm->run, vm->run_len);
+    vm->last_list = (uint8_t)slot;
 }
 
 /* The value of dict key 'key' that is a list (frames): EMPTY_LIST [put] then
@@ -513,7 +527,7 @@ static inline const uint8_t *flat_str_put(struct vm *vm, const uint8_t *p, const
 }
 
 /* The fixed fields of a transient node the records are handed in. */
-static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items)
+static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *items, uint32_t cap)
 {
     n->kind = kind;
     n->flags = PK_NODE_SCRATCH;
@@ -521,6 +535,7 @@ static void scratch_node(struct pk_node *n, uint8_t kind, uint8_t refs, pk_val *
     n->memo_idx = 0;
     n->mark = 0;
     n->items = items;
+    n->cap = cap;
 }
 
 /* Read the batch after a MARK whose list below is the streamed list 'list'.  true: read,
@@ -550,8 +565,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
     }
     /* the transient dict and list each record is handed in (the consumer never changes them:
      * pk_set_mark() leaves transient nodes alone) */
-    scratch_node(d, PK_DICT, 0, vm->flat_pairs);
-    scratch_node(l, PK_LIST, 1, vm->flat_items);
+    scratch_node(d, PK_DICT, 0, vm->flat_pairs, FLAT_MAX_PAIRS);
+    scratch_node(l, PK_LIST, 1, vm->flat_items, FLAT_MAX_ITEMS);
     r.item = (pk_val)(uintptr_t)d;
     r.is_dict = true;
     r.pairs = vm->flat_pairs;
@@ -584,12 +599,12 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         for (;;) {
             pk_val k, v;
             /* key */
-            if (p >= lim)
+            if (GM_UNLIKELY(p >= lim))
                 goto abandon;
             /* The same memo reference as the key at this position of the entry before: the
              * same value, with no look-up (within a batch the slots in use never change).
              * Never a hit past FLAT_MAX_PAIRS keys. */
-            if ((le64(p) & vm->key_mask[n]) == vm->key_bytes[n]) {
+            if (GM_LIKELY((le64(p) & vm->key_mask[n]) == vm->key_bytes[n])) {
                 k = vm->key_val[n];
                 p += vm->key_len_[n];
                 goto have_key;
@@ -618,6 +633,10 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &k)))
                     goto abandon;
                 all_hits = all_refs = false;
+                if (n < FLAT_MAX_PAIRS) { /* no hit at n while flat_pairs holds this key */
+                    vm->key_mask[n] = 0;
+                    vm->key_bytes[n] = 1;
+                }
                 break;
             case OP_FRAME:
                 if (!(p = flat_frames(p, end, lim)))
@@ -628,7 +647,11 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             }
             if (n == FLAT_MAX_PAIRS)
                 goto abandon;
+            vm->flat_pairs[2 * n] = k;
         have_key:
+            /* a hit's key is in flat_pairs already: the key cache at n changes only with the
+             * memo reference read there, which is stored there, and a string key read there
+             * clears it (so it is valid only while flat_pairs[2 n] holds key_val[n]) */
             /* value: p is at most 5 bytes past a check, or checked after a string */
         value:
             switch (*p) {
@@ -677,7 +700,23 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
                 v = PK_FALSE;
                 p++;
                 break;
-            case OP_SHORT_BINUNICODE:
+            case OP_SHORT_BINUNICODE: {
+                /* the common short string with its MEMOIZE, its cell written at once (as
+                 * flat_str_put() would, without the hole before it) */
+                size_t sn = p[1];
+                uint64_t base =
+                             vlen < vm->memo_cap ? vm->memo_base[vlen >> MEMO_PAGE_BITS] : NO_BASE,
+                         off = OFF(vm, p);
+                /* (off - base: past CELL_STR_MAX also when off < base) */
+                if ((uintptr_t)p + 3 + sn <= (uintptr_t)lim && p[2 + sn] == OP_MEMOIZE &&
+                    base != NO_BASE && off - base <= CELL_STR_MAX) {
+                    vm->memo[vlen++] = (uint32_t)(off - base);
+                    v = (off << 3) | PK_TAG_STR;
+                    p += 3 + sn;
+                    break;
+                }
+            }
+                /* fall through */
             case OP_BINUNICODE:
                 if (!(p = flat_str_put(vm, p, lim, &vlen, &v)))
                     goto abandon;
@@ -697,7 +736,6 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             default:
                 goto abandon;
             }
-            vm->flat_pairs[2 * n] = k;
             vm->flat_pairs[2 * n + 1] = v;
             n++;
         }
@@ -713,9 +751,8 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
         prev_refs = all_refs;
         prev_n = n;
         d->n_puts = dict_slot != SIZE_MAX;
-        d->len = d->cap = (uint32_t)n;
+        d->len = (uint32_t)n;
         l->n_puts = list_slot != SIZE_MAX;
-        l->cap = l->len;
         r.n = (uint32_t)n;
         vm->flat_name = UINT32_MAX;
         vm->in_flat = true;
@@ -729,10 +766,12 @@ bool pk_flat_batch(struct vm *vm, struct pk_node *list)
             list_remember(vm, name);
         if (cached != UINT32_MAX)
             name = cached;
-        if (dict_slot != SIZE_MAX && !memo_store(vm, dict_slot, PK_DEAD, true))
-            goto abandon;
+        if (dict_slot != SIZE_MAX)
+            vm->memo[dict_slot] = CELL_DEAD; /* a fresh slot: as memo_store() writes it */
         if (list_slot != SIZE_MAX) {
-            if (name != UINT32_MAX) {
+            if (name <= CELL_INDEX) {
+                vm->memo[list_slot] = CELL_NAME | name; /* as memo_store() writes it */
+            } else if (name != UINT32_MAX) {
                 if (!memo_store(vm, list_slot, PK_TOKEN(name), true))
                     goto abandon;
             } else {

@@ -188,6 +188,7 @@ struct vm {
      * list, to be remembered when the consumer names it */
     struct list_cache_entry *list_cache;     /* 1 << LIST_CACHE_BITS entries, made at first use */
     uint8_t list_hint[1u << LIST_HINT_BITS]; /* by list_hint_of(): an entry of list_cache */
+    uint8_t last_list;                       /* the entry of the last list found or remembered */
     const uint8_t *run;                      /* NULL: the current list is not to be remembered */
     uint32_t run_len;                        /* 0: the list has no items */
     uint64_t run_hash;

@@ -197,20 +197,28 @@ size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n)
 
 bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *e)
 {
+    struct ev_sums unused = {0, 0, 0, false};
     if (!snap_ev_writer_reserve(w, 1))
         return false;
-    snap_ev_writer_append_n(w, e, 1);
+    snap_ev_writer_append_n(w, e, 1, &unused);
     return true;
 }
 
-void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n)
+void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n,
+                             struct ev_sums *sums)
 {
     if (w->count_only) {
-        for (size_t i = 0; i < n; i++)
+        /* the sums in the same loop (with the packing below, a loop of their own costs less:
+         * the encoder keeps its state in registers) */
+        for (size_t i = 0; i < n; i++) {
             w->n_actions[ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER]++;
+            snap_ev_sums_add_one(sums, &ev[i]);
+        }
         w->pk.n_events += n;
         return;
     }
+    for (size_t i = 0; i < n; i++)
+        snap_ev_sums_add_one(sums, &ev[i]);
     {
         struct ev_state st = w->st;
         uint8_t *p = w->pk.bytes + w->pk.n_bytes;
@@ -290,7 +298,7 @@ void gm_snapshot_cursor_init(struct gm_snapshot_cursor *c, const struct gm_snaps
         c->next_ = first;
         return;
     }
-    if (!pk || first == n) {
+    if (!pk || !pk->bytes || first == n) { /* no bytes: the events were not kept */
         c->next_ = n;
         return;
     }
@@ -336,7 +344,7 @@ bool gm_snapshot_cursor_fill(struct gm_snapshot_cursor *c)
         c->next_ = n;
         return true;
     }
-    if (!pk)
+    if (!pk || !pk->bytes)
         return false;
     m = n - c->next_ < GM_SNAPSHOT_CURSOR_BATCH ? n - c->next_ : GM_SNAPSHOT_CURSOR_BATCH;
     in = pk->bytes + c->pos_;

@@ -184,8 +184,8 @@ static enum gm_status build(struct builder *b, pk_val root)
                 snap_ev_sums_merge(&span, &sums);
                 b->impl->size_sums[di - 1] = sums.size_sum;
                 d->n_events = tw->pk.n_events;
-                if (d->n_events && !b->drop_events)
-                    d->packed = &tw->pk;
+                if (d->n_events && (!b->drop_events || b->fold_only))
+                    d->packed = &tw->pk; /* fold_only: no bytes, the fold */
                 memcpy(d->n_actions, tw->n_actions, sizeof(d->n_actions));
                 s->n_events += d->n_events;
                 s->n_unknown_actions += unknown;
@@ -301,8 +301,8 @@ static void read_input(void *ctx)
     pk_doc_release(r->doc);
 }
 
-static enum gm_status load(const void *data, size_t len, const struct gm_snapshot_opts *opts,
-                           bool mapped, struct gm_snapshot **out, struct gm_error *err)
+static enum gm_status load_once(const void *data, size_t len, const struct gm_snapshot_opts *opts,
+                                bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
     struct pk_opts po;
     struct pk_stream stream;
@@ -358,7 +358,8 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     stream.ctx = b;
     po.stream = &stream;
     po.general_only = opts && opts->reader == GM_SNAPSHOT_READER_GENERAL;
-    b->drop_events = opts && opts->drop_events;
+    b->drop_events = opts && (opts->drop_events || opts->timeline_only);
+    b->fold_only = opts && opts->timeline_only && !opts->drop_events;
     impl->pub.events_dropped = b->drop_events;
     po.drop_behind = mapped;
 
@@ -402,6 +403,37 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
     }
     *out = &impl->pub;
     return GM_OK;
+}
+
+/* Whether a snapshot loaded with timeline_only answers without its events: every trace with
+ * events folded, none with an out-of-memory event or per-event notes (what the peak reads
+ * from the events besides the timeline). */
+static bool folds_suffice(const struct gm_snapshot *s)
+{
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        if ((d->n_events && !snap_fold_ready(d)) || d->n_actions[GM_ACTION_OOM])
+            return false;
+    }
+    for (size_t i = 0; i < s->n_extras; i++)
+        if ((s->extras[i].user_metadata && *s->extras[i].user_metadata) ||
+            s->extras[i].forward_stack)
+            return false;
+    return true;
+}
+
+static enum gm_status load(const void *data, size_t len, const struct gm_snapshot_opts *opts,
+                           bool mapped, struct gm_snapshot **out, struct gm_error *err)
+{
+    enum gm_status st = load_once(data, len, opts, mapped, out, err);
+    if (st == GM_OK && opts && opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
+        /* the events are needed after all: read the input again, keeping them */
+        struct gm_snapshot_opts again = *opts;
+        again.timeline_only = false;
+        gm_snapshot_free(*out);
+        st = load_once(data, len, &again, mapped, out, err);
+    }
+    return st;
 }
 
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,

@@ -230,14 +230,6 @@ struct interner {
 
 /* ---- trace.c ---- */
 
-/* What later checks need from a trace, summed while its events are made (no extra pass
- * over the trace). */
-struct ev_sums {
-    int64_t t_min, t_max; /* over the events with a time */
-    uint64_t size_sum;    /* sizes of all the events, saturating */
-    bool has_time;
-};
-
 /* One device trace, streamed while parsing. */
 struct stream {
     struct ev_writer w;  /* its committed events, and the 'flushed' ones of the open batch */
@@ -292,7 +284,8 @@ struct builder {
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
-    bool drop_events; /* gm_snapshot_opts.drop_events */
+    bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
+    bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
     bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,

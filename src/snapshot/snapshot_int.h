@@ -116,6 +116,26 @@ struct ev_mark {
     uint64_t n_actions[GM_ACTION_COUNT];
 };
 
+/* What later checks need from a trace, summed while its events are written (no extra pass
+ * over the trace). */
+struct ev_sums {
+    int64_t t_min, t_max; /* over the events with a time */
+    uint64_t size_sum;    /* sizes of all the events, saturating */
+    bool has_time;
+};
+
+static inline void snap_ev_sums_add_one(struct ev_sums *s, const struct gm_snapshot_event *e)
+{
+    if (e->flags & GM_EVENT_HAS_TIME) {
+        if (!s->has_time || e->time_us < s->t_min)
+            s->t_min = e->time_us;
+        if (!s->has_time || e->time_us > s->t_max)
+            s->t_max = e->time_us;
+        s->has_time = true;
+    }
+    s->size_sum = snap_sat_add(s->size_sum, e->size);
+}
+
 void snap_ev_writer_init(struct ev_writer *w);
 void snap_ev_writer_release(struct ev_writer *w);
 /* Append one event (time_us is kept only with GM_EVENT_HAS_TIME); false when out of
@@ -124,9 +144,10 @@ bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *
 /* Room for at least 'n' more events, made if need be: how many events the writer takes
  * now without growing (SIZE_MAX when it counts only), 0 when out of memory. */
 size_t snap_ev_writer_reserve(struct ev_writer *w, size_t n);
-/* Append ev[0..n), for which snap_ev_writer_reserve() made room: one loop, no call per
- * event. */
-void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n);
+/* Append ev[0..n), for which snap_ev_writer_reserve() made room, and add them to *sums: one
+ * loop, no call per event. */
+void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n,
+                             struct ev_sums *sums);
 void snap_ev_writer_mark(const struct ev_writer *w, struct ev_mark *m);
 void snap_ev_writer_rewind(struct ev_writer *w, const struct ev_mark *m);
 /* Give back the unused capacity (keeps the larger arrays if that fails). */

@@ -611,7 +611,8 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
     memset(out, 0, sizeof(*out));
     if (!d)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
-    if (snap->events_dropped)
+    /* without the events: the fold's answer (timeline_only), or none to walk */
+    if (snap->events_dropped && !snap_fold_ready(d) && d->n_events)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "timeline: the snapshot was loaded without its events");
     out->device = index;
@@ -621,6 +622,8 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                        d->n_events, INT32_MAX - 2);
     if (!force_two_pass && fold_timeline(d, (flags & GM_TIMELINE_LIVE) != 0, out))
         return GM_OK;
+    if (snap->events_dropped && d->n_events)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 
     /* pass 1: the fold's rule over the trace, without the lists the live list needs (pass 3
      * makes that list), its map charged beside the memory the snapshot holds */

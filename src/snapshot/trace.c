@@ -12,23 +12,13 @@
  * batch ends (pickle.h: a batch may be dropped and delivered again). */
 #include "snapshot/load_int.h"
 
-#include <string.h>
+#include "base/hint.h"
 
-static inline void sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
-{
-    if (e->flags & GM_EVENT_HAS_TIME) {
-        if (!s->has_time || e->time_us < s->t_min)
-            s->t_min = e->time_us;
-        if (!s->has_time || e->time_us > s->t_max)
-            s->t_max = e->time_us;
-        s->has_time = true;
-    }
-    s->size_sum = snap_sat_add(s->size_sum, e->size);
-}
+#include <string.h>
 
 void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
-    sums_add(s, e);
+    snap_ev_sums_add_one(s, e);
 }
 
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)
@@ -281,7 +271,8 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
  * types.  It fills *e exactly as read_event() would and returns true; false (having changed
  * nothing but *e and caches) for anything else, which read_event() then reads.  Always
  * inlined: flat_event() calls it with the usual positions as constants, which folds the
- * tests of which keys there are away. */
+ * tests of which keys there are away.  The generation evidence of the keys (any_time,
+ * any_compile_ctx) is read_event()'s: it read the first entry with these keys. */
 static inline __attribute__((always_inline)) bool flat_event_at(struct builder *b,
                                                                 const struct pk_record *r,
                                                                 struct gm_snapshot_event *e,
@@ -304,7 +295,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
      * remembered by its value */
     v = it[2 * pos[0] + 1];
     ai = (size_t)((v * 0x9e3779b97f4a7c15ULL) >> (64 - FLAT_ACT_BITS));
-    if (v == tr->flat_act_val[ai] && v) {
+    if (GM_LIKELY(v == tr->flat_act_val[ai] && v)) {
         e->action = tr->flat_act[ai];
     } else {
         a = snap_word_of(b, v);
@@ -328,14 +319,12 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
         if (!pk_small_i64(it[2 * pos[4] + 1], &e->time_us))
             return false;
         e->flags |= GM_EVENT_HAS_TIME;
-        b->any_time = true;
     }
     if (pos[5] >= 0) {
         const char *p;
         size_t n;
         v = it[2 * pos[5] + 1];
-        b->any_compile_ctx = true;
-        if (tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word)) {
+        if (GM_LIKELY(tr->flat_cc_word && pk_short_str_is_word(b->doc, v, tr->flat_cc_word))) {
             /* "N/A" again: the string of the entry before */
             cc = tr->flat_cc;
             has_extra = true;
@@ -361,7 +350,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
         const pk_val *items;
         uint32_t n;
         v = it[2 * pos[7] + 1];
-        if (pk_is_token(v) && pk_token_id(v) < b->in.n_stacks) {
+        if (GM_LIKELY(pk_is_token(v) && pk_token_id(v) < b->in.n_stacks)) {
             e->stack = pk_token_id(v);
         } else if (pk_is_transient(v) && pk_list_items(v, &items, &n) && n) {
             /* a new frames list: most repeat one read before (snap_intern_stack()'s first cache) */
@@ -379,7 +368,7 @@ static inline __attribute__((always_inline)) bool flat_event_at(struct builder *
     }
     if (has_extra) {
         /* the extra of the entry before, when stream and compile_context are its */
-        if (tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc) {
+        if (GM_LIKELY(tr->flat_x_id && stream == tr->flat_x_stream && cc == tr->flat_x_cc)) {
             e->extra = tr->flat_x_id;
         } else {
             struct gm_snapshot_event_extra x;
@@ -423,7 +412,8 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         snap_ev_writer_init(&(*sp)->w);
         (*sp)->w.count_only = b->drop_events;
         /* no fold (out of memory): the timeline walks the trace */
-        (*sp)->w.pk.fold = b->drop_events ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
+        (*sp)->w.pk.fold =
+            b->drop_events && !b->fold_only ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
     }
     return *sp;
 }
@@ -432,9 +422,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
  * and the batch's sums. */
 static void write_buffered(struct stream *str)
 {
-    snap_ev_writer_append_n(&str->w, str->prov_ev, str->prov);
-    for (size_t i = 0; i < str->prov; i++)
-        sums_add(&str->prov_sums, &str->prov_ev[i]);
+    snap_ev_writer_append_n(&str->w, str->prov_ev, str->prov, &str->prov_sums);
 }
 
 /* One trace entry of device_traces[index], kept provisionally until the batch ends. */
@@ -472,7 +460,7 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         str->room_end = room == SIZE_MAX ? SIZE_MAX : str->w.pk.n_events + room;
     }
     e = &str->prov_ev[str->prov];
-    if (!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, e)) {
+    if (GM_UNLIKELY(!b->tr.flat_shape || !r->same_keys || !flat_event(b, r, e))) {
         st = read_event(b, r, at, e, &str->prov_unknown);
         if (st != GM_OK) {
             b->err->offset = r->offset;

@@ -1,12 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_snapshot.c - snapshot loading, stats, timeline and grouping on arbitrary bytes, the
- * host trace and the events' forward stacks included. */
+ * host trace and the events' forward stacks included; and a load with timeline_only, whose
+ * timelines must be those of the full load. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool same_timeline(const struct gm_snapshot_timeline *a,
+                          const struct gm_snapshot_timeline *b)
+{
+    if (a->peak_bytes != b->peak_bytes || a->peak_event_index != b->peak_event_index ||
+        a->initial_bytes != b->initial_bytes || a->final_bytes != b->final_bytes ||
+        a->peak_reserved_bytes != b->peak_reserved_bytes ||
+        a->reserved_at_peak_bytes != b->reserved_at_peak_bytes ||
+        a->peak_time_valid != b->peak_time_valid || a->peak_time_us != b->peak_time_us ||
+        a->n_live != b->n_live)
+        return false;
+    for (size_t i = 0; i < a->n_live; i++)
+        if (a->live[i].addr != b->live[i].addr || a->live[i].bytes != b->live[i].bytes ||
+            a->live[i].alloc_event != b->live[i].alloc_event ||
+            a->live[i].stack != b->live[i].stack)
+            return false;
+    return true;
+}
+
+/* The timelines of a load with timeline_only against those of the full load 'full'. */
+static void check_timeline_only(const uint8_t *data, size_t size, const struct gm_snapshot *full)
+{
+    struct gm_snapshot *s;
+    struct gm_snapshot_opts o;
+    struct gm_error err;
+    memset(&o, 0, sizeof o);
+    o.memory_limit = 64u << 20;
+    o.timeline_only = true;
+    if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
+        return;
+    if (s->n_devices != full->n_devices)
+        abort();
+    for (size_t i = 0; i < s->n_devices; i++) {
+        struct gm_snapshot_timeline a, b;
+        int32_t d = full->devices[i].index;
+        bool ok_a = gm_snapshot_timeline(full, d, GM_TIMELINE_LIVE, &a, &err) == GM_OK;
+        bool ok_b = gm_snapshot_timeline(s, d, GM_TIMELINE_LIVE, &b, &err) == GM_OK;
+        if (ok_a && ok_b && !same_timeline(&a, &b))
+            abort();
+        if (ok_a)
+            gm_snapshot_timeline_release(&a);
+        if (ok_b)
+            gm_snapshot_timeline_release(&b);
+    }
+    gm_snapshot_free(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -49,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct gm_snapshot_figures f;
         gm_snapshot_host_figures(s, &f);
     }
+    check_timeline_only(data, size, s);
     gm_snapshot_free(s);
     return 0;
 }

@@ -977,6 +977,74 @@ static void test_long_batch(void **state)
     }
 }
 
+/* Whether two timelines have the same figures and the same allocations alive at the peak. */
+static void assert_same_timeline(const struct gm_snapshot_timeline *a,
+                                 const struct gm_snapshot_timeline *b)
+{
+    assert_true(a->peak_bytes == b->peak_bytes && a->peak_event_index == b->peak_event_index);
+    assert_true(a->initial_bytes == b->initial_bytes && a->final_bytes == b->final_bytes);
+    assert_true(a->peak_reserved_bytes == b->peak_reserved_bytes &&
+                a->reserved_at_peak_bytes == b->reserved_at_peak_bytes);
+    assert_true(a->peak_time_valid == b->peak_time_valid && a->peak_time_us == b->peak_time_us);
+    assert_int_equal(a->n_live, b->n_live);
+    for (size_t i = 0; i < a->n_live; i++)
+        assert_true(a->live[i].addr == b->live[i].addr && a->live[i].bytes == b->live[i].bytes &&
+                    a->live[i].alloc_event == b->live[i].alloc_event &&
+                    a->live[i].stack == b->live[i].stack);
+}
+
+/* timeline_only: a trace whose timeline the load folds keeps no event and answers as a full
+ * load does; a trace that the fold cannot answer (a batch longer than the loader waits for),
+ * or that holds an out-of-memory event, is read again with its events. */
+static void test_timeline_only(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 3; kind++) {
+        struct gm_snapshot_opts full = {0}, only = {0};
+        struct gm_snapshot *s[2];
+        struct gm_snapshot_timeline tl[2];
+        struct gm_snapshot_cursor c;
+        struct gm_error err;
+        struct em e;
+        uint8_t *data = NULL;
+        const uint8_t *in;
+        size_t len;
+        if (kind == 1) {
+            in = data = write_one_batch(6000, SIZE_MAX, &len);
+        } else {
+            build_middle_peak(&e, 500);
+            if (kind == 2) { /* an out-of-memory event before the end */
+                e.n -= 4;    /* APPENDS APPENDS SETITEMS STOP */
+                e_event(&e, "oom", 1 << 20, 4096, 114);
+                e_end_list(&e);
+                e_end_list(&e);
+                e_end_dict(&e);
+                e_op(&e, '.');
+            }
+            in = e.b;
+            len = e.n;
+        }
+        only.timeline_only = true;
+        assert_int_equal(gm_snapshot_load_mem(in, len, &full, &s[0], &err), GM_OK);
+        assert_int_equal(gm_snapshot_load_mem(in, len, &only, &s[1], &err), GM_OK);
+        assert_int_equal(s[1]->devices[0].n_events, s[0]->devices[0].n_events);
+        assert_int_equal(s[1]->events_dropped, kind == 0);
+        gm_snapshot_cursor_init(&c, &s[1]->devices[0], 0);
+        if (kind == 0)
+            assert_null(gm_snapshot_cursor_next(&c)); /* no event kept */
+        else
+            assert_non_null(gm_snapshot_cursor_next(&c));
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(gm_snapshot_timeline(s[i], 0, GM_TIMELINE_LIVE, &tl[i], &err), GM_OK);
+        assert_same_timeline(&tl[0], &tl[1]);
+        for (int i = 0; i < 2; i++) {
+            gm_snapshot_timeline_release(&tl[i]);
+            gm_snapshot_free(s[i]);
+        }
+        free(data);
+    }
+}
+
 static void test_passes_real_files(void **state)
 {
     static const char *const names[] = {
@@ -1134,8 +1202,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
     cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
     cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_long_batch),     cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_long_batch),     cmocka_unit_test(test_timeline_only),
+    cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
+    cmocka_unit_test(test_spool_bound),
 };
 
 /* real snapshots */
