@@ -564,6 +564,34 @@ static void test_expandable_streams_keep_their_pages(void **state)
     teardown(&f);
 }
 
+/* find_expandable_block() reserves totalGlobalMem + totalGlobalMem / 8 of address space,
+ * rounded up to whole pages (ExpandableSegment: max_handles_ = numSegments(total + total / 8);
+ * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @ 001074d).  A device of 160 MiB + 1 B has
+ * 180 MiB + 1 B of range, ten 20 MiB pages, not nine: 100 MiB and then 90 MiB fit in the
+ * first segment. */
+static void test_expandable_range_rounds_up_to_pages(void **state)
+{
+    struct fixture f;
+    struct gm_alloc_device dev;
+    struct gm_error e;
+    uint64_t p, q;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    gm_alloc_free(f.a);
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &f.fake;
+    dev.total_bytes = 160 * MiB + 1;
+    assert_int_equal(gm_alloc_new(&f.conf, &dev, &f.a, &e), GM_OK);
+    p = m(&f, 100 * MiB);
+    q = m(&f, 90 * MiB);
+    assert_true(q == p + 100 * MiB);
+    assert_true(reserved(&f) == 200 * MiB);
+    assert_true(gm_alloc_segment_count(f.a) == 1);
+    fr(&f, q);
+    fr(&f, p);
+    teardown(&f);
+}
+
 /* ---- section 7 statistics ---- */
 
 static void test_reset_peak(void **state)
@@ -1597,6 +1625,7 @@ int main(void)
         cmocka_unit_test(test_expandable_reuse_after_unmap),
         cmocka_unit_test(test_expandable_best_fit_prefers_a_block_that_cannot_grow),
         cmocka_unit_test(test_expandable_streams_keep_their_pages),
+        cmocka_unit_test(test_expandable_range_rounds_up_to_pages),
         cmocka_unit_test(test_reset_peak),
         cmocka_unit_test(test_streams_do_not_share),
         cmocka_unit_test(test_record_stream_defers_reuse),
