@@ -25,7 +25,7 @@ struct open_ctx {
 static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
     struct open_ctx *c = ctx;
-    struct gm_analysis_opts ao = {0, c->rules};
+    struct gm_analysis_opts ao = {.rules = c->rules};
     if (c->run(snap, &ao, &c->ans[i], err) != GM_OK)
         return gm_error_prefix(err, "%s", c->paths[i]);
     return GM_OK;
@@ -55,6 +55,13 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
     return open_many(cmd, paths, n, o, gm_analysis_run, snaps, ans);
 }
 
+int ana_cli_open_figures(const char *cmd, char *const *paths, size_t n,
+                         const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
+                         struct gm_analysis **ans)
+{
+    return open_many(cmd, paths, n, o, gm_analysis_run_figures, snaps, ans);
+}
+
 int ana_cli_open_diff(const char *cmd, char *const *paths, const struct snapcli_load_opts *o,
                       struct gm_snapshot **snaps, struct gm_analysis **ans)
 {
@@ -74,12 +81,15 @@ int ana_cli_open(const char *cmd, char *path, const struct snapcli_load_opts *o,
     return ana_cli_open_many(cmd, paths, 1, o, snap, an);
 }
 
-int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool json,
-                 const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx)
+int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool figures,
+                 bool json, const struct gm_analysis_doc *doc, ana_cli_text_fn text,
+                 const void *ctx)
 {
     struct gm_snapshot *snap;
     struct gm_analysis *an;
-    int rc = ana_cli_open(cmd, path, lo, &snap, &an);
+    char *paths[1] = {path};
+    int rc = figures ? ana_cli_open_figures(cmd, paths, 1, lo, &snap, &an)
+                     : ana_cli_open(cmd, path, lo, &snap, &an);
     if (rc)
         return rc;
     if (json) {

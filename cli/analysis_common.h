@@ -20,6 +20,11 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
                       struct gm_analysis **ans);
 void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n);
 
+/* ana_cli_open_many() for a command that shows no series (gm_analysis_run_figures()). */
+int ana_cli_open_figures(const char *cmd, char *const *paths, size_t n,
+                         const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
+                         struct gm_analysis **ans);
+
 /* ana_cli_open_many() of the two files of a diff, each analysed only for the comparison
  * (gm_analysis_diff_prepare()). */
 int ana_cli_open_diff(const char *cmd, char *const *paths, const struct snapcli_load_opts *o,
@@ -33,11 +38,13 @@ void ana_cli_close(struct gm_snapshot *snap, struct gm_analysis *an);
 /* How a command that shows one analysed file at a time prints it as text. */
 typedef void (*ana_cli_text_fn)(const void *ctx, const struct gm_analysis *an);
 
-/* Load and analyse 'path' as 'lo' says, then write the document 'doc' of it (its kind and
- * options; the file is filled in) when 'json', else print it with 'text'.  0, or an exit
- * code after printing the error. */
-int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool json,
-                 const struct gm_analysis_doc *doc, ana_cli_text_fn text, const void *ctx);
+/* Load and analyse 'path' as 'lo' says (without the series when 'figures':
+ * gm_analysis_run_figures()), then write the document 'doc' of it (its kind and options;
+ * the file is filled in) when 'json', else print it with 'text'.  0, or an exit code after
+ * printing the error. */
+int ana_cli_show(const char *cmd, char *path, const struct snapcli_load_opts *lo, bool figures,
+                 bool json, const struct gm_analysis_doc *doc, ana_cli_text_fn text,
+                 const void *ctx);
 
 /* The device of 'an' a command about one device shows: 'want' (NULL when the file has no
  * such device), or with 'want' -1 the first with trace events (NULL when none has). */

@@ -105,7 +105,7 @@ static enum gm_status file_peaks(void *ctx, size_t f, struct gm_snapshot *snap,
     fp->has_device = pw->want < 0 || gm_snapshot_device_by_index(snap, pw->want);
     if (!fp->has_device)
         return GM_OK;
-    struct gm_analysis_opts ao = {0, pw->rules};
+    struct gm_analysis_opts ao = {.rules = pw->rules};
     if ((pw->ranks || pw->analysis || pw->rules) &&
         gm_analysis_run(snap, &ao, &fp->an, err) != GM_OK)
         return gm_error_prefix(err, "%s", pw->paths[f]);

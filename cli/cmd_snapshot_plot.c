@@ -89,7 +89,7 @@ int cmd_snapshot_plot(int argc, char **argv)
     po.height = (unsigned)height;
     if (category) {
         /* the series in the plot's columns: each column's categories at its maximum */
-        struct gm_analysis_opts ao = {3 * gm_report_plot_columns(&po) + 2, NULL};
+        struct gm_analysis_opts ao = {.max_points = 3 * gm_report_plot_columns(&po) + 2};
         if (gm_analysis_run(snap, &ao, &an, &err) != GM_OK) {
             gm_snapshot_free(snap);
             return cli_fail(argv[0], &err);

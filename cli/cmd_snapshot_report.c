@@ -235,6 +235,7 @@ int cmd_snapshot_report(int argc, char **argv)
     j.no_analysis = no_analysis;
     j.ao.max_points = (uint32_t)points;
     j.ao.rules = rules;
+    j.ao.totals = true; /* the page draws them: from the analysis' pass, not a walk of its own */
     j.ro.title = title;
     j.ro.max_bands = (uint32_t)bands;
     j.ro.max_moments = (uint32_t)moments;

@@ -38,6 +38,7 @@
 #include <stdio.h>
 
 struct gm_digest;
+struct gm_lod_totals;
 
 #ifdef __cplusplus
 extern "C" {
@@ -366,6 +367,9 @@ struct gm_analysis {
     /* made by gm_analysis_diff_prepare(): it holds only what a diff reads, and the calls that
      * need the rest refuse it (gm_analysis_require_whole()) */
     bool diff_only;
+    /* made by gm_analysis_run_figures(): every device's series is empty (n_points 0), and
+     * the documents that show one refuse it */
+    bool no_series;
     void *priv_; /* arena; internal */
 };
 
@@ -421,6 +425,12 @@ struct gm_analysis_opts {
     /* the user's category rules, tried before the built-in ones; NULL: none (borrowed for
      * the call) */
     const struct gm_category_rules *rules;
+    /* also keep each device's allocated and reserved bytes over its axis, as
+     * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
+     * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
+     * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
+     * snapshot's memory limit, as the report's own were */
+    bool totals;
 };
 
 /* Analyse every device of 'snap'.  'opts' may be NULL.  On success *out owns its memory:
@@ -432,6 +442,10 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
 /* NULL is a no-op. */
 void gm_analysis_free(struct gm_analysis *an);
 
+/* The totals gm_analysis_opts.totals asked for (gpumem/lod.h; borrowed, valid until
+ * gm_analysis_free()), or NULL: not asked for, a device without events, or out of memory. */
+const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev);
+
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
                                                              int32_t index);
@@ -440,7 +454,8 @@ const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_ana
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
 
 /* Index in dev->iterations of the iteration holding event 'event', -1 outside any (before
- * the first, or 'event' < 0). */
+ * the first, or outside the trace: 'event' < 0 or >= dev->n_events), as
+ * gm_analysis_phase_at() bounds it. */
 int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event);
 
 /* What is alive at chosen moments, from the allocations' alloc and free events (the trace
@@ -1000,6 +1015,13 @@ struct gm_analysis_diff {
     size_t n_devices;
     void *priv_;
 };
+
+/* gm_analysis_run() without the per-category series (each device's points empty, and
+ * a document with the series refuses it): every other figure the same, for the callers
+ * that show none (categories without --series, leaks).  Errors: as gm_analysis_run(). */
+enum gm_status gm_analysis_run_figures(const struct gm_snapshot *snap,
+                                       const struct gm_analysis_opts *opts,
+                                       struct gm_analysis **out, struct gm_error *err);
 
 /* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase, the category
  * split at it and the allocations matched to their frees, as gm_analysis_run() finds them,

@@ -226,6 +226,64 @@ enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snaps
                                     const struct gm_snapshot_timeline *tl, unsigned n,
                                     struct gm_lod *alloc, struct gm_lod *res, struct gm_error *err);
 
+/* The buckets of the finest level of detail a trace is drawn at (the HTML report's
+ * timeline): two a point (events cluster in time), within 1024 and 65536. */
+unsigned gm_lod_finest_buckets(size_t n_events);
+
+/* ---- the same timeline from a pass that has the totals at hand ----
+ *
+ * What gm_lod_axis_timeline() makes (the axis keeping every x on a time axis, and the
+ * allocated and reserved series), built by a pass over the trace of the caller's own that
+ * already has the allocated and reserved bytes after each event (the analysis' series), so
+ * that nothing walks the trace for them again:
+ *
+ *   gm_lod_totals_begin(&t, dev, n_timed, n, allocated0, reserved0, err);
+ *   for every event k of dev, in order: gm_lod_totals_add(&t, k, e, allocated, reserved);
+ *   gm_lod_totals_end(&t);  ...  gm_lod_totals_release(&t);
+ *
+ * The bytes are those of gm_snapshot_walk (its initial state first). */
+struct gm_lod_totals {
+    struct gm_lod_axis axis; /* keeps every x when the axis is time (unless out of memory) */
+    struct gm_lod alloc;     /* allocated bytes, finished by gm_lod_totals_end() */
+    struct gm_lod res;       /* reserved bytes */
+    /* private */
+    double x_next_;
+};
+
+/* Begin the totals of 'dev', whose events with a time the caller counted ('n_timed', as
+ * gm_lod_axis_init_counted() takes it), in 'n' buckets, from the initial state.  Errors:
+ * GM_ERR_NOMEM, GM_ERR_INVALID (n == 0); nothing to release then. */
+enum gm_status gm_lod_totals_begin(struct gm_lod_totals *t, const struct gm_snapshot_device *dev,
+                                   size_t n_timed, unsigned n, uint64_t allocated,
+                                   uint64_t reserved, struct gm_error *err);
+
+/* gm_lod_totals_add() in every case. */
+void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snapshot_event *e,
+                        uint64_t allocated, uint64_t reserved);
+
+/* The state after event k ('e', its time read; every event in trace order, from 0).  Most
+ * events fall in the bucket of the one before with an x kept in 32 bits: no call then. */
+static inline void gm_lod_totals_add(struct gm_lod_totals *t, int64_t k,
+                                     const struct gm_snapshot_event *e, uint64_t allocated,
+                                     uint64_t reserved)
+{
+    int64_t v;
+    if (t->axis.x32_ && !__builtin_sub_overflow(e->time_us, t->axis.t0_us, &v) && v >= 0 &&
+        v <= (int64_t)UINT32_MAX && (double)v < t->x_next_) {
+        t->axis.x32_[k] = (uint32_t)v;
+        gm_lod_add_here(&t->alloc, k, allocated);
+        gm_lod_add_here(&t->res, k, reserved);
+        return;
+    }
+    gm_lod_totals_step(t, k, e, allocated, reserved);
+}
+
+/* After the last event. */
+void gm_lod_totals_end(struct gm_lod_totals *t);
+
+/* NULL-safe; releases the axis and both series. */
+void gm_lod_totals_release(struct gm_lod_totals *t);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }

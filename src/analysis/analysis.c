@@ -16,7 +16,8 @@
  *      forward ones (its stack and the callers either side)
  *   3. phase runs and iterations (a forward following a backward or a step starts one)
  *   4. category of each allocation from its alloc phase, stack and lifetime
- *   5. the series, the peak split and the iteration figures, from what step 1 kept (the
+ *   5. the series, the peak split and the iteration figures (and the totals the report
+ *      draws, when gm_analysis_opts.totals asks), from what step 1 kept (the
  *      trace read again only when the times could not be kept)
  *   6. leaks (sites that keep memory from iteration to iteration), fragmentation at the
  *      peak and the ooms (gm_analysis_live_at(): from the allocations' alloc and free
@@ -114,10 +115,12 @@ struct work {
     bool trace_has_frames;
     bool diff_only;                      /* ANA_PARTS_DIFF: only what gm_analysis_diff() reads
                                             (no free_of, no dt) */
+    bool no_series;                      /* ANA_PARTS_FIGURES: no series points */
     size_t *next_fwd;                    /* per phase run: index of the next forward run */
     struct gm_map site_of;               /* stack -> index in sites[] */
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
+    struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
@@ -329,13 +332,18 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             goto out;                                                                              \
         alloc_init(&(vec)[(n)++]);                                                                 \
     } while (0)
+    /* what every event reads and writes, in locals: the stores to the byte array phase[]
+     * would otherwise make the compiler read them from *w again after each one */
+    uint8_t *phase = w->phase;
+    const bool diff_only = w->diff_only;
+    bool has_frames = false;
+    size_t n_timed = 0;
     gm_snapshot_cursor_init(&c, sd, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
         size_t k = c.index;
         uint8_t raw = RAW_UNKNOWN;
-        if (e->stack)
-            w->trace_has_frames = true;
-        w->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
+        has_frames |= e->stack != 0;
+        n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
         if (dt) {
             /* (an event without a time drops them after the pass) */
             uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
@@ -356,8 +364,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             raw = RAW_STEP;
         if (raw == RAW_UNKNOWN && !e->stack)
             raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
-        w->phase[k] = raw;
-        if (!w->diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
+        phase[k] = raw;
+        if (!diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
@@ -390,14 +398,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         case GM_ACTION_FREE_COMPLETED: {
             uint64_t v;
             uint32_t i = gm_map_take(&map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
-            if (!w->diff_only && w->n_free_of == w->cap_free_of &&
+            if (!diff_only && w->n_free_of == w->cap_free_of &&
                 (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
                            sizeof(uint32_t), err)) != GM_OK)
                 goto out;
             if (i != NO_ALLOC) {
                 trace[i].free_event = (int32_t)k;
                 trace[i].free_has_stack |= e->stack != 0;
-                if (!w->diff_only)
+                if (!diff_only)
                     w->free_of[w->n_free_of++] = i;
             } else {
                 struct gm_analysis_alloc *a;
@@ -410,7 +418,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 a->stream = gm_snapshot_event_stream(w->snap, e);
                 a->free_event = (int32_t)k;
                 a->free_has_stack = e->stack != 0;
-                if (!w->diff_only)
+                if (!diff_only)
                     w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
             }
             break;
@@ -425,7 +433,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             break;
         }
     }
-    if (w->n_timed != sd->n_events)
+    w->trace_has_frames = has_frames;
+    w->n_timed = n_timed;
+    if (n_timed != sd->n_events)
         drop_times(w);
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
     for (size_t s = 0; s < w->snap->n_segments; s++) {
@@ -533,34 +543,37 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     size_t caller_of = SIZE_MAX; /* the event prev_caller / next_caller were read at */
     size_t next_of = SIZE_MAX;
     uint32_t prev_caller = ANA_NO_FRAME, next_caller = ANA_NO_FRAME;
+    uint8_t *phase = w->phase; /* a local: its byte stores would make *w be read again */
+    uint64_t per_phase[GM_PHASE_COUNT] = {0};
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
     bool raw_backward = false;
     for (size_t k = 0; k < n && !raw_backward; k++)
-        raw_backward = w->phase[k] == RAW_BACKWARD;
+        raw_backward = phase[k] == RAW_BACKWARD;
     uint8_t pk = RAW_UNKNOWN;
     size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
     gm_snapshot_cursor_init(&ahead, sd, 0);
     for (size_t k = 0; k < n; k++) {
-        uint8_t raw = w->phase[k];
+        uint8_t raw = phase[k];
         if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
             pk = raw;
             if (raw == RAW_FORWARD)
                 last_fwd = k;
-            w->phase[k] = (uint8_t)phase_of_raw(raw);
-            n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
+            phase[k] = (uint8_t)phase_of_raw(raw);
+            per_phase[phase[k]]++;
+            n_runs += k == 0 || phase[k] != phase[k - 1];
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
              * only events up to k have their final phase yet) */
-            for (nk = k + 1; nk < n && (w->phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+            for (nk = k + 1; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
                 ;
             if (nk == n)
                 nk = SIZE_MAX;
         }
-        uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : w->phase[nk];
+        uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : phase[nk];
         uint8_t out;
         bool empty = (raw & RAW_NO_FRAMES) != 0;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
@@ -589,21 +602,22 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         } else {
             out = RAW_OTHER;
         }
-        w->phase[k] = (uint8_t)phase_of_raw(out);
-        n_runs += k == 0 || w->phase[k] != w->phase[k - 1];
+        phase[k] = (uint8_t)phase_of_raw(out);
+        per_phase[phase[k]]++;
+        n_runs += k == 0 || phase[k] != phase[k - 1];
     }
     /* Runs. */
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
     if (!dev->phases)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for phases");
     size_t r = 0;
+    memcpy(dev->phase_events, per_phase, sizeof(per_phase));
     for (size_t k = 0; k < n; k++) {
-        dev->phase_events[w->phase[k]]++;
-        if (k == 0 || w->phase[k] != w->phase[k - 1]) {
+        if (k == 0 || phase[k] != phase[k - 1]) {
             if (r)
                 dev->phases[r - 1].last_event = (int64_t)k - 1;
             dev->phases[r].first_event = (int64_t)k;
-            dev->phases[r].phase = w->phase[k];
+            dev->phases[r].phase = phase[k];
             dev->phases[r].iteration = -1;
             r++;
         }
@@ -643,7 +657,8 @@ enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t
 
 int32_t gm_analysis_iteration_at(const struct gm_analysis_device *dev, int64_t event)
 {
-    if (!dev || event < 0 || !dev->n_iterations || event < dev->iterations[0].first_event)
+    if (!dev || event < 0 || (size_t)event >= dev->n_events || !dev->n_iterations ||
+        event < dev->iterations[0].first_event)
         return -1;
     return (int32_t)last_starting_by(&dev->iterations[0].first_event, sizeof(dev->iterations[0]),
                                      dev->n_iterations, event);
@@ -918,24 +933,31 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
     size_t cap_pts = all ? n_pts : (size_t)3 * nb + 1;
+    /* without the series (ANA_PARTS_FIGURES): no points, buckets or x's, the figures
+     * alone */
+    const bool series = !w->no_series;
     if (all)
         nb = 1;
-    if (!take(w, gm_budget_bytes(cap_pts, sizeof(*dev->points))))
-        return over_limit(w, err);
-    dev->points = gm_arena_calloc(w->arena, cap_pts, sizeof(*dev->points));
-    slots = gm_calloc((size_t)3 * nb, sizeof(*slots));
-    if (!dev->points || !slots) {
-        gm_free(slots);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
+    slots = NULL;
+    memset(&lod, 0, sizeof(lod));
+    if (series) {
+        if (!take(w, gm_budget_bytes(cap_pts, sizeof(*dev->points))))
+            return over_limit(w, err);
+        dev->points = gm_arena_calloc(w->arena, cap_pts, sizeof(*dev->points));
+        slots = gm_calloc((size_t)3 * nb, sizeof(*slots));
+        if (!dev->points || !slots) {
+            gm_free(slots);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for series");
+        }
+        for (size_t i = 0; i < (size_t)3 * nb; i++)
+            slots[i].event = -2;
     }
-    for (size_t i = 0; i < (size_t)3 * nb; i++)
-        slots[i].event = -2;
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
     read_trace = w->n_timed && !(w->dt && ax.time);
     memset(known, 0, sizeof(known));
     known[0].time_us = known[1].time_us = ax.t0_us;
     known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
-    if ((st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
+    if (series && (st = gm_lod_init(&lod, 0.0, ax.x_end, nb, err)) != GM_OK) {
         gm_free(slots);
         return st;
     }
@@ -956,6 +978,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             lifetime += a->bytes;
     }
+    /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
+     * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
+     * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
+     * neither saturate nor clamp) */
+    struct gm_lod_totals *lt = w->totals;
+    uint64_t walk_base = tl->initial_bytes - total;
     size_t it = 0, is = 0;
     int64_t is_first = dev->n_iterations ? dev->iterations[0].first_event : INT64_MAX;
     int64_t it_first = is_first;
@@ -989,11 +1017,15 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
                 e = ke;
             }
-            x = gm_lod_axis_x_of(&ax, k, e);
+            if (series)
+                x = gm_lod_axis_x_of(&ax, k, e);
         }
         /* a point in a later bucket completes the one before: its last point is the state
          * before this event (below x_next: the bucket of the point before) */
-        if (p > 0 && x < x_next) {
+        if (!series) {
+            b = 0;
+            same_b = true;
+        } else if (p > 0 && x < x_next) {
             b = cur_b;
             same_b = true;
         } else {
@@ -1038,6 +1070,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             } else if (k == 0) {
                 reserved = gm_snapshot_reserved_step(&res, &no_step);
             }
+            if (lt)
+                gm_lod_totals_add(lt, k, e, total + walk_base, reserved);
         }
         uint8_t ph = k >= 0 ? w->phase[k] : GM_PHASE_OTHER;
         if (k == dev->peak_event) {
@@ -1094,7 +1128,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 }
             }
         }
-        {
+        if (series) {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
             unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
@@ -1114,9 +1148,13 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         prev_total = total;
         prev_reserved = reserved;
     }
+    copy_bytes(dev->at_end, cur);
+    if (lt)
+        gm_lod_totals_end(lt);
+    if (!series)
+        return GM_OK;
     set_point(&slots[3 * (size_t)cur_b + 2], (int64_t)n - 1, prev_e, prev_ph, prev_total,
               prev_reserved, cur);
-    copy_bytes(dev->at_end, cur);
     /* the points in trace order, each once, after the initial state */
     dev->n_points = all ? n_pts : 1;
     for (unsigned bi = 0; bi < nb && !all; bi++) {
@@ -1614,6 +1652,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     w.arena = &priv->arena;
     w.priv = priv;
     w.diff_only = parts == ANA_PARTS_DIFF;
+    w.no_series = an->no_series;
     dev->device = sd->index;
     dev->n_events = sd->n_events;
     dev->has_trace = sd->n_events > 0;
@@ -1688,6 +1727,12 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
         goto out;
+    /* the totals asked for, from the series' pass (none when out of memory: the report
+     * walks the trace for them) */
+    if (priv->totals && n &&
+        gm_lod_totals_begin(&priv->totals[d], sd, w.n_timed, gm_lod_finest_buckets(n),
+                            tl.initial_bytes, tl.initial_reserved_bytes, NULL) == GM_OK)
+        w.totals = &priv->totals[d];
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     drop_times(&w);
@@ -1701,6 +1746,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     }
     dev->priv_ = dp;
+    dp->totals = w.totals;
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
@@ -1749,6 +1795,13 @@ enum gm_status gm_analysis_run(const struct gm_snapshot *snap, const struct gm_a
     return ana_run(snap, opts, ANA_PARTS_ALL, out, err);
 }
 
+enum gm_status gm_analysis_run_figures(const struct gm_snapshot *snap,
+                                       const struct gm_analysis_opts *opts,
+                                       struct gm_analysis **out, struct gm_error *err)
+{
+    return ana_run(snap, opts, ANA_PARTS_FIGURES, out, err);
+}
+
 enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                        enum ana_parts parts, struct gm_analysis **out, struct gm_error *err)
 {
@@ -1768,6 +1821,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->priv_ = priv;
     an->snap = snap;
     an->diff_only = parts == ANA_PARTS_DIFF;
+    an->no_series = parts == ANA_PARTS_FIGURES;
     read_settings(an, snap);
 
     struct ana_classifier cls;
@@ -1789,6 +1843,8 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
+    if (opts && opts->totals && parts == ANA_PARTS_ALL)
+        priv->totals = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals));
     if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
@@ -1843,10 +1899,18 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t d = 0; priv->layouts && d < an->n_devices; d++)
             gm_layout_history_release(&priv->layouts[d]);
         gm_free(priv->layouts);
+        for (size_t d = 0; priv->totals && d < an->n_devices; d++)
+            gm_lod_totals_release(&priv->totals[d]);
+        gm_free(priv->totals);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }
     gm_free(an);
+}
+
+const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
+{
+    return dev && dev->priv_ ? dev->priv_->totals : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -146,13 +146,15 @@ struct ana_priv {
     size_t n_kept, cap_kept;
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
+    struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
 };
 
-/* What ana_run() computes: everything (gm_analysis_run()), or only what gm_analysis_diff()
- * reads (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the
- * category split at it and the allocations with their events and stacks; the category of an
+/* What ana_run() computes: everything (gm_analysis_run()), everything but the series
+ * (gm_analysis_run_figures()), or only what gm_analysis_diff() reads
+ * (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the category
+ * split at it and the allocations with their events and stacks; the category of an
  * allocation only where it counts in that split. */
-enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_DIFF };
+enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_FIGURES, ANA_PARTS_DIFF };
 
 enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                        enum ana_parts parts, struct gm_analysis **out, struct gm_error *err);
@@ -160,6 +162,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
 /* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
+    const struct gm_lod_totals *totals;     /* gm_analysis_totals() */
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -1108,6 +1108,13 @@ enum gm_status gm_analysis_json(FILE *f, const struct gm_analysis_doc *doc, stru
     if ((unsigned)doc->kind >= GM_DOC_COUNT)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "no JSON document of kind %d",
                        (int)doc->kind);
+    /* a series asked of an analysis made without it */
+    for (size_t i = 0; (doc->series || doc->kind == GM_DOC_DIGEST) && i < doc->n_files; i++)
+        if (doc->files[i].an && doc->files[i].an->no_series)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "%s document: the analysis was made without its series "
+                           "(gm_analysis_run_figures())",
+                           gm_analysis_doc_name(doc->kind));
     snprintf(schema, sizeof(schema), "gpumem.snapshot.%s/1", gm_analysis_doc_name(doc->kind));
     gm_json_init(&w, f, doc->kind == GM_DOC_DIGEST ? 0 : GM_JSON_PRETTY); /* a digest is small */
     gm_json_begin_object(&w);

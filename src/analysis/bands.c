@@ -88,7 +88,8 @@ struct heap {
     size_t n, cap;
 };
 
-static void heap_offer(struct heap *h, const struct cand *a)
+/* Add 'a': into the room left, else in place of the worst kept (which it beats). */
+static void heap_insert(struct heap *h, const struct cand *a)
 {
     size_t i;
     if (h->n < h->cap) {
@@ -97,8 +98,6 @@ static void heap_offer(struct heap *h, const struct cand *a)
         h->v[i] = *a;
         return;
     }
-    if (!h->cap || better(a, &h->v[0]) <= 0)
-        return; /* no better than the worst kept */
     for (i = 0;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         const struct cand *mv = a;
@@ -112,6 +111,14 @@ static void heap_offer(struct heap *h, const struct cand *a)
         i = m;
     }
     h->v[i] = *a;
+}
+
+/* Keep 'a' if the heap has room or it beats the worst kept; most candidates do not, and
+ * cost one comparison here. */
+static inline void heap_offer(struct heap *h, const struct cand *a)
+{
+    if (h->n < h->cap || (h->cap && better(a, &h->v[0]) > 0))
+        heap_insert(h, a);
 }
 
 /* ---- stacking order ---- */

@@ -342,12 +342,22 @@ static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool
         else
             gm_json_u64(w, u);
     }
+    /* the text of the value before, copied again for an equal one: the page's level of
+     * detail repeats most values (buckets that carry the one before) */
+    char last[GM_FMT_ROOM + 4];
+    size_t n_last = 0;
+    uint64_t last_u = 0;
     for (; i < n; i++, p += stride) {
         char *q = array_slot(w);
         memcpy(&u, p, sizeof(u));
-        memcpy(&v, p, sizeof(v));
-        q = is_signed ? gm_fmt_i64_room(q, v) : gm_fmt_u64_room(q, u);
-        w->n_buf = (size_t)(q - w->buf);
+        if (u != last_u || !n_last) {
+            memcpy(&v, p, sizeof(v));
+            n_last =
+                (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) - last);
+            last_u = u;
+        }
+        memcpy(q, last, GM_FMT_ROOM + 1); /* array_slot() leaves that room */
+        w->n_buf = (size_t)(q + n_last - w->buf);
     }
 }
 

@@ -136,10 +136,17 @@ static inline char *put_digits(char *p, uint64_t v, unsigned n)
 
 char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
 {
-    unsigned n = n_digits(v);
-    if (n < width)
-        p = pad(p, width - n);
-    return put_digits(p, v, n);
+    if (width > 1) {
+        /* up to eight spaces in one word: the number's room past them takes what spills */
+        unsigned n = n_digits(v);
+        if (n + 8 >= width) {
+            gm_store64(p, UINT64_C(0x2020202020202020));
+            p += n < width ? width - n : 0;
+        } else {
+            p = pad(p, width - n);
+        }
+    }
+    return gm_fmt_u64_room(p, v);
 }
 
 void gm_fmt_memo_init(struct gm_fmt_memo *m)
@@ -185,10 +192,7 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
 
 char *gm_fmt_i64(char *p, int64_t v)
 {
-    uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    if (v < 0)
-        *p++ = '-';
-    return put_digits(p, a, n_digits(a));
+    return gm_fmt_i64_room(p, v);
 }
 
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width)

@@ -70,9 +70,11 @@ static inline char *gm_fmt_str(char *p, const char *s, size_t n)
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width);
 /* "%*s": right-aligned. */
 char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
-/* "%*llu" (width 0: none). */
+/* "%*llu" (width 0: none) where the padding and GM_FMT_ROOM bytes past it are room: the
+ * digits are gm_fmt_u64_room()'s, so what lies past the number up to there is
+ * overwritten. */
 char *gm_fmt_u64(char *p, uint64_t v, unsigned width);
-/* "%lld". */
+/* "%lld" where GM_FMT_ROOM + 1 bytes of room are at p (gm_fmt_i64_room()). */
 char *gm_fmt_i64(char *p, int64_t v);
 
 /* x < 10^8 as its eight decimal digits (leading zeros kept), each a byte of value 0-9, the

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOD_FINEST  65536u
 #define MAX_AT_PEAK 300u
 #define RB_WINDOWS  32u /* windows of events with bands of their own, for zoomed views */
 
@@ -65,40 +64,39 @@ out_free:
     gm_free(rest);
 }
 
-/* The buckets of the finest level: two a point (events cluster in time), within 1024 and
- * LOD_FINEST; the page draws unions of whole buckets. */
-static unsigned lod_buckets(const struct gm_snapshot_device *sd)
+/* The device's axis, keeping every x (the bands, series and state read them), and its
+ * allocated and reserved timeline in the finest buckets (the page draws unions of whole
+ * ones): those the analysis kept (gm_analysis_totals()), else one walk of the trace into
+ * 'own'.  *have_lod false when the timeline could not be made (out of memory: the axis is
+ * then one that keeps nothing). */
+static const struct gm_lod_totals *axis_and_timeline(struct gm_report_ctx *c,
+                                                     const struct gm_snapshot_device *sd,
+                                                     const struct gm_analysis_device *ad,
+                                                     const struct gm_snapshot_timeline *tl,
+                                                     struct gm_lod_totals *own, bool *have_lod)
 {
-    unsigned nb = 1024;
-    while (nb < LOD_FINEST && (size_t)nb < 2 * (sd->n_events + 1))
-        nb *= 2;
-    return nb;
-}
-
-/* The device's axis, keeping every event's x (the bands, series and state read them), and
- * its allocated and reserved timeline: one walk of the trace.  *have_lod false when the
- * timeline could not be made (out of memory: the axis is then one that keeps nothing). */
-static void axis_and_timeline(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
-                              const struct gm_snapshot_timeline *tl, struct gm_lod_axis *ax,
-                              struct gm_lod *al, struct gm_lod *rl, bool *have_lod)
-{
+    const struct gm_lod_totals *kept = gm_analysis_totals(ad);
     struct gm_error err;
-    *have_lod = false;
-    if (sd->n_events &&
-        gm_lod_axis_timeline(ax, c->snap, sd, tl, lod_buckets(sd), al, rl, &err) == GM_OK) {
-        *have_lod = true;
-        return;
-    }
-    if (sd->n_events)
+    memset(own, 0, sizeof(*own));
+    *have_lod = sd->n_events > 0;
+    if (kept && *have_lod)
+        return kept;
+    if (*have_lod &&
+        gm_lod_axis_timeline(&own->axis, c->snap, sd, tl, gm_lod_finest_buckets(sd->n_events),
+                             &own->alloc, &own->res, &err) == GM_OK)
+        return own;
+    if (*have_lod)
         c->nomem = true;
-    gm_lod_axis_init(ax, sd);
+    *have_lod = false;
+    gm_lod_axis_init(&own->axis, sd);
+    return own;
 }
 
 static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
-                      const struct gm_bands *bands, struct gm_lod *lods)
+                      const struct gm_bands *bands, const struct gm_lod_totals *lt)
 {
     struct gm_json *w = c->w;
-    const struct gm_lod *al = &lods[0], *rl = &lods[1];
+    const struct gm_lod *al = &lt->alloc, *rl = &lt->res;
     unsigned nb = al->n;
     gm_json_key(w, "lod");
     gm_json_begin_object(w);
@@ -535,8 +533,9 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     struct gm_analysis_peaks pk;
     const struct gm_peak_device *p;
     struct gm_snapshot_timeline tl;
-    struct gm_lod_axis ax;
-    struct gm_lod lods[2]; /* allocated, reserved */
+    struct gm_lod_totals own; /* the axis and timeline, when the analysis kept none */
+    const struct gm_lod_totals *lt;
+    const struct gm_lod_axis *ax;
     struct gm_bands bands;
     struct gm_bands_opts bo = {0, RB_WINDOWS, 0};
     bool have_lod;
@@ -550,37 +549,35 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
         return st;
     p = &pk.devices[0];
     tl = p->timeline;
-    memset(lods, 0, sizeof(lods));
-    axis_and_timeline(c, sd, &tl, &ax, &lods[0], &lods[1], &have_lod);
+    lt = axis_and_timeline(c, sd, ad, &tl, &own, &have_lod);
+    ax = &lt->axis;
     bo.max_bands = c->o->max_bands;
     bo.per_window = (bo.max_bands ? bo.max_bands : GM_BANDS_DEFAULT) / 4 + 1;
-    st = gm_bands_choose(ad, &ax, &bo, &bands, err);
+    st = gm_bands_choose(ad, ax, &bo, &bands, err);
     if (st != GM_OK) {
-        gm_lod_release(&lods[0]);
-        gm_lod_release(&lods[1]);
-        gm_lod_axis_release(&ax);
+        gm_lod_totals_release(&own);
         gm_analysis_peaks_release(&pk);
         return st;
     }
-    peak_x = xat(&ax, tl.peak_event_index);
+    peak_x = xat(ax, tl.peak_event_index);
     gm_json_begin_object(w);
     gm_json_kv_i64(w, "device", sd->index);
     gm_json_kv_u64(w, "n_events", sd->n_events);
     gm_json_kv_bool(w, "has_trace", sd->n_events > 0);
     gm_json_kv_u64(w, "n_segments", sd->n_segments);
-    gm_json_kv_str(w, "x_unit", ax.time ? "us" : "event");
-    gm_json_kv_i64(w, "t0_us", ax.t0_us);
+    gm_json_kv_str(w, "x_unit", ax->time ? "us" : "event");
+    gm_json_kv_i64(w, "t0_us", ax->t0_us);
     gm_json_kv_u64(w, "x0", 0);
     gm_json_key(w, "x1");
-    gm_report_num(w, ax.x_end);
+    gm_report_num(w, ax->x_end);
     gm_json_kv_u64(w, "initial", tl.initial_bytes);
     gm_json_kv_u64(w, "final", tl.final_bytes);
     if (have_lod)
-        write_lod(c, ad, &bands, lods);
+        write_lod(c, ad, &bands, lt);
     else
         gm_json_kv_null(w, "lod");
-    peak_up = write_user_phases(c, sd, ad, &ax, &tl, err);
-    write_annotations(c, ad, &ax, err);
+    peak_up = write_user_phases(c, sd, ad, ax, &tl, err);
+    write_annotations(c, ad, ax, err);
     gm_json_key(w, "peak");
     gm_json_begin_object(w);
     gm_json_kv_u64(w, "bytes", tl.peak_bytes);
@@ -604,18 +601,16 @@ enum gm_status gm_report_device(struct gm_report_ctx *c, const struct gm_snapsho
     }
     gm_json_kv_str(w, "uphase", peak_up);
     gm_json_end_object(w);
-    write_bands(c, &ax, ad, &bands);
+    write_bands(c, ax, ad, &bands);
     if (ad) {
-        write_series(c, &ax, ad);
-        write_findings(c, &ax, ad);
+        write_series(c, ax, ad);
+        write_findings(c, ax, ad);
     }
     write_at_peak(c, p);
-    st = gm_report_state(c, sd, ad, &tl, &ax, err);
+    st = gm_report_state(c, sd, ad, &tl, ax, err);
     gm_json_end_object(w);
     gm_bands_release(&bands);
-    gm_lod_release(&lods[0]);
-    gm_lod_release(&lods[1]);
-    gm_lod_axis_release(&ax);
+    gm_lod_totals_release(&own);
     gm_analysis_peaks_release(&pk);
     if (st == GM_OK && c->nomem)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");

@@ -353,59 +353,108 @@ static bool keep_x(struct gm_lod_axis *a, size_t k, int64_t v)
     return true;
 }
 
-/* The walk of gm_lod_axis_timeline(), the axis taken to be a time axis; *timed false when
- * an event has no time after all, or the trace ends early (nothing kept then). */
+/* ---- the timeline from a pass that has the totals at hand ---- */
+
+unsigned gm_lod_finest_buckets(size_t n_events)
+{
+    unsigned nb = 1024;
+    while (nb < 65536u && (size_t)nb < 2 * (n_events + 1))
+        nb *= 2;
+    return nb;
+}
+
+enum gm_status gm_lod_totals_begin(struct gm_lod_totals *t, const struct gm_snapshot_device *dev,
+                                   size_t n_timed, unsigned n, uint64_t allocated,
+                                   uint64_t reserved, struct gm_error *err)
+{
+    enum gm_status st;
+    memset(t, 0, sizeof(*t));
+    gm_lod_axis_init_counted(&t->axis, dev, n_timed);
+    /* without room for the x's the axis keeps none and reads them from the trace */
+    if (t->axis.time)
+        t->axis.x32_ = gm_malloc(t->axis.n_events * sizeof(*t->axis.x32_));
+    if ((st = gm_lod_init(&t->alloc, 0.0, t->axis.x_end, n, err)) != GM_OK ||
+        (st = gm_lod_init(&t->res, 0.0, t->axis.x_end, n, err)) != GM_OK) {
+        gm_lod_totals_release(t);
+        return st;
+    }
+    t->x_next_ = -1;
+    gm_lod_add(&t->alloc, 0.0, -1, allocated);
+    gm_lod_add(&t->res, 0.0, -1, reserved);
+    return GM_OK;
+}
+
+void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snapshot_event *e,
+                        uint64_t allocated, uint64_t reserved)
+{
+    struct gm_lod_axis *a = &t->axis;
+    if (gm_lod_axis_keeps_x(a)) {
+        int64_t v;
+        if (gm_snapshot_span_us(e->time_us, a->t0_us, &v) && keep_x(a, (size_t)k, v)) {
+            add_both(&t->alloc, &t->res, (double)v, k, allocated, reserved, &t->x_next_);
+            return;
+        }
+        /* the x's kept are exact int64 differences: a span beyond int64 (or no memory for
+         * them) and the axis keeps none; its x's are then read from the trace, the same
+         * values */
+        gm_lod_axis_release(a);
+    }
+    add_both(&t->alloc, &t->res, gm_lod_axis_x_of(a, k, e), k, allocated, reserved, &t->x_next_);
+}
+
+void gm_lod_totals_end(struct gm_lod_totals *t)
+{
+    gm_lod_finish(&t->alloc);
+    gm_lod_finish(&t->res);
+}
+
+void gm_lod_totals_release(struct gm_lod_totals *t)
+{
+    if (!t)
+        return;
+    gm_lod_axis_release(&t->axis);
+    gm_lod_release(&t->alloc);
+    gm_lod_release(&t->res);
+}
+
+/* gm_lod_axis_timeline() on a time axis: the walk's totals into gm_lod_totals; *timed false
+ * when an event has no time after all, or the trace ends early (nothing kept then). */
 static enum gm_status timed_walk(struct gm_lod_axis *a, const struct gm_snapshot *snap,
                                  const struct gm_snapshot_device *dev,
                                  const struct gm_snapshot_timeline *tl, unsigned n,
                                  struct gm_lod *alloc, struct gm_lod *res, bool *timed,
                                  struct gm_error *err)
 {
+    struct gm_lod_totals t;
     struct gm_snapshot_walk w;
     const struct gm_snapshot_event *e;
     enum gm_status st;
     size_t seen = 0;
-    double x_next = -1; /* the end of the bucket of the point before (add_both()) */
 
-    memset(res, 0, sizeof(*res));
-    if (!(a->x32_ = gm_malloc(a->n_events * sizeof(*a->x32_))))
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
-    if ((st = gm_lod_init(alloc, 0.0, a->x_end, n, err)) != GM_OK)
-        goto out_release_axis;
-    if ((st = gm_lod_init(res, 0.0, a->x_end, n, err)) != GM_OK ||
-        (st = gm_snapshot_walk_init(&w, snap, dev, tl, err)) != GM_OK)
-        goto out_release_lods;
-    gm_lod_add(alloc, 0.0, -1, w.allocated);
-    gm_lod_add(res, 0.0, -1, w.reserved);
-    while (seen < a->n_events && (e = gm_snapshot_walk_next(&w)) != NULL) {
-        int64_t v;
-        double x;
-        /* an event without a time, or a span beyond int64 (the x's kept here are exact
-         * int64 differences): the two passes of gm_lod_timeline() decide */
-        if (!(e->flags & GM_EVENT_HAS_TIME) || !gm_snapshot_span_us(e->time_us, a->t0_us, &v))
+    if ((st = gm_snapshot_walk_init(&w, snap, dev, tl, err)) != GM_OK)
+        return st;
+    if ((st = gm_lod_totals_begin(&t, dev, dev->n_events, n, w.allocated, w.reserved, err)) !=
+        GM_OK) {
+        gm_snapshot_walk_release(&w);
+        return st;
+    }
+    while (seen < dev->n_events && (e = gm_snapshot_walk_next(&w)) != NULL) {
+        if (!(e->flags & GM_EVENT_HAS_TIME))
             break;
-        x = (double)v;
-        if (!keep_x(a, seen, v)) {
-            gm_snapshot_walk_release(&w);
-            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
-            goto out_release_lods;
-        }
+        gm_lod_totals_add(&t, (int64_t)w.cur.index, e, w.allocated, w.reserved);
         seen++;
-        add_both(alloc, res, x, (int64_t)w.cur.index, w.allocated, w.reserved, &x_next);
     }
     gm_snapshot_walk_release(&w);
-    *timed = seen == a->n_events;
-    if (*timed) {
-        gm_lod_finish(alloc);
-        gm_lod_finish(res);
+    *timed = seen == dev->n_events;
+    if (!*timed) {
+        gm_lod_totals_release(&t);
         return GM_OK;
     }
-out_release_lods:
-    gm_lod_release(alloc);
-    gm_lod_release(res);
-out_release_axis:
-    gm_lod_axis_release(a);
-    return st;
+    gm_lod_totals_end(&t);
+    *a = t.axis;
+    *alloc = t.alloc;
+    *res = t.res;
+    return GM_OK;
 }
 
 enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snapshot *snap,
@@ -415,21 +464,12 @@ enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snaps
 {
     struct gm_snapshot_event first, last;
     /* a time axis when the first and the last event have a time and the walk finds no
-     * event without: x_end from the last event's time, as gm_lod_axis_init() sets it */
+     * event without */
     if (dev->n_events > 0 && gm_snapshot_event_at(dev, 0, &first) &&
         (first.flags & GM_EVENT_HAS_TIME) && gm_snapshot_event_at(dev, dev->n_events - 1, &last) &&
         (last.flags & GM_EVENT_HAS_TIME)) {
-        enum gm_status st;
         bool timed = false;
-        double x;
-        memset(a, 0, sizeof(*a));
-        a->dev = dev;
-        a->n_events = dev->n_events;
-        a->time = true;
-        a->t0_us = first.time_us;
-        x = gm_lod_axis_x_of_time(a, last.time_us);
-        a->x_end = x > 0 ? x : x + 1.0;
-        st = timed_walk(a, snap, dev, tl, n, alloc, res, &timed, err);
+        enum gm_status st = timed_walk(a, snap, dev, tl, n, alloc, res, &timed, err);
         if (st != GM_OK || timed)
             return st;
     }

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_snapshot_opts o;
     struct gm_error err;
     struct gm_analysis *an = NULL;
-    struct gm_analysis_opts ao = {7, NULL};
+    struct gm_analysis_opts ao = {.max_points = 7};
     memset(&o, 0, sizeof o);
     o.memory_limit = 64u << 20;
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     snap = example();
     if (snap) {
-        struct gm_analysis_opts ao = {50, r};
+        struct gm_analysis_opts ao = {.max_points = 50, .rules = r};
         if (gm_analysis_run(snap, &ao, &an, &err) == GM_OK) {
             for (size_t d = 0; d < an->n_devices; d++)
                 for (size_t i = 0; i < an->devices[d].n_allocs; i++)

@@ -249,6 +249,32 @@ static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev
     return NULL;
 }
 
+/* Phase and iteration of an event both answer "none" outside the trace: before the first
+ * event, at the event count and beyond (the last iteration ends at the last event). */
+static void test_event_lookups_bounded_by_the_trace(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    build_trace(&t, true);
+    make_snapshot(&s, &d, &t);
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    int64_t n = (int64_t)dev->n_events;
+    assert_true(dev->n_iterations > 0);
+    assert_int_equal(dev->iterations[dev->n_iterations - 1].last_event, n - 1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n - 1), (int32_t)dev->n_iterations - 1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n), -1);
+    assert_int_equal(gm_analysis_iteration_at(dev, n + 1000), -1);
+    assert_int_equal(gm_analysis_iteration_at(dev, -1), -1);
+    assert_int_equal(gm_analysis_phase_at(dev, n), GM_PHASE_OTHER);
+    assert_int_equal(gm_analysis_phase_at(dev, -1), GM_PHASE_OTHER);
+    gm_analysis_free(an);
+}
+
 static void test_training_trace(void **state)
 {
     (void)state;
@@ -331,7 +357,7 @@ static void test_training_trace(void **state)
 
     /* a coarse series still keeps the peak */
     struct gm_analysis *coarse = NULL;
-    struct gm_analysis_opts o = {5, NULL};
+    struct gm_analysis_opts o = {.max_points = 5};
     assert_int_equal(gm_analysis_run(&s, &o, &coarse, &err), GM_OK);
     /* one bucket: the initial state, then the least, the most and the last state */
     assert_true(coarse->devices[0].n_points <= 5);
@@ -570,7 +596,7 @@ static void test_category_rules_first_match_wins(void **state)
     make_snapshot(&s, &d, &t);
     assert_int_equal(gm_category_rules_parse(text, strlen(text), &r, &err), GM_OK);
     assert_int_equal(gm_category_rules_count(r), 2);
-    struct gm_analysis_opts ao = {0, r};
+    struct gm_analysis_opts ao = {.rules = r};
     assert_int_equal(gm_analysis_run(&s, &ao, &an, &err), GM_OK);
     const struct gm_analysis_device *dev = &an->devices[0];
     /* the forward's activation (0x3000) matched the first rule, not the second */
@@ -1323,7 +1349,7 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
 {
     struct gm_analysis *full, *part;
     struct gm_analysis_diff *df, *dp;
-    struct gm_analysis_opts o = {0, rules};
+    struct gm_analysis_opts o = {.rules = rules};
     struct gm_error err;
     assert_int_equal(gm_analysis_run(snap, &o, &full, &err), GM_OK);
     assert_int_equal(gm_analysis_diff_prepare(snap, &o, &part, &err), GM_OK);
@@ -1409,7 +1435,7 @@ static void test_random_traces(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 40), NULL};
+        struct gm_analysis_opts o = {.max_points = (uint32_t)(1 + rng_next(&x) % 40)};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
         uint64_t sum = 0;
@@ -1483,7 +1509,7 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
         make_snapshot(&s, &d, &t);
         struct gm_analysis *an = NULL;
         struct gm_error err;
-        struct gm_analysis_opts o = {(uint32_t)(1 + rng_next(&x) % 60), NULL};
+        struct gm_analysis_opts o = {.max_points = (uint32_t)(1 + rng_next(&x) % 60)};
         assert_int_equal(gm_analysis_run(&s, &o, &an, &err), GM_OK);
         const struct gm_analysis_device *dev = &an->devices[0];
 
@@ -1668,6 +1694,66 @@ static enum gm_status never_called_layout(void *ctx, size_t i, const struct gm_l
 /* An analysis made for a diff alone (no series, leaks, layout history; categories only at
  * the peak) is refused by every call that needs the rest, with GM_ERR_INVALID, while a whole
  * analysis of the same file is answered. */
+/* The JSON document 'kind' (with its series when 'series') of 'an' into *out (malloc'd). */
+static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_kind kind,
+                             bool series, char **out)
+{
+    size_t len;
+    struct gm_error err;
+    struct gm_analysis_doc_file file = {.path = "example.pickle", .an = an};
+    struct gm_analysis_doc doc = {.kind = kind, .files = &file, .n_files = 1, .series = series};
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    enum gm_status st = gm_analysis_json(f, &doc, &err);
+    assert_int_equal(fclose(f), 0);
+    return st;
+}
+
+/* An analysis without the series holds every other figure of the whole one: its documents
+ * without a series are the same bytes, and one with the series refuses it. */
+static void test_analysis_without_series_keeps_the_figures(void **state)
+{
+    char *buf, *a, *b;
+    size_t len;
+    struct gm_snapshot *snap = load_example(true, &buf, &len);
+    struct gm_analysis *whole, *figures;
+    struct gm_error err;
+    (void)state;
+    assert_int_equal(gm_analysis_run(snap, NULL, &whole, &err), GM_OK);
+    assert_int_equal(gm_analysis_run_figures(snap, NULL, &figures, &err), GM_OK);
+    assert_false(whole->no_series);
+    assert_true(figures->no_series);
+    assert_int_equal(whole->n_devices, figures->n_devices);
+    for (size_t d = 0; d < whole->n_devices; d++) {
+        const struct gm_analysis_device *w = &whole->devices[d], *f = &figures->devices[d];
+        assert_true(w->n_points > 0);
+        assert_int_equal(f->n_points, 0);
+        assert_memory_equal(w->at_peak, f->at_peak, sizeof(w->at_peak));
+        assert_memory_equal(w->at_end, f->at_end, sizeof(w->at_end));
+        assert_int_equal(w->n_iterations, f->n_iterations);
+        assert_true(w->n_iterations > 0);
+        assert_memory_equal(w->iterations, f->iterations,
+                            w->n_iterations * sizeof(w->iterations[0]));
+        assert_int_equal(w->n_leaks, f->n_leaks);
+    }
+    static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        assert_int_equal(doc_of(whole, kinds[i], false, &a), GM_OK);
+        assert_int_equal(doc_of(figures, kinds[i], false, &b), GM_OK);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+    }
+    assert_int_equal(doc_of(whole, GM_DOC_CATEGORIES, true, &a), GM_OK);
+    assert_int_equal(doc_of(figures, GM_DOC_CATEGORIES, true, &b), GM_ERR_INVALID);
+    free(a);
+    free(b);
+    gm_analysis_free(figures);
+    gm_analysis_free(whole);
+    gm_snapshot_free(snap);
+    free(buf);
+}
+
 static void test_diff_only_analysis_is_refused_where_the_whole_is_needed(void **state)
 {
     char *buf;
@@ -2098,6 +2184,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_paths),
     cmocka_unit_test(test_frame_flags),
     cmocka_unit_test(test_training_trace),
+    cmocka_unit_test(test_event_lookups_bounded_by_the_trace),
     cmocka_unit_test(test_names),
     cmocka_unit_test(test_nomem),
     cmocka_unit_test(test_oom),
@@ -2111,6 +2198,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
+    cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
 };
 
 /* real snapshots */

@@ -226,8 +226,8 @@ static void test_json_buffered_writes_what_unbuffered_writes(void **state)
 }
 
 /* Arrays of numbers: fields of structs (a stride), of none, one and many values, across the
- * buffer's edge, after values already in the array; written one by one (doc_numbers_each) or
- * with gm_json_u64s() / gm_json_i64s() (doc_numbers_bulk). */
+ * buffer's edge, after values already in the array, runs of equal ones; written one by one
+ * (doc_numbers_each) or with gm_json_u64s() / gm_json_i64s() (doc_numbers_bulk). */
 struct num_row {
     uint64_t u;
     int64_t i;
@@ -240,6 +240,8 @@ static struct num_row *num_rows(void)
     for (size_t j = 0; j < 5000; j++) {
         rows[j].u = j % 3 ? UINT64_MAX - j * 0x9E3779B97F4A7C15ull : j;
         rows[j].i = j % 2 ? INT64_MIN + (int64_t)j : -(int64_t)(j * 1000003);
+        if (j % 5 >= 3) /* runs of equal values, which the bulk writer copies */
+            rows[j] = rows[j - 1];
         rows[j].pad = (uint32_t)j;
     }
     return rows;

@@ -266,6 +266,41 @@ static void test_ranks_page(void **state)
     gm_snapshot_free(b);
 }
 
+/* A one-device snapshot written as a pickle: trace_begin() opens it (no segments, then the
+ * trace of 'n' events, each written by the caller), trace_load() closes and loads it. */
+static struct gm_pickle_writer *trace_begin(FILE *f, size_t n)
+{
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, n);
+    return w;
+}
+
+static struct gm_snapshot *trace_load(struct gm_pickle_writer *w, FILE *f)
+{
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    size_t len;
+    char *data;
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    data = read_all(f, &len);
+    fclose(f);
+    if (gm_snapshot_load_mem(data, len, NULL, &snap, &err) != GM_OK)
+        fail_msg("snapshot: %s", err.msg);
+    free(data);
+    return snap;
+}
+
 /* A snapshot whose frame and settings try to close the script element. */
 static void test_hostile_strings(void **state)
 {
@@ -275,17 +310,10 @@ static void test_hostile_strings(void **state)
     struct gm_error err;
     FILE *f = tmpfile();
     size_t n;
-    char *data, *html;
+    char *html;
     json_t *j;
     (void)state;
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
-    gm_pickle_list_begin(w, 2);
+    w = trace_begin(f, 2);
     for (int e = 0; e < 2; e++) {
         gm_pickle_dict_begin(w, 5);
         gm_pickle_str(w, "action");
@@ -309,14 +337,7 @@ static void test_hostile_strings(void **state)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    data = read_all(f, &n);
-    fclose(f);
-    assert_int_equal(gm_snapshot_load_mem(data, n, NULL, &snap, &err), GM_OK);
-    free(data);
+    snap = trace_load(w, f);
     assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
     html = render(snap, an, &n);
     assert_int_equal(count(html, "</script>"), 2);
@@ -333,6 +354,85 @@ static void test_hostile_strings(void **state)
     free(html);
     gm_analysis_free(an);
     gm_snapshot_free(snap);
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A random one-device trace as a pickle: allocs and frees at a few addresses (frees without
+ * an alloc or larger than what is allocated, two allocs at one address), segment events, times
+ * that grow, go back, jump past 32 bits or are missing ('kind' as below). */
+static struct gm_snapshot *random_trace(uint64_t *x, int kind)
+{
+    static const char *const actions[] = {"alloc",         "free_requested", "free_completed",
+                                          "segment_alloc", "segment_free",   "oom"};
+    FILE *f = tmpfile();
+    size_t n = 1 + (size_t)(rng_next(x) % 400);
+    int64_t t = 1700000000000000LL;
+    struct gm_pickle_writer *w = trace_begin(f, n);
+    for (size_t k = 0; k < n; k++) {
+        /* kind 0 grows, 1 goes back, 2 jumps past 32 bits, 3 misses one time, 4 has none */
+        bool timed = kind != 4 && !(kind == 3 && k == n / 2);
+        uint64_t size = rng_next(x) % 16 == 0 ? (uint64_t)1 << 40 : 1 + rng_next(x) % 100000;
+        t += (int64_t)(rng_next(x) % 50000);
+        if (kind == 1 && rng_next(x) % 7 == 0)
+            t -= 200000;
+        if (kind == 2 && k == n / 2)
+            t += (int64_t)1 << 33;
+        gm_pickle_dict_begin(w, timed ? 6 : 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, actions[rng_next(x) % 6]);
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, 0x100000 * (1 + rng_next(x) % 6));
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, size);
+        gm_pickle_str(w, "stream");
+        gm_pickle_int(w, 0);
+        if (timed) {
+            gm_pickle_str(w, "time_us");
+            gm_pickle_int(w, t);
+        }
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, 0);
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    return trace_load(w, f);
+}
+
+/* The timeline the analysis keeps for the page (gm_analysis_opts.totals, summed in its
+ * series' pass) draws the page the report's own walk of the trace draws, byte for byte: on
+ * the example and on random traces of every kind of time. */
+static void test_kept_totals_same_page(void **state)
+{
+    struct gm_analysis_opts walk = {.max_points = 40}, kept = {.max_points = 40, .totals = true};
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    (void)state;
+    for (int round = 0; round < 61; round++) {
+        struct gm_snapshot *snap = round == 60 ? example(3) : random_trace(&x, round % 5);
+        struct gm_analysis *a1, *a2;
+        struct gm_error err;
+        size_t n1, n2;
+        char *h1, *h2;
+        assert_int_equal(gm_analysis_run(snap, &walk, &a1, &err), GM_OK);
+        assert_int_equal(gm_analysis_run(snap, &kept, &a2, &err), GM_OK);
+        assert_null(gm_analysis_totals(&a1->devices[0]));
+        assert_non_null(gm_analysis_totals(&a2->devices[0]));
+        h1 = render(snap, a1, &n1);
+        h2 = render(snap, a2, &n2);
+        assert_int_equal(n1, n2);
+        assert_memory_equal(h1, h2, n1);
+        free(h1);
+        free(h2);
+        gm_analysis_free(a1);
+        gm_analysis_free(a2);
+        gm_snapshot_free(snap);
+    }
 }
 
 static void test_plot(void **state)
@@ -620,7 +720,7 @@ int main(void)
         cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
         cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_layout_pages_equal_layout),
-        cmocka_unit_test(test_kept_history),
+        cmocka_unit_test(test_kept_history),    cmocka_unit_test(test_kept_totals_same_page),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
