@@ -38,15 +38,16 @@ logits, both read from the estimate: --tokens-per-batch, an encoder-decoder's ta
 tensor parallelism's vocabulary shard as gpumem counts them), with the loss form, and per
 source the median and range of those copies by loss form and by one GPU or several: how much of
 what the replay misses goes with the logits.  --stream-floor prints, for every
-max_memory_reserved row whose training step gpumem replays (without running out of memory or freeing the cache), the
-floor: the sum over the streams of each stream's largest sum of live tensors in the replay
-(replay.live_peak_by_stream_bytes), the least that PyTorch's allocator, which caches blocks and
-maps pages per stream, reserves for those tensors; then the replay's reserved peak above the
-floor (the allocator model's own share) and the measured figure minus the floor (below zero:
-the run reserved less than the replayed tensors need on their streams, so the error is in the
-tensors, whatever the allocator does); per source and allocator setting, the median of each and
-how many rows were measured below the floor.  --sample N runs only every Nth distinct argument list and checks only
-that gpumem answers each of them (the sanitizer build's run: the figures are the same as in
+max_memory_reserved row whose training step gpumem replays (without running out of memory or
+freeing the cache), the floor: the sum over the streams of each stream's largest sum of live
+tensors in the replay (replay.live_peak_by_stream_bytes), the least that PyTorch's allocator,
+which caches blocks and maps pages per stream, reserves for those tensors; then the replay's
+reserved peak above the floor (the allocator model's own share) and the measured figure minus
+the floor (below zero: the run reserved less than the replayed tensors need on their streams, so
+the error is in the tensors, whatever the allocator does); per source and allocator setting, the
+median of each and how many rows were measured below the floor.  --sample N runs only every
+Nth distinct argument list and checks only that gpumem answers each of them (the
+sanitizer build's run: the figures are the same as in
 the plain build, what it adds is memory and undefined-behaviour checking of every code path
 the rows reach).  The script writes nothing."""
 
