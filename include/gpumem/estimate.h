@@ -833,7 +833,12 @@ struct gm_est_replay {
     uint64_t retries;        /* out-of-memory retries after freeing the cache */
     uint64_t stream_reserved[GM_EST_STREAM__COUNT]; /* bytes reserved per enum gm_est_stream at the
                                                        peak */
-    bool oom;                                       /* a request failed even after the retry */
+    /* bytes: each stream's largest sum of live tensors over the replay.  The allocator caches
+     * blocks and maps pages per stream, so until it frees its cache (retries 0) reserved is at
+     * least the sum of these: what the replay reserves above that sum is the allocator's own */
+    uint64_t stream_live_peak[GM_EST_STREAM__COUNT];
+    bool oom;         /* a request failed even after the retry */
+    bool expandable;  /* replayed with expandable_segments:True (pages mapped per stream) */
     bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
     bool wrap_synced; /* ... with sync_module_states' broadcast buckets */
     bool floor;       /* the fragmentation floor, not the replay, decided peak reserved */

@@ -743,15 +743,16 @@ static enum gm_status find_expandable(struct gm_alloc *a, struct alloc_pool *p, 
             return GM_OK;
         }
     }
-    /* 1.125 x device memory of address space, in whole pages */
-    va = total / 8 * 9;
+    /* totalGlobalMem + totalGlobalMem / 8 of address space, in whole pages (ExpandableSegment:
+     * max_handles_ = numSegments(total + total / 8), rounding up) */
+    va = gm_add_sat(total, total / 8);
     if (va < size)
         va = size;
     xs = gm_calloc(1, sizeof(*xs));
     if (!xs)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     xs->page = page;
-    xs->n_pages = (size_t)((va + page - 1) / page);
+    xs->n_pages = (size_t)(va / page + (va % page != 0));
     xs->stream = stream;
     xs->pool = p;
     xs->mapped = gm_calloc(xs->n_pages, 1);

@@ -276,6 +276,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_u64(w, "oom_retries", r->retries);
         gm_json_kv_bool(w, "oom", r->oom);
         gm_json_kv_bool(w, "floor_decides", r->floor);
+        gm_json_kv_bool(w, "expandable_segments", r->expandable);
         if (r->at_capacity) {
             gm_json_kv_bool(w, "at_capacity", true);
             gm_json_kv_u64(w, "floor_bytes", r->floor_bytes);
@@ -298,6 +299,11 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_begin_object(w);
         for (unsigned k = 0; k < GM_EST_STREAM__COUNT; k++)
             gm_json_kv_u64(w, gm_est_stream_name((enum gm_est_stream)k), r->stream_reserved[k]);
+        gm_json_end_object(w);
+        gm_json_key(w, "live_peak_by_stream_bytes");
+        gm_json_begin_object(w);
+        for (unsigned k = 0; k < GM_EST_STREAM__COUNT; k++)
+            gm_json_kv_u64(w, gm_est_stream_name((enum gm_est_stream)k), r->stream_live_peak[k]);
         gm_json_end_object(w);
         gm_json_end_object(w);
     }

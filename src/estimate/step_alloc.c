@@ -120,6 +120,8 @@ struct replay {
     uint64_t mallocs;
     uint64_t stream_cur[GM_EST_STREAM__COUNT], stream_peak[GM_EST_STREAM__COUNT], reserved_cur,
         reserved_max;
+    /* requested bytes live per stream / at most: what the stream's own segments must hold */
+    uint64_t stream_live[GM_EST_STREAM__COUNT], stream_live_peak[GM_EST_STREAM__COUNT];
     /* shapes */
     uint64_t layers;
     double w_params[MAX_PIECES], w_acts[MAX_PIECES];
@@ -187,6 +189,24 @@ static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, 
 
 /* ---- tensors ---- */
 
+/* 'bytes' allocated on 'stream' (+) or freed from it (-): the live sums, in all and per
+ * stream */
+static void live_inc(struct replay *r, enum gm_est_stream stream, uint64_t bytes)
+{
+    r->cur += bytes;
+    if (r->cur > r->peak)
+        r->peak = r->cur;
+    r->stream_live[stream] += bytes;
+    if (r->stream_live[stream] > r->stream_live_peak[stream])
+        r->stream_live_peak[stream] = r->stream_live[stream];
+}
+
+static void live_dec(struct replay *r, enum gm_est_stream stream, uint64_t bytes)
+{
+    r->cur -= bytes;
+    r->stream_live[stream] -= bytes;
+}
+
 static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)
 {
     uint64_t ptr = 0;
@@ -210,9 +230,7 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     p->addr[slot] = ptr;
     p->size[slot] = bytes;
     r->mallocs++;
-    r->cur += bytes;
-    if (r->cur > r->peak)
-        r->peak = r->cur;
+    live_inc(r, (enum gm_est_stream)p->stream, bytes);
 }
 
 static void t_free(struct replay *r, struct plan *p, size_t slot)
@@ -221,7 +239,7 @@ static void t_free(struct replay *r, struct plan *p, size_t slot)
         return;
     if ((r->st = gm_alloc_dealloc_block(r->a, p->blk[slot], r->err)) != GM_OK)
         return;
-    r->cur -= p->size[slot];
+    live_dec(r, (enum gm_est_stream)p->stream, p->size[slot]);
     p->addr[slot] = 0;
     p->size[slot] = 0;
     p->blk[slot] = NULL;
@@ -250,9 +268,7 @@ static struct gm_alloc_block *raw_alloc(struct replay *r, uint64_t bytes)
         return NULL;
     }
     r->mallocs++;
-    r->cur += bytes;
-    if (r->cur > r->peak)
-        r->peak = r->cur;
+    live_inc(r, GM_EST_STREAM_COMPUTE, bytes);
     return b;
 }
 
@@ -262,7 +278,7 @@ static void raw_free(struct replay *r, struct gm_alloc_block **b, uint64_t bytes
         return;
     if ((r->st = gm_alloc_dealloc_block(r->a, *b, r->err)) != GM_OK)
         return;
-    r->cur -= bytes;
+    live_dec(r, GM_EST_STREAM_COMPUTE, bytes);
     *b = NULL;
 }
 
@@ -1433,6 +1449,8 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
     memcpy(out->stream_reserved, r.stream_peak, sizeof out->stream_reserved);
+    memcpy(out->stream_live_peak, r.stream_live_peak, sizeof out->stream_live_peak);
+    out->expandable = pr->conf.expandable_segments;
     kept_alloc_release(&own);
     return st;
 }

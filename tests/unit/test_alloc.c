@@ -508,6 +508,90 @@ static void test_expandable_reuse_after_unmap(void **state)
     teardown(&f);
 }
 
+/* get_free_block() under expandable segments (pytorch/pytorch
+ * c10/cuda/CUDACachingAllocator.cpp @ 001074d): best fit by size, but a block followed by
+ * unmapped space counts as the size it can grow to, so a free block that cannot grow is
+ * taken before the smaller free tail of the segment. */
+static void test_expandable_best_fit_prefers_a_block_that_cannot_grow(void **state)
+{
+    struct fixture f;
+    uint64_t a, b, c;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    a = m(&f, 16 * MiB); /* one 20 MiB page: [a 16][free 4] */
+    b = m(&f, 14 * MiB); /* the free 4 grows by a page: [a 16][b 14][free 10] */
+    assert_true(b == a + 16 * MiB);
+    assert_true(reserved(&f) == 40 * MiB);
+    fr(&f, a); /* free: a's 16 MiB (b after it), the 10 MiB tail (unmapped after it) */
+    c = m(&f, 8 * MiB);
+    /* by size alone the 10 MiB tail; it can grow, so a's 16 MiB is taken */
+    assert_true(c == a);
+    assert_true(reserved(&f) == 40 * MiB);
+    fr(&f, b);
+    fr(&f, c);
+    teardown(&f);
+}
+
+/* Expandable segments are per stream (find_expandable_block() searches the pool's unmapped
+ * blocks of the request's stream; ExpandableSegment takes its stream): a stream's free
+ * mapped pages serve no other stream.  They go back to the device only through
+ * release_cached_blocks() (release_blocks() -> unmap_block(), then
+ * release_expandable_segment() for a segment with nothing mapped), which the OOM retry of
+ * malloc() calls, so a request of a third stream on a full device maps them again
+ * (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @ 001074d). */
+static void test_expandable_streams_keep_their_pages(void **state)
+{
+    struct fixture f;
+    uint64_t p, q, r;
+    (void)state;
+    setup(&f, "expandable_segments:True", 200 * MiB);
+    fr(&f, m(&f, 100 * MiB)); /* stream 0: five pages mapped, all free */
+    assert_int_equal(gm_alloc_malloc(f.a, 100 * MiB, 7, &q, NULL), GM_OK);
+    /* stream 7 maps five pages of its own beside stream 0's free ones */
+    assert_true(reserved(&f) == 200 * MiB);
+    assert_true(allocated(&f) == 100 * MiB);
+    assert_true(f.a->stats.num_alloc_retries == 0);
+    /* the device is full: stream 0's pages are unmapped and stream 9 maps three */
+    assert_int_equal(gm_alloc_malloc(f.a, 60 * MiB, 9, &r, NULL), GM_OK);
+    assert_true(reserved(&f) == 160 * MiB);
+    assert_true(f.a->stats.num_alloc_retries == 1);
+    assert_true(f.a->stats.reserved_bytes[GM_ALLOC_STAT_ALL].peak == 200 * MiB);
+    assert_true(gm_alloc_segment_count(f.a) == 2); /* stream 0's segment is gone */
+    /* stream 0 again: a segment of its own, mapped anew; no room left for it */
+    assert_int_equal(gm_alloc_malloc(f.a, 60 * MiB, 0, &p, NULL), GM_ERR_LIMIT);
+    fr(&f, r);
+    fr(&f, q);
+    teardown(&f);
+}
+
+/* find_expandable_block() reserves totalGlobalMem + totalGlobalMem / 8 of address space,
+ * rounded up to whole pages (ExpandableSegment: max_handles_ = numSegments(total + total / 8);
+ * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @ 001074d).  A device of 160 MiB + 1 B has
+ * 180 MiB + 1 B of range, ten 20 MiB pages, not nine: 100 MiB and then 90 MiB fit in the
+ * first segment. */
+static void test_expandable_range_rounds_up_to_pages(void **state)
+{
+    struct fixture f;
+    struct gm_alloc_device dev;
+    struct gm_error e;
+    uint64_t p, q;
+    (void)state;
+    setup(&f, "expandable_segments:True", 0);
+    gm_alloc_free(f.a);
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &f.fake;
+    dev.total_bytes = 160 * MiB + 1;
+    assert_int_equal(gm_alloc_new(&f.conf, &dev, &f.a, &e), GM_OK);
+    p = m(&f, 100 * MiB);
+    q = m(&f, 90 * MiB);
+    assert_true(q == p + 100 * MiB);
+    assert_true(reserved(&f) == 200 * MiB);
+    assert_true(gm_alloc_segment_count(f.a) == 1);
+    fr(&f, q);
+    fr(&f, p);
+    teardown(&f);
+}
+
 /* ---- section 7 statistics ---- */
 
 static void test_reset_peak(void **state)
@@ -1539,6 +1623,9 @@ int main(void)
         cmocka_unit_test(test_expandable_worked_example),
         cmocka_unit_test(test_expandable_small_pages_and_unmap),
         cmocka_unit_test(test_expandable_reuse_after_unmap),
+        cmocka_unit_test(test_expandable_best_fit_prefers_a_block_that_cannot_grow),
+        cmocka_unit_test(test_expandable_streams_keep_their_pages),
+        cmocka_unit_test(test_expandable_range_rounds_up_to_pages),
         cmocka_unit_test(test_reset_peak),
         cmocka_unit_test(test_streams_do_not_share),
         cmocka_unit_test(test_record_stream_defers_reuse),

@@ -227,6 +227,55 @@ static void test_fsdp_streams(void **state)
     assert_int_equal(est->replay.stream_reserved[GM_EST_STREAM_REDUCE], 0);
 }
 
+/* The allocator caches blocks (and, with expandable segments, maps pages) per stream
+ * (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @ 001074d: BlockComparatorSize and
+ * BlockComparatorAddress order by stream first; find_expandable_block() searches the request's
+ * stream; ExpandableSegment is made for one stream), and FSDP2 allocates the sharded
+ * gradients on the reduce-scatter stream (torch/distributed/fsdp/_fully_shard/
+ * _fsdp_collectives.py @ 010ae4a, foreach_reduce: reduce_output under the reduce-scatter
+ * stream, the gradients views of it).  So until the cache is freed each stream's segments
+ * hold at least that stream's largest sum of live tensors, and reserved at least their sum:
+ * the gradients, whole at the end of backward, stay reserved on their stream while the
+ * compute stream's peak comes at the loss.  Expandable segments pack each stream into one
+ * growing range: the gradients take their bytes in whole 20 MiB pages, and the whole replay
+ * sits closer to the floor than the default allocator's does. */
+static void test_stream_live_peaks_floor_reserved(void **state)
+{
+    static const char *const job = "--train --precision bf16-mixed --fsdp --fsdp-version 2 "
+                                   "--grad-checkpointing op --batch 1 --seq 8192 --gpus 8 "
+                                   "--gpu H100";
+    const uint64_t page = (uint64_t)20 << 20;
+    char settings[256];
+    uint64_t floor[2], above[2];
+    (void)state;
+    for (int x = 0; x < 2; x++) {
+        const struct gm_est_replay *r;
+        snprintf(settings, sizeof settings, "%s%s", job,
+                 x ? " --alloc-conf expandable_segments:True" : "");
+        run("llama-3.1-8b", settings, &est);
+        r = &est->replay;
+        assert_true(r->used && !r->oom && r->retries == 0);
+        assert_int_equal(r->expandable, x == 1);
+        floor[x] = 0;
+        for (size_t s = 0; s < GM_EST_STREAM__COUNT; s++) {
+            assert_true(r->stream_reserved[s] >= r->stream_live_peak[s]);
+            floor[x] += r->stream_live_peak[s];
+        }
+        /* the peaks of the streams come at different moments */
+        assert_true(floor[x] > r->requested_peak);
+        assert_true(r->reserved_peak >= floor[x]);
+        above[x] = r->reserved_peak - floor[x];
+        /* every sharded gradient live at once, on their own stream */
+        assert_true(r->stream_live_peak[GM_EST_STREAM_REDUCE] >=
+                    gm_estimate_kind_bytes(est, GM_KIND_GRADIENTS));
+        if (x)
+            assert_true(r->stream_reserved[GM_EST_STREAM_REDUCE] -
+                            r->stream_live_peak[GM_EST_STREAM_REDUCE] <
+                        page);
+    }
+    assert_true(above[1] < above[0]);
+}
+
 static uint64_t seg2m(uint64_t bytes)
 {
     uint64_t r = (uint64_t)2 << 20;
@@ -367,8 +416,10 @@ static void assert_same_replay(const struct gm_estimate *a, const struct gm_esti
     assert_int_equal(x->retries, y->retries);
     assert_int_equal(x->oom, y->oom);
     assert_int_equal(x->floor, y->floor);
-    for (size_t s = 0; s < GM_EST_STREAM__COUNT; s++)
+    for (size_t s = 0; s < GM_EST_STREAM__COUNT; s++) {
         assert_int_equal(x->stream_reserved[s], y->stream_reserved[s]);
+        assert_int_equal(x->stream_live_peak[s], y->stream_live_peak[s]);
+    }
     assert_int_equal(a->peak_reserved_bytes, b->peak_reserved_bytes);
     assert_int_equal(a->device_bytes, b->device_bytes);
     assert_int_equal(a->fit.fits, b->fit.fits);
@@ -806,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_gradients_outgrow_activations),
         cmocka_unit_test(test_fsdp_streams),
         cmocka_unit_test(test_fsdp1_kept_gradients_made_per_layer),
+        cmocka_unit_test(test_stream_live_peaks_floor_reserved),
         cmocka_unit_test(test_fsdp1_deferred_frees),
         cmocka_unit_test(test_fsdp1_wrap_segments),
         cmocka_unit_test(test_lazy_state_takes_the_cache),

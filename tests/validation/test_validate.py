@@ -4,7 +4,8 @@
 skipped for a reason EXPECTED_SKIPS does not declare (a feature gpumem has gained, or a new
 gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter; and
 passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
-device row against the replay's own figure in fp32 copies of the logits.
+device row against the replay's own figure in fp32 copies of the logits; --stream-floor holds a
+reserved row against the sum of the replay's per-stream live peaks.
 Works in a temporary folder."""
 
 import json
@@ -25,7 +26,7 @@ GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
 
 
 def run(files, skips=None, mode="--check"):
-    """validate.py 'mode' (--check, --gaps, --beyond-replay) over a folder holding 'files'
+    """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor) over a folder holding 'files'
     (name -> rows after the header), with EXPECTED_SKIPS replaced by 'skips' when given."""
     with tempfile.TemporaryDirectory() as d:
         for name, rows in files.items():
@@ -119,6 +120,34 @@ class Check(unittest.TestCase):
                       (copy / float(1 << 30), doc["inputs"]["loss"]), lines[0])
         self.assertIn("%-26s beyond replay      1  loss %s, 1 GPU: median +1.00 fp32 logits "
                       "copies (+1.00 to +1.00)" % ("t", doc["inputs"]["loss"]), out)
+
+    def test_stream_floor_of_reserved_rows(self):
+        # two reserved rows of one FSDP2 run with expandable segments, measured 1 GiB below
+        # and 2 GiB above the sum of the replay's per-stream live peaks, and an allocated row
+        # that --stream-floor leaves out
+        args = ("llama-3.1-8b --train --precision bf16-mixed --fsdp --fsdp-version 2 "
+                "--grad-checkpointing op --batch 1 --seq 8192 --gpus 8 --gpu H100 "
+                "--alloc-conf expandable_segments:True")
+        doc = json.loads(subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                                        capture_output=True, text=True, check=True).stdout)
+        replay = doc["replay"]
+        floor = sum(replay["live_peak_by_stream_bytes"].values())
+        above = (replay["reserved_peak_bytes"] - floor) / float(1 << 30)
+        rows = ("r1-alloc,o/r,p,c,row 1,allocated,40000000000,value,,%s\n"
+                "r1-low,o/r,p,c,row 1,reserved,%d,value,,%s\n"
+                "r2-high,o/r,p,c,row 2,reserved,%d,value,,%s\n" %
+                (args, floor - (1 << 30), args, floor + (2 << 30), args))
+        rc, out = run({"t.csv": rows}, mode="--stream-floor")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if "stream floor" in l and l.startswith("  ")]
+        self.assertEqual(len(lines), 2, out)
+        self.assertIn("  r1-low ", lines[0])
+        self.assertIn("stream floor %7.2f GiB: replay above it %+6.2f, measured  -1.00 "
+                      "(expandable segments)" % (floor / float(1 << 30), above), lines[0])
+        self.assertIn("measured  +2.00 (expandable segments)", lines[1])
+        self.assertIn("%-26s stream floor      2  expandable segments: replay above it median "
+                      "%+.2f GiB, measured median +0.50 GiB, below the floor in 1" % ("t", above),
+                      out)
 
     def test_beyond_replay_copy_follows_tokens_target_and_vocab_shard(self):
         # the fp32 copy is the estimate's own loss tokens x vocabulary of one GPU: packed

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """validate.py - hold `gpumem estimate` against public GPU-memory measurements.
 
-usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--sample N] GPUMEM DATA_DIR
+usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--stream-floor] [--sample N]
+                   GPUMEM DATA_DIR
 
 DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
 '#' describe the source, its setup and its counters; then a header and one row per
@@ -36,8 +37,17 @@ fp32 copies of the per-GPU logits (4 B x the loss's tokens on one GPU x the voca
 logits, both read from the estimate: --tokens-per-batch, an encoder-decoder's target tokens and
 tensor parallelism's vocabulary shard as gpumem counts them), with the loss form, and per
 source the median and range of those copies by loss form and by one GPU or several: how much of
-what the replay misses goes with the logits.  --sample N runs only every Nth distinct argument list and checks only
-that gpumem answers each of them (the sanitizer build's run: the figures are the same as in
+what the replay misses goes with the logits.  --stream-floor prints, for every
+max_memory_reserved row whose training step gpumem replays (without running out of memory or
+freeing the cache), the floor: the sum over the streams of each stream's largest sum of live
+tensors in the replay (replay.live_peak_by_stream_bytes), the least that PyTorch's allocator,
+which caches blocks and maps pages per stream, reserves for those tensors; then the replay's
+reserved peak above the floor (the allocator model's own share) and the measured figure minus
+the floor (below zero: the run reserved less than the replayed tensors need on their streams, so
+the error is in the tensors, whatever the allocator does); per source and allocator setting, the
+median of each and how many rows were measured below the floor.  --sample N runs only every
+Nth distinct argument list and checks only that gpumem answers each of them (the
+sanitizer build's run: the figures are the same as in
 the plain build, what it adds is memory and undefined-behaviour checking of every code path
 the rows reach).  The script writes nothing."""
 
@@ -231,6 +241,36 @@ def beyond_replay_lines(source, found):
     return lines
 
 
+def stream_floor(row, doc):
+    """(floor, replay above it, measured minus it, in GiB; expandable segments) of a reserved
+    row whose step the estimate replayed, or None (not replayed, out of memory, or the cache
+    freed on the way: then a stream's reservation can fall below its live peak)."""
+    replay = doc.get("replay")
+    if (row["counter"] != "reserved" or not replay or replay.get("oom") or
+            replay.get("oom_retries", 0) > 0):
+        return None
+    floor = sum(replay["live_peak_by_stream_bytes"].values())
+    return (floor / GIB, (replay["reserved_peak_bytes"] - floor) / GIB,
+            (int(row["measured"]) - floor) / GIB, replay["expandable_segments"])
+
+
+def stream_floor_lines(source, found):
+    """The --stream-floor lines of one source: 'found' lists (id, stream_floor(...)), summed
+    up per allocator setting."""
+    lines, groups = [], {}
+    for rid, (floor, above, measured, expandable) in found:
+        conf = "expandable segments" if expandable else "default allocator"
+        lines.append("  %-28s stream floor %7.2f GiB: replay above it %+6.2f, measured %+6.2f "
+                     "(%s)" % (rid, floor, above, measured, conf))
+        groups.setdefault(conf, []).append((above, measured))
+    for conf, v in sorted(groups.items()):
+        lines.append("%-26s stream floor  %5d  %s: replay above it median %+.2f GiB, measured "
+                     "median %+.2f GiB, below the floor in %d" %
+                     (source, len(v), conf, statistics.median(a for a, _ in v),
+                      statistics.median(m for _, m in v), sum(m < 0 for _, m in v)))
+    return lines
+
+
 def run_sample(gpumem, tables, step):
     """Every step-th distinct argument list of the usable rows, each of which must succeed."""
     distinct = sorted({r["args"] for t in tables.values() for r in t
@@ -250,6 +290,7 @@ def main(argv):
     rows_out = "--rows" in argv
     gaps_out = "--gaps" in argv
     beyond_out = "--beyond-replay" in argv
+    floor_out = "--stream-floor" in argv
     pos = [a for a in argv if not a.startswith("--")]
     if len(pos) != 2:
         sys.stderr.write(__doc__)
@@ -276,6 +317,7 @@ def main(argv):
         skipped = {}
         runs = {}
         beyond = []
+        floors = []
         for row in tables[name]:
             if row["needs"]:
                 skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
@@ -311,6 +353,8 @@ def main(argv):
                 row["id"], measured, pred)
             if beyond_out and beyond_replay(row, doc) is not None:
                 beyond.append((row["id"], beyond_replay(row, doc)))
+            if floor_out and stream_floor(row, doc) is not None:
+                floors.append((row["id"], stream_floor(row, doc)))
             by_counter.setdefault(row["counter"], []).append(e)
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
@@ -331,6 +375,8 @@ def main(argv):
             for line in gap_lines(runs):
                 print(line)
         for line in beyond_replay_lines(source, beyond):
+            print(line)
+        for line in stream_floor_lines(source, floors):
             print(line)
     print()
     for counter in sorted(by_counter):
