@@ -450,6 +450,22 @@ static void test_vllm_profile_forward_peak(void **state)
                      20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
 }
 
+/* The profile peak vLLM's non-sampling workers print for 'model' served with 'args' (0 where
+ * every rank samples); no worker's KV memory without one. */
+static uint64_t worker_peak_of(const char *model, const char *args)
+{
+    struct gm_job j;
+    uint64_t peak;
+    job_make(model, args, &j);
+    run(&j, &est);
+    peak = est->serving.worker_activation_peak_bytes;
+    if (!peak)
+        assert_int_equal(est->serving.worker_kv_available_bytes, 0);
+    gm_estimate_free(est);
+    est = NULL;
+    return peak;
+}
+
 /* Before 0.8, at tp > 1, only rank 0 receives the gathered logits and samples
  * (LogitsProcessor._get_logits' tensor_model_parallel_gather; ModelRunner.execute_model's
  * "Only perform sampling in the driver worker"), and the executor keeps the smallest count of
@@ -461,7 +477,7 @@ static void test_vllm_v0_workers_without_sampler(void **state)
 {
     struct gm_job j;
     struct gm_est_serving *sv;
-    uint64_t forward, shard, driver_pool;
+    uint64_t forward, shard;
     (void)state;
     /* Qwen2.5-14B on two RTX 4090s at 0.7.2 (the v012 log): 131072 positions, so chunked
      * prefills of 2048 tokens and 256 sequences; the forward (ffn 13824 over 2, three
@@ -483,39 +499,26 @@ static void test_vllm_v0_workers_without_sampler(void **state)
     assert_true(sv->activation_peak_bytes > sv->worker_activation_peak_bytes);
     assert_true(sv->kv_pool_bytes < sv->worker_kv_available_bytes);
     assert_true(assumed(est, "only rank 0 gathers the logits and samples"));
-    driver_pool = sv->kv_pool_bytes;
     gm_estimate_free(est);
     est = NULL;
     /* a short profile batch of many sequences: the logits shard (512 x 151936 padded to 64,
      * over 2) beside the hidden states outweighs Qwen2.5-1.5B's forward */
-    job_make("qwen2.5-1.5b",
-             "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB --gpus 2 "
-             "--max-model-len 512 --max-num-batched-tokens 512 --max-num-seqs 512",
-             &j);
-    run(&j, &est);
     shard = 512ull * (151936 / 64 * 64 / 2) * 2;
     assert_true(shard + 512ull * 1536 * 2 > 512ull * (3 * 8960 / 2 + 3 * 1536) * 2);
-    assert_int_equal(est->serving.worker_activation_peak_bytes, shard + 512ull * 1536 * 2);
-    gm_estimate_free(est);
-    est = NULL;
+    assert_int_equal(worker_peak_of("qwen2.5-1.5b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB "
+                                    "--gpus 2 --max-model-len 512 --max-num-batched-tokens 512 "
+                                    "--max-num-seqs 512"),
+                     shard + 512ull * 1536 * 2);
     /* V1 (0.8 on) samples on every rank; a single GPU has no worker beside the driver */
-    job_make("qwen2.5-14b",
-             "--infer --engine vllm --vllm-version 0.8.4 --gpu RTX-4090 --gpus 2 "
-             "--gpu-memory-utilization 0.98 --max-model-len 131072",
-             &j);
-    run(&j, &est);
-    assert_int_equal(est->serving.worker_activation_peak_bytes, 0);
-    assert_int_equal(est->serving.worker_kv_available_bytes, 0);
-    assert_false(assumed(est, "only rank 0 gathers the logits"));
-    assert_true(driver_pool > 0);
-    gm_estimate_free(est);
-    est = NULL;
-    job_make("qwen2.5-14b",
-             "--infer --engine vllm --vllm-version 0.7.2 --gpu H100 --max-model-len 8192", &j);
-    run(&j, &est);
-    assert_int_equal(est->serving.worker_activation_peak_bytes, 0);
-    gm_estimate_free(est);
-    est = NULL;
+    assert_int_equal(
+        worker_peak_of("qwen2.5-14b",
+                       "--infer --engine vllm --vllm-version 0.8.4 --gpu RTX-4090 "
+                       "--gpus 2 --gpu-memory-utilization 0.98 --max-model-len 131072"),
+        0);
+    assert_int_equal(worker_peak_of("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 "
+                                                   "--gpu H100 --max-model-len 8192"),
+                     0);
 }
 
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
