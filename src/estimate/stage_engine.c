@@ -521,15 +521,16 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     return own > ca ? own - ca : 0;
 }
 
-/* The profile peak of a V0 worker that does not sample.  Before 0.8, at tp > 1, the logits
- * are gathered to rank 0 only (LogitsProcessor._get_logits: tensor_model_parallel_gather,
- * "None may be returned for rank > 0"; vllm/model_executor/layers/logits_processor.py @
- * 307e086) and only the driver worker samples (ModelRunner.execute_model: "Only perform
- * sampling in the driver worker", vllm/worker/model_runner.py @ 587909c), so every other
- * rank's profile run peaks at its forward, or at the hidden states beside its own shard of
- * the 16-bit logits (max_num_seqs x the vocabulary padded to 64, over tp).  The executor
- * sizes the pool by the smallest count of blocks the workers report
- * (DistributedGPUExecutor.determine_num_available_blocks, "takes the min of the results",
+/* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
+ * engine a driver worker and replaced the all-gather of the logits) to before 0.8, at tp > 1,
+ * the logits are gathered to rank 0 only (LogitsProcessor._get_logits:
+ * tensor_model_parallel_gather, "None may be returned for rank > 0";
+ * vllm/model_executor/layers/logits_processor.py @ 307e086) and only the driver worker samples
+ * (ModelRunner.execute_model: "Only perform sampling in the driver worker",
+ * vllm/worker/model_runner.py @ 587909c), so every other rank's profile run peaks at its forward,
+ * or at the hidden states beside its own shard of the 16-bit logits (max_num_seqs x the vocabulary
+ * padded to 64, over tp).  The executor sizes the pool by the smallest count of blocks the workers
+ * report (DistributedGPUExecutor.determine_num_available_blocks, "takes the min of the results",
  * vllm/executor/distributed_gpu_executor.py @ a4aeba1): the driver's, which the pool keeps;
  * the others print more KV memory available.  0 where every rank samples (V1, one GPU,
  * pipeline stages). */
@@ -537,7 +538,8 @@ static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *
                                  enum vllm_era era, uint64_t tokens, uint64_t seqs)
 {
     uint64_t t = j->parallel.tp, fwd, shard, head;
-    if (!vllm_era_v0(era) || t < 2 || j->parallel.pp > 1)
+    uint32_t v = j->stack.vllm;
+    if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
         return 0;
     fwd = profile_activations(m, tokens, t);
     shard = gm_mul_sat(gm_mul_sat(seqs, est_div_up(est_div_up(m->vocab, 64) * 64, t)), 2);
@@ -742,7 +744,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                vllm_era_text(era));
     if (sv->worker_activation_peak_bytes)
         est_assume(e,
-                   "vLLM before 0.8: only rank 0 gathers the logits and samples; the other "
+                   "vLLM 0.2.7 to 0.7: only rank 0 gathers the logits and samples; the other "
                    "ranks' profile peaks at %.2f GiB and they print %.2f GiB of KV memory "
                    "available, but the pool is rank 0's (the smallest)",
                    (double)sv->worker_activation_peak_bytes / (double)GM_GIB,

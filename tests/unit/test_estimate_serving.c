@@ -466,7 +466,7 @@ static uint64_t worker_peak_of(const char *model, const char *args)
     return peak;
 }
 
-/* Before 0.8, at tp > 1, only rank 0 receives the gathered logits and samples
+/* From 0.2.7 to before 0.8, at tp > 1, only rank 0 receives the gathered logits and samples
  * (LogitsProcessor._get_logits' tensor_model_parallel_gather; ModelRunner.execute_model's
  * "Only perform sampling in the driver worker"), and the executor keeps the smallest count of
  * blocks the workers report (DistributedGPUExecutor.determine_num_available_blocks).  The
@@ -519,6 +519,14 @@ static void test_vllm_v0_workers_without_sampler(void **state)
     assert_int_equal(worker_peak_of("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 "
                                                    "--gpu H100 --max-model-len 8192"),
                      0);
+    /* before 0.2.7 every rank all-gathered the logits and sampled */
+    assert_int_equal(worker_peak_of("llama-3.1-70b",
+                                    "--infer --engine vllm --vllm-version 0.2.4 "
+                                    "--gpu A100-80GB --gpus 4 --max-model-len 4096"),
+                     0);
+    assert_true(worker_peak_of("llama-3.1-70b",
+                               "--infer --engine vllm --vllm-version 0.2.7 "
+                               "--gpu A100-80GB --gpus 4 --max-model-len 4096") > 0);
 }
 
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
