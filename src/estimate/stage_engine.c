@@ -611,7 +611,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
+    /* the custom all-reduce maps its peers' IPC buffers: peer access, and a group within one
+     * node (CustomAllreduce.__init__: "disabled because this process group spans across
+     * nodes", vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
+    ca = est_vllm_custom_allreduce_bytes(
+        t, !est_no_p2p(j) && t <= (j->parallel.gpus_per_node ? j->parallel.gpus_per_node : 8));
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes

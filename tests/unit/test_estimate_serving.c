@@ -864,6 +864,27 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
     assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
     assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
+    /* a tensor-parallel group across two nodes (the two-node 0.10.1 log of the validation
+     * rows, v027, prints "Custom allreduce is disabled because this process group spans across
+     * nodes"): no IPC buffers, so 0.10.1 counts 18 MiB less non-torch memory than on one node */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-40GB --gpus 2 "
+             "--gpus-per-node 1 --gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    run(&j, &est);
+    need = est->serving.non_torch_logged_bytes;
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-40GB --gpus 2 "
+             "--gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    assert_int_equal(est->serving.non_torch_logged_bytes, need + ar);
+    gm_estimate_free(est);
+    est = NULL;
 
     /* 0.11: the communicators sit in the baseline, so tp 2 prints what tp 1 prints */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
