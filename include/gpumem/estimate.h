@@ -889,7 +889,10 @@ struct gm_estimate {
     char (*assumptions)[GM_EST_NOTE_MAX]; /* n_assumptions sentences; owned */
     size_t n_assumptions;
     /* memory techniques: the loss moment; ranges */
-    uint64_t loss_bytes; /* training: allocated at the loss (end of forward, its backward) */
+    uint64_t loss_bytes;  /* training: allocated at the loss (end of forward, its backward) */
+    uint64_t loss_tokens; /* training: tokens one device's loss runs over (an encoder-decoder's
+                             target tokens); 0 = no loss (an encoder) */
+    uint64_t loss_vocab;  /* training: vocabulary entries of one device's logits (V / tp) */
     struct gm_est_range range;
     struct gm_est_replay replay;
     struct gm_est_store *store; /* private */

@@ -247,6 +247,8 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_u64(w, "backward_start_bytes", e->backward_start_bytes);
         gm_json_kv_u64(w, "backward_end_bytes", e->backward_end_bytes);
         gm_json_kv_u64(w, "loss_bytes", e->loss_bytes);
+        gm_json_kv_u64(w, "loss_tokens", e->loss_tokens);
+        gm_json_kv_u64(w, "loss_vocab", e->loss_vocab);
     } else if (e->mode == GM_EST_INFER) {
         gm_json_kv_u64(w, "prefill_bytes", e->prefill_bytes);
         gm_json_kv_u64(w, "decode_bytes", e->decode_bytes);

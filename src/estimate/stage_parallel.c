@@ -389,6 +389,10 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     enum gm_status st;
 
     fill_layout(j, l);
+    /* the logits are split by vocabulary over the tensor-parallel ranks (the logits
+     * component below is divided by t) */
+    if (t > 1)
+        e->loss_vocab = est_div_up(e->loss_vocab, t);
     /* activations offloaded by the training stage: host memory of each GPU */
     l->host_bytes_per_node = gm_mul_sat(est_round(cx->host_activation_bytes), l->gpus_per_node);
     if (est_allocator(j) != EST_ALLOC_TORCH)

@@ -590,7 +590,16 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     bool mixed = est_precision_autocast(j->numerics.precision);
     double V = (double)m->vocab, h = (double)m->hidden, nv = T * V;
     double C = (double)j->memory.loss_chunks;
-    /* final logit soft-capping (Gemma-2) keeps its tanh output beside the logits */
+    /* final logit soft-capping (Gemma-2): the model's forward divides the lm_head output,
+     * takes tanh and scales it back (transformers Gemma2ForCausalLM.forward); tanh saves its
+     * result for its backward (tanh_backward(grad, result), pytorch
+     * tools/autograd/derivatives.yaml at d327a78), so one B*L*V tensor of the compute dtype
+     * lives beside the capped logits whatever loss takes them (full, plain, fused, compiled:
+     * a compiled head still saves that tensor or the lm_head output it is recomputed from).
+     * The forms that project the hidden states themselves cap inside: chunked (torchtune's
+     * Gemma2FinalNorm caps the final norm's output, B*L*h, not the logits), fused-linear
+     * (Liger's and CCE's kernels cap in registers; unsloth's chunk keeps one capped chunk),
+     * chunked-backward (nothing caps) */
     double cap = m->final_softcap > 0 ? ea * nv : 0.0;
     bool head_trained = j->memory.adapter == GM_ADAPTER_NONE,
          inline_ce =
@@ -673,7 +682,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
     case GM_LOSS_CHUNKED:
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
-        out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C;
+        out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C + (cap > 0 ? ea * T * h : 0);
         out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
@@ -721,8 +730,9 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                              : "the logits, the kernel's fp32 input and the Trainer's fp32 "
                                "copy of the logits";
         }
-        out->bytes = per * nv + 4.0 * T;
-        snprintf(out->note, sizeof out->note, "B*L*V x %g B: %s", per, held);
+        out->bytes = per * nv + 4.0 * T + cap;
+        snprintf(out->note, sizeof out->note, "B*L*V x %g B: %s%s", per, held,
+                 cap > 0 ? "; the soft-cap's tanh output" : "");
         out->what = inline_ce ? "cross-entropy kernel in place of the model's own "
                                 "nn.CrossEntropyLoss, on its 16-bit shifted copy of the logits"
                     : hf      ? "cross-entropy kernel inside HF's loss (Liger / unsloth as FOAK "
@@ -752,10 +762,13 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
              * logits fit the target), target min(half the free memory, 4 GiB), taken as 4
              * GiB; each chunk's lm_head product, its .float() copy for F.cross_entropy, the
              * log-softmax and its gradient (torch.func.grad_and_value), the input's gradient
-             * (empty_like) and the head's (zeros_like) written as the chunks go */
+             * (empty_like) and the head's (zeros_like) written as the chunks go.  A model's
+             * logit_softcapping caps each chunk's logits there (compute_fused_ce_loss: divide,
+             * tanh, multiply), tanh's result kept for the chunk's backward: one more 16-bit
+             * chunk ("14, and 16 under softcapping", _CE_BYTES_PER_LOGIT at 002a0c9) */
             double exact = T * V * 4.0 / (4.0 * 1073741824.0);
             double n = exact <= 1.0 ? 1.0 : ceil(exact / 4.0) * 4.0, rows = ceil(T / n);
-            out->bytes = grads + rows * V * (ea + 12.0);
+            out->bytes = grads + rows * V * (ea + 12.0 + (cap > 0 ? ea : 0.0));
             snprintf(out->note, sizeof out->note,
                      "input gradient%s and one of %.0f chunks of %.0f rows (logits, fp32 copy, "
                      "log-softmax, gradient)",
@@ -811,11 +824,11 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
          * (torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py
          * collect_fw_donated_buffer_idxs, pytorch c5336df), and the logits are the graph's
          * input.  A fused kernel writes that gradient into the logits instead. */
-        out->bytes = 2.0 * ea * nv + 4.0 * T;
+        out->bytes = 2.0 * ea * nv + 4.0 * T + cap;
         out->grad = ea * nv;
         snprintf(out->note, sizeof out->note,
-                 "B*L*V x %g B: the logits kept by the compiled loss and their new gradient",
-                 2.0 * ea);
+                 "B*L*V x %g B: the logits kept by the compiled loss and their new gradient%s",
+                 2.0 * ea, cap > 0 ? "; the soft-cap's tanh output" : "");
         out->what = "compiled cross-entropy (torch.compile of F.cross_entropy on the upcast "
                     "logits): no fp32 copies, the logits kept by the compiled graph and a new "
                     "16-bit gradient";
@@ -1091,6 +1104,8 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                         ? T * (double)j->workload.target_seq / (double)seq
                         : T;
         loss_bytes(j, m, Tl, ea, ew, &lm);
+        e->loss_tokens = est_round(Tl);
+        e->loss_vocab = m->vocab;
         st = est_add(e, GM_KIND_LOGITS, "logits_and_loss", est_round(lm.bytes), GM_EST_PHASE_LOSS,
                      true, GM_EXTENT_HEAD, lm.note, err);
         if (st != GM_OK)

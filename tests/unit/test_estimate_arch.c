@@ -211,6 +211,50 @@ static void test_nvfp4_weights(void **state)
     }
 }
 
+/* FP8 block-quantised weights as DeepSeek-V3's checkpoint stores them (config.json
+ * quantization_config: quant_method fp8, weight_block_size [128, 128]): each out x in Linear
+ * one e4m3 byte per weight and an fp32 scale per 128 x 128 block, ceil(out / 128) x
+ * ceil(in / 128) of them (deepseek-ai/DeepSeek-V3 inference/model.py at 1ea5a1a, Linear:
+ * weight_scale_inv / scale of (scale_out_features, scale_in_features), float32); embeddings,
+ * norms and lm_head stay bf16.  A block size that does not divide a side rounds up: 1000
+ * wide layers with 64 x 64 blocks hold 16 x 16 scales per 1000 x 1000 matrix. */
+static void test_fp8_block_weights(void **state)
+{
+    static const struct {
+        uint64_t h, I, heads, kv_heads, block;
+    } cases[] = {{4096, 14336, 32, 8, 128}, {1000, 3000, 8, 8, 64}};
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const uint64_t h = cases[c].h, I = cases[c].I, V = 32000, L = 2, bs = cases[c].block;
+        const uint64_t kv = cases[c].kv_heads * (h / cases[c].heads);
+        const uint64_t shapes[7][2] = {{h, h}, {kv, h}, {kv, h}, {h, h}, {I, h}, {I, h}, {h, I}};
+        uint64_t want = 2 * (2 * V * h + (2 * L + 1) * h);
+        char config[768];
+        struct gm_model m;
+        struct gm_job j;
+        struct gm_error err;
+        for (size_t k = 0; k < 7; k++)
+            want += L * (shapes[k][0] * shapes[k][1] +
+                         ((shapes[k][0] + bs - 1) / bs) * ((shapes[k][1] + bs - 1) / bs) * 4);
+        snprintf(config, sizeof config,
+                 "{\"model_type\": \"llama\", \"hidden_size\": %llu, \"num_hidden_layers\": 2, "
+                 "\"num_attention_heads\": %llu, \"num_key_value_heads\": %llu, "
+                 "\"intermediate_size\": %llu, \"vocab_size\": 32000, \"torch_dtype\": "
+                 "\"bfloat16\", \"quantization_config\": {\"quant_method\": \"fp8\", "
+                 "\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", "
+                 "\"weight_block_size\": [%llu, %llu]}}",
+                 (unsigned long long)h, (unsigned long long)cases[c].heads,
+                 (unsigned long long)cases[c].kv_heads, (unsigned long long)I,
+                 (unsigned long long)bs, (unsigned long long)bs);
+        assert_int_equal(gm_model_parse_hf_config(config, strlen(config), &m, &err), GM_OK);
+        assert_int_equal(m.quant.method, GM_QUANT_FP8);
+        gm_job_init(&j);
+        j.model.model = &m;
+        assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+        assert_int_equal(est->weight_bytes, want);
+    }
+}
+
 /* DeepSeek-V3.2 adds a sparse-attention indexer to V3's layers (DeepSeek-V3.2-Exp
  * inference/model.py Indexer: wq_b q_lora_rank -> 64 x 128, wk 7168 -> 128, k_norm LayerNorm
  * (weight and bias), weights_proj 7168 -> 64), and vLLM caches one indexer key per token and
@@ -934,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_catalog_estimates),
         cmocka_unit_test(test_gpt_oss_mxfp4_weights),
         cmocka_unit_test(test_nvfp4_weights),
+        cmocka_unit_test(test_fp8_block_weights),
         cmocka_unit_test(test_deepseek_v32_indexer),
         cmocka_unit_test(test_vision_language_jobs),
         cmocka_unit_test(test_seq2seq_target_length),

@@ -554,6 +554,43 @@ static void test_torchtitan_compiled_loss(void **state)
     assert_false(j.parallel.shard_ends);
 }
 
+/* Gemma-2's final logit soft-cap (logits / 30, tanh, x 30 in Gemma2ForCausalLM.forward): tanh
+ * saves its result for its backward, one B*L*V tensor of the compute dtype beside the capped
+ * logits, whichever loss then takes them: the HF loss (full), a loop's own cross_entropy
+ * (plain), a cross-entropy kernel (fused) or a compiled one (compiled).  The forms that
+ * project the hidden states themselves have no capped B*L*V tensor: Liger's fused linear
+ * cross-entropy caps inside its kernel (LigerFusedLinearCrossEntropyLoss(softcap=...), the
+ * kernel's HAS_SOFTCAPPING), and torchtune's Gemma-2 caps the final norm's output
+ * (Gemma2FinalNorm: B*L*h) before its chunked loss.  Gemma-2-9B, 2 x 4096 tokens, vocabulary
+ * 256000, hidden 3584, bf16 under autocast. */
+static void test_final_softcap_by_loss_form(void **state)
+{
+    const uint64_t T = 2 * 4096, V = 256000, h = 3584, nv = T * V, cap = 2 * nv;
+    /* Liger's chunk: next_pow2(ceil(8192 / ceil(256000 / 3584))) = 128 rows */
+    const uint64_t chunk = 128;
+    (void)state;
+    run("gemma-2-9b", TRAIN8B, &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * nv + cap);
+    run("gemma-2-9b", TRAIN8B " --loss plain", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 12 * nv + cap);
+    run("gemma-2-9b", TRAIN8B " --loss fused", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * nv + 4 * T + cap);
+    run("gemma-2-9b", TRAIN8B " --loss compiled", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * nv + 4 * T + cap);
+    run("gemma-2-9b", TRAIN8B " --loss chunked", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     4 * nv + 10 * nv / 8 + 2 * T * h);
+    run("gemma-2-9b", TRAIN8B " --loss fused-linear", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * h + 4 * V * h + 2 * chunk * (V + h));
+    /* unsloth caps each chunk (compute_fused_ce_loss): tanh's 16-bit result kept with the
+     * chunk's logits, fp32 copy, log-softmax and gradient, 16 B per logit of the chunk; 8192
+     * x 256000 x 4 B = 7.8 GiB of fp32 logits: 4 chunks of 2048 rows */
+    run("gemma-2-9b", TRAIN8B " --loss fused-linear --loss-impl unsloth", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * h + 4 * V * h + 2048 * V * 16);
+}
+
 /* Tensor parallelism with the vocabulary sharded: torch's loss_parallel
  * (torch/distributed/tensor/parallel/loss.py, torchtitan's default with TP) runs the
  * log-softmax as _log_softmax writes it, unfused in fp32 on the local shard, and the
@@ -1222,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_fused_lora_saves_dropped_inputs),
         cmocka_unit_test(test_fsdp1_reentrant),
         cmocka_unit_test(test_float8_training),
+        cmocka_unit_test(test_final_softcap_by_loss_form),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),

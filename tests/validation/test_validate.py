@@ -120,6 +120,37 @@ class Check(unittest.TestCase):
         self.assertIn("%-26s beyond replay      1  loss %s, 1 GPU: median +1.00 fp32 logits "
                       "copies (+1.00 to +1.00)" % ("t", doc["inputs"]["loss"]), out)
 
+    def test_beyond_replay_copy_follows_tokens_target_and_vocab_shard(self):
+        # the fp32 copy is the estimate's own loss tokens x vocabulary of one GPU: packed
+        # tokens (not batch x seq), an encoder-decoder's target tokens, the vocabulary shard
+        # of tensor parallelism; each device row is measured one such copy above the replay
+        cases = [
+            ("llama-2-7b --train --seq 512 --tokens-per-batch 1024 --lora "
+             "--gpu A100-80GB", 1024, 32000),
+            ("t5-large --train --batch 2 --seq 512 --target-seq 128 --gpu A100-80GB",
+             256, 32128),
+            ("llama-3-8b --train --batch 1 --seq 2048 --lora --tp 2 --gpus 2 --gpu H100",
+             2048, 64128),
+        ]
+        rows = ""
+        for i, (args, tokens, vocab) in enumerate(cases):
+            doc = json.loads(subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                                            capture_output=True, text=True, check=True).stdout)
+            self.assertEqual((doc["phases"]["loss_tokens"], doc["phases"]["loss_vocab"]),
+                             (tokens, vocab), args)
+            self.assertIsNotNone(doc["replay"], args)
+            peak, replay = doc["peak"], doc["replay"]
+            replayed = (peak["device_bytes"] - peak["reserved_bytes"] +
+                        replay["reserved_peak_bytes"])
+            rows += "r%d,o/r,p,c,row %d,device,%d,value,,%s\n" % (
+                i, i, replayed + 4 * tokens * vocab, args)
+        rc, out = run({"t.csv": rows}, mode="--beyond-replay")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if "device beyond the replay" in l]
+        self.assertEqual(len(lines), len(cases), out)
+        for line in lines:
+            self.assertIn("= +1.00 fp32 logits copies", line)
+
     def test_refused_row_and_unknown_counter_fail(self):
         rc, out = run({"t.csv": GOOD.replace("--lora", "--lora --lora-rank 0")})
         self.assertEqual(rc, 1, out)

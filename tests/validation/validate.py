@@ -33,7 +33,9 @@ allocated figure itself; per source the median |error| of the gap and how many g
 predicts too small.  --beyond-replay prints, for every nvidia-smi row of a training run that gpumem
 replays through its caching-allocator model, the measured figure minus the replay's own device
 figure (the replay's reserved peak plus the same CUDA context, workspaces and NCCL), in GiB and in
-fp32 copies of the per-GPU logits (batch x seq x vocabulary x 4 B), with the loss form, and per
+fp32 copies of the per-GPU logits (4 B x the loss's tokens on one GPU x the vocabulary of one GPU's
+logits, both read from the estimate: --tokens-per-batch, an encoder-decoder's target tokens and
+tensor parallelism's vocabulary shard as gpumem counts them), with the loss form, and per
 source the median and range of those copies by loss form and by one GPU or several: how much of
 what the replay misses goes with the logits.  --sample N runs only every Nth distinct argument list and checks only
 that gpumem answers each of them (the sanitizer build's run: the figures are the same as in
@@ -206,10 +208,13 @@ def beyond_replay(row, doc):
         return None
     peak = doc["peak"]
     replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
-    inputs = doc["inputs"]
-    copy = 4 * inputs["batch"] * inputs["seq"] * doc["model"]["vocab_size"]
+    # the fp32 logits of one GPU as the estimate counts them: the loss's tokens there and the
+    # vocabulary its logits hold (V / tp)
+    copy = 4 * doc["phases"]["loss_tokens"] * doc["phases"]["loss_vocab"]
+    if not copy:
+        return None
     beyond = int(row["measured"]) - replayed
-    return (beyond / GIB, beyond / float(copy), inputs["loss"], gpu_count(doc),
+    return (beyond / GIB, beyond / float(copy), doc["inputs"]["loss"], gpu_count(doc),
             replay.get("oom_retries", 0) > 0)
 
 
