@@ -737,10 +737,14 @@ struct gm_est_serving {
     uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */
     uint64_t max_num_batched_tokens; /* vLLM: the profile run's tokens, likewise */
     uint64_t sampler_bytes;          /* vLLM: the profile run's sampler peak */
-    double max_concurrency;          /* kv_tokens / max_model_len */
-    uint64_t compute_buffer_bytes;   /* llama.cpp */
-    uint64_t n_ctx;                  /* llama.cpp cells */
-    double static_fraction;          /* SGLang: mem_fraction_static as used */
+    /* vLLM 0.2.7 to 0.7 at tp > 1: what a worker that does not sample (every rank but the
+     * driver) profiles and prints; 0 where every rank samples */
+    uint64_t worker_activation_peak_bytes;
+    uint64_t worker_kv_available_bytes; /* its budget less weights, its peak and non-torch */
+    double max_concurrency;             /* kv_tokens / max_model_len */
+    uint64_t compute_buffer_bytes;      /* llama.cpp */
+    uint64_t n_ctx;                     /* llama.cpp cells */
+    double static_fraction;             /* SGLang: mem_fraction_static as used */
 };
 
 enum gm_fit_reason {

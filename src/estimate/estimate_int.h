@@ -396,7 +396,8 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */
 /* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
- * supports none, or the GPUs have no peer access). */
+ * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
+ * nodes). */
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);

@@ -497,6 +497,11 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "non_torch_logged_bytes", sv->non_torch_logged_bytes);
             gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
             gm_json_kv_u64(w, "sampler_bytes", sv->sampler_bytes);
+            /* only where the ranks differ (the V0 engine at tp > 1) */
+            if (sv->worker_activation_peak_bytes) {
+                gm_json_kv_u64(w, "worker_activation_peak_bytes", sv->worker_activation_peak_bytes);
+                gm_json_kv_u64(w, "worker_kv_available_bytes", sv->worker_kv_available_bytes);
+            }
             gm_json_kv_u64(w, "max_num_seqs", sv->max_num_seqs);
             gm_json_kv_u64(w, "max_num_batched_tokens", sv->max_num_batched_tokens);
             gm_json_kv_u64(w, "kv_pool_bytes", sv->kv_pool_bytes);

@@ -521,6 +521,32 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     return own > ca ? own - ca : 0;
 }
 
+/* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
+ * engine a driver worker and replaced the all-gather of the logits) to before 0.8, at tp > 1,
+ * the logits are gathered to rank 0 only (LogitsProcessor._get_logits:
+ * tensor_model_parallel_gather, "None may be returned for rank > 0";
+ * vllm/model_executor/layers/logits_processor.py @ 307e086) and only the driver worker samples
+ * (ModelRunner.execute_model: "Only perform sampling in the driver worker",
+ * vllm/worker/model_runner.py @ 587909c), so every other rank's profile run peaks at its forward,
+ * or at the hidden states beside its own shard of the 16-bit logits (max_num_seqs x the vocabulary
+ * padded to 64, over tp).  The executor sizes the pool by the smallest count of blocks the workers
+ * report (DistributedGPUExecutor.determine_num_available_blocks, "takes the min of the results",
+ * vllm/executor/distributed_gpu_executor.py @ a4aeba1): the driver's, which the pool keeps;
+ * the others print more KV memory available.  0 where every rank samples (V1, one GPU,
+ * pipeline stages). */
+static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *m,
+                                 enum vllm_era era, uint64_t tokens, uint64_t seqs)
+{
+    uint64_t t = j->parallel.tp, fwd, shard, head;
+    uint32_t v = j->stack.vllm;
+    if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
+        return 0;
+    fwd = profile_activations(m, tokens, t);
+    shard = gm_mul_sat(gm_mul_sat(seqs, est_div_up(est_div_up(m->vocab, 64) * 64, t)), 2);
+    head = gm_add_sat(gm_mul_sat(gm_mul_sat(tokens, m->hidden), 2), shard);
+    return fwd > head ? fwd : head;
+}
+
 /* vLLM's accounting: the weights on one GPU (the model stage's, divided by tp), the
  * profile run's activation peak, the sampler, non-torch memory, and the KV pool in
  * whatever the budget leaves. */
@@ -585,7 +611,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j));
+    /* the custom all-reduce maps its peers' IPC buffers: peer access, and a group within one
+     * node (CustomAllreduce.__init__: "disabled because this process group spans across
+     * nodes", vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
+    ca = est_vllm_custom_allreduce_bytes(
+        t, !est_no_p2p(j) && t <= (j->parallel.gpus_per_node ? j->parallel.gpus_per_node : 8));
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -611,6 +641,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
     pool = budget > need ? budget - need : 0;
+    sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, era, T, seqs);
+    if (sv->worker_activation_peak_bytes) {
+        uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), logged);
+        sv->worker_kv_available_bytes = budget > wneed ? budget - wneed : 0;
+    }
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
         pool = v->kv_cache_memory_bytes;
     engine_pool(sv, pool, per_token, bs);
@@ -711,6 +746,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    (double)j->gpu.memory_bytes / (double)GM_GIB);
     est_assume(e, "vLLM %s: %s", j->stack.vllm ? "as given by --vllm-version" : "current (0.21+)",
                vllm_era_text(era));
+    if (sv->worker_activation_peak_bytes)
+        est_assume(e,
+                   "vLLM 0.2.7 to 0.7: only rank 0 gathers the logits and samples; the other "
+                   "ranks' profile peaks at %.2f GiB and they print %.2f GiB of KV memory "
+                   "available, but the pool is rank 0's (the smallest)",
+                   (double)sv->worker_activation_peak_bytes / (double)GM_GIB,
+                   (double)sv->worker_kv_available_bytes / (double)GM_GIB);
     if (pp > 1)
         est_assume(e,
                    "vLLM pipeline of %llu stages: %llu layers per stage with their KV cache; "

@@ -450,6 +450,85 @@ static void test_vllm_profile_forward_peak(void **state)
                      20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
 }
 
+/* The profile peak vLLM's non-sampling workers print for 'model' served with 'args' (0 where
+ * every rank samples); no worker's KV memory without one. */
+static uint64_t worker_peak_of(const char *model, const char *args)
+{
+    struct gm_job j;
+    uint64_t peak;
+    job_make(model, args, &j);
+    run(&j, &est);
+    peak = est->serving.worker_activation_peak_bytes;
+    if (!peak)
+        assert_int_equal(est->serving.worker_kv_available_bytes, 0);
+    gm_estimate_free(est);
+    est = NULL;
+    return peak;
+}
+
+/* From 0.2.7 to before 0.8, at tp > 1, only rank 0 receives the gathered logits and samples
+ * (LogitsProcessor._get_logits' tensor_model_parallel_gather; ModelRunner.execute_model's
+ * "Only perform sampling in the driver worker"), and the executor keeps the smallest count of
+ * blocks the workers report (DistributedGPUExecutor.determine_num_available_blocks).  The
+ * other ranks profile their forward alone, or their hidden states beside their own shard of
+ * the 16-bit logits, and print the budget less that: more than the pool, which stays rank
+ * 0's.  V1 samples on every rank, one GPU has no other rank. */
+static void test_vllm_v0_workers_without_sampler(void **state)
+{
+    struct gm_job j;
+    struct gm_est_serving *sv;
+    uint64_t forward, shard;
+    (void)state;
+    /* Qwen2.5-14B on two RTX 4090s at 0.7.2 (the v012 log): 131072 positions, so chunked
+     * prefills of 2048 tokens and 256 sequences; the forward (ffn 13824 over 2, three
+     * 5120-wide tensors) outweighs the hidden states and a shard of 152064 / 2 logits */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --vllm-version 0.7.2 --gpu RTX-4090 --gpus 2 "
+             "--gpu-memory-utilization 0.98 --max-model-len 131072",
+             &j);
+    run(&j, &est);
+    sv = &est->serving;
+    forward = 2048ull * (3 * 13824 / 2 + 3 * 5120) * 2;
+    assert_int_equal(sv->worker_activation_peak_bytes, forward);
+    assert_true(forward > 2048ull * 5120 * 2 + 256ull * 152064 / 2 * 2);
+    assert_int_equal(sv->worker_kv_available_bytes,
+                     sv->budget_bytes - gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) - forward -
+                         sv->non_torch_logged_bytes);
+    /* rank 0 sorts 256 x 152064 logits: its pool is the smaller, and the pool */
+    assert_int_equal(sv->sampler_bytes, 256ull * 152064 * 38);
+    assert_true(sv->activation_peak_bytes > sv->worker_activation_peak_bytes);
+    assert_true(sv->kv_pool_bytes < sv->worker_kv_available_bytes);
+    assert_true(assumed(est, "only rank 0 gathers the logits and samples"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* a short profile batch of many sequences: the logits shard (512 x 151936 padded to 64,
+     * over 2) beside the hidden states outweighs Qwen2.5-1.5B's forward */
+    shard = 512ull * (151936 / 64 * 64 / 2) * 2;
+    assert_true(shard + 512ull * 1536 * 2 > 512ull * (3 * 8960 / 2 + 3 * 1536) * 2);
+    assert_int_equal(worker_peak_of("qwen2.5-1.5b",
+                                    "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB "
+                                    "--gpus 2 --max-model-len 512 --max-num-batched-tokens 512 "
+                                    "--max-num-seqs 512"),
+                     shard + 512ull * 1536 * 2);
+    /* V1 (0.8 on) samples on every rank; a single GPU has no worker beside the driver */
+    assert_int_equal(
+        worker_peak_of("qwen2.5-14b",
+                       "--infer --engine vllm --vllm-version 0.8.4 --gpu RTX-4090 "
+                       "--gpus 2 --gpu-memory-utilization 0.98 --max-model-len 131072"),
+        0);
+    assert_int_equal(worker_peak_of("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 "
+                                                   "--gpu H100 --max-model-len 8192"),
+                     0);
+    /* before 0.2.7 every rank all-gathered the logits and sampled */
+    assert_int_equal(worker_peak_of("llama-3.1-70b",
+                                    "--infer --engine vllm --vllm-version 0.2.4 "
+                                    "--gpu A100-80GB --gpus 4 --max-model-len 4096"),
+                     0);
+    assert_true(worker_peak_of("llama-3.1-70b",
+                               "--infer --engine vllm --vllm-version 0.2.7 "
+                               "--gpu A100-80GB --gpus 4 --max-model-len 4096") > 0);
+}
+
 /* vLLM's batch defaults follow its version and the GPU (V0's SchedulerConfig, V1's
  * arg_utils), given settings win, and the profile run's sampler sorts every logit of
  * max_num_seqs sequences at 38 B per logit, after the forward, so the activation peak is the
@@ -785,6 +864,27 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
     assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
     assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
+    /* a tensor-parallel group across two nodes (the two-node 0.10.1 log of the validation
+     * rows, v027, prints "Custom allreduce is disabled because this process group spans across
+     * nodes"): no IPC buffers, so 0.10.1 counts 18 MiB less non-torch memory than on one node */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-40GB --gpus 2 "
+             "--gpus-per-node 1 --gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    run(&j, &est);
+    need = est->serving.non_torch_logged_bytes;
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-40GB --gpus 2 "
+             "--gpu-memory-utilization 0.5 --max-model-len 16384",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    assert_int_equal(est->serving.non_torch_logged_bytes, need + ar);
+    gm_estimate_free(est);
+    est = NULL;
 
     /* 0.11: the communicators sit in the baseline, so tp 2 prints what tp 1 prints */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
@@ -953,6 +1053,7 @@ int main(void)
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_profile_forward_peak),
+        cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),

@@ -10,7 +10,8 @@ DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines s
 measurement with the source repository, path and commit, the counter the run measured
 (allocated: torch.cuda.max_memory_allocated(), reserved: max_memory_reserved(), device:
 nvidia-smi; or what a serving engine printed at start-up, per GPU: weights, non_torch,
-activation, kv_cache, kv_blocks, kv_tokens, max_concurrency, cuda_graphs, compute_buffer), the
+activation, kv_cache, kv_blocks, kv_tokens, max_concurrency, cuda_graphs, compute_buffer; and
+worker_activation, worker_kv_cache: what a vLLM V0 worker that does not sample printed), the
 measured value (bytes; a count for kv_blocks and kv_tokens; the printed ratio, such as 5.59, for
 max_concurrency), what is expected (value, or does_not_fit for runs
 that ran out of memory), the gpumem feature a row still needs (such rows are listed as skipped,
@@ -66,10 +67,13 @@ COUNTER_KEY = {"allocated": "allocated_bytes", "reserved": "reserved_bytes",
 # gpumem's figure of it, and whether it is bytes (else a count).  vLLM: "model weights take" /
 # "Model loading took", non_torch_memory, "PyTorch activation peak memory", "Available KV cache
 # memory", "# GPU blocks", "GPU KV cache size: N tokens", "Maximum concurrency for N tokens
-# per request: X" (a ratio, measured as printed), "Graph capturing finished ..., took";
+# per request: X" (a ratio, measured as printed), "Graph capturing finished ..., took"; the
+# activation peak and available KV memory a V0 worker other than rank 0 printed (it does not
+# sample, so it prints more than the pool, which is rank 0's);
 # llama.cpp: the model, KV and compute buffer sizes of the GPU.
 ENGINE_COUNTERS = {
     "weights": True, "non_torch": True, "activation": True, "kv_cache": True,
+    "worker_activation": True, "worker_kv_cache": True,
     "kv_blocks": False, "kv_tokens": False, "max_concurrency": False, "cuda_graphs": True,
     "compute_buffer": True,
 }
@@ -141,6 +145,8 @@ def predicted(doc, counter):
     if counter == "cuda_graphs":
         return component_bytes(doc, "engine_pool", "cuda_graphs") or 0
     key = {"non_torch": "non_torch_logged_bytes", "activation": "activation_peak_bytes",
+           "worker_activation": "worker_activation_peak_bytes",
+           "worker_kv_cache": "worker_kv_available_bytes",
            "kv_blocks": "kv_blocks", "kv_tokens": "kv_tokens",
            "max_concurrency": "max_concurrency", "compute_buffer": "compute_buffer_bytes"}[counter]
     return serving.get(key)
