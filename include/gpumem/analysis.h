@@ -367,8 +367,8 @@ struct gm_analysis {
     /* made by gm_analysis_diff_prepare(): it holds only what a diff reads, and the calls that
      * need the rest refuse it (gm_analysis_require_whole()) */
     bool diff_only;
-    /* made by gm_analysis_run_figures(): every device's series is empty (n_points 0), and
-     * the documents that show one refuse it */
+    /* made by gm_analysis_run_figures(): every device's series is empty (n_points 0); the
+     * JSON documents that show one and gm_analysis_require_series() refuse it */
     bool no_series;
     void *priv_; /* arena; internal */
 };
@@ -429,7 +429,9 @@ struct gm_analysis_opts {
      * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
      * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
      * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
-     * snapshot's memory limit, as the report's own were */
+     * snapshot's memory limit, held for every device until gm_analysis_free() (the report
+     * held one device's at a time).  Only gm_analysis_run() keeps them:
+     * gm_analysis_run_figures() and gm_analysis_diff_prepare() ignore it */
     bool totals;
 };
 
@@ -1033,12 +1035,18 @@ enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
                                         const struct gm_analysis_opts *opts,
                                         struct gm_analysis **out, struct gm_error *err);
 
-/* GM_OK when 'an' is a whole analysis (gm_analysis_run()); GM_ERR_INVALID, naming 'what',
- * for one made by gm_analysis_diff_prepare(), whose series, leaks, layout history and most
- * categories it does not hold: the live set, regions, files, layout, report, plot and
- * calibration call this first. */
+/* GM_OK when 'an' is a whole analysis (gm_analysis_run() or gm_analysis_run_figures());
+ * GM_ERR_INVALID, naming 'what', for one made by gm_analysis_diff_prepare(), whose series,
+ * leaks, layout history and most categories it does not hold: the live set, regions, files,
+ * layout and calibration call this first. */
 enum gm_status gm_analysis_require_whole(const struct gm_analysis *an, const char *what,
                                          struct gm_error *err);
+
+/* gm_analysis_require_whole(), and GM_ERR_INVALID for an analysis made by
+ * gm_analysis_run_figures(), whose series is empty: the calls that draw the series (the
+ * report, the plot, the exports) call this first. */
+enum gm_status gm_analysis_require_series(const struct gm_analysis *an, const char *what,
+                                          struct gm_error *err);
 
 /* Compare two analyses (two runs, or two ranks: gm_analysis_rank_device()), each made by
  * gm_analysis_run() or gm_analysis_diff_prepare().  On success *out is

@@ -268,7 +268,7 @@ static inline void gm_lod_totals_add(struct gm_lod_totals *t, int64_t k,
                                      uint64_t reserved)
 {
     int64_t v;
-    if (t->axis.x32_ && !__builtin_sub_overflow(e->time_us, t->axis.t0_us, &v) && v >= 0 &&
+    if (t->axis.x32_ && gm_snapshot_span_us(e->time_us, t->axis.t0_us, &v) && v >= 0 &&
         v <= (int64_t)UINT32_MAX && (double)v < t->x_next_) {
         t->axis.x32_[k] = (uint32_t)v;
         gm_lod_add_here(&t->alloc, k, allocated);

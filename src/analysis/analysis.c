@@ -1887,6 +1887,17 @@ enum gm_status gm_analysis_require_whole(const struct gm_analysis *an, const cha
     return GM_OK;
 }
 
+enum gm_status gm_analysis_require_series(const struct gm_analysis *an, const char *what,
+                                          struct gm_error *err)
+{
+    enum gm_status st = gm_analysis_require_whole(an, what, err);
+    if (st == GM_OK && an && an->no_series)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "%s: the analysis was made without its series (gm_analysis_run_figures())",
+                       what);
+    return st;
+}
+
 void gm_analysis_free(struct gm_analysis *an)
 {
     if (!an)

@@ -95,10 +95,14 @@ enum gm_status gm_export_write(FILE *f, const struct gm_export_input *in, size_t
 {
     if (!n)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "export: no snapshot to write");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        enum gm_status st = gm_analysis_require_series(in[i].an, "export", err);
+        if (st != GM_OK)
+            return st;
         if (o->device >= 0 && !gm_analysis_device_by_index(in[i].an, o->device))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s%sthe snapshot has no device %d",
                            in[i].label ? in[i].label : "", in[i].label ? ": " : "", (int)o->device);
+    }
     if (n > 1 && o->format != GM_EXPORT_PERFETTO && o->format != GM_EXPORT_SPEEDSCOPE)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "%s takes one snapshot at a time",
                        gm_export_format_name(o->format));

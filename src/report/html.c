@@ -287,7 +287,7 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     struct gm_report_ctx c;
     struct gm_buf json = GM_BUF_INIT;
     FILE *mem;
-    enum gm_status st = gm_analysis_require_whole(an, "report", err);
+    enum gm_status st = gm_analysis_require_series(an, "report", err);
 
     if (st != GM_OK)
         return st;

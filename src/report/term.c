@@ -89,7 +89,7 @@ enum gm_status gm_report_plot(FILE *f, const struct gm_snapshot *snap, const str
     enum gm_status st;
     char buf[64], buf2[64];
 
-    if ((st = gm_analysis_require_whole(an, "plot", err)) != GM_OK)
+    if ((st = gm_analysis_require_series(an, "plot", err)) != GM_OK)
         return st;
     if (!sd)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "device %d is not in the snapshot",

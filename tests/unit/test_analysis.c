@@ -1691,9 +1691,6 @@ static enum gm_status never_called_layout(void *ctx, size_t i, const struct gm_l
     return GM_OK;
 }
 
-/* An analysis made for a diff alone (no series, leaks, layout history; categories only at
- * the peak) is refused by every call that needs the rest, with GM_ERR_INVALID, while a whole
- * analysis of the same file is answered. */
 /* The JSON document 'kind' (with its series when 'series') of 'an' into *out (malloc'd). */
 static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_kind kind,
                              bool series, char **out)
@@ -1710,7 +1707,8 @@ static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_
 }
 
 /* An analysis without the series holds every other figure of the whole one: its documents
- * without a series are the same bytes, and one with the series refuses it. */
+ * without a series are the same bytes; one with the series, and the calls that draw it
+ * (gm_analysis_require_series()), refuse it. */
 static void test_analysis_without_series_keeps_the_figures(void **state)
 {
     char *buf, *a, *b;
@@ -1748,12 +1746,19 @@ static void test_analysis_without_series_keeps_the_figures(void **state)
     assert_int_equal(doc_of(figures, GM_DOC_CATEGORIES, true, &b), GM_ERR_INVALID);
     free(a);
     free(b);
+    /* the calls that draw the series (report, plot, exports) refuse it too */
+    assert_int_equal(gm_analysis_require_series(whole, "report", &err), GM_OK);
+    assert_int_equal(gm_analysis_require_series(figures, "report", &err), GM_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "without its series"));
     gm_analysis_free(figures);
     gm_analysis_free(whole);
     gm_snapshot_free(snap);
     free(buf);
 }
 
+/* An analysis made for a diff alone (no series, leaks, layout history; categories only at
+ * the peak) is refused by every call that needs the rest, with GM_ERR_INVALID, while a whole
+ * analysis of the same file is answered. */
 static void test_diff_only_analysis_is_refused_where_the_whole_is_needed(void **state)
 {
     char *buf;
