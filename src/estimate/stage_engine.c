@@ -596,7 +596,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     act = profile_activations(m, T, t);
-    /* every GPU samples the whole vocabulary (the logits are gathered over tp) */
+    /* the sampling GPU samples the whole vocabulary (the logits are gathered over tp): every
+     * GPU, or rank 0 alone from 0.2.7 to 0.7 at tp >= 2 (vllm_worker_peak gives the others') */
     sampler_kind = vllm_sampler(j, m);
     per_logit = samplers[sampler_kind].bytes_per_logit;
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);

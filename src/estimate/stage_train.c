@@ -765,7 +765,8 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
              * (empty_like) and the head's (zeros_like) written as the chunks go.  A model's
              * logit_softcapping caps each chunk's logits there (compute_fused_ce_loss: divide,
              * tanh, multiply), tanh's result kept for the chunk's backward: one more 16-bit
-             * chunk ("14, and 16 under softcapping", _CE_BYTES_PER_LOGIT at 002a0c9) */
+             * chunk.  (A later unsloth-zoo, 002a0c9, sizes its chunks another way; this is
+             * ce232d6 throughout.) */
             double exact = T * V * 4.0 / (4.0 * 1073741824.0);
             double n = exact <= 1.0 ? 1.0 : ceil(exact / 4.0) * 4.0, rows = ceil(T / n);
             out->bytes = grads + rows * V * (ea + 12.0 + (cap > 0 ? ea : 0.0));

@@ -579,7 +579,7 @@ static void test_expandable_range_rounds_up_to_pages(void **state)
     setup(&f, "expandable_segments:True", 0);
     gm_alloc_free(f.a);
     dev.ops = &gm_alloc_fakedev_ops;
-    dev.ctx = &f.fake;
+    dev.ctx = &f.fake; /* the fixture's fake device has no capacity: only the range is checked */
     dev.total_bytes = 160 * MiB + 1;
     assert_int_equal(gm_alloc_new(&f.conf, &dev, &f.a, &e), GM_OK);
     p = m(&f, 100 * MiB);

@@ -45,7 +45,9 @@ static void run(const char *model, const char *settings, struct gm_estimate **e)
 
 /* Training jobs of every shape the stages produce: the replay reproduces the estimate's
  * peak allocated to the byte (its tensors are the components, at each of the four moments
- * exactly those the estimate counts there), and reserved holds at least that. */
+ * exactly those the estimate counts there), and reserved holds at least that.  FSDP1 under
+ * the HF stack with a frozen base is the exception, with its own test
+ * (test_fsdp1_kept_gradients_made_per_layer), so its QLoRA job here runs as a custom loop. */
 static void test_requested_peak_is_peak_allocated(void **state)
 {
     static const struct {

@@ -314,7 +314,7 @@ def main(argv):
     all_errs = []
     engine_errs = []
     by_diff = {}
-    print("%-26s %-14s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
+    print("%-26s %-17s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
     for name in files:
         source = name[:-4]
         errs = {}
@@ -365,18 +365,18 @@ def main(argv):
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
                 fmt = "%15.2f" if ratio else "%15d"
-                print(("  %-28s %-14s measured " + fmt + " predicted " + fmt + " %+6.1f%%") %
+                print(("  %-28s %-17s measured " + fmt + " predicted " + fmt + " %+6.1f%%") %
                       (row["id"], row["counter"], measured, pred, 100 * e))
         for counter in sorted(errs):
-            print("%-26s %-14s %5d  %s" % (source, counter, len(errs[counter]),
+            print("%-26s %-17s %5d  %s" % (source, counter, len(errs[counter]),
                                             summary(errs[counter], diffs.get(counter))))
         n_verdict = sum(verdicts.values())
         if n_verdict:
-            print("%-26s %-14s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
+            print("%-26s %-17s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
                   (source, "verdict", n_verdict, verdicts["does_not_fit"],
                    verdicts["borderline"], verdicts["fits"]))
         for reason, n in sorted(skipped.items()):
-            print("%-26s %-14s %5d  skipped: needs %s" % (source, "-", n, reason))
+            print("%-26s %-17s %5d  skipped: needs %s" % (source, "-", n, reason))
         if gaps_out:
             for line in gap_lines(runs):
                 print(line)
@@ -386,11 +386,11 @@ def main(argv):
             print(line)
     print()
     for counter in sorted(by_counter):
-        print("%-26s %-14s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
+        print("%-26s %-17s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
                                         summary(by_counter[counter], by_diff.get(counter))))
-    print("%-26s %-14s %5d  %s" % ("all sources", "all peaks", len(all_errs), summary(all_errs)))
+    print("%-26s %-17s %5d  %s" % ("all sources", "all peaks", len(all_errs), summary(all_errs)))
     if engine_errs:
-        print("%-26s %-14s %5d  %s" % ("all sources", "all engine", len(engine_errs),
+        print("%-26s %-17s %5d  %s" % ("all sources", "all engine", len(engine_errs),
                                         summary(engine_errs)))
     # the declared skips of the sources in DATA_DIR (another folder holds other tables)
     present = {name[:-4] for name in files}
