@@ -258,7 +258,7 @@ int cmd_snapshot_categories(int argc, char **argv)
     int rc = snapcli_rules_load(argv[0], rules_path, &rules);
     struct snapcli_load_opts lo = {mem_limit, false, digests, rules, false};
     if (rc == 0)
-        rc = snaps && ans && digests ? (series ? ana_cli_open_many : ana_cli_open_figures)(
+        rc = snaps && ans && digests ? (series && json ? ana_cli_open_many : ana_cli_open_figures)(
                                            argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)
                                      : GM_EXIT_SOFTWARE;
     gm_category_rules_free(rules); /* the analyses are made */
