@@ -249,6 +249,19 @@ static const struct gm_analysis_alloc *find(const struct gm_analysis_device *dev
     return NULL;
 }
 
+/* The training trace (with its leak) built into 't', 's' and 'd', and its whole analysis. */
+static struct gm_analysis *analyse_training_trace(struct trace *t, struct gm_snapshot *s,
+                                                  struct gm_snapshot_device *d)
+{
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    build_trace(t, true);
+    make_snapshot(s, d, t);
+    if (gm_analysis_run(s, NULL, &an, &err) != GM_OK)
+        fail_msg("the training trace: %s", err.msg);
+    return an;
+}
+
 /* Phase and iteration of an event both answer "none" outside the trace: before the first
  * event, at the event count and beyond (the last iteration ends at the last event). */
 static void test_event_lookups_bounded_by_the_trace(void **state)
@@ -257,11 +270,7 @@ static void test_event_lookups_bounded_by_the_trace(void **state)
     static struct trace t;
     struct gm_snapshot s;
     struct gm_snapshot_device d;
-    build_trace(&t, true);
-    make_snapshot(&s, &d, &t);
-    struct gm_analysis *an = NULL;
-    struct gm_error err;
-    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    struct gm_analysis *an = analyse_training_trace(&t, &s, &d);
     const struct gm_analysis_device *dev = &an->devices[0];
     int64_t n = (int64_t)dev->n_events;
     assert_true(dev->n_iterations > 0);
@@ -281,11 +290,8 @@ static void test_training_trace(void **state)
     static struct trace t;
     struct gm_snapshot s;
     struct gm_snapshot_device d;
-    build_trace(&t, true);
-    make_snapshot(&s, &d, &t);
-    struct gm_analysis *an = NULL;
     struct gm_error err;
-    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    struct gm_analysis *an = analyse_training_trace(&t, &s, &d);
     const struct gm_analysis_device *dev = &an->devices[0];
     assert_int_equal(dev->n_iterations, 4);
     struct {
