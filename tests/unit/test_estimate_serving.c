@@ -182,6 +182,37 @@ static void test_llamacpp_compute_buffer(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.compute_buffer_bytes, ub * (152064 + 5120) * 4);
+    /* every layer on the GPU, Llama layout: ggml-alloc's placement of the graph.  Qwen2.5-7B
+     * at n_ctx 32768 with flash attention: the inputs take the bottom (embeddings 7 MiB, the
+     * f32 mask 64 MiB, freed after its f16 cast); the last layer's down projection takes the
+     * start of the range up freed, at 78.01 MiB, and the residual and result_norm (a graph
+     * output, kept) run in place there, so the 297 MiB of logits start at 85.01 MiB: 382.01
+     * MiB, as build 7780 printed (the sum of what is alive at once says 304) */
+    job_make("qwen2.5-7b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --kv-dtype fp16 --bits 8.5",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 89141248ull + ub * 152064 * 4);
+    /* without set_rows' K and V row indices (two I64 x 512 inputs) everything sits 8 KiB
+     * lower */
+    job_make("qwen2.5-7b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --kv-dtype fp16 --bits 8.5 "
+             "--kv-cpy",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 89141248ull - 8192 + ub * 152064 * 4);
+    /* Mistral-Nemo at n_ctx 4096 without flash attention, the KV cache written by ggml_cpy
+     * (build 6050): the 256 MiB of scores of 32 heads go above 44 MiB of inputs and q, k, v;
+     * the last hidden states land at 46 MiB and the 256 MiB of logits above them: 312 MiB,
+     * as printed.  set_rows' 4 MiB V index (one I64 per element of the transposed cache)
+     * shifts the free blocks so the hidden states land at 0: the scores' 304 MiB is the peak */
+    job_make("mistral-nemo", "--infer --engine llama.cpp --context 4096 --kv-dtype fp16 --kv-cpy",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 56 * mib + 4096 + 256 * mib);
+    job_make("mistral-nemo", "--infer --engine llama.cpp --context 4096 --kv-dtype fp16", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 48 * mib + 8192 + 256 * mib);
 }
 
 /* llama.cpp keeps token_embd in host memory; a weight format (gpt-oss's MXFP4 experts) keeps
