@@ -181,8 +181,8 @@ static void release(const struct est_ggml_graph *g, struct state *s, struct tall
     s[i].allocated = false;
 }
 
-enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment,
-                                uint64_t *bytes, struct gm_error *err)
+enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment, uint64_t *bytes,
+                                struct gm_error *err)
 {
     struct tallocr *a;
     struct state *s;
@@ -196,8 +196,8 @@ enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignme
         for (int k = 0; k < EST_GGML_MAX_SRC; k++)
             if (g->t[i].src[k] != EST_GGML_NONE && g->t[i].src[k] >= i)
                 return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                               "ggml graph: tensor %u reads tensor %u, which comes after it",
-                               i, g->t[i].src[k]);
+                               "ggml graph: tensor %u reads tensor %u, which comes after it", i,
+                               g->t[i].src[k]);
     a = gm_calloc(1, sizeof *a);
     s = gm_calloc(g->n ? g->n : 1, sizeof *s);
     if (!a || !s) {
@@ -243,8 +243,8 @@ enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignme
         gm_free(a);
         gm_free(s);
         if (full)
-            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
-                           "ggml graph: more than %d free blocks", MAX_FREE_BLOCKS);
+            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "ggml graph: more than %d free blocks",
+                           MAX_FREE_BLOCKS);
     }
     return GM_OK;
 }

@@ -39,11 +39,11 @@ enum est_ggml_flag {
 
 /* One tensor of the graph, in execution order. */
 struct est_ggml_tensor {
-    uint64_t bytes;                  /* ggml_backend_buft_get_alloc_size */
-    uint64_t layout;                 /* equal for tensors of the same type, shape and strides */
-    uint32_t src[EST_GGML_MAX_SRC];  /* parents in this graph, EST_GGML_NONE when unused */
-    uint32_t view_src;               /* the tensor a view reads, EST_GGML_NONE for none */
-    uint32_t flags;                  /* enum est_ggml_flag */
+    uint64_t bytes;                 /* ggml_backend_buft_get_alloc_size */
+    uint64_t layout;                /* equal for tensors of the same type, shape and strides */
+    uint32_t src[EST_GGML_MAX_SRC]; /* parents in this graph, EST_GGML_NONE when unused */
+    uint32_t view_src;              /* the tensor a view reads, EST_GGML_NONE for none */
+    uint32_t flags;                 /* enum est_ggml_flag */
 };
 
 /* A graph being built: tensors in execution order.  est_ggml_graph_release() frees it. */
@@ -66,7 +66,7 @@ void est_ggml_graph_release(struct est_ggml_graph *g);
 /* Run ggml-alloc's placement over 'g' with buffer alignment 'alignment' (a power of two) and
  * set *bytes to the buffer it reserves.  GM_ERR_NOMEM, GM_ERR_LIMIT past ggml's 256 free
  * blocks, GM_ERR_INVALID for a malformed graph (a parent after its child). */
-enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment,
-                                uint64_t *bytes, struct gm_error *err);
+enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment, uint64_t *bytes,
+                                struct gm_error *err);
 
 #endif

@@ -1048,11 +1048,13 @@ uint64_t est_llamacpp_compute_bytes(const struct est_llamacpp_graph *g)
     return best > host ? best : host;
 }
 
-/* Whether llama.cpp builds the model's graph as llm_build_llama / llm_build_qwen2 do, the
- * graph est_llamacpp_placed_bytes() lays out. */
-static bool llamacpp_placed_layout(const struct gm_model *m)
+/* Whether llama.cpp builds the model's graph as one of the builders est_llamacpp_placed_bytes()
+ * lays out (llm_build_llama, llm_build_qwen2, llm_build_gptneox), and which. */
+static bool llamacpp_placed_layout(const struct gm_model *m, enum est_llamacpp_layout *layout)
 {
-    return m->arch == GM_ARCH_LLAMA || m->arch == GM_ARCH_MISTRAL || m->arch == GM_ARCH_QWEN2;
+    *layout = m->arch == GM_ARCH_GPT_NEOX ? EST_LLAMACPP_NEOX : EST_LLAMACPP_LLAMA;
+    return m->arch == GM_ARCH_LLAMA || m->arch == GM_ARCH_MISTRAL || m->arch == GM_ARCH_QWEN2 ||
+           m->arch == GM_ARCH_GPT_NEOX;
 }
 
 static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
@@ -1130,7 +1132,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     g.head_dim = m->head_dim;
     g.qkv_bias = m->qkv_bias;
     g.kv_cpy = lc->kv_cpy;
-    placed = llamacpp_placed_layout(m) && !host_layers && output_on && !m->n_experts;
+    placed = llamacpp_placed_layout(m, &g.layout) && !host_layers && output_on && !m->n_experts;
     if (placed) {
         if ((st = est_llamacpp_placed_bytes(&g, &compute, err)))
             return st;
