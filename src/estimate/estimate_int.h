@@ -357,9 +357,9 @@ struct est_llamacpp_graph {
     /* for est_llamacpp_placed_bytes(): every layer and the output on this GPU */
     enum est_llamacpp_layout layout; /* which builder's graph */
     uint64_t n_layers;               /* repeating layers */
-    uint64_t head_dim; /* elements per head */
-    bool qkv_bias;     /* q, k and v have biases (qwen2) */
-    bool kv_cpy;       /* KV writes by ggml_cpy, no row-index inputs (before set_rows) */
+    uint64_t head_dim;               /* elements per head */
+    bool qkv_bias;                   /* q, k and v have biases (qwen2) */
+    bool kv_cpy; /* KV writes by ggml_cpy, no row-index inputs (before set_rows) */
 };
 
 /* Bytes of the GPU's compute buffer ggml-alloc reserves for graph 'g': the largest set of
