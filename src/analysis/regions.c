@@ -97,12 +97,15 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
     }
     qsort(order, nq, sizeof(*order), cmp_query_x);
     if (sd && n && ax && ax->dev == sd && ax->n_events == n && gm_lod_axis_keeps_x(ax)) {
-        *has_time = true; /* every event has one */
-        for (size_t k = 0; k < n; k++) {
-            int64_t t = ax->t0_us + gm_lod_axis_kept_us(ax, k);
-            if (t > last)
-                last = t;
-            while (next < nq && order[next]->x <= last)
+        /* every event has one; the first event at or after x is the first whose time is
+         * at least x, so a query is answered by looking for that alone */
+        const uint32_t *x32 = ax->x32_;
+        *has_time = true;
+        for (size_t k = 0; k < n && next < nq; k++) {
+            int64_t t = ax->t0_us + (x32 ? (int64_t)x32[k] : ax->x64_[k]);
+            if (t < order[next]->x)
+                continue;
+            while (next < nq && order[next]->x <= t)
                 order[next++]->event = (int64_t)k;
         }
     } else if (sd && n) {
