@@ -99,14 +99,19 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
     if (sd && n && ax && ax->dev == sd && ax->n_events == n && gm_lod_axis_keeps_x(ax)) {
         /* every event has one; the first event at or after x is the first whose time is
          * at least x, so a query is answered by looking for that alone */
-        const uint32_t *x32 = ax->x32_;
+        int64_t t0 = ax->t0_us;
+        size_t k = 0;
         *has_time = true;
-        for (size_t k = 0; k < n && next < nq; k++) {
-            int64_t t = ax->t0_us + (x32 ? (int64_t)x32[k] : ax->x64_[k]);
-            if (t < order[next]->x)
-                continue;
+        while (next < nq) {
+            int64_t x = order[next]->x, t;
+            while (k < n && t0 + gm_lod_axis_kept_us(ax, k) < x)
+                k++;
+            if (k == n)
+                break;
+            t = t0 + gm_lod_axis_kept_us(ax, k);
             while (next < nq && order[next]->x <= t)
                 order[next++]->event = (int64_t)k;
+            k++;
         }
     } else if (sd && n) {
         gm_snapshot_cursor_init(&c, sd, 0);

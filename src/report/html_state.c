@@ -213,7 +213,7 @@ struct win_walk {
     int64_t last;
 };
 
-static bool in_windows_walk(struct win_walk *ww, int64_t k)
+static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
 {
     if (k < ww->last)
         return in_windows(ww->win, ww->nw, k);
