@@ -353,8 +353,9 @@ static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool
             memcpy(&u, p, sizeof(u));
             if (u != last_u || !n_last) {
                 memcpy(&v, p, sizeof(v));
-                n_last = (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) -
-                                  last);
+                n_last =
+                    (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) -
+                             last);
                 last_u = u;
             }
             memcpy(q, last, GM_FMT_ROOM + 1); /* the room of one value */

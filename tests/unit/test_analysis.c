@@ -694,9 +694,9 @@ static void test_annotation_events_with_times_going_back(void **state)
     static const int64_t times[2][9] = {{20, 50, 30, 60, 40, 90, 55, 120, 100},
                                         {20, 50, 5, 60, 40, 90, 3, 120, 100}};
     const struct gm_snapshot_annotation anns[] = {
-        {"a", "START", 0, 0, true},    {"a", "END", 0, 35, false},  {"b", "START", 0, 52, true},
-        {"b", "END", 0, 95, false},    {"c", "START", 0, 91, true}, {"c", "END", 0, 119, false},
-        {"d", "START", 0, 110, true},  {"d", "END", 0, 200, false}, {"e", "START", 0, 51, true},
+        {"a", "START", 0, 0, true},   {"a", "END", 0, 35, false},  {"b", "START", 0, 52, true},
+        {"b", "END", 0, 95, false},   {"c", "START", 0, 91, true}, {"c", "END", 0, 119, false},
+        {"d", "START", 0, 110, true}, {"d", "END", 0, 200, false}, {"e", "START", 0, 51, true},
         {"e", "END", 0, 52, false},
     };
     for (int v = 0; v < 2; v++) {
@@ -728,8 +728,8 @@ static void test_annotation_events_with_times_going_back(void **state)
         assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
         assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
         assert_true(gm_lod_axis_keeps_x(&ax));
-        assert_int_equal(
-            gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err), GM_OK);
+        assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
+                         GM_OK);
         assert_int_equal(r.n, 5);
         assert_int_equal(ra.n, r.n);
         for (size_t i = 0; i < r.n; i++) {
