@@ -281,7 +281,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
 }
 
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl)
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
@@ -352,7 +352,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
 }
 
 static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl,
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl,
                        int64_t t0)
 {
     const struct gm_snapshot *snap = c->snap;
@@ -441,6 +441,8 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     const struct gm_snapshot_event *e;
     struct json_line *jl = NULL;
     int64_t t0 = 0;
+    size_t n_batch;
+    bool past_to = false;
     enum gm_status st;
     if (json) {
         if (!(jl = gm_malloc(sizeof(*jl))))
@@ -469,14 +471,20 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
                          gm_format_bytes(a, sizeof(a), tl.initial_bytes, GM_UNITS_IEC));
         gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
     }
-    while ((e = gm_snapshot_walk_next(&wk)) != NULL && wk.cur.index <= opts->to) {
-        size_t k = wk.cur.index;
-        if (k < opts->from)
-            continue;
-        if (json)
-            json_event(o, c, jl, k, e, &wk);
-        else
-            text_event(o, c, k, e, &wk, t0);
+    /* a batch at a time, its events [k0, k0 + n) cut to [from, to] */
+    while (!past_to && (n_batch = gm_snapshot_walk_batch(&wk, &e)) > 0) {
+        size_t n = n_batch, k0 = wk.cur.index + 1 - n, i = 0;
+        if (k0 + n - 1 > opts->to) {
+            n = opts->to >= k0 ? (size_t)(opts->to - k0) + 1 : 0;
+            past_to = true;
+        }
+        if (k0 < opts->from)
+            i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
+        for (; i < n; i++)
+            if (json)
+                json_event(o, c, jl, k0 + i, &e[i], &wk.after[i]);
+            else
+                text_event(o, c, k0 + i, &e[i], &wk.after[i], t0);
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {
