@@ -224,7 +224,9 @@ struct json_line {
     size_t n_head;
     char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
     uint8_t n_action[GM_ACTION_COUNT + 1];
-    struct gm_fmt_memo index, addr, size, stream, time, allocated, reserved, stack, fwd;
+    /* each number field with its key before it (",\"size\":"); the index has none */
+    struct gm_fmt_memo index, addr, device_free, size, stream, time, allocated, reserved, stack,
+        fwd;
 };
 
 /* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
@@ -258,12 +260,22 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
-    struct gm_fmt_memo *memos[] = {&jl->index,    &jl->addr,  &jl->size,
-                                   &jl->stream,   &jl->time,  &jl->allocated,
-                                   &jl->reserved, &jl->stack, &jl->fwd};
+    const struct {
+        struct gm_fmt_memo *m;
+        const char *key;
+    } memos[] = {{&jl->index, ""},
+                 {&jl->addr, ",\"addr\":"},
+                 {&jl->device_free, ",\"device_free\":"},
+                 {&jl->size, ",\"size\":"},
+                 {&jl->stream, ",\"stream\":"},
+                 {&jl->time, ",\"time_us\":"},
+                 {&jl->allocated, ",\"allocated_bytes\":"},
+                 {&jl->reserved, ",\"reserved_bytes\":"},
+                 {&jl->stack, ",\"stack\":"},
+                 {&jl->fwd, ",\"forward_stack\":"}};
     memset(jl, 0, sizeof(*jl));
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
-        gm_fmt_memo_init(memos[i]);
+        gm_fmt_memo_init(memos[i].m, memos[i].key);
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
@@ -308,27 +320,21 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         memcpy(p, jl->action[a], sizeof(jl->action[a]));
         p += jl->n_action[a];
     }
-    if (e->action == GM_ACTION_OOM) {
-        p = gm_fmt_lit(p, ",\"device_free\":");
+    if (e->action == GM_ACTION_OOM)
+        p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
+    else if (e->flags & GM_EVENT_HAS_ADDR)
         p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    } else if (e->flags & GM_EVENT_HAS_ADDR) {
-        p = gm_fmt_lit(p, ",\"addr\":");
-        p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    }
-    p = gm_fmt_lit(p, ",\"size\":");
     p = gm_fmt_u64_memo(p, e->size, &jl->size);
-    p = gm_fmt_lit(p, ",\"stream\":");
     p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
+    } else if (e->time_us >= 0) {
+        p = gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time);
     } else {
         p = gm_fmt_lit(p, ",\"time_us\":");
-        p = e->time_us >= 0 ? gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time)
-                            : gm_fmt_i64(p, e->time_us);
+        p = gm_fmt_i64(p, e->time_us);
     }
-    p = gm_fmt_lit(p, ",\"allocated_bytes\":");
     p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
-    p = gm_fmt_lit(p, ",\"reserved_bytes\":");
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
@@ -341,12 +347,9 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
-    p = gm_fmt_lit(p, ",\"stack\":");
     p = gm_fmt_u64_memo(p, e->stack, &jl->stack);
-    if (x && x->forward_stack) {
-        p = gm_fmt_lit(p, ",\"forward_stack\":");
+    if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
-    }
     p = gm_fmt_lit(p, "}\n");
     gm_outbuf_commit(o, p);
 }

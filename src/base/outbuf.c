@@ -149,18 +149,33 @@ char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
     return gm_fmt_u64_room(p, v);
 }
 
-void gm_fmt_memo_init(struct gm_fmt_memo *m)
+/* The key of 'm' before its n_digits digits, and where they start (the key's bytes are the
+ * last of m->key: one copy of a fixed size, the bytes before the key are never written
+ * out). */
+static inline void memo_place_key(struct gm_fmt_memo *m, unsigned n_digits)
 {
+    m->n = (uint8_t)(n_digits + m->n_key);
+    m->off = (uint8_t)(GM_FMT_MEMO_END - m->n);
+    memcpy(m->s + GM_FMT_MEMO_END - n_digits - GM_FMT_KEY_MAX, m->key, GM_FMT_KEY_MAX);
+}
+
+void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
+{
+    size_t n_key = strlen(key);
     memset(m, 0, sizeof(*m));
-    memset(m->s, '0', 24);
-    m->n = 1;
-    m->off = 23;
+    if (n_key > GM_FMT_KEY_MAX)
+        n_key = GM_FMT_KEY_MAX;
+    memcpy(m->key + GM_FMT_KEY_MAX - n_key, key, n_key);
+    m->n_key = (uint8_t)n_key;
+    memset(m->s, '0', GM_FMT_MEMO_END);
+    memo_place_key(m, 1);
 }
 
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
 {
-    uint64_t lead; /* the digit word of the first group */
-    unsigned n;    /* digits before the first group's */
+    char *last = m->s + GM_FMT_MEMO_END - 8; /* the last group's place */
+    uint64_t lead;                           /* the digit word of the first group */
+    unsigned n;                              /* digits before the first group's */
     if (v < 100000000u) {
         lead = gm_digits8((uint32_t)v);
         m->block = false;
@@ -169,25 +184,24 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
         uint64_t hi = v / 100000000u, lo = v - hi * 100000000u;
         m->base = v - lo;
         m->block = m->base <= UINT64_MAX - 99999999u;
-        gm_store64(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        gm_store64(last, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
         if (hi < 100000000u) {
             lead = gm_digits8((uint32_t)hi);
             n = 8;
         } else {
             uint64_t top = hi / 100000000u; /* v < 2^64 < 10^20: top < 10^4 */
-            gm_store64(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
+            gm_store64(last - 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
             lead = gm_digits8((uint32_t)top);
             n = 16;
         }
     }
-    gm_store64(m->s + 16 - n, lead | GM_ASCII_ZEROS);
+    gm_store64(last - n, lead | GM_ASCII_ZEROS);
     /* the first group less its leading zeros (the zero bytes at its low end) */
     n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
-    m->n = (uint8_t)n;
-    m->off = (uint8_t)(24 - n);
+    memo_place_key(m, n);
     m->v = v;
     memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
-    return p + n;
+    return p + m->n;
 }
 
 char *gm_fmt_i64(char *p, int64_t v)

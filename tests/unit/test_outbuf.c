@@ -142,18 +142,18 @@ static void test_ints(void **state)
     }
 }
 
-/* The memo writes what printf writes for a field's values in sequence, by each of its
- * routes (the same value, one more, the same digits above the last eight, anew), and
+/* The memo writes its key and what printf writes for a field's values in sequence, by each
+ * of its routes (the same value, one more, the same digits above the last eight, anew), and
  * nothing past its room. */
-static void check_memo(struct gm_fmt_memo *m, uint64_t v)
+static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
 {
-    char want[32], got[2 * GM_FMT_MEMO_ROOM], *end;
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
     memset(got, 'Z', sizeof(got));
     end = gm_fmt_u64_memo(got, v, m);
     for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
         assert_int_equal(got[i], 'Z');
     *end = '\0';
-    snprintf(want, sizeof(want), "%" PRIu64, v);
+    snprintf(want, sizeof(want), "%s%" PRIu64, key, v);
     if (strcmp(want, got)) {
         fprintf(stderr, "memo %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
         fail();
@@ -162,37 +162,46 @@ static void check_memo(struct gm_fmt_memo *m, uint64_t v)
 
 static void test_memo(void **state)
 {
-    struct gm_fmt_memo m;
-    uint64_t v = 0;
+    /* no key, a trace's key, the longest key */
+    static const char *const keys[] = {"", ",\"allocated_bytes\":", ",\"a_key_of_24_bytes___\":"};
     (void)state;
-    gm_fmt_memo_init(&m);
-    check_memo(&m, 0);
-    check_memo(&m, 0);
-    /* counting up across every digit-count step, and each 10^8 block's end */
-    for (uint64_t p10 = 10; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
-        for (uint64_t k = p10 - 3; k < p10 + 3; k++)
-            check_memo(&m, k);
-        for (uint64_t k = p10 + 99999997; k < p10 + 100000003; k++)
-            check_memo(&m, k);
-        if (p10 > UINT64_MAX / 10)
-            break;
-    }
-    for (uint64_t k = UINT64_MAX - 3; k != 0; k++)
-        check_memo(&m, k);
-    check_memo(&m, UINT64_MAX);
-    check_memo(&m, 1);
-    /* a random walk: mostly small steps either way, now and then a jump of any size */
-    for (int i = 0; i < 2000000; i++) {
-        uint64_t r = rnd();
-        if ((r & 15) == 0)
-            v = rnd() >> (rnd() % 64);
-        else if ((r & 15) < 4)
-            v += 1;
-        else if ((r & 15) < 6)
-            ; /* the same again */
-        else
-            v += (r & 16) ? (r >> 40) >> (r % 24) : 0 - ((r >> 40) >> (r % 24));
-        check_memo(&m, v);
+    assert_int_equal(strlen(keys[2]), GM_FMT_KEY_MAX);
+    for (size_t ki = 0; ki < sizeof(keys) / sizeof(keys[0]); ki++) {
+        const char *key = keys[ki];
+        struct gm_fmt_memo m;
+        uint64_t v = 0;
+        gm_fmt_memo_init(&m, key);
+        check_memo(&m, key, 0);
+        check_memo(&m, key, 0);
+        /* an index: each step one more, with its carries */
+        for (uint64_t k = 1; k < 1200; k++)
+            check_memo(&m, key, k);
+        /* counting up across every digit-count step, and each 10^8 block's end */
+        for (uint64_t p10 = 10; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
+            for (uint64_t k = p10 - 3; k < p10 + 3; k++)
+                check_memo(&m, key, k);
+            for (uint64_t k = p10 + 99999997; k < p10 + 100000003; k++)
+                check_memo(&m, key, k);
+            if (p10 > UINT64_MAX / 10)
+                break;
+        }
+        for (uint64_t k = UINT64_MAX - 3; k != 0; k++)
+            check_memo(&m, key, k);
+        check_memo(&m, key, UINT64_MAX);
+        check_memo(&m, key, 1);
+        /* a random walk: mostly small steps either way, now and then a jump of any size */
+        for (int i = 0; i < (ki ? 300000 : 2000000); i++) {
+            uint64_t r = rnd();
+            if ((r & 15) == 0)
+                v = rnd() >> (rnd() % 64);
+            else if ((r & 15) < 4)
+                v += 1;
+            else if ((r & 15) < 6)
+                ; /* the same again */
+            else
+                v += (r & 16) ? (r >> 40) >> (r % 24) : 0 - ((r >> 40) >> (r % 24));
+            check_memo(&m, key, v);
+        }
     }
 }
 
