@@ -45,6 +45,9 @@ struct cache {
     uint8_t *shown;      /* --json: per stack, its frames line written */
     struct xtext *extra; /* per extra id; lazily */
     bool failed;         /* out of memory */
+    /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
+    char action_col[GM_ACTION_COUNT + 1][32];
+    uint8_t n_action_col[GM_ACTION_COUNT + 1];
 };
 
 static const struct ftext *frame_text(struct cache *c, uint32_t stack)
@@ -167,6 +170,8 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
         char buf[40];
         t->keys = text_keys(x);
         t->name = copy(gm_text_escape(buf, 32, x->action_name ? x->action_name : ""));
+        t->n_keys = t->keys ? strlen(t->keys) : 0;
+        t->n_name = t->name ? strlen(t->name) : 0;
     }
     if (!t->keys || (x->action_name && !t->name)) {
         c->failed = true;
@@ -364,7 +369,6 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
     /* every part is bounded: the action name is cut to 31 bytes, the frame to 511, the
      * metadata to 2 x 127 */
     char *p = gm_outbuf_reserve(o, 1200);
-    const char *an;
     p = gm_fmt_u64(p, k, 7);
     *p++ = ' ';
     if (e->flags & GM_EVENT_HAS_TIME) {
@@ -372,12 +376,13 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_lit(p, "s ");
     }
     if (x && x->action_name) {
-        const struct xtext *t = extra_text(c, e->extra, false);
-        an = t->name ? t->name : "";
+        const struct xtext *t = extra_of(c, e->extra, false);
+        p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
-        an = gm_snapshot_action_name(e->action);
+        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        memcpy(p, c->action_col[a], sizeof(c->action_col[a]));
+        p += c->n_action_col[a];
     }
-    p = gm_fmt_left(p, an, strlen(an), 15);
     *p++ = ' ';
     if (e->action == GM_ACTION_OOM) {
         p = gm_fmt_lit(p, "requested        ");
@@ -409,9 +414,9 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         *p++ = ')';
     }
     if (x) {
-        const struct xtext *t = extra_text(c, e->extra, false);
+        const struct xtext *t = extra_of(c, e->extra, false);
         if (t->keys)
-            p = gm_fmt_str(p, t->keys, strlen(t->keys));
+            p = gm_fmt_str(p, t->keys, t->n_keys);
     }
     p = gm_fmt_str(p, fr->s, fr->n);
     *p++ = '\n';
@@ -525,6 +530,12 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
     }
     gm_outbuf_init(o, f);
+    for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
+        /* the library's names: a few bytes each */
+        const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
+        size_t n = strlen(an) < 16 ? strlen(an) : 16;
+        c.n_action_col[a] = (uint8_t)(gm_fmt_left(c.action_col[a], an, n, 15) - c.action_col[a]);
+    }
     for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)
         if (opts->device < 0 || snap->devices[i].index == opts->device)
             st = trace_device(o, &c, &snap->devices[i], opts, err);

@@ -34,11 +34,13 @@ void gm_outbuf_put(struct gm_outbuf *o, const char *s, size_t n)
     }
 }
 
+/* n spaces, eight a store (no call to memset for a few columns): up to seven bytes past
+ * them are written too. */
 static inline char *pad(char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        *p++ = ' ';
-    return p;
+    for (size_t i = 0; i < n; i += 8)
+        gm_store64(p + i, UINT64_C(0x2020202020202020));
+    return p + n;
 }
 
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width)
@@ -209,16 +211,34 @@ char *gm_fmt_i64(char *p, int64_t v)
     return gm_fmt_i64_room(p, v);
 }
 
+/* The eight hex digits of x (leading zeros kept) in ASCII, the first in the lowest byte:
+ * each nibble spread into a byte of its own by three shift-and-mask steps, the order turned
+ * by a byte swap, and 'a'-'f' set apart from '0'-'9' by a carry out of the nibble. */
+static inline uint64_t hex8(uint32_t x)
+{
+    uint64_t v = x;
+    v = (v | v << 16) & UINT64_C(0x0000ffff0000ffff);
+    v = (v | v << 8) & UINT64_C(0x00ff00ff00ff00ff);
+    v = (v | v << 4) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    v = __builtin_bswap64(v);
+    return v + GM_ASCII_ZEROS +
+           39 * (((v + UINT64_C(0x0606060606060606)) >> 4) & UINT64_C(0x0101010101010101));
+}
+
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width)
 {
     unsigned n = v ? (67u - (unsigned)__builtin_clzll(v)) / 4 : 1; /* hex digits */
-    char *end;
-    for (; n < width; width--)
+    unsigned m = n < width ? width : n;                            /* with the zeros before */
+    for (; m > 16; m--)
         *p++ = '0';
-    end = p + n;
-    for (char *q = end; q > p; v >>= 4)
-        *--q = "0123456789abcdef"[v & 15];
-    return end;
+    /* the last m digits of the sixteen: each word shifted past the digits it does not show */
+    if (m > 8) {
+        gm_store64(p, hex8((uint32_t)(v >> 32)) >> (8 * (16 - m)));
+        gm_store64(p + m - 8, hex8((uint32_t)v));
+    } else {
+        gm_store64(p, hex8((uint32_t)v) >> (8 * (8 - m)));
+    }
+    return p + m;
 }
 
 char *gm_fmt_seconds(char *p, int64_t us, unsigned width)
@@ -234,9 +254,11 @@ char *gm_fmt_seconds(char *p, int64_t us, unsigned width)
     if (n < width)
         p = pad(p, width - n);
     *p++ = us < 0 ? '-' : '+';
-    p = put_digits(p, a / 1000000, n - 8);
+    p = gm_fmt_u64_room(p, a / 1000000);
     *p++ = '.';
-    return put_digits(p, a % 1000000, 6);
+    /* the six decimals: the last six of eight digits */
+    gm_store64(p, (gm_digits8((uint32_t)(a % 1000000)) | GM_ASCII_ZEROS) >> 16);
+    return p + 6;
 }
 
 /* "%.2f" of v, 0.5 <= v < 1024, into out[16]; returns the length. */
@@ -289,7 +311,10 @@ static size_t format_iec(char *out, uint64_t bytes)
 
 char *gm_fmt_iec(char *p, uint64_t bytes, unsigned width)
 {
-    char b[24];
-    size_t n = format_iec(b, bytes);
-    return gm_fmt_right(p, b, n, width);
+    char b[24] = {0};
+    size_t n = format_iec(b, bytes); /* at most 11 bytes ("1023.99 KiB") */
+    if (n < width)
+        p = pad(p, width - n);
+    memcpy(p, b, 16); /* one fixed copy: the room is there */
+    return p + n;
 }

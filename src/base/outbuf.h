@@ -66,7 +66,8 @@ static inline char *gm_fmt_str(char *p, const char *s, size_t n)
 /* A string literal (its length known at compile time). */
 #define gm_fmt_lit(p, s) gm_fmt_str((p), (s), sizeof(s) - 1)
 
-/* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"). */
+/* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"); the padding is written
+ * eight spaces at a time, so up to seven bytes past the end are room (overwritten). */
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width);
 /* "%*s": right-aligned. */
 char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
@@ -199,9 +200,11 @@ static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
     return p + m->n;
 }
 
-/* "%0*llx": lowercase hex, zero-padded to 'width' digits. */
+/* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven
+ * bytes past the end are room (overwritten). */
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width);
-/* "%+*.6f" of us / 1e6: seconds from microseconds, right-aligned in 'width'. */
+/* "%+*.6f" of us / 1e6: seconds from microseconds, right-aligned in 'width'; GM_FMT_ROOM
+ * bytes past the end are room (overwritten). */
 char *gm_fmt_seconds(char *p, int64_t us, unsigned width);
 /* gm_format_bytes(bytes, GM_UNITS_IEC) right-aligned in 'width' (at most 16 + width
  * bytes). */

@@ -205,6 +205,62 @@ static void test_memo(void **state)
     }
 }
 
+/* The padded writers write what printf writes and nothing past their room: the padding and
+ * the hex digits a word at a time (seven bytes past the end), seconds GM_FMT_ROOM past the
+ * end, a byte count 16 + width from the start. */
+static void check_written(const char *buf, const char *end, size_t room_end, const char *want)
+{
+    size_t n = (size_t)(end - buf);
+    if (n != strlen(want) || memcmp(buf, want, n)) {
+        fprintf(stderr, "want '%s', got '%.*s'\n", want, (int)n, buf);
+        fail();
+    }
+    for (size_t i = room_end; i < 128; i++)
+        assert_int_equal(buf[i], 'Z');
+}
+
+static void test_padded_room(void **state)
+{
+    char got[128], want[128], fb[48];
+    char *end;
+    (void)state;
+    for (int i = 0; i < 300000; i++) {
+        uint64_t v = rnd() >> (rnd() % 64);
+        unsigned w = (unsigned)(rnd() % 40);
+        int64_t us = (int64_t)(v >> (rnd() % 20)) * ((rnd() & 1) ? -1 : 1);
+        static const char *const names[] = {"", "oom", "free_requested", "a_name_of_sixteen"};
+        const char *s = names[rnd() % 4];
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_hex(got, v, w);
+        snprintf(want, sizeof(want), "%0*" PRIx64, (int)w, v);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_left(got, s, strlen(s), w);
+        snprintf(want, sizeof(want), "%-*s", (int)w, s);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_right(got, s, strlen(s), w);
+        snprintf(want, sizeof(want), "%*s", (int)w, s);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        if ((us < 0 ? 0 - (uint64_t)us : (uint64_t)us) < ((uint64_t)1 << 52)) {
+            memset(got, 'Z', sizeof(got));
+            end = gm_fmt_seconds(got, us, w);
+            snprintf(want, sizeof(want), "%+*.6f", (int)w, (double)us / 1e6);
+            check_written(got, end, (size_t)(end - got) + GM_FMT_ROOM, want);
+        }
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_iec(got, v, w);
+        snprintf(want, sizeof(want), "%*s", (int)w,
+                 gm_format_bytes(fb, sizeof(fb), v, GM_UNITS_IEC));
+        check_written(got, end, 16 + w, want);
+    }
+}
+
 static void test_writer(void **state)
 {
     char *buf = NULL;
@@ -241,9 +297,8 @@ static void test_writer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes),
-        cmocka_unit_test(test_ints),
-        cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_memo),   cmocka_unit_test(test_padded_room),
         cmocka_unit_test(test_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
