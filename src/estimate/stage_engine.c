@@ -488,7 +488,8 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
 
 /* From 0.11 the baseline follows init_worker_distributed_environment, which creates the pynccl
  * communicator (warmed up with an all-reduce) and the custom all-reduce, but not the NCCL
- * communicator of PyTorch's own tensor-parallel device group: PyTorch creates that at the
+ * communicator of PyTorch's own tensor-parallel device group (new_group with no device bound,
+ * vllm/distributed/parallel_state.py @ 0c175ae): PyTorch creates that, we assume, at the
  * group's first collective, which is the profile run's all-gather of the logits
  * (GroupCoordinator.all_gather -> DeviceCommunicatorBase.all_gather, all_gather_into_tensor on
  * device_group, vllm/distributed/device_communicators/base_device_communicator.py @ a12c734;
