@@ -1109,6 +1109,13 @@ static void test_runtime(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 3 * GM_GIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
+    /* one GPU per node: every connection goes through NCCL's network transport, whose
+     * buffers are host memory (or, with GPUDirect RDMA, tens of MiB on the GPU) */
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 0);
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp --nccl 256MiB",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 256 * GM_MIB);
 }
 
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
