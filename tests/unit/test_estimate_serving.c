@@ -927,8 +927,7 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est->serving.non_torch_bytes, kernels);
     gm_estimate_free(est);
     est = NULL;
-    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 8",
-             &j);
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 8", &j);
     run(&j, &est);
     assert_int_equal(est->layout.gpus_per_node, 8);
     assert_int_equal(est->serving.non_torch_bytes, kernels + ar);

@@ -1113,8 +1113,7 @@ static void test_runtime(void **state)
      * buffers are host memory (or, with GPUDirect RDMA, tens of MiB on the GPU) */
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 0);
-    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp --nccl 256MiB",
-        &with);
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp --nccl 256MiB", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 256 * GM_MIB);
 }
 
@@ -1147,10 +1146,9 @@ static void test_vllm_versions(void **state)
                  cases[i].version);
         run("llama-3-8b", s, &with);
         own = with->serving.non_torch_bytes;
-        assert_int_equal(with->serving.non_torch_logged_bytes, cases[i].counted == UINT64_MAX
-                                                                   ? own - 18 * GM_MIB +
-                                                                         420 * GM_MIB
-                                                                   : own + cases[i].counted);
+        assert_int_equal(with->serving.non_torch_logged_bytes,
+                         cases[i].counted == UINT64_MAX ? own - 18 * GM_MIB + 420 * GM_MIB
+                                                        : own + cases[i].counted);
         need = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) +
                gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) +
                gm_estimate_kind_bytes(with, GM_KIND_LOGITS) + with->serving.non_torch_logged_bytes +
