@@ -109,10 +109,14 @@ static inline void gm_store64(char *p, uint64_t v)
  * (gm_digits8), the leading zeros of the first word shifted out: no loop and no table, for
  * the millions of numbers of a report's page data. */
 #define GM_FMT_ROOM 20
-static inline char *gm_fmt_u64_room(char *p, uint64_t v)
+static inline __attribute__((always_inline)) char *gm_fmt_u64_room(char *p, uint64_t v)
 {
     uint64_t lead = v, rest = 0, d;
     unsigned n_rest = 0, z;
+    if (v < 10) {
+        *p = (char)('0' + v); /* a category, a flag, an index: one digit costs no more */
+        return p + 1;
+    }
     if (v >= 100000000u) {
         /* the last eight or sixteen digits, in whole words, after the leading ones */
         if (v >= UINT64_C(10000000000000000)) {
