@@ -410,12 +410,16 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 /* vLLM's max_num_batched_tokens and max_num_seqs for 'job' serving requests of up to
  * 'max_model_len' tokens: the settings given, else the defaults of the job's vLLM version for
  * its GPU (stage_engine.c says where each comes from). */
-/* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
- * sequences, by --vllm-version; the largest in *largest. */
 /* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
  * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
  * nodes). */
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
+/* The NCCL memory vLLM 'version' (0: the current release) counts as non-torch growth because
+ * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
+ * with peer access ('p2p'), else 0. */
+uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
+/* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
+ * sequences, by --vllm-version; the largest in *largest. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
 /* Whether vLLM runs its model runner V2 for the job (version and model kind), and the bytes

@@ -92,10 +92,10 @@ static const char *vllm_era_text(enum vllm_era e)
                "the CUDA context outside)";
     case VLLM_V1_AFTER_NCCL:
         return "budget minus weights, profile peak and non-torch growth (CUDA context and "
-               "NCCL outside it)";
+               "start-up NCCL outside it, the profile run's NCCL inside)";
     case VLLM_V1_GRAPHS:
         return "budget minus weights, profile peak, non-torch growth and the estimated "
-               "CUDA-graph pool (CUDA context and NCCL outside it)";
+               "CUDA-graph pool (CUDA context and start-up NCCL outside it)";
     }
     return "?";
 }
@@ -486,6 +486,27 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
            VLLM_CUSTOM_AR_MAX_SIZE;
 }
 
+/* From 0.11 the baseline follows init_worker_distributed_environment, which creates the pynccl
+ * communicator (warmed up with an all-reduce) and the custom all-reduce, but not the NCCL
+ * communicator of PyTorch's own tensor-parallel device group (new_group with no device bound,
+ * vllm/distributed/parallel_state.py @ 0c175ae): PyTorch creates that, we assume, at the
+ * group's first collective, which is the profile run's all-gather of the logits
+ * (GroupCoordinator.all_gather -> DeviceCommunicatorBase.all_gather, all_gather_into_tensor on
+ * device_group, vllm/distributed/device_communicators/base_device_communicator.py @ a12c734;
+ * CudaCommunicator has no all-gather of its own, cuda_communicator.py @ 00b5a01).  What NCCL
+ * connects for it then is non-torch growth.  Its size is not a vLLM setting: 420 MiB is read
+ * from one pair of logs of the validation rows, v015 at tp 2 (563.2 MiB printed) less v016 at
+ * tp 1 (143.4 MiB; the same model, version and H100), and judged on the other tp 2 row of
+ * that version (v021).  None without peer access, where NCCL's buffers are host memory. */
+#define VLLM_PROFILE_NCCL_BYTES (420 * GM_MIB)
+
+uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p)
+{
+    if (tp < 2 || !p2p || (version && version < GM_VERSION(0, 11, 0)))
+        return 0;
+    return VLLM_PROFILE_NCCL_BYTES;
+}
+
 /* What vLLM's log prints as non-torch memory, by where the version takes its baseline: before
  * 0.2.5 nothing (profile_num_available_blocks charged torch.cuda.max_memory_allocated() alone,
  * until PR #2031 "Fix peak memory profiling" took total - free: "some memory (probably related
@@ -498,12 +519,14 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
  * NCCL included); 0.6.5 to 0.7 (V0's memory_profiling) and 0.9.2 to 0.10 (PR #19312) the growth
  * since a snapshot taken before the communicators (NCCL and the custom all-reduce buffers
  * included, the context not); from 0.11 (PR #25359) the snapshot follows
- * init_worker_distributed_environment, so only the kernels remain. 'own' is the non-torch
- * memory beside the context and NCCL (VLLM_KERNEL_BYTES + the custom all-reduce, or
- * --non-torch); the result is also what the version charges to its budget for it. */
+ * init_worker_distributed_environment, so the kernels remain, and at tp >= 2 the communicator
+ * the profile run creates (est_vllm_profile_nccl_bytes). 'own' is the non-torch memory beside
+ * the context and NCCL (VLLM_KERNEL_BYTES + the custom all-reduce, or --non-torch); the result
+ * is also what the version charges to its budget for it. */
 static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uint64_t own,
                                       uint64_t ca)
 {
+    const struct gm_job *j = cx->job;
     switch (era) {
     case VLLM_V0_TORCH_PEAK:
         return 0;
@@ -518,7 +541,8 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     case VLLM_V1_GRAPHS:
         break;
     }
-    return own > ca ? own - ca : 0;
+    return gm_add_sat(own > ca ? own - ca : 0,
+                      est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, !est_no_p2p(j)));
 }
 
 /* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
@@ -613,10 +637,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     /* the custom all-reduce maps its peers' IPC buffers: peer access, and a group within one
-     * node (CustomAllreduce.__init__: "disabled because this process group spans across
-     * nodes", vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
-    ca = est_vllm_custom_allreduce_bytes(
-        t, !est_no_p2p(j) && t <= (j->parallel.gpus_per_node ? j->parallel.gpus_per_node : 8));
+     * node of the resolved layout (CustomAllreduce.__init__: "disabled because this process
+     * group spans across nodes", vllm/distributed/device_communicators/custom_all_reduce.py
+     * @ 0ad8064) */
+    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j) && t <= e->layout.gpus_per_node);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes

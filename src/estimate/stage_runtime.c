@@ -165,6 +165,15 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
      * buffers take no device memory */
     if (est_no_p2p(j) && !est_given(j, EST_SET_NCCL))
         return 0;
+    /* with one GPU per node every connection of every communicator goes through NCCL's
+     * network transport, whose ring and tree buffers are host memory unless GPUDirect RDMA
+     * puts the receive buffers of its few network channels on the GPU
+     * (recvProxyConnect: NCCL_NET_MAP_ADD_POINTER(map, 0, resources->useGdr, ...), NVIDIA/nccl
+     * src/transport/net.cc @ b647562): none, or tens of MiB, not the P2P buffers that --nccl
+     * stands for */
+    if (cx->e->layout.gpus_per_node == 1 && !est_given(j, EST_SET_NCCL))
+        return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false, 0.0, 0.0,
+                                       64.0 * (double)GM_MIB * (double)comms));
     per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);

@@ -917,7 +917,9 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
     /* a tensor-parallel group across two nodes (the two-node 0.10.1 log of the validation
      * rows, v027, prints "Custom allreduce is disabled because this process group spans across
-     * nodes"): no IPC buffers, so 0.10.1 counts 18 MiB less non-torch memory than on one node */
+     * nodes"): no IPC buffers, and with one GPU per node NCCL's buffers go through its network
+     * transport, in host memory, so 0.10.1 counts the kernels alone where one node counts the
+     * two communicators and the buffers too */
     job_make("qwen2.5-7b",
              "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-40GB --gpus 2 "
              "--gpus-per-node 1 --gpu-memory-utilization 0.5 --max-model-len 16384",
@@ -925,6 +927,8 @@ static void test_vllm_non_torch_by_version(void **state)
     run(&j, &est);
     need = est->serving.non_torch_logged_bytes;
     assert_int_equal(est->serving.non_torch_bytes, kernels);
+    assert_int_equal(need, kernels);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
     gm_estimate_free(est);
     est = NULL;
     job_make("qwen2.5-7b",
@@ -933,11 +937,19 @@ static void test_vllm_non_torch_by_version(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
-    assert_int_equal(est->serving.non_torch_logged_bytes, need + ar);
+    assert_int_equal(est->serving.non_torch_logged_bytes, need + ar + 2 * GM_GIB);
     gm_estimate_free(est);
     est = NULL;
 
-    /* 0.11: the communicators sit in the baseline, so tp 2 prints what tp 1 prints */
+    /* 0.11: pynccl and the custom all-reduce sit in the baseline, but the device group's
+     * communicator is created by the profile run's all-gather of the logits, so tp 2 prints
+     * the kernels and what NCCL connects for it; without peer access NCCL keeps that in host
+     * memory, and before 0.11 it is inside the two communicators charged already */
+    assert_int_equal(est_vllm_profile_nccl_bytes(GM_VERSION(0, 11, 0), 2, true), 420 * GM_MIB);
+    assert_int_equal(est_vllm_profile_nccl_bytes(0, 8, true), 420 * GM_MIB);
+    assert_int_equal(est_vllm_profile_nccl_bytes(GM_VERSION(0, 11, 0), 1, true), 0);
+    assert_int_equal(est_vllm_profile_nccl_bytes(GM_VERSION(0, 11, 0), 2, false), 0);
+    assert_int_equal(est_vllm_profile_nccl_bytes(GM_VERSION(0, 10, 1), 2, true), 0);
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
     run(&j, &est);
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
@@ -946,7 +958,29 @@ static void test_vllm_non_torch_by_version(void **state)
     est = NULL;
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2", &j);
     run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels + 420 * GM_MIB);
+    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --no-p2p", &j);
+    run(&j, &est);
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    /* the custom all-reduce follows the resolved layout: 8 GPUs of 4 per node put a tp 8
+     * group on two nodes, 8 GPUs alone fill one node */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 8 --gpus-per-node 4",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->layout.gpus_per_node, 4);
+    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 8", &j);
+    run(&j, &est);
+    assert_int_equal(est->layout.gpus_per_node, 8);
     assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
     gm_estimate_free(est);
     est = NULL;
@@ -1029,13 +1063,14 @@ static void test_vllm_non_torch_by_version(void **state)
     gm_estimate_free(again);
     est = again = NULL;
 
-    /* a given figure replaces the kernels and buffers */
+    /* a given figure replaces the kernels and buffers, not the communicator the profile
+     * run creates (as it does not replace NCCL where the version charges it) */
     job_make("llama-3.1-8b",
              "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --non-torch 300MiB",
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.non_torch_bytes, 300 * GM_MIB);
-    assert_int_equal(est->serving.non_torch_logged_bytes, 300 * GM_MIB);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 720 * GM_MIB);
     gm_estimate_free(est);
     est = NULL;
 }

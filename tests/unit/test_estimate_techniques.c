@@ -1109,6 +1109,12 @@ static void test_runtime(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 3 * GM_GIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
+    /* one GPU per node: every connection goes through NCCL's network transport, whose
+     * buffers are host memory (or, with GPUDirect RDMA, tens of MiB on the GPU) */
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 0);
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp --nccl 256MiB", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 256 * GM_MIB);
 }
 
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
@@ -1118,7 +1124,8 @@ static void test_vllm_versions(void **state)
     struct {
         const char *version;
         uint64_t counted; /* counted as non-torch beside the kernels and the custom
-                             all-reduce buffers; UINT64_MAX: those buffers not counted */
+                             all-reduce buffers; UINT64_MAX: those buffers not counted, the
+                             communicator the profile run creates counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
     } cases[] = {
         {"0.2.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* total - free: all inside */
@@ -1128,7 +1135,7 @@ static void test_vllm_versions(void **state)
         {"0.7.2", 2 * GM_GIB, false},                /* the V0 engine still */
         {"0.8.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* early V1: global again */
         {"0.10.1", 2 * GM_GIB, false},               /* baseline before NCCL */
-        {"0.11.0", UINT64_MAX, false},               /* baseline after the communicators */
+        {"0.11.0", UINT64_MAX, false},               /* baseline after pynccl's */
         {"0.21.0", UINT64_MAX, true},                /* CUDA-graph estimate charged */
     };
     (void)state;
@@ -1139,9 +1146,9 @@ static void test_vllm_versions(void **state)
                  cases[i].version);
         run("llama-3-8b", s, &with);
         own = with->serving.non_torch_bytes;
-        assert_int_equal(with->serving.non_torch_logged_bytes, cases[i].counted == UINT64_MAX
-                                                                   ? own - 18 * GM_MIB
-                                                                   : own + cases[i].counted);
+        assert_int_equal(with->serving.non_torch_logged_bytes,
+                         cases[i].counted == UINT64_MAX ? own - 18 * GM_MIB + 420 * GM_MIB
+                                                        : own + cases[i].counted);
         need = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) +
                gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) +
                gm_estimate_kind_bytes(with, GM_KIND_LOGITS) + with->serving.non_torch_logged_bytes +
