@@ -370,6 +370,8 @@ struct gm_job_llamacpp {
                               memory */
     bool ngl_output_last;  /* -ngl counts the repeating layers first and the output layer
                               last (llama.cpp before PR #18148, ollama's runner) */
+    bool kv_cpy;           /* the KV cache written by ggml_cpy into views, no row-index inputs
+                              (before PR #14959, August 2025, or LLAMA_SET_ROWS=0) */
 };
 
 struct gm_job_sglang {

@@ -55,7 +55,7 @@
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
-    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER)
+    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER) X(KV_CPY)
 /* clang-format on */
 
 enum est_setting {
@@ -333,6 +333,11 @@ const char *est_linear_kind(const struct gm_model *m);
 /* Layers with routed experts (0 for a dense model). */
 uint64_t est_moe_layers(const struct gm_model *m);
 
+/* The graph builders est_llamacpp_placed_bytes() lays out: llm_build_llama/qwen2 (RMSNorm,
+ * separate q, k, v, SwiGLU) and llm_build_gptneox (LayerNorm, fused qkv, parallel residual,
+ * GELU). */
+enum est_llamacpp_layout { EST_LLAMACPP_LLAMA = 0, EST_LLAMACPP_NEOX };
+
 /* The graph llama.cpp reserves its compute buffer for (llama_context::graph_reserve): one
  * micro-batch of n_ubatch tokens, each an output, over a cache of 'cells' cells. */
 struct est_llamacpp_graph {
@@ -349,11 +354,23 @@ struct est_llamacpp_graph {
     bool output_on_gpu;         /* the output layer's weight is on this GPU */
     uint64_t host_output_bytes; /* the output weight in host memory, bytes */
     uint64_t host_layer_bytes;  /* largest weight of a layer in host memory, bytes */
+    /* for est_llamacpp_placed_bytes(): every layer and the output on this GPU */
+    enum est_llamacpp_layout layout; /* which builder's graph */
+    uint64_t n_layers;               /* repeating layers */
+    uint64_t head_dim;               /* elements per head */
+    bool qkv_bias;                   /* q, k and v have biases (qwen2) */
+    bool kv_cpy; /* KV writes by ggml_cpy, no row-index inputs (before set_rows) */
 };
 
 /* Bytes of the GPU's compute buffer ggml-alloc reserves for graph 'g': the largest set of
  * intermediates alive at once (docs/estimate.md, "llama.cpp"). */
 uint64_t est_llamacpp_compute_bytes(const struct est_llamacpp_graph *g);
+/* Bytes of the same compute buffer for a graph of g->layout with every layer and the output
+ * on the GPU, from ggml-alloc's placement of the graph's tensors in execution order
+ * (estimate/ggml_alloc.h; the node order of llama.cpp's graph builder is in
+ * llamacpp_graph.c).  GM_ERR_NOMEM or GM_ERR_LIMIT from the allocator model. */
+enum gm_status est_llamacpp_placed_bytes(const struct est_llamacpp_graph *g, uint64_t *bytes,
+                                         struct gm_error *err);
 
 /* Who lays out the KV cache. */
 enum est_kv_store { EST_KV_TRANSFORMERS = 0, EST_KV_VLLM, EST_KV_LLAMACPP };

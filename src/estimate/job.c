@@ -840,6 +840,11 @@ static const struct gm_job_setting settings[] = {
              "llama.cpp -ngl counts the repeating layers first, the output layer last (builds "
              "before December 2025, ollama's runner)",
              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.ngl_output_last),
+    [EST_SET_KV_CPY] =
+        FLAG("kv-cpy",
+             "llama.cpp writes the KV cache with ggml_cpy into views, without row indices "
+             "(builds before August 2025, PR #14959, or LLAMA_SET_ROWS=0)",
+             INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.kv_cpy),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "

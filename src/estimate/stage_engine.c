@@ -1072,6 +1072,15 @@ uint64_t est_llamacpp_compute_bytes(const struct est_llamacpp_graph *g)
     return best > host ? best : host;
 }
 
+/* Whether llama.cpp builds the model's graph as one of the builders est_llamacpp_placed_bytes()
+ * lays out (llm_build_llama, llm_build_qwen2, llm_build_gptneox), and which. */
+static bool llamacpp_placed_layout(const struct gm_model *m, enum est_llamacpp_layout *layout)
+{
+    *layout = m->arch == GM_ARCH_GPT_NEOX ? EST_LLAMACPP_NEOX : EST_LLAMACPP_LLAMA;
+    return m->arch == GM_ARCH_LLAMA || m->arch == GM_ARCH_MISTRAL || m->arch == GM_ARCH_QWEN2 ||
+           m->arch == GM_ARCH_GPT_NEOX;
+}
+
 static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -1082,7 +1091,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     uint64_t w = cx->stored_weight_bytes, embd, kv, rs, ctx, ub, compute, out, experts = 0,
              batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers, body,
              L = m->n_layers ? m->n_layers : 1, on, kv_layers = est_kv_layers(m);
-    bool output_on;
+    bool output_on, placed;
     const char *kvname = "f16";
     uint32_t kv_type = 1;
     char note[GM_EST_NOTE_MAX];
@@ -1143,9 +1152,19 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                  layer_bytes = body / L;
         g.host_layer_bytes = layer_params ? gm_mul_div_u64(layer_bytes, big, layer_params) : 0;
     }
-    compute = est_llamacpp_compute_bytes(&g);
-    /* fragmentation of ggml-alloc's free list can place the last tensors higher: the range
-     * spans -25% to +50% */
+    g.n_layers = L;
+    g.head_dim = m->head_dim;
+    g.qkv_bias = m->qkv_bias;
+    g.kv_cpy = lc->kv_cpy;
+    placed = llamacpp_placed_layout(m, &g.layout) && !host_layers && output_on && !m->n_experts;
+    if (placed) {
+        if ((st = est_llamacpp_placed_bytes(&g, &compute, err)))
+            return st;
+    } else {
+        compute = est_llamacpp_compute_bytes(&g);
+    }
+    /* the sum leaves out where ggml-alloc's free list puts the last tensors, and the placed
+     * graph is one build's node order: the range spans -25% to +50% */
     compute = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)compute,
                                       0.75 * (double)compute, 1.5 * (double)compute));
     e->serving.compute_buffer_bytes = compute;
@@ -1197,12 +1216,13 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                    (double)experts / (double)GM_GIB, (unsigned long long)lc->n_cpu_moe);
     est_assume(e,
                "llama.cpp: %s, n_ctx = %llu tokens (%llu sequences x %llu), KV type %s, "
-               "n_ubatch %llu; the compute buffer is the largest set of the reserved graph's "
-               "tensors alive at once",
+               "n_ubatch %llu; the compute buffer is %s",
                host_layers ? "layers split with the host" : "every layer offloaded (-ngl 999)",
                (unsigned long long)ctx, (unsigned long long)batch,
                (unsigned long long)(j->workload.context + j->workload.new_tokens), kvname,
-               (unsigned long long)ub);
+               (unsigned long long)ub,
+               placed ? "where ggml-alloc places the reserved graph's tensors, in order"
+                      : "the largest set of the reserved graph's tensors alive at once");
     return GM_OK;
 }
 

@@ -138,6 +138,24 @@ static void test_llamacpp_host_offload(void **state)
     /* the experts are most of Mixtral: with all of them in host memory, under 10% is left */
     assert_true(gm_estimate_kind_bytes(again, GM_KIND_WEIGHTS) < w_all / 10);
     assert_true(assumed(again, "routed experts in host memory (--cpu-moe: all layers)"));
+    /* with layers in host memory the graph is split between host and GPU, which ggml-alloc's
+     * placement is not replayed for: the compute buffer is the largest phase of the sum, here
+     * the output (the output layer stays in host memory below -ngl 33): the logits and hidden
+     * states of 512 tokens beside the Q6_K output weight copied in, 203.99 MiB as Pythia-2.8B
+     * Q4_0 at -ngl 10 printed (build 4343) */
+    job_make("pythia-2.8b",
+             "--infer --engine llama.cpp --context 2048 --bits 4.5 --n-gpu-layers 10 "
+             "--ngl-output-last --kv-cpy",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes,
+                     512ull * (50304 + 2560) * 4 + 50304ull * 2560 * 210 / 256);
+    assert_true(assumed(est, "the compute buffer is the largest set of the reserved graph's "
+                             "tensors alive at once"));
+    job_make("pythia-2.8b", "--infer --engine llama.cpp --context 2048 --bits 4.5 --kv-cpy", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "the compute buffer is where ggml-alloc places the reserved "
+                             "graph's tensors, in order"));
 }
 
 /* llama.cpp's compute buffer is what ggml-alloc reserves for the graph of one micro-batch
@@ -159,13 +177,15 @@ static void test_llamacpp_compute_buffer(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.compute_buffer_bytes, 4 * ub * (201088 + 2880) * 4);
-    /* Pythia-2.8B without flash attention at n_ctx 2048: the f32 mask 2048 x 512, the layer
-     * input, q, k and v (2560 wide each) and 32 heads of scores 2048 x 512 */
-    job_make("pythia-2.8b", "--infer --engine llama.cpp --context 2048", &j);
+    /* Pythia-2.8B without flash attention at n_ctx 2048, every layer on the GPU, the KV cache
+     * written by ggml_cpy (build 4343): the f32 mask 2048 x 512 (4 MiB), the layer input, q,
+     * k and v (5 MiB each) and 32 heads of scores 2048 x 512 (128 MiB) are alive at once, 152
+     * MiB; but the fused qkv projection (15 MiB at 14 MiB) is freed around the roped q kept at
+     * 29 MiB, so the scores go above, at 34 MiB: 162 MiB, as the CI log printed */
+    job_make("pythia-2.8b", "--infer --engine llama.cpp --context 2048 --kv-cpy", &j);
     run(&j, &est);
-    assert_int_equal(est->serving.compute_buffer_bytes,
-                     2048 * ub * 4 + ub * 4 * (4 * 2560) + 2048 * ub * 32 * 4);
-    assert_int_equal(est->serving.compute_buffer_bytes, 152 * mib);
+    assert_int_equal(est->serving.compute_buffer_bytes, 34 * mib + 4096 + 2048 * ub * 32 * 4);
+    assert_int_equal(est->serving.compute_buffer_bytes, 162 * mib + 4096);
     /* Qwen2.5-32B with 49 of 64 layers (output layer last): the Q6_K output weight
      * (llama-quant.cpp: below 8 bits per weight) comes in beside the logits */
     job_make("qwen2.5-32b",
@@ -182,6 +202,37 @@ static void test_llamacpp_compute_buffer(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.compute_buffer_bytes, ub * (152064 + 5120) * 4);
+    /* every layer on the GPU, Llama layout: ggml-alloc's placement of the graph.  Qwen2.5-7B
+     * at n_ctx 32768 with flash attention: the inputs take the bottom (embeddings 7 MiB, the
+     * f32 mask 64 MiB, freed after its f16 cast); the last layer's down projection takes the
+     * start of the range up freed, at 78.01 MiB, and the residual and result_norm (a graph
+     * output, kept) run in place there, so the 297 MiB of logits start at 85.01 MiB: 382.01
+     * MiB, as build 7780 printed (the sum of what is alive at once says 304) */
+    job_make("qwen2.5-7b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --kv-dtype fp16 --bits 8.5",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 89141248ull + ub * 152064 * 4);
+    /* without set_rows' K and V row indices (two I64 x 512 inputs) everything sits 8 KiB
+     * lower */
+    job_make("qwen2.5-7b",
+             "--infer --engine llama.cpp --context 32768 --flash-attn --kv-dtype fp16 --bits 8.5 "
+             "--kv-cpy",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 89141248ull - 8192 + ub * 152064 * 4);
+    /* Mistral-Nemo at n_ctx 4096 without flash attention, the KV cache written by ggml_cpy
+     * (build 6050): the 256 MiB of scores of 32 heads go above 44 MiB of inputs and q, k, v;
+     * the last hidden states land at 46 MiB and the 256 MiB of logits above them: 312 MiB,
+     * as printed.  set_rows' 4 MiB V index (one I64 per element of the transposed cache)
+     * shifts the free blocks so the hidden states land at 0: the scores' 304 MiB is the peak */
+    job_make("mistral-nemo", "--infer --engine llama.cpp --context 4096 --kv-dtype fp16 --kv-cpy",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 56 * mib + 4096 + 256 * mib);
+    job_make("mistral-nemo", "--infer --engine llama.cpp --context 4096 --kv-dtype fp16", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.compute_buffer_bytes, 48 * mib + 8192 + 256 * mib);
 }
 
 /* llama.cpp keeps token_embd in host memory; a weight format (gpt-oss's MXFP4 experts) keeps

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """test_validate.py GPUMEM - validate.py --check fails on what it must not let pass: a row
 skipped for a reason EXPECTED_SKIPS does not declare (a feature gpumem has gained, or a new
-gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter; and
+gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter, a
+llama.cpp buffer more than 64 MiB off; and
 passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
 device row against the replay's own figure in fp32 copies of the logits; --stream-floor holds a
 reserved row against the sum of the replay's per-stream live peaks.
@@ -247,6 +248,25 @@ class Check(unittest.TestCase):
                        GOOD.split(",value,,")[1].strip()})
         self.assertEqual(rc, 1, out)
         self.assertIn("e4: no figure for 'kv_blocks'", out)
+
+    def test_llamacpp_buffer_beyond_64_mib_fails(self):
+        # a llama.cpp compute buffer measured at gpumem's figure passes; beside two exact ones
+        # (the engine rows' median stays 0) one measured 63 MiB below it passes, one 65 MiB above
+        # fails --check
+        args = "llama-3-8b --infer --engine llama.cpp --context 512 --kv-dtype fp16"
+        out = subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                             capture_output=True, text=True, check=True).stdout
+        pred = json.loads(out)["serving"]["compute_buffer_bytes"]
+        row = "l1,o/r,p,c,row 1,compute_buffer,%d,value,,%s\n"
+        good = GOOD + "".join("l%d,o/r,p,c,row %d,compute_buffer,%d,value,,%s\n" %
+                              (i, i, pred, args) for i in (2, 3))
+        rc, out = run({"t.csv": good + row % (pred, args)})
+        self.assertEqual(rc, 0, out)
+        rc, out = run({"t.csv": good + row % (pred - 63 * (1 << 20), args)})
+        self.assertEqual(rc, 0, out)
+        rc, out = run({"t.csv": good + row % (pred + 65 * (1 << 20), args)})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("l1: llama.cpp compute_buffer -65.00 MiB off (the goal: within 64 MiB)", out)
 
 
 if __name__ == "__main__":

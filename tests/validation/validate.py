@@ -23,7 +23,8 @@ process may use) and prints per source and counter the number of rows, the media
 share within 10% and the 90th percentile of |error| (for an engine's byte counters also the
 median |difference| in MiB and the share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
 With --check it exits 1 when the median |error| over the peak rows (allocated, reserved,
-device) or over the engine rows is above 10%, when
+device) or over the engine rows is above 10%, when a llama.cpp buffer (weights, KV cache,
+compute buffer) is more than 64 MiB off, when
 gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
 the rows it skips are not exactly EXPECTED_SKIPS (a row whose feature gpumem has gained must
 run, and a new skip must be declared here).
@@ -88,6 +89,8 @@ ENGINE_COUNTERS = {
 # The counters measured as a ratio, not a whole number of bytes or of blocks or tokens.
 RATIO_COUNTERS = ("max_concurrency",)
 LIMIT = 0.10
+# llama.cpp's buffers as it prints them, each held to within 64 MiB by --check
+LLAMACPP_BUFFERS = ("weights", "kv_cache", "compute_buffer")
 GIB = float(1 << 30)
 MIB = float(1 << 20)
 
@@ -404,6 +407,10 @@ def main(argv):
                                 (row["id"], row["counter"], measured))
                 continue
             e = pred / measured - 1.0
+            if (doc.get("serving", {}).get("engine") == "llama.cpp" and
+                    row["counter"] in LLAMACPP_BUFFERS and abs(pred - measured) > 64 * MIB):
+                failures.append("%s: llama.cpp %s %+.2f MiB off (the goal: within 64 MiB)" %
+                                (row["id"], row["counter"], (pred - measured) / MIB))
             errs.setdefault(row["counter"], []).append(e)
             if ENGINE_COUNTERS.get(row["counter"]):
                 diffs.setdefault(row["counter"], []).append(pred - measured)
