@@ -891,6 +891,26 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
+/* The first event after k that is the peak, an iteration's first or last event or the one
+ * before its first (the last event when none is); *it: the first iteration that may hold
+ * one, moved forward. */
+static int64_t next_mark(const struct gm_analysis_device *dev, int64_t k, size_t *it)
+{
+    int64_t to = (int64_t)dev->n_events - 1;
+    while (*it < dev->n_iterations && dev->iterations[*it].last_event <= k)
+        ++*it;
+    if (*it < dev->n_iterations) {
+        const struct gm_analysis_iteration *iv = &dev->iterations[*it];
+        to = iv->first_event - 1 > k ? iv->first_event - 1
+             : iv->first_event > k   ? iv->first_event
+             : iv->last_event < to   ? iv->last_event
+                                     : to;
+    }
+    if (dev->peak_event > k && dev->peak_event < to)
+        to = dev->peak_event;
+    return to;
+}
+
 /* One pass: the per-category series, the split at the peak and the iteration figures.
  *
  * The series is a level-of-detail series of the allocated bytes (gpumem/lod.h) over the
@@ -997,6 +1017,13 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
         gm_snapshot_cursor_init(&c, sd, 0);
+    /* Without the series, the totals and the user phases, an event that allocates nothing,
+     * frees nothing and is not the peak or an iteration's first or last event (or the one
+     * before its first) changes no figure: the pass steps from one event that may to the
+     * next, adding up the times of those passed over. */
+    const bool skip_quiet = !series && !lt && !dev->n_user_ranges && !read_trace;
+    int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
+    size_t mark_it = 0;
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         double x = 0.0;
@@ -1147,6 +1174,23 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         prev_ph = ph;
         prev_total = total;
         prev_reserved = reserved;
+        if (skip_quiet) {
+            if (k >= mark)
+                mark = next_mark(dev, k, &mark_it);
+            int64_t to = mark;
+            if ((uint64_t)next_alloc < (uint64_t)to) /* (-2, none, is above every event) */
+                to = next_alloc;
+            if ((uint64_t)next_free < (uint64_t)to)
+                to = next_free;
+            if (to > k + 1) {
+                /* known[to & 1] is read as the time of event to - 1 */
+                int64_t t = known[p & 1].time_us;
+                for (int64_t j = k + 1; dt && j < to; j++)
+                    t += (int64_t)(dt[j] == DT_WIDE ? dt_wide[wi++] : dt[j]);
+                known[to & 1].time_us = t;
+                p = (size_t)to; /* the next pass is event 'to' */
+            }
+        }
     }
     copy_bytes(dev->at_end, cur);
     if (lt)
