@@ -29,6 +29,7 @@
 
 #include "base/big.h"
 #include "base/budget.h"
+#include "base/hint.h"
 #include "base/vec.h"
 
 #include "gpumem/arena.h"
@@ -924,8 +925,10 @@ static int64_t next_mark(const struct gm_analysis_device *dev, int64_t k, size_t
  * What it needs of each event beyond the allocations is its time and, for the reserved
  * bytes, the segment events scan_trace kept: with the times scan_trace recorded (w->dt),
  * or none when no event has one, the trace is not read again. */
-static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
-                                   uint32_t max_points, struct gm_error *err)
+static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
+                                                   const struct gm_snapshot_timeline *tl,
+                                                   uint32_t max_points, const bool series,
+                                                   struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
@@ -953,9 +956,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
     size_t cap_pts = all ? n_pts : (size_t)3 * nb + 1;
-    /* without the series (ANA_PARTS_FIGURES): no points, buckets or x's, the figures
-     * alone */
-    const bool series = !w->no_series;
+    /* without the series ('series' false, ANA_PARTS_FIGURES): no points, buckets or x's,
+     * the figures alone */
     if (all)
         nb = 1;
     slots = NULL;
@@ -1218,6 +1220,16 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     gm_free(slots);
     gm_lod_release(&lod);
     return GM_OK;
+}
+
+/* The pass with the series and the one without (ANA_PARTS_FIGURES): one pass, compiled
+ * for each, so that neither carries the other's per-event tests. */
+static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
+                                   uint32_t max_points, struct gm_error *err)
+{
+    if (w->no_series)
+        return series_pass(w, tl, max_points, false, err);
+    return series_pass(w, tl, max_points, true, err);
 }
 
 /* ---------------------------------------------------------------- leaks */
