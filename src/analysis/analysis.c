@@ -892,6 +892,19 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
+/* The bytes of the series pass after allocation 'a' is freed: those of its category, all,
+ * those no rule explains and those whose category came from their lifetime alone. */
+static inline void take_off(const struct gm_analysis_alloc *a, uint64_t *cur, uint64_t *total,
+                            uint64_t *unexplained, uint64_t *lifetime)
+{
+    cur[a->category] -= a->bytes;
+    *total -= a->bytes;
+    if (a->rule == GM_RULE_NONE)
+        *unexplained -= a->bytes;
+    if (a->rule == GM_RULE_PARAM_LIFETIME)
+        *lifetime -= a->bytes;
+}
+
 /* The first event after k that is the peak, an iteration's first or last event or the one
  * before its first (the last event when none is); *it: the first iteration that may hold
  * one, moved forward. */
@@ -1019,10 +1032,10 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
         gm_snapshot_cursor_init(&c, sd, 0);
-    /* Without the series, the totals and the user phases, an event that allocates nothing,
-     * frees nothing and is not the peak or an iteration's first or last event (or the one
-     * before its first) changes no figure: the pass steps from one event that may to the
-     * next, adding up the times of those passed over. */
+    /* Without the series, the totals and the user phases, a figure is made only at an
+     * allocation (the bytes only grow there), the peak, and an iteration's first and last
+     * events and the one before its first: the pass steps from one of these to the next,
+     * taking off the frees and adding up the times of the events passed over. */
     const bool skip_quiet = !series && !lt && !dev->n_user_ranges && !read_trace;
     int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
     size_t mark_it = 0;
@@ -1083,14 +1096,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     lifetime += a->bytes;
             }
             if (k == next_free) {
-                const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
+                take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
                 next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
-                cur[a->category] -= a->bytes;
-                total -= a->bytes;
-                if (a->rule == GM_RULE_NONE)
-                    unexplained -= a->bytes;
-                if (a->rule == GM_RULE_PARAM_LIFETIME)
-                    lifetime -= a->bytes;
             }
             /* only a segment event changes it (the first event sets it from the raw start) */
             if (k == next_seg) {
@@ -1182,8 +1189,12 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             int64_t to = mark;
             if ((uint64_t)next_alloc < (uint64_t)to) /* (-2, none, is above every event) */
                 to = next_alloc;
-            if ((uint64_t)next_free < (uint64_t)to)
-                to = next_free;
+            /* a free before 'to' changes the bytes only (no figure can be made at it): taken
+             * off here */
+            while ((uint64_t)next_free < (uint64_t)to) {
+                take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
+                next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+            }
             if (to > k + 1) {
                 /* known[to & 1] is read as the time of event to - 1 */
                 int64_t t = known[p & 1].time_us;
