@@ -892,6 +892,31 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
+/* The bytes of the series pass after allocation 'a' is made: those of its category, all,
+ * those no rule explains and those whose category came from their lifetime alone. */
+static inline void put_on(const struct gm_analysis_alloc *a, uint64_t *cur, uint64_t *total,
+                          uint64_t *unexplained, uint64_t *lifetime)
+{
+    cur[a->category] += a->bytes;
+    *total += a->bytes;
+    if (a->rule == GM_RULE_NONE)
+        *unexplained += a->bytes;
+    if (a->rule == GM_RULE_PARAM_LIFETIME)
+        *lifetime += a->bytes;
+}
+
+/* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
+static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, uint8_t ph,
+                                  uint64_t total, const uint64_t *cur)
+{
+    if (iv->peak_event < 0 || total > iv->peak_bytes) {
+        iv->peak_bytes = total;
+        iv->peak_event = k;
+        iv->peak_phase = ph;
+        copy_bytes(iv->at_peak, cur);
+    }
+}
+
 /* The bytes of the series pass after allocation 'a' is freed: those of its category, all,
  * those no rule explains and those whose category came from their lifetime alone. */
 static inline void take_off(const struct gm_analysis_alloc *a, uint64_t *cur, uint64_t *total,
@@ -1004,15 +1029,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     const uint16_t *dt = w->dt;
     const uint32_t *dt_wide = w->dt_wide;
     /* Alive from the start. */
-    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[ai];
-        cur[a->category] += a->bytes;
-        total += a->bytes;
-        if (a->rule == GM_RULE_NONE)
-            unexplained += a->bytes;
-        if (a->rule == GM_RULE_PARAM_LIFETIME)
-            lifetime += a->bytes;
-    }
+    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++)
+        put_on(&dev->allocs[ai], cur, &total, &unexplained, &lifetime);
     /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
      * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
      * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
@@ -1032,11 +1050,12 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
         gm_snapshot_cursor_init(&c, sd, 0);
-    /* Without the series, the totals and the user phases, a figure is made only at an
-     * allocation (the bytes only grow there), the peak, and an iteration's first and last
-     * events and the one before its first: the pass steps from one of these to the next,
-     * taking off the frees and adding up the times of the events passed over. */
-    const bool skip_quiet = !series && !lt && !dev->n_user_ranges && !read_trace;
+    /* Without the series, the totals and the user phases, the pass stops only at the peak
+     * and at an iteration's first and last events and the one before its first: between
+     * two, the bytes change only at allocations and frees, taken in trace order (an
+     * allocation may make the iteration's peak), and the times of the events passed over
+     * are added up. */
+    const bool skip_quiet = n && !series && !lt && !dev->n_user_ranges && !read_trace;
     int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
     size_t mark_it = 0;
     for (size_t p = 0; p < n_pts; p++) {
@@ -1088,12 +1107,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
-                cur[a->category] += a->bytes;
-                total += a->bytes;
-                if (a->rule == GM_RULE_NONE)
-                    unexplained += a->bytes;
-                if (a->rule == GM_RULE_PARAM_LIFETIME)
-                    lifetime += a->bytes;
+                put_on(a, cur, &total, &unexplained, &lifetime);
             }
             if (k == next_free) {
                 take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
@@ -1143,12 +1157,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             }
             if (k >= it_first) {
                 struct gm_analysis_iteration *iv = &dev->iterations[it];
-                if (iv->peak_event < 0 || total > iv->peak_bytes) {
-                    iv->peak_bytes = total;
-                    iv->peak_event = k;
-                    iv->peak_phase = ph;
-                    copy_bytes(iv->at_peak, cur);
-                }
+                iteration_peak(iv, k, ph, total, cur);
                 if (iv->last_event == k)
                     iv->end_bytes = total;
                 /* its times: those of its first and last events */
@@ -1187,13 +1196,25 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             if (k >= mark)
                 mark = next_mark(dev, k, &mark_it);
             int64_t to = mark;
-            if ((uint64_t)next_alloc < (uint64_t)to) /* (-2, none, is above every event) */
-                to = next_alloc;
-            /* a free before 'to' changes the bytes only (no figure can be made at it): taken
-             * off here */
-            while ((uint64_t)next_free < (uint64_t)to) {
-                take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
-                next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+            /* the allocations and frees before it, in trace order (-2, none, is above every
+             * event): inside iteration 'it' (whose bounds are marks) when k is, where an
+             * allocation may make its peak */
+            struct gm_analysis_iteration *iv =
+                k >= it_first && k < it_last ? &dev->iterations[it] : NULL;
+            for (;;) {
+                if ((uint64_t)next_free < (uint64_t)to &&
+                    (uint64_t)next_free < (uint64_t)next_alloc) {
+                    take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
+                    next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+                    continue;
+                }
+                if ((uint64_t)next_alloc >= (uint64_t)to)
+                    break;
+                int64_t ka = next_alloc;
+                put_on(&dev->allocs[ai++], cur, &total, &unexplained, &lifetime);
+                next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+                if (iv)
+                    iteration_peak(iv, ka, w->phase[ka], total, cur);
             }
             if (to > k + 1) {
                 /* known[to & 1] is read as the time of event to - 1 */
