@@ -337,6 +337,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
      * would otherwise make the compiler read them from *w again after each one */
     uint8_t *phase = w->phase;
     const bool diff_only = w->diff_only;
+    /* the ranges' position too: a copy whose address no call takes, kept in registers */
+    struct step_ranges in_steps = steps;
     bool has_frames = false;
     size_t n_timed = 0;
     gm_snapshot_cursor_init(&c, sd, 0);
@@ -361,7 +363,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 raw = raw_of[e->stack] =
                     (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
         }
-        if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
+        if (in_step_range(&in_steps, e) && raw == RAW_UNKNOWN)
             raw = RAW_STEP;
         if (raw == RAW_UNKNOWN && !e->stack)
             raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
