@@ -894,17 +894,20 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
-/* The bytes of the series pass after allocation 'a' is made: those of its category, all,
- * those no rule explains and those whose category came from their lifetime alone. */
-static inline void put_on(const struct gm_analysis_alloc *a, uint64_t *cur, uint64_t *total,
-                          uint64_t *unexplained, uint64_t *lifetime)
+/* The bytes of the series pass after allocation 'a' is made, or freed: those of its
+ * category, all, those no rule explains and those whose category came from their lifetime
+ * alone.  A free adds the bytes' two's complement (modulo 2^64 the same as taking them
+ * off). */
+static inline void count_alloc(const struct gm_analysis_alloc *a, bool freed, uint64_t *cur,
+                               uint64_t *total, uint64_t *unexplained, uint64_t *lifetime)
 {
-    cur[a->category] += a->bytes;
-    *total += a->bytes;
+    uint64_t d = freed ? 0 - a->bytes : a->bytes;
+    cur[a->category] += d;
+    *total += d;
     if (a->rule == GM_RULE_NONE)
-        *unexplained += a->bytes;
+        *unexplained += d;
     if (a->rule == GM_RULE_PARAM_LIFETIME)
-        *lifetime += a->bytes;
+        *lifetime += d;
 }
 
 /* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
@@ -917,19 +920,6 @@ static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, u
         iv->peak_phase = ph;
         copy_bytes(iv->at_peak, cur);
     }
-}
-
-/* The bytes of the series pass after allocation 'a' is freed: those of its category, all,
- * those no rule explains and those whose category came from their lifetime alone. */
-static inline void take_off(const struct gm_analysis_alloc *a, uint64_t *cur, uint64_t *total,
-                            uint64_t *unexplained, uint64_t *lifetime)
-{
-    cur[a->category] -= a->bytes;
-    *total -= a->bytes;
-    if (a->rule == GM_RULE_NONE)
-        *unexplained -= a->bytes;
-    if (a->rule == GM_RULE_PARAM_LIFETIME)
-        *lifetime -= a->bytes;
 }
 
 /* The first event after k that is the peak, an iteration's first or last event or the one
@@ -1032,7 +1022,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     const uint32_t *dt_wide = w->dt_wide;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++)
-        put_on(&dev->allocs[ai], cur, &total, &unexplained, &lifetime);
+        count_alloc(&dev->allocs[ai], false, cur, &total, &unexplained, &lifetime);
     /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
      * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
      * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
@@ -1109,10 +1099,11 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
-                put_on(a, cur, &total, &unexplained, &lifetime);
+                count_alloc(a, false, cur, &total, &unexplained, &lifetime);
             }
             if (k == next_free) {
-                take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
+                count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
+                            &lifetime);
                 next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
             }
             /* only a segment event changes it (the first event sets it from the raw start) */
@@ -1206,14 +1197,15 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             for (;;) {
                 if ((uint64_t)next_free < (uint64_t)to &&
                     (uint64_t)next_free < (uint64_t)next_alloc) {
-                    take_off(&dev->allocs[w->free_of[fi++]], cur, &total, &unexplained, &lifetime);
+                    count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
+                                &lifetime);
                     next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
                     continue;
                 }
                 if ((uint64_t)next_alloc >= (uint64_t)to)
                     break;
                 int64_t ka = next_alloc;
-                put_on(&dev->allocs[ai++], cur, &total, &unexplained, &lifetime);
+                count_alloc(&dev->allocs[ai++], false, cur, &total, &unexplained, &lifetime);
                 next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
                 if (iv)
                     iteration_peak(iv, ka, w->phase[ka], total, cur);
