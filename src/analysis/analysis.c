@@ -29,6 +29,7 @@
 
 #include "base/big.h"
 #include "base/budget.h"
+#include "base/hint.h"
 #include "base/vec.h"
 
 #include "gpumem/arena.h"
@@ -336,6 +337,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
      * would otherwise make the compiler read them from *w again after each one */
     uint8_t *phase = w->phase;
     const bool diff_only = w->diff_only;
+    /* the ranges' position too: a copy whose address no call takes, kept in registers */
+    struct step_ranges in_steps = steps;
     bool has_frames = false;
     size_t n_timed = 0;
     gm_snapshot_cursor_init(&c, sd, 0);
@@ -360,7 +363,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 raw = raw_of[e->stack] =
                     (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
         }
-        if (in_step_range(&steps, e) && raw == RAW_UNKNOWN)
+        if (in_step_range(&in_steps, e) && raw == RAW_UNKNOWN)
             raw = RAW_STEP;
         if (raw == RAW_UNKNOWN && !e->stack)
             raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
@@ -891,6 +894,54 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
     copy_bytes(pt->bytes, cur);
 }
 
+/* The bytes of the series pass after allocation 'a' is made, or freed: those of its
+ * category, all, those no rule explains and those whose category came from their lifetime
+ * alone.  A free adds the bytes' two's complement (modulo 2^64 the same as taking them
+ * off). */
+static inline void count_alloc(const struct gm_analysis_alloc *a, bool freed, uint64_t *cur,
+                               uint64_t *total, uint64_t *unexplained, uint64_t *lifetime)
+{
+    uint64_t d = freed ? 0 - a->bytes : a->bytes;
+    cur[a->category] += d;
+    *total += d;
+    if (a->rule == GM_RULE_NONE)
+        *unexplained += d;
+    if (a->rule == GM_RULE_PARAM_LIFETIME)
+        *lifetime += d;
+}
+
+/* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
+static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, uint8_t ph,
+                                  uint64_t total, const uint64_t *cur)
+{
+    if (iv->peak_event < 0 || total > iv->peak_bytes) {
+        iv->peak_bytes = total;
+        iv->peak_event = k;
+        iv->peak_phase = ph;
+        copy_bytes(iv->at_peak, cur);
+    }
+}
+
+/* The first event after k that is the peak, an iteration's first or last event or the one
+ * before its first (the last event when none is); *it: the first iteration that may hold
+ * one, moved forward. */
+static int64_t next_mark(const struct gm_analysis_device *dev, int64_t k, size_t *it)
+{
+    int64_t to = (int64_t)dev->n_events - 1;
+    while (*it < dev->n_iterations && dev->iterations[*it].last_event <= k)
+        ++*it;
+    if (*it < dev->n_iterations) {
+        const struct gm_analysis_iteration *iv = &dev->iterations[*it];
+        to = iv->first_event - 1 > k ? iv->first_event - 1
+             : iv->first_event > k   ? iv->first_event
+             : iv->last_event < to   ? iv->last_event
+                                     : to;
+    }
+    if (dev->peak_event > k && dev->peak_event < to)
+        to = dev->peak_event;
+    return to;
+}
+
 /* One pass: the per-category series, the split at the peak and the iteration figures.
  *
  * The series is a level-of-detail series of the allocated bytes (gpumem/lod.h) over the
@@ -904,8 +955,10 @@ static void set_point(struct gm_analysis_point *pt, int64_t k, const struct gm_s
  * What it needs of each event beyond the allocations is its time and, for the reserved
  * bytes, the segment events scan_trace kept: with the times scan_trace recorded (w->dt),
  * or none when no event has one, the trace is not read again. */
-static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
-                                   uint32_t max_points, struct gm_error *err)
+static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
+                                                   const struct gm_snapshot_timeline *tl,
+                                                   uint32_t max_points, const bool series,
+                                                   struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
     struct gm_analysis_device *dev = w->dev;
@@ -933,9 +986,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     /* a trace with no more points than asked for is its own series */
     bool all = n_pts <= (max_points < 4 ? 4 : max_points);
     size_t cap_pts = all ? n_pts : (size_t)3 * nb + 1;
-    /* without the series (ANA_PARTS_FIGURES): no points, buckets or x's, the figures
-     * alone */
-    const bool series = !w->no_series;
+    /* without the series ('series' false, ANA_PARTS_FIGURES): no points, buckets or x's,
+     * the figures alone */
     if (all)
         nb = 1;
     slots = NULL;
@@ -969,15 +1021,8 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     const uint16_t *dt = w->dt;
     const uint32_t *dt_wide = w->dt_wide;
     /* Alive from the start. */
-    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[ai];
-        cur[a->category] += a->bytes;
-        total += a->bytes;
-        if (a->rule == GM_RULE_NONE)
-            unexplained += a->bytes;
-        if (a->rule == GM_RULE_PARAM_LIFETIME)
-            lifetime += a->bytes;
-    }
+    for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++)
+        count_alloc(&dev->allocs[ai], false, cur, &total, &unexplained, &lifetime);
     /* The totals for the report (gm_analysis_opts.totals) are gm_snapshot_walk's allocated
      * bytes: its initial bytes (the timeline's) plus what the allocations add and take off
      * since, as here (the same matching; sizes in a loaded file sum below 2^63, so its sums
@@ -997,6 +1042,14 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
         gm_snapshot_cursor_init(&c, sd, 0);
+    /* Without the series, the totals and the user phases, the pass stops only at the peak
+     * and at an iteration's first and last events and the one before its first: between
+     * two, the bytes change only at allocations and frees, taken in trace order (an
+     * allocation may make the iteration's peak), and the times of the events passed over
+     * are added up. */
+    const bool skip_quiet = n && !series && !lt && !dev->n_user_ranges && !read_trace;
+    int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
+    size_t mark_it = 0;
     for (size_t p = 0; p < n_pts; p++) {
         int64_t k = (int64_t)p - 1;
         double x = 0.0;
@@ -1046,22 +1099,12 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
                 next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
-                cur[a->category] += a->bytes;
-                total += a->bytes;
-                if (a->rule == GM_RULE_NONE)
-                    unexplained += a->bytes;
-                if (a->rule == GM_RULE_PARAM_LIFETIME)
-                    lifetime += a->bytes;
+                count_alloc(a, false, cur, &total, &unexplained, &lifetime);
             }
             if (k == next_free) {
-                const struct gm_analysis_alloc *a = &dev->allocs[w->free_of[fi++]];
+                count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
+                            &lifetime);
                 next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
-                cur[a->category] -= a->bytes;
-                total -= a->bytes;
-                if (a->rule == GM_RULE_NONE)
-                    unexplained -= a->bytes;
-                if (a->rule == GM_RULE_PARAM_LIFETIME)
-                    lifetime -= a->bytes;
             }
             /* only a segment event changes it (the first event sets it from the raw start) */
             if (k == next_seg) {
@@ -1107,12 +1150,7 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
             }
             if (k >= it_first) {
                 struct gm_analysis_iteration *iv = &dev->iterations[it];
-                if (iv->peak_event < 0 || total > iv->peak_bytes) {
-                    iv->peak_bytes = total;
-                    iv->peak_event = k;
-                    iv->peak_phase = ph;
-                    copy_bytes(iv->at_peak, cur);
-                }
+                iteration_peak(iv, k, ph, total, cur);
                 if (iv->last_event == k)
                     iv->end_bytes = total;
                 /* its times: those of its first and last events */
@@ -1147,6 +1185,40 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
         prev_ph = ph;
         prev_total = total;
         prev_reserved = reserved;
+        if (skip_quiet) {
+            if (k >= mark)
+                mark = next_mark(dev, k, &mark_it);
+            int64_t to = mark;
+            /* the allocations and frees before it, in trace order (-2, none, is above every
+             * event): inside iteration 'it' (whose bounds are marks) when k is, where an
+             * allocation may make its peak */
+            struct gm_analysis_iteration *iv =
+                k >= it_first && k < it_last ? &dev->iterations[it] : NULL;
+            for (;;) {
+                if ((uint64_t)next_free < (uint64_t)to &&
+                    (uint64_t)next_free < (uint64_t)next_alloc) {
+                    count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
+                                &lifetime);
+                    next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+                    continue;
+                }
+                if ((uint64_t)next_alloc >= (uint64_t)to)
+                    break;
+                int64_t ka = next_alloc;
+                count_alloc(&dev->allocs[ai++], false, cur, &total, &unexplained, &lifetime);
+                next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+                if (iv)
+                    iteration_peak(iv, ka, w->phase[ka], total, cur);
+            }
+            if (to > k + 1) {
+                /* known[to & 1] is read as the time of event to - 1 */
+                int64_t t = known[p & 1].time_us;
+                for (int64_t j = k + 1; dt && j < to; j++)
+                    t += (int64_t)(dt[j] == DT_WIDE ? dt_wide[wi++] : dt[j]);
+                known[to & 1].time_us = t;
+                p = (size_t)to; /* the next pass is event 'to' */
+            }
+        }
     }
     copy_bytes(dev->at_end, cur);
     if (lt)
@@ -1174,6 +1246,16 @@ static enum gm_status build_series(struct work *w, const struct gm_snapshot_time
     gm_free(slots);
     gm_lod_release(&lod);
     return GM_OK;
+}
+
+/* The pass with the series and the one without (ANA_PARTS_FIGURES): one pass, compiled
+ * for each, so that neither carries the other's per-event tests. */
+static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
+                                   uint32_t max_points, struct gm_error *err)
+{
+    if (w->no_series)
+        return series_pass(w, tl, max_points, false, err);
+    return series_pass(w, tl, max_points, true, err);
 }
 
 /* ---------------------------------------------------------------- leaks */

@@ -1537,6 +1537,43 @@ static void test_random_traces(void **state)
     }
 }
 
+/* A random trace of 1 to 250 events whose times take one of the series pass's roads
+ * (0 to 5): every event with a time in small steps (the times kept by the first pass, two
+ * bytes a step); a step of more than 2^32 us (1) or a step back (2); some events (3) or
+ * none (4) with a time (the trace read again, or no time at all); small steps among steps
+ * of 65,535 us or more, kept apart (5). */
+static void random_timed_trace(struct trace *t, uint64_t *x, int road)
+{
+    static const uint8_t actions[] = {
+        GM_ACTION_ALLOC,          GM_ACTION_ALLOC,          GM_ACTION_ALLOC,
+        GM_ACTION_FREE_REQUESTED, GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED,
+        GM_ACTION_SEGMENT_ALLOC,  GM_ACTION_SEGMENT_FREE,   GM_ACTION_SEGMENT_MAP,
+        GM_ACTION_SEGMENT_UNMAP,  GM_ACTION_SNAPSHOT,       GM_ACTION_OTHER};
+    size_t n = 1 + (size_t)(rng_next(x) % 250);
+    int64_t time = 1700000000000000 + (int64_t)(rng_next(x) % 1000);
+    t->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t addr = 0x10000 + (rng_next(x) % 12) * 0x1000;
+        ev(t, (enum gm_snapshot_action)actions[rng_next(x) % sizeof(actions)], addr,
+           1 + rng_next(x) % 0x3000, (uint32_t)(rng_next(x) % N_ST));
+        time += (int64_t)(rng_next(x) % 3 ? rng_next(x) % 50 : 0);
+        if (road == 1 && i == n / 2)
+            time += (int64_t)1 << 33;
+        if (road == 2 && i == n / 2)
+            time -= 500;
+        if (road == 5 && rng_next(x) % 4 == 0)
+            time += 65535 - 1 + (int64_t)(rng_next(x) % 3 * (rng_next(x) % 5000000));
+        if (road == 4 || (road == 3 && rng_next(x) % 4 == 0)) {
+            /* a time without the flag that says it is one: not read */
+            if (rng_next(x) % 2)
+                t->ev[t->n - 1].time_us = time;
+            continue;
+        }
+        t->ev[t->n - 1].flags |= GM_EVENT_HAS_TIME;
+        t->ev[t->n - 1].time_us = time;
+    }
+}
+
 /* The series over random traces whose times take each road of the series pass: every event
  * with a time in small steps (the times kept by the first pass, two bytes a step), small
  * steps among steps of 65,535 us or more (kept apart), a step of more than 2^32 us or a
@@ -1548,37 +1585,9 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
 {
     (void)state;
     static struct trace t;
-    static const uint8_t actions[] = {
-        GM_ACTION_ALLOC,          GM_ACTION_ALLOC,          GM_ACTION_ALLOC,
-        GM_ACTION_FREE_REQUESTED, GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED,
-        GM_ACTION_SEGMENT_ALLOC,  GM_ACTION_SEGMENT_FREE,   GM_ACTION_SEGMENT_MAP,
-        GM_ACTION_SEGMENT_UNMAP,  GM_ACTION_SNAPSHOT,       GM_ACTION_OTHER};
     uint64_t x = 0x5851f42d4c957f2dULL;
     for (int round = 0; round < 500; round++) {
-        size_t n = 1 + (size_t)(rng_next(&x) % 250);
-        int road = round % 6;
-        int64_t time = 1700000000000000 + (int64_t)(rng_next(&x) % 1000);
-        t.n = 0;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t addr = 0x10000 + (rng_next(&x) % 12) * 0x1000;
-            ev(&t, (enum gm_snapshot_action)actions[rng_next(&x) % sizeof(actions)], addr,
-               1 + rng_next(&x) % 0x3000, (uint32_t)(rng_next(&x) % N_ST));
-            time += (int64_t)(rng_next(&x) % 3 ? rng_next(&x) % 50 : 0);
-            if (road == 1 && i == n / 2)
-                time += (int64_t)1 << 33;
-            if (road == 2 && i == n / 2)
-                time -= 500;
-            if (road == 5 && rng_next(&x) % 4 == 0)
-                time += 65535 - 1 + (int64_t)(rng_next(&x) % 3 * (rng_next(&x) % 5000000));
-            if (road == 4 || (road == 3 && rng_next(&x) % 4 == 0)) {
-                /* a time without the flag that says it is one: not read */
-                if (rng_next(&x) % 2)
-                    t.ev[t.n - 1].time_us = time;
-                continue;
-            }
-            t.ev[t.n - 1].flags |= GM_EVENT_HAS_TIME;
-            t.ev[t.n - 1].time_us = time;
-        }
+        random_timed_trace(&t, &x, round % 6);
         struct gm_snapshot s;
         struct gm_snapshot_device d;
         make_snapshot(&s, &d, &t);
@@ -1639,6 +1648,43 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
         gm_snapshot_timeline_release(&tl);
         gm_analysis_free(an);
     }
+}
+
+/* The analysis without the series (gm_analysis_run_figures(), whose pass stops only where
+ * a figure is made) gives the whole analysis's figures on random traces of every road of
+ * random_timed_trace() and on an empty one: the split at the peak and at the end, and every
+ * iteration's bytes, peak, phase and times. */
+static void test_figures_of_random_traces_equal_the_whole_analysis(void **state)
+{
+    (void)state;
+    static struct trace t;
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    size_t n_iterations = 0;
+    for (int round = 0; round < 600; round++) {
+        random_timed_trace(&t, &x, round % 6);
+        if (round == 0)
+            t.n = 0; /* no event: the pass has nowhere to stop */
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        make_snapshot(&s, &d, &t);
+        struct gm_analysis *whole = NULL, *figures = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &whole, &err), GM_OK);
+        assert_int_equal(gm_analysis_run_figures(&s, NULL, &figures, &err), GM_OK);
+        const struct gm_analysis_device *w = &whole->devices[0], *f = &figures->devices[0];
+        assert_memory_equal(w->at_peak, f->at_peak, sizeof(w->at_peak));
+        assert_memory_equal(w->at_end, f->at_end, sizeof(w->at_end));
+        assert_true(w->at_peak_unexplained == f->at_peak_unexplained);
+        assert_true(w->at_peak_lifetime_only == f->at_peak_lifetime_only);
+        assert_int_equal(w->n_iterations, f->n_iterations);
+        n_iterations += w->n_iterations;
+        for (size_t i = 0; i < w->n_iterations; i++)
+            assert_memory_equal(&w->iterations[i], &f->iterations[i], sizeof(w->iterations[i]));
+        assert_int_equal(w->n_leaks, f->n_leaks);
+        gm_analysis_free(figures);
+        gm_analysis_free(whole);
+    }
+    assert_true(n_iterations > 100); /* the traces have iterations to compare */
 }
 
 /* ---- the peaks: from the analysis and from the timeline alone ---- */
@@ -2272,6 +2318,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
     cmocka_unit_test(test_series_of_random_traces_holds_each_events_state),
+    cmocka_unit_test(test_figures_of_random_traces_equal_the_whole_analysis),
     cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
     cmocka_unit_test(test_user_phases),
