@@ -26,7 +26,7 @@ GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
 
 
 def run(files, skips=None, mode="--check"):
-    """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor) over a folder holding 'files'
+    """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor, --by-setup) over a folder holding 'files'
     (name -> rows after the header), with EXPECTED_SKIPS replaced by 'skips' when given."""
     with tempfile.TemporaryDirectory() as d:
         for name, rows in files.items():
@@ -148,6 +148,37 @@ class Check(unittest.TestCase):
         self.assertIn("%-26s stream floor      2  expandable segments: replay above it median "
                       "%+.2f GiB, measured median +0.50 GiB, below the floor in 1" % ("t", above),
                       out)
+
+    def test_by_setup_sets_the_estimate_beside_the_replay_alone(self):
+        # two device rows of one full fine-tuning setup, measured 5% and 25% below the
+        # estimate, a LoRA row of another setup, and an allocated row --by-setup leaves out;
+        # the replay alone is judged on the same rows with its own device figure
+        full = "llama-3.2-1b --train --batch 1 --seq 512 --gpu A100-80GB"
+        lora = full + " --lora"
+        docs = {a: json.loads(subprocess.run([GPUMEM, "estimate"] + a.split() + ["--json"],
+                                             capture_output=True, text=True,
+                                             check=True).stdout) for a in (full, lora)}
+        dev = docs[full]["peak"]["device_bytes"]
+        rows = ("r1-alloc,o/r,p,c,row 1,allocated,17000000000,value,,%s\n"
+                "r1-device,o/r,p,c,row 1,device,%d,value,,%s\n"
+                "r2-device,o/r,p,c,row 2,device,%d,value,,%s\n"
+                "r3-device,o/r,p,c,row 3,device,%d,value,,%s\n" %
+                (full, round(dev / 1.05), full, round(dev / 1.25), full,
+                 docs[lora]["peak"]["device_bytes"], lora))
+        rc, out = run({"t.csv": rows}, mode="--by-setup")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if " by setup " in l]
+        self.assertEqual(len(lines), 2, out)
+        doc, peak = docs[full], docs[full]["peak"]
+        replayed = (peak["device_bytes"] - peak["reserved_bytes"] +
+                    doc["replay"]["reserved_peak_bytes"])
+        alone = sorted([replayed / round(dev / 1.05) - 1, replayed / round(dev / 1.25) - 1])
+        self.assertIn("%-26s by setup     2  full, loss %s, 1 GPU: median |error| 15.0%%, 50%% "
+                      "within 10%%, median +15.0%%; replay alone median %+.1f%%; floor decides %d"
+                      % ("t", doc["inputs"]["loss"], 100 * sum(alone) / 2,
+                         2 * doc["replay"]["floor_decides"]), lines[0])
+        self.assertIn("by setup     1  lora, loss %s, 1 GPU: median |error| 0.0%%, 100%% within "
+                      "10%%, median +0.0%%" % docs[lora]["inputs"]["loss"], lines[1])
 
     def test_beyond_replay_copy_follows_tokens_target_and_vocab_shard(self):
         # the fp32 copy is the estimate's own loss tokens x vocabulary of one GPU: packed

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """validate.py - hold `gpumem estimate` against public GPU-memory measurements.
 
-usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--stream-floor] [--sample N]
+usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--stream-floor] [--by-setup]
+                   [--sample N]
                    GPUMEM DATA_DIR
 
 DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
@@ -46,7 +47,14 @@ which caches blocks and maps pages per stream, reserves for those tensors; then 
 reserved peak above the floor (the allocator model's own share) and the measured figure minus
 the floor (below zero: the run reserved less than the replayed tensors need on their streams, so
 the error is in the tensors, whatever the allocator does); per source and allocator setting, the
-median of each and how many rows were measured below the floor.  --sample N runs only every
+median of each and how many rows were measured below the floor.  --by-setup groups the
+nvidia-smi rows of training runs that gpumem replays (and that fit) by setup, read from the
+estimate's inputs (full, lora, qlora or gptq-lora; the loss form; one GPU or several) and
+prints per source and setup the rows, the estimate's median |error|, its share within 10% and
+its median signed error beside the median signed error of the replay's own device figure (the
+replay's reserved peak plus the same overheads), and in how many rows the HF stack's floor
+decided: which setups miss, and whether the replay or the floor is what misses there.
+--sample N runs only every
 Nth distinct argument list and checks only that gpumem answers each of them (the
 sanitizer build's run: the figures are the same as in
 the plain build, what it adds is memory and undefined-behaviour checking of every code path
@@ -247,6 +255,49 @@ def beyond_replay_lines(source, found):
     return lines
 
 
+def setup_of(doc):
+    """The setup a device row is grouped by in --by-setup, from the estimate's typed inputs:
+    what is trained (full, lora, qlora, or lora on a quantised base such as gptq-lora), the
+    loss form, one GPU or several."""
+    lora = (doc.get("setup") or {}).get("lora", "none")
+    quant = doc["inputs"].get("quant")
+    what = "full" if lora == "none" else ("%s-lora" % quant if quant and lora == "lora" else lora)
+    return (what, doc["inputs"]["loss"], "1 GPU" if gpu_count(doc) == 1 else "several GPUs")
+
+
+def by_setup(row, doc):
+    """(setup, error of the estimate, error of the replay's own device figure, whether the
+    HF stack's floor decided) of a device row whose step the estimate replayed, or None (not
+    replayed, or the replay ran out of memory)."""
+    replay = doc.get("replay")
+    if row["counter"] != "device" or not replay or replay.get("oom"):
+        return None
+    peak, measured = doc["peak"], int(row["measured"])
+    replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
+    return (setup_of(doc), peak["device_bytes"] / measured - 1.0, replayed / measured - 1.0,
+            bool(replay.get("floor_decides")))
+
+
+def by_setup_lines(source, found):
+    """The --by-setup lines of one source: 'found' lists by_setup(...) results; per setup the
+    rows, the estimate's median |error| and share within 10%, its median signed error, the
+    replay's own median signed error, and in how many rows the floor decided."""
+    groups, lines = {}, []
+    for setup, est, rep, floor in found:
+        groups.setdefault(setup, []).append((est, rep, floor))
+    for (what, loss, where), v in sorted(groups.items()):
+        est = [e for e, _, _ in v]
+        lines.append("%-26s by setup %5d  %s, loss %s, %s: median |error| %.1f%%, %.0f%% "
+                     "within 10%%, median %+.1f%%; replay alone median %+.1f%%; floor decides "
+                     "%d" % (source, len(v), what, loss, where,
+                             100 * statistics.median(abs(e) for e in est),
+                             100 * sum(abs(e) <= LIMIT for e in est) / len(est),
+                             100 * statistics.median(est),
+                             100 * statistics.median(r for _, r, _ in v),
+                             sum(f for _, _, f in v)))
+    return lines
+
+
 def stream_floor(row, doc):
     """(floor, replay above it, measured minus it, in GiB; expandable segments) of a reserved
     row whose step the estimate replayed, or None (not replayed, out of memory, or the cache
@@ -297,6 +348,7 @@ def main(argv):
     gaps_out = "--gaps" in argv
     beyond_out = "--beyond-replay" in argv
     floor_out = "--stream-floor" in argv
+    setup_out = "--by-setup" in argv
     pos = [a for a in argv if not a.startswith("--")]
     if len(pos) != 2:
         sys.stderr.write(__doc__)
@@ -324,6 +376,7 @@ def main(argv):
         runs = {}
         beyond = []
         floors = []
+        setups = []
         for row in tables[name]:
             if row["needs"]:
                 skipped[row["needs"]] = skipped.get(row["needs"], 0) + 1
@@ -361,6 +414,8 @@ def main(argv):
                 beyond.append((row["id"], beyond_replay(row, doc)))
             if floor_out and stream_floor(row, doc) is not None:
                 floors.append((row["id"], stream_floor(row, doc)))
+            if setup_out and by_setup(row, doc) is not None:
+                setups.append(by_setup(row, doc))
             by_counter.setdefault(row["counter"], []).append(e)
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
@@ -383,6 +438,8 @@ def main(argv):
         for line in beyond_replay_lines(source, beyond):
             print(line)
         for line in stream_floor_lines(source, floors):
+            print(line)
+        for line in by_setup_lines(source, setups):
             print(line)
     print()
     for counter in sorted(by_counter):
