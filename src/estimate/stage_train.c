@@ -1255,10 +1255,9 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                       "output projection stay bf16; weights are gathered in bf16 (no FSDP float8 "
                       "all-gather)");
     if (j->memory.checkpointing == GM_CKPT_OP && est_titan_sac_recomputes_attention(j))
-        est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
-                      "matmul output and the layer input kept; the attention recomputed (this "
-                      "release runs cuDNN's SDPA first on compute capability >= 10, an op its "
-                      "save list lacks)");
+        est_assume(e, "op-level SAC (torchtitan 0.1-0.2.0): every other matmul output and the "
+                      "layer input kept; attention recomputed (cuDNN SDPA first on sm >= 100, "
+                      "not in the save list)");
     else if (j->memory.checkpointing == GM_CKPT_OP)
         est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
                       "matmul output, the attention output and the layer input kept");

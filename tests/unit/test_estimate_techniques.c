@@ -1005,6 +1005,13 @@ static void test_titan_cudnn_attention_recomputed_by_op_sac(void **state)
     assert_int_equal(activations_of(with, GM_EXTENT_ONE_LAYER) -
                          activations_of(base, GM_EXTENT_ONE_LAYER),
                      per_layer);
+    /* the estimate says so, in full (a note holds GM_EST_NOTE_MAX - 1 characters) */
+    {
+        bool said = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            said = said || strstr(with->assumptions[i], "not in the save list)") != NULL;
+        assert_true(said);
+    }
     gm_estimate_free(base);
     gm_estimate_free(with);
     base = with = NULL;
