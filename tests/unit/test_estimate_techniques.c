@@ -991,14 +991,10 @@ static void test_titan_cudnn_attention_recomputed_by_op_sac(void **state)
         job_make("llama-3.1-8b", settings, &j);
         assert_int_equal(est_titan_sac_recomputes_attention(&j), cases[i][1][0] == '1');
     }
-    run("llama-3.1-8b",
-        "--train --gpu B200 --stack torchtitan@0.2.1 --grad-checkpointing op "
-        "--precision bf16-mixed --fsdp --gpus 8 --batch 1 --seq 8192",
-        &base);
-    run("llama-3.1-8b",
-        "--train --gpu B200 --stack torchtitan@0.1.0 --grad-checkpointing op "
-        "--precision bf16-mixed --fsdp --gpus 8 --batch 1 --seq 8192",
-        &with);
+    snprintf(settings, sizeof settings, "%s%s", cases[2][0], common); /* v0.2.1 */
+    run("llama-3.1-8b", settings, &base);
+    snprintf(settings, sizeof settings, "%s%s", cases[0][0], common); /* v0.1.0 */
+    run("llama-3.1-8b", settings, &with);
     assert_int_equal(activations_of(base, GM_EXTENT_ALL_LAYERS) -
                          activations_of(with, GM_EXTENT_ALL_LAYERS),
                      32 * per_layer);
