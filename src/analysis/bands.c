@@ -484,9 +484,9 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
             d[f][cat] -= a->bytes;
     }
     for (size_t j = 0; j < n; j++) {
+        uint64_t *o = out[q[j].i];
         for (int c = 0; c < GM_CATEGORY_COUNT; c++)
-            cur[c] += d[j][c];
-        memcpy(out[q[j].i], cur, sizeof(cur));
+            o[c] = cur[c] += d[j][c];
     }
     gm_free(qx.at);
     gm_free(q);

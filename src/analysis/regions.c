@@ -97,13 +97,21 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
     }
     qsort(order, nq, sizeof(*order), cmp_query_x);
     if (sd && n && ax && ax->dev == sd && ax->n_events == n && gm_lod_axis_keeps_x(ax)) {
-        *has_time = true; /* every event has one */
-        for (size_t k = 0; k < n; k++) {
-            int64_t t = ax->t0_us + gm_lod_axis_kept_us(ax, k);
-            if (t > last)
-                last = t;
-            while (next < nq && order[next]->x <= last)
+        /* every event has one; the first event at or after x is the first whose time is
+         * at least x, so a query is answered by looking for that alone */
+        int64_t t0 = ax->t0_us;
+        size_t k = 0;
+        *has_time = true;
+        while (next < nq) {
+            int64_t x = order[next]->x, t;
+            while (k < n && t0 + gm_lod_axis_kept_us(ax, k) < x)
+                k++;
+            if (k == n)
+                break;
+            t = t0 + gm_lod_axis_kept_us(ax, k);
+            while (next < nq && order[next]->x <= t)
                 order[next++]->event = (int64_t)k;
+            k++;
         }
     } else if (sd && n) {
         gm_snapshot_cursor_init(&c, sd, 0);

@@ -45,6 +45,9 @@ struct cache {
     uint8_t *shown;      /* --json: per stack, its frames line written */
     struct xtext *extra; /* per extra id; lazily */
     bool failed;         /* out of memory */
+    /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
+    char action_col[GM_ACTION_COUNT + 1][32];
+    uint8_t n_action_col[GM_ACTION_COUNT + 1];
 };
 
 static const struct ftext *frame_text(struct cache *c, uint32_t stack)
@@ -167,6 +170,8 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
         char buf[40];
         t->keys = text_keys(x);
         t->name = copy(gm_text_escape(buf, 32, x->action_name ? x->action_name : ""));
+        t->n_keys = t->keys ? strlen(t->keys) : 0;
+        t->n_name = t->name ? strlen(t->name) : 0;
     }
     if (!t->keys || (x->action_name && !t->name)) {
         c->failed = true;
@@ -224,7 +229,9 @@ struct json_line {
     size_t n_head;
     char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
     uint8_t n_action[GM_ACTION_COUNT + 1];
-    struct gm_fmt_memo index, addr, size, stream, time, allocated, reserved, stack, fwd;
+    /* each number field with its key before it (",\"size\":"); the index has none */
+    struct gm_fmt_memo index, addr, device_free, size, stream, time, allocated, reserved, stack,
+        fwd;
 };
 
 /* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
@@ -258,12 +265,22 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
-    struct gm_fmt_memo *memos[] = {&jl->index,    &jl->addr,  &jl->size,
-                                   &jl->stream,   &jl->time,  &jl->allocated,
-                                   &jl->reserved, &jl->stack, &jl->fwd};
+    const struct {
+        struct gm_fmt_memo *m;
+        const char *key;
+    } memos[] = {{&jl->index, ""},
+                 {&jl->addr, ",\"addr\":"},
+                 {&jl->device_free, ",\"device_free\":"},
+                 {&jl->size, ",\"size\":"},
+                 {&jl->stream, ",\"stream\":"},
+                 {&jl->time, ",\"time_us\":"},
+                 {&jl->allocated, ",\"allocated_bytes\":"},
+                 {&jl->reserved, ",\"reserved_bytes\":"},
+                 {&jl->stack, ",\"stack\":"},
+                 {&jl->fwd, ",\"forward_stack\":"}};
     memset(jl, 0, sizeof(*jl));
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
-        gm_fmt_memo_init(memos[i]);
+        gm_fmt_memo_init(memos[i].m, memos[i].key);
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
@@ -281,7 +298,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
 }
 
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl)
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
@@ -308,27 +325,21 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         memcpy(p, jl->action[a], sizeof(jl->action[a]));
         p += jl->n_action[a];
     }
-    if (e->action == GM_ACTION_OOM) {
-        p = gm_fmt_lit(p, ",\"device_free\":");
+    if (e->action == GM_ACTION_OOM)
+        p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
+    else if (e->flags & GM_EVENT_HAS_ADDR)
         p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    } else if (e->flags & GM_EVENT_HAS_ADDR) {
-        p = gm_fmt_lit(p, ",\"addr\":");
-        p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    }
-    p = gm_fmt_lit(p, ",\"size\":");
     p = gm_fmt_u64_memo(p, e->size, &jl->size);
-    p = gm_fmt_lit(p, ",\"stream\":");
     p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
+    } else if (e->time_us >= 0) {
+        p = gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time);
     } else {
         p = gm_fmt_lit(p, ",\"time_us\":");
-        p = e->time_us >= 0 ? gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time)
-                            : gm_fmt_i64(p, e->time_us);
+        p = gm_fmt_i64(p, e->time_us);
     }
-    p = gm_fmt_lit(p, ",\"allocated_bytes\":");
     p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
-    p = gm_fmt_lit(p, ",\"reserved_bytes\":");
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
@@ -341,18 +352,15 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
-    p = gm_fmt_lit(p, ",\"stack\":");
     p = gm_fmt_u64_memo(p, e->stack, &jl->stack);
-    if (x && x->forward_stack) {
-        p = gm_fmt_lit(p, ",\"forward_stack\":");
+    if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
-    }
     p = gm_fmt_lit(p, "}\n");
     gm_outbuf_commit(o, p);
 }
 
 static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk *tl,
+                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl,
                        int64_t t0)
 {
     const struct gm_snapshot *snap = c->snap;
@@ -361,7 +369,6 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
     /* every part is bounded: the action name is cut to 31 bytes, the frame to 511, the
      * metadata to 2 x 127 */
     char *p = gm_outbuf_reserve(o, 1200);
-    const char *an;
     p = gm_fmt_u64(p, k, 7);
     *p++ = ' ';
     if (e->flags & GM_EVENT_HAS_TIME) {
@@ -369,12 +376,13 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_lit(p, "s ");
     }
     if (x && x->action_name) {
-        const struct xtext *t = extra_text(c, e->extra, false);
-        an = t->name ? t->name : "";
+        const struct xtext *t = extra_of(c, e->extra, false);
+        p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
-        an = gm_snapshot_action_name(e->action);
+        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        memcpy(p, c->action_col[a], sizeof(c->action_col[a]));
+        p += c->n_action_col[a];
     }
-    p = gm_fmt_left(p, an, strlen(an), 15);
     *p++ = ' ';
     if (e->action == GM_ACTION_OOM) {
         p = gm_fmt_lit(p, "requested        ");
@@ -406,9 +414,9 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         *p++ = ')';
     }
     if (x) {
-        const struct xtext *t = extra_text(c, e->extra, false);
+        const struct xtext *t = extra_of(c, e->extra, false);
         if (t->keys)
-            p = gm_fmt_str(p, t->keys, strlen(t->keys));
+            p = gm_fmt_str(p, t->keys, t->n_keys);
     }
     p = gm_fmt_str(p, fr->s, fr->n);
     *p++ = '\n';
@@ -441,6 +449,8 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     const struct gm_snapshot_event *e;
     struct json_line *jl = NULL;
     int64_t t0 = 0;
+    size_t n_batch;
+    bool past_to = false;
     enum gm_status st;
     if (json) {
         if (!(jl = gm_malloc(sizeof(*jl))))
@@ -469,14 +479,20 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
                          gm_format_bytes(a, sizeof(a), tl.initial_bytes, GM_UNITS_IEC));
         gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
     }
-    while ((e = gm_snapshot_walk_next(&wk)) != NULL && wk.cur.index <= opts->to) {
-        size_t k = wk.cur.index;
-        if (k < opts->from)
-            continue;
-        if (json)
-            json_event(o, c, jl, k, e, &wk);
-        else
-            text_event(o, c, k, e, &wk, t0);
+    /* a batch at a time, its events [k0, k0 + n) cut to [from, to] */
+    while (!past_to && (n_batch = gm_snapshot_walk_batch(&wk, &e)) > 0) {
+        size_t n = n_batch, k0 = wk.cur.index + 1 - n, i = 0;
+        if (k0 + n - 1 > opts->to) {
+            n = opts->to >= k0 ? (size_t)(opts->to - k0) + 1 : 0;
+            past_to = true;
+        }
+        if (k0 < opts->from)
+            i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
+        for (; i < n; i++)
+            if (json)
+                json_event(o, c, jl, k0 + i, &e[i], &wk.after[i]);
+            else
+                text_event(o, c, k0 + i, &e[i], &wk.after[i], t0);
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {
@@ -514,6 +530,12 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
     }
     gm_outbuf_init(o, f);
+    for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
+        /* the library's names: a few bytes each */
+        const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
+        size_t n = strlen(an) < 16 ? strlen(an) : 16;
+        c.n_action_col[a] = (uint8_t)(gm_fmt_left(c.action_col[a], an, n, 15) - c.action_col[a]);
+    }
     for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)
         if (opts->device < 0 || snap->devices[i].index == opts->device)
             st = trace_device(o, &c, &snap->devices[i], opts, err);

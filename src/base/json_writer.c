@@ -320,14 +320,6 @@ static bool rest_of_array(struct gm_json *w)
            !w->first[w->depth];
 }
 
-static char *array_slot(struct gm_json *w)
-{
-    if (sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
-        flush_buf(w);
-    w->buf[w->n_buf] = ',';
-    return w->buf + w->n_buf + 1;
-}
-
 /* gm_json_u64s() (is_signed false) or gm_json_i64s(). */
 static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool is_signed)
 {
@@ -347,17 +339,29 @@ static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool
     char last[GM_FMT_ROOM + 4];
     size_t n_last = 0;
     uint64_t last_u = 0;
-    for (; i < n; i++, p += stride) {
-        char *q = array_slot(w);
-        memcpy(&u, p, sizeof(u));
-        if (u != last_u || !n_last) {
-            memcpy(&v, p, sizeof(v));
-            n_last =
-                (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) - last);
-            last_u = u;
+    while (i < n) {
+        char *q;
+        size_t fit, end;
+        if (sizeof(w->buf) - w->n_buf < GM_FMT_ROOM + 2)
+            flush_buf(w);
+        /* as many values as the buffer holds whatever their length, with no check each */
+        q = w->buf + w->n_buf;
+        fit = (sizeof(w->buf) - w->n_buf) / (GM_FMT_ROOM + 2);
+        end = n - i < fit ? n : i + fit;
+        for (; i < end; i++, p += stride) {
+            *q++ = ',';
+            memcpy(&u, p, sizeof(u));
+            if (u != last_u || !n_last) {
+                memcpy(&v, p, sizeof(v));
+                n_last =
+                    (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) -
+                             last);
+                last_u = u;
+            }
+            memcpy(q, last, GM_FMT_ROOM + 1); /* the room of one value */
+            q += n_last;
         }
-        memcpy(q, last, GM_FMT_ROOM + 1); /* array_slot() leaves that room */
-        w->n_buf = (size_t)(q + n_last - w->buf);
+        w->n_buf = (size_t)(q - w->buf);
     }
 }
 

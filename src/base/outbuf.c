@@ -34,11 +34,13 @@ void gm_outbuf_put(struct gm_outbuf *o, const char *s, size_t n)
     }
 }
 
+/* n spaces, eight a store (no call to memset for a few columns): up to seven bytes past
+ * them are written too. */
 static inline char *pad(char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        *p++ = ' ';
-    return p;
+    for (size_t i = 0; i < n; i += 8)
+        gm_store64(p + i, UINT64_C(0x2020202020202020));
+    return p + n;
 }
 
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width)
@@ -149,18 +151,33 @@ char *gm_fmt_u64(char *p, uint64_t v, unsigned width)
     return gm_fmt_u64_room(p, v);
 }
 
-void gm_fmt_memo_init(struct gm_fmt_memo *m)
+/* The key of 'm' before its n_digits digits, and where they start (the key's bytes are the
+ * last of m->key: one copy of a fixed size, the bytes before the key are never written
+ * out). */
+static inline void memo_place_key(struct gm_fmt_memo *m, unsigned n_digits)
 {
+    m->n = (uint8_t)(n_digits + m->n_key);
+    m->off = (uint8_t)(GM_FMT_MEMO_END - m->n);
+    memcpy(m->s + GM_FMT_MEMO_END - n_digits - GM_FMT_KEY_MAX, m->key, GM_FMT_KEY_MAX);
+}
+
+void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
+{
+    size_t n_key = strlen(key);
     memset(m, 0, sizeof(*m));
-    memset(m->s, '0', 24);
-    m->n = 1;
-    m->off = 23;
+    if (n_key > GM_FMT_KEY_MAX)
+        n_key = GM_FMT_KEY_MAX;
+    memcpy(m->key + GM_FMT_KEY_MAX - n_key, key, n_key);
+    m->n_key = (uint8_t)n_key;
+    memset(m->s, '0', GM_FMT_MEMO_END);
+    memo_place_key(m, 1);
 }
 
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
 {
-    uint64_t lead; /* the digit word of the first group */
-    unsigned n;    /* digits before the first group's */
+    char *last = m->s + GM_FMT_MEMO_END - 8; /* the last group's place */
+    uint64_t lead;                           /* the digit word of the first group */
+    unsigned n;                              /* digits before the first group's */
     if (v < 100000000u) {
         lead = gm_digits8((uint32_t)v);
         m->block = false;
@@ -169,25 +186,24 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
         uint64_t hi = v / 100000000u, lo = v - hi * 100000000u;
         m->base = v - lo;
         m->block = m->base <= UINT64_MAX - 99999999u;
-        gm_store64(m->s + 16, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        gm_store64(last, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
         if (hi < 100000000u) {
             lead = gm_digits8((uint32_t)hi);
             n = 8;
         } else {
             uint64_t top = hi / 100000000u; /* v < 2^64 < 10^20: top < 10^4 */
-            gm_store64(m->s + 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
+            gm_store64(last - 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
             lead = gm_digits8((uint32_t)top);
             n = 16;
         }
     }
-    gm_store64(m->s + 16 - n, lead | GM_ASCII_ZEROS);
+    gm_store64(last - n, lead | GM_ASCII_ZEROS);
     /* the first group less its leading zeros (the zero bytes at its low end) */
     n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
-    m->n = (uint8_t)n;
-    m->off = (uint8_t)(24 - n);
+    memo_place_key(m, n);
     m->v = v;
     memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
-    return p + n;
+    return p + m->n;
 }
 
 char *gm_fmt_i64(char *p, int64_t v)
@@ -195,16 +211,34 @@ char *gm_fmt_i64(char *p, int64_t v)
     return gm_fmt_i64_room(p, v);
 }
 
+/* The eight hex digits of x (leading zeros kept) in ASCII, the first in the lowest byte:
+ * each nibble spread into a byte of its own by three shift-and-mask steps, the order turned
+ * by a byte swap, and 'a'-'f' set apart from '0'-'9' by a carry out of the nibble. */
+static inline uint64_t hex8(uint32_t x)
+{
+    uint64_t v = x;
+    v = (v | v << 16) & UINT64_C(0x0000ffff0000ffff);
+    v = (v | v << 8) & UINT64_C(0x00ff00ff00ff00ff);
+    v = (v | v << 4) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    v = __builtin_bswap64(v);
+    return v + GM_ASCII_ZEROS +
+           39 * (((v + UINT64_C(0x0606060606060606)) >> 4) & UINT64_C(0x0101010101010101));
+}
+
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width)
 {
     unsigned n = v ? (67u - (unsigned)__builtin_clzll(v)) / 4 : 1; /* hex digits */
-    char *end;
-    for (; n < width; width--)
+    unsigned m = n < width ? width : n;                            /* with the zeros before */
+    for (; m > 16; m--)
         *p++ = '0';
-    end = p + n;
-    for (char *q = end; q > p; v >>= 4)
-        *--q = "0123456789abcdef"[v & 15];
-    return end;
+    /* the last m digits of the sixteen: each word shifted past the digits it does not show */
+    if (m > 8) {
+        gm_store64(p, hex8((uint32_t)(v >> 32)) >> (8 * (16 - m)));
+        gm_store64(p + m - 8, hex8((uint32_t)v));
+    } else {
+        gm_store64(p, hex8((uint32_t)v) >> (8 * (8 - m)));
+    }
+    return p + m;
 }
 
 char *gm_fmt_seconds(char *p, int64_t us, unsigned width)
@@ -220,9 +254,11 @@ char *gm_fmt_seconds(char *p, int64_t us, unsigned width)
     if (n < width)
         p = pad(p, width - n);
     *p++ = us < 0 ? '-' : '+';
-    p = put_digits(p, a / 1000000, n - 8);
+    p = gm_fmt_u64_room(p, a / 1000000);
     *p++ = '.';
-    return put_digits(p, a % 1000000, 6);
+    /* the six decimals: the last six of eight digits */
+    gm_store64(p, (gm_digits8((uint32_t)(a % 1000000)) | GM_ASCII_ZEROS) >> 16);
+    return p + 6;
 }
 
 /* "%.2f" of v, 0.5 <= v < 1024, into out[16]; returns the length. */
@@ -275,7 +311,10 @@ static size_t format_iec(char *out, uint64_t bytes)
 
 char *gm_fmt_iec(char *p, uint64_t bytes, unsigned width)
 {
-    char b[24];
-    size_t n = format_iec(b, bytes);
-    return gm_fmt_right(p, b, n, width);
+    char b[24] = {0};
+    size_t n = format_iec(b, bytes); /* at most 11 bytes ("1023.99 KiB") */
+    if (n < width)
+        p = pad(p, width - n);
+    memcpy(p, b, 16); /* one fixed copy: the room is there */
+    return p + n;
 }

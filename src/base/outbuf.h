@@ -66,7 +66,8 @@ static inline char *gm_fmt_str(char *p, const char *s, size_t n)
 /* A string literal (its length known at compile time). */
 #define gm_fmt_lit(p, s) gm_fmt_str((p), (s), sizeof(s) - 1)
 
-/* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"). */
+/* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"); the padding is written
+ * eight spaces at a time, so up to seven bytes past the end are room (overwritten). */
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width);
 /* "%*s": right-aligned. */
 char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
@@ -109,10 +110,14 @@ static inline void gm_store64(char *p, uint64_t v)
  * (gm_digits8), the leading zeros of the first word shifted out: no loop and no table, for
  * the millions of numbers of a report's page data. */
 #define GM_FMT_ROOM 20
-static inline char *gm_fmt_u64_room(char *p, uint64_t v)
+static inline __attribute__((always_inline)) char *gm_fmt_u64_room(char *p, uint64_t v)
 {
     uint64_t lead = v, rest = 0, d;
     unsigned n_rest = 0, z;
+    if (v < 10) {
+        *p = (char)('0' + v); /* a category, a flag, an index: one digit costs no more */
+        return p + 1;
+    }
     if (v >= 100000000u) {
         /* the last eight or sixteen digits, in whole words, after the leading ones */
         if (v >= UINT64_C(10000000000000000)) {
@@ -148,25 +153,32 @@ static inline char *gm_fmt_i64_room(char *p, int64_t v)
     return gm_fmt_u64_room(p + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* "%llu" of one field of many lines, remembering the digits it wrote last: a value equal to
- * the last one, or one more than it (an event index), costs a copy, and one that keeps the
- * digits above its last eight (a trace's addresses, times and totals) has only those eight
- * made.  Writes GM_FMT_MEMO_ROOM bytes at p whatever the value's length (the room must be
- * there); returns the end of the number.  A memo starts with gm_fmt_memo_init(). */
-#define GM_FMT_MEMO_ROOM 24
+/* A key and the "%llu" of one field of many lines (",\"size\":12582912"), remembering the
+ * digits it wrote last: a value equal to the last one, or one more than it (an event
+ * index), costs one copy of the key and the digits together, and one that keeps the digits
+ * above its last eight (a trace's addresses, times and totals) has only those eight made.
+ * Writes GM_FMT_MEMO_ROOM bytes at p whatever the value's length (the room must be there);
+ * returns the end of the number.  A memo starts with gm_fmt_memo_init() and its key (at
+ * most GM_FMT_KEY_MAX bytes; "" for none). */
+#define GM_FMT_KEY_MAX   24
+#define GM_FMT_MEMO_END  (GM_FMT_KEY_MAX + 24) /* where the digits end in s[] */
+#define GM_FMT_MEMO_ROOM (GM_FMT_KEY_MAX + 24)
 struct gm_fmt_memo {
-    uint64_t v;    /* the value last written */
-    uint64_t base; /* v less its last eight digits (when 'block') */
-    bool block;    /* v >= 10^8, and all of [base, base + 10^8) is below 2^64 */
-    uint8_t n;     /* digits of v */
-    uint8_t off;   /* where they start in s[]: 24 - n */
-    /* v's digits end at s + 24, each 8-digit group (leading zeros kept) in its place:
-     * s[16..24) the last eight; what follows is room for the copy */
-    char s[2 * GM_FMT_MEMO_ROOM];
+    uint64_t v;               /* the value last written */
+    uint64_t base;            /* v less its last eight digits (when 'block') */
+    bool block;               /* v >= 10^8, and all of [base, base + 10^8) is below 2^64 */
+    uint8_t n;                /* bytes of the key and the digits of v */
+    uint8_t off;              /* where the key starts in s[]: GM_FMT_MEMO_END - n */
+    uint8_t n_key;            /* bytes of the key */
+    char key[GM_FMT_KEY_MAX]; /* the key at its end, copied whole before the digits */
+    /* v's digits end at s + GM_FMT_MEMO_END, each 8-digit group (leading zeros kept) in its
+     * place, the last eight just before the end, the key just before the first digit; what
+     * follows is room for the copy */
+    char s[GM_FMT_MEMO_END + GM_FMT_MEMO_ROOM];
 };
 
-/* An empty memo (it holds 0). */
-void gm_fmt_memo_init(struct gm_fmt_memo *m);
+/* An empty memo (it holds 0) with its key, cut to GM_FMT_KEY_MAX bytes. */
+void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
 
 /* gm_fmt_u64_memo() when v needs all its digits made. */
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m);
@@ -176,9 +188,13 @@ static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
     if (v != m->v) {
         if (v - m->base < 100000000u && m->block) {
             /* the leading digits stand: the last eight anew */
-            gm_store64(m->s + 16, gm_digits8((uint32_t)(v - m->base)) | GM_ASCII_ZEROS);
-        } else if (v - m->v == 1 && v && m->s[23] != '9') {
-            m->s[23]++; /* an index counting up: no carry */
+            gm_store64(m->s + GM_FMT_MEMO_END - 8,
+                       gm_digits8((uint32_t)(v - m->base)) | GM_ASCII_ZEROS);
+        } else if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 1] != '9') {
+            m->s[GM_FMT_MEMO_END - 1]++; /* an index counting up: no carry */
+        } else if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 2] != '9' && m->n - m->n_key > 1) {
+            m->s[GM_FMT_MEMO_END - 1] = '0'; /* ...a carry into the tens */
+            m->s[GM_FMT_MEMO_END - 2]++;
         } else {
             return gm_fmt_memo_slow(p, v, m);
         }
@@ -188,9 +204,11 @@ static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
     return p + m->n;
 }
 
-/* "%0*llx": lowercase hex, zero-padded to 'width' digits. */
+/* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven
+ * bytes past the end are room (overwritten). */
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width);
-/* "%+*.6f" of us / 1e6: seconds from microseconds, right-aligned in 'width'. */
+/* "%+*.6f" of us / 1e6: seconds from microseconds, right-aligned in 'width'; GM_FMT_ROOM
+ * bytes past the end are room (overwritten). */
 char *gm_fmt_seconds(char *p, int64_t us, unsigned width);
 /* gm_format_bytes(bytes, GM_UNITS_IEC) right-aligned in 'width' (at most 16 + width
  * bytes). */

@@ -204,6 +204,26 @@ static bool in_windows(const struct window *win, size_t nw, int64_t k)
     return lo > 0 && k <= win[lo - 1].k1;
 }
 
+/* in_windows() for events asked about in increasing order (the changes, the allocations'
+ * allocs): the window is found by walking on from the last one, not searched again; an
+ * event before the last asked about is searched. */
+struct win_walk {
+    const struct window *win;
+    size_t nw, j;
+    int64_t last;
+};
+
+static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
+{
+    if (k < ww->last)
+        return in_windows(ww->win, ww->nw, k);
+    ww->last = k;
+    /* the first window that ends at or after k; the windows are disjoint and sorted */
+    while (ww->j < ww->nw && ww->win[ww->j].k1 < k)
+        ww->j++;
+    return ww->j < ww->nw && ww->win[ww->j].k0 < k;
+}
+
 static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                     const struct gm_analysis_device *ad,
                                     const struct gm_layout_history *h,
@@ -215,6 +235,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     int64_t *ks = gm_malloc((4 + 2 * MAX_OOM_WIN + N_SPREAD) * sizeof(*ks));
     struct starts s = {c, gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1), NULL};
     size_t nw = 0, n_a = 0;
+    struct win_walk ww;
     enum gm_status st;
 
     if (!win || !ks || !s.chosen) {
@@ -258,9 +279,10 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         goto out;
     gm_json_key(w, "changes");
     gm_json_begin_array(w);
+    ww = (struct win_walk){win, nw, 0, INT64_MIN};
     for (size_t i = 0; i < h->n_changes; i++) {
         const struct gm_layout_change *ch = &h->changes[i];
-        if (!in_windows(win, nw, ch->event))
+        if (!in_windows_walk(&ww, ch->event))
             continue;
         gm_json_begin_array(w);
         gm_json_i64(w, ch->event);
@@ -273,9 +295,11 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "A");
     gm_json_begin_array(w);
+    ww = (struct win_walk){win, nw, 0, INT64_MIN};
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
-        if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows(win, nw, a->alloc_event)))
+        /* the allocations are in alloc order */
+        if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows_walk(&ww, a->alloc_event)))
             continue;
         const uint64_t u[5] = {a->addr, gm_layout_block_size(h, a), a->bytes, a->category,
                                a->stack};

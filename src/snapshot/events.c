@@ -87,11 +87,15 @@ static uint64_t get_varint_slow(const uint8_t **pp)
     return v;
 }
 
-/* A varint of up to three bytes (sizes up to 2 MiB, most deltas) without a loop. */
+/* A varint: one or two bytes (most sizes and deltas) tested first; up to eight (address
+ * deltas take four or five) read from one word without a loop: the stop bit of the last
+ * byte is the lowest clear high bit, the bits below it are the number's bytes, and their
+ * 7-bit groups are packed by three shift-and-mask steps, lanes of two, four, then eight
+ * bytes. */
 static inline uint64_t get_varint(const uint8_t **pp)
 {
     const uint8_t *p = *pp;
-    uint64_t w = load64(p);
+    uint64_t w = load64(p), stop, x;
     if (!(w & 0x80)) {
         *pp = p + 1;
         return w & 0x7f;
@@ -100,11 +104,14 @@ static inline uint64_t get_varint(const uint8_t **pp)
         *pp = p + 2;
         return (w & 0x7f) | ((w >> 1) & 0x3f80);
     }
-    if (!(w & 0x800000)) {
-        *pp = p + 3;
-        return (w & 0x7f) | ((w >> 1) & 0x3f80) | ((w >> 2) & 0x1fc000);
-    }
-    return get_varint_slow(pp);
+    stop = ~w & UINT64_C(0x8080808080808080);
+    if (!stop)
+        return get_varint_slow(pp); /* nine or ten bytes */
+    *pp = p + ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
+    x = w & (stop ^ (stop - 1)) & UINT64_C(0x7f7f7f7f7f7f7f7f);
+    x = (x & UINT64_C(0x007f007f007f007f)) | ((x >> 1) & UINT64_C(0x3f803f803f803f80));
+    x = (x & UINT64_C(0x00003fff00003fff)) | ((x >> 2) & UINT64_C(0x0fffc0000fffc000));
+    return (x & UINT64_C(0x000000000fffffff)) | ((x >> 4) & UINT64_C(0x00fffffff0000000));
 }
 
 /* ---- writing ---- */

@@ -734,17 +734,16 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
     return GM_OK;
 }
 
-const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w)
+/* The totals after event 'e' (event 'k'): the walk's one rule, for both ways of taking the
+ * events. */
+static inline void walk_step(struct gm_snapshot_walk *w, struct addr_map *m,
+                             const struct gm_snapshot_event *e, size_t k)
 {
-    struct addr_map *m = w->map_;
-    const struct gm_snapshot_event *e;
-    if (!m || !(e = gm_snapshot_cursor_next(&w->cur)))
-        return NULL;
     switch (e->action) {
     case GM_ACTION_ALLOC:
         /* never grows the map: walk_init() made room for pass 1's most pending */
         if (m != &no_map)
-            (void)am_set(m, e, (int32_t)w->cur.index, NULL);
+            (void)am_set(m, e, (int32_t)k, NULL);
         w->allocated = snap_sat_add(w->allocated, e->size);
         break;
     case GM_ACTION_FREE_COMPLETED: {
@@ -757,7 +756,41 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
         w->reserved = gm_snapshot_reserved_step(&w->res_, e);
         break;
     }
+}
+
+const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w)
+{
+    struct addr_map *m = w->map_;
+    const struct gm_snapshot_event *e;
+    if (!m || !(e = gm_snapshot_cursor_next(&w->cur)))
+        return NULL;
+    walk_step(w, m, e, w->cur.index);
     return e;
+}
+
+size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events)
+{
+    struct addr_map *m = w->map_;
+    struct gm_snapshot_cursor *c = &w->cur;
+    const struct gm_snapshot_event *e;
+    size_t n, k;
+    if (!m || (c->p == c->end && !gm_snapshot_cursor_fill(c)))
+        return 0;
+    /* a plain array is handed out whole by the cursor: a batch at a time here */
+    n = (size_t)(c->end - c->p);
+    if (n > GM_SNAPSHOT_CURSOR_BATCH)
+        n = GM_SNAPSHOT_CURSOR_BATCH;
+    e = c->p;
+    k = c->index;
+    for (size_t i = 0; i < n; i++) {
+        walk_step(w, m, &e[i], ++k);
+        w->after[i].allocated = w->allocated;
+        w->after[i].reserved = w->reserved;
+    }
+    *events = e;
+    c->p = e + n;
+    c->index = k;
+    return n;
 }
 
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w)

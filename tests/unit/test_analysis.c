@@ -565,20 +565,28 @@ static void test_user_phases(void **state)
     gm_analysis_free(an);
 }
 
-/* make_snapshot() with event k at time 10 k us and the annotations anns[n]. */
-static void make_timed_snapshot(struct gm_snapshot *s, struct gm_snapshot_device *d,
-                                struct trace *t, const struct gm_snapshot_annotation *anns,
-                                size_t n)
+/* make_snapshot() with event i at times[i] us (NULL: at 10 i) and the annotations anns[n]. */
+static void make_snapshot_at_times(struct gm_snapshot *s, struct gm_snapshot_device *d,
+                                   struct trace *t, const int64_t *times,
+                                   const struct gm_snapshot_annotation *anns, size_t n)
 {
     for (size_t i = 0; i < t->n; i++) {
         t->ev[i].flags |= GM_EVENT_HAS_TIME;
-        t->ev[i].time_us = (int64_t)i * 10;
+        t->ev[i].time_us = times ? times[i] : (int64_t)i * 10;
     }
     make_snapshot(s, d, t);
     s->has_time = true;
     s->annotations = anns;
     s->n_annotations = n;
     s->has_annotations = true;
+}
+
+/* make_snapshot() with event k at time 10 k us and the annotations anns[n]. */
+static void make_timed_snapshot(struct gm_snapshot *s, struct gm_snapshot_device *d,
+                                struct trace *t, const struct gm_snapshot_annotation *anns,
+                                size_t n)
+{
+    make_snapshot_at_times(s, d, t, NULL, anns, n);
 }
 
 /* The user's category rules come before the built-in ones, the first that matches wins,
@@ -677,6 +685,96 @@ static void test_category_rules_first_match_wins(void **state)
     gm_category_rules_free(r);
 }
 
+/* Nine events: the bytes allocated after each are 100, 200, 700, 1700, 1700, 700, 700, 200,
+ * 207 (a release is a free request and its completion). */
+static void build_region_trace(struct trace *t)
+{
+    t->n = 0;
+    alloc(t, 0x1000, 100, S_USER);
+    alloc(t, 0x2000, 100, S_USER);
+    alloc(t, 0x3000, 500, S_USER);
+    alloc(t, 0x4000, 1000, S_USER);
+    release(t, 0x4000, 1000, S_USER);
+    release(t, 0x3000, 500, S_USER);
+    alloc(t, 0x5000, 7, S_USER);
+    assert_int_equal(t->n, 9);
+}
+
+/* The annotation regions 'r' (found by walking the trace) equal those found from an axis
+ * that keeps the events' times. */
+static void check_regions_on_kept_axis(struct gm_snapshot *s, struct gm_snapshot_device *d,
+                                       const struct gm_analysis *an,
+                                       const struct gm_analysis_device *dev,
+                                       const struct gm_analysis_regions *r)
+{
+    struct gm_analysis_regions ra;
+    struct gm_snapshot_timeline tl;
+    struct gm_lod_axis ax;
+    struct gm_lod al, rl;
+    struct gm_error err;
+    assert_int_equal(gm_snapshot_timeline(s, 0, 0, &tl, &err), GM_OK);
+    assert_int_equal(gm_lod_axis_timeline(&ax, s, d, &tl, 16, &al, &rl, &err), GM_OK);
+    assert_true(gm_lod_axis_keeps_x(&ax));
+    assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
+                     GM_OK);
+    assert_int_equal(ra.n, r->n);
+    for (size_t i = 0; i < r->n; i++) {
+        assert_string_equal(ra.v[i].name, r->v[i].name);
+        assert_int_equal(ra.v[i].first_event, r->v[i].first_event);
+        assert_int_equal(ra.v[i].last_event, r->v[i].last_event);
+        assert_int_equal(ra.v[i].start_bytes, r->v[i].start_bytes);
+        assert_int_equal(ra.v[i].peak_bytes, r->v[i].peak_bytes);
+        assert_int_equal(ra.v[i].end_bytes, r->v[i].end_bytes);
+    }
+    gm_analysis_regions_release(&ra);
+    gm_lod_release(&al);
+    gm_lod_release(&rl);
+    gm_lod_axis_release(&ax);
+    gm_snapshot_timeline_release(&tl);
+}
+
+/* The events of an annotation found from an axis that keeps the events' times equal those
+ * found by walking the trace, also where the times go back (a damaged file): the first
+ * event at or after a time is the first whose time is at least it, whatever came before;
+ * times below the first event's keep the axis in 64 bits. */
+static void test_annotation_events_with_times_going_back(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    static const int64_t times[2][9] = {{20, 50, 30, 60, 40, 90, 55, 120, 100},
+                                        {20, 50, 5, 60, 40, 90, 3, 120, 100}};
+    const struct gm_snapshot_annotation anns[] = {
+        {"a", "START", 0, 0, true},   {"a", "END", 0, 35, false},  {"b", "START", 0, 52, true},
+        {"b", "END", 0, 95, false},   {"c", "START", 0, 91, true}, {"c", "END", 0, 119, false},
+        {"d", "START", 0, 110, true}, {"d", "END", 0, 200, false}, {"e", "START", 0, 51, true},
+        {"e", "END", 0, 52, false},
+    };
+    for (int v = 0; v < 2; v++) {
+        struct gm_analysis_regions r;
+        build_region_trace(&t);
+        make_snapshot_at_times(&s, &d, &t, times[v], anns, sizeof(anns) / sizeof(anns[0]));
+        assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+        const struct gm_analysis_device *dev = &an->devices[0];
+        assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
+        assert_int_equal(r.n, 5);
+        check_regions_on_kept_axis(&s, &d, an, dev, &r);
+        /* "b" opens at 52: event 3 (60) is the first at or after it (event 2 is earlier, 30);
+         * it closes at 95: event 7 (120) is the first after it, so event 6 is its last */
+        assert_string_equal(r.v[2].name, "b"); /* the ranges in the order they open */
+        assert_int_equal(r.v[2].first_event, 3);
+        assert_int_equal(r.v[2].last_event, 6);
+        /* "d" ends after every event: it runs to the last */
+        assert_string_equal(r.v[4].name, "d");
+        assert_int_equal(r.v[4].last_event, 8);
+        gm_analysis_regions_release(&r);
+        gm_analysis_free(an);
+    }
+}
+
 /* Regions: every record_function range (any name) with the bytes at its start, its end
  * and the most inside it; windows by event and by time; the n-th allocation of an address. */
 static void test_regions_and_windows(void **state)
@@ -701,14 +799,7 @@ static void test_regions_and_windows(void **state)
         {"gap", "END", 0, 86, false},
         {"load", "START", 1, 0, true}, /* another device */
     };
-    t.n = 0;
-    alloc(&t, 0x1000, 100, S_USER);    /* e0 t0: 100 */
-    alloc(&t, 0x2000, 100, S_USER);    /* e1 t10: 200 */
-    alloc(&t, 0x3000, 500, S_USER);    /* e2 t20: 700 */
-    alloc(&t, 0x4000, 1000, S_USER);   /* e3 t30: 1700 */
-    release(&t, 0x4000, 1000, S_USER); /* e4 t40: 1700, e5 t50: 700 */
-    release(&t, 0x3000, 500, S_USER);  /* e6 t60: 700, e7 t70: 200 */
-    alloc(&t, 0x5000, 7, S_USER);      /* e8 t80: 207 */
+    build_region_trace(&t); /* times 0, 10, ... 80 */
     make_timed_snapshot(&s, &d, &t, anns, sizeof(anns) / sizeof(anns[0]));
     assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
     const struct gm_analysis_device *dev = &an->devices[0];
@@ -735,29 +826,7 @@ static void test_regions_and_windows(void **state)
     }
     assert_int_equal(r.v[1].end_us, INT64_MAX);
     /* the same from an axis that keeps the events' times (no walk of the trace) */
-    {
-        struct gm_analysis_regions ra;
-        struct gm_snapshot_timeline tl;
-        struct gm_lod_axis ax;
-        struct gm_lod al, rl;
-        assert_int_equal(gm_snapshot_timeline(&s, 0, 0, &tl, &err), GM_OK);
-        assert_int_equal(gm_lod_axis_timeline(&ax, &s, &d, &tl, 16, &al, &rl, &err), GM_OK);
-        assert_true(gm_lod_axis_keeps_x(&ax));
-        assert_int_equal(gm_analysis_regions_on_axis(an, dev, GM_REGION_ANNOTATION, &ax, &ra, &err),
-                         GM_OK);
-        assert_int_equal(ra.n, r.n);
-        for (size_t i = 0; i < r.n; i++) {
-            assert_string_equal(ra.v[i].name, r.v[i].name);
-            assert_int_equal(ra.v[i].first_event, r.v[i].first_event);
-            assert_int_equal(ra.v[i].last_event, r.v[i].last_event);
-            assert_int_equal(ra.v[i].peak_bytes, r.v[i].peak_bytes);
-        }
-        gm_analysis_regions_release(&ra);
-        gm_lod_release(&al);
-        gm_lod_release(&rl);
-        gm_lod_axis_release(&ax);
-        gm_snapshot_timeline_release(&tl);
-    }
+    check_regions_on_kept_axis(&s, &d, an, dev, &r);
     gm_analysis_regions_release(&r);
     /* no compile context anywhere: no compile region */
     assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_COMPILE, &r, &err), GM_OK);
@@ -2189,6 +2258,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_category_rules_yaml_equals_json),
     cmocka_unit_test(test_category_rules_yaml_refused),
     cmocka_unit_test(test_regions_and_windows),
+    cmocka_unit_test(test_annotation_events_with_times_going_back),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
     cmocka_unit_test(test_rank_files_of_a_folder),

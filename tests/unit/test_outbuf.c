@@ -142,18 +142,18 @@ static void test_ints(void **state)
     }
 }
 
-/* The memo writes what printf writes for a field's values in sequence, by each of its
- * routes (the same value, one more, the same digits above the last eight, anew), and
+/* The memo writes its key and what printf writes for a field's values in sequence, by each
+ * of its routes (the same value, one more, the same digits above the last eight, anew), and
  * nothing past its room. */
-static void check_memo(struct gm_fmt_memo *m, uint64_t v)
+static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
 {
-    char want[32], got[2 * GM_FMT_MEMO_ROOM], *end;
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
     memset(got, 'Z', sizeof(got));
     end = gm_fmt_u64_memo(got, v, m);
     for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
         assert_int_equal(got[i], 'Z');
     *end = '\0';
-    snprintf(want, sizeof(want), "%" PRIu64, v);
+    snprintf(want, sizeof(want), "%s%" PRIu64, key, v);
     if (strcmp(want, got)) {
         fprintf(stderr, "memo %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
         fail();
@@ -162,37 +162,102 @@ static void check_memo(struct gm_fmt_memo *m, uint64_t v)
 
 static void test_memo(void **state)
 {
-    struct gm_fmt_memo m;
-    uint64_t v = 0;
+    /* no key, a trace's key, the longest key */
+    static const char *const keys[] = {"", ",\"allocated_bytes\":", ",\"a_key_of_24_bytes___\":"};
     (void)state;
-    gm_fmt_memo_init(&m);
-    check_memo(&m, 0);
-    check_memo(&m, 0);
-    /* counting up across every digit-count step, and each 10^8 block's end */
-    for (uint64_t p10 = 10; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
-        for (uint64_t k = p10 - 3; k < p10 + 3; k++)
-            check_memo(&m, k);
-        for (uint64_t k = p10 + 99999997; k < p10 + 100000003; k++)
-            check_memo(&m, k);
-        if (p10 > UINT64_MAX / 10)
-            break;
+    assert_int_equal(strlen(keys[2]), GM_FMT_KEY_MAX);
+    for (size_t ki = 0; ki < sizeof(keys) / sizeof(keys[0]); ki++) {
+        const char *key = keys[ki];
+        struct gm_fmt_memo m;
+        uint64_t v = 0;
+        gm_fmt_memo_init(&m, key);
+        check_memo(&m, key, 0);
+        check_memo(&m, key, 0);
+        /* an index: each step one more, with its carries */
+        for (uint64_t k = 1; k < 1200; k++)
+            check_memo(&m, key, k);
+        /* counting up across every digit-count step, and each 10^8 block's end */
+        for (uint64_t p10 = 10; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
+            for (uint64_t k = p10 - 3; k < p10 + 3; k++)
+                check_memo(&m, key, k);
+            for (uint64_t k = p10 + 99999997; k < p10 + 100000003; k++)
+                check_memo(&m, key, k);
+            if (p10 > UINT64_MAX / 10)
+                break;
+        }
+        for (uint64_t k = UINT64_MAX - 3; k != 0; k++)
+            check_memo(&m, key, k);
+        check_memo(&m, key, UINT64_MAX);
+        check_memo(&m, key, 1);
+        /* a random walk: mostly small steps either way, now and then a jump of any size */
+        for (int i = 0; i < (ki ? 300000 : 2000000); i++) {
+            uint64_t r = rnd();
+            if ((r & 15) == 0)
+                v = rnd() >> (rnd() % 64);
+            else if ((r & 15) < 4)
+                v += 1;
+            else if ((r & 15) < 6)
+                ; /* the same again */
+            else
+                v += (r & 16) ? (r >> 40) >> (r % 24) : 0 - ((r >> 40) >> (r % 24));
+            check_memo(&m, key, v);
+        }
     }
-    for (uint64_t k = UINT64_MAX - 3; k != 0; k++)
-        check_memo(&m, k);
-    check_memo(&m, UINT64_MAX);
-    check_memo(&m, 1);
-    /* a random walk: mostly small steps either way, now and then a jump of any size */
-    for (int i = 0; i < 2000000; i++) {
-        uint64_t r = rnd();
-        if ((r & 15) == 0)
-            v = rnd() >> (rnd() % 64);
-        else if ((r & 15) < 4)
-            v += 1;
-        else if ((r & 15) < 6)
-            ; /* the same again */
-        else
-            v += (r & 16) ? (r >> 40) >> (r % 24) : 0 - ((r >> 40) >> (r % 24));
-        check_memo(&m, v);
+}
+
+/* The padded writers write what printf writes and nothing past their room: the padding and
+ * the hex digits a word at a time (seven bytes past the end), seconds GM_FMT_ROOM past the
+ * end, a byte count 16 + width from the start. */
+static void check_written(const char *buf, const char *end, size_t room_end, const char *want)
+{
+    size_t n = (size_t)(end - buf);
+    if (n != strlen(want) || memcmp(buf, want, n)) {
+        fprintf(stderr, "want '%s', got '%.*s'\n", want, (int)n, buf);
+        fail();
+    }
+    for (size_t i = room_end; i < 128; i++)
+        assert_int_equal(buf[i], 'Z');
+}
+
+static void test_padded_room(void **state)
+{
+    char got[128], want[128], fb[48];
+    char *end;
+    (void)state;
+    for (int i = 0; i < 300000; i++) {
+        uint64_t v = rnd() >> (rnd() % 64);
+        unsigned w = (unsigned)(rnd() % 40);
+        int64_t us = (int64_t)(v >> (rnd() % 20)) * ((rnd() & 1) ? -1 : 1);
+        static const char *const names[] = {"", "oom", "free_requested", "a_name_of_sixteen"};
+        const char *s = names[rnd() % 4];
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_hex(got, v, w);
+        snprintf(want, sizeof(want), "%0*" PRIx64, (int)w, v);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_left(got, s, strlen(s), w);
+        snprintf(want, sizeof(want), "%-*s", (int)w, s);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_right(got, s, strlen(s), w);
+        snprintf(want, sizeof(want), "%*s", (int)w, s);
+        check_written(got, end, (size_t)(end - got) + 7, want);
+
+        if ((us < 0 ? 0 - (uint64_t)us : (uint64_t)us) < ((uint64_t)1 << 52)) {
+            memset(got, 'Z', sizeof(got));
+            end = gm_fmt_seconds(got, us, w);
+            snprintf(want, sizeof(want), "%+*.6f", (int)w, (double)us / 1e6);
+            check_written(got, end, (size_t)(end - got) + GM_FMT_ROOM, want);
+        }
+
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_iec(got, v, w);
+        snprintf(want, sizeof(want), "%*s", (int)w,
+                 gm_format_bytes(fb, sizeof(fb), v, GM_UNITS_IEC));
+        check_written(got, end, 16 + w, want);
     }
 }
 
@@ -232,9 +297,8 @@ static void test_writer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes),
-        cmocka_unit_test(test_ints),
-        cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_memo),   cmocka_unit_test(test_padded_room),
         cmocka_unit_test(test_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

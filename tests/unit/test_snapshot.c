@@ -772,6 +772,44 @@ static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_dev
     assert_null(gm_snapshot_walk_next(&b));
     gm_snapshot_walk_release(&a);
     gm_snapshot_walk_release(&b);
+    /* a batch at a time, the packed trace and the plain array alike, a few events taken one
+     * by one between batches: the same events and totals as one by one */
+    for (int plain_too = 0; plain_too < 2; plain_too++) {
+        struct gm_snapshot_walk w, one;
+        const struct gm_snapshot_event *batch;
+        size_t n, seen = 0;
+        assert_int_equal(gm_snapshot_walk_init(&w, s, plain_too ? &plain : d, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_walk_init(&one, s, d, &tl, &err), GM_OK);
+        for (;;) {
+            if (seen % 3 == 1) {
+                const struct gm_snapshot_event *e = gm_snapshot_walk_next(&w);
+                if (!e)
+                    break;
+                assert_non_null(gm_snapshot_walk_next(&one));
+                assert_true(w.allocated == one.allocated && w.reserved == one.reserved);
+                assert_int_equal(w.cur.index, seen);
+                seen++;
+                continue;
+            }
+            if ((n = gm_snapshot_walk_batch(&w, &batch)) == 0)
+                break;
+            assert_true(n <= GM_SNAPSHOT_CURSOR_BATCH);
+            assert_int_equal(w.cur.index + 1, seen + n);
+            for (size_t i = 0; i < n; i++, seen++) {
+                const struct gm_snapshot_event *e = gm_snapshot_walk_next(&one);
+                assert_non_null(e);
+                assert_memory_equal(e, &batch[i], offsetof(struct gm_snapshot_event, flags) + 1);
+                assert_true(w.after[i].allocated == one.allocated &&
+                            w.after[i].reserved == one.reserved);
+            }
+            assert_true(w.allocated == one.allocated && w.reserved == one.reserved);
+        }
+        assert_int_equal(seen, d->n_events);
+        assert_null(gm_snapshot_walk_next(&one));
+        assert_int_equal(gm_snapshot_walk_batch(&w, &batch), 0);
+        gm_snapshot_walk_release(&w);
+        gm_snapshot_walk_release(&one);
+    }
     gm_snapshot_timeline_release(&tl);
     free(ev);
 }
@@ -975,6 +1013,56 @@ static void test_long_batch(void **state)
         gm_snapshot_free(s[1]);
         free(data);
     }
+}
+
+/* The packed trace keeps every number whole: values and differences of every varint length
+ * (1 to 10 bytes, each length's smallest and largest), negative differences, times before
+ * the epoch, the largest stack and extra ids, read back by a cursor from the start and from
+ * every event. */
+static void test_packed_numbers(void **state)
+{
+    enum { N = 600 };
+    struct gm_snapshot_event *ev = calloc(N, sizeof(*ev));
+    struct ev_writer w;
+    struct gm_snapshot_device dev;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    uint64_t x = UINT64_C(0x9e3779b97f4a7c15);
+    (void)state;
+    assert_non_null(ev);
+    snap_ev_writer_init(&w);
+    for (size_t i = 0; i < N; i++) {
+        unsigned bits = (unsigned)(i % 65);
+        /* each length's edges: 2^(7k) - 1 and 2^(7k); then any number of that many bits */
+        uint64_t edge = bits % 7 == 0 && bits ? (UINT64_C(1) << bits) - (i & 1) : 0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ev[i].addr = edge ? edge : (bits == 64 ? x : x & ((UINT64_C(1) << bits) - 1));
+        ev[i].size = i % 5 == 0 ? ev[i].addr : x >> (i % 64);
+        ev[i].time_us = (int64_t)(x >> (i % 64)) * (i % 3 == 0 ? -1 : 1);
+        ev[i].stack = (uint32_t)(i % 4 == 0 ? UINT32_MAX : x >> (i % 32));
+        ev[i].extra = (uint32_t)(i % 6 == 0 ? UINT32_MAX - (uint32_t)i : x >> 40);
+        ev[i].action = (uint8_t)(i % GM_ACTION_COUNT);
+        ev[i].flags =
+            (uint8_t)(i % 7 == 0 ? GM_EVENT_HAS_ADDR : GM_EVENT_HAS_TIME | GM_EVENT_HAS_ADDR);
+        if (!(ev[i].flags & GM_EVENT_HAS_TIME))
+            ev[i].time_us = 0;
+        assert_true(snap_ev_writer_append(&w, &ev[i]));
+    }
+    memset(&dev, 0, sizeof(dev));
+    dev.n_events = N;
+    dev.packed = &w.pk;
+    for (size_t first = 0; first < N; first += first < 300 ? 1 : 37) {
+        gm_snapshot_cursor_init(&c, &dev, first);
+        for (size_t i = first; i < N; i++) {
+            assert_non_null(e = gm_snapshot_cursor_next(&c));
+            assert_memory_equal(e, &ev[i], offsetof(struct gm_snapshot_event, flags) + 1);
+        }
+        assert_null(gm_snapshot_cursor_next(&c));
+    }
+    snap_ev_writer_release(&w);
+    free(ev);
 }
 
 /* Whether two timelines have the same figures and the same allocations alive at the peak. */
@@ -1204,7 +1292,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
     cmocka_unit_test(test_long_batch),     cmocka_unit_test(test_timeline_only),
     cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
-    cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_spool_bound),    cmocka_unit_test(test_packed_numbers),
 };
 
 /* real snapshots */
