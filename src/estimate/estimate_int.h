@@ -217,17 +217,19 @@ uint64_t est_outside_bytes(const struct gm_estimate *e);
 
 /* What decides the tensors one transformer layer saves for backward. */
 struct est_layer_cfg {
-    double ea;            /* bytes of the compute dtype: matmul inputs and outputs */
-    double er;            /* bytes of the residual stream: the norms' inputs */
-    bool eager;           /* eager attention: the s x s scores are kept */
-    uint64_t seq;         /* tokens per sequence (the attention span) */
-    bool norms_trainable; /* norm weights get gradients (full training) */
-    unsigned keeps_in;    /* enum gm_lora_target flags: matmuls whose input is saved (their
-                             weight, or an adapter reading the same tensor, needs it) */
-    unsigned fused;       /* enum gm_fused flags */
-    bool expert_loop;     /* MoE experts run one after another (HF's loop over experts) */
-    uint64_t target;      /* encoder-decoder: target tokens per sequence; 0 = seq */
-    bool one_op_gelu;     /* gelu_new as one F.gelu op (LitGPT), not HF's Python formula */
+    double ea;                /* bytes of the compute dtype: matmul inputs and outputs */
+    double er;                /* bytes of the residual stream: the norms' inputs */
+    bool eager;               /* eager attention: the s x s scores are kept */
+    uint64_t seq;             /* tokens per sequence (the attention span) */
+    bool norms_trainable;     /* norm weights get gradients (full training) */
+    unsigned keeps_in;        /* enum gm_lora_target flags: matmuls whose input is saved (their
+                                 weight, or an adapter reading the same tensor, needs it) */
+    unsigned fused;           /* enum gm_fused flags */
+    bool expert_loop;         /* MoE experts run one after another (HF's loop over experts) */
+    uint64_t target;          /* encoder-decoder: target tokens per sequence; 0 = seq */
+    bool one_op_gelu;         /* gelu_new as one F.gelu op (LitGPT), not HF's Python formula */
+    bool sac_attn_recomputed; /* op-level SAC recomputes the attention: its op is not one the
+                                 policy saves (est_titan_sac_recomputes_attention()) */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */
@@ -245,7 +247,8 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
 double est_layer_mix_saved(const struct gm_model *m, const struct est_layer_cfg *c, double attn,
                            double mlp, double norm);
 /* What torchtitan's op-level selective checkpointing keeps of one layer, per token: the
- * layer input, every other matmul output in forward order, the attention output. */
+ * layer input, every other matmul output in forward order, the attention output (unless
+ * c->sac_attn_recomputed). */
 double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_layer_cfg *c);
 /* The largest gradients of activations alive at once in one layer's backward, per token;
  * *seq2 (may be NULL) gets the part of them that is the s x s scores' gradients. */
@@ -513,6 +516,10 @@ enum gm_status est_job_put(struct gm_job *job, enum est_setting id, const union 
  * gm_job_set(). */
 enum gm_status est_job_preset(struct gm_job *job, enum est_setting id, const char *value,
                               struct gm_error *err);
+/* Whether torchtitan's op-level SAC recomputes the attention in backward: the releases that
+ * run cuDNN's SDPA first on compute capability 10 and above, whose op their save list lacks
+ * (stacks.c). */
+bool est_titan_sac_recomputes_attention(const struct gm_job *job);
 /* Whether the --stack preset set setting 'id' and nothing gave it since. */
 bool est_preset_set(const struct gm_job *job, enum est_setting id);
 /* A version's text (MAJOR.MINOR[.PATCH]) packed by GM_VERSION(), or 0 with 'err' filled

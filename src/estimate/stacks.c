@@ -149,6 +149,22 @@ static bool row_holds(const struct stack_row *r, uint32_t version)
     return v >= r->from && (!r->until || v < r->until);
 }
 
+/* torchtitan's ScaledDotProductAttention puts SDPBackend.CUDNN_ATTENTION first where
+ * has_cuda_capability(10, 0) (models/attention.py _init_backend, from 3b85aa31f "Use cudnn
+ * backend on B200", May 2025; read at 775a486 and 6fc499f), while op-level SAC's _save_list
+ * names only the flash and efficient SDPA ops (llama3 parallelize.py at 775a486 and 6fc499f)
+ * until b39377f9f "add all SDPA backends to op_sac_save_list" (December 2025, issue #2091:
+ * the attention was recomputed in backward).  The releases between: v0.1.0 (June 2025) and
+ * v0.2.0 (October 2025); v0.2.1 has the fix.  The policy marks every op outside the list
+ * PREFER_RECOMPUTE, so the attention's output and statistics are not kept. */
+bool est_titan_sac_recomputes_attention(const struct gm_job *job)
+{
+    uint32_t v = job->stack.preset_version;
+    return job->mode == GM_EST_TRAIN && job->stack.preset == GM_STACK_TORCHTITAN &&
+           job->memory.checkpointing == GM_CKPT_OP && job->gpu.sm >= 100 &&
+           v >= GM_VERSION(0, 1, 0) && v < GM_VERSION(0, 2, 1);
+}
+
 /* The value a row sets: its text, or the preset's version for a row valued NULL. */
 static const char *row_value(const struct stack_row *r, const char *version_text)
 {

@@ -61,7 +61,12 @@ unsigned est_gradient_phases(const struct gm_job *j)
 
 struct est_layer_cfg est_layer_cfg_full(double ea, double er, bool eager, uint64_t seq)
 {
-    struct est_layer_cfg c = {ea, er, eager, seq, true, GM_LORA_ALL_LINEAR, 0, false, 0, false};
+    struct est_layer_cfg c = {.ea = ea,
+                              .er = er,
+                              .eager = eager,
+                              .seq = seq,
+                              .norms_trainable = true,
+                              .keeps_in = GM_LORA_ALL_LINEAR};
     return c;
 }
 
@@ -292,7 +297,10 @@ double est_layer_op_saved_per_token(const struct gm_model *m, const struct est_l
     widths[n++] = h * (1.0 + g.moe_share * (k - 1.0));
     for (size_t i = 0; i < n; i += 2)
         kept += widths[i];
-    /* the block input (checkpoint frame), attention output and logsumexp */
+    /* the block input (checkpoint frame), attention output and logsumexp, unless the
+     * attention's op is not one the policy saves (recomputed with the block in backward) */
+    if (c->sac_attn_recomputed)
+        return c->er * h + c->ea * kept;
     return c->er * h + c->ea * (kept + g.o_in) + 4.0 * (double)m->n_heads;
 }
 
@@ -853,6 +861,7 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     if (cx->m && cx->m->head == GM_HEAD_SEQ2SEQ_LM)
         c.target = j->workload.target_seq;
     c.one_op_gelu = j->stack.model_impl == GM_MODEL_IMPL_LITGPT;
+    c.sac_attn_recomputed = est_titan_sac_recomputes_attention(j);
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
     /* torch.compile: pointwise chains recomputed by the partitioner, as the fused kernels
@@ -1245,7 +1254,11 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                       "twice, weight, input) add to its transients; attention, norms and the "
                       "output projection stay bf16; weights are gathered in bf16 (no FSDP float8 "
                       "all-gather)");
-    if (j->memory.checkpointing == GM_CKPT_OP)
+    if (j->memory.checkpointing == GM_CKPT_OP && est_titan_sac_recomputes_attention(j))
+        est_assume(e, "op-level SAC (torchtitan 0.1-0.2.0): every other matmul output and the "
+                      "layer input kept; attention recomputed (cuDNN SDPA first on sm >= 100, "
+                      "not in the save list)");
+    else if (j->memory.checkpointing == GM_CKPT_OP)
         est_assume(e, "op-level selective checkpointing (torchtitan SelectiveAC): every other "
                       "matmul output, the attention output and the layer input kept");
     if (j->memory.activation_offload)

@@ -949,6 +949,68 @@ static void test_op_checkpointing(void **state)
     assert_true(est_layer_op_saved_per_token(m, &c) == want);
     /* the full layer keeps about three times more */
     assert_true(est_layer_saved_per_token(m, &c, NULL) > 2.5 * want);
+    /* an attention op the policy does not save: neither its output nor its logsumexp */
+    c.sac_attn_recomputed = true;
+    assert_true(est_layer_op_saved_per_token(m, &c) == want - 2.0 * 4096 - 4.0 * 32);
+}
+
+/* Activation bytes of one extent in an estimate. */
+static uint64_t activations_of(const struct gm_estimate *e, enum gm_est_extent extent)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == GM_KIND_ACTIVATIONS && e->components[i].extent == extent)
+            sum += e->components[i].bytes;
+    return sum;
+}
+
+/* torchtitan from "Use cudnn backend on B200" (3b85aa31f, in v0.1.0) runs cuDNN's SDPA first
+ * on compute capability >= 10 (models/attention.py _init_backend: has_cuda_capability(10, 0)),
+ * and op-level SAC's _save_list names only the flash and efficient SDPA ops until b39377f9f
+ * (in v0.2.1), so on a B200 with v0.1.0 to v0.2.0 the attention is recomputed in backward:
+ * for Llama-3-8B over 8192 tokens the 32 layers keep 32 x 8192 x (2 x 4096 + 4 x 32) bytes
+ * less, and the one layer rebuilt in backward holds that layer's share more. */
+static void test_titan_cudnn_attention_recomputed_by_op_sac(void **state)
+{
+    static const char *const cases[][2] = {
+        {"--train --gpu B200 --stack torchtitan@0.1.0 --grad-checkpointing op", "1"},
+        {"--train --gpu B200 --stack torchtitan@0.2.0 --grad-checkpointing op", "1"},
+        {"--train --gpu B200 --stack torchtitan@0.2.1 --grad-checkpointing op", "0"},
+        {"--train --gpu B200 --stack torchtitan --grad-checkpointing op", "0"},
+        {"--train --gpu H100-80GB --stack torchtitan@0.1.0 --grad-checkpointing op", "0"},
+        {"--train --gpu B200 --stack torchtitan@0.1.0 --grad-checkpointing full", "0"},
+        {"--train --gpu B200 --grad-checkpointing op", "0"},
+    };
+    const char *common = " --precision bf16-mixed --fsdp --gpus 8 --batch 1 --seq 8192";
+    const uint64_t per_layer = 8192ull * (2 * 4096 + 4 * 32);
+    char settings[256];
+    struct gm_job j;
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(settings, sizeof settings, "%s%s", cases[i][0], common);
+        job_make("llama-3.1-8b", settings, &j);
+        assert_int_equal(est_titan_sac_recomputes_attention(&j), cases[i][1][0] == '1');
+    }
+    snprintf(settings, sizeof settings, "%s%s", cases[2][0], common); /* v0.2.1 */
+    run("llama-3.1-8b", settings, &base);
+    snprintf(settings, sizeof settings, "%s%s", cases[0][0], common); /* v0.1.0 */
+    run("llama-3.1-8b", settings, &with);
+    assert_int_equal(activations_of(base, GM_EXTENT_ALL_LAYERS) -
+                         activations_of(with, GM_EXTENT_ALL_LAYERS),
+                     32 * per_layer);
+    assert_int_equal(activations_of(with, GM_EXTENT_ONE_LAYER) -
+                         activations_of(base, GM_EXTENT_ONE_LAYER),
+                     per_layer);
+    /* the estimate says so, in full (a note holds GM_EST_NOTE_MAX - 1 characters) */
+    {
+        bool said = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            said = said || strstr(with->assumptions[i], "not in the save list)") != NULL;
+        assert_true(said);
+    }
+    gm_estimate_free(base);
+    gm_estimate_free(with);
+    base = with = NULL;
 }
 
 /* torchao Float8Linear saves its bf16 input and weight for backward
@@ -1268,6 +1330,7 @@ int main(void)
         cmocka_unit_test(test_float8_training),
         cmocka_unit_test(test_final_softcap_by_loss_form),
         cmocka_unit_test(test_op_checkpointing),
+        cmocka_unit_test(test_titan_cudnn_attention_recomputed_by_op_sac),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),
         cmocka_unit_test(test_ranges_and_verdict),
