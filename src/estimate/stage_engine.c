@@ -95,7 +95,8 @@ static const char *vllm_era_text(enum vllm_era e)
                "start-up NCCL outside it, the profile run's NCCL inside)";
     case VLLM_V1_GRAPHS:
         return "budget minus weights, profile peak, non-torch growth and the estimated "
-               "CUDA-graph pool (CUDA context and start-up NCCL outside it)";
+               "CUDA-graph pool (CUDA context and start-up NCCL outside it, the profile run's "
+               "NCCL inside)";
     }
     return "?";
 }
