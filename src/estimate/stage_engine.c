@@ -543,8 +543,9 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     case VLLM_V1_GRAPHS:
         break;
     }
-    return gm_add_sat(own > ca ? own - ca : 0,
-                      est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, est_node_peers(cx)));
+    return gm_add_sat(
+        own > ca ? own - ca : 0,
+        est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, est_node_peers(cx)));
 }
 
 /* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
@@ -639,9 +640,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     /* the custom all-reduce maps its peers' IPC buffers: peer access within the node, and a
-     * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because this process
-     * group spans across nodes", vllm/distributed/device_communicators/custom_all_reduce.py
-     * @ 0ad8064) */
+     * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because
+     * this process group spans across nodes",
+     * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
     ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
     non_torch =
         v->non_torch_bytes

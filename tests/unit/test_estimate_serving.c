@@ -971,8 +971,7 @@ static void test_vllm_non_torch_by_version(void **state)
     /* with one GPU per node that communicator connects through NCCL's network transport,
      * whose buffers are host memory as the start-up communicators' are */
     job_make("llama-3.1-8b",
-             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --gpus-per-node 1",
-             &j);
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --gpus-per-node 1", &j);
     run(&j, &est);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
