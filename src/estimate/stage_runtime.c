@@ -178,10 +178,15 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
             return 0;
         /* with one GPU per node every connection of every communicator goes through NCCL's
          * network transport, whose ring and tree buffers are host memory unless GPUDirect
-         * RDMA puts the receive buffers of its few network channels on the GPU
-         * (recvProxyConnect: NCCL_NET_MAP_ADD_POINTER(map, 0, resources->useGdr, ...),
-         * NVIDIA/nccl src/transport/net.cc @ b647562): none, or tens of MiB, not the P2P
-         * buffers that --nccl stands for */
+         * RDMA puts them on the GPU: then each network connection, sending or receiving, holds
+         * its SIMPLE (4 MiB) and LL128 (4.69 MiB) buffers there, 8.69 MiB, and its LL buffer
+         * stays in host memory (sendProxyConnect and recvProxyConnect:
+         * NCCL_NET_MAP_ADD_POINTER(map, 0, p != NCCL_PROTO_LL && resources->useGdr, ...),
+         * NVIDIA/nccl src/transport/net.cc @ 022c022; the sizes are computeBuffSizes'
+         * defaults, src/init.cc).  So none, or 8.69 MiB x the network connections, not the P2P
+         * buffers that --nccl stands for.  The upper end, 64 MiB a communicator (about 7
+         * such connections: a ring's send and receive and a tree's on two channels), is a
+         * guess: the number of network channels NCCL picks is not derived here. */
         return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false, 0.0, 0.0,
                                        64.0 * (double)GM_MIB * (double)comms));
     }
