@@ -123,20 +123,26 @@ static uint64_t reserve_at(struct est_ggml_graph *g, uint64_t *off)
     return bytes;
 }
 
-/* a, b, c 1024 each @0, @1024, @2048; d 64 reads a and c: @3072, then a and c are freed.
- * e 64 reads b and d: the holes tie at 1024, the higher one wins, e @2048 (the lower would
- * be @0).  b freed merges with the hole below it into [0, 2048), so f (2048) fits there at 0:
- * the buffer stays 3136. */
+/* a, b, c 1024 each @0, @1024, @2048; d 64 reads a and c: @3072, then a and c are freed,
+ * leaving holes [0, 1024) and [2048, 3072) around b.  Sets *b and *d. */
+static void two_holes(struct est_ggml_graph *g, uint32_t *b, uint32_t *d)
+{
+    uint32_t a = est_ggml_push(g, 1024, L(1), 0, N, N), c;
+    *b = est_ggml_push(g, 1024, L(1), 0, N, N);
+    c = est_ggml_push(g, 1024, L(1), 0, N, N);
+    *d = est_ggml_push(g, 64, L(2), 0, a, c);
+}
+
+/* two_holes(), then e 64 reads b and d: the holes tie at 1024, the higher one wins, e @2048
+ * (the lower would be @0).  b freed merges with the hole below it into [0, 2048), so f
+ * (2048) fits there at 0: the buffer stays 3136. */
 static void test_equal_holes_take_the_higher(void **state)
 {
     struct est_ggml_graph g = {0};
     uint64_t off[6];
-    uint32_t a, b, c, d, e, f;
+    uint32_t b, d, e, f;
     (void)state;
-    a = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    b = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    c = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    d = est_ggml_push(&g, 64, L(2), 0, a, c);
+    two_holes(&g, &b, &d);
     e = est_ggml_push(&g, 64, L(2), 0, b, d);
     f = est_ggml_push(&g, 2048, L(3), 0, e, N);
     assert_int_equal(reserve_at(&g, off), 3136);
@@ -145,8 +151,7 @@ static void test_equal_holes_take_the_higher(void **state)
     assert_int_equal(off[f], 0);
 }
 
-/* a, b, c 1024 each @0, @1024, @2048; d 64 @3072 reads a and c, which leave holes [0, 1024)
- * and [2048, 3072).  e (outside the buffer) reads b and d: b freed touches both holes and
+/* two_holes(), then e (outside the buffer) reads b and d: b freed touches both holes and
  * merges them into [0, 3072), and d freed joins that to the tail, so f (3072) goes at 0 and
  * the buffer stays 3136.  Merged only with the hole below, b would leave [0, 2048) and
  * [2048, 3136 + tail): f at 2048, 5120. */
@@ -154,12 +159,9 @@ static void test_a_freed_range_joins_both_neighbours(void **state)
 {
     struct est_ggml_graph g = {0};
     uint64_t off[6];
-    uint32_t a, b, c, d, e, f;
+    uint32_t b, d, e, f;
     (void)state;
-    a = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    b = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    c = est_ggml_push(&g, 1024, L(1), 0, N, N);
-    d = est_ggml_push(&g, 64, L(2), 0, a, c);
+    two_holes(&g, &b, &d);
     e = est_ggml_push(&g, 0, L(2), EST_GGML_EXTERNAL, b, d);
     f = est_ggml_push(&g, 3072, L(3), 0, N, N);
     assert_int_equal(reserve_at(&g, off), 3136);
