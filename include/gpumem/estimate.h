@@ -371,7 +371,8 @@ struct gm_job_llamacpp {
     bool ngl_output_last;  /* -ngl counts the repeating layers first and the output layer
                               last (llama.cpp before PR #18148, ollama's runner) */
     bool kv_cpy;           /* the KV cache written by ggml_cpy into views, no row-index inputs
-                              (before PR #14959, August 2025, or LLAMA_SET_ROWS=0) */
+                              (builds before PR #14959, August 2025, or up to PR #15505 with
+                              LLAMA_SET_ROWS=0) */
 };
 
 struct gm_job_sglang {

@@ -10,8 +10,8 @@
 
 #define MAX_FREE_BLOCKS 256 /* ggml-alloc.c MAX_FREE_BLOCKS */
 
-uint32_t est_ggml_push(struct est_ggml_graph *g, uint64_t bytes, uint64_t layout, uint32_t flags,
-                       uint32_t a, uint32_t b)
+uint32_t est_ggml_push(struct est_ggml_graph *g, uint64_t bytes, struct est_ggml_layout layout,
+                       uint32_t flags, uint32_t a, uint32_t b)
 {
     struct est_ggml_tensor *t;
     if (g->status != GM_OK)
@@ -42,7 +42,8 @@ uint32_t est_ggml_view(struct est_ggml_graph *g, uint32_t of)
     uint32_t v, root = of;
     if (of != EST_GGML_NONE && of < g->n && g->t[of].view_src != EST_GGML_NONE)
         root = g->t[of].view_src;
-    v = est_ggml_push(g, 0, 0, EST_GGML_VIEW, of, EST_GGML_NONE);
+    v = est_ggml_push(g, 0, (struct est_ggml_layout){{0, 0, 0}, 0}, EST_GGML_VIEW, of,
+                      EST_GGML_NONE);
     if (v != EST_GGML_NONE)
         g->t[v].view_src = root;
     return v;
@@ -65,6 +66,7 @@ struct tallocr {
     uint64_t alignment;
     uint64_t max_size; /* bytes: the highest end reached */
     bool full;         /* more than MAX_FREE_BLOCKS were needed */
+    bool too_big;      /* a tensor past the end of the tail */
 };
 
 struct state {
@@ -96,8 +98,13 @@ static uint64_t talloc(struct tallocr *a, uint64_t size)
             best = i;
             best_size = a->blocks[i].size;
         }
-    if (best < 0)
+    if (best < 0) {
         best = a->n - 1;
+        if (a->blocks[best].size < size) {
+            a->too_big = true;
+            return 0;
+        }
+    }
     addr = a->blocks[best].offset;
     a->blocks[best].offset += size;
     a->blocks[best].size -= size;
@@ -150,6 +157,12 @@ static bool is_view(const struct est_ggml_tensor *t)
     return (t->flags & EST_GGML_VIEW) != 0;
 }
 
+static bool same_layout(const struct est_ggml_layout *x, const struct est_ggml_layout *y)
+{
+    return x->ne[0] == y->ne[0] && x->ne[1] == y->ne[1] && x->ne[2] == y->ne[2] &&
+           x->type == y->type;
+}
+
 /* ggml_gallocr_allocate_node */
 static void place(const struct est_ggml_graph *g, struct state *s, struct tallocr *a, uint32_t i)
 {
@@ -162,7 +175,7 @@ static void place(const struct est_ggml_graph *g, struct state *s, struct talloc
             uint32_t p = t->src[k];
             if (p == EST_GGML_NONE || !s[p].allocated)
                 continue; /* not the allocator's own (views never are) */
-            if ((g->t[p].flags & EST_GGML_OUTPUT) || g->t[p].layout != t->layout)
+            if ((g->t[p].flags & EST_GGML_OUTPUT) || !same_layout(&g->t[p].layout, &t->layout))
                 continue;
             if (s[p].n_children == 1 && s[p].n_views == 0) {
                 s[i].offset = s[p].offset;
@@ -181,23 +194,42 @@ static void release(const struct est_ggml_graph *g, struct state *s, struct tall
     s[i].allocated = false;
 }
 
+/* A graph est_ggml_reserve() can run: parents and a view's source before the tensor, sizes
+ * that cannot wrap when aligned and added up. */
+static enum gm_status check_graph(const struct est_ggml_graph *g, struct gm_error *err)
+{
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct est_ggml_tensor *t = &g->t[i];
+        for (int k = 0; k < EST_GGML_MAX_SRC; k++)
+            if (t->src[k] != EST_GGML_NONE && t->src[k] >= i)
+                return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                               "ggml graph: tensor %u reads tensor %u, which comes after it", i,
+                               t->src[k]);
+        if (is_view(t) && (t->view_src == EST_GGML_NONE || t->view_src >= i))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "ggml graph: view %u has no source before it", i);
+        if (t->bytes > UINT64_MAX / 4)
+            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                           "ggml graph: tensor %u of %llu bytes is too large", i,
+                           (unsigned long long)t->bytes);
+    }
+    return GM_OK;
+}
+
 enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment, uint64_t *bytes,
-                                struct gm_error *err)
+                                uint64_t *offsets, struct gm_error *err)
 {
     struct tallocr *a;
     struct state *s;
+    enum gm_status st;
     if (g->status != GM_OK)
         return gm_fail(err, g->status, GM_NO_OFFSET, "ggml graph: could not be built");
     if (!alignment || (alignment & (alignment - 1)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "ggml graph: alignment %llu is not a power of two",
                        (unsigned long long)alignment);
-    for (uint32_t i = 0; i < g->n; i++)
-        for (int k = 0; k < EST_GGML_MAX_SRC; k++)
-            if (g->t[i].src[k] != EST_GGML_NONE && g->t[i].src[k] >= i)
-                return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                               "ggml graph: tensor %u reads tensor %u, which comes after it", i,
-                               g->t[i].src[k]);
+    if ((st = check_graph(g, err)))
+        return st;
     a = gm_calloc(1, sizeof *a);
     s = gm_calloc(g->n ? g->n : 1, sizeof *s);
     if (!a || !s) {
@@ -212,7 +244,7 @@ enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignme
     /* count consumers and views; place the inputs first, in node order */
     for (uint32_t i = 0; i < g->n; i++) {
         const struct est_ggml_tensor *t = &g->t[i];
-        if (is_view(t) && t->view_src != EST_GGML_NONE)
+        if (is_view(t))
             s[t->view_src].n_views++;
         if (t->flags & EST_GGML_INPUT)
             place(g, s, a, i);
@@ -238,13 +270,19 @@ enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignme
         }
     }
     *bytes = a->max_size;
-    {
-        bool full = a->full;
-        gm_free(a);
-        gm_free(s);
-        if (full)
-            return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "ggml graph: more than %d free blocks",
-                           MAX_FREE_BLOCKS);
+    for (uint32_t i = 0; offsets && i < g->n; i++) {
+        bool nowhere = is_view(&g->t[i]) || (g->t[i].flags & EST_GGML_EXTERNAL);
+        offsets[i] = nowhere ? EST_GGML_NOWHERE : s[i].offset;
     }
-    return GM_OK;
+    st = GM_OK;
+    if (a->full)
+        st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "ggml graph: more than %d free blocks",
+                     MAX_FREE_BLOCKS);
+    else if (a->too_big)
+        st =
+            gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "ggml graph: the buffer would pass %llu bytes",
+                    (unsigned long long)(UINT64_MAX / 2));
+    gm_free(a);
+    gm_free(s);
+    return st;
 }

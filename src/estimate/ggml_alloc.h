@@ -28,6 +28,7 @@
 
 #define EST_GGML_MAX_SRC 4
 #define EST_GGML_NONE    UINT32_MAX
+#define EST_GGML_NOWHERE UINT64_MAX /* no offset: a view, or a tensor outside the buffer */
 
 enum est_ggml_flag {
     EST_GGML_VIEW = 1 << 0,     /* VIEW/RESHAPE/PERMUTE/TRANSPOSE of view_src: no bytes */
@@ -37,10 +38,17 @@ enum est_ggml_flag {
     EST_GGML_INPLACE = 1 << 4,  /* the op may run in place over a parent */
 };
 
+/* A tensor's type and shape: ggml_are_same_layout compares these (all tensors here are
+ * contiguous, so equal shapes have equal strides). */
+struct est_ggml_layout {
+    uint64_t ne[3]; /* elements per dimension */
+    uint64_t type;  /* the element type (any key equal for equal types) */
+};
+
 /* One tensor of the graph, in execution order. */
 struct est_ggml_tensor {
     uint64_t bytes;                 /* ggml_backend_buft_get_alloc_size */
-    uint64_t layout;                /* equal for tensors of the same type, shape and strides */
+    struct est_ggml_layout layout;  /* compared exactly for in-place reuse */
     uint32_t src[EST_GGML_MAX_SRC]; /* parents in this graph, EST_GGML_NONE when unused */
     uint32_t view_src;              /* the tensor a view reads, EST_GGML_NONE for none */
     uint32_t flags;                 /* enum est_ggml_flag */
@@ -54,19 +62,23 @@ struct est_ggml_graph {
     enum gm_status status; /* GM_OK, or the first failure of est_ggml_push() */
 };
 
-/* Append a tensor of 'bytes' (layout key 'layout', 'flags') reading 'a' and 'b' (indices
+/* Append a tensor of 'bytes' (of 'layout', 'flags') reading 'a' and 'b' (indices
  * of earlier tensors or EST_GGML_NONE); returns its index.  A failure to grow is recorded
  * in g->status and returns EST_GGML_NONE, which later pushes accept as "no parent". */
-uint32_t est_ggml_push(struct est_ggml_graph *g, uint64_t bytes, uint64_t layout, uint32_t flags,
-                       uint32_t a, uint32_t b);
+uint32_t est_ggml_push(struct est_ggml_graph *g, uint64_t bytes, struct est_ggml_layout layout,
+                       uint32_t flags, uint32_t a, uint32_t b);
 /* Append a view of tensor 'of' (its root when 'of' is itself a view). */
 uint32_t est_ggml_view(struct est_ggml_graph *g, uint32_t of);
 void est_ggml_graph_release(struct est_ggml_graph *g);
 
 /* Run ggml-alloc's placement over 'g' with buffer alignment 'alignment' (a power of two) and
- * set *bytes to the buffer it reserves.  GM_ERR_NOMEM, GM_ERR_LIMIT past ggml's 256 free
- * blocks, GM_ERR_INVALID for a malformed graph (a parent after its child). */
+ * set *bytes to the buffer it reserves; 'offsets' (NULL, or g->n entries) receives where each
+ * tensor was placed (in place: its parent's offset), EST_GGML_NOWHERE for a view or a tensor
+ * outside the buffer.
+ * GM_ERR_NOMEM; GM_ERR_LIMIT past ggml's 256 free blocks, for a tensor above UINT64_MAX / 4
+ * bytes or a buffer past UINT64_MAX / 2; GM_ERR_INVALID for a malformed graph (a parent or a
+ * view's source after the tensor, a view without a source). */
 enum gm_status est_ggml_reserve(const struct est_ggml_graph *g, uint64_t alignment, uint64_t *bytes,
-                                struct gm_error *err);
+                                uint64_t *offsets, struct gm_error *err);
 
 #endif

@@ -843,7 +843,9 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_KV_CPY] =
         FLAG("kv-cpy",
              "llama.cpp writes the KV cache with ggml_cpy into views, without row indices "
-             "(builds before August 2025, PR #14959, or LLAMA_SET_ROWS=0)",
+             "(builds before PR #14959, August 2025, or up to PR #15505 with "
+             "LLAMA_SET_ROWS=0); used where the compute buffer is placed (llama, mistral, "
+             "qwen2, GPT-NeoX fully offloaded, no MoE), ignored elsewhere",
              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.kv_cpy),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "

@@ -34,19 +34,21 @@
 
 #define N EST_GGML_NONE
 
-enum { F16 = 2, F32 = 4, I32 = 4, I64 = 8 };
+/* ggml_type values (ggml.h) of the tensors the graph makes */
+enum { F32 = 0, F16 = 1, I32 = 26, I64 = 27 };
 
-/* A layout key: tensors of one type and shape (all contiguous here) share it. */
-static uint64_t lay(uint64_t ne0, uint64_t ne1, uint64_t ne2, uint64_t type)
+static uint64_t type_bytes(uint64_t type)
 {
-    return (ne0 & 0xfffffu) << 40 | (ne1 & 0xfffffu) << 20 | (ne2 & 0xfffu) << 8 | type;
+    return type == F16 ? 2 : type == I64 ? 8 : 4;
 }
 
-/* A tensor of ne0 x ne1 x ne2 elements of 'type' bytes. */
+/* A tensor of ne0 x ne1 x ne2 elements of ggml type 'type'; a size past 64 bits saturates,
+ * and est_ggml_reserve() refuses it. */
 static uint32_t add(struct est_ggml_graph *gr, uint64_t ne0, uint64_t ne1, uint64_t ne2,
                     uint64_t type, uint32_t flags, uint32_t a, uint32_t b)
 {
-    return est_ggml_push(gr, ne0 * ne1 * ne2 * type, lay(ne0, ne1, ne2, type), flags, a, b);
+    return est_ggml_push(gr, gm_mul_sat(gm_mul_sat(ne0, ne1), gm_mul_sat(ne2, type_bytes(type))),
+                         (struct est_ggml_layout){{ne0, ne1, ne2}, type}, flags, a, b);
 }
 
 /* rms_norm, then mul by the norm's weight (build_norm, LLM_NORM_RMS) */
@@ -87,8 +89,8 @@ static uint32_t attention(struct est_ggml_graph *gr, const struct est_llamacpp_g
     const uint64_t ub = g->n_ubatch, hd = g->head_dim ? g->head_dim : 1, heads = g->heads,
                    cells = g->cells;
     uint32_t att;
-    est_ggml_push(gr, 0, 0, EST_GGML_EXTERNAL, est_ggml_view(gr, k), in->k_idxs);
-    est_ggml_push(gr, 0, 0, EST_GGML_EXTERNAL, est_ggml_view(gr, v), in->v_idxs);
+    add(gr, 0, 0, 0, F16, EST_GGML_EXTERNAL, est_ggml_view(gr, k), in->k_idxs);
+    add(gr, 0, 0, 0, F16, EST_GGML_EXTERNAL, est_ggml_view(gr, v), in->v_idxs);
     q = est_ggml_view(gr, est_ggml_view(gr, q)); /* view_4d by stream, permute */
     if (g->flash_attn) {
         if (in->mask_fa == N)
@@ -140,7 +142,7 @@ static uint32_t neox_layer(struct est_ggml_graph *gr, const struct est_llamacpp_
     const uint64_t ub = g->n_ubatch, h = g->hidden, hd = g->head_dim ? g->head_dim : 1;
     uint32_t cur, qkv, q, k, v, att, res, x;
     cur = layer_norm(gr, h, ub, inp, 0);
-    qkv = proj(gr, g->q_width + 2 * g->kv_width, ub, true, cur);
+    qkv = proj(gr, gm_add_sat(g->q_width, gm_mul_sat(2, g->kv_width)), ub, true, cur);
     q = add(gr, g->q_width, ub, 1, F32, 0, est_ggml_view(gr, qkv), N);
     q = add(gr, hd, g->heads, ub, F32, EST_GGML_INPLACE, est_ggml_view(gr, q), in->pos);
     k = add(gr, g->kv_width, ub, 1, F32, 0, est_ggml_view(gr, qkv), N);
@@ -173,7 +175,7 @@ static void build(struct est_ggml_graph *gr, const struct est_llamacpp_graph *g)
     } else {
         in.k_idxs = add(gr, ub, 1, 1, I64, 0, N, N);
         in.v_idxs = g->flash_attn ? add(gr, ub, 1, 1, I64, 0, N, N)
-                                  : add(gr, 1, g->kv_width * ub, 1, I64, 0, N, N);
+                                  : add(gr, 1, gm_mul_sat(g->kv_width, ub), 1, I64, 0, N, N);
     }
     in.mask = add(gr, g->cells, ub, 1, F32, 0, N, N);
     in.out_ids = add(gr, ub, 1, 1, I32, 0, N, N);
@@ -195,7 +197,7 @@ enum gm_status est_llamacpp_placed_bytes(const struct est_llamacpp_graph *g, uin
     enum gm_status st;
     build(&gr, g);
     /* CUDA's buffer alignment (ggml_backend_cuda_buffer_type_get_alignment): 128 bytes */
-    st = est_ggml_reserve(&gr, 128, bytes, err);
+    st = est_ggml_reserve(&gr, 128, bytes, NULL, err);
     est_ggml_graph_release(&gr);
     return st;
 }

@@ -1093,7 +1093,8 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     struct est_llamacpp_graph g = {0};
     uint64_t w = cx->stored_weight_bytes, embd, kv, rs, ctx, ub, compute, out, experts = 0,
              batch = j->workload.batch ? j->workload.batch : 1, gpu_weights, host_layers, body,
-             L = m->n_layers ? m->n_layers : 1, on, kv_layers = est_kv_layers(m);
+             L = m->n_layers ? m->n_layers : 1, on, kv_layers = est_kv_layers(m), cells,
+             pad = lc->flash_attn || !lc->kv_cpy ? 256 : 32;
     bool output_on, placed;
     const char *kvname = "f16";
     uint32_t kv_type = 1;
@@ -1109,7 +1110,16 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     ub = lc->n_ubatch ? lc->n_ubatch : 512;
     if (ub > ctx)
         ub = ctx;
-    if ((st = llamacpp_kv(m, kv_type, ctx, batch, ub, &kv, err)))
+    /* llama.cpp pads n_ctx once and sizes both the cache and the reserved graph's masks and
+     * scores by it: to 256 cells since PR #17046 (November 2025); before it to
+     * llama_kv_cache::get_padding(), 256 with flash attention and 32 without (a --kv-cpy
+     * build predates it).  n_ctx is a uint32_t there. */
+    cells = gm_add_sat(ctx, pad - 1) / pad * pad;
+    if (cells > UINT32_MAX)
+        return gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                       "--engine llama.cpp: n_ctx of %llu cells is past llama.cpp's 32-bit n_ctx",
+                       (unsigned long long)cells);
+    if ((st = llamacpp_kv(m, kv_type, cells, batch, ub, &kv, err)))
         return st;
     /* the layers on the GPU carry their KV cache; the experts of the first --n-cpu-moe layers
      * stay in host memory */
@@ -1130,14 +1140,14 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     (void)gm_ggml_type_bytes(kv_type, 0, &(uint64_t){0}, &kvname);
 
     g.n_ubatch = ub;
-    g.cells = (ctx + 255) / 256 * 256; /* the cache is padded to 256 cells */
+    g.cells = cells;
     g.hidden = m->hidden;
-    g.q_width = m->n_heads * m->head_dim;
-    g.kv_width = m->n_kv_heads * m->head_dim;
+    g.q_width = gm_mul_sat(m->n_heads, m->head_dim);
+    g.kv_width = gm_mul_sat(m->n_kv_heads, m->head_dim);
     g.heads = m->n_heads;
     g.ff = m->n_experts && m->n_experts_active
-               ? (m->moe_intermediate ? m->moe_intermediate : m->intermediate) *
-                     (m->n_experts_active + m->n_shared_experts)
+               ? gm_mul_sat(m->moe_intermediate ? m->moe_intermediate : m->intermediate,
+                            gm_add_sat(m->n_experts_active, m->n_shared_experts))
                : m->intermediate;
     g.vocab = m->vocab;
     g.flash_attn = lc->flash_attn;
@@ -1150,8 +1160,9 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
         uint64_t width = m->moe_intermediate ? m->moe_intermediate : m->intermediate,
                  big = m->n_experts ? gm_mul_sat(m->n_experts, gm_mul_sat(m->hidden, width))
                                     : gm_mul_sat(m->hidden, m->intermediate),
-                 layer_params = gm_add_sat(gm_mul_sat(m->hidden, 2 * g.q_width + 2 * g.kv_width),
-                                           gm_mul_sat(3, big)),
+                 layer_params = gm_add_sat(
+                     gm_mul_sat(m->hidden, gm_mul_sat(2, gm_add_sat(g.q_width, g.kv_width))),
+                     gm_mul_sat(3, big)),
                  layer_bytes = body / L;
         g.host_layer_bytes = layer_params ? gm_mul_div_u64(layer_bytes, big, layer_params) : 0;
     }
@@ -1171,7 +1182,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
     compute = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)compute,
                                       0.75 * (double)compute, 1.5 * (double)compute));
     e->serving.compute_buffer_bytes = compute;
-    e->serving.kv_bytes_per_token = ctx ? kv / ctx : 0;
+    e->serving.kv_bytes_per_token = cells ? kv / cells : 0;
     e->serving.n_ctx = ctx;
 
     for (size_t i = 0; i < e->n_components; i++) {
@@ -1183,7 +1194,7 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                  "GGUF tensors on the GPU (%llu B of token_embd stay in host memory)",
                  (unsigned long long)embd);
     }
-    snprintf(note, sizeof note, "n_ctx %llu cells at %s", (unsigned long long)ctx, kvname);
+    snprintf(note, sizeof note, "n_ctx %llu cells at %s", (unsigned long long)cells, kvname);
     if ((st = est_add(e, GM_KIND_KV_CACHE, "kv_cache", kv, GM_EST_PHASE_INFER_ALL, false,
                       GM_EXTENT_ALL_LAYERS, note, err)))
         return st;
@@ -1226,6 +1237,9 @@ static enum gm_status engine_llamacpp(struct est_ctx *cx, struct gm_error *err)
                (unsigned long long)ub,
                placed ? "where ggml-alloc places the reserved graph's tensors, in order"
                       : "the largest set of the reserved graph's tensors alive at once");
+    if (!placed && lc->kv_cpy)
+        est_assume(e, "llama.cpp: --kv-cpy ignored: it changes only the placed compute buffer "
+                      "(llama, mistral, qwen2, GPT-NeoX fully offloaded, no MoE)");
     return GM_OK;
 }
 
