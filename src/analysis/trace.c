@@ -11,6 +11,7 @@
 #include "analysis/analysis_int.h"
 
 #include "base/outbuf.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
@@ -298,7 +299,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
 }
 
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl)
+                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
@@ -360,7 +361,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
 }
 
 static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl,
+                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl,
                        int64_t t0)
 {
     const struct gm_snapshot *snap = c->snap;
@@ -452,6 +453,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     size_t n_batch;
     bool past_to = false;
     enum gm_status st;
+    struct snap_walk_totals after[GM_SNAPSHOT_CURSOR_BATCH];
     if (json) {
         if (!(jl = gm_malloc(sizeof(*jl))))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
@@ -480,7 +482,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
     }
     /* a batch at a time, its events [k0, k0 + n) cut to [from, to] */
-    while (!past_to && (n_batch = gm_snapshot_walk_batch(&wk, &e)) > 0) {
+    while (!past_to && (n_batch = snap_walk_batch(&wk, &e, after)) > 0) {
         size_t n = n_batch, k0 = wk.cur.index + 1 - n, i = 0;
         if (k0 + n - 1 > opts->to) {
             n = opts->to >= k0 ? (size_t)(opts->to - k0) + 1 : 0;
@@ -490,9 +492,9 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
             i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
         for (; i < n; i++)
             if (json)
-                json_event(o, c, jl, k0 + i, &e[i], &wk.after[i]);
+                json_event(o, c, jl, k0 + i, &e[i], &after[i]);
             else
-                text_event(o, c, k0 + i, &e[i], &wk.after[i], t0);
+                text_event(o, c, k0 + i, &e[i], &after[i], t0);
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {

@@ -768,7 +768,8 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
     return e;
 }
 
-size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events)
+size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events,
+                       struct snap_walk_totals *after)
 {
     struct addr_map *m = w->map_;
     struct gm_snapshot_cursor *c = &w->cur;
@@ -784,8 +785,8 @@ size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapsh
     k = c->index;
     for (size_t i = 0; i < n; i++) {
         walk_step(w, m, &e[i], ++k);
-        w->after[i].allocated = w->allocated;
-        w->after[i].reserved = w->reserved;
+        after[i].allocated = w->allocated;
+        after[i].reserved = w->reserved;
     }
     *events = e;
     c->p = e + n;
