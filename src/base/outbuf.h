@@ -69,8 +69,6 @@ static inline char *gm_fmt_str(char *p, const char *s, size_t n)
 /* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"); the padding is written
  * eight spaces at a time, so up to seven bytes past the end are room (overwritten). */
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width);
-/* "%*s": right-aligned. */
-char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
 /* "%*llu" (width 0: none) where the padding and GM_FMT_ROOM bytes past it are room: the
  * digits are gm_fmt_u64_room()'s, so what lies past the number up to there is
  * overwritten. */
