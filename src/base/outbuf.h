@@ -19,6 +19,8 @@
 #ifndef GM_BASE_OUTBUF_H
 #define GM_BASE_OUTBUF_H
 
+#include "base/hint.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,7 +110,7 @@ static inline void gm_store64(char *p, uint64_t v)
  * (gm_digits8), the leading zeros of the first word shifted out: no loop and no table, for
  * the millions of numbers of a report's page data. */
 #define GM_FMT_ROOM 20
-static inline __attribute__((always_inline)) char *gm_fmt_u64_room(char *p, uint64_t v)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_room(char *p, uint64_t v)
 {
     uint64_t lead = v, rest = 0, d;
     unsigned n_rest = 0, z;

@@ -22,6 +22,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include "base/budget.h"
+#include "base/hint.h"
 #include "base/vec.h"
 
 #include "gpumem/arena.h"
@@ -82,8 +83,8 @@ static bool am_reserve(struct addr_map *m, size_t n)
 
 /* addr -> the alloc event 'e' (index k); *displaced gets the pending allocation it
  * replaces, if any (its ev is AM_EMPTY otherwise). */
-static inline __attribute__((always_inline)) bool
-am_set(struct addr_map *m, const struct gm_snapshot_event *e, int32_t k, struct pend *displaced)
+static GM_INLINE_ALWAYS bool am_set(struct addr_map *m, const struct gm_snapshot_event *e,
+                                    int32_t k, struct pend *displaced)
 {
     bool added;
     uint64_t *slot = gm_map_at(&m->map, e->addr, &added);
@@ -358,8 +359,8 @@ static void fold_give_up(struct snap_fold *f)
  * maxima; the allocated sum rises only at an alloc and the reserved one only at a segment
  * alloc or map, so their first maxima are looked for there alone.  False when the map or
  * a list cannot grow. */
-static inline __attribute__((always_inline)) bool
-fold_event(struct snap_fold *f, const struct gm_snapshot_event *e, int64_t k)
+static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_snapshot_event *e,
+                                        int64_t k)
 {
     struct addr_map *m = &f->m;
     f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
