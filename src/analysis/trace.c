@@ -298,6 +298,13 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     }
 }
 
+/* The row of an event's action in the per-action tables (action_col, jl->action): its
+ * own, or the last ("other") for an action the library does not know. */
+static inline unsigned action_slot(unsigned a)
+{
+    return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
                        const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
 {
@@ -322,7 +329,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (t && t->name) {
         p = put_text(o, p, t->name, t->n_name);
     } else {
-        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        unsigned a = action_slot(e->action);
         memcpy(p, jl->action[a], sizeof(jl->action[a]));
         p += jl->n_action[a];
     }
@@ -380,7 +387,7 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         const struct xtext *t = extra_of(c, e->extra, false);
         p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
-        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        unsigned a = action_slot(e->action);
         memcpy(p, c->action_col[a], sizeof(c->action_col[a]));
         p += c->n_action_col[a];
     }
