@@ -540,9 +540,11 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     }
     gm_outbuf_init(o, f);
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
-        /* the library's names: a few bytes each */
+        /* the library's names (14 bytes at most), bounded by the column's room all the
+         * same: the name, then when it is shorter than 15 spaces eight at a time, up to
+         * seven bytes past the 15th (gm_fmt_left()); text_event copies the whole room */
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
-        size_t n = strlen(an) < 16 ? strlen(an) : 16;
+        size_t n = strnlen(an, sizeof(c.action_col[a]) - 1);
         c.n_action_col[a] = (uint8_t)(gm_fmt_left(c.action_col[a], an, n, 15) - c.action_col[a]);
     }
     for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)
