@@ -291,6 +291,9 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
 /* Whether the job's GPUs lack peer access: --no-p2p, or a catalog GPU without it. */
 bool est_no_p2p(const struct gm_job *j);
+/* Whether NCCL's buffers on this GPU and vLLM's custom all-reduce can use peer access to other
+ * GPUs of the node: peer access, and more than one GPU per node (stage_runtime.c). */
+bool est_node_peers(const struct est_ctx *cx);
 uint64_t est_nccl_bytes(struct est_ctx *cx);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
@@ -419,7 +422,7 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
 /* The NCCL memory vLLM 'version' (0: the current release) counts as non-torch growth because
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
- * with peer access ('p2p'), else 0. */
+ * with peer access within the node ('p2p', est_node_peers), else 0. */
 uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */

@@ -95,7 +95,8 @@ static const char *vllm_era_text(enum vllm_era e)
                "start-up NCCL outside it, the profile run's NCCL inside)";
     case VLLM_V1_GRAPHS:
         return "budget minus weights, profile peak, non-torch growth and the estimated "
-               "CUDA-graph pool (CUDA context and start-up NCCL outside it)";
+               "CUDA-graph pool (CUDA context and start-up NCCL outside it, the profile run's "
+               "NCCL inside)";
     }
     return "?";
 }
@@ -497,7 +498,8 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
  * connects for it then is non-torch growth.  Its size is not a vLLM setting: 420 MiB is read
  * from one pair of logs of the validation rows, v015 at tp 2 (563.2 MiB printed) less v016 at
  * tp 1 (143.4 MiB; the same model, version and H100), and judged on the other tp 2 row of
- * that version (v021).  None without peer access, where NCCL's buffers are host memory. */
+ * that version (v021).  None without peer access within the node (no peer access, or one GPU
+ * per node), where NCCL's buffers are host memory. */
 #define VLLM_PROFILE_NCCL_BYTES (420 * GM_MIB)
 
 uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p)
@@ -541,8 +543,9 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
     case VLLM_V1_GRAPHS:
         break;
     }
-    return gm_add_sat(own > ca ? own - ca : 0,
-                      est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, !est_no_p2p(j)));
+    return gm_add_sat(
+        own > ca ? own - ca : 0,
+        est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, est_node_peers(cx)));
 }
 
 /* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
@@ -636,11 +639,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    /* the custom all-reduce maps its peers' IPC buffers: peer access, and a group within one
-     * node of the resolved layout (CustomAllreduce.__init__: "disabled because this process
-     * group spans across nodes", vllm/distributed/device_communicators/custom_all_reduce.py
-     * @ 0ad8064) */
-    ca = est_vllm_custom_allreduce_bytes(t, !est_no_p2p(j) && t <= e->layout.gpus_per_node);
+    /* the custom all-reduce maps its peers' IPC buffers: peer access within the node, and a
+     * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because
+     * this process group spans across nodes",
+     * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
+    ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes

@@ -153,6 +153,16 @@ bool est_no_p2p(const struct gm_job *j)
     return j->runtime.no_p2p || j->gpu.no_p2p;
 }
 
+/* Whether this GPU reaches other GPUs of its own node by peer access: the GPUs have it (not
+ * --no-p2p, not a board without it) and the resolved layout puts more than one GPU on a node.
+ * This one fact decides where NCCL keeps its buffers (its P2P transport's are on the device;
+ * without it the SHM or network transport keeps them in host memory) and, with a group inside
+ * one node, whether vLLM's custom all-reduce can map its peers' buffers. */
+bool est_node_peers(const struct est_ctx *cx)
+{
+    return !est_no_p2p(cx->job) && cx->e->layout.gpus_per_node > 1;
+}
+
 uint64_t est_nccl_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
@@ -160,20 +170,26 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     double per;
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
-    /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
-     * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
-     * buffers take no device memory */
-    if (est_no_p2p(j) && !est_given(j, EST_SET_NCCL))
-        return 0;
-    /* with one GPU per node every connection of every communicator goes through NCCL's
-     * network transport, whose ring and tree buffers are host memory unless GPUDirect RDMA
-     * puts the receive buffers of its few network channels on the GPU
-     * (recvProxyConnect: NCCL_NET_MAP_ADD_POINTER(map, 0, resources->useGdr, ...), NVIDIA/nccl
-     * src/transport/net.cc @ b647562): none, or tens of MiB, not the P2P buffers that --nccl
-     * stands for */
-    if (cx->e->layout.gpus_per_node == 1 && !est_given(j, EST_SET_NCCL))
+    if (!est_node_peers(cx) && !est_given(j, EST_SET_NCCL)) {
+        /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
+         * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
+         * buffers take no device memory */
+        if (est_no_p2p(j))
+            return 0;
+        /* with one GPU per node every connection of every communicator goes through NCCL's
+         * network transport, whose ring and tree buffers are host memory unless GPUDirect
+         * RDMA puts them on the GPU: then each network connection, sending or receiving, holds
+         * its SIMPLE (4 MiB) and LL128 (4.69 MiB) buffers there, 8.69 MiB, and its LL buffer
+         * stays in host memory (sendProxyConnect and recvProxyConnect:
+         * NCCL_NET_MAP_ADD_POINTER(map, 0, p != NCCL_PROTO_LL && resources->useGdr, ...),
+         * NVIDIA/nccl src/transport/net.cc @ 022c022; the sizes are computeBuffSizes'
+         * defaults, src/init.cc).  So none, or 8.69 MiB x the network connections, not the P2P
+         * buffers that --nccl stands for.  The upper end, 64 MiB a communicator (about 7
+         * such connections: a ring's send and receive and a tree's on two channels), is a
+         * guess: the number of network channels NCCL picks is not derived here. */
         return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false, 0.0, 0.0,
                                        64.0 * (double)GM_MIB * (double)comms));
+    }
     per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
                         (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
     return est_round(per * (double)comms);

@@ -968,6 +968,15 @@ static void test_vllm_non_torch_by_version(void **state)
     assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
     gm_estimate_free(est);
     est = NULL;
+    /* with one GPU per node that communicator connects through NCCL's network transport,
+     * whose buffers are host memory as the start-up communicators' are */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 2 --gpus-per-node 1", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
     /* the custom all-reduce follows the resolved layout: 8 GPUs of 4 per node put a tp 8
      * group on two nodes, 8 GPUs alone fill one node */
     job_make("llama-3.1-8b",

@@ -220,15 +220,25 @@ def gpu_count(doc):
     return sum(d.get("count", 1) for d in doc.get("devices") or []) or 1
 
 
-def beyond_replay(row, doc):
-    """(GiB, fp32 logits copies, loss form, GPUs, whether the replay emptied its cache) of a
-    device row beyond the replay's own device figure, or None when the estimate did not replay
-    the step (or the replay ran out of memory: then its figure is not what a run that fit held)."""
+def replayed_device(row, doc):
+    """The replay's own device figure (bytes) of a device row whose step the estimate replayed:
+    the estimate's device figure with the replay's reserved peak in place of its own; None when
+    the row is not a device row, the step was not replayed, or the replay ran out of memory
+    (then its figure is not what a run that fit held)."""
     replay = doc.get("replay")
     if row["counter"] != "device" or not replay or replay.get("oom"):
         return None
     peak = doc["peak"]
-    replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
+    return peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
+
+
+def beyond_replay(row, doc):
+    """(GiB, fp32 logits copies, loss form, GPUs, whether the replay emptied its cache) of a
+    device row beyond the replay's own device figure, or None when the estimate did not replay
+    the step (or the replay ran out of memory: then its figure is not what a run that fit held)."""
+    replayed = replayed_device(row, doc)
+    if replayed is None:
+        return None
     # the fp32 logits of one GPU as the estimate counts them: the loss's tokens there and the
     # vocabulary its logits hold (V / tp)
     copy = 4 * doc["phases"]["loss_tokens"] * doc["phases"]["loss_vocab"]
@@ -236,7 +246,7 @@ def beyond_replay(row, doc):
         return None
     beyond = int(row["measured"]) - replayed
     return (beyond / GIB, beyond / float(copy), doc["inputs"]["loss"], gpu_count(doc),
-            replay.get("oom_retries", 0) > 0)
+            doc["replay"].get("oom_retries", 0) > 0)
 
 
 def beyond_replay_lines(source, found):
@@ -272,13 +282,12 @@ def by_setup(row, doc):
     """(setup, error of the estimate, error of the replay's own device figure, whether the
     HF stack's floor decided) of a device row whose step the estimate replayed, or None (not
     replayed, or the replay ran out of memory)."""
-    replay = doc.get("replay")
-    if row["counter"] != "device" or not replay or replay.get("oom"):
+    replayed = replayed_device(row, doc)
+    if replayed is None:
         return None
-    peak, measured = doc["peak"], int(row["measured"])
-    replayed = peak["device_bytes"] - peak["reserved_bytes"] + replay["reserved_peak_bytes"]
-    return (setup_of(doc), peak["device_bytes"] / measured - 1.0, replayed / measured - 1.0,
-            bool(replay.get("floor_decides")))
+    measured = int(row["measured"])
+    return (setup_of(doc), doc["peak"]["device_bytes"] / measured - 1.0,
+            replayed / measured - 1.0, bool(doc["replay"].get("floor_decides")))
 
 
 def by_setup_lines(source, found):
@@ -307,7 +316,7 @@ def stream_floor(row, doc):
     freed on the way: then a stream's reservation can fall below its live peak)."""
     replay = doc.get("replay")
     if (row["counter"] != "reserved" or not replay or replay.get("oom") or
-            replay.get("oom_retries", 0) > 0):
+            doc["replay"].get("oom_retries", 0) > 0):
         return None
     floor = sum(replay["live_peak_by_stream_bytes"].values())
     return (floor / GIB, (replay["reserved_peak_bytes"] - floor) / GIB,
@@ -417,12 +426,15 @@ def main(argv):
                 by_diff.setdefault(row["counter"], []).append(pred - measured)
             runs.setdefault((row["source_row"], row["args"]), {})[row["counter"]] = (
                 row["id"], measured, pred)
-            if beyond_out and beyond_replay(row, doc) is not None:
-                beyond.append((row["id"], beyond_replay(row, doc)))
-            if floor_out and stream_floor(row, doc) is not None:
-                floors.append((row["id"], stream_floor(row, doc)))
-            if setup_out and by_setup(row, doc) is not None:
-                setups.append(by_setup(row, doc))
+            found = beyond_replay(row, doc) if beyond_out else None
+            if found is not None:
+                beyond.append((row["id"], found))
+            found = stream_floor(row, doc) if floor_out else None
+            if found is not None:
+                floors.append((row["id"], found))
+            found = by_setup(row, doc) if setup_out else None
+            if found is not None:
+                setups.append(found)
             by_counter.setdefault(row["counter"], []).append(e)
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
