@@ -1474,29 +1474,31 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
     gm_analysis_free(part);
 }
 
+/* The actions of the random traces, allocations and frees more often than the rest. */
+static const uint8_t random_actions[] = {GM_ACTION_ALLOC,
+                                         GM_ACTION_ALLOC,
+                                         GM_ACTION_ALLOC,
+                                         GM_ACTION_FREE_REQUESTED,
+                                         GM_ACTION_FREE_COMPLETED,
+                                         GM_ACTION_FREE_COMPLETED,
+                                         GM_ACTION_SEGMENT_ALLOC,
+                                         GM_ACTION_SEGMENT_FREE,
+                                         GM_ACTION_SEGMENT_MAP,
+                                         GM_ACTION_SEGMENT_UNMAP,
+                                         GM_ACTION_OOM,
+                                         GM_ACTION_SNAPSHOT,
+                                         GM_ACTION_OTHER};
+
 static void test_random_traces(void **state)
 {
     (void)state;
     static struct trace t;
-    static const uint8_t actions[] = {GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_FREE_REQUESTED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_SEGMENT_ALLOC,
-                                      GM_ACTION_SEGMENT_FREE,
-                                      GM_ACTION_SEGMENT_MAP,
-                                      GM_ACTION_SEGMENT_UNMAP,
-                                      GM_ACTION_OOM,
-                                      GM_ACTION_SNAPSHOT,
-                                      GM_ACTION_OTHER};
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int round = 0; round < 300; round++) {
         size_t n = (size_t)(rng_next(&x) % 250);
         t.n = 0;
         for (size_t i = 0; i < n; i++) {
-            uint8_t a = actions[rng_next(&x) % sizeof(actions)];
+            uint8_t a = random_actions[rng_next(&x) % sizeof(random_actions)];
             uint64_t addr = 0x10000 + (rng_next(&x) % 12) * 0x1000;
             uint64_t size = 1 + rng_next(&x) % 0x3000;
             ev(&t, (enum gm_snapshot_action)a, addr, size, (uint32_t)(rng_next(&x) % N_ST));
@@ -1544,25 +1546,12 @@ static void test_random_traces(void **state)
  * of 65,535 us or more, kept apart (5). */
 static void random_timed_trace(struct trace *t, uint64_t *x, int road)
 {
-    static const uint8_t actions[] = {GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_FREE_REQUESTED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_SEGMENT_ALLOC,
-                                      GM_ACTION_SEGMENT_FREE,
-                                      GM_ACTION_SEGMENT_MAP,
-                                      GM_ACTION_SEGMENT_UNMAP,
-                                      GM_ACTION_OOM,
-                                      GM_ACTION_SNAPSHOT,
-                                      GM_ACTION_OTHER};
     size_t n = 1 + (size_t)(rng_next(x) % 250);
     int64_t time = 1700000000000000 + (int64_t)(rng_next(x) % 1000);
     t->n = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t addr = 0x10000 + (rng_next(x) % 12) * 0x1000;
-        ev(t, (enum gm_snapshot_action)actions[rng_next(x) % sizeof(actions)], addr,
+        ev(t, (enum gm_snapshot_action)random_actions[rng_next(x) % sizeof(random_actions)], addr,
            1 + rng_next(x) % 0x3000, (uint32_t)(rng_next(x) % N_ST));
         time += (int64_t)(rng_next(x) % 3 ? rng_next(x) % 50 : 0);
         if (road == 1 && i == n / 2)
