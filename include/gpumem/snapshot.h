@@ -631,27 +631,11 @@ void gm_snapshot_timeline_release(struct gm_snapshot_timeline *tl);
  * Before the first gm_snapshot_walk_next() allocated and reserved hold the initial state.
  * 'tl' is this device's timeline (its initial figures are used; it may be released after
  * the call).  Errors (of the init only; gm_snapshot_walk_next() cannot fail): GM_ERR_NOMEM,
- * GM_ERR_LIMIT.
- *
- * gm_snapshot_walk_batch() takes the next events a batch at a time, with the totals after
- * each in w.after[] (for a writer of millions of lines: no call per event):
- *
- *   while ((n = gm_snapshot_walk_batch(&w, &ev)) > 0)
- *       for (size_t i = 0; i < n; i++)
- *           ... event w.cur.index + 1 - n + i is ev[i], after it w.after[i] ...
- *
- * The two calls may be mixed on one walk. */
-struct gm_snapshot_walk_totals {
-    uint64_t allocated; /* bytes */
-    uint64_t reserved;  /* bytes */
-};
-
+ * GM_ERR_LIMIT. */
 struct gm_snapshot_walk {
     struct gm_snapshot_cursor cur;
     uint64_t allocated; /* bytes after the event last returned */
     uint64_t reserved;
-    /* gm_snapshot_walk_batch(): the totals after each event of the batch */
-    struct gm_snapshot_walk_totals after[GM_SNAPSHOT_CURSOR_BATCH];
     /* private */
     uint64_t res_;
     void *map_;
@@ -661,11 +645,6 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
                                      const struct gm_snapshot_device *dev,
                                      const struct gm_snapshot_timeline *tl, struct gm_error *err);
 const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w);
-/* The next events, at most GM_SNAPSHOT_CURSOR_BATCH: *events points to them (borrowed, valid
- * until the next call on the walk), w->after[i] holds the totals after events[i], and
- * allocated, reserved and cur.index are those after the last one, as gm_snapshot_walk_next()
- * leaves them.  Returns how many; 0 after the last event. */
-size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events);
 void gm_snapshot_walk_release(struct gm_snapshot_walk *w);
 
 /* ---- user phases: gpumem.torch.record()'s phase() marks ----

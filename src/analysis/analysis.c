@@ -910,6 +910,44 @@ static inline void count_alloc(const struct gm_analysis_alloc *a, bool freed, ui
         *lifetime += d;
 }
 
+/* The event of allocation ai, and of the free_completed that ends allocation free_of[fi]
+ * (the series pass takes both in trace order); -2 past the last one. */
+static inline int64_t alloc_event_of(const struct gm_analysis_device *dev, size_t ai)
+{
+    return ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+}
+static inline int64_t free_event_of(const struct work *w, size_t fi)
+{
+    return fi < w->n_free_of ? w->dev->allocs[w->free_of[fi]].free_event : -2;
+}
+
+/* The series pass's next allocation (*ai) counted as made, or its next free (*fi) as freed;
+ * *ai or *fi and *next_alloc or *next_free then name the one after. */
+static GM_INLINE_ALWAYS const struct gm_analysis_alloc *
+take_alloc(const struct gm_analysis_device *dev, size_t *ai, int64_t *next_alloc, uint64_t *cur,
+           uint64_t *total, uint64_t *unexplained, uint64_t *lifetime)
+{
+    const struct gm_analysis_alloc *a = &dev->allocs[(*ai)++];
+    *next_alloc = alloc_event_of(dev, *ai);
+    count_alloc(a, false, cur, total, unexplained, lifetime);
+    return a;
+}
+static GM_INLINE_ALWAYS void take_free(const struct work *w, size_t *fi, int64_t *next_free,
+                                       uint64_t *cur, uint64_t *total, uint64_t *unexplained,
+                                       uint64_t *lifetime)
+{
+    count_alloc(&w->dev->allocs[w->free_of[(*fi)++]], true, cur, total, unexplained, lifetime);
+    *next_free = free_event_of(w, *fi);
+}
+
+/* The microseconds from event k - 1 to event k as scan_trace kept them (w->dt), the wide
+ * ones the next of dt_wide[] (*wi, moved on). */
+static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
+{
+    uint32_t d = dt[k];
+    return d == DT_WIDE ? dt_wide[(*wi)++] : d;
+}
+
 /* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
 static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, uint8_t ph,
                                   uint64_t total, const uint64_t *cur)
@@ -1035,8 +1073,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     int64_t it_last = dev->n_iterations ? dev->iterations[0].last_event : INT64_MAX;
     /* the next allocation, free_completed (each ends the allocation free_of[] names, in
      * trace order) and segment event (-2: none) */
-    int64_t next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
-    int64_t next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+    int64_t next_alloc = alloc_event_of(dev, ai);
+    int64_t next_free = free_event_of(w, fi);
     int64_t next_seg = si < seg->n ? seg->ev[si].k : -2;
     struct ana_user_cursor uc;
     ana_user_cursor_init(&uc, dev);
@@ -1046,7 +1084,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
      * and at an iteration's first and last events and the one before its first: between
      * two, the bytes change only at allocations and frees, taken in trace order (an
      * allocation may make the iteration's peak), and the times of the events passed over
-     * are added up. */
+     * are added up.  The reserved bytes are not kept there (the segment events passed over
+     * are not applied): without the series and the totals nothing reads them. */
     const bool skip_quiet = n && !series && !lt && !dev->n_user_ranges && !read_trace;
     int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
     size_t mark_it = 0;
@@ -1062,12 +1101,9 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             } else {
                 /* alternate two: prev_e stays the event before */
                 struct gm_snapshot_event *ke = &known[p & 1];
-                if (dt) {
-                    uint32_t d = dt[k];
-                    if (d == DT_WIDE)
-                        d = dt_wide[wi++];
-                    ke->time_us = known[(p - 1) & 1].time_us + (int64_t)d;
-                }
+                if (dt)
+                    ke->time_us =
+                        known[(p - 1) & 1].time_us + (int64_t)step_us(dt, dt_wide, k, &wi);
                 e = ke;
             }
             if (series)
@@ -1095,23 +1131,22 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             if (up != UINT32_MAX)
                 dev->user_phases[up].n_events++;
             if (k == next_alloc) {
-                const struct gm_analysis_alloc *a = &dev->allocs[ai++];
-                next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+                const struct gm_analysis_alloc *a =
+                    take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
                 if (up != UINT32_MAX)
                     dev->user_phases[up].allocated_bytes += a->bytes;
-                count_alloc(a, false, cur, &total, &unexplained, &lifetime);
             }
-            if (k == next_free) {
-                count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
-                            &lifetime);
-                next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
-            }
-            /* only a segment event changes it (the first event sets it from the raw start) */
-            if (k == next_seg) {
-                reserved = gm_snapshot_reserved_step(&res, &seg->ev[si++].e);
-                next_seg = si < seg->n ? seg->ev[si].k : -2;
-            } else if (k == 0) {
-                reserved = gm_snapshot_reserved_step(&res, &no_step);
+            if (k == next_free)
+                take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
+            /* only a segment event changes it (the first event sets it from the raw start);
+             * read by the series and the totals alone */
+            if (series || lt) {
+                if (k == next_seg) {
+                    reserved = gm_snapshot_reserved_step(&res, &seg->ev[si++].e);
+                    next_seg = si < seg->n ? seg->ev[si].k : -2;
+                } else if (k == 0) {
+                    reserved = gm_snapshot_reserved_step(&res, &no_step);
+                }
             }
             if (lt)
                 gm_lod_totals_add(lt, k, e, total + walk_base, reserved);
@@ -1197,16 +1232,13 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             for (;;) {
                 if ((uint64_t)next_free < (uint64_t)to &&
                     (uint64_t)next_free < (uint64_t)next_alloc) {
-                    count_alloc(&dev->allocs[w->free_of[fi++]], true, cur, &total, &unexplained,
-                                &lifetime);
-                    next_free = fi < w->n_free_of ? dev->allocs[w->free_of[fi]].free_event : -2;
+                    take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
                     continue;
                 }
                 if ((uint64_t)next_alloc >= (uint64_t)to)
                     break;
                 int64_t ka = next_alloc;
-                count_alloc(&dev->allocs[ai++], false, cur, &total, &unexplained, &lifetime);
-                next_alloc = ai < dev->n_allocs ? dev->allocs[ai].alloc_event : -2;
+                take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
                 if (iv)
                     iteration_peak(iv, ka, w->phase[ka], total, cur);
             }
@@ -1214,7 +1246,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 /* known[to & 1] is read as the time of event to - 1 */
                 int64_t t = known[p & 1].time_us;
                 for (int64_t j = k + 1; dt && j < to; j++)
-                    t += (int64_t)(dt[j] == DT_WIDE ? dt_wide[wi++] : dt[j]);
+                    t += (int64_t)step_us(dt, dt_wide, j, &wi);
                 known[to & 1].time_us = t;
                 p = (size_t)to; /* the next pass is event 'to' */
             }

@@ -106,19 +106,20 @@ struct sites {
 static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
                                const struct gm_analysis_device *dev, int side, struct gm_error *err)
 {
-    /* stack -> site, UINT32_MAX until seen: stack ids are dense, so an array (this loop runs
-     * once per allocation, after the two files' threads, alone); an id outside the table
-     * (none in a loaded snapshot) goes through a map */
+    /* stack -> site, UINT32_MAX until seen: stack ids are dense, so an array, one per side
+     * (this loop runs once per allocation, after the two files' threads, alone).  An id
+     * outside it is never met in a loaded snapshot (the loader interns every stack below
+     * n_stacks); were one met, its site would be looked up by its key each time. */
     size_t n_ids = an->snap->n_stacks;
-    uint32_t *site_of = gm_malloc((n_ids ? n_ids : 1) * sizeof(*site_of));
-    struct gm_map by_stack = GM_MAP_INIT;
+    size_t size = (n_ids ? n_ids : 1) * sizeof(uint32_t);
+    uint32_t *site_of = gm_malloc(size);
     enum gm_status st;
     if (!site_of)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
-    memset(site_of, 0xff, (n_ids ? n_ids : 1) * sizeof(*site_of));
+    memset(site_of, 0xff, size);
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        uint32_t site = a->stack < n_ids ? site_of[a->stack] : ana_map_u32(&by_stack, a->stack);
+        uint32_t site = a->stack < n_ids ? site_of[a->stack] : UINT32_MAX;
         if (site == UINT32_MAX) {
             char *key = stack_key(an->snap, a->stack);
             if (!key)
@@ -143,8 +144,6 @@ static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_
             site = (uint32_t)idx;
             if (a->stack < n_ids)
                 site_of[a->stack] = site;
-            else if (!gm_map_put(&by_stack, a->stack, site))
-                goto nomem;
         }
         struct gm_analysis_diff_site *ds = &s->v[site];
         if (ds->stack[side] == UINT32_MAX)
@@ -162,7 +161,6 @@ static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_
 nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
 out:
-    gm_map_release(&by_stack);
     gm_free(site_of);
     return st;
 }

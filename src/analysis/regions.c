@@ -103,12 +103,11 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
         size_t k = 0;
         *has_time = true;
         while (next < nq) {
-            int64_t x = order[next]->x, t;
-            while (k < n && t0 + gm_lod_axis_kept_us(ax, k) < x)
+            int64_t x = order[next]->x, t = 0;
+            while (k < n && (t = t0 + gm_lod_axis_kept_us(ax, k)) < x)
                 k++;
             if (k == n)
                 break;
-            t = t0 + gm_lod_axis_kept_us(ax, k);
             while (next < nq && order[next]->x <= t)
                 order[next++]->event = (int64_t)k;
             k++;

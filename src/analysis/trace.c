@@ -11,6 +11,7 @@
 #include "analysis/analysis_int.h"
 
 #include "base/outbuf.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/json.h"
@@ -297,8 +298,15 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     }
 }
 
+/* The row of an event's action in the per-action tables (action_col, jl->action): its
+ * own, or the last ("other") for an action the library does not know. */
+static inline unsigned action_slot(unsigned a)
+{
+    return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl)
+                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
@@ -321,7 +329,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (t && t->name) {
         p = put_text(o, p, t->name, t->n_name);
     } else {
-        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        unsigned a = action_slot(e->action);
         memcpy(p, jl->action[a], sizeof(jl->action[a]));
         p += jl->n_action[a];
     }
@@ -360,7 +368,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
 }
 
 static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct gm_snapshot_walk_totals *tl,
+                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl,
                        int64_t t0)
 {
     const struct gm_snapshot *snap = c->snap;
@@ -379,7 +387,7 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         const struct xtext *t = extra_of(c, e->extra, false);
         p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
-        unsigned a = (unsigned)e->action < GM_ACTION_COUNT ? (unsigned)e->action : GM_ACTION_COUNT;
+        unsigned a = action_slot(e->action);
         memcpy(p, c->action_col[a], sizeof(c->action_col[a]));
         p += c->n_action_col[a];
     }
@@ -452,6 +460,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     size_t n_batch;
     bool past_to = false;
     enum gm_status st;
+    struct snap_walk_totals after[GM_SNAPSHOT_CURSOR_BATCH];
     if (json) {
         if (!(jl = gm_malloc(sizeof(*jl))))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
@@ -480,7 +489,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         gm_outbuf_put(o, line, n > 0 ? (size_t)n : 0);
     }
     /* a batch at a time, its events [k0, k0 + n) cut to [from, to] */
-    while (!past_to && (n_batch = gm_snapshot_walk_batch(&wk, &e)) > 0) {
+    while (!past_to && (n_batch = snap_walk_batch(&wk, &e, after)) > 0) {
         size_t n = n_batch, k0 = wk.cur.index + 1 - n, i = 0;
         if (k0 + n - 1 > opts->to) {
             n = opts->to >= k0 ? (size_t)(opts->to - k0) + 1 : 0;
@@ -490,9 +499,9 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
             i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
         for (; i < n; i++)
             if (json)
-                json_event(o, c, jl, k0 + i, &e[i], &wk.after[i]);
+                json_event(o, c, jl, k0 + i, &e[i], &after[i]);
             else
-                text_event(o, c, k0 + i, &e[i], &wk.after[i], t0);
+                text_event(o, c, k0 + i, &e[i], &after[i], t0);
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {
@@ -531,9 +540,11 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     }
     gm_outbuf_init(o, f);
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
-        /* the library's names: a few bytes each */
+        /* the library's names (14 bytes at most), bounded by the column's room all the
+         * same: the name, then when it is shorter than 15 spaces eight at a time, up to
+         * seven bytes past the 15th (gm_fmt_left()); text_event copies the whole room */
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
-        size_t n = strlen(an) < 16 ? strlen(an) : 16;
+        size_t n = strnlen(an, sizeof(c.action_col[a]) - 1);
         c.n_action_col[a] = (uint8_t)(gm_fmt_left(c.action_col[a], an, n, 15) - c.action_col[a]);
     }
     for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)

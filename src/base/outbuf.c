@@ -49,13 +49,6 @@ char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width)
     return n < width ? pad(p, width - n) : p;
 }
 
-char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width)
-{
-    if (n < width)
-        p = pad(p, width - n);
-    return gm_fmt_str(p, s, n);
-}
-
 /* Digits of v in decimal: the bit length gives log10 within one (1233 / 4096 ~ log10 2),
  * one comparison settles it.  Millions of numbers go through here (a trace, a report's
  * series), so no loop per digit. */

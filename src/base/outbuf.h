@@ -19,6 +19,8 @@
 #ifndef GM_BASE_OUTBUF_H
 #define GM_BASE_OUTBUF_H
 
+#include "base/hint.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,8 +71,6 @@ static inline char *gm_fmt_str(char *p, const char *s, size_t n)
 /* 's' padded with spaces to 'width' columns, left-aligned ("%-*s"); the padding is written
  * eight spaces at a time, so up to seven bytes past the end are room (overwritten). */
 char *gm_fmt_left(char *p, const char *s, size_t n, unsigned width);
-/* "%*s": right-aligned. */
-char *gm_fmt_right(char *p, const char *s, size_t n, unsigned width);
 /* "%*llu" (width 0: none) where the padding and GM_FMT_ROOM bytes past it are room: the
  * digits are gm_fmt_u64_room()'s, so what lies past the number up to there is
  * overwritten. */
@@ -110,7 +110,7 @@ static inline void gm_store64(char *p, uint64_t v)
  * (gm_digits8), the leading zeros of the first word shifted out: no loop and no table, for
  * the millions of numbers of a report's page data. */
 #define GM_FMT_ROOM 20
-static inline __attribute__((always_inline)) char *gm_fmt_u64_room(char *p, uint64_t v)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_room(char *p, uint64_t v)
 {
     uint64_t lead = v, rest = 0, d;
     unsigned n_rest = 0, z;

@@ -66,8 +66,7 @@ static inline bool flat_put(struct vm *vm, const uint8_t **pp, size_t *vlen, siz
 
 /* The value of memo slot idx for a memo reference: the slot must be below 'first' (the slots
  * in use) and final (not a hole); a node it names is marked shared.  false when it is not. */
-static inline __attribute__((always_inline)) bool memo_take(struct vm *vm, uint64_t idx,
-                                                            size_t first, pk_val *out)
+static GM_INLINE_ALWAYS bool memo_take(struct vm *vm, uint64_t idx, size_t first, pk_val *out)
 {
     pk_val v;
     if (idx >= first)
@@ -499,8 +498,8 @@ static const uint8_t *flat_frames(const uint8_t *p, const uint8_t *end, const ui
 
 /* A memo reference in a flat dict (BINGET or LONG_BINGET at p, at least FLAT_GUARD bytes
  * before the end): as flat_get(). */
-static inline __attribute__((always_inline)) const uint8_t *
-flat_ref(struct vm *vm, const uint8_t *p, size_t first, pk_val *out)
+static GM_INLINE_ALWAYS const uint8_t *flat_ref(struct vm *vm, const uint8_t *p, size_t first,
+                                                pk_val *out)
 {
     uint64_t idx;
     if (*p == OP_LONG_BINGET) {

@@ -24,6 +24,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include "base/big.h"
+#include "base/hint.h"
 
 #include <string.h>
 
@@ -131,8 +132,8 @@ void snap_ev_writer_release(struct ev_writer *w)
 
 /* Event 'e' written at p against state *s (updated): the position after it.  The caller
  * keeps the state and the position in locals, which stores through p cannot change. */
-static inline __attribute__((always_inline)) uint8_t *
-encode(uint8_t *p, struct ev_state *s, const struct gm_snapshot_event *e, unsigned a)
+static GM_INLINE_ALWAYS uint8_t *encode(uint8_t *p, struct ev_state *s,
+                                        const struct gm_snapshot_event *e, unsigned a)
 {
     uint8_t *h = p++;
     unsigned hb = a;

@@ -57,6 +57,20 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                              bool force_two_pass, struct gm_snapshot_timeline *out,
                              struct gm_error *err);
 
+/* gm_snapshot_walk a batch at a time, for a writer of millions of lines (no call per
+ * event): the next events, at most GM_SNAPSHOT_CURSOR_BATCH.  *events points to them
+ * (borrowed, valid until the next call on the walk), after[i] (room for
+ * GM_SNAPSHOT_CURSOR_BATCH, the caller's) receives the totals after events[i], and
+ * w->allocated, w->reserved and w->cur.index are those after the last one, as
+ * gm_snapshot_walk_next() leaves them; event w->cur.index + 1 - n + i is events[i].  Returns
+ * how many; 0 after the last event.  May be mixed with gm_snapshot_walk_next() on one walk. */
+struct snap_walk_totals {
+    uint64_t allocated; /* bytes */
+    uint64_t reserved;  /* bytes */
+};
+size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events,
+                       struct snap_walk_totals *after);
+
 /* ---- the timeline folded into loading (timeline.c) ----
  * A fold takes a trace's events as the loader commits them (snap_fold_events(), in order,
  * each event once), then the snapshot state (snap_fold_finish(), once the snapshot is

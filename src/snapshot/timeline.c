@@ -22,6 +22,7 @@
 #include "snapshot/snapshot_int.h"
 
 #include "base/budget.h"
+#include "base/hint.h"
 #include "base/vec.h"
 
 #include "gpumem/arena.h"
@@ -82,8 +83,8 @@ static bool am_reserve(struct addr_map *m, size_t n)
 
 /* addr -> the alloc event 'e' (index k); *displaced gets the pending allocation it
  * replaces, if any (its ev is AM_EMPTY otherwise). */
-static inline __attribute__((always_inline)) bool
-am_set(struct addr_map *m, const struct gm_snapshot_event *e, int32_t k, struct pend *displaced)
+static GM_INLINE_ALWAYS bool am_set(struct addr_map *m, const struct gm_snapshot_event *e,
+                                    int32_t k, struct pend *displaced)
 {
     bool added;
     uint64_t *slot = gm_map_at(&m->map, e->addr, &added);
@@ -358,8 +359,8 @@ static void fold_give_up(struct snap_fold *f)
  * maxima; the allocated sum rises only at an alloc and the reserved one only at a segment
  * alloc or map, so their first maxima are looked for there alone.  False when the map or
  * a list cannot grow. */
-static inline __attribute__((always_inline)) bool
-fold_event(struct snap_fold *f, const struct gm_snapshot_event *e, int64_t k)
+static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_snapshot_event *e,
+                                        int64_t k)
 {
     struct addr_map *m = &f->m;
     f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
@@ -768,7 +769,8 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
     return e;
 }
 
-size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events)
+size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events,
+                       struct snap_walk_totals *after)
 {
     struct addr_map *m = w->map_;
     struct gm_snapshot_cursor *c = &w->cur;
@@ -784,8 +786,8 @@ size_t gm_snapshot_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapsh
     k = c->index;
     for (size_t i = 0; i < n; i++) {
         walk_step(w, m, &e[i], ++k);
-        w->after[i].allocated = w->allocated;
-        w->after[i].reserved = w->reserved;
+        after[i].allocated = w->allocated;
+        after[i].reserved = w->reserved;
     }
     *events = e;
     c->p = e + n;

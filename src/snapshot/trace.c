@@ -81,10 +81,9 @@ static enum gm_status read_frames(struct builder *b, const struct pk_record *r, 
 
 /* One field of a trace entry.  Always inlined: read_event() calls it with a constant word
  * for the common key layouts, which folds the switch away. */
-static inline __attribute__((always_inline)) enum gm_status read_field(struct builder *b,
-                                                                       enum word w, pk_val val,
-                                                                       struct gm_snapshot_event *e,
-                                                                       struct entry_state *s)
+static GM_INLINE_ALWAYS enum gm_status read_field(struct builder *b, enum word w, pk_val val,
+                                                  struct gm_snapshot_event *e,
+                                                  struct entry_state *s)
 {
     enum gm_status st = GM_OK;
     switch (w) {
@@ -273,10 +272,8 @@ static enum gm_status read_event(struct builder *b, const struct pk_record *r, s
  * inlined: flat_event() calls it with the usual positions as constants, which folds the
  * tests of which keys there are away.  The generation evidence of the keys (any_time,
  * any_compile_ctx) is read_event()'s: it read the first entry with these keys. */
-static inline __attribute__((always_inline)) bool flat_event_at(struct builder *b,
-                                                                const struct pk_record *r,
-                                                                struct gm_snapshot_event *e,
-                                                                const int8_t *pos)
+static GM_INLINE_ALWAYS bool flat_event_at(struct builder *b, const struct pk_record *r,
+                                           struct gm_snapshot_event *e, const int8_t *pos)
 {
     struct trace_reader *tr = &b->tr;
     const pk_val *it = r->pairs;

@@ -1474,29 +1474,31 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
     gm_analysis_free(part);
 }
 
+/* The actions of the random traces, allocations and frees more often than the rest. */
+static const uint8_t random_actions[] = {GM_ACTION_ALLOC,
+                                         GM_ACTION_ALLOC,
+                                         GM_ACTION_ALLOC,
+                                         GM_ACTION_FREE_REQUESTED,
+                                         GM_ACTION_FREE_COMPLETED,
+                                         GM_ACTION_FREE_COMPLETED,
+                                         GM_ACTION_SEGMENT_ALLOC,
+                                         GM_ACTION_SEGMENT_FREE,
+                                         GM_ACTION_SEGMENT_MAP,
+                                         GM_ACTION_SEGMENT_UNMAP,
+                                         GM_ACTION_OOM,
+                                         GM_ACTION_SNAPSHOT,
+                                         GM_ACTION_OTHER};
+
 static void test_random_traces(void **state)
 {
     (void)state;
     static struct trace t;
-    static const uint8_t actions[] = {GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_ALLOC,
-                                      GM_ACTION_FREE_REQUESTED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_FREE_COMPLETED,
-                                      GM_ACTION_SEGMENT_ALLOC,
-                                      GM_ACTION_SEGMENT_FREE,
-                                      GM_ACTION_SEGMENT_MAP,
-                                      GM_ACTION_SEGMENT_UNMAP,
-                                      GM_ACTION_OOM,
-                                      GM_ACTION_SNAPSHOT,
-                                      GM_ACTION_OTHER};
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int round = 0; round < 300; round++) {
         size_t n = (size_t)(rng_next(&x) % 250);
         t.n = 0;
         for (size_t i = 0; i < n; i++) {
-            uint8_t a = actions[rng_next(&x) % sizeof(actions)];
+            uint8_t a = random_actions[rng_next(&x) % sizeof(random_actions)];
             uint64_t addr = 0x10000 + (rng_next(&x) % 12) * 0x1000;
             uint64_t size = 1 + rng_next(&x) % 0x3000;
             ev(&t, (enum gm_snapshot_action)a, addr, size, (uint32_t)(rng_next(&x) % N_ST));
@@ -1544,17 +1546,12 @@ static void test_random_traces(void **state)
  * of 65,535 us or more, kept apart (5). */
 static void random_timed_trace(struct trace *t, uint64_t *x, int road)
 {
-    static const uint8_t actions[] = {
-        GM_ACTION_ALLOC,          GM_ACTION_ALLOC,          GM_ACTION_ALLOC,
-        GM_ACTION_FREE_REQUESTED, GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED,
-        GM_ACTION_SEGMENT_ALLOC,  GM_ACTION_SEGMENT_FREE,   GM_ACTION_SEGMENT_MAP,
-        GM_ACTION_SEGMENT_UNMAP,  GM_ACTION_SNAPSHOT,       GM_ACTION_OTHER};
     size_t n = 1 + (size_t)(rng_next(x) % 250);
     int64_t time = 1700000000000000 + (int64_t)(rng_next(x) % 1000);
     t->n = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t addr = 0x10000 + (rng_next(x) % 12) * 0x1000;
-        ev(t, (enum gm_snapshot_action)actions[rng_next(x) % sizeof(actions)], addr,
+        ev(t, (enum gm_snapshot_action)random_actions[rng_next(x) % sizeof(random_actions)], addr,
            1 + rng_next(x) % 0x3000, (uint32_t)(rng_next(x) % N_ST));
         time += (int64_t)(rng_next(x) % 3 ? rng_next(x) % 50 : 0);
         if (road == 1 && i == n / 2)
@@ -1650,41 +1647,79 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
     }
 }
 
-/* The analysis without the series (gm_analysis_run_figures(), whose pass stops only where
- * a figure is made) gives the whole analysis's figures on random traces of every road of
- * random_timed_trace() and on an empty one: the split at the peak and at the end, and every
- * iteration's bytes, peak, phase and times. */
-static void test_figures_of_random_traces_equal_the_whole_analysis(void **state)
+/* The analysis without the series ('figures') holds the whole one's figures on every
+ * device: the split at the peak and at the end, every iteration's bytes, peak, phase and
+ * times, and every leak's stack, bytes, count and iterations.  Returns the iterations and
+ * the leaks compared. */
+static size_t figures_equal_the_whole(const struct gm_analysis *whole,
+                                      const struct gm_analysis *figures)
 {
-    (void)state;
-    static struct trace t;
-    uint64_t x = 0x2545f4914f6cdd1dULL;
-    size_t n_iterations = 0;
-    for (int round = 0; round < 600; round++) {
-        random_timed_trace(&t, &x, round % 6);
-        if (round == 0)
-            t.n = 0; /* no event: the pass has nowhere to stop */
-        struct gm_snapshot s;
-        struct gm_snapshot_device d;
-        make_snapshot(&s, &d, &t);
-        struct gm_analysis *whole = NULL, *figures = NULL;
-        struct gm_error err;
-        assert_int_equal(gm_analysis_run(&s, NULL, &whole, &err), GM_OK);
-        assert_int_equal(gm_analysis_run_figures(&s, NULL, &figures, &err), GM_OK);
-        const struct gm_analysis_device *w = &whole->devices[0], *f = &figures->devices[0];
+    size_t n_compared = 0;
+    assert_int_equal(whole->n_devices, figures->n_devices);
+    for (size_t d = 0; d < whole->n_devices; d++) {
+        const struct gm_analysis_device *w = &whole->devices[d], *f = &figures->devices[d];
+        assert_int_equal(f->n_points, 0);
         assert_memory_equal(w->at_peak, f->at_peak, sizeof(w->at_peak));
         assert_memory_equal(w->at_end, f->at_end, sizeof(w->at_end));
         assert_true(w->at_peak_unexplained == f->at_peak_unexplained);
         assert_true(w->at_peak_lifetime_only == f->at_peak_lifetime_only);
         assert_int_equal(w->n_iterations, f->n_iterations);
-        n_iterations += w->n_iterations;
         for (size_t i = 0; i < w->n_iterations; i++)
             assert_memory_equal(&w->iterations[i], &f->iterations[i], sizeof(w->iterations[i]));
         assert_int_equal(w->n_leaks, f->n_leaks);
+        for (size_t i = 0; i < w->n_leaks; i++) {
+            const struct gm_analysis_leak *a = &w->leaks[i], *b = &f->leaks[i];
+            assert_int_equal(a->stack, b->stack);
+            assert_int_equal(a->kind, b->kind);
+            assert_true(a->bytes_per_iteration == b->bytes_per_iteration);
+            assert_true(a->total_bytes == b->total_bytes);
+            assert_true(a->count == b->count);
+            assert_int_equal(a->n_iterations, b->n_iterations);
+            assert_int_equal(a->first_iteration, b->first_iteration);
+            assert_int_equal(a->last_iteration, b->last_iteration);
+        }
+        n_compared += w->n_iterations + w->n_leaks;
+    }
+    return n_compared;
+}
+
+/* The analysis without the series (gm_analysis_run_figures(), whose pass stops only where
+ * a figure is made) gives the whole analysis's figures (figures_equal_the_whole()) on
+ * random traces of every road of random_timed_trace(), on an empty one, and on two devices
+ * of such traces in one snapshot. */
+static void test_figures_of_random_traces_equal_the_whole_analysis(void **state)
+{
+    (void)state;
+    static struct trace t, t2;
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    size_t n_compared = 0;
+    for (int round = 0; round < 600; round++) {
+        random_timed_trace(&t, &x, round % 6);
+        if (round == 0)
+            t.n = 0; /* no event: the pass has nowhere to stop */
+        struct gm_snapshot s;
+        struct gm_snapshot_device d[2];
+        make_snapshot(&s, &d[0], &t);
+        if (round % 3 == 2) {
+            /* a second device, of another road */
+            random_timed_trace(&t2, &x, (round + 1) % 6);
+            memset(&d[1], 0, sizeof(d[1]));
+            d[1].index = 1;
+            d[1].has_trace = true;
+            d[1].events = t2.ev;
+            d[1].n_events = t2.n;
+            s.n_devices = 2;
+            s.n_events += t2.n;
+        }
+        struct gm_analysis *whole = NULL, *figures = NULL;
+        struct gm_error err;
+        assert_int_equal(gm_analysis_run(&s, NULL, &whole, &err), GM_OK);
+        assert_int_equal(gm_analysis_run_figures(&s, NULL, &figures, &err), GM_OK);
+        n_compared += figures_equal_the_whole(whole, figures);
         gm_analysis_free(figures);
         gm_analysis_free(whole);
     }
-    assert_true(n_iterations > 100); /* the traces have iterations to compare */
+    assert_true(n_compared > 100); /* the traces have iterations and leaks to compare */
 }
 
 /* ---- the peaks: from the analysis and from the timeline alone ---- */
@@ -1834,47 +1869,44 @@ static void test_analysis_without_series_keeps_the_figures(void **state)
 {
     char *buf, *a, *b;
     size_t len;
-    struct gm_snapshot *snap = load_example(true, &buf, &len);
     struct gm_analysis *whole, *figures;
     struct gm_error err;
     (void)state;
-    assert_int_equal(gm_analysis_run(snap, NULL, &whole, &err), GM_OK);
-    assert_int_equal(gm_analysis_run_figures(snap, NULL, &figures, &err), GM_OK);
-    assert_false(whole->no_series);
-    assert_true(figures->no_series);
-    assert_int_equal(whole->n_devices, figures->n_devices);
-    for (size_t d = 0; d < whole->n_devices; d++) {
-        const struct gm_analysis_device *w = &whole->devices[d], *f = &figures->devices[d];
-        assert_true(w->n_points > 0);
-        assert_int_equal(f->n_points, 0);
-        assert_memory_equal(w->at_peak, f->at_peak, sizeof(w->at_peak));
-        assert_memory_equal(w->at_end, f->at_end, sizeof(w->at_end));
-        assert_int_equal(w->n_iterations, f->n_iterations);
-        assert_true(w->n_iterations > 0);
-        assert_memory_equal(w->iterations, f->iterations,
-                            w->n_iterations * sizeof(w->iterations[0]));
-        assert_int_equal(w->n_leaks, f->n_leaks);
-    }
-    static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        assert_int_equal(doc_of(whole, kinds[i], false, &a), GM_OK);
-        assert_int_equal(doc_of(figures, kinds[i], false, &b), GM_OK);
-        assert_string_equal(a, b);
+    /* without the phases (the figures pass then skips between its stops) and with them */
+    for (int phases = 0; phases < 2; phases++) {
+        struct gm_snapshot *snap = load_example(phases, &buf, &len);
+        assert_int_equal(gm_analysis_run(snap, NULL, &whole, &err), GM_OK);
+        assert_int_equal(gm_analysis_run_figures(snap, NULL, &figures, &err), GM_OK);
+        assert_false(whole->no_series);
+        assert_true(figures->no_series);
+        for (size_t d = 0; d < whole->n_devices; d++) {
+            assert_true(whole->devices[d].n_points > 0);
+            assert_true(whole->devices[d].n_iterations > 0);
+            assert_true(whole->devices[d].n_leaks > 0);
+        }
+        figures_equal_the_whole(whole, figures);
+        static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS,
+                                                          GM_DOC_OOM};
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            assert_int_equal(doc_of(whole, kinds[i], false, &a), GM_OK);
+            assert_int_equal(doc_of(figures, kinds[i], false, &b), GM_OK);
+            assert_string_equal(a, b);
+            free(a);
+            free(b);
+        }
+        assert_int_equal(doc_of(whole, GM_DOC_CATEGORIES, true, &a), GM_OK);
+        assert_int_equal(doc_of(figures, GM_DOC_CATEGORIES, true, &b), GM_ERR_INVALID);
         free(a);
         free(b);
+        /* the calls that draw the series (report, plot, exports) refuse it too */
+        assert_int_equal(gm_analysis_require_series(whole, "report", &err), GM_OK);
+        assert_int_equal(gm_analysis_require_series(figures, "report", &err), GM_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "without its series"));
+        gm_analysis_free(figures);
+        gm_analysis_free(whole);
+        gm_snapshot_free(snap);
+        free(buf);
     }
-    assert_int_equal(doc_of(whole, GM_DOC_CATEGORIES, true, &a), GM_OK);
-    assert_int_equal(doc_of(figures, GM_DOC_CATEGORIES, true, &b), GM_ERR_INVALID);
-    free(a);
-    free(b);
-    /* the calls that draw the series (report, plot, exports) refuse it too */
-    assert_int_equal(gm_analysis_require_series(whole, "report", &err), GM_OK);
-    assert_int_equal(gm_analysis_require_series(figures, "report", &err), GM_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "without its series"));
-    gm_analysis_free(figures);
-    gm_analysis_free(whole);
-    gm_snapshot_free(snap);
-    free(buf);
 }
 
 /* An analysis made for a diff alone (no series, leaks, layout history; categories only at

@@ -241,11 +241,6 @@ static void test_padded_room(void **state)
         snprintf(want, sizeof(want), "%-*s", (int)w, s);
         check_written(got, end, (size_t)(end - got) + 7, want);
 
-        memset(got, 'Z', sizeof(got));
-        end = gm_fmt_right(got, s, strlen(s), w);
-        snprintf(want, sizeof(want), "%*s", (int)w, s);
-        check_written(got, end, (size_t)(end - got) + 7, want);
-
         if ((us < 0 ? 0 - (uint64_t)us : (uint64_t)us) < ((uint64_t)1 << 52)) {
             memset(got, 'Z', sizeof(got));
             end = gm_fmt_seconds(got, us, w);

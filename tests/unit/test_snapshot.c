@@ -777,6 +777,7 @@ static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_dev
     for (int plain_too = 0; plain_too < 2; plain_too++) {
         struct gm_snapshot_walk w, one;
         const struct gm_snapshot_event *batch;
+        struct snap_walk_totals after[GM_SNAPSHOT_CURSOR_BATCH];
         size_t n, seen = 0;
         assert_int_equal(gm_snapshot_walk_init(&w, s, plain_too ? &plain : d, &tl, &err), GM_OK);
         assert_int_equal(gm_snapshot_walk_init(&one, s, d, &tl, &err), GM_OK);
@@ -791,7 +792,7 @@ static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_dev
                 seen++;
                 continue;
             }
-            if ((n = gm_snapshot_walk_batch(&w, &batch)) == 0)
+            if ((n = snap_walk_batch(&w, &batch, after)) == 0)
                 break;
             assert_true(n <= GM_SNAPSHOT_CURSOR_BATCH);
             assert_int_equal(w.cur.index + 1, seen + n);
@@ -799,14 +800,14 @@ static void check_walk(const struct gm_snapshot *s, const struct gm_snapshot_dev
                 const struct gm_snapshot_event *e = gm_snapshot_walk_next(&one);
                 assert_non_null(e);
                 assert_memory_equal(e, &batch[i], offsetof(struct gm_snapshot_event, flags) + 1);
-                assert_true(w.after[i].allocated == one.allocated &&
-                            w.after[i].reserved == one.reserved);
+                assert_true(after[i].allocated == one.allocated &&
+                            after[i].reserved == one.reserved);
             }
             assert_true(w.allocated == one.allocated && w.reserved == one.reserved);
         }
         assert_int_equal(seen, d->n_events);
         assert_null(gm_snapshot_walk_next(&one));
-        assert_int_equal(gm_snapshot_walk_batch(&w, &batch), 0);
+        assert_int_equal(snap_walk_batch(&w, &batch, after), 0);
         gm_snapshot_walk_release(&w);
         gm_snapshot_walk_release(&one);
     }
