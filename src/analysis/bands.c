@@ -528,6 +528,7 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
     }
     for (size_t j = 0; j < n; j++) {
         uint64_t *o = out[q[j].i];
+#pragma GCC unroll 8 /* a handful of categories, each sum kept in a register */
         for (int c = 0; c < GM_CATEGORY_COUNT; c++)
             o[c] = cur[c] += d[j][c];
     }
