@@ -283,7 +283,11 @@ static inline void gm_lod_totals_add(struct gm_lod_totals *t, int64_t k,
     if (gm_snapshot_span_us(e->time_us, t->axis.t0_us, &v) && (uint64_t)v < t->next_u_) {
         t->axis.x32_[k] = (uint32_t)v;
         gm_lod_add_here(&t->alloc, k, allocated);
-        gm_lod_add_here(&t->res, k, reserved);
+        /* the reserved bytes seldom change: an unchanged value moves only the bucket's
+         * point count and last point, which are the allocated series' own (one point an
+         * event in both) and copied from it before the bucket is left or read */
+        if (reserved != t->res.cur_b_->last)
+            gm_lod_add_here(&t->res, k, reserved);
         return;
     }
     gm_lod_totals_step(t, k, e, allocated, reserved);

@@ -399,10 +399,20 @@ static uint64_t next_bound(const struct gm_lod_totals *t)
     return (uint64_t)ceil(t->x_next_);
 }
 
+/* The reserved series' current bucket as gm_lod_add_here() would have left it for the
+ * points gm_lod_totals_add() passed over (their value its last): the count and the last
+ * point of the allocated series' bucket, which had every point. */
+static void res_catch_up(struct gm_lod_totals *t)
+{
+    t->res.cur_b_->klast = t->alloc.cur_b_->klast;
+    t->res.cur_b_->n = t->alloc.cur_b_->n;
+}
+
 void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snapshot_event *e,
                         uint64_t allocated, uint64_t reserved)
 {
     struct gm_lod_axis *a = &t->axis;
+    res_catch_up(t);
     if (gm_lod_axis_keeps_x(a)) {
         int64_t v;
         if (gm_snapshot_span_us(e->time_us, a->t0_us, &v) && keep_x(a, (size_t)k, v)) {
@@ -421,6 +431,8 @@ void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snap
 
 void gm_lod_totals_end(struct gm_lod_totals *t)
 {
+    if (t->res.b)
+        res_catch_up(t);
     gm_lod_finish(&t->alloc);
     gm_lod_finish(&t->res);
 }
