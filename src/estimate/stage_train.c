@@ -688,6 +688,27 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         }
         return;
     case GM_LOSS_CHUNKED:
+        if (j->memory.compile) {
+            /* torchtune's compile flag compiles each chunk's upcast and cross-entropy
+             * (training/_compile.py compile_loss: loss.compute_cross_entropy =
+             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5; LinearCrossEntropyLoss's
+             * apply_compile_strategy after): as under --loss compiled, Inductor keeps each
+             * chunk's 16-bit logits as the saved input with a log-sum-exp per token, no fp32
+             * log-softmax, and a chunk's backward writes a new 16-bit gradient beside them.
+             * Autograd runs every chunk's loss backward before the projections' (they were
+             * recorded last: engine.cpp's ready queue takes the highest sequence number), each
+             * releasing its saved chunk as its gradient is made, so the logits and their
+             * gradients together stay one chunk above the logits */
+            out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + (cap > 0 ? ea * T * h : 0);
+            out->grad = ea * nv / C;
+            snprintf(out->note, sizeof out->note,
+                     "%g compiled chunks: every chunk's 16-bit logits kept, one chunk's new "
+                     "gradient",
+                     C);
+            out->what = "chunked cross-entropy, each chunk's loss compiled (torchtune "
+                        "compile_loss): the 16-bit logits kept, no fp32 copies";
+            return;
+        }
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
         out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C + (cap > 0 ? ea * T * h : 0);
