@@ -1241,6 +1241,12 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                          "they coexist with activations"
                        : "freed by zero_grad(set_to_none=True) (PyTorch "
                          ">= 2.0), allocated during backward");
+    if (j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0))
+        est_assume(e,
+                   "PyTorch %u.%u (--torch-version): before 2.0 torch.optim steps with a for-loop "
+                   "unless foreach or fused is given, and zero_grad() zeroes the gradients "
+                   "(set_to_none=False)",
+                   (unsigned)(j->stack.torch >> 16), (unsigned)((j->stack.torch >> 8) & 255));
     if (j->memory.fused_kernels)
         est_assume(e, "fused kernels:%s%s%s%s (Liger-Kernel / unsloth): they save less per layer",
                    (j->memory.fused_kernels & GM_FUSED_RMS_NORM) ? " RMSNorm" : "",

@@ -477,6 +477,46 @@ static void test_torchtune_qlora_keeps_the_rest_bf16(void **state)
     assert_int_equal(w_peft - w_tune, 2 * rest);
 }
 
+/* --torch-version before 2.0: torch.optim's default step is the for-loop (foreach became the
+ * default on CUDA in 2.0, pytorch/pytorch PR #92306) and Optimizer.zero_grad() zeroes the
+ * gradients in place (set_to_none defaults to True from 2.0, PR #92731): the same job as
+ * --optimizer-impl for-loop --zero-grad zeros once the job is resolved.  An option given, or
+ * a stack preset's, wins; 2.0 and later change nothing. */
+static void test_torch_version_before_2_defaults(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    job_make("llama-3-8b", TRAIN8B " --torch-version 1.13", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
+    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_ZEROS);
+    job_make("llama-3-8b", TRAIN8B " --torch-version 1.13 --optimizer-impl foreach", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
+    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_ZEROS);
+    job_make("llama-3-8b", TRAIN8B " --zero-grad set-to-none --torch-version 1.12", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_SET_TO_NONE);
+    job_make("llama-3-8b", TRAIN8B " --stack torchtune --torch-version 1.13", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
+    job_make("llama-3-8b", TRAIN8B " --torch-version 2.0", &j);
+    est_job_resolve(&j);
+    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
+    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_SET_TO_NONE);
+    run("llama-3-8b", TRAIN8B " --torch-version 1.13", &with);
+    run("llama-3-8b", TRAIN8B " --optimizer-impl for-loop --zero-grad zeros", &base);
+    assert_int_equal(with->peak_allocated_bytes, base->peak_allocated_bytes);
+    {
+        bool named = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            named = named || strstr(with->assumptions[i], "PyTorch 1.13 (--torch-version)");
+        assert_true(named);
+    }
+    run("llama-3-8b", TRAIN8B, &base);
+    assert_true(with->peak_allocated_bytes != base->peak_allocated_bytes);
+}
+
 /* The HF-family presets, each default as its stack's code sets it: axolotl's schema (bf16
  * 'auto', adamw_torch_fused, no gradient checkpointing, no Liger plugin, sdpa); unsloth's
  * get_peft_model ('unsloth' checkpointing: layer inputs offloaded to host; all linear
@@ -1356,6 +1396,7 @@ int main(void)
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_torchtune_qlora_keeps_the_rest_bf16),
+        cmocka_unit_test(test_torch_version_before_2_defaults),
         cmocka_unit_test(test_compiled_loss_keeps_logits_and_new_gradient),
         cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
