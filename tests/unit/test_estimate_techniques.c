@@ -186,7 +186,8 @@ static void test_loss_sizes(void **state)
      * logits kept by the compiled graphs, one chunk's new 16-bit gradient beside them and a
      * log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as large */
     run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 2 * T * V / 8 + 4 * T);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * V + 2 * T * V / 8 + 4 * T);
     run("llama-3-8b", TRAIN8B " --loss chunked --loss-chunks 16 --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 16 + 4 * T);
@@ -484,26 +485,29 @@ static void test_torchtune_qlora_keeps_the_rest_bf16(void **state)
  * a stack preset's, wins; 2.0 and later change nothing. */
 static void test_torch_version_before_2_defaults(void **state)
 {
-    struct gm_job j;
+    static const struct {
+        const char *settings;
+        enum gm_optim_impl impl;
+        enum gm_zero_grad zero_grad;
+    } cases[] = {
+        {" --torch-version 1.13", GM_OPTIM_FOR_LOOP, GM_ZERO_GRAD_ZEROS},
+        {" --torch-version 1.13 --optimizer-impl foreach", GM_OPTIM_FOREACH, GM_ZERO_GRAD_ZEROS},
+        {" --zero-grad set-to-none --torch-version 1.12", GM_OPTIM_FOR_LOOP,
+         GM_ZERO_GRAD_SET_TO_NONE},
+        {" --stack torchtune --torch-version 1.13", GM_OPTIM_FUSED, GM_ZERO_GRAD_ZEROS},
+        {" --torch-version 2.0", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+    };
     (void)state;
-    job_make("llama-3-8b", TRAIN8B " --torch-version 1.13", &j);
-    est_job_resolve(&j);
-    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOR_LOOP);
-    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_ZEROS);
-    job_make("llama-3-8b", TRAIN8B " --torch-version 1.13 --optimizer-impl foreach", &j);
-    est_job_resolve(&j);
-    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
-    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_ZEROS);
-    job_make("llama-3-8b", TRAIN8B " --zero-grad set-to-none --torch-version 1.12", &j);
-    est_job_resolve(&j);
-    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_SET_TO_NONE);
-    job_make("llama-3-8b", TRAIN8B " --stack torchtune --torch-version 1.13", &j);
-    est_job_resolve(&j);
-    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FUSED);
-    job_make("llama-3-8b", TRAIN8B " --torch-version 2.0", &j);
-    est_job_resolve(&j);
-    assert_int_equal(j.numerics.optim_impl, GM_OPTIM_FOREACH);
-    assert_int_equal(j.numerics.zero_grad, GM_ZERO_GRAD_SET_TO_NONE);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gm_job j;
+        char b[256];
+        snprintf(b, sizeof b, "%s%s", TRAIN8B, cases[i].settings);
+        job_make("llama-3-8b", b, &j);
+        est_job_resolve(&j);
+        if (j.numerics.optim_impl != cases[i].impl || j.numerics.zero_grad != cases[i].zero_grad)
+            fail_msg("%s: optimizer-impl %d, zero-grad %d", b, (int)j.numerics.optim_impl,
+                     (int)j.numerics.zero_grad);
+    }
     run("llama-3-8b", TRAIN8B " --torch-version 1.13", &with);
     run("llama-3-8b", TRAIN8B " --optimizer-impl for-loop --zero-grad zeros", &base);
     assert_int_equal(with->peak_allocated_bytes, base->peak_allocated_bytes);
