@@ -45,6 +45,7 @@ void gm_job_init(struct gm_job *job)
     job->memory.lora.fp32_upcast = true;
     job->parallel.tp = 1;
     job->parallel.pp = 1;
+    job->parallel.cp = 1;
     job->parallel.shard = GM_SHARD_NONE;
     job->parallel.bucket_elements = 500000000;
     job->engine.kind = GM_ENGINE_NONE;
@@ -847,6 +848,10 @@ static const struct gm_job_setting settings[] = {
              "LLAMA_SET_ROWS=0); used where the compute buffer is placed (llama, mistral, "
              "qwen2, GPT-NeoX fully offloaded, no MoE), ignored elsewhere",
              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.kv_cpy),
+    [EST_SET_CP] = NUM("cp", GM_JOB_U64, "N",
+                       "context-parallel degree: the sequence split over N ranks with ring "
+                       "attention, FSDP sharding over data x context ranks (torchtitan; default 1)",
+                       TRAIN, GM_ENGINE_NONE, parallel.cp, 1, 1024, 0),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
@@ -1517,6 +1522,22 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
                        "--gpus %llu is not a multiple of --tp %llu x --pp %llu",
                        (unsigned long long)p->gpus, (unsigned long long)p->tp,
                        (unsigned long long)p->pp);
+    if (p->cp > 1 && p->gpus % (p->tp * p->pp * p->cp) != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--gpus %llu is not a multiple of --tp x --pp x --cp %llu",
+                       (unsigned long long)p->gpus, (unsigned long long)p->cp);
+    /* the load-balanced split gives each rank two of 2 x cp equal chunks of every sequence
+     * (context_parallel's round-robin); ring attention runs SDPA's flash or efficient kernels
+     * only (torchtitan's train context restricts the backends) */
+    if (p->cp > 1 && (j->workload.seq % (2 * p->cp) != 0 || j->workload.tokens))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp %llu needs --seq a multiple of 2 x cp (two chunks per rank) and no "
+                       "--tokens-per-batch",
+                       (unsigned long long)p->cp);
+    if (p->cp > 1 && j->memory.attention == GM_ATTN_EAGER)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp needs SDPA attention (ring attention wraps the flash and efficient "
+                       "kernels), not --attention eager");
     if (p->shard != GM_SHARD_NONE && j->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero / --fsdp apply to --train");
     if (p->pp > 1 && j->mode == GM_EST_INFER && j->engine.kind != GM_ENGINE_VLLM)
@@ -1572,7 +1593,8 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
                                                  EST_SET_FLOAT8,
                                                  EST_SET_ACTIVATION_OFFLOAD,
                                                  EST_SET_TOKENS_PER_BATCH,
-                                                 EST_SET_OPTIMIZER_IN_BACKWARD};
+                                                 EST_SET_OPTIMIZER_IN_BACKWARD,
+                                                 EST_SET_CP};
     const struct gm_job_memory *mem = &j->memory;
     enum gm_status st;
     if (est_given(j, EST_SET_LOSS_CHUNKS) && mem->loss != GM_LOSS_CHUNKED &&

@@ -1231,6 +1231,39 @@ static void test_vllm_versions(void **state)
 }
 
 /* Settings that need others, and the refusals of the sources' own code. */
+/* Context parallelism as torch's context_parallel runs it under torchtitan: every rank holds
+ * seq / cp tokens, FSDP shards over the data x context ranks, so a job at seq 8192 over cp 2
+ * keeps what the same job at seq 4096 keeps but for ring attention's backward buffers (per
+ * local token at the query width: fp32 dq, dk, dv accumulators 12 B, the contiguous k and v
+ * 2 x 2 B, their concatenation 2 x 2 B, the all-gathered concatenation cp x 2 x 2 B, the fp32
+ * dk|dv sent and received 2 x 8 B), beside dq, dk, dv and the output's gradient; the
+ * attention's backward then outgrows the MLP's (three 14336-wide bf16 gradients). */
+static void test_context_parallel(void **state)
+{
+    const uint64_t T = 4096, hq = 4096, kv = 1024, cp = 2, I = 14336;
+    const uint64_t ring = hq * (12 + 2 * 2 + 2 * 2 + cp * 2 * 2 + 2 * 8);
+    struct gm_job j;
+    bool said = false;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp", &base);
+    run("llama-3-8b", "--train --batch 1 --seq 8192 --gpus 8 --fsdp --cp 2", &with);
+    assert_int_equal(changed_kinds(base, with), K(GM_KIND_BACKWARD_TEMP));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP) -
+                         gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
+                     T * (2 * (hq + hq + kv + kv) + ring - 2 * 3 * I));
+    for (size_t i = 0; i < with->n_assumptions; i++)
+        said |= strstr(with->assumptions[i], "context parallel 2") != NULL;
+    assert_true(said);
+    /* the forward's (the replay allocates it around each checkpointed layer's attention):
+     * contiguous k, v and their concatenation 2 x 2 x 2 B, the gathered cp x 2 x 2 B, the
+     * merger's fp32 output, block output and difference 3 x 4 B; none without --cp */
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --cp 2", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false),
+                     hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
+}
+
 static void test_technique_checks(void **state)
 {
     static const struct {
@@ -1255,6 +1288,10 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 3", "multiple of --tp x --pp x --cp"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
+        {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
+        {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
     };
     (void)state;
@@ -1336,6 +1373,7 @@ int main(void)
         cmocka_unit_test(test_ranges_and_verdict),
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_vllm_versions),
+        cmocka_unit_test(test_context_parallel),
         cmocka_unit_test(test_technique_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
