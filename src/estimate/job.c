@@ -1278,6 +1278,11 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* FSDP under pipeline parallelism keeps every layer gathered from its forward to its
+     * backward: torchtitan's apply_fsdp sets reshard_after_forward=False when pp is enabled
+     * (parallelize_llama.py, torchtitan 9dec370), to spare an all-gather per micro-batch */
+    if (j->mode == GM_EST_TRAIN && j->parallel.pp > 1 && j->parallel.shard == GM_SHARD_FSDP)
+        j->parallel.reshard_after_forward = false;
     /* a preset's activation offload is its checkpointing's (unsloth's offloaded layer
      * inputs): without full checkpointing there is nothing of it to offload */
     if (est_preset_set(j, EST_SET_ACTIVATION_OFFLOAD) && j->memory.checkpointing != GM_CKPT_FULL)
@@ -1543,10 +1548,14 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
     if (p->pp > 1 && j->mode == GM_EST_INFER && j->engine.kind != GM_ENGINE_VLLM)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp applies to --train and to --engine vllm");
-    if (p->pp > 1 && stage >= 2)
+    if (p->pp > 1 && stage >= 2 && p->shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp combines with ZeRO-1 at most (DeepSpeed's pipeline engine refuses "
-                       "ZeRO-2 and ZeRO-3)");
+                       "ZeRO-2 and ZeRO-3) or with --fsdp (FSDP2, as torchtitan)");
+    if (p->pp > 1 && p->shard == GM_SHARD_FSDP && p->fsdp_version != 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp with --fsdp needs FSDP2 (--fsdp-version 2): torch.distributed."
+                       "pipelining drives fully_shard modules");
     if (p->sequence_parallel && p->tp < 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
     if (p->offload_params && stage != 3)

@@ -242,9 +242,33 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                      "one layer's unsharded gradient (%u B) and two reduce-scatter inputs "
                      "(%llu B each element)",
                      wbytes, (unsigned long long)rbytes);
+            /* under a pipeline (below) no reduce-scatter runs during the micro-batches'
+             * backward: the layer's gradient is cast to the reduce dtype and added to the
+             * accumulated one instead */
+            if (p->pp > 1)
+                snprintf(note, sizeof note,
+                         "one layer's unsharded gradient (%u B) and its cast to the reduce "
+                         "dtype (%llu B each element)",
+                         wbytes, (unsigned long long)rbytes);
             st = est_add(e, GM_KIND_GATHERED, "gathered_grads",
-                         gm_add_sat(gm_mul_sat(lt, wbytes), gm_mul_sat(lt, 2 * rbytes)),
+                         gm_add_sat(gm_mul_sat(lt, wbytes),
+                                    gm_mul_sat(lt, (p->pp > 1 ? 1 : 2) * rbytes)),
                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+            /* a pipeline stage's fully_shard modules run every micro-batch's backward with
+             * requires_gradient_sync and reshard_after_backward off, and reduce-scatter once
+             * after the last (torch/distributed/pipelining/stage.py backward_maybe_with_nosync
+             * and _post_backward, pytorch 0138610): fully_shard keeps the unsharded gradients
+             * accumulated in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed) for
+             * all the stage's parameters meanwhile (the stage's share of this) */
+            if (st == GM_OK && p->pp > 1) {
+                snprintf(note, sizeof note,
+                         "unsharded gradients accumulated over the micro-batches (%llu B each "
+                         "element), reduce-scattered after the last",
+                         (unsigned long long)rbytes);
+                st = est_add(e, GM_KIND_GATHERED, "accumulated_grads",
+                             gm_mul_sat(est_div_up(n, t), rbytes), GM_EST_PHASE_SAVED, true,
+                             GM_EXTENT_ALL_LAYERS, note, err);
+            }
         } else {
             snprintf(note, sizeof note,
                      "one layer's unsharded gradient during reduce-scatter (%llu B each)",

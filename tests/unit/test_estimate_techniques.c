@@ -1264,6 +1264,41 @@ static void test_context_parallel(void **state)
     assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
 }
 
+/* FSDP2 under pipeline parallelism as torchtitan and torch.distributed.pipelining run it:
+ * apply_fsdp does not reshard after forward when pp is enabled, so every layer of the stage
+ * stays gathered; each micro-batch's backward runs with gradient sync off, so fully_shard
+ * keeps the stage's unsharded gradients accumulated in the reduce dtype (fp32 under mixed
+ * precision) until the reduce-scatter after the last.  Llama-3-8B over two stages: each
+ * holds 16 layers and one 128256 x 4096 end, half the model. */
+static void test_pipeline_with_fsdp(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3-8b");
+    uint64_t acc = 0, gathered = 0, one = 0, layer, stage;
+    struct gm_param_counts pc;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 16 --pp 2 --fsdp --fsdp-version 2",
+        &with);
+    for (size_t i = 0; i < with->n_components; i++) {
+        const struct gm_est_component *c = &with->components[i];
+        if (!strcmp(c->name, "accumulated_grads"))
+            acc = c->bytes;
+        if (!strcmp(c->name, "gathered_params"))
+            gathered = c->bytes;
+        if (!strcmp(c->name, "gathered_grads"))
+            one = c->bytes;
+    }
+    assert_int_equal(gm_model_count_params(m, &pc, NULL), GM_OK);
+    /* a layer with its share of the norms; a stage: 16 of them and one 128256 x 4096 end */
+    layer = est_layer_params(m, &pc);
+    stage = 16 * layer + 128256ull * 4096;
+    /* fp32 gradients of the stage's parameters */
+    assert_int_equal(acc, gm_mul_div_u64(4 * with->n_params, stage, pc.total));
+    /* every layer gathered in bf16, the same share of them */
+    assert_int_equal(gathered, gm_mul_div_u64(2 * 32 * layer, stage, pc.total));
+    /* one layer's bf16 gradient and its fp32 cast, no reduce-scatter input */
+    assert_int_equal(one, layer * (2 + 4));
+}
+
 static void test_technique_checks(void **state)
 {
     static const struct {
@@ -1292,6 +1327,8 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
         {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
         {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --fsdp --fsdp-version 1", "needs FSDP2"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --zero 3", "ZeRO-1 at most"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
     };
     (void)state;
@@ -1374,6 +1411,7 @@ int main(void)
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_vllm_versions),
         cmocka_unit_test(test_context_parallel),
+        cmocka_unit_test(test_pipeline_with_fsdp),
         cmocka_unit_test(test_technique_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
