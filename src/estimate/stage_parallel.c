@@ -250,10 +250,10 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                          "one layer's unsharded gradient (%u B) and its cast to the reduce "
                          "dtype (%llu B each element)",
                          wbytes, (unsigned long long)rbytes);
-            st = est_add(e, GM_KIND_GATHERED, "gathered_grads",
-                         gm_add_sat(gm_mul_sat(lt, wbytes),
-                                    gm_mul_sat(lt, (p->pp > 1 ? 1 : 2) * rbytes)),
-                         GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+            st = est_add(
+                e, GM_KIND_GATHERED, "gathered_grads",
+                gm_add_sat(gm_mul_sat(lt, wbytes), gm_mul_sat(lt, (p->pp > 1 ? 1 : 2) * rbytes)),
+                GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
             /* a pipeline stage's fully_shard modules run every micro-batch's backward with
              * requires_gradient_sync and reshard_after_backward off, and reduce-scatter once
              * after the last (torch/distributed/pipelining/stage.py backward_maybe_with_nosync
