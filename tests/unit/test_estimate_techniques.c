@@ -1262,6 +1262,14 @@ static void test_context_parallel(void **state)
                      hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
     job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
     assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
+    /* with full checkpointing the replay runs each layer's forward op by op: one ring
+     * allocation more per layer and step */
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp --grad-checkpointing full",
+        &base);
+    run("llama-3-8b",
+        "--train --batch 1 --seq 8192 --gpus 8 --fsdp --grad-checkpointing full --cp 2", &with);
+    assert_true(base->replay.used && with->replay.steps == base->replay.steps);
+    assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * base->replay.steps);
 }
 
 /* FSDP2 under pipeline parallelism as torchtitan and torch.distributed.pipelining run it:
